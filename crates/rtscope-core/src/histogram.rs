@@ -1,0 +1,250 @@
+//! An owned histogram in the [`crate::layout`] layout, with exact min and max.
+
+use crate::layout::{self, BUCKETS};
+use crate::Nanos;
+
+/// The percentiles rtscope reports, as (label, quantile).
+pub const PERCENTILES: [(&str, f64); 7] = [
+    ("p50", 0.50),
+    ("p90", 0.90),
+    ("p99", 0.99),
+    ("p99.9", 0.999),
+    ("p99.99", 0.9999),
+    ("p99.999", 0.99999),
+    ("p99.9999", 0.999999),
+];
+
+/// Fewer expected samples than this beyond a percentile mark it as resting on too few samples.
+pub const MIN_TAIL_SAMPLES: f64 = 10.0;
+
+/// A lossless latency histogram: counts per bucket plus the exact minimum and maximum.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Histogram {
+    counts: Vec<u64>,
+    total: u64,
+    min: u64,
+    max: u64,
+}
+
+/// One percentile of a distribution.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Percentile {
+    /// Label such as `p99.9`.
+    pub label: &'static str,
+    /// The quantile, 0..1.
+    pub quantile: f64,
+    /// The value, `None` when the histogram is empty.
+    pub value: Option<Nanos>,
+    /// Expected number of samples above this percentile (`count × (1 − quantile)`); below
+    /// [`MIN_TAIL_SAMPLES`] the percentile rests on too few samples to mean much.
+    pub tail_samples: f64,
+}
+
+impl Percentile {
+    /// Whether enough samples lie beyond this percentile for it to be meaningful.
+    pub fn is_supported(&self) -> bool {
+        self.tail_samples >= MIN_TAIL_SAMPLES
+    }
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Histogram {
+    /// An empty histogram.
+    pub fn new() -> Self {
+        Histogram { counts: vec![0; BUCKETS], total: 0, min: u64::MAX, max: 0 }
+    }
+
+    /// Builds a histogram from per-bucket counts (in the layout) and the exact min and max (ns).
+    /// `counts` shorter than the layout is padded with zeros; extra entries are ignored.
+    pub fn from_parts(counts: &[u64], min: Nanos, max: Nanos) -> Self {
+        let mut h = Histogram::new();
+        for (dst, &c) in h.counts.iter_mut().zip(counts) {
+            *dst = c;
+            h.total += c;
+        }
+        if h.total > 0 {
+            h.min = min.0;
+            h.max = max.0;
+        }
+        h
+    }
+
+    /// Builds a histogram from `(bucket index, count)` pairs, as [`Histogram::nonzero`] yields.
+    pub fn from_sparse(pairs: impl IntoIterator<Item = (usize, u64)>, min: Nanos, max: Nanos) -> Self {
+        let mut counts = vec![0; BUCKETS];
+        for (i, c) in pairs {
+            if i < BUCKETS {
+                counts[i] += c;
+            }
+        }
+        Self::from_parts(&counts, min, max)
+    }
+
+    /// Counts one sample.
+    pub fn record(&mut self, v: Nanos) {
+        self.record_n(v, 1);
+    }
+
+    /// Counts `n` samples of the same value.
+    pub fn record_n(&mut self, v: Nanos, n: u64) {
+        if n == 0 {
+            return;
+        }
+        self.counts[layout::index_of(v.0)] += n;
+        self.total += n;
+        self.min = self.min.min(v.0);
+        self.max = self.max.max(v.0);
+    }
+
+    /// Adds every sample of `other`.
+    pub fn merge(&mut self, other: &Histogram) {
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        self.total += other.total;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+
+    /// Number of samples.
+    pub fn count(&self) -> u64 {
+        self.total
+    }
+
+    /// Exact smallest sample.
+    pub fn min(&self) -> Option<Nanos> {
+        (self.total > 0).then_some(Nanos(self.min))
+    }
+
+    /// Exact largest sample.
+    pub fn max(&self) -> Option<Nanos> {
+        (self.total > 0).then_some(Nanos(self.max))
+    }
+
+    /// The non-empty buckets as `(bucket index, count)`.
+    pub fn nonzero(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
+        self.counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(i, &c)| (i, c))
+    }
+
+    /// The non-empty buckets as `(lowest ns, width ns, count)`.
+    pub fn buckets(&self) -> impl Iterator<Item = (Nanos, Nanos, u64)> + '_ {
+        self.nonzero()
+            .map(|(i, c)| (Nanos(layout::lowest_of(i)), Nanos(layout::width_of(i)), c))
+    }
+
+    /// The value at quantile `q` (0..=1) by the nearest-rank rule: the smallest sample `x` such
+    /// that at least `q × count` samples are `<= x` (rank `max(1, ceil(q × count))`). The value
+    /// reported is the midpoint of the bucket holding that sample, clamped to the exact min and
+    /// max, so it is within 0.05 % of the true order statistic (exact below 2,048 ns).
+    pub fn value_at_quantile(&self, q: f64) -> Option<Nanos> {
+        if self.total == 0 {
+            return None;
+        }
+        let rank = ((q.clamp(0.0, 1.0) * self.total as f64).ceil() as u64).clamp(1, self.total);
+        let mut seen = 0u64;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                let mid = layout::lowest_of(i) + (layout::width_of(i) - 1) / 2;
+                return Some(Nanos(mid.clamp(self.min, self.max)));
+            }
+        }
+        Some(Nanos(self.max))
+    }
+
+    /// All of [`PERCENTILES`] in one pass.
+    pub fn percentiles(&self) -> Vec<Percentile> {
+        PERCENTILES
+            .iter()
+            .map(|&(label, q)| Percentile {
+                label,
+                quantile: q,
+                value: self.value_at_quantile(q),
+                tail_samples: self.total as f64 * (1.0 - q),
+            })
+            .collect()
+    }
+
+    /// Number of samples `>= threshold`, counted by bucket (exact below 2,048 ns; above, a bucket
+    /// straddling the threshold is counted as above when its lowest value is >= the threshold).
+    pub fn count_at_or_above(&self, threshold: Nanos) -> u64 {
+        let first = layout::index_of(threshold.0);
+        let start = if layout::lowest_of(first) < threshold.0 { first + 1 } else { first };
+        self.counts[start.min(BUCKETS)..].iter().sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exact_quantile(sorted: &[u64], q: f64) -> u64 {
+        let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+        sorted[rank - 1]
+    }
+
+    #[test]
+    fn percentiles_match_exact_order_statistics_within_precision() {
+        // A deterministic, heavy-tailed pseudo-random sample set.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut values = Vec::new();
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let base = 5_000 + x % 30_000;
+            let tail = if x % 997 == 0 { (x >> 20) % 5_000_000 } else { 0 };
+            values.push(base + tail);
+        }
+        let mut h = Histogram::new();
+        for &v in &values {
+            h.record(Nanos(v));
+        }
+        values.sort_unstable();
+        for (label, q) in PERCENTILES {
+            let exact = exact_quantile(&values, q) as f64;
+            let got = h.value_at_quantile(q).unwrap().0 as f64;
+            assert!((got - exact).abs() <= exact * 0.0005 + 0.5, "{label}: {got} vs {exact}");
+        }
+        assert_eq!(h.min(), Some(Nanos(values[0])));
+        assert_eq!(h.max(), Some(Nanos(*values.last().unwrap())));
+        assert_eq!(h.count(), values.len() as u64);
+    }
+
+    #[test]
+    fn empty_histogram_has_no_values() {
+        let h = Histogram::new();
+        assert_eq!(h.value_at_quantile(0.5), None);
+        assert_eq!(h.min(), None);
+        assert!(h.percentiles().iter().all(|p| p.value.is_none()));
+    }
+
+    #[test]
+    fn merge_and_sparse_round_trip() {
+        let mut a = Histogram::new();
+        let mut b = Histogram::new();
+        a.record_n(Nanos(100), 3);
+        b.record(Nanos(9_000_000));
+        a.merge(&b);
+        assert_eq!(a.count(), 4);
+        assert_eq!(a.max(), Some(Nanos(9_000_000)));
+        let c = Histogram::from_sparse(a.nonzero(), a.min().unwrap(), a.max().unwrap());
+        assert_eq!(a, c);
+        assert_eq!(a.count_at_or_above(Nanos(101)), 1);
+        assert_eq!(a.count_at_or_above(Nanos(100)), 4);
+    }
+
+    #[test]
+    fn tail_support_is_flagged() {
+        let mut h = Histogram::new();
+        h.record_n(Nanos(10), 1000);
+        let p = h.percentiles();
+        assert!(p[2].is_supported()); // p99: 10 samples beyond
+        assert!(!p[3].is_supported()); // p99.9: 1 sample beyond
+    }
+}

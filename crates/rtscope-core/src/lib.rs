@@ -1,0 +1,22 @@
+//! rtscope-core: the units and statistics every other rtscope crate shares.
+//!
+//! * [`Nanos`]: a duration or latency in integer nanoseconds. Every latency in rtscope is a
+//!   `Nanos`; conversion to microseconds happens only when text is printed.
+//! * [`layout`]: the log-linear bucket layout of rtscope's lossless histogram (HDR-style):
+//!   exact below 2,048 ns, then 1,024 sub-buckets per power of two, so the width of any bucket
+//!   is at most 1/1024 (0.098 %) of its lowest value, from 1 ns up to 2^48 ns (about 78 hours).
+//! * [`Histogram`]: an owned histogram in that layout, with merge and percentile queries.
+//! * [`Stats`]: count, min, mean, max, time and cycle of the max, missed periods.
+//!
+//! This crate does no I/O and has no dependencies.
+
+#![warn(missing_docs)]
+
+pub mod layout;
+mod histogram;
+mod nanos;
+mod stats;
+
+pub use histogram::{Histogram, Percentile, PERCENTILES};
+pub use nanos::{Nanos, ParseDurationError};
+pub use stats::Stats;
