@@ -56,7 +56,12 @@ impl Default for Histogram {
 impl Histogram {
     /// An empty histogram.
     pub fn new() -> Self {
-        Histogram { counts: vec![0; BUCKETS], total: 0, min: u64::MAX, max: 0 }
+        Histogram {
+            counts: vec![0; BUCKETS],
+            total: 0,
+            min: u64::MAX,
+            max: 0,
+        }
     }
 
     /// Builds a histogram from per-bucket counts (in the layout) and the exact min and max (ns).
@@ -75,7 +80,11 @@ impl Histogram {
     }
 
     /// Builds a histogram from `(bucket index, count)` pairs, as [`Histogram::nonzero`] yields.
-    pub fn from_sparse(pairs: impl IntoIterator<Item = (usize, u64)>, min: Nanos, max: Nanos) -> Self {
+    pub fn from_sparse(
+        pairs: impl IntoIterator<Item = (usize, u64)>,
+        min: Nanos,
+        max: Nanos,
+    ) -> Self {
         let mut counts = vec![0; BUCKETS];
         for (i, c) in pairs {
             if i < BUCKETS {
@@ -128,7 +137,11 @@ impl Histogram {
 
     /// The non-empty buckets as `(bucket index, count)`.
     pub fn nonzero(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
-        self.counts.iter().enumerate().filter(|(_, &c)| c > 0).map(|(i, &c)| (i, c))
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(i, &c)| (i, c))
     }
 
     /// The non-empty buckets as `(lowest ns, width ns, count)`.
@@ -174,7 +187,11 @@ impl Histogram {
     /// straddling the threshold is counted as above when its lowest value is >= the threshold).
     pub fn count_at_or_above(&self, threshold: Nanos) -> u64 {
         let first = layout::index_of(threshold.0);
-        let start = if layout::lowest_of(first) < threshold.0 { first + 1 } else { first };
+        let start = if layout::lowest_of(first) < threshold.0 {
+            first + 1
+        } else {
+            first
+        };
         self.counts[start.min(BUCKETS)..].iter().sum()
     }
 }
@@ -198,7 +215,11 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             let base = 5_000 + x % 30_000;
-            let tail = if x % 997 == 0 { (x >> 20) % 5_000_000 } else { 0 };
+            let tail = if x % 997 == 0 {
+                (x >> 20) % 5_000_000
+            } else {
+                0
+            };
             values.push(base + tail);
         }
         let mut h = Histogram::new();
@@ -209,7 +230,10 @@ mod tests {
         for (label, q) in PERCENTILES {
             let exact = exact_quantile(&values, q) as f64;
             let got = h.value_at_quantile(q).unwrap().0 as f64;
-            assert!((got - exact).abs() <= exact * 0.0005 + 0.5, "{label}: {got} vs {exact}");
+            assert!(
+                (got - exact).abs() <= exact * 0.0005 + 0.5,
+                "{label}: {got} vs {exact}"
+            );
         }
         assert_eq!(h.min(), Some(Nanos(values[0])));
         assert_eq!(h.max(), Some(Nanos(*values.last().unwrap())));

@@ -25,7 +25,11 @@ pub fn index_of(ns: u64) -> usize {
     if ns < EXACT_LIMIT {
         return ns as usize;
     }
-    let ns = if ns >= MAX_TRACKABLE { MAX_TRACKABLE - 1 } else { ns };
+    let ns = if ns >= MAX_TRACKABLE {
+        MAX_TRACKABLE - 1
+    } else {
+        ns
+    };
     let exp = 63 - u64::from(ns.leading_zeros()); // >= 11
     let shift = exp - 10;
     (EXACT_LIMIT + (shift - 1) * SUB_BUCKETS + ((ns >> shift) - SUB_BUCKETS)) as usize
@@ -76,7 +80,10 @@ mod tests {
             let lo = lowest_of(i).max(1);
             assert!(width_of(i) as f64 / lo as f64 <= 1.0 / 1024.0 || lo < EXACT_LIMIT);
         }
-        assert_eq!(lowest_of(BUCKETS - 1) + width_of(BUCKETS - 1), MAX_TRACKABLE);
+        assert_eq!(
+            lowest_of(BUCKETS - 1) + width_of(BUCKETS - 1),
+            MAX_TRACKABLE
+        );
     }
 
     #[test]

@@ -12,8 +12,8 @@
 
 #![warn(missing_docs)]
 
-pub mod layout;
 mod histogram;
+pub mod layout;
 mod nanos;
 mod stats;
 

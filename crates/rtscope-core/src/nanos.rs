@@ -48,7 +48,10 @@ impl Nanos {
 
     /// Parses a duration such as `30` (seconds unless `default_unit` says otherwise), `250ms`,
     /// `100us`, `10m`, `2h`, `1d`, `1.5s`. Units: `ns`, `us`, `ms`, `s`, `m`, `h`, `d`.
-    pub fn parse_with_default_unit(text: &str, default_unit: &str) -> Result<Nanos, ParseDurationError> {
+    pub fn parse_with_default_unit(
+        text: &str,
+        default_unit: &str,
+    ) -> Result<Nanos, ParseDurationError> {
         let t = text.trim();
         let split = t
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -65,7 +68,9 @@ impl Nanos {
             "d" => 86_400e9,
             _ => return Err(ParseDurationError(text.to_string())),
         };
-        let value: f64 = num.parse().map_err(|_| ParseDurationError(text.to_string()))?;
+        let value: f64 = num
+            .parse()
+            .map_err(|_| ParseDurationError(text.to_string()))?;
         if !value.is_finite() || value < 0.0 {
             return Err(ParseDurationError(text.to_string()));
         }
@@ -129,13 +134,34 @@ mod tests {
 
     #[test]
     fn parses_cyclictest_durations_in_seconds_by_default() {
-        assert_eq!(Nanos::parse_with_default_unit("30", "s"), Ok(Nanos::from_secs(30)));
-        assert_eq!(Nanos::parse_with_default_unit("10m", "s"), Ok(Nanos::from_secs(600)));
-        assert_eq!(Nanos::parse_with_default_unit("2h", "s"), Ok(Nanos::from_secs(7200)));
-        assert_eq!(Nanos::parse_with_default_unit("1d", "s"), Ok(Nanos::from_secs(86_400)));
-        assert_eq!(Nanos::parse_with_default_unit("1.5s", "s"), Ok(Nanos::from_ms(1500)));
-        assert_eq!(Nanos::parse_with_default_unit("200us", "s"), Ok(Nanos::from_us(200)));
-        assert_eq!(Nanos::parse_with_default_unit("200", "us"), Ok(Nanos::from_us(200)));
+        assert_eq!(
+            Nanos::parse_with_default_unit("30", "s"),
+            Ok(Nanos::from_secs(30))
+        );
+        assert_eq!(
+            Nanos::parse_with_default_unit("10m", "s"),
+            Ok(Nanos::from_secs(600))
+        );
+        assert_eq!(
+            Nanos::parse_with_default_unit("2h", "s"),
+            Ok(Nanos::from_secs(7200))
+        );
+        assert_eq!(
+            Nanos::parse_with_default_unit("1d", "s"),
+            Ok(Nanos::from_secs(86_400))
+        );
+        assert_eq!(
+            Nanos::parse_with_default_unit("1.5s", "s"),
+            Ok(Nanos::from_ms(1500))
+        );
+        assert_eq!(
+            Nanos::parse_with_default_unit("200us", "s"),
+            Ok(Nanos::from_us(200))
+        );
+        assert_eq!(
+            Nanos::parse_with_default_unit("200", "us"),
+            Ok(Nanos::from_us(200))
+        );
     }
 
     #[test]

@@ -58,10 +58,29 @@ mod tests {
 
     #[test]
     fn merge_keeps_the_larger_maximum_with_its_cycle() {
-        let a = Stats { count: 2, min: Nanos(5), max: Nanos(50), sum_ns: 55, max_cycle: 1, max_time: Nanos(10), missed: 0 };
-        let b = Stats { count: 1, min: Nanos(7), max: Nanos(70), sum_ns: 70, max_cycle: 0, max_time: Nanos(3), missed: 1 };
+        let a = Stats {
+            count: 2,
+            min: Nanos(5),
+            max: Nanos(50),
+            sum_ns: 55,
+            max_cycle: 1,
+            max_time: Nanos(10),
+            missed: 0,
+        };
+        let b = Stats {
+            count: 1,
+            min: Nanos(7),
+            max: Nanos(70),
+            sum_ns: 70,
+            max_cycle: 0,
+            max_time: Nanos(3),
+            missed: 1,
+        };
         let m = a.merge(&b);
-        assert_eq!((m.count, m.min, m.max, m.max_cycle, m.missed), (3, Nanos(5), Nanos(70), 0, 1));
+        assert_eq!(
+            (m.count, m.min, m.max, m.max_cycle, m.missed),
+            (3, Nanos(5), Nanos(70), 0, 1)
+        );
         assert_eq!(m.mean_ns(), Some(125.0 / 3.0));
         assert_eq!(Stats::default().merge(&a), a);
     }

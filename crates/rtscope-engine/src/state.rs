@@ -1,0 +1,396 @@
+//! Per-thread measurement state: preallocated before the thread turns real-time, written only by
+//! its measuring thread (plain relaxed stores, no locked instructions), readable at any time by
+//! the non-RT control thread for live display, checkpoints and sample draining.
+
+use crate::config::{LinearSpec, RunConfig};
+use rtscope_core::{layout, Histogram, Nanos, Stats};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, Ordering::*};
+
+/// Adds `n` to a counter that only the calling thread writes: a plain load and store, no
+/// read-modify-write instruction in the timing loop.
+#[inline(always)]
+pub(crate) fn bump(counter: &AtomicU64, n: u64) {
+    counter.store(counter.load(Relaxed).wrapping_add(n), Relaxed);
+}
+
+fn zeroed(n: usize) -> Box<[AtomicU64]> {
+    (0..n).map(|_| AtomicU64::new(0)).collect()
+}
+
+/// Lifecycle of a measuring thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Not yet in its timing loop.
+    Starting = 0,
+    /// Measuring.
+    Running = 1,
+    /// Loop ended.
+    Done = 2,
+}
+
+/// One recorded sample or event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sample {
+    /// 0-based deadline index.
+    pub cycle: u64,
+    /// Wake-up latency.
+    pub latency: Nanos,
+    /// Clock reading at the wake-up (ns on the run's clock).
+    pub time: Nanos,
+}
+
+/// A fixed array of the first `capacity` samples above a threshold; later ones are counted.
+pub struct EventLog {
+    slots: Box<[AtomicU64]>,
+    len: AtomicU64,
+    dropped: AtomicU64,
+}
+
+impl EventLog {
+    fn new(capacity: usize) -> Self {
+        EventLog {
+            slots: zeroed(capacity * 3),
+            len: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn push(&self, s: Sample) {
+        let n = self.len.load(Relaxed) as usize;
+        if (n + 1) * 3 > self.slots.len() {
+            bump(&self.dropped, 1);
+            return;
+        }
+        self.slots[n * 3].store(s.cycle, Relaxed);
+        self.slots[n * 3 + 1].store(s.latency.0, Relaxed);
+        self.slots[n * 3 + 2].store(s.time.0, Relaxed);
+        self.len.store(n as u64 + 1, Release);
+    }
+
+    /// The events kept so far.
+    pub fn snapshot(&self) -> Vec<Sample> {
+        let n = self.len.load(Acquire) as usize;
+        (0..n)
+            .map(|i| Sample {
+                cycle: self.slots[i * 3].load(Relaxed),
+                latency: Nanos(self.slots[i * 3 + 1].load(Relaxed)),
+                time: Nanos(self.slots[i * 3 + 2].load(Relaxed)),
+            })
+            .collect()
+    }
+
+    /// Events that did not fit.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Relaxed)
+    }
+}
+
+/// A single-producer single-consumer ring of samples. The measuring thread pushes; the control
+/// thread drains. When the reader falls behind, new samples are counted as dropped, never lost
+/// silently.
+pub struct SampleRing {
+    slots: Box<[AtomicU64]>,
+    capacity: u64,
+    head: AtomicU64,
+    tail: AtomicU64,
+    dropped: AtomicU64,
+}
+
+impl SampleRing {
+    fn new(capacity: usize) -> Self {
+        let capacity = capacity.max(1);
+        SampleRing {
+            slots: zeroed(capacity * 3),
+            capacity: capacity as u64,
+            head: AtomicU64::new(0),
+            tail: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn push(&self, s: Sample) {
+        let head = self.head.load(Relaxed);
+        if head - self.tail.load(Acquire) >= self.capacity {
+            bump(&self.dropped, 1);
+            return;
+        }
+        let i = ((head % self.capacity) * 3) as usize;
+        self.slots[i].store(s.cycle, Relaxed);
+        self.slots[i + 1].store(s.latency.0, Relaxed);
+        self.slots[i + 2].store(s.time.0, Relaxed);
+        self.head.store(head + 1, Release);
+    }
+
+    /// Hands every sample pushed since the last drain to `f`, oldest first. Only one thread may
+    /// drain a ring.
+    pub fn drain(&self, mut f: impl FnMut(Sample)) -> usize {
+        let head = self.head.load(Acquire);
+        let mut tail = self.tail.load(Relaxed);
+        let n = (head - tail) as usize;
+        while tail < head {
+            let i = ((tail % self.capacity) * 3) as usize;
+            f(Sample {
+                cycle: self.slots[i].load(Relaxed),
+                latency: Nanos(self.slots[i + 1].load(Relaxed)),
+                time: Nanos(self.slots[i + 2].load(Relaxed)),
+            });
+            tail += 1;
+        }
+        self.tail.store(tail, Release);
+        n
+    }
+
+    /// Samples the reader was too slow for.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Relaxed)
+    }
+}
+
+/// cyclictest-style linear histogram state.
+pub struct LinearState {
+    pub(crate) spec: LinearSpec,
+    pub(crate) counts: Box<[AtomicU64]>,
+    pub(crate) overflows: AtomicU64,
+    pub(crate) overflow_cycles: EventLog,
+}
+
+/// The final linear histogram of a thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinearResult {
+    /// Bucket width.
+    pub unit: Nanos,
+    /// Count per bucket (`counts[i]` holds samples with `i × unit <= latency < (i+1) × unit`).
+    pub counts: Vec<u64>,
+    /// Samples at or beyond the last bucket.
+    pub overflows: u64,
+    /// Cycle numbers of the first overflows (as many as the spec keeps).
+    pub overflow_cycles: Vec<u64>,
+}
+
+/// Everything one measuring thread writes.
+#[repr(align(128))]
+pub struct ThreadShared {
+    pub(crate) phase: AtomicU8,
+    pub(crate) tid: AtomicI32,
+    pub(crate) count: AtomicU64,
+    pub(crate) min: AtomicU64,
+    pub(crate) max: AtomicU64,
+    pub(crate) max_cycle: AtomicU64,
+    pub(crate) max_time: AtomicU64,
+    pub(crate) sum: AtomicU64,
+    pub(crate) sum_hi: AtomicU64,
+    pub(crate) last: AtomicU64,
+    pub(crate) missed: AtomicU64,
+    pub(crate) cpu: AtomicI32,
+    pub(crate) hist: Box<[AtomicU64]>,
+    pub(crate) linear: Option<LinearState>,
+    pub(crate) events: EventLog,
+    pub(crate) ring: Option<SampleRing>,
+}
+
+impl ThreadShared {
+    /// Allocates (and touches) all the memory a thread of `config` will write.
+    pub fn new(config: &RunConfig) -> Self {
+        ThreadShared {
+            phase: AtomicU8::new(Phase::Starting as u8),
+            tid: AtomicI32::new(0),
+            count: AtomicU64::new(0),
+            min: AtomicU64::new(u64::MAX),
+            max: AtomicU64::new(0),
+            max_cycle: AtomicU64::new(0),
+            max_time: AtomicU64::new(0),
+            sum: AtomicU64::new(0),
+            sum_hi: AtomicU64::new(0),
+            last: AtomicU64::new(0),
+            missed: AtomicU64::new(0),
+            cpu: AtomicI32::new(-1),
+            hist: zeroed(layout::BUCKETS),
+            linear: config.linear.map(|spec| LinearState {
+                spec,
+                counts: zeroed(spec.buckets),
+                overflows: AtomicU64::new(0),
+                overflow_cycles: EventLog::new(spec.overflow_cycles),
+            }),
+            events: EventLog::new(config.event_threshold.map_or(0, |_| config.event_capacity)),
+            ring: config.sample_ring.map(SampleRing::new),
+        }
+    }
+
+    /// Current phase.
+    pub fn phase(&self) -> Phase {
+        match self.phase.load(Acquire) {
+            0 => Phase::Starting,
+            1 => Phase::Running,
+            _ => Phase::Done,
+        }
+    }
+
+    /// Kernel thread id (0 before the thread started).
+    pub fn tid(&self) -> i32 {
+        self.tid.load(Relaxed)
+    }
+
+    /// The CPU the thread is pinned to, when pinned to exactly one.
+    pub fn cpu(&self) -> Option<usize> {
+        usize::try_from(self.cpu.load(Relaxed)).ok()
+    }
+
+    /// Latest sample.
+    pub fn last(&self) -> Nanos {
+        Nanos(self.last.load(Relaxed))
+    }
+
+    /// Statistics so far (a consistent-enough view while running; exact after the run).
+    pub fn stats(&self) -> Stats {
+        let count = self.count.load(Relaxed);
+        let sum =
+            (u128::from(self.sum_hi.load(Relaxed)) << 64) | u128::from(self.sum.load(Relaxed));
+        Stats {
+            count,
+            min: if count == 0 {
+                Nanos::ZERO
+            } else {
+                Nanos(self.min.load(Relaxed))
+            },
+            max: Nanos(self.max.load(Relaxed)),
+            sum_ns: sum,
+            max_cycle: self.max_cycle.load(Relaxed),
+            max_time: Nanos(self.max_time.load(Relaxed)),
+            missed: self.missed.load(Relaxed),
+        }
+    }
+
+    /// The lossless histogram so far.
+    pub fn histogram(&self) -> Histogram {
+        let counts: Vec<u64> = self.hist.iter().map(|c| c.load(Relaxed)).collect();
+        let s = self.stats();
+        Histogram::from_parts(&counts, s.min, s.max)
+    }
+
+    /// The linear histogram so far, when configured.
+    pub fn linear(&self) -> Option<LinearResult> {
+        self.linear.as_ref().map(|l| LinearResult {
+            unit: l.spec.unit,
+            counts: l.counts.iter().map(|c| c.load(Relaxed)).collect(),
+            overflows: l.overflows.load(Relaxed),
+            overflow_cycles: l
+                .overflow_cycles
+                .snapshot()
+                .iter()
+                .map(|s| s.cycle)
+                .collect(),
+        })
+    }
+
+    /// Samples above the event threshold.
+    pub fn events(&self) -> &EventLog {
+        &self.events
+    }
+
+    /// The sample ring, when configured.
+    pub fn ring(&self) -> Option<&SampleRing> {
+        self.ring.as_ref()
+    }
+
+    /// Records one sample. Called only by the owning measuring thread.
+    #[inline(always)]
+    pub(crate) fn record(&self, s: Sample, event_threshold: u64) {
+        let v = s.latency.0;
+        bump(&self.hist[layout::index_of(v)], 1);
+        if let Some(l) = &self.linear {
+            let i = v / l.spec.unit.0;
+            if (i as usize) < l.counts.len() {
+                bump(&l.counts[i as usize], 1);
+            } else {
+                bump(&l.overflows, 1);
+                l.overflow_cycles.push(s);
+            }
+        }
+        if v < self.min.load(Relaxed) {
+            self.min.store(v, Relaxed);
+        }
+        if v > self.max.load(Relaxed) || self.count.load(Relaxed) == 0 {
+            self.max.store(v, Relaxed);
+            self.max_cycle.store(s.cycle, Relaxed);
+            self.max_time.store(s.time.0, Relaxed);
+        }
+        let sum = self.sum.load(Relaxed);
+        let (new, carry) = sum.overflowing_add(v);
+        self.sum.store(new, Relaxed);
+        if carry {
+            bump(&self.sum_hi, 1);
+        }
+        self.last.store(v, Relaxed);
+        if v > event_threshold {
+            self.events.push(s);
+        }
+        if let Some(r) = &self.ring {
+            r.push(s);
+        }
+        self.count.store(self.count.load(Relaxed) + 1, Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Policy, ThreadSpec};
+
+    fn config() -> RunConfig {
+        let mut c = RunConfig::new(vec![ThreadSpec {
+            affinity: None,
+            policy: Policy::Other,
+            priority: 0,
+            interval: Nanos::from_us(100),
+        }]);
+        c.sample_ring = Some(4);
+        c.event_threshold = Some(Nanos(1000));
+        c.event_capacity = 2;
+        c.linear = Some(LinearSpec {
+            unit: Nanos(1000),
+            buckets: 10,
+            overflow_cycles: 1,
+        });
+        c
+    }
+
+    #[test]
+    fn record_updates_every_view() {
+        let t = ThreadShared::new(&config());
+        for (i, v) in [500u64, 2_500, 70_000, 30_000, 900].iter().enumerate() {
+            t.record(
+                Sample {
+                    cycle: i as u64,
+                    latency: Nanos(*v),
+                    time: Nanos(i as u64 * 10),
+                },
+                1000,
+            );
+        }
+        let s = t.stats();
+        assert_eq!(
+            (s.count, s.min, s.max, s.max_cycle, s.max_time),
+            (5, Nanos(500), Nanos(70_000), 2, Nanos(20))
+        );
+        assert_eq!(s.sum_ns, 103_900);
+        assert_eq!(t.histogram().count(), 5);
+        let lin = t.linear().unwrap();
+        assert_eq!(
+            (
+                lin.counts[0],
+                lin.counts[2],
+                lin.overflows,
+                lin.overflow_cycles.clone()
+            ),
+            (2, 1, 2, vec![2])
+        );
+        assert_eq!(t.events().snapshot().len(), 2);
+        assert_eq!(t.events().dropped(), 1);
+        let mut seen = Vec::new();
+        t.ring().unwrap().drain(|s| seen.push(s.latency.0));
+        assert_eq!(seen, vec![500, 2_500, 70_000, 30_000]);
+        assert_eq!(t.ring().unwrap().dropped(), 1);
+    }
+}

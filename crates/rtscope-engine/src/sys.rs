@@ -1,0 +1,304 @@
+//! The one module that calls libc. Every function is a small safe wrapper.
+
+use crate::config::{ClockKind, Policy};
+use crate::cpuset::CpuSet;
+use rtscope_core::Nanos;
+use std::io;
+
+/// The libc clock id of a clock.
+pub fn clock_id(clock: ClockKind) -> libc::clockid_t {
+    match clock {
+        ClockKind::Monotonic => libc::CLOCK_MONOTONIC,
+        ClockKind::Realtime => libc::CLOCK_REALTIME,
+    }
+}
+
+fn to_timespec(t: Nanos) -> libc::timespec {
+    libc::timespec {
+        tv_sec: (t.0 / 1_000_000_000) as libc::time_t,
+        tv_nsec: (t.0 % 1_000_000_000) as libc::c_long,
+    }
+}
+
+/// Reads a clock (vDSO, no syscall on common architectures).
+#[inline(always)]
+pub fn now(clock: libc::clockid_t) -> Nanos {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; clock_gettime only writes into it.
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    Nanos(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+/// Sleeps until the absolute time `t` of `clock`; retried on EINTR.
+#[inline(always)]
+pub fn sleep_until(clock: libc::clockid_t, t: Nanos) {
+    let ts = to_timespec(t);
+    loop {
+        // SAFETY: `ts` is a valid timespec; the remainder pointer may be null for TIMER_ABSTIME.
+        let rc =
+            unsafe { libc::clock_nanosleep(clock, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
+        if rc != libc::EINTR {
+            return;
+        }
+    }
+}
+
+/// Sleeps for `d` on `clock` (relative); retried with the remainder on EINTR.
+#[inline(always)]
+pub fn sleep_for(clock: libc::clockid_t, d: Nanos) {
+    let mut ts = to_timespec(d);
+    loop {
+        let mut rem = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: both pointers refer to valid timespecs owned by this frame.
+        let rc = unsafe { libc::clock_nanosleep(clock, 0, &ts, &mut rem) };
+        if rc != libc::EINTR {
+            return;
+        }
+        ts = rem;
+    }
+}
+
+/// The kernel thread id of the calling thread.
+pub fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// Pins the calling thread to `cpus`.
+pub fn set_affinity_current(cpus: &CpuSet) -> io::Result<()> {
+    // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for cpu in cpus.iter() {
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        // SAFETY: `cpu` is below CPU_SETSIZE, checked above.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// The CPUs the calling thread may run on.
+pub fn current_affinity() -> io::Result<CpuSet> {
+    // SAFETY: cpu_set_t is a plain bit array; all-zero is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid, writable cpu_set_t of the size passed.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `set` was filled by the kernel; CPU_ISSET reads within its bounds.
+    Ok(CpuSet::from_cpus(
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }),
+    ))
+}
+
+#[repr(C)]
+#[derive(Default)]
+struct SchedAttr {
+    size: u32,
+    sched_policy: u32,
+    sched_flags: u64,
+    sched_nice: i32,
+    sched_priority: u32,
+    sched_runtime: u64,
+    sched_deadline: u64,
+    sched_period: u64,
+}
+
+const SCHED_DEADLINE: u32 = 6;
+
+/// Sets the scheduling policy of the calling thread. Uses `pthread_setschedparam`, which works on
+/// glibc and musl alike (musl's `sched_setscheduler` is a stub), and the raw `sched_setattr`
+/// system call for SCHED_DEADLINE.
+pub fn set_policy_current(policy: Policy, priority: i32) -> io::Result<()> {
+    let (pol, prio) = match policy {
+        Policy::Fifo => (libc::SCHED_FIFO, priority),
+        Policy::Rr => (libc::SCHED_RR, priority),
+        Policy::Other => (libc::SCHED_OTHER, 0),
+        Policy::Batch => (libc::SCHED_BATCH, 0),
+        Policy::Idle => (libc::SCHED_IDLE, 0),
+        Policy::Deadline {
+            runtime,
+            deadline,
+            period,
+        } => {
+            let attr = SchedAttr {
+                size: std::mem::size_of::<SchedAttr>() as u32,
+                sched_policy: SCHED_DEADLINE,
+                sched_runtime: runtime.0,
+                sched_deadline: deadline.0,
+                sched_period: period.0,
+                ..SchedAttr::default()
+            };
+            // SAFETY: `attr` is a valid sched_attr of the size it declares; pid 0 = this thread.
+            let rc =
+                unsafe { libc::syscall(libc::SYS_sched_setattr, 0, &attr as *const SchedAttr, 0) };
+            return if rc == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            };
+        }
+    };
+    // SAFETY: sched_param is plain data; zeroing covers musl's extra fields.
+    let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
+    param.sched_priority = prio;
+    // SAFETY: pthread_self() is the calling thread; `param` is a valid sched_param.
+    let rc = unsafe { libc::pthread_setschedparam(libc::pthread_self(), pol, &param) };
+    if rc != 0 {
+        return Err(io::Error::from_raw_os_error(rc));
+    }
+    if matches!(policy, Policy::Other | Policy::Batch) && priority != 0 {
+        // SAFETY: setpriority on this thread's tid; no pointers involved.
+        let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, gettid() as libc::id_t, priority) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Locks all current and future memory of the process.
+pub fn mlockall() -> io::Result<()> {
+    // SAFETY: mlockall takes flags only.
+    let rc = unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Undoes [`mlockall`].
+pub fn munlockall() {
+    // SAFETY: munlockall takes no arguments.
+    unsafe { libc::munlockall() };
+}
+
+const PREFAULT_CHUNK: usize = 64 * 1024;
+
+/// Touches `bytes` (rounded up to 64 KiB) of the calling thread's stack so its pages are present
+/// before the timing loop starts.
+#[inline(never)]
+pub fn prefault_stack(bytes: usize) {
+    fn touch(remaining: usize) {
+        let mut buf = [0u8; PREFAULT_CHUNK];
+        for i in (0..PREFAULT_CHUNK).step_by(4096) {
+            // SAFETY: `i` is within `buf`; the volatile write keeps the page touch.
+            unsafe { std::ptr::write_volatile(buf.as_mut_ptr().add(i), 1) };
+        }
+        std::hint::black_box(&buf);
+        if remaining > PREFAULT_CHUNK {
+            touch(remaining - PREFAULT_CHUNK);
+        }
+    }
+    if bytes > 0 {
+        touch(bytes);
+    }
+}
+
+/// The online CPUs, from `/sys/devices/system/cpu/online` (else the process affinity).
+pub fn online_cpus() -> CpuSet {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|t| CpuSet::parse(t.trim(), &CpuSet::default()).ok())
+        .or_else(|| current_affinity().ok())
+        .unwrap_or_else(|| CpuSet::from_cpus([0]))
+}
+
+/// The soft RLIMIT_RTPRIO of the process (the highest RT priority allowed without CAP_SYS_NICE).
+pub fn rtprio_limit() -> u64 {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `lim` is a valid, writable rlimit.
+    unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut lim) };
+    lim.rlim_cur as u64
+}
+
+/// The signals a run handles in its control thread.
+pub const RUN_SIGNALS: [libc::c_int; 4] =
+    [libc::SIGINT, libc::SIGTERM, libc::SIGUSR1, libc::SIGUSR2];
+
+fn sigset_of(signals: &[libc::c_int]) -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data, initialised by sigemptyset right away.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid sigset_t; the signal numbers are valid.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        for &s in signals {
+            libc::sigaddset(&mut set, s);
+        }
+    }
+    set
+}
+
+/// Blocks [`RUN_SIGNALS`] in the calling thread (and so in threads it starts afterwards); returns
+/// the previous mask to restore.
+pub fn block_run_signals() -> libc::sigset_t {
+    let set = sigset_of(&RUN_SIGNALS);
+    // SAFETY: sigset_t is plain data, filled by pthread_sigmask.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: both sets are valid; SIG_BLOCK only adds signals to this thread's mask.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
+    old
+}
+
+/// Restores a signal mask saved by [`block_run_signals`].
+pub fn restore_signal_mask(old: &libc::sigset_t) {
+    // SAFETY: `old` is a mask obtained from pthread_sigmask.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
+}
+
+/// Waits up to `timeout` for one of [`RUN_SIGNALS`] (which must be blocked); returns it.
+pub fn wait_run_signal(timeout: Nanos) -> Option<libc::c_int> {
+    let set = sigset_of(&RUN_SIGNALS);
+    let ts = to_timespec(timeout);
+    // SAFETY: `set` and `ts` are valid; a null siginfo pointer is allowed.
+    let rc = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
+    (rc > 0).then_some(rc)
+}
+
+/// Sends `signal` to this process (used to wake the control thread when the run ends).
+pub fn raise_in_process(signal: libc::c_int) {
+    // SAFETY: kill on our own pid with a valid signal number.
+    unsafe { libc::kill(libc::getpid(), signal) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clock_reads_are_monotonic_and_sleeps_wait() {
+        let c = clock_id(ClockKind::Monotonic);
+        let a = now(c);
+        sleep_until(c, a + Nanos::from_us(500));
+        let b = now(c);
+        assert!(b >= a + Nanos::from_us(500));
+        sleep_for(c, Nanos::from_us(200));
+        assert!(now(c) >= b + Nanos::from_us(200));
+    }
+
+    #[test]
+    fn online_cpus_are_found() {
+        let cpus = online_cpus();
+        assert!(!cpus.is_empty());
+        assert!(cpus.contains(0));
+    }
+}

@@ -1,0 +1,163 @@
+//! The real engine, run as root with SCHED_FIFO, for tens of milliseconds.
+
+use rtscope_core::Nanos;
+use rtscope_engine::{sys, CpuSet, Policy, Run, RunConfig, ThreadSpec, Wake};
+use std::time::Duration;
+
+fn fifo(cpu: usize, prio: i32, interval: Nanos) -> ThreadSpec {
+    ThreadSpec {
+        affinity: Some(CpuSet::from_cpus([cpu])),
+        policy: Policy::Fifo,
+        priority: prio,
+        interval,
+    }
+}
+
+fn run_to_end(run: Run) -> rtscope_engine::RunResult {
+    loop {
+        if run.wait(Nanos::from_ms(5)) == Wake::Finished {
+            return run.finish();
+        }
+    }
+}
+
+#[test]
+fn every_thread_runs_its_full_loop_count() {
+    let mut c = RunConfig::new(vec![
+        fifo(0, 80, Nanos::from_us(200)),
+        fifo(1 % sys::online_cpus().len(), 80, Nanos::from_us(700)),
+    ]);
+    c.loops = Some(50);
+    c.sample_ring = Some(1024);
+    let r = run_to_end(Run::start(c).unwrap());
+    for t in &r.threads {
+        assert_eq!(t.stats.count, 50, "thread {}", t.index);
+        assert_eq!(t.histogram.count(), 50);
+        assert!(t.stats.min <= t.stats.max);
+        assert!(t.tid > 0);
+    }
+    assert!(!r.stopped_early);
+}
+
+#[test]
+fn duration_bounds_the_run() {
+    let mut c = RunConfig::new(vec![fifo(0, 80, Nanos::from_ms(1))]);
+    c.duration = Some(Nanos::from_ms(30));
+    let t0 = std::time::Instant::now();
+    let r = run_to_end(Run::start(c).unwrap());
+    let n = r.threads[0].stats.count;
+    assert!((25..=30).contains(&n), "{n} samples in 30 ms at 1 ms");
+    assert!(t0.elapsed() < Duration::from_millis(500));
+}
+
+#[test]
+fn percentiles_equal_the_order_statistics_of_the_raw_samples() {
+    let mut c = RunConfig::new(vec![fifo(0, 80, Nanos::from_us(100))]);
+    c.loops = Some(400);
+    c.sample_ring = Some(1000);
+    let run = Run::start(c).unwrap();
+    let mut raw = Vec::new();
+    loop {
+        let w = run.wait(Nanos::from_ms(2));
+        run.threads()[0]
+            .ring()
+            .unwrap()
+            .drain(|s| raw.push(s.latency.0));
+        if w == Wake::Finished {
+            break;
+        }
+    }
+    let r = run.finish();
+    raw.sort_unstable();
+    assert_eq!(raw.len(), 400);
+    let h = &r.threads[0].histogram;
+    for p in h.percentiles() {
+        let rank = ((p.quantile * raw.len() as f64).ceil() as usize).clamp(1, raw.len());
+        let exact = raw[rank - 1] as f64;
+        let got = p.value.unwrap().0 as f64;
+        assert!(
+            (got - exact).abs() <= exact * 0.0005 + 0.5,
+            "{}: {got} vs {exact}",
+            p.label
+        );
+    }
+    assert_eq!(r.threads[0].stats.max.0, *raw.last().unwrap());
+}
+
+/// A SCHED_FIFO thread of higher priority busy-waits `hog` on the measured CPU: the measured
+/// thread's max must be about `hog`, and the deadlines it slept through must count as missed.
+#[test]
+fn injected_delay_shows_as_max_and_missed_periods() {
+    let interval = Nanos::from_ms(1);
+    let hog = Nanos::from_ms(10);
+    let mut c = RunConfig::new(vec![fifo(0, 50, interval)]);
+    c.loops = Some(60);
+    let run = Run::start(c).unwrap();
+    let hogger = std::thread::spawn(move || {
+        sys::set_affinity_current(&CpuSet::from_cpus([0])).unwrap();
+        std::thread::sleep(Duration::from_millis(15));
+        sys::set_policy_current(Policy::Fifo, 90).unwrap();
+        let clock = sys::clock_id(Default::default());
+        let end = sys::now(clock) + hog;
+        while sys::now(clock) < end {
+            std::hint::spin_loop();
+        }
+    });
+    hogger.join().unwrap();
+    let r = run_to_end(run);
+    let s = r.threads[0].stats;
+    assert_eq!(s.count, 60);
+    assert!(
+        s.max >= hog - interval && s.max <= hog + Nanos::from_ms(2),
+        "max {}",
+        s.max
+    );
+    assert!((9..=11).contains(&s.missed), "missed {}", s.missed);
+}
+
+#[test]
+fn stop_ends_an_endless_run_with_its_samples() {
+    let c = RunConfig::new(vec![fifo(0, 80, Nanos::from_us(500))]);
+    let run = Run::start(c).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    run.stop();
+    let r = run.finish();
+    assert!(r.stopped_early);
+    assert!(
+        r.threads[0].stats.count >= 20,
+        "{}",
+        r.threads[0].stats.count
+    );
+}
+
+#[test]
+fn break_threshold_stops_the_run() {
+    let mut c = RunConfig::new(vec![fifo(0, 80, Nanos::from_us(200))]);
+    c.break_threshold = Some(Nanos(1));
+    c.loops = Some(1000);
+    let r = run_to_end(Run::start(c).unwrap());
+    let b = r.break_fired.expect("break");
+    assert_eq!(b.thread, 0);
+    assert!(b.latency > Nanos(1));
+    assert!(r.threads[0].stats.count < 1000);
+}
+
+#[test]
+fn deadline_policy_runs() {
+    let p = Policy::Deadline {
+        runtime: Nanos::from_us(100),
+        deadline: Nanos::from_us(1000),
+        period: Nanos::from_us(1000),
+    };
+    let mut c = RunConfig::new(vec![ThreadSpec {
+        affinity: None,
+        policy: p,
+        priority: 0,
+        interval: Nanos::from_ms(1),
+    }]);
+    c.loops = Some(10);
+    match Run::start(c) {
+        Ok(run) => assert_eq!(run_to_end(run).threads[0].stats.count, 10),
+        Err(e) => panic!("{e}"),
+    }
+}
