@@ -73,7 +73,8 @@ pub enum Alignment {
     /// Each thread starts one interval after the common start time.
     #[default]
     None,
-    /// All threads' first wake-up is the common start time plus this offset (cyclictest `-A`).
+    /// Wake-ups aligned to the common start time: thread `i` is offset by `i ×` this step
+    /// (cyclictest `-A`; a step of 0 makes all threads wake together).
     Aligned(Nanos),
     /// The first wake-up is the next full second of the clock plus this offset (`--secaligned`).
     Second(Nanos),

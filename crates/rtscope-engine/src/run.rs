@@ -120,6 +120,7 @@ pub struct Run {
     control: Arc<Control>,
     handles: Vec<JoinHandle<()>>,
     old_mask: libc::sigset_t,
+    control_tid: i32,
     started: SystemTime,
     clock_start: Nanos,
     mlocked: bool,
@@ -143,7 +144,7 @@ impl Run {
             .iter()
             .map(|_| Arc::new(ThreadShared::new(&config)))
             .collect();
-        let control = Arc::new(Control::new(trace_marker));
+        let control = Arc::new(Control::new(trace_marker, config.threads.len()));
         let gate: GateRef = Arc::new((Mutex::new(Gate::default()), Condvar::new()));
         let mut run = Run {
             config,
@@ -151,6 +152,7 @@ impl Run {
             control,
             handles: Vec::new(),
             old_mask,
+            control_tid: sys::gettid(),
             started: SystemTime::now(),
             clock_start: Nanos::ZERO,
             mlocked: false,
@@ -196,6 +198,7 @@ impl Run {
             cfg.alignment,
             cfg.prefault_stack.min(THREAD_STACK - 64 * 1024),
         );
+        let control_tid = self.control_tid;
         let (brk, evt) = (
             cfg.break_threshold.map_or(u64::MAX, |b| b.0),
             cfg.event_threshold.map_or(u64::MAX, |e| e.0),
@@ -222,7 +225,7 @@ impl Run {
                     g.go.flatten()
                 };
                 if let Some(start) = start {
-                    let first_deadline = first_deadline(align, start, spec.interval);
+                    let first_deadline = first_deadline(align, i, start, spec.interval);
                     let params = LoopParams {
                         index: i,
                         clock,
@@ -238,7 +241,9 @@ impl Run {
                     timing_loop(&sh, &ctl, &params);
                 }
                 sh.phase.store(Phase::Done as u8, Release);
-                ctl.done.fetch_add(1, AcqRel);
+                if ctl.done.fetch_add(1, AcqRel) + 1 == ctl.threads {
+                    sys::signal_thread(control_tid, sys::done_signal());
+                }
             })
             .map_err(|e| EngineError::Spawn {
                 threads: self.config.threads.len(),
@@ -286,6 +291,7 @@ impl Run {
             return Wake::Finished;
         }
         match sys::wait_run_signal(timeout) {
+            Some(sig) if sig == sys::done_signal() => self.wait(Nanos::ZERO),
             Some(sig) => Wake::Signal(sig),
             None if self.is_finished() => Wake::Finished,
             None => Wake::Tick,
@@ -337,6 +343,7 @@ impl Drop for Run {
         if self.mlocked {
             sys::munlockall();
         }
+        sys::drain_done_signal();
         sys::restore_signal_mask(&self.old_mask);
     }
 }
@@ -395,10 +402,10 @@ fn setup_thread(
     Ok(())
 }
 
-fn first_deadline(align: Alignment, start: Nanos, interval: Nanos) -> Nanos {
+fn first_deadline(align: Alignment, thread: usize, start: Nanos, interval: Nanos) -> Nanos {
     match align {
         Alignment::None => start + interval,
-        Alignment::Aligned(offset) => start + interval + offset,
+        Alignment::Aligned(step) => start + interval + Nanos(step.0.saturating_mul(thread as u64)),
         Alignment::Second(offset) => {
             let next_second = (start.0 / 1_000_000_000 + 1) * 1_000_000_000;
             Nanos(next_second) + offset

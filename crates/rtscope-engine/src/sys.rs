@@ -231,9 +231,22 @@ pub fn rtprio_limit() -> u64 {
     lim.rlim_cur as u64
 }
 
-/// The signals a run handles in its control thread.
-pub const RUN_SIGNALS: [libc::c_int; 4] =
-    [libc::SIGINT, libc::SIGTERM, libc::SIGUSR1, libc::SIGUSR2];
+/// The real-time signal the last measuring thread sends its control thread when the run is done.
+pub fn done_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 4
+}
+
+/// The signals a run handles in its control thread: SIGINT, SIGTERM, SIGUSR1, SIGUSR2 and
+/// [`done_signal`].
+pub fn run_signals() -> [libc::c_int; 5] {
+    [
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        done_signal(),
+    ]
+}
 
 fn sigset_of(signals: &[libc::c_int]) -> libc::sigset_t {
     // SAFETY: sigset_t is plain data, initialised by sigemptyset right away.
@@ -248,10 +261,10 @@ fn sigset_of(signals: &[libc::c_int]) -> libc::sigset_t {
     set
 }
 
-/// Blocks [`RUN_SIGNALS`] in the calling thread (and so in threads it starts afterwards); returns
+/// Blocks [`run_signals`] in the calling thread (and so in threads it starts afterwards); returns
 /// the previous mask to restore.
 pub fn block_run_signals() -> libc::sigset_t {
-    let set = sigset_of(&RUN_SIGNALS);
+    let set = sigset_of(&run_signals());
     // SAFETY: sigset_t is plain data, filled by pthread_sigmask.
     let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: both sets are valid; SIG_BLOCK only adds signals to this thread's mask.
@@ -265,19 +278,28 @@ pub fn restore_signal_mask(old: &libc::sigset_t) {
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
 }
 
-/// Waits up to `timeout` for one of [`RUN_SIGNALS`] (which must be blocked); returns it.
+/// Waits up to `timeout` for one of [`run_signals`] (which must be blocked); returns it.
 pub fn wait_run_signal(timeout: Nanos) -> Option<libc::c_int> {
-    let set = sigset_of(&RUN_SIGNALS);
+    wait_signals(&run_signals(), timeout)
+}
+
+/// Takes a pending [`done_signal`] of the calling thread, if any, without waiting.
+pub fn drain_done_signal() {
+    while wait_signals(&[done_signal()], Nanos::ZERO).is_some() {}
+}
+
+fn wait_signals(signals: &[libc::c_int], timeout: Nanos) -> Option<libc::c_int> {
+    let set = sigset_of(signals);
     let ts = to_timespec(timeout);
     // SAFETY: `set` and `ts` are valid; a null siginfo pointer is allowed.
     let rc = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
     (rc > 0).then_some(rc)
 }
 
-/// Sends `signal` to this process (used to wake the control thread when the run ends).
-pub fn raise_in_process(signal: libc::c_int) {
-    // SAFETY: kill on our own pid with a valid signal number.
-    unsafe { libc::kill(libc::getpid(), signal) };
+/// Sends `signal` to thread `tid` of this process.
+pub fn signal_thread(tid: i32, signal: libc::c_int) {
+    // SAFETY: tgkill with our own pid, a thread id and a valid signal number; no pointers.
+    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, signal) };
 }
 
 #[cfg(test)]

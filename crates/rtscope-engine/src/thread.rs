@@ -28,16 +28,18 @@ pub(crate) struct Control {
     pub(crate) break_thread: AtomicI64,
     pub(crate) break_value: AtomicU64,
     pub(crate) trace_marker: Option<std::fs::File>,
+    pub(crate) threads: usize,
 }
 
 impl Control {
-    pub(crate) fn new(trace_marker: Option<std::fs::File>) -> Self {
+    pub(crate) fn new(trace_marker: Option<std::fs::File>, threads: usize) -> Self {
         Control {
             stop: AtomicBool::new(false),
             done: AtomicUsize::new(0),
             break_thread: AtomicI64::new(-1),
             break_value: AtomicU64::new(0),
             trace_marker,
+            threads,
         }
     }
 
