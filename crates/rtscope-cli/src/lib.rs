@@ -1,1 +1,92 @@
-//! x
+//! rtscope-cli: rtscope's front ends.
+//!
+//! * [`measure`]: the native `rtscope measure`, with percentiles, missed periods, CI limits and
+//!   a versioned JSON schema;
+//! * [`cyclictest`]: `rtscope cyclictest` and the `cyclictest` symlink, option- and
+//!   format-compatible with cyclictest 2.x;
+//! * [`exit`]: the exit codes every front end uses.
+//!
+//! The binary calls [`main_with_args`] and nothing else.
+
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod cyclictest;
+pub mod exit;
+pub mod measure;
+pub mod session;
+pub mod sysinfo;
+
+use clap::Parser;
+use exit::{ExitStatus, UsageError};
+use std::io::Write;
+
+/// Runs rtscope with the process arguments (`argv[0]` included) and returns the exit status.
+/// Errors are printed to stderr as `error: …` (with a `hint:` where there is one).
+pub fn main_with_args(argv: Vec<String>) -> ExitStatus {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let result = dispatch(&argv, &mut out);
+    match result {
+        Ok(s) => s,
+        Err(e) if exit::is_broken_pipe(&e) => ExitStatus::Success,
+        Err(e) => {
+            let _ = out.flush();
+            report_error(&e);
+            ExitStatus::Usage
+        }
+    }
+}
+
+fn report_error(e: &anyhow::Error) {
+    let mut msg = format!("error: {e}");
+    for cause in e.chain().skip(1) {
+        msg.push_str(&format!("\n  caused by: {cause}"));
+    }
+    eprintln!("{msg}");
+}
+
+fn invoked_as_cyclictest(argv0: &str) -> bool {
+    std::path::Path::new(argv0)
+        .file_name()
+        .is_some_and(|n| n == "cyclictest")
+}
+
+fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    if argv.first().is_some_and(|a| invoked_as_cyclictest(a)) {
+        return cyclictest::run(&argv[1..], &argv.join(" "), out);
+    }
+    let cli = match cli::Cli::try_parse_from(argv) {
+        Ok(c) => c,
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+            ) =>
+        {
+            write!(out, "{e}")?;
+            return Ok(ExitStatus::Success);
+        }
+        Err(e) => {
+            let _ = e.print();
+            return Ok(ExitStatus::Usage);
+        }
+    };
+    match cli.command {
+        cli::Command::Measure(a) => measure::run(&a, argv.to_vec(), out),
+        cli::Command::Cyclictest { args } => cyclictest::run(&args, &argv.join(" "), out),
+        cli::Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut cli::command(), "rtscope", out);
+            Ok(ExitStatus::Success)
+        }
+        cli::Command::Man => {
+            clap_mangen::Man::new(cli::command()).render(out)?;
+            Ok(ExitStatus::Success)
+        }
+    }
+}
+
+/// Converts a usage error into the anyhow error the front ends return.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    UsageError::new(msg).into()
+}

@@ -1,0 +1,166 @@
+//! The native command line (clap derive). Help, man page and completions are generated from it.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Timer wake-up latency for real-time Linux.
+///
+/// Exit codes: 0 success, 1 a limit was exceeded, 2 usage or setup error, 3 interrupted.
+#[derive(Debug, Parser)]
+#[command(name = "rtscope", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// rtscope's subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Measure timer wake-up latency per CPU, with percentiles, missed periods and CI limits.
+    Measure(MeasureArgs),
+    /// Run with cyclictest's options and output formats (drop-in replacement).
+    ///
+    /// Everything after `cyclictest` is parsed as cyclictest 2.x parses it; see
+    /// `rtscope cyclictest --help`. Invoking rtscope through a symlink named `cyclictest` does
+    /// the same.
+    #[command(disable_help_flag = true)]
+    Cyclictest {
+        /// cyclictest options.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
+    /// Print a shell completion script.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    Man,
+}
+
+/// Scheduling policy of the measuring threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PolicyArg {
+    /// SCHED_FIFO.
+    Fifo,
+    /// SCHED_RR.
+    Rr,
+    /// SCHED_OTHER.
+    Other,
+    /// SCHED_BATCH.
+    Batch,
+    /// SCHED_IDLE.
+    Idle,
+    /// SCHED_DEADLINE (set --dl-runtime, --dl-deadline, --dl-period).
+    Deadline,
+}
+
+/// Clock of the deadlines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClockArg {
+    /// CLOCK_MONOTONIC.
+    Monotonic,
+    /// CLOCK_REALTIME.
+    Realtime,
+}
+
+/// Options of `rtscope measure`.
+#[derive(Debug, Clone, Args)]
+pub struct MeasureArgs {
+    /// CPUs to measure, e.g. `0-3`, `1,3`, `!0` [default: all online CPUs]
+    #[arg(
+        long,
+        short = 'c',
+        value_name = "LIST",
+        help_heading = "Threads and CPUs"
+    )]
+    pub cpus: Option<String>,
+    /// Number of measuring threads, spread round-robin over the CPUs [default: one per CPU]
+    #[arg(long, short = 't', value_name = "N", help_heading = "Threads and CPUs")]
+    pub threads: Option<usize>,
+    /// CPUs for rtscope's own non-real-time main thread (housekeeping)
+    #[arg(long, value_name = "LIST", help_heading = "Threads and CPUs")]
+    pub main_cpus: Option<String>,
+
+    /// Scheduling policy
+    #[arg(long, value_enum, default_value = "fifo", help_heading = "Scheduling")]
+    pub policy: PolicyArg,
+    /// Real-time priority (1-99) for fifo/rr; nice value for other/batch
+    #[arg(
+        long,
+        short = 'p',
+        default_value_t = 90,
+        allow_negative_numbers = true,
+        help_heading = "Scheduling"
+    )]
+    pub priority: i32,
+    /// Lower the priority by one for each further thread
+    #[arg(long, help_heading = "Scheduling")]
+    pub priospread: bool,
+    /// SCHED_DEADLINE runtime, e.g. 100us
+    #[arg(long, value_name = "DUR", help_heading = "Scheduling")]
+    pub dl_runtime: Option<String>,
+    /// SCHED_DEADLINE relative deadline [default: the period]
+    #[arg(long, value_name = "DUR", help_heading = "Scheduling")]
+    pub dl_deadline: Option<String>,
+    /// SCHED_DEADLINE period [default: the interval]
+    #[arg(long, value_name = "DUR", help_heading = "Scheduling")]
+    pub dl_period: Option<String>,
+
+    /// Period between wake-ups (units ns, us, ms, s; a bare number is us)
+    #[arg(
+        long,
+        short = 'i',
+        value_name = "DUR",
+        default_value = "1ms",
+        help_heading = "Timing"
+    )]
+    pub interval: String,
+    /// Extra interval per further thread (cyclictest's -d)
+    #[arg(long, value_name = "DUR", default_value = "0", help_heading = "Timing")]
+    pub distance: String,
+    /// Length of the run: 30 (seconds), 500ms, 10m, 2h, 1d [default: 60s unless --loops]
+    #[arg(long, short = 'D', value_name = "DUR", help_heading = "Timing")]
+    pub duration: Option<String>,
+    /// Wake-ups per thread (ends the run when every thread has done them)
+    #[arg(long, short = 'l', value_name = "N", help_heading = "Timing")]
+    pub loops: Option<u64>,
+    /// Clock of the deadlines
+    #[arg(long, value_enum, default_value = "monotonic", help_heading = "Timing")]
+    pub clock: ClockArg,
+    /// Relative sleeps instead of absolute deadlines (drifts; no missed periods)
+    #[arg(long, help_heading = "Timing")]
+    pub relative: bool,
+
+    /// Do not lock memory (mlockall is on by default)
+    #[arg(long, help_heading = "System")]
+    pub no_mlock: bool,
+    /// Request this CPU wake-up latency (us) via /dev/cpu_dma_latency for the run; restored at exit
+    #[arg(long, value_name = "US", help_heading = "System")]
+    pub latency: Option<i32>,
+
+    /// Fail (exit 1) when a statistic exceeds a limit, per CPU and overall: max=100us,
+    /// p99.99=50us, p99=20us, mean=10us, missed=0 (repeatable)
+    #[arg(long = "limit", value_name = "STAT=VALUE", help_heading = "Output")]
+    pub limits: Vec<String>,
+    /// Write the results as JSON (schema rtscope.measure/1, docs/json-schema.md)
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub json: Option<PathBuf>,
+    /// No progress line
+    #[arg(long, short = 'q', help_heading = "Output")]
+    pub quiet: bool,
+}
+
+/// The clap command, for man page and completion generation.
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn clap_definition_is_consistent() {
+        super::command().debug_assert();
+    }
+}

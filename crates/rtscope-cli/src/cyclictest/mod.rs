@@ -1,0 +1,357 @@
+//! `rtscope cyclictest`: the drop-in front end. Parses cyclictest 2.x options, runs the engine,
+//! and prints cyclictest's formats. Where cyclictest misbehaves the format stays and the
+//! behaviour is fixed (see docs/cyclictest-differences.md).
+
+pub mod args;
+pub mod getopt;
+mod help;
+pub mod json;
+pub mod lower;
+pub mod text;
+
+use crate::exit::{ExitStatus, UsageError};
+use crate::session::{self, Event};
+use crate::sysinfo::{self, SysInfo};
+use anyhow::Context;
+use args::CtOptions;
+use lower::Plan;
+use rtscope_core::Nanos;
+use rtscope_engine::{knobs::DmaLatencyGuard, sys, Run, RunResult, ThreadShared};
+use std::io::Write;
+use text::TLine;
+
+const DATE_FORMAT: &str = "%a, %d %b %Y %H:%M:%S %z";
+
+/// Runs `rtscope cyclictest ARGS`. `cmdline` is the whole command line as typed (for JSON).
+pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let o = args::parse(args)?;
+    if o.help {
+        out.write_all(help::USAGE.as_bytes())?;
+        return Ok(ExitStatus::Success);
+    }
+    if o.version {
+        writeln!(
+            out,
+            "rtscope {} (cyclictest 2.40 compatible)",
+            env!("CARGO_PKG_VERSION")
+        )?;
+        return Ok(ExitStatus::Success);
+    }
+    let plan = lower::lower(&o, &lower::online())?;
+    for n in &plan.notices {
+        eprintln!("{n}");
+    }
+    if o.verbose {
+        // SAFETY: sysconf takes a constant and returns a number.
+        let conf = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+        write!(
+            out,
+            "Max CPUs = {conf}\nOnline CPUs = {}\n",
+            lower::online().len()
+        )?;
+        if let Some(m) = &plan.affinity_mask {
+            writeln!(out, "Using {} cpus.", m.len())?;
+        }
+    }
+    let _dma = match o.latency {
+        Some(us) => {
+            let g = DmaLatencyGuard::set(us)?;
+            writeln!(out, "# /dev/cpu_dma_latency set to {us}us")?;
+            Some(g)
+        }
+        None => None,
+    };
+    if o.verbose {
+        for (i, (cpu, iv)) in plan.cpus.iter().zip(&plan.verbose_intervals).enumerate() {
+            writeln!(
+                out,
+                "Thread {i} using cpu {cpu}.\nThread {i} Interval: {iv}"
+            )?;
+        }
+    }
+    out.flush()?;
+    let run = Run::start(plan.config.clone())?;
+    if let Some(m) = &plan.main_affinity {
+        sys::set_affinity_current(m)
+            .with_context(|| format!("cannot pin the main thread to CPUs {m} (--mainaffinity)"))?;
+    }
+    let mut live = Live::new(&o, &plan);
+    let outcome = session::drive(run, live.tick(), |run, ev| live.update(run, ev, out))?;
+    live.finish(&outcome.result, out)?;
+    finish(
+        &o,
+        &plan,
+        &outcome.result,
+        outcome.signal.is_some(),
+        cmdline,
+        out,
+    )
+}
+
+fn t_lines(plan: &Plan, threads: &[std::sync::Arc<ThreadShared>]) -> Vec<TLine> {
+    threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let s = t.stats();
+            TLine {
+                index: i,
+                tid: t.tid(),
+                prio: plan.prios[i],
+                interval_us: plan.config.threads[i].interval.as_us_trunc(),
+                cycles: s.count,
+                min: (s.count > 0).then_some(s.min),
+                act: t.last(),
+                avg_ns: s.mean_ns().unwrap_or(0.0),
+                max: s.max,
+            }
+        })
+        .collect()
+}
+
+fn result_t_lines(plan: &Plan, r: &RunResult) -> Vec<TLine> {
+    r.threads
+        .iter()
+        .map(|t| TLine {
+            index: t.index,
+            tid: t.tid,
+            prio: plan.prios[t.index],
+            interval_us: t.interval.as_us_trunc(),
+            cycles: t.stats.count,
+            min: (t.stats.count > 0).then_some(t.stats.min),
+            act: t.last,
+            avg_ns: t.stats.mean_ns().unwrap_or(0.0),
+            max: t.stats.max,
+        })
+        .collect()
+}
+
+/// The live part: status redraws or `-v` sample lines, while the run goes on.
+struct Live<'p> {
+    plan: &'p Plan,
+    verbose: bool,
+    quiet: bool,
+    unbuffered: bool,
+    refresh_on_max: bool,
+    oscope: u64,
+    drawn: bool,
+    last_max: Vec<Nanos>,
+    reduce: Vec<(u64, u64, u64)>,
+}
+
+impl<'p> Live<'p> {
+    fn new(o: &CtOptions, plan: &'p Plan) -> Self {
+        let n = plan.config.threads.len();
+        Live {
+            plan,
+            verbose: o.verbose,
+            quiet: o.quiet,
+            unbuffered: o.unbuffered,
+            refresh_on_max: o.refresh_on_max,
+            oscope: o.oscope,
+            drawn: false,
+            last_max: vec![Nanos::ZERO; n],
+            reduce: vec![(0, 0, 0); n],
+        }
+    }
+
+    fn tick(&self) -> Nanos {
+        if self.verbose {
+            Nanos::from_ms(10)
+        } else if self.quiet {
+            Nanos::from_secs(1)
+        } else {
+            Nanos::from_ms(100)
+        }
+    }
+
+    fn update(&mut self, run: &Run, ev: Event, out: &mut dyn Write) -> std::io::Result<()> {
+        match ev {
+            Event::User1 => {
+                let mut s =
+                    String::from("#---------------------------\n# cyclictest current status:\n");
+                for t in t_lines(self.plan, run.threads()) {
+                    s.push_str(&text::t_line(&t, self.plan.unit));
+                    s.push('\n');
+                }
+                s.push_str("#---------------------------\n");
+                std::io::stderr().write_all(s.as_bytes())
+            }
+            Event::User2 => Ok(()),
+            Event::Tick if self.verbose => self.drain(run, out),
+            Event::Tick if self.quiet => Ok(()),
+            Event::Tick => {
+                let lines = t_lines(self.plan, run.threads());
+                let new_max: Vec<Nanos> = lines.iter().map(|l| l.max).collect();
+                if self.refresh_on_max && self.drawn && new_max == self.last_max {
+                    return Ok(());
+                }
+                self.last_max = new_max;
+                self.draw(&lines, out)
+            }
+        }
+    }
+
+    fn draw(&mut self, lines: &[TLine], out: &mut dyn Write) -> std::io::Result<()> {
+        let mut s = String::new();
+        if self.drawn {
+            s.push_str(&format!("\x1b[{}A", lines.len() + 2));
+        }
+        s.push_str(&text::status_block(
+            &self.plan.policy_label,
+            &sysinfo::loadavg(),
+            lines,
+            self.plan.unit,
+        ));
+        self.drawn = true;
+        out.write_all(s.as_bytes())?;
+        out.flush()
+    }
+
+    fn drain(&mut self, run: &Run, out: &mut dyn Write) -> std::io::Result<()> {
+        let mut s = String::new();
+        for (i, t) in run.threads().iter().enumerate() {
+            let Some(ring) = t.ring() else { continue };
+            let (unit, red) = (self.plan.unit, self.oscope);
+            let acc = &mut self.reduce[i];
+            ring.drain(|sample| {
+                let v = sample.latency.0 / unit.0;
+                if v > acc.1 || acc.2 == 0 {
+                    *acc = (sample.cycle, v, acc.2);
+                }
+                acc.2 += 1;
+                if acc.2 == red {
+                    text::verbose_line(&mut s, i, acc.0, acc.1);
+                    *acc = (0, 0, 0);
+                }
+            });
+        }
+        out.write_all(s.as_bytes())?;
+        if self.unbuffered {
+            out.flush()?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> {
+        if !self.verbose && !self.quiet {
+            let lines = result_t_lines(self.plan, r);
+            self.draw(&lines, out)?;
+        }
+        let dropped: u64 = r.threads.iter().map(|t| t.samples_dropped).sum();
+        if dropped > 0 {
+            eprintln!("rtscope: warning: {dropped} samples were not printed with -v because stdout was too slow (they are in all statistics)");
+        }
+        Ok(())
+    }
+}
+
+fn finish(
+    o: &CtOptions,
+    plan: &Plan,
+    r: &RunResult,
+    interrupted: bool,
+    cmdline: &str,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitStatus> {
+    let bounded = o.loops > 0 || o.duration.is_some();
+    let status = if r.break_fired.is_some() {
+        ExitStatus::LimitExceeded
+    } else if interrupted && bounded {
+        ExitStatus::Interrupted
+    } else {
+        ExitStatus::Success
+    };
+    let unit = plan.unit;
+    let break_fired = r
+        .break_fired
+        .map(|b| (r.threads[b.thread].tid, b.latency.0 / unit.0));
+    if let Some(path) = &o.json {
+        let doc = json::JsonDoc {
+            cmdline,
+            start_time: &sysinfo::strftime_local(r.started, DATE_FORMAT),
+            end_time: &sysinfo::strftime_local(r.ended, DATE_FORMAT),
+            return_code: status.code(),
+            sysinfo: &SysInfo::read(),
+            threads: &r.threads,
+            cpus: &plan.cpus,
+            unit,
+            histogram: o.histogram.is_some(),
+            break_fired,
+            interrupted,
+        };
+        std::fs::write(path, json::render(&doc)).map_err(|e| {
+            UsageError::new(format!(
+                "cannot write the JSON file '{}' (--json): {e}",
+                path.display()
+            ))
+        })?;
+    }
+    if o.quiet && o.histogram.is_none() {
+        let mut s = String::new();
+        for t in result_t_lines(plan, r) {
+            s.push_str(&text::t_line(&t, unit));
+            s.push('\n');
+        }
+        out.write_all(s.as_bytes())?;
+    }
+    if o.spike.is_some() {
+        out.write_all(spike_text(r, unit).as_bytes())?;
+    }
+    if o.histogram.is_some() {
+        write_histogram(o, r, unit, out)?;
+    }
+    if o.breaktrace.is_some_and(|b| b > 0) {
+        let tids: Vec<i32> = r.threads.iter().map(|t| t.tid).collect();
+        out.write_all(text::break_trailer(&tids, break_fired).as_bytes())?;
+    }
+    out.flush()?;
+    Ok(status)
+}
+
+fn spike_text(r: &RunResult, unit: Nanos) -> String {
+    let mut all: Vec<(usize, rtscope_engine::Sample)> = r
+        .threads
+        .iter()
+        .flat_map(|t| t.events.iter().map(move |e| (t.index, *e)))
+        .collect();
+    all.sort_by_key(|(_, e)| e.time);
+    let total: u64 = r
+        .threads
+        .iter()
+        .map(|t| t.events.len() as u64 + t.events_dropped)
+        .sum();
+    text::spikes(&all, total, unit)
+}
+
+fn write_histogram(
+    o: &CtOptions,
+    r: &RunResult,
+    unit: Nanos,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let threads: Vec<text::HistThread> = r
+        .threads
+        .iter()
+        .filter_map(|t| {
+            t.linear.as_ref().map(|linear| text::HistThread {
+                linear,
+                min: (t.stats.count > 0).then_some(t.stats.min),
+                avg_ns: t.stats.mean_ns().unwrap_or(0.0),
+                cycles: t.stats.count,
+                max: t.stats.max,
+            })
+        })
+        .collect();
+    let block = text::histogram_block(&threads, unit, o.histofall, o.hist_sparse);
+    match &o.histfile {
+        Some(path) => std::fs::write(path, block).map_err(|e| {
+            UsageError::new(format!(
+                "cannot write the histogram file '{}' (--histfile): {e}",
+                path.display()
+            ))
+        })?,
+        None => out.write_all(block.as_bytes())?,
+    }
+    Ok(())
+}

@@ -1,0 +1,107 @@
+//! Facts about the machine that results carry: uname, PREEMPT_RT state, times.
+
+use serde::Serialize;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// `uname(2)` plus the real-time flag.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SysInfo {
+    /// Kernel name (`Linux`).
+    pub sysname: String,
+    /// Host name.
+    pub nodename: String,
+    /// Kernel release.
+    pub release: String,
+    /// Kernel version string (`#1 SMP PREEMPT_RT ...`).
+    pub version: String,
+    /// Machine (`x86_64`, `aarch64`).
+    pub machine: String,
+    /// 1 when `/sys/kernel/realtime` says the kernel is PREEMPT_RT, else 0.
+    pub realtime: u8,
+}
+
+fn field(chars: &[libc::c_char]) -> String {
+    let bytes: Vec<u8> = chars
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+impl SysInfo {
+    /// Reads it from this machine.
+    pub fn read() -> SysInfo {
+        // SAFETY: utsname is plain data; uname fills it.
+        let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+        // SAFETY: `u` is a valid, writable utsname.
+        unsafe { libc::uname(&mut u) };
+        let realtime = std::fs::read_to_string("/sys/kernel/realtime")
+            .map(|s| u8::from(s.trim() == "1"))
+            .unwrap_or(0);
+        SysInfo {
+            sysname: field(&u.sysname),
+            nodename: field(&u.nodename),
+            release: field(&u.release),
+            version: field(&u.version),
+            machine: field(&u.machine),
+            realtime,
+        }
+    }
+}
+
+/// Formats a time with `strftime` in local time (`%a, %d %b %Y %H:%M:%S %z` is cyclictest's).
+pub fn strftime_local(t: SystemTime, format: &str) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as libc::time_t;
+    // SAFETY: tm is plain data, filled by localtime_r.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the call.
+    unsafe { libc::localtime_r(&secs, &mut tm) };
+    let fmt = std::ffi::CString::new(format).unwrap_or_default();
+    let mut buf = [0u8; 128];
+    // SAFETY: buf has the length passed; fmt is NUL-terminated; tm is initialised.
+    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), &tm) };
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// RFC 3339 UTC timestamp with nanoseconds.
+pub fn rfc3339(t: SystemTime) -> String {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = d.as_secs() as libc::time_t;
+    // SAFETY: tm is plain data, filled by gmtime_r.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers are valid for the call.
+    unsafe { libc::gmtime_r(&secs, &mut tm) };
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:09}Z",
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        tm.tm_sec,
+        d.subsec_nanos()
+    )
+}
+
+/// `/proc/loadavg` without its newline.
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.trim_end().to_string())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_uname_and_formats_times() {
+        let s = SysInfo::read();
+        assert_eq!(s.sysname, "Linux");
+        assert!(!s.release.is_empty());
+        let t = UNIX_EPOCH + std::time::Duration::new(1_795_312_878, 5);
+        assert_eq!(rfc3339(t), "2026-11-22T01:21:18.000000005Z");
+        assert!(strftime_local(t, "%Y").starts_with("2026"));
+    }
+}
