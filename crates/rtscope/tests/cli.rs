@@ -1,0 +1,366 @@
+//! The real rtscope binary, run as root: front ends, exit codes, signals, bad input.
+
+use std::io::Read;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_rtscope")
+}
+
+fn rtscope(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("run rtscope")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("rtscope-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn measure_prints_percentiles_and_missed_periods_and_writes_versioned_json() {
+    let json = tmp("measure").join("m.json");
+    let o = rtscope(&[
+        "measure",
+        "-l",
+        "200",
+        "-i",
+        "500us",
+        "--json",
+        json.to_str().unwrap(),
+        "-q",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    for col in ["samples", "p50", "p99.9999", "max at", "missed"] {
+        assert!(out.contains(col), "missing column {col}:\n{out}");
+    }
+    assert!(out.lines().any(|l| l.starts_with("all ")), "{out}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["schema"], "rtscope.measure/1");
+    assert_eq!(v["complete"], true);
+    let threads = v["threads"].as_array().unwrap();
+    assert!(!threads.is_empty());
+    for t in threads {
+        assert_eq!(t["samples"], 200);
+        let buckets: u64 = t["histogram"]["buckets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b[2].as_u64().unwrap())
+            .sum();
+        assert_eq!(buckets, 200, "histogram holds every sample");
+        assert!(t["percentiles_ns"]["p50"].as_u64().unwrap() <= t["max_ns"].as_u64().unwrap());
+    }
+    assert_eq!(
+        v["total"]["samples"].as_u64().unwrap(),
+        200 * threads.len() as u64
+    );
+}
+
+#[test]
+fn measure_limits_gate_the_exit_code() {
+    let pass = rtscope(&[
+        "measure",
+        "-l",
+        "50",
+        "-i",
+        "200us",
+        "-q",
+        "--limit",
+        "max=10s",
+        "--limit",
+        "p99.99=10s",
+    ]);
+    assert_eq!(pass.status.code(), Some(0), "{}", text(&pass.stderr));
+    assert!(text(&pass.stdout).contains("limit pass: max on all"));
+    let fail = rtscope(&[
+        "measure", "-l", "50", "-i", "200us", "-q", "--limit", "max=1ns",
+    ]);
+    assert_eq!(fail.status.code(), Some(1));
+    assert!(
+        text(&fail.stdout).contains("limit FAIL: max on all"),
+        "{}",
+        text(&fail.stdout)
+    );
+}
+
+#[test]
+fn bad_input_is_named_with_exit_code_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["measure", "-i", "0"], "--interval"),
+        (&["measure", "-p", "100"], "--priority"),
+        (&["measure", "--cpus", "999"], "not online"),
+        (&["measure", "--threads", "1000000"], "--threads"),
+        (&["measure", "--policy", "fast"], "--policy"),
+        (&["measure", "--limit", "p42=1us"], "--limit"),
+        (&["measure", "-D", "1y"], "--duration"),
+        (&["cyclictest", "-i", "0"], "'-i'"),
+        (&["cyclictest", "-p", "100"], "'-p'"),
+        (&["cyclictest", "-a", "999"], "not online"),
+        (&["cyclictest", "-h", "0"], "'-h'"),
+        (&["cyclictest", "--policy=fast"], "--policy"),
+        (
+            &["cyclictest", "-t", "1000000"],
+            "more than this system allows",
+        ),
+        (&["cyclictest", "--bogus"], "--bogus"),
+        (&["cyclictest", "-l", "x"], "'-l'"),
+    ];
+    for (args, needle) in cases {
+        let o = rtscope(args);
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: stderr lacks {needle}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn legacy_n_flag_is_accepted_with_a_notice() {
+    let o = rtscope(&["cyclictest", "-n", "-l20", "-i", "200", "-q"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(text(&o.stderr).contains("-n is obsolete"));
+    assert!(text(&o.stdout).starts_with("T: 0 ("));
+}
+
+#[test]
+fn missing_rt_privilege_names_the_fix() {
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            bin(),
+            "measure",
+            "-l",
+            "5",
+            "--no-mlock",
+        ])
+        .output()
+        .expect("setpriv (util-linux) is needed: apt-get install util-linux");
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("run as root")
+            && err.contains("RLIMIT_RTPRIO")
+            && err.contains("realtime group"),
+        "{err}"
+    );
+}
+
+fn spawn_and_signal(args: &[&str], after: Duration, signal: i32) -> (Output, Duration) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    let t0 = Instant::now();
+    // SAFETY: kill with the child's pid and a valid signal number.
+    unsafe { libc::kill(child.id() as i32, signal) };
+    let mut out = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+    let mut err = Vec::new();
+    child.stderr.take().unwrap().read_to_end(&mut err).unwrap();
+    let status = child.wait().unwrap();
+    (
+        Output {
+            status,
+            stdout: out,
+            stderr: err,
+        },
+        t0.elapsed(),
+    )
+}
+
+#[test]
+fn sigint_mid_run_still_yields_complete_outputs_and_exit_3() {
+    let json = tmp("sigint").join("m.json");
+    let (o, took) = spawn_and_signal(
+        &[
+            "measure",
+            "-D",
+            "30s",
+            "-i",
+            "1ms",
+            "--json",
+            json.to_str().unwrap(),
+            "-q",
+        ],
+        Duration::from_millis(400),
+        libc::SIGINT,
+    );
+    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    assert!(took < Duration::from_secs(2));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("interrupted by SIGINT") && out.lines().any(|l| l.starts_with("all ")),
+        "{out}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["complete"], false);
+    assert_eq!(v["interrupted_by"], "SIGINT");
+    assert!(v["total"]["samples"].as_u64().unwrap() > 100);
+}
+
+#[test]
+fn sigterm_ends_a_cyclictest_run_with_its_summary_json_and_histogram() {
+    let json = tmp("sigterm").join("c.json");
+    let j = format!("--json={}", json.display());
+    let (o, _) = spawn_and_signal(
+        &["cyclictest", "-D", "30", "-m", "-q", "-h", "100", &j],
+        Duration::from_millis(400),
+        libc::SIGTERM,
+    );
+    assert_eq!(o.status.code(), Some(3));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("# Histogram") && out.contains("# Max Latencies:"),
+        "{out}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(v["thread"]["0"]["cycles"].as_u64().unwrap() > 100);
+}
+
+#[test]
+fn sigint_ends_an_endless_cyclictest_run_normally() {
+    let (o, _) = spawn_and_signal(
+        &["cyclictest", "-q", "-i", "500"],
+        Duration::from_millis(300),
+        libc::SIGINT,
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "an endless run has no other way to end"
+    );
+    assert!(text(&o.stdout).starts_with("T: 0 ("));
+}
+
+#[test]
+fn a_closed_stdout_pipe_never_panics() {
+    let mut child = Command::new(bin())
+        .args(["cyclictest", "-v", "-i", "100", "-D", "20"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 64];
+    child
+        .stdout
+        .as_mut()
+        .unwrap()
+        .read_exact(&mut first)
+        .unwrap();
+    drop(child.stdout.take());
+    let t0 = Instant::now();
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_secs(3),
+        "rtscope kept running after its reader left"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(status.code(), Some(0), "{err}");
+}
+
+#[test]
+fn break_threshold_prints_the_break_and_exits_1() {
+    let o = rtscope(&[
+        "cyclictest",
+        "-l",
+        "2000",
+        "-i",
+        "200",
+        "-h",
+        "50",
+        "-b",
+        "1",
+        "-q",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("# Thread Ids:")
+            && out.contains("# Break thread: ")
+            && out.contains("# Break value: "),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_binary_answers_to_the_name_cyclictest() {
+    let dir = tmp("symlink");
+    let link = dir.join("cyclictest");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(bin(), &link).unwrap();
+    let o = Command::new(&link)
+        .args(["-l20", "-mq", "-i", "200"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert!(text(&o.stdout).starts_with("T: 0 ("));
+}
+
+#[test]
+fn cpu_dma_latency_is_written_only_when_asked_and_restored() {
+    let before = std::fs::read("/dev/cpu_dma_latency").unwrap();
+    let child = Command::new(bin())
+        .args(["measure", "-D", "1s", "-q", "--latency", "7"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let during = std::fs::read("/dev/cpu_dma_latency").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(i32::from_ne_bytes(during[..4].try_into().unwrap()), 7);
+    assert_eq!(std::fs::read("/dev/cpu_dma_latency").unwrap(), before);
+}
+
+#[test]
+fn compatible_json_stays_valid_with_quotes_in_the_command_line() {
+    let dir = tmp("quote");
+    let json = dir.join("a\"b.json");
+    let arg = format!("--json={}", json.display());
+    let o = rtscope(&["cyclictest", "-l", "10", "-q", &arg]);
+    assert_eq!(o.status.code(), Some(0));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).expect("valid JSON");
+    assert!(v["cmdline:"].as_str().unwrap().contains("a\"b.json"));
+}
+
+#[test]
+fn help_man_page_and_completions_are_generated() {
+    let h = rtscope(&["--help"]);
+    assert!(text(&h.stdout).contains("measure") && h.status.success());
+    let m = rtscope(&["man"]);
+    assert!(text(&m.stdout).contains(".TH rtscope"));
+    let c = rtscope(&["completions", "bash"]);
+    assert!(text(&c.stdout).contains("_rtscope"));
+    let ch = rtscope(&["cyclictest", "--help"]);
+    assert!(text(&ch.stdout).contains("--histogram") && ch.status.success());
+}
