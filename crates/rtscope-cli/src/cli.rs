@@ -18,7 +18,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Measure timer wake-up latency per CPU, with percentiles, missed periods and CI limits.
-    Measure(MeasureArgs),
+    Measure(Box<MeasureArgs>),
     /// Run with cyclictest's options and output formats (drop-in replacement).
     ///
     /// Everything after `cyclictest` is parsed as cyclictest 2.x parses it; see

@@ -228,7 +228,9 @@ pub fn rtprio_limit() -> u64 {
     };
     // SAFETY: `lim` is a valid, writable rlimit.
     unsafe { libc::getrlimit(libc::RLIMIT_RTPRIO, &mut lim) };
-    lim.rlim_cur as u64
+    #[allow(clippy::unnecessary_cast)]
+    let v = lim.rlim_cur as u64;
+    v
 }
 
 /// The real-time signal the last measuring thread sends its control thread when the run is done.
