@@ -70,7 +70,8 @@ pub enum SleepMode {
 /// Where the first deadline lies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Alignment {
-    /// Each thread starts one interval after the common start time.
+    /// The threads' deadline grids are spread evenly over one interval (thread `i` of `n` is
+    /// offset by `i × interval / n`), so threads sharing a CPU do not wake together.
     #[default]
     None,
     /// Wake-ups aligned to the common start time: thread `i` is offset by `i ×` this step

@@ -199,6 +199,7 @@ impl Run {
             cfg.prefault_stack.min(THREAD_STACK - 64 * 1024),
         );
         let control_tid = self.control_tid;
+        let threads = self.config.threads.len();
         let (brk, evt) = (
             cfg.break_threshold.map_or(u64::MAX, |b| b.0),
             cfg.event_threshold.map_or(u64::MAX, |e| e.0),
@@ -225,7 +226,7 @@ impl Run {
                     g.go.flatten()
                 };
                 if let Some(start) = start {
-                    let first_deadline = first_deadline(align, i, start, spec.interval);
+                    let first_deadline = first_deadline(align, i, threads, start, spec.interval);
                     let params = LoopParams {
                         index: i,
                         clock,
@@ -402,9 +403,18 @@ fn setup_thread(
     Ok(())
 }
 
-fn first_deadline(align: Alignment, thread: usize, start: Nanos, interval: Nanos) -> Nanos {
+/// The first deadline of thread `thread` of `threads`. Without alignment the threads' grids are
+/// spread evenly over one interval (thread `i` offset by `i × interval / threads`), so threads
+/// that share a CPU never wake at the same instant and delay each other.
+fn first_deadline(
+    align: Alignment,
+    thread: usize,
+    threads: usize,
+    start: Nanos,
+    interval: Nanos,
+) -> Nanos {
     match align {
-        Alignment::None => start + interval,
+        Alignment::None => start + interval + Nanos(interval.0 / threads as u64 * thread as u64),
         Alignment::Aligned(step) => start + interval + Nanos(step.0.saturating_mul(thread as u64)),
         Alignment::Second(offset) => {
             let next_second = (start.0 / 1_000_000_000 + 1) * 1_000_000_000;
