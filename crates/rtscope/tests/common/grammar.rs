@@ -50,7 +50,9 @@ fn lines_of(text: &str) -> Result<Vec<&str>, String> {
     }
     if !text.ends_with('\n') {
         let last = text.rsplit('\n').next().unwrap_or("");
-        return Err(format!("output does not end with a newline; last line is {last:?}"));
+        return Err(format!(
+            "output does not end with a newline; last line is {last:?}"
+        ));
     }
     if let Some(i) = text.find('\r') {
         let no = text[..i].matches('\n').count() + 1;
@@ -83,13 +85,20 @@ pub fn space_padded(field: &str, width: usize) -> Result<i64, String> {
 /// printed in full (no leading zero) when wider. Returns the value.
 pub fn zero_padded(field: &str, width: usize) -> Result<u64, String> {
     if field.is_empty() || !field.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!("{field:?} is not a `%0{width}lu` number (digits only)"));
+        return Err(format!(
+            "{field:?} is not a `%0{width}lu` number (digits only)"
+        ));
     }
     if field.len() < width {
-        return Err(format!("{field:?} has {} digits; `%0{width}lu` gives at least {width}", field.len()));
+        return Err(format!(
+            "{field:?} has {} digits; `%0{width}lu` gives at least {width}",
+            field.len()
+        ));
     }
     if field.len() > width && field.starts_with('0') {
-        return Err(format!("{field:?} is wider than {width} digits yet has a leading zero"));
+        return Err(format!(
+            "{field:?} is wider than {width} digits yet has a leading zero"
+        ));
     }
     field.parse().map_err(|e| format!("{field:?}: {e}"))
 }
@@ -101,7 +110,9 @@ fn zero_padded_list(rest: &str, width: usize) -> Result<Vec<u64>, String> {
         return Ok(Vec::new());
     }
     let Some(body) = rest.strip_prefix(' ') else {
-        return Err(format!("expected ' ' before the first value, found {rest:?}"));
+        return Err(format!(
+            "expected ' ' before the first value, found {rest:?}"
+        ));
     };
     body.split(' ').map(|f| zero_padded(f, width)).collect()
 }
@@ -134,13 +145,33 @@ pub fn parse_t_line(line: &str, nsecs: bool) -> Result<TLine, String> {
             .to_string()
     })?;
     let aw = if nsecs { 8 } else { 5 };
-    let spec = [("T:", 2), ("(tid)", 5), ("P:", 2), ("I:", 1), ("C:", 7), ("Min:", 7), ("Act:", aw), ("Avg:", aw), ("Max:", 8)];
+    let spec = [
+        ("T:", 2),
+        ("(tid)", 5),
+        ("P:", 2),
+        ("I:", 1),
+        ("C:", 7),
+        ("Min:", 7),
+        ("Act:", aw),
+        ("Avg:", aw),
+        ("Max:", 8),
+    ];
     let mut v = [0i64; 9];
     for (i, (name, width)) in spec.iter().enumerate() {
         v[i] = space_padded(&caps[i + 1], *width).map_err(|e| format!("field {name} {e}"))?;
     }
     let [thread, tid, prio, interval, cycles, min, act, avg, max] = v;
-    Ok(TLine { thread, tid, prio, interval, cycles, min, act, avg, max })
+    Ok(TLine {
+        thread,
+        tid,
+        prio,
+        interval,
+        cycles,
+        min,
+        act,
+        avg,
+        max,
+    })
 }
 
 /// Value sanity of a final `T:` line (not for live frames, which race).
@@ -155,22 +186,37 @@ pub fn check_t_values(t: &TLine) -> Result<(), String> {
         return Err(format!("thread with {} cycles has TID {}", t.cycles, t.tid));
     }
     if !(t.min <= t.avg && t.avg <= t.max) {
-        return Err(format!("expected Min <= Avg <= Max, got {} / {} / {}", t.min, t.avg, t.max));
+        return Err(format!(
+            "expected Min <= Avg <= Max, got {} / {} / {}",
+            t.min, t.avg, t.max
+        ));
     }
     if !(t.min <= t.act && t.act <= t.max) {
-        return Err(format!("expected Min <= Act <= Max, got {} / {} / {}", t.min, t.act, t.max));
+        return Err(format!(
+            "expected Min <= Act <= Max, got {} / {} / {}",
+            t.min, t.act, t.max
+        ));
     }
     Ok(())
 }
 
 /// Parses consecutive `T:` lines starting at `lines[i]`, numbered 0, 1, ...
 /// Returns them and the index of the first other line.
-fn t_block(lines: &[&str], mut i: usize, nsecs: bool, values: bool) -> Result<(Vec<TLine>, usize), String> {
+fn t_block(
+    lines: &[&str],
+    mut i: usize,
+    nsecs: bool,
+    values: bool,
+) -> Result<(Vec<TLine>, usize), String> {
     let mut out: Vec<TLine> = Vec::new();
     while i < lines.len() && lines[i].starts_with("T:") && !lines[i].contains("Spike:") {
         let t = parse_t_line(lines[i], nsecs).map_err(|e| at(i + 1, lines[i], e))?;
         if t.thread != out.len() as i64 {
-            return Err(at(i + 1, lines[i], format!("expected thread number {}", out.len())));
+            return Err(at(
+                i + 1,
+                lines[i],
+                format!("expected thread number {}", out.len()),
+            ));
         }
         if values {
             check_t_values(&t).map_err(|e| at(i + 1, lines[i], e))?;
@@ -198,11 +244,19 @@ pub struct SummaryOpts {
 impl SummaryOpts {
     /// µs summary of `threads` threads with the preamble.
     pub fn us(threads: usize) -> Self {
-        SummaryOpts { nsecs: false, threads: Some(threads), preamble: Some(true) }
+        SummaryOpts {
+            nsecs: false,
+            threads: Some(threads),
+            preamble: Some(true),
+        }
     }
     /// `-N` summary of `threads` threads with the preamble.
     pub fn ns(threads: usize) -> Self {
-        SummaryOpts { nsecs: true, threads: Some(threads), preamble: Some(true) }
+        SummaryOpts {
+            nsecs: true,
+            threads: Some(threads),
+            preamble: Some(true),
+        }
     }
 }
 
@@ -240,16 +294,28 @@ pub fn parse_summary(text: &str, opts: &SummaryOpts) -> Result<Summary, String> 
     let tids: Vec<u64> = threads.iter().map(|t| t.tid.max(0) as u64).collect();
     let (trailer, next) = break_trailer(&lines, i, threads.len(), Some(&tids))?;
     if let (Some(tid), Some(value)) = (trailer.break_thread, trailer.break_value) {
-        let t = threads.iter().find(|t| t.tid as u64 == tid).expect("checked by break_trailer");
+        let t = threads
+            .iter()
+            .find(|t| t.tid as u64 == tid)
+            .expect("checked by break_trailer");
         if value as i64 > t.max {
-            return Err(format!("# Break value: {value} exceeds Max {} of the break thread {tid}", t.max));
+            let msg = format!(
+                "break value {value} exceeds Max {} of the break thread {tid}",
+                t.max
+            );
+            return Err(at(next, lines[next - 1], msg));
         }
     }
     if next < lines.len() {
-        let msg = "unexpected line: a summary holds only the preamble, `T:` lines and the -b trailer";
+        let msg =
+            "unexpected line: a summary holds only the preamble, `T:` lines and the -b trailer";
         return Err(at(next + 1, lines[next], msg));
     }
-    Ok(Summary { preamble: has_preamble, threads, trailer })
+    Ok(Summary {
+        preamble: has_preamble,
+        threads,
+        trailer,
+    })
 }
 
 /// Checks the preamble at `lines[i]`; returns the index after it.
@@ -257,8 +323,16 @@ fn preamble(lines: &[&str], i: usize, want: Option<bool>) -> Result<usize, Strin
     let line = lines.get(i).copied().unwrap_or("");
     let has = is_preamble(line);
     match (want, has) {
-        (Some(true), false) => Err(at(i + 1, line, "expected `# /dev/cpu_dma_latency set to 0us`")),
-        (Some(false), true) => Err(at(i + 1, line, "preamble present, expected none (--default-system)")),
+        (Some(true), false) => Err(at(
+            i + 1,
+            line,
+            "expected `# /dev/cpu_dma_latency set to 0us`",
+        )),
+        (Some(false), true) => Err(at(
+            i + 1,
+            line,
+            "preamble present, expected none (--default-system)",
+        )),
         _ => Ok(i + usize::from(has)),
     }
 }
@@ -269,38 +343,66 @@ fn thread_count(lines: &[&str], i: usize, got: usize, want: Option<usize>) -> Re
         return Err(at(i + 1, line, "expected a `T:` line"));
     }
     match want {
-        Some(n) if n != got => Err(at(i + 1, line, format!("expected {n} `T:` lines, found {got}"))),
+        Some(n) if n != got => Err(at(
+            i + 1,
+            line,
+            format!("expected {n} `T:` lines, found {got}"),
+        )),
         _ => Ok(()),
     }
 }
 
 /// Parses the optional `-b` trailer at `lines[i]` for `n` threads; `tids`
 /// are the TIDs the ids must match when known. Returns the index after it.
-fn break_trailer(lines: &[&str], mut i: usize, n: usize, tids: Option<&[u64]>) -> Result<(BreakTrailer, usize), String> {
+fn break_trailer(
+    lines: &[&str],
+    mut i: usize,
+    n: usize,
+    tids: Option<&[u64]>,
+) -> Result<(BreakTrailer, usize), String> {
     let mut tr = BreakTrailer::default();
     let Some(rest) = lines.get(i).and_then(|l| l.strip_prefix("# Thread Ids:")) else {
         return Ok((tr, i));
     };
     let ids = zero_padded_list(rest, 5).map_err(|e| at(i + 1, lines[i], e))?;
     if ids.len() != n {
-        return Err(at(i + 1, lines[i], format!("expected {n} thread ids, found {}", ids.len())));
+        return Err(at(
+            i + 1,
+            lines[i],
+            format!("expected {n} thread ids, found {}", ids.len()),
+        ));
     }
     if let Some(t) = tids.filter(|t| *t != ids.as_slice()) {
-        return Err(at(i + 1, lines[i], format!("thread ids differ from the TIDs of the `T:` lines {t:?}")));
+        return Err(at(
+            i + 1,
+            lines[i],
+            format!("thread ids differ from the TIDs of the `T:` lines {t:?}"),
+        ));
     }
     tr.thread_ids = Some(ids.clone());
     i += 1;
-    let Some(c) = lines.get(i).and_then(|l| re!(r"^# Break thread: (\d+)$").captures(l)) else {
+    let Some(c) = lines
+        .get(i)
+        .and_then(|l| re!(r"^# Break thread: (\d+)$").captures(l))
+    else {
         return Ok((tr, i));
     };
     let tid: u64 = c[1].parse().map_err(|e| at(i + 1, lines[i], e))?;
     if !ids.contains(&tid) {
-        return Err(at(i + 1, lines[i], "break thread is not one of the thread ids"));
+        return Err(at(
+            i + 1,
+            lines[i],
+            "break thread is not one of the thread ids",
+        ));
     }
     i += 1;
     let line = lines.get(i).copied().unwrap_or("<end of output>");
     let Some(c) = re!(r"^# Break value: (\d+)$").captures(line) else {
-        return Err(at(i + 1, line, "expected `# Break value: N` after `# Break thread:`"));
+        return Err(at(
+            i + 1,
+            line,
+            "expected `# Break value: N` after `# Break thread:`",
+        ));
     };
     tr.break_thread = Some(tid);
     tr.break_value = Some(c[1].parse().map_err(|e| at(i + 1, line, e))?);
@@ -343,11 +445,13 @@ pub struct OverflowList {
     pub others: Option<u64>,
 }
 
+/// One bucket row: (0-based line index, bucket index, counts incl. the sum column).
+pub type HistRow = (usize, u64, Vec<u64>);
+
 /// A parsed `-h`/`-H` histogram block.
 #[derive(Clone, Debug)]
 pub struct Histogram {
-    /// (line index, bucket index, counts incl. the sum column).
-    pub rows: Vec<(usize, u64, Vec<u64>)>,
+    pub rows: Vec<HistRow>,
     pub total: Option<Numbers>,
     pub min: Numbers,
     pub avg: Numbers,
@@ -362,8 +466,18 @@ pub struct Histogram {
 /// optional `-b` trailer, plus internal consistency. `with_total_line`
 /// selects the Debian 2.4 layout (see [`HistOpts::total_line`]). Leading
 /// `WARN: ` lines (merged stderr) and the preamble are allowed.
-pub fn check_histogram(text: &str, threads: usize, with_sum_column: bool, with_total_line: bool) -> Result<(), String> {
-    let opts = HistOpts { threads, buckets: None, sum_column: with_sum_column, total_line: with_total_line };
+pub fn check_histogram(
+    text: &str,
+    threads: usize,
+    with_sum_column: bool,
+    with_total_line: bool,
+) -> Result<(), String> {
+    let opts = HistOpts {
+        threads,
+        buckets: None,
+        sum_column: with_sum_column,
+        total_line: with_total_line,
+    };
     parse_histogram(text, &opts).map(|_| ())
 }
 
@@ -376,17 +490,29 @@ pub fn parse_histogram(text: &str, opts: &HistOpts) -> Result<Histogram, String>
     }
     i = preamble(&lines, i, None)?;
     if lines.get(i) != Some(&"# Histogram") {
-        return Err(at(i + 1, lines.get(i).copied().unwrap_or(""), "expected `# Histogram`"));
+        return Err(at(
+            i + 1,
+            lines.get(i).copied().unwrap_or(""),
+            "expected `# Histogram`",
+        ));
     }
     let (rows, next) = hist_rows(&lines, i + 1, opts)?;
     let (mut h, next) = hist_trailer(&lines, next, rows, opts)?;
     if lines.get(next) != Some(&"") {
         let l = lines.get(next).copied().unwrap_or("<end of output>");
-        return Err(at(next + 1, l, "expected the blank line that ends the histogram block"));
+        return Err(at(
+            next + 1,
+            l,
+            "expected the blank line that ends the histogram block",
+        ));
     }
     let (trailer, next) = break_trailer(&lines, next + 1, opts.threads, None)?;
     if next < lines.len() {
-        return Err(at(next + 1, lines[next], "unexpected line after the histogram block"));
+        return Err(at(
+            next + 1,
+            lines[next],
+            "unexpected line after the histogram block",
+        ));
     }
     h.trailer = trailer;
     hist_consistency(&lines, &h, opts)?;
@@ -402,35 +528,63 @@ fn trailer_sum_value(opts: &HistOpts) -> bool {
 }
 
 /// Parses the bucket rows from `lines[i]` up to the first `#` line.
-fn hist_rows(lines: &[&str], mut i: usize, opts: &HistOpts) -> Result<(Vec<(usize, u64, Vec<u64>)>, usize), String> {
+fn hist_rows(
+    lines: &[&str],
+    mut i: usize,
+    opts: &HistOpts,
+) -> Result<(Vec<HistRow>, usize), String> {
     let sum = row_sum_column(opts);
     let ncols = opts.threads + usize::from(sum);
-    let mut rows: Vec<(usize, u64, Vec<u64>)> = Vec::new();
+    let mut rows: Vec<HistRow> = Vec::new();
     while i < lines.len() && !lines[i].starts_with('#') {
         let (idx, counts) = hist_row(lines[i], ncols).map_err(|e| at(i + 1, lines[i], e))?;
         let expect = rows.last().map_or(0, |r| r.1 + 1);
         if opts.total_line && idx != expect {
-            return Err(at(i + 1, lines[i], format!("expected bucket {expect:06} (2.4 prints every bucket)")));
+            return Err(at(
+                i + 1,
+                lines[i],
+                format!("expected bucket {expect:06} (2.4 prints every bucket)"),
+            ));
         }
         if !opts.total_line && idx < expect {
             return Err(at(i + 1, lines[i], "bucket indices must increase"));
         }
         let row_total: u64 = counts[..opts.threads].iter().sum();
         if sum && counts[opts.threads] != row_total {
-            return Err(at(i + 1, lines[i], format!("sum column should be {row_total:06}")));
+            return Err(at(
+                i + 1,
+                lines[i],
+                format!("sum column should be {row_total:06}"),
+            ));
         }
         if !opts.total_line && row_total == 0 {
-            return Err(at(i + 1, lines[i], "upstream layout prints non-empty buckets only"));
+            return Err(at(
+                i + 1,
+                lines[i],
+                "upstream layout prints non-empty buckets only",
+            ));
         }
         if opts.buckets.is_some_and(|b| idx >= b as u64) {
-            return Err(at(i + 1, lines[i], format!("bucket index beyond -h {}", opts.buckets.unwrap_or(0))));
+            return Err(at(
+                i + 1,
+                lines[i],
+                format!("bucket index beyond -h {}", opts.buckets.unwrap_or(0)),
+            ));
         }
         rows.push((i, idx, counts));
         i += 1;
     }
     if opts.total_line && opts.buckets.is_some_and(|b| b != rows.len()) {
         let l = lines.get(i).copied().unwrap_or("");
-        return Err(at(i + 1, l, format!("expected {} rows (-h), found {}", opts.buckets.unwrap_or(0), rows.len())));
+        return Err(at(
+            i + 1,
+            l,
+            format!(
+                "expected {} rows (-h), found {}",
+                opts.buckets.unwrap_or(0),
+                rows.len()
+            ),
+        ));
     }
     Ok((rows, i))
 }
@@ -455,7 +609,12 @@ fn hist_row(line: &str, ncols: usize) -> Result<(u64, Vec<u64>), String> {
 }
 
 /// Parses `# Total:` .. `# Thread N:` lines starting at `lines[i]`.
-fn hist_trailer(lines: &[&str], mut i: usize, rows: Vec<(usize, u64, Vec<u64>)>, opts: &HistOpts) -> Result<(Histogram, usize), String> {
+fn hist_trailer(
+    lines: &[&str],
+    mut i: usize,
+    rows: Vec<HistRow>,
+    opts: &HistOpts,
+) -> Result<(Histogram, usize), String> {
     let n = opts.threads;
     let extra = usize::from(trailer_sum_value(opts));
     let total = if opts.total_line {
@@ -469,7 +628,11 @@ fn hist_trailer(lines: &[&str], mut i: usize, rows: Vec<(usize, u64, Vec<u64>)>,
     let overflows = numbers_line(lines, &mut i, "# Histogram Overflows:", n + extra, 5)?;
     if lines.get(i) != Some(&"# Histogram Overflow at cycle number:") {
         let l = lines.get(i).copied().unwrap_or("<end of output>");
-        return Err(at(i + 1, l, "expected `# Histogram Overflow at cycle number:`"));
+        return Err(at(
+            i + 1,
+            l,
+            "expected `# Histogram Overflow at cycle number:`",
+        ));
     }
     i += 1;
     let mut overflow_at = Vec::new();
@@ -479,31 +642,67 @@ fn hist_trailer(lines: &[&str], mut i: usize, rows: Vec<(usize, u64, Vec<u64>)>,
         i += 1;
     }
     let trailer = BreakTrailer::default();
-    Ok((Histogram { rows, total, min, avg, max, overflows, overflow_at, trailer }, i))
+    Ok((
+        Histogram {
+            rows,
+            total,
+            min,
+            avg,
+            max,
+            overflows,
+            overflow_at,
+            trailer,
+        },
+        i,
+    ))
 }
 
-fn numbers_line(lines: &[&str], i: &mut usize, label: &str, n: usize, width: usize) -> Result<Numbers, String> {
+fn numbers_line(
+    lines: &[&str],
+    i: &mut usize,
+    label: &str,
+    n: usize,
+    width: usize,
+) -> Result<Numbers, String> {
     let line = lines.get(*i).copied().unwrap_or("<end of output>");
     let Some(rest) = line.strip_prefix(label) else {
-        return Err(at(*i + 1, line, format!("expected `{label}` with {n} values")));
+        return Err(at(
+            *i + 1,
+            line,
+            format!("expected `{label}` with {n} values"),
+        ));
     };
     let values = zero_padded_list(rest, width).map_err(|e| at(*i + 1, line, e))?;
     if values.len() != n {
-        return Err(at(*i + 1, line, format!("expected {n} values after `{label}`, found {}", values.len())));
+        return Err(at(
+            *i + 1,
+            line,
+            format!(
+                "expected {n} values after `{label}`, found {}",
+                values.len()
+            ),
+        ));
     }
     *i += 1;
-    Ok(Numbers { line: *i - 1, values })
+    Ok(Numbers {
+        line: *i - 1,
+        values,
+    })
 }
 
 /// `# Thread N:` + ` %05lu` cycle numbers + optional ` # %05lu others`.
 fn overflow_line(line: &str, idx: usize, t: usize, debian: bool) -> Result<OverflowList, String> {
     let label = format!("# Thread {t}:");
     let Some(rest) = line.strip_prefix(label.as_str()) else {
-        return Err(format!("expected `{label}` (overflow cycle numbers of thread {t})"));
+        return Err(format!(
+            "expected `{label}` (overflow cycle numbers of thread {t})"
+        ));
     };
     let (list, others) = match rest.split_once(" # ") {
         Some((l, o)) => {
-            let o = o.strip_suffix(" others").ok_or("expected ` # %05lu others` at the end")?;
+            let o = o
+                .strip_suffix(" others")
+                .ok_or("expected ` # %05lu others` at the end")?;
             (l, Some(zero_padded(o, 5)?))
         }
         None => (rest, None),
@@ -513,7 +712,11 @@ fn overflow_line(line: &str, idx: usize, t: usize, debian: bool) -> Result<Overf
     if cycles.windows(2).any(|w| w[0] >= w[1]) {
         return Err("overflow cycle numbers must increase".into());
     }
-    Ok(OverflowList { line: idx, cycles, others })
+    Ok(OverflowList {
+        line: idx,
+        cycles,
+        others,
+    })
 }
 
 /// Cross-checks rows against the trailer lines.
@@ -524,7 +727,11 @@ fn hist_consistency(lines: &[&str], h: &Histogram, opts: &HistOpts) -> Result<()
     if let Some(total) = &h.total {
         for j in 0..n {
             if total.values[j] != col(j) {
-                let msg = format!("thread {j}: total {} but its column sums to {}", total.values[j], col(j));
+                let msg = format!(
+                    "thread {j}: total {} but its column sums to {}",
+                    total.values[j],
+                    col(j)
+                );
                 return Err(at(total.line + 1, l(total.line), msg));
             }
         }
@@ -535,15 +742,27 @@ fn hist_consistency(lines: &[&str], h: &Histogram, opts: &HistOpts) -> Result<()
         for (nums, what) in sums {
             let s: u64 = nums.values[..n].iter().sum();
             if nums.values[n] != s {
-                return Err(at(nums.line + 1, l(nums.line), format!("last value ({what} of all threads) should be {s}")));
+                return Err(at(
+                    nums.line + 1,
+                    l(nums.line),
+                    format!("last value ({what} of all threads) should be {s}"),
+                ));
             }
         }
         let m = h.max.values[..n].iter().copied().max().unwrap_or(0);
         if h.max.values[n] != m {
-            return Err(at(h.max.line + 1, l(h.max.line), format!("last (max of all threads) should be {m}")));
+            return Err(at(
+                h.max.line + 1,
+                l(h.max.line),
+                format!("last (max of all threads) should be {m}"),
+            ));
         }
     }
-    let nb = if opts.total_line { Some(h.rows.len()) } else { opts.buckets };
+    let nb = if opts.total_line {
+        Some(h.rows.len())
+    } else {
+        opts.buckets
+    };
     for j in 0..n {
         hist_thread(lines, h, j, col(j), nb)?;
     }
@@ -551,45 +770,90 @@ fn hist_consistency(lines: &[&str], h: &Histogram, opts: &HistOpts) -> Result<()
 }
 
 /// Per-thread checks: overflow list vs count, Min/Avg/Max vs the rows.
-fn hist_thread(lines: &[&str], h: &Histogram, j: usize, in_range: u64, nb: Option<usize>) -> Result<(), String> {
-    let ov = h.overflows.values[j];
-    let list = &h.overflow_at[j];
-    let listed = list.cycles.len() as u64;
+fn hist_thread(
+    lines: &[&str],
+    h: &Histogram,
+    j: usize,
+    in_range: u64,
+    nb: Option<usize>,
+) -> Result<(), String> {
     let err = |k: usize, msg: String| Err(at(k + 1, lines[k], format!("thread {j}: {msg}")));
-    if listed + list.others.unwrap_or(0) != ov {
-        return err(list.line, format!("lists {listed} cycles + {:?} others, but `# Histogram Overflows:` says {ov}", list.others));
-    }
-    if let (Some(_), Some(nb)) = (list.others, nb) {
-        if listed != nb as u64 {
-            return err(list.line, format!("` # N others` used, so exactly {nb} (the -h size) cycles must be listed"));
-        }
-    }
+    let ov = h.overflows.values[j];
     let cycles = in_range + ov;
-    if let Some(c) = list.cycles.iter().find(|&&c| c >= cycles) {
-        return err(list.line, format!("cycle number {c} >= the thread's {cycles} samples"));
+    if let Err((k, msg)) = overflow_list_consistent(h, j, cycles, nb) {
+        return err(k, msg);
     }
     let (min, avg, max) = (h.min.values[j], h.avg.values[j], h.max.values[j]);
     if cycles == 0 {
         if (min, avg, max) != (MIN_UNSET as u64, 0, 0) {
-            return err(h.min.line, "no samples: Min must be 1000000, Avg and Max 0".into());
+            return err(
+                h.min.line,
+                "no samples: Min must be 1000000, Avg and Max 0".into(),
+            );
         }
         return Ok(());
     }
     if !(min <= avg && avg <= max) {
-        return err(h.avg.line, format!("expected Min <= Avg <= Max, got {min} / {avg} / {max}"));
+        return err(
+            h.avg.line,
+            format!("expected Min <= Avg <= Max, got {min} / {avg} / {max}"),
+        );
     }
     let nonzero: Vec<u64> = h.rows.iter().filter(|r| r.2[j] > 0).map(|r| r.1).collect();
     if let (Some(&lo), Some(&hi)) = (nonzero.first(), nonzero.last()) {
         let min_in_range = ov == 0 || nb.is_some_and(|nb| min < nb as u64);
         if lo < min || (min_in_range && lo != min) {
-            return err(h.min.line, format!("Min {min} but the lowest non-empty bucket is {lo}"));
+            return err(
+                h.min.line,
+                format!("Min {min} but the lowest non-empty bucket is {lo}"),
+            );
         }
         if hi > max || (ov == 0 && hi != max) {
-            return err(h.max.line, format!("Max {max} but the highest non-empty bucket is {hi}"));
+            return err(
+                h.max.line,
+                format!("Max {max} but the highest non-empty bucket is {hi}"),
+            );
         }
     }
     if ov > 0 && nb.is_some_and(|nb| max < nb as u64) {
-        return err(h.max.line, format!("{ov} overflows but Max {max} is inside the histogram"));
+        return err(
+            h.max.line,
+            format!("{ov} overflows but Max {max} is inside the histogram"),
+        );
+    }
+    Ok(())
+}
+
+/// The `# Thread j:` cycle list vs `# Histogram Overflows:`; `Err` carries
+/// the line index.
+fn overflow_list_consistent(
+    h: &Histogram,
+    j: usize,
+    cycles: u64,
+    nb: Option<usize>,
+) -> Result<(), (usize, String)> {
+    let ov = h.overflows.values[j];
+    let list = &h.overflow_at[j];
+    let listed = list.cycles.len() as u64;
+    let others = list.others.unwrap_or(0);
+    if listed + others != ov {
+        let msg = format!(
+            "lists {listed} cycles + {others} others, but `# Histogram Overflows:` says {ov}"
+        );
+        return Err((list.line, msg));
+    }
+    if let (Some(_), Some(nb)) = (list.others, nb) {
+        if listed != nb as u64 {
+            let msg =
+                format!("` # N others` used, so exactly {nb} (the -h size) cycles must be listed");
+            return Err((list.line, msg));
+        }
+    }
+    if let Some(c) = list.cycles.iter().find(|&&c| c >= cycles) {
+        return Err((
+            list.line,
+            format!("cycle number {c} >= the thread's {cycles} samples"),
+        ));
     }
     Ok(())
 }
@@ -624,7 +888,10 @@ pub fn check_verbose(text: &str) -> Result<(), String> {
 /// Like [`check_verbose`], returning the samples.
 pub fn parse_verbose(text: &str) -> Result<Verbose, String> {
     let lines = lines_of(text)?;
-    let pre: Vec<Regex> = VERBOSE_PREAMBLE.iter().map(|p| Regex::new(p).expect("regex")).collect();
+    let pre: Vec<Regex> = VERBOSE_PREAMBLE
+        .iter()
+        .map(|p| Regex::new(p).expect("regex"))
+        .collect();
     let mut i = 0;
     let mut intervals = 0u64;
     while i < lines.len() && pre.iter().any(|r| r.is_match(lines[i])) {
@@ -635,23 +902,42 @@ pub fn parse_verbose(text: &str) -> Result<Verbose, String> {
     while i < lines.len() && !lines[i].starts_with("T:") {
         let s = verbose_sample(lines[i]).map_err(|e| at(i + 1, lines[i], e))?;
         if intervals > 0 && s.0 >= intervals {
-            return Err(at(i + 1, lines[i], format!("thread {} but only {intervals} threads announced", s.0)));
+            return Err(at(
+                i + 1,
+                lines[i],
+                format!("thread {} but only {intervals} threads announced", s.0),
+            ));
         }
-        if let Some(p) = samples.iter().rev().find(|p| p.0 == s.0).filter(|p| p.1 >= s.1) {
-            return Err(at(i + 1, lines[i], format!("cycle numbers must increase per thread (previous {})", p.1)));
+        if let Some(p) = samples
+            .iter()
+            .rev()
+            .find(|p| p.0 == s.0)
+            .filter(|p| p.1 >= s.1)
+        {
+            return Err(at(
+                i + 1,
+                lines[i],
+                format!("cycle numbers must increase per thread (previous {})", p.1),
+            ));
         }
         samples.push(s);
         i += 1;
     }
     if samples.is_empty() {
-        return Err(at(i + 1, lines.get(i).copied().unwrap_or(""), "expected `%8d:%8lu:%8ld` sample lines"));
+        return Err(at(
+            i + 1,
+            lines.get(i).copied().unwrap_or(""),
+            "expected `%8d:%8lu:%8ld` sample lines",
+        ));
     }
-    let nsecs = lines.get(i).is_some_and(|l| parse_t_line(l, false).is_err() && parse_t_line(l, true).is_ok());
+    let nsecs = lines
+        .get(i)
+        .is_some_and(|l| parse_t_line(l, false).is_err() && parse_t_line(l, true).is_ok());
     let (summary, next) = t_block(&lines, i, nsecs, true)?;
     if next < lines.len() {
         return Err(at(next + 1, lines[next], "unexpected line in -v output"));
     }
-    verbose_vs_summary(&samples, &summary)?;
+    verbose_vs_summary(&samples, &summary).map_err(|(k, e)| at(i + k + 1, lines[i + k], e))?;
     Ok(Verbose { samples, summary })
 }
 
@@ -670,14 +956,27 @@ fn verbose_sample(line: &str) -> Result<(u64, u64, i64), String> {
     Ok((v[0] as u64, v[1] as u64, v[2]))
 }
 
-fn verbose_vs_summary(samples: &[(u64, u64, i64)], summary: &[TLine]) -> Result<(), String> {
-    for t in summary {
+/// Sample lines vs the final `T:` lines; `Err` carries the `T:` line offset.
+fn verbose_vs_summary(
+    samples: &[(u64, u64, i64)],
+    summary: &[TLine],
+) -> Result<(), (usize, String)> {
+    for (k, t) in summary.iter().enumerate() {
+        let fail = |msg: String| Err((k, msg));
         let mine: Vec<_> = samples.iter().filter(|s| s.0 == t.thread as u64).collect();
         if mine.len() as i64 > t.cycles {
-            return Err(format!("thread {}: {} sample lines but C: {}", t.thread, mine.len(), t.cycles));
+            return fail(format!(
+                "thread {}: {} sample lines but C: {}",
+                t.thread,
+                mine.len(),
+                t.cycles
+            ));
         }
         if let Some(last) = mine.last().filter(|s| s.1 as i64 >= t.cycles) {
-            return Err(format!("thread {}: cycle {} >= C: {}", t.thread, last.1, t.cycles));
+            return fail(format!(
+                "thread {}: sample cycle {} >= C: {}",
+                t.thread, last.1, t.cycles
+            ));
         }
     }
     Ok(())
@@ -717,31 +1016,60 @@ pub fn parse_spikes(text: &str, trigger: Option<i64>) -> Result<(Vec<TLine>, Vec
     if i == lines.len() {
         return Ok((threads, Vec::new()));
     }
-    if lines[i] != "" {
-        return Err(at(i + 1, lines[i], "expected a blank line before the spike list"));
+    if !lines[i].is_empty() {
+        return Err(at(
+            i + 1,
+            lines[i],
+            "expected a blank line before the spike list",
+        ));
     }
     i += 1;
     let mut spikes: Vec<Spike> = Vec::new();
     while i < lines.len() && lines[i].starts_with("T:") {
         let s = spike_line(lines[i], &threads, trigger).map_err(|e| at(i + 1, lines[i], e))?;
-        if let Some(p) = spikes.iter().rev().find(|p| p.thread == s.thread).filter(|p| p.ts > s.ts) {
-            return Err(at(i + 1, lines[i], format!("TS goes backwards for thread {} (previous {})", s.thread, p.ts)));
+        if let Some(p) = spikes
+            .iter()
+            .rev()
+            .find(|p| p.thread == s.thread)
+            .filter(|p| p.ts > s.ts)
+        {
+            return Err(at(
+                i + 1,
+                lines[i],
+                format!(
+                    "TS goes backwards for thread {} (previous {})",
+                    s.thread, p.ts
+                ),
+            ));
         }
         spikes.push(s);
         i += 1;
     }
     let line = lines.get(i).copied().unwrap_or("<end of output>");
     let Some(c) = re!(r"^spikes = (\d+)$").captures(line) else {
-        return Err(at(i + 1, line, "expected `spikes = N` after the spike lines"));
+        return Err(at(
+            i + 1,
+            line,
+            "expected `spikes = N` after the spike lines",
+        ));
     };
     let total: usize = c[1].parse().map_err(|e| at(i + 1, line, e))?;
     let expect = total.min(SPIKE_NODES);
-    if spikes.is_empty() || spikes.len() > total || (total <= SPIKE_NODES && spikes.len() != expect) {
-        return Err(at(i + 1, line, format!("`spikes = {total}` but {} spike lines", spikes.len())));
+    if spikes.is_empty() || spikes.len() > total || (total <= SPIKE_NODES && spikes.len() != expect)
+    {
+        return Err(at(
+            i + 1,
+            line,
+            format!("`spikes = {total}` but {} spike lines", spikes.len()),
+        ));
     }
     if lines.get(i + 1) != Some(&"") || lines.len() != i + 2 {
         let l = lines.get(i + 1).copied().unwrap_or("<end of output>");
-        return Err(at(i + 2, l, "expected one blank line ending the output after `spikes = N`"));
+        return Err(at(
+            i + 2,
+            l,
+            "expected one blank line ending the output after `spikes = N`",
+        ));
     }
     Ok((threads, spikes))
 }
@@ -753,7 +1081,9 @@ fn spike_line(line: &str, threads: &[TLine], trigger: Option<i64>) -> Result<Spi
     let thread = space_padded(&c[1], 2).map_err(|e| format!("thread {e}"))?;
     let value = space_padded(&c[2], 8).map_err(|e| format!("Spike: {e}"))?;
     let ts = space_padded(&c[3], 12).map_err(|e| format!("TS: {e}"))?;
-    let t = threads.get(thread as usize).ok_or(format!("no `T:` line for thread {thread}"))?;
+    let t = threads
+        .get(thread as usize)
+        .ok_or(format!("no `T:` line for thread {thread}"))?;
     if value > t.max {
         return Err(format!("spike {value} exceeds the thread's Max {}", t.max));
     }
@@ -797,20 +1127,32 @@ pub fn parse_live_status(bytes: &[u8], threads: usize, nsecs: bool) -> Result<Li
     let mut rest = String::new();
     for (k, chunk) in chunks.iter().enumerate() {
         let last = k + 1 == chunks.len();
-        let (frame, tail) = live_frame(chunk, threads, nsecs, line_no, last).map_err(|e| format!("frame {k}: {e}"))?;
+        let (frame, tail) = live_frame(chunk, threads, nsecs, line_no, last)
+            .map_err(|e| format!("frame {k}: {e}"))?;
         if let Some(prev) = frames.last() {
-            live_progress(prev, &frame).map_err(|e| format!("frame {k} (starting line {line_no}): {e}"))?;
+            live_progress(prev, &frame)
+                .map_err(|e| format!("frame {k} (starting line {line_no}): {e}"))?;
         }
         frames.push(frame);
         rest = tail.to_string();
         line_no += chunk.matches('\n').count();
     }
-    Ok(LiveStatus { preamble: has_pre, frames, rest })
+    Ok(LiveStatus {
+        preamble: has_pre,
+        frames,
+        rest,
+    })
 }
 
 /// One frame: policy line, blank line, `threads` `T:` lines. Returns the
 /// frame and the remaining text (only allowed in the last chunk).
-fn live_frame<'a>(chunk: &'a str, threads: usize, nsecs: bool, line_no: usize, last: bool) -> Result<(Vec<TLine>, &'a str), String> {
+fn live_frame<'a>(
+    chunk: &'a str,
+    threads: usize,
+    nsecs: bool,
+    line_no: usize,
+    last: bool,
+) -> Result<(Vec<TLine>, &'a str), String> {
     let mut rest = chunk;
     let mut next = |no: usize| -> Result<&'a str, String> {
         let Some(end) = rest.find('\n') else {
@@ -819,18 +1161,31 @@ fn live_frame<'a>(chunk: &'a str, threads: usize, nsecs: bool, line_no: usize, l
         let line = &rest[..end];
         rest = &rest[end + 1..];
         if line.contains('\x1b') {
-            return Err(at(no, line, "unexpected escape sequence (expected ESC[<threads+2>A between frames only)"));
+            return Err(at(
+                no,
+                line,
+                "unexpected escape sequence (expected ESC[<threads+2>A between frames only)",
+            ));
         }
         Ok(line)
     };
     let policy = next(line_no)?;
-    let pol_re = r"^policy: [a-z]+(/[a-z]+)?: loadavg: \d+\.\d\d \d+\.\d\d \d+\.\d\d \d+/\d+ \d+ {10}$";
+    let pol_re =
+        r"^policy: [a-z]+(/[a-z]+)?: loadavg: \d+\.\d\d \d+\.\d\d \d+\.\d\d \d+/\d+ \d+ {10}$";
     if !re!(pol_re).is_match(policy) {
-        return Err(at(line_no, policy, "expected `policy: fifo: loadavg: <loadavg>` + 10 spaces"));
+        return Err(at(
+            line_no,
+            policy,
+            "expected `policy: fifo: loadavg: <loadavg>` + 10 spaces",
+        ));
     }
     let blank = next(line_no + 1)?;
     if !blank.is_empty() {
-        return Err(at(line_no + 1, blank, "expected a blank line after the policy line"));
+        return Err(at(
+            line_no + 1,
+            blank,
+            "expected a blank line after the policy line",
+        ));
     }
     let mut frame = Vec::new();
     for t in 0..threads {
@@ -842,9 +1197,13 @@ fn live_frame<'a>(chunk: &'a str, threads: usize, nsecs: bool, line_no: usize, l
         }
         frame.push(tl);
     }
-    if !rest.is_empty() && !(last && rest.starts_with("# Histogram\n")) {
+    let histogram_follows = last && rest.starts_with("# Histogram\n");
+    if !rest.is_empty() && !histogram_follows {
         let no = line_no + 2 + threads;
-        let msg = format!("expected ESC[{}A or the end after {threads} `T:` lines", threads + 2);
+        let msg = format!(
+            "expected ESC[{}A or the end after {threads} `T:` lines",
+            threads + 2
+        );
         return Err(at(no, rest.lines().next().unwrap_or(rest), msg));
     }
     Ok((frame, rest))
@@ -854,10 +1213,16 @@ fn live_frame<'a>(chunk: &'a str, threads: usize, nsecs: bool, line_no: usize, l
 fn live_progress(prev: &[TLine], cur: &[TLine]) -> Result<(), String> {
     for (p, c) in prev.iter().zip(cur) {
         if c.cycles < p.cycles {
-            return Err(format!("thread {}: C: went from {} to {}", c.thread, p.cycles, c.cycles));
+            return Err(format!(
+                "thread {}: C: went from {} to {}",
+                c.thread, p.cycles, c.cycles
+            ));
         }
         if p.tid != 0 && c.tid != p.tid {
-            return Err(format!("thread {}: TID changed from {} to {}", c.thread, p.tid, c.tid));
+            return Err(format!(
+                "thread {}: TID changed from {} to {}",
+                c.thread, p.tid, c.tid
+            ));
         }
         if (p.prio, p.interval) != (c.prio, c.interval) {
             return Err(format!("thread {}: P:/I: changed between frames", c.thread));
@@ -884,8 +1249,16 @@ enum Kind {
 
 /// cyclictest's top-level keys, in order (note the two keys ending in `:`).
 pub const JSON_ROOT_KEYS: &[&str] = &[
-    "file_version", "cmdline:", "rt_test_version:", "start_time", "end_time",
-    "return_code", "sysinfo", "num_threads", "resolution_in_ns", "thread",
+    "file_version",
+    "cmdline:",
+    "rt_test_version:",
+    "start_time",
+    "end_time",
+    "return_code",
+    "sysinfo",
+    "num_threads",
+    "resolution_in_ns",
+    "thread",
 ];
 
 const ROOT: &[(&str, Kind)] = &[
@@ -953,13 +1326,24 @@ pub fn check_json(text: &str, with_histogram: bool) -> Result<(), String> {
     if lines[0] != "{" {
         return Err(at(1, lines[0], "expected `{` alone on the first line"));
     }
-    let mut p = JParser { lines: lines.clone(), pos: 1 };
+    let mut p = JParser {
+        lines: lines.clone(),
+        pos: 1,
+    };
     let (root, comma) = p.object(2, Keys::Fixed(ROOT))?;
     if comma {
-        return Err(at(p.pos, lines[p.pos - 1], "no comma after the closing `}`"));
+        return Err(at(
+            p.pos,
+            lines[p.pos - 1],
+            "no comma after the closing `}`",
+        ));
     }
     if p.pos != lines.len() {
-        return Err(at(p.pos + 1, lines[p.pos], "unexpected text after the closing `}`"));
+        return Err(at(
+            p.pos + 1,
+            lines[p.pos],
+            "unexpected text after the closing `}`",
+        ));
     }
     json_semantics(&lines, &root, with_histogram)?;
     json_validity(text, &root)
@@ -972,11 +1356,18 @@ struct JParser<'a> {
 
 impl<'a> JParser<'a> {
     fn err(&self, idx: usize, msg: impl Display) -> String {
-        at(idx + 1, self.lines.get(idx).copied().unwrap_or("<end of file>"), msg)
+        at(
+            idx + 1,
+            self.lines.get(idx).copied().unwrap_or("<end of file>"),
+            msg,
+        )
     }
 
     fn line(&self, idx: usize) -> Result<&'a str, String> {
-        self.lines.get(idx).copied().ok_or_else(|| self.err(idx, "unexpected end of JSON"))
+        self.lines
+            .get(idx)
+            .copied()
+            .ok_or_else(|| self.err(idx, "unexpected end of JSON"))
     }
 
     /// Entries of an object whose `{` ended the previous line, through its
@@ -1015,7 +1406,10 @@ impl<'a> JParser<'a> {
         let line = self.lines[idx];
         let body = line.trim_start_matches(' ');
         if line.len() - body.len() != indent {
-            return Err(self.err(idx, format!("expected an entry indented by exactly {indent} spaces")));
+            return Err(self.err(
+                idx,
+                format!("expected an entry indented by exactly {indent} spaces"),
+            ));
         }
         let c = re!(r#"^"([^"]*)": (.*)$"#)
             .captures(body)
@@ -1024,14 +1418,24 @@ impl<'a> JParser<'a> {
         Ok((c[1].to_string(), rest))
     }
 
-    fn value(&mut self, indent: usize, kind: Kind, rest: &'a str, idx: usize) -> Result<(JVal, bool), String> {
+    fn value(
+        &mut self,
+        indent: usize,
+        kind: Kind,
+        rest: &'a str,
+        idx: usize,
+    ) -> Result<(JVal, bool), String> {
         let nested = |keys| (keys, rest);
         let (keys, open) = match kind {
             Kind::Sysinfo => nested(Keys::Fixed(SYSINFO)),
             Kind::Thread => nested(Keys::Fixed(THREAD)),
             Kind::Threads => nested(Keys::Threads),
             Kind::Hist => return self.hist(indent, rest, idx),
-            scalar => return scalar_value(scalar, rest).map_err(|e| self.err(idx, e)).map(|(v, c)| (JVal::Raw(v, idx), c)),
+            scalar => {
+                return scalar_value(scalar, rest)
+                    .map_err(|e| self.err(idx, e))
+                    .map(|(v, c)| (JVal::Raw(v, idx), c))
+            }
         };
         if open != "{" {
             return Err(self.err(idx, "expected `{` at the end of the line (nested object)"));
@@ -1049,7 +1453,10 @@ impl<'a> JParser<'a> {
             };
         }
         if rest != "{" {
-            return Err(self.err(idx, "histogram must be `{      }` (six spaces) or `{` followed by bucket lines"));
+            return Err(self.err(
+                idx,
+                "histogram must be `{      }` (six spaces) or `{` followed by bucket lines",
+            ));
         }
         let close = format!("{}}}", " ".repeat(indent));
         let pad = " ".repeat(indent + 2);
@@ -1068,7 +1475,10 @@ impl<'a> JParser<'a> {
             if buckets.last().is_some_and(|p| p.0 >= b.0) {
                 return Err(self.err(i, "bucket indices must increase"));
             }
-            let next_closes = self.lines.get(i + 1).is_some_and(|l| l.trim_end_matches(',') == close);
+            let next_closes = self
+                .lines
+                .get(i + 1)
+                .is_some_and(|l| l.trim_end_matches(',') == close);
             if comma == next_closes {
                 return Err(self.err(i, "every bucket but the last ends with a comma"));
             }
@@ -1083,7 +1493,8 @@ impl<'a> JParser<'a> {
             None => (rest, false),
         };
         if v != "{" && v != "[" {
-            serde_json::from_str::<serde_json::Value>(v).map_err(|e| self.err(idx, format!("extra key: invalid JSON value: {e}")))?;
+            serde_json::from_str::<serde_json::Value>(v)
+                .map_err(|e| self.err(idx, format!("extra key: invalid JSON value: {e}")))?;
             return Ok(comma);
         }
         loop {
@@ -1099,7 +1510,10 @@ impl<'a> JParser<'a> {
             if ind == indent && body.trim_end_matches(',') == closer {
                 return Ok(body.ends_with(','));
             }
-            return Err(self.err(i, format!("expected `{closer}` indented by {indent} to close the extra key's value")));
+            return Err(self.err(
+                i,
+                format!("expected `{closer}` indented by {indent} to close the extra key's value"),
+            ));
         }
     }
 }
@@ -1116,7 +1530,10 @@ fn hist_entry(line: &str, pad: &str) -> Result<((u64, u64), bool), String> {
 
 /// Which kind the next key must have; `None` for a tolerated extra key.
 fn expected_kind(keys: Keys, entries: &Entries, key: &str) -> Result<Option<Kind>, String> {
-    let known = entries.iter().filter(|e| !matches!(e.1, JVal::Extra)).count();
+    let known = entries
+        .iter()
+        .filter(|e| !matches!(e.1, JVal::Extra))
+        .count();
     let extra_seen = known != entries.len();
     match keys {
         Keys::Fixed(list) => match list.get(known) {
@@ -1145,9 +1562,15 @@ fn expected_kind(keys: Keys, entries: &Entries, key: &str) -> Result<Option<Kind
 }
 
 fn missing_key(keys: Keys, entries: &Entries) -> Result<(), String> {
-    let known = entries.iter().filter(|e| !matches!(e.1, JVal::Extra)).count();
+    let known = entries
+        .iter()
+        .filter(|e| !matches!(e.1, JVal::Extra))
+        .count();
     match keys {
-        Keys::Fixed(list) if known < list.len() => Err(format!("object closed, but key {:?} is missing", list[known].0)),
+        Keys::Fixed(list) if known < list.len() => Err(format!(
+            "object closed, but key {:?} is missing",
+            list[known].0
+        )),
         Keys::Threads if known == 0 => Err("`thread` has no thread entries".into()),
         _ => Ok(()),
     }
@@ -1158,9 +1581,15 @@ fn scalar_value(kind: Kind, rest: &str) -> Result<(String, bool), String> {
     let (pat, what) = match kind {
         Kind::Int => (r"^-?(0|[1-9]\d*)$", "an integer"),
         Kind::Flag => (r"^[01]$", "0 or 1"),
-        Kind::Float2 => (r"^(-?(0|[1-9]\d*)\.\d\d|-?nan)$", "a number with exactly 2 decimals"),
+        Kind::Float2 => (
+            r"^(-?(0|[1-9]\d*)\.\d\d|-?nan)$",
+            "a number with exactly 2 decimals",
+        ),
         Kind::Str => (r#"^".*"$"#, "a string"),
-        Kind::Version => (r#"^"\d+\.\d\d"$"#, r#"a version string with 2 decimals ("2.40")"#),
+        Kind::Version => (
+            r#"^"\d+\.\d\d"$"#,
+            r#"a version string with 2 decimals ("2.40")"#,
+        ),
         Kind::Date => (
             r#"^"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d [+-]\d{4}"$"#,
             r#"a date string like "Sun, 22 Nov 2026 01:41:18 +0000""#,
@@ -1178,7 +1607,10 @@ fn scalar_value(kind: Kind, rest: &str) -> Result<(String, bool), String> {
 }
 
 fn get<'e>(obj: &'e Entries, key: &str) -> &'e JVal {
-    &obj.iter().find(|e| e.0 == key).expect("schema guarantees the key").1
+    &obj.iter()
+        .find(|e| e.0 == key)
+        .expect("schema guarantees the key")
+        .1
 }
 
 fn raw(v: &JVal) -> (&str, usize) {
@@ -1194,25 +1626,37 @@ fn int_of(v: &JVal) -> i64 {
 
 /// Cross-checks values: thread count, histogram vs -h, min/avg/max.
 fn json_semantics(lines: &[&str], root: &Entries, with_histogram: bool) -> Result<(), String> {
-    let JVal::Obj(threads) = get(root, "thread") else { unreachable!() };
+    let JVal::Obj(threads) = get(root, "thread") else {
+        unreachable!()
+    };
     let threads: Vec<&Entries> = threads
         .iter()
         .filter_map(|(_, v)| if let JVal::Obj(o) = v { Some(o) } else { None })
         .collect();
     let (nt, nt_line) = raw(get(root, "num_threads"));
     if nt != threads.len().to_string() {
-        return Err(at(nt_line + 1, lines[nt_line], format!("num_threads {nt} but {} thread entries", threads.len())));
+        return Err(at(
+            nt_line + 1,
+            lines[nt_line],
+            format!("num_threads {nt} but {} thread entries", threads.len()),
+        ));
     }
     let mut any_buckets = false;
     let mut all_empty_threads = true;
     for (t, obj) in threads.iter().enumerate() {
-        let JVal::Hist(buckets, hline) = get(obj, "histogram") else { unreachable!() };
+        let JVal::Hist(buckets, hline) = get(obj, "histogram") else {
+            unreachable!()
+        };
         if !with_histogram && !buckets.is_empty() {
-            return Err(at(hline + 1, lines[*hline], format!("thread {t}: histogram must be `{{      }}` without -h")));
+            return Err(at(
+                hline + 1,
+                lines[*hline],
+                format!("thread {t}: histogram must be `{{      }}` without -h"),
+            ));
         }
         any_buckets |= !buckets.is_empty();
         all_empty_threads &= int_of(get(obj, "cycles")) == 0;
-        json_thread(lines, t, obj, buckets).map_err(|e| format!("thread \"{t}\": {e}"))?;
+        json_thread(lines, obj, buckets, *hline).map_err(|e| format!("thread \"{t}\": {e}"))?;
     }
     if with_histogram && !any_buckets && !all_empty_threads {
         return Err("with -h at least one thread's histogram must list buckets".into());
@@ -1220,24 +1664,51 @@ fn json_semantics(lines: &[&str], root: &Entries, with_histogram: bool) -> Resul
     Ok(())
 }
 
-fn json_thread(lines: &[&str], t: usize, obj: &Entries, buckets: &[(u64, u64)]) -> Result<(), String> {
-    let (cycles, min, max) = (int_of(get(obj, "cycles")), int_of(get(obj, "min")), int_of(get(obj, "max")));
+fn json_thread(
+    lines: &[&str],
+    obj: &Entries,
+    buckets: &[(u64, u64)],
+    hline: usize,
+) -> Result<(), String> {
+    let (cycles, min, max) = (
+        int_of(get(obj, "cycles")),
+        int_of(get(obj, "min")),
+        int_of(get(obj, "max")),
+    );
     let (avg_s, avg_line) = raw(get(obj, "avg"));
     let l = |i: usize| lines[i];
     let in_hist: u64 = buckets.iter().map(|b| b.1).sum();
     if in_hist as i64 > cycles {
-        return Err(format!("histogram holds {in_hist} samples, more than cycles {cycles}"));
+        return Err(at(
+            hline + 1,
+            l(hline),
+            format!("histogram holds {in_hist} samples, more than cycles {cycles}"),
+        ));
     }
     if cycles == 0 {
         return Ok(());
     }
-    let avg: f64 = avg_s.parse().map_err(|_| at(avg_line + 1, l(avg_line), format!("thread {t}: avg must be a number when cycles > 0")))?;
+    let avg: f64 = avg_s.parse().map_err(|_| {
+        at(
+            avg_line + 1,
+            l(avg_line),
+            "avg must be a number when cycles > 0",
+        )
+    })?;
     if !(min <= max && min as f64 <= avg + 0.005 && avg <= max as f64 + 0.005) {
-        return Err(at(avg_line + 1, l(avg_line), format!("expected min <= avg <= max, got {min} / {avg} / {max}")));
+        return Err(at(
+            avg_line + 1,
+            l(avg_line),
+            format!("expected min <= avg <= max, got {min} / {avg} / {max}"),
+        ));
     }
     if let (Some(lo), Some(hi)) = (buckets.first(), buckets.last()) {
         if (lo.0 as i64) < min || hi.0 as i64 > max {
-            return Err(format!("buckets {}..{} lie outside min {min} / max {max}", lo.0, hi.0));
+            let msg = format!(
+                "buckets {}..{} lie outside min {min} / max {max}",
+                lo.0, hi.0
+            );
+            return Err(at(hline + 1, l(hline), msg));
         }
     }
     Ok(())
@@ -1289,7 +1760,10 @@ pub fn same_shape(a: &str, b: &str) -> Result<(), String> {
     let (la, lb): (Vec<&str>, Vec<&str>) = (sa.split('\n').collect(), sb.split('\n').collect());
     for (i, (x, y)) in la.iter().zip(&lb).enumerate() {
         if x != y {
-            return Err(format!("line {}: shapes differ\n    left:  {x:?}\n    right: {y:?}", i + 1));
+            return Err(format!(
+                "line {}: shapes differ\n    left:  {x:?}\n    right: {y:?}",
+                i + 1
+            ));
         }
     }
     if la.len() != lb.len() {

@@ -48,12 +48,22 @@ pub fn run_for(cmd: &str, args: &[&str], timeout: Duration) -> (Output, bool) {
     let status = child.wait().expect("wait for child");
     let stdout = out_reader.join().expect("stdout reader thread");
     let stderr = err_reader.join().expect("stderr reader thread");
-    (Output { status, stdout, stderr }, timed_out)
+    (
+        Output {
+            status,
+            stdout,
+            stderr,
+        },
+        timed_out,
+    )
 }
 
 /// A one-line rendering of a command line for messages.
 pub fn describe(cmd: &str, args: &[&str]) -> String {
-    std::iter::once(cmd).chain(args.iter().copied()).collect::<Vec<_>>().join(" ")
+    std::iter::once(cmd)
+        .chain(args.iter().copied())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn reader<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<Vec<u8>> {
@@ -85,6 +95,8 @@ fn wait_or_kill(child: &mut Child, timeout: Duration) -> bool {
 fn tail(bytes: &[u8], max: usize) -> String {
     let s = String::from_utf8_lossy(bytes);
     let start = s.len().saturating_sub(max);
-    let start = (start..=s.len()).find(|&i| s.is_char_boundary(i)).unwrap_or(s.len());
+    let start = (start..=s.len())
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(s.len());
     s[start..].to_string()
 }
