@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::SystemTime;
 
 /// Stack size of a measuring thread; all of it is touched before the loop when prefaulting.
-const THREAD_STACK: usize = 256 * 1024;
+const THREAD_STACK: usize = 128 * 1024;
 
 /// What [`Run::wait`] saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,10 +194,7 @@ impl Run {
         let cfg = &self.config;
         let (clock, sleep, loops, duration) =
             (sys::clock_id(cfg.clock), cfg.sleep, cfg.loops, cfg.duration);
-        let (align, prefault) = (
-            cfg.alignment,
-            cfg.prefault_stack.min(THREAD_STACK - 64 * 1024),
-        );
+        let (align, prefault) = (cfg.alignment, cfg.prefault_stack.min(THREAD_STACK / 2));
         let control_tid = self.control_tid;
         let threads = self.config.threads.len();
         let (brk, evt) = (

@@ -189,9 +189,9 @@ pub fn munlockall() {
     unsafe { libc::munlockall() };
 }
 
-const PREFAULT_CHUNK: usize = 64 * 1024;
+const PREFAULT_CHUNK: usize = 16 * 1024;
 
-/// Touches `bytes` (rounded up to 64 KiB) of the calling thread's stack so its pages are present
+/// Touches `bytes` (rounded up to 16 KiB) of the calling thread's stack so its pages are present
 /// before the timing loop starts.
 #[inline(never)]
 pub fn prefault_stack(bytes: usize) {
