@@ -68,6 +68,28 @@ fn measure_prints_percentiles_and_missed_periods_and_writes_versioned_json() {
 }
 
 #[test]
+fn measure_runs_sched_deadline_threads() {
+    let o = rtscope(&[
+        "measure",
+        "-l",
+        "20",
+        "-q",
+        "--policy",
+        "deadline",
+        "--dl-runtime",
+        "100us",
+        "-i",
+        "1ms",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    assert!(
+        out.contains("SCHED_DEADLINE runtime 100.0us deadline 1.00ms period 1.00ms"),
+        "{out}"
+    );
+}
+
+#[test]
 fn measure_limits_gate_the_exit_code() {
     let pass = rtscope(&[
         "measure",
@@ -104,6 +126,31 @@ fn bad_input_is_named_with_exit_code_2() {
         (&["measure", "--policy", "fast"], "--policy"),
         (&["measure", "--limit", "p42=1us"], "--limit"),
         (&["measure", "-D", "1y"], "--duration"),
+        (&["measure", "--policy", "deadline"], "--dl-runtime"),
+        (
+            &[
+                "measure",
+                "--policy",
+                "deadline",
+                "--dl-runtime",
+                "100us",
+                "--cpus",
+                "0",
+            ],
+            "--cpus",
+        ),
+        (
+            &[
+                "measure",
+                "--policy",
+                "deadline",
+                "--dl-runtime",
+                "2ms",
+                "-i",
+                "1ms",
+            ],
+            "SCHED_DEADLINE",
+        ),
         (&["cyclictest", "-i", "0"], "'-i'"),
         (&["cyclictest", "-p", "100"], "'-p'"),
         (&["cyclictest", "-a", "999"], "not online"),

@@ -107,9 +107,15 @@ pub fn plan(a: &MeasureArgs, online: &CpuSet) -> Result<(RunConfig, Vec<Limit>),
             pol.name()
         )));
     }
+    // The kernel refuses SCHED_DEADLINE for a thread whose affinity is narrower than its root
+    // domain, so deadline threads are not pinned.
+    let deadline = matches!(pol, Policy::Deadline { .. });
+    if deadline && a.cpus.is_some() {
+        return Err(UsageError::new("'--cpus' cannot be combined with '--policy deadline': the kernel does not allow pinning SCHED_DEADLINE threads").hint("use --threads N to choose how many deadline threads run; isolate CPUs with cpusets for deadline tasks"));
+    }
     let threads = (0..n)
         .map(|i| ThreadSpec {
-            affinity: Some(CpuSet::from_cpus([cpus.nth_cyclic(i)])),
+            affinity: (!deadline).then(|| CpuSet::from_cpus([cpus.nth_cyclic(i)])),
             policy: pol,
             priority: if a.priospread && pol.is_realtime_priority() {
                 (a.priority - i as i32).max(1)
