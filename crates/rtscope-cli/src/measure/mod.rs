@@ -213,11 +213,24 @@ fn headline(c: &RunConfig, latency: Option<i32>) -> String {
     let dma = latency.map_or("cpu_dma_latency untouched".to_string(), |l| {
         format!("cpu_dma_latency={l}us")
     });
+    let sched = match t.policy {
+        Policy::Deadline {
+            runtime,
+            deadline,
+            period,
+        } => {
+            format!("SCHED_DEADLINE runtime {runtime} deadline {deadline} period {period}")
+        }
+        p => format!("SCHED_{} prio {}", p.name().to_uppercase(), t.priority),
+    };
+    let place = if cpus.is_empty() {
+        "unpinned".to_string()
+    } else {
+        format!("on CPUs {cpus}")
+    };
     format!(
-        "rtscope measure: {} threads on CPUs {cpus}, SCHED_{} prio {}, interval {}, {length}, {sleep} clock_nanosleep on {clock}, mlock {}, {dma}",
+        "rtscope measure: {} threads {place}, {sched}, interval {}, {length}, {sleep} clock_nanosleep on {clock}, mlock {}, {dma}",
         c.threads.len(),
-        t.policy.name().to_uppercase(),
-        t.priority,
         t.interval,
         if c.mlock { "on" } else { "off" }
     )
