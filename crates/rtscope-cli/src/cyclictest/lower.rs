@@ -108,15 +108,8 @@ pub fn lower(o: &CtOptions, online: &CpuSet) -> Result<Plan, UsageError> {
 }
 
 fn cpu_list(text: Option<&str>, online: &CpuSet, flag: &str) -> Result<Option<CpuSet>, UsageError> {
-    let Some(text) = text else { return Ok(None) };
-    let set = CpuSet::parse(text, online)
-        .map_err(|e| UsageError::new(format!("invalid value for '{flag}': {e}")))?;
-    if let Some(bad) = set.iter().find(|c| !online.contains(*c)) {
-        return Err(UsageError::new(format!(
-            "invalid value for '{flag}': CPU {bad} is not online (online CPUs: {online})"
-        )));
-    }
-    Ok(Some(set))
+    text.map(|t| crate::checks::cpu_list(t, online, flag))
+        .transpose()
 }
 
 fn thread_count(o: &CtOptions, available: &CpuSet) -> Result<usize, UsageError> {
@@ -130,22 +123,13 @@ fn thread_count(o: &CtOptions, available: &CpuSet) -> Result<usize, UsageError> 
             "invalid value for '-t': at least one thread is needed",
         ));
     }
-    let limit = max_threads();
+    let limit = crate::checks::max_threads();
     if n > limit {
         return Err(UsageError::new(format!(
             "invalid value for '-t': {n} threads is more than this system allows ({limit})"
         )));
     }
     Ok(n)
-}
-
-/// The most measuring threads rtscope starts: the kernel's threads-max, capped at 4096.
-pub fn max_threads() -> usize {
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/threads-max")
-        .ok()
-        .and_then(|t| t.trim().parse::<usize>().ok())
-        .unwrap_or(4096);
-    kernel.min(4096)
 }
 
 fn check_values(o: &CtOptions) -> Result<(), UsageError> {

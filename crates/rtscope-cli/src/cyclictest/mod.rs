@@ -15,7 +15,7 @@ use crate::sysinfo::{self, SysInfo};
 use anyhow::Context;
 use args::CtOptions;
 use lower::Plan;
-use rtscope_core::Nanos;
+use rtscope_core::{Nanos, Stats};
 use rtscope_engine::{knobs::DmaLatencyGuard, sys, Run, RunResult, ThreadShared};
 use std::io::Write;
 use text::TLine;
@@ -88,41 +88,29 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> anyhow::Resul
     )
 }
 
+fn t_line(plan: &Plan, index: usize, tid: i32, s: &Stats, last: Nanos) -> TLine {
+    TLine {
+        index,
+        tid,
+        prio: plan.prios[index],
+        interval_us: plan.config.threads[index].interval.as_us_trunc(),
+        cycles: s.count,
+        min: (s.count > 0).then_some(s.min),
+        act: last,
+        avg_ns: s.mean_ns().unwrap_or(0.0),
+        max: s.max,
+    }
+}
+
 fn t_lines(plan: &Plan, threads: &[std::sync::Arc<ThreadShared>]) -> Vec<TLine> {
-    threads
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let s = t.stats();
-            TLine {
-                index: i,
-                tid: t.tid(),
-                prio: plan.prios[i],
-                interval_us: plan.config.threads[i].interval.as_us_trunc(),
-                cycles: s.count,
-                min: (s.count > 0).then_some(s.min),
-                act: t.last(),
-                avg_ns: s.mean_ns().unwrap_or(0.0),
-                max: s.max,
-            }
-        })
+    let live = threads.iter().enumerate();
+    live.map(|(i, t)| t_line(plan, i, t.tid(), &t.stats(), t.last()))
         .collect()
 }
 
 fn result_t_lines(plan: &Plan, r: &RunResult) -> Vec<TLine> {
-    r.threads
-        .iter()
-        .map(|t| TLine {
-            index: t.index,
-            tid: t.tid,
-            prio: plan.prios[t.index],
-            interval_us: t.interval.as_us_trunc(),
-            cycles: t.stats.count,
-            min: (t.stats.count > 0).then_some(t.stats.min),
-            act: t.last,
-            avg_ns: t.stats.mean_ns().unwrap_or(0.0),
-            max: t.stats.max,
-        })
+    let done = r.threads.iter();
+    done.map(|t| t_line(plan, t.index, t.tid, &t.stats, t.last))
         .collect()
 }
 

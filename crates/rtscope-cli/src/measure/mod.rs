@@ -4,6 +4,7 @@ pub mod json;
 pub mod limits;
 pub mod table;
 
+use crate::checks::cpu_list;
 use crate::cli::{ClockArg, MeasureArgs, PolicyArg};
 use crate::exit::{ExitStatus, UsageError};
 use crate::session::{self, Event};
@@ -23,18 +24,6 @@ pub const DEFAULT_DURATION: Nanos = Nanos::from_secs(60);
 fn dur(text: &str, flag: &str, default_unit: &str) -> Result<Nanos, UsageError> {
     Nanos::parse_with_default_unit(text, default_unit)
         .map_err(|e| UsageError::new(format!("invalid value for '{flag}': {e}")))
-}
-
-fn cpu_list(text: &str, online: &CpuSet, flag: &str) -> Result<CpuSet, UsageError> {
-    let set = CpuSet::parse(text, online)
-        .map_err(|e| UsageError::new(format!("invalid value for '{flag}': {e}")))?;
-    let bad = set.iter().find(|c| !online.contains(*c));
-    match bad {
-        Some(bad) => Err(UsageError::new(format!(
-            "invalid value for '{flag}': CPU {bad} is not online (online CPUs: {online})"
-        ))),
-        None => Ok(set),
-    }
 }
 
 fn policy(a: &MeasureArgs, interval: Nanos) -> Result<Policy, UsageError> {
@@ -86,7 +75,7 @@ pub fn plan(a: &MeasureArgs, online: &CpuSet) -> Result<(RunConfig, Vec<Limit>),
         None => online.clone(),
     };
     let n = a.threads.unwrap_or(cpus.len());
-    let max = crate::cyclictest::lower::max_threads();
+    let max = crate::checks::max_threads();
     if n == 0 || n > max {
         return Err(UsageError::new(format!(
             "invalid value '{n}' for '--threads': use 1..{max}"
