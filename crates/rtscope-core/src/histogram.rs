@@ -183,6 +183,24 @@ impl Histogram {
             .collect()
     }
 
+    /// The mean of the samples after truncating each to whole `unit`s (cyclictest's average of
+    /// truncated µs values), in `unit`s. Each bucket contributes its midpoint clamped to the exact
+    /// min and max, so the result always lies between `min / unit` and `max / unit` (truncated).
+    pub fn mean_truncated(&self, unit: Nanos) -> Option<f64> {
+        if self.total == 0 || unit.0 == 0 {
+            return None;
+        }
+        let sum: u128 = self
+            .nonzero()
+            .map(|(i, c)| {
+                let mid = (layout::lowest_of(i) + (layout::width_of(i) - 1) / 2)
+                    .clamp(self.min, self.max);
+                u128::from(mid / unit.0) * u128::from(c)
+            })
+            .sum();
+        Some(sum as f64 / self.total as f64)
+    }
+
     /// Number of samples `>= threshold`, counted by bucket (exact below 2,048 ns; above, a bucket
     /// straddling the threshold is counted as above when its lowest value is >= the threshold).
     pub fn count_at_or_above(&self, threshold: Nanos) -> u64 {
@@ -261,6 +279,15 @@ mod tests {
         assert_eq!(a, c);
         assert_eq!(a.count_at_or_above(Nanos(101)), 1);
         assert_eq!(a.count_at_or_above(Nanos(100)), 4);
+    }
+
+    #[test]
+    fn truncated_mean_stays_within_truncated_extremes() {
+        let mut h = Histogram::new();
+        h.record_n(Nanos(11_860), 3);
+        assert_eq!(h.mean_truncated(Nanos(1000)), Some(11.0));
+        h.record(Nanos(14_999));
+        assert_eq!(h.mean_truncated(Nanos(1000)), Some(47.0 / 4.0));
     }
 
     #[test]

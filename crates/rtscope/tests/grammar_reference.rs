@@ -11,7 +11,6 @@ mod common;
 
 use common::grammar::*;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 // ---------------------------------------------------------------- helpers
 
@@ -703,10 +702,6 @@ fn shapes_of_the_reference_histograms_differ_only_in_row_count() {
 
 const CYCLICTEST: &str = "/usr/bin/cyclictest";
 
-/// Serialises real runs: concurrent SCHED_FIFO runs on 2 vCPUs would only
-/// disturb each other.
-static RUNS: Mutex<()> = Mutex::new(());
-
 fn cyclictest_path() -> String {
     let path = std::env::var("CYCLICTEST").unwrap_or_else(|_| CYCLICTEST.to_string());
     assert!(
@@ -720,7 +715,9 @@ fn cyclictest_path() -> String {
 /// Runs cyclictest with `args`; asserts exit 0 and returns (stdout, stderr).
 fn cyclictest(args: &[&str]) -> (String, String) {
     let bin = cyclictest_path();
-    let _guard = RUNS.lock().unwrap_or_else(|p| p.into_inner());
+    // Serialised with every other SCHED_FIFO run, also those of other test
+    // binaries (tests/compat.rs).
+    let _guard = common::rt_lock();
     let out = common::run(&bin, args);
     let stdout = String::from_utf8(out.stdout).expect("cyclictest stdout is UTF-8");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();

@@ -113,6 +113,8 @@ pub enum Threads {
 pub struct CtOptions {
     /// `-a` given; `Some(list)` when a CPU list was given.
     pub affinity: Option<Option<String>>,
+    /// `-v` came before `-a CPUSET` (cyclictest then prints an extra "Using N cpus." first).
+    pub early_using_line: bool,
     /// `-A [USEC]`.
     pub aligned: Option<u64>,
     /// `--secaligned [USEC]`.
@@ -204,7 +206,11 @@ pub fn parse(args: &[String]) -> Result<CtOptions, UsageError> {
         let v = h.value.as_deref().unwrap_or("");
         let sp = h.spelled.as_str();
         match h.id {
-            "affinity" => o.affinity = Some(h.value.clone()),
+            "affinity" => {
+                // cyclictest prints "Using N cpus." while parsing a CPU list after -v.
+                o.early_using_line |= o.verbose && h.value.is_some();
+                o.affinity = Some(h.value.clone());
+            }
             "aligned" => {
                 o.aligned = Some(if v.is_empty() {
                     0

@@ -108,7 +108,7 @@ fn thread(s: &mut String, d: &JsonDoc, i: usize, t: &ThreadResult) {
     }
     let st = &t.stats;
     let min = if st.count == 0 { 0 } else { u(st.min) };
-    let avg = st.mean_ns().map_or(0.0, |m| m / d.unit.0 as f64);
+    let avg = t.histogram.mean_truncated(d.unit).unwrap_or(0.0);
     let _ = writeln!(
         s,
         "      \"cycles\": {},\n      \"min\": {min},\n      \"max\": {},\n      \"avg\": {},",

@@ -41,6 +41,11 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> anyhow::Resul
     for n in &plan.notices {
         eprintln!("{n}");
     }
+    if o.verbose && o.early_using_line {
+        if let Some(m) = &plan.affinity_mask {
+            writeln!(out, "Using {} cpus.", m.len())?;
+        }
+    }
     if o.verbose {
         // SAFETY: sysconf takes a constant and returns a number.
         let conf = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
@@ -63,10 +68,11 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> anyhow::Resul
     };
     if o.verbose {
         for (i, (cpu, iv)) in plan.cpus.iter().zip(&plan.verbose_intervals).enumerate() {
-            writeln!(
-                out,
-                "Thread {i} using cpu {cpu}.\nThread {i} Interval: {iv}"
-            )?;
+            // cyclictest names the CPU only when a CPU list was given (-a LIST).
+            if plan.affinity_mask.is_some() {
+                writeln!(out, "Thread {i} using cpu {cpu}.")?;
+            }
+            writeln!(out, "Thread {i} Interval: {iv}")?;
         }
     }
     out.flush()?;
@@ -88,7 +94,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> anyhow::Resul
     )
 }
 
-fn t_line(plan: &Plan, index: usize, tid: i32, s: &Stats, last: Nanos) -> TLine {
+fn t_line(plan: &Plan, index: usize, tid: i32, s: &Stats, last: Nanos, avg: f64) -> TLine {
     TLine {
         index,
         tid,
@@ -97,21 +103,28 @@ fn t_line(plan: &Plan, index: usize, tid: i32, s: &Stats, last: Nanos) -> TLine 
         cycles: s.count,
         min: (s.count > 0).then_some(s.min),
         act: last,
-        avg_ns: s.mean_ns().unwrap_or(0.0),
+        avg,
         max: s.max,
     }
 }
 
 fn t_lines(plan: &Plan, threads: &[std::sync::Arc<ThreadShared>]) -> Vec<TLine> {
     let live = threads.iter().enumerate();
-    live.map(|(i, t)| t_line(plan, i, t.tid(), &t.stats(), t.last()))
-        .collect()
+    live.map(|(i, t)| {
+        let s = t.stats();
+        let avg = s.mean_ns().unwrap_or(0.0) / plan.unit.0 as f64;
+        t_line(plan, i, t.tid(), &s, t.last(), avg)
+    })
+    .collect()
 }
 
 fn result_t_lines(plan: &Plan, r: &RunResult) -> Vec<TLine> {
     let done = r.threads.iter();
-    done.map(|t| t_line(plan, t.index, t.tid, &t.stats, t.last))
-        .collect()
+    done.map(|t| {
+        let avg = t.histogram.mean_truncated(plan.unit).unwrap_or(0.0);
+        t_line(plan, t.index, t.tid, &t.stats, t.last, avg)
+    })
+    .collect()
 }
 
 /// The live part: status redraws or `-v` sample lines, while the run goes on.
@@ -325,7 +338,7 @@ fn write_histogram(
             t.linear.as_ref().map(|linear| text::HistThread {
                 linear,
                 min: (t.stats.count > 0).then_some(t.stats.min),
-                avg_ns: t.stats.mean_ns().unwrap_or(0.0),
+                avg: t.histogram.mean_truncated(unit).unwrap_or(0.0),
                 cycles: t.stats.count,
                 max: t.stats.max,
             })

@@ -21,8 +21,8 @@ pub struct TLine {
     pub min: Option<Nanos>,
     /// Latest sample.
     pub act: Nanos,
-    /// Mean in ns.
-    pub avg_ns: f64,
+    /// Mean in display units (cyclictest: the mean of truncated values).
+    pub avg: f64,
     /// Maximum.
     pub max: Nanos,
 }
@@ -35,11 +35,7 @@ pub fn units(v: Nanos, unit: Nanos) -> u64 {
 /// A `T:` status line (no newline). `unit` is 1 µs, or 1 ns for `-N` (wider Act/Avg).
 pub fn t_line(t: &TLine, unit: Nanos) -> String {
     let min = t.min.map_or(1_000_000, |m| units(m, unit));
-    let avg = if t.cycles == 0 {
-        0
-    } else {
-        (t.avg_ns / unit.0 as f64) as u64
-    };
+    let avg = if t.cycles == 0 { 0 } else { t.avg as u64 };
     let (act, max) = (units(t.act, unit), units(t.max, unit));
     if unit.0 == 1 {
         format!(
@@ -75,8 +71,8 @@ pub struct HistThread<'a> {
     pub linear: &'a LinearResult,
     /// Minimum (`None`: no samples).
     pub min: Option<Nanos>,
-    /// Mean in ns.
-    pub avg_ns: f64,
+    /// Mean in display units (cyclictest: the mean of truncated values).
+    pub avg: f64,
     /// Samples.
     pub cycles: u64,
     /// Maximum.
@@ -146,11 +142,7 @@ pub fn histogram_block(
     let _ = writeln!(
         s,
         "# Avg Latencies:{}",
-        col(&|t| if t.cycles == 0 {
-            0
-        } else {
-            (t.avg_ns / unit.0 as f64) as u64
-        })
+        col(&|t| if t.cycles == 0 { 0 } else { t.avg as u64 })
     );
     let maxmax = threads
         .iter()
@@ -232,7 +224,7 @@ mod tests {
             cycles,
             min: Some(Nanos(8_900)),
             act: Nanos(12_100),
-            avg_ns: 24_700.0,
+            avg: 24.7,
             max: Nanos(6_368_000),
         }
     }
@@ -244,7 +236,13 @@ mod tests {
             "T: 0 ( 8946) P:90 I:200 C:  20000 Min:      8 Act:   12 Avg:   24 Max:    6368"
         );
         assert_eq!(
-            t_line(&tl(5000), Nanos(1)),
+            t_line(
+                &TLine {
+                    avg: 24_700.0,
+                    ..tl(5000)
+                },
+                Nanos(1)
+            ),
             "T: 0 ( 8946) P:90 I:200 C:   5000 Min:   8900 Act:   12100 Avg:   24700 Max: 6368000"
         );
         let idle = TLine {
@@ -253,7 +251,7 @@ mod tests {
             min: None,
             act: Nanos(0),
             max: Nanos(0),
-            avg_ns: 0.0,
+            avg: 0.0,
             ..tl(0)
         };
         assert_eq!(
@@ -280,14 +278,14 @@ mod tests {
             HistThread {
                 linear: &lin,
                 min: Some(Nanos(1_000)),
-                avg_ns: 2_500.0,
+                avg: 2.5,
                 cycles: 6,
                 max: Nanos(7_000),
             },
             HistThread {
                 linear: &lin2,
                 min: Some(Nanos(0)),
-                avg_ns: 500.0,
+                avg: 0.5,
                 cycles: 2,
                 max: Nanos(4_000),
             },
