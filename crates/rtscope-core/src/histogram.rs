@@ -17,10 +17,12 @@ pub const PERCENTILES: [(&str, f64); 7] = [
 /// Fewer expected samples than this beyond a percentile mark it as resting on too few samples.
 pub const MIN_TAIL_SAMPLES: f64 = 10.0;
 
-/// A lossless latency histogram: counts per bucket plus the exact minimum and maximum.
+/// A lossless latency histogram: the non-empty buckets of the [`layout`] (sorted by bucket
+/// index, so a histogram costs memory only for the latencies that occurred) plus the exact
+/// minimum and maximum.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Histogram {
-    counts: Vec<u64>,
+    buckets: Vec<(u32, u64)>,
     total: u64,
     min: u64,
     max: u64,
@@ -57,7 +59,7 @@ impl Histogram {
     /// An empty histogram.
     pub fn new() -> Self {
         Histogram {
-            counts: vec![0; BUCKETS],
+            buckets: Vec::new(),
             total: 0,
             min: u64::MAX,
             max: 0,
@@ -65,33 +67,48 @@ impl Histogram {
     }
 
     /// Builds a histogram from per-bucket counts (in the layout) and the exact min and max (ns).
-    /// `counts` shorter than the layout is padded with zeros; extra entries are ignored.
+    /// Entries beyond the layout are ignored.
     pub fn from_parts(counts: &[u64], min: Nanos, max: Nanos) -> Self {
-        let mut h = Histogram::new();
-        for (dst, &c) in h.counts.iter_mut().zip(counts) {
-            *dst = c;
-            h.total += c;
-        }
-        if h.total > 0 {
-            h.min = min.0;
-            h.max = max.0;
-        }
-        h
+        let pairs = counts
+            .iter()
+            .take(BUCKETS)
+            .enumerate()
+            .filter(|(_, &c)| c > 0);
+        Self::from_sparse(pairs.map(|(i, &c)| (i, c)), min, max)
     }
 
-    /// Builds a histogram from `(bucket index, count)` pairs, as [`Histogram::nonzero`] yields.
+    /// Builds a histogram from `(bucket index, count)` pairs, as [`Histogram::nonzero`] yields
+    /// (any order; repeated indices add up; indices beyond the layout are ignored).
     pub fn from_sparse(
         pairs: impl IntoIterator<Item = (usize, u64)>,
         min: Nanos,
         max: Nanos,
     ) -> Self {
-        let mut counts = vec![0; BUCKETS];
-        for (i, c) in pairs {
-            if i < BUCKETS {
-                counts[i] += c;
+        let mut buckets: Vec<(u32, u64)> = pairs
+            .into_iter()
+            .filter(|&(i, c)| i < BUCKETS && c > 0)
+            .map(|(i, c)| (i as u32, c))
+            .collect();
+        buckets.sort_unstable_by_key(|&(i, _)| i);
+        buckets.dedup_by(|b, a| {
+            let same = a.0 == b.0;
+            if same {
+                a.1 += b.1;
             }
+            same
+        });
+        let total = buckets.iter().map(|&(_, c)| c).sum();
+        let (min, max) = if total > 0 {
+            (min.0, max.0)
+        } else {
+            (u64::MAX, 0)
+        };
+        Histogram {
+            buckets,
+            total,
+            min,
+            max,
         }
-        Self::from_parts(&counts, min, max)
     }
 
     /// Counts one sample.
@@ -104,7 +121,11 @@ impl Histogram {
         if n == 0 {
             return;
         }
-        self.counts[layout::index_of(v.0)] += n;
+        let idx = layout::index_of(v.0) as u32;
+        match self.buckets.binary_search_by_key(&idx, |&(i, _)| i) {
+            Ok(pos) => self.buckets[pos].1 += n,
+            Err(pos) => self.buckets.insert(pos, (idx, n)),
+        }
         self.total += n;
         self.min = self.min.min(v.0);
         self.max = self.max.max(v.0);
@@ -112,12 +133,9 @@ impl Histogram {
 
     /// Adds every sample of `other`.
     pub fn merge(&mut self, other: &Histogram) {
-        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
-            *a += b;
-        }
-        self.total += other.total;
-        self.min = self.min.min(other.min);
-        self.max = self.max.max(other.max);
+        let (min, max) = (self.min.min(other.min), self.max.max(other.max));
+        let pairs = self.nonzero().chain(other.nonzero()).collect::<Vec<_>>();
+        *self = Histogram::from_sparse(pairs, Nanos(min), Nanos(max));
     }
 
     /// Number of samples.
@@ -135,13 +153,9 @@ impl Histogram {
         (self.total > 0).then_some(Nanos(self.max))
     }
 
-    /// The non-empty buckets as `(bucket index, count)`.
+    /// The non-empty buckets as `(bucket index, count)`, by ascending index.
     pub fn nonzero(&self) -> impl Iterator<Item = (usize, u64)> + '_ {
-        self.counts
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c > 0)
-            .map(|(i, &c)| (i, c))
+        self.buckets.iter().map(|&(i, c)| (i as usize, c))
     }
 
     /// The non-empty buckets as `(lowest ns, width ns, count)`.
@@ -160,7 +174,7 @@ impl Histogram {
         }
         let rank = ((q.clamp(0.0, 1.0) * self.total as f64).ceil() as u64).clamp(1, self.total);
         let mut seen = 0u64;
-        for (i, &c) in self.counts.iter().enumerate() {
+        for (i, c) in self.nonzero() {
             seen += c;
             if seen >= rank {
                 let mid = layout::lowest_of(i) + (layout::width_of(i) - 1) / 2;
@@ -210,7 +224,10 @@ impl Histogram {
         } else {
             first
         };
-        self.counts[start.min(BUCKETS)..].iter().sum()
+        self.nonzero()
+            .filter(|&(i, _)| i >= start)
+            .map(|(_, c)| c)
+            .sum()
     }
 }
 

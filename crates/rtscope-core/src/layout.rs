@@ -4,8 +4,9 @@
 //! `[2^e, 2^(e+1))` is split into [`SUB_BUCKETS`] (1,024) equal buckets of width `2^(e-10)`, so a
 //! bucket is never wider than 1/1024 of its lowest value: reporting the bucket midpoint is off by
 //! at most 0.049 % from the true sample, the lowest value by at most 0.098 %. The top bucket ends
-//! at [`MAX_TRACKABLE`] (2^48 ns, about 78 hours); a larger value (never seen in practice) is
-//! counted in the top bucket, and the exact maximum is kept beside the histogram anyway.
+//! at [`MAX_TRACKABLE`] (2^36 ns, about 68.7 s); a larger value (a process stopped with SIGSTOP,
+//! say) is counted in the top bucket, and the exact maximum is kept beside the histogram anyway.
+//! 27,648 buckets: 216 KiB of u64 counters per thread.
 //!
 //! These functions are what the timing loop calls for every sample: branch-light integer math.
 
@@ -14,8 +15,8 @@ pub const SUB_BUCKETS: u64 = 1024;
 /// Values below this (ns) are counted exactly, one bucket per nanosecond.
 pub const EXACT_LIMIT: u64 = 2 * SUB_BUCKETS;
 /// Upper end (exclusive, ns) of the top bucket.
-pub const MAX_TRACKABLE: u64 = 1 << 48;
-const MAX_SHIFT: u64 = 48 - 11;
+pub const MAX_TRACKABLE: u64 = 1 << 36;
+const MAX_SHIFT: u64 = 36 - 11;
 /// Number of buckets of the layout.
 pub const BUCKETS: usize = (EXACT_LIMIT + MAX_SHIFT * SUB_BUCKETS) as usize;
 

@@ -4,7 +4,7 @@
 //!   `Nanos`; conversion to microseconds happens only when text is printed.
 //! * [`layout`]: the log-linear bucket layout of rtscope's lossless histogram (HDR-style):
 //!   exact below 2,048 ns, then 1,024 sub-buckets per power of two, so the width of any bucket
-//!   is at most 1/1024 (0.098 %) of its lowest value, from 1 ns up to 2^48 ns (about 78 hours).
+//!   is at most 1/1024 (0.098 %) of its lowest value, from 1 ns up to 2^36 ns (about 68.7 s).
 //! * [`Histogram`]: an owned histogram in that layout, with merge and percentile queries.
 //! * [`Stats`]: count, min, mean, max, time and cycle of the max, missed periods.
 //!

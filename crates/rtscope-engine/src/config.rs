@@ -149,7 +149,7 @@ impl RunConfig {
             loops: None,
             duration: None,
             mlock: false,
-            prefault_stack: 32 * 1024,
+            prefault_stack: 16 * 1024,
             break_threshold: None,
             tracemark: false,
             alignment: Alignment::None,

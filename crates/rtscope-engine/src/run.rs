@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::SystemTime;
 
 /// Stack size of a measuring thread; all of it is touched before the loop when prefaulting.
-const THREAD_STACK: usize = 128 * 1024;
+const THREAD_STACK: usize = 64 * 1024;
 
 /// What [`Run::wait`] saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,6 +135,7 @@ impl Run {
         } else {
             None
         };
+        sys::single_malloc_arena();
         if config.mlock {
             sys::mlockall().map_err(EngineError::Mlock)?;
         }

@@ -40,16 +40,19 @@ pub struct Sample {
 }
 
 /// A fixed array of the first `capacity` samples above a threshold; later ones are counted.
+/// A log of `width` 1 keeps only cycle numbers (cyclictest's overflow list).
 pub struct EventLog {
     slots: Box<[AtomicU64]>,
+    width: usize,
     len: AtomicU64,
     dropped: AtomicU64,
 }
 
 impl EventLog {
-    fn new(capacity: usize) -> Self {
+    fn new(capacity: usize, width: usize) -> Self {
         EventLog {
-            slots: zeroed(capacity * 3),
+            slots: zeroed(capacity * width),
+            width,
             len: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
         }
@@ -58,24 +61,34 @@ impl EventLog {
     #[inline(always)]
     pub(crate) fn push(&self, s: Sample) {
         let n = self.len.load(Relaxed) as usize;
-        if (n + 1) * 3 > self.slots.len() {
+        let at = n * self.width;
+        if at + self.width > self.slots.len() {
             bump(&self.dropped, 1);
             return;
         }
-        self.slots[n * 3].store(s.cycle, Relaxed);
-        self.slots[n * 3 + 1].store(s.latency.0, Relaxed);
-        self.slots[n * 3 + 2].store(s.time.0, Relaxed);
+        self.slots[at].store(s.cycle, Relaxed);
+        if self.width == 3 {
+            self.slots[at + 1].store(s.latency.0, Relaxed);
+            self.slots[at + 2].store(s.time.0, Relaxed);
+        }
         self.len.store(n as u64 + 1, Release);
     }
 
-    /// The events kept so far.
+    /// The events kept so far (latency and time are 0 in a cycles-only log).
     pub fn snapshot(&self) -> Vec<Sample> {
         let n = self.len.load(Acquire) as usize;
+        let field = |i: usize, f: usize| {
+            if f < self.width {
+                self.slots[i * self.width + f].load(Relaxed)
+            } else {
+                0
+            }
+        };
         (0..n)
             .map(|i| Sample {
-                cycle: self.slots[i * 3].load(Relaxed),
-                latency: Nanos(self.slots[i * 3 + 1].load(Relaxed)),
-                time: Nanos(self.slots[i * 3 + 2].load(Relaxed)),
+                cycle: field(i, 0),
+                latency: Nanos(field(i, 1)),
+                time: Nanos(field(i, 2)),
             })
             .collect()
     }
@@ -211,9 +224,12 @@ impl ThreadShared {
                 spec,
                 counts: zeroed(spec.buckets),
                 overflows: AtomicU64::new(0),
-                overflow_cycles: EventLog::new(spec.overflow_cycles),
+                overflow_cycles: EventLog::new(spec.overflow_cycles, 1),
             }),
-            events: EventLog::new(config.event_threshold.map_or(0, |_| config.event_capacity)),
+            events: EventLog::new(
+                config.event_threshold.map_or(0, |_| config.event_capacity),
+                3,
+            ),
             ring: config.sample_ring.map(SampleRing::new),
         }
     }
@@ -264,9 +280,9 @@ impl ThreadShared {
 
     /// The lossless histogram so far.
     pub fn histogram(&self) -> Histogram {
-        let counts: Vec<u64> = self.hist.iter().map(|c| c.load(Relaxed)).collect();
         let s = self.stats();
-        Histogram::from_parts(&counts, s.min, s.max)
+        let counts = self.hist.iter().map(|c| c.load(Relaxed)).enumerate();
+        Histogram::from_sparse(counts.filter(|&(_, c)| c > 0), s.min, s.max)
     }
 
     /// The linear histogram so far, when configured.
