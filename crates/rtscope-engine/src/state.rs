@@ -310,9 +310,10 @@ impl ThreadShared {
         self.ring.as_ref()
     }
 
-    /// Records one sample. Called only by the owning measuring thread.
+    /// Records one sample. Called only by the owning measuring thread, which keeps the running
+    /// count, sum and extremes in `acc` (registers) and only stores them here.
     #[inline(always)]
-    pub(crate) fn record(&self, s: Sample, event_threshold: u64) {
+    pub(crate) fn record(&self, acc: &mut Running, s: Sample, event_threshold: u64) {
         let v = s.latency.0;
         bump(&self.hist[layout::index_of(v)], 1);
         if let Some(l) = &self.linear {
@@ -324,17 +325,19 @@ impl ThreadShared {
                 l.overflow_cycles.push(s);
             }
         }
-        if v < self.min.load(Relaxed) {
+        if v < acc.min {
+            acc.min = v;
             self.min.store(v, Relaxed);
         }
-        if v > self.max.load(Relaxed) || self.count.load(Relaxed) == 0 {
+        if v > acc.max || acc.count == 0 {
+            acc.max = v;
             self.max.store(v, Relaxed);
             self.max_cycle.store(s.cycle, Relaxed);
             self.max_time.store(s.time.0, Relaxed);
         }
-        let sum = self.sum.load(Relaxed);
-        let (new, carry) = sum.overflowing_add(v);
-        self.sum.store(new, Relaxed);
+        let (sum, carry) = acc.sum.overflowing_add(v);
+        acc.sum = sum;
+        self.sum.store(sum, Relaxed);
         if carry {
             bump(&self.sum_hi, 1);
         }
@@ -345,7 +348,29 @@ impl ThreadShared {
         if let Some(r) = &self.ring {
             r.push(s);
         }
-        self.count.store(self.count.load(Relaxed) + 1, Release);
+        acc.count += 1;
+        self.count.store(acc.count, Release);
+    }
+}
+
+/// The measuring thread's own running values, kept in registers and mirrored into
+/// [`ThreadShared`] with plain stores.
+#[derive(Debug)]
+pub(crate) struct Running {
+    pub(crate) count: u64,
+    pub(crate) sum: u64,
+    pub(crate) min: u64,
+    pub(crate) max: u64,
+}
+
+impl Running {
+    pub(crate) fn new() -> Self {
+        Running {
+            count: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
     }
 }
 
@@ -375,8 +400,10 @@ mod tests {
     #[test]
     fn record_updates_every_view() {
         let t = ThreadShared::new(&config());
+        let mut acc = Running::new();
         for (i, v) in [500u64, 2_500, 70_000, 30_000, 900].iter().enumerate() {
             t.record(
+                &mut acc,
                 Sample {
                     cycle: i as u64,
                     latency: Nanos(*v),

@@ -86,6 +86,7 @@ pub(crate) fn timing_loop(sh: &ThreadShared, ctl: &Control, p: &LoopParams) {
     let interval = p.interval.0;
     let mut next = p.first_deadline.0;
     let mut cycle = 0u64;
+    let mut acc = crate::state::Running::new();
     let tid = sh.tid();
     while cycle < p.loops && next < p.end.0 {
         let now = match p.sleep {
@@ -101,6 +102,7 @@ pub(crate) fn timing_loop(sh: &ThreadShared, ctl: &Control, p: &LoopParams) {
         };
         let latency = now.saturating_sub(next);
         sh.record(
+            &mut acc,
             Sample {
                 cycle,
                 latency: Nanos(latency),
@@ -116,7 +118,7 @@ pub(crate) fn timing_loop(sh: &ThreadShared, ctl: &Control, p: &LoopParams) {
                     latency: Nanos(latency - k * interval),
                     time: Nanos(now),
                 };
-                sh.record(s, p.event_threshold);
+                sh.record(&mut acc, s, p.event_threshold);
             }
             crate::state::bump(&sh.missed, m);
             cycle += m;
