@@ -33,26 +33,77 @@ pub fn now(clock: libc::clockid_t) -> Nanos {
 }
 
 /// Sleeps until the absolute time `t` of `clock`; retried on EINTR.
-///
-/// Calls the system call directly: the libc wrapper is a pthread cancellation point and spends
-/// about 60 instructions per call switching asynchronous cancellation on and off, which
-/// rtscope's threads never use.
-#[inline(always)]
 pub fn sleep_until(clock: libc::clockid_t, t: Nanos) {
-    let ts = to_timespec(t);
-    loop {
-        // SAFETY: `ts` is a valid timespec; the remainder pointer may be null for TIMER_ABSTIME.
-        let rc = unsafe {
-            libc::syscall(
-                libc::SYS_clock_nanosleep,
-                clock,
-                libc::TIMER_ABSTIME,
-                &ts as *const libc::timespec,
-                std::ptr::null_mut::<libc::timespec>(),
-            )
-        };
-        if rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return;
+    Deadline::new(t, Nanos::ZERO).sleep(clock);
+}
+
+/// An absolute deadline kept both in nanoseconds and as the `timespec` that `clock_nanosleep`
+/// takes, so that advancing it by one interval costs two additions instead of a division.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    ns: u64,
+    ts: libc::timespec,
+    step_ns: u64,
+    step: libc::timespec,
+}
+
+impl Deadline {
+    /// The deadline `first`, advancing by `interval`.
+    pub fn new(first: Nanos, interval: Nanos) -> Self {
+        Deadline {
+            ns: first.0,
+            ts: to_timespec(first),
+            step_ns: interval.0,
+            step: to_timespec(interval),
+        }
+    }
+
+    /// The deadline in ns.
+    #[inline(always)]
+    pub fn ns(&self) -> u64 {
+        self.ns
+    }
+
+    /// Moves to the next deadline.
+    #[inline(always)]
+    pub fn advance(&mut self) {
+        self.ns += self.step_ns;
+        self.ts.tv_sec += self.step.tv_sec;
+        self.ts.tv_nsec += self.step.tv_nsec;
+        if self.ts.tv_nsec >= 1_000_000_000 {
+            self.ts.tv_nsec -= 1_000_000_000;
+            self.ts.tv_sec += 1;
+        }
+    }
+
+    /// Skips `n` deadlines (after missed periods).
+    pub fn skip(&mut self, n: u64) {
+        self.ns += n * self.step_ns;
+        self.ts = to_timespec(Nanos(self.ns));
+    }
+
+    /// Sleeps until the deadline; retried on EINTR.
+    ///
+    /// Calls the system call directly: the libc wrapper is a pthread cancellation point and
+    /// spends about 60 instructions per call switching asynchronous cancellation on and off,
+    /// which rtscope's threads never use.
+    #[inline(always)]
+    pub fn sleep(&self, clock: libc::clockid_t) {
+        loop {
+            // SAFETY: `ts` is a valid timespec; the remainder pointer may be null for
+            // TIMER_ABSTIME.
+            let rc = unsafe {
+                libc::syscall(
+                    libc::SYS_clock_nanosleep,
+                    clock,
+                    libc::TIMER_ABSTIME,
+                    &self.ts as *const libc::timespec,
+                    std::ptr::null_mut::<libc::timespec>(),
+                )
+            };
+            if rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return;
+            }
         }
     }
 }
@@ -339,6 +390,18 @@ mod tests {
         assert!(b >= a + Nanos::from_us(500));
         sleep_for(c, Nanos::from_us(200));
         assert!(now(c) >= b + Nanos::from_us(200));
+    }
+
+    #[test]
+    fn deadlines_advance_like_nanoseconds() {
+        let mut d = Deadline::new(Nanos(1_999_999_900), Nanos(300));
+        d.advance();
+        assert_eq!((d.ns(), d.ts.tv_sec, d.ts.tv_nsec), (2_000_000_200, 2, 200));
+        d.skip(4);
+        assert_eq!(
+            (d.ns(), d.ts.tv_sec, d.ts.tv_nsec),
+            (2_000_001_400, 2, 1400)
+        );
     }
 
     #[test]

@@ -84,32 +84,29 @@ pub(crate) struct LoopParams {
 /// The timing loop. Returns when the loops are done, the end time is reached, or the run stops.
 pub(crate) fn timing_loop(sh: &ThreadShared, ctl: &Control, p: &LoopParams) {
     let interval = p.interval.0;
-    let mut next = p.first_deadline.0;
+    let mut next = sys::Deadline::new(p.first_deadline, p.interval);
     let mut cycle = 0u64;
     let mut acc = crate::state::Running::new();
     let tid = sh.tid();
-    while cycle < p.loops && next < p.end.0 {
-        let now = match p.sleep {
+    while cycle < p.loops && next.ns() < p.end.0 {
+        let (deadline, now) = match p.sleep {
             SleepMode::Absolute => {
-                sys::sleep_until(p.clock, Nanos(next));
-                sys::now(p.clock).0
+                next.sleep(p.clock);
+                (next.ns(), sys::now(p.clock).0)
             }
             SleepMode::Relative => {
-                next = sys::now(p.clock).0 + interval;
+                let deadline = sys::now(p.clock).0 + interval;
                 sys::sleep_for(p.clock, p.interval);
-                sys::now(p.clock).0
+                (deadline, sys::now(p.clock).0)
             }
         };
-        let latency = now.saturating_sub(next);
-        sh.record(
-            &mut acc,
-            Sample {
-                cycle,
-                latency: Nanos(latency),
-                time: Nanos(now),
-            },
-            p.event_threshold,
-        );
+        let latency = now.saturating_sub(deadline);
+        let sample = Sample {
+            cycle,
+            latency: Nanos(latency),
+            time: Nanos(now),
+        };
+        sh.record(&mut acc, sample, p.event_threshold);
         if latency >= interval && p.sleep == SleepMode::Absolute {
             let m = (latency / interval).min(p.loops - cycle - 1);
             for k in 1..=m {
@@ -122,13 +119,13 @@ pub(crate) fn timing_loop(sh: &ThreadShared, ctl: &Control, p: &LoopParams) {
             }
             crate::state::bump(&sh.missed, m);
             cycle += m;
-            next += m * interval;
+            next.skip(m);
         }
         if latency > p.break_threshold {
             ctl.fire_break(p.index, Nanos(latency), tid);
         }
         cycle += 1;
-        next += interval;
+        next.advance();
         if ctl.stop.load(Relaxed) {
             break;
         }
