@@ -4,7 +4,7 @@
 //! `common::grammar::*` for the cyclictest format checkers and
 //! `common::run` to run a binary with a timeout. Hold [`rt_lock`] around
 //! runs that measure with SCHED_FIFO.
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)]
 
 pub mod grammar;
 
