@@ -1,0 +1,178 @@
+//! rtscope-store: every run, whole and crash-safe, in one SQLite file.
+//!
+//! * [`Store::open`] opens or creates a database (WAL mode), applies migrations, and refuses a
+//!   database written by a newer rtscope or a file that is not an rtscope database.
+//! * A run is written as it goes: [`Store::begin_run`] at the start (status `running`),
+//!   [`Store::checkpoint`] at least once a second from a non-real-time thread (statistics so
+//!   far, new time-series points, new events), [`Store::finish_run`] at the end. A run killed
+//!   with SIGKILL keeps its last checkpoint and reads back as incomplete.
+//! * [`Store::list_runs`], [`Store::run`] and friends read it back, also while a run is writing.
+//!
+//! Schema: docs/store-schema.md.
+
+#![warn(missing_docs)]
+
+pub mod codec;
+mod read;
+pub mod schema;
+mod write;
+
+pub use read::{RunDetail, RunSummary, SeriesRow, ThreadRow};
+pub use write::{Checkpoint, EventRow, NewRun, SeriesPoint, ThreadInfo, ThreadStats};
+
+use rusqlite::{Connection, OpenFlags};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Why the store could not be used. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The file exists but is not a SQLite database, or not one of rtscope's.
+    #[error("{path} is not an rtscope database ({why})")]
+    NotADatabase {
+        /// The file.
+        path: PathBuf,
+        /// What SQLite or the check said.
+        why: String,
+    },
+    /// Written by a newer rtscope.
+    #[error("{path} was written by a newer rtscope (schema version {found}, this rtscope knows up to {known}); upgrade rtscope to read it")]
+    TooNew {
+        /// The file.
+        path: PathBuf,
+        /// Its schema version.
+        found: i64,
+        /// Ours.
+        known: i64,
+    },
+    /// No such run.
+    #[error("no run {0} in the database")]
+    NoSuchRun(i64),
+    /// Any other SQLite error (disk full, permissions, corruption).
+    #[error("database {path}: {source}")]
+    Sqlite {
+        /// The file.
+        path: PathBuf,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+}
+
+/// The result type of this crate.
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// An open rtscope database.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// A run's id.
+pub type RunId = i64;
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, upgrading its schema.
+    pub fn open(path: &Path) -> Result<Store> {
+        let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).map_err(|e| Self::classify(path, e))?;
+        let mut store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        store.setup().map_err(|e| match e {
+            StoreError::Sqlite { source, .. } => Self::classify(path, source),
+            other => other,
+        })?;
+        Ok(store)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn classify(path: &Path, e: rusqlite::Error) -> StoreError {
+        let not_db = matches!(&e, rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase);
+        if not_db {
+            StoreError::NotADatabase {
+                path: path.to_path_buf(),
+                why: e.to_string(),
+            }
+        } else {
+            StoreError::Sqlite {
+                path: path.to_path_buf(),
+                source: e,
+            }
+        }
+    }
+
+    pub(crate) fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
+        move |source| StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    fn setup(&mut self) -> Result<()> {
+        let err = |source| StoreError::Sqlite {
+            path: self.path.clone(),
+            source,
+        };
+        self.conn
+            .busy_timeout(Duration::from_secs(5))
+            .map_err(err)?;
+        self.conn
+            .pragma_update(None, "journal_mode", "WAL")
+            .map_err(err)?;
+        self.conn
+            .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(err)?;
+        self.conn
+            .pragma_update(None, "foreign_keys", "ON")
+            .map_err(err)?;
+        let version: i64 = self
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(err)?;
+        if version > schema::SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                path: self.path.clone(),
+                found: version,
+                known: schema::SCHEMA_VERSION,
+            });
+        }
+        if version == 0 {
+            self.check_empty_or_ours()?;
+        }
+        let tx = self.conn.transaction().map_err(err)?;
+        for (v, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
+            tx.execute_batch(sql).map_err(err)?;
+            tx.pragma_update(None, "user_version", (v + 1) as i64)
+                .map_err(err)?;
+        }
+        tx.commit().map_err(err)
+    }
+
+    /// A version-0 file must be empty: a SQLite database of another program is refused.
+    fn check_empty_or_ours(&self) -> Result<()> {
+        let tables: i64 = self
+            .conn
+            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+            .map_err(|source| StoreError::Sqlite {
+                path: self.path.clone(),
+                source,
+            })?;
+        if tables > 0 {
+            return Err(StoreError::NotADatabase {
+                path: self.path.clone(),
+                why: "it is a SQLite database of another program".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

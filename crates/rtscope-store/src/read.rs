@@ -1,0 +1,300 @@
+//! Reading runs back, also while a run is being written.
+
+use crate::{codec, Result, RunId, Store};
+use rtscope_core::Histogram;
+use rusqlite::{params, Row};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A run with no checkpoint for this long, or whose process is gone, reads as `incomplete`.
+pub const STALE_NS: i64 = 10_000_000_000;
+
+/// One line of `rtscope runs`.
+#[derive(Debug, Clone)]
+pub struct RunSummary {
+    /// Id.
+    pub id: RunId,
+    /// `measure`, `cyclictest`, `import`.
+    pub kind: String,
+    /// Label.
+    pub label: Option<String>,
+    /// `running`, `complete`, `interrupted`, `failed`, or `incomplete` (a writer that died).
+    pub status: String,
+    /// RFC 3339 start.
+    pub started: String,
+    /// RFC 3339 end, when finished.
+    pub ended: Option<String>,
+    /// Time measured (as of the last checkpoint), ns.
+    pub progress_ns: u64,
+    /// Exit code, when finished.
+    pub exit_code: Option<i32>,
+    /// Tags, by key.
+    pub tags: Vec<(String, String)>,
+    /// Number of threads.
+    pub threads: u32,
+    /// Samples over all threads.
+    pub samples: u64,
+    /// Largest latency over all threads, ns.
+    pub max_ns: Option<u64>,
+    /// Missed periods over all threads.
+    pub missed: u64,
+    /// All threads' histograms merged.
+    pub histogram: Histogram,
+}
+
+/// A thread of a run as stored.
+#[derive(Debug, Clone)]
+pub struct ThreadRow {
+    /// Index.
+    pub thread: u32,
+    /// Kernel thread id.
+    pub tid: Option<i32>,
+    /// CPU.
+    pub cpu: Option<u32>,
+    /// Policy.
+    pub policy: String,
+    /// Priority.
+    pub priority: i32,
+    /// Interval, ns.
+    pub interval_ns: u64,
+    /// Samples.
+    pub samples: u64,
+    /// Minimum, ns.
+    pub min_ns: Option<u64>,
+    /// Mean, ns.
+    pub mean_ns: Option<f64>,
+    /// Maximum, ns.
+    pub max_ns: Option<u64>,
+    /// Cycle of the maximum.
+    pub max_cycle: Option<u64>,
+    /// Offset of the maximum, ns.
+    pub max_offset_ns: Option<u64>,
+    /// Missed periods.
+    pub missed: u64,
+    /// Histogram (empty before the first checkpoint).
+    pub histogram: Histogram,
+}
+
+/// One stored series point.
+pub type SeriesRow = crate::SeriesPoint;
+
+/// Everything about one run.
+#[derive(Debug, Clone)]
+pub struct RunDetail {
+    /// The summary.
+    pub summary: RunSummary,
+    /// rtscope version that wrote it.
+    pub tool_version: String,
+    /// The command line (JSON array).
+    pub command_line_json: String,
+    /// The configuration (JSON object).
+    pub config_json: String,
+    /// Environment facts.
+    pub environment: Vec<(String, String)>,
+    /// Threads.
+    pub threads: Vec<ThreadRow>,
+    /// Number of series points.
+    pub series_points: u64,
+    /// Number of events.
+    pub events: u64,
+}
+
+fn u(v: Option<i64>) -> Option<u64> {
+    v.map(|x| x.max(0) as u64)
+}
+
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+fn process_alive(pid: i64) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+}
+
+fn effective_status(status: String, pid: i64, checkpoint: Option<i64>, started: i64) -> String {
+    if status != "running" {
+        return status;
+    }
+    let last = checkpoint.unwrap_or(started);
+    if !process_alive(pid) || now_ns() - last > STALE_NS {
+        "incomplete".into()
+    } else {
+        status
+    }
+}
+
+fn thread_row(r: &Row) -> rusqlite::Result<ThreadRow> {
+    let blob: Option<Vec<u8>> = r.get(13)?;
+    Ok(ThreadRow {
+        thread: r.get(0)?,
+        tid: r.get(1)?,
+        cpu: r.get(2)?,
+        policy: r.get(3)?,
+        priority: r.get(4)?,
+        interval_ns: r.get::<_, i64>(5)?.max(0) as u64,
+        samples: r.get::<_, i64>(6)?.max(0) as u64,
+        min_ns: u(r.get(7)?),
+        mean_ns: r.get(8)?,
+        max_ns: u(r.get(9)?),
+        max_cycle: u(r.get(10)?),
+        max_offset_ns: u(r.get(11)?),
+        missed: r.get::<_, i64>(12)?.max(0) as u64,
+        histogram: blob.as_deref().and_then(codec::decode).unwrap_or_default(),
+    })
+}
+
+impl Store {
+    /// All runs, newest first.
+    pub fn list_runs(&self) -> Result<Vec<RunSummary>> {
+        let ids: Vec<i64> = {
+            let mut q = self
+                .conn
+                .prepare("SELECT id FROM runs ORDER BY started_unix_ns DESC, id DESC")
+                .map_err(self.err())?;
+            let rows = q.query_map([], |r| r.get(0)).map_err(self.err())?;
+            rows.collect::<rusqlite::Result<_>>().map_err(self.err())?
+        };
+        ids.into_iter().map(|id| self.summary(id)).collect()
+    }
+
+    /// The newest run's id.
+    pub fn last_run(&self) -> Result<Option<RunId>> {
+        use rusqlite::OptionalExtension;
+        self.conn
+            .query_row(
+                "SELECT id FROM runs ORDER BY started_unix_ns DESC, id DESC LIMIT 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(self.err())
+    }
+
+    /// One run's summary.
+    pub fn summary(&self, id: RunId) -> Result<RunSummary> {
+        self.require(id)?;
+        let threads = self.threads(id)?;
+        let mut histogram = Histogram::new();
+        for t in &threads {
+            histogram.merge(&t.histogram);
+        }
+        let tags = self.pairs(
+            "SELECT key, value FROM tags WHERE run_id=?1 ORDER BY key",
+            id,
+        )?;
+        let q = "SELECT kind, label, status, started, ended, progress_ns, exit_code, pid, checkpoint_unix_ns, started_unix_ns FROM runs WHERE id=?1";
+        self.conn
+            .query_row(q, params![id], |r| {
+                let status = effective_status(r.get(2)?, r.get(7)?, r.get(8)?, r.get(9)?);
+                Ok(RunSummary {
+                    id,
+                    kind: r.get(0)?,
+                    label: r.get(1)?,
+                    status,
+                    started: r.get(3)?,
+                    ended: r.get(4)?,
+                    progress_ns: r.get::<_, i64>(5)?.max(0) as u64,
+                    exit_code: r.get(6)?,
+                    tags: tags.clone(),
+                    threads: threads.len() as u32,
+                    samples: threads.iter().map(|t| t.samples).sum(),
+                    max_ns: threads.iter().filter_map(|t| t.max_ns).max(),
+                    missed: threads.iter().map(|t| t.missed).sum(),
+                    histogram: histogram.clone(),
+                })
+            })
+            .map_err(self.err())
+    }
+
+    /// Everything about one run.
+    pub fn run(&self, id: RunId) -> Result<RunDetail> {
+        let summary = self.summary(id)?;
+        let (tool_version, command_line_json, config_json) = self
+            .conn
+            .query_row(
+                "SELECT tool_version, command_line, config FROM runs WHERE id=?1",
+                params![id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .map_err(self.err())?;
+        let count = |sql: &str| -> Result<u64> {
+            self.conn
+                .query_row(sql, params![id], |r| r.get::<_, i64>(0))
+                .map(|n| n as u64)
+                .map_err(self.err())
+        };
+        Ok(RunDetail {
+            tool_version,
+            command_line_json,
+            config_json,
+            environment: self.pairs(
+                "SELECT key, value FROM environment WHERE run_id=?1 ORDER BY key",
+                id,
+            )?,
+            threads: self.threads(id)?,
+            series_points: count("SELECT count(*) FROM series WHERE run_id=?1")?,
+            events: count("SELECT count(*) FROM events WHERE run_id=?1")?,
+            summary,
+        })
+    }
+
+    /// The threads of a run.
+    pub fn threads(&self, id: RunId) -> Result<Vec<ThreadRow>> {
+        let mut q = self
+            .conn
+            .prepare("SELECT thread, tid, cpu, policy, priority, interval_ns, samples, min_ns, mean_ns, max_ns, max_cycle, max_offset_ns, missed, histogram FROM threads WHERE run_id=?1 ORDER BY thread")
+            .map_err(self.err())?;
+        let rows = q.query_map(params![id], thread_row).map_err(self.err())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.err())
+    }
+
+    /// The time series of a run, by thread and time.
+    pub fn series(&self, id: RunId) -> Result<Vec<SeriesRow>> {
+        let mut q = self
+            .conn
+            .prepare("SELECT thread, offset_ns, length_ns, samples, min_ns, max_ns, mean_ns, p99_ns, missed FROM series WHERE run_id=?1 ORDER BY thread, offset_ns")
+            .map_err(self.err())?;
+        let rows = q
+            .query_map(params![id], |r| {
+                Ok(SeriesRow {
+                    thread: r.get(0)?,
+                    offset_ns: r.get::<_, i64>(1)?.max(0) as u64,
+                    length_ns: r.get::<_, i64>(2)?.max(0) as u64,
+                    samples: r.get::<_, i64>(3)?.max(0) as u64,
+                    min_ns: u(r.get(4)?),
+                    max_ns: u(r.get(5)?),
+                    mean_ns: r.get(6)?,
+                    p99_ns: u(r.get(7)?),
+                    missed: r.get::<_, i64>(8)?.max(0) as u64,
+                })
+            })
+            .map_err(self.err())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.err())
+    }
+
+    /// The events of a run, by thread and cycle.
+    pub fn events(&self, id: RunId) -> Result<Vec<crate::EventRow>> {
+        let mut q = self.conn.prepare("SELECT thread, cycle, latency_ns, offset_ns, unix_ns FROM events WHERE run_id=?1 ORDER BY thread, cycle").map_err(self.err())?;
+        let rows = q
+            .query_map(params![id], |r| {
+                Ok(crate::EventRow {
+                    thread: r.get(0)?,
+                    cycle: r.get::<_, i64>(1)?.max(0) as u64,
+                    latency_ns: r.get::<_, i64>(2)?.max(0) as u64,
+                    offset_ns: r.get::<_, i64>(3)?.max(0) as u64,
+                    unix_ns: r.get(4)?,
+                })
+            })
+            .map_err(self.err())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.err())
+    }
+
+    fn pairs(&self, sql: &str, id: RunId) -> Result<Vec<(String, String)>> {
+        let mut q = self.conn.prepare(sql).map_err(self.err())?;
+        let rows = q
+            .query_map(params![id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(self.err())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.err())
+    }
+}

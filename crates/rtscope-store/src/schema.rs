@@ -1,0 +1,80 @@
+//! The versioned schema. Each migration moves the database one version up; they run in one
+//! transaction when a store is opened. docs/store-schema.md documents every table and column.
+
+/// The schema version this rtscope writes.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Migration `i` upgrades version `i` to `i + 1`.
+pub const MIGRATIONS: &[&str] = &[
+    // 0 -> 1
+    r#"
+CREATE TABLE runs (
+    id              INTEGER PRIMARY KEY,
+    kind            TEXT NOT NULL,               -- 'measure', 'cyclictest', 'import'
+    label           TEXT,
+    status          TEXT NOT NULL,               -- 'running', 'complete', 'interrupted', 'failed'
+    started         TEXT NOT NULL,               -- RFC 3339 UTC
+    started_unix_ns INTEGER NOT NULL,
+    ended           TEXT,
+    progress_ns     INTEGER NOT NULL DEFAULT 0,  -- time measured so far (last checkpoint)
+    checkpoint_unix_ns INTEGER,                  -- time of the last checkpoint, ns since the epoch
+    exit_code       INTEGER,
+    pid             INTEGER NOT NULL,
+    tool_version    TEXT NOT NULL,
+    command_line    TEXT NOT NULL,               -- JSON array of strings
+    config          TEXT NOT NULL                -- JSON object
+);
+CREATE TABLE tags (
+    run_id  INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    key     TEXT NOT NULL,
+    value   TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+);
+CREATE TABLE environment (
+    run_id  INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    key     TEXT NOT NULL,
+    value   TEXT NOT NULL,
+    PRIMARY KEY (run_id, key)
+);
+CREATE TABLE threads (
+    run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    thread        INTEGER NOT NULL,
+    tid           INTEGER,
+    cpu           INTEGER,
+    policy        TEXT NOT NULL,
+    priority      INTEGER NOT NULL,
+    interval_ns   INTEGER NOT NULL,
+    samples       INTEGER NOT NULL DEFAULT 0,
+    min_ns        INTEGER,
+    mean_ns       REAL,
+    max_ns        INTEGER,
+    max_cycle     INTEGER,
+    max_offset_ns INTEGER,
+    missed        INTEGER NOT NULL DEFAULT 0,
+    histogram     BLOB,                          -- see codec.rs: sparse log-linear buckets
+    PRIMARY KEY (run_id, thread)
+);
+CREATE TABLE series (
+    run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    thread      INTEGER NOT NULL,
+    offset_ns   INTEGER NOT NULL,                -- end of the interval, from the run's start
+    length_ns   INTEGER NOT NULL,                -- length of the interval
+    samples     INTEGER NOT NULL,
+    min_ns      INTEGER,
+    max_ns      INTEGER,
+    mean_ns     REAL,
+    p99_ns      INTEGER,
+    missed      INTEGER NOT NULL,
+    PRIMARY KEY (run_id, thread, offset_ns)
+);
+CREATE TABLE events (
+    run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    thread      INTEGER NOT NULL,
+    cycle       INTEGER NOT NULL,
+    latency_ns  INTEGER NOT NULL,
+    offset_ns   INTEGER NOT NULL,                -- wake-up time from the run's start
+    unix_ns     INTEGER NOT NULL                 -- wake-up time, Unix epoch
+);
+CREATE INDEX events_by_run ON events(run_id, thread, cycle);
+"#,
+];

@@ -1,0 +1,194 @@
+//! Store tests on real SQLite files in a temporary directory.
+
+use super::*;
+use rtscope_core::{Histogram, Nanos};
+
+fn tmpdb(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rtscope-store-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("rtscope.db")
+}
+
+fn new_run(label: &str) -> NewRun {
+    NewRun {
+        kind: "measure".into(),
+        label: Some(label.into()),
+        tags: vec![("kernel".into(), "rt".into())],
+        started: "2026-11-22T03:00:00Z".into(),
+        started_unix_ns: 1_795_316_400_000_000_000,
+        pid: std::process::id(),
+        tool_version: "0.1.0".into(),
+        command_line_json: r#"["rtscope","measure"]"#.into(),
+        config_json: "{}".into(),
+        environment: vec![("uname.release".into(), "6.18".into())],
+        threads: vec![ThreadInfo {
+            thread: 0,
+            cpu: Some(0),
+            policy: "fifo".into(),
+            priority: 90,
+            interval_ns: 1_000_000,
+        }],
+    }
+}
+
+fn hist(values: &[u64]) -> Histogram {
+    let mut h = Histogram::new();
+    for &v in values {
+        h.record(Nanos(v));
+    }
+    h
+}
+
+fn checkpoint(h: &Histogram, progress: u64) -> Checkpoint<'_> {
+    Checkpoint {
+        progress_ns: progress,
+        at_unix_ns: 1,
+        threads: vec![ThreadStats {
+            thread: 0,
+            tid: 42,
+            samples: h.count(),
+            min_ns: h.min().map(|n| n.0),
+            mean_ns: Some(5.0),
+            max_ns: h.max().map(|n| n.0),
+            max_cycle: Some(1),
+            max_offset_ns: Some(10),
+            missed: 0,
+            histogram: h,
+        }],
+        series: vec![SeriesPoint {
+            thread: 0,
+            offset_ns: progress,
+            length_ns: 1_000_000_000,
+            samples: h.count(),
+            min_ns: Some(4),
+            max_ns: Some(6),
+            mean_ns: Some(5.0),
+            p99_ns: Some(6),
+            missed: 0,
+        }],
+        events: vec![EventRow {
+            thread: 0,
+            cycle: 1,
+            latency_ns: 6,
+            offset_ns: 10,
+            unix_ns: 99,
+        }],
+    }
+}
+
+#[test]
+fn a_run_round_trips_with_its_statistics_series_and_events() {
+    let path = tmpdb("roundtrip");
+    let mut s = Store::open(&path).unwrap();
+    let id = s.begin_run(&new_run("idle")).unwrap();
+    let h = hist(&[4, 5, 6]);
+    s.checkpoint(id, &checkpoint(&h, 1_000_000_000)).unwrap();
+    s.finish_run(
+        id,
+        &checkpoint(&h, 2_000_000_000),
+        "complete",
+        "2026-11-22T03:00:02Z",
+        0,
+    )
+    .unwrap();
+    drop(s);
+    let s = Store::open(&path).unwrap();
+    let d = s.run(id).unwrap();
+    assert_eq!(d.summary.status, "complete");
+    assert_eq!(d.summary.label.as_deref(), Some("idle"));
+    assert_eq!(
+        d.summary.tags,
+        vec![("kernel".to_string(), "rt".to_string())]
+    );
+    assert_eq!(
+        (d.summary.samples, d.summary.max_ns, d.summary.progress_ns),
+        (3, Some(6), 2_000_000_000)
+    );
+    assert_eq!(d.threads[0].histogram, h);
+    assert_eq!(d.series_points, 2);
+    assert_eq!(d.events, 2);
+    assert_eq!(s.series(id).unwrap()[1].offset_ns, 2_000_000_000);
+    assert_eq!(
+        d.environment,
+        vec![("uname.release".to_string(), "6.18".to_string())]
+    );
+}
+
+#[test]
+fn a_running_run_whose_writer_is_gone_reads_as_incomplete() {
+    let path = tmpdb("incomplete");
+    let mut s = Store::open(&path).unwrap();
+    let mut r = new_run("killed");
+    r.pid = 0x7fff_fff0; // no such process
+    let id = s.begin_run(&r).unwrap();
+    assert_eq!(s.summary(id).unwrap().status, "incomplete");
+    let live = s.begin_run(&new_run("live")).unwrap();
+    let h = hist(&[1]);
+    let mut c = checkpoint(&h, 1);
+    c.at_unix_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    s.checkpoint(live, &c).unwrap();
+    assert_eq!(s.summary(live).unwrap().status, "running");
+}
+
+#[test]
+fn tags_and_deletion() {
+    let path = tmpdb("tags");
+    let mut s = Store::open(&path).unwrap();
+    let id = s.begin_run(&new_run("x")).unwrap();
+    s.set_tag(id, "board", Some("rpi4")).unwrap();
+    s.set_tag(id, "kernel", None).unwrap();
+    assert_eq!(
+        s.summary(id).unwrap().tags,
+        vec![("board".to_string(), "rpi4".to_string())]
+    );
+    s.delete_run(id).unwrap();
+    assert!(matches!(s.summary(id), Err(StoreError::NoSuchRun(_))));
+    assert!(matches!(s.delete_run(id), Err(StoreError::NoSuchRun(_))));
+    assert!(s.list_runs().unwrap().is_empty());
+}
+
+#[test]
+fn files_that_are_not_rtscope_databases_are_refused_by_name() {
+    let path = tmpdb("garbage");
+    std::fs::write(&path, b"this is not a database, just text, long enough to have a header page........................................").unwrap();
+    let e = Store::open(&path).err().expect("refused").to_string();
+    assert!(
+        e.contains("rtscope.db") && e.contains("not an rtscope database"),
+        "{e}"
+    );
+
+    let other = tmpdb("other");
+    let c = rusqlite::Connection::open(&other).unwrap();
+    c.execute_batch("CREATE TABLE recipes (name TEXT);")
+        .unwrap();
+    drop(c);
+    let e = Store::open(&other).err().expect("refused").to_string();
+    assert!(e.contains("another program"), "{e}");
+}
+
+#[test]
+fn a_database_from_a_newer_rtscope_is_refused() {
+    let path = tmpdb("newer");
+    drop(Store::open(&path).unwrap());
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.pragma_update(None, "user_version", 99).unwrap();
+    drop(c);
+    let e = Store::open(&path).err().expect("refused").to_string();
+    assert!(e.contains("newer rtscope") && e.contains("99"), "{e}");
+}
+
+#[test]
+fn a_reader_sees_checkpoints_while_the_writer_is_open() {
+    let path = tmpdb("concurrent");
+    let mut w = Store::open(&path).unwrap();
+    let id = w.begin_run(&new_run("long")).unwrap();
+    let h = hist(&[7, 8]);
+    w.checkpoint(id, &checkpoint(&h, 5)).unwrap();
+    let r = Store::open(&path).unwrap();
+    assert_eq!(r.summary(id).unwrap().samples, 2);
+    assert_eq!(r.last_run().unwrap(), Some(id));
+}
