@@ -3,14 +3,19 @@
 //! Include from a test file with `mod common;`, then use
 //! `common::grammar::*` for the cyclictest format checkers and
 //! `common::run` to run a binary with a timeout. Hold [`rt_lock`] around
-//! runs that measure with SCHED_FIFO.
+//! runs that measure with SCHED_FIFO. `common::reference::*` holds the
+//! reference cyclictest's captures and runs (tests/grammar_*.rs),
+//! `common::compat::*` the side-by-side runs of tests/compat_*.rs.
 #![allow(dead_code, unused_imports)]
 
+pub mod compat;
 pub mod grammar;
+pub mod reference;
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::fd::AsRawFd;
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -57,6 +62,16 @@ fn flock_exclusive(file: &File) -> bool {
             return false;
         }
     }
+}
+
+/// Threads `-S` starts: one per CPU available to this process.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// `name` in the temp dir, prefixed with this test process's id.
+pub fn temp_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("rtscope-tests-{}-{name}", std::process::id()))
 }
 
 /// Default limit for [`run`]: a child still running after this is killed.
