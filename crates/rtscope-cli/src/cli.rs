@@ -30,6 +30,8 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// List, show, tag and delete the runs recorded in the database.
+    Runs(RunsArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -37,6 +39,48 @@ pub enum Command {
     },
     /// Print the man page (roff).
     Man,
+}
+
+/// Options of `rtscope runs`.
+#[derive(Debug, Clone, Args)]
+pub struct RunsArgs {
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH", global = true)]
+    pub db: Option<PathBuf>,
+    /// Print JSON instead of text
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do [default: list]
+    #[command(subcommand)]
+    pub action: Option<RunsAction>,
+}
+
+/// `rtscope runs` actions.
+#[derive(Debug, Clone, Subcommand)]
+pub enum RunsAction {
+    /// List the runs, newest first
+    List,
+    /// Show one run in full: settings, per-thread statistics, environment
+    Show {
+        /// Run id, or `last`
+        run: String,
+    },
+    /// Set or remove tags of a run
+    Tag {
+        /// Run id, or `last`
+        run: String,
+        /// KEY=VALUE tags to set
+        tags: Vec<String>,
+        /// Tag keys to remove
+        #[arg(long, value_name = "KEY")]
+        remove: Vec<String>,
+    },
+    /// Delete runs and everything recorded with them
+    Delete {
+        /// Run ids, or `last`
+        #[arg(required = true)]
+        runs: Vec<String>,
+    },
 }
 
 /// Scheduling policy of the measuring threads.
@@ -150,6 +194,38 @@ pub struct MeasureArgs {
     /// No progress line
     #[arg(long, short = 'q', help_heading = "Output")]
     pub quiet: bool,
+
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH", help_heading = "Recording")]
+    pub db: Option<PathBuf>,
+    /// Do not record the run in the database
+    #[arg(long, conflicts_with = "db", help_heading = "Recording")]
+    pub no_db: bool,
+    /// A name for the run, e.g. idle or hackbench
+    #[arg(long, value_name = "NAME", help_heading = "Recording")]
+    pub label: Option<String>,
+    /// A free-form tag, e.g. --tag kernel=rt --tag board=rpi4 (repeatable)
+    #[arg(long = "tag", value_name = "KEY=VALUE", help_heading = "Recording")]
+    pub tags: Vec<String>,
+    /// Record every sample above this latency as an event with its time, CPU and cycle
+    #[arg(long, value_name = "DUR", help_heading = "Recording")]
+    pub event_above: Option<String>,
+    /// Events kept per thread (more are counted, not kept)
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 10_000,
+        help_heading = "Recording"
+    )]
+    pub event_capacity: usize,
+    /// Length of one time-series point (and of the checkpoint period, at most 1s)
+    #[arg(
+        long,
+        value_name = "DUR",
+        default_value = "1s",
+        help_heading = "Recording"
+    )]
+    pub series_interval: String,
 }
 
 /// The clap command, for man page and completion generation.

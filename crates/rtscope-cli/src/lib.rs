@@ -13,8 +13,11 @@
 pub mod checks;
 pub mod cli;
 pub mod cyclictest;
+pub mod environment;
 pub mod exit;
 pub mod measure;
+pub mod record;
+pub mod runs;
 pub mod session;
 pub mod sysinfo;
 
@@ -76,6 +79,7 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
     match cli.command {
         cli::Command::Measure(a) => measure::run(&a, argv.to_vec(), out),
         cli::Command::Cyclictest { args } => cyclictest::run(&args, &argv.join(" "), out),
+        cli::Command::Runs(a) => runs::run(&a, out),
         cli::Command::Completions { shell } => {
             clap_complete::generate(shell, &mut cli::command(), "rtscope", out);
             Ok(ExitStatus::Success)

@@ -138,6 +138,24 @@ impl Histogram {
         *self = Histogram::from_sparse(pairs, Nanos(min), Nanos(max));
     }
 
+    /// The samples recorded since `earlier`, an earlier snapshot of the same histogram. The
+    /// extremes of the difference are bucket estimates (within 0.1 %), clamped to this
+    /// histogram's exact min and max.
+    pub fn since(&self, earlier: &Histogram) -> Histogram {
+        let old: std::collections::HashMap<usize, u64> = earlier.nonzero().collect();
+        let pairs: Vec<(usize, u64)> = self
+            .nonzero()
+            .map(|(i, c)| (i, c.saturating_sub(old.get(&i).copied().unwrap_or(0))))
+            .filter(|&(_, c)| c > 0)
+            .collect();
+        let (Some(&(lo, _)), Some(&(hi, _))) = (pairs.first(), pairs.last()) else {
+            return Histogram::new();
+        };
+        let min = layout::lowest_of(lo).clamp(self.min, self.max);
+        let max = (layout::lowest_of(hi) + layout::width_of(hi) - 1).clamp(self.min, self.max);
+        Histogram::from_sparse(pairs, Nanos(min), Nanos(max))
+    }
+
     /// Number of samples.
     pub fn count(&self) -> u64 {
         self.total
@@ -305,6 +323,20 @@ mod tests {
         assert_eq!(h.mean_truncated(Nanos(1000)), Some(11.0));
         h.record(Nanos(14_999));
         assert_eq!(h.mean_truncated(Nanos(1000)), Some(47.0 / 4.0));
+    }
+
+    #[test]
+    fn since_keeps_only_the_new_samples() {
+        let mut h = Histogram::new();
+        h.record_n(Nanos(100), 5);
+        let before = h.clone();
+        h.record_n(Nanos(100), 2);
+        h.record(Nanos(50_000));
+        let d = h.since(&before);
+        assert_eq!(d.count(), 3);
+        assert_eq!(d.min(), Some(Nanos(100)));
+        assert_eq!(d.max(), Some(Nanos(50_000)));
+        assert_eq!(h.since(&h).count(), 0);
     }
 
     #[test]

@@ -8,11 +8,18 @@ fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_rtscope")
 }
 
+/// The rtscope command, recording into a per-test-process database in the temp dir.
+fn cmd() -> Command {
+    let mut c = Command::new(bin());
+    c.env(
+        "RTSCOPE_DB",
+        std::env::temp_dir().join(format!("rtscope-cli-tests-{}.db", std::process::id())),
+    );
+    c
+}
+
 fn rtscope(args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .output()
-        .expect("run rtscope")
+    cmd().args(args).output().expect("run rtscope")
 }
 
 fn text(b: &[u8]) -> String {
@@ -196,6 +203,7 @@ fn missing_rt_privilege_names_the_fix() {
             "-l",
             "5",
             "--no-mlock",
+            "--no-db",
         ])
         .output()
         .expect("setpriv (util-linux) is needed: apt-get install util-linux");
@@ -210,7 +218,7 @@ fn missing_rt_privilege_names_the_fix() {
 }
 
 fn spawn_and_signal(args: &[&str], after: Duration, signal: i32) -> (Output, Duration) {
-    let mut child = Command::new(bin())
+    let mut child = cmd()
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -303,7 +311,7 @@ fn sigint_ends_an_endless_cyclictest_run_normally() {
 
 #[test]
 fn a_closed_stdout_pipe_never_panics() {
-    let mut child = Command::new(bin())
+    let mut child = cmd()
         .args(["cyclictest", "-v", "-i", "100", "-D", "20"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -365,6 +373,10 @@ fn the_binary_answers_to_the_name_cyclictest() {
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(bin(), &link).unwrap();
     let o = Command::new(&link)
+        .env(
+            "RTSCOPE_DB",
+            std::env::temp_dir().join(format!("rtscope-cli-tests-{}.db", std::process::id())),
+        )
         .args(["-l20", "-mq", "-i", "200"])
         .output()
         .unwrap();
@@ -375,7 +387,7 @@ fn the_binary_answers_to_the_name_cyclictest() {
 #[test]
 fn cpu_dma_latency_is_written_only_when_asked_and_restored() {
     let before = std::fs::read("/dev/cpu_dma_latency").unwrap();
-    let child = Command::new(bin())
+    let child = cmd()
         .args(["measure", "-D", "1s", "-q", "--latency", "7"])
         .stdout(Stdio::null())
         .spawn()

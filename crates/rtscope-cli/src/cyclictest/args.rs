@@ -95,6 +95,9 @@ pub const TABLE: &[OptDef] = &[
     opt!(Some('v'), Some("verbose"), Arg::None, "verbose"),
     opt!(None, Some("dbg_cyclictest"), Arg::None, "dbg_cyclictest"),
     opt!(Some('x'), Some("posix_timers"), Arg::None, "posix_timers"),
+    opt!(None, Some("db"), Arg::Required, "db"),
+    opt!(None, Some("label"), Arg::Required, "label"),
+    opt!(None, Some("tag"), Arg::Required, "tag"),
     opt!(None, Some("help"), Arg::None, "help"),
     opt!(None, Some("version"), Arg::None, "version"),
 ];
@@ -179,6 +182,12 @@ pub struct CtOptions {
     pub unbuffered: bool,
     /// `-v`.
     pub verbose: bool,
+    /// `--db PATH` (rtscope): record the run in this database.
+    pub db: Option<PathBuf>,
+    /// `--label NAME` (rtscope, with --db).
+    pub label: Option<String>,
+    /// `--tag KEY=VALUE` (rtscope, with --db; repeatable).
+    pub tags: Vec<String>,
     /// `--help`.
     pub help: bool,
     /// `--version`.
@@ -268,6 +277,9 @@ pub fn parse(args: &[String]) -> Result<CtOptions, UsageError> {
             "tracemark" => o.tracemark = true,
             "unbuffered" => o.unbuffered = true,
             "verbose" => o.verbose = true,
+            "db" => o.db = Some(PathBuf::from(v)),
+            "label" => o.label = Some(v.to_string()),
+            "tag" => o.tags.push(v.to_string()),
             "help" => o.help = true,
             "version" => o.version = true,
             "default-system" | "laptop" | "dbg_cyclictest" => {}

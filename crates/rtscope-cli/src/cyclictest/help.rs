@@ -43,6 +43,7 @@ rtscope cyclictest <options>      (or run rtscope through a symlink named cyclic
          --tracemark       write an ftrace marker when -b fires
 -u       --unbuffered      flush output at every update
 -v       --verbose         print every sample: thread:cycle:value
+         --db=PATH         record the run in this rtscope database (with --label, --tag K=V)
          --help            this text
 
 Exit codes: 0 done, 1 -b threshold exceeded, 2 usage or setup error,

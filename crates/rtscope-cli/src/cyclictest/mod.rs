@@ -10,6 +10,7 @@ pub mod lower;
 pub mod text;
 
 use crate::exit::{ExitStatus, UsageError};
+use crate::record::{self, RecordSpec, Recording};
 use crate::session::{self, Event};
 use crate::sysinfo::{self, SysInfo};
 use anyhow::Context;
@@ -18,6 +19,7 @@ use lower::Plan;
 use rtscope_core::{Nanos, Stats};
 use rtscope_engine::{knobs::DmaLatencyGuard, sys, Run, RunResult, ThreadShared};
 use std::io::Write;
+use std::time::Duration;
 use text::TLine;
 
 const DATE_FORMAT: &str = "%a, %d %b %Y %H:%M:%S %z";
@@ -76,22 +78,33 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> anyhow::Resul
         }
     }
     out.flush()?;
+    let store = o.db.as_deref().map(record::open).transpose()?;
     let run = Run::start(plan.config.clone())?;
     if let Some(m) = &plan.main_affinity {
         sys::set_affinity_current(m)
             .with_context(|| format!("cannot pin the main thread to CPUs {m} (--mainaffinity)"))?;
     }
+    let spec = RecordSpec {
+        kind: "cyclictest",
+        label: o.label.clone(),
+        tags: o.tags.clone(),
+        command_line: cmdline.split(' ').map(String::from).collect(),
+        config_json: serde_json::json!({ "cyclictest_args": args }).to_string(),
+    };
+    let mut rec = Recording::begin(store, spec, &plan.config, &run, Duration::from_secs(1))?;
     let mut live = Live::new(&o, &plan);
-    let outcome = session::drive(run, live.tick(), |run, ev| live.update(run, ev, out))?;
+    let outcome = session::drive(run, live.tick(), |run, ev| {
+        rec.tick(run);
+        live.update(run, ev, out)
+    })?;
     live.finish(&outcome.result, out)?;
-    finish(
-        &o,
-        &plan,
-        &outcome.result,
-        outcome.signal.is_some(),
-        cmdline,
-        out,
-    )
+    let interrupted = outcome.signal.is_some();
+    let status = finish(&o, &plan, &outcome.result, interrupted, cmdline, out)?;
+    let (line, failed) = rec.finish(&outcome.result, interrupted, status.code());
+    if let Some(line) = line {
+        eprintln!("rtscope: {line}");
+    }
+    Ok(if failed { ExitStatus::Usage } else { status })
 }
 
 fn t_line(plan: &Plan, index: usize, tid: i32, s: &Stats, last: Nanos, avg: f64) -> TLine {

@@ -2,11 +2,13 @@
 
 pub mod json;
 pub mod limits;
+mod recording;
 pub mod table;
 
 use crate::checks::cpu_list;
 use crate::cli::{ClockArg, MeasureArgs, PolicyArg};
 use crate::exit::{ExitStatus, UsageError};
+use crate::record::{RecordSpec, Recording};
 use crate::session::{self, Event};
 use crate::sysinfo::{self, SysInfo};
 use anyhow::Context;
@@ -132,6 +134,12 @@ pub fn plan(a: &MeasureArgs, online: &CpuSet) -> Result<(RunConfig, Vec<Limit>),
         (None, None) => Some(DEFAULT_DURATION),
     };
     c.mlock = !a.no_mlock;
+    c.event_threshold = a
+        .event_above
+        .as_deref()
+        .map(|t| dur(t, "--event-above", "us"))
+        .transpose()?;
+    c.event_capacity = a.event_capacity;
     let limits = a
         .limits
         .iter()
@@ -153,6 +161,8 @@ pub fn run(
         .as_deref()
         .map(|t| cpu_list(t, &online, "--main-cpus"))
         .transpose()?;
+    let tick = series_interval(a)?;
+    let store = recording::open_store(a)?;
     let _dma = a.latency.map(DmaLatencyGuard::set).transpose()?;
     writeln!(out, "{}", headline(&config, a.latency))?;
     out.flush()?;
@@ -161,18 +171,38 @@ pub fn run(
         sys::set_affinity_current(m)
             .with_context(|| format!("cannot pin the main thread to CPUs {m} (--main-cpus)"))?;
     }
+    let config_json = serde_json::to_string(&config_doc(&config, a.latency))?;
+    let spec = RecordSpec {
+        kind: "measure",
+        label: a.label.clone(),
+        tags: a.tags.clone(),
+        command_line: command_line.clone(),
+        config_json,
+    };
+    let mut rec = Recording::begin(store, spec, &config, &run, std::time::Duration::ZERO)?;
     let mut progress = Progress::new(!a.quiet, config.duration);
-    let outcome = session::drive(run, Nanos::from_secs(1), |run, ev| progress.update(run, ev))?;
+    let outcome = session::drive(run, tick, |run, ev| {
+        if ev == Event::Tick {
+            rec.tick(run);
+        }
+        progress.update(run, ev)
+    })?;
     progress.clear();
-    report(
-        a,
-        &config,
-        &limits,
-        &outcome.result,
-        outcome.signal,
-        command_line,
-        out,
-    )
+    let r = &outcome.result;
+    let status = report(a, &config, &limits, r, outcome.signal, command_line, out)?;
+    let (line, failed) = rec.finish(r, outcome.signal.is_some(), status.code());
+    if let Some(line) = line {
+        writeln!(out, "{line}")?;
+    }
+    Ok(if failed { ExitStatus::Usage } else { status })
+}
+
+fn series_interval(a: &MeasureArgs) -> Result<Nanos, UsageError> {
+    let d = dur(&a.series_interval, "--series-interval", "s")?;
+    if d < Nanos::from_ms(10) || d > Nanos::from_secs(1) {
+        return Err(UsageError::new(format!("invalid value '{}' for '--series-interval': use 10ms..1s (checkpoints are written at least once a second)", a.series_interval)));
+    }
+    Ok(d)
 }
 
 fn headline(c: &RunConfig, latency: Option<i32>) -> String {
@@ -218,8 +248,9 @@ fn headline(c: &RunConfig, latency: Option<i32>) -> String {
         format!("on CPUs {cpus}")
     };
     format!(
-        "rtscope measure: {} threads {place}, {sched}, interval {}, {length}, {sleep} clock_nanosleep on {clock}, mlock {}, {dma}",
+        "rtscope measure: {} thread{} {place}, {sched}, interval {}, {length}, {sleep} clock_nanosleep on {clock}, mlock {}, {dma}",
         c.threads.len(),
+        if c.threads.len() == 1 { "" } else { "s" },
         t.interval,
         if c.mlock { "on" } else { "off" }
     )
@@ -347,7 +378,6 @@ fn document(
             s
         })
         .collect();
-    let t0 = &c.threads[0];
     json::Doc {
         schema: json::SCHEMA,
         tool: json::Tool {
@@ -366,27 +396,7 @@ fn document(
         interrupted_by: signal.map(|s| signame(s).to_string()),
         exit_code: status.code(),
         system: SysInfo::read(),
-        config: json::Config {
-            policy: t0.policy.name().to_string(),
-            priority: t0.priority,
-            interval_ns: t0.interval.0,
-            clock: if c.clock == ClockKind::Monotonic {
-                "monotonic"
-            } else {
-                "realtime"
-            }
-            .into(),
-            sleep: if c.sleep == SleepMode::Absolute {
-                "absolute"
-            } else {
-                "relative"
-            }
-            .into(),
-            loops: c.loops,
-            duration_ns: c.duration.map(|d| d.0),
-            mlock: c.mlock,
-            cpu_dma_latency_us: latency,
-        },
+        config: config_doc(c, latency),
         threads,
         total: json::series(total_stats, total_hist, Some(offset(total_stats))),
         limits: checks.iter().map(json::LimitJson::from).collect(),
@@ -446,5 +456,31 @@ impl Progress {
         if self.shown {
             eprint!("\r\x1b[2K");
         }
+    }
+}
+
+/// The settings of a run, as JSON and the database record them.
+fn config_doc(c: &RunConfig, latency: Option<i32>) -> json::Config {
+    let t0 = &c.threads[0];
+    json::Config {
+        policy: t0.policy.name().to_string(),
+        priority: t0.priority,
+        interval_ns: t0.interval.0,
+        clock: if c.clock == ClockKind::Monotonic {
+            "monotonic"
+        } else {
+            "realtime"
+        }
+        .into(),
+        sleep: if c.sleep == SleepMode::Absolute {
+            "absolute"
+        } else {
+            "relative"
+        }
+        .into(),
+        loops: c.loops,
+        duration_ns: c.duration.map(|d| d.0),
+        mlock: c.mlock,
+        cpu_dma_latency_us: latency,
     }
 }

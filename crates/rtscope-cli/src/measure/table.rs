@@ -54,38 +54,7 @@ pub fn render(rows: &[Row]) -> String {
         c.push(r.stats.missed.to_string());
         cells.push(c);
     }
-    let widths: Vec<usize> = (0..cells[0].len())
-        .map(|i| {
-            cells
-                .iter()
-                .map(|r| r[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut s = String::new();
-    for (n, row) in cells.iter().enumerate() {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, w))| {
-                if i < 2 {
-                    format!("{c:<w$}")
-                } else {
-                    format!("{c:>w$}")
-                }
-            })
-            .collect();
-        let _ = writeln!(s, "{}", line.join("  ").trim_end());
-        if n == 0 {
-            let _ = writeln!(
-                s,
-                "{}",
-                "-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1))
-            );
-        }
-    }
+    let mut s = columns(&cells, 2);
     s.push_str("latencies in us; max at = seconds into the run; missed = deadlines passed without a wake-up\n");
     if starred {
         s.push_str("* fewer than 10 samples lie beyond this percentile: measure longer for a meaningful value\n");
@@ -118,6 +87,45 @@ pub fn render_checks(checks: &[Check]) -> String {
             fmt(c, c.value),
             fmt(c, c.limit)
         );
+    }
+    s
+}
+
+/// Lays out rows of cells as aligned columns under a rule: the first row is the header; columns
+/// before `right_from` are left-aligned, the others right-aligned (numbers).
+pub fn columns(cells: &[Vec<String>], right_from: usize) -> String {
+    let n = cells.first().map_or(0, |r| r.len());
+    let widths: Vec<usize> = (0..n)
+        .map(|i| {
+            cells
+                .iter()
+                .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut s = String::new();
+    for (row_no, row) in cells.iter().enumerate() {
+        let line: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, w))| {
+                if i < right_from {
+                    format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
+                }
+            })
+            .collect();
+        let _ = writeln!(s, "{}", line.join("  ").trim_end());
+        if row_no == 0 {
+            let _ = writeln!(
+                s,
+                "{}",
+                "-".repeat(widths.iter().sum::<usize>() + 2 * n.saturating_sub(1))
+            );
+        }
     }
     s
 }

@@ -94,11 +94,18 @@ pub fn run(cmd: &str, args: &[&str]) -> Output {
     out
 }
 
+/// The run database tests use: a per-process file in the temp dir, so no test writes
+/// `./rtscope.db` into the source tree.
+pub fn test_db() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("rtscope-tests-{}.db", std::process::id()))
+}
+
 /// Like [`run`] with an explicit limit, but does not panic on a timeout:
 /// returns the output collected so far and `true` if the child was killed.
 pub fn run_for(cmd: &str, args: &[&str], timeout: Duration) -> (Output, bool) {
     let mut child = Command::new(cmd)
         .args(args)
+        .env("RTSCOPE_DB", test_db())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

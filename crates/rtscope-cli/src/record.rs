@@ -1,0 +1,365 @@
+//! Recording a run into the store while it goes: a checkpoint at every tick of the control
+//! thread (at least once a second), never from a measuring thread.
+
+use crate::environment;
+use crate::exit::UsageError;
+use crate::sysinfo;
+use rtscope_core::{Histogram, Nanos, Stats};
+use rtscope_engine::{Run, RunConfig, RunResult, ThreadShared};
+use rtscope_store::{
+    Checkpoint, EventRow, NewRun, RunId, SeriesPoint, Store, ThreadInfo, ThreadStats,
+};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The default database: `$RTSCOPE_DB`, else `./rtscope.db`.
+pub fn default_db() -> PathBuf {
+    std::env::var_os("RTSCOPE_DB").map_or_else(|| PathBuf::from("rtscope.db"), PathBuf::from)
+}
+
+/// Opens the store, turning its errors into usage errors that name the file (exit 2).
+pub fn open(path: &Path) -> Result<Store, UsageError> {
+    Store::open(path).map_err(|e| {
+        UsageError::new(e.to_string())
+            .hint("pass --db PATH for another database, or --no-db to measure without recording")
+    })
+}
+
+/// Parses `--tag key=value`.
+pub fn parse_tag(text: &str) -> Result<(String, String), UsageError> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err(UsageError::new(format!(
+            "invalid value '{text}' for '--tag': expected KEY=VALUE, e.g. --tag kernel=rt"
+        ))),
+    }
+}
+
+fn unix_ns(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+struct Previous {
+    hist: Histogram,
+    stats: Stats,
+    events: usize,
+}
+
+/// A run being recorded.
+pub struct Recorder {
+    store: Store,
+    id: RunId,
+    prev: Vec<Previous>,
+    last_offset: u64,
+    clock_start: Nanos,
+    started_unix_ns: i64,
+}
+
+impl Recorder {
+    /// Records the start of `run`; `new` holds everything known up front.
+    pub fn begin(store: Store, mut new: NewRun, run: &Run) -> Result<Recorder, UsageError> {
+        let mut store = store;
+        new.started = sysinfo::rfc3339(run.started());
+        new.started_unix_ns = unix_ns(run.started());
+        let id = store
+            .begin_run(&new)
+            .map_err(|e| UsageError::new(e.to_string()))?;
+        let prev = run
+            .threads()
+            .iter()
+            .map(|_| Previous {
+                hist: Histogram::new(),
+                stats: Stats::default(),
+                events: 0,
+            })
+            .collect();
+        Ok(Recorder {
+            store,
+            id,
+            prev,
+            last_offset: 0,
+            clock_start: run.clock_start(),
+            started_unix_ns: new.started_unix_ns,
+        })
+    }
+
+    /// The run's id in the store.
+    pub fn id(&self) -> RunId {
+        self.id
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        self.store.path()
+    }
+
+    /// Commits a checkpoint from the live state of the threads.
+    pub fn checkpoint(&mut self, run: &Run) -> Result<(), rtscope_store::StoreError> {
+        let now = rtscope_engine::sys::now(rtscope_engine::sys::clock_id(run.config().clock));
+        let views: Vec<(Stats, Histogram, Vec<rtscope_engine::Sample>, i32)> = run
+            .threads()
+            .iter()
+            .map(|t: &std::sync::Arc<ThreadShared>| {
+                (t.stats(), t.histogram(), t.events().snapshot(), t.tid())
+            })
+            .collect();
+        self.commit(now, &views, None)
+    }
+
+    /// Writes the final state: statistics, the last series point, events, and the end status.
+    pub fn finish(
+        &mut self,
+        r: &RunResult,
+        status: &str,
+        exit_code: i32,
+    ) -> Result<(), rtscope_store::StoreError> {
+        let end = self.clock_start
+            + Nanos(
+                r.ended
+                    .duration_since(r.started)
+                    .unwrap_or_default()
+                    .as_nanos() as u64,
+            );
+        let views: Vec<_> = r
+            .threads
+            .iter()
+            .map(|t| (t.stats, t.histogram.clone(), t.events.clone(), t.tid))
+            .collect();
+        self.commit(
+            end,
+            &views,
+            Some((status, sysinfo::rfc3339(r.ended), exit_code)),
+        )
+    }
+
+    fn commit(
+        &mut self,
+        now: Nanos,
+        views: &[(Stats, Histogram, Vec<rtscope_engine::Sample>, i32)],
+        end: Option<(&str, String, i32)>,
+    ) -> Result<(), rtscope_store::StoreError> {
+        let offset = now.0.saturating_sub(self.clock_start.0);
+        let length = offset.saturating_sub(self.last_offset);
+        let mut cp = Checkpoint {
+            progress_ns: offset,
+            at_unix_ns: unix_ns(SystemTime::now()),
+            ..Checkpoint::default()
+        };
+        for (i, (stats, hist, events, tid)) in views.iter().enumerate() {
+            let has = stats.count > 0;
+            cp.threads.push(ThreadStats {
+                thread: i as u32,
+                tid: *tid,
+                samples: stats.count,
+                min_ns: has.then_some(stats.min.0),
+                mean_ns: stats.mean_ns(),
+                max_ns: has.then_some(stats.max.0),
+                max_cycle: has.then_some(stats.max_cycle),
+                max_offset_ns: has.then(|| stats.max_time.0.saturating_sub(self.clock_start.0)),
+                missed: stats.missed,
+                histogram: hist,
+            });
+            let p = &self.prev[i];
+            if length > 0 && (stats.count > p.stats.count || end.is_none()) {
+                cp.series
+                    .push(series_point(i as u32, offset, length, stats, hist, p));
+            }
+            cp.events
+                .extend(events[p.events.min(events.len())..].iter().map(|e| {
+                    let off = e.time.0.saturating_sub(self.clock_start.0);
+                    EventRow {
+                        thread: i as u32,
+                        cycle: e.cycle,
+                        latency_ns: e.latency.0,
+                        offset_ns: off,
+                        unix_ns: self.started_unix_ns + off as i64,
+                    }
+                }));
+        }
+        match &end {
+            None => self.store.checkpoint(self.id, &cp)?,
+            Some((status, ended, code)) => {
+                self.store.finish_run(self.id, &cp, status, ended, *code)?
+            }
+        }
+        self.prev = views
+            .iter()
+            .map(|(stats, hist, events, _)| Previous {
+                hist: hist.clone(),
+                stats: *stats,
+                events: events.len(),
+            })
+            .collect();
+        self.last_offset = offset;
+        Ok(())
+    }
+}
+
+fn series_point(
+    thread: u32,
+    offset: u64,
+    length: u64,
+    stats: &Stats,
+    hist: &Histogram,
+    p: &Previous,
+) -> SeriesPoint {
+    let d = hist.since(&p.hist);
+    let samples = stats.count.saturating_sub(p.stats.count);
+    let sum = stats.sum_ns.saturating_sub(p.stats.sum_ns);
+    // The exact maximum when the interval holds the run's new maximum.
+    let max = if stats.max > p.stats.max && samples > 0 {
+        Some(stats.max.0)
+    } else {
+        d.max().map(|n| n.0)
+    };
+    SeriesPoint {
+        thread,
+        offset_ns: offset,
+        length_ns: length,
+        samples,
+        min_ns: d.min().map(|n| n.0),
+        max_ns: max,
+        mean_ns: (samples > 0).then(|| sum as f64 / samples as f64),
+        p99_ns: d.value_at_quantile(0.99).map(|n| n.0),
+        missed: stats.missed.saturating_sub(p.stats.missed),
+    }
+}
+
+/// The recording of one run (or none without a database). A failing database (a full disk,
+/// say) stops the recording, not the measurement: the front end still prints its results and
+/// exits 2.
+pub struct Recording {
+    recorder: Option<Recorder>,
+    error: Option<String>,
+    min_period: Duration,
+    last: Instant,
+}
+
+/// What a front end tells the recording about a run.
+pub struct RecordSpec {
+    /// `measure` or `cyclictest`.
+    pub kind: &'static str,
+    /// `--label`.
+    pub label: Option<String>,
+    /// `--tag` values as typed (`KEY=VALUE`).
+    pub tags: Vec<String>,
+    /// The command line.
+    pub command_line: Vec<String>,
+    /// The configuration as a JSON object.
+    pub config_json: String,
+}
+
+impl Recording {
+    /// Starts recording `run` (nothing without a store). Checkpoints are at least
+    /// `min_period` apart.
+    pub fn begin(
+        store: Option<Store>,
+        spec: RecordSpec,
+        config: &RunConfig,
+        run: &Run,
+        min_period: Duration,
+    ) -> Result<Recording, UsageError> {
+        let last = Instant::now();
+        let Some(store) = store else {
+            return Ok(Recording {
+                recorder: None,
+                error: None,
+                min_period,
+                last,
+            });
+        };
+        let tags = spec
+            .tags
+            .iter()
+            .map(|t| parse_tag(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        let threads = config
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ThreadInfo {
+                thread: i as u32,
+                cpu: t
+                    .affinity
+                    .as_ref()
+                    .filter(|c| c.len() == 1)
+                    .map(|c| c.nth_cyclic(0) as u32),
+                policy: t.policy.name().to_string(),
+                priority: t.priority,
+                interval_ns: t.interval.0,
+            })
+            .collect();
+        let new = NewRun {
+            kind: spec.kind.into(),
+            label: spec.label,
+            tags,
+            started: String::new(),
+            started_unix_ns: 0,
+            pid: std::process::id(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            command_line_json: serde_json::to_string(&spec.command_line)
+                .unwrap_or_else(|_| "[]".into()),
+            config_json: spec.config_json,
+            environment: environment::capture(Path::new("/")),
+            threads,
+        };
+        let recorder = Some(Recorder::begin(store, new, run)?);
+        Ok(Recording {
+            recorder,
+            error: None,
+            min_period,
+            last,
+        })
+    }
+
+    /// A checkpoint; on failure the recording stops and the error is kept for the end.
+    pub fn tick(&mut self, run: &Run) {
+        if self.last.elapsed() < self.min_period {
+            return;
+        }
+        self.last = Instant::now();
+        if let Some(r) = &mut self.recorder {
+            if let Err(e) = r.checkpoint(run) {
+                eprintln!("rtscope: error: recording stopped: {e}");
+                self.error = Some(e.to_string());
+                self.recorder = None;
+            }
+        }
+    }
+
+    /// Writes the end of the run. Returns the line to print, and whether recording failed.
+    pub fn finish(
+        &mut self,
+        r: &RunResult,
+        interrupted: bool,
+        exit_code: i32,
+    ) -> (Option<String>, bool) {
+        let status = if interrupted {
+            "interrupted"
+        } else {
+            "complete"
+        };
+        match (self.recorder.as_mut(), &self.error) {
+            (Some(rec), None) => match rec.finish(r, status, exit_code) {
+                Ok(()) => (
+                    Some(format!(
+                        "recorded as run {} in {}",
+                        rec.id(),
+                        rec.path().display()
+                    )),
+                    false,
+                ),
+                Err(e) => (
+                    Some(format!("error: the run could not be recorded: {e}")),
+                    true,
+                ),
+            },
+            (_, Some(e)) => (
+                Some(format!("error: the run was only partly recorded: {e}")),
+                true,
+            ),
+            (None, None) => (None, false),
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! `rtscope runs`: list, show, tag and delete recorded runs.
+
+use crate::cli::{RunsAction, RunsArgs};
+use crate::exit::{ExitStatus, UsageError};
+use crate::measure::table;
+use crate::record;
+use rtscope_core::{Nanos, Stats};
+use rtscope_store::{RunDetail, RunId, RunSummary, Store, ThreadRow};
+use serde_json::{json, Value};
+use std::io::Write;
+
+/// Runs `rtscope runs …`.
+pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let path = a.db.clone().unwrap_or_else(record::default_db);
+    if !path.exists() {
+        return Err(
+            UsageError::new(format!("no run database at {}", path.display()))
+                .hint("record a run with `rtscope measure`, or pass --db PATH")
+                .into(),
+        );
+    }
+    let mut store = record::open(&path)?;
+    let store_err = |e: rtscope_store::StoreError| UsageError::new(e.to_string());
+    match a.action.clone().unwrap_or(RunsAction::List) {
+        RunsAction::List => {
+            let runs = store.list_runs().map_err(store_err)?;
+            if a.json {
+                writeln!(
+                    out,
+                    "{}",
+                    serde_json::to_string_pretty(&Value::Array(
+                        runs.iter().map(summary_json).collect()
+                    ))?
+                )?;
+            } else {
+                out.write_all(list_text(&runs).as_bytes())?;
+            }
+        }
+        RunsAction::Show { run } => {
+            let id = resolve(&store, &run)?;
+            let d = store.run(id).map_err(store_err)?;
+            if a.json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&detail_json(&d))?)?;
+            } else {
+                out.write_all(detail_text(&d).as_bytes())?;
+            }
+        }
+        RunsAction::Tag { run, tags, remove } => {
+            let id = resolve(&store, &run)?;
+            for t in &tags {
+                let (k, v) = record::parse_tag(t)?;
+                store.set_tag(id, &k, Some(&v)).map_err(store_err)?;
+            }
+            for k in &remove {
+                store.set_tag(id, k, None).map_err(store_err)?;
+            }
+        }
+        RunsAction::Delete { runs } => {
+            let ids = runs
+                .iter()
+                .map(|r| resolve(&store, r))
+                .collect::<Result<Vec<_>, _>>()?;
+            for id in ids {
+                store.delete_run(id).map_err(store_err)?;
+                writeln!(out, "deleted run {id}")?;
+            }
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// A run given as an id or `last`.
+pub fn resolve(store: &Store, text: &str) -> Result<RunId, UsageError> {
+    let id = if text == "last" {
+        store
+            .last_run()
+            .map_err(|e| UsageError::new(e.to_string()))?
+            .ok_or_else(|| UsageError::new("the database holds no run yet"))?
+    } else {
+        text.parse().map_err(|_| {
+            UsageError::new(format!(
+                "'{text}' is not a run: give a run id (see `rtscope runs`) or 'last'"
+            ))
+        })?
+    };
+    store
+        .summary(id)
+        .map(|_| id)
+        .map_err(|e| UsageError::new(e.to_string()).hint("`rtscope runs` lists the runs"))
+}
+
+fn us(v: Option<u64>) -> String {
+    v.map_or("-".into(), |n| format!("{:.1}", Nanos(n).as_us_f64()))
+}
+
+fn tags_text(t: &[(String, String)]) -> String {
+    t.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn list_text(runs: &[RunSummary]) -> String {
+    let mut rows = vec![[
+        "id", "started", "label", "kind", "status", "length", "threads", "samples", "p99.99",
+        "max", "missed", "tags",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for r in runs {
+        rows.push(vec![
+            r.id.to_string(),
+            r.started.get(..19).unwrap_or(&r.started).replace('T', " "),
+            r.label.clone().unwrap_or_else(|| "-".into()),
+            r.kind.clone(),
+            r.status.clone(),
+            format!("{:.1}s", Nanos(r.progress_ns).as_secs_f64()),
+            r.threads.to_string(),
+            r.samples.to_string(),
+            us(r.histogram.value_at_quantile(0.9999).map(|n| n.0)),
+            us(r.max_ns),
+            r.missed.to_string(),
+            tags_text(&r.tags),
+        ]);
+    }
+    let mut s = table::columns(&rows, 5);
+    s.push_str("started in UTC; latencies in us; length = time measured\n");
+    s
+}
+
+fn stats_of(t: &ThreadRow) -> Stats {
+    Stats {
+        count: t.samples,
+        min: Nanos(t.min_ns.unwrap_or(0)),
+        max: Nanos(t.max_ns.unwrap_or(0)),
+        sum_ns: (t.mean_ns.unwrap_or(0.0) * t.samples as f64).round() as u128,
+        max_cycle: t.max_cycle.unwrap_or(0),
+        max_time: Nanos(t.max_offset_ns.unwrap_or(0)),
+        missed: t.missed,
+    }
+}
+
+fn detail_text(d: &RunDetail) -> String {
+    let s = &d.summary;
+    let mut out = format!(
+        "run {}  {}  {}\nlabel:    {}\ntags:     {}\nstarted:  {}\nended:    {}\nmeasured: {:.3}s\nexit:     {}\ncommand:  {}\n\n",
+        s.id,
+        s.kind,
+        s.status,
+        s.label.as_deref().unwrap_or("-"),
+        tags_text(&s.tags),
+        s.started,
+        s.ended.as_deref().unwrap_or("-"),
+        Nanos(s.progress_ns).as_secs_f64(),
+        s.exit_code.map_or("-".into(), |c| c.to_string()),
+        serde_json::from_str::<Vec<String>>(&d.command_line_json).map(|v| v.join(" ")).unwrap_or_default(),
+    );
+    let stats: Vec<Stats> = d.threads.iter().map(stats_of).collect();
+    let total = stats.iter().fold(Stats::default(), |a, b| a.merge(b));
+    let mut rows: Vec<table::Row> = d
+        .threads
+        .iter()
+        .zip(&stats)
+        .map(|(t, st)| table::Row {
+            label: t.thread.to_string(),
+            cpu: t.cpu.map_or("-".into(), |c| c.to_string()),
+            stats: st,
+            hist: &t.histogram,
+            max_at: t.max_offset_ns.map(Nanos),
+        })
+        .collect();
+    rows.push(table::Row {
+        label: "all".into(),
+        cpu: "-".into(),
+        stats: &total,
+        hist: &s.histogram,
+        max_at: Some(total.max_time).filter(|_| total.count > 0),
+    });
+    out.push_str(&table::render(&rows));
+    out.push_str(&format!(
+        "\n{} time-series points, {} events\n\nenvironment:\n",
+        d.series_points, d.events
+    ));
+    for (k, v) in &d.environment {
+        out.push_str(&format!("  {k}: {v}\n"));
+    }
+    out
+}
+
+fn summary_json(s: &RunSummary) -> Value {
+    json!({
+        "id": s.id, "kind": s.kind, "label": s.label, "status": s.status,
+        "complete": s.status == "complete", "started": s.started, "ended": s.ended,
+        "measured_ns": s.progress_ns, "exit_code": s.exit_code,
+        "tags": s.tags.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+        "threads": s.threads, "samples": s.samples, "max_ns": s.max_ns, "missed_periods": s.missed,
+        "percentiles_ns": s.histogram.percentiles().iter().map(|p| (p.label.to_string(), json!(p.value.map(|v| v.0)))).collect::<serde_json::Map<_, _>>(),
+    })
+}
+
+fn detail_json(d: &RunDetail) -> Value {
+    let mut v = summary_json(&d.summary);
+    let threads: Vec<Value> = d
+        .threads
+        .iter()
+        .map(|t| {
+            json!({
+                "thread": t.thread, "tid": t.tid, "cpu": t.cpu, "policy": t.policy, "priority": t.priority,
+                "interval_ns": t.interval_ns, "samples": t.samples, "min_ns": t.min_ns, "mean_ns": t.mean_ns,
+                "max_ns": t.max_ns, "max_cycle": t.max_cycle, "max_offset_ns": t.max_offset_ns, "missed_periods": t.missed,
+                "percentiles_ns": t.histogram.percentiles().iter().map(|p| (p.label.to_string(), json!(p.value.map(|v| v.0)))).collect::<serde_json::Map<_, _>>(),
+            })
+        })
+        .collect();
+    let obj = v.as_object_mut().expect("summary is an object");
+    obj.insert("tool_version".into(), json!(d.tool_version));
+    obj.insert(
+        "command_line".into(),
+        serde_json::from_str(&d.command_line_json).unwrap_or(Value::Null),
+    );
+    obj.insert(
+        "config".into(),
+        serde_json::from_str(&d.config_json).unwrap_or(Value::Null),
+    );
+    obj.insert(
+        "environment".into(),
+        json!(d
+            .environment
+            .iter()
+            .cloned()
+            .collect::<std::collections::BTreeMap<_, _>>()),
+    );
+    obj.insert("thread_stats".into(), Value::Array(threads));
+    obj.insert("series_points".into(), json!(d.series_points));
+    obj.insert("events".into(), json!(d.events));
+    v
+}

@@ -1,0 +1,251 @@
+//! Run records: the real binary writing the real SQLite store, killed, read back, tagged.
+
+use serde_json::Value;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_rtscope")
+}
+
+fn dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("rtscope-records-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn rtscope(db: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .env("RTSCOPE_DB", db)
+        .output()
+        .expect("run rtscope")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn runs_json(db: &std::path::Path) -> Vec<Value> {
+    let o = rtscope(db, &["runs", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    serde_json::from_slice::<Value>(&o.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn kill(child: &std::process::Child, signal: i32) {
+    // SAFETY: kill with the child's pid and a valid signal number.
+    unsafe { libc::kill(child.id() as i32, signal) };
+}
+
+#[test]
+fn a_run_killed_with_sigkill_reads_back_as_incomplete_with_its_series() {
+    let db = dir("sigkill").join("r.db");
+    let mut child = Command::new(bin())
+        .args([
+            "measure", "-D", "60s", "-i", "1ms", "-q", "--label", "killed",
+        ])
+        .env("RTSCOPE_DB", &db)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(3200));
+    kill(&child, libc::SIGKILL);
+    child.wait().unwrap();
+    let runs = runs_json(&db);
+    assert_eq!(runs.len(), 1);
+    let r = &runs[0];
+    assert_eq!(r["status"], "incomplete", "{r}");
+    assert_eq!(r["complete"], false);
+    let measured = r["measured_ns"].as_u64().unwrap();
+    assert!(
+        (2_000_000_000..=3_300_000_000).contains(&measured),
+        "measured {measured} ns"
+    );
+    assert!(r["samples"].as_u64().unwrap() > 1500, "{r}");
+    let show = rtscope(&db, &["runs", "show", "last", "--json"]);
+    let d: Value = serde_json::from_slice(&show.stdout).unwrap();
+    let points = d["series_points"].as_u64().unwrap();
+    let threads = d["threads"].as_u64().unwrap();
+    assert!(
+        points >= 2 * threads && points <= 3 * threads,
+        "{points} series points for {threads} threads in ~3 s"
+    );
+}
+
+#[test]
+fn repeated_kills_during_writes_leave_a_readable_store() {
+    let db = dir("kills").join("r.db");
+    for i in 0..4u64 {
+        let mut child = Command::new(bin())
+            .args([
+                "measure",
+                "-D",
+                "60s",
+                "-i",
+                "200us",
+                "-q",
+                "--series-interval",
+                "10ms",
+                "--event-above",
+                "1us",
+            ])
+            .env("RTSCOPE_DB", &db)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(300 + 77 * i));
+        kill(&child, libc::SIGKILL);
+        child.wait().unwrap();
+    }
+    let runs = runs_json(&db);
+    assert_eq!(runs.len(), 4);
+    assert!(runs.iter().all(|r| r["status"] == "incomplete"));
+    for r in &runs {
+        let id = r["id"].to_string();
+        let o = rtscope(&db, &["runs", "show", &id, "--json"]);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    }
+}
+
+#[test]
+fn a_reader_sees_a_run_while_it_is_being_written() {
+    let db = dir("reader").join("r.db");
+    let mut child = Command::new(bin())
+        .args(["measure", "-D", "3s", "-i", "1ms", "-q"])
+        .env("RTSCOPE_DB", &db)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let runs = runs_json(&db);
+    assert_eq!(runs[0]["status"], "running", "{}", runs[0]);
+    assert!(runs[0]["samples"].as_u64().unwrap() > 0);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(runs_json(&db)[0]["status"], "complete");
+}
+
+#[test]
+fn runs_can_be_listed_shown_tagged_and_deleted() {
+    let db = dir("manage").join("r.db");
+    for label in ["idle", "load"] {
+        let o = rtscope(
+            &db,
+            &[
+                "measure",
+                "-l",
+                "100",
+                "-i",
+                "200us",
+                "-q",
+                "--label",
+                label,
+                "--tag",
+                "kernel=stock",
+                "--event-above",
+                "1us",
+            ],
+        );
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        assert!(text(&o.stdout).contains("recorded as run"));
+    }
+    let list = text(&rtscope(&db, &["runs"]).stdout);
+    assert!(
+        list.contains("idle") && list.contains("load") && list.contains("kernel=stock"),
+        "{list}"
+    );
+    let o = rtscope(&db, &["runs", "tag", "1", "board=vm", "--remove", "kernel"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let d: Value =
+        serde_json::from_slice(&rtscope(&db, &["runs", "show", "1", "--json"]).stdout).unwrap();
+    assert_eq!(d["tags"], serde_json::json!({"board": "vm"}));
+    assert_eq!(d["label"], "idle");
+    assert!(d["events"].as_u64().unwrap() > 0);
+    assert!(d["environment"]["uname.release"].is_string());
+    assert_eq!(d["config"]["policy"], "fifo");
+    let show = text(&rtscope(&db, &["runs", "show", "last"]).stdout);
+    assert!(
+        show.contains("p99.9999") && show.contains("environment:"),
+        "{show}"
+    );
+    assert_eq!(
+        rtscope(&db, &["runs", "delete", "1"]).status.code(),
+        Some(0)
+    );
+    let runs = runs_json(&db);
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["label"], "load");
+    let gone = rtscope(&db, &["runs", "show", "1"]);
+    assert_eq!(gone.status.code(), Some(2));
+    assert!(text(&gone.stderr).contains("no run 1"));
+}
+
+#[test]
+fn bad_databases_are_named_and_refused_with_exit_code_2() {
+    let d = dir("bad");
+    let garbage = d.join("garbage.db");
+    std::fs::write(&garbage, vec![b'x'; 8192]).unwrap();
+    for args in [
+        vec![
+            "measure",
+            "-l",
+            "10",
+            "-q",
+            "--db",
+            garbage.to_str().unwrap(),
+        ],
+        vec!["runs", "--db", garbage.to_str().unwrap()],
+    ] {
+        let o = Command::new(bin()).args(&args).output().unwrap();
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("garbage.db") && err.contains("not an rtscope database"),
+            "{err}"
+        );
+    }
+    let missing = Command::new(bin())
+        .args(["runs", "--db", d.join("none.db").to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(text(&missing.stderr).contains("none.db"));
+}
+
+#[test]
+fn no_db_records_nothing() {
+    let d = dir("nodb");
+    let db = d.join("r.db");
+    let o = rtscope(&db, &["measure", "-l", "20", "-q", "--no-db"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(!db.exists());
+    assert!(!text(&o.stdout).contains("recorded as run"));
+}
+
+#[test]
+fn a_full_disk_stops_the_recording_but_not_the_results() {
+    let db = dir("full").join("r.db");
+    // SIGXFSZ ignored (the disposition survives exec) so writes past the limit fail with EFBIG.
+    let script = format!("trap '' XFSZ; ulimit -f 120; exec {} measure -D 2s -i 200us -q --series-interval 10ms --event-above 1us --event-capacity 100000", bin());
+    let o = Command::new("bash")
+        .args(["-c", &script])
+        .env("RTSCOPE_DB", &db)
+        .output()
+        .unwrap();
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(2), "{out}{err}");
+    assert!(
+        err.contains("recording stopped") && err.contains("r.db"),
+        "{err}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with("all ")),
+        "the results are still printed: {out}"
+    );
+    let runs = runs_json(&db);
+    assert_eq!(runs.len(), 1, "the store stays readable");
+}
