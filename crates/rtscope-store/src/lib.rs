@@ -18,7 +18,7 @@ pub mod schema;
 mod write;
 
 pub use read::{RunDetail, RunSummary, SeriesRow, ThreadRow};
-pub use write::{Checkpoint, EventRow, NewRun, SeriesPoint, ThreadInfo, ThreadStats};
+pub use write::{Checkpoint, EventRow, NewRun, RawChunk, SeriesPoint, ThreadInfo, ThreadStats};
 
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};

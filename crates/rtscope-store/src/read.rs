@@ -70,6 +70,8 @@ pub struct ThreadRow {
     pub max_offset_ns: Option<u64>,
     /// Missed periods.
     pub missed: u64,
+    /// Raw samples the writer could not keep (`--raw`).
+    pub raw_dropped: u64,
     /// Histogram (empty before the first checkpoint).
     pub histogram: Histogram,
 }
@@ -96,6 +98,10 @@ pub struct RunDetail {
     pub series_points: u64,
     /// Number of events.
     pub events: u64,
+    /// Number of raw samples stored (`--raw`).
+    pub raw_samples: u64,
+    /// Their encoded size, bytes.
+    pub raw_bytes: u64,
 }
 
 fn u(v: Option<i64>) -> Option<u64> {
@@ -140,6 +146,7 @@ fn thread_row(r: &Row) -> rusqlite::Result<ThreadRow> {
         max_cycle: u(r.get(10)?),
         max_offset_ns: u(r.get(11)?),
         missed: r.get::<_, i64>(12)?.max(0) as u64,
+        raw_dropped: r.get::<_, i64>(14)?.max(0) as u64,
         histogram: blob.as_deref().and_then(codec::decode).unwrap_or_default(),
     })
 }
@@ -224,7 +231,10 @@ impl Store {
                 .map(|n| n as u64)
                 .map_err(self.err())
         };
+        let (raw_samples, raw_bytes) = self.raw_sample_size(id)?;
         Ok(RunDetail {
+            raw_samples,
+            raw_bytes,
             tool_version,
             command_line_json,
             config_json,
@@ -243,7 +253,7 @@ impl Store {
     pub fn threads(&self, id: RunId) -> Result<Vec<ThreadRow>> {
         let mut q = self
             .conn
-            .prepare("SELECT thread, tid, cpu, policy, priority, interval_ns, samples, min_ns, mean_ns, max_ns, max_cycle, max_offset_ns, missed, histogram FROM threads WHERE run_id=?1 ORDER BY thread")
+            .prepare("SELECT thread, tid, cpu, policy, priority, interval_ns, samples, min_ns, mean_ns, max_ns, max_cycle, max_offset_ns, missed, histogram, raw_dropped FROM threads WHERE run_id=?1 ORDER BY thread")
             .map_err(self.err())?;
         let rows = q.query_map(params![id], thread_row).map_err(self.err())?;
         rows.collect::<rusqlite::Result<_>>().map_err(self.err())
@@ -271,6 +281,36 @@ impl Store {
             })
             .map_err(self.err())?;
         rows.collect::<rusqlite::Result<_>>().map_err(self.err())
+    }
+
+    /// The raw samples of one thread of a run (`--raw`), by cycle, as `(cycle, latency_ns,
+    /// offset_ns)`. A chunk that does not decode is an error naming the run and thread.
+    pub fn raw_samples(&self, id: RunId, thread: u32) -> Result<Vec<codec::RawSample>> {
+        let mut q = self
+            .conn
+            .prepare("SELECT data FROM samples WHERE run_id=?1 AND thread=?2 ORDER BY first_cycle")
+            .map_err(self.err())?;
+        let rows = q
+            .query_map(params![id, thread], |r| r.get::<_, Vec<u8>>(0))
+            .map_err(self.err())?;
+        let mut out = Vec::new();
+        for blob in rows {
+            let blob = blob.map_err(self.err())?;
+            let chunk =
+                codec::decode_samples(&blob).ok_or_else(|| crate::StoreError::NotADatabase {
+                    path: self.path.clone(),
+                    why: format!("a raw-sample chunk of run {id} thread {thread} is corrupt"),
+                })?;
+            out.extend(chunk);
+        }
+        Ok(out)
+    }
+
+    /// The number of raw samples stored for a run, and their encoded size in bytes.
+    pub fn raw_sample_size(&self, id: RunId) -> Result<(u64, u64)> {
+        self.conn
+            .query_row("SELECT coalesce(sum(count), 0), coalesce(sum(length(data)), 0) FROM samples WHERE run_id=?1", params![id], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)))
+            .map_err(self.err())
     }
 
     /// The events of a run, by thread and cycle.

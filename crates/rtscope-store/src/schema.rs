@@ -2,7 +2,7 @@
 //! transaction when a store is opened. docs/store-schema.md documents every table and column.
 
 /// The schema version this rtscope writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Migration `i` upgrades version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -76,5 +76,17 @@ CREATE TABLE events (
     unix_ns     INTEGER NOT NULL                 -- wake-up time, Unix epoch
 );
 CREATE INDEX events_by_run ON events(run_id, thread, cycle);
+"#,
+    // 1 -> 2: raw samples (`--raw`) and the count of samples the writer could not keep.
+    r#"
+CREATE TABLE samples (
+    run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    thread       INTEGER NOT NULL,
+    first_cycle  INTEGER NOT NULL,               -- cycle of the chunk's first sample
+    count        INTEGER NOT NULL,               -- samples in the chunk
+    data         BLOB NOT NULL,                  -- see codec.rs: delta/varint-coded samples
+    PRIMARY KEY (run_id, thread, first_cycle)
+);
+ALTER TABLE threads ADD COLUMN raw_dropped INTEGER NOT NULL DEFAULT 0;
 "#,
 ];

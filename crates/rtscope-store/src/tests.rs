@@ -54,6 +54,7 @@ fn checkpoint(h: &Histogram, progress: u64) -> Checkpoint<'_> {
             max_cycle: Some(1),
             max_offset_ns: Some(10),
             missed: 0,
+            raw_dropped: 0,
             histogram: h,
         }],
         series: vec![SeriesPoint {
@@ -73,6 +74,12 @@ fn checkpoint(h: &Histogram, progress: u64) -> Checkpoint<'_> {
             latency_ns: 6,
             offset_ns: 10,
             unix_ns: 99,
+        }],
+        samples: vec![RawChunk {
+            thread: 0,
+            first_cycle: progress,
+            count: 1,
+            data: codec::encode_samples(&[(progress, 5, progress + 5)], 1),
         }],
     }
 }
@@ -191,4 +198,20 @@ fn a_reader_sees_checkpoints_while_the_writer_is_open() {
     let r = Store::open(&path).unwrap();
     assert_eq!(r.summary(id).unwrap().samples, 2);
     assert_eq!(r.last_run().unwrap(), Some(id));
+}
+
+#[test]
+fn a_version_1_database_is_migrated_to_the_current_schema() {
+    let path = tmpdb("migrate");
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute_batch(schema::MIGRATIONS[0]).unwrap();
+    c.pragma_update(None, "user_version", 1).unwrap();
+    drop(c);
+    let s = Store::open(&path).unwrap();
+    let v: i64 = s
+        .conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(v, schema::SCHEMA_VERSION);
+    assert_eq!(s.raw_sample_size(1).unwrap(), (0, 0));
 }

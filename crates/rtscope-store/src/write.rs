@@ -67,6 +67,8 @@ pub struct ThreadStats<'a> {
     pub max_offset_ns: Option<u64>,
     /// Missed periods.
     pub missed: u64,
+    /// Raw samples the writer could not keep (`--raw`).
+    pub raw_dropped: u64,
     /// The lossless histogram.
     pub histogram: &'a Histogram,
 }
@@ -109,6 +111,19 @@ pub struct EventRow {
     pub unix_ns: i64,
 }
 
+/// A chunk of raw samples of one thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawChunk {
+    /// Thread index.
+    pub thread: u32,
+    /// Cycle of the first sample.
+    pub first_cycle: u64,
+    /// Samples in the chunk.
+    pub count: u64,
+    /// [`codec::encode_samples`] bytes.
+    pub data: Vec<u8>,
+}
+
 /// What one checkpoint adds.
 #[derive(Debug, Clone, Default)]
 pub struct Checkpoint<'a> {
@@ -122,6 +137,8 @@ pub struct Checkpoint<'a> {
     pub series: Vec<SeriesPoint>,
     /// New events.
     pub events: Vec<EventRow>,
+    /// New raw-sample chunks (`--raw`).
+    pub samples: Vec<RawChunk>,
 }
 
 fn i(v: u64) -> i64 {
@@ -182,8 +199,8 @@ impl Store {
         let tx = self.conn.transaction().map_err(&err)?;
         for t in &c.threads {
             tx.execute(
-                "UPDATE threads SET tid=?3, samples=?4, min_ns=?5, mean_ns=?6, max_ns=?7, max_cycle=?8, max_offset_ns=?9, missed=?10, histogram=?11 WHERE run_id=?1 AND thread=?2",
-                params![run, t.thread, t.tid, i(t.samples), oi(t.min_ns), t.mean_ns, oi(t.max_ns), oi(t.max_cycle), oi(t.max_offset_ns), i(t.missed), codec::encode(t.histogram)],
+                "UPDATE threads SET tid=?3, samples=?4, min_ns=?5, mean_ns=?6, max_ns=?7, max_cycle=?8, max_offset_ns=?9, missed=?10, histogram=?11, raw_dropped=?12 WHERE run_id=?1 AND thread=?2",
+                params![run, t.thread, t.tid, i(t.samples), oi(t.min_ns), t.mean_ns, oi(t.max_ns), oi(t.max_cycle), oi(t.max_offset_ns), i(t.missed), codec::encode(t.histogram), i(t.raw_dropped)],
             )
             .map_err(&err)?;
         }
@@ -217,6 +234,19 @@ impl Store {
                     i(ev.latency_ns),
                     i(ev.offset_ns),
                     ev.unix_ns
+                ])
+                .map_err(&err)?;
+            }
+            let mut r = tx
+                .prepare_cached("INSERT OR REPLACE INTO samples (run_id, thread, first_cycle, count, data) VALUES (?1, ?2, ?3, ?4, ?5)")
+                .map_err(&err)?;
+            for chunk in &c.samples {
+                r.execute(params![
+                    run,
+                    chunk.thread,
+                    i(chunk.first_cycle),
+                    i(chunk.count),
+                    chunk.data
                 ])
                 .map_err(&err)?;
             }
