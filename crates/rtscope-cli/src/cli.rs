@@ -32,6 +32,11 @@ pub enum Command {
     },
     /// List, show, tag and delete the runs recorded in the database.
     Runs(RunsArgs),
+    /// Import old results (cyclictest histogram, -v or --json output, jitterdebugger
+    /// directories, stress-ng --cyclic logs) as runs of the database.
+    Import(ImportArgs),
+    /// Export a run's statistics, histograms, series and events as CSV, JSON or Parquet.
+    Export(ExportArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -53,6 +58,77 @@ pub struct RunsArgs {
     /// What to do [default: list]
     #[command(subcommand)]
     pub action: Option<RunsAction>,
+}
+
+/// Formats `rtscope import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportFormat {
+    /// cyclictest `-h`/`-H` histogram text (with or without empty buckets and `# Total:`).
+    CyclictestHist,
+    /// cyclictest `-v` verbose output (`thread:cycle:latency` lines).
+    CyclictestVerbose,
+    /// cyclictest `--json` output.
+    CyclictestJson,
+    /// A jitterdebugger output directory (results.json and samples.raw).
+    Jitterdebugger,
+    /// A stress-ng `--cyclic` log.
+    StressNg,
+}
+
+/// Options of `rtscope import`.
+#[derive(Debug, Clone, Args)]
+pub struct ImportArgs {
+    /// Files (or jitterdebugger directories) to import, one run each
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The format [default: detected from the content]
+    #[arg(long, value_enum)]
+    pub format: Option<ImportFormat>,
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// A label for the imported runs [default: the file name]
+    #[arg(long, value_name = "NAME")]
+    pub label: Option<String>,
+    /// A tag for the imported runs (repeatable)
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// Print JSON (the new run ids) instead of text
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Formats `rtscope export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// CSV files, one per table.
+    Csv,
+    /// One JSON document.
+    Json,
+    /// Parquet files, one per table.
+    Parquet,
+}
+
+/// Options of `rtscope export`.
+#[derive(Debug, Clone, Args)]
+pub struct ExportArgs {
+    /// Run id, or `last`
+    pub run: String,
+    /// Directory to write into (created if needed)
+    #[arg(long, short = 'o', value_name = "DIR", default_value = ".")]
+    pub output: PathBuf,
+    /// Formats to write (repeatable or comma-separated)
+    #[arg(
+        long,
+        short = 'f',
+        value_enum,
+        value_delimiter = ',',
+        default_value = "csv,json,parquet"
+    )]
+    pub format: Vec<ExportFormat>,
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
 }
 
 /// `rtscope runs` actions.
@@ -210,6 +286,9 @@ pub struct MeasureArgs {
     /// Record every sample above this latency as an event with its time, CPU and cycle
     #[arg(long, value_name = "DUR", help_heading = "Recording")]
     pub event_above: Option<String>,
+    /// Keep every sample with its timestamp (compressed in the database; see docs/store-schema.md)
+    #[arg(long, conflicts_with = "no_db", help_heading = "Recording")]
+    pub raw: bool,
     /// Events kept per thread (more are counted, not kept)
     #[arg(
         long,

@@ -15,6 +15,8 @@ pub mod cli;
 pub mod cyclictest;
 pub mod environment;
 pub mod exit;
+pub mod export;
+pub mod import;
 pub mod measure;
 pub mod record;
 pub mod runs;
@@ -80,6 +82,8 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
         cli::Command::Measure(a) => measure::run(&a, argv.to_vec(), out),
         cli::Command::Cyclictest { args } => cyclictest::run(&args, &argv.join(" "), out),
         cli::Command::Runs(a) => runs::run(&a, out),
+        cli::Command::Import(a) => import::run(&a, out),
+        cli::Command::Export(a) => export::run(&a, out),
         cli::Command::Completions { shell } => {
             clap_complete::generate(shell, &mut cli::command(), "rtscope", out);
             Ok(ExitStatus::Success)

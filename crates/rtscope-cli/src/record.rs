@@ -5,9 +5,11 @@ use crate::environment;
 use crate::exit::UsageError;
 use crate::sysinfo;
 use rtscope_core::{Histogram, Nanos, Stats};
-use rtscope_engine::{Run, RunConfig, RunResult, ThreadShared};
+use rtscope_engine::{Run, RunConfig, RunResult, Sample, ThreadShared};
+use rtscope_store::codec::{self, RawSample};
 use rtscope_store::{
-    Checkpoint, EventRow, NewRun, RunId, SeriesPoint, Store, ThreadInfo, ThreadStats,
+    Checkpoint, EventRow, NewRun, RawChunk, RunId, SeriesPoint, Store, StoreError, ThreadInfo,
+    ThreadStats,
 };
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -21,7 +23,7 @@ pub fn default_db() -> PathBuf {
 pub fn open(path: &Path) -> Result<Store, UsageError> {
     Store::open(path).map_err(|e| {
         UsageError::new(e.to_string())
-            .hint("pass --db PATH for another database, or --no-db to measure without recording")
+            .hint("pass --db PATH (or set RTSCOPE_DB) for another database file")
     })
 }
 
@@ -46,6 +48,16 @@ struct Previous {
     events: usize,
 }
 
+/// One thread as a checkpoint sees it.
+struct View {
+    stats: Stats,
+    hist: Histogram,
+    events: Vec<Sample>,
+    tid: i32,
+    raw: Vec<RawSample>,
+    raw_dropped: u64,
+}
+
 /// A run being recorded.
 pub struct Recorder {
     store: Store,
@@ -54,12 +66,12 @@ pub struct Recorder {
     last_offset: u64,
     clock_start: Nanos,
     started_unix_ns: i64,
+    intervals: Vec<u64>,
 }
 
 impl Recorder {
     /// Records the start of `run`; `new` holds everything known up front.
-    pub fn begin(store: Store, mut new: NewRun, run: &Run) -> Result<Recorder, UsageError> {
-        let mut store = store;
+    pub fn begin(mut store: Store, mut new: NewRun, run: &Run) -> Result<Recorder, UsageError> {
         new.started = sysinfo::rfc3339(run.started());
         new.started_unix_ns = unix_ns(run.started());
         let id = store
@@ -74,6 +86,7 @@ impl Recorder {
                 events: 0,
             })
             .collect();
+        let intervals = run.config().threads.iter().map(|t| t.interval.0).collect();
         Ok(Recorder {
             store,
             id,
@@ -81,6 +94,7 @@ impl Recorder {
             last_offset: 0,
             clock_start: run.clock_start(),
             started_unix_ns: new.started_unix_ns,
+            intervals,
         })
     }
 
@@ -94,16 +108,27 @@ impl Recorder {
         self.store.path()
     }
 
-    /// Commits a checkpoint from the live state of the threads.
-    pub fn checkpoint(&mut self, run: &Run) -> Result<(), rtscope_store::StoreError> {
+    fn view(&self, t: &ThreadShared) -> View {
+        let mut raw = Vec::new();
+        if let Some(ring) = t.ring() {
+            let start = self.clock_start.0;
+            ring.drain(|s| raw.push((s.cycle, s.latency.0, s.time.0.saturating_sub(start))));
+        }
+        let raw_dropped = t.ring().map_or(0, |r| r.dropped());
+        View {
+            stats: t.stats(),
+            hist: t.histogram(),
+            events: t.events().snapshot(),
+            tid: t.tid(),
+            raw,
+            raw_dropped,
+        }
+    }
+
+    /// Commits a checkpoint from the live state of the threads (draining their sample rings).
+    pub fn checkpoint(&mut self, run: &Run) -> Result<(), StoreError> {
         let now = rtscope_engine::sys::now(rtscope_engine::sys::clock_id(run.config().clock));
-        let views: Vec<(Stats, Histogram, Vec<rtscope_engine::Sample>, i32)> = run
-            .threads()
-            .iter()
-            .map(|t: &std::sync::Arc<ThreadShared>| {
-                (t.stats(), t.histogram(), t.events().snapshot(), t.tid())
-            })
-            .collect();
+        let views: Vec<View> = run.threads().iter().map(|t| self.view(t)).collect();
         self.commit(now, &views, None)
     }
 
@@ -113,18 +138,20 @@ impl Recorder {
         r: &RunResult,
         status: &str,
         exit_code: i32,
-    ) -> Result<(), rtscope_store::StoreError> {
-        let end = self.clock_start
-            + Nanos(
-                r.ended
-                    .duration_since(r.started)
-                    .unwrap_or_default()
-                    .as_nanos() as u64,
-            );
-        let views: Vec<_> = r
+    ) -> Result<(), StoreError> {
+        let elapsed = r.ended.duration_since(r.started).unwrap_or_default();
+        let end = self.clock_start + Nanos(elapsed.as_nanos() as u64);
+        let views: Vec<View> = r
             .threads
             .iter()
-            .map(|t| (t.stats, t.histogram.clone(), t.events.clone(), t.tid))
+            .map(|t| View {
+                stats: t.stats,
+                hist: t.histogram.clone(),
+                events: t.events.clone(),
+                tid: t.tid,
+                raw: Vec::new(),
+                raw_dropped: t.samples_dropped,
+            })
             .collect();
         self.commit(
             end,
@@ -136,9 +163,9 @@ impl Recorder {
     fn commit(
         &mut self,
         now: Nanos,
-        views: &[(Stats, Histogram, Vec<rtscope_engine::Sample>, i32)],
+        views: &[View],
         end: Option<(&str, String, i32)>,
-    ) -> Result<(), rtscope_store::StoreError> {
+    ) -> Result<(), StoreError> {
         let offset = now.0.saturating_sub(self.clock_start.0);
         let length = offset.saturating_sub(self.last_offset);
         let mut cp = Checkpoint {
@@ -146,36 +173,33 @@ impl Recorder {
             at_unix_ns: unix_ns(SystemTime::now()),
             ..Checkpoint::default()
         };
-        for (i, (stats, hist, events, tid)) in views.iter().enumerate() {
-            let has = stats.count > 0;
-            cp.threads.push(ThreadStats {
-                thread: i as u32,
-                tid: *tid,
-                samples: stats.count,
-                min_ns: has.then_some(stats.min.0),
-                mean_ns: stats.mean_ns(),
-                max_ns: has.then_some(stats.max.0),
-                max_cycle: has.then_some(stats.max_cycle),
-                max_offset_ns: has.then(|| stats.max_time.0.saturating_sub(self.clock_start.0)),
-                missed: stats.missed,
-                histogram: hist,
-            });
-            let p = &self.prev[i];
-            if length > 0 && (stats.count > p.stats.count || end.is_none()) {
+        for (i, v) in views.iter().enumerate() {
+            let (thread, p) = (i as u32, &self.prev[i]);
+            cp.threads.push(thread_stats(thread, v, self.clock_start));
+            if length > 0 && (v.stats.count > p.stats.count || end.is_none()) {
                 cp.series
-                    .push(series_point(i as u32, offset, length, stats, hist, p));
+                    .push(series_point(thread, offset, length, &v.stats, &v.hist, p));
             }
             cp.events
-                .extend(events[p.events.min(events.len())..].iter().map(|e| {
+                .extend(v.events[p.events.min(v.events.len())..].iter().map(|e| {
                     let off = e.time.0.saturating_sub(self.clock_start.0);
                     EventRow {
-                        thread: i as u32,
+                        thread,
                         cycle: e.cycle,
                         latency_ns: e.latency.0,
                         offset_ns: off,
                         unix_ns: self.started_unix_ns + off as i64,
                     }
                 }));
+            if let Some(&(first_cycle, _, _)) = v.raw.first() {
+                let data = codec::encode_samples(&v.raw, self.intervals[i]);
+                cp.samples.push(RawChunk {
+                    thread,
+                    first_cycle,
+                    count: v.raw.len() as u64,
+                    data,
+                });
+            }
         }
         match &end {
             None => self.store.checkpoint(self.id, &cp)?,
@@ -185,14 +209,31 @@ impl Recorder {
         }
         self.prev = views
             .iter()
-            .map(|(stats, hist, events, _)| Previous {
-                hist: hist.clone(),
-                stats: *stats,
-                events: events.len(),
+            .map(|v| Previous {
+                hist: v.hist.clone(),
+                stats: v.stats,
+                events: v.events.len(),
             })
             .collect();
         self.last_offset = offset;
         Ok(())
+    }
+}
+
+fn thread_stats(thread: u32, v: &View, clock_start: Nanos) -> ThreadStats<'_> {
+    let (s, has) = (&v.stats, v.stats.count > 0);
+    ThreadStats {
+        thread,
+        tid: v.tid,
+        samples: s.count,
+        min_ns: has.then_some(s.min.0),
+        mean_ns: s.mean_ns(),
+        max_ns: has.then_some(s.max.0),
+        max_cycle: has.then_some(s.max_cycle),
+        max_offset_ns: has.then(|| s.max_time.0.saturating_sub(clock_start.0)),
+        missed: s.missed,
+        raw_dropped: v.raw_dropped,
+        histogram: &v.hist,
     }
 }
 

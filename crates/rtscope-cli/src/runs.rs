@@ -156,6 +156,7 @@ fn detail_text(d: &RunDetail) -> String {
         serde_json::from_str::<Vec<String>>(&d.command_line_json).map(|v| v.join(" ")).unwrap_or_default(),
     );
     let stats: Vec<Stats> = d.threads.iter().map(stats_of).collect();
+    let total_max = d.threads.iter().filter_map(|t| t.max_ns).max();
     let total = stats.iter().fold(Stats::default(), |a, b| a.merge(b));
     let mut rows: Vec<table::Row> = d
         .threads
@@ -174,13 +175,27 @@ fn detail_text(d: &RunDetail) -> String {
         cpu: "-".into(),
         stats: &total,
         hist: &s.histogram,
-        max_at: Some(total.max_time).filter(|_| total.count > 0),
+        max_at: d
+            .threads
+            .iter()
+            .filter(|t| t.max_ns == total_max)
+            .find_map(|t| t.max_offset_ns)
+            .map(Nanos),
     });
     out.push_str(&table::render(&rows));
     out.push_str(&format!(
-        "\n{} time-series points, {} events\n\nenvironment:\n",
+        "\n{} time-series points, {} events",
         d.series_points, d.events
     ));
+    if d.raw_samples > 0 {
+        let dropped: u64 = d.threads.iter().map(|t| t.raw_dropped).sum();
+        let per = d.raw_bytes as f64 / d.raw_samples as f64;
+        out.push_str(&format!(
+            ", {} raw samples in {} bytes ({per:.2} bytes/sample), {dropped} not kept",
+            d.raw_samples, d.raw_bytes
+        ));
+    }
+    out.push_str("\n\nenvironment:\n");
     for (k, v) in &d.environment {
         out.push_str(&format!("  {k}: {v}\n"));
     }
@@ -233,5 +248,11 @@ fn detail_json(d: &RunDetail) -> Value {
     obj.insert("thread_stats".into(), Value::Array(threads));
     obj.insert("series_points".into(), json!(d.series_points));
     obj.insert("events".into(), json!(d.events));
+    obj.insert("raw_samples".into(), json!(d.raw_samples));
+    obj.insert("raw_bytes".into(), json!(d.raw_bytes));
+    obj.insert(
+        "raw_dropped".into(),
+        json!(d.threads.iter().map(|t| t.raw_dropped).sum::<u64>()),
+    );
     v
 }

@@ -249,3 +249,19 @@ fn a_full_disk_stops_the_recording_but_not_the_results() {
     let runs = runs_json(&db);
     assert_eq!(runs.len(), 1, "the store stays readable");
 }
+
+#[test]
+fn raw_samples_are_kept_whole_with_their_size() {
+    let db = dir("raw").join("r.db");
+    let o = rtscope(
+        &db,
+        &["measure", "-l", "2000", "-i", "100us", "-q", "--raw"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let d: Value =
+        serde_json::from_slice(&rtscope(&db, &["runs", "show", "last", "--json"]).stdout).unwrap();
+    assert_eq!(d["raw_samples"], d["samples"], "every sample is kept: {d}");
+    assert_eq!(d["raw_dropped"], 0);
+    let per_sample = d["raw_bytes"].as_f64().unwrap() / d["raw_samples"].as_f64().unwrap();
+    assert!(per_sample < 8.0, "{per_sample} bytes per sample");
+}

@@ -140,6 +140,17 @@ pub fn plan(a: &MeasureArgs, online: &CpuSet) -> Result<(RunConfig, Vec<Limit>),
         .map(|t| dur(t, "--event-above", "us"))
         .transpose()?;
     c.event_capacity = a.event_capacity;
+    if a.raw {
+        // Room for four checkpoint periods (at most 1 s each) of samples, at least 64 Ki.
+        let fastest = c
+            .threads
+            .iter()
+            .map(|t| t.interval.0)
+            .min()
+            .unwrap_or(1)
+            .max(1);
+        c.sample_ring = Some(((4_000_000_000 / fastest) as usize).max(1 << 16));
+    }
     let limits = a
         .limits
         .iter()

@@ -1,0 +1,355 @@
+//! A small Parquet writer: one table per file, one row group, uncompressed v1 data pages with
+//! PLAIN values, RLE definition levels for nullable columns, and the footer (`FileMetaData`)
+//! in the Thrift compact protocol.
+//!
+//! Column types: integers INT64, floats DOUBLE, text BYTE_ARRAY annotated STRING (logical
+//! type) and UTF8 (converted type, for older readers); a nullable column is OPTIONAL, the
+//! others REQUIRED. A file is `PAR1`, the column chunks, the footer, the footer's length
+//! (4 bytes, little-endian) and `PAR1` again.
+//!
+//! Reference: <https://github.com/apache/parquet-format> (README.md, Encodings.md,
+//! src/main/thrift/parquet.thrift); the field ids below are that file's.
+
+use super::table::{Cell, Column, Table, Values};
+use super::thrift::Compact;
+use std::io::{self, Write};
+
+/// The first and last four bytes of a Parquet file.
+pub const MAGIC: &[u8; 4] = b"PAR1";
+
+/// Values per data page: bounds the memory a page takes while written and keeps page sizes
+/// far below the format's 2 GiB limit.
+const PAGE_ROWS: usize = 1 << 20;
+
+// parquet.thrift enums.
+const TYPE_INT64: i32 = 2;
+const TYPE_DOUBLE: i32 = 5;
+const TYPE_BYTE_ARRAY: i32 = 6;
+const REQUIRED: i32 = 0;
+const OPTIONAL: i32 = 1;
+const CONVERTED_UTF8: i32 = 0;
+const ENCODING_PLAIN: i32 = 0;
+const ENCODING_RLE: i32 = 3;
+const CODEC_UNCOMPRESSED: i32 = 0;
+const PAGE_DATA: i32 = 0;
+
+/// Where a written column chunk lies.
+#[derive(Debug, Clone, Copy)]
+struct Chunk {
+    /// Offset of its first page header.
+    offset: i64,
+    /// Bytes, page headers included.
+    size: i64,
+}
+
+/// Counts the bytes written, for the offsets the footer records.
+struct Counting<'a> {
+    inner: &'a mut dyn Write,
+    pos: u64,
+}
+
+impl Counting<'_> {
+    fn put(&mut self, b: &[u8]) -> io::Result<()> {
+        self.inner.write_all(b)?;
+        self.pos += b.len() as u64;
+        Ok(())
+    }
+}
+
+fn physical_type(v: &Values) -> i32 {
+    match v {
+        Values::Int(_) => TYPE_INT64,
+        Values::Float(_) => TYPE_DOUBLE,
+        Values::Text(_) => TYPE_BYTE_ARRAY,
+    }
+}
+
+fn too_large(what: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("{what} too large for Parquet"),
+    )
+}
+
+fn rle_run(out: &mut Vec<u8>, (level, len): (bool, u64)) {
+    super::thrift::varint(out, len << 1);
+    out.push(u8::from(level));
+}
+
+/// Definition levels (1 = a value, 0 = null) in the RLE/bit-packing hybrid at bit width 1,
+/// as RLE runs only: a ULEB128 header `run_length << 1`, then the level in one byte.
+pub fn definition_levels(defined: impl Iterator<Item = bool>) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut run: Option<(bool, u64)> = None;
+    for d in defined {
+        run = match run {
+            Some((level, len)) if level == d => Some((level, len + 1)),
+            Some(done) => {
+                rle_run(&mut out, done);
+                Some((d, 1))
+            }
+            None => Some((d, 1)),
+        };
+    }
+    if let Some(done) = run {
+        rle_run(&mut out, done);
+    }
+    out
+}
+
+/// The PLAIN encoding of the non-null values of `rows`.
+fn plain_values(v: &Values, rows: std::ops::Range<usize>) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    match v {
+        Values::Int(v) => v[rows].iter().flatten().for_each(|x| {
+            out.extend_from_slice(&x.to_le_bytes());
+        }),
+        Values::Float(v) => v[rows].iter().flatten().for_each(|x| {
+            out.extend_from_slice(&x.to_le_bytes());
+        }),
+        Values::Text(v) => {
+            for s in v[rows].iter().flatten() {
+                let len = u32::try_from(s.len()).map_err(|_| too_large("a text value"))?;
+                out.extend_from_slice(&len.to_le_bytes());
+                out.extend_from_slice(s.as_bytes());
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A v1 data page's body: definition levels (nullable columns only, with their byte length
+/// in front), then the values.
+fn page_body(c: &Column, rows: std::ops::Range<usize>) -> io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    if c.nullable {
+        let levels = definition_levels(rows.clone().map(|r| c.values.cell(r) != Cell::Null));
+        let len = u32::try_from(levels.len()).map_err(|_| too_large("a page"))?;
+        body.extend_from_slice(&len.to_le_bytes());
+        body.extend_from_slice(&levels);
+    }
+    body.extend_from_slice(&plain_values(&c.values, rows)?);
+    Ok(body)
+}
+
+fn page_header(values: usize, body: usize) -> io::Result<Vec<u8>> {
+    let size = i32::try_from(body).map_err(|_| too_large("a page"))?;
+    let values = i32::try_from(values).map_err(|_| too_large("a page"))?;
+    let mut h = Compact::new();
+    h.i32(1, PAGE_DATA);
+    h.i32(2, size); // uncompressed_page_size
+    h.i32(3, size); // compressed_page_size
+    h.strukt(5, |d| {
+        d.i32(1, values); // num_values, nulls included
+        d.i32(2, ENCODING_PLAIN);
+        d.i32(3, ENCODING_RLE); // definition levels
+        d.i32(4, ENCODING_RLE); // repetition levels (none: the schema is flat)
+    });
+    Ok(h.finish())
+}
+
+/// Writes column `c` of a `rows`-row table as one chunk of data pages.
+fn write_chunk(
+    w: &mut Counting<'_>,
+    c: &Column,
+    rows: usize,
+    page_rows: usize,
+) -> io::Result<Chunk> {
+    let offset = w.pos;
+    let mut start = 0;
+    while start < rows {
+        let end = rows.min(start + page_rows);
+        let body = page_body(c, start..end)?;
+        w.put(&page_header(end - start, body.len())?)?;
+        w.put(&body)?;
+        start = end;
+    }
+    let as_i64 = |v: u64| i64::try_from(v).map_err(|_| too_large("a file"));
+    Ok(Chunk {
+        offset: as_i64(offset)?,
+        size: as_i64(w.pos - offset)?,
+    })
+}
+
+fn schema_element(s: &mut Compact, c: &Column) {
+    s.i32(1, physical_type(&c.values));
+    s.i32(3, if c.nullable { OPTIONAL } else { REQUIRED });
+    s.string(4, &c.name);
+    if matches!(c.values, Values::Text(_)) {
+        s.i32(6, CONVERTED_UTF8);
+        s.strukt(10, |l| l.strukt(1, |_| {})); // LogicalType { STRING: StringType {} }
+    }
+}
+
+fn column_chunk(cc: &mut Compact, c: &Column, chunk: Chunk, rows: i64) {
+    cc.i64(2, chunk.offset); // file_offset (deprecated; the chunk's start)
+    cc.strukt(3, |m| {
+        m.i32(1, physical_type(&c.values));
+        m.i32_list(2, &[ENCODING_PLAIN, ENCODING_RLE]);
+        m.string_list(3, &[&c.name]);
+        m.i32(4, CODEC_UNCOMPRESSED);
+        m.i64(5, rows); // num_values
+        m.i64(6, chunk.size); // total_uncompressed_size
+        m.i64(7, chunk.size); // total_compressed_size
+        m.i64(9, chunk.offset); // data_page_offset
+    });
+}
+
+/// The footer: schema, the row group (none for an empty table), key/value metadata.
+fn file_metadata(t: &Table, chunks: &[Chunk], created_by: &str, schema: &str) -> Vec<u8> {
+    let rows = t.rows() as i64;
+    let mut f = Compact::new();
+    f.i32(1, 1); // version
+    let root = [None];
+    let leaves: Vec<Option<&Column>> = root.into_iter().chain(t.columns.iter().map(Some)).collect();
+    f.struct_list(2, &leaves, |s, c| match c {
+        Some(c) => schema_element(s, c),
+        None => {
+            s.string(4, "schema");
+            s.i32(5, t.columns.len() as i32); // num_children
+        }
+    });
+    f.i64(3, rows);
+    let groups: &[()] = if chunks.is_empty() { &[] } else { &[()] };
+    f.struct_list(4, groups, |g, _| {
+        let cols: Vec<(&Column, Chunk)> = t.columns.iter().zip(chunks.iter().copied()).collect();
+        g.struct_list(1, &cols, |cc, (c, chunk)| column_chunk(cc, c, *chunk, rows));
+        g.i64(2, chunks.iter().map(|c| c.size).sum()); // total_byte_size
+        g.i64(3, rows);
+    });
+    f.struct_list(5, &[("rtscope.schema", schema)], |kv, (k, v)| {
+        kv.string(1, k);
+        kv.string(2, v);
+    });
+    f.string(6, created_by);
+    f.finish()
+}
+
+/// Writes `t` as a Parquet file. `created_by` names the writer (`rtscope version 0.1.0`);
+/// `schema` is stored as the key/value metadata `rtscope.schema`.
+pub fn write(w: &mut dyn Write, t: &Table, created_by: &str, schema: &str) -> io::Result<()> {
+    write_paged(w, t, created_by, schema, PAGE_ROWS)
+}
+
+fn write_paged(
+    w: &mut dyn Write,
+    t: &Table,
+    created_by: &str,
+    schema: &str,
+    page_rows: usize,
+) -> io::Result<()> {
+    let mut w = Counting { inner: w, pos: 0 };
+    w.put(MAGIC)?;
+    let rows = t.rows();
+    let mut chunks = Vec::new();
+    if rows > 0 {
+        for c in &t.columns {
+            chunks.push(write_chunk(&mut w, c, rows, page_rows)?);
+        }
+    }
+    let footer = file_metadata(t, &chunks, created_by, schema);
+    w.put(&footer)?;
+    let len = u32::try_from(footer.len()).map_err(|_| too_large("the footer"))?;
+    w.put(&len.to_le_bytes())?;
+    w.put(MAGIC)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> Table {
+        Table::new("t")
+            .int("thread", [0, 1, 2, 3, 4])
+            .opt_float("mean_ns", [Some(1.5), None, None, Some(2.0), Some(3.0)])
+            .opt_text(
+                "label",
+                [Some("a".into()), None, Some("é".into()), None, None],
+            )
+    }
+
+    fn file(t: &Table, page_rows: usize) -> Vec<u8> {
+        let mut buf = Vec::new();
+        write_paged(
+            &mut buf,
+            t,
+            "rtscope version 0",
+            "rtscope.export/1",
+            page_rows,
+        )
+        .unwrap();
+        buf
+    }
+
+    /// The footer, checked against the length stored before the final magic.
+    fn footer(f: &[u8]) -> &[u8] {
+        assert_eq!(&f[..4], MAGIC);
+        assert_eq!(&f[f.len() - 4..], MAGIC);
+        let len = u32::from_le_bytes(f[f.len() - 8..f.len() - 4].try_into().unwrap()) as usize;
+        assert!(len + 12 <= f.len(), "footer length {len} exceeds the file");
+        &f[f.len() - 8 - len..f.len() - 8]
+    }
+
+    fn contains(hay: &[u8], needle: &[u8]) -> bool {
+        hay.windows(needle.len()).any(|w| w == needle)
+    }
+
+    #[test]
+    fn file_has_magic_at_both_ends_and_a_footer_of_the_stated_length() {
+        let f = file(&table(), PAGE_ROWS);
+        let meta = footer(&f);
+        // FileMetaData starts with field 1 (version, i32) = 1 and ends with STOP.
+        assert_eq!(&meta[..2], [0x15, 0x02]);
+        assert_eq!(meta[meta.len() - 1], 0);
+        for name in ["schema", "thread", "mean_ns", "label", "rtscope.export/1"] {
+            assert!(contains(meta, name.as_bytes()), "footer lacks {name}");
+        }
+        // The column chunks fill the space between the leading magic and the footer.
+        let data = f.len() - 12 - meta.len();
+        assert!(data > 5 * 8 + 3 * 8, "only {data} bytes of column data");
+    }
+
+    #[test]
+    fn empty_table_has_a_schema_and_no_row_group() {
+        let t = Table::new("e").int("cycle", []).text("key", []);
+        let f = file(&t, PAGE_ROWS);
+        let meta = footer(&f);
+        assert_eq!(f.len(), 12 + meta.len(), "no column data");
+        assert!(contains(meta, b"cycle") && contains(meta, b"key"));
+        // num_rows (field 3, i64) = 0, then row_groups (field 4): an empty list of structs.
+        assert!(contains(meta, &[0x16, 0x00, 0x19, 0x0c]));
+    }
+
+    #[test]
+    fn pages_split_a_column_and_values_are_plain_little_endian() {
+        let t = Table::new("t").int("v", [1, 2, 3, 4, 5]);
+        let one = file(&t, PAGE_ROWS);
+        let three = file(&t, 2);
+        let data = |f: &[u8]| f.len() - 12 - footer(f).len();
+        assert!(data(&three) > data(&one), "three page headers, not one");
+        assert!(contains(
+            &one,
+            &[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]
+        ));
+    }
+
+    #[test]
+    fn definition_levels_are_rle_runs() {
+        let levels = definition_levels([true, true, false, true].into_iter());
+        assert_eq!(levels, [0x04, 1, 0x02, 0, 0x02, 1]);
+        let long = definition_levels(std::iter::repeat_n(true, 300));
+        assert_eq!(long, [0xd8, 0x04, 1]);
+        assert!(definition_levels(std::iter::empty()).is_empty());
+    }
+
+    #[test]
+    fn nullable_page_body_has_level_length_levels_then_non_null_values() {
+        let t = table();
+        let body = page_body(&t.columns[2], 0..5).unwrap();
+        let levels = definition_levels([true, false, true, false, false].into_iter());
+        let mut want = (levels.len() as u32).to_le_bytes().to_vec();
+        want.extend(&levels);
+        want.extend([1, 0, 0, 0, b'a', 2, 0, 0, 0, 0xc3, 0xa9]);
+        assert_eq!(body, want);
+    }
+}

@@ -1,0 +1,316 @@
+//! What every parser produces: one run's threads, statistics and provenance, independent of the
+//! source format; plus [`Counter`], the per-thread tally of integer latencies that turns into a
+//! lossless [`Histogram`] once at the end.
+
+use rtscope_core::{layout, Histogram, Nanos};
+use rtscope_store::SeriesPoint;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// A parse failure: where (`line 12`, `field thread."0".cycles`, `record 7`) and what. The caller
+/// prefixes the file name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bad {
+    /// The place in the file, if there is one.
+    pub at: Option<String>,
+    /// What is wrong.
+    pub what: String,
+}
+
+impl Bad {
+    /// A failure at no particular place (the file as a whole).
+    pub fn file(what: impl Into<String>) -> Bad {
+        Bad {
+            at: None,
+            what: what.into(),
+        }
+    }
+    /// A failure on a 1-based line.
+    pub fn line(line: usize, what: impl Into<String>) -> Bad {
+        Bad {
+            at: Some(format!("line {line}")),
+            what: what.into(),
+        }
+    }
+    /// A failure in a named field (JSON path).
+    pub fn field(field: impl std::fmt::Display, what: impl Into<String>) -> Bad {
+        Bad {
+            at: Some(format!("field {field}")),
+            what: what.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Bad {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.at {
+            Some(at) => write!(f, "{at}: {}", self.what),
+            None => f.write_str(&self.what),
+        }
+    }
+}
+
+/// One thread of an imported run. All latencies in ns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadData {
+    /// Thread index in the source (cyclictest's `T:` number, jitterdebugger's CPU key).
+    pub thread: u32,
+    /// Kernel thread id, 0 when the source does not say.
+    pub tid: i32,
+    /// Pinned CPU, when the source says.
+    pub cpu: Option<u32>,
+    /// Scheduling policy (`fifo`, `rr`, `deadline`, …), `unknown` when the source does not say.
+    pub policy: String,
+    /// Priority, 0 when the source does not say.
+    pub priority: i32,
+    /// Wake-up interval in ns, 0 when the source does not say.
+    pub interval_ns: u64,
+    /// Samples (cycles), including any the histogram could not hold.
+    pub samples: u64,
+    /// Smallest latency, ns.
+    pub min_ns: Option<u64>,
+    /// Mean latency, ns.
+    pub mean_ns: Option<f64>,
+    /// Largest latency, ns (exact, also when beyond the source's histogram).
+    pub max_ns: Option<u64>,
+    /// Cycle of the maximum, when known.
+    pub max_cycle: Option<u64>,
+    /// Offset of the maximum from the run's start, ns, when known.
+    pub max_offset_ns: Option<u64>,
+    /// The samples whose value the source kept (overflows are not in it).
+    pub histogram: Histogram,
+}
+
+impl ThreadData {
+    /// A thread with nothing known but its index.
+    pub fn new(thread: u32) -> ThreadData {
+        ThreadData {
+            thread,
+            tid: 0,
+            cpu: None,
+            policy: "unknown".into(),
+            priority: 0,
+            interval_ns: 0,
+            samples: 0,
+            min_ns: None,
+            mean_ns: None,
+            max_ns: None,
+            max_cycle: None,
+            max_offset_ns: None,
+            histogram: Histogram::new(),
+        }
+    }
+}
+
+/// One parsed source: everything a run of the store needs except what the importer adds
+/// (label, tags, command line, file path and format).
+#[derive(Debug, Clone, Default)]
+pub struct Imported {
+    /// The threads, by index.
+    pub threads: Vec<ThreadData>,
+    /// Start of the measurement, ns since the Unix epoch, when the source records it.
+    pub started_unix_ns: Option<i64>,
+    /// End of the measurement, ns since the Unix epoch, when the source records it.
+    pub ended_unix_ns: Option<i64>,
+    /// Time measured, ns (0 when unknown).
+    pub progress_ns: u64,
+    /// Format-specific facts for `config.source` (merged after `format` and `path`).
+    pub source: Map<String, Value>,
+    /// Environment facts (`uname.release`, …).
+    pub environment: Vec<(String, String)>,
+    /// Per-second series points, when the source has timestamps.
+    pub series: Vec<SeriesPoint>,
+    /// What the source lost or what the importer had to assume, for the user.
+    pub notes: Vec<String>,
+}
+
+impl Imported {
+    /// Samples over all threads.
+    pub fn samples(&self) -> u64 {
+        self.threads.iter().map(|t| t.samples).sum()
+    }
+}
+
+/// More samples than this in one thread are refused as corrupt (2^56: 2 × 10^8 years at 10 kHz).
+pub const MAX_COUNT: u64 = 1 << 56;
+
+/// Values below this are counted in a dense array (grown on demand); larger ones in a map.
+const DENSE_LIMIT: u64 = 1 << 20;
+
+/// A tally of integer latencies in the source's unit (µs or ns) for one thread: a dense counter
+/// array indexed by value plus exact count, sum, min, max and the cycle of the max. Adding a
+/// sample is an array increment; [`Counter::histogram`] converts once at the end.
+#[derive(Debug, Clone)]
+pub struct Counter {
+    dense: Vec<u64>,
+    sparse: BTreeMap<u64, u64>,
+    /// Samples counted.
+    pub count: u64,
+    /// Sum of the values, in the source's unit.
+    pub sum: u128,
+    /// Smallest value (meaningless while `count == 0`).
+    pub min: u64,
+    /// Largest value.
+    pub max: u64,
+    /// Cycle of the first occurrence of the largest value.
+    pub max_cycle: u64,
+}
+
+impl Counter {
+    /// An empty tally.
+    pub fn new() -> Counter {
+        Counter {
+            dense: Vec::new(),
+            sparse: BTreeMap::new(),
+            count: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+            max_cycle: 0,
+        }
+    }
+
+    /// Counts one sample `v` taken at `cycle`.
+    #[inline]
+    pub fn add(&mut self, v: u64, cycle: u64) {
+        if v > self.max || self.count == 0 {
+            self.max = v;
+            self.max_cycle = cycle;
+        }
+        self.add_n(v, 1);
+    }
+
+    /// Counts `n` samples of value `v` (the cycle of the max is not tracked).
+    #[inline]
+    pub fn add_n(&mut self, v: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        match self.dense.get_mut(v as usize) {
+            Some(c) => *c = c.saturating_add(n),
+            None => self.add_slow(v, n),
+        }
+        self.count = self.count.saturating_add(n);
+        self.sum = self.sum.saturating_add(u128::from(v) * u128::from(n));
+        self.min = self.min.min(v);
+        self.max = self.max.max(v);
+    }
+
+    #[cold]
+    fn add_slow(&mut self, v: u64, n: u64) {
+        if v < DENSE_LIMIT {
+            let len = (v + 1).next_power_of_two().max(1024) as usize;
+            self.dense.resize(len, 0);
+            self.dense[v as usize] = n;
+        } else {
+            let c = self.sparse.entry(v).or_insert(0);
+            *c = c.saturating_add(n);
+        }
+    }
+
+    /// Refuses a tally too large to be real (and too large to sum without overflow).
+    pub fn plausible(&self, at: impl FnOnce() -> Bad) -> Result<(), Bad> {
+        if self.count > MAX_COUNT {
+            let mut b = at();
+            b.what = format!("{} ({} samples is not plausible)", b.what, self.count);
+            return Err(b);
+        }
+        Ok(())
+    }
+
+    /// `(value, count)` of every value counted, ascending.
+    pub fn values(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.dense
+            .iter()
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(v, &c)| (v as u64, c))
+            .chain(self.sparse.iter().map(|(&v, &c)| (v, c)))
+    }
+
+    /// The exact mean, in ns, for values in units of `unit_ns`.
+    pub fn mean_ns(&self, unit_ns: u64) -> Option<f64> {
+        (self.count > 0).then(|| self.sum as f64 * unit_ns as f64 / self.count as f64)
+    }
+
+    /// The lossless histogram of the values, each recorded as `value × unit_ns` ns.
+    pub fn histogram(&self, unit_ns: u64) -> Histogram {
+        if self.count == 0 {
+            return Histogram::new();
+        }
+        let pairs = self
+            .values()
+            .map(|(v, c)| (layout::index_of(v.saturating_mul(unit_ns)), c));
+        Histogram::from_sparse(
+            pairs,
+            Nanos(self.min.saturating_mul(unit_ns)),
+            Nanos(self.max.saturating_mul(unit_ns)),
+        )
+    }
+}
+
+impl Default for Counter {
+    fn default() -> Self {
+        Counter::new()
+    }
+}
+
+/// Parses an unsigned decimal number made only of ASCII digits (no sign, no spaces).
+pub fn parse_u64(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// `text` cut to `max` characters for an error message, with `…` when cut.
+pub fn excerpt(text: &str, max: usize) -> String {
+    let t = text.trim_end_matches(['\r', '\n']);
+    match t.char_indices().nth(max) {
+        Some((i, _)) => format!("{}…", &t[..i]),
+        None => t.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_counter_keeps_exact_statistics_and_a_lossless_histogram() {
+        let mut c = Counter::new();
+        for (v, cycle) in [(13, 0), (13, 1), (4139, 2), (8, 3), (2_000_000, 4)] {
+            c.add(v, cycle);
+        }
+        c.add_n(20, 3);
+        assert_eq!((c.count, c.min, c.max, c.max_cycle), (8, 8, 2_000_000, 4));
+        assert_eq!(c.sum, 13 + 13 + 4139 + 8 + 2_000_000 + 60);
+        let h = c.histogram(1000);
+        assert_eq!(h.count(), 8);
+        assert_eq!(h.min(), Some(Nanos::from_us(8)));
+        assert_eq!(h.max(), Some(Nanos::from_us(2_000_000)));
+        assert_eq!(h.count_at_or_above(Nanos::from_us(4000)), 2);
+        assert_eq!(c.mean_ns(1000), Some(c.sum as f64 * 1000.0 / 8.0));
+    }
+
+    #[test]
+    fn an_empty_counter_has_no_statistics() {
+        let c = Counter::new();
+        assert_eq!(c.mean_ns(1000), None);
+        assert_eq!(c.histogram(1000).count(), 0);
+    }
+
+    #[test]
+    fn failures_say_where() {
+        assert_eq!(Bad::line(3, "bad").to_string(), "line 3: bad");
+        assert_eq!(
+            Bad::field("thread.0", "bad").to_string(),
+            "field thread.0: bad"
+        );
+        assert_eq!(Bad::file("bad").to_string(), "bad");
+        assert_eq!(excerpt("abcdef\n", 3), "abc…");
+        assert_eq!(parse_u64("0012"), Some(12));
+        assert_eq!(parse_u64("1x"), None);
+        assert_eq!(parse_u64("-1"), None);
+    }
+}
