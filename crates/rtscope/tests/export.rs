@@ -8,12 +8,13 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const TABLES: [&str; 6] = [
+const TABLES: [&str; 7] = [
     "run",
     "threads",
     "histogram",
     "series",
     "events",
+    "samples",
     "environment",
 ];
 
@@ -54,6 +55,7 @@ fn record(db: &Path, label: &str) -> String {
             "-i",
             "200us",
             "-q",
+            "--raw",
             "--db",
             db,
             "--label",
@@ -206,7 +208,7 @@ fn export_writes_every_table_in_every_format_and_pandas_loads_them() {
     // One `wrote PATH (N rows)` line per file, and nothing else in the directory.
     let stdout = text(&o.stdout);
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 13, "{stdout}");
+    assert_eq!(lines.len(), 2 * TABLES.len() + 1, "{stdout}");
     let mut want: Vec<String> = TABLES.iter().map(|t| format!("run-{id}-{t}.csv")).collect();
     want.push(format!("run-{id}.json"));
     want.extend(TABLES.iter().map(|t| format!("run-{id}-{t}.parquet")));
@@ -325,11 +327,11 @@ fn formats_are_written_once_each_as_asked() {
     let o = export(&db, &id, &out, &["-f", "parquet", "-f", "json,parquet"]);
     assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
     let stdout = text(&o.stdout);
-    assert_eq!(stdout.lines().count(), 7, "{stdout}");
+    assert_eq!(stdout.lines().count(), TABLES.len() + 1, "{stdout}");
     assert!(stdout.lines().all(|l| l.starts_with("wrote ")), "{stdout}");
     assert!(stdout
         .lines()
-        .nth(6)
+        .nth(TABLES.len())
         .unwrap()
         .contains(&format!("run-{id}.json")));
     assert!(!out.join(format!("run-{id}-run.csv")).exists());

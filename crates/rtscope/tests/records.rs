@@ -265,3 +265,46 @@ fn raw_samples_are_kept_whole_with_their_size() {
     let per_sample = d["raw_bytes"].as_f64().unwrap() / d["raw_samples"].as_f64().unwrap();
     assert!(per_sample < 8.0, "{per_sample} bytes per sample");
 }
+
+/// The whole stack: raw samples exported to CSV are every sample of the run, and the stored
+/// percentiles equal their exact order statistics within the histogram's stated precision.
+#[test]
+fn exported_raw_samples_give_the_stored_percentiles_as_order_statistics() {
+    let d = dir("rawexport");
+    let db = d.join("r.db");
+    let o = rtscope(
+        &db,
+        &["measure", "-l", "3000", "-i", "100us", "-q", "--raw"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = d.join("out");
+    let e = rtscope(
+        &db,
+        &["export", "last", "-o", out.to_str().unwrap(), "-f", "csv"],
+    );
+    assert_eq!(e.status.code(), Some(0), "{}", text(&e.stderr));
+    let csv = std::fs::read_to_string(out.join("run-1-samples.csv")).unwrap();
+    let mut header = csv.lines().next().unwrap().split(',');
+    let col = header
+        .position(|h| h == "latency_ns")
+        .expect("latency_ns column");
+    let mut lat: Vec<u64> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(col).unwrap().parse().unwrap())
+        .collect();
+    lat.sort_unstable();
+    let show: Value =
+        serde_json::from_slice(&rtscope(&db, &["runs", "show", "1", "--json"]).stdout).unwrap();
+    assert_eq!(lat.len() as u64, show["samples"].as_u64().unwrap());
+    for (label, q) in [("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99.9", 0.999)] {
+        let rank = ((q * lat.len() as f64).ceil() as usize).clamp(1, lat.len());
+        let exact = lat[rank - 1] as f64;
+        let stored = show["percentiles_ns"][label].as_f64().unwrap();
+        assert!(
+            (stored - exact).abs() <= exact * 0.0005 + 0.5,
+            "{label}: {stored} vs {exact}"
+        );
+    }
+    assert_eq!(show["max_ns"].as_u64().unwrap(), *lat.last().unwrap());
+}

@@ -51,8 +51,15 @@ pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
 /// Reads everything exported about run `id`.
 fn load(store: &Store, id: RunId) -> Result<RunData, UsageError> {
     let err = |e: rtscope_store::StoreError| UsageError::new(format!("run {id}: {e}"));
+    let detail = store.run(id).map_err(err)?;
+    let mut samples = Vec::new();
+    for t in &detail.threads {
+        let raw = store.raw_samples(id, t.thread).map_err(err)?;
+        samples.extend(raw.into_iter().map(|r| (t.thread, r)));
+    }
     Ok(RunData {
-        detail: store.run(id).map_err(err)?,
+        samples,
+        detail,
         series: store.series(id).map_err(err)?,
         events: store.events(id).map_err(err)?,
     })

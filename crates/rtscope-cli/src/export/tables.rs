@@ -3,6 +3,7 @@
 
 use super::table::{int, Table};
 use rtscope_core::{Histogram, PERCENTILES};
+use rtscope_store::codec::RawSample;
 use rtscope_store::{EventRow, RunDetail, RunId, SeriesRow};
 use std::collections::BTreeMap;
 
@@ -18,6 +19,8 @@ pub struct RunData {
     pub series: Vec<SeriesRow>,
     /// The events (samples above `--event-above`).
     pub events: Vec<EventRow>,
+    /// The raw samples (`--raw`) as `(thread, cycle, latency_ns, offset_ns)`.
+    pub samples: Vec<(u32, RawSample)>,
 }
 
 impl RunData {
@@ -31,9 +34,8 @@ impl RunData {
     }
 }
 
-/// All tables, in output order. Raw samples are not in the store yet; when they are, a
-/// `samples` table (`run_id, thread, cycle, latency_ns, offset_ns`) is one more entry here and
-/// every format writes it.
+/// All tables, in output order. The `samples` table is empty unless the run was recorded with
+/// `--raw`.
 pub fn all(d: &RunData) -> Vec<Table> {
     vec![
         run(d),
@@ -41,6 +43,7 @@ pub fn all(d: &RunData) -> Vec<Table> {
         histogram(d),
         series(d),
         events(d),
+        samples(d),
         environment(d),
     ]
 }
@@ -159,6 +162,17 @@ fn events(d: &RunData) -> Table {
         .int("latency_ns", e.iter().map(|r| int(r.latency_ns)))
         .int("offset_ns", e.iter().map(|r| int(r.offset_ns)))
         .int("unix_ns", e.iter().map(|r| r.unix_ns))
+}
+
+/// Every sample of a `--raw` run: thread, cycle, latency and wake-up time from the start.
+fn samples(d: &RunData) -> Table {
+    let s = &d.samples;
+    Table::new("samples")
+        .int("run_id", d.ids(s.len()))
+        .int("thread", s.iter().map(|(t, _)| i64::from(*t)))
+        .int("cycle", s.iter().map(|(_, r)| int(r.0)))
+        .int("latency_ns", s.iter().map(|(_, r)| int(r.1)))
+        .int("offset_ns", s.iter().map(|(_, r)| int(r.2)))
 }
 
 /// The environment facts recorded with the run, as key/value text.
