@@ -423,3 +423,43 @@ fn help_man_page_and_completions_are_generated() {
     let ch = rtscope(&["cyclictest", "--help"]);
     assert!(text(&ch.stdout).contains("--histogram") && ch.status.success());
 }
+
+/// Minor page faults of the measuring threads (`rtscope-mN`) of process `pid`, by thread id.
+fn measuring_thread_faults(pid: u32) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        let Some((comm, rest)) = stat.split_once(") ") else {
+            continue;
+        };
+        if comm.contains("rtscope-m") {
+            // Fields after "(comm) ": state ppid pgrp session tty tpgid flags minflt ...
+            let minflt = rest.split_whitespace().nth(7).unwrap().parse().unwrap();
+            out.push((task.file_name().to_string_lossy().into_owned(), minflt));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn measuring_threads_take_no_page_fault_in_their_loop() {
+    let mut child = cmd()
+        .args(["measure", "-D", "3s", "-i", "200us", "-q", "--no-db"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let before = measuring_thread_faults(child.id());
+    std::thread::sleep(Duration::from_millis(1500));
+    let after = measuring_thread_faults(child.id());
+    assert!(child.wait().unwrap().success());
+    assert!(!before.is_empty());
+    assert_eq!(
+        before, after,
+        "minor faults per measuring thread changed during the run"
+    );
+}
