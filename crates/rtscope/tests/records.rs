@@ -308,3 +308,29 @@ fn exported_raw_samples_give_the_stored_percentiles_as_order_statistics() {
     }
     assert_eq!(show["max_ns"].as_u64().unwrap(), *lat.last().unwrap());
 }
+
+#[test]
+fn a_truncated_database_is_named_with_exit_code_2() {
+    let d = dir("truncated");
+    let db = d.join("r.db");
+    let o = rtscope(&db, &["measure", "-l", "200", "-q", "--event-above", "1us"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let bytes = std::fs::read(&db).unwrap();
+    let cut = d.join("cut.db");
+    std::fs::write(&cut, &bytes[..8192.min(bytes.len() / 2)]).unwrap();
+    for args in [
+        vec!["runs"],
+        vec!["runs", "show", "1"],
+        vec!["export", "1", "-o", d.to_str().unwrap()],
+    ] {
+        let mut full = args.clone();
+        full.extend(["--db", cut.to_str().unwrap()]);
+        let o = Command::new(bin()).args(&full).output().unwrap();
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{full:?}: {err}");
+        assert!(
+            err.contains("cut.db") && !err.contains("panicked"),
+            "{full:?}: {err}"
+        );
+    }
+}
