@@ -1,0 +1,303 @@
+//! The top CPU-consuming threads, from `/proc/<pid>/task/<tid>/stat`.
+//!
+//! Every thread's stat file is read exactly once per sample (one `open` + `read` each, into a
+//! reused buffer); only the threads that enter the top N get their name copied. CPU share is
+//! the thread's `utime + stime` delta (clock ticks) over the interval, in % of one CPU.
+
+use crate::text::read_into;
+use crate::{Status, ThreadShare};
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// `PF_KTHREAD` in the `flags` field: the task is a kernel thread.
+const PF_KTHREAD: u64 = 0x0020_0000;
+
+/// What a sample remembers of one thread for the next.
+#[derive(Clone, Copy)]
+struct Seen {
+    /// `utime + stime` in clock ticks.
+    ticks: u64,
+    /// `starttime` in clock ticks after boot, to tell a reused TID from the same thread.
+    start: u64,
+    /// Whether it is a kernel thread (then it is the only thread of its process).
+    kthread: bool,
+}
+
+/// The fields of a task `stat` line that the monitor uses.
+#[derive(Debug, PartialEq)]
+pub(crate) struct TaskStat<'a> {
+    pub(crate) comm: &'a str,
+    pub(crate) kernel: bool,
+    pub(crate) ticks: u64,
+    pub(crate) start: u64,
+    pub(crate) last_cpu: u32,
+}
+
+/// Parses `/proc/<pid>/task/<tid>/stat`. The name is whatever lies between the first `(` and
+/// the last `)`, so names with spaces or parentheses parse. `None` if fields are missing.
+pub(crate) fn parse_task_stat(s: &str) -> Option<TaskStat<'_>> {
+    let open = s.find('(')?;
+    let close = s.rfind(')')?;
+    if close < open {
+        return None;
+    }
+    // f[k] is field k + 3 of proc(5): state, ppid, ..., flags (9), utime (14), stime (15),
+    // starttime (22), processor (39).
+    let mut f = [""; 37];
+    let mut n = 0;
+    for tok in s[close + 1..].split_ascii_whitespace().take(37) {
+        f[n] = tok;
+        n += 1;
+    }
+    if n < 37 {
+        return None;
+    }
+    let num = |i: usize| f[i].parse::<u64>().ok();
+    Some(TaskStat {
+        comm: &s[open + 1..close],
+        kernel: num(6)? & PF_KTHREAD != 0,
+        ticks: num(11)?.checked_add(num(12)?)?,
+        start: num(19)?,
+        last_cpu: f[36].parse().ok()?,
+    })
+}
+
+/// The thread source: a walk of `/proc/*/task/*/stat` per sample.
+pub(crate) struct Threads {
+    proc_dir: PathBuf,
+    /// Scratch path, pushed and popped while walking.
+    path: PathBuf,
+    prev: HashMap<u32, Seen>,
+    cur: HashMap<u32, Seen>,
+    pub(crate) status: Status,
+}
+
+/// How to turn tick deltas into shares, and how many to keep.
+#[derive(Clone, Copy)]
+pub(crate) struct TopParams {
+    /// Seconds since the previous sample; `None` for the first sample (no shares).
+    pub(crate) dt: Option<f64>,
+    /// Clock ticks per second (`USER_HZ`).
+    pub(crate) hz: u64,
+    /// How many threads to return.
+    pub(crate) n: usize,
+}
+
+impl Threads {
+    pub(crate) fn new(root: &Path) -> Self {
+        let proc_dir = root.join("proc");
+        let status = if has_task_dir(&proc_dir) {
+            Status::available("/proc/<pid>/task/<tid>/stat".to_owned())
+        } else {
+            Status::unavailable("no /proc/<pid>/task directories".to_owned())
+        };
+        Threads {
+            path: proc_dir.clone(),
+            proc_dir,
+            prev: HashMap::new(),
+            cur: HashMap::new(),
+            status,
+        }
+    }
+
+    /// Reads every thread's stat once and returns the top `p.n` by CPU share (threads that
+    /// used no CPU time in the interval are left out). The first sample returns nothing.
+    pub(crate) fn sample(&mut self, buf: &mut String, p: TopParams) -> Vec<ThreadShare> {
+        let mut walk = Walk {
+            p,
+            top: Vec::with_capacity(p.n + 1),
+        };
+        let Ok(procs) = fs::read_dir(&self.proc_dir) else {
+            self.status.update(false, || "cannot list /proc".to_owned());
+            return Vec::new();
+        };
+        for entry in procs.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+                continue;
+            };
+            self.path.push(&name);
+            self.path.push("task");
+            // A kernel thread is a process of one thread: read its stat without listing
+            // its task directory (which costs five system calls).
+            let kthread = self.prev.get(&pid).is_some_and(|s| s.kthread);
+            if !(kthread && self.visit(pid, pid, &name, buf, &mut walk, true)) {
+                self.walk_tasks(pid, buf, &mut walk);
+            }
+            self.path.pop();
+            self.path.pop();
+        }
+        self.status
+            .update(!self.cur.is_empty(), || "no readable task stat".to_owned());
+        std::mem::swap(&mut self.prev, &mut self.cur);
+        self.cur.clear();
+        walk.top.into_iter().map(|(_, t)| t).collect()
+    }
+
+    /// Visits every thread of process `pid` (whose task directory is `self.path`).
+    fn walk_tasks(&mut self, pid: u32, buf: &mut String, walk: &mut Walk) {
+        let Ok(tasks) = fs::read_dir(&self.path) else {
+            return; // the process exited
+        };
+        for entry in tasks.flatten() {
+            let name = entry.file_name();
+            if let Some(tid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) {
+                self.visit(pid, tid, &name, buf, walk, false);
+            }
+        }
+    }
+
+    /// Reads `<task dir>/<tid>/stat`, remembers it for the next sample and offers it to the
+    /// top list. With `same_kthread`, only a kernel thread seen in the previous sample (same
+    /// start time) is accepted. Returns whether the thread was taken.
+    fn visit(
+        &mut self,
+        pid: u32,
+        tid: u32,
+        name: &OsStr,
+        buf: &mut String,
+        walk: &mut Walk,
+        same_kthread: bool,
+    ) -> bool {
+        self.path.push(name);
+        self.path.push("stat");
+        let read = read_into(&self.path, buf);
+        self.path.pop();
+        self.path.pop();
+        let Some(st) = read.ok().and_then(|()| parse_task_stat(buf)) else {
+            return false;
+        };
+        let before = self.prev.get(&tid).copied();
+        let same = before.is_some_and(|b| b.start == st.start);
+        if same_kthread && !(same && st.kernel) {
+            return false;
+        }
+        let seen = Seen {
+            ticks: st.ticks,
+            start: st.start,
+            kthread: st.kernel,
+        };
+        self.cur.insert(tid, seen);
+        let Some(dt) = walk.p.dt else {
+            return true;
+        };
+        let delta = match before {
+            Some(b) if same => st.ticks.saturating_sub(b.ticks),
+            _ => st.ticks, // born (or TID reused) during the interval
+        };
+        if delta > 0 {
+            let hz = walk.p.hz as f64;
+            offer(&mut walk.top, walk.p.n, delta, || ThreadShare {
+                pid,
+                tid,
+                comm: st.comm.to_owned(),
+                cpu_percent: delta as f64 * 100.0 / (hz * dt),
+                last_cpu: st.last_cpu,
+                kernel_thread: st.kernel,
+            });
+        }
+        true
+    }
+}
+
+/// One sample's walk: its parameters and the top list so far.
+struct Walk {
+    p: TopParams,
+    /// (tick delta, share), highest first.
+    top: Vec<(u64, ThreadShare)>,
+}
+
+/// Inserts a thread into `top` (sorted by tick delta descending, then TID ascending) if it
+/// ranks among the first `n`; `make` is called (and the name copied) only then.
+fn offer(
+    top: &mut Vec<(u64, ThreadShare)>,
+    n: usize,
+    delta: u64,
+    make: impl FnOnce() -> ThreadShare,
+) {
+    if let Some(at) = rank(top, n, delta) {
+        top.insert(at, (delta, make()));
+        top.truncate(n);
+    }
+}
+
+/// Where a thread with `delta` ticks goes in `top`, or `None` if it does not make the cut.
+/// Ties keep the thread seen first, so the walk order decides (TIDs ascend within a process).
+fn rank(top: &[(u64, ThreadShare)], n: usize, delta: u64) -> Option<usize> {
+    if n == 0 || (top.len() >= n && top.last().is_some_and(|(d, _)| *d >= delta)) {
+        return None;
+    }
+    Some(top.partition_point(|(d, _)| *d >= delta))
+}
+
+fn has_task_dir(proc_dir: &Path) -> bool {
+    let Ok(rd) = fs::read_dir(proc_dir) else {
+        return false;
+    };
+    rd.flatten().any(|e| {
+        e.file_name()
+            .to_str()
+            .is_some_and(|n| n.parse::<u32>().is_ok())
+            && e.path().join("task").is_dir()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LINE: &str = "123 (irq/39-dwc otg) S 2 0 0 0 -1 2129984 0 0 0 0 17 42 0 0 -51 0 1 0 \
+                        310 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 2 50 1 \
+                        0 0 0 0 0 0 0 0 0 0 0";
+
+    #[test]
+    fn task_stat_fields() {
+        let st = parse_task_stat(LINE).expect("parses");
+        assert_eq!(
+            st,
+            TaskStat {
+                comm: "irq/39-dwc otg",
+                kernel: true,
+                ticks: 59,
+                start: 310,
+                last_cpu: 2
+            }
+        );
+        let odd = LINE.replace("(irq/39-dwc otg)", "(a) b (c))");
+        assert_eq!(parse_task_stat(&odd).map(|s| s.comm), Some("a) b (c)"));
+    }
+
+    #[test]
+    fn malformed_task_stat() {
+        assert!(parse_task_stat("").is_none());
+        assert!(parse_task_stat(") 1 2 (").is_none());
+        assert!(parse_task_stat("1 (x) S 1 2 3").is_none());
+        assert!(parse_task_stat(&LINE.replace(" 17 42 ", " 17 x ")).is_none());
+    }
+
+    fn share(tid: u32) -> ThreadShare {
+        ThreadShare {
+            pid: 1,
+            tid,
+            comm: String::new(),
+            cpu_percent: 0.0,
+            last_cpu: 0,
+            kernel_thread: false,
+        }
+    }
+
+    #[test]
+    fn top_n_selection() {
+        let mut top = Vec::new();
+        for (tid, d) in [(1, 5), (2, 9), (3, 5), (4, 1), (5, 7)] {
+            offer(&mut top, 3, d, || share(tid));
+        }
+        let got: Vec<(u64, u32)> = top.iter().map(|(d, t)| (*d, t.tid)).collect();
+        assert_eq!(got, [(9, 2), (7, 5), (5, 1)]);
+        let mut none = Vec::new();
+        offer(&mut none, 0, 5, || share(1));
+        assert!(none.is_empty());
+    }
+}
