@@ -37,7 +37,8 @@ pub fn parse_rfc2822(text: &str) -> Option<i64> {
     let zone = it.next().unwrap_or("+0000");
     let offset = zone_offset(zone)?;
     let plausible = (1970..=2200).contains(&year) && (1..=31).contains(&day);
-    if !plausible || h > 23 || mi > 59 || s > 60 {
+    // Negative fields parse as i64 too; range-checked here, they cannot overflow below.
+    if !plausible || !(0..=23).contains(&h) || !(0..=59).contains(&mi) || !(0..=60).contains(&s) {
         return None;
     }
     Some(days_from_civil(year, month, day) * 86_400 + h * 3600 + mi * 60 + s - offset)
@@ -84,5 +85,20 @@ mod tests {
         assert_eq!(parse_rfc2822("Sun, 22 Foo 2026 01:41:18 +0000"), None);
         assert_eq!(parse_rfc2822("Sun, 22 Nov 2026 25:41:18 +0000"), None);
         assert_eq!(parse_rfc2822(""), None);
+    }
+
+    #[test]
+    fn negative_times_are_refused_not_overflowed() {
+        // Found by fuzzing (import_cyclictest_json): `h * 3600` overflowed (a panic with
+        // overflow checks) for a hugely negative hour, which passed `h > 23`.
+        assert_eq!(
+            parse_rfc2822("Sun, 22 Nov 2026 -9223372036854775807:41:18 +0000"),
+            None
+        );
+        assert_eq!(parse_rfc2822("22 Nov 2026 01:-1:18 +0000"), None);
+        assert_eq!(
+            parse_rfc2822("22 Nov 2026 01:41:-9223372036854775808 +0000"),
+            None
+        );
     }
 }

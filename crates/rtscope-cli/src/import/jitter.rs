@@ -59,31 +59,55 @@ pub fn files_of(path: &Path) -> (PathBuf, Option<PathBuf>, PathBuf) {
 /// Parses the run at `path` (see [`files_of`]). Failures name the file inside the directory.
 pub fn parse(path: &Path) -> Result<Imported, (PathBuf, Bad)> {
     let (results, raw_path, dir) = files_of(path);
-    let dir = dir.as_path();
     let text = std::fs::read(&results)
         .map_err(|e| (results.clone(), Bad::file(format!("cannot read: {e}"))))?;
-    let text = String::from_utf8(text).map_err(|e| {
-        (
-            results.clone(),
-            Bad::file(format!(
-                "not text (invalid UTF-8 at byte {})",
-                e.utf8_error().valid_up_to()
-            )),
-        )
-    })?;
-    let doc: Value = serde_json::from_str(&text).map_err(|e| (results.clone(), json_error(&e)))?;
-    let (threads, unit) = results_json(&doc).map_err(|b| (results.clone(), b))?;
+    let res = Results::parse(&text).map_err(|b| (results.clone(), b))?;
     let raw = match raw_path.map(|p| (std::fs::File::open(&p), p)) {
         None => None,
-        Some((Ok(f), p)) => Some(read_raw(f, threads.len(), unit).map_err(|b| (p, b))?),
+        Some((Ok(f), p)) => Some(res.read_raw(f).map_err(|b| (p, b))?),
         Some((Err(e), _)) if e.kind() == std::io::ErrorKind::NotFound => None,
         Some((Err(e), p)) => return Err((p, Bad::file(format!("cannot read: {e}")))),
     };
-    let mut out = Imported::default();
-    build(&threads, unit, raw.as_ref(), &mut out);
-    out.environment = environment(&doc, dir);
-    out.source = source(&doc, &threads, raw.as_ref(), &out);
+    let mut out = res.build(raw.as_ref());
+    out.environment.extend(dir_environment(&dir));
     Ok(out)
+}
+
+/// A parsed `results.json`: the document, its threads and its unit (ns).
+pub struct Results {
+    doc: Value,
+    threads: Vec<JdThread>,
+    unit: u64,
+}
+
+impl Results {
+    /// Parses the bytes of `results.json`.
+    pub fn parse(bytes: &[u8]) -> Result<Results, Bad> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            Bad::file(format!(
+                "not text (invalid UTF-8 at byte {})",
+                e.valid_up_to()
+            ))
+        })?;
+        let doc: Value = serde_json::from_str(text).map_err(|e| json_error(&e))?;
+        let (threads, unit) = results_json(&doc)?;
+        Ok(Results { doc, threads, unit })
+    }
+
+    /// Reads a `samples.raw` for these threads and this unit.
+    pub fn read_raw(&self, f: impl Read) -> Result<Raw, Bad> {
+        read_raw(f, self.threads.len(), self.unit)
+    }
+
+    /// The run, from `results.json` and, when there is one, `samples.raw` (without the facts
+    /// only the directory has: see [`dir_environment`]).
+    pub fn build(&self, raw: Option<&Raw>) -> Imported {
+        let mut out = Imported::default();
+        build(&self.threads, self.unit, raw, &mut out);
+        out.environment = environment(&self.doc);
+        out.source = source(&self.doc, &self.threads, raw, &out);
+        out
+    }
 }
 
 fn results_json(doc: &Value) -> Result<(Vec<JdThread>, u64), Bad> {
@@ -174,7 +198,8 @@ pub fn read_raw(mut f: impl Read, threads: usize, unit: u64) -> Result<Raw, Bad>
         records: 0,
     };
     let mut records = Vec::new();
-    let mut buf = vec![0u8; RECORD * 65536];
+    // Up to 65536 records at a time; the buffer starts at 1024 and doubles while reads fill it.
+    let mut buf = vec![0u8; RECORD * 1024];
     let mut filled = 0;
     let mut bytes = 0u64;
     loop {
@@ -183,6 +208,7 @@ pub fn read_raw(mut f: impl Read, threads: usize, unit: u64) -> Result<Raw, Bad>
             .map_err(|e| Bad::file(format!("cannot read: {e}")))?;
         bytes += n as u64;
         filled += n;
+        let full = filled == buf.len();
         let whole = filled / RECORD * RECORD;
         for rec in buf[..whole].chunks_exact(RECORD) {
             records.push(decode(rec, raw.records, threads)?);
@@ -194,6 +220,9 @@ pub fn read_raw(mut f: impl Read, threads: usize, unit: u64) -> Result<Raw, Bad>
         filled -= whole;
         if n == 0 {
             break;
+        }
+        if full && buf.len() < RECORD * 65536 {
+            buf.resize(buf.len() * 2, 0);
         }
     }
     if filled != 0 {
@@ -308,7 +337,7 @@ fn notes(threads: &[JdThread], raw: Option<&Raw>, incomplete: Vec<String>, out: 
     }
 }
 
-fn environment(doc: &Value, dir: &Path) -> Vec<(String, String)> {
+fn environment(doc: &Value) -> Vec<(String, String)> {
     let mut env = Vec::new();
     for k in ["sysname", "nodename", "release", "version", "machine"] {
         if let Some(v) = doc
@@ -321,6 +350,12 @@ fn environment(doc: &Value, dir: &Path) -> Vec<(String, String)> {
     if let Some(n) = doc.pointer("/sysinfo/cpus_online").and_then(Value::as_u64) {
         env.push(("cpu.count".into(), n.to_string()));
     }
+    env
+}
+
+/// The environment facts of the files beside results.json (`cmdline`, `cpuinfo`).
+fn dir_environment(dir: &Path) -> Vec<(String, String)> {
+    let mut env = Vec::new();
     let read = |name: &str| {
         std::fs::read_to_string(dir.join(name))
             .ok()

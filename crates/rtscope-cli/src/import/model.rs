@@ -136,14 +136,23 @@ pub const MAX_COUNT: u64 = 1 << 56;
 
 /// Values below this are counted in a dense array (grown on demand); larger ones in a map.
 const DENSE_LIMIT: u64 = 1 << 20;
+/// The dense array's first size, and its size at most per [`Counter::add_n`] call beyond it:
+/// the memory grows with the input, not with the values in it (a 17-byte line `4095:0:1048575`
+/// must not cost 8 MiB).
+const DENSE_MIN: u64 = 1024;
+const DENSE_PER_CALL: u64 = 16;
 
 /// A tally of integer latencies in the source's unit (µs or ns) for one thread: a dense counter
 /// array indexed by value plus exact count, sum, min, max and the cycle of the max. Adding a
 /// sample is an array increment; [`Counter::histogram`] converts once at the end.
 #[derive(Debug, Clone)]
 pub struct Counter {
+    /// Counts of the values below `dense.len()`.
     dense: Vec<u64>,
+    /// Counts of the values at or above `dense.len()`.
     sparse: BTreeMap<u64, u64>,
+    /// [`Counter::add_n`] calls that counted something: bounds the dense array's size.
+    calls: u64,
     /// Samples counted.
     pub count: u64,
     /// Sum of the values, in the source's unit.
@@ -162,6 +171,7 @@ impl Counter {
         Counter {
             dense: Vec::new(),
             sparse: BTreeMap::new(),
+            calls: 0,
             count: 0,
             sum: 0,
             min: u64::MAX,
@@ -186,6 +196,7 @@ impl Counter {
         if n == 0 {
             return;
         }
+        self.calls += 1;
         match self.dense.get_mut(v as usize) {
             Some(c) => *c = c.saturating_add(n),
             None => self.add_slow(v, n),
@@ -196,12 +207,20 @@ impl Counter {
         self.max = self.max.max(v);
     }
 
+    /// `v` is at or above `dense.len()`: grows the dense array to hold it when the input so far
+    /// is large enough for the size, else counts it in the map.
     #[cold]
     fn add_slow(&mut self, v: u64, n: u64) {
-        if v < DENSE_LIMIT {
-            let len = (v + 1).next_power_of_two().max(1024) as usize;
-            self.dense.resize(len, 0);
-            self.dense[v as usize] = n;
+        let len = (v.min(DENSE_LIMIT) + 1).next_power_of_two().max(DENSE_MIN);
+        let allowed = DENSE_MIN.max(self.calls.saturating_mul(DENSE_PER_CALL));
+        if v < DENSE_LIMIT && len <= allowed {
+            self.dense.resize(len as usize, 0);
+            // Keep every value below the dense array's end in it (`values` relies on this).
+            let above = self.sparse.split_off(&len);
+            for (k, c) in std::mem::replace(&mut self.sparse, above) {
+                self.dense[k as usize] = self.dense[k as usize].saturating_add(c);
+            }
+            self.dense[v as usize] = self.dense[v as usize].saturating_add(n);
         } else {
             let c = self.sparse.entry(v).or_insert(0);
             *c = c.saturating_add(n);
@@ -291,6 +310,41 @@ mod tests {
         assert_eq!(h.max(), Some(Nanos::from_us(2_000_000)));
         assert_eq!(h.count_at_or_above(Nanos::from_us(4000)), 2);
         assert_eq!(c.mean_ns(1000), Some(c.sum as f64 * 1000.0 / 8.0));
+    }
+
+    #[test]
+    fn the_dense_array_grows_with_the_input_not_with_the_values() {
+        // Found by fuzzing (import_cyclictest_verbose, _hist): one sample of 1048575 per thread
+        // made an 8 MiB array each, gigabytes from a few kB of input.
+        let mut c = Counter::new();
+        c.add(1_048_575, 0);
+        c.add(1_000_000, 1);
+        c.add(5, 2);
+        c.add(u64::MAX, 3);
+        assert_eq!(c.dense.len(), 1024);
+        assert_eq!(
+            c.values().collect::<Vec<_>>(),
+            vec![(5, 1), (1_000_000, 1), (1_048_575, 1), (u64::MAX, 1)]
+        );
+        // With enough samples the array grows, and takes the values below its end along.
+        let mut d = c.clone();
+        for k in 0..70_000 {
+            d.add(2000 + k % 3, k);
+        }
+        d.add(1_000_000, 0);
+        assert_eq!(d.dense.len(), 1 << 20);
+        assert_eq!(
+            d.sparse.keys().collect::<Vec<_>>(),
+            [&u64::MAX],
+            "1048575 moved into the array"
+        );
+        let v: Vec<_> = d.values().collect();
+        assert!(
+            v.windows(2).all(|w| w[0].0 < w[1].0),
+            "ascending, no duplicates"
+        );
+        assert_eq!(v.iter().map(|&(_, n)| n).sum::<u64>(), d.count);
+        assert!(v.contains(&(1_000_000, 2)));
     }
 
     #[test]

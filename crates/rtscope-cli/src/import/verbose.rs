@@ -12,8 +12,10 @@ use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::io::Read;
 
-/// Bytes read at a time.
+/// Bytes read at a time, at most: the buffer starts at [`FIRST_CHUNK`] and doubles while reads
+/// fill it (a small file does not cost 8 MiB of zeroing).
 const CHUNK: usize = 8 << 20;
+const FIRST_CHUNK: usize = 64 << 10;
 /// Thread indices at or above this are refused (a garbage line must not allocate gigabytes).
 const MAX_THREADS: u64 = 4096;
 
@@ -45,23 +47,32 @@ struct State {
 /// Parses `-v` output from `input`.
 pub fn parse(input: &mut dyn Read) -> Result<Imported, Bad> {
     let mut st = State::default();
-    let mut buf = vec![0u8; CHUNK];
+    let mut buf = vec![0u8; FIRST_CHUNK];
     let mut filled = 0;
     loop {
         let n = read_some(input, &mut buf[filled..])?;
         filled += n;
+        let full = filled == buf.len();
+        let grow = |buf: &mut Vec<u8>| {
+            if full && buf.len() < CHUNK {
+                buf.resize(buf.len() * 2, 0);
+            }
+        };
         let end = if n == 0 {
             filled
         } else {
             match buf[..filled].iter().rposition(|&b| b == b'\n') {
                 Some(p) => p + 1,
-                None if filled == buf.len() => {
+                None if full && buf.len() >= CHUNK => {
                     return Err(Bad::line(
                         st.line + 1,
                         "a line longer than 8 MiB: this is not cyclictest -v output",
                     ))
                 }
-                None => continue,
+                None => {
+                    grow(&mut buf);
+                    continue;
+                }
             }
         };
         st.feed(&buf[..end])?;
@@ -70,6 +81,7 @@ pub fn parse(input: &mut dyn Read) -> Result<Imported, Bad> {
         if n == 0 {
             break;
         }
+        grow(&mut buf);
     }
     st.finish()
 }
@@ -212,6 +224,16 @@ impl State {
                     format!("unreadable 'T:' summary line '{}'", excerpt(line, 80)),
                 )
             })?;
+            // Every thread up to the highest `T:` index becomes one of the run's threads.
+            if u64::from(t.index) >= MAX_THREADS {
+                return Err(Bad::line(
+                    self.line,
+                    format!(
+                        "'T:' line of thread {}: not plausible (at most {MAX_THREADS} threads)",
+                        t.index
+                    ),
+                ));
+            }
             self.tlines.insert(t.index, t);
         } else if line.starts_with("# Histogram") {
             self.in_hist = true;
@@ -404,6 +426,20 @@ mod tests {
         let a = parse(&mut Trickle(TEXT.as_bytes())).unwrap();
         let b = p(TEXT).unwrap();
         assert_eq!(a.threads, b.threads);
+    }
+
+    #[test]
+    fn the_read_buffer_grows_for_large_files_and_long_lines() {
+        let long = format!("Max CPUs = {}\n", "x".repeat(3 * FIRST_CHUNK));
+        let samples: String = (0..40_000)
+            .map(|c| format!("{:8}:{c:8}:{:8}\n", c % 2, c % 97))
+            .collect();
+        let r = p(&format!("{long}{samples}")).unwrap();
+        assert_eq!(
+            (r.threads[0].samples, r.threads[1].samples),
+            (20_000, 20_000)
+        );
+        assert_eq!(r.threads[0].max_ns, Some(96_000));
     }
 
     #[test]

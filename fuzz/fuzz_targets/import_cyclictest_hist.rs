@@ -1,0 +1,10 @@
+//! `rtscope import`: cyclictest -h/-H histogram text. Any bytes must give Ok or Err, never a panic.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use rtscope_cli::cli::ImportFormat;
+use rtscope_cli::import::parse_bytes;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = parse_bytes(ImportFormat::CyclictestHist, data);
+});
