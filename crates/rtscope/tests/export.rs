@@ -24,10 +24,7 @@ fn text(b: &[u8]) -> String {
 
 /// A fresh directory for one test.
 fn dir(name: &str) -> PathBuf {
-    let d = common::temp_path(&format!("export-{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir(&format!("export-{name}"))
 }
 
 fn rtscope(args: &[&str]) -> Output {
@@ -35,12 +32,7 @@ fn rtscope(args: &[&str]) -> Output {
 }
 
 fn dump(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
-        o.status.code(),
-        text(&o.stdout),
-        text(&o.stderr)
-    )
+    common::dump(o)
 }
 
 /// Records a short run with `label` into `db`; returns its id.

@@ -22,10 +22,7 @@ fn fixture(name: &str) -> PathBuf {
 
 /// A fresh directory for one test.
 fn dir(name: &str) -> PathBuf {
-    let d = common::temp_path(&format!("import-{name}"));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::fresh_dir(&format!("import-{name}"))
 }
 
 fn rtscope(args: &[&str]) -> Output {
@@ -33,12 +30,7 @@ fn rtscope(args: &[&str]) -> Output {
 }
 
 fn dump(o: &Output) -> String {
-    format!(
-        "exit {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
-        o.status.code(),
-        text(&o.stdout),
-        text(&o.stderr)
-    )
+    common::dump(o)
 }
 
 /// Imports `files` into `db` with `--json`; returns the printed array.

@@ -169,3 +169,21 @@ fn tail(bytes: &[u8], max: usize) -> String {
         .unwrap_or(s.len());
     s[start..].to_string()
 }
+
+/// A fresh, empty directory for one test (under [`temp_path`]).
+pub fn fresh_dir(name: &str) -> std::path::PathBuf {
+    let d = temp_path(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A process output for assertion messages: exit code, stdout and stderr.
+pub fn dump(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
