@@ -89,8 +89,9 @@ mod tests {
 
     #[test]
     fn negative_times_are_refused_not_overflowed() {
-        // Found by fuzzing (import_cyclictest_json): `h * 3600` overflowed (a panic with
-        // overflow checks) for a hugely negative hour, which passed `h > 23`.
+        // Found with the fuzz targets (import_cyclictest_json crashes on it): `h * 3600`
+        // overflowed (a panic with overflow checks) for a hugely negative hour, which passed
+        // `h > 23`.
         assert_eq!(
             parse_rfc2822("Sun, 22 Nov 2026 -9223372036854775807:41:18 +0000"),
             None

@@ -45,6 +45,9 @@ struct State {
 }
 
 /// Parses `-v` output from `input`.
+// Inlined into its callers: as a function of its own (since `parse_bytes` became a second
+// caller), the size-optimised release build imports 10 million lines about 5 % slower.
+#[inline(always)]
 pub fn parse(input: &mut dyn Read) -> Result<Imported, Bad> {
     let mut st = State::default();
     let mut buf = vec![0u8; FIRST_CHUNK];
