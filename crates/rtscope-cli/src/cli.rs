@@ -37,6 +37,8 @@ pub enum Command {
     Import(ImportArgs),
     /// Export a run's statistics, histograms, series and events as CSV, JSON or Parquet.
     Export(ExportArgs),
+    /// Run a campaign: scenarios × load cases × repeats, with loads and system monitors.
+    Run(Box<crate::campaign::RunArgs>),
     /// Print a shell completion script.
     Completions {
         /// The shell.

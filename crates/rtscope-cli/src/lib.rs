@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+pub mod campaign;
 pub mod checks;
 pub mod cli;
 pub mod cyclictest;
@@ -84,6 +85,7 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
         cli::Command::Runs(a) => runs::run(&a, out),
         cli::Command::Import(a) => import::run(&a, out),
         cli::Command::Export(a) => export::run(&a, out),
+        cli::Command::Run(a) => campaign::run(&a, argv, out),
         cli::Command::Completions { shell } => {
             clap_complete::generate(shell, &mut cli::command(), "rtscope", out);
             Ok(ExitStatus::Success)

@@ -1,0 +1,3 @@
+//! rtscope-report: plots, tables and the HTML report.
+
+#![warn(missing_docs)]
