@@ -21,6 +21,7 @@ pub mod import;
 pub mod measure;
 pub mod record;
 pub mod runs;
+pub mod select;
 pub mod session;
 pub mod sysinfo;
 

@@ -12,11 +12,17 @@
 
 #![warn(missing_docs)]
 
+mod campaign;
 pub mod codec;
+mod monitor;
 mod read;
 pub mod schema;
 mod write;
 
+pub use campaign::{CampaignId, CampaignRun, CampaignSummary, LoadMetric, LoadRow, NewCampaign};
+pub use monitor::{
+    MonitorBatch, MonitorSeries, MonitorSource, MonitorState, MonitorValue, TopThread,
+};
 pub use read::{RunDetail, RunSummary, SeriesRow, ThreadRow};
 pub use write::{Checkpoint, EventRow, NewRun, RawChunk, SeriesPoint, ThreadInfo, ThreadStats};
 

@@ -2,7 +2,7 @@
 //! transaction when a store is opened. docs/store-schema.md documents every table and column.
 
 /// The schema version this rtscope writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Migration `i` upgrades version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -88,5 +88,81 @@ CREATE TABLE samples (
     PRIMARY KEY (run_id, thread, first_cycle)
 );
 ALTER TABLE threads ADD COLUMN raw_dropped INTEGER NOT NULL DEFAULT 0;
+"#,
+    // 2 -> 3: system monitors, loads and campaigns.
+    r#"
+CREATE TABLE monitor_metrics (
+    id      INTEGER PRIMARY KEY,
+    run_id  INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    name    TEXT NOT NULL,                       -- e.g. 'temp.cpu-thermal', 'irq_rate.LOC.cpu0'
+    unit    TEXT NOT NULL,                       -- 'degC', 'kHz', '1/s', '%', 'bytes', ...
+    UNIQUE (run_id, name)
+);
+CREATE TABLE monitor_values (
+    metric_id  INTEGER NOT NULL REFERENCES monitor_metrics(id) ON DELETE CASCADE,
+    offset_ns  INTEGER NOT NULL,                 -- sample time from the run's start
+    value      REAL NOT NULL,
+    PRIMARY KEY (metric_id, offset_ns)
+) WITHOUT ROWID;
+CREATE TABLE monitor_states (
+    run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    metric     TEXT NOT NULL,                    -- e.g. 'governor.cpu0'
+    offset_ns  INTEGER NOT NULL,                 -- first sample with this value
+    value      TEXT NOT NULL,
+    PRIMARY KEY (run_id, metric, offset_ns)
+);
+CREATE TABLE monitor_top (
+    run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    offset_ns    INTEGER NOT NULL,
+    rank         INTEGER NOT NULL,               -- 0 = the busiest thread of that sample
+    pid          INTEGER NOT NULL,
+    tid          INTEGER NOT NULL,
+    comm         TEXT NOT NULL,
+    cpu_percent  REAL NOT NULL,                  -- % of one CPU over the sample interval
+    last_cpu     INTEGER NOT NULL,
+    kernel       INTEGER NOT NULL,               -- 1 for kernel threads (irq/.., ksoftirqd/..)
+    PRIMARY KEY (run_id, offset_ns, rank)
+);
+CREATE TABLE monitor_sources (
+    run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    source     TEXT NOT NULL,                    -- 'thermal', 'cpufreq', 'interrupts', ...
+    available  INTEGER NOT NULL,
+    why        TEXT NOT NULL,                    -- what was found, or why it is unavailable
+    PRIMARY KEY (run_id, source)
+);
+CREATE TABLE loads (
+    run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    idx           INTEGER NOT NULL,
+    name          TEXT NOT NULL,                 -- 'messaging', 'memory', 'hackbench', ...
+    spec          TEXT NOT NULL,                 -- JSON LoadSpec
+    command_line  TEXT NOT NULL,                 -- JSON array: the exact argv executed
+    status        TEXT NOT NULL,                 -- 'ok', 'failed', 'killed'
+    error         TEXT,
+    ran_ns        INTEGER NOT NULL,
+    metrics       TEXT NOT NULL,                 -- JSON array of {name, value, unit}
+    PRIMARY KEY (run_id, idx)
+);
+CREATE TABLE campaigns (
+    id            INTEGER PRIMARY KEY,
+    name          TEXT NOT NULL,
+    source        TEXT NOT NULL,                 -- file path, or 'preset:quick'
+    definition    TEXT NOT NULL,                 -- the campaign TOML as run
+    started       TEXT NOT NULL,                 -- RFC 3339 UTC
+    ended         TEXT,
+    status        TEXT NOT NULL,                 -- 'running', 'complete', 'interrupted', 'failed'
+    planned_runs  INTEGER NOT NULL,
+    pid           INTEGER NOT NULL,
+    command_line  TEXT NOT NULL                  -- JSON array
+);
+CREATE TABLE campaign_runs (
+    campaign_id  INTEGER NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+    seq          INTEGER NOT NULL,               -- position in the campaign's plan, from 0
+    run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    scenario     TEXT NOT NULL,
+    load_case    TEXT NOT NULL,
+    repeat       INTEGER NOT NULL,               -- from 1
+    PRIMARY KEY (campaign_id, run_id)
+);
+CREATE INDEX campaign_runs_by_run ON campaign_runs(run_id);
 "#,
 ];

@@ -81,6 +81,7 @@ fn checkpoint(h: &Histogram, progress: u64) -> Checkpoint<'_> {
             count: 1,
             data: codec::encode_samples(&[(progress, 5, progress + 5)], 1),
         }],
+        monitor: MonitorBatch::default(),
     }
 }
 
@@ -214,4 +215,142 @@ fn a_version_1_database_is_migrated_to_the_current_schema() {
         .unwrap();
     assert_eq!(v, schema::SCHEMA_VERSION);
     assert_eq!(s.raw_sample_size(1).unwrap(), (0, 0));
+}
+
+#[test]
+fn monitor_data_round_trips_with_checkpoints_and_goes_with_the_run() {
+    let path = tmpdb("monitor");
+    let mut s = Store::open(&path).unwrap();
+    let id = s.begin_run(&new_run("m")).unwrap();
+    let h = hist(&[1000]);
+    for k in 0..3u64 {
+        let mut cp = checkpoint(&h, k * 1_000_000_000);
+        cp.monitor = MonitorBatch {
+            values: vec![
+                MonitorValue {
+                    metric: "temp.cpu-thermal".into(),
+                    unit: "degC".into(),
+                    offset_ns: k * 1_000_000_000,
+                    value: 50.0 + k as f64,
+                },
+                MonitorValue {
+                    metric: "irq_rate.39 dwc_otg.cpu0".into(),
+                    unit: "1/s".into(),
+                    offset_ns: k * 1_000_000_000,
+                    value: 8000.0,
+                },
+            ],
+            states: (k == 0)
+                .then(|| MonitorState {
+                    metric: "governor.cpu0".into(),
+                    offset_ns: 0,
+                    value: "performance".into(),
+                })
+                .into_iter()
+                .collect(),
+            top: vec![TopThread {
+                offset_ns: k * 1_000_000_000,
+                rank: 0,
+                pid: 39,
+                tid: 39,
+                comm: "irq/39-dwc_otg".into(),
+                cpu_percent: 30.5,
+                last_cpu: 0,
+                kernel: true,
+            }],
+            sources: vec![MonitorSource {
+                source: "thermal".into(),
+                available: k > 0,
+                why: "1 thermal zone".into(),
+            }],
+        };
+        s.checkpoint(id, &cp).unwrap();
+    }
+    let series = s.monitor_series(id).unwrap();
+    assert_eq!(series.len(), 2);
+    let temp = series
+        .iter()
+        .find(|m| m.metric == "temp.cpu-thermal")
+        .unwrap();
+    assert_eq!(temp.unit, "degC");
+    assert_eq!(
+        temp.points,
+        vec![(0, 50.0), (1_000_000_000, 51.0), (2_000_000_000, 52.0)]
+    );
+    assert_eq!(s.monitor_states(id).unwrap().len(), 1);
+    let top = s.monitor_top(id).unwrap();
+    assert_eq!(top.len(), 3);
+    assert_eq!(top[2].comm, "irq/39-dwc_otg");
+    assert!(top[2].kernel);
+    let src = s.monitor_sources(id).unwrap();
+    assert_eq!(src.len(), 1);
+    assert!(src[0].available, "the last availability wins");
+    s.delete_run(id).unwrap();
+    assert!(s.monitor_series(id).unwrap().is_empty());
+    assert!(s.monitor_top(id).unwrap().is_empty());
+}
+
+#[test]
+fn loads_and_campaigns_round_trip() {
+    let path = tmpdb("campaign");
+    let mut s = Store::open(&path).unwrap();
+    let cid = s
+        .begin_campaign(&NewCampaign {
+            name: "loadcases".into(),
+            source: "preset:loadcases".into(),
+            definition: "[campaign]\nname = \"loadcases\"\n".into(),
+            started: "2026-11-22T03:00:00Z".into(),
+            planned_runs: 2,
+            command_line: vec!["rtscope".into(), "run".into()],
+        })
+        .unwrap();
+    let a = s.begin_run(&new_run("a")).unwrap();
+    let b = s.begin_run(&new_run("b")).unwrap();
+    for (seq, run) in [(0, a), (1, b)] {
+        s.add_campaign_run(
+            cid,
+            &CampaignRun {
+                seq,
+                run_id: run,
+                scenario: "N:N".into(),
+                load_case: if seq == 0 { "idle" } else { "hackbench" }.into(),
+                repeat: 1,
+                status: String::new(),
+            },
+        )
+        .unwrap();
+    }
+    let load = LoadRow {
+        name: "hackbench".into(),
+        spec_json: r#"{"kind":"external","program":"hackbench","args":[]}"#.into(),
+        command_line: vec!["hackbench".into(), "-s".into(), "128".into()],
+        status: "ok".into(),
+        error: None,
+        ran_ns: 5_000_000_000,
+        metrics: vec![LoadMetric {
+            name: "messages".into(),
+            value: 1e6,
+            unit: "messages".into(),
+        }],
+    };
+    s.set_loads(b, std::slice::from_ref(&load)).unwrap();
+    assert_eq!(s.loads(b).unwrap(), vec![load]);
+    assert!(s.loads(a).unwrap().is_empty());
+    let c = s.campaign_by_name("loadcases").unwrap().unwrap();
+    assert_eq!(
+        (c.id, c.status.as_str(), c.planned_runs),
+        (cid, "running", 2)
+    );
+    let runs = s.campaign_runs(cid).unwrap();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[1].load_case, "hackbench");
+    // Started at a fixed time long ago with no checkpoint: a dead writer.
+    assert_eq!(runs[1].status, "incomplete");
+    let (of, place) = s.campaign_of(b).unwrap().unwrap();
+    assert_eq!((of.id, place.seq), (cid, 1));
+    s.finish_campaign(cid, "interrupted", "2026-11-22T03:01:00Z")
+        .unwrap();
+    assert_eq!(s.campaigns().unwrap()[0].status, "interrupted");
+    s.delete_run(a).unwrap();
+    assert_eq!(s.campaign_runs(cid).unwrap().len(), 1);
 }

@@ -139,6 +139,8 @@ pub struct Checkpoint<'a> {
     pub events: Vec<EventRow>,
     /// New raw-sample chunks (`--raw`).
     pub samples: Vec<RawChunk>,
+    /// New system-monitor data.
+    pub monitor: crate::MonitorBatch,
 }
 
 fn i(v: u64) -> i64 {
@@ -251,6 +253,7 @@ impl Store {
                 .map_err(&err)?;
             }
         }
+        crate::monitor::write(&tx, run, &c.monitor).map_err(&err)?;
         tx.execute(
             "UPDATE runs SET progress_ns=?2, checkpoint_unix_ns=?3 WHERE id=?1",
             params![run, i(c.progress_ns), c.at_unix_ns],

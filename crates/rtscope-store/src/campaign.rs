@@ -1,0 +1,277 @@
+//! Campaigns (a plan of runs: scenarios × load cases × repeats) and the loads a run was
+//! measured under.
+
+use crate::{Result, RunId, Store, StoreError};
+use rusqlite::{params, OptionalExtension};
+
+/// A campaign's id.
+pub type CampaignId = i64;
+
+/// What is known when a campaign starts.
+#[derive(Debug, Clone)]
+pub struct NewCampaign {
+    /// Name, e.g. `loadcases`.
+    pub name: String,
+    /// The file it came from, or `preset:NAME`.
+    pub source: String,
+    /// The campaign TOML text as run (kept for `--resume`).
+    pub definition: String,
+    /// RFC 3339 start.
+    pub started: String,
+    /// Runs in the plan.
+    pub planned_runs: u32,
+    /// The command line.
+    pub command_line: Vec<String>,
+}
+
+/// A campaign as stored.
+#[derive(Debug, Clone)]
+pub struct CampaignSummary {
+    /// Id.
+    pub id: CampaignId,
+    /// Name.
+    pub name: String,
+    /// File path or `preset:NAME`.
+    pub source: String,
+    /// The TOML text.
+    pub definition: String,
+    /// RFC 3339 start.
+    pub started: String,
+    /// RFC 3339 end, when it ended.
+    pub ended: Option<String>,
+    /// `running`, `complete`, `interrupted`, `failed`, or `incomplete` (its process is gone).
+    pub status: String,
+    /// Runs in the plan.
+    pub planned_runs: u32,
+    /// The command line.
+    pub command_line: Vec<String>,
+}
+
+/// One run of a campaign.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CampaignRun {
+    /// Position in the plan, from 0.
+    pub seq: u32,
+    /// The run.
+    pub run_id: RunId,
+    /// Scenario name.
+    pub scenario: String,
+    /// Load case name.
+    pub load_case: String,
+    /// Repeat, from 1.
+    pub repeat: u32,
+    /// The run's status (`complete`, `interrupted`, `incomplete`, ...).
+    pub status: String,
+}
+
+/// One thing a load counted.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct LoadMetric {
+    /// Name, e.g. `messages`.
+    pub name: String,
+    /// Value.
+    pub value: f64,
+    /// Unit, e.g. `messages`, `MB/s`.
+    pub unit: String,
+}
+
+/// A load a run was measured under, and what it did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadRow {
+    /// Name, e.g. `messaging`, `hackbench`.
+    pub name: String,
+    /// The load spec (JSON).
+    pub spec_json: String,
+    /// The exact argv executed.
+    pub command_line: Vec<String>,
+    /// `ok`, `failed` or `killed`.
+    pub status: String,
+    /// What went wrong.
+    pub error: Option<String>,
+    /// How long it ran, ns.
+    pub ran_ns: u64,
+    /// What it counted.
+    pub metrics: Vec<LoadMetric>,
+}
+
+fn json_list<T: serde::de::DeserializeOwned>(text: &str) -> Vec<T> {
+    serde_json::from_str(text).unwrap_or_default()
+}
+
+impl Store {
+    /// Records the start of a campaign (status `running`).
+    pub fn begin_campaign(&mut self, c: &NewCampaign) -> Result<CampaignId> {
+        let cl = serde_json::to_string(&c.command_line).unwrap_or_else(|_| "[]".into());
+        self.conn
+            .execute(
+                "INSERT INTO campaigns (name, source, definition, started, status, planned_runs, pid, command_line) VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7)",
+                params![c.name, c.source, c.definition, c.started, c.planned_runs, std::process::id(), cl],
+            )
+            .map_err(self.err())?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    /// Marks a campaign running again under this process (`--resume`).
+    pub fn resume_campaign(&mut self, id: CampaignId) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE campaigns SET status='running', ended=NULL, pid=?2 WHERE id=?1",
+                params![id, std::process::id()],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Adds a run to a campaign.
+    pub fn add_campaign_run(&mut self, id: CampaignId, r: &CampaignRun) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO campaign_runs (campaign_id, seq, run_id, scenario, load_case, repeat) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![id, r.seq, r.run_id, r.scenario, r.load_case, r.repeat],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Records a campaign's end: `complete`, `interrupted` or `failed`.
+    pub fn finish_campaign(&mut self, id: CampaignId, status: &str, ended: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE campaigns SET status=?2, ended=?3 WHERE id=?1",
+                params![id, status, ended],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// All campaigns, newest first.
+    pub fn campaigns(&self) -> Result<Vec<CampaignSummary>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT id, name, source, definition, started, ended, status, planned_runs, pid, command_line FROM campaigns ORDER BY id DESC")
+            .map_err(self.err())?;
+        let rows = st
+            .query_map([], |r| {
+                let status: String = r.get(6)?;
+                let pid: i64 = r.get(8)?;
+                let alive = std::path::Path::new(&format!("/proc/{pid}")).exists();
+                Ok(CampaignSummary {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                    source: r.get(2)?,
+                    definition: r.get(3)?,
+                    started: r.get(4)?,
+                    ended: r.get(5)?,
+                    status: if status == "running" && !alive {
+                        "incomplete".into()
+                    } else {
+                        status
+                    },
+                    planned_runs: r.get(7)?,
+                    command_line: json_list(&r.get::<_, String>(9)?),
+                })
+            })
+            .map_err(self.err())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.err())
+    }
+
+    /// The newest campaign named `name`.
+    pub fn campaign_by_name(&self, name: &str) -> Result<Option<CampaignSummary>> {
+        Ok(self.campaigns()?.into_iter().find(|c| c.name == name))
+    }
+
+    /// The runs of a campaign in plan order (a resumed position has its older, interrupted
+    /// run listed first).
+    pub fn campaign_runs(&self, id: CampaignId) -> Result<Vec<CampaignRun>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT seq, run_id, scenario, load_case, repeat FROM campaign_runs WHERE campaign_id=?1 ORDER BY seq, run_id")
+            .map_err(self.err())?;
+        let rows = st
+            .query_map(params![id], |r| {
+                Ok(CampaignRun {
+                    seq: r.get(0)?,
+                    run_id: r.get(1)?,
+                    scenario: r.get(2)?,
+                    load_case: r.get(3)?,
+                    repeat: r.get(4)?,
+                    status: String::new(),
+                })
+            })
+            .map_err(self.err())?;
+        let mut out = rows
+            .collect::<rusqlite::Result<Vec<CampaignRun>>>()
+            .map_err(self.err())?;
+        for r in &mut out {
+            r.status = self.summary(r.run_id)?.status;
+        }
+        Ok(out)
+    }
+
+    /// The campaign a run belongs to, with its place in it.
+    pub fn campaign_of(&self, run: RunId) -> Result<Option<(CampaignSummary, CampaignRun)>> {
+        let found: Option<(i64, u32)> = self
+            .conn
+            .query_row(
+                "SELECT campaign_id, seq FROM campaign_runs WHERE run_id=?1",
+                params![run],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(self.err())?;
+        let Some((cid, _)) = found else {
+            return Ok(None);
+        };
+        let c = self.campaigns()?.into_iter().find(|c| c.id == cid);
+        let r = self
+            .campaign_runs(cid)?
+            .into_iter()
+            .find(|r| r.run_id == run);
+        Ok(c.zip(r))
+    }
+
+    /// Records the loads a run was measured under (replacing any recorded before).
+    pub fn set_loads(&mut self, run: RunId, loads: &[LoadRow]) -> Result<()> {
+        self.require(run)?;
+        let path = self.path.clone();
+        let err = move |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(&err)?;
+        tx.execute("DELETE FROM loads WHERE run_id=?1", params![run])
+            .map_err(&err)?;
+        for (idx, l) in loads.iter().enumerate() {
+            let cl = serde_json::to_string(&l.command_line).unwrap_or_else(|_| "[]".into());
+            let m = serde_json::to_string(&l.metrics).unwrap_or_else(|_| "[]".into());
+            tx.execute(
+                "INSERT INTO loads (run_id, idx, name, spec, command_line, status, error, ran_ns, metrics) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![run, idx as i64, l.name, l.spec_json, cl, l.status, l.error, i64::try_from(l.ran_ns).unwrap_or(i64::MAX), m],
+            )
+            .map_err(&err)?;
+        }
+        tx.commit().map_err(&err)
+    }
+
+    /// The loads a run was measured under.
+    pub fn loads(&self, run: RunId) -> Result<Vec<LoadRow>> {
+        let mut st = self
+            .conn
+            .prepare("SELECT name, spec, command_line, status, error, ran_ns, metrics FROM loads WHERE run_id=?1 ORDER BY idx")
+            .map_err(self.err())?;
+        let rows = st
+            .query_map(params![run], |r| {
+                Ok(LoadRow {
+                    name: r.get(0)?,
+                    spec_json: r.get(1)?,
+                    command_line: json_list(&r.get::<_, String>(2)?),
+                    status: r.get(3)?,
+                    error: r.get(4)?,
+                    ran_ns: r.get::<_, i64>(5)?.max(0) as u64,
+                    metrics: json_list(&r.get::<_, String>(6)?),
+                })
+            })
+            .map_err(self.err())?;
+        rows.collect::<rusqlite::Result<_>>().map_err(self.err())
+    }
+}
