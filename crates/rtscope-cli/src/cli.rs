@@ -307,6 +307,15 @@ pub struct MeasureArgs {
         help_heading = "Recording"
     )]
     pub series_interval: String,
+    /// Sample the system monitors (temperatures, frequencies, IRQ rates, top threads) this
+    /// often while recording; 0 turns them off
+    #[arg(
+        long,
+        value_name = "DURATION",
+        default_value = "1s",
+        help_heading = "Recording"
+    )]
+    pub monitor_interval: String,
 }
 
 /// The clap command, for man page and completion generation.

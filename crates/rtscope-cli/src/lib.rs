@@ -19,6 +19,7 @@ pub mod exit;
 pub mod export;
 pub mod import;
 pub mod measure;
+pub mod monitoring;
 pub mod record;
 pub mod runs;
 pub mod select;

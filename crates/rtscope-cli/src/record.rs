@@ -3,6 +3,7 @@
 
 use crate::environment;
 use crate::exit::UsageError;
+use crate::monitoring::{MonitorRows, MonitorThread, TimeAxis};
 use crate::sysinfo;
 use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{Run, RunConfig, RunResult, Sample, ThreadShared};
@@ -67,6 +68,8 @@ pub struct Recorder {
     clock_start: Nanos,
     started_unix_ns: i64,
     intervals: Vec<u64>,
+    /// Monitor rows waiting for the next checkpoint.
+    pending: rtscope_store::MonitorBatch,
 }
 
 impl Recorder {
@@ -95,6 +98,7 @@ impl Recorder {
             clock_start: run.clock_start(),
             started_unix_ns: new.started_unix_ns,
             intervals,
+            pending: rtscope_store::MonitorBatch::default(),
         })
     }
 
@@ -171,6 +175,7 @@ impl Recorder {
         let mut cp = Checkpoint {
             progress_ns: offset,
             at_unix_ns: unix_ns(SystemTime::now()),
+            monitor: std::mem::take(&mut self.pending),
             ..Checkpoint::default()
         };
         for (i, v) in views.iter().enumerate() {
@@ -217,6 +222,29 @@ impl Recorder {
             .collect();
         self.last_offset = offset;
         Ok(())
+    }
+}
+
+/// Starts the monitor thread on the run's time axis; a monitor that cannot start is reported
+/// and the run goes on without it.
+fn start_monitor(run: &Run, interval: Duration) -> Option<MonitorThread> {
+    let axis = TimeAxis {
+        clock: rtscope_engine::sys::clock_id(run.config().clock),
+        start: run.clock_start(),
+    };
+    let measured = rtscope_engine::CpuSet::from_cpus(
+        run.config()
+            .threads
+            .iter()
+            .filter_map(|t| t.affinity.as_ref())
+            .flat_map(|a| a.iter().collect::<Vec<_>>()),
+    );
+    match MonitorThread::start(Path::new("/"), interval, axis, &measured) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            eprintln!("rtscope: warning: system monitors not sampled: {e}");
+            None
+        }
     }
 }
 
@@ -275,6 +303,8 @@ pub struct Recording {
     error: Option<String>,
     min_period: Duration,
     last: Instant,
+    monitor: Option<MonitorThread>,
+    rows: MonitorRows,
 }
 
 /// What a front end tells the recording about a run.
@@ -289,6 +319,8 @@ pub struct RecordSpec {
     pub command_line: Vec<String>,
     /// The configuration as a JSON object.
     pub config_json: String,
+    /// Sample the system monitors this often while recording (`None`: not at all).
+    pub monitor_interval: Option<Duration>,
 }
 
 impl Recording {
@@ -308,6 +340,8 @@ impl Recording {
                 error: None,
                 min_period,
                 last,
+                monitor: None,
+                rows: MonitorRows::default(),
             });
         };
         let tags = spec
@@ -345,13 +379,32 @@ impl Recording {
             environment: environment::capture(Path::new("/")),
             threads,
         };
+        let monitor_interval = spec.monitor_interval;
         let recorder = Some(Recorder::begin(store, new, run)?);
         Ok(Recording {
             recorder,
             error: None,
             min_period,
             last,
+            monitor: monitor_interval.and_then(|i| start_monitor(run, i)),
+            rows: MonitorRows::default(),
         })
+    }
+
+    /// The CPU the monitor thread runs on, when monitors run and are pinned.
+    pub fn monitor_cpu(&self) -> Option<u32> {
+        self.monitor.as_ref().and_then(|m| m.cpu())
+    }
+
+    fn collect_monitor(&mut self, last: bool) {
+        let messages = match (last, &self.monitor) {
+            (false, Some(m)) => m.drain(),
+            (true, Some(_)) => self.monitor.take().map(|m| m.finish()).unwrap_or_default(),
+            (_, None) => return,
+        };
+        if let Some(r) = &mut self.recorder {
+            self.rows.add(messages, &mut r.pending);
+        }
     }
 
     /// A checkpoint; on failure the recording stops and the error is kept for the end.
@@ -360,6 +413,7 @@ impl Recording {
             return;
         }
         self.last = Instant::now();
+        self.collect_monitor(false);
         if let Some(r) = &mut self.recorder {
             if let Err(e) = r.checkpoint(run) {
                 eprintln!("rtscope: error: recording stopped: {e}");
@@ -376,6 +430,7 @@ impl Recording {
         interrupted: bool,
         exit_code: i32,
     ) -> (Option<String>, bool) {
+        self.collect_monitor(true);
         let status = if interrupted {
             "interrupted"
         } else {

@@ -230,7 +230,7 @@ fn no_db_records_nothing() {
 fn a_full_disk_stops_the_recording_but_not_the_results() {
     let db = dir("full").join("r.db");
     // SIGXFSZ ignored (the disposition survives exec) so writes past the limit fail with EFBIG.
-    let script = format!("trap '' XFSZ; ulimit -f 120; exec {} measure -D 2s -i 200us -q --series-interval 10ms --event-above 1us --event-capacity 100000", bin());
+    let script = format!("trap '' XFSZ; ulimit -f 200; exec {} measure -D 2s -i 200us -q --series-interval 10ms --event-above 1us --event-capacity 100000", bin());
     let o = Command::new("bash")
         .args(["-c", &script])
         .env("RTSCOPE_DB", &db)
@@ -333,4 +333,95 @@ fn a_truncated_database_is_named_with_exit_code_2() {
             "{full:?}: {err}"
         );
     }
+}
+
+fn csv_rows(path: &std::path::Path) -> Vec<Vec<String>> {
+    let body = std::fs::read_to_string(path).unwrap();
+    body.lines()
+        .skip(1)
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+#[test]
+fn a_measure_run_records_monitor_series_on_its_time_axis_and_unavailable_sources_are_not_errors() {
+    let d = dir("monitors");
+    let db = d.join("m.db");
+    let o = rtscope(
+        &db,
+        &[
+            "measure",
+            "-D",
+            "2500ms",
+            "-i",
+            "1ms",
+            "-q",
+            "--monitor-interval",
+            "500ms",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let x = rtscope(&db, &["export", "1", "--format", "csv", "-o"]);
+    assert_ne!(x.status.code(), Some(0), "-o needs a value");
+    let out = d.join("csv");
+    let x = Command::new(bin())
+        .args(["export", "1", "--format", "csv", "-o"])
+        .arg(&out)
+        .env("RTSCOPE_DB", &db)
+        .output()
+        .unwrap();
+    assert_eq!(x.status.code(), Some(0), "{}", text(&x.stderr));
+    let rows = csv_rows(&out.join("run-1-monitor.csv"));
+    // About one sample every 500 ms over 2.5 s, plus the closing one.
+    let offsets: std::collections::BTreeSet<u64> =
+        rows.iter().map(|r| r[3].parse().unwrap()).collect();
+    assert!((5..=8).contains(&offsets.len()), "{offsets:?}");
+    assert!(*offsets.last().unwrap() >= 2_400_000_000, "{offsets:?}");
+    let metric = |name: &str| rows.iter().filter(|r| r[1] == name).count();
+    assert!(metric("load.1m") >= 5);
+    assert!(metric("mem.available") >= 5);
+    // Rates need two samples: one fewer than the levels.
+    assert_eq!(metric("ctxt_rate") + 1, metric("load.1m"));
+    assert!(rows
+        .iter()
+        .any(|r| r[1].starts_with("irq_rate.") && r[2] == "1/s"));
+    let busy: Vec<f64> = rows
+        .iter()
+        .filter(|r| r[1] == "cpu_busy.all")
+        .map(|r| r[4].parse().unwrap())
+        .collect();
+    assert!(busy.iter().all(|b| (0.0..=100.0).contains(b)), "{busy:?}");
+    // The measuring threads themselves are among the threads the monitor saw.
+    let top = csv_rows(&out.join("run-1-top_threads.csv"));
+    assert!(top.iter().any(|r| r[5].starts_with("rtscope-m")), "{top:?}");
+    // No thermal zone in this VM: recorded as unavailable, and the run succeeded.
+    let shown = rtscope(&db, &["runs", "show", "1"]);
+    assert_eq!(shown.status.code(), Some(0));
+}
+
+#[test]
+fn monitors_can_be_turned_off() {
+    let d = dir("nomonitors");
+    let db = d.join("m.db");
+    let o = rtscope(
+        &db,
+        &["measure", "-D", "1s", "-q", "--monitor-interval", "0"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let out = d.join("csv");
+    let x = Command::new(bin())
+        .args(["export", "1", "--format", "csv", "-o"])
+        .arg(&out)
+        .env("RTSCOPE_DB", &db)
+        .output()
+        .unwrap();
+    assert_eq!(x.status.code(), Some(0), "{}", text(&x.stderr));
+    assert!(csv_rows(&out.join("run-1-monitor.csv")).is_empty());
+    let bad = rtscope(&db, &["measure", "-D", "1s", "--monitor-interval", "5ms"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        text(&bad.stderr).contains("--monitor-interval"),
+        "{}",
+        text(&bad.stderr)
+    );
 }

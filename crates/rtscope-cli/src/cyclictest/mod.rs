@@ -90,6 +90,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> anyhow::Resul
         tags: o.tags.clone(),
         command_line: cmdline.split(' ').map(String::from).collect(),
         config_json: serde_json::json!({ "cyclictest_args": args }).to_string(),
+        monitor_interval: None,
     };
     let mut rec = Recording::begin(store, spec, &plan.config, &run, Duration::from_secs(1))?;
     let mut live = Live::new(&o, &plan);

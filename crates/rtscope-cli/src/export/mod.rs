@@ -62,6 +62,9 @@ fn load(store: &Store, id: RunId) -> Result<RunData, UsageError> {
         detail,
         series: store.series(id).map_err(err)?,
         events: store.events(id).map_err(err)?,
+        monitor: store.monitor_series(id).map_err(err)?,
+        top: store.monitor_top(id).map_err(err)?,
+        loads: store.loads(id).map_err(err)?,
     })
 }
 

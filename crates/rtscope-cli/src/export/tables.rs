@@ -4,7 +4,7 @@
 use super::table::{int, Table};
 use rtscope_core::{Histogram, PERCENTILES};
 use rtscope_store::codec::RawSample;
-use rtscope_store::{EventRow, RunDetail, RunId, SeriesRow};
+use rtscope_store::{EventRow, LoadRow, MonitorSeries, RunDetail, RunId, SeriesRow, TopThread};
 use std::collections::BTreeMap;
 
 /// The `thread` value of the histogram rows that hold all threads merged.
@@ -21,6 +21,12 @@ pub struct RunData {
     pub events: Vec<EventRow>,
     /// The raw samples (`--raw`) as `(thread, cycle, latency_ns, offset_ns)`.
     pub samples: Vec<(u32, RawSample)>,
+    /// The system-monitor series.
+    pub monitor: Vec<MonitorSeries>,
+    /// The busiest threads of every monitor sample.
+    pub top: Vec<TopThread>,
+    /// The loads the run was measured under.
+    pub loads: Vec<LoadRow>,
 }
 
 impl RunData {
@@ -45,6 +51,9 @@ pub fn all(d: &RunData) -> Vec<Table> {
         events(d),
         samples(d),
         environment(d),
+        monitor(d),
+        top_threads(d),
+        loads(d),
     ]
 }
 
@@ -182,6 +191,57 @@ fn environment(d: &RunData) -> Table {
         .int("run_id", d.ids(e.len()))
         .text("key", e.iter().map(|(k, _)| k.clone()))
         .text("value", e.iter().map(|(_, v)| v.clone()))
+}
+
+/// The system-monitor series, one row per metric and sample (long format).
+fn monitor(d: &RunData) -> Table {
+    let rows: Vec<(&MonitorSeries, u64, f64)> = d
+        .monitor
+        .iter()
+        .flat_map(|m| m.points.iter().map(move |&(o, v)| (m, o, v)))
+        .collect();
+    Table::new("monitor")
+        .int("run_id", d.ids(rows.len()))
+        .text("metric", rows.iter().map(|r| r.0.metric.clone()))
+        .text("unit", rows.iter().map(|r| r.0.unit.clone()))
+        .int("offset_ns", rows.iter().map(|r| int(r.1)))
+        .opt_float("value", rows.iter().map(|r| Some(r.2)))
+}
+
+/// The busiest threads of every monitor sample.
+fn top_threads(d: &RunData) -> Table {
+    let t = &d.top;
+    Table::new("top_threads")
+        .int("run_id", d.ids(t.len()))
+        .int("offset_ns", t.iter().map(|r| int(r.offset_ns)))
+        .int("rank", t.iter().map(|r| i64::from(r.rank)))
+        .int("pid", t.iter().map(|r| i64::from(r.pid)))
+        .int("tid", t.iter().map(|r| i64::from(r.tid)))
+        .text("comm", t.iter().map(|r| r.comm.clone()))
+        .opt_float("cpu_percent", t.iter().map(|r| Some(r.cpu_percent)))
+        .int("last_cpu", t.iter().map(|r| i64::from(r.last_cpu)))
+        .int("kernel_thread", t.iter().map(|r| i64::from(r.kernel)))
+}
+
+/// The loads the run was measured under and what each did (metrics as a JSON array).
+fn loads(d: &RunData) -> Table {
+    let l = &d.loads;
+    let json = |v: &dyn Fn(&LoadRow) -> String| l.iter().map(v).collect::<Vec<_>>();
+    Table::new("loads")
+        .int("run_id", d.ids(l.len()))
+        .text("name", l.iter().map(|r| r.name.clone()))
+        .text("status", l.iter().map(|r| r.status.clone()))
+        .opt_text("error", l.iter().map(|r| r.error.clone()))
+        .int("ran_ns", l.iter().map(|r| int(r.ran_ns)))
+        .text(
+            "command_line",
+            json(&|r| serde_json::to_string(&r.command_line).unwrap_or_default()),
+        )
+        .text(
+            "metrics",
+            json(&|r| serde_json::to_string(&r.metrics).unwrap_or_default()),
+        )
+        .text("spec", l.iter().map(|r| r.spec_json.clone()))
 }
 
 #[cfg(test)]

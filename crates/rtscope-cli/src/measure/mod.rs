@@ -173,6 +173,7 @@ pub fn run(
         .map(|t| cpu_list(t, &online, "--main-cpus"))
         .transpose()?;
     let tick = series_interval(a)?;
+    let monitor_interval = monitor_interval(&a.monitor_interval, "--monitor-interval")?;
     let store = recording::open_store(a)?;
     let _dma = a.latency.map(DmaLatencyGuard::set).transpose()?;
     writeln!(out, "{}", headline(&config, a.latency))?;
@@ -189,6 +190,7 @@ pub fn run(
         tags: a.tags.clone(),
         command_line: command_line.clone(),
         config_json,
+        monitor_interval,
     };
     let mut rec = Recording::begin(store, spec, &config, &run, std::time::Duration::ZERO)?;
     let mut progress = Progress::new(!a.quiet, config.duration);
@@ -214,6 +216,20 @@ fn series_interval(a: &MeasureArgs) -> Result<Nanos, UsageError> {
         return Err(UsageError::new(format!("invalid value '{}' for '--series-interval': use 10ms..1s (checkpoints are written at least once a second)", a.series_interval)));
     }
     Ok(d)
+}
+
+/// Parses a monitor interval: `0` turns monitors off; otherwise 100ms..1h.
+pub fn monitor_interval(text: &str, flag: &str) -> Result<Option<std::time::Duration>, UsageError> {
+    let d = dur(text, flag, "s")?;
+    if d.0 == 0 {
+        return Ok(None);
+    }
+    if d < Nanos::from_ms(100) || d > Nanos::from_secs(3600) {
+        return Err(UsageError::new(format!(
+            "invalid value '{text}' for '{flag}': use 100ms..1h, or 0 to turn the monitors off"
+        )));
+    }
+    Ok(Some(std::time::Duration::from_nanos(d.0)))
 }
 
 fn headline(c: &RunConfig, latency: Option<i32>) -> String {

@@ -1,0 +1,195 @@
+//! The system monitors during a run: a non-real-time thread, pinned to a housekeeping CPU
+//! (one the run does not measure, where one exists), samples every source once per interval
+//! on the run's time axis and hands the samples to the control thread, which stores them with
+//! its checkpoints. Nothing here touches the measuring threads.
+
+use rtscope_core::Nanos;
+use rtscope_engine::{sys, CpuSet};
+use rtscope_monitor::{Monitor, Sample, SourceStatus};
+use rtscope_store::{MonitorBatch, MonitorSource, MonitorState, MonitorValue, TopThread};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// What the monitor thread sends: a sample, and the sources' availability when it changed.
+type Message = (Sample, Option<Vec<SourceStatus>>);
+
+/// The running monitor thread.
+pub struct MonitorThread {
+    stop: Sender<()>,
+    rx: Receiver<Message>,
+    handle: Option<JoinHandle<()>>,
+    cpu: Option<u32>,
+}
+
+/// Where the run's time axis starts: the run's clock and its value at the run's start.
+#[derive(Clone, Copy)]
+pub struct TimeAxis {
+    /// The clock (`CLOCK_MONOTONIC` or `CLOCK_REALTIME`).
+    pub clock: libc::clockid_t,
+    /// Its reading at the run's start.
+    pub start: Nanos,
+}
+
+impl TimeAxis {
+    fn now(&self) -> Duration {
+        Duration::from_nanos(sys::now(self.clock).0.saturating_sub(self.start.0))
+    }
+}
+
+/// The CPU the monitor thread runs on: the first housekeeping CPU the run does not measure,
+/// else the first housekeeping CPU, else none (unpinned).
+pub fn monitor_cpu(root: &Path, measured: &CpuSet) -> Option<u32> {
+    let hk = rtscope_monitor::housekeeping_cpus(root);
+    hk.iter()
+        .copied()
+        .find(|&c| !measured.contains(c as usize))
+        .or_else(|| hk.first().copied())
+}
+
+impl MonitorThread {
+    /// Starts sampling `root`'s sources every `interval` on `axis`. `measured` are the CPUs the
+    /// run measures (kept free of the monitor where possible).
+    pub fn start(
+        root: &Path,
+        interval: Duration,
+        axis: TimeAxis,
+        measured: &CpuSet,
+    ) -> std::io::Result<MonitorThread> {
+        let monitor = Monitor::new(root).map_err(std::io::Error::other)?;
+        let cpu = monitor_cpu(root, measured);
+        let (stop, stop_rx) = mpsc::channel::<()>();
+        let (tx, rx) = mpsc::channel::<Message>();
+        let handle = std::thread::Builder::new()
+            .name("rtscope-monitor".into())
+            .spawn(move || sample_loop(monitor, interval, axis, cpu, &stop_rx, &tx))?;
+        Ok(MonitorThread {
+            stop,
+            rx,
+            handle: Some(handle),
+            cpu,
+        })
+    }
+
+    /// The CPU the thread is pinned to, if any.
+    pub fn cpu(&self) -> Option<u32> {
+        self.cpu
+    }
+
+    /// The samples taken since the last call.
+    pub fn drain(&self) -> Vec<Message> {
+        self.rx.try_iter().collect()
+    }
+
+    /// Takes one last sample, stops the thread, and returns what it had not handed over yet.
+    pub fn finish(mut self) -> Vec<Message> {
+        let _ = self.stop.send(());
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+        self.rx.try_iter().collect()
+    }
+}
+
+impl Drop for MonitorThread {
+    fn drop(&mut self) {
+        let _ = self.stop.send(());
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+fn sample_loop(
+    mut monitor: Monitor,
+    interval: Duration,
+    axis: TimeAxis,
+    cpu: Option<u32>,
+    stop: &Receiver<()>,
+    tx: &Sender<Message>,
+) {
+    if let Some(c) = cpu {
+        // Best effort: an unpinned monitor still works.
+        let _ = sys::set_affinity_current(&CpuSet::from_cpus([c as usize]));
+    }
+    let mut last_sources: Vec<SourceStatus> = Vec::new();
+    let mut next = axis.now();
+    loop {
+        let sample = monitor.sample(axis.now());
+        let sources = monitor.availability();
+        let changed = (sources != last_sources).then(|| sources.clone());
+        last_sources = sources;
+        if tx.send((sample, changed)).is_err() {
+            return;
+        }
+        next += interval;
+        let wait = next.saturating_sub(axis.now());
+        match stop.recv_timeout(wait) {
+            Err(RecvTimeoutError::Timeout) => {}
+            // Stopped (or the owner is gone): one last sample closes the run's series.
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => {
+                let sample = monitor.sample(axis.now());
+                let _ = tx.send((sample, None));
+                return;
+            }
+        }
+    }
+}
+
+/// Turns monitor samples into the store's rows; text states are kept only when they change.
+#[derive(Default)]
+pub struct MonitorRows {
+    states: HashMap<String, String>,
+    /// Samples converted so far.
+    pub samples: u64,
+}
+
+impl MonitorRows {
+    /// Adds `messages` to `batch`.
+    pub fn add(&mut self, messages: Vec<Message>, batch: &mut MonitorBatch) {
+        for (s, sources) in messages {
+            self.samples += 1;
+            let off = s.at.as_nanos() as u64;
+            batch.values.extend(s.readings.iter().map(|r| MonitorValue {
+                metric: r.metric.clone(),
+                unit: r.unit.to_string(),
+                offset_ns: off,
+                value: r.value,
+            }));
+            for (metric, value) in &s.states {
+                if self.states.get(metric) != Some(value) {
+                    self.states.insert(metric.clone(), value.clone());
+                    batch.states.push(MonitorState {
+                        metric: metric.clone(),
+                        offset_ns: off,
+                        value: value.clone(),
+                    });
+                }
+            }
+            batch
+                .top
+                .extend(s.top.iter().enumerate().map(|(rank, t)| TopThread {
+                    offset_ns: off,
+                    rank: rank as u32,
+                    pid: t.pid,
+                    tid: t.tid,
+                    comm: t.comm.clone(),
+                    cpu_percent: t.cpu_percent,
+                    last_cpu: t.last_cpu,
+                    kernel: t.kernel_thread,
+                }));
+            if let Some(src) = sources {
+                batch.sources = src
+                    .into_iter()
+                    .map(|s| MonitorSource {
+                        source: s.source.to_string(),
+                        available: s.available,
+                        why: s.why,
+                    })
+                    .collect();
+            }
+        }
+    }
+}
