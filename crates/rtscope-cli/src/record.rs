@@ -391,6 +391,11 @@ impl Recording {
         })
     }
 
+    /// The run's id in the store (none without a store or after a failure).
+    pub fn run_id(&self) -> Option<RunId> {
+        self.recorder.as_ref().map(|r| r.id())
+    }
+
     /// The CPU the monitor thread runs on, when monitors run and are pinned.
     pub fn monitor_cpu(&self) -> Option<u32> {
         self.monitor.as_ref().and_then(|m| m.cpu())

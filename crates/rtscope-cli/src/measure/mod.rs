@@ -487,7 +487,7 @@ impl Progress {
 }
 
 /// The settings of a run, as JSON and the database record them.
-fn config_doc(c: &RunConfig, latency: Option<i32>) -> json::Config {
+pub(crate) fn config_doc(c: &RunConfig, latency: Option<i32>) -> json::Config {
     let t0 = &c.threads[0];
     json::Config {
         policy: t0.policy.name().to_string(),

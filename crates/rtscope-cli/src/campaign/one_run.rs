@@ -1,0 +1,241 @@
+//! One run of a campaign: start its loads, let them settle, measure with monitors and
+//! recording, stop the loads, store what they did.
+
+use super::progress::Current;
+use super::runner::{Ctx, RunEnd};
+use super::PlannedRun;
+use crate::exit::UsageError;
+use crate::measure::limits;
+use crate::record::{self, RecordSpec, Recording};
+use crate::session::{self, Event};
+use rtscope_core::{Histogram, Nanos, Stats};
+use rtscope_engine::{knobs::DmaLatencyGuard, sys, Run, RunResult};
+use rtscope_load::LoadReport;
+use rtscope_store::{CampaignRun, LoadMetric, LoadRow, RunId};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// Grace period between SIGTERM and SIGKILL for loads at the end of a run.
+const LOAD_GRACE: Duration = Duration::from_secs(2);
+
+/// How often the control thread checkpoints and redraws the progress.
+const TICK: Nanos = Nanos::from_secs(1);
+
+/// Runs `p` (the `number`th run to do).
+pub(super) fn one_run(
+    ctx: &mut Ctx,
+    p: &PlannedRun,
+    number: usize,
+    out: &mut dyn Write,
+) -> anyhow::Result<RunEnd> {
+    let loads = if p.loads.is_empty() {
+        None
+    } else {
+        Some(rtscope_load::start(&p.loads, &ctx.exe).map_err(|e| {
+            UsageError::new(format!("cannot start the loads of run {}: {e}", p.label))
+        })?)
+    };
+    if let Some(sig) = settle(p.settle) {
+        ctx.signals += 1;
+        if let Some(l) = loads {
+            l.stop(grace(ctx));
+        }
+        writeln!(out, "[{number}] {}: interrupted before measuring", p.label)?;
+        return Ok(RunEnd {
+            signal: Some(sig),
+            limits_failed: false,
+            record_failed: false,
+        });
+    }
+    let _dma = p.latency.map(DmaLatencyGuard::set).transpose()?;
+    let store = record::open(&ctx.db)?;
+    let run = Run::start(p.config.clone())?;
+    let config_json =
+        serde_json::to_string(&crate::measure::config_doc(&p.config, p.latency))?;
+    let spec = RecordSpec {
+        kind: "measure",
+        label: Some(p.label.clone()),
+        tags: p.tags.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+        command_line: ctx.argv.to_vec(),
+        config_json,
+        monitor_interval: ctx.monitor_interval,
+    };
+    let mut rec = Recording::begin(Some(store), spec, &p.config, &run, Duration::ZERO)?;
+    if let Some(id) = rec.run_id() {
+        add_to_campaign(ctx, p, id)?;
+    }
+    let what = format!(
+        "{} / {} / repeat {} of {}",
+        p.scenario, p.case, p.repeat, p.repeats
+    );
+    let cur = Current {
+        number,
+        what: &what,
+        estimate: super::measured_length(p),
+        started: Instant::now(),
+    };
+    let progress = &mut ctx.progress;
+    let outcome = session::drive(run, TICK, |run, ev| {
+        if ev == Event::Tick {
+            rec.tick(run);
+            progress.update(&cur, run)?;
+        }
+        Ok(())
+    })?;
+    ctx.progress.clear();
+    if outcome.signal.is_some() {
+        ctx.signals += 1;
+    }
+    let reports = loads.map(|l| l.stop(grace(ctx))).unwrap_or_default();
+    let r = &outcome.result;
+    let failed = check_limits(p, r);
+    let code = if failed { 1 } else if outcome.signal.is_some() { 3 } else { 0 };
+    let (line, record_failed) = rec.finish(r, outcome.signal.is_some(), code);
+    if let Some(id) = rec.run_id() {
+        let rows: Vec<LoadRow> = reports.iter().map(load_row).collect();
+        if let Err(e) = ctx.store.set_loads(id, &rows) {
+            writeln!(out, "error: the loads of run {id} could not be recorded: {e}")?;
+        }
+    }
+    writeln!(out, "{}", result_line(number, p, r, &reports, failed))?;
+    if let Some(line) = line.filter(|_| record_failed) {
+        writeln!(out, "{line}")?;
+    }
+    out.flush()?;
+    Ok(RunEnd {
+        signal: outcome.signal,
+        limits_failed: failed,
+        record_failed,
+    })
+}
+
+fn add_to_campaign(ctx: &mut Ctx, p: &PlannedRun, id: RunId) -> Result<(), UsageError> {
+    ctx.store
+        .add_campaign_run(
+            ctx.cid,
+            &CampaignRun {
+                seq: p.seq as u32,
+                run_id: id,
+                scenario: p.scenario.clone(),
+                load_case: p.case.clone(),
+                repeat: p.repeat,
+                status: String::new(),
+            },
+        )
+        .map_err(|e| UsageError::new(e.to_string()))
+}
+
+/// Waits `d` for the loads to settle; returns the signal that ended the wait early.
+fn settle(d: Nanos) -> Option<i32> {
+    let end = Instant::now() + Duration::from_nanos(d.0);
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        let step = Nanos(left.min(Duration::from_millis(200)).as_nanos() as u64);
+        match sys::wait_run_signal(step) {
+            Some(s) if s == libc::SIGINT || s == libc::SIGTERM => return Some(s),
+            _ => {}
+        }
+    }
+}
+
+/// The loads' grace period: none once a second signal came (or comes now).
+fn grace(ctx: &mut Ctx) -> Duration {
+    if let Some(s) = sys::wait_run_signal(Nanos::ZERO) {
+        if s == libc::SIGINT || s == libc::SIGTERM {
+            ctx.signals += 1;
+        }
+    }
+    if ctx.signals >= 2 {
+        Duration::ZERO
+    } else {
+        LOAD_GRACE
+    }
+}
+
+fn check_limits(p: &PlannedRun, r: &RunResult) -> bool {
+    let mut failed = false;
+    for t in &r.threads {
+        let scope = format!("thread {}", t.index);
+        failed |= limits::check(&p.limits, &scope, &t.stats, &t.histogram)
+            .iter()
+            .any(|c| !c.passed);
+    }
+    let (s, h) = (r.total_stats(), r.total_histogram());
+    failed
+        || limits::check(&p.limits, "all", &s, &h)
+            .iter()
+            .any(|c| !c.passed)
+}
+
+fn load_row(r: &LoadReport) -> LoadRow {
+    LoadRow {
+        name: r.name.clone(),
+        spec_json: serde_json::to_string(&r.spec).unwrap_or_default(),
+        command_line: r.command_line.clone(),
+        status: r.status.clone(),
+        error: r.error.clone(),
+        ran_ns: r.ran_ns,
+        metrics: r
+            .metrics
+            .iter()
+            .map(|m| LoadMetric {
+                name: m.name.clone(),
+                value: m.value,
+                unit: m.unit.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn us(n: Option<Nanos>) -> String {
+    n.map_or("-".into(), |n| format!("{:.1}us", n.0 as f64 / 1000.0))
+}
+
+fn result_line(
+    number: usize,
+    p: &PlannedRun,
+    r: &RunResult,
+    reports: &[LoadReport],
+    failed: bool,
+) -> String {
+    let (s, h): (Stats, Histogram) = (r.total_stats(), r.total_histogram());
+    let mut line = format!(
+        "[{number}] {}: {} samples, p99 {}, p99.9 {}, max {}, missed {}",
+        p.label,
+        s.count,
+        us(h.value_at_quantile(0.99)),
+        us(h.value_at_quantile(0.999)),
+        us((s.count > 0).then_some(s.max)),
+        s.missed
+    );
+    for l in reports {
+        let did = l
+            .metrics
+            .iter()
+            .take(2)
+            .map(|m| format!("{} {}", human_count(m.value), m.unit))
+            .collect::<Vec<_>>()
+            .join(", ");
+        line.push_str(&format!("; {} {} ({did})", l.name, l.status));
+        if let Some(e) = &l.error {
+            line.push_str(&format!(": {e}"));
+        }
+    }
+    if failed {
+        line.push_str("; LIMIT EXCEEDED");
+    }
+    line
+}
+
+fn human_count(v: f64) -> String {
+    match v.abs() {
+        x if x >= 1e9 => format!("{:.2}G", v / 1e9),
+        x if x >= 1e6 => format!("{:.2}M", v / 1e6),
+        x if x >= 1e4 => format!("{:.1}k", v / 1e3),
+        x if x.fract() == 0.0 => format!("{v:.0}"),
+        _ => format!("{v:.1}"),
+    }
+}
