@@ -326,7 +326,11 @@ fn scenarios(
                 Located::No(e) => {
                     let mut u = src.error(
                         name.span(),
-                        format!("scenario '{}': {}", name.get_ref(), e.message),
+                        format!(
+                            "scenario '{}': {}",
+                            name.get_ref(),
+                            super::pos::flags_to_keys(&e.message)
+                        ),
                     );
                     u.hint = e.hint;
                     u

@@ -300,6 +300,9 @@ mod tests {
         std::fs::write(&plain, "not a program").unwrap();
         let found = find_on_path(plain.to_str().unwrap());
         std::fs::remove_file(&plain).unwrap();
-        assert!(found.is_none(), "a file without execute permission is not a program");
+        assert!(
+            found.is_none(),
+            "a file without execute permission is not a program"
+        );
     }
 }

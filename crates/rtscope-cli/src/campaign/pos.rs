@@ -123,16 +123,46 @@ impl Source<'_> {
             ))
             .hint(hint + "; see docs/campaigns.md");
         }
-        if msg.starts_with("invalid type") || msg.starts_with("invalid value") {
+        let detail = msg
+            .strip_prefix("invalid type: ")
+            .or_else(|| msg.strip_prefix("invalid value: "));
+        if let Some(detail) = detail {
             let what = self
                 .key_before(start)
                 .map_or(String::new(), |k| format!(" for '{k}'"));
-            return UsageError::new(format!("{}: {msg}{what}", self.at(start)))
+            let detail = plain_types(detail);
+            return UsageError::new(format!("{}: invalid value{what}: {detail}", self.at(start)))
                 .hint("docs/campaigns.md lists every key with its type");
         }
         UsageError::new(format!("{}: {msg}", self.at(start)))
             .hint("the file must be TOML (https://toml.io); docs/campaigns.md describes the tables")
     }
+}
+
+/// serde's type names in words: `expected u32` → `expected a whole number`.
+fn plain_types(detail: &str) -> String {
+    ["u32", "u64", "i32", "i64", "usize"]
+        .iter()
+        .fold(detail.to_string(), |d, t| {
+            d.replace(&format!("expected {t}"), "expected a whole number")
+        })
+        .replace("expected a boolean", "expected true or false")
+}
+
+/// Rewrites `'--flag-name'` in a message from `rtscope measure`'s validation into the file's
+/// key, `'flag_name'`.
+pub(crate) fn flags_to_keys(msg: &str) -> String {
+    let mut out = String::new();
+    let mut rest = msg;
+    while let Some(i) = rest.find("'--") {
+        out.push_str(&rest[..=i]);
+        rest = &rest[i + 3..];
+        let end = rest.find('\'').unwrap_or(rest.len());
+        out.push_str(&rest[..end].replace('-', "_"));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn keys_of(table: &str) -> &'static [&'static str] {
@@ -198,6 +228,18 @@ mod tests {
         assert_eq!(s.at(x), "f.toml:3:4");
         assert_eq!(s.table_at(x), "[measure]");
         assert_eq!(s.table_at(2), "the top level");
+    }
+
+    #[test]
+    fn measure_flags_read_as_file_keys() {
+        assert_eq!(
+            flags_to_keys("invalid value '9' for '--dl-runtime': x; see '--threads'"),
+            "invalid value '9' for 'dl_runtime': x; see 'threads'"
+        );
+        assert_eq!(
+            plain_types("string \"x\", expected u32"),
+            "string \"x\", expected a whole number"
+        );
     }
 
     #[test]
