@@ -75,8 +75,20 @@ pub struct PlannedRun {
 /// (`--duration`, `--loops`, `--repeats`, `--name`, `--tag`) and expands it into runs.
 pub fn load(a: &RunArgs, online: &CpuSet) -> Result<Campaign, UsageError> {
     let (source, where_, text) = read_source(a)?;
+    from_text(source, &where_, text, a, online)
+}
+
+/// Like [`load`], for a text already read: `source` is what [`Campaign::source`] says,
+/// `where_` the name errors are located under.
+pub(crate) fn from_text(
+    source: String,
+    where_: &str,
+    text: String,
+    a: &RunArgs,
+    online: &CpuSet,
+) -> Result<Campaign, UsageError> {
     let src = Source {
-        name: &where_,
+        name: where_,
         text: &text,
     };
     let raw: RawFile = toml::from_str(&text).map_err(|e| src.toml_error(&e))?;
