@@ -423,7 +423,10 @@ fn settings(
     let mut m = MeasureArgs::default();
     let cpus = cpus(src, s, online).map_err(Located::Yes)?;
     m.threads = Some(threads(src, s, cpus.len()).map_err(Located::Yes)?);
-    m.cpus = Some(cpus.to_string());
+    // Only a CPU list the file gives is passed on: measure refuses to pin SCHED_DEADLINE
+    // threads, and "all" means no restriction.
+    let listed = s.cpus.as_ref().is_some_and(|c| c.get_ref().trim() != "all");
+    m.cpus = listed.then(|| cpus.to_string());
     let dur = |v: &Option<Spanned<super::file::DurText>>, key: &str, unit: &str| {
         v.as_ref()
             .map(|d| duration(src, d, key, unit).map(|_| d.get_ref().0.clone()))

@@ -110,7 +110,7 @@ impl Source<'_> {
             .strip_prefix("unknown field `")
             .and_then(|r| r.split('`').next())
         {
-            let table = self.table_at(start);
+            let table = table_of_fields(&msg).unwrap_or_else(|| self.table_at(start));
             let keys = keys_of(&table);
             let mut hint = match suggest(key, keys) {
                 Some(s) => format!("did you mean '{s}'? "),
@@ -137,6 +137,22 @@ impl Source<'_> {
         UsageError::new(format!("{}: {msg}", self.at(start)))
             .hint("the file must be TOML (https://toml.io); docs/campaigns.md describes the tables")
     }
+}
+
+/// The table whose struct serde names in `unknown field ..., expected one of ...`, for the
+/// tables the header above cannot tell (inline tables such as `load = [{ ... }]`).
+fn table_of_fields(msg: &str) -> Option<String> {
+    let expected = msg.split_once("expected ")?.1;
+    let table = if expected.starts_with("one of `kind`") {
+        "[[load_case.load]]"
+    } else if expected.starts_with("one of `name`, `description`, `load`") {
+        "[[load_case]]"
+    } else if expected.starts_with("one of `name`, `description`, `tags`") {
+        "[campaign]"
+    } else {
+        return None;
+    };
+    Some(table.to_string())
 }
 
 /// serde's type names in words: `expected u32` → `expected a whole number`.

@@ -307,3 +307,38 @@ fn a_preset_cpu_that_is_offline_is_located_in_the_preset() {
         "{e}"
     );
 }
+
+#[test]
+fn deadline_scenarios_are_not_pinned_unless_the_file_pins_them() {
+    let text = TWO_BY_TWO.replace(
+        "threads = 1\ncpus = \"2\"",
+        "threads = 1\npolicy = \"deadline\"\ndl_runtime = \"50us\"",
+    );
+    let c = plan(&text, &[]);
+    assert_eq!(c.runs[0].config.threads[0].affinity, None);
+    assert!(matches!(
+        c.runs[0].config.threads[0].policy,
+        Policy::Deadline { .. }
+    ));
+    let pinned = text.replace("threads = 1\n", "threads = 1\ncpus = \"1\"\n");
+    let e = err(&pinned);
+    assert!(
+        e.starts_with(
+            "t.toml:12:8: scenario '1:1': 'cpus' cannot be combined with 'policy deadline'"
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn unknown_keys_in_inline_tables_name_their_table() {
+    let text = format!(
+        "{TWO_BY_TWO}\n[[load_case]]\nname = \"inline\"\nload = [{{ kind = \"cpu\", thread = 1 }}]\n"
+    );
+    let e = err(&text);
+    assert!(
+        e.contains("unknown key 'thread' in [[load_case.load]]"),
+        "{e}"
+    );
+    assert!(e.contains("did you mean 'threads'?"), "{e}");
+}
