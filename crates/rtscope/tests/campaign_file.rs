@@ -372,3 +372,18 @@ fn a_missing_file_names_the_path_and_a_preset_cannot_be_misspelt() {
         dump(&o)
     );
 }
+
+#[test]
+fn a_dry_run_prints_the_exact_external_command_line_and_the_limits() {
+    let dir = fresh_dir("campaign-external-dry");
+    let file = dir.join("ext.toml");
+    let text = "[measure]\nduration = 3\nlimits = [\"max=100us\", \"missed=0\"]\n\n[[scenario]]\nname = \"N:N\"\n\n[[load_case]]\nname = \"spin\"\nload = [{ kind = \"external\", program = \"/bin/sh\", args = [\"-c\", \"while :; do :; done\"] }]\n";
+    std::fs::write(&file, text).unwrap();
+    let out = dry(&[file.to_str().unwrap()]);
+    assert!(
+        out.contains("    /bin/sh -c 'while :; do :; done'\n"),
+        "{out}"
+    );
+    assert!(out.contains("Limits of N:N: max=100us, missed=0"), "{out}");
+    assert!(out.contains("1 run, about 5s"), "3 s + 2 s warm-up: {out}");
+}

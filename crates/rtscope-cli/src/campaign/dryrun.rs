@@ -3,6 +3,7 @@
 
 use super::expand::{estimate, Campaign, PlannedRun};
 use super::loads;
+use crate::measure::limits::Stat;
 use rtscope_core::Nanos;
 use rtscope_engine::CpuSet;
 use std::fmt::Write as _;
@@ -48,6 +49,7 @@ pub fn render(c: &Campaign) -> String {
             let _ = writeln!(s, "    {}", loads::describe(l));
         }
     }
+    s.push_str(&limits(&c.runs));
     if let Some(l) = c.runs.iter().find_map(|r| r.latency) {
         let _ = writeln!(
             s,
@@ -109,6 +111,33 @@ fn matrix(runs: &[PlannedRun]) -> String {
     line(&mut s, &head.map(String::from));
     for row in &rows {
         line(&mut s, row);
+    }
+    s
+}
+
+/// `Limits of N:N: max=100us, missed=0` for each scenario that has limits.
+fn limits(runs: &[PlannedRun]) -> String {
+    let mut s = String::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for r in runs.iter().filter(|r| !r.limits.is_empty()) {
+        if seen.contains(&r.scenario.as_str()) {
+            continue;
+        }
+        seen.push(&r.scenario);
+        let each: Vec<String> = r
+            .limits
+            .iter()
+            .map(|l| match l.stat {
+                Stat::Missed => format!("missed={}", l.value),
+                _ => format!("{}={}", l.stat.name(), short(Nanos(l.value))),
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "\nLimits of {}: {} (checked after each run)",
+            r.scenario,
+            each.join(", ")
+        );
     }
     s
 }
