@@ -450,20 +450,21 @@ fn settings(
     if let Some(c) = &s.clock {
         m.clock = choice::<ClockArg>(src, c, "clock").map_err(Located::Yes)?;
     }
-    if let Some(p) = &s.priority {
-        m.priority = *p.get_ref();
-        let rt = m.policy == PolicyArg::Fifo || m.policy == PolicyArg::Rr;
-        if rt && !(1..=99).contains(&m.priority) {
-            {
-                return Err(at(
-                    p.span(),
-                    format!(
-                        "priority {} is out of range: fifo and rr need 1..99",
-                        m.priority
-                    ),
-                ));
-            }
+    let rt = m.policy == PolicyArg::Fifo || m.policy == PolicyArg::Rr;
+    match &s.priority {
+        Some(p) if rt && !(1..=99).contains(p.get_ref()) => {
+            return Err(at(
+                p.span(),
+                format!(
+                    "priority {} is out of range: fifo and rr need 1..99",
+                    p.get_ref()
+                ),
+            ));
         }
+        Some(p) => m.priority = *p.get_ref(),
+        // The priority of other and batch is a nice value: 0 unless the file says otherwise.
+        None if !rt => m.priority = 0,
+        None => {}
     }
     m.priospread = s.priospread.unwrap_or(false);
     m.relative = s.relative.unwrap_or(false);

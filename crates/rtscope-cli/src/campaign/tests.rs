@@ -342,3 +342,13 @@ fn unknown_keys_in_inline_tables_name_their_table() {
     );
     assert!(e.contains("did you mean 'threads'?"), "{e}");
 }
+
+#[test]
+fn other_policy_defaults_to_nice_zero() {
+    let text = TWO_BY_TWO.replace("threads = 1\n", "threads = 1\npolicy = \"other\"\n");
+    let c = plan(&text, &[]);
+    assert_eq!(c.runs[0].config.threads[0].policy, Policy::Other);
+    assert_eq!(c.runs[0].config.threads[0].priority, 0);
+    let nice = text.replace("policy = \"other\"", "policy = \"other\"\npriority = -5");
+    assert_eq!(plan(&nice, &[]).runs[0].config.threads[0].priority, -5);
+}
