@@ -318,6 +318,19 @@ pub struct MeasureArgs {
     pub monitor_interval: String,
 }
 
+impl Default for MeasureArgs {
+    /// The options of a bare `rtscope measure`: clap's defaults, so front ends that build a
+    /// run programmatically (campaigns) start from exactly what the command line would.
+    fn default() -> Self {
+        use clap::FromArgMatches;
+        let cmd = <MeasureArgs as Args>::augment_args(clap::Command::new("measure"));
+        let m = cmd
+            .try_get_matches_from(["measure"])
+            .expect("the defaults of `rtscope measure` parse");
+        MeasureArgs::from_arg_matches(&m).expect("the defaults of `rtscope measure` convert")
+    }
+}
+
 /// The clap command, for man page and completion generation.
 pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
@@ -328,5 +341,15 @@ mod tests {
     #[test]
     fn clap_definition_is_consistent() {
         super::command().debug_assert();
+    }
+
+    #[test]
+    fn measure_defaults_are_clap_defaults() {
+        let d = super::MeasureArgs::default();
+        assert_eq!(d.interval, "1ms");
+        assert_eq!(d.priority, 90);
+        assert_eq!(d.policy, super::PolicyArg::Fifo);
+        assert_eq!(d.event_capacity, 10_000);
+        assert!(d.duration.is_none() && d.cpus.is_none());
     }
 }

@@ -1,6 +1,24 @@
 //! `rtscope run`: campaigns — scenarios × load cases × repeats, with loads and monitors.
+//!
+//! * `file`: the TOML format as written (docs/campaigns.md), every key checked;
+//! * [`expand`]: the file plus command-line overrides become a [`Campaign`] of
+//!   [`PlannedRun`]s, each with a [`rtscope_engine::RunConfig`] built by `measure::plan`;
+//! * [`presets`]: `quick`, `scenarios`, `loadcases`, `osadl` (the files in examples/);
+//! * [`dryrun`]: `--dry-run`'s matrix; `runner`: the execution.
 
+pub mod dryrun;
+pub mod expand;
+mod file;
+pub mod loads;
+mod pos;
+pub mod presets;
+mod one_run;
+mod progress;
 mod runner;
+#[cfg(test)]
+mod tests;
+
+pub use expand::{estimate, load, Campaign, PlannedRun};
 
 use crate::exit::ExitStatus;
 use clap::Args;
@@ -50,5 +68,10 @@ pub struct RunArgs {
 
 /// Runs `rtscope run`.
 pub fn run(a: &RunArgs, argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    runner::execute(a, argv, out)
+    let c = load(a, &rtscope_engine::sys::online_cpus())?;
+    if a.dry_run {
+        write!(out, "{}", dryrun::render(&c))?;
+        return Ok(ExitStatus::Success);
+    }
+    runner::execute(c, a, argv, out)
 }

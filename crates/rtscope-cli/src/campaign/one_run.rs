@@ -71,7 +71,7 @@ pub(super) fn one_run(
     let cur = Current {
         number,
         what: &what,
-        estimate: super::measured_length(p),
+        estimate: super::estimate(p).saturating_sub(Duration::from_nanos(p.settle.0)),
         started: Instant::now(),
     };
     let progress = &mut ctx.progress;

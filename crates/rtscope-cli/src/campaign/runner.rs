@@ -68,7 +68,7 @@ pub fn execute(
         } else {
             format!(" ({} done before)", done.len())
         },
-        super::human(total)
+        super::dryrun::human(total)
     )?;
     out.flush()?;
     let exe = std::env::current_exe()
