@@ -39,6 +39,9 @@ pub enum Command {
     Export(ExportArgs),
     /// Run a campaign: scenarios × load cases × repeats, with loads and system monitors.
     Run(Box<crate::campaign::RunArgs>),
+    /// Run a load (messaging, memory, cpu, io, network or an external program) standalone,
+    /// e.g. to load a board while another tool measures; Ctrl-C stops it cleanly.
+    Load(Box<crate::load::LoadArgs>),
     /// Print a shell completion script.
     Completions {
         /// The shell.

@@ -18,6 +18,7 @@ pub mod environment;
 pub mod exit;
 pub mod export;
 pub mod import;
+pub mod load;
 pub mod measure;
 pub mod monitoring;
 pub mod record;
@@ -62,6 +63,11 @@ fn invoked_as_cyclictest(argv0: &str) -> bool {
 }
 
 fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    match argv.get(1).map(String::as_str) {
+        Some("__load") => return Ok(hidden_status(rtscope_load::worker_main(&argv[2..]))),
+        Some("__shepherd") => return Ok(hidden_status(rtscope_load::shepherd_main(&argv[2..]))),
+        _ => {}
+    }
     if argv.first().is_some_and(|a| invoked_as_cyclictest(a)) {
         return cyclictest::run(&argv[1..], &argv.join(" "), out);
     }
@@ -88,6 +94,7 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
         cli::Command::Import(a) => import::run(&a, out),
         cli::Command::Export(a) => export::run(&a, out),
         cli::Command::Run(a) => campaign::run(&a, argv, out),
+        cli::Command::Load(a) => load::run(&a, out),
         cli::Command::Completions { shell } => {
             clap_complete::generate(shell, &mut cli::command(), "rtscope", out);
             Ok(ExitStatus::Success)
@@ -96,6 +103,15 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
             clap_mangen::Man::new(cli::command()).render(out)?;
             Ok(ExitStatus::Success)
         }
+    }
+}
+
+/// The exit status of the hidden `__load` / `__shepherd` entry points (0, 1 or 2).
+fn hidden_status(code: i32) -> ExitStatus {
+    match code {
+        0 => ExitStatus::Success,
+        1 => ExitStatus::LimitExceeded,
+        _ => ExitStatus::Usage,
     }
 }
 

@@ -1,13 +1,34 @@
-//! rtscope-load: the loads a run is measured under.
+//! rtscope-load: the loads a run is measured under, and the supervision that keeps any of them
+//! from outliving the run.
 //!
 //! * [`LoadSpec`]: what to start — a built-in load (messaging like hackbench, memory like
 //!   stressapptest, CPU, file I/O, TCP over loopback) or an external tool (`hackbench`,
 //!   `stress-ng`, `stressapptest`, …) with its arguments;
 //! * [`LoadReport`]: what a load did (messages, bytes, operations, miscompares), recorded with
-//!   the run so a run "under load" can prove the load ran.
+//!   the run so a run "under load" can prove the load ran;
+//! * [`start`] / [`RunningLoads`]: run loads under a shepherd process, so none survives
+//!   rtscope, however it ends (see [`shepherd`] for the design);
+//! * [`worker_main`] and [`shepherd_main`]: the hidden `rtscope __load` and
+//!   `rtscope __shepherd` entry points;
+//! * [`builtin`]: the built-in loads themselves, usable in-process too.
+//!
+//! Units: durations in nanoseconds (`ran_ns`), sizes in bytes or MiB as named, rates per second.
 
 #![warn(missing_docs)]
 
+pub mod builtin;
+pub mod cgroup;
+mod error;
+pub mod external;
+pub mod shepherd;
 pub mod spec;
+pub mod supervise;
+pub mod sys;
+pub mod worker;
 
+pub use error::LoadError;
+pub use external::validate;
+pub use shepherd::shepherd_main;
 pub use spec::{LoadReport, LoadSpec, Metric, MsgMode, MsgTransport};
+pub use supervise::{start, EarlyExit, RunningLoads};
+pub use worker::worker_main;

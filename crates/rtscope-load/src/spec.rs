@@ -1,5 +1,6 @@
 //! What a load is and what it reports.
 
+use crate::LoadError;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -113,4 +114,102 @@ pub struct LoadReport {
     pub error: Option<String>,
     /// What it counted; for an external tool, its exit status and output size.
     pub metrics: Vec<Metric>,
+    /// For an external tool: the last few KiB of what it printed (stdout, then stderr); for a
+    /// built-in load: its worker's stderr, when it wrote any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tail: Option<String>,
+}
+
+impl Metric {
+    /// A metric `name` = `value` `unit`.
+    pub fn new(name: &str, value: f64, unit: &str) -> Metric {
+        Metric {
+            name: name.to_string(),
+            value,
+            unit: unit.to_string(),
+        }
+    }
+}
+
+impl LoadReport {
+    /// The metric called `name`, if the load reported one.
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        self.metrics
+            .iter()
+            .find(|m| m.name == name)
+            .map(|m| m.value)
+    }
+}
+
+impl LoadSpec {
+    /// The kind tag: `messaging`, `memory`, `cpu`, `io`, `network` or `external`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            LoadSpec::Messaging { .. } => "messaging",
+            LoadSpec::Memory { .. } => "memory",
+            LoadSpec::Cpu { .. } => "cpu",
+            LoadSpec::Io { .. } => "io",
+            LoadSpec::Network { .. } => "network",
+            LoadSpec::External { .. } => "external",
+        }
+    }
+
+    /// A short name for tables: the kind, or an external program's file name.
+    pub fn name(&self) -> String {
+        match self {
+            LoadSpec::External { program, .. } => std::path::Path::new(program)
+                .file_name()
+                .map_or_else(|| program.clone(), |n| n.to_string_lossy().into_owned()),
+            other => other.kind().to_string(),
+        }
+    }
+
+    /// Checks the values (counts at least 1, sizes in range); does not look for programs (see
+    /// [`crate::validate`]).
+    pub fn check(&self) -> Result<(), LoadError> {
+        let kind = self.kind();
+        let positive = |field: &'static str, v: u64, max: u64| {
+            if v == 0 || v > max {
+                return Err(LoadError::BadSpec {
+                    kind,
+                    field,
+                    value: v.to_string(),
+                    expected: "use a value from 1 up to the documented maximum (docs/loads.md)",
+                });
+            }
+            Ok(())
+        };
+        match self {
+            LoadSpec::Messaging {
+                groups, fds, size, ..
+            } => {
+                positive("groups", *groups as u64, 1000)?;
+                positive("fds", *fds as u64, 1000)?;
+                positive("groups × fds", *groups as u64 * *fds as u64, 4096)?;
+                positive("size", *size as u64, 1 << 20)
+            }
+            LoadSpec::Memory { threads, megabytes } => {
+                positive("threads", *threads as u64, 1024)?;
+                positive("megabytes", *megabytes, 1 << 20)
+            }
+            LoadSpec::Cpu { threads } => positive("threads", *threads as u64, 1024),
+            LoadSpec::Io {
+                threads, file_mb, ..
+            } => {
+                positive("threads", *threads as u64, 1024)?;
+                positive("file_mb", *file_mb, 1 << 20)
+            }
+            LoadSpec::Network { threads, size } => {
+                positive("threads", *threads as u64, 1024)?;
+                positive("size", *size as u64, 1 << 24)
+            }
+            LoadSpec::External { program, .. } if program.is_empty() => Err(LoadError::BadSpec {
+                kind,
+                field: "program",
+                value: "\"\"".into(),
+                expected: "name the program to run",
+            }),
+            LoadSpec::External { .. } => Ok(()),
+        }
+    }
 }

@@ -1,0 +1,389 @@
+//! The shepherd: `rtscope __shepherd '<plan JSON>'`, the parent of every load of one run.
+//!
+//! rtscope starts it with a pipe on its stdin and keeps the write end; the shepherd
+//!
+//! 1. blocks SIGINT, SIGTERM and SIGHUP (it handles them as "stop"), makes itself a child
+//!    subreaper (`PR_SET_CHILD_SUBREAPER`), so any orphaned descendant of a load (hackbench
+//!    forks its tasks; `sh -c 'sleep 100 &'` leaves one behind) is re-parented to it, and
+//!    creates a cgroup v2 `rtscope-<pid>` when the cgroup2 mount is writable;
+//! 2. starts each load — a built-in as `rtscope __load '<spec>'`, an external program
+//!    directly — with stdin from /dev/null and stdout/stderr captured. Between fork and exec
+//!    (async-signal-safe calls only) the child joins the cgroup, sets
+//!    `PR_SET_PDEATHSIG(SIGKILL)`, checks that its parent is still the shepherd (else exits:
+//!    the death signal would never come), and makes its own process group;
+//! 3. prints one JSON line `{"event":"started","pids":[…]}` and then watches its stdin: the line
+//!    `stop <grace ms>` or end of file (rtscope died, whatever killed it, SIGKILL included)
+//!    or a stop signal starts the shutdown. Meanwhile it reaps whatever ends and reports a
+//!    load that ended early with `{"event":"exited",…}`;
+//! 4. shutdown: SIGTERM to each load's process group, to each process in the cgroup and to
+//!    each child it has; waits up to the grace period for the loads; then SIGKILL to the
+//!    process groups, `cgroup.kill`, and every remaining child, again and again, reaping until
+//!    it has no child left; removes the cgroup; prints `{"event":"reports",…}` and exits.
+//!
+//! If the shepherd itself is SIGKILLed, the loads get their death signal. What can escape: a
+//! process that left both the process group and the cgroup (or with no cgroup available, one
+//! that left the process group and whose parent is alive outside the shepherd's subtree),
+//! which only a deliberate daemon does.
+
+use crate::cgroup::{self, Cgroup};
+use crate::external::{find_program, hackbench_times};
+use crate::sys::{self, Ended, SigSet, STOP_SIGNALS};
+use crate::{LoadError, LoadReport, LoadSpec, Metric};
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{self, Receiver};
+use std::time::{Duration, Instant};
+
+/// Grace period for a shutdown that rtscope did not ask for (end of file, a signal).
+pub const DEFAULT_GRACE: Duration = Duration::from_millis(1000);
+/// How often the shepherd looks around.
+const TICK: Duration = Duration::from_millis(20);
+/// Bytes of each output stream kept.
+const KEEP: usize = 64 << 10;
+/// Bytes of output put into a report's `output_tail`.
+const TAIL: usize = 2 << 10;
+
+/// One line the shepherd prints on its stdout.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "lowercase")]
+pub(crate) enum Event {
+    /// All loads were started: their pids, in spec order.
+    Started {
+        pids: Vec<u32>,
+        cgroup: Option<PathBuf>,
+    },
+    /// Load `index` ended before it was told to stop.
+    Exited {
+        index: usize,
+        pid: u32,
+        status: String,
+    },
+    /// The final reports, in spec order.
+    Reports { reports: Vec<LoadReport> },
+    /// Starting failed.
+    Error { message: String },
+}
+
+/// What the shepherd is started with (its one argument, as JSON).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Plan {
+    pub specs: Vec<LoadSpec>,
+    pub exe: PathBuf,
+}
+
+/// Output of one stream: the last [`KEEP`] bytes and the total.
+#[derive(Default)]
+struct Captured {
+    tail: Vec<u8>,
+    total: u64,
+}
+
+/// One started load.
+struct Load {
+    spec: LoadSpec,
+    argv: Vec<String>,
+    pid: i32,
+    started: Instant,
+    ended: Option<(Ended, Instant)>,
+    early: bool,
+    killed: bool,
+    stdout: Receiver<Captured>,
+    stderr: Receiver<Captured>,
+}
+
+/// Runs the shepherd. `args` are the arguments after `__shepherd`: the plan as JSON.
+/// Returns the exit code: 0, or 2 when the plan is bad or a load could not be started.
+pub fn shepherd_main(args: &[String]) -> i32 {
+    let signals = SigSet::of(&STOP_SIGNALS);
+    signals.block();
+    let plan: Plan = match args.first().map(|a| serde_json::from_str(a)) {
+        Some(Ok(p)) => p,
+        _ => {
+            eprintln!("error: __shepherd needs a plan (JSON); it is started by rtscope only");
+            return 2;
+        }
+    };
+    let me = sys::getpid();
+    if let Err(e) = sys::set_child_subreaper() {
+        eprintln!("warning: {e}; orphaned load processes are then found by process group only");
+    }
+    let cgroup = Cgroup::create(me);
+    let mut loads = Vec::new();
+    for spec in &plan.specs {
+        match spawn(spec, &plan.exe, me, cgroup.as_ref()) {
+            Ok(l) => loads.push(l),
+            Err(e) => {
+                emit(&Event::Error {
+                    message: e.to_string(),
+                });
+                shutdown(&mut loads, Duration::ZERO, cgroup, me);
+                return 2;
+            }
+        }
+    }
+    emit(&Event::Started {
+        pids: loads.iter().map(|l| l.pid as u32).collect(),
+        cgroup: cgroup.as_ref().map(|c| c.path().to_path_buf()),
+    });
+    let grace = watch(&signals, &mut loads);
+    shutdown(&mut loads, grace, cgroup, me);
+    let reports = loads.into_iter().map(report).collect();
+    emit(&Event::Reports { reports });
+    0
+}
+
+fn emit(e: &Event) {
+    let line = serde_json::to_string(e).unwrap_or_default();
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|_| out.flush());
+}
+
+fn spawn(spec: &LoadSpec, exe: &Path, me: i32, cg: Option<&Cgroup>) -> Result<Load, LoadError> {
+    let (program, args) = match spec {
+        LoadSpec::External { program, args } => (find_program(program)?, args.clone()),
+        builtin => {
+            let json = serde_json::to_string(builtin).unwrap_or_default();
+            (exe.to_path_buf(), vec!["__load".to_string(), json])
+        }
+    };
+    let mut cmd = Command::new(&program);
+    cmd.args(&args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let cg_fd = cg.map(Cgroup::procs_fd);
+    let unblock = SigSet::of(&STOP_SIGNALS);
+    // SAFETY: the closure runs between fork and exec and only makes async-signal-safe calls
+    // (sigprocmask, write, prctl, getppid, setpgid, _exit); it allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            unblock.unblock();
+            if let Some(fd) = cg_fd {
+                cgroup::join_self(fd);
+            }
+            sys::child_bind_to_parent(me, true)
+        });
+    }
+    let mut child = cmd.spawn().map_err(|e| LoadError::Path {
+        what: "cannot start load program",
+        path: program.clone(),
+        source: e,
+    })?;
+    let pid = child.id() as i32;
+    sys::set_group(pid); // also from this side, so a kill right now reaches the group
+    let mut argv = vec![program.display().to_string()];
+    argv.extend(args);
+    Ok(Load {
+        spec: spec.clone(),
+        argv,
+        pid,
+        started: Instant::now(),
+        ended: None,
+        early: false,
+        killed: false,
+        stdout: capture(child.stdout.take()),
+        stderr: capture(child.stderr.take()),
+    })
+    // `child` is dropped without waiting: the shepherd reaps every child itself.
+}
+
+fn capture<R: Read + Send + 'static>(stream: Option<R>) -> Receiver<Captured> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut c = Captured::default();
+        let mut buf = [0u8; 8192];
+        if let Some(mut s) = stream {
+            while let Ok(n @ 1..) = s.read(&mut buf) {
+                c.total += n as u64;
+                c.tail.extend_from_slice(&buf[..n]);
+                if c.tail.len() > 2 * KEEP {
+                    c.tail.drain(..c.tail.len() - KEEP);
+                }
+            }
+        }
+        let _ = tx.send(c);
+    });
+    rx
+}
+
+/// Watches stdin, signals and the loads until it is time to stop; returns the grace period.
+fn watch(signals: &SigSet, loads: &mut [Load]) -> Duration {
+    let stdin = std::io::stdin();
+    loop {
+        if sys::readable(0, TICK) {
+            let mut line = String::new();
+            match stdin.lock().read_line(&mut line) {
+                Ok(0) | Err(_) => return DEFAULT_GRACE,
+                Ok(_) => {
+                    if let Some(ms) = line.trim().strip_prefix("stop ") {
+                        return Duration::from_millis(ms.parse().unwrap_or(1000));
+                    }
+                }
+            }
+        }
+        if signals.wait(Duration::ZERO).is_some() {
+            return DEFAULT_GRACE;
+        }
+        reap(loads, true);
+    }
+}
+
+/// Reaps every ended child; records loads that ended (and reports them when `running`).
+fn reap(loads: &mut [Load], running: bool) {
+    while let Some((pid, ended)) = sys::reap(-1) {
+        let Some((index, l)) = loads.iter_mut().enumerate().find(|(_, l)| l.pid == pid) else {
+            continue; // an orphaned descendant of a load
+        };
+        l.ended = Some((ended, Instant::now()));
+        if running {
+            l.early = true;
+            emit(&Event::Exited {
+                index,
+                pid: pid as u32,
+                status: ended.to_string(),
+            });
+        }
+    }
+}
+
+/// SIGTERM, grace, SIGKILL, reap everything, remove the cgroup.
+fn shutdown(loads: &mut [Load], grace: Duration, cgroup: Option<Cgroup>, me: i32) {
+    reap(loads, true);
+    let signal_all = |loads: &[Load], sig| {
+        for l in loads {
+            sys::kill(-l.pid, sig);
+            sys::kill(l.pid, sig);
+        }
+        let in_cgroup = cgroup.as_ref().map(Cgroup::pids).unwrap_or_default();
+        for pid in in_cgroup.into_iter().chain(sys::children_of(me)) {
+            sys::kill(pid, sig);
+        }
+    };
+    signal_all(loads, libc::SIGTERM);
+    let until = Instant::now() + grace;
+    while loads.iter().any(|l| l.ended.is_none()) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(5));
+        reap(loads, false);
+    }
+    loads
+        .iter_mut()
+        .filter(|l| l.ended.is_none())
+        .for_each(|l| l.killed = true);
+    let until = Instant::now() + Duration::from_secs(3);
+    loop {
+        signal_all(loads, libc::SIGKILL);
+        if let Some(c) = &cgroup {
+            c.kill_all();
+        }
+        reap(loads, false);
+        let empty = cgroup.as_ref().is_none_or(Cgroup::is_empty);
+        if (!sys::has_children() && empty) || Instant::now() >= until {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    if let Some(c) = cgroup {
+        c.remove(Duration::from_millis(500));
+    }
+}
+
+fn text(c: &Captured, max: usize) -> String {
+    let s = String::from_utf8_lossy(&c.tail);
+    let mut start = s.len().saturating_sub(max);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    s[start..].to_string()
+}
+
+/// The report of a load after shutdown.
+fn report(l: Load) -> LoadReport {
+    let wait = Duration::from_millis(500);
+    let out = l.stdout.recv_timeout(wait).unwrap_or_default();
+    let err = l.stderr.recv_timeout(wait).unwrap_or_default();
+    let ended_at = l.ended.map_or_else(Instant::now, |(_, t)| t);
+    let ran_ns = ended_at.duration_since(l.started).as_nanos() as u64;
+    let ended = l.ended.map_or(Ended::Signaled(libc::SIGKILL), |(e, _)| e);
+    if matches!(l.spec, LoadSpec::External { .. }) {
+        return external_report(l, ran_ns, ended, &out, &err);
+    }
+    let stdout = String::from_utf8_lossy(&out.tail).into_owned();
+    let parsed = stdout
+        .lines()
+        .rev()
+        .find_map(|line| serde_json::from_str::<LoadReport>(line).ok());
+    let stderr = (err.total > 0).then(|| text(&err, TAIL));
+    match parsed {
+        Some(mut r) => {
+            if l.killed {
+                r.status = "killed".into();
+            }
+            r.output_tail = stderr;
+            r
+        }
+        None => LoadReport {
+            name: l.spec.name(),
+            spec: l.spec,
+            command_line: l.argv,
+            ran_ns,
+            status: if l.killed { "killed" } else { "failed" }.into(),
+            error: Some(format!("the load worker ended ({ended}) without a report")),
+            metrics: Vec::new(),
+            output_tail: stderr,
+        },
+    }
+}
+
+fn external_report(
+    l: Load,
+    ran_ns: u64,
+    ended: Ended,
+    out: &Captured,
+    err: &Captured,
+) -> LoadReport {
+    let mut metrics = vec![Metric::new("runtime", ran_ns as f64 / 1e9, "s")];
+    match ended {
+        Ended::Exited(c) => metrics.push(Metric::new("exit_code", c as f64, "code")),
+        Ended::Signaled(s) => metrics.push(Metric::new("signal", s as f64, "signal")),
+    }
+    metrics.push(Metric::new("stdout_bytes", out.total as f64, "bytes"));
+    metrics.push(Metric::new("stderr_bytes", err.total as f64, "bytes"));
+    let times = hackbench_times(&String::from_utf8_lossy(&out.tail));
+    if !times.is_empty() {
+        metrics.push(Metric::new("hackbench_runs", times.len() as f64, "runs"));
+        let mean = times.iter().sum::<f64>() / times.len() as f64;
+        metrics.push(Metric::new("hackbench_time", mean, "s"));
+    }
+    let (status, error) = if l.killed {
+        (
+            "killed",
+            Some("did not end within the grace period after SIGTERM".into()),
+        )
+    } else if l.early && ended == Ended::Exited(0) {
+        ("finished", None)
+    } else if l.early {
+        (
+            "failed",
+            Some(format!("ended before the run did ({ended})")),
+        )
+    } else {
+        ("ok", None)
+    };
+    let mut tail = text(out, TAIL);
+    if err.total > 0 {
+        tail.push_str(&text(err, TAIL));
+    }
+    LoadReport {
+        name: l.spec.name(),
+        spec: l.spec,
+        command_line: l.argv,
+        ran_ns,
+        status: status.into(),
+        error,
+        metrics,
+        output_tail: (!tail.is_empty()).then_some(tail),
+    }
+}

@@ -1,0 +1,111 @@
+//! The load worker: `rtscope __load '<LoadSpec JSON>' [--for SECONDS]`.
+//!
+//! It blocks SIGINT, SIGTERM and SIGHUP before anything else (so it is never killed half-way
+//! by them and messaging in process mode forks while single-threaded), starts the built-in
+//! load, and waits for one of those signals, the optional `--for` limit, or a load thread
+//! that failed. It then stops the load, lets it clean up (joins threads, reaps processes,
+//! removes scratch files), prints its [`LoadReport`] as one JSON line on stdout and exits:
+//! 0 when the load worked, 1 when it failed, 2 for a bad command line.
+
+use crate::builtin::{self, Stop};
+use crate::sys::{SigSet, STOP_SIGNALS};
+use crate::{LoadError, LoadReport, LoadSpec};
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// How often the worker looks at its stop conditions.
+const TICK: Duration = Duration::from_millis(50);
+
+/// Runs a load worker. `args` are the arguments after `__load`: the spec as JSON, then
+/// optionally `--for SECONDS` (a decimal number). Returns the process exit code.
+pub fn worker_main(args: &[String]) -> i32 {
+    let signals = SigSet::of(&STOP_SIGNALS);
+    signals.block();
+    let (spec, limit) = match parse_args(args) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("error: {e}");
+            if let Some(h) = e.hint() {
+                eprintln!("\nhint: {h}");
+            }
+            return 2;
+        }
+    };
+    let started = Instant::now();
+    let stop = Stop::new();
+    let outcome = match builtin::start(&spec, &stop) {
+        Ok(running) => {
+            wait(&signals, &stop, limit);
+            stop.set();
+            running.finish()
+        }
+        Err(e) => builtin::Outcome {
+            metrics: Vec::new(),
+            error: Some(e),
+        },
+    };
+    let failed = outcome.error.is_some();
+    let report = LoadReport {
+        name: spec.name(),
+        spec,
+        command_line: std::env::args().collect(),
+        ran_ns: started.elapsed().as_nanos() as u64,
+        status: if failed { "failed" } else { "ok" }.to_string(),
+        error: outcome.error.map(|e| e.to_string()),
+        metrics: outcome.metrics,
+        output_tail: None,
+    };
+    let line = serde_json::to_string(&report).unwrap_or_default();
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}").and_then(|_| out.flush());
+    i32::from(failed)
+}
+
+fn parse_args(args: &[String]) -> Result<(LoadSpec, Option<Duration>), LoadError> {
+    let text = args.first().map_or("", String::as_str);
+    let spec: LoadSpec = serde_json::from_str(text).map_err(|source| LoadError::SpecJson {
+        text: text.to_string(),
+        source,
+    })?;
+    let limit = match args.get(1..) {
+        Some([flag, secs]) if flag == "--for" => match secs.parse::<f64>() {
+            Ok(s) if s.is_finite() && s >= 0.0 => Some(Duration::from_secs_f64(s)),
+            _ => return Err(bad_arg(secs)),
+        },
+        Some([]) | None => None,
+        Some(other) => return Err(bad_arg(&other.join(" "))),
+    };
+    if matches!(spec, LoadSpec::External { .. }) {
+        return Err(LoadError::BadSpec {
+            kind: "external",
+            field: "kind",
+            value: "external".into(),
+            expected: "the worker runs built-in loads only",
+        });
+    }
+    spec.check()?;
+    Ok((spec, limit))
+}
+
+fn bad_arg(text: &str) -> LoadError {
+    LoadError::BadSpec {
+        kind: "worker",
+        field: "arguments",
+        value: text.to_string(),
+        expected: "expected `--for SECONDS` after the spec",
+    }
+}
+
+/// Waits for a stop signal, the limit, or a load that stopped itself.
+fn wait(signals: &SigSet, stop: &Stop, limit: Option<Duration>) {
+    let deadline = limit.map(|l| Instant::now() + l);
+    while !stop.is_set() {
+        let left = deadline.map_or(TICK, |d| d.saturating_duration_since(Instant::now()));
+        if deadline.is_some() && left.is_zero() {
+            return;
+        }
+        if signals.wait(left.min(TICK)).is_some() {
+            return;
+        }
+    }
+}
