@@ -10,9 +10,9 @@ pub mod dryrun;
 pub mod expand;
 mod file;
 pub mod loads;
+mod one_run;
 mod pos;
 pub mod presets;
-mod one_run;
 mod progress;
 mod runner;
 #[cfg(test)]

@@ -50,8 +50,7 @@ pub(super) fn one_run(
     let _dma = p.latency.map(DmaLatencyGuard::set).transpose()?;
     let store = record::open(&ctx.db)?;
     let run = Run::start(p.config.clone())?;
-    let config_json =
-        serde_json::to_string(&crate::measure::config_doc(&p.config, p.latency))?;
+    let config_json = serde_json::to_string(&crate::measure::config_doc(&p.config, p.latency))?;
     let spec = RecordSpec {
         kind: "measure",
         label: Some(p.label.clone()),
@@ -89,12 +88,21 @@ pub(super) fn one_run(
     let reports = loads.map(|l| l.stop(grace(ctx))).unwrap_or_default();
     let r = &outcome.result;
     let failed = check_limits(p, r);
-    let code = if failed { 1 } else if outcome.signal.is_some() { 3 } else { 0 };
+    let code = if failed {
+        1
+    } else if outcome.signal.is_some() {
+        3
+    } else {
+        0
+    };
     let (line, record_failed) = rec.finish(r, outcome.signal.is_some(), code);
     if let Some(id) = rec.run_id() {
         let rows: Vec<LoadRow> = reports.iter().map(load_row).collect();
         if let Err(e) = ctx.store.set_loads(id, &rows) {
-            writeln!(out, "error: the loads of run {id} could not be recorded: {e}")?;
+            writeln!(
+                out,
+                "error: the loads of run {id} could not be recorded: {e}"
+            )?;
         }
     }
     writeln!(out, "{}", result_line(number, p, r, &reports, failed))?;

@@ -71,8 +71,11 @@ pub fn execute(
         super::dryrun::human(total)
     )?;
     out.flush()?;
-    let exe = std::env::current_exe()
-        .map_err(|e| UsageError::new(format!("cannot find the rtscope executable to start loads: {e}")))?;
+    let exe = std::env::current_exe().map_err(|e| {
+        UsageError::new(format!(
+            "cannot find the rtscope executable to start loads: {e}"
+        ))
+    })?;
     // Blocked for the whole campaign: taken by sigtimedwait, inherited by every thread.
     let _mask = sys::block_run_signals();
     let mut ctx = Ctx {
@@ -119,8 +122,12 @@ fn begin(store: &mut Store, c: &Campaign, argv: &[String]) -> Result<CampaignId,
 fn resume(store: &mut Store, c: &Campaign) -> Result<(CampaignId, Vec<usize>), UsageError> {
     let err = |e: rtscope_store::StoreError| UsageError::new(e.to_string());
     let Some(prev) = store.campaign_by_name(&c.name).map_err(err)? else {
-        return Err(UsageError::new(format!("no campaign named '{}' to resume in {}", c.name, store.path().display()))
-            .hint("run it without --resume first; `rtscope runs` lists the recorded runs"));
+        return Err(UsageError::new(format!(
+            "no campaign named '{}' to resume in {}",
+            c.name,
+            store.path().display()
+        ))
+        .hint("run it without --resume first; `rtscope runs` lists the recorded runs"));
     };
     if prev.status == "complete" || prev.status == "running" {
         return Err(UsageError::new(format!(
@@ -160,7 +167,12 @@ fn finish(
         writeln!(out, "error: the campaign's end could not be recorded: {e}")?;
         return Ok(ExitStatus::Usage);
     }
-    writeln!(out, "campaign {} {state}; recorded in {}", c.name, ctx.db.display())?;
+    writeln!(
+        out,
+        "campaign {} {state}; recorded in {}",
+        c.name,
+        ctx.db.display()
+    )?;
     if state == "interrupted" {
         writeln!(
             out,
@@ -168,7 +180,11 @@ fn finish(
             resume_args(ctx.a)
         )?;
     }
-    writeln!(out, "report: rtscope report --campaign {}", shell_word(&c.name))?;
+    writeln!(
+        out,
+        "report: rtscope report --campaign {}",
+        shell_word(&c.name)
+    )?;
     Ok(status)
 }
 
@@ -199,8 +215,7 @@ fn resume_args(a: &RunArgs) -> String {
 
 fn shell_word(s: &str) -> String {
     if !s.is_empty()
-        && s
-            .chars()
+        && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./:=@+,".contains(c))
     {
         s.to_string()

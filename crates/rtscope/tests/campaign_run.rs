@@ -1,0 +1,332 @@
+//! `rtscope run`: real campaigns with real loads, monitors and the store — ended normally,
+//! by SIGINT, SIGTERM and SIGKILL — leave every run recorded and no process behind, and
+//! `--resume` finishes what was left.
+
+mod common;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_rtscope")
+}
+
+/// A two-run campaign on CPU 0: idle, then a messaging load in processes (grandchildren of the
+/// supervisor) plus an external shell whose own child sleeps (a grandchild no signal reaches
+/// by itself).
+const CAMPAIGN: &str = r#"
+[campaign]
+name = "NAME"
+[measure]
+interval = "1ms"
+duration = "1500ms"
+settle = "500ms"
+[[scenario]]
+name = "1:1"
+threads = 1
+cpus = "0"
+[[load_case]]
+name = "idle"
+[[load_case]]
+name = "load"
+  [[load_case.load]]
+  kind = "messaging"
+  groups = 1
+  fds = 2
+  mode = "processes"
+  [[load_case.load]]
+  kind = "external"
+  program = "sh"
+  args = ["-c", "sleep 600 & sleep 600"]
+"#;
+
+struct Setup {
+    dir: PathBuf,
+    db: PathBuf,
+    file: PathBuf,
+    /// Every process started by this test's rtscope carries this in its environment.
+    mark: String,
+}
+
+fn setup(name: &str) -> Setup {
+    let dir = common::fresh_dir(&format!("campaign-{name}"));
+    let file = dir.join("c.toml");
+    std::fs::write(&file, CAMPAIGN.replace("NAME", name)).unwrap();
+    Setup {
+        db: dir.join("r.db"),
+        mark: format!("rtscope-test-{}-{name}", std::process::id()),
+        dir,
+        file,
+    }
+}
+
+fn command(s: &Setup, extra: &[&str]) -> Command {
+    let mut c = Command::new(bin());
+    c.arg("run")
+        .arg(&s.file)
+        .args([
+            "--db",
+            s.db.to_str().unwrap(),
+            "--monitor-interval",
+            "250ms",
+        ])
+        .args(extra)
+        .env("RTSCOPE_TEST_MARK", &s.mark)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn dump(o: &Output) -> String {
+    format!(
+        "exit {:?}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+        o.status.code(),
+        text(&o.stdout),
+        text(&o.stderr)
+    )
+}
+
+/// Live processes (not zombies) whose environment holds `mark`.
+fn survivors(mark: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let p = e.path();
+        let Ok(env) = std::fs::read(p.join("environ")) else {
+            continue;
+        };
+        if !env.windows(mark.len()).any(|w| w == mark.as_bytes()) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(p.join("stat")).unwrap_or_default();
+        let state = stat.rsplit(") ").next().and_then(|r| r.chars().next());
+        if state != Some('Z') {
+            found.push(stat);
+        }
+    }
+    found
+}
+
+/// Waits up to 5 s for every marked process to be gone; panics naming the survivors.
+fn assert_no_survivors(mark: &str) {
+    let end = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = survivors(mark);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() > end {
+            panic!("processes outlived the campaign: {left:#?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn rtscope(db: &Path, args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .args(["--db", db.to_str().unwrap()])
+        .output()
+        .unwrap()
+}
+
+fn runs(db: &Path) -> Vec<Value> {
+    let o = rtscope(db, &["runs", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    let mut v: Vec<Value> = serde_json::from_slice::<Value>(&o.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone();
+    v.sort_by_key(|r| r["id"].as_i64());
+    v
+}
+
+fn tag<'a>(run: &'a Value, key: &str) -> &'a str {
+    run["tags"][key].as_str().unwrap_or("")
+}
+
+/// The CSV rows of one exported table of run `id`.
+fn table(s: &Setup, id: i64, name: &str) -> Vec<Vec<String>> {
+    let out = s.dir.join(format!("export-{id}"));
+    let o = rtscope(
+        &s.db,
+        &[
+            "export",
+            &id.to_string(),
+            "-f",
+            "csv",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    let body = std::fs::read_to_string(out.join(format!("run-{id}-{name}.csv"))).unwrap();
+    body.lines()
+        .skip(1)
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect()
+}
+
+/// Waits until the campaign's loaded run is measuring (its loads are up), or panics.
+fn wait_for_loaded_run(s: &Setup, child: &mut Child) {
+    let end = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < end {
+        if let Some(st) = child.try_wait().unwrap() {
+            panic!("rtscope ended early: {st}");
+        }
+        if s.db.exists() && runs(&s.db).iter().any(|r| tag(r, "case") == "load") {
+            // Recorded means measuring: the loads settled before.
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("the loaded run never started");
+}
+
+fn signal(child: &Child, sig: i32) {
+    // SAFETY: kill with our child's pid and a valid signal number.
+    unsafe { libc::kill(child.id() as i32, sig) };
+}
+
+#[test]
+fn a_campaign_records_every_run_with_its_loads_and_monitors_and_leaves_nothing_running() {
+    let _rt = common::rt_lock();
+    let s = setup("whole");
+    let o = command(&s, &[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    let out = text(&o.stdout);
+    assert!(out.contains("campaign whole complete"), "{out}");
+    assert_no_survivors(&s.mark);
+    let r = runs(&s.db);
+    assert_eq!(r.len(), 2, "{r:#?}");
+    assert_eq!(
+        r.iter().map(|r| tag(r, "case")).collect::<Vec<_>>(),
+        ["idle", "load"]
+    );
+    for run in &r {
+        assert_eq!(run["status"], "complete");
+        assert_eq!(tag(run, "campaign"), "whole");
+        assert_eq!(tag(run, "scenario"), "1:1");
+        assert!(run["samples"].as_u64().unwrap() > 1000, "{run}");
+    }
+    let (idle, load) = (r[0]["id"].as_i64().unwrap(), r[1]["id"].as_i64().unwrap());
+    assert!(table(&s, idle, "loads").is_empty());
+    // The loaded run proves its load ran: messages counted, the external command line kept.
+    let loads = table(&s, load, "loads");
+    assert_eq!(loads.len(), 2, "{loads:?}");
+    assert_eq!(loads[0][1], "messaging");
+    let body =
+        std::fs::read_to_string(s.dir.join(format!("export-{load}/run-{load}-loads.csv"))).unwrap();
+    assert!(body.contains("sleep 600 & sleep 600"), "{body}");
+    let messages = body
+        .split("\"\"name\"\":\"\"messages\"\",\"\"value\"\":")
+        .nth(1)
+        .and_then(|t| t.split(',').next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no message count in {body}"));
+    assert!(messages > 100.0, "{body}");
+    // Monitors ran on the run's time axis, about 4 samples a second.
+    let monitor = table(&s, load, "monitor");
+    let samples = monitor.iter().filter(|m| m[1] == "load.1m").count();
+    assert!((5..=9).contains(&samples), "{samples} samples");
+}
+
+#[test]
+fn sigint_saves_the_current_run_as_interrupted_kills_the_loads_and_resume_finishes() {
+    let _rt = common::rt_lock();
+    let s = setup("sigint");
+    let mut child = command(&s, &[]).spawn().unwrap();
+    wait_for_loaded_run(&s, &mut child);
+    signal(&child, libc::SIGINT);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", dump(&o));
+    assert!(text(&o.stdout).contains("--resume"), "{}", dump(&o));
+    assert_no_survivors(&s.mark);
+    let r = runs(&s.db);
+    assert_eq!(
+        r.iter()
+            .map(|r| r["status"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["complete", "interrupted"]
+    );
+    let o = command(&s, &["--resume"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    assert!(
+        text(&o.stdout).contains("1 run to do (1 done before)"),
+        "{}",
+        dump(&o)
+    );
+    assert_no_survivors(&s.mark);
+    let r = runs(&s.db);
+    assert_eq!(r.len(), 3);
+    assert_eq!(
+        (tag(&r[2], "case"), r[2]["status"].as_str()),
+        ("load", Some("complete"))
+    );
+    let again = command(&s, &["--resume"]).output().unwrap();
+    assert_eq!(again.status.code(), Some(2), "{}", dump(&again));
+    assert!(
+        text(&again.stderr).contains("nothing to resume"),
+        "{}",
+        dump(&again)
+    );
+}
+
+#[test]
+fn sigterm_while_the_loads_settle_stops_everything() {
+    let _rt = common::rt_lock();
+    let s = setup("sigterm");
+    // Settling takes 3 s here: measure 2 s idle, then signal 1.5 s into the settling.
+    let slow = std::fs::read_to_string(&s.file)
+        .unwrap()
+        .replace("settle = \"500ms\"", "settle = \"3s\"");
+    std::fs::write(&s.file, slow).unwrap();
+    let child = command(&s, &["--duration", "2s"]).spawn().unwrap();
+    let end = Instant::now() + Duration::from_secs(20);
+    while !(s.db.exists() && runs(&s.db).len() == 1) && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(3500));
+    assert_eq!(
+        runs(&s.db).len(),
+        1,
+        "the loaded run has not started measuring"
+    );
+    assert!(survivors(&s.mark).len() > 3, "rtscope and its loads run");
+    signal(&child, libc::SIGTERM);
+    let started = Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(4));
+    assert_eq!(o.status.code(), Some(3), "{}", dump(&o));
+    assert!(
+        text(&o.stdout).contains("interrupted before measuring"),
+        "{}",
+        dump(&o)
+    );
+    assert_no_survivors(&s.mark);
+}
+
+#[test]
+fn sigkill_of_rtscope_leaves_no_load_and_an_incomplete_run_that_resume_redoes() {
+    let _rt = common::rt_lock();
+    let s = setup("sigkill");
+    let mut child = command(&s, &[]).spawn().unwrap();
+    wait_for_loaded_run(&s, &mut child);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(&child, libc::SIGKILL);
+    child.wait().unwrap();
+    assert_no_survivors(&s.mark);
+    let r = runs(&s.db);
+    assert_eq!(r[1]["status"], "incomplete", "{r:#?}");
+    let o = command(&s, &["--resume"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    assert_eq!(runs(&s.db).len(), 3);
+    assert_no_survivors(&s.mark);
+}
