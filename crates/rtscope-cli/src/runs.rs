@@ -5,7 +5,10 @@ use crate::exit::{ExitStatus, UsageError};
 use crate::measure::table;
 use crate::record;
 use rtscope_core::{Nanos, Stats};
-use rtscope_store::{RunDetail, RunId, RunSummary, Store, ThreadRow};
+use rtscope_store::{
+    CampaignRun, CampaignSummary, LoadRow, MonitorSource, RunDetail, RunId, RunSummary, Store,
+    ThreadRow,
+};
 use serde_json::{json, Value};
 use std::io::Write;
 
@@ -39,10 +42,14 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         RunsAction::Show { run } => {
             let id = resolve(&store, &run)?;
             let d = store.run(id).map_err(store_err)?;
+            let x = Extras::read(&store, id).map_err(store_err)?;
             if a.json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&detail_json(&d))?)?;
+                let mut v = detail_json(&d);
+                x.add_json(&mut v);
+                writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
             } else {
                 out.write_all(detail_text(&d).as_bytes())?;
+                out.write_all(x.text().as_bytes())?;
             }
         }
         RunsAction::Tag { run, tags, remove } => {
@@ -200,6 +207,120 @@ fn detail_text(d: &RunDetail) -> String {
         out.push_str(&format!("  {k}: {v}\n"));
     }
     out
+}
+
+/// What `runs show` adds to a run's detail: its campaign, loads and monitors.
+struct Extras {
+    campaign: Option<(CampaignSummary, CampaignRun)>,
+    loads: Vec<LoadRow>,
+    sources: Vec<MonitorSource>,
+    metrics: usize,
+    top: Vec<(String, f64)>,
+}
+
+impl Extras {
+    fn read(store: &Store, id: RunId) -> rtscope_store::Result<Extras> {
+        let mut top: Vec<(String, f64)> = Vec::new();
+        for t in store.monitor_top(id)? {
+            match top.iter_mut().find(|(c, _)| *c == t.comm) {
+                Some(e) => e.1 = e.1.max(t.cpu_percent),
+                None => top.push((t.comm, t.cpu_percent)),
+            }
+        }
+        top.sort_by(|a, b| b.1.total_cmp(&a.1));
+        top.truncate(5);
+        Ok(Extras {
+            campaign: store.campaign_of(id)?,
+            loads: store.loads(id)?,
+            sources: store.monitor_sources(id)?,
+            metrics: store.monitor_series(id)?.len(),
+            top,
+        })
+    }
+
+    fn text(&self) -> String {
+        let mut out = String::new();
+        if let Some((c, r)) = &self.campaign {
+            out.push_str(&format!(
+                "\ncampaign: {} (run {} of {}: scenario {}, case {}, repeat {})\n",
+                c.name, r.seq, c.planned_runs, r.scenario, r.load_case, r.repeat
+            ));
+        }
+        if !self.loads.is_empty() {
+            out.push_str("\nloads:\n");
+        }
+        for l in &self.loads {
+            let did: Vec<String> = l
+                .metrics
+                .iter()
+                .map(|m| format!("{} {} {}", m.name, table::count(m.value), m.unit))
+                .collect();
+            out.push_str(&format!(
+                "  {} {} ({:.1}s): {}\n    {}\n",
+                l.name,
+                l.status,
+                Nanos(l.ran_ns).as_secs_f64(),
+                did.join(", "),
+                l.command_line.join(" ")
+            ));
+            if let Some(e) = &l.error {
+                out.push_str(&format!("    error: {e}\n"));
+            }
+        }
+        if !self.sources.is_empty() {
+            out.push_str(&format!("\nmonitors: {} metrics recorded\n", self.metrics));
+            for s in &self.sources {
+                let state = if s.available { "yes" } else { "no " };
+                out.push_str(&format!("  {state} {}: {}\n", s.source, s.why));
+            }
+            let top: Vec<String> = self
+                .top
+                .iter()
+                .map(|(c, p)| format!("{c} {p:.1}%"))
+                .collect();
+            if !top.is_empty() {
+                out.push_str(&format!(
+                    "  busiest threads (peak % of a CPU): {}\n",
+                    top.join(", ")
+                ));
+            }
+        }
+        out
+    }
+
+    fn add_json(&self, v: &mut Value) {
+        let Some(obj) = v.as_object_mut() else {
+            return;
+        };
+        obj.insert(
+            "campaign".into(),
+            self.campaign.as_ref().map_or(Value::Null, |(c, r)| {
+                json!({"name": c.name, "id": c.id, "seq": r.seq, "scenario": r.scenario, "case": r.load_case, "repeat": r.repeat})
+            }),
+        );
+        obj.insert(
+            "loads".into(),
+            Value::Array(
+                self.loads
+                    .iter()
+                    .map(|l| {
+                        json!({"name": l.name, "status": l.status, "error": l.error, "ran_ns": l.ran_ns,
+                               "command_line": l.command_line, "metrics": l.metrics})
+                    })
+                    .collect(),
+            ),
+        );
+        obj.insert(
+            "monitor_sources".into(),
+            Value::Array(
+                self.sources
+                    .iter()
+                    .map(|s| json!({"source": s.source, "available": s.available, "why": s.why}))
+                    .collect(),
+            ),
+        );
+        obj.insert("monitor_metrics".into(), json!(self.metrics));
+    }
 }
 
 fn summary_json(s: &RunSummary) -> Value {

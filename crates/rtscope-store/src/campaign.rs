@@ -50,7 +50,7 @@ pub struct CampaignSummary {
 /// One run of a campaign.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CampaignRun {
-    /// Position in the plan, from 0.
+    /// Position in the plan, from 1.
     pub seq: u32,
     /// The run.
     pub run_id: RunId,

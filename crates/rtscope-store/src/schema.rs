@@ -156,7 +156,7 @@ CREATE TABLE campaigns (
 );
 CREATE TABLE campaign_runs (
     campaign_id  INTEGER NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
-    seq          INTEGER NOT NULL,               -- position in the campaign's plan, from 0
+    seq          INTEGER NOT NULL,               -- position in the campaign plan, from 1
     run_id       INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
     scenario     TEXT NOT NULL,
     load_case    TEXT NOT NULL,

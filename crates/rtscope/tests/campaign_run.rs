@@ -232,6 +232,17 @@ fn a_campaign_records_every_run_with_its_loads_and_monitors_and_leaves_nothing_r
         .and_then(|v| v.parse::<f64>().ok())
         .unwrap_or_else(|| panic!("no message count in {body}"));
     assert!(messages > 100.0, "{body}");
+    let shown = text(&rtscope(&s.db, &["runs", "show", &load.to_string()]).stdout);
+    for want in [
+        "campaign: whole (run 2 of 2",
+        "loads:",
+        "messaging ok",
+        "sleep 600 & sleep 600",
+        "yes interrupts:",
+        "no  thermal:",
+    ] {
+        assert!(shown.contains(want), "{want:?} not in {shown}");
+    }
     // Monitors ran on the run's time axis, about 4 samples a second.
     let monitor = table(&s, load, "monitor");
     let samples = monitor.iter().filter(|m| m[1] == "load.1m").count();

@@ -224,7 +224,7 @@ fn result_line(
             .metrics
             .iter()
             .take(2)
-            .map(|m| format!("{} {}", human_count(m.value), m.unit))
+            .map(|m| format!("{} {}", crate::measure::table::count(m.value), m.unit))
             .collect::<Vec<_>>()
             .join(", ");
         line.push_str(&format!("; {} {} ({did})", l.name, l.status));
@@ -236,14 +236,4 @@ fn result_line(
         line.push_str("; LIMIT EXCEEDED");
     }
     line
-}
-
-fn human_count(v: f64) -> String {
-    match v.abs() {
-        x if x >= 1e9 => format!("{:.2}G", v / 1e9),
-        x if x >= 1e6 => format!("{:.2}M", v / 1e6),
-        x if x >= 1e4 => format!("{:.1}k", v / 1e3),
-        x if x.fract() == 0.0 => format!("{v:.0}"),
-        _ => format!("{v:.1}"),
-    }
 }

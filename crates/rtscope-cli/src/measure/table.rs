@@ -91,6 +91,17 @@ pub fn render_checks(checks: &[Check]) -> String {
     s
 }
 
+/// A count or rate for people: `5.13M`, `26.5k`, `812`, `9.7`.
+pub fn count(v: f64) -> String {
+    match v.abs() {
+        x if x >= 1e9 => format!("{:.2}G", v / 1e9),
+        x if x >= 1e6 => format!("{:.2}M", v / 1e6),
+        x if x >= 1e4 => format!("{:.1}k", v / 1e3),
+        x if x.fract() == 0.0 => format!("{v:.0}"),
+        _ => format!("{v:.1}"),
+    }
+}
+
 /// Lays out rows of cells as aligned columns under a rule: the first row is the header; columns
 /// before `right_from` are left-aligned, the others right-aligned (numbers).
 pub fn columns(cells: &[Vec<String>], right_from: usize) -> String {
