@@ -203,6 +203,13 @@ fn a_campaign_records_every_run_with_its_loads_and_monitors_and_leaves_nothing_r
     assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
     let out = text(&o.stdout);
     assert!(out.contains("campaign whole complete"), "{out}");
+    // Not a terminal: one plain status line (a minute apart, so one per run here).
+    let err = text(&o.stderr);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("campaign [") && l.contains("ETA") && l.contains("cpu0 max")),
+        "{err}"
+    );
     assert_no_survivors(&s.mark);
     let r = runs(&s.db);
     assert_eq!(r.len(), 2, "{r:#?}");
