@@ -335,6 +335,23 @@ fn a_truncated_database_is_named_with_exit_code_2() {
     }
 }
 
+/// Exports run 1 of `db` as CSV into `out`.
+fn export_csv(db: &std::path::Path, out: &std::path::Path) -> std::path::PathBuf {
+    let x = rtscope(
+        db,
+        &[
+            "export",
+            "1",
+            "--format",
+            "csv",
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(x.status.code(), Some(0), "{}", text(&x.stderr));
+    out.to_path_buf()
+}
+
 fn csv_rows(path: &std::path::Path) -> Vec<Vec<String>> {
     let body = std::fs::read_to_string(path).unwrap();
     body.lines()
@@ -361,16 +378,7 @@ fn a_measure_run_records_monitor_series_on_its_time_axis_and_unavailable_sources
         ],
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let x = rtscope(&db, &["export", "1", "--format", "csv", "-o"]);
-    assert_ne!(x.status.code(), Some(0), "-o needs a value");
-    let out = d.join("csv");
-    let x = Command::new(bin())
-        .args(["export", "1", "--format", "csv", "-o"])
-        .arg(&out)
-        .env("RTSCOPE_DB", &db)
-        .output()
-        .unwrap();
-    assert_eq!(x.status.code(), Some(0), "{}", text(&x.stderr));
+    let out = export_csv(&db, &d.join("csv"));
     let rows = csv_rows(&out.join("run-1-monitor.csv"));
     // About one sample every 500 ms over 2.5 s, plus the closing one.
     let offsets: std::collections::BTreeSet<u64> =
@@ -408,14 +416,7 @@ fn monitors_can_be_turned_off() {
         &["measure", "-D", "1s", "-q", "--monitor-interval", "0"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let out = d.join("csv");
-    let x = Command::new(bin())
-        .args(["export", "1", "--format", "csv", "-o"])
-        .arg(&out)
-        .env("RTSCOPE_DB", &db)
-        .output()
-        .unwrap();
-    assert_eq!(x.status.code(), Some(0), "{}", text(&x.stderr));
+    let out = export_csv(&db, &d.join("csv"));
     assert!(csv_rows(&out.join("run-1-monitor.csv")).is_empty());
     let bad = rtscope(&db, &["measure", "-D", "1s", "--monitor-interval", "5ms"]);
     assert_eq!(bad.status.code(), Some(2));
