@@ -13,6 +13,9 @@ pub mod model;
 pub mod text;
 pub mod verdict;
 
+#[cfg(test)]
+mod tests;
+
 use crate::exit::{ExitStatus, UsageError};
 use crate::{record, select};
 use analysis::{Comparison, Group};
@@ -89,6 +92,9 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         .map(|(i, text)| Ok(Group::new(i, text, load_group(&store, text)?)))
         .collect::<Result<Vec<_>, UsageError>>()?;
     let c = Comparison::new(groups, &stats, thresholds, matrix_stat, a.rows.as_deref());
+    if let (Some(key), None) = (&a.rows, &c.matrix) {
+        eprintln!("note: --rows {key}: no load-case matrix, as no run has a `case` tag or a campaign load case");
+    }
     let status = if c.regressions() > 0 && !a.no_fail {
         ExitStatus::LimitExceeded
     } else {
