@@ -47,6 +47,7 @@ pub struct CompareArgs {
     pub stats: Vec<String>,
     /// A candidate statistic higher than the baseline's by more than this % (and by more than
     /// --min-delta) is a regression; STAT=PCT sets one statistic's threshold (repeatable)
+    /// [default: 10%]
     #[arg(long = "threshold", value_name = "[STAT=]PCT", value_delimiter = ',')]
     pub thresholds: Vec<String>,
     /// Latency changes up to this are noise, whatever their % (a bare number is µs)
