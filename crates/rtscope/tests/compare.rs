@@ -221,6 +221,24 @@ fn json_has_the_documented_fields() {
     assert!(doc["matrix"].is_null());
 }
 
+#[test]
+fn plot_writes_one_curve_per_group_and_names_an_unwritable_path() {
+    let d = two_runs("plot");
+    let svg = d.with_file_name("overlay.svg");
+    let o = compare(
+        &d,
+        &["base", "cand", "--plot", svg.to_str().unwrap(), "--no-fail"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    let doc = std::fs::read_to_string(&svg).unwrap();
+    assert!(doc.starts_with("<svg") && doc.trim_end().ends_with("</svg>"));
+    assert_eq!(doc.matches("stroke-width=\"1.5\"").count(), 2, "{doc}");
+    assert!(doc.contains("A base (1 run)") && doc.contains("B cand (1 run)"));
+    let o = compare(&d, &["base", "cand", "--plot", "/nonexistent/dir/x.svg"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::dump(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/dir/x.svg"));
+}
+
 /// Two short real runs per kernel tag, one idle and one "load" case (labels only: no load is
 /// started), compared by kernel.
 #[test]

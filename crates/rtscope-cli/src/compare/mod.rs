@@ -5,11 +5,12 @@
 //! * [`model`]: statistics and groups of runs merged losslessly;
 //! * [`verdict`]: thresholds and the verdict rule;
 //! * [`analysis`]: the comparison as data;
-//! * [`text`] and [`json`]: the two renderings.
+//! * [`text`] and [`json`]: the two renderings; [`plot`]: the overlaid SVG plot.
 
 pub mod analysis;
 pub mod json;
 pub mod model;
+pub mod plot;
 pub mod text;
 pub mod verdict;
 
@@ -60,6 +61,9 @@ pub struct CompareArgs {
     /// group]
     #[arg(long, value_name = "TAGKEY")]
     pub rows: Option<String>,
+    /// Also write the groups' latency distributions overlaid (exceedance curves) as an SVG file
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
     /// Print JSON (schema rtscope.compare/1) instead of text
     #[arg(long)]
     pub json: bool,
@@ -101,6 +105,13 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     } else {
         ExitStatus::Success
     };
+    if let Some(file) = &a.plot {
+        std::fs::write(file, plot::svg(&c)).map_err(|e| {
+            UsageError::new(format!("cannot write the plot {}: {e}", file.display()))
+                .hint("give --plot a path in a writable directory")
+        })?;
+        eprintln!("wrote {}", file.display());
+    }
     if a.json {
         let doc = json::document(&c, status.code());
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
