@@ -125,7 +125,17 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
 fn load_group(store: &Store, text: &str) -> Result<Vec<RunData>, UsageError> {
     let sel = select::Selector::parse(text)?;
     let ids = select::resolve(store, &sel, text)?;
-    ids.into_iter().map(|id| load_run(store, id)).collect()
+    let runs = ids
+        .into_iter()
+        .map(|id| load_run(store, id))
+        .collect::<Result<Vec<_>, _>>()?;
+    for r in runs.iter().filter(|r| r.status != "complete") {
+        eprintln!(
+            "note: run {} ('{text}') is {}: its statistics cover what was recorded",
+            r.id, r.status
+        );
+    }
+    Ok(runs)
 }
 
 fn load_run(store: &Store, id: RunId) -> Result<RunData, UsageError> {

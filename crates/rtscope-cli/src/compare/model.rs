@@ -79,6 +79,8 @@ pub struct RunData {
     pub id: RunId,
     /// Label.
     pub label: Option<String>,
+    /// `complete`, `interrupted`, `running`, `incomplete`, …
+    pub status: String,
     /// Tags.
     pub tags: Vec<(String, String)>,
     /// `uname.release` of the machine that ran it, when recorded.
@@ -115,6 +117,7 @@ impl RunData {
         RunData {
             id: s.id,
             label: s.label.clone(),
+            status: s.status.clone(),
             tags: s.tags.clone(),
             kernel: d
                 .environment
@@ -255,6 +258,7 @@ mod tests {
         RunData {
             id: 1,
             label: None,
+            status: "complete".into(),
             tags: vec![],
             kernel: None,
             campaign: None,

@@ -21,11 +21,12 @@ pub fn render(c: &Comparison) -> String {
     s
 }
 
+/// Items joined with commas; past five, the count of the rest (a campaign has many labels).
 fn list(items: &[String]) -> String {
-    if items.is_empty() {
-        "-".into()
-    } else {
-        items.join(", ")
+    match items.len() {
+        0 => "-".into(),
+        n if n > 5 => format!("{}, … ({} more)", items[..4].join(", "), n - 4),
+        _ => items.join(", "),
     }
 }
 
