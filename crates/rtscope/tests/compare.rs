@@ -239,6 +239,28 @@ fn plot_writes_one_curve_per_group_and_names_an_unwritable_path() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/dir/x.svg"));
 }
 
+/// The text example in docs/compare.md is the real output of the command it shows.
+#[test]
+fn the_documented_example_is_current() {
+    let d = db("docs");
+    import(&d, BASE, "stock-idle", &["kernel=stock", "case=idle"]);
+    import(&d, WORSE, "stock-load", &["kernel=stock", "case=load"]);
+    import(&d, BASE, "rt-idle", &["kernel=rt", "case=idle"]);
+    import(&d, BASE, "rt-load", &["kernel=rt", "case=load"]);
+    let cmd = "rtscope compare kernel=rt kernel=stock --stat p99,max --rows kernel";
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/compare.md");
+    let docs = std::fs::read_to_string(docs).unwrap();
+    let start = docs
+        .find(&format!("$ {cmd}\n"))
+        .expect("the example in docs/compare.md");
+    let block = &docs[start..];
+    let block = &block[block.find('\n').unwrap() + 1..block.find("```").unwrap()];
+    let args: Vec<&str> = cmd.split(' ').skip(2).collect();
+    let o = compare(&d, &args);
+    assert_eq!(o.status.code(), Some(1), "{}", common::dump(&o));
+    assert_eq!(stdout(&o), block, "update the example in docs/compare.md");
+}
+
 /// Two short real runs per kernel tag, one idle and one "load" case (labels only: no load is
 /// started), compared by kernel.
 #[test]
