@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 /// Timer wake-up latency for real-time Linux.
 ///
-/// Exit codes: 0 success, 1 a limit was exceeded (or `compare` found a regression), 2 usage or setup error, 3 interrupted.
+/// Exit codes: 0 success, 1 a limit was exceeded (or `compare` found a regression), 2 usage or
+/// setup error, 3 interrupted.
 #[derive(Debug, Parser)]
 #[command(name = "rtscope", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
