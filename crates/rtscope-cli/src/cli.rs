@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 /// Timer wake-up latency for real-time Linux.
 ///
-/// Exit codes: 0 success, 1 a limit was exceeded, 2 usage or setup error, 3 interrupted.
+/// Exit codes: 0 success, 1 a limit was exceeded (or `compare` found a regression), 2 usage or
+/// setup error, 3 interrupted.
 #[derive(Debug, Parser)]
 #[command(name = "rtscope", version, about, long_about = None, propagate_version = true)]
 pub struct Cli {
@@ -42,6 +43,9 @@ pub enum Command {
     /// Run a load (messaging, memory, cpu, io, network or an external program) standalone,
     /// e.g. to load a board while another tool measures; Ctrl-C stops it cleanly.
     Load(Box<crate::load::LoadArgs>),
+    /// Compare groups of runs (ids, labels, campaigns, tags): side-by-side statistics, the
+    /// load-case matrix and a verdict per statistic; exit 1 on a regression.
+    Compare(Box<crate::compare::CompareArgs>),
     /// Print a shell completion script.
     Completions {
         /// The shell.

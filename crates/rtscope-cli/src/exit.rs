@@ -3,7 +3,7 @@
 //! | code | meaning |
 //! |---|---|
 //! | 0 | success: the run completed and no limit was exceeded |
-//! | 1 | a limit was exceeded (`--limit`, or cyclictest's `-b` break) |
+//! | 1 | a limit was exceeded (`--limit`, or cyclictest's `-b` break); `compare`: a regression |
 //! | 2 | usage or setup error: bad option or value, no RT privilege, unreadable file |
 //! | 3 | interrupted: SIGINT/SIGTERM ended a run before its length (results are still written) |
 

@@ -13,6 +13,7 @@
 pub mod campaign;
 pub mod checks;
 pub mod cli;
+pub mod compare;
 pub mod cyclictest;
 pub mod environment;
 pub mod exit;
@@ -95,6 +96,7 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
         cli::Command::Export(a) => export::run(&a, out),
         cli::Command::Run(a) => campaign::run(&a, argv, out),
         cli::Command::Load(a) => load::run(&a, out),
+        cli::Command::Compare(a) => compare::run(&a, out),
         cli::Command::Completions { shell } => {
             clap_complete::generate(shell, &mut cli::command(), "rtscope", out);
             Ok(ExitStatus::Success)

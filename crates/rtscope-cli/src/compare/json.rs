@@ -1,0 +1,70 @@
+//! `compare --json`: the comparison as one JSON document, schema `rtscope.compare/1`
+//! (documented in docs/compare.md).
+
+use super::analysis::{Comparison, Group, Matrix, StatRow};
+use serde_json::{json, Value};
+
+/// The schema name and version written into every document.
+pub const SCHEMA: &str = "rtscope.compare/1";
+
+/// Builds the document; `exit_code` is the code the command exits with.
+pub fn document(c: &Comparison, exit_code: i32) -> Value {
+    let names: Vec<&str> = c.groups.iter().map(|g| g.name.as_str()).collect();
+    json!({
+        "schema": SCHEMA,
+        "baseline": names[0],
+        "groups": c.groups.iter().map(group).collect::<Vec<_>>(),
+        "thresholds": {
+            "default_pct": c.thresholds.default_pct,
+            "per_stat_pct": c.thresholds.per_stat.iter().map(|(s, p)| (s.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
+            "min_delta_ns": c.thresholds.min_delta_ns,
+        },
+        "statistics": c.stats.iter().map(|r| stat(r, &names)).collect::<Vec<_>>(),
+        "matrix": c.matrix.as_ref().map(matrix),
+        "regressions": c.regressions(),
+        "verdict": if c.regressions() > 0 { "regression" } else { "ok" },
+        "exit_code": exit_code,
+    })
+}
+
+fn group(g: &Group) -> Value {
+    let spread = g.run_max_spread();
+    json!({
+        "name": g.name,
+        "selector": g.selector,
+        "run_ids": g.runs.iter().map(|r| r.id).collect::<Vec<_>>(),
+        "labels": g.distinct(|r| r.label.as_deref()),
+        "kernels": g.distinct(|r| r.kernel.as_deref()),
+        "campaigns": g.distinct(|r| r.campaign.as_deref()),
+        "load_cases": g.distinct(|r| r.case.as_deref()),
+        "samples": g.merged.samples,
+        "run_max_ns": spread.map(|(lo, hi)| json!({"min": lo, "max": hi})),
+    })
+}
+
+fn stat(r: &StatRow, names: &[&str]) -> Value {
+    let unit = if r.stat.is_count() { "count" } else { "ns" };
+    json!({
+        "stat": r.stat.name(),
+        "unit": unit,
+        "threshold_pct": r.threshold_pct,
+        "floor": r.floor,
+        "values": names.iter().zip(&r.values).map(|(n, v)| (n.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "changes": names[1..].iter().zip(&r.changes).map(|(n, ch)| json!({
+            "group": n,
+            "delta": ch.delta.map(|d| d as i64),
+            "delta_pct": ch.delta_pct,
+            "verdict": ch.verdict.word().to_lowercase(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+fn matrix(m: &Matrix) -> Value {
+    json!({
+        "stat": m.stat.name(),
+        "unit": if m.stat.is_count() { "count" } else { "ns" },
+        "rows_by": m.rows_by,
+        "columns": m.columns,
+        "rows": m.rows.iter().map(|(name, cells)| json!({"name": name, "cells": cells})).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,298 @@
+//! `rtscope compare`: groups of runs chosen by id, label and tags in a temporary database
+//! (imports of the cyclictest histogram fixtures, whose statistics are known, and short real
+//! `measure` runs), the verdict and exit code, thresholds, the load-case matrix and `--json`.
+//!
+//! Known fixture values: hist-h100-b300.txt has p50 15 µs and max 168 µs; hist-H100.txt has
+//! p50 18 µs and max 528 µs.
+
+mod common;
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+const BASE: &str = "hist-h100-b300.txt";
+const WORSE: &str = "hist-H100.txt";
+
+fn rtscope(args: &[&str]) -> Output {
+    common::run(env!("CARGO_BIN_EXE_rtscope"), args)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A fresh database for one test.
+fn db(name: &str) -> PathBuf {
+    common::fresh_dir(&format!("compare-{name}")).join("rtscope.db")
+}
+
+/// Imports one fixture with a label and tags.
+fn import(db: &Path, fixture: &str, label: &str, tags: &[&str]) {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/import")
+        .join(fixture);
+    let mut args = vec!["import", "--db", db.to_str().unwrap(), "--label", label];
+    for t in tags {
+        args.extend(["--tag", t]);
+    }
+    args.push(file.to_str().unwrap());
+    let o = rtscope(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+}
+
+/// `rtscope compare --db DB ARGS…`.
+fn compare(db: &Path, args: &[&str]) -> Output {
+    let mut all = vec!["compare", "--db", db.to_str().unwrap()];
+    all.extend_from_slice(args);
+    rtscope(&all)
+}
+
+/// `compare --json`, parsed; asserts the exit code.
+fn compare_json(db: &Path, args: &[&str], code: i32) -> Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let o = compare(db, &all);
+    assert_eq!(o.status.code(), Some(code), "{}", common::dump(&o));
+    serde_json::from_slice(&o.stdout).expect("compare --json prints JSON")
+}
+
+fn run_ids(doc: &Value) -> Vec<Vec<i64>> {
+    doc["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            g["run_ids"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i.as_i64().unwrap())
+                .collect()
+        })
+        .collect()
+}
+
+/// Runs 1 (base, kernel=a) and 2 (worse, kernel=b).
+fn two_runs(name: &str) -> PathBuf {
+    let d = db(name);
+    import(&d, BASE, "base", &["kernel=a"]);
+    import(&d, WORSE, "cand", &["kernel=b"]);
+    d
+}
+
+#[test]
+fn groups_are_chosen_by_id_label_and_tag_filter() {
+    let d = two_runs("select");
+    import(&d, BASE, "base", &["kernel=a"]);
+    let doc = compare_json(&d, &["1", "cand", "--no-fail"], 0);
+    assert_eq!(run_ids(&doc), vec![vec![1], vec![2]]);
+    let doc = compare_json(&d, &["base", "label:cand", "--no-fail"], 0);
+    assert_eq!(run_ids(&doc), vec![vec![1, 3], vec![2]]);
+    let doc = compare_json(&d, &["kernel=b", "kernel=a"], 0);
+    assert_eq!(run_ids(&doc), vec![vec![2], vec![1, 3]]);
+    assert_eq!(doc["groups"][1]["selector"], "kernel=a");
+    assert_eq!(doc["groups"][1]["labels"], serde_json::json!(["base"]));
+}
+
+#[test]
+fn a_worse_candidate_is_a_regression_and_exits_1() {
+    let d = two_runs("regression");
+    let o = compare(&d, &["base", "cand"]);
+    assert_eq!(o.status.code(), Some(1), "{}", common::dump(&o));
+    let text = stdout(&o);
+    let max = text.lines().find(|l| l.starts_with("max ")).unwrap();
+    assert!(max.contains("168.0us") && max.contains("528.0us"), "{text}");
+    assert!(
+        max.contains("+214.3%") && max.ends_with("REGRESSION"),
+        "{text}"
+    );
+    assert!(
+        text.contains("verdict: REGRESSION against A: B on p50, p99, max"),
+        "{text}"
+    );
+    // The other way round, the candidate is better.
+    let o = compare(&d, &["cand", "base"]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    assert!(stdout(&o).contains("verdict: no regression against A"));
+}
+
+#[test]
+fn identical_groups_pass_with_exit_0() {
+    let d = two_runs("identical");
+    import(&d, WORSE, "again", &[]);
+    let doc = compare_json(&d, &["cand", "again"], 0);
+    for s in doc["statistics"].as_array().unwrap() {
+        let verdict = &s["changes"][0]["verdict"];
+        assert!(verdict == "same" || verdict == "n/a", "{s}");
+    }
+    assert_eq!(doc["verdict"], "ok");
+}
+
+#[test]
+fn thresholds_and_the_noise_floor_decide_the_exit_code() {
+    let d = two_runs("thresholds");
+    let code = |args: &[&str]| {
+        let mut all = vec!["base", "cand", "--stat", "max"];
+        all.extend_from_slice(args);
+        compare(&d, &all).status.code()
+    };
+    assert_eq!(code(&[]), Some(1));
+    assert_eq!(code(&["--threshold", "max=300%"]), Some(0));
+    assert_eq!(
+        code(&["--threshold", "300", "--threshold", "max=200%"]),
+        Some(1)
+    );
+    assert_eq!(code(&["--min-delta", "400us"]), Some(0));
+    assert_eq!(code(&["--no-fail"]), Some(0));
+}
+
+#[test]
+fn the_load_case_matrix_has_a_row_per_kernel_and_a_column_per_case() {
+    let d = db("matrix");
+    import(&d, BASE, "a-idle", &["kernel=a", "case=idle"]);
+    import(&d, WORSE, "a-load", &["kernel=a", "case=load"]);
+    import(&d, WORSE, "b-idle", &["kernel=b", "case=idle"]);
+    import(&d, BASE, "b-load", &["kernel=b", "case=load"]);
+    let o = compare(&d, &["kernel=a", "kernel=b", "--rows", "kernel"]);
+    let text = stdout(&o);
+    let squeeze = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+    let lines: Vec<String> = text.lines().map(squeeze).collect();
+    let at = lines
+        .iter()
+        .position(|l| l == "kernel idle load")
+        .expect(&text);
+    assert_eq!(lines[at + 2], "a 168.0us 528.0us", "{text}");
+    assert_eq!(lines[at + 3], "b 528.0us 168.0us", "{text}");
+    let doc = compare_json(&d, &["kernel=a", "kernel=b", "--matrix", "p50"], 0);
+    let m = &doc["matrix"];
+    assert_eq!(m["rows_by"], "group");
+    assert_eq!(m["columns"], serde_json::json!(["idle", "load"]));
+    // Percentiles are bucket midpoints, within 0.05 % of the sample.
+    let cells = m["rows"][0]["cells"].as_array().unwrap();
+    for (cell, want) in cells.iter().zip([15_000.0, 18_000.0]) {
+        assert!((cell.as_f64().unwrap() / want - 1.0).abs() < 5e-4, "{m}");
+    }
+}
+
+#[test]
+fn bad_selectors_and_options_exit_2_naming_them() {
+    let d = two_runs("bad");
+    let o = compare(&d, &["base", "nosuch"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::dump(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no run matches 'nosuch'"));
+    for (opt, val) in [
+        ("--threshold", "ten"),
+        ("--stat", "p42"),
+        ("--min-delta", "x"),
+    ] {
+        let o = compare(&d, &["base", "cand", opt, val]);
+        assert_eq!(o.status.code(), Some(2), "{}", common::dump(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(opt),
+            "{}",
+            common::dump(&o)
+        );
+    }
+}
+
+#[test]
+fn json_has_the_documented_fields() {
+    let d = two_runs("json");
+    let doc = compare_json(&d, &["base", "cand"], 1);
+    assert_eq!(doc["schema"], "rtscope.compare/1");
+    assert_eq!(doc["baseline"], "A");
+    assert_eq!(doc["exit_code"], 1);
+    assert_eq!(doc["verdict"], "regression");
+    assert_eq!(doc["thresholds"]["min_delta_ns"], 1000);
+    let max = doc["statistics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stat"] == "max")
+        .unwrap();
+    assert_eq!(
+        max["values"],
+        serde_json::json!({"A": 168_000, "B": 528_000})
+    );
+    assert_eq!(max["changes"][0]["delta"], 360_000);
+    assert_eq!(max["changes"][0]["verdict"], "regression");
+    assert_eq!(doc["groups"][0]["samples"], 10_000);
+    assert!(doc["matrix"].is_null());
+}
+
+#[test]
+fn plot_writes_one_curve_per_group_and_names_an_unwritable_path() {
+    let d = two_runs("plot");
+    let svg = d.with_file_name("overlay.svg");
+    let o = compare(
+        &d,
+        &["base", "cand", "--plot", svg.to_str().unwrap(), "--no-fail"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    let doc = std::fs::read_to_string(&svg).unwrap();
+    assert!(doc.starts_with("<svg") && doc.trim_end().ends_with("</svg>"));
+    assert_eq!(doc.matches("stroke-width=\"1.5\"").count(), 2, "{doc}");
+    assert!(doc.contains("A base (1 run)") && doc.contains("B cand (1 run)"));
+    let o = compare(&d, &["base", "cand", "--plot", "/nonexistent/dir/x.svg"]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::dump(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/dir/x.svg"));
+}
+
+/// The text example in docs/compare.md is the real output of the command it shows.
+#[test]
+fn the_documented_example_is_current() {
+    let d = db("docs");
+    import(&d, BASE, "stock-idle", &["kernel=stock", "case=idle"]);
+    import(&d, WORSE, "stock-load", &["kernel=stock", "case=load"]);
+    import(&d, BASE, "rt-idle", &["kernel=rt", "case=idle"]);
+    import(&d, BASE, "rt-load", &["kernel=rt", "case=load"]);
+    let cmd = "rtscope compare kernel=rt kernel=stock --stat p99,max --rows kernel";
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/compare.md");
+    let docs = std::fs::read_to_string(docs).unwrap();
+    let start = docs
+        .find(&format!("$ {cmd}\n"))
+        .expect("the example in docs/compare.md");
+    let block = &docs[start..];
+    let block = &block[block.find('\n').unwrap() + 1..block.find("```").unwrap()];
+    let args: Vec<&str> = cmd.split(' ').skip(2).collect();
+    let o = compare(&d, &args);
+    assert_eq!(o.status.code(), Some(1), "{}", common::dump(&o));
+    assert_eq!(stdout(&o), block, "update the example in docs/compare.md");
+}
+
+/// Two short real runs per kernel tag, one idle and one "load" case (labels only: no load is
+/// started), compared by kernel.
+#[test]
+fn real_runs_compare_by_kernel_with_the_matrix() {
+    let d = db("measure");
+    let _rt = common::rt_lock();
+    for (kernel, case) in [("a", "idle"), ("a", "load"), ("b", "idle"), ("b", "load")] {
+        let (k, c) = (format!("kernel={kernel}"), format!("case={case}"));
+        let args = [
+            "measure",
+            "-q",
+            "--duration",
+            "300ms",
+            "--db",
+            d.to_str().unwrap(),
+        ];
+        let o = rtscope(&[&args[..], &["--tag", k.as_str(), "--tag", c.as_str()]].concat());
+        assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    }
+    let o = compare(&d, &["kernel=a", "kernel=b", "--rows", "kernel"]);
+    let text = stdout(&o);
+    assert_eq!(
+        o.status.code() == Some(1),
+        text.contains("REGRESSION"),
+        "{text}"
+    );
+    assert!(text.contains("max/run"), "{text}");
+    let squeeze: Vec<String> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert!(squeeze.contains(&"kernel idle load".to_string()), "{text}");
+    let same = compare(&d, &["kernel=a", "kernel=a"]);
+    assert_eq!(same.status.code(), Some(0), "{}", common::dump(&same));
+}
