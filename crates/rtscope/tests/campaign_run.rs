@@ -348,3 +348,81 @@ fn sigkill_of_rtscope_leaves_no_load_and_an_incomplete_run_that_resume_redoes() 
     assert_eq!(runs(&s.db).len(), 3);
     assert_no_survivors(&s.mark);
 }
+
+/// `examples/loadcases.toml` in the repository.
+fn loadcases() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/loadcases.toml")
+}
+
+fn loadcases_command(s: &Setup) -> Command {
+    let mut c = command(s, &["--duration", "1s"]);
+    // The shipped example instead of the test campaign; --db, the mark and pipes stay.
+    let args: Vec<std::ffi::OsString> = c.get_args().skip(2).map(|a| a.to_owned()).collect();
+    c = Command::new(bin());
+    c.arg("run")
+        .arg(loadcases())
+        .args(args)
+        .env("RTSCOPE_TEST_MARK", &s.mark)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
+
+#[test]
+fn the_five_load_cases_run_in_order_and_each_load_proves_it_ran() {
+    let _rt = common::rt_lock();
+    let s = setup("loadcases");
+    let o = loadcases_command(&s).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    assert_no_survivors(&s.mark);
+    let r = runs(&s.db);
+    let cases: Vec<&str> = r.iter().map(|r| tag(r, "case")).collect();
+    assert_eq!(
+        cases,
+        ["idle", "hackbench", "stress-m2", "stress-m4", "stress-m8"]
+    );
+    let out = text(&o.stdout);
+    for line in out.lines().filter(|l| l.starts_with('[')) {
+        assert!(!line.contains(" failed"), "{line}");
+    }
+    for (case, loads) in [("hackbench", "messaging ok"), ("stress-m8", "memory ok")] {
+        assert!(
+            out.lines()
+                .any(|l| l.contains(&format!("/{case}/")) && l.contains(loads)),
+            "{out}"
+        );
+    }
+    let m8 = out.lines().find(|l| l.contains("/stress-m8/")).unwrap();
+    assert!(m8.contains("io ok") && m8.contains("network ok"), "{m8}");
+}
+
+#[test]
+fn the_load_cases_leave_no_process_behind_when_interrupted_at_any_point() {
+    let _rt = common::rt_lock();
+    // idle measuring, hackbench settling, hackbench measuring, stress-m2 settling and measuring.
+    for (i, ms) in [300u64, 1500, 3500, 4600, 6600].into_iter().enumerate() {
+        let s = setup(&format!("interrupt{i}"));
+        let child = loadcases_command(&s).spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(ms));
+        let sig = if i % 2 == 0 {
+            libc::SIGINT
+        } else {
+            libc::SIGTERM
+        };
+        signal(&child, sig);
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(3), "after {ms} ms: {}", dump(&o));
+        assert_no_survivors(&s.mark);
+        let statuses: Vec<String> = runs(&s.db)
+            .iter()
+            .map(|r| r["status"].as_str().unwrap().to_string())
+            .collect();
+        assert!(
+            statuses
+                .iter()
+                .all(|st| st == "complete" || st == "interrupted"),
+            "after {ms} ms: {statuses:?}"
+        );
+    }
+}
