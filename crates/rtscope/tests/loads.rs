@@ -371,3 +371,47 @@ fn no_hackbench_process_survives_sigkill_of_rtscope() {
     // shepherd + hackbench + 2 × (3 + 3) tasks
     survivors(&[&["load"][..], &args].concat(), 14, Some(libc::SIGKILL));
 }
+
+#[test]
+fn a_load_that_fails_early_is_reported_and_exits_1() {
+    let o = common::run(
+        bin(),
+        &[
+            "load",
+            "--json",
+            "external",
+            "--",
+            "sh",
+            "-c",
+            "echo oops >&2; exit 3",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", common::dump(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["status"], "failed", "{v}");
+    assert_eq!(metric(&v[0], "exit_code"), 3.0);
+    assert!(
+        v[0]["output_tail"].as_str().unwrap().contains("oops"),
+        "{v}"
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("ended: exit status 3"));
+}
+
+#[test]
+fn a_load_that_ignores_sigterm_is_killed_after_the_grace_period() {
+    let script = "trap '' TERM; sleep 100";
+    let args = [
+        "load", "--json", "--for", "300ms", "--grace", "300ms", "external", "--",
+    ];
+    let start = Instant::now();
+    let o = common::run(bin(), &[&args[..], &["sh", "-c", script]].concat());
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "took {:?}",
+        start.elapsed()
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}", common::dump(&o)));
+    assert_eq!(v[0]["status"], "killed", "{v}");
+    assert_eq!(metric(&v[0], "signal"), libc::SIGKILL as f64);
+}
