@@ -99,9 +99,10 @@ fn io_writes_and_fsyncs_and_leaves_no_scratch_directory() {
     );
 }
 
-#[test]
-fn io_scratch_directory_is_removed_on_sigterm_too() {
-    let dir = common::fresh_dir("io-load-term");
+/// Starts an io load in a fresh directory, ends rtscope with `sig`, checks that every process
+/// and the scratch directory are gone.
+fn io_ended_by(name: &str, sig: libc::c_int) {
+    let dir = common::fresh_dir(name);
     let mut child = spawn(&[
         "load",
         "io",
@@ -116,15 +117,27 @@ fn io_scratch_directory_is_removed_on_sigterm_too() {
         1,
         "scratch dir made"
     );
-    signal(child.0.id() as i32, libc::SIGTERM);
+    signal(child.0.id() as i32, sig);
     let status = child.0.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
+    if sig != libc::SIGKILL {
+        assert_eq!(status.code(), Some(0));
+    }
     assert_gone(&tree);
     assert_eq!(
         std::fs::read_dir(&dir).unwrap().count(),
         0,
         "scratch dir left"
     );
+}
+
+#[test]
+fn io_scratch_directory_is_removed_on_sigterm_too() {
+    io_ended_by("io-load-term", libc::SIGTERM);
+}
+
+#[test]
+fn io_scratch_directory_is_removed_when_rtscope_is_sigkilled() {
+    io_ended_by("io-load-kill", libc::SIGKILL);
 }
 
 #[test]
