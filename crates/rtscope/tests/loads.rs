@@ -428,3 +428,79 @@ fn a_load_that_ignores_sigterm_is_killed_after_the_grace_period() {
     assert_eq!(v[0]["status"], "killed", "{v}");
     assert_eq!(metric(&v[0], "signal"), libc::SIGKILL as f64);
 }
+
+// ---- the library API the campaign runner uses ----
+
+fn specs() -> Vec<rtscope_load::LoadSpec> {
+    vec![
+        rtscope_load::LoadSpec::Cpu { threads: 1 },
+        rtscope_load::LoadSpec::External {
+            program: "sleep".into(),
+            args: vec!["100".into()],
+        },
+    ]
+}
+
+#[test]
+fn start_poll_stop_report_every_load_in_order() {
+    let exe = std::path::Path::new(bin());
+    let mut loads = rtscope_load::start(&specs(), exe).expect("start");
+    assert_eq!(loads.pids().len(), 2);
+    let tree = descendants(loads.shepherd_pid() as i32);
+    assert!(tree.len() >= 2, "{tree:?}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(loads.poll().is_empty(), "nothing ended early");
+    let reports = loads.stop(Duration::from_secs(1));
+    let names: Vec<&str> = reports.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["cpu", "sleep"]);
+    assert!(reports.iter().all(|r| r.status == "ok"), "{reports:#?}");
+    assert!(reports[0].metric("ops").unwrap() > 0.0);
+    assert_eq!(reports[1].metric("signal"), Some(libc::SIGTERM as f64));
+    assert_gone(&tree);
+}
+
+#[test]
+fn poll_reports_a_load_that_ended_early() {
+    let exe = std::path::Path::new(bin());
+    let spec = rtscope_load::LoadSpec::External {
+        program: "false".into(),
+        args: vec![],
+    };
+    let mut loads = rtscope_load::start(&[spec], exe).expect("start");
+    let until = Instant::now() + Duration::from_secs(3);
+    let exits = loop {
+        let e = loads.poll();
+        if !e.is_empty() || Instant::now() > until {
+            break e;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(exits.len(), 1, "{exits:?}");
+    assert_eq!((exits[0].index, exits[0].name.as_str()), (0, "false"));
+    assert_eq!(exits[0].status, "exit status 1");
+    assert_eq!(loads.stop(Duration::ZERO)[0].status, "failed");
+}
+
+#[test]
+fn dropping_running_loads_ends_them_all() {
+    let exe = std::path::Path::new(bin());
+    let loads = rtscope_load::start(&specs(), exe).expect("start");
+    let shepherd = loads.shepherd_pid() as i32;
+    let mut tree = descendants(shepherd);
+    tree.insert(shepherd, stat(shepherd).unwrap().1);
+    drop(loads);
+    assert_gone(&tree);
+}
+
+#[test]
+fn start_refuses_a_missing_program_before_starting_anything() {
+    let spec = rtscope_load::LoadSpec::External {
+        program: "stressapptest-not-here".into(),
+        args: vec![],
+    };
+    let e = rtscope_load::start(&[spec], std::path::Path::new(bin())).unwrap_err();
+    assert!(
+        matches!(e, rtscope_load::LoadError::ProgramNotFound { .. }),
+        "{e}"
+    );
+}
