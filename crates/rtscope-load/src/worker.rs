@@ -80,7 +80,7 @@ fn parse_args(args: &[String]) -> Result<(LoadSpec, Option<Duration>), LoadError
             kind: "external",
             field: "kind",
             value: "external".into(),
-            expected: "the worker runs built-in loads only",
+            expected: "the worker runs built-in loads only".into(),
         });
     }
     spec.check()?;
@@ -92,7 +92,7 @@ fn bad_arg(text: &str) -> LoadError {
         kind: "worker",
         field: "arguments",
         value: text.to_string(),
-        expected: "expected `--for SECONDS` after the spec",
+        expected: "expected `--for SECONDS` after the spec".into(),
     }
 }
 

@@ -146,6 +146,7 @@ fn a_bad_value_is_refused_with_a_hint_and_exit_2() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{}", common::dump(&o));
     assert!(err.contains("error: load 'messaging': groups = 0"), "{err}");
+    assert!(err.contains("(allowed: 1 to 1000)"), "{err}");
     assert!(err.contains("hint: change `groups`"), "{err}");
 }
 

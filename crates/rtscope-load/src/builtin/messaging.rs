@@ -177,13 +177,16 @@ fn fork_processes(
                     if sys::child_bind_to_parent(worker, false).is_err() {
                         sys::exit_now(126);
                     }
-                    if i < fds {
-                        send_loop(&group.writers, &msg, counters.get(g * fds + i), &never);
-                    } else {
-                        let slot = fds * plan.len() + g * fds + (i - fds);
-                        receive_loop(&group.readers[i - fds], size, counters.get(slot));
-                    }
-                    sys::exit_now(1); // the loops only end on an error
+                    // Never unwind out of the child into the worker's code.
+                    let task = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        if i < fds {
+                            send_loop(&group.writers, &msg, counters.get(g * fds + i), &never);
+                        } else {
+                            let slot = fds * plan.len() + g * fds + (i - fds);
+                            receive_loop(&group.readers[i - fds], size, counters.get(slot));
+                        }
+                    }));
+                    sys::exit_now(if task.is_ok() { 1 } else { 101 }); // loops end on errors only
                 }
             }
         }
