@@ -505,3 +505,21 @@ fn start_refuses_a_missing_program_before_starting_anything() {
         "{e}"
     );
 }
+
+#[test]
+fn loads_die_with_a_sigkilled_shepherd() {
+    let messaging = rtscope_load::LoadSpec::Messaging {
+        groups: 1,
+        fds: 2,
+        size: 100,
+        transport: rtscope_load::MsgTransport::Socket,
+        mode: rtscope_load::MsgMode::Processes,
+    };
+    let specs = [messaging, specs().remove(1)];
+    let loads = rtscope_load::start(&specs, std::path::Path::new(bin())).expect("start");
+    let shepherd = loads.shepherd_pid() as i32;
+    let tree = wait_for_tree(shepherd, 6); // worker + 4 tasks + sleep
+    signal(shepherd, libc::SIGKILL);
+    assert_gone(&tree);
+    drop(loads); // reaps the shepherd
+}
