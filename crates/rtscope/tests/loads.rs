@@ -523,3 +523,23 @@ fn loads_die_with_a_sigkilled_shepherd() {
     assert_gone(&tree);
     drop(loads); // reaps the shepherd
 }
+
+#[test]
+fn a_second_ctrl_c_still_gets_the_report() {
+    let child = Command::new(bin())
+        .args(["load", "--json", "cpu", "--threads", "1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    wait_for_tree(pid, 2);
+    signal(pid, libc::SIGINT);
+    std::thread::sleep(Duration::from_millis(20));
+    signal(pid, libc::SIGINT);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["status"], "ok");
+}
