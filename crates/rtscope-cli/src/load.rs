@@ -189,6 +189,7 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let signals = SigSet::of(&STOP_SIGNALS);
     signals.block();
     let result = supervise(&spec, &exe, limit, grace, &signals);
+    while signals.wait(Duration::ZERO).is_some() {} // a second Ctrl-C must not kill the report
     signals.unblock();
     let (reports, interrupted) = result?;
     if a.json {

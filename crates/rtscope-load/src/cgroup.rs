@@ -27,6 +27,7 @@ impl Cgroup {
             let (_, dir, kind) = (f.next()?, f.next()?, f.next()?);
             (kind == "cgroup2").then(|| PathBuf::from(dir))
         })?;
+        remove_stale(&root);
         let dir = root.join(format!("rtscope-{pid}"));
         std::fs::create_dir(&dir).ok()?;
         match std::fs::OpenOptions::new()
@@ -83,5 +84,22 @@ impl Cgroup {
         std::fs::read_to_string(self.dir.join("cgroup.procs"))
             .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
             .unwrap_or_default()
+    }
+}
+
+/// Removes the empty `rtscope-<pid>` cgroups of shepherds that are gone (SIGKILLed before they
+/// could remove theirs). A cgroup that still holds processes cannot be removed and stays.
+fn remove_stale(root: &Path) {
+    let Ok(dir) = std::fs::read_dir(root) else {
+        return;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("rtscope-")) else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_dir(e.path());
+        }
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// A spec value is out of range (e.g. `groups = 0`).
-    #[error("load '{kind}': {field} = {value} is not allowed; {expected}")]
+    #[error("load '{kind}': {field} = {value} is not allowed ({expected})")]
     BadSpec {
         /// The load kind (`messaging`, `memory`, …).
         kind: &'static str,
@@ -14,8 +14,8 @@ pub enum LoadError {
         field: &'static str,
         /// The value given.
         value: String,
-        /// What is allowed.
-        expected: &'static str,
+        /// What is allowed, e.g. `1 to 1000`.
+        expected: String,
     },
     /// The spec JSON given to a worker could not be parsed.
     #[error("cannot parse the load spec '{text}': {source}")]
@@ -81,7 +81,9 @@ impl LoadError {
             LoadError::ProgramNotFound { hint: None, .. } => {
                 Some("install it, or give its full path".to_string())
             }
-            LoadError::BadSpec { field, .. } => Some(format!("change `{field}` in the load spec")),
+            LoadError::BadSpec { field, .. } => Some(format!(
+                "change `{field}` (in the load spec, or the option of the same name of `rtscope load`)"
+            )),
             LoadError::SpecJson { .. } => {
                 Some("a spec is a JSON object with a \"kind\" tag, see docs/loads.md".to_string())
             }

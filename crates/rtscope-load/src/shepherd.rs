@@ -357,21 +357,7 @@ fn external_report(
         let mean = times.iter().sum::<f64>() / times.len() as f64;
         metrics.push(Metric::new("hackbench_time", mean, "s"));
     }
-    let (status, error) = if l.killed {
-        (
-            "killed",
-            Some("did not end within the grace period after SIGTERM".into()),
-        )
-    } else if l.early && ended == Ended::Exited(0) {
-        ("finished", None)
-    } else if l.early {
-        (
-            "failed",
-            Some(format!("ended before the run did ({ended})")),
-        )
-    } else {
-        ("ok", None)
-    };
+    let (status, error) = external_status(l.killed, l.early, ended);
     let mut tail = text(out, TAIL);
     if err.total > 0 {
         tail.push_str(&text(err, TAIL));
@@ -385,5 +371,76 @@ fn external_report(
         error,
         metrics,
         output_tail: (!tail.is_empty()).then_some(tail),
+    }
+}
+
+/// The status (and error) of an external load: whether it had to be SIGKILLed, whether it
+/// ended before it was told to stop, and how it ended.
+fn external_status(killed: bool, early: bool, ended: Ended) -> (&'static str, Option<String>) {
+    if killed {
+        let e = "did not end within the grace period after SIGTERM";
+        ("killed", Some(e.to_string()))
+    } else if early && ended == Ended::Exited(0) {
+        ("finished", None)
+    } else if early {
+        (
+            "failed",
+            Some(format!("ended before the run did ({ended})")),
+        )
+    } else {
+        ("ok", None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn external_statuses_follow_how_and_when_the_program_ended() {
+        let term = Ended::Signaled(libc::SIGTERM);
+        assert_eq!(external_status(false, false, term), ("ok", None));
+        assert_eq!(
+            external_status(false, true, Ended::Exited(0)),
+            ("finished", None)
+        );
+        let (s, e) = external_status(false, true, Ended::Exited(3));
+        assert_eq!(
+            (s, e.unwrap()),
+            ("failed", "ended before the run did (exit status 3)".into())
+        );
+        assert_eq!(external_status(true, false, Ended::Signaled(9)).0, "killed");
+    }
+
+    #[test]
+    fn events_are_one_json_object_with_an_event_tag() {
+        let line = serde_json::to_string(&Event::Exited {
+            index: 1,
+            pid: 42,
+            status: "exit status 1".into(),
+        })
+        .unwrap();
+        assert_eq!(
+            line,
+            r#"{"event":"exited","index":1,"pid":42,"status":"exit status 1"}"#
+        );
+        assert!(matches!(
+            serde_json::from_str::<Event>(&line).unwrap(),
+            Event::Exited {
+                index: 1,
+                pid: 42,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn tails_keep_the_end_on_a_character_boundary() {
+        let c = Captured {
+            tail: "aé€z".as_bytes().to_vec(),
+            total: 7,
+        };
+        assert_eq!(text(&c, 4), "€z");
+        assert_eq!(text(&c, 100), "aé€z");
     }
 }

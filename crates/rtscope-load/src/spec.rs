@@ -174,7 +174,7 @@ impl LoadSpec {
                     kind,
                     field,
                     value: v.to_string(),
-                    expected: "use a value from 1 up to the documented maximum (docs/loads.md)",
+                    expected: format!("allowed: 1 to {max}"),
                 });
             }
             Ok(())
@@ -207,7 +207,7 @@ impl LoadSpec {
                 kind,
                 field: "program",
                 value: "\"\"".into(),
-                expected: "name the program to run",
+                expected: "name the program to run".into(),
             }),
             LoadSpec::External { .. } => Ok(()),
         }

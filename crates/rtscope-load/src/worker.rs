@@ -80,7 +80,7 @@ fn parse_args(args: &[String]) -> Result<(LoadSpec, Option<Duration>), LoadError
             kind: "external",
             field: "kind",
             value: "external".into(),
-            expected: "the worker runs built-in loads only",
+            expected: "the worker runs built-in loads only".into(),
         });
     }
     spec.check()?;
@@ -92,7 +92,7 @@ fn bad_arg(text: &str) -> LoadError {
         kind: "worker",
         field: "arguments",
         value: text.to_string(),
-        expected: "expected `--for SECONDS` after the spec",
+        expected: "expected `--for SECONDS` after the spec".into(),
     }
 }
 
@@ -107,5 +107,39 @@ fn wait(signals: &SigSet, stop: &Stop, limit: Option<Duration>) {
         if signals.wait(left.min(TICK)).is_some() {
             return;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn takes_a_spec_and_an_optional_limit() {
+        let (spec, limit) = parse_args(&args(&[r#"{"kind":"cpu","threads":2}"#])).unwrap();
+        assert_eq!((spec, limit), (LoadSpec::Cpu { threads: 2 }, None));
+        let a = args(&[r#"{"kind":"cpu","threads":1}"#, "--for", "0.5"]);
+        assert_eq!(parse_args(&a).unwrap().1, Some(Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn refuses_bad_json_bad_limits_values_and_external_programs() {
+        assert!(matches!(
+            parse_args(&args(&["{"])),
+            Err(LoadError::SpecJson { .. })
+        ));
+        let a = args(&[r#"{"kind":"cpu","threads":1}"#, "--for", "soon"]);
+        assert!(parse_args(&a).is_err());
+        let a = args(&[r#"{"kind":"cpu","threads":0}"#]);
+        assert!(parse_args(&a)
+            .unwrap_err()
+            .to_string()
+            .contains("threads = 0"));
+        let a = args(&[r#"{"kind":"external","program":"sleep","args":["1"]}"#]);
+        assert!(parse_args(&a).is_err());
     }
 }

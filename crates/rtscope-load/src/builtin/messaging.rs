@@ -89,9 +89,10 @@ fn send_loop(writers: &[File], msg: &[u8], sent: &std::sync::atomic::AtomicU64, 
     }
 }
 
-/// Reads until end of file; counts bytes into `got`.
-fn receive_loop(mut r: &File, got: &std::sync::atomic::AtomicU64) {
-    let mut buf = vec![0u8; 64 << 10];
+/// Reads until end of file, one message-sized `read` at a time (as hackbench does, so each
+/// message costs the receiver a system call and, often, a wake-up); counts bytes into `got`.
+fn receive_loop(mut r: &File, size: usize, got: &std::sync::atomic::AtomicU64) {
+    let mut buf = vec![0u8; size];
     while let Ok(n @ 1..) = r.read(&mut buf) {
         got.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
     }
@@ -127,7 +128,7 @@ fn spawn_threads(
             let slot = rx_base + g * fds + i;
             receivers.push(spawn(
                 format!("msg-rx-{g}-{i}"),
-                Box::new(move || receive_loop(&r, c.get(slot))),
+                Box::new(move || receive_loop(&r, size, c.get(slot))),
             )?);
         }
         for i in 0..fds {
@@ -176,13 +177,16 @@ fn fork_processes(
                     if sys::child_bind_to_parent(worker, false).is_err() {
                         sys::exit_now(126);
                     }
-                    if i < fds {
-                        send_loop(&group.writers, &msg, counters.get(g * fds + i), &never);
-                    } else {
-                        let slot = fds * plan.len() + g * fds + (i - fds);
-                        receive_loop(&group.readers[i - fds], counters.get(slot));
-                    }
-                    sys::exit_now(1); // the loops only end on an error
+                    // Never unwind out of the child into the worker's code.
+                    let task = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        if i < fds {
+                            send_loop(&group.writers, &msg, counters.get(g * fds + i), &never);
+                        } else {
+                            let slot = fds * plan.len() + g * fds + (i - fds);
+                            receive_loop(&group.readers[i - fds], size, counters.get(slot));
+                        }
+                    }));
+                    sys::exit_now(if task.is_ok() { 1 } else { 101 }); // loops end on errors only
                 }
             }
         }

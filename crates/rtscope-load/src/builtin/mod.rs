@@ -69,7 +69,8 @@ pub fn start(spec: &LoadSpec, stop: &Stop) -> Result<Box<dyn Running>, LoadError
             kind: "external",
             field: "kind",
             value: "external".into(),
-            expected: "external programs are started by the supervisor, not as built-in loads",
+            expected: "external programs are started by the supervisor, not as built-in loads"
+                .into(),
         }),
     }
 }
