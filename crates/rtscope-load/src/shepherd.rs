@@ -99,6 +99,7 @@ struct Load {
 pub fn shepherd_main(args: &[String]) -> i32 {
     let signals = SigSet::of(&STOP_SIGNALS);
     signals.block();
+    crate::sys::set_name(c"rtscope-loads");
     let plan: Plan = match args.first().map(|a| serde_json::from_str(a)) {
         Some(Ok(p)) => p,
         _ => {

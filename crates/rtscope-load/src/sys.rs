@@ -140,6 +140,13 @@ pub fn child_bind_to_parent(parent: libc::pid_t, own_group: bool) -> std::io::Re
     Ok(())
 }
 
+/// Names the calling thread (its `comm`, as `ps`, `top` and rtscope's monitors show it);
+/// at most 15 bytes are kept.
+pub fn set_name(name: &std::ffi::CStr) {
+    // SAFETY: PR_SET_NAME reads a NUL-terminated string, which `name` is, during the call.
+    unsafe { libc::prctl(libc::PR_SET_NAME, name.as_ptr()) };
+}
+
 /// The calling process's id.
 pub fn getpid() -> libc::pid_t {
     // SAFETY: no arguments.

@@ -31,6 +31,10 @@ pub fn worker_main(args: &[String]) -> i32 {
             return 2;
         }
     };
+    let name = format!("load-{}", spec.kind());
+    if let Ok(n) = std::ffi::CString::new(name) {
+        crate::sys::set_name(&n);
+    }
     let started = Instant::now();
     let stop = Stop::new();
     let outcome = match builtin::start(&spec, &stop) {

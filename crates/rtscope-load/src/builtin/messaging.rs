@@ -177,6 +177,11 @@ fn fork_processes(
                     if sys::child_bind_to_parent(worker, false).is_err() {
                         sys::exit_now(126);
                     }
+                    sys::set_name(if i < fds {
+                        c"load-msg-send"
+                    } else {
+                        c"load-msg-recv"
+                    });
                     // Never unwind out of the child into the worker's code.
                     let task = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         if i < fds {
