@@ -39,6 +39,8 @@ pub enum Command {
     Export(ExportArgs),
     /// Run a campaign: scenarios × load cases × repeats, with loads and system monitors.
     Run(Box<crate::campaign::RunArgs>),
+    /// Make plots, tables and a self-contained report.html from recorded runs.
+    Report(crate::report::ReportArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.

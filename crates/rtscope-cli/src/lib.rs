@@ -20,6 +20,7 @@ pub mod export;
 pub mod import;
 pub mod measure;
 pub mod record;
+pub mod report;
 pub mod runs;
 pub mod select;
 pub mod session;
@@ -87,6 +88,7 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
         cli::Command::Import(a) => import::run(&a, out),
         cli::Command::Export(a) => export::run(&a, out),
         cli::Command::Run(a) => campaign::run(&a, argv, out),
+        cli::Command::Report(a) => report::run(&a, out),
         cli::Command::Completions { shell } => {
             clap_complete::generate(shell, &mut cli::command(), "rtscope", out);
             Ok(ExitStatus::Success)

@@ -1,0 +1,175 @@
+//! Per-CPU statistics rows, and `summary.csv` / `summary.md` made from them.
+
+use crate::model::RunData;
+use rtscope_core::{Histogram, PERCENTILES};
+use rtscope_store::RunId;
+
+/// Statistics of one CPU of one run, or of all its CPUs (`cpu == "all"`). Latencies in ns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRow {
+    /// Run id.
+    pub run: RunId,
+    /// Run label (may be empty).
+    pub label: String,
+    /// Load case (may be empty).
+    pub case: String,
+    /// CPU number as text, `tN` for an unpinned thread, or `all`.
+    pub cpu: String,
+    /// Samples.
+    pub samples: u64,
+    /// Minimum, ns.
+    pub min_ns: Option<u64>,
+    /// Mean, ns.
+    pub mean_ns: Option<f64>,
+    /// p50, p90, p99, p99.9, p99.99, p99.999, p99.9999 in ns (see [`PERCENTILES`]).
+    pub percentiles: Vec<Option<u64>>,
+    /// Maximum, ns.
+    pub max_ns: Option<u64>,
+    /// Time of the maximum from the run's start, ns.
+    pub max_offset_ns: Option<u64>,
+    /// Missed periods.
+    pub missed: u64,
+}
+
+fn pcts(h: &Histogram) -> Vec<Option<u64>> {
+    PERCENTILES
+        .iter()
+        .map(|&(_, q)| h.value_at_quantile(q).map(|v| v.0))
+        .collect()
+}
+
+/// One row per CPU of each run, then that run's `all` row.
+pub fn summary_rows(runs: &[RunData]) -> Vec<SummaryRow> {
+    let mut out = Vec::new();
+    for r in runs {
+        let label = r.detail.summary.label.clone().unwrap_or_default();
+        let case = r.case();
+        let row = |cpu: String, h: &Histogram| SummaryRow {
+            run: r.id(),
+            label: label.clone(),
+            case: case.clone(),
+            cpu,
+            samples: h.count(),
+            min_ns: h.min().map(|v| v.0),
+            mean_ns: None,
+            percentiles: pcts(h),
+            max_ns: h.max().map(|v| v.0),
+            max_offset_ns: None,
+            missed: 0,
+        };
+        let threads = &r.detail.threads;
+        for t in threads {
+            let cpu = t.cpu.map_or(format!("t{}", t.thread), |c| c.to_string());
+            let mut x = row(cpu, &t.histogram);
+            x.samples = t.samples.max(x.samples);
+            x.min_ns = t.min_ns.or(x.min_ns);
+            x.max_ns = t.max_ns.or(x.max_ns);
+            x.mean_ns = t.mean_ns;
+            x.max_offset_ns = t.max_offset_ns;
+            x.missed = t.missed;
+            out.push(x);
+        }
+        let s = &r.detail.summary;
+        let mut all = row("all".into(), &s.histogram);
+        all.samples = s.samples.max(all.samples);
+        all.max_ns = s.max_ns.or(all.max_ns);
+        all.missed = s.missed;
+        let weighted: f64 = threads
+            .iter()
+            .filter_map(|t| t.mean_ns.map(|m| m * t.samples as f64))
+            .sum();
+        all.mean_ns = (s.samples > 0 && threads.iter().any(|t| t.mean_ns.is_some()))
+            .then(|| weighted / s.samples as f64);
+        let worst = threads
+            .iter()
+            .filter(|t| t.max_ns == s.max_ns)
+            .find_map(|t| t.max_offset_ns);
+        all.max_offset_ns = worst;
+        out.push(all);
+    }
+    out
+}
+
+fn us3(v: Option<u64>) -> String {
+    v.map_or(String::new(), |ns| format!("{:.3}", ns as f64 / 1000.0))
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// `summary.csv`: one line per run × CPU plus each run's `all` line; latencies in µs with ns
+/// precision.
+pub fn csv(rows: &[SummaryRow]) -> String {
+    let mut out = String::from("run,label,case,cpu,samples,min_us,mean_us");
+    for (l, _) in PERCENTILES {
+        out.push_str(&format!(",{l}_us"));
+    }
+    out.push_str(",max_us,max_at_s,missed\n");
+    for r in rows {
+        let mean = r
+            .mean_ns
+            .map_or(String::new(), |m| format!("{:.3}", m / 1000.0));
+        let mut cells = vec![
+            r.run.to_string(),
+            csv_field(&r.label),
+            csv_field(&r.case),
+            r.cpu.clone(),
+            r.samples.to_string(),
+            us3(r.min_ns),
+            mean,
+        ];
+        cells.extend(r.percentiles.iter().map(|&p| us3(p)));
+        cells.push(us3(r.max_ns));
+        cells.push(
+            r.max_offset_ns
+                .map_or(String::new(), |o| format!("{:.3}", o as f64 / 1e9)),
+        );
+        cells.push(r.missed.to_string());
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+fn md_cell(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('|', "\\|")
+        .replace(['\n', '\r'], " ")
+}
+
+/// A latency in µs with one decimal, or `-`.
+pub fn us1(v: Option<u64>) -> String {
+    v.map_or("-".into(), crate::us)
+}
+
+/// `summary.md`: the same rows as a Markdown table, latencies in µs.
+pub fn markdown(rows: &[SummaryRow]) -> String {
+    let mut head = vec!["run", "label", "case", "cpu", "samples", "min", "mean"];
+    head.extend(PERCENTILES.iter().map(|(l, _)| *l));
+    head.extend(["max", "missed"]);
+    let mut out = String::from("# rtscope report: latency per run and CPU (µs)\n\n");
+    out.push_str(&format!("| {} |\n", head.join(" | ")));
+    out.push_str(&format!("|{}\n", "---|".repeat(head.len())));
+    for r in rows {
+        let mut cells = vec![
+            r.run.to_string(),
+            md_cell(&r.label),
+            md_cell(&r.case),
+            r.cpu.clone(),
+            r.samples.to_string(),
+            us1(r.min_ns),
+            r.mean_ns
+                .map_or("-".into(), |m| format!("{:.1}", m / 1000.0)),
+        ];
+        cells.extend(r.percentiles.iter().map(|&p| us1(p)));
+        cells.push(us1(r.max_ns));
+        cells.push(r.missed.to_string());
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out
+}
