@@ -325,18 +325,15 @@ pub fn over_time(run: &RunData) -> Option<Panel> {
     }
     let mut series = Vec::new();
     for (i, t) in run.detail.threads.iter().enumerate() {
-        let rows = run.series.iter().filter(|s| s.thread == t.thread);
-        let at = |s: &rtscope_store::SeriesRow| (s.offset_ns + s.length_ns) as f64 / 1e9;
-        let max = rows
-            .clone()
-            .filter_map(|s| s.max_ns.map(|m| (at(s), ns_to_us(m))));
-        let p99 = rows.filter_map(|s| s.p99_ns.map(|m| (at(s), ns_to_us(m))));
+        let rows: Vec<_> = run.series.iter().filter(|s| s.thread == t.thread).collect();
+        let max = steps(&rows, |s| s.max_ns);
+        let p99 = steps(&rows, |s| s.p99_ns);
         series.push(Series::new(
             format!("{} max", run.cpu_name(t.thread)),
             i,
-            max.collect(),
+            max,
         ));
-        let mut faint = Series::new("", i, p99.collect());
+        let mut faint = Series::new("", i, p99);
         faint.faint = true;
         series.push(faint);
     }
@@ -349,6 +346,24 @@ pub fn over_time(run: &RunData) -> Option<Panel> {
         y2,
         series,
     })
+}
+
+/// A per-interval value as steps: flat from each interval's start to its end (`offset_ns` is
+/// the end of the interval), in (s, µs).
+fn steps(
+    rows: &[&rtscope_store::SeriesRow],
+    value: impl Fn(&rtscope_store::SeriesRow) -> Option<u64>,
+) -> Vec<(f64, f64)> {
+    let mut pts = Vec::with_capacity(rows.len() * 2);
+    for s in rows {
+        if let Some(v) = value(s) {
+            let end = s.offset_ns as f64 / 1e9;
+            let start = s.offset_ns.saturating_sub(s.length_ns) as f64 / 1e9;
+            pts.push((start, ns_to_us(v)));
+            pts.push((end, ns_to_us(v)));
+        }
+    }
+    pts
 }
 
 /// Temperature series (°C), or else frequency (MHz), for the right-hand axis of the over-time

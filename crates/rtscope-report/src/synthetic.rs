@@ -167,7 +167,7 @@ fn thread_data(
             let n = interval.count();
             series.push(SeriesPoint {
                 thread: cpu,
-                offset_ns: (cycle + 1 - n) * spec.period_ns,
+                offset_ns: (cycle + 1) * spec.period_ns,
                 length_ns: n * spec.period_ns,
                 samples: n,
                 min_ns: interval.min().map(|x| x.0),

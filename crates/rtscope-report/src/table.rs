@@ -136,10 +136,11 @@ pub fn csv(rows: &[SummaryRow]) -> String {
     out
 }
 
+/// A Markdown table cell: `|` and backslashes escaped, HTML special characters as entities (Markdown
+/// renderers pass inline HTML through), newlines as spaces.
 fn md_cell(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('|', "\\|")
-        .replace(['\n', '\r'], " ")
+    let text = crate::html::escape(s).replace('\\', "\\\\");
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
 /// A latency in µs with one decimal, or `-`.
