@@ -56,11 +56,7 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let store = record::open(&db)?;
     let ids = chosen(&store, a)?;
     let store_err = |e: rtscope_report::ReportError| UsageError::new(e.to_string());
-    let runs = ids
-        .iter()
-        .map(|&id| RunData::load(&store, id, a.raw))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(store_err)?;
+    let runs = RunData::load_all(&store, &ids, a.raw).map_err(store_err)?;
     let opts = ReportOptions {
         title: a.title.clone(),
         raw: a.raw,

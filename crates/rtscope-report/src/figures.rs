@@ -3,11 +3,13 @@
 
 use crate::model::RunData;
 use crate::monitors::{campaign_monitor_panels, monitor_panels};
-use crate::plot::{Axis, Figure, Panel, Scale, Series};
+use crate::plot::{Axis, Corner, Figure, Panel, Scale, Series};
 use rtscope_core::{Histogram, PERCENTILES};
 
 /// Most bins an OSADL-style histogram is drawn with; wider latency ranges get wider bins.
 pub const MAX_BINS: u64 = 1000;
+/// Most runs drawn as lines of their own on the shared plots; beyond, one line per load case.
+pub const MAX_RUN_LINES: usize = 12;
 /// Most points a CDF line is drawn with.
 pub const MAX_CDF_POINTS: usize = 2000;
 
@@ -74,7 +76,7 @@ pub fn all(runs: &[RunData]) -> Vec<NamedFigure> {
 }
 
 const HIST_CAPTION: &str = "Latency histogram (OSADL style): samples per latency bin, one line per CPU, counts on a log axis; the legend gives each CPU's maximum.";
-const TAIL_CAPTION: &str = "Tail latency: the latency below which 90 %, 99 %, … 99.9999 % of the wake-ups fell. Lines further right rest on fewer samples; a percentile is drawn only when at least one sample lies beyond it.";
+const TAIL_CAPTION: &str = "Tail latency: the latency below which 90 %, 99 %, … 99.9999 % of the wake-ups fell. Lines further right rest on fewer samples; a percentile is drawn only when at least one sample lies beyond it. With more than 12 runs, the runs of each load case are merged into one line.";
 const CDF_CAPTION: &str =
     "Cumulative distribution: the fraction of wake-ups with at most this latency.";
 const EXC_CAPTION: &str = "Exceedance (1 − CDF, log axis): the fraction of wake-ups later than this latency; the tail's shape shows how rare the worst cases are.";
@@ -99,6 +101,7 @@ fn empty_panel() -> Panel {
         x: Axis::linear(""),
         y: Axis::linear(""),
         y2: None,
+        legend: Corner::UpperRight,
         series: Vec::new(),
     }
 }
@@ -141,6 +144,7 @@ pub fn histogram(run: &RunData) -> Panel {
         x: Axis::linear("latency (µs)"),
         y: Axis::log(unit),
         y2: None,
+        legend: Corner::UpperRight,
         series,
     }
 }
@@ -203,13 +207,47 @@ fn lines(runs: &[RunData]) -> Vec<(String, Histogram, Option<Vec<u64>>)> {
         }
         return out;
     }
-    runs.iter()
-        .map(|r| {
-            (
-                r.name(),
-                r.merged().clone(),
-                r.raw.as_ref().map(|x| x.concat()),
-            )
+    if runs.len() <= MAX_RUN_LINES {
+        return runs
+            .iter()
+            .map(|r| {
+                (
+                    r.name(),
+                    r.merged().clone(),
+                    r.raw.as_ref().map(|x| x.concat()),
+                )
+            })
+            .collect();
+    }
+    by_case(runs)
+}
+
+/// One line per load case (repeats merged), for campaigns with more runs than
+/// [`MAX_RUN_LINES`]; raw samples are not used then.
+fn by_case(runs: &[RunData]) -> Vec<(String, Histogram, Option<Vec<u64>>)> {
+    let mut cases: Vec<(String, Histogram, usize)> = Vec::new();
+    for r in runs {
+        let case = match r.case() {
+            c if c.is_empty() => r.name(),
+            c => c,
+        };
+        match cases.iter_mut().find(|c| c.0 == case) {
+            Some(c) => {
+                c.1.merge(r.merged());
+                c.2 += 1;
+            }
+            None => cases.push((case, r.merged().clone(), 1)),
+        }
+    }
+    cases
+        .into_iter()
+        .map(|(name, h, n)| {
+            let name = if n > 1 {
+                format!("{name} ({n} runs)")
+            } else {
+                name
+            };
+            (name, h, None)
         })
         .collect()
 }
@@ -233,6 +271,7 @@ pub fn tail(runs: &[RunData]) -> Panel {
         },
         y: Axis::log("latency (µs)"),
         y2: None,
+        legend: Corner::UpperLeft,
         series,
     }
 }
@@ -305,6 +344,7 @@ pub fn cdf(runs: &[RunData]) -> (Panel, Panel) {
             ..Axis::linear("fraction of samples ≤ latency")
         },
         y2: None,
+        legend: Corner::LowerRight,
         series: c,
     };
     let exc = Panel {
@@ -312,6 +352,7 @@ pub fn cdf(runs: &[RunData]) -> (Panel, Panel) {
         x: Axis::linear("latency (µs)"),
         y: Axis::log("fraction of samples > latency"),
         y2: None,
+        legend: Corner::UpperRight,
         series: e,
     };
     (cdf, exc)
@@ -344,6 +385,7 @@ pub fn over_time(run: &RunData) -> Option<Panel> {
         x: Axis::linear("time since start (s)"),
         y: Axis::linear("latency (µs)"),
         y2,
+        legend: Corner::UpperRight,
         series,
     })
 }

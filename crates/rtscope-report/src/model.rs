@@ -29,8 +29,41 @@ pub struct RunData {
 }
 
 impl RunData {
+    /// Reads runs `ids` in order; with `raw`, also their raw samples (where stored). The
+    /// campaign of the first run is read once for all its runs (looking it up per run would
+    /// read every run of the campaign again for each).
+    pub fn load_all(store: &Store, ids: &[RunId], raw: bool) -> Result<Vec<RunData>, ReportError> {
+        let mut places: Vec<(CampaignSummary, CampaignRun)> = Vec::new();
+        if let Some(&first) = ids.first() {
+            if let Some((c, _)) = store.campaign_of(first)? {
+                for r in store.campaign_runs(c.id)? {
+                    places.push((c.clone(), r));
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let known = places.iter().rev().find(|(_, r)| r.run_id == id).cloned();
+            let campaign = match known {
+                Some(p) => Some(p),
+                None => store.campaign_of(id)?,
+            };
+            out.push(Self::load_with(store, id, raw, campaign)?);
+        }
+        Ok(out)
+    }
+
     /// Reads run `id`; with `raw`, also its raw samples (when it has any).
     pub fn load(store: &Store, id: RunId, raw: bool) -> Result<RunData, ReportError> {
+        Self::load_with(store, id, raw, store.campaign_of(id)?)
+    }
+
+    fn load_with(
+        store: &Store,
+        id: RunId,
+        raw: bool,
+        campaign: Option<(CampaignSummary, CampaignRun)>,
+    ) -> Result<RunData, ReportError> {
         let detail = store.run(id)?;
         let raw = if raw && detail.raw_samples > 0 {
             let mut per_thread = Vec::new();
@@ -48,7 +81,7 @@ impl RunData {
             states: store.monitor_states(id)?,
             top: store.monitor_top(id)?,
             loads: store.loads(id)?,
-            campaign: store.campaign_of(id)?,
+            campaign,
             detail,
             raw,
         })

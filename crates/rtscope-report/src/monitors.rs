@@ -2,7 +2,7 @@
 //! table data.
 
 use crate::model::RunData;
-use crate::plot::{Axis, Panel, Series};
+use crate::plot::{Axis, Corner, Panel, Series};
 use rtscope_store::MonitorSeries;
 
 /// Most lines in one monitor plot (the busiest sources are kept).
@@ -23,6 +23,7 @@ fn panel(title: &str, y: Axis, series: Vec<Series>) -> Panel {
         x: Axis::linear("time since start (s)"),
         y,
         y2: None,
+        legend: Corner::UpperRight,
         series,
     }
 }

@@ -127,7 +127,23 @@ pub struct Panel {
     pub y2: Option<Axis>,
     /// The lines.
     pub series: Vec<Series>,
+    /// Where the legend goes (pick the corner the data leaves empty).
+    pub legend: Corner,
 }
+
+/// A corner of a panel for its legend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Corner {
+    /// Top left.
+    UpperLeft,
+    /// Top right.
+    UpperRight,
+    /// Bottom right.
+    LowerRight,
+}
+
+/// Most legend entries drawn; a panel with more named lines is drawn without a legend.
+pub const MAX_LEGEND: usize = 24;
 
 /// A picture: one or more panels in a grid.
 #[derive(Debug, Clone)]
@@ -424,12 +440,18 @@ fn legend<'a, DB: DrawingBackend + 'a>(
     chart: &mut Chart<'a, DB>,
     p: &Panel,
 ) -> Result<(), ReportError> {
-    if p.series.iter().all(|s| s.name.is_empty()) {
+    let named = p.series.iter().filter(|s| !s.name.is_empty()).count();
+    if named == 0 || named > MAX_LEGEND {
         return Ok(());
     }
+    let position = match p.legend {
+        Corner::UpperLeft => SeriesLabelPosition::UpperLeft,
+        Corner::UpperRight => SeriesLabelPosition::UpperRight,
+        Corner::LowerRight => SeriesLabelPosition::LowerRight,
+    };
     chart
         .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
+        .position(position)
         .background_style(WHITE.mix(0.85))
         .border_style(RGBColor(160, 160, 160))
         .label_font((FONT_FAMILY, 12).into_font())

@@ -209,7 +209,8 @@ fn monitors(spec: &SyntheticRun, length: u64) -> MonitorBatch {
     };
     for t in 0..=seconds {
         let warm = t as f64 / seconds as f64;
-        v("temp.cpu-thermal", "degC", t, 45.0 + 15.0 * warm);
+        let base = 40.0 + (spec.seed % 5) as f64 * 3.0;
+        v("temp.cpu-thermal", "degC", t, base + 15.0 * warm);
         for c in 0..spec.cpus {
             v(
                 &format!("freq.cpu{c}"),

@@ -2,7 +2,7 @@
 //! through the real store.
 
 use crate::figures::{self, histogram_points, nines};
-use crate::plot::{self, colour, project, tick_label, Axis, Figure, Panel, Scale, Series};
+use crate::plot::{self, colour, project, tick_label, Axis, Corner, Figure, Panel, Scale, Series};
 use crate::synthetic::{write_run, SyntheticRun};
 use crate::{html, table, warnings, RunData};
 use rtscope_core::{Histogram, Nanos};
@@ -97,6 +97,7 @@ fn empty_bins_are_drawn_at_the_bottom_of_a_log_axis() {
         x: Axis::linear("latency (µs)"),
         y: Axis::log("samples"),
         y2: None,
+        legend: Corner::UpperRight,
         series: vec![Series::new("CPU 0", 0, pts)],
     };
     let (_, _, _, ink) = png_facts(&plot::to_png(&Figure::single(panel)).unwrap());
