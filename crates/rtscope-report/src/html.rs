@@ -53,6 +53,9 @@ pub fn page(
     );
     header(&mut h, runs);
     warnings(&mut h, warns);
+    if runs.len() > 1 {
+        cases(&mut h, &crate::table::case_rows(runs));
+    }
     stats(&mut h, rows);
     h.push_str("<h2 id=\"latency\">Latency plots</h2>\n");
     figures(&mut h, figs, Section::Latency);
@@ -170,6 +173,26 @@ fn stats(h: &mut String, rows: &[SummaryRow]) {
             h,
             "<td>{}</td><td>{at}</td><td>{}</td></tr>",
             us1(r.max_ns),
+            r.missed
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+fn cases(h: &mut String, rows: &[crate::table::CaseRow]) {
+    h.push_str("<h2 id=\"cases\">Maximum latency per load case (µs)</h2>\n<table><tr><th class=\"t\">case</th><th>runs</th><th>samples</th><th>p99</th><th>p99.99</th><th>max</th><th>worst run</th><th>missed</th></tr>\n");
+    for r in rows {
+        h.push_str("<tr>");
+        cell(h, &r.case);
+        let _ = writeln!(
+            h,
+            "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            r.runs,
+            r.samples,
+            us1(r.p99_ns),
+            us1(r.p9999_ns),
+            us1(r.max_ns),
+            r.worst_run,
             r.missed
         );
     }

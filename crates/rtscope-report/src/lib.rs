@@ -84,13 +84,23 @@ pub fn build(runs: &[RunData], opts: &ReportOptions) -> Result<Vec<ReportFile>, 
     let mut files = vec![
         file("report.html", page.into_bytes()),
         file("summary.csv", table::csv(&rows).into_bytes()),
-        file("summary.md", table::markdown(&rows).into_bytes()),
+        file("summary.md", summary_md(runs, &rows).into_bytes()),
     ];
     for (f, (svg, png)) in figs.iter().zip(rendered) {
         files.push(file(&format!("{}.svg", f.name), svg.into_bytes()));
         files.push(file(&format!("{}.png", f.name), png));
     }
     Ok(files)
+}
+
+/// `summary.md`: the per-CPU table, then for several runs the maximum per load case.
+fn summary_md(runs: &[RunData], rows: &[table::SummaryRow]) -> String {
+    let mut md = table::markdown(rows);
+    if runs.len() > 1 {
+        md.push_str("\n## Maximum latency per load case (µs)\n\n");
+        md.push_str(&table::case_markdown(&table::case_rows(runs)));
+    }
+    md
 }
 
 fn file(name: &str, bytes: Vec<u8>) -> ReportFile {

@@ -174,3 +174,89 @@ pub fn markdown(rows: &[SummaryRow]) -> String {
     }
     out
 }
+
+/// The runs of one load case together. Latencies in ns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseRow {
+    /// Load case (or the run's name when it has none).
+    pub case: String,
+    /// Runs of this case.
+    pub runs: usize,
+    /// Samples over those runs.
+    pub samples: u64,
+    /// p99 of all their samples.
+    pub p99_ns: Option<u64>,
+    /// p99.99 of all their samples.
+    pub p9999_ns: Option<u64>,
+    /// The largest latency of any of them.
+    pub max_ns: Option<u64>,
+    /// The run that had it.
+    pub worst_run: RunId,
+    /// Missed periods over those runs.
+    pub missed: u64,
+}
+
+/// One row per load case, in order of first appearance: the table of maximum latency per load
+/// case.
+pub fn case_rows(runs: &[RunData]) -> Vec<CaseRow> {
+    let mut out: Vec<(CaseRow, Histogram)> = Vec::new();
+    for r in runs {
+        let case = match r.case() {
+            c if c.is_empty() => r.name(),
+            c => c,
+        };
+        let s = &r.detail.summary;
+        let i = match out.iter().position(|(c, _)| c.case == case) {
+            Some(i) => i,
+            None => {
+                let row = CaseRow {
+                    case,
+                    runs: 0,
+                    samples: 0,
+                    p99_ns: None,
+                    p9999_ns: None,
+                    max_ns: None,
+                    worst_run: s.id,
+                    missed: 0,
+                };
+                out.push((row, Histogram::new()));
+                out.len() - 1
+            }
+        };
+        let (row, h) = &mut out[i];
+        row.runs += 1;
+        row.samples += s.samples;
+        row.missed += s.missed;
+        if s.max_ns > row.max_ns {
+            row.max_ns = s.max_ns;
+            row.worst_run = s.id;
+        }
+        h.merge(&s.histogram);
+    }
+    out.into_iter()
+        .map(|(mut row, h)| {
+            row.p99_ns = h.value_at_quantile(0.99).map(|v| v.0);
+            row.p9999_ns = h.value_at_quantile(0.9999).map(|v| v.0);
+            row
+        })
+        .collect()
+}
+
+/// The per-case table in Markdown (µs).
+pub fn case_markdown(rows: &[CaseRow]) -> String {
+    let mut out = String::from("| case | runs | samples | p99 | p99.99 | max | worst run | missed |\n|---|---|---|---|---|---|---|---|\n");
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            md_cell(&r.case),
+            r.runs,
+            r.samples,
+            us1(r.p99_ns),
+            us1(r.p9999_ns),
+            us1(r.max_ns),
+            r.worst_run,
+            r.missed
+        ));
+    }
+    out
+}

@@ -205,3 +205,23 @@ fn a_report_has_every_file_and_every_figure_inline() {
                 == page.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
     );
 }
+
+#[test]
+fn raw_samples_give_an_exact_cdf() {
+    let pts = figures::cdf_points_raw(&[4_000, 1_000, 3_000, 2_000]);
+    assert_eq!(pts.first(), Some(&(1.0, 0.25)));
+    assert!(pts.contains(&(3.0, 0.75)));
+    assert_eq!(pts.last(), Some(&(4.0, 1.0)));
+}
+
+#[test]
+fn load_cases_are_summarised_with_their_worst_run() {
+    let a = run_data("case-a", "a");
+    let mut b = run_data("case-b", "b");
+    b.detail.summary.max_ns = Some(1_000_000);
+    b.detail.summary.id = 99;
+    let rows = table::case_rows(&[a, b]);
+    assert_eq!(rows.len(), 2);
+    assert_eq!((rows[1].case.as_str(), rows[1].worst_run), ("b", 99));
+    assert!(table::case_markdown(&rows).contains("| b | 1 | 40000 |"));
+}

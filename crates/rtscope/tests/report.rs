@@ -148,6 +148,7 @@ fn a_campaign_report_renders_in_chromium_with_every_plot_and_number() {
     let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 3 * 3, "{csv}");
     let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(page.contains("Maximum latency per load case"));
     for fig in [
         "histogram",
         "tail",
