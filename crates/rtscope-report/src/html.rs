@@ -163,8 +163,8 @@ fn stats(h: &mut String, rows: &[SummaryRow]) {
             r.samples,
             us1(r.min_ns)
         );
-        for p in &r.percentiles {
-            let _ = write!(h, "<td>{}</td>", us1(*p));
+        for i in 0..r.percentiles.len() {
+            let _ = write!(h, "<td>{}</td>", crate::table::pct_cell(r, i));
         }
         let at = r
             .max_offset_ns
@@ -176,7 +176,11 @@ fn stats(h: &mut String, rows: &[SummaryRow]) {
             r.missed
         );
     }
-    h.push_str("</table>\n");
+    let _ = writeln!(
+        h,
+        "</table>\n<p class=\"muted\">{}</p>",
+        crate::table::STAR_NOTE
+    );
 }
 
 fn cases(h: &mut String, rows: &[crate::table::CaseRow]) {

@@ -1,7 +1,7 @@
 //! Per-CPU statistics rows, and `summary.csv` / `summary.md` made from them.
 
 use crate::model::RunData;
-use rtscope_core::{Histogram, PERCENTILES};
+use rtscope_core::{Histogram, Percentile, PERCENTILES};
 use rtscope_store::RunId;
 
 /// Statistics of one CPU of one run, or of all its CPUs (`cpu == "all"`). Latencies in ns.
@@ -148,6 +148,28 @@ pub fn us1(v: Option<u64>) -> String {
     v.map_or("-".into(), crate::us)
 }
 
+/// Percentile `i` of [`PERCENTILES`] of a row in µs, marked `*` when fewer than 10 samples lie
+/// beyond it ([`Percentile::is_supported`]: it then rests on too few samples to mean much).
+pub fn pct_cell(r: &SummaryRow, i: usize) -> String {
+    let v = us1(r.percentiles.get(i).copied().flatten());
+    let (label, quantile) = PERCENTILES[i];
+    let p = Percentile {
+        label,
+        quantile,
+        value: None,
+        tail_samples: r.samples as f64 * (1.0 - quantile),
+    };
+    if v != "-" && !p.is_supported() {
+        format!("{v}*")
+    } else {
+        v
+    }
+}
+
+/// The note explaining `*` in the tables.
+pub const STAR_NOTE: &str =
+    "* fewer than 10 samples lie beyond this percentile: measure longer for a meaningful value";
+
 /// `summary.md`: the same rows as a Markdown table, latencies in µs.
 pub fn markdown(rows: &[SummaryRow]) -> String {
     let mut head = vec!["run", "label", "case", "cpu", "samples", "min", "mean"];
@@ -167,11 +189,12 @@ pub fn markdown(rows: &[SummaryRow]) -> String {
             r.mean_ns
                 .map_or("-".into(), |m| format!("{:.1}", m / 1000.0)),
         ];
-        cells.extend(r.percentiles.iter().map(|&p| us1(p)));
+        cells.extend((0..PERCENTILES.len()).map(|i| pct_cell(r, i)));
         cells.push(us1(r.max_ns));
         cells.push(r.missed.to_string());
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
+    out.push_str(&format!("\n{STAR_NOTE}\n"));
     out
 }
 

@@ -192,7 +192,7 @@ fn a_campaign_report_renders_in_chromium_with_every_plot_and_number() {
 }
 
 #[test]
-fn a_script_label_renders_as_text_in_the_browser() {
+fn a_measured_run_labelled_as_a_script_renders_as_text_in_the_browser() {
     let db = db_path("script");
     let o = {
         let _rt = common::rt_lock();
@@ -203,6 +203,7 @@ fn a_script_label_renders_as_text_in_the_browser() {
             "-i",
             "1ms",
             "-q",
+            "--raw",
             "--db",
             db.to_str().unwrap(),
             "--label",
@@ -213,6 +214,7 @@ fn a_script_label_renders_as_text_in_the_browser() {
     let dir = common::fresh_dir("report-script");
     let o = rtscope(&[
         "report",
+        "--raw",
         "--db",
         db.to_str().unwrap(),
         "-o",
@@ -220,6 +222,11 @@ fn a_script_label_renders_as_text_in_the_browser() {
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("report.html"));
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        page.contains("Drawn from raw samples"),
+        "--raw did not use the raw samples"
+    );
     let Some(out) = chromium(&dir.join("report.html"), &["--dump-dom"], "chromium-script") else {
         return;
     };
