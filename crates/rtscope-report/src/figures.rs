@@ -161,13 +161,17 @@ pub fn histogram(run: &RunData) -> Panel {
     }
 }
 
-/// Histogram counts in bins of `width` µs from 0 to `max_us`, as (bin start µs, count); runs of
-/// empty bins are reduced to their first and last bin (drawn at the bottom of the log axis).
+/// Histogram counts in bins of `width` µs from 0 to `max_us`, as (bin start µs, count), each
+/// bucket counted in the bin of its highest value; runs of empty bins are reduced to their first
+/// and last bin (drawn at the bottom of the log axis).
 pub fn histogram_points(h: &Histogram, width: u64, max_us: u64) -> Vec<(f64, f64)> {
     let bins = (max_us / width + 2) as usize;
     let mut counts = vec![0u64; bins];
-    for (lo, _, c) in h.buckets() {
-        let b = ((lo.0 / 1000) / width) as usize;
+    for (lo, w, c) in h.buckets() {
+        // By the bucket's highest value: above 2,048 ns a bucket is wider than 1 ns, and one
+        // that straddles a bin edge goes to the upper bin (an error of at most its width, under
+        // 0.1 %), so whole-µs samples (cyclictest histograms) land in their own bins.
+        let b = (((lo.0 + w.0 - 1) / 1000) / width) as usize;
         counts[b.min(bins - 1)] += c;
     }
     let mut pts = Vec::new();

@@ -225,3 +225,20 @@ fn load_cases_are_summarised_with_their_worst_run() {
     assert_eq!((rows[1].case.as_str(), rows[1].worst_run), ("b", 99));
     assert!(table::case_markdown(&rows).contains("| b | 1 | 40000 |"));
 }
+
+#[test]
+fn whole_microsecond_samples_land_one_per_bin() {
+    // cyclictest histograms import as whole µs; every µs must keep its own bin.
+    let mut h = Histogram::new();
+    for us in 2..200 {
+        h.record(Nanos(us * 1000));
+    }
+    let pts = histogram_points(&h, 1, 200);
+    let counts: Vec<f64> = pts
+        .iter()
+        .filter(|p| (2.0..200.0).contains(&p.0))
+        .map(|p| p.1)
+        .collect();
+    assert_eq!(counts.len(), 198);
+    assert!(counts.iter().all(|&c| c == 1.0), "{counts:?}");
+}
