@@ -34,6 +34,8 @@ th{background:#f2f2f2}td.t,th.t{text-align:left}tr.all td{font-weight:bold;backg
 figure{margin:1em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.9em;color:#444}\
 code{font-size:.9em;word-break:break-all}.muted{color:#777}";
 
+const NAV: &str = "<nav><a href=\"#runs\">Runs</a> · <a href=\"#warnings\">Warnings</a> · <a href=\"#statistics\">Statistics</a> · <a href=\"#latency\">Latency plots</a> · <a href=\"#monitors\">Monitors</a> · <a href=\"#loads\">Loads</a> · <a href=\"#environment\">Environment</a> · <a href=\"summary.csv\">summary.csv</a></nav>\n";
+
 /// The whole page.
 pub fn page(
     runs: &[RunData],
@@ -51,6 +53,7 @@ pub fn page(
          <title>{t}</title><style>{CSS}</style></head><body>\n<h1>{t}</h1>\n",
         t = escape(&title)
     );
+    h.push_str(NAV);
     header(&mut h, runs);
     warnings(&mut h, warns);
     if runs.len() > 1 {
