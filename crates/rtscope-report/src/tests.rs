@@ -169,9 +169,19 @@ fn warnings_name_a_stock_kernel_and_a_failed_load() {
         ran_ns: 0,
         metrics: Vec::new(),
     });
+    r.detail.summary.status = "incomplete".into();
+    r.detail.summary.missed = 3;
     let w = warnings::collect(std::slice::from_ref(&r));
     let text: Vec<&str> = w.iter().map(|w| w.what.as_str()).collect();
     assert!(text.contains(&"the kernel is not PREEMPT_RT"), "{text:?}");
+    assert!(
+        text.iter().any(|t| t.ends_with("is incomplete")),
+        "{text:?}"
+    );
+    assert!(
+        text.iter().any(|t| t.ends_with("missed 3 periods")),
+        "{text:?}"
+    );
     assert!(text
         .iter()
         .any(|t| t.contains("load 'io'") && t.contains("fio: not found")));
