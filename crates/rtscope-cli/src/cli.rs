@@ -46,6 +46,8 @@ pub enum Command {
     /// Compare groups of runs (ids, labels, campaigns, tags): side-by-side statistics, the
     /// load-case matrix and a verdict per statistic; exit 1 on a regression.
     Compare(Box<crate::compare::CompareArgs>),
+    /// Make plots, tables and a self-contained report.html from recorded runs.
+    Report(crate::report::ReportArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.

@@ -23,6 +23,7 @@ pub mod load;
 pub mod measure;
 pub mod monitoring;
 pub mod record;
+pub mod report;
 pub mod runs;
 pub mod select;
 pub mod session;
@@ -97,6 +98,7 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
         cli::Command::Run(a) => campaign::run(&a, argv, out),
         cli::Command::Load(a) => load::run(&a, out),
         cli::Command::Compare(a) => compare::run(&a, out),
+        cli::Command::Report(a) => report::run(&a, out),
         cli::Command::Completions { shell } => {
             clap_complete::generate(shell, &mut cli::command(), "rtscope", out);
             Ok(ExitStatus::Success)

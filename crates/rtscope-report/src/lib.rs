@@ -1,3 +1,192 @@
-//! rtscope-report: plots, tables and the HTML report.
+//! rtscope-report: plots, tables and the HTML report, made from what rtscope recorded.
+//!
+//! * [`model`]: [`RunData`], everything the report needs about one run, read from the store;
+//! * [`figures`]: the charts (OSADL-style histogram, tail latency, CDF and exceedance, latency
+//!   over time, monitors) as [`plot::Figure`]s;
+//! * [`plot`]: rendering of a figure to SVG text and to PNG bytes with an embedded font;
+//! * [`table`]: per-CPU statistics and `summary.csv` / `summary.md`;
+//! * [`warnings`]: findings worth acting on (no PREEMPT_RT, missed periods, failed loads, …);
+//! * [`html`]: the self-contained `report.html` (inline SVG and CSS, no script, no network).
+//!
+//! [`build`] puts it all together and returns the files of a report; nothing here prints or
+//! touches the terminal. Latencies are stored in ns and shown in µs.
 
 #![warn(missing_docs)]
+
+pub mod figures;
+pub mod html;
+pub mod model;
+pub mod monitors;
+pub mod plot;
+pub mod synthetic;
+pub mod table;
+pub mod warnings;
+
+pub use model::RunData;
+
+/// Why a report could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Reading the run database failed.
+    #[error(transparent)]
+    Store(#[from] rtscope_store::StoreError),
+    /// Drawing a plot failed.
+    #[error("drawing a plot failed: {0}")]
+    Render(String),
+    /// Writing a report file failed.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// Nothing to report.
+    #[error("no run to report")]
+    NoRuns,
+}
+
+/// Options of a report.
+#[derive(Debug, Clone, Default)]
+pub struct ReportOptions {
+    /// Title of the page; `None` makes one from the runs.
+    pub title: Option<String>,
+    /// Whether the CDF was asked to use raw samples (they are used where [`RunData::raw`] holds
+    /// them).
+    pub raw: bool,
+}
+
+/// One file of a report.
+#[derive(Debug, Clone)]
+pub struct ReportFile {
+    /// File name inside the report directory, e.g. `tail.png`.
+    pub name: String,
+    /// Its content.
+    pub bytes: Vec<u8>,
+}
+
+/// Builds every file of a report over `runs` (in the order given): `report.html`,
+/// `summary.csv`, `summary.md`, and each figure as `NAME.svg` and `NAME.png`.
+pub fn build(runs: &[RunData], opts: &ReportOptions) -> Result<Vec<ReportFile>, ReportError> {
+    if runs.is_empty() {
+        return Err(ReportError::NoRuns);
+    }
+    let figs = figures::all(runs);
+    let rendered = render_all(&figs)?;
+    let rows = table::summary_rows(runs);
+    let warns = warnings::collect(runs);
+    let svgs: Vec<(&figures::NamedFigure, &str)> = figs
+        .iter()
+        .zip(&rendered)
+        .map(|(f, (svg, _))| (f, svg.as_str()))
+        .collect();
+    let page = html::page(runs, &rows, &warns, &svgs, opts);
+    let mut files = vec![
+        file("report.html", page.into_bytes()),
+        file("summary.csv", table::csv(&rows).into_bytes()),
+        file("summary.md", summary_md(runs, &rows).into_bytes()),
+    ];
+    for (f, (svg, png)) in figs.iter().zip(rendered) {
+        files.push(file(&format!("{}.svg", f.name), svg.into_bytes()));
+        files.push(file(&format!("{}.png", f.name), png));
+    }
+    Ok(files)
+}
+
+/// `summary.md`: the per-CPU table, then for several runs the maximum per load case.
+fn summary_md(runs: &[RunData], rows: &[table::SummaryRow]) -> String {
+    let mut md = table::markdown(rows);
+    if runs.len() > 1 {
+        md.push_str("\n## Maximum latency per load case (µs)\n\n");
+        md.push_str(&table::case_markdown(&table::case_rows(runs)));
+    }
+    md
+}
+
+fn file(name: &str, bytes: Vec<u8>) -> ReportFile {
+    ReportFile {
+        name: name.to_string(),
+        bytes,
+    }
+}
+
+type Rendered = (String, Vec<u8>);
+
+/// Renders every figure to SVG and PNG, on two threads (the report is built on the board, where
+/// a second core is usually idle after the run).
+fn render_all(figs: &[figures::NamedFigure]) -> Result<Vec<Rendered>, ReportError> {
+    let one = |f: &figures::NamedFigure| -> Result<Rendered, ReportError> {
+        Ok((plot::to_svg(&f.figure)?, plot::to_png(&f.figure)?))
+    };
+    let half = figs.len() / 2;
+    let (a, b) = figs.split_at(half);
+    let (ra, rb) = std::thread::scope(|s| {
+        let h = s.spawn(|| a.iter().map(one).collect::<Result<Vec<_>, _>>());
+        let rb = b.iter().map(one).collect::<Result<Vec<_>, _>>();
+        (h.join(), rb)
+    });
+    let mut out = ra.map_err(|_| ReportError::Render("a drawing thread panicked".into()))??;
+    out.extend(rb?);
+    Ok(out)
+}
+
+/// Writes report files into `dir` (created if needed) and returns their paths.
+pub fn write(
+    dir: &std::path::Path,
+    files: &[ReportFile],
+) -> Result<Vec<std::path::PathBuf>, ReportError> {
+    let err = |path: &std::path::Path| {
+        let path = path.to_path_buf();
+        move |source| ReportError::Write { path, source }
+    };
+    std::fs::create_dir_all(dir).map_err(err(dir))?;
+    let mut out = Vec::new();
+    for f in files {
+        let p = dir.join(&f.name);
+        std::fs::write(&p, &f.bytes).map_err(err(&p))?;
+        out.push(p);
+    }
+    Ok(out)
+}
+
+/// A number for axis ticks and tables: integers without decimals, large ones as `10k`/`1M`,
+/// small ones with two significant digits or as `1e-6`.
+pub fn fmt_num(v: f64) -> String {
+    let a = v.abs();
+    if a == 0.0 {
+        return "0".into();
+    }
+    if a >= 1e6 && (v / 1e6).fract() == 0.0 {
+        return format!("{}M", v / 1e6);
+    }
+    if a >= 1e4 && (v / 1e3).fract() == 0.0 {
+        return format!("{}k", v / 1e3);
+    }
+    if v.fract() == 0.0 {
+        return format!("{v:.0}");
+    }
+    if a >= 100.0 {
+        return format!("{v:.0}");
+    }
+    if a >= 0.01 {
+        let s = if a >= 10.0 {
+            format!("{v:.1}")
+        } else {
+            format!("{v:.2}")
+        };
+        return s.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    let exp = a.log10().round();
+    if (a / 10f64.powf(exp) - 1.0).abs() < 1e-9 {
+        return format!("{}1e{exp}", if v < 0.0 { "-" } else { "" });
+    }
+    format!("{v:.1e}")
+}
+
+/// Microseconds with one decimal from nanoseconds, for tables (`12.3`).
+pub fn us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1000.0)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,112 @@
+//! `rtscope report [RUN…|--campaign NAME|--last] -o DIR`: plots, tables and one self-contained
+//! `report.html` from recorded runs. The rendering lives in rtscope-report; this module only
+//! chooses the runs, reads them and writes the files. See docs/report.md.
+
+use crate::exit::{ExitStatus, UsageError};
+use crate::record;
+use crate::select::{self, Selector};
+use clap::Args;
+use rtscope_report::{ReportOptions, RunData};
+use rtscope_store::{RunId, Store};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Options of `rtscope report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Runs to report: ids, `last`, `campaign:NAME`, `label:TEXT` or tags (`kernel=rt`)
+    /// [default: the newest run]
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Report every run of the newest campaign with this name, in plan order
+    #[arg(long, value_name = "NAME")]
+    pub campaign: Option<String>,
+    /// Report the newest run
+    #[arg(long)]
+    pub last: bool,
+    /// Directory to write into (created if needed)
+    #[arg(
+        long,
+        short = 'o',
+        value_name = "DIR",
+        default_value = "rtscope-report"
+    )]
+    pub output: PathBuf,
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Draw the CDF from raw samples where they were stored (`measure --raw`)
+    #[arg(long)]
+    pub raw: bool,
+    /// Title of the report page [default: made from the runs]
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+}
+
+/// Runs `rtscope report`.
+pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let db = a.db.clone().unwrap_or_else(record::default_db);
+    if !db.exists() {
+        return Err(
+            UsageError::new(format!("no run database at {}", db.display()))
+                .hint("record a run with `rtscope measure`, or pass --db PATH")
+                .into(),
+        );
+    }
+    let store = record::open(&db)?;
+    let ids = chosen(&store, a)?;
+    let store_err = |e: rtscope_report::ReportError| UsageError::new(e.to_string());
+    let runs = RunData::load_all(&store, &ids, a.raw).map_err(store_err)?;
+    let opts = ReportOptions {
+        title: a.title.clone(),
+        raw: a.raw,
+    };
+    let files = rtscope_report::build(&runs, &opts)?;
+    let written = rtscope_report::write(&a.output, &files).map_err(|e| {
+        UsageError::new(e.to_string()).hint("choose a writable directory with -o DIR")
+    })?;
+    let what = match runs.len() {
+        1 => format!("run {}", runs[0].id()),
+        n => format!("{n} runs"),
+    };
+    writeln!(out, "report of {what} written to {}:", a.output.display())?;
+    for p in written {
+        writeln!(out, "  {}", p.display())?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// The runs the arguments name, in order, each once.
+fn chosen(store: &Store, a: &ReportArgs) -> Result<Vec<RunId>, UsageError> {
+    let mut ids: Vec<RunId> = Vec::new();
+    if let Some(name) = &a.campaign {
+        let c = store
+            .campaign_by_name(name)
+            .map_err(|e| UsageError::new(e.to_string()))?
+            .ok_or_else(|| {
+                UsageError::new(format!(
+                    "no campaign named '{name}' in {}",
+                    store.path().display()
+                ))
+                .hint("`rtscope run` records campaigns; `rtscope runs` lists the runs")
+            })?;
+        ids.extend(select::campaign_runs(store, &c)?);
+    }
+    let mut texts: Vec<&str> = a.runs.iter().map(String::as_str).collect();
+    if a.last || (texts.is_empty() && a.campaign.is_none()) {
+        texts.push("last");
+    }
+    for t in texts {
+        let sel = Selector::parse(t)?;
+        ids.extend(select::resolve(store, &sel, t)?);
+    }
+    let mut seen = std::collections::HashSet::new();
+    ids.retain(|id| seen.insert(*id));
+    if ids.is_empty() {
+        return Err(
+            UsageError::new(format!("no run to report in {}", store.path().display()))
+                .hint("record a run with `rtscope measure` first"),
+        );
+    }
+    Ok(ids)
+}

@@ -1,0 +1,461 @@
+//! The report's charts as [`Figure`]s, computed from stored histograms, series and monitor data
+//! (raw samples only for the CDF, when asked for and stored). Latencies are shown in µs.
+
+use crate::model::RunData;
+use crate::monitors::{campaign_monitor_panels, monitor_panels};
+use crate::plot::{Axis, Corner, Figure, Panel, Scale, Series};
+use rtscope_core::{Histogram, PERCENTILES};
+
+/// Most bins an OSADL-style histogram is drawn with; wider latency ranges get wider bins.
+pub const MAX_BINS: u64 = 1000;
+/// Most runs drawn as lines of their own on the shared plots; beyond, one line per load case.
+pub const MAX_RUN_LINES: usize = 12;
+/// Most points a CDF line is drawn with.
+pub const MAX_CDF_POINTS: usize = 2000;
+
+/// Where a figure goes in the report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// Latency plots.
+    Latency,
+    /// System monitors.
+    Monitors,
+}
+
+/// A figure with its file name (without extension), section and caption.
+#[derive(Debug, Clone)]
+pub struct NamedFigure {
+    /// File stem, e.g. `histogram`, `tail`, `monitor-temperature`.
+    pub name: String,
+    /// Where it goes.
+    pub section: Section,
+    /// One sentence on how to read it.
+    pub caption: String,
+    /// The chart.
+    pub figure: Figure,
+}
+
+fn named(name: &str, section: Section, caption: &str, figure: Figure) -> NamedFigure {
+    NamedFigure {
+        name: name.to_string(),
+        section,
+        caption: caption.to_string(),
+        figure,
+    }
+}
+
+/// Every figure of a report over `runs`: one set for a single run; for several runs, shared
+/// tail/CDF/exceedance plots (one line per run) and small multiples of the per-run plots.
+pub fn all(runs: &[RunData]) -> Vec<NamedFigure> {
+    use Section::*;
+    let mut out = Vec::new();
+    let hist: Vec<Panel> = runs.iter().map(histogram).collect();
+    out.push(named("histogram", Latency, HIST_CAPTION, grid(hist)));
+    out.push(named(
+        "tail",
+        Latency,
+        TAIL_CAPTION,
+        Figure::single(tail(runs)),
+    ));
+    let (c, e) = cdf(runs);
+    let source = if runs.iter().any(|r| r.raw.is_some()) && runs.len() <= MAX_RUN_LINES {
+        " Drawn from raw samples (exact) where the run stored them, else from the histogram."
+    } else {
+        " Drawn from the histogram (exact below 2,048 ns, within 0.1 % above)."
+    };
+    let cdf_caption = format!("{CDF_CAPTION}{source}");
+    let exc_caption = format!("{EXC_CAPTION}{source}");
+    out.push(named("cdf", Latency, &cdf_caption, Figure::single(c)));
+    out.push(named(
+        "exceedance",
+        Latency,
+        &exc_caption,
+        Figure::single(e),
+    ));
+    let time: Vec<Panel> = runs.iter().filter_map(over_time).collect();
+    if !time.is_empty() {
+        out.push(named("over-time", Latency, TIME_CAPTION, grid(time)));
+    }
+    let monitors = if runs.len() == 1 {
+        monitor_panels(&runs[0])
+    } else {
+        campaign_monitor_panels(runs)
+    };
+    for (name, caption, p) in monitors {
+        out.push(named(&name, Monitors, caption, Figure::single(p)));
+    }
+    out
+}
+
+const HIST_CAPTION: &str = "Latency histogram (OSADL style): samples per latency bin, one line per CPU, counts on a log axis; the legend gives each CPU's maximum.";
+const TAIL_CAPTION: &str = "Tail latency: the latency below which 90 %, 99 %, … 99.9999 % of the wake-ups fell. Lines further right rest on fewer samples; a percentile is drawn only when at least one sample lies beyond it. With more than 12 runs, the runs of each load case are merged into one line.";
+const CDF_CAPTION: &str =
+    "Cumulative distribution: the fraction of wake-ups with at most this latency.";
+const EXC_CAPTION: &str = "Exceedance (1 − CDF, log axis): the fraction of wake-ups later than this latency; the tail's shape shows how rare the worst cases are.";
+const TIME_CAPTION: &str = "Latency over the run: the maximum (solid) and p99 (faint) of each interval, per CPU; temperature or frequency on the right-hand axis when recorded.";
+
+/// Panels in a grid: one full-size panel, or two columns of smaller ones.
+fn grid(panels: Vec<Panel>) -> Figure {
+    if panels.len() == 1 {
+        return Figure::single(panels.into_iter().next().unwrap_or_else(empty_panel));
+    }
+    Figure {
+        width: 1200,
+        panel_height: 320,
+        columns: 2,
+        panels,
+    }
+}
+
+fn empty_panel() -> Panel {
+    Panel {
+        title: String::new(),
+        x: Axis::linear(""),
+        y: Axis::linear(""),
+        y2: None,
+        legend: Corner::UpperRight,
+        series: Vec::new(),
+    }
+}
+
+fn title_of(run: &RunData) -> String {
+    format!("{} (run {})", run.name(), run.id())
+}
+
+fn ns_to_us(ns: u64) -> f64 {
+    ns as f64 / 1000.0
+}
+
+/// The OSADL-style latency histogram of one run: one line per CPU over µs bins.
+pub fn histogram(run: &RunData) -> Panel {
+    let threads = &run.detail.threads;
+    let max_us = threads
+        .iter()
+        .filter_map(|t| t.max_ns)
+        .max()
+        .map_or(1, |m| m / 1000 + 1);
+    let width = max_us.div_ceil(MAX_BINS).max(1);
+    let series = threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let max = t
+                .max_ns
+                .map_or("-".into(), |m| format!("{} µs", crate::us(m)));
+            let name = format!("{} (max {max})", run.cpu_name(t.thread));
+            Series::new(name, i, histogram_points(&t.histogram, width, max_us))
+        })
+        .collect();
+    let unit = if width == 1 {
+        "samples per µs".to_string()
+    } else {
+        format!("samples per {width} µs")
+    };
+    Panel {
+        title: format!("Latency histogram — {}", title_of(run)),
+        x: Axis::linear("latency (µs)"),
+        y: Axis::log(unit),
+        y2: None,
+        legend: Corner::UpperRight,
+        series,
+    }
+}
+
+/// Histogram counts in bins of `width` µs from 0 to `max_us`, as (bin start µs, count), each
+/// bucket counted in the bin of its highest value; runs of empty bins are reduced to their first
+/// and last bin (drawn at the bottom of the log axis).
+pub fn histogram_points(h: &Histogram, width: u64, max_us: u64) -> Vec<(f64, f64)> {
+    let bins = (max_us / width + 2) as usize;
+    let mut counts = vec![0u64; bins];
+    for (lo, w, c) in h.buckets() {
+        // By the bucket's highest value: above 2,048 ns a bucket is wider than 1 ns, and one
+        // that straddles a bin edge goes to the upper bin (an error of at most its width, under
+        // 0.1 %), so whole-µs samples (cyclictest histograms) land in their own bins.
+        let b = (((lo.0 + w.0 - 1) / 1000) / width) as usize;
+        counts[b.min(bins - 1)] += c;
+    }
+    let mut pts = Vec::new();
+    for (i, &c) in counts.iter().enumerate() {
+        let prev = i.checked_sub(1).map(|j| counts[j]);
+        let next = counts.get(i + 1).copied();
+        let interior_zero = c == 0 && prev == Some(0) && next == Some(0);
+        if !interior_zero {
+            pts.push(((i as u64 * width) as f64, c as f64));
+        }
+    }
+    pts
+}
+
+/// "Nines" of a quantile: `−log10(1 − q)` (p90 → 1, p99 → 2, …).
+pub fn nines(q: f64) -> f64 {
+    -(1.0 - q).max(1e-12).log10()
+}
+
+/// Tail-latency points of a histogram: (nines, µs) for each percentile with at least one
+/// sample beyond it.
+pub fn tail_points(h: &Histogram) -> Vec<(f64, f64)> {
+    PERCENTILES
+        .iter()
+        .filter(|(_, q)| h.count() as f64 * (1.0 - q) >= 1.0)
+        .filter_map(|&(_, q)| h.value_at_quantile(q).map(|v| (nines(q), ns_to_us(v.0))))
+        .collect()
+}
+
+/// The lines of the shared plots: per CPU plus all CPUs for one run; per run (all CPUs) for
+/// several.
+fn lines(runs: &[RunData]) -> Vec<(String, Histogram, Option<Vec<u64>>)> {
+    if let [run] = runs {
+        let mut out: Vec<_> = run
+            .detail
+            .threads
+            .iter()
+            .map(|t| {
+                let raw = run
+                    .raw
+                    .as_ref()
+                    .and_then(|r| r.get(t.thread as usize).cloned());
+                (run.cpu_name(t.thread), t.histogram.clone(), raw)
+            })
+            .collect();
+        if out.len() > 1 {
+            let raw = run.raw.as_ref().map(|r| r.concat());
+            out.push(("all CPUs".into(), run.merged().clone(), raw));
+        }
+        return out;
+    }
+    if runs.len() <= MAX_RUN_LINES {
+        return runs
+            .iter()
+            .map(|r| {
+                (
+                    r.name(),
+                    r.merged().clone(),
+                    r.raw.as_ref().map(|x| x.concat()),
+                )
+            })
+            .collect();
+    }
+    by_case(runs)
+}
+
+/// One line per load case (repeats merged), for campaigns with more runs than
+/// [`MAX_RUN_LINES`]; raw samples are not used then.
+fn by_case(runs: &[RunData]) -> Vec<(String, Histogram, Option<Vec<u64>>)> {
+    let mut cases: Vec<(String, Histogram, usize)> = Vec::new();
+    for r in runs {
+        let case = match r.case() {
+            c if c.is_empty() => r.name(),
+            c => c,
+        };
+        match cases.iter_mut().find(|c| c.0 == case) {
+            Some(c) => {
+                c.1.merge(r.merged());
+                c.2 += 1;
+            }
+            None => cases.push((case, r.merged().clone(), 1)),
+        }
+    }
+    cases
+        .into_iter()
+        .map(|(name, h, n)| {
+            let name = if n > 1 {
+                format!("{name} ({n} runs)")
+            } else {
+                name
+            };
+            (name, h, None)
+        })
+        .collect()
+}
+
+/// The tail-latency plot: latency at p50 … p99.9999 on an axis of "nines".
+pub fn tail(runs: &[RunData]) -> Panel {
+    let series = lines(runs)
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, h, _))| Series {
+            markers: true,
+            ..Series::new(name, i, tail_points(&h))
+        })
+        .collect();
+    Panel {
+        title: "Tail latency".into(),
+        x: Axis {
+            label: "percentile (\"nines\")".into(),
+            scale: Scale::Nines,
+            range: Some((0.0, 6.25)),
+        },
+        y: Axis::log("latency (µs)"),
+        y2: None,
+        legend: Corner::UpperLeft,
+        series,
+    }
+}
+
+/// CDF points (µs, fraction ≤ µs) from a histogram's bucket edges.
+pub fn cdf_points(h: &Histogram) -> Vec<(f64, f64)> {
+    let total = h.count().max(1) as f64;
+    let mut seen = 0u64;
+    let mut pts = Vec::new();
+    if let Some(min) = h.min() {
+        pts.push((ns_to_us(min.0), 0.0));
+    }
+    for (lo, width, c) in h.buckets() {
+        seen += c;
+        let hi = (lo.0 + width.0).min(h.max().map_or(u64::MAX, |m| m.0));
+        pts.push((ns_to_us(hi), seen as f64 / total));
+    }
+    thin(pts)
+}
+
+/// CDF points from raw latencies (ns), exact.
+pub fn cdf_points_raw(raw: &[u64]) -> Vec<(f64, f64)> {
+    let mut v = raw.to_vec();
+    v.sort_unstable();
+    let n = v.len().max(1) as f64;
+    let step = (v.len() / MAX_CDF_POINTS).max(1);
+    let mut pts: Vec<(f64, f64)> = (0..v.len())
+        .step_by(step)
+        .map(|i| (ns_to_us(v[i]), (i + 1) as f64 / n))
+        .collect();
+    if let Some(&last) = v.last() {
+        pts.push((ns_to_us(last), 1.0));
+    }
+    pts
+}
+
+fn thin(pts: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    if pts.len() <= MAX_CDF_POINTS {
+        return pts;
+    }
+    let step = pts.len().div_ceil(MAX_CDF_POINTS);
+    let last = pts.last().copied();
+    let mut out: Vec<_> = pts.into_iter().step_by(step).collect();
+    out.extend(last);
+    out
+}
+
+/// The CDF plot and the exceedance (1 − CDF on a log axis) plot.
+pub fn cdf(runs: &[RunData]) -> (Panel, Panel) {
+    let mut c = Vec::new();
+    let mut e = Vec::new();
+    for (i, (name, h, raw)) in lines(runs).into_iter().enumerate() {
+        let pts = match raw {
+            Some(r) if !r.is_empty() => cdf_points_raw(&r),
+            _ => cdf_points(&h),
+        };
+        let floor = 0.5 / h.count().max(1) as f64;
+        let exc = pts
+            .iter()
+            .map(|&(x, y)| (x, (1.0 - y).max(floor)))
+            .collect();
+        e.push(Series::new(name.clone(), i, exc));
+        c.push(Series::new(name, i, pts));
+    }
+    let cdf = Panel {
+        title: "Cumulative distribution (CDF)".into(),
+        x: Axis::linear("latency (µs)"),
+        y: Axis {
+            range: Some((0.0, 1.0)),
+            ..Axis::linear("fraction of samples ≤ latency")
+        },
+        y2: None,
+        legend: Corner::LowerRight,
+        series: c,
+    };
+    let exc = Panel {
+        title: "Exceedance (1 − CDF)".into(),
+        x: Axis::linear("latency (µs)"),
+        y: Axis::log("fraction of samples > latency"),
+        y2: None,
+        legend: Corner::UpperRight,
+        series: e,
+    };
+    (cdf, exc)
+}
+
+/// Latency over the run: per-interval max and p99 per CPU, with temperature (or else frequency)
+/// on a second axis. `None` when the run has no series.
+pub fn over_time(run: &RunData) -> Option<Panel> {
+    if run.series.is_empty() {
+        return None;
+    }
+    let mut series = Vec::new();
+    for (i, t) in run.detail.threads.iter().enumerate() {
+        let rows: Vec<_> = run.series.iter().filter(|s| s.thread == t.thread).collect();
+        let max = steps(&rows, |s| s.max_ns);
+        let p99 = steps(&rows, |s| s.p99_ns);
+        series.push(Series::new(
+            format!("{} max", run.cpu_name(t.thread)),
+            i,
+            max,
+        ));
+        let mut faint = Series::new("", i, p99);
+        faint.faint = true;
+        series.push(faint);
+    }
+    let (y2, extra) = second_axis(run, series.len() / 2);
+    series.extend(extra);
+    Some(Panel {
+        title: format!("Latency over time — {}", title_of(run)),
+        x: Axis::linear("time since start (s)"),
+        y: Axis::linear("latency (µs)"),
+        y2,
+        legend: Corner::UpperRight,
+        series,
+    })
+}
+
+/// A per-interval value as steps: flat from each interval's start to its end (`offset_ns` is
+/// the end of the interval), in (s, µs).
+fn steps(
+    rows: &[&rtscope_store::SeriesRow],
+    value: impl Fn(&rtscope_store::SeriesRow) -> Option<u64>,
+) -> Vec<(f64, f64)> {
+    let mut pts = Vec::with_capacity(rows.len() * 2);
+    for s in rows {
+        if let Some(v) = value(s) {
+            let end = s.offset_ns as f64 / 1e9;
+            let start = s.offset_ns.saturating_sub(s.length_ns) as f64 / 1e9;
+            pts.push((start, ns_to_us(v)));
+            pts.push((end, ns_to_us(v)));
+        }
+    }
+    pts
+}
+
+/// Temperature series (°C), or else frequency (MHz), for the right-hand axis of the over-time
+/// plot; colours start at `first_colour`.
+fn second_axis(run: &RunData, first_colour: usize) -> (Option<Axis>, Vec<Series>) {
+    let temps: Vec<_> = run
+        .monitors
+        .iter()
+        .filter(|m| m.unit == "degC")
+        .take(3)
+        .collect();
+    let (label, picked, scale) = if !temps.is_empty() {
+        ("temperature (°C)", temps, 1.0)
+    } else {
+        let f: Vec<_> = run.monitors_with("freq.").take(3).collect();
+        ("frequency (MHz)", f, 1e-3)
+    };
+    if picked.is_empty() {
+        return (None, Vec::new());
+    }
+    let series = picked
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let pts = m
+                .points
+                .iter()
+                .map(|&(t, v)| (t as f64 / 1e9, v * scale))
+                .collect();
+            let mut s = Series::new(m.metric.clone(), first_colour + i, pts);
+            s.secondary = true;
+            s.faint = true;
+            s
+        })
+        .collect();
+    (Some(Axis::linear(label)), series)
+}

@@ -1,0 +1,279 @@
+//! `report.html`: one self-contained page (inline SVG and CSS, no script, no network). Every
+//! text that comes from a run (labels, hostnames, command lines, load errors) is escaped.
+
+use crate::figures::{NamedFigure, Section};
+use crate::model::RunData;
+use crate::table::{us1, SummaryRow};
+use crate::warnings::Warning;
+use crate::ReportOptions;
+use rtscope_core::PERCENTILES;
+use std::fmt::Write;
+
+/// Escapes text for HTML element content and quoted attribute values.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const CSS: &str = "body{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;margin:1.5em auto;max-width:1280px;padding:0 1em;color:#222}\
+h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:1.6em}\
+table{border-collapse:collapse;margin:.6em 0;font-size:.88em}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}\
+th{background:#f2f2f2}td.t,th.t{text-align:left}tr.all td{font-weight:bold;background:#fafafa}\
+.warn{background:#fff4e0;border:1px solid #e0a040;border-radius:4px;padding:.5em 1em}.warn li{margin:.3em 0}\
+.ok{background:#eef8ee;border:1px solid #8c8;border-radius:4px;padding:.5em 1em}\
+figure{margin:1em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.9em;color:#444}\
+code{font-size:.9em;word-break:break-all}.muted{color:#777}";
+
+const NAV: &str = "<nav><a href=\"#runs\">Runs</a> · <a href=\"#warnings\">Warnings</a> · <a href=\"#statistics\">Statistics</a> · <a href=\"#latency\">Latency plots</a> · <a href=\"#monitors\">Monitors</a> · <a href=\"#loads\">Loads</a> · <a href=\"#environment\">Environment</a> · <a href=\"summary.csv\">summary.csv</a></nav>\n";
+
+/// The whole page.
+pub fn page(
+    runs: &[RunData],
+    rows: &[SummaryRow],
+    warns: &[Warning],
+    figs: &[(&NamedFigure, &str)],
+    opts: &ReportOptions,
+) -> String {
+    let title = opts.title.clone().unwrap_or_else(|| default_title(runs));
+    let mut h = String::with_capacity(1 << 20);
+    let _ = write!(
+        h,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{t}</title><style>{CSS}</style></head><body>\n<h1>{t}</h1>\n",
+        t = escape(&title)
+    );
+    h.push_str(NAV);
+    header(&mut h, runs);
+    warnings(&mut h, warns);
+    if runs.len() > 1 {
+        cases(&mut h, &crate::table::case_rows(runs));
+    }
+    stats(&mut h, rows);
+    h.push_str("<h2 id=\"latency\">Latency plots</h2>\n");
+    figures(&mut h, figs, Section::Latency);
+    h.push_str("<h2 id=\"monitors\">Monitors</h2>\n");
+    if !figs.iter().any(|(f, _)| f.section == Section::Monitors)
+        && runs.iter().all(|r| r.top.is_empty())
+    {
+        h.push_str("<p class=\"muted\">No monitor data was recorded for these runs.</p>\n");
+    }
+    figures(&mut h, figs, Section::Monitors);
+    top(&mut h, runs);
+    loads(&mut h, runs);
+    environment(&mut h, runs);
+    let _ = write!(
+        h,
+        "<p class=\"muted\">Made by rtscope {}.</p>\n</body></html>\n",
+        env!("CARGO_PKG_VERSION")
+    );
+    h
+}
+
+fn default_title(runs: &[RunData]) -> String {
+    if let Some((c, _)) = &runs[0].campaign {
+        if runs
+            .iter()
+            .all(|r| r.campaign.as_ref().map(|x| x.0.id) == Some(c.id))
+        {
+            return format!("rtscope report — campaign {}", c.name);
+        }
+    }
+    match runs {
+        [r] => format!("rtscope report — {} (run {})", r.name(), r.id()),
+        _ => format!("rtscope report — {} runs", runs.len()),
+    }
+}
+
+fn cell(h: &mut String, text: &str) {
+    let _ = write!(h, "<td class=\"t\">{}</td>", escape(text));
+}
+
+fn header(h: &mut String, runs: &[RunData]) {
+    h.push_str("<h2 id=\"runs\">Runs</h2>\n<table><tr><th>run</th><th class=\"t\">name</th><th class=\"t\">status</th><th class=\"t\">started</th><th>measured (s)</th><th class=\"t\">host</th><th class=\"t\">kernel</th><th class=\"t\">campaign</th><th class=\"t\">command line</th></tr>\n");
+    for r in runs {
+        let s = &r.detail.summary;
+        let _ = write!(h, "<tr><td>{}</td>", s.id);
+        cell(h, &r.name());
+        cell(h, &s.status);
+        cell(h, &s.started);
+        let _ = write!(h, "<td>{:.1}</td>", s.progress_ns as f64 / 1e9);
+        cell(h, r.env("uname.nodename").unwrap_or("-"));
+        cell(h, r.env("uname.release").unwrap_or("-"));
+        let camp = r.campaign.as_ref().map_or("-".to_string(), |(c, p)| {
+            format!(
+                "{} #{} ({} / {}, repeat {})",
+                c.name, p.seq, p.scenario, p.load_case, p.repeat
+            )
+        });
+        cell(h, &camp);
+        let _ = writeln!(
+            h,
+            "<td class=\"t\"><code>{}</code></td></tr>",
+            escape(&r.command_line())
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+fn warnings(h: &mut String, warns: &[Warning]) {
+    h.push_str("<h2 id=\"warnings\">Warnings</h2>\n");
+    if warns.is_empty() {
+        h.push_str("<div class=\"ok\">Nothing to act on was found.</div>\n");
+        return;
+    }
+    h.push_str("<div class=\"warn\"><ul>\n");
+    for w in warns {
+        let ids: Vec<String> = w.runs.iter().map(|i| i.to_string()).collect();
+        let _ = writeln!(
+            h,
+            "<li><b>{}</b> <span class=\"muted\">(run {})</span><br>{}</li>",
+            escape(&w.what),
+            ids.join(", "),
+            escape(&w.hint)
+        );
+    }
+    h.push_str("</ul></div>\n");
+}
+
+fn stats(h: &mut String, rows: &[SummaryRow]) {
+    h.push_str("<h2 id=\"statistics\">Latency per CPU (µs)</h2>\n<table><tr><th>run</th><th class=\"t\">case</th><th>CPU</th><th>samples</th><th>min</th><th>mean</th>");
+    for (l, _) in PERCENTILES {
+        let _ = write!(h, "<th>{l}</th>");
+    }
+    h.push_str("<th>max</th><th>max at (s)</th><th>missed</th></tr>\n");
+    for r in rows {
+        let class = if r.cpu == "all" { " class=\"all\"" } else { "" };
+        let _ = write!(h, "<tr{class}><td>{}</td>", r.run);
+        cell(h, if r.case.is_empty() { &r.label } else { &r.case });
+        let mean = r
+            .mean_ns
+            .map_or("-".into(), |m| format!("{:.1}", m / 1000.0));
+        let _ = write!(
+            h,
+            "<td>{}</td><td>{}</td><td>{}</td><td>{mean}</td>",
+            escape(&r.cpu),
+            r.samples,
+            us1(r.min_ns)
+        );
+        for i in 0..r.percentiles.len() {
+            let _ = write!(h, "<td>{}</td>", crate::table::pct_cell(r, i));
+        }
+        let at = r
+            .max_offset_ns
+            .map_or("-".into(), |o| format!("{:.1}", o as f64 / 1e9));
+        let _ = writeln!(
+            h,
+            "<td>{}</td><td>{at}</td><td>{}</td></tr>",
+            us1(r.max_ns),
+            r.missed
+        );
+    }
+    let _ = writeln!(
+        h,
+        "</table>\n<p class=\"muted\">{}</p>",
+        crate::table::STAR_NOTE
+    );
+}
+
+fn cases(h: &mut String, rows: &[crate::table::CaseRow]) {
+    h.push_str("<h2 id=\"cases\">Maximum latency per load case (µs)</h2>\n<table><tr><th class=\"t\">case</th><th>runs</th><th>samples</th><th>p99</th><th>p99.99</th><th>max</th><th>worst run</th><th>missed</th></tr>\n");
+    for r in rows {
+        h.push_str("<tr>");
+        cell(h, &r.case);
+        let _ = writeln!(
+            h,
+            "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            r.runs,
+            r.samples,
+            us1(r.p99_ns),
+            us1(r.p9999_ns),
+            us1(r.max_ns),
+            r.worst_run,
+            r.missed
+        );
+    }
+    h.push_str("</table>\n");
+}
+
+fn figures(h: &mut String, figs: &[(&NamedFigure, &str)], section: Section) {
+    for (f, svg) in figs.iter().filter(|(f, _)| f.section == section) {
+        let n = escape(&f.name);
+        let _ = writeln!(
+            h,
+            "<figure id=\"fig-{n}\">{svg}<figcaption>{} <a href=\"{n}.png\">PNG</a> · <a href=\"{n}.svg\">SVG</a></figcaption></figure>",
+            escape(&f.caption)
+        );
+    }
+}
+
+fn top(h: &mut String, runs: &[RunData]) {
+    for r in runs.iter().filter(|r| !r.top.is_empty()) {
+        let _ = write!(h, "<h3>Top CPU consumers — {} (run {})</h3>\n<table><tr><th class=\"t\">thread</th><th>mean % of a CPU</th><th>peak %</th><th>samples</th></tr>\n", escape(&r.name()), r.id());
+        for (comm, mean, peak, n) in crate::monitors::top_consumers(r, 10) {
+            cell(h, &comm);
+            let _ = writeln!(h, "<td>{mean:.1}</td><td>{peak:.1}</td><td>{n}</td></tr>");
+        }
+        h.push_str("</table>\n");
+    }
+}
+
+fn loads(h: &mut String, runs: &[RunData]) {
+    h.push_str("<h2 id=\"loads\">Loads</h2>\n");
+    if runs.iter().all(|r| r.loads.is_empty()) {
+        h.push_str("<p class=\"muted\">No load was recorded: the runs were measured without a load rtscope started.</p>\n");
+        return;
+    }
+    h.push_str("<table><tr><th>run</th><th class=\"t\">load</th><th class=\"t\">status</th><th>ran (s)</th><th class=\"t\">what it did</th><th class=\"t\">command line</th><th class=\"t\">error</th></tr>\n");
+    for r in runs {
+        for l in &r.loads {
+            let did: Vec<String> = l
+                .metrics
+                .iter()
+                .map(|m| format!("{} {} {}", m.name, crate::fmt_num(m.value), m.unit))
+                .collect();
+            let _ = write!(h, "<tr><td>{}</td>", r.id());
+            cell(h, &l.name);
+            cell(h, &l.status);
+            let _ = write!(h, "<td>{:.1}</td>", l.ran_ns as f64 / 1e9);
+            cell(h, &did.join(", "));
+            let _ = write!(
+                h,
+                "<td class=\"t\"><code>{}</code></td>",
+                escape(&l.command_line.join(" "))
+            );
+            cell(h, l.error.as_deref().unwrap_or(""));
+            h.push_str("</tr>\n");
+        }
+    }
+    h.push_str("</table>\n");
+}
+
+fn environment(h: &mut String, runs: &[RunData]) {
+    h.push_str("<h2 id=\"environment\">Environment</h2>\n<table><tr><th class=\"t\">fact</th><th class=\"t\">value</th></tr>\n");
+    let mut keys: Vec<&str> = runs
+        .iter()
+        .flat_map(|r| r.detail.environment.iter().map(|(k, _)| k.as_str()))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for k in keys {
+        let mut vals: Vec<&str> = runs.iter().filter_map(|r| r.env(k)).collect();
+        vals.dedup();
+        let _ = write!(h, "<tr>");
+        cell(h, k);
+        cell(h, &vals.join(" / "));
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+}

@@ -1,0 +1,164 @@
+//! What a report needs about one run, read from the store in one go.
+
+use crate::ReportError;
+use rtscope_core::Histogram;
+use rtscope_store::{
+    CampaignRun, CampaignSummary, LoadRow, MonitorSeries, MonitorState, RunDetail, RunId,
+    SeriesRow, Store, TopThread,
+};
+
+/// Everything about one run that a report shows.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    /// Summary, threads (with histograms), environment, command line and configuration.
+    pub detail: RunDetail,
+    /// Per-thread per-interval statistics (latencies in ns).
+    pub series: Vec<SeriesRow>,
+    /// Monitor metrics (`temp.*` °C, `freq.cpuN` kHz, `irq_rate.*` 1/s, `cpu_busy.cpuN` %, …).
+    pub monitors: Vec<MonitorSeries>,
+    /// Text states such as governors (changes only).
+    pub states: Vec<MonitorState>,
+    /// The busiest threads of each monitor sample.
+    pub top: Vec<TopThread>,
+    /// The loads the run was measured under.
+    pub loads: Vec<LoadRow>,
+    /// The campaign the run belongs to, with its place in it.
+    pub campaign: Option<(CampaignSummary, CampaignRun)>,
+    /// Raw latencies per thread in ns (index = thread), when asked for and stored.
+    pub raw: Option<Vec<Vec<u64>>>,
+}
+
+impl RunData {
+    /// Reads runs `ids` in order; with `raw`, also their raw samples (where stored). The
+    /// campaign of the first run is read once for all its runs (looking it up per run would
+    /// read every run of the campaign again for each).
+    pub fn load_all(store: &Store, ids: &[RunId], raw: bool) -> Result<Vec<RunData>, ReportError> {
+        let mut places: Vec<(CampaignSummary, CampaignRun)> = Vec::new();
+        if let Some(&first) = ids.first() {
+            if let Some((c, _)) = store.campaign_of(first)? {
+                for r in store.campaign_runs(c.id)? {
+                    places.push((c.clone(), r));
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(ids.len());
+        for &id in ids {
+            let known = places.iter().rev().find(|(_, r)| r.run_id == id).cloned();
+            let campaign = match known {
+                Some(p) => Some(p),
+                None => store.campaign_of(id)?,
+            };
+            out.push(Self::load_with(store, id, raw, campaign)?);
+        }
+        Ok(out)
+    }
+
+    /// Reads run `id`; with `raw`, also its raw samples (when it has any).
+    pub fn load(store: &Store, id: RunId, raw: bool) -> Result<RunData, ReportError> {
+        Self::load_with(store, id, raw, store.campaign_of(id)?)
+    }
+
+    fn load_with(
+        store: &Store,
+        id: RunId,
+        raw: bool,
+        campaign: Option<(CampaignSummary, CampaignRun)>,
+    ) -> Result<RunData, ReportError> {
+        let detail = store.run(id)?;
+        let raw = if raw && detail.raw_samples > 0 {
+            let mut per_thread = Vec::new();
+            for t in &detail.threads {
+                let s = store.raw_samples(id, t.thread)?;
+                per_thread.push(s.iter().map(|r| r.1).collect());
+            }
+            Some(per_thread)
+        } else {
+            None
+        };
+        Ok(RunData {
+            series: store.series(id)?,
+            monitors: store.monitor_series(id)?,
+            states: store.monitor_states(id)?,
+            top: store.monitor_top(id)?,
+            loads: store.loads(id)?,
+            campaign,
+            detail,
+            raw,
+        })
+    }
+
+    /// The run's id.
+    pub fn id(&self) -> RunId {
+        self.detail.summary.id
+    }
+
+    /// A short name for legends: the load case of a campaign run, else the label, else
+    /// `run N`.
+    pub fn name(&self) -> String {
+        if let Some((_, r)) = &self.campaign {
+            let case = if r.scenario.is_empty() || r.scenario == "default" {
+                r.load_case.clone()
+            } else {
+                format!("{}/{}", r.scenario, r.load_case)
+            };
+            if r.repeat > 1 {
+                return format!("{case} #{}", r.repeat);
+            }
+            return case;
+        }
+        match &self.detail.summary.label {
+            Some(l) if !l.is_empty() => l.clone(),
+            _ => format!("run {}", self.id()),
+        }
+    }
+
+    /// The load case: the campaign's, else the `case` tag, else empty.
+    pub fn case(&self) -> String {
+        if let Some((_, r)) = &self.campaign {
+            return r.load_case.clone();
+        }
+        self.tag("case").unwrap_or_default().to_string()
+    }
+
+    /// A tag's value.
+    pub fn tag(&self, key: &str) -> Option<&str> {
+        let tags = &self.detail.summary.tags;
+        tags.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// An environment fact's value.
+    pub fn env(&self, key: &str) -> Option<&str> {
+        let env = &self.detail.environment;
+        env.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// CPU of thread `t` as a legend name (`CPU 3`, or `thread 3` when unpinned).
+    pub fn cpu_name(&self, thread: u32) -> String {
+        match self.detail.threads.iter().find(|t| t.thread == thread) {
+            Some(t) => match t.cpu {
+                Some(c) => format!("CPU {c}"),
+                None => format!("thread {}", t.thread),
+            },
+            None => format!("thread {thread}"),
+        }
+    }
+
+    /// All threads' histograms merged.
+    pub fn merged(&self) -> &Histogram {
+        &self.detail.summary.histogram
+    }
+
+    /// The monitor series whose metric starts with `prefix`.
+    pub fn monitors_with<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = &'a MonitorSeries> {
+        self.monitors
+            .iter()
+            .filter(move |m| m.metric.starts_with(prefix))
+    }
+
+    /// The command line as one shell-like string.
+    pub fn command_line(&self) -> String {
+        let argv: Vec<String> =
+            serde_json::from_str(&self.detail.command_line_json).unwrap_or_default();
+        argv.join(" ")
+    }
+}

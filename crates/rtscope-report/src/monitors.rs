@@ -1,0 +1,177 @@
+//! Monitor plots (temperatures, frequencies, interrupt rates, CPU load) and the top-consumer
+//! table data.
+
+use crate::model::RunData;
+use crate::plot::{Axis, Corner, Panel, Series};
+use rtscope_store::MonitorSeries;
+
+/// Most lines in one monitor plot (the busiest sources are kept).
+pub const MAX_LINES: usize = 12;
+
+type Named = (String, &'static str, Panel);
+
+fn secs(points: &[(u64, f64)], scale: f64) -> Vec<(f64, f64)> {
+    points
+        .iter()
+        .map(|&(t, v)| (t as f64 / 1e9, v * scale))
+        .collect()
+}
+
+fn panel(title: &str, y: Axis, series: Vec<Series>) -> Panel {
+    Panel {
+        title: title.to_string(),
+        x: Axis::linear("time since start (s)"),
+        y,
+        y2: None,
+        legend: Corner::UpperRight,
+        series,
+    }
+}
+
+fn lines_of<'a>(it: impl Iterator<Item = &'a MonitorSeries>, scale: f64) -> Vec<Series> {
+    it.take(MAX_LINES)
+        .enumerate()
+        .map(|(i, m)| Series::new(m.metric.clone(), i, secs(&m.points, scale)))
+        .collect()
+}
+
+/// The monitor plots of one run, each as (file stem, caption, panel); only those with data.
+pub fn monitor_panels(run: &RunData) -> Vec<Named> {
+    let mut out = Vec::new();
+    let temps = lines_of(run.monitors.iter().filter(|m| m.unit == "degC"), 1.0);
+    if !temps.is_empty() {
+        let p = panel("Temperatures", Axis::linear("temperature (°C)"), temps);
+        out.push(("monitor-temperature".into(), TEMP, p));
+    }
+    let freqs = lines_of(run.monitors_with("freq."), 1e-3);
+    if !freqs.is_empty() {
+        let p = panel("CPU frequencies", Axis::linear("frequency (MHz)"), freqs);
+        out.push(("monitor-frequency".into(), FREQ, p));
+    }
+    let irqs = interrupt_lines(run);
+    if !irqs.is_empty() {
+        let p = panel(
+            "Interrupt rates (all CPUs)",
+            Axis::log("interrupts per second"),
+            irqs,
+        );
+        out.push(("monitor-interrupts".into(), IRQ, p));
+    }
+    let busy = lines_of(run.monitors_with("cpu_busy."), 1.0);
+    if !busy.is_empty() {
+        let y = Axis {
+            range: Some((0.0, 100.0)),
+            ..Axis::linear("busy (% of the CPU)")
+        };
+        out.push(("monitor-cpu-busy".into(), BUSY, panel("CPU load", y, busy)));
+    }
+    out
+}
+
+const TEMP: &str = "Temperatures of the thermal zones and hardware sensors.";
+const FREQ: &str =
+    "CPU clock frequency per CPU; drops under load point at throttling or a power-saving governor.";
+const IRQ: &str = "Interrupt and softirq rates summed over the CPUs, the busiest sources.";
+const BUSY: &str = "How busy each CPU was (user, system, interrupt time).";
+
+/// `irq_rate.SOURCE.cpuN` / `softirq_rate.NAME.cpuN` summed over CPUs, busiest first.
+fn interrupt_lines(run: &RunData) -> Vec<Series> {
+    let mut sums: Vec<(String, Vec<(u64, f64)>)> = Vec::new();
+    for m in run
+        .monitors_with("irq_rate.")
+        .chain(run.monitors_with("softirq_rate."))
+    {
+        let (kind, rest) = m.metric.split_once('.').unwrap_or(("irq_rate", &m.metric));
+        let source = rest.rsplit_once(".cpu").map_or(rest, |(s, _)| s);
+        let name = format!("{} {source}", kind.trim_end_matches("_rate"));
+        let entry = match sums.iter_mut().position(|(n, _)| *n == name) {
+            Some(i) => &mut sums[i].1,
+            None => {
+                sums.push((name, Vec::new()));
+                &mut sums.last_mut().expect("just pushed").1
+            }
+        };
+        add_points(entry, &m.points);
+    }
+    let mean = |p: &[(u64, f64)]| p.iter().map(|x| x.1).sum::<f64>() / p.len().max(1) as f64;
+    sums.sort_by(|a, b| mean(&b.1).total_cmp(&mean(&a.1)));
+    sums.into_iter()
+        .take(MAX_LINES)
+        .enumerate()
+        .map(|(i, (n, p))| Series::new(n, i, secs(&p, 1.0)))
+        .collect()
+}
+
+/// Adds `points` into `acc` by timestamp (both sorted by time).
+fn add_points(acc: &mut Vec<(u64, f64)>, points: &[(u64, f64)]) {
+    for &(t, v) in points {
+        match acc.binary_search_by_key(&t, |p| p.0) {
+            Ok(i) => acc[i].1 += v,
+            Err(i) => acc.insert(i, (t, v)),
+        }
+    }
+}
+
+/// Monitor plots of several runs: the hottest sensor and the first CPU's frequency, one line
+/// per run.
+pub fn campaign_monitor_panels(runs: &[RunData]) -> Vec<Named> {
+    let mut temps = Vec::new();
+    let mut freqs = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        let hottest = r
+            .monitors
+            .iter()
+            .filter(|m| m.unit == "degC")
+            .max_by(|a, b| peak(a).total_cmp(&peak(b)));
+        if let Some(m) = hottest {
+            temps.push(Series::new(r.name(), i, secs(&m.points, 1.0)));
+        }
+        if let Some(m) = r.monitors_with("freq.").next() {
+            freqs.push(Series::new(r.name(), i, secs(&m.points, 1e-3)));
+        }
+    }
+    let mut out = Vec::new();
+    if !temps.is_empty() {
+        let p = panel(
+            "Hottest sensor per run",
+            Axis::linear("temperature (°C)"),
+            temps,
+        );
+        out.push(("monitor-temperature".into(), TEMP, p));
+    }
+    if !freqs.is_empty() {
+        let p = panel(
+            "First CPU's frequency per run",
+            Axis::linear("frequency (MHz)"),
+            freqs,
+        );
+        out.push(("monitor-frequency".into(), FREQ, p));
+    }
+    out
+}
+
+fn peak(m: &MonitorSeries) -> f64 {
+    m.points.iter().map(|p| p.1).fold(f64::MIN, f64::max)
+}
+
+/// The busiest threads over a run: (comm, mean % of a CPU over the samples it appeared in,
+/// peak %, samples it appeared in), busiest first, at most `n`.
+pub fn top_consumers(run: &RunData, n: usize) -> Vec<(String, f64, f64, usize)> {
+    let mut acc: Vec<(String, f64, f64, usize)> = Vec::new();
+    for t in &run.top {
+        match acc.iter_mut().find(|a| a.0 == t.comm) {
+            Some(a) => {
+                a.1 += t.cpu_percent;
+                a.2 = a.2.max(t.cpu_percent);
+                a.3 += 1;
+            }
+            None => acc.push((t.comm.clone(), t.cpu_percent, t.cpu_percent, 1)),
+        }
+    }
+    for a in &mut acc {
+        a.1 /= a.3 as f64;
+    }
+    acc.sort_by(|a, b| b.1.total_cmp(&a.1));
+    acc.truncate(n);
+    acc
+}

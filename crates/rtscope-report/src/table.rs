@@ -1,0 +1,285 @@
+//! Per-CPU statistics rows, and `summary.csv` / `summary.md` made from them.
+
+use crate::model::RunData;
+use rtscope_core::{Histogram, Percentile, PERCENTILES};
+use rtscope_store::RunId;
+
+/// Statistics of one CPU of one run, or of all its CPUs (`cpu == "all"`). Latencies in ns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryRow {
+    /// Run id.
+    pub run: RunId,
+    /// Run label (may be empty).
+    pub label: String,
+    /// Load case (may be empty).
+    pub case: String,
+    /// CPU number as text, `tN` for an unpinned thread, or `all`.
+    pub cpu: String,
+    /// Samples.
+    pub samples: u64,
+    /// Minimum, ns.
+    pub min_ns: Option<u64>,
+    /// Mean, ns.
+    pub mean_ns: Option<f64>,
+    /// p50, p90, p99, p99.9, p99.99, p99.999, p99.9999 in ns (see [`PERCENTILES`]).
+    pub percentiles: Vec<Option<u64>>,
+    /// Maximum, ns.
+    pub max_ns: Option<u64>,
+    /// Time of the maximum from the run's start, ns.
+    pub max_offset_ns: Option<u64>,
+    /// Missed periods.
+    pub missed: u64,
+}
+
+fn pcts(h: &Histogram) -> Vec<Option<u64>> {
+    PERCENTILES
+        .iter()
+        .map(|&(_, q)| h.value_at_quantile(q).map(|v| v.0))
+        .collect()
+}
+
+/// One row per CPU of each run, then that run's `all` row.
+pub fn summary_rows(runs: &[RunData]) -> Vec<SummaryRow> {
+    let mut out = Vec::new();
+    for r in runs {
+        let label = r.detail.summary.label.clone().unwrap_or_default();
+        let case = r.case();
+        let row = |cpu: String, h: &Histogram| SummaryRow {
+            run: r.id(),
+            label: label.clone(),
+            case: case.clone(),
+            cpu,
+            samples: h.count(),
+            min_ns: h.min().map(|v| v.0),
+            mean_ns: None,
+            percentiles: pcts(h),
+            max_ns: h.max().map(|v| v.0),
+            max_offset_ns: None,
+            missed: 0,
+        };
+        let threads = &r.detail.threads;
+        for t in threads {
+            let cpu = t.cpu.map_or(format!("t{}", t.thread), |c| c.to_string());
+            let mut x = row(cpu, &t.histogram);
+            x.samples = t.samples.max(x.samples);
+            x.min_ns = t.min_ns.or(x.min_ns);
+            x.max_ns = t.max_ns.or(x.max_ns);
+            x.mean_ns = t.mean_ns;
+            x.max_offset_ns = t.max_offset_ns;
+            x.missed = t.missed;
+            out.push(x);
+        }
+        let s = &r.detail.summary;
+        let mut all = row("all".into(), &s.histogram);
+        all.samples = s.samples.max(all.samples);
+        all.max_ns = s.max_ns.or(all.max_ns);
+        all.missed = s.missed;
+        let weighted: f64 = threads
+            .iter()
+            .filter_map(|t| t.mean_ns.map(|m| m * t.samples as f64))
+            .sum();
+        all.mean_ns = (s.samples > 0 && threads.iter().any(|t| t.mean_ns.is_some()))
+            .then(|| weighted / s.samples as f64);
+        let worst = threads
+            .iter()
+            .filter(|t| t.max_ns == s.max_ns)
+            .find_map(|t| t.max_offset_ns);
+        all.max_offset_ns = worst;
+        out.push(all);
+    }
+    out
+}
+
+fn us3(v: Option<u64>) -> String {
+    v.map_or(String::new(), |ns| format!("{:.3}", ns as f64 / 1000.0))
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+/// `summary.csv`: one line per run × CPU plus each run's `all` line; latencies in µs with ns
+/// precision.
+pub fn csv(rows: &[SummaryRow]) -> String {
+    let mut out = String::from("run,label,case,cpu,samples,min_us,mean_us");
+    for (l, _) in PERCENTILES {
+        out.push_str(&format!(",{l}_us"));
+    }
+    out.push_str(",max_us,max_at_s,missed\n");
+    for r in rows {
+        let mean = r
+            .mean_ns
+            .map_or(String::new(), |m| format!("{:.3}", m / 1000.0));
+        let mut cells = vec![
+            r.run.to_string(),
+            csv_field(&r.label),
+            csv_field(&r.case),
+            r.cpu.clone(),
+            r.samples.to_string(),
+            us3(r.min_ns),
+            mean,
+        ];
+        cells.extend(r.percentiles.iter().map(|&p| us3(p)));
+        cells.push(us3(r.max_ns));
+        cells.push(
+            r.max_offset_ns
+                .map_or(String::new(), |o| format!("{:.3}", o as f64 / 1e9)),
+        );
+        cells.push(r.missed.to_string());
+        out.push_str(&cells.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// A Markdown table cell: `|` and backslashes escaped, HTML special characters as entities (Markdown
+/// renderers pass inline HTML through), newlines as spaces.
+fn md_cell(s: &str) -> String {
+    let text = crate::html::escape(s).replace('\\', "\\\\");
+    text.replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// A latency in µs with one decimal, or `-`.
+pub fn us1(v: Option<u64>) -> String {
+    v.map_or("-".into(), crate::us)
+}
+
+/// Percentile `i` of [`PERCENTILES`] of a row in µs, marked `*` when fewer than 10 samples lie
+/// beyond it ([`Percentile::is_supported`]: it then rests on too few samples to mean much).
+pub fn pct_cell(r: &SummaryRow, i: usize) -> String {
+    let v = us1(r.percentiles.get(i).copied().flatten());
+    let (label, quantile) = PERCENTILES[i];
+    let p = Percentile {
+        label,
+        quantile,
+        value: None,
+        tail_samples: r.samples as f64 * (1.0 - quantile),
+    };
+    if v != "-" && !p.is_supported() {
+        format!("{v}*")
+    } else {
+        v
+    }
+}
+
+/// The note explaining `*` in the tables.
+pub const STAR_NOTE: &str =
+    "* fewer than 10 samples lie beyond this percentile: measure longer for a meaningful value";
+
+/// `summary.md`: the same rows as a Markdown table, latencies in µs.
+pub fn markdown(rows: &[SummaryRow]) -> String {
+    let mut head = vec!["run", "label", "case", "cpu", "samples", "min", "mean"];
+    head.extend(PERCENTILES.iter().map(|(l, _)| *l));
+    head.extend(["max", "missed"]);
+    let mut out = String::from("# rtscope report: latency per run and CPU (µs)\n\n");
+    out.push_str(&format!("| {} |\n", head.join(" | ")));
+    out.push_str(&format!("|{}\n", "---|".repeat(head.len())));
+    for r in rows {
+        let mut cells = vec![
+            r.run.to_string(),
+            md_cell(&r.label),
+            md_cell(&r.case),
+            r.cpu.clone(),
+            r.samples.to_string(),
+            us1(r.min_ns),
+            r.mean_ns
+                .map_or("-".into(), |m| format!("{:.1}", m / 1000.0)),
+        ];
+        cells.extend((0..PERCENTILES.len()).map(|i| pct_cell(r, i)));
+        cells.push(us1(r.max_ns));
+        cells.push(r.missed.to_string());
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
+    }
+    out.push_str(&format!("\n{STAR_NOTE}\n"));
+    out
+}
+
+/// The runs of one load case together. Latencies in ns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CaseRow {
+    /// Load case (or the run's name when it has none).
+    pub case: String,
+    /// Runs of this case.
+    pub runs: usize,
+    /// Samples over those runs.
+    pub samples: u64,
+    /// p99 of all their samples.
+    pub p99_ns: Option<u64>,
+    /// p99.99 of all their samples.
+    pub p9999_ns: Option<u64>,
+    /// The largest latency of any of them.
+    pub max_ns: Option<u64>,
+    /// The run that had it.
+    pub worst_run: RunId,
+    /// Missed periods over those runs.
+    pub missed: u64,
+}
+
+/// One row per load case, in order of first appearance: the table of maximum latency per load
+/// case.
+pub fn case_rows(runs: &[RunData]) -> Vec<CaseRow> {
+    let mut out: Vec<(CaseRow, Histogram)> = Vec::new();
+    for r in runs {
+        let case = match r.case() {
+            c if c.is_empty() => r.name(),
+            c => c,
+        };
+        let s = &r.detail.summary;
+        let i = match out.iter().position(|(c, _)| c.case == case) {
+            Some(i) => i,
+            None => {
+                let row = CaseRow {
+                    case,
+                    runs: 0,
+                    samples: 0,
+                    p99_ns: None,
+                    p9999_ns: None,
+                    max_ns: None,
+                    worst_run: s.id,
+                    missed: 0,
+                };
+                out.push((row, Histogram::new()));
+                out.len() - 1
+            }
+        };
+        let (row, h) = &mut out[i];
+        row.runs += 1;
+        row.samples += s.samples;
+        row.missed += s.missed;
+        if s.max_ns > row.max_ns {
+            row.max_ns = s.max_ns;
+            row.worst_run = s.id;
+        }
+        h.merge(&s.histogram);
+    }
+    out.into_iter()
+        .map(|(mut row, h)| {
+            row.p99_ns = h.value_at_quantile(0.99).map(|v| v.0);
+            row.p9999_ns = h.value_at_quantile(0.9999).map(|v| v.0);
+            row
+        })
+        .collect()
+}
+
+/// The per-case table in Markdown (µs).
+pub fn case_markdown(rows: &[CaseRow]) -> String {
+    let mut out = String::from("| case | runs | samples | p99 | p99.99 | max | worst run | missed |\n|---|---|---|---|---|---|---|---|\n");
+    for r in rows {
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            md_cell(&r.case),
+            r.runs,
+            r.samples,
+            us1(r.p99_ns),
+            us1(r.p9999_ns),
+            us1(r.max_ns),
+            r.worst_run,
+            r.missed
+        ));
+    }
+    out
+}

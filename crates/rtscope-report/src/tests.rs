@@ -1,0 +1,254 @@
+//! Unit tests: figures, rendering, tables, warnings and escaping, on synthetic runs written
+//! through the real store.
+
+use crate::figures::{self, histogram_points, nines};
+use crate::plot::{self, colour, project, tick_label, Axis, Corner, Figure, Panel, Scale, Series};
+use crate::synthetic::{write_run, SyntheticRun};
+use crate::{html, table, warnings, RunData};
+use rtscope_core::{Histogram, Nanos};
+use rtscope_store::{LoadRow, Store};
+use std::path::PathBuf;
+
+fn temp_db(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("rtscope-report-{}-{name}.db", std::process::id()));
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", p.display()));
+    }
+    p
+}
+
+/// One synthetic run (2 CPUs, 20,000 samples each, monitors and a load), read back.
+fn run_data(name: &str, label: &str) -> RunData {
+    let mut store = Store::open(&temp_db(name)).unwrap();
+    let spec = SyntheticRun {
+        label: label.into(),
+        samples: 20_000,
+        ..SyntheticRun::default()
+    };
+    let id = write_run(&mut store, &spec).unwrap();
+    RunData::load(&store, id, false).unwrap()
+}
+
+/// (width, height, distinct colours, share of non-white pixels) of a PNG.
+fn png_facts(bytes: &[u8]) -> (u32, u32, usize, f64) {
+    let dec = png::Decoder::new(bytes);
+    let mut reader = dec.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px: Vec<&[u8]> = buf[..info.buffer_size()].chunks(3).collect();
+    let colours: std::collections::HashSet<&[u8]> = px.iter().copied().collect();
+    let ink = px.iter().filter(|p| **p != [255u8, 255, 255]).count();
+    (
+        info.width,
+        info.height,
+        colours.len(),
+        ink as f64 / px.len() as f64,
+    )
+}
+
+#[test]
+fn a_run_reads_back_with_series_monitors_loads_and_top_threads() {
+    let r = run_data("load", "idle");
+    assert_eq!(r.detail.threads.len(), 2);
+    assert_eq!(r.detail.summary.samples, 40_000);
+    assert!(r.series.len() >= 2 * 20, "{} series rows", r.series.len());
+    assert!(r.monitors.iter().any(|m| m.metric == "temp.cpu-thermal"));
+    assert_eq!(r.loads[0].name, "messaging");
+    assert!(!r.top.is_empty());
+    assert_eq!(r.name(), "idle");
+}
+
+#[test]
+fn histogram_png_has_the_right_size_and_is_not_blank() {
+    let r = run_data("png", "idle");
+    let png = plot::to_png(&Figure::single(figures::histogram(&r))).unwrap();
+    let (w, h, colours, ink) = png_facts(&png);
+    assert_eq!((w, h), (960, 540));
+    assert!(
+        colours > 20,
+        "only {colours} colours: text not antialiased or lines missing"
+    );
+    assert!(ink > 0.02 && ink < 0.6, "non-white share {ink}");
+}
+
+#[test]
+fn svg_is_one_document_with_axis_labels_and_legend() {
+    let r = run_data("svg", "idle");
+    let svg = plot::to_svg(&Figure::single(figures::histogram(&r))).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+    assert_eq!(svg.matches("<svg").count(), 1);
+    assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
+    assert!(svg.contains("latency (µs)") && svg.contains("samples per µs"));
+    assert!(svg.contains("CPU 0 (max ") && svg.contains("CPU 1 (max "));
+    assert!(svg.contains(plot::FONT_FAMILY));
+}
+
+#[test]
+fn empty_bins_are_drawn_at_the_bottom_of_a_log_axis() {
+    let mut h = Histogram::new();
+    h.record_n(Nanos(3_000), 100);
+    h.record(Nanos(40_000));
+    let pts = histogram_points(&h, 1, 40);
+    assert!(pts.iter().any(|p| p.1 == 0.0), "zero bins kept as 0");
+    assert!(pts.len() < 10, "runs of empty bins are thinned: {pts:?}");
+    assert_eq!(project(Scale::Log, 0.0, -0.3), -0.3);
+    let panel = Panel {
+        title: "zeros".into(),
+        x: Axis::linear("latency (µs)"),
+        y: Axis::log("samples"),
+        y2: None,
+        legend: Corner::UpperRight,
+        series: vec![Series::new("CPU 0", 0, pts)],
+    };
+    let (_, _, _, ink) = png_facts(&plot::to_png(&Figure::single(panel)).unwrap());
+    assert!(ink > 0.01);
+}
+
+#[test]
+fn twenty_series_get_distinct_colours() {
+    let c: std::collections::HashSet<_> = (0..20)
+        .map(|i| colour(i).0 as u32 * 65536 + colour(i).1 as u32 * 256 + colour(i).2 as u32)
+        .collect();
+    assert_eq!(c.len(), 20);
+}
+
+#[test]
+fn nines_axis_is_labelled_as_percentiles() {
+    assert!((nines(0.999) - 3.0).abs() < 1e-9);
+    assert_eq!(tick_label(Scale::Nines, 1.0), "p90");
+    assert_eq!(tick_label(Scale::Nines, 2.0), "p99");
+    assert_eq!(tick_label(Scale::Nines, 6.0), "p99.9999");
+    assert_eq!(tick_label(Scale::Log, 3.0), "1000");
+    assert_eq!(tick_label(Scale::Log, 2.5), "");
+    assert_eq!(crate::fmt_num(1e-6), "1e-6");
+    assert_eq!(crate::fmt_num(100_000.0), "100k");
+}
+
+#[test]
+fn labels_are_escaped_in_the_page_and_tables() {
+    let r = run_data("esc", "<script>alert(1)</script>, \"x\" | y");
+    let files = crate::build(std::slice::from_ref(&r), &Default::default()).unwrap();
+    let page = String::from_utf8(files[0].bytes.clone()).unwrap();
+    assert!(!page.contains("<script>"), "raw script tag in the page");
+    assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    let rows = table::summary_rows(std::slice::from_ref(&r));
+    let csv = table::csv(&rows);
+    assert!(csv.contains("\"<script>alert(1)</script>, \"\"x\"\" | y\""));
+    let md = table::markdown(&rows);
+    assert!(md.contains("\\| y") && !md.contains("<script>"));
+    assert_eq!(html::escape("a&b'"), "a&amp;b&#39;");
+}
+
+#[test]
+fn summary_has_one_row_per_cpu_and_an_all_row() {
+    let r = run_data("summary", "idle");
+    let rows = table::summary_rows(std::slice::from_ref(&r));
+    let cpus: Vec<&str> = rows.iter().map(|x| x.cpu.as_str()).collect();
+    assert_eq!(cpus, ["0", "1", "all"]);
+    assert_eq!(rows[2].samples, 40_000);
+    assert_eq!(
+        rows[2].max_ns,
+        rows.iter().take(2).filter_map(|x| x.max_ns).max()
+    );
+    let csv = table::csv(&rows);
+    assert_eq!(csv.lines().count(), 4);
+    assert!(csv.starts_with("run,label,case,cpu,samples,min_us,mean_us,p50_us,p90_us,p99_us,p99.9_us,p99.99_us,p99.999_us,p99.9999_us,max_us"));
+}
+
+#[test]
+fn warnings_name_a_stock_kernel_and_a_failed_load() {
+    let mut r = run_data("warn", "idle");
+    assert!(warnings::collect(std::slice::from_ref(&r)).is_empty());
+    r.detail.environment.retain(|(k, _)| k != "kernel.realtime");
+    r.loads.push(LoadRow {
+        name: "io".into(),
+        spec_json: "{}".into(),
+        command_line: vec!["fio".into()],
+        status: "failed".into(),
+        error: Some("fio: not found".into()),
+        ran_ns: 0,
+        metrics: Vec::new(),
+    });
+    r.detail.summary.status = "incomplete".into();
+    r.detail.summary.missed = 3;
+    let w = warnings::collect(std::slice::from_ref(&r));
+    let text: Vec<&str> = w.iter().map(|w| w.what.as_str()).collect();
+    assert!(text.contains(&"the kernel is not PREEMPT_RT"), "{text:?}");
+    assert!(
+        text.iter().any(|t| t.ends_with("is incomplete")),
+        "{text:?}"
+    );
+    assert!(
+        text.iter().any(|t| t.ends_with("missed 3 periods")),
+        "{text:?}"
+    );
+    assert!(text
+        .iter()
+        .any(|t| t.contains("load 'io'") && t.contains("fio: not found")));
+}
+
+#[test]
+fn a_report_has_every_file_and_every_figure_inline() {
+    let r = run_data("files", "idle");
+    let files = crate::build(std::slice::from_ref(&r), &Default::default()).unwrap();
+    let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+    for n in [
+        "report.html",
+        "summary.csv",
+        "summary.md",
+        "histogram.png",
+        "tail.svg",
+        "cdf.png",
+        "exceedance.svg",
+        "over-time.png",
+        "monitor-temperature.png",
+        "monitor-interrupts.svg",
+    ] {
+        assert!(names.contains(&n), "{n} missing from {names:?}");
+    }
+    let page = String::from_utf8(files[0].bytes.clone()).unwrap();
+    let figs = names.iter().filter(|n| n.ends_with(".svg")).count();
+    assert_eq!(page.matches("<svg").count(), figs);
+    assert!(
+        !page.contains("http://")
+            || page.matches("http://").count()
+                == page.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
+    );
+}
+
+#[test]
+fn raw_samples_give_an_exact_cdf() {
+    let pts = figures::cdf_points_raw(&[4_000, 1_000, 3_000, 2_000]);
+    assert_eq!(pts.first(), Some(&(1.0, 0.25)));
+    assert!(pts.contains(&(3.0, 0.75)));
+    assert_eq!(pts.last(), Some(&(4.0, 1.0)));
+}
+
+#[test]
+fn load_cases_are_summarised_with_their_worst_run() {
+    let a = run_data("case-a", "a");
+    let mut b = run_data("case-b", "b");
+    b.detail.summary.max_ns = Some(1_000_000);
+    b.detail.summary.id = 99;
+    let rows = table::case_rows(&[a, b]);
+    assert_eq!(rows.len(), 2);
+    assert_eq!((rows[1].case.as_str(), rows[1].worst_run), ("b", 99));
+    assert!(table::case_markdown(&rows).contains("| b | 1 | 40000 |"));
+}
+
+#[test]
+fn whole_microsecond_samples_land_one_per_bin() {
+    // cyclictest histograms import as whole µs; every µs must keep its own bin.
+    let mut h = Histogram::new();
+    for us in 2..200 {
+        h.record(Nanos(us * 1000));
+    }
+    let pts = histogram_points(&h, 1, 200);
+    let counts: Vec<f64> = pts
+        .iter()
+        .filter(|p| (2.0..200.0).contains(&p.0))
+        .map(|p| p.1)
+        .collect();
+    assert_eq!(counts.len(), 198);
+    assert!(counts.iter().all(|&c| c == 1.0), "{counts:?}");
+}

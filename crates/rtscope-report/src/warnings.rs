@@ -1,0 +1,122 @@
+//! Findings worth acting on, from a run's environment, statistics, monitors and loads.
+
+use crate::model::RunData;
+use rtscope_store::RunId;
+
+/// One finding, with the runs it applies to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning {
+    /// What was seen, e.g. `the kernel is not PREEMPT_RT`.
+    pub what: String,
+    /// What to do about it.
+    pub hint: String,
+    /// The runs it was seen in.
+    pub runs: Vec<RunId>,
+}
+
+/// Every finding of the runs; identical findings of several runs are listed once.
+pub fn collect(runs: &[RunData]) -> Vec<Warning> {
+    let mut out: Vec<Warning> = Vec::new();
+    for r in runs {
+        for (what, hint) in of_run(r) {
+            match out.iter_mut().find(|w| w.what == what) {
+                Some(w) => w.runs.push(r.id()),
+                None => out.push(Warning {
+                    what,
+                    hint: hint.to_string(),
+                    runs: vec![r.id()],
+                }),
+            }
+        }
+    }
+    out
+}
+
+const GOVERNORS: [&str; 5] = [
+    "powersave",
+    "ondemand",
+    "schedutil",
+    "conservative",
+    "userspace",
+];
+
+fn environment(r: &RunData, out: &mut Vec<(String, &'static str)>) {
+    if r.detail.environment.is_empty() {
+        return;
+    }
+    let rt = r.env("kernel.realtime") == Some("1")
+        || r.env("kernel.config.CONFIG_PREEMPT_RT") == Some("y")
+        || r.env("uname.version")
+            .is_some_and(|v| v.contains("PREEMPT_RT"));
+    if !rt {
+        out.push(("the kernel is not PREEMPT_RT".into(), "boot a PREEMPT_RT kernel for bounded latencies; a stock kernel's worst case is usually far higher"));
+    }
+    if let Some(g) = r.env("cpu.governors") {
+        if let Some(bad) = GOVERNORS.iter().find(|b| g.contains(*b)) {
+            out.push((format!("the cpufreq governor is '{bad}', not 'performance'"), "set every CPU's scaling_governor to performance (e.g. cpupower frequency-set -g performance)"));
+        }
+    }
+    if r.env("cpu.smt_active") == Some("1") {
+        out.push(("SMT (hyper-threading) is on".into(), "a sibling thread shares the core with the measuring thread; turn SMT off (nosmt, or echo off > /sys/devices/system/cpu/smt/control)"));
+    }
+    let isolated = r.env("kernel.cmdline.isolcpus").is_some()
+        || r.env("cpu.isolated").is_some_and(|v| !v.trim().is_empty());
+    if r.env("kernel.cmdline").is_some() && !isolated {
+        out.push(("no CPU is isolated (no isolcpus)".into(), "isolate the measured CPUs with isolcpus= (and nohz_full=, rcu_nocbs=) on the kernel command line"));
+    }
+}
+
+fn throttled(r: &RunData) -> Option<String> {
+    let grew = |prefix: &str| {
+        r.monitors_with(prefix).any(|m| {
+            let first = m.points.first().map_or(0.0, |p| p.1);
+            m.points.iter().any(|p| p.1 > first)
+        })
+    };
+    let flagged = r
+        .monitors
+        .iter()
+        .filter(|m| m.metric.starts_with("rpi.") && m.metric != "rpi.under_voltage_occurred")
+        .filter(|m| !m.metric.ends_with("_occurred"))
+        .find(|m| m.points.iter().any(|p| p.1 > 0.0));
+    if grew("throttle.") {
+        return Some("thermal throttling was seen during the run".into());
+    }
+    flagged.map(|m| format!("{} was set during the run", m.metric))
+}
+
+fn of_run(r: &RunData) -> Vec<(String, &'static str)> {
+    let mut out = Vec::new();
+    let s = &r.detail.summary;
+    if s.status != "complete" {
+        out.push((
+            format!("run {} is {}", s.id, s.status),
+            "its statistics cover only the part measured; re-run it to the end",
+        ));
+    }
+    environment(r, &mut out);
+    if s.missed > 0 {
+        out.push((format!("run {} missed {} periods", s.id, s.missed), "a wake-up came later than the next period; look at the over-time plot for when, and at the loads and monitors for why"));
+    }
+    if let Some(t) = throttled(r) {
+        out.push((
+            t,
+            "cool the board or lower the load; throttled clocks raise latency",
+        ));
+    }
+    for l in r.loads.iter().filter(|l| l.status != "ok") {
+        let why = l.error.clone().unwrap_or_default();
+        out.push((
+            format!("load '{}' of run {} {}: {why}", l.name, s.id, l.status),
+            "the run was not measured under the load it was meant to; fix the load and re-run",
+        ));
+    }
+    let dropped: u64 = r.detail.threads.iter().map(|t| t.raw_dropped).sum();
+    if dropped > 0 {
+        out.push((
+            format!("run {} dropped {dropped} raw samples", s.id),
+            "the writer could not keep up; histograms and statistics are still complete",
+        ));
+    }
+    out
+}

@@ -1,0 +1,291 @@
+//! `rtscope report` as a person sees it: the real binary on a real database, the page opened
+//! in headless Chromium (no console errors, every plot and key number present, a screenshot that
+//! is not blank), the PNGs decoded, and run labels shown as text.
+
+mod common;
+
+use rtscope_report::synthetic::{write_run, SyntheticRun};
+use rtscope_store::{CampaignRun, NewCampaign, Store};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn rtscope(args: &[&str]) -> Output {
+    common::run(env!("CARGO_BIN_EXE_rtscope"), args)
+}
+
+fn db_path(name: &str) -> PathBuf {
+    let p = common::temp_path(&format!("{name}.db"));
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", p.display()));
+    }
+    p
+}
+
+/// Chromium on `page` with `extra` args (one invocation, 90 s at most); `None` when Chromium is
+/// not installed.
+fn chromium(page: &Path, extra: &[&str], profile: &str) -> Option<Output> {
+    if !Path::new(CHROMIUM).exists() {
+        eprintln!(
+            "SKIPPED the browser check: {CHROMIUM} is not installed (apt-get install chromium)"
+        );
+        return None;
+    }
+    let profile = common::fresh_dir(profile);
+    let user_data = format!("--user-data-dir={}", profile.display());
+    let url = format!("file://{}", page.display());
+    let mut args = vec![
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--enable-logging=stderr",
+        "--v=0",
+        &user_data,
+    ];
+    args.extend(extra);
+    args.push(&url);
+    let (out, timed_out) = common::run_for(CHROMIUM, &args, Duration::from_secs(90));
+    assert!(
+        !timed_out,
+        "chromium did not finish\n{}",
+        common::dump(&out)
+    );
+    Some(out)
+}
+
+/// (width, height, distinct colours, share of non-white pixels) of a PNG file.
+fn png_facts(path: &Path) -> (u32, u32, usize, f64) {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+        .read_info()
+        .unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let step = info.color_type.samples();
+    let px: Vec<&[u8]> = buf[..info.buffer_size()]
+        .chunks(step)
+        .map(|p| &p[..3])
+        .collect();
+    let colours: std::collections::HashSet<&[u8]> = px.iter().copied().collect();
+    let ink = px.iter().filter(|p| **p != [255u8, 255, 255]).count();
+    (
+        info.width,
+        info.height,
+        colours.len(),
+        ink as f64 / px.len() as f64,
+    )
+}
+
+fn assert_no_console_errors(o: &Output) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    let bad: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("CONSOLE") || l.contains("Uncaught"))
+        .collect();
+    assert!(bad.is_empty(), "console messages:\n{}", bad.join("\n"));
+}
+
+/// A campaign of three synthetic runs (with monitors and loads) in a fresh database.
+fn campaign_db(name: &str) -> PathBuf {
+    let db = db_path(name);
+    let mut store = Store::open(&db).unwrap();
+    let cid = store
+        .begin_campaign(&NewCampaign {
+            name: "loadcases".into(),
+            source: "preset:test".into(),
+            definition: String::new(),
+            started: "2026-11-22T03:00:00Z".into(),
+            planned_runs: 3,
+            command_line: vec!["rtscope".into(), "run".into()],
+        })
+        .unwrap();
+    for (seq, case) in ["idle", "cpu", "messaging"].iter().enumerate() {
+        let spec = SyntheticRun {
+            label: format!("{case}-run"),
+            samples: 30_000,
+            base_ns: 4_000 + 3_000 * seq as u64,
+            seed: seq as u64 + 7,
+            ..SyntheticRun::default()
+        };
+        let run_id = write_run(&mut store, &spec).unwrap();
+        let place = CampaignRun {
+            seq: seq as u32,
+            run_id,
+            scenario: "default".into(),
+            load_case: case.to_string(),
+            repeat: 1,
+            status: String::new(),
+        };
+        store.add_campaign_run(cid, &place).unwrap();
+    }
+    store
+        .finish_campaign(cid, "complete", "2026-11-22T04:00:00Z")
+        .unwrap();
+    db
+}
+
+#[test]
+fn a_campaign_report_renders_in_chromium_with_every_plot_and_number() {
+    let db = campaign_db("campaign");
+    let dir = common::fresh_dir("report-campaign");
+    let (db_s, dir_s) = (db.to_str().unwrap(), dir.to_str().unwrap());
+    let o = rtscope(&[
+        "report",
+        "--db",
+        db_s,
+        "--campaign",
+        "loadcases",
+        "-o",
+        dir_s,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 3 * 3, "{csv}");
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(page.contains("Maximum latency per load case"));
+    for fig in [
+        "histogram",
+        "tail",
+        "cdf",
+        "exceedance",
+        "over-time",
+        "monitor-temperature",
+    ] {
+        assert!(page.contains(&format!("id=\"fig-{fig}\"")), "{fig} missing");
+        let (w, h, colours, ink) = png_facts(&dir.join(format!("{fig}.png")));
+        assert!(
+            w >= 900 && h >= 500 && colours > 20 && ink > 0.02,
+            "{fig}.png: {w}×{h}, {colours} colours, {ink} ink"
+        );
+    }
+    let all_idle = csv
+        .lines()
+        .find(|l| l.contains(",idle,all,"))
+        .expect("idle all row");
+    let max_us = all_idle.split(',').nth(14).unwrap();
+    assert!(
+        page.contains(&format!("<td>{:.1}</td>", max_us.parse::<f64>().unwrap())),
+        "max {max_us} µs not in the page"
+    );
+    let shot = dir.join("screenshot.png");
+    let arg = format!("--screenshot={}", shot.display());
+    let Some(out) = chromium(
+        &dir.join("report.html"),
+        &[&arg, "--window-size=1280,2000"],
+        "chromium-campaign",
+    ) else {
+        return;
+    };
+    assert_no_console_errors(&out);
+    let (w, h, colours, ink) = png_facts(&shot);
+    assert_eq!((w, h), (1280, 2000));
+    assert!(
+        colours > 50 && ink > 0.05,
+        "screenshot looks blank: {colours} colours, {ink} ink"
+    );
+}
+
+#[test]
+fn a_measured_run_labelled_as_a_script_renders_as_text_in_the_browser() {
+    let db = db_path("script");
+    let o = {
+        let _rt = common::rt_lock();
+        rtscope(&[
+            "measure",
+            "-D",
+            "2s",
+            "-i",
+            "1ms",
+            "-q",
+            "--raw",
+            "--db",
+            db.to_str().unwrap(),
+            "--label",
+            "<script>alert(1)</script>",
+        ])
+    };
+    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    let dir = common::fresh_dir("report-script");
+    let o = rtscope(&[
+        "report",
+        "--raw",
+        "--db",
+        db.to_str().unwrap(),
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("report.html"));
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        page.contains("Drawn from raw samples"),
+        "--raw did not use the raw samples"
+    );
+    let Some(out) = chromium(&dir.join("report.html"), &["--dump-dom"], "chromium-script") else {
+        return;
+    };
+    assert_no_console_errors(&out);
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "label not shown as text"
+    );
+    assert!(
+        !dom.contains("<script>"),
+        "a script element made it into the page"
+    );
+    assert!(
+        dom.contains("Latency per CPU") && dom.contains("over-time.png"),
+        "page content missing"
+    );
+}
+
+#[test]
+fn bad_selectors_and_missing_databases_exit_2_with_a_hint() {
+    let missing = common::temp_path("no-such.db");
+    let o = rtscope(&["report", "--db", missing.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no run database at"));
+    let db = campaign_db("selectors");
+    let db_s = db.to_str().unwrap();
+    let o = rtscope(&["report", "--db", db_s, "999"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no run 999"),
+        "{}",
+        common::dump(&o)
+    );
+    let o = rtscope(&["report", "--db", db_s, "--campaign", "nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no campaign named 'nope'") && err.contains("hint:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn without_a_selector_the_newest_run_is_reported() {
+    let db = campaign_db("newest");
+    let dir = common::fresh_dir("report-newest");
+    let o = rtscope(&[
+        "report",
+        "--db",
+        db.to_str().unwrap(),
+        "-o",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("report of run 3"));
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(
+        md.contains("| 3 | messaging-run | messaging | all |"),
+        "{md}"
+    );
+}
