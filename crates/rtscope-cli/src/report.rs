@@ -21,7 +21,7 @@ pub struct ReportArgs {
     /// Report every run of the newest campaign with this name, in plan order
     #[arg(long, value_name = "NAME")]
     pub campaign: Option<String>,
-    /// Report the newest run
+    /// Report the newest run, or its whole campaign when it belongs to one (the default)
     #[arg(long)]
     pub last: bool,
     /// Directory to write into (created if needed)
@@ -77,6 +77,18 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
 }
 
 /// The runs the arguments name, in order, each once.
+/// The newest run; when it belongs to a campaign, every run of that campaign.
+fn last_with_campaign(store: &Store) -> Result<Vec<RunId>, UsageError> {
+    let err = |e: rtscope_store::StoreError| UsageError::new(e.to_string());
+    let Some(last) = store.last_run().map_err(err)? else {
+        return Ok(Vec::new());
+    };
+    match store.campaign_of(last).map_err(err)? {
+        Some((c, _)) => select::campaign_runs(store, &c),
+        None => Ok(vec![last]),
+    }
+}
+
 fn chosen(store: &Store, a: &ReportArgs) -> Result<Vec<RunId>, UsageError> {
     let mut ids: Vec<RunId> = Vec::new();
     if let Some(name) = &a.campaign {
@@ -92,9 +104,9 @@ fn chosen(store: &Store, a: &ReportArgs) -> Result<Vec<RunId>, UsageError> {
             })?;
         ids.extend(select::campaign_runs(store, &c)?);
     }
-    let mut texts: Vec<&str> = a.runs.iter().map(String::as_str).collect();
+    let texts: Vec<&str> = a.runs.iter().map(String::as_str).collect();
     if a.last || (texts.is_empty() && a.campaign.is_none()) {
-        texts.push("last");
+        ids.extend(last_with_campaign(store)?);
     }
     for t in texts {
         let sel = Selector::parse(t)?;

@@ -250,6 +250,32 @@ fn a_campaign_records_every_run_with_its_loads_and_monitors_and_leaves_nothing_r
     ] {
         assert!(shown.contains(want), "{want:?} not in {shown}");
     }
+    // The report of the newest run covers the campaign, with its loads and monitors.
+    let rep = s.dir.join("report");
+    let o = rtscope(&s.db, &["report", "--last", "-o", rep.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    let html = std::fs::read_to_string(rep.join("report.html")).unwrap();
+    for want in [
+        "1:1/idle",
+        "1:1/load",
+        "messaging",
+        "sleep 600 &amp; sleep 600",
+        "Top CPU consumers",
+        "load-msg-send",
+    ] {
+        assert!(html.contains(want), "{want:?} missing from report.html");
+    }
+    // A one-run report has the monitors' own plots, from what the run recorded.
+    let one = s.dir.join("report-one");
+    let o = rtscope(
+        &s.db,
+        &["report", &load.to_string(), "-o", one.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    let one_html = std::fs::read_to_string(one.join("report.html")).unwrap();
+    assert!(one_html.contains("Interrupt rates"), "no interrupt plot");
+    assert!(one.join("monitor-interrupts.png").exists());
+    assert!(std::fs::metadata(rep.join("tail.png")).unwrap().len() > 10_000);
     // Monitors ran on the run's time axis, about 4 samples a second.
     let monitor = table(&s, load, "monitor");
     let samples = monitor.iter().filter(|m| m[1] == "load.1m").count();

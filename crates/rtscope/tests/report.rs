@@ -271,16 +271,15 @@ fn bad_selectors_and_missing_databases_exit_2_with_a_hint() {
 }
 
 #[test]
-fn without_a_selector_the_newest_run_is_reported() {
+fn without_a_selector_the_newest_run_and_its_campaign_are_reported() {
     let db = campaign_db("newest");
     let dir = common::fresh_dir("report-newest");
-    let o = rtscope(&[
-        "report",
-        "--db",
-        db.to_str().unwrap(),
-        "-o",
-        dir.to_str().unwrap(),
-    ]);
+    let (db_s, dir_s) = (db.to_str().unwrap(), dir.to_str().unwrap());
+    let o = rtscope(&["report", "--db", db_s, "-o", dir_s]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    // The newest run belongs to a campaign of 3 runs: all of them.
+    assert!(String::from_utf8_lossy(&o.stdout).contains("report of 3 runs"));
+    let o = rtscope(&["report", "last", "--db", db_s, "-o", dir_s]);
     assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("report of run 3"));
     let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
