@@ -128,10 +128,13 @@ fn sample_loop(
         let wait = next.saturating_sub(axis.now());
         match stop.recv_timeout(wait) {
             Err(RecvTimeoutError::Timeout) => {}
-            // Stopped (or the owner is gone): one last sample closes the run's series.
+            // Stopped (or the owner is gone): one last sample closes the run's series, unless
+            // the previous one is too recent for its rates and shares to mean anything.
             Ok(()) | Err(RecvTimeoutError::Disconnected) => {
-                let sample = monitor.sample(axis.now());
-                let _ = tx.send((sample, None));
+                let now = axis.now();
+                if now + interval / 2 >= next {
+                    let _ = tx.send((monitor.sample(now), None));
+                }
                 return;
             }
         }

@@ -193,7 +193,9 @@ impl Threads {
                 pid,
                 tid,
                 comm: st.comm.to_owned(),
-                cpu_percent: delta as f64 * 100.0 / (hz * dt),
+                // Tick accounting can credit a whole tick to a thread that ran part of it;
+                // over a short interval that overshoots, and no thread uses more than one CPU.
+                cpu_percent: (delta as f64 * 100.0 / (hz * dt)).min(100.0),
                 last_cpu: st.last_cpu,
                 kernel_thread: st.kernel,
             });

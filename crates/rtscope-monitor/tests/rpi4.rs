@@ -273,3 +273,22 @@ fn top_n_and_non_increasing_time() {
 fn housekeeping_excludes_the_isolated_cpu() {
     assert_eq!(housekeeping_cpus(&fixture("rpi4")), [0, 1, 2]);
 }
+
+#[test]
+fn a_short_interval_never_credits_a_thread_with_more_than_one_cpu() {
+    let root = scratch_copy("rpi4", "rpi4-short");
+    let mut m = Monitor::new(&root).expect("monitor");
+    m.sample(Duration::from_secs(1));
+    // Two seconds of ticks, but the monitor is told only 0.5 s passed (as a sample taken
+    // right after the previous one sees with tick-quantised accounting).
+    advance_two_seconds(&root);
+    let s = m.sample(Duration::from_millis(1500));
+    let rt = s.top.iter().find(|t| t.comm == "rtscope-rt3").unwrap();
+    assert_eq!(rt.cpu_percent, 100.0);
+    assert!(s.top.iter().all(|t| t.cpu_percent <= 100.0), "{:?}", s.top);
+    let irq = s.top.iter().find(|t| t.comm == "irq/39-dwc_otg").unwrap();
+    assert_eq!(
+        irq.cpu_percent, 100.0,
+        "30 % over 2 s is 120 % of 0.5 s, capped"
+    );
+}
