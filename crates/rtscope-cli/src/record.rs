@@ -28,6 +28,20 @@ pub fn open(path: &Path) -> Result<Store, UsageError> {
     })
 }
 
+/// Opens an existing database for reading commands (`--db PATH`, else the default): a missing
+/// file is a usage error with a hint, never a new empty database.
+pub fn open_existing(db: Option<&Path>) -> Result<Store, UsageError> {
+    let path = db.map_or_else(default_db, Path::to_path_buf);
+    if !path.exists() {
+        return Err(
+            UsageError::new(format!("no run database at {}", path.display())).hint(
+                "record runs with `rtscope measure`, `rtscope run` or `rtscope import`, or pass --db PATH",
+            ),
+        );
+    }
+    open(&path)
+}
+
 /// Parses `--tag key=value`.
 pub fn parse_tag(text: &str) -> Result<(String, String), UsageError> {
     match text.split_once('=') {

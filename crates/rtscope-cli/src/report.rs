@@ -45,15 +45,7 @@ pub struct ReportArgs {
 
 /// Runs `rtscope report`.
 pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    let db = a.db.clone().unwrap_or_else(record::default_db);
-    if !db.exists() {
-        return Err(
-            UsageError::new(format!("no run database at {}", db.display()))
-                .hint("record a run with `rtscope measure`, or pass --db PATH")
-                .into(),
-        );
-    }
-    let store = record::open(&db)?;
+    let store = record::open_existing(a.db.as_deref())?;
     let ids = chosen(&store, a)?;
     let store_err = |e: rtscope_report::ReportError| UsageError::new(e.to_string());
     let runs = RunData::load_all(&store, &ids, a.raw).map_err(store_err)?;

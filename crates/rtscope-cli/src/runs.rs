@@ -14,15 +14,7 @@ use std::io::Write;
 
 /// Runs `rtscope runs …`.
 pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    let path = a.db.clone().unwrap_or_else(record::default_db);
-    if !path.exists() {
-        return Err(
-            UsageError::new(format!("no run database at {}", path.display()))
-                .hint("record a run with `rtscope measure`, or pass --db PATH")
-                .into(),
-        );
-    }
-    let mut store = record::open(&path)?;
+    let mut store = record::open_existing(a.db.as_deref())?;
     let store_err = |e: rtscope_store::StoreError| UsageError::new(e.to_string());
     match a.action.clone().unwrap_or(RunsAction::List) {
         RunsAction::List => {

@@ -81,15 +81,7 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         .collect::<Result<Vec<_>, _>>()?;
     let thresholds = Thresholds::parse(&a.thresholds, &a.min_delta)?;
     let matrix_stat = Stat::parse(&a.matrix, "--matrix")?;
-    let path = a.db.clone().unwrap_or_else(record::default_db);
-    if !path.exists() {
-        return Err(
-            UsageError::new(format!("no run database at {}", path.display()))
-                .hint("record runs with `rtscope measure` or `rtscope import`, or pass --db PATH")
-                .into(),
-        );
-    }
-    let store = record::open(&path)?;
+    let store = record::open_existing(a.db.as_deref())?;
     let groups = a
         .selectors
         .iter()

@@ -26,15 +26,7 @@ use tables::RunData;
 
 /// Runs `rtscope export`.
 pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    let db = a.db.clone().unwrap_or_else(record::default_db);
-    if !db.exists() {
-        return Err(
-            UsageError::new(format!("no run database at {}", db.display()))
-                .hint("record a run with `rtscope measure`, or pass --db PATH")
-                .into(),
-        );
-    }
-    let store = record::open(&db)?;
+    let store = record::open_existing(a.db.as_deref())?;
     let id = runs::resolve(&store, &a.run)?;
     let data = load(&store, id)?;
     let tables = tables::all(&data);
