@@ -120,7 +120,7 @@ pub fn shepherd_main(args: &[String]) -> i32 {
                 emit(&Event::Error {
                     message: e.to_string(),
                 });
-                shutdown(&mut loads, Duration::ZERO, cgroup, me);
+                shutdown(&mut loads, Duration::ZERO, cgroup, me, &signals);
                 return 2;
             }
         }
@@ -130,7 +130,7 @@ pub fn shepherd_main(args: &[String]) -> i32 {
         cgroup: cgroup.as_ref().map(|c| c.path().to_path_buf()),
     });
     let grace = watch(&signals, &mut loads);
-    shutdown(&mut loads, grace, cgroup, me);
+    shutdown(&mut loads, grace, cgroup, me, &signals);
     let reports = loads.into_iter().map(report).collect();
     emit(&Event::Reports { reports });
     0
@@ -250,8 +250,15 @@ fn reap(loads: &mut [Load], running: bool) {
     }
 }
 
-/// SIGTERM, grace, SIGKILL, reap everything, remove the cgroup.
-fn shutdown(loads: &mut [Load], grace: Duration, cgroup: Option<Cgroup>, me: i32) {
+/// SIGTERM, grace, SIGKILL, reap everything, remove the cgroup. A stop signal during the grace
+/// period (a second Ctrl-C, or rtscope in a hurry) cuts it short.
+fn shutdown(
+    loads: &mut [Load],
+    grace: Duration,
+    cgroup: Option<Cgroup>,
+    me: i32,
+    signals: &SigSet,
+) {
     reap(loads, true);
     let signal_all = |loads: &[Load], sig| {
         for l in loads {
@@ -266,7 +273,9 @@ fn shutdown(loads: &mut [Load], grace: Duration, cgroup: Option<Cgroup>, me: i32
     signal_all(loads, libc::SIGTERM);
     let until = Instant::now() + grace;
     while loads.iter().any(|l| l.ended.is_none()) && Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(5));
+        if signals.wait(Duration::from_millis(5)).is_some() {
+            break;
+        }
         reap(loads, false);
     }
     loads

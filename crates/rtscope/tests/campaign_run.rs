@@ -452,3 +452,35 @@ fn the_load_cases_leave_no_process_behind_when_interrupted_at_any_point() {
         );
     }
 }
+
+#[test]
+fn a_second_sigint_skips_the_loads_grace_period_and_still_saves_the_run() {
+    let _rt = common::rt_lock();
+    let s = setup("twice");
+    // A load that ignores SIGTERM: only SIGKILL ends it, after the 2 s grace period.
+    let stubborn = std::fs::read_to_string(&s.file).unwrap().replace(
+        r#"args = ["-c", "sleep 600 & sleep 600"]"#,
+        r#"args = ["-c", "trap '' TERM; while :; do sleep 0.05; done"]"#,
+    );
+    std::fs::write(&s.file, stubborn).unwrap();
+    let mut timings = Vec::new();
+    for twice in [false, true] {
+        let _ = std::fs::remove_file(&s.db);
+        let mut child = command(&s, &["--duration", "3s"]).spawn().unwrap();
+        wait_for_loaded_run(&s, &mut child);
+        let t0 = Instant::now();
+        signal(&child, libc::SIGINT);
+        if twice {
+            std::thread::sleep(Duration::from_millis(300));
+            signal(&child, libc::SIGINT);
+        }
+        let o = child.wait_with_output().unwrap();
+        timings.push(t0.elapsed());
+        assert_eq!(o.status.code(), Some(3), "{}", dump(&o));
+        assert_no_survivors(&s.mark);
+        let r = runs(&s.db);
+        assert_eq!(r.last().unwrap()["status"], "interrupted", "{r:#?}");
+    }
+    assert!(timings[0] >= Duration::from_millis(1900), "{timings:?}");
+    assert!(timings[1] < Duration::from_millis(1500), "{timings:?}");
+}

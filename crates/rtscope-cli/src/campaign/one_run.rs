@@ -13,6 +13,8 @@ use rtscope_engine::{knobs::DmaLatencyGuard, sys, Run, RunResult};
 use rtscope_load::LoadReport;
 use rtscope_store::{CampaignRun, LoadMetric, LoadRow, RunId};
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Grace period between SIGTERM and SIGKILL for loads at the end of a run.
@@ -38,7 +40,7 @@ pub(super) fn one_run(
     if let Some(sig) = settle(p.settle) {
         ctx.signals += 1;
         if let Some(l) = loads {
-            l.stop(grace(ctx));
+            stop_loads(ctx, l);
         }
         writeln!(out, "[{number}] {}: interrupted before measuring", p.label)?;
         return Ok(RunEnd {
@@ -85,7 +87,7 @@ pub(super) fn one_run(
     if outcome.signal.is_some() {
         ctx.signals += 1;
     }
-    let reports = loads.map(|l| l.stop(grace(ctx))).unwrap_or_default();
+    let reports = loads.map(|l| stop_loads(ctx, l)).unwrap_or_default();
     let r = &outcome.result;
     let failed = check_limits(p, r);
     let code = if failed {
@@ -161,6 +163,41 @@ fn grace(ctx: &mut Ctx) -> Duration {
     } else {
         LOAD_GRACE
     }
+}
+
+/// Stops the loads with the grace period; a SIGINT or SIGTERM meanwhile makes the supervisor
+/// SIGKILL them at once (the second Ctrl-C of a campaign).
+fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Vec<LoadReport> {
+    let grace = grace(ctx);
+    if grace.is_zero() {
+        return loads.stop(grace);
+    }
+    let shepherd = loads.shepherd_pid() as libc::pid_t;
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Acquire) {
+                match sys::wait_run_signal(Nanos::from_ms(20)) {
+                    Some(s) if s == libc::SIGINT || s == libc::SIGTERM => {
+                        // SAFETY: kill only takes a pid and a signal number. The pid is our
+                        // child's; stop() may reap it just before `done` is set, and only a
+                        // wrap-around of the pid space in that window could make it another's.
+                        unsafe { libc::kill(shepherd, libc::SIGTERM) };
+                        return true;
+                    }
+                    _ => {}
+                }
+            }
+            false
+        })
+    };
+    let reports = loads.stop(grace);
+    done.store(true, Ordering::Release);
+    if watcher.join().unwrap_or(false) {
+        ctx.signals += 1;
+    }
+    reports
 }
 
 fn check_limits(p: &PlannedRun, r: &RunResult) -> bool {
