@@ -128,13 +128,15 @@ fn sample_loop(
         let wait = next.saturating_sub(axis.now());
         match stop.recv_timeout(wait) {
             Err(RecvTimeoutError::Timeout) => {}
-            // Stopped (or the owner is gone): one last sample closes the run's series, unless
-            // the previous one is too recent for its rates and shares to mean anything.
+            // Stopped (or the owner is gone): one last sample closes the run's series. When
+            // the previous one is very recent (under a tenth of the interval), tick-counted
+            // thread shares would mostly be rounding, so that sample lists no top threads.
             Ok(()) | Err(RecvTimeoutError::Disconnected) => {
-                let now = axis.now();
-                if now + interval / 2 >= next {
-                    let _ = tx.send((monitor.sample(now), None));
+                let mut last = monitor.sample(axis.now());
+                if last.interval.is_some_and(|d| d < interval / 10) {
+                    last.top.clear();
                 }
+                let _ = tx.send((last, None));
                 return;
             }
         }

@@ -136,7 +136,9 @@ f = {}
 for t in TABLES:
     base = f"{out}/run-{rid}-{t}"
     c, p, j = pd.read_csv(base + ".csv"), pd.read_parquet(base + ".parquet"), pd.DataFrame(doc[t])
-    if t == "loads":  # a plain measure run has no load: empty, with the same columns
+    # A plain measure run has no load, and this one is too short (60 ms) for thread shares:
+    # empty tables, with the same columns.
+    if t in ("loads", "top_threads"):
         assert len(c) == len(p) == len(doc[t]) == 0 and list(c.columns) == list(p.columns), t
         continue
     assert list(c.columns) == list(p.columns) == list(j.columns), (t, c.columns, p.columns, j.columns)
