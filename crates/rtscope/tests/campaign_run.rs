@@ -484,3 +484,40 @@ fn a_second_sigint_skips_the_loads_grace_period_and_still_saves_the_run() {
     assert!(timings[0] >= Duration::from_millis(1900), "{timings:?}");
     assert!(timings[1] < Duration::from_millis(1500), "{timings:?}");
 }
+
+#[test]
+fn on_a_terminal_the_progress_block_is_redrawn_with_eta_and_live_tails_per_cpu() {
+    let _rt = common::rt_lock();
+    let s = setup("tty");
+    // script(1) gives rtscope a pseudo-terminal for stdout and stderr.
+    let cmd = format!(
+        "{} run {} --db {} --duration 2s",
+        bin(),
+        s.file.display(),
+        s.db.display()
+    );
+    let log = s.dir.join("typescript");
+    let o = Command::new("script")
+        .args(["-qec", &cmd])
+        .arg(&log)
+        .env("RTSCOPE_TEST_MARK", &s.mark)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    let tty = text(&std::fs::read(&log).unwrap());
+    // The block is drawn, then moved over (cursor up) and redrawn each second.
+    assert!(tty.contains("\x1b[2Kcampaign ["), "{tty:?}");
+    assert!(tty.contains("ETA"), "{tty:?}");
+    assert!(
+        tty.contains("this run [") && tty.contains("1:1 / load / repeat 1 of 1"),
+        "{tty:?}"
+    );
+    assert!(
+        tty.contains("cpu0 max ") && tty.contains(" p99.9 "),
+        "{tty:?}"
+    );
+    assert!(tty.contains("\x1b[3A"), "redrawn in place: {tty:?}");
+    assert!(tty.contains("campaign tty complete"), "{tty:?}");
+    assert_no_survivors(&s.mark);
+}
