@@ -270,12 +270,19 @@ fn by_case(runs: &[RunData]) -> Vec<(String, Histogram, Option<Vec<u64>>)> {
 
 /// The tail-latency plot: latency at p50 … p99.9999 on an axis of "nines".
 pub fn tail(runs: &[RunData]) -> Panel {
-    let series = lines(runs)
-        .into_iter()
+    let lines: Vec<(String, Histogram)> = lines(runs).into_iter().map(|(n, h, _)| (n, h)).collect();
+    tail_of(&lines)
+}
+
+/// The tail-latency plot of any named histograms (one line each): runs, CPUs, or the groups
+/// `rtscope compare` compares.
+pub fn tail_of(lines: &[(String, Histogram)]) -> Panel {
+    let series = lines
+        .iter()
         .enumerate()
-        .map(|(i, (name, h, _))| Series {
+        .map(|(i, (name, h))| Series {
             markers: true,
-            ..Series::new(name, i, tail_points(&h))
+            ..Series::new(name.clone(), i, tail_points(h))
         })
         .collect();
     Panel {
@@ -337,9 +344,15 @@ fn thin(pts: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
 
 /// The CDF plot and the exceedance (1 − CDF on a log axis) plot.
 pub fn cdf(runs: &[RunData]) -> (Panel, Panel) {
+    cdf_of(lines(runs))
+}
+
+/// The CDF and exceedance plots of any named histograms (with raw samples, when given, for an
+/// exact curve): runs, CPUs, or the groups `rtscope compare` compares.
+pub fn cdf_of(lines: Vec<(String, Histogram, Option<Vec<u64>>)>) -> (Panel, Panel) {
     let mut c = Vec::new();
     let mut e = Vec::new();
-    for (i, (name, h, raw)) in lines(runs).into_iter().enumerate() {
+    for (i, (name, h, raw)) in lines.into_iter().enumerate() {
         let pts = match raw {
             Some(r) if !r.is_empty() => cdf_points_raw(&r),
             _ => cdf_points(&h),

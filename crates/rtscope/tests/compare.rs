@@ -224,19 +224,28 @@ fn json_has_the_documented_fields() {
 #[test]
 fn plot_writes_one_curve_per_group_and_names_an_unwritable_path() {
     let d = two_runs("plot");
-    let svg = d.with_file_name("overlay.svg");
+    let dir = d.with_file_name("overlay");
     let o = compare(
         &d,
-        &["base", "cand", "--plot", svg.to_str().unwrap(), "--no-fail"],
+        &["base", "cand", "--plot", dir.to_str().unwrap(), "--no-fail"],
     );
     assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
-    let doc = std::fs::read_to_string(&svg).unwrap();
-    assert!(doc.starts_with("<svg") && doc.trim_end().ends_with("</svg>"));
-    assert_eq!(doc.matches("stroke-width=\"1.5\"").count(), 2, "{doc}");
-    assert!(doc.contains("A base (1 run)") && doc.contains("B cand (1 run)"));
-    let o = compare(&d, &["base", "cand", "--plot", "/nonexistent/dir/x.svg"]);
+    for name in ["compare-tail", "compare-exceedance"] {
+        let svg = std::fs::read_to_string(dir.join(format!("{name}.svg"))).unwrap();
+        assert!(svg.contains("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert!(
+            svg.contains("A base (1 run)") && svg.contains("B cand (1 run)"),
+            "{svg}"
+        );
+        let png = std::fs::read(dir.join(format!("{name}.png"))).unwrap();
+        assert!(
+            png.starts_with(b"\x89PNG") && png.len() > 10_000,
+            "{name}.png"
+        );
+    }
+    let o = compare(&d, &["base", "cand", "--plot", "/proc/nonexistent/dir"]);
     assert_eq!(o.status.code(), Some(2), "{}", common::dump(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/dir/x.svg"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/proc/nonexistent/dir"));
 }
 
 /// The text example in docs/compare.md is the real output of the command it shows.

@@ -5,7 +5,7 @@
 //! * [`model`]: statistics and groups of runs merged losslessly;
 //! * [`verdict`]: thresholds and the verdict rule;
 //! * [`analysis`]: the comparison as data;
-//! * [`text`] and [`json`]: the two renderings; [`plot`]: the overlaid SVG plot.
+//! * [`text`] and [`json`]: the two renderings; [`plot`]: the overlaid plots.
 
 pub mod analysis;
 pub mod json;
@@ -61,8 +61,9 @@ pub struct CompareArgs {
     /// group]
     #[arg(long, value_name = "TAGKEY")]
     pub rows: Option<String>,
-    /// Also write the groups' latency distributions overlaid (exceedance curves) as an SVG file
-    #[arg(long, value_name = "FILE")]
+    /// Also write the groups' distributions overlaid (tail latency and exceedance, SVG and
+    /// PNG) into this directory
+    #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
     /// Print JSON (schema rtscope.compare/1) instead of text
     #[arg(long)]
@@ -97,12 +98,10 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     } else {
         ExitStatus::Success
     };
-    if let Some(file) = &a.plot {
-        std::fs::write(file, plot::svg(&c)).map_err(|e| {
-            UsageError::new(format!("cannot write the plot {}: {e}", file.display()))
-                .hint("give --plot a path in a writable directory")
-        })?;
-        eprintln!("wrote {}", file.display());
+    if let Some(dir) = &a.plot {
+        for path in plot::write(&c, dir)? {
+            eprintln!("wrote {}", path.display());
+        }
     }
     if a.json {
         let doc = json::document(&c, status.code());
