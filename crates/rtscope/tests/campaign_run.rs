@@ -521,3 +521,47 @@ fn on_a_terminal_the_progress_block_is_redrawn_with_eta_and_live_tails_per_cpu()
     assert!(tty.contains("campaign tty complete"), "{tty:?}");
     assert_no_survivors(&s.mark);
 }
+
+#[test]
+fn without_rt_privilege_the_campaign_fails_clearly_is_recorded_as_failed_and_stops_its_loads() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = setup("nopriv");
+    // Only the loaded case, so its loads are running when the measurement cannot start.
+    let only_load = std::fs::read_to_string(&s.file)
+        .unwrap()
+        .replace("[[load_case]]\nname = \"idle\"\n", "");
+    std::fs::write(&s.file, only_load).unwrap();
+    for p in [&s.dir, &s.file] {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(bin())
+        .arg("run")
+        .arg(&s.file)
+        .args(["--db", s.db.to_str().unwrap()])
+        .env("RTSCOPE_TEST_MARK", &s.mark)
+        .output()
+        .expect("setpriv (util-linux)");
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{}", dump(&o));
+    // mlockall is refused first (the campaign locks memory by default), else SCHED_FIFO.
+    assert!(
+        err.contains("hint:") && (err.contains("RLIMIT_MEMLOCK") || err.contains("RLIMIT_RTPRIO")),
+        "{err}"
+    );
+    assert_no_survivors(&s.mark);
+    let list = rtscope(&s.db, &["runs", "--json"]);
+    assert_eq!(text(&list.stdout).trim(), "[]", "no run was recorded");
+    let c = Command::new("sqlite3")
+        .arg(&s.db)
+        .arg("SELECT status FROM campaigns")
+        .output()
+        .expect("sqlite3 is needed: apt-get install sqlite3");
+    assert_eq!(text(&c.stdout).trim(), "failed", "{}", dump(&c));
+}

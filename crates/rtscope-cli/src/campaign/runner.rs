@@ -91,7 +91,17 @@ pub fn execute(
     };
     let mut status = ExitStatus::Success;
     for (i, p) in todo.iter().enumerate() {
-        let end = one_run(&mut ctx, p, i + 1, out)?;
+        let end = match one_run(&mut ctx, p, i + 1, out) {
+            Ok(end) => end,
+            Err(e) => {
+                // The campaign cannot go on (no RT privilege, a load that cannot start, …):
+                // its record says so; the loads of this run are already stopped.
+                ctx.progress.clear();
+                let ended = sysinfo::rfc3339(SystemTime::now());
+                let _ = ctx.store.finish_campaign(ctx.cid, "failed", &ended);
+                return Err(e);
+            }
+        };
         ctx.progress.run_done(super::estimate(p));
         if end.record_failed {
             status = ExitStatus::Usage;
