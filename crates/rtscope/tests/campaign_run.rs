@@ -565,3 +565,44 @@ fn without_rt_privilege_the_campaign_fails_clearly_is_recorded_as_failed_and_sto
         .expect("sqlite3 is needed: apt-get install sqlite3");
     assert_eq!(text(&c.stdout).trim(), "failed", "{}", dump(&c));
 }
+
+#[test]
+fn real_hackbench_and_stress_ng_run_as_loads_with_their_command_lines_recorded() {
+    let _rt = common::rt_lock();
+    let s = setup("external");
+    let file = std::fs::read_to_string(&s.file).unwrap();
+    let i = file.find("[[load_case]]\nname = \"load\"").unwrap();
+    let real = format!(
+        "{}{}",
+        &file[..i],
+        r#"[[load_case]]
+name = "load"
+  [[load_case.load]]
+  kind = "hackbench"
+  args = ["-g", "2", "-f", "5", "-s", "128", "-l", "100000000"]
+  [[load_case.load]]
+  kind = "stress-ng"
+  args = ["--cpu", "1", "--timeout", "0", "--quiet"]
+"#
+    );
+    std::fs::write(&s.file, real).unwrap();
+    let o = command(&s, &[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    assert_no_survivors(&s.mark);
+    let load = runs(&s.db)[1]["id"].as_i64().unwrap();
+    let shown = text(&rtscope(&s.db, &["runs", "show", &load.to_string()]).stdout);
+    assert!(
+        shown.contains("hackbench -g 2 -f 5 -s 128 -l 100000000"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("stress-ng --cpu 1 --timeout 0 --quiet"),
+        "{shown}"
+    );
+    // Both ran until told to stop, and were stopped cleanly.
+    let loads = table(&s, load, "loads");
+    assert_eq!(loads.len(), 2, "{loads:?}");
+    for l in &loads {
+        assert!(l[2] == "ok" || l[2] == "killed", "{l:?}");
+    }
+}
