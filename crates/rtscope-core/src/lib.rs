@@ -15,6 +15,7 @@
 mod histogram;
 pub mod layout;
 mod nanos;
+pub mod rng;
 mod stats;
 
 pub use histogram::{Histogram, Percentile, PERCENTILES};

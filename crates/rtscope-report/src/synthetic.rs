@@ -42,26 +42,12 @@ impl Default for SyntheticRun {
     }
 }
 
-/// A small xorshift generator (deterministic, not for cryptography).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    /// Uniform in (0, 1].
-    fn unit(&mut self) -> f64 {
-        ((self.next() >> 11) as f64 + 1.0) / (1u64 << 53) as f64
-    }
-}
+use rtscope_core::rng::XorShift64 as Rng;
 
 /// One latency: the base plus an exponential tail, and now and then a spike.
 fn latency(rng: &mut Rng, base: u64) -> u64 {
     let tail = -(rng.unit().ln()) * base as f64 * 0.3;
-    let spike = if rng.next() % 20_000 == 0 {
+    let spike = if rng.next_u64() % 20_000 == 0 {
         base as f64 * (2.0 + 6.0 * rng.unit())
     } else {
         0.0
@@ -94,7 +80,7 @@ pub fn write_run(store: &mut Store, spec: &SyntheticRun) -> Result<RunId, StoreE
         environment: environment(),
         threads,
     })?;
-    let mut rng = Rng(spec.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = Rng::new(spec.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let per_interval = (1_000_000_000 / spec.period_ns.max(1)).max(1);
     let mut hists = Vec::new();
     let mut series = Vec::new();

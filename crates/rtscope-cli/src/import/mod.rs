@@ -367,20 +367,7 @@ mod tests {
         )
     }
 
-    /// xorshift64: a reproducible stream of pseudo-random numbers.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n.max(1) as u64) as usize
-        }
-    }
+    use rtscope_core::rng::XorShift64 as Rng;
 
     /// Bytes that steer the parsers towards their edges when inserted.
     const TOKENS: [&[u8]; 16] = [
@@ -409,7 +396,7 @@ mod tests {
             let at = rng.below(v.len() + 1);
             match rng.below(6) {
                 0 if at < v.len() => v[at] ^= 1 << rng.below(8),
-                1 if at < v.len() => v[at] = rng.next() as u8,
+                1 if at < v.len() => v[at] = rng.next_u64() as u8,
                 2 => v.truncate(at),
                 3 => {
                     let t = TOKENS[rng.below(TOKENS.len())];
@@ -433,7 +420,7 @@ mod tests {
     fn survives(name: &str, input: &[u8], mutants: u64, parse: impl Fn(&[u8])) {
         for k in 0..mutants {
             let seed = 0x9E37_79B9_7F4A_7C15 ^ (k + 1).wrapping_mul(0x2545_F491_4F6C_DD1D);
-            let mut rng = Rng(seed);
+            let mut rng = Rng::new(seed);
             let m = mutate(&mut rng, input);
             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| parse(&m)));
             assert!(
