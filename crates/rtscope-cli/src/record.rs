@@ -246,13 +246,7 @@ fn start_monitor(run: &Run, interval: Duration) -> Option<MonitorThread> {
         clock: rtscope_engine::sys::clock_id(run.config().clock),
         start: run.clock_start(),
     };
-    let measured = rtscope_engine::CpuSet::from_cpus(
-        run.config()
-            .threads
-            .iter()
-            .filter_map(|t| t.affinity.as_ref())
-            .flat_map(|a| a.iter().collect::<Vec<_>>()),
-    );
+    let measured = run.config().pinned_cpus();
     match MonitorThread::start(Path::new("/"), interval, axis, &measured) {
         Ok(m) => Some(m),
         Err(e) => {

@@ -159,4 +159,14 @@ impl RunConfig {
             event_capacity: 0,
         }
     }
+
+    /// The CPUs the threads are pinned to (empty when none is pinned).
+    pub fn pinned_cpus(&self) -> CpuSet {
+        CpuSet::from_cpus(
+            self.threads
+                .iter()
+                .filter_map(|t| t.affinity.as_ref())
+                .flat_map(|a| a.iter().collect::<Vec<_>>()),
+        )
+    }
 }

@@ -5,7 +5,6 @@ use super::expand::{estimate, Campaign, PlannedRun};
 use super::loads;
 use crate::measure::limits::Stat;
 use rtscope_core::Nanos;
-use rtscope_engine::CpuSet;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -144,17 +143,11 @@ fn limits(runs: &[PlannedRun]) -> String {
 
 fn layout(r: &PlannedRun) -> String {
     let n = r.config.threads.len();
-    let pinned: Vec<usize> = r
-        .config
-        .threads
-        .iter()
-        .filter_map(|t| t.affinity.as_ref())
-        .flat_map(|a| a.iter().collect::<Vec<_>>())
-        .collect();
+    let pinned = r.config.pinned_cpus();
     if pinned.is_empty() {
         format!("{n} unpinned")
     } else {
-        format!("{n} on {}", CpuSet::from_cpus(pinned))
+        format!("{n} on {pinned}")
     }
 }
 

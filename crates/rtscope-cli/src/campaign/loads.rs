@@ -202,21 +202,9 @@ fn mode(src: &Source, l: &RawLoad) -> Result<MsgMode, UsageError> {
 }
 
 /// The executable `program` names: itself if it contains a `/`, else the first match on
-/// `PATH`.
+/// `PATH` (the lookup the load supervisor uses to start it).
 pub fn find_on_path(program: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &Path| {
-        p.metadata()
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if program.contains('/') {
-        let p = PathBuf::from(program);
-        return executable(&p).then_some(p);
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|p| executable(p))
+    rtscope_load::external::find_program(program).ok()
 }
 
 /// A short name for tables: `messaging`, `memory`, …, or the external program's file name.
@@ -267,7 +255,8 @@ pub fn describe(s: &LoadSpec) -> String {
     }
 }
 
-fn quote(a: &str) -> String {
+/// `a` as one shell word: as is when plain, else single-quoted.
+pub(crate) fn quote(a: &str) -> String {
     let plain = !a.is_empty()
         && a.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));

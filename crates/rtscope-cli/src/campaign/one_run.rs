@@ -1,7 +1,7 @@
 //! One run of a campaign: start its loads, let them settle, measure with monitors and
 //! recording, stop the loads, store what they did.
 
-use super::progress::Current;
+use super::progress::{us, Current};
 use super::runner::{Ctx, RunEnd};
 use super::PlannedRun;
 use crate::exit::UsageError;
@@ -233,10 +233,6 @@ fn load_row(r: &LoadReport) -> LoadRow {
             })
             .collect(),
     }
-}
-
-fn us(n: Option<Nanos>) -> String {
-    n.map_or("-".into(), |n| format!("{:.1}us", n.0 as f64 / 1000.0))
 }
 
 fn result_line(

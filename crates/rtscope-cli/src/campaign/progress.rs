@@ -49,8 +49,9 @@ fn bar(fraction: f64, width: usize) -> String {
     format!("[{}{}]", "#".repeat(full), ".".repeat(width - full))
 }
 
-fn us(n: Nanos) -> String {
-    format!("{:.1}us", n.0 as f64 / 1000.0)
+/// A latency for status lines: `12.3us`, or `-` when there is none yet.
+pub(super) fn us(n: Option<Nanos>) -> String {
+    n.map_or("-".into(), |n| format!("{:.1}us", n.as_us_f64()))
 }
 
 impl Progress {
@@ -144,13 +145,13 @@ impl Progress {
             .enumerate()
             .map(|(i, t)| {
                 let (s, h): (Stats, Histogram) = (t.stats(), t.histogram());
-                let p999 = h.value_at_quantile(0.999).map_or("-".into(), us);
+                let p999 = us(h.value_at_quantile(0.999));
                 let name = run.config().threads[i]
                     .affinity
                     .as_ref()
                     .filter(|a| a.len() == 1)
                     .map_or(format!("T{i}"), |a| format!("cpu{}", a.nth_cyclic(0)));
-                let max = if s.count > 0 { us(s.max) } else { "-".into() };
+                let max = us((s.count > 0).then_some(s.max));
                 format!("{name} max {max} p99.9 {p999}")
             })
             .collect();

@@ -193,7 +193,7 @@ fn finish(
     writeln!(
         out,
         "report: rtscope report --campaign {}",
-        shell_word(&c.name)
+        super::loads::quote(&c.name)
     )?;
     Ok(status)
 }
@@ -201,10 +201,10 @@ fn finish(
 fn resume_args(a: &RunArgs) -> String {
     let mut v = Vec::new();
     if let Some(f) = &a.file {
-        v.push(shell_word(&f.display().to_string()));
+        v.push(super::loads::quote(&f.display().to_string()));
     }
     if let Some(p) = &a.preset {
-        v.push(format!("--preset {}", shell_word(p)));
+        v.push(format!("--preset {}", super::loads::quote(p)));
     }
     for (flag, val) in [
         ("--duration", a.duration.clone()),
@@ -214,22 +214,11 @@ fn resume_args(a: &RunArgs) -> String {
         ("--db", a.db.as_ref().map(|d| d.display().to_string())),
     ] {
         if let Some(v2) = val {
-            v.push(format!("{flag} {}", shell_word(&v2)));
+            v.push(format!("{flag} {}", super::loads::quote(&v2)));
         }
     }
     for t in &a.tags {
-        v.push(format!("--tag {}", shell_word(t)));
+        v.push(format!("--tag {}", super::loads::quote(t)));
     }
     v.join(" ")
-}
-
-fn shell_word(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@+,".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }

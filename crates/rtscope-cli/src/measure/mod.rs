@@ -234,12 +234,7 @@ pub fn monitor_interval(text: &str, flag: &str) -> Result<Option<std::time::Dura
 
 fn headline(c: &RunConfig, latency: Option<i32>) -> String {
     let t = &c.threads[0];
-    let cpus = CpuSet::from_cpus(
-        c.threads
-            .iter()
-            .filter_map(|t| t.affinity.as_ref())
-            .flat_map(|a| a.iter().collect::<Vec<_>>()),
-    );
+    let cpus = c.pinned_cpus();
     let length = match (c.duration, c.loops) {
         (Some(d), Some(l)) => format!("{d} or {l} loops"),
         (Some(d), None) => d.to_string(),
