@@ -183,16 +183,15 @@ pub fn attribute(events: &[Event], spike: &Spike, lost_events: bool) -> Attribut
         }
     };
     let mut cpu = Cpu::default();
+    // Without an event before the deadline the state at the deadline is unknown.
+    let first = events.first().map_or(spike.wakeup_ns, |e| e.ts);
+    charge(Category::Unexplained, spike.deadline_ns, first);
     let mut prev = None::<u64>;
-    let mut seen_before_deadline = false;
     let mut nmi_ns = 0u64;
     for e in events.iter().take_while(|e| e.ts <= spike.wakeup_ns) {
         if let Some(p) = prev {
             let cat = classify(&cpu, spike, wake, p);
             charge(cat, p, e.ts);
-        }
-        if e.ts <= spike.deadline_ns {
-            seen_before_deadline = true;
         }
         if let Kind::Nmi { delta_ns } = e.kind {
             if e.ts > spike.deadline_ns {
@@ -202,14 +201,8 @@ pub fn attribute(events: &[Event], spike: &Spike, lost_events: bool) -> Attribut
         cpu.apply(e);
         prev = Some(e.ts);
     }
-    match prev {
-        Some(p) => charge(classify(&cpu, spike, wake, p), p, spike.wakeup_ns),
-        None => charge(Category::Unexplained, spike.deadline_ns, spike.wakeup_ns),
-    }
-    if !seen_before_deadline {
-        // Without an event before the deadline the state at the deadline is unknown.
-        let first = events.first().map_or(spike.wakeup_ns, |e| e.ts);
-        move_to_unexplained(&mut charges, first.saturating_sub(spike.deadline_ns));
+    if let Some(p) = prev {
+        charge(classify(&cpu, spike, wake, p), p, spike.wakeup_ns);
     }
     take_nmi_time(&mut charges, nmi_ns);
     charges.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.category.cmp(&b.category)));
@@ -260,11 +253,6 @@ fn classify(cpu: &Cpu, spike: &Spike, wake: Option<WakeIrq>, at: u64) -> Categor
     }
 }
 
-/// Re-charges up to `ns` from the earliest categories to [`Category::Unexplained`].
-fn move_to_unexplained(charges: &mut Vec<Charge>, ns: u64) {
-    reassign(charges, ns, Category::Unexplained);
-}
-
 /// NMIs leave only one event, when they end, with their duration: that time is taken from
 /// whatever the replay charged it to.
 fn take_nmi_time(charges: &mut Vec<Charge>, ns: u64) {
@@ -288,5 +276,253 @@ fn reassign(charges: &mut Vec<Charge>, ns: u64, to: Category) {
                 ns: moved,
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TID: i32 = 500;
+    const D: u64 = 10_000_000; // the deadline
+
+    fn ev(ts: u64, pid: i32, kind: Kind) -> Event {
+        Event { ts, pid, kind }
+    }
+
+    fn switch(ts: u64, prev: (i32, i32), next: (i32, i32), next_name: &str) -> Event {
+        ev(
+            ts,
+            prev.0,
+            Kind::Switch {
+                prev_pid: prev.0,
+                prev_prio: prev.1,
+                prev_comm: Comm::new(b"prev"),
+                next_pid: next.0,
+                next_prio: next.1,
+                next_comm: Comm::new(next_name.as_bytes()),
+            },
+        )
+    }
+
+    fn waking(ts: u64, pid: i32) -> Event {
+        ev(
+            ts,
+            pid,
+            Kind::Waking {
+                pid: TID,
+                prio: 1,
+                comm: Comm::new(b"rtscope-m0"),
+                target_cpu: 1,
+            },
+        )
+    }
+
+    fn timer(entry: u64, exit: u64, pid: i32) -> Vec<Event> {
+        vec![
+            ev(entry, pid, Kind::VectorEntry(Vector::LocalTimer)),
+            waking(entry + (exit - entry) / 2, pid),
+            ev(exit, pid, Kind::VectorExit(Vector::LocalTimer)),
+        ]
+    }
+
+    fn spike(wakeup: u64) -> Spike {
+        Spike {
+            cpu: 1,
+            tid: TID,
+            deadline_ns: D,
+            wakeup_ns: wakeup,
+        }
+    }
+
+    fn ns(a: &Attribution, cat: &Category) -> u64 {
+        a.ns_where(|c| c == cat)
+    }
+
+    fn sums(a: &Attribution) {
+        assert_eq!(
+            a.charges.iter().map(|c| c.ns).sum::<u64>(),
+            a.spike.latency_ns(),
+            "{a:?}"
+        );
+    }
+
+    /// The measuring thread went to sleep, then `events`, then it runs again at `back`.
+    fn run(mut events: Vec<Event>, back: u64, prev: (i32, i32), wakeup: u64) -> Attribution {
+        let mut all = vec![switch(D - 900_000, (TID, 1), (0, 120), "swapper/1")];
+        all.append(&mut events);
+        all.push(switch(back, prev, (TID, 1), "rtscope-m0"));
+        all.sort_by_key(|e| e.ts);
+        let a = attribute(&all, &spike(wakeup), false);
+        sums(&a);
+        a
+    }
+
+    #[test]
+    fn a_higher_priority_thread_is_thread_interference() {
+        let mut e = vec![switch(D - 500_000, (0, 120), (77, 0), "culprit")];
+        e.extend(timer(D + 1_000, D + 5_000, 77));
+        let a = run(e, D + 3_000_000, (77, 0), D + 3_002_000);
+        let task = Task {
+            comm: "culprit".into(),
+            pid: 77,
+            prio: 0,
+        };
+        assert_eq!(a.culprit(), Some(&Category::Thread { task: task.clone() }));
+        assert_eq!(ns(&a, &Category::Thread { task }), 2_995_000);
+        assert_eq!(ns(&a, &Category::TimerIrqHandler), 4_000);
+        assert_eq!(
+            ns(
+                &a,
+                &Category::TimerIrqLate {
+                    cause: LateCause::IrqsOffOrHypervisor
+                }
+            ),
+            1_000
+        );
+        assert_eq!(ns(&a, &Category::ReturnToUser), 2_000);
+        assert!(a.complete);
+    }
+
+    #[test]
+    fn a_lower_priority_task_keeping_the_cpu_is_blocking() {
+        let mut e = vec![switch(D - 500_000, (0, 120), (88, 120), "kworker")];
+        e.extend(timer(D, D + 2_000, 88));
+        let a = run(e, D + 102_000, (88, 120), D + 103_000);
+        let task = Task {
+            comm: "kworker".into(),
+            pid: 88,
+            prio: 120,
+        };
+        assert_eq!(ns(&a, &Category::Blocking { task }), 100_000);
+    }
+
+    #[test]
+    fn an_idle_cpu_charges_the_late_interrupt_to_idle_exit() {
+        let a = run(
+            timer(D + 30_000, D + 33_000, 0),
+            D + 35_000,
+            (0, 120),
+            D + 36_000,
+        );
+        assert_eq!(
+            a.culprit(),
+            Some(&Category::TimerIrqLate {
+                cause: LateCause::ExitFromIdle
+            })
+        );
+        assert_eq!(ns(&a, &a.culprit().unwrap().clone()), 30_000);
+        assert_eq!(ns(&a, &Category::ReturnToUser), 3_000);
+    }
+
+    #[test]
+    fn an_interrupt_running_at_the_deadline_is_a_previous_irq() {
+        let mut e = vec![
+            ev(
+                D - 10_000,
+                0,
+                Kind::IrqEntry {
+                    irq: 24,
+                    name: "eth0".into(),
+                },
+            ),
+            ev(D + 50_000, 0, Kind::IrqExit { irq: 24 }),
+        ];
+        e.extend(timer(D + 50_500, D + 52_000, 0));
+        let a = run(e, D + 53_000, (0, 120), D + 54_000);
+        let cause = LateCause::PreviousIrq {
+            name: "eth0 (irq 24)".into(),
+        };
+        assert_eq!(ns(&a, &Category::TimerIrqLate { cause }), 50_000);
+    }
+
+    #[test]
+    fn interrupts_and_softirqs_after_the_timer_are_interference_by_name() {
+        let mut e = timer(D, D + 1_000, 0);
+        e.push(ev(D + 1_000, 0, Kind::SoftirqEntry { vec: 3 }));
+        e.push(ev(D + 41_000, 0, Kind::SoftirqExit { vec: 3 }));
+        e.push(ev(D + 41_000, 0, Kind::VectorEntry(Vector::Reschedule)));
+        e.push(ev(D + 43_000, 0, Kind::VectorExit(Vector::Reschedule)));
+        let a = run(e, D + 44_000, (0, 120), D + 45_000);
+        assert_eq!(
+            ns(
+                &a,
+                &Category::Softirq {
+                    vec: Softirq::NetRx
+                }
+            ),
+            40_000
+        );
+        assert_eq!(
+            ns(
+                &a,
+                &Category::Irq {
+                    name: "reschedule".into()
+                }
+            ),
+            2_000
+        );
+    }
+
+    #[test]
+    fn a_missing_irq_exit_ends_at_the_next_switch() {
+        let mut e = timer(D, D + 1_000, 0);
+        // An interrupt whose exit was lost; the switch proves the CPU is back in task context.
+        e.push(ev(
+            D + 2_000,
+            0,
+            Kind::IrqEntry {
+                irq: 30,
+                name: "nvme".into(),
+            },
+        ));
+        e.push(switch(D + 12_000, (0, 120), (99, 0), "hog"));
+        let a = run(e, D + 112_000, (99, 0), D + 113_000);
+        assert_eq!(
+            ns(
+                &a,
+                &Category::Irq {
+                    name: "nvme (irq 30)".into()
+                }
+            ),
+            10_000
+        );
+        let task = Task {
+            comm: "hog".into(),
+            pid: 99,
+            prio: 0,
+        };
+        assert_eq!(ns(&a, &Category::Thread { task }), 100_000);
+    }
+
+    #[test]
+    fn nmis_take_their_duration_from_what_they_interrupted() {
+        let mut e = timer(D, D + 1_000, 0);
+        e.push(ev(D + 30_000, 0, Kind::Nmi { delta_ns: 20_000 }));
+        let a = run(e, D + 40_000, (0, 120), D + 41_000);
+        assert_eq!(ns(&a, &Category::Nmi), 20_000);
+    }
+
+    #[test]
+    fn without_the_waking_the_attribution_is_partial_but_complete_in_time() {
+        let e = vec![switch(D - 500_000, (0, 120), (77, 0), "culprit")];
+        let a = run(e, D + 300_000, (77, 0), D + 301_000);
+        assert!(!a.complete);
+        assert_eq!(
+            a.culprit().and_then(Category::task).map(|t| t.pid),
+            Some(77)
+        );
+    }
+
+    #[test]
+    fn time_before_the_first_event_is_unexplained() {
+        let events = timer(D + 40_000, D + 41_000, 0);
+        let a = attribute(&events, &spike(D + 42_000), false);
+        sums(&a);
+        assert!(ns(&a, &Category::Unexplained) >= 40_000, "{a:?}");
+        assert_eq!(
+            attribute(&[], &spike(D + 5), true).charges[0].category,
+            Category::Unexplained
+        );
     }
 }
