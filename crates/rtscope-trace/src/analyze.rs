@@ -195,7 +195,7 @@ pub fn attribute(events: &[Event], spike: &Spike, lost_events: bool) -> Attribut
         }
         if let Kind::Nmi { delta_ns } = e.kind {
             if e.ts > spike.deadline_ns {
-                nmi_ns += delta_ns.min(e.ts - spike.deadline_ns);
+                nmi_ns = nmi_ns.saturating_add(delta_ns.min(e.ts - spike.deadline_ns));
             }
         }
         cpu.apply(e);

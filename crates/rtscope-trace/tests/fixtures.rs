@@ -4,7 +4,7 @@
 use rtscope_trace::analyze::attribute;
 use rtscope_trace::decode::{decode_pages, Event, Kind, Schema};
 use rtscope_trace::format::{EventFormat, PageLayout};
-use rtscope_trace::{Attribution, Category, LateCause, Spike};
+use rtscope_trace::{Attribution, Category, Spike};
 use std::path::{Path, PathBuf};
 
 struct Fixture {
