@@ -209,3 +209,92 @@ fn trim(w: &mut Vec<Explained>, keep: usize) {
         w.truncate(keep);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Charge, LateCause, Softirq, Spike, Task};
+
+    fn attr(wakeup_ns: u64, latency: u64, cat: Category) -> Explained {
+        let spike = Spike {
+            cpu: 1,
+            tid: 9,
+            deadline_ns: wakeup_ns - latency,
+            wakeup_ns,
+        };
+        Explained::Traced(Attribution {
+            spike,
+            charges: vec![Charge {
+                category: cat,
+                ns: latency,
+            }],
+            complete: true,
+            lost_events: false,
+        })
+    }
+
+    #[test]
+    fn each_window_keeps_its_worst_and_windows_merge_when_too_many() {
+        let mut b = SpikeBook::new(1_000, 2, 4);
+        for (t, lat) in [(100, 5), (200, 50), (300, 7), (1_100, 3), (2_100, 9)] {
+            b.add(attr(t, lat, Category::Nmi));
+        }
+        let s = b.summary(Tier::FlightRecorder, None, 1);
+        let lats: Vec<u64> = s.worst.iter().map(Explained::latency_ns).collect();
+        assert_eq!(lats, [50, 7, 3, 9]);
+        for t in 0..20u64 {
+            b.add(attr(10_000 * (t + 1), 1, Category::Nmi));
+        }
+        assert!(b.window_ns() > 1_000);
+        assert!(b.summary(Tier::FlightRecorder, None, 1).worst.len() <= 2 * 4);
+        assert_eq!(b.counts.spikes, 25);
+        assert_eq!(
+            b.summary(Tier::FlightRecorder, None, 1).culprits[0].spikes_as_main,
+            25
+        );
+    }
+
+    #[test]
+    fn the_summary_round_trips_through_json() {
+        let mut b = SpikeBook::new(60_000_000_000, 5, 10);
+        let task = Task {
+            comm: "culprit".into(),
+            pid: 4711,
+            prio: 0,
+        };
+        b.add(attr(5_000_000, 3_000_000, Category::Thread { task }));
+        b.add(attr(
+            6_000_000,
+            40_000,
+            Category::TimerIrqLate {
+                cause: LateCause::PreviousIrq {
+                    name: "eth0 (irq 24)".into(),
+                },
+            },
+        ));
+        b.add(attr(
+            7_000_000,
+            40_000,
+            Category::Softirq {
+                vec: Softirq::NetRx,
+            },
+        ));
+        b.no_context();
+        let s = b.summary(Tier::FlightRecorder, Some("why".into()), 1_000);
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(
+            json.contains(r#""kind":"thread","comm":"culprit","pid":4711,"prio":0,"ns":3000000"#),
+            "{json}"
+        );
+        assert!(
+            json.contains(
+                r#""kind":"timer_irq_late","cause":"previous_irq","name":"eth0 (irq 24)""#
+            ),
+            "{json}"
+        );
+        assert!(json.contains(r#""tier":"flight_recorder""#));
+        let back: ExplainSummary = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(back.counts.no_context, 1);
+    }
+}
