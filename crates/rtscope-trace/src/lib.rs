@@ -25,6 +25,7 @@ pub mod model;
 pub mod page;
 pub mod reaper;
 pub mod recorder;
+pub mod render;
 pub mod tracefs;
 
 pub use model::{Attribution, Category, Charge, LateCause, Softirq, Spike, Task, Tier};
