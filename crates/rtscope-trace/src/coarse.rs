@@ -3,9 +3,24 @@
 //! steal time. The session feeds [`CoarseSample`]s built from its monitor readings; the
 //! explainer keeps the last `capacity` of them.
 
-use crate::model::{Softirq, Spike, Task};
+use crate::model::{Softirq, Spike};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+
+/// A thread the monitors saw on a CPU (they do not know its priority).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CoarseThread {
+    /// Its name.
+    pub comm: String,
+    /// Thread ID.
+    pub tid: i32,
+}
+
+impl std::fmt::Display for CoarseThread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.comm.escape_debug(), self.tid)
+    }
+}
 
 /// What the monitors saw on one CPU over one interval.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,8 +37,8 @@ pub struct CoarseSample {
     pub softirqs: Vec<(Softirq, u64)>,
     /// Steal time of that CPU (ns; `/proc/stat`).
     pub steal_ns: u64,
-    /// Threads that ran on that CPU with their CPU time in the interval (ns).
-    pub threads: Vec<(Task, u64)>,
+    /// Threads that last ran on that CPU with their CPU time in the interval (ns).
+    pub threads: Vec<(CoarseThread, u64)>,
 }
 
 /// The coarse explanation of a spike.
@@ -42,7 +57,7 @@ pub struct CoarseExplanation {
     /// Steal time in the interval (ns).
     pub steal_ns: u64,
     /// The busiest other threads (up to 3).
-    pub top_threads: Vec<(Task, u64)>,
+    pub top_threads: Vec<(CoarseThread, u64)>,
 }
 
 /// The recent samples.
@@ -89,10 +104,10 @@ impl CoarseContext {
         let s = self.samples.iter().find(|s| {
             s.cpu == spike.cpu && s.start_ns <= spike.wakeup_ns && spike.wakeup_ns <= s.end_ns
         })?;
-        let others: Vec<(Task, u64)> = s
+        let others: Vec<(CoarseThread, u64)> = s
             .threads
             .iter()
-            .filter(|t| t.0.pid != spike.tid)
+            .filter(|t| t.0.tid != spike.tid)
             .cloned()
             .collect();
         Some(CoarseExplanation {
