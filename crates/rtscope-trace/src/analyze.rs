@@ -199,7 +199,8 @@ pub fn attribute(events: &[Event], spike: &Spike, lost_events: bool) -> Attribut
             }
         }
         cpu.apply(e);
-        prev = Some(e.ts);
+        // Time only moves forward, even if the events do not (a corrupt page): no overlap.
+        prev = Some(prev.map_or(e.ts, |p| p.max(e.ts)));
     }
     if let Some(p) = prev {
         charge(classify(&cpu, spike, wake, p), p, spike.wakeup_ns);
@@ -524,5 +525,15 @@ mod tests {
             attribute(&[], &spike(D + 5), true).charges[0].category,
             Category::Unexplained
         );
+    }
+
+    #[test]
+    fn events_out_of_order_never_charge_more_than_the_latency() {
+        // Found by the fuzzer: an absolute time stamp moved time backwards inside a page.
+        let mut e = timer(D + 1_000, D + 2_000, 0);
+        e.push(ev(D - 400_000, 0, Kind::VectorEntry(Vector::Reschedule)));
+        e.push(ev(D + 9_000, 0, Kind::VectorExit(Vector::Reschedule)));
+        let a = attribute(&e, &spike(D + 10_000), false);
+        sums(&a);
     }
 }
