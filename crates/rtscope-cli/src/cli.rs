@@ -39,13 +39,13 @@ pub enum Command {
     /// Export a run's statistics, histograms, series and events as CSV, JSON or Parquet.
     Export(ExportArgs),
     /// Run a campaign: scenarios × load cases × repeats, with loads and system monitors.
-    Run(Box<crate::campaign::RunArgs>),
+    Run(Box<RunArgs>),
     /// Run a load (messaging, memory, cpu, io, network or an external program) standalone,
     /// e.g. to load a board while another tool measures; Ctrl-C stops it cleanly.
     Load(Box<crate::load::LoadArgs>),
     /// Compare groups of runs (ids, labels, campaigns, tags): side-by-side statistics, the
     /// load-case matrix and a verdict per statistic; exit 1 on a regression.
-    Compare(Box<crate::compare::CompareArgs>),
+    Compare(Box<CompareArgs>),
     /// Make plots, tables and a self-contained report.html from recorded runs.
     Report(crate::report::ReportArgs),
     /// Print a shell completion script.
@@ -55,6 +55,93 @@ pub enum Command {
     },
     /// Print the man page (roff).
     Man,
+}
+
+/// Options of `rtscope run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The campaign file (TOML); see examples/ and docs/campaigns.md
+    #[arg(value_name = "CAMPAIGN.toml", conflicts_with = "preset")]
+    pub file: Option<PathBuf>,
+    /// A built-in campaign instead of a file: quick, scenarios, loadcases or osadl
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
+    /// Print the run matrix, the total time and what each run starts, then exit
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Continue the last interrupted run of this campaign with the runs not yet done
+    #[arg(long)]
+    pub resume: bool,
+    /// Measure each run for this long instead of the campaign's length (e.g. 5s, 10m)
+    #[arg(long, value_name = "DURATION", conflicts_with = "loops")]
+    pub duration: Option<String>,
+    /// Measure each run for this many loops instead of the campaign's length
+    #[arg(long, value_name = "N")]
+    pub loops: Option<u64>,
+    /// Repeat each scenario × load case this many times instead of the campaign's repeats
+    #[arg(long, value_name = "N")]
+    pub repeats: Option<u32>,
+    /// Name the campaign (default: the file's `name`, or the preset's)
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Tag every run KEY=VALUE (repeatable), on top of the campaign's tags
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// Sample the system monitors this often (0 turns them off)
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub monitor_interval: String,
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// No progress display
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Options of `rtscope compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Groups of runs, the first is the baseline: run id, `last`, label, campaign:NAME (or a
+    /// campaign's name), or tags such as kernel=rt,case=idle
+    #[arg(required = true, num_args = 2.., value_name = "SELECTOR")]
+    pub selectors: Vec<String>,
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Statistics to compare (repeatable or comma-separated): min, mean, p50, p90, p99, p99.9,
+    /// p99.99, p99.999, p99.9999, max, missed
+    #[arg(
+        long = "stat",
+        value_name = "STAT",
+        value_delimiter = ',',
+        default_value = "p50,p99,p99.99,max,missed"
+    )]
+    pub stats: Vec<String>,
+    /// A candidate statistic higher than the baseline's by more than this % (and by more than
+    /// --min-delta) is a regression; STAT=PCT sets one statistic's threshold (repeatable)
+    /// [default: 10%]
+    #[arg(long = "threshold", value_name = "[STAT=]PCT", value_delimiter = ',')]
+    pub thresholds: Vec<String>,
+    /// Latency changes up to this are noise, whatever their % (a bare number is µs)
+    #[arg(long, value_name = "DUR", default_value = "1us")]
+    pub min_delta: String,
+    /// The statistic in the cells of the load-case matrix
+    #[arg(long, value_name = "STAT", default_value = "max")]
+    pub matrix: String,
+    /// Rows of the load-case matrix: the values of this tag (e.g. kernel) [default: one row per
+    /// group]
+    #[arg(long, value_name = "TAGKEY")]
+    pub rows: Option<String>,
+    /// Also write the groups' distributions overlaid (tail latency and exceedance, SVG and
+    /// PNG) into this directory
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Print JSON (schema rtscope.compare/1) instead of text
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 0 even when a candidate regresses (report only)
+    #[arg(long)]
+    pub no_fail: bool,
 }
 
 /// Options of `rtscope runs`.
@@ -84,6 +171,20 @@ pub enum ImportFormat {
     Jitterdebugger,
     /// A stress-ng `--cyclic` log.
     StressNg,
+}
+
+impl ImportFormat {
+    /// The importer's format.
+    pub fn lower(self) -> rtscope_import::ImportFormat {
+        use rtscope_import::ImportFormat as F;
+        match self {
+            ImportFormat::CyclictestHist => F::CyclictestHist,
+            ImportFormat::CyclictestVerbose => F::CyclictestVerbose,
+            ImportFormat::CyclictestJson => F::CyclictestJson,
+            ImportFormat::Jitterdebugger => F::Jitterdebugger,
+            ImportFormat::StressNg => F::StressNg,
+        }
+    }
 }
 
 /// Options of `rtscope import`.

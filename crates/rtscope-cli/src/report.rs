@@ -3,10 +3,10 @@
 //! chooses the runs, reads them and writes the files. See docs/report.md.
 
 use crate::exit::{ExitStatus, UsageError};
-use crate::record;
-use crate::select::{self, Selector};
 use clap::Args;
+use rtscope_analysis::select::{self, Selector};
 use rtscope_report::{ReportOptions, RunData};
+use rtscope_session::record;
 use rtscope_store::{RunId, Store};
 use std::io::Write;
 use std::path::PathBuf;
@@ -47,8 +47,12 @@ pub struct ReportArgs {
 pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let store = record::open_existing(a.db.as_deref())?;
     let ids = chosen(&store, a)?;
-    let store_err = |e: rtscope_report::ReportError| UsageError::new(e.to_string());
-    let runs = RunData::load_all(&store, &ids, a.raw).map_err(store_err)?;
+    let runs: Vec<RunData> = store
+        .bundles(&ids, a.raw)
+        .map_err(|e| UsageError::new(e.to_string()))?
+        .into_iter()
+        .map(RunData::from)
+        .collect();
     let opts = ReportOptions {
         title: a.title.clone(),
         raw: a.raw,

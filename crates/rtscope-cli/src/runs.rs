@@ -3,8 +3,8 @@
 use crate::cli::{RunsAction, RunsArgs};
 use crate::exit::{ExitStatus, UsageError};
 use crate::measure::table;
-use crate::record;
 use rtscope_core::{Nanos, Stats};
+use rtscope_session::record;
 use rtscope_store::{
     CampaignRun, CampaignSummary, LoadRow, MonitorSource, RunDetail, RunId, RunSummary, Store,
     ThreadRow,
@@ -89,7 +89,7 @@ pub fn resolve(store: &Store, text: &str) -> Result<RunId, UsageError> {
 }
 
 fn us(v: Option<u64>) -> String {
-    v.map_or("-".into(), |n| format!("{:.1}", Nanos(n).as_us_f64()))
+    rtscope_core::text::us_or_dash(v.map(Nanos))
 }
 
 fn tags_text(t: &[(String, String)]) -> String {

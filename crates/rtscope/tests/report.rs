@@ -4,8 +4,8 @@
 
 mod common;
 
-use rtscope_report::synthetic::{write_run, SyntheticRun};
 use rtscope_store::{CampaignRun, NewCampaign, Store};
+use rtscope_testkit::synthetic::{write_run, SyntheticRun};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;

@@ -1,9 +1,9 @@
 //! The versioned JSON result of `rtscope measure` (schema `rtscope.measure/1`,
 //! documented in docs/json-schema.md). All latencies are integer nanoseconds.
 
-use super::limits::Check;
-use crate::sysinfo::SysInfo;
 use rtscope_core::{layout, Histogram, Stats};
+use rtscope_session::limits::Check;
+use rtscope_session::sysinfo::SysInfo;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -34,7 +34,7 @@ pub struct Doc {
     /// uname and PREEMPT_RT flag.
     pub system: SysInfo,
     /// The settings the run used.
-    pub config: Config,
+    pub config: rtscope_session::ConfigDoc,
     /// Per thread.
     pub threads: Vec<Series>,
     /// All threads together.
@@ -50,29 +50,6 @@ pub struct Tool {
     pub name: &'static str,
     /// Version.
     pub version: &'static str,
-}
-
-/// Settings of the run.
-#[derive(Debug, Serialize)]
-pub struct Config {
-    /// Policy name.
-    pub policy: String,
-    /// Priority of the first thread.
-    pub priority: i32,
-    /// Interval of the first thread, ns.
-    pub interval_ns: u64,
-    /// `monotonic` or `realtime`.
-    pub clock: String,
-    /// `absolute` or `relative`.
-    pub sleep: String,
-    /// Loops per thread, if bounded.
-    pub loops: Option<u64>,
-    /// Run length, ns, if bounded.
-    pub duration_ns: Option<u64>,
-    /// Whether memory was locked.
-    pub mlock: bool,
-    /// The PM QoS request written to /dev/cpu_dma_latency (µs), if any.
-    pub cpu_dma_latency_us: Option<i32>,
 }
 
 /// Statistics of one thread or of all.

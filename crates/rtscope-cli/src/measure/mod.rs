@@ -1,162 +1,93 @@
-//! `rtscope measure`: the native front end.
+//! `rtscope measure`: the native front end. Its options become a [`PlanSpec`]; the run is a
+//! [`Session`]; this module prints the headline, the progress line, the table and the JSON.
 
 pub mod json;
-pub mod limits;
 mod recording;
 pub mod table;
 
-use crate::checks::cpu_list;
 use crate::cli::{ClockArg, MeasureArgs, PolicyArg};
 use crate::exit::{ExitStatus, UsageError};
-use crate::record::{RecordSpec, Recording};
-use crate::session::{self, Event};
-use crate::sysinfo::{self, SysInfo};
-use anyhow::Context;
-use limits::{Check, Limit};
 use rtscope_core::{Nanos, Stats};
-use rtscope_engine::{
-    knobs::DmaLatencyGuard, sys, ClockKind, CpuSet, Policy, Run, RunConfig, RunResult, SleepMode,
-    ThreadSpec,
+use rtscope_engine::{sys, ClockKind, CpuSet, Policy, Run, SleepMode};
+use rtscope_session::cpus::cpu_list;
+use rtscope_session::limits::{self, Check};
+use rtscope_session::record::RecordSpec;
+use rtscope_session::sysinfo::{self, SysInfo};
+use rtscope_session::{
+    ConfigDoc, Event, Measured, Naming, PlanError, PlanSpec, PolicyChoice, Recorded, RunPlan,
+    Session, SystemSettings,
 };
 use std::io::{IsTerminal, Write};
-
-/// Default run length when neither --duration nor --loops is given.
-pub const DEFAULT_DURATION: Nanos = Nanos::from_secs(60);
 
 fn dur(text: &str, flag: &str, default_unit: &str) -> Result<Nanos, UsageError> {
     Nanos::parse_with_default_unit(text, default_unit)
         .map_err(|e| UsageError::new(format!("invalid value for '{flag}': {e}")))
 }
 
-fn policy(a: &MeasureArgs, interval: Nanos) -> Result<Policy, UsageError> {
-    Ok(match a.policy {
-        PolicyArg::Fifo => Policy::Fifo,
-        PolicyArg::Rr => Policy::Rr,
-        PolicyArg::Other => Policy::Other,
-        PolicyArg::Batch => Policy::Batch,
-        PolicyArg::Idle => Policy::Idle,
-        PolicyArg::Deadline => {
-            let period = a
-                .dl_period
-                .as_deref()
-                .map(|t| dur(t, "--dl-period", "us"))
-                .transpose()?
-                .unwrap_or(interval);
-            let deadline = a
-                .dl_deadline
-                .as_deref()
-                .map(|t| dur(t, "--dl-deadline", "us"))
-                .transpose()?
-                .unwrap_or(period);
-            let runtime = a
-                .dl_runtime
-                .as_deref()
-                .map(|t| dur(t, "--dl-runtime", "us"))
-                .transpose()?
-                .ok_or_else(|| {
-                    UsageError::new(
-                        "'--policy deadline' needs '--dl-runtime' (e.g. --dl-runtime 100us)",
-                    )
-                })?;
-            if runtime.0 < 1024 || runtime > deadline || deadline > period {
-                return Err(UsageError::new(format!("invalid SCHED_DEADLINE parameters: need 1024ns <= runtime ({runtime}) <= deadline ({deadline}) <= period ({period})")));
-            }
-            Policy::Deadline {
-                runtime,
-                deadline,
-                period,
-            }
-        }
+fn opt_dur(text: Option<&str>, flag: &str) -> Result<Option<Nanos>, UsageError> {
+    text.map(|t| dur(t, flag, "us")).transpose()
+}
+
+/// A plan error in the command line's words.
+pub fn plan_error(e: PlanError) -> UsageError {
+    let u = UsageError::new(e.message(Naming::Flags));
+    match e.hint(Naming::Flags) {
+        Some(h) => u.hint(h),
+        None => u,
+    }
+}
+
+/// Lowers the options into the typed plan spec: text is parsed here, and only here.
+pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
+    Ok(PlanSpec {
+        cpus: a
+            .cpus
+            .as_deref()
+            .map(|t| cpu_list(t, online, "--cpus"))
+            .transpose()?,
+        threads: a.threads,
+        policy: match a.policy {
+            PolicyArg::Fifo => PolicyChoice::Fifo,
+            PolicyArg::Rr => PolicyChoice::Rr,
+            PolicyArg::Other => PolicyChoice::Other,
+            PolicyArg::Batch => PolicyChoice::Batch,
+            PolicyArg::Idle => PolicyChoice::Idle,
+            PolicyArg::Deadline => PolicyChoice::Deadline,
+        },
+        priority: a.priority,
+        priospread: a.priospread,
+        dl_runtime: opt_dur(a.dl_runtime.as_deref(), "--dl-runtime")?,
+        dl_deadline: opt_dur(a.dl_deadline.as_deref(), "--dl-deadline")?,
+        dl_period: opt_dur(a.dl_period.as_deref(), "--dl-period")?,
+        interval: dur(&a.interval, "--interval", "us")?,
+        distance: dur(&a.distance, "--distance", "us")?,
+        duration: a
+            .duration
+            .as_deref()
+            .map(|d| dur(d, "--duration", "s"))
+            .transpose()?,
+        loops: a.loops,
+        clock: match a.clock {
+            ClockArg::Realtime => ClockKind::Realtime,
+            ClockArg::Monotonic => ClockKind::Monotonic,
+        },
+        relative: a.relative,
+        mlock: !a.no_mlock,
+        latency: a.latency,
+        event_above: opt_dur(a.event_above.as_deref(), "--event-above")?,
+        event_capacity: a.event_capacity,
+        raw: a.raw,
+        limits: a
+            .limits
+            .iter()
+            .map(|l| limits::parse(l))
+            .collect::<Result<Vec<_>, _>>()?,
     })
 }
 
-/// Validates the options and builds the run configuration and the limits.
-pub fn plan(a: &MeasureArgs, online: &CpuSet) -> Result<(RunConfig, Vec<Limit>), UsageError> {
-    let cpus = match &a.cpus {
-        Some(t) => cpu_list(t, online, "--cpus")?,
-        None => online.clone(),
-    };
-    let n = a.threads.unwrap_or(cpus.len());
-    let max = crate::checks::max_threads();
-    if n == 0 || n > max {
-        return Err(UsageError::new(format!(
-            "invalid value '{n}' for '--threads': use 1..{max}"
-        )));
-    }
-    let interval = dur(&a.interval, "--interval", "us")?;
-    if interval.0 == 0 {
-        return Err(UsageError::new(
-            "invalid value for '--interval': the interval must be greater than 0",
-        ));
-    }
-    let distance = dur(&a.distance, "--distance", "us")?;
-    let pol = policy(a, interval)?;
-    if pol.is_realtime_priority() && !(1..=99).contains(&a.priority) {
-        return Err(UsageError::new(format!(
-            "invalid value '{}' for '--priority': {} needs 1..99",
-            a.priority,
-            pol.name()
-        )));
-    }
-    // The kernel refuses SCHED_DEADLINE for a thread whose affinity is narrower than its root
-    // domain, so deadline threads are not pinned.
-    let deadline = matches!(pol, Policy::Deadline { .. });
-    if deadline && a.cpus.is_some() {
-        return Err(UsageError::new("'--cpus' cannot be combined with '--policy deadline': the kernel does not allow pinning SCHED_DEADLINE threads").hint("use --threads N to choose how many deadline threads run; isolate CPUs with cpusets for deadline tasks"));
-    }
-    let threads = (0..n)
-        .map(|i| ThreadSpec {
-            affinity: (!deadline).then(|| CpuSet::from_cpus([cpus.nth_cyclic(i)])),
-            policy: pol,
-            priority: if a.priospread && pol.is_realtime_priority() {
-                (a.priority - i as i32).max(1)
-            } else {
-                a.priority
-            },
-            interval: interval + Nanos(distance.0 * i as u64),
-        })
-        .collect();
-    let mut c = RunConfig::new(threads);
-    c.clock = if a.clock == ClockArg::Realtime {
-        ClockKind::Realtime
-    } else {
-        ClockKind::Monotonic
-    };
-    c.sleep = if a.relative {
-        SleepMode::Relative
-    } else {
-        SleepMode::Absolute
-    };
-    c.loops = a.loops;
-    c.duration = match (&a.duration, a.loops) {
-        (Some(d), _) => Some(dur(d, "--duration", "s")?).filter(|d| d.0 > 0),
-        (None, Some(_)) => None,
-        (None, None) => Some(DEFAULT_DURATION),
-    };
-    c.mlock = !a.no_mlock;
-    c.event_threshold = a
-        .event_above
-        .as_deref()
-        .map(|t| dur(t, "--event-above", "us"))
-        .transpose()?;
-    c.event_capacity = a.event_capacity;
-    if a.raw {
-        // Room for four checkpoint periods (at most 1 s each) of samples, at least 64 Ki.
-        let fastest = c
-            .threads
-            .iter()
-            .map(|t| t.interval.0)
-            .min()
-            .unwrap_or(1)
-            .max(1);
-        c.sample_ring = Some(((4_000_000_000 / fastest) as usize).max(1 << 16));
-    }
-    let limits = a
-        .limits
-        .iter()
-        .map(|l| limits::parse(l))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((c, limits))
+/// Validates the options and builds the run plan.
+pub fn plan(a: &MeasureArgs, online: &CpuSet) -> Result<RunPlan, UsageError> {
+    RunPlan::build(&spec(a, online)?, online).map_err(plan_error)
 }
 
 /// Runs `rtscope measure`.
@@ -166,7 +97,7 @@ pub fn run(
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
     let online = sys::online_cpus();
-    let (config, limits) = plan(a, &online)?;
+    let plan = plan(a, &online)?;
     let main_cpus = a
         .main_cpus
         .as_deref()
@@ -175,39 +106,37 @@ pub fn run(
     let tick = series_interval(a)?;
     let monitor_interval = monitor_interval(&a.monitor_interval, "--monitor-interval")?;
     let store = recording::open_store(a)?;
-    let _dma = a.latency.map(DmaLatencyGuard::set).transpose()?;
-    writeln!(out, "{}", headline(&config, a.latency))?;
+    let settings = SystemSettings::apply(&plan)?;
+    writeln!(out, "{}", headline(&plan))?;
     out.flush()?;
-    let run = Run::start(config.clone())?;
-    if let Some(m) = &main_cpus {
-        sys::set_affinity_current(m)
-            .with_context(|| format!("cannot pin the main thread to CPUs {m} (--main-cpus)"))?;
-    }
-    let config_json = serde_json::to_string(&config_doc(&config, a.latency))?;
     let spec = RecordSpec {
         kind: "measure",
         label: a.label.clone(),
         tags: a.tags.clone(),
         command_line: command_line.clone(),
-        config_json,
+        config_json: serde_json::to_string(&ConfigDoc::of(&plan))?,
         monitor_interval,
     };
-    let mut rec = Recording::begin(store, spec, &config, &run, std::time::Duration::ZERO)?;
-    let mut progress = Progress::new(!a.quiet, config.duration);
-    let outcome = session::drive(run, tick, |run, ev| {
-        if ev == Event::Tick {
-            rec.tick(run);
-        }
-        progress.update(run, ev)
-    })?;
+    let recorded = Recorded {
+        store,
+        spec,
+        checkpoint_period: std::time::Duration::ZERO,
+    };
+    let main = main_cpus.as_ref().map(|m| (m, "--main-cpus"));
+    let mut session = Session::start(plan, settings, recorded, main)?;
+    let mut progress = Progress::new(!a.quiet, session.plan().config.duration);
+    let measured = session.drive(tick, &mut |run: &Run, ev| progress.update(run, ev))?;
     progress.clear();
-    let r = &outcome.result;
-    let status = report(a, &config, &limits, r, outcome.signal, command_line, out)?;
-    let (line, failed) = rec.finish(r, outcome.signal.is_some(), status.code());
-    if let Some(line) = line {
+    let status = report(a, session.plan(), &measured, command_line, out)?;
+    let rec = session.finish(&measured, status.code());
+    if let Some(line) = rec.line {
         writeln!(out, "{line}")?;
     }
-    Ok(if failed { ExitStatus::Usage } else { status })
+    Ok(if rec.failed {
+        ExitStatus::Usage
+    } else {
+        status
+    })
 }
 
 fn series_interval(a: &MeasureArgs) -> Result<Nanos, UsageError> {
@@ -232,7 +161,8 @@ pub fn monitor_interval(text: &str, flag: &str) -> Result<Option<std::time::Dura
     Ok(Some(std::time::Duration::from_nanos(d.0)))
 }
 
-fn headline(c: &RunConfig, latency: Option<i32>) -> String {
+fn headline(plan: &RunPlan) -> String {
+    let (c, latency) = (&plan.config, plan.latency);
     let t = &c.threads[0];
     let cpus = c.pinned_cpus();
     let length = match (c.duration, c.loops) {
@@ -280,13 +210,12 @@ fn headline(c: &RunConfig, latency: Option<i32>) -> String {
 
 fn report(
     a: &MeasureArgs,
-    c: &RunConfig,
-    limits: &[Limit],
-    r: &RunResult,
-    signal: Option<i32>,
+    plan: &RunPlan,
+    m: &Measured,
     command_line: Vec<String>,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
+    let (r, signal, checks) = (&m.result, m.signal, &m.checks);
     let total_stats = r.total_stats();
     let total_hist = r.total_histogram();
     let offset = |s: &Stats| Nanos(s.max_time.0.saturating_sub(r.clock_start.0));
@@ -308,18 +237,6 @@ fn report(
         hist: &total_hist,
         max_at: (total_stats.count > 0).then(|| offset(&total_stats)),
     });
-    let mut checks: Vec<Check> = Vec::new();
-    for t in &r.threads {
-        let scope = t.cpu.map_or(format!("thread {}", t.index), |cpu| {
-            if r.threads.len() == c.threads.len() && a.threads.is_none() {
-                format!("cpu {cpu}")
-            } else {
-                format!("thread {} (cpu {cpu})", t.index)
-            }
-        });
-        checks.extend(limits::check(limits, &scope, &t.stats, &t.histogram));
-    }
-    checks.extend(limits::check(limits, "all", &total_stats, &total_hist));
     let failed = checks.iter().any(|c| !c.passed);
     let status = if failed {
         ExitStatus::LimitExceeded
@@ -339,16 +256,15 @@ fn report(
                 .as_secs_f64()
         ));
     }
-    text.push_str(&table::render_checks(&checks));
+    text.push_str(&table::render_checks(checks));
     if let Some(path) = &a.json {
         let doc = document(
-            c,
-            a.latency,
+            plan,
             r,
             signal,
             status,
             command_line,
-            &checks,
+            checks,
             &total_stats,
             &total_hist,
         );
@@ -375,9 +291,8 @@ fn signame(s: i32) -> &'static str {
 
 #[allow(clippy::too_many_arguments)]
 fn document(
-    c: &RunConfig,
-    latency: Option<i32>,
-    r: &RunResult,
+    plan: &RunPlan,
+    r: &rtscope_engine::RunResult,
     signal: Option<i32>,
     status: ExitStatus,
     command_line: Vec<String>,
@@ -418,7 +333,7 @@ fn document(
         interrupted_by: signal.map(|s| signame(s).to_string()),
         exit_code: status.code(),
         system: SysInfo::read(),
-        config: config_doc(c, latency),
+        config: ConfigDoc::of(plan),
         threads,
         total: json::series(total_stats, total_hist, Some(offset(total_stats))),
         limits: checks.iter().map(json::LimitJson::from).collect(),
@@ -478,31 +393,5 @@ impl Progress {
         if self.shown {
             eprint!("\r\x1b[2K");
         }
-    }
-}
-
-/// The settings of a run, as JSON and the database record them.
-pub(crate) fn config_doc(c: &RunConfig, latency: Option<i32>) -> json::Config {
-    let t0 = &c.threads[0];
-    json::Config {
-        policy: t0.policy.name().to_string(),
-        priority: t0.priority,
-        interval_ns: t0.interval.0,
-        clock: if c.clock == ClockKind::Monotonic {
-            "monotonic"
-        } else {
-            "realtime"
-        }
-        .into(),
-        sleep: if c.sleep == SleepMode::Absolute {
-            "absolute"
-        } else {
-            "relative"
-        }
-        .into(),
-        loops: c.loops,
-        duration_ns: c.duration.map(|d| d.0),
-        mlock: c.mlock,
-        cpu_dma_latency_us: latency,
     }
 }

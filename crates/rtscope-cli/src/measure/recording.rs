@@ -3,7 +3,7 @@
 
 use crate::cli::MeasureArgs;
 use crate::exit::UsageError;
-use crate::record;
+use rtscope_session::record;
 use rtscope_store::Store;
 
 /// Opens the database unless `--no-db`.

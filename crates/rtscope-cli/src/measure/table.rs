@@ -18,9 +18,7 @@ pub struct Row<'a> {
     pub max_at: Option<Nanos>,
 }
 
-fn us(v: Nanos) -> String {
-    format!("{:.1}", v.as_us_f64())
-}
+use rtscope_core::text::us;
 
 /// Renders the table. Percentiles resting on fewer than 10 samples beyond them get a `*`.
 pub fn render(rows: &[Row]) -> String {
@@ -91,52 +89,4 @@ pub fn render_checks(checks: &[Check]) -> String {
     s
 }
 
-/// A count or rate for people: `5.13M`, `26.5k`, `812`, `9.7`.
-pub fn count(v: f64) -> String {
-    match v.abs() {
-        x if x >= 1e9 => format!("{:.2}G", v / 1e9),
-        x if x >= 1e6 => format!("{:.2}M", v / 1e6),
-        x if x >= 1e4 => format!("{:.1}k", v / 1e3),
-        x if x.fract() == 0.0 => format!("{v:.0}"),
-        _ => format!("{v:.1}"),
-    }
-}
-
-/// Lays out rows of cells as aligned columns under a rule: the first row is the header; columns
-/// before `right_from` are left-aligned, the others right-aligned (numbers).
-pub fn columns(cells: &[Vec<String>], right_from: usize) -> String {
-    let n = cells.first().map_or(0, |r| r.len());
-    let widths: Vec<usize> = (0..n)
-        .map(|i| {
-            cells
-                .iter()
-                .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut s = String::new();
-    for (row_no, row) in cells.iter().enumerate() {
-        let line: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, w))| {
-                if i < right_from {
-                    format!("{c:<w$}")
-                } else {
-                    format!("{c:>w$}")
-                }
-            })
-            .collect();
-        let _ = writeln!(s, "{}", line.join("  ").trim_end());
-        if row_no == 0 {
-            let _ = writeln!(
-                s,
-                "{}",
-                "-".repeat(widths.iter().sum::<usize>() + 2 * n.saturating_sub(1))
-            );
-        }
-    }
-    s
-}
+pub use rtscope_core::text::{columns, count};
