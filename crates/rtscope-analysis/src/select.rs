@@ -64,7 +64,7 @@ const HINT: &str = "select runs by id (17), 'last', campaign:NAME, label:TEXT or
 
 /// The runs a selector names, never empty.
 pub fn resolve(store: &Store, sel: &Selector, text: &str) -> Result<Vec<RunId>, UsageError> {
-    let err = |e: rtscope_store::StoreError| UsageError::new(e.to_string());
+    let err = |e: rtscope_store::StoreError| UsageError::from_error(e);
     let ids = match sel {
         Selector::Id(id) => {
             store.summary(*id).map_err(err)?;
@@ -111,9 +111,7 @@ fn oldest_first(runs: Vec<RunSummary>, keep: impl Fn(&RunSummary) -> bool) -> Ve
 
 /// A campaign's runs in plan order; for a position run more than once (resumed), the newest.
 pub fn campaign_runs(store: &Store, c: &CampaignSummary) -> Result<Vec<RunId>, UsageError> {
-    let runs = store
-        .campaign_runs(c.id)
-        .map_err(|e| UsageError::new(e.to_string()))?;
+    let runs = store.campaign_runs(c.id).map_err(UsageError::from_error)?;
     let mut out: Vec<(u32, RunId)> = Vec::new();
     for r in runs {
         match out.last_mut() {

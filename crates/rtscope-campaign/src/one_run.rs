@@ -50,7 +50,7 @@ pub(super) fn one_run(
     }
     let settings = SystemSettings::apply(&p.plan)?;
     let spec = RecordSpec {
-        kind: "measure",
+        kind: rtscope_store::RunKind::Measure,
         label: Some(p.label.clone()),
         tags: p.tags.iter().map(|(k, v)| format!("{k}={v}")).collect(),
         command_line: ctx.argv.to_vec(),
@@ -102,15 +102,12 @@ pub(super) fn one_run(
     if let Some(id) = session.run_id() {
         let rows: Vec<LoadRow> = reports.iter().map(load_row).collect();
         if let Err(e) = ctx.store.set_loads(id, &rows) {
-            writeln!(
-                out,
-                "error: the loads of run {id} could not be recorded: {e}"
-            )?;
+            eprintln!("error: the loads of run {id} could not be recorded: {e}");
         }
     }
     writeln!(out, "{}", result_line(number, p, r, &reports, failed))?;
     if let Some(line) = rec.line.filter(|_| record_failed) {
-        writeln!(out, "{line}")?;
+        eprintln!("{line}");
     }
     out.flush()?;
     Ok(RunEnd {
@@ -130,10 +127,10 @@ fn add_to_campaign(ctx: &mut Ctx, p: &PlannedRun, id: RunId) -> Result<(), Usage
                 scenario: p.scenario.clone(),
                 load_case: p.case.clone(),
                 repeat: p.repeat,
-                status: String::new(),
+                status: rtscope_store::RunStatus::Running,
             },
         )
-        .map_err(|e| UsageError::new(e.to_string()))
+        .map_err(UsageError::from_error)
 }
 
 /// Waits `d` for the loads to settle; returns the signal that ended the wait early.
@@ -206,7 +203,7 @@ fn load_row(r: &LoadReport) -> LoadRow {
         name: r.name.clone(),
         spec_json: serde_json::to_string(&r.spec).unwrap_or_default(),
         command_line: r.command_line.clone(),
-        status: r.status.clone(),
+        status: r.status.as_str().into(),
         error: r.error.clone(),
         ran_ns: r.ran_ns,
         metrics: r

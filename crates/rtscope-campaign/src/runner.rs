@@ -13,6 +13,7 @@ use rtscope_engine::sys;
 use rtscope_session::record;
 use rtscope_session::sysinfo;
 use rtscope_session::{ExitStatus, RunError, UsageError};
+use rtscope_store::RunStatus;
 use rtscope_store::{CampaignId, NewCampaign, Store};
 use std::io::Write;
 use std::path::PathBuf;
@@ -97,7 +98,9 @@ pub fn execute(
                 // its record says so; the loads of this run are already stopped.
                 ctx.progress.clear();
                 let ended = sysinfo::rfc3339(SystemTime::now());
-                let _ = ctx.store.finish_campaign(ctx.cid, "failed", &ended);
+                let _ = ctx
+                    .store
+                    .finish_campaign(ctx.cid, RunStatus::Failed, &ended);
                 return Err(e);
             }
         };
@@ -108,10 +111,16 @@ pub fn execute(
             status = ExitStatus::LimitExceeded;
         }
         if end.signal.is_some() || ctx.signals > 0 {
-            return finish(&mut ctx, &c, "interrupted", ExitStatus::Interrupted, out);
+            return finish(
+                &mut ctx,
+                &c,
+                RunStatus::Interrupted,
+                ExitStatus::Interrupted,
+                out,
+            );
         }
     }
-    finish(&mut ctx, &c, "complete", status, out)
+    finish(&mut ctx, &c, RunStatus::Complete, status, out)
 }
 
 fn begin(store: &mut Store, c: &Campaign, argv: &[String]) -> Result<CampaignId, UsageError> {
@@ -124,12 +133,12 @@ fn begin(store: &mut Store, c: &Campaign, argv: &[String]) -> Result<CampaignId,
             planned_runs: c.runs.len() as u32,
             command_line: argv.to_vec(),
         })
-        .map_err(|e| UsageError::new(e.to_string()))
+        .map_err(UsageError::from_error)
 }
 
 /// The campaign to resume and the plan positions already completed.
 fn resume(store: &mut Store, c: &Campaign) -> Result<(CampaignId, Vec<usize>), UsageError> {
-    let err = |e: rtscope_store::StoreError| UsageError::new(e.to_string());
+    let err = |e: rtscope_store::StoreError| UsageError::from_error(e);
     let Some(prev) = store.campaign_by_name(&c.name).map_err(err)? else {
         return Err(UsageError::new(format!(
             "no campaign named '{}' to resume in {}",
@@ -138,7 +147,7 @@ fn resume(store: &mut Store, c: &Campaign) -> Result<(CampaignId, Vec<usize>), U
         ))
         .hint("run it without --resume first; `rtscope runs` lists the recorded runs"));
     };
-    if prev.status == "complete" || prev.status == "running" {
+    if prev.status == RunStatus::Complete || prev.status == RunStatus::Running {
         return Err(UsageError::new(format!(
             "campaign '{}' (started {}) is {}: nothing to resume",
             c.name, prev.started, prev.status
@@ -156,7 +165,7 @@ fn resume(store: &mut Store, c: &Campaign) -> Result<(CampaignId, Vec<usize>), U
         .campaign_runs(prev.id)
         .map_err(err)?
         .into_iter()
-        .filter(|r| r.status == "complete")
+        .filter(|r| r.status == RunStatus::Complete)
         .map(|r| r.seq as usize)
         .collect();
     store.resume_campaign(prev.id).map_err(err)?;
@@ -166,14 +175,14 @@ fn resume(store: &mut Store, c: &Campaign) -> Result<(CampaignId, Vec<usize>), U
 fn finish(
     ctx: &mut Ctx,
     c: &Campaign,
-    state: &str,
+    state: RunStatus,
     status: ExitStatus,
     out: &mut dyn Write,
 ) -> Result<ExitStatus, RunError> {
     ctx.progress.clear();
     let ended = sysinfo::rfc3339(SystemTime::now());
     if let Err(e) = ctx.store.finish_campaign(ctx.cid, state, &ended) {
-        writeln!(out, "error: the campaign's end could not be recorded: {e}")?;
+        eprintln!("error: the campaign's end could not be recorded: {e}");
         return Ok(ExitStatus::Usage);
     }
     writeln!(
@@ -182,7 +191,7 @@ fn finish(
         c.name,
         ctx.db.display()
     )?;
-    if state == "interrupted" {
+    if state == RunStatus::Interrupted {
         writeln!(
             out,
             "continue it with: rtscope run {} --resume",

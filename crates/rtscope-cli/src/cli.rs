@@ -1,6 +1,7 @@
 //! The native command line (clap derive). Help, man page and completions are generated from it.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use rtscope_load::{LoadSpec, MsgMode, MsgTransport};
 use std::path::PathBuf;
 
 /// Timer wake-up latency for real-time Linux.
@@ -42,12 +43,12 @@ pub enum Command {
     Run(Box<RunArgs>),
     /// Run a load (messaging, memory, cpu, io, network or an external program) standalone,
     /// e.g. to load a board while another tool measures; Ctrl-C stops it cleanly.
-    Load(Box<crate::load::LoadArgs>),
+    Load(Box<LoadArgs>),
     /// Compare groups of runs (ids, labels, campaigns, tags): side-by-side statistics, the
     /// load-case matrix and a verdict per statistic; exit 1 on a regression.
     Compare(Box<CompareArgs>),
     /// Make plots, tables and a self-contained report.html from recorded runs.
-    Report(crate::report::ReportArgs),
+    Report(ReportArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -142,6 +143,179 @@ pub struct CompareArgs {
     /// Exit 0 even when a candidate regresses (report only)
     #[arg(long)]
     pub no_fail: bool,
+}
+
+/// Options of `rtscope load`.
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// Stop after this long (e.g. 30s, 10m) [default: until Ctrl-C or the load ends]
+    #[arg(long = "for", value_name = "DURATION", global = true)]
+    pub duration: Option<String>,
+    /// Time the load gets to end after SIGTERM before it is SIGKILLed
+    #[arg(long, value_name = "DURATION", default_value = "2s", global = true)]
+    pub grace: String,
+    /// Print the report as JSON instead of a table
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The load to run
+    #[command(subcommand)]
+    pub kind: LoadKind,
+}
+
+/// Tasks of the messaging load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Processes (hackbench's default)
+    Processes,
+    /// Threads of one process (hackbench --threads)
+    Threads,
+}
+
+/// The kinds of load `rtscope load` runs.
+#[derive(Debug, Clone, Subcommand)]
+pub enum LoadKind {
+    /// Senders and receivers passing messages, like hackbench
+    Messaging {
+        /// Groups of senders and receivers
+        #[arg(long, short = 'g', default_value_t = 10)]
+        groups: u32,
+        /// Senders (and receivers) per group
+        #[arg(long, short = 'f', default_value_t = 20)]
+        fds: u32,
+        /// Message size in bytes
+        #[arg(long, short = 's', default_value_t = 100)]
+        size: u32,
+        /// Pipes instead of socket pairs
+        #[arg(long, short = 'p')]
+        pipe: bool,
+        /// Processes or threads
+        #[arg(long, value_enum, default_value_t = ModeArg::Processes)]
+        mode: ModeArg,
+    },
+    /// Buffer copies with verification, like stressapptest
+    Memory {
+        /// Copy threads [default: one per CPU]
+        #[arg(long, short = 't')]
+        threads: Option<u32>,
+        /// Memory in MiB, shared between the threads
+        #[arg(long, short = 'm', default_value_t = 256)]
+        megabytes: u64,
+    },
+    /// Threads spinning on arithmetic
+    Cpu {
+        /// Threads [default: one per CPU]
+        #[arg(long, short = 't')]
+        threads: Option<u32>,
+    },
+    /// Writes and fsyncs files in a scratch directory
+    Io {
+        /// Writer threads
+        #[arg(long, short = 't', default_value_t = 1)]
+        threads: u32,
+        /// Where the scratch directory is made [default: the temp directory]
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// File size in MiB per write-fsync cycle
+        #[arg(long, default_value_t = 64)]
+        file_mb: u64,
+    },
+    /// TCP round trips over loopback
+    Network {
+        /// Connections
+        #[arg(long, short = 't', default_value_t = 1)]
+        threads: u32,
+        /// Message size in bytes
+        #[arg(long, short = 's', default_value_t = 1024)]
+        size: u32,
+    },
+    /// Any program, e.g. `rtscope load external -- hackbench -l 100000`
+    External {
+        /// The program and its arguments (after `--`)
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+impl LoadKind {
+    /// The spec these options describe.
+    pub fn to_spec(&self) -> LoadSpec {
+        let cpus = || std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        match self.clone() {
+            LoadKind::Messaging {
+                groups,
+                fds,
+                size,
+                pipe,
+                mode,
+            } => LoadSpec::Messaging {
+                groups,
+                fds,
+                size,
+                transport: if pipe {
+                    MsgTransport::Pipe
+                } else {
+                    MsgTransport::Socket
+                },
+                mode: match mode {
+                    ModeArg::Processes => MsgMode::Processes,
+                    ModeArg::Threads => MsgMode::Threads,
+                },
+            },
+            LoadKind::Memory { threads, megabytes } => LoadSpec::Memory {
+                threads: threads.unwrap_or_else(cpus),
+                megabytes,
+            },
+            LoadKind::Cpu { threads } => LoadSpec::Cpu {
+                threads: threads.unwrap_or_else(cpus),
+            },
+            LoadKind::Io {
+                threads,
+                dir,
+                file_mb,
+            } => LoadSpec::Io {
+                threads,
+                dir,
+                file_mb,
+            },
+            LoadKind::Network { threads, size } => LoadSpec::Network { threads, size },
+            LoadKind::External { mut command } => LoadSpec::External {
+                program: command.remove(0),
+                args: command,
+            },
+        }
+    }
+}
+
+/// Options of `rtscope report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Runs to report: ids, `last`, `campaign:NAME`, `label:TEXT` or tags (`kernel=rt`)
+    /// [default: the newest run]
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Report every run of the newest campaign with this name, in plan order
+    #[arg(long, value_name = "NAME")]
+    pub campaign: Option<String>,
+    /// Report the newest run, or its whole campaign when it belongs to one (the default)
+    #[arg(long)]
+    pub last: bool,
+    /// Directory to write into (created if needed)
+    #[arg(
+        long,
+        short = 'o',
+        value_name = "DIR",
+        default_value = "rtscope-report"
+    )]
+    pub output: PathBuf,
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Draw the CDF from raw samples where they were stored (`measure --raw`)
+    #[arg(long)]
+    pub raw: bool,
+    /// Title of the report page [default: made from the runs]
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
 }
 
 /// Options of `rtscope runs`.

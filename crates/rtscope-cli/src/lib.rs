@@ -13,10 +13,6 @@
 pub mod cli;
 pub mod commands;
 pub mod exit;
-pub mod load;
-pub mod measure;
-pub mod report;
-pub mod runs;
 
 use clap::Parser;
 use exit::{ExitStatus, UsageError};
@@ -60,7 +56,7 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
         _ => {}
     }
     if argv.first().is_some_and(|a| invoked_as_cyclictest(a)) {
-        return cyclictest(&argv[1..], &argv.join(" "), out);
+        return commands::cyclictest::run(&argv[1..], &argv.join(" "), out);
     }
     let cli = match cli::Cli::try_parse_from(argv) {
         Ok(c) => c,
@@ -79,15 +75,15 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
         }
     };
     match cli.command {
-        cli::Command::Measure(a) => measure::run(&a, argv.to_vec(), out),
-        cli::Command::Cyclictest { args } => cyclictest(&args, &argv.join(" "), out),
-        cli::Command::Runs(a) => runs::run(&a, out),
-        cli::Command::Import(a) => import(&a, out),
+        cli::Command::Measure(a) => commands::measure::run(&a, argv.to_vec(), out),
+        cli::Command::Cyclictest { args } => commands::cyclictest::run(&args, &argv.join(" "), out),
+        cli::Command::Runs(a) => commands::runs::run(&a, out),
+        cli::Command::Import(a) => commands::import::run(&a, out),
         cli::Command::Export(a) => commands::export::run(&a, out),
         cli::Command::Run(a) => commands::run::run(&a, argv, out),
-        cli::Command::Load(a) => load::run(&a, out),
+        cli::Command::Load(a) => commands::load::run(&a, out),
         cli::Command::Compare(a) => commands::compare::run(&a, out),
-        cli::Command::Report(a) => report::run(&a, out),
+        cli::Command::Report(a) => commands::report::run(&a, out),
         cli::Command::Completions { shell } => {
             clap_complete::generate(shell, &mut cli::command(), "rtscope", out);
             Ok(ExitStatus::Success)
@@ -97,22 +93,6 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
             Ok(ExitStatus::Success)
         }
     }
-}
-
-fn import(a: &cli::ImportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    let opts = rtscope_import::ImportOptions {
-        files: a.files.clone(),
-        format: a.format.map(cli::ImportFormat::lower),
-        db: a.db.clone(),
-        label: a.label.clone(),
-        tags: a.tags.clone(),
-        json: a.json,
-    };
-    rtscope_import::run(&opts, out).map_err(lift)
-}
-
-fn cyclictest(args: &[String], cmdline: &str, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    rtscope_cyclictest::run(args, cmdline, out).map_err(lift)
 }
 
 /// The exit status of the hidden `__load` / `__shepherd` entry points (0, 1 or 2).

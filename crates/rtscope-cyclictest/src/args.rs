@@ -204,7 +204,7 @@ fn num<T: std::str::FromStr>(spelled: &str, value: &str, what: &str) -> Result<T
 
 /// Parses a cyclictest argument list (without the program name).
 pub fn parse(args: &[String]) -> Result<CtOptions, UsageError> {
-    let hits = scan(TABLE, args).map_err(|e| UsageError::new(e.to_string()))?;
+    let hits = scan(TABLE, args).map_err(UsageError::from_error)?;
     let mut o = CtOptions {
         interval: 1000,
         oscope: 1,

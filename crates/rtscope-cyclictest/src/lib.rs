@@ -76,7 +76,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
     out.flush()?;
     let store = o.db.as_deref().map(record::open).transpose()?;
     let spec = RecordSpec {
-        kind: "cyclictest",
+        kind: rtscope_session::RunKind::Cyclictest,
         label: o.label.clone(),
         tags: o.tags.clone(),
         command_line: cmdline.split(' ').map(String::from).collect(),

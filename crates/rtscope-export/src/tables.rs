@@ -68,9 +68,9 @@ fn run(d: &RunData) -> Table {
     let tags = serde_json::to_string(&tags).unwrap_or_else(|_| "{}".into());
     Table::new("run")
         .int("run_id", [s.id])
-        .text("kind", [s.kind.clone()])
+        .text("kind", [s.kind.to_string()])
         .opt_text("label", [s.label.clone()])
-        .text("status", [s.status.clone()])
+        .text("status", [s.status.to_string()])
         .text("started", [s.started.clone()])
         .opt_text("ended", [s.ended.clone()])
         .int("measured_ns", [int(s.progress_ns)])

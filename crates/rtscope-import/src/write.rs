@@ -3,6 +3,7 @@
 use super::model::Imported;
 use rtscope_session::sysinfo;
 use rtscope_store::{Checkpoint, NewRun, RunId, Store, StoreError, ThreadInfo, ThreadStats};
+use rtscope_store::{RunKind, RunStatus};
 use serde_json::{json, Map, Value};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -60,7 +61,7 @@ pub fn write(store: &mut Store, imp: &Imported, m: &RunMeta) -> Result<RunId, St
         })
         .collect();
     let new = NewRun {
-        kind: "import".into(),
+        kind: RunKind::Import,
         label: m.label.clone(),
         tags: m.tags.to_vec(),
         started: sysinfo::rfc3339(system_time(m.started_ns)),
@@ -99,7 +100,7 @@ pub fn write(store: &mut Store, imp: &Imported, m: &RunMeta) -> Result<RunId, St
         ..Checkpoint::default()
     };
     let ended = sysinfo::rfc3339(system_time(m.ended_ns));
-    if let Err(e) = store.finish_run(id, &cp, "complete", &ended, 0) {
+    if let Err(e) = store.finish_run(id, &cp, RunStatus::Complete, &ended, 0) {
         // A half-written import is worth nothing: leave no run behind.
         let _ = store.delete_run(id);
         return Err(e);

@@ -169,7 +169,7 @@ fn warnings_name_a_stock_kernel_and_a_failed_load() {
         ran_ns: 0,
         metrics: Vec::new(),
     });
-    r.detail.summary.status = "incomplete".into();
+    r.detail.summary.status = rtscope_store::RunStatus::Incomplete;
     r.detail.summary.missed = 3;
     let w = warnings::collect(std::slice::from_ref(&r));
     let text: Vec<&str> = w.iter().map(|w| w.what.as_str()).collect();

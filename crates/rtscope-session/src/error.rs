@@ -35,13 +35,21 @@ impl From<ExitStatus> for std::process::ExitCode {
     }
 }
 
-/// A bad command line or input: message, optional hint, exit code 2.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A bad command line, input or setup: message, optional hint, the cause, exit code 2.
+#[derive(Debug, Clone)]
 pub struct UsageError {
     /// What is wrong, naming the option, file or value.
     pub message: String,
     /// How to fix it.
     pub hint: Option<String>,
+    /// What caused it, printed as `caused by:` lines at the top level.
+    pub cause: Option<std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl PartialEq for UsageError {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message && self.hint == other.hint
+    }
 }
 
 impl UsageError {
@@ -50,6 +58,22 @@ impl UsageError {
         UsageError {
             message: message.into(),
             hint: None,
+            cause: None,
+        }
+    }
+
+    /// A usage error that says what `e` says and keeps `e`'s own causes as its causes, so the
+    /// chain is still printed in full.
+    pub fn from_error(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        let message = e.to_string();
+        let cause = e.source().map(|s| {
+            let chain: Box<dyn std::error::Error + Send + Sync> = Box::new(Chained::of(s));
+            std::sync::Arc::from(chain)
+        });
+        UsageError {
+            message,
+            hint: None,
+            cause,
         }
     }
     /// Adds a hint.
@@ -69,7 +93,43 @@ impl fmt::Display for UsageError {
     }
 }
 
-impl std::error::Error for UsageError {}
+impl std::error::Error for UsageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|c| c as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// A borrowed cause chain, copied as text so it can outlive the error it came from.
+#[derive(Debug)]
+struct Chained {
+    message: String,
+    next: Option<Box<Chained>>,
+}
+
+impl Chained {
+    fn of(e: &(dyn std::error::Error + 'static)) -> Chained {
+        Chained {
+            message: e.to_string(),
+            next: e.source().map(|s| Box::new(Chained::of(s))),
+        }
+    }
+}
+
+impl fmt::Display for Chained {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Chained {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.next
+            .as_deref()
+            .map(|c| c as &(dyn std::error::Error + 'static))
+    }
+}
 
 /// What a front end that runs a session (cyclictest, campaigns, imports, exports) can fail
 /// with. Each variant keeps its cause whole, so the top level still recognises a closed pipe.

@@ -26,6 +26,7 @@ pub mod sysinfo;
 pub use drive::Event;
 pub use error::{ExitStatus, RunError, UsageError};
 pub use plan::{ConfigDoc, Field, Naming, PlanError, PlanSpec, PolicyChoice, RunPlan};
+pub use rtscope_store::{RunKind, RunStatus};
 pub use session::{
     Measured, Observer, RecordOutcome, Recorded, Session, SessionError, SystemSettings,
 };

@@ -9,8 +9,8 @@ use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{Run, RunConfig, RunResult, Sample, ThreadShared};
 use rtscope_store::codec::{self, RawSample};
 use rtscope_store::{
-    Checkpoint, EventRow, NewRun, RawChunk, RunId, SeriesPoint, Store, StoreError, ThreadInfo,
-    ThreadStats,
+    Checkpoint, EventRow, NewRun, RawChunk, RunId, RunKind, RunStatus, SeriesPoint, Store,
+    StoreError, ThreadInfo, ThreadStats,
 };
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -23,7 +23,7 @@ pub fn default_db() -> PathBuf {
 /// Opens the store, turning its errors into usage errors that name the file (exit 2).
 pub fn open(path: &Path) -> Result<Store, UsageError> {
     Store::open(path).map_err(|e| {
-        UsageError::new(e.to_string())
+        UsageError::from_error(e)
             .hint("pass --db PATH (or set RTSCOPE_DB) for another database file")
     })
 }
@@ -91,9 +91,7 @@ impl Recorder {
     pub fn begin(mut store: Store, mut new: NewRun, run: &Run) -> Result<Recorder, UsageError> {
         new.started = sysinfo::rfc3339(run.started());
         new.started_unix_ns = unix_ns(run.started());
-        let id = store
-            .begin_run(&new)
-            .map_err(|e| UsageError::new(e.to_string()))?;
+        let id = store.begin_run(&new).map_err(UsageError::from_error)?;
         let prev = run
             .threads()
             .iter()
@@ -154,7 +152,7 @@ impl Recorder {
     pub fn finish(
         &mut self,
         r: &RunResult,
-        status: &str,
+        status: RunStatus,
         exit_code: i32,
     ) -> Result<(), StoreError> {
         let elapsed = r.ended.duration_since(r.started).unwrap_or_default();
@@ -182,7 +180,7 @@ impl Recorder {
         &mut self,
         now: Nanos,
         views: &[View],
-        end: Option<(&str, String, i32)>,
+        end: Option<(RunStatus, String, i32)>,
     ) -> Result<(), StoreError> {
         let offset = now.0.saturating_sub(self.clock_start.0);
         let length = offset.saturating_sub(self.last_offset);
@@ -223,7 +221,7 @@ impl Recorder {
         match &end {
             None => self.store.checkpoint(self.id, &cp)?,
             Some((status, ended, code)) => {
-                self.store.finish_run(self.id, &cp, status, ended, *code)?
+                self.store.finish_run(self.id, &cp, *status, ended, *code)?
             }
         }
         self.prev = views
@@ -317,8 +315,8 @@ pub struct Recording {
 
 /// What a front end tells the recording about a run.
 pub struct RecordSpec {
-    /// `measure` or `cyclictest`.
-    pub kind: &'static str,
+    /// What records the run.
+    pub kind: RunKind,
     /// `--label`.
     pub label: Option<String>,
     /// `--tag` values as typed (`KEY=VALUE`).
@@ -374,7 +372,7 @@ impl Recording {
             })
             .collect();
         let new = NewRun {
-            kind: spec.kind.into(),
+            kind: spec.kind,
             label: spec.label,
             tags,
             started: String::new(),
@@ -445,9 +443,9 @@ impl Recording {
     ) -> (Option<String>, bool) {
         self.collect_monitor(true);
         let status = if interrupted {
-            "interrupted"
+            RunStatus::Interrupted
         } else {
-            "complete"
+            RunStatus::Complete
         };
         match (self.recorder.as_mut(), &self.error) {
             (Some(rec), None) => match rec.finish(r, status, exit_code) {

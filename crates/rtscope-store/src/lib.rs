@@ -18,6 +18,7 @@ pub mod codec;
 mod monitor;
 mod read;
 pub mod schema;
+mod status;
 mod write;
 
 pub use bundle::RunBundle;
@@ -26,6 +27,7 @@ pub use monitor::{
     MonitorBatch, MonitorSeries, MonitorSource, MonitorState, MonitorValue, TopThread,
 };
 pub use read::{RunDetail, RunSummary, SeriesRow, ThreadRow};
+pub use status::{RunKind, RunStatus};
 pub use write::{Checkpoint, EventRow, NewRun, RawChunk, SeriesPoint, ThreadInfo, ThreadStats};
 
 use rusqlite::{Connection, OpenFlags};

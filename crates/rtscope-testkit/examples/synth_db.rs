@@ -4,7 +4,7 @@
 //! Usage: `cargo run --release -p rtscope-report --example synth_db -- DB RUNS SAMPLES [NAME
 //! [CPUS]]` (SAMPLES per CPU; campaign NAME defaults to `synthetic`, CPUS to 2).
 
-use rtscope_store::{CampaignRun, NewCampaign, Store};
+use rtscope_store::{CampaignRun, NewCampaign, RunStatus, Store};
 use rtscope_testkit::synthetic::{write_run, SyntheticRun};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -42,11 +42,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             scenario: "default".into(),
             load_case: case.into(),
             repeat: seq / cases.len() as u32 + 1,
-            status: String::new(),
+            status: RunStatus::Running,
         };
         store.add_campaign_run(cid, &place)?;
     }
-    store.finish_campaign(cid, "complete", "2026-11-22T04:00:00Z")?;
+    store.finish_campaign(cid, RunStatus::Complete, "2026-11-22T04:00:00Z")?;
     println!("wrote {runs} runs of {samples} samples per CPU into {db} (campaign {name})");
     Ok(())
 }

@@ -4,8 +4,8 @@
 
 use rtscope_core::{Histogram, Nanos};
 use rtscope_store::{
-    Checkpoint, LoadMetric, LoadRow, MonitorBatch, MonitorValue, NewRun, RunId, SeriesPoint, Store,
-    StoreError, ThreadInfo, ThreadStats, TopThread,
+    Checkpoint, LoadMetric, LoadRow, MonitorBatch, MonitorValue, NewRun, RunId, RunKind, RunStatus,
+    SeriesPoint, Store, StoreError, ThreadInfo, ThreadStats, TopThread,
 };
 
 /// What to generate.
@@ -67,7 +67,7 @@ pub fn write_run(store: &mut Store, spec: &SyntheticRun) -> Result<RunId, StoreE
         })
         .collect();
     let run = store.begin_run(&NewRun {
-        kind: "measure".into(),
+        kind: RunKind::Measure,
         label: Some(spec.label.clone()),
         tags: vec![("kernel".into(), "rt".into())],
         started: "2026-11-22T03:00:00Z".into(),
@@ -123,7 +123,7 @@ pub fn write_run(store: &mut Store, spec: &SyntheticRun) -> Result<RunId, StoreE
             MonitorBatch::default()
         },
     };
-    store.finish_run(run, &last, "complete", "2026-11-22T03:20:00Z", 0)?;
+    store.finish_run(run, &last, RunStatus::Complete, "2026-11-22T03:20:00Z", 0)?;
     if spec.monitors {
         store.set_loads(run, &[load()])?;
     }

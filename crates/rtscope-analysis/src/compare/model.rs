@@ -3,7 +3,7 @@
 
 use rtscope_core::{Histogram, Nanos, Percentile, PERCENTILES};
 use rtscope_session::UsageError;
-use rtscope_store::{RunDetail, RunId};
+use rtscope_store::{RunDetail, RunId, RunStatus};
 
 /// A statistic `compare` can put side by side. Lower is better for every one of them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -80,7 +80,7 @@ pub struct RunData {
     /// Label.
     pub label: Option<String>,
     /// `complete`, `interrupted`, `running`, `incomplete`, …
-    pub status: String,
+    pub status: RunStatus,
     /// Tags.
     pub tags: Vec<(String, String)>,
     /// `uname.release` of the machine that ran it, when recorded.
@@ -117,7 +117,7 @@ impl RunData {
         RunData {
             id: s.id,
             label: s.label.clone(),
-            status: s.status.clone(),
+            status: s.status,
             tags: s.tags.clone(),
             kernel: d
                 .environment
@@ -258,7 +258,7 @@ mod tests {
         RunData {
             id: 1,
             label: None,
-            status: "complete".into(),
+            status: RunStatus::Complete,
             tags: vec![],
             kernel: None,
             campaign: None,

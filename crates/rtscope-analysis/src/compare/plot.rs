@@ -53,7 +53,7 @@ pub fn files(c: &Comparison) -> Result<Vec<ReportFile>, rtscope_report::ReportEr
 
 /// Writes the overlaid figures into `dir` (created if needed); returns the paths.
 pub fn write(c: &Comparison, dir: &Path) -> Result<Vec<PathBuf>, UsageError> {
-    let files = files(c).map_err(|e| UsageError::new(e.to_string()))?;
+    let files = files(c).map_err(UsageError::from_error)?;
     rtscope_report::write(dir, &files)
-        .map_err(|e| UsageError::new(e.to_string()).hint("give --plot a writable directory"))
+        .map_err(|e| UsageError::from_error(e).hint("give --plot a writable directory"))
 }

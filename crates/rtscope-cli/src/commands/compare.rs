@@ -16,7 +16,7 @@ use rtscope_analysis::compare::verdict::Thresholds;
 use rtscope_analysis::compare::{json, plot, text};
 use rtscope_analysis::select;
 use rtscope_session::record;
-use rtscope_store::{RunId, Store};
+use rtscope_store::{RunId, RunStatus, Store};
 use std::io::Write;
 
 /// Runs `rtscope compare …`: exit 0, or 1 when a candidate regresses against the baseline.
@@ -66,7 +66,7 @@ fn load_group(store: &Store, text: &str) -> Result<Vec<RunData>, UsageError> {
         .into_iter()
         .map(|id| load_run(store, id))
         .collect::<Result<Vec<_>, _>>()?;
-    for r in runs.iter().filter(|r| r.status != "complete") {
+    for r in runs.iter().filter(|r| r.status != RunStatus::Complete) {
         eprintln!(
             "note: run {} ('{text}') is {}: its statistics cover what was recorded",
             r.id, r.status
@@ -76,7 +76,7 @@ fn load_group(store: &Store, text: &str) -> Result<Vec<RunData>, UsageError> {
 }
 
 fn load_run(store: &Store, id: RunId) -> Result<RunData, UsageError> {
-    let err = |e: rtscope_store::StoreError| UsageError::new(e.to_string());
+    let err = |e: rtscope_store::StoreError| UsageError::from_error(e);
     let detail = store.run(id).map_err(err)?;
     let campaign = store
         .campaign_of(id)

@@ -6,7 +6,8 @@ use crate::cli::CompareArgs;
 use clap::Parser;
 use rtscope_core::{Histogram, Nanos};
 use rtscope_store::{
-    CampaignRun, Checkpoint, MonitorBatch, NewCampaign, NewRun, Store, ThreadInfo, ThreadStats,
+    CampaignRun, Checkpoint, MonitorBatch, NewCampaign, NewRun, RunKind, RunStatus, Store,
+    ThreadInfo, ThreadStats,
 };
 use std::path::PathBuf;
 
@@ -21,7 +22,7 @@ fn tmpdb() -> PathBuf {
 fn add_run(s: &mut Store, value_us: u64, n: u64) -> i64 {
     let id = s
         .begin_run(&NewRun {
-            kind: "measure".into(),
+            kind: RunKind::Measure,
             label: None,
             tags: vec![],
             started: "2026-11-22T03:00:00Z".into(),
@@ -63,7 +64,7 @@ fn add_run(s: &mut Store, value_us: u64, n: u64) -> i64 {
         samples: vec![],
         monitor: MonitorBatch::default(),
     };
-    s.finish_run(id, &last, "complete", "2026-11-22T03:00:01Z", 0)
+    s.finish_run(id, &last, RunStatus::Complete, "2026-11-22T03:00:01Z", 0)
         .unwrap();
     id
 }
@@ -91,7 +92,7 @@ fn add_campaign(s: &mut Store, name: &str, idle_us: u64, load_us: u64) {
             scenario: "all".into(),
             load_case: case.into(),
             repeat: 1,
-            status: String::new(),
+            status: RunStatus::Running,
         };
         s.add_campaign_run(cid, &r).unwrap();
     }

@@ -1,8 +1,8 @@
 //! `rtscope export RUN`: a recorded run as CSV, JSON and Parquet (rtscope-export).
 
 use crate::cli::{ExportArgs, ExportFormat};
+use crate::commands::runs;
 use crate::exit::ExitStatus;
-use crate::runs;
 use rtscope_export::ExportFormat as Format;
 use rtscope_session::record;
 use std::io::Write;

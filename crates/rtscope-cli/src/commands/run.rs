@@ -1,8 +1,8 @@
 //! `rtscope run`: a campaign (rtscope-campaign).
 
 use crate::cli::RunArgs;
+use crate::commands::measure::monitor_interval;
 use crate::exit::ExitStatus;
-use crate::measure::monitor_interval;
 use rtscope_campaign::CampaignOptions;
 use std::io::Write;
 

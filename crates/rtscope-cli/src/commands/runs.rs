@@ -1,13 +1,13 @@
 //! `rtscope runs`: list, show, tag and delete recorded runs.
 
 use crate::cli::{RunsAction, RunsArgs};
+use crate::commands::measure::table;
 use crate::exit::{ExitStatus, UsageError};
-use crate::measure::table;
 use rtscope_core::{Nanos, Stats};
 use rtscope_session::record;
 use rtscope_store::{
-    CampaignRun, CampaignSummary, LoadRow, MonitorSource, RunDetail, RunId, RunSummary, Store,
-    ThreadRow,
+    CampaignRun, CampaignSummary, LoadRow, MonitorSource, RunDetail, RunId, RunStatus, RunSummary,
+    Store, ThreadRow,
 };
 use serde_json::{json, Value};
 use std::io::Write;
@@ -15,7 +15,7 @@ use std::io::Write;
 /// Runs `rtscope runs …`.
 pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let mut store = record::open_existing(a.db.as_deref())?;
-    let store_err = |e: rtscope_store::StoreError| UsageError::new(e.to_string());
+    let store_err = |e: rtscope_store::StoreError| UsageError::from_error(e);
     match a.action.clone().unwrap_or(RunsAction::List) {
         RunsAction::List => {
             let runs = store.list_runs().map_err(store_err)?;
@@ -73,7 +73,7 @@ pub fn resolve(store: &Store, text: &str) -> Result<RunId, UsageError> {
     let id = if text == "last" {
         store
             .last_run()
-            .map_err(|e| UsageError::new(e.to_string()))?
+            .map_err(UsageError::from_error)?
             .ok_or_else(|| UsageError::new("the database holds no run yet"))?
     } else {
         text.parse().map_err(|_| {
@@ -85,7 +85,7 @@ pub fn resolve(store: &Store, text: &str) -> Result<RunId, UsageError> {
     store
         .summary(id)
         .map(|_| id)
-        .map_err(|e| UsageError::new(e.to_string()).hint("`rtscope runs` lists the runs"))
+        .map_err(|e| UsageError::from_error(e).hint("`rtscope runs` lists the runs"))
 }
 
 fn us(v: Option<u64>) -> String {
@@ -111,8 +111,8 @@ fn list_text(runs: &[RunSummary]) -> String {
             r.id.to_string(),
             r.started.get(..19).unwrap_or(&r.started).replace('T', " "),
             r.label.clone().unwrap_or_else(|| "-".into()),
-            r.kind.clone(),
-            r.status.clone(),
+            r.kind.to_string(),
+            r.status.to_string(),
             format!("{:.1}s", Nanos(r.progress_ns).as_secs_f64()),
             r.threads.to_string(),
             r.samples.to_string(),
@@ -318,7 +318,7 @@ impl Extras {
 fn summary_json(s: &RunSummary) -> Value {
     json!({
         "id": s.id, "kind": s.kind, "label": s.label, "status": s.status,
-        "complete": s.status == "complete", "started": s.started, "ended": s.ended,
+        "complete": s.status == RunStatus::Complete, "started": s.started, "ended": s.ended,
         "measured_ns": s.progress_ns, "exit_code": s.exit_code,
         "tags": s.tags.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
         "threads": s.threads, "samples": s.samples, "max_ns": s.max_ns, "missed_periods": s.missed,

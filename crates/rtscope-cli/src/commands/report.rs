@@ -2,46 +2,13 @@
 //! `report.html` from recorded runs. The rendering lives in rtscope-report; this module only
 //! chooses the runs, reads them and writes the files. See docs/report.md.
 
+use crate::cli::ReportArgs;
 use crate::exit::{ExitStatus, UsageError};
-use clap::Args;
 use rtscope_analysis::select::{self, Selector};
 use rtscope_report::{ReportOptions, RunData};
 use rtscope_session::record;
 use rtscope_store::{RunId, Store};
 use std::io::Write;
-use std::path::PathBuf;
-
-/// Options of `rtscope report`.
-#[derive(Debug, Clone, Args)]
-pub struct ReportArgs {
-    /// Runs to report: ids, `last`, `campaign:NAME`, `label:TEXT` or tags (`kernel=rt`)
-    /// [default: the newest run]
-    #[arg(value_name = "RUN")]
-    pub runs: Vec<String>,
-    /// Report every run of the newest campaign with this name, in plan order
-    #[arg(long, value_name = "NAME")]
-    pub campaign: Option<String>,
-    /// Report the newest run, or its whole campaign when it belongs to one (the default)
-    #[arg(long)]
-    pub last: bool,
-    /// Directory to write into (created if needed)
-    #[arg(
-        long,
-        short = 'o',
-        value_name = "DIR",
-        default_value = "rtscope-report"
-    )]
-    pub output: PathBuf,
-    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
-    #[arg(long, value_name = "PATH")]
-    pub db: Option<PathBuf>,
-    /// Draw the CDF from raw samples where they were stored (`measure --raw`)
-    #[arg(long)]
-    pub raw: bool,
-    /// Title of the report page [default: made from the runs]
-    #[arg(long, value_name = "TEXT")]
-    pub title: Option<String>,
-}
 
 /// Runs `rtscope report`.
 pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
@@ -49,7 +16,7 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let ids = chosen(&store, a)?;
     let runs: Vec<RunData> = store
         .bundles(&ids, a.raw)
-        .map_err(|e| UsageError::new(e.to_string()))?
+        .map_err(UsageError::from_error)?
         .into_iter()
         .map(RunData::from)
         .collect();
@@ -58,9 +25,8 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         raw: a.raw,
     };
     let files = rtscope_report::build(&runs, &opts)?;
-    let written = rtscope_report::write(&a.output, &files).map_err(|e| {
-        UsageError::new(e.to_string()).hint("choose a writable directory with -o DIR")
-    })?;
+    let written = rtscope_report::write(&a.output, &files)
+        .map_err(|e| UsageError::from_error(e).hint("choose a writable directory with -o DIR"))?;
     let what = match runs.len() {
         1 => format!("run {}", runs[0].id()),
         n => format!("{n} runs"),
@@ -75,7 +41,7 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
 /// The runs the arguments name, in order, each once.
 /// The newest run; when it belongs to a campaign, every run of that campaign.
 fn last_with_campaign(store: &Store) -> Result<Vec<RunId>, UsageError> {
-    let err = |e: rtscope_store::StoreError| UsageError::new(e.to_string());
+    let err = |e: rtscope_store::StoreError| UsageError::from_error(e);
     let Some(last) = store.last_run().map_err(err)? else {
         return Ok(Vec::new());
     };
@@ -90,7 +56,7 @@ fn chosen(store: &Store, a: &ReportArgs) -> Result<Vec<RunId>, UsageError> {
     if let Some(name) = &a.campaign {
         let c = store
             .campaign_by_name(name)
-            .map_err(|e| UsageError::new(e.to_string()))?
+            .map_err(UsageError::from_error)?
             .ok_or_else(|| {
                 UsageError::new(format!(
                     "no campaign named '{name}' in {}",

@@ -110,7 +110,7 @@ pub fn run(
     writeln!(out, "{}", headline(&plan))?;
     out.flush()?;
     let spec = RecordSpec {
-        kind: "measure",
+        kind: rtscope_store::RunKind::Measure,
         label: a.label.clone(),
         tags: a.tags.clone(),
         command_line: command_line.clone(),
@@ -129,8 +129,10 @@ pub fn run(
     progress.clear();
     let status = report(a, session.plan(), &measured, command_line, out)?;
     let rec = session.finish(&measured, status.code());
-    if let Some(line) = rec.line {
-        writeln!(out, "{line}")?;
+    match rec.line {
+        Some(line) if rec.failed => eprintln!("{line}"),
+        Some(line) => writeln!(out, "{line}")?,
+        None => {}
     }
     Ok(if rec.failed {
         ExitStatus::Usage
