@@ -18,6 +18,7 @@ pub mod codec;
 mod monitor;
 mod read;
 pub mod schema;
+mod spikes;
 mod status;
 mod write;
 
@@ -27,6 +28,7 @@ pub use monitor::{
     MonitorBatch, MonitorSeries, MonitorSource, MonitorState, MonitorValue, TopThread,
 };
 pub use read::{RunDetail, RunSummary, SeriesRow, ThreadRow};
+pub use spikes::{SpikeRow, SpikeSummaryRow};
 pub use status::{RunKind, RunStatus};
 pub use write::{Checkpoint, EventRow, NewRun, RawChunk, SeriesPoint, ThreadInfo, ThreadStats};
 

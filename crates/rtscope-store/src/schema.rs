@@ -2,7 +2,7 @@
 //! transaction when a store is opened. docs/store-schema.md documents every table and column.
 
 /// The schema version this rtscope writes.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Migration `i` upgrades version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -165,4 +165,30 @@ CREATE TABLE campaign_runs (
 );
 CREATE INDEX campaign_runs_by_run ON campaign_runs(run_id);
 "#,
+    // 3 -> 4 (renumbered when merged: see SPIKES)
+    SPIKES,
 ];
+
+/// `--explain`: the explained spikes of a run and its summary (docs/explain.md).
+pub const SPIKES: &str = r#"
+CREATE TABLE spikes (
+    run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq         INTEGER NOT NULL,                -- 0.., in wake-up order
+    cpu         INTEGER NOT NULL,
+    tid         INTEGER NOT NULL,
+    offset_ns   INTEGER NOT NULL,                -- wake-up, from the run's start
+    latency_ns  INTEGER NOT NULL,
+    tier        TEXT NOT NULL,                   -- 'flight_recorder', 'coarse', 'timerlat'
+    culprit     TEXT,                            -- the largest share, e.g. 'thread culprit:4711:rt99'
+    culprit_ns  INTEGER,
+    detail      TEXT NOT NULL,                   -- JSON: the attribution or coarse context
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE spike_summaries (
+    run_id       INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    tier         TEXT NOT NULL,
+    tier_reason  TEXT,
+    threshold_ns INTEGER NOT NULL,
+    summary      TEXT NOT NULL                   -- JSON: counts, culprits, worst spikes
+);
+"#;
