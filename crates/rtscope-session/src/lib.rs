@@ -15,6 +15,7 @@
 pub mod cpus;
 pub mod drive;
 pub mod environment;
+pub mod explain;
 pub mod error;
 pub mod limits;
 pub mod monitoring;

@@ -1,0 +1,116 @@
+//! `--explain`: the session's side of spike attribution (crate rtscope-trace, docs/explain.md).
+//! The explainer starts before the measuring threads (its reaper is forked while the process
+//! is still small and not real-time); every control tick hands it the new events of the
+//! engine's event log (the wake-ups at or above the threshold) and lets it attribute those whose
+//! trace has arrived; at the end it returns the summary, which is stored with the run.
+
+use crate::plan::RunPlan;
+use rtscope_core::Nanos;
+use rtscope_engine::{sys, CpuSet, Run, RunResult};
+use rtscope_store::{SpikeRow, SpikeSummaryRow};
+use rtscope_trace::book::{ExplainSummary, Explained};
+use rtscope_trace::explain::{ExplainConfig, Explainer};
+use rtscope_trace::{render, Spike};
+use std::time::Duration;
+
+/// How long the end of a run waits for the trace of its last spikes.
+const FINISH_PATIENCE: Duration = Duration::from_millis(1500);
+
+/// The explainer of one session.
+pub struct Explaining {
+    ex: Explainer,
+    /// Events already handed over, per thread.
+    taken: Vec<usize>,
+    /// The CPU of each thread when pinned to one.
+    cpus: Vec<Option<usize>>,
+}
+
+impl Explaining {
+    /// Starts explaining for `plan` when it asks for it.
+    pub fn start(plan: &RunPlan) -> Option<Explaining> {
+        let threshold = plan.explain?;
+        let online = sys::online_cpus();
+        let pinned = plan.config.pinned_cpus();
+        let measured: Vec<usize> = if pinned.is_empty() { online.iter().collect() } else { pinned.iter().collect() };
+        let housekeeping: Vec<usize> = online.iter().filter(|c| !measured.contains(c)).collect();
+        let mut cfg = ExplainConfig::new(threshold.0, measured);
+        cfg.housekeeping = housekeeping;
+        let cpus = plan
+            .config
+            .threads
+            .iter()
+            .map(|t| t.affinity.as_ref().filter(|a| a.len() == 1).map(|a: &CpuSet| a.nth_cyclic(0)))
+            .collect();
+        Some(Explaining { ex: Explainer::start(cfg), taken: vec![0; plan.config.threads.len()], cpus })
+    }
+
+    /// The tier chosen, with the reason it is not better.
+    pub fn tier_line(&self) -> String {
+        match self.ex.tier_reason() {
+            Some(r) => format!("explaining spikes: tier {} ({r})", self.ex.tier().name()),
+            None => format!("explaining spikes: tier {}", self.ex.tier().name()),
+        }
+    }
+
+    fn push(&mut self, i: usize, tid: i32, cpu_now: Option<usize>, events: &[rtscope_engine::Sample]) {
+        let from = self.taken[i].min(events.len());
+        for s in &events[from..] {
+            let Some(cpu) = self.cpus[i].or(cpu_now) else { continue };
+            let spike = Spike { cpu, tid, deadline_ns: s.time.0.saturating_sub(s.latency.0), wakeup_ns: s.time.0 };
+            self.ex.push_spike(spike);
+        }
+        self.taken[i] = events.len();
+    }
+
+    /// Hands over the new events and attributes what can be.
+    pub fn tick(&mut self, run: &Run) {
+        for (i, t) in run.threads().iter().enumerate() {
+            self.push(i, t.tid(), t.cpu(), &t.events().snapshot());
+        }
+        self.ex.poll();
+    }
+
+    /// The last events, then the summary; the trace instance is removed.
+    pub fn finish(mut self, r: &RunResult) -> ExplainSummary {
+        for t in &r.threads {
+            self.push(t.index, t.tid, t.cpu, &t.events);
+        }
+        self.ex.finish(FINISH_PATIENCE)
+    }
+}
+
+/// The store rows of a summary; offsets are from `clock_start` (the run's start on its clock).
+pub fn store_rows(s: &ExplainSummary, clock_start: Nanos) -> (SpikeSummaryRow, Vec<SpikeRow>) {
+    let tier = |e: &Explained| match e {
+        Explained::Traced(_) => s.tier,
+        Explained::Coarse(_) => rtscope_trace::Tier::Coarse,
+    };
+    let tier_key = |t: rtscope_trace::Tier| serde_json::to_value(t).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+    let rows = s
+        .worst
+        .iter()
+        .map(|e| {
+            let (cpu, tid, latency, culprit) = match e {
+                Explained::Traced(a) => (a.spike.cpu, a.spike.tid, a.spike.latency_ns(), a.charges.first().map(|c| (render::label(&c.category), c.ns))),
+                Explained::Coarse(c) => (c.spike.cpu, c.spike.tid, c.spike.latency_ns(), None),
+            };
+            SpikeRow {
+                cpu: cpu as u32,
+                tid,
+                offset_ns: e.wakeup_ns().saturating_sub(clock_start.0),
+                latency_ns: latency,
+                tier: tier_key(tier(e)),
+                culprit: culprit.as_ref().map(|c| c.0.clone()),
+                culprit_ns: culprit.map(|c| c.1),
+                detail: serde_json::to_string(e).unwrap_or_default(),
+            }
+        })
+        .collect();
+    let summary = SpikeSummaryRow {
+        tier: tier_key(s.tier),
+        tier_reason: s.tier_reason.clone(),
+        threshold_ns: s.threshold_ns,
+        summary: serde_json::to_string(s).unwrap_or_default(),
+    };
+    (summary, rows)
+}
