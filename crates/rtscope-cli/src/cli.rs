@@ -427,6 +427,11 @@ pub enum RunsAction {
         /// Run id, or `last`
         run: String,
     },
+    /// Why the worst wake-ups of a run recorded with --explain were late
+    Explain {
+        /// Run id, or `last`
+        run: String,
+    },
     /// Set or remove tags of a run
     Tag {
         /// Run id, or `last`
@@ -572,6 +577,10 @@ pub struct MeasureArgs {
     /// Record every sample above this latency as an event with its time, CPU and cycle
     #[arg(long, value_name = "DUR", help_heading = "Recording")]
     pub event_above: Option<String>,
+    /// Explain every wake-up at or above this latency: what ran on its CPU, from a private
+    /// tracefs instance (root), else from the monitors (docs/explain.md)
+    #[arg(long, value_name = "DUR", help_heading = "Recording")]
+    pub explain: Option<String>,
     /// Keep every sample with its timestamp (compressed in the database; see docs/store-schema.md)
     #[arg(long, conflicts_with = "no_db", help_heading = "Recording")]
     pub raw: bool,

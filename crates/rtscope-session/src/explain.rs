@@ -31,7 +31,11 @@ impl Explaining {
         let threshold = plan.explain?;
         let online = sys::online_cpus();
         let pinned = plan.config.pinned_cpus();
-        let measured: Vec<usize> = if pinned.is_empty() { online.iter().collect() } else { pinned.iter().collect() };
+        let measured: Vec<usize> = if pinned.is_empty() {
+            online.iter().collect()
+        } else {
+            pinned.iter().collect()
+        };
         let housekeeping: Vec<usize> = online.iter().filter(|c| !measured.contains(c)).collect();
         let mut cfg = ExplainConfig::new(threshold.0, measured);
         cfg.housekeeping = housekeeping;
@@ -39,9 +43,18 @@ impl Explaining {
             .config
             .threads
             .iter()
-            .map(|t| t.affinity.as_ref().filter(|a| a.len() == 1).map(|a: &CpuSet| a.nth_cyclic(0)))
+            .map(|t| {
+                t.affinity
+                    .as_ref()
+                    .filter(|a| a.len() == 1)
+                    .map(|a: &CpuSet| a.nth_cyclic(0))
+            })
             .collect();
-        Some(Explaining { ex: Explainer::start(cfg), taken: vec![0; plan.config.threads.len()], cpus })
+        Some(Explaining {
+            ex: Explainer::start(cfg),
+            taken: vec![0; plan.config.threads.len()],
+            cpus,
+        })
     }
 
     /// The tier chosen, with the reason it is not better.
@@ -52,11 +65,24 @@ impl Explaining {
         }
     }
 
-    fn push(&mut self, i: usize, tid: i32, cpu_now: Option<usize>, events: &[rtscope_engine::Sample]) {
+    fn push(
+        &mut self,
+        i: usize,
+        tid: i32,
+        cpu_now: Option<usize>,
+        events: &[rtscope_engine::Sample],
+    ) {
         let from = self.taken[i].min(events.len());
         for s in &events[from..] {
-            let Some(cpu) = self.cpus[i].or(cpu_now) else { continue };
-            let spike = Spike { cpu, tid, deadline_ns: s.time.0.saturating_sub(s.latency.0), wakeup_ns: s.time.0 };
+            let Some(cpu) = self.cpus[i].or(cpu_now) else {
+                continue;
+            };
+            let spike = Spike {
+                cpu,
+                tid,
+                deadline_ns: s.time.0.saturating_sub(s.latency.0),
+                wakeup_ns: s.time.0,
+            };
             self.ex.push_spike(spike);
         }
         self.taken[i] = events.len();
@@ -85,13 +111,25 @@ pub fn store_rows(s: &ExplainSummary, clock_start: Nanos) -> (SpikeSummaryRow, V
         Explained::Traced(_) => s.tier,
         Explained::Coarse(_) => rtscope_trace::Tier::Coarse,
     };
-    let tier_key = |t: rtscope_trace::Tier| serde_json::to_value(t).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+    let tier_key = |t: rtscope_trace::Tier| {
+        serde_json::to_value(t)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default()
+    };
     let rows = s
         .worst
         .iter()
         .map(|e| {
             let (cpu, tid, latency, culprit) = match e {
-                Explained::Traced(a) => (a.spike.cpu, a.spike.tid, a.spike.latency_ns(), a.charges.first().map(|c| (render::label(&c.category), c.ns))),
+                Explained::Traced(a) => (
+                    a.spike.cpu,
+                    a.spike.tid,
+                    a.spike.latency_ns(),
+                    a.charges
+                        .first()
+                        .map(|c| (render::label(&c.category), c.ns)),
+                ),
                 Explained::Coarse(c) => (c.spike.cpu, c.spike.tid, c.spike.latency_ns(), None),
             };
             SpikeRow {
@@ -110,6 +148,7 @@ pub fn store_rows(s: &ExplainSummary, clock_start: Nanos) -> (SpikeSummaryRow, V
         tier: tier_key(s.tier),
         tier_reason: s.tier_reason.clone(),
         threshold_ns: s.threshold_ns,
+        clock_start_ns: clock_start.0,
         summary: serde_json::to_string(s).unwrap_or_default(),
     };
     (summary, rows)

@@ -15,8 +15,8 @@
 pub mod cpus;
 pub mod drive;
 pub mod environment;
-pub mod explain;
 pub mod error;
+pub mod explain;
 pub mod limits;
 pub mod monitoring;
 pub mod plan;

@@ -420,7 +420,11 @@ impl Recording {
 
     /// Stores the explanation of the run's spikes (`--explain`); on failure the recording stops
     /// and the error is kept for the end.
-    pub fn write_spikes(&mut self, summary: &rtscope_store::SpikeSummaryRow, rows: &[rtscope_store::SpikeRow]) {
+    pub fn write_spikes(
+        &mut self,
+        summary: &rtscope_store::SpikeSummaryRow,
+        rows: &[rtscope_store::SpikeRow],
+    ) {
         if let Some(r) = &mut self.recorder {
             if let Err(e) = r.store.write_spikes(r.id, summary, rows) {
                 eprintln!("rtscope: error: recording stopped: {e}");

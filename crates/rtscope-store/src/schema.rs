@@ -189,6 +189,8 @@ CREATE TABLE spike_summaries (
     tier         TEXT NOT NULL,
     tier_reason  TEXT,
     threshold_ns INTEGER NOT NULL,
+    clock_start_ns INTEGER NOT NULL,             -- the run's start on its clock: spike times in
+                                                 -- the JSON minus this are offsets into the run
     summary      TEXT NOT NULL                   -- JSON: counts, culprits, worst spikes
 );
 "#;

@@ -35,6 +35,8 @@ pub struct SpikeSummaryRow {
     pub tier_reason: Option<String>,
     /// Threshold (ns).
     pub threshold_ns: u64,
+    /// The run's start on its clock (ns): spike times in `summary` minus this are offsets.
+    pub clock_start_ns: u64,
     /// Counts, culprits and worst spikes, JSON.
     pub summary: String,
 }
@@ -57,8 +59,8 @@ impl Store {
         tx.execute("DELETE FROM spikes WHERE run_id=?1", params![run])
             .map_err(err)?;
         tx.execute(
-            "INSERT OR REPLACE INTO spike_summaries (run_id, tier, tier_reason, threshold_ns, summary) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![run, summary.tier, summary.tier_reason, summary.threshold_ns as i64, summary.summary],
+            "INSERT OR REPLACE INTO spike_summaries (run_id, tier, tier_reason, threshold_ns, clock_start_ns, summary) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![run, summary.tier, summary.tier_reason, summary.threshold_ns as i64, summary.clock_start_ns as i64, summary.summary],
         )
         .map_err(err)?;
         {
@@ -88,14 +90,15 @@ impl Store {
     pub fn spike_summary(&self, run: RunId) -> Result<Option<SpikeSummaryRow>> {
         self.conn
             .query_row(
-                "SELECT tier, tier_reason, threshold_ns, summary FROM spike_summaries WHERE run_id=?1",
+                "SELECT tier, tier_reason, threshold_ns, clock_start_ns, summary FROM spike_summaries WHERE run_id=?1",
                 params![run],
                 |r| {
                     Ok(SpikeSummaryRow {
                         tier: r.get(0)?,
                         tier_reason: r.get(1)?,
                         threshold_ns: r.get::<_, i64>(2)?.max(0) as u64,
-                        summary: r.get(3)?,
+                        clock_start_ns: r.get::<_, i64>(3)?.max(0) as u64,
+                        summary: r.get(4)?,
                     })
                 },
             )
@@ -164,6 +167,7 @@ mod tests {
             tier: "flight_recorder".into(),
             tier_reason: None,
             threshold_ns: 1_500_000,
+            clock_start_ns: 77,
             summary: "{}".into(),
         };
         let spike = super::SpikeRow {

@@ -49,15 +49,27 @@ pub fn summary(s: &ExplainSummary, run_start_ns: u64, max_spikes: usize) -> Stri
         c.spikes, c.traced, c.partial, c.coarse, c.no_context
     );
     if !s.culprits.is_empty() {
+        let rows: Vec<(String, &crate::book::CulpritRow)> = s
+            .culprits
+            .iter()
+            .take(15)
+            .map(|r| (label(&r.category), r))
+            .collect();
+        let w = rows
+            .iter()
+            .map(|r| r.0.chars().count())
+            .max()
+            .unwrap_or(0)
+            .clamp(21, 60);
         let _ = writeln!(
             o,
-            "\n  culprits over the run         main in   any in   total time"
+            "\n  {:<w$}  main in  any in  total time",
+            "culprits over the run"
         );
-        for row in s.culprits.iter().take(15) {
+        for (l, row) in rows {
             let _ = writeln!(
                 o,
-                "  {:<30} {:>7}  {:>7}   {}",
-                label(&row.category),
+                "  {l:<w$}  {:>7}  {:>6}  {}",
                 row.spikes_as_main,
                 row.spikes,
                 dur(row.total_ns)
