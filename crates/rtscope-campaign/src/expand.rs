@@ -443,6 +443,12 @@ fn settings(
     if let Some(c) = s.event_capacity {
         m.event_capacity = c;
     }
+    // `--explain` is on by default where tracefs is usable (docs/explain.md); "off" turns it off.
+    m.explain = match &s.explain {
+        Some(d) if d.get_ref().0.trim() == "off" => None,
+        Some(d) => Some(duration(src, d, "explain", "us").map_err(Located::Yes)?),
+        None => rtscope_session::explain::default_threshold(),
+    };
     if let Some(l) = s.latency.as_ref().filter(|l| *l.get_ref() < 0) {
         let msg = format!("latency {} is negative: use 0 or more µs", l.get_ref());
         return Err(Located::Yes(src.error(l.span(), msg)));

@@ -67,6 +67,7 @@ pub(crate) struct RawSettings {
     pub limits: Option<Vec<Spanned<String>>>,
     pub event_above: Option<Spanned<DurText>>,
     pub event_capacity: Option<usize>,
+    pub explain: Option<Spanned<DurText>>,
     pub raw: Option<bool>,
     pub settle: Option<Spanned<DurText>>,
 }
@@ -117,6 +118,7 @@ impl RawSettings {
             limits,
             event_above,
             event_capacity,
+            explain,
             raw,
             settle
         )

@@ -13,6 +13,15 @@ use rtscope_trace::explain::{ExplainConfig, Explainer};
 use rtscope_trace::{render, Spike};
 use std::time::Duration;
 
+/// The threshold campaigns explain from when their file does not say (`explain`).
+pub const DEFAULT_THRESHOLD: Nanos = Nanos(100_000);
+
+/// [`DEFAULT_THRESHOLD`] when tracefs is usable here (root, tracefs mounted or mountable, no
+/// lockdown), else `None`: campaigns explain by default only where the flight recorder works.
+pub fn default_threshold() -> Option<Nanos> {
+    rtscope_trace::tracefs::Tracefs::discover().ok().map(|_| DEFAULT_THRESHOLD)
+}
+
 /// How long the end of a run waits for the trace of its last spikes.
 const FINISH_PATIENCE: Duration = Duration::from_millis(1500);
 
