@@ -13,6 +13,7 @@
 
 #![warn(missing_docs)]
 
+pub mod explain;
 pub mod figures;
 pub mod html;
 pub mod model;

@@ -25,6 +25,8 @@ pub struct RunData {
     pub campaign: Option<(CampaignSummary, CampaignRun)>,
     /// Raw latencies per thread in ns (index = thread), when asked for and stored.
     pub raw: Option<Vec<Vec<u64>>>,
+    /// Why the worst wake-ups were late (`--explain`), with the run's clock start (ns).
+    pub explain: Option<(rtscope_trace::book::ExplainSummary, u64)>,
 }
 
 impl From<RunBundle> for RunData {
@@ -46,6 +48,9 @@ impl From<RunBundle> for RunData {
             loads: b.loads,
             campaign: b.campaign,
             raw,
+            explain: b
+                .spikes
+                .and_then(|s| Some((serde_json::from_str(&s.summary).ok()?, s.clock_start_ns))),
         }
     }
 }

@@ -19,7 +19,9 @@ pub const DEFAULT_THRESHOLD: Nanos = Nanos(100_000);
 /// [`DEFAULT_THRESHOLD`] when tracefs is usable here (root, tracefs mounted or mountable, no
 /// lockdown), else `None`: campaigns explain by default only where the flight recorder works.
 pub fn default_threshold() -> Option<Nanos> {
-    rtscope_trace::tracefs::Tracefs::discover().ok().map(|_| DEFAULT_THRESHOLD)
+    rtscope_trace::tracefs::Tracefs::discover()
+        .ok()
+        .map(|_| DEFAULT_THRESHOLD)
 }
 
 /// How long the end of a run waits for the trace of its last spikes.

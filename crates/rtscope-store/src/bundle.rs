@@ -28,6 +28,8 @@ pub struct RunBundle {
     pub campaign: Option<(CampaignSummary, CampaignRun)>,
     /// Raw samples per thread (index = thread); empty unless asked for and stored.
     pub raw: Vec<Vec<RawSample>>,
+    /// Why its spikes were late, when it was recorded with `--explain`.
+    pub spikes: Option<crate::SpikeSummaryRow>,
 }
 
 impl Store {
@@ -81,6 +83,7 @@ impl Store {
             top: self.monitor_top(id)?,
             loads: self.loads(id)?,
             campaign,
+            spikes: self.spike_summary(id)?,
             detail,
             raw: samples,
         })

@@ -30,10 +30,12 @@ pub fn run(store: &Store, id: RunId, json: bool, out: &mut dyn Write) -> anyhow:
         Some((s, start)) => {
             out.write_all(rtscope_trace::render::summary(&s, start, 50).as_bytes())?
         }
-        None => return Err(UsageError::new(format!(
+        None => {
+            return Err(UsageError::new(format!(
             "run {id} was not recorded with --explain\n\nhint: rtscope measure --explain 100us …"
         ))
-        .into()),
+            .into())
+        }
     }
     Ok(())
 }
