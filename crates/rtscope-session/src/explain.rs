@@ -9,8 +9,9 @@ use rtscope_core::Nanos;
 use rtscope_engine::{sys, CpuSet, Run, RunResult};
 use rtscope_store::{SpikeRow, SpikeSummaryRow};
 use rtscope_trace::book::{ExplainSummary, Explained};
+use rtscope_trace::coarse::{CoarseSample, CoarseThread};
 use rtscope_trace::explain::{ExplainConfig, Explainer};
-use rtscope_trace::{render, Spike};
+use rtscope_trace::{render, Softirq, Spike};
 use std::time::Duration;
 
 /// The threshold campaigns explain from when their file does not say (`explain`).
@@ -34,6 +35,8 @@ pub struct Explaining {
     taken: Vec<usize>,
     /// The CPU of each thread when pinned to one.
     cpus: Vec<Option<usize>>,
+    /// The measured CPUs.
+    measured: Vec<usize>,
 }
 
 impl Explaining {
@@ -48,7 +51,7 @@ impl Explaining {
             pinned.iter().collect()
         };
         let housekeeping: Vec<usize> = online.iter().filter(|c| !measured.contains(c)).collect();
-        let mut cfg = ExplainConfig::new(threshold.0, measured);
+        let mut cfg = ExplainConfig::new(threshold.0, measured.clone());
         cfg.housekeeping = housekeeping;
         let cpus = plan
             .config
@@ -65,6 +68,7 @@ impl Explaining {
             ex: Explainer::start(cfg),
             taken: vec![0; plan.config.threads.len()],
             cpus,
+            measured,
         })
     }
 
@@ -99,6 +103,15 @@ impl Explaining {
         self.taken[i] = events.len();
     }
 
+    /// Hands a monitor sample to the coarse tier: per measured CPU, its interrupt and softirq
+    /// counts and the threads that last ran there over the sample's interval. The monitors
+    /// have no per-CPU steal time, so `steal_ns` stays 0.
+    pub fn push_monitor(&mut self, s: &rtscope_monitor::Sample, clock_start: Nanos) {
+        for c in coarse_samples(s, clock_start, &self.measured) {
+            self.ex.push_coarse(c);
+        }
+    }
+
     /// Hands over the new events and attributes what can be.
     pub fn tick(&mut self, run: &Run) {
         for (i, t) in run.threads().iter().enumerate() {
@@ -114,6 +127,60 @@ impl Explaining {
         }
         self.ex.finish(FINISH_PATIENCE)
     }
+}
+
+/// The coarse samples of one monitor sample for `cpus` (none for the first sample, which has
+/// no interval). Rates become counts over the interval.
+pub fn coarse_samples(
+    s: &rtscope_monitor::Sample,
+    clock_start: Nanos,
+    cpus: &[usize],
+) -> Vec<CoarseSample> {
+    let Some(interval) = s.interval else {
+        return Vec::new();
+    };
+    let secs = interval.as_secs_f64();
+    let end = clock_start.0 + s.at.as_nanos() as u64;
+    cpus.iter()
+        .map(|&cpu| {
+            let suffix = format!(".cpu{cpu}");
+            let per_cpu = |prefix: &str| -> Vec<(String, u64)> {
+                s.readings
+                    .iter()
+                    .filter_map(|r| {
+                        let name = r.metric.strip_prefix(prefix)?.strip_suffix(&suffix)?;
+                        Some((name.to_string(), (r.value * secs).round().max(0.0) as u64))
+                    })
+                    .collect()
+            };
+            CoarseSample {
+                cpu,
+                start_ns: end.saturating_sub(interval.as_nanos() as u64),
+                end_ns: end,
+                irqs: per_cpu("irq_rate."),
+                softirqs: per_cpu("softirq_rate.")
+                    .into_iter()
+                    .filter_map(|(n, k)| Some((Softirq::from_name(&n)?, k)))
+                    .collect(),
+                steal_ns: 0,
+                threads: s
+                    .top
+                    .iter()
+                    .filter(|t| t.last_cpu as usize == cpu)
+                    .map(|t| {
+                        let thread = CoarseThread {
+                            comm: t.comm.clone(),
+                            tid: t.tid as i32,
+                        };
+                        (
+                            thread,
+                            (t.cpu_percent / 100.0 * interval.as_nanos() as f64) as u64,
+                        )
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
 }
 
 /// The store rows of a summary; offsets are from `clock_start` (the run's start on its clock).
@@ -163,4 +230,53 @@ pub fn store_rows(s: &ExplainSummary, clock_start: Nanos) -> (SpikeSummaryRow, V
         summary: serde_json::to_string(s).unwrap_or_default(),
     };
     (summary, rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_monitor::{Reading, Sample, ThreadShare};
+
+    #[test]
+    fn monitor_rates_become_counts_of_the_measured_cpus() {
+        let reading = |metric: &str, value: f64| Reading {
+            metric: metric.into(),
+            value,
+            unit: "1/s",
+        };
+        let s = Sample {
+            at: Duration::from_secs(3),
+            interval: Some(Duration::from_millis(500)),
+            readings: vec![
+                reading("irq_rate.24 eth0.cpu1", 200.0),
+                reading("irq_rate.LOC.cpu0", 1000.0),
+                reading("softirq_rate.NET_RX.cpu1", 50.0),
+                reading("cpu_busy.cpu1", 40.0),
+            ],
+            states: vec![],
+            top: vec![ThreadShare {
+                pid: 7,
+                tid: 8,
+                comm: "hog".into(),
+                cpu_percent: 50.0,
+                last_cpu: 1,
+                kernel_thread: false,
+            }],
+        };
+        let c = coarse_samples(&s, Nanos(1_000), &[1]);
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].start_ns, c[0].end_ns), (2_500_001_000, 3_000_001_000));
+        assert_eq!(c[0].irqs, vec![("24 eth0".to_string(), 100)]);
+        assert_eq!(c[0].softirqs, vec![(Softirq::NetRx, 25)]);
+        assert_eq!(c[0].threads[0].1, 250_000_000);
+        assert!(coarse_samples(
+            &Sample {
+                interval: None,
+                ..s
+            },
+            Nanos(0),
+            &[1]
+        )
+        .is_empty());
+    }
 }

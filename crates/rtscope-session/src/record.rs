@@ -311,6 +311,8 @@ pub struct Recording {
     last: Instant,
     monitor: Option<MonitorThread>,
     rows: MonitorRows,
+    /// Monitor samples since [`Recording::take_samples`] (for `--explain`'s coarse tier).
+    fresh: Vec<rtscope_monitor::Sample>,
 }
 
 /// What a front end tells the recording about a run.
@@ -348,6 +350,7 @@ impl Recording {
                 last,
                 monitor: None,
                 rows: MonitorRows::default(),
+                fresh: Vec::new(),
             });
         };
         let tags = spec
@@ -394,6 +397,7 @@ impl Recording {
             last,
             monitor: monitor_interval.and_then(|i| start_monitor(run, i)),
             rows: MonitorRows::default(),
+            fresh: Vec::new(),
         })
     }
 
@@ -413,9 +417,18 @@ impl Recording {
             (true, Some(_)) => self.monitor.take().map(|m| m.finish()).unwrap_or_default(),
             (_, None) => return,
         };
+        // Kept for a minute at most when nobody takes them.
+        self.fresh.extend(messages.iter().map(|m| m.0.clone()));
+        let excess = self.fresh.len().saturating_sub(64);
+        self.fresh.drain(..excess);
         if let Some(r) = &mut self.recorder {
             self.rows.add(messages, &mut r.pending);
         }
+    }
+
+    /// The monitor samples taken since the last call.
+    pub fn take_samples(&mut self) -> Vec<rtscope_monitor::Sample> {
+        std::mem::take(&mut self.fresh)
     }
 
     /// Stores the explanation of the run's spikes (`--explain`); on failure the recording stops

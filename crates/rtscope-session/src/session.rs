@@ -191,6 +191,9 @@ impl Session {
             if ev == Event::Tick {
                 rec.tick(run);
                 if let Some(x) = explaining.as_mut() {
+                    for s in rec.take_samples() {
+                        x.push_monitor(&s, run.clock_start());
+                    }
                     x.tick(run);
                 }
             }

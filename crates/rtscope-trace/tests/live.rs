@@ -50,7 +50,7 @@ fn show(a: &Attribution) -> String {
 
 #[test]
 fn an_injected_rt_culprit_is_named_in_most_spikes() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     let (cpu, hk) = require!(cpus_or_skip());
     let mut ex = require!(explainer(cpu, hk, 1_500_000));
     let dir = ex.instance_dir().unwrap().to_path_buf();
@@ -113,7 +113,7 @@ fn an_injected_rt_culprit_is_named_in_most_spikes() {
 
 #[test]
 fn a_timerfd_storm_before_the_deadline_is_charged_to_the_timer_interrupt() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     let (cpu, hk) = require!(cpus_or_skip());
     let mut ex = require!(explainer(cpu, hk, 0));
     let targets = Arc::new(Mutex::new(Vec::new()));
@@ -168,7 +168,7 @@ fn sigkill_of_the_recording_process_leaves_no_instance() {
         std::thread::sleep(Duration::from_secs(60));
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     let (cpu, hk) = require!(cpus_or_skip());
     drop(require!(explainer(cpu, hk, 1)));
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
@@ -209,7 +209,7 @@ fn sigkill_of_the_recording_process_leaves_no_instance() {
 
 #[test]
 fn a_normal_end_removes_the_instance_and_touches_no_top_level_state() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     let (cpu, hk) = require!(cpus_or_skip());
     let tfs = require!(Tracefs::discover().map_err(|e| e.to_string()));
     let top = |f: &str| std::fs::read_to_string(tfs.root.join(f)).unwrap_or_default();

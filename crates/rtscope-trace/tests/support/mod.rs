@@ -76,8 +76,10 @@ pub fn pin_and_name(cpu: usize, name: &std::ffi::CStr, fifo: Option<i32>) {
     }
 }
 
-/// One live test at a time: they share the measured CPU.
-pub static SERIAL: Mutex<()> = Mutex::new(());
+/// One real-time test at a time, across test binaries too: they share the measured CPU.
+pub fn serial() -> rtscope_testkit::RtLock {
+    rtscope_testkit::rt_lock()
+}
 
 /// Measures on `cpu` (SCHED_FIFO 98, 1 ms, deadlines on whole milliseconds of CLOCK_MONOTONIC)
 /// for `secs`, handing the new wake-ups at or above `threshold_ns` to `on_spikes` every 50 ms
