@@ -118,8 +118,8 @@ fn an_injected_culprit_is_named_in_output_json_runs_explain_and_report() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let x = &v["explain"];
     assert_eq!(x["tier"], "flight_recorder");
-    assert_eq!(x["culprits"][0]["kind"], "thread", "{x}");
-    assert_eq!(x["culprits"][0]["comm"], "culprit", "{x}");
+    assert_eq!(x["culprits"][0]["category"]["kind"], "thread", "{x}");
+    assert_eq!(x["culprits"][0]["category"]["comm"], "culprit", "{x}");
     let runs = |args: &[&str]| {
         let o = Command::new(bin())
             .arg("runs")
