@@ -1,5 +1,6 @@
 //! The reaper: a forked child that removes the instance directory when rtscope dies, however it
-//! dies (SIGKILL included).
+//! dies (SIGKILL included). It is started before the directory is made, so a death during the
+//! instance's set-up is covered too.
 //!
 //! Same idea as the load shepherd's: the child holds the read end of a pipe whose only write end
 //! is rtscope's (close-on-exec, so no program rtscope starts inherits it). When rtscope exits

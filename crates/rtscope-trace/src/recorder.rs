@@ -95,8 +95,11 @@ pub struct FlightRecorder {
 impl FlightRecorder {
     /// Creates the instance, starts its reaper and the reader thread.
     pub fn start(tfs: &Tracefs, cfg: RecorderConfig) -> Result<FlightRecorder, TraceError> {
-        let instance = Instance::create(tfs, &cfg.instance)?;
-        let reaper = Reaper::spawn(&instance.dir)?;
+        // The reaper watches the directory before it exists: a SIGKILL while the instance is
+        // being set up leaves nothing behind either.
+        let dir = Instance::next_dir(tfs);
+        let reaper = Reaper::spawn(&dir)?;
+        let instance = Instance::create_in(tfs, dir, &cfg.instance)?;
         let schema = Schema::new(instance.formats.iter().cloned());
         let mut files = Vec::new();
         for &cpu in &instance.cpus {

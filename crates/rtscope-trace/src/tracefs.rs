@@ -269,16 +269,28 @@ static SEQ: AtomicU32 = AtomicU32::new(0);
 impl Instance {
     /// Creates and starts `instances/rtscope-<pid>-<n>`.
     pub fn create(tfs: &Tracefs, cfg: &InstanceConfig) -> Result<Instance, TraceError> {
+        Instance::create_in(tfs, Instance::next_dir(tfs), cfg)
+    }
+
+    /// The directory the next instance of this process gets (`instances/rtscope-<pid>-<n>`),
+    /// so a reaper can watch it before it exists.
+    pub fn next_dir(tfs: &Tracefs) -> PathBuf {
+        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let name = format!("{INSTANCE_PREFIX}{}-{n}", std::process::id());
+        tfs.root.join("instances").join(name)
+    }
+
+    /// Creates and starts the instance `dir` (from [`Instance::next_dir`]); stale instances of
+    /// dead rtscope processes are removed first.
+    pub fn create_in(
+        tfs: &Tracefs,
+        dir: PathBuf,
+        cfg: &InstanceConfig,
+    ) -> Result<Instance, TraceError> {
         if cfg.cpus.is_empty() {
             return Err(TraceError::Unavailable("no CPU to trace".into()));
         }
         remove_stale(tfs);
-        let name = format!(
-            "{INSTANCE_PREFIX}{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        );
-        let dir = tfs.root.join("instances").join(name);
         fs::create_dir(&dir).map_err(io(&dir))?;
         let mut inst = Instance {
             dir,

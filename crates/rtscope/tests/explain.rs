@@ -224,3 +224,63 @@ fn without_tracefs_access_the_coarse_tier_is_used_and_the_run_exits_0() {
     assert!(c["spikes"].as_u64().unwrap() > 0, "{x}");
     let _ = std::fs::remove_dir_all(d);
 }
+
+#[test]
+fn sigkill_of_rtscope_measure_leaves_no_trace_instance() {
+    if let Some(why) = skip_reason() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let _rt = rtscope_testkit::rt_lock();
+    let cpu = std::thread::available_parallelism().unwrap().get() - 1;
+    let mut child = Command::new(bin())
+        .args([
+            "measure",
+            "-D",
+            "60s",
+            "--cpus",
+            &cpu.to_string(),
+            "--explain",
+            "100us",
+            "-q",
+            "--no-db",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let prefix = format!("rtscope-{}-", child.id());
+    let dir = std::path::Path::new("/sys/kernel/tracing/instances");
+    let find = || {
+        std::fs::read_dir(dir)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+            })
+    };
+    let t0 = std::time::Instant::now();
+    let inst = loop {
+        if let Some(p) = find() {
+            break p;
+        }
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "no instance {prefix}* appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let t1 = std::time::Instant::now();
+    while inst.exists() && t1.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        !inst.exists(),
+        "{} survived the SIGKILL of rtscope",
+        inst.display()
+    );
+}
