@@ -444,10 +444,17 @@ fn settings(
         m.event_capacity = c;
     }
     // `--explain` is on by default where tracefs is usable (docs/explain.md); "off" turns it off.
-    m.explain = match &s.explain {
-        Some(d) if d.get_ref().0.trim() == "off" => None,
-        Some(d) => Some(duration(src, d, "explain", "us").map_err(Located::Yes)?),
-        None => rtscope_session::explain::default_threshold(),
+    m.explain = match (&a.explain, &s.explain) {
+        (Some(t), _) if t.trim() == "off" => None,
+        (Some(t), _) => Some(Nanos::parse_with_default_unit(t, "us").map_err(|e| {
+            Located::Yes(
+                UsageError::new(format!("invalid value for '--explain': {e}"))
+                    .hint("a latency such as 100us, or off"),
+            )
+        })?),
+        (None, Some(d)) if d.get_ref().0.trim() == "off" => None,
+        (None, Some(d)) => Some(duration(src, d, "explain", "us").map_err(Located::Yes)?),
+        (None, None) => rtscope_session::explain::default_threshold(),
     };
     if let Some(l) = s.latency.as_ref().filter(|l| *l.get_ref() < 0) {
         let msg = format!("latency {} is negative: use 0 or more µs", l.get_ref());

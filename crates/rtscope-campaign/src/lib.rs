@@ -57,6 +57,8 @@ pub struct CampaignOptions {
     pub db: Option<PathBuf>,
     /// No progress display.
     pub quiet: bool,
+    /// `--explain`: a threshold or `off`, instead of the campaign's (text as given).
+    pub explain: Option<String>,
 }
 
 /// Runs `rtscope run`.

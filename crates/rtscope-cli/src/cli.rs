@@ -91,6 +91,10 @@ pub struct RunArgs {
     /// Sample the system monitors this often (0 turns them off)
     #[arg(long, value_name = "DURATION", default_value = "1s")]
     pub monitor_interval: String,
+    /// Explain every wake-up at or above this latency, or `off` [default: the campaign's
+    /// `explain`, else 100us where tracefs is usable] (docs/explain.md)
+    #[arg(long, value_name = "DUR|off")]
+    pub explain: Option<String>,
     /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
