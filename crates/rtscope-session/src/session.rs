@@ -192,6 +192,9 @@ impl Session {
     fn check(&self, r: &RunResult) -> Vec<Check> {
         let mut checks = Vec::new();
         let limits = &self.plan.limits;
+        if limits.is_empty() {
+            return checks;
+        }
         for t in &r.threads {
             let scope = t.cpu.map_or(format!("thread {}", t.index), |cpu| {
                 if self.plan.per_cpu && r.threads.len() == self.plan.config.threads.len() {
