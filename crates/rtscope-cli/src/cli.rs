@@ -48,6 +48,10 @@ pub enum Command {
     Compare(Box<crate::compare::CompareArgs>),
     /// Make plots, tables and a self-contained report.html from recorded runs.
     Report(crate::report::ReportArgs),
+    /// Audit the system before a run: about thirty checks (PREEMPT_RT, isolation, governor,
+    /// SMT, IRQs, idle states, RT tasks, limits, thermal, VM…), each with its evidence and
+    /// fix; exit 1 when one is bad.
+    Check(crate::check::CheckArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.

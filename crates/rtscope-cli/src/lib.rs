@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod campaign;
+pub mod check;
 pub mod checks;
 pub mod cli;
 pub mod compare;
@@ -99,6 +100,7 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
         cli::Command::Load(a) => load::run(&a, out),
         cli::Command::Compare(a) => compare::run(&a, out),
         cli::Command::Report(a) => report::run(&a, out),
+        cli::Command::Check(a) => check::run(&a, out),
         cli::Command::Completions { shell } => {
             clap_complete::generate(shell, &mut cli::command(), "rtscope", out);
             Ok(ExitStatus::Success)

@@ -1,0 +1,112 @@
+//! `rtscope check [--cpus LIST] [--json]`: the preflight audit of rtscope-check, as a table or
+//! JSON. Exit 0 when no check is bad, 1 when one is, 2 on a usage error. See docs/check.md.
+
+use crate::exit::{ExitStatus, UsageError};
+use clap::Args;
+use rtscope_check::{audit, parse_cpulist, LiveProbe, Options, System};
+use serde::Serialize;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Version of the `--json` document.
+pub const CHECK_SCHEMA: &str = "rtscope-check/1";
+
+/// Options of `rtscope check`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// CPUs the measurement will use, e.g. `2-3` [default: every online CPU]
+    #[arg(long, short = 'a', value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Real-time priority the measurement will use: RT tasks at it or above on a measured CPU
+    /// are bad
+    #[arg(long, short = 'p', default_value_t = 90, value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub priority: u32,
+    /// Print JSON instead of the table
+    #[arg(long)]
+    pub json: bool,
+    /// Read /proc and /sys under this directory instead of / (fixture trees)
+    #[arg(long, value_name = "DIR", hide = true, default_value = "/")]
+    pub root: PathBuf,
+}
+
+#[derive(Serialize)]
+struct Json<'a> {
+    schema: &'static str,
+    cpus: &'a [u32],
+    summary: Summary,
+    findings: &'a [rtscope_check::Finding],
+}
+
+#[derive(Serialize)]
+struct Summary {
+    ok: usize,
+    warn: usize,
+    bad: usize,
+    unavailable: usize,
+}
+
+/// The measured CPUs of `--cpus`, checked against the online CPUs under `root`.
+pub fn cpus_for(text: Option<&str>, root: &Path) -> Result<Vec<u32>, UsageError> {
+    let probe = LiveProbe;
+    let online = System::new(root, &probe).online_cpus();
+    let Some(text) = text else {
+        return Ok(online);
+    };
+    let cpus = parse_cpulist(text)
+        .filter(|c| !c.is_empty())
+        .ok_or_else(|| {
+            UsageError::new(format!(
+                "invalid value '{text}' for '--cpus': expected a CPU list such as 0-3,5"
+            ))
+        })?;
+    match cpus.iter().find(|c| !online.contains(c)) {
+        Some(c) => Err(UsageError::new(format!(
+            "invalid value '{text}' for '--cpus': CPU {c} is not online (online CPUs: {})",
+            rtscope_check::format_cpulist(&online)
+        ))),
+        None => Ok(cpus),
+    }
+}
+
+/// Runs `rtscope check`.
+pub fn run(a: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    if !a.root.is_dir() {
+        return Err(
+            UsageError::new(format!("--root {} is not a directory", a.root.display())).into(),
+        );
+    }
+    let cpus = cpus_for(a.cpus.as_deref(), &a.root)?;
+    let probe = LiveProbe;
+    let sys = System::new(&a.root, &probe);
+    let result = audit(
+        &sys,
+        &Options {
+            cpus,
+            priority: a.priority,
+        },
+    );
+    if a.json {
+        use rtscope_check::Verdict as V;
+        let doc = Json {
+            schema: CHECK_SCHEMA,
+            cpus: &result.cpus,
+            summary: Summary {
+                ok: result.count(V::Ok),
+                warn: result.count(V::Warn),
+                bad: result.count(V::Bad),
+                unavailable: result.count(V::Unavailable),
+            },
+            findings: &result.findings,
+        };
+        serde_json::to_writer_pretty(&mut *out, &doc)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(rtscope_check::render::table(&result).as_bytes())?;
+    }
+    out.flush()?;
+    Ok(if result.has_bad() {
+        ExitStatus::LimitExceeded
+    } else {
+        ExitStatus::Success
+    })
+}
