@@ -109,8 +109,8 @@ pub(crate) fn nohz_full(ctx: &Ctx) -> Finding {
     let built = ctx.config().map(|c| c.is_y("CONFIG_NO_HZ_FULL"));
     if let Some(b) = built {
         evidence.push(format!(
-            "CONFIG_NO_HZ_FULL {}",
-            if b { "=y" } else { "not set" }
+            "CONFIG_NO_HZ_FULL{}",
+            if b { "=y" } else { " not set" }
         ));
     }
     let fix = if built == Some(false) {

@@ -24,9 +24,9 @@ pub(crate) fn is_rt(ctx: &Ctx) -> (Option<bool>, Vec<String>) {
         let rt = cfg.is_y("CONFIG_PREEMPT_RT");
         votes.push(rt);
         evidence.push(format!(
-            "{}: CONFIG_PREEMPT_RT {}",
+            "{}: CONFIG_PREEMPT_RT{}",
             cfg.source,
-            if rt { "=y" } else { "not set" }
+            if rt { "=y" } else { " not set" }
         ));
     }
     let verdict = if votes.is_empty() {
