@@ -93,6 +93,8 @@ impl Probe for LiveProbe {
         if unsafe { libc::getrlimit(which, &mut lim) } != 0 {
             return None;
         }
+        // rlim_t is 32 bits wide on 32-bit ARM (Raspberry Pi OS armhf), 64 elsewhere.
+        #[allow(clippy::unnecessary_cast)]
         let value = |v: libc::rlim_t| (v != libc::RLIM_INFINITY).then_some(v as u64);
         Some(Rlimit {
             soft: value(lim.rlim_cur),

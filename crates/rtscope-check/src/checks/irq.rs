@@ -185,7 +185,7 @@ pub(crate) fn irq_affinity(ctx: &Ctx) -> Finding {
             ),
         ));
     }
-    hits.sort_by(|a, b| b.0.cmp(&a.0));
+    hits.sort_by_key(|h| std::cmp::Reverse(h.0));
     let list: Vec<String> = hits.iter().map(|(_, s)| s.clone()).collect();
     let verdict = if list.is_empty() {
         Verdict::Ok

@@ -1,0 +1,170 @@
+//! `rtscope check` as a user runs it: the table and the JSON on this machine, the exit codes
+//! (0 nothing bad, 1 something bad, 2 usage), `--cpus`, and untrusted names escaped.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Output;
+
+fn rtscope(args: &[&str]) -> Output {
+    common::run(env!("CARGO_BIN_EXE_rtscope"), args)
+}
+
+fn fixture(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../rtscope-check/tests/fixtures")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+const VERDICTS: [&str; 4] = ["ok", "warn", "bad", "unavailable"];
+
+#[test]
+fn the_table_has_a_verdict_and_a_fix_for_every_problem() {
+    let out = rtscope(&["check"]);
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let code = out.status.code().expect("exit code");
+    assert!(
+        code == 0 || code == 1,
+        "exit {code}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut lines = text.lines();
+    let head = lines.next().unwrap();
+    assert!(
+        head.starts_with("rtscope check: 32 checks for CPUs "),
+        "{head}"
+    );
+    assert_eq!(lines.next(), Some(""));
+    assert!(lines.next().unwrap().starts_with("VERDICT      CHECK"));
+    let mut rows = 0;
+    let mut needs_fix = false;
+    let mut bad = false;
+    for l in lines {
+        let verdict = l.split_whitespace().next().unwrap();
+        if verdict == "fix:" {
+            assert!(needs_fix, "a fix under a finding that needs none: {l}");
+            needs_fix = false;
+            continue;
+        }
+        assert!(!needs_fix, "warn/bad finding without a fix before: {l}");
+        assert!(VERDICTS.contains(&verdict), "{l}");
+        needs_fix = verdict == "warn" || verdict == "bad";
+        bad |= verdict == "bad";
+        rows += 1;
+    }
+    assert!(!needs_fix);
+    assert_eq!(rows, 32);
+    assert_eq!(code, i32::from(bad), "exit 1 exactly when a check is bad");
+    assert!(
+        text.contains("\npreempt_rt") || text.contains(" preempt_rt "),
+        "{text}"
+    );
+}
+
+#[test]
+fn json_lists_every_check_and_the_exit_code_follows_the_bad_ones() {
+    let out = rtscope(&["check", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["schema"], "rtscope-check/1");
+    let findings = v["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 32);
+    let bad = findings.iter().filter(|f| f["verdict"] == "bad").count();
+    assert_eq!(v["summary"]["bad"], bad);
+    assert_eq!(out.status.code(), Some(i32::from(bad > 0)));
+    for f in findings {
+        assert!(VERDICTS.contains(&f["verdict"].as_str().unwrap()), "{f}");
+        for key in ["id", "title", "evidence", "why"] {
+            assert!(
+                f[key].as_str().is_some_and(|s| !s.is_empty()),
+                "{key} in {f}"
+            );
+        }
+        if f["verdict"] == "warn" || f["verdict"] == "bad" {
+            assert!(f["fix"].is_string(), "{f}");
+        }
+    }
+    // Certain on any machine: PREEMPT_RT is ok exactly when the kernel says it is RT.
+    let uname_v = String::from_utf8(common::run("uname", &["-v"]).stdout).unwrap();
+    let rt = uname_v.split_whitespace().any(|w| w == "PREEMPT_RT")
+        || std::fs::read_to_string("/sys/kernel/realtime").is_ok_and(|s| s.trim() == "1");
+    let preempt_rt = findings.iter().find(|f| f["id"] == "preempt_rt").unwrap();
+    assert_eq!(preempt_rt["verdict"] == "ok", rt, "{preempt_rt}");
+}
+
+#[test]
+fn cpus_selects_the_audited_cpus_and_bad_lists_are_usage_errors() {
+    let out = rtscope(&["check", "--json", "--cpus", "0"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["cpus"], serde_json::json!([0]));
+    for bad in [["--cpus", "99999"], ["--cpus", "x-1"], ["--priority", "0"]] {
+        let out = rtscope(&["check", bad[0], bad[1]]);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}");
+        assert!(out.stdout.is_empty());
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("error"),
+            "{bad:?}"
+        );
+    }
+    let out = rtscope(&["check", "--cpus", "99999"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("CPU 99999 is not online"));
+}
+
+#[test]
+fn a_throttled_raspberry_pi_tree_exits_1_and_names_the_flags() {
+    let out = rtscope(&["check", "--root", &fixture("rpi4"), "--cpus", "3"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().find(|l| l.contains("rpi_throttled")).unwrap();
+    assert!(line.starts_with("bad "), "{line}");
+    assert!(line.contains("now: under-voltage, throttled"), "{line}");
+}
+
+#[test]
+fn names_from_the_system_cannot_drive_the_terminal() {
+    let root = common::temp_path("check-escape-root");
+    let _ = std::fs::remove_dir_all(&root);
+    let w = |p: &str, t: &str| {
+        let p = root.join(p);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, t).unwrap();
+    };
+    w("sys/devices/system/cpu/online", "0\n");
+    let comm = "evil\x1b]0;owned\x07\x1b[2J";
+    let mut fields = vec!["0"; 39];
+    fields[0] = "S";
+    fields[38] = "1"; // SCHED_FIFO
+    fields[37] = "99";
+    w("proc/77/comm", &format!("{comm}\n"));
+    w(
+        "proc/77/task/77/stat",
+        &format!("77 ({comm}) {}\n", fields.join(" ")),
+    );
+    w("proc/77/task/77/status", "Cpus_allowed_list:\t0\n");
+    let out = rtscope(&["check", "--root", root.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "an RT task at 99 on CPU 0 is bad"
+    );
+    assert!(!out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains(r"evil\u{1b}]0;owned\u{7}\u{1b}[2J[77] FIFO 99 on CPUs 0"),
+        "{text}"
+    );
+    let json = rtscope(&["check", "--json", "--root", root.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let rt = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "rt_tasks")
+        .unwrap();
+    assert!(
+        rt["evidence"].as_str().unwrap().contains(comm),
+        "JSON keeps the name, escaped by JSON"
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}
