@@ -15,9 +15,11 @@
 #![warn(missing_docs)]
 
 mod checks;
+mod diff;
 pub mod render;
 mod sys;
 
+pub use diff::{differing_settings, RunSettings, SettingDifference, SettingsGroup, NOT_RECORDED};
 pub use sys::{
     cmdline_value, format_cpulist, isolcpus_list, parse_cpulist, FixedProbe, KernelConfig,
     LiveProbe, Probe, Resource, Rlimit, System, Uname,
