@@ -168,3 +168,44 @@ fn names_from_the_system_cannot_drive_the_terminal() {
     );
     let _ = std::fs::remove_dir_all(&root);
 }
+
+#[test]
+fn an_unprivileged_user_is_told_rt_scheduling_is_refused() {
+    // RLIMIT_RTPRIO is 0 for nobody here and in CI; if a machine grants it, skip the verdict.
+    let o = std::process::Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            env!("CARGO_BIN_EXE_rtscope"),
+            "check",
+            "--json",
+        ])
+        .output()
+        .expect("setpriv (util-linux) is needed: apt-get install util-linux");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let rtprio = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "rtprio")
+        .unwrap();
+    assert!(
+        rtprio["evidence"]
+            .as_str()
+            .unwrap()
+            .contains("CAP_SYS_NICE no"),
+        "{rtprio}"
+    );
+    if rtprio["evidence"]
+        .as_str()
+        .unwrap()
+        .contains("RLIMIT_RTPRIO soft 0,")
+    {
+        assert_eq!(rtprio["verdict"], "bad", "{rtprio}");
+        assert_eq!(o.status.code(), Some(1));
+    }
+}
