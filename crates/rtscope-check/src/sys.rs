@@ -226,13 +226,6 @@ impl<'a> System<'a> {
         pids
     }
 
-    /// Where the symlink `rel` points, as text; `None` if it is not a readable link.
-    pub fn link(&self, rel: &str) -> Option<String> {
-        std::fs::read_link(self.path(rel))
-            .ok()
-            .map(|p| p.to_string_lossy().into_owned())
-    }
-
     /// The online CPUs (`/sys/devices/system/cpu/online`, else the `cpuN` directories).
     pub fn online_cpus(&self) -> Vec<u32> {
         match self

@@ -3,7 +3,8 @@
 
 use crate::exit::{ExitStatus, UsageError};
 use clap::Args;
-use rtscope_check::{audit, parse_cpulist, LiveProbe, Options, System};
+use rtscope_check::{audit, LiveProbe, Options, System};
+use rtscope_engine::CpuSet;
 use serde::Serialize;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -14,8 +15,9 @@ pub const CHECK_SCHEMA: &str = "rtscope-check/1";
 /// Options of `rtscope check`.
 #[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
-    /// CPUs the measurement will use, e.g. `2-3` [default: every online CPU]
-    #[arg(long, short = 'a', value_name = "LIST")]
+    /// CPUs the measurement will use, as for `measure --cpus`: `2-3`, `1,3`, `!0` [default:
+    /// every online CPU]
+    #[arg(long, short = 'c', value_name = "LIST")]
     pub cpus: Option<String>,
     /// Real-time priority the measurement will use: RT tasks at it or above on a measured CPU
     /// are bad
@@ -45,27 +47,17 @@ struct Summary {
     unavailable: usize,
 }
 
-/// The measured CPUs of `--cpus`, checked against the online CPUs under `root`.
+/// The measured CPUs of `--cpus` (the syntax and checks of `measure --cpus`), against the
+/// online CPUs under `root`.
 pub fn cpus_for(text: Option<&str>, root: &Path) -> Result<Vec<u32>, UsageError> {
     let probe = LiveProbe;
     let online = System::new(root, &probe).online_cpus();
     let Some(text) = text else {
         return Ok(online);
     };
-    let cpus = parse_cpulist(text)
-        .filter(|c| !c.is_empty())
-        .ok_or_else(|| {
-            UsageError::new(format!(
-                "invalid value '{text}' for '--cpus': expected a CPU list such as 0-3,5"
-            ))
-        })?;
-    match cpus.iter().find(|c| !online.contains(c)) {
-        Some(c) => Err(UsageError::new(format!(
-            "invalid value '{text}' for '--cpus': CPU {c} is not online (online CPUs: {})",
-            rtscope_check::format_cpulist(&online)
-        ))),
-        None => Ok(cpus),
-    }
+    let online = CpuSet::from_cpus(online.iter().map(|&c| c as usize));
+    let set = crate::checks::cpu_list(text, &online, "--cpus")?;
+    Ok(set.iter().map(|c| c as u32).collect())
 }
 
 /// Runs `rtscope check`.
