@@ -316,7 +316,7 @@ fn a_stock_desktop_shows_every_hazard_with_a_fix() {
         &a,
         CheckId::IrqAffinity,
         Verdict::Warn,
-        &["130 iwlwifi (effective CPUs 1, 48211 on measured CPUs)"],
+        &["130 iwlwifi (allowed CPUs 0-3, effective CPUs 1, 48211 on measured CPUs)"],
     );
     expect(
         &a,
@@ -548,6 +548,7 @@ fn a_docker_container_in_a_kvm_guest_is_named_with_its_evidence() {
         Verdict::Warn,
         &[
             "docker-4f1c2a.scope",
+            "/run/systemd/container = docker",
             "/proc/1/sched: sleep (48213",
             "/.dockerenv exists",
             "overlay",

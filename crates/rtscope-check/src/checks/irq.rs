@@ -151,15 +151,19 @@ pub(crate) fn irq_affinity(ctx: &Ctx) -> Finding {
             continue;
         }
         let dir = format!("/proc/irq/{n}");
-        let (file, list) = match ctx.sys.read(&format!("{dir}/effective_affinity_list")) {
-            Some(l) => ("effective", l),
-            None => match ctx.sys.read(&format!("{dir}/smp_affinity_list")) {
-                Some(l) => ("allowed", l),
-                None => continue,
-            },
-        };
-        let Some(cpus) = parse_cpulist(&list) else {
+        let allowed = ctx.sys.read(&format!("{dir}/smp_affinity_list"));
+        let effective = ctx.sys.read(&format!("{dir}/effective_affinity_list"));
+        let Some(cpus) = effective
+            .as_deref()
+            .or(allowed.as_deref())
+            .and_then(parse_cpulist)
+        else {
             continue;
+        };
+        let file = match (&allowed, &effective) {
+            (Some(a), Some(e)) if a != e => format!("allowed CPUs {a}, effective"),
+            (_, Some(_)) => "effective".to_owned(),
+            _ => "allowed".to_owned(),
         };
         let on: Vec<u32> = ctx
             .cpus

@@ -236,6 +236,9 @@ pub(crate) fn container(ctx: &Ctx) -> Finding {
             strong.push(format!("/proc/1/environ: {v}"));
         }
     }
+    if let Some(kind) = sys.read("/run/systemd/container") {
+        strong.push(format!("/run/systemd/container = {kind}"));
+    }
     if sys.exists("/run/.containerenv") {
         strong.push("/run/.containerenv exists (podman)".to_owned());
     }
@@ -279,7 +282,7 @@ pub(crate) fn container(ctx: &Ctx) -> Finding {
     }
     if strong.is_empty() {
         let text = if evidence.is_empty() {
-            "no container runtime in /proc/1/cgroup, no container= in /proc/1/environ, no /run/.containerenv, /proc/1/sched shows PID 1".to_owned()
+            "no container runtime in /proc/1/cgroup, no container= in /proc/1/environ, no /run/systemd/container or /run/.containerenv, /proc/1/sched shows PID 1".to_owned()
         } else {
             format!(
                 "no container runtime in /proc/1/cgroup or /proc/1/environ, PID 1 is PID 1; {}",
