@@ -54,6 +54,26 @@ impl Verdict {
     }
 }
 
+impl std::str::FromStr for Verdict {
+    type Err = UnknownVerdict;
+
+    /// Parses `ok`, `warn`, `bad` or `unavailable` (as stored with runs).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "ok" => Ok(Verdict::Ok),
+            "warn" => Ok(Verdict::Warn),
+            "bad" => Ok(Verdict::Bad),
+            "unavailable" => Ok(Verdict::Unavailable),
+            _ => Err(UnknownVerdict(s.to_owned())),
+        }
+    }
+}
+
+/// A verdict name that is not `ok`, `warn`, `bad` or `unavailable`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown verdict '{0}' (expected ok, warn, bad or unavailable)")]
+pub struct UnknownVerdict(pub String);
+
 impl std::fmt::Display for Verdict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -291,5 +311,24 @@ pub fn audit(sys: &System<'_>, opts: &Options) -> Audit {
     Audit {
         cpus: ctx.cpus.clone(),
         findings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_round_trip_through_their_names() {
+        for v in [
+            Verdict::Ok,
+            Verdict::Warn,
+            Verdict::Bad,
+            Verdict::Unavailable,
+        ] {
+            assert_eq!(v.as_str().parse::<Verdict>(), Ok(v));
+        }
+        assert!("fine".parse::<Verdict>().is_err());
+        assert!(Verdict::Bad > Verdict::Warn && Verdict::Warn > Verdict::Ok);
     }
 }
