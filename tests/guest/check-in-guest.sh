@@ -1,30 +1,44 @@
 #!/bin/sh
-# rtscope check inside a QEMU guest (issue 13): run by the guest harness of tests/guest/ in the
-# guest's busybox shell, after /proc and /sys are mounted (tracefs too, if the harness mounts it).
+# rtscope check inside a QEMU guest (issue 13), in the guest's busybox shell after /proc, /sys
+# (and tracefs, debugfs) are mounted. Two ways to run it:
 #
-#   sh check-in-guest.sh RTSCOPE KIND
+#   sh check-in-guest.sh RTSCOPE KIND      # directly (also on the host)
+#   guest.py boot rt-amd64 --rtscope BIN --script tests/guest/check-in-guest.sh --env KIND=rt
+#                                          # as the guest script of tests/guest/guest.py, which
+#                                          # sources it after lib.sh and env.sh (RTSCOPE
+#                                          # defaults to `rtscope` on the PATH)
 #
-# RTSCOPE is the rtscope binary inside the guest; KIND is `rt` for a PREEMPT_RT kernel (the
-# preempt_rt verdict must be ok) or `stock` (it must not be). Everything rtscope prints is
-# copied to the console; the result is ONE marker line the harness greps for:
+# KIND is `rt` for a PREEMPT_RT kernel (the preempt_rt verdict must be ok) or `stock` (it must
+# be warn); the host says which kernel it booted, the guest does not guess. Everything rtscope
+# prints is copied to the console; the result is ONE marker line:
 #
 #   RTSCOPE-GUEST check KIND PASS
 #   RTSCOPE-GUEST check KIND FAIL <reason>
+#
+# and, under guest.py (whose lib.sh defines `mark`), the same as `@@RTSCOPE-GUEST check-audit
+# KIND PASS|FAIL …`.
 #
 # Pass/fail never depends on this script's exit code (QEMU's exit code carries nothing), but it
 # exits 0 on PASS and 1 on FAIL for callers that run it directly (it runs on the host as well:
 # `sh tests/guest/check-in-guest.sh target/debug/rtscope stock`). Busybox ash, grep and awk only.
 
-bin=${1:?usage: check-in-guest.sh RTSCOPE rt|stock}
-kind=${2:?usage: check-in-guest.sh RTSCOPE rt|stock}
+bin=${1:-rtscope}
+kind=${2:-${KIND:-}}
 tmp=${TMPDIR:-/tmp}/rtscope-guest-check.$$
 mkdir -p "$tmp" || exit 1
 
+result() {
+    echo "RTSCOPE-GUEST check $kind $*"
+    command -v mark >/dev/null 2>&1 && mark check-audit "$kind $*"
+}
+
 fail() {
-    echo "RTSCOPE-GUEST check $kind FAIL $*"
+    result FAIL "$@"
     rm -rf "$tmp"
     exit 1
 }
+
+case $kind in rt|stock) ;; *) fail "KIND must be rt or stock, not '$kind'" ;; esac
 
 "$bin" check >"$tmp/table" 2>"$tmp/err"
 code=$?
@@ -55,7 +69,6 @@ verdict=$(awk '$2 == "preempt_rt" { print $1 }' "$tmp/table")
 case $kind in
     rt) [ "$verdict" = ok ] || fail "preempt_rt is '$verdict' on the PREEMPT_RT kernel" ;;
     stock) [ "$verdict" = warn ] || fail "preempt_rt is '$verdict' on the stock kernel" ;;
-    *) fail "unknown kind '$kind'" ;;
 esac
 
 "$bin" check --json >"$tmp/json" 2>&1
@@ -67,6 +80,6 @@ grep -q '"schema": "rtscope-check/1"' "$tmp/json" || fail "--json has no schema"
 "$bin" check --cpus 4096 >/dev/null 2>&1
 [ $? = 2 ] || fail "--cpus 4096 is not a usage error"
 
-echo "RTSCOPE-GUEST check $kind PASS"
+result PASS
 rm -rf "$tmp"
 exit 0
