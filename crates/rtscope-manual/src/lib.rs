@@ -105,16 +105,21 @@ fn render(root: &clap::Command, cmd: &clap::Command, path: &[String], inputs: In
         .get_version()
         .and_then(|v| v.split_whitespace().next())
         .unwrap_or_default();
-    let man = clap_mangen::Man::new(cmd.clone())
-        .title(name.to_uppercase())
-        .section("1")
-        .date(inputs.date)
-        .source(format!("rtscope {version}"))
-        .manual("rtscope manual");
+    let man = clap_mangen::Man::new(cmd.clone());
+    // The title line is written here: clap_mangen drops an empty date argument, which shifts
+    // the source and manual into the wrong fields.
+    let title = [
+        name.to_uppercase().as_str(),
+        "1",
+        inputs.date,
+        &format!("rtscope {version}"),
+        "rtscope manual",
+    ]
+    .map(|a| format!("\"{}\"", a.replace(['"', '\\'], "")))
+    .join(" ");
     let mut buf = Vec::new();
     // Writing into a Vec cannot fail.
-    let sections: [fn(&clap_mangen::Man, &mut dyn Write) -> std::io::Result<()>; 4] = [
-        clap_mangen::Man::render_title,
+    let sections: [fn(&clap_mangen::Man, &mut dyn Write) -> std::io::Result<()>; 3] = [
         clap_mangen::Man::render_name_section,
         clap_mangen::Man::render_synopsis_section,
         clap_mangen::Man::render_description_section,
@@ -132,12 +137,17 @@ fn render(root: &clap::Command, cmd: &clap::Command, path: &[String], inputs: In
         let _ = man.render_subcommands_section(&mut buf);
     }
     buf.extend(extra_sections(&note, &name, root, path).as_bytes());
+    let body = String::from_utf8_lossy(&buf);
     Page {
         name,
         path: path.to_vec(),
-        roff: String::from_utf8_lossy(&buf).into_owned(),
+        roff: format!("{PREAMBLE}.TH {title}\n{}", body.replace(PREAMBLE, "")),
     }
 }
+
+/// What every clap_mangen section starts with (the apostrophe string for groff and others);
+/// a page needs it once, before the title.
+const PREAMBLE: &str = ".ie \\n(.g .ds Aq \\(aq\n.el .ds Aq '\n";
 
 fn verbatim_section(title: &str, text: &str) -> String {
     let mut r = Roff::new();

@@ -37,10 +37,15 @@ fn one_page_per_visible_subcommand_at_any_depth() {
 #[test]
 fn page_has_name_options_exit_codes_and_references() {
     let p = page(&toy(), &["measure"], Inputs::default()).unwrap();
-    assert!(
-        p.roff
-            .starts_with(".TH RTSCOPE-MEASURE 1 \"\" \"rtscope 9.9.9\""),
-        "{}",
+    let th = p.roff.lines().find(|l| l.starts_with(".TH")).unwrap();
+    assert_eq!(
+        th,
+        ".TH \"RTSCOPE-MEASURE\" \"1\" \"\" \"rtscope 9.9.9\" \"rtscope manual\""
+    );
+    assert_eq!(
+        p.roff.matches(".ds Aq").count(),
+        2,
+        "one preamble: {}",
         p.roff
     );
     assert!(p.roff.contains("rtscope\\-measure \\- Measure latency"));
@@ -67,7 +72,7 @@ fn writes_pages_and_completions_replacing_symlinks() {
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
     assert!(std::fs::read_to_string(dir.join("rtscope.1"))
         .unwrap()
-        .starts_with(".TH"));
+        .contains("\n.TH \"RTSCOPE\" \"1\""));
     let c = write_completions(&toy(), &dir).unwrap();
     let names: Vec<_> = c
         .iter()
