@@ -618,3 +618,29 @@ fn json_has_ids_verdicts_and_fixes() {
     assert!(first["why"].as_str().unwrap().len() > 20);
     assert_eq!(v["cpus"], serde_json::json!([0, 1, 2, 3]));
 }
+
+#[test]
+fn an_arm64_qemu_virt_guest_is_a_vm() {
+    let root = std::env::temp_dir().join(format!("rtscope-check-virt-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(root.join("proc/device-tree")).unwrap();
+    std::fs::write(
+        root.join("proc/device-tree/compatible"),
+        "linux,dummy-virt\0",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("proc/cpuinfo"),
+        "processor\t: 0\nFeatures\t: fp asimd\n",
+    )
+    .unwrap();
+    let p = probe("6.1.0-56-rt-arm64", "#1 SMP PREEMPT_RT", "aarch64", 0, None);
+    let a = audit(&System::new(&root, &p), &Options::default());
+    expect(
+        &a,
+        CheckId::Virtualization,
+        Verdict::Warn,
+        &["linux,dummy-virt"],
+    );
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -175,6 +175,13 @@ pub(crate) fn virtualization(ctx: &Ctx) -> Finding {
             c.replace('\0', " ")
         ));
     }
+    if let Some(c) = sys.read("/proc/device-tree/compatible") {
+        let words: Vec<&str> = c.split('\0').filter(|w| !w.is_empty()).collect();
+        if words.contains(&"linux,dummy-virt") {
+            evidence
+                .push("device tree compatible linux,dummy-virt (QEMU's virt machine)".to_owned());
+        }
+    }
     for f in ["sys_vendor", "product_name"] {
         if let Some(v) = sys.read(&format!("/sys/class/dmi/id/{f}")) {
             if VM_DMI.iter().any(|k| v.contains(k)) {
@@ -192,7 +199,7 @@ pub(crate) fn virtualization(ctx: &Ctx) -> Finding {
         return Finding::new(
             CheckId::Virtualization,
             Verdict::Ok,
-            "no hypervisor flag in /proc/cpuinfo, no /sys/hypervisor, no hypervisor DMI vendor or device-tree node",
+            "no hypervisor flag in /proc/cpuinfo, no /sys/hypervisor, no hypervisor DMI vendor, device-tree node or QEMU virt machine",
         )
         .setting("bare metal");
     }
