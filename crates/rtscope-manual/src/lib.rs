@@ -119,14 +119,9 @@ fn render(root: &clap::Command, cmd: &clap::Command, path: &[String], inputs: In
     .join(" ");
     let mut buf = Vec::new();
     // Writing into a Vec cannot fail.
-    let sections: [fn(&clap_mangen::Man, &mut dyn Write) -> std::io::Result<()>; 3] = [
-        clap_mangen::Man::render_name_section,
-        clap_mangen::Man::render_synopsis_section,
-        clap_mangen::Man::render_description_section,
-    ];
-    for s in sections {
-        let _ = s(&man, &mut buf);
-    }
+    let _ = man.render_name_section(&mut buf);
+    let _ = man.render_synopsis_section(&mut buf);
+    let _ = man.render_description_section(&mut buf);
     if cmd.get_arguments().any(|a| !a.is_hide_set()) {
         let _ = man.render_options_section(&mut buf);
     }
