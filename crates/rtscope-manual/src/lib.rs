@@ -214,7 +214,11 @@ fn see_also(name: &str, root: &clap::Command, path: &[String], note: &notes::Not
             refs.push(format!("{page}(1)"));
         }
     }
-    refs.extend(note.see_also.iter().map(|s| (*s).to_owned()));
+    for r in note.see_also {
+        if !refs.iter().any(|x| x == r) {
+            refs.push((*r).to_owned());
+        }
+    }
     refs.join(", ")
 }
 
