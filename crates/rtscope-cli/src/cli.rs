@@ -19,7 +19,8 @@ pub const VERSION: &str = concat!(
 /// Exit codes: 0 success, 1 a limit was exceeded (or `compare` found a regression), 2 usage or
 /// setup error, 3 interrupted.
 #[derive(Debug, Parser)]
-#[command(name = "rtscope", version = VERSION, about, long_about = None, propagate_version = true)]
+// `about` from the first line of this doc comment (the crate's description is rtscope-cli's).
+#[command(name = "rtscope", version = VERSION, long_about = None, propagate_version = true)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -44,18 +45,23 @@ pub enum Command {
     },
     /// List, show, tag and delete the runs recorded in the database.
     Runs(RunsArgs),
-    /// Import old results (cyclictest histogram, -v or --json output, jitterdebugger
-    /// directories, stress-ng --cyclic logs) as runs of the database.
+    /// Import old results of cyclictest, jitterdebugger and stress-ng as runs of the database.
+    ///
+    /// Reads cyclictest histograms (`-h`/`-H`), `-v` verbose output and `--json` files,
+    /// jitterdebugger output directories and stress-ng `--cyclic` logs; each becomes one run.
     Import(ImportArgs),
     /// Export a run's statistics, histograms, series and events as CSV, JSON or Parquet.
     Export(ExportArgs),
     /// Run a campaign: scenarios × load cases × repeats, with loads and system monitors.
     Run(Box<crate::campaign::RunArgs>),
-    /// Run a load (messaging, memory, cpu, io, network or an external program) standalone,
-    /// e.g. to load a board while another tool measures; Ctrl-C stops it cleanly.
+    /// Run a load standalone: messaging, memory, cpu, io, network or an external program.
+    ///
+    /// For example to load a board while another tool measures; Ctrl-C stops it cleanly.
     Load(Box<crate::load::LoadArgs>),
-    /// Compare groups of runs (ids, labels, campaigns, tags): side-by-side statistics, the
-    /// load-case matrix and a verdict per statistic; exit 1 on a regression.
+    /// Compare groups of runs: statistics side by side and a verdict per statistic.
+    ///
+    /// Groups are run ids, labels, campaigns or tags; the load-case matrix shows one statistic
+    /// per group and load case; exit 1 on a regression.
     Compare(Box<crate::compare::CompareArgs>),
     /// Make plots, tables and a self-contained report.html from recorded runs.
     Report(crate::report::ReportArgs),
