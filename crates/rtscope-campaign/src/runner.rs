@@ -37,6 +37,8 @@ pub(super) struct Ctx<'a> {
     pub(super) monitor_interval: Option<Duration>,
     pub(super) progress: Progress,
     pub(super) signals: u32,
+    /// The checks the previous run's preflight audit found bad (printed when they change).
+    pub(super) bad_checks: Vec<String>,
 }
 
 /// Runs every planned run of `c` not done yet.
@@ -88,6 +90,7 @@ pub fn execute(
         monitor_interval,
         progress: Progress::new(!a.quiet, todo.len(), total),
         signals: 0,
+        bad_checks: Vec::new(),
     };
     let mut status = ExitStatus::Success;
     for (i, p) in todo.iter().enumerate() {

@@ -85,6 +85,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         command_line: cmdline.split(' ').map(String::from).collect(),
         config_json: serde_json::json!({ "cyclictest_args": args }).to_string(),
         monitor_interval: None,
+        checks: Vec::new(),
     };
     let recorded = Recorded {
         store,
