@@ -11,12 +11,7 @@ use std::path::Path;
 /// Audits this machine for `plan`: its pinned CPUs (every online CPU when its threads are not
 /// pinned) and its highest real-time priority (90 for non-real-time policies).
 pub fn audit(plan: &RunPlan) -> Audit {
-    let cpus: Vec<u32> = plan
-        .config
-        .pinned_cpus()
-        .iter()
-        .map(|c| c as u32)
-        .collect();
+    let cpus: Vec<u32> = plan.config.pinned_cpus().iter().map(|c| c as u32).collect();
     let priority = plan
         .config
         .threads
