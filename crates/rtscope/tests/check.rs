@@ -209,3 +209,78 @@ fn an_unprivileged_user_is_told_rt_scheduling_is_refused() {
         assert_eq!(o.status.code(), Some(1));
     }
 }
+
+/// Runs `sqlite3 DB SQL` (CI installs sqlite3) and returns its output.
+fn sql(db: &std::path::Path, query: &str) -> String {
+    let o = common::run("sqlite3", &[db.to_str().unwrap(), query]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+#[test]
+fn measure_stores_its_audit_and_compare_names_the_settings_that_differ() {
+    let db = common::temp_path("check-compare.db");
+    let _ = std::fs::remove_file(&db);
+    let d = db.to_str().unwrap();
+    {
+        let _rt = common::rt_lock();
+        for interval in ["1ms", "2ms"] {
+            let o = rtscope(&["measure", "-D", "300ms", "-i", interval, "-q", "--db", d]);
+            assert_eq!(
+                o.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            // One stderr line per bad verdict, each naming its check and fix.
+            for l in String::from_utf8_lossy(&o.stderr).lines() {
+                assert!(l.starts_with("check: bad: ") && l.contains("(fix: "), "{l}");
+            }
+        }
+    }
+    assert_eq!(
+        sql(&db, "SELECT COUNT(*) FROM run_checks WHERE run_id = 1").trim(),
+        "32"
+    );
+    assert_eq!(
+        sql(
+            &db,
+            "SELECT verdict FROM run_checks WHERE run_id = 1 AND check_id = 'rt_tasks'"
+        )
+        .trim(),
+        "ok",
+        "the audit runs before rtscope's own SCHED_FIFO threads start"
+    );
+    // Two runs on one machine: the interval differs (a shared machine may change a checked
+    // setting between the runs too, so that is not asserted absent).
+    let o = rtscope(&["compare", "1", "2", "--db", d, "--no-fail"]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains("warning: the groups differ in more than what is compared"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  run setting interval differs: A 1.00ms, B 2.00ms\n"),
+        "{text}"
+    );
+    // As if run 2 had been measured with SMT in another state.
+    sql(
+        &db,
+        "UPDATE run_checks SET setting = 'powersave' WHERE run_id = 2 AND check_id = 'smt'",
+    );
+    let o = rtscope(&["compare", "1", "2", "--db", d, "--no-fail", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let diffs = v["differences"].as_array().unwrap();
+    let smt = diffs
+        .iter()
+        .find(|x| x["setting"] == "smt")
+        .expect("smt differs");
+    assert_eq!(smt["kind"], "check");
+    assert_eq!(smt["values"]["B"], serde_json::json!(["powersave"]));
+    assert!(diffs
+        .iter()
+        .any(|x| x["kind"] == "run" && x["setting"] == "interval"));
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{d}{ext}"));
+    }
+}
