@@ -38,8 +38,11 @@ impl DifferenceKind {
     }
 }
 
+/// How a run setting is read from a run.
+type ReadSetting = fn(&RunData) -> String;
+
 /// The run settings compared: name and how to read it from a run.
-const RUN_SETTINGS: [(&str, fn(&RunData) -> String); 4] = [
+const RUN_SETTINGS: [(&str, ReadSetting); 4] = [
     ("interval", |r| r.run.interval.clone()),
     ("priority", |r| r.run.priority.clone()),
     ("threads", |r| r.run.threads.to_string()),
