@@ -44,17 +44,18 @@ fn parse_hex_mask(mask: &str) -> Option<Vec<u32>> {
 }
 
 pub(crate) fn irqbalance(ctx: &Ctx) -> Finding {
+    // The thread scan of rt_tasks already read every main thread's name.
     let running: Vec<u32> = ctx
-        .sys
-        .pids()
-        .into_iter()
-        .filter(|pid| ctx.sys.read(&format!("/proc/{pid}/comm")).as_deref() == Some("irqbalance"))
+        .tasks()
+        .iter()
+        .filter(|t| t.tid == t.pid && t.comm == "irqbalance")
+        .map(|t| t.pid)
         .collect();
     let Some(&pid) = running.first() else {
         return Finding::new(
             CheckId::Irqbalance,
             Verdict::Ok,
-            "no process named irqbalance in /proc/*/comm",
+            "no process named irqbalance in /proc/*/task/*/stat",
         )
         .setting("not running");
     };
