@@ -67,6 +67,7 @@ pub fn execute(
         monitor_interval,
         progress: Progress::new(!a.quiet, todo.len(), total),
         signals: 0,
+        bad_checks: Vec::new(),
     };
     let mut status = ExitStatus::Success;
     for (i, p) in todo.iter().enumerate() {

@@ -13,6 +13,7 @@
 pub mod cli;
 pub mod commands;
 pub mod exit;
+pub mod manual;
 
 use clap::Parser;
 use exit::{ExitStatus, UsageError};
@@ -84,14 +85,12 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
         cli::Command::Load(a) => commands::load::run(&a, out),
         cli::Command::Compare(a) => commands::compare::run(&a, out),
         cli::Command::Report(a) => commands::report::run(&a, out),
+        cli::Command::Check(a) => commands::check::run(&a, out),
         cli::Command::Completions { shell } => {
             clap_complete::generate(shell, &mut cli::command(), "rtscope", out);
             Ok(ExitStatus::Success)
         }
-        cli::Command::Man => {
-            clap_mangen::Man::new(cli::command()).render(out)?;
-            Ok(ExitStatus::Success)
-        }
+        cli::Command::Man(a) => manual::run(&a, out),
     }
 }
 

@@ -1,5 +1,6 @@
 //! One file per subcommand: each turns its clap arguments into a library call and prints.
 
+pub mod check;
 pub mod compare;
 pub mod cyclictest;
 pub mod export;
