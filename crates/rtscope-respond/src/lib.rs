@@ -16,7 +16,8 @@
 
 #![warn(missing_docs)]
 
-//GPIO pub mod gpio;
+pub mod control;
+pub mod gpio;
 pub mod ipc;
 
 /// Why a measurement could not start.
@@ -39,5 +40,7 @@ pub enum RespondError {
     /// The real-time set-up of a thread failed (policy, priority, affinity, mlock).
     #[error(transparent)]
     Engine(#[from] rtscope_engine::EngineError),
-    //GPIO-ERR
+    /// A GPIO chip or line problem.
+    #[error(transparent)]
+    Gpio(#[from] gpio::GpioError),
 }

@@ -135,9 +135,10 @@ impl Transport {
     /// Opens a channel of `kind`.
     pub(crate) fn open(kind: IpcKind) -> io::Result<Transport> {
         Ok(match kind {
-            // SAFETY: eventfd takes plain integers.
             IpcKind::Eventfd => {
-                Transport::Eventfd(owned(unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) })?)
+                // SAFETY: eventfd takes plain integers.
+                let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+                Transport::Eventfd(owned(fd)?)
             }
             IpcKind::Pipe => {
                 let mut fds = [0; 2];
