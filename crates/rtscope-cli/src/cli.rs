@@ -38,6 +38,9 @@ pub enum Command {
     Import(ImportArgs),
     /// Export a run's statistics, histograms, series and events as CSV, JSON or Parquet.
     Export(ExportArgs),
+    /// Measure event response latency: how fast a real-time thread reacts to an IPC event
+    /// (eventfd, pipe, futex, POSIX mq, signal, SysV semaphore, UNIX datagram) or a GPIO edge.
+    Respond(Box<crate::respond::RespondArgs>),
     /// Run a campaign: scenarios × load cases × repeats, with loads and system monitors.
     Run(Box<crate::campaign::RunArgs>),
     /// Run a load (messaging, memory, cpu, io, network or an external program) standalone,

@@ -24,6 +24,7 @@ pub mod measure;
 pub mod monitoring;
 pub mod record;
 pub mod report;
+pub mod respond;
 pub mod runs;
 pub mod select;
 pub mod session;
@@ -95,6 +96,7 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
         cli::Command::Runs(a) => runs::run(&a, out),
         cli::Command::Import(a) => import::run(&a, out),
         cli::Command::Export(a) => export::run(&a, out),
+        cli::Command::Respond(a) => respond::run(&a, argv.to_vec(), out),
         cli::Command::Run(a) => campaign::run(&a, argv, out),
         cli::Command::Load(a) => load::run(&a, out),
         cli::Command::Compare(a) => compare::run(&a, out),

@@ -311,3 +311,13 @@ impl OutputLine for CdevOutput {
             .map_err(|e| GpioError::Io(e.to_string()))
     }
 }
+
+/// Whether `line` is currently requested by some program (for waiting on a responder that was
+/// just started).
+pub fn line_in_use(line: &LineId) -> Result<bool, GpioError> {
+    match resolve(line) {
+        Ok(_) => Ok(false),
+        Err(GpioError::Busy { .. }) => Ok(true),
+        Err(e) => Err(e),
+    }
+}
