@@ -6,13 +6,14 @@
 # against rtscope's mean and p50. eventfd, pipe and unix-dgram have no rt-tests peer: they are
 # measured in the same rounds for reference.
 # Usage: bench/respond-vs-rt-tests.sh [PAIRS] [LOOPS] [CPU]   (root; rt-tests installed;
+#        RTSCOPE_BIN=path picks the binary [target/release/rtscope];
 #        about PAIRS × 9 × LOOPS ms)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pairs=${1:-5}
 loops=${2:-5000}
 cpu=${3:-1}
-bin=./target/release/rtscope
+bin=${RTSCOPE_BIN:-./target/release/rtscope}
 [ -x "$bin" ] || { echo "build first: cargo build --release" >&2; exit 2; }
 for p in ptsematest pmqtest sigwaittest svsematest; do
   command -v "$p" >/dev/null || { echo "$p missing: apt-get install rt-tests" >&2; exit 2; }
