@@ -25,7 +25,9 @@ for i in $(seq 1 "$pairs"); do
     "$bin" respond --ipc "$m" --placement same --cpu "$cpu" -p 95 -i 1ms -l "$loops" -q \
       --json "$out/$m-$i.json" >/dev/null
     if [ -n "${peer[$m]:-}" ]; then
-      "${peer[$m]}" -a "$cpu" -p 95 -i 1000 -l "$loops" -q >"$out/$m-$i.rt" 2>&1
+      # sigwaittest now and then dies of its own SIGUSR2 at exit after printing its summary;
+      # a run without a summary line is left out (and counted) below.
+      "${peer[$m]}" -a "$cpu" -p 95 -i 1000 -l "$loops" -q >"$out/$m-$i.rt" 2>&1 || true
     fi
   done
 done
@@ -46,6 +48,9 @@ for m in ["futex", "mqueue", "signal", "sysvsem", "eventfd", "pipe", "unix-dgram
         if m in peers:
             text = open(f"{out}/{m}-{i}.rt").read()
             g = re.search(r"Min\s+(\d+).*Avg\s+(\d+),\s+Max\s+(\d+)", text)
+            if g is None:
+                print(f"note: {peers[m]} run {i} printed no summary: {text.strip()[-120:]!r}")
+                continue
             rmin.append(int(g.group(1))); ravg.append(int(g.group(2))); rmax.append(int(g.group(3)))
     med = statistics.median
     line = f"{m:<11} {med(p50):>11.1f} {med(mean):>6.1f} {med(mx):>7.1f} {sum(lost):>5} | "
