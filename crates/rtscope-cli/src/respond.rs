@@ -576,6 +576,11 @@ fn finish(
         let doc = json!({
             "schema": "rtscope.respond/1",
             "tool": {"name": "rtscope", "version": env!("CARGO_PKG_VERSION"), "command_line": command_line},
+            "config": {
+                "policy": format!("{:?}", a.policy).to_lowercase(), "priority": a.priority,
+                "mlock": !a.no_mlock, "loops": a.loops, "duration": a.duration,
+                "interval": a.interval, "burst": a.burst, "placement": a.placement,
+            },
             "results": rows.iter().map(|r| {
                 let mut v = serde_json::to_value(crate::measure::json::series(&r.stats, &r.hist, None)).unwrap_or_default();
                 if let (Some(m), Some(e)) = (v.as_object_mut(), r.extra.as_object()) {

@@ -131,3 +131,20 @@ fn a_missing_gpio_chip_is_a_clear_usage_error() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("does not exist"));
 }
+
+#[test]
+fn the_json_file_is_never_written_through_a_symlink() {
+    let target = tmp("target.txt");
+    let link = tmp("link.json");
+    std::fs::write(&target, "keep").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let mut args = vec!["--ipc", "eventfd", "-l", "10", "-q", "--json"];
+    args.push(link.to_str().unwrap());
+    args.extend(UNPRIVILEGED);
+    let o = rtscope(&args);
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    assert!(text(&o).1.contains("cannot write the JSON file"));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    let _ = std::fs::remove_file(link);
+    let _ = std::fs::remove_file(target);
+}
