@@ -3,12 +3,23 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+/// `rtscope --version`: the version, the target triple and the git commit (`unknown` when built
+/// outside a git checkout), e.g. `0.1.0 (aarch64-unknown-linux-musl, commit 1a2b3c4d5e6f)`.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("RTSCOPE_TARGET"),
+    ", commit ",
+    env!("RTSCOPE_GIT_COMMIT"),
+    ")"
+);
+
 /// Timer wake-up latency for real-time Linux.
 ///
 /// Exit codes: 0 success, 1 a limit was exceeded (or `compare` found a regression), 2 usage or
 /// setup error, 3 interrupted.
 #[derive(Debug, Parser)]
-#[command(name = "rtscope", version, about, long_about = None, propagate_version = true)]
+#[command(name = "rtscope", version = VERSION, about, long_about = None, propagate_version = true)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -56,8 +67,8 @@ pub enum Command {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff).
-    Man,
+    /// Print a man page (roff): rtscope(1), or a subcommand's, e.g. `rtscope man runs show`.
+    Man(crate::manual::ManArgs),
 }
 
 /// Options of `rtscope runs`.

@@ -20,6 +20,7 @@ pub mod exit;
 pub mod export;
 pub mod import;
 pub mod load;
+pub mod manual;
 pub mod measure;
 pub mod monitoring;
 pub mod record;
@@ -105,10 +106,7 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
             clap_complete::generate(shell, &mut cli::command(), "rtscope", out);
             Ok(ExitStatus::Success)
         }
-        cli::Command::Man => {
-            clap_mangen::Man::new(cli::command()).render(out)?;
-            Ok(ExitStatus::Success)
-        }
+        cli::Command::Man(a) => manual::run(&a, out),
     }
 }
 

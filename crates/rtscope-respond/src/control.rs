@@ -40,7 +40,8 @@ impl StopSignals {
     pub fn wait(&self, timeout: Nanos) -> Option<libc::c_int> {
         let set = set_of(&STOP_SIGNALS);
         let ts = libc::timespec {
-            tv_sec: (timeout.0 / 1_000_000_000) as libc::time_t,
+            // `as _`: the field's own type (time_t), which musl's libc bindings deprecate naming.
+            tv_sec: (timeout.0 / 1_000_000_000) as _,
             tv_nsec: (timeout.0 % 1_000_000_000) as libc::c_long,
         };
         // SAFETY: `set` and `ts` are valid; a null siginfo pointer is allowed.
