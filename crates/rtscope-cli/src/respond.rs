@@ -108,6 +108,10 @@ pub struct RespondArgs {
     /// missed=0 (lost events) (repeatable)
     #[arg(long = "limit", value_name = "STAT=VALUE", help_heading = "Output")]
     pub limits: Vec<String>,
+    /// IPC: keep every event slower than this (sequence number, latency, time) in the JSON, up
+    /// to 10,000 per row
+    #[arg(long, value_name = "DUR", help_heading = "Output")]
+    pub event_above: Option<String>,
     /// Write the results as JSON (schema rtscope.respond/1)
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub json: Option<PathBuf>,
@@ -242,12 +246,18 @@ fn ipc_configs(a: &RespondArgs, list: &str) -> Result<Vec<IpcConfig>, UsageError
             .collect::<Result<_, _>>()?
     };
     let interval = dur(a.interval.as_deref().unwrap_or("1ms"), "--interval")?;
+    let event_threshold = a
+        .event_above
+        .as_deref()
+        .map(|d| dur(d, "--event-above"))
+        .transpose()?;
     let mut out = Vec::new();
     for kind in kinds {
         for p in placements(a)? {
             let mut c = IpcConfig::new(kind);
             (c.placement, c.policy, c.priority) = (p, policy, a.priority);
             (c.interval, c.burst, c.loops, c.duration) = (interval, a.burst, loops, duration);
+            (c.event_threshold, c.event_capacity) = (event_threshold, 10_000);
             out.push(c);
         }
     }
@@ -384,6 +394,12 @@ fn run_ipc(
         if let Some(e) = &r.error {
             error.get_or_insert(format!("{}: {e}", r.kind));
         }
+        if !r.accounting_consistent() {
+            error.get_or_insert(format!(
+                "{}: the event counts disagree (sent {}, refused {}, received {}, gaps {}, overruns {})",
+                r.kind, r.sent, r.send_failed, r.received(), r.gaps, r.overruns
+            ));
+        }
         let mut stats = r.stats;
         stats.missed = r.lost();
         rows.push(Row {
@@ -398,6 +414,10 @@ fn run_ipc(
                 "skipped_intervals": r.skipped_intervals,
                 "accounting_consistent": r.accounting_consistent(),
                 "rt_tests_peer": r.kind.rt_tests_peer(),
+                "events_above": r.events.iter().map(|e| json!({
+                    "seq": e.cycle, "latency_ns": e.latency.0,
+                    "offset_ns": e.time.0.saturating_sub(r.clock_start.0),
+                })).collect::<Vec<_>>(),
             }),
             stats,
             hist: r.histogram,
@@ -526,6 +546,13 @@ fn render(rows: &[Row]) -> String {
     }
     let mut s = columns(&cells, 2);
     s.push_str("latencies in us; lost = events sent but never received (queue full or dropped by the kernel)\n");
+    let skipped: u64 = rows
+        .iter()
+        .filter_map(|r| r.extra["skipped_intervals"].as_u64())
+        .sum();
+    if skipped > 0 {
+        s.push_str(&format!("{skipped} sending intervals skipped: the sender was held off past them (the JSON has them per row)\n"));
+    }
     if cells.iter().flatten().any(|c| c.ends_with('*')) {
         s.push_str("* fewer than 10 samples lie beyond this percentile: measure longer for a meaningful value\n");
     }
