@@ -571,3 +571,72 @@ impl Drop for GpioRun {
         self.finish_threads();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(edge: Edge, line_seqno: u32) -> EdgeEvent {
+        EdgeEvent {
+            offset: 0,
+            edge,
+            timestamp: Nanos(0),
+            seqno: line_seqno,
+            line_seqno,
+        }
+    }
+
+    #[test]
+    fn gaps_in_line_sequence_numbers_count_as_lost_edges() {
+        let c = Counts::default();
+        let mut last = 0;
+        c.count(&ev(Edge::Rising, 1), &mut last);
+        c.count(&ev(Edge::Falling, 2), &mut last);
+        c.count(&ev(Edge::Rising, 7), &mut last); // 3..=6 dropped by the kernel
+        c.count(&ev(Edge::Falling, 8), &mut last);
+        let n = c.load();
+        assert_eq!((n.rising, n.falling, n.lost), (2, 2, 4));
+        assert_eq!(n.last_level, Some(false));
+        // The counter wraps at 2^32 without a false gap.
+        let mut last = u32::MAX;
+        c.count(&ev(Edge::Rising, 0), &mut last);
+        assert_eq!(c.load().lost, 4);
+    }
+
+    #[test]
+    fn each_wiring_reports_its_intervals() {
+        let line = |n| LineId {
+            chip: None,
+            line: super::super::LineSel::Offset(n),
+        };
+        let mut c = GpioConfig {
+            stimulus: Some(line(0)),
+            input: line(1),
+            response: Some(line(2)),
+            watch: Some(line(3)),
+            responder: Responder::Own,
+            options: InputOptions::default(),
+            interval: Nanos::from_ms(1),
+            count: Some(1),
+            duration: None,
+            policy: Policy::Other,
+            priority: 0,
+            responder_cpu: None,
+            stimulus_cpu: None,
+        };
+        assert_eq!(c.mode(), Mode::ScopeEquivalent);
+        assert_eq!(c.intervals().len(), 4);
+        c.options.clock = super::super::EventClock::Hte;
+        assert_eq!(
+            c.intervals(),
+            vec![Interval::WakeToResponse, Interval::Response],
+            "HTE timestamps compare only with each other"
+        );
+        c.responder = Responder::External {
+            stimulus_watch: None,
+        };
+        c.response = None;
+        c.options.clock = super::super::EventClock::Monotonic;
+        assert_eq!(c.intervals(), vec![Interval::StimulusToResponse]);
+    }
+}
