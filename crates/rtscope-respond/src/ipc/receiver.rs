@@ -382,13 +382,14 @@ fn receive_loop(sh: &Shared, rec: &mut Recorder) {
             }
             Ok(Some(Got::Message { seq, sent })) => {
                 wakeups += 1;
-                if !measure(sh, rec, seq, sent, now) {
-                    return finish_counts(sh, wakeups, overruns);
-                }
+                // A gap before this message (the stop marker included): refused at the sender.
                 if seq > next {
                     let gap = seq - next;
                     sh.gaps.store(sh.gaps.load(Relaxed) + gap, Relaxed);
                     rec.add_missed(gap);
+                }
+                if !measure(sh, rec, seq, sent, now) {
+                    return finish_counts(sh, wakeups, overruns);
                 }
                 next = seq + 1;
             }
