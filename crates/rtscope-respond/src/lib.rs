@@ -17,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod control;
+mod gate;
 pub mod gpio;
 pub mod ipc;
 

@@ -4,11 +4,12 @@
 //! per-line sequence numbers.
 
 use super::{Edge, EdgeEvent, Gpio, InputOptions, LineId};
+use crate::gate::Gate;
 use crate::RespondError;
 use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{sys, CpuSet, Policy, RunConfig, ThreadShared, ThreadSpec};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 mod loops;
@@ -413,11 +414,7 @@ impl GpioRun {
         let (input, response, watch, stimulus) =
             (lines.input, lines.response, lines.watch, lines.stimulus);
         let shared = Arc::new(Shared::new(&config));
-        let threads = 1
-            + usize::from(input.is_some())
-            + usize::from(watch.is_some())
-            + usize::from(stimulus.is_some());
-        let gate = Arc::new(Barrier::new(threads));
+        let gate = Arc::new(Gate::default());
         let mut run = GpioRun {
             config: config.clone(),
             shared,
@@ -449,21 +446,21 @@ impl GpioRun {
                 stimulate(sh, o, c)
             }));
         }
+        let mut failure = None;
         for h in spawned {
             match h {
                 Ok(h) => run.handles.push(h),
-                Err(e) => {
-                    run.shared.fail(&e);
-                    run.shared.failed.store(true, Release);
-                    // The threads already started wait at the gate for one party per thread.
-                    for _ in run.handles.len()..threads - 1 {
-                        gate.wait();
-                    }
-                    return Err(e);
-                }
+                Err(e) => failure = failure.or(Some(e)),
             }
         }
-        gate.wait();
+        if let Some(e) = failure {
+            // The threads that did start must not wait for the one that did not.
+            run.shared.failed.store(true, Release);
+            gate.open_now();
+            run.finish_threads();
+            return Err(e);
+        }
+        gate.open_when_ready(run.handles.len());
         run.started = SystemTime::now();
         if run.shared.failed.load(Acquire) {
             let e = run
@@ -482,7 +479,7 @@ impl GpioRun {
 
     fn spawn<F>(
         &self,
-        gate: &Arc<Barrier>,
+        gate: &Arc<Gate>,
         name: &str,
         spec: ThreadSpec,
         body: F,
@@ -500,7 +497,7 @@ impl GpioRun {
                     let mut g = sh.setup_error.lock().unwrap_or_else(|p| p.into_inner());
                     g.get_or_insert(e.into());
                 }
-                gate.wait();
+                gate.arrive();
                 if !sh.failed.load(Acquire) {
                     body(&sh, &config);
                 }

@@ -7,11 +7,12 @@
 
 use super::transport::{Got, Sent, Transport};
 use super::{IpcConfig, IpcKind, Placement};
+use crate::gate::Gate;
 use crate::RespondError;
 use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{sys, Policy, Recorder, RunConfig, Sample, ThreadShared, ThreadSpec};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 
@@ -178,18 +179,19 @@ impl IpcRun {
         rc.event_threshold = config.event_threshold;
         rc.event_capacity = config.event_capacity;
         let thread = Arc::new(ThreadShared::new(&rc));
-        let barrier = Arc::new(Barrier::new(3));
-        let receiver = spawn_receiver(&config, &shared, &thread, &barrier)?;
-        let sender = match spawn_sender(&config, &shared, &barrier) {
+        let gate = Arc::new(Gate::default());
+        let receiver = spawn_receiver(&config, &shared, &thread, &gate)?;
+        let sender = match spawn_sender(&config, &shared, &gate) {
             Ok(h) => h,
             Err(e) => {
+                // The receiver must not wait for a sender that never started.
                 shared.fail_setup(e);
-                barrier.wait();
+                gate.open_now();
                 let _ = receiver.join();
                 return Err(take_setup_error(&shared));
             }
         };
-        barrier.wait();
+        gate.open_when_ready(2);
         let clock_start = sys::now(libc::CLOCK_MONOTONIC);
         let started = SystemTime::now();
         let mut run = IpcRun {
@@ -318,9 +320,9 @@ fn spawn_receiver(
     c: &IpcConfig,
     shared: &Arc<Shared>,
     thread: &Arc<ThreadShared>,
-    barrier: &Arc<Barrier>,
+    gate: &Arc<Gate>,
 ) -> Result<JoinHandle<()>, RespondError> {
-    let (sh, th, gate) = (shared.clone(), thread.clone(), barrier.clone());
+    let (sh, th, gate) = (shared.clone(), thread.clone(), gate.clone());
     let spec = spec(c.policy, c.priority, c.placement.receiver);
     let threshold = c.event_threshold;
     std::thread::Builder::new()
@@ -332,7 +334,7 @@ fn spawn_receiver(
                 sh.fail_setup(e.into());
             }
             let mut rec = Recorder::start(&th, threshold);
-            gate.wait();
+            gate.arrive();
             if !sh.failed.load(Acquire) {
                 receive_loop(&sh, &mut rec);
             }
@@ -410,9 +412,9 @@ fn finish_counts(sh: &Shared, wakeups: u64, overruns: u64) {
 fn spawn_sender(
     c: &IpcConfig,
     shared: &Arc<Shared>,
-    barrier: &Arc<Barrier>,
+    gate: &Arc<Gate>,
 ) -> Result<JoinHandle<()>, RespondError> {
-    let (sh, gate) = (shared.clone(), barrier.clone());
+    let (sh, gate) = (shared.clone(), gate.clone());
     let prio = if c.policy.is_realtime_priority() {
         (c.priority - 1).max(1)
     } else {
@@ -429,7 +431,7 @@ fn spawn_sender(
             if let Err(e) = rtscope_engine::prepare_current_thread(1, &spec, PREFAULT) {
                 sh.fail_setup(e.into());
             }
-            gate.wait();
+            gate.arrive();
             if !sh.failed.load(Acquire) {
                 let start = sys::now(libc::CLOCK_MONOTONIC);
                 let end = duration.map_or(u64::MAX, |d| (start + d).0);
