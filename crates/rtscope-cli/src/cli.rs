@@ -1,6 +1,7 @@
 //! The native command line (clap derive). Help, man page and completions are generated from it.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use rtscope_load::{LoadSpec, MsgMode, MsgTransport};
 use std::path::PathBuf;
 
 /// `rtscope --version`: the version, the target triple and the git commit (`unknown` when built
@@ -51,17 +52,17 @@ pub enum Command {
     Export(ExportArgs),
     /// Measure event response latency: how fast a real-time thread reacts to an IPC event
     /// (eventfd, pipe, futex, POSIX mq, signal, SysV semaphore, UNIX datagram) or a GPIO edge.
-    Respond(Box<crate::respond::RespondArgs>),
+    Respond(Box<RespondArgs>),
     /// Run a campaign: scenarios × load cases × repeats, with loads and system monitors.
-    Run(Box<crate::campaign::RunArgs>),
+    Run(Box<RunArgs>),
     /// Run a load (messaging, memory, cpu, io, network or an external program) standalone,
     /// e.g. to load a board while another tool measures; Ctrl-C stops it cleanly.
-    Load(Box<crate::load::LoadArgs>),
+    Load(Box<LoadArgs>),
     /// Compare groups of runs (ids, labels, campaigns, tags): side-by-side statistics, the
     /// load-case matrix and a verdict per statistic; exit 1 on a regression.
-    Compare(Box<crate::compare::CompareArgs>),
+    Compare(Box<CompareArgs>),
     /// Make plots, tables and a self-contained report.html from recorded runs.
-    Report(crate::report::ReportArgs),
+    Report(ReportArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -69,6 +70,266 @@ pub enum Command {
     },
     /// Print a man page (roff): rtscope(1), or a subcommand's, e.g. `rtscope man runs show`.
     Man(crate::manual::ManArgs),
+}
+
+/// Options of `rtscope run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The campaign file (TOML); see examples/ and docs/campaigns.md
+    #[arg(value_name = "CAMPAIGN.toml", conflicts_with = "preset")]
+    pub file: Option<PathBuf>,
+    /// A built-in campaign instead of a file: quick, scenarios, loadcases or osadl
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
+    /// Print the run matrix, the total time and what each run starts, then exit
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Continue the last interrupted run of this campaign with the runs not yet done
+    #[arg(long)]
+    pub resume: bool,
+    /// Measure each run for this long instead of the campaign's length (e.g. 5s, 10m)
+    #[arg(long, value_name = "DURATION", conflicts_with = "loops")]
+    pub duration: Option<String>,
+    /// Measure each run for this many loops instead of the campaign's length
+    #[arg(long, value_name = "N")]
+    pub loops: Option<u64>,
+    /// Repeat each scenario × load case this many times instead of the campaign's repeats
+    #[arg(long, value_name = "N")]
+    pub repeats: Option<u32>,
+    /// Name the campaign (default: the file's `name`, or the preset's)
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Tag every run KEY=VALUE (repeatable), on top of the campaign's tags
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// Sample the system monitors this often (0 turns them off)
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub monitor_interval: String,
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// No progress display
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Options of `rtscope compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Groups of runs, the first is the baseline: run id, `last`, label, campaign:NAME (or a
+    /// campaign's name), or tags such as kernel=rt,case=idle
+    #[arg(required = true, num_args = 2.., value_name = "SELECTOR")]
+    pub selectors: Vec<String>,
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Statistics to compare (repeatable or comma-separated): min, mean, p50, p90, p99, p99.9,
+    /// p99.99, p99.999, p99.9999, max, missed
+    #[arg(
+        long = "stat",
+        value_name = "STAT",
+        value_delimiter = ',',
+        default_value = "p50,p99,p99.99,max,missed"
+    )]
+    pub stats: Vec<String>,
+    /// A candidate statistic higher than the baseline's by more than this % (and by more than
+    /// --min-delta) is a regression; STAT=PCT sets one statistic's threshold (repeatable)
+    /// [default: 10%]
+    #[arg(long = "threshold", value_name = "[STAT=]PCT", value_delimiter = ',')]
+    pub thresholds: Vec<String>,
+    /// Latency changes up to this are noise, whatever their % (a bare number is µs)
+    #[arg(long, value_name = "DUR", default_value = "1us")]
+    pub min_delta: String,
+    /// The statistic in the cells of the load-case matrix
+    #[arg(long, value_name = "STAT", default_value = "max")]
+    pub matrix: String,
+    /// Rows of the load-case matrix: the values of this tag (e.g. kernel) [default: one row per
+    /// group]
+    #[arg(long, value_name = "TAGKEY")]
+    pub rows: Option<String>,
+    /// Also write the groups' distributions overlaid (tail latency and exceedance, SVG and
+    /// PNG) into this directory
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Print JSON (schema rtscope.compare/1) instead of text
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 0 even when a candidate regresses (report only)
+    #[arg(long)]
+    pub no_fail: bool,
+}
+
+/// Options of `rtscope load`.
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// Stop after this long (e.g. 30s, 10m) [default: until Ctrl-C or the load ends]
+    #[arg(long = "for", value_name = "DURATION", global = true)]
+    pub duration: Option<String>,
+    /// Time the load gets to end after SIGTERM before it is SIGKILLed
+    #[arg(long, value_name = "DURATION", default_value = "2s", global = true)]
+    pub grace: String,
+    /// Print the report as JSON instead of a table
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The load to run
+    #[command(subcommand)]
+    pub kind: LoadKind,
+}
+
+/// Tasks of the messaging load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Processes (hackbench's default)
+    Processes,
+    /// Threads of one process (hackbench --threads)
+    Threads,
+}
+
+/// The kinds of load `rtscope load` runs.
+#[derive(Debug, Clone, Subcommand)]
+pub enum LoadKind {
+    /// Senders and receivers passing messages, like hackbench
+    Messaging {
+        /// Groups of senders and receivers
+        #[arg(long, short = 'g', default_value_t = 10)]
+        groups: u32,
+        /// Senders (and receivers) per group
+        #[arg(long, short = 'f', default_value_t = 20)]
+        fds: u32,
+        /// Message size in bytes
+        #[arg(long, short = 's', default_value_t = 100)]
+        size: u32,
+        /// Pipes instead of socket pairs
+        #[arg(long, short = 'p')]
+        pipe: bool,
+        /// Processes or threads
+        #[arg(long, value_enum, default_value_t = ModeArg::Processes)]
+        mode: ModeArg,
+    },
+    /// Buffer copies with verification, like stressapptest
+    Memory {
+        /// Copy threads [default: one per CPU]
+        #[arg(long, short = 't')]
+        threads: Option<u32>,
+        /// Memory in MiB, shared between the threads
+        #[arg(long, short = 'm', default_value_t = 256)]
+        megabytes: u64,
+    },
+    /// Threads spinning on arithmetic
+    Cpu {
+        /// Threads [default: one per CPU]
+        #[arg(long, short = 't')]
+        threads: Option<u32>,
+    },
+    /// Writes and fsyncs files in a scratch directory
+    Io {
+        /// Writer threads
+        #[arg(long, short = 't', default_value_t = 1)]
+        threads: u32,
+        /// Where the scratch directory is made [default: the temp directory]
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// File size in MiB per write-fsync cycle
+        #[arg(long, default_value_t = 64)]
+        file_mb: u64,
+    },
+    /// TCP round trips over loopback
+    Network {
+        /// Connections
+        #[arg(long, short = 't', default_value_t = 1)]
+        threads: u32,
+        /// Message size in bytes
+        #[arg(long, short = 's', default_value_t = 1024)]
+        size: u32,
+    },
+    /// Any program, e.g. `rtscope load external -- hackbench -l 100000`
+    External {
+        /// The program and its arguments (after `--`)
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+impl LoadKind {
+    /// The spec these options describe.
+    pub fn to_spec(&self) -> LoadSpec {
+        let cpus = || std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        match self.clone() {
+            LoadKind::Messaging {
+                groups,
+                fds,
+                size,
+                pipe,
+                mode,
+            } => LoadSpec::Messaging {
+                groups,
+                fds,
+                size,
+                transport: if pipe {
+                    MsgTransport::Pipe
+                } else {
+                    MsgTransport::Socket
+                },
+                mode: match mode {
+                    ModeArg::Processes => MsgMode::Processes,
+                    ModeArg::Threads => MsgMode::Threads,
+                },
+            },
+            LoadKind::Memory { threads, megabytes } => LoadSpec::Memory {
+                threads: threads.unwrap_or_else(cpus),
+                megabytes,
+            },
+            LoadKind::Cpu { threads } => LoadSpec::Cpu {
+                threads: threads.unwrap_or_else(cpus),
+            },
+            LoadKind::Io {
+                threads,
+                dir,
+                file_mb,
+            } => LoadSpec::Io {
+                threads,
+                dir,
+                file_mb,
+            },
+            LoadKind::Network { threads, size } => LoadSpec::Network { threads, size },
+            LoadKind::External { mut command } => LoadSpec::External {
+                program: command.remove(0),
+                args: command,
+            },
+        }
+    }
+}
+
+/// Options of `rtscope report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Runs to report: ids, `last`, `campaign:NAME`, `label:TEXT` or tags (`kernel=rt`)
+    /// [default: the newest run]
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Report every run of the newest campaign with this name, in plan order
+    #[arg(long, value_name = "NAME")]
+    pub campaign: Option<String>,
+    /// Report the newest run, or its whole campaign when it belongs to one (the default)
+    #[arg(long)]
+    pub last: bool,
+    /// Directory to write into (created if needed)
+    #[arg(
+        long,
+        short = 'o',
+        value_name = "DIR",
+        default_value = "rtscope-report"
+    )]
+    pub output: PathBuf,
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Draw the CDF from raw samples where they were stored (`measure --raw`)
+    #[arg(long)]
+    pub raw: bool,
+    /// Title of the report page [default: made from the runs]
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
 }
 
 /// Options of `rtscope runs`.
@@ -98,6 +359,20 @@ pub enum ImportFormat {
     Jitterdebugger,
     /// A stress-ng `--cyclic` log.
     StressNg,
+}
+
+impl ImportFormat {
+    /// The importer's format.
+    pub fn lower(self) -> rtscope_import::ImportFormat {
+        use rtscope_import::ImportFormat as F;
+        match self {
+            ImportFormat::CyclictestHist => F::CyclictestHist,
+            ImportFormat::CyclictestVerbose => F::CyclictestVerbose,
+            ImportFormat::CyclictestJson => F::CyclictestJson,
+            ImportFormat::Jitterdebugger => F::Jitterdebugger,
+            ImportFormat::StressNg => F::StressNg,
+        }
+    }
 }
 
 /// Options of `rtscope import`.
@@ -375,4 +650,166 @@ mod tests {
         assert_eq!(d.event_capacity, 10_000);
         assert!(d.duration.is_none() && d.cpus.is_none());
     }
+}
+
+/// Options of `rtscope respond`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  rtscope respond --ipc eventfd -D 5s\n  rtscope respond --ipc all --placement same,cross -D 10s --json ipc.json\n  rtscope respond --chip gpiochip0 --stimulus 17 --input 27 --response 22 --watch 23 -l 500\n  rtscope respond --list-lines gpiochip0\n\nSee docs/respond.md for the wiring and what each interval means."
+)]
+pub struct RespondArgs {
+    /// IPC mechanisms, comma-separated: eventfd, pipe, futex, mqueue, signal, sysvsem,
+    /// unix-dgram, or all
+    #[arg(long, value_name = "LIST", help_heading = "IPC")]
+    pub ipc: Option<String>,
+    /// Where sender and receiver run, comma-separated: same (one CPU), cross (two CPUs) or S:R
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "same",
+        help_heading = "IPC"
+    )]
+    pub placement: String,
+    /// The receiver's CPU for same/cross [default: the last CPU this process may use]
+    #[arg(long, value_name = "N", help_heading = "IPC")]
+    pub cpu: Option<usize>,
+    /// Events sent back to back per interval (checks the lost-event accounting)
+    #[arg(long, value_name = "N", default_value_t = 1, help_heading = "IPC")]
+    pub burst: u32,
+    /// Print the lines of a GPIO chip (gpioinfo style) and exit
+    #[arg(long, value_name = "CHIP", help_heading = "GPIO")]
+    pub list_lines: Option<String>,
+    /// Chip for bare line offsets: gpiochip0, /dev/gpiochip0 or a chip label
+    #[arg(long, value_name = "CHIP", help_heading = "GPIO")]
+    pub chip: Option<String>,
+    /// O: the output rtscope drives as the stimulus (without it: an external stimulus on I)
+    #[arg(long, value_name = "LINE", help_heading = "GPIO")]
+    pub stimulus: Option<String>,
+    /// I: the input the responder waits on
+    #[arg(long, value_name = "LINE", help_heading = "GPIO")]
+    pub input: Option<String>,
+    /// R: the output rtscope's responder drives to the level of I
+    #[arg(long, value_name = "LINE", help_heading = "GPIO")]
+    pub response: Option<String>,
+    /// J: the input wired to R (response = ts(J) − ts(I), both kernel timestamps)
+    #[arg(long, value_name = "LINE", help_heading = "GPIO")]
+    pub watch: Option<String>,
+    /// K: an input wired to O, for ts(I) when another program responds
+    #[arg(long, value_name = "LINE", help_heading = "GPIO")]
+    pub stimulus_watch: Option<String>,
+    /// Another program answers on I → R (run with `sh -c`; stopped at the end)
+    #[arg(long, value_name = "CMD", help_heading = "GPIO")]
+    pub responder_cmd: Option<String>,
+    /// Edges the inputs report
+    #[arg(long, value_enum, default_value = "both", help_heading = "GPIO")]
+    pub edges: EdgesArg,
+    /// Bias of the inputs
+    #[arg(long, value_enum, default_value = "as-is", help_heading = "GPIO")]
+    pub bias: BiasArg,
+    /// Debounce period of the inputs, e.g. 10us
+    #[arg(long, value_name = "DUR", help_heading = "GPIO")]
+    pub debounce: Option<String>,
+    /// Clock of the kernel's edge timestamps
+    #[arg(long, value_enum, default_value = "monotonic", help_heading = "GPIO")]
+    pub event_clock: EventClockArg,
+    /// Kernel event buffer per request, in events [default: the kernel's, 16 per line]
+    #[arg(long, value_name = "N", help_heading = "GPIO")]
+    pub event_buffer: Option<u32>,
+    /// Time between events (IPC) or stimulus periods (GPIO); a bare number is us
+    /// [default: 1ms for IPC, 10ms for GPIO]
+    #[arg(long, short = 'i', value_name = "DUR", help_heading = "Timing")]
+    pub interval: Option<String>,
+    /// Length of each measurement: 30 (seconds), 500ms, 10m [default: 10s unless --loops]
+    #[arg(long, short = 'D', value_name = "DUR", help_heading = "Timing")]
+    pub duration: Option<String>,
+    /// Intervals (IPC) or stimulus periods / external edges (GPIO) per measurement
+    #[arg(long, short = 'l', value_name = "N", help_heading = "Timing")]
+    pub loops: Option<u64>,
+    /// Scheduling policy of the receiver / responder (the sender runs one priority lower)
+    #[arg(long, value_enum, default_value = "fifo", help_heading = "Scheduling")]
+    pub policy: RespondPolicyArg,
+    /// Real-time priority (1-99) for fifo/rr; nice value for other
+    #[arg(
+        long,
+        short = 'p',
+        default_value_t = 95,
+        allow_negative_numbers = true,
+        help_heading = "Scheduling"
+    )]
+    pub priority: i32,
+    /// Do not lock memory (mlockall is on by default)
+    #[arg(long, help_heading = "Scheduling")]
+    pub no_mlock: bool,
+    /// Fail (exit 1) when a statistic exceeds a limit on any row: max=100us, p99=20us,
+    /// missed=0 (lost events) (repeatable)
+    #[arg(long = "limit", value_name = "STAT=VALUE", help_heading = "Output")]
+    pub limits: Vec<String>,
+    /// IPC: keep every event slower than this (sequence number, latency, time) in the JSON, up
+    /// to 10,000 per row
+    #[arg(long, value_name = "DUR", help_heading = "Output")]
+    pub event_above: Option<String>,
+    /// Write the results as JSON (schema rtscope.respond/1)
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub json: Option<PathBuf>,
+    /// No progress output
+    #[arg(long, short = 'q', help_heading = "Output")]
+    pub quiet: bool,
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH", help_heading = "Recording")]
+    pub db: Option<PathBuf>,
+    /// Do not record the run in the database
+    #[arg(long, conflicts_with = "db", help_heading = "Recording")]
+    pub no_db: bool,
+    /// A name for the run, e.g. idle or python-responder
+    #[arg(long, value_name = "NAME", help_heading = "Recording")]
+    pub label: Option<String>,
+    /// A free-form tag, e.g. --tag board=rpi4 (repeatable)
+    #[arg(long = "tag", value_name = "KEY=VALUE", help_heading = "Recording")]
+    pub tags: Vec<String>,
+}
+
+/// Scheduling policies a responder can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RespondPolicyArg {
+    /// SCHED_FIFO.
+    Fifo,
+    /// SCHED_RR.
+    Rr,
+    /// SCHED_OTHER.
+    Other,
+}
+
+/// Edge selection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EdgesArg {
+    /// Rising edges only.
+    Rising,
+    /// Falling edges only.
+    Falling,
+    /// Both.
+    Both,
+}
+
+/// Input bias.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BiasArg {
+    /// Leave as configured.
+    AsIs,
+    /// Pull-up.
+    PullUp,
+    /// Pull-down.
+    PullDown,
+    /// No bias.
+    Disabled,
+}
+
+/// Edge timestamp clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EventClockArg {
+    /// CLOCK_MONOTONIC.
+    Monotonic,
+    /// CLOCK_REALTIME.
+    Realtime,
+    /// Hardware timestamp engine.
+    Hte,
 }

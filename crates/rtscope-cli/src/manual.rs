@@ -20,7 +20,7 @@ pub struct ManArgs {
 /// What the pages need besides the clap command.
 pub fn inputs() -> rtscope_manual::Inputs<'static> {
     rtscope_manual::Inputs {
-        cyclictest_usage: crate::cyclictest::help::USAGE,
+        cyclictest_usage: rtscope_cyclictest::help::USAGE,
         date: "",
     }
 }

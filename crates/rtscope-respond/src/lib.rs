@@ -20,6 +20,7 @@ pub mod control;
 mod gate;
 pub mod gpio;
 pub mod ipc;
+pub mod record;
 
 /// Why a measurement could not start.
 #[derive(Debug, thiserror::Error)]

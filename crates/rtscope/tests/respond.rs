@@ -9,9 +9,11 @@ const BIN: &str = env!("CARGO_BIN_EXE_rtscope");
 const UNPRIVILEGED: [&str; 5] = ["--policy", "other", "-p", "0", "--no-mlock"];
 
 fn rtscope(args: &[&str]) -> Output {
+    let db = args.contains(&"--db");
     Command::new(BIN)
         .arg("respond")
         .args(args)
+        .args(if db { &[][..] } else { &["--no-db"][..] })
         .env_remove("RTSCOPE_DB")
         .output()
         .expect("run rtscope")
@@ -33,8 +35,10 @@ fn tmp(name: &str) -> std::path::PathBuf {
 #[test]
 fn eventfd_prints_the_table_and_writes_json() {
     let json = tmp("ok.json");
+    let db = tmp("ok.db");
     let mut args = vec!["--ipc", "eventfd", "-D", "1s", "-q", "--json"];
     args.push(json.to_str().unwrap());
+    args.extend(["--db", db.to_str().unwrap(), "--label", "respond-test"]);
     args.extend(UNPRIVILEGED);
     let o = rtscope(&args);
     let (out, err) = text(&o);
@@ -55,7 +59,20 @@ fn eventfd_prints_the_table_and_writes_json() {
     assert_eq!(r["received"], r["sent"]);
     assert!(r["samples"].as_u64().unwrap() > 100);
     assert!(!r["histogram"]["buckets"].as_array().unwrap().is_empty());
+    assert!(out.contains("recorded as run 1 in"), "{out}");
+    // The run is in the database as kind respond, one thread per row, readable as any run.
+    let runs = Command::new(BIN)
+        .args(["runs", "--json", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(listed[0]["kind"], "respond", "{listed}");
+    assert_eq!(listed[0]["label"], "respond-test");
+    assert_eq!(listed[0]["status"], "complete");
+    let samples = r["samples"].as_u64().unwrap();
+    assert_eq!(listed[0]["samples"].as_u64(), Some(samples), "{listed}");
     let _ = std::fs::remove_file(json);
+    let _ = std::fs::remove_file(db);
 }
 
 #[test]
@@ -84,7 +101,9 @@ fn an_exceeded_limit_exits_1_and_a_bad_option_2() {
 fn sigterm_ends_the_run_with_exit_3_and_keeps_the_results() {
     let json = tmp("term.json");
     let child = Command::new(BIN)
-        .args(["respond", "--ipc", "futex", "-D", "60s", "-q", "--json"])
+        .args([
+            "respond", "--no-db", "--ipc", "futex", "-D", "60s", "-q", "--json",
+        ])
         .arg(&json)
         .args(UNPRIVILEGED)
         .stdout(Stdio::piped())
