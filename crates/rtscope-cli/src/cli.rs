@@ -20,7 +20,8 @@ pub const VERSION: &str = concat!(
 /// Exit codes: 0 success, 1 a limit was exceeded (or `compare` found a regression), 2 usage or
 /// setup error, 3 interrupted.
 #[derive(Debug, Parser)]
-#[command(name = "rtscope", version = VERSION, about, long_about = None, propagate_version = true)]
+// `about` from the first line of this doc comment (the crate's description is rtscope-cli's).
+#[command(name = "rtscope", version = VERSION, long_about = None, propagate_version = true)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -45,21 +46,28 @@ pub enum Command {
     },
     /// List, show, tag and delete the runs recorded in the database.
     Runs(RunsArgs),
-    /// Import old results (cyclictest histogram, -v or --json output, jitterdebugger
-    /// directories, stress-ng --cyclic logs) as runs of the database.
+    /// Import old results of cyclictest, jitterdebugger and stress-ng as runs of the database.
+    ///
+    /// Reads cyclictest histograms (`-h`/`-H`), `-v` verbose output and `--json` files,
+    /// jitterdebugger output directories and stress-ng `--cyclic` logs; each becomes one run.
     Import(ImportArgs),
     /// Export a run's statistics, histograms, series and events as CSV, JSON or Parquet.
     Export(ExportArgs),
-    /// Measure event response latency: how fast a real-time thread reacts to an IPC event
-    /// (eventfd, pipe, futex, POSIX mq, signal, SysV semaphore, UNIX datagram) or a GPIO edge.
+    /// Measure event response latency of IPC events and GPIO edges.
+    ///
+    /// How fast a real-time thread reacts to an IPC event (eventfd, pipe, futex, POSIX mq,
+    /// signal, SysV semaphore, UNIX datagram) or to an edge on a GPIO input (docs/respond.md).
     Respond(Box<RespondArgs>),
     /// Run a campaign: scenarios × load cases × repeats, with loads and system monitors.
     Run(Box<RunArgs>),
-    /// Run a load (messaging, memory, cpu, io, network or an external program) standalone,
-    /// e.g. to load a board while another tool measures; Ctrl-C stops it cleanly.
+    /// Run a load standalone: messaging, memory, cpu, io, network or an external program.
+    ///
+    /// For example to load a board while another tool measures; Ctrl-C stops it cleanly.
     Load(Box<LoadArgs>),
-    /// Compare groups of runs (ids, labels, campaigns, tags): side-by-side statistics, the
-    /// load-case matrix and a verdict per statistic; exit 1 on a regression.
+    /// Compare groups of runs: statistics side by side and a verdict per statistic.
+    ///
+    /// Groups are run ids, labels, campaigns or tags; the load-case matrix shows one statistic
+    /// per group and load case; exit 1 on a regression.
     Compare(Box<CompareArgs>),
     /// Make plots, tables and a self-contained report.html from recorded runs.
     Report(ReportArgs),

@@ -119,14 +119,9 @@ fn render(root: &clap::Command, cmd: &clap::Command, path: &[String], inputs: In
     .join(" ");
     let mut buf = Vec::new();
     // Writing into a Vec cannot fail.
-    let sections: [fn(&clap_mangen::Man, &mut dyn Write) -> std::io::Result<()>; 3] = [
-        clap_mangen::Man::render_name_section,
-        clap_mangen::Man::render_synopsis_section,
-        clap_mangen::Man::render_description_section,
-    ];
-    for s in sections {
-        let _ = s(&man, &mut buf);
-    }
+    let _ = man.render_name_section(&mut buf);
+    let _ = man.render_synopsis_section(&mut buf);
+    let _ = man.render_description_section(&mut buf);
     if cmd.get_arguments().any(|a| !a.is_hide_set()) {
         let _ = man.render_options_section(&mut buf);
     }
@@ -219,7 +214,11 @@ fn see_also(name: &str, root: &clap::Command, path: &[String], note: &notes::Not
             refs.push(format!("{page}(1)"));
         }
     }
-    refs.extend(note.see_also.iter().map(|s| (*s).to_owned()));
+    for r in note.see_also {
+        if !refs.iter().any(|x| x == r) {
+            refs.push((*r).to_owned());
+        }
+    }
     refs.join(", ")
 }
 

@@ -24,7 +24,8 @@ fn field(chars: &[libc::c_char]) -> String {
     let bytes: Vec<u8> = chars
         .iter()
         .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
+        // c_char is i8 on x86 and u8 on ARM: the byte itself, without a cast either way.
+        .map(|&c| c.to_ne_bytes()[0])
         .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }

@@ -533,7 +533,7 @@ fn finish(
     } else {
         ExitStatus::Success
     };
-    let mut text = render(&rows);
+    let mut text = render(rows);
     if let Some(s) = signal {
         text.push_str(&format!(
             "interrupted by {}: the results cover the part that ran\n",
