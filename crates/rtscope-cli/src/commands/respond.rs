@@ -60,33 +60,8 @@ fn placements(a: &RespondArgs) -> Result<Vec<Placement>, UsageError> {
     let allowed: Vec<usize> = sys::current_affinity()
         .map(|s| s.iter().collect())
         .unwrap_or_else(|_| vec![0]);
-    let receiver = a.cpu.or(allowed.last().copied()).unwrap_or(0);
-    let mut out = Vec::new();
-    for p in a.placement.split(',').map(str::trim) {
-        out.push(match p {
-            "same" => Placement::same(receiver),
-            "cross" => {
-                let Some(&s) = allowed.iter().find(|&&c| c != receiver) else {
-                    return Err(UsageError::new(
-                        "--placement cross needs two CPUs; this process may use one",
-                    )
-                    .hint("use --placement same"));
-                };
-                Placement::cross(s, receiver)
-            }
-            other => {
-                let parsed = other
-                    .split_once(':')
-                    .and_then(|(s, r)| Some((s.parse().ok()?, r.parse().ok()?)));
-                let Some((s, r)) = parsed else {
-                    return Err(UsageError::new(format!("invalid placement '{other}'"))
-                        .hint("use same, cross or SENDER:RECEIVER CPUs such as 0:1"));
-                };
-                Placement::cross(s, r)
-            }
-        });
-    }
-    Ok(out)
+    rtscope_respond::ipc::parse_placements(&a.placement, a.cpu, &allowed)
+        .map_err(|e| UsageError::new(e).hint("use same, cross or SENDER:RECEIVER CPUs such as 0:1"))
 }
 
 fn ipc_configs(a: &RespondArgs, list: &str) -> Result<Vec<IpcConfig>, UsageError> {

@@ -207,3 +207,30 @@ impl IpcConfig {
         cpu.map(|c| CpuSet::from_cpus([c]))
     }
 }
+
+/// Parses a placement list (`same`, `cross`, `S:R`, comma-separated) for a receiver on
+/// `receiver` (default: the last of `allowed`, the CPUs this process may use).
+pub fn parse_placements(
+    text: &str,
+    receiver: Option<usize>,
+    allowed: &[usize],
+) -> Result<Vec<Placement>, String> {
+    let receiver = receiver.or(allowed.last().copied()).unwrap_or(0);
+    text.split(',')
+        .map(str::trim)
+        .map(|p| match p {
+            "same" => Ok(Placement::same(receiver)),
+            "cross" => allowed
+                .iter()
+                .find(|&&c| c != receiver)
+                .map(|&s| Placement::cross(s, receiver))
+                .ok_or_else(|| "placement cross needs two CPUs; this process may use one".into()),
+            other => other
+                .split_once(':')
+                .and_then(|(s, r)| Some(Placement::cross(s.parse().ok()?, r.parse().ok()?)))
+                .ok_or_else(|| {
+                    format!("invalid placement '{other}': use same, cross or SENDER:RECEIVER CPUs such as 0:1")
+                }),
+        })
+        .collect()
+}
