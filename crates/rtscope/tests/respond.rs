@@ -167,3 +167,98 @@ fn the_json_file_is_never_written_through_a_symlink() {
     let _ = std::fs::remove_file(link);
     let _ = std::fs::remove_file(target);
 }
+
+#[test]
+fn a_campaign_of_ipc_mechanisms_under_load_cases_is_recorded_and_reported() {
+    let dir = tmp("campaign");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("ipc.toml");
+    std::fs::write(
+        &file,
+        r#"
+[campaign]
+name = "ipc-test"
+
+[measure]
+interval = "1ms"
+policy = "other"
+priority = 0
+duration = "1s"
+settle = "0s"
+
+[[scenario]]
+name = "eventfd"
+respond = "eventfd"
+
+[[scenario]]
+name = "pipe"
+respond = "pipe"
+placement = "same"
+
+[[load_case]]
+name = "idle"
+
+[[load_case]]
+name = "cpu"
+[[load_case.load]]
+kind = "cpu"
+threads = 1
+"#,
+    )
+    .unwrap();
+    let db = dir.join("runs.db");
+    let (db_s, file_s) = (db.to_str().unwrap(), file.to_str().unwrap());
+    let o = Command::new(BIN)
+        .args(["run", file_s, "--db", db_s, "-q"])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.contains("ipc-test/pipe/cpu/1:"), "{out}");
+    let runs = Command::new(BIN)
+        .args(["runs", "--json", "--db", db_s])
+        .output()
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 4, "{listed:?}");
+    assert!(listed.iter().all(|r| r["kind"] == "respond"), "{listed:?}");
+    let report = dir.join("report");
+    let o = Command::new(BIN)
+        .args(["report", "--campaign", "ipc-test", "--db", db_s, "-o"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let summary = std::fs::read_to_string(report.join("summary.md")).unwrap();
+    assert!(summary.contains("ipc-test/eventfd/cpu/1"), "{summary}");
+    let o = Command::new(BIN)
+        .args(["compare", "case=idle", "case=cpu", "--db", db_s])
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{:?}", text(&o));
+    assert!(text(&o).0.contains("load cases"), "{:?}", text(&o));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn respond_keys_outside_a_respond_scenario_are_refused() {
+    let file = tmp("bad.toml");
+    std::fs::write(
+        &file,
+        "[[scenario]]\nname = \"x\"\nplacement = \"cross\"\n\n[[load_case]]\nname = \"idle\"\n",
+    )
+    .unwrap();
+    let o = Command::new(BIN)
+        .args(["run", "--dry-run", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("respond scenarios only"),
+        "{:?}",
+        text(&o)
+    );
+    let _ = std::fs::remove_file(file);
+}
