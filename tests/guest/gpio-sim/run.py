@@ -13,8 +13,8 @@
    edges with the simulator's `pull` attribute.
 3. Checks, from the marker lines and the files sent back: every edge received (rising and
    falling half each), none lost, the responder's level seen by the simulator after every edge,
-   the busy line refused, exit code 0, the JSON written (and the database, when `respond` records
-   runs). One PASS/FAIL line per check; exit 0 only if all passed. QEMU runs under an outer
+   the busy line refused, exit code 0, the JSON and the database written (the database opens on
+   the host: one `respond` run with every edge's intervals). One PASS/FAIL line per check; exit 0 only if all passed. QEMU runs under an outer
    timeout; its exit code is never used.
 """
 
@@ -53,7 +53,8 @@ def build_module(abi: str, out: Path) -> tuple[Path, str]:
     return Path(lines[-1]), next((x for x in lines if x.startswith("module build")), "")
 
 
-def verify(c: Checker, r: guest.BootResult, edges: int, out: Path) -> None:
+def verify(c: Checker, r: guest.BootResult, edges: int, out: Path,
+           host_rtscope: Path | None) -> None:
     c.expect("guest finished within the outer timeout", r.finished and not r.timed_out,
              f"{r.seconds:.0f} s")
     c.expect("gpio-sim module loaded", r.checks().get("insmod-gpio-sim") == 0)
@@ -84,8 +85,18 @@ def verify(c: Checker, r: guest.BootResult, edges: int, out: Path) -> None:
              ", ".join(sorted(f"{i}/{e}" for i, e in names)))
     c.expect("each interval counted every edge of its direction",
              all(x.get("samples") == edges // 2 for x in rows), str([x.get("samples") for x in rows]))
-    if "guest.db" in r.files:
-        c.expect("database written", len(r.files["guest.db"]) > 0)
+    db = r.files.get("guest.db")
+    c.expect("database written in the guest", db is not None, f"{len(db or b'')} bytes")
+    if db is None or host_rtscope is None:
+        return
+    runs = subprocess.run([str(host_rtscope), "runs", "--json", "--db", str(out / "guest.db")],
+                          capture_output=True, text=True, timeout=120)
+    listed = json.loads(runs.stdout) if runs.returncode == 0 else []
+    c.expect("the guest database opens on the host: one respond run, complete",
+             len(listed) == 1 and listed[0].get("kind") == "respond"
+             and listed[0].get("status") == "complete"
+             and listed[0].get("samples") == 2 * edges,
+             str([(x.get("kind"), x.get("status"), x.get("samples")) for x in listed]))
 
 
 def main(argv: list[str]) -> int:
@@ -93,6 +104,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rtscope", type=Path, required=True, help="static rtscope for the guest")
     p.add_argument("--kernel", default="amd64", help="Debian flavour [amd64]")
     p.add_argument("--out", type=Path, default=Path("target/guest/gpio-sim"))
+    p.add_argument("--host-rtscope", type=Path, help="reads the guest's database [--rtscope]")
     p.add_argument("--edges", type=int, default=200)
     p.add_argument("--timeout", type=float, default=900, help="outer timeout of the boot, s")
     a = p.parse_args(argv)
@@ -112,7 +124,7 @@ def main(argv: list[str]) -> int:
     except (guest.GuestError, subprocess.CalledProcessError, OSError) as e:
         print(f"FAIL gpio-sim: set-up - {e}", file=sys.stderr)
         return 2
-    verify(c, r, a.edges, a.out)
+    verify(c, r, a.edges, a.out, a.host_rtscope or a.rtscope)
     print(f"boot+checks {r.seconds:.1f} s")
     if c.failed:
         print(f"\n{len(c.failed)} gpio-sim check(s) failed; console in {a.out}/console.log", file=sys.stderr)
