@@ -1,8 +1,9 @@
 //! One run of a campaign: start its loads, let them settle, measure with monitors and
 //! recording, stop the loads, store what they did.
 
+use super::progress::Progress;
 use super::progress::{us, Current};
-use super::runner::{Ctx, RunEnd};
+use super::CampaignOptions;
 use super::PlannedRun;
 use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{sys, Run, RunResult};
@@ -10,8 +11,10 @@ use rtscope_load::LoadReport;
 use rtscope_session::record::{self, RecordSpec};
 use rtscope_session::{ConfigDoc, Event, Recorded, Session, SystemSettings};
 use rtscope_session::{RunError, UsageError};
+use rtscope_store::{CampaignId, Store};
 use rtscope_store::{CampaignRun, LoadMetric, LoadRow, RunId};
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,6 +25,26 @@ const LOAD_GRACE: Duration = Duration::from_secs(2);
 /// How often the control thread checkpoints and redraws the progress.
 const TICK: Nanos = Nanos::from_secs(1);
 
+/// How one run ended.
+pub(super) struct RunEnd {
+    pub(super) signal: Option<i32>,
+    pub(super) limits_failed: bool,
+    pub(super) record_failed: bool,
+}
+
+/// The state shared by the runs of a campaign.
+pub(super) struct Ctx<'a> {
+    pub(super) a: &'a CampaignOptions,
+    pub(super) argv: &'a [String],
+    pub(super) db: PathBuf,
+    pub(super) store: Store,
+    pub(super) cid: CampaignId,
+    pub(super) exe: PathBuf,
+    pub(super) monitor_interval: Option<Duration>,
+    pub(super) progress: Progress,
+    pub(super) signals: u32,
+}
+
 /// Runs `p` (the `number`th run to do).
 pub(super) fn one_run(
     ctx: &mut Ctx,
@@ -29,9 +52,6 @@ pub(super) fn one_run(
     number: usize,
     out: &mut dyn Write,
 ) -> Result<RunEnd, RunError> {
-    if let Some(cfg) = &p.respond {
-        return super::respond_run::respond_run(ctx, p, cfg, number, out);
-    }
     let loads = if p.loads.is_empty() {
         None
     } else {
@@ -181,10 +201,10 @@ pub(super) fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Ve
             while !done.load(Ordering::Acquire) {
                 match sys::wait_run_signal(Nanos::from_ms(20)) {
                     Some(s) if s == libc::SIGINT || s == libc::SIGTERM => {
-                        // SAFETY: kill only takes a pid and a signal number. The pid is our
-                        // child's; stop() may reap it just before `done` is set, and only a
-                        // wrap-around of the pid space in that window could make it another's.
-                        unsafe { libc::kill(shepherd, libc::SIGTERM) };
+                        // The pid is our child's; stop() may reap it just before `done` is
+                        // set, and only a wrap-around of the pid space in that window could
+                        // make it another's.
+                        rtscope_load::sys::kill(shepherd, libc::SIGTERM);
                         return true;
                     }
                     _ => {}

@@ -2,8 +2,7 @@
 //! campaign bookkeeping as a timer run, with an IPC event-response measurement in place of
 //! the timer session; the run is recorded with kind `respond` (one thread: the receiver).
 
-use super::one_run::{add_to_campaign, load_row, settle, stop_loads};
-use super::runner::{Ctx, RunEnd};
+use super::one_run::{add_to_campaign, load_row, settle, stop_loads, Ctx, RunEnd};
 use super::PlannedRun;
 use rtscope_core::Nanos;
 use rtscope_engine::sys;

@@ -48,8 +48,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         }
     }
     if o.verbose {
-        // SAFETY: sysconf takes a constant and returns a number.
-        let conf = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+        let conf = rtscope_engine::sys::configured_cpus();
         write!(
             out,
             "Max CPUs = {conf}\nOnline CPUs = {}\n",

@@ -24,9 +24,9 @@ pub mod session;
 pub mod sysinfo;
 
 pub use drive::Event;
-pub use error::{ExitStatus, RunError, UsageError};
+pub use error::{ExitStatus, UsageError};
 pub use plan::{ConfigDoc, Field, Naming, PlanError, PlanSpec, PolicyChoice, RunPlan};
 pub use rtscope_store::{RunKind, RunStatus};
 pub use session::{
-    Measured, Observer, RecordOutcome, Recorded, Session, SessionError, SystemSettings,
+    Measured, Observer, RecordOutcome, Recorded, RunError, Session, SessionError, SystemSettings,
 };
