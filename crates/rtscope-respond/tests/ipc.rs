@@ -7,13 +7,11 @@ use rtscope_engine::{EngineError, Policy};
 use rtscope_respond::ipc::{IpcConfig, IpcKind, IpcResult, IpcRun, Placement};
 use rtscope_respond::RespondError;
 use std::process::Command;
-use std::sync::{Mutex, MutexGuard};
 
-/// The tests measure on the same CPUs at the same priority: one at a time, so that they do not
-/// disturb each other (cargo runs the tests of a file in parallel).
-fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+/// The tests measure on the same CPUs at the same priority: one at a time (and not beside
+/// another test binary's SCHED_FIFO runs), so that they do not disturb each other.
+fn serial() -> rtscope_testkit::RtLock {
+    rtscope_testkit::rt_lock()
 }
 
 fn cpus() -> Vec<usize> {
