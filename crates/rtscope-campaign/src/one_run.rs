@@ -163,7 +163,7 @@ pub(super) fn one_run(
     })
 }
 
-fn add_to_campaign(ctx: &mut Ctx, p: &PlannedRun, id: RunId) -> Result<(), UsageError> {
+pub(super) fn add_to_campaign(ctx: &mut Ctx, p: &PlannedRun, id: RunId) -> Result<(), UsageError> {
     ctx.store
         .add_campaign_run(
             ctx.cid,
@@ -180,7 +180,7 @@ fn add_to_campaign(ctx: &mut Ctx, p: &PlannedRun, id: RunId) -> Result<(), Usage
 }
 
 /// Waits `d` for the loads to settle; returns the signal that ended the wait early.
-fn settle(d: Nanos) -> Option<i32> {
+pub(super) fn settle(d: Nanos) -> Option<i32> {
     let end = Instant::now() + Duration::from_nanos(d.0);
     loop {
         let left = end.saturating_duration_since(Instant::now());
@@ -211,7 +211,7 @@ fn grace(ctx: &mut Ctx) -> Duration {
 
 /// Stops the loads with the grace period; a SIGINT or SIGTERM meanwhile makes the supervisor
 /// SIGKILL them at once (the second Ctrl-C of a campaign).
-fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Vec<LoadReport> {
+pub(super) fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Vec<LoadReport> {
     let grace = grace(ctx);
     if grace.is_zero() {
         return loads.stop(grace);
@@ -244,7 +244,7 @@ fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Vec<LoadRepor
     reports
 }
 
-fn load_row(r: &LoadReport) -> LoadRow {
+pub(super) fn load_row(r: &LoadReport) -> LoadRow {
     LoadRow {
         name: r.name.clone(),
         spec_json: serde_json::to_string(&r.spec).unwrap_or_default(),

@@ -4,6 +4,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use rtscope_load::{LoadSpec, MsgMode, MsgTransport};
 use std::path::PathBuf;
 
+mod respond;
+pub use respond::{BiasArg, EdgesArg, EventClockArg, RespondArgs, RespondPolicyArg};
+
 /// `rtscope --version`: the version, the target triple and the git commit (`unknown` when built
 /// outside a git checkout), e.g. `0.1.0 (aarch64-unknown-linux-musl, commit 1a2b3c4d5e6f)`.
 pub const VERSION: &str = concat!(
@@ -53,6 +56,11 @@ pub enum Command {
     Import(ImportArgs),
     /// Export a run's statistics, histograms, series and events as CSV, JSON or Parquet.
     Export(ExportArgs),
+    /// Measure event response latency of IPC events and GPIO edges.
+    ///
+    /// How fast a real-time thread reacts to an IPC event (eventfd, pipe, futex, POSIX mq,
+    /// signal, SysV semaphore, UNIX datagram) or to an edge on a GPIO input (docs/respond.md).
+    Respond(Box<RespondArgs>),
     /// Run a campaign: scenarios × load cases × repeats, with loads and system monitors.
     Run(Box<RunArgs>),
     /// Run a load standalone: messaging, memory, cpu, io, network or an external program.

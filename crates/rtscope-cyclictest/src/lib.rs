@@ -4,7 +4,7 @@
 
 pub mod args;
 pub mod getopt;
-pub(crate) mod help;
+pub mod help;
 pub mod json;
 pub mod lower;
 pub mod text;

@@ -8,5 +8,6 @@ pub mod import;
 pub mod load;
 pub mod measure;
 pub mod report;
+pub mod respond;
 pub mod run;
 pub mod runs;
