@@ -13,6 +13,7 @@
 
 #![warn(missing_docs)]
 
+mod escape;
 pub mod explain;
 pub mod figures;
 pub mod html;

@@ -30,6 +30,8 @@ pub struct RunBundle {
     pub raw: Vec<Vec<RawSample>>,
     /// Why its spikes were late, when it was recorded with `--explain`.
     pub spikes: Option<crate::SpikeSummaryRow>,
+    /// The preflight audit the run was started with (empty if none was recorded).
+    pub checks: Vec<crate::CheckRow>,
 }
 
 impl Store {
@@ -82,6 +84,7 @@ impl Store {
             states: self.monitor_states(id)?,
             top: self.monitor_top(id)?,
             loads: self.loads(id)?,
+            checks: self.checks(id)?,
             campaign,
             spikes: self.spike_summary(id)?,
             detail,
