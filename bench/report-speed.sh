@@ -11,7 +11,7 @@ runs=${1:-50}
 samples=${2:-500000}
 repeats=${3:-5}
 cargo build --release -q -p rtscope
-cargo build --release -q -p rtscope-report --example synth_db
+cargo build --release -q -p rtscope-testkit --example synth_db
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 db="$work/bench.db"

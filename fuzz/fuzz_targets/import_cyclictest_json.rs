@@ -2,8 +2,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rtscope_cli::cli::ImportFormat;
-use rtscope_cli::import::parse_bytes;
+use rtscope_import::ImportFormat;
+use rtscope_import::parse_bytes;
 
 fuzz_target!(|data: &[u8]| {
     let _ = parse_bytes(ImportFormat::CyclictestJson, data);

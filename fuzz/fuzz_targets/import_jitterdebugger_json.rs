@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rtscope_cli::cli::ImportFormat;
-use rtscope_cli::import::{parse_bytes, parse_jitterdebugger};
+use rtscope_import::ImportFormat;
+use rtscope_import::{parse_bytes, parse_jitterdebugger};
 
 /// 100 records of both threads of the fixture's samples.raw (its records 0-49 and 537-586).
 const RAW: &[u8] = include_bytes!("../corpus/import_jitterdebugger_raw/seed-two-threads.raw");

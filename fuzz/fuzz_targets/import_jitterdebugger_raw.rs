@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use rtscope_cli::import::parse_jitterdebugger;
+use rtscope_import::parse_jitterdebugger;
 
 const RECORD: usize = 28;
 

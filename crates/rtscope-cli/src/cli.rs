@@ -1,6 +1,7 @@
 //! The native command line (clap derive). Help, man page and completions are generated from it.
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use rtscope_load::{LoadSpec, MsgMode, MsgTransport};
 use std::path::PathBuf;
 
 /// `rtscope --version`: the version, the target triple and the git commit (`unknown` when built
@@ -53,25 +54,296 @@ pub enum Command {
     /// Export a run's statistics, histograms, series and events as CSV, JSON or Parquet.
     Export(ExportArgs),
     /// Run a campaign: scenarios × load cases × repeats, with loads and system monitors.
-    Run(Box<crate::campaign::RunArgs>),
+    Run(Box<RunArgs>),
     /// Run a load standalone: messaging, memory, cpu, io, network or an external program.
     ///
     /// For example to load a board while another tool measures; Ctrl-C stops it cleanly.
-    Load(Box<crate::load::LoadArgs>),
+    Load(Box<LoadArgs>),
     /// Compare groups of runs: statistics side by side and a verdict per statistic.
     ///
     /// Groups are run ids, labels, campaigns or tags; the load-case matrix shows one statistic
     /// per group and load case; exit 1 on a regression.
-    Compare(Box<crate::compare::CompareArgs>),
+    Compare(Box<CompareArgs>),
     /// Make plots, tables and a self-contained report.html from recorded runs.
-    Report(crate::report::ReportArgs),
+    Report(ReportArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
     },
     /// Print a man page (roff): rtscope(1), or a subcommand's, e.g. `rtscope man runs show`.
-    Man(crate::manual::ManArgs),
+    Man(ManArgs),
+}
+
+/// Options of `rtscope man`.
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// The subcommand whose page to print, e.g. `measure` or `runs show` [default: rtscope(1)]
+    #[arg(value_name = "SUBCOMMAND", conflicts_with = "dir")]
+    pub command: Vec<String>,
+    /// Write every page (rtscope.1, rtscope-measure.1 …) into this directory instead
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// Options of `rtscope run`.
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// The campaign file (TOML); see examples/ and docs/campaigns.md
+    #[arg(value_name = "CAMPAIGN.toml", conflicts_with = "preset")]
+    pub file: Option<PathBuf>,
+    /// A built-in campaign instead of a file: quick, scenarios, loadcases or osadl
+    #[arg(long, value_name = "NAME")]
+    pub preset: Option<String>,
+    /// Print the run matrix, the total time and what each run starts, then exit
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Continue the last interrupted run of this campaign with the runs not yet done
+    #[arg(long)]
+    pub resume: bool,
+    /// Measure each run for this long instead of the campaign's length (e.g. 5s, 10m)
+    #[arg(long, value_name = "DURATION", conflicts_with = "loops")]
+    pub duration: Option<String>,
+    /// Measure each run for this many loops instead of the campaign's length
+    #[arg(long, value_name = "N")]
+    pub loops: Option<u64>,
+    /// Repeat each scenario × load case this many times instead of the campaign's repeats
+    #[arg(long, value_name = "N")]
+    pub repeats: Option<u32>,
+    /// Name the campaign (default: the file's `name`, or the preset's)
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Tag every run KEY=VALUE (repeatable), on top of the campaign's tags
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub tags: Vec<String>,
+    /// Sample the system monitors this often (0 turns them off)
+    #[arg(long, value_name = "DURATION", default_value = "1s")]
+    pub monitor_interval: String,
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// No progress display
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+/// Options of `rtscope compare`.
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// Groups of runs, the first is the baseline: run id, `last`, label, campaign:NAME (or a
+    /// campaign's name), or tags such as kernel=rt,case=idle
+    #[arg(required = true, num_args = 2.., value_name = "SELECTOR")]
+    pub selectors: Vec<String>,
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Statistics to compare (repeatable or comma-separated): min, mean, p50, p90, p99, p99.9,
+    /// p99.99, p99.999, p99.9999, max, missed
+    #[arg(
+        long = "stat",
+        value_name = "STAT",
+        value_delimiter = ',',
+        default_value = "p50,p99,p99.99,max,missed"
+    )]
+    pub stats: Vec<String>,
+    /// A candidate statistic higher than the baseline's by more than this % (and by more than
+    /// --min-delta) is a regression; STAT=PCT sets one statistic's threshold (repeatable)
+    /// [default: 10%]
+    #[arg(long = "threshold", value_name = "[STAT=]PCT", value_delimiter = ',')]
+    pub thresholds: Vec<String>,
+    /// Latency changes up to this are noise, whatever their % (a bare number is µs)
+    #[arg(long, value_name = "DUR", default_value = "1us")]
+    pub min_delta: String,
+    /// The statistic in the cells of the load-case matrix
+    #[arg(long, value_name = "STAT", default_value = "max")]
+    pub matrix: String,
+    /// Rows of the load-case matrix: the values of this tag (e.g. kernel) [default: one row per
+    /// group]
+    #[arg(long, value_name = "TAGKEY")]
+    pub rows: Option<String>,
+    /// Also write the groups' distributions overlaid (tail latency and exceedance, SVG and
+    /// PNG) into this directory
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Print JSON (schema rtscope.compare/1) instead of text
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 0 even when a candidate regresses (report only)
+    #[arg(long)]
+    pub no_fail: bool,
+}
+
+/// Options of `rtscope load`.
+#[derive(Debug, Clone, Args)]
+pub struct LoadArgs {
+    /// Stop after this long (e.g. 30s, 10m) [default: until Ctrl-C or the load ends]
+    #[arg(long = "for", value_name = "DURATION", global = true)]
+    pub duration: Option<String>,
+    /// Time the load gets to end after SIGTERM before it is SIGKILLed
+    #[arg(long, value_name = "DURATION", default_value = "2s", global = true)]
+    pub grace: String,
+    /// Print the report as JSON instead of a table
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// The load to run
+    #[command(subcommand)]
+    pub kind: LoadKind,
+}
+
+/// Tasks of the messaging load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Processes (hackbench's default)
+    Processes,
+    /// Threads of one process (hackbench --threads)
+    Threads,
+}
+
+/// The kinds of load `rtscope load` runs.
+#[derive(Debug, Clone, Subcommand)]
+pub enum LoadKind {
+    /// Senders and receivers passing messages, like hackbench
+    Messaging {
+        /// Groups of senders and receivers
+        #[arg(long, short = 'g', default_value_t = 10)]
+        groups: u32,
+        /// Senders (and receivers) per group
+        #[arg(long, short = 'f', default_value_t = 20)]
+        fds: u32,
+        /// Message size in bytes
+        #[arg(long, short = 's', default_value_t = 100)]
+        size: u32,
+        /// Pipes instead of socket pairs
+        #[arg(long, short = 'p')]
+        pipe: bool,
+        /// Processes or threads
+        #[arg(long, value_enum, default_value_t = ModeArg::Processes)]
+        mode: ModeArg,
+    },
+    /// Buffer copies with verification, like stressapptest
+    Memory {
+        /// Copy threads [default: one per CPU]
+        #[arg(long, short = 't')]
+        threads: Option<u32>,
+        /// Memory in MiB, shared between the threads
+        #[arg(long, short = 'm', default_value_t = 256)]
+        megabytes: u64,
+    },
+    /// Threads spinning on arithmetic
+    Cpu {
+        /// Threads [default: one per CPU]
+        #[arg(long, short = 't')]
+        threads: Option<u32>,
+    },
+    /// Writes and fsyncs files in a scratch directory
+    Io {
+        /// Writer threads
+        #[arg(long, short = 't', default_value_t = 1)]
+        threads: u32,
+        /// Where the scratch directory is made [default: the temp directory]
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+        /// File size in MiB per write-fsync cycle
+        #[arg(long, default_value_t = 64)]
+        file_mb: u64,
+    },
+    /// TCP round trips over loopback
+    Network {
+        /// Connections
+        #[arg(long, short = 't', default_value_t = 1)]
+        threads: u32,
+        /// Message size in bytes
+        #[arg(long, short = 's', default_value_t = 1024)]
+        size: u32,
+    },
+    /// Any program, e.g. `rtscope load external -- hackbench -l 100000`
+    External {
+        /// The program and its arguments (after `--`)
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        command: Vec<String>,
+    },
+}
+
+impl LoadKind {
+    /// The spec these options describe.
+    pub fn to_spec(&self) -> LoadSpec {
+        let cpus = || std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        match self.clone() {
+            LoadKind::Messaging {
+                groups,
+                fds,
+                size,
+                pipe,
+                mode,
+            } => LoadSpec::Messaging {
+                groups,
+                fds,
+                size,
+                transport: if pipe {
+                    MsgTransport::Pipe
+                } else {
+                    MsgTransport::Socket
+                },
+                mode: match mode {
+                    ModeArg::Processes => MsgMode::Processes,
+                    ModeArg::Threads => MsgMode::Threads,
+                },
+            },
+            LoadKind::Memory { threads, megabytes } => LoadSpec::Memory {
+                threads: threads.unwrap_or_else(cpus),
+                megabytes,
+            },
+            LoadKind::Cpu { threads } => LoadSpec::Cpu {
+                threads: threads.unwrap_or_else(cpus),
+            },
+            LoadKind::Io {
+                threads,
+                dir,
+                file_mb,
+            } => LoadSpec::Io {
+                threads,
+                dir,
+                file_mb,
+            },
+            LoadKind::Network { threads, size } => LoadSpec::Network { threads, size },
+            LoadKind::External { mut command } => LoadSpec::External {
+                program: command.remove(0),
+                args: command,
+            },
+        }
+    }
+}
+
+/// Options of `rtscope report`.
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Runs to report: ids, `last`, `campaign:NAME`, `label:TEXT` or tags (`kernel=rt`)
+    /// [default: the newest run]
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Report every run of the newest campaign with this name, in plan order
+    #[arg(long, value_name = "NAME")]
+    pub campaign: Option<String>,
+    /// Report the newest run, or its whole campaign when it belongs to one (the default)
+    #[arg(long)]
+    pub last: bool,
+    /// Directory to write into (created if needed)
+    #[arg(
+        long,
+        short = 'o',
+        value_name = "DIR",
+        default_value = "rtscope-report"
+    )]
+    pub output: PathBuf,
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+    /// Draw the CDF from raw samples where they were stored (`measure --raw`)
+    #[arg(long)]
+    pub raw: bool,
+    /// Title of the report page [default: made from the runs]
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
 }
 
 /// Options of `rtscope runs`.
@@ -101,6 +373,20 @@ pub enum ImportFormat {
     Jitterdebugger,
     /// A stress-ng `--cyclic` log.
     StressNg,
+}
+
+impl ImportFormat {
+    /// The importer's format.
+    pub fn lower(self) -> rtscope_import::ImportFormat {
+        use rtscope_import::ImportFormat as F;
+        match self {
+            ImportFormat::CyclictestHist => F::CyclictestHist,
+            ImportFormat::CyclictestVerbose => F::CyclictestVerbose,
+            ImportFormat::CyclictestJson => F::CyclictestJson,
+            ImportFormat::Jitterdebugger => F::Jitterdebugger,
+            ImportFormat::StressNg => F::StressNg,
+        }
+    }
 }
 
 /// Options of `rtscope import`.

@@ -10,25 +10,9 @@
 
 #![warn(missing_docs)]
 
-pub mod campaign;
-pub mod checks;
 pub mod cli;
-pub mod compare;
-pub mod cyclictest;
-pub mod environment;
+pub mod commands;
 pub mod exit;
-pub mod export;
-pub mod import;
-pub mod load;
-pub mod manual;
-pub mod measure;
-pub mod monitoring;
-pub mod record;
-pub mod report;
-pub mod runs;
-pub mod select;
-pub mod session;
-pub mod sysinfo;
 
 use clap::Parser;
 use exit::{ExitStatus, UsageError};
@@ -72,7 +56,7 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
         _ => {}
     }
     if argv.first().is_some_and(|a| invoked_as_cyclictest(a)) {
-        return cyclictest::run(&argv[1..], &argv.join(" "), out);
+        return commands::cyclictest::run(&argv[1..], &argv.join(" "), out);
     }
     let cli = match cli::Cli::try_parse_from(argv) {
         Ok(c) => c,
@@ -91,20 +75,20 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
         }
     };
     match cli.command {
-        cli::Command::Measure(a) => measure::run(&a, argv.to_vec(), out),
-        cli::Command::Cyclictest { args } => cyclictest::run(&args, &argv.join(" "), out),
-        cli::Command::Runs(a) => runs::run(&a, out),
-        cli::Command::Import(a) => import::run(&a, out),
-        cli::Command::Export(a) => export::run(&a, out),
-        cli::Command::Run(a) => campaign::run(&a, argv, out),
-        cli::Command::Load(a) => load::run(&a, out),
-        cli::Command::Compare(a) => compare::run(&a, out),
-        cli::Command::Report(a) => report::run(&a, out),
+        cli::Command::Measure(a) => commands::measure::run(&a, argv.to_vec(), out),
+        cli::Command::Cyclictest { args } => commands::cyclictest::run(&args, &argv.join(" "), out),
+        cli::Command::Runs(a) => commands::runs::run(&a, out),
+        cli::Command::Import(a) => commands::import::run(&a, out),
+        cli::Command::Export(a) => commands::export::run(&a, out),
+        cli::Command::Run(a) => commands::run::run(&a, argv, out),
+        cli::Command::Load(a) => commands::load::run(&a, out),
+        cli::Command::Compare(a) => commands::compare::run(&a, out),
+        cli::Command::Report(a) => commands::report::run(&a, out),
         cli::Command::Completions { shell } => {
             clap_complete::generate(shell, &mut cli::command(), "rtscope", out);
             Ok(ExitStatus::Success)
         }
-        cli::Command::Man(a) => manual::run(&a, out),
+        cli::Command::Man(a) => commands::man::run(&a, out),
     }
 }
 
@@ -114,6 +98,19 @@ fn hidden_status(code: i32) -> ExitStatus {
         0 => ExitStatus::Success,
         1 => ExitStatus::LimitExceeded,
         _ => ExitStatus::Usage,
+    }
+}
+
+/// A library front end's error as the top level's, its cause kept whole (a closed pipe is
+/// still an `io::Error` for [`exit::is_broken_pipe`]).
+pub fn lift(e: rtscope_session::RunError) -> anyhow::Error {
+    use rtscope_session::RunError;
+    match e {
+        RunError::Usage(e) => e.into(),
+        RunError::Session(e) => e.into(),
+        RunError::Io(e) => e.into(),
+        RunError::Json(e) => e.into(),
+        RunError::Store(e) => e.into(),
     }
 }
 

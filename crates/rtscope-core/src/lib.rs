@@ -17,6 +17,7 @@ pub mod layout;
 mod nanos;
 pub mod rng;
 mod stats;
+pub mod text;
 
 pub use histogram::{Histogram, Percentile, PERCENTILES};
 pub use nanos::{Nanos, ParseDurationError};

@@ -28,7 +28,7 @@
 use crate::cgroup::{self, Cgroup};
 use crate::external::{find_program, hackbench_times};
 use crate::sys::{self, Ended, SigSet, STOP_SIGNALS};
-use crate::{LoadError, LoadReport, LoadSpec, Metric};
+use crate::{LoadError, LoadReport, LoadSpec, LoadStatus, Metric};
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Read, Write};
 use std::os::unix::process::CommandExt;
@@ -329,7 +329,7 @@ fn report(l: Load) -> LoadReport {
     match parsed {
         Some(mut r) => {
             if l.killed {
-                r.status = "killed".into();
+                r.status = LoadStatus::Killed;
             }
             r.output_tail = stderr;
             r
@@ -339,7 +339,11 @@ fn report(l: Load) -> LoadReport {
             spec: l.spec,
             command_line: l.argv,
             ran_ns,
-            status: if l.killed { "killed" } else { "failed" }.into(),
+            status: if l.killed {
+                LoadStatus::Killed
+            } else {
+                LoadStatus::Failed
+            },
             error: Some(format!("the load worker ended ({ended}) without a report")),
             metrics: Vec::new(),
             output_tail: stderr,
@@ -377,7 +381,7 @@ fn external_report(
         spec: l.spec,
         command_line: l.argv,
         ran_ns,
-        status: status.into(),
+        status,
         error,
         metrics,
         output_tail: (!tail.is_empty()).then_some(tail),
@@ -386,19 +390,19 @@ fn external_report(
 
 /// The status (and error) of an external load: whether it had to be SIGKILLed, whether it
 /// ended before it was told to stop, and how it ended.
-fn external_status(killed: bool, early: bool, ended: Ended) -> (&'static str, Option<String>) {
+fn external_status(killed: bool, early: bool, ended: Ended) -> (LoadStatus, Option<String>) {
     if killed {
         let e = "did not end within the grace period after SIGTERM";
-        ("killed", Some(e.to_string()))
+        (LoadStatus::Killed, Some(e.to_string()))
     } else if early && ended == Ended::Exited(0) {
-        ("finished", None)
+        (LoadStatus::Finished, None)
     } else if early {
         (
-            "failed",
+            LoadStatus::Failed,
             Some(format!("ended before the run did ({ended})")),
         )
     } else {
-        ("ok", None)
+        (LoadStatus::Ok, None)
     }
 }
 
@@ -409,17 +413,23 @@ mod tests {
     #[test]
     fn external_statuses_follow_how_and_when_the_program_ended() {
         let term = Ended::Signaled(libc::SIGTERM);
-        assert_eq!(external_status(false, false, term), ("ok", None));
+        assert_eq!(external_status(false, false, term), (LoadStatus::Ok, None));
         assert_eq!(
             external_status(false, true, Ended::Exited(0)),
-            ("finished", None)
+            (LoadStatus::Finished, None)
         );
         let (s, e) = external_status(false, true, Ended::Exited(3));
         assert_eq!(
             (s, e.unwrap()),
-            ("failed", "ended before the run did (exit status 3)".into())
+            (
+                LoadStatus::Failed,
+                "ended before the run did (exit status 3)".into()
+            )
         );
-        assert_eq!(external_status(true, false, Ended::Signaled(9)).0, "killed");
+        assert_eq!(
+            external_status(true, false, Ended::Signaled(9)).0,
+            LoadStatus::Killed
+        );
     }
 
     #[test]

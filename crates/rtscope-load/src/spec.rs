@@ -97,6 +97,38 @@ pub struct Metric {
     pub unit: String,
 }
 
+/// How a load ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadStatus {
+    /// Ran until it was stopped at the end of the run, and stopped on SIGTERM.
+    Ok,
+    /// An external program that ended by itself, successfully, before the run did.
+    Finished,
+    /// Exited early or non-zero, or could not start.
+    Failed,
+    /// Had to be SIGKILLed after the grace period.
+    Killed,
+}
+
+impl LoadStatus {
+    /// The name shown and stored: `ok`, `failed`, `killed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoadStatus::Ok => "ok",
+            LoadStatus::Finished => "finished",
+            LoadStatus::Failed => "failed",
+            LoadStatus::Killed => "killed",
+        }
+    }
+}
+
+impl std::fmt::Display for LoadStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What one load did during a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LoadReport {
@@ -108,8 +140,8 @@ pub struct LoadReport {
     pub command_line: Vec<String>,
     /// How long it ran, in nanoseconds.
     pub ran_ns: u64,
-    /// `ok`, `failed` (exited early or non-zero, could not start) or `killed`.
-    pub status: String,
+    /// How it ended.
+    pub status: LoadStatus,
     /// What went wrong, if anything (exit status, stderr tail, miscompares).
     pub error: Option<String>,
     /// What it counted; for an external tool, its exit status and output size.

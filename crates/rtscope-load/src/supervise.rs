@@ -9,7 +9,7 @@
 //! pipe and waits for the shepherd.
 
 use crate::shepherd::{Event, Plan, DEFAULT_GRACE};
-use crate::{validate, LoadError, LoadReport, LoadSpec};
+use crate::{validate, LoadError, LoadReport, LoadSpec, LoadStatus};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -168,7 +168,7 @@ impl RunningLoads {
                 spec: s.clone(),
                 command_line: Vec::new(),
                 ran_ns,
-                status: "failed".into(),
+                status: LoadStatus::Failed,
                 error: Some("the load shepherd gave no report".into()),
                 metrics: Vec::new(),
                 output_tail: None,

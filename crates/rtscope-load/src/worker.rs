@@ -9,7 +9,7 @@
 
 use crate::builtin::{self, Stop};
 use crate::sys::{SigSet, STOP_SIGNALS};
-use crate::{LoadError, LoadReport, LoadSpec};
+use crate::{LoadError, LoadReport, LoadSpec, LoadStatus};
 use std::io::Write;
 use std::time::{Duration, Instant};
 
@@ -54,7 +54,11 @@ pub fn worker_main(args: &[String]) -> i32 {
         spec,
         command_line: std::env::args().collect(),
         ran_ns: started.elapsed().as_nanos() as u64,
-        status: if failed { "failed" } else { "ok" }.to_string(),
+        status: if failed {
+            LoadStatus::Failed
+        } else {
+            LoadStatus::Ok
+        },
         error: outcome.error.map(|e| e.to_string()),
         metrics: outcome.metrics,
         output_tail: None,

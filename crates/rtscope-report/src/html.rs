@@ -105,7 +105,7 @@ fn header(h: &mut String, runs: &[RunData]) {
         let s = &r.detail.summary;
         let _ = write!(h, "<tr><td>{}</td>", s.id);
         cell(h, &r.name());
-        cell(h, &s.status);
+        cell(h, s.status.as_str());
         cell(h, &s.started);
         let _ = write!(h, "<td>{:.1}</td>", s.progress_ns as f64 / 1e9);
         cell(h, r.env("uname.nodename").unwrap_or("-"));

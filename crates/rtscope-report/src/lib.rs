@@ -18,7 +18,6 @@ pub mod html;
 pub mod model;
 pub mod monitors;
 pub mod plot;
-pub mod synthetic;
 pub mod table;
 pub mod warnings;
 
@@ -27,9 +26,6 @@ pub use model::RunData;
 /// Why a report could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    /// Reading the run database failed.
-    #[error(transparent)]
-    Store(#[from] rtscope_store::StoreError),
     /// Drawing a plot failed.
     #[error("drawing a plot failed: {0}")]
     Render(String),
@@ -185,7 +181,7 @@ pub fn fmt_num(v: f64) -> String {
 
 /// Microseconds with one decimal from nanoseconds, for tables (`12.3`).
 pub fn us(ns: u64) -> String {
-    format!("{:.1}", ns as f64 / 1000.0)
+    rtscope_core::text::us(rtscope_core::Nanos(ns))
 }
 
 #[cfg(test)]

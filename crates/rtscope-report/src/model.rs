@@ -1,10 +1,9 @@
-//! What a report needs about one run, read from the store in one go.
+//! What a report needs about one run, handed to it (read from the store by the caller).
 
-use crate::ReportError;
 use rtscope_core::Histogram;
 use rtscope_store::{
-    CampaignRun, CampaignSummary, LoadRow, MonitorSeries, MonitorState, RunDetail, RunId,
-    SeriesRow, Store, TopThread,
+    CampaignRun, CampaignSummary, LoadRow, MonitorSeries, MonitorState, RunBundle, RunDetail,
+    RunId, SeriesRow, TopThread,
 };
 
 /// Everything about one run that a report shows.
@@ -28,65 +27,30 @@ pub struct RunData {
     pub raw: Option<Vec<Vec<u64>>>,
 }
 
-impl RunData {
-    /// Reads runs `ids` in order; with `raw`, also their raw samples (where stored). The
-    /// campaign of the first run is read once for all its runs (looking it up per run would
-    /// read every run of the campaign again for each).
-    pub fn load_all(store: &Store, ids: &[RunId], raw: bool) -> Result<Vec<RunData>, ReportError> {
-        let mut places: Vec<(CampaignSummary, CampaignRun)> = Vec::new();
-        if let Some(&first) = ids.first() {
-            if let Some((c, _)) = store.campaign_of(first)? {
-                for r in store.campaign_runs(c.id)? {
-                    places.push((c.clone(), r));
-                }
-            }
-        }
-        let mut out = Vec::with_capacity(ids.len());
-        for &id in ids {
-            let known = places.iter().rev().find(|(_, r)| r.run_id == id).cloned();
-            let campaign = match known {
-                Some(p) => Some(p),
-                None => store.campaign_of(id)?,
-            };
-            out.push(Self::load_with(store, id, raw, campaign)?);
-        }
-        Ok(out)
-    }
-
-    /// Reads run `id`; with `raw`, also its raw samples (when it has any).
-    pub fn load(store: &Store, id: RunId, raw: bool) -> Result<RunData, ReportError> {
-        Self::load_with(store, id, raw, store.campaign_of(id)?)
-    }
-
-    fn load_with(
-        store: &Store,
-        id: RunId,
-        raw: bool,
-        campaign: Option<(CampaignSummary, CampaignRun)>,
-    ) -> Result<RunData, ReportError> {
-        let detail = store.run(id)?;
-        let raw = if raw && detail.raw_samples > 0 {
-            let mut per_thread = Vec::new();
-            for t in &detail.threads {
-                let s = store.raw_samples(id, t.thread)?;
-                per_thread.push(s.iter().map(|r| r.1).collect());
-            }
-            Some(per_thread)
-        } else {
-            None
-        };
-        Ok(RunData {
-            series: store.series(id)?,
-            monitors: store.monitor_series(id)?,
-            states: store.monitor_states(id)?,
-            top: store.monitor_top(id)?,
-            loads: store.loads(id)?,
-            campaign,
-            detail,
+impl From<RunBundle> for RunData {
+    /// A run read from the store ([`rtscope_store::Store::bundle`]); the report reads no
+    /// database itself.
+    fn from(b: RunBundle) -> RunData {
+        let raw = (!b.raw.is_empty()).then(|| {
+            b.raw
+                .iter()
+                .map(|t| t.iter().map(|r| r.1).collect())
+                .collect()
+        });
+        RunData {
+            detail: b.detail,
+            series: b.series,
+            monitors: b.monitors,
+            states: b.states,
+            top: b.top,
+            loads: b.loads,
+            campaign: b.campaign,
             raw,
-        })
+        }
     }
+}
 
+impl RunData {
     /// The run's id.
     pub fn id(&self) -> RunId {
         self.detail.summary.id

@@ -3,10 +3,10 @@
 
 use crate::figures::{self, histogram_points, nines};
 use crate::plot::{self, colour, project, tick_label, Axis, Corner, Figure, Panel, Scale, Series};
-use crate::synthetic::{write_run, SyntheticRun};
 use crate::{html, table, warnings, RunData};
 use rtscope_core::{Histogram, Nanos};
 use rtscope_store::{LoadRow, Store};
+use rtscope_testkit::synthetic::{write_run, SyntheticRun};
 use std::path::PathBuf;
 
 fn temp_db(name: &str) -> PathBuf {
@@ -26,7 +26,7 @@ fn run_data(name: &str, label: &str) -> RunData {
         ..SyntheticRun::default()
     };
     let id = write_run(&mut store, &spec).unwrap();
-    RunData::load(&store, id, false).unwrap()
+    RunData::from(store.bundle(id, false).unwrap())
 }
 
 /// (width, height, distinct colours, share of non-white pixels) of a PNG.
@@ -169,7 +169,7 @@ fn warnings_name_a_stock_kernel_and_a_failed_load() {
         ran_ns: 0,
         metrics: Vec::new(),
     });
-    r.detail.summary.status = "incomplete".into();
+    r.detail.summary.status = rtscope_store::RunStatus::Incomplete;
     r.detail.summary.missed = 3;
     let w = warnings::collect(std::slice::from_ref(&r));
     let text: Vec<&str> = w.iter().map(|w| w.what.as_str()).collect();

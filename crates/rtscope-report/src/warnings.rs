@@ -2,6 +2,7 @@
 
 use crate::model::RunData;
 use rtscope_store::RunId;
+use rtscope_store::RunStatus;
 
 /// One finding, with the runs it applies to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,7 +89,7 @@ fn throttled(r: &RunData) -> Option<String> {
 fn of_run(r: &RunData) -> Vec<(String, &'static str)> {
     let mut out = Vec::new();
     let s = &r.detail.summary;
-    if s.status != "complete" {
+    if s.status != RunStatus::Complete {
         out.push((
             format!("run {} is {}", s.id, s.status),
             "its statistics cover only the part measured; re-run it to the end",

@@ -1,7 +1,7 @@
 //! Campaigns (a plan of runs: scenarios × load cases × repeats) and the loads a run was
 //! measured under.
 
-use crate::{Result, RunId, Store, StoreError};
+use crate::{Result, RunId, RunStatus, Store, StoreError};
 use rusqlite::{params, OptionalExtension};
 
 /// A campaign's id.
@@ -39,8 +39,8 @@ pub struct CampaignSummary {
     pub started: String,
     /// RFC 3339 end, when it ended.
     pub ended: Option<String>,
-    /// `running`, `complete`, `interrupted`, `failed`, or `incomplete` (its process is gone).
-    pub status: String,
+    /// Where it is (`incomplete`: its process is gone).
+    pub status: RunStatus,
     /// Runs in the plan.
     pub planned_runs: u32,
     /// The command line.
@@ -60,8 +60,8 @@ pub struct CampaignRun {
     pub load_case: String,
     /// Repeat, from 1.
     pub repeat: u32,
-    /// The run's status (`complete`, `interrupted`, `incomplete`, ...).
-    pub status: String,
+    /// The run's status.
+    pub status: RunStatus,
 }
 
 /// One thing a load counted.
@@ -134,11 +134,16 @@ impl Store {
     }
 
     /// Records a campaign's end: `complete`, `interrupted` or `failed`.
-    pub fn finish_campaign(&mut self, id: CampaignId, status: &str, ended: &str) -> Result<()> {
+    pub fn finish_campaign(
+        &mut self,
+        id: CampaignId,
+        status: RunStatus,
+        ended: &str,
+    ) -> Result<()> {
         self.conn
             .execute(
                 "UPDATE campaigns SET status=?2, ended=?3 WHERE id=?1",
-                params![id, status, ended],
+                params![id, status.as_str(), ended],
             )
             .map_err(self.err())?;
         Ok(())
@@ -162,10 +167,9 @@ impl Store {
                     definition: r.get(3)?,
                     started: r.get(4)?,
                     ended: r.get(5)?,
-                    status: if status == "running" && !alive {
-                        "incomplete".into()
-                    } else {
-                        status
+                    status: match RunStatus::parse(&status) {
+                        RunStatus::Running if !alive => RunStatus::Incomplete,
+                        s => s,
                     },
                     planned_runs: r.get(7)?,
                     command_line: json_list(&r.get::<_, String>(9)?),
@@ -195,7 +199,7 @@ impl Store {
                     scenario: r.get(2)?,
                     load_case: r.get(3)?,
                     repeat: r.get(4)?,
-                    status: String::new(),
+                    status: RunStatus::Unknown,
                 })
             })
             .map_err(self.err())?;

@@ -12,18 +12,22 @@
 
 #![warn(missing_docs)]
 
+mod bundle;
 mod campaign;
 pub mod codec;
 mod monitor;
 mod read;
 pub mod schema;
+mod status;
 mod write;
 
+pub use bundle::RunBundle;
 pub use campaign::{CampaignId, CampaignRun, CampaignSummary, LoadMetric, LoadRow, NewCampaign};
 pub use monitor::{
     MonitorBatch, MonitorSeries, MonitorSource, MonitorState, MonitorValue, TopThread,
 };
 pub use read::{RunDetail, RunSummary, SeriesRow, ThreadRow};
+pub use status::{RunKind, RunStatus};
 pub use write::{Checkpoint, EventRow, NewRun, RawChunk, SeriesPoint, ThreadInfo, ThreadStats};
 
 use rusqlite::{Connection, OpenFlags};
@@ -138,10 +142,7 @@ impl Store {
         self.conn
             .pragma_update(None, "foreign_keys", "ON")
             .map_err(err)?;
-        let version: i64 = self
-            .conn
-            .pragma_query_value(None, "user_version", |r| r.get(0))
-            .map_err(err)?;
+        let version = self.user_version()?;
         if version > schema::SCHEMA_VERSION {
             return Err(StoreError::TooNew {
                 path: self.path.clone(),
@@ -149,10 +150,21 @@ impl Store {
                 known: schema::SCHEMA_VERSION,
             });
         }
-        if version == 0 {
-            self.check_empty_or_ours()?;
+        if version == schema::SCHEMA_VERSION {
+            return Ok(());
         }
-        let tx = self.conn.transaction().map_err(err)?;
+        // Another process may be creating or upgrading the same file right now: take the
+        // write lock first (waiting up to the busy timeout), then look again.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(err)?;
+        let version: i64 = tx
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(err)?;
+        if version == 0 {
+            Self::check_empty_or_ours(&tx, &self.path)?;
+        }
         for (v, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
             tx.execute_batch(sql).map_err(err)?;
             tx.pragma_update(None, "user_version", (v + 1) as i64)
@@ -161,18 +173,23 @@ impl Store {
         tx.commit().map_err(err)
     }
 
+    fn user_version(&self) -> Result<i64> {
+        self.conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .map_err(self.err())
+    }
+
     /// A version-0 file must be empty: a SQLite database of another program is refused.
-    fn check_empty_or_ours(&self) -> Result<()> {
-        let tables: i64 = self
-            .conn
+    fn check_empty_or_ours(conn: &Connection, path: &Path) -> Result<()> {
+        let tables: i64 = conn
             .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
             .map_err(|source| StoreError::Sqlite {
-                path: self.path.clone(),
+                path: path.to_path_buf(),
                 source,
             })?;
         if tables > 0 {
             return Err(StoreError::NotADatabase {
-                path: self.path.clone(),
+                path: path.to_path_buf(),
                 why: "it is a SQLite database of another program".into(),
             });
         }

@@ -1,6 +1,6 @@
 //! Reading runs back, also while a run is being written.
 
-use crate::{codec, Result, RunId, Store};
+use crate::{codec, Result, RunId, RunKind, RunStatus, Store};
 use rtscope_core::Histogram;
 use rusqlite::{params, Row};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -13,12 +13,12 @@ pub const STALE_NS: i64 = 10_000_000_000;
 pub struct RunSummary {
     /// Id.
     pub id: RunId,
-    /// `measure`, `cyclictest`, `import`.
-    pub kind: String,
+    /// What recorded it.
+    pub kind: RunKind,
     /// Label.
     pub label: Option<String>,
-    /// `running`, `complete`, `interrupted`, `failed`, or `incomplete` (a writer that died).
-    pub status: String,
+    /// Where it is (`incomplete`: its writer died).
+    pub status: RunStatus,
     /// RFC 3339 start.
     pub started: String,
     /// RFC 3339 end, when finished.
@@ -118,13 +118,14 @@ fn process_alive(pid: i64) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
-fn effective_status(status: String, pid: i64, checkpoint: Option<i64>, started: i64) -> String {
-    if status != "running" {
+fn effective_status(status: &str, pid: i64, checkpoint: Option<i64>, started: i64) -> RunStatus {
+    let status = RunStatus::parse(status);
+    if status != RunStatus::Running {
         return status;
     }
     let last = checkpoint.unwrap_or(started);
     if !process_alive(pid) || now_ns() - last > STALE_NS {
-        "incomplete".into()
+        RunStatus::Incomplete
     } else {
         status
     }
@@ -193,10 +194,11 @@ impl Store {
         let q = "SELECT kind, label, status, started, ended, progress_ns, exit_code, pid, checkpoint_unix_ns, started_unix_ns FROM runs WHERE id=?1";
         self.conn
             .query_row(q, params![id], |r| {
-                let status = effective_status(r.get(2)?, r.get(7)?, r.get(8)?, r.get(9)?);
+                let stored: String = r.get(2)?;
+                let status = effective_status(&stored, r.get(7)?, r.get(8)?, r.get(9)?);
                 Ok(RunSummary {
                     id,
-                    kind: r.get(0)?,
+                    kind: RunKind::parse(&r.get::<_, String>(0)?),
                     label: r.get(1)?,
                     status,
                     started: r.get(3)?,

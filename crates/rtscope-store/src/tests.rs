@@ -12,7 +12,7 @@ fn tmpdb(name: &str) -> PathBuf {
 
 fn new_run(label: &str) -> NewRun {
     NewRun {
-        kind: "measure".into(),
+        kind: RunKind::Measure,
         label: Some(label.into()),
         tags: vec![("kernel".into(), "rt".into())],
         started: "2026-11-22T03:00:00Z".into(),
@@ -95,7 +95,7 @@ fn a_run_round_trips_with_its_statistics_series_and_events() {
     s.finish_run(
         id,
         &checkpoint(&h, 2_000_000_000),
-        "complete",
+        RunStatus::Complete,
         "2026-11-22T03:00:02Z",
         0,
     )
@@ -103,7 +103,7 @@ fn a_run_round_trips_with_its_statistics_series_and_events() {
     drop(s);
     let s = Store::open(&path).unwrap();
     let d = s.run(id).unwrap();
-    assert_eq!(d.summary.status, "complete");
+    assert_eq!(d.summary.status, RunStatus::Complete);
     assert_eq!(d.summary.label.as_deref(), Some("idle"));
     assert_eq!(
         d.summary.tags,
@@ -130,7 +130,7 @@ fn a_running_run_whose_writer_is_gone_reads_as_incomplete() {
     let mut r = new_run("killed");
     r.pid = 0x7fff_fff0; // no such process
     let id = s.begin_run(&r).unwrap();
-    assert_eq!(s.summary(id).unwrap().status, "incomplete");
+    assert_eq!(s.summary(id).unwrap().status, RunStatus::Incomplete);
     let live = s.begin_run(&new_run("live")).unwrap();
     let h = hist(&[1]);
     let mut c = checkpoint(&h, 1);
@@ -139,7 +139,7 @@ fn a_running_run_whose_writer_is_gone_reads_as_incomplete() {
         .unwrap()
         .as_nanos() as i64;
     s.checkpoint(live, &c).unwrap();
-    assert_eq!(s.summary(live).unwrap().status, "running");
+    assert_eq!(s.summary(live).unwrap().status, RunStatus::Running);
 }
 
 #[test]
@@ -315,7 +315,7 @@ fn loads_and_campaigns_round_trip() {
                 scenario: "N:N".into(),
                 load_case: if seq == 0 { "idle" } else { "hackbench" }.into(),
                 repeat: 1,
-                status: String::new(),
+                status: RunStatus::Running,
             },
         )
         .unwrap();
@@ -345,12 +345,12 @@ fn loads_and_campaigns_round_trip() {
     assert_eq!(runs.len(), 2);
     assert_eq!(runs[1].load_case, "hackbench");
     // Started at a fixed time long ago with no checkpoint: a dead writer.
-    assert_eq!(runs[1].status, "incomplete");
+    assert_eq!(runs[1].status, RunStatus::Incomplete);
     let (of, place) = s.campaign_of(b).unwrap().unwrap();
     assert_eq!((of.id, place.seq), (cid, 1));
-    s.finish_campaign(cid, "interrupted", "2026-11-22T03:01:00Z")
+    s.finish_campaign(cid, RunStatus::Interrupted, "2026-11-22T03:01:00Z")
         .unwrap();
-    assert_eq!(s.campaigns().unwrap()[0].status, "interrupted");
+    assert_eq!(s.campaigns().unwrap()[0].status, RunStatus::Interrupted);
     s.delete_run(a).unwrap();
     assert_eq!(s.campaign_runs(cid).unwrap().len(), 1);
 }

@@ -1,6 +1,6 @@
 //! Writing runs: begin, checkpoint, finish; tags and deletion.
 
-use crate::{codec, Result, RunId, Store, StoreError};
+use crate::{codec, Result, RunId, RunKind, RunStatus, Store, StoreError};
 use rtscope_core::Histogram;
 use rusqlite::{params, OptionalExtension};
 
@@ -22,8 +22,8 @@ pub struct ThreadInfo {
 /// Everything known when a run starts.
 #[derive(Debug, Clone)]
 pub struct NewRun {
-    /// `measure`, `cyclictest` or `import`.
-    pub kind: String,
+    /// What records it.
+    pub kind: RunKind,
     /// `--label`.
     pub label: Option<String>,
     /// `--tag key=value`.
@@ -162,7 +162,7 @@ impl Store {
         let tx = self.conn.transaction().map_err(&err)?;
         tx.execute(
             "INSERT INTO runs (kind, label, status, started, started_unix_ns, pid, tool_version, command_line, config) VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8)",
-            params![r.kind, r.label, r.started, r.started_unix_ns, r.pid, r.tool_version, r.command_line_json, r.config_json],
+            params![r.kind.as_str(), r.label, r.started, r.started_unix_ns, r.pid, r.tool_version, r.command_line_json, r.config_json],
         )
         .map_err(&err)?;
         let id = tx.last_insert_rowid();
@@ -267,7 +267,7 @@ impl Store {
         &mut self,
         run: RunId,
         last: &Checkpoint,
-        status: &str,
+        status: RunStatus,
         ended: &str,
         exit_code: i32,
     ) -> Result<()> {
@@ -275,7 +275,7 @@ impl Store {
         self.conn
             .execute(
                 "UPDATE runs SET status=?2, ended=?3, exit_code=?4 WHERE id=?1",
-                params![run, status, ended, exit_code],
+                params![run, status.as_str(), ended, exit_code],
             )
             .map_err(self.err())?;
         Ok(())

@@ -454,7 +454,12 @@ fn start_poll_stop_report_every_load_in_order() {
     let reports = loads.stop(Duration::from_secs(1));
     let names: Vec<&str> = reports.iter().map(|r| r.name.as_str()).collect();
     assert_eq!(names, ["cpu", "sleep"]);
-    assert!(reports.iter().all(|r| r.status == "ok"), "{reports:#?}");
+    assert!(
+        reports
+            .iter()
+            .all(|r| r.status == rtscope_load::LoadStatus::Ok),
+        "{reports:#?}"
+    );
     assert!(reports[0].metric("ops").unwrap() > 0.0);
     assert_eq!(reports[1].metric("signal"), Some(libc::SIGTERM as f64));
     assert_gone(&tree);
@@ -479,7 +484,10 @@ fn poll_reports_a_load_that_ended_early() {
     assert_eq!(exits.len(), 1, "{exits:?}");
     assert_eq!((exits[0].index, exits[0].name.as_str()), (0, "false"));
     assert_eq!(exits[0].status, "exit status 1");
-    assert_eq!(loads.stop(Duration::ZERO)[0].status, "failed");
+    assert_eq!(
+        loads.stop(Duration::ZERO)[0].status,
+        rtscope_load::LoadStatus::Failed
+    );
 }
 
 #[test]

@@ -4,8 +4,8 @@
 
 mod common;
 
-use rtscope_report::synthetic::{write_run, SyntheticRun};
-use rtscope_store::{CampaignRun, NewCampaign, Store};
+use rtscope_store::{CampaignRun, NewCampaign, RunStatus, Store};
+use rtscope_testkit::synthetic::{write_run, SyntheticRun};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
@@ -120,12 +120,12 @@ fn campaign_db(name: &str) -> PathBuf {
             scenario: "default".into(),
             load_case: case.to_string(),
             repeat: 1,
-            status: String::new(),
+            status: RunStatus::Running,
         };
         store.add_campaign_run(cid, &place).unwrap();
     }
     store
-        .finish_campaign(cid, "complete", "2026-11-22T04:00:00Z")
+        .finish_campaign(cid, RunStatus::Complete, "2026-11-22T04:00:00Z")
         .unwrap();
     db
 }

@@ -422,6 +422,8 @@ fn json_semantics(lines: &[&str], root: &Entries, with_histogram: bool) -> Resul
     }
     let mut any_buckets = false;
     let mut all_empty_threads = true;
+    let limit = hist_limit(raw(get(root, "cmdline:")).0);
+    let mut all_overflowed = true;
     for (t, obj) in threads.iter().enumerate() {
         let JVal::Hist(buckets, hline) = get(obj, "histogram") else {
             unreachable!()
@@ -435,12 +437,29 @@ fn json_semantics(lines: &[&str], root: &Entries, with_histogram: bool) -> Resul
         }
         any_buckets |= !buckets.is_empty();
         all_empty_threads &= int_of(get(obj, "cycles")) == 0;
+        all_overflowed &= limit.is_some_and(|l| int_of(get(obj, "min")) >= l);
         json_thread(lines, obj, buckets, *hline).map_err(|e| format!("thread \"{t}\": {e}"))?;
     }
-    if with_histogram && !any_buckets && !all_empty_threads {
+    // No bucket at all is right only when every sample overflowed -h (a loaded machine does
+    // that to a small -h): then every thread's minimum is at least the -h value.
+    if with_histogram && !any_buckets && !all_empty_threads && !all_overflowed {
         return Err("with -h at least one thread's histogram must list buckets".into());
     }
     Ok(())
+}
+
+/// The `-h`/`--histogram` value of a command line (`-h8`, `-h 8`, `--histogram=8`).
+fn hist_limit(cmdline: &str) -> Option<i64> {
+    let words: Vec<&str> = cmdline.trim_matches('"').split_whitespace().collect();
+    words.iter().enumerate().find_map(|(i, w)| {
+        let value = match *w {
+            "-h" | "--histogram" => words.get(i + 1).copied(),
+            _ => w
+                .strip_prefix("--histogram=")
+                .or_else(|| w.strip_prefix("-h").filter(|v| !v.is_empty())),
+        };
+        value.and_then(|v| v.parse().ok())
+    })
 }
 
 fn json_thread(

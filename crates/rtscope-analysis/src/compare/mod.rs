@@ -1,0 +1,14 @@
+//! `rtscope compare`'s analysis: groups of recorded runs side by side, a load-case matrix, and
+//! a verdict per statistic against the first group (the baseline). See docs/compare.md.
+//!
+//! * [`model`]: statistics and groups of runs merged losslessly;
+//! * [`verdict`]: thresholds and the verdict rule;
+//! * [`analysis`]: the comparison as data;
+//! * [`text`] and [`json`]: the two renderings; [`plot`]: the overlaid plots.
+
+pub mod analysis;
+pub mod json;
+pub mod model;
+pub mod plot;
+pub mod text;
+pub mod verdict;

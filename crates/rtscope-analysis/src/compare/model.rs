@@ -1,0 +1,294 @@
+//! What `compare` computes on: runs read from the store, statistics, and groups of runs merged
+//! losslessly (histograms added bucket by bucket, exact max and counts summed).
+
+use rtscope_core::{Histogram, Nanos, Percentile, PERCENTILES};
+use rtscope_session::UsageError;
+use rtscope_store::{RunDetail, RunId, RunStatus};
+
+/// A statistic `compare` can put side by side. Lower is better for every one of them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Stat {
+    /// The smallest latency.
+    Min,
+    /// The mean latency.
+    Mean,
+    /// A percentile: quantile (0..1) and label (`p99.9`).
+    Quantile(f64, &'static str),
+    /// The largest latency (exact, also for imports whose histogram overflowed).
+    Max,
+    /// Missed periods, a count summed over the runs.
+    Missed,
+}
+
+/// The names `--stat`, `--threshold` and `--matrix` accept, for messages.
+pub const STAT_NAMES: &str =
+    "min, mean, p50, p90, p99, p99.9, p99.99, p99.999, p99.9999, max, missed";
+
+impl Stat {
+    /// Parses a statistic name as `--limit` spells it (`max`, `p99.99`, `missed`).
+    pub fn parse(text: &str, option: &str) -> Result<Stat, UsageError> {
+        let t = text.trim();
+        let stat = match t {
+            "min" => Stat::Min,
+            "mean" | "avg" => Stat::Mean,
+            "max" => Stat::Max,
+            "missed" => Stat::Missed,
+            other => match PERCENTILES.iter().find(|(l, _)| *l == other) {
+                Some(&(l, q)) => Stat::Quantile(q, l),
+                None => {
+                    return Err(
+                        UsageError::new(format!("unknown statistic '{t}' for '{option}'"))
+                            .hint(format!("use one of {STAT_NAMES}")),
+                    )
+                }
+            },
+        };
+        Ok(stat)
+    }
+
+    /// The name users type.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Stat::Min => "min",
+            Stat::Mean => "mean",
+            Stat::Quantile(_, l) => l,
+            Stat::Max => "max",
+            Stat::Missed => "missed",
+        }
+    }
+
+    /// Whether the statistic is a count rather than a latency in ns.
+    pub fn is_count(&self) -> bool {
+        matches!(self, Stat::Missed)
+    }
+
+    /// Formats a value of this statistic for a table (`-` when unknown).
+    pub fn show(&self, v: Option<u64>) -> String {
+        match v {
+            None => "-".into(),
+            Some(n) if self.is_count() => n.to_string(),
+            Some(n) => Nanos(n).to_string(),
+        }
+    }
+}
+
+/// One run, reduced to what a comparison needs.
+#[derive(Debug, Clone)]
+pub struct RunData {
+    /// Id.
+    pub id: RunId,
+    /// Label.
+    pub label: Option<String>,
+    /// `complete`, `interrupted`, `running`, `incomplete`, …
+    pub status: RunStatus,
+    /// Tags.
+    pub tags: Vec<(String, String)>,
+    /// `uname.release` of the machine that ran it, when recorded.
+    pub kernel: Option<String>,
+    /// Name of the campaign it belongs to.
+    pub campaign: Option<String>,
+    /// Load case: the `case` tag, else its campaign position's load case.
+    pub case: Option<String>,
+    /// All threads' histograms merged.
+    pub hist: Histogram,
+    /// Samples (may exceed the histogram's count for imports with overflows).
+    pub samples: u64,
+    /// Exact smallest latency, ns.
+    pub min_ns: Option<u64>,
+    /// Exact largest latency, ns.
+    pub max_ns: Option<u64>,
+    /// Sum of all latencies, ns (from the per-thread means).
+    pub sum_ns: f64,
+    /// Missed periods.
+    pub missed: u64,
+}
+
+impl RunData {
+    /// Reduces a stored run; `campaign` is its campaign name and load case, if any.
+    pub fn from_detail(d: &RunDetail, campaign: Option<(String, String)>) -> RunData {
+        let s = &d.summary;
+        let tag = |k: &str| {
+            s.tags
+                .iter()
+                .find(|(tk, _)| tk == k)
+                .map(|(_, v)| v.clone())
+        };
+        let (campaign, campaign_case) = campaign.unzip();
+        RunData {
+            id: s.id,
+            label: s.label.clone(),
+            status: s.status,
+            tags: s.tags.clone(),
+            kernel: d
+                .environment
+                .iter()
+                .find(|(k, _)| k == "uname.release")
+                .map(|(_, v)| v.clone()),
+            campaign,
+            case: tag("case").or(campaign_case.filter(|c| !c.is_empty())),
+            hist: s.histogram.clone(),
+            samples: s.samples,
+            min_ns: d.threads.iter().filter_map(|t| t.min_ns).min(),
+            max_ns: s.max_ns,
+            sum_ns: d
+                .threads
+                .iter()
+                .map(|t| t.mean_ns.unwrap_or(0.0) * t.samples as f64)
+                .sum(),
+            missed: s.missed,
+        }
+    }
+
+    /// The value of a tag.
+    pub fn tag(&self, key: &str) -> Option<&str> {
+        self.tags
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Several runs merged into one distribution.
+#[derive(Debug, Clone, Default)]
+pub struct Merged {
+    /// Merged histogram.
+    pub hist: Histogram,
+    /// Samples.
+    pub samples: u64,
+    /// Smallest latency, ns.
+    pub min_ns: Option<u64>,
+    /// Largest latency, ns.
+    pub max_ns: Option<u64>,
+    /// Sum of latencies, ns.
+    pub sum_ns: f64,
+    /// Missed periods.
+    pub missed: u64,
+    /// Some run has samples but no histogram: percentiles are unknown.
+    pub missing_hist: bool,
+    /// The lowest histogram max of the runs whose histogram lacks some samples (imported
+    /// overflows, which lie above it): percentiles above it are unknown.
+    pub overflow_floor: Option<u64>,
+}
+
+impl Merged {
+    /// Merges runs.
+    pub fn of<'a>(runs: impl IntoIterator<Item = &'a RunData>) -> Merged {
+        let mut m = Merged::default();
+        for r in runs {
+            m.hist.merge(&r.hist);
+            m.samples += r.samples;
+            m.min_ns = m.min_ns.into_iter().chain(r.min_ns).min();
+            m.max_ns = m.max_ns.into_iter().chain(r.max_ns).max();
+            m.sum_ns += r.sum_ns;
+            m.missed += r.missed;
+            let placed = r.hist.count();
+            m.missing_hist |= placed == 0 && r.samples > 0;
+            if placed > 0 && placed < r.samples {
+                let floor = r.hist.max().map_or(0, |n| n.0);
+                m.overflow_floor = Some(m.overflow_floor.map_or(floor, |f| f.min(floor)));
+            }
+        }
+        m
+    }
+
+    /// The value of a statistic (ns, or a count), `None` when the runs cannot tell.
+    ///
+    /// A percentile is taken over all samples. Samples an import could not place in its
+    /// histogram (cyclictest's overflows) lie above that run's histogram, so a percentile that
+    /// could fall among them is unknown rather than understated; so are the percentiles of a
+    /// group with a run that has no histogram at all.
+    pub fn value(&self, stat: Stat) -> Option<u64> {
+        match stat {
+            Stat::Min => self.min_ns,
+            Stat::Max => self.max_ns,
+            Stat::Missed => Some(self.missed),
+            Stat::Mean => {
+                (self.samples > 0).then(|| (self.sum_ns / self.samples as f64).round() as u64)
+            }
+            Stat::Quantile(q, _) => self.quantile(q),
+        }
+    }
+
+    fn quantile(&self, q: f64) -> Option<u64> {
+        let in_hist = self.hist.count();
+        if self.missing_hist || in_hist == 0 {
+            return None;
+        }
+        let rank = ((q * self.samples as f64).ceil() as u64).clamp(1, self.samples);
+        if rank > in_hist {
+            return None;
+        }
+        let q_hist = if in_hist == self.samples {
+            q
+        } else {
+            (rank as f64 - 0.5) / in_hist as f64
+        };
+        let v = self.hist.value_at_quantile(q_hist)?.0;
+        match self.overflow_floor {
+            Some(floor) if v > floor => None,
+            _ => Some(v),
+        }
+    }
+
+    /// Whether enough samples lie beyond a percentile for it to mean something (always true
+    /// for min, mean, max and missed).
+    pub fn supports(&self, stat: Stat) -> bool {
+        match stat {
+            Stat::Quantile(quantile, label) => Percentile {
+                label,
+                quantile,
+                value: None,
+                tail_samples: self.samples as f64 * (1.0 - quantile),
+            }
+            .is_supported(),
+            _ => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(values: &[(u64, u64)], samples: u64, max: u64) -> RunData {
+        let mut hist = Histogram::new();
+        for &(v, n) in values {
+            hist.record_n(Nanos(v), n);
+        }
+        RunData {
+            id: 1,
+            label: None,
+            status: RunStatus::Complete,
+            tags: vec![],
+            kernel: None,
+            campaign: None,
+            case: None,
+            hist,
+            samples,
+            min_ns: Some(values[0].0),
+            max_ns: Some(max),
+            sum_ns: 0.0,
+            missed: 2,
+        }
+    }
+
+    #[test]
+    fn merges_runs_and_keeps_overflowed_percentiles_unknown() {
+        let a = run(&[(1_000, 98)], 100, 500_000);
+        let b = run(&[(2_000, 100)], 100, 3_000);
+        let m = Merged::of([&a, &b]);
+        assert_eq!(m.overflow_floor, Some(1_000));
+        assert_eq!(m.value(Stat::Max), Some(500_000));
+        assert_eq!(m.value(Stat::Missed), Some(4));
+        assert_eq!(m.value(Stat::Quantile(0.5, "p50")), None);
+        assert_eq!(m.value(Stat::Quantile(0.49, "p49")), Some(1_000));
+        assert_eq!(m.value(Stat::Quantile(0.999, "p99.9")), None);
+        let no_hist = run(&[(1_000, 0)], 100, 3_000);
+        assert_eq!(
+            Merged::of([&b, &no_hist]).value(Stat::Quantile(0.1, "p10")),
+            None
+        );
+        assert!(!m.supports(Stat::Quantile(0.99, "p99")));
+        assert!(Stat::parse("p42", "--stat").is_err());
+    }
+}

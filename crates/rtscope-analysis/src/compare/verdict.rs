@@ -1,0 +1,190 @@
+//! The verdict rule: when a change of a statistic is noise, an improvement, or a regression.
+//!
+//! For every statistic lower is better. With Δ = candidate − baseline:
+//! * `same`: |Δ| is at most the floor (`--min-delta` for latencies, 0 for `missed`), or at
+//!   most the threshold (`--threshold`, in % of the baseline);
+//! * `better`: lower by more than both;
+//! * `REGRESSION`: higher by more than both;
+//! * `worse`: higher by more than both, but the percentile rests on fewer than 10 expected
+//!   samples beyond it in one of the groups, so it is reported and does not fail;
+//! * `n/a`: a value is unknown (e.g. percentiles of an import without a histogram).
+
+use super::model::Stat;
+use rtscope_core::Nanos;
+use rtscope_session::UsageError;
+
+/// The outcome for one statistic of one candidate group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Improved beyond the threshold and the floor.
+    Better,
+    /// Within the threshold or the floor.
+    Same,
+    /// Worse beyond both, on too few samples to fail.
+    Worse,
+    /// Worse beyond both: fails the comparison.
+    Regression,
+    /// A value is unknown.
+    Unknown,
+}
+
+impl Verdict {
+    /// The word printed and written to JSON.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Better => "better",
+            Verdict::Same => "same",
+            Verdict::Worse => "worse",
+            Verdict::Regression => "REGRESSION",
+            Verdict::Unknown => "n/a",
+        }
+    }
+}
+
+/// Thresholds: a default percentage, per-statistic overrides and the absolute floor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Thresholds {
+    /// Default threshold, % of the baseline.
+    pub default_pct: f64,
+    /// Per-statistic thresholds, % (`--threshold max=20%`).
+    pub per_stat: Vec<(&'static str, f64)>,
+    /// Changes of a latency up to this are noise, ns.
+    pub min_delta_ns: u64,
+}
+
+impl Thresholds {
+    /// Builds the thresholds from `--threshold` values (`10%`, `10`, `max=20%`) and
+    /// `--min-delta` (`1us`; a bare number is µs).
+    pub fn parse(thresholds: &[String], min_delta: &str) -> Result<Thresholds, UsageError> {
+        let mut t = Thresholds {
+            default_pct: 10.0,
+            per_stat: Vec::new(),
+            min_delta_ns: Nanos::parse_with_default_unit(min_delta, "us")
+                .map_err(|e| {
+                    UsageError::new(format!(
+                        "invalid value '{min_delta}' for '--min-delta': {e}"
+                    ))
+                    .hint("give a latency such as 1us, 500ns or 2 (µs)")
+                })?
+                .0,
+        };
+        for text in thresholds {
+            match text.split_once('=') {
+                Some((stat, pct)) => {
+                    let stat = Stat::parse(stat, "--threshold")?;
+                    t.per_stat.push((stat.name(), pct_of(pct, text)?));
+                }
+                None => t.default_pct = pct_of(text, text)?,
+            }
+        }
+        Ok(t)
+    }
+
+    /// The threshold (%) of a statistic.
+    pub fn pct(&self, stat: Stat) -> f64 {
+        self.per_stat
+            .iter()
+            .rev()
+            .find(|(n, _)| *n == stat.name())
+            .map_or(self.default_pct, |&(_, p)| p)
+    }
+
+    /// The absolute floor of a statistic (ns, or a count).
+    pub fn floor(&self, stat: Stat) -> u64 {
+        if stat.is_count() {
+            0
+        } else {
+            self.min_delta_ns
+        }
+    }
+
+    /// Judges a candidate value against the baseline; `supported` is false when a percentile
+    /// rests on too few samples in either group.
+    pub fn judge(
+        &self,
+        stat: Stat,
+        base: Option<u64>,
+        cand: Option<u64>,
+        supported: bool,
+    ) -> Verdict {
+        let (Some(b), Some(c)) = (base, cand) else {
+            return Verdict::Unknown;
+        };
+        let delta = c.abs_diff(b);
+        let beyond_pct = match delta_pct(b, c) {
+            Some(p) => p.abs() > self.pct(stat),
+            None => delta > 0,
+        };
+        if delta <= self.floor(stat) || !beyond_pct {
+            Verdict::Same
+        } else if c < b {
+            Verdict::Better
+        } else if supported {
+            Verdict::Regression
+        } else {
+            Verdict::Worse
+        }
+    }
+}
+
+/// The change in % of the baseline, `None` when the baseline is 0.
+pub fn delta_pct(base: u64, cand: u64) -> Option<f64> {
+    (base > 0).then(|| (cand as f64 - base as f64) / base as f64 * 100.0)
+}
+
+fn pct_of(text: &str, whole: &str) -> Result<f64, UsageError> {
+    let t = text.trim();
+    t.strip_suffix('%')
+        .unwrap_or(t)
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|p| p.is_finite() && *p >= 0.0)
+        .ok_or_else(|| {
+            UsageError::new(format!(
+                "invalid value '{whole}' for '--threshold': '{t}' is not a percentage"
+            ))
+            .hint("use PCT or STAT=PCT, e.g. --threshold 10% --threshold max=20%")
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn judges_by_threshold_and_floor() {
+        let t = Thresholds::parse(&["10%".into(), "max=50".into()], "1us").unwrap();
+        let p99 = Stat::parse("p99", "").unwrap();
+        let max = Stat::Max;
+        assert_eq!(
+            t.judge(p99, Some(10_000), Some(10_900), true),
+            Verdict::Same
+        );
+        assert_eq!(
+            t.judge(p99, Some(10_000), Some(12_000), true),
+            Verdict::Regression
+        );
+        assert_eq!(
+            t.judge(p99, Some(10_000), Some(12_000), false),
+            Verdict::Worse
+        );
+        assert_eq!(
+            t.judge(p99, Some(10_000), Some(8_000), true),
+            Verdict::Better
+        );
+        assert_eq!(t.judge(p99, Some(2_000), Some(2_900), true), Verdict::Same);
+        assert_eq!(
+            t.judge(max, Some(10_000), Some(14_000), true),
+            Verdict::Same
+        );
+        assert_eq!(
+            t.judge(Stat::Missed, Some(0), Some(1), true),
+            Verdict::Regression
+        );
+        assert_eq!(t.judge(max, None, Some(1), true), Verdict::Unknown);
+        assert!(Thresholds::parse(&["ten".into()], "1us").is_err());
+        assert!(Thresholds::parse(&["p42=5%".into()], "1us").is_err());
+        assert!(Thresholds::parse(&[], "fast").is_err());
+    }
+}

@@ -1,0 +1,664 @@
+//! From a campaign file (or preset) and the command line to a flat list of planned runs.
+//!
+//! Every check happens here, before anything starts: unknown keys and wrong types (by the
+//! TOML layer), durations, CPU lists, policies, limits, loads that are not installed,
+//! duplicate names and an empty matrix. Each run's [`RunConfig`] is built by
+//! [`RunPlan::build`], so a campaign run is validated exactly like `rtscope measure`.
+
+use super::file::{RawCase, RawFile, RawSettings, Threads};
+use super::pos::Source;
+use super::{loads, presets, CampaignOptions};
+use rtscope_core::Nanos;
+use rtscope_engine::{ClockKind, CpuSet};
+use rtscope_load::LoadSpec;
+use rtscope_session::limits;
+use rtscope_session::UsageError;
+use rtscope_session::{Naming, PlanError, PlanSpec, PolicyChoice, RunPlan};
+use std::path::Path;
+use std::time::Duration;
+use toml::Spanned;
+
+/// Warm-up of the loads before measuring starts, unless `settle` says otherwise.
+pub const DEFAULT_SETTLE: Nanos = Nanos::from_secs(2);
+
+/// Tag keys rtscope sets on every run of a campaign.
+const RESERVED_TAGS: &[&str] = &["campaign", "scenario", "case", "repeat"];
+
+/// A campaign, expanded: everything needed to start its runs and record them.
+#[derive(Debug, Clone)]
+pub struct Campaign {
+    /// Its name (`--name`, else `[campaign] name`, else the file stem or preset name).
+    pub name: String,
+    /// `[campaign] description`.
+    pub description: Option<String>,
+    /// The file path as given, or the preset name.
+    pub source: String,
+    /// The TOML text it was read from (stored with the runs, for `--resume`).
+    pub text: String,
+    /// `[campaign.tags]` then `--tag`, in that order.
+    pub tags: Vec<(String, String)>,
+    /// The runs, in the order they are to be measured.
+    pub runs: Vec<PlannedRun>,
+}
+
+/// One run of a campaign: one scenario under one load case, one repeat.
+#[derive(Debug, Clone)]
+pub struct PlannedRun {
+    /// Position in the campaign, from 1.
+    pub seq: usize,
+    /// Scenario name, e.g. `N:N`.
+    pub scenario: String,
+    /// Load case name, e.g. `idle`.
+    pub case: String,
+    /// Repeat number, from 1.
+    pub repeat: u32,
+    /// Repeats of this scenario × case.
+    pub repeats: u32,
+    /// The measurement, checked exactly as `rtscope measure` checks its options.
+    pub plan: RunPlan,
+    /// Loads started before measuring (empty: idle).
+    pub loads: Vec<LoadSpec>,
+    /// Load warm-up before measuring starts (zero when there are no loads).
+    pub settle: Nanos,
+    /// `campaign/scenario/case/repeat`, e.g. `loadcases/N:N/hackbench/2`.
+    pub label: String,
+    /// `campaign`, `scenario`, `case`, `repeat`, then the campaign's tags and `--tag`s.
+    pub tags: Vec<(String, String)>,
+}
+
+/// Reads the campaign `a` names (file or `--preset`), applies the command-line overrides
+/// (`--duration`, `--loops`, `--repeats`, `--name`, `--tag`) and expands it into runs.
+pub fn load(a: &CampaignOptions, online: &CpuSet) -> Result<Campaign, UsageError> {
+    let (source, where_, text) = read_source(a)?;
+    from_text(source, &where_, text, a, online)
+}
+
+/// Like [`load`], for a text already read: `source` is what [`Campaign::source`] says,
+/// `where_` the name errors are located under.
+pub(crate) fn from_text(
+    source: String,
+    where_: &str,
+    text: String,
+    a: &CampaignOptions,
+    online: &CpuSet,
+) -> Result<Campaign, UsageError> {
+    let src = Source {
+        name: where_,
+        text: &text,
+    };
+    let raw: RawFile = toml::from_str(&text).map_err(|e| src.toml_error(&e))?;
+    let default_name = match (&a.preset, &a.file) {
+        (Some(p), _) => p.clone(),
+        (None, Some(f)) => f
+            .file_stem()
+            .map_or("campaign".into(), |s| s.to_string_lossy().into_owned()),
+        (None, None) => "campaign".into(),
+    };
+    let runs_and_tags = expand(&src, &raw, a, online, &default_name)?;
+    let (name, tags, runs) = runs_and_tags;
+    Ok(Campaign {
+        name,
+        description: raw.campaign.description.clone(),
+        source,
+        text,
+        tags,
+        runs,
+    })
+}
+
+/// (source, name for positions, text).
+fn read_source(a: &CampaignOptions) -> Result<(String, String, String), UsageError> {
+    match (&a.preset, &a.file) {
+        (Some(p), _) => {
+            let text = presets::get(p).ok_or_else(|| {
+                UsageError::new(format!("unknown preset '{p}'"))
+                    .hint(format!("presets: {}", presets::NAMES.join(", ")))
+            })?;
+            Ok((p.clone(), format!("preset:{p}"), text.to_string()))
+        }
+        (None, Some(f)) => {
+            let text = std::fs::read_to_string(f).map_err(|e| {
+                UsageError::new(format!("cannot read campaign file '{}': {e}", f.display()))
+                    .hint(missing_file_hint(f))
+            })?;
+            let shown = f.display().to_string();
+            Ok((shown.clone(), shown, text))
+        }
+        (None, None) => Err(
+            UsageError::new("rtscope run needs a campaign file or --preset").hint(format!(
+                "e.g. rtscope run --preset quick, or rtscope run examples/quick.toml (presets: {})",
+                presets::NAMES.join(", ")
+            )),
+        ),
+    }
+}
+
+fn missing_file_hint(f: &Path) -> String {
+    let stem = f.file_stem().map(|s| s.to_string_lossy().into_owned());
+    match stem.filter(|s| presets::NAMES.contains(&s.as_str())) {
+        Some(s) => format!("the built-in copy runs with --preset {s}"),
+        None => format!(
+            "check the path; built-in campaigns run with --preset ({})",
+            presets::NAMES.join(", ")
+        ),
+    }
+}
+
+type Expanded = (String, Vec<(String, String)>, Vec<PlannedRun>);
+
+fn expand(
+    src: &Source,
+    raw: &RawFile,
+    a: &CampaignOptions,
+    online: &CpuSet,
+    default_name: &str,
+) -> Result<Expanded, UsageError> {
+    let name = match (&a.name, &raw.campaign.name) {
+        (Some(n), _) => n.clone(),
+        (None, Some(n)) => n.get_ref().clone(),
+        (None, None) => default_name.to_string(),
+    };
+    if name.trim().is_empty() {
+        return Err(UsageError::new("the campaign name is empty").hint("name it with --name"));
+    }
+    if let Some(k) = raw
+        .measure
+        .name
+        .as_ref()
+        .or(raw.measure.description.as_ref())
+    {
+        return Err(src
+            .error(k.span(), "[measure] takes no name or description")
+            .hint("name the campaign in [campaign], and scenarios in [[scenario]]"));
+    }
+    let repeats = repeats(src, raw, a)?;
+    let interleaved = order(src, raw)?;
+    let tags = tags(src, raw, a)?;
+    let scenarios = scenarios(src, raw, a, online)?;
+    let cases = cases(src, &raw.load_case, online.len())?;
+    let mut cells = Vec::new();
+    if interleaved {
+        for r in 1..=repeats {
+            for s in &scenarios {
+                cells.extend(cases.iter().map(|c| (s, c, r)));
+            }
+        }
+    } else {
+        for s in &scenarios {
+            for c in &cases {
+                cells.extend((1..=repeats).map(|r| (s, c, r)));
+            }
+        }
+    }
+    let runs = cells
+        .into_iter()
+        .enumerate()
+        .map(|(i, (s, c, r))| planned(i + 1, &name, &tags, s, c, r, repeats))
+        .collect();
+    Ok((name, tags, runs))
+}
+
+/// One scenario, measured: its name and everything of a run that does not depend on the case.
+struct Scenario {
+    name: String,
+    plan: RunPlan,
+    settle: Nanos,
+}
+
+fn planned(
+    seq: usize,
+    campaign: &str,
+    extra: &[(String, String)],
+    s: &Scenario,
+    c: &(String, Vec<LoadSpec>),
+    repeat: u32,
+    repeats: u32,
+) -> PlannedRun {
+    let mut tags = vec![
+        ("campaign".to_string(), campaign.to_string()),
+        ("scenario".to_string(), s.name.clone()),
+        ("case".to_string(), c.0.clone()),
+        ("repeat".to_string(), repeat.to_string()),
+    ];
+    tags.extend(extra.iter().cloned());
+    PlannedRun {
+        seq,
+        scenario: s.name.clone(),
+        case: c.0.clone(),
+        repeat,
+        repeats,
+        plan: s.plan.clone(),
+        loads: c.1.clone(),
+        settle: if c.1.is_empty() {
+            Nanos::ZERO
+        } else {
+            s.settle
+        },
+        label: format!("{campaign}/{}/{}/{repeat}", s.name, c.0),
+        tags,
+    }
+}
+
+fn repeats(src: &Source, raw: &RawFile, a: &CampaignOptions) -> Result<u32, UsageError> {
+    if let Some(r) = a.repeats {
+        if r == 0 {
+            return Err(UsageError::new(
+                "invalid value '0' for '--repeats': use 1 or more",
+            ));
+        }
+        return Ok(r);
+    }
+    match &raw.campaign.repeats {
+        Some(r) if *r.get_ref() == 0 => Err(src
+            .error(r.span(), "repeats = 0 leaves the run matrix empty")
+            .hint("use repeats = 1 or more")),
+        Some(r) => Ok(*r.get_ref()),
+        None => Ok(1),
+    }
+}
+
+/// Whether runs are interleaved (repeat → scenario → case) rather than grouped.
+fn order(src: &Source, raw: &RawFile) -> Result<bool, UsageError> {
+    match raw.campaign.order.as_ref().map(|o| (o.get_ref().as_str(), o.span())) {
+        None | Some(("grouped", _)) => Ok(false),
+        Some(("interleaved", _)) => Ok(true),
+        Some((other, span)) => Err(src
+            .error(span, format!("invalid order '{other}'"))
+            .hint("use \"grouped\" (each scenario × case's repeats back to back, the default) or \"interleaved\" (repeat 1 of everything, then repeat 2, …)")),
+    }
+}
+
+fn tags(
+    src: &Source,
+    raw: &RawFile,
+    a: &CampaignOptions,
+) -> Result<Vec<(String, String)>, UsageError> {
+    let mut out = Vec::new();
+    for (k, v) in &raw.campaign.tags {
+        if RESERVED_TAGS.contains(&k.as_str()) {
+            return Err(src
+                .error(
+                    v.span(),
+                    format!("tag '{k}' is set by rtscope on every run"),
+                )
+                .hint(format!("reserved tags: {}", RESERVED_TAGS.join(", "))));
+        }
+        out.push((k.clone(), v.get_ref().clone()));
+    }
+    for t in &a.tags {
+        match t.split_once('=') {
+            Some((k, v)) if !k.trim().is_empty() && !RESERVED_TAGS.contains(&k.trim()) => {
+                out.push((k.trim().to_string(), v.to_string()))
+            }
+            _ => {
+                return Err(
+                    UsageError::new(format!("invalid value '{t}' for '--tag'")).hint(format!(
+                        "use KEY=VALUE, e.g. --tag kernel=rt (reserved keys: {})",
+                        RESERVED_TAGS.join(", ")
+                    )),
+                )
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn scenarios(
+    src: &Source,
+    raw: &RawFile,
+    a: &CampaignOptions,
+    online: &CpuSet,
+) -> Result<Vec<Scenario>, UsageError> {
+    if raw.scenario.is_empty() {
+        return Err(src
+            .error(
+                0..0,
+                "the campaign has no [[scenario]]: the run matrix is empty",
+            )
+            .hint("add one, e.g.\n\n[[scenario]]\nname = \"N:N\"\nthreads = \"per-cpu\""));
+    }
+    let mut out: Vec<Scenario> = Vec::new();
+    for s in &raw.scenario {
+        let (table, s) = (s.span(), s.get_ref());
+        let Some(name) = &s.name else {
+            return Err(src
+                .error(table, "a [[scenario]] has no name")
+                .hint("add name = \"...\", e.g. name = \"N:N\""));
+        };
+        check_name(src, name, out.iter().map(|s| s.name.as_str()), "scenario")?;
+        let merged = raw.measure.overlaid(s);
+        let (plan, settle) = settings(src, &merged, a, online).map_err(|e| match e {
+            Located::Yes(e) => e,
+            Located::No(e) => {
+                let mut u = src.error(
+                    name.span(),
+                    format!("scenario '{}': {}", name.get_ref(), e.message(Naming::Keys)),
+                );
+                u.hint = e.hint(Naming::Keys);
+                u
+            }
+        })?;
+        out.push(Scenario {
+            name: name.get_ref().clone(),
+            plan,
+            settle,
+        });
+    }
+    Ok(out)
+}
+
+fn check_name<'a>(
+    src: &Source,
+    name: &Spanned<String>,
+    earlier: impl IntoIterator<Item = &'a str>,
+    what: &str,
+) -> Result<(), UsageError> {
+    let n = name.get_ref();
+    if n.trim().is_empty() || n.contains('/') {
+        return Err(src
+            .error(name.span(), format!("invalid {what} name '{n}'"))
+            .hint(
+                "names are not empty and have no '/' (labels are campaign/scenario/case/repeat)",
+            ));
+    }
+    if earlier.into_iter().any(|e| e == n) {
+        return Err(src
+            .error(name.span(), format!("duplicate {what} name '{n}'"))
+            .hint(format!("every {what} needs its own name")));
+    }
+    Ok(())
+}
+
+fn cases(
+    src: &Source,
+    raw: &[RawCase],
+    cpus: usize,
+) -> Result<Vec<(String, Vec<LoadSpec>)>, UsageError> {
+    if raw.is_empty() {
+        return Err(src.error(0..0, "the campaign has no [[load_case]]: the run matrix is empty")
+            .hint("add one, e.g.\n\n[[load_case]]\nname = \"idle\"\n\n(a load case without loads measures the idle system)"));
+    }
+    let mut out: Vec<(String, Vec<LoadSpec>)> = Vec::new();
+    for c in raw {
+        check_name(src, &c.name, out.iter().map(|c| c.0.as_str()), "load case")?;
+        let specs = c
+            .load
+            .iter()
+            .map(|l| loads::spec(src, l, cpus))
+            .collect::<Result<Vec<_>, _>>()?;
+        out.push((c.name.get_ref().clone(), specs));
+    }
+    Ok(out)
+}
+
+/// An error that already carries its position, or one to be located at the scenario.
+enum Located {
+    Yes(UsageError),
+    No(PlanError),
+}
+
+/// Validates one scenario's merged settings (with the command-line overrides) into a
+/// [`PlanSpec`] and builds its plan as `rtscope measure` does.
+fn settings(
+    src: &Source,
+    s: &RawSettings,
+    a: &CampaignOptions,
+    online: &CpuSet,
+) -> Result<(RunPlan, Nanos), Located> {
+    let mut m = PlanSpec::default();
+    let cpus = cpus(src, s, online).map_err(Located::Yes)?;
+    m.threads = Some(threads(src, s, cpus.len()).map_err(Located::Yes)?);
+    // Only a CPU list the file gives is passed on: deadline threads cannot be pinned, and
+    // "all" means no restriction.
+    let listed = s.cpus.as_ref().is_some_and(|c| c.get_ref().trim() != "all");
+    m.cpus = listed.then_some(cpus);
+    let dur = |v: &Option<Spanned<super::file::DurText>>, key: &str, unit: &str| {
+        v.as_ref()
+            .map(|d| duration(src, d, key, unit))
+            .transpose()
+            .map_err(Located::Yes)
+    };
+    if let Some(i) = dur(&s.interval, "interval", "us")? {
+        m.interval = i;
+    }
+    if let Some(d) = dur(&s.distance, "distance", "us")? {
+        m.distance = d;
+    }
+    m.dl_runtime = dur(&s.dl_runtime, "dl_runtime", "us")?;
+    m.dl_deadline = dur(&s.dl_deadline, "dl_deadline", "us")?;
+    m.dl_period = dur(&s.dl_period, "dl_period", "us")?;
+    m.event_above = dur(&s.event_above, "event_above", "us")?;
+    length(src, s, a, &mut m)?;
+    if let Some(p) = &s.policy {
+        m.policy = choice(src, p, "policy", &POLICIES).map_err(Located::Yes)?;
+    }
+    if let Some(c) = &s.clock {
+        m.clock = choice(src, c, "clock", &CLOCKS).map_err(Located::Yes)?;
+    }
+    priority(src, s, &mut m)?;
+    m.priospread = s.priospread.unwrap_or(false);
+    m.relative = s.relative.unwrap_or(false);
+    m.mlock = s.mlock.unwrap_or(true);
+    m.raw = s.raw.unwrap_or(false);
+    if let Some(c) = s.event_capacity {
+        m.event_capacity = c;
+    }
+    if let Some(l) = s.latency.as_ref().filter(|l| *l.get_ref() < 0) {
+        let msg = format!("latency {} is negative: use 0 or more µs", l.get_ref());
+        return Err(Located::Yes(src.error(l.span(), msg)));
+    }
+    m.latency = s.latency.as_ref().map(|l| *l.get_ref());
+    for l in s.limits.iter().flatten() {
+        let lim = limits::parse(l.get_ref()).map_err(|e| {
+            let mut u = src.error(l.span(), format!("invalid limit '{}'", l.get_ref()));
+            u.hint = e.hint;
+            Located::Yes(u)
+        })?;
+        m.limits.push(lim);
+    }
+    let settle = match &s.settle {
+        Some(d) => duration(src, d, "settle", "s").map_err(Located::Yes)?,
+        None => DEFAULT_SETTLE,
+    };
+    let plan = RunPlan::build(&m, online).map_err(Located::No)?;
+    Ok((plan, settle))
+}
+
+const POLICIES: [(&str, PolicyChoice); 6] = [
+    ("fifo", PolicyChoice::Fifo),
+    ("rr", PolicyChoice::Rr),
+    ("other", PolicyChoice::Other),
+    ("batch", PolicyChoice::Batch),
+    ("idle", PolicyChoice::Idle),
+    ("deadline", PolicyChoice::Deadline),
+];
+
+const CLOCKS: [(&str, ClockKind); 2] = [
+    ("monotonic", ClockKind::Monotonic),
+    ("realtime", ClockKind::Realtime),
+];
+
+/// The priority: 1..99 for fifo and rr; a nice value (default 0) for the others.
+fn priority(src: &Source, s: &RawSettings, m: &mut PlanSpec) -> Result<(), Located> {
+    let rt = m.policy.is_realtime();
+    match &s.priority {
+        Some(p) if rt && !(1..=99).contains(p.get_ref()) => {
+            let msg = format!(
+                "priority {} is out of range: fifo and rr need 1..99",
+                p.get_ref()
+            );
+            Err(Located::Yes(src.error(p.span(), msg)))
+        }
+        Some(p) => {
+            m.priority = *p.get_ref();
+            Ok(())
+        }
+        None if !rt => {
+            m.priority = 0;
+            Ok(())
+        }
+        None => Ok(()),
+    }
+}
+
+/// Sets the run length: `--duration`/`--loops` win over the file; a length of zero is refused.
+fn length(
+    src: &Source,
+    s: &RawSettings,
+    a: &CampaignOptions,
+    m: &mut PlanSpec,
+) -> Result<(), Located> {
+    if a.duration.is_some() || a.loops.is_some() {
+        if let Some(d) = &a.duration {
+            let n = Nanos::parse_with_default_unit(d, "s").map_err(|e| {
+                Located::Yes(UsageError::new(format!(
+                    "invalid value for '--duration': {e}"
+                )))
+            })?;
+            if n.0 == 0 {
+                return Err(Located::Yes(UsageError::new(
+                    "invalid value '0' for '--duration': a campaign run needs a length",
+                )));
+            }
+            m.duration = Some(n);
+        }
+        if a.loops == Some(0) {
+            return Err(Located::Yes(UsageError::new(
+                "invalid value '0' for '--loops': use 1 or more",
+            )));
+        }
+        m.loops = a.loops;
+        return Ok(());
+    }
+    if let (Some(d), Some(l)) = (&s.duration, &s.loops) {
+        let later = if d.span().start > l.span().start {
+            d.span()
+        } else {
+            l.span()
+        };
+        return Err(Located::Yes(src.error(later, "set either 'duration' or 'loops', not both")
+            .hint("a run ends after its duration or after its loops; a scenario's choice replaces [measure]'s")));
+    }
+    if let Some(d) = &s.duration {
+        let n = duration(src, d, "duration", "s").map_err(Located::Yes)?;
+        if n.0 == 0 {
+            return Err(Located::Yes(
+                src.error(
+                    d.span(),
+                    "duration 0 never ends: a campaign run needs a length",
+                )
+                .hint("e.g. duration = \"30s\", or loops = 100000"),
+            ));
+        }
+        m.duration = Some(n);
+    }
+    if let Some(l) = &s.loops {
+        if *l.get_ref() == 0 {
+            return Err(Located::Yes(
+                src.error(l.span(), "loops = 0 measures nothing")
+                    .hint("use 1 or more"),
+            ));
+        }
+        m.loops = Some(*l.get_ref());
+    }
+    Ok(())
+}
+
+fn duration(
+    src: &Source,
+    d: &Spanned<super::file::DurText>,
+    key: &str,
+    unit: &str,
+) -> Result<Nanos, UsageError> {
+    Nanos::parse_with_default_unit(&d.get_ref().0, unit).map_err(|_| {
+        src.error(d.span(), format!("invalid duration '{}' for '{key}'", d.get_ref().0))
+            .hint(format!("write a number with a unit: ns, us, ms, s, m, h, d (e.g. \"200us\", \"500ms\", \"30s\", \"10m\", \"2h\"); a bare number is {unit}"))
+    })
+}
+
+fn choice<T: Copy>(
+    src: &Source,
+    v: &Spanned<String>,
+    key: &str,
+    names: &[(&str, T)],
+) -> Result<T, UsageError> {
+    let text = v.get_ref().trim().to_ascii_lowercase();
+    names
+        .iter()
+        .find(|(n, _)| *n == text)
+        .map(|&(_, t)| t)
+        .ok_or_else(|| {
+            let all: Vec<&str> = names.iter().map(|(n, _)| *n).collect();
+            src.error(v.span(), format!("invalid {key} '{}'", v.get_ref()))
+                .hint(format!("{key}: {}", all.join(", ")))
+        })
+}
+
+fn cpus(src: &Source, s: &RawSettings, online: &CpuSet) -> Result<CpuSet, UsageError> {
+    let Some(c) = &s.cpus else {
+        return Ok(online.clone());
+    };
+    let text = c.get_ref().trim();
+    if text == "all" {
+        return Ok(online.clone());
+    }
+    let set = CpuSet::parse(text, online).map_err(|e| {
+        src.error(c.span(), format!("invalid CPU list '{text}': {e}"))
+            .hint("e.g. cpus = \"0-3\", \"1,3\", \"!0\" or \"all\"")
+    })?;
+    let offline = set.iter().find(|c| !online.contains(*c));
+    match offline {
+        Some(bad) => Err(src
+            .error(
+                c.span(),
+                format!("CPU {bad} is not online (online: {online})"),
+            )
+            .hint(format!("use CPUs of {online}, or cpus = \"all\""))),
+        None => Ok(set),
+    }
+}
+
+fn threads(src: &Source, s: &RawSettings, cpus: usize) -> Result<usize, UsageError> {
+    if let (Some(_), Some(k)) = (&s.threads, &s.threads_per_cpu) {
+        return Err(src
+            .error(
+                k.span(),
+                "set either 'threads' or 'threads_per_cpu', not both",
+            )
+            .hint("threads_per_cpu = K starts K threads on every CPU of 'cpus'"));
+    }
+    if let Some(k) = &s.threads_per_cpu {
+        if *k.get_ref() == 0 {
+            return Err(src.error(k.span(), "threads_per_cpu must be at least 1"));
+        }
+        return Ok(*k.get_ref() as usize * cpus);
+    }
+    match s.threads.as_ref().map(|t| (*t.get_ref(), t.span())) {
+        None | Some((Threads::PerCpu, _)) => Ok(cpus),
+        Some((Threads::Count(0), span)) => Err(src
+            .error(span, "threads must be at least 1")
+            .hint("use a number, or \"per-cpu\"")),
+        Some((Threads::Count(n), _)) => Ok(usize::try_from(n).unwrap_or(usize::MAX)),
+    }
+}
+
+/// How long a run takes: its length (the duration, or loops × the slowest thread's interval
+/// when it ends by loops; the shorter when it has both) plus the load warm-up.
+pub fn estimate(r: &PlannedRun) -> Duration {
+    let slowest = r
+        .plan
+        .config
+        .threads
+        .iter()
+        .map(|t| t.interval.0)
+        .max()
+        .unwrap_or(0);
+    let by_loops = r.plan.config.loops.map(|l| l.saturating_mul(slowest));
+    let ns = match (r.plan.config.duration.map(|d| d.0), by_loops) {
+        (Some(d), Some(l)) => d.min(l),
+        (Some(d), None) => d,
+        (None, Some(l)) => l,
+        (None, None) => 0,
+    };
+    Duration::from_nanos(ns.saturating_add(r.settle.0))
+}

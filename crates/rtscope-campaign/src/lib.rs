@@ -1,0 +1,74 @@
+//! `rtscope run`: campaigns — scenarios × load cases × repeats, with loads and monitors.
+//!
+//! * `file`: the TOML format as written (docs/campaigns.md), every key checked;
+//! * [`expand`]: the file plus command-line overrides become a [`Campaign`] of
+//!   [`PlannedRun`]s, each with a [`rtscope_session::RunPlan`] checked as `rtscope measure` checks its options;
+//! * [`presets`]: `quick`, `scenarios`, `loadcases`, `osadl` (the files in examples/);
+//! * [`dryrun`]: `--dry-run`'s matrix; `runner` and `one_run`: the execution, each run a
+//!   [`rtscope_session::Session`] with its loads around it.
+//!
+//! Depends on session, load, store and engine; never on clap or the CLI.
+
+#![warn(missing_docs)]
+
+pub mod dryrun;
+pub mod expand;
+mod file;
+pub mod loads;
+mod one_run;
+mod pos;
+pub mod presets;
+mod progress;
+mod runner;
+#[cfg(test)]
+mod tests;
+
+pub use expand::{estimate, load, Campaign, PlannedRun};
+
+use rtscope_session::{ExitStatus, RunError};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// What `rtscope run` is asked to do (the command line, parsed; no clap here).
+#[derive(Debug, Clone, Default)]
+pub struct CampaignOptions {
+    /// The campaign file (TOML).
+    pub file: Option<PathBuf>,
+    /// A built-in campaign instead of a file: quick, scenarios, loadcases or osadl.
+    pub preset: Option<String>,
+    /// Print the matrix, the total time and what each run starts, then stop.
+    pub dry_run: bool,
+    /// Continue the last interrupted run of this campaign with the runs not yet done.
+    pub resume: bool,
+    /// Measure each run for this long instead of the campaign's length (text as given).
+    pub duration: Option<String>,
+    /// Measure each run for this many loops instead of the campaign's length.
+    pub loops: Option<u64>,
+    /// Repeats of each scenario × load case instead of the campaign's.
+    pub repeats: Option<u32>,
+    /// The campaign's name instead of the file's or preset's.
+    pub name: Option<String>,
+    /// `KEY=VALUE` tags for every run, on top of the campaign's.
+    pub tags: Vec<String>,
+    /// Sample the system monitors this often (`None`: not at all).
+    pub monitor_interval: Option<Duration>,
+    /// The run database (`None`: `$RTSCOPE_DB`, else `./rtscope.db`).
+    pub db: Option<PathBuf>,
+    /// No progress display.
+    pub quiet: bool,
+}
+
+/// Runs `rtscope run`.
+pub fn run(
+    a: &CampaignOptions,
+    argv: &[String],
+    out: &mut dyn Write,
+) -> Result<ExitStatus, RunError> {
+    let c = load(a, &rtscope_engine::sys::online_cpus())?;
+    if a.dry_run {
+        write!(out, "{}", dryrun::render(&c))?;
+        return Ok(ExitStatus::Success);
+    }
+    runner::execute(c, a, argv, out)
+}

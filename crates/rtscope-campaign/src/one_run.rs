@@ -1,0 +1,255 @@
+//! One run of a campaign: start its loads, let them settle, measure with monitors and
+//! recording, stop the loads, store what they did.
+
+use super::progress::{us, Current};
+use super::runner::{Ctx, RunEnd};
+use super::PlannedRun;
+use rtscope_core::{Histogram, Nanos, Stats};
+use rtscope_engine::{sys, Run, RunResult};
+use rtscope_load::LoadReport;
+use rtscope_session::record::{self, RecordSpec};
+use rtscope_session::{ConfigDoc, Event, Recorded, Session, SystemSettings};
+use rtscope_session::{RunError, UsageError};
+use rtscope_store::{CampaignRun, LoadMetric, LoadRow, RunId};
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Grace period between SIGTERM and SIGKILL for loads at the end of a run.
+const LOAD_GRACE: Duration = Duration::from_secs(2);
+
+/// How often the control thread checkpoints and redraws the progress.
+const TICK: Nanos = Nanos::from_secs(1);
+
+/// Runs `p` (the `number`th run to do).
+pub(super) fn one_run(
+    ctx: &mut Ctx,
+    p: &PlannedRun,
+    number: usize,
+    out: &mut dyn Write,
+) -> Result<RunEnd, RunError> {
+    let loads = if p.loads.is_empty() {
+        None
+    } else {
+        Some(rtscope_load::start(&p.loads, &ctx.exe).map_err(|e| {
+            UsageError::new(format!("cannot start the loads of run {}: {e}", p.label))
+        })?)
+    };
+    if let Some(sig) = settle(p.settle) {
+        ctx.signals += 1;
+        if let Some(l) = loads {
+            stop_loads(ctx, l);
+        }
+        writeln!(out, "[{number}] {}: interrupted before measuring", p.label)?;
+        return Ok(RunEnd {
+            signal: Some(sig),
+            limits_failed: false,
+            record_failed: false,
+        });
+    }
+    let settings = SystemSettings::apply(&p.plan)?;
+    let spec = RecordSpec {
+        kind: rtscope_store::RunKind::Measure,
+        label: Some(p.label.clone()),
+        tags: p.tags.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+        command_line: ctx.argv.to_vec(),
+        config_json: serde_json::to_string(&ConfigDoc::of(&p.plan))?,
+        monitor_interval: ctx.monitor_interval,
+    };
+    let recorded = Recorded {
+        store: Some(record::open(&ctx.db)?),
+        spec,
+        checkpoint_period: Duration::ZERO,
+    };
+    let mut session = Session::start(p.plan.clone(), settings, recorded, None)?;
+    if let Some(id) = session.run_id() {
+        add_to_campaign(ctx, p, id)?;
+    }
+    let what = format!(
+        "{} / {} / repeat {} of {}",
+        p.scenario, p.case, p.repeat, p.repeats
+    );
+    let cur = Current {
+        number,
+        what: &what,
+        estimate: super::estimate(p).saturating_sub(Duration::from_nanos(p.settle.0)),
+        started: Instant::now(),
+    };
+    let progress = &mut ctx.progress;
+    let measured = session.drive(TICK, &mut |run: &Run, ev| {
+        if ev == Event::Tick {
+            progress.update(&cur, run)?;
+        }
+        Ok(())
+    })?;
+    ctx.progress.clear();
+    if measured.signal.is_some() {
+        ctx.signals += 1;
+    }
+    let reports = loads.map(|l| stop_loads(ctx, l)).unwrap_or_default();
+    let r = &measured.result;
+    let failed = measured.limits_failed();
+    let code = if failed {
+        1
+    } else if measured.signal.is_some() {
+        3
+    } else {
+        0
+    };
+    let rec = session.finish(&measured, code);
+    let record_failed = rec.failed;
+    if let Some(id) = session.run_id() {
+        let rows: Vec<LoadRow> = reports.iter().map(load_row).collect();
+        if let Err(e) = ctx.store.set_loads(id, &rows) {
+            eprintln!("error: the loads of run {id} could not be recorded: {e}");
+        }
+    }
+    writeln!(out, "{}", result_line(number, p, r, &reports, failed))?;
+    if let Some(line) = rec.line.filter(|_| record_failed) {
+        eprintln!("{line}");
+    }
+    out.flush()?;
+    Ok(RunEnd {
+        signal: measured.signal,
+        limits_failed: failed,
+        record_failed,
+    })
+}
+
+fn add_to_campaign(ctx: &mut Ctx, p: &PlannedRun, id: RunId) -> Result<(), UsageError> {
+    ctx.store
+        .add_campaign_run(
+            ctx.cid,
+            &CampaignRun {
+                seq: p.seq as u32,
+                run_id: id,
+                scenario: p.scenario.clone(),
+                load_case: p.case.clone(),
+                repeat: p.repeat,
+                status: rtscope_store::RunStatus::Running,
+            },
+        )
+        .map_err(UsageError::from_error)
+}
+
+/// Waits `d` for the loads to settle; returns the signal that ended the wait early.
+fn settle(d: Nanos) -> Option<i32> {
+    let end = Instant::now() + Duration::from_nanos(d.0);
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return None;
+        }
+        let step = Nanos(left.min(Duration::from_millis(200)).as_nanos() as u64);
+        match sys::wait_run_signal(step) {
+            Some(s) if s == libc::SIGINT || s == libc::SIGTERM => return Some(s),
+            _ => {}
+        }
+    }
+}
+
+/// The loads' grace period: none once a second signal came (or comes now).
+fn grace(ctx: &mut Ctx) -> Duration {
+    if let Some(s) = sys::wait_run_signal(Nanos::ZERO) {
+        if s == libc::SIGINT || s == libc::SIGTERM {
+            ctx.signals += 1;
+        }
+    }
+    if ctx.signals >= 2 {
+        Duration::ZERO
+    } else {
+        LOAD_GRACE
+    }
+}
+
+/// Stops the loads with the grace period; a SIGINT or SIGTERM meanwhile makes the supervisor
+/// SIGKILL them at once (the second Ctrl-C of a campaign).
+fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Vec<LoadReport> {
+    let grace = grace(ctx);
+    if grace.is_zero() {
+        return loads.stop(grace);
+    }
+    let shepherd = loads.shepherd_pid() as libc::pid_t;
+    let done = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Acquire) {
+                match sys::wait_run_signal(Nanos::from_ms(20)) {
+                    Some(s) if s == libc::SIGINT || s == libc::SIGTERM => {
+                        // SAFETY: kill only takes a pid and a signal number. The pid is our
+                        // child's; stop() may reap it just before `done` is set, and only a
+                        // wrap-around of the pid space in that window could make it another's.
+                        unsafe { libc::kill(shepherd, libc::SIGTERM) };
+                        return true;
+                    }
+                    _ => {}
+                }
+            }
+            false
+        })
+    };
+    let reports = loads.stop(grace);
+    done.store(true, Ordering::Release);
+    if watcher.join().unwrap_or(false) {
+        ctx.signals += 1;
+    }
+    reports
+}
+
+fn load_row(r: &LoadReport) -> LoadRow {
+    LoadRow {
+        name: r.name.clone(),
+        spec_json: serde_json::to_string(&r.spec).unwrap_or_default(),
+        command_line: r.command_line.clone(),
+        status: r.status.as_str().into(),
+        error: r.error.clone(),
+        ran_ns: r.ran_ns,
+        metrics: r
+            .metrics
+            .iter()
+            .map(|m| LoadMetric {
+                name: m.name.clone(),
+                value: m.value,
+                unit: m.unit.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn result_line(
+    number: usize,
+    p: &PlannedRun,
+    r: &RunResult,
+    reports: &[LoadReport],
+    failed: bool,
+) -> String {
+    let (s, h): (Stats, Histogram) = (r.total_stats(), r.total_histogram());
+    let mut line = format!(
+        "[{number}] {}: {} samples, p99 {}, p99.9 {}, max {}, missed {}",
+        p.label,
+        s.count,
+        us(h.value_at_quantile(0.99)),
+        us(h.value_at_quantile(0.999)),
+        us((s.count > 0).then_some(s.max)),
+        s.missed
+    );
+    for l in reports {
+        let did = l
+            .metrics
+            .iter()
+            .take(2)
+            .map(|m| format!("{} {}", rtscope_core::text::count(m.value), m.unit))
+            .collect::<Vec<_>>()
+            .join(", ");
+        line.push_str(&format!("; {} {} ({did})", l.name, l.status));
+        if let Some(e) = &l.error {
+            line.push_str(&format!(": {e}"));
+        }
+    }
+    if failed {
+        line.push_str("; LIMIT EXCEEDED");
+    }
+    line
+}

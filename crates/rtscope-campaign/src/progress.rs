@@ -1,0 +1,193 @@
+//! Progress of a campaign: on a terminal, a block redrawn in place on stderr (campaign bar
+//! with ETA, current run bar, live max and p99.9 per CPU); otherwise one plain status line a
+//! minute, for CI logs.
+
+use rtscope_core::{Histogram, Nanos, Stats};
+use rtscope_engine::Run;
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+/// The campaign-wide part of the progress.
+pub struct Progress {
+    enabled: bool,
+    tty: bool,
+    started: Instant,
+    total_runs: usize,
+    /// Estimated length of the whole campaign.
+    total: Duration,
+    /// Estimated length of the runs already done.
+    done: Duration,
+    lines_shown: usize,
+    last_plain: Option<Instant>,
+}
+
+/// What the progress shows about the current run.
+pub struct Current<'a> {
+    /// 1-based position among the runs to do.
+    pub number: usize,
+    /// `N:N / hackbench / repeat 2 of 10`.
+    pub what: &'a str,
+    /// Its estimated length.
+    pub estimate: Duration,
+    /// When it started (after the load settled).
+    pub started: Instant,
+}
+
+fn clock(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}h{:02}m{:02}s", s / 3600, s / 60 % 60, s % 60)
+    } else if s >= 60 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+fn bar(fraction: f64, width: usize) -> String {
+    let full = ((fraction.clamp(0.0, 1.0) * width as f64).round() as usize).min(width);
+    format!("[{}{}]", "#".repeat(full), ".".repeat(width - full))
+}
+
+/// A latency for status lines: `12.3us`, or `-` when there is none yet.
+pub(super) fn us(n: Option<Nanos>) -> String {
+    n.map_or("-".into(), |n| format!("{}us", rtscope_core::text::us(n)))
+}
+
+impl Progress {
+    /// A progress display for `total_runs` runs estimated at `total` altogether.
+    pub fn new(enabled: bool, total_runs: usize, total: Duration) -> Progress {
+        Progress {
+            enabled,
+            tty: std::io::stderr().is_terminal(),
+            started: Instant::now(),
+            total_runs,
+            total,
+            done: Duration::ZERO,
+            lines_shown: 0,
+            last_plain: None,
+        }
+    }
+
+    /// A run of estimated length `estimate` is done.
+    pub fn run_done(&mut self, estimate: Duration) {
+        self.done += estimate;
+    }
+
+    /// The estimated time left, given how far the current run got.
+    fn eta(&self, cur: &Current, run_elapsed: Duration) -> Duration {
+        let left_now = cur.estimate.saturating_sub(run_elapsed);
+        self.total
+            .saturating_sub(self.done)
+            .saturating_sub(cur.estimate)
+            + left_now
+    }
+
+    /// Redraws (terminal) or prints a status line (at most once a minute otherwise).
+    pub fn update(&mut self, cur: &Current, run: &Run) -> std::io::Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        if !self.tty {
+            let due = self
+                .last_plain
+                .is_none_or(|t| t.elapsed() >= Duration::from_secs(60));
+            if !due {
+                return Ok(());
+            }
+            self.last_plain = Some(Instant::now());
+        }
+        let lines = self.lines(cur, run);
+        let mut e = std::io::stderr().lock();
+        if self.tty {
+            self.erase(&mut e)?;
+            for l in &lines {
+                writeln!(e, "\x1b[2K{l}")?;
+            }
+            self.lines_shown = lines.len();
+        } else {
+            writeln!(e, "{}", lines.join(" | "))?;
+        }
+        e.flush()
+    }
+
+    fn lines(&self, cur: &Current, run: &Run) -> Vec<String> {
+        let run_elapsed = cur.started.elapsed();
+        let eta = self.eta(cur, run_elapsed);
+        let fraction = |done: Duration, total: Duration| {
+            if total.is_zero() {
+                0.0
+            } else {
+                done.as_secs_f64() / total.as_secs_f64()
+            }
+        };
+        let campaign_done = self.done + run_elapsed.min(cur.estimate);
+        let mut out = vec![
+            format!(
+                "campaign {} run {}/{}  elapsed {}  ETA {}",
+                bar(fraction(campaign_done, self.total), 30),
+                cur.number,
+                self.total_runs,
+                clock(self.started.elapsed()),
+                clock(eta)
+            ),
+            format!(
+                "this run {} {}/{}  {}",
+                bar(fraction(run_elapsed, cur.estimate), 30),
+                clock(run_elapsed),
+                clock(cur.estimate),
+                cur.what
+            ),
+        ];
+        let cells: Vec<String> = run
+            .threads()
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let (s, h): (Stats, Histogram) = (t.stats(), t.histogram());
+                let p999 = us(h.value_at_quantile(0.999));
+                let name = run.config().threads[i]
+                    .affinity
+                    .as_ref()
+                    .filter(|a| a.len() == 1)
+                    .map_or(format!("T{i}"), |a| format!("cpu{}", a.nth_cyclic(0)));
+                let max = us((s.count > 0).then_some(s.max));
+                format!("{name} max {max} p99.9 {p999}")
+            })
+            .collect();
+        out.extend(cells.chunks(3).map(|c| format!("  {}", c.join("   "))));
+        out
+    }
+
+    fn erase(&mut self, e: &mut impl Write) -> std::io::Result<()> {
+        if self.lines_shown > 0 {
+            write!(e, "\x1b[{}A", self.lines_shown)?;
+        }
+        Ok(())
+    }
+
+    /// Removes the block from the terminal (before printing a run's result line).
+    pub fn clear(&mut self) {
+        if self.tty && self.lines_shown > 0 {
+            let mut e = std::io::stderr().lock();
+            let _ = write!(e, "\x1b[{}A\x1b[J", self.lines_shown);
+            let _ = e.flush();
+            self.lines_shown = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_and_clocks() {
+        assert_eq!(bar(0.5, 10), "[#####.....]");
+        assert_eq!(bar(2.0, 4), "[####]");
+        assert_eq!(bar(-1.0, 3), "[...]");
+        assert_eq!(clock(Duration::from_secs(59)), "59s");
+        assert_eq!(clock(Duration::from_secs(61)), "1m01s");
+        assert_eq!(clock(Duration::from_secs(20000)), "5h33m20s");
+    }
+}

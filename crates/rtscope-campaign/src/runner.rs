@@ -1,0 +1,232 @@
+//! Executes a campaign: each planned run with its loads, monitors, progress and recording.
+//!
+//! Signals: SIGINT and SIGTERM are blocked for the whole campaign and taken synchronously
+//! (while settling and by the run's control loop). The first ends the campaign after saving
+//! the current run as `interrupted` (loads stopped with a grace period); a second one skips the
+//! grace period, still saving. The loads run under a supervisor that kills them whatever
+//! happens to rtscope (see rtscope-load).
+
+use super::one_run::one_run;
+use super::progress::Progress;
+use super::{Campaign, CampaignOptions, PlannedRun};
+use rtscope_engine::sys;
+use rtscope_session::record;
+use rtscope_session::sysinfo;
+use rtscope_session::{ExitStatus, RunError, UsageError};
+use rtscope_store::RunStatus;
+use rtscope_store::{CampaignId, NewCampaign, Store};
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+/// How one run ended.
+pub(super) struct RunEnd {
+    pub(super) signal: Option<i32>,
+    pub(super) limits_failed: bool,
+    pub(super) record_failed: bool,
+}
+
+/// The state shared by the runs of a campaign.
+pub(super) struct Ctx<'a> {
+    pub(super) a: &'a CampaignOptions,
+    pub(super) argv: &'a [String],
+    pub(super) db: PathBuf,
+    pub(super) store: Store,
+    pub(super) cid: CampaignId,
+    pub(super) exe: PathBuf,
+    pub(super) monitor_interval: Option<Duration>,
+    pub(super) progress: Progress,
+    pub(super) signals: u32,
+}
+
+/// Runs every planned run of `c` not done yet.
+pub fn execute(
+    c: Campaign,
+    a: &CampaignOptions,
+    argv: &[String],
+    out: &mut dyn Write,
+) -> Result<ExitStatus, RunError> {
+    let monitor_interval = a.monitor_interval;
+    let db = a.db.clone().unwrap_or_else(record::default_db);
+    let mut store = record::open(&db)?;
+    let (cid, done) = if a.resume {
+        resume(&mut store, &c)?
+    } else {
+        (begin(&mut store, &c, argv)?, Vec::new())
+    };
+    let todo: Vec<&PlannedRun> = c.runs.iter().filter(|p| !done.contains(&p.seq)).collect();
+    let total: Duration = todo.iter().map(|p| super::estimate(p)).sum();
+    writeln!(
+        out,
+        "campaign {} ({}): {} run{} to do{}, about {}",
+        c.name,
+        c.source,
+        todo.len(),
+        if todo.len() == 1 { "" } else { "s" },
+        if done.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} done before)", done.len())
+        },
+        super::dryrun::human(total)
+    )?;
+    out.flush()?;
+    let exe = std::env::current_exe().map_err(|e| {
+        UsageError::new(format!(
+            "cannot find the rtscope executable to start loads: {e}"
+        ))
+    })?;
+    // Blocked for the whole campaign: taken by sigtimedwait, inherited by every thread.
+    let _mask = sys::block_run_signals();
+    let mut ctx = Ctx {
+        a,
+        argv,
+        db,
+        store,
+        cid,
+        exe,
+        monitor_interval,
+        progress: Progress::new(!a.quiet, todo.len(), total),
+        signals: 0,
+    };
+    let mut status = ExitStatus::Success;
+    for (i, p) in todo.iter().enumerate() {
+        let end = match one_run(&mut ctx, p, i + 1, out) {
+            Ok(end) => end,
+            Err(e) => {
+                // The campaign cannot go on (no RT privilege, a load that cannot start, …):
+                // its record says so; the loads of this run are already stopped.
+                ctx.progress.clear();
+                let ended = sysinfo::rfc3339(SystemTime::now());
+                let _ = ctx
+                    .store
+                    .finish_campaign(ctx.cid, RunStatus::Failed, &ended);
+                return Err(e);
+            }
+        };
+        ctx.progress.run_done(super::estimate(p));
+        if end.record_failed {
+            status = ExitStatus::Usage;
+        } else if end.limits_failed && status == ExitStatus::Success {
+            status = ExitStatus::LimitExceeded;
+        }
+        if end.signal.is_some() || ctx.signals > 0 {
+            return finish(
+                &mut ctx,
+                &c,
+                RunStatus::Interrupted,
+                ExitStatus::Interrupted,
+                out,
+            );
+        }
+    }
+    finish(&mut ctx, &c, RunStatus::Complete, status, out)
+}
+
+fn begin(store: &mut Store, c: &Campaign, argv: &[String]) -> Result<CampaignId, UsageError> {
+    store
+        .begin_campaign(&NewCampaign {
+            name: c.name.clone(),
+            source: c.source.clone(),
+            definition: c.text.clone(),
+            started: sysinfo::rfc3339(SystemTime::now()),
+            planned_runs: c.runs.len() as u32,
+            command_line: argv.to_vec(),
+        })
+        .map_err(UsageError::from_error)
+}
+
+/// The campaign to resume and the plan positions already completed.
+fn resume(store: &mut Store, c: &Campaign) -> Result<(CampaignId, Vec<usize>), UsageError> {
+    let err = |e: rtscope_store::StoreError| UsageError::from_error(e);
+    let Some(prev) = store.campaign_by_name(&c.name).map_err(err)? else {
+        return Err(UsageError::new(format!(
+            "no campaign named '{}' to resume in {}",
+            c.name,
+            store.path().display()
+        ))
+        .hint("run it without --resume first; `rtscope runs` lists the recorded runs"));
+    };
+    if prev.status == RunStatus::Complete || prev.status == RunStatus::Running {
+        return Err(UsageError::new(format!(
+            "campaign '{}' (started {}) is {}: nothing to resume",
+            c.name, prev.started, prev.status
+        ))
+        .hint("drop --resume to run it again"));
+    }
+    if prev.definition != c.text || prev.planned_runs as usize != c.runs.len() {
+        return Err(UsageError::new(format!(
+            "campaign '{}' has changed since it was interrupted (its definition or run count differs)",
+            c.name
+        ))
+        .hint("resume with the same campaign file and options, or drop --resume to start it afresh"));
+    }
+    let done = store
+        .campaign_runs(prev.id)
+        .map_err(err)?
+        .into_iter()
+        .filter(|r| r.status == RunStatus::Complete)
+        .map(|r| r.seq as usize)
+        .collect();
+    store.resume_campaign(prev.id).map_err(err)?;
+    Ok((prev.id, done))
+}
+
+fn finish(
+    ctx: &mut Ctx,
+    c: &Campaign,
+    state: RunStatus,
+    status: ExitStatus,
+    out: &mut dyn Write,
+) -> Result<ExitStatus, RunError> {
+    ctx.progress.clear();
+    let ended = sysinfo::rfc3339(SystemTime::now());
+    if let Err(e) = ctx.store.finish_campaign(ctx.cid, state, &ended) {
+        eprintln!("error: the campaign's end could not be recorded: {e}");
+        return Ok(ExitStatus::Usage);
+    }
+    writeln!(
+        out,
+        "campaign {} {state}; recorded in {}",
+        c.name,
+        ctx.db.display()
+    )?;
+    if state == RunStatus::Interrupted {
+        writeln!(
+            out,
+            "continue it with: rtscope run {} --resume",
+            resume_args(ctx.a)
+        )?;
+    }
+    writeln!(
+        out,
+        "report: rtscope report --campaign {}",
+        super::loads::quote(&c.name)
+    )?;
+    Ok(status)
+}
+
+fn resume_args(a: &CampaignOptions) -> String {
+    let mut v = Vec::new();
+    if let Some(f) = &a.file {
+        v.push(super::loads::quote(&f.display().to_string()));
+    }
+    if let Some(p) = &a.preset {
+        v.push(format!("--preset {}", super::loads::quote(p)));
+    }
+    for (flag, val) in [
+        ("--duration", a.duration.clone()),
+        ("--loops", a.loops.map(|l| l.to_string())),
+        ("--repeats", a.repeats.map(|r| r.to_string())),
+        ("--name", a.name.clone()),
+        ("--db", a.db.as_ref().map(|d| d.display().to_string())),
+    ] {
+        if let Some(v2) = val {
+            v.push(format!("{flag} {}", super::loads::quote(&v2)));
+        }
+    }
+    for t in &a.tags {
+        v.push(format!("--tag {}", super::loads::quote(t)));
+    }
+    v.join(" ")
+}

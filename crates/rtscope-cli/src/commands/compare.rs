@@ -1,0 +1,86 @@
+//! `rtscope compare A B [C…]`: groups of recorded runs side by side, a load-case matrix, and a
+//! verdict per statistic against the first group (the baseline), with exit code 1 on a
+//! regression for CI. See docs/compare.md.
+//!
+//! The analysis is rtscope-analysis's; this file reads the options and prints.
+
+#[cfg(test)]
+#[path = "compare_tests.rs"]
+mod tests;
+
+use crate::cli::CompareArgs;
+use crate::exit::{ExitStatus, UsageError};
+use rtscope_analysis::compare::analysis::{Comparison, Group};
+use rtscope_analysis::compare::model::{RunData, Stat};
+use rtscope_analysis::compare::verdict::Thresholds;
+use rtscope_analysis::compare::{json, plot, text};
+use rtscope_analysis::select;
+use rtscope_session::record;
+use rtscope_store::{RunId, RunStatus, Store};
+use std::io::Write;
+
+/// Runs `rtscope compare …`: exit 0, or 1 when a candidate regresses against the baseline.
+pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let stats = a
+        .stats
+        .iter()
+        .map(|s| Stat::parse(s, "--stat"))
+        .collect::<Result<Vec<_>, _>>()?;
+    let thresholds = Thresholds::parse(&a.thresholds, &a.min_delta)?;
+    let matrix_stat = Stat::parse(&a.matrix, "--matrix")?;
+    let store = record::open_existing(a.db.as_deref())?;
+    let groups = a
+        .selectors
+        .iter()
+        .enumerate()
+        .map(|(i, text)| Ok(Group::new(i, text, load_group(&store, text)?)))
+        .collect::<Result<Vec<_>, UsageError>>()?;
+    let c = Comparison::new(groups, &stats, thresholds, matrix_stat, a.rows.as_deref());
+    if let (Some(key), None) = (&a.rows, &c.matrix) {
+        eprintln!("note: --rows {key}: no load-case matrix, as no run has a `case` tag or a campaign load case");
+    }
+    let status = if c.regressions() > 0 && !a.no_fail {
+        ExitStatus::LimitExceeded
+    } else {
+        ExitStatus::Success
+    };
+    if let Some(dir) = &a.plot {
+        for path in plot::write(&c, dir)? {
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    if a.json {
+        let doc = json::document(&c, status.code());
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    } else {
+        out.write_all(text::render(&c).as_bytes())?;
+    }
+    Ok(status)
+}
+
+/// The runs one selector names, read from the store.
+fn load_group(store: &Store, text: &str) -> Result<Vec<RunData>, UsageError> {
+    let sel = select::Selector::parse(text)?;
+    let ids = select::resolve(store, &sel, text)?;
+    let runs = ids
+        .into_iter()
+        .map(|id| load_run(store, id))
+        .collect::<Result<Vec<_>, _>>()?;
+    for r in runs.iter().filter(|r| r.status != RunStatus::Complete) {
+        eprintln!(
+            "note: run {} ('{text}') is {}: its statistics cover what was recorded",
+            r.id, r.status
+        );
+    }
+    Ok(runs)
+}
+
+fn load_run(store: &Store, id: RunId) -> Result<RunData, UsageError> {
+    let err = |e: rtscope_store::StoreError| UsageError::from_error(e);
+    let detail = store.run(id).map_err(err)?;
+    let campaign = store
+        .campaign_of(id)
+        .map_err(err)?
+        .map(|(c, r)| (c.name, r.load_case));
+    Ok(RunData::from_detail(&detail, campaign))
+}

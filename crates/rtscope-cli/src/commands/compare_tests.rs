@@ -1,0 +1,127 @@
+//! Campaign selectors, on a store written through its API (`rtscope run` records campaigns;
+//! here they are made directly): load cases come from the campaign plan.
+
+use super::run;
+use crate::cli::CompareArgs;
+use clap::Parser;
+use rtscope_core::{Histogram, Nanos};
+use rtscope_store::{
+    CampaignRun, Checkpoint, MonitorBatch, NewCampaign, NewRun, RunKind, RunStatus, Store,
+    ThreadInfo, ThreadStats,
+};
+use std::path::PathBuf;
+
+fn tmpdb() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rtscope-compare-unit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("rtscope.db")
+}
+
+/// A finished one-thread run with `n` samples of `value_us`.
+fn add_run(s: &mut Store, value_us: u64, n: u64) -> i64 {
+    let id = s
+        .begin_run(&NewRun {
+            kind: RunKind::Measure,
+            label: None,
+            tags: vec![],
+            started: "2026-11-22T03:00:00Z".into(),
+            started_unix_ns: 1,
+            pid: std::process::id(),
+            tool_version: "0.1.0".into(),
+            command_line_json: "[]".into(),
+            config_json: "{}".into(),
+            environment: vec![("uname.release".into(), "6.18-rt".into())],
+            threads: vec![ThreadInfo {
+                thread: 0,
+                cpu: Some(0),
+                policy: "fifo".into(),
+                priority: 90,
+                interval_ns: 1_000_000,
+            }],
+        })
+        .unwrap();
+    let mut h = Histogram::new();
+    h.record_n(Nanos::from_us(value_us), n);
+    let last = Checkpoint {
+        progress_ns: n * 1_000_000,
+        at_unix_ns: 2,
+        threads: vec![ThreadStats {
+            thread: 0,
+            tid: 1,
+            samples: n,
+            min_ns: h.min().map(|v| v.0),
+            mean_ns: Some(value_us as f64 * 1e3),
+            max_ns: h.max().map(|v| v.0),
+            max_cycle: Some(0),
+            max_offset_ns: Some(0),
+            missed: 0,
+            raw_dropped: 0,
+            histogram: &h,
+        }],
+        series: vec![],
+        events: vec![],
+        samples: vec![],
+        monitor: MonitorBatch::default(),
+    };
+    s.finish_run(id, &last, RunStatus::Complete, "2026-11-22T03:00:01Z", 0)
+        .unwrap();
+    id
+}
+
+/// A campaign with an idle and a hackbench run.
+fn add_campaign(s: &mut Store, name: &str, idle_us: u64, load_us: u64) {
+    let cid = s
+        .begin_campaign(&NewCampaign {
+            name: name.into(),
+            source: "test".into(),
+            definition: String::new(),
+            started: "2026-11-22T03:00:00Z".into(),
+            planned_runs: 2,
+            command_line: vec![],
+        })
+        .unwrap();
+    for (seq, (case, us)) in [("idle", idle_us), ("hackbench", load_us)]
+        .into_iter()
+        .enumerate()
+    {
+        let run_id = add_run(s, us, 1000);
+        let r = CampaignRun {
+            seq: seq as u32,
+            run_id,
+            scenario: "all".into(),
+            load_case: case.into(),
+            repeat: 1,
+            status: RunStatus::Running,
+        };
+        s.add_campaign_run(cid, &r).unwrap();
+    }
+}
+
+#[derive(Parser)]
+struct Wrap {
+    #[command(flatten)]
+    args: CompareArgs,
+}
+
+#[test]
+fn campaigns_are_groups_and_their_plan_gives_the_load_cases() {
+    let path = tmpdb();
+    let mut s = Store::open(&path).unwrap();
+    add_campaign(&mut s, "stock", 10, 40);
+    add_campaign(&mut s, "rt", 10, 12);
+    drop(s);
+    let db = path.to_str().unwrap();
+    let argv = ["compare", "--db", db, "campaign:rt", "stock", "--json"];
+    let a = Wrap::parse_from(argv).args;
+    let mut out = Vec::new();
+    let status = run(&a, &mut out).unwrap();
+    assert_eq!(status, crate::exit::ExitStatus::LimitExceeded);
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(doc["groups"][0]["campaigns"], serde_json::json!(["rt"]));
+    assert_eq!(doc["groups"][1]["run_ids"], serde_json::json!([1, 2]));
+    assert_eq!(doc["groups"][1]["kernels"], serde_json::json!(["6.18-rt"]));
+    let m = &doc["matrix"];
+    assert_eq!(m["columns"], serde_json::json!(["idle", "hackbench"]));
+    assert_eq!(m["rows"][1]["cells"], serde_json::json!([10_000, 40_000]));
+}

@@ -1,0 +1,30 @@
+//! `rtscope export RUN`: a recorded run as CSV, JSON and Parquet (rtscope-export).
+
+use crate::cli::{ExportArgs, ExportFormat};
+use crate::commands::runs;
+use crate::exit::ExitStatus;
+use rtscope_export::ExportFormat as Format;
+use rtscope_session::record;
+use std::io::Write;
+
+/// Runs `rtscope export`.
+pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let store = record::open_existing(a.db.as_deref())?;
+    let id = runs::resolve(&store, &a.run)?;
+    let data = rtscope_export::load(&store, id)?;
+    let tables = rtscope_export::tables::all(&data);
+    rtscope_export::prepare_dir(&a.output)?;
+    // Each format once, in the order given.
+    for (i, f) in a.format.iter().enumerate() {
+        if !a.format[..i].contains(f) {
+            let format = match f {
+                ExportFormat::Csv => Format::Csv,
+                ExportFormat::Json => Format::Json,
+                ExportFormat::Parquet => Format::Parquet,
+            };
+            rtscope_export::write_format(format, &a.output, id, &tables, out)
+                .map_err(crate::lift)?;
+        }
+    }
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,19 @@
+//! `rtscope import FILE…`: other tools' results as runs (rtscope-import).
+
+use crate::cli::{ImportArgs, ImportFormat};
+use crate::exit::ExitStatus;
+use rtscope_import::ImportOptions;
+use std::io::Write;
+
+/// Runs `rtscope import`.
+pub fn run(a: &ImportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let opts = ImportOptions {
+        files: a.files.clone(),
+        format: a.format.map(ImportFormat::lower),
+        db: a.db.clone(),
+        label: a.label.clone(),
+        tags: a.tags.clone(),
+        json: a.json,
+    };
+    rtscope_import::run(&opts, out).map_err(crate::lift)
+}

@@ -1,0 +1,162 @@
+//! The versioned JSON result of `rtscope measure` (schema `rtscope.measure/1`,
+//! documented in docs/json-schema.md). All latencies are integer nanoseconds.
+
+use rtscope_core::{layout, Histogram, Stats};
+use rtscope_session::limits::Check;
+use rtscope_session::sysinfo::SysInfo;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The schema identifier; bump the number on any incompatible change.
+pub const SCHEMA: &str = "rtscope.measure/1";
+
+/// The whole document.
+#[derive(Debug, Serialize)]
+pub struct Doc {
+    /// Always [`SCHEMA`].
+    pub schema: &'static str,
+    /// Tool name and version.
+    pub tool: Tool,
+    /// The command line as given.
+    pub command_line: Vec<String>,
+    /// RFC 3339 UTC start (release of the threads).
+    pub started: String,
+    /// RFC 3339 UTC end.
+    pub ended: String,
+    /// Wall time of the run, ns.
+    pub duration_ns: u64,
+    /// False when a signal ended the run before its length.
+    pub complete: bool,
+    /// `SIGINT`/`SIGTERM` when interrupted.
+    pub interrupted_by: Option<String>,
+    /// The exit code rtscope returned.
+    pub exit_code: i32,
+    /// uname and PREEMPT_RT flag.
+    pub system: SysInfo,
+    /// The settings the run used.
+    pub config: rtscope_session::ConfigDoc,
+    /// Per thread.
+    pub threads: Vec<Series>,
+    /// All threads together.
+    pub total: Series,
+    /// Limit checks (empty without --limit).
+    pub limits: Vec<LimitJson>,
+}
+
+/// Tool identity.
+#[derive(Debug, Serialize)]
+pub struct Tool {
+    /// `rtscope`.
+    pub name: &'static str,
+    /// Version.
+    pub version: &'static str,
+}
+
+/// Statistics of one thread or of all.
+#[derive(Debug, Serialize)]
+pub struct Series {
+    /// Thread index (`null` for the total).
+    pub thread: Option<usize>,
+    /// Kernel thread id.
+    pub tid: Option<i32>,
+    /// Pinned CPU.
+    pub cpu: Option<usize>,
+    /// Policy.
+    pub policy: Option<String>,
+    /// Priority.
+    pub priority: Option<i32>,
+    /// Interval, ns.
+    pub interval_ns: Option<u64>,
+    /// Number of samples (every deadline, missed ones included).
+    pub samples: u64,
+    /// Minimum, ns.
+    pub min_ns: Option<u64>,
+    /// Mean, ns.
+    pub mean_ns: Option<f64>,
+    /// Maximum, ns (exact).
+    pub max_ns: Option<u64>,
+    /// Cycle (0-based) of the maximum.
+    pub max_cycle: Option<u64>,
+    /// Offset of the maximum from the start of the run, ns.
+    pub max_offset_ns: Option<u64>,
+    /// Deadlines that passed without a wake-up.
+    pub missed_periods: u64,
+    /// p50 … p99.9999, ns (nearest rank; within 0.05 %).
+    pub percentiles_ns: BTreeMap<String, Option<u64>>,
+    /// Expected number of samples beyond each percentile (fewer than 10: not meaningful).
+    pub percentile_tail_samples: BTreeMap<String, f64>,
+    /// The lossless histogram.
+    pub histogram: HistJson,
+}
+
+/// A histogram in rtscope's log-linear layout.
+#[derive(Debug, Serialize)]
+pub struct HistJson {
+    /// `log-linear-1024`: exact below 2048 ns, then 1024 buckets per power of two.
+    pub layout: &'static str,
+    /// Non-empty buckets as `[lowest_ns, width_ns, count]`.
+    pub buckets: Vec<[u64; 3]>,
+}
+
+/// One checked limit.
+#[derive(Debug, Serialize)]
+pub struct LimitJson {
+    /// `max`, `p99.99`, `missed`, …
+    pub stat: String,
+    /// `cpu N`, `thread N` or `all`.
+    pub scope: String,
+    /// The limit (ns; a count for `missed`).
+    pub limit: u64,
+    /// The value (ns; a count for `missed`).
+    pub value: u64,
+    /// Whether the value is within the limit.
+    pub passed: bool,
+}
+
+impl From<&Check> for LimitJson {
+    fn from(c: &Check) -> Self {
+        LimitJson {
+            stat: c.stat.clone(),
+            scope: c.scope.clone(),
+            limit: c.limit,
+            value: c.value,
+            passed: c.passed,
+        }
+    }
+}
+
+/// Statistics and histogram as a [`Series`] without the per-thread identity.
+pub fn series(stats: &Stats, hist: &Histogram, max_offset_ns: Option<u64>) -> Series {
+    let has = stats.count > 0;
+    let p = hist.percentiles();
+    Series {
+        thread: None,
+        tid: None,
+        cpu: None,
+        policy: None,
+        priority: None,
+        interval_ns: None,
+        samples: stats.count,
+        min_ns: has.then_some(stats.min.0),
+        mean_ns: stats.mean_ns().map(|m| (m * 10.0).round() / 10.0),
+        max_ns: has.then_some(stats.max.0),
+        max_cycle: has.then_some(stats.max_cycle),
+        max_offset_ns: if has { max_offset_ns } else { None },
+        missed_periods: stats.missed,
+        percentiles_ns: p
+            .iter()
+            .map(|p| (p.label.to_string(), p.value.map(|v| v.0)))
+            .collect(),
+        percentile_tail_samples: p
+            .iter()
+            .map(|p| (p.label.to_string(), p.tail_samples))
+            .collect(),
+        histogram: HistJson {
+            layout: "log-linear-1024",
+            buckets: hist
+                .nonzero()
+                .map(|(i, c)| [layout::lowest_of(i), layout::width_of(i), c])
+                .collect(),
+        },
+    }
+}

@@ -1,0 +1,399 @@
+//! `rtscope measure`: the native front end. Its options become a [`PlanSpec`]; the run is a
+//! [`Session`]; this module prints the headline, the progress line, the table and the JSON.
+
+pub mod json;
+mod recording;
+pub mod table;
+
+use crate::cli::{ClockArg, MeasureArgs, PolicyArg};
+use crate::exit::{ExitStatus, UsageError};
+use rtscope_core::{Nanos, Stats};
+use rtscope_engine::{sys, ClockKind, CpuSet, Policy, Run, SleepMode};
+use rtscope_session::cpus::cpu_list;
+use rtscope_session::limits::{self, Check};
+use rtscope_session::record::RecordSpec;
+use rtscope_session::sysinfo::{self, SysInfo};
+use rtscope_session::{
+    ConfigDoc, Event, Measured, Naming, PlanError, PlanSpec, PolicyChoice, Recorded, RunPlan,
+    Session, SystemSettings,
+};
+use std::io::{IsTerminal, Write};
+
+fn dur(text: &str, flag: &str, default_unit: &str) -> Result<Nanos, UsageError> {
+    Nanos::parse_with_default_unit(text, default_unit)
+        .map_err(|e| UsageError::new(format!("invalid value for '{flag}': {e}")))
+}
+
+fn opt_dur(text: Option<&str>, flag: &str) -> Result<Option<Nanos>, UsageError> {
+    text.map(|t| dur(t, flag, "us")).transpose()
+}
+
+/// A plan error in the command line's words.
+pub fn plan_error(e: PlanError) -> UsageError {
+    let u = UsageError::new(e.message(Naming::Flags));
+    match e.hint(Naming::Flags) {
+        Some(h) => u.hint(h),
+        None => u,
+    }
+}
+
+/// Lowers the options into the typed plan spec: text is parsed here, and only here.
+pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
+    Ok(PlanSpec {
+        cpus: a
+            .cpus
+            .as_deref()
+            .map(|t| cpu_list(t, online, "--cpus"))
+            .transpose()?,
+        threads: a.threads,
+        policy: match a.policy {
+            PolicyArg::Fifo => PolicyChoice::Fifo,
+            PolicyArg::Rr => PolicyChoice::Rr,
+            PolicyArg::Other => PolicyChoice::Other,
+            PolicyArg::Batch => PolicyChoice::Batch,
+            PolicyArg::Idle => PolicyChoice::Idle,
+            PolicyArg::Deadline => PolicyChoice::Deadline,
+        },
+        priority: a.priority,
+        priospread: a.priospread,
+        dl_runtime: opt_dur(a.dl_runtime.as_deref(), "--dl-runtime")?,
+        dl_deadline: opt_dur(a.dl_deadline.as_deref(), "--dl-deadline")?,
+        dl_period: opt_dur(a.dl_period.as_deref(), "--dl-period")?,
+        interval: dur(&a.interval, "--interval", "us")?,
+        distance: dur(&a.distance, "--distance", "us")?,
+        duration: a
+            .duration
+            .as_deref()
+            .map(|d| dur(d, "--duration", "s"))
+            .transpose()?,
+        loops: a.loops,
+        clock: match a.clock {
+            ClockArg::Realtime => ClockKind::Realtime,
+            ClockArg::Monotonic => ClockKind::Monotonic,
+        },
+        relative: a.relative,
+        mlock: !a.no_mlock,
+        latency: a.latency,
+        event_above: opt_dur(a.event_above.as_deref(), "--event-above")?,
+        event_capacity: a.event_capacity,
+        raw: a.raw,
+        limits: a
+            .limits
+            .iter()
+            .map(|l| limits::parse(l))
+            .collect::<Result<Vec<_>, _>>()?,
+    })
+}
+
+/// Validates the options and builds the run plan.
+pub fn plan(a: &MeasureArgs, online: &CpuSet) -> Result<RunPlan, UsageError> {
+    RunPlan::build(&spec(a, online)?, online).map_err(plan_error)
+}
+
+/// Runs `rtscope measure`.
+pub fn run(
+    a: &MeasureArgs,
+    command_line: Vec<String>,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitStatus> {
+    let online = sys::online_cpus();
+    let plan = plan(a, &online)?;
+    let main_cpus = a
+        .main_cpus
+        .as_deref()
+        .map(|t| cpu_list(t, &online, "--main-cpus"))
+        .transpose()?;
+    let tick = series_interval(a)?;
+    let monitor_interval = monitor_interval(&a.monitor_interval, "--monitor-interval")?;
+    let store = recording::open_store(a)?;
+    let settings = SystemSettings::apply(&plan)?;
+    writeln!(out, "{}", headline(&plan))?;
+    out.flush()?;
+    let spec = RecordSpec {
+        kind: rtscope_store::RunKind::Measure,
+        label: a.label.clone(),
+        tags: a.tags.clone(),
+        command_line: command_line.clone(),
+        config_json: serde_json::to_string(&ConfigDoc::of(&plan))?,
+        monitor_interval,
+    };
+    let recorded = Recorded {
+        store,
+        spec,
+        checkpoint_period: std::time::Duration::ZERO,
+    };
+    let main = main_cpus.as_ref().map(|m| (m, "--main-cpus"));
+    let mut session = Session::start(plan, settings, recorded, main)?;
+    let mut progress = Progress::new(!a.quiet, session.plan().config.duration);
+    let measured = session.drive(tick, &mut |run: &Run, ev| progress.update(run, ev))?;
+    progress.clear();
+    let status = report(a, session.plan(), &measured, command_line, out)?;
+    let rec = session.finish(&measured, status.code());
+    match rec.line {
+        Some(line) if rec.failed => eprintln!("{line}"),
+        Some(line) => writeln!(out, "{line}")?,
+        None => {}
+    }
+    Ok(if rec.failed {
+        ExitStatus::Usage
+    } else {
+        status
+    })
+}
+
+fn series_interval(a: &MeasureArgs) -> Result<Nanos, UsageError> {
+    let d = dur(&a.series_interval, "--series-interval", "s")?;
+    if d < Nanos::from_ms(10) || d > Nanos::from_secs(1) {
+        return Err(UsageError::new(format!("invalid value '{}' for '--series-interval': use 10ms..1s (checkpoints are written at least once a second)", a.series_interval)));
+    }
+    Ok(d)
+}
+
+/// Parses a monitor interval: `0` turns monitors off; otherwise 100ms..1h.
+pub fn monitor_interval(text: &str, flag: &str) -> Result<Option<std::time::Duration>, UsageError> {
+    let d = dur(text, flag, "s")?;
+    if d.0 == 0 {
+        return Ok(None);
+    }
+    if d < Nanos::from_ms(100) || d > Nanos::from_secs(3600) {
+        return Err(UsageError::new(format!(
+            "invalid value '{text}' for '{flag}': use 100ms..1h, or 0 to turn the monitors off"
+        )));
+    }
+    Ok(Some(std::time::Duration::from_nanos(d.0)))
+}
+
+fn headline(plan: &RunPlan) -> String {
+    let (c, latency) = (&plan.config, plan.latency);
+    let t = &c.threads[0];
+    let cpus = c.pinned_cpus();
+    let length = match (c.duration, c.loops) {
+        (Some(d), Some(l)) => format!("{d} or {l} loops"),
+        (Some(d), None) => d.to_string(),
+        (None, Some(l)) => format!("{l} loops"),
+        (None, None) => "until stopped".into(),
+    };
+    let sleep = if c.sleep == SleepMode::Absolute {
+        "absolute"
+    } else {
+        "relative"
+    };
+    let clock = if c.clock == ClockKind::Monotonic {
+        "CLOCK_MONOTONIC"
+    } else {
+        "CLOCK_REALTIME"
+    };
+    let dma = latency.map_or("cpu_dma_latency untouched".to_string(), |l| {
+        format!("cpu_dma_latency={l}us")
+    });
+    let sched = match t.policy {
+        Policy::Deadline {
+            runtime,
+            deadline,
+            period,
+        } => {
+            format!("SCHED_DEADLINE runtime {runtime} deadline {deadline} period {period}")
+        }
+        p => format!("SCHED_{} prio {}", p.name().to_uppercase(), t.priority),
+    };
+    let place = if cpus.is_empty() {
+        "unpinned".to_string()
+    } else {
+        format!("on CPUs {cpus}")
+    };
+    format!(
+        "rtscope measure: {} thread{} {place}, {sched}, interval {}, {length}, {sleep} clock_nanosleep on {clock}, mlock {}, {dma}",
+        c.threads.len(),
+        if c.threads.len() == 1 { "" } else { "s" },
+        t.interval,
+        if c.mlock { "on" } else { "off" }
+    )
+}
+
+fn report(
+    a: &MeasureArgs,
+    plan: &RunPlan,
+    m: &Measured,
+    command_line: Vec<String>,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitStatus> {
+    let (r, signal, checks) = (&m.result, m.signal, &m.checks);
+    let total_stats = r.total_stats();
+    let total_hist = r.total_histogram();
+    let offset = |s: &Stats| Nanos(s.max_time.0.saturating_sub(r.clock_start.0));
+    let mut rows: Vec<table::Row> = r
+        .threads
+        .iter()
+        .map(|t| table::Row {
+            label: t.index.to_string(),
+            cpu: t.cpu.map_or("-".into(), |c| c.to_string()),
+            stats: &t.stats,
+            hist: &t.histogram,
+            max_at: (t.stats.count > 0).then(|| offset(&t.stats)),
+        })
+        .collect();
+    rows.push(table::Row {
+        label: "all".into(),
+        cpu: "-".into(),
+        stats: &total_stats,
+        hist: &total_hist,
+        max_at: (total_stats.count > 0).then(|| offset(&total_stats)),
+    });
+    let failed = checks.iter().any(|c| !c.passed);
+    let status = if failed {
+        ExitStatus::LimitExceeded
+    } else if signal.is_some() {
+        ExitStatus::Interrupted
+    } else {
+        ExitStatus::Success
+    };
+    let mut text = table::render(&rows);
+    if let Some(s) = signal {
+        text.push_str(&format!(
+            "interrupted by {} after {:.3}s: the results cover the part that ran\n",
+            signame(s),
+            r.ended
+                .duration_since(r.started)
+                .unwrap_or_default()
+                .as_secs_f64()
+        ));
+    }
+    text.push_str(&table::render_checks(checks));
+    if let Some(path) = &a.json {
+        let doc = document(
+            plan,
+            r,
+            signal,
+            status,
+            command_line,
+            checks,
+            &total_stats,
+            &total_hist,
+        );
+        let body = serde_json::to_string_pretty(&doc)? + "\n";
+        std::fs::write(path, body).map_err(|e| {
+            UsageError::new(format!(
+                "cannot write the JSON file '{}' (--json): {e}",
+                path.display()
+            ))
+        })?;
+    }
+    out.write_all(text.as_bytes())?;
+    out.flush()?;
+    Ok(status)
+}
+
+fn signame(s: i32) -> &'static str {
+    if s == libc::SIGINT {
+        "SIGINT"
+    } else {
+        "SIGTERM"
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn document(
+    plan: &RunPlan,
+    r: &rtscope_engine::RunResult,
+    signal: Option<i32>,
+    status: ExitStatus,
+    command_line: Vec<String>,
+    checks: &[Check],
+    total_stats: &Stats,
+    total_hist: &rtscope_core::Histogram,
+) -> json::Doc {
+    let offset = |s: &Stats| s.max_time.0.saturating_sub(r.clock_start.0);
+    let threads = r
+        .threads
+        .iter()
+        .map(|t| {
+            let mut s = json::series(&t.stats, &t.histogram, Some(offset(&t.stats)));
+            s.thread = Some(t.index);
+            s.tid = Some(t.tid);
+            s.cpu = t.cpu;
+            s.policy = Some(t.policy.name().to_string());
+            s.priority = Some(t.priority);
+            s.interval_ns = Some(t.interval.0);
+            s
+        })
+        .collect();
+    json::Doc {
+        schema: json::SCHEMA,
+        tool: json::Tool {
+            name: "rtscope",
+            version: env!("CARGO_PKG_VERSION"),
+        },
+        command_line,
+        started: sysinfo::rfc3339(r.started),
+        ended: sysinfo::rfc3339(r.ended),
+        duration_ns: r
+            .ended
+            .duration_since(r.started)
+            .unwrap_or_default()
+            .as_nanos() as u64,
+        complete: signal.is_none(),
+        interrupted_by: signal.map(|s| signame(s).to_string()),
+        exit_code: status.code(),
+        system: SysInfo::read(),
+        config: ConfigDoc::of(plan),
+        threads,
+        total: json::series(total_stats, total_hist, Some(offset(total_stats))),
+        limits: checks.iter().map(json::LimitJson::from).collect(),
+    }
+}
+
+/// The progress line on a terminal (stderr), or a status line a minute in logs.
+struct Progress {
+    enabled: bool,
+    tty: bool,
+    duration: Option<Nanos>,
+    ticks: u64,
+    shown: bool,
+}
+
+impl Progress {
+    fn new(enabled: bool, duration: Option<Nanos>) -> Self {
+        Progress {
+            enabled,
+            tty: std::io::stderr().is_terminal(),
+            duration,
+            ticks: 0,
+            shown: false,
+        }
+    }
+
+    fn update(&mut self, run: &Run, ev: Event) -> std::io::Result<()> {
+        if !self.enabled || ev != Event::Tick {
+            return Ok(());
+        }
+        self.ticks += 1;
+        if !self.tty && self.ticks % 60 != 0 {
+            return Ok(());
+        }
+        let s = run
+            .threads()
+            .iter()
+            .fold(Stats::default(), |acc, t| acc.merge(&t.stats()));
+        let total = self
+            .duration
+            .map_or(String::new(), |d| format!("/{:.0}s", d.as_secs_f64()));
+        let line = format!(
+            "[{}s{total}] samples {} max {} missed {}",
+            self.ticks, s.count, s.max, s.missed
+        );
+        let mut e = std::io::stderr();
+        if self.tty {
+            write!(e, "\r\x1b[2K{line}")?;
+            self.shown = true;
+        } else {
+            writeln!(e, "{line}")?;
+        }
+        e.flush()
+    }
+
+    fn clear(&mut self) {
+        if self.shown {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}

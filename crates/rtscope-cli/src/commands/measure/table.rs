@@ -1,0 +1,92 @@
+//! The human summary of `rtscope measure`: one row per thread and one for all threads.
+
+use super::limits::Check;
+use rtscope_core::{Histogram, Nanos, Stats, PERCENTILES};
+use std::fmt::Write;
+
+/// One row of the table.
+pub struct Row<'a> {
+    /// `0`, `1` … or `all`.
+    pub label: String,
+    /// CPU (`-` when not pinned or for `all`).
+    pub cpu: String,
+    /// Statistics.
+    pub stats: &'a Stats,
+    /// Histogram.
+    pub hist: &'a Histogram,
+    /// Offset of the max from the start of the run.
+    pub max_at: Option<Nanos>,
+}
+
+use rtscope_core::text::us;
+
+/// Renders the table. Percentiles resting on fewer than 10 samples beyond them get a `*`.
+pub fn render(rows: &[Row]) -> String {
+    let mut head: Vec<String> = ["thread", "cpu", "samples", "min", "mean"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    head.extend(PERCENTILES.iter().map(|(l, _)| l.to_string()));
+    head.extend(["max", "max at", "missed"].iter().map(|s| s.to_string()));
+    let mut cells: Vec<Vec<String>> = vec![head];
+    let mut starred = false;
+    for r in rows {
+        let mut c = vec![r.label.clone(), r.cpu.clone(), r.stats.count.to_string()];
+        let has = r.stats.count > 0;
+        c.push(if has { us(r.stats.min) } else { "-".into() });
+        c.push(
+            r.stats
+                .mean_ns()
+                .map_or("-".into(), |m| format!("{:.1}", m / 1000.0)),
+        );
+        for p in r.hist.percentiles() {
+            let star = if p.is_supported() { "" } else { "*" };
+            starred |= !p.is_supported() && p.value.is_some();
+            c.push(p.value.map_or("-".into(), |v| format!("{}{star}", us(v))));
+        }
+        c.push(if has { us(r.stats.max) } else { "-".into() });
+        c.push(
+            r.max_at
+                .map_or("-".into(), |t| format!("{:.3}s", t.as_secs_f64())),
+        );
+        c.push(r.stats.missed.to_string());
+        cells.push(c);
+    }
+    let mut s = columns(&cells, 2);
+    s.push_str("latencies in us; max at = seconds into the run; missed = deadlines passed without a wake-up\n");
+    if starred {
+        s.push_str("* fewer than 10 samples lie beyond this percentile: measure longer for a meaningful value\n");
+    }
+    s
+}
+
+/// Renders limit results: one line per check, failures first.
+pub fn render_checks(checks: &[Check]) -> String {
+    let mut s = String::new();
+    let fmt = |c: &Check, v: u64| {
+        if c.stat == "missed" {
+            v.to_string()
+        } else {
+            Nanos(v).to_string()
+        }
+    };
+    for c in checks
+        .iter()
+        .filter(|c| !c.passed)
+        .chain(checks.iter().filter(|c| c.passed))
+    {
+        let verdict = if c.passed { "pass" } else { "FAIL" };
+        let op = if c.passed { "<=" } else { ">" };
+        let _ = writeln!(
+            s,
+            "limit {verdict}: {} on {} = {} {op} {}",
+            c.stat,
+            c.scope,
+            fmt(c, c.value),
+            fmt(c, c.limit)
+        );
+    }
+    s
+}
+
+pub use rtscope_core::text::{columns, count};

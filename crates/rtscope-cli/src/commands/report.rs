@@ -1,0 +1,86 @@
+//! `rtscope report [RUN…|--campaign NAME|--last] -o DIR`: plots, tables and one self-contained
+//! `report.html` from recorded runs. The rendering lives in rtscope-report; this module only
+//! chooses the runs, reads them and writes the files. See docs/report.md.
+
+use crate::cli::ReportArgs;
+use crate::exit::{ExitStatus, UsageError};
+use rtscope_analysis::select::{self, Selector};
+use rtscope_report::{ReportOptions, RunData};
+use rtscope_session::record;
+use rtscope_store::{RunId, Store};
+use std::io::Write;
+
+/// Runs `rtscope report`.
+pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let store = record::open_existing(a.db.as_deref())?;
+    let ids = chosen(&store, a)?;
+    let runs: Vec<RunData> = store
+        .bundles(&ids, a.raw)
+        .map_err(UsageError::from_error)?
+        .into_iter()
+        .map(RunData::from)
+        .collect();
+    let opts = ReportOptions {
+        title: a.title.clone(),
+        raw: a.raw,
+    };
+    let files = rtscope_report::build(&runs, &opts)?;
+    let written = rtscope_report::write(&a.output, &files)
+        .map_err(|e| UsageError::from_error(e).hint("choose a writable directory with -o DIR"))?;
+    let what = match runs.len() {
+        1 => format!("run {}", runs[0].id()),
+        n => format!("{n} runs"),
+    };
+    writeln!(out, "report of {what} written to {}:", a.output.display())?;
+    for p in written {
+        writeln!(out, "  {}", p.display())?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// The runs the arguments name, in order, each once.
+/// The newest run; when it belongs to a campaign, every run of that campaign.
+fn last_with_campaign(store: &Store) -> Result<Vec<RunId>, UsageError> {
+    let err = |e: rtscope_store::StoreError| UsageError::from_error(e);
+    let Some(last) = store.last_run().map_err(err)? else {
+        return Ok(Vec::new());
+    };
+    match store.campaign_of(last).map_err(err)? {
+        Some((c, _)) => select::campaign_runs(store, &c),
+        None => Ok(vec![last]),
+    }
+}
+
+fn chosen(store: &Store, a: &ReportArgs) -> Result<Vec<RunId>, UsageError> {
+    let mut ids: Vec<RunId> = Vec::new();
+    if let Some(name) = &a.campaign {
+        let c = store
+            .campaign_by_name(name)
+            .map_err(UsageError::from_error)?
+            .ok_or_else(|| {
+                UsageError::new(format!(
+                    "no campaign named '{name}' in {}",
+                    store.path().display()
+                ))
+                .hint("`rtscope run` records campaigns; `rtscope runs` lists the runs")
+            })?;
+        ids.extend(select::campaign_runs(store, &c)?);
+    }
+    let texts: Vec<&str> = a.runs.iter().map(String::as_str).collect();
+    if a.last || (texts.is_empty() && a.campaign.is_none()) {
+        ids.extend(last_with_campaign(store)?);
+    }
+    for t in texts {
+        let sel = Selector::parse(t)?;
+        ids.extend(select::resolve(store, &sel, t)?);
+    }
+    let mut seen = std::collections::HashSet::new();
+    ids.retain(|id| seen.insert(*id));
+    if ids.is_empty() {
+        return Err(
+            UsageError::new(format!("no run to report in {}", store.path().display()))
+                .hint("record a run with `rtscope measure` first"),
+        );
+    }
+    Ok(ids)
+}

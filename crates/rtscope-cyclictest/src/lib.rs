@@ -1,0 +1,372 @@
+//! `rtscope cyclictest`: the drop-in front end. Parses cyclictest 2.x options, runs the engine,
+//! and prints cyclictest's formats. Where cyclictest misbehaves the format stays and the
+//! behaviour is fixed (see docs/cyclictest-differences.md).
+
+pub mod args;
+pub mod getopt;
+pub mod help;
+pub mod json;
+pub mod lower;
+pub mod text;
+
+use args::CtOptions;
+use lower::Plan;
+use rtscope_core::{Nanos, Stats};
+use rtscope_engine::{Run, RunResult, ThreadShared};
+use rtscope_session::record::{self, RecordSpec};
+use rtscope_session::sysinfo::{self, SysInfo};
+use rtscope_session::{Event, Recorded, RunPlan, Session, SystemSettings};
+use rtscope_session::{ExitStatus, RunError, UsageError};
+use std::io::Write;
+use std::time::Duration;
+use text::TLine;
+
+const DATE_FORMAT: &str = "%a, %d %b %Y %H:%M:%S %z";
+
+/// Runs `rtscope cyclictest ARGS`. `cmdline` is the whole command line as typed (for JSON).
+pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitStatus, RunError> {
+    let o = args::parse(args)?;
+    if o.help {
+        out.write_all(help::USAGE.as_bytes())?;
+        return Ok(ExitStatus::Success);
+    }
+    if o.version {
+        writeln!(
+            out,
+            "rtscope {} (cyclictest 2.40 compatible)",
+            env!("CARGO_PKG_VERSION")
+        )?;
+        return Ok(ExitStatus::Success);
+    }
+    let ct = lower::lower(&o, &lower::online())?;
+    for n in &ct.notices {
+        eprintln!("{n}");
+    }
+    if o.verbose && o.early_using_line {
+        if let Some(m) = &ct.affinity_mask {
+            writeln!(out, "Using {} cpus.", m.len())?;
+        }
+    }
+    if o.verbose {
+        // SAFETY: sysconf takes a constant and returns a number.
+        let conf = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+        write!(
+            out,
+            "Max CPUs = {conf}\nOnline CPUs = {}\n",
+            lower::online().len()
+        )?;
+        if let Some(m) = &ct.affinity_mask {
+            writeln!(out, "Using {} cpus.", m.len())?;
+        }
+    }
+    let plan = RunPlan::from_config(ct.config.clone(), o.latency);
+    let settings = SystemSettings::apply(&plan)?;
+    if let Some(us) = settings.dma_latency_us() {
+        writeln!(out, "# /dev/cpu_dma_latency set to {us}us")?;
+    }
+    if o.verbose {
+        for (i, (cpu, iv)) in ct.cpus.iter().zip(&ct.verbose_intervals).enumerate() {
+            // cyclictest names the CPU only when a CPU list was given (-a LIST).
+            if ct.affinity_mask.is_some() {
+                writeln!(out, "Thread {i} using cpu {cpu}.")?;
+            }
+            writeln!(out, "Thread {i} Interval: {iv}")?;
+        }
+    }
+    out.flush()?;
+    let store = o.db.as_deref().map(record::open).transpose()?;
+    let spec = RecordSpec {
+        kind: rtscope_session::RunKind::Cyclictest,
+        label: o.label.clone(),
+        tags: o.tags.clone(),
+        command_line: cmdline.split(' ').map(String::from).collect(),
+        config_json: serde_json::json!({ "cyclictest_args": args }).to_string(),
+        monitor_interval: None,
+    };
+    let recorded = Recorded {
+        store,
+        spec,
+        checkpoint_period: Duration::from_secs(1),
+    };
+    let main = ct.main_affinity.as_ref().map(|m| (m, "--mainaffinity"));
+    let mut session = Session::start(plan, settings, recorded, main)?;
+    let mut live = Live::new(&o, &ct);
+    let tick = live.tick();
+    let measured = session.drive(tick, &mut |run: &Run, ev| live.update(run, ev, out))?;
+    let outcome = &measured;
+    live.finish(&outcome.result, out)?;
+    let interrupted = outcome.signal.is_some();
+    let status = finish(&o, &ct, &outcome.result, interrupted, cmdline, out)?;
+    let rec = session.finish(&measured, status.code());
+    if let Some(line) = rec.line {
+        eprintln!("rtscope: {line}");
+    }
+    Ok(if rec.failed {
+        ExitStatus::Usage
+    } else {
+        status
+    })
+}
+
+fn t_line(plan: &Plan, index: usize, tid: i32, s: &Stats, last: Nanos, avg: f64) -> TLine {
+    TLine {
+        index,
+        tid,
+        prio: plan.prios[index],
+        interval_us: plan.config.threads[index].interval.as_us_trunc(),
+        cycles: s.count,
+        min: (s.count > 0).then_some(s.min),
+        act: last,
+        avg,
+        max: s.max,
+    }
+}
+
+fn t_lines(plan: &Plan, threads: &[std::sync::Arc<ThreadShared>]) -> Vec<TLine> {
+    let live = threads.iter().enumerate();
+    live.map(|(i, t)| {
+        let s = t.stats();
+        let avg = s.mean_ns().unwrap_or(0.0) / plan.unit.0 as f64;
+        t_line(plan, i, t.tid(), &s, t.last(), avg)
+    })
+    .collect()
+}
+
+fn result_t_lines(plan: &Plan, r: &RunResult) -> Vec<TLine> {
+    let done = r.threads.iter();
+    done.map(|t| {
+        let avg = t.histogram.mean_truncated(plan.unit).unwrap_or(0.0);
+        t_line(plan, t.index, t.tid, &t.stats, t.last, avg)
+    })
+    .collect()
+}
+
+/// The live part: status redraws or `-v` sample lines, while the run goes on.
+struct Live<'p> {
+    plan: &'p Plan,
+    verbose: bool,
+    quiet: bool,
+    unbuffered: bool,
+    refresh_on_max: bool,
+    oscope: u64,
+    drawn: bool,
+    last_max: Vec<Nanos>,
+    reduce: Vec<(u64, u64, u64)>,
+}
+
+impl<'p> Live<'p> {
+    fn new(o: &CtOptions, plan: &'p Plan) -> Self {
+        let n = plan.config.threads.len();
+        Live {
+            plan,
+            verbose: o.verbose,
+            quiet: o.quiet,
+            unbuffered: o.unbuffered,
+            refresh_on_max: o.refresh_on_max,
+            oscope: o.oscope,
+            drawn: false,
+            last_max: vec![Nanos::ZERO; n],
+            reduce: vec![(0, 0, 0); n],
+        }
+    }
+
+    fn tick(&self) -> Nanos {
+        if self.verbose {
+            Nanos::from_ms(10)
+        } else if self.quiet {
+            Nanos::from_secs(1)
+        } else {
+            Nanos::from_ms(100)
+        }
+    }
+
+    fn update(&mut self, run: &Run, ev: Event, out: &mut dyn Write) -> std::io::Result<()> {
+        match ev {
+            Event::User1 => {
+                let mut s =
+                    String::from("#---------------------------\n# cyclictest current status:\n");
+                for t in t_lines(self.plan, run.threads()) {
+                    s.push_str(&text::t_line(&t, self.plan.unit));
+                    s.push('\n');
+                }
+                s.push_str("#---------------------------\n");
+                std::io::stderr().write_all(s.as_bytes())
+            }
+            Event::User2 => Ok(()),
+            Event::Tick if self.verbose => self.drain(run, out),
+            Event::Tick if self.quiet => Ok(()),
+            Event::Tick => {
+                let lines = t_lines(self.plan, run.threads());
+                let new_max: Vec<Nanos> = lines.iter().map(|l| l.max).collect();
+                if self.refresh_on_max && self.drawn && new_max == self.last_max {
+                    return Ok(());
+                }
+                self.last_max = new_max;
+                self.draw(&lines, out)
+            }
+        }
+    }
+
+    fn draw(&mut self, lines: &[TLine], out: &mut dyn Write) -> std::io::Result<()> {
+        let mut s = String::new();
+        if self.drawn {
+            s.push_str(&format!("\x1b[{}A", lines.len() + 2));
+        }
+        s.push_str(&text::status_block(
+            &self.plan.policy_label,
+            &sysinfo::loadavg(),
+            lines,
+            self.plan.unit,
+        ));
+        self.drawn = true;
+        out.write_all(s.as_bytes())?;
+        out.flush()
+    }
+
+    fn drain(&mut self, run: &Run, out: &mut dyn Write) -> std::io::Result<()> {
+        let mut s = String::new();
+        for (i, t) in run.threads().iter().enumerate() {
+            let Some(ring) = t.ring() else { continue };
+            let (unit, red) = (self.plan.unit, self.oscope);
+            let acc = &mut self.reduce[i];
+            ring.drain(|sample| {
+                let v = sample.latency.0 / unit.0;
+                if v > acc.1 || acc.2 == 0 {
+                    *acc = (sample.cycle, v, acc.2);
+                }
+                acc.2 += 1;
+                if acc.2 == red {
+                    text::verbose_line(&mut s, i, acc.0, acc.1);
+                    *acc = (0, 0, 0);
+                }
+            });
+        }
+        out.write_all(s.as_bytes())?;
+        if self.unbuffered {
+            out.flush()?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> {
+        if !self.verbose && !self.quiet {
+            let lines = result_t_lines(self.plan, r);
+            self.draw(&lines, out)?;
+        }
+        let dropped: u64 = r.threads.iter().map(|t| t.samples_dropped).sum();
+        if dropped > 0 {
+            eprintln!("rtscope: warning: {dropped} samples were not printed with -v because stdout was too slow (they are in all statistics)");
+        }
+        Ok(())
+    }
+}
+
+fn finish(
+    o: &CtOptions,
+    plan: &Plan,
+    r: &RunResult,
+    interrupted: bool,
+    cmdline: &str,
+    out: &mut dyn Write,
+) -> Result<ExitStatus, RunError> {
+    let bounded = o.loops > 0 || o.duration.is_some();
+    let status = if r.break_fired.is_some() {
+        ExitStatus::LimitExceeded
+    } else if interrupted && bounded {
+        ExitStatus::Interrupted
+    } else {
+        ExitStatus::Success
+    };
+    let unit = plan.unit;
+    let break_fired = r
+        .break_fired
+        .map(|b| (r.threads[b.thread].tid, b.latency.0 / unit.0));
+    if let Some(path) = &o.json {
+        let doc = json::JsonDoc {
+            cmdline,
+            start_time: &sysinfo::strftime_local(r.started, DATE_FORMAT),
+            end_time: &sysinfo::strftime_local(r.ended, DATE_FORMAT),
+            return_code: status.code(),
+            sysinfo: &SysInfo::read(),
+            threads: &r.threads,
+            cpus: &plan.cpus,
+            unit,
+            histogram: o.histogram.is_some(),
+            break_fired,
+            interrupted,
+        };
+        std::fs::write(path, json::render(&doc)).map_err(|e| {
+            UsageError::new(format!(
+                "cannot write the JSON file '{}' (--json): {e}",
+                path.display()
+            ))
+        })?;
+    }
+    if o.quiet && o.histogram.is_none() {
+        let mut s = String::new();
+        for t in result_t_lines(plan, r) {
+            s.push_str(&text::t_line(&t, unit));
+            s.push('\n');
+        }
+        out.write_all(s.as_bytes())?;
+    }
+    if o.spike.is_some() {
+        out.write_all(spike_text(r, unit).as_bytes())?;
+    }
+    if o.histogram.is_some() {
+        write_histogram(o, r, unit, out)?;
+    }
+    if o.breaktrace.is_some_and(|b| b > 0) {
+        let tids: Vec<i32> = r.threads.iter().map(|t| t.tid).collect();
+        out.write_all(text::break_trailer(&tids, break_fired).as_bytes())?;
+    }
+    out.flush()?;
+    Ok(status)
+}
+
+fn spike_text(r: &RunResult, unit: Nanos) -> String {
+    let mut all: Vec<(usize, rtscope_engine::Sample)> = r
+        .threads
+        .iter()
+        .flat_map(|t| t.events.iter().map(move |e| (t.index, *e)))
+        .collect();
+    all.sort_by_key(|(_, e)| e.time);
+    let total: u64 = r
+        .threads
+        .iter()
+        .map(|t| t.events.len() as u64 + t.events_dropped)
+        .sum();
+    text::spikes(&all, total, unit)
+}
+
+fn write_histogram(
+    o: &CtOptions,
+    r: &RunResult,
+    unit: Nanos,
+    out: &mut dyn Write,
+) -> Result<(), RunError> {
+    let threads: Vec<text::HistThread> = r
+        .threads
+        .iter()
+        .filter_map(|t| {
+            t.linear.as_ref().map(|linear| text::HistThread {
+                linear,
+                min: (t.stats.count > 0).then_some(t.stats.min),
+                avg: t.histogram.mean_truncated(unit).unwrap_or(0.0),
+                cycles: t.stats.count,
+                max: t.stats.max,
+            })
+        })
+        .collect();
+    let block = text::histogram_block(&threads, unit, o.histofall, o.hist_sparse);
+    match &o.histfile {
+        Some(path) => std::fs::write(path, block).map_err(|e| {
+            UsageError::new(format!(
+                "cannot write the histogram file '{}' (--histfile): {e}",
+                path.display()
+            ))
+        })?,
+        None => out.write_all(block.as_bytes())?,
+    }
+    Ok(())
+}

@@ -1,0 +1,170 @@
+//! `rtscope export RUN`: a recorded run's statistics, histograms, time series, events and
+//! environment as CSV, JSON and Parquet files, ready for pandas. Files and columns:
+//! docs/export.md.
+//!
+//! * [`tables`] reads the run into [`table::Table`]s (the one data model);
+//! * [`csv`], [`json`] and [`parquet`] write those tables, so the formats always agree;
+//! * each file is written under a temporary name and renamed into place, so an interrupted
+//!   export never leaves a truncated file under the final name.
+
+pub mod csv;
+pub mod json;
+pub mod parquet;
+pub mod table;
+pub mod tables;
+pub mod thrift;
+
+use rtscope_session::{RunError, UsageError};
+use rtscope_store::{RunId, Store};
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use table::Table;
+use tables::RunData;
+
+/// The formats `rtscope export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// CSV files, one per table.
+    Csv,
+    /// One JSON document.
+    Json,
+    /// Parquet files, one per table.
+    Parquet,
+}
+
+/// Reads everything exported about run `id`.
+pub fn load(store: &Store, id: RunId) -> Result<RunData, UsageError> {
+    let b = store
+        .bundle(id, true)
+        .map_err(|e| UsageError::new(format!("run {id}: {e}")))?;
+    let samples = b
+        .raw
+        .into_iter()
+        .zip(&b.detail.threads)
+        .flat_map(|(raw, t)| raw.into_iter().map(move |r| (t.thread, r)))
+        .collect();
+    Ok(RunData {
+        samples,
+        detail: b.detail,
+        series: b.series,
+        events: b.events,
+        monitor: b.monitors,
+        top: b.top,
+        loads: b.loads,
+    })
+}
+
+/// Creates the output directory if needed; it must be a directory.
+pub fn prepare_dir(dir: &Path) -> Result<(), UsageError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(UsageError::new(format!(
+            "cannot export into {}: not a directory",
+            dir.display()
+        ))
+        .hint("pass -o DIR with a directory (it is created if needed)"));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| {
+        UsageError::new(format!(
+            "cannot create output directory {}: {e}",
+            dir.display()
+        ))
+        .hint("pass -o DIR with a writable directory")
+    })
+}
+
+/// Writes the file(s) of one format, printing `wrote PATH (N rows)` for each.
+pub fn write_format(
+    format: ExportFormat,
+    dir: &Path,
+    id: RunId,
+    tables: &[Table],
+    out: &mut dyn Write,
+) -> Result<(), RunError> {
+    let created_by = format!("rtscope version {}", env!("CARGO_PKG_VERSION"));
+    match format {
+        ExportFormat::Csv => {
+            for t in tables {
+                let path = dir.join(format!("run-{id}-{}.csv", t.name));
+                write_file(&path, |w| csv::write(w, t))?;
+                report(out, &path, t.rows())?;
+            }
+        }
+        ExportFormat::Json => {
+            let path = dir.join(format!("run-{id}.json"));
+            write_file(&path, |w| json::write(w, tables))?;
+            report(out, &path, tables.iter().map(Table::rows).sum())?;
+        }
+        ExportFormat::Parquet => {
+            for t in tables {
+                let path = dir.join(format!("run-{id}-{}.parquet", t.name));
+                write_file(&path, |w| parquet::write(w, t, &created_by, json::SCHEMA))?;
+                report(out, &path, t.rows())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn report(out: &mut dyn Write, path: &Path, rows: usize) -> io::Result<()> {
+    writeln!(out, "wrote {} ({rows} rows)", path.display())
+}
+
+/// `dir/.NAME.partial`: where `dir/NAME` is written before it is renamed into place.
+fn partial_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(|| "export".into(), |n| n.to_string_lossy().into_owned());
+    path.with_file_name(format!(".{name}.partial"))
+}
+
+/// Writes `path` through `body`: into a temporary file first, renamed to `path` once
+/// complete. Errors name the file.
+fn write_file(
+    path: &Path,
+    body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), UsageError> {
+    let tmp = partial_path(path);
+    let result = File::create(&tmp).and_then(|f| {
+        let mut w = BufWriter::new(f);
+        body(&mut w)?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+        std::fs::rename(&tmp, path)
+    });
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        UsageError::new(format!("cannot write {}: {e}", path.display()))
+            .hint("pass -o DIR with a writable directory")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partial_file_is_hidden_next_to_the_target() {
+        assert_eq!(
+            partial_path(Path::new("out/run-3-series.csv")),
+            Path::new("out/.run-3-series.csv.partial")
+        );
+    }
+
+    #[test]
+    fn write_file_renames_into_place_and_names_the_file_on_error() {
+        let dir = std::env::temp_dir().join(format!("rtscope-export-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("a.csv");
+        write_file(&path, |w| w.write_all(b"x\r\n")).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"x\r\n");
+        assert!(!partial_path(&path).exists());
+        let bad = dir.join("a.csv").join("b.csv");
+        let e = write_file(&bad, |w| w.write_all(b"x")).unwrap_err();
+        assert!(e.message.contains(&bad.display().to_string()), "{e}");
+        let failing = dir.join("c.csv");
+        let e = write_file(&failing, |_| Err(io::Error::other("disk full"))).unwrap_err();
+        assert!(e.message.contains("disk full") && !failing.exists());
+        assert!(!partial_path(&failing).exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

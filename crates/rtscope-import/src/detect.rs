@@ -1,0 +1,210 @@
+//! Format detection by content, and reading files as text.
+//!
+//! A directory with `results.json` is jitterdebugger's; JSON with `"rt_test_version:"` is
+//! cyclictest `--json` (JSON with `"cpu"` is jitterdebugger's results.json given as a file); a
+//! `# Histogram` line means histogram text; `thread:cycle:latency` lines mean `-v` output;
+//! `stress-ng` with `cyclic:` means a stress-ng log. The first MiB decides, and the last 8 MiB
+//! are searched for `# Histogram` (a long run without `-q` prints its live status first).
+
+use super::model::Bad;
+use crate::ImportFormat;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// Bytes looked at from the start of a file.
+const HEAD: u64 = 1 << 20;
+/// Bytes looked at from the end of a file when the head does not decide.
+const TAIL: u64 = 8 << 20;
+
+/// The formats, as `--format` spells them.
+pub const NAMES: &str =
+    "cyclictest-hist, cyclictest-verbose, cyclictest-json, jitterdebugger, stress-ng";
+
+/// The `--format` spelling of a format.
+pub fn name(f: ImportFormat) -> &'static str {
+    match f {
+        ImportFormat::CyclictestHist => "cyclictest-hist",
+        ImportFormat::CyclictestVerbose => "cyclictest-verbose",
+        ImportFormat::CyclictestJson => "cyclictest-json",
+        ImportFormat::Jitterdebugger => "jitterdebugger",
+        ImportFormat::StressNg => "stress-ng",
+    }
+}
+
+/// An input that is none of the formats: the error, with the formats listed.
+pub fn unknown(why: &str) -> Bad {
+    Bad::file(format!(
+        "{why}: not one of the formats rtscope imports ({NAMES})"
+    ))
+}
+
+/// Detects the format of `path` (a file or a directory) from its content.
+pub fn detect(path: &Path) -> Result<ImportFormat, Bad> {
+    if path.is_dir() {
+        return if path.join("results.json").is_file() {
+            Ok(ImportFormat::Jitterdebugger)
+        } else {
+            Err(unknown("a directory without results.json"))
+        };
+    }
+    let mut f = std::fs::File::open(path).map_err(|e| Bad::file(format!("cannot read: {e}")))?;
+    let len = f.metadata().map_or(0, |m| m.len());
+    if len == 0 {
+        return Err(Bad::file("the file is empty"));
+    }
+    let head = read_at(&mut f, 0, HEAD)?;
+    if head.contains(&0) || !utf8_prefix(&head) {
+        return Err(unknown("binary data"));
+    }
+    let text = String::from_utf8_lossy(&head);
+    if let Some(f) = by_content(&text) {
+        return Ok(f);
+    }
+    if len > HEAD {
+        let tail = read_at(&mut f, len.saturating_sub(TAIL).max(HEAD), TAIL)?;
+        if String::from_utf8_lossy(&tail)
+            .lines()
+            .any(|l| l.trim_end() == "# Histogram")
+        {
+            return Ok(ImportFormat::CyclictestHist);
+        }
+    }
+    Err(unknown("unrecognised content"))
+}
+
+fn read_at(f: &mut std::fs::File, at: u64, max: u64) -> Result<Vec<u8>, Bad> {
+    let mut buf = Vec::new();
+    f.seek(SeekFrom::Start(at))
+        .and_then(|_| f.take(max).read_to_end(&mut buf))
+        .map_err(|e| Bad::file(format!("cannot read: {e}")))?;
+    Ok(buf)
+}
+
+/// Whether `b` is UTF-8, allowing a character cut at the end.
+fn utf8_prefix(b: &[u8]) -> bool {
+    match std::str::from_utf8(b) {
+        Ok(_) => true,
+        Err(e) => e.error_len().is_none(),
+    }
+}
+
+fn by_content(text: &str) -> Option<ImportFormat> {
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') {
+        if trimmed.contains("\"rt_test_version:\"") {
+            return Some(ImportFormat::CyclictestJson);
+        }
+        if trimmed.contains("\"cpu\"") {
+            return Some(ImportFormat::Jitterdebugger);
+        }
+        return None;
+    }
+    let mut verbose = false;
+    for line in text.lines() {
+        if line.trim_end() == "# Histogram" {
+            return Some(ImportFormat::CyclictestHist);
+        }
+        verbose |= is_sample(line);
+    }
+    if verbose {
+        return Some(ImportFormat::CyclictestVerbose);
+    }
+    if text.contains("stress-ng") && text.contains("cyclic:") {
+        return Some(ImportFormat::StressNg);
+    }
+    None
+}
+
+/// `^\s*\d+:\s*\d+:\s*\d+\s*$`, the shape of a `-v` sample line.
+pub fn is_sample(line: &str) -> bool {
+    let mut fields = line.trim_end().split(':');
+    let ok = |f: Option<&str>| {
+        f.map(str::trim_start)
+            .is_some_and(|f| !f.is_empty() && f.bytes().all(|b| b.is_ascii_digit()))
+    };
+    ok(fields.next()) && ok(fields.next()) && ok(fields.next()) && fields.next().is_none()
+}
+
+/// The whole of `bytes` as text, or the line of the first byte that is not UTF-8.
+pub fn text(bytes: &[u8]) -> Result<&str, Bad> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let at = e.valid_up_to();
+        let line = bytes[..at].iter().filter(|&&b| b == b'\n').count() + 1;
+        Bad::line(
+            line,
+            format!("binary data, not text (byte {at} is not UTF-8)"),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(name: &str, content: &[u8]) -> std::path::PathBuf {
+        let p = std::env::temp_dir().join(format!("rtscope-detect-{}-{name}", std::process::id()));
+        std::fs::write(&p, content).unwrap();
+        p
+    }
+
+    #[test]
+    fn each_format_is_recognised_by_its_content() {
+        let cases: [(&str, &[u8], ImportFormat); 5] = [
+            (
+                "h",
+                b"# /dev/cpu_dma_latency set to 0us\n# Histogram\n000000 000001\n",
+                ImportFormat::CyclictestHist,
+            ),
+            (
+                "v",
+                b"Max CPUs = 2\n       0:       0:      80\n",
+                ImportFormat::CyclictestVerbose,
+            ),
+            (
+                "j",
+                b"{\n  \"file_version\": 1,\n  \"rt_test_version:\": \"2.40\"}",
+                ImportFormat::CyclictestJson,
+            ),
+            (
+                "jd",
+                b"{\"version\": 3, \"cpu\": {}}",
+                ImportFormat::Jitterdebugger,
+            ),
+            (
+                "s",
+                b"stress-ng: info:  [1] cyclic:   mean: 1 ns\n",
+                ImportFormat::StressNg,
+            ),
+        ];
+        for (name, content, want) in cases {
+            assert_eq!(detect(&file(name, content)), Ok(want), "{name}");
+        }
+    }
+
+    #[test]
+    fn unknown_empty_and_binary_inputs_are_refused_with_the_formats_listed() {
+        let e = detect(&file("e", b"")).unwrap_err();
+        assert_eq!(e.what, "the file is empty");
+        let e = detect(&file("b", &[0x7f, b'E', b'L', b'F', 0, 1, 2])).unwrap_err();
+        assert!(e.what.contains("binary") && e.what.contains(NAMES), "{e}");
+        let e = detect(&file("t", b"hello world\n")).unwrap_err();
+        assert!(e.what.contains("cyclictest-verbose"), "{e}");
+        let dir = std::env::temp_dir().join(format!("rtscope-detect-{}-dir", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        assert!(detect(&dir)
+            .unwrap_err()
+            .what
+            .contains("without results.json"));
+    }
+
+    #[test]
+    fn sample_lines_and_text_errors() {
+        assert!(is_sample("       0:       1:     117"));
+        assert!(is_sample("0:1:2\r"));
+        assert!(!is_sample("0:1"));
+        assert!(!is_sample("T: 0 (1) P:80"));
+        assert!(!is_sample("0:1:2:3"));
+        let e = text(b"ok\nok\n\xff").unwrap_err();
+        assert_eq!(e.at.as_deref(), Some("line 3"));
+    }
+}

@@ -1,0 +1,153 @@
+//! Exit codes, in one place. Every front end uses these:
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success: the run completed and no limit was exceeded |
+//! | 1 | a limit was exceeded (`--limit`, or cyclictest's `-b` break); `compare`: a regression |
+//! | 2 | usage or setup error: bad option or value, no RT privilege, unreadable file |
+//! | 3 | interrupted: SIGINT/SIGTERM ended a run before its length (results are still written) |
+
+use std::fmt;
+
+/// The process exit status of rtscope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitStatus {
+    /// 0: completed, within limits.
+    Success = 0,
+    /// 1: a limit was exceeded.
+    LimitExceeded = 1,
+    /// 2: usage or setup error.
+    Usage = 2,
+    /// 3: interrupted before the end.
+    Interrupted = 3,
+}
+
+impl ExitStatus {
+    /// The numeric code.
+    pub fn code(self) -> i32 {
+        self as i32
+    }
+}
+
+impl From<ExitStatus> for std::process::ExitCode {
+    fn from(s: ExitStatus) -> Self {
+        std::process::ExitCode::from(s as u8)
+    }
+}
+
+/// A bad command line, input or setup: message, optional hint, the cause, exit code 2.
+#[derive(Debug, Clone)]
+pub struct UsageError {
+    /// What is wrong, naming the option, file or value.
+    pub message: String,
+    /// How to fix it.
+    pub hint: Option<String>,
+    /// What caused it, printed as `caused by:` lines at the top level.
+    pub cause: Option<std::sync::Arc<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl PartialEq for UsageError {
+    fn eq(&self, other: &Self) -> bool {
+        self.message == other.message && self.hint == other.hint
+    }
+}
+
+impl UsageError {
+    /// A usage error with a message.
+    pub fn new(message: impl Into<String>) -> Self {
+        UsageError {
+            message: message.into(),
+            hint: None,
+            cause: None,
+        }
+    }
+
+    /// A usage error that says what `e` says and keeps `e`'s own causes as its causes, so the
+    /// chain is still printed in full.
+    pub fn from_error(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        let message = e.to_string();
+        let cause = e.source().map(|s| {
+            let chain: Box<dyn std::error::Error + Send + Sync> = Box::new(Chained::of(s));
+            std::sync::Arc::from(chain)
+        });
+        UsageError {
+            message,
+            hint: None,
+            cause,
+        }
+    }
+    /// Adds a hint.
+    pub fn hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for UsageError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)?;
+        if let Some(h) = &self.hint {
+            write!(f, "\n\nhint: {h}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for UsageError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause
+            .as_deref()
+            .map(|c| c as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// A borrowed cause chain, copied as text so it can outlive the error it came from.
+#[derive(Debug)]
+struct Chained {
+    message: String,
+    next: Option<Box<Chained>>,
+}
+
+impl Chained {
+    fn of(e: &(dyn std::error::Error + 'static)) -> Chained {
+        Chained {
+            message: e.to_string(),
+            next: e.source().map(|s| Box::new(Chained::of(s))),
+        }
+    }
+}
+
+impl fmt::Display for Chained {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Chained {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.next
+            .as_deref()
+            .map(|c| c as &(dyn std::error::Error + 'static))
+    }
+}
+
+/// What a front end that runs a session (cyclictest, campaigns, imports, exports) can fail
+/// with. Each variant keeps its cause whole, so the top level still recognises a closed pipe.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Bad input or setup.
+    #[error(transparent)]
+    Usage(#[from] UsageError),
+    /// The session could not start.
+    #[error(transparent)]
+    Session(#[from] crate::session::SessionError),
+    /// Writing output failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// Encoding JSON failed.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] rtscope_store::StoreError),
+}

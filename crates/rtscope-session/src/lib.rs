@@ -1,0 +1,32 @@
+//! rtscope-session: one timer-latency measurement, end to end, for every front end.
+//!
+//! * [`plan`]: the typed [`RunPlan`] (built from a [`PlanSpec`]; errors name the [`Field`]);
+//! * [`session`]: [`Session`] — system settings, the engine, monitors, recording, limits;
+//! * [`record`]: checkpoints of a running run into the store, from the control thread;
+//! * [`monitoring`]: the monitor thread on a housekeeping CPU;
+//! * [`limits`]: `--limit STAT=VALUE` gates;
+//! * [`environment`], [`sysinfo`]: what is recorded about the machine;
+//! * [`error`]: the exit codes and the usage error every front end returns.
+//!
+//! Depends on core, engine, store and monitor; never on clap, a front end or the report.
+
+#![warn(missing_docs)]
+
+pub mod cpus;
+pub mod drive;
+pub mod environment;
+pub mod error;
+pub mod limits;
+pub mod monitoring;
+pub mod plan;
+pub mod record;
+pub mod session;
+pub mod sysinfo;
+
+pub use drive::Event;
+pub use error::{ExitStatus, RunError, UsageError};
+pub use plan::{ConfigDoc, Field, Naming, PlanError, PlanSpec, PolicyChoice, RunPlan};
+pub use rtscope_store::{RunKind, RunStatus};
+pub use session::{
+    Measured, Observer, RecordOutcome, Recorded, Session, SessionError, SystemSettings,
+};

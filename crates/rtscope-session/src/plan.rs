@@ -1,0 +1,554 @@
+//! The typed run plan: what one measurement is to do, built the same way by every front end.
+//!
+//! `rtscope measure` lowers its command line into a [`PlanSpec`], campaigns build one from
+//! their TOML settings, and the cyclictest layer from its options. [`RunPlan::build`] checks
+//! the spec against the online CPUs and lowers it into the engine's [`RunConfig`]. Its errors
+//! name the [`Field`] at fault; each front end spells the field its own way (`--interval` on
+//! the command line, `interval` in a campaign file), so no message is ever rewritten.
+
+use crate::limits::Limit;
+use rtscope_core::Nanos;
+use rtscope_engine::{ClockKind, CpuSet, Policy, RunConfig, SleepMode, ThreadSpec};
+use serde::Serialize;
+use std::fmt;
+
+/// Default run length when neither a duration nor a loop count is given: 60 s.
+pub const DEFAULT_DURATION: Nanos = Nanos::from_secs(60);
+
+/// The scheduling policy asked for (SCHED_DEADLINE's parameters are separate fields).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PolicyChoice {
+    /// SCHED_FIFO.
+    #[default]
+    Fifo,
+    /// SCHED_RR.
+    Rr,
+    /// SCHED_OTHER.
+    Other,
+    /// SCHED_BATCH.
+    Batch,
+    /// SCHED_IDLE.
+    Idle,
+    /// SCHED_DEADLINE.
+    Deadline,
+}
+
+impl PolicyChoice {
+    /// Whether the priority is a real-time priority (1..99) rather than a nice value.
+    pub fn is_realtime(self) -> bool {
+        matches!(self, PolicyChoice::Fifo | PolicyChoice::Rr)
+    }
+}
+
+/// A setting of the plan, for error messages: each front end names it its own way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// The CPUs to measure.
+    Cpus,
+    /// The number of measuring threads.
+    Threads,
+    /// The scheduling policy.
+    Policy,
+    /// The priority.
+    Priority,
+    /// SCHED_DEADLINE runtime.
+    DlRuntime,
+    /// SCHED_DEADLINE deadline.
+    DlDeadline,
+    /// SCHED_DEADLINE period.
+    DlPeriod,
+    /// The interval between wake-ups.
+    Interval,
+    /// The extra interval per further thread.
+    Distance,
+    /// The run length.
+    Duration,
+    /// The wake-ups per thread.
+    Loops,
+}
+
+impl Field {
+    /// The setting's name without decoration, as in a campaign file (`dl_runtime`).
+    pub fn key(self) -> &'static str {
+        match self {
+            Field::Cpus => "cpus",
+            Field::Threads => "threads",
+            Field::Policy => "policy",
+            Field::Priority => "priority",
+            Field::DlRuntime => "dl_runtime",
+            Field::DlDeadline => "dl_deadline",
+            Field::DlPeriod => "dl_period",
+            Field::Interval => "interval",
+            Field::Distance => "distance",
+            Field::Duration => "duration",
+            Field::Loops => "loops",
+        }
+    }
+
+    /// The option of `rtscope measure` (`--dl-runtime`).
+    pub fn flag(self) -> String {
+        format!("--{}", self.key().replace('_', "-"))
+    }
+}
+
+/// How a front end spells the fields in its messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    /// Command-line options: `--dl-runtime`.
+    Flags,
+    /// Campaign file keys: `dl_runtime`.
+    Keys,
+}
+
+impl Naming {
+    /// The name of `f`.
+    pub fn name(self, f: Field) -> String {
+        match self {
+            Naming::Flags => f.flag(),
+            Naming::Keys => f.key().to_string(),
+        }
+    }
+}
+
+/// What is wrong with a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// The thread count is outside 1..=max.
+    ThreadCount {
+        /// The count asked for.
+        asked: usize,
+        /// The largest allowed.
+        max: usize,
+    },
+    /// An interval of zero.
+    ZeroInterval,
+    /// SCHED_DEADLINE without a runtime.
+    DeadlineNeedsRuntime,
+    /// SCHED_DEADLINE parameters out of order.
+    DeadlineOrder {
+        /// Runtime.
+        runtime: Nanos,
+        /// Relative deadline.
+        deadline: Nanos,
+        /// Period.
+        period: Nanos,
+    },
+    /// A real-time priority outside 1..99.
+    Priority {
+        /// The priority asked for.
+        asked: i32,
+        /// The policy's name.
+        policy: &'static str,
+    },
+    /// A CPU list with SCHED_DEADLINE, which cannot be pinned.
+    DeadlinePinned,
+}
+
+/// A plan that cannot run: the field at fault and the problem.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.message(Naming::Flags))]
+pub struct PlanError {
+    /// The setting at fault.
+    pub field: Field,
+    /// What is wrong with it.
+    pub problem: Problem,
+}
+
+impl PlanError {
+    fn new(field: Field, problem: Problem) -> Self {
+        PlanError { field, problem }
+    }
+
+    /// The message, with fields named the front end's way.
+    pub fn message(&self, naming: Naming) -> String {
+        let n = |f: Field| naming.name(f);
+        match &self.problem {
+            Problem::ThreadCount { asked, max } => format!(
+                "invalid value '{asked}' for '{}': use 1..{max}",
+                n(Field::Threads)
+            ),
+            Problem::ZeroInterval => format!(
+                "invalid value for '{}': the interval must be greater than 0",
+                n(Field::Interval)
+            ),
+            Problem::DeadlineNeedsRuntime => format!(
+                "'{} deadline' needs '{}' (e.g. {} 100us)",
+                n(Field::Policy),
+                n(Field::DlRuntime),
+                n(Field::DlRuntime)
+            ),
+            Problem::DeadlineOrder { runtime, deadline, period } => format!(
+                "invalid SCHED_DEADLINE parameters: need 1024ns <= runtime ({runtime}) <= deadline ({deadline}) <= period ({period})"
+            ),
+            Problem::Priority { asked, policy } => format!(
+                "invalid value '{asked}' for '{}': {policy} needs 1..99",
+                n(Field::Priority)
+            ),
+            Problem::DeadlinePinned => format!(
+                "'{}' cannot be combined with '{} deadline': the kernel does not allow pinning SCHED_DEADLINE threads",
+                n(Field::Cpus),
+                n(Field::Policy)
+            ),
+        }
+    }
+
+    /// How to fix it, where there is more to say than the message.
+    pub fn hint(&self, naming: Naming) -> Option<String> {
+        match self.problem {
+            Problem::DeadlinePinned => Some(format!(
+                "use {} N to choose how many deadline threads run; isolate CPUs with cpusets for deadline tasks",
+                naming.name(Field::Threads)
+            )),
+            _ => None,
+        }
+    }
+}
+
+/// Everything a front end says about one measurement, typed and unchecked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanSpec {
+    /// CPUs to measure (`None`: every online CPU, threads not restricted to a list).
+    pub cpus: Option<CpuSet>,
+    /// Measuring threads, spread round-robin over the CPUs (`None`: one per CPU).
+    pub threads: Option<usize>,
+    /// Scheduling policy.
+    pub policy: PolicyChoice,
+    /// Real-time priority (1..99) for FIFO/RR; nice value for OTHER/BATCH.
+    pub priority: i32,
+    /// Lower the priority by one for each further thread.
+    pub priospread: bool,
+    /// SCHED_DEADLINE runtime.
+    pub dl_runtime: Option<Nanos>,
+    /// SCHED_DEADLINE relative deadline (default: the period).
+    pub dl_deadline: Option<Nanos>,
+    /// SCHED_DEADLINE period (default: the interval).
+    pub dl_period: Option<Nanos>,
+    /// Period between wake-ups.
+    pub interval: Nanos,
+    /// Extra interval per further thread.
+    pub distance: Nanos,
+    /// Length of the run (`Some(0)`: until stopped; `None`: [`DEFAULT_DURATION`] unless
+    /// `loops` is set).
+    pub duration: Option<Nanos>,
+    /// Wake-ups per thread.
+    pub loops: Option<u64>,
+    /// Clock of the deadlines.
+    pub clock: ClockKind,
+    /// Relative sleeps instead of absolute deadlines.
+    pub relative: bool,
+    /// mlockall the process.
+    pub mlock: bool,
+    /// `/dev/cpu_dma_latency` request for the run, µs.
+    pub latency: Option<i32>,
+    /// Keep every sample above this latency as an event.
+    pub event_above: Option<Nanos>,
+    /// Events kept per thread.
+    pub event_capacity: usize,
+    /// Keep every sample (a sample ring per thread).
+    pub raw: bool,
+    /// Limits checked after the run.
+    pub limits: Vec<Limit>,
+}
+
+impl Default for PlanSpec {
+    /// A bare `rtscope measure`: every CPU, SCHED_FIFO 90, 1 ms, 60 s, mlock on.
+    fn default() -> Self {
+        PlanSpec {
+            cpus: None,
+            threads: None,
+            policy: PolicyChoice::Fifo,
+            priority: 90,
+            priospread: false,
+            dl_runtime: None,
+            dl_deadline: None,
+            dl_period: None,
+            interval: Nanos::from_ms(1),
+            distance: Nanos::ZERO,
+            duration: None,
+            loops: None,
+            clock: ClockKind::Monotonic,
+            relative: false,
+            mlock: true,
+            latency: None,
+            event_above: None,
+            event_capacity: 10_000,
+            raw: false,
+            limits: Vec::new(),
+        }
+    }
+}
+
+/// A checked plan: the engine configuration and what the session does around it.
+#[derive(Debug, Clone)]
+pub struct RunPlan {
+    /// The engine configuration.
+    pub config: RunConfig,
+    /// Limits checked after the run.
+    pub limits: Vec<Limit>,
+    /// `/dev/cpu_dma_latency` request for the run, µs.
+    pub latency: Option<i32>,
+    /// One thread per measured CPU (limits are then named `cpu N`, else `thread I (cpu N)`).
+    pub per_cpu: bool,
+}
+
+impl RunPlan {
+    /// A plan around a configuration the front end built itself (the cyclictest layer).
+    pub fn from_config(config: RunConfig, latency: Option<i32>) -> RunPlan {
+        RunPlan {
+            config,
+            limits: Vec::new(),
+            latency,
+            per_cpu: false,
+        }
+    }
+
+    /// Checks `s` against the online CPUs and lowers it.
+    pub fn build(s: &PlanSpec, online: &CpuSet) -> Result<RunPlan, PlanError> {
+        let cpus = s.cpus.clone().unwrap_or_else(|| online.clone());
+        let n = s.threads.unwrap_or(cpus.len());
+        let max = crate::cpus::max_threads();
+        if n == 0 || n > max {
+            let p = Problem::ThreadCount { asked: n, max };
+            return Err(PlanError::new(Field::Threads, p));
+        }
+        if s.interval.0 == 0 {
+            return Err(PlanError::new(Field::Interval, Problem::ZeroInterval));
+        }
+        let pol = policy(s)?;
+        if pol.is_realtime_priority() && !(1..=99).contains(&s.priority) {
+            let p = Problem::Priority {
+                asked: s.priority,
+                policy: pol.name(),
+            };
+            return Err(PlanError::new(Field::Priority, p));
+        }
+        // The kernel refuses SCHED_DEADLINE for a thread whose affinity is narrower than its
+        // root domain, so deadline threads are not pinned.
+        let deadline = matches!(pol, Policy::Deadline { .. });
+        if deadline && s.cpus.is_some() {
+            return Err(PlanError::new(Field::Cpus, Problem::DeadlinePinned));
+        }
+        let threads = (0..n)
+            .map(|i| ThreadSpec {
+                affinity: (!deadline).then(|| CpuSet::from_cpus([cpus.nth_cyclic(i)])),
+                policy: pol,
+                priority: if s.priospread && pol.is_realtime_priority() {
+                    (s.priority - i as i32).max(1)
+                } else {
+                    s.priority
+                },
+                interval: s.interval + Nanos(s.distance.0 * i as u64),
+            })
+            .collect();
+        let mut c = RunConfig::new(threads);
+        c.clock = s.clock;
+        c.sleep = if s.relative {
+            SleepMode::Relative
+        } else {
+            SleepMode::Absolute
+        };
+        c.loops = s.loops;
+        c.duration = match (s.duration, s.loops) {
+            (Some(d), _) => Some(d).filter(|d| d.0 > 0),
+            (None, Some(_)) => None,
+            (None, None) => Some(DEFAULT_DURATION),
+        };
+        c.mlock = s.mlock;
+        c.event_threshold = s.event_above;
+        c.event_capacity = s.event_capacity;
+        if s.raw {
+            c.sample_ring = Some(raw_ring(&c));
+        }
+        Ok(RunPlan {
+            config: c,
+            limits: s.limits.clone(),
+            latency: s.latency,
+            per_cpu: s.threads.is_none(),
+        })
+    }
+}
+
+/// Room for four checkpoint periods (at most 1 s each) of samples, at least 64 Ki.
+fn raw_ring(c: &RunConfig) -> usize {
+    let fastest = c
+        .threads
+        .iter()
+        .map(|t| t.interval.0)
+        .min()
+        .unwrap_or(1)
+        .max(1);
+    ((4_000_000_000 / fastest) as usize).max(1 << 16)
+}
+
+fn policy(s: &PlanSpec) -> Result<Policy, PlanError> {
+    Ok(match s.policy {
+        PolicyChoice::Fifo => Policy::Fifo,
+        PolicyChoice::Rr => Policy::Rr,
+        PolicyChoice::Other => Policy::Other,
+        PolicyChoice::Batch => Policy::Batch,
+        PolicyChoice::Idle => Policy::Idle,
+        PolicyChoice::Deadline => {
+            let period = s.dl_period.unwrap_or(s.interval);
+            let deadline = s.dl_deadline.unwrap_or(period);
+            let runtime = s
+                .dl_runtime
+                .ok_or_else(|| PlanError::new(Field::Policy, Problem::DeadlineNeedsRuntime))?;
+            if runtime.0 < 1024 || runtime > deadline || deadline > period {
+                let p = Problem::DeadlineOrder {
+                    runtime,
+                    deadline,
+                    period,
+                };
+                return Err(PlanError::new(Field::DlRuntime, p));
+            }
+            Policy::Deadline {
+                runtime,
+                deadline,
+                period,
+            }
+        }
+    })
+}
+
+/// The settings of a run as JSON and the database record them (`config` in
+/// docs/json-schema.md).
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigDoc {
+    /// Policy name.
+    pub policy: String,
+    /// Priority of the first thread.
+    pub priority: i32,
+    /// Interval of the first thread, ns.
+    pub interval_ns: u64,
+    /// `monotonic` or `realtime`.
+    pub clock: String,
+    /// `absolute` or `relative`.
+    pub sleep: String,
+    /// Wake-ups per thread, if bounded by loops.
+    pub loops: Option<u64>,
+    /// Run length, ns, if bounded by time.
+    pub duration_ns: Option<u64>,
+    /// mlockall on.
+    pub mlock: bool,
+    /// `/dev/cpu_dma_latency` request, µs.
+    pub cpu_dma_latency_us: Option<i32>,
+}
+
+impl ConfigDoc {
+    /// The settings of `plan`.
+    pub fn of(plan: &RunPlan) -> ConfigDoc {
+        let c = &plan.config;
+        let t0 = &c.threads[0];
+        ConfigDoc {
+            policy: t0.policy.name().to_string(),
+            priority: t0.priority,
+            interval_ns: t0.interval.0,
+            clock: clock_name(c.clock).into(),
+            sleep: if c.sleep == SleepMode::Absolute {
+                "absolute"
+            } else {
+                "relative"
+            }
+            .into(),
+            loops: c.loops,
+            duration_ns: c.duration.map(|d| d.0),
+            mlock: c.mlock,
+            cpu_dma_latency_us: plan.latency,
+        }
+    }
+}
+
+/// `monotonic` or `realtime`.
+pub fn clock_name(c: ClockKind) -> &'static str {
+    if c == ClockKind::Monotonic {
+        "monotonic"
+    } else {
+        "realtime"
+    }
+}
+
+impl fmt::Display for PolicyChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PolicyChoice::Fifo => "fifo",
+            PolicyChoice::Rr => "rr",
+            PolicyChoice::Other => "other",
+            PolicyChoice::Batch => "batch",
+            PolicyChoice::Idle => "idle",
+            PolicyChoice::Deadline => "deadline",
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn online() -> CpuSet {
+        CpuSet::from_cpus([0, 1])
+    }
+
+    #[test]
+    fn defaults_are_one_fifo_90_thread_per_cpu_for_60_s() {
+        let p = RunPlan::build(&PlanSpec::default(), &online()).unwrap();
+        assert_eq!(p.config.threads.len(), 2);
+        assert_eq!(p.config.duration, Some(DEFAULT_DURATION));
+        assert!(p.per_cpu);
+        assert!(p.config.threads.iter().all(|t| t.priority == 90));
+    }
+
+    #[test]
+    fn errors_name_the_field_each_front_end_s_way() {
+        let s = PlanSpec {
+            threads: Some(0),
+            ..PlanSpec::default()
+        };
+        let e = RunPlan::build(&s, &online()).unwrap_err();
+        assert_eq!(e.field, Field::Threads);
+        assert!(e.message(Naming::Flags).contains("'--threads'"));
+        assert!(e.message(Naming::Keys).contains("'threads'"));
+        let s = PlanSpec {
+            policy: PolicyChoice::Deadline,
+            ..PlanSpec::default()
+        };
+        let e = RunPlan::build(&s, &online()).unwrap_err();
+        assert_eq!(
+            e.message(Naming::Keys),
+            "'policy deadline' needs 'dl_runtime' (e.g. dl_runtime 100us)"
+        );
+        assert!(e.message(Naming::Flags).contains("'--dl-runtime'"));
+    }
+
+    #[test]
+    fn deadline_threads_are_never_pinned() {
+        let s = PlanSpec {
+            policy: PolicyChoice::Deadline,
+            dl_runtime: Some(Nanos::from_us(100)),
+            ..PlanSpec::default()
+        };
+        let p = RunPlan::build(&s, &online()).unwrap();
+        assert!(p.config.threads.iter().all(|t| t.affinity.is_none()));
+        let pinned = PlanSpec {
+            cpus: Some(CpuSet::from_cpus([1])),
+            ..s
+        };
+        let e = RunPlan::build(&pinned, &online()).unwrap_err();
+        assert_eq!(e.problem, Problem::DeadlinePinned);
+        assert!(e.hint(Naming::Flags).unwrap().contains("--threads"));
+    }
+
+    #[test]
+    fn priospread_and_distance_step_per_thread() {
+        let s = PlanSpec {
+            threads: Some(3),
+            priospread: true,
+            distance: Nanos::from_us(10),
+            ..PlanSpec::default()
+        };
+        let p = RunPlan::build(&s, &online()).unwrap();
+        let prios: Vec<i32> = p.config.threads.iter().map(|t| t.priority).collect();
+        assert_eq!(prios, [90, 89, 88]);
+        assert_eq!(p.config.threads[2].interval, Nanos::from_us(1020));
+        assert!(!p.per_cpu);
+    }
+}

@@ -1,0 +1,472 @@
+//! Recording a run into the store while it goes: a checkpoint at every tick of the control
+//! thread (at least once a second), never from a measuring thread.
+
+use crate::environment;
+use crate::error::UsageError;
+use crate::monitoring::{MonitorRows, MonitorThread, TimeAxis};
+use crate::sysinfo;
+use rtscope_core::{Histogram, Nanos, Stats};
+use rtscope_engine::{Run, RunConfig, RunResult, Sample, ThreadShared};
+use rtscope_store::codec::{self, RawSample};
+use rtscope_store::{
+    Checkpoint, EventRow, NewRun, RawChunk, RunId, RunKind, RunStatus, SeriesPoint, Store,
+    StoreError, ThreadInfo, ThreadStats,
+};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The default database: `$RTSCOPE_DB`, else `./rtscope.db`.
+pub fn default_db() -> PathBuf {
+    std::env::var_os("RTSCOPE_DB").map_or_else(|| PathBuf::from("rtscope.db"), PathBuf::from)
+}
+
+/// Opens the store, turning its errors into usage errors that name the file (exit 2).
+pub fn open(path: &Path) -> Result<Store, UsageError> {
+    Store::open(path).map_err(|e| {
+        UsageError::from_error(e)
+            .hint("pass --db PATH (or set RTSCOPE_DB) for another database file")
+    })
+}
+
+/// Opens an existing database for reading commands (`--db PATH`, else the default): a missing
+/// file is a usage error with a hint, never a new empty database.
+pub fn open_existing(db: Option<&Path>) -> Result<Store, UsageError> {
+    let path = db.map_or_else(default_db, Path::to_path_buf);
+    if !path.exists() {
+        return Err(
+            UsageError::new(format!("no run database at {}", path.display())).hint(
+                "record runs with `rtscope measure`, `rtscope run` or `rtscope import`, or pass --db PATH",
+            ),
+        );
+    }
+    open(&path)
+}
+
+/// Parses `--tag key=value`.
+pub fn parse_tag(text: &str) -> Result<(String, String), UsageError> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        _ => Err(UsageError::new(format!(
+            "invalid value '{text}' for '--tag': expected KEY=VALUE, e.g. --tag kernel=rt"
+        ))),
+    }
+}
+
+fn unix_ns(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+struct Previous {
+    hist: Histogram,
+    stats: Stats,
+    events: usize,
+}
+
+/// One thread as a checkpoint sees it.
+struct View {
+    stats: Stats,
+    hist: Histogram,
+    events: Vec<Sample>,
+    tid: i32,
+    raw: Vec<RawSample>,
+    raw_dropped: u64,
+}
+
+/// A run being recorded.
+pub struct Recorder {
+    store: Store,
+    id: RunId,
+    prev: Vec<Previous>,
+    last_offset: u64,
+    clock_start: Nanos,
+    started_unix_ns: i64,
+    intervals: Vec<u64>,
+    /// Monitor rows waiting for the next checkpoint.
+    pending: rtscope_store::MonitorBatch,
+}
+
+impl Recorder {
+    /// Records the start of `run`; `new` holds everything known up front.
+    pub fn begin(mut store: Store, mut new: NewRun, run: &Run) -> Result<Recorder, UsageError> {
+        new.started = sysinfo::rfc3339(run.started());
+        new.started_unix_ns = unix_ns(run.started());
+        let id = store.begin_run(&new).map_err(UsageError::from_error)?;
+        let prev = run
+            .threads()
+            .iter()
+            .map(|_| Previous {
+                hist: Histogram::new(),
+                stats: Stats::default(),
+                events: 0,
+            })
+            .collect();
+        let intervals = run.config().threads.iter().map(|t| t.interval.0).collect();
+        Ok(Recorder {
+            store,
+            id,
+            prev,
+            last_offset: 0,
+            clock_start: run.clock_start(),
+            started_unix_ns: new.started_unix_ns,
+            intervals,
+            pending: rtscope_store::MonitorBatch::default(),
+        })
+    }
+
+    /// The run's id in the store.
+    pub fn id(&self) -> RunId {
+        self.id
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        self.store.path()
+    }
+
+    fn view(&self, t: &ThreadShared) -> View {
+        let mut raw = Vec::new();
+        if let Some(ring) = t.ring() {
+            let start = self.clock_start.0;
+            ring.drain(|s| raw.push((s.cycle, s.latency.0, s.time.0.saturating_sub(start))));
+        }
+        let raw_dropped = t.ring().map_or(0, |r| r.dropped());
+        View {
+            stats: t.stats(),
+            hist: t.histogram(),
+            events: t.events().snapshot(),
+            tid: t.tid(),
+            raw,
+            raw_dropped,
+        }
+    }
+
+    /// Commits a checkpoint from the live state of the threads (draining their sample rings).
+    pub fn checkpoint(&mut self, run: &Run) -> Result<(), StoreError> {
+        let now = rtscope_engine::sys::now(rtscope_engine::sys::clock_id(run.config().clock));
+        let views: Vec<View> = run.threads().iter().map(|t| self.view(t)).collect();
+        self.commit(now, &views, None)
+    }
+
+    /// Writes the final state: statistics, the last series point, events, and the end status.
+    pub fn finish(
+        &mut self,
+        r: &RunResult,
+        status: RunStatus,
+        exit_code: i32,
+    ) -> Result<(), StoreError> {
+        let elapsed = r.ended.duration_since(r.started).unwrap_or_default();
+        let end = self.clock_start + Nanos(elapsed.as_nanos() as u64);
+        let views: Vec<View> = r
+            .threads
+            .iter()
+            .map(|t| View {
+                stats: t.stats,
+                hist: t.histogram.clone(),
+                events: t.events.clone(),
+                tid: t.tid,
+                raw: Vec::new(),
+                raw_dropped: t.samples_dropped,
+            })
+            .collect();
+        self.commit(
+            end,
+            &views,
+            Some((status, sysinfo::rfc3339(r.ended), exit_code)),
+        )
+    }
+
+    fn commit(
+        &mut self,
+        now: Nanos,
+        views: &[View],
+        end: Option<(RunStatus, String, i32)>,
+    ) -> Result<(), StoreError> {
+        let offset = now.0.saturating_sub(self.clock_start.0);
+        let length = offset.saturating_sub(self.last_offset);
+        let mut cp = Checkpoint {
+            progress_ns: offset,
+            at_unix_ns: unix_ns(SystemTime::now()),
+            monitor: std::mem::take(&mut self.pending),
+            ..Checkpoint::default()
+        };
+        for (i, v) in views.iter().enumerate() {
+            let (thread, p) = (i as u32, &self.prev[i]);
+            cp.threads.push(thread_stats(thread, v, self.clock_start));
+            if length > 0 && (v.stats.count > p.stats.count || end.is_none()) {
+                cp.series
+                    .push(series_point(thread, offset, length, &v.stats, &v.hist, p));
+            }
+            cp.events
+                .extend(v.events[p.events.min(v.events.len())..].iter().map(|e| {
+                    let off = e.time.0.saturating_sub(self.clock_start.0);
+                    EventRow {
+                        thread,
+                        cycle: e.cycle,
+                        latency_ns: e.latency.0,
+                        offset_ns: off,
+                        unix_ns: self.started_unix_ns + off as i64,
+                    }
+                }));
+            if let Some(&(first_cycle, _, _)) = v.raw.first() {
+                let data = codec::encode_samples(&v.raw, self.intervals[i]);
+                cp.samples.push(RawChunk {
+                    thread,
+                    first_cycle,
+                    count: v.raw.len() as u64,
+                    data,
+                });
+            }
+        }
+        match &end {
+            None => self.store.checkpoint(self.id, &cp)?,
+            Some((status, ended, code)) => {
+                self.store.finish_run(self.id, &cp, *status, ended, *code)?
+            }
+        }
+        self.prev = views
+            .iter()
+            .map(|v| Previous {
+                hist: v.hist.clone(),
+                stats: v.stats,
+                events: v.events.len(),
+            })
+            .collect();
+        self.last_offset = offset;
+        Ok(())
+    }
+}
+
+/// Starts the monitor thread on the run's time axis; a monitor that cannot start is reported
+/// and the run goes on without it.
+fn start_monitor(run: &Run, interval: Duration) -> Option<MonitorThread> {
+    let axis = TimeAxis {
+        clock: rtscope_engine::sys::clock_id(run.config().clock),
+        start: run.clock_start(),
+    };
+    let measured = run.config().pinned_cpus();
+    match MonitorThread::start(Path::new("/"), interval, axis, &measured) {
+        Ok(m) => Some(m),
+        Err(e) => {
+            eprintln!("rtscope: warning: system monitors not sampled: {e}");
+            None
+        }
+    }
+}
+
+fn thread_stats(thread: u32, v: &View, clock_start: Nanos) -> ThreadStats<'_> {
+    let (s, has) = (&v.stats, v.stats.count > 0);
+    ThreadStats {
+        thread,
+        tid: v.tid,
+        samples: s.count,
+        min_ns: has.then_some(s.min.0),
+        mean_ns: s.mean_ns(),
+        max_ns: has.then_some(s.max.0),
+        max_cycle: has.then_some(s.max_cycle),
+        max_offset_ns: has.then(|| s.max_time.0.saturating_sub(clock_start.0)),
+        missed: s.missed,
+        raw_dropped: v.raw_dropped,
+        histogram: &v.hist,
+    }
+}
+
+fn series_point(
+    thread: u32,
+    offset: u64,
+    length: u64,
+    stats: &Stats,
+    hist: &Histogram,
+    p: &Previous,
+) -> SeriesPoint {
+    let d = hist.since(&p.hist);
+    let samples = stats.count.saturating_sub(p.stats.count);
+    let sum = stats.sum_ns.saturating_sub(p.stats.sum_ns);
+    // The exact maximum when the interval holds the run's new maximum.
+    let max = if stats.max > p.stats.max && samples > 0 {
+        Some(stats.max.0)
+    } else {
+        d.max().map(|n| n.0)
+    };
+    SeriesPoint {
+        thread,
+        offset_ns: offset,
+        length_ns: length,
+        samples,
+        min_ns: d.min().map(|n| n.0),
+        max_ns: max,
+        mean_ns: (samples > 0).then(|| sum as f64 / samples as f64),
+        p99_ns: d.value_at_quantile(0.99).map(|n| n.0),
+        missed: stats.missed.saturating_sub(p.stats.missed),
+    }
+}
+
+/// The recording of one run (or none without a database). A failing database (a full disk,
+/// say) stops the recording, not the measurement: the front end still prints its results and
+/// exits 2.
+pub struct Recording {
+    recorder: Option<Recorder>,
+    error: Option<String>,
+    min_period: Duration,
+    last: Instant,
+    monitor: Option<MonitorThread>,
+    rows: MonitorRows,
+}
+
+/// What a front end tells the recording about a run.
+pub struct RecordSpec {
+    /// What records the run.
+    pub kind: RunKind,
+    /// `--label`.
+    pub label: Option<String>,
+    /// `--tag` values as typed (`KEY=VALUE`).
+    pub tags: Vec<String>,
+    /// The command line.
+    pub command_line: Vec<String>,
+    /// The configuration as a JSON object.
+    pub config_json: String,
+    /// Sample the system monitors this often while recording (`None`: not at all).
+    pub monitor_interval: Option<Duration>,
+}
+
+impl Recording {
+    /// Starts recording `run` (nothing without a store). Checkpoints are at least
+    /// `min_period` apart.
+    pub fn begin(
+        store: Option<Store>,
+        spec: RecordSpec,
+        config: &RunConfig,
+        run: &Run,
+        min_period: Duration,
+    ) -> Result<Recording, UsageError> {
+        let last = Instant::now();
+        let Some(store) = store else {
+            return Ok(Recording {
+                recorder: None,
+                error: None,
+                min_period,
+                last,
+                monitor: None,
+                rows: MonitorRows::default(),
+            });
+        };
+        let tags = spec
+            .tags
+            .iter()
+            .map(|t| parse_tag(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        let threads = config
+            .threads
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ThreadInfo {
+                thread: i as u32,
+                cpu: t
+                    .affinity
+                    .as_ref()
+                    .filter(|c| c.len() == 1)
+                    .map(|c| c.nth_cyclic(0) as u32),
+                policy: t.policy.name().to_string(),
+                priority: t.priority,
+                interval_ns: t.interval.0,
+            })
+            .collect();
+        let new = NewRun {
+            kind: spec.kind,
+            label: spec.label,
+            tags,
+            started: String::new(),
+            started_unix_ns: 0,
+            pid: std::process::id(),
+            tool_version: env!("CARGO_PKG_VERSION").into(),
+            command_line_json: serde_json::to_string(&spec.command_line)
+                .unwrap_or_else(|_| "[]".into()),
+            config_json: spec.config_json,
+            environment: environment::capture(Path::new("/")),
+            threads,
+        };
+        let monitor_interval = spec.monitor_interval;
+        let recorder = Some(Recorder::begin(store, new, run)?);
+        Ok(Recording {
+            recorder,
+            error: None,
+            min_period,
+            last,
+            monitor: monitor_interval.and_then(|i| start_monitor(run, i)),
+            rows: MonitorRows::default(),
+        })
+    }
+
+    /// The run's id in the store (none without a store or after a failure).
+    pub fn run_id(&self) -> Option<RunId> {
+        self.recorder.as_ref().map(|r| r.id())
+    }
+
+    /// The CPU the monitor thread runs on, when monitors run and are pinned.
+    pub fn monitor_cpu(&self) -> Option<u32> {
+        self.monitor.as_ref().and_then(|m| m.cpu())
+    }
+
+    fn collect_monitor(&mut self, last: bool) {
+        let messages = match (last, &self.monitor) {
+            (false, Some(m)) => m.drain(),
+            (true, Some(_)) => self.monitor.take().map(|m| m.finish()).unwrap_or_default(),
+            (_, None) => return,
+        };
+        if let Some(r) = &mut self.recorder {
+            self.rows.add(messages, &mut r.pending);
+        }
+    }
+
+    /// A checkpoint; on failure the recording stops and the error is kept for the end.
+    pub fn tick(&mut self, run: &Run) {
+        if self.last.elapsed() < self.min_period {
+            return;
+        }
+        self.last = Instant::now();
+        self.collect_monitor(false);
+        if let Some(r) = &mut self.recorder {
+            if let Err(e) = r.checkpoint(run) {
+                eprintln!("rtscope: error: recording stopped: {e}");
+                self.error = Some(e.to_string());
+                self.recorder = None;
+            }
+        }
+    }
+
+    /// Writes the end of the run. Returns the line to print, and whether recording failed.
+    pub fn finish(
+        &mut self,
+        r: &RunResult,
+        interrupted: bool,
+        exit_code: i32,
+    ) -> (Option<String>, bool) {
+        self.collect_monitor(true);
+        let status = if interrupted {
+            RunStatus::Interrupted
+        } else {
+            RunStatus::Complete
+        };
+        match (self.recorder.as_mut(), &self.error) {
+            (Some(rec), None) => match rec.finish(r, status, exit_code) {
+                Ok(()) => (
+                    Some(format!(
+                        "recorded as run {} in {}",
+                        rec.id(),
+                        rec.path().display()
+                    )),
+                    false,
+                ),
+                Err(e) => (
+                    Some(format!("error: the run could not be recorded: {e}")),
+                    true,
+                ),
+            },
+            (_, Some(e)) => (
+                Some(format!("error: the run was only partly recorded: {e}")),
+                true,
+            ),
+            (None, None) => (None, false),
+        }
+    }
+}

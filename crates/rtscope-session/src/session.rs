@@ -1,0 +1,220 @@
+//! One measurement end to end: plan → system settings → engine → monitors and recording →
+//! outcome. `rtscope measure`, `rtscope cyclictest` and every run of a campaign go through
+//! [`Session`]; what they show while it runs is theirs, through an [`Observer`].
+//!
+//! The steps are separate calls because the front ends interleave their own output and work
+//! with them (a campaign files the run into its campaign once it has an id and stops its loads
+//! before the end is written):
+//!
+//! 1. [`SystemSettings::apply`]: the `/dev/cpu_dma_latency` request, restored when dropped;
+//! 2. [`Session::start`]: the measuring threads start, the run is recorded and monitored;
+//! 3. [`Session::drive`]: the control loop until the run ends (signals, ticks, observer);
+//! 4. [`Session::finish`]: the end is written with the front end's exit code.
+
+use crate::drive::{self, Event};
+use crate::error::UsageError;
+use crate::limits::{self, Check};
+use crate::plan::RunPlan;
+use crate::record::{RecordSpec, Recording};
+use rtscope_core::Nanos;
+use rtscope_engine::{knobs::DmaLatencyGuard, sys, CpuSet, Run, RunResult};
+use rtscope_store::{RunId, Store};
+use std::io;
+use std::time::Duration;
+
+/// Why a session could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// A setting the run needs could not be applied (cpu_dma_latency).
+    #[error(transparent)]
+    Setting(rtscope_engine::EngineError),
+    /// The measuring threads could not start.
+    #[error(transparent)]
+    Engine(#[from] rtscope_engine::EngineError),
+    /// The main thread could not be moved to the housekeeping CPUs.
+    #[error("cannot pin the main thread to CPUs {cpus} ({option})")]
+    MainAffinity {
+        /// The CPUs asked for.
+        cpus: CpuSet,
+        /// The option that asked for them.
+        option: &'static str,
+        /// The cause.
+        #[source]
+        source: io::Error,
+    },
+    /// The run could not be recorded at its start.
+    #[error(transparent)]
+    Record(#[from] UsageError),
+}
+
+/// Settings of the system that a run changes, held for its whole length and restored when
+/// dropped, on every exit path (the kernel restores them even after SIGKILL).
+#[derive(Debug, Default)]
+pub struct SystemSettings {
+    dma: Option<DmaLatencyGuard>,
+}
+
+impl SystemSettings {
+    /// Applies what `plan` asks for.
+    pub fn apply(plan: &RunPlan) -> Result<SystemSettings, SessionError> {
+        let dma = plan
+            .latency
+            .map(DmaLatencyGuard::set)
+            .transpose()
+            .map_err(SessionError::Setting)?;
+        Ok(SystemSettings { dma })
+    }
+
+    /// The cpu_dma_latency request held, µs.
+    pub fn dma_latency_us(&self) -> Option<i32> {
+        self.dma.as_ref().map(|d| d.value_us)
+    }
+}
+
+/// What a front end watches and prints while the run goes on.
+pub trait Observer {
+    /// Called on every tick of the control thread and on SIGUSR1/SIGUSR2. An error (a closed
+    /// stdout, say) stops the run and is returned by [`Session::drive`].
+    fn on(&mut self, run: &Run, ev: Event) -> io::Result<()>;
+}
+
+impl<F: FnMut(&Run, Event) -> io::Result<()>> Observer for F {
+    fn on(&mut self, run: &Run, ev: Event) -> io::Result<()> {
+        self(run, ev)
+    }
+}
+
+/// How the session records the run.
+pub struct Recorded {
+    /// The store (`None`: not recorded, no monitors).
+    pub store: Option<Store>,
+    /// What the run is recorded as.
+    pub spec: RecordSpec,
+    /// Checkpoints are at least this far apart (zero: at every tick).
+    pub checkpoint_period: Duration,
+}
+
+/// A measured run, before its end is recorded.
+pub struct Measured {
+    /// The results.
+    pub result: RunResult,
+    /// The signal (SIGINT or SIGTERM) that ended it early.
+    pub signal: Option<i32>,
+    /// The plan's limits, checked per thread and over all threads.
+    pub checks: Vec<Check>,
+}
+
+impl Measured {
+    /// Whether a limit was exceeded.
+    pub fn limits_failed(&self) -> bool {
+        self.checks.iter().any(|c| !c.passed)
+    }
+}
+
+/// How the end of the run was recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordOutcome {
+    /// The line to show (`recorded as run 3 in rtscope.db`, or what went wrong).
+    pub line: Option<String>,
+    /// Whether recording failed (the front end then exits 2).
+    pub failed: bool,
+}
+
+/// One measurement in progress.
+pub struct Session {
+    plan: RunPlan,
+    run: Option<Run>,
+    recording: Recording,
+    _settings: SystemSettings,
+}
+
+impl Session {
+    /// Starts the measuring threads and the recording; `main_cpus` moves rtscope's own main
+    /// thread (named by `option` in errors).
+    pub fn start(
+        plan: RunPlan,
+        settings: SystemSettings,
+        recorded: Recorded,
+        main_cpus: Option<(&CpuSet, &'static str)>,
+    ) -> Result<Session, SessionError> {
+        let run = Run::start(plan.config.clone())?;
+        if let Some((cpus, option)) = main_cpus {
+            sys::set_affinity_current(cpus).map_err(|source| SessionError::MainAffinity {
+                cpus: cpus.clone(),
+                option,
+                source,
+            })?;
+        }
+        let recording = Recording::begin(
+            recorded.store,
+            recorded.spec,
+            &plan.config,
+            &run,
+            recorded.checkpoint_period,
+        )?;
+        Ok(Session {
+            plan,
+            run: Some(run),
+            recording,
+            _settings: settings,
+        })
+    }
+
+    /// The run's id in the store, once recorded.
+    pub fn run_id(&self) -> Option<RunId> {
+        self.recording.run_id()
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &RunPlan {
+        &self.plan
+    }
+
+    /// Runs the control loop until the run ends: a checkpoint at every tick, the observer on
+    /// every tick and user signal, SIGINT/SIGTERM stop the threads after their current cycle.
+    pub fn drive(&mut self, tick: Nanos, observer: &mut dyn Observer) -> io::Result<Measured> {
+        let run = self.run.take().expect("a session is driven once");
+        let rec = &mut self.recording;
+        let outcome = drive::drive(run, tick, |run, ev| {
+            if ev == Event::Tick {
+                rec.tick(run);
+            }
+            observer.on(run, ev)
+        })?;
+        let checks = self.check(&outcome.result);
+        Ok(Measured {
+            result: outcome.result,
+            signal: outcome.signal,
+            checks,
+        })
+    }
+
+    fn check(&self, r: &RunResult) -> Vec<Check> {
+        let mut checks = Vec::new();
+        let limits = &self.plan.limits;
+        if limits.is_empty() {
+            return checks;
+        }
+        for t in &r.threads {
+            let scope = t.cpu.map_or(format!("thread {}", t.index), |cpu| {
+                if self.plan.per_cpu && r.threads.len() == self.plan.config.threads.len() {
+                    format!("cpu {cpu}")
+                } else {
+                    format!("thread {} (cpu {cpu})", t.index)
+                }
+            });
+            checks.extend(limits::check(limits, &scope, &t.stats, &t.histogram));
+        }
+        let (s, h) = (r.total_stats(), r.total_histogram());
+        checks.extend(limits::check(limits, "all", &s, &h));
+        checks
+    }
+
+    /// Writes the end of the run with the front end's exit code.
+    pub fn finish(&mut self, m: &Measured, exit_code: i32) -> RecordOutcome {
+        let (line, failed) = self
+            .recording
+            .finish(&m.result, m.signal.is_some(), exit_code);
+        RecordOutcome { line, failed }
+    }
+}
