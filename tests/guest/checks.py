@@ -3,7 +3,8 @@
     guest.py check --rtscope-amd64 BIN --rtscope-arm64 BIN [--kernels amd64,rt-amd64,rt-arm64]
                    [--out DIR] [--timeout S]
 
-Per kernel: `rtscope measure -D 2s` with SCHED_FIFO, `rtscope runs` and `rtscope report`
+Per kernel: `rtscope check` (check-in-guest.sh: verdicts with fixes, preempt_rt ok exactly on
+the RT kernels), `rtscope measure -D 2s` with SCHED_FIFO, `rtscope runs` and `rtscope report`
 succeed in the guest; on amd64 also the quick campaign (20 s, built-in loads). On the host:
 the run's environment says PREEMPT_RT exactly on the RT kernels; on an RT kernel the monitors
 saw `irq/…` threads among the top CPU consumers under load; the guest's database opens with
@@ -56,6 +57,11 @@ def verify(c: Checker, kernel: str, r: guest.BootResult, host_bin: Path, out: Pa
     c.expect(kernel, "measure ran SCHED_FIFO", (r.value("measure-policy") or "0") != "0")
     c.expect(kernel, "/sys/kernel/realtime " + ("is 1" if rt else "is absent"),
              r.value("realtime") == ("1" if rt else "absent"), r.value("realtime") or "")
+    audit = (r.files.get("audit.log") or b"").decode(errors="replace")
+    rt_line = next((l for l in audit.splitlines() if l.split()[1:2] == ["preempt_rt"]), "")
+    c.expect(kernel, "rtscope check prints verdicts with fixes, preempt_rt "
+             + ("ok" if rt else "warn"), checks.get("audit") == 0,
+             f"rc {checks.get('audit')}; {rt_line.strip()[:160]}")
     report_files = (r.value("report-files") or "").split()
     c.expect(kernel, "guest report wrote report.html", "report.html" in report_files)
     db_bytes = r.files.get("guest.db")
@@ -129,7 +135,9 @@ def main(argv: list[str]) -> int:
         guest.fetch_kernel(kernel)
         fetched = time.monotonic() - t0
         # The campaign reads a scratch disk meanwhile: interrupt traffic (lib.sh irq_start).
-        r = guest.boot(kernel, script, binary, env={"CAMPAIGN": "1" if campaign else "0"},
+        env = {"CAMPAIGN": "1" if campaign else "0", "KIND": "rt" if kernel.startswith("rt-") else "stock"}
+        files = {"/guest/check-in-guest.sh": HERE / "check-in-guest.sh"}
+        r = guest.boot(kernel, script, binary, env=env, files=files,
                        timeout=a.timeout, console_log=out / "console.log",
                        scratch_disk_mb=64 if campaign else 0)
         verify(c, kernel, r, a.host_rtscope or a.rtscope_amd64, out, campaign)

@@ -4,7 +4,8 @@
 #  2. builds the static x86_64 and aarch64 musl release binaries,
 #  3. lints the musl targets (clippy -D warnings),
 #  4. boots Debian's standard and PREEMPT_RT amd64 kernels and the PREEMPT_RT arm64 kernel
-#     under QEMU (TCG) and runs the rtscope guest checks (tests/guest/README.md).
+#     under QEMU (TCG) and runs the rtscope guest checks (tests/guest/README.md),
+#  5. runs `rtscope respond` on a gpio-sim chip in the standard amd64 guest.
 # Prints the time of each part. Kernels and busybox are cached in $RTSCOPE_GUEST_CACHE
 # (default /var/cache/rtscope-guest), outside the repository.
 set -euo pipefail
@@ -53,5 +54,12 @@ python3 tests/guest/guest.py check \
   --rtscope-arm64 target/aarch64-unknown-linux-musl/release/rtscope \
   --out target/guest || status=$?
 times+=("guest tests (3 kernels): $(elapsed "$t") s")
+# rtscope respond on a simulated GPIO chip (gpio-sim built out of tree from Debian's
+# linux-source at test time; tests/guest/gpio-sim/run.py).
+t=$(secs)
+python3 tests/guest/gpio-sim/run.py \
+  --rtscope target/x86_64-unknown-linux-musl/release/rtscope \
+  --out target/guest/gpio-sim || status=$?
+times+=("gpio-sim guest test (module build + boot): $(elapsed "$t") s")
 printf 'boards CI block: %s\n' "${times[@]}"
 exit "$status"

@@ -10,6 +10,10 @@ mark version "$(rtscope --version)"
 mark irq-threads "$(ps -o comm | grep -c '^irq/')"
 mark tracers "$(cat /sys/kernel/tracing/available_tracers 2>/dev/null)"
 
+# The preflight audit first, on the untouched system (issue 13): verdicts with fixes, exit 0/1,
+# and preempt_rt ok exactly on the RT kernel (KIND comes from the host: rt or stock).
+check audit sh /guest/check-in-guest.sh rtscope "${KIND:-}"
+
 # 2 s on every CPU, SCHED_FIFO 80 (the default policy is fifo).
 check measure rtscope measure -D 2s --policy fifo -p 80 -q --label guest-measure
 mark measure-policy "$(grep -c 'SCHED_FIFO' /tmp/measure.log)"
@@ -27,6 +31,6 @@ check runs rtscope runs
 check report rtscope report -o /tmp/report
 mark report-files "$(ls /tmp/report | tr '\n' ' ')"
 put_file guest.db /tmp/guest.db
-for l in measure campaign report; do
+for l in audit measure campaign report; do
     [ -f "/tmp/$l.log" ] && put_log "$l"
 done

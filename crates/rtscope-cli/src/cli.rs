@@ -4,6 +4,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use rtscope_load::{LoadSpec, MsgMode, MsgTransport};
 use std::path::PathBuf;
 
+mod respond;
+pub use respond::{BiasArg, EdgesArg, EventClockArg, RespondArgs, RespondPolicyArg};
+
 /// `rtscope --version`: the version, the target triple and the git commit (`unknown` when built
 /// outside a git checkout), e.g. `0.1.0 (aarch64-unknown-linux-musl, commit 1a2b3c4d5e6f)`.
 pub const VERSION: &str = concat!(
@@ -53,6 +56,11 @@ pub enum Command {
     Import(ImportArgs),
     /// Export a run's statistics, histograms, series and events as CSV, JSON or Parquet.
     Export(ExportArgs),
+    /// Measure event response latency of IPC events and GPIO edges.
+    ///
+    /// How fast a real-time thread reacts to an IPC event (eventfd, pipe, futex, POSIX mq,
+    /// signal, SysV semaphore, UNIX datagram) or to an edge on a GPIO input (docs/respond.md).
+    Respond(Box<RespondArgs>),
     /// Run a campaign: scenarios × load cases × repeats, with loads and system monitors.
     Run(Box<RunArgs>),
     /// Run a load standalone: messaging, memory, cpu, io, network or an external program.
@@ -66,24 +74,18 @@ pub enum Command {
     Compare(Box<CompareArgs>),
     /// Make plots, tables and a self-contained report.html from recorded runs.
     Report(ReportArgs),
+    /// Audit the system before a run: 32 checks, each with its evidence and fix.
+    ///
+    /// PREEMPT_RT, isolation, governor, SMT, IRQs, idle states, RT tasks, limits, thermal,
+    /// VM and container; fixes are printed, never applied; exit 1 when a check is bad.
+    Check(CheckArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
     },
     /// Print a man page (roff): rtscope(1), or a subcommand's, e.g. `rtscope man runs show`.
-    Man(ManArgs),
-}
-
-/// Options of `rtscope man`.
-#[derive(Debug, Clone, Args)]
-pub struct ManArgs {
-    /// The subcommand whose page to print, e.g. `measure` or `runs show` [default: rtscope(1)]
-    #[arg(value_name = "SUBCOMMAND", conflicts_with = "dir")]
-    pub command: Vec<String>,
-    /// Write every page (rtscope.1, rtscope-measure.1 …) into this directory instead
-    #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    Man(crate::manual::ManArgs),
 }
 
 /// Options of `rtscope run`.
@@ -646,6 +648,25 @@ impl Default for MeasureArgs {
 /// The clap command, for man page and completion generation.
 pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
+}
+
+/// Options of `rtscope check`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// CPUs the measurement will use, as for `measure --cpus`: `2-3`, `1,3`, `!0` [default:
+    /// every online CPU]
+    #[arg(long, short = 'c', value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Real-time priority the measurement will use: RT tasks at it or above on a measured CPU
+    /// are bad
+    #[arg(long, short = 'p', default_value_t = 90, value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub priority: u32,
+    /// Print JSON instead of the table
+    #[arg(long)]
+    pub json: bool,
+    /// Read /proc and /sys under this directory instead of / (fixture trees)
+    #[arg(long, value_name = "DIR", hide = true, default_value = "/")]
+    pub root: PathBuf,
 }
 
 #[cfg(test)]

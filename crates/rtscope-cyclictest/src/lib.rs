@@ -9,6 +9,9 @@ pub mod json;
 pub mod lower;
 pub mod text;
 
+/// `rtscope cyclictest --help`: cyclictest's usage text (also the man page's OPTIONS).
+pub use help::USAGE;
+
 use args::CtOptions;
 use lower::Plan;
 use rtscope_core::{Nanos, Stats};
@@ -48,8 +51,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         }
     }
     if o.verbose {
-        // SAFETY: sysconf takes a constant and returns a number.
-        let conf = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+        let conf = rtscope_engine::sys::configured_cpus();
         write!(
             out,
             "Max CPUs = {conf}\nOnline CPUs = {}\n",
@@ -82,6 +84,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         command_line: cmdline.split(' ').map(String::from).collect(),
         config_json: serde_json::json!({ "cyclictest_args": args }).to_string(),
         monitor_interval: None,
+        checks: Vec::new(),
     };
     let recorded = Recorded {
         store,

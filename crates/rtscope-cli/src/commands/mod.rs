@@ -1,12 +1,13 @@
 //! One file per subcommand: each turns its clap arguments into a library call and prints.
 
+pub mod check;
 pub mod compare;
 pub mod cyclictest;
 pub mod export;
 pub mod import;
 pub mod load;
-pub mod man;
 pub mod measure;
 pub mod report;
+pub mod respond;
 pub mod run;
 pub mod runs;

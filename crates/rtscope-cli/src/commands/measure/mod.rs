@@ -106,6 +106,11 @@ pub fn run(
     let tick = series_interval(a)?;
     let monitor_interval = monitor_interval(&a.monitor_interval, "--monitor-interval")?;
     let store = recording::open_store(a)?;
+    // Before the cpu_dma_latency request and the threads, which it would otherwise audit.
+    let audit = rtscope_session::preflight::audit(&plan);
+    for line in rtscope_session::preflight::bad_lines(&audit) {
+        eprintln!("{line}");
+    }
     let settings = SystemSettings::apply(&plan)?;
     writeln!(out, "{}", headline(&plan))?;
     out.flush()?;
@@ -116,6 +121,7 @@ pub fn run(
         command_line: command_line.clone(),
         config_json: serde_json::to_string(&ConfigDoc::of(&plan))?,
         monitor_interval,
+        checks: rtscope_session::preflight::rows(&audit),
     };
     let recorded = Recorded {
         store,

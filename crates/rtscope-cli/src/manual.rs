@@ -1,14 +1,26 @@
 //! `rtscope man`: prints one man page, or writes every page, from the clap definition
 //! (generation in the `rtscope-manual` crate).
 
-use crate::cli::ManArgs;
 use crate::exit::ExitStatus;
+use clap::Args;
 use std::io::Write;
+use std::path::PathBuf;
+
+/// Options of `rtscope man`.
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// The subcommand whose page to print, e.g. `measure` or `runs show` [default: rtscope(1)]
+    #[arg(value_name = "SUBCOMMAND", conflicts_with = "dir")]
+    pub command: Vec<String>,
+    /// Write every page (rtscope.1, rtscope-measure.1 …) into this directory instead
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
 
 /// What the pages need besides the clap command.
 pub fn inputs() -> rtscope_manual::Inputs<'static> {
     rtscope_manual::Inputs {
-        cyclictest_usage: rtscope_cyclictest::help::USAGE,
+        cyclictest_usage: rtscope_cyclictest::USAGE,
         date: "",
     }
 }
