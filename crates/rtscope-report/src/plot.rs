@@ -98,6 +98,20 @@ pub struct Series {
     pub secondary: bool,
     /// A dot on every point (for few, meaningful points such as percentiles).
     pub markers: bool,
+    /// With `markers`: points whose entry here is true are drawn hollow (resting on too few
+    /// samples); missing entries are solid.
+    pub weak: Vec<bool>,
+    /// How the points are drawn.
+    pub shape: Shape,
+}
+
+/// How a series is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// A line (with dots when `markers`).
+    Line,
+    /// Each point as a large × without a line: the exact maximum of a distribution.
+    MaxMarker,
 }
 
 impl Series {
@@ -110,6 +124,8 @@ impl Series {
             faint: false,
             secondary: false,
             markers: false,
+            weak: Vec::new(),
+            shape: Shape::Line,
         }
     }
 }
@@ -422,8 +438,23 @@ fn draw_line<DB: DrawingBackend>(
     pts: Vec<(f64, f64)>,
 ) -> Result<(), ReportError> {
     let style = style_of(s);
+    if s.shape == Shape::MaxMarker {
+        let marks = pts.iter().map(|&p| Cross::new(p, 6, style.stroke_width(3)));
+        chart.draw_series(marks).map_err(plot_err)?;
+        return Ok(());
+    }
     if s.markers {
-        let dots = pts.iter().map(|&p| Circle::new(p, 3, style.filled()));
+        let dots = pts.iter().enumerate().map(|(i, &p)| {
+            let hollow = s.weak.get(i).copied().unwrap_or(false);
+            let fill = if hollow {
+                WHITE.filled()
+            } else {
+                style.filled()
+            };
+            EmptyElement::at(p)
+                + Circle::new((0, 0), 4, fill)
+                + Circle::new((0, 0), 4, style.stroke_width(1))
+        });
         chart.draw_series(dots).map_err(plot_err)?;
     }
     let anno = chart

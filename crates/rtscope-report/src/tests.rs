@@ -29,6 +29,28 @@ fn run_data(name: &str, label: &str) -> RunData {
     RunData::from(store.bundle(id, false).unwrap())
 }
 
+/// A small run (2 CPUs, 2,000 samples each, no monitors) with id `id` and these tags; the
+/// typical latency grows with the id.
+pub(crate) fn run_with(id: i64, tags: &[(&str, &str)]) -> RunData {
+    let mut store = Store::open(&temp_db(&format!("tags-{id}"))).unwrap();
+    let spec = SyntheticRun {
+        label: format!("run-{id}"),
+        samples: 2_000,
+        base_ns: 4_000 + 500 * id as u64,
+        seed: id as u64,
+        monitors: false,
+        ..SyntheticRun::default()
+    };
+    let rid = write_run(&mut store, &spec).unwrap();
+    let mut r = RunData::from(store.bundle(rid, false).unwrap());
+    r.detail.summary.id = id;
+    r.detail.summary.tags = tags
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    r
+}
+
 /// (width, height, distinct colours, share of non-white pixels) of a PNG.
 fn png_facts(bytes: &[u8]) -> (u32, u32, usize, f64) {
     let dec = png::Decoder::new(bytes);

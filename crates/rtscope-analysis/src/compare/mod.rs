@@ -3,6 +3,7 @@
 //!
 //! * [`model`]: statistics and groups of runs merged losslessly;
 //! * [`verdict`]: thresholds and the verdict rule;
+//! * [`significance`]: the Mann–Whitney U test on per-run values;
 //! * [`analysis`]: the comparison as data;
 //! * [`text`] and [`json`]: the two renderings; [`plot`]: the overlaid plots.
 
@@ -10,5 +11,6 @@ pub mod analysis;
 pub mod json;
 pub mod model;
 pub mod plot;
+pub mod significance;
 pub mod text;
 pub mod verdict;
