@@ -56,10 +56,11 @@ pub fn all(runs: &[RunData], grouping: &Grouping) -> Vec<NamedFigure> {
     let order = grid_order(grouping, runs.len());
     let columns = grid_columns(grouping);
     let shared = HistScale::of(runs);
-    let hist: Vec<Panel> = order
+    let mut hist: Vec<Panel> = order
         .iter()
         .map(|&i| histogram_with(&runs[i], &grouping.run_name(runs, i), shared))
         .collect();
+    share_log_y(&mut hist);
     out.push(named(
         "histogram",
         Latency,
@@ -179,6 +180,22 @@ fn grid_columns(g: &Grouping) -> usize {
     match per_row.first() {
         Some(&(_, n)) if n <= 4 && per_row.iter().all(|&(_, m)| m == n) => n,
         _ => 2,
+    }
+}
+
+/// One log y range for all histogram panels: from below 1 (empty bins) to the decade above the
+/// largest count of any of them.
+fn share_log_y(panels: &mut [Panel]) {
+    if panels.len() < 2 {
+        return;
+    }
+    let top = panels
+        .iter()
+        .flat_map(|p| p.series.iter())
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .fold(1.0f64, f64::max);
+    for p in panels {
+        p.y.range = Some((10f64.powf(-0.3), 10f64.powf(top.log10().ceil().max(1.0))));
     }
 }
 

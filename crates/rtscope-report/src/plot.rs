@@ -350,7 +350,7 @@ fn draw_panel<DB: DrawingBackend>(
     let Some(y2) = &p.y2 else {
         mesh(&mut chart, p)?;
         for s in prim() {
-            draw_line(&mut chart, s, projected(p, s, (x0, y0, y1)))?;
+            draw_line(&mut chart, s, projected(p, s, (x0, x1, y0, y1)))?;
         }
         return legend(&mut chart, p);
     };
@@ -366,12 +366,14 @@ fn draw_panel<DB: DrawingBackend>(
         .draw()
         .map_err(plot_err)?;
     for s in prim() {
-        draw_line(&mut dual, s, projected(p, s, (x0, y0, y1)))?;
+        draw_line(&mut dual, s, projected(p, s, (x0, x1, y0, y1)))?;
     }
     for s in sec {
         let style = style_of(s);
+        let (lo, hi) = (x0.min(x1), x0.max(x1));
+        let inside = s.points.iter().copied().filter(|p| p.0 >= lo && p.0 <= hi);
         let anno = dual
-            .draw_secondary_series(LineSeries::new(s.points.clone(), style))
+            .draw_secondary_series(LineSeries::new(inside, style))
             .map_err(plot_err)?;
         if !s.name.is_empty() {
             anno.label(s.name.as_str())
@@ -385,12 +387,18 @@ fn font(size: u32) -> FontDesc<'static> {
     (FONT_FAMILY, size).into_font()
 }
 
-/// A series' points in drawn coordinates, clamped into the panel.
-fn projected(p: &Panel, s: &Series, (x0, y0, y1): (f64, f64, f64)) -> Vec<(f64, f64)> {
+/// A series' points in drawn coordinates, clamped into the panel (nothing is drawn outside
+/// its axes, whatever range a shared axis imposes).
+fn projected(p: &Panel, s: &Series, (x0, x1, y0, y1): (f64, f64, f64, f64)) -> Vec<(f64, f64)> {
     let (xs, ys) = (p.x.scale, p.y.scale);
     s.points
         .iter()
-        .map(|&(x, y)| (project(xs, x, x0), project(ys, y, y0).clamp(y0, y1)))
+        .map(|&(x, y)| {
+            (
+                project(xs, x, x0).clamp(x0, x1),
+                project(ys, y, y0).clamp(y0, y1),
+            )
+        })
         .collect()
 }
 
