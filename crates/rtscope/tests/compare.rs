@@ -395,3 +395,35 @@ fn a_shifted_group_is_a_significant_regression() {
     let doc = compare_json(&d, &["kernel=b", "kernel=a"], 0);
     assert_eq!(verdict_of(&doc, "p99"), "better");
 }
+
+/// Groups measured with different intervals: compare warns, naming the setting.
+#[test]
+fn groups_with_different_settings_are_warned_about() {
+    let d = db("settings");
+    let _rt = common::rt_lock();
+    for (label, interval) in [("fast", "500"), ("slow", "1000")] {
+        let o = rtscope(&[
+            "measure",
+            "-q",
+            "--duration",
+            "200ms",
+            "--interval",
+            interval,
+            "--label",
+            label,
+            "--db",
+            d.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    }
+    let o = compare(&d, &["fast", "slow", "--no-fail"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("warning: interval differs: A 500us vs B 1000us"),
+        "{text}"
+    );
+    let doc = compare_json(&d, &["fast", "slow", "--no-fail"], 0);
+    assert_eq!(doc["setting_differences"][0]["setting"], "interval");
+    let doc = compare_json(&d, &["fast", "fast"], 0);
+    assert_eq!(doc["setting_differences"], serde_json::json!([]));
+}

@@ -95,6 +95,19 @@ pub struct Matrix {
     pub verdicts: Vec<(String, Vec<Verdict>)>,
 }
 
+/// A setting in which a candidate group differs from the baseline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettingDifference {
+    /// `interval`, `priority`, `threads`, `policy`, `kernel`, `governor` or `SMT`.
+    pub setting: &'static str,
+    /// Its values over the baseline's runs.
+    pub baseline: Vec<String>,
+    /// Its values over the candidate's runs.
+    pub candidate: Vec<String>,
+    /// The candidate group's name.
+    pub group: String,
+}
+
 /// Everything `compare` reports.
 #[derive(Debug, Clone)]
 pub struct Comparison {
@@ -129,6 +142,54 @@ impl Comparison {
             matrix,
             thresholds,
         }
+    }
+
+    /// Settings in which a candidate group differs from the baseline: (setting, values in A,
+    /// values in the candidate, candidate name). A comparison across different intervals,
+    /// priorities or kernels compares more than the one thing it is about. A setting named in
+    /// a selector (`kernel=rt`) is the point of the comparison and is left out.
+    pub fn setting_differences(&self) -> Vec<SettingDifference> {
+        let values = |g: &Group, name: &str| -> Vec<String> {
+            distinct(
+                g.runs
+                    .iter()
+                    .flat_map(|r| r.settings.iter())
+                    .filter(|(n, _)| *n == name)
+                    .map(|(_, v)| v.as_str()),
+            )
+        };
+        let mut names: Vec<&'static str> = Vec::new();
+        for (n, _) in self
+            .groups
+            .iter()
+            .flat_map(|g| &g.runs)
+            .flat_map(|r| &r.settings)
+        {
+            if !names.contains(n) {
+                names.push(n);
+            }
+        }
+        let mut out = Vec::new();
+        for g in &self.groups[1..] {
+            // A setting a selector names (`kernel=rt`) is what is being compared.
+            let named = |n: &str| {
+                [&self.groups[0], g]
+                    .iter()
+                    .any(|x| x.selector.to_lowercase().contains(&n.to_lowercase()))
+            };
+            for &name in names.iter().filter(|n| !named(n)) {
+                let (a, b) = (values(&self.groups[0], name), values(g, name));
+                if !a.is_empty() && !b.is_empty() && a != b {
+                    out.push(SettingDifference {
+                        setting: name,
+                        baseline: a,
+                        candidate: b,
+                        group: g.name.clone(),
+                    });
+                }
+            }
+        }
+        out
     }
 
     /// Number of (statistic, candidate) pairs judged `REGRESSION`, plus the (load case,

@@ -21,6 +21,12 @@ pub fn document(c: &Comparison, exit_code: i32) -> Value {
         },
         "statistics": c.stats.iter().map(|r| stat(r, &names)).collect::<Vec<_>>(),
         "matrix": c.matrix.as_ref().map(matrix),
+        "setting_differences": c.setting_differences().iter().map(|d| json!({
+            "setting": d.setting,
+            "group": d.group,
+            "baseline": d.baseline,
+            "candidate": d.candidate,
+        })).collect::<Vec<_>>(),
         "regressions": c.regressions(),
         "verdict": if c.regressions() > 0 { "regression" } else { "ok" },
         "exit_code": exit_code,

@@ -101,6 +101,44 @@ pub struct RunData {
     pub sum_ns: f64,
     /// Missed periods.
     pub missed: u64,
+    /// What the run was measured with and on, for the check that compared groups are alike:
+    /// (setting, value) such as (`interval`, `1000us`), (`kernel`, `6.12.0-rt`).
+    pub settings: Vec<(&'static str, String)>,
+}
+
+/// The settings compared groups should share: name and how to read it from a stored run.
+fn settings_of(d: &RunDetail) -> Vec<(&'static str, String)> {
+    let t = &d.threads;
+    let distinct = |f: &dyn Fn(&rtscope_store::ThreadRow) -> String| {
+        let mut v: Vec<String> = t.iter().map(f).collect();
+        v.dedup();
+        v.join(",")
+    };
+    let env = |k: &str| {
+        d.environment
+            .iter()
+            .find(|(key, _)| key == k)
+            .map(|(_, v)| v.clone())
+    };
+    let mut out = vec![
+        ("threads", t.len().to_string()),
+        (
+            "interval",
+            distinct(&|r| format!("{}us", r.interval_ns / 1000)),
+        ),
+        ("priority", distinct(&|r| r.priority.to_string())),
+        ("policy", distinct(&|r| r.policy.clone())),
+    ];
+    for (name, key) in [
+        ("kernel", "uname.release"),
+        ("governor", "cpu.governors"),
+        ("SMT", "cpu.smt_active"),
+    ] {
+        if let Some(v) = env(key) {
+            out.push((name, v));
+        }
+    }
+    out
 }
 
 impl RunData {
@@ -136,6 +174,7 @@ impl RunData {
                 .map(|t| t.mean_ns.unwrap_or(0.0) * t.samples as f64)
                 .sum(),
             missed: s.missed,
+            settings: settings_of(d),
         }
     }
 
@@ -269,6 +308,7 @@ mod tests {
             max_ns: Some(max),
             sum_ns: 0.0,
             missed: 2,
+            settings: Vec::new(),
         }
     }
 

@@ -10,6 +10,16 @@ use std::fmt::Write;
 /// Renders the whole report.
 pub fn render(c: &Comparison) -> String {
     let mut s = groups(&c.groups);
+    for d in c.setting_differences() {
+        let _ = writeln!(
+            s,
+            "warning: {} differs: A {} vs {} {} (the groups differ in more than what is compared)",
+            d.setting,
+            list(&d.baseline),
+            d.group,
+            list(&d.candidate)
+        );
+    }
     s.push('\n');
     s.push_str(&side_by_side(c));
     if let Some(m) = &c.matrix {
