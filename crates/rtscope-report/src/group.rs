@@ -65,13 +65,15 @@ impl Key {
 }
 
 /// Every key that takes more than one value over `runs`: scenario, then tags in first-seen
-/// order, then the load case (so names read `kernel=rt · idle`).
+/// order (except a campaign's `repeat`), then the load case (so names read
+/// `kernel=rt · idle`).
 pub fn differing(runs: &[RunData]) -> Vec<Key> {
     let mut candidates = vec![Key::Scenario];
     for r in runs {
         for (k, _) in &r.detail.summary.tags {
             let key = Key::parse(k);
-            if !candidates.contains(&key) && key != Key::Case {
+            // A campaign's `repeat` tag numbers repeats: it never makes a group.
+            if !candidates.contains(&key) && key != Key::Case && k != "repeat" {
                 candidates.push(key);
             }
         }
@@ -171,7 +173,15 @@ mod tests {
             run_with(2, &[("kernel", "rt"), ("case", "idle"), ("host", "a")]),
             run_with(3, &[("kernel", "std"), ("case", "cpu"), ("host", "a")]),
             run_with(4, &[("kernel", "rt"), ("case", "cpu"), ("host", "a")]),
-            run_with(5, &[("kernel", "rt"), ("case", "cpu"), ("host", "a")]),
+            run_with(
+                5,
+                &[
+                    ("kernel", "rt"),
+                    ("case", "cpu"),
+                    ("host", "a"),
+                    ("repeat", "2"),
+                ],
+            ),
         ];
         let g = Grouping::new(&runs, None);
         assert_eq!(g.keys, vec![Key::Tag("kernel".into()), Key::Case]);

@@ -177,7 +177,12 @@ fn stats(h: &mut String, rows: &[SummaryRow]) {
 }
 
 fn max_matrix(h: &mut String, m: &crate::matrix::MaxMatrix) {
-    h.push_str("<h2 id=\"groups\">Maximum latency per load case and group (µs)</h2>\n<table><tr><th class=\"t\">case</th>");
+    let _ = write!(
+        h,
+        "<h2 id=\"groups\">Maximum latency per {} and group (µs)</h2>\n<table><tr><th class=\"t\">{}</th>",
+        if m.rows_by == "case" { "load case" } else { "scenario" },
+        escape(&m.rows_by)
+    );
     for c in &m.columns {
         let _ = write!(h, "<th>{}</th>", escape(c));
     }

@@ -110,7 +110,10 @@ fn summary_md(runs: &[RunData], g: &group::Grouping, rows: &[table::SummaryRow])
         md.push_str("\n## Maximum latency per load case (µs)\n\n");
         md.push_str(&table::case_markdown(&table::case_rows(runs)));
         if let Some(m) = matrix::MaxMatrix::of(runs, g) {
-            md.push_str("\n## Maximum latency per load case and group (µs)\n\n");
+            md.push_str(&format!(
+                "\n## Maximum latency per {} and group (µs)\n\n",
+                m.rows_by
+            ));
             md.push_str(&m.markdown());
         }
     }

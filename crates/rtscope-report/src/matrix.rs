@@ -1,7 +1,7 @@
-//! The studies' table: the maximum latency per load case (rows) and group (columns, e.g. one
-//! per kernel), repeats merged.
+//! The studies' table: the maximum latency per load case (rows; scenario when all runs share
+//! their load case) and group (columns, e.g. one per kernel), repeats merged.
 
-use crate::group::{Grouping, Key};
+use crate::group::Grouping;
 use crate::model::RunData;
 use crate::table::us1;
 
@@ -11,6 +11,8 @@ pub type Cell = Option<(u64, usize)>;
 /// Maximum latency per load case × group. Latencies in ns.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MaxMatrix {
+    /// What the rows are: `case`, or `scenario` when all runs share their load case.
+    pub rows_by: String,
     /// The column headers: the group's values in the keys other than the load case
     /// (`kernel=rt`).
     pub columns: Vec<String>,
@@ -21,10 +23,8 @@ pub struct MaxMatrix {
 impl MaxMatrix {
     /// The table, when the runs differ in their load case and in at least one other key.
     pub fn of(runs: &[RunData], g: &Grouping) -> Option<MaxMatrix> {
-        let case = g.keys.iter().position(|k| *k == Key::Case)?;
-        if g.keys.len() < 2 {
-            return None;
-        }
+        let case = g.row_key()?;
+        let row_key = g.keys[case].clone();
         let column_of = |r: &RunData| -> String {
             g.keys
                 .iter()
@@ -45,7 +45,7 @@ impl MaxMatrix {
                     columns.len() - 1
                 }
             };
-            let name = Key::Case.value(r);
+            let name = row_key.value(r);
             let row = match rows.iter().position(|x| x.0 == name) {
                 Some(i) => i,
                 None => {
@@ -64,7 +64,11 @@ impl MaxMatrix {
         for (_, cells) in &mut rows {
             cells.resize(columns.len(), None);
         }
-        Some(MaxMatrix { columns, rows })
+        Some(MaxMatrix {
+            rows_by: row_key.name().to_string(),
+            columns,
+            rows,
+        })
     }
 
     /// A cell as text: `12.3`, with the number of runs merged when more than one (`12.3 (3)`).
@@ -78,7 +82,7 @@ impl MaxMatrix {
 
     /// The table in Markdown (µs).
     pub fn markdown(&self) -> String {
-        let mut out = format!("| case | {} |\n", self.columns.join(" | "));
+        let mut out = format!("| {} | {} |\n", self.rows_by, self.columns.join(" | "));
         out.push_str(&format!("|---|{}\n", "---|".repeat(self.columns.len())));
         for (case, cells) in &self.rows {
             let cells: Vec<String> = cells.iter().map(|c| Self::cell(*c)).collect();
