@@ -508,6 +508,7 @@ pub fn cdf(runs: &[RunData]) -> (Panel, Panel) {
 /// The CDF and exceedance plots of any named histograms (with raw samples, when given, for an
 /// exact curve): runs, CPUs, or the groups `rtscope compare` compares.
 pub fn cdf_of(lines: Vec<(String, Histogram, Option<Vec<u64>>)>) -> (Panel, Panel) {
+    let x = latency_axis(lines.iter().map(|l| &l.1));
     let mut c = Vec::new();
     let mut e = Vec::new();
     for (i, (name, h, raw)) in lines.into_iter().enumerate() {
@@ -525,7 +526,7 @@ pub fn cdf_of(lines: Vec<(String, Histogram, Option<Vec<u64>>)>) -> (Panel, Pane
     }
     let cdf = Panel {
         title: "Cumulative distribution (CDF)".into(),
-        x: Axis::linear("latency (µs)"),
+        x: x.clone(),
         y: Axis {
             range: Some((0.0, 1.0)),
             ..Axis::linear("fraction of samples ≤ latency")
@@ -536,13 +537,34 @@ pub fn cdf_of(lines: Vec<(String, Histogram, Option<Vec<u64>>)>) -> (Panel, Pane
     };
     let exc = Panel {
         title: "Exceedance (1 − CDF)".into(),
-        x: Axis::linear("latency (µs)"),
+        x,
         y: Axis::log("fraction of samples > latency"),
         y2: None,
         legend: Corner::UpperRight,
         series: e,
     };
     (cdf, exc)
+}
+
+/// Tails longer than this ratio of max to median get a log latency axis.
+pub const LOG_X_RATIO: f64 = 100.0;
+
+/// The latency axis of the CDF and exceedance plots: logarithmic when the longest tail is more
+/// than [`LOG_X_RATIO`] times the lowest median (ms outliers over a µs body), so the body is
+/// not squashed into a vertical line at 0; else linear.
+pub fn latency_axis<'a>(hists: impl Iterator<Item = &'a Histogram>) -> Axis {
+    let (mut max, mut p50) = (0u64, u64::MAX);
+    for h in hists {
+        max = max.max(h.max().map_or(0, |m| m.0));
+        if let Some(m) = h.value_at_quantile(0.5) {
+            p50 = p50.min(m.0.max(1));
+        }
+    }
+    if p50 != u64::MAX && max as f64 / p50 as f64 > LOG_X_RATIO {
+        Axis::log("latency (µs, log axis)")
+    } else {
+        Axis::linear("latency (µs)")
+    }
 }
 
 /// Latency over the run: per-interval max and p99 per CPU, with temperature (or else frequency)
