@@ -604,20 +604,28 @@ pub fn over_time_named(run: &RunData, name: &str) -> Option<Panel> {
     })
 }
 
+/// Most intervals drawn per line of the over-time plot; longer runs are decimated.
+pub const MAX_TIME_STEPS: usize = 1500;
+
 /// A per-interval value as steps: flat from each interval's start to its end (`offset_ns` is
-/// the end of the interval), in (s, µs).
+/// the end of the interval), in (s, µs). Beyond [`MAX_TIME_STEPS`] intervals, consecutive
+/// intervals are merged into one step holding the largest of their values, so every interval's
+/// max is still seen (a 24-hour run at 1 s intervals stays a small SVG).
 fn steps(
     rows: &[&rtscope_store::SeriesRow],
     value: impl Fn(&rtscope_store::SeriesRow) -> Option<u64>,
 ) -> Vec<(f64, f64)> {
-    let mut pts = Vec::with_capacity(rows.len() * 2);
-    for s in rows {
-        if let Some(v) = value(s) {
-            let end = s.offset_ns as f64 / 1e9;
-            let start = s.offset_ns.saturating_sub(s.length_ns) as f64 / 1e9;
-            pts.push((start, ns_to_us(v)));
-            pts.push((end, ns_to_us(v)));
-        }
+    let per = rows.len().div_ceil(MAX_TIME_STEPS).max(1);
+    let mut pts = Vec::with_capacity(rows.len().min(MAX_TIME_STEPS) * 2 + 2);
+    for chunk in rows.chunks(per) {
+        let Some(v) = chunk.iter().filter_map(|s| value(s)).max() else {
+            continue;
+        };
+        let (first, last) = (chunk[0], chunk[chunk.len() - 1]);
+        let start = first.offset_ns.saturating_sub(first.length_ns) as f64 / 1e9;
+        let end = last.offset_ns as f64 / 1e9;
+        pts.push((start, ns_to_us(v)));
+        pts.push((end, ns_to_us(v)));
     }
     pts
 }

@@ -441,3 +441,40 @@ fn long_tails_get_a_log_latency_axis() {
     let svg = plot::to_svg(&Figure::single(e)).unwrap();
     assert!(svg.contains("log axis"));
 }
+
+#[test]
+fn a_day_long_over_time_plot_stays_small_and_keeps_every_max() {
+    let mut run = run_with(40, &[]);
+    let mut series = Vec::new();
+    for thread in 0..2u32 {
+        for i in 0..86_400u64 {
+            let max = if i == 51_234 {
+                9_000_000
+            } else {
+                20_000 + (i * 7919) % 5_000
+            };
+            series.push(rtscope_store::SeriesRow {
+                thread,
+                offset_ns: (i + 1) * 1_000_000_000,
+                length_ns: 1_000_000_000,
+                samples: 1000,
+                min_ns: Some(4_000),
+                max_ns: Some(max),
+                mean_ns: Some(6_000.0),
+                p99_ns: Some(15_000),
+                missed: 0,
+            });
+        }
+    }
+    run.series = series;
+    let panel = figures::over_time(&run).unwrap();
+    let top = panel.series[0]
+        .points
+        .iter()
+        .map(|p| p.1)
+        .fold(0.0, f64::max);
+    assert_eq!(top, 9_000.0, "the one 9 ms interval survives decimation");
+    assert!(panel.series[0].points.len() <= 2 * figures::MAX_TIME_STEPS + 2);
+    let svg = plot::to_svg(&Figure::single(panel)).unwrap();
+    assert!(svg.len() < 500_000, "{} bytes", svg.len());
+}
