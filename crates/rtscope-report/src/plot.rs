@@ -103,6 +103,9 @@ pub struct Series {
     pub weak: Vec<bool>,
     /// How the points are drawn.
     pub shape: Shape,
+    /// Points of value 0 are left out and break the line (rates: "nothing happened" is a gap,
+    /// not a saw-tooth down to the floor of a log axis).
+    pub gaps_at_zero: bool,
 }
 
 /// How a series is drawn.
@@ -126,6 +129,7 @@ impl Series {
             markers: false,
             weak: Vec::new(),
             shape: Shape::Line,
+            gaps_at_zero: false,
         }
     }
 }
@@ -465,9 +469,33 @@ fn draw_line<DB: DrawingBackend>(
         });
         chart.draw_series(dots).map_err(plot_err)?;
     }
-    let anno = chart
-        .draw_series(LineSeries::new(pts, style))
-        .map_err(plot_err)?;
+    let anno = if s.gaps_at_zero {
+        let mut segments: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+        for (p, orig) in pts.iter().zip(&s.points) {
+            match (orig.1 > 0.0, segments.last_mut()) {
+                (true, Some(seg)) => seg.push(*p),
+                (false, Some(seg)) if !seg.is_empty() => segments.push(Vec::new()),
+                _ => {}
+            }
+        }
+        segments.retain(|g| !g.is_empty());
+        if segments.is_empty() {
+            return Ok(());
+        }
+        let first = segments.remove(0);
+        for seg in segments {
+            chart
+                .draw_series(LineSeries::new(seg, style))
+                .map_err(plot_err)?;
+        }
+        chart
+            .draw_series(LineSeries::new(first, style))
+            .map_err(plot_err)?
+    } else {
+        chart
+            .draw_series(LineSeries::new(pts, style))
+            .map_err(plot_err)?
+    };
     if !s.name.is_empty() {
         anno.label(s.name.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));

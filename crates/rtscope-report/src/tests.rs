@@ -478,3 +478,36 @@ fn a_day_long_over_time_plot_stays_small_and_keeps_every_max() {
     let svg = plot::to_svg(&Figure::single(panel)).unwrap();
     assert!(svg.len() < 500_000, "{} bytes", svg.len());
 }
+
+#[test]
+fn zero_rates_are_gaps_and_temperatures_fit_their_data() {
+    let pts = vec![(0.0, 50.0), (1.0, 0.0), (2.0, 40.0), (3.0, 60.0)];
+    let svg_of = |gaps: bool| {
+        let s = Series {
+            gaps_at_zero: gaps,
+            ..Series::new("", 0, pts.clone())
+        };
+        let panel = Panel {
+            title: "t".into(),
+            x: Axis::linear("s"),
+            y: Axis::log("1/s"),
+            y2: None,
+            legend: Corner::UpperRight,
+            series: vec![s],
+        };
+        polylines(&plot::to_svg(&Figure::single(panel)).unwrap()).len()
+    };
+    assert_eq!(
+        svg_of(true),
+        svg_of(false) + 1,
+        "the zero splits the line in two"
+    );
+    let run = run_data("temps", "idle");
+    let panels = crate::monitors::monitor_panels(&run);
+    let temp = panels
+        .iter()
+        .find(|(n, _, _)| n == "monitor-temperature")
+        .expect("a temperature plot");
+    let (lo, _) = temp.2.y.range.expect("a fitted range");
+    assert!(lo > 10.0, "the temperature axis starts at {lo}, not 0");
+}
