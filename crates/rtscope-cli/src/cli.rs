@@ -350,6 +350,10 @@ pub struct ReportArgs {
     /// Title of the report page [default: made from the runs]
     #[arg(long, value_name = "TEXT")]
     pub title: Option<String>,
+    /// Group runs by these keys (tags such as `kernel`, or `case`, `scenario`) [default: the
+    /// tags and campaign coordinates that differ among the runs]
+    #[arg(long, value_name = "KEY,…", value_delimiter = ',')]
+    pub group_by: Option<Vec<String>>,
 }
 
 /// Options of `rtscope runs`.

@@ -1,14 +1,16 @@
 //! The report's charts as [`Figure`]s, computed from stored histograms, series and monitor data
 //! (raw samples only for the CDF, when asked for and stored). Latencies are shown in µs.
 
+use crate::group::Grouping;
 use crate::model::RunData;
 use crate::monitors::{campaign_monitor_panels, monitor_panels};
-use crate::plot::{Axis, Corner, Figure, Panel, Scale, Series};
+use crate::plot::{Axis, Corner, Figure, Panel, Scale, Series, Shape};
 use rtscope_core::{Histogram, PERCENTILES};
 
 /// Most bins an OSADL-style histogram is drawn with; wider latency ranges get wider bins.
 pub const MAX_BINS: u64 = 1000;
-/// Most runs drawn as lines of their own on the shared plots; beyond, one line per load case.
+/// Most runs drawn as lines of their own on the shared plots; beyond, or when runs repeat, one
+/// line per group (runs equal in every key that differs, see [`crate::group`]).
 pub const MAX_RUN_LINES: usize = 12;
 /// Most points a CDF line is drawn with.
 pub const MAX_CDF_POINTS: usize = 2000;
@@ -45,19 +47,38 @@ fn named(name: &str, section: Section, caption: &str, figure: Figure) -> NamedFi
 }
 
 /// Every figure of a report over `runs`: one set for a single run; for several runs, shared
-/// tail/CDF/exceedance plots (one line per run) and small multiples of the per-run plots.
-pub fn all(runs: &[RunData]) -> Vec<NamedFigure> {
+/// tail/CDF/exceedance plots (one line per run, or per group when runs repeat) and small
+/// multiples of the per-run plots laid out as a grid (rows: load case or scenario; columns:
+/// the other keys that differ), sharing their axes.
+pub fn all(runs: &[RunData], grouping: &Grouping) -> Vec<NamedFigure> {
     use Section::*;
     let mut out = Vec::new();
-    let hist: Vec<Panel> = runs.iter().map(histogram).collect();
-    out.push(named("histogram", Latency, HIST_CAPTION, grid(hist)));
+    let order = grid_order(grouping, runs.len());
+    let columns = grid_columns(grouping);
+    let shared = HistScale::of(runs);
+    let mut hist: Vec<Panel> = order
+        .iter()
+        .map(|&i| histogram_with(&runs[i], &grouping.run_name(runs, i), shared))
+        .collect();
+    share_log_y(&mut hist);
+    out.push(named(
+        "histogram",
+        Latency,
+        HIST_CAPTION,
+        grid(hist, columns),
+    ));
+    let lines = lines(runs, grouping);
+    let tail_lines: Vec<(String, Histogram)> = lines
+        .iter()
+        .map(|(n, h, _)| (n.clone(), h.clone()))
+        .collect();
     out.push(named(
         "tail",
         Latency,
         TAIL_CAPTION,
-        Figure::single(tail(runs)),
+        Figure::single(tail_of(&tail_lines)),
     ));
-    let (c, e) = cdf(runs);
+    let (c, e) = cdf_of(lines);
     let source = if runs.iter().any(|r| r.raw.is_some()) && runs.len() <= MAX_RUN_LINES {
         " Drawn from raw samples (exact) where the run stored them, else from the histogram."
     } else {
@@ -72,9 +93,18 @@ pub fn all(runs: &[RunData]) -> Vec<NamedFigure> {
         &exc_caption,
         Figure::single(e),
     ));
-    let time: Vec<Panel> = runs.iter().filter_map(over_time).collect();
+    let mut time: Vec<Panel> = order
+        .iter()
+        .filter_map(|&i| over_time_named(&runs[i], &grouping.run_name(runs, i)))
+        .collect();
+    share_y(&mut time);
     if !time.is_empty() {
-        out.push(named("over-time", Latency, TIME_CAPTION, grid(time)));
+        out.push(named(
+            "over-time",
+            Latency,
+            TIME_CAPTION,
+            grid(time, columns),
+        ));
     }
     let monitors = if runs.len() == 1 {
         monitor_panels(&runs[0])
@@ -88,22 +118,106 @@ pub fn all(runs: &[RunData]) -> Vec<NamedFigure> {
 }
 
 const HIST_CAPTION: &str = "Latency histogram (OSADL style): samples per latency bin, one line per CPU, counts on a log axis; the legend gives each CPU's maximum.";
-const TAIL_CAPTION: &str = "Tail latency: the latency below which 90 %, 99 %, … 99.9999 % of the wake-ups fell. Lines further right rest on fewer samples; a percentile is drawn only when at least one sample lies beyond it. With more than 12 runs, the runs of each load case are merged into one line.";
+const TAIL_CAPTION: &str = "Tail latency: the latency below which 90 %, 99 %, … 99.9999 % of the wake-ups fell. Lines further right rest on fewer samples; a percentile is drawn only when at least one sample lies beyond it, hollow when fewer than 10 do. × marks the exact maximum (at log10 of the sample count). Runs that repeat (equal in every tag and load case that differs) are merged into one line per group.";
 const CDF_CAPTION: &str =
     "Cumulative distribution: the fraction of wake-ups with at most this latency.";
 const EXC_CAPTION: &str = "Exceedance (1 − CDF, log axis): the fraction of wake-ups later than this latency; the tail's shape shows how rare the worst cases are.";
 const TIME_CAPTION: &str = "Latency over the run: the maximum (solid) and p99 (faint) of each interval, per CPU; temperature or frequency on the right-hand axis when recorded.";
 
-/// Panels in a grid: one full-size panel, or two columns of smaller ones.
-fn grid(panels: Vec<Panel>) -> Figure {
+/// Panels in a grid: one full-size panel, or `columns` columns of smaller ones.
+fn grid(panels: Vec<Panel>, columns: usize) -> Figure {
     if panels.len() == 1 {
         return Figure::single(panels.into_iter().next().unwrap_or_else(empty_panel));
     }
+    let columns = columns.clamp(1, 4) as u32;
     Figure {
-        width: 1200,
+        width: if columns > 2 { 400 * columns } else { 1200 },
         panel_height: 320,
-        columns: 2,
+        columns,
         panels,
+    }
+}
+
+/// Run indices in grid order: by the row key's value (first-seen order), then by group, then
+/// by repeat.
+fn grid_order(g: &Grouping, n: usize) -> Vec<usize> {
+    let Some(row) = g.row_key() else {
+        return g
+            .groups
+            .iter()
+            .flat_map(|x| x.runs.clone())
+            .chain((0..n).filter(|i| !g.groups.iter().any(|x| x.runs.contains(i))))
+            .collect();
+    };
+    let mut rows: Vec<&str> = Vec::new();
+    for x in &g.groups {
+        if !rows.contains(&x.values[row].as_str()) {
+            rows.push(&x.values[row]);
+        }
+    }
+    let mut out = Vec::new();
+    for r in rows {
+        for x in g.groups.iter().filter(|x| x.values[row] == r) {
+            out.extend(&x.runs);
+        }
+    }
+    out
+}
+
+/// Columns of the per-run grids: the runs of one row (load case or scenario) side by side when
+/// every row holds as many (a full case × kernel grid), else two.
+fn grid_columns(g: &Grouping) -> usize {
+    let Some(row) = g.row_key() else {
+        return 2;
+    };
+    let mut per_row: Vec<(&str, usize)> = Vec::new();
+    for x in &g.groups {
+        match per_row.iter_mut().find(|(v, _)| *v == x.values[row]) {
+            Some(e) => e.1 += x.runs.len(),
+            None => per_row.push((&x.values[row], x.runs.len())),
+        }
+    }
+    match per_row.first() {
+        Some(&(_, n)) if n <= 4 && per_row.iter().all(|&(_, m)| m == n) => n,
+        _ => 2,
+    }
+}
+
+/// One log y range for all histogram panels: from below 1 (empty bins) to the decade above the
+/// largest count of any of them.
+fn share_log_y(panels: &mut [Panel]) {
+    if panels.len() < 2 {
+        return;
+    }
+    let top = panels
+        .iter()
+        .flat_map(|p| p.series.iter())
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .fold(1.0f64, f64::max);
+    for p in panels {
+        p.y.range = Some((10f64.powf(-0.3), 10f64.powf(top.log10().ceil().max(1.0))));
+    }
+}
+
+/// One y range for all over-time panels (from 0 to the highest value drawn), so "this one does
+/// not jitter" is seen without reading numbers.
+fn share_y(panels: &mut [Panel]) {
+    if panels.len() < 2 {
+        return;
+    }
+    let top = panels
+        .iter()
+        .flat_map(|p| p.series.iter().filter(|s| !s.secondary))
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .fold(0.0f64, f64::max);
+    let x_end = panels
+        .iter()
+        .flat_map(|p| p.series.iter())
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .fold(0.0f64, f64::max);
+    for p in panels {
+        p.y.range = Some((0.0, top.max(1.0) * 1.05));
+        p.x.range = Some((0.0, x_end.max(1.0)));
     }
 }
 
@@ -118,8 +232,28 @@ fn empty_panel() -> Panel {
     }
 }
 
-fn title_of(run: &RunData) -> String {
-    format!("{} (run {})", run.name(), run.id())
+/// The bin width and range shared by the histograms of one figure, µs.
+#[derive(Debug, Clone, Copy)]
+pub struct HistScale {
+    /// Bin width, µs.
+    pub width: u64,
+    /// Upper end of the x axis, µs.
+    pub max_us: u64,
+}
+
+impl HistScale {
+    /// The scale that holds every thread of every run in at most [`MAX_BINS`] bins.
+    pub fn of(runs: &[RunData]) -> HistScale {
+        let max_us = runs
+            .iter()
+            .flat_map(|r| r.detail.threads.iter().filter_map(|t| t.max_ns))
+            .max()
+            .map_or(1, |m| m / 1000 + 1);
+        HistScale {
+            width: max_us.div_ceil(MAX_BINS).max(1),
+            max_us,
+        }
+    }
 }
 
 fn ns_to_us(ns: u64) -> f64 {
@@ -128,13 +262,14 @@ fn ns_to_us(ns: u64) -> f64 {
 
 /// The OSADL-style latency histogram of one run: one line per CPU over µs bins.
 pub fn histogram(run: &RunData) -> Panel {
+    let title = run.name();
+    histogram_with(run, &title, HistScale::of(std::slice::from_ref(run)))
+}
+
+/// The OSADL-style histogram of one run named `name`, on a scale shared with other panels.
+pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
     let threads = &run.detail.threads;
-    let max_us = threads
-        .iter()
-        .filter_map(|t| t.max_ns)
-        .max()
-        .map_or(1, |m| m / 1000 + 1);
-    let width = max_us.div_ceil(MAX_BINS).max(1);
+    let HistScale { width, max_us } = scale;
     let series = threads
         .iter()
         .enumerate()
@@ -152,8 +287,11 @@ pub fn histogram(run: &RunData) -> Panel {
         format!("samples per {width} µs")
     };
     Panel {
-        title: format!("Latency histogram — {}", title_of(run)),
-        x: Axis::linear("latency (µs)"),
+        title: format!("Latency histogram — {name} (run {})", run.id()),
+        x: Axis {
+            range: Some((0.0, (max_us.div_ceil(width) * width) as f64)),
+            ..Axis::linear("latency (µs)")
+        },
         y: Axis::log(unit),
         y2: None,
         legend: Corner::UpperRight,
@@ -202,8 +340,8 @@ pub fn tail_points(h: &Histogram) -> Vec<(f64, f64)> {
 }
 
 /// The lines of the shared plots: per CPU plus all CPUs for one run; per run (all CPUs) for
-/// several.
-fn lines(runs: &[RunData]) -> Vec<(String, Histogram, Option<Vec<u64>>)> {
+/// several, named by their group; one per group when runs repeat or are too many.
+fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Option<Vec<u64>>)> {
     if let [run] = runs {
         let mut out: Vec<_> = run
             .detail
@@ -223,45 +361,41 @@ fn lines(runs: &[RunData]) -> Vec<(String, Histogram, Option<Vec<u64>>)> {
         }
         return out;
     }
-    if runs.len() <= MAX_RUN_LINES {
+    let merge = grouping.has_repeats() || runs.len() > MAX_RUN_LINES;
+    if !merge || grouping.groups.len() > MAX_RUN_LINES * 2 {
         return runs
             .iter()
-            .map(|r| {
+            .enumerate()
+            .map(|(i, r)| {
                 (
-                    r.name(),
+                    grouping.run_name(runs, i),
                     r.merged().clone(),
                     r.raw.as_ref().map(|x| x.concat()),
                 )
             })
             .collect();
     }
-    by_case(runs)
+    by_group(runs, grouping)
 }
 
-/// One line per load case (repeats merged), for campaigns with more runs than
-/// [`MAX_RUN_LINES`]; raw samples are not used then.
-fn by_case(runs: &[RunData]) -> Vec<(String, Histogram, Option<Vec<u64>>)> {
-    let mut cases: Vec<(String, Histogram, usize)> = Vec::new();
-    for r in runs {
-        let case = match r.case() {
-            c if c.is_empty() => r.name(),
-            c => c,
-        };
-        match cases.iter_mut().find(|c| c.0 == case) {
-            Some(c) => {
-                c.1.merge(r.merged());
-                c.2 += 1;
+/// One line per group (repeats merged); raw samples are not used then.
+fn by_group(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Option<Vec<u64>>)> {
+    grouping
+        .groups
+        .iter()
+        .map(|g| {
+            let mut h = Histogram::new();
+            for &i in &g.runs {
+                h.merge(runs[i].merged());
             }
-            None => cases.push((case, r.merged().clone(), 1)),
-        }
-    }
-    cases
-        .into_iter()
-        .map(|(name, h, n)| {
-            let name = if n > 1 {
-                format!("{name} ({n} runs)")
+            let base = if g.name.is_empty() {
+                "all runs"
             } else {
-                name
+                &g.name
+            };
+            let name = match g.runs.len() {
+                1 => base.to_string(),
+                n => format!("{base} ({n} runs)"),
             };
             (name, h, None)
         })
@@ -270,27 +404,51 @@ fn by_case(runs: &[RunData]) -> Vec<(String, Histogram, Option<Vec<u64>>)> {
 
 /// The tail-latency plot: latency at p50 … p99.9999 on an axis of "nines".
 pub fn tail(runs: &[RunData]) -> Panel {
-    let lines: Vec<(String, Histogram)> = lines(runs).into_iter().map(|(n, h, _)| (n, h)).collect();
+    let g = Grouping::new(runs, None);
+    let lines: Vec<(String, Histogram)> = lines(runs, &g)
+        .into_iter()
+        .map(|(n, h, _)| (n, h))
+        .collect();
     tail_of(&lines)
 }
 
 /// The tail-latency plot of any named histograms (one line each): runs, CPUs, or the groups
 /// `rtscope compare` compares.
 pub fn tail_of(lines: &[(String, Histogram)]) -> Panel {
-    let series = lines
-        .iter()
-        .enumerate()
-        .map(|(i, (name, h))| Series {
+    let mut series: Vec<Series> = Vec::new();
+    let mut right = 1.0f64;
+    for (i, (name, h)) in lines.iter().enumerate() {
+        let pts = tail_points(h);
+        // Points resting on fewer than 10 samples beyond them are drawn hollow.
+        let weak = PERCENTILES
+            .iter()
+            .filter(|(_, q)| h.count() as f64 * (1.0 - q) >= 1.0)
+            .map(|(_, q)| h.count() as f64 * (1.0 - q) < 10.0)
+            .collect();
+        series.push(Series {
             markers: true,
-            ..Series::new(name.clone(), i, tail_points(h))
-        })
-        .collect();
+            weak,
+            ..Series::new(name.clone(), i, pts.clone())
+        });
+        if let Some(max) = h.max() {
+            // The exact max sits where the last sample would: log10(count) nines.
+            let at = (h.count().max(1) as f64).log10();
+            right = right.max(at);
+            series.push(Series {
+                shape: Shape::MaxMarker,
+                ..Series::new("", i, vec![(at, ns_to_us(max.0))])
+            });
+        }
+        if let Some(&(x, _)) = pts.last() {
+            right = right.max(x);
+        }
+    }
     Panel {
         title: "Tail latency".into(),
         x: Axis {
-            label: "percentile (\"nines\")".into(),
+            label: "percentile (\"nines\"); × = exact max".into(),
             scale: Scale::Nines,
-            range: Some((0.0, 6.25)),
+            range: Some((0.0, right.ceil().min(8.0) + 0.25)),
         },
         y: Axis::log("latency (µs)"),
         y2: None,
@@ -344,12 +502,13 @@ fn thin(pts: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
 
 /// The CDF plot and the exceedance (1 − CDF on a log axis) plot.
 pub fn cdf(runs: &[RunData]) -> (Panel, Panel) {
-    cdf_of(lines(runs))
+    cdf_of(lines(runs, &Grouping::new(runs, None)))
 }
 
 /// The CDF and exceedance plots of any named histograms (with raw samples, when given, for an
 /// exact curve): runs, CPUs, or the groups `rtscope compare` compares.
 pub fn cdf_of(lines: Vec<(String, Histogram, Option<Vec<u64>>)>) -> (Panel, Panel) {
+    let x = latency_axis(lines.iter().map(|l| &l.1));
     let mut c = Vec::new();
     let mut e = Vec::new();
     for (i, (name, h, raw)) in lines.into_iter().enumerate() {
@@ -367,7 +526,7 @@ pub fn cdf_of(lines: Vec<(String, Histogram, Option<Vec<u64>>)>) -> (Panel, Pane
     }
     let cdf = Panel {
         title: "Cumulative distribution (CDF)".into(),
-        x: Axis::linear("latency (µs)"),
+        x: x.clone(),
         y: Axis {
             range: Some((0.0, 1.0)),
             ..Axis::linear("fraction of samples ≤ latency")
@@ -378,7 +537,7 @@ pub fn cdf_of(lines: Vec<(String, Histogram, Option<Vec<u64>>)>) -> (Panel, Pane
     };
     let exc = Panel {
         title: "Exceedance (1 − CDF)".into(),
-        x: Axis::linear("latency (µs)"),
+        x,
         y: Axis::log("fraction of samples > latency"),
         y2: None,
         legend: Corner::UpperRight,
@@ -387,9 +546,35 @@ pub fn cdf_of(lines: Vec<(String, Histogram, Option<Vec<u64>>)>) -> (Panel, Pane
     (cdf, exc)
 }
 
+/// Tails longer than this ratio of max to median get a log latency axis.
+pub const LOG_X_RATIO: f64 = 100.0;
+
+/// The latency axis of the CDF and exceedance plots: logarithmic when the longest tail is more
+/// than [`LOG_X_RATIO`] times the lowest median (ms outliers over a µs body), so the body is
+/// not squashed into a vertical line at 0; else linear.
+pub fn latency_axis<'a>(hists: impl Iterator<Item = &'a Histogram>) -> Axis {
+    let (mut max, mut p50) = (0u64, u64::MAX);
+    for h in hists {
+        max = max.max(h.max().map_or(0, |m| m.0));
+        if let Some(m) = h.value_at_quantile(0.5) {
+            p50 = p50.min(m.0.max(1));
+        }
+    }
+    if p50 != u64::MAX && max as f64 / p50 as f64 > LOG_X_RATIO {
+        Axis::log("latency (µs, log axis)")
+    } else {
+        Axis::linear("latency (µs)")
+    }
+}
+
 /// Latency over the run: per-interval max and p99 per CPU, with temperature (or else frequency)
 /// on a second axis. `None` when the run has no series.
 pub fn over_time(run: &RunData) -> Option<Panel> {
+    over_time_named(run, &run.name())
+}
+
+/// [`over_time`] with the run named `name` in the title.
+pub fn over_time_named(run: &RunData, name: &str) -> Option<Panel> {
     if run.series.is_empty() {
         return None;
     }
@@ -410,7 +595,7 @@ pub fn over_time(run: &RunData) -> Option<Panel> {
     let (y2, extra) = second_axis(run, series.len() / 2);
     series.extend(extra);
     Some(Panel {
-        title: format!("Latency over time — {}", title_of(run)),
+        title: format!("Latency over time — {name} (run {})", run.id()),
         x: Axis::linear("time since start (s)"),
         y: Axis::linear("latency (µs)"),
         y2,
@@ -419,20 +604,28 @@ pub fn over_time(run: &RunData) -> Option<Panel> {
     })
 }
 
+/// Most intervals drawn per line of the over-time plot; longer runs are decimated.
+pub const MAX_TIME_STEPS: usize = 1500;
+
 /// A per-interval value as steps: flat from each interval's start to its end (`offset_ns` is
-/// the end of the interval), in (s, µs).
+/// the end of the interval), in (s, µs). Beyond [`MAX_TIME_STEPS`] intervals, consecutive
+/// intervals are merged into one step holding the largest of their values, so every interval's
+/// max is still seen (a 24-hour run at 1 s intervals stays a small SVG).
 fn steps(
     rows: &[&rtscope_store::SeriesRow],
     value: impl Fn(&rtscope_store::SeriesRow) -> Option<u64>,
 ) -> Vec<(f64, f64)> {
-    let mut pts = Vec::with_capacity(rows.len() * 2);
-    for s in rows {
-        if let Some(v) = value(s) {
-            let end = s.offset_ns as f64 / 1e9;
-            let start = s.offset_ns.saturating_sub(s.length_ns) as f64 / 1e9;
-            pts.push((start, ns_to_us(v)));
-            pts.push((end, ns_to_us(v)));
-        }
+    let per = rows.len().div_ceil(MAX_TIME_STEPS).max(1);
+    let mut pts = Vec::with_capacity(rows.len().min(MAX_TIME_STEPS) * 2 + 2);
+    for chunk in rows.chunks(per) {
+        let Some(v) = chunk.iter().filter_map(|s| value(s)).max() else {
+            continue;
+        };
+        let (first, last) = (chunk[0], chunk[chunk.len() - 1]);
+        let start = first.offset_ns.saturating_sub(first.length_ns) as f64 / 1e9;
+        let end = last.offset_ns as f64 / 1e9;
+        pts.push((start, ns_to_us(v)));
+        pts.push((end, ns_to_us(v)));
     }
     pts
 }

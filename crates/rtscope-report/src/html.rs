@@ -25,6 +25,7 @@ const NAV: &str = "<nav><a href=\"#runs\">Runs</a> · <a href=\"#warnings\">Warn
 /// The whole page.
 pub fn page(
     runs: &[RunData],
+    grouping: &crate::group::Grouping,
     rows: &[SummaryRow],
     warns: &[Warning],
     figs: &[(&NamedFigure, &str)],
@@ -43,6 +44,9 @@ pub fn page(
     header(&mut h, runs);
     warnings(&mut h, warns);
     if runs.len() > 1 {
+        if let Some(m) = crate::matrix::MaxMatrix::of(runs, grouping) {
+            max_matrix(&mut h, &m);
+        }
         cases(&mut h, &crate::table::case_rows(runs));
     }
     stats(&mut h, rows);
@@ -171,6 +175,28 @@ fn stats(h: &mut String, rows: &[SummaryRow]) {
         "</table>\n<p class=\"muted\">{}</p>",
         crate::table::STAR_NOTE
     );
+}
+
+fn max_matrix(h: &mut String, m: &crate::matrix::MaxMatrix) {
+    let _ = write!(
+        h,
+        "<h2 id=\"groups\">Maximum latency per {} and group (µs)</h2>\n<table><tr><th class=\"t\">{}</th>",
+        if m.rows_by == "case" { "load case" } else { "scenario" },
+        escape(&m.rows_by)
+    );
+    for c in &m.columns {
+        let _ = write!(h, "<th>{}</th>", escape(c));
+    }
+    h.push_str("</tr>\n");
+    for (case, cells) in &m.rows {
+        h.push_str("<tr>");
+        cell(h, case);
+        for c in cells {
+            let _ = write!(h, "<td>{}</td>", crate::matrix::MaxMatrix::cell(*c));
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n<p class=\"muted\">The largest latency of the runs of each load case and group; (n): runs merged.</p>\n");
 }
 
 fn cases(h: &mut String, rows: &[crate::table::CaseRow]) {

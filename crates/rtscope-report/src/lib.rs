@@ -16,7 +16,9 @@
 mod escape;
 pub mod explain;
 pub mod figures;
+pub mod group;
 pub mod html;
+pub mod matrix;
 pub mod model;
 pub mod monitors;
 pub mod plot;
@@ -52,6 +54,9 @@ pub struct ReportOptions {
     /// Whether the CDF was asked to use raw samples (they are used where [`RunData::raw`] holds
     /// them).
     pub raw: bool,
+    /// Keys to group runs by (`kernel`, `case`, `scenario`, any tag); `None` groups by the keys
+    /// that differ among the runs.
+    pub group_by: Option<Vec<String>>,
 }
 
 /// One file of a report.
@@ -69,7 +74,12 @@ pub fn build(runs: &[RunData], opts: &ReportOptions) -> Result<Vec<ReportFile>, 
     if runs.is_empty() {
         return Err(ReportError::NoRuns);
     }
-    let figs = figures::all(runs);
+    let keys: Option<Vec<group::Key>> = opts
+        .group_by
+        .as_ref()
+        .map(|k| k.iter().map(|n| group::Key::parse(n)).collect());
+    let grouping = group::Grouping::new(runs, keys.as_deref());
+    let figs = figures::all(runs, &grouping);
     let rendered = render_all(&figs)?;
     let rows = table::summary_rows(runs);
     let warns = warnings::collect(runs);
@@ -78,11 +88,14 @@ pub fn build(runs: &[RunData], opts: &ReportOptions) -> Result<Vec<ReportFile>, 
         .zip(&rendered)
         .map(|(f, (svg, _))| (f, svg.as_str()))
         .collect();
-    let page = html::page(runs, &rows, &warns, &svgs, opts);
+    let page = html::page(runs, &grouping, &rows, &warns, &svgs, opts);
     let mut files = vec![
         file("report.html", page.into_bytes()),
         file("summary.csv", table::csv(&rows).into_bytes()),
-        file("summary.md", summary_md(runs, &rows).into_bytes()),
+        file(
+            "summary.md",
+            summary_md(runs, &grouping, &rows).into_bytes(),
+        ),
     ];
     for (f, (svg, png)) in figs.iter().zip(rendered) {
         files.push(file(&format!("{}.svg", f.name), svg.into_bytes()));
@@ -92,11 +105,18 @@ pub fn build(runs: &[RunData], opts: &ReportOptions) -> Result<Vec<ReportFile>, 
 }
 
 /// `summary.md`: the per-CPU table, then for several runs the maximum per load case.
-fn summary_md(runs: &[RunData], rows: &[table::SummaryRow]) -> String {
+fn summary_md(runs: &[RunData], g: &group::Grouping, rows: &[table::SummaryRow]) -> String {
     let mut md = table::markdown(rows);
     if runs.len() > 1 {
         md.push_str("\n## Maximum latency per load case (µs)\n\n");
         md.push_str(&table::case_markdown(&table::case_rows(runs)));
+        if let Some(m) = matrix::MaxMatrix::of(runs, g) {
+            md.push_str(&format!(
+                "\n## Maximum latency per {} and group (µs)\n\n",
+                m.rows_by
+            ));
+            md.push_str(&m.markdown());
+        }
     }
     md
 }

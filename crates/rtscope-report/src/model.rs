@@ -104,10 +104,15 @@ impl RunData {
         env.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
-    /// CPU of thread `t` as a legend name (`CPU 3`, or `thread 3` when unpinned).
+    /// CPU of thread `t` as a legend name (`CPU 3`; `thread 5 (CPU 1)` when several threads
+    /// share the CPU, as in M:N; `thread 3` when unpinned).
     pub fn cpu_name(&self, thread: u32) -> String {
-        match self.detail.threads.iter().find(|t| t.thread == thread) {
+        let threads = &self.detail.threads;
+        match threads.iter().find(|t| t.thread == thread) {
             Some(t) => match t.cpu {
+                Some(c) if threads.iter().filter(|o| o.cpu == Some(c)).count() > 1 => {
+                    format!("thread {} (CPU {c})", t.thread)
+                }
                 Some(c) => format!("CPU {c}"),
                 None => format!("thread {}", t.thread),
             },

@@ -40,12 +40,12 @@ pub fn monitor_panels(run: &RunData) -> Vec<Named> {
     let mut out = Vec::new();
     let temps = lines_of(run.monitors.iter().filter(|m| m.unit == "degC"), 1.0);
     if !temps.is_empty() {
-        let p = panel("Temperatures", Axis::linear("temperature (°C)"), temps);
+        let p = panel("Temperatures", fitted("temperature (°C)", &temps), temps);
         out.push(("monitor-temperature".into(), TEMP, p));
     }
     let freqs = lines_of(run.monitors_with("freq."), 1e-3);
     if !freqs.is_empty() {
-        let p = panel("CPU frequencies", Axis::linear("frequency (MHz)"), freqs);
+        let p = panel("CPU frequencies", fitted("frequency (MHz)", &freqs), freqs);
         out.push(("monitor-frequency".into(), FREQ, p));
     }
     let irqs = interrupt_lines(run);
@@ -98,8 +98,28 @@ fn interrupt_lines(run: &RunData) -> Vec<Series> {
     sums.into_iter()
         .take(MAX_LINES)
         .enumerate()
-        .map(|(i, (n, p))| Series::new(n, i, secs(&p, 1.0)))
+        .map(|(i, (n, p))| Series {
+            gaps_at_zero: true,
+            ..Series::new(n, i, secs(&p, 1.0))
+        })
         .collect()
+}
+
+/// A linear axis fitted to the data with 10 % of its span as margin (not from 0: a swing of
+/// 3 °C at 60 °C must be visible).
+fn fitted(label: &str, series: &[Series]) -> Axis {
+    let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+    let (lo, hi) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), y| {
+        (l.min(y), h.max(y))
+    });
+    if !lo.is_finite() {
+        return Axis::linear(label);
+    }
+    let pad = ((hi - lo) * 0.1).max(hi.abs() * 0.01).max(0.5);
+    Axis {
+        range: Some((lo - pad, hi + pad)),
+        ..Axis::linear(label)
+    }
 }
 
 /// Adds `points` into `acc` by timestamp (both sorted by time).

@@ -98,6 +98,23 @@ pub struct Series {
     pub secondary: bool,
     /// A dot on every point (for few, meaningful points such as percentiles).
     pub markers: bool,
+    /// With `markers`: points whose entry here is true are drawn hollow (resting on too few
+    /// samples); missing entries are solid.
+    pub weak: Vec<bool>,
+    /// How the points are drawn.
+    pub shape: Shape,
+    /// Points of value 0 are left out and break the line (rates: "nothing happened" is a gap,
+    /// not a saw-tooth down to the floor of a log axis).
+    pub gaps_at_zero: bool,
+}
+
+/// How a series is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// A line (with dots when `markers`).
+    Line,
+    /// Each point as a large × without a line: the exact maximum of a distribution.
+    MaxMarker,
 }
 
 impl Series {
@@ -110,6 +127,9 @@ impl Series {
             faint: false,
             secondary: false,
             markers: false,
+            weak: Vec::new(),
+            shape: Shape::Line,
+            gaps_at_zero: false,
         }
     }
 }
@@ -334,7 +354,7 @@ fn draw_panel<DB: DrawingBackend>(
     let Some(y2) = &p.y2 else {
         mesh(&mut chart, p)?;
         for s in prim() {
-            draw_line(&mut chart, s, projected(p, s, (x0, y0, y1)))?;
+            draw_line(&mut chart, s, projected(p, s, (x0, x1, y0, y1)))?;
         }
         return legend(&mut chart, p);
     };
@@ -350,12 +370,14 @@ fn draw_panel<DB: DrawingBackend>(
         .draw()
         .map_err(plot_err)?;
     for s in prim() {
-        draw_line(&mut dual, s, projected(p, s, (x0, y0, y1)))?;
+        draw_line(&mut dual, s, projected(p, s, (x0, x1, y0, y1)))?;
     }
     for s in sec {
         let style = style_of(s);
+        let (lo, hi) = (x0.min(x1), x0.max(x1));
+        let inside = s.points.iter().copied().filter(|p| p.0 >= lo && p.0 <= hi);
         let anno = dual
-            .draw_secondary_series(LineSeries::new(s.points.clone(), style))
+            .draw_secondary_series(LineSeries::new(inside, style))
             .map_err(plot_err)?;
         if !s.name.is_empty() {
             anno.label(s.name.as_str())
@@ -369,12 +391,18 @@ fn font(size: u32) -> FontDesc<'static> {
     (FONT_FAMILY, size).into_font()
 }
 
-/// A series' points in drawn coordinates, clamped into the panel.
-fn projected(p: &Panel, s: &Series, (x0, y0, y1): (f64, f64, f64)) -> Vec<(f64, f64)> {
+/// A series' points in drawn coordinates, clamped into the panel (nothing is drawn outside
+/// its axes, whatever range a shared axis imposes).
+fn projected(p: &Panel, s: &Series, (x0, x1, y0, y1): (f64, f64, f64, f64)) -> Vec<(f64, f64)> {
     let (xs, ys) = (p.x.scale, p.y.scale);
     s.points
         .iter()
-        .map(|&(x, y)| (project(xs, x, x0), project(ys, y, y0).clamp(y0, y1)))
+        .map(|&(x, y)| {
+            (
+                project(xs, x, x0).clamp(x0, x1),
+                project(ys, y, y0).clamp(y0, y1),
+            )
+        })
         .collect()
 }
 
@@ -422,13 +450,52 @@ fn draw_line<DB: DrawingBackend>(
     pts: Vec<(f64, f64)>,
 ) -> Result<(), ReportError> {
     let style = style_of(s);
+    if s.shape == Shape::MaxMarker {
+        let marks = pts.iter().map(|&p| Cross::new(p, 6, style.stroke_width(3)));
+        chart.draw_series(marks).map_err(plot_err)?;
+        return Ok(());
+    }
     if s.markers {
-        let dots = pts.iter().map(|&p| Circle::new(p, 3, style.filled()));
+        let dots = pts.iter().enumerate().map(|(i, &p)| {
+            let hollow = s.weak.get(i).copied().unwrap_or(false);
+            let fill = if hollow {
+                WHITE.filled()
+            } else {
+                style.filled()
+            };
+            EmptyElement::at(p)
+                + Circle::new((0, 0), 4, fill)
+                + Circle::new((0, 0), 4, style.stroke_width(1))
+        });
         chart.draw_series(dots).map_err(plot_err)?;
     }
-    let anno = chart
-        .draw_series(LineSeries::new(pts, style))
-        .map_err(plot_err)?;
+    let anno = if s.gaps_at_zero {
+        let mut segments: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+        for (p, orig) in pts.iter().zip(&s.points) {
+            match (orig.1 > 0.0, segments.last_mut()) {
+                (true, Some(seg)) => seg.push(*p),
+                (false, Some(seg)) if !seg.is_empty() => segments.push(Vec::new()),
+                _ => {}
+            }
+        }
+        segments.retain(|g| !g.is_empty());
+        if segments.is_empty() {
+            return Ok(());
+        }
+        let first = segments.remove(0);
+        for seg in segments {
+            chart
+                .draw_series(LineSeries::new(seg, style))
+                .map_err(plot_err)?;
+        }
+        chart
+            .draw_series(LineSeries::new(first, style))
+            .map_err(plot_err)?
+    } else {
+        chart
+            .draw_series(LineSeries::new(pts, style))
+            .map_err(plot_err)?
+    };
     if !s.name.is_empty() {
         anno.label(s.name.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));

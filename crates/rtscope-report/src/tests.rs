@@ -29,6 +29,28 @@ fn run_data(name: &str, label: &str) -> RunData {
     RunData::from(store.bundle(id, false).unwrap())
 }
 
+/// A small run (2 CPUs, 2,000 samples each, no monitors) with id `id` and these tags; the
+/// typical latency grows with the id.
+pub(crate) fn run_with(id: i64, tags: &[(&str, &str)]) -> RunData {
+    let mut store = Store::open(&temp_db(&format!("tags-{id}"))).unwrap();
+    let spec = SyntheticRun {
+        label: format!("run-{id}"),
+        samples: 2_000,
+        base_ns: 4_000 + 500 * id as u64,
+        seed: id as u64,
+        monitors: false,
+        ..SyntheticRun::default()
+    };
+    let rid = write_run(&mut store, &spec).unwrap();
+    let mut r = RunData::from(store.bundle(rid, false).unwrap());
+    r.detail.summary.id = id;
+    r.detail.summary.tags = tags
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    r
+}
+
 /// (width, height, distinct colours, share of non-white pixels) of a PNG.
 fn png_facts(bytes: &[u8]) -> (u32, u32, usize, f64) {
     let dec = png::Decoder::new(bytes);
@@ -313,4 +335,241 @@ fn whole_microsecond_samples_land_one_per_bin() {
         .collect();
     assert_eq!(counts.len(), 198);
     assert!(counts.iter().all(|&c| c == 1.0), "{counts:?}");
+}
+
+/// 2 kernels × 2 load cases × 2 repeats.
+fn study_runs() -> Vec<RunData> {
+    let mut runs = Vec::new();
+    let mut id = 20;
+    for case in ["idle", "cpu"] {
+        for kernel in ["std", "rt"] {
+            for _ in 0..2 {
+                id += 1;
+                runs.push(run_with(id, &[("kernel", kernel), ("case", case)]));
+            }
+        }
+    }
+    runs
+}
+
+/// The numeric `<text>` labels of an SVG, split by the text `title` that starts each panel.
+fn tick_labels_per_panel(svg: &str, title: &str) -> Vec<Vec<String>> {
+    let mut panels: Vec<Vec<String>> = Vec::new();
+    for chunk in svg.split("<text").skip(1) {
+        let Some(body) = chunk.split_once('>').map(|(_, b)| b) else {
+            continue;
+        };
+        let text = body.split("</text>").next().unwrap_or("").trim();
+        if text.starts_with(title) {
+            panels.push(Vec::new());
+        } else if !text.is_empty()
+            && text
+                .chars()
+                .all(|c| c.is_ascii_digit() || ".kMe-".contains(c))
+        {
+            if let Some(p) = panels.last_mut() {
+                p.push(text.to_string());
+            }
+        }
+    }
+    panels
+}
+
+/// Every `points="x,y …"` list of an SVG's polylines.
+fn polylines(svg: &str) -> Vec<Vec<(f64, f64)>> {
+    svg.split("<polyline")
+        .skip(1)
+        .filter_map(|c| c.split("points=\"").nth(1))
+        .map(|c| {
+            c.split('"')
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .filter_map(|p| {
+                    let (x, y) = p.split_once(',')?;
+                    Some((x.parse().ok()?, y.parse().ok()?))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_study_report_groups_by_kernel_and_case_in_a_grid_on_shared_axes() {
+    let runs = study_runs();
+    let g = crate::group::Grouping::new(&runs, None);
+    let figs = figures::all(&runs, &g);
+    let fig = |name: &str| &figs.iter().find(|f| f.name == name).unwrap().figure;
+    // Legends name the group; repeats merge within a group, never across kernels.
+    let tail: Vec<&str> = fig("tail").panels[0]
+        .series
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(|n| !n.is_empty())
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            "kernel=std · idle (2 runs)",
+            "kernel=rt · idle (2 runs)",
+            "kernel=std · cpu (2 runs)",
+            "kernel=rt · cpu (2 runs)"
+        ]
+    );
+    // The histogram grid: one row per load case, kernels and repeats side by side.
+    let hist = fig("histogram");
+    assert_eq!(hist.columns, 4);
+    assert!(hist.panels[0].title.contains("kernel=std · idle #1"));
+    assert!(hist.panels[4].title.contains("kernel=std · cpu #1"));
+    // The same axes in every panel, read back from the SVG's tick labels.
+    let svg = plot::to_svg(hist).unwrap();
+    let labels = tick_labels_per_panel(&svg, "Latency histogram");
+    assert_eq!(labels.len(), 8, "{labels:?}");
+    assert!(labels[0].len() >= 4, "{labels:?}");
+    assert!(labels.iter().all(|l| *l == labels[0]), "{labels:?}");
+    let time = plot::to_svg(fig("over-time")).unwrap();
+    let labels = tick_labels_per_panel(&time, "Latency over time");
+    assert!(labels.iter().all(|l| *l == labels[0]), "{labels:?}");
+    // The report says it in the per-case table, one column per kernel.
+    let md = crate::matrix::MaxMatrix::of(&runs, &g).unwrap().markdown();
+    assert!(md.contains("| case | kernel=std | kernel=rt |"), "{md}");
+}
+
+#[test]
+fn nothing_is_drawn_outside_its_panel() {
+    let runs = study_runs();
+    let g = crate::group::Grouping::new(&runs, None);
+    let mut checked = 0;
+    for f in figures::all(&runs, &g) {
+        let svg = plot::to_svg(&f.figure).unwrap();
+        checked += polylines(&svg).len();
+        let (w, h) = f.figure.size();
+        let cols = f.figure.columns.max(1) as f64;
+        let cell_w = w as f64 / cols;
+        let cell_h = f.figure.panel_height as f64;
+        for line in polylines(&svg) {
+            let Some(&(x, y)) = line.first() else {
+                continue;
+            };
+            let (col, row) = ((x / cell_w).floor(), (y / cell_h).floor());
+            for &(px, py) in &line {
+                assert!(
+                    (px / cell_w).floor() == col && (py / cell_h).floor() == row,
+                    "{}: a line leaves its panel at ({px}, {py}) (figure {w}×{h})",
+                    f.name
+                );
+            }
+        }
+    }
+    assert!(checked > 50, "{checked} polylines");
+}
+
+#[test]
+fn the_tail_plot_marks_the_exact_max_and_hollows_weak_points() {
+    let runs = study_runs();
+    let panel = figures::tail(&runs[..1]);
+    let max = runs[0].merged().max().unwrap().0 as f64 / 1000.0;
+    let marker = panel
+        .series
+        .iter()
+        .find(|s| s.shape == plot::Shape::MaxMarker)
+        .expect("a max marker");
+    assert_eq!(marker.points.len(), 1);
+    assert!((marker.points[0].1 - max).abs() < 1e-9);
+    let line = &panel.series[0];
+    // 4,000 samples: p99.9 rests on 4 samples beyond it, p99 on 40.
+    let weak: Vec<bool> = line.weak.clone();
+    assert_eq!(weak.len(), line.points.len());
+    assert!(
+        weak.last() == Some(&true) && weak.first() == Some(&false),
+        "{weak:?}"
+    );
+    // The axis stops one step past the data, not at p99.9999.
+    let (_, right) = panel.x.range.unwrap();
+    assert!(right <= 4.25, "{right}");
+}
+
+#[test]
+fn long_tails_get_a_log_latency_axis() {
+    let mut body = Histogram::new();
+    body.record_n(Nanos(5_000), 10_000);
+    body.record_n(Nanos(9_000), 100);
+    let (c, e) = figures::cdf_of(vec![("a".into(), body.clone(), None)]);
+    assert_eq!((c.x.scale, e.x.scale), (Scale::Linear, Scale::Linear));
+    let mut tail = body.clone();
+    tail.record(Nanos(12_000_000));
+    let (c, e) = figures::cdf_of(vec![("a".into(), body, None), ("b".into(), tail, None)]);
+    assert_eq!((c.x.scale, e.x.scale), (Scale::Log, Scale::Log));
+    let svg = plot::to_svg(&Figure::single(e)).unwrap();
+    assert!(svg.contains("log axis"));
+}
+
+#[test]
+fn a_day_long_over_time_plot_stays_small_and_keeps_every_max() {
+    let mut run = run_with(40, &[]);
+    let mut series = Vec::new();
+    for thread in 0..2u32 {
+        for i in 0..86_400u64 {
+            let max = if i == 51_234 {
+                9_000_000
+            } else {
+                20_000 + (i * 7919) % 5_000
+            };
+            series.push(rtscope_store::SeriesRow {
+                thread,
+                offset_ns: (i + 1) * 1_000_000_000,
+                length_ns: 1_000_000_000,
+                samples: 1000,
+                min_ns: Some(4_000),
+                max_ns: Some(max),
+                mean_ns: Some(6_000.0),
+                p99_ns: Some(15_000),
+                missed: 0,
+            });
+        }
+    }
+    run.series = series;
+    let panel = figures::over_time(&run).unwrap();
+    let top = panel.series[0]
+        .points
+        .iter()
+        .map(|p| p.1)
+        .fold(0.0, f64::max);
+    assert_eq!(top, 9_000.0, "the one 9 ms interval survives decimation");
+    assert!(panel.series[0].points.len() <= 2 * figures::MAX_TIME_STEPS + 2);
+    let svg = plot::to_svg(&Figure::single(panel)).unwrap();
+    assert!(svg.len() < 500_000, "{} bytes", svg.len());
+}
+
+#[test]
+fn zero_rates_are_gaps_and_temperatures_fit_their_data() {
+    let pts = vec![(0.0, 50.0), (1.0, 0.0), (2.0, 40.0), (3.0, 60.0)];
+    let svg_of = |gaps: bool| {
+        let s = Series {
+            gaps_at_zero: gaps,
+            ..Series::new("", 0, pts.clone())
+        };
+        let panel = Panel {
+            title: "t".into(),
+            x: Axis::linear("s"),
+            y: Axis::log("1/s"),
+            y2: None,
+            legend: Corner::UpperRight,
+            series: vec![s],
+        };
+        polylines(&plot::to_svg(&Figure::single(panel)).unwrap()).len()
+    };
+    assert_eq!(
+        svg_of(true),
+        svg_of(false) + 1,
+        "the zero splits the line in two"
+    );
+    let run = run_data("temps", "idle");
+    let panels = crate::monitors::monitor_panels(&run);
+    let temp = panels
+        .iter()
+        .find(|(n, _, _)| n == "monitor-temperature")
+        .expect("a temperature plot");
+    let (lo, _) = temp.2.y.range.expect("a fitted range");
+    assert!(lo > 10.0, "the temperature axis starts at {lo}, not 0");
 }

@@ -26,6 +26,8 @@ pub struct SyntheticRun {
     /// Whether to write monitor data (temperature, frequency, interrupt rates, CPU load, top
     /// threads) and a load.
     pub monitors: bool,
+    /// Tags of the run (`kernel=rt` unless set).
+    pub tags: Vec<(String, String)>,
 }
 
 impl Default for SyntheticRun {
@@ -38,6 +40,7 @@ impl Default for SyntheticRun {
             base_ns: 5_000,
             seed: 1,
             monitors: true,
+            tags: vec![("kernel".into(), "rt".into())],
         }
     }
 }
@@ -69,7 +72,7 @@ pub fn write_run(store: &mut Store, spec: &SyntheticRun) -> Result<RunId, StoreE
     let run = store.begin_run(&NewRun {
         kind: RunKind::Measure,
         label: Some(spec.label.clone()),
-        tags: vec![("kernel".into(), "rt".into())],
+        tags: spec.tags.clone(),
         started: "2026-11-22T03:00:00Z".into(),
         started_unix_ns: 1_795_316_400_000_000_000 + spec.seed as i64,
         pid: std::process::id(),

@@ -164,10 +164,18 @@ fn the_load_case_matrix_has_a_row_per_kernel_and_a_column_per_case() {
         .expect(&text);
     assert_eq!(lines[at + 2], "a 168.0us 528.0us", "{text}");
     assert_eq!(lines[at + 3], "b 528.0us 168.0us", "{text}");
-    let doc = compare_json(&d, &["kernel=a", "kernel=b", "--matrix", "p50"], 0);
+    // B is worse in one load case and better in the other: the per-case verdicts say so, and
+    // the regression in one case fails the comparison.
+    assert_eq!(lines[at + 4], "B vs A REGRESSION better", "{text}");
+    assert!(text.contains("B on max in idle"), "{text}");
+    let doc = compare_json(&d, &["kernel=a", "kernel=b", "--matrix", "p50"], 1);
     let m = &doc["matrix"];
     assert_eq!(m["rows_by"], "group");
     assert_eq!(m["columns"], serde_json::json!(["idle", "load"]));
+    assert_eq!(
+        m["verdicts"][0]["cells"],
+        serde_json::json!(["regression", "better"])
+    );
     // Percentiles are bucket midpoints, within 0.05 % of the sample.
     let cells = m["rows"][0]["cells"].as_array().unwrap();
     for (cell, want) in cells.iter().zip([15_000.0, 18_000.0]) {
@@ -304,4 +312,125 @@ fn real_runs_compare_by_kernel_with_the_matrix() {
     assert!(squeeze.contains(&"kernel idle load".to_string()), "{text}");
     let same = compare(&d, &["kernel=a", "kernel=a"]);
     assert_eq!(same.status.code(), Some(0), "{}", common::dump(&same));
+}
+
+/// `n` synthetic runs per (kernel tag, typical latency) in a fresh database.
+fn synthetic_db(name: &str, groups: &[(&str, u64)], n: u64) -> PathBuf {
+    use rtscope_testkit::synthetic::{write_run, SyntheticRun};
+    let d = db(name);
+    let mut store = rtscope_store::Store::open(&d).unwrap();
+    for (g, &(kernel, base_ns)) in groups.iter().enumerate() {
+        for k in 0..n {
+            let spec = SyntheticRun {
+                label: format!("{kernel}-{k}"),
+                cpus: 1,
+                samples: 20_000,
+                base_ns,
+                seed: 100 * g as u64 + k + 1,
+                monitors: false,
+                tags: vec![("kernel".into(), kernel.into())],
+                ..SyntheticRun::default()
+            };
+            write_run(&mut store, &spec).unwrap();
+        }
+    }
+    d
+}
+
+/// The verdict of `stat` for group B in a `--json` document.
+fn verdict_of<'a>(doc: &'a Value, stat: &str) -> &'a str {
+    let row = doc["statistics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["stat"] == stat)
+        .unwrap_or_else(|| panic!("no {stat} in {doc}"));
+    row["changes"][0]["verdict"].as_str().unwrap()
+}
+
+/// Five runs per group drawn from one distribution (different seeds): with no threshold at all,
+/// every difference of the merged statistics is beyond it, and only the per-run test can tell
+/// that it is noise.
+#[test]
+fn groups_from_one_distribution_differ_not_significantly() {
+    let d = synthetic_db("same-dist", &[("a", 5_000), ("b", 5_000)], 5);
+    let args = [
+        "kernel=a",
+        "kernel=b",
+        "--threshold",
+        "0%",
+        "--min-delta",
+        "0",
+    ];
+    let doc = compare_json(&d, &args, 0);
+    for stat in ["p50", "p99", "max"] {
+        let v = verdict_of(&doc, stat);
+        assert!(
+            v == "no significant difference" || v == "same",
+            "{stat}: {v}"
+        );
+    }
+    assert_eq!(verdict_of(&doc, "max"), "no significant difference");
+    let p = doc["statistics"][0]["changes"][0]["mann_whitney"]["p"]
+        .as_f64()
+        .unwrap();
+    assert!(p >= 0.05, "{p}");
+    let text = stdout(&compare(&d, &args));
+    assert!(text.contains("no significant difference"), "{text}");
+    assert!(text.contains("Mann-Whitney"), "{text}");
+}
+
+/// A group whose every run is 50 % slower is a significant regression.
+#[test]
+fn a_shifted_group_is_a_significant_regression() {
+    let d = synthetic_db("shifted", &[("a", 5_000), ("b", 7_500)], 5);
+    let doc = compare_json(&d, &["kernel=a", "kernel=b"], 1);
+    assert_eq!(verdict_of(&doc, "p50"), "regression");
+    assert_eq!(verdict_of(&doc, "p99"), "regression");
+    let p = doc["statistics"][0]["changes"][0]["mann_whitney"]["p"]
+        .as_f64()
+        .unwrap();
+    assert!(p < 0.05, "{p}");
+    // The other way round, better.
+    let doc = compare_json(&d, &["kernel=b", "kernel=a"], 0);
+    assert_eq!(verdict_of(&doc, "p99"), "better");
+}
+
+/// Groups measured with different intervals: compare warns, naming the setting.
+#[test]
+fn groups_with_different_settings_are_warned_about() {
+    let d = db("settings");
+    let _rt = common::rt_lock();
+    for (label, interval) in [("fast", "500"), ("slow", "1000")] {
+        let o = rtscope(&[
+            "measure",
+            "-q",
+            "--duration",
+            "200ms",
+            "--interval",
+            interval,
+            "--label",
+            label,
+            "--db",
+            d.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    }
+    let o = compare(&d, &["fast", "slow", "--no-fail"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains("run setting interval differs: A 500.0us, B 1.00ms"),
+        "{text}"
+    );
+    let doc = compare_json(&d, &["fast", "slow", "--no-fail"], 0);
+    let diffs = doc["differences"].as_array().unwrap();
+    assert!(
+        diffs
+            .iter()
+            .any(|x| x["setting"] == "interval" && x["kind"] == "run"),
+        "{doc}"
+    );
+    let doc = compare_json(&d, &["fast", "fast"], 0);
+    let same = doc["differences"].as_array().unwrap();
+    assert!(same.iter().all(|x| x["kind"] != "run"), "{doc}");
 }

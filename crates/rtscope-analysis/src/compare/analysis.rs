@@ -1,6 +1,7 @@
 //! The comparison itself, as plain data that the text and JSON renderers print.
 
 use super::model::{Merged, RunData, Stat};
+use super::significance::{mann_whitney, Test};
 use super::verdict::{delta_pct, Thresholds, Verdict};
 
 /// One operand: the runs a selector matched.
@@ -58,6 +59,9 @@ pub struct Change {
     pub delta_pct: Option<f64>,
     /// The verdict.
     pub verdict: Verdict,
+    /// The Mann–Whitney U test of the per-run values, when both groups hold two runs or more
+    /// with a known value.
+    pub test: Option<Test>,
 }
 
 /// One statistic over all groups.
@@ -86,6 +90,9 @@ pub struct Matrix {
     pub columns: Vec<String>,
     /// Row name and one cell per column (`None`: no run, or unknown).
     pub rows: Vec<(String, Vec<Option<u64>>)>,
+    /// Each candidate group's verdict against A per load case (`Unknown` where a group has no
+    /// run of the case).
+    pub verdicts: Vec<(String, Vec<Verdict>)>,
 }
 
 /// Everything `compare` reports.
@@ -117,7 +124,7 @@ impl Comparison {
             .iter()
             .map(|&s| stat_row(&groups, s, &thresholds))
             .collect();
-        let matrix = matrix(&groups, matrix_stat, rows_by);
+        let matrix = matrix(&groups, matrix_stat, rows_by, &thresholds);
         let differences = super::differences::differences(&groups);
         Comparison {
             differences,
@@ -128,30 +135,59 @@ impl Comparison {
         }
     }
 
-    /// Number of (statistic, candidate) pairs judged `REGRESSION`.
+    /// Number of (statistic, candidate) pairs judged `REGRESSION`, plus the (load case,
+    /// candidate) cells of the matrix judged so: a regression in one load case fails the
+    /// comparison even when the merged groups look better.
     pub fn regressions(&self) -> usize {
-        self.stats
+        let stats = self
+            .stats
             .iter()
             .flat_map(|r| &r.changes)
             .filter(|c| c.verdict == Verdict::Regression)
-            .count()
+            .count();
+        stats
+            + self
+                .case_regressions()
+                .iter()
+                .map(|(_, c)| c.len())
+                .sum::<usize>()
+    }
+
+    /// For each candidate group with a regression in some load case of the matrix: its name
+    /// and those load cases.
+    pub fn case_regressions(&self) -> Vec<(String, Vec<String>)> {
+        let Some(m) = &self.matrix else {
+            return Vec::new();
+        };
+        self.groups[1..]
+            .iter()
+            .zip(&m.verdicts)
+            .filter_map(|(g, (_, cells))| {
+                let cases: Vec<String> = m
+                    .columns
+                    .iter()
+                    .zip(cells)
+                    .filter(|(_, v)| **v == Verdict::Regression)
+                    .map(|(c, _)| c.clone())
+                    .collect();
+                (!cases.is_empty()).then(|| (g.name.clone(), cases))
+            })
+            .collect()
     }
 }
 
 fn stat_row(groups: &[Group], stat: Stat, t: &Thresholds) -> StatRow {
     let values: Vec<Option<u64>> = groups.iter().map(|g| g.merged.value(stat)).collect();
     let base = values[0];
+    let base_runs = per_run(&groups[0].runs, stat);
     let changes = groups
         .iter()
         .zip(&values)
         .skip(1)
         .map(|(g, &cand)| {
             let supported = groups[0].merged.supports(stat) && g.merged.supports(stat);
-            Change {
-                delta: base.zip(cand).map(|(b, c)| c as i128 - b as i128),
-                delta_pct: base.zip(cand).and_then(|(b, c)| delta_pct(b, c)),
-                verdict: t.judge(stat, base, cand, supported),
-            }
+            let test = mann_whitney(&base_runs, &per_run(&g.runs, stat));
+            change(t.judge(stat, base, cand, supported), base, cand, test)
         })
         .collect();
     StatRow {
@@ -161,6 +197,33 @@ fn stat_row(groups: &[Group], stat: Stat, t: &Thresholds) -> StatRow {
         values,
         changes,
     }
+}
+
+/// A change with its verdict, made "no significant difference" when the per-run values do not
+/// differ significantly.
+fn change(verdict: Verdict, base: Option<u64>, cand: Option<u64>, test: Option<Test>) -> Change {
+    let noise = matches!(
+        verdict,
+        Verdict::Better | Verdict::Worse | Verdict::Regression
+    ) && test.is_some_and(|t| !t.significant());
+    Change {
+        delta: base.zip(cand).map(|(b, c)| c as i128 - b as i128),
+        delta_pct: base.zip(cand).and_then(|(b, c)| delta_pct(b, c)),
+        verdict: if noise {
+            Verdict::NotSignificant
+        } else {
+            verdict
+        },
+        test,
+    }
+}
+
+/// The statistic of each run on its own (runs where it is unknown are left out).
+pub fn per_run<'a>(runs: impl IntoIterator<Item = &'a RunData>, stat: Stat) -> Vec<f64> {
+    runs.into_iter()
+        .filter_map(|r| Merged::of([r]).value(stat))
+        .map(|v| v as f64)
+        .collect()
 }
 
 fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> Vec<String> {
@@ -173,7 +236,7 @@ fn distinct<'a>(items: impl Iterator<Item = &'a str>) -> Vec<String> {
     out
 }
 
-fn matrix(groups: &[Group], stat: Stat, rows_by: Option<&str>) -> Option<Matrix> {
+fn matrix(groups: &[Group], stat: Stat, rows_by: Option<&str>, t: &Thresholds) -> Option<Matrix> {
     let mut unique: Vec<&RunData> = Vec::new();
     for r in groups.iter().flat_map(|g| &g.runs) {
         if !unique.iter().any(|u| u.id == r.id) {
@@ -222,10 +285,49 @@ fn matrix(groups: &[Group], stat: Stat, rows_by: Option<&str>) -> Option<Matrix>
                 .collect()
         }
     };
+    let verdicts = case_verdicts(groups, stat, &columns, t);
     Some(Matrix {
         stat,
         rows_by: rows_by.unwrap_or("group").to_string(),
         columns,
         rows,
+        verdicts,
     })
+}
+
+/// Each candidate group against A, per load case: the threshold rule on the case's merged
+/// runs, and the significance test on its per-run values.
+fn case_verdicts(
+    groups: &[Group],
+    stat: Stat,
+    cases: &[String],
+    t: &Thresholds,
+) -> Vec<(String, Vec<Verdict>)> {
+    let of_case = |g: &Group, case: &str| -> Vec<RunData> {
+        g.runs
+            .iter()
+            .filter(|r| r.case.as_deref() == Some(case))
+            .cloned()
+            .collect()
+    };
+    groups[1..]
+        .iter()
+        .map(|g| {
+            let cells = cases
+                .iter()
+                .map(|case| {
+                    let (a, b) = (of_case(&groups[0], case), of_case(g, case));
+                    if a.is_empty() || b.is_empty() {
+                        return Verdict::Unknown;
+                    }
+                    let (ma, mb) = (Merged::of(&a), Merged::of(&b));
+                    let (va, vb) = (ma.value(stat), mb.value(stat));
+                    let supported = ma.supports(stat) && mb.supports(stat);
+                    let test = mann_whitney(&per_run(&a, stat), &per_run(&b, stat));
+                    change(t.judge(stat, va, vb, supported), va, vb, test).verdict
+                })
+                .collect();
+            (format!("{} vs A", g.name), cells)
+        })
+        .collect()
 }

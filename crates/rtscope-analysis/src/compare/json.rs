@@ -60,6 +60,7 @@ fn stat(r: &StatRow, names: &[&str]) -> Value {
             "delta": ch.delta.map(|d| d as i64),
             "delta_pct": ch.delta_pct,
             "verdict": ch.verdict.word().to_lowercase(),
+            "mann_whitney": ch.test.map(|t| json!({"u": t.u, "p": t.p})),
         })).collect::<Vec<_>>(),
     })
 }
@@ -71,5 +72,6 @@ fn matrix(m: &Matrix) -> Value {
         "rows_by": m.rows_by,
         "columns": m.columns,
         "rows": m.rows.iter().map(|(name, cells)| json!({"name": name, "cells": cells})).collect::<Vec<_>>(),
+        "verdicts": m.verdicts.iter().map(|(name, v)| json!({"name": name, "cells": v.iter().map(|v| v.word().to_lowercase()).collect::<Vec<_>>()})).collect::<Vec<_>>(),
     })
 }

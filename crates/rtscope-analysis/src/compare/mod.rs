@@ -3,6 +3,7 @@
 //!
 //! * [`model`]: statistics and groups of runs merged losslessly;
 //! * [`verdict`]: thresholds and the verdict rule;
+//! * [`significance`]: the Mann–Whitney U test on per-run values;
 //! * [`analysis`]: the comparison as data;
 //! * [`differences`]: checked system settings and run settings that differ between groups;
 //! * [`text`] and [`json`]: the two renderings; [`plot`]: the overlaid plots.
@@ -12,5 +13,6 @@ pub mod differences;
 pub mod json;
 pub mod model;
 pub mod plot;
+pub mod significance;
 pub mod text;
 pub mod verdict;

@@ -149,6 +149,15 @@ fn thresholds_line(c: &Comparison) -> String {
     {
         s.push_str("; worse = beyond the threshold on too few samples to fail");
     }
+    if c.stats
+        .iter()
+        .flat_map(|r| &r.changes)
+        .any(|ch| ch.test.is_some())
+    {
+        s.push_str(
+            "; groups of 2+ runs: a change is significant when the per-run values differ (Mann-Whitney U, p < 0.05)",
+        );
+    }
     s.push('\n');
     s
 }
@@ -162,12 +171,26 @@ fn matrix(m: &Matrix) -> String {
         row.extend(cells.iter().map(|v| m.stat.show(*v)));
         rows.push(row);
     }
+    for (name, verdicts) in &m.verdicts {
+        let mut row = vec![name.clone()];
+        row.extend(verdicts.iter().map(|v| short_word(*v).to_string()));
+        rows.push(row);
+    }
     format!(
         "load cases ({} of each {} and load case):\n{}",
         m.stat.name(),
         m.rows_by,
         table::columns(&rows, 1)
     )
+}
+
+/// A verdict in a matrix cell (`n.s.`: no significant difference).
+fn short_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::NotSignificant => "n.s.",
+        Verdict::Unknown => "-",
+        other => other.word(),
+    }
 }
 
 /// The last line: the overall verdict.
@@ -182,6 +205,11 @@ pub fn verdict_line(c: &Comparison) -> String {
             .collect();
         if !stats.is_empty() {
             bad.push(format!("{} on {}", g.name, stats.join(", ")));
+        }
+    }
+    if let Some(m) = &c.matrix {
+        for (g, cases) in c.case_regressions() {
+            bad.push(format!("{g} on {} in {}", m.stat.name(), cases.join(", ")));
         }
     }
     if bad.is_empty() {

@@ -7,7 +7,10 @@
 //! * `REGRESSION`: higher by more than both;
 //! * `worse`: higher by more than both, but the percentile rests on fewer than 10 expected
 //!   samples beyond it in one of the groups, so it is reported and does not fail;
-//! * `n/a`: a value is unknown (e.g. percentiles of an import without a histogram).
+//! * `n/a`: a value is unknown (e.g. percentiles of an import without a histogram);
+//! * `no significant difference`: beyond the threshold, but both groups hold at least two runs
+//!   and the per-run values do not differ significantly (a two-sided Mann–Whitney U test,
+//!   p ≥ 0.05, see [`super::significance`]): the change is run-to-run noise.
 
 use super::model::Stat;
 use rtscope_core::Nanos;
@@ -26,6 +29,9 @@ pub enum Verdict {
     Regression,
     /// A value is unknown.
     Unknown,
+    /// Beyond the threshold on the merged runs, but the per-run values of the two groups
+    /// overlap (not significant at 5 %).
+    NotSignificant,
 }
 
 impl Verdict {
@@ -37,6 +43,7 @@ impl Verdict {
             Verdict::Worse => "worse",
             Verdict::Regression => "REGRESSION",
             Verdict::Unknown => "n/a",
+            Verdict::NotSignificant => "no significant difference",
         }
     }
 }

@@ -23,6 +23,7 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let opts = ReportOptions {
         title: a.title.clone(),
         raw: a.raw,
+        group_by: a.group_by.clone(),
     };
     let files = rtscope_report::build(&runs, &opts)?;
     let written = rtscope_report::write(&a.output, &files)

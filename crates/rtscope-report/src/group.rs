@@ -1,0 +1,205 @@
+//! Grouping runs by what differs among them: the tags and campaign coordinates (scenario, load
+//! case) that take more than one value over the selected runs. Repeats (runs equal in every
+//! key) form one group; runs of different kernels or load cases never merge.
+//!
+//! A group is named by its values, tags as `key=value` and campaign coordinates bare:
+//! `kernel=rt · N:N · stress-m4`.
+
+use crate::model::RunData;
+
+/// What runs can be grouped by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Key {
+    /// A campaign's scenario.
+    Scenario,
+    /// The load case (campaign or `case` tag).
+    Case,
+    /// A tag (other than `case`).
+    Tag(String),
+}
+
+impl Key {
+    /// Parses a `--group-by` name: `scenario`, `case`, or a tag key.
+    pub fn parse(name: &str) -> Key {
+        match name.trim() {
+            "scenario" => Key::Scenario,
+            "case" | "load_case" => Key::Case,
+            other => Key::Tag(other.to_string()),
+        }
+    }
+
+    /// The name users type.
+    pub fn name(&self) -> &str {
+        match self {
+            Key::Scenario => "scenario",
+            Key::Case => "case",
+            Key::Tag(t) => t,
+        }
+    }
+
+    /// The value of this key for a run (`-` when absent).
+    pub fn value(&self, run: &RunData) -> String {
+        let v = match self {
+            Key::Scenario => run
+                .campaign
+                .as_ref()
+                .map(|(_, r)| r.scenario.clone())
+                .unwrap_or_default(),
+            Key::Case => run.case(),
+            Key::Tag(t) => run.tag(t).unwrap_or_default().to_string(),
+        };
+        if v.is_empty() {
+            "-".into()
+        } else {
+            v
+        }
+    }
+
+    /// The value as shown in a group name: `key=value` for tags, bare for coordinates.
+    pub fn show(&self, run: &RunData) -> String {
+        match self {
+            Key::Tag(t) => format!("{t}={}", self.value(run)),
+            _ => self.value(run),
+        }
+    }
+}
+
+/// Every key that takes more than one value over `runs`: scenario, then tags in first-seen
+/// order (except a campaign's `repeat`), then the load case (so names read
+/// `kernel=rt · idle`).
+pub fn differing(runs: &[RunData]) -> Vec<Key> {
+    let mut candidates = vec![Key::Scenario];
+    for r in runs {
+        for (k, _) in &r.detail.summary.tags {
+            let key = Key::parse(k);
+            // A campaign's `repeat` tag numbers repeats: it never makes a group.
+            if !candidates.contains(&key) && key != Key::Case && k != "repeat" {
+                candidates.push(key);
+            }
+        }
+    }
+    candidates.push(Key::Case);
+    candidates
+        .into_iter()
+        .filter(|k| {
+            let first = runs.first().map(|r| k.value(r));
+            runs.iter().any(|r| Some(k.value(r)) != first)
+        })
+        .collect()
+}
+
+/// Runs grouped by keys.
+#[derive(Debug, Clone)]
+pub struct Grouping {
+    /// The keys the groups differ in.
+    pub keys: Vec<Key>,
+    /// The groups, in order of first appearance.
+    pub groups: Vec<Group>,
+}
+
+/// Runs equal in every key.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// `kernel=rt · idle`, or empty when there is one group.
+    pub name: String,
+    /// Each key's value (as [`Key::value`]), in the order of [`Grouping::keys`].
+    pub values: Vec<String>,
+    /// Indices of its runs in the slice grouped.
+    pub runs: Vec<usize>,
+}
+
+impl Grouping {
+    /// Groups `runs` by `keys` (or, when `None`, by the keys that differ).
+    pub fn new(runs: &[RunData], keys: Option<&[Key]>) -> Grouping {
+        let keys = keys.map_or_else(|| differing(runs), <[Key]>::to_vec);
+        let mut groups: Vec<Group> = Vec::new();
+        for (i, r) in runs.iter().enumerate() {
+            let values: Vec<String> = keys.iter().map(|k| k.value(r)).collect();
+            match groups.iter_mut().find(|g| g.values == values) {
+                Some(g) => g.runs.push(i),
+                None => {
+                    let shown: Vec<String> = keys.iter().map(|k| k.show(r)).collect();
+                    groups.push(Group {
+                        name: shown.join(" · "),
+                        values,
+                        runs: vec![i],
+                    });
+                }
+            }
+        }
+        Grouping { keys, groups }
+    }
+
+    /// The name of run `i` in legends and titles: its group's name, with `#k` for the k-th
+    /// repeat of a group of several runs; the run's own name when the runs do not differ.
+    pub fn run_name(&self, runs: &[RunData], i: usize) -> String {
+        let Some(g) = self.groups.iter().find(|g| g.runs.contains(&i)) else {
+            return runs[i].name();
+        };
+        if g.name.is_empty() {
+            return runs[i].name();
+        }
+        match g.runs.iter().position(|&j| j == i) {
+            Some(k) if g.runs.len() > 1 => format!("{} #{}", g.name, k + 1),
+            _ => g.name.clone(),
+        }
+    }
+
+    /// Whether some group holds more than one run (repeats).
+    pub fn has_repeats(&self) -> bool {
+        self.groups.iter().any(|g| g.runs.len() > 1)
+    }
+
+    /// The index of the key that lays out rows (load case, else scenario) when another key
+    /// makes the columns.
+    pub fn row_key(&self) -> Option<usize> {
+        if self.keys.len() < 2 {
+            return None;
+        }
+        let pos = |k: &Key| self.keys.iter().position(|x| x == k);
+        pos(&Key::Case).or_else(|| pos(&Key::Scenario))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::run_with;
+
+    #[test]
+    fn groups_by_the_tags_and_cases_that_differ() {
+        let runs = vec![
+            run_with(1, &[("kernel", "std"), ("case", "idle"), ("host", "a")]),
+            run_with(2, &[("kernel", "rt"), ("case", "idle"), ("host", "a")]),
+            run_with(3, &[("kernel", "std"), ("case", "cpu"), ("host", "a")]),
+            run_with(4, &[("kernel", "rt"), ("case", "cpu"), ("host", "a")]),
+            run_with(
+                5,
+                &[
+                    ("kernel", "rt"),
+                    ("case", "cpu"),
+                    ("host", "a"),
+                    ("repeat", "2"),
+                ],
+            ),
+        ];
+        let g = Grouping::new(&runs, None);
+        assert_eq!(g.keys, vec![Key::Tag("kernel".into()), Key::Case]);
+        let names: Vec<&str> = g.groups.iter().map(|g| g.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "kernel=std · idle",
+                "kernel=rt · idle",
+                "kernel=std · cpu",
+                "kernel=rt · cpu"
+            ]
+        );
+        assert_eq!(g.groups[3].runs, vec![3, 4]);
+        assert_eq!(g.run_name(&runs, 4), "kernel=rt · cpu #2");
+        assert_eq!(g.row_key(), Some(1));
+        let by = Grouping::new(&runs, Some(&[Key::parse("kernel")]));
+        assert_eq!(by.groups.len(), 2);
+        assert_eq!(by.groups[1].runs, vec![1, 3, 4]);
+    }
+}
