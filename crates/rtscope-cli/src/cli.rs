@@ -393,6 +393,14 @@ pub enum ExportFormat {
     Json,
     /// Parquet files, one per table.
     Parquet,
+    /// node_exporter textfile `rtscope-BOARD[-LABEL].prom` (docs/fleet.md)
+    Prometheus,
+    /// LAVA test-case signals `run-ID.lava.txt`
+    Lava,
+    /// KernelCI KCIDB test objects `run-ID.kcidb.json`
+    Kcidb,
+    /// JUnit XML `run-ID.junit.xml` (GitLab, Jenkins)
+    Junit,
 }
 
 /// Options of `rtscope export`.
@@ -412,6 +420,15 @@ pub struct ExportArgs {
         default_value = "csv,json,parquet"
     )]
     pub format: Vec<ExportFormat>,
+    /// A limit checked besides the run's own --limit options (prometheus, lava, kcidb, junit)
+    #[arg(long = "limit", value_name = "STAT=VALUE")]
+    pub limits: Vec<String>,
+    /// KCIDB origin: the submitting CI system's name
+    #[arg(long, value_name = "NAME", default_value = "rtscope")]
+    pub kcidb_origin: String,
+    /// KCIDB build id (ORIGIN:ID) of the kernel tested [default: ORIGIN:BOARD]
+    #[arg(long, value_name = "ID")]
+    pub kcidb_build_id: Option<String>,
     /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -442,6 +459,14 @@ pub enum RunsAction {
         /// Run ids, or `last`
         #[arg(required = true)]
         runs: Vec<String>,
+    },
+    /// Import the runs of another database (by UUID: merging twice adds nothing)
+    Merge {
+        /// The database to import from (upgraded to this schema version first)
+        other: PathBuf,
+        /// KEY=VALUE tag set on every imported run, e.g. --tag board=rpi4 (repeatable)
+        #[arg(long = "tag", value_name = "KEY=VALUE")]
+        tags: Vec<String>,
     },
 }
 
@@ -591,6 +616,10 @@ pub struct MeasureArgs {
         help_heading = "Recording"
     )]
     pub series_interval: String,
+    /// Keep this Prometheus textfile (node_exporter format) current: rewritten atomically at
+    /// every series interval and at the end (docs/fleet.md)
+    #[arg(long, value_name = "FILE", help_heading = "Recording")]
+    pub metrics_file: Option<PathBuf>,
     /// Sample the system monitors (temperatures, frequencies, IRQ rates, top threads) this
     /// often while recording; 0 turns them off
     #[arg(

@@ -3,9 +3,11 @@
 pub mod compare;
 pub mod cyclictest;
 pub mod export;
+pub mod fleet;
 pub mod import;
 pub mod load;
 pub mod measure;
+pub mod merge;
 pub mod report;
 pub mod run;
 pub mod runs;

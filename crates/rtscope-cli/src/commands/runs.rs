@@ -14,6 +14,9 @@ use std::io::Write;
 
 /// Runs `rtscope runs …`.
 pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    if let Some(RunsAction::Merge { other, tags }) = &a.action {
+        return crate::commands::merge::run(a.db.as_deref(), other, tags, out);
+    }
     let mut store = record::open_existing(a.db.as_deref())?;
     let store_err = |e: rtscope_store::StoreError| UsageError::from_error(e);
     match a.action.clone().unwrap_or(RunsAction::List) {
@@ -38,6 +41,7 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             if a.json {
                 let mut v = detail_json(&d);
                 x.add_json(&mut v);
+                crate::commands::merge::add_identity(&store, id, &mut v).map_err(store_err)?;
                 writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
             } else {
                 out.write_all(detail_text(&d).as_bytes())?;
@@ -64,6 +68,8 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 writeln!(out, "deleted run {id}")?;
             }
         }
+        // Handled before the database is opened (it may not exist yet).
+        RunsAction::Merge { .. } => {}
     }
     Ok(ExitStatus::Success)
 }
