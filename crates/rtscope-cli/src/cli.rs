@@ -620,6 +620,17 @@ pub struct MeasureArgs {
     /// every series interval and at the end (docs/fleet.md)
     #[arg(long, value_name = "FILE", help_heading = "Recording")]
     pub metrics_file: Option<PathBuf>,
+    /// Run on this board over ssh instead of here, [user@]host[:port] (repeatable); the runs
+    /// are merged into the database here tagged board=HOST (docs/fleet.md)
+    #[arg(
+        long = "target",
+        value_name = "[USER@]HOST[:PORT]",
+        help_heading = "Fleet"
+    )]
+    pub targets: Vec<String>,
+    /// Boards measured at the same time with --target
+    #[arg(long, value_name = "N", default_value_t = 4, help_heading = "Fleet")]
+    pub target_jobs: usize,
     /// Sample the system monitors (temperatures, frequencies, IRQ rates, top threads) this
     /// often while recording; 0 turns them off
     #[arg(

@@ -5,7 +5,8 @@
 //!   samples, run end time, limit verdicts), written atomically;
 //! * [`lava`]: LAVA test-case signals;
 //! * [`kcidb`]: KernelCI (KCIDB) test objects;
-//! * [`junit`]: JUnit XML as GitLab and Jenkins read it.
+//! * [`junit`]: JUnit XML as GitLab and Jenkins read it;
+//! * [`remote`]: runs on remote boards over the system `ssh`.
 //!
 //! Every format is drawn from one [`Report`], built from a recorded run
 //! ([`Report::from_bundle`]) or from the live threads of a run ([`Report::live`]), so the
@@ -16,6 +17,7 @@ pub mod junit;
 pub mod kcidb;
 pub mod lava;
 pub mod prometheus;
+pub mod remote;
 mod time;
 
 use rtscope_core::{Histogram, Nanos, Stats};

@@ -8,6 +8,7 @@ pub mod import;
 pub mod load;
 pub mod measure;
 pub mod merge;
+pub mod remote;
 pub mod report;
 pub mod run;
 pub mod runs;

@@ -97,6 +97,9 @@ pub fn run(
     command_line: Vec<String>,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
+    if !a.targets.is_empty() {
+        return crate::commands::remote::run(a, &command_line, out);
+    }
     let online = sys::online_cpus();
     let plan = plan(a, &online)?;
     let main_cpus = a
