@@ -11,6 +11,7 @@ use super::{loads, presets, CampaignOptions};
 use rtscope_core::Nanos;
 use rtscope_engine::{ClockKind, CpuSet};
 use rtscope_load::LoadSpec;
+use rtscope_respond::ipc::{parse_placements, IpcConfig, IpcKind};
 use rtscope_session::limits;
 use rtscope_session::UsageError;
 use rtscope_session::{Naming, PlanError, PlanSpec, PolicyChoice, RunPlan};
@@ -64,6 +65,9 @@ pub struct PlannedRun {
     pub label: String,
     /// `campaign`, `scenario`, `case`, `repeat`, then the campaign's tags and `--tag`s.
     pub tags: Vec<(String, String)>,
+    /// A respond scenario: the IPC measurement run instead of the timer plan (whose
+    /// interval, length, policy and priority it carries).
+    pub respond: Option<IpcConfig>,
 }
 
 /// Reads the campaign `a` names (file or `--preset`), applies the command-line overrides
@@ -203,6 +207,7 @@ struct Scenario {
     name: String,
     plan: RunPlan,
     settle: Nanos,
+    respond: Option<IpcConfig>,
 }
 
 fn planned(
@@ -236,6 +241,7 @@ fn planned(
         },
         label: format!("{campaign}/{}/{}/{repeat}", s.name, c.0),
         tags,
+        respond: s.respond.clone(),
     }
 }
 
@@ -338,13 +344,63 @@ fn scenarios(
                 u
             }
         })?;
+        let respond = respond(src, &merged, &plan)?;
         out.push(Scenario {
             name: name.get_ref().clone(),
             plan,
             settle,
+            respond,
         });
     }
     Ok(out)
+}
+
+/// A respond scenario's IPC measurement (`respond = "eventfd"`), from its own keys and the
+/// timer plan's interval, length, policy and priority.
+fn respond(src: &Source, s: &RawSettings, plan: &RunPlan) -> Result<Option<IpcConfig>, UsageError> {
+    let Some(kind) = &s.respond else {
+        if let Some(p) = s
+            .placement
+            .as_ref()
+            .map(|p| p.span())
+            .or(s.burst.as_ref().map(|b| b.span()))
+        {
+            return Err(src
+                .error(p, "placement and burst apply to respond scenarios only")
+                .hint("add respond = \"eventfd\" (or pipe, futex, mqueue, signal, sysvsem, unix-dgram)"));
+        }
+        return Ok(None);
+    };
+    let k = IpcKind::parse(kind.get_ref()).ok_or_else(|| {
+        src.error(
+            kind.span(),
+            format!("unknown IPC mechanism '{}'", kind.get_ref()),
+        )
+        .hint("use eventfd, pipe, futex, mqueue, signal, sysvsem or unix-dgram (one per scenario)")
+    })?;
+    let allowed: Vec<usize> = rtscope_engine::sys::current_affinity()
+        .map(|c| c.iter().collect())
+        .unwrap_or_else(|_| vec![0]);
+    let text = s
+        .placement
+        .as_ref()
+        .map_or("same", |p| p.get_ref().as_str());
+    let span = s.placement.as_ref().map_or(0..0, |p| p.span());
+    let placements =
+        parse_placements(text, None, &allowed).map_err(|e| src.error(span.clone(), e))?;
+    let [placement] = placements[..] else {
+        return Err(src
+            .error(span, "a respond scenario has one placement")
+            .hint("write one scenario per placement"));
+    };
+    let t = &plan.config.threads[0];
+    let mut c = IpcConfig::new(k);
+    (c.placement, c.policy, c.priority, c.interval) = (placement, t.policy, t.priority, t.interval);
+    (c.loops, c.duration) = (plan.config.loops, plan.config.duration);
+    if let Some(b) = &s.burst {
+        c.burst = *b.get_ref();
+    }
+    Ok(Some(c))
 }
 
 fn check_name<'a>(
@@ -443,6 +499,19 @@ fn settings(
     if let Some(c) = s.event_capacity {
         m.event_capacity = c;
     }
+    // `--explain` is on by default where tracefs is usable (docs/explain.md); "off" turns it off.
+    m.explain = match (&a.explain, &s.explain) {
+        (Some(t), _) if t.trim() == "off" => None,
+        (Some(t), _) => Some(Nanos::parse_with_default_unit(t, "us").map_err(|e| {
+            Located::Yes(
+                UsageError::new(format!("invalid value for '--explain': {e}"))
+                    .hint("a latency such as 100us, or off"),
+            )
+        })?),
+        (None, Some(d)) if d.get_ref().0.trim() == "off" => None,
+        (None, Some(d)) => Some(duration(src, d, "explain", "us").map_err(Located::Yes)?),
+        (None, None) => rtscope_session::explain::default_threshold(),
+    };
     if let Some(l) = s.latency.as_ref().filter(|l| *l.get_ref() < 0) {
         let msg = format!("latency {} is negative: use 0 or more µs", l.get_ref());
         return Err(Located::Yes(src.error(l.span(), msg)));

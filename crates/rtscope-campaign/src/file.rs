@@ -67,8 +67,16 @@ pub(crate) struct RawSettings {
     pub limits: Option<Vec<Spanned<String>>>,
     pub event_above: Option<Spanned<DurText>>,
     pub event_capacity: Option<usize>,
+    pub explain: Option<Spanned<DurText>>,
     pub raw: Option<bool>,
     pub settle: Option<Spanned<DurText>>,
+    /// An IPC mechanism: the scenario measures event response latency (`rtscope respond`)
+    /// instead of timer latency.
+    pub respond: Option<Spanned<String>>,
+    /// Where a respond scenario's sender and receiver run: `same`, `cross` or `S:R`.
+    pub placement: Option<Spanned<String>>,
+    /// Events per interval of a respond scenario.
+    pub burst: Option<Spanned<u32>>,
 }
 
 impl RawSettings {
@@ -117,8 +125,12 @@ impl RawSettings {
             limits,
             event_above,
             event_capacity,
+            explain,
             raw,
-            settle
+            settle,
+            respond,
+            placement,
+            burst
         )
     }
 }

@@ -19,6 +19,7 @@ mod one_run;
 mod pos;
 pub mod presets;
 mod progress;
+mod respond_run;
 mod runner;
 #[cfg(test)]
 mod tests;
@@ -57,6 +58,8 @@ pub struct CampaignOptions {
     pub db: Option<PathBuf>,
     /// No progress display.
     pub quiet: bool,
+    /// `--explain`: a threshold or `off`, instead of the campaign's (text as given).
+    pub explain: Option<String>,
 }
 
 /// Runs `rtscope run`.

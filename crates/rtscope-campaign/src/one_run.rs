@@ -9,7 +9,7 @@ use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{sys, Run, RunResult};
 use rtscope_load::LoadReport;
 use rtscope_session::record::{self, RecordSpec};
-use rtscope_session::{ConfigDoc, Event, Recorded, Session, SystemSettings};
+use rtscope_session::{preflight, ConfigDoc, Event, Recorded, Session, SystemSettings};
 use rtscope_session::{RunError, UsageError};
 use rtscope_store::{CampaignId, Store};
 use rtscope_store::{CampaignRun, LoadMetric, LoadRow, RunId};
@@ -43,6 +43,27 @@ pub(super) struct Ctx<'a> {
     pub(super) monitor_interval: Option<Duration>,
     pub(super) progress: Progress,
     pub(super) signals: u32,
+    /// The checks the previous run's preflight audit found bad (printed when they change).
+    pub(super) bad_checks: Vec<String>,
+}
+
+/// The preflight audit of run `p`, before its measurement starts: stored with the run; its bad
+/// verdicts go to stderr when they differ from the previous run's (not 50 times the same).
+fn audit(ctx: &mut Ctx, p: &PlannedRun, number: usize) -> Vec<rtscope_store::CheckRow> {
+    let audit = preflight::audit(&p.plan);
+    let bad: Vec<String> = audit
+        .findings
+        .iter()
+        .filter(|f| f.verdict == rtscope_check::Verdict::Bad)
+        .map(|f| f.check.id().to_owned())
+        .collect();
+    if bad != ctx.bad_checks {
+        for line in preflight::bad_lines(&audit) {
+            eprintln!("[{number}] {line}");
+        }
+        ctx.bad_checks = bad;
+    }
+    preflight::rows(&audit)
 }
 
 /// Runs `p` (the `number`th run to do).
@@ -71,6 +92,7 @@ pub(super) fn one_run(
             record_failed: false,
         });
     }
+    let checks = audit(ctx, p, number);
     let settings = SystemSettings::apply(&p.plan)?;
     let spec = RecordSpec {
         kind: rtscope_store::RunKind::Measure,
@@ -79,6 +101,7 @@ pub(super) fn one_run(
         command_line: ctx.argv.to_vec(),
         config_json: serde_json::to_string(&ConfigDoc::of(&p.plan))?,
         monitor_interval: ctx.monitor_interval,
+        checks,
     };
     let recorded = Recorded {
         store: Some(record::open(&ctx.db)?),
@@ -140,7 +163,7 @@ pub(super) fn one_run(
     })
 }
 
-fn add_to_campaign(ctx: &mut Ctx, p: &PlannedRun, id: RunId) -> Result<(), UsageError> {
+pub(super) fn add_to_campaign(ctx: &mut Ctx, p: &PlannedRun, id: RunId) -> Result<(), UsageError> {
     ctx.store
         .add_campaign_run(
             ctx.cid,
@@ -157,7 +180,7 @@ fn add_to_campaign(ctx: &mut Ctx, p: &PlannedRun, id: RunId) -> Result<(), Usage
 }
 
 /// Waits `d` for the loads to settle; returns the signal that ended the wait early.
-fn settle(d: Nanos) -> Option<i32> {
+pub(super) fn settle(d: Nanos) -> Option<i32> {
     let end = Instant::now() + Duration::from_nanos(d.0);
     loop {
         let left = end.saturating_duration_since(Instant::now());
@@ -188,7 +211,7 @@ fn grace(ctx: &mut Ctx) -> Duration {
 
 /// Stops the loads with the grace period; a SIGINT or SIGTERM meanwhile makes the supervisor
 /// SIGKILL them at once (the second Ctrl-C of a campaign).
-fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Vec<LoadReport> {
+pub(super) fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Vec<LoadReport> {
     let grace = grace(ctx);
     if grace.is_zero() {
         return loads.stop(grace);
@@ -221,7 +244,7 @@ fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Vec<LoadRepor
     reports
 }
 
-fn load_row(r: &LoadReport) -> LoadRow {
+pub(super) fn load_row(r: &LoadReport) -> LoadRow {
     LoadRow {
         name: r.name.clone(),
         spec_json: serde_json::to_string(&r.spec).unwrap_or_default(),

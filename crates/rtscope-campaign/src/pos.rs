@@ -27,6 +27,7 @@ const MEASURE_KEYS: &[&str] = &[
     "limits",
     "event_above",
     "event_capacity",
+    "explain",
     "raw",
     "settle",
 ];
@@ -176,8 +177,8 @@ fn keys_of(table: &str) -> &'static [&'static str] {
     }
 }
 
-const SCENARIO_KEYS: [&str; 24] = {
-    let mut k = [""; 24];
+const SCENARIO_KEYS: [&str; 25] = {
+    let mut k = [""; 25];
     k[0] = "name";
     k[1] = "description";
     let mut i = 0;
@@ -244,6 +245,6 @@ mod tests {
         assert_eq!(suggest("thread", MEASURE_KEYS), Some("threads"));
         assert_eq!(suggest("banana", MEASURE_KEYS), None);
         assert_eq!(SCENARIO_KEYS[2], "threads");
-        assert_eq!(SCENARIO_KEYS[23], "settle");
+        assert_eq!(SCENARIO_KEYS[SCENARIO_KEYS.len() - 1], "settle");
     }
 }

@@ -67,10 +67,15 @@ pub fn execute(
         monitor_interval,
         progress: Progress::new(!a.quiet, todo.len(), total),
         signals: 0,
+        bad_checks: Vec::new(),
     };
     let mut status = ExitStatus::Success;
     for (i, p) in todo.iter().enumerate() {
-        let end = match one_run(&mut ctx, p, i + 1, out) {
+        let end = match &p.respond {
+            Some(cfg) => super::respond_run::respond_run(&mut ctx, p, cfg, i + 1, out),
+            None => one_run(&mut ctx, p, i + 1, out),
+        };
+        let end = match end {
             Ok(end) => end,
             Err(e) => {
                 // The campaign cannot go on (no RT privilege, a load that cannot start, …):

@@ -21,6 +21,7 @@ fn args(extra: &[&str]) -> CampaignOptions {
             "--repeats" => a.repeats = Some(v.parse().unwrap()),
             "--name" => a.name = Some(v),
             "--tag" => a.tags.push(v),
+            "--explain" => a.explain = Some(v),
             other => panic!("no such option in these tests: {other}"),
         }
     }
@@ -357,4 +358,36 @@ fn other_policy_defaults_to_nice_zero() {
     assert_eq!(c.runs[0].plan.config.threads[0].priority, 0);
     let nice = text.replace("policy = \"other\"", "policy = \"other\"\npriority = -5");
     assert_eq!(plan(&nice, &[]).runs[0].plan.config.threads[0].priority, -5);
+}
+
+#[test]
+fn explain_comes_from_the_flag_then_the_file_then_the_default() {
+    let text = TWO_BY_TWO.replace(
+        "duration = \"10s\"",
+        "duration = \"10s\"\nexplain = \"250us\"",
+    );
+    let thresholds = |c: &Campaign| c.runs.iter().map(|r| r.plan.explain).collect::<Vec<_>>();
+    assert!(thresholds(&plan(&text, &[]))
+        .iter()
+        .all(|e| *e == Some(Nanos::from_us(250))));
+    assert!(thresholds(&plan(&text, &["--explain", "1ms"]))
+        .iter()
+        .all(|e| *e == Some(Nanos::from_ms(1))));
+    assert!(thresholds(&plan(&text, &["--explain", "off"]))
+        .iter()
+        .all(Option::is_none));
+    let off = TWO_BY_TWO.replace(
+        "duration = \"10s\"",
+        "duration = \"10s\"\nexplain = \"off\"",
+    );
+    assert!(thresholds(&plan(&off, &[])).iter().all(Option::is_none));
+    // Without a setting: on from 100 µs exactly where tracefs is usable.
+    let default = rtscope_session::explain::default_threshold();
+    assert!(thresholds(&plan(TWO_BY_TWO, &[]))
+        .iter()
+        .all(|e| *e == default));
+    assert!(plan_with(TWO_BY_TWO, &["--explain", "soon"], &four())
+        .unwrap_err()
+        .to_string()
+        .contains("--explain"));
 }

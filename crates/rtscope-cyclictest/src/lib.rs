@@ -4,10 +4,13 @@
 
 pub mod args;
 pub mod getopt;
-mod help;
+pub mod help;
 pub mod json;
 pub mod lower;
 pub mod text;
+
+/// `rtscope cyclictest --help`: cyclictest's usage text (also the man page's OPTIONS).
+pub use help::USAGE;
 
 use args::CtOptions;
 use lower::Plan;
@@ -81,6 +84,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         command_line: cmdline.split(' ').map(String::from).collect(),
         config_json: serde_json::json!({ "cyclictest_args": args }).to_string(),
         monitor_interval: None,
+        checks: Vec::new(),
     };
     let recorded = Recorded {
         store,

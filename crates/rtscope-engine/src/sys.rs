@@ -15,7 +15,8 @@ pub fn clock_id(clock: ClockKind) -> libc::clockid_t {
 
 fn to_timespec(t: Nanos) -> libc::timespec {
     libc::timespec {
-        tv_sec: (t.0 / 1_000_000_000) as libc::time_t,
+        // `as _`: the field's own type (time_t), which musl's libc bindings deprecate naming.
+        tv_sec: (t.0 / 1_000_000_000) as _,
         tv_nsec: (t.0 % 1_000_000_000) as libc::c_long,
     }
 }

@@ -14,6 +14,7 @@
 #![warn(missing_docs)]
 
 mod escape;
+pub mod explain;
 pub mod figures;
 pub mod html;
 pub mod model;

@@ -25,6 +25,10 @@ pub struct RunData {
     pub campaign: Option<(CampaignSummary, CampaignRun)>,
     /// Raw latencies per thread in ns (index = thread), when asked for and stored.
     pub raw: Option<Vec<Vec<u64>>>,
+    /// Why the worst wake-ups were late (`--explain`), with the run's clock start (ns).
+    pub explain: Option<(rtscope_trace::book::ExplainSummary, u64)>,
+    /// The preflight audit the run started with (`rtscope check`; empty if none was stored).
+    pub checks: Vec<rtscope_store::CheckRow>,
 }
 
 impl From<RunBundle> for RunData {
@@ -46,6 +50,10 @@ impl From<RunBundle> for RunData {
             loads: b.loads,
             campaign: b.campaign,
             raw,
+            explain: b
+                .spikes
+                .and_then(|s| Some((serde_json::from_str(&s.summary).ok()?, s.clock_start_ns))),
+            checks: b.checks,
         }
     }
 }

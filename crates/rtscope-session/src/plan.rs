@@ -244,6 +244,8 @@ pub struct PlanSpec {
     pub event_above: Option<Nanos>,
     /// Events kept per thread.
     pub event_capacity: usize,
+    /// Explain every wake-up at or above this latency (`--explain`, docs/explain.md).
+    pub explain: Option<Nanos>,
     /// Keep every sample (a sample ring per thread).
     pub raw: bool,
     /// Limits checked after the run.
@@ -272,6 +274,7 @@ impl Default for PlanSpec {
             latency: None,
             event_above: None,
             event_capacity: 10_000,
+            explain: None,
             raw: false,
             limits: Vec::new(),
         }
@@ -289,6 +292,8 @@ pub struct RunPlan {
     pub latency: Option<i32>,
     /// One thread per measured CPU (limits are then named `cpu N`, else `thread I (cpu N)`).
     pub per_cpu: bool,
+    /// Explain every wake-up at or above this latency (the event log then keeps those too).
+    pub explain: Option<Nanos>,
 }
 
 impl RunPlan {
@@ -299,6 +304,7 @@ impl RunPlan {
             limits: Vec::new(),
             latency,
             per_cpu: false,
+            explain: None,
         }
     }
 
@@ -354,7 +360,11 @@ impl RunPlan {
             (None, None) => Some(DEFAULT_DURATION),
         };
         c.mlock = s.mlock;
-        c.event_threshold = s.event_above;
+        // The explainer takes its spikes from the event log: it keeps the lower threshold.
+        c.event_threshold = match (s.event_above, s.explain) {
+            (Some(a), Some(e)) => Some(a.min(e)),
+            (a, e) => a.or(e),
+        };
         c.event_capacity = s.event_capacity;
         if s.raw {
             c.sample_ring = Some(raw_ring(&c));
@@ -364,6 +374,7 @@ impl RunPlan {
             limits: s.limits.clone(),
             latency: s.latency,
             per_cpu: s.threads.is_none(),
+            explain: s.explain,
         })
     }
 }

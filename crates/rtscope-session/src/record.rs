@@ -311,6 +311,8 @@ pub struct Recording {
     last: Instant,
     monitor: Option<MonitorThread>,
     rows: MonitorRows,
+    /// Monitor samples since [`Recording::take_samples`] (for `--explain`'s coarse tier).
+    fresh: Vec<rtscope_monitor::Sample>,
 }
 
 /// What a front end tells the recording about a run.
@@ -327,6 +329,8 @@ pub struct RecordSpec {
     pub config_json: String,
     /// Sample the system monitors this often while recording (`None`: not at all).
     pub monitor_interval: Option<Duration>,
+    /// The preflight audit run before the measurement ([`crate::preflight`]); empty: none.
+    pub checks: Vec<rtscope_store::CheckRow>,
 }
 
 impl Recording {
@@ -348,6 +352,7 @@ impl Recording {
                 last,
                 monitor: None,
                 rows: MonitorRows::default(),
+                fresh: Vec::new(),
             });
         };
         let tags = spec
@@ -386,7 +391,15 @@ impl Recording {
             threads,
         };
         let monitor_interval = spec.monitor_interval;
-        let recorder = Some(Recorder::begin(store, new, run)?);
+        let mut recorder = Recorder::begin(store, new, run)?;
+        if !spec.checks.is_empty() {
+            let id = recorder.id;
+            recorder
+                .store
+                .set_checks(id, &spec.checks)
+                .map_err(UsageError::from_error)?;
+        }
+        let recorder = Some(recorder);
         Ok(Recording {
             recorder,
             error: None,
@@ -394,6 +407,7 @@ impl Recording {
             last,
             monitor: monitor_interval.and_then(|i| start_monitor(run, i)),
             rows: MonitorRows::default(),
+            fresh: Vec::new(),
         })
     }
 
@@ -413,8 +427,33 @@ impl Recording {
             (true, Some(_)) => self.monitor.take().map(|m| m.finish()).unwrap_or_default(),
             (_, None) => return,
         };
+        // Kept for a minute at most when nobody takes them.
+        self.fresh.extend(messages.iter().map(|m| m.0.clone()));
+        let excess = self.fresh.len().saturating_sub(64);
+        self.fresh.drain(..excess);
         if let Some(r) = &mut self.recorder {
             self.rows.add(messages, &mut r.pending);
+        }
+    }
+
+    /// The monitor samples taken since the last call.
+    pub fn take_samples(&mut self) -> Vec<rtscope_monitor::Sample> {
+        std::mem::take(&mut self.fresh)
+    }
+
+    /// Stores the explanation of the run's spikes (`--explain`); on failure the recording stops
+    /// and the error is kept for the end.
+    pub fn write_spikes(
+        &mut self,
+        summary: &rtscope_store::SpikeSummaryRow,
+        rows: &[rtscope_store::SpikeRow],
+    ) {
+        if let Some(r) = &mut self.recorder {
+            if let Err(e) = r.store.write_spikes(r.id, summary, rows) {
+                eprintln!("rtscope: error: recording stopped: {e}");
+                self.error = Some(e.to_string());
+                self.recorder = None;
+            }
         }
     }
 

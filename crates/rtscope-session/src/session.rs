@@ -13,6 +13,7 @@
 
 use crate::drive::{self, Event};
 use crate::error::UsageError;
+use crate::explain::{self, Explaining};
 use crate::limits::{self, Check};
 use crate::plan::RunPlan;
 use crate::record::{RecordSpec, Recording};
@@ -123,6 +124,8 @@ pub struct Measured {
     pub signal: Option<i32>,
     /// The plan's limits, checked per thread and over all threads.
     pub checks: Vec<Check>,
+    /// Why the spikes were late (`--explain`).
+    pub explain: Option<rtscope_trace::book::ExplainSummary>,
 }
 
 impl Measured {
@@ -146,6 +149,7 @@ pub struct Session {
     plan: RunPlan,
     run: Option<Run>,
     recording: Recording,
+    explaining: Option<Explaining>,
     _settings: SystemSettings,
 }
 
@@ -158,6 +162,7 @@ impl Session {
         recorded: Recorded,
         main_cpus: Option<(&CpuSet, &'static str)>,
     ) -> Result<Session, SessionError> {
+        let explaining = Explaining::start(&plan);
         let run = Run::start(plan.config.clone())?;
         if let Some((cpus, option)) = main_cpus {
             sys::set_affinity_current(cpus).map_err(|source| SessionError::MainAffinity {
@@ -177,6 +182,7 @@ impl Session {
             plan,
             run: Some(run),
             recording,
+            explaining,
             _settings: settings,
         })
     }
@@ -184,6 +190,11 @@ impl Session {
     /// The run's id in the store, once recorded.
     pub fn run_id(&self) -> Option<RunId> {
         self.recording.run_id()
+    }
+
+    /// The explainer's tier line (`--explain`), to show at the start.
+    pub fn explain_line(&self) -> Option<String> {
+        self.explaining.as_ref().map(Explaining::tier_line)
     }
 
     /// The plan.
@@ -196,17 +207,26 @@ impl Session {
     pub fn drive(&mut self, tick: Nanos, observer: &mut dyn Observer) -> io::Result<Measured> {
         let run = self.run.take().expect("a session is driven once");
         let rec = &mut self.recording;
+        let explaining = &mut self.explaining;
         let outcome = drive::drive(run, tick, |run, ev| {
             if ev == Event::Tick {
                 rec.tick(run);
+                if let Some(x) = explaining.as_mut() {
+                    for s in rec.take_samples() {
+                        x.push_monitor(&s, run.clock_start());
+                    }
+                    x.tick(run);
+                }
             }
             observer.on(run, ev)
         })?;
         let checks = self.check(&outcome.result);
+        let explain = self.explaining.take().map(|x| x.finish(&outcome.result));
         Ok(Measured {
             result: outcome.result,
             signal: outcome.signal,
             checks,
+            explain,
         })
     }
 
@@ -233,6 +253,10 @@ impl Session {
 
     /// Writes the end of the run with the front end's exit code.
     pub fn finish(&mut self, m: &Measured, exit_code: i32) -> RecordOutcome {
+        if let Some(x) = &m.explain {
+            let (summary, rows) = explain::store_rows(x, m.result.clock_start);
+            self.recording.write_spikes(&summary, &rows);
+        }
         let (line, failed) = self
             .recording
             .finish(&m.result, m.signal.is_some(), exit_code);

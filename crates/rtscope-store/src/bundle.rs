@@ -28,6 +28,10 @@ pub struct RunBundle {
     pub campaign: Option<(CampaignSummary, CampaignRun)>,
     /// Raw samples per thread (index = thread); empty unless asked for and stored.
     pub raw: Vec<Vec<RawSample>>,
+    /// Why its spikes were late, when it was recorded with `--explain`.
+    pub spikes: Option<crate::SpikeSummaryRow>,
+    /// The preflight audit the run was started with (empty if none was recorded).
+    pub checks: Vec<crate::CheckRow>,
 }
 
 impl Store {
@@ -80,7 +84,9 @@ impl Store {
             states: self.monitor_states(id)?,
             top: self.monitor_top(id)?,
             loads: self.loads(id)?,
+            checks: self.checks(id)?,
             campaign,
+            spikes: self.spike_summary(id)?,
             detail,
             raw: samples,
         })

@@ -14,21 +14,25 @@
 
 mod bundle;
 mod campaign;
+mod checks;
 pub mod codec;
 mod merge;
 mod monitor;
 mod read;
 pub mod schema;
+mod spikes;
 mod status;
 mod write;
 
 pub use bundle::RunBundle;
 pub use campaign::{CampaignId, CampaignRun, CampaignSummary, LoadMetric, LoadRow, NewCampaign};
+pub use checks::CheckRow;
 pub use merge::{MergeReport, RunIdentity};
 pub use monitor::{
     MonitorBatch, MonitorSeries, MonitorSource, MonitorState, MonitorValue, TopThread,
 };
 pub use read::{RunDetail, RunSummary, SeriesRow, ThreadRow};
+pub use spikes::{SpikeRow, SpikeSummaryRow};
 pub use status::{RunKind, RunStatus};
 pub use write::{Checkpoint, EventRow, NewRun, RawChunk, SeriesPoint, ThreadInfo, ThreadStats};
 

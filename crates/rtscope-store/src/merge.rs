@@ -51,12 +51,27 @@ pub(crate) fn identify(
     Ok(())
 }
 
+/// The columns of `table`, without an `INTEGER PRIMARY KEY` other than `run_id` (a rowid
+/// alias such as `run_checks.seq`: SQLite numbers the copies anew).
 fn columns(tx: &Transaction, table: &str) -> rusqlite::Result<Vec<String>> {
+    let info = format!("pragma_table_info('{table}', 'main')");
     let mut st = tx.prepare(&format!(
-        "SELECT name FROM pragma_table_info('{table}', 'main')"
+        "SELECT name, upper(type), pk, (SELECT count(*) FROM {info} WHERE pk > 0) FROM {info}"
     ))?;
-    let cols = st.query_map([], |r| r.get(0))?.collect();
-    cols
+    let rows = st.query_map([], |r| {
+        let name: String = r.get(0)?;
+        let kind: String = r.get(1)?;
+        let (pk, pks): (i64, i64) = (r.get(2)?, r.get(3)?);
+        Ok((name, pk == 1 && pks == 1 && kind == "INTEGER"))
+    })?;
+    let mut cols = Vec::new();
+    for row in rows {
+        let (name, rowid_alias) = row?;
+        if !rowid_alias || name == "run_id" {
+            cols.push(name);
+        }
+    }
+    Ok(cols)
 }
 
 /// Tables holding rows of a run (a `run_id` column), besides the ones copied by hand.

@@ -2,7 +2,7 @@
 //! transaction when a store is opened. docs/store-schema.md documents every table and column.
 
 /// The schema version this rtscope writes.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// A random (version 4) UUID, as an SQL expression.
 pub const UUID_SQL: &str = "lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))";
@@ -184,6 +184,51 @@ CREATE TABLE campaign_runs (
 );
 CREATE INDEX campaign_runs_by_run ON campaign_runs(run_id);
 "#,
-    // 3 -> 4: run UUIDs and host identity.
+    // 3 -> 4: the preflight audit (`rtscope check`) a run was started with.
+    RUN_CHECKS,
+    // 4 -> 5: the explained spikes of a run (`--explain`).
+    SPIKES,
+    // 5 -> 6: run UUIDs and host identity.
     MIGRATION_RUN_IDENTITY,
 ];
+
+/// Migration 3 -> 4 (issue 13A): one row per check of the audit run before the measurement.
+pub const RUN_CHECKS: &str = r#"
+CREATE TABLE run_checks (
+    run_id    INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq       INTEGER PRIMARY KEY,               -- insertion order = the audit's order
+    check_id  TEXT NOT NULL,                     -- 'preempt_rt', 'governor', 'smt', ...
+    verdict   TEXT NOT NULL,                     -- 'ok', 'warn', 'bad', 'unavailable'
+    evidence  TEXT NOT NULL,                     -- what was read, with its file
+    fix       TEXT,                              -- command or boot parameter (warn, bad)
+    setting   TEXT,                              -- short comparable form ('performance', 'on')
+    UNIQUE (run_id, check_id)
+);
+"#;
+
+/// Migration 4 -> 5 (issue 13B): `--explain`: the explained spikes of a run and its summary
+/// (docs/explain.md).
+pub const SPIKES: &str = r#"
+CREATE TABLE spikes (
+    run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq         INTEGER NOT NULL,                -- 0.., in wake-up order
+    cpu         INTEGER NOT NULL,
+    tid         INTEGER NOT NULL,
+    offset_ns   INTEGER NOT NULL,                -- wake-up, from the run's start
+    latency_ns  INTEGER NOT NULL,
+    tier        TEXT NOT NULL,                   -- 'flight_recorder', 'coarse', 'timerlat'
+    culprit     TEXT,                            -- the largest share, e.g. 'thread culprit:4711:rt99'
+    culprit_ns  INTEGER,
+    detail      TEXT NOT NULL,                   -- JSON: the attribution or coarse context
+    PRIMARY KEY (run_id, seq)
+);
+CREATE TABLE spike_summaries (
+    run_id       INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    tier         TEXT NOT NULL,
+    tier_reason  TEXT,
+    threshold_ns INTEGER NOT NULL,
+    clock_start_ns INTEGER NOT NULL,             -- the run's start on its clock: spike times in
+                                                 -- the JSON minus this are offsets into the run
+    summary      TEXT NOT NULL                   -- JSON: counts, culprits, worst spikes
+);
+"#;

@@ -174,12 +174,14 @@ fn three_boards_measure_merge_and_one_unreachable_board_fails_alone() {
         .arg(&db)
         .output()
         .unwrap();
-    assert_eq!(
-        cmp.status.code(),
-        Some(0),
-        "{}",
+    // Exit 1 is a regression verdict between two boards (load on this machine decides it).
+    let text = String::from_utf8_lossy(&cmp.stdout);
+    assert!(
+        matches!(cmp.status.code(), Some(0 | 1)),
+        "{text}{}",
         String::from_utf8_lossy(&cmp.stderr)
     );
+    assert!(text.contains("board=127.0.0.4: 1 run"), "{text}");
     assert_eq!(
         remote_dirs(),
         before,

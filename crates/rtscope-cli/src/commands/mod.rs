@@ -1,5 +1,6 @@
 //! One file per subcommand: each turns its clap arguments into a library call and prints.
 
+pub mod check;
 pub mod compare;
 pub mod cyclictest;
 pub mod export;
@@ -10,5 +11,7 @@ pub mod measure;
 pub mod merge;
 pub mod remote;
 pub mod report;
+pub mod respond;
 pub mod run;
 pub mod runs;
+pub mod runs_explain;

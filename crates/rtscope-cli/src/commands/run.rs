@@ -21,6 +21,7 @@ pub fn run(a: &RunArgs, argv: &[String], out: &mut dyn Write) -> anyhow::Result<
         monitor_interval: monitor_interval(&a.monitor_interval, "--monitor-interval")?,
         db: a.db.clone(),
         quiet: a.quiet,
+        explain: a.explain.clone(),
     };
     rtscope_campaign::run(&opts, argv, out).map_err(crate::lift)
 }

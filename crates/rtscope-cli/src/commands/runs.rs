@@ -2,6 +2,7 @@
 
 use crate::cli::{RunsAction, RunsArgs};
 use crate::commands::measure::table;
+use crate::commands::runs_explain;
 use crate::exit::{ExitStatus, UsageError};
 use rtscope_core::{Nanos, Stats};
 use rtscope_session::record;
@@ -42,11 +43,21 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 let mut v = detail_json(&d);
                 x.add_json(&mut v);
                 crate::commands::merge::add_identity(&store, id, &mut v).map_err(store_err)?;
+                if let (Some(obj), Some((s, _))) =
+                    (v.as_object_mut(), runs_explain::load(&store, id)?)
+                {
+                    obj.insert("explain".into(), serde_json::to_value(s)?);
+                }
                 writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
             } else {
                 out.write_all(detail_text(&d).as_bytes())?;
                 out.write_all(x.text().as_bytes())?;
+                out.write_all(runs_explain::section(&store, id)?.as_bytes())?;
             }
+        }
+        RunsAction::Explain { run } => {
+            let id = resolve(&store, &run)?;
+            runs_explain::run(&store, id, a.json, out)?;
         }
         RunsAction::Tag { run, tags, remove } => {
             let id = resolve(&store, &run)?;

@@ -41,6 +41,9 @@ pub struct Doc {
     pub total: Series,
     /// Limit checks (empty without --limit).
     pub limits: Vec<LimitJson>,
+    /// Why the spikes were late (`--explain`; absent without it; docs/explain.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explain: Option<rtscope_trace::book::ExplainSummary>,
 }
 
 /// Tool identity.

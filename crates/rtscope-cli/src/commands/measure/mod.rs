@@ -77,6 +77,7 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         latency: a.latency,
         event_above: opt_dur(a.event_above.as_deref(), "--event-above")?,
         event_capacity: a.event_capacity,
+        explain: opt_dur(a.explain.as_deref(), "--explain")?,
         raw: a.raw,
         limits: a
             .limits
@@ -115,6 +116,11 @@ pub fn run(
         .as_deref()
         .map(|p| MetricsFile::new(p, &a.tags, a.label.as_deref(), &a.limits))
         .transpose()?;
+    // Before the cpu_dma_latency request and the threads, which it would otherwise audit.
+    let audit = rtscope_session::preflight::audit(&plan);
+    for line in rtscope_session::preflight::bad_lines(&audit) {
+        eprintln!("{line}");
+    }
     let settings = SystemSettings::apply(&plan)?;
     writeln!(out, "{}", headline(&plan))?;
     out.flush()?;
@@ -125,6 +131,7 @@ pub fn run(
         command_line: command_line.clone(),
         config_json: serde_json::to_string(&ConfigDoc::of(&plan))?,
         monitor_interval,
+        checks: rtscope_session::preflight::rows(&audit),
     };
     let recorded = Recorded {
         store,
@@ -133,6 +140,9 @@ pub fn run(
     };
     let main = main_cpus.as_ref().map(|m| (m, "--main-cpus"));
     let mut session = Session::start(plan, settings, recorded, main)?;
+    if let Some(line) = session.explain_line() {
+        eprintln!("rtscope: {line}");
+    }
     let mut progress = Progress::new(!a.quiet, session.plan().config.duration);
     let measured = session.drive(tick, &mut |run: &Run, ev| {
         if let (Some(m), Event::Tick) = (metrics.as_mut(), ev) {
@@ -276,8 +286,12 @@ fn report(
         ));
     }
     text.push_str(&table::render_checks(checks));
+    if let Some(x) = &m.explain {
+        text.push('\n');
+        text.push_str(&rtscope_trace::render::summary(x, r.clock_start.0, 10));
+    }
     if let Some(path) = &a.json {
-        let doc = document(
+        let mut doc = document(
             plan,
             r,
             signal,
@@ -287,6 +301,7 @@ fn report(
             &total_stats,
             &total_hist,
         );
+        doc.explain = m.explain.clone();
         let body = serde_json::to_string_pretty(&doc)? + "\n";
         std::fs::write(path, body).map_err(|e| {
             UsageError::new(format!(
@@ -356,6 +371,7 @@ fn document(
         threads,
         total: json::series(total_stats, total_hist, Some(offset(total_stats))),
         limits: checks.iter().map(json::LimitJson::from).collect(),
+        explain: None,
     }
 }
 

@@ -1,0 +1,171 @@
+//! "Why were the worst wake-ups late?": for runs recorded with `--explain`, one stacked bar per
+//! worst spike (every nanosecond of its latency by category, docs/explain.md) and the table of
+//! culprits over the run. Spike times link to the over-time plots.
+
+use crate::html::escape;
+use crate::model::RunData;
+use rtscope_trace::book::{ExplainSummary, Explained};
+use rtscope_trace::model::{Category, LateCause};
+use rtscope_trace::render::{dur, label};
+use std::fmt::Write;
+
+/// Spikes drawn per run.
+const MAX_BARS: usize = 12;
+
+/// The colour of a category family.
+fn colour(c: &Category) -> &'static str {
+    match c {
+        Category::TimerIrqLate {
+            cause: LateCause::ExitFromIdle,
+        } => "#8fbc8f",
+        Category::TimerIrqLate {
+            cause: LateCause::PreviousIrq { .. },
+        } => "#d2691e",
+        Category::TimerIrqLate {
+            cause: LateCause::IrqsOffOrHypervisor,
+        } => "#a9a9a9",
+        Category::TimerIrqHandler => "#1f77b4",
+        Category::Irq { .. } => "#ff7f0e",
+        Category::Softirq { .. } => "#bcbd22",
+        Category::Nmi => "#9467bd",
+        Category::Thread { .. } => "#d62728",
+        Category::Blocking { .. } => "#e377c2",
+        Category::ReturnToUser => "#17becf",
+        Category::Unexplained => "#dddddd",
+    }
+}
+
+/// The section (always present, so the navigation link has a target).
+pub fn section(h: &mut String, runs: &[RunData]) {
+    h.push_str("<h2 id=\"why\">Why were the worst wake-ups late?</h2>\n");
+    let explained: Vec<(&RunData, &ExplainSummary, u64)> = runs
+        .iter()
+        .filter_map(|r| r.explain.as_ref().map(|(s, start)| (r, s, *start)))
+        .collect();
+    if explained.is_empty() {
+        h.push_str("<p class=\"muted\">No run was recorded with <code>--explain</code>.</p>\n");
+        return;
+    }
+    for (r, s, start) in explained {
+        run_section(h, r, s, start);
+    }
+}
+
+fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
+    let c = &s.counts;
+    let _ = write!(
+        h,
+        "<h3>Run {} — tier {}, threshold {}</h3>\n<p>{} spikes at or above the threshold: {} traced ({} partial), {} from the monitors only, {} without context.",
+        r.detail.summary.id,
+        s.tier.name(),
+        escape(&dur(s.threshold_ns)),
+        c.spikes,
+        c.traced,
+        c.partial,
+        c.coarse,
+        c.no_context
+    );
+    if let Some(why) = &s.tier_reason {
+        let _ = write!(h, " <span class=\"muted\">({})</span>", escape(why));
+    }
+    h.push_str("</p>\n");
+    let mut worst: Vec<&Explained> = s.worst.iter().collect();
+    worst.sort_by_key(|e| std::cmp::Reverse(e.latency_ns()));
+    h.push_str("<table><tr><th>at (s)</th><th>CPU</th><th>latency</th><th class=\"t\">where the time went</th><th class=\"t\">main culprit</th></tr>\n");
+    for e in worst.into_iter().take(MAX_BARS) {
+        let at = e.wakeup_ns().saturating_sub(start) as f64 / 1e9;
+        let _ = write!(h, "<tr><td><a href=\"#latency\">{at:.3}</a></td>");
+        match e {
+            Explained::Traced(a) => {
+                let lat = a.spike.latency_ns().max(1);
+                let _ = write!(h, "<td>{}</td><td>{}</td><td class=\"t\"><div style=\"display:flex;width:320px;height:14px\">", a.spike.cpu, escape(&dur(lat)));
+                for ch in &a.charges {
+                    let pct = ch.ns as f64 * 100.0 / lat as f64;
+                    let _ = write!(
+                        h,
+                        "<div title=\"{} {}\" style=\"width:{pct:.2}%;background:{}\"></div>",
+                        escape(&label(&ch.category)),
+                        escape(&dur(ch.ns)),
+                        colour(&ch.category)
+                    );
+                }
+                let main = a.charges.first().map_or(String::new(), |ch| {
+                    format!("{} ({} %)", label(&ch.category), ch.ns * 100 / lat)
+                });
+                let _ = writeln!(h, "</div></td><td class=\"t\">{}</td></tr>", escape(&main));
+            }
+            Explained::Coarse(x) => {
+                let irqs: Vec<String> = x
+                    .top_irqs
+                    .iter()
+                    .map(|(n, k)| format!("{n} ×{k}"))
+                    .collect();
+                let thr: Vec<String> = x
+                    .top_threads
+                    .iter()
+                    .map(|(t, ns)| format!("{t} {}", dur(*ns)))
+                    .collect();
+                let _ = writeln!(
+                    h,
+                    "<td>{}</td><td>{}</td><td class=\"t\">monitors only: IRQs {}</td><td class=\"t\">busiest: {}</td></tr>",
+                    x.spike.cpu,
+                    escape(&dur(x.spike.latency_ns())),
+                    escape(&irqs.join(", ")),
+                    escape(&thr.join(", "))
+                );
+            }
+        }
+    }
+    h.push_str("</table>\n");
+    legend(h, s);
+    if !s.culprits.is_empty() {
+        h.push_str("<table><tr><th class=\"t\">culprit over the run</th><th>spikes (main)</th><th>spikes (any)</th><th>total time</th></tr>\n");
+        for row in s.culprits.iter().take(15) {
+            let _ = writeln!(
+                h,
+                "<tr><td class=\"t\"><span style=\"color:{}\">■</span> {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                colour(&row.category),
+                escape(&label(&row.category)),
+                row.spikes_as_main,
+                row.spikes,
+                escape(&dur(row.total_ns))
+            );
+        }
+        h.push_str("</table>\n");
+    }
+}
+
+fn legend(h: &mut String, s: &ExplainSummary) {
+    let mut seen: Vec<(&'static str, &'static str)> = Vec::new();
+    for c in s.culprits.iter().map(|r| &r.category) {
+        let name = match c {
+            Category::TimerIrqLate {
+                cause: LateCause::ExitFromIdle,
+            } => "timer IRQ late: idle exit",
+            Category::TimerIrqLate {
+                cause: LateCause::PreviousIrq { .. },
+            } => "timer IRQ late: previous IRQ",
+            Category::TimerIrqLate { .. } => "timer IRQ late: IRQs off / hypervisor",
+            Category::TimerIrqHandler => "timer IRQ handler",
+            Category::Irq { .. } => "IRQ",
+            Category::Softirq { .. } => "softirq",
+            Category::Nmi => "NMI",
+            Category::Thread { .. } => "higher-priority thread",
+            Category::Blocking { .. } => "lower-priority task holding the CPU",
+            Category::ReturnToUser => "scheduling and return to user",
+            Category::Unexplained => "unexplained",
+        };
+        if !seen.iter().any(|s| s.0 == name) {
+            seen.push((name, colour(c)));
+        }
+    }
+    h.push_str("<p class=\"muted\">");
+    for (name, col) in seen {
+        let _ = write!(
+            h,
+            "<span style=\"color:{col}\">■</span> {} &nbsp; ",
+            escape(name)
+        );
+    }
+    h.push_str("</p>\n");
+}

@@ -1,0 +1,282 @@
+//! `--explain`: the session's side of spike attribution (crate rtscope-trace, docs/explain.md).
+//! The explainer starts before the measuring threads (its reaper is forked while the process
+//! is still small and not real-time); every control tick hands it the new events of the
+//! engine's event log (the wake-ups at or above the threshold) and lets it attribute those whose
+//! trace has arrived; at the end it returns the summary, which is stored with the run.
+
+use crate::plan::RunPlan;
+use rtscope_core::Nanos;
+use rtscope_engine::{sys, CpuSet, Run, RunResult};
+use rtscope_store::{SpikeRow, SpikeSummaryRow};
+use rtscope_trace::book::{ExplainSummary, Explained};
+use rtscope_trace::coarse::{CoarseSample, CoarseThread};
+use rtscope_trace::explain::{ExplainConfig, Explainer};
+use rtscope_trace::{render, Softirq, Spike};
+use std::time::Duration;
+
+/// The threshold campaigns explain from when their file does not say (`explain`).
+pub const DEFAULT_THRESHOLD: Nanos = Nanos(100_000);
+
+/// [`DEFAULT_THRESHOLD`] when tracefs is usable here (root, tracefs mounted or mountable, no
+/// lockdown), else `None`: campaigns explain by default only where the flight recorder works.
+pub fn default_threshold() -> Option<Nanos> {
+    rtscope_trace::tracefs::Tracefs::discover()
+        .ok()
+        .map(|_| DEFAULT_THRESHOLD)
+}
+
+/// How long the end of a run waits for the trace of its last spikes.
+const FINISH_PATIENCE: Duration = Duration::from_millis(1500);
+
+/// The explainer of one session.
+pub struct Explaining {
+    ex: Explainer,
+    /// Events already handed over, per thread.
+    taken: Vec<usize>,
+    /// The CPU of each thread when pinned to one.
+    cpus: Vec<Option<usize>>,
+    /// The measured CPUs.
+    measured: Vec<usize>,
+}
+
+impl Explaining {
+    /// Starts explaining for `plan` when it asks for it.
+    pub fn start(plan: &RunPlan) -> Option<Explaining> {
+        let threshold = plan.explain?;
+        let online = sys::online_cpus();
+        let pinned = plan.config.pinned_cpus();
+        let measured: Vec<usize> = if pinned.is_empty() {
+            online.iter().collect()
+        } else {
+            pinned.iter().collect()
+        };
+        let housekeeping: Vec<usize> = online.iter().filter(|c| !measured.contains(c)).collect();
+        let mut cfg = ExplainConfig::new(threshold.0, measured.clone());
+        cfg.housekeeping = housekeeping;
+        let cpus = plan
+            .config
+            .threads
+            .iter()
+            .map(|t| {
+                t.affinity
+                    .as_ref()
+                    .filter(|a| a.len() == 1)
+                    .map(|a: &CpuSet| a.nth_cyclic(0))
+            })
+            .collect();
+        Some(Explaining {
+            ex: Explainer::start(cfg),
+            taken: vec![0; plan.config.threads.len()],
+            cpus,
+            measured,
+        })
+    }
+
+    /// The tier chosen, with the reason it is not better.
+    pub fn tier_line(&self) -> String {
+        match self.ex.tier_reason() {
+            Some(r) => format!("explaining spikes: tier {} ({r})", self.ex.tier().name()),
+            None => format!("explaining spikes: tier {}", self.ex.tier().name()),
+        }
+    }
+
+    fn push(
+        &mut self,
+        i: usize,
+        tid: i32,
+        cpu_now: Option<usize>,
+        events: &[rtscope_engine::Sample],
+    ) {
+        let from = self.taken[i].min(events.len());
+        for s in &events[from..] {
+            let Some(cpu) = self.cpus[i].or(cpu_now) else {
+                continue;
+            };
+            let spike = Spike {
+                cpu,
+                tid,
+                deadline_ns: s.time.0.saturating_sub(s.latency.0),
+                wakeup_ns: s.time.0,
+            };
+            self.ex.push_spike(spike);
+        }
+        self.taken[i] = events.len();
+    }
+
+    /// Hands a monitor sample to the coarse tier: per measured CPU, its interrupt and softirq
+    /// counts and the threads that last ran there over the sample's interval. The monitors
+    /// have no per-CPU steal time, so `steal_ns` stays 0.
+    pub fn push_monitor(&mut self, s: &rtscope_monitor::Sample, clock_start: Nanos) {
+        for c in coarse_samples(s, clock_start, &self.measured) {
+            self.ex.push_coarse(c);
+        }
+    }
+
+    /// Hands over the new events and attributes what can be.
+    pub fn tick(&mut self, run: &Run) {
+        for (i, t) in run.threads().iter().enumerate() {
+            self.push(i, t.tid(), t.cpu(), &t.events().snapshot());
+        }
+        self.ex.poll();
+    }
+
+    /// The last events, then the summary; the trace instance is removed.
+    pub fn finish(mut self, r: &RunResult) -> ExplainSummary {
+        for t in &r.threads {
+            self.push(t.index, t.tid, t.cpu, &t.events);
+        }
+        self.ex.finish(FINISH_PATIENCE)
+    }
+}
+
+/// The coarse samples of one monitor sample for `cpus` (none for the first sample, which has
+/// no interval). Rates become counts over the interval.
+pub fn coarse_samples(
+    s: &rtscope_monitor::Sample,
+    clock_start: Nanos,
+    cpus: &[usize],
+) -> Vec<CoarseSample> {
+    let Some(interval) = s.interval else {
+        return Vec::new();
+    };
+    let secs = interval.as_secs_f64();
+    let end = clock_start.0 + s.at.as_nanos() as u64;
+    cpus.iter()
+        .map(|&cpu| {
+            let suffix = format!(".cpu{cpu}");
+            let per_cpu = |prefix: &str| -> Vec<(String, u64)> {
+                s.readings
+                    .iter()
+                    .filter_map(|r| {
+                        let name = r.metric.strip_prefix(prefix)?.strip_suffix(&suffix)?;
+                        Some((name.to_string(), (r.value * secs).round().max(0.0) as u64))
+                    })
+                    .collect()
+            };
+            CoarseSample {
+                cpu,
+                start_ns: end.saturating_sub(interval.as_nanos() as u64),
+                end_ns: end,
+                irqs: per_cpu("irq_rate."),
+                softirqs: per_cpu("softirq_rate.")
+                    .into_iter()
+                    .filter_map(|(n, k)| Some((Softirq::from_name(&n)?, k)))
+                    .collect(),
+                steal_ns: 0,
+                threads: s
+                    .top
+                    .iter()
+                    .filter(|t| t.last_cpu as usize == cpu)
+                    .map(|t| {
+                        let thread = CoarseThread {
+                            comm: t.comm.clone(),
+                            tid: t.tid as i32,
+                        };
+                        (
+                            thread,
+                            (t.cpu_percent / 100.0 * interval.as_nanos() as f64) as u64,
+                        )
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// The store rows of a summary; offsets are from `clock_start` (the run's start on its clock).
+pub fn store_rows(s: &ExplainSummary, clock_start: Nanos) -> (SpikeSummaryRow, Vec<SpikeRow>) {
+    let tier = |e: &Explained| match e {
+        Explained::Traced(_) => s.tier,
+        Explained::Coarse(_) => rtscope_trace::Tier::Coarse,
+    };
+    let tier_key = |t: rtscope_trace::Tier| {
+        serde_json::to_value(t)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default()
+    };
+    let rows = s
+        .worst
+        .iter()
+        .map(|e| {
+            let (cpu, tid, latency, culprit) = match e {
+                Explained::Traced(a) => (
+                    a.spike.cpu,
+                    a.spike.tid,
+                    a.spike.latency_ns(),
+                    a.charges
+                        .first()
+                        .map(|c| (render::label(&c.category), c.ns)),
+                ),
+                Explained::Coarse(c) => (c.spike.cpu, c.spike.tid, c.spike.latency_ns(), None),
+            };
+            SpikeRow {
+                cpu: cpu as u32,
+                tid,
+                offset_ns: e.wakeup_ns().saturating_sub(clock_start.0),
+                latency_ns: latency,
+                tier: tier_key(tier(e)),
+                culprit: culprit.as_ref().map(|c| c.0.clone()),
+                culprit_ns: culprit.map(|c| c.1),
+                detail: serde_json::to_string(e).unwrap_or_default(),
+            }
+        })
+        .collect();
+    let summary = SpikeSummaryRow {
+        tier: tier_key(s.tier),
+        tier_reason: s.tier_reason.clone(),
+        threshold_ns: s.threshold_ns,
+        clock_start_ns: clock_start.0,
+        summary: serde_json::to_string(s).unwrap_or_default(),
+    };
+    (summary, rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_monitor::{Reading, Sample, ThreadShare};
+
+    #[test]
+    fn monitor_rates_become_counts_of_the_measured_cpus() {
+        let reading = |metric: &str, value: f64| Reading {
+            metric: metric.into(),
+            value,
+            unit: "1/s",
+        };
+        let s = Sample {
+            at: Duration::from_secs(3),
+            interval: Some(Duration::from_millis(500)),
+            readings: vec![
+                reading("irq_rate.24 eth0.cpu1", 200.0),
+                reading("irq_rate.LOC.cpu0", 1000.0),
+                reading("softirq_rate.NET_RX.cpu1", 50.0),
+                reading("cpu_busy.cpu1", 40.0),
+            ],
+            states: vec![],
+            top: vec![ThreadShare {
+                pid: 7,
+                tid: 8,
+                comm: "hog".into(),
+                cpu_percent: 50.0,
+                last_cpu: 1,
+                kernel_thread: false,
+            }],
+        };
+        let c = coarse_samples(&s, Nanos(1_000), &[1]);
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].start_ns, c[0].end_ns), (2_500_001_000, 3_000_001_000));
+        assert_eq!(c[0].irqs, vec![("24 eth0".to_string(), 100)]);
+        assert_eq!(c[0].softirqs, vec![(Softirq::NetRx, 25)]);
+        assert_eq!(c[0].threads[0].1, 250_000_000);
+        assert!(coarse_samples(
+            &Sample {
+                interval: None,
+                ..s
+            },
+            Nanos(0),
+            &[1]
+        )
+        .is_empty());
+    }
+}

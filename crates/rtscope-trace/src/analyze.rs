@@ -1,0 +1,539 @@
+//! Attribution of one spike: replays the events of the spike's CPU and charges every nanosecond
+//! between the deadline and the wake-up to what the CPU was doing.
+//!
+//! The interval is cut into three phases around the interrupt that woke the measuring thread
+//! (the hard-IRQ context enclosing its `sched_waking`):
+//!
+//! 1. deadline → that interrupt's entry: [`Category::TimerIrqLate`] — idle (exit from idle),
+//!    another interrupt running (previous IRQ, by name), or a task or softirq running with no
+//!    event at all (interrupts off, or the hypervisor not running the vCPU); an NMI is [`Category::Nmi`];
+//! 2. the interrupt itself: [`Category::TimerIrqHandler`] (nested NMIs apart);
+//! 3. its exit → the wake-up: other interrupts ([`Category::Irq`]), softirqs, NMIs, other tasks
+//!    ([`Category::Thread`] when their priority is higher or equal, [`Category::Blocking`] when
+//!    lower), and the measuring thread itself or the idle task switching to it ([`Category::ReturnToUser`]).
+//!
+//! Pure code on decoded events; the flight recorder feeds it.
+
+use crate::decode::{Comm, Event, Kind, Vector};
+use crate::model::{Attribution, Category, Charge, LateCause, Softirq, Spike, Task};
+use std::collections::HashMap;
+
+/// What the CPU runs in interrupt context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Ctx {
+    Irq { irq: i32, name: String },
+    Vector(Vector),
+    Ipi,
+    Softirq(u32),
+}
+
+/// The replayed state of one CPU.
+#[derive(Debug, Default)]
+struct Cpu {
+    /// The current task (pid), when known.
+    task: Option<i32>,
+    /// Interrupt contexts, innermost last, with their entry times.
+    stack: Vec<(Ctx, u64)>,
+    /// Names and priorities learnt from scheduler events.
+    tasks: HashMap<i32, (Comm, i32)>,
+}
+
+impl Cpu {
+    fn apply(&mut self, e: &Event) {
+        if self.stack.is_empty() || !matches!(e.kind, Kind::Switch { .. }) {
+            self.task = Some(e.pid);
+        }
+        match &e.kind {
+            Kind::Switch {
+                prev_pid,
+                prev_prio,
+                prev_comm,
+                next_pid,
+                next_prio,
+                next_comm,
+            } => {
+                // A switch happens in task context: whatever interrupt is open lost its exit.
+                self.stack.clear();
+                self.tasks.insert(*prev_pid, (*prev_comm, *prev_prio));
+                self.tasks.insert(*next_pid, (*next_comm, *next_prio));
+                self.task = Some(*next_pid);
+            }
+            Kind::Waking {
+                pid, prio, comm, ..
+            } => {
+                self.tasks.insert(*pid, (*comm, *prio));
+            }
+            Kind::IrqEntry { irq, name } => self.push(
+                Ctx::Irq {
+                    irq: *irq,
+                    name: name.clone(),
+                },
+                e.ts,
+            ),
+            Kind::VectorEntry(v) => self.push(Ctx::Vector(*v), e.ts),
+            Kind::IpiEntry => self.push(Ctx::Ipi, e.ts),
+            Kind::SoftirqEntry { vec } => self.push(Ctx::Softirq(*vec), e.ts),
+            Kind::IrqExit { irq } => self.pop(|c| matches!(c, Ctx::Irq { irq: i, .. } if i == irq)),
+            Kind::VectorExit(v) => self.pop(|c| *c == Ctx::Vector(*v)),
+            Kind::IpiExit => self.pop(|c| *c == Ctx::Ipi),
+            Kind::SoftirqExit { vec } => self.pop(|c| *c == Ctx::Softirq(*vec)),
+            Kind::Nmi { .. } | Kind::HrtimerEntry | Kind::HrtimerExit => {}
+        }
+    }
+
+    fn push(&mut self, c: Ctx, ts: u64) {
+        // Contexts do not nest deeper than a few levels; a deeper stack means lost exits.
+        if self.stack.len() >= 8 {
+            self.stack.remove(0);
+        }
+        self.stack.push((c, ts));
+    }
+
+    /// Closes the innermost matching context and any inner one whose exit was lost.
+    fn pop(&mut self, is: impl Fn(&Ctx) -> bool) {
+        if let Some(i) = self.stack.iter().rposition(|(c, _)| is(c)) {
+            self.stack.truncate(i);
+        }
+    }
+
+    fn task_of(&self, pid: i32) -> Task {
+        let (comm, prio) = self
+            .tasks
+            .get(&pid)
+            .copied()
+            .unwrap_or((Comm::default(), 120));
+        let comm = if pid == 0 {
+            "swapper".to_string()
+        } else {
+            comm.as_string()
+        };
+        Task { comm, pid, prio }
+    }
+}
+
+fn ctx_name(c: &Ctx) -> String {
+    match c {
+        Ctx::Irq { irq, name } => format!("{name} (irq {irq})"),
+        Ctx::Vector(v) => v.name().to_string(),
+        Ctx::Ipi => "ipi".to_string(),
+        Ctx::Softirq(v) => Softirq::from_vec(*v).to_string(),
+    }
+}
+
+/// Where the interrupt that woke the measuring thread began and ended.
+#[derive(Debug, Clone, Copy)]
+struct WakeIrq {
+    entry: u64,
+    exit: u64,
+}
+
+/// Finds the interrupt context enclosing the last `sched_waking` of the measuring thread
+/// (at most 1 ms before the deadline) up to the wake-up; a waking in task context gives an
+/// empty interrupt at the waking.
+fn find_wake_irq(events: &[Event], spike: &Spike) -> Option<WakeIrq> {
+    let mut cpu = Cpu::default();
+    // (stack depth of the interrupt, its entry, its exit once seen)
+    let mut found: Option<(usize, u64, Option<u64>)> = None;
+    for e in events.iter().take_while(|e| e.ts <= spike.wakeup_ns) {
+        cpu.apply(e);
+        if let Some((depth, _, exit @ None)) = &mut found {
+            if cpu.stack.len() < *depth {
+                *exit = Some(e.ts);
+            }
+        }
+        let Kind::Waking { pid, .. } = e.kind else {
+            continue;
+        };
+        if pid != spike.tid || e.ts.saturating_add(1_000_000) < spike.deadline_ns {
+            continue;
+        }
+        let hard = cpu
+            .stack
+            .iter()
+            .rposition(|(c, _)| !matches!(c, Ctx::Softirq(_)));
+        found = Some(match hard {
+            Some(i) => (i + 1, cpu.stack[i].1, None),
+            None => (0, e.ts, Some(e.ts)),
+        });
+    }
+    let (_, entry, exit) = found?;
+    Some(WakeIrq {
+        entry,
+        exit: exit.unwrap_or(spike.wakeup_ns),
+    })
+}
+
+/// Charges the time from `deadline_ns` to `wakeup_ns` of `spike`. `events` are the decoded
+/// events of the spike's CPU in time order, starting before the deadline.
+pub fn attribute(events: &[Event], spike: &Spike, lost_events: bool) -> Attribution {
+    let wake = find_wake_irq(events, spike);
+    let complete = wake.is_some();
+    let mut charges: Vec<Charge> = Vec::new();
+    let mut charge = |cat: Category, from: u64, to: u64| {
+        let (from, to) = (from.max(spike.deadline_ns), to.min(spike.wakeup_ns));
+        if to <= from {
+            return;
+        }
+        match charges.iter_mut().find(|c| c.category == cat) {
+            Some(c) => c.ns += to - from,
+            None => charges.push(Charge {
+                category: cat,
+                ns: to - from,
+            }),
+        }
+    };
+    let mut cpu = Cpu::default();
+    // Without an event before the deadline the state at the deadline is unknown.
+    let first = events.first().map_or(spike.wakeup_ns, |e| e.ts);
+    charge(Category::Unexplained, spike.deadline_ns, first);
+    let mut prev = None::<u64>;
+    let mut nmi_ns = 0u64;
+    for e in events.iter().take_while(|e| e.ts <= spike.wakeup_ns) {
+        if let Some(p) = prev {
+            let cat = classify(&cpu, spike, wake, p);
+            charge(cat, p, e.ts);
+        }
+        if let Kind::Nmi { delta_ns } = e.kind {
+            if e.ts > spike.deadline_ns {
+                nmi_ns = nmi_ns.saturating_add(delta_ns.min(e.ts - spike.deadline_ns));
+            }
+        }
+        cpu.apply(e);
+        // Time only moves forward, even if the events do not (a corrupt page): no overlap.
+        prev = Some(prev.map_or(e.ts, |p| p.max(e.ts)));
+    }
+    if let Some(p) = prev {
+        charge(classify(&cpu, spike, wake, p), p, spike.wakeup_ns);
+    }
+    take_nmi_time(&mut charges, nmi_ns);
+    charges.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.category.cmp(&b.category)));
+    Attribution {
+        spike: *spike,
+        charges,
+        complete,
+        lost_events,
+    }
+}
+
+/// The category of time spent from `at` onwards in the state `cpu`.
+fn classify(cpu: &Cpu, spike: &Spike, wake: Option<WakeIrq>, at: u64) -> Category {
+    let phase_before = wake.is_some_and(|w| at < w.entry);
+    let in_wake_irq = wake.is_some_and(|w| at >= w.entry && at < w.exit);
+    if in_wake_irq {
+        return match cpu.stack.last() {
+            Some((Ctx::Softirq(v), _)) if cpu.stack.len() == 1 => Category::Softirq {
+                vec: Softirq::from_vec(*v),
+            },
+            _ => Category::TimerIrqHandler,
+        };
+    }
+    let late = |cause| Category::TimerIrqLate { cause };
+    match cpu.stack.last() {
+        Some((Ctx::Softirq(_), _)) if phase_before => late(LateCause::IrqsOffOrHypervisor),
+        Some((Ctx::Softirq(v), _)) => Category::Softirq {
+            vec: Softirq::from_vec(*v),
+        },
+        Some((c, _)) if phase_before => late(LateCause::PreviousIrq { name: ctx_name(c) }),
+        Some((c, _)) => Category::Irq { name: ctx_name(c) },
+        None => match cpu.task {
+            Some(0) if phase_before || wake.is_none() => late(LateCause::ExitFromIdle),
+            Some(0) => Category::ReturnToUser,
+            Some(_) if phase_before => late(LateCause::IrqsOffOrHypervisor),
+            Some(pid) if pid == spike.tid => Category::ReturnToUser,
+            Some(pid) => {
+                let task = cpu.task_of(pid);
+                let own = cpu.tasks.get(&spike.tid).map_or(0, |t| t.1);
+                if task.prio <= own {
+                    Category::Thread { task }
+                } else {
+                    Category::Blocking { task }
+                }
+            }
+            None => Category::Unexplained,
+        },
+    }
+}
+
+/// NMIs leave only one event, when they end, with their duration: that time is taken from
+/// whatever the replay charged it to.
+fn take_nmi_time(charges: &mut Vec<Charge>, ns: u64) {
+    reassign(charges, ns, Category::Nmi);
+}
+
+fn reassign(charges: &mut Vec<Charge>, ns: u64, to: Category) {
+    let mut left = ns;
+    for c in charges.iter_mut().filter(|c| c.category != to) {
+        let take = c.ns.min(left);
+        c.ns -= take;
+        left -= take;
+    }
+    let moved = ns - left;
+    charges.retain(|c| c.ns > 0);
+    if moved > 0 {
+        match charges.iter_mut().find(|c| c.category == to) {
+            Some(c) => c.ns += moved,
+            None => charges.push(Charge {
+                category: to,
+                ns: moved,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TID: i32 = 500;
+    const D: u64 = 10_000_000; // the deadline
+
+    fn ev(ts: u64, pid: i32, kind: Kind) -> Event {
+        Event { ts, pid, kind }
+    }
+
+    fn switch(ts: u64, prev: (i32, i32), next: (i32, i32), next_name: &str) -> Event {
+        ev(
+            ts,
+            prev.0,
+            Kind::Switch {
+                prev_pid: prev.0,
+                prev_prio: prev.1,
+                prev_comm: Comm::new(b"prev"),
+                next_pid: next.0,
+                next_prio: next.1,
+                next_comm: Comm::new(next_name.as_bytes()),
+            },
+        )
+    }
+
+    fn waking(ts: u64, pid: i32) -> Event {
+        ev(
+            ts,
+            pid,
+            Kind::Waking {
+                pid: TID,
+                prio: 1,
+                comm: Comm::new(b"rtscope-m0"),
+                target_cpu: 1,
+            },
+        )
+    }
+
+    fn timer(entry: u64, exit: u64, pid: i32) -> Vec<Event> {
+        vec![
+            ev(entry, pid, Kind::VectorEntry(Vector::LocalTimer)),
+            waking(entry + (exit - entry) / 2, pid),
+            ev(exit, pid, Kind::VectorExit(Vector::LocalTimer)),
+        ]
+    }
+
+    fn spike(wakeup: u64) -> Spike {
+        Spike {
+            cpu: 1,
+            tid: TID,
+            deadline_ns: D,
+            wakeup_ns: wakeup,
+        }
+    }
+
+    fn ns(a: &Attribution, cat: &Category) -> u64 {
+        a.ns_where(|c| c == cat)
+    }
+
+    fn sums(a: &Attribution) {
+        assert_eq!(
+            a.charges.iter().map(|c| c.ns).sum::<u64>(),
+            a.spike.latency_ns(),
+            "{a:?}"
+        );
+    }
+
+    /// The measuring thread went to sleep, then `events`, then it runs again at `back`.
+    fn run(mut events: Vec<Event>, back: u64, prev: (i32, i32), wakeup: u64) -> Attribution {
+        let mut all = vec![switch(D - 900_000, (TID, 1), (0, 120), "swapper/1")];
+        all.append(&mut events);
+        all.push(switch(back, prev, (TID, 1), "rtscope-m0"));
+        all.sort_by_key(|e| e.ts);
+        let a = attribute(&all, &spike(wakeup), false);
+        sums(&a);
+        a
+    }
+
+    #[test]
+    fn a_higher_priority_thread_is_thread_interference() {
+        let mut e = vec![switch(D - 500_000, (0, 120), (77, 0), "culprit")];
+        e.extend(timer(D + 1_000, D + 5_000, 77));
+        let a = run(e, D + 3_000_000, (77, 0), D + 3_002_000);
+        let task = Task {
+            comm: "culprit".into(),
+            pid: 77,
+            prio: 0,
+        };
+        assert_eq!(a.culprit(), Some(&Category::Thread { task: task.clone() }));
+        assert_eq!(ns(&a, &Category::Thread { task }), 2_995_000);
+        assert_eq!(ns(&a, &Category::TimerIrqHandler), 4_000);
+        assert_eq!(
+            ns(
+                &a,
+                &Category::TimerIrqLate {
+                    cause: LateCause::IrqsOffOrHypervisor
+                }
+            ),
+            1_000
+        );
+        assert_eq!(ns(&a, &Category::ReturnToUser), 2_000);
+        assert!(a.complete);
+    }
+
+    #[test]
+    fn a_lower_priority_task_keeping_the_cpu_is_blocking() {
+        let mut e = vec![switch(D - 500_000, (0, 120), (88, 120), "kworker")];
+        e.extend(timer(D, D + 2_000, 88));
+        let a = run(e, D + 102_000, (88, 120), D + 103_000);
+        let task = Task {
+            comm: "kworker".into(),
+            pid: 88,
+            prio: 120,
+        };
+        assert_eq!(ns(&a, &Category::Blocking { task }), 100_000);
+    }
+
+    #[test]
+    fn an_idle_cpu_charges_the_late_interrupt_to_idle_exit() {
+        let a = run(
+            timer(D + 30_000, D + 33_000, 0),
+            D + 35_000,
+            (0, 120),
+            D + 36_000,
+        );
+        assert_eq!(
+            a.culprit(),
+            Some(&Category::TimerIrqLate {
+                cause: LateCause::ExitFromIdle
+            })
+        );
+        assert_eq!(ns(&a, &a.culprit().unwrap().clone()), 30_000);
+        assert_eq!(ns(&a, &Category::ReturnToUser), 3_000);
+    }
+
+    #[test]
+    fn an_interrupt_running_at_the_deadline_is_a_previous_irq() {
+        let mut e = vec![
+            ev(
+                D - 10_000,
+                0,
+                Kind::IrqEntry {
+                    irq: 24,
+                    name: "eth0".into(),
+                },
+            ),
+            ev(D + 50_000, 0, Kind::IrqExit { irq: 24 }),
+        ];
+        e.extend(timer(D + 50_500, D + 52_000, 0));
+        let a = run(e, D + 53_000, (0, 120), D + 54_000);
+        let cause = LateCause::PreviousIrq {
+            name: "eth0 (irq 24)".into(),
+        };
+        assert_eq!(ns(&a, &Category::TimerIrqLate { cause }), 50_000);
+    }
+
+    #[test]
+    fn interrupts_and_softirqs_after_the_timer_are_interference_by_name() {
+        let mut e = timer(D, D + 1_000, 0);
+        e.push(ev(D + 1_000, 0, Kind::SoftirqEntry { vec: 3 }));
+        e.push(ev(D + 41_000, 0, Kind::SoftirqExit { vec: 3 }));
+        e.push(ev(D + 41_000, 0, Kind::VectorEntry(Vector::Reschedule)));
+        e.push(ev(D + 43_000, 0, Kind::VectorExit(Vector::Reschedule)));
+        let a = run(e, D + 44_000, (0, 120), D + 45_000);
+        assert_eq!(
+            ns(
+                &a,
+                &Category::Softirq {
+                    vec: Softirq::NetRx
+                }
+            ),
+            40_000
+        );
+        assert_eq!(
+            ns(
+                &a,
+                &Category::Irq {
+                    name: "reschedule".into()
+                }
+            ),
+            2_000
+        );
+    }
+
+    #[test]
+    fn a_missing_irq_exit_ends_at_the_next_switch() {
+        let mut e = timer(D, D + 1_000, 0);
+        // An interrupt whose exit was lost; the switch proves the CPU is back in task context.
+        e.push(ev(
+            D + 2_000,
+            0,
+            Kind::IrqEntry {
+                irq: 30,
+                name: "nvme".into(),
+            },
+        ));
+        e.push(switch(D + 12_000, (0, 120), (99, 0), "hog"));
+        let a = run(e, D + 112_000, (99, 0), D + 113_000);
+        assert_eq!(
+            ns(
+                &a,
+                &Category::Irq {
+                    name: "nvme (irq 30)".into()
+                }
+            ),
+            10_000
+        );
+        let task = Task {
+            comm: "hog".into(),
+            pid: 99,
+            prio: 0,
+        };
+        assert_eq!(ns(&a, &Category::Thread { task }), 100_000);
+    }
+
+    #[test]
+    fn nmis_take_their_duration_from_what_they_interrupted() {
+        let mut e = timer(D, D + 1_000, 0);
+        e.push(ev(D + 30_000, 0, Kind::Nmi { delta_ns: 20_000 }));
+        let a = run(e, D + 40_000, (0, 120), D + 41_000);
+        assert_eq!(ns(&a, &Category::Nmi), 20_000);
+    }
+
+    #[test]
+    fn without_the_waking_the_attribution_is_partial_but_complete_in_time() {
+        let e = vec![switch(D - 500_000, (0, 120), (77, 0), "culprit")];
+        let a = run(e, D + 300_000, (77, 0), D + 301_000);
+        assert!(!a.complete);
+        assert_eq!(
+            a.culprit().and_then(Category::task).map(|t| t.pid),
+            Some(77)
+        );
+    }
+
+    #[test]
+    fn time_before_the_first_event_is_unexplained() {
+        let events = timer(D + 40_000, D + 41_000, 0);
+        let a = attribute(&events, &spike(D + 42_000), false);
+        sums(&a);
+        assert!(ns(&a, &Category::Unexplained) >= 40_000, "{a:?}");
+        assert_eq!(
+            attribute(&[], &spike(D + 5), true).charges[0].category,
+            Category::Unexplained
+        );
+    }
+
+    #[test]
+    fn events_out_of_order_never_charge_more_than_the_latency() {
+        // Found by the fuzzer: an absolute time stamp moved time backwards inside a page.
+        let mut e = timer(D + 1_000, D + 2_000, 0);
+        e.push(ev(D - 400_000, 0, Kind::VectorEntry(Vector::Reschedule)));
+        e.push(ev(D + 9_000, 0, Kind::VectorExit(Vector::Reschedule)));
+        let a = attribute(&e, &spike(D + 10_000), false);
+        sums(&a);
+    }
+}

@@ -1,0 +1,300 @@
+//! The spike book: the worst attributed spikes of each time window (bounded memory), the
+//! culprit totals over the whole run and the counts of spikes explained or not.
+
+use crate::coarse::CoarseExplanation;
+use crate::model::{Attribution, Category, Tier};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+/// How many distinct culprits are totalled; later ones go to [`Category::Unexplained`]'s row
+/// as "other" is not a category.
+pub const MAX_CULPRITS: usize = 256;
+
+/// One explained spike as kept and stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "tier", rename_all = "snake_case")]
+pub enum Explained {
+    /// From a trace.
+    Traced(Attribution),
+    /// From the monitors only.
+    Coarse(CoarseExplanation),
+}
+
+impl Explained {
+    /// Wake-up latency (ns).
+    pub fn latency_ns(&self) -> u64 {
+        match self {
+            Explained::Traced(a) => a.spike.latency_ns(),
+            Explained::Coarse(c) => c.spike.latency_ns(),
+        }
+    }
+
+    /// Wake-up time (ns, CLOCK_MONOTONIC).
+    pub fn wakeup_ns(&self) -> u64 {
+        match self {
+            Explained::Traced(a) => a.spike.wakeup_ns,
+            Explained::Coarse(c) => c.spike.wakeup_ns,
+        }
+    }
+}
+
+/// Totals for one culprit over the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CulpritRow {
+    /// The category.
+    pub category: Category,
+    /// Spikes where it had the largest share.
+    pub spikes_as_main: u64,
+    /// Spikes where it had any share.
+    pub spikes: u64,
+    /// Time charged to it over all attributed spikes (ns).
+    pub total_ns: u64,
+}
+
+/// Counts over the run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// Spikes above the threshold handed to the explainer.
+    pub spikes: u64,
+    /// Attributed from a trace.
+    pub traced: u64,
+    /// Of those, without the waking of the measuring thread in the trace.
+    pub partial: u64,
+    /// Explained from the monitors only.
+    pub coarse: u64,
+    /// With no context at all (outside the trace window, or no monitor sample).
+    pub no_context: u64,
+}
+
+/// Everything the explainer reports for a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExplainSummary {
+    /// The tier used.
+    pub tier: Tier,
+    /// Why a better tier was not used (no tracefs, not root …).
+    pub tier_reason: Option<String>,
+    /// Spikes at or above this were explained (ns).
+    pub threshold_ns: u64,
+    /// Counts.
+    pub counts: Counts,
+    /// The worst spikes of each window, in time order.
+    pub worst: Vec<Explained>,
+    /// Culprits over the run, by total time, largest first.
+    pub culprits: Vec<CulpritRow>,
+}
+
+/// Keeps the worst `per_window` spikes of each `window_ns` window; when there are more than
+/// `max_windows` windows the window length doubles and neighbours merge.
+#[derive(Debug, Clone)]
+pub struct SpikeBook {
+    window_ns: u64,
+    per_window: usize,
+    max_windows: usize,
+    windows: BTreeMap<u64, Vec<Explained>>,
+    culprits: HashMap<Category, CulpritRow>,
+    /// Counts so far.
+    pub counts: Counts,
+}
+
+impl SpikeBook {
+    /// A book of `per_window` spikes per `window_ns`, at most `max_windows` windows.
+    pub fn new(window_ns: u64, per_window: usize, max_windows: usize) -> SpikeBook {
+        SpikeBook {
+            window_ns: window_ns.max(1),
+            per_window: per_window.max(1),
+            max_windows: max_windows.max(1),
+            windows: BTreeMap::new(),
+            culprits: HashMap::new(),
+            counts: Counts::default(),
+        }
+    }
+
+    /// Records a spike with no context.
+    pub fn no_context(&mut self) {
+        self.counts.spikes += 1;
+        self.counts.no_context += 1;
+    }
+
+    /// Records an explained spike.
+    pub fn add(&mut self, e: Explained) {
+        self.counts.spikes += 1;
+        match &e {
+            Explained::Traced(a) => {
+                self.counts.traced += 1;
+                self.counts.partial += u64::from(!a.complete);
+                self.total(a);
+            }
+            Explained::Coarse(_) => self.counts.coarse += 1,
+        }
+        self.keep(e);
+    }
+
+    fn total(&mut self, a: &Attribution) {
+        for (i, c) in a.charges.iter().enumerate() {
+            let full = self.culprits.len() >= MAX_CULPRITS;
+            let key = if full && !self.culprits.contains_key(&c.category) {
+                Category::Unexplained
+            } else {
+                c.category.clone()
+            };
+            let row = self.culprits.entry(key.clone()).or_insert(CulpritRow {
+                category: key,
+                spikes_as_main: 0,
+                spikes: 0,
+                total_ns: 0,
+            });
+            row.spikes += 1;
+            row.spikes_as_main += u64::from(i == 0);
+            row.total_ns += c.ns;
+        }
+    }
+
+    fn keep(&mut self, e: Explained) {
+        let w = self
+            .windows
+            .entry(e.wakeup_ns() / self.window_ns)
+            .or_default();
+        w.push(e);
+        trim(w, self.per_window);
+        while self.windows.len() > self.max_windows {
+            self.window_ns = self.window_ns.saturating_mul(2);
+            let old = std::mem::take(&mut self.windows);
+            for (_, v) in old {
+                for e in v {
+                    let w = self
+                        .windows
+                        .entry(e.wakeup_ns() / self.window_ns)
+                        .or_default();
+                    w.push(e);
+                    trim(w, self.per_window);
+                }
+            }
+        }
+    }
+
+    /// Window length now in force (ns).
+    pub fn window_ns(&self) -> u64 {
+        self.window_ns
+    }
+
+    /// The summary.
+    pub fn summary(
+        &self,
+        tier: Tier,
+        tier_reason: Option<String>,
+        threshold_ns: u64,
+    ) -> ExplainSummary {
+        let mut worst: Vec<Explained> = self.windows.values().flatten().cloned().collect();
+        worst.sort_by_key(|e| e.wakeup_ns());
+        let mut culprits: Vec<CulpritRow> = self.culprits.values().cloned().collect();
+        culprits.sort_by(|a, b| {
+            b.total_ns
+                .cmp(&a.total_ns)
+                .then_with(|| a.category.cmp(&b.category))
+        });
+        ExplainSummary {
+            tier,
+            tier_reason,
+            threshold_ns,
+            counts: self.counts,
+            worst,
+            culprits,
+        }
+    }
+}
+
+fn trim(w: &mut Vec<Explained>, keep: usize) {
+    if w.len() > keep {
+        w.sort_by_key(|e| std::cmp::Reverse(e.latency_ns()));
+        w.truncate(keep);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Charge, LateCause, Softirq, Spike, Task};
+
+    fn attr(wakeup_ns: u64, latency: u64, cat: Category) -> Explained {
+        let spike = Spike {
+            cpu: 1,
+            tid: 9,
+            deadline_ns: wakeup_ns - latency,
+            wakeup_ns,
+        };
+        Explained::Traced(Attribution {
+            spike,
+            charges: vec![Charge {
+                category: cat,
+                ns: latency,
+            }],
+            complete: true,
+            lost_events: false,
+        })
+    }
+
+    #[test]
+    fn each_window_keeps_its_worst_and_windows_merge_when_too_many() {
+        let mut b = SpikeBook::new(1_000, 2, 4);
+        for (t, lat) in [(100, 5), (200, 50), (300, 7), (1_100, 3), (2_100, 9)] {
+            b.add(attr(t, lat, Category::Nmi));
+        }
+        let s = b.summary(Tier::FlightRecorder, None, 1);
+        let lats: Vec<u64> = s.worst.iter().map(Explained::latency_ns).collect();
+        assert_eq!(lats, [50, 7, 3, 9]);
+        for t in 0..20u64 {
+            b.add(attr(10_000 * (t + 1), 1, Category::Nmi));
+        }
+        assert!(b.window_ns() > 1_000);
+        assert!(b.summary(Tier::FlightRecorder, None, 1).worst.len() <= 2 * 4);
+        assert_eq!(b.counts.spikes, 25);
+        assert_eq!(
+            b.summary(Tier::FlightRecorder, None, 1).culprits[0].spikes_as_main,
+            25
+        );
+    }
+
+    #[test]
+    fn the_summary_round_trips_through_json() {
+        let mut b = SpikeBook::new(60_000_000_000, 5, 10);
+        let task = Task {
+            comm: "culprit".into(),
+            pid: 4711,
+            prio: 0,
+        };
+        b.add(attr(5_000_000, 3_000_000, Category::Thread { task }));
+        b.add(attr(
+            6_000_000,
+            40_000,
+            Category::TimerIrqLate {
+                cause: LateCause::PreviousIrq {
+                    name: "eth0 (irq 24)".into(),
+                },
+            },
+        ));
+        b.add(attr(
+            7_000_000,
+            40_000,
+            Category::Softirq {
+                vec: Softirq::NetRx,
+            },
+        ));
+        b.no_context();
+        let s = b.summary(Tier::FlightRecorder, Some("why".into()), 1_000);
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(
+            json.contains(r#""kind":"thread","comm":"culprit","pid":4711,"prio":0,"ns":3000000"#),
+            "{json}"
+        );
+        assert!(
+            json.contains(
+                r#""kind":"timer_irq_late","cause":"previous_irq","name":"eth0 (irq 24)""#
+            ),
+            "{json}"
+        );
+        assert!(json.contains(r#""tier":"flight_recorder""#));
+        let back: ExplainSummary = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(back.counts.no_context, 1);
+    }
+}

@@ -1,0 +1,382 @@
+//! Typed trace events: the records of a page decoded with the field offsets of the `format` files.
+
+use crate::format::{EventFormat, Field};
+use crate::page::Record;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::fmt;
+
+/// A task name as the kernel stores it (at most 16 bytes, NUL-padded).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Comm([u8; 16]);
+
+impl Comm {
+    /// From raw bytes (truncated to 16).
+    pub fn new(bytes: &[u8]) -> Comm {
+        let mut c = [0u8; 16];
+        let n = bytes
+            .iter()
+            .take(16)
+            .position(|&b| b == 0)
+            .unwrap_or(bytes.len().min(16));
+        c[..n].copy_from_slice(&bytes[..n]);
+        Comm(c)
+    }
+
+    /// The name, lossily decoded.
+    pub fn as_string(&self) -> String {
+        let n = self.0.iter().position(|&b| b == 0).unwrap_or(16);
+        String::from_utf8_lossy(&self.0[..n]).into_owned()
+    }
+}
+
+impl fmt::Display for Comm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.as_string())
+    }
+}
+
+impl fmt::Debug for Comm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.as_string())
+    }
+}
+
+/// The x86 `irq_vectors` interrupts the recorder traces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Vector {
+    /// The local APIC timer: hrtimers and the tick.
+    LocalTimer,
+    /// Reschedule IPI.
+    Reschedule,
+    /// Function-call IPI.
+    CallFunction,
+    /// Single-function-call IPI.
+    CallFunctionSingle,
+    /// irq_work self-IPI.
+    IrqWork,
+}
+
+impl Vector {
+    /// All, with their event-name stem.
+    pub const ALL: [(Vector, &'static str); 5] = [
+        (Vector::LocalTimer, "local_timer"),
+        (Vector::Reschedule, "reschedule"),
+        (Vector::CallFunction, "call_function"),
+        (Vector::CallFunctionSingle, "call_function_single"),
+        (Vector::IrqWork, "irq_work"),
+    ];
+
+    /// The event-name stem (`local_timer`).
+    pub fn name(self) -> &'static str {
+        Vector::ALL
+            .iter()
+            .find(|(v, _)| *v == self)
+            .map_or("?", |(_, n)| n)
+    }
+}
+
+/// What one record says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// `sched/sched_switch` (priorities are the kernel's: 0..=98 real-time, lower is higher).
+    Switch {
+        /// Task leaving the CPU.
+        prev_pid: i32,
+        /// Its kernel priority.
+        prev_prio: i32,
+        /// Its name.
+        prev_comm: Comm,
+        /// Task entering the CPU.
+        next_pid: i32,
+        /// Its kernel priority.
+        next_prio: i32,
+        /// Its name.
+        next_comm: Comm,
+    },
+    /// `sched/sched_waking`.
+    Waking {
+        /// Woken task.
+        pid: i32,
+        /// Its kernel priority.
+        prio: i32,
+        /// Its name.
+        comm: Comm,
+        /// CPU it will run on.
+        target_cpu: i32,
+    },
+    /// `irq/irq_handler_entry`.
+    IrqEntry {
+        /// IRQ number.
+        irq: i32,
+        /// Handler name (`eth0`, `arch_timer`).
+        name: String,
+    },
+    /// `irq/irq_handler_exit`.
+    IrqExit {
+        /// IRQ number.
+        irq: i32,
+    },
+    /// `irq/softirq_entry`.
+    SoftirqEntry {
+        /// Vector (0 HI … 9 RCU).
+        vec: u32,
+    },
+    /// `irq/softirq_exit`.
+    SoftirqExit {
+        /// Vector.
+        vec: u32,
+    },
+    /// An x86 `irq_vectors/*_entry`.
+    VectorEntry(Vector),
+    /// An x86 `irq_vectors/*_exit`.
+    VectorExit(Vector),
+    /// arm64 `ipi/ipi_entry`.
+    IpiEntry,
+    /// arm64 `ipi/ipi_exit`.
+    IpiExit,
+    /// `nmi/nmi_handler`: written when an NMI handler returns, with its duration.
+    Nmi {
+        /// Handler duration (ns).
+        delta_ns: u64,
+    },
+    /// `timer/hrtimer_expire_entry` (only when requested).
+    HrtimerEntry,
+    /// `timer/hrtimer_expire_exit` (only when requested).
+    HrtimerExit,
+}
+
+/// A decoded record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Event {
+    /// Timestamp (ns on the trace clock).
+    pub ts: u64,
+    /// `common_pid`: the task current when the event fired.
+    pub pid: i32,
+    /// The event.
+    pub kind: Kind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Which {
+    Switch,
+    Waking,
+    IrqEntry,
+    IrqExit,
+    SoftirqEntry,
+    SoftirqExit,
+    VectorEntry(Vector),
+    VectorExit(Vector),
+    IpiEntry,
+    IpiExit,
+    Nmi,
+    HrtimerEntry,
+    HrtimerExit,
+}
+
+fn which(name: &str) -> Option<Which> {
+    let w = match name {
+        "sched_switch" => Which::Switch,
+        "sched_waking" => Which::Waking,
+        "irq_handler_entry" => Which::IrqEntry,
+        "irq_handler_exit" => Which::IrqExit,
+        "softirq_entry" => Which::SoftirqEntry,
+        "softirq_exit" => Which::SoftirqExit,
+        "ipi_entry" => Which::IpiEntry,
+        "ipi_exit" => Which::IpiExit,
+        "nmi_handler" => Which::Nmi,
+        "hrtimer_expire_entry" => Which::HrtimerEntry,
+        "hrtimer_expire_exit" => Which::HrtimerExit,
+        _ => {
+            let (stem, entry) = match (name.strip_suffix("_entry"), name.strip_suffix("_exit")) {
+                (Some(s), _) => (s, true),
+                (_, Some(s)) => (s, false),
+                _ => return None,
+            };
+            let v = Vector::ALL.iter().find(|(_, n)| *n == stem)?.0;
+            if entry {
+                Which::VectorEntry(v)
+            } else {
+                Which::VectorExit(v)
+            }
+        }
+    };
+    Some(w)
+}
+
+/// Maps `common_type` IDs to decoders, built from the `format` files of the enabled events.
+#[derive(Debug, Clone, Default)]
+pub struct Schema {
+    events: HashMap<u16, (Which, EventFormat)>,
+    type_offset: usize,
+    pid_offset: usize,
+}
+
+impl Schema {
+    /// From the formats of the traced events; unknown event names are ignored.
+    pub fn new(formats: impl IntoIterator<Item = EventFormat>) -> Schema {
+        let mut s = Schema {
+            events: HashMap::new(),
+            type_offset: 0,
+            pid_offset: 4,
+        };
+        for f in formats {
+            if let Some(o) = f.field("common_type") {
+                s.type_offset = o.offset;
+            }
+            if let Some(o) = f.field("common_pid") {
+                s.pid_offset = o.offset;
+            }
+            if let Some(w) = which(&f.name) {
+                s.events.insert(f.id, (w, f));
+            }
+        }
+        s
+    }
+
+    /// How many event types it decodes.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether it decodes nothing.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Decodes one record; `None` for an unknown type or a record too short for its fields.
+    pub fn decode(&self, r: &Record<'_>) -> Option<Event> {
+        let id = u16::from_le_bytes(
+            r.data
+                .get(self.type_offset..self.type_offset + 2)?
+                .try_into()
+                .ok()?,
+        );
+        let (w, f) = self.events.get(&id)?;
+        let pid = int(r.data, f.field("common_pid")?)? as i32;
+        let get = |name: &str| f.field(name).and_then(|fl| int(r.data, fl));
+        let comm = |name: &str| {
+            f.field(name)
+                .and_then(|fl| r.data.get(fl.offset..fl.offset + fl.size))
+                .map(Comm::new)
+        };
+        let kind = match *w {
+            Which::Switch => Kind::Switch {
+                prev_pid: get("prev_pid")? as i32,
+                prev_prio: get("prev_prio")? as i32,
+                prev_comm: comm("prev_comm")?,
+                next_pid: get("next_pid")? as i32,
+                next_prio: get("next_prio")? as i32,
+                next_comm: comm("next_comm")?,
+            },
+            Which::Waking => Kind::Waking {
+                pid: get("pid")? as i32,
+                prio: get("prio")? as i32,
+                comm: comm("comm")?,
+                target_cpu: get("target_cpu").unwrap_or(-1) as i32,
+            },
+            Which::IrqEntry => Kind::IrqEntry {
+                irq: get("irq")? as i32,
+                name: f
+                    .field("name")
+                    .and_then(|fl| string(r.data, fl))
+                    .unwrap_or_default(),
+            },
+            Which::IrqExit => Kind::IrqExit {
+                irq: get("irq")? as i32,
+            },
+            Which::SoftirqEntry => Kind::SoftirqEntry {
+                vec: get("vec")? as u32,
+            },
+            Which::SoftirqExit => Kind::SoftirqExit {
+                vec: get("vec")? as u32,
+            },
+            Which::VectorEntry(v) => Kind::VectorEntry(v),
+            Which::VectorExit(v) => Kind::VectorExit(v),
+            Which::IpiEntry => Kind::IpiEntry,
+            Which::IpiExit => Kind::IpiExit,
+            Which::Nmi => Kind::Nmi {
+                delta_ns: get("delta_ns")?.max(0) as u64,
+            },
+            Which::HrtimerEntry => Kind::HrtimerEntry,
+            Which::HrtimerExit => Kind::HrtimerExit,
+        };
+        Some(Event {
+            ts: r.ts,
+            pid,
+            kind,
+        })
+    }
+}
+
+/// Decodes a concatenation of pages of `page_size` bytes (as read from `trace_pipe_raw`):
+/// the events in order and whether any page reported lost events. Malformed pages are skipped
+/// and counted (third value).
+pub fn decode_pages(
+    bytes: &[u8],
+    page_size: usize,
+    layout: &crate::format::PageLayout,
+    schema: &Schema,
+) -> (Vec<Event>, bool, usize) {
+    let (mut events, mut lost, mut bad) = (Vec::new(), false, 0);
+    for chunk in bytes.chunks(page_size.max(1)) {
+        match crate::page::parse_page(chunk, layout) {
+            Ok(p) => {
+                lost |= p.missed_events;
+                events.extend(p.records.iter().filter_map(|r| schema.decode(r)));
+            }
+            Err(_) => bad += 1,
+        }
+    }
+    (events, lost, bad)
+}
+
+/// Reads an integer field (1, 2, 4 or 8 bytes, little-endian), sign-extended when signed.
+fn int(data: &[u8], f: &Field) -> Option<i64> {
+    let b = data.get(f.offset..f.offset.checked_add(f.size)?)?;
+    let v = match b.len() {
+        1 => {
+            if f.signed {
+                i64::from(b[0] as i8)
+            } else {
+                i64::from(b[0])
+            }
+        }
+        2 => {
+            let x = u16::from_le_bytes([b[0], b[1]]);
+            if f.signed {
+                i64::from(x as i16)
+            } else {
+                i64::from(x)
+            }
+        }
+        4 => {
+            let x = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            if f.signed {
+                i64::from(x as i32)
+            } else {
+                i64::from(x)
+            }
+        }
+        8 => i64::from_le_bytes(b.try_into().ok()?),
+        _ => return None,
+    };
+    Some(v)
+}
+
+/// Reads a `__data_loc` string (at most 64 bytes kept).
+fn string(data: &[u8], f: &Field) -> Option<String> {
+    let loc = int(
+        data,
+        &Field {
+            size: 4,
+            signed: false,
+            ..f.clone()
+        },
+    )? as u32;
+    let (off, len) = ((loc & 0xffff) as usize, (loc >> 16) as usize);
+    let s = data.get(off..off.checked_add(len)?)?;
+    let s = s.split(|&b| b == 0).next().unwrap_or(s);
+    Some(String::from_utf8_lossy(&s[..s.len().min(64)]).into_owned())
+}

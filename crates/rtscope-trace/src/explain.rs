@@ -1,0 +1,253 @@
+//! The explainer a measurement session drives: picks the tier, runs the flight recorder when it
+//! can, takes spikes and monitor samples, and hands back an [`ExplainSummary`].
+//!
+//! The session calls [`Explainer::push_spike`] for each wake-up above the threshold (from the
+//! engine's event log), [`Explainer::push_coarse`] with each monitor interval, and
+//! [`Explainer::poll`] now and then from a non-measuring thread; [`Explainer::finish`] at the end.
+
+use crate::book::{ExplainSummary, Explained, SpikeBook};
+use crate::coarse::{CoarseContext, CoarseSample};
+use crate::model::{Spike, Tier};
+use crate::recorder::{FlightRecorder, Outcome, RecorderConfig};
+use crate::tracefs::Tracefs;
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Spikes waiting for their trace at most.
+pub const MAX_PENDING: usize = 4096;
+/// How long a spike waits for the trace of its CPU to pass its wake-up.
+pub const PATIENCE: Duration = Duration::from_secs(2);
+
+/// What the explainer is set up with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExplainConfig {
+    /// Spikes at or above this are explained (ns).
+    pub threshold_ns: u64,
+    /// Measured CPUs (traced).
+    pub cpus: Vec<usize>,
+    /// CPUs the trace reader may use (not measured); empty keeps its affinity.
+    pub housekeeping: Vec<usize>,
+    /// Also trace hrtimer expiry events.
+    pub hrtimer_events: bool,
+    /// Book: window length (ns), spikes kept per window, windows kept at most.
+    pub window_ns: u64,
+    /// Spikes kept per window.
+    pub per_window: usize,
+    /// Windows kept at most (the window length doubles beyond).
+    pub max_windows: usize,
+    /// tracefs roots to try instead of the standard mount points (tests).
+    pub tracefs_root: Option<PathBuf>,
+    /// Use only the coarse tier.
+    pub force_coarse: bool,
+}
+
+impl ExplainConfig {
+    /// Defaults: the 5 worst spikes of each minute, at most 1440 windows.
+    pub fn new(threshold_ns: u64, cpus: Vec<usize>) -> ExplainConfig {
+        ExplainConfig {
+            threshold_ns,
+            cpus,
+            housekeeping: Vec::new(),
+            hrtimer_events: false,
+            window_ns: 60_000_000_000,
+            per_window: 5,
+            max_windows: 1440,
+            tracefs_root: None,
+            force_coarse: false,
+        }
+    }
+}
+
+/// The explainer of one run.
+pub struct Explainer {
+    cfg: ExplainConfig,
+    tier: Tier,
+    tier_reason: Option<String>,
+    recorder: Option<FlightRecorder>,
+    coarse: CoarseContext,
+    pending: VecDeque<(Spike, Instant)>,
+    book: SpikeBook,
+}
+
+impl Explainer {
+    /// Starts with the best tier available; never fails (the coarse tier always works).
+    pub fn start(cfg: ExplainConfig) -> Explainer {
+        let (tier, reason, recorder) = choose(&cfg);
+        Explainer {
+            tier,
+            tier_reason: reason,
+            recorder,
+            coarse: CoarseContext::new(600 * cfg.cpus.len().max(1)),
+            pending: VecDeque::new(),
+            book: SpikeBook::new(cfg.window_ns, cfg.per_window, cfg.max_windows),
+            cfg,
+        }
+    }
+
+    /// The tier in use.
+    pub fn tier(&self) -> Tier {
+        self.tier
+    }
+
+    /// Why the tier is not better.
+    pub fn tier_reason(&self) -> Option<&str> {
+        self.tier_reason.as_deref()
+    }
+
+    /// The instance directory, when recording.
+    pub fn instance_dir(&self) -> Option<&std::path::Path> {
+        self.recorder.as_ref().map(|r| r.instance_dir())
+    }
+
+    /// Queues a spike (ignored below the threshold).
+    pub fn push_spike(&mut self, spike: Spike) {
+        if spike.latency_ns() < self.cfg.threshold_ns {
+            return;
+        }
+        if self.pending.len() >= MAX_PENDING {
+            self.book.no_context();
+            return;
+        }
+        self.pending.push_back((spike, Instant::now()));
+    }
+
+    /// Adds a monitor interval for the coarse tier.
+    pub fn push_coarse(&mut self, s: CoarseSample) {
+        self.coarse.push(s);
+    }
+
+    /// Explains the queued spikes whose context has arrived; gives up on those older than
+    /// [`PATIENCE`].
+    pub fn poll(&mut self) {
+        let now = Instant::now();
+        let mut keep = VecDeque::new();
+        while let Some((spike, since)) = self.pending.pop_front() {
+            let waited = now.duration_since(since) >= PATIENCE;
+            match self.try_explain(&spike) {
+                Some(Some(e)) => self.book.add(e),
+                Some(None) => self.book.no_context(),
+                None if waited => self.fallback(&spike),
+                None => keep.push_back((spike, since)),
+            }
+        }
+        self.pending = keep;
+    }
+
+    /// `None`: not yet; `Some(None)`: never.
+    fn try_explain(&self, spike: &Spike) -> Option<Option<Explained>> {
+        match &self.recorder {
+            Some(r) => match r.attribute(spike) {
+                Outcome::Done(a) => Some(Some(Explained::Traced(a))),
+                Outcome::Pending => None,
+                Outcome::NoContext => Some(self.coarse.explain(spike).map(Explained::Coarse)),
+            },
+            None if self.coarse.covers(spike) => {
+                Some(self.coarse.explain(spike).map(Explained::Coarse))
+            }
+            None => None,
+        }
+    }
+
+    fn fallback(&mut self, spike: &Spike) {
+        match self.coarse.explain(spike) {
+            Some(c) => self.book.add(Explained::Coarse(c)),
+            None => self.book.no_context(),
+        }
+    }
+
+    /// Waits up to `patience` for the last spikes' context, stops recording (the instance is
+    /// removed) and returns the summary.
+    pub fn finish(mut self, patience: Duration) -> ExplainSummary {
+        let until = Instant::now() + patience;
+        while !self.pending.is_empty() && Instant::now() < until {
+            self.poll();
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for (spike, _) in std::mem::take(&mut self.pending) {
+            self.fallback(&spike);
+        }
+        self.recorder = None;
+        self.book
+            .summary(self.tier, self.tier_reason.clone(), self.cfg.threshold_ns)
+    }
+}
+
+fn choose(cfg: &ExplainConfig) -> (Tier, Option<String>, Option<FlightRecorder>) {
+    if cfg.force_coarse {
+        return (Tier::Coarse, Some("coarse tier requested".into()), None);
+    }
+    let tfs = match &cfg.tracefs_root {
+        Some(root) => Tracefs::at(root.clone()),
+        None => Tracefs::discover(),
+    };
+    let tfs = match tfs {
+        Ok(t) => t,
+        Err(e) => return (Tier::Coarse, Some(e.to_string()), None),
+    };
+    let mut rc = RecorderConfig::new(cfg.cpus.clone());
+    rc.housekeeping = cfg.housekeeping.clone();
+    rc.instance.hrtimer_events = cfg.hrtimer_events;
+    let timerlat = tfs.has_timerlat();
+    match FlightRecorder::start(&tfs, rc) {
+        Ok(r) => {
+            let reason = timerlat.then(|| {
+                "the kernel has the timerlat tracer; its osnoise split is not used yet, the flight recorder is".to_string()
+            });
+            (Tier::FlightRecorder, reason, Some(r))
+        }
+        Err(e) => (Tier::Coarse, Some(e.to_string()), None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_tracefs_the_coarse_tier_is_chosen_and_says_why() {
+        let dir = std::env::temp_dir().join(format!("rtscope-no-tracefs-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut cfg = ExplainConfig::new(1000, vec![0]);
+        cfg.tracefs_root = Some(dir.clone());
+        let mut ex = Explainer::start(cfg);
+        assert_eq!(ex.tier(), Tier::Coarse);
+        assert!(
+            ex.tier_reason().unwrap().contains("instances"),
+            "{:?}",
+            ex.tier_reason()
+        );
+        let spike = Spike {
+            cpu: 0,
+            tid: 5,
+            deadline_ns: 1_000_000,
+            wakeup_ns: 1_500_000,
+        };
+        ex.push_coarse(CoarseSample {
+            cpu: 0,
+            start_ns: 0,
+            end_ns: 2_000_000,
+            irqs: vec![("eth0".into(), 40), ("timer".into(), 1000)],
+            softirqs: vec![],
+            steal_ns: 7,
+            threads: vec![],
+        });
+        ex.push_spike(spike);
+        ex.push_spike(Spike {
+            wakeup_ns: 1_000_100,
+            ..spike
+        }); // below the threshold
+        ex.push_spike(Spike { cpu: 1, ..spike }); // no sample for CPU 1
+        let s = ex.finish(Duration::ZERO);
+        assert_eq!(
+            (s.counts.spikes, s.counts.coarse, s.counts.no_context),
+            (2, 1, 1)
+        );
+        let crate::book::Explained::Coarse(c) = &s.worst[0] else {
+            panic!("not coarse")
+        };
+        assert_eq!(c.top_irqs[0], ("timer".to_string(), 1000));
+        assert_eq!(c.steal_ns, 7);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}

@@ -1,0 +1,53 @@
+//! rtscope-trace: explains late wake-ups.
+//!
+//! - [`format`] and [`page`] parse the tracefs `format` files and the binary pages of
+//!   `per_cpu/cpuN/trace_pipe_raw`; [`decode`] turns records into typed events. Pure code,
+//!   unit-tested and fuzzed.
+//! - [`tracefs`] finds (or mounts) tracefs and owns a private instance, never the top-level
+//!   buffer; [`reaper`] removes that instance even when rtscope is SIGKILLed.
+//! - [`recorder`] reads the instance from a housekeeping thread and keeps a bounded window of
+//!   events per measured CPU.
+//! - [`analyze`] charges each nanosecond of a spike to a [`model::Category`]; [`book`] keeps
+//!   the worst spikes per time window and the culprit totals; [`coarse`] is the fallback tier
+//!   fed by the monitors.
+//!
+//! Depends on `libc`, `thiserror`, `serde` and `rtscope-core`. See docs/explain.md.
+
+#![warn(missing_docs)]
+
+pub mod analyze;
+pub mod book;
+pub mod coarse;
+pub mod decode;
+pub mod explain;
+pub mod format;
+pub mod model;
+pub mod page;
+pub mod reaper;
+pub mod recorder;
+pub mod render;
+pub mod tracefs;
+
+pub use model::{Attribution, Category, Charge, LateCause, Softirq, Spike, Task, Tier};
+
+/// Errors of the trace layer.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// A `format` or `header_page` file could not be parsed.
+    #[error("bad tracefs format description: {0}")]
+    Format(String),
+    /// A ring-buffer page is malformed.
+    #[error("bad trace page: {0}")]
+    Page(String),
+    /// A tracefs file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// tracefs cannot be used here (why, for the recorded tier).
+    #[error("tracefs unavailable: {0}")]
+    Unavailable(String),
+}

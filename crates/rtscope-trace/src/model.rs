@@ -1,0 +1,286 @@
+//! The typed results of spike attribution, serializable for JSON and the store.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// How much context the explanation of a run could get, chosen automatically at start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tier {
+    /// No usable tracefs (not root, lockdown, no kernel support): the monitors' per-second
+    /// IRQ/softirq deltas, busiest threads and steal time of the spike's CPU.
+    Coarse,
+    /// A private tracefs instance records scheduler and interrupt events on the measured CPUs.
+    FlightRecorder,
+    /// The kernel has the timerlat tracer; its osnoise events split IRQ and thread noise.
+    Timerlat,
+}
+
+impl Tier {
+    /// The lowercase name used in text output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Coarse => "coarse",
+            Tier::FlightRecorder => "flight-recorder",
+            Tier::Timerlat => "timerlat",
+        }
+    }
+}
+
+/// Why the timer interrupt itself came late.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "cause", rename_all = "snake_case")]
+pub enum LateCause {
+    /// The CPU was idle: waking from a C-state.
+    ExitFromIdle,
+    /// Another interrupt handler was running when the timer was due.
+    PreviousIrq {
+        /// Its name (`eth0`, `local_timer`, `reschedule`).
+        name: String,
+    },
+    /// A task or softirq ran without any traced event: interrupts were off, or the hypervisor
+    /// did not run the vCPU.
+    IrqsOffOrHypervisor,
+}
+
+/// Softirq vectors (`include/linux/interrupt.h`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Softirq {
+    /// 0
+    Hi,
+    /// 1
+    Timer,
+    /// 2
+    NetTx,
+    /// 3
+    NetRx,
+    /// 4
+    Block,
+    /// 5
+    IrqPoll,
+    /// 6
+    Tasklet,
+    /// 7
+    Sched,
+    /// 8
+    Hrtimer,
+    /// 9
+    Rcu,
+    /// A vector this list does not know.
+    Other(u32),
+}
+
+impl Softirq {
+    /// From the kernel's vector number.
+    pub fn from_vec(v: u32) -> Softirq {
+        use Softirq::*;
+        [
+            Hi, Timer, NetTx, NetRx, Block, IrqPoll, Tasklet, Sched, Hrtimer, Rcu,
+        ]
+        .get(v as usize)
+        .copied()
+        .unwrap_or(Other(v))
+    }
+
+    /// From the name in `/proc/softirqs` (`NET_RX`).
+    pub fn from_name(name: &str) -> Option<Softirq> {
+        (0..10)
+            .map(Softirq::from_vec)
+            .find(|s| s.to_string() == name)
+    }
+}
+
+impl fmt::Display for Softirq {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use Softirq::*;
+        let s = match self {
+            Hi => "HI",
+            Timer => "TIMER",
+            NetTx => "NET_TX",
+            NetRx => "NET_RX",
+            Block => "BLOCK",
+            IrqPoll => "IRQ_POLL",
+            Tasklet => "TASKLET",
+            Sched => "SCHED",
+            Hrtimer => "HRTIMER",
+            Rcu => "RCU",
+            Other(v) => return write!(f, "vec{v}"),
+        };
+        f.write_str(s)
+    }
+}
+
+/// A task as the scheduler events name it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Task {
+    /// Its name.
+    pub comm: String,
+    /// Thread ID.
+    pub pid: i32,
+    /// Kernel priority: 0..=98 are SCHED_FIFO/RR 99..=1 (`99 - prio`), 100..=139 normal tasks
+    /// (nice −20..=19); lower is more urgent.
+    pub prio: i32,
+}
+
+impl fmt::Display for Task {
+    /// `comm:pid:prio` with the user-facing priority (`culprit:4711:FIFO99`, `kworker:12:nice0`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.prio < 100 {
+            write!(f, "{}:{}:rt{}", self.comm, self.pid, 99 - self.prio)
+        } else {
+            write!(f, "{}:{}:nice{}", self.comm, self.pid, self.prio - 120)
+        }
+    }
+}
+
+/// Where nanoseconds of a late wake-up went (the categories of rtla timerlat's auto-analysis).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Category {
+    /// From the deadline to the entry of the timer interrupt that woke the thread.
+    TimerIrqLate {
+        /// What held it back.
+        #[serde(flatten)]
+        cause: LateCause,
+    },
+    /// The timer interrupt handler that woke the thread (all hrtimers it expired included).
+    TimerIrqHandler,
+    /// Another hard interrupt after the timer interrupt.
+    Irq {
+        /// Its name: the handler name with its number (`eth0 (irq 24)`) or an x86 vector.
+        name: String,
+    },
+    /// A softirq.
+    Softirq {
+        /// Its vector.
+        vec: Softirq,
+    },
+    /// A non-maskable interrupt.
+    Nmi,
+    /// A task of higher or equal priority ran while the measuring thread was runnable.
+    Thread {
+        /// The task.
+        #[serde(flatten)]
+        task: Task,
+    },
+    /// A task of lower priority kept the CPU (a non-preemptible section).
+    Blocking {
+        /// The task.
+        #[serde(flatten)]
+        task: Task,
+    },
+    /// The scheduler switching to the measuring thread and its return to user space.
+    ReturnToUser,
+    /// Time the trace does not cover or cannot be classified.
+    Unexplained,
+}
+
+impl Category {
+    /// True for the categories of the timer interrupt itself (late or long), including a
+    /// previous timer interrupt that delayed it.
+    pub fn is_timer_irq(&self) -> bool {
+        match self {
+            Category::TimerIrqHandler => true,
+            Category::TimerIrqLate {
+                cause: LateCause::PreviousIrq { name },
+            } => name == "local_timer" || name.contains("timer"),
+            Category::TimerIrqLate { .. } => true,
+            _ => false,
+        }
+    }
+
+    /// The culprit task, for thread interference and blocking.
+    pub fn task(&self) -> Option<&Task> {
+        match self {
+            Category::Thread { task } | Category::Blocking { task } => Some(task),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Category::TimerIrqLate {
+                cause: LateCause::ExitFromIdle,
+            } => f.write_str("timer IRQ late: exit from idle"),
+            Category::TimerIrqLate {
+                cause: LateCause::PreviousIrq { name },
+            } => {
+                write!(f, "timer IRQ late: previous IRQ {name}")
+            }
+            Category::TimerIrqLate {
+                cause: LateCause::IrqsOffOrHypervisor,
+            } => f.write_str("timer IRQ late: IRQs off or hypervisor"),
+            Category::TimerIrqHandler => f.write_str("timer IRQ handler"),
+            Category::Irq { name } => write!(f, "IRQ {name}"),
+            Category::Softirq { vec } => write!(f, "softirq {vec}"),
+            Category::Nmi => f.write_str("NMI"),
+            Category::Thread { task } => write!(f, "thread {task}"),
+            Category::Blocking { task } => write!(f, "blocking by {task}"),
+            Category::ReturnToUser => f.write_str("scheduling and return to user"),
+            Category::Unexplained => f.write_str("unexplained"),
+        }
+    }
+}
+
+/// Nanoseconds charged to one category.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Charge {
+    /// The category.
+    #[serde(flatten)]
+    pub category: Category,
+    /// Time charged (ns).
+    pub ns: u64,
+}
+
+/// A wake-up above the threshold, on CLOCK_MONOTONIC.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spike {
+    /// CPU the measuring thread ran on.
+    pub cpu: usize,
+    /// Thread ID of the measuring thread.
+    pub tid: i32,
+    /// Programmed deadline (ns, CLOCK_MONOTONIC).
+    pub deadline_ns: u64,
+    /// Clock reading at the wake-up (ns, CLOCK_MONOTONIC).
+    pub wakeup_ns: u64,
+}
+
+impl Spike {
+    /// Wake-up latency (ns).
+    pub fn latency_ns(&self) -> u64 {
+        self.wakeup_ns.saturating_sub(self.deadline_ns)
+    }
+}
+
+/// The attribution of one spike from a trace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attribution {
+    /// The spike.
+    pub spike: Spike,
+    /// Every nanosecond of the latency, by category, largest first; they sum to the latency.
+    pub charges: Vec<Charge>,
+    /// False when the waking of the measuring thread was not found in the trace, so the phases
+    /// (before, in and after the timer interrupt) are guessed.
+    pub complete: bool,
+    /// The kernel lost trace events around the spike (the reader fell behind).
+    pub lost_events: bool,
+}
+
+impl Attribution {
+    /// The category with the most time.
+    pub fn culprit(&self) -> Option<&Category> {
+        self.charges.first().map(|c| &c.category)
+    }
+
+    /// Time charged to categories matching `pred` (ns).
+    pub fn ns_where(&self, pred: impl Fn(&Category) -> bool) -> u64 {
+        self.charges
+            .iter()
+            .filter(|c| pred(&c.category))
+            .map(|c| c.ns)
+            .sum()
+    }
+}

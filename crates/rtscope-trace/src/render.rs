@@ -1,0 +1,195 @@
+//! Plain-text rendering of an [`ExplainSummary`] for `rtscope runs explain` and the section of
+//! `rtscope runs show`. Pure functions returning strings; task names are escaped (they come
+//! from the traced system).
+
+use crate::book::{ExplainSummary, Explained};
+use crate::model::Category;
+use std::fmt::Write;
+
+/// A duration for people: `812 ns`, `41.3 µs`, `2.38 ms`.
+pub fn dur(ns: u64) -> String {
+    match ns {
+        0..=999 => format!("{ns} ns"),
+        1_000..=999_999 => format!("{:.1} µs", ns as f64 / 1e3),
+        _ => format!("{:.2} ms", ns as f64 / 1e6),
+    }
+}
+
+/// A category label with control characters escaped.
+pub fn label(c: &Category) -> String {
+    c.to_string()
+        .chars()
+        .flat_map(|ch| {
+            if ch.is_control() {
+                ch.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![ch]
+            }
+        })
+        .collect()
+}
+
+/// The whole section. `run_start_ns` (CLOCK_MONOTONIC at the run's start) turns wake-up times
+/// into seconds into the run; `max_spikes` limits the spike list.
+pub fn summary(s: &ExplainSummary, run_start_ns: u64, max_spikes: usize) -> String {
+    let mut o = String::new();
+    let c = &s.counts;
+    let _ = writeln!(
+        o,
+        "Why were the worst wake-ups late? (tier {}, threshold {})",
+        s.tier.name(),
+        dur(s.threshold_ns)
+    );
+    if let Some(r) = &s.tier_reason {
+        let _ = writeln!(o, "  note: {}", r.escape_debug());
+    }
+    let _ = writeln!(
+        o,
+        "  {} spikes: {} traced ({} partial), {} from the monitors only, {} without context",
+        c.spikes, c.traced, c.partial, c.coarse, c.no_context
+    );
+    if !s.culprits.is_empty() {
+        let rows: Vec<(String, &crate::book::CulpritRow)> = s
+            .culprits
+            .iter()
+            .take(15)
+            .map(|r| (label(&r.category), r))
+            .collect();
+        let w = rows
+            .iter()
+            .map(|r| r.0.chars().count())
+            .max()
+            .unwrap_or(0)
+            .clamp(21, 60);
+        let _ = writeln!(
+            o,
+            "\n  {:<w$}  main in  any in  total time",
+            "culprits over the run"
+        );
+        for (l, row) in rows {
+            let _ = writeln!(
+                o,
+                "  {l:<w$}  {:>7}  {:>6}  {}",
+                row.spikes_as_main,
+                row.spikes,
+                dur(row.total_ns)
+            );
+        }
+    }
+    let mut worst: Vec<&Explained> = s.worst.iter().collect();
+    worst.sort_by_key(|e| std::cmp::Reverse(e.latency_ns()));
+    if !worst.is_empty() {
+        let _ = writeln!(o, "\n  worst spikes");
+    }
+    for e in worst.into_iter().take(max_spikes) {
+        let at = e.wakeup_ns().saturating_sub(run_start_ns) as f64 / 1e9;
+        match e {
+            Explained::Traced(a) => {
+                let lat = a.spike.latency_ns().max(1);
+                let parts: Vec<String> = a
+                    .charges
+                    .iter()
+                    .take(4)
+                    .map(|ch| {
+                        format!(
+                            "{} {} ({}%)",
+                            label(&ch.category),
+                            dur(ch.ns),
+                            ch.ns * 100 / lat
+                        )
+                    })
+                    .collect();
+                let flags = match (a.complete, a.lost_events) {
+                    (true, false) => "",
+                    (false, _) => " [partial]",
+                    (true, true) => " [events lost]",
+                };
+                let _ = writeln!(
+                    o,
+                    "  {at:>9.3}s cpu{} {}{flags}: {}",
+                    a.spike.cpu,
+                    dur(a.spike.latency_ns()),
+                    parts.join(", ")
+                );
+            }
+            Explained::Coarse(x) => {
+                let irqs: Vec<String> = x
+                    .top_irqs
+                    .iter()
+                    .map(|(n, k)| format!("{} ×{k}", n.escape_debug()))
+                    .collect();
+                let soft: Vec<String> = x
+                    .top_softirqs
+                    .iter()
+                    .map(|(v, k)| format!("{v} ×{k}"))
+                    .collect();
+                let thr: Vec<String> = x
+                    .top_threads
+                    .iter()
+                    .map(|(t, ns)| format!("{t} {}", dur(*ns)))
+                    .collect();
+                let _ = writeln!(
+                    o,
+                    "  {at:>9.3}s cpu{} {} (monitors, {} interval): IRQs {}; softirqs {}; threads {}; steal {}",
+                    x.spike.cpu,
+                    dur(x.spike.latency_ns()),
+                    dur(x.end_ns.saturating_sub(x.start_ns)),
+                    if irqs.is_empty() { "-".into() } else { irqs.join(", ") },
+                    if soft.is_empty() { "-".into() } else { soft.join(", ") },
+                    if thr.is_empty() { "-".into() } else { thr.join(", ") },
+                    dur(x.steal_ns)
+                );
+            }
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::book::SpikeBook;
+    use crate::model::{Attribution, Charge, Spike, Task, Tier};
+
+    #[test]
+    fn the_section_names_the_culprit_with_shares() {
+        let mut b = SpikeBook::new(60_000_000_000, 5, 10);
+        let spike = Spike {
+            cpu: 1,
+            tid: 9,
+            deadline_ns: 5_000_000_000,
+            wakeup_ns: 5_002_380_000,
+        };
+        let task = Task {
+            comm: "cul\nprit".into(),
+            pid: 4711,
+            prio: 0,
+        };
+        b.add(Explained::Traced(Attribution {
+            spike,
+            charges: vec![
+                Charge {
+                    category: Category::Thread { task },
+                    ns: 2_300_000,
+                },
+                Charge {
+                    category: Category::TimerIrqHandler,
+                    ns: 80_000,
+                },
+            ],
+            complete: true,
+            lost_events: false,
+        }));
+        let text = summary(
+            &b.summary(Tier::FlightRecorder, None, 1_500_000),
+            4_000_000_000,
+            10,
+        );
+        assert!(
+            text.contains("tier flight-recorder, threshold 1.50 ms"),
+            "{text}"
+        );
+        assert!(text.contains("1.002s cpu1 2.38 ms: thread cul\\nprit:4711:rt99 2.30 ms (96%), timer IRQ handler 80.0 µs (3%)"), "{text}");
+        assert_eq!(dur(812), "812 ns");
+    }
+}

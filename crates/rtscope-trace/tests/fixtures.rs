@@ -1,0 +1,143 @@
+//! The analyzer on trace pages captured on this machine (kernel 6.18, x86-64 VM; see
+//! tests/capture.rs for how): a culprit thread, a timerfd storm, an idle CPU.
+
+use rtscope_trace::analyze::attribute;
+use rtscope_trace::decode::{decode_pages, Event, Kind, Schema};
+use rtscope_trace::format::{EventFormat, PageLayout};
+use rtscope_trace::{Attribution, Category, Spike};
+use std::path::{Path, PathBuf};
+
+struct Fixture {
+    events: Vec<Event>,
+    spikes: Vec<Spike>,
+    bad_pages: usize,
+}
+
+fn dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn load(name: &str) -> Fixture {
+    let d = dir(name);
+    let layout =
+        PageLayout::parse(&std::fs::read_to_string(d.join("header_page")).unwrap()).unwrap();
+    let formats = std::fs::read_dir(d.join("formats"))
+        .unwrap()
+        .map(|e| EventFormat::parse(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap());
+    let schema = Schema::new(formats);
+    let pages = std::fs::read(d.join("pages.bin")).unwrap();
+    let (events, _, bad_pages) = decode_pages(&pages, 4096, &layout, &schema);
+    let spikes: Vec<Spike> =
+        serde_json::from_str(&std::fs::read_to_string(d.join("spikes.json")).unwrap()).unwrap();
+    Fixture {
+        events,
+        spikes,
+        bad_pages,
+    }
+}
+
+fn attribute_all(f: &Fixture) -> Vec<Attribution> {
+    f.spikes
+        .iter()
+        .map(|s| {
+            let from = s.deadline_ns - 5_000_000;
+            let ev: Vec<Event> = f
+                .events
+                .iter()
+                .filter(|e| e.ts >= from && e.ts <= s.wakeup_ns)
+                .cloned()
+                .collect();
+            attribute(&ev, s, false)
+        })
+        .collect()
+}
+
+fn check_sums(attrs: &[Attribution]) {
+    for a in attrs {
+        let sum: u64 = a.charges.iter().map(|c| c.ns).sum();
+        assert_eq!(sum, a.spike.latency_ns(), "{a:?}");
+        assert!(
+            a.complete,
+            "waking of the measuring thread not found: {a:?}"
+        );
+    }
+}
+
+fn show(attrs: &[Attribution]) -> String {
+    attrs
+        .iter()
+        .map(|a| {
+            let p: Vec<String> = a
+                .charges
+                .iter()
+                .map(|c| format!("{} {}", c.category, c.ns))
+                .collect();
+            format!("{}: {}", a.spike.latency_ns(), p.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_captured_pages_decode_in_time_order() {
+    for name in ["culprit", "timer_storm"] {
+        let f = load(name);
+        assert_eq!(f.bad_pages, 0, "{name}");
+        assert!(f.events.len() > 100, "{name}: {} events", f.events.len());
+        assert!(!f.spikes.is_empty(), "{name}");
+        assert!(f
+            .events
+            .iter()
+            .any(|e| matches!(e.kind, Kind::Switch { .. })));
+        assert!(f
+            .events
+            .iter()
+            .any(|e| matches!(e.kind, Kind::VectorEntry(_))));
+        // Each page's events are in order; pages are in order except at gaps between kept ones.
+        let backwards = f.events.windows(2).filter(|w| w[1].ts < w[0].ts).count();
+        assert_eq!(backwards, 0, "{name}");
+    }
+}
+
+#[test]
+fn the_culprit_thread_is_named_in_every_captured_spike() {
+    let attrs = attribute_all(&load("culprit"));
+    check_sums(&attrs);
+    for a in &attrs {
+        let Some(Category::Thread { task }) = a.culprit() else {
+            panic!("{}", show(&attrs))
+        };
+        assert_eq!(
+            (task.comm.as_str(), task.prio),
+            ("culprit", 0),
+            "{}",
+            show(&attrs)
+        );
+        // The culprit held the CPU for most of the latency.
+        assert!(
+            a.charges[0].ns * 10 >= a.spike.latency_ns() * 8,
+            "{}",
+            show(&attrs)
+        );
+    }
+}
+
+#[test]
+fn the_timer_storm_is_charged_to_the_timer_interrupt() {
+    let attrs = attribute_all(&load("timer_storm"));
+    check_sums(&attrs);
+    for a in &attrs {
+        assert!(
+            a.culprit().is_some_and(Category::is_timer_irq),
+            "{}",
+            show(&attrs)
+        );
+        assert!(
+            a.ns_where(|c| *c == Category::TimerIrqHandler) > 0,
+            "{}",
+            show(&attrs)
+        );
+    }
+}

@@ -1,0 +1,286 @@
+//! `--explain` end to end: an injected culprit is named in the measurement's output, its JSON,
+//! `runs explain` and the report; without tracefs (an unprivileged user) the coarse tier is
+//! used and the run still exits 0. Each test skips with a printed reason when it cannot run.
+
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_rtscope")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("rtscope-explain-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Why this test cannot run here, if it cannot.
+fn skip_reason() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root".into());
+    }
+    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
+        return Some("needs 2 CPUs".into());
+    }
+    let usable = [
+        "/sys/kernel/tracing/instances",
+        "/sys/kernel/debug/tracing/instances",
+    ]
+    .iter()
+    .any(|p| std::path::Path::new(p).is_dir());
+    (!usable).then(|| "no tracefs with instances/".into())
+}
+
+/// A SCHED_FIFO 99 thread named `culprit` on `cpu`, busy 3 ms every 300 ms until `stop`.
+fn culprit(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        // SAFETY: a local cpu_set_t, a NUL-terminated name and a local sched_param.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            libc::prctl(libc::PR_SET_NAME, c"culprit".as_ptr(), 0, 0, 0);
+            let sp = libc::sched_param { sched_priority: 99 };
+            libc::sched_setscheduler(0, libc::SCHED_FIFO, &sp);
+        }
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(std::time::Duration::from_millis(297));
+            let end = now_ns() + 3_000_000;
+            while now_ns() < end {
+                std::hint::spin_loop();
+            }
+        }
+    })
+}
+
+#[test]
+fn an_injected_culprit_is_named_in_output_json_runs_explain_and_report() {
+    if let Some(why) = skip_reason() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let _rt = rtscope_testkit::rt_lock();
+    let d = tmp("culprit");
+    let (db, json) = (d.join("x.db"), d.join("x.json"));
+    let cpu = std::thread::available_parallelism().unwrap().get() - 1;
+    let stop = Arc::new(AtomicBool::new(false));
+    let c = culprit(cpu, stop.clone());
+    let o = Command::new(bin())
+        .args([
+            "measure",
+            "-D",
+            "6s",
+            "-i",
+            "1ms",
+            "--cpus",
+            &cpu.to_string(),
+            "--explain",
+            "1.5ms",
+            "-q",
+        ])
+        .arg("--db")
+        .arg(&db)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    c.join().unwrap();
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(
+        err.contains("explaining spikes: tier flight-recorder"),
+        "{err}"
+    );
+    assert!(
+        out.contains("Why were the worst wake-ups late?") && out.contains("thread culprit:"),
+        "{out}"
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let x = &v["explain"];
+    assert_eq!(x["tier"], "flight_recorder");
+    assert_eq!(x["culprits"][0]["category"]["kind"], "thread", "{x}");
+    assert_eq!(x["culprits"][0]["category"]["comm"], "culprit", "{x}");
+    let runs = |args: &[&str]| {
+        let o = Command::new(bin())
+            .arg("runs")
+            .arg("--db")
+            .arg(&db)
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    assert!(runs(&["explain", "last"]).contains("thread culprit:"));
+    assert!(runs(&["show", "last"]).contains("Why were the worst wake-ups late?"));
+    let rep = d.join("rep");
+    let o = Command::new(bin())
+        .args(["report", "--last", "-o"])
+        .arg(&rep)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let html = std::fs::read_to_string(rep.join("report.html")).unwrap();
+    assert!(html.contains("Why were the worst wake-ups late?") && html.contains("thread culprit:"));
+    // Nothing left in tracefs.
+    let left: Vec<_> = std::fs::read_dir("/sys/kernel/tracing/instances")
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let pid_prefix = "rtscope-";
+    assert!(
+        left.iter()
+            .all(|n| !n.starts_with(pid_prefix) || rtscope_alive(n)),
+        "instances left: {left:?}"
+    );
+    let _ = std::fs::remove_dir_all(d);
+}
+
+/// Whether the owner of an `rtscope-<pid>-<n>` instance still runs (another test's).
+fn rtscope_alive(name: &str) -> bool {
+    let pid = name
+        .trim_start_matches("rtscope-")
+        .split('-')
+        .next()
+        .unwrap_or("0");
+    std::path::Path::new("/proc").join(pid).exists()
+}
+
+#[test]
+fn without_tracefs_access_the_coarse_tier_is_used_and_the_run_exits_0() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIPPED: needs root to drop to an unprivileged user");
+        return;
+    }
+    let d = tmp("coarse");
+    std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    let json = d.join("x.json");
+    let o = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            bin(),
+        ])
+        .args([
+            "measure",
+            "-l",
+            "300",
+            "-i",
+            "1ms",
+            "--policy",
+            "other",
+            "--priority",
+            "0",
+            "--no-mlock",
+        ])
+        .args(["--explain", "1us", "--monitor-interval", "200ms"])
+        .arg("--db")
+        .arg(d.join("x.db"))
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .expect("setpriv (util-linux) is needed: apt-get install util-linux");
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(err.contains("explaining spikes: tier coarse"), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let x = &v["explain"];
+    assert_eq!(x["tier"], "coarse", "{x}");
+    assert!(
+        x["tier_reason"].as_str().is_some_and(|r| !r.is_empty()),
+        "{x}"
+    );
+    let c = &x["counts"];
+    assert_eq!(c["traced"], 0);
+    assert!(c["spikes"].as_u64().unwrap() > 0, "{x}");
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
+fn sigkill_of_rtscope_measure_leaves_no_trace_instance() {
+    if let Some(why) = skip_reason() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let _rt = rtscope_testkit::rt_lock();
+    let cpu = std::thread::available_parallelism().unwrap().get() - 1;
+    let mut child = Command::new(bin())
+        .args([
+            "measure",
+            "-D",
+            "60s",
+            "--cpus",
+            &cpu.to_string(),
+            "--explain",
+            "100us",
+            "-q",
+            "--no-db",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let prefix = format!("rtscope-{}-", child.id());
+    let dir = std::path::Path::new("/sys/kernel/tracing/instances");
+    let find = || {
+        std::fs::read_dir(dir)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+            })
+    };
+    let t0 = std::time::Instant::now();
+    let inst = loop {
+        if let Some(p) = find() {
+            break p;
+        }
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "no instance {prefix}* appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let t1 = std::time::Instant::now();
+    while inst.exists() && t1.elapsed() < std::time::Duration::from_secs(10) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(
+        !inst.exists(),
+        "{} survived the SIGKILL of rtscope",
+        inst.display()
+    );
+}
