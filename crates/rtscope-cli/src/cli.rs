@@ -431,6 +431,14 @@ pub enum ExportFormat {
     Json,
     /// Parquet files, one per table.
     Parquet,
+    /// node_exporter textfile `rtscope-BOARD[-LABEL].prom` (docs/fleet.md)
+    Prometheus,
+    /// LAVA test-case signals `run-ID.lava.txt`
+    Lava,
+    /// KernelCI KCIDB test objects `run-ID.kcidb.json`
+    Kcidb,
+    /// JUnit XML `run-ID.junit.xml` (GitLab, Jenkins)
+    Junit,
 }
 
 /// Options of `rtscope export`.
@@ -450,6 +458,15 @@ pub struct ExportArgs {
         default_value = "csv,json,parquet"
     )]
     pub format: Vec<ExportFormat>,
+    /// A limit checked besides the run's own --limit options (prometheus, lava, kcidb, junit)
+    #[arg(long = "limit", value_name = "STAT=VALUE")]
+    pub limits: Vec<String>,
+    /// KCIDB origin: the submitting CI system's name
+    #[arg(long, value_name = "NAME", default_value = "rtscope")]
+    pub kcidb_origin: String,
+    /// KCIDB build id (ORIGIN:ID) of the kernel tested [default: ORIGIN:BOARD]
+    #[arg(long, value_name = "ID")]
+    pub kcidb_build_id: Option<String>,
     /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -485,6 +502,14 @@ pub enum RunsAction {
         /// Run ids, or `last`
         #[arg(required = true)]
         runs: Vec<String>,
+    },
+    /// Import the runs of another database (by UUID: merging twice adds nothing)
+    Merge {
+        /// The database to import from (upgraded to this schema version first)
+        other: PathBuf,
+        /// KEY=VALUE tag set on every imported run, e.g. --tag board=rpi4 (repeatable)
+        #[arg(long = "tag", value_name = "KEY=VALUE")]
+        tags: Vec<String>,
     },
 }
 
@@ -638,6 +663,21 @@ pub struct MeasureArgs {
         help_heading = "Recording"
     )]
     pub series_interval: String,
+    /// Keep this Prometheus textfile (node_exporter format) current: rewritten atomically at
+    /// every series interval and at the end (docs/fleet.md)
+    #[arg(long, value_name = "FILE", help_heading = "Recording")]
+    pub metrics_file: Option<PathBuf>,
+    /// Run on this board over ssh instead of here, [user@]host[:port] (repeatable); the runs
+    /// are merged into the database here tagged board=HOST (docs/fleet.md)
+    #[arg(
+        long = "target",
+        value_name = "[USER@]HOST[:PORT]",
+        help_heading = "Fleet"
+    )]
+    pub targets: Vec<String>,
+    /// Boards measured at the same time with --target
+    #[arg(long, value_name = "N", default_value_t = 4, help_heading = "Fleet")]
+    pub target_jobs: usize,
     /// Sample the system monitors (temperatures, frequencies, IRQ rates, top threads) this
     /// often while recording; 0 turns them off
     #[arg(

@@ -45,6 +45,12 @@ pub fn capture(root: &Path) -> Vec<(String, String)> {
             put(k, Some(v));
         }
     }
+    // The host's identity (copied to the run's row: mergeable records, docs/fleet.md).
+    put("host.machine_id", read(root, "/etc/machine-id"));
+    put(
+        "host.board_model",
+        read(root, "/proc/device-tree/model").map(|m| m.trim_end_matches('\0').to_string()),
+    );
     put("kernel.realtime", read(root, "/sys/kernel/realtime"));
     put(
         "kernel.preempt",

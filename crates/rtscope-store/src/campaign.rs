@@ -104,7 +104,7 @@ impl Store {
         let cl = serde_json::to_string(&c.command_line).unwrap_or_else(|_| "[]".into());
         self.conn
             .execute(
-                "INSERT INTO campaigns (name, source, definition, started, status, planned_runs, pid, command_line) VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7)",
+                &format!("INSERT INTO campaigns (name, source, definition, started, status, planned_runs, pid, command_line, uuid) VALUES (?1, ?2, ?3, ?4, 'running', ?5, ?6, ?7, {})", crate::schema::UUID_SQL),
                 params![c.name, c.source, c.definition, c.started, c.planned_runs, std::process::id(), cl],
             )
             .map_err(self.err())?;

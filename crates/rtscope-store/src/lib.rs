@@ -16,6 +16,7 @@ mod bundle;
 mod campaign;
 mod checks;
 pub mod codec;
+mod merge;
 mod monitor;
 mod read;
 pub mod schema;
@@ -26,6 +27,7 @@ mod write;
 pub use bundle::RunBundle;
 pub use campaign::{CampaignId, CampaignRun, CampaignSummary, LoadMetric, LoadRow, NewCampaign};
 pub use checks::CheckRow;
+pub use merge::{MergeReport, RunIdentity};
 pub use monitor::{
     MonitorBatch, MonitorSeries, MonitorSource, MonitorState, MonitorValue, TopThread,
 };
@@ -58,6 +60,27 @@ pub enum StoreError {
         found: i64,
         /// Ours.
         known: i64,
+    },
+    /// `rtscope runs merge`: the other database holds a run with a UUID this one has for a
+    /// different run.
+    #[error("cannot merge {path}: its run {theirs} has UUID {uuid}, which run {ours} here has too but for a different run (started, kind or command line differ); nothing was merged")]
+    UuidConflict {
+        /// The other database.
+        path: PathBuf,
+        /// The UUID.
+        uuid: String,
+        /// The run here.
+        ours: i64,
+        /// The run there.
+        theirs: i64,
+    },
+    /// `rtscope runs merge`: the other database cannot be merged (missing, the same file).
+    #[error("cannot merge {path}: {why}")]
+    Merge {
+        /// The other database.
+        path: PathBuf,
+        /// Why.
+        why: String,
     },
     /// No such run.
     #[error("no run {0} in the database")]

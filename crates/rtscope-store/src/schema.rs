@@ -2,7 +2,26 @@
 //! transaction when a store is opened. docs/store-schema.md documents every table and column.
 
 /// The schema version this rtscope writes.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
+
+/// A random (version 4) UUID, as an SQL expression.
+pub const UUID_SQL: &str = "lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))";
+
+/// Mergeable records (issue 16): every run and campaign gets a UUID (existing ones a random
+/// one now) and the identity of the host that measured it, so `rtscope runs merge` can tell a
+/// run it already has from a new one. The lead renumbers this migration at merge time.
+pub const MIGRATION_RUN_IDENTITY: &str = r#"
+ALTER TABLE runs ADD COLUMN uuid TEXT;                -- random UUID, the run's identity across databases
+ALTER TABLE runs ADD COLUMN host TEXT;                -- host name (uname nodename)
+ALTER TABLE runs ADD COLUMN machine_id TEXT;          -- /etc/machine-id, where present
+ALTER TABLE runs ADD COLUMN board_model TEXT;         -- /proc/device-tree/model, where present
+ALTER TABLE campaigns ADD COLUMN uuid TEXT;
+UPDATE runs SET uuid = lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))) WHERE uuid IS NULL;
+UPDATE campaigns SET uuid = lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6))) WHERE uuid IS NULL;
+UPDATE runs SET host = (SELECT value FROM environment e WHERE e.run_id = runs.id AND e.key = 'uname.nodename');
+CREATE UNIQUE INDEX runs_by_uuid ON runs(uuid);
+CREATE UNIQUE INDEX campaigns_by_uuid ON campaigns(uuid);
+"#;
 
 /// Migration `i` upgrades version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -169,6 +188,8 @@ CREATE INDEX campaign_runs_by_run ON campaign_runs(run_id);
     RUN_CHECKS,
     // 4 -> 5: the explained spikes of a run (`--explain`).
     SPIKES,
+    // 5 -> 6: run UUIDs and host identity.
+    MIGRATION_RUN_IDENTITY,
 ];
 
 /// Migration 3 -> 4 (issue 13A): one row per check of the audit run before the measurement.

@@ -166,6 +166,7 @@ impl Store {
         )
         .map_err(&err)?;
         let id = tx.last_insert_rowid();
+        crate::merge::identify(&tx, id, &r.environment).map_err(&err)?;
         for (k, v) in &r.tags {
             tx.execute(
                 "INSERT OR REPLACE INTO tags (run_id, key, value) VALUES (?1, ?2, ?3)",

@@ -1,7 +1,8 @@
-//! `rtscope export RUN`: a recorded run as CSV, JSON and Parquet (rtscope-export).
+//! `rtscope export RUN`: a recorded run as CSV, JSON and Parquet (rtscope-export), and as
+//! Prometheus, LAVA, KCIDB and JUnit (rtscope-fleet, via `commands::fleet`).
 
 use crate::cli::{ExportArgs, ExportFormat};
-use crate::commands::runs;
+use crate::commands::{fleet, runs};
 use crate::exit::ExitStatus;
 use rtscope_export::ExportFormat as Format;
 use rtscope_session::record;
@@ -11,20 +12,32 @@ use std::io::Write;
 pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let store = record::open_existing(a.db.as_deref())?;
     let id = runs::resolve(&store, &a.run)?;
-    let data = rtscope_export::load(&store, id)?;
-    let tables = rtscope_export::tables::all(&data);
     rtscope_export::prepare_dir(&a.output)?;
+    let mut tables = None;
     // Each format once, in the order given.
-    for (i, f) in a.format.iter().enumerate() {
-        if !a.format[..i].contains(f) {
-            let format = match f {
-                ExportFormat::Csv => Format::Csv,
-                ExportFormat::Json => Format::Json,
-                ExportFormat::Parquet => Format::Parquet,
-            };
-            rtscope_export::write_format(format, &a.output, id, &tables, out)
-                .map_err(crate::lift)?;
+    for (i, &f) in a.format.iter().enumerate() {
+        if a.format[..i].contains(&f) {
+            continue;
         }
+        let format = match f {
+            ExportFormat::Csv => Format::Csv,
+            ExportFormat::Json => Format::Json,
+            ExportFormat::Parquet => Format::Parquet,
+            ExportFormat::Prometheus
+            | ExportFormat::Lava
+            | ExportFormat::Kcidb
+            | ExportFormat::Junit => {
+                fleet::export(f, a, &store, id, out)?;
+                continue;
+            }
+        };
+        let tables = match &mut tables {
+            Some(t) => t,
+            None => tables.insert(rtscope_export::tables::all(&rtscope_export::load(
+                &store, id,
+            )?)),
+        };
+        rtscope_export::write_format(format, &a.output, id, tables, out).map_err(crate::lift)?;
     }
     Ok(ExitStatus::Success)
 }

@@ -15,6 +15,9 @@ use std::io::Write;
 
 /// Runs `rtscope runs …`.
 pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    if let Some(RunsAction::Merge { other, tags }) = &a.action {
+        return crate::commands::merge::run(a.db.as_deref(), other, tags, out);
+    }
     let mut store = record::open_existing(a.db.as_deref())?;
     let store_err = |e: rtscope_store::StoreError| UsageError::from_error(e);
     match a.action.clone().unwrap_or(RunsAction::List) {
@@ -39,6 +42,7 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             if a.json {
                 let mut v = detail_json(&d);
                 x.add_json(&mut v);
+                crate::commands::merge::add_identity(&store, id, &mut v).map_err(store_err)?;
                 if let (Some(obj), Some((s, _))) =
                     (v.as_object_mut(), runs_explain::load(&store, id)?)
                 {
@@ -75,6 +79,8 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 writeln!(out, "deleted run {id}")?;
             }
         }
+        // Handled before the database is opened (it may not exist yet).
+        RunsAction::Merge { .. } => {}
     }
     Ok(ExitStatus::Success)
 }

@@ -6,6 +6,7 @@ mod recording;
 pub mod table;
 
 use crate::cli::{ClockArg, MeasureArgs, PolicyArg};
+use crate::commands::fleet::MetricsFile;
 use crate::exit::{ExitStatus, UsageError};
 use rtscope_core::{Nanos, Stats};
 use rtscope_engine::{sys, ClockKind, CpuSet, Policy, Run, SleepMode};
@@ -97,6 +98,9 @@ pub fn run(
     command_line: Vec<String>,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
+    if !a.targets.is_empty() {
+        return crate::commands::remote::run(a, &command_line, out);
+    }
     let online = sys::online_cpus();
     let plan = plan(a, &online)?;
     let main_cpus = a
@@ -107,6 +111,11 @@ pub fn run(
     let tick = series_interval(a)?;
     let monitor_interval = monitor_interval(&a.monitor_interval, "--monitor-interval")?;
     let store = recording::open_store(a)?;
+    let mut metrics = a
+        .metrics_file
+        .as_deref()
+        .map(|p| MetricsFile::new(p, &a.tags, a.label.as_deref(), &a.limits))
+        .transpose()?;
     // Before the cpu_dma_latency request and the threads, which it would otherwise audit.
     let audit = rtscope_session::preflight::audit(&plan);
     for line in rtscope_session::preflight::bad_lines(&audit) {
@@ -135,8 +144,16 @@ pub fn run(
         eprintln!("rtscope: {line}");
     }
     let mut progress = Progress::new(!a.quiet, session.plan().config.duration);
-    let measured = session.drive(tick, &mut |run: &Run, ev| progress.update(run, ev))?;
+    let measured = session.drive(tick, &mut |run: &Run, ev| {
+        if let (Some(m), Event::Tick) = (metrics.as_mut(), ev) {
+            m.update(run);
+        }
+        progress.update(run, ev)
+    })?;
     progress.clear();
+    if let Some(m) = metrics.as_mut() {
+        m.finish(&measured.result, measured.signal.is_some());
+    }
     let status = report(a, session.plan(), &measured, command_line, out)?;
     let rec = session.finish(&measured, status.code());
     match rec.line {

@@ -1,0 +1,105 @@
+//! JUnit XML as GitLab (`artifacts:reports:junit`) and Jenkins (`junit` step) read it: one
+//! `<testsuite>` per run, one `<testcase>` per limit check (a `<failure>` when exceeded), and
+//! one per CPU holding its statistics in `<system-out>`, so a run without limits still shows.
+//! Every attribute and text is XML-escaped.
+
+use crate::{check_text, measurements, Report};
+use rtscope_store::RunStatus;
+use std::io::{self, Write};
+
+/// `text` escaped for an XML attribute or text node; control characters XML 1.0 cannot hold
+/// become U+FFFD.
+pub fn escape(text: &str) -> String {
+    let mut s = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => s.push_str("&amp;"),
+            '<' => s.push_str("&lt;"),
+            '>' => s.push_str("&gt;"),
+            '"' => s.push_str("&quot;"),
+            '\'' => s.push_str("&apos;"),
+            '\t' | '\n' | '\r' => s.push(c),
+            c if (c as u32) < 0x20 => s.push('\u{FFFD}'),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+/// Writes `r` as a JUnit document.
+pub fn write(out: &mut dyn Write, r: &Report) -> io::Result<()> {
+    let suite = if r.label.is_empty() {
+        format!("rtscope.{}", r.board)
+    } else {
+        format!("rtscope.{}.{}", r.board, r.label)
+    };
+    let ok = matches!(r.status, RunStatus::Complete | RunStatus::Running);
+    let failures = r.checks.iter().filter(|c| !c.passed).count();
+    let errors = usize::from(!ok);
+    let tests = r.checks.len() + r.scopes.len() + 1;
+    let time = format!("{:.3}", r.measured_s);
+    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    writeln!(
+        out,
+        r#"<testsuites name="rtscope" tests="{tests}" failures="{failures}" errors="{errors}" time="{time}">"#
+    )?;
+    write!(
+        out,
+        r#"  <testsuite name="{}" tests="{tests}" failures="{failures}" errors="{errors}" skipped="0" time="{time}" hostname="{}""#,
+        escape(&suite),
+        escape(&r.board)
+    )?;
+    if let Some(s) = &r.started {
+        write!(out, r#" timestamp="{}""#, escape(s.trim_end_matches('Z')))?;
+    }
+    writeln!(out, ">")?;
+    let class = escape(&suite);
+    write!(
+        out,
+        r#"    <testcase classname="{class}" name="run" time="{time}">"#
+    )?;
+    if !ok {
+        write!(
+            out,
+            r#"<error type="{0}" message="the run is {0}"/>"#,
+            r.status
+        )?;
+    }
+    writeln!(out, "</testcase>")?;
+    for s in &r.scopes {
+        let stats: Vec<String> = measurements(s)
+            .iter()
+            .map(|m| {
+                format!(
+                    "{}={}{}",
+                    m.stat,
+                    m.value,
+                    if m.unit == "us" { "us" } else { "" }
+                )
+            })
+            .collect();
+        writeln!(
+            out,
+            r#"    <testcase classname="{class}" name="cpu {}"><system-out>{}</system-out></testcase>"#,
+            escape(&s.kind.label()),
+            escape(&stats.join(" "))
+        )?;
+    }
+    for c in &r.checks {
+        let (value, limit) = check_text(c);
+        let name = escape(&format!("limit {} {} <= {limit}", c.scope, c.stat));
+        write!(out, r#"    <testcase classname="{class}" name="{name}">"#)?;
+        if !c.passed {
+            let msg = escape(&format!("{} {} = {value} exceeds {limit}", c.scope, c.stat));
+            write!(
+                out,
+                r#"<failure type="limit" message="{msg}">{msg}</failure>"#
+            )?;
+        } else {
+            write!(out, "<system-out>{}</system-out>", escape(&value))?;
+        }
+        writeln!(out, "</testcase>")?;
+    }
+    writeln!(out, "  </testsuite>")?;
+    writeln!(out, "</testsuites>")
+}

@@ -1,0 +1,151 @@
+//! The lab CI outputs validated by the tools those formats are defined by: KCIDB documents
+//! against kcidb-io's published JSON schema (Python's `jsonschema`), JUnit documents against
+//! the JUnit XSD of Jenkins' xUnit plugin (`xmllint --schema`, Debian's libxml2-utils). The
+//! schemas are fixtures: tests/fixtures/README.md says where they come from.
+
+use rtscope_fleet::{junit, kcidb, Report};
+use rtscope_session::limits;
+use rtscope_store::Store;
+use rtscope_testkit::synthetic::{write_run, SyntheticRun};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rtscope-fleet-v-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Two reports: without limits, and with a failing and a passing one; label with characters
+/// every format has to escape.
+fn reports(d: &Path) -> Vec<Report> {
+    let mut s = Store::open(&d.join("r.db")).unwrap();
+    let spec = SyntheticRun {
+        label: "rt <&\"'> kernel".into(),
+        samples: 5_000,
+        monitors: false,
+        ..SyntheticRun::default()
+    };
+    let id = write_run(&mut s, &spec).unwrap();
+    let b = s.bundle(id, false).unwrap();
+    let lim = [
+        limits::parse("max=1us").unwrap(),
+        limits::parse("missed=0").unwrap(),
+    ];
+    vec![
+        Report::from_bundle(&b, &[]).unwrap(),
+        Report::from_bundle(&b, &lim).unwrap(),
+    ]
+}
+
+fn have(program: &str, arg: &str) -> bool {
+    Command::new(program)
+        .arg(arg)
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn kcidb_documents_validate_against_the_published_schema() {
+    let d = dir("kcidb");
+    if !have("python3", "-c")
+        || !Command::new("python3")
+            .args(["-c", "import jsonschema"])
+            .status()
+            .is_ok_and(|s| s.success())
+    {
+        eprintln!("SKIP: python3 with jsonschema is not installed (.ci/run installs it)");
+        return;
+    }
+    for (i, r) in reports(&d).iter().enumerate() {
+        let sub = kcidb::Submission {
+            origin: "lab ci".into(),
+            build_id: if i == 0 {
+                None
+            } else {
+                Some("lab_ci:kernel-6.6-rt".into())
+            },
+        };
+        let path = d.join(format!("k{i}.json"));
+        let mut out = Vec::new();
+        kcidb::write(&mut out, r, &sub).unwrap();
+        std::fs::write(&path, &out).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        let tests = doc["tests"].as_array().unwrap();
+        assert!(tests.iter().any(|t| t["number"]["unit"] == "us"));
+        let fails = tests.iter().filter(|t| t["status"] == "FAIL").count();
+        assert_eq!(
+            fails,
+            if i == 0 { 0 } else { 3 },
+            "max=1us fails on cpu 0, cpu 1, all"
+        );
+        let script = "import json,sys,jsonschema\n\
+            s=json.load(open(sys.argv[1]));d=json.load(open(sys.argv[2]))\n\
+            jsonschema.Draft7Validator.check_schema(s)\n\
+            errs=list(jsonschema.Draft7Validator(s).iter_errors(d))\n\
+            [print(e.message) for e in errs]\n\
+            sys.exit(1 if errs else 0)";
+        let o = Command::new("python3")
+            .args(["-c", script])
+            .arg(fixture("kcidb-io.schema.v5.3.json"))
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    // The validator does reject a document that breaks the schema (the check is real).
+    let bad = d.join("bad.json");
+    std::fs::write(
+        &bad,
+        r#"{"version":{"major":5,"minor":3},"tests":[{"id":"x","origin":"r"}]}"#,
+    )
+    .unwrap();
+    let o = Command::new("python3")
+        .args(["-c", "import json,sys,jsonschema\njsonschema.validate(json.load(open(sys.argv[2])),json.load(open(sys.argv[1])))"])
+        .arg(fixture("kcidb-io.schema.v5.3.json"))
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn junit_documents_validate_against_the_xsd() {
+    if !have("xmllint", "--version") {
+        eprintln!("SKIP: xmllint is not installed (Debian libxml2-utils; .ci/run installs it)");
+        return;
+    }
+    let d = dir("junit");
+    for (i, r) in reports(&d).iter().enumerate() {
+        let path = d.join(format!("j{i}.xml"));
+        let mut out = Vec::new();
+        junit::write(&mut out, r).unwrap();
+        std::fs::write(&path, &out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(
+            text.matches("<failure ").count(),
+            if i == 0 { 0 } else { 3 }
+        );
+        let o = Command::new("xmllint")
+            .args(["--noout", "--schema"])
+            .arg(fixture("junit-10.xsd"))
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    std::fs::remove_dir_all(d).unwrap();
+}
