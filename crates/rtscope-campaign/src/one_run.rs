@@ -79,12 +79,13 @@ pub(super) fn one_run(
     let progress = &mut ctx.progress;
     let measured = session.drive(TICK, &mut |run: &Run, ev| {
         if ev == Event::Tick {
-            progress.update(&cur, run)?;
+            // A failing terminal is silence, never the end of the run.
+            let _ = progress.update(&cur, run);
         }
         Ok(())
     })?;
     ctx.progress.clear();
-    if measured.signal.is_some() {
+    if measured.interrupted() {
         ctx.signals += 1;
     }
     let reports = loads.map(|l| stop_loads(ctx, l)).unwrap_or_default();
@@ -92,7 +93,7 @@ pub(super) fn one_run(
     let failed = measured.limits_failed();
     let code = if failed {
         1
-    } else if measured.signal.is_some() {
+    } else if measured.interrupted() {
         3
     } else {
         0
@@ -111,7 +112,9 @@ pub(super) fn one_run(
     }
     out.flush()?;
     Ok(RunEnd {
-        signal: measured.signal,
+        signal: measured
+            .signal
+            .or(measured.output_error.as_ref().map(|_| libc::SIGPIPE)),
         limits_failed: failed,
         record_failed,
     })
@@ -143,7 +146,7 @@ fn settle(d: Nanos) -> Option<i32> {
         }
         let step = Nanos(left.min(Duration::from_millis(200)).as_nanos() as u64);
         match sys::wait_run_signal(step) {
-            Some(s) if s == libc::SIGINT || s == libc::SIGTERM => return Some(s),
+            Some(s) if sys::is_stop_signal(s) => return Some(s),
             _ => {}
         }
     }
@@ -152,7 +155,7 @@ fn settle(d: Nanos) -> Option<i32> {
 /// The loads' grace period: none once a second signal came (or comes now).
 fn grace(ctx: &mut Ctx) -> Duration {
     if let Some(s) = sys::wait_run_signal(Nanos::ZERO) {
-        if s == libc::SIGINT || s == libc::SIGTERM {
+        if sys::is_stop_signal(s) {
             ctx.signals += 1;
         }
     }
@@ -177,7 +180,7 @@ fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Vec<LoadRepor
         std::thread::spawn(move || {
             while !done.load(Ordering::Acquire) {
                 match sys::wait_run_signal(Nanos::from_ms(20)) {
-                    Some(s) if s == libc::SIGINT || s == libc::SIGTERM => {
+                    Some(s) if sys::is_stop_signal(s) => {
                         // SAFETY: kill only takes a pid and a signal number. The pid is our
                         // child's; stop() may reap it just before `done` is set, and only a
                         // wrap-around of the pid space in that window could make it another's.

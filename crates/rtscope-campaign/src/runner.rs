@@ -9,7 +9,6 @@
 use super::one_run::one_run;
 use super::progress::Progress;
 use super::{Campaign, CampaignOptions, PlannedRun};
-use rtscope_engine::sys;
 use rtscope_session::record;
 use rtscope_session::sysinfo;
 use rtscope_session::{ExitStatus, RunError, UsageError};
@@ -46,6 +45,12 @@ pub fn execute(
     argv: &[String],
     out: &mut dyn Write,
 ) -> Result<ExitStatus, RunError> {
+    // Blocked for the rest of the process, before any thread starts: taken by sigtimedwait
+    // only, so a late signal never kills the campaign while a run's end is written.
+    rtscope_session::drive::hold_signals();
+    // A closed stdout loses the text, never a run nor the exit code.
+    let mut guarded = rtscope_session::output::Guarded::new(out);
+    let out: &mut dyn Write = &mut guarded;
     let monitor_interval = a.monitor_interval;
     let db = a.db.clone().unwrap_or_else(record::default_db);
     let mut store = record::open(&db)?;
@@ -76,8 +81,6 @@ pub fn execute(
             "cannot find the rtscope executable to start loads: {e}"
         ))
     })?;
-    // Blocked for the whole campaign: taken by sigtimedwait, inherited by every thread.
-    let _mask = sys::block_run_signals();
     let mut ctx = Ctx {
         a,
         argv,
@@ -110,7 +113,10 @@ pub fn execute(
         } else if end.limits_failed && status == ExitStatus::Success {
             status = ExitStatus::LimitExceeded;
         }
-        if end.signal.is_some() || ctx.signals > 0 {
+        // A signal after the last run was measured (while its loads stopped) interrupts
+        // nothing: the campaign is complete.
+        let last = i + 1 == todo.len();
+        if end.signal.is_some() || (ctx.signals > 0 && !last) {
             return finish(
                 &mut ctx,
                 &c,

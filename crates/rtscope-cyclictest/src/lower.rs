@@ -138,6 +138,16 @@ fn check_values(o: &CtOptions) -> Result<(), UsageError> {
             "invalid value for '-i': the interval must be at least 1 us",
         ));
     }
+    // `-D 0` and `-l 0` mean "no limit" as in cyclictest; a positive duration shorter than
+    // the interval would end before the first wake-up (a run without samples).
+    if let Some(d) = o.duration.filter(|d| d.0 > 0) {
+        if d < Nanos::from_us(o.interval) {
+            return Err(UsageError::new(format!(
+                "invalid value '{d}' for '-D': shorter than the interval ({}us), no thread would wake up once",
+                o.interval
+            )));
+        }
+    }
     if o.clock > 1 {
         return Err(UsageError::new(format!(
             "invalid value '{}' for '-c': use 0 (CLOCK_MONOTONIC) or 1 (CLOCK_REALTIME)",

@@ -18,6 +18,7 @@ pub mod environment;
 pub mod error;
 pub mod limits;
 pub mod monitoring;
+pub mod output;
 pub mod plan;
 pub mod record;
 pub mod session;

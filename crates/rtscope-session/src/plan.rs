@@ -142,7 +142,25 @@ pub enum Problem {
     },
     /// A CPU list with SCHED_DEADLINE, which cannot be pinned.
     DeadlinePinned,
+    /// An interval below [`MIN_INTERVAL`].
+    IntervalTooShort {
+        /// The interval asked for.
+        asked: Nanos,
+    },
+    /// A length of zero (a run without a single sample).
+    ZeroLength,
+    /// A duration shorter than the interval (no thread would wake up once).
+    RunShorterThanInterval {
+        /// The duration.
+        duration: Nanos,
+        /// The longest interval of the run's threads.
+        interval: Nanos,
+    },
 }
+
+/// The shortest interval a run accepts: 1 µs, as cyclictest. A shorter one only measures
+/// missed periods while the measuring threads hold every CPU at a real-time priority.
+pub const MIN_INTERVAL: Nanos = Nanos(1_000);
 
 /// A plan that cannot run: the field at fault and the problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -188,6 +206,19 @@ impl PlanError {
                 "'{}' cannot be combined with '{} deadline': the kernel does not allow pinning SCHED_DEADLINE threads",
                 n(Field::Cpus),
                 n(Field::Policy)
+            ),
+            Problem::IntervalTooShort { asked } => format!(
+                "invalid value '{asked}' for '{}': use at least {}",
+                n(Field::Interval),
+                rtscope_core::text::short(MIN_INTERVAL)
+            ),
+            Problem::ZeroLength => format!(
+                "invalid value 0 for '{}': a run of length 0 has no samples (leave it out for the default, 60s)",
+                n(self.field)
+            ),
+            Problem::RunShorterThanInterval { duration, interval } => format!(
+                "invalid value '{duration}' for '{}': shorter than the interval ({interval}), no thread would wake up once",
+                n(Field::Duration)
             ),
         }
     }
@@ -314,6 +345,11 @@ impl RunPlan {
         if s.interval.0 == 0 {
             return Err(PlanError::new(Field::Interval, Problem::ZeroInterval));
         }
+        if s.interval < MIN_INTERVAL {
+            let p = Problem::IntervalTooShort { asked: s.interval };
+            return Err(PlanError::new(Field::Interval, p));
+        }
+        check_length(s, n)?;
         let pol = policy(s)?;
         if pol.is_realtime_priority() && !(1..=99).contains(&s.priority) {
             let p = Problem::Priority {
@@ -366,6 +402,31 @@ impl RunPlan {
             per_cpu: s.threads.is_none(),
         })
     }
+}
+
+/// A run of zero length, or shorter than its slowest thread's interval, has no samples.
+fn check_length(s: &PlanSpec, threads: usize) -> Result<(), PlanError> {
+    if s.loops == Some(0) {
+        return Err(PlanError::new(Field::Loops, Problem::ZeroLength));
+    }
+    if let Some(d) = s.duration {
+        if d.0 == 0 {
+            return Err(PlanError::new(Field::Duration, Problem::ZeroLength));
+        }
+        let slowest = s
+            .distance
+            .0
+            .saturating_mul(threads.saturating_sub(1) as u64);
+        let interval = Nanos(s.interval.0.saturating_add(slowest));
+        if d < interval {
+            let p = Problem::RunShorterThanInterval {
+                duration: d,
+                interval,
+            };
+            return Err(PlanError::new(Field::Duration, p));
+        }
+    }
+    Ok(())
 }
 
 /// Room for four checkpoint periods (at most 1 s each) of samples, at least 64 Ki.

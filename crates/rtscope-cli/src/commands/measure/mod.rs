@@ -11,6 +11,7 @@ use rtscope_core::{Nanos, Stats};
 use rtscope_engine::{sys, ClockKind, CpuSet, Policy, Run, SleepMode};
 use rtscope_session::cpus::cpu_list;
 use rtscope_session::limits::{self, Check};
+use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::record::RecordSpec;
 use rtscope_session::sysinfo::{self, SysInfo};
 use rtscope_session::{
@@ -96,6 +97,8 @@ pub fn run(
     command_line: Vec<String>,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
+    // Before any thread starts: a signal is taken by the control loop or by nobody.
+    rtscope_session::drive::hold_signals();
     let online = sys::online_cpus();
     let plan = plan(a, &online)?;
     let main_cpus = a
@@ -105,10 +108,24 @@ pub fn run(
         .transpose()?;
     let tick = series_interval(a)?;
     let monitor_interval = monitor_interval(&a.monitor_interval, "--monitor-interval")?;
+    let json_file = a
+        .json
+        .as_deref()
+        .map(|p| OutputFile::prepare(p, "--json"))
+        .transpose()?;
     let store = recording::open_store(a)?;
     let settings = SystemSettings::apply(&plan)?;
-    writeln!(out, "{}", headline(&plan))?;
-    out.flush()?;
+    // A closed stdout (`| head -1`) loses the text, never the run nor the exit code.
+    let mut stdout = Guarded::new(out);
+    let mut stderr = Guarded::new(std::io::stderr());
+    let json_on_stdout = json_file.as_ref().is_some_and(OutputFile::is_stdout);
+    let human: &mut dyn Write = if json_on_stdout {
+        &mut stderr
+    } else {
+        &mut stdout
+    };
+    writeln!(human, "{}", headline(&plan))?;
+    human.flush()?;
     let spec = RecordSpec {
         kind: rtscope_store::RunKind::Measure,
         label: a.label.clone(),
@@ -125,13 +142,32 @@ pub fn run(
     let main = main_cpus.as_ref().map(|m| (m, "--main-cpus"));
     let mut session = Session::start(plan, settings, recorded, main)?;
     let mut progress = Progress::new(!a.quiet, session.plan().config.duration);
-    let measured = session.drive(tick, &mut |run: &Run, ev| progress.update(run, ev))?;
+    let measured = session.drive(tick, &mut |run: &Run, ev| {
+        progress.update(run, ev);
+        Ok(())
+    })?;
     progress.clear();
-    let status = report(a, session.plan(), &measured, command_line, out)?;
+    let (mut status, text, json) =
+        report(session.plan(), &measured, command_line, a.json.is_some())?;
+    human.write_all(text.as_bytes())?;
+    human.flush()?;
+    if let (Some(file), Some(body)) = (json_file, json) {
+        if let Err(e) = file.write(body.as_bytes(), &mut stdout, "--json") {
+            rtscope_session::output::warn(&e);
+            status = ExitStatus::Usage;
+        }
+    }
     let rec = session.finish(&measured, status.code());
     match rec.line {
-        Some(line) if rec.failed => eprintln!("{line}"),
-        Some(line) => writeln!(out, "{line}")?,
+        Some(line) if rec.failed => rtscope_session::output::warn(&line),
+        Some(line) => writeln!(
+            if json_on_stdout {
+                &mut stderr as &mut dyn Write
+            } else {
+                &mut stdout
+            },
+            "{line}"
+        )?,
         None => {}
     }
     Ok(if rec.failed {
@@ -210,13 +246,14 @@ fn headline(plan: &RunPlan) -> String {
     )
 }
 
+/// The exit status, the table (with the interruption line and the limit checks) and the JSON
+/// document when asked for; nothing is written here.
 fn report(
-    a: &MeasureArgs,
     plan: &RunPlan,
     m: &Measured,
     command_line: Vec<String>,
-    out: &mut dyn Write,
-) -> anyhow::Result<ExitStatus> {
+    want_json: bool,
+) -> anyhow::Result<(ExitStatus, String, Option<String>)> {
     let (r, signal, checks) = (&m.result, m.signal, &m.checks);
     let total_stats = r.total_stats();
     let total_hist = r.total_histogram();
@@ -242,24 +279,31 @@ fn report(
     let failed = checks.iter().any(|c| !c.passed);
     let status = if failed {
         ExitStatus::LimitExceeded
-    } else if signal.is_some() {
+    } else if m.interrupted() {
         ExitStatus::Interrupted
     } else {
         ExitStatus::Success
     };
     let mut text = table::render(&rows);
-    if let Some(s) = signal {
+    let cut_by = signal.map(sys::signal_name).or_else(|| {
+        m.output_error
+            .as_ref()
+            .map(|e| format!("an output error ({e})"))
+    });
+    if let Some(by) = &cut_by {
         text.push_str(&format!(
-            "interrupted by {} after {:.3}s: the results cover the part that ran\n",
-            signame(s),
+            "interrupted by {by} after {:.3}s: the results cover the part that ran\n",
             r.ended
                 .duration_since(r.started)
                 .unwrap_or_default()
                 .as_secs_f64()
         ));
     }
+    if total_stats.count == 0 && !checks.is_empty() {
+        text.push_str("no samples: every limit fails\n");
+    }
     text.push_str(&table::render_checks(checks));
-    if let Some(path) = &a.json {
+    let json = if want_json {
         let doc = document(
             plan,
             r,
@@ -270,25 +314,11 @@ fn report(
             &total_stats,
             &total_hist,
         );
-        let body = serde_json::to_string_pretty(&doc)? + "\n";
-        std::fs::write(path, body).map_err(|e| {
-            UsageError::new(format!(
-                "cannot write the JSON file '{}' (--json): {e}",
-                path.display()
-            ))
-        })?;
-    }
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    Ok(status)
-}
-
-fn signame(s: i32) -> &'static str {
-    if s == libc::SIGINT {
-        "SIGINT"
+        Some(serde_json::to_string_pretty(&doc)? + "\n")
     } else {
-        "SIGTERM"
-    }
+        None
+    };
+    Ok((status, text, json))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -332,7 +362,7 @@ fn document(
             .unwrap_or_default()
             .as_nanos() as u64,
         complete: signal.is_none(),
-        interrupted_by: signal.map(|s| signame(s).to_string()),
+        interrupted_by: signal.map(sys::signal_name),
         exit_code: status.code(),
         system: SysInfo::read(),
         config: ConfigDoc::of(plan),
@@ -362,13 +392,14 @@ impl Progress {
         }
     }
 
-    fn update(&mut self, run: &Run, ev: Event) -> std::io::Result<()> {
+    /// Shows the progress; a failing stderr is silence, never the end of the run.
+    fn update(&mut self, run: &Run, ev: Event) {
         if !self.enabled || ev != Event::Tick {
-            return Ok(());
+            return;
         }
         self.ticks += 1;
         if !self.tty && self.ticks % 60 != 0 {
-            return Ok(());
+            return;
         }
         let s = run
             .threads()
@@ -382,18 +413,20 @@ impl Progress {
             self.ticks, s.count, s.max, s.missed
         );
         let mut e = std::io::stderr();
-        if self.tty {
-            write!(e, "\r\x1b[2K{line}")?;
+        let r = if self.tty {
             self.shown = true;
+            write!(e, "\r\x1b[2K{line}")
         } else {
-            writeln!(e, "{line}")?;
+            writeln!(e, "{line}")
+        };
+        if r.and_then(|()| e.flush()).is_err() {
+            self.enabled = false;
         }
-        e.flush()
     }
 
     fn clear(&mut self) {
         if self.shown {
-            eprint!("\r\x1b[2K");
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
         }
     }
 }

@@ -1,0 +1,216 @@
+//! The hostile suite (issue 12): rtscope attacked as a hostile tester would — signals in the
+//! end-of-run window, closed pipes, unwritable outputs, zero-length runs, hostile names. Each
+//! case runs the built binary; none asserts an absolute time a loaded machine could break.
+//! Runs use SCHED_OTHER (no real-time lock needed) and no monitors, to stay short.
+
+#[path = "hostile/support.rs"]
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use support::*;
+
+/// `rtscope measure` arguments of a short, cheap run recorded in `db`.
+fn measure_args<'a>(db: &'a str, length: &'a [&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "measure",
+        "--policy",
+        "other",
+        "-t",
+        "1",
+        "--monitor-interval",
+        "0",
+        "--db",
+        db,
+    ];
+    if !length.contains(&"-i") {
+        v.extend(["-i", "1ms"]);
+    }
+    v.extend_from_slice(length);
+    v
+}
+
+fn late_signal_keeps_the_run(case: &str, sig: i32) {
+    let dir = scratch(case);
+    let db = dir.join("r.db");
+    let dbs = db.to_str().unwrap();
+    let child = Command::new(exe())
+        .args(measure_args(dbs, &["-D", "1s"]))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    wait_for(&db, "SELECT count(*) FROM runs");
+    // Another process holds the write lock across the end of the run: the last checkpoint
+    // and the end wait for it; the signal comes in that window.
+    let hold = Duration::from_secs(3);
+    let locker = Locker::hold(&db, hold);
+    std::thread::sleep(Duration::from_millis(1800));
+    kill(pid, sig);
+    let out = wait_output(child, Duration::from_secs(60), case);
+    locker.join();
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(code(&out), 0, "{stdout}\n{stderr}");
+    assert!(stdout.contains("recorded as run 1"), "{stdout}\n{stderr}");
+    assert!(stdout.contains("all"), "the table is printed: {stdout}");
+    assert_eq!(
+        query(&db, "SELECT status FROM runs WHERE id = 1"),
+        "complete"
+    );
+    assert_eq!(query(&db, "SELECT exit_code FROM runs WHERE id = 1"), "0");
+    // The length is the run's, not the run plus the wait for the lock (held 3 s).
+    let progress: u64 = query(&db, "SELECT progress_ns FROM runs WHERE id = 1")
+        .parse()
+        .unwrap();
+    assert!(
+        progress < hold.as_nanos() as u64 - 500_000_000,
+        "length {progress} ns includes the wait for the lock"
+    );
+}
+
+/// Case 1 and 7: SIGTERM while the end of a finished run waits for the database lock.
+#[test]
+fn late_sigterm_while_the_end_is_written_loses_nothing() {
+    late_signal_keeps_the_run("late-sigterm", libc::SIGTERM);
+}
+
+/// Case 1 and 8: SIGINT and SIGHUP in the same window.
+#[test]
+fn late_sigint_and_sighup_while_the_end_is_written_lose_nothing() {
+    late_signal_keeps_the_run("late-sigint", libc::SIGINT);
+    late_signal_keeps_the_run("late-sighup", libc::SIGHUP);
+}
+
+/// Case 8: SIGHUP (an ssh session that drops) ends `measure` like SIGINT: table, record,
+/// exit 3.
+#[test]
+fn sighup_interrupts_measure_like_sigint() {
+    let dir = scratch("sighup");
+    let db = dir.join("r.db");
+    let child = Command::new(exe())
+        .args(measure_args(db.to_str().unwrap(), &["-D", "1h"]))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&db, "SELECT count(*) FROM runs");
+    kill(child.id(), libc::SIGHUP);
+    let out = wait_output(child, Duration::from_secs(30), "sighup");
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(code(&out), 3, "{stdout}\n{stderr}");
+    assert!(stdout.contains("interrupted by SIGHUP"), "{stdout}");
+    assert_eq!(query(&db, "SELECT status FROM runs"), "interrupted");
+    assert_eq!(query(&db, "SELECT exit_code FROM runs"), "3");
+}
+
+/// Case 2: a closed stdout never turns a failed gate into a pass nor leaves the run running.
+#[test]
+fn closed_stdout_keeps_the_failed_gate_and_the_record() {
+    let dir = scratch("pipe");
+    let db = dir.join("r.db");
+    let script = format!(
+        "set -o pipefail; \"$RTSCOPE\" {} -l 300 --limit max=1ns | head -c 1 >/dev/null",
+        measure_args(db.to_str().unwrap(), &[]).join(" ")
+    );
+    let out = bash(&script);
+    assert_eq!(code(&out), 1, "{:?}", texts(&out));
+    assert_eq!(query(&db, "SELECT status FROM runs"), "complete");
+    assert_eq!(query(&db, "SELECT exit_code FROM runs"), "1");
+}
+
+/// Case 3: an output path that cannot be written is refused before measuring.
+#[test]
+fn unwritable_json_paths_are_refused_before_measuring() {
+    let dir = scratch("json-refused");
+    let db = dir.join("r.db");
+    let dbs = db.to_str().unwrap();
+    let missing = dir.join("missing/out.json");
+    for path in [missing.to_str().unwrap(), dir.to_str().unwrap()] {
+        let mut args = measure_args(dbs, &["-l", "10"]);
+        args.extend(["--json", path]);
+        let out = rtscope(&args);
+        let (stdout, stderr) = texts(&out);
+        assert_eq!(code(&out), 2, "{path}: {stdout}\n{stderr}");
+        assert!(stderr.contains("--json"), "{stderr}");
+        assert!(
+            !stdout.contains("rtscope measure:"),
+            "nothing measured: {stdout}"
+        );
+    }
+    assert!(!db.exists() || query(&db, "SELECT count(*) FROM runs") == "0");
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        1 + usize::from(db.exists()) - 1
+    );
+}
+
+/// Case 3 and 7: a JSON file that fails at the end: the table is printed, the run recorded
+/// with the exit code rtscope returns (2).
+#[test]
+fn json_to_a_full_disk_prints_the_table_and_records_exit_2() {
+    let dir = scratch("json-full");
+    let db = dir.join("r.db");
+    let mut args = measure_args(db.to_str().unwrap(), &["-l", "50"]);
+    args.extend(["--json", "/dev/full"]);
+    let out = rtscope(&args);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(code(&out), 2, "{stdout}\n{stderr}");
+    assert!(stdout.contains("all"), "the table: {stdout}");
+    assert!(stderr.contains("/dev/full"), "{stderr}");
+    assert_eq!(query(&db, "SELECT status FROM runs"), "complete");
+    assert_eq!(query(&db, "SELECT exit_code FROM runs"), "2");
+}
+
+/// `--json -` is standard output: the document alone, the table on stderr.
+#[test]
+fn json_dash_is_standard_output() {
+    let dir = scratch("json-dash");
+    let db = dir.join("r.db");
+    let mut args = measure_args(db.to_str().unwrap(), &["-l", "20"]);
+    args.extend(["--json", "-"]);
+    let out = rtscope(&args);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(code(&out), 0, "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).expect("stdout is the JSON");
+    assert_eq!(doc["total"]["samples"], 20);
+    assert!(stderr.contains("recorded as run 1"), "{stderr}");
+    assert!(!Path::new("-").exists());
+}
+
+/// Case 5: runs without a single sample are refused (exit 2), and a gate never passes on
+/// zero samples.
+#[test]
+fn zero_sample_runs_are_refused() {
+    let dir = scratch("zero");
+    let db = dir.join("r.db");
+    let dbs = db.to_str().unwrap();
+    for length in [&["-l", "0"][..], &["-D", "0"], &["-i", "10ms", "-D", "5ms"]] {
+        let out = rtscope(&measure_args(dbs, length));
+        let (_, stderr) = texts(&out);
+        assert_eq!(code(&out), 2, "{length:?}: {stderr}");
+        assert!(stderr.contains("invalid value"), "{length:?}: {stderr}");
+    }
+    let out = rtscope(&["cyclictest", "-q", "-i", "10000", "-D", "5ms"]);
+    assert_eq!(code(&out), 2, "cyclictest -i > -D: {:?}", texts(&out));
+}
+
+/// Case 13: an interval below 1 µs is refused.
+#[test]
+fn sub_microsecond_interval_is_refused() {
+    let dir = scratch("tiny-interval");
+    let db = dir.join("r.db");
+    let out = rtscope(&measure_args(
+        db.to_str().unwrap(),
+        &["-i", "1ns", "-D", "3s"],
+    ));
+    let (_, stderr) = texts(&out);
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert!(
+        stderr.contains("--interval") && stderr.contains("1us"),
+        "{stderr}"
+    );
+}
