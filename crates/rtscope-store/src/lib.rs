@@ -80,6 +80,16 @@ pub struct Store {
 /// A run's id.
 pub type RunId = i64;
 
+impl StoreError {
+    /// Whether another connection holds the lock (the write is worth retrying).
+    pub fn is_busy(&self) -> bool {
+        matches!(self, StoreError::Sqlite { source, .. } if matches!(
+            source.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        ))
+    }
+}
+
 impl Store {
     /// Opens (creating if needed) the database at `path`, upgrading its schema.
     pub fn open(path: &Path) -> Result<Store> {
@@ -96,6 +106,12 @@ impl Store {
             other => other,
         })?;
         Ok(store)
+    }
+
+    /// How long a write waits for another process's lock before it fails (5 s after
+    /// [`Store::open`]). A running measurement checkpoints with a short wait and retries.
+    pub fn set_busy_timeout(&self, d: Duration) -> Result<()> {
+        self.conn.busy_timeout(d).map_err(self.err())
     }
 
     /// The database file.

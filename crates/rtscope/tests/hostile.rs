@@ -214,3 +214,30 @@ fn sub_microsecond_interval_is_refused() {
         "{stderr}"
     );
 }
+
+/// Case 6: a writer holding the database lock for longer than the busy timeout (8 s) stops
+/// nothing: checkpoints wait in memory and are retried; every raw sample is recorded.
+#[test]
+fn a_long_lock_loses_no_checkpoint_and_no_raw_sample() {
+    let dir = scratch("long-lock");
+    let db = dir.join("r.db");
+    let child = Command::new(exe())
+        .args(measure_args(db.to_str().unwrap(), &["-D", "3s", "--raw"]))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&db, "SELECT count(*) FROM runs");
+    let locker = Locker::hold(&db, Duration::from_secs(8));
+    let out = wait_output(child, Duration::from_secs(90), "long lock");
+    locker.join();
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(code(&out), 0, "{stdout}\n{stderr}");
+    assert!(stderr.contains("locked by another process"), "{stderr}");
+    assert_eq!(query(&db, "SELECT status FROM runs"), "complete");
+    let samples = query(&db, "SELECT samples FROM threads");
+    let raw = query(&db, "SELECT sum(count) FROM samples");
+    assert_eq!(raw, samples, "every raw sample recorded");
+    assert_eq!(query(&db, "SELECT raw_dropped FROM threads"), "0");
+}
