@@ -29,7 +29,8 @@ pub fn open(path: &Path) -> Result<Store, UsageError> {
 }
 
 /// Opens an existing database for reading commands (`--db PATH`, else the default): a missing
-/// file is a usage error with a hint, never a new empty database.
+/// file is a usage error with a hint, never a new empty database; a file on read-only media
+/// (or in a directory this user cannot write) is opened read-only and left untouched.
 pub fn open_existing(db: Option<&Path>) -> Result<Store, UsageError> {
     let path = db.map_or_else(default_db, Path::to_path_buf);
     if !path.exists() {
@@ -38,6 +39,9 @@ pub fn open_existing(db: Option<&Path>) -> Result<Store, UsageError> {
                 "record runs with `rtscope measure`, `rtscope run` or `rtscope import`, or pass --db PATH",
             ),
         );
+    }
+    if !Store::is_writable(&path) {
+        return Store::open_read_only(&path).map_err(UsageError::from_error);
     }
     open(&path)
 }

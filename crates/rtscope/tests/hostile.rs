@@ -241,3 +241,78 @@ fn a_long_lock_loses_no_checkpoint_and_no_raw_sample() {
     assert_eq!(raw, samples, "every raw sample recorded");
     assert_eq!(query(&db, "SELECT raw_dropped FROM threads"), "0");
 }
+
+fn as_nobody(args: &[&str]) -> std::process::Output {
+    let child = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(exe())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("setpriv (util-linux)");
+    wait_output(child, Duration::from_secs(60), "as nobody")
+}
+
+/// Case 9: another program's SQLite file is refused before anything in it changes.
+#[test]
+fn another_programs_database_is_refused_untouched() {
+    let dir = scratch("foreign-db");
+    let db = dir.join("other.db");
+    let o = Command::new("sqlite3")
+        .arg(&db)
+        .arg("CREATE TABLE t(x); INSERT INTO t VALUES (1);")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    for args in [&["runs", "--db"][..], &["measure", "-l", "10", "--db"]] {
+        let mut a = args.to_vec();
+        a.push(db.to_str().unwrap());
+        let out = rtscope(&a);
+        let (_, stderr) = texts(&out);
+        assert_eq!(code(&out), 2, "{args:?}: {stderr}");
+        assert!(stderr.contains("another program"), "{stderr}");
+        assert_eq!(query(&db, "PRAGMA journal_mode"), "delete", "{args:?}");
+    }
+}
+
+/// Case 9: a database this user cannot write (read-only media, another user's directory) is
+/// readable by runs, report and export, and left untouched.
+#[test]
+fn a_read_only_database_is_readable() {
+    let dir = scratch("ro-db");
+    let db = dir.join("r.db");
+    let out = rtscope(&measure_args(db.to_str().unwrap(), &["-l", "100"]));
+    assert_eq!(code(&out), 0, "{:?}", texts(&out));
+    let outdir = dir.join("out");
+    std::fs::create_dir(&outdir).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&outdir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let before: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    let dbs = db.to_str().unwrap();
+    let outs = outdir.to_str().unwrap();
+    for args in [
+        &["runs", "--db", dbs][..],
+        &["runs", "show", "1", "--db", dbs],
+        &["export", "1", "--db", dbs, "-o", outs],
+        &["report", "1", "--db", dbs, "-o", &format!("{outs}/report")],
+    ] {
+        let out = as_nobody(args);
+        let (stdout, stderr) = texts(&out);
+        assert_eq!(code(&out), 0, "{args:?}: {stdout}\n{stderr}");
+    }
+    let after: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(before, after, "nothing created next to the database");
+}
