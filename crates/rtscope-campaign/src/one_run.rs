@@ -16,6 +16,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The tag of a run whose load failed to start, exited early with an error or lost its
+/// supervisor: its value names the loads (`load_failed=messaging,false`).
+pub const LOAD_FAILED_TAG: &str = "load_failed";
+
 /// Grace period between SIGTERM and SIGKILL for loads at the end of a run.
 const LOAD_GRACE: Duration = Duration::from_secs(2);
 
@@ -44,6 +48,7 @@ pub(super) fn one_run(
         writeln!(out, "[{number}] {}: interrupted before measuring", p.label)?;
         return Ok(RunEnd {
             signal: Some(sig),
+            load_failed: false,
             limits_failed: false,
             record_failed: false,
         });
@@ -98,23 +103,39 @@ pub(super) fn one_run(
     } else {
         0
     };
+    // A run measured without its load is not "under load": tagged, and the campaign fails.
+    let load_failed: Vec<String> = reports
+        .iter()
+        .filter(|r| r.status == rtscope_load::LoadStatus::Failed)
+        .map(|r| r.name.clone())
+        .collect();
+    let code = if load_failed.is_empty() { code } else { 2 };
     let rec = session.finish(&measured, code);
     let record_failed = rec.failed;
     if let Some(id) = session.run_id() {
         let rows: Vec<LoadRow> = reports.iter().map(load_row).collect();
         if let Err(e) = ctx.store.set_loads(id, &rows) {
-            eprintln!("error: the loads of run {id} could not be recorded: {e}");
+            rtscope_session::output::warn(&format!(
+                "error: the loads of run {id} could not be recorded: {e}"
+            ));
+        }
+        if !load_failed.is_empty() {
+            let names = load_failed.join(",");
+            if let Err(e) = ctx.store.set_tag(id, LOAD_FAILED_TAG, Some(&names)) {
+                rtscope_session::output::warn(&format!("error: run {id} could not be tagged: {e}"));
+            }
         }
     }
     writeln!(out, "{}", result_line(number, p, r, &reports, failed))?;
     if let Some(line) = rec.line.filter(|_| record_failed) {
-        eprintln!("{line}");
+        rtscope_session::output::warn(&line);
     }
     out.flush()?;
     Ok(RunEnd {
         signal: measured
             .signal
             .or(measured.output_error.as_ref().map(|_| libc::SIGPIPE)),
+        load_failed: !load_failed.is_empty(),
         limits_failed: failed,
         record_failed,
     })

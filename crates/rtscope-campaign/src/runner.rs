@@ -21,6 +21,8 @@ use std::time::{Duration, SystemTime};
 /// How one run ended.
 pub(super) struct RunEnd {
     pub(super) signal: Option<i32>,
+    /// A load failed (to start, early, or its supervisor was lost): the run was not under load.
+    pub(super) load_failed: bool,
     pub(super) limits_failed: bool,
     pub(super) record_failed: bool,
 }
@@ -93,6 +95,7 @@ pub fn execute(
         signals: 0,
     };
     let mut status = ExitStatus::Success;
+    let mut without_load = 0usize;
     for (i, p) in todo.iter().enumerate() {
         let end = match one_run(&mut ctx, p, i + 1, out) {
             Ok(end) => end,
@@ -108,7 +111,8 @@ pub fn execute(
             }
         };
         ctx.progress.run_done(super::estimate(p));
-        if end.record_failed {
+        without_load += usize::from(end.load_failed);
+        if end.record_failed || end.load_failed {
             status = ExitStatus::Usage;
         } else if end.limits_failed && status == ExitStatus::Success {
             status = ExitStatus::LimitExceeded;
@@ -125,6 +129,16 @@ pub fn execute(
                 out,
             );
         }
+    }
+    if without_load > 0 {
+        writeln!(
+            out,
+            "{without_load} run{} measured without {} load (tagged {}): the campaign failed",
+            if without_load == 1 { "" } else { "s" },
+            if without_load == 1 { "its" } else { "their" },
+            super::one_run::LOAD_FAILED_TAG
+        )?;
+        return finish(&mut ctx, &c, RunStatus::Failed, ExitStatus::Usage, out);
     }
     finish(&mut ctx, &c, RunStatus::Complete, status, out)
 }

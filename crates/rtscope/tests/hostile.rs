@@ -316,3 +316,61 @@ fn a_read_only_database_is_readable() {
         .collect();
     assert_eq!(before, after, "nothing created next to the database");
 }
+
+/// A one-run campaign (SCHED_OTHER, 300 ms) with one load case `LOAD` (TOML lines).
+fn campaign(dir: &Path, name: &str, load: &str) -> std::path::PathBuf {
+    let text = format!(
+        "[campaign]\nname = \"{name}\"\n[measure]\ninterval = \"1ms\"\nduration = \"300ms\"\n\
+         settle = \"100ms\"\npolicy = \"other\"\nmlock = false\n[[scenario]]\nname = \"s\"\n\
+         threads = 1\n[[load_case]]\nname = \"case\"\n{load}"
+    );
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// Case 4: a load that fails (an external program that exits 1 at once) leaves a run measured
+/// without its load: tagged, the campaign failed, exit 2.
+#[test]
+fn a_campaign_whose_load_failed_is_not_complete() {
+    let dir = scratch("load-failed");
+    let db = dir.join("r.db");
+    let file = campaign(
+        &dir,
+        "lf",
+        "  [[load_case.load]]\n  kind = \"external\"\n  program = \"false\"\n",
+    );
+    let out = rtscope(&[
+        "run",
+        file.to_str().unwrap(),
+        "--db",
+        db.to_str().unwrap(),
+        "--monitor-interval",
+        "0",
+    ]);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(code(&out), 2, "{stdout}\n{stderr}");
+    assert!(stdout.contains("without its load"), "{stdout}");
+    assert_eq!(
+        query(&db, "SELECT value FROM tags WHERE key = 'load_failed'"),
+        "false"
+    );
+    assert_eq!(query(&db, "SELECT status FROM campaigns"), "failed");
+}
+
+/// Case 4: an io load whose directory does not exist is refused before anything starts.
+#[test]
+fn an_io_load_with_a_missing_directory_is_refused_up_front() {
+    let dir = scratch("io-missing");
+    let db = dir.join("r.db");
+    let file = campaign(
+        &dir,
+        "io",
+        "  [[load_case.load]]\n  kind = \"io\"\n  dir = \"/nonexistent/rtscope\"\n",
+    );
+    let out = rtscope(&["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(code(&out), 2, "{stdout}\n{stderr}");
+    assert!(stderr.contains("/nonexistent/rtscope"), "{stderr}");
+    assert!(!db.exists(), "nothing started");
+}
