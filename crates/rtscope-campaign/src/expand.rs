@@ -12,6 +12,7 @@ use rtscope_core::Nanos;
 use rtscope_engine::{ClockKind, CpuSet};
 use rtscope_load::LoadSpec;
 use rtscope_session::limits;
+use rtscope_session::record;
 use rtscope_session::UsageError;
 use rtscope_session::{Naming, PlanError, PlanSpec, PolicyChoice, RunPlan};
 use std::path::Path;
@@ -160,6 +161,13 @@ fn expand(
     };
     if name.trim().is_empty() {
         return Err(UsageError::new("the campaign name is empty").hint("name it with --name"));
+    }
+    record::check_name(&name, "campaign name", record::MAX_NAME_BYTES)?;
+    if name.contains('/') {
+        return Err(UsageError::new(format!(
+            "invalid campaign name '{}': names have no '/' (run labels are campaign/scenario/case/repeat)",
+            rtscope_core::text::escape(&name)
+        )));
     }
     if let Some(k) = raw
         .measure
@@ -354,11 +362,21 @@ fn check_name<'a>(
     what: &str,
 ) -> Result<(), UsageError> {
     let n = name.get_ref();
-    if n.trim().is_empty() || n.contains('/') {
+    if n.trim().is_empty()
+        || n.contains('/')
+        || n.chars().any(char::is_control)
+        || n.len() > record::MAX_NAME_BYTES
+    {
         return Err(src
-            .error(name.span(), format!("invalid {what} name '{n}'"))
+            .error(
+                name.span(),
+                format!(
+                    "invalid {what} name '{}'",
+                    rtscope_core::text::escape(&rtscope_core::text::clip(n, 60))
+                ),
+            )
             .hint(
-                "names are not empty and have no '/' (labels are campaign/scenario/case/repeat)",
+                "names are not empty, at most 256 bytes, without control characters or '/' (labels are campaign/scenario/case/repeat)",
             ));
     }
     if earlier.into_iter().any(|e| e == n) {

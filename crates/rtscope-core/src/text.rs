@@ -61,6 +61,12 @@ pub fn escape(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// [`escape`] on each line of `s`, keeping its line breaks: for a block of text made of
+/// untrusted pieces.
+pub fn escape_lines(s: &str) -> String {
+    s.split('\n').map(escape).collect::<Vec<_>>().join("\n")
+}
+
 /// At most `max` bytes of `s` (cut at a character boundary), with `…` when cut: the part of
 /// an untrusted line an error message quotes.
 pub fn clip(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
@@ -100,10 +106,12 @@ pub fn columns(cells: &[Vec<String>], right_from: usize) -> String {
             .zip(&widths)
             .enumerate()
             .map(|(i, (c, w))| {
+                // Padded by hand: `format!("{c:<w$}")` panics on widths above 65,535.
+                let pad = " ".repeat(w.saturating_sub(c.chars().count()));
                 if i < right_from {
-                    format!("{c:<w$}")
+                    format!("{c}{pad}")
                 } else {
-                    format!("{c:>w$}")
+                    format!("{pad}{c}")
                 }
             })
             .collect();
@@ -130,6 +138,13 @@ mod tests {
         assert_eq!(escape("\u{9b}2J"), "\\u{9b}2J");
         let t = columns(&[vec!["h".into()], vec!["x\ny".into()]], 1);
         assert_eq!(t.lines().count(), 3, "{t}");
+        let huge = "x".repeat(70_000);
+        assert_eq!(
+            columns(&[vec!["h".into(), "n".into()], vec![huge, "1".into()]], 1)
+                .lines()
+                .count(),
+            3
+        );
     }
 
     #[test]

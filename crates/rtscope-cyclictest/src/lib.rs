@@ -42,6 +42,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         return Ok(ExitStatus::Success);
     }
     let ct = lower::lower(&o, &lower::online())?;
+    record::check_label_and_tags(o.label.as_deref(), &o.tags)?;
     for n in &ct.notices {
         eprintln!("{n}");
     }

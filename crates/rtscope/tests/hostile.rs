@@ -374,3 +374,112 @@ fn an_io_load_with_a_missing_directory_is_refused_up_front() {
     assert!(stderr.contains("/nonexistent/rtscope"), "{stderr}");
     assert!(!db.exists(), "nothing started");
 }
+
+/// A database with one short run, for the output cases.
+fn one_run_db(case: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = scratch(case);
+    let db = dir.join("r.db");
+    let out = rtscope(&measure_args(db.to_str().unwrap(), &["-l", "50"]));
+    assert_eq!(code(&out), 0, "{:?}", texts(&out));
+    (dir, db)
+}
+
+fn sql(db: &Path, statement: &str) {
+    let o = Command::new("sqlite3")
+        .arg(db)
+        .arg(statement)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Case 10: a huge label is refused on input, and one already in a database never makes
+/// `runs` panic.
+#[test]
+fn huge_labels_are_refused_and_never_panic_on_output() {
+    let (_dir, db) = one_run_db("huge-label");
+    let dbs = db.to_str().unwrap();
+    let huge = "x".repeat(70_000);
+    let mut args = measure_args(dbs, &["-l", "10"]);
+    args.extend(["--label", &huge]);
+    let out = rtscope(&args);
+    let (_, stderr) = texts(&out);
+    assert_eq!(code(&out), 2);
+    assert!(
+        stderr.contains("--label") && stderr.len() < 1000,
+        "{}",
+        &stderr[..200]
+    );
+    sql(&db, "UPDATE runs SET label = printf('%.70000c', 'y')");
+    let out = rtscope(&["runs", "--db", dbs]);
+    assert_eq!(code(&out), 0, "{}", texts(&out).1);
+    let out = rtscope(&["runs", "show", "1", "--db", dbs]);
+    assert_eq!(code(&out), 0, "{}", texts(&out).1);
+}
+
+/// Cases 16 and 17: escape sequences and newlines in labels and tags reach no terminal raw,
+/// and are refused on input.
+#[test]
+fn control_characters_are_escaped_on_output_and_refused_on_input() {
+    let (_dir, db) = one_run_db("escapes");
+    let dbs = db.to_str().unwrap();
+    sql(
+        &db,
+        "UPDATE runs SET label = 'a' || char(27) || ']0;pwned' || char(7) || char(10) || 'b' || char(13);\
+         INSERT INTO tags VALUES (1, 'k', char(27) || '[2J');",
+    );
+    for args in [
+        &["runs", "--db", dbs][..],
+        &["runs", "show", "1", "--db", dbs],
+    ] {
+        let out = rtscope(args);
+        let (stdout, stderr) = texts(&out);
+        assert_eq!(code(&out), 0, "{stderr}");
+        assert!(
+            !stdout.contains('\x1b') && !stdout.contains('\x07') && !stdout.contains('\r'),
+            "{args:?}: {stdout:?}"
+        );
+        assert!(stdout.contains("\\x1b]0;pwned"), "{stdout}");
+    }
+    let out = rtscope(&["runs", "--db", dbs]);
+    let stdout = texts(&out).0;
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "header, rule, one run, footnote: {lines:?}");
+    let mut args = measure_args(dbs, &["-l", "10"]);
+    args.extend(["--label", "a\x1b[2Jb"]);
+    let out = rtscope(&args);
+    assert_eq!(code(&out), 2, "{:?}", texts(&out));
+    assert!(!texts(&out).1.contains('\x1b'));
+}
+
+/// Case 18: `runs tag` cannot move a run into another campaign.
+#[test]
+fn reserved_tags_are_refused_by_runs_tag() {
+    let (_dir, db) = one_run_db("reserved-tag");
+    let out = rtscope(&[
+        "runs",
+        "tag",
+        "1",
+        "campaign=evil",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    let (_, stderr) = texts(&out);
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert!(stderr.contains("campaign"), "{stderr}");
+    assert_eq!(query(&db, "SELECT count(*) FROM tags"), "0");
+}
+
+/// Case 17: NUL and escape sequences in a campaign name are refused with the position.
+#[test]
+fn control_characters_in_campaign_names_are_refused() {
+    let dir = scratch("campaign-name");
+    let file = campaign(&dir, "a\\u001b[2Jb", "");
+    let out = rtscope(&["run", file.to_str().unwrap(), "--dry-run"]);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(code(&out), 2, "{stdout}\n{stderr}");
+    assert!(
+        !stderr.contains('\x1b') && !stdout.contains('\x1b'),
+        "{stderr:?}"
+    );
+}

@@ -20,24 +20,48 @@ pub fn scratch(case: &str) -> PathBuf {
     d
 }
 
-/// Waits for `child` at most `limit`; kills it and panics after that (a hang is a failure).
+/// Waits for `child` at most `limit`, reading its output meanwhile (a full pipe never blocks
+/// it); kills it and panics after that (a hang is a failure).
 pub fn wait_output(mut child: Child, limit: Duration, what: &str) -> Output {
+    fn reader<R: std::io::Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    }
+    let out = reader(child.stdout.take());
+    let err = reader(child.stderr.take());
     let end = Instant::now() + limit;
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
         }
         if Instant::now() > end {
             let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "{what}: still running after {limit:?}\nstdout: {}\nstderr: {}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
+            timed_out = true;
+            break child.wait().unwrap();
         }
         std::thread::sleep(Duration::from_millis(20));
+    };
+    let o = Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    };
+    if timed_out {
+        let tail =
+            |b: &[u8]| String::from_utf8_lossy(&b[b.len().saturating_sub(2000)..]).into_owned();
+        panic!(
+            "{what}: still running after {limit:?}\nstdout: {}\nstderr: {}",
+            tail(&o.stdout),
+            tail(&o.stderr)
+        );
     }
+    o
 }
 
 /// Runs rtscope with `args` (stdin from /dev/null), killed after 60 s.

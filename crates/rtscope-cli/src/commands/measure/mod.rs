@@ -101,6 +101,7 @@ pub fn run(
     rtscope_session::drive::hold_signals();
     let online = sys::online_cpus();
     let plan = plan(a, &online)?;
+    rtscope_session::record::check_label_and_tags(a.label.as_deref(), &a.tags)?;
     let main_cpus = a
         .main_cpus
         .as_deref()
