@@ -14,11 +14,11 @@ pub mod table;
 pub mod tables;
 pub mod thrift;
 
+use rtscope_session::output::AtomicFile;
 use rtscope_session::{RunError, UsageError};
 use rtscope_store::{RunId, Store};
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, Write};
+use std::path::Path;
 use table::Table;
 use tables::RunData;
 
@@ -110,31 +110,24 @@ fn report(out: &mut dyn Write, path: &Path, rows: usize) -> io::Result<()> {
     writeln!(out, "wrote {} ({rows} rows)", path.display())
 }
 
-/// `dir/.NAME.partial`: where `dir/NAME` is written before it is renamed into place.
-fn partial_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or_else(|| "export".into(), |n| n.to_string_lossy().into_owned());
-    path.with_file_name(format!(".{name}.partial"))
-}
-
 /// Writes `path` through `body`: into a temporary file first, renamed to `path` once
 /// complete. Errors name the file.
 fn write_file(
     path: &Path,
     body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), UsageError> {
-    let tmp = partial_path(path);
-    let result = File::create(&tmp).and_then(|f| {
-        let mut w = BufWriter::new(f);
-        body(&mut w)?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path)
+    // A new file (O_EXCL|O_NOFOLLOW) renamed over the target: a symlink planted in a shared
+    // output directory is replaced, never written through.
+    let result = AtomicFile::create(path).and_then(|mut f| {
+        body(&mut f)?;
+        f.commit()
     });
     result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        UsageError::new(format!("cannot write {}: {e}", path.display()))
-            .hint("pass -o DIR with a writable directory")
+        UsageError::new(format!(
+            "cannot write {}: {e}",
+            rtscope_core::text::escape(&path.display().to_string())
+        ))
+        .hint("pass -o DIR with a writable directory")
     })
 }
 
@@ -143,28 +136,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn partial_file_is_hidden_next_to_the_target() {
-        assert_eq!(
-            partial_path(Path::new("out/run-3-series.csv")),
-            Path::new("out/.run-3-series.csv.partial")
-        );
-    }
-
-    #[test]
     fn write_file_renames_into_place_and_names_the_file_on_error() {
         let dir = std::env::temp_dir().join(format!("rtscope-export-unit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("a.csv");
         write_file(&path, |w| w.write_all(b"x\r\n")).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"x\r\n");
-        assert!(!partial_path(&path).exists());
         let bad = dir.join("a.csv").join("b.csv");
         let e = write_file(&bad, |w| w.write_all(b"x")).unwrap_err();
         assert!(e.message.contains(&bad.display().to_string()), "{e}");
         let failing = dir.join("c.csv");
         let e = write_file(&failing, |_| Err(io::Error::other("disk full"))).unwrap_err();
         assert!(e.message.contains("disk full") && !failing.exists());
-        assert!(!partial_path(&failing).exists());
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no partial file left"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -483,3 +483,84 @@ fn control_characters_in_campaign_names_are_refused() {
         "{stderr:?}"
     );
 }
+
+/// Case 15: symlinks planted in the output directory of `export` and `report` are replaced,
+/// their targets never written.
+#[test]
+fn export_and_report_never_write_through_planted_symlinks() {
+    let (dir, db) = one_run_db("symlinks");
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let exp = dir.join("exp");
+    let rep = dir.join("rep");
+    std::fs::create_dir_all(&exp).unwrap();
+    std::fs::create_dir_all(&rep).unwrap();
+    for name in [
+        "run-1-series.csv",
+        ".run-1-series.csv.partial",
+        "run-1-summary.json",
+    ] {
+        std::os::unix::fs::symlink(&victim, exp.join(name)).unwrap();
+    }
+    for name in ["report.html", "summary.txt", ".report.html.partial"] {
+        std::os::unix::fs::symlink(&victim, rep.join(name)).unwrap();
+    }
+    let dbs = db.to_str().unwrap();
+    let out = rtscope(&["export", "1", "--db", dbs, "-o", exp.to_str().unwrap()]);
+    assert_eq!(code(&out), 0, "{:?}", texts(&out));
+    let out = rtscope(&["report", "1", "--db", dbs, "-o", rep.to_str().unwrap()]);
+    assert_eq!(code(&out), 0, "{:?}", texts(&out));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    assert!(!exp.join("run-1-series.csv").is_symlink());
+    assert!(!rep.join("report.html").is_symlink());
+}
+
+/// Case 17: control characters in a label make no invalid SVG, no raw ESC/BEL in the HTML,
+/// and a label that looks like a formula gets a leading ' in CSV.
+#[test]
+fn hostile_labels_are_escaped_in_svg_html_and_csv() {
+    let (dir, db) = one_run_db("svg-html-csv");
+    sql(
+        &db,
+        "UPDATE runs SET label = '=cmd|x' || char(27) || '[31m' || char(7) || char(0) || '<b>';",
+    );
+    let dbs = db.to_str().unwrap();
+    let rep = dir.join("rep");
+    let out = rtscope(&["report", "1", "--db", dbs, "-o", rep.to_str().unwrap()]);
+    assert_eq!(code(&out), 0, "{:?}", texts(&out));
+    for e in std::fs::read_dir(&rep).unwrap() {
+        let p = e.unwrap().path();
+        if matches!(p.extension().and_then(|x| x.to_str()), Some("svg" | "html")) {
+            let body = std::fs::read(&p).unwrap();
+            assert!(
+                !body
+                    .iter()
+                    .any(|&b| b < 0x20 && !matches!(b, b'\n' | b'\r' | b'\t')),
+                "{} holds a control character",
+                p.display()
+            );
+        }
+    }
+    let exp = dir.join("exp");
+    let out = rtscope(&[
+        "export",
+        "1",
+        "--db",
+        dbs,
+        "-o",
+        exp.to_str().unwrap(),
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(code(&out), 0, "{:?}", texts(&out));
+    let mut seen = false;
+    for e in std::fs::read_dir(&exp).unwrap() {
+        let body = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        for cell in body.split([',', '\n']) {
+            let cell = cell.trim_start_matches('"');
+            assert!(!cell.starts_with("=cmd"), "formula cell in {body}");
+            seen |= cell.starts_with("'=cmd");
+        }
+    }
+    assert!(seen, "the label is exported");
+}
