@@ -202,7 +202,13 @@ fn finish(
     ctx.progress.clear();
     let ended = sysinfo::rfc3339(SystemTime::now());
     if let Err(e) = ctx.store.finish_campaign(ctx.cid, state, &ended) {
-        eprintln!("error: the campaign's end could not be recorded: {e}");
+        {
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: the campaign's end could not be recorded: {e}"
+            );
+        };
         return Ok(ExitStatus::Usage);
     }
     writeln!(

@@ -44,7 +44,10 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
     let ct = lower::lower(&o, &lower::online())?;
     record::check_label_and_tags(o.label.as_deref(), &o.tags)?;
     for n in &ct.notices {
-        eprintln!("{n}");
+        {
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "{n}");
+        };
     }
     if o.verbose && o.early_using_line {
         if let Some(m) = &ct.affinity_mask {
@@ -279,7 +282,10 @@ impl<'p> Live<'p> {
         }
         let dropped: u64 = r.threads.iter().map(|t| t.samples_dropped).sum();
         if dropped > 0 {
-            eprintln!("rtscope: warning: {dropped} samples were not printed with -v because stdout was too slow (they are in all statistics)");
+            {
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stderr(), "rtscope: warning: {dropped} samples were not printed with -v because stdout was too slow (they are in all statistics)");
+            };
         }
         Ok(())
     }

@@ -326,7 +326,10 @@ fn report(out: &mut dyn Write, as_json: bool, done: &[(&Parsed, i64)]) -> Result
             p.imported.samples()
         )?;
         for n in &p.imported.notes {
-            eprintln!("note: {}: {n}", p.file.display());
+            {
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stderr(), "note: {}: {n}", p.file.display());
+            };
         }
     }
     Ok(())

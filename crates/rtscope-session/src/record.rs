@@ -377,7 +377,13 @@ fn start_monitor(run: &Run, interval: Duration) -> Option<MonitorThread> {
     match MonitorThread::start(Path::new("/"), interval, axis, &measured) {
         Ok(m) => Some(m),
         Err(e) => {
-            eprintln!("rtscope: warning: system monitors not sampled: {e}");
+            {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "rtscope: warning: system monitors not sampled: {e}"
+                );
+            };
             None
         }
     }

@@ -564,3 +564,18 @@ fn hostile_labels_are_escaped_in_svg_html_and_csv() {
     }
     assert!(seen, "the label is exported");
 }
+
+/// Case 14: a stderr that cannot be written (a full disk holding the log) is silence: errors
+/// keep their exit code, runs still run and are recorded.
+#[test]
+fn a_failing_stderr_is_silence_not_a_panic() {
+    let dir = scratch("stderr-full");
+    let db = dir.join("r.db");
+    let args = measure_args(db.to_str().unwrap(), &["-l", "50", "--label", "x"]).join(" ");
+    let out = bash(&format!("\"$RTSCOPE\" {args} 2>/dev/full; echo \"exit $?\""));
+    assert!(texts(&out).0.contains("exit 0"), "{:?}", texts(&out));
+    let out = bash("\"$RTSCOPE\" measure --interval nonsense 2>/dev/full; echo \"exit $?\"");
+    assert!(texts(&out).0.contains("exit 2"), "{:?}", texts(&out));
+    let out = bash("\"$RTSCOPE\" runs --db /nonexistent/x.db 2>/dev/full; echo \"exit $?\"");
+    assert!(texts(&out).0.contains("exit 2"), "{:?}", texts(&out));
+}
