@@ -184,6 +184,18 @@ fn expand(
     let tags = tags(src, raw, a)?;
     let scenarios = scenarios(src, raw, a, online)?;
     let cases = cases(src, &raw.load_case, online.len())?;
+    // The size of the plan is known before it is built: a huge one is refused, not built.
+    let size = (scenarios.len() as u64)
+        .saturating_mul(cases.len() as u64)
+        .saturating_mul(u64::from(repeats));
+    if size > MAX_PLANNED_RUNS {
+        return Err(UsageError::new(format!(
+            "the campaign has {} scenarios × {} load cases × {repeats} repeats = {size} runs; at most {MAX_PLANNED_RUNS}",
+            scenarios.len(),
+            cases.len()
+        ))
+        .hint("split it into several campaigns, or lower repeats"));
+    }
     let mut cells = Vec::new();
     if interleaved {
         for r in 1..=repeats {
@@ -205,6 +217,10 @@ fn expand(
         .collect();
     Ok((name, tags, runs))
 }
+
+/// The most runs a campaign plans (scenarios × load cases × repeats): a year of 5-minute
+/// runs is about 100,000.
+pub const MAX_PLANNED_RUNS: u64 = 100_000;
 
 /// One scenario, measured: its name and everything of a run that does not depend on the case.
 struct Scenario {

@@ -8,8 +8,11 @@ use rtscope_engine::{
 };
 use rtscope_session::UsageError;
 
-/// Largest histogram cyclictest accepts (larger values are clamped, as cyclictest does).
+/// Largest histogram accepted (`-h`, buckets); a larger size is refused.
 pub const HIST_MAX: usize = 1_000_000;
+
+/// Most spikes kept per thread (`--spike-nodes`): 24 bytes each, 24 MB at most.
+pub const SPIKE_NODES_MAX: usize = 1_000_000;
 /// Per-thread sample buffer for `-v` (samples), drained by the control thread.
 pub const VERBOSE_RING: usize = 1 << 16;
 
@@ -183,6 +186,17 @@ fn check_values(o: &CtOptions) -> Result<(), UsageError> {
         return Err(UsageError::new(
             "invalid value for '--spike-nodes': at least 1",
         ));
+    }
+    if o.spike_nodes > SPIKE_NODES_MAX {
+        return Err(UsageError::new(format!(
+            "invalid value '{}' for '--spike-nodes': use 1..{SPIKE_NODES_MAX}",
+            o.spike_nodes
+        )));
+    }
+    if let Some(h) = o.histogram.filter(|&h| h > HIST_MAX) {
+        return Err(UsageError::new(format!(
+            "invalid value '{h}' for '-h': use 1..{HIST_MAX} (buckets of 1 us or 1 ns)"
+        )));
     }
     Ok(())
 }

@@ -65,6 +65,8 @@ pub enum Field {
     Duration,
     /// The wake-ups per thread.
     Loops,
+    /// The events kept per thread.
+    EventCapacity,
 }
 
 impl Field {
@@ -82,6 +84,7 @@ impl Field {
             Field::Distance => "distance",
             Field::Duration => "duration",
             Field::Loops => "loops",
+            Field::EventCapacity => "event_capacity",
         }
     }
 
@@ -149,6 +152,11 @@ pub enum Problem {
     },
     /// A length of zero (a run without a single sample).
     ZeroLength,
+    /// More events per thread than [`MAX_EVENT_CAPACITY`].
+    EventCapacity {
+        /// The capacity asked for.
+        asked: usize,
+    },
     /// A duration shorter than the interval (no thread would wake up once).
     RunShorterThanInterval {
         /// The duration.
@@ -157,6 +165,9 @@ pub enum Problem {
         interval: Nanos,
     },
 }
+
+/// The most events (wake-ups above `--event-above`) kept per thread: 24 bytes each, 24 MB.
+pub const MAX_EVENT_CAPACITY: usize = 1_000_000;
 
 /// The shortest interval a run accepts: 1 µs, as cyclictest. A shorter one only measures
 /// missed periods while the measuring threads hold every CPU at a real-time priority.
@@ -211,6 +222,10 @@ impl PlanError {
                 "invalid value '{asked}' for '{}': use at least {}",
                 n(Field::Interval),
                 rtscope_core::text::short(MIN_INTERVAL)
+            ),
+            Problem::EventCapacity { asked } => format!(
+                "invalid value '{asked}' for '{}': use 0..{MAX_EVENT_CAPACITY} events per thread",
+                n(self.field)
             ),
             Problem::ZeroLength => format!(
                 "invalid value 0 for '{}': a run of length 0 has no samples (leave it out for the default, 60s)",
@@ -350,6 +365,12 @@ impl RunPlan {
             return Err(PlanError::new(Field::Interval, p));
         }
         check_length(s, n)?;
+        if s.event_capacity > MAX_EVENT_CAPACITY {
+            let p = Problem::EventCapacity {
+                asked: s.event_capacity,
+            };
+            return Err(PlanError::new(Field::EventCapacity, p));
+        }
         let pol = policy(s)?;
         if pol.is_realtime_priority() && !(1..=99).contains(&s.priority) {
             let p = Problem::Priority {

@@ -572,10 +572,45 @@ fn a_failing_stderr_is_silence_not_a_panic() {
     let dir = scratch("stderr-full");
     let db = dir.join("r.db");
     let args = measure_args(db.to_str().unwrap(), &["-l", "50", "--label", "x"]).join(" ");
-    let out = bash(&format!("\"$RTSCOPE\" {args} 2>/dev/full; echo \"exit $?\""));
+    let out = bash(&format!(
+        "\"$RTSCOPE\" {args} 2>/dev/full; echo \"exit $?\""
+    ));
     assert!(texts(&out).0.contains("exit 0"), "{:?}", texts(&out));
     let out = bash("\"$RTSCOPE\" measure --interval nonsense 2>/dev/full; echo \"exit $?\"");
     assert!(texts(&out).0.contains("exit 2"), "{:?}", texts(&out));
     let out = bash("\"$RTSCOPE\" runs --db /nonexistent/x.db 2>/dev/full; echo \"exit $?\"");
     assert!(texts(&out).0.contains("exit 2"), "{:?}", texts(&out));
+}
+
+/// Case 11: huge counts are refused with their range, under a 2 GB address-space limit (an
+/// allocation attempt would abort instead).
+#[test]
+fn huge_counts_are_refused_before_anything_is_allocated() {
+    let dir = scratch("huge-counts");
+    let db = dir.join("r.db");
+    let file = campaign(&dir, "huge", "");
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("[measure]", "repeats = 90000000\n[measure]");
+    std::fs::write(&file, text).unwrap();
+    for (cmd, want) in [
+        (
+            format!(
+                "{} --event-capacity 100000000000 -l 10",
+                measure_args(db.to_str().unwrap(), &[]).join(" ")
+            ),
+            "--event-capacity",
+        ),
+        (
+            "cyclictest -q -l 10 --spike=100 --spike-nodes=100000000000".to_string(),
+            "--spike-nodes",
+        ),
+        ("cyclictest -q -l 10 -h 99999999999".to_string(), "-h"),
+        (format!("run {} --dry-run", file.display()), "at most"),
+    ] {
+        let out = bash(&format!("ulimit -v 2000000; \"$RTSCOPE\" {cmd}"));
+        let (_, stderr) = texts(&out);
+        assert_eq!(code(&out), 2, "{cmd}: {stderr}");
+        assert!(stderr.contains(want), "{cmd}: {stderr}");
+    }
 }
