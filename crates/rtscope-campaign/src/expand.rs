@@ -107,6 +107,35 @@ pub(crate) fn from_text(
     })
 }
 
+/// The largest campaign file read: 1 MiB (a campaign of hundreds of scenarios is a few KiB).
+pub const MAX_CAMPAIGN_FILE_BYTES: u64 = 1 << 20;
+
+/// Reads a campaign file: a regular file (a FIFO is not opened, `/dev/zero` not read) of at
+/// most [`MAX_CAMPAIGN_FILE_BYTES`].
+fn read_campaign_file(f: &Path) -> Result<String, UsageError> {
+    use std::io::Read;
+    let shown = rtscope_core::text::escape(&f.display().to_string()).into_owned();
+    let cannot = |e: &dyn std::fmt::Display| {
+        UsageError::new(format!("cannot read campaign file '{shown}': {e}"))
+    };
+    let m = std::fs::metadata(f).map_err(|e| cannot(&e).hint(missing_file_hint(f)))?;
+    if !m.is_file() {
+        return Err(cannot(&"not a regular file (a pipe, FIFO or device)")
+            .hint("write the campaign to a file"));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(f)
+        .and_then(|h| h.take(MAX_CAMPAIGN_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| cannot(&e))?;
+    if bytes.len() as u64 > MAX_CAMPAIGN_FILE_BYTES {
+        return Err(cannot(&format!(
+            "larger than {} KiB, the most a campaign file may be",
+            MAX_CAMPAIGN_FILE_BYTES >> 10
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| cannot(&e))
+}
+
 /// (source, name for positions, text).
 fn read_source(a: &CampaignOptions) -> Result<(String, String, String), UsageError> {
     match (&a.preset, &a.file) {
@@ -118,10 +147,7 @@ fn read_source(a: &CampaignOptions) -> Result<(String, String, String), UsageErr
             Ok((p.clone(), format!("preset:{p}"), text.to_string()))
         }
         (None, Some(f)) => {
-            let text = std::fs::read_to_string(f).map_err(|e| {
-                UsageError::new(format!("cannot read campaign file '{}': {e}", f.display()))
-                    .hint(missing_file_hint(f))
-            })?;
+            let text = read_campaign_file(f)?;
             let shown = f.display().to_string();
             Ok((shown.clone(), shown, text))
         }

@@ -614,3 +614,47 @@ fn huge_counts_are_refused_before_anything_is_allocated() {
         assert!(stderr.contains(want), "{cmd}: {stderr}");
     }
 }
+
+/// Case 12: FIFOs, /dev/zero, /dev/stdin and /proc files are refused (or read) with a correct
+/// message, never waited on or read until memory runs out; a long bad line is quoted short.
+#[test]
+fn non_regular_files_are_refused_and_errors_quote_little() {
+    let dir = scratch("non-regular");
+    let fifo = dir.join("fifo");
+    let o = Command::new("mkfifo").arg(&fifo).output().unwrap();
+    assert!(o.status.success());
+    let db = dir.join("r.db");
+    let dbs = db.to_str().unwrap();
+    let f = fifo.to_str().unwrap();
+    for (args, want) in [
+        (vec!["run", f, "--dry-run"], "not a regular file"),
+        (vec!["run", "/dev/zero", "--dry-run"], "not a regular file"),
+        (vec!["import", f, "--db", dbs], "not a regular file"),
+        (
+            vec!["import", "/dev/stdin", "--db", dbs],
+            "not a regular file",
+        ),
+        (
+            vec!["import", "/proc/self/status", "--db", dbs],
+            "unrecognised",
+        ),
+    ] {
+        let out = bash(&format!(
+            "ulimit -v 2000000; \"$RTSCOPE\" {} </dev/zero",
+            args.join(" ")
+        ));
+        let (_, stderr) = texts(&out);
+        assert_eq!(code(&out), 2, "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+    let big = dir.join("big.txt");
+    std::fs::write(
+        &big,
+        format!("# Histogram\n000000 {}\n", "9".repeat(100_000)),
+    )
+    .unwrap();
+    let out = rtscope(&["import", big.to_str().unwrap(), "--db", dbs]);
+    let (_, stderr) = texts(&out);
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert!(stderr.len() < 1200, "{} bytes of error", stderr.len());
+}
