@@ -116,7 +116,9 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
     })?;
     let outcome = &measured;
     live.finish(&outcome.result, out)?;
-    let interrupted = outcome.interrupted();
+    // A reader that left (`cyclictest -v | head`) ends the run early: recorded as
+    // interrupted, but the exit status stays the run's (0, or 1 for a break), as before.
+    let interrupted = outcome.signal.is_some();
     let (mut status, json) = finish(&o, &ct, &outcome.result, interrupted, cmdline, out)?;
     if let (Some(file), Some(body)) = (json_file, json) {
         if let Err(e) = file.write(body.as_bytes(), out, "--json") {

@@ -394,7 +394,7 @@ impl RunPlan {
                 } else {
                     s.priority
                 },
-                interval: s.interval + Nanos(s.distance.0 * i as u64),
+                interval: s.interval + Nanos(s.distance.0.saturating_mul(i as u64)),
             })
             .collect();
         let mut c = RunConfig::new(threads);
@@ -430,7 +430,11 @@ fn check_length(s: &PlanSpec, threads: usize) -> Result<(), PlanError> {
     if s.loops == Some(0) {
         return Err(PlanError::new(Field::Loops, Problem::ZeroLength));
     }
-    if let Some(d) = s.duration {
+    let effective = match (s.duration, s.loops) {
+        (None, None) => Some(DEFAULT_DURATION),
+        (d, _) => d,
+    };
+    if let Some(d) = effective {
         if d.0 == 0 {
             return Err(PlanError::new(Field::Duration, Problem::ZeroLength));
         }

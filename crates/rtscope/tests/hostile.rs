@@ -658,3 +658,38 @@ fn non_regular_files_are_refused_and_errors_quote_little() {
     assert_eq!(code(&out), 2, "{stderr}");
     assert!(stderr.len() < 1200, "{} bytes of error", stderr.len());
 }
+
+/// Case 18: values that would mean something else are refused, naming the flag and range.
+#[test]
+fn values_that_mean_something_else_are_refused() {
+    let dir = scratch("values");
+    let db = dir.join("r.db");
+    let dbs = db.to_str().unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![
+                "measure",
+                "--policy",
+                "other",
+                "-t",
+                "2",
+                "--distance",
+                "999999999s",
+                "--db",
+                dbs,
+            ],
+            "--duration",
+        ),
+        (measure_args(dbs, &["-i", "100000000000s"]), "too long"),
+        (
+            vec!["cyclictest", "-q", "-l", "10", "--latency=-5"],
+            "--latency",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = rtscope(&args);
+        let (_, stderr) = texts(&out);
+        assert_eq!(code(&out), 2, "{args:?}: {stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+}
