@@ -49,6 +49,11 @@ pub fn write(w: &mut dyn Write, t: &Table) -> io::Result<()> {
         w.write_all(field(&c.name).as_bytes())?;
     }
     w.write_all(EOL)?;
+    write_rows(w, t)
+}
+
+/// Writes the rows of `t` alone (a further part of a table streamed in parts).
+pub fn write_rows(w: &mut dyn Write, t: &Table) -> io::Result<()> {
     for row in 0..t.rows() {
         for (i, c) in t.columns.iter().enumerate() {
             if i > 0 {

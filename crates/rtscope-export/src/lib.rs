@@ -33,10 +33,20 @@ pub enum ExportFormat {
     Parquet,
 }
 
-/// Reads everything exported about run `id`.
+/// Reads everything exported about run `id` except its raw samples, which
+/// [`write_format_streamed`] reads from the store one chunk at a time.
+pub fn load_without_samples(store: &Store, id: RunId) -> Result<RunData, UsageError> {
+    load_with(store, id, false)
+}
+
+/// Reads everything exported about run `id`, raw samples included.
 pub fn load(store: &Store, id: RunId) -> Result<RunData, UsageError> {
+    load_with(store, id, true)
+}
+
+fn load_with(store: &Store, id: RunId, raw: bool) -> Result<RunData, UsageError> {
     let b = store
-        .bundle(id, true)
+        .bundle(id, raw)
         .map_err(|e| UsageError::new(format!("run {id}: {e}")))?;
     let samples = b
         .raw
@@ -98,6 +108,85 @@ pub fn write_format(
         ExportFormat::Parquet => {
             for t in tables {
                 let path = dir.join(format!("run-{id}-{}.parquet", t.name));
+                write_file(&path, |w| parquet::write(w, t, &created_by, json::SCHEMA))?;
+                report(out, &path, t.rows())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// [`write_format`] for tables read by [`load_without_samples`]: the `samples` table is
+/// streamed from `store` chunk by chunk into CSV and JSON (memory bounded by a chunk, whatever
+/// the run's size); Parquet still reads it whole (one row group).
+pub fn write_format_streamed(
+    format: ExportFormat,
+    dir: &Path,
+    id: RunId,
+    tables: &[Table],
+    store: &Store,
+    out: &mut dyn Write,
+) -> Result<(), RunError> {
+    let threads = store
+        .run(id)
+        .map_err(|e| UsageError::new(format!("run {id}: {e}")))?
+        .threads
+        .iter()
+        .map(|t| t.thread)
+        .collect::<Vec<u32>>();
+    let stream = |sink: &mut dyn FnMut(&Table) -> io::Result<()>| -> io::Result<usize> {
+        let mut rows = 0;
+        for &thread in &threads {
+            store
+                .for_each_raw_chunk(id, thread, &mut |chunk| {
+                    rows += chunk.len();
+                    sink(&tables::samples_part(id, thread, &chunk))
+                })
+                .map_err(io::Error::other)?;
+        }
+        Ok(rows)
+    };
+    let created_by = format!("rtscope version {}", env!("CARGO_PKG_VERSION"));
+    match format {
+        ExportFormat::Csv => {
+            for t in tables {
+                let path = dir.join(format!("run-{id}-{}.csv", t.name));
+                let mut rows = t.rows();
+                write_file(&path, |w| {
+                    csv::write(w, t)?;
+                    if t.name == "samples" {
+                        rows = stream(&mut |part| csv::write_rows(w, part))?;
+                    }
+                    Ok(())
+                })?;
+                report(out, &path, rows)?;
+            }
+        }
+        ExportFormat::Json => {
+            let path = dir.join(format!("run-{id}.json"));
+            let mut rows: usize = tables.iter().map(Table::rows).sum();
+            write_file(&path, |w| {
+                json::write_streamed(w, tables, "samples", &mut |sink| {
+                    rows += stream(sink)?;
+                    Ok(())
+                })
+            })?;
+            report(out, &path, rows)?;
+        }
+        ExportFormat::Parquet => {
+            for t in tables {
+                let path = dir.join(format!("run-{id}-{}.parquet", t.name));
+                let whole;
+                let t = if t.name == "samples" {
+                    let d = load(store, id)?;
+                    whole = tables::all(&d)
+                        .into_iter()
+                        .find(|t| t.name == "samples")
+                        .expect("a samples table");
+                    &whole
+                } else {
+                    t
+                };
                 write_file(&path, |w| parquet::write(w, t, &created_by, json::SCHEMA))?;
                 report(out, &path, t.rows())?;
             }

@@ -11,7 +11,7 @@ use std::io::Write;
 pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let store = record::open_existing(a.db.as_deref())?;
     let id = runs::resolve(&store, &a.run)?;
-    let data = rtscope_export::load(&store, id)?;
+    let data = rtscope_export::load_without_samples(&store, id)?;
     let tables = rtscope_export::tables::all(&data);
     rtscope_export::prepare_dir(&a.output)?;
     // Each format once, in the order given.
@@ -22,7 +22,7 @@ pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 ExportFormat::Json => Format::Json,
                 ExportFormat::Parquet => Format::Parquet,
             };
-            rtscope_export::write_format(format, &a.output, id, &tables, out)
+            rtscope_export::write_format_streamed(format, &a.output, id, &tables, &store, out)
                 .map_err(crate::lift)?;
         }
     }
