@@ -52,13 +52,16 @@ fn write_rows(w: &mut dyn Write, t: &Table, first: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// Where the parts of a streamed table go, one at a time.
+pub type PartSink<'a> = dyn FnMut(&Table) -> io::Result<()> + 'a;
+
 /// Writes the document like [`write`], the table named `streamed` taking its rows from
 /// `parts` (called with a sink for each further part) instead of from its (empty) table.
 pub fn write_streamed(
     w: &mut dyn Write,
     tables: &[Table],
     streamed: &str,
-    parts: &mut dyn FnMut(&mut dyn FnMut(&Table) -> io::Result<()>) -> io::Result<()>,
+    parts: &mut dyn FnMut(&mut PartSink<'_>) -> io::Result<()>,
 ) -> io::Result<()> {
     w.write_all(b"{\n  \"schema\": ")?;
     string(w, SCHEMA)?;
