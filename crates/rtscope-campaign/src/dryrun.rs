@@ -143,6 +143,9 @@ fn limits(runs: &[PlannedRun]) -> String {
 }
 
 fn layout(r: &PlannedRun) -> String {
+    if let Some(c) = &r.respond {
+        return format!("respond {} {}", c.kind, c.placement.path());
+    }
     let n = r.plan.config.threads.len();
     let pinned = r.plan.config.pinned_cpus();
     if pinned.is_empty() {

@@ -11,6 +11,7 @@ use super::{loads, presets, CampaignOptions};
 use rtscope_core::Nanos;
 use rtscope_engine::{ClockKind, CpuSet};
 use rtscope_load::LoadSpec;
+use rtscope_respond::ipc::{parse_placements, IpcConfig, IpcKind};
 use rtscope_session::limits;
 use rtscope_session::record;
 use rtscope_session::UsageError;
@@ -65,6 +66,9 @@ pub struct PlannedRun {
     pub label: String,
     /// `campaign`, `scenario`, `case`, `repeat`, then the campaign's tags and `--tag`s.
     pub tags: Vec<(String, String)>,
+    /// A respond scenario: the IPC measurement run instead of the timer plan (whose
+    /// interval, length, policy and priority it carries).
+    pub respond: Option<IpcConfig>,
 }
 
 /// Reads the campaign `a` names (file or `--preset`), applies the command-line overrides
@@ -253,6 +257,7 @@ struct Scenario {
     name: String,
     plan: RunPlan,
     settle: Nanos,
+    respond: Option<IpcConfig>,
 }
 
 fn planned(
@@ -286,6 +291,7 @@ fn planned(
         },
         label: format!("{campaign}/{}/{}/{repeat}", s.name, c.0),
         tags,
+        respond: s.respond.clone(),
     }
 }
 
@@ -388,13 +394,63 @@ fn scenarios(
                 u
             }
         })?;
+        let respond = respond(src, &merged, &plan)?;
         out.push(Scenario {
             name: name.get_ref().clone(),
             plan,
             settle,
+            respond,
         });
     }
     Ok(out)
+}
+
+/// A respond scenario's IPC measurement (`respond = "eventfd"`), from its own keys and the
+/// timer plan's interval, length, policy and priority.
+fn respond(src: &Source, s: &RawSettings, plan: &RunPlan) -> Result<Option<IpcConfig>, UsageError> {
+    let Some(kind) = &s.respond else {
+        if let Some(p) = s
+            .placement
+            .as_ref()
+            .map(|p| p.span())
+            .or(s.burst.as_ref().map(|b| b.span()))
+        {
+            return Err(src
+                .error(p, "placement and burst apply to respond scenarios only")
+                .hint("add respond = \"eventfd\" (or pipe, futex, mqueue, signal, sysvsem, unix-dgram)"));
+        }
+        return Ok(None);
+    };
+    let k = IpcKind::parse(kind.get_ref()).ok_or_else(|| {
+        src.error(
+            kind.span(),
+            format!("unknown IPC mechanism '{}'", kind.get_ref()),
+        )
+        .hint("use eventfd, pipe, futex, mqueue, signal, sysvsem or unix-dgram (one per scenario)")
+    })?;
+    let allowed: Vec<usize> = rtscope_engine::sys::current_affinity()
+        .map(|c| c.iter().collect())
+        .unwrap_or_else(|_| vec![0]);
+    let text = s
+        .placement
+        .as_ref()
+        .map_or("same", |p| p.get_ref().as_str());
+    let span = s.placement.as_ref().map_or(0..0, |p| p.span());
+    let placements =
+        parse_placements(text, None, &allowed).map_err(|e| src.error(span.clone(), e))?;
+    let [placement] = placements[..] else {
+        return Err(src
+            .error(span, "a respond scenario has one placement")
+            .hint("write one scenario per placement"));
+    };
+    let t = &plan.config.threads[0];
+    let mut c = IpcConfig::new(k);
+    (c.placement, c.policy, c.priority, c.interval) = (placement, t.policy, t.priority, t.interval);
+    (c.loops, c.duration) = (plan.config.loops, plan.config.duration);
+    if let Some(b) = &s.burst {
+        c.burst = *b.get_ref();
+    }
+    Ok(Some(c))
 }
 
 fn check_name<'a>(

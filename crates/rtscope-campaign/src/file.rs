@@ -69,6 +69,13 @@ pub(crate) struct RawSettings {
     pub event_capacity: Option<usize>,
     pub raw: Option<bool>,
     pub settle: Option<Spanned<DurText>>,
+    /// An IPC mechanism: the scenario measures event response latency (`rtscope respond`)
+    /// instead of timer latency.
+    pub respond: Option<Spanned<String>>,
+    /// Where a respond scenario's sender and receiver run: `same`, `cross` or `S:R`.
+    pub placement: Option<Spanned<String>>,
+    /// Events per interval of a respond scenario.
+    pub burst: Option<Spanned<u32>>,
 }
 
 impl RawSettings {
@@ -118,7 +125,10 @@ impl RawSettings {
             event_above,
             event_capacity,
             raw,
-            settle
+            settle,
+            respond,
+            placement,
+            burst
         )
     }
 }

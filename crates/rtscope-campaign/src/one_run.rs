@@ -1,17 +1,20 @@
 //! One run of a campaign: start its loads, let them settle, measure with monitors and
 //! recording, stop the loads, store what they did.
 
+use super::progress::Progress;
 use super::progress::{us, Current};
-use super::runner::{Ctx, RunEnd};
+use super::CampaignOptions;
 use super::PlannedRun;
 use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{sys, Run, RunResult};
 use rtscope_load::LoadReport;
 use rtscope_session::record::{self, RecordSpec};
-use rtscope_session::{ConfigDoc, Event, Recorded, Session, SystemSettings};
+use rtscope_session::{preflight, ConfigDoc, Event, Recorded, Session, SystemSettings};
 use rtscope_session::{RunError, UsageError};
+use rtscope_store::{CampaignId, Store};
 use rtscope_store::{CampaignRun, LoadMetric, LoadRow, RunId};
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,6 +28,52 @@ const LOAD_GRACE: Duration = Duration::from_secs(2);
 
 /// How often the control thread checkpoints and redraws the progress.
 const TICK: Nanos = Nanos::from_secs(1);
+
+/// How one run ended.
+pub(super) struct RunEnd {
+    pub(super) signal: Option<i32>,
+    /// A load failed (to start, early, or its supervisor was lost): the run was not under load.
+    pub(super) load_failed: bool,
+    pub(super) limits_failed: bool,
+    pub(super) record_failed: bool,
+}
+
+/// The state shared by the runs of a campaign.
+pub(super) struct Ctx<'a> {
+    pub(super) a: &'a CampaignOptions,
+    pub(super) argv: &'a [String],
+    pub(super) db: PathBuf,
+    pub(super) store: Store,
+    pub(super) cid: CampaignId,
+    pub(super) exe: PathBuf,
+    pub(super) monitor_interval: Option<Duration>,
+    pub(super) progress: Progress,
+    pub(super) signals: u32,
+    /// The checks the previous run's preflight audit found bad (printed when they change).
+    pub(super) bad_checks: Vec<String>,
+}
+
+/// The preflight audit of run `p`, before its measurement starts: stored with the run; its bad
+/// verdicts go to stderr when they differ from the previous run's (not 50 times the same).
+fn audit(ctx: &mut Ctx, p: &PlannedRun, number: usize) -> Vec<rtscope_store::CheckRow> {
+    let audit = preflight::audit(&p.plan);
+    let bad: Vec<String> = audit
+        .findings
+        .iter()
+        .filter(|f| f.verdict == rtscope_check::Verdict::Bad)
+        .map(|f| f.check.id().to_owned())
+        .collect();
+    if bad != ctx.bad_checks {
+        for line in preflight::bad_lines(&audit) {
+            {
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stderr(), "[{number}] {line}");
+            };
+        }
+        ctx.bad_checks = bad;
+    }
+    preflight::rows(&audit)
+}
 
 /// Runs `p` (the `number`th run to do).
 pub(super) fn one_run(
@@ -53,6 +102,7 @@ pub(super) fn one_run(
             record_failed: false,
         });
     }
+    let checks = audit(ctx, p, number);
     let settings = SystemSettings::apply(&p.plan)?;
     let spec = RecordSpec {
         kind: rtscope_store::RunKind::Measure,
@@ -61,6 +111,7 @@ pub(super) fn one_run(
         command_line: ctx.argv.to_vec(),
         config_json: serde_json::to_string(&ConfigDoc::of(&p.plan))?,
         monitor_interval: ctx.monitor_interval,
+        checks,
     };
     let recorded = Recorded {
         store: Some(record::open(&ctx.db)?),
@@ -141,7 +192,7 @@ pub(super) fn one_run(
     })
 }
 
-fn add_to_campaign(ctx: &mut Ctx, p: &PlannedRun, id: RunId) -> Result<(), UsageError> {
+pub(super) fn add_to_campaign(ctx: &mut Ctx, p: &PlannedRun, id: RunId) -> Result<(), UsageError> {
     ctx.store
         .add_campaign_run(
             ctx.cid,
@@ -158,7 +209,7 @@ fn add_to_campaign(ctx: &mut Ctx, p: &PlannedRun, id: RunId) -> Result<(), Usage
 }
 
 /// Waits `d` for the loads to settle; returns the signal that ended the wait early.
-fn settle(d: Nanos) -> Option<i32> {
+pub(super) fn settle(d: Nanos) -> Option<i32> {
     let end = Instant::now() + Duration::from_nanos(d.0);
     loop {
         let left = end.saturating_duration_since(Instant::now());
@@ -189,7 +240,7 @@ fn grace(ctx: &mut Ctx) -> Duration {
 
 /// Stops the loads with the grace period; a SIGINT or SIGTERM meanwhile makes the supervisor
 /// SIGKILL them at once (the second Ctrl-C of a campaign).
-fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Vec<LoadReport> {
+pub(super) fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Vec<LoadReport> {
     let grace = grace(ctx);
     if grace.is_zero() {
         return loads.stop(grace);
@@ -202,10 +253,10 @@ fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Vec<LoadRepor
             while !done.load(Ordering::Acquire) {
                 match sys::wait_run_signal(Nanos::from_ms(20)) {
                     Some(s) if sys::is_stop_signal(s) => {
-                        // SAFETY: kill only takes a pid and a signal number. The pid is our
-                        // child's; stop() may reap it just before `done` is set, and only a
-                        // wrap-around of the pid space in that window could make it another's.
-                        unsafe { libc::kill(shepherd, libc::SIGTERM) };
+                        // The pid is our child's; stop() may reap it just before `done` is
+                        // set, and only a wrap-around of the pid space in that window could
+                        // make it another's.
+                        rtscope_load::sys::kill(shepherd, libc::SIGTERM);
                         return true;
                     }
                     _ => {}
@@ -222,7 +273,7 @@ fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Vec<LoadRepor
     reports
 }
 
-fn load_row(r: &LoadReport) -> LoadRow {
+pub(super) fn load_row(r: &LoadReport) -> LoadRow {
     LoadRow {
         name: r.name.clone(),
         spec_json: serde_json::to_string(&r.spec).unwrap_or_default(),

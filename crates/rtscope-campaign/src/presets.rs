@@ -3,7 +3,7 @@
 //! examples/quick.toml` plan the same runs.
 
 /// The preset names, in the order they are listed.
-pub const NAMES: &[&str] = &["quick", "scenarios", "loadcases", "osadl"];
+pub const NAMES: &[&str] = &["quick", "scenarios", "loadcases", "osadl", "respond-ipc"];
 
 /// The TOML text of preset `name`.
 pub fn get(name: &str) -> Option<&'static str> {
@@ -12,6 +12,7 @@ pub fn get(name: &str) -> Option<&'static str> {
         "scenarios" => include_str!("../../../examples/scenarios.toml"),
         "loadcases" => include_str!("../../../examples/loadcases.toml"),
         "osadl" => include_str!("../../../examples/osadl.toml"),
+        "respond-ipc" => include_str!("../../../examples/respond-ipc.toml"),
         _ => return None,
     })
 }

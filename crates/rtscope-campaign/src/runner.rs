@@ -6,7 +6,7 @@
 //! grace period, still saving. The loads run under a supervisor that kills them whatever
 //! happens to rtscope (see rtscope-load).
 
-use super::one_run::one_run;
+use super::one_run::{one_run, Ctx};
 use super::progress::Progress;
 use super::{Campaign, CampaignOptions, PlannedRun};
 use rtscope_session::record;
@@ -15,30 +15,7 @@ use rtscope_session::{ExitStatus, RunError, UsageError};
 use rtscope_store::RunStatus;
 use rtscope_store::{CampaignId, NewCampaign, Store};
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
-
-/// How one run ended.
-pub(super) struct RunEnd {
-    pub(super) signal: Option<i32>,
-    /// A load failed (to start, early, or its supervisor was lost): the run was not under load.
-    pub(super) load_failed: bool,
-    pub(super) limits_failed: bool,
-    pub(super) record_failed: bool,
-}
-
-/// The state shared by the runs of a campaign.
-pub(super) struct Ctx<'a> {
-    pub(super) a: &'a CampaignOptions,
-    pub(super) argv: &'a [String],
-    pub(super) db: PathBuf,
-    pub(super) store: Store,
-    pub(super) cid: CampaignId,
-    pub(super) exe: PathBuf,
-    pub(super) monitor_interval: Option<Duration>,
-    pub(super) progress: Progress,
-    pub(super) signals: u32,
-}
 
 /// Runs every planned run of `c` not done yet.
 pub fn execute(
@@ -93,11 +70,16 @@ pub fn execute(
         monitor_interval,
         progress: Progress::new(!a.quiet, todo.len(), total),
         signals: 0,
+        bad_checks: Vec::new(),
     };
     let mut status = ExitStatus::Success;
     let mut without_load = 0usize;
     for (i, p) in todo.iter().enumerate() {
-        let end = match one_run(&mut ctx, p, i + 1, out) {
+        let end = match &p.respond {
+            Some(cfg) => super::respond_run::respond_run(&mut ctx, p, cfg, i + 1, out),
+            None => one_run(&mut ctx, p, i + 1, out),
+        };
+        let end = match end {
             Ok(end) => end,
             Err(e) => {
                 // The campaign cannot go on (no RT privilege, a load that cannot start, …):

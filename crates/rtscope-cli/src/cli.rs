@@ -4,12 +4,27 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use rtscope_load::{LoadSpec, MsgMode, MsgTransport};
 use std::path::PathBuf;
 
+mod respond;
+pub use respond::{BiasArg, EdgesArg, EventClockArg, RespondArgs, RespondPolicyArg};
+
+/// `rtscope --version`: the version, the target triple and the git commit (`unknown` when built
+/// outside a git checkout), e.g. `0.1.0 (aarch64-unknown-linux-musl, commit 1a2b3c4d5e6f)`.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("RTSCOPE_TARGET"),
+    ", commit ",
+    env!("RTSCOPE_GIT_COMMIT"),
+    ")"
+);
+
 /// Timer wake-up latency for real-time Linux.
 ///
 /// Exit codes: 0 success, 1 a limit was exceeded (or `compare` found a regression), 2 usage or
 /// setup error, 3 interrupted.
 #[derive(Debug, Parser)]
-#[command(name = "rtscope", version, about, long_about = None, propagate_version = true)]
+// `about` from the first line of this doc comment (the crate's description is rtscope-cli's).
+#[command(name = "rtscope", version = VERSION, long_about = None, propagate_version = true)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -34,28 +49,43 @@ pub enum Command {
     },
     /// List, show, tag and delete the runs recorded in the database.
     Runs(RunsArgs),
-    /// Import old results (cyclictest histogram, -v or --json output, jitterdebugger
-    /// directories, stress-ng --cyclic logs) as runs of the database.
+    /// Import old results of cyclictest, jitterdebugger and stress-ng as runs of the database.
+    ///
+    /// Reads cyclictest histograms (`-h`/`-H`), `-v` verbose output and `--json` files,
+    /// jitterdebugger output directories and stress-ng `--cyclic` logs; each becomes one run.
     Import(ImportArgs),
     /// Export a run's statistics, histograms, series and events as CSV, JSON or Parquet.
     Export(ExportArgs),
+    /// Measure event response latency of IPC events and GPIO edges.
+    ///
+    /// How fast a real-time thread reacts to an IPC event (eventfd, pipe, futex, POSIX mq,
+    /// signal, SysV semaphore, UNIX datagram) or to an edge on a GPIO input (docs/respond.md).
+    Respond(Box<RespondArgs>),
     /// Run a campaign: scenarios × load cases × repeats, with loads and system monitors.
     Run(Box<RunArgs>),
-    /// Run a load (messaging, memory, cpu, io, network or an external program) standalone,
-    /// e.g. to load a board while another tool measures; Ctrl-C stops it cleanly.
+    /// Run a load standalone: messaging, memory, cpu, io, network or an external program.
+    ///
+    /// For example to load a board while another tool measures; Ctrl-C stops it cleanly.
     Load(Box<LoadArgs>),
-    /// Compare groups of runs (ids, labels, campaigns, tags): side-by-side statistics, the
-    /// load-case matrix and a verdict per statistic; exit 1 on a regression.
+    /// Compare groups of runs: statistics side by side and a verdict per statistic.
+    ///
+    /// Groups are run ids, labels, campaigns or tags; the load-case matrix shows one statistic
+    /// per group and load case; exit 1 on a regression.
     Compare(Box<CompareArgs>),
     /// Make plots, tables and a self-contained report.html from recorded runs.
     Report(ReportArgs),
+    /// Audit the system before a run: 32 checks, each with its evidence and fix.
+    ///
+    /// PREEMPT_RT, isolation, governor, SMT, IRQs, idle states, RT tasks, limits, thermal,
+    /// VM and container; fixes are printed, never applied; exit 1 when a check is bad.
+    Check(CheckArgs),
     /// Print a shell completion script.
     Completions {
         /// The shell.
         shell: clap_complete::Shell,
     },
-    /// Print the man page (roff).
-    Man,
+    /// Print a man page (roff): rtscope(1), or a subcommand's, e.g. `rtscope man runs show`.
+    Man(crate::manual::ManArgs),
 }
 
 /// Options of `rtscope run`.
@@ -618,6 +648,25 @@ impl Default for MeasureArgs {
 /// The clap command, for man page and completion generation.
 pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
+}
+
+/// Options of `rtscope check`.
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// CPUs the measurement will use, as for `measure --cpus`: `2-3`, `1,3`, `!0` [default:
+    /// every online CPU]
+    #[arg(long, short = 'c', value_name = "LIST")]
+    pub cpus: Option<String>,
+    /// Real-time priority the measurement will use: RT tasks at it or above on a measured CPU
+    /// are bad
+    #[arg(long, short = 'p', default_value_t = 90, value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub priority: u32,
+    /// Print JSON instead of the table
+    #[arg(long)]
+    pub json: bool,
+    /// Read /proc and /sys under this directory instead of / (fixture trees)
+    #[arg(long, value_name = "DIR", hide = true, default_value = "/")]
+    pub root: PathBuf,
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@
 pub mod cli;
 pub mod commands;
 pub mod exit;
+pub mod manual;
 
 use clap::Parser;
 use exit::{ExitStatus, UsageError};
@@ -83,18 +84,17 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
         cli::Command::Runs(a) => commands::runs::run(&a, out),
         cli::Command::Import(a) => commands::import::run(&a, out),
         cli::Command::Export(a) => commands::export::run(&a, out),
+        cli::Command::Respond(a) => commands::respond::run(&a, argv.to_vec(), out),
         cli::Command::Run(a) => commands::run::run(&a, argv, out),
         cli::Command::Load(a) => commands::load::run(&a, out),
         cli::Command::Compare(a) => commands::compare::run(&a, out),
         cli::Command::Report(a) => commands::report::run(&a, out),
+        cli::Command::Check(a) => commands::check::run(&a, out),
         cli::Command::Completions { shell } => {
             clap_complete::generate(shell, &mut cli::command(), "rtscope", out);
             Ok(ExitStatus::Success)
         }
-        cli::Command::Man => {
-            clap_mangen::Man::new(cli::command()).render(out)?;
-            Ok(ExitStatus::Success)
-        }
+        cli::Command::Man(a) => manual::run(&a, out),
     }
 }
 

@@ -4,10 +4,13 @@
 
 pub mod args;
 pub mod getopt;
-mod help;
+pub mod help;
 pub mod json;
 pub mod lower;
 pub mod text;
+
+/// `rtscope cyclictest --help`: cyclictest's usage text (also the man page's OPTIONS).
+pub use help::USAGE;
 
 use args::CtOptions;
 use lower::Plan;
@@ -55,8 +58,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         }
     }
     if o.verbose {
-        // SAFETY: sysconf takes a constant and returns a number.
-        let conf = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+        let conf = rtscope_engine::sys::configured_cpus();
         write!(
             out,
             "Max CPUs = {conf}\nOnline CPUs = {}\n",
@@ -97,6 +99,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         command_line: cmdline.split(' ').map(String::from).collect(),
         config_json: serde_json::json!({ "cyclictest_args": args }).to_string(),
         monitor_interval: None,
+        checks: Vec::new(),
     };
     let recorded = Recorded {
         store,

@@ -18,8 +18,8 @@ pub mod thread;
 
 pub use config::{Alignment, ClockKind, LinearSpec, Policy, RunConfig, SleepMode, ThreadSpec};
 pub use cpuset::{CpuSet, CpuSetError};
-pub use run::{BreakInfo, Run, RunResult, ThreadResult, Wake};
-pub use state::{EventLog, LinearResult, Phase, Sample, SampleRing, ThreadShared};
+pub use run::{prepare_current_thread, BreakInfo, Run, RunResult, ThreadResult, Wake};
+pub use state::{EventLog, LinearResult, Phase, Recorder, Sample, SampleRing, ThreadShared};
 
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]

@@ -379,14 +379,30 @@ fn setup_thread(
     sh: &ThreadShared,
     prefault: usize,
 ) -> Result<(), EngineError> {
+    if let Some(cpu) = prepare_current_thread(i, spec, prefault)? {
+        sh.cpu.store(cpu as i32, Relaxed);
+    }
+    Ok(())
+}
+
+/// Gives the calling thread the real-time set-up of a measuring thread: the affinity of `spec`,
+/// its policy and priority, and `prefault` bytes of touched stack. Returns the CPU when the
+/// thread is pinned to exactly one. `index` only names the thread in errors. Other measuring
+/// front ends (`rtscope respond`'s receivers) use it for their own threads.
+pub fn prepare_current_thread(
+    index: usize,
+    spec: &crate::ThreadSpec,
+    prefault: usize,
+) -> Result<Option<usize>, EngineError> {
+    let mut pinned = None;
     if let Some(cpus) = &spec.affinity {
         sys::set_affinity_current(cpus).map_err(|source| EngineError::Affinity {
-            thread: i,
+            thread: index,
             cpus: cpus.to_string(),
             source,
         })?;
         if cpus.len() == 1 {
-            sh.cpu.store(cpus.nth_cyclic(0) as i32, Relaxed);
+            pinned = Some(cpus.nth_cyclic(0));
         }
     }
     sys::set_policy_current(spec.policy, spec.priority).map_err(|source| {
@@ -398,7 +414,7 @@ fn setup_thread(
             }
         } else {
             EngineError::Policy {
-                thread: i,
+                thread: index,
                 policy: spec.policy.name(),
                 priority: spec.priority,
                 source,
@@ -406,7 +422,7 @@ fn setup_thread(
         }
     })?;
     sys::prefault_stack(prefault);
-    Ok(())
+    Ok(pinned)
 }
 
 /// The first deadline of thread `thread` of `threads`. Without alignment the threads' grids are

@@ -353,6 +353,46 @@ impl ThreadShared {
     }
 }
 
+/// The writer side of a [`ThreadShared`] for measuring threads outside the timer engine (such as
+/// `rtscope respond`'s receivers): owns the running values and records samples with the same
+/// plain stores as the timing loop. Create it on the thread that records, after its set-up.
+pub struct Recorder<'a> {
+    shared: &'a ThreadShared,
+    acc: Running,
+    event_threshold: u64,
+}
+
+impl<'a> Recorder<'a> {
+    /// Starts recording into `shared` from the calling thread: stores its thread id and marks it
+    /// running. Samples above `event_threshold` also go to the event log.
+    pub fn start(shared: &'a ThreadShared, event_threshold: Option<Nanos>) -> Self {
+        shared.tid.store(crate::sys::gettid(), Relaxed);
+        shared.phase.store(Phase::Running as u8, Release);
+        Recorder {
+            shared,
+            acc: Running::new(),
+            event_threshold: event_threshold.map_or(u64::MAX, |t| t.0),
+        }
+    }
+
+    /// Records one sample (histogram, extremes, sum, event log, sample ring).
+    #[inline(always)]
+    pub fn record(&mut self, s: Sample) {
+        self.shared.record(&mut self.acc, s, self.event_threshold);
+    }
+
+    /// Adds `n` to the missed count (for a front end, events that never arrived).
+    pub fn add_missed(&mut self, n: u64) {
+        bump(&self.shared.missed, n);
+    }
+}
+
+impl Drop for Recorder<'_> {
+    fn drop(&mut self) {
+        self.shared.phase.store(Phase::Done as u8, Release);
+    }
+}
+
 /// The measuring thread's own running values, kept in registers and mirrored into
 /// [`ThreadShared`] with plain stores.
 #[derive(Debug)]

@@ -15,7 +15,8 @@ pub fn clock_id(clock: ClockKind) -> libc::clockid_t {
 
 fn to_timespec(t: Nanos) -> libc::timespec {
     libc::timespec {
-        tv_sec: (t.0 / 1_000_000_000) as libc::time_t,
+        // `as _`: the field's own type (time_t), which musl's libc bindings deprecate naming.
+        tv_sec: (t.0 / 1_000_000_000) as _,
         tv_nsec: (t.0 % 1_000_000_000) as libc::c_long,
     }
 }
@@ -295,7 +296,14 @@ pub fn prefault_stack(bytes: usize) {
     }
 }
 
-/// The online CPUs, from `/sys/devices/system/cpu/online` (else the process affinity).
+/// The number of CPUs the system is configured with (online or not), as `sysconf` says.
+pub fn configured_cpus() -> usize {
+    // SAFETY: sysconf takes a constant and returns a number.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
+    usize::try_from(n).unwrap_or(1)
+}
+
+/// The online CPUs (`/sys/devices/system/cpu/online`, else this thread's affinity).
 pub fn online_cpus() -> CpuSet {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()

@@ -42,7 +42,7 @@ impl SigSet {
     /// Waits up to `timeout` for one of these (blocked) signals and takes it.
     pub fn wait(&self, timeout: Duration) -> Option<libc::c_int> {
         let ts = libc::timespec {
-            tv_sec: timeout.as_secs() as libc::time_t,
+            tv_sec: timeout.as_secs() as _, // time_t, deprecated by name on musl
             tv_nsec: timeout.subsec_nanos() as libc::c_long,
         };
         // SAFETY: valid set and timespec; a null siginfo pointer is allowed.

@@ -9,23 +9,7 @@ use crate::ReportOptions;
 use rtscope_core::PERCENTILES;
 use std::fmt::Write;
 
-/// Escapes text for HTML element content and quoted attribute values.
-pub fn escape(s: &str) -> String {
-    // Control characters (ESC, BEL, NUL: invalid in HTML and XML) are shown as `\x1b`.
-    let s = rtscope_core::text::escape(s);
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::escape::escape;
 
 const CSS: &str = "body{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;margin:1.5em auto;max-width:1280px;padding:0 1em;color:#222}\
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:1.6em}\

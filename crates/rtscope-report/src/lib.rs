@@ -13,6 +13,7 @@
 
 #![warn(missing_docs)]
 
+mod escape;
 pub mod figures;
 pub mod html;
 pub mod model;

@@ -25,6 +25,8 @@ pub struct RunData {
     pub campaign: Option<(CampaignSummary, CampaignRun)>,
     /// Raw latencies per thread in ns (index = thread), when asked for and stored.
     pub raw: Option<Vec<Vec<u64>>>,
+    /// The preflight audit the run started with (`rtscope check`; empty if none was stored).
+    pub checks: Vec<rtscope_store::CheckRow>,
 }
 
 impl From<RunBundle> for RunData {
@@ -46,6 +48,7 @@ impl From<RunBundle> for RunData {
             loads: b.loads,
             campaign: b.campaign,
             raw,
+            checks: b.checks,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! A small figure model (panels of line series on linear or log axes) and its rendering to SVG
 //! and PNG with plotters. Every chart of the report is a [`Figure`]; the functions that build
-//! them live in [`crate::figures`].
+//! them live in the `figures` module.
 //!
 //! Log axes are drawn as linear axes over `log10(value)` with ticks labelled at whole decades,
 //! so values of zero (an empty histogram bin) are clamped to the bottom of the axis instead of

@@ -139,7 +139,7 @@ pub fn csv(rows: &[SummaryRow]) -> String {
 /// A Markdown table cell: `|` and backslashes escaped, HTML special characters as entities (Markdown
 /// renderers pass inline HTML through), newlines as spaces.
 fn md_cell(s: &str) -> String {
-    let text = crate::html::escape(s).replace('\\', "\\\\");
+    let text = crate::escape::escape(s).replace('\\', "\\\\");
     text.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 

@@ -156,6 +156,68 @@ fn summary_has_one_row_per_cpu_and_an_all_row() {
 }
 
 #[test]
+fn warnings_show_the_stored_preflight_audit_instead_of_guesses() {
+    let path = temp_db("checks");
+    let mut store = Store::open(&path).unwrap();
+    let spec = SyntheticRun {
+        label: "audited".into(),
+        samples: 2_000,
+        ..SyntheticRun::default()
+    };
+    let id = write_run(&mut store, &spec).unwrap();
+    let row =
+        |check: &str, verdict: &str, evidence: &str, fix: Option<&str>| rtscope_store::CheckRow {
+            check: check.into(),
+            verdict: verdict.into(),
+            evidence: evidence.into(),
+            fix: fix.map(Into::into),
+            setting: None,
+        };
+    store
+        .set_checks(
+            id,
+            &[
+                row("preempt_rt", "ok", "/sys/kernel/realtime = 1", None),
+                row(
+                    "governor",
+                    "warn",
+                    "scaling_governor: powersave",
+                    Some("cpupower -c 0-1 frequency-set -g performance"),
+                ),
+                row(
+                    "preemption",
+                    "bad",
+                    "mode none",
+                    Some("boot with preempt=full"),
+                ),
+                row("thermal", "unavailable", "no thermal zone", None),
+            ],
+        )
+        .unwrap();
+    let mut r = RunData::from(store.bundle(id, false).unwrap());
+    // The environment would say "not PREEMPT_RT"; the stored audit decides instead.
+    r.detail.environment.retain(|(k, _)| k != "kernel.realtime");
+    let w = warnings::collect(std::slice::from_ref(&r));
+    let pairs: Vec<(&str, &str)> = w
+        .iter()
+        .map(|w| (w.what.as_str(), w.hint.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            (
+                "check preemption is bad: mode none",
+                "boot with preempt=full"
+            ),
+            (
+                "check governor is warn: scaling_governor: powersave",
+                "cpupower -c 0-1 frequency-set -g performance"
+            ),
+        ]
+    );
+}
+
+#[test]
 fn warnings_name_a_stock_kernel_and_a_failed_load() {
     let mut r = run_data("warn", "idle");
     assert!(warnings::collect(std::slice::from_ref(&r)).is_empty());

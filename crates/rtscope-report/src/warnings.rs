@@ -24,7 +24,7 @@ pub fn collect(runs: &[RunData]) -> Vec<Warning> {
                 Some(w) => w.runs.push(r.id()),
                 None => out.push(Warning {
                     what,
-                    hint: hint.to_string(),
+                    hint,
                     runs: vec![r.id()],
                 }),
             }
@@ -41,7 +41,7 @@ const GOVERNORS: [&str; 5] = [
     "userspace",
 ];
 
-fn environment(r: &RunData, out: &mut Vec<(String, &'static str)>) {
+fn environment(r: &RunData, out: &mut Vec<(String, String)>) {
     if r.detail.environment.is_empty() {
         return;
     }
@@ -50,20 +50,33 @@ fn environment(r: &RunData, out: &mut Vec<(String, &'static str)>) {
         || r.env("uname.version")
             .is_some_and(|v| v.contains("PREEMPT_RT"));
     if !rt {
-        out.push(("the kernel is not PREEMPT_RT".into(), "boot a PREEMPT_RT kernel for bounded latencies; a stock kernel's worst case is usually far higher"));
+        out.push(("the kernel is not PREEMPT_RT".into(), "boot a PREEMPT_RT kernel for bounded latencies; a stock kernel's worst case is usually far higher".into()));
     }
     if let Some(g) = r.env("cpu.governors") {
         if let Some(bad) = GOVERNORS.iter().find(|b| g.contains(*b)) {
-            out.push((format!("the cpufreq governor is '{bad}', not 'performance'"), "set every CPU's scaling_governor to performance (e.g. cpupower frequency-set -g performance)"));
+            out.push((format!("the cpufreq governor is '{bad}', not 'performance'"), "set every CPU's scaling_governor to performance (e.g. cpupower frequency-set -g performance)".into()));
         }
     }
     if r.env("cpu.smt_active") == Some("1") {
-        out.push(("SMT (hyper-threading) is on".into(), "a sibling thread shares the core with the measuring thread; turn SMT off (nosmt, or echo off > /sys/devices/system/cpu/smt/control)"));
+        out.push(("SMT (hyper-threading) is on".into(), "a sibling thread shares the core with the measuring thread; turn SMT off (nosmt, or echo off > /sys/devices/system/cpu/smt/control)".into()));
     }
     let isolated = r.env("kernel.cmdline.isolcpus").is_some()
         || r.env("cpu.isolated").is_some_and(|v| !v.trim().is_empty());
     if r.env("kernel.cmdline").is_some() && !isolated {
-        out.push(("no CPU is isolated (no isolcpus)".into(), "isolate the measured CPUs with isolcpus= (and nohz_full=, rcu_nocbs=) on the kernel command line"));
+        out.push(("no CPU is isolated (no isolcpus)".into(), "isolate the measured CPUs with isolcpus= (and nohz_full=, rcu_nocbs=) on the kernel command line".into()));
+    }
+}
+
+/// The warn and bad verdicts of the preflight audit the run started with (`rtscope check`),
+/// bad first; they replace the guesses from the environment for runs that have one.
+fn checks(r: &RunData, out: &mut Vec<(String, String)>) {
+    for verdict in ["bad", "warn"] {
+        for c in r.checks.iter().filter(|c| c.verdict == verdict) {
+            out.push((
+                format!("check {} is {verdict}: {}", c.check, c.evidence),
+                c.fix.clone().unwrap_or_else(|| "see docs/check.md".into()),
+            ));
+        }
     }
 }
 
@@ -86,37 +99,42 @@ fn throttled(r: &RunData) -> Option<String> {
     flagged.map(|m| format!("{} was set during the run", m.metric))
 }
 
-fn of_run(r: &RunData) -> Vec<(String, &'static str)> {
+fn of_run(r: &RunData) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let s = &r.detail.summary;
     if s.status != RunStatus::Complete {
         out.push((
             format!("run {} is {}", s.id, s.status),
-            "its statistics cover only the part measured; re-run it to the end",
+            "its statistics cover only the part measured; re-run it to the end".into(),
         ));
     }
-    environment(r, &mut out);
+    if r.checks.is_empty() {
+        environment(r, &mut out);
+    } else {
+        checks(r, &mut out);
+    }
     if s.missed > 0 {
-        out.push((format!("run {} missed {} periods", s.id, s.missed), "a wake-up came later than the next period; look at the over-time plot for when, and at the loads and monitors for why"));
+        out.push((format!("run {} missed {} periods", s.id, s.missed), "a wake-up came later than the next period; look at the over-time plot for when, and at the loads and monitors for why".into()));
     }
     if let Some(t) = throttled(r) {
         out.push((
             t,
-            "cool the board or lower the load; throttled clocks raise latency",
+            "cool the board or lower the load; throttled clocks raise latency".into(),
         ));
     }
     for l in r.loads.iter().filter(|l| l.status != "ok") {
         let why = l.error.clone().unwrap_or_default();
         out.push((
             format!("load '{}' of run {} {}: {why}", l.name, s.id, l.status),
-            "the run was not measured under the load it was meant to; fix the load and re-run",
+            "the run was not measured under the load it was meant to; fix the load and re-run"
+                .into(),
         ));
     }
     let dropped: u64 = r.detail.threads.iter().map(|t| t.raw_dropped).sum();
     if dropped > 0 {
         out.push((
             format!("run {} dropped {dropped} raw samples", s.id),
-            "the writer could not keep up; histograms and statistics are still complete",
+            "the writer could not keep up; histograms and statistics are still complete".into(),
         ));
     }
     out

@@ -5,10 +5,11 @@
 //! * [`record`]: checkpoints of a running run into the store, from the control thread;
 //! * [`monitoring`]: the monitor thread on a housekeeping CPU;
 //! * [`limits`]: `--limit STAT=VALUE` gates;
+//! * [`preflight`]: the system audit (rtscope-check) run before a measurement and stored with it;
 //! * [`environment`], [`sysinfo`]: what is recorded about the machine;
 //! * [`error`]: the exit codes and the usage error every front end returns.
 //!
-//! Depends on core, engine, store and monitor; never on clap, a front end or the report.
+//! Depends on core, engine, store, monitor and check; never on clap, a front end or the report.
 
 #![warn(missing_docs)]
 
@@ -20,14 +21,15 @@ pub mod limits;
 pub mod monitoring;
 pub mod output;
 pub mod plan;
+pub mod preflight;
 pub mod record;
 pub mod session;
 pub mod sysinfo;
 
 pub use drive::Event;
-pub use error::{ExitStatus, RunError, UsageError};
+pub use error::{ExitStatus, UsageError};
 pub use plan::{ConfigDoc, Field, Naming, PlanError, PlanSpec, PolicyChoice, RunPlan};
 pub use rtscope_store::{RunKind, RunStatus};
 pub use session::{
-    Measured, Observer, RecordOutcome, Recorded, Session, SessionError, SystemSettings,
+    Measured, Observer, RecordOutcome, Recorded, RunError, Session, SessionError, SystemSettings,
 };

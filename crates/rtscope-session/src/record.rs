@@ -464,6 +464,8 @@ pub struct RecordSpec {
     pub config_json: String,
     /// Sample the system monitors this often while recording (`None`: not at all).
     pub monitor_interval: Option<Duration>,
+    /// The preflight audit run before the measurement ([`crate::preflight`]); empty: none.
+    pub checks: Vec<rtscope_store::CheckRow>,
 }
 
 impl Recording {
@@ -524,7 +526,15 @@ impl Recording {
             threads,
         };
         let monitor_interval = spec.monitor_interval;
-        let recorder = Some(Recorder::begin(store, new, run)?);
+        let mut recorder = Recorder::begin(store, new, run)?;
+        if !spec.checks.is_empty() {
+            let id = recorder.id;
+            recorder
+                .store
+                .set_checks(id, &spec.checks)
+                .map_err(UsageError::from_error)?;
+        }
+        let recorder = Some(recorder);
         Ok(Recording {
             recorder,
             error: None,

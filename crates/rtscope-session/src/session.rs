@@ -47,6 +47,27 @@ pub enum SessionError {
     Record(#[from] UsageError),
 }
 
+/// What a front end that runs a session (cyclictest, campaigns, imports, exports) can fail
+/// with. Each variant keeps its cause whole, so the top level still recognises a closed pipe.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Bad input or setup.
+    #[error(transparent)]
+    Usage(#[from] UsageError),
+    /// The session could not start.
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// Writing output failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// Encoding JSON failed.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] rtscope_store::StoreError),
+}
+
 /// Settings of the system that a run changes, held for its whole length and restored when
 /// dropped, on every exit path (the kernel restores them even after SIGKILL).
 #[derive(Debug, Default)]

@@ -24,7 +24,8 @@ fn field(chars: &[libc::c_char]) -> String {
     let bytes: Vec<u8> = chars
         .iter()
         .take_while(|&&c| c != 0)
-        .map(|&c| c as u8)
+        // c_char is i8 on x86 and u8 on ARM: the byte itself, without a cast either way.
+        .map(|&c| c.to_ne_bytes()[0])
         .collect();
     String::from_utf8_lossy(&bytes).into_owned()
 }
@@ -50,13 +51,23 @@ impl SysInfo {
     }
 }
 
+/// Seconds since the epoch as a `timespec` whose `tv_sec` is a C `time_t`: the libc crate
+/// deprecates naming `libc::time_t` on musl targets (its width changed in musl 1.2), so the
+/// type comes from the field. Saturates where `time_t` is 32 bits.
+fn epoch_timespec(secs: u64) -> libc::timespec {
+    libc::timespec {
+        tv_sec: secs.try_into().unwrap_or(i32::MAX as _),
+        tv_nsec: 0,
+    }
+}
+
 /// Formats a time with `strftime` in local time (`%a, %d %b %Y %H:%M:%S %z` is cyclictest's).
 pub fn strftime_local(t: SystemTime, format: &str) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as libc::time_t;
+    let secs = epoch_timespec(t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()));
     // SAFETY: tm is plain data, filled by localtime_r.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     // SAFETY: both pointers are valid for the call.
-    unsafe { libc::localtime_r(&secs, &mut tm) };
+    unsafe { libc::localtime_r(&secs.tv_sec, &mut tm) };
     let fmt = std::ffi::CString::new(format).unwrap_or_default();
     let mut buf = [0u8; 128];
     // SAFETY: buf has the length passed; fmt is NUL-terminated; tm is initialised.
@@ -67,11 +78,11 @@ pub fn strftime_local(t: SystemTime, format: &str) -> String {
 /// RFC 3339 UTC timestamp with nanoseconds.
 pub fn rfc3339(t: SystemTime) -> String {
     let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs() as libc::time_t;
+    let secs = epoch_timespec(d.as_secs());
     // SAFETY: tm is plain data, filled by gmtime_r.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     // SAFETY: both pointers are valid for the call.
-    unsafe { libc::gmtime_r(&secs, &mut tm) };
+    unsafe { libc::gmtime_r(&secs.tv_sec, &mut tm) };
     format!(
         "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:09}Z",
         tm.tm_year + 1900,

@@ -28,6 +28,8 @@ pub struct RunBundle {
     pub campaign: Option<(CampaignSummary, CampaignRun)>,
     /// Raw samples per thread (index = thread); empty unless asked for and stored.
     pub raw: Vec<Vec<RawSample>>,
+    /// The preflight audit the run was started with (empty if none was recorded).
+    pub checks: Vec<crate::CheckRow>,
 }
 
 impl Store {
@@ -80,6 +82,7 @@ impl Store {
             states: self.monitor_states(id)?,
             top: self.monitor_top(id)?,
             loads: self.loads(id)?,
+            checks: self.checks(id)?,
             campaign,
             detail,
             raw: samples,

@@ -14,6 +14,7 @@
 
 mod bundle;
 mod campaign;
+mod checks;
 pub mod codec;
 mod monitor;
 mod read;
@@ -23,6 +24,7 @@ mod write;
 
 pub use bundle::RunBundle;
 pub use campaign::{CampaignId, CampaignRun, CampaignSummary, LoadMetric, LoadRow, NewCampaign};
+pub use checks::CheckRow;
 pub use monitor::{
     MonitorBatch, MonitorSeries, MonitorSource, MonitorState, MonitorValue, TopThread,
 };

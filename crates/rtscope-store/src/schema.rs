@@ -2,7 +2,7 @@
 //! transaction when a store is opened. docs/store-schema.md documents every table and column.
 
 /// The schema version this rtscope writes.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Migration `i` upgrades version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -165,4 +165,20 @@ CREATE TABLE campaign_runs (
 );
 CREATE INDEX campaign_runs_by_run ON campaign_runs(run_id);
 "#,
+    // 3 -> 4: the preflight audit (`rtscope check`) a run was started with.
+    RUN_CHECKS,
 ];
+
+/// Migration 3 -> 4 (issue 13A): one row per check of the audit run before the measurement.
+pub const RUN_CHECKS: &str = r#"
+CREATE TABLE run_checks (
+    run_id    INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    seq       INTEGER PRIMARY KEY,               -- insertion order = the audit's order
+    check_id  TEXT NOT NULL,                     -- 'preempt_rt', 'governor', 'smt', ...
+    verdict   TEXT NOT NULL,                     -- 'ok', 'warn', 'bad', 'unavailable'
+    evidence  TEXT NOT NULL,                     -- what was read, with its file
+    fix       TEXT,                              -- command or boot parameter (warn, bad)
+    setting   TEXT,                              -- short comparable form ('performance', 'on')
+    UNIQUE (run_id, check_id)
+);
+"#;

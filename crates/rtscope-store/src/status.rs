@@ -70,6 +70,8 @@ pub enum RunKind {
     Cyclictest,
     /// `rtscope import`.
     Import,
+    /// `rtscope respond` (event response latency; one "thread" per reported row).
+    Respond,
     /// A kind this version does not know.
     Unknown,
 }
@@ -81,16 +83,22 @@ impl RunKind {
             RunKind::Measure => "measure",
             RunKind::Cyclictest => "cyclictest",
             RunKind::Import => "import",
+            RunKind::Respond => "respond",
             RunKind::Unknown => "unknown",
         }
     }
 
     /// The kind a stored name means.
     pub fn parse(name: &str) -> RunKind {
-        [RunKind::Measure, RunKind::Cyclictest, RunKind::Import]
-            .into_iter()
-            .find(|k| k.as_str() == name)
-            .unwrap_or(RunKind::Unknown)
+        [
+            RunKind::Measure,
+            RunKind::Cyclictest,
+            RunKind::Import,
+            RunKind::Respond,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == name)
+        .unwrap_or(RunKind::Unknown)
     }
 }
 
@@ -117,6 +125,7 @@ mod tests {
         }
         assert_eq!(RunStatus::parse("paused"), RunStatus::Unknown);
         assert_eq!(RunKind::parse("cyclictest"), RunKind::Cyclictest);
+        assert_eq!(RunKind::parse("respond"), RunKind::Respond);
         assert_eq!(RunKind::parse("x"), RunKind::Unknown);
     }
 }

@@ -354,3 +354,38 @@ fn loads_and_campaigns_round_trip() {
     s.delete_run(a).unwrap();
     assert_eq!(s.campaign_runs(cid).unwrap().len(), 1);
 }
+
+#[test]
+fn the_preflight_audit_round_trips_in_order_and_goes_with_the_run() {
+    let path = tmpdb("checks");
+    let mut s = Store::open(&path).unwrap();
+    let id = s.begin_run(&new_run("audited")).unwrap();
+    assert!(s.checks(id).unwrap().is_empty(), "a run without an audit");
+    let row = |check: &str, verdict: &str, fix: Option<&str>| CheckRow {
+        check: check.into(),
+        verdict: verdict.into(),
+        evidence: format!("{check} evidence"),
+        fix: fix.map(Into::into),
+        setting: Some("x".into()),
+    };
+    let rows = vec![
+        row("preempt_rt", "ok", None),
+        row(
+            "governor",
+            "warn",
+            Some("cpupower -c 0 frequency-set -g performance"),
+        ),
+        row("affinity", "bad", Some("taskset")),
+    ];
+    s.set_checks(id, &rows).unwrap();
+    assert_eq!(s.checks(id).unwrap(), rows);
+    assert_eq!(s.bundle(id, false).unwrap().checks, rows);
+    s.set_checks(id, &rows[..1]).unwrap();
+    assert_eq!(s.checks(id).unwrap(), rows[..1]);
+    s.delete_run(id).unwrap();
+    let left: i64 = s
+        .conn
+        .query_row("SELECT COUNT(*) FROM run_checks", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(left, 0);
+}

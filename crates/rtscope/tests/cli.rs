@@ -417,7 +417,20 @@ fn help_man_page_and_completions_are_generated() {
     let h = rtscope(&["--help"]);
     assert!(text(&h.stdout).contains("measure") && h.status.success());
     let m = rtscope(&["man"]);
-    assert!(text(&m.stdout).contains(".TH rtscope"));
+    assert!(text(&m.stdout).contains(".TH \"RTSCOPE\" \"1\""));
+    let mm = rtscope(&["man", "runs", "show"]);
+    assert!(
+        text(&mm.stdout).contains("rtscope\\-runs\\-show \\- Show one run") && mm.status.success()
+    );
+    let bad = rtscope(&["man", "nope"]);
+    assert_eq!(bad.status.code(), Some(2));
+    let v = rtscope(&["--version"]);
+    let version = text(&v.stdout);
+    assert!(
+        version.starts_with(&format!("rtscope {} (", env!("CARGO_PKG_VERSION"))),
+        "{version}"
+    );
+    assert!(version.contains(", commit "), "{version}");
     let c = rtscope(&["completions", "bash"]);
     assert!(text(&c.stdout).contains("_rtscope"));
     let ch = rtscope(&["cyclictest", "--help"]);

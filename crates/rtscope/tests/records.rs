@@ -37,6 +37,18 @@ fn runs_json(db: &std::path::Path) -> Vec<Value> {
         .clone()
 }
 
+/// How many runs the database lists now (0 while it does not exist or cannot be read yet).
+fn recorded_runs(db: &std::path::Path) -> usize {
+    if !db.exists() {
+        return 0;
+    }
+    let o = rtscope(db, &["runs", "--json"]);
+    serde_json::from_slice::<Value>(&o.stdout)
+        .ok()
+        .and_then(|v| v.as_array().map(Vec::len))
+        .unwrap_or(0)
+}
+
 fn kill(child: &std::process::Child, signal: i32) {
     // SAFETY: kill with the child's pid and a valid signal number.
     unsafe { libc::kill(child.id() as i32, signal) };
@@ -98,7 +110,17 @@ fn repeated_kills_during_writes_leave_a_readable_store() {
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(300 + 77 * i));
+        // Killed while it writes: once its run is in the database (the start, with the
+        // preflight audit, takes a variable time on a loaded machine), a little later each time.
+        let start = std::time::Instant::now();
+        while recorded_runs(&db) <= i as usize {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "run {i} never recorded"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        std::thread::sleep(Duration::from_millis(100 + 77 * i));
         kill(&child, libc::SIGKILL);
         child.wait().unwrap();
     }
@@ -121,10 +143,20 @@ fn a_reader_sees_a_run_while_it_is_being_written() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    let runs = runs_json(&db);
+    // Read as soon as the first checkpoint is in (the start takes a variable time on a loaded
+    // machine); the run lasts 3 s after that.
+    let start = std::time::Instant::now();
+    let runs = loop {
+        if recorded_runs(&db) > 0 {
+            let runs = runs_json(&db);
+            if runs[0]["samples"].as_u64().unwrap_or(0) > 0 {
+                break runs;
+            }
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no checkpoint");
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert_eq!(runs[0]["status"], "running", "{}", runs[0]);
-    assert!(runs[0]["samples"].as_u64().unwrap() > 0);
     assert!(child.wait().unwrap().success());
     assert_eq!(runs_json(&db)[0]["status"], "complete");
 }

@@ -99,6 +99,8 @@ pub struct Comparison {
     pub matrix: Option<Matrix>,
     /// The thresholds used.
     pub thresholds: Thresholds,
+    /// Checked system settings and run settings that differ between the groups.
+    pub differences: Vec<super::differences::Difference>,
 }
 
 impl Comparison {
@@ -116,7 +118,9 @@ impl Comparison {
             .map(|&s| stat_row(&groups, s, &thresholds))
             .collect();
         let matrix = matrix(&groups, matrix_stat, rows_by);
+        let differences = super::differences::differences(&groups);
         Comparison {
+            differences,
             groups,
             stats,
             matrix,

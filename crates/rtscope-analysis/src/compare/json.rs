@@ -21,6 +21,11 @@ pub fn document(c: &Comparison, exit_code: i32) -> Value {
         },
         "statistics": c.stats.iter().map(|r| stat(r, &names)).collect::<Vec<_>>(),
         "matrix": c.matrix.as_ref().map(matrix),
+        "differences": c.differences.iter().map(|d| json!({
+            "kind": d.kind.as_str(),
+            "setting": d.setting,
+            "values": d.values.iter().map(|(g, v)| (g.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        })).collect::<Vec<_>>(),
         "regressions": c.regressions(),
         "verdict": if c.regressions() > 0 { "regression" } else { "ok" },
         "exit_code": exit_code,

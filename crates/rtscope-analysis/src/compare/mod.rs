@@ -4,9 +4,11 @@
 //! * [`model`]: statistics and groups of runs merged losslessly;
 //! * [`verdict`]: thresholds and the verdict rule;
 //! * [`analysis`]: the comparison as data;
+//! * [`differences`]: checked system settings and run settings that differ between groups;
 //! * [`text`] and [`json`]: the two renderings; [`plot`]: the overlaid plots.
 
 pub mod analysis;
+pub mod differences;
 pub mod json;
 pub mod model;
 pub mod plot;

@@ -72,6 +72,40 @@ impl Stat {
     }
 }
 
+/// How a run measured: the settings `rtscope compare` warns about when groups differ.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunSettings {
+    /// Distinct intervals of its threads (`1ms`, or `1ms/2ms`).
+    pub interval: String,
+    /// Distinct priorities of its threads (`90`, or `89/90`).
+    pub priority: String,
+    /// Number of measuring threads.
+    pub threads: usize,
+    /// Distinct policies of its threads (`fifo`).
+    pub policy: String,
+}
+
+impl RunSettings {
+    fn of(d: &RunDetail) -> RunSettings {
+        let join = |mut v: Vec<String>| {
+            v.sort();
+            v.dedup();
+            v.join("/")
+        };
+        RunSettings {
+            interval: join(
+                d.threads
+                    .iter()
+                    .map(|t| Nanos(t.interval_ns).to_string())
+                    .collect(),
+            ),
+            priority: join(d.threads.iter().map(|t| t.priority.to_string()).collect()),
+            threads: d.threads.len(),
+            policy: join(d.threads.iter().map(|t| t.policy.clone()).collect()),
+        }
+    }
+}
+
 /// One run, reduced to what a comparison needs.
 #[derive(Debug, Clone)]
 pub struct RunData {
@@ -101,6 +135,10 @@ pub struct RunData {
     pub sum_ns: f64,
     /// Missed periods.
     pub missed: u64,
+    /// How it measured (interval, priority, threads, policy).
+    pub run: RunSettings,
+    /// The `(check id, setting)` pairs of its stored preflight audit (empty: none stored).
+    pub settings: Vec<(String, String)>,
 }
 
 impl RunData {
@@ -136,6 +174,8 @@ impl RunData {
                 .map(|t| t.mean_ns.unwrap_or(0.0) * t.samples as f64)
                 .sum(),
             missed: s.missed,
+            run: RunSettings::of(d),
+            settings: Vec::new(),
         }
     }
 
@@ -269,6 +309,8 @@ mod tests {
             max_ns: Some(max),
             sum_ns: 0.0,
             missed: 2,
+            run: RunSettings::default(),
+            settings: Vec::new(),
         }
     }
 

@@ -16,8 +16,27 @@ pub fn render(c: &Comparison) -> String {
         s.push('\n');
         s.push_str(&matrix(m));
     }
+    if !c.differences.is_empty() {
+        s.push('\n');
+        s.push_str(&differences(c));
+    }
     s.push('\n');
     s.push_str(&verdict_line(c));
+    s
+}
+
+/// The settings besides the compared one that differ between the groups.
+fn differences(c: &Comparison) -> String {
+    let mut s = String::from(
+        "warning: the groups differ in more than what is compared; a latency difference may come from these:\n",
+    );
+    for d in &c.differences {
+        let what = match d.kind {
+            super::differences::DifferenceKind::Check => "checked setting",
+            super::differences::DifferenceKind::Run => "run setting",
+        };
+        let _ = writeln!(s, "  {what} {}", super::differences::describe(d));
+    }
     s
 }
 

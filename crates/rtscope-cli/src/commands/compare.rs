@@ -82,5 +82,12 @@ fn load_run(store: &Store, id: RunId) -> Result<RunData, UsageError> {
         .campaign_of(id)
         .map_err(err)?
         .map(|(c, r)| (c.name, r.load_case));
-    Ok(RunData::from_detail(&detail, campaign))
+    let mut run = RunData::from_detail(&detail, campaign);
+    run.settings = store
+        .checks(id)
+        .map_err(err)?
+        .into_iter()
+        .filter_map(|c| Some((c.check, c.setting?)))
+        .collect();
+    Ok(run)
 }

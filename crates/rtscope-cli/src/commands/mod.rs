@@ -1,5 +1,6 @@
 //! One file per subcommand: each turns its clap arguments into a library call and prints.
 
+pub mod check;
 pub mod compare;
 pub mod cyclictest;
 pub mod export;
@@ -7,5 +8,6 @@ pub mod import;
 pub mod load;
 pub mod measure;
 pub mod report;
+pub mod respond;
 pub mod run;
 pub mod runs;

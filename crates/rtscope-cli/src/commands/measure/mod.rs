@@ -115,6 +115,14 @@ pub fn run(
         .map(|p| OutputFile::prepare(p, "--json"))
         .transpose()?;
     let store = recording::open_store(a)?;
+    // Before the cpu_dma_latency request and the threads, which it would otherwise audit.
+    let audit = rtscope_session::preflight::audit(&plan);
+    for line in rtscope_session::preflight::bad_lines(&audit) {
+        {
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "{line}");
+        };
+    }
     let settings = SystemSettings::apply(&plan)?;
     // A closed stdout (`| head -1`) loses the text, never the run nor the exit code.
     let mut stdout = Guarded::new(out);
@@ -134,6 +142,7 @@ pub fn run(
         command_line: command_line.clone(),
         config_json: serde_json::to_string(&ConfigDoc::of(&plan))?,
         monitor_interval,
+        checks: rtscope_session::preflight::rows(&audit),
     };
     let recorded = Recorded {
         store,

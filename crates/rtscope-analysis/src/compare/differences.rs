@@ -1,0 +1,186 @@
+//! What makes the compared groups different systems or different measurements, apart from what
+//! is being compared: checked settings of the preflight audit (governor, SMT, kernel,
+//! isolcpus …, via rtscope-check) and run settings (interval, priority, threads, policy).
+//! A latency difference between groups that differ here may come from these, not the kernel.
+
+use super::analysis::Group;
+use super::model::RunData;
+use rtscope_check::{differing_settings, SettingsGroup};
+use std::collections::BTreeSet;
+
+/// A setting whose values differ between groups.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    /// `check` (a checked system setting) or `run` (a run setting).
+    pub kind: DifferenceKind,
+    /// The setting: a check id (`governor`) or `interval`, `priority`, `threads`, `policy`.
+    pub setting: String,
+    /// Per group: its name (`A`) and the distinct values of its runs, sorted.
+    pub values: Vec<(String, Vec<String>)>,
+}
+
+/// Which kind of setting differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DifferenceKind {
+    /// A setting of the system, from the runs' stored preflight audits.
+    Check,
+    /// A setting of the measurement itself.
+    Run,
+}
+
+impl DifferenceKind {
+    /// `check` or `run`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DifferenceKind::Check => "check",
+            DifferenceKind::Run => "run",
+        }
+    }
+}
+
+/// How a run setting is read from a run.
+type ReadSetting = fn(&RunData) -> String;
+
+/// The run settings compared: name and how to read it from a run.
+const RUN_SETTINGS: [(&str, ReadSetting); 4] = [
+    ("interval", |r| r.run.interval.clone()),
+    ("priority", |r| r.run.priority.clone()),
+    ("threads", |r| r.run.threads.to_string()),
+    ("policy", |r| r.run.policy.clone()),
+];
+
+/// The differences between `groups` (none with fewer than two groups). Runs without a stored
+/// audit take part in the run settings only; checks no run recorded are skipped.
+pub fn differences(groups: &[Group]) -> Vec<Difference> {
+    if groups.len() < 2 {
+        return Vec::new();
+    }
+    let audited: Vec<SettingsGroup> = groups
+        .iter()
+        .map(|g| {
+            let runs = g
+                .runs
+                .iter()
+                .filter(|r| !r.settings.is_empty())
+                .map(|r| r.settings.clone())
+                .collect();
+            (g.name.clone(), runs)
+        })
+        .collect();
+    let mut out: Vec<Difference> = Vec::new();
+    if audited
+        .iter()
+        .all(|(_, runs): &SettingsGroup| !runs.is_empty())
+    {
+        out.extend(
+            differing_settings(&audited)
+                .into_iter()
+                .map(|d| Difference {
+                    kind: DifferenceKind::Check,
+                    setting: d.check,
+                    values: d.values,
+                }),
+        );
+    }
+    for (name, read) in RUN_SETTINGS {
+        let values: Vec<(String, Vec<String>)> = groups
+            .iter()
+            .filter(|g| !g.runs.is_empty())
+            .map(|g| {
+                let set: BTreeSet<String> =
+                    g.runs.iter().map(read).filter(|v| !v.is_empty()).collect();
+                (g.name.clone(), set.into_iter().collect())
+            })
+            .filter(|(_, v): &(String, Vec<String>)| !v.is_empty())
+            .collect();
+        if values.windows(2).any(|w| w[0].1 != w[1].1) {
+            out.push(Difference {
+                kind: DifferenceKind::Run,
+                setting: name.to_owned(),
+                values,
+            });
+        }
+    }
+    out
+}
+
+/// `governor differs: A performance, B powersave` (values of a group joined with `/`).
+pub fn describe(d: &Difference) -> String {
+    let parts: Vec<String> = d
+        .values
+        .iter()
+        .map(|(g, v)| format!("{g} {}", v.join(" / ")))
+        .collect();
+    format!("{} differs: {}", d.setting, parts.join(", "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::model::RunSettings;
+    use rtscope_core::Histogram;
+    use rtscope_store::RunStatus;
+
+    fn run(id: i64, interval: &str, governor: Option<&str>) -> RunData {
+        RunData {
+            id,
+            label: None,
+            status: RunStatus::Complete,
+            tags: Vec::new(),
+            kernel: None,
+            campaign: None,
+            case: None,
+            hist: Histogram::new(),
+            samples: 0,
+            min_ns: None,
+            max_ns: None,
+            sum_ns: 0.0,
+            missed: 0,
+            run: RunSettings {
+                interval: interval.into(),
+                priority: "90".into(),
+                threads: 2,
+                policy: "fifo".into(),
+            },
+            settings: governor
+                .map(|g| vec![("governor".into(), g.into()), ("smt".into(), "off".into())])
+                .unwrap_or_default(),
+        }
+    }
+
+    #[test]
+    fn names_differing_checked_and_run_settings() {
+        let a = Group::new(
+            0,
+            "kernel=stock",
+            vec![
+                run(1, "1ms", Some("performance")),
+                run(2, "1ms", Some("performance")),
+            ],
+        );
+        let b = Group::new(1, "kernel=rt", vec![run(3, "200us", Some("powersave"))]);
+        let d = differences(&[a, b]);
+        let text: Vec<String> = d
+            .iter()
+            .map(|d| format!("{} {}", d.kind.as_str(), describe(d)))
+            .collect();
+        assert_eq!(
+            text,
+            [
+                "check governor differs: A performance, B powersave",
+                "run interval differs: A 1ms, B 200us"
+            ]
+        );
+    }
+
+    #[test]
+    fn runs_without_an_audit_compare_run_settings_only() {
+        let a = Group::new(0, "a", vec![run(1, "1ms", None)]);
+        let b = Group::new(1, "b", vec![run(2, "1ms", Some("powersave"))]);
+        assert!(differences(&[a.clone(), b]).is_empty());
+        assert!(
+            differences(&[a]).is_empty(),
+            "one group: nothing to compare"
+        );
+    }
+}

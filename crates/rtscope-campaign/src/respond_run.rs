@@ -1,0 +1,176 @@
+//! One run of a respond scenario (`respond = "eventfd"`): the same loads, settling and
+//! campaign bookkeeping as a timer run, with an IPC event-response measurement in place of
+//! the timer session; the run is recorded with kind `respond` (one thread: the receiver).
+
+use super::one_run::{add_to_campaign, load_row, settle, stop_loads, Ctx, RunEnd};
+use super::PlannedRun;
+use rtscope_core::Nanos;
+use rtscope_engine::sys;
+use rtscope_respond::ipc::{IpcConfig, IpcResult, IpcRun};
+use rtscope_respond::record::{record, RecordMeta, Row};
+use rtscope_session::limits;
+use rtscope_session::{RunError, SystemSettings, UsageError};
+use rtscope_store::{LoadRow, RunStatus};
+use std::io::Write;
+use std::time::SystemTime;
+
+/// Runs `p`, a respond scenario measuring `cfg`.
+pub(super) fn respond_run(
+    ctx: &mut Ctx,
+    p: &PlannedRun,
+    cfg: &IpcConfig,
+    number: usize,
+    out: &mut dyn Write,
+) -> Result<RunEnd, RunError> {
+    let loads = if p.loads.is_empty() {
+        None
+    } else {
+        Some(rtscope_load::start(&p.loads, &ctx.exe).map_err(|e| {
+            UsageError::new(format!("cannot start the loads of run {}: {e}", p.label))
+        })?)
+    };
+    if let Some(sig) = settle(p.settle) {
+        ctx.signals += 1;
+        if let Some(l) = loads {
+            stop_loads(ctx, l);
+        }
+        writeln!(out, "[{number}] {}: interrupted before measuring", p.label)?;
+        return Ok(RunEnd {
+            load_failed: false,
+            signal: Some(sig),
+            limits_failed: false,
+            record_failed: false,
+        });
+    }
+    let _settings = SystemSettings::apply(&p.plan)?;
+    let (started, clock_start) = (SystemTime::now(), sys::now(libc::CLOCK_MONOTONIC));
+    let measured = measure(cfg.clone());
+    let reports = loads.map(|l| stop_loads(ctx, l)).unwrap_or_default();
+    let (r, signal) = match measured {
+        Ok(m) => m,
+        Err(e) => return Err(UsageError::new(format!("run {}: {e}", p.label)).into()),
+    };
+    if signal.is_some() {
+        ctx.signals += 1;
+    }
+    let mut stats = r.stats;
+    stats.missed = r.lost();
+    let scope = format!("{} {}", r.kind, r.placement.path());
+    let checks = limits::check(&p.plan.limits, &scope, &stats, &r.histogram);
+    let failed = checks.iter().any(|c| !c.passed);
+    let code = if failed {
+        1
+    } else if signal.is_some() {
+        3
+    } else {
+        0
+    };
+    let row = Row {
+        source: r.kind.name().into(),
+        path: format!("{} {}", r.placement.path(), r.placement.kind()),
+        cpu: r.placement.receiver,
+        policy: r.policy.name(),
+        priority: r.priority,
+        interval_ns: r.interval.0,
+        stats,
+        histogram: r.histogram.clone(),
+        events: r.events.clone(),
+    };
+    let meta = RecordMeta {
+        label: Some(p.label.clone()),
+        tags: p.tags.clone(),
+        command_line: ctx.argv.to_vec(),
+        config_json: config_json(&r),
+        started,
+        ended: SystemTime::now(),
+        clock_start,
+    };
+    let status = if signal.is_some() {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
+    };
+    let mut record_failed = false;
+    match record(&mut ctx.store, &meta, &[row], status, code) {
+        Ok(id) => {
+            add_to_campaign(ctx, p, id)?;
+            let rows: Vec<LoadRow> = reports.iter().map(load_row).collect();
+            if let Err(e) = ctx.store.set_loads(id, &rows) {
+                {
+                    use std::io::Write as _;
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "error: the loads of run {id} could not be recorded: {e}"
+                    );
+                };
+            }
+        }
+        Err(e) => {
+            {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "error: run {} could not be recorded: {e}",
+                    p.label
+                );
+            };
+            record_failed = true;
+        }
+    }
+    writeln!(out, "{}", result_line(number, p, &r, failed))?;
+    out.flush()?;
+    Ok(RunEnd {
+        load_failed: false,
+        signal,
+        limits_failed: failed,
+        record_failed,
+    })
+}
+
+/// Runs the measurement to its length or the first SIGINT/SIGTERM (the campaign's runner has
+/// the run signals blocked).
+fn measure(cfg: IpcConfig) -> Result<(IpcResult, Option<i32>), rtscope_respond::RespondError> {
+    let run = IpcRun::start(cfg)?;
+    let mut signal = None;
+    while !run.is_finished() {
+        match sys::wait_run_signal(Nanos::from_ms(200)) {
+            Some(s) if rtscope_engine::sys::is_stop_signal(s) => {
+                signal = Some(s);
+                run.stop();
+                break;
+            }
+            _ => {}
+        }
+    }
+    Ok((run.finish(), signal))
+}
+
+fn config_json(r: &IpcResult) -> String {
+    serde_json::json!({
+        "respond": r.kind.name(), "placement": r.placement.kind(),
+        "sender_cpu": r.placement.sender, "receiver_cpu": r.placement.receiver,
+        "interval_ns": r.interval.0, "burst": r.burst, "sent": r.sent,
+        "send_failed": r.send_failed, "lost": r.lost(),
+        "rows": [{"thread": 0, "source": r.kind.name(), "path": r.placement.path()}],
+    })
+    .to_string()
+}
+
+fn result_line(number: usize, p: &PlannedRun, r: &IpcResult, failed: bool) -> String {
+    let us = super::progress::us;
+    let h = &r.histogram;
+    let mut line = format!(
+        "[{number}] {}: {} {} events, p50 {}, p99 {}, max {}, lost {}",
+        p.label,
+        r.received(),
+        r.kind,
+        us(h.value_at_quantile(0.5)),
+        us(h.value_at_quantile(0.99)),
+        us(h.max()),
+        r.lost()
+    );
+    if failed {
+        line.push_str("; LIMIT EXCEEDED");
+    }
+    line
+}

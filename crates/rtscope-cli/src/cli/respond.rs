@@ -1,0 +1,166 @@
+//! The options of `rtscope respond` (kept beside cli.rs so that file stays short).
+
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+
+/// Options of `rtscope respond`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  rtscope respond --ipc eventfd -D 5s\n  rtscope respond --ipc all --placement same,cross -D 10s --json ipc.json\n  rtscope respond --chip gpiochip0 --stimulus 17 --input 27 --response 22 --watch 23 -l 500\n  rtscope respond --list-lines gpiochip0\n\nSee docs/respond.md for the wiring and what each interval means."
+)]
+pub struct RespondArgs {
+    /// IPC mechanisms, comma-separated: eventfd, pipe, futex, mqueue, signal, sysvsem,
+    /// unix-dgram, or all
+    #[arg(long, value_name = "LIST", help_heading = "IPC")]
+    pub ipc: Option<String>,
+    /// Where sender and receiver run, comma-separated: same (one CPU), cross (two CPUs) or S:R
+    #[arg(
+        long,
+        value_name = "LIST",
+        default_value = "same",
+        help_heading = "IPC"
+    )]
+    pub placement: String,
+    /// The receiver's CPU for same/cross [default: the last CPU this process may use]
+    #[arg(long, value_name = "N", help_heading = "IPC")]
+    pub cpu: Option<usize>,
+    /// Events sent back to back per interval (checks the lost-event accounting)
+    #[arg(long, value_name = "N", default_value_t = 1, help_heading = "IPC")]
+    pub burst: u32,
+    /// Print the lines of a GPIO chip (gpioinfo style) and exit
+    #[arg(long, value_name = "CHIP", help_heading = "GPIO")]
+    pub list_lines: Option<String>,
+    /// Chip for bare line offsets: gpiochip0, /dev/gpiochip0 or a chip label
+    #[arg(long, value_name = "CHIP", help_heading = "GPIO")]
+    pub chip: Option<String>,
+    /// O: the output rtscope drives as the stimulus (without it: an external stimulus on I)
+    #[arg(long, value_name = "LINE", help_heading = "GPIO")]
+    pub stimulus: Option<String>,
+    /// I: the input the responder waits on
+    #[arg(long, value_name = "LINE", help_heading = "GPIO")]
+    pub input: Option<String>,
+    /// R: the output rtscope's responder drives to the level of I
+    #[arg(long, value_name = "LINE", help_heading = "GPIO")]
+    pub response: Option<String>,
+    /// J: the input wired to R (response = ts(J) − ts(I), both kernel timestamps)
+    #[arg(long, value_name = "LINE", help_heading = "GPIO")]
+    pub watch: Option<String>,
+    /// K: an input wired to O, for ts(I) when another program responds
+    #[arg(long, value_name = "LINE", help_heading = "GPIO")]
+    pub stimulus_watch: Option<String>,
+    /// Another program answers on I → R (run with `sh -c`; stopped at the end)
+    #[arg(long, value_name = "CMD", help_heading = "GPIO")]
+    pub responder_cmd: Option<String>,
+    /// Edges the inputs report
+    #[arg(long, value_enum, default_value = "both", help_heading = "GPIO")]
+    pub edges: EdgesArg,
+    /// Bias of the inputs
+    #[arg(long, value_enum, default_value = "as-is", help_heading = "GPIO")]
+    pub bias: BiasArg,
+    /// Debounce period of the inputs, e.g. 10us
+    #[arg(long, value_name = "DUR", help_heading = "GPIO")]
+    pub debounce: Option<String>,
+    /// Clock of the kernel's edge timestamps
+    #[arg(long, value_enum, default_value = "monotonic", help_heading = "GPIO")]
+    pub event_clock: EventClockArg,
+    /// Kernel event buffer per request, in events [default: the kernel's, 16 per line]
+    #[arg(long, value_name = "N", help_heading = "GPIO")]
+    pub event_buffer: Option<u32>,
+    /// Time between events (IPC) or stimulus periods (GPIO); a bare number is us
+    /// [default: 1ms for IPC, 10ms for GPIO]
+    #[arg(long, short = 'i', value_name = "DUR", help_heading = "Timing")]
+    pub interval: Option<String>,
+    /// Length of each measurement: 30 (seconds), 500ms, 10m [default: 10s unless --loops]
+    #[arg(long, short = 'D', value_name = "DUR", help_heading = "Timing")]
+    pub duration: Option<String>,
+    /// Intervals (IPC) or stimulus periods / external edges (GPIO) per measurement
+    #[arg(long, short = 'l', value_name = "N", help_heading = "Timing")]
+    pub loops: Option<u64>,
+    /// Scheduling policy of the receiver / responder (the sender runs one priority lower)
+    #[arg(long, value_enum, default_value = "fifo", help_heading = "Scheduling")]
+    pub policy: RespondPolicyArg,
+    /// Real-time priority (1-99) for fifo/rr; nice value for other
+    #[arg(
+        long,
+        short = 'p',
+        default_value_t = 95,
+        allow_negative_numbers = true,
+        help_heading = "Scheduling"
+    )]
+    pub priority: i32,
+    /// Do not lock memory (mlockall is on by default)
+    #[arg(long, help_heading = "Scheduling")]
+    pub no_mlock: bool,
+    /// Fail (exit 1) when a statistic exceeds a limit on any row: max=100us, p99=20us,
+    /// missed=0 (lost events) (repeatable)
+    #[arg(long = "limit", value_name = "STAT=VALUE", help_heading = "Output")]
+    pub limits: Vec<String>,
+    /// IPC: keep every event slower than this (sequence number, latency, time) in the JSON, up
+    /// to 10,000 per row
+    #[arg(long, value_name = "DUR", help_heading = "Output")]
+    pub event_above: Option<String>,
+    /// Write the results as JSON (schema rtscope.respond/1)
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub json: Option<PathBuf>,
+    /// No progress output
+    #[arg(long, short = 'q', help_heading = "Output")]
+    pub quiet: bool,
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH", help_heading = "Recording")]
+    pub db: Option<PathBuf>,
+    /// Do not record the run in the database
+    #[arg(long, conflicts_with = "db", help_heading = "Recording")]
+    pub no_db: bool,
+    /// A name for the run, e.g. idle or python-responder
+    #[arg(long, value_name = "NAME", help_heading = "Recording")]
+    pub label: Option<String>,
+    /// A free-form tag, e.g. --tag board=rpi4 (repeatable)
+    #[arg(long = "tag", value_name = "KEY=VALUE", help_heading = "Recording")]
+    pub tags: Vec<String>,
+}
+
+/// Scheduling policies a responder can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RespondPolicyArg {
+    /// SCHED_FIFO.
+    Fifo,
+    /// SCHED_RR.
+    Rr,
+    /// SCHED_OTHER.
+    Other,
+}
+
+/// Edge selection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EdgesArg {
+    /// Rising edges only.
+    Rising,
+    /// Falling edges only.
+    Falling,
+    /// Both.
+    Both,
+}
+
+/// Input bias.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BiasArg {
+    /// Leave as configured.
+    AsIs,
+    /// Pull-up.
+    PullUp,
+    /// Pull-down.
+    PullDown,
+    /// No bias.
+    Disabled,
+}
+
+/// Edge timestamp clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EventClockArg {
+    /// CLOCK_MONOTONIC.
+    Monotonic,
+    /// CLOCK_REALTIME.
+    Realtime,
+    /// Hardware timestamp engine.
+    Hte,
+}

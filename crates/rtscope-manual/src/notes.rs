@@ -1,0 +1,185 @@
+//! What clap does not know about each command: exit codes, environment, files, examples and
+//! references. Keyed by the subcommand path (`""`, `"measure"`, `"runs show"`).
+
+/// The hand-written parts of one page.
+#[derive(Debug, Clone, Copy)]
+pub struct Notes {
+    /// What exit code 1 means for this command; `None`: the command never exits 1.
+    pub exit_1: Option<&'static str>,
+    /// What exit code 3 means; `None`: the command is never interrupted mid-way.
+    pub exit_3: Option<&'static str>,
+    /// How the command uses `RTSCOPE_DB`.
+    pub environment: &'static str,
+    /// How the command uses `./rtscope.db`.
+    pub files: &'static str,
+    /// (command line, what it does).
+    pub examples: &'static [(&'static str, &'static str)],
+    /// Further references, e.g. `cyclictest(8)`.
+    pub see_also: &'static [&'static str],
+}
+
+const DB_ENV: &str = "The run database when no --db option is given; without either, \
+./rtscope.db in the current directory.";
+const DB_ENV_UNUSED: &str = "The run database of the commands that record or read runs \
+(this command does not open it).";
+const DB_FILE: &str = "The run database (SQLite; one file, created on first use; schema in \
+docs/store-schema.md). Chosen by --db PATH, else $RTSCOPE_DB, else this file.";
+const DB_FILE_UNUSED: &str = "The run database of the commands that record or read runs; this \
+command does not open it.";
+
+const INTERRUPTED_RUN: &str = "Interrupted by SIGINT, SIGTERM or SIGHUP before the run's \
+length; everything measured so far is still printed and recorded.";
+const LIMIT_EXCEEDED: &str = "A --limit was exceeded (per CPU or overall).";
+
+/// The exit codes of a command: 0 and 2 always, 1 and 3 where the command has them.
+pub fn exit_codes(n: &Notes) -> Vec<(u8, &'static str)> {
+    let mut v = vec![(0, "Success.")];
+    if let Some(t) = n.exit_1 {
+        v.push((1, t));
+    }
+    v.push((
+        2,
+        "Usage or setup error: bad option or value, CPU not online, no real-time privilege, \
+         unreadable or unwritable file (the message names it, often with a hint).",
+    ));
+    if let Some(t) = n.exit_3 {
+        v.push((3, t));
+    }
+    v
+}
+
+const fn reader(examples: &'static [(&'static str, &'static str)]) -> Notes {
+    Notes {
+        exit_1: None,
+        exit_3: None,
+        environment: DB_ENV,
+        files: DB_FILE,
+        examples,
+        see_also: &[],
+    }
+}
+
+/// The notes of the command at `key` (space-separated subcommand path; `""` is rtscope).
+pub fn for_command(key: &str) -> Notes {
+    match key {
+        "" => Notes {
+            exit_1: Some("A limit was exceeded (measure --limit, cyclictest -b, a campaign's limits); compare: a candidate regressed."),
+            exit_3: Some(INTERRUPTED_RUN),
+            environment: DB_ENV,
+            files: DB_FILE,
+            examples: &[
+                ("rtscope measure -D 5m --limit max=100us", "Measure every CPU for five minutes; exit 1 if any wake-up is later than 100 us."),
+                ("rtscope run --preset quick && rtscope report --last", "The quick campaign (idle, then under built-in load) and its report in ./rtscope-report/."),
+                ("rtscope cyclictest -l100000 -m -Sp90 -i200 -h400 -q", "Exactly as cyclictest would run."),
+                ("rtscope man measure | man -l -", "Read this manual's page of a subcommand on a board without the package."),
+            ],
+            see_also: &["cyclictest(8)", "chrt(1)", "taskset(1)"],
+        },
+        "measure" => Notes {
+            exit_1: Some(LIMIT_EXCEEDED),
+            exit_3: Some(INTERRUPTED_RUN),
+            environment: DB_ENV,
+            files: "The run is recorded here unless --no-db or --db PATH is given (see RTSCOPE_DB).",
+            examples: &[
+                ("rtscope measure", "All online CPUs, SCHED_FIFO 90, 1 ms interval, 60 s; one table per run."),
+                ("rtscope measure -c 2-3 -i 200us -D 2h --json run.json", "CPUs 2 and 3 for two hours at 200 us, with a JSON result file."),
+                ("rtscope measure -D 5m --limit max=100us --limit p99.99=50us", "A CI gate: exit 1 when a limit is exceeded."),
+                ("rtscope measure -t 16 -c 0-3", "M:N: 16 threads spread over CPUs 0-3."),
+                ("rtscope measure --policy deadline --dl-runtime 50us -i 1ms", "SCHED_DEADLINE threads."),
+                ("rtscope measure -D 2h --label idle --tag kernel=rt --event-above 100us", "Label, tag and keep every sample above 100 us as an event."),
+            ],
+            see_also: &["rtscope-runs(1)", "rtscope-report(1)", "cyclictest(8)"],
+        },
+        "cyclictest" => Notes {
+            exit_1: Some("The -b/--breaktrace threshold was exceeded."),
+            exit_3: Some(INTERRUPTED_RUN),
+            environment: "Not read: rtscope cyclictest records a run only with --db=PATH (as cyclictest, it writes no database by default).",
+            files: "Not written unless --db=PATH names a database (then with --label and --tag as rtscope measure).",
+            examples: &[
+                ("rtscope cyclictest -l100000000 -m -Sp90 -i200 -h400 -q", "The OSADL-style histogram run, same output as cyclictest."),
+                ("rtscope cyclictest -t4 -a -p80 -i500 -D 10m --json=out.json", "Four pinned threads for ten minutes with cyclictest's JSON output."),
+                ("ln -s \"$(command -v rtscope)\" /usr/local/bin/cyclictest", "Existing scripts that call cyclictest run rtscope unchanged."),
+            ],
+            see_also: &["rtscope-measure(1)", "cyclictest(8)"],
+        },
+        "runs" => reader(&[
+            ("rtscope runs", "The runs, newest first: label, status, length, p99.99, max, missed, tags."),
+            ("rtscope runs show last --json", "The newest run in full, for scripts."),
+            ("rtscope runs tag 3 load=hackbench", "Tag run 3."),
+        ]),
+        "runs list" => reader(&[("rtscope runs list --db board.db", "The runs of another database.")]),
+        "runs show" => reader(&[("rtscope runs show last", "Settings, per-thread statistics and the environment (kernel, PREEMPT_RT, command line, isolcpus …) of the newest run.")]),
+        "runs tag" => reader(&[
+            ("rtscope runs tag last kernel=rt board=rpi4", "Set two tags on the newest run."),
+            ("rtscope runs tag 3 --remove board", "Remove a tag."),
+        ]),
+        "runs delete" => reader(&[("rtscope runs delete 3 4", "Delete runs 3 and 4 with their histograms, series, events and monitors.")]),
+        "import" => reader(&[
+            ("rtscope import hist-h400.txt cyclictest.json verbose.txt", "Old cyclictest results as runs (format detected)."),
+            ("rtscope import jitterdebugger-out/ --tag board=imx8", "A jitterdebugger directory, tagged."),
+            ("rtscope import --format stress-ng stress-ng.log", "A stress-ng --cyclic log."),
+        ]),
+        "export" => reader(&[
+            ("rtscope export last -o out/ -f csv,json,parquet", "The newest run as CSV, JSON and Parquet files for pandas."),
+        ]),
+        "run" => Notes {
+            exit_1: Some("A limit of the campaign was exceeded in some run."),
+            exit_3: Some("Interrupted: the current run is saved as `interrupted`, the loads are stopped, and the --resume command is printed."),
+            environment: DB_ENV,
+            files: DB_FILE,
+            examples: &[
+                ("rtscope run --preset quick", "About a minute: every CPU idle, then under built-in messaging, memory and CPU load, with monitors."),
+                ("rtscope run --preset quick --duration 10s", "The same in 20 seconds."),
+                ("rtscope run examples/loadcases.toml --dry-run", "The run matrix, the total time and every load it would start."),
+                ("rtscope run examples/loadcases.toml --resume", "After a Ctrl-C: only the runs not yet done."),
+            ],
+            see_also: &["rtscope-load(1)", "rtscope-report(1)", "rtscope-compare(1)"],
+        },
+        "load" => Notes {
+            exit_1: Some("A load failed (e.g. the memory load found a miscompare, or an external program failed)."),
+            exit_3: Some("Interrupted before the --for length."),
+            environment: DB_ENV_UNUSED,
+            files: DB_FILE_UNUSED,
+            examples: &[
+                ("rtscope load messaging --for 10m", "hackbench-like messaging for ten minutes while another tool measures."),
+                ("rtscope load memory --for 30s --json", "Verified memory copies; the report as JSON."),
+            ],
+            see_also: &["rtscope-run(1)", "hackbench(8)", "stress-ng(1)"],
+        },
+        "compare" => Notes {
+            exit_1: Some("A candidate group regressed against the first group (see --threshold)."),
+            exit_3: None,
+            environment: DB_ENV,
+            files: DB_FILE,
+            examples: &[
+                ("rtscope compare kernel=stock kernel=rt", "Two groups by tag, side by side."),
+                ("rtscope compare campaign:baseline campaign:candidate --threshold 10% --matrix p99.99", "A CI gate between two campaigns, with the load-case matrix."),
+            ],
+            see_also: &["rtscope-report(1)", "rtscope-runs(1)"],
+        },
+        "report" => reader(&[
+            ("rtscope report", "The newest run, or its whole campaign, into ./rtscope-report/ (report.html, PNG and SVG plots, summary.csv)."),
+            ("rtscope report --campaign loadcases -o out", "Every run of a campaign on shared plots."),
+        ]),
+        "completions" => Notes {
+            examples: &[
+                ("rtscope completions bash > /etc/bash_completion.d/rtscope", "Install the bash completion."),
+                ("rtscope completions zsh > \"${fpath[1]}/_rtscope\"", "Install the zsh completion."),
+                ("rtscope completions fish > ~/.config/fish/completions/rtscope.fish", "Install the fish completion."),
+            ],
+            environment: DB_ENV_UNUSED,
+            files: DB_FILE_UNUSED,
+            ..reader(&[])
+        },
+        "man" => Notes {
+            examples: &[
+                ("rtscope man measure | man -l -", "Read rtscope-measure(1) without installing the package."),
+                ("rtscope man --dir /usr/local/share/man/man1", "Write every page."),
+            ],
+            environment: DB_ENV_UNUSED,
+            files: DB_FILE_UNUSED,
+            ..reader(&[])
+        },
+        _ => reader(&[]),
+    }
+}

@@ -1,0 +1,236 @@
+//! IPC event response latency: a sender thread timestamps (CLOCK_MONOTONIC) just before the
+//! system call that signals an event, a real-time receiver thread reads the clock just after the
+//! system call it waits in returns; the difference goes into the receiver's lossless histogram.
+//!
+//! ## Accounting
+//! Every event the sender attempts is either delivered or refused by a full queue (EAGAIN on a
+//! POSIX queue, datagram socket, pipe or signal queue; ERANGE on a semaphore): refused events are
+//! counted as `send_failed`. Messages (pipe, POSIX queue, datagram) carry a sequence number, so
+//! the receiver counts gaps on its own and the two counts must agree. eventfd and the futex word
+//! coalesce events that arrive before the receiver reads them: each still gets its own latency
+//! (receiver time minus that event's send time), and `wakeups` counts the receives.
+
+mod receiver;
+mod transport;
+
+pub use receiver::{IpcResult, IpcRun};
+
+use rtscope_core::Nanos;
+use rtscope_engine::{CpuSet, Policy};
+
+/// An IPC mechanism.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IpcKind {
+    /// `eventfd` write / read.
+    Eventfd,
+    /// A pipe: 16-byte write / read.
+    Pipe,
+    /// A futex word: increment and FUTEX_WAKE / FUTEX_WAIT.
+    Futex,
+    /// A POSIX message queue: `mq_send` / `mq_receive`.
+    Mqueue,
+    /// A real-time signal: `tgkill` / `sigwaitinfo`.
+    Signal,
+    /// A SysV semaphore: `semop(+1)` / `semop(-1)`.
+    SysvSem,
+    /// A UNIX datagram socket pair: `send` / `recv`.
+    UnixDgram,
+}
+
+impl IpcKind {
+    /// Every mechanism, in the order of the docs.
+    pub const ALL: [IpcKind; 7] = [
+        IpcKind::Eventfd,
+        IpcKind::Pipe,
+        IpcKind::Futex,
+        IpcKind::Mqueue,
+        IpcKind::Signal,
+        IpcKind::SysvSem,
+        IpcKind::UnixDgram,
+    ];
+
+    /// The name users type and the tables print.
+    pub fn name(self) -> &'static str {
+        match self {
+            IpcKind::Eventfd => "eventfd",
+            IpcKind::Pipe => "pipe",
+            IpcKind::Futex => "futex",
+            IpcKind::Mqueue => "mqueue",
+            IpcKind::Signal => "signal",
+            IpcKind::SysvSem => "sysvsem",
+            IpcKind::UnixDgram => "unix-dgram",
+        }
+    }
+
+    /// Parses a name (also `mq`, `posix-mq`, `sem`, `dgram`, `unix`).
+    pub fn parse(text: &str) -> Option<IpcKind> {
+        let t = text.trim().to_ascii_lowercase();
+        let alias = match t.as_str() {
+            "mq" | "posix-mq" | "pmq" => "mqueue",
+            "sem" | "svsem" => "sysvsem",
+            "dgram" | "unix" | "unix-datagram" => "unix-dgram",
+            "sigwait" => "signal",
+            other => other,
+        };
+        IpcKind::ALL.into_iter().find(|k| k.name() == alias)
+    }
+
+    /// The rt-tests program that measures the same mechanism, when there is one.
+    pub fn rt_tests_peer(self) -> Option<&'static str> {
+        match self {
+            IpcKind::Futex => Some("ptsematest"),
+            IpcKind::Mqueue => Some("pmqtest"),
+            IpcKind::Signal => Some("sigwaittest"),
+            IpcKind::SysvSem => Some("svsematest"),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for IpcKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where the sender and the receiver run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    /// The sender's CPU (`None`: not pinned).
+    pub sender: Option<usize>,
+    /// The receiver's CPU (`None`: not pinned).
+    pub receiver: Option<usize>,
+}
+
+impl Placement {
+    /// Both threads on `cpu`.
+    pub fn same(cpu: usize) -> Self {
+        Placement {
+            sender: Some(cpu),
+            receiver: Some(cpu),
+        }
+    }
+
+    /// Sender on `sender`, receiver on `receiver`.
+    pub fn cross(sender: usize, receiver: usize) -> Self {
+        Placement {
+            sender: Some(sender),
+            receiver: Some(receiver),
+        }
+    }
+
+    /// `same`, `cross` or `free` (unpinned).
+    pub fn kind(&self) -> &'static str {
+        match (self.sender, self.receiver) {
+            (Some(a), Some(b)) if a == b => "same",
+            (Some(_), Some(_)) => "cross",
+            _ => "free",
+        }
+    }
+
+    /// `0→1`, `1→1`, `*→*`.
+    pub fn path(&self) -> String {
+        let c = |x: Option<usize>| x.map_or("*".to_string(), |c| c.to_string());
+        format!("{}→{}", c(self.sender), c(self.receiver))
+    }
+}
+
+/// Everything that defines one IPC measurement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IpcConfig {
+    /// The mechanism.
+    pub kind: IpcKind,
+    /// The CPUs of the two threads.
+    pub placement: Placement,
+    /// The receiver's policy; the sender runs with the same policy one priority lower, so on a
+    /// shared CPU the receiver preempts it at once (as rt-tests' pairs do).
+    pub policy: Policy,
+    /// The receiver's priority (1..=99 for FIFO/RR).
+    pub priority: i32,
+    /// Time between the sender's bursts.
+    pub interval: Nanos,
+    /// Events sent back to back per interval (1: one event per interval).
+    pub burst: u32,
+    /// Number of intervals (`None`: until `duration` or a stop).
+    pub loops: Option<u64>,
+    /// Length of the measurement (`None`: until `loops` or a stop).
+    pub duration: Option<Nanos>,
+    /// Samples above this are also kept as events (time and sequence number).
+    pub event_threshold: Option<Nanos>,
+    /// How many such events to keep.
+    pub event_capacity: usize,
+}
+
+impl IpcConfig {
+    /// A measurement of `kind` with the defaults: SCHED_FIFO 95 receiver, 1 ms interval, one
+    /// event per interval, unpinned.
+    pub fn new(kind: IpcKind) -> Self {
+        IpcConfig {
+            kind,
+            placement: Placement {
+                sender: None,
+                receiver: None,
+            },
+            policy: Policy::Fifo,
+            priority: 95,
+            interval: Nanos::from_ms(1),
+            burst: 1,
+            loops: None,
+            duration: None,
+            event_threshold: None,
+            event_capacity: 0,
+        }
+    }
+
+    fn validate(&self) -> Result<(), crate::RespondError> {
+        let bad = |m: String| Err(crate::RespondError::Invalid(m));
+        if self.interval.0 == 0 {
+            return bad("the interval must be greater than 0".into());
+        }
+        if self.burst == 0 || self.burst as usize > receiver::SLOTS / 2 {
+            return bad(format!(
+                "the burst must be 1..={} events",
+                receiver::SLOTS / 2
+            ));
+        }
+        if self.policy.is_realtime_priority() && !(1..=99).contains(&self.priority) {
+            return bad(format!(
+                "priority {} is outside 1..=99 for {}",
+                self.priority,
+                self.policy.name()
+            ));
+        }
+        Ok(())
+    }
+
+    fn affinity(cpu: Option<usize>) -> Option<CpuSet> {
+        cpu.map(|c| CpuSet::from_cpus([c]))
+    }
+}
+
+/// Parses a placement list (`same`, `cross`, `S:R`, comma-separated) for a receiver on
+/// `receiver` (default: the last of `allowed`, the CPUs this process may use).
+pub fn parse_placements(
+    text: &str,
+    receiver: Option<usize>,
+    allowed: &[usize],
+) -> Result<Vec<Placement>, String> {
+    let receiver = receiver.or(allowed.last().copied()).unwrap_or(0);
+    text.split(',')
+        .map(str::trim)
+        .map(|p| match p {
+            "same" => Ok(Placement::same(receiver)),
+            "cross" => allowed
+                .iter()
+                .find(|&&c| c != receiver)
+                .map(|&s| Placement::cross(s, receiver))
+                .ok_or_else(|| "placement cross needs two CPUs; this process may use one".into()),
+            other => other
+                .split_once(':')
+                .and_then(|(s, r)| Some(Placement::cross(s.parse().ok()?, r.parse().ok()?)))
+                .ok_or_else(|| {
+                    format!("invalid placement '{other}': use same, cross or SENDER:RECEIVER CPUs such as 0:1")
+                }),
+        })
+        .collect()
+}

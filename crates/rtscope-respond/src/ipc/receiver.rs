@@ -1,0 +1,513 @@
+//! The sender and receiver threads of one IPC measurement.
+//!
+//! The receiver's loop does only this: wait in the mechanism's system call, read the clock, and
+//! store the latency (receiver time minus the event's send time) into its preallocated
+//! [`ThreadShared`]. The send times of count-only mechanisms travel in a preallocated slot ring
+//! written by the sender just before its system call.
+
+use super::transport::{Got, Sent, Transport};
+use super::{IpcConfig, IpcKind, Placement};
+use crate::gate::Gate;
+use crate::RespondError;
+use rtscope_core::{Histogram, Nanos, Stats};
+use rtscope_engine::{sys, Policy, Recorder, RunConfig, Sample, ThreadShared, ThreadSpec};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, SystemTime};
+
+/// Slots of the send-time ring (64 Ki events, 1 MiB with the sequence numbers).
+pub(crate) const SLOTS: usize = 1 << 16;
+const STACK: usize = 256 * 1024;
+const PREFAULT: usize = 64 * 1024;
+
+/// State shared by the two threads and the controller. Counters are written by one thread each.
+struct Shared {
+    transport: Transport,
+    slot_time: Box<[AtomicU64]>,
+    slot_seq: Box<[AtomicU64]>,
+    /// Asks the sender to stop.
+    stop: AtomicBool,
+    /// Set when a thread's set-up failed: nobody sends or waits.
+    failed: AtomicBool,
+    /// The first sequence number not measured (the stop marker), `u64::MAX` while sending.
+    end_seq: AtomicU64,
+    sent: AtomicU64,
+    send_failed: AtomicU64,
+    gaps: AtomicU64,
+    wakeups: AtomicU64,
+    overruns: AtomicU64,
+    /// Intervals the sender skipped because it was held off past them.
+    skipped: AtomicU64,
+    sender_done: AtomicBool,
+    /// The sender ended because of a stop request, before its length.
+    cut: AtomicBool,
+    receiver_done: AtomicBool,
+    setup_error: Mutex<Option<RespondError>>,
+    io_error: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn fail_setup(&self, e: RespondError) {
+        self.failed.store(true, Release);
+        let mut g = self.setup_error.lock().unwrap_or_else(|p| p.into_inner());
+        g.get_or_insert(e);
+    }
+
+    fn io_error(&self, what: &str, e: std::io::Error) {
+        let mut g = self.io_error.lock().unwrap_or_else(|p| p.into_inner());
+        g.get_or_insert(format!("{what}: {e}"));
+    }
+}
+
+/// An IPC measurement in progress.
+pub struct IpcRun {
+    config: IpcConfig,
+    shared: Arc<Shared>,
+    thread: Arc<ThreadShared>,
+    sender: Option<JoinHandle<()>>,
+    receiver: Option<JoinHandle<()>>,
+    started: SystemTime,
+    clock_start: Nanos,
+}
+
+/// The outcome of one IPC measurement.
+#[derive(Debug, Clone)]
+pub struct IpcResult {
+    /// The mechanism.
+    pub kind: IpcKind,
+    /// The CPUs of the two threads.
+    pub placement: Placement,
+    /// The receiver's policy.
+    pub policy: Policy,
+    /// The receiver's priority.
+    pub priority: i32,
+    /// Time between bursts.
+    pub interval: Nanos,
+    /// Events per burst.
+    pub burst: u32,
+    /// Wall-clock start and end.
+    pub started: SystemTime,
+    /// Wall-clock end.
+    pub ended: SystemTime,
+    /// CLOCK_MONOTONIC at the start (ns).
+    pub clock_start: Nanos,
+    /// Latency statistics (ns); `missed` holds the lost events.
+    pub stats: Stats,
+    /// The lossless latency histogram.
+    pub histogram: Histogram,
+    /// Samples above the event threshold (`cycle` is the sequence number).
+    pub events: Vec<Sample>,
+    /// Events delivered to the kernel.
+    pub sent: u64,
+    /// Events refused by a full queue at the sender.
+    pub send_failed: u64,
+    /// Sequence-number gaps the receiver saw (message mechanisms only).
+    pub gaps: u64,
+    /// Receives (a coalescing mechanism delivers several events per receive).
+    pub wakeups: u64,
+    /// Events whose send time was overwritten before the receiver read it (not measured).
+    pub overruns: u64,
+    /// Intervals the sender skipped: it was held off (preempted) past them.
+    pub skipped_intervals: u64,
+    /// Whether the run was stopped before its length.
+    pub stopped_early: bool,
+    /// A system call that failed during the run.
+    pub error: Option<String>,
+}
+
+impl IpcResult {
+    /// Events measured.
+    pub fn received(&self) -> u64 {
+        self.stats.count
+    }
+
+    /// Events attempted minus events measured: refused at the sender, or overrun.
+    pub fn lost(&self) -> u64 {
+        (self.sent + self.send_failed).saturating_sub(self.received())
+    }
+
+    /// Whether the counts agree: every event attempted was either measured, refused at the
+    /// sender or overrun, and the receiver's sequence gaps match the sender's refusals.
+    pub fn accounting_consistent(&self) -> bool {
+        let attempted = self.sent + self.send_failed;
+        let seq_ok = !self.kind_carries_messages() || self.gaps == self.send_failed;
+        attempted == self.received() + self.send_failed + self.overruns && seq_ok
+    }
+
+    fn kind_carries_messages(&self) -> bool {
+        matches!(
+            self.kind,
+            IpcKind::Pipe | IpcKind::Mqueue | IpcKind::UnixDgram
+        )
+    }
+}
+
+fn zeroed(n: usize) -> Box<[AtomicU64]> {
+    (0..n).map(|_| AtomicU64::new(u64::MAX)).collect()
+}
+
+impl IpcRun {
+    /// Opens the channel, starts the receiver and the sender (after both finished their
+    /// real-time set-up) and returns at once.
+    pub fn start(config: IpcConfig) -> Result<IpcRun, RespondError> {
+        config.validate()?;
+        let transport = Transport::open(config.kind).map_err(|source| RespondError::Open {
+            what: config.kind.name(),
+            source,
+        })?;
+        let shared = Arc::new(Shared {
+            transport,
+            slot_time: zeroed(SLOTS),
+            slot_seq: zeroed(SLOTS),
+            stop: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
+            end_seq: AtomicU64::new(u64::MAX),
+            sent: AtomicU64::new(0),
+            send_failed: AtomicU64::new(0),
+            gaps: AtomicU64::new(0),
+            wakeups: AtomicU64::new(0),
+            overruns: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
+            sender_done: AtomicBool::new(false),
+            cut: AtomicBool::new(false),
+            receiver_done: AtomicBool::new(false),
+            setup_error: Mutex::new(None),
+            io_error: Mutex::new(None),
+        });
+        let mut rc = RunConfig::new(Vec::new());
+        rc.event_threshold = config.event_threshold;
+        rc.event_capacity = config.event_capacity;
+        let thread = Arc::new(ThreadShared::new(&rc));
+        let gate = Arc::new(Gate::default());
+        let receiver = spawn_receiver(&config, &shared, &thread, &gate)?;
+        let sender = match spawn_sender(&config, &shared, &gate) {
+            Ok(h) => h,
+            Err(e) => {
+                // The receiver must not wait for a sender that never started.
+                shared.fail_setup(e);
+                gate.open_now();
+                let _ = receiver.join();
+                return Err(take_setup_error(&shared));
+            }
+        };
+        gate.open_when_ready(2);
+        let clock_start = sys::now(libc::CLOCK_MONOTONIC);
+        let started = SystemTime::now();
+        let mut run = IpcRun {
+            config,
+            shared,
+            thread,
+            sender: Some(sender),
+            receiver: Some(receiver),
+            started,
+            clock_start,
+        };
+        if run.shared.failed.load(Acquire) {
+            run.join();
+            return Err(take_setup_error(&run.shared));
+        }
+        Ok(run)
+    }
+
+    /// The receiver's live statistics.
+    pub fn live(&self) -> &ThreadShared {
+        &self.thread
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &IpcConfig {
+        &self.config
+    }
+
+    /// Asks the sender to stop after its current burst.
+    pub fn stop(&self) {
+        self.shared.stop.store(true, Release);
+    }
+
+    /// Whether both threads have finished.
+    pub fn is_finished(&self) -> bool {
+        self.shared.sender_done.load(Acquire) && self.shared.receiver_done.load(Acquire)
+    }
+
+    fn join(&mut self) {
+        if let Some(h) = self.sender.take() {
+            let _ = h.join();
+        }
+        // The sender's stop marker ends the receiver. Should it not arrive (a failed system
+        // call), keep poking the receiver for a while instead of blocking for ever.
+        let t0 = std::time::Instant::now();
+        while !self.shared.receiver_done.load(Acquire) && t0.elapsed() < Duration::from_secs(3) {
+            let end = self.shared.end_seq.load(Acquire);
+            if end != u64::MAX {
+                let _ = self.shared.transport.send(end, 0);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if self.shared.receiver_done.load(Acquire) {
+            if let Some(h) = self.receiver.take() {
+                let _ = h.join();
+            }
+        } else {
+            self.shared.io_error(
+                "receiver",
+                std::io::Error::other("did not stop; left blocked"),
+            );
+            self.receiver.take();
+        }
+    }
+
+    /// Waits for the run to reach its length (it is stopped at once when it has none: no loops
+    /// and no duration), waits for both threads and collects the result.
+    pub fn finish(mut self) -> IpcResult {
+        if self.config.loops.is_none() && self.config.duration.is_none() {
+            self.stop();
+        }
+        self.join();
+        let stopped_early = self.shared.cut.load(Acquire);
+        let sh = &self.shared;
+        let error = sh.io_error.lock().unwrap_or_else(|p| p.into_inner()).take();
+        IpcResult {
+            kind: self.config.kind,
+            placement: self.config.placement,
+            policy: self.config.policy,
+            priority: self.config.priority,
+            interval: self.config.interval,
+            burst: self.config.burst,
+            started: self.started,
+            ended: SystemTime::now(),
+            clock_start: self.clock_start,
+            stats: self.thread.stats(),
+            histogram: self.thread.histogram(),
+            events: self.thread.events().snapshot(),
+            sent: sh.sent.load(Acquire),
+            send_failed: sh.send_failed.load(Acquire),
+            gaps: sh.gaps.load(Acquire),
+            wakeups: sh.wakeups.load(Acquire),
+            overruns: sh.overruns.load(Acquire),
+            skipped_intervals: sh.skipped.load(Acquire),
+            stopped_early,
+            error,
+        }
+    }
+}
+
+impl Drop for IpcRun {
+    fn drop(&mut self) {
+        self.stop();
+        self.join();
+    }
+}
+
+fn take_setup_error(sh: &Shared) -> RespondError {
+    sh.setup_error
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .unwrap_or_else(|| RespondError::Invalid("a thread failed to start".into()))
+}
+
+fn spec(policy: Policy, priority: i32, cpu: Option<usize>) -> ThreadSpec {
+    ThreadSpec {
+        affinity: IpcConfig::affinity(cpu),
+        policy,
+        priority,
+        interval: Nanos::from_ms(1),
+    }
+}
+
+fn spawn_receiver(
+    c: &IpcConfig,
+    shared: &Arc<Shared>,
+    thread: &Arc<ThreadShared>,
+    gate: &Arc<Gate>,
+) -> Result<JoinHandle<()>, RespondError> {
+    let (sh, th, gate) = (shared.clone(), thread.clone(), gate.clone());
+    let spec = spec(c.policy, c.priority, c.placement.receiver);
+    let threshold = c.event_threshold;
+    std::thread::Builder::new()
+        .name("rtscope-rx".into())
+        .stack_size(STACK)
+        .spawn(move || {
+            sh.transport.prepare_receiver();
+            if let Err(e) = rtscope_engine::prepare_current_thread(0, &spec, PREFAULT) {
+                sh.fail_setup(e.into());
+            }
+            let mut rec = Recorder::start(&th, threshold);
+            gate.arrive();
+            if !sh.failed.load(Acquire) {
+                receive_loop(&sh, &mut rec);
+            }
+            drop(rec);
+            sh.receiver_done.store(true, Release);
+        })
+        .map_err(RespondError::Spawn)
+}
+
+/// Records one event's latency; `false` when `seq` is the stop marker.
+#[inline(always)]
+fn measure(sh: &Shared, rec: &mut Recorder, seq: u64, sent: u64, now: u64) -> bool {
+    if seq >= sh.end_seq.load(Acquire) {
+        return false;
+    }
+    rec.record(Sample {
+        cycle: seq,
+        latency: Nanos(now.saturating_sub(sent)),
+        time: Nanos(now),
+    });
+    true
+}
+
+/// The receiver's loop: wait, read the clock, store.
+fn receive_loop(sh: &Shared, rec: &mut Recorder) {
+    let (mut next, mut futex_seen, mut wakeups, mut overruns) = (0u64, 0u32, 0u64, 0u64);
+    loop {
+        let got = sh.transport.recv(&mut futex_seen);
+        let now = sys::now(libc::CLOCK_MONOTONIC).0;
+        match got {
+            Ok(None) => continue,
+            Ok(Some(Got::Count(n))) => {
+                wakeups += 1;
+                for _ in 0..n {
+                    let i = (next % SLOTS as u64) as usize;
+                    let sent = sh.slot_time[i].load(Acquire);
+                    if sh.slot_seq[i].load(Acquire) != next {
+                        if next >= sh.end_seq.load(Acquire) {
+                            return finish_counts(sh, wakeups, overruns);
+                        }
+                        overruns += 1;
+                    } else if !measure(sh, rec, next, sent, now) {
+                        return finish_counts(sh, wakeups, overruns);
+                    }
+                    next += 1;
+                }
+            }
+            Ok(Some(Got::Message { seq, sent })) => {
+                wakeups += 1;
+                // A gap before this message (the stop marker included): refused at the sender.
+                if seq > next {
+                    let gap = seq - next;
+                    sh.gaps.store(sh.gaps.load(Relaxed) + gap, Relaxed);
+                    rec.add_missed(gap);
+                }
+                if !measure(sh, rec, seq, sent, now) {
+                    return finish_counts(sh, wakeups, overruns);
+                }
+                next = seq + 1;
+            }
+            Err(e) => {
+                sh.io_error("receive", e);
+                return finish_counts(sh, wakeups, overruns);
+            }
+        }
+        sh.wakeups.store(wakeups, Relaxed);
+    }
+}
+
+fn finish_counts(sh: &Shared, wakeups: u64, overruns: u64) {
+    sh.wakeups.store(wakeups, Release);
+    sh.overruns.store(overruns, Release);
+}
+
+fn spawn_sender(
+    c: &IpcConfig,
+    shared: &Arc<Shared>,
+    gate: &Arc<Gate>,
+) -> Result<JoinHandle<()>, RespondError> {
+    let (sh, gate) = (shared.clone(), gate.clone());
+    let prio = if c.policy.is_realtime_priority() {
+        (c.priority - 1).max(1)
+    } else {
+        c.priority
+    };
+    let spec = spec(c.policy, prio, c.placement.sender);
+    let (interval, burst) = (c.interval, u64::from(c.burst));
+    let loops = c.loops.unwrap_or(u64::MAX);
+    let duration = c.duration;
+    std::thread::Builder::new()
+        .name("rtscope-tx".into())
+        .stack_size(STACK)
+        .spawn(move || {
+            if let Err(e) = rtscope_engine::prepare_current_thread(1, &spec, PREFAULT) {
+                sh.fail_setup(e.into());
+            }
+            gate.arrive();
+            if !sh.failed.load(Acquire) {
+                let start = sys::now(libc::CLOCK_MONOTONIC);
+                let end = duration.map_or(u64::MAX, |d| (start + d).0);
+                let seq = send_loop(&sh, start + interval, interval, burst, loops, end);
+                send_stop_marker(&sh, seq);
+            }
+            sh.sender_done.store(true, Release);
+        })
+        .map_err(RespondError::Spawn)
+}
+
+/// Sends `burst` events per interval; returns the next sequence number.
+fn send_loop(sh: &Shared, first: Nanos, interval: Nanos, burst: u64, loops: u64, end: u64) -> u64 {
+    let clock = libc::CLOCK_MONOTONIC;
+    let mut deadline = sys::Deadline::new(first, interval);
+    let messages = sh.transport.carries_messages();
+    let (mut seq, mut sent, mut failed) = (0u64, 0u64, 0u64);
+    let mut n = 0u64;
+    while n < loops && deadline.ns() < end && !sh.stop.load(Relaxed) {
+        deadline.sleep(clock);
+        for _ in 0..burst {
+            let i = (seq % SLOTS as u64) as usize;
+            let t = sys::now(clock).0;
+            sh.slot_time[i].store(t, Relaxed);
+            sh.slot_seq[i].store(seq, Release);
+            match sh.transport.send(seq, t) {
+                Ok(Sent::Ok) => {
+                    sent += 1;
+                    seq += 1;
+                }
+                Ok(Sent::Full) => {
+                    failed += 1;
+                    if messages {
+                        seq += 1;
+                    }
+                }
+                Err(e) => {
+                    sh.io_error("send", e);
+                    sh.stop.store(true, Release);
+                    break;
+                }
+            }
+        }
+        sh.sent.store(sent, Relaxed);
+        sh.send_failed.store(failed, Relaxed);
+        n += 1;
+        deadline.advance();
+        // A sender held off for more than an interval skips the deadlines that passed (so the
+        // rate stays the configured one; a backlog sent back to back would be a burst).
+        let now = sys::now(clock).0;
+        while deadline.ns() + interval.0 <= now {
+            deadline.advance();
+            n += 1;
+            sh.skipped.store(sh.skipped.load(Relaxed) + 1, Relaxed);
+        }
+    }
+    sh.sent.store(sent, Release);
+    sh.send_failed.store(failed, Release);
+    if n < loops && deadline.ns() < end {
+        sh.cut.store(true, Release);
+    }
+    seq
+}
+
+/// Publishes the end and sends the stop marker (retried while the queue is full).
+fn send_stop_marker(sh: &Shared, seq: u64) {
+    sh.end_seq.store(seq, Release);
+    let i = (seq % SLOTS as u64) as usize;
+    sh.slot_time[i].store(0, Relaxed);
+    sh.slot_seq[i].store(seq, Release);
+    for _ in 0..2000 {
+        match sh.transport.send(seq, 0) {
+            Ok(Sent::Full) if !sh.receiver_done.load(Acquire) => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+            _ => return,
+        }
+    }
+}

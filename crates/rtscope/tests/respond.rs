@@ -1,0 +1,264 @@
+//! `rtscope respond` through the real binary: the table, the JSON, limits and the exit codes
+//! (0 ok, 1 limit exceeded, 2 usage/setup, 3 interrupted), and the GPIO error messages. The
+//! runs use SCHED_OTHER so they behave the same with or without real-time privileges.
+
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rtscope");
+const UNPRIVILEGED: [&str; 5] = ["--policy", "other", "-p", "0", "--no-mlock"];
+
+fn rtscope(args: &[&str]) -> Output {
+    let db = args.contains(&"--db");
+    Command::new(BIN)
+        .arg("respond")
+        .args(args)
+        .args(if db { &[][..] } else { &["--no-db"][..] })
+        .env_remove("RTSCOPE_DB")
+        .output()
+        .expect("run rtscope")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("rtscope-respond-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_file(&d);
+    d
+}
+
+#[test]
+fn eventfd_prints_the_table_and_writes_json() {
+    let json = tmp("ok.json");
+    let db = tmp("ok.db");
+    let mut args = vec!["--ipc", "eventfd", "-D", "1s", "-q", "--json"];
+    args.push(json.to_str().unwrap());
+    args.extend(["--db", db.to_str().unwrap(), "--label", "respond-test"]);
+    args.extend(UNPRIVILEGED);
+    let o = rtscope(&args);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let header = out.lines().next().unwrap();
+    for col in ["source", "path", "events", "lost", "p50", "p99.99", "max"] {
+        assert!(header.contains(col), "{header}");
+    }
+    let row = out.lines().find(|l| l.starts_with("eventfd")).unwrap();
+    assert!(row.contains(" same "), "{row}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["schema"], "rtscope.respond/1");
+    assert_eq!(doc["exit_code"], 0);
+    let r = &doc["results"][0];
+    assert_eq!(r["mechanism"], "eventfd");
+    assert_eq!(r["accounting_consistent"], true);
+    assert_eq!(r["received"], r["sent"]);
+    assert!(r["samples"].as_u64().unwrap() > 100);
+    assert!(!r["histogram"]["buckets"].as_array().unwrap().is_empty());
+    assert!(out.contains("recorded as run 1 in"), "{out}");
+    // The run is in the database as kind respond, one thread per row, readable as any run.
+    let runs = Command::new(BIN)
+        .args(["runs", "--json", "--db", db.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
+    assert_eq!(listed[0]["kind"], "respond", "{listed}");
+    assert_eq!(listed[0]["label"], "respond-test");
+    assert_eq!(listed[0]["status"], "complete");
+    let samples = r["samples"].as_u64().unwrap();
+    assert_eq!(listed[0]["samples"].as_u64(), Some(samples), "{listed}");
+    let _ = std::fs::remove_file(json);
+    let _ = std::fs::remove_file(db);
+}
+
+#[test]
+fn an_exceeded_limit_exits_1_and_a_bad_option_2() {
+    let mut args = vec!["--ipc", "pipe", "-l", "50", "-q", "--limit", "max=1ns"];
+    args.extend(UNPRIVILEGED);
+    let o = rtscope(&args);
+    let (out, _) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("limit FAIL: max on pipe"), "{out}");
+
+    let o = rtscope(&["--ipc", "carrier-pigeon", "-l", "5"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("unknown IPC mechanism 'carrier-pigeon'"),
+        "{err}"
+    );
+
+    let o = rtscope(&["-l", "5"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("nothing to measure"));
+}
+
+#[test]
+fn sigterm_ends_the_run_with_exit_3_and_keeps_the_results() {
+    let json = tmp("term.json");
+    let child = Command::new(BIN)
+        .args([
+            "respond", "--no-db", "--ipc", "futex", "-D", "60s", "-q", "--json",
+        ])
+        .arg(&json)
+        .args(UNPRIVILEGED)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill with our own child's pid and SIGTERM.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let t0 = std::time::Instant::now();
+    let o = child.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(20));
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(3), "{out}{err}");
+    assert!(out.contains("interrupted by SIGTERM"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("futex")), "{out}");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["interrupted"], "SIGTERM");
+    assert!(doc["results"][0]["samples"].as_u64().unwrap() > 0);
+    let _ = std::fs::remove_file(json);
+}
+
+#[test]
+fn a_missing_gpio_chip_is_a_clear_usage_error() {
+    let o = rtscope(&["--list-lines", "gpiochip-none"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("GPIO chip 'gpiochip-none' does not exist"),
+        "{err}"
+    );
+    assert!(err.contains("available chips"), "{err}");
+
+    let mut args = vec![
+        "--input",
+        "gpiochip-none:3",
+        "--stimulus",
+        "gpiochip-none:2",
+    ];
+    args.extend(["-l", "5"]);
+    args.extend(UNPRIVILEGED);
+    let o = rtscope(&args);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("does not exist"));
+}
+
+#[test]
+fn the_json_file_is_never_written_through_a_symlink() {
+    let target = tmp("target.txt");
+    let link = tmp("link.json");
+    std::fs::write(&target, "keep").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let mut args = vec!["--ipc", "eventfd", "-l", "10", "-q", "--json"];
+    args.push(link.to_str().unwrap());
+    args.extend(UNPRIVILEGED);
+    let o = rtscope(&args);
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    assert!(text(&o).1.contains("cannot write the JSON file"));
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    let _ = std::fs::remove_file(link);
+    let _ = std::fs::remove_file(target);
+}
+
+#[test]
+fn a_campaign_of_ipc_mechanisms_under_load_cases_is_recorded_and_reported() {
+    let dir = tmp("campaign");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("ipc.toml");
+    std::fs::write(
+        &file,
+        r#"
+[campaign]
+name = "ipc-test"
+
+[measure]
+interval = "1ms"
+policy = "other"
+priority = 0
+duration = "1s"
+settle = "0s"
+
+[[scenario]]
+name = "eventfd"
+respond = "eventfd"
+
+[[scenario]]
+name = "pipe"
+respond = "pipe"
+placement = "same"
+
+[[load_case]]
+name = "idle"
+
+[[load_case]]
+name = "cpu"
+[[load_case.load]]
+kind = "cpu"
+threads = 1
+"#,
+    )
+    .unwrap();
+    let db = dir.join("runs.db");
+    let (db_s, file_s) = (db.to_str().unwrap(), file.to_str().unwrap());
+    let o = Command::new(BIN)
+        .args(["run", file_s, "--db", db_s, "-q"])
+        .output()
+        .unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    assert!(out.contains("ipc-test/pipe/cpu/1:"), "{out}");
+    let runs = Command::new(BIN)
+        .args(["runs", "--json", "--db", db_s])
+        .output()
+        .unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&runs.stdout).unwrap();
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), 4, "{listed:?}");
+    assert!(listed.iter().all(|r| r["kind"] == "respond"), "{listed:?}");
+    let report = dir.join("report");
+    let o = Command::new(BIN)
+        .args(["report", "--campaign", "ipc-test", "--db", db_s, "-o"])
+        .arg(&report)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let summary = std::fs::read_to_string(report.join("summary.md")).unwrap();
+    assert!(summary.contains("ipc-test/eventfd/cpu/1"), "{summary}");
+    let o = Command::new(BIN)
+        .args(["compare", "case=idle", "case=cpu", "--db", db_s])
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{:?}", text(&o));
+    assert!(text(&o).0.contains("load cases"), "{:?}", text(&o));
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn respond_keys_outside_a_respond_scenario_are_refused() {
+    let file = tmp("bad.toml");
+    std::fs::write(
+        &file,
+        "[[scenario]]\nname = \"x\"\nplacement = \"cross\"\n\n[[load_case]]\nname = \"idle\"\n",
+    )
+    .unwrap();
+    let o = Command::new(BIN)
+        .args(["run", "--dry-run", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("respond scenarios only"),
+        "{:?}",
+        text(&o)
+    );
+    let _ = std::fs::remove_file(file);
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The boards block of CI (.ci/run calls it; self-contained, runs as root on Debian 12):
+#  1. installs the cross toolchains and QEMU (only what is missing),
+#  2. builds the static x86_64 and aarch64 musl release binaries,
+#  3. lints the musl targets (clippy -D warnings),
+#  4. boots Debian's standard and PREEMPT_RT amd64 kernels and the PREEMPT_RT arm64 kernel
+#     under QEMU (TCG) and runs the rtscope guest checks (tests/guest/README.md),
+#  5. runs `rtscope respond` on a gpio-sim chip in the standard amd64 guest.
+# Prints the time of each part. Kernels and busybox are cached in $RTSCOPE_GUEST_CACHE
+# (default /var/cache/rtscope-guest), outside the repository.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+export DEBIAN_FRONTEND=noninteractive
+secs() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$(secs)" 'BEGIN { printf "%.0f", b - a }'; }
+times=()
+
+t=$(secs)
+need=()
+command -v x86_64-linux-musl-gcc >/dev/null || need+=(musl-tools)
+command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu)
+[ -e /usr/lib/aarch64-linux-musl/musl-gcc.specs ] || need+=(musl-dev:arm64)
+command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
+command -v qemu-system-aarch64 >/dev/null || need+=(qemu-system-arm)
+command -v cpio >/dev/null || need+=(cpio)
+if [ ${#need[@]} -gt 0 ] || ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
+  apt-get update -qq
+  [ ${#need[@]} -eq 0 ] || apt-get install -y -qq --no-install-recommends "${need[@]}"
+fi
+rustup target add x86_64-unknown-linux-musl aarch64-unknown-linux-musl >/dev/null
+times+=("tools: $(elapsed "$t") s")
+
+# See scripts/dist.sh for why each target needs its own C compiler (the bundled SQLite).
+export CC_x86_64_unknown_linux_musl=x86_64-linux-musl-gcc
+export CC_aarch64_unknown_linux_musl=aarch64-linux-musl-gcc
+export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=aarch64-linux-gnu-gcc
+for triple in x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
+  t=$(secs)
+  cargo build --release --locked -p rtscope --target "$triple"
+  times+=("build $triple: $(elapsed "$t") s, $(stat -c %s "target/$triple/release/rtscope") bytes")
+done
+t=$(secs)
+for triple in x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
+  cargo clippy --workspace --all-targets --target "$triple" -- -D warnings
+done
+times+=("clippy (musl targets): $(elapsed "$t") s")
+
+t=$(secs)
+status=0
+python3 tests/guest/guest.py check \
+  --kernels amd64,rt-amd64,rt-arm64 \
+  --rtscope-amd64 target/x86_64-unknown-linux-musl/release/rtscope \
+  --rtscope-arm64 target/aarch64-unknown-linux-musl/release/rtscope \
+  --out target/guest || status=$?
+times+=("guest tests (3 kernels): $(elapsed "$t") s")
+# rtscope respond on a simulated GPIO chip (gpio-sim built out of tree from Debian's
+# linux-source at test time; tests/guest/gpio-sim/run.py).
+t=$(secs)
+python3 tests/guest/gpio-sim/run.py \
+  --rtscope target/x86_64-unknown-linux-musl/release/rtscope \
+  --out target/guest/gpio-sim || status=$?
+times+=("gpio-sim guest test (module build + boot): $(elapsed "$t") s")
+printf 'boards CI block: %s\n' "${times[@]}"
+exit "$status"

@@ -1,0 +1,495 @@
+#!/usr/bin/env python3
+"""Boot Debian kernels under QEMU (TCG) with a busybox initramfs and a static rtscope.
+
+Library and command line (see tests/guest/README.md):
+
+    guest.py fetch KERNEL                      # download + unpack, print the vmlinuz path
+    guest.py boot KERNEL --rtscope BIN --script FILE [--file SRC:DEST]... [--module NAME]...
+    guest.py check [--kernels amd64,rt-amd64,rt-arm64] --rtscope-amd64 BIN --rtscope-arm64 BIN
+
+KERNEL is a Debian flavour: amd64, rt-amd64, arm64, rt-arm64 (cloud-amd64 … work too). The
+current ABI is found at run time with `apt-cache depends linux-image-FLAVOUR`, the packages
+are fetched with `apt-get download` (nothing is installed on the host) into a cache directory
+outside the repository ($RTSCOPE_GUEST_CACHE, default /var/cache/rtscope-guest).
+
+Results come back only through marker lines `@@RTSCOPE-GUEST KEY VALUE…` on the serial console
+and files sent with `put_file` (gzip + base64 between markers); QEMU's exit code is never used,
+and every boot runs under an outer timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import dataclasses
+import gzip
+import lzma
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MARK = "@@RTSCOPE-GUEST"
+CACHE = Path(os.environ.get("RTSCOPE_GUEST_CACHE", "/var/cache/rtscope-guest"))
+
+
+@dataclasses.dataclass(frozen=True)
+class Arch:
+    """How to boot one Debian architecture under QEMU."""
+
+    debian: str
+    qemu: list[str]
+    console: str
+
+
+ARCHES = {
+    # -cpu max: the Debian amd64 kernel needs x86-64-v1 only, and max offers the TSC flags the
+    # clocksource wants. TCG only: KVM is not usable on the CI machines.
+    "amd64": Arch(
+        "amd64",
+        ["qemu-system-x86_64", "-M", "pc", "-cpu", "max"],
+        "ttyS0",
+    ),
+    # cortex-a53 is 4x faster than -cpu max under TCG (no pointer authentication/SVE emulation).
+    "arm64": Arch(
+        "arm64",
+        ["qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a53"],
+        "ttyAMA0",
+    ),
+}
+
+
+class GuestError(Exception):
+    """A boot that could not be set up or did not report back."""
+
+
+@dataclasses.dataclass
+class Kernel:
+    """An unpacked Debian kernel package."""
+
+    flavour: str
+    arch: Arch
+    package: str
+    abi: str
+    root: Path
+
+    @property
+    def vmlinuz(self) -> Path:
+        return self.root / "boot" / f"vmlinuz-{self.abi}"
+
+    @property
+    def modules(self) -> Path:
+        return self.root / "lib" / "modules" / self.abi
+
+
+@dataclasses.dataclass
+class BootResult:
+    """What one boot reported."""
+
+    kernel: str
+    markers: list[tuple[str, str]]
+    files: dict[str, bytes]
+    console: str
+    seconds: float
+    timed_out: bool
+
+    def values(self, key: str) -> list[str]:
+        """Every value of marker KEY, in order."""
+        return [v for k, v in self.markers if k == key]
+
+    def value(self, key: str) -> str | None:
+        """The last value of marker KEY."""
+        v = self.values(key)
+        return v[-1] if v else None
+
+    def checks(self) -> dict[str, int]:
+        """name -> exit code of every `check NAME CMD` the script ran."""
+        out = {}
+        for v in self.values("check"):
+            name, _, rc = v.rpartition(" ")
+            out[name] = int(rc) if rc.lstrip("-").isdigit() else -1
+        return out
+
+    @property
+    def finished(self) -> bool:
+        """The script ran to its end (the `done` marker came back)."""
+        return self.value("done") is not None
+
+
+def arch_of(flavour: str) -> Arch:
+    suffix = flavour.rsplit("-", 1)[-1]
+    if suffix not in ARCHES:
+        raise GuestError(f"unknown kernel flavour {flavour!r}: expected e.g. amd64, rt-amd64, rt-arm64")
+    return ARCHES[suffix]
+
+
+def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, check=True, text=True, capture_output=True, **kw)
+
+
+def ensure_arch(arch: Arch) -> None:
+    """Foreign packages need their architecture in dpkg (apt-get update after adding it)."""
+    native = run(["dpkg", "--print-architecture"]).stdout.strip()
+    if arch.debian == native:
+        return
+    foreign = run(["dpkg", "--print-foreign-architectures"]).stdout.split()
+    if arch.debian not in foreign:
+        run(["dpkg", "--add-architecture", arch.debian])
+        run(["apt-get", "update", "-qq"])
+
+
+def apt_package(meta: str, arch: Arch) -> str:
+    """The package a metapackage (linux-image-rt-arm64) depends on: the current ABI's."""
+    out = run(["apt-cache", "depends", f"{meta}:{arch.debian}"]).stdout
+    for line in out.splitlines():
+        m = re.match(r"\s*Depends:\s*(\S+)", line)
+        if m:
+            return m.group(1).split(":")[0]
+    raise GuestError(f"apt-cache depends {meta}: no Depends line (run apt-get update?)")
+
+
+def download(package: str, arch: Arch) -> Path:
+    """`apt-get download` into the cache (once); returns the .deb."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    debs = sorted(CACHE.glob(f"{package}_*_{arch.debian}.deb"))
+    if debs:
+        return debs[-1]
+    subprocess.run(
+        ["apt-get", "download", "-o", "APT::Sandbox::User=root", f"{package}:{arch.debian}"],
+        cwd=CACHE, check=True, capture_output=True, text=True,
+    )
+    debs = sorted(CACHE.glob(f"{package}_*_{arch.debian}.deb"))
+    if not debs:
+        raise GuestError(f"apt-get download {package}:{arch.debian} left no .deb in {CACHE}")
+    return debs[-1]
+
+
+def unpack(deb: Path, dest: Path, members: list[str]) -> None:
+    """Extracts the members (tar wildcards) of a .deb's data into dest."""
+    dest.mkdir(parents=True, exist_ok=True)
+    data = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE)
+    subprocess.run(
+        ["tar", "-x", "-C", str(dest), "--wildcards", *members], stdin=data.stdout, check=True
+    )
+    if data.wait() != 0:
+        raise GuestError(f"dpkg-deb --fsys-tarfile {deb} failed")
+
+
+def fetch_kernel(flavour: str) -> Kernel:
+    """The current Debian kernel of a flavour, downloaded and unpacked (cached)."""
+    arch = arch_of(flavour)
+    ensure_arch(arch)
+    package = apt_package(f"linux-image-{flavour}", arch)
+    abi = package.removeprefix("linux-image-")
+    deb = download(package, arch)
+    root = CACHE / "unpacked" / deb.stem
+    kernel = Kernel(flavour, arch, package, abi, root)
+    if not kernel.vmlinuz.exists():
+        unpack(deb, root, ["./boot/*", "./lib/modules/*"])
+    return kernel
+
+
+def fetch_busybox(arch: Arch) -> Path:
+    """The static busybox of an architecture (busybox-static, cached)."""
+    deb = download("busybox-static", arch)
+    root = CACHE / "unpacked" / deb.stem
+    bb = root / "bin" / "busybox"
+    if not bb.exists():
+        unpack(deb, root, ["./bin/busybox"])
+    return bb
+
+
+def module_bytes(path: Path) -> bytes:
+    """A module file's ELF bytes (Debian ships them xz-compressed)."""
+    data = path.read_bytes()
+    return lzma.decompress(data) if path.name.endswith(".xz") else data
+
+
+def module_depends(elf: bytes) -> list[str]:
+    """The `depends=` entry of a module's .modinfo section (comma-separated module names)."""
+    m = re.search(rb"(?:^|\0)depends=([^\0]*)\0", elf)
+    return [d for d in m.group(1).decode().split(",") if d] if m else []
+
+
+def module_closure(kernel: Kernel, names: list[str]) -> list[tuple[str, bytes]]:
+    """(file name, ELF bytes) of the named modules and their dependencies, in load order.
+    Read from each module's .modinfo, so neither modules.dep (made by Debian's postinst) nor
+    depmod on the host is needed. Built-in modules (modules.builtin) are skipped."""
+    files = {}
+    for f in (kernel.modules / "kernel").rglob("*.ko*"):
+        files[f.name.split(".ko")[0].replace("-", "_")] = f
+    builtin_file = kernel.modules / "modules.builtin"
+    builtin = set()
+    if builtin_file.exists():
+        for line in builtin_file.read_text().splitlines():
+            builtin.add(Path(line).name.split(".ko")[0].replace("-", "_"))
+    order: list[tuple[str, bytes]] = []
+    seen: set[str] = set()
+
+    def visit(name: str) -> None:
+        key = name.replace("-", "_")
+        if key in seen or key in builtin:
+            return
+        seen.add(key)
+        if key not in files:
+            raise GuestError(f"no module {name!r} in {kernel.modules}")
+        elf = module_bytes(files[key])
+        for dep in module_depends(elf):
+            visit(dep)
+        order.append((f"{key}.ko", elf))
+
+    for n in names:
+        visit(n)
+    return order
+
+
+def build_initramfs(
+    kernel: Kernel,
+    rtscope: Path | None,
+    script: str,
+    files: dict[str, Path],
+    modules: list[str],
+    env: dict[str, str],
+    out: Path,
+) -> None:
+    """A gzip'd newc cpio: busybox, init, lib.sh, the script, rtscope, files and modules."""
+    with tempfile.TemporaryDirectory(prefix="rtscope-initramfs-") as tmp:
+        root = Path(tmp)
+        for d in ["bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev", "tmp", "guest", "root"]:
+            (root / d).mkdir(parents=True, exist_ok=True)
+        shutil.copy(fetch_busybox(kernel.arch), root / "bin" / "busybox")
+        shutil.copy(HERE / "init.sh", root / "init")
+        shutil.copy(HERE / "lib.sh", root / "guest" / "lib.sh")
+        (root / "guest" / "script.sh").write_text(script)
+        lines = [f"export {k}='{v}'" for k, v in env.items() if "'" not in v]
+        (root / "guest" / "env.sh").write_text("\n".join(lines) + "\n")
+        if rtscope is not None:
+            shutil.copy(rtscope, root / "usr" / "bin" / "rtscope")
+        for dest, src in files.items():
+            target = root / dest.lstrip("/")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if src.is_dir():
+                shutil.copytree(src, target, dirs_exist_ok=True)
+            else:
+                shutil.copy(src, target)
+        mod_dir = root / "lib" / "modules" / kernel.abi
+        mod_dir.mkdir(parents=True, exist_ok=True)
+        load = []
+        # Uncompressed: busybox insmod reads plain ELF only.
+        for name, elf in module_closure(kernel, modules) if modules else []:
+            (mod_dir / name).write_bytes(elf)
+            load.append(name)
+        (root / "guest" / "modules").write_text("\n".join(load) + ("\n" if load else ""))
+        for p in [root / "init", root / "bin" / "busybox", root / "usr" / "bin" / "rtscope"]:
+            if p.exists():
+                p.chmod(0o755)
+        names = subprocess.run(
+            ["find", ".", "-mindepth", "1"], cwd=root, check=True, capture_output=True
+        ).stdout
+        cpio = subprocess.run(
+            ["cpio", "-o", "-H", "newc", "--quiet", "-R", "0:0"],
+            cwd=root, input=names, check=True, capture_output=True,
+        ).stdout
+        out.write_bytes(gzip.compress(cpio, compresslevel=1))
+
+
+# The modules a virtio disk needs (built as modules in Debian's kernels).
+DISK_MODULES = ["virtio_pci", "virtio_blk"]
+
+
+def qemu_command(
+    kernel: Kernel, initrd: Path, smp: int, mem_mb: int, append: str, disks: list[Path]
+) -> list[str]:
+    a = kernel.arch
+    cmdline = f"console={a.console} panic=-1 quiet loglevel=3 {append}".strip()
+    return [
+        *a.qemu,
+        "-smp", str(smp), "-m", str(mem_mb),
+        "-accel", "tcg,thread=multi",
+        "-kernel", str(kernel.vmlinuz), "-initrd", str(initrd), "-append", cmdline,
+        "-display", "none", "-monitor", "none", "-serial", "stdio",
+        *[x for d in disks for x in ("-drive", f"file={d},format=raw,if=virtio,cache=unsafe")],
+        "-nodefaults", "-no-reboot",
+    ]
+
+
+def parse_console(text: str) -> tuple[list[tuple[str, str]], dict[str, bytes]]:
+    """Marker lines and files (gzip+base64 between file-begin/file-end markers)."""
+    markers: list[tuple[str, str]] = []
+    files: dict[str, bytes] = {}
+    current: str | None = None
+    chunks: list[str] = []
+    for raw in text.splitlines():
+        line = raw.replace("\r", "")
+        at = line.find(MARK + " ")
+        if at < 0:
+            if current is not None and re.fullmatch(r"[A-Za-z0-9+/=]+", line.strip()):
+                chunks.append(line.strip())
+            continue
+        key, _, value = line[at + len(MARK) + 1:].partition(" ")
+        if key == "file-begin":
+            current, chunks = value.split(" ")[0], []
+        elif key == "file-end" and current is not None:
+            try:
+                files[current] = gzip.decompress(base64.b64decode("".join(chunks)))
+            except (ValueError, OSError, EOFError) as e:
+                markers.append(("file-error", f"{current} {e}"))
+            current = None
+        markers.append((key, value))
+    return markers, files
+
+
+def boot(
+    flavour: str,
+    script: str,
+    rtscope: Path | None = None,
+    files: dict[str, Path] | None = None,
+    modules: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+    smp: int = 2,
+    mem_mb: int = 1024,
+    append: str = "",
+    console_log: Path | None = None,
+    echo: bool = False,
+    scratch_disk_mb: int = 0,
+) -> BootResult:
+    """Boots kernel FLAVOUR, runs SCRIPT (busybox sh, with lib.sh's helpers) as root and returns
+    its markers and files. The boot is killed after TIMEOUT seconds (wall clock) whatever state
+    the guest is in; QEMU's exit status is ignored. SCRATCH_DISK_MB > 0 attaches an empty
+    virtio disk of that size (/dev/vda in the guest; its modules are loaded before the script)."""
+    kernel = fetch_kernel(flavour)
+    modules = list(modules or [])
+    with tempfile.TemporaryDirectory(prefix="rtscope-guest-") as tmp:
+        disks = []
+        if scratch_disk_mb > 0:
+            disk = Path(tmp) / "scratch.img"
+            with open(disk, "wb") as f:
+                f.truncate(scratch_disk_mb << 20)
+            disks.append(disk)
+            modules += [m for m in DISK_MODULES if m not in modules]
+        initrd = Path(tmp) / "initrd.gz"
+        build_initramfs(kernel, rtscope, script, files or {}, modules, env or {}, initrd)
+        cmd = qemu_command(kernel, initrd, smp, mem_mb, append, disks)
+        start = time.monotonic()
+        log = open(console_log, "wb") if console_log else None
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT)
+        out = bytearray()
+        timed_out = False
+        try:
+            os.set_blocking(proc.stdout.fileno(), False)
+            while True:
+                if time.monotonic() - start > timeout:
+                    timed_out = True
+                    break
+                try:
+                    chunk = proc.stdout.read(65536)
+                except BlockingIOError:
+                    chunk = None
+                if chunk:
+                    out += chunk
+                    if log:
+                        log.write(chunk)
+                        log.flush()
+                    if echo:
+                        sys.stderr.write(chunk.decode("utf-8", "replace"))
+                elif chunk == b"" or proc.poll() is not None:
+                    rest = proc.stdout.read() or b""
+                    out += rest
+                    if log:
+                        log.write(rest)
+                    break
+                else:
+                    time.sleep(0.05)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            if log:
+                log.close()
+        seconds = time.monotonic() - start
+    text = out.decode("utf-8", "replace")
+    markers, got = parse_console(text)
+    return BootResult(flavour, markers, got, text, seconds, timed_out)
+
+
+def parse_files(items: list[str]) -> dict[str, Path]:
+    files = {}
+    for item in items:
+        src, _, dest = item.partition(":")
+        files[dest or f"/root/{Path(src).name}"] = Path(src)
+    return files
+
+
+def cmd_boot(a: argparse.Namespace) -> int:
+    script = Path(a.script).read_text() if a.script != "-" else sys.stdin.read()
+    env = dict(e.split("=", 1) for e in a.env)
+    r = boot(a.kernel, script, Path(a.rtscope) if a.rtscope else None, parse_files(a.file),
+             a.module, env, a.timeout, a.smp, a.memory, a.append,
+             Path(a.console) if a.console else None, a.echo, a.scratch_disk)
+    if a.save_dir:
+        d = Path(a.save_dir)
+        d.mkdir(parents=True, exist_ok=True)
+        for name, data in r.files.items():
+            (d / Path(name).name).write_bytes(data)
+    for k, v in r.markers:
+        if k not in ("file-begin", "file-end"):
+            print(f"{k} {v}".rstrip())
+    print(f"boot-seconds {r.seconds:.1f}")
+    if r.timed_out or not r.finished:
+        print(f"error: the guest did not finish ({'outer timeout' if r.timed_out else 'no done marker'}); "
+              "see --console", file=sys.stderr)
+        return 2
+    return 0 if all(rc == 0 for rc in r.checks().values()) else 1
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    f = sub.add_parser("fetch", help="download and unpack a kernel; print its vmlinuz")
+    f.add_argument("kernel")
+    b = sub.add_parser("boot", help="boot a kernel, run a script, print its marker lines")
+    b.add_argument("kernel", help="amd64, rt-amd64, arm64, rt-arm64 …")
+    b.add_argument("--rtscope", help="the static rtscope for the guest (/usr/bin/rtscope)")
+    b.add_argument("--script", required=True, help="busybox sh script run as root ('-': stdin)")
+    b.add_argument("--file", action="append", default=[], metavar="SRC[:DEST]",
+                   help="copy a file or directory into the initramfs (default DEST /root/NAME)")
+    b.add_argument("--module", action="append", default=[], metavar="NAME",
+                   help="a module of the kernel package, loaded with its dependencies before the script")
+    b.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                   help="an environment variable of the script")
+    b.add_argument("--timeout", type=float, default=600, help="outer timeout in seconds [600]")
+    b.add_argument("--smp", type=int, default=2)
+    b.add_argument("--memory", type=int, default=1024, help="MiB [1024]")
+    b.add_argument("--append", default="", help="extra kernel command line")
+    b.add_argument("--scratch-disk", type=int, default=0, metavar="MIB",
+                   help="attach an empty virtio disk of MIB MiB (/dev/vda; modules loaded)")
+    b.add_argument("--console", help="write the whole serial console to this file")
+    b.add_argument("--save-dir", help="write the files the script sent (put_file) here")
+    b.add_argument("--echo", action="store_true", help="copy the console to stderr live")
+    sub.add_parser("check", help="the rtscope guest tests (checks.py; check --help)")
+    try:
+        if argv[:1] == ["check"]:
+            sys.path.insert(0, str(HERE))
+            import checks  # noqa: PLC0415
+
+            return checks.main(argv[1:])
+        a = p.parse_args(argv)
+        if a.cmd == "fetch":
+            print(fetch_kernel(a.kernel).vmlinuz)
+            return 0
+        return cmd_boot(a)
+    except (GuestError, subprocess.CalledProcessError, OSError) as e:
+        detail = getattr(e, "stderr", None) or ""
+        print(f"error: {e}\n{detail}".rstrip(), file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

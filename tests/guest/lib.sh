@@ -1,0 +1,56 @@
+# Helpers for guest scripts (sourced by /init before the script runs; busybox sh).
+
+# mark KEY VALUE...: one marker line on the console, read by guest.py.
+mark() {
+    echo "@@RTSCOPE-GUEST $*"
+}
+
+# check NAME CMD...: runs CMD with its output in /tmp/NAME.log, marks `check NAME RC`; on
+# failure prints the log's last 40 lines (prefixed with "| ") to the console. Returns RC.
+check() {
+    _name=$1
+    shift
+    "$@" >"/tmp/$_name.log" 2>&1
+    _rc=$?
+    mark check "$_name $_rc"
+    if [ "$_rc" -ne 0 ]; then
+        echo "| $*"
+        tail -n 40 "/tmp/$_name.log" | sed 's/^/| /'
+    fi
+    return "$_rc"
+}
+
+# put_file NAME PATH: sends a file to the host (gzip, base64 between markers); guest.py returns
+# it as BootResult.files[NAME] (`guest.py boot --save-dir DIR` writes it to DIR/NAME).
+put_file() {
+    mark file-begin "$1 $(wc -c <"$2")"
+    gzip -c "$2" | base64
+    mark file-end "$1"
+}
+
+# put_log NAME: sends /tmp/NAME.log (from check) to the host.
+put_log() {
+    put_file "$1.log" "/tmp/$1.log"
+}
+
+# irq_start / irq_stop: interrupt traffic, as a board's SD card, eMMC, USB or Ethernet
+# controller makes under load. The QEMU guest has no device busy by itself, so this reads the
+# scratch disk (/dev/vda: guest.py --scratch-disk) with 512-byte direct I/O in a loop: every
+# completed request is a virtio interrupt, handled on PREEMPT_RT by its threaded handler
+# (irq/N-virtio0-req.0). The reader runs at nice -20 so the interrupt rate does not collapse
+# when a CPU load competes with it, as an external device's would not (busybox has no chrt).
+# No-op without the disk.
+irq_start() {
+    [ -b /dev/vda ] || return 0
+    # shellcheck disable=SC2016
+    sh -c 'renice -n -20 -p $$ >/dev/null 2>&1
+        while :; do dd if=/dev/vda of=/dev/null bs=512 iflag=direct 2>/dev/null; done' &
+    IRQ_LOAD_PID=$!
+    mark irq-load "/dev/vda $IRQ_LOAD_PID"
+}
+irq_stop() {
+    [ -n "${IRQ_LOAD_PID:-}" ] || return 0
+    kill "$IRQ_LOAD_PID" 2>/dev/null
+    killall dd 2>/dev/null # inside the guest: only the reader runs dd
+    IRQ_LOAD_PID=
+}
