@@ -195,6 +195,34 @@ pub fn write_format_streamed(
     Ok(())
 }
 
+/// Writes the JSON document of run `id` to `w` (`rtscope export -o -`), its raw samples
+/// streamed from `store` like [`write_format_streamed`].
+pub fn write_json_to(
+    w: &mut dyn Write,
+    id: RunId,
+    tables: &[Table],
+    store: &Store,
+) -> Result<(), RunError> {
+    let threads: Vec<u32> = store
+        .run(id)
+        .map_err(|e| UsageError::new(format!("run {id}: {e}")))?
+        .threads
+        .iter()
+        .map(|t| t.thread)
+        .collect();
+    json::write_streamed(w, tables, "samples", &mut |sink| {
+        for &thread in &threads {
+            store
+                .for_each_raw_chunk(id, thread, &mut |chunk| {
+                    sink(&tables::samples_part(id, thread, &chunk))
+                })
+                .map_err(io::Error::other)?;
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
 fn report(out: &mut dyn Write, path: &Path, rows: usize) -> io::Result<()> {
     writeln!(out, "wrote {} ({rows} rows)", path.display())
 }

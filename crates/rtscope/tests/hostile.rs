@@ -735,3 +735,19 @@ fn streamed_exports_hold_every_raw_sample() {
         "one thread, cycles in order"
     );
 }
+
+/// `export -o -` is standard output: the JSON document, raw samples streamed; other formats
+/// are refused.
+#[test]
+fn export_dash_is_standard_output() {
+    let (dir, db) = one_run_db("export-dash");
+    let dbs = db.to_str().unwrap();
+    let out = rtscope(&["export", "1", "--db", dbs, "-o", "-", "--format", "json"]);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(code(&out), 0, "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON document");
+    assert_eq!(doc["schema"], "rtscope.export/1");
+    let out = rtscope(&["export", "1", "--db", dbs, "-o", "-"]);
+    assert_eq!(code(&out), 2, "{:?}", texts(&out));
+    assert!(!dir.join("-").exists());
+}

@@ -13,6 +13,16 @@ pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let id = runs::resolve(&store, &a.run)?;
     let data = rtscope_export::load_without_samples(&store, id)?;
     let tables = rtscope_export::tables::all(&data);
+    // `-o -`: the JSON document on standard output (one document, so JSON only).
+    if a.output.as_os_str() == "-" {
+        if a.format.iter().any(|f| !matches!(f, ExportFormat::Json)) {
+            return Err(crate::usage(
+                "'-o -' writes the JSON document to standard output: use it with --format json",
+            ));
+        }
+        rtscope_export::write_json_to(out, id, &tables, &store).map_err(crate::lift)?;
+        return Ok(ExitStatus::Success);
+    }
     rtscope_export::prepare_dir(&a.output)?;
     // Each format once, in the order given.
     for (i, f) in a.format.iter().enumerate() {
