@@ -43,6 +43,7 @@ fn late_signal_keeps_the_run(case: &str, sig: i32) {
         .spawn()
         .unwrap();
     let pid = child.id();
+    let mut reaper = Reaper::new(pid);
     wait_for(&db, "SELECT count(*) FROM runs");
     // Another process holds the write lock across the end of the run: the last checkpoint
     // and the end wait for it; the signal comes in that window.
@@ -51,6 +52,7 @@ fn late_signal_keeps_the_run(case: &str, sig: i32) {
     std::thread::sleep(Duration::from_millis(1800));
     kill(pid, sig);
     let out = wait_output(child, Duration::from_secs(60), case);
+    reaper.disarm();
     locker.join();
     let (stdout, stderr) = texts(&out);
     assert_eq!(code(&out), 0, "{stdout}\n{stderr}");
@@ -97,9 +99,11 @@ fn sighup_interrupts_measure_like_sigint() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let mut reaper = Reaper::new(child.id());
     wait_for(&db, "SELECT count(*) FROM runs");
     kill(child.id(), libc::SIGHUP);
     let out = wait_output(child, Duration::from_secs(30), "sighup");
+    reaper.disarm();
     let (stdout, stderr) = texts(&out);
     assert_eq!(code(&out), 3, "{stdout}\n{stderr}");
     assert!(stdout.contains("interrupted by SIGHUP"), "{stdout}");
@@ -228,9 +232,11 @@ fn a_long_lock_loses_no_checkpoint_and_no_raw_sample() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let mut reaper = Reaper::new(child.id());
     wait_for(&db, "SELECT count(*) FROM runs");
     let locker = Locker::hold(&db, Duration::from_secs(8));
     let out = wait_output(child, Duration::from_secs(90), "long lock");
+    reaper.disarm();
     locker.join();
     let (stdout, stderr) = texts(&out);
     assert_eq!(code(&out), 0, "{stdout}\n{stderr}");

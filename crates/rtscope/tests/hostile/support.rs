@@ -188,3 +188,28 @@ pub fn kill(pid: u32, sig: i32) {
     // SAFETY: kill takes a pid and a signal number; the pid is our child's.
     unsafe { libc::kill(pid as i32, sig) };
 }
+
+/// Kills the child `pid` with SIGKILL when dropped armed (a failed assertion before the child
+/// is waited for must not leave a one-hour run behind). Disarm it once the child is reaped.
+pub struct Reaper {
+    pid: u32,
+    armed: bool,
+}
+
+impl Reaper {
+    pub fn new(pid: u32) -> Reaper {
+        Reaper { pid, armed: true }
+    }
+
+    pub fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if self.armed {
+            kill(self.pid, libc::SIGKILL);
+        }
+    }
+}
