@@ -13,6 +13,7 @@ use rtscope_engine::{ClockKind, CpuSet};
 use rtscope_load::LoadSpec;
 use rtscope_respond::ipc::{parse_placements, IpcConfig, IpcKind};
 use rtscope_session::limits;
+use rtscope_session::record;
 use rtscope_session::UsageError;
 use rtscope_session::{Naming, PlanError, PlanSpec, PolicyChoice, RunPlan};
 use std::path::Path;
@@ -110,6 +111,35 @@ pub(crate) fn from_text(
     })
 }
 
+/// The largest campaign file read: 1 MiB (a campaign of hundreds of scenarios is a few KiB).
+pub const MAX_CAMPAIGN_FILE_BYTES: u64 = 1 << 20;
+
+/// Reads a campaign file: a regular file (a FIFO is not opened, `/dev/zero` not read) of at
+/// most [`MAX_CAMPAIGN_FILE_BYTES`].
+fn read_campaign_file(f: &Path) -> Result<String, UsageError> {
+    use std::io::Read;
+    let shown = rtscope_core::text::escape(&f.display().to_string()).into_owned();
+    let cannot = |e: &dyn std::fmt::Display| {
+        UsageError::new(format!("cannot read campaign file '{shown}': {e}"))
+    };
+    let m = std::fs::metadata(f).map_err(|e| cannot(&e).hint(missing_file_hint(f)))?;
+    if !m.is_file() {
+        return Err(cannot(&"not a regular file (a pipe, FIFO or device)")
+            .hint("write the campaign to a file"));
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::open(f)
+        .and_then(|h| h.take(MAX_CAMPAIGN_FILE_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| cannot(&e))?;
+    if bytes.len() as u64 > MAX_CAMPAIGN_FILE_BYTES {
+        return Err(cannot(&format!(
+            "larger than {} KiB, the most a campaign file may be",
+            MAX_CAMPAIGN_FILE_BYTES >> 10
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| cannot(&e))
+}
+
 /// (source, name for positions, text).
 fn read_source(a: &CampaignOptions) -> Result<(String, String, String), UsageError> {
     match (&a.preset, &a.file) {
@@ -121,10 +151,7 @@ fn read_source(a: &CampaignOptions) -> Result<(String, String, String), UsageErr
             Ok((p.clone(), format!("preset:{p}"), text.to_string()))
         }
         (None, Some(f)) => {
-            let text = std::fs::read_to_string(f).map_err(|e| {
-                UsageError::new(format!("cannot read campaign file '{}': {e}", f.display()))
-                    .hint(missing_file_hint(f))
-            })?;
+            let text = read_campaign_file(f)?;
             let shown = f.display().to_string();
             Ok((shown.clone(), shown, text))
         }
@@ -165,6 +192,13 @@ fn expand(
     if name.trim().is_empty() {
         return Err(UsageError::new("the campaign name is empty").hint("name it with --name"));
     }
+    record::check_name(&name, "campaign name", record::MAX_NAME_BYTES)?;
+    if name.contains('/') {
+        return Err(UsageError::new(format!(
+            "invalid campaign name '{}': names have no '/' (run labels are campaign/scenario/case/repeat)",
+            rtscope_core::text::escape(&name)
+        )));
+    }
     if let Some(k) = raw
         .measure
         .name
@@ -180,6 +214,18 @@ fn expand(
     let tags = tags(src, raw, a)?;
     let scenarios = scenarios(src, raw, a, online)?;
     let cases = cases(src, &raw.load_case, online.len())?;
+    // The size of the plan is known before it is built: a huge one is refused, not built.
+    let size = (scenarios.len() as u64)
+        .saturating_mul(cases.len() as u64)
+        .saturating_mul(u64::from(repeats));
+    if size > MAX_PLANNED_RUNS {
+        return Err(UsageError::new(format!(
+            "the campaign has {} scenarios × {} load cases × {repeats} repeats = {size} runs; at most {MAX_PLANNED_RUNS}",
+            scenarios.len(),
+            cases.len()
+        ))
+        .hint("split it into several campaigns, or lower repeats"));
+    }
     let mut cells = Vec::new();
     if interleaved {
         for r in 1..=repeats {
@@ -201,6 +247,10 @@ fn expand(
         .collect();
     Ok((name, tags, runs))
 }
+
+/// The most runs a campaign plans (scenarios × load cases × repeats): a year of 5-minute
+/// runs is about 100,000.
+pub const MAX_PLANNED_RUNS: u64 = 100_000;
 
 /// One scenario, measured: its name and everything of a run that does not depend on the case.
 struct Scenario {
@@ -410,11 +460,21 @@ fn check_name<'a>(
     what: &str,
 ) -> Result<(), UsageError> {
     let n = name.get_ref();
-    if n.trim().is_empty() || n.contains('/') {
+    if n.trim().is_empty()
+        || n.contains('/')
+        || n.chars().any(char::is_control)
+        || n.len() > record::MAX_NAME_BYTES
+    {
         return Err(src
-            .error(name.span(), format!("invalid {what} name '{n}'"))
+            .error(
+                name.span(),
+                format!(
+                    "invalid {what} name '{}'",
+                    rtscope_core::text::escape(&rtscope_core::text::clip(n, 60))
+                ),
+            )
             .hint(
-                "names are not empty and have no '/' (labels are campaign/scenario/case/repeat)",
+                "names are not empty, at most 256 bytes, without control characters or '/' (labels are campaign/scenario/case/repeat)",
             ));
     }
     if earlier.into_iter().any(|e| e == n) {

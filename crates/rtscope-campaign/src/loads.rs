@@ -97,7 +97,19 @@ pub(crate) fn spec(src: &Source, l: &RawLoad, cpus: usize) -> Result<LoadSpec, U
         },
         "io" => LoadSpec::Io {
             threads: n(&l.threads, 1),
-            dir: l.dir.as_ref().map(|d| PathBuf::from(d.get_ref())),
+            // Refused now, before any run starts, rather than a load failing in every run.
+            dir: match l.dir.as_ref() {
+                Some(d) if !std::path::Path::new(d.get_ref()).is_dir() => {
+                    return Err(src.error(
+                        d.span(),
+                        format!(
+                            "the io load's directory '{}' does not exist or is not a directory",
+                            rtscope_core::text::escape(d.get_ref())
+                        ),
+                    ))
+                }
+                d => d.map(|d| PathBuf::from(d.get_ref())),
+            },
             file_mb: l.file_mb.as_ref().map_or(16, |m| *m.get_ref()),
         },
         "network" => LoadSpec::Network {

@@ -19,6 +19,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The tag of a run whose load failed to start, exited early with an error or lost its
+/// supervisor: its value names the loads (`load_failed=messaging,false`).
+pub const LOAD_FAILED_TAG: &str = "load_failed";
+
 /// Grace period between SIGTERM and SIGKILL for loads at the end of a run.
 const LOAD_GRACE: Duration = Duration::from_secs(2);
 
@@ -28,6 +32,8 @@ const TICK: Nanos = Nanos::from_secs(1);
 /// How one run ended.
 pub(super) struct RunEnd {
     pub(super) signal: Option<i32>,
+    /// A load failed (to start, early, or its supervisor was lost): the run was not under load.
+    pub(super) load_failed: bool,
     pub(super) limits_failed: bool,
     pub(super) record_failed: bool,
 }
@@ -59,7 +65,10 @@ fn audit(ctx: &mut Ctx, p: &PlannedRun, number: usize) -> Vec<rtscope_store::Che
         .collect();
     if bad != ctx.bad_checks {
         for line in preflight::bad_lines(&audit) {
-            eprintln!("[{number}] {line}");
+            {
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stderr(), "[{number}] {line}");
+            };
         }
         ctx.bad_checks = bad;
     }
@@ -88,6 +97,7 @@ pub(super) fn one_run(
         writeln!(out, "[{number}] {}: interrupted before measuring", p.label)?;
         return Ok(RunEnd {
             signal: Some(sig),
+            load_failed: false,
             limits_failed: false,
             record_failed: false,
         });
@@ -125,12 +135,13 @@ pub(super) fn one_run(
     let progress = &mut ctx.progress;
     let measured = session.drive(TICK, &mut |run: &Run, ev| {
         if ev == Event::Tick {
-            progress.update(&cur, run)?;
+            // A failing terminal is silence, never the end of the run.
+            let _ = progress.update(&cur, run);
         }
         Ok(())
     })?;
     ctx.progress.clear();
-    if measured.signal.is_some() {
+    if measured.interrupted() {
         ctx.signals += 1;
     }
     let reports = loads.map(|l| stop_loads(ctx, l)).unwrap_or_default();
@@ -138,26 +149,44 @@ pub(super) fn one_run(
     let failed = measured.limits_failed();
     let code = if failed {
         1
-    } else if measured.signal.is_some() {
+    } else if measured.interrupted() {
         3
     } else {
         0
     };
+    // A run measured without its load is not "under load": tagged, and the campaign fails.
+    let load_failed: Vec<String> = reports
+        .iter()
+        .filter(|r| r.status == rtscope_load::LoadStatus::Failed)
+        .map(|r| r.name.clone())
+        .collect();
+    let code = if load_failed.is_empty() { code } else { 2 };
     let rec = session.finish(&measured, code);
     let record_failed = rec.failed;
     if let Some(id) = session.run_id() {
         let rows: Vec<LoadRow> = reports.iter().map(load_row).collect();
         if let Err(e) = ctx.store.set_loads(id, &rows) {
-            eprintln!("error: the loads of run {id} could not be recorded: {e}");
+            rtscope_session::output::warn(&format!(
+                "error: the loads of run {id} could not be recorded: {e}"
+            ));
+        }
+        if !load_failed.is_empty() {
+            let names = load_failed.join(",");
+            if let Err(e) = ctx.store.set_tag(id, LOAD_FAILED_TAG, Some(&names)) {
+                rtscope_session::output::warn(&format!("error: run {id} could not be tagged: {e}"));
+            }
         }
     }
     writeln!(out, "{}", result_line(number, p, r, &reports, failed))?;
     if let Some(line) = rec.line.filter(|_| record_failed) {
-        eprintln!("{line}");
+        rtscope_session::output::warn(&line);
     }
     out.flush()?;
     Ok(RunEnd {
-        signal: measured.signal,
+        signal: measured
+            .signal
+            .or(measured.output_error.as_ref().map(|_| libc::SIGPIPE)),
+        load_failed: !load_failed.is_empty(),
         limits_failed: failed,
         record_failed,
     })
@@ -189,7 +218,7 @@ pub(super) fn settle(d: Nanos) -> Option<i32> {
         }
         let step = Nanos(left.min(Duration::from_millis(200)).as_nanos() as u64);
         match sys::wait_run_signal(step) {
-            Some(s) if s == libc::SIGINT || s == libc::SIGTERM => return Some(s),
+            Some(s) if sys::is_stop_signal(s) => return Some(s),
             _ => {}
         }
     }
@@ -198,7 +227,7 @@ pub(super) fn settle(d: Nanos) -> Option<i32> {
 /// The loads' grace period: none once a second signal came (or comes now).
 fn grace(ctx: &mut Ctx) -> Duration {
     if let Some(s) = sys::wait_run_signal(Nanos::ZERO) {
-        if s == libc::SIGINT || s == libc::SIGTERM {
+        if sys::is_stop_signal(s) {
             ctx.signals += 1;
         }
     }
@@ -223,7 +252,7 @@ pub(super) fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Ve
         std::thread::spawn(move || {
             while !done.load(Ordering::Acquire) {
                 match sys::wait_run_signal(Nanos::from_ms(20)) {
-                    Some(s) if s == libc::SIGINT || s == libc::SIGTERM => {
+                    Some(s) if sys::is_stop_signal(s) => {
                         // The pid is our child's; stop() may reap it just before `done` is
                         // set, and only a wrap-around of the pid space in that window could
                         // make it another's.

@@ -36,6 +36,7 @@ pub(super) fn respond_run(
         }
         writeln!(out, "[{number}] {}: interrupted before measuring", p.label)?;
         return Ok(RunEnd {
+            load_failed: false,
             signal: Some(sig),
             limits_failed: false,
             record_failed: false,
@@ -95,17 +96,31 @@ pub(super) fn respond_run(
             add_to_campaign(ctx, p, id)?;
             let rows: Vec<LoadRow> = reports.iter().map(load_row).collect();
             if let Err(e) = ctx.store.set_loads(id, &rows) {
-                eprintln!("error: the loads of run {id} could not be recorded: {e}");
+                {
+                    use std::io::Write as _;
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "error: the loads of run {id} could not be recorded: {e}"
+                    );
+                };
             }
         }
         Err(e) => {
-            eprintln!("error: run {} could not be recorded: {e}", p.label);
+            {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "error: run {} could not be recorded: {e}",
+                    p.label
+                );
+            };
             record_failed = true;
         }
     }
     writeln!(out, "{}", result_line(number, p, &r, failed))?;
     out.flush()?;
     Ok(RunEnd {
+        load_failed: false,
         signal,
         limits_failed: failed,
         record_failed,
@@ -119,7 +134,7 @@ fn measure(cfg: IpcConfig) -> Result<(IpcResult, Option<i32>), rtscope_respond::
     let mut signal = None;
     while !run.is_finished() {
         match sys::wait_run_signal(Nanos::from_ms(200)) {
-            Some(s) if s == libc::SIGINT || s == libc::SIGTERM => {
+            Some(s) if rtscope_engine::sys::is_stop_signal(s) => {
                 signal = Some(s);
                 run.stop();
                 break;

@@ -9,7 +9,6 @@
 use super::one_run::{one_run, Ctx};
 use super::progress::Progress;
 use super::{Campaign, CampaignOptions, PlannedRun};
-use rtscope_engine::sys;
 use rtscope_session::record;
 use rtscope_session::sysinfo;
 use rtscope_session::{ExitStatus, RunError, UsageError};
@@ -25,6 +24,12 @@ pub fn execute(
     argv: &[String],
     out: &mut dyn Write,
 ) -> Result<ExitStatus, RunError> {
+    // Blocked for the rest of the process, before any thread starts: taken by sigtimedwait
+    // only, so a late signal never kills the campaign while a run's end is written.
+    rtscope_session::drive::hold_signals();
+    // A closed stdout loses the text, never a run nor the exit code.
+    let mut guarded = rtscope_session::output::Guarded::new(out);
+    let out: &mut dyn Write = &mut guarded;
     let monitor_interval = a.monitor_interval;
     let db = a.db.clone().unwrap_or_else(record::default_db);
     let mut store = record::open(&db)?;
@@ -55,8 +60,6 @@ pub fn execute(
             "cannot find the rtscope executable to start loads: {e}"
         ))
     })?;
-    // Blocked for the whole campaign: taken by sigtimedwait, inherited by every thread.
-    let _mask = sys::block_run_signals();
     let mut ctx = Ctx {
         a,
         argv,
@@ -70,6 +73,7 @@ pub fn execute(
         bad_checks: Vec::new(),
     };
     let mut status = ExitStatus::Success;
+    let mut without_load = 0usize;
     for (i, p) in todo.iter().enumerate() {
         let end = match &p.respond {
             Some(cfg) => super::respond_run::respond_run(&mut ctx, p, cfg, i + 1, out),
@@ -89,12 +93,16 @@ pub fn execute(
             }
         };
         ctx.progress.run_done(super::estimate(p));
-        if end.record_failed {
+        without_load += usize::from(end.load_failed);
+        if end.record_failed || end.load_failed {
             status = ExitStatus::Usage;
         } else if end.limits_failed && status == ExitStatus::Success {
             status = ExitStatus::LimitExceeded;
         }
-        if end.signal.is_some() || ctx.signals > 0 {
+        // A signal after the last run was measured (while its loads stopped) interrupts
+        // nothing: the campaign is complete.
+        let last = i + 1 == todo.len();
+        if end.signal.is_some() || (ctx.signals > 0 && !last) {
             return finish(
                 &mut ctx,
                 &c,
@@ -103,6 +111,16 @@ pub fn execute(
                 out,
             );
         }
+    }
+    if without_load > 0 {
+        writeln!(
+            out,
+            "{without_load} run{} measured without {} load (tagged {}): the campaign failed",
+            if without_load == 1 { "" } else { "s" },
+            if without_load == 1 { "its" } else { "their" },
+            super::one_run::LOAD_FAILED_TAG
+        )?;
+        return finish(&mut ctx, &c, RunStatus::Failed, ExitStatus::Usage, out);
     }
     finish(&mut ctx, &c, RunStatus::Complete, status, out)
 }
@@ -166,7 +184,13 @@ fn finish(
     ctx.progress.clear();
     let ended = sysinfo::rfc3339(SystemTime::now());
     if let Err(e) = ctx.store.finish_campaign(ctx.cid, state, &ended) {
-        eprintln!("error: the campaign's end could not be recorded: {e}");
+        {
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "error: the campaign's end could not be recorded: {e}"
+            );
+        };
         return Ok(ExitStatus::Usage);
     }
     writeln!(

@@ -41,7 +41,10 @@ fn report_error(e: &anyhow::Error) {
     for cause in e.chain().skip(1) {
         msg.push_str(&format!("\n  caused by: {cause}"));
     }
-    eprintln!("{msg}");
+    {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "{msg}");
+    };
 }
 
 fn invoked_as_cyclictest(argv0: &str) -> bool {

@@ -66,33 +66,45 @@ impl Nanos {
             "m" | "min" => 60e9,
             "h" => 3600e9,
             "d" => 86_400e9,
-            _ => return Err(ParseDurationError(text.to_string())),
+            _ => return Err(ParseDurationError::Invalid(text.to_string())),
         };
         let value: f64 = num
             .parse()
-            .map_err(|_| ParseDurationError(text.to_string()))?;
+            .map_err(|_| ParseDurationError::Invalid(text.to_string()))?;
         if !value.is_finite() || value < 0.0 {
-            return Err(ParseDurationError(text.to_string()));
+            return Err(ParseDurationError::Invalid(text.to_string()));
         }
         let ns = (value * scale).round();
-        if ns > u64::MAX as f64 {
-            return Err(ParseDurationError(text.to_string()));
+        if ns > MAX_DURATION.0 as f64 {
+            return Err(ParseDurationError::TooLarge(text.to_string()));
         }
         Ok(Nanos(ns as u64))
     }
 }
 
+/// The longest duration accepted: 100 years (far above any run, far below `u64` ns).
+pub const MAX_DURATION: Nanos = Nanos(100 * 365 * 86_400 * 1_000_000_000);
+
 /// A duration text that could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ParseDurationError(pub String);
+pub enum ParseDurationError {
+    /// Not a number with a known unit.
+    Invalid(String),
+    /// A duration, but longer than [`MAX_DURATION`].
+    TooLarge(String),
+}
 
 impl fmt::Display for ParseDurationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "'{}' is not a duration (examples: 30, 500ms, 200us, 10m, 2h, 1d)",
-            self.0
-        )
+        match self {
+            ParseDurationError::Invalid(t) => write!(
+                f,
+                "'{t}' is not a duration (examples: 30, 500ms, 200us, 10m, 2h, 1d)"
+            ),
+            ParseDurationError::TooLarge(t) => {
+                write!(f, "'{t}' is too long: at most 100 years (36500d)")
+            }
+        }
     }
 }
 

@@ -35,9 +35,60 @@ pub fn count(v: f64) -> String {
     }
 }
 
+/// `s` safe to print on a terminal: control characters (C0, DEL, C1: escape sequences, bells,
+/// newlines, carriage returns) written as `\n`, `\r`, `\t`, `\x1b`, `\u{9b}`; a backslash
+/// stays as it is. Untrusted text (labels, tags, names, file names) goes through this before
+/// any terminal output.
+pub fn escape(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x80 && c.is_control() => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// [`escape`] on each line of `s`, keeping its line breaks: for a block of text made of
+/// untrusted pieces.
+pub fn escape_lines(s: &str) -> String {
+    s.split('\n').map(escape).collect::<Vec<_>>().join("\n")
+}
+
+/// At most `max` bytes of `s` (cut at a character boundary), with `…` when cut: the part of
+/// an untrusted line an error message quotes.
+pub fn clip(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if s.len() <= max {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!("{}…", &s[..end]))
+}
+
 /// Lays out rows of cells as aligned columns under a rule: the first row is the header; columns
-/// before `right_from` are left-aligned, the others right-aligned (numbers).
+/// before `right_from` are left-aligned, the others right-aligned (numbers). Cells are
+/// [`escape`]d: a label with a newline or an escape sequence never breaks the table.
 pub fn columns(cells: &[Vec<String>], right_from: usize) -> String {
+    let cells: Vec<Vec<String>> = cells
+        .iter()
+        .map(|r| r.iter().map(|c| escape(c).into_owned()).collect())
+        .collect();
+    let cells = &cells[..];
     let n = cells.first().map_or(0, |r| r.len());
     let widths: Vec<usize> = (0..n)
         .map(|i| {
@@ -55,10 +106,12 @@ pub fn columns(cells: &[Vec<String>], right_from: usize) -> String {
             .zip(&widths)
             .enumerate()
             .map(|(i, (c, w))| {
+                // Padded by hand: `format!("{c:<w$}")` panics on widths above 65,535.
+                let pad = " ".repeat(w.saturating_sub(c.chars().count()));
                 if i < right_from {
-                    format!("{c:<w$}")
+                    format!("{c}{pad}")
                 } else {
-                    format!("{c:>w$}")
+                    format!("{pad}{c}")
                 }
             })
             .collect();
@@ -74,6 +127,31 @@ pub fn columns(cells: &[Vec<String>], right_from: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escapes_control_characters() {
+        assert_eq!(escape("plain µs"), "plain µs");
+        assert_eq!(
+            escape("a\x1b]0;pwned\x07b\nc\rd"),
+            "a\\x1b]0;pwned\\x07b\\nc\\rd"
+        );
+        assert_eq!(escape("\u{9b}2J"), "\\u{9b}2J");
+        let t = columns(&[vec!["h".into()], vec!["x\ny".into()]], 1);
+        assert_eq!(t.lines().count(), 3, "{t}");
+        let huge = "x".repeat(70_000);
+        assert_eq!(
+            columns(&[vec!["h".into(), "n".into()], vec![huge, "1".into()]], 1)
+                .lines()
+                .count(),
+            3
+        );
+    }
+
+    #[test]
+    fn clips_at_a_character_boundary() {
+        assert_eq!(clip("abc", 5), "abc");
+        assert_eq!(clip("aéb", 2), "a…");
+    }
 
     #[test]
     fn formats() {

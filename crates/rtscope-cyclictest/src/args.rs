@@ -251,7 +251,16 @@ pub fn parse(args: &[String]) -> Result<CtOptions, UsageError> {
             "hist-sparse" => o.hist_sparse = true,
             "interval" => o.interval = num(sp, v, "microseconds")?,
             "json" => o.json = Some(PathBuf::from(v)),
-            "latency" => o.latency = Some(num::<i32>(sp, v, "microseconds")?.max(0)),
+            "latency" => {
+                let us = num::<i32>(sp, v, "microseconds")?;
+                if us < 0 {
+                    return Err(UsageError::new(format!(
+                        "invalid value '{us}' for '--latency': use 0..{} (microseconds for /dev/cpu_dma_latency)",
+                        i32::MAX
+                    )));
+                }
+                o.latency = Some(us);
+            }
             "loops" => o.loops = num(sp, v, "a number of loops")?,
             "mainaffinity" => o.mainaffinity = Some(v.to_string()),
             "mlockall" => o.mlockall = true,
@@ -350,8 +359,12 @@ mod tests {
 
     #[test]
     fn parses_long_forms_and_durations() {
-        let o = p("--json=out.json -D 2h --policy=RR --spike=100 --spike-nodes 10 --latency=-5")
+        let o = p("--json=out.json -D 2h --policy=RR --spike=100 --spike-nodes 10 --latency=0")
             .unwrap();
+        assert!(
+            p("--latency=-5").is_err(),
+            "a negative latency is refused, not clamped"
+        );
         assert_eq!(o.json, Some(PathBuf::from("out.json")));
         assert_eq!(o.duration, Some(Nanos::from_secs(7200)));
         assert_eq!(o.policy.as_deref(), Some("rr"));

@@ -16,6 +16,7 @@ use args::CtOptions;
 use lower::Plan;
 use rtscope_core::{Nanos, Stats};
 use rtscope_engine::{Run, RunResult, ThreadShared};
+use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::record::{self, RecordSpec};
 use rtscope_session::sysinfo::{self, SysInfo};
 use rtscope_session::{Event, Recorded, RunPlan, Session, SystemSettings};
@@ -28,6 +29,8 @@ const DATE_FORMAT: &str = "%a, %d %b %Y %H:%M:%S %z";
 
 /// Runs `rtscope cyclictest ARGS`. `cmdline` is the whole command line as typed (for JSON).
 pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitStatus, RunError> {
+    // Before any thread starts: a signal is taken by the control loop or by nobody.
+    rtscope_session::drive::hold_signals();
     let o = args::parse(args)?;
     if o.help {
         out.write_all(help::USAGE.as_bytes())?;
@@ -42,8 +45,12 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         return Ok(ExitStatus::Success);
     }
     let ct = lower::lower(&o, &lower::online())?;
+    record::check_label_and_tags(o.label.as_deref(), &o.tags)?;
     for n in &ct.notices {
-        eprintln!("{n}");
+        {
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "{n}");
+        };
     }
     if o.verbose && o.early_using_line {
         if let Some(m) = &ct.affinity_mask {
@@ -62,6 +69,14 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         }
     }
     let plan = RunPlan::from_config(ct.config.clone(), o.latency);
+    let json_file = o
+        .json
+        .as_deref()
+        .map(|p| OutputFile::prepare(p, "--json"))
+        .transpose()?;
+    // A closed stdout ends the run (as it ends cyclictest) but never loses it.
+    let mut out = Guarded::new(out);
+    let out = &mut out;
     let settings = SystemSettings::apply(&plan)?;
     if let Some(us) = settings.dma_latency_us() {
         writeln!(out, "# /dev/cpu_dma_latency set to {us}us")?;
@@ -95,14 +110,28 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
     let mut session = Session::start(plan, settings, recorded, main)?;
     let mut live = Live::new(&o, &ct);
     let tick = live.tick();
-    let measured = session.drive(tick, &mut |run: &Run, ev| live.update(run, ev, out))?;
+    let measured = session.drive(tick, &mut |run: &Run, ev| {
+        live.update(run, ev, out)?;
+        match out.error() {
+            Some(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
+            None => Ok(()),
+        }
+    })?;
     let outcome = &measured;
     live.finish(&outcome.result, out)?;
+    // A reader that left (`cyclictest -v | head`) ends the run early: recorded as
+    // interrupted, but the exit status stays the run's (0, or 1 for a break), as before.
     let interrupted = outcome.signal.is_some();
-    let status = finish(&o, &ct, &outcome.result, interrupted, cmdline, out)?;
+    let (mut status, json) = finish(&o, &ct, &outcome.result, interrupted, cmdline, out)?;
+    if let (Some(file), Some(body)) = (json_file, json) {
+        if let Err(e) = file.write(body.as_bytes(), out, "--json") {
+            rtscope_session::output::warn(&format!("rtscope: {e}"));
+            status = ExitStatus::Usage;
+        }
+    }
     let rec = session.finish(&measured, status.code());
     if let Some(line) = rec.line {
-        eprintln!("rtscope: {line}");
+        rtscope_session::output::warn(&format!("rtscope: {line}"));
     }
     Ok(if rec.failed {
         ExitStatus::Usage
@@ -258,7 +287,10 @@ impl<'p> Live<'p> {
         }
         let dropped: u64 = r.threads.iter().map(|t| t.samples_dropped).sum();
         if dropped > 0 {
-            eprintln!("rtscope: warning: {dropped} samples were not printed with -v because stdout was too slow (they are in all statistics)");
+            {
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stderr(), "rtscope: warning: {dropped} samples were not printed with -v because stdout was too slow (they are in all statistics)");
+            };
         }
         Ok(())
     }
@@ -271,7 +303,7 @@ fn finish(
     interrupted: bool,
     cmdline: &str,
     out: &mut dyn Write,
-) -> Result<ExitStatus, RunError> {
+) -> Result<(ExitStatus, Option<String>), RunError> {
     let bounded = o.loops > 0 || o.duration.is_some();
     let status = if r.break_fired.is_some() {
         ExitStatus::LimitExceeded
@@ -284,7 +316,8 @@ fn finish(
     let break_fired = r
         .break_fired
         .map(|b| (r.threads[b.thread].tid, b.latency.0 / unit.0));
-    if let Some(path) = &o.json {
+    let mut json_body = None;
+    if o.json.is_some() {
         let doc = json::JsonDoc {
             cmdline,
             start_time: &sysinfo::strftime_local(r.started, DATE_FORMAT),
@@ -298,12 +331,7 @@ fn finish(
             break_fired,
             interrupted,
         };
-        std::fs::write(path, json::render(&doc)).map_err(|e| {
-            UsageError::new(format!(
-                "cannot write the JSON file '{}' (--json): {e}",
-                path.display()
-            ))
-        })?;
+        json_body = Some(json::render(&doc));
     }
     if o.quiet && o.histogram.is_none() {
         let mut s = String::new();
@@ -324,7 +352,7 @@ fn finish(
         out.write_all(text::break_trailer(&tids, break_fired).as_bytes())?;
     }
     out.flush()?;
-    Ok(status)
+    Ok((status, json_body))
 }
 
 fn spike_text(r: &RunResult, unit: Nanos) -> String {

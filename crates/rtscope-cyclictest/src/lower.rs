@@ -8,8 +8,11 @@ use rtscope_engine::{
 };
 use rtscope_session::UsageError;
 
-/// Largest histogram cyclictest accepts (larger values are clamped, as cyclictest does).
+/// Largest histogram accepted (`-h`, buckets); a larger size is refused.
 pub const HIST_MAX: usize = 1_000_000;
+
+/// Most spikes kept per thread (`--spike-nodes`): 24 bytes each, 24 MB at most.
+pub const SPIKE_NODES_MAX: usize = 1_000_000;
 /// Per-thread sample buffer for `-v` (samples), drained by the control thread.
 pub const VERBOSE_RING: usize = 1 << 16;
 
@@ -138,6 +141,16 @@ fn check_values(o: &CtOptions) -> Result<(), UsageError> {
             "invalid value for '-i': the interval must be at least 1 us",
         ));
     }
+    // `-D 0` and `-l 0` mean "no limit" as in cyclictest; a positive duration shorter than
+    // the interval would end before the first wake-up (a run without samples).
+    if let Some(d) = o.duration.filter(|d| d.0 > 0) {
+        if d < Nanos::from_us(o.interval) {
+            return Err(UsageError::new(format!(
+                "invalid value '{d}' for '-D': shorter than the interval ({}us), no thread would wake up once",
+                o.interval
+            )));
+        }
+    }
     if o.clock > 1 {
         return Err(UsageError::new(format!(
             "invalid value '{}' for '-c': use 0 (CLOCK_MONOTONIC) or 1 (CLOCK_REALTIME)",
@@ -173,6 +186,17 @@ fn check_values(o: &CtOptions) -> Result<(), UsageError> {
         return Err(UsageError::new(
             "invalid value for '--spike-nodes': at least 1",
         ));
+    }
+    if o.spike_nodes > SPIKE_NODES_MAX {
+        return Err(UsageError::new(format!(
+            "invalid value '{}' for '--spike-nodes': use 1..{SPIKE_NODES_MAX}",
+            o.spike_nodes
+        )));
+    }
+    if let Some(h) = o.histogram.filter(|&h| h > HIST_MAX) {
+        return Err(UsageError::new(format!(
+            "invalid value '{h}' for '-h': use 1..{HIST_MAX} (buckets of 1 us or 1 ns)"
+        )));
     }
     Ok(())
 }

@@ -241,6 +241,9 @@ impl Run {
                 }
                 sh.phase.store(Phase::Done as u8, Release);
                 if ctl.done.fetch_add(1, AcqRel) + 1 == ctl.threads {
+                    let now = SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+                    let ns = now.map_or(0, |d| d.as_nanos() as u64);
+                    ctl.ended_unix_ns.store(ns, Release);
                     sys::signal_thread(control_tid, sys::done_signal());
                 }
             })
@@ -309,7 +312,12 @@ impl Run {
         for h in self.handles.drain(..) {
             let _ = h.join();
         }
-        let ended = SystemTime::now();
+        // The last thread's end; a control thread that was held up (a slow checkpoint) does
+        // not lengthen the run.
+        let ended = match self.control.ended_unix_ns.load(Acquire) {
+            0 => SystemTime::now(),
+            ns => std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns),
+        };
         let bt = self.control.break_thread.load(Acquire);
         let break_fired = (bt >= 0).then(|| BreakInfo {
             thread: bt as usize,

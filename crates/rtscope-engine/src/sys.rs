@@ -330,16 +330,33 @@ pub fn done_signal() -> libc::c_int {
     libc::SIGRTMIN() + 4
 }
 
-/// The signals a run handles in its control thread: SIGINT, SIGTERM, SIGUSR1, SIGUSR2 and
-/// [`done_signal`].
-pub fn run_signals() -> [libc::c_int; 5] {
+/// The signals a run handles in its control thread: SIGINT, SIGTERM, SIGHUP (an ssh session
+/// that drops), SIGUSR1, SIGUSR2 and [`done_signal`].
+pub fn run_signals() -> [libc::c_int; 6] {
     [
         libc::SIGINT,
         libc::SIGTERM,
+        libc::SIGHUP,
         libc::SIGUSR1,
         libc::SIGUSR2,
         done_signal(),
     ]
+}
+
+/// Whether `s` asks a run to stop (SIGINT, SIGTERM or SIGHUP): the threads end after their
+/// current cycle and every output is still produced.
+pub fn is_stop_signal(s: libc::c_int) -> bool {
+    s == libc::SIGINT || s == libc::SIGTERM || s == libc::SIGHUP
+}
+
+/// The name of a stop signal (`SIGINT`, `SIGTERM`, `SIGHUP`; `signal N` for another).
+pub fn signal_name(s: libc::c_int) -> String {
+    match s {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        _ => format!("signal {s}"),
+    }
 }
 
 fn sigset_of(signals: &[libc::c_int]) -> libc::sigset_t {

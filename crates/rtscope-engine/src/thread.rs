@@ -27,6 +27,9 @@ pub(crate) struct Control {
     pub(crate) done: AtomicUsize,
     pub(crate) break_thread: AtomicI64,
     pub(crate) break_value: AtomicU64,
+    /// When the last thread finished, ns since the Unix epoch (0 until then): the run's end,
+    /// whatever the control thread was busy with at that moment.
+    pub(crate) ended_unix_ns: AtomicU64,
     pub(crate) trace_marker: Option<std::fs::File>,
     pub(crate) threads: usize,
 }
@@ -38,6 +41,7 @@ impl Control {
             done: AtomicUsize::new(0),
             break_thread: AtomicI64::new(-1),
             break_value: AtomicU64::new(0),
+            ended_unix_ns: AtomicU64::new(0),
             trace_marker,
             threads,
         }

@@ -1,6 +1,8 @@
 //! CSV, RFC 4180: a header row of column names, then one record per row, CRLF line ends. A
 //! field holding a comma, a double quote, CR or LF is enclosed in double quotes, with each
-//! double quote inside doubled. A null is an empty field.
+//! double quote inside doubled. A null is an empty field. A text cell starting with `=`, `+`,
+//! `-`, `@`, a tab or CR gets a leading `'` so that a spreadsheet shows it instead of running
+//! it as a formula (labels and tags come from whoever recorded the run).
 
 use super::table::{Cell, Table};
 use std::borrow::Cow;
@@ -18,6 +20,15 @@ pub fn field(s: &str) -> Cow<'_, str> {
     }
 }
 
+/// A text cell safe to open in a spreadsheet: a leading `'` before `= + - @ TAB CR`.
+pub fn text_field(s: &str) -> Cow<'_, str> {
+    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+        Cow::Owned(field(&format!("'{s}")).into_owned())
+    } else {
+        field(s)
+    }
+}
+
 fn write_cell(w: &mut dyn Write, cell: Cell<'_>) -> io::Result<()> {
     match cell {
         Cell::Null => Ok(()),
@@ -25,7 +36,7 @@ fn write_cell(w: &mut dyn Write, cell: Cell<'_>) -> io::Result<()> {
         // Rust prints the shortest text that reads back as the same f64, never in exponent
         // form: pandas parses it exactly.
         Cell::Float(v) => write!(w, "{v}"),
-        Cell::Text(s) => w.write_all(field(s).as_bytes()),
+        Cell::Text(s) => w.write_all(text_field(s).as_bytes()),
     }
 }
 
@@ -38,6 +49,11 @@ pub fn write(w: &mut dyn Write, t: &Table) -> io::Result<()> {
         w.write_all(field(&c.name).as_bytes())?;
     }
     w.write_all(EOL)?;
+    write_rows(w, t)
+}
+
+/// Writes the rows of `t` alone (a further part of a table streamed in parts).
+pub fn write_rows(w: &mut dyn Write, t: &Table) -> io::Result<()> {
     for row in 0..t.rows() {
         for (i, c) in t.columns.iter().enumerate() {
             if i > 0 {
@@ -58,6 +74,17 @@ mod tests {
         let mut buf = Vec::new();
         write(&mut buf, t).unwrap();
         String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn formula_text_gets_a_leading_quote() {
+        assert_eq!(
+            text_field("=HYPERLINK(\"x\")"),
+            "\"'=HYPERLINK(\"\"x\"\")\""
+        );
+        assert_eq!(text_field("@SUM(A1)"), "'@SUM(A1)");
+        assert_eq!(text_field("-1+2"), "'-1+2");
+        assert_eq!(text_field("idle"), "idle");
     }
 
     #[test]

@@ -27,8 +27,18 @@ fn write_table(w: &mut dyn Write, t: &Table) -> io::Result<()> {
     w.write_all(b",\n  ")?;
     string(w, t.name)?;
     w.write_all(b": [")?;
+    write_rows(w, t, true)?;
+    w.write_all(if t.rows() == 0 { b"]" } else { b"\n  ]" })
+}
+
+/// Writes the rows of `t` as array elements; `first`: no comma before the first one.
+fn write_rows(w: &mut dyn Write, t: &Table, first: bool) -> io::Result<()> {
     for row in 0..t.rows() {
-        w.write_all(if row == 0 { b"\n    {" } else { b",\n    {" })?;
+        w.write_all(if row == 0 && first {
+            b"\n    {"
+        } else {
+            b",\n    {"
+        })?;
         for (i, c) in t.columns.iter().enumerate() {
             if i > 0 {
                 w.write_all(b", ")?;
@@ -39,7 +49,39 @@ fn write_table(w: &mut dyn Write, t: &Table) -> io::Result<()> {
         }
         w.write_all(b"}")?;
     }
-    w.write_all(if t.rows() == 0 { b"]" } else { b"\n  ]" })
+    Ok(())
+}
+
+/// Where the parts of a streamed table go, one at a time.
+pub type PartSink<'a> = dyn FnMut(&Table) -> io::Result<()> + 'a;
+
+/// Writes the document like [`write`], the table named `streamed` taking its rows from
+/// `parts` (called with a sink for each further part) instead of from its (empty) table.
+pub fn write_streamed(
+    w: &mut dyn Write,
+    tables: &[Table],
+    streamed: &str,
+    parts: &mut dyn FnMut(&mut PartSink<'_>) -> io::Result<()>,
+) -> io::Result<()> {
+    w.write_all(b"{\n  \"schema\": ")?;
+    string(w, SCHEMA)?;
+    for t in tables {
+        if t.name != streamed {
+            write_table(w, t)?;
+            continue;
+        }
+        w.write_all(b",\n  ")?;
+        string(w, t.name)?;
+        w.write_all(b": [")?;
+        let mut any = false;
+        parts(&mut |part: &Table| {
+            write_rows(w, part, !any)?;
+            any |= part.rows() > 0;
+            Ok(())
+        })?;
+        w.write_all(if any { b"\n  ]" } else { b"]" })?;
+    }
+    w.write_all(b"\n}\n")
 }
 
 /// Writes all `tables` as one JSON document.

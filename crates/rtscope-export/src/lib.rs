@@ -14,11 +14,11 @@ pub mod table;
 pub mod tables;
 pub mod thrift;
 
+use rtscope_session::output::AtomicFile;
 use rtscope_session::{RunError, UsageError};
 use rtscope_store::{RunId, Store};
-use std::fs::File;
-use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, Write};
+use std::path::Path;
 use table::Table;
 use tables::RunData;
 
@@ -33,10 +33,20 @@ pub enum ExportFormat {
     Parquet,
 }
 
-/// Reads everything exported about run `id`.
+/// Reads everything exported about run `id` except its raw samples, which
+/// [`write_format_streamed`] reads from the store one chunk at a time.
+pub fn load_without_samples(store: &Store, id: RunId) -> Result<RunData, UsageError> {
+    load_with(store, id, false)
+}
+
+/// Reads everything exported about run `id`, raw samples included.
 pub fn load(store: &Store, id: RunId) -> Result<RunData, UsageError> {
+    load_with(store, id, true)
+}
+
+fn load_with(store: &Store, id: RunId, raw: bool) -> Result<RunData, UsageError> {
     let b = store
-        .bundle(id, true)
+        .bundle(id, raw)
         .map_err(|e| UsageError::new(format!("run {id}: {e}")))?;
     let samples = b
         .raw
@@ -106,16 +116,115 @@ pub fn write_format(
     Ok(())
 }
 
-fn report(out: &mut dyn Write, path: &Path, rows: usize) -> io::Result<()> {
-    writeln!(out, "wrote {} ({rows} rows)", path.display())
+/// [`write_format`] for tables read by [`load_without_samples`]: the `samples` table is
+/// streamed from `store` chunk by chunk into CSV and JSON (memory bounded by a chunk, whatever
+/// the run's size); Parquet still reads it whole (one row group).
+pub fn write_format_streamed(
+    format: ExportFormat,
+    dir: &Path,
+    id: RunId,
+    tables: &[Table],
+    store: &Store,
+    out: &mut dyn Write,
+) -> Result<(), RunError> {
+    let threads = store
+        .run(id)
+        .map_err(|e| UsageError::new(format!("run {id}: {e}")))?
+        .threads
+        .iter()
+        .map(|t| t.thread)
+        .collect::<Vec<u32>>();
+    let stream = |sink: &mut dyn FnMut(&Table) -> io::Result<()>| -> io::Result<usize> {
+        let mut rows = 0;
+        for &thread in &threads {
+            store
+                .for_each_raw_chunk(id, thread, &mut |chunk| {
+                    rows += chunk.len();
+                    sink(&tables::samples_part(id, thread, &chunk))
+                })
+                .map_err(io::Error::other)?;
+        }
+        Ok(rows)
+    };
+    let created_by = format!("rtscope version {}", env!("CARGO_PKG_VERSION"));
+    match format {
+        ExportFormat::Csv => {
+            for t in tables {
+                let path = dir.join(format!("run-{id}-{}.csv", t.name));
+                let mut rows = t.rows();
+                write_file(&path, |w| {
+                    csv::write(w, t)?;
+                    if t.name == "samples" {
+                        rows = stream(&mut |part| csv::write_rows(w, part))?;
+                    }
+                    Ok(())
+                })?;
+                report(out, &path, rows)?;
+            }
+        }
+        ExportFormat::Json => {
+            let path = dir.join(format!("run-{id}.json"));
+            let mut rows: usize = tables.iter().map(Table::rows).sum();
+            write_file(&path, |w| {
+                json::write_streamed(w, tables, "samples", &mut |sink| {
+                    rows += stream(sink)?;
+                    Ok(())
+                })
+            })?;
+            report(out, &path, rows)?;
+        }
+        ExportFormat::Parquet => {
+            for t in tables {
+                let path = dir.join(format!("run-{id}-{}.parquet", t.name));
+                let whole;
+                let t = if t.name == "samples" {
+                    let d = load(store, id)?;
+                    whole = tables::all(&d)
+                        .into_iter()
+                        .find(|t| t.name == "samples")
+                        .expect("a samples table");
+                    &whole
+                } else {
+                    t
+                };
+                write_file(&path, |w| parquet::write(w, t, &created_by, json::SCHEMA))?;
+                report(out, &path, t.rows())?;
+            }
+        }
+    }
+    Ok(())
 }
 
-/// `dir/.NAME.partial`: where `dir/NAME` is written before it is renamed into place.
-fn partial_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or_else(|| "export".into(), |n| n.to_string_lossy().into_owned());
-    path.with_file_name(format!(".{name}.partial"))
+/// Writes the JSON document of run `id` to `w` (`rtscope export -o -`), its raw samples
+/// streamed from `store` like [`write_format_streamed`].
+pub fn write_json_to(
+    w: &mut dyn Write,
+    id: RunId,
+    tables: &[Table],
+    store: &Store,
+) -> Result<(), RunError> {
+    let threads: Vec<u32> = store
+        .run(id)
+        .map_err(|e| UsageError::new(format!("run {id}: {e}")))?
+        .threads
+        .iter()
+        .map(|t| t.thread)
+        .collect();
+    json::write_streamed(w, tables, "samples", &mut |sink| {
+        for &thread in &threads {
+            store
+                .for_each_raw_chunk(id, thread, &mut |chunk| {
+                    sink(&tables::samples_part(id, thread, &chunk))
+                })
+                .map_err(io::Error::other)?;
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
+fn report(out: &mut dyn Write, path: &Path, rows: usize) -> io::Result<()> {
+    writeln!(out, "wrote {} ({rows} rows)", path.display())
 }
 
 /// Writes `path` through `body`: into a temporary file first, renamed to `path` once
@@ -124,17 +233,18 @@ fn write_file(
     path: &Path,
     body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), UsageError> {
-    let tmp = partial_path(path);
-    let result = File::create(&tmp).and_then(|f| {
-        let mut w = BufWriter::new(f);
-        body(&mut w)?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path)
+    // A new file (O_EXCL|O_NOFOLLOW) renamed over the target: a symlink planted in a shared
+    // output directory is replaced, never written through.
+    let result = AtomicFile::create(path).and_then(|mut f| {
+        body(&mut f)?;
+        f.commit()
     });
     result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        UsageError::new(format!("cannot write {}: {e}", path.display()))
-            .hint("pass -o DIR with a writable directory")
+        UsageError::new(format!(
+            "cannot write {}: {e}",
+            rtscope_core::text::escape(&path.display().to_string())
+        ))
+        .hint("pass -o DIR with a writable directory")
     })
 }
 
@@ -143,28 +253,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn partial_file_is_hidden_next_to_the_target() {
-        assert_eq!(
-            partial_path(Path::new("out/run-3-series.csv")),
-            Path::new("out/.run-3-series.csv.partial")
-        );
-    }
-
-    #[test]
     fn write_file_renames_into_place_and_names_the_file_on_error() {
         let dir = std::env::temp_dir().join(format!("rtscope-export-unit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("a.csv");
         write_file(&path, |w| w.write_all(b"x\r\n")).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"x\r\n");
-        assert!(!partial_path(&path).exists());
         let bad = dir.join("a.csv").join("b.csv");
         let e = write_file(&bad, |w| w.write_all(b"x")).unwrap_err();
         assert!(e.message.contains(&bad.display().to_string()), "{e}");
         let failing = dir.join("c.csv");
         let e = write_file(&failing, |_| Err(io::Error::other("disk full"))).unwrap_err();
         assert!(e.message.contains("disk full") && !failing.exists());
-        assert!(!partial_path(&failing).exists());
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no partial file left"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -184,6 +184,17 @@ fn samples(d: &RunData) -> Table {
         .int("offset_ns", s.iter().map(|(_, r)| int(r.2)))
 }
 
+/// One part of the `samples` table: a chunk of raw samples of one thread, streamed from the
+/// store (a run's samples are never all in memory for CSV and JSON).
+pub fn samples_part(run_id: RunId, thread: u32, chunk: &[RawSample]) -> Table {
+    Table::new("samples")
+        .int("run_id", std::iter::repeat_n(run_id, chunk.len()))
+        .int("thread", chunk.iter().map(|_| i64::from(thread)))
+        .int("cycle", chunk.iter().map(|r| int(r.0)))
+        .int("latency_ns", chunk.iter().map(|r| int(r.1)))
+        .int("offset_ns", chunk.iter().map(|r| int(r.2)))
+}
+
 /// The environment facts recorded with the run, as key/value text.
 fn environment(d: &RunData) -> Table {
     let e = &d.detail.environment;

@@ -47,12 +47,12 @@ pub fn detect(path: &Path) -> Result<ImportFormat, Bad> {
             Err(unknown("a directory without results.json"))
         };
     }
-    let mut f = std::fs::File::open(path).map_err(|e| Bad::file(format!("cannot read: {e}")))?;
+    let mut f = open_regular(path)?;
     let len = f.metadata().map_or(0, |m| m.len());
-    if len == 0 {
+    let head = read_at(&mut f, 0, HEAD)?;
+    if head.is_empty() {
         return Err(Bad::file("the file is empty"));
     }
-    let head = read_at(&mut f, 0, HEAD)?;
     if head.contains(&0) || !utf8_prefix(&head) {
         return Err(unknown("binary data"));
     }
@@ -70,6 +70,20 @@ pub fn detect(path: &Path) -> Result<ImportFormat, Bad> {
         }
     }
     Err(unknown("unrecognised content"))
+}
+
+/// Opens `path` for reading if it is a regular file: a FIFO is not waited on, and a pipe,
+/// `/dev/stdin` or a device is refused (import reads files whole and may read them twice).
+/// A `/proc` file (size 0 but not empty) is read like any other.
+pub fn open_regular(path: &Path) -> Result<std::fs::File, Bad> {
+    // Looked at before opening, so that a FIFO is never opened (which would wait for a writer).
+    let m = std::fs::metadata(path).map_err(|e| Bad::file(format!("cannot read: {e}")))?;
+    if !m.is_file() {
+        return Err(Bad::file(
+            "not a regular file (a pipe, FIFO, socket or device): save the output to a file and import that",
+        ));
+    }
+    std::fs::File::open(path).map_err(|e| Bad::file(format!("cannot read: {e}")))
 }
 
 fn read_at(f: &mut std::fs::File, at: u64, max: u64) -> Result<Vec<u8>, Bad> {

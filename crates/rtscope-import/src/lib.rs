@@ -166,8 +166,25 @@ fn parse_one(path: &Path, forced: Option<ImportFormat>) -> Result<Parsed, Failur
                 ImportFormat::CyclictestJson => ctjson::parse,
                 _ => stressng::parse,
             };
-            let bytes = std::fs::read(path)
-                .map_err(|e| fail(path, Bad::file(format!("cannot read: {e}"))))?;
+            let mut bytes = Vec::new();
+            detect::open_regular(path)
+                .and_then(|f| {
+                    std::io::Read::read_to_end(
+                        &mut std::io::Read::take(f, MAX_WHOLE_FILE + 1),
+                        &mut bytes,
+                    )
+                    .map_err(|e| Bad::file(format!("cannot read: {e}")))
+                })
+                .map_err(|b| fail(path, b))?;
+            if bytes.len() as u64 > MAX_WHOLE_FILE {
+                return Err(fail(
+                    path,
+                    Bad::file(format!(
+                        "larger than {} MiB, the most a histogram, JSON or stress-ng file is read",
+                        MAX_WHOLE_FILE >> 20
+                    )),
+                ));
+            }
             (
                 parse_text(parse, &bytes).map_err(|b| fail(path, b))?,
                 path.to_path_buf(),
@@ -182,13 +199,12 @@ fn parse_one(path: &Path, forced: Option<ImportFormat>) -> Result<Parsed, Failur
     })
 }
 
+/// The largest file read whole (histogram text, cyclictest JSON, stress-ng logs): 256 MiB.
+/// `-v` output and jitterdebugger samples are streamed whatever their size.
+pub const MAX_WHOLE_FILE: u64 = 256 << 20;
+
 fn open(path: &Path) -> Result<std::fs::File, Failure> {
-    let f = std::fs::File::open(path)
-        .map_err(|e| fail(path, Bad::file(format!("cannot read: {e}"))))?;
-    if f.metadata().is_ok_and(|m| m.len() == 0) {
-        return Err(fail(path, Bad::file("the file is empty")));
-    }
-    Ok(f)
+    detect::open_regular(path).map_err(|b| fail(path, b))
 }
 
 /// Parses one source held in memory: `data` is the whole file. No file system, no database.
@@ -326,7 +342,10 @@ fn report(out: &mut dyn Write, as_json: bool, done: &[(&Parsed, i64)]) -> Result
             p.imported.samples()
         )?;
         for n in &p.imported.notes {
-            eprintln!("note: {}: {n}", p.file.display());
+            {
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stderr(), "note: {}: {n}", p.file.display());
+            };
         }
     }
     Ok(())

@@ -17,26 +17,36 @@ pub struct Bad {
     pub what: String,
 }
 
+/// The most of a message (and so of the offending line it quotes) an error keeps, in bytes.
+pub const MAX_ERROR_BYTES: usize = 240;
+
+/// A message safe to print: at most [`MAX_ERROR_BYTES`] of it, control characters escaped
+/// (a hostile file's line is quoted in it).
+fn bounded(what: String) -> String {
+    let clipped = rtscope_core::text::clip(&what, MAX_ERROR_BYTES);
+    rtscope_core::text::escape(&clipped).into_owned()
+}
+
 impl Bad {
     /// A failure at no particular place (the file as a whole).
     pub fn file(what: impl Into<String>) -> Bad {
         Bad {
             at: None,
-            what: what.into(),
+            what: bounded(what.into()),
         }
     }
     /// A failure on a 1-based line.
     pub fn line(line: usize, what: impl Into<String>) -> Bad {
         Bad {
             at: Some(format!("line {line}")),
-            what: what.into(),
+            what: bounded(what.into()),
         }
     }
     /// A failure in a named field (JSON path).
     pub fn field(field: impl std::fmt::Display, what: impl Into<String>) -> Bad {
         Bad {
-            at: Some(format!("field {field}")),
-            what: what.into(),
+            at: Some(bounded(format!("field {field}"))),
+            what: bounded(what.into()),
         }
     }
 }

@@ -103,13 +103,25 @@ pub fn shepherd_main(args: &[String]) -> i32 {
     let plan: Plan = match args.first().map(|a| serde_json::from_str(a)) {
         Some(Ok(p)) => p,
         _ => {
-            eprintln!("error: __shepherd needs a plan (JSON); it is started by rtscope only");
+            {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "error: __shepherd needs a plan (JSON); it is started by rtscope only"
+                );
+            };
             return 2;
         }
     };
     let me = sys::getpid();
     if let Err(e) = sys::set_child_subreaper() {
-        eprintln!("warning: {e}; orphaned load processes are then found by process group only");
+        {
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
+                "warning: {e}; orphaned load processes are then found by process group only"
+            );
+        };
     }
     let cgroup = Cgroup::create(me);
     let mut loads = Vec::new();

@@ -24,9 +24,15 @@ pub fn worker_main(args: &[String]) -> i32 {
     let (spec, limit) = match parse_args(args) {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("error: {e}");
+            {
+                use std::io::Write as _;
+                let _ = writeln!(std::io::stderr(), "error: {e}");
+            };
             if let Some(h) = e.hint() {
-                eprintln!("\nhint: {h}");
+                {
+                    use std::io::Write as _;
+                    let _ = writeln!(std::io::stderr(), "\nhint: {h}");
+                };
             }
             return 2;
         }

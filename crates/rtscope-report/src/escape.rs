@@ -2,6 +2,8 @@
 
 /// Escapes text for HTML element content and quoted attribute values.
 pub fn escape(s: &str) -> String {
+    // Control characters (ESC, BEL, NUL: invalid in HTML and XML) are shown as `\x1b`.
+    let s = rtscope_core::text::escape(s);
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -67,6 +67,11 @@ impl RunData {
     /// A short name for legends: the load case of a campaign run, else the label, else
     /// `run N`.
     pub fn name(&self) -> String {
+        // Control characters would make the SVG invalid XML and reach terminals raw.
+        rtscope_core::text::escape(&self.raw_name()).into_owned()
+    }
+
+    fn raw_name(&self) -> String {
         if let Some((_, r)) = &self.campaign {
             let case = if r.scenario.is_empty() || r.scenario == "default" {
                 r.load_case.clone()
@@ -86,10 +91,11 @@ impl RunData {
 
     /// The load case: the campaign's, else the `case` tag, else empty.
     pub fn case(&self) -> String {
-        if let Some((_, r)) = &self.campaign {
-            return r.load_case.clone();
-        }
-        self.tag("case").unwrap_or_default().to_string()
+        let case = match &self.campaign {
+            Some((_, r)) => r.load_case.clone(),
+            None => self.tag("case").unwrap_or_default().to_string(),
+        };
+        rtscope_core::text::escape(&case).into_owned()
     }
 
     /// A tag's value.

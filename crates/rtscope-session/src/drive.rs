@@ -1,11 +1,13 @@
 //! Drives a started run from the control thread: periodic work, signals, the end.
 //!
-//! SIGINT and SIGTERM stop the measuring threads after their current cycle; the run is then
-//! finished normally, so every output is still produced. SIGUSR1 and SIGUSR2 are handed to the
-//! front end (cyclictest prints its status on them).
+//! SIGINT, SIGTERM and SIGHUP stop the measuring threads after their current cycle; the run is
+//! then finished normally, so every output is still produced. SIGUSR1 and SIGUSR2 are handed to
+//! the front end (cyclictest prints its status on them). The signals stay blocked after the run
+//! (see [`hold_signals`]): one that comes while the end is written is taken by nobody and
+//! changes nothing.
 
 use rtscope_core::Nanos;
-use rtscope_engine::{Run, RunResult, Wake};
+use rtscope_engine::{sys, Run, RunResult, Wake};
 use std::io;
 
 /// What the control thread is woken for.
@@ -23,33 +25,52 @@ pub enum Event {
 pub struct Outcome {
     /// The results.
     pub result: RunResult,
-    /// The signal (SIGINT or SIGTERM) that ended it early, if any.
+    /// The signal (SIGINT, SIGTERM or SIGHUP) that ended it early, if any.
     pub signal: Option<i32>,
+    /// The observer's error (a closed stdout) that ended it early, if any.
+    pub output_error: Option<io::Error>,
+}
+
+/// Blocks the run's signals (SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2) in the calling thread
+/// for the rest of the process. A front end calls it first, before any thread starts, so that
+/// every thread inherits the mask and a signal can only be taken by the control loop: a signal
+/// that comes before the run starts stops it at once, one that comes after it ended (while the
+/// end is written) is ignored, and never does one kill the process and lose a finished run.
+/// Programs started with `std::process::Command` get an empty mask again.
+pub fn hold_signals() {
+    let _previous = sys::block_run_signals();
 }
 
 /// Runs the control loop until the run ends, calling `on` every `tick` and on user signals.
-/// An error from `on` (a closed stdout, say) stops the run and is returned.
-pub fn drive(
-    run: Run,
-    tick: Nanos,
-    mut on: impl FnMut(&Run, Event) -> io::Result<()>,
-) -> io::Result<Outcome> {
+/// An error from `on` (a closed stdout, say) stops the run like a signal would, and is
+/// returned in the outcome; `on` is not called again.
+pub fn drive(run: Run, tick: Nanos, mut on: impl FnMut(&Run, Event) -> io::Result<()>) -> Outcome {
     let mut signal = None;
+    let mut output_error: Option<io::Error> = None;
+    let mut call = |run: &Run, ev: Event, err: &mut Option<io::Error>| {
+        if err.is_none() {
+            if let Err(e) = on(run, ev) {
+                run.stop();
+                *err = Some(e);
+            }
+        }
+    };
     loop {
         match run.wait(tick) {
             Wake::Finished => break,
-            Wake::Signal(s) if s == libc::SIGINT || s == libc::SIGTERM => {
+            Wake::Signal(s) if sys::is_stop_signal(s) => {
                 signal.get_or_insert(s);
                 run.stop();
             }
-            Wake::Signal(s) if s == libc::SIGUSR1 => on(&run, Event::User1)?,
-            Wake::Signal(_) => on(&run, Event::User2)?,
-            Wake::Tick => on(&run, Event::Tick)?,
+            Wake::Signal(s) if s == libc::SIGUSR1 => call(&run, Event::User1, &mut output_error),
+            Wake::Signal(_) => call(&run, Event::User2, &mut output_error),
+            Wake::Tick => call(&run, Event::Tick, &mut output_error),
         }
     }
-    on(&run, Event::Tick)?;
-    Ok(Outcome {
+    call(&run, Event::Tick, &mut output_error);
+    Outcome {
         result: run.finish(),
         signal,
-    })
+        output_error,
+    }
 }

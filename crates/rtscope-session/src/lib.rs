@@ -20,6 +20,7 @@ pub mod error;
 pub mod explain;
 pub mod limits;
 pub mod monitoring;
+pub mod output;
 pub mod plan;
 pub mod preflight;
 pub mod record;

@@ -96,12 +96,13 @@ pub fn check(limits: &[Limit], scope: &str, stats: &Stats, hist: &Histogram) -> 
         .iter()
         .map(|l| {
             let value = l.stat.value(stats, hist);
+            // No sample proves nothing: a gate never passes on an empty run.
             Check {
                 stat: l.stat.name().to_string(),
                 scope: scope.to_string(),
                 limit: l.value,
                 value,
-                passed: value <= l.value,
+                passed: stats.count > 0 && value <= l.value,
             }
         })
         .collect()

@@ -65,6 +65,8 @@ pub enum Field {
     Duration,
     /// The wake-ups per thread.
     Loops,
+    /// The events kept per thread.
+    EventCapacity,
 }
 
 impl Field {
@@ -82,6 +84,7 @@ impl Field {
             Field::Distance => "distance",
             Field::Duration => "duration",
             Field::Loops => "loops",
+            Field::EventCapacity => "event_capacity",
         }
     }
 
@@ -142,7 +145,33 @@ pub enum Problem {
     },
     /// A CPU list with SCHED_DEADLINE, which cannot be pinned.
     DeadlinePinned,
+    /// An interval below [`MIN_INTERVAL`].
+    IntervalTooShort {
+        /// The interval asked for.
+        asked: Nanos,
+    },
+    /// A length of zero (a run without a single sample).
+    ZeroLength,
+    /// More events per thread than [`MAX_EVENT_CAPACITY`].
+    EventCapacity {
+        /// The capacity asked for.
+        asked: usize,
+    },
+    /// A duration shorter than the interval (no thread would wake up once).
+    RunShorterThanInterval {
+        /// The duration.
+        duration: Nanos,
+        /// The longest interval of the run's threads.
+        interval: Nanos,
+    },
 }
+
+/// The most events (wake-ups above `--event-above`) kept per thread: 24 bytes each, 24 MB.
+pub const MAX_EVENT_CAPACITY: usize = 1_000_000;
+
+/// The shortest interval a run accepts: 1 µs, as cyclictest. A shorter one only measures
+/// missed periods while the measuring threads hold every CPU at a real-time priority.
+pub const MIN_INTERVAL: Nanos = Nanos(1_000);
 
 /// A plan that cannot run: the field at fault and the problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -188,6 +217,23 @@ impl PlanError {
                 "'{}' cannot be combined with '{} deadline': the kernel does not allow pinning SCHED_DEADLINE threads",
                 n(Field::Cpus),
                 n(Field::Policy)
+            ),
+            Problem::IntervalTooShort { asked } => format!(
+                "invalid value '{asked}' for '{}': use at least {}",
+                n(Field::Interval),
+                rtscope_core::text::short(MIN_INTERVAL)
+            ),
+            Problem::EventCapacity { asked } => format!(
+                "invalid value '{asked}' for '{}': use 0..{MAX_EVENT_CAPACITY} events per thread",
+                n(self.field)
+            ),
+            Problem::ZeroLength => format!(
+                "invalid value 0 for '{}': a run of length 0 has no samples (leave it out for the default, 60s)",
+                n(self.field)
+            ),
+            Problem::RunShorterThanInterval { duration, interval } => format!(
+                "invalid value '{duration}' for '{}': shorter than the interval ({interval}), no thread would wake up once",
+                n(Field::Duration)
             ),
         }
     }
@@ -320,6 +366,17 @@ impl RunPlan {
         if s.interval.0 == 0 {
             return Err(PlanError::new(Field::Interval, Problem::ZeroInterval));
         }
+        if s.interval < MIN_INTERVAL {
+            let p = Problem::IntervalTooShort { asked: s.interval };
+            return Err(PlanError::new(Field::Interval, p));
+        }
+        check_length(s, n)?;
+        if s.event_capacity > MAX_EVENT_CAPACITY {
+            let p = Problem::EventCapacity {
+                asked: s.event_capacity,
+            };
+            return Err(PlanError::new(Field::EventCapacity, p));
+        }
         let pol = policy(s)?;
         if pol.is_realtime_priority() && !(1..=99).contains(&s.priority) {
             let p = Problem::Priority {
@@ -343,7 +400,7 @@ impl RunPlan {
                 } else {
                     s.priority
                 },
-                interval: s.interval + Nanos(s.distance.0 * i as u64),
+                interval: s.interval + Nanos(s.distance.0.saturating_mul(i as u64)),
             })
             .collect();
         let mut c = RunConfig::new(threads);
@@ -377,6 +434,35 @@ impl RunPlan {
             explain: s.explain,
         })
     }
+}
+
+/// A run of zero length, or shorter than its slowest thread's interval, has no samples.
+fn check_length(s: &PlanSpec, threads: usize) -> Result<(), PlanError> {
+    if s.loops == Some(0) {
+        return Err(PlanError::new(Field::Loops, Problem::ZeroLength));
+    }
+    let effective = match (s.duration, s.loops) {
+        (None, None) => Some(DEFAULT_DURATION),
+        (d, _) => d,
+    };
+    if let Some(d) = effective {
+        if d.0 == 0 {
+            return Err(PlanError::new(Field::Duration, Problem::ZeroLength));
+        }
+        let slowest = s
+            .distance
+            .0
+            .saturating_mul(threads.saturating_sub(1) as u64);
+        let interval = Nanos(s.interval.0.saturating_add(slowest));
+        if d < interval {
+            let p = Problem::RunShorterThanInterval {
+                duration: d,
+                interval,
+            };
+            return Err(PlanError::new(Field::Duration, p));
+        }
+    }
+    Ok(())
 }
 
 /// Room for four checkpoint periods (at most 1 s each) of samples, at least 64 Ki.

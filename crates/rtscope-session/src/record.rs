@@ -29,7 +29,8 @@ pub fn open(path: &Path) -> Result<Store, UsageError> {
 }
 
 /// Opens an existing database for reading commands (`--db PATH`, else the default): a missing
-/// file is a usage error with a hint, never a new empty database.
+/// file is a usage error with a hint, never a new empty database; a file on read-only media
+/// (or in a directory this user cannot write) is opened read-only and left untouched.
 pub fn open_existing(db: Option<&Path>) -> Result<Store, UsageError> {
     let path = db.map_or_else(default_db, Path::to_path_buf);
     if !path.exists() {
@@ -39,17 +40,80 @@ pub fn open_existing(db: Option<&Path>) -> Result<Store, UsageError> {
             ),
         );
     }
+    if !Store::is_writable(&path) {
+        return Store::open_read_only(&path).map_err(UsageError::from_error);
+    }
     open(&path)
 }
 
-/// Parses `--tag key=value`.
+/// The longest label, tag value or campaign name accepted, in bytes.
+pub const MAX_NAME_BYTES: usize = 256;
+
+/// The longest tag key accepted, in bytes.
+pub const MAX_TAG_KEY_BYTES: usize = 64;
+
+/// Tags a campaign sets on its runs; `runs tag` and `--tag` cannot set them.
+pub const RESERVED_TAGS: &[&str] = &["campaign", "scenario", "case", "repeat"];
+
+/// Checks a name given on input (`--label`, a tag, a campaign name): at most `max` bytes and
+/// no control characters (escape sequences, newlines, NUL), which would reach terminals,
+/// tables, SVG and HTML.
+pub fn check_name(text: &str, what: &str, max: usize) -> Result<(), UsageError> {
+    let shown = rtscope_core::text::escape(&rtscope_core::text::clip(text, 60)).into_owned();
+    if text.len() > max {
+        return Err(UsageError::new(format!(
+            "invalid value '{shown}' for '{what}': {} bytes, at most {max}",
+            text.len()
+        )));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(UsageError::new(format!(
+            "invalid value '{shown}' for '{what}': control characters are not allowed"
+        )));
+    }
+    Ok(())
+}
+
+/// Parses `--tag key=value` (key at most [`MAX_TAG_KEY_BYTES`], value at most
+/// [`MAX_NAME_BYTES`], no control characters).
 pub fn parse_tag(text: &str) -> Result<(String, String), UsageError> {
     match text.split_once('=') {
-        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.trim().to_string())),
+        Some((k, v)) if !k.trim().is_empty() => {
+            let (k, v) = (k.trim(), v.trim());
+            check_name(k, "--tag", MAX_TAG_KEY_BYTES)?;
+            check_name(v, "--tag", MAX_NAME_BYTES)?;
+            Ok((k.to_string(), v.to_string()))
+        }
         _ => Err(UsageError::new(format!(
-            "invalid value '{text}' for '--tag': expected KEY=VALUE, e.g. --tag kernel=rt"
+            "invalid value '{}' for '--tag': expected KEY=VALUE, e.g. --tag kernel=rt",
+            rtscope_core::text::escape(&rtscope_core::text::clip(text, 60))
         ))),
     }
+}
+
+/// [`parse_tag`] for a tag a user sets on a recorded run: the campaign's own tags
+/// ([`RESERVED_TAGS`]) are refused, as with `--tag`.
+pub fn parse_user_tag(text: &str) -> Result<(String, String), UsageError> {
+    let (k, v) = parse_tag(text)?;
+    if RESERVED_TAGS.contains(&k.as_str()) {
+        return Err(UsageError::new(format!(
+            "invalid value '{}' for '--tag': '{k}' is set by campaigns",
+            rtscope_core::text::escape(text)
+        ))
+        .hint(format!("reserved tags: {}", RESERVED_TAGS.join(", "))));
+    }
+    Ok((k, v))
+}
+
+/// Checks `--label` and every `--tag` before anything is measured.
+pub fn check_label_and_tags(label: Option<&str>, tags: &[String]) -> Result<(), UsageError> {
+    if let Some(l) = label {
+        check_name(l, "--label", MAX_NAME_BYTES)?;
+    }
+    for t in tags {
+        parse_tag(t)?;
+    }
+    Ok(())
 }
 
 fn unix_ns(t: SystemTime) -> i64 {
@@ -84,7 +148,25 @@ pub struct Recorder {
     intervals: Vec<u64>,
     /// Monitor rows waiting for the next checkpoint.
     pending: rtscope_store::MonitorBatch,
+    /// Raw sample chunks a failed checkpoint could not write, retried with the next one.
+    unsent: Vec<RawChunk>,
+    /// Bytes in `unsent`.
+    unsent_bytes: usize,
+    /// Raw samples dropped because `unsent` was over [`MAX_UNSENT_BYTES`].
+    lost_samples: u64,
 }
+
+/// Raw sample data kept in memory while the database cannot be written (another process
+/// holds its lock): 64 MiB, about a minute of a 2-thread 10 kHz run; older chunks are dropped
+/// beyond that and counted.
+pub const MAX_UNSENT_BYTES: usize = 64 << 20;
+
+/// How long a checkpoint waits for the database lock before it is retried at the next tick
+/// (the control thread must keep draining the threads' sample rings).
+const CHECKPOINT_WAIT: Duration = Duration::from_millis(200);
+
+/// How long the end of a run keeps retrying while another process holds the lock.
+const FINISH_WAIT: Duration = Duration::from_secs(120);
 
 impl Recorder {
     /// Records the start of `run`; `new` holds everything known up front.
@@ -92,6 +174,9 @@ impl Recorder {
         new.started = sysinfo::rfc3339(run.started());
         new.started_unix_ns = unix_ns(run.started());
         let id = store.begin_run(&new).map_err(UsageError::from_error)?;
+        store
+            .set_busy_timeout(CHECKPOINT_WAIT)
+            .map_err(UsageError::from_error)?;
         let prev = run
             .threads()
             .iter()
@@ -111,7 +196,29 @@ impl Recorder {
             started_unix_ns: new.started_unix_ns,
             intervals,
             pending: rtscope_store::MonitorBatch::default(),
+            unsent: Vec::new(),
+            unsent_bytes: 0,
+            lost_samples: 0,
         })
+    }
+
+    /// Raw samples dropped while the database could not be written.
+    pub fn lost_samples(&self) -> u64 {
+        self.lost_samples
+    }
+
+    /// Keeps what a failed checkpoint could not write, for the next one (bounded).
+    fn keep_unsent(&mut self, cp: Checkpoint) {
+        let mut monitor = cp.monitor;
+        monitor.append(std::mem::take(&mut self.pending));
+        self.pending = monitor;
+        self.unsent_bytes = cp.samples.iter().map(|c| c.data.len()).sum();
+        self.unsent = cp.samples;
+        while self.unsent_bytes > MAX_UNSENT_BYTES && !self.unsent.is_empty() {
+            let c = self.unsent.remove(0);
+            self.unsent_bytes -= c.data.len();
+            self.lost_samples += c.count;
+        }
     }
 
     /// The run's id in the store.
@@ -176,6 +283,24 @@ impl Recorder {
         )
     }
 
+    /// The end, retried for up to [`FINISH_WAIT`] while another process holds the lock.
+    fn write_end(
+        &mut self,
+        cp: &Checkpoint,
+        status: RunStatus,
+        ended: &str,
+        code: i32,
+    ) -> Result<(), StoreError> {
+        let _ = self.store.set_busy_timeout(Duration::from_secs(5));
+        let start = Instant::now();
+        loop {
+            match self.store.finish_run(self.id, cp, status, ended, code) {
+                Err(e) if e.is_busy() && start.elapsed() < FINISH_WAIT => continue,
+                r => return r,
+            }
+        }
+    }
+
     fn commit(
         &mut self,
         now: Nanos,
@@ -188,8 +313,10 @@ impl Recorder {
             progress_ns: offset,
             at_unix_ns: unix_ns(SystemTime::now()),
             monitor: std::mem::take(&mut self.pending),
+            samples: std::mem::take(&mut self.unsent),
             ..Checkpoint::default()
         };
+        self.unsent_bytes = 0;
         for (i, v) in views.iter().enumerate() {
             let (thread, p) = (i as u32, &self.prev[i]);
             cp.threads.push(thread_stats(thread, v, self.clock_start));
@@ -218,11 +345,13 @@ impl Recorder {
                 });
             }
         }
-        match &end {
-            None => self.store.checkpoint(self.id, &cp)?,
-            Some((status, ended, code)) => {
-                self.store.finish_run(self.id, &cp, *status, ended, *code)?
-            }
+        let written = match &end {
+            None => self.store.checkpoint(self.id, &cp),
+            Some((status, ended, code)) => self.write_end(&cp, *status, ended, *code),
+        };
+        if let Err(e) = written {
+            self.keep_unsent(cp);
+            return Err(e);
         }
         self.prev = views
             .iter()
@@ -248,7 +377,13 @@ fn start_monitor(run: &Run, interval: Duration) -> Option<MonitorThread> {
     match MonitorThread::start(Path::new("/"), interval, axis, &measured) {
         Ok(m) => Some(m),
         Err(e) => {
-            eprintln!("rtscope: warning: system monitors not sampled: {e}");
+            {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "rtscope: warning: system monitors not sampled: {e}"
+                );
+            };
             None
         }
     }
@@ -313,6 +448,8 @@ pub struct Recording {
     rows: MonitorRows,
     /// Monitor samples since [`Recording::take_samples`] (for `--explain`'s coarse tier).
     fresh: Vec<rtscope_monitor::Sample>,
+    /// Checkpoints failed since the last one written, because the database was locked.
+    busy: u32,
 }
 
 /// What a front end tells the recording about a run.
@@ -353,6 +490,7 @@ impl Recording {
                 monitor: None,
                 rows: MonitorRows::default(),
                 fresh: Vec::new(),
+                busy: 0,
             });
         };
         let tags = spec
@@ -408,6 +546,7 @@ impl Recording {
             monitor: monitor_interval.and_then(|i| start_monitor(run, i)),
             rows: MonitorRows::default(),
             fresh: Vec::new(),
+            busy: 0,
         })
     }
 
@@ -457,7 +596,9 @@ impl Recording {
         }
     }
 
-    /// A checkpoint; on failure the recording stops and the error is kept for the end.
+    /// A checkpoint. While another process holds the database lock, what could not be
+    /// written is kept in memory (raw samples up to [`MAX_UNSENT_BYTES`]) and retried at the
+    /// next tick; any other failure stops the recording and is kept for the end.
     pub fn tick(&mut self, run: &Run) {
         if self.last.elapsed() < self.min_period {
             return;
@@ -465,10 +606,22 @@ impl Recording {
         self.last = Instant::now();
         self.collect_monitor(false);
         if let Some(r) = &mut self.recorder {
-            if let Err(e) = r.checkpoint(run) {
-                eprintln!("rtscope: error: recording stopped: {e}");
-                self.error = Some(e.to_string());
-                self.recorder = None;
+            match r.checkpoint(run) {
+                Ok(()) => self.busy = 0,
+                Err(e) if e.is_busy() => {
+                    if self.busy == 0 {
+                        crate::output::warn(&format!(
+                            "rtscope: warning: {} is locked by another process: checkpoints wait in memory and are retried",
+                            r.path().display()
+                        ));
+                    }
+                    self.busy += 1;
+                }
+                Err(e) => {
+                    crate::output::warn(&format!("rtscope: error: recording stopped: {e}"));
+                    self.error = Some(e.to_string());
+                    self.recorder = None;
+                }
             }
         }
     }
@@ -488,6 +641,16 @@ impl Recording {
         };
         match (self.recorder.as_mut(), &self.error) {
             (Some(rec), None) => match rec.finish(r, status, exit_code) {
+                Ok(()) if rec.lost_samples() > 0 => (
+                    Some(format!(
+                        "recorded as run {} in {}, without {} raw samples: the database was locked by another process for longer than {} MiB of samples could wait",
+                        rec.id(),
+                        rec.path().display(),
+                        rec.lost_samples(),
+                        MAX_UNSENT_BYTES >> 20
+                    )),
+                    false,
+                ),
                 Ok(()) => (
                     Some(format!(
                         "recorded as run {} in {}",

@@ -120,8 +120,10 @@ pub struct Recorded {
 pub struct Measured {
     /// The results.
     pub result: RunResult,
-    /// The signal (SIGINT or SIGTERM) that ended it early.
+    /// The signal (SIGINT, SIGTERM or SIGHUP) that ended it early.
     pub signal: Option<i32>,
+    /// The observer's error (a closed stdout) that ended it early.
+    pub output_error: Option<io::Error>,
     /// The plan's limits, checked per thread and over all threads.
     pub checks: Vec<Check>,
     /// Why the spikes were late (`--explain`).
@@ -129,6 +131,12 @@ pub struct Measured {
 }
 
 impl Measured {
+    /// Whether the run was ended early, by a signal or a failed output (it is then recorded
+    /// as interrupted).
+    pub fn interrupted(&self) -> bool {
+        self.signal.is_some() || self.output_error.is_some()
+    }
+
     /// Whether a limit was exceeded.
     pub fn limits_failed(&self) -> bool {
         self.checks.iter().any(|c| !c.passed)
@@ -203,7 +211,9 @@ impl Session {
     }
 
     /// Runs the control loop until the run ends: a checkpoint at every tick, the observer on
-    /// every tick and user signal, SIGINT/SIGTERM stop the threads after their current cycle.
+    /// every tick and user signal, SIGINT/SIGTERM/SIGHUP stop the threads after their current
+    /// cycle, and so does an observer's error (kept in [`Measured::output_error`]). Never
+    /// fails: the `Result` is kept for the front ends' `?`.
     pub fn drive(&mut self, tick: Nanos, observer: &mut dyn Observer) -> io::Result<Measured> {
         let run = self.run.take().expect("a session is driven once");
         let rec = &mut self.recording;
@@ -219,12 +229,13 @@ impl Session {
                 }
             }
             observer.on(run, ev)
-        })?;
+        });
         let checks = self.check(&outcome.result);
         let explain = self.explaining.take().map(|x| x.finish(&outcome.result));
         Ok(Measured {
             result: outcome.result,
             signal: outcome.signal,
+            output_error: outcome.output_error,
             checks,
             explain,
         })
@@ -257,9 +268,7 @@ impl Session {
             let (summary, rows) = explain::store_rows(x, m.result.clock_start);
             self.recording.write_spikes(&summary, &rows);
         }
-        let (line, failed) = self
-            .recording
-            .finish(&m.result, m.signal.is_some(), exit_code);
+        let (line, failed) = self.recording.finish(&m.result, m.interrupted(), exit_code);
         RecordOutcome { line, failed }
     }
 }

@@ -107,6 +107,16 @@ pub struct Store {
 /// A run's id.
 pub type RunId = i64;
 
+impl StoreError {
+    /// Whether another connection holds the lock (the write is worth retrying).
+    pub fn is_busy(&self) -> bool {
+        matches!(self, StoreError::Sqlite { source, .. } if matches!(
+            source.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        ))
+    }
+}
+
 impl Store {
     /// Opens (creating if needed) the database at `path`, upgrading its schema.
     pub fn open(path: &Path) -> Result<Store> {
@@ -123,6 +133,71 @@ impl Store {
             other => other,
         })?;
         Ok(store)
+    }
+
+    /// How long a write waits for another process's lock before it fails (5 s after
+    /// [`Store::open`]). A running measurement checkpoints with a short wait and retries.
+    pub fn set_busy_timeout(&self, d: Duration) -> Result<()> {
+        self.conn.busy_timeout(d).map_err(self.err())
+    }
+
+    /// Opens an existing database for reading only, changing nothing in it or next to it
+    /// (no WAL switch, no migration, no `-shm` file): for a database on read-only media or in
+    /// a directory this user cannot write. Its schema must be this rtscope's.
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        let mut uri = String::from("file:");
+        for b in path.as_os_str().as_encoded_bytes() {
+            match b {
+                b'%' | b'?' | b'#' => uri.push_str(&format!("%{b:02X}")),
+                _ => uri.push(*b as char),
+            }
+        }
+        uri.push_str("?immutable=1");
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = if path.as_os_str().to_str().is_some() {
+            Connection::open_with_flags(&uri, flags)
+        } else {
+            Connection::open_with_flags(path, flags - OpenFlags::SQLITE_OPEN_URI)
+        }
+        .map_err(|e| Self::classify(path, e))?;
+        let store = Store {
+            conn,
+            path: path.to_path_buf(),
+        };
+        let version = store.user_version().map_err(|e| match e {
+            StoreError::Sqlite { source, .. } => Self::classify(path, source),
+            other => other,
+        })?;
+        if version != schema::SCHEMA_VERSION {
+            return Err(StoreError::NotADatabase {
+                path: path.to_path_buf(),
+                why: format!(
+                    "schema version {version} on read-only storage; this rtscope reads version {} (open it once where it can be written to upgrade it)",
+                    schema::SCHEMA_VERSION
+                ),
+            });
+        }
+        Ok(store)
+    }
+
+    /// Whether `path` can be written here: the file opened for writing and its directory
+    /// writable (SQLite creates its `-wal` and `-shm` files there).
+    pub fn is_writable(path: &Path) -> bool {
+        let file_ok = std::fs::OpenOptions::new().append(true).open(path).is_ok();
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let probe = dir.join(format!(".rtscope-probe-{}", std::process::id()));
+        let dir_ok = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&probe)
+            .map(|_| std::fs::remove_file(&probe))
+            .is_ok();
+        file_ok && dir_ok
     }
 
     /// The database file.
@@ -160,6 +235,10 @@ impl Store {
         self.conn
             .busy_timeout(Duration::from_secs(5))
             .map_err(err)?;
+        // Another program's database is refused before anything in it changes.
+        if self.user_version()? == 0 {
+            Self::check_empty_or_ours(&self.conn, &self.path)?;
+        }
         self.conn
             .pragma_update(None, "journal_mode", "WAL")
             .map_err(err)?;

@@ -74,6 +74,16 @@ pub struct MonitorBatch {
 }
 
 impl MonitorBatch {
+    /// Moves the rows of `later` after these (`sources`: the later ones win).
+    pub fn append(&mut self, mut later: MonitorBatch) {
+        self.values.append(&mut later.values);
+        self.states.append(&mut later.states);
+        self.top.append(&mut later.top);
+        if !later.sources.is_empty() {
+            self.sources = later.sources;
+        }
+    }
+
     /// Whether there is nothing to write.
     pub fn is_empty(&self) -> bool {
         self.values.is_empty()

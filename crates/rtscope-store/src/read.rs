@@ -308,6 +308,34 @@ impl Store {
         Ok(out)
     }
 
+    /// Calls `f` with each raw-sample chunk of one thread of a run, in cycle order, one chunk
+    /// (about a second of samples) in memory at a time: for exports of any size.
+    pub fn for_each_raw_chunk(
+        &self,
+        id: RunId,
+        thread: u32,
+        f: &mut dyn FnMut(Vec<codec::RawSample>) -> std::io::Result<()>,
+    ) -> Result<()> {
+        let mut q = self
+            .conn
+            .prepare("SELECT data FROM samples WHERE run_id=?1 AND thread=?2 ORDER BY first_cycle")
+            .map_err(self.err())?;
+        let mut rows = q.query(params![id, thread]).map_err(self.err())?;
+        while let Some(row) = rows.next().map_err(self.err())? {
+            let blob: Vec<u8> = row.get(0).map_err(self.err())?;
+            let chunk =
+                codec::decode_samples(&blob).ok_or_else(|| crate::StoreError::NotADatabase {
+                    path: self.path.clone(),
+                    why: format!("a raw-sample chunk of run {id} thread {thread} is corrupt"),
+                })?;
+            f(chunk).map_err(|e| crate::StoreError::NotADatabase {
+                path: self.path.clone(),
+                why: format!("writing the raw samples of run {id}: {e}"),
+            })?;
+        }
+        Ok(())
+    }
+
     /// The number of raw samples stored for a run, and their encoded size in bytes.
     pub fn raw_sample_size(&self, id: RunId) -> Result<(u64, u64)> {
         self.conn

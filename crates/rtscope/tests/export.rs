@@ -251,7 +251,18 @@ fn csv_quoting_of_a_label_with_comma_quote_and_newline_round_trips_through_panda
     let d = dir("quoting");
     let db = d.join("r.db");
     let label = "a,b \"quoted\"\nsecond line";
-    let id = record(&db, label);
+    // `--label` refuses control characters since issue 12; a database written before (or by
+    // another tool) may still hold one, and the export must quote it.
+    let id = record(&db, "placeholder");
+    let o = std::process::Command::new("sqlite3")
+        .arg(&db)
+        .arg(format!(
+            "UPDATE runs SET label = '{}' WHERE id = {id}",
+            label.replace('\'', "''")
+        ))
+        .output()
+        .expect("the sqlite3 program");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let out = d.join("out");
     let o = export(&db, "last", &out, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", dump(&o));

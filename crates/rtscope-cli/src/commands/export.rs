@@ -12,6 +12,18 @@ use std::io::Write;
 pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let store = record::open_existing(a.db.as_deref())?;
     let id = runs::resolve(&store, &a.run)?;
+    // `-o -`: the JSON document on standard output (one document, so JSON only).
+    if a.output.as_os_str() == "-" {
+        if a.format.iter().any(|f| !matches!(f, ExportFormat::Json)) {
+            return Err(crate::usage(
+                "'-o -' writes the JSON document to standard output: use it with --format json",
+            ));
+        }
+        let data = rtscope_export::load_without_samples(&store, id)?;
+        let tables = rtscope_export::tables::all(&data);
+        rtscope_export::write_json_to(out, id, &tables, &store).map_err(crate::lift)?;
+        return Ok(ExitStatus::Success);
+    }
     rtscope_export::prepare_dir(&a.output)?;
     let mut tables = None;
     // Each format once, in the order given.
@@ -33,11 +45,12 @@ pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         };
         let tables = match &mut tables {
             Some(t) => t,
-            None => tables.insert(rtscope_export::tables::all(&rtscope_export::load(
-                &store, id,
-            )?)),
+            None => tables.insert(rtscope_export::tables::all(
+                &rtscope_export::load_without_samples(&store, id)?,
+            )),
         };
-        rtscope_export::write_format(format, &a.output, id, tables, out).map_err(crate::lift)?;
+        rtscope_export::write_format_streamed(format, &a.output, id, tables, &store, out)
+            .map_err(crate::lift)?;
     }
     Ok(ExitStatus::Success)
 }

@@ -80,16 +80,20 @@ fn supervise(
 ) -> anyhow::Result<(Vec<LoadReport>, bool)> {
     let mut loads = rtscope_load::start(std::slice::from_ref(spec), exe).map_err(usage_from)?;
     let until = limit.map(|l| Instant::now() + l);
-    eprintln!(
-        "rtscope load: {} running (pid {:?}){}",
-        spec.name(),
-        loads.pids(),
-        if limit.is_some() {
-            ""
-        } else {
-            "; Ctrl-C stops it"
-        }
-    );
+    {
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "rtscope load: {} running (pid {:?}){}",
+            spec.name(),
+            loads.pids(),
+            if limit.is_some() {
+                ""
+            } else {
+                "; Ctrl-C stops it"
+            }
+        );
+    };
     let mut interrupted = false;
     loop {
         if signals.wait(Duration::from_millis(50)).is_some() {
@@ -101,10 +105,16 @@ fn supervise(
         }
         let ended = loads.poll();
         for e in &ended {
-            eprintln!(
-                "rtscope load: {} (pid {}) ended: {}",
-                e.name, e.pid, e.status
-            );
+            {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "rtscope load: {} (pid {}) ended: {}",
+                    e.name,
+                    e.pid,
+                    e.status
+                );
+            };
         }
         if !ended.is_empty() {
             break; // one load per command: nothing left to run

@@ -265,7 +265,13 @@ fn save(
             status
         }
         Err(e) => {
-            eprintln!("error: the run could not be recorded: {e}");
+            {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "error: the run could not be recorded: {e}"
+                );
+            };
             ExitStatus::Usage
         }
     }

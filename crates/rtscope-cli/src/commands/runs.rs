@@ -4,6 +4,7 @@ use crate::cli::{RunsAction, RunsArgs};
 use crate::commands::measure::table;
 use crate::commands::runs_explain;
 use crate::exit::{ExitStatus, UsageError};
+use rtscope_core::text::escape;
 use rtscope_core::{Nanos, Stats};
 use rtscope_session::record;
 use rtscope_store::{
@@ -51,8 +52,11 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
             } else {
                 out.write_all(detail_text(&d).as_bytes())?;
-                out.write_all(x.text().as_bytes())?;
-                out.write_all(runs_explain::section(&store, id)?.as_bytes())?;
+                out.write_all(rtscope_core::text::escape_lines(&x.text()).as_bytes())?;
+                out.write_all(
+                    rtscope_core::text::escape_lines(&runs_explain::section(&store, id)?)
+                        .as_bytes(),
+                )?;
             }
         }
         RunsAction::Explain { run } => {
@@ -62,7 +66,7 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         RunsAction::Tag { run, tags, remove } => {
             let id = resolve(&store, &run)?;
             for t in &tags {
-                let (k, v) = record::parse_tag(t)?;
+                let (k, v) = record::parse_user_tag(t)?;
                 store.set_tag(id, &k, Some(&v)).map_err(store_err)?;
             }
             for k in &remove {
@@ -163,13 +167,13 @@ fn detail_text(d: &RunDetail) -> String {
         s.id,
         s.kind,
         s.status,
-        s.label.as_deref().unwrap_or("-"),
-        tags_text(&s.tags),
+        escape(s.label.as_deref().unwrap_or("-")),
+        escape(&tags_text(&s.tags)),
         s.started,
         s.ended.as_deref().unwrap_or("-"),
         Nanos(s.progress_ns).as_secs_f64(),
         s.exit_code.map_or("-".into(), |c| c.to_string()),
-        serde_json::from_str::<Vec<String>>(&d.command_line_json).map(|v| v.join(" ")).unwrap_or_default(),
+        escape(&serde_json::from_str::<Vec<String>>(&d.command_line_json).map(|v| v.join(" ")).unwrap_or_default()),
     );
     let stats: Vec<Stats> = d.threads.iter().map(stats_of).collect();
     let total_max = d.threads.iter().filter_map(|t| t.max_ns).max();
@@ -213,7 +217,7 @@ fn detail_text(d: &RunDetail) -> String {
     }
     out.push_str("\n\nenvironment:\n");
     for (k, v) in &d.environment {
-        out.push_str(&format!("  {k}: {v}\n"));
+        out.push_str(&format!("  {}: {}\n", escape(k), escape(v)));
     }
     out
 }

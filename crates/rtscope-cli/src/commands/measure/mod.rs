@@ -12,6 +12,7 @@ use rtscope_core::{Nanos, Stats};
 use rtscope_engine::{sys, ClockKind, CpuSet, Policy, Run, SleepMode};
 use rtscope_session::cpus::cpu_list;
 use rtscope_session::limits::{self, Check};
+use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::record::RecordSpec;
 use rtscope_session::sysinfo::{self, SysInfo};
 use rtscope_session::{
@@ -101,8 +102,11 @@ pub fn run(
     if !a.targets.is_empty() {
         return crate::commands::remote::run(a, &command_line, out);
     }
+    // Before any thread starts: a signal is taken by the control loop or by nobody.
+    rtscope_session::drive::hold_signals();
     let online = sys::online_cpus();
     let plan = plan(a, &online)?;
+    rtscope_session::record::check_label_and_tags(a.label.as_deref(), &a.tags)?;
     let main_cpus = a
         .main_cpus
         .as_deref()
@@ -110,6 +114,11 @@ pub fn run(
         .transpose()?;
     let tick = series_interval(a)?;
     let monitor_interval = monitor_interval(&a.monitor_interval, "--monitor-interval")?;
+    let json_file = a
+        .json
+        .as_deref()
+        .map(|p| OutputFile::prepare(p, "--json"))
+        .transpose()?;
     let store = recording::open_store(a)?;
     let mut metrics = a
         .metrics_file
@@ -119,11 +128,23 @@ pub fn run(
     // Before the cpu_dma_latency request and the threads, which it would otherwise audit.
     let audit = rtscope_session::preflight::audit(&plan);
     for line in rtscope_session::preflight::bad_lines(&audit) {
-        eprintln!("{line}");
+        {
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "{line}");
+        };
     }
     let settings = SystemSettings::apply(&plan)?;
-    writeln!(out, "{}", headline(&plan))?;
-    out.flush()?;
+    // A closed stdout (`| head -1`) loses the text, never the run nor the exit code.
+    let mut stdout = Guarded::new(out);
+    let mut stderr = Guarded::new(std::io::stderr());
+    let json_on_stdout = json_file.as_ref().is_some_and(OutputFile::is_stdout);
+    let human: &mut dyn Write = if json_on_stdout {
+        &mut stderr
+    } else {
+        &mut stdout
+    };
+    writeln!(human, "{}", headline(&plan))?;
+    human.flush()?;
     let spec = RecordSpec {
         kind: rtscope_store::RunKind::Measure,
         label: a.label.clone(),
@@ -148,17 +169,34 @@ pub fn run(
         if let (Some(m), Event::Tick) = (metrics.as_mut(), ev) {
             m.update(run);
         }
-        progress.update(run, ev)
+        progress.update(run, ev);
+        Ok(())
     })?;
     progress.clear();
     if let Some(m) = metrics.as_mut() {
         m.finish(&measured.result, measured.signal.is_some());
     }
-    let status = report(a, session.plan(), &measured, command_line, out)?;
+    let (mut status, text, json) =
+        report(session.plan(), &measured, command_line, a.json.is_some())?;
+    human.write_all(text.as_bytes())?;
+    human.flush()?;
+    if let (Some(file), Some(body)) = (json_file, json) {
+        if let Err(e) = file.write(body.as_bytes(), &mut stdout, "--json") {
+            rtscope_session::output::warn(&e);
+            status = ExitStatus::Usage;
+        }
+    }
     let rec = session.finish(&measured, status.code());
     match rec.line {
-        Some(line) if rec.failed => eprintln!("{line}"),
-        Some(line) => writeln!(out, "{line}")?,
+        Some(line) if rec.failed => rtscope_session::output::warn(&line),
+        Some(line) => writeln!(
+            if json_on_stdout {
+                &mut stderr as &mut dyn Write
+            } else {
+                &mut stdout
+            },
+            "{line}"
+        )?,
         None => {}
     }
     Ok(if rec.failed {
@@ -237,13 +275,14 @@ fn headline(plan: &RunPlan) -> String {
     )
 }
 
+/// The exit status, the table (with the interruption line and the limit checks) and the JSON
+/// document when asked for; nothing is written here.
 fn report(
-    a: &MeasureArgs,
     plan: &RunPlan,
     m: &Measured,
     command_line: Vec<String>,
-    out: &mut dyn Write,
-) -> anyhow::Result<ExitStatus> {
+    want_json: bool,
+) -> anyhow::Result<(ExitStatus, String, Option<String>)> {
     let (r, signal, checks) = (&m.result, m.signal, &m.checks);
     let total_stats = r.total_stats();
     let total_hist = r.total_histogram();
@@ -269,28 +308,35 @@ fn report(
     let failed = checks.iter().any(|c| !c.passed);
     let status = if failed {
         ExitStatus::LimitExceeded
-    } else if signal.is_some() {
+    } else if m.interrupted() {
         ExitStatus::Interrupted
     } else {
         ExitStatus::Success
     };
     let mut text = table::render(&rows);
-    if let Some(s) = signal {
+    let cut_by = signal.map(sys::signal_name).or_else(|| {
+        m.output_error
+            .as_ref()
+            .map(|e| format!("an output error ({e})"))
+    });
+    if let Some(by) = &cut_by {
         text.push_str(&format!(
-            "interrupted by {} after {:.3}s: the results cover the part that ran\n",
-            signame(s),
+            "interrupted by {by} after {:.3}s: the results cover the part that ran\n",
             r.ended
                 .duration_since(r.started)
                 .unwrap_or_default()
                 .as_secs_f64()
         ));
     }
+    if total_stats.count == 0 && !checks.is_empty() {
+        text.push_str("no samples: every limit fails\n");
+    }
     text.push_str(&table::render_checks(checks));
     if let Some(x) = &m.explain {
         text.push('\n');
         text.push_str(&rtscope_trace::render::summary(x, r.clock_start.0, 10));
     }
-    if let Some(path) = &a.json {
+    let json = if want_json {
         let mut doc = document(
             plan,
             r,
@@ -302,25 +348,11 @@ fn report(
             &total_hist,
         );
         doc.explain = m.explain.clone();
-        let body = serde_json::to_string_pretty(&doc)? + "\n";
-        std::fs::write(path, body).map_err(|e| {
-            UsageError::new(format!(
-                "cannot write the JSON file '{}' (--json): {e}",
-                path.display()
-            ))
-        })?;
-    }
-    out.write_all(text.as_bytes())?;
-    out.flush()?;
-    Ok(status)
-}
-
-fn signame(s: i32) -> &'static str {
-    if s == libc::SIGINT {
-        "SIGINT"
+        Some(serde_json::to_string_pretty(&doc)? + "\n")
     } else {
-        "SIGTERM"
-    }
+        None
+    };
+    Ok((status, text, json))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -364,7 +396,7 @@ fn document(
             .unwrap_or_default()
             .as_nanos() as u64,
         complete: signal.is_none(),
-        interrupted_by: signal.map(|s| signame(s).to_string()),
+        interrupted_by: signal.map(sys::signal_name),
         exit_code: status.code(),
         system: SysInfo::read(),
         config: ConfigDoc::of(plan),
@@ -395,13 +427,14 @@ impl Progress {
         }
     }
 
-    fn update(&mut self, run: &Run, ev: Event) -> std::io::Result<()> {
+    /// Shows the progress; a failing stderr is silence, never the end of the run.
+    fn update(&mut self, run: &Run, ev: Event) {
         if !self.enabled || ev != Event::Tick {
-            return Ok(());
+            return;
         }
         self.ticks += 1;
         if !self.tty && self.ticks % 60 != 0 {
-            return Ok(());
+            return;
         }
         let s = run
             .threads()
@@ -415,18 +448,20 @@ impl Progress {
             self.ticks, s.count, s.max, s.missed
         );
         let mut e = std::io::stderr();
-        if self.tty {
-            write!(e, "\r\x1b[2K{line}")?;
+        let r = if self.tty {
             self.shown = true;
+            write!(e, "\r\x1b[2K{line}")
         } else {
-            writeln!(e, "{line}")?;
+            writeln!(e, "{line}")
+        };
+        if r.and_then(|()| e.flush()).is_err() {
+            self.enabled = false;
         }
-        e.flush()
     }
 
     fn clear(&mut self) {
         if self.shown {
-            eprint!("\r\x1b[2K");
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
         }
     }
 }

@@ -1,0 +1,305 @@
+//! Output that never loses a run: a standard output that may close under us, and result files
+//! checked before the measurement and written without following planted symlinks.
+//!
+//! * [`Guarded`]: a writer whose failures (a closed pipe, `rtscope measure | head -1`) are
+//!   remembered instead of returned, so that the run is still recorded and the exit code is
+//!   still the gate's;
+//! * [`AtomicFile`]: a new file written under a temporary name created with
+//!   `O_CREAT|O_EXCL|O_NOFOLLOW`, renamed over the target once complete (a symlink planted at
+//!   the target is replaced, never written through);
+//! * [`OutputFile`]: `--json PATH` and the like, opened before measuring (exit 2 on a missing
+//!   directory or a directory), `-` meaning standard output.
+
+use crate::error::UsageError;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// A writer that swallows its inner writer's errors after remembering the first one; output
+/// after a failure is dropped.
+pub struct Guarded<W: Write> {
+    inner: W,
+    error: Option<io::Error>,
+}
+
+impl<W: Write> Guarded<W> {
+    /// Wraps `inner`.
+    pub fn new(inner: W) -> Self {
+        Guarded { inner, error: None }
+    }
+
+    /// The first error the inner writer returned.
+    pub fn error(&self) -> Option<&io::Error> {
+        self.error.as_ref()
+    }
+
+    /// Whether the inner writer failed (its output is gone from then on).
+    pub fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
+    fn keep(&mut self, r: io::Result<()>) {
+        if let Err(e) = r {
+            self.error.get_or_insert(e);
+        }
+    }
+}
+
+impl<W: Write> Write for Guarded<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if self.error.is_none() {
+            let r = self.inner.write_all(buf);
+            self.keep(r);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.error.is_none() {
+            let r = self.inner.flush();
+            self.keep(r);
+        }
+        Ok(())
+    }
+}
+
+/// Writes `text` to stderr; a failing stderr (a full disk holding the log) is silence, never a
+/// panic.
+pub fn warn(text: &str) {
+    let mut e = io::stderr().lock();
+    let _ = e.write_all(text.as_bytes());
+    let _ = e.write_all(b"\n");
+    let _ = e.flush();
+}
+
+/// Creates `path` as a new file: fails if anything (a file, a symlink) is already there.
+pub fn create_new(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .mode(0o644)
+        .open(path)
+}
+
+/// A file written under a temporary name in the target's directory and renamed over the
+/// target by [`AtomicFile::commit`]; removed when dropped uncommitted.
+pub struct AtomicFile {
+    target: PathBuf,
+    tmp: PathBuf,
+    file: Option<io::BufWriter<File>>,
+}
+
+impl AtomicFile {
+    /// Creates the temporary file next to `target` (which checks that its directory exists
+    /// and is writable).
+    pub fn create(target: &Path) -> io::Result<AtomicFile> {
+        let name = target
+            .file_name()
+            .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
+        let mut last = None;
+        for attempt in 0..16u32 {
+            let tmp =
+                target.with_file_name(format!(".{name}.{}.{attempt}.partial", std::process::id()));
+            match create_new(&tmp) {
+                Ok(f) => {
+                    return Ok(AtomicFile {
+                        target: target.to_path_buf(),
+                        tmp,
+                        file: Some(io::BufWriter::new(f)),
+                    })
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| io::Error::other("no temporary name")))
+    }
+
+    /// The file to write.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Syncs the file and renames it over the target.
+    pub fn commit(mut self) -> io::Result<()> {
+        let w = self.file.take().expect("committed once");
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        f.sync_all()?;
+        std::fs::rename(&self.tmp, &self.target)
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.as_mut().expect("open until committed").write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.as_mut().expect("open until committed").flush()
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// A result file named on the command line, opened before the run.
+pub enum OutputFile {
+    /// `-`: standard output.
+    Stdout,
+    /// A regular file (new, or replaced once the run is written).
+    File(AtomicFile),
+    /// A device, FIFO or socket that exists already (`/dev/stdout`, `/dev/null`): written in
+    /// place.
+    Special(File, PathBuf),
+}
+
+impl OutputFile {
+    /// Opens `path` for `flag` (`--json`): `-` is standard output; a directory, a missing
+    /// directory or an unwritable one is a usage error now, before anything is measured.
+    pub fn prepare(path: &Path, flag: &str) -> Result<OutputFile, UsageError> {
+        if path.as_os_str() == "-" {
+            return Ok(OutputFile::Stdout);
+        }
+        let err = |e: &dyn std::fmt::Display| {
+            UsageError::new(format!(
+                "cannot write '{}' ({flag}): {e}",
+                rtscope_core::text::escape(&path.display().to_string())
+            ))
+        };
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => return Err(err(&"it is a directory")),
+            Ok(m) if is_special(&m.file_type()) => {
+                let f = OpenOptions::new()
+                    .write(true)
+                    .custom_flags(libc::O_CLOEXEC)
+                    .open(path)
+                    .map_err(|e| err(&e))?;
+                return Ok(OutputFile::Special(f, path.to_path_buf()));
+            }
+            _ => {}
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        if !dir.is_dir() {
+            return Err(err(&format!(
+                "the directory '{}' does not exist",
+                rtscope_core::text::escape(&dir.display().to_string())
+            )));
+        }
+        AtomicFile::create(path)
+            .map(OutputFile::File)
+            .map_err(|e| err(&e))
+    }
+
+    /// Whether this is standard output.
+    pub fn is_stdout(&self) -> bool {
+        matches!(self, OutputFile::Stdout)
+    }
+
+    /// Writes `body` (to `stdout` for `-`) and puts the file in place; the error names the
+    /// file and the flag.
+    pub fn write(self, body: &[u8], stdout: &mut dyn Write, flag: &str) -> Result<(), String> {
+        let (path, r) = match self {
+            OutputFile::Stdout => (
+                PathBuf::from("-"),
+                stdout.write_all(body).and_then(|()| stdout.flush()),
+            ),
+            OutputFile::File(mut f) => {
+                let path = f.target().to_path_buf();
+                let r = f.write_all(body).and_then(|()| f.commit());
+                (path, r)
+            }
+            OutputFile::Special(mut f, path) => {
+                let r = f.write_all(body).and_then(|()| f.flush());
+                (path, r)
+            }
+        };
+        r.map_err(|e| {
+            format!(
+                "error: cannot write '{}' ({flag}): {e}",
+                rtscope_core::text::escape(&path.display().to_string())
+            )
+        })
+    }
+}
+
+fn is_special(t: &std::fs::FileType) -> bool {
+    t.is_char_device() || t.is_block_device() || t.is_fifo() || t.is_socket()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("rtscope-output-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn guarded_remembers_the_first_error_and_accepts_the_rest() {
+        struct Broken;
+        impl Write for Broken {
+            fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+                Err(io::ErrorKind::BrokenPipe.into())
+            }
+            fn flush(&mut self) -> io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut g = Guarded::new(Broken);
+        writeln!(g, "one").unwrap();
+        writeln!(g, "two").unwrap();
+        assert_eq!(g.error().unwrap().kind(), io::ErrorKind::BrokenPipe);
+    }
+
+    #[test]
+    fn missing_directory_and_directory_are_refused_before_the_run() {
+        let d = dir("refuse");
+        let e = OutputFile::prepare(&d.join("nope/out.json"), "--json")
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("does not exist"), "{e}");
+        let e = OutputFile::prepare(&d, "--json").err().unwrap();
+        assert!(e.to_string().contains("directory"), "{e}");
+    }
+
+    #[test]
+    fn a_planted_symlink_is_replaced_not_written_through() {
+        let d = dir("symlink");
+        let victim = d.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        std::os::unix::fs::symlink(&victim, d.join("out.json")).unwrap();
+        let f = OutputFile::prepare(&d.join("out.json"), "--json").unwrap();
+        f.write(b"{}\n", &mut io::sink(), "--json").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(d.join("out.json")).unwrap(), "{}\n");
+        let left: Vec<_> = std::fs::read_dir(&d).unwrap().collect();
+        assert_eq!(left.len(), 2, "no temporary file left");
+    }
+
+    #[test]
+    fn a_device_is_written_in_place_and_its_failure_named() {
+        let f = OutputFile::prepare(Path::new("/dev/full"), "--json").unwrap();
+        let e = f.write(b"{}\n", &mut io::sink(), "--json").unwrap_err();
+        assert!(e.contains("/dev/full") && e.contains("--json"), "{e}");
+    }
+
+    #[test]
+    fn an_uncommitted_file_is_removed() {
+        let d = dir("drop");
+        drop(OutputFile::prepare(&d.join("x.json"), "--json").unwrap());
+        assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+    }
+}

@@ -1,0 +1,215 @@
+//! Helpers of the hostile suite: the binary in a scratch directory, a child with a deadline,
+//! a process holding the SQLite write lock, and queries through the `sqlite3` program.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The binary under test.
+pub fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_rtscope")
+}
+
+/// A fresh scratch directory for one case.
+pub fn scratch(case: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("rtscope-hostile-{}-{case}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Waits for `child` at most `limit`, reading its output meanwhile (a full pipe never blocks
+/// it); kills it and panics after that (a hang is a failure).
+pub fn wait_output(mut child: Child, limit: Duration, what: &str) -> Output {
+    fn reader<R: std::io::Read + Send + 'static>(r: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    }
+    let out = reader(child.stdout.take());
+    let err = reader(child.stderr.take());
+    let end = Instant::now() + limit;
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            timed_out = true;
+            break child.wait().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let o = Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    };
+    if timed_out {
+        let tail =
+            |b: &[u8]| String::from_utf8_lossy(&b[b.len().saturating_sub(2000)..]).into_owned();
+        panic!(
+            "{what}: still running after {limit:?}\nstdout: {}\nstderr: {}",
+            tail(&o.stdout),
+            tail(&o.stderr)
+        );
+    }
+    o
+}
+
+/// Runs rtscope with `args` (stdin from /dev/null), killed after 60 s.
+pub fn rtscope(args: &[&str]) -> Output {
+    let child = Command::new(exe())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_output(child, Duration::from_secs(60), &format!("rtscope {args:?}"))
+}
+
+/// Runs `script` with bash (`set -o pipefail` is the script's), killed after 60 s.
+pub fn bash(script: &str) -> Output {
+    let child = Command::new("bash")
+        .args(["-c", script])
+        .env("RTSCOPE", exe())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_output(child, Duration::from_secs(60), script)
+}
+
+/// The exit code, or a panic naming the signal that killed the process.
+pub fn code(o: &Output) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    match o.status.code() {
+        Some(c) => c,
+        None => panic!(
+            "killed by signal {:?}\nstdout: {}\nstderr: {}",
+            o.status.signal(),
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    }
+}
+
+/// Text of stdout and stderr.
+pub fn texts(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// One value from the database through the `sqlite3` program (read-only).
+pub fn query(db: &Path, sql: &str) -> String {
+    let o = Command::new("sqlite3")
+        .args(["-readonly", "-cmd", ".timeout 10000"])
+        .arg(db)
+        .arg(sql)
+        .output()
+        .expect("the sqlite3 program (apt-get install sqlite3)");
+    assert!(
+        o.status.success(),
+        "{sql}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+/// Waits until `sql` returns a non-empty, non-zero answer (at most 30 s).
+pub fn wait_for(db: &Path, sql: &str) {
+    let end = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < end {
+        let o = Command::new("sqlite3")
+            .arg("-readonly")
+            .arg(db)
+            .arg(sql)
+            .output();
+        if let Some(o) = o.ok().filter(|o| o.status.success() && db.exists()) {
+            let v = String::from_utf8_lossy(&o.stdout).trim().to_string();
+            if !v.is_empty() && v != "0" {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{sql}: never true");
+}
+
+/// A `sqlite3` process holding the write lock of `db` for `hold` (BEGIN IMMEDIATE; sleep;
+/// COMMIT). Returns once the lock is taken.
+pub struct Locker {
+    child: Child,
+}
+
+impl Locker {
+    pub fn hold(db: &Path, hold: Duration) -> Locker {
+        let mut child = Command::new("sqlite3")
+            .arg(db)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the sqlite3 program");
+        let mut stdin = child.stdin.take().unwrap();
+        writeln!(
+            stdin,
+            ".timeout 20000\nBEGIN IMMEDIATE;\nSELECT 'locked';\n.shell sleep {}\nCOMMIT;\n.quit",
+            hold.as_secs_f64()
+        )
+        .unwrap();
+        drop(stdin);
+        let mut out = child.stdout.take().unwrap();
+        let mut buf = [0u8; 7];
+        std::io::Read::read_exact(&mut out, &mut buf).unwrap();
+        assert_eq!(&buf, b"locked\n");
+        Locker { child }
+    }
+
+    /// Waits for the lock to be released.
+    pub fn join(mut self) {
+        self.child.wait().unwrap();
+    }
+}
+
+/// Sends `sig` to `pid`.
+pub fn kill(pid: u32, sig: i32) {
+    // SAFETY: kill takes a pid and a signal number; the pid is our child's.
+    unsafe { libc::kill(pid as i32, sig) };
+}
+
+/// Kills the child `pid` with SIGKILL when dropped armed (a failed assertion before the child
+/// is waited for must not leave a one-hour run behind). Disarm it once the child is reaped.
+pub struct Reaper {
+    pid: u32,
+    armed: bool,
+}
+
+impl Reaper {
+    pub fn new(pid: u32) -> Reaper {
+        Reaper { pid, armed: true }
+    }
+
+    pub fn disarm(&mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        if self.armed {
+            kill(self.pid, libc::SIGKILL);
+        }
+    }
+}
