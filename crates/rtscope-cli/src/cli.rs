@@ -85,7 +85,7 @@ pub enum Command {
         shell: clap_complete::Shell,
     },
     /// Print a man page (roff): rtscope(1), or a subcommand's, e.g. `rtscope man runs show`.
-    Man(crate::manual::ManArgs),
+    Man(ManArgs),
 }
 
 /// Options of `rtscope run`.
@@ -354,6 +354,17 @@ pub struct ReportArgs {
     /// tags and campaign coordinates that differ among the runs]
     #[arg(long, value_name = "KEY,…", value_delimiter = ',')]
     pub group_by: Option<Vec<String>>,
+}
+
+/// Options of `rtscope man`.
+#[derive(Debug, Clone, Args)]
+pub struct ManArgs {
+    /// The subcommand whose page to print, e.g. `measure` or `runs show` [default: rtscope(1)]
+    #[arg(value_name = "SUBCOMMAND", conflicts_with = "dir")]
+    pub command: Vec<String>,
+    /// Write every page (rtscope.1, rtscope-measure.1 …) into this directory instead
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// Options of `rtscope runs`.

@@ -2,7 +2,7 @@
 //! worst spike (every nanosecond of its latency by category, docs/explain.md) and the table of
 //! culprits over the run. Spike times link to the over-time plots.
 
-use crate::html::escape;
+use crate::escape::escape;
 use crate::model::RunData;
 use rtscope_trace::book::{ExplainSummary, Explained};
 use rtscope_trace::model::{Category, LateCause};

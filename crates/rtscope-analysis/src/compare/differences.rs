@@ -3,7 +3,7 @@
 //! isolcpus …, via rtscope-check) and run settings (interval, priority, threads, policy).
 //! A latency difference between groups that differ here may come from these, not the kernel.
 
-use super::analysis::Group;
+use super::group::Group;
 use super::model::RunData;
 use rtscope_check::{differing_settings, SettingsGroup};
 use std::collections::BTreeSet;

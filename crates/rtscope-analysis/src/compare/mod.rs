@@ -10,6 +10,7 @@
 
 pub mod analysis;
 pub mod differences;
+pub mod group;
 pub mod json;
 pub mod model;
 pub mod plot;
