@@ -237,6 +237,15 @@ impl Recorder {
     }
 }
 
+/// The environment plus the sample rule of every run this version measures (one sample per
+/// wake-up), so that runs of older versions can be told apart.
+fn with_sample_rule(mut env: Vec<(String, String)>) -> Vec<(String, String)> {
+    let rule = rtscope_store::SampleRule::WakeUp;
+    env.push((rtscope_store::SAMPLE_RULE_KEY.into(), rule.as_str().into()));
+    env.sort();
+    env
+}
+
 /// Starts the monitor thread on the run's time axis; a monitor that cannot start is reported
 /// and the run goes on without it.
 fn start_monitor(run: &Run, interval: Duration) -> Option<MonitorThread> {
@@ -382,7 +391,7 @@ impl Recording {
             command_line_json: serde_json::to_string(&spec.command_line)
                 .unwrap_or_else(|_| "[]".into()),
             config_json: spec.config_json,
-            environment: environment::capture(Path::new("/")),
+            environment: with_sample_rule(environment::capture(Path::new("/"))),
             threads,
         };
         let monitor_interval = spec.monitor_interval;

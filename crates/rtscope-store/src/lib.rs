@@ -17,6 +17,7 @@ mod campaign;
 pub mod codec;
 mod monitor;
 mod read;
+mod sample_rule;
 pub mod schema;
 mod status;
 mod write;
@@ -27,6 +28,7 @@ pub use monitor::{
     MonitorBatch, MonitorSeries, MonitorSource, MonitorState, MonitorValue, TopThread,
 };
 pub use read::{RunDetail, RunSummary, SeriesRow, ThreadRow};
+pub use sample_rule::{SampleRule, SAMPLE_RULE_KEY};
 pub use status::{RunKind, RunStatus};
 pub use write::{Checkpoint, EventRow, NewRun, RawChunk, SeriesPoint, ThreadInfo, ThreadStats};
 

@@ -47,7 +47,7 @@ fn measure_prints_percentiles_and_missed_periods_and_writes_versioned_json() {
     ]);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
-    for col in ["samples", "p50", "p99.9999", "max at", "missed"] {
+    for col in ["samples", "p50", "p99.9999", "max at", "missed", "miss %"] {
         assert!(out.contains(col), "missing column {col}:\n{out}");
     }
     assert!(out.lines().any(|l| l.starts_with("all ")), "{out}");
@@ -66,6 +66,13 @@ fn measure_prints_percentiles_and_missed_periods_and_writes_versioned_json() {
             .map(|b| b[2].as_u64().unwrap())
             .sum();
         assert_eq!(buckets, 200, "histogram holds every sample");
+        let missed = t["missed_periods"].as_u64().unwrap();
+        assert_eq!(t["deadlines"].as_u64(), Some(200 + missed), "{t}");
+        let ratio = t["miss_ratio"].as_f64().unwrap();
+        assert!(
+            (ratio - missed as f64 / (200 + missed) as f64).abs() < 1e-12,
+            "{t}"
+        );
         assert!(t["percentiles_ns"]["p50"].as_u64().unwrap() <= t["max_ns"].as_u64().unwrap());
     }
     assert_eq!(

@@ -37,6 +37,22 @@ fn runs_json(db: &std::path::Path) -> Vec<Value> {
         .clone()
 }
 
+/// Waits (up to a minute) until the store holds `n` runs.
+fn wait_for_runs(db: &std::path::Path, n: usize) {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) {
+        let o = rtscope(db, &["runs", "--json"]);
+        let count = serde_json::from_slice::<Value>(&o.stdout)
+            .ok()
+            .and_then(|v| v.as_array().map(Vec::len));
+        if count.is_some_and(|c| c >= n) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the store never held {n} runs");
+}
+
 fn kill(child: &std::process::Child, signal: i32) {
     // SAFETY: kill with the child's pid and a valid signal number.
     unsafe { libc::kill(child.id() as i32, signal) };
@@ -98,7 +114,10 @@ fn repeated_kills_during_writes_leave_a_readable_store() {
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(300 + 77 * i));
+        // Kill only once the run is in the store (a loaded machine may take long to start it),
+        // then at a different point of its writes each time.
+        wait_for_runs(&db, i as usize + 1);
+        std::thread::sleep(Duration::from_millis(100 + 77 * i));
         kill(&child, libc::SIGKILL);
         child.wait().unwrap();
     }
@@ -425,4 +444,41 @@ fn monitors_can_be_turned_off() {
         "{}",
         text(&bad.stderr)
     );
+}
+
+/// Runs of this version say that their samples are wake-ups; a run recorded before the rule
+/// existed (no `rtscope.sample_rule` key) stays readable and is marked as the old rule.
+#[test]
+fn runs_show_names_the_sample_rule_and_marks_runs_of_the_old_rule() {
+    let db = dir("sample-rule").join("r.db");
+    let o = rtscope(&db, &["measure", "-l", "50", "-i", "500us", "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let show = |json: bool| {
+        let mut args = vec!["runs", "show", "1"];
+        if json {
+            args.push("--json");
+        }
+        let o = rtscope(&db, &args);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let v: Value = serde_json::from_str(&show(true)).unwrap();
+    assert_eq!(v["sample_rule"], "wake-up", "{v}");
+    assert_eq!(v["environment"]["rtscope.sample_rule"], "wake-up");
+    for t in v["thread_stats"].as_array().unwrap() {
+        assert_eq!(t["samples"], 50, "{t}");
+        assert!(t["miss_ratio"].is_number(), "{t}");
+    }
+    assert!(show(false).contains("samples:  one sample per wake-up"));
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute(
+        "DELETE FROM environment WHERE key = 'rtscope.sample_rule'",
+        [],
+    )
+    .unwrap();
+    drop(c);
+    let v: Value = serde_json::from_str(&show(true)).unwrap();
+    assert_eq!(v["sample_rule"], "deadline", "{v}");
+    let t = show(false);
+    assert!(t.contains("samples:  OLD RULE"), "{t}");
 }
