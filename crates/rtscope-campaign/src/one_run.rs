@@ -56,6 +56,7 @@ pub(super) fn one_run(
         command_line: ctx.argv.to_vec(),
         config_json: serde_json::to_string(&ConfigDoc::of(&p.plan))?,
         monitor_interval: ctx.monitor_interval,
+        raw: p.plan.config.sample_ring.is_some(),
     };
     let recorded = Recorded {
         store: Some(record::open(&ctx.db)?),

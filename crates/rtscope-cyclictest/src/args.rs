@@ -97,6 +97,7 @@ pub const TABLE: &[OptDef] = &[
     opt!(Some('x'), Some("posix_timers"), Arg::None, "posix_timers"),
     opt!(None, Some("db"), Arg::Required, "db"),
     opt!(None, Some("label"), Arg::Required, "label"),
+    opt!(None, Some("raw"), Arg::None, "raw"),
     opt!(None, Some("tag"), Arg::Required, "tag"),
     opt!(None, Some("help"), Arg::None, "help"),
     opt!(None, Some("version"), Arg::None, "version"),
@@ -184,6 +185,8 @@ pub struct CtOptions {
     pub verbose: bool,
     /// `--db PATH` (rtscope): record the run in this database.
     pub db: Option<PathBuf>,
+    /// `--raw` (rtscope, with --db): keep every sample in the database.
+    pub raw: bool,
     /// `--label NAME` (rtscope, with --db).
     pub label: Option<String>,
     /// `--tag KEY=VALUE` (rtscope, with --db; repeatable).
@@ -279,6 +282,7 @@ pub fn parse(args: &[String]) -> Result<CtOptions, UsageError> {
             "verbose" => o.verbose = true,
             "db" => o.db = Some(PathBuf::from(v)),
             "label" => o.label = Some(v.to_string()),
+            "raw" => o.raw = true,
             "tag" => o.tags.push(v.to_string()),
             "help" => o.help = true,
             "version" => o.version = true,

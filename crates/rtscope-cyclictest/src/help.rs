@@ -44,6 +44,7 @@ rtscope cyclictest <options>      (or run rtscope through a symlink named cyclic
 -u       --unbuffered      flush output at every update
 -v       --verbose         print every sample: thread:cycle:value
          --db=PATH         record the run in this rtscope database (with --label, --tag K=V)
+         --raw             with --db: keep every sample in the database
          --help            this text
 
 Exit codes: 0 done, 1 -b threshold exceeded, 2 usage or setup error,

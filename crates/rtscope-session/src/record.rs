@@ -84,11 +84,19 @@ pub struct Recorder {
     intervals: Vec<u64>,
     /// Monitor rows waiting for the next checkpoint.
     pending: rtscope_store::MonitorBatch,
+    /// Raw samples per thread waiting for the next checkpoint (`None`: raw samples are not
+    /// kept).
+    raw: Option<Vec<Vec<RawSample>>>,
 }
 
 impl Recorder {
     /// Records the start of `run`; `new` holds everything known up front.
-    pub fn begin(mut store: Store, mut new: NewRun, run: &Run) -> Result<Recorder, UsageError> {
+    pub fn begin(
+        mut store: Store,
+        mut new: NewRun,
+        run: &Run,
+        raw: bool,
+    ) -> Result<Recorder, UsageError> {
         new.started = sysinfo::rfc3339(run.started());
         new.started_unix_ns = unix_ns(run.started());
         let id = store.begin_run(&new).map_err(UsageError::from_error)?;
@@ -111,6 +119,7 @@ impl Recorder {
             started_unix_ns: new.started_unix_ns,
             intervals,
             pending: rtscope_store::MonitorBatch::default(),
+            raw: raw.then(|| vec![Vec::new(); run.threads().len()]),
         })
     }
 
@@ -124,12 +133,29 @@ impl Recorder {
         self.store.path()
     }
 
-    fn view(&self, t: &ThreadShared) -> View {
-        let mut raw = Vec::new();
-        if let Some(ring) = t.ring() {
-            let start = self.clock_start.0;
-            ring.drain(|s| raw.push((s.cycle, s.latency.0, s.time.0.saturating_sub(start))));
+    /// Keeps the samples the session drained from the threads' rings (`samples[i]`: thread
+    /// `i`), when raw samples are recorded.
+    pub fn add_samples(&mut self, samples: &[Vec<Sample>]) {
+        let start = self.clock_start.0;
+        let Some(raw) = &mut self.raw else { return };
+        for (keep, got) in raw.iter_mut().zip(samples) {
+            keep.extend(
+                got.iter()
+                    .map(|s| (s.cycle, s.latency.0, s.time.0.saturating_sub(start))),
+            );
         }
+    }
+
+    fn take_raw(&mut self, thread: usize) -> Vec<RawSample> {
+        self.raw
+            .as_mut()
+            .and_then(|r| r.get_mut(thread))
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    fn view(&mut self, thread: usize, t: &ThreadShared) -> View {
+        let raw = self.take_raw(thread);
         let raw_dropped = t.ring().map_or(0, |r| r.dropped());
         View {
             stats: t.stats(),
@@ -141,10 +167,16 @@ impl Recorder {
         }
     }
 
-    /// Commits a checkpoint from the live state of the threads (draining their sample rings).
+    /// Commits a checkpoint from the live state of the threads and the raw samples added since
+    /// the last one.
     pub fn checkpoint(&mut self, run: &Run) -> Result<(), StoreError> {
         let now = rtscope_engine::sys::now(rtscope_engine::sys::clock_id(run.config().clock));
-        let views: Vec<View> = run.threads().iter().map(|t| self.view(t)).collect();
+        let views: Vec<View> = run
+            .threads()
+            .iter()
+            .enumerate()
+            .map(|(i, t)| self.view(i, t))
+            .collect();
         self.commit(now, &views, None)
     }
 
@@ -160,12 +192,13 @@ impl Recorder {
         let views: Vec<View> = r
             .threads
             .iter()
-            .map(|t| View {
+            .enumerate()
+            .map(|(i, t)| View {
                 stats: t.stats,
                 hist: t.histogram.clone(),
                 events: t.events.clone(),
                 tid: t.tid,
-                raw: Vec::new(),
+                raw: self.take_raw(i),
                 raw_dropped: t.samples_dropped,
             })
             .collect();
@@ -336,6 +369,8 @@ pub struct RecordSpec {
     pub config_json: String,
     /// Sample the system monitors this often while recording (`None`: not at all).
     pub monitor_interval: Option<Duration>,
+    /// Keep every sample in the store (`--raw`; the run's config must have a sample ring).
+    pub raw: bool,
 }
 
 impl Recording {
@@ -395,7 +430,8 @@ impl Recording {
             threads,
         };
         let monitor_interval = spec.monitor_interval;
-        let recorder = Some(Recorder::begin(store, new, run)?);
+        let raw = spec.raw && config.sample_ring.is_some();
+        let recorder = Some(Recorder::begin(store, new, run, raw)?);
         Ok(Recording {
             recorder,
             error: None,
@@ -424,6 +460,13 @@ impl Recording {
         };
         if let Some(r) = &mut self.recorder {
             self.rows.add(messages, &mut r.pending);
+        }
+    }
+
+    /// Hands the recorder the samples the session drained from the rings (kept with `--raw`).
+    pub fn add_samples(&mut self, samples: &[Vec<Sample>]) {
+        if let Some(r) = &mut self.recorder {
+            r.add_samples(samples);
         }
     }
 

@@ -116,6 +116,7 @@ pub fn run(
         command_line: command_line.clone(),
         config_json: serde_json::to_string(&ConfigDoc::of(&plan))?,
         monitor_interval,
+        raw: a.raw,
     };
     let recorded = Recorded {
         store,
