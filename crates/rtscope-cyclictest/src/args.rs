@@ -8,8 +8,10 @@ use rtscope_core::Nanos;
 use rtscope_session::UsageError;
 use std::path::PathBuf;
 
+/// Whether the word after `-a` is its CPU list: cyclictest takes it when it starts with a digit
+/// or `!`; `all` means what a bare `-a` means (every CPU), so it is taken too.
 fn cpuish(s: &str) -> bool {
-    s.starts_with(|c: char| c.is_ascii_digit() || c == '!')
+    s.starts_with(|c: char| c.is_ascii_digit() || c == '!') || s == "all"
 }
 
 fn numeric(s: &str) -> bool {

@@ -117,3 +117,116 @@ fn cyclictest_raw_without_db_is_a_usage_error() {
     assert_eq!(o.status.code(), Some(2), "{}", common::dump(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--db"));
 }
+
+/// What a harness sees of one run: exit code and the JSON file's threads.
+struct HarnessRun {
+    code: Option<i32>,
+    json: Value,
+}
+
+/// Runs `program args… --json=FILE` the way a harness does (optionally sending `signal` after
+/// `after`), and reads the JSON back.
+fn harness(program: &[&str], args: &[&str], signal: Option<(i32, u64)>) -> HarnessRun {
+    let json = common::temp_path(&format!("harness-{}.json", args.join("_").replace('/', "")));
+    let _ = std::fs::remove_file(&json);
+    let _guard = common::rt_lock();
+    let mut cmd = Command::new(program[0]);
+    cmd.args(&program[1..])
+        .args(args)
+        .arg(format!("--json={}", json.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().expect("start the program");
+    if let Some((sig, ms)) = signal {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        // SAFETY: kill with our own child's pid and a valid signal number.
+        unsafe { libc::kill(child.id() as i32, sig) };
+    }
+    let o = child.wait_with_output().unwrap();
+    let text = std::fs::read_to_string(&json).unwrap_or_else(|e| {
+        panic!(
+            "{program:?} {args:?}: no JSON ({e}); stderr: {}",
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
+    HarnessRun {
+        code: o.status.code(),
+        json: serde_json::from_str(&text).expect("valid JSON"),
+    }
+}
+
+fn both() -> [Vec<&'static str>; 2] {
+    [vec!["/usr/bin/cyclictest"], vec![bin(), "cyclictest"]]
+}
+
+fn threads(v: &Value) -> Vec<&Value> {
+    let t = v["thread"].as_object().expect("thread object");
+    t.values().collect()
+}
+
+/// A harness that runs one thread per CPU passes `-a all` (or `-aall`, `--affinity=all`):
+/// both tools accept every spelling and run one thread per CPU.
+#[test]
+fn harness_affinity_all_spellings_work_like_cyclictest() {
+    for spelling in [&["-a", "all"][..], &["-aall"], &["--affinity=all"]] {
+        for program in both() {
+            let mut args = spelling.to_vec();
+            args.extend(["-t", "-m", "-l50", "-i1000", "-q"]);
+            let r = harness(&program, &args, None);
+            assert_eq!(r.code, Some(0), "{program:?} {args:?}");
+            assert_eq!(
+                threads(&r.json).len(),
+                common::cpus(),
+                "{program:?} {args:?}"
+            );
+        }
+    }
+}
+
+/// `-D 1 -i 1000`: cyclictest sleeps to every deadline up to and including start + 1 s, so
+/// 1000 cycles when none is skipped. rtscope takes exactly those 1000 deadlines: each is a
+/// wake-up (a cycle) or counted missed.
+#[test]
+fn harness_duration_runs_as_many_cycles_as_cyclictest() {
+    let args = ["-D1", "-i1000", "-m", "-q"];
+    let ct = harness(&both()[0], &args, None);
+    let t = &threads(&ct.json)[0];
+    let cycles = t["cycles"].as_u64().unwrap();
+    // cyclictest skips missed deadlines silently: exactly 1000 when it never woke an interval
+    // late, fewer otherwise.
+    if t["max"].as_u64().unwrap() < 1000 {
+        assert_eq!(cycles, 1000, "{t}");
+    } else {
+        assert!(cycles <= 1000, "{t}");
+    }
+    let rt = harness(&both()[1], &args, None);
+    assert_eq!(rt.code, Some(0));
+    let t = &threads(&rt.json)[0];
+    let (cycles, missed) = (
+        t["cycles"].as_u64().unwrap(),
+        t["missed_periods"].as_u64().unwrap(),
+    );
+    assert_eq!(cycles + missed, 1000, "{t}");
+}
+
+/// A harness stopping a bounded run early with SIGINT or SIGTERM gets exit 0 from both, and
+/// rtscope says in its JSON that the run was interrupted.
+#[test]
+fn harness_signal_stops_a_bounded_run_with_exit_0_like_cyclictest() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        for (i, program) in both().iter().enumerate() {
+            let r = harness(
+                program,
+                &["-l100000", "-i1000", "-m", "-q"],
+                Some((sig, 400)),
+            );
+            assert_eq!(r.code, Some(0), "{program:?} signal {sig}");
+            let cycles = threads(&r.json)[0]["cycles"].as_u64().unwrap();
+            assert!(cycles > 0 && cycles < 100_000, "{program:?}: {cycles}");
+            if i == 1 {
+                assert_eq!(r.json["rtscope"]["interrupted"], true, "{}", r.json);
+            }
+        }
+    }
+}
