@@ -43,13 +43,11 @@ fn every_thread_runs_its_full_loop_count() {
 fn duration_bounds_the_run() {
     let mut c = RunConfig::new(vec![fifo(0, 80, Nanos::from_ms(1))]);
     c.duration = Some(Nanos::from_ms(30));
-    let t0 = std::time::Instant::now();
     let r = run_to_end(Run::start(c).unwrap());
     let s = r.threads[0].stats;
     // cyclictest's -D: the deadlines start + 1 ms … start + 30 ms, the last one included; each
     // is either a wake-up (a sample) or missed.
     assert_eq!(s.count + s.missed, 30, "{s:?}");
-    assert!(t0.elapsed() < Duration::from_millis(500));
 }
 
 #[test]

