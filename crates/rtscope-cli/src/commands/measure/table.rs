@@ -65,11 +65,12 @@ pub fn render(rows: &[Row]) -> String {
     s
 }
 
-/// A ratio (0 … 1) as a percentage with enough digits to show a single miss in a million.
+/// A ratio (0 … 1) as a percentage: two decimals, four below 0.01 % (one miss in a million
+/// still shows).
 fn percent(r: f64) -> String {
     if r == 0.0 {
         "0".into()
-    } else if r >= 0.01 {
+    } else if r >= 0.0001 {
         format!("{:.2}", r * 100.0)
     } else {
         format!("{:.4}", r * 100.0)
