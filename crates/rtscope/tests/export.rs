@@ -177,6 +177,7 @@ for s in show["thread_stats"]:
     for label, v in s["percentiles_ns"].items():
         assert r[label.replace(".", "_") + "_ns"] == v, (label, r, v)
     assert abs(r.mean_ns - s["mean_ns"]) < 1e-6
+    assert abs(r.miss_ratio - s["miss_ratio"]) < 1e-12, (r.miss_ratio, s["miss_ratio"])
 
 h = f["histogram"]
 per_thread = h[h.thread >= 0].groupby("thread")["count"].sum()
