@@ -112,6 +112,7 @@ pub(super) fn one_run(
         config_json: serde_json::to_string(&ConfigDoc::of(&p.plan))?,
         monitor_interval: ctx.monitor_interval,
         checks,
+        raw: p.plan.config.sample_ring.is_some(),
     };
     let recorded = Recorded {
         store: Some(record::open(&ctx.db)?),

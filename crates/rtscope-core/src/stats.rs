@@ -5,7 +5,7 @@ use crate::Nanos;
 /// Count, extremes, mean and missed periods of a set of latency samples.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stats {
-    /// Number of samples, missed periods included (each missed deadline is a sample).
+    /// Number of samples: one per wake-up (missed deadlines are counted in `missed`, not here).
     pub count: u64,
     /// Smallest latency.
     pub min: Nanos,
@@ -13,7 +13,7 @@ pub struct Stats {
     pub max: Nanos,
     /// Sum of all latencies in ns (for the mean).
     pub sum_ns: u128,
-    /// Cycle number (0-based deadline index) of the maximum.
+    /// Wake-up number (0-based) of the maximum.
     pub max_cycle: u64,
     /// Clock reading (ns on the run's clock) at the wake-up that produced the maximum.
     pub max_time: Nanos,
@@ -27,13 +27,30 @@ impl Stats {
         (self.count > 0).then(|| self.sum_ns as f64 / self.count as f64)
     }
 
+    /// Deadlines the samples were due at: the wake-ups plus the missed deadlines.
+    pub fn deadlines(&self) -> u64 {
+        self.count.saturating_add(self.missed)
+    }
+
+    /// The deadline-miss ratio: missed deadlines over all deadlines (0 … 1), `None` without any.
+    pub fn miss_ratio(&self) -> Option<f64> {
+        let d = self.deadlines();
+        (d > 0).then(|| self.missed as f64 / d as f64)
+    }
+
     /// Combines two sets of samples. The maximum's cycle and time come from whichever holds it.
     pub fn merge(&self, other: &Stats) -> Stats {
         if self.count == 0 {
-            return *other;
+            return Stats {
+                missed: self.missed + other.missed,
+                ..*other
+            };
         }
         if other.count == 0 {
-            return *self;
+            return Stats {
+                missed: self.missed + other.missed,
+                ..*self
+            };
         }
         let (max, max_cycle, max_time) = if other.max > self.max {
             (other.max, other.max_cycle, other.max_time)

@@ -8,8 +8,10 @@ use rtscope_core::Nanos;
 use rtscope_session::UsageError;
 use std::path::PathBuf;
 
+/// Whether the word after `-a` is its CPU list: cyclictest takes it when it starts with a digit
+/// or `!`; `all` means what a bare `-a` means (every CPU), so it is taken too.
 fn cpuish(s: &str) -> bool {
-    s.starts_with(|c: char| c.is_ascii_digit() || c == '!')
+    s.starts_with(|c: char| c.is_ascii_digit() || c == '!') || s == "all"
 }
 
 fn numeric(s: &str) -> bool {
@@ -97,6 +99,7 @@ pub const TABLE: &[OptDef] = &[
     opt!(Some('x'), Some("posix_timers"), Arg::None, "posix_timers"),
     opt!(None, Some("db"), Arg::Required, "db"),
     opt!(None, Some("label"), Arg::Required, "label"),
+    opt!(None, Some("raw"), Arg::None, "raw"),
     opt!(None, Some("tag"), Arg::Required, "tag"),
     opt!(None, Some("help"), Arg::None, "help"),
     opt!(None, Some("version"), Arg::None, "version"),
@@ -184,6 +187,8 @@ pub struct CtOptions {
     pub verbose: bool,
     /// `--db PATH` (rtscope): record the run in this database.
     pub db: Option<PathBuf>,
+    /// `--raw` (rtscope, with --db): keep every sample in the database.
+    pub raw: bool,
     /// `--label NAME` (rtscope, with --db).
     pub label: Option<String>,
     /// `--tag KEY=VALUE` (rtscope, with --db; repeatable).
@@ -288,6 +293,7 @@ pub fn parse(args: &[String]) -> Result<CtOptions, UsageError> {
             "verbose" => o.verbose = true,
             "db" => o.db = Some(PathBuf::from(v)),
             "label" => o.label = Some(v.to_string()),
+            "raw" => o.raw = true,
             "tag" => o.tags.push(v.to_string()),
             "help" => o.help = true,
             "version" => o.version = true,

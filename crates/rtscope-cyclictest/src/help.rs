@@ -44,9 +44,10 @@ rtscope cyclictest <options>      (or run rtscope through a symlink named cyclic
 -u       --unbuffered      flush output at every update
 -v       --verbose         print every sample: thread:cycle:value
          --db=PATH         record the run in this rtscope database (with --label, --tag K=V)
+         --raw             with --db: keep every sample in the database
          --help            this text
 
-Exit codes: 0 done, 1 -b threshold exceeded, 2 usage or setup error,
-3 interrupted (SIGINT/SIGTERM) before -l/-D were reached.
+Exit codes: 0 done (also when stopped by SIGINT/SIGTERM, as cyclictest),
+1 -b threshold exceeded, 2 usage or setup error.
 Not supported (exit 2): -F/--fifo, -R, -s, -x, --smi.
 ";

@@ -15,11 +15,11 @@ pub use help::USAGE;
 use args::CtOptions;
 use lower::Plan;
 use rtscope_core::{Nanos, Stats};
-use rtscope_engine::{Run, RunResult, ThreadShared};
+use rtscope_engine::{Run, RunResult, Sample, ThreadShared};
 use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::record::{self, RecordSpec};
 use rtscope_session::sysinfo::{self, SysInfo};
-use rtscope_session::{Event, Recorded, RunPlan, Session, SystemSettings};
+use rtscope_session::{Event, Observer, Recorded, RunPlan, Session, SystemSettings};
 use rtscope_session::{ExitStatus, RunError, UsageError};
 use std::io::Write;
 use std::time::Duration;
@@ -100,6 +100,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         config_json: serde_json::json!({ "cyclictest_args": args }).to_string(),
         monitor_interval: None,
         checks: Vec::new(),
+        raw: o.raw,
     };
     let recorded = Recorded {
         store,
@@ -110,13 +111,13 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
     let mut session = Session::start(plan, settings, recorded, main)?;
     let mut live = Live::new(&o, &ct);
     let tick = live.tick();
-    let measured = session.drive(tick, &mut |run: &Run, ev| {
-        live.update(run, ev, out)?;
-        match out.error() {
-            Some(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
-            None => Ok(()),
-        }
-    })?;
+    let measured = session.drive(
+        tick,
+        &mut LiveOut {
+            live: &mut live,
+            out,
+        },
+    )?;
     let outcome = &measured;
     live.finish(&outcome.result, out)?;
     // A reader that left (`cyclictest -v | head`) ends the run early: recorded as
@@ -173,6 +174,34 @@ fn result_t_lines(plan: &Plan, r: &RunResult) -> Vec<TLine> {
     .collect()
 }
 
+/// [`Live`] writing to the front end's output, as the session's observer.
+struct LiveOut<'a, 'p, W: Write> {
+    live: &'a mut Live<'p>,
+    out: &'a mut Guarded<W>,
+}
+
+impl<W: Write> LiveOut<'_, '_, W> {
+    /// A reader that left (`cyclictest -v | head`) ends the run.
+    fn reader_gone(&self) -> std::io::Result<()> {
+        match self.out.error() {
+            Some(e) => Err(std::io::Error::new(e.kind(), e.to_string())),
+            None => Ok(()),
+        }
+    }
+}
+
+impl<W: Write> Observer for LiveOut<'_, '_, W> {
+    fn on(&mut self, run: &Run, ev: Event) -> std::io::Result<()> {
+        self.live.update(run, ev, self.out)?;
+        self.reader_gone()
+    }
+
+    fn samples(&mut self, thread: usize, samples: &[Sample]) -> std::io::Result<()> {
+        self.live.verbose(thread, samples, self.out)?;
+        self.reader_gone()
+    }
+}
+
 /// The live part: status redraws or `-v` sample lines, while the run goes on.
 struct Live<'p> {
     plan: &'p Plan,
@@ -225,7 +254,12 @@ impl<'p> Live<'p> {
                 std::io::stderr().write_all(s.as_bytes())
             }
             Event::User2 => Ok(()),
-            Event::Tick if self.verbose => self.drain(run, out),
+            Event::Tick if self.verbose => {
+                if self.unbuffered {
+                    out.flush()?;
+                }
+                Ok(())
+            }
             Event::Tick if self.quiet => Ok(()),
             Event::Tick => {
                 let lines = t_lines(self.plan, run.threads());
@@ -255,29 +289,31 @@ impl<'p> Live<'p> {
         out.flush()
     }
 
-    fn drain(&mut self, run: &Run, out: &mut dyn Write) -> std::io::Result<()> {
+    /// `-v` lines for thread `i`'s new samples (reduced by `-o` when given).
+    fn verbose(
+        &mut self,
+        i: usize,
+        samples: &[Sample],
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
+        if !self.verbose {
+            return Ok(());
+        }
         let mut s = String::new();
-        for (i, t) in run.threads().iter().enumerate() {
-            let Some(ring) = t.ring() else { continue };
-            let (unit, red) = (self.plan.unit, self.oscope);
-            let acc = &mut self.reduce[i];
-            ring.drain(|sample| {
-                let v = sample.latency.0 / unit.0;
-                if v > acc.1 || acc.2 == 0 {
-                    *acc = (sample.cycle, v, acc.2);
-                }
-                acc.2 += 1;
-                if acc.2 == red {
-                    text::verbose_line(&mut s, i, acc.0, acc.1);
-                    *acc = (0, 0, 0);
-                }
-            });
+        let (unit, red) = (self.plan.unit, self.oscope);
+        let acc = &mut self.reduce[i];
+        for sample in samples {
+            let v = sample.latency.0 / unit.0;
+            if v > acc.1 || acc.2 == 0 {
+                *acc = (sample.cycle, v, acc.2);
+            }
+            acc.2 += 1;
+            if acc.2 == red {
+                text::verbose_line(&mut s, i, acc.0, acc.1);
+                *acc = (0, 0, 0);
+            }
         }
-        out.write_all(s.as_bytes())?;
-        if self.unbuffered {
-            out.flush()?;
-        }
-        Ok(())
+        out.write_all(s.as_bytes())
     }
 
     fn finish(&mut self, r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> {
@@ -304,11 +340,10 @@ fn finish(
     cmdline: &str,
     out: &mut dyn Write,
 ) -> Result<(ExitStatus, Option<String>), RunError> {
-    let bounded = o.loops > 0 || o.duration.is_some();
+    // Like cyclictest, a run stopped by SIGINT/SIGTERM exits 0 whatever -l/-D say (harnesses
+    // stop it that way); the interruption is in the JSON's `rtscope` object and the store.
     let status = if r.break_fired.is_some() {
         ExitStatus::LimitExceeded
-    } else if interrupted && bounded {
-        ExitStatus::Interrupted
     } else {
         ExitStatus::Success
     };

@@ -42,6 +42,11 @@ pub struct Plan {
 /// Lowers `o` against the online CPUs.
 pub fn lower(o: &CtOptions, online: &CpuSet) -> Result<Plan, UsageError> {
     let mut notices = Vec::new();
+    if o.raw && o.db.is_none() {
+        return Err(UsageError::new(
+            "--raw keeps samples in a database: give --db PATH too",
+        ));
+    }
     if o.legacy_nanosleep {
         notices.push(
             "rtscope: note: -n is obsolete and ignored: absolute clock_nanosleep is always used"
@@ -269,7 +274,7 @@ fn run_config(o: &CtOptions, threads: Vec<ThreadSpec>, unit: Nanos) -> RunConfig
             overflow_cycles: buckets,
         }
     });
-    c.sample_ring = o.verbose.then_some(VERBOSE_RING);
+    c.sample_ring = (o.verbose || o.raw).then_some(VERBOSE_RING);
     c.event_threshold = o.spike.map(above);
     c.event_capacity = o.spike_nodes;
     c

@@ -114,7 +114,7 @@ pub struct RunConfig {
     pub clock: ClockKind,
     /// Absolute or relative sleeps.
     pub sleep: SleepMode,
-    /// Deadlines per thread (`None`: until the duration ends or the run is stopped).
+    /// Wake-ups (samples) per thread (`None`: until the duration ends or the run is stopped).
     pub loops: Option<u64>,
     /// Length of the run (`None`: until the loops are done or the run is stopped).
     pub duration: Option<Nanos>,

@@ -32,6 +32,20 @@ impl CpuSet {
             text: text.to_string(),
             why: why.to_string(),
         };
+        // The spellings of libnuma's cpu-string parser, which cyclictest's -a uses: `all`, and
+        // a leading `+` numbering the CPUs relative to the available ones.
+        if text.trim() == "all" {
+            return Ok(all.clone());
+        }
+        if let Some(rest) = text.trim().strip_prefix('+') {
+            let available: Vec<usize> = all.iter().collect();
+            let relative = CpuSet::parse(rest, &CpuSet::from_cpus(0..available.len()))?;
+            let cpus = relative.iter().map(|i| available.get(i).copied());
+            return cpus
+                .collect::<Option<Vec<usize>>>()
+                .map(CpuSet::from_cpus)
+                .ok_or_else(|| err("a relative CPU is beyond the available ones"));
+        }
         let mut add = Vec::new();
         let mut remove = Vec::new();
         let mut only_negations = true;
@@ -158,6 +172,17 @@ mod tests {
             CpuSet::parse("0-3,!2", &all4()).unwrap().to_string(),
             "0-1,3"
         );
+    }
+
+    #[test]
+    fn parses_libnumas_all_and_relative_spellings() {
+        let online = CpuSet::from_cpus([0, 2, 3]);
+        assert_eq!(CpuSet::parse("all", &online).unwrap(), online);
+        assert_eq!(
+            CpuSet::parse("+1-2", &online).unwrap(),
+            CpuSet::from_cpus([2, 3])
+        );
+        assert!(CpuSet::parse("+3", &online).is_err());
     }
 
     #[test]

@@ -232,7 +232,8 @@ impl Run {
                         interval: spec.interval,
                         first_deadline,
                         loops: loops.unwrap_or(u64::MAX),
-                        end: duration.map_or(Nanos::MAX, |d| start + d),
+                        end: duration
+                            .map_or(Nanos::MAX, |d| thread_end(first_deadline, spec.interval, d)),
                         break_threshold: brk,
                         event_threshold: evt,
                     };
@@ -423,6 +424,18 @@ pub fn prepare_current_thread(
     })?;
     sys::prefault_stack(prefault);
     Ok(pinned)
+}
+
+/// The last deadline a thread with `duration` sleeps to: its own start (one interval before its
+/// first deadline) plus the duration, that deadline included — cyclictest's `-D` (each of its
+/// threads stops at the first wake-up at or after its own start + D).
+fn thread_end(first_deadline: Nanos, interval: Nanos, duration: Nanos) -> Nanos {
+    Nanos(
+        first_deadline
+            .0
+            .saturating_sub(interval.0)
+            .saturating_add(duration.0),
+    )
 }
 
 /// The first deadline of thread `thread` of `threads`. Without alignment the threads' grids are

@@ -31,7 +31,7 @@ pub enum Phase {
 /// One recorded sample or event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sample {
-    /// 0-based deadline index.
+    /// 0-based wake-up number (missed deadlines are not samples and take no number).
     pub cycle: u64,
     /// Wake-up latency.
     pub latency: Nanos,

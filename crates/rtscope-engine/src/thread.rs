@@ -5,15 +5,16 @@
 //! (wake-up time minus programmed deadline) and store it into this thread's preallocated
 //! [`ThreadShared`]. No lock, allocation, I/O or other system call.
 //!
-//! ## Missed periods (the exact rule)
-//! With absolute sleeps on interval `I`, a wake-up for deadline `d(n)` with latency `L >= I`
-//! happened after the deadlines `d(n+1) … d(n+m)`, `m = floor(L / I)`, had already passed. Each of
-//! those `m` deadlines is a **missed period**: it is counted in `missed` and recorded as a sample
-//! of its own, with latency `L − k·I` (`k = 1 … m`, the time from that deadline to the actual
-//! wake-up) and its own cycle number. The next deadline is then `d(n+m+1)`, the first one still in
-//! the future. So every deadline of the run has exactly one sample, loops count deadlines, and a
-//! stall shows in percentiles with its true weight (cyclictest instead skips the passed deadlines
-//! and records one sample). With relative sleeps there is no fixed grid, so nothing is missed.
+//! ## Samples are wake-ups; missed deadlines are counted (the exact rule)
+//! Every wake-up is exactly one sample, with its latency (wake-up time minus the deadline it was
+//! programmed for) and its wake-up number (`cycle`, 0-based). With absolute sleeps on interval
+//! `I`, a wake-up for deadline `d(n)` with latency `L >= I` happened after the deadlines
+//! `d(n+1) … d(n+m)`, `m = floor(L / I)`, had already passed: those `m` deadlines are **missed**.
+//! They are counted in `missed` and are not samples (no wake-up happened for them); the next
+//! deadline is `d(n+m+1)`, the first one still in the future, as in cyclictest. `loops` counts
+//! wake-ups (cyclictest's `-l`), and the run's end time bounds the deadlines: the deadline at
+//! exactly `start + duration` is still slept to (cyclictest's `-D`), and missed deadlines after
+//! the end are not counted. With relative sleeps there is no fixed grid, so nothing is missed.
 
 use crate::config::SleepMode;
 use crate::state::{Sample, ThreadShared};
@@ -77,9 +78,9 @@ pub(crate) struct LoopParams {
     pub(crate) sleep: SleepMode,
     pub(crate) interval: Nanos,
     pub(crate) first_deadline: Nanos,
-    /// Deadlines to handle (`u64::MAX`: unbounded).
+    /// Wake-ups to measure (`u64::MAX`: unbounded).
     pub(crate) loops: u64,
-    /// No deadline at or after this clock time is slept to.
+    /// No deadline after this clock time is slept to (a deadline exactly at it is).
     pub(crate) end: Nanos,
     pub(crate) break_threshold: u64,
     pub(crate) event_threshold: u64,
@@ -92,7 +93,7 @@ pub(crate) fn timing_loop(sh: &ThreadShared, ctl: &Control, p: &LoopParams) {
     let mut cycle = 0u64;
     let mut acc = crate::state::Running::new();
     let tid = sh.tid();
-    while cycle < p.loops && next.ns() < p.end.0 {
+    while cycle < p.loops && next.ns() <= p.end.0 {
         let (deadline, now) = match p.sleep {
             SleepMode::Absolute => {
                 next.sleep(p.clock);
@@ -112,17 +113,8 @@ pub(crate) fn timing_loop(sh: &ThreadShared, ctl: &Control, p: &LoopParams) {
         };
         sh.record(&mut acc, sample, p.event_threshold);
         if latency >= interval && p.sleep == SleepMode::Absolute {
-            let m = (latency / interval).min(p.loops - cycle - 1);
-            for k in 1..=m {
-                let s = Sample {
-                    cycle: cycle + k,
-                    latency: Nanos(latency - k * interval),
-                    time: Nanos(now),
-                };
-                sh.record(&mut acc, s, p.event_threshold);
-            }
+            let m = missed_deadlines(deadline, latency, interval, p.end.0);
             crate::state::bump(&sh.missed, m);
-            cycle += m;
             next.skip(m);
         }
         if latency > p.break_threshold {
@@ -133,5 +125,34 @@ pub(crate) fn timing_loop(sh: &ThreadShared, ctl: &Control, p: &LoopParams) {
         if ctl.stop.load(Relaxed) {
             break;
         }
+    }
+}
+
+/// The deadlines after `deadline` that a wake-up `latency` ns late (`latency >= interval`) came
+/// after — `floor(latency / interval)` — counting only those not after `end`.
+#[cold]
+#[inline(never)]
+fn missed_deadlines(deadline: u64, latency: u64, interval: u64, end: u64) -> u64 {
+    let passed = latency / interval;
+    let before_end = end.saturating_sub(deadline) / interval;
+    passed.min(before_end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::missed_deadlines;
+
+    #[test]
+    fn missed_deadlines_are_the_passed_ones_up_to_the_end() {
+        // 1 ms grid, woken 9.5 ms late: deadlines +1 … +9 ms passed.
+        assert_eq!(missed_deadlines(0, 9_500_000, 1_000_000, u64::MAX), 9);
+        // Exactly on a later deadline: it has passed too (the wake-up came at it).
+        assert_eq!(missed_deadlines(0, 2_000_000, 1_000_000, u64::MAX), 2);
+        // The run ends 3 ms after this deadline: only +1 … +3 ms count.
+        assert_eq!(missed_deadlines(0, 9_500_000, 1_000_000, 3_000_000), 3);
+        assert_eq!(
+            missed_deadlines(5_000_000, 1_500_000, 1_000_000, 5_000_000),
+            0
+        );
     }
 }

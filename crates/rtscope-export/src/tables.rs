@@ -122,7 +122,18 @@ fn threads(d: &RunData) -> Table {
             percentiles.iter().map(|row| row[i]),
         );
     }
-    table.int("missed_periods", t.iter().map(|r| int(r.missed)))
+    table
+        .int("missed_periods", t.iter().map(|r| int(r.missed)))
+        .opt_float(
+            "miss_ratio",
+            t.iter().map(|r| miss_ratio(r.samples, r.missed)),
+        )
+}
+
+/// Missed deadlines over all deadlines (wake-ups + missed), 0 … 1; `None` without any.
+fn miss_ratio(samples: u64, missed: u64) -> Option<f64> {
+    let deadlines = samples.saturating_add(missed);
+    (deadlines > 0).then(|| missed as f64 / deadlines as f64)
 }
 
 /// The non-empty buckets of every thread's histogram, then of all threads merged

@@ -28,7 +28,8 @@ fn two_samples_of_this_machine() {
         .expect("monitor")
         .with_top_threads(1000);
     let start = Instant::now();
-    let first = m.sample(start.elapsed());
+    let first_at = start.elapsed();
+    let first = m.sample(first_at);
     assert!(first.value("load.1m").is_some());
     assert!(first.top.is_empty());
 
@@ -38,9 +39,13 @@ fn two_samples_of_this_machine() {
     while Instant::now() < spin_until {
         x = std::hint::black_box(x.wrapping_add(1));
     }
-    std::thread::sleep(Duration::from_millis(200).saturating_sub(start.elapsed()));
-    let s = m.sample(start.elapsed());
+    // At least 200 ms after the first sample, however late this thread runs: the interval is
+    // exactly the difference of the two times given (structure, not timing).
+    std::thread::sleep((first_at + Duration::from_millis(200)).saturating_sub(start.elapsed()));
+    let now = start.elapsed();
+    let s = m.sample(now);
     let interval = s.interval.expect("interval");
+    assert_eq!(interval, now - first_at);
     assert!(interval >= Duration::from_millis(200), "{interval:?}");
 
     assert!(s.value("ctxt_rate").expect("ctxt_rate") > 0.0);

@@ -109,7 +109,7 @@ pub fn csv(rows: &[SummaryRow]) -> String {
     for (l, _) in PERCENTILES {
         out.push_str(&format!(",{l}_us"));
     }
-    out.push_str(",max_us,max_at_s,missed\n");
+    out.push_str(",max_us,max_at_s,missed,miss_ratio\n");
     for r in rows {
         let mean = r
             .mean_ns
@@ -130,10 +130,17 @@ pub fn csv(rows: &[SummaryRow]) -> String {
                 .map_or(String::new(), |o| format!("{:.3}", o as f64 / 1e9)),
         );
         cells.push(r.missed.to_string());
+        cells.push(miss_ratio(r).map_or(String::new(), |x| format!("{x:.6}")));
         out.push_str(&cells.join(","));
         out.push('\n');
     }
     out
+}
+
+/// The deadline-miss ratio of a row: missed / (samples + missed), 0 … 1.
+pub fn miss_ratio(r: &SummaryRow) -> Option<f64> {
+    let deadlines = r.samples.saturating_add(r.missed);
+    (deadlines > 0).then(|| r.missed as f64 / deadlines as f64)
 }
 
 /// A Markdown table cell: `|` and backslashes escaped, HTML special characters as entities (Markdown
@@ -174,7 +181,7 @@ pub const STAR_NOTE: &str =
 pub fn markdown(rows: &[SummaryRow]) -> String {
     let mut head = vec!["run", "label", "case", "cpu", "samples", "min", "mean"];
     head.extend(PERCENTILES.iter().map(|(l, _)| *l));
-    head.extend(["max", "missed"]);
+    head.extend(["max", "missed", "miss %"]);
     let mut out = String::from("# rtscope report: latency per run and CPU (µs)\n\n");
     out.push_str(&format!("| {} |\n", head.join(" | ")));
     out.push_str(&format!("|{}\n", "---|".repeat(head.len())));
@@ -192,6 +199,7 @@ pub fn markdown(rows: &[SummaryRow]) -> String {
         cells.extend((0..PERCENTILES.len()).map(|i| pct_cell(r, i)));
         cells.push(us1(r.max_ns));
         cells.push(r.missed.to_string());
+        cells.push(miss_ratio(r).map_or("-".into(), |x| format!("{:.4}", x * 100.0)));
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     out.push_str(&format!("\n{STAR_NOTE}\n"));

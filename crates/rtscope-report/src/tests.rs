@@ -263,8 +263,21 @@ fn warnings_name_a_stock_kernel_and_a_failed_load() {
         "{text:?}"
     );
     assert!(
-        text.iter().any(|t| t.ends_with("missed 3 periods")),
+        text.iter()
+            .any(|t| t.ends_with("missed 3 deadlines (0.0075 % of 40003)")),
         "{text:?}"
+    );
+    assert!(
+        !text.iter().any(|t| t.contains("old sample rule")),
+        "{text:?}"
+    );
+    r.detail
+        .environment
+        .retain(|(k, _)| k != rtscope_store::SAMPLE_RULE_KEY);
+    let w = warnings::collect(std::slice::from_ref(&r));
+    assert!(
+        w.iter().any(|w| w.what.contains("old sample rule")),
+        "a run without the sample-rule key is marked: {w:?}"
     );
     assert!(text
         .iter()

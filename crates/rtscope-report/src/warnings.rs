@@ -113,8 +113,16 @@ fn of_run(r: &RunData) -> Vec<(String, String)> {
     } else {
         checks(r, &mut out);
     }
+    if r.detail.sample_rule() == rtscope_store::SampleRule::Deadline {
+        out.push((
+            format!("run {} was recorded with the old sample rule (every missed deadline was also a sample)", s.id),
+            "its sample count, mean, minimum and percentiles include synthetic samples and are not comparable with cyclictest or newer runs; re-measure it".into(),
+        ));
+    }
     if s.missed > 0 {
-        out.push((format!("run {} missed {} periods", s.id, s.missed), "a wake-up came later than the next period; look at the over-time plot for when, and at the loads and monitors for why".into()));
+        let deadlines = s.samples.saturating_add(s.missed).max(1);
+        let ratio = s.missed as f64 * 100.0 / deadlines as f64;
+        out.push((format!("run {} missed {} deadlines ({ratio:.4} % of {deadlines})", s.id, s.missed), "a wake-up came later than the next period; look at the over-time plot for when, and at the loads and monitors for why".into()));
     }
     if let Some(t) = throttled(r) {
         out.push((

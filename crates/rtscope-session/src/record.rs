@@ -154,6 +154,9 @@ pub struct Recorder {
     unsent_bytes: usize,
     /// Raw samples dropped because `unsent` was over [`MAX_UNSENT_BYTES`].
     lost_samples: u64,
+    /// Raw samples per thread waiting for the next checkpoint (`None`: raw samples are not
+    /// kept).
+    raw: Option<Vec<Vec<RawSample>>>,
 }
 
 /// Raw sample data kept in memory while the database cannot be written (another process
@@ -170,7 +173,12 @@ const FINISH_WAIT: Duration = Duration::from_secs(120);
 
 impl Recorder {
     /// Records the start of `run`; `new` holds everything known up front.
-    pub fn begin(mut store: Store, mut new: NewRun, run: &Run) -> Result<Recorder, UsageError> {
+    pub fn begin(
+        mut store: Store,
+        mut new: NewRun,
+        run: &Run,
+        raw: bool,
+    ) -> Result<Recorder, UsageError> {
         new.started = sysinfo::rfc3339(run.started());
         new.started_unix_ns = unix_ns(run.started());
         let id = store.begin_run(&new).map_err(UsageError::from_error)?;
@@ -199,6 +207,7 @@ impl Recorder {
             unsent: Vec::new(),
             unsent_bytes: 0,
             lost_samples: 0,
+            raw: raw.then(|| vec![Vec::new(); run.threads().len()]),
         })
     }
 
@@ -231,12 +240,29 @@ impl Recorder {
         self.store.path()
     }
 
-    fn view(&self, t: &ThreadShared) -> View {
-        let mut raw = Vec::new();
-        if let Some(ring) = t.ring() {
-            let start = self.clock_start.0;
-            ring.drain(|s| raw.push((s.cycle, s.latency.0, s.time.0.saturating_sub(start))));
+    /// Keeps the samples the session drained from the threads' rings (`samples[i]`: thread
+    /// `i`), when raw samples are recorded.
+    pub fn add_samples(&mut self, samples: &[Vec<Sample>]) {
+        let start = self.clock_start.0;
+        let Some(raw) = &mut self.raw else { return };
+        for (keep, got) in raw.iter_mut().zip(samples) {
+            keep.extend(
+                got.iter()
+                    .map(|s| (s.cycle, s.latency.0, s.time.0.saturating_sub(start))),
+            );
         }
+    }
+
+    fn take_raw(&mut self, thread: usize) -> Vec<RawSample> {
+        self.raw
+            .as_mut()
+            .and_then(|r| r.get_mut(thread))
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
+    fn view(&mut self, thread: usize, t: &ThreadShared) -> View {
+        let raw = self.take_raw(thread);
         let raw_dropped = t.ring().map_or(0, |r| r.dropped());
         View {
             stats: t.stats(),
@@ -248,10 +274,16 @@ impl Recorder {
         }
     }
 
-    /// Commits a checkpoint from the live state of the threads (draining their sample rings).
+    /// Commits a checkpoint from the live state of the threads and the raw samples added since
+    /// the last one.
     pub fn checkpoint(&mut self, run: &Run) -> Result<(), StoreError> {
         let now = rtscope_engine::sys::now(rtscope_engine::sys::clock_id(run.config().clock));
-        let views: Vec<View> = run.threads().iter().map(|t| self.view(t)).collect();
+        let views: Vec<View> = run
+            .threads()
+            .iter()
+            .enumerate()
+            .map(|(i, t)| self.view(i, t))
+            .collect();
         self.commit(now, &views, None)
     }
 
@@ -267,12 +299,13 @@ impl Recorder {
         let views: Vec<View> = r
             .threads
             .iter()
-            .map(|t| View {
+            .enumerate()
+            .map(|(i, t)| View {
                 stats: t.stats,
                 hist: t.histogram.clone(),
                 events: t.events.clone(),
                 tid: t.tid,
-                raw: Vec::new(),
+                raw: self.take_raw(i),
                 raw_dropped: t.samples_dropped,
             })
             .collect();
@@ -364,6 +397,15 @@ impl Recorder {
         self.last_offset = offset;
         Ok(())
     }
+}
+
+/// The environment plus the sample rule of every run this version measures (one sample per
+/// wake-up), so that runs of older versions can be told apart.
+fn with_sample_rule(mut env: Vec<(String, String)>) -> Vec<(String, String)> {
+    let rule = rtscope_store::SampleRule::WakeUp;
+    env.push((rtscope_store::SAMPLE_RULE_KEY.into(), rule.as_str().into()));
+    env.sort();
+    env
 }
 
 /// Starts the monitor thread on the run's time axis; a monitor that cannot start is reported
@@ -468,6 +510,8 @@ pub struct RecordSpec {
     pub monitor_interval: Option<Duration>,
     /// The preflight audit run before the measurement ([`crate::preflight`]); empty: none.
     pub checks: Vec<rtscope_store::CheckRow>,
+    /// Keep every sample in the store (`--raw`; the run's config must have a sample ring).
+    pub raw: bool,
 }
 
 impl Recording {
@@ -525,11 +569,12 @@ impl Recording {
             command_line_json: serde_json::to_string(&spec.command_line)
                 .unwrap_or_else(|_| "[]".into()),
             config_json: spec.config_json,
-            environment: environment::capture(Path::new("/")),
+            environment: with_sample_rule(environment::capture(Path::new("/"))),
             threads,
         };
         let monitor_interval = spec.monitor_interval;
-        let mut recorder = Recorder::begin(store, new, run)?;
+        let raw = spec.raw && config.sample_ring.is_some();
+        let mut recorder = Recorder::begin(store, new, run, raw)?;
         if !spec.checks.is_empty() {
             let id = recorder.id;
             recorder
@@ -593,6 +638,13 @@ impl Recording {
                 self.error = Some(e.to_string());
                 self.recorder = None;
             }
+        }
+    }
+
+    /// Hands the recorder the samples the session drained from the rings (kept with `--raw`).
+    pub fn add_samples(&mut self, samples: &[Vec<Sample>]) {
+        if let Some(r) = &mut self.recorder {
+            r.add_samples(samples);
         }
     }
 

@@ -18,7 +18,7 @@ use crate::limits::{self, Check};
 use crate::plan::RunPlan;
 use crate::record::{RecordSpec, Recording};
 use rtscope_core::Nanos;
-use rtscope_engine::{knobs::DmaLatencyGuard, sys, CpuSet, Run, RunResult};
+use rtscope_engine::{knobs::DmaLatencyGuard, sys, CpuSet, Run, RunResult, Sample};
 use rtscope_store::{RunId, Store};
 use std::io;
 use std::time::Duration;
@@ -98,11 +98,28 @@ pub trait Observer {
     /// Called on every tick of the control thread and on SIGUSR1/SIGUSR2. An error (a closed
     /// stdout, say) stops the run and is returned by [`Session::drive`].
     fn on(&mut self, run: &Run, ev: Event) -> io::Result<()>;
+
+    /// The samples thread `thread` took since the last call (runs with a sample ring only),
+    /// oldest first, before the tick's [`Observer::on`]. The session is the one reader of the
+    /// rings: every sample reaches both the observer (`-v`) and the store (`--raw`).
+    fn samples(&mut self, _thread: usize, _samples: &[Sample]) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 impl<F: FnMut(&Run, Event) -> io::Result<()>> Observer for F {
     fn on(&mut self, run: &Run, ev: Event) -> io::Result<()> {
         self(run, ev)
+    }
+}
+
+/// Empties every thread's sample ring into `into[i]` (cleared first).
+fn drain_rings(run: &Run, into: &mut [Vec<Sample>]) {
+    for (t, buf) in run.threads().iter().zip(into.iter_mut()) {
+        buf.clear();
+        if let Some(ring) = t.ring() {
+            ring.drain(|s| buf.push(s));
+        }
     }
 }
 
@@ -218,8 +235,14 @@ impl Session {
         let run = self.run.take().expect("a session is driven once");
         let rec = &mut self.recording;
         let explaining = &mut self.explaining;
+        let mut drained: Vec<Vec<Sample>> = vec![Vec::new(); run.threads().len()];
         let outcome = drive::drive(run, tick, |run, ev| {
             if ev == Event::Tick {
+                drain_rings(run, &mut drained);
+                rec.add_samples(&drained);
+                for (i, s) in drained.iter().enumerate().filter(|(_, s)| !s.is_empty()) {
+                    observer.samples(i, s)?;
+                }
                 rec.tick(run);
                 if let Some(x) = explaining.as_mut() {
                     for s in rec.take_samples() {

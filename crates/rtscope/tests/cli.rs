@@ -47,7 +47,7 @@ fn measure_prints_percentiles_and_missed_periods_and_writes_versioned_json() {
     ]);
     let out = text(&o.stdout);
     assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
-    for col in ["samples", "p50", "p99.9999", "max at", "missed"] {
+    for col in ["samples", "p50", "p99.9999", "max at", "missed", "miss %"] {
         assert!(out.contains(col), "missing column {col}:\n{out}");
     }
     assert!(out.lines().any(|l| l.starts_with("all ")), "{out}");
@@ -66,6 +66,13 @@ fn measure_prints_percentiles_and_missed_periods_and_writes_versioned_json() {
             .map(|b| b[2].as_u64().unwrap())
             .sum();
         assert_eq!(buckets, 200, "histogram holds every sample");
+        let missed = t["missed_periods"].as_u64().unwrap();
+        assert_eq!(t["deadlines"].as_u64(), Some(200 + missed), "{t}");
+        let ratio = t["miss_ratio"].as_f64().unwrap();
+        assert!(
+            (ratio - missed as f64 / (200 + missed) as f64).abs() < 1e-12,
+            "{t}"
+        );
         assert!(t["percentiles_ns"]["p50"].as_u64().unwrap() <= t["max_ns"].as_u64().unwrap());
     }
     assert_eq!(
@@ -261,7 +268,9 @@ fn sigint_mid_run_still_yields_complete_outputs_and_exit_3() {
         libc::SIGINT,
     );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
-    assert!(took < Duration::from_secs(2));
+    // Stopped early: well before the 30 s it was asked for (a loaded machine may be slow to
+    // write the outputs, so no tighter absolute bound).
+    assert!(took < Duration::from_secs(15), "{took:?}");
     let out = text(&o.stdout);
     assert!(
         out.contains("interrupted by SIGINT") && out.lines().any(|l| l.starts_with("all ")),
@@ -283,7 +292,8 @@ fn sigterm_ends_a_cyclictest_run_with_its_summary_json_and_histogram() {
         Duration::from_millis(400),
         libc::SIGTERM,
     );
-    assert_eq!(o.status.code(), Some(3));
+    // Like cyclictest: stopped by a signal, exit 0 whatever -D says; recorded in the JSON.
+    assert_eq!(o.status.code(), Some(0));
     let out = text(&o.stdout);
     assert!(
         out.contains("# Histogram") && out.contains("# Max Latencies:"),
@@ -292,6 +302,7 @@ fn sigterm_ends_a_cyclictest_run_with_its_summary_json_and_histogram() {
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(v["thread"]["0"]["cycles"].as_u64().unwrap() > 100);
+    assert_eq!(v["rtscope"]["interrupted"], true, "{v}");
 }
 
 #[test]
@@ -386,18 +397,59 @@ fn the_binary_answers_to_the_name_cyclictest() {
 
 #[test]
 fn cpu_dma_latency_is_written_only_when_asked_and_restored() {
-    let before = std::fs::read("/dev/cpu_dma_latency").unwrap();
-    let child = cmd()
-        .args(["measure", "-D", "1s", "-q", "--latency", "7"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(400));
-    let during = std::fs::read("/dev/cpu_dma_latency").unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success());
-    assert_eq!(i32::from_ne_bytes(during[..4].try_into().unwrap()), 7);
-    assert_eq!(std::fs::read("/dev/cpu_dma_latency").unwrap(), before);
+    // rtscope's own request is an open file descriptor on /dev/cpu_dma_latency (the kernel
+    // drops it when the descriptor closes), so the test looks at rtscope's descriptors, not at
+    // the system-wide value other processes may change at any time.
+    let holds = |latency: Option<&str>| {
+        let mut args = vec!["measure", "-D", "2s", "-q"];
+        if let Some(l) = latency {
+            args.extend(["--latency", l]);
+        }
+        let child = cmd().args(&args).stdout(Stdio::null()).spawn().unwrap();
+        let (mut seen, mut value) = (false, None);
+        while child_alive(child.id()) && !seen {
+            seen = dma_latency_fd_open(child.id());
+            if seen {
+                // The system-wide value is the smallest request: ours bounds it.
+                let v = std::fs::read("/dev/cpu_dma_latency").unwrap();
+                value = Some(i32::from_ne_bytes(v[..4].try_into().unwrap()));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        (seen, value)
+    };
+    let (seen, value) = holds(Some("7"));
+    assert!(
+        seen,
+        "--latency 7: rtscope never held /dev/cpu_dma_latency open"
+    );
+    assert!(value.is_some_and(|v| v <= 7), "{value:?}");
+    let (seen, _) = holds(None);
+    assert!(
+        !seen,
+        "without --latency rtscope opened /dev/cpu_dma_latency"
+    );
+}
+
+/// Whether process `pid` is still running (not yet a zombie).
+fn child_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(") ")
+            .is_some_and(|(_, r)| !r.starts_with('Z'))
+    })
+}
+
+/// Whether process `pid` has a file descriptor open on /dev/cpu_dma_latency.
+fn dma_latency_fd_open(pid: u32) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return false;
+    };
+    fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path())
+            .is_ok_and(|t| t == std::path::Path::new("/dev/cpu_dma_latency"))
+    })
 }
 
 #[test]

@@ -136,9 +136,10 @@ f = {}
 for t in TABLES:
     base = f"{out}/run-{rid}-{t}"
     c, p, j = pd.read_csv(base + ".csv"), pd.read_parquet(base + ".parquet"), pd.DataFrame(doc[t])
-    # A plain measure run has no load, and this one is too short (60 ms) for thread shares:
-    # empty tables, with the same columns.
-    if t in ("loads", "top_threads"):
+    # A plain measure run has no load, and this one is usually too short (300 wake-ups at
+    # 200 us) for thread shares — on a loaded machine it may last long enough to have some:
+    # empty tables, with the same columns, or the general checks below.
+    if t == "loads" or (t == "top_threads" and len(c) == 0):
         assert len(c) == len(p) == len(doc[t]) == 0 and list(c.columns) == list(p.columns), t
         continue
     assert list(c.columns) == list(p.columns) == list(j.columns), (t, c.columns, p.columns, j.columns)
@@ -176,6 +177,7 @@ for s in show["thread_stats"]:
     for label, v in s["percentiles_ns"].items():
         assert r[label.replace(".", "_") + "_ns"] == v, (label, r, v)
     assert abs(r.mean_ns - s["mean_ns"]) < 1e-6
+    assert abs(r.miss_ratio - s["miss_ratio"]) < 1e-12, (r.miss_ratio, s["miss_ratio"])
 
 h = f["histogram"]
 per_thread = h[h.thread >= 0].groupby("thread")["count"].sum()

@@ -49,6 +49,22 @@ fn recorded_runs(db: &std::path::Path) -> usize {
         .unwrap_or(0)
 }
 
+/// Waits (up to a minute) until the store holds `n` runs.
+fn wait_for_runs(db: &std::path::Path, n: usize) {
+    let t0 = std::time::Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) {
+        let o = rtscope(db, &["runs", "--json"]);
+        let count = serde_json::from_slice::<Value>(&o.stdout)
+            .ok()
+            .and_then(|v| v.as_array().map(Vec::len));
+        if count.is_some_and(|c| c >= n) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the store never held {n} runs");
+}
+
 fn kill(child: &std::process::Child, signal: i32) {
     // SAFETY: kill with the child's pid and a valid signal number.
     unsafe { libc::kill(child.id() as i32, signal) };
@@ -65,9 +81,13 @@ fn a_run_killed_with_sigkill_reads_back_as_incomplete_with_its_series() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
+    let spawned = std::time::Instant::now();
+    // Structure, not timing: a loaded machine may start the run late or stall its recorder.
+    wait_for_runs(&db, 1);
     std::thread::sleep(Duration::from_millis(3200));
     kill(&child, libc::SIGKILL);
     child.wait().unwrap();
+    let wall = spawned.elapsed().as_nanos() as u64;
     let runs = runs_json(&db);
     assert_eq!(runs.len(), 1);
     let r = &runs[0];
@@ -75,17 +95,24 @@ fn a_run_killed_with_sigkill_reads_back_as_incomplete_with_its_series() {
     assert_eq!(r["complete"], false);
     let measured = r["measured_ns"].as_u64().unwrap();
     assert!(
-        (2_000_000_000..=3_300_000_000).contains(&measured),
-        "measured {measured} ns"
+        measured > 0 && measured <= wall,
+        "measured {measured} ns of {wall} ns"
     );
-    assert!(r["samples"].as_u64().unwrap() > 1500, "{r}");
+    let samples = r["samples"].as_u64().unwrap();
+    let missed = r["missed_periods"].as_u64().unwrap();
+    // Every deadline up to the last checkpoint was a wake-up or missed (1 ms interval).
+    assert!(samples > 0, "{r}");
+    assert!(
+        (samples + missed) / r["threads"].as_u64().unwrap() <= measured / 1_000_000 + 1,
+        "{r}"
+    );
     let show = rtscope(&db, &["runs", "show", "last", "--json"]);
     let d: Value = serde_json::from_slice(&show.stdout).unwrap();
     let points = d["series_points"].as_u64().unwrap();
     let threads = d["threads"].as_u64().unwrap();
     assert!(
-        points >= 2 * threads && points <= 3 * threads,
-        "{points} series points for {threads} threads in ~3 s"
+        points >= threads && points <= threads * (wall / 1_000_000_000 + 1),
+        "{points} series points for {threads} threads in {wall} ns"
     );
 }
 
@@ -110,16 +137,9 @@ fn repeated_kills_during_writes_leave_a_readable_store() {
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
-        // Killed while it writes: once its run is in the database (the start, with the
-        // preflight audit, takes a variable time on a loaded machine), a little later each time.
-        let start = std::time::Instant::now();
-        while recorded_runs(&db) <= i as usize {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "run {i} never recorded"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        // Kill only once the run is in the store (a loaded machine may take long to start it),
+        // then at a different point of its writes each time.
+        wait_for_runs(&db, i as usize + 1);
         std::thread::sleep(Duration::from_millis(100 + 77 * i));
         kill(&child, libc::SIGKILL);
         child.wait().unwrap();
@@ -459,4 +479,41 @@ fn monitors_can_be_turned_off() {
         "{}",
         text(&bad.stderr)
     );
+}
+
+/// Runs of this version say that their samples are wake-ups; a run recorded before the rule
+/// existed (no `rtscope.sample_rule` key) stays readable and is marked as the old rule.
+#[test]
+fn runs_show_names_the_sample_rule_and_marks_runs_of_the_old_rule() {
+    let db = dir("sample-rule").join("r.db");
+    let o = rtscope(&db, &["measure", "-l", "50", "-i", "500us", "-q"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let show = |json: bool| {
+        let mut args = vec!["runs", "show", "1"];
+        if json {
+            args.push("--json");
+        }
+        let o = rtscope(&db, &args);
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        text(&o.stdout)
+    };
+    let v: Value = serde_json::from_str(&show(true)).unwrap();
+    assert_eq!(v["sample_rule"], "wake-up", "{v}");
+    assert_eq!(v["environment"]["rtscope.sample_rule"], "wake-up");
+    for t in v["thread_stats"].as_array().unwrap() {
+        assert_eq!(t["samples"], 50, "{t}");
+        assert!(t["miss_ratio"].is_number(), "{t}");
+    }
+    assert!(show(false).contains("samples:  one sample per wake-up"));
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute(
+        "DELETE FROM environment WHERE key = 'rtscope.sample_rule'",
+        [],
+    )
+    .unwrap();
+    drop(c);
+    let v: Value = serde_json::from_str(&show(true)).unwrap();
+    assert_eq!(v["sample_rule"], "deadline", "{v}");
+    let t = show(false);
+    assert!(t.contains("samples:  OLD RULE"), "{t}");
 }

@@ -163,7 +163,7 @@ fn stats_of(t: &ThreadRow) -> Stats {
 fn detail_text(d: &RunDetail) -> String {
     let s = &d.summary;
     let mut out = format!(
-        "run {}  {}  {}\nlabel:    {}\ntags:     {}\nstarted:  {}\nended:    {}\nmeasured: {:.3}s\nexit:     {}\ncommand:  {}\n\n",
+        "run {}  {}  {}\nlabel:    {}\ntags:     {}\nstarted:  {}\nended:    {}\nmeasured: {:.3}s\nexit:     {}\ncommand:  {}\nsamples:  {}\n\n",
         s.id,
         s.kind,
         s.status,
@@ -174,6 +174,7 @@ fn detail_text(d: &RunDetail) -> String {
         Nanos(s.progress_ns).as_secs_f64(),
         s.exit_code.map_or("-".into(), |c| c.to_string()),
         escape(&serde_json::from_str::<Vec<String>>(&d.command_line_json).map(|v| v.join(" ")).unwrap_or_default()),
+        d.sample_rule().describe(),
     );
     let stats: Vec<Stats> = d.threads.iter().map(stats_of).collect();
     let total_max = d.threads.iter().filter_map(|t| t.max_ns).max();
@@ -357,6 +358,7 @@ fn detail_json(d: &RunDetail) -> Value {
                 "thread": t.thread, "tid": t.tid, "cpu": t.cpu, "policy": t.policy, "priority": t.priority,
                 "interval_ns": t.interval_ns, "samples": t.samples, "min_ns": t.min_ns, "mean_ns": t.mean_ns,
                 "max_ns": t.max_ns, "max_cycle": t.max_cycle, "max_offset_ns": t.max_offset_ns, "missed_periods": t.missed,
+                "miss_ratio": stats_of(t).miss_ratio(),
                 "percentiles_ns": t.histogram.percentiles().iter().map(|p| (p.label.to_string(), json!(p.value.map(|v| v.0)))).collect::<serde_json::Map<_, _>>(),
             })
         })
@@ -379,6 +381,7 @@ fn detail_json(d: &RunDetail) -> Value {
             .cloned()
             .collect::<std::collections::BTreeMap<_, _>>()),
     );
+    obj.insert("sample_rule".into(), json!(d.sample_rule().as_str()));
     obj.insert("thread_stats".into(), Value::Array(threads));
     obj.insert("series_points".into(), json!(d.series_points));
     obj.insert("events".into(), json!(d.events));

@@ -70,7 +70,7 @@ pub struct Series {
     pub priority: Option<i32>,
     /// Interval, ns.
     pub interval_ns: Option<u64>,
-    /// Number of samples (every deadline, missed ones included).
+    /// Number of samples: one per wake-up (missed deadlines are not samples).
     pub samples: u64,
     /// Minimum, ns.
     pub min_ns: Option<u64>,
@@ -84,6 +84,10 @@ pub struct Series {
     pub max_offset_ns: Option<u64>,
     /// Deadlines that passed without a wake-up.
     pub missed_periods: u64,
+    /// Deadlines due: `samples + missed_periods`.
+    pub deadlines: u64,
+    /// Deadline-miss ratio `missed_periods / deadlines` (0 … 1; `null` without deadlines).
+    pub miss_ratio: Option<f64>,
     /// p50 … p99.9999, ns (nearest rank; within 0.05 %).
     pub percentiles_ns: BTreeMap<String, Option<u64>>,
     /// Expected number of samples beyond each percentile (fewer than 10: not meaningful).
@@ -146,6 +150,8 @@ pub fn series(stats: &Stats, hist: &Histogram, max_offset_ns: Option<u64>) -> Se
         max_cycle: has.then_some(stats.max_cycle),
         max_offset_ns: if has { max_offset_ns } else { None },
         missed_periods: stats.missed,
+        deadlines: stats.deadlines(),
+        miss_ratio: stats.miss_ratio(),
         percentiles_ns: p
             .iter()
             .map(|p| (p.label.to_string(), p.value.map(|v| v.0)))

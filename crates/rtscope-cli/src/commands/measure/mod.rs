@@ -153,6 +153,7 @@ pub fn run(
         config_json: serde_json::to_string(&ConfigDoc::of(&plan))?,
         monitor_interval,
         checks: rtscope_session::preflight::rows(&audit),
+        raw: a.raw,
     };
     let recorded = Recorded {
         store,

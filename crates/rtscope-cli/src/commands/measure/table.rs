@@ -27,7 +27,11 @@ pub fn render(rows: &[Row]) -> String {
         .map(|s| s.to_string())
         .collect();
     head.extend(PERCENTILES.iter().map(|(l, _)| l.to_string()));
-    head.extend(["max", "max at", "missed"].iter().map(|s| s.to_string()));
+    head.extend(
+        ["max", "max at", "missed", "miss %"]
+            .iter()
+            .map(|s| s.to_string()),
+    );
     let mut cells: Vec<Vec<String>> = vec![head];
     let mut starred = false;
     for r in rows {
@@ -50,14 +54,27 @@ pub fn render(rows: &[Row]) -> String {
                 .map_or("-".into(), |t| format!("{:.3}s", t.as_secs_f64())),
         );
         c.push(r.stats.missed.to_string());
+        c.push(r.stats.miss_ratio().map_or("-".into(), percent));
         cells.push(c);
     }
     let mut s = columns(&cells, 2);
-    s.push_str("latencies in us; max at = seconds into the run; missed = deadlines passed without a wake-up\n");
+    s.push_str("latencies in us; samples = wake-ups; max at = seconds into the run; missed = deadlines passed without a wake-up (not samples); miss % = missed / (samples + missed)\n");
     if starred {
         s.push_str("* fewer than 10 samples lie beyond this percentile: measure longer for a meaningful value\n");
     }
     s
+}
+
+/// A ratio (0 … 1) as a percentage: two decimals, four below 0.01 % (one miss in a million
+/// still shows).
+fn percent(r: f64) -> String {
+    if r == 0.0 {
+        "0".into()
+    } else if r >= 0.0001 {
+        format!("{:.2}", r * 100.0)
+    } else {
+        format!("{:.4}", r * 100.0)
+    }
 }
 
 /// Renders limit results: one line per check, failures first.
