@@ -28,15 +28,17 @@ fn snapshot(name: &str, actual: &str) {
     );
 }
 
-/// Beyond `shape`: column padding and rule lengths follow the widest value, and a duration's
-/// unit follows its magnitude (850ns, 12.3us, 4.56ms), so those are folded too.
+/// Beyond `shape`: column padding and rule lengths follow the widest value, a duration's unit
+/// follows its magnitude (850ns, 12.3us, 4.56ms), and a number's decimals follow its value
+/// (a miss ratio of 0 is `0`, else `0.05`), so those are folded too.
 fn normalize(shaped: &str) -> String {
     let spaces = regex::Regex::new(r" {2,}").unwrap();
     let rule = regex::Regex::new(r"-{3,}").unwrap();
     let unit = regex::Regex::new(r"N(\.N)?(ns|us|ms|s)\b").unwrap();
     let s = spaces.replace_all(shaped, " ");
     let s = rule.replace_all(&s, "---");
-    unit.replace_all(&s, "<duration>").into_owned()
+    let s = unit.replace_all(&s, "<duration>");
+    s.replace("N.N", "N")
 }
 
 fn rtscope(args: &[&str]) -> String {
