@@ -58,7 +58,8 @@ fn culprit(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
             libc::CPU_SET(cpu, &mut set);
             libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
             libc::prctl(libc::PR_SET_NAME, c"culprit".as_ptr(), 0, 0, 0);
-            let sp = libc::sched_param { sched_priority: 99 };
+            let mut sp: libc::sched_param = std::mem::zeroed();
+            sp.sched_priority = 99;
             libc::sched_setscheduler(0, libc::SCHED_FIFO, &sp);
         }
         while !stop.load(Ordering::Relaxed) {

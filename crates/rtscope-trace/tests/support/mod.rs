@@ -70,7 +70,8 @@ pub fn pin_and_name(cpu: usize, name: &std::ffi::CStr, fifo: Option<i32>) {
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
         libc::prctl(libc::PR_SET_NAME, name.as_ptr(), 0, 0, 0);
         if let Some(p) = fifo {
-            let sp = libc::sched_param { sched_priority: p };
+            let mut sp: libc::sched_param = std::mem::zeroed();
+            sp.sched_priority = p;
             libc::sched_setscheduler(0, libc::SCHED_FIFO, &sp);
         }
     }
