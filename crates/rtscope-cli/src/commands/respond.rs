@@ -6,7 +6,7 @@ use crate::cli::{BiasArg, EdgesArg, EventClockArg, RespondArgs, RespondPolicyArg
 use crate::commands::measure::table::render_checks;
 use crate::exit::{ExitStatus, UsageError};
 use anyhow::Context;
-use rtscope_core::text::columns;
+use rtscope_core::text::{columns, us};
 use rtscope_core::{Histogram, Nanos, Stats, PERCENTILES};
 use rtscope_engine::{sys, Policy};
 use rtscope_respond::control::StopSignals;
@@ -435,10 +435,6 @@ fn stop_child(child: Option<&mut std::process::Child>) {
         }
         let _ = c.wait();
     }
-}
-
-fn us(v: Nanos) -> String {
-    format!("{:.1}", v.as_us_f64())
 }
 
 fn render(rows: &[Row]) -> String {
