@@ -7,7 +7,7 @@ use super::PlannedRun;
 use rtscope_core::Nanos;
 use rtscope_engine::sys;
 use rtscope_respond::ipc::{IpcConfig, IpcResult, IpcRun};
-use rtscope_respond::record::{record, RecordMeta, Row};
+use rtscope_respond::record::{record, RecordMeta};
 use rtscope_session::limits;
 use rtscope_session::{RunError, SystemSettings, UsageError};
 use rtscope_store::{LoadRow, RunStatus};
@@ -53,10 +53,11 @@ pub(super) fn respond_run(
     if signal.is_some() {
         ctx.signals += 1;
     }
-    let mut stats = r.stats;
-    stats.missed = r.lost();
-    let scope = format!("{} {}", r.kind, r.placement.path());
-    let checks = limits::check(&p.plan.limits, &scope, &stats, &r.histogram);
+    let config_json = config_json(&r);
+    let line = result_line(number, p, &r);
+    let row = rtscope_respond::run::ipc_row(r);
+    let scope = format!("{} {}", row.source, row.path);
+    let checks = limits::check(&p.plan.limits, &scope, &row.stats, &row.histogram);
     let failed = checks.iter().any(|c| !c.passed);
     let code = if failed {
         1
@@ -65,22 +66,11 @@ pub(super) fn respond_run(
     } else {
         0
     };
-    let row = Row {
-        source: r.kind.name().into(),
-        path: format!("{} {}", r.placement.path(), r.placement.kind()),
-        cpu: r.placement.receiver,
-        policy: r.policy.name(),
-        priority: r.priority,
-        interval_ns: r.interval.0,
-        stats,
-        histogram: r.histogram.clone(),
-        events: r.events.clone(),
-    };
     let meta = RecordMeta {
         label: Some(p.label.clone()),
         tags: p.tags.clone(),
         command_line: ctx.argv.to_vec(),
-        config_json: config_json(&r),
+        config_json,
         started,
         ended: SystemTime::now(),
         clock_start,
@@ -117,7 +107,12 @@ pub(super) fn respond_run(
             record_failed = true;
         }
     }
-    writeln!(out, "{}", result_line(number, p, &r, failed))?;
+    let line = if failed {
+        line + "; LIMIT EXCEEDED"
+    } else {
+        line
+    };
+    writeln!(out, "{line}")?;
     out.flush()?;
     Ok(RunEnd {
         load_failed: false,
@@ -133,13 +128,10 @@ fn measure(cfg: IpcConfig) -> Result<(IpcResult, Option<i32>), rtscope_respond::
     let run = IpcRun::start(cfg)?;
     let mut signal = None;
     while !run.is_finished() {
-        match sys::wait_run_signal(Nanos::from_ms(200)) {
-            Some(s) if rtscope_engine::sys::is_stop_signal(s) => {
-                signal = Some(s);
-                run.stop();
-                break;
-            }
-            _ => {}
+        if let Some(s) = rtscope_respond::run::wait_stop(Nanos::from_ms(200)) {
+            signal = Some(s);
+            run.stop();
+            break;
         }
     }
     Ok((run.finish(), signal))
@@ -156,10 +148,10 @@ fn config_json(r: &IpcResult) -> String {
     .to_string()
 }
 
-fn result_line(number: usize, p: &PlannedRun, r: &IpcResult, failed: bool) -> String {
+fn result_line(number: usize, p: &PlannedRun, r: &IpcResult) -> String {
     let us = super::progress::us;
     let h = &r.histogram;
-    let mut line = format!(
+    format!(
         "[{number}] {}: {} {} events, p50 {}, p99 {}, max {}, lost {}",
         p.label,
         r.received(),
@@ -168,9 +160,5 @@ fn result_line(number: usize, p: &PlannedRun, r: &IpcResult, failed: bool) -> St
         us(h.value_at_quantile(0.99)),
         us(h.max()),
         r.lost()
-    );
-    if failed {
-        line.push_str("; LIMIT EXCEEDED");
-    }
-    line
+    )
 }
