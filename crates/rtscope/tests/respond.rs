@@ -279,5 +279,8 @@ fn an_unwritable_json_path_is_refused_before_measuring() {
     assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
     let (stdout, stderr) = text(&o);
     assert!(stderr.contains("does not exist"), "{stderr}");
-    assert!(!stdout.contains("eventfd"), "nothing was measured: {stdout}");
+    assert!(
+        !stdout.contains("eventfd"),
+        "nothing was measured: {stdout}"
+    );
 }
