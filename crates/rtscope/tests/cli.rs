@@ -224,6 +224,25 @@ fn missing_rt_privilege_names_the_fix() {
     );
 }
 
+/// Waits (up to a minute) until process `pid` has its measuring threads (`rtscope-m…`), so a
+/// loaded machine's slow start-up does not eat the time a test lets the run measure.
+fn wait_until_measuring(pid: u32) {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return;
+        };
+        let measuring = tasks.flatten().any(|t| {
+            std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.starts_with("rtscope-m"))
+        });
+        if measuring {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Starts rtscope, lets it measure for `after` once its measuring threads run, sends `signal`.
 fn spawn_and_signal(args: &[&str], after: Duration, signal: i32) -> (Output, Duration) {
     let mut child = cmd()
         .args(args)
@@ -231,6 +250,7 @@ fn spawn_and_signal(args: &[&str], after: Duration, signal: i32) -> (Output, Dur
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    wait_until_measuring(child.id());
     std::thread::sleep(after);
     let t0 = Instant::now();
     // SAFETY: kill with the child's pid and a valid signal number.
@@ -517,6 +537,7 @@ fn measuring_threads_take_no_page_fault_in_their_loop() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
+    wait_until_measuring(child.id());
     std::thread::sleep(Duration::from_millis(500));
     let before = measuring_thread_faults(child.id());
     std::thread::sleep(Duration::from_millis(1500));

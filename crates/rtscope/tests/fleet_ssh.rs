@@ -5,7 +5,7 @@
 //! rtscope running (checked in /proc). Skipped, with the reason, only when sshd is not
 //! installed (.ci/run installs openssh-server).
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::net::{TcpListener, TcpStream};
