@@ -2,7 +2,9 @@
 //! campaign bookkeeping as a timer run, with an IPC event-response measurement in place of
 //! the timer session; the run is recorded with kind `respond` (one thread: the receiver).
 
-use super::one_run::{add_to_campaign, load_row, settle, stop_loads, Ctx, RunEnd};
+use super::one_run::{
+    add_to_campaign, failed_loads, file_loads, start_loads, stop_loads, Ctx, RunEnd,
+};
 use super::PlannedRun;
 use rtscope_core::Nanos;
 use rtscope_engine::sys;
@@ -10,7 +12,7 @@ use rtscope_respond::ipc::{IpcConfig, IpcResult, IpcRun};
 use rtscope_respond::record::{record, RecordMeta};
 use rtscope_session::limits;
 use rtscope_session::{RunError, SystemSettings, UsageError};
-use rtscope_store::{LoadRow, RunStatus};
+use rtscope_store::RunStatus;
 use std::io::Write;
 use std::time::SystemTime;
 
@@ -22,26 +24,10 @@ pub(super) fn respond_run(
     number: usize,
     out: &mut dyn Write,
 ) -> Result<RunEnd, RunError> {
-    let loads = if p.loads.is_empty() {
-        None
-    } else {
-        Some(rtscope_load::start(&p.loads, &ctx.exe).map_err(|e| {
-            UsageError::new(format!("cannot start the loads of run {}: {e}", p.label))
-        })?)
+    let loads = match start_loads(ctx, p, number, out)? {
+        Ok(loads) => loads,
+        Err(end) => return Ok(end),
     };
-    if let Some(sig) = settle(p.settle) {
-        ctx.signals += 1;
-        if let Some(l) = loads {
-            stop_loads(ctx, l);
-        }
-        writeln!(out, "[{number}] {}: interrupted before measuring", p.label)?;
-        return Ok(RunEnd {
-            load_failed: false,
-            signal: Some(sig),
-            limits_failed: false,
-            record_failed: false,
-        });
-    }
     let _settings = SystemSettings::apply(&p.plan)?;
     let (started, clock_start) = (SystemTime::now(), sys::now(libc::CLOCK_MONOTONIC));
     let measured = measure(cfg.clone());
@@ -59,7 +45,10 @@ pub(super) fn respond_run(
     let scope = format!("{} {}", row.source, row.path);
     let checks = limits::check(&p.plan.limits, &scope, &row.stats, &row.histogram);
     let failed = checks.iter().any(|c| !c.passed);
-    let code = if failed {
+    let load_failed = failed_loads(&reports);
+    let code = if !load_failed.is_empty() {
+        2
+    } else if failed {
         1
     } else if signal.is_some() {
         3
@@ -84,26 +73,13 @@ pub(super) fn respond_run(
     match record(&mut ctx.store, &meta, &[row], status, code) {
         Ok(id) => {
             add_to_campaign(ctx, p, id)?;
-            let rows: Vec<LoadRow> = reports.iter().map(load_row).collect();
-            if let Err(e) = ctx.store.set_loads(id, &rows) {
-                {
-                    use std::io::Write as _;
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "error: the loads of run {id} could not be recorded: {e}"
-                    );
-                };
-            }
+            file_loads(ctx, id, &reports);
         }
         Err(e) => {
-            {
-                use std::io::Write as _;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "error: run {} could not be recorded: {e}",
-                    p.label
-                );
-            };
+            let label = &p.label;
+            rtscope_session::output::warn(&format!(
+                "error: run {label} could not be recorded: {e}"
+            ));
             record_failed = true;
         }
     }
@@ -115,7 +91,7 @@ pub(super) fn respond_run(
     writeln!(out, "{line}")?;
     out.flush()?;
     Ok(RunEnd {
-        load_failed: false,
+        load_failed: !load_failed.is_empty(),
         signal,
         limits_failed: failed,
         record_failed,
