@@ -596,7 +596,7 @@ pub fn over_time_named(run: &RunData, name: &str) -> Option<Panel> {
     series.extend(extra);
     Some(Panel {
         title: format!("Latency over time — {name} (run {})", run.id()),
-        x: Axis::linear("time since start (s)"),
+        x: Axis::time("time since start"),
         y: Axis::linear("latency (µs)"),
         y2,
         legend: Corner::UpperRight,

@@ -13,7 +13,9 @@
 
 #![warn(missing_docs)]
 
+mod draw;
 mod escape;
+mod legend;
 pub mod explain;
 pub mod figures;
 pub mod group;

@@ -20,7 +20,7 @@ fn secs(points: &[(u64, f64)], scale: f64) -> Vec<(f64, f64)> {
 fn panel(title: &str, y: Axis, series: Vec<Series>) -> Panel {
     Panel {
         title: title.to_string(),
-        x: Axis::linear("time since start (s)"),
+        x: Axis::time("time since start"),
         y,
         y2: None,
         legend: Corner::UpperRight,

@@ -586,3 +586,100 @@ fn zero_rates_are_gaps_and_temperatures_fit_their_data() {
     let (lo, _) = temp.2.y.range.expect("a fitted range");
     assert!(lo > 10.0, "the temperature axis starts at {lo}, not 0");
 }
+
+/// Every `<rect>` of an SVG filled with `fill`, as (x0, y0, x1, y1).
+fn rects(svg: &str, fill: &str) -> Vec<(f64, f64, f64, f64)> {
+    let attr = |c: &str, name: &str| -> Option<f64> {
+        c.split(&format!(" {name}=\"")).nth(1)?.split('"').next()?.parse().ok()
+    };
+    svg.split("<rect")
+        .skip(1)
+        .filter(|c| c.split('>').next().unwrap_or("").contains(&format!("fill=\"{fill}\"")))
+        .filter_map(|c| {
+            let (x, y) = (attr(c, "x")?, attr(c, "y")?);
+            Some((x, y, x + attr(c, "width")?, y + attr(c, "height")?))
+        })
+        .collect()
+}
+
+/// Polylines of data (not the grey grid or black tick marks).
+fn data_polylines(svg: &str) -> Vec<Vec<(f64, f64)>> {
+    let keep: Vec<bool> = svg
+        .split("<polyline")
+        .skip(1)
+        .map(|c| {
+            let head = c.split("/>").next().unwrap_or("");
+            !head.contains("#E1E1E1") && !head.contains("#000000")
+        })
+        .collect();
+    polylines(svg)
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(l, k)| k.then_some(l))
+        .collect()
+}
+
+#[test]
+fn legends_never_cover_data() {
+    let runs = study_runs();
+    let g = crate::group::Grouping::new(&runs, None);
+    let mut figs = figures::all(&runs, &g);
+    figs.extend(figures::all(&runs[..1], &crate::group::Grouping::new(&runs[..1], None)));
+    let mut boxes = 0;
+    for f in figs {
+        let svg = plot::to_svg(&f.figure).unwrap();
+        for b in rects(&svg, "#FDFDFD") {
+            boxes += 1;
+            for line in data_polylines(&svg) {
+                assert!(
+                    !crate::legend::crosses(&line, b),
+                    "{}: a line crosses the legend {b:?}",
+                    f.name
+                );
+            }
+        }
+    }
+    assert!(boxes >= 10, "{boxes} legends");
+}
+
+#[test]
+fn long_runs_get_an_h_mm_axis_and_the_tail_axis_labels_p50() {
+    let mut run = run_with(41, &[]);
+    let row = |i: u64| rtscope_store::SeriesRow {
+        thread: 0,
+        offset_ns: (i + 1) * 60_000_000_000,
+        length_ns: 60_000_000_000,
+        samples: 1000,
+        min_ns: Some(4_000),
+        max_ns: Some(20_000 + i),
+        mean_ns: Some(6_000.0),
+        p99_ns: Some(15_000),
+        missed: 0,
+    };
+    run.series = (0..300).map(row).collect();
+    let svg = plot::to_svg(&Figure::single(figures::over_time(&run).unwrap())).unwrap();
+    assert!(svg.contains("time since start (h:mm)"), "a 5-hour run in h:mm");
+    let t = texts(&svg);
+    assert!(t.iter().any(|l| l == "1:00") && t.iter().any(|l| l == "0:30"), "{t:?}");
+    run.series.truncate(10);
+    let svg = plot::to_svg(&Figure::single(figures::over_time(&run).unwrap())).unwrap();
+    assert!(svg.contains("time since start (s)"));
+    let tail = plot::to_svg(&Figure::single(figures::tail(&[run]))).unwrap();
+    let t = texts(&tail);
+    for label in ["p50", "p90", "p99", "p99.9"] {
+        assert!(t.iter().any(|l| l == label), "{label} unlabelled: {t:?}");
+    }
+    // 4,000 samples: the last percentile drawn is p99.9; the axis stops one step past it
+    // (p99.99, where the exact max sits), not at p99.9999.
+    assert!(t.iter().any(|l| l == "p99.99"), "{t:?}");
+    assert!(!t.iter().any(|l| l == "p99.999"), "{t:?}");
+}
+
+/// The text of every `<text>` element of an SVG, trimmed.
+fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|c| c.split_once('>'))
+        .map(|(_, b)| b.split("</text>").next().unwrap_or("").trim().to_string())
+        .collect()
+}
