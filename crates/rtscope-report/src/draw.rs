@@ -357,15 +357,23 @@ fn draw_legend<DB: DrawingBackend>(
     let frame = [(x, y), (x + w, y + h)];
     area.draw(&Rectangle::new(frame, legend::FILL.filled()))
         .map_err(plot_err)?;
-    area.draw(&Rectangle::new(frame, RGBColor(160, 160, 160).stroke_width(1)))
-        .map_err(plot_err)?;
-    let text = font(12).color(&BLACK).pos(Pos::new(HPos::Left, VPos::Center));
+    area.draw(&Rectangle::new(
+        frame,
+        RGBColor(160, 160, 160).stroke_width(1),
+    ))
+    .map_err(plot_err)?;
+    let text = font(12)
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
     for (k, s) in entries.iter().enumerate() {
         let yy = y + legend::ROW as i32 * k as i32 + legend::ROW as i32 / 2 + 4;
         let c = colour(s.colour);
         let c = if s.faint { c.mix(0.45) } else { c.mix(1.0) };
-        area.draw(&Rectangle::new([(x + 6, yy - 2), (x + 26, yy + 2)], c.filled()))
-            .map_err(plot_err)?;
+        area.draw(&Rectangle::new(
+            [(x + 6, yy - 2), (x + 26, yy + 2)],
+            c.filled(),
+        ))
+        .map_err(plot_err)?;
         area.draw(&Text::new(s.name.clone(), (x + 32, yy), text.clone()))
             .map_err(plot_err)?;
     }

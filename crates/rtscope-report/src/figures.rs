@@ -51,16 +51,22 @@ fn named(name: &str, section: Section, caption: &str, figure: Figure) -> NamedFi
 /// multiples of the per-run plots laid out as a grid (rows: load case or scenario; columns:
 /// the other keys that differ), sharing their axes.
 pub fn all(runs: &[RunData], grouping: &Grouping) -> Vec<NamedFigure> {
+    all_with(runs, grouping, None)
+}
+
+/// [`all`], with the histograms' x axis ending at `xmax_us` when given (later samples are
+/// counted in the last bin, drawn at the limit).
+pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> Vec<NamedFigure> {
     use Section::*;
     let mut out = Vec::new();
     let order = grid_order(grouping, runs.len());
     let columns = grid_columns(grouping);
-    let shared = HistScale::of(runs);
+    let shared = HistScale::fit(runs, xmax_us);
     let mut hist: Vec<Panel> = order
         .iter()
         .map(|&i| histogram_with(&runs[i], &grouping.run_name(runs, i), shared))
         .collect();
-    share_log_y(&mut hist);
+    share_counts(&mut hist);
     out.push(named(
         "histogram",
         Latency,
@@ -72,12 +78,11 @@ pub fn all(runs: &[RunData], grouping: &Grouping) -> Vec<NamedFigure> {
         .iter()
         .map(|(n, h, _)| (n.clone(), h.clone()))
         .collect();
-    out.push(named(
-        "tail",
-        Latency,
-        TAIL_CAPTION,
-        Figure::single(tail_of(&tail_lines)),
-    ));
+    let mut tail = tail_of(&tail_lines);
+    if runs.len() > 1 && merges(runs, grouping) {
+        crate::repeats::add_tail_bands(&mut tail, runs, grouping);
+    }
+    out.push(named("tail", Latency, TAIL_CAPTION, Figure::single(tail)));
     let (c, e) = cdf_of(lines);
     let source = if runs.iter().any(|r| r.raw.is_some()) && runs.len() <= MAX_RUN_LINES {
         " Drawn from raw samples (exact) where the run stored them, else from the histogram."
@@ -117,8 +122,8 @@ pub fn all(runs: &[RunData], grouping: &Grouping) -> Vec<NamedFigure> {
     out
 }
 
-const HIST_CAPTION: &str = "Latency histogram (OSADL style): samples per latency bin, one line per CPU, counts on a log axis; the legend gives each CPU's maximum.";
-const TAIL_CAPTION: &str = "Tail latency: the latency below which 90 %, 99 %, … 99.9999 % of the wake-ups fell. Lines further right rest on fewer samples; a percentile is drawn only when at least one sample lies beyond it, hollow when fewer than 10 do. × marks the exact maximum (at log10 of the sample count). Runs that repeat (equal in every tag and load case that differs) are merged into one line per group.";
+const HIST_CAPTION: &str = "Latency histogram (OSADL style): samples per latency bin, one line per CPU, counts on a log axis (linear below 2,000 samples per CPU); the legend gives each CPU's maximum. Panels share their bin width (Freedman–Diaconis, at least 1 µs) and axes.";
+const TAIL_CAPTION: &str = "Tail latency: the latency below which 90 %, 99 %, … 99.9999 % of the wake-ups fell. Lines further right rest on fewer samples; a percentile is drawn only when at least one sample lies beyond it, hollow when fewer than 10 do. × marks the exact maximum (at log10 of the sample count). Runs that repeat (equal in every tag and load case that differs) are merged into one line per group; the shaded band spans the repeats' own percentiles (lowest to highest run).";
 const CDF_CAPTION: &str =
     "Cumulative distribution: the fraction of wake-ups with at most this latency.";
 const EXC_CAPTION: &str = "Exceedance (1 − CDF, log axis): the fraction of wake-ups later than this latency; the tail's shape shows how rare the worst cases are.";
@@ -183,19 +188,31 @@ fn grid_columns(g: &Grouping) -> usize {
     }
 }
 
-/// One log y range for all histogram panels: from below 1 (empty bins) to the decade above the
-/// largest count of any of them.
-fn share_log_y(panels: &mut [Panel]) {
-    if panels.len() < 2 {
-        return;
-    }
+/// Fewer samples than this in every thread of every panel draw the counts on a linear axis
+/// (a log axis over a few hundred samples exaggerates single samples).
+pub const SMALL_N: u64 = 2_000;
+
+/// One count axis for all histogram panels: linear from 0 when every thread holds fewer than
+/// [`SMALL_N`] samples, else log from below 1 (empty bins) to the decade above the largest
+/// count of any panel.
+fn share_counts(panels: &mut [Panel]) {
     let top = panels
         .iter()
         .flat_map(|p| p.series.iter())
         .flat_map(|s| s.points.iter().map(|p| p.1))
         .fold(1.0f64, f64::max);
-    for p in panels {
-        p.y.range = Some((10f64.powf(-0.3), 10f64.powf(top.log10().ceil().max(1.0))));
+    let small = panels
+        .iter()
+        .flat_map(|p| p.series.iter())
+        .all(|s| s.points.iter().map(|p| p.1).sum::<f64>() < SMALL_N as f64);
+    let many = panels.len() > 1;
+    for p in panels.iter_mut() {
+        if small {
+            p.y.scale = Scale::Linear;
+            p.y.range = Some((0.0, top * 1.05));
+        } else if many {
+            p.y.range = Some((10f64.powf(-0.3), 10f64.powf(top.log10().ceil().max(1.0))));
+        }
     }
 }
 
@@ -244,14 +261,56 @@ pub struct HistScale {
 impl HistScale {
     /// The scale that holds every thread of every run in at most [`MAX_BINS`] bins.
     pub fn of(runs: &[RunData]) -> HistScale {
-        let max_us = runs
+        HistScale::fit(runs, None)
+    }
+
+    /// The scale of a histogram figure: from 0 to the largest latency of any thread (or to
+    /// `xmax_us`), in bins as wide as the widest Freedman–Diaconis width of the runs
+    /// ([`fd_width_us`]), and at least wide enough for [`MAX_BINS`] bins.
+    pub fn fit(runs: &[RunData], xmax_us: Option<u64>) -> HistScale {
+        let max_us = xmax_us.unwrap_or_else(|| {
+            runs.iter()
+                .flat_map(|r| r.detail.threads.iter().filter_map(|t| t.max_ns))
+                .max()
+                .map_or(1, |m| m / 1000 + 1)
+        });
+        let max_us = max_us.max(1);
+        let fd = runs
             .iter()
-            .flat_map(|r| r.detail.threads.iter().filter_map(|t| t.max_ns))
+            .map(|r| fd_width_us(r.merged()))
             .max()
-            .map_or(1, |m| m / 1000 + 1);
+            .unwrap_or(1);
         HistScale {
-            width: max_us.div_ceil(MAX_BINS).max(1),
+            width: fd.max(max_us.div_ceil(MAX_BINS)).max(1),
             max_us,
+        }
+    }
+}
+
+/// The Freedman–Diaconis bin width of a distribution, `2 · IQR / n^(1/3)`, rounded up to 1, 2
+/// or 5 × 10^k µs (at least 1 µs: cyclictest's resolution and OSADL's bin). A million samples
+/// get 1 µs bins; 500 samples spread over 20 µs get 5 µs bins instead of a picket fence.
+pub fn fd_width_us(h: &Histogram) -> u64 {
+    let (Some(q1), Some(q3)) = (h.value_at_quantile(0.25), h.value_at_quantile(0.75)) else {
+        return 1;
+    };
+    let n = h.count().max(1) as f64;
+    let w = 2.0 * (q3.0.saturating_sub(q1.0)) as f64 / 1000.0 / n.cbrt();
+    nice_up(w)
+}
+
+/// The smallest 1, 2 or 5 × 10^k (k ≥ 0) at or above `v`.
+fn nice_up(v: f64) -> u64 {
+    let mut base = 1u64;
+    loop {
+        for m in [1, 2, 5] {
+            if (m * base) as f64 >= v {
+                return m * base;
+            }
+        }
+        base = base.saturating_mul(10);
+        if base > 1_000_000_000 {
+            return base;
         }
     }
 }
@@ -286,11 +345,19 @@ pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
     } else {
         format!("samples per {width} µs")
     };
+    let beyond = threads
+        .iter()
+        .any(|t| t.max_ns.is_some_and(|m| m / 1000 >= max_us));
+    let x_label = if beyond {
+        format!("latency (µs); later samples counted at {max_us} µs")
+    } else {
+        "latency (µs)".into()
+    };
     Panel {
         title: format!("Latency histogram — {name} (run {})", run.id()),
         x: Axis {
             range: Some((0.0, (max_us.div_ceil(width) * width) as f64)),
-            ..Axis::linear("latency (µs)")
+            ..Axis::linear(x_label)
         },
         y: Axis::log(unit),
         y2: None,
@@ -361,8 +428,7 @@ fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Optio
         }
         return out;
     }
-    let merge = grouping.has_repeats() || runs.len() > MAX_RUN_LINES;
-    if !merge || grouping.groups.len() > MAX_RUN_LINES * 2 {
+    if !merges(runs, grouping) {
         return runs
             .iter()
             .enumerate()
@@ -376,6 +442,13 @@ fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Optio
             .collect();
     }
     by_group(runs, grouping)
+}
+
+/// Whether the shared plots draw one line per group (runs repeat, or are too many for a line
+/// each, and the groups are few enough).
+fn merges(runs: &[RunData], grouping: &Grouping) -> bool {
+    (grouping.has_repeats() || runs.len() > MAX_RUN_LINES)
+        && grouping.groups.len() <= MAX_RUN_LINES * 2
 }
 
 /// One line per group (repeats merged); raw samples are not used then.

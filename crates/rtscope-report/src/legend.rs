@@ -47,7 +47,11 @@ pub fn place(p: &Panel, l: &mut Layout, cell: (u32, u32)) {
         return;
     }
     let (w, h) = size(&entries);
-    let right = if p.y2.is_some() { 2 * Y_LABELS } else { Y_LABELS };
+    let right = if p.y2.is_some() {
+        2 * Y_LABELS
+    } else {
+        Y_LABELS
+    };
     let pw = cell.0.saturating_sub(2 * MARGIN + right).max(1) as f64;
     let ph = cell.1.saturating_sub(2 * MARGIN + X_LABELS + TITLE).max(1) as f64;
     // The box with a few px to spare, as a share of the plotting area.

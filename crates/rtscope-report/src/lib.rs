@@ -15,15 +15,16 @@
 
 mod draw;
 mod escape;
-mod legend;
 pub mod explain;
 pub mod figures;
 pub mod group;
 pub mod html;
+mod legend;
 pub mod matrix;
 pub mod model;
 pub mod monitors;
 pub mod plot;
+pub mod repeats;
 pub mod table;
 pub mod warnings;
 

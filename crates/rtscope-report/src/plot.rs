@@ -36,11 +36,7 @@ pub fn colour(i: usize) -> RGBColor {
     let (r, g, b) = PALETTE[i % PALETTE.len()];
     match (i / PALETTE.len()) % 3 {
         1 => RGBColor(r / 2, g / 2, b / 2),
-        2 => RGBColor(
-            r / 2 + 128,
-            g / 2 + 128,
-            b / 2 + 128,
-        ),
+        2 => RGBColor(r / 2 + 128, g / 2 + 128, b / 2 + 128),
         _ => RGBColor(r, g, b),
     }
 }
@@ -349,4 +345,3 @@ fn nines_label(nines: usize) -> String {
             .to_string(),
     }
 }
-

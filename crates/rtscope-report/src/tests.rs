@@ -590,11 +590,21 @@ fn zero_rates_are_gaps_and_temperatures_fit_their_data() {
 /// Every `<rect>` of an SVG filled with `fill`, as (x0, y0, x1, y1).
 fn rects(svg: &str, fill: &str) -> Vec<(f64, f64, f64, f64)> {
     let attr = |c: &str, name: &str| -> Option<f64> {
-        c.split(&format!(" {name}=\"")).nth(1)?.split('"').next()?.parse().ok()
+        c.split(&format!(" {name}=\""))
+            .nth(1)?
+            .split('"')
+            .next()?
+            .parse()
+            .ok()
     };
     svg.split("<rect")
         .skip(1)
-        .filter(|c| c.split('>').next().unwrap_or("").contains(&format!("fill=\"{fill}\"")))
+        .filter(|c| {
+            c.split('>')
+                .next()
+                .unwrap_or("")
+                .contains(&format!("fill=\"{fill}\""))
+        })
         .filter_map(|c| {
             let (x, y) = (attr(c, "x")?, attr(c, "y")?);
             Some((x, y, x + attr(c, "width")?, y + attr(c, "height")?))
@@ -624,7 +634,10 @@ fn legends_never_cover_data() {
     let runs = study_runs();
     let g = crate::group::Grouping::new(&runs, None);
     let mut figs = figures::all(&runs, &g);
-    figs.extend(figures::all(&runs[..1], &crate::group::Grouping::new(&runs[..1], None)));
+    figs.extend(figures::all(
+        &runs[..1],
+        &crate::group::Grouping::new(&runs[..1], None),
+    ));
     let mut boxes = 0;
     for f in figs {
         let svg = plot::to_svg(&f.figure).unwrap();
@@ -658,9 +671,15 @@ fn long_runs_get_an_h_mm_axis_and_the_tail_axis_labels_p50() {
     };
     run.series = (0..300).map(row).collect();
     let svg = plot::to_svg(&Figure::single(figures::over_time(&run).unwrap())).unwrap();
-    assert!(svg.contains("time since start (h:mm)"), "a 5-hour run in h:mm");
+    assert!(
+        svg.contains("time since start (h:mm)"),
+        "a 5-hour run in h:mm"
+    );
     let t = texts(&svg);
-    assert!(t.iter().any(|l| l == "1:00") && t.iter().any(|l| l == "0:30"), "{t:?}");
+    assert!(
+        t.iter().any(|l| l == "1:00") && t.iter().any(|l| l == "0:30"),
+        "{t:?}"
+    );
     run.series.truncate(10);
     let svg = plot::to_svg(&Figure::single(figures::over_time(&run).unwrap())).unwrap();
     assert!(svg.contains("time since start (s)"));
@@ -682,4 +701,48 @@ fn texts(svg: &str) -> Vec<String> {
         .filter_map(|c| c.split_once('>'))
         .map(|(_, b)| b.split("</text>").next().unwrap_or("").trim().to_string())
         .collect()
+}
+
+#[test]
+fn bins_follow_freedman_diaconis_and_small_runs_count_linearly() {
+    let mut small = Histogram::new();
+    for i in 0..500u64 {
+        small.record(Nanos(10_000 + (i % 20) * 1_000));
+    }
+    // IQR 10 µs, n = 500: 2 · 10 / 7.9 = 2.5 µs, rounded up to 5 µs.
+    assert_eq!(figures::fd_width_us(&small), 5);
+    let mut big = Histogram::new();
+    for i in 0..1_000_000u64 {
+        big.record(Nanos(10_000 + (i % 20) * 1_000));
+    }
+    assert_eq!(
+        figures::fd_width_us(&big),
+        1,
+        "a million samples: 1 µs bins"
+    );
+    // 2,000 samples per thread: log counts; the same runs cut to xmax keep their overflow.
+    let runs = study_runs();
+    let g = crate::group::Grouping::new(&runs[..2], None);
+    let figs = figures::all_with(&runs[..2], &g, Some(6));
+    let hist = &figs[0].figure.panels[0];
+    assert_eq!(hist.x.range.map(|r| r.1), Some(6.0));
+    assert!(
+        hist.x.label.contains("later samples counted at 6 µs"),
+        "{}",
+        hist.x.label
+    );
+    let mut one = run_with(60, &[]);
+    for t in &mut one.detail.threads {
+        t.histogram = small.clone();
+    }
+    let figs = figures::all(
+        std::slice::from_ref(&one),
+        &crate::group::Grouping::new(&[], None),
+    );
+    let hist = &figs[0].figure.panels[0];
+    assert_eq!(
+        hist.y.scale,
+        Scale::Linear,
+        "500 samples per CPU: linear counts"
+    );
 }
