@@ -114,7 +114,7 @@ pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> 
     let monitors = if runs.len() == 1 {
         monitor_panels(&runs[0])
     } else {
-        campaign_monitor_panels(runs)
+        campaign_monitor_panels(runs, grouping)
     };
     for (name, caption, p) in monitors {
         out.push(named(&name, Monitors, caption, Figure::single(p)));

@@ -746,3 +746,44 @@ fn bins_follow_freedman_diaconis_and_small_runs_count_linearly() {
         "500 samples per CPU: linear counts"
     );
 }
+
+#[test]
+fn several_runs_get_monitor_overlays_coloured_and_named_per_group() {
+    let mut runs = Vec::new();
+    for (i, kernel) in ["std", "std", "rt", "rt"].iter().enumerate() {
+        let mut r = run_data(&format!("overlay-{i}"), "idle");
+        r.detail.summary.id = 70 + i as i64;
+        r.detail.summary.tags = vec![("kernel".into(), kernel.to_string())];
+        runs.push(r);
+    }
+    let g = crate::group::Grouping::new(&runs, None);
+    let panels = crate::monitors::campaign_monitor_panels(&runs, &g);
+    let names: Vec<&str> = panels.iter().map(|p| p.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "monitor-temperature",
+            "monitor-frequency",
+            "monitor-interrupts"
+        ]
+    );
+    for (name, _, p) in &panels {
+        assert_eq!(p.series.len(), 4, "{name}: a line per run");
+        let legend: Vec<&str> = p
+            .series
+            .iter()
+            .map(|s| s.name.as_str())
+            .filter(|n| !n.is_empty())
+            .collect();
+        assert_eq!(
+            legend,
+            ["kernel=std", "kernel=rt"],
+            "{name}: named once per group"
+        );
+        let colours: Vec<usize> = p.series.iter().map(|s| s.colour).collect();
+        assert_eq!(colours, [0, 0, 1, 1], "{name}: the group's colour");
+    }
+    let (lo, _) = panels[0].2.y.range.expect("a fitted temperature axis");
+    assert!(lo > 10.0, "{lo}");
+    assert!(panels[2].2.series.iter().all(|s| s.gaps_at_zero));
+}
