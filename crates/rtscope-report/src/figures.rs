@@ -111,6 +111,17 @@ pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> 
             grid(time, columns),
         ));
     }
+    let mut scatter = crate::samples::scatter_panels(runs, grouping, &order);
+    if !scatter.is_empty() {
+        share_log_range(&mut scatter);
+        let cols = groups_per_row(grouping);
+        out.push(named(
+            "samples",
+            Latency,
+            SAMPLES_CAPTION,
+            grid(scatter, cols),
+        ));
+    }
     let monitors = if runs.len() == 1 {
         monitor_panels(&runs[0])
     } else {
@@ -124,10 +135,11 @@ pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> 
 
 const HIST_CAPTION: &str = "Latency histogram (OSADL style): samples per latency bin, one line per CPU, counts on a log axis (linear below 2,000 samples per CPU); the legend gives each CPU's maximum. Panels share their bin width (Freedman–Diaconis, at least 1 µs) and axes.";
 const TAIL_CAPTION: &str = "Tail latency: the latency below which 90 %, 99 %, … 99.9999 % of the wake-ups fell. Lines further right rest on fewer samples; a percentile is drawn only when at least one sample lies beyond it, hollow when fewer than 10 do. × marks the exact maximum (at log10 of the sample count). Runs that repeat (equal in every tag and load case that differs) are merged into one line per group; the shaded band spans the repeats' own percentiles (lowest to highest run).";
+const SAMPLES_CAPTION: &str = "Every sample over time (runs recorded with --raw; the first run of each group): each thread's samples cut into columns that keep their largest and smallest, so no maximum is lost.";
 const CDF_CAPTION: &str =
     "Cumulative distribution: the fraction of wake-ups with at most this latency.";
 const EXC_CAPTION: &str = "Exceedance (1 − CDF, log axis): the fraction of wake-ups later than this latency; the tail's shape shows how rare the worst cases are.";
-const TIME_CAPTION: &str = "Latency over the run: the maximum (solid) and p99 (faint) of each interval, per CPU; temperature or frequency on the right-hand axis when recorded.";
+const TIME_CAPTION: &str = "Latency over the run: the maximum (solid) and p99 (faint) of each interval, per CPU; grey dots mark the largest events (samples above the run's event threshold); temperature or frequency on the right-hand axis when recorded.";
 
 /// Panels in a grid: one full-size panel, or `columns` columns of smaller ones.
 fn grid(panels: Vec<Panel>, columns: usize) -> Figure {
@@ -186,6 +198,36 @@ fn grid_columns(g: &Grouping) -> usize {
         Some(&(_, n)) if n <= 4 && per_row.iter().all(|&(_, m)| m == n) => n,
         _ => 2,
     }
+}
+
+/// One log y range for all panels (from the smallest to the largest value drawn).
+fn share_log_range(panels: &mut [Panel]) {
+    let ys = || {
+        panels
+            .iter()
+            .flat_map(|p| p.series.iter())
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+    };
+    let lo = ys().filter(|&y| y > 0.0).fold(f64::INFINITY, f64::min);
+    let hi = ys().fold(0.0f64, f64::max);
+    if lo.is_finite() && hi > 0.0 {
+        for p in panels.iter_mut() {
+            p.y.range = Some((lo * 0.8, hi * 1.25));
+        }
+    }
+}
+
+/// How many groups one row of a grid holds (the columns of a one-run-per-group grid).
+fn groups_per_row(g: &Grouping) -> usize {
+    let Some(row) = g.row_key() else {
+        return 2;
+    };
+    let first = g.groups.first().map(|x| x.values[row].clone());
+    g.groups
+        .iter()
+        .filter(|x| Some(&x.values[row]) == first.as_ref())
+        .count()
+        .max(1)
 }
 
 /// Fewer samples than this in every thread of every panel draw the counts on a linear axis
@@ -665,7 +707,9 @@ pub fn over_time_named(run: &RunData, name: &str) -> Option<Panel> {
         faint.faint = true;
         series.push(faint);
     }
-    let (y2, extra) = second_axis(run, series.len() / 2);
+    let colours = series.len() / 2;
+    series.extend(crate::samples::event_marks(run));
+    let (y2, extra) = second_axis(run, colours);
     series.extend(extra);
     Some(Panel {
         title: format!("Latency over time — {name} (run {})", run.id()),

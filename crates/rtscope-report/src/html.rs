@@ -20,7 +20,7 @@ th{background:#f2f2f2}td.t,th.t{text-align:left}tr.all td{font-weight:bold;backg
 figure{margin:1em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.9em;color:#444}\
 code{font-size:.9em;word-break:break-all}.muted{color:#777}";
 
-const NAV: &str = "<nav><a href=\"#runs\">Runs</a> · <a href=\"#warnings\">Warnings</a> · <a href=\"#statistics\">Statistics</a> · <a href=\"#latency\">Latency plots</a> · <a href=\"#why\">Why late</a> · <a href=\"#monitors\">Monitors</a> · <a href=\"#loads\">Loads</a> · <a href=\"#environment\">Environment</a> · <a href=\"summary.csv\">summary.csv</a></nav>\n";
+const NAV: &str = "<nav><a href=\"#runs\">Runs</a> · <a href=\"#warnings\">Warnings</a> · <a href=\"#statistics\">Statistics</a> · <a href=\"#latency\">Latency plots</a> · <a href=\"#events\">Events</a> · <a href=\"#why\">Why late</a> · <a href=\"#monitors\">Monitors</a> · <a href=\"#loads\">Loads</a> · <a href=\"#environment\">Environment</a> · <a href=\"summary.csv\">summary.csv</a></nav>\n";
 
 /// The whole page.
 pub fn page(
@@ -52,6 +52,7 @@ pub fn page(
     stats(&mut h, rows);
     h.push_str("<h2 id=\"latency\">Latency plots</h2>\n");
     figures(&mut h, figs, Section::Latency);
+    crate::samples::section(&mut h, runs, grouping);
     crate::explain::section(&mut h, runs);
     h.push_str("<h2 id=\"monitors\">Monitors</h2>\n");
     if !figs.iter().any(|(f, _)| f.section == Section::Monitors)

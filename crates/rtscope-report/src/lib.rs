@@ -25,6 +25,7 @@ pub mod model;
 pub mod monitors;
 pub mod plot;
 pub mod repeats;
+pub mod samples;
 pub mod table;
 pub mod warnings;
 

@@ -787,3 +787,85 @@ fn several_runs_get_monitor_overlays_coloured_and_named_per_group() {
     assert!(lo > 10.0, "{lo}");
     assert!(panels[2].2.series.iter().all(|s| s.gaps_at_zero));
 }
+
+#[test]
+fn events_are_marked_over_time_and_listed_largest_first() {
+    let mut run = run_with(80, &[]);
+    run.events = (0..300u64)
+        .map(|i| rtscope_store::EventRow {
+            thread: (i % 2) as u32,
+            cycle: i * 100,
+            latency_ns: 100_000 + (i * 7_919) % 50_000,
+            offset_ns: i * 10_000_000,
+            unix_ns: 0,
+        })
+        .collect();
+    let largest = run.events.iter().map(|e| e.latency_ns).max().unwrap();
+    let panel = figures::over_time(&run).unwrap();
+    let marks = panel
+        .series
+        .iter()
+        .find(|s| s.shape == plot::Shape::Dots)
+        .expect("event marks");
+    assert_eq!(marks.name, "events (300)");
+    assert_eq!(marks.points.len(), crate::samples::MAX_EVENT_MARKS);
+    let top = marks.points.iter().map(|p| p.1).fold(0.0, f64::max);
+    assert_eq!(top, largest as f64 / 1e3, "the largest event is marked");
+    let runs = vec![run];
+    let g = crate::group::Grouping::new(&runs, None);
+    let mut page = String::new();
+    crate::samples::section(&mut page, &runs, &g);
+    assert!(page.contains("300 samples above"), "{page}");
+    let rows = page.matches("<tr><td>").count();
+    assert_eq!(rows, crate::samples::MAX_EVENT_ROWS);
+    let first = page.split("<tr><td>").nth(1).unwrap();
+    assert!(
+        first.contains(&crate::us(largest)),
+        "largest first: {first}"
+    );
+    assert!(first.contains("CPU "), "with its CPU: {first}");
+}
+
+#[test]
+fn a_raw_run_gets_a_sample_scatter_that_keeps_every_maximum() {
+    let mut run = run_with(81, &[]);
+    let n = 100_000u64;
+    let lat = |t: u64| -> Vec<u64> {
+        (0..n)
+            .map(|i| {
+                if i == 54_321 + t {
+                    3_000_000
+                } else {
+                    5_000 + (i * 31 + t) % 4_000
+                }
+            })
+            .collect()
+    };
+    run.raw = Some(vec![lat(0), lat(1)]);
+    run.raw_at = Some(vec![(0..n).map(|i| i * 200_000).collect(); 2]);
+    let runs = vec![run];
+    let g = crate::group::Grouping::new(&runs, None);
+    let figs = figures::all(&runs, &g);
+    let fig = &figs
+        .iter()
+        .find(|f| f.name == "samples")
+        .expect("a scatter")
+        .figure;
+    let p = &fig.panels[0];
+    assert_eq!(p.series.len(), 2, "one colour per thread");
+    for s in &p.series {
+        assert_eq!(s.shape, plot::Shape::Dots);
+        assert!(
+            s.points.len() <= crate::samples::SCATTER_COLUMNS + 2,
+            "{}",
+            s.points.len()
+        );
+        assert!(
+            s.points.iter().any(|q| q.1 == 3_000.0),
+            "the 3 ms sample survives"
+        );
+    }
+    let svg = plot::to_svg(fig).unwrap();
+    assert!(svg.matches("<circle").count() >= 400, "dots drawn");
+    assert!(svg.len() < 300_000, "{} bytes", svg.len());
+}
