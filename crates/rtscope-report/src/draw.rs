@@ -40,6 +40,8 @@ pub struct Layout {
     pub legend: Option<Corner>,
     /// The share of the y axis added on top so the legend covers no data (0: none needed).
     pub headroom: f64,
+    /// Width (px) of a strip right of the plot that holds the legend instead of a corner.
+    pub outside: Option<u32>,
 }
 
 impl Layout {
@@ -72,6 +74,7 @@ pub fn layout(p: &Panel, cell: (u32, u32)) -> Layout {
         hours,
         legend: None,
         headroom: 0.0,
+        outside: None,
     };
     legend::place(p, &mut l, cell);
     l
@@ -97,7 +100,16 @@ pub fn figure<DB: DrawingBackend>(
     }
     let areas = root.split_evenly((rows, cols as usize));
     for ((area, panel), l) in areas.iter().zip(&fig.panels).zip(&layouts) {
-        draw_panel(area, panel, l)?;
+        match l.outside {
+            Some(w) => {
+                let (aw, _) = area.dim_in_pixel();
+                let (plot, side) = area.split_horizontally(aw.saturating_sub(w + MARGIN));
+                draw_panel(&plot, panel, l)?;
+                let top = (MARGIN + TITLE) as i32;
+                legend_box(&side, panel, (0, top))?;
+            }
+            None => draw_panel(area, panel, l)?,
+        }
     }
     Ok(())
 }
@@ -286,7 +298,13 @@ fn draw_series<DB: DrawingBackend>(
         }
         Shape::Dots => {
             let fill = colour(s.colour).mix(0.7).filled();
-            let dots = pts.iter().map(|&p| Circle::new(p, 2, fill));
+            // One dot per pixel: dots that would land on one already drawn add nothing.
+            let mut seen = std::collections::HashSet::new();
+            let dots = pts
+                .iter()
+                .filter(|&p| seen.insert(chart.backend_coord(p)))
+                .map(|&p| Circle::new(p, 2, fill))
+                .collect::<Vec<_>>();
             chart.draw_series(dots).map_err(plot_err)?;
             return Ok(());
         }
@@ -337,11 +355,10 @@ fn draw_legend<DB: DrawingBackend>(
     p: &Panel,
     l: &Layout,
 ) -> Result<(), ReportError> {
-    let Some(corner) = l.legend else {
+    let Some(corner) = l.legend.filter(|_| l.outside.is_none()) else {
         return Ok(());
     };
-    let entries = legend::entries(p);
-    let (w, h) = legend::size(&entries);
+    let (w, h) = legend::size(&legend::entries(p));
     let area = chart.plotting_area().strip_coord_spec();
     let (pw, ph) = area.dim_in_pixel();
     let (w, h) = (w as i32, h as i32);
@@ -354,6 +371,18 @@ fn draw_legend<DB: DrawingBackend>(
         Corner::UpperLeft | Corner::UpperRight => pad,
         _ => ph as i32 - h - pad,
     };
+    legend_box(&area, p, (x, y))
+}
+
+/// Draws the legend of `p` with its upper left corner at `at` (px) in `area`.
+fn legend_box<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    p: &Panel,
+    (x, y): (i32, i32),
+) -> Result<(), ReportError> {
+    let entries = legend::entries(p);
+    let (w, h) = legend::size(&entries);
+    let (w, h) = (w as i32, h as i32);
     let frame = [(x, y), (x + w, y + h)];
     area.draw(&Rectangle::new(frame, legend::FILL.filled()))
         .map_err(plot_err)?;
@@ -369,11 +398,15 @@ fn draw_legend<DB: DrawingBackend>(
         let yy = y + legend::ROW as i32 * k as i32 + legend::ROW as i32 / 2 + 4;
         let c = colour(s.colour);
         let c = if s.faint { c.mix(0.45) } else { c.mix(1.0) };
-        area.draw(&Rectangle::new(
-            [(x + 6, yy - 2), (x + 26, yy + 2)],
-            c.filled(),
-        ))
-        .map_err(plot_err)?;
+        let swatch = if s.shape == Shape::Dots {
+            area.draw(&Circle::new((x + 16, yy), 3, c.filled()))
+        } else {
+            area.draw(&Rectangle::new(
+                [(x + 6, yy - 2), (x + 26, yy + 2)],
+                c.filled(),
+            ))
+        };
+        swatch.map_err(plot_err)?;
         area.draw(&Text::new(s.name.clone(), (x + 32, yy), text.clone()))
             .map_err(plot_err)?;
     }

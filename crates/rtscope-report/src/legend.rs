@@ -1,7 +1,8 @@
 //! Where a panel's legend goes so that it covers no data: the first corner (the panel's
 //! preferred one, then upper right, upper left, lower right, lower left) whose legend box no
 //! line, dot or marker crosses; when every corner holds data, the y axis is extended upwards
-//! by the legend's height so the box sits above the data.
+//! by the legend's height so the box sits above the data, or, for a legend taller than
+//! [`MAX_HEADROOM`] of the plot, the legend is drawn beside the plot.
 //!
 //! Positions are tested in the panel's drawn (projected) coordinates, with the legend box
 //! sized from its text (a generous estimate of DejaVu Sans at 12 px) and the plotting area
@@ -71,12 +72,22 @@ pub fn place(p: &Panel, l: &mut Layout, cell: (u32, u32)) {
             return;
         }
     }
+    if bh > MAX_HEADROOM {
+        // A tall legend over busy data: beside the plot instead of stretching the axis.
+        l.outside = Some(w + PAD);
+        l.legend = Some(Corner::UpperRight);
+        return;
+    }
     l.legend = Some(match p.legend {
         Corner::UpperLeft | Corner::LowerLeft => Corner::UpperLeft,
         _ => Corner::UpperRight,
     });
-    add_headroom(l, bh.min(0.6));
+    add_headroom(l, bh);
 }
+
+/// The largest share of the y axis added as headroom for a legend; a taller legend is drawn
+/// beside the plot.
+pub const MAX_HEADROOM: f64 = 0.3;
 
 /// Extends the y axis so its top `share` holds no data.
 pub fn add_headroom(l: &mut Layout, share: f64) {

@@ -12,9 +12,9 @@ use std::fmt::Write;
 /// Most events listed in the report's table (the largest of all runs).
 pub const MAX_EVENT_ROWS: usize = 50;
 /// Most events marked on one run's latency-over-time panel (the largest).
-pub const MAX_EVENT_MARKS: usize = 200;
+pub const MAX_EVENT_MARKS: usize = 100;
 /// Columns a raw scatter is cut into per panel; each keeps its largest and smallest sample.
-pub const SCATTER_COLUMNS: usize = 400;
+pub const SCATTER_COLUMNS: usize = 300;
 
 /// The events of a run as marks for its over-time panel: its largest [`MAX_EVENT_MARKS`] at
 /// (s from the start, µs); `None` when it has none.
