@@ -139,7 +139,7 @@ const SAMPLES_CAPTION: &str = "Every sample over time (runs recorded with --raw;
 const CDF_CAPTION: &str =
     "Cumulative distribution: the fraction of wake-ups with at most this latency.";
 const EXC_CAPTION: &str = "Exceedance (1 − CDF, log axis): the fraction of wake-ups later than this latency; the tail's shape shows how rare the worst cases are.";
-const TIME_CAPTION: &str = "Latency over the run: the maximum (solid) and p99 (faint) of each interval, per CPU; grey dots mark the largest events (samples above the run's event threshold); temperature or frequency on the right-hand axis when recorded.";
+const TIME_CAPTION: &str = "Latency over the run: the maximum (solid) and p99 (faint) of each interval, per CPU; black dots mark the largest events (samples above the run's event threshold); temperature or frequency on the right-hand axis when recorded.";
 
 /// Panels in a grid: one full-size panel, or `columns` columns of smaller ones.
 fn grid(panels: Vec<Panel>, columns: usize) -> Figure {

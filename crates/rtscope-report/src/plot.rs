@@ -31,8 +31,14 @@ pub const PALETTE: [(u8, u8, u8); 8] = [
     (181, 165, 0),   // yellow, darkened
 ];
 
+/// The palette index of marks that belong to no CPU or group (events): black.
+pub const NEUTRAL: usize = usize::MAX;
+
 /// The colour of series number `i` (a group keeps its number in every figure of a report).
 pub fn colour(i: usize) -> RGBColor {
+    if i == NEUTRAL {
+        return RGBColor(0, 0, 0);
+    }
     let (r, g, b) = PALETTE[i % PALETTE.len()];
     match (i / PALETTE.len()) % 3 {
         1 => RGBColor(r / 2, g / 2, b / 2),

@@ -32,7 +32,7 @@ pub fn event_marks(run: &RunData) -> Option<Series> {
     let name = format!("events ({})", run.events.len());
     Some(Series {
         shape: Shape::Dots,
-        ..Series::new(name, 6, pts)
+        ..Series::new(name, crate::plot::NEUTRAL, pts)
     })
 }
 
