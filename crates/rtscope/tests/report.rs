@@ -288,3 +288,50 @@ fn without_a_selector_the_newest_run_and_its_campaign_are_reported() {
         "{md}"
     );
 }
+
+/// `--cols kernel --rows case --xmax`: the studies' table with one column per kernel, the
+/// histograms cut at the limit, the events section, all rendered by Chromium without errors.
+#[test]
+fn rows_cols_and_xmax_lay_out_the_study_table_and_render_in_chromium() {
+    let db = campaign_db("layout");
+    {
+        let mut store = Store::open(&db).unwrap();
+        for spec in [("std", 1), ("rt", 2), ("std", 3)] {
+            store.set_tag(spec.1, "kernel", Some(spec.0)).unwrap();
+        }
+    }
+    let dir = common::fresh_dir("report-layout");
+    let (db_s, dir_s) = (db.to_str().unwrap(), dir.to_str().unwrap());
+    let o = rtscope(&[
+        "report",
+        "--db",
+        db_s,
+        "--campaign",
+        "loadcases",
+        "--cols",
+        "kernel",
+        "--rows",
+        "case",
+        "--xmax",
+        "20",
+        "-o",
+        dir_s,
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
+    assert!(md.contains("| case | kernel=std | kernel=rt |"), "{md}");
+    let hist = std::fs::read_to_string(dir.join("histogram.svg")).unwrap();
+    assert!(
+        hist.contains("later samples counted at 20 µs"),
+        "--xmax not applied"
+    );
+    let Some(out) = chromium(&dir.join("report.html"), &["--dump-dom"], "chromium-layout") else {
+        return;
+    };
+    assert_no_console_errors(&out);
+    let dom = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        dom.contains("id=\"events\"") && dom.contains("id=\"groups\""),
+        "sections missing"
+    );
+}
