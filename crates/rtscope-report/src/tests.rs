@@ -365,6 +365,15 @@ fn study_runs() -> Vec<RunData> {
     runs
 }
 
+/// The names a panel's legend shows.
+fn legend_names(p: &Panel) -> Vec<&str> {
+    p.series
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
 /// The numeric `<text>` labels of an SVG, split by the text `title` that starts each panel.
 fn tick_labels_per_panel(svg: &str, title: &str) -> Vec<Vec<String>> {
     let mut panels: Vec<Vec<String>> = Vec::new();
@@ -414,12 +423,7 @@ fn a_study_report_groups_by_kernel_and_case_in_a_grid_on_shared_axes() {
     let figs = figures::all(&runs, &g);
     let fig = |name: &str| &figs.iter().find(|f| f.name == name).unwrap().figure;
     // Legends name the group; repeats merge within a group, never across kernels.
-    let tail: Vec<&str> = fig("tail").panels[0]
-        .series
-        .iter()
-        .map(|s| s.name.as_str())
-        .filter(|n| !n.is_empty())
-        .collect();
+    let tail = legend_names(&fig("tail").panels[0]);
     assert_eq!(
         tail,
         [
@@ -769,12 +773,7 @@ fn several_runs_get_monitor_overlays_coloured_and_named_per_group() {
     );
     for (name, _, p) in &panels {
         assert_eq!(p.series.len(), 4, "{name}: a line per run");
-        let legend: Vec<&str> = p
-            .series
-            .iter()
-            .map(|s| s.name.as_str())
-            .filter(|n| !n.is_empty())
-            .collect();
+        let legend = legend_names(p);
         assert_eq!(
             legend,
             ["kernel=std", "kernel=rt"],

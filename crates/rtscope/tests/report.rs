@@ -91,6 +91,14 @@ fn assert_no_console_errors(o: &Output) {
     assert!(bad.is_empty(), "console messages:\n{}", bad.join("\n"));
 }
 
+/// The DOM Chromium renders from `page`, after checking it logged no console error; `None`
+/// when Chromium is not installed.
+fn rendered_dom(page: &Path, profile: &str) -> Option<String> {
+    let out = chromium(page, &["--dump-dom"], profile)?;
+    assert_no_console_errors(&out);
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// A campaign of three synthetic runs (with monitors and loads) in a fresh database.
 fn campaign_db(name: &str) -> PathBuf {
     let db = db_path(name);
@@ -227,11 +235,9 @@ fn a_measured_run_labelled_as_a_script_renders_as_text_in_the_browser() {
         page.contains("Drawn from raw samples"),
         "--raw did not use the raw samples"
     );
-    let Some(out) = chromium(&dir.join("report.html"), &["--dump-dom"], "chromium-script") else {
+    let Some(dom) = rendered_dom(&dir.join("report.html"), "chromium-script") else {
         return;
     };
-    assert_no_console_errors(&out);
-    let dom = String::from_utf8_lossy(&out.stdout);
     assert!(
         dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
         "label not shown as text"
@@ -325,11 +331,9 @@ fn rows_cols_and_xmax_lay_out_the_study_table_and_render_in_chromium() {
         hist.contains("later samples counted at 20 µs"),
         "--xmax not applied"
     );
-    let Some(out) = chromium(&dir.join("report.html"), &["--dump-dom"], "chromium-layout") else {
+    let Some(dom) = rendered_dom(&dir.join("report.html"), "chromium-layout") else {
         return;
     };
-    assert_no_console_errors(&out);
-    let dom = String::from_utf8_lossy(&out.stdout);
     assert!(
         dom.contains("id=\"events\"") && dom.contains("id=\"groups\""),
         "sections missing"
