@@ -91,6 +91,22 @@ fn assert_no_console_errors(o: &Output) {
     assert!(bad.is_empty(), "console messages:\n{}", bad.join("\n"));
 }
 
+/// `rtscope report --campaign loadcases` of `db` into `dir`, with `extra` options.
+fn report_campaign(db: &Path, dir: &Path, extra: &[&str]) -> Output {
+    let (db_s, dir_s) = (db.to_str().unwrap(), dir.to_str().unwrap());
+    let mut args = vec![
+        "report",
+        "--db",
+        db_s,
+        "--campaign",
+        "loadcases",
+        "-o",
+        dir_s,
+    ];
+    args.extend(extra);
+    rtscope(&args)
+}
+
 /// The DOM Chromium renders from `page`, after checking it logged no console error; `None`
 /// when Chromium is not installed.
 fn rendered_dom(page: &Path, profile: &str) -> Option<String> {
@@ -142,16 +158,7 @@ fn campaign_db(name: &str) -> PathBuf {
 fn a_campaign_report_renders_in_chromium_with_every_plot_and_number() {
     let db = campaign_db("campaign");
     let dir = common::fresh_dir("report-campaign");
-    let (db_s, dir_s) = (db.to_str().unwrap(), dir.to_str().unwrap());
-    let o = rtscope(&[
-        "report",
-        "--db",
-        db_s,
-        "--campaign",
-        "loadcases",
-        "-o",
-        dir_s,
-    ]);
+    let o = report_campaign(&db, &dir, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
     let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 3 * 3, "{csv}");
@@ -307,30 +314,19 @@ fn rows_cols_and_xmax_lay_out_the_study_table_and_render_in_chromium() {
         }
     }
     let dir = common::fresh_dir("report-layout");
-    let (db_s, dir_s) = (db.to_str().unwrap(), dir.to_str().unwrap());
-    let o = rtscope(&[
-        "report",
-        "--db",
-        db_s,
-        "--campaign",
-        "loadcases",
-        "--cols",
-        "kernel",
-        "--rows",
-        "case",
-        "--xmax",
-        "20",
-        "-o",
-        dir_s,
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
-    let md = std::fs::read_to_string(dir.join("summary.md")).unwrap();
-    assert!(md.contains("| case | kernel=std | kernel=rt |"), "{md}");
-    let hist = std::fs::read_to_string(dir.join("histogram.svg")).unwrap();
-    assert!(
-        hist.contains("later samples counted at 20 µs"),
-        "--xmax not applied"
+    let o = report_campaign(
+        &db,
+        &dir,
+        &["--cols", "kernel", "--rows", "case", "--xmax", "20"],
     );
+    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    for (file, want) in [
+        ("summary.md", "| case | kernel=std | kernel=rt |"),
+        ("histogram.svg", "later samples counted at 20 µs"),
+    ] {
+        assert!(read(file).contains(want), "{file} lacks {want}");
+    }
     let Some(dom) = rendered_dom(&dir.join("report.html"), "chromium-layout") else {
         return;
     };
