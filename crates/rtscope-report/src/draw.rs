@@ -224,6 +224,9 @@ fn mesh<'a, DB: DrawingBackend + 'a>(
     if ys == Scale::Log {
         mesh.y_labels(((y1 - y0).ceil() as usize + 1).max(2));
     }
+    if xs == Scale::Log {
+        mesh.x_labels(((l.x.1 - l.x.0).ceil() as usize + 1).max(2));
+    }
     mesh.draw().map_err(plot_err)?;
     if xs == Scale::Nines {
         nines_ticks(chart, area, l)?;

@@ -298,7 +298,13 @@ pub struct HistScale {
     pub width: u64,
     /// Upper end of the x axis, µs.
     pub max_us: u64,
+    /// With a long tail: the lower end (µs, a power of ten) of a log latency axis binned
+    /// [`LOG_BINS_PER_DECADE`] bins per decade; `None`: linear bins of `width`.
+    pub log_from_us: Option<f64>,
 }
+
+/// Bins per decade of a histogram on a log latency axis.
+pub const LOG_BINS_PER_DECADE: u32 = 50;
 
 impl HistScale {
     /// The scale that holds every thread of every run in at most [`MAX_BINS`] bins.
@@ -322,9 +328,27 @@ impl HistScale {
             .map(|r| fd_width_us(r.merged()))
             .max()
             .unwrap_or(1);
+        // A long tail (max over the lowest median beyond LOG_X_RATIO) and no --xmax: log bins,
+        // so a µs body and ms outliers both read.
+        let p50 = runs
+            .iter()
+            .filter_map(|r| r.merged().value_at_quantile(0.5))
+            .map(|v| v.0.max(1))
+            .min();
+        let long = p50.is_some_and(|m| (max_us * 1000) as f64 / m as f64 > LOG_X_RATIO);
+        let log_from_us = (xmax_us.is_none() && long).then(|| {
+            let min = runs
+                .iter()
+                .filter_map(|r| r.merged().min())
+                .map(|m| m.0)
+                .min();
+            let min_us = (min.unwrap_or(1000) as f64 / 1000.0).max(0.1);
+            10f64.powf(min_us.log10().floor())
+        });
         HistScale {
             width: fd.max(max_us.div_ceil(MAX_BINS)).max(1),
             max_us,
+            log_from_us,
         }
     }
 }
@@ -370,7 +394,7 @@ pub fn histogram(run: &RunData) -> Panel {
 /// The OSADL-style histogram of one run named `name`, on a scale shared with other panels.
 pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
     let threads = &run.detail.threads;
-    let HistScale { width, max_us } = scale;
+    let HistScale { width, max_us, .. } = scale;
     let series = threads
         .iter()
         .enumerate()
@@ -379,9 +403,29 @@ pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
                 .max_ns
                 .map_or("-".into(), |m| format!("{} µs", crate::us(m)));
             let name = format!("{} (max {max})", run.cpu_name(t.thread));
-            Series::new(name, i, histogram_points(&t.histogram, width, max_us))
+            let pts = match scale.log_from_us {
+                Some(lo) => histogram_points_log(&t.histogram, lo, max_us),
+                None => histogram_points(&t.histogram, width, max_us),
+            };
+            Series::new(name, i, pts)
         })
         .collect();
+    let title = format!("Latency histogram — {name} (run {})", run.id());
+    if let Some(lo) = scale.log_from_us {
+        return Panel {
+            title,
+            x: Axis {
+                range: Some((lo, max_us as f64 * 1.05)),
+                ..Axis::log("latency (µs, log axis)")
+            },
+            y: Axis::log(format!(
+                "samples per bin ({LOG_BINS_PER_DECADE} per decade)"
+            )),
+            y2: None,
+            legend: Corner::UpperRight,
+            series,
+        };
+    }
     let unit = if width == 1 {
         "samples per µs".to_string()
     } else {
@@ -396,7 +440,7 @@ pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
         "latency (µs)".into()
     };
     Panel {
-        title: format!("Latency histogram — {name} (run {})", run.id()),
+        title,
         x: Axis {
             range: Some((0.0, (max_us.div_ceil(width) * width) as f64)),
             ..Axis::linear(x_label)
@@ -406,6 +450,21 @@ pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
         legend: Corner::UpperRight,
         series,
     }
+}
+
+/// Histogram counts in [`LOG_BINS_PER_DECADE`] bins per decade from `lo_us` to `max_us`, as
+/// (bin start µs, count), each bucket counted in the bin of its highest value; runs of empty
+/// bins are reduced to their first and last bin.
+pub fn histogram_points_log(h: &Histogram, lo_us: f64, max_us: u64) -> Vec<(f64, f64)> {
+    let per = f64::from(LOG_BINS_PER_DECADE);
+    let bins = ((max_us as f64 / lo_us).max(1.0).log10() * per).ceil() as usize + 2;
+    let mut counts = vec![0u64; bins];
+    for (lo, w, c) in h.buckets() {
+        let us = (lo.0 + w.0 - 1) as f64 / 1000.0;
+        let b = ((us / lo_us).max(1.0).log10() * per).floor() as usize;
+        counts[b.min(bins - 1)] += c;
+    }
+    thin_empty(&counts, |i| lo_us * 10f64.powf(i as f64 / per))
 }
 
 /// Histogram counts in bins of `width` µs from 0 to `max_us`, as (bin start µs, count), each
@@ -421,13 +480,18 @@ pub fn histogram_points(h: &Histogram, width: u64, max_us: u64) -> Vec<(f64, f64
         let b = (((lo.0 + w.0 - 1) / 1000) / width) as usize;
         counts[b.min(bins - 1)] += c;
     }
+    thin_empty(&counts, |i| (i as u64 * width) as f64)
+}
+
+/// Bin counts as (bin start, count) with runs of empty bins reduced to their ends.
+fn thin_empty(counts: &[u64], start: impl Fn(usize) -> f64) -> Vec<(f64, f64)> {
     let mut pts = Vec::new();
     for (i, &c) in counts.iter().enumerate() {
         let prev = i.checked_sub(1).map(|j| counts[j]);
         let next = counts.get(i + 1).copied();
         let interior_zero = c == 0 && prev == Some(0) && next == Some(0);
         if !interior_zero {
-            pts.push(((i as u64 * width) as f64, c as f64));
+            pts.push((start(i), c as f64));
         }
     }
     pts

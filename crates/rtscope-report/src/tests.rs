@@ -868,3 +868,34 @@ fn a_raw_run_gets_a_sample_scatter_that_keeps_every_maximum() {
     assert!(svg.matches("<circle").count() >= 300, "dots drawn");
     assert!(svg.len() < 300_000, "{} bytes", svg.len());
 }
+
+#[test]
+fn a_histogram_with_ms_outliers_gets_log_bins_unless_cut_by_xmax() {
+    let mut r = run_with(90, &[]);
+    for t in &mut r.detail.threads {
+        t.histogram.record(Nanos(12_000_000));
+        t.max_ns = Some(12_000_000);
+    }
+    r.detail.summary.histogram.record(Nanos(12_000_000));
+    let runs = [r];
+    let scale = figures::HistScale::fit(&runs, None);
+    assert_eq!(
+        scale.log_from_us,
+        Some(10.0),
+        "a 12 ms tail over a ~50 µs body"
+    );
+    let p = figures::histogram_with(&runs[0], "x", scale);
+    assert_eq!(p.x.scale, Scale::Log);
+    // The body spreads over many bins instead of one 12 µs bin.
+    let body = p.series[0]
+        .points
+        .iter()
+        .filter(|q| q.0 < 100.0 && q.1 > 0.0)
+        .count();
+    assert!(body >= 10, "{body} bins below 100 µs");
+    let t = texts(&plot::to_svg(&Figure::single(p)).unwrap());
+    for label in ["10", "100", "1000", "10k"] {
+        assert!(t.iter().any(|l| l == label), "{label} missing: {t:?}");
+    }
+    assert_eq!(figures::HistScale::fit(&runs, Some(100)).log_from_us, None);
+}
