@@ -18,6 +18,7 @@ mod escape;
 pub mod explain;
 pub mod figures;
 pub mod group;
+pub mod histogram;
 pub mod html;
 mod legend;
 pub mod matrix;
@@ -248,3 +249,6 @@ pub fn us(ns: u64) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod layout_tests;
