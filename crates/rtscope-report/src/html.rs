@@ -233,10 +233,16 @@ fn figures(h: &mut String, figs: &[(&NamedFigure, &str)], section: Section) {
 
 fn top(h: &mut String, runs: &[RunData]) {
     for r in runs.iter().filter(|r| !r.top.is_empty()) {
-        let _ = write!(h, "<h3>Top CPU consumers — {} (run {})</h3>\n<table><tr><th class=\"t\">thread</th><th>mean % of a CPU</th><th>peak %</th><th>samples</th></tr>\n", escape(&r.name()), r.id());
-        for (comm, mean, peak, n) in crate::monitors::top_consumers(r, 10) {
-            cell(h, &comm);
-            let _ = writeln!(h, "<td>{mean:.1}</td><td>{peak:.1}</td><td>{n}</td></tr>");
+        let _ = write!(h, "<h3>Top CPU consumers — {} (run {})</h3>\n<table><tr><th class=\"t\">thread</th><th>CPU</th><th class=\"t\">kind</th><th>mean % of a CPU</th><th>peak %</th><th>samples</th></tr>\n", escape(&r.name()), r.id());
+        for c in crate::monitors::top_consumers(r, 10) {
+            h.push_str("<tr>");
+            cell(h, &c.comm);
+            let kind = if c.kernel { "kernel" } else { "user" };
+            let _ = writeln!(
+                h,
+                "<td>{}</td><td class=\"t\">{kind}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td></tr>",
+                c.cpu, c.mean, c.peak, c.samples
+            );
         }
         h.push_str("</table>\n");
     }

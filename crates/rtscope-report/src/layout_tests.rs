@@ -305,3 +305,32 @@ fn a_histogram_with_ms_outliers_gets_log_bins_unless_cut_by_xmax() {
     }
     assert_eq!(figures::HistScale::fit(&runs, Some(100)).log_from_us, None);
 }
+
+#[test]
+fn top_consumers_name_their_cpu_and_kind_in_rows_of_their_own() {
+    let mut run = run_with(91, &[]);
+    let t = |cpu: u32, pct: f64| rtscope_store::TopThread {
+        offset_ns: 0,
+        rank: 0,
+        pid: 39,
+        tid: 39,
+        comm: "irq/39-dwc_otg".into(),
+        cpu_percent: pct,
+        last_cpu: cpu,
+        kernel: true,
+    };
+    run.top = vec![t(1, 30.0), t(0, 40.0), t(1, 35.0)];
+    let top = crate::monitors::top_consumers(&run, 10);
+    assert_eq!(top.len(), 1);
+    assert_eq!((top[0].cpu, top[0].kernel, top[0].samples), (1, true, 3));
+    assert!((top[0].mean - 35.0).abs() < 1e-9 && top[0].peak == 40.0);
+    let runs = vec![run];
+    let g = crate::group::Grouping::new(&runs, None);
+    let page = crate::html::page(&runs, &g, &[], &[], &[], &crate::ReportOptions::default());
+    assert!(
+        page.contains(
+            "<tr><td class=\"t\">irq/39-dwc_otg</td><td>1</td><td class=\"t\">kernel</td>"
+        ),
+        "the row names its CPU and kind"
+    );
+}

@@ -235,24 +235,67 @@ fn peak(m: &MonitorSeries) -> f64 {
     m.points.iter().map(|p| p.1).fold(f64::MIN, f64::max)
 }
 
-/// The busiest threads over a run: (comm, mean % of a CPU over the samples it appeared in,
-/// peak %, samples it appeared in), busiest first, at most `n`.
-pub fn top_consumers(run: &RunData, n: usize) -> Vec<(String, f64, f64, usize)> {
-    let mut acc: Vec<(String, f64, f64, usize)> = Vec::new();
+/// One of a run's busiest threads, over the monitor samples it appeared in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Consumer {
+    /// Thread name, e.g. `irq/39-dwc_otg`.
+    pub comm: String,
+    /// Mean share of one CPU, %.
+    pub mean: f64,
+    /// Peak share of one CPU, %.
+    pub peak: f64,
+    /// Monitor samples it appeared in.
+    pub samples: usize,
+    /// The CPU it last ran on most often.
+    pub cpu: u32,
+    /// Whether it is a kernel thread (IRQ threads, ksoftirqd, …).
+    pub kernel: bool,
+}
+
+/// The busiest threads over a run, busiest first, at most `n`.
+pub fn top_consumers(run: &RunData, n: usize) -> Vec<Consumer> {
+    let mut acc: Vec<(Consumer, Vec<u32>)> = Vec::new();
     for t in &run.top {
-        match acc.iter_mut().find(|a| a.0 == t.comm) {
-            Some(a) => {
-                a.1 += t.cpu_percent;
-                a.2 = a.2.max(t.cpu_percent);
-                a.3 += 1;
+        match acc.iter_mut().find(|a| a.0.comm == t.comm) {
+            Some((a, cpus)) => {
+                a.mean += t.cpu_percent;
+                a.peak = a.peak.max(t.cpu_percent);
+                a.samples += 1;
+                cpus.push(t.last_cpu);
             }
-            None => acc.push((t.comm.clone(), t.cpu_percent, t.cpu_percent, 1)),
+            None => acc.push((
+                Consumer {
+                    comm: t.comm.clone(),
+                    mean: t.cpu_percent,
+                    peak: t.cpu_percent,
+                    samples: 1,
+                    cpu: t.last_cpu,
+                    kernel: t.kernel,
+                },
+                vec![t.last_cpu],
+            )),
         }
     }
-    for a in &mut acc {
-        a.1 /= a.3 as f64;
+    let mut out: Vec<Consumer> = acc
+        .into_iter()
+        .map(|(mut a, cpus)| {
+            a.mean /= a.samples as f64;
+            a.cpu = most_frequent(&cpus).unwrap_or(a.cpu);
+            a
+        })
+        .collect();
+    out.sort_by(|a, b| b.mean.total_cmp(&a.mean));
+    out.truncate(n);
+    out
+}
+
+fn most_frequent(v: &[u32]) -> Option<u32> {
+    let mut best: Option<(u32, usize)> = None;
+    for &x in v {
+        let n = v.iter().filter(|&&y| y == x).count();
+        if best.is_none_or(|(_, m)| n > m) {
+            best = Some((x, n));
+        }
     }
-    acc.sort_by(|a, b| b.1.total_cmp(&a.1));
-    acc.truncate(n);
-    acc
+    best.map(|b| b.0)
 }
