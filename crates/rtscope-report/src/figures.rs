@@ -87,7 +87,10 @@ pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> 
         crate::repeats::add_tail_bands(&mut tail, runs, grouping);
     }
     out.push(named("tail", Latency, TAIL_CAPTION, Figure::single(tail)));
-    let (c, e) = cdf_of(lines);
+    let (mut c, mut e) = cdf_of(lines);
+    if runs.len() > 1 && merges(runs, grouping) {
+        crate::repeats::add_cdf_bands(&mut c, &mut e, runs, grouping);
+    }
     let source = if runs.iter().any(|r| r.raw.is_some()) && runs.len() <= MAX_RUN_LINES {
         " Drawn from raw samples (exact) where the run stored them, else from the histogram."
     } else {
@@ -141,7 +144,7 @@ const HIST_CAPTION: &str = "Latency histogram (OSADL style): samples per latency
 const TAIL_CAPTION: &str = "Tail latency: the latency below which 90 %, 99 %, … 99.9999 % of the wake-ups fell. Lines further right rest on fewer samples; a percentile is drawn only when at least one sample lies beyond it, hollow when fewer than 10 do. × marks the exact maximum (at log10 of the sample count). Runs that repeat (equal in every tag and load case that differs) are merged into one line per group; the shaded band spans the repeats' own percentiles (lowest to highest run).";
 const SAMPLES_CAPTION: &str = "Every sample over time (runs recorded with --raw; the first run of each group): each thread's samples cut into columns that keep their largest and smallest, so no maximum is lost.";
 const CDF_CAPTION: &str =
-    "Cumulative distribution: the fraction of wake-ups with at most this latency.";
+    "Cumulative distribution: the fraction of wake-ups with at most this latency; a shaded band spans a group's repeats (lowest to highest run at each fraction).";
 const EXC_CAPTION: &str = "Exceedance (1 − CDF, log axis): the fraction of wake-ups later than this latency; the tail's shape shows how rare the worst cases are.";
 const TIME_CAPTION: &str = "Latency over the run: the maximum (solid) and p99 (faint) of each interval, per CPU; black dots mark the largest events (samples above the run's event threshold); temperature or frequency on the right-hand axis when recorded.";
 

@@ -53,6 +53,64 @@ pub fn add_tail_bands(panel: &mut Panel, runs: &[RunData], grouping: &Grouping) 
     panel.series = bands;
 }
 
+/// The quantiles a CDF band is drawn at: every 2 % of the body, then 3 points per decade of
+/// the tail down to one sample in `n`.
+fn band_quantiles(n: u64) -> Vec<f64> {
+    let mut q: Vec<f64> = (1..50).map(|i| f64::from(i) / 50.0).collect();
+    let decades = (n.max(10) as f64).log10();
+    let mut k = 6.0;
+    while k / 3.0 <= decades {
+        q.push(1.0 - 10f64.powf(-k / 3.0));
+        k += 1.0;
+    }
+    q
+}
+
+/// Adds to the CDF and exceedance plots (whose lines are the groups, in order) a band for
+/// every group of several runs: at each fraction, from its fastest to its slowest run's
+/// latency.
+pub fn add_cdf_bands(cdf: &mut Panel, exc: &mut Panel, runs: &[RunData], grouping: &Grouping) {
+    let (mut cb, mut eb) = (Vec::new(), Vec::new());
+    for (i, g) in grouping.groups.iter().enumerate() {
+        if g.runs.len() < 2 {
+            continue;
+        }
+        let hists: Vec<_> = g.runs.iter().map(|&k| runs[k].merged()).collect();
+        let n = hists.iter().map(|h| h.count()).min().unwrap_or(0);
+        let mut edge: Vec<(f64, f64, f64)> = Vec::new();
+        for q in band_quantiles(n) {
+            let xs: Vec<f64> = hists
+                .iter()
+                .filter_map(|h| h.value_at_quantile(q))
+                .map(|v| v.0 as f64 / 1000.0)
+                .collect();
+            if xs.len() == hists.len() {
+                let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+                let hi = xs.iter().copied().fold(0.0, f64::max);
+                edge.push((q, lo, hi));
+            }
+        }
+        if edge.len() < 2 {
+            continue;
+        }
+        let outline = |y: &dyn Fn(f64) -> f64| -> Vec<(f64, f64)> {
+            let mut o: Vec<(f64, f64)> = edge.iter().map(|&(q, lo, _)| (lo, y(q))).collect();
+            o.extend(edge.iter().rev().map(|&(q, _, hi)| (hi, y(q))));
+            o
+        };
+        let band = |pts| Series {
+            shape: Shape::Band,
+            ..Series::new("", i, pts)
+        };
+        cb.push(band(outline(&|q| q)));
+        eb.push(band(outline(&|q| 1.0 - q)));
+    }
+    cb.append(&mut cdf.series);
+    cdf.series = cb;
+    eb.append(&mut exc.series);
+    exc.series = eb;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
