@@ -354,6 +354,18 @@ pub struct ReportArgs {
     /// tags and campaign coordinates that differ among the runs]
     #[arg(long, value_name = "KEY,…", value_delimiter = ',')]
     pub group_by: Option<Vec<String>>,
+    /// The key whose values make the rows of the plot grids and the per-case table [default:
+    /// `case`, else `scenario`]
+    #[arg(long, value_name = "KEY")]
+    pub rows: Option<String>,
+    /// The keys whose values make the columns (e.g. `kernel`) [default: the other keys that
+    /// differ]
+    #[arg(long, value_name = "KEY,…", value_delimiter = ',')]
+    pub cols: Option<Vec<String>>,
+    /// End the histograms' latency axis here, in µs (OSADL's `-h400`: 400); later samples are
+    /// counted at the limit [default: the largest latency]
+    #[arg(long, value_name = "US")]
+    pub xmax: Option<u64>,
 }
 
 /// Options of `rtscope man`.

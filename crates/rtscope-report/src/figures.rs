@@ -7,8 +7,12 @@ use crate::monitors::{campaign_monitor_panels, monitor_panels};
 use crate::plot::{Axis, Corner, Figure, Panel, Scale, Series, Shape};
 use rtscope_core::{Histogram, PERCENTILES};
 
-/// Most bins an OSADL-style histogram is drawn with; wider latency ranges get wider bins.
-pub const MAX_BINS: u64 = 1000;
+use crate::histogram::share_counts;
+pub use crate::histogram::{
+    fd_width_us, histogram, histogram_points, histogram_points_log, histogram_with, HistScale,
+    LOG_BINS_PER_DECADE, MAX_BINS, SMALL_N,
+};
+
 /// Most runs drawn as lines of their own on the shared plots; beyond, or when runs repeat, one
 /// line per group (runs equal in every key that differs, see [`crate::group`]).
 pub const MAX_RUN_LINES: usize = 12;
@@ -51,16 +55,22 @@ fn named(name: &str, section: Section, caption: &str, figure: Figure) -> NamedFi
 /// multiples of the per-run plots laid out as a grid (rows: load case or scenario; columns:
 /// the other keys that differ), sharing their axes.
 pub fn all(runs: &[RunData], grouping: &Grouping) -> Vec<NamedFigure> {
+    all_with(runs, grouping, None)
+}
+
+/// [`all`], with the histograms' x axis ending at `xmax_us` when given (later samples are
+/// counted in the last bin, drawn at the limit).
+pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> Vec<NamedFigure> {
     use Section::*;
     let mut out = Vec::new();
     let order = grid_order(grouping, runs.len());
     let columns = grid_columns(grouping);
-    let shared = HistScale::of(runs);
+    let shared = HistScale::fit(runs, xmax_us);
     let mut hist: Vec<Panel> = order
         .iter()
         .map(|&i| histogram_with(&runs[i], &grouping.run_name(runs, i), shared))
         .collect();
-    share_log_y(&mut hist);
+    share_counts(&mut hist);
     out.push(named(
         "histogram",
         Latency,
@@ -72,13 +82,15 @@ pub fn all(runs: &[RunData], grouping: &Grouping) -> Vec<NamedFigure> {
         .iter()
         .map(|(n, h, _)| (n.clone(), h.clone()))
         .collect();
-    out.push(named(
-        "tail",
-        Latency,
-        TAIL_CAPTION,
-        Figure::single(tail_of(&tail_lines)),
-    ));
-    let (c, e) = cdf_of(lines);
+    let mut tail = tail_of(&tail_lines);
+    if runs.len() > 1 && merges(runs, grouping) {
+        crate::repeats::add_tail_bands(&mut tail, runs, grouping);
+    }
+    out.push(named("tail", Latency, TAIL_CAPTION, Figure::single(tail)));
+    let (mut c, mut e) = cdf_of(lines);
+    if runs.len() > 1 && merges(runs, grouping) {
+        crate::repeats::add_cdf_bands(&mut c, &mut e, runs, grouping);
+    }
     let source = if runs.iter().any(|r| r.raw.is_some()) && runs.len() <= MAX_RUN_LINES {
         " Drawn from raw samples (exact) where the run stored them, else from the histogram."
     } else {
@@ -106,10 +118,21 @@ pub fn all(runs: &[RunData], grouping: &Grouping) -> Vec<NamedFigure> {
             grid(time, columns),
         ));
     }
+    let mut scatter = crate::samples::scatter_panels(runs, grouping, &order);
+    if !scatter.is_empty() {
+        share_log_range(&mut scatter);
+        let cols = groups_per_row(grouping);
+        out.push(named(
+            "samples",
+            Latency,
+            SAMPLES_CAPTION,
+            grid(scatter, cols),
+        ));
+    }
     let monitors = if runs.len() == 1 {
         monitor_panels(&runs[0])
     } else {
-        campaign_monitor_panels(runs)
+        campaign_monitor_panels(runs, grouping)
     };
     for (name, caption, p) in monitors {
         out.push(named(&name, Monitors, caption, Figure::single(p)));
@@ -117,12 +140,13 @@ pub fn all(runs: &[RunData], grouping: &Grouping) -> Vec<NamedFigure> {
     out
 }
 
-const HIST_CAPTION: &str = "Latency histogram (OSADL style): samples per latency bin, one line per CPU, counts on a log axis; the legend gives each CPU's maximum.";
-const TAIL_CAPTION: &str = "Tail latency: the latency below which 90 %, 99 %, … 99.9999 % of the wake-ups fell. Lines further right rest on fewer samples; a percentile is drawn only when at least one sample lies beyond it, hollow when fewer than 10 do. × marks the exact maximum (at log10 of the sample count). Runs that repeat (equal in every tag and load case that differs) are merged into one line per group.";
+const HIST_CAPTION: &str = "Latency histogram (OSADL style): samples per latency bin, one line per CPU, counts on a log axis (linear below 2,000 samples per CPU); the legend gives each CPU's maximum. Panels share their bin width (Freedman–Diaconis, at least 1 µs) and axes.";
+const TAIL_CAPTION: &str = "Tail latency: the latency below which 90 %, 99 %, … 99.9999 % of the wake-ups fell. Lines further right rest on fewer samples; a percentile is drawn only when at least one sample lies beyond it, hollow when fewer than 10 do. × marks the exact maximum (at log10 of the sample count). Runs that repeat (equal in every tag and load case that differs) are merged into one line per group; the shaded band spans the repeats' own percentiles (lowest to highest run).";
+const SAMPLES_CAPTION: &str = "Every sample over time (runs recorded with --raw; the first run of each group): each thread's samples cut into columns that keep their largest and smallest, so no maximum is lost.";
 const CDF_CAPTION: &str =
-    "Cumulative distribution: the fraction of wake-ups with at most this latency.";
+    "Cumulative distribution: the fraction of wake-ups with at most this latency; a shaded band spans a group's repeats (lowest to highest run at each fraction).";
 const EXC_CAPTION: &str = "Exceedance (1 − CDF, log axis): the fraction of wake-ups later than this latency; the tail's shape shows how rare the worst cases are.";
-const TIME_CAPTION: &str = "Latency over the run: the maximum (solid) and p99 (faint) of each interval, per CPU; temperature or frequency on the right-hand axis when recorded.";
+const TIME_CAPTION: &str = "Latency over the run: the maximum (solid) and p99 (faint) of each interval, per CPU; black dots mark the largest events (samples above the run's event threshold); temperature or frequency on the right-hand axis when recorded.";
 
 /// Panels in a grid: one full-size panel, or `columns` columns of smaller ones.
 fn grid(panels: Vec<Panel>, columns: usize) -> Figure {
@@ -183,20 +207,34 @@ fn grid_columns(g: &Grouping) -> usize {
     }
 }
 
-/// One log y range for all histogram panels: from below 1 (empty bins) to the decade above the
-/// largest count of any of them.
-fn share_log_y(panels: &mut [Panel]) {
-    if panels.len() < 2 {
-        return;
+/// One log y range for all panels (from the smallest to the largest value drawn).
+fn share_log_range(panels: &mut [Panel]) {
+    let ys = || {
+        panels
+            .iter()
+            .flat_map(|p| p.series.iter())
+            .flat_map(|s| s.points.iter().map(|p| p.1))
+    };
+    let lo = ys().filter(|&y| y > 0.0).fold(f64::INFINITY, f64::min);
+    let hi = ys().fold(0.0f64, f64::max);
+    if lo.is_finite() && hi > 0.0 {
+        for p in panels.iter_mut() {
+            p.y.range = Some((lo * 0.8, hi * 1.25));
+        }
     }
-    let top = panels
+}
+
+/// How many groups one row of a grid holds (the columns of a one-run-per-group grid).
+fn groups_per_row(g: &Grouping) -> usize {
+    let Some(row) = g.row_key() else {
+        return 2;
+    };
+    let first = g.groups.first().map(|x| x.values[row].clone());
+    g.groups
         .iter()
-        .flat_map(|p| p.series.iter())
-        .flat_map(|s| s.points.iter().map(|p| p.1))
-        .fold(1.0f64, f64::max);
-    for p in panels {
-        p.y.range = Some((10f64.powf(-0.3), 10f64.powf(top.log10().ceil().max(1.0))));
-    }
+        .filter(|x| Some(&x.values[row]) == first.as_ref())
+        .count()
+        .max(1)
 }
 
 /// One y range for all over-time panels (from 0 to the highest value drawn), so "this one does
@@ -232,96 +270,8 @@ fn empty_panel() -> Panel {
     }
 }
 
-/// The bin width and range shared by the histograms of one figure, µs.
-#[derive(Debug, Clone, Copy)]
-pub struct HistScale {
-    /// Bin width, µs.
-    pub width: u64,
-    /// Upper end of the x axis, µs.
-    pub max_us: u64,
-}
-
-impl HistScale {
-    /// The scale that holds every thread of every run in at most [`MAX_BINS`] bins.
-    pub fn of(runs: &[RunData]) -> HistScale {
-        let max_us = runs
-            .iter()
-            .flat_map(|r| r.detail.threads.iter().filter_map(|t| t.max_ns))
-            .max()
-            .map_or(1, |m| m / 1000 + 1);
-        HistScale {
-            width: max_us.div_ceil(MAX_BINS).max(1),
-            max_us,
-        }
-    }
-}
-
 fn ns_to_us(ns: u64) -> f64 {
     ns as f64 / 1000.0
-}
-
-/// The OSADL-style latency histogram of one run: one line per CPU over µs bins.
-pub fn histogram(run: &RunData) -> Panel {
-    let title = run.name();
-    histogram_with(run, &title, HistScale::of(std::slice::from_ref(run)))
-}
-
-/// The OSADL-style histogram of one run named `name`, on a scale shared with other panels.
-pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
-    let threads = &run.detail.threads;
-    let HistScale { width, max_us } = scale;
-    let series = threads
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let max = t
-                .max_ns
-                .map_or("-".into(), |m| format!("{} µs", crate::us(m)));
-            let name = format!("{} (max {max})", run.cpu_name(t.thread));
-            Series::new(name, i, histogram_points(&t.histogram, width, max_us))
-        })
-        .collect();
-    let unit = if width == 1 {
-        "samples per µs".to_string()
-    } else {
-        format!("samples per {width} µs")
-    };
-    Panel {
-        title: format!("Latency histogram — {name} (run {})", run.id()),
-        x: Axis {
-            range: Some((0.0, (max_us.div_ceil(width) * width) as f64)),
-            ..Axis::linear("latency (µs)")
-        },
-        y: Axis::log(unit),
-        y2: None,
-        legend: Corner::UpperRight,
-        series,
-    }
-}
-
-/// Histogram counts in bins of `width` µs from 0 to `max_us`, as (bin start µs, count), each
-/// bucket counted in the bin of its highest value; runs of empty bins are reduced to their first
-/// and last bin (drawn at the bottom of the log axis).
-pub fn histogram_points(h: &Histogram, width: u64, max_us: u64) -> Vec<(f64, f64)> {
-    let bins = (max_us / width + 2) as usize;
-    let mut counts = vec![0u64; bins];
-    for (lo, w, c) in h.buckets() {
-        // By the bucket's highest value: above 2,048 ns a bucket is wider than 1 ns, and one
-        // that straddles a bin edge goes to the upper bin (an error of at most its width, under
-        // 0.1 %), so whole-µs samples (cyclictest histograms) land in their own bins.
-        let b = (((lo.0 + w.0 - 1) / 1000) / width) as usize;
-        counts[b.min(bins - 1)] += c;
-    }
-    let mut pts = Vec::new();
-    for (i, &c) in counts.iter().enumerate() {
-        let prev = i.checked_sub(1).map(|j| counts[j]);
-        let next = counts.get(i + 1).copied();
-        let interior_zero = c == 0 && prev == Some(0) && next == Some(0);
-        if !interior_zero {
-            pts.push(((i as u64 * width) as f64, c as f64));
-        }
-    }
-    pts
 }
 
 /// "Nines" of a quantile: `−log10(1 − q)` (p90 → 1, p99 → 2, …).
@@ -361,8 +311,7 @@ fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Optio
         }
         return out;
     }
-    let merge = grouping.has_repeats() || runs.len() > MAX_RUN_LINES;
-    if !merge || grouping.groups.len() > MAX_RUN_LINES * 2 {
+    if !merges(runs, grouping) {
         return runs
             .iter()
             .enumerate()
@@ -376,6 +325,13 @@ fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Optio
             .collect();
     }
     by_group(runs, grouping)
+}
+
+/// Whether the shared plots draw one line per group (runs repeat, or are too many for a line
+/// each, and the groups are few enough).
+fn merges(runs: &[RunData], grouping: &Grouping) -> bool {
+    (grouping.has_repeats() || runs.len() > MAX_RUN_LINES)
+        && grouping.groups.len() <= MAX_RUN_LINES * 2
 }
 
 /// One line per group (repeats merged); raw samples are not used then.
@@ -592,11 +548,13 @@ pub fn over_time_named(run: &RunData, name: &str) -> Option<Panel> {
         faint.faint = true;
         series.push(faint);
     }
-    let (y2, extra) = second_axis(run, series.len() / 2);
+    let colours = series.len() / 2;
+    series.extend(crate::samples::event_marks(run));
+    let (y2, extra) = second_axis(run, colours);
     series.extend(extra);
     Some(Panel {
         title: format!("Latency over time — {name} (run {})", run.id()),
-        x: Axis::linear("time since start (s)"),
+        x: Axis::time("time since start"),
         y: Axis::linear("latency (µs)"),
         y2,
         legend: Corner::UpperRight,

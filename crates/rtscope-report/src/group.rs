@@ -95,6 +95,8 @@ pub struct Grouping {
     pub keys: Vec<Key>,
     /// The groups, in order of first appearance.
     pub groups: Vec<Group>,
+    /// The key chosen for the rows of grids and tables (`--rows`), as an index into `keys`.
+    pub rows: Option<usize>,
 }
 
 /// Runs equal in every key.
@@ -127,7 +129,47 @@ impl Grouping {
                 }
             }
         }
-        Grouping { keys, groups }
+        Grouping {
+            keys,
+            groups,
+            rows: None,
+        }
+    }
+
+    /// Groups `runs` for a grid with `rows` as the row key and `cols` as the column keys
+    /// (`--rows case --cols kernel`); `keys` (`--group-by`) or else the keys that differ fill
+    /// in what is not given. The columns keep their order, the row key comes last.
+    pub fn arranged(
+        runs: &[RunData],
+        keys: Option<&[Key]>,
+        rows: Option<&Key>,
+        cols: Option<&[Key]>,
+    ) -> Grouping {
+        let mut chosen: Vec<Key> = match (keys, cols) {
+            (Some(k), _) => k.to_vec(),
+            (None, Some(c)) => c.to_vec(),
+            (None, None) => differing(runs),
+        };
+        for c in cols.unwrap_or_default() {
+            if !chosen.contains(c) {
+                chosen.push(c.clone());
+            }
+        }
+        let row = rows.cloned().or_else(|| {
+            // Only columns given: the rows are the load case or scenario that differs.
+            let auto = differing(runs);
+            [Key::Case, Key::Scenario]
+                .into_iter()
+                .find(|k| auto.contains(k) && !chosen.contains(k))
+                .filter(|_| cols.is_some())
+        });
+        if let Some(r) = &row {
+            chosen.retain(|k| k != r);
+            chosen.push(r.clone());
+        }
+        let mut g = Grouping::new(runs, Some(&chosen));
+        g.rows = row.and_then(|r| g.keys.iter().position(|k| *k == r));
+        g
     }
 
     /// The name of run `i` in legends and titles: its group's name, with `#k` for the k-th
@@ -155,6 +197,9 @@ impl Grouping {
     pub fn row_key(&self) -> Option<usize> {
         if self.keys.len() < 2 {
             return None;
+        }
+        if self.rows.is_some() {
+            return self.rows;
         }
         let pos = |k: &Key| self.keys.iter().position(|x| x == k);
         pos(&Key::Case).or_else(|| pos(&Key::Scenario))
@@ -201,5 +246,17 @@ mod tests {
         let by = Grouping::new(&runs, Some(&[Key::parse("kernel")]));
         assert_eq!(by.groups.len(), 2);
         assert_eq!(by.groups[1].runs, vec![1, 3, 4]);
+        // --rows kernel --cols case: the kernels become the rows, the cases the columns.
+        let t = Grouping::arranged(&runs, None, Some(&Key::parse("kernel")), Some(&[Key::Case]));
+        assert_eq!(t.keys, vec![Key::Case, Key::Tag("kernel".into())]);
+        assert_eq!(t.row_key(), Some(1));
+        assert_eq!(t.groups[0].name, "idle · kernel=std");
+        let m = crate::matrix::MaxMatrix::of(&runs, &t).unwrap();
+        assert_eq!(m.rows_by, "kernel");
+        assert_eq!(m.columns, ["idle", "cpu"]);
+        // --cols kernel alone: rows are the load case that differs.
+        let c = Grouping::arranged(&runs, None, None, Some(&[Key::parse("kernel")]));
+        assert_eq!(c.row_key(), Some(1));
+        assert_eq!(c.keys[1], Key::Case);
     }
 }

@@ -20,7 +20,7 @@ th{background:#f2f2f2}td.t,th.t{text-align:left}tr.all td{font-weight:bold;backg
 figure{margin:1em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.9em;color:#444}\
 code{font-size:.9em;word-break:break-all}.muted{color:#777}";
 
-const NAV: &str = "<nav><a href=\"#runs\">Runs</a> · <a href=\"#warnings\">Warnings</a> · <a href=\"#statistics\">Statistics</a> · <a href=\"#latency\">Latency plots</a> · <a href=\"#why\">Why late</a> · <a href=\"#monitors\">Monitors</a> · <a href=\"#loads\">Loads</a> · <a href=\"#environment\">Environment</a> · <a href=\"summary.csv\">summary.csv</a></nav>\n";
+const NAV: &str = "<nav><a href=\"#runs\">Runs</a> · <a href=\"#warnings\">Warnings</a> · <a href=\"#statistics\">Statistics</a> · <a href=\"#latency\">Latency plots</a> · <a href=\"#events\">Events</a> · <a href=\"#why\">Why late</a> · <a href=\"#monitors\">Monitors</a> · <a href=\"#loads\">Loads</a> · <a href=\"#environment\">Environment</a> · <a href=\"summary.csv\">summary.csv</a></nav>\n";
 
 /// The whole page.
 pub fn page(
@@ -52,6 +52,7 @@ pub fn page(
     stats(&mut h, rows);
     h.push_str("<h2 id=\"latency\">Latency plots</h2>\n");
     figures(&mut h, figs, Section::Latency);
+    crate::samples::section(&mut h, runs, grouping);
     crate::explain::section(&mut h, runs);
     h.push_str("<h2 id=\"monitors\">Monitors</h2>\n");
     if !figs.iter().any(|(f, _)| f.section == Section::Monitors)
@@ -232,10 +233,16 @@ fn figures(h: &mut String, figs: &[(&NamedFigure, &str)], section: Section) {
 
 fn top(h: &mut String, runs: &[RunData]) {
     for r in runs.iter().filter(|r| !r.top.is_empty()) {
-        let _ = write!(h, "<h3>Top CPU consumers — {} (run {})</h3>\n<table><tr><th class=\"t\">thread</th><th>mean % of a CPU</th><th>peak %</th><th>samples</th></tr>\n", escape(&r.name()), r.id());
-        for (comm, mean, peak, n) in crate::monitors::top_consumers(r, 10) {
-            cell(h, &comm);
-            let _ = writeln!(h, "<td>{mean:.1}</td><td>{peak:.1}</td><td>{n}</td></tr>");
+        let _ = write!(h, "<h3>Top CPU consumers — {} (run {})</h3>\n<table><tr><th class=\"t\">thread</th><th>CPU</th><th class=\"t\">kind</th><th>mean % of a CPU</th><th>peak %</th><th>samples</th></tr>\n", escape(&r.name()), r.id());
+        for c in crate::monitors::top_consumers(r, 10) {
+            h.push_str("<tr>");
+            cell(h, &c.comm);
+            let kind = if c.kernel { "kernel" } else { "user" };
+            let _ = writeln!(
+                h,
+                "<td>{}</td><td class=\"t\">{kind}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td></tr>",
+                c.cpu, c.mean, c.peak, c.samples
+            );
         }
         h.push_str("</table>\n");
     }

@@ -13,15 +13,20 @@
 
 #![warn(missing_docs)]
 
+mod draw;
 mod escape;
 pub mod explain;
 pub mod figures;
 pub mod group;
+pub mod histogram;
 pub mod html;
+mod legend;
 pub mod matrix;
 pub mod model;
 pub mod monitors;
 pub mod plot;
+pub mod repeats;
+pub mod samples;
 pub mod table;
 pub mod warnings;
 
@@ -57,6 +62,14 @@ pub struct ReportOptions {
     /// Keys to group runs by (`kernel`, `case`, `scenario`, any tag); `None` groups by the keys
     /// that differ among the runs.
     pub group_by: Option<Vec<String>>,
+    /// The key whose values make the rows of the grids and of the per-case table (`--rows`);
+    /// `None`: the load case, else the scenario.
+    pub rows: Option<String>,
+    /// The keys whose values make the columns (`--cols`); `None`: the other keys that differ.
+    pub cols: Option<Vec<String>>,
+    /// Upper end of the histograms' latency axis, µs (`--xmax`); later samples are counted
+    /// in the last bin. `None`: the largest latency.
+    pub xmax_us: Option<u64>,
 }
 
 /// One file of a report.
@@ -74,12 +87,13 @@ pub fn build(runs: &[RunData], opts: &ReportOptions) -> Result<Vec<ReportFile>, 
     if runs.is_empty() {
         return Err(ReportError::NoRuns);
     }
-    let keys: Option<Vec<group::Key>> = opts
-        .group_by
-        .as_ref()
-        .map(|k| k.iter().map(|n| group::Key::parse(n)).collect());
-    let grouping = group::Grouping::new(runs, keys.as_deref());
-    let figs = figures::all(runs, &grouping);
+    let parse =
+        |v: &Vec<String>| -> Vec<group::Key> { v.iter().map(|n| group::Key::parse(n)).collect() };
+    let keys = opts.group_by.as_ref().map(parse);
+    let cols = opts.cols.as_ref().map(parse);
+    let rows = opts.rows.as_deref().map(group::Key::parse);
+    let grouping = group::Grouping::arranged(runs, keys.as_deref(), rows.as_ref(), cols.as_deref());
+    let figs = figures::all_with(runs, &grouping, opts.xmax_us);
     let rendered = render_all(&figs)?;
     let rows = table::summary_rows(runs);
     let warns = warnings::collect(runs);
@@ -235,3 +249,6 @@ pub fn us(ns: u64) -> String {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod layout_tests;

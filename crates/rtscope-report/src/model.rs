@@ -25,6 +25,10 @@ pub struct RunData {
     pub campaign: Option<(CampaignSummary, CampaignRun)>,
     /// Raw latencies per thread in ns (index = thread), when asked for and stored.
     pub raw: Option<Vec<Vec<u64>>>,
+    /// The wake-up time of each raw sample from the run's start, ns (parallel to `raw`).
+    pub raw_at: Option<Vec<Vec<u64>>>,
+    /// Samples recorded as events (above the run's `--event-above` threshold).
+    pub events: Vec<rtscope_store::EventRow>,
     /// Why the worst wake-ups were late (`--explain`), with the run's clock start (ns).
     pub explain: Option<(rtscope_trace::book::ExplainSummary, u64)>,
     /// The preflight audit the run started with (`rtscope check`; empty if none was stored).
@@ -41,7 +45,15 @@ impl From<RunBundle> for RunData {
                 .map(|t| t.iter().map(|r| r.1).collect())
                 .collect()
         });
+        let raw_at = (!b.raw.is_empty()).then(|| {
+            b.raw
+                .iter()
+                .map(|t| t.iter().map(|r| r.2).collect())
+                .collect()
+        });
         RunData {
+            raw_at,
+            events: b.events,
             detail: b.detail,
             series: b.series,
             monitors: b.monitors,

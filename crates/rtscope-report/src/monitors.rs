@@ -1,6 +1,7 @@
 //! Monitor plots (temperatures, frequencies, interrupt rates, CPU load) and the top-consumer
 //! table data.
 
+use crate::group::Grouping;
 use crate::model::RunData;
 use crate::plot::{Axis, Corner, Panel, Series};
 use rtscope_store::MonitorSeries;
@@ -20,7 +21,7 @@ fn secs(points: &[(u64, f64)], scale: f64) -> Vec<(f64, f64)> {
 fn panel(title: &str, y: Axis, series: Vec<Series>) -> Panel {
     Panel {
         title: title.to_string(),
-        x: Axis::linear("time since start (s)"),
+        x: Axis::time("time since start"),
         y,
         y2: None,
         legend: Corner::UpperRight,
@@ -132,66 +133,169 @@ fn add_points(acc: &mut Vec<(u64, f64)>, points: &[(u64, f64)]) {
     }
 }
 
-/// Monitor plots of several runs: the hottest sensor and the first CPU's frequency, one line
-/// per run.
-pub fn campaign_monitor_panels(runs: &[RunData]) -> Vec<Named> {
-    let mut temps = Vec::new();
-    let mut freqs = Vec::new();
+/// Monitor plots of several runs, overlaid per group: one line per run in its group's colour
+/// (named once per group): the hottest sensor and the first CPU's frequency on axes fitted to
+/// the data, the whole machine's CPU load, and the interrupt + softirq rate of the CPUs the
+/// run measured (log axis, zero rates as gaps).
+pub fn campaign_monitor_panels(runs: &[RunData], g: &Grouping) -> Vec<Named> {
+    let (mut temps, mut freqs, mut busy, mut irqs) = (vec![], vec![], vec![], vec![]);
     for (i, r) in runs.iter().enumerate() {
+        let (colour, name) = group_line(runs, g, i);
+        let line = |pts: Vec<(f64, f64)>| Series::new(name.clone(), colour, pts);
         let hottest = r
             .monitors
             .iter()
             .filter(|m| m.unit == "degC")
             .max_by(|a, b| peak(a).total_cmp(&peak(b)));
         if let Some(m) = hottest {
-            temps.push(Series::new(r.name(), i, secs(&m.points, 1.0)));
+            temps.push(line(secs(&m.points, 1.0)));
         }
         if let Some(m) = r.monitors_with("freq.").next() {
-            freqs.push(Series::new(r.name(), i, secs(&m.points, 1e-3)));
+            freqs.push(line(secs(&m.points, 1e-3)));
+        }
+        if let Some(m) = r.monitors.iter().find(|m| m.metric == "cpu_busy.all") {
+            busy.push(line(secs(&m.points, 1.0)));
+        }
+        let rate = measured_cpu_interrupts(r);
+        if !rate.is_empty() {
+            irqs.push(Series {
+                gaps_at_zero: true,
+                ..line(secs(&rate, 1.0))
+            });
         }
     }
     let mut out = Vec::new();
     if !temps.is_empty() {
-        let p = panel(
-            "Hottest sensor per run",
-            Axis::linear("temperature (°C)"),
-            temps,
-        );
+        let y = fitted("temperature (°C)", &temps);
+        let p = panel("Hottest sensor, per group", y, temps);
         out.push(("monitor-temperature".into(), TEMP, p));
     }
     if !freqs.is_empty() {
-        let p = panel(
-            "First CPU's frequency per run",
-            Axis::linear("frequency (MHz)"),
-            freqs,
-        );
+        let y = fitted("frequency (MHz)", &freqs);
+        let p = panel("First CPU's frequency, per group", y, freqs);
         out.push(("monitor-frequency".into(), FREQ, p));
     }
+    if !busy.is_empty() {
+        let y = Axis {
+            range: Some((0.0, 100.0)),
+            ..Axis::linear("busy (% of all CPUs)")
+        };
+        let p = panel("CPU load of the machine, per group", y, busy);
+        out.push(("monitor-cpu-busy".into(), BUSY_ALL, p));
+    }
+    if !irqs.is_empty() {
+        let y = Axis::log("interrupts + softirqs per second");
+        let p = panel("Interrupts on the measured CPUs, per group", y, irqs);
+        out.push(("monitor-interrupts".into(), IRQ_MEASURED, p));
+    }
     out
+}
+
+const BUSY_ALL: &str = "How busy the whole machine was during each run (user, system and interrupt time over all CPUs); one line per run in its group's colour.";
+const IRQ_MEASURED: &str = "Hardware interrupts and softirqs per second on the CPUs each run measured on, summed; one line per run in its group's colour; a gap is a second without any.";
+
+/// The colour (its group's index) and legend name (the group's, on its first run only) of
+/// run `i`'s line.
+fn group_line(runs: &[RunData], g: &Grouping, i: usize) -> (usize, String) {
+    match g.groups.iter().position(|x| x.runs.contains(&i)) {
+        Some(k) if !g.groups[k].name.is_empty() => {
+            let first = g.groups[k].runs.first() == Some(&i);
+            let name = if first {
+                g.groups[k].name.clone()
+            } else {
+                String::new()
+            };
+            (k, name)
+        }
+        _ => (i, runs[i].name()),
+    }
+}
+
+/// `irq_rate.*.cpuN` and `softirq_rate.*.cpuN` summed over the CPUs run `r` measured on.
+fn measured_cpu_interrupts(r: &RunData) -> Vec<(u64, f64)> {
+    let cpus: Vec<String> = r
+        .detail
+        .threads
+        .iter()
+        .filter_map(|t| t.cpu)
+        .map(|c| format!(".cpu{c}"))
+        .collect();
+    let mut acc = Vec::new();
+    for m in r
+        .monitors_with("irq_rate.")
+        .chain(r.monitors_with("softirq_rate."))
+        .filter(|m| cpus.iter().any(|c| m.metric.ends_with(c.as_str())))
+    {
+        add_points(&mut acc, &m.points);
+    }
+    acc
 }
 
 fn peak(m: &MonitorSeries) -> f64 {
     m.points.iter().map(|p| p.1).fold(f64::MIN, f64::max)
 }
 
-/// The busiest threads over a run: (comm, mean % of a CPU over the samples it appeared in,
-/// peak %, samples it appeared in), busiest first, at most `n`.
-pub fn top_consumers(run: &RunData, n: usize) -> Vec<(String, f64, f64, usize)> {
-    let mut acc: Vec<(String, f64, f64, usize)> = Vec::new();
+/// One of a run's busiest threads, over the monitor samples it appeared in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Consumer {
+    /// Thread name, e.g. `irq/39-dwc_otg`.
+    pub comm: String,
+    /// Mean share of one CPU, %.
+    pub mean: f64,
+    /// Peak share of one CPU, %.
+    pub peak: f64,
+    /// Monitor samples it appeared in.
+    pub samples: usize,
+    /// The CPU it last ran on most often.
+    pub cpu: u32,
+    /// Whether it is a kernel thread (IRQ threads, ksoftirqd, …).
+    pub kernel: bool,
+}
+
+/// The busiest threads over a run, busiest first, at most `n`.
+pub fn top_consumers(run: &RunData, n: usize) -> Vec<Consumer> {
+    let mut acc: Vec<(Consumer, Vec<u32>)> = Vec::new();
     for t in &run.top {
-        match acc.iter_mut().find(|a| a.0 == t.comm) {
-            Some(a) => {
-                a.1 += t.cpu_percent;
-                a.2 = a.2.max(t.cpu_percent);
-                a.3 += 1;
+        match acc.iter_mut().find(|a| a.0.comm == t.comm) {
+            Some((a, cpus)) => {
+                a.mean += t.cpu_percent;
+                a.peak = a.peak.max(t.cpu_percent);
+                a.samples += 1;
+                cpus.push(t.last_cpu);
             }
-            None => acc.push((t.comm.clone(), t.cpu_percent, t.cpu_percent, 1)),
+            None => acc.push((
+                Consumer {
+                    comm: t.comm.clone(),
+                    mean: t.cpu_percent,
+                    peak: t.cpu_percent,
+                    samples: 1,
+                    cpu: t.last_cpu,
+                    kernel: t.kernel,
+                },
+                vec![t.last_cpu],
+            )),
         }
     }
-    for a in &mut acc {
-        a.1 /= a.3 as f64;
+    let mut out: Vec<Consumer> = acc
+        .into_iter()
+        .map(|(mut a, cpus)| {
+            a.mean /= a.samples as f64;
+            a.cpu = most_frequent(&cpus).unwrap_or(a.cpu);
+            a
+        })
+        .collect();
+    out.sort_by(|a, b| b.mean.total_cmp(&a.mean));
+    out.truncate(n);
+    out
+}
+
+fn most_frequent(v: &[u32]) -> Option<u32> {
+    let mut best: Option<(u32, usize)> = None;
+    for &x in v {
+        let n = v.iter().filter(|&&y| y == x).count();
+        if best.is_none_or(|(_, m)| n > m) {
+            best = Some((x, n));
+        }
     }
-    acc.sort_by(|a, b| b.1.total_cmp(&a.1));
-    acc.truncate(n);
-    acc
+    best.map(|b| b.0)
 }

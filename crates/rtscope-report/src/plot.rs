@@ -7,8 +7,6 @@
 //! disappearing.
 
 use crate::ReportError;
-use plotters::coord::types::RangedCoordf64;
-use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 use std::sync::Once;
@@ -19,27 +17,33 @@ pub const FONT_FAMILY: &str = "DejaVu Sans, Verdana, Arial, sans-serif";
 
 static FONT: &[u8] = include_bytes!("../fonts/DejaVuSans-subset.ttf");
 
-/// Ten distinct colours (Tableau 10), then the same hues darker, so twenty series stay apart.
-const PALETTE: [(u8, u8, u8); 10] = [
-    (31, 119, 180),
-    (255, 127, 14),
-    (44, 160, 44),
-    (214, 39, 40),
-    (148, 103, 189),
-    (140, 86, 75),
-    (227, 119, 194),
-    (127, 127, 127),
-    (188, 189, 34),
-    (23, 190, 207),
+/// The Okabe–Ito palette (Okabe & Ito 2008, "Color Universal Design"): eight colours that stay
+/// apart for the common forms of colour blindness; its yellow is darkened to read on white and
+/// its black is a dark grey. Series 8–15 use the same hues darker, 16–23 lighter.
+pub const PALETTE: [(u8, u8, u8); 8] = [
+    (0, 114, 178),   // blue
+    (213, 94, 0),    // vermillion
+    (0, 158, 115),   // bluish green
+    (204, 121, 167), // reddish purple
+    (230, 159, 0),   // orange
+    (86, 180, 233),  // sky blue
+    (80, 80, 80),    // dark grey
+    (181, 165, 0),   // yellow, darkened
 ];
 
-/// The colour of series number `i`.
+/// The palette index of marks that belong to no CPU or group (events): black.
+pub const NEUTRAL: usize = usize::MAX;
+
+/// The colour of series number `i` (a group keeps its number in every figure of a report).
 pub fn colour(i: usize) -> RGBColor {
+    if i == NEUTRAL {
+        return RGBColor(0, 0, 0);
+    }
     let (r, g, b) = PALETTE[i % PALETTE.len()];
-    if (i / PALETTE.len()) % 2 == 1 {
-        RGBColor(r / 2, g / 2, b / 2)
-    } else {
-        RGBColor(r, g, b)
+    match (i / PALETTE.len()) % 3 {
+        1 => RGBColor(r / 2, g / 2, b / 2),
+        2 => RGBColor(r / 2 + 128, g / 2 + 128, b / 2 + 128),
+        _ => RGBColor(r, g, b),
     }
 }
 
@@ -50,9 +54,14 @@ pub enum Scale {
     Linear,
     /// Base-10 logarithmic; values <= 0 are drawn at the bottom of the axis.
     Log,
-    /// Linear over "nines" (`x = −log10(1 − q)`), labelled as percentiles (p90, p99, …).
+    /// Linear over "nines" (`x = −log10(1 − q)`), labelled as percentiles (p50, p90, p99, …).
     Nines,
+    /// Time since the start, in s: labelled in seconds up to [`LONG_RUN_S`], in h:mm beyond.
+    Time,
 }
+
+/// Time axes longer than this (s) are drawn in hours and labelled h:mm.
+pub const LONG_RUN_S: f64 = 3600.0;
 
 /// One axis of a panel.
 #[derive(Debug, Clone)]
@@ -78,6 +87,13 @@ impl Axis {
     pub fn log(label: impl Into<String>) -> Axis {
         Axis {
             scale: Scale::Log,
+            ..Axis::linear(label)
+        }
+    }
+    /// A time axis (values in s) fitted to the data, labelled `label (s)` or `label (h:mm)`.
+    pub fn time(label: impl Into<String>) -> Axis {
+        Axis {
+            scale: Scale::Time,
             ..Axis::linear(label)
         }
     }
@@ -115,6 +131,11 @@ pub enum Shape {
     Line,
     /// Each point as a large × without a line: the exact maximum of a distribution.
     MaxMarker,
+    /// A translucent filled polygon through the points (a spread band: the upper edge left to
+    /// right, then the lower edge right to left); never in the legend.
+    Band,
+    /// Each point as a small dot without a line (a scatter of samples).
+    Dots,
 }
 
 impl Series {
@@ -160,6 +181,8 @@ pub enum Corner {
     UpperRight,
     /// Bottom right.
     LowerRight,
+    /// Bottom left.
+    LowerLeft,
 }
 
 /// Most legend entries drawn; a panel with more named lines is drawn without a legend.
@@ -211,7 +234,7 @@ pub fn to_svg(fig: &Figure) -> Result<String, ReportError> {
     let mut out = String::new();
     {
         let root = SVGBackend::with_string(&mut out, fig.size()).into_drawing_area();
-        draw_figure(&root, fig)?;
+        crate::draw::figure(&root, fig)?;
         root.present().map_err(plot_err)?;
     }
     Ok(out)
@@ -224,7 +247,7 @@ pub fn to_png(fig: &Figure) -> Result<Vec<u8>, ReportError> {
     let mut rgb = vec![255u8; (w as usize) * (h as usize) * 3];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-        draw_figure(&root, fig)?;
+        crate::draw::figure(&root, fig)?;
         root.present().map_err(plot_err)?;
     }
     let mut png_bytes = Vec::new();
@@ -242,22 +265,8 @@ fn png_err(e: png::EncodingError) -> ReportError {
     ReportError::Render(format!("PNG encoding: {e}"))
 }
 
-fn plot_err(e: impl std::fmt::Display) -> ReportError {
+pub(crate) fn plot_err(e: impl std::fmt::Display) -> ReportError {
     ReportError::Render(e.to_string())
-}
-
-fn draw_figure<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    fig: &Figure,
-) -> Result<(), ReportError> {
-    root.fill(&WHITE).map_err(plot_err)?;
-    let (_, h) = fig.size();
-    let rows = (h / fig.panel_height.max(1)).max(1) as usize;
-    let areas = root.split_evenly((rows, fig.columns.max(1) as usize));
-    for (area, panel) in areas.iter().zip(&fig.panels) {
-        draw_panel(area, panel)?;
-    }
-    Ok(())
 }
 
 /// Maps a value onto the drawn (linear) coordinate of an axis.
@@ -270,7 +279,7 @@ pub fn project(scale: Scale, v: f64, floor: f64) -> f64 {
 }
 
 /// The drawn range of an axis over some values, padded a little.
-fn drawn_range(axis: &Axis, values: impl Iterator<Item = f64>) -> (f64, f64) {
+pub(crate) fn drawn_range(axis: &Axis, values: impl Iterator<Item = f64>) -> (f64, f64) {
     if let Some((lo, hi)) = axis.range {
         let f = |v: f64| project(axis.scale, v, f64::MIN);
         return (f(lo), f(hi).max(f(lo) + 1e-9));
@@ -295,7 +304,7 @@ fn drawn_range(axis: &Axis, values: impl Iterator<Item = f64>) -> (f64, f64) {
             (bottom, hi.ceil().max(lo.floor() + 1.0))
         }
         Scale::Nines => (0.0, hi.ceil().max(1.0)),
-        Scale::Linear => {
+        Scale::Linear | Scale::Time => {
             let pad = ((hi - lo) * 0.05).max(hi.abs() * 0.05).max(1e-9);
             (if lo >= 0.0 { 0.0 } else { lo - pad }, hi + pad)
         }
@@ -305,7 +314,7 @@ fn drawn_range(axis: &Axis, values: impl Iterator<Item = f64>) -> (f64, f64) {
 /// A tick label: plain numbers, whole decades, or percentiles for "nines".
 pub fn tick_label(scale: Scale, v: f64) -> String {
     match scale {
-        Scale::Linear => crate::fmt_num(v),
+        Scale::Linear | Scale::Time => crate::fmt_num(v),
         Scale::Log => {
             if (v - v.round()).abs() > 1e-6 {
                 return String::new();
@@ -313,6 +322,9 @@ pub fn tick_label(scale: Scale, v: f64) -> String {
             crate::fmt_num(10f64.powi(v.round() as i32))
         }
         Scale::Nines => {
+            if (v - NINES_P50).abs() < 1e-6 {
+                return "p50".into();
+            }
             if (v - v.round()).abs() > 1e-6 || v < 0.5 {
                 return String::new();
             }
@@ -322,6 +334,15 @@ pub fn tick_label(scale: Scale, v: f64) -> String {
     }
 }
 
+/// Where p50 sits on a "nines" axis: `−log10(0.5)`.
+pub const NINES_P50: f64 = std::f64::consts::LOG10_2;
+
+/// A tick label of a time axis drawn in hours: `h:mm`.
+pub fn hours_label(h: f64) -> String {
+    let minutes = (h * 60.0).round().max(0.0) as u64;
+    format!("{}:{:02}", minutes / 60, minutes % 60)
+}
+
 fn nines_label(nines: usize) -> String {
     match nines {
         1 => "90".into(),
@@ -329,199 +350,4 @@ fn nines_label(nines: usize) -> String {
             .trim_end_matches('.')
             .to_string(),
     }
-}
-
-fn draw_panel<DB: DrawingBackend>(
-    area: &DrawingArea<DB, Shift>,
-    p: &Panel,
-) -> Result<(), ReportError> {
-    let all_x = p.series.iter().flat_map(|s| s.points.iter().map(|q| q.0));
-    let (x0, x1) = drawn_range(&p.x, all_x);
-    let prim = || p.series.iter().filter(|s| !s.secondary);
-    let (y0, y1) = drawn_range(&p.y, prim().flat_map(|s| s.points.iter().map(|q| q.1)));
-    let mut builder = ChartBuilder::on(area);
-    builder
-        .caption(&p.title, font(17))
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(70);
-    if p.y2.is_some() {
-        builder.right_y_label_area_size(70);
-    }
-    let mut chart = builder
-        .build_cartesian_2d(x0..x1, y0..y1)
-        .map_err(plot_err)?;
-    let Some(y2) = &p.y2 else {
-        mesh(&mut chart, p)?;
-        for s in prim() {
-            draw_line(&mut chart, s, projected(p, s, (x0, x1, y0, y1)))?;
-        }
-        return legend(&mut chart, p);
-    };
-    let sec: Vec<&Series> = p.series.iter().filter(|s| s.secondary).collect();
-    let (s0, s1) = drawn_range(y2, sec.iter().flat_map(|s| s.points.iter().map(|q| q.1)));
-    let mut dual = chart.set_secondary_coord(x0..x1, s0..s1);
-    mesh(&mut dual, p)?;
-    dual.configure_secondary_axes()
-        .y_desc(y2.label.as_str())
-        .label_style(font(12))
-        .axis_desc_style(font(13))
-        .y_label_formatter(&|v| crate::fmt_num(*v))
-        .draw()
-        .map_err(plot_err)?;
-    for s in prim() {
-        draw_line(&mut dual, s, projected(p, s, (x0, x1, y0, y1)))?;
-    }
-    for s in sec {
-        let style = style_of(s);
-        let (lo, hi) = (x0.min(x1), x0.max(x1));
-        let inside = s.points.iter().copied().filter(|p| p.0 >= lo && p.0 <= hi);
-        let anno = dual
-            .draw_secondary_series(LineSeries::new(inside, style))
-            .map_err(plot_err)?;
-        if !s.name.is_empty() {
-            anno.label(s.name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-        }
-    }
-    legend(&mut dual, p)
-}
-
-fn font(size: u32) -> FontDesc<'static> {
-    (FONT_FAMILY, size).into_font()
-}
-
-/// A series' points in drawn coordinates, clamped into the panel (nothing is drawn outside
-/// its axes, whatever range a shared axis imposes).
-fn projected(p: &Panel, s: &Series, (x0, x1, y0, y1): (f64, f64, f64, f64)) -> Vec<(f64, f64)> {
-    let (xs, ys) = (p.x.scale, p.y.scale);
-    s.points
-        .iter()
-        .map(|&(x, y)| {
-            (
-                project(xs, x, x0).clamp(x0, x1),
-                project(ys, y, y0).clamp(y0, y1),
-            )
-        })
-        .collect()
-}
-
-fn mesh<'a, DB: DrawingBackend + 'a>(
-    chart: &mut Chart<'a, DB>,
-    p: &Panel,
-) -> Result<(), ReportError> {
-    let (xs, ys) = (p.x.scale, p.y.scale);
-    let xf = move |v: &f64| tick_label(xs, *v);
-    let yf = move |v: &f64| tick_label(ys, *v);
-    let (x0, x1) = (chart.x_range().start, chart.x_range().end);
-    let (y0, y1) = (chart.y_range().start, chart.y_range().end);
-    let mut mesh = chart.configure_mesh();
-    mesh.x_desc(p.x.label.as_str())
-        .y_desc(p.y.label.as_str())
-        .label_style(font(12))
-        .axis_desc_style(font(13))
-        .x_label_formatter(&xf)
-        .y_label_formatter(&yf)
-        .light_line_style(WHITE)
-        .bold_line_style(RGBColor(225, 225, 225));
-    if xs == Scale::Nines {
-        mesh.x_labels(((x1 - x0) * 2.0) as usize + 1);
-    }
-    if ys == Scale::Log {
-        mesh.y_labels(((y1 - y0).ceil() as usize + 1).max(2));
-    }
-    mesh.draw().map_err(plot_err)
-}
-
-type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
-
-fn style_of(s: &Series) -> ShapeStyle {
-    let c = colour(s.colour);
-    if s.faint {
-        c.mix(0.45).stroke_width(1)
-    } else {
-        c.stroke_width(2)
-    }
-}
-
-fn draw_line<DB: DrawingBackend>(
-    chart: &mut Chart<'_, DB>,
-    s: &Series,
-    pts: Vec<(f64, f64)>,
-) -> Result<(), ReportError> {
-    let style = style_of(s);
-    if s.shape == Shape::MaxMarker {
-        let marks = pts.iter().map(|&p| Cross::new(p, 6, style.stroke_width(3)));
-        chart.draw_series(marks).map_err(plot_err)?;
-        return Ok(());
-    }
-    if s.markers {
-        let dots = pts.iter().enumerate().map(|(i, &p)| {
-            let hollow = s.weak.get(i).copied().unwrap_or(false);
-            let fill = if hollow {
-                WHITE.filled()
-            } else {
-                style.filled()
-            };
-            EmptyElement::at(p)
-                + Circle::new((0, 0), 4, fill)
-                + Circle::new((0, 0), 4, style.stroke_width(1))
-        });
-        chart.draw_series(dots).map_err(plot_err)?;
-    }
-    let anno = if s.gaps_at_zero {
-        let mut segments: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
-        for (p, orig) in pts.iter().zip(&s.points) {
-            match (orig.1 > 0.0, segments.last_mut()) {
-                (true, Some(seg)) => seg.push(*p),
-                (false, Some(seg)) if !seg.is_empty() => segments.push(Vec::new()),
-                _ => {}
-            }
-        }
-        segments.retain(|g| !g.is_empty());
-        if segments.is_empty() {
-            return Ok(());
-        }
-        let first = segments.remove(0);
-        for seg in segments {
-            chart
-                .draw_series(LineSeries::new(seg, style))
-                .map_err(plot_err)?;
-        }
-        chart
-            .draw_series(LineSeries::new(first, style))
-            .map_err(plot_err)?
-    } else {
-        chart
-            .draw_series(LineSeries::new(pts, style))
-            .map_err(plot_err)?
-    };
-    if !s.name.is_empty() {
-        anno.label(s.name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-    }
-    Ok(())
-}
-
-fn legend<'a, DB: DrawingBackend + 'a>(
-    chart: &mut Chart<'a, DB>,
-    p: &Panel,
-) -> Result<(), ReportError> {
-    let named = p.series.iter().filter(|s| !s.name.is_empty()).count();
-    if named == 0 || named > MAX_LEGEND {
-        return Ok(());
-    }
-    let position = match p.legend {
-        Corner::UpperLeft => SeriesLabelPosition::UpperLeft,
-        Corner::UpperRight => SeriesLabelPosition::UpperRight,
-        Corner::LowerRight => SeriesLabelPosition::LowerRight,
-    };
-    chart
-        .configure_series_labels()
-        .position(position)
-        .background_style(WHITE.mix(0.85))
-        .border_style(RGBColor(160, 160, 160))
-        .label_font((FONT_FAMILY, 12).into_font())
-        .draw()
-        .map_err(plot_err)
 }

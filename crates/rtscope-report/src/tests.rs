@@ -18,7 +18,7 @@ fn temp_db(name: &str) -> PathBuf {
 }
 
 /// One synthetic run (2 CPUs, 20,000 samples each, monitors and a load), read back.
-fn run_data(name: &str, label: &str) -> RunData {
+pub(crate) fn run_data(name: &str, label: &str) -> RunData {
     let mut store = Store::open(&temp_db(name)).unwrap();
     let spec = SyntheticRun {
         label: label.into(),
@@ -351,7 +351,7 @@ fn whole_microsecond_samples_land_one_per_bin() {
 }
 
 /// 2 kernels × 2 load cases × 2 repeats.
-fn study_runs() -> Vec<RunData> {
+pub(crate) fn study_runs() -> Vec<RunData> {
     let mut runs = Vec::new();
     let mut id = 20;
     for case in ["idle", "cpu"] {
@@ -365,8 +365,17 @@ fn study_runs() -> Vec<RunData> {
     runs
 }
 
+/// The names a panel's legend shows.
+pub(crate) fn legend_names(p: &Panel) -> Vec<&str> {
+    p.series
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
 /// The numeric `<text>` labels of an SVG, split by the text `title` that starts each panel.
-fn tick_labels_per_panel(svg: &str, title: &str) -> Vec<Vec<String>> {
+pub(crate) fn tick_labels_per_panel(svg: &str, title: &str) -> Vec<Vec<String>> {
     let mut panels: Vec<Vec<String>> = Vec::new();
     for chunk in svg.split("<text").skip(1) {
         let Some(body) = chunk.split_once('>').map(|(_, b)| b) else {
@@ -389,7 +398,7 @@ fn tick_labels_per_panel(svg: &str, title: &str) -> Vec<Vec<String>> {
 }
 
 /// Every `points="x,y …"` list of an SVG's polylines.
-fn polylines(svg: &str) -> Vec<Vec<(f64, f64)>> {
+pub(crate) fn polylines(svg: &str) -> Vec<Vec<(f64, f64)>> {
     svg.split("<polyline")
         .skip(1)
         .filter_map(|c| c.split("points=\"").nth(1))
@@ -414,12 +423,7 @@ fn a_study_report_groups_by_kernel_and_case_in_a_grid_on_shared_axes() {
     let figs = figures::all(&runs, &g);
     let fig = |name: &str| &figs.iter().find(|f| f.name == name).unwrap().figure;
     // Legends name the group; repeats merge within a group, never across kernels.
-    let tail: Vec<&str> = fig("tail").panels[0]
-        .series
-        .iter()
-        .map(|s| s.name.as_str())
-        .filter(|n| !n.is_empty())
-        .collect();
+    let tail = legend_names(&fig("tail").panels[0]);
     assert_eq!(
         tail,
         [
@@ -585,4 +589,13 @@ fn zero_rates_are_gaps_and_temperatures_fit_their_data() {
         .expect("a temperature plot");
     let (lo, _) = temp.2.y.range.expect("a fitted range");
     assert!(lo > 10.0, "the temperature axis starts at {lo}, not 0");
+}
+
+/// The text of every `<text>` element of an SVG, trimmed.
+pub(crate) fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|c| c.split_once('>'))
+        .map(|(_, b)| b.split("</text>").next().unwrap_or("").trim().to_string())
+        .collect()
 }

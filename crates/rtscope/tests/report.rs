@@ -91,6 +91,30 @@ fn assert_no_console_errors(o: &Output) {
     assert!(bad.is_empty(), "console messages:\n{}", bad.join("\n"));
 }
 
+/// `rtscope report --campaign loadcases` of `db` into `dir`, with `extra` options.
+fn report_campaign(db: &Path, dir: &Path, extra: &[&str]) -> Output {
+    let (db_s, dir_s) = (db.to_str().unwrap(), dir.to_str().unwrap());
+    let mut args = vec![
+        "report",
+        "--db",
+        db_s,
+        "--campaign",
+        "loadcases",
+        "-o",
+        dir_s,
+    ];
+    args.extend(extra);
+    rtscope(&args)
+}
+
+/// The DOM Chromium renders from `page`, after checking it logged no console error; `None`
+/// when Chromium is not installed.
+fn rendered_dom(page: &Path, profile: &str) -> Option<String> {
+    let out = chromium(page, &["--dump-dom"], profile)?;
+    assert_no_console_errors(&out);
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
 /// A campaign of three synthetic runs (with monitors and loads) in a fresh database.
 fn campaign_db(name: &str) -> PathBuf {
     let db = db_path(name);
@@ -134,16 +158,7 @@ fn campaign_db(name: &str) -> PathBuf {
 fn a_campaign_report_renders_in_chromium_with_every_plot_and_number() {
     let db = campaign_db("campaign");
     let dir = common::fresh_dir("report-campaign");
-    let (db_s, dir_s) = (db.to_str().unwrap(), dir.to_str().unwrap());
-    let o = rtscope(&[
-        "report",
-        "--db",
-        db_s,
-        "--campaign",
-        "loadcases",
-        "-o",
-        dir_s,
-    ]);
+    let o = report_campaign(&db, &dir, &[]);
     assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
     let csv = std::fs::read_to_string(dir.join("summary.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 3 * 3, "{csv}");
@@ -227,11 +242,9 @@ fn a_measured_run_labelled_as_a_script_renders_as_text_in_the_browser() {
         page.contains("Drawn from raw samples"),
         "--raw did not use the raw samples"
     );
-    let Some(out) = chromium(&dir.join("report.html"), &["--dump-dom"], "chromium-script") else {
+    let Some(dom) = rendered_dom(&dir.join("report.html"), "chromium-script") else {
         return;
     };
-    assert_no_console_errors(&out);
-    let dom = String::from_utf8_lossy(&out.stdout);
     assert!(
         dom.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
         "label not shown as text"
@@ -286,5 +299,39 @@ fn without_a_selector_the_newest_run_and_its_campaign_are_reported() {
     assert!(
         md.contains("| 3 | messaging-run | messaging | all |"),
         "{md}"
+    );
+}
+
+/// `--cols kernel --rows case --xmax`: the studies' table with one column per kernel, the
+/// histograms cut at the limit, the events section, all rendered by Chromium without errors.
+#[test]
+fn rows_cols_and_xmax_lay_out_the_study_table_and_render_in_chromium() {
+    let db = campaign_db("layout");
+    {
+        let mut store = Store::open(&db).unwrap();
+        for spec in [("std", 1), ("rt", 2), ("std", 3)] {
+            store.set_tag(spec.1, "kernel", Some(spec.0)).unwrap();
+        }
+    }
+    let dir = common::fresh_dir("report-layout");
+    let o = report_campaign(
+        &db,
+        &dir,
+        &["--cols", "kernel", "--rows", "case", "--xmax", "20"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    for (file, want) in [
+        ("summary.md", "| case | kernel=std | kernel=rt |"),
+        ("histogram.svg", "later samples counted at 20 µs"),
+    ] {
+        assert!(read(file).contains(want), "{file} lacks {want}");
+    }
+    let Some(dom) = rendered_dom(&dir.join("report.html"), "chromium-layout") else {
+        return;
+    };
+    assert!(
+        dom.contains("id=\"events\"") && dom.contains("id=\"groups\""),
+        "sections missing"
     );
 }

@@ -24,6 +24,9 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         title: a.title.clone(),
         raw: a.raw,
         group_by: a.group_by.clone(),
+        rows: a.rows.clone(),
+        cols: a.cols.clone(),
+        xmax_us: a.xmax,
     };
     let files = rtscope_report::build(&runs, &opts)?;
     let written = rtscope_report::write(&a.output, &files)

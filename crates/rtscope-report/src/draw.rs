@@ -1,0 +1,417 @@
+//! Drawing a [`Figure`] with plotters: each panel's ranges and legend place are decided first
+//! ([`Layout`], see [`crate::legend`]), then the mesh, the series and the legend are drawn.
+//! Every point is clamped into its panel.
+
+use crate::legend;
+use crate::plot::{
+    colour, drawn_range, hours_label, plot_err, project, tick_label, Corner, Figure, Panel, Scale,
+    Series, Shape, FONT_FAMILY, LONG_RUN_S, NINES_P50,
+};
+use crate::ReportError;
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// Outer margin of a panel, px.
+pub(crate) const MARGIN: u32 = 12;
+/// Height of the x tick labels and axis label, px.
+pub(crate) const X_LABELS: u32 = 44;
+/// Width of the y tick labels and axis label (each side), px.
+pub(crate) const Y_LABELS: u32 = 70;
+/// Height of a panel's title, px.
+pub(crate) const TITLE: u32 = 28;
+
+/// A panel's drawn ranges (in projected units: log10 for log axes, hours for long time axes)
+/// and its legend's corner, decided before anything is drawn.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// The x range drawn.
+    pub x: (f64, f64),
+    /// The y range drawn (with headroom for the legend when no corner is free).
+    pub y: (f64, f64),
+    /// The y range the data asks for, before headroom.
+    pub y_fit: (f64, f64),
+    /// The secondary y range.
+    pub y2: Option<(f64, f64)>,
+    /// Whether a time axis is drawn in hours (h:mm).
+    pub hours: bool,
+    /// The legend's corner; `None`: no legend.
+    pub legend: Option<Corner>,
+    /// The share of the y axis added on top so the legend covers no data (0: none needed).
+    pub headroom: f64,
+    /// Width (px) of a strip right of the plot that holds the legend instead of a corner.
+    pub outside: Option<u32>,
+}
+
+impl Layout {
+    /// Where `v` goes on the drawn x axis.
+    pub fn x_of(&self, scale: Scale, v: f64) -> f64 {
+        let v = if self.hours { v / 3600.0 } else { v };
+        project(scale, v, self.x.0)
+    }
+}
+
+/// The layout of panel `p` drawn in a cell of `cell` pixels.
+pub fn layout(p: &Panel, cell: (u32, u32)) -> Layout {
+    let all_x = p.series.iter().flat_map(|s| s.points.iter().map(|q| q.0));
+    let (mut x0, mut x1) = drawn_range(&p.x, all_x);
+    let hours = p.x.scale == Scale::Time && x1 > LONG_RUN_S;
+    if hours {
+        (x0, x1) = (x0 / 3600.0, x1 / 3600.0);
+    }
+    let prim = p.series.iter().filter(|s| !s.secondary);
+    let y = drawn_range(&p.y, prim.flat_map(|s| s.points.iter().map(|q| q.1)));
+    let sec = p.series.iter().filter(|s| s.secondary);
+    let y2 =
+        p.y2.as_ref()
+            .map(|a| drawn_range(a, sec.flat_map(|s| s.points.iter().map(|q| q.1))));
+    let mut l = Layout {
+        x: (x0, x1),
+        y,
+        y_fit: y,
+        y2,
+        hours,
+        legend: None,
+        headroom: 0.0,
+        outside: None,
+    };
+    legend::place(p, &mut l, cell);
+    l
+}
+
+/// Draws every panel of `fig` into `root`. Panels whose y range is shared (set by the figure)
+/// get the same legend headroom, so they keep one scale.
+pub fn figure<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    fig: &Figure,
+) -> Result<(), ReportError> {
+    root.fill(&WHITE).map_err(plot_err)?;
+    let (_, h) = fig.size();
+    let rows = (h / fig.panel_height.max(1)).max(1) as usize;
+    let cols = fig.columns.max(1);
+    let cell = (fig.width / cols, fig.panel_height);
+    let mut layouts: Vec<Layout> = fig.panels.iter().map(|p| layout(p, cell)).collect();
+    let shared = layouts.iter().map(|l| l.headroom).fold(0.0, f64::max);
+    for (l, p) in layouts.iter_mut().zip(&fig.panels) {
+        if p.y.range.is_some() && l.headroom < shared {
+            legend::add_headroom(l, shared);
+        }
+    }
+    let areas = root.split_evenly((rows, cols as usize));
+    for ((area, panel), l) in areas.iter().zip(&fig.panels).zip(&layouts) {
+        match l.outside {
+            Some(w) => {
+                let (aw, _) = area.dim_in_pixel();
+                let (plot, side) = area.split_horizontally(aw.saturating_sub(w + MARGIN));
+                draw_panel(&plot, panel, l)?;
+                let top = (MARGIN + TITLE) as i32;
+                legend_box(&side, panel, (0, top))?;
+            }
+            None => draw_panel(area, panel, l)?,
+        }
+    }
+    Ok(())
+}
+
+fn draw_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    p: &Panel,
+    l: &Layout,
+) -> Result<(), ReportError> {
+    let ((x0, x1), (y0, y1)) = (l.x, l.y);
+    let mut builder = ChartBuilder::on(area);
+    builder
+        .caption(&p.title, font(17))
+        .margin(MARGIN)
+        .x_label_area_size(X_LABELS)
+        .y_label_area_size(Y_LABELS);
+    if p.y2.is_some() {
+        builder.right_y_label_area_size(Y_LABELS);
+    }
+    let mut chart = builder
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(plot_err)?;
+    let (Some(y2), Some((s0, s1))) = (&p.y2, l.y2) else {
+        mesh(&mut chart, area, p, l)?;
+        for s in p.series.iter().filter(|s| !s.secondary) {
+            draw_series(&mut chart, s, projected(p, s, l))?;
+        }
+        return draw_legend(&chart, p, l);
+    };
+    let mut dual = chart.set_secondary_coord(x0..x1, s0..s1);
+    mesh(&mut dual, area, p, l)?;
+    dual.configure_secondary_axes()
+        .y_desc(y2.label.as_str())
+        .label_style(font(12))
+        .axis_desc_style(font(13))
+        .y_label_formatter(&|v| crate::fmt_num(*v))
+        .draw()
+        .map_err(plot_err)?;
+    for s in p.series.iter().filter(|s| !s.secondary) {
+        draw_series(&mut dual, s, projected(p, s, l))?;
+    }
+    for s in p.series.iter().filter(|s| s.secondary) {
+        let pts: Vec<(f64, f64)> = s
+            .points
+            .iter()
+            .map(|&(x, y)| (l.x_of(p.x.scale, x), y))
+            .filter(|q| q.0 >= x0.min(x1) && q.0 <= x0.max(x1))
+            .map(|(x, y)| (x, y.clamp(s0.min(s1), s0.max(s1))))
+            .collect();
+        dual.draw_secondary_series(LineSeries::new(pts, style_of(s)))
+            .map_err(plot_err)?;
+    }
+    draw_legend(&dual, p, l)
+}
+
+pub(crate) fn font(size: u32) -> FontDesc<'static> {
+    (FONT_FAMILY, size).into_font()
+}
+
+/// A series' points in drawn coordinates, clamped into the panel (nothing is drawn outside
+/// its axes, whatever range a shared axis imposes).
+fn projected(p: &Panel, s: &Series, l: &Layout) -> Vec<(f64, f64)> {
+    let ((x0, x1), (y0, y1)) = (l.x, l.y);
+    s.points
+        .iter()
+        .map(|&(x, y)| {
+            (
+                l.x_of(p.x.scale, x).clamp(x0, x1),
+                project(p.y.scale, y, y0).clamp(y0, y1),
+            )
+        })
+        .collect()
+}
+
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+fn mesh<'a, DB: DrawingBackend + 'a>(
+    chart: &mut Chart<'a, DB>,
+    area: &DrawingArea<DB, Shift>,
+    p: &Panel,
+    l: &Layout,
+) -> Result<(), ReportError> {
+    let (xs, ys) = (p.x.scale, p.y.scale);
+    let hours = l.hours;
+    let xf = move |v: &f64| {
+        if hours {
+            hours_label(*v)
+        } else {
+            tick_label(xs, *v)
+        }
+    };
+    let yf = move |v: &f64| tick_label(ys, *v);
+    let x_desc = match (xs, hours) {
+        (Scale::Time, true) => format!("{} (h:mm)", p.x.label),
+        (Scale::Time, false) => format!("{} (s)", p.x.label),
+        _ => p.x.label.clone(),
+    };
+    let (y0, y1) = l.y;
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc(x_desc)
+        .y_desc(p.y.label.as_str())
+        .label_style(font(12))
+        .axis_desc_style(font(13))
+        .x_label_formatter(&xf)
+        .y_label_formatter(&yf)
+        .light_line_style(WHITE)
+        .bold_line_style(RGBColor(225, 225, 225));
+    if xs == Scale::Nines {
+        // Ticks at p50 and every whole "nine", each labelled, drawn below.
+        mesh.x_labels(0).disable_x_mesh();
+    }
+    if ys == Scale::Log {
+        mesh.y_labels(((y1 - y0).ceil() as usize + 1).max(2));
+    }
+    if xs == Scale::Log {
+        mesh.x_labels(((l.x.1 - l.x.0).ceil() as usize + 1).max(2));
+    }
+    mesh.draw().map_err(plot_err)?;
+    if xs == Scale::Nines {
+        nines_ticks(chart, area, l)?;
+    }
+    Ok(())
+}
+
+/// The ticks of a "nines" axis: p50, p90, p99, … up to the end of the axis, each with a grid
+/// line and a label.
+fn nines_ticks<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    area: &DrawingArea<DB, Shift>,
+    l: &Layout,
+) -> Result<(), ReportError> {
+    let ((x0, x1), (y0, y1)) = (l.x, l.y);
+    let ticks: Vec<f64> = std::iter::once(NINES_P50)
+        .chain((1..=x1.floor() as i32).map(f64::from))
+        .filter(|&v| v >= x0 && v <= x1)
+        .collect();
+    let grid = RGBColor(225, 225, 225).stroke_width(1);
+    for &v in &ticks {
+        chart
+            .draw_series(LineSeries::new([(v, y0), (v, y1)], grid))
+            .map_err(plot_err)?;
+    }
+    let base = area.get_base_pixel();
+    let style = font(12)
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Center, VPos::Top));
+    for &v in &ticks {
+        let (px, py) = chart.backend_coord(&(v, y0));
+        let (x, y) = (px - base.0, py - base.1);
+        area.draw(&PathElement::new([(x, y), (x, y + 5)], BLACK))
+            .map_err(plot_err)?;
+        area.draw(&Text::new(
+            tick_label(Scale::Nines, v),
+            (x, y + 7),
+            style.clone(),
+        ))
+        .map_err(plot_err)?;
+    }
+    Ok(())
+}
+
+fn style_of(s: &Series) -> ShapeStyle {
+    let c = colour(s.colour);
+    if s.faint {
+        c.mix(0.45).stroke_width(1)
+    } else {
+        c.stroke_width(2)
+    }
+}
+
+fn draw_series<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    s: &Series,
+    pts: Vec<(f64, f64)>,
+) -> Result<(), ReportError> {
+    let style = style_of(s);
+    match s.shape {
+        Shape::MaxMarker => {
+            let marks = pts.iter().map(|&p| Cross::new(p, 6, style.stroke_width(3)));
+            chart.draw_series(marks).map_err(plot_err)?;
+            return Ok(());
+        }
+        Shape::Band => {
+            let fill = colour(s.colour).mix(0.18).filled();
+            chart
+                .draw_series(std::iter::once(Polygon::new(pts, fill)))
+                .map_err(plot_err)?;
+            return Ok(());
+        }
+        Shape::Dots => {
+            let fill = colour(s.colour).mix(0.7).filled();
+            // One dot per pixel: dots that would land on one already drawn add nothing.
+            let mut seen = std::collections::HashSet::new();
+            let dots = pts
+                .iter()
+                .filter(|&p| seen.insert(chart.backend_coord(p)))
+                .map(|&p| Circle::new(p, 2, fill))
+                .collect::<Vec<_>>();
+            chart.draw_series(dots).map_err(plot_err)?;
+            return Ok(());
+        }
+        Shape::Line => {}
+    }
+    if s.markers {
+        let dots = pts.iter().enumerate().map(|(i, &p)| {
+            let hollow = s.weak.get(i).copied().unwrap_or(false);
+            let fill = if hollow {
+                WHITE.filled()
+            } else {
+                style.filled()
+            };
+            EmptyElement::at(p)
+                + Circle::new((0, 0), 4, fill)
+                + Circle::new((0, 0), 4, style.stroke_width(1))
+        });
+        chart.draw_series(dots).map_err(plot_err)?;
+    }
+    for seg in segments(s, pts) {
+        chart
+            .draw_series(LineSeries::new(seg, style))
+            .map_err(plot_err)?;
+    }
+    Ok(())
+}
+
+/// The pieces of a line: the whole line, or with `gaps_at_zero` the runs of non-zero points.
+fn segments(s: &Series, pts: Vec<(f64, f64)>) -> Vec<Vec<(f64, f64)>> {
+    if !s.gaps_at_zero {
+        return vec![pts];
+    }
+    let mut out: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+    for (p, orig) in pts.iter().zip(&s.points) {
+        match (orig.1 > 0.0, out.last_mut()) {
+            (true, Some(seg)) => seg.push(*p),
+            (false, Some(seg)) if !seg.is_empty() => out.push(Vec::new()),
+            _ => {}
+        }
+    }
+    out.retain(|g| !g.is_empty());
+    out
+}
+
+/// Draws the legend box in the corner the layout chose, inside the plotting area.
+fn draw_legend<DB: DrawingBackend>(
+    chart: &Chart<'_, DB>,
+    p: &Panel,
+    l: &Layout,
+) -> Result<(), ReportError> {
+    let Some(corner) = l.legend.filter(|_| l.outside.is_none()) else {
+        return Ok(());
+    };
+    let (w, h) = legend::size(&legend::entries(p));
+    let area = chart.plotting_area().strip_coord_spec();
+    let (pw, ph) = area.dim_in_pixel();
+    let (w, h) = (w as i32, h as i32);
+    let pad = legend::PAD as i32;
+    let x = match corner {
+        Corner::UpperLeft | Corner::LowerLeft => pad,
+        _ => pw as i32 - w - pad,
+    };
+    let y = match corner {
+        Corner::UpperLeft | Corner::UpperRight => pad,
+        _ => ph as i32 - h - pad,
+    };
+    legend_box(&area, p, (x, y))
+}
+
+/// Draws the legend of `p` with its upper left corner at `at` (px) in `area`.
+fn legend_box<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    p: &Panel,
+    (x, y): (i32, i32),
+) -> Result<(), ReportError> {
+    let entries = legend::entries(p);
+    let (w, h) = legend::size(&entries);
+    let (w, h) = (w as i32, h as i32);
+    let frame = [(x, y), (x + w, y + h)];
+    area.draw(&Rectangle::new(frame, legend::FILL.filled()))
+        .map_err(plot_err)?;
+    area.draw(&Rectangle::new(
+        frame,
+        RGBColor(160, 160, 160).stroke_width(1),
+    ))
+    .map_err(plot_err)?;
+    let text = font(12)
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Left, VPos::Center));
+    for (k, s) in entries.iter().enumerate() {
+        let yy = y + legend::ROW as i32 * k as i32 + legend::ROW as i32 / 2 + 4;
+        let c = colour(s.colour);
+        let c = if s.faint { c.mix(0.45) } else { c.mix(1.0) };
+        let swatch = if s.shape == Shape::Dots {
+            area.draw(&Circle::new((x + 16, yy), 3, c.filled()))
+        } else {
+            area.draw(&Rectangle::new(
+                [(x + 6, yy - 2), (x + 26, yy + 2)],
+                c.filled(),
+            ))
+        };
+        swatch.map_err(plot_err)?;
+        area.draw(&Text::new(s.name.clone(), (x + 32, yy), text.clone()))
+            .map_err(plot_err)?;
+    }
+    Ok(())
+}

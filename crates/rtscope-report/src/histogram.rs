@@ -1,0 +1,240 @@
+//! The OSADL-style latency histogram: bins shared by the panels of a figure (Freedman–Diaconis
+//! width, or log bins for long tails), counts on a log axis (linear for small runs).
+
+use crate::figures::LOG_X_RATIO;
+use crate::model::RunData;
+use crate::plot::{Axis, Corner, Panel, Scale, Series};
+use rtscope_core::Histogram;
+
+/// Most bins an OSADL-style histogram is drawn with; wider latency ranges get wider bins.
+pub const MAX_BINS: u64 = 1000;
+
+/// Fewer samples than this in every thread of every panel draw the counts on a linear axis
+/// (a log axis over a few hundred samples exaggerates single samples).
+pub const SMALL_N: u64 = 2_000;
+
+/// One count axis for all histogram panels: linear from 0 when every thread holds fewer than
+/// [`SMALL_N`] samples, else log from below 1 (empty bins) to the decade above the largest
+/// count of any panel.
+pub(crate) fn share_counts(panels: &mut [Panel]) {
+    let top = panels
+        .iter()
+        .flat_map(|p| p.series.iter())
+        .flat_map(|s| s.points.iter().map(|p| p.1))
+        .fold(1.0f64, f64::max);
+    let small = panels
+        .iter()
+        .flat_map(|p| p.series.iter())
+        .all(|s| s.points.iter().map(|p| p.1).sum::<f64>() < SMALL_N as f64);
+    let many = panels.len() > 1;
+    for p in panels.iter_mut() {
+        if small {
+            p.y.scale = Scale::Linear;
+            p.y.range = Some((0.0, top * 1.05));
+        } else if many {
+            p.y.range = Some((10f64.powf(-0.3), 10f64.powf(top.log10().ceil().max(1.0))));
+        }
+    }
+}
+
+/// The bin width and range shared by the histograms of one figure, µs.
+#[derive(Debug, Clone, Copy)]
+pub struct HistScale {
+    /// Bin width, µs.
+    pub width: u64,
+    /// Upper end of the x axis, µs.
+    pub max_us: u64,
+    /// With a long tail: the lower end (µs, a power of ten) of a log latency axis binned
+    /// [`LOG_BINS_PER_DECADE`] bins per decade; `None`: linear bins of `width`.
+    pub log_from_us: Option<f64>,
+}
+
+/// Bins per decade of a histogram on a log latency axis.
+pub const LOG_BINS_PER_DECADE: u32 = 50;
+
+impl HistScale {
+    /// The scale that holds every thread of every run in at most [`MAX_BINS`] bins.
+    pub fn of(runs: &[RunData]) -> HistScale {
+        HistScale::fit(runs, None)
+    }
+
+    /// The scale of a histogram figure: from 0 to the largest latency of any thread (or to
+    /// `xmax_us`), in bins as wide as the widest Freedman–Diaconis width of the runs
+    /// ([`fd_width_us`]), and at least wide enough for [`MAX_BINS`] bins.
+    pub fn fit(runs: &[RunData], xmax_us: Option<u64>) -> HistScale {
+        let max_us = xmax_us.unwrap_or_else(|| {
+            runs.iter()
+                .flat_map(|r| r.detail.threads.iter().filter_map(|t| t.max_ns))
+                .max()
+                .map_or(1, |m| m / 1000 + 1)
+        });
+        let max_us = max_us.max(1);
+        let fd = runs
+            .iter()
+            .map(|r| fd_width_us(r.merged()))
+            .max()
+            .unwrap_or(1);
+        // A long tail (max over the lowest median beyond LOG_X_RATIO) and no --xmax: log bins,
+        // so a µs body and ms outliers both read.
+        let p50 = runs
+            .iter()
+            .filter_map(|r| r.merged().value_at_quantile(0.5))
+            .map(|v| v.0.max(1))
+            .min();
+        let long = p50.is_some_and(|m| (max_us * 1000) as f64 / m as f64 > LOG_X_RATIO);
+        let log_from_us = (xmax_us.is_none() && long).then(|| {
+            let min = runs
+                .iter()
+                .filter_map(|r| r.merged().min())
+                .map(|m| m.0)
+                .min();
+            let min_us = (min.unwrap_or(1000) as f64 / 1000.0).max(0.1);
+            10f64.powf(min_us.log10().floor())
+        });
+        HistScale {
+            width: fd.max(max_us.div_ceil(MAX_BINS)).max(1),
+            max_us,
+            log_from_us,
+        }
+    }
+}
+
+/// The Freedman–Diaconis bin width of a distribution, `2 · IQR / n^(1/3)`, rounded up to 1, 2
+/// or 5 × 10^k µs (at least 1 µs: cyclictest's resolution and OSADL's bin). A million samples
+/// get 1 µs bins; 500 samples spread over 20 µs get 5 µs bins instead of a picket fence.
+pub fn fd_width_us(h: &Histogram) -> u64 {
+    let (Some(q1), Some(q3)) = (h.value_at_quantile(0.25), h.value_at_quantile(0.75)) else {
+        return 1;
+    };
+    let n = h.count().max(1) as f64;
+    let w = 2.0 * (q3.0.saturating_sub(q1.0)) as f64 / 1000.0 / n.cbrt();
+    nice_up(w)
+}
+
+/// The smallest 1, 2 or 5 × 10^k (k ≥ 0) at or above `v`.
+fn nice_up(v: f64) -> u64 {
+    let mut base = 1u64;
+    loop {
+        for m in [1, 2, 5] {
+            if (m * base) as f64 >= v {
+                return m * base;
+            }
+        }
+        base = base.saturating_mul(10);
+        if base > 1_000_000_000 {
+            return base;
+        }
+    }
+}
+
+/// The OSADL-style latency histogram of one run: one line per CPU over µs bins.
+pub fn histogram(run: &RunData) -> Panel {
+    let title = run.name();
+    histogram_with(run, &title, HistScale::of(std::slice::from_ref(run)))
+}
+
+/// The OSADL-style histogram of one run named `name`, on a scale shared with other panels.
+pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
+    let threads = &run.detail.threads;
+    let HistScale { width, max_us, .. } = scale;
+    let series = threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let max = t
+                .max_ns
+                .map_or("-".into(), |m| format!("{} µs", crate::us(m)));
+            let name = format!("{} (max {max})", run.cpu_name(t.thread));
+            let pts = match scale.log_from_us {
+                Some(lo) => histogram_points_log(&t.histogram, lo, max_us),
+                None => histogram_points(&t.histogram, width, max_us),
+            };
+            Series::new(name, i, pts)
+        })
+        .collect();
+    let title = format!("Latency histogram — {name} (run {})", run.id());
+    if let Some(lo) = scale.log_from_us {
+        return Panel {
+            title,
+            x: Axis {
+                range: Some((lo, max_us as f64 * 1.05)),
+                ..Axis::log("latency (µs, log axis)")
+            },
+            y: Axis::log(format!(
+                "samples per bin ({LOG_BINS_PER_DECADE} per decade)"
+            )),
+            y2: None,
+            legend: Corner::UpperRight,
+            series,
+        };
+    }
+    let unit = if width == 1 {
+        "samples per µs".to_string()
+    } else {
+        format!("samples per {width} µs")
+    };
+    let beyond = threads
+        .iter()
+        .any(|t| t.max_ns.is_some_and(|m| m / 1000 >= max_us));
+    let x_label = if beyond {
+        format!("latency (µs); later samples counted at {max_us} µs")
+    } else {
+        "latency (µs)".into()
+    };
+    Panel {
+        title,
+        x: Axis {
+            range: Some((0.0, (max_us.div_ceil(width) * width) as f64)),
+            ..Axis::linear(x_label)
+        },
+        y: Axis::log(unit),
+        y2: None,
+        legend: Corner::UpperRight,
+        series,
+    }
+}
+
+/// Histogram counts in [`LOG_BINS_PER_DECADE`] bins per decade from `lo_us` to `max_us`, as
+/// (bin start µs, count), each bucket counted in the bin of its highest value; runs of empty
+/// bins are reduced to their first and last bin.
+pub fn histogram_points_log(h: &Histogram, lo_us: f64, max_us: u64) -> Vec<(f64, f64)> {
+    let per = f64::from(LOG_BINS_PER_DECADE);
+    let bins = ((max_us as f64 / lo_us).max(1.0).log10() * per).ceil() as usize + 2;
+    let mut counts = vec![0u64; bins];
+    for (lo, w, c) in h.buckets() {
+        let us = (lo.0 + w.0 - 1) as f64 / 1000.0;
+        let b = ((us / lo_us).max(1.0).log10() * per).floor() as usize;
+        counts[b.min(bins - 1)] += c;
+    }
+    thin_empty(&counts, |i| lo_us * 10f64.powf(i as f64 / per))
+}
+
+/// Histogram counts in bins of `width` µs from 0 to `max_us`, as (bin start µs, count), each
+/// bucket counted in the bin of its highest value; runs of empty bins are reduced to their first
+/// and last bin (drawn at the bottom of the log axis).
+pub fn histogram_points(h: &Histogram, width: u64, max_us: u64) -> Vec<(f64, f64)> {
+    let bins = (max_us / width + 2) as usize;
+    let mut counts = vec![0u64; bins];
+    for (lo, w, c) in h.buckets() {
+        // By the bucket's highest value: above 2,048 ns a bucket is wider than 1 ns, and one
+        // that straddles a bin edge goes to the upper bin (an error of at most its width, under
+        // 0.1 %), so whole-µs samples (cyclictest histograms) land in their own bins.
+        let b = (((lo.0 + w.0 - 1) / 1000) / width) as usize;
+        counts[b.min(bins - 1)] += c;
+    }
+    thin_empty(&counts, |i| (i as u64 * width) as f64)
+}
+
+/// Bin counts as (bin start, count) with runs of empty bins reduced to their ends.
+fn thin_empty(counts: &[u64], start: impl Fn(usize) -> f64) -> Vec<(f64, f64)> {
+    let mut pts = Vec::new();
+    for (i, &c) in counts.iter().enumerate() {
+        let prev = i.checked_sub(1).map(|j| counts[j]);
+        let next = counts.get(i + 1).copied();
+        let interior_zero = c == 0 && prev == Some(0) && next == Some(0);
+        if !interior_zero {
+            pts.push((start(i), c as f64));
+        }
+    }
+    pts
+}
