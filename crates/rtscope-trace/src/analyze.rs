@@ -77,7 +77,11 @@ impl Cpu {
             Kind::VectorExit(v) => self.pop(|c| *c == Ctx::Vector(*v)),
             Kind::IpiExit => self.pop(|c| *c == Ctx::Ipi),
             Kind::SoftirqExit { vec } => self.pop(|c| *c == Ctx::Softirq(*vec)),
-            Kind::Nmi { .. } | Kind::HrtimerEntry | Kind::HrtimerExit => {}
+            Kind::Nmi { .. }
+            | Kind::HrtimerEntry
+            | Kind::HrtimerExit
+            | Kind::Noise { .. }
+            | Kind::TimerlatSample { .. } => {}
         }
     }
 

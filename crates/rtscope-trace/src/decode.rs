@@ -145,6 +145,47 @@ pub enum Kind {
     HrtimerEntry,
     /// `timer/hrtimer_expire_exit` (only when requested).
     HrtimerExit,
+    /// An `osnoise/*_noise` event of the timerlat tier: written when the noise ends, with its
+    /// duration net of nested noise (the osnoise tracer's own accounting).
+    Noise {
+        /// What the noise was.
+        source: NoiseSource,
+        /// Net duration (ns).
+        duration_ns: u64,
+    },
+    /// A `ftrace/timerlat` sample of the timerlat tracer's own thread on this CPU.
+    TimerlatSample {
+        /// True when taken in the thread (wake-up latency), false in the timer IRQ.
+        thread: bool,
+        /// Latency from the timer's expiry (ns).
+        latency_ns: u64,
+    },
+}
+
+/// The source of an `osnoise/*_noise` event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoiseSource {
+    /// `irq_noise`: a hard interrupt, by its description (`local_timer:236`, `virtio0-requests`).
+    Irq {
+        /// The description.
+        desc: String,
+        /// The vector or IRQ number.
+        vector: i32,
+    },
+    /// `softirq_noise`, by vector.
+    Softirq {
+        /// Vector (0 HI … 9 RCU).
+        vec: u32,
+    },
+    /// `nmi_noise`.
+    Nmi,
+    /// `thread_noise`: a task that ran on the CPU.
+    Thread {
+        /// Its PID.
+        pid: i32,
+        /// Its name.
+        comm: Comm,
+    },
 }
 
 /// A decoded record.
@@ -173,6 +214,11 @@ enum Which {
     Nmi,
     HrtimerEntry,
     HrtimerExit,
+    IrqNoise,
+    SoftirqNoise,
+    NmiNoise,
+    ThreadNoise,
+    TimerlatSample,
 }
 
 fn which(name: &str) -> Option<Which> {
@@ -188,6 +234,11 @@ fn which(name: &str) -> Option<Which> {
         "nmi_handler" => Which::Nmi,
         "hrtimer_expire_entry" => Which::HrtimerEntry,
         "hrtimer_expire_exit" => Which::HrtimerExit,
+        "irq_noise" => Which::IrqNoise,
+        "softirq_noise" => Which::SoftirqNoise,
+        "nmi_noise" => Which::NmiNoise,
+        "thread_noise" => Which::ThreadNoise,
+        "timerlat" => Which::TimerlatSample,
         _ => {
             let (stem, entry) = match (name.strip_suffix("_entry"), name.strip_suffix("_exit")) {
                 (Some(s), _) => (s, true),
@@ -301,6 +352,33 @@ impl Schema {
             },
             Which::HrtimerEntry => Kind::HrtimerEntry,
             Which::HrtimerExit => Kind::HrtimerExit,
+            Which::IrqNoise | Which::SoftirqNoise | Which::NmiNoise | Which::ThreadNoise => {
+                let source = match *w {
+                    Which::IrqNoise => NoiseSource::Irq {
+                        desc: f
+                            .field("desc")
+                            .and_then(|fl| string(r.data, fl))
+                            .unwrap_or_default(),
+                        vector: get("vector").unwrap_or(-1) as i32,
+                    },
+                    Which::SoftirqNoise => NoiseSource::Softirq {
+                        vec: get("vector")? as u32,
+                    },
+                    Which::NmiNoise => NoiseSource::Nmi,
+                    _ => NoiseSource::Thread {
+                        pid: get("pid")? as i32,
+                        comm: comm("comm")?,
+                    },
+                };
+                Kind::Noise {
+                    source,
+                    duration_ns: get("duration")?.max(0) as u64,
+                }
+            }
+            Which::TimerlatSample => Kind::TimerlatSample {
+                thread: get("context")? != 0,
+                latency_ns: get("timer_latency")?.max(0) as u64,
+            },
         };
         Some(Event {
             ts: r.ts,
