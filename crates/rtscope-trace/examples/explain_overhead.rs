@@ -141,9 +141,16 @@ fn pin_self(cpus: &[usize]) {
     }
 }
 
+/// Median (the mean of the middle two for an even count), minimum, maximum.
 fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
     v.sort_by(f64::total_cmp);
-    (v[v.len() / 2], v[0], v[v.len() - 1])
+    let n = v.len();
+    let m = if n % 2 == 0 {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    } else {
+        v[n / 2]
+    };
+    (m, v[0], v[n - 1])
 }
 
 fn main() {
