@@ -188,6 +188,57 @@ pub enum NoiseSource {
     },
 }
 
+/// Names and kernel priorities of the tasks the scheduler events mentioned.
+#[derive(Debug, Clone, Default)]
+pub struct Tasks(HashMap<i32, (Comm, i32)>);
+
+impl Tasks {
+    /// Learns the tasks of a `sched_switch` or `sched_waking` (other events are ignored).
+    pub fn learn(&mut self, e: &Event) {
+        match &e.kind {
+            Kind::Switch {
+                prev_pid,
+                prev_prio,
+                prev_comm,
+                next_pid,
+                next_prio,
+                next_comm,
+            } => {
+                self.0.insert(*prev_pid, (*prev_comm, *prev_prio));
+                self.0.insert(*next_pid, (*next_comm, *next_prio));
+            }
+            Kind::Waking {
+                pid, prio, comm, ..
+            } => {
+                self.0.insert(*pid, (*comm, *prio));
+            }
+            _ => {}
+        }
+    }
+
+    /// Adds a task known only by name (priority: a normal task's), unless already known.
+    pub fn name(&mut self, pid: i32, comm: Comm) {
+        self.0.entry(pid).or_insert((comm, 120));
+    }
+
+    /// The kernel priority of `pid`, when known.
+    pub fn prio(&self, pid: i32) -> Option<i32> {
+        self.0.get(&pid).map(|t| t.1)
+    }
+
+    /// The task `pid` as far as known (the idle task is `swapper`; unknown ones have no name
+    /// and a normal priority).
+    pub fn task(&self, pid: i32) -> crate::model::Task {
+        let (comm, prio) = self.0.get(&pid).copied().unwrap_or((Comm::default(), 120));
+        let comm = if pid == 0 {
+            "swapper".to_string()
+        } else {
+            comm.as_string()
+        };
+        crate::model::Task { comm, pid, prio }
+    }
+}
+
 /// A decoded record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {

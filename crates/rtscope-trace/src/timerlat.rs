@@ -15,11 +15,10 @@
 //! The noise events carry their start in the tracer's local clock; the start used here is the
 //! event's time (trace clock, `mono`) minus the duration, which is exact for un-nested noise.
 
-use crate::decode::{Comm, Event, Kind, NoiseSource};
-use crate::model::{Attribution, Category, Charge, LateCause, Softirq, Spike, Task};
+use crate::decode::{Event, Kind, NoiseSource, Tasks};
+use crate::model::{Attribution, Category, Charge, LateCause, Softirq, Spike};
 use crate::tracefs::{read_bounded, write_file, Tracefs};
 use crate::TraceError;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// The events the timerlat tier enables besides the tracer: (system, event).
@@ -60,49 +59,33 @@ fn irq_name(desc: &str, vector: i32) -> String {
     }
 }
 
-/// The noise spans of `events` and the tasks the scheduler events named (pid → comm, prio).
-fn spans(events: &[Event]) -> (Vec<Span>, HashMap<i32, (Comm, i32)>) {
+/// The noise spans of `events` and the tasks the events named.
+fn spans(events: &[Event]) -> (Vec<Span>, Tasks) {
     let mut out = Vec::new();
-    let mut tasks = HashMap::new();
+    let mut tasks = Tasks::default();
     for e in events {
-        match &e.kind {
-            Kind::Noise {
-                source,
-                duration_ns,
-            } => {
-                let src = match source {
-                    NoiseSource::Irq { desc, vector } => Src::Irq(irq_name(desc, *vector)),
-                    NoiseSource::Softirq { vec } => Src::Softirq(*vec),
-                    NoiseSource::Nmi => Src::Nmi,
-                    NoiseSource::Thread { pid, comm } => {
-                        tasks.entry(*pid).or_insert((*comm, 120));
-                        Src::Thread(*pid)
-                    }
-                };
-                out.push(Span {
-                    from: e.ts.saturating_sub(*duration_ns),
-                    to: e.ts,
-                    src,
-                });
+        tasks.learn(e);
+        let Kind::Noise {
+            source,
+            duration_ns,
+        } = &e.kind
+        else {
+            continue;
+        };
+        let src = match source {
+            NoiseSource::Irq { desc, vector } => Src::Irq(irq_name(desc, *vector)),
+            NoiseSource::Softirq { vec } => Src::Softirq(*vec),
+            NoiseSource::Nmi => Src::Nmi,
+            NoiseSource::Thread { pid, comm } => {
+                tasks.name(*pid, *comm);
+                Src::Thread(*pid)
             }
-            Kind::Switch {
-                prev_pid,
-                prev_prio,
-                prev_comm,
-                next_pid,
-                next_prio,
-                next_comm,
-            } => {
-                tasks.insert(*prev_pid, (*prev_comm, *prev_prio));
-                tasks.insert(*next_pid, (*next_comm, *next_prio));
-            }
-            Kind::Waking {
-                pid, prio, comm, ..
-            } => {
-                tasks.insert(*pid, (*comm, *prio));
-            }
-            _ => {}
-        }
+        };
+        out.push(Span {
+            from: e.ts.saturating_sub(*duration_ns),
+            to: e.ts,
+            src,
+        });
     }
     (out, tasks)
 }
@@ -145,16 +128,7 @@ pub fn attribute(events: &[Event], spike: &Spike, lost_events: bool) -> Attribut
     // The wake-up interrupt is charged as the handler; the rest is painted over the gaps.
     noise.retain(|s| Some((s.from, s.to)) != wake || !matches!(s.src, Src::Irq(_)));
     noise.sort_by_key(|s| s.from);
-    let own_prio = tasks.get(&spike.tid).map_or(0, |t| t.1);
-    let task = |pid: i32| {
-        let (comm, prio) = tasks.get(&pid).copied().unwrap_or((Comm::default(), 120));
-        let comm = if pid == 0 {
-            "swapper".to_string()
-        } else {
-            comm.as_string()
-        };
-        Task { comm, pid, prio }
-    };
+    let own_prio = tasks.prio(spike.tid).unwrap_or(0);
     let before = |t: u64| wake.is_some_and(|w| t < w.0);
     let category = |src: &Src, t: u64| -> Category {
         let late = |cause| Category::TimerIrqLate { cause };
@@ -173,7 +147,7 @@ pub fn attribute(events: &[Event], spike: &Spike, lost_events: bool) -> Attribut
                 Category::ReturnToUser
             }
             (Src::Thread(p) | Src::Gap(Some(p)), false) => {
-                let t = task(*p);
+                let t = tasks.task(*p);
                 if t.prio <= own_prio {
                     Category::Thread { task: t }
                 } else {
@@ -302,7 +276,7 @@ pub fn restore(saved: &[(PathBuf, String)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::Kind;
+    use crate::decode::{Comm, Kind};
 
     const TID: i32 = 500;
     const D: u64 = 10_000_000;

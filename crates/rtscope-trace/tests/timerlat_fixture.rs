@@ -2,23 +2,16 @@
 //! (tests/fixtures/timerlat_rt/README.md): the timerlat tracer's own thread on CPU 1, delayed by
 //! a SCHED_FIFO 99 `culprit` busy 12 ms every 200 ms.
 
-use rtscope_trace::decode::{decode_pages, Event, Kind, NoiseSource, Schema};
-use rtscope_trace::format::{EventFormat, PageLayout};
+#[path = "common/fixture.rs"]
+mod fixture;
+
+use rtscope_trace::decode::{Event, Kind, NoiseSource};
 use rtscope_trace::timerlat::{attribute, sample_spikes};
 use rtscope_trace::{Category, LateCause};
-use std::path::Path;
 
 fn load() -> (Vec<Event>, usize) {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/timerlat_rt");
-    let layout =
-        PageLayout::parse(&std::fs::read_to_string(d.join("header_page")).unwrap()).unwrap();
-    let formats = std::fs::read_dir(d.join("formats"))
-        .unwrap()
-        .map(|e| EventFormat::parse(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap());
-    let schema = Schema::new(formats);
-    assert_eq!(schema.len(), 7, "sched ×2, noise ×4, the timerlat sample");
-    let pages = std::fs::read(d.join("pages.bin")).unwrap();
-    let (events, _, bad) = decode_pages(&pages, 4096, &layout, &schema);
+    let (events, types, bad) = fixture::events("timerlat_rt");
+    assert_eq!(types, 7, "sched ×2, noise ×4, the timerlat sample");
     (events, bad)
 }
 
