@@ -76,6 +76,11 @@ def verify_explain(c: Checker, kernel: str, r: guest.BootResult) -> None:
              and r.value("explain-osnoise-after") == r.value("explain-osnoise-before"),
              f"instances {r.value('explain-instances')}, osnoise "
              f"{r.value('explain-osnoise-before')} -> {r.value('explain-osnoise-after')}")
+    during, after = r.value("explain-kill-during") or "", r.value("explain-kill-after") or ""
+    c.expect(kernel, "SIGKILL while recording: the reaper removes the instance and restores osnoise",
+             during.split()[:1] == ["1"] and during.split()[1:] != after.split()[1:]
+             and after == "0 " + (r.value("explain-osnoise-before") or "?"),
+             f"during: instances/cpus/period {during}; after {after}")
 
 
 def verify(c: Checker, kernel: str, r: guest.BootResult, host_bin: Path, out: Path,

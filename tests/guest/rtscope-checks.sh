@@ -48,6 +48,18 @@ if [ "${EXPLAIN:-0}" = 1 ]; then
     mark explain-instances "$(ls $T/instances | wc -l)"
     mark explain-osnoise-after "$(cat $T/osnoise/cpus 2>/dev/null) $(cat $T/osnoise/timerlat_period_us 2>/dev/null)"
     [ -f /tmp/explain.json ] && put_file explain.json /tmp/explain.json
+    # SIGKILL while recording: the reaper removes the instance and writes the osnoise settings
+    # back (the tracer is running, so they were changed).
+    rtscope measure -D 30s -i 1ms --cpus 1 --explain 1.5ms -q --no-db >/dev/null 2>&1 &
+    kpid=$!
+    n=0
+    while [ "$(ls $T/instances | wc -l)" = 0 ] && [ $n -lt 100 ]; do usleep 100000; n=$((n + 1)); done
+    mark explain-kill-during "$(ls $T/instances | wc -l) $(cat $T/osnoise/cpus) $(cat $T/osnoise/timerlat_period_us)"
+    kill -9 "$kpid"
+    n=0
+    while [ "$(ls $T/instances | wc -l)" != 0 ] && [ $n -lt 50 ]; do usleep 100000; n=$((n + 1)); done
+    usleep 300000
+    mark explain-kill-after "$(ls $T/instances | wc -l) $(cat $T/osnoise/cpus) $(cat $T/osnoise/timerlat_period_us)"
 fi
 
 check runs rtscope runs
