@@ -1,9 +1,12 @@
-//! `rtscope measure --target` against three real `sshd` "boards" (Debian's openssh-server)
-//! started by the test on 127.0.0.2, .3 and .4 with private host keys and a private authorized
-//! key (BatchMode): fan-out, merge tagged board=…, a board that cannot be reached failing
-//! alone with its reason, nothing left in the boards' /tmp, and a killed ssh leaving no remote
-//! rtscope running (checked in /proc). Skipped, with the reason, only when sshd is not
-//! installed (.ci/run installs openssh-server).
+//! `rtscope measure|run|check --target` against three real `sshd` "boards" (Debian's
+//! openssh-server) started by the test on 127.0.0.2, .3 and .4 with private host keys and a
+//! private authorized key (BatchMode): fan-out, a campaign on the boards of a targets.toml
+//! merged tagged board=… and compared, its JUnit and KCIDB outputs validated, a board that
+//! cannot be reached failing alone with its reason, nothing left in the boards' /tmp, a local
+//! Ctrl-C recording the remote run as interrupted, and a killed ssh leaving no remote rtscope
+//! running (checked in /proc) nor its files. Skipped, with the reason, only when sshd is not
+//! installed (.ci/run installs openssh-server). Every test holds the SCHED_FIFO lock whole, so
+//! one test's remote directories are never another's.
 
 mod common;
 
@@ -124,6 +127,7 @@ fn remote_dirs() -> Vec<String> {
 #[test]
 fn three_boards_measure_merge_and_one_unreachable_board_fails_alone() {
     let Some(b) = start("fleet-ssh") else { return };
+    let _rt = common::rt_lock();
     let before = remote_dirs();
     let db = b.dir.join("lab.db");
     let dead = format!("root@127.0.0.5:{}", free_port("127.0.0.5"));
@@ -135,10 +139,7 @@ fn three_boards_measure_merge_and_one_unreachable_board_fails_alone() {
     for t in b.targets.iter().chain([&dead]) {
         c.args(["--target", t]);
     }
-    let o = {
-        let _rt = common::rt_lock();
-        c.output().unwrap()
-    };
+    let o = c.output().unwrap();
     let (stdout, stderr) = (
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr),
@@ -218,6 +219,7 @@ fn a_killed_ssh_leaves_no_remote_process() {
         return;
     };
     let _rt = common::rt_lock();
+    let before = remote_dirs();
     let local = rtscope(&b)
         .args(["measure", "-D", "60s", "-i", "1ms", "-q", "--db"])
         .arg(b.dir.join("k.db"))
@@ -261,4 +263,209 @@ fn a_killed_ssh_leaves_no_remote_process() {
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("board 127.0.0.2 failed"), "{stderr}");
     assert!(remote_rtscope().is_none());
+    // The lost session's watcher removed the remote directory (binary and database).
+    let start = Instant::now();
+    while remote_dirs() != before {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "left on the board: {:?}",
+            remote_dirs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A targets.toml naming the three boards a, b and c.
+fn targets_file(b: &Boards) -> PathBuf {
+    let mut text = format!(
+        "[defaults]\nidentity = \"{}\"\ntags = {{ lab = \"loopback\" }}\n",
+        b.dir.join("id").display()
+    );
+    for (name, t) in ["a", "b", "c"].iter().zip(&b.targets) {
+        let (user, rest) = t.split_once('@').unwrap();
+        let (host, port) = rest.split_once(':').unwrap();
+        text.push_str(&format!(
+            "\n[boards.{name}]\nhost = \"{host}\"\nport = {port}\nuser = \"{user}\"\n"
+        ));
+    }
+    let path = b.dir.join("targets.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn runs_json(db: &Path) -> Vec<Value> {
+    let o = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .args(["runs", "--json", "--db"])
+        .arg(db)
+        .output()
+        .unwrap();
+    serde_json::from_slice::<Value>(&o.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// The "done when": `rtscope run examples/quick.toml --target a --target b --target c`
+/// merges the three boards' runs into one database and `rtscope compare board=a board=b` works;
+/// the JUnit and KCIDB outputs of the campaign validate.
+#[test]
+fn a_campaign_on_three_named_boards_merges_compares_and_reports_to_ci() {
+    let Some(b) = start("fleet-ssh-run") else {
+        return;
+    };
+    let _rt = common::rt_lock();
+    let before = remote_dirs();
+    let (db, junit, kcidb) = (
+        b.dir.join("lab.db"),
+        b.dir.join("lab.xml"),
+        b.dir.join("lab.json"),
+    );
+    let campaign = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/quick.toml");
+    let o = rtscope(&b)
+        .args([
+            "run", campaign, "--target", "a", "--target", "b", "--target", "c",
+        ])
+        .args([
+            "--duration",
+            "1s",
+            "--explain",
+            "off",
+            "-q",
+            "--targets-file",
+        ])
+        .arg(targets_file(&b))
+        .arg("--db")
+        .arg(&db)
+        .arg(format!("--ci-output=junit={}", junit.display()))
+        .arg(format!("--ci-output=kcidb={}", kcidb.display()))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout.matches("2 run(s) merged").count(), 3, "{stdout}");
+    let runs = runs_json(&db);
+    let mut boards: Vec<&str> = runs
+        .iter()
+        .map(|r| r["tags"]["board"].as_str().unwrap())
+        .collect();
+    boards.sort_unstable();
+    assert_eq!(boards, ["a", "a", "b", "b", "c", "c"]);
+    assert!(runs.iter().all(|r| r["tags"]["lab"] == "loopback"));
+    let cmp = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .args(["compare", "board=a", "board=b", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&cmp.stdout);
+    // Exit 1 is a regression verdict between two boards (load on this machine decides it).
+    assert!(matches!(cmp.status.code(), Some(0 | 1)), "{text}");
+    assert!(text.contains("board=b: 2 runs"), "{text}");
+    // JUnit: a suite per run, valid against the XSD.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<testsuite ").count(), 6, "{xml}");
+    let xsd = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../rtscope-fleet/tests/fixtures/junit-10.xsd"
+    );
+    if let Ok(v) = Command::new("xmllint")
+        .args(["--noout", "--schema", xsd])
+        .arg(&junit)
+        .output()
+    {
+        assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    }
+    // KCIDB: the six runs' tests, valid against kcidb-io's schema where it is installed.
+    let doc: Value = serde_json::from_slice(&std::fs::read(&kcidb).unwrap()).unwrap();
+    let tests = doc["tests"].as_array().unwrap();
+    let roots = tests.iter().filter(|t| t["path"] == "rtscope").count();
+    assert_eq!(roots, 6);
+    let script = "import json,sys,jsonschema,kcidb_io\njsonschema.validate(json.load(open(sys.argv[1])),kcidb_io.schema.V5_3.json)";
+    if Command::new("python3")
+        .args(["-c", "import jsonschema, kcidb_io"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        let v = Command::new("python3")
+            .args(["-c", script])
+            .arg(&kcidb)
+            .output()
+            .unwrap();
+        assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    }
+    assert_eq!(remote_dirs(), before, "the copies were removed");
+}
+
+/// `check --target`: the audit of one board, its output as is; an unknown board is a usage
+/// error.
+#[test]
+fn check_runs_on_a_named_board() {
+    let Some(b) = start("fleet-ssh-check") else {
+        return;
+    };
+    let _rt = common::rt_lock();
+    let file = targets_file(&b);
+    let o = rtscope(&b)
+        .args(["check", "--target", "b", "--targets-file"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{stdout}");
+    assert!(stdout.starts_with("rtscope check: 32 checks"), "{stdout}");
+    let o = rtscope(&b)
+        .args(["check", "--target", "rack=9", "--targets-file"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no board of"));
+}
+
+/// A local Ctrl-C stops the remote run, which is recorded as interrupted, fetched and merged;
+/// nothing stays on the board.
+#[test]
+fn a_local_ctrl_c_records_the_remote_run_as_interrupted() {
+    let Some(b) = start("fleet-ssh-int") else {
+        return;
+    };
+    let _rt = common::rt_lock();
+    let before = remote_dirs();
+    let db = b.dir.join("i.db");
+    let local = rtscope(&b)
+        .args(["measure", "-D", "60s", "-i", "1ms", "-q", "--db"])
+        .arg(&db)
+        .args(["--target", &b.targets[1]])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while remote_rtscope().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the remote run did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(Command::new("kill")
+        .args(["-INT", &local.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let o = local.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(3), "{stdout}{stderr}");
+    assert!(stdout.contains("exit 3, 1 run(s) merged"), "{stdout}");
+    let runs = runs_json(&db);
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["status"], "interrupted");
+    assert!(remote_rtscope().is_none());
+    assert_eq!(remote_dirs(), before);
 }
