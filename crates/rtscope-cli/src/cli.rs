@@ -183,6 +183,9 @@ pub struct CompareArgs {
     /// Exit 0 even when a candidate regresses (report only)
     #[arg(long)]
     pub no_fail: bool,
+    /// Also write the verdicts as lava, kcidb or junit to FILE (`-`: stdout), repeatable
+    #[arg(long, value_name = "FORMAT=FILE")]
+    pub ci_output: Vec<String>,
 }
 
 /// Options of `rtscope load`.

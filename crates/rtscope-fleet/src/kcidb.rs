@@ -30,7 +30,7 @@ impl Default for Submission {
     }
 }
 
-fn origin(text: &str) -> String {
+pub(crate) fn origin(text: &str) -> String {
     let s: String = text
         .chars()
         .map(|c| {
@@ -49,7 +49,7 @@ fn origin(text: &str) -> String {
 }
 
 /// A KCIDB path element: `[a-zA-Z0-9_-]+` (dots separate elements).
-fn element(text: &str) -> String {
+pub(crate) fn element(text: &str) -> String {
     name_part(text).replace('.', "_")
 }
 

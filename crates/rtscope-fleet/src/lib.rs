@@ -9,6 +9,7 @@
 //! * [`remote`], [`targets`], [`fanout`]: runs on remote boards over the system `ssh`, named in
 //!   a `targets.toml`, fanned out and merged;
 //! * [`output`]: recorded runs written in these formats (`export`, `--ci-output`);
+//! * [`compare`]: a comparison's verdicts in the lab CI formats;
 //! * [`metrics_file`]: the textfile of a running measurement.
 //!
 //! Every format is drawn from one [`Report`], built from a recorded run
@@ -16,6 +17,7 @@
 //! formats never disagree. Docs: docs/fleet.md.
 
 pub mod atomic;
+pub mod compare;
 pub mod fanout;
 pub mod junit;
 pub mod kcidb;

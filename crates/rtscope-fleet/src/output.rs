@@ -138,6 +138,45 @@ pub fn mark(store: &Store) -> Result<RunId, FleetError> {
     Ok(runs.iter().map(|r| r.id).max().unwrap_or(0))
 }
 
+/// Writes a comparison's verdicts in every output of `outs` (see [`crate::compare`]); each
+/// file written.
+pub fn write_compare(
+    c: &rtscope_analysis::compare::analysis::Comparison,
+    outs: &[CiOutput],
+    stdout: &mut dyn Write,
+    sub: &kcidb::Submission,
+) -> Result<Vec<PathBuf>, FleetError> {
+    let cases = crate::compare::cases(c);
+    let body = |w: &mut dyn Write, f: Format| match f {
+        Format::Lava => crate::compare::lava(w, &cases),
+        Format::Kcidb => crate::compare::kcidb(w, &cases, sub),
+        _ => crate::compare::junit(w, &cases),
+    };
+    each(outs, stdout, |w, f| body(w, f))
+}
+
+/// Writes every output of `outs` through `body`; each file written.
+fn each(
+    outs: &[CiOutput],
+    stdout: &mut dyn Write,
+    body: impl Fn(&mut dyn Write, Format) -> std::io::Result<()>,
+) -> Result<Vec<PathBuf>, FleetError> {
+    let mut written = Vec::new();
+    for o in outs {
+        match &o.path {
+            None => body(stdout, o.format).map_err(|e| FleetError::Write {
+                path: "stdout".into(),
+                source: e,
+            })?,
+            Some(p) => {
+                crate::write_atomic(p, |w| body(w, o.format))?;
+                written.push(p.clone());
+            }
+        }
+    }
+    Ok(written)
+}
+
 /// Writes the runs of `store` after `mark` in every output of `outs`; each file written.
 pub fn write_ci(
     store: &Store,
@@ -158,20 +197,7 @@ pub fn write_ci(
         .iter()
         .map(|&id| report(store, id, &[]))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut written = Vec::new();
-    for o in outs {
-        match &o.path {
-            None => write(stdout, o.format, &rs, sub).map_err(|e| FleetError::Write {
-                path: "stdout".into(),
-                source: e,
-            })?,
-            Some(p) => {
-                crate::write_atomic(p, |w| write(w, o.format, &rs, sub))?;
-                written.push(p.clone());
-            }
-        }
-    }
-    Ok(written)
+    each(outs, stdout, |w, f| write(w, f, &rs, sub))
 }
 
 #[cfg(test)]

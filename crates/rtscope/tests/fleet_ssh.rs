@@ -306,6 +306,42 @@ fn runs_json(db: &Path) -> Vec<Value> {
         .clone()
 }
 
+/// `doc` is valid against the JUnit XSD (xmllint; .ci/run installs it).
+fn xsd_valid(doc: &Path) {
+    let xsd = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../rtscope-fleet/tests/fixtures/junit-10.xsd"
+    );
+    match Command::new("xmllint")
+        .args(["--noout", "--schema", xsd])
+        .arg(doc)
+        .output()
+    {
+        Ok(v) => assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr)),
+        Err(e) => eprintln!("SKIP: xmllint: {e}"),
+    }
+}
+
+/// `doc` is valid against kcidb-io's schema, where python3 has jsonschema and kcidb-io
+/// (.ci/run installs them).
+fn kcidb_valid(doc: &Path) {
+    let script = "import json,sys,jsonschema,kcidb_io\njsonschema.validate(json.load(open(sys.argv[1])),kcidb_io.schema.V5_3.json)";
+    if !Command::new("python3")
+        .args(["-c", "import jsonschema, kcidb_io"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("SKIP: python3 with jsonschema and kcidb-io is not installed");
+        return;
+    }
+    let v = Command::new("python3")
+        .args(["-c", script])
+        .arg(doc)
+        .output()
+        .unwrap();
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+}
+
 /// The "done when": `rtscope run examples/quick.toml --target a --target b --target c`
 /// merges the three boards' runs into one database and `rtscope compare board=a board=b` works;
 /// the JUnit and KCIDB outputs of the campaign validate.
@@ -355,46 +391,50 @@ fn a_campaign_on_three_named_boards_merges_compares_and_reports_to_ci() {
     boards.sort_unstable();
     assert_eq!(boards, ["a", "a", "b", "b", "c", "c"]);
     assert!(runs.iter().all(|r| r["tags"]["lab"] == "loopback"));
+    let (cmp_junit, cmp_kcidb) = (b.dir.join("cmp.xml"), b.dir.join("cmp.json"));
     let cmp = Command::new(env!("CARGO_BIN_EXE_rtscope"))
-        .args(["compare", "board=a", "board=b", "--db"])
+        .args([
+            "compare",
+            "board=a",
+            "board=b",
+            "--ci-output",
+            "lava=-",
+            "--db",
+        ])
         .arg(&db)
+        .arg(format!("--ci-output=junit={}", cmp_junit.display()))
+        .arg(format!("--ci-output=kcidb={}", cmp_kcidb.display()))
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&cmp.stdout);
     // Exit 1 is a regression verdict between two boards (load on this machine decides it).
-    assert!(matches!(cmp.status.code(), Some(0 | 1)), "{text}");
+    let regressed = match cmp.status.code() {
+        Some(0) => false,
+        Some(1) => true,
+        _ => panic!("{text}"),
+    };
     assert!(text.contains("board=b: 2 runs"), "{text}");
+    // The verdicts as CI results: a case per statistic, failed exactly when compare fails.
+    assert!(
+        text.contains("TEST_CASE_ID=board_b-p99.99 RESULT="),
+        "{text}"
+    );
+    assert_eq!(text.contains("RESULT=fail"), regressed, "{text}");
+    let cmp_xml = std::fs::read_to_string(&cmp_junit).unwrap();
+    assert_eq!(cmp_xml.contains("<failure "), regressed, "{cmp_xml}");
     // JUnit: a suite per run, valid against the XSD.
     let xml = std::fs::read_to_string(&junit).unwrap();
     assert_eq!(xml.matches("<testsuite ").count(), 6, "{xml}");
-    let xsd = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../rtscope-fleet/tests/fixtures/junit-10.xsd"
-    );
-    if let Ok(v) = Command::new("xmllint")
-        .args(["--noout", "--schema", xsd])
-        .arg(&junit)
-        .output()
-    {
-        assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    for doc in [&junit, &cmp_junit] {
+        xsd_valid(doc);
     }
     // KCIDB: the six runs' tests, valid against kcidb-io's schema where it is installed.
     let doc: Value = serde_json::from_slice(&std::fs::read(&kcidb).unwrap()).unwrap();
     let tests = doc["tests"].as_array().unwrap();
     let roots = tests.iter().filter(|t| t["path"] == "rtscope").count();
     assert_eq!(roots, 6);
-    let script = "import json,sys,jsonschema,kcidb_io\njsonschema.validate(json.load(open(sys.argv[1])),kcidb_io.schema.V5_3.json)";
-    if Command::new("python3")
-        .args(["-c", "import jsonschema, kcidb_io"])
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        let v = Command::new("python3")
-            .args(["-c", script])
-            .arg(&kcidb)
-            .output()
-            .unwrap();
-        assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+    for doc in [&kcidb, &cmp_kcidb] {
+        kcidb_valid(doc);
     }
     assert_eq!(remote_dirs(), before, "the copies were removed");
 }

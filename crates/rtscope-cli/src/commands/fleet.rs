@@ -3,6 +3,7 @@
 
 use crate::cli::{ExportArgs, ExportFormat, FleetArgs};
 use crate::exit::{ExitStatus, UsageError};
+use rtscope_analysis::compare::analysis::Comparison;
 use rtscope_fleet::fanout::{self, file_arg};
 use rtscope_fleet::output::{self, CiOutput, Format};
 use rtscope_fleet::remote::{Job, Ssh};
@@ -84,6 +85,22 @@ pub fn remote(
         out,
         &mut std::io::stderr(),
     )?)
+}
+
+fn ci_outputs(outs: &[String]) -> Result<Vec<CiOutput>, UsageError> {
+    outs.iter()
+        .map(|o| CiOutput::parse(o))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(usage)
+}
+
+/// `compare --ci-output FORMAT=FILE`: the verdicts of `c`.
+pub fn compare_ci(outs: &[String], c: &Comparison, out: &mut dyn Write) -> anyhow::Result<()> {
+    let sub = kcidb::Submission::default();
+    for p in output::write_compare(c, &ci_outputs(outs)?, out, &sub).map_err(usage)? {
+        eprintln!("rtscope: wrote {}", p.display());
+    }
+    Ok(())
 }
 
 /// `--ci-output FORMAT=FILE`: `body` runs, then the runs it recorded into `db` are written.
