@@ -509,3 +509,77 @@ fn a_local_ctrl_c_records_the_remote_run_as_interrupted() {
     assert!(remote_rtscope().is_none());
     assert_eq!(remote_dirs(), before);
 }
+
+/// The "arm64 board": the static aarch64 rtscope ($RTSCOPE_ARM64, built by tests/guest/ci.sh;
+/// .ci/run runs this test after it) copied to a board that starts it through
+/// `qemu-aarch64-static` (targets.toml's `copy` and `prefix`), beside an x86_64 board; both
+/// runs merged, the arm64 one recorded on an aarch64 machine.
+#[test]
+fn an_emulated_arm64_board_runs_the_aarch64_binary() {
+    let Some(binary) = std::env::var_os("RTSCOPE_ARM64") else {
+        eprintln!("SKIP: RTSCOPE_ARM64 names no aarch64 rtscope (.ci/run sets it after tests/guest/ci.sh built one)");
+        return;
+    };
+    let qemu = Command::new("qemu-aarch64-static")
+        .arg("--version")
+        .output();
+    assert!(
+        qemu.is_ok_and(|o| o.status.success()),
+        "qemu-aarch64-static is not installed (Debian qemu-user-static)"
+    );
+    let Some(b) = start("fleet-ssh-arm64") else {
+        return;
+    };
+    let _rt = common::rt_lock();
+    let before = remote_dirs();
+    let file = targets_file(&b);
+    let (user, rest) = b.targets[2].split_once('@').unwrap();
+    let (host, port) = rest.split_once(':').unwrap();
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(&format!(
+        "\n[boards.arm64]\nhost = \"{host}\"\nport = {port}\nuser = \"{user}\"\ncopy = \"{}\"\nprefix = [\"qemu-aarch64-static\"]\ntags = {{ arch = \"arm64\" }}\n",
+        Path::new(&binary).canonicalize().unwrap().display()
+    ));
+    std::fs::write(&file, text).unwrap();
+    let db = b.dir.join("arm.db");
+    let o = rtscope(&b)
+        .args([
+            "measure",
+            "-l",
+            "300",
+            "-i",
+            "200us",
+            "-q",
+            "--target",
+            "arch=arm64",
+        ])
+        .args(["--target", "a", "--targets-file"])
+        .arg(&file)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    let runs = runs_json(&db);
+    assert_eq!(runs.len(), 2, "{stdout}");
+    for r in runs {
+        let show = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+            .args(["runs", "show", &r["id"].to_string(), "--json", "--db"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        let show: Value = serde_json::from_slice(&show.stdout).unwrap();
+        let machine = &show["environment"]["uname.machine"];
+        let want = if r["tags"]["board"] == "arm64" {
+            "aarch64"
+        } else {
+            std::env::consts::ARCH
+        };
+        assert_eq!(machine, want, "{show}");
+    }
+    assert_eq!(remote_dirs(), before);
+}
