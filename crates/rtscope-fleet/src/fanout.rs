@@ -161,6 +161,11 @@ pub fn merge(
         let name = &r.target.name;
         let o = match r.outcome {
             Ok(o) => o,
+            Err(RemoteError::NotStarted) => {
+                writeln!(err, "rtscope: board {name}: not started (interrupted)")?;
+                status = worse(status, ExitStatus::Interrupted);
+                continue;
+            }
             Err(e) => {
                 writeln!(err, "rtscope: board {name} failed: {e}")?;
                 status = worse(status, ExitStatus::Usage);
