@@ -419,7 +419,7 @@ mod tests {
     fn the_watcher_stops_the_run_and_removes_the_directory_only_when_the_session_is_lost() {
         for (input, kept) in [(&b"stop\n"[..], true), (&b""[..], false)] {
             let dir = std::env::temp_dir().join(format!(
-                "rtscope.w{}{}",
+                "rtscope-watcher-test-{}-{}",
                 std::process::id(),
                 u8::from(kept)
             ));
