@@ -179,7 +179,14 @@ pub fn merge(
         };
         let mut tags = vec![("board".to_string(), name.clone())];
         tags.extend(r.target.tags.iter().cloned());
-        match store.merge_from(db, &tags) {
+        // The remote rtscope has ended: a run it left `running` (killed) is incomplete.
+        let merged = store.merge_from(db, &tags).and_then(|m| {
+            m.added
+                .iter()
+                .try_for_each(|(here, _, _)| store.mark_writer_gone(*here).map(drop))
+                .map(|()| m)
+        });
+        match merged {
             Ok(m) => writeln!(
                 out,
                 "board {name}: exit {}, {} run(s) merged into {}",

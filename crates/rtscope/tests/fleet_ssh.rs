@@ -299,11 +299,11 @@ fn runs_json(db: &Path) -> Vec<Value> {
         .arg(db)
         .output()
         .unwrap();
+    // None yet (a database still being created) reads as no runs.
     serde_json::from_slice::<Value>(&o.stdout)
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
+        .ok()
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
 }
 
 /// `doc` is valid against the JUnit XSD (xmllint; .ci/run installs it).
@@ -582,4 +582,90 @@ fn an_emulated_arm64_board_runs_the_aarch64_binary() {
         assert_eq!(machine, want, "{show}");
     }
     assert_eq!(remote_dirs(), before);
+}
+
+/// Starts a 60 s measurement on board 127.0.0.3; the local rtscope and the remote one's pid.
+fn long_remote_run(b: &Boards, db: &Path) -> (Child, u32) {
+    let local = rtscope(b)
+        .args(["measure", "-D", "60s", "-i", "1ms", "-q", "--db"])
+        .arg(db)
+        .args(["--target", &b.targets[1]])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let mut local = local;
+    loop {
+        if let Some(p) = remote_rtscope() {
+            return (local, p);
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = local.kill();
+            let _ = local.wait();
+            panic!("the remote run did not start");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn kill(signal: &str, pid: u32) {
+    assert!(Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+}
+
+/// The remote rtscope SIGKILLed: the board reports its exit, and the run it left `running`
+/// is merged as `incomplete` (its writer is gone), not as a run still going.
+#[test]
+fn a_remote_rtscope_killed_is_merged_as_incomplete() {
+    let Some(b) = start("fleet-ssh-rkill") else {
+        return;
+    };
+    let _rt = common::rt_lock();
+    let before = remote_dirs();
+    let db = b.dir.join("r.db");
+    let (local, remote) = long_remote_run(&b, &db);
+    // Until the board's database holds the run (read as `rtscope runs` reads a live one).
+    let remote_db = std::fs::read_link(format!("/proc/{remote}/cwd"))
+        .unwrap()
+        .join("run.db");
+    let start = Instant::now();
+    while !remote_db.exists() || runs_json(&remote_db).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(60), "no run recorded");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    kill("-KILL", remote);
+    let o = local.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(2), "{stdout}");
+    assert!(stdout.contains("exit 137, 1 run(s) merged"), "{stdout}");
+    let runs = runs_json(&db);
+    assert_eq!(runs[0]["status"], "incomplete");
+    assert_eq!(remote_dirs(), before);
+}
+
+/// The local rtscope SIGKILLed: its ssh sees the end of its input, and the board's watcher
+/// stops the remote rtscope and removes its directory.
+#[test]
+fn a_local_rtscope_killed_leaves_nothing_on_the_board() {
+    let Some(b) = start("fleet-ssh-lkill") else {
+        return;
+    };
+    let _rt = common::rt_lock();
+    let before = remote_dirs();
+    let (mut local, remote) = long_remote_run(&b, &b.dir.join("l.db"));
+    local.kill().unwrap();
+    local.wait().unwrap();
+    let start = Instant::now();
+    while stat(remote).is_some_and(|(comm, _)| comm == "rtscope") || remote_dirs() != before {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "left on the board: rtscope {remote}, {:?}",
+            remote_dirs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
