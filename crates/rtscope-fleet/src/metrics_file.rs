@@ -4,6 +4,7 @@
 
 use crate::output::parse_limits;
 use crate::{FleetError, Report};
+use rtscope_core::{Histogram, Stats};
 use rtscope_engine::{Run, RunResult};
 use rtscope_session::limits::Limit;
 use rtscope_session::record::parse_tag;
@@ -74,16 +75,6 @@ impl MetricsFile {
         crate::write_atomic(&self.path, |w| crate::prometheus::write(w, r))
     }
 
-    /// Writes `r`; a failure is warned about once, and the run goes on.
-    fn put(&mut self, r: &Report) {
-        if let Err(e) = self.write(r) {
-            if !self.warned {
-                eprintln!("rtscope: warning: --metrics-file: {e} (the run goes on)");
-                self.warned = true;
-            }
-        }
-    }
-
     /// At a tick: the threads' statistics so far.
     pub fn update(&mut self, run: &Run) {
         let threads = run.threads().iter().enumerate().map(|(i, t)| {
@@ -96,16 +87,7 @@ impl MetricsFile {
         });
         let measured = run.started().elapsed().map_or(0.0, |d| d.as_secs_f64());
         let now = unix_s(SystemTime::now());
-        let r = Report::live(
-            &self.board,
-            &self.label,
-            threads,
-            &self.limits,
-            measured,
-            now,
-            RunStatus::Running,
-        );
-        self.put(&r);
+        self.put(threads, measured, now, RunStatus::Running);
     }
 
     /// At the end: the final statistics.
@@ -127,16 +109,32 @@ impl MetricsFile {
         } else {
             RunStatus::Complete
         };
-        let end = unix_s(result.ended);
+        self.put(threads, measured, unix_s(result.ended), status);
+    }
+
+    /// Writes the report of `threads`; a failure is warned about once, and the run goes on.
+    fn put(
+        &mut self,
+        threads: impl IntoIterator<Item = (u32, Option<u32>, Stats, Histogram)>,
+        measured_s: f64,
+        end_unix_s: f64,
+        status: RunStatus,
+    ) {
+        let (board, label) = (&self.board, &self.label);
         let r = Report::live(
-            &self.board,
-            &self.label,
+            board,
+            label,
             threads,
             &self.limits,
-            measured,
-            end,
+            measured_s,
+            end_unix_s,
             status,
         );
-        self.put(&r);
+        if let Err(e) = self.write(&r) {
+            if !self.warned {
+                eprintln!("rtscope: warning: --metrics-file: {e} (the run goes on)");
+                self.warned = true;
+            }
+        }
     }
 }

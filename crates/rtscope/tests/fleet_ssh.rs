@@ -220,35 +220,13 @@ fn a_killed_ssh_leaves_no_remote_process() {
     };
     let _rt = common::rt_lock();
     let before = remote_dirs();
-    let local = rtscope(&b)
-        .args(["measure", "-D", "60s", "-i", "1ms", "-q", "--db"])
-        .arg(b.dir.join("k.db"))
-        .args(["--target", &b.targets[0]])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    let remote = loop {
-        if let Some(p) = remote_rtscope() {
-            break p;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "the remote run did not start"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let (local, remote) = long_remote_run(&b, &b.dir.join("k.db"));
     // The ssh that runs it: a child of the local rtscope.
     let ssh = pids()
         .into_iter()
         .find(|&p| stat(p).is_some_and(|(comm, ppid)| comm == "ssh" && ppid == local.id()))
         .expect("the local ssh");
-    assert!(Command::new("kill")
-        .args(["-KILL", &ssh.to_string()])
-        .status()
-        .unwrap()
-        .success());
+    kill("-KILL", ssh);
     let start = Instant::now();
     // Gone, or its pid reused by another program.
     while stat(remote).is_some_and(|(comm, _)| comm == "rtscope") {
@@ -261,7 +239,7 @@ fn a_killed_ssh_leaves_no_remote_process() {
     let o = local.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("board 127.0.0.2 failed"), "{stderr}");
+    assert!(stderr.contains("board 127.0.0.3 failed"), "{stderr}");
     assert!(remote_rtscope().is_none());
     // The lost session's watcher removed the remote directory (binary and database).
     let start = Instant::now();
@@ -475,27 +453,8 @@ fn a_local_ctrl_c_records_the_remote_run_as_interrupted() {
     let _rt = common::rt_lock();
     let before = remote_dirs();
     let db = b.dir.join("i.db");
-    let local = rtscope(&b)
-        .args(["measure", "-D", "60s", "-i", "1ms", "-q", "--db"])
-        .arg(&db)
-        .args(["--target", &b.targets[1]])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while remote_rtscope().is_none() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "the remote run did not start"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(Command::new("kill")
-        .args(["-INT", &local.id().to_string()])
-        .status()
-        .unwrap()
-        .success());
+    let (local, _) = long_remote_run(&b, &db);
+    kill("-INT", local.id());
     let o = local.wait_with_output().unwrap();
     let (stdout, stderr) = (
         String::from_utf8_lossy(&o.stdout),
