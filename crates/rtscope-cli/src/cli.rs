@@ -726,7 +726,8 @@ pub fn command() -> clap::Command {
 #[derive(Debug, Clone, Args)]
 pub struct FleetArgs {
     /// Run on this board over ssh instead of here (repeatable): a board of targets.toml, every
-    /// board with a tag KEY=VALUE, or [user@]host[:port]; runs are merged here tagged board=NAME
+    /// board with a tag KEY=VALUE, `all`, or [user@]host[:port]; runs are merged here tagged
+    /// board=NAME
     #[arg(long = "target", value_name = "BOARD", help_heading = "Fleet")]
     pub targets: Vec<String>,
     /// The boards file [default: $RTSCOPE_TARGETS, else ./targets.toml]

@@ -18,7 +18,8 @@
 //! ```
 //!
 //! `--target rpi4` names a board; `--target rack=1` every board with that tag (`board=NAME`
-//! matches names); anything else is `[user@]host[:port]`, its name the host.
+//! matches names); `--target all` every board of the file; anything else is
+//! `[user@]host[:port]`, its name the host.
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -214,6 +215,9 @@ impl Targets {
         if let Some(b) = self.boards.iter().find(|b| b.name == text) {
             return Ok(vec![b.clone()]);
         }
+        if text == "all" && !self.boards.is_empty() {
+            return Ok(self.boards.clone());
+        }
         if let Some((k, v)) = text.split_once('=') {
             let found: Vec<Target> = self
                 .boards
@@ -335,6 +339,7 @@ tags = { rack = "2" }
         };
         assert_eq!(names(&["rack=1", "a", "c"]), ["a", "b", "c"]);
         assert_eq!(names(&["board=b", "u@10.0.0.9"]), ["b", "10.0.0.9"]);
+        assert_eq!(names(&["all"]), ["a", "b", "c"]);
         assert!(matches!(
             t.resolve(&["rack=9".into()]),
             Err(TargetError::NoMatch { .. })

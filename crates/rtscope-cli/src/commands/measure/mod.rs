@@ -99,9 +99,9 @@ pub fn run(
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
     if !a.fleet.targets.is_empty() {
-        if a.metrics_file.is_some() || a.no_db {
+        if a.metrics_file.is_some() || a.no_db || a.json.is_some() {
             return Err(crate::usage(
-                "--metrics-file and --no-db cannot be used with --target",
+                "--metrics-file, --json and --no-db cannot be used with --target: export the merged runs",
             ));
         }
         return crate::commands::fleet::remote(&a.fleet, &command_line, None, a.db.as_deref(), out);
