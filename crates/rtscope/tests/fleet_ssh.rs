@@ -534,6 +534,7 @@ fn an_emulated_arm64_board_runs_the_aarch64_binary() {
         String::from_utf8_lossy(&o.stderr),
     );
     assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    eprintln!("{stdout}");
     let runs = runs_json(&db);
     assert_eq!(runs.len(), 2, "{stdout}");
     for r in runs {
