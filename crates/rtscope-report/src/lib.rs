@@ -22,6 +22,7 @@ pub mod matrix;
 pub mod model;
 pub mod monitors;
 pub mod plot;
+pub mod raw;
 pub mod table;
 pub mod warnings;
 

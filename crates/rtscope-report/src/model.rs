@@ -23,8 +23,9 @@ pub struct RunData {
     pub loads: Vec<LoadRow>,
     /// The campaign the run belongs to, with its place in it.
     pub campaign: Option<(CampaignSummary, CampaignRun)>,
-    /// Raw latencies per thread in ns (index = thread), when asked for and stored.
-    pub raw: Option<Vec<Vec<u64>>>,
+    /// Exact CDF points of the raw samples, when asked for and stored (built in bounded
+    /// memory by [`crate::raw::raw_cdf`]).
+    pub raw: Option<crate::raw::RawCdf>,
     /// Why the worst wake-ups were late (`--explain`), with the run's clock start (ns).
     pub explain: Option<(rtscope_trace::book::ExplainSummary, u64)>,
     /// The preflight audit the run started with (`rtscope check`; empty if none was stored).
@@ -36,10 +37,12 @@ impl From<RunBundle> for RunData {
     /// database itself.
     fn from(b: RunBundle) -> RunData {
         let raw = (!b.raw.is_empty()).then(|| {
-            b.raw
+            let raw: Vec<Vec<u64>> = b
+                .raw
                 .iter()
                 .map(|t| t.iter().map(|r| r.1).collect())
-                .collect()
+                .collect();
+            crate::raw::raw_cdf_of(&raw)
         });
         RunData {
             detail: b.detail,
