@@ -571,15 +571,10 @@ pub struct MeasureArgs {
     /// Scheduling policy
     #[arg(long, value_enum, default_value = "fifo", help_heading = "Scheduling")]
     pub policy: PolicyArg,
-    /// Real-time priority (1-99) for fifo/rr; nice value for other/batch
-    #[arg(
-        long,
-        short = 'p',
-        default_value_t = 90,
-        allow_negative_numbers = true,
-        help_heading = "Scheduling"
-    )]
-    pub priority: i32,
+    /// Real-time priority (1-99, default 90) for fifo/rr; nice value (-20..19, default 0) for
+    /// other/batch; ignored by idle and deadline
+    #[arg(long, short = 'p', allow_negative_numbers = true, help_heading = "Scheduling")]
+    pub priority: Option<i32>,
     /// Lower the priority by one for each further thread
     #[arg(long, help_heading = "Scheduling")]
     pub priospread: bool,

@@ -691,6 +691,10 @@ fn values_that_mean_something_else_are_refused() {
             vec!["cyclictest", "-q", "-l", "10", "--latency=-5"],
             "--latency",
         ),
+        (
+            measure_args(dbs, &["-p", "50", "-l", "10"]),
+            "'--priority': other takes a nice value, -20..19",
+        ),
     ];
     for (args, want) in cases {
         let out = rtscope(&args);
@@ -698,6 +702,18 @@ fn values_that_mean_something_else_are_refused() {
         assert_eq!(code(&out), 2, "{args:?}: {stderr}");
         assert!(stderr.contains(want), "{args:?}: {stderr}");
     }
+}
+
+/// Case 18: the priority a thread is recorded with is the one it ran at: a nice value for
+/// SCHED_OTHER (0 unless given), never the real-time default of 90 the kernel would clamp.
+#[test]
+fn the_recorded_priority_is_the_one_applied() {
+    let (_dir, db) = one_run_db("priority-recorded");
+    assert_eq!(query(&db, "SELECT DISTINCT priority FROM threads"), "0");
+    let nice = rtscope(&measure_args(db.to_str().unwrap(), &["-p", "7", "-l", "20"]));
+    assert_eq!(code(&nice), 0, "{:?}", texts(&nice));
+    let applied = query(&db, "SELECT priority FROM threads WHERE run_id = 2");
+    assert_eq!(applied, "7");
 }
 
 /// Case 19: the raw samples are streamed into CSV and JSON chunk by chunk; every sample is
