@@ -573,7 +573,12 @@ pub struct MeasureArgs {
     pub policy: PolicyArg,
     /// Real-time priority (1-99, default 90) for fifo/rr; nice value (-20..19, default 0) for
     /// other/batch; ignored by idle and deadline
-    #[arg(long, short = 'p', allow_negative_numbers = true, help_heading = "Scheduling")]
+    #[arg(
+        long,
+        short = 'p',
+        allow_negative_numbers = true,
+        help_heading = "Scheduling"
+    )]
     pub priority: Option<i32>,
     /// Lower the priority by one for each further thread
     #[arg(long, help_heading = "Scheduling")]

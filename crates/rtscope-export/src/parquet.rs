@@ -223,7 +223,9 @@ struct Group {
 fn file_metadata(columns: &[Column], groups: &[Group], created_by: &str, schema: &str) -> Vec<u8> {
     let mut f = Compact::new();
     f.i32(1, 1); // version
-    let leaves: Vec<Option<&Column>> = std::iter::once(None).chain(columns.iter().map(Some)).collect();
+    let leaves: Vec<Option<&Column>> = std::iter::once(None)
+        .chain(columns.iter().map(Some))
+        .collect();
     f.struct_list(2, &leaves, |s, c| match c {
         Some(c) => schema_element(s, c),
         None => {
@@ -233,8 +235,11 @@ fn file_metadata(columns: &[Column], groups: &[Group], created_by: &str, schema:
     });
     f.i64(3, groups.iter().map(|g| g.rows).sum());
     f.struct_list(4, groups, |g, group| {
-        let cols: Vec<(&Column, Chunk)> = columns.iter().zip(group.chunks.iter().copied()).collect();
-        g.struct_list(1, &cols, |cc, (c, chunk)| column_chunk(cc, c, *chunk, group.rows));
+        let cols: Vec<(&Column, Chunk)> =
+            columns.iter().zip(group.chunks.iter().copied()).collect();
+        g.struct_list(1, &cols, |cc, (c, chunk)| {
+            column_chunk(cc, c, *chunk, group.rows)
+        });
         g.i64(2, group.chunks.iter().map(|c| c.size).sum()); // total_byte_size
         g.i64(3, group.rows);
     });
@@ -286,7 +291,10 @@ impl<'a> Writer<'a> {
         if schema_of(part) != self.columns {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("a part of table {} has other columns than its schema", part.name),
+                format!(
+                    "a part of table {} has other columns than its schema",
+                    part.name
+                ),
             ));
         }
         let rows = part.rows();

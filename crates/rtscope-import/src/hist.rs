@@ -9,8 +9,8 @@
 
 use super::model::{excerpt, parse_u64, Bad, Imported, ThreadData, MAX_COUNT};
 use rtscope_core::{Histogram, Nanos};
-use std::io::{BufRead, Read};
 use serde_json::{json, Map, Value};
+use std::io::{BufRead, Read};
 
 /// The values of one trailer line and where it was.
 #[derive(Debug, Clone, Default)]
@@ -104,6 +104,7 @@ enum Stage {
 }
 
 /// Parses histogram text held in memory.
+#[cfg(test)]
 pub fn parse(text: &str) -> Result<Imported, Bad> {
     parse_reader(&mut text.as_bytes())
 }
@@ -134,7 +135,10 @@ pub fn parse_reader(input: &mut dyn BufRead) -> Result<Imported, Bad> {
         if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') {
             return Err(Bad::line(
                 n,
-                format!("a line longer than {} MiB: this is not cyclictest -h output", MAX_LINE >> 20),
+                format!(
+                    "a line longer than {} MiB: this is not cyclictest -h output",
+                    MAX_LINE >> 20
+                ),
             ));
         }
         let raw = std::str::from_utf8(&buf).map_err(|e| {
@@ -366,7 +370,10 @@ fn build(rows: &Rows, tr: &Trailer, last: usize) -> Result<Imported, Bad> {
     counters.resize(threads, Tally::default());
     for (t, c) in counters.iter().enumerate() {
         if c.count > MAX_COUNT {
-            let what = format!("the counts of thread {t} ({} samples is not plausible)", c.count);
+            let what = format!(
+                "the counts of thread {t} ({} samples is not plausible)",
+                c.count
+            );
             return Err(Bad::line(rows.first_line, what));
         }
     }

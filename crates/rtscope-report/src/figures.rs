@@ -341,7 +341,10 @@ pub fn tail_points(h: &Histogram) -> Vec<(f64, f64)> {
 
 /// The lines of the shared plots: per CPU plus all CPUs for one run; per run (all CPUs) for
 /// several, named by their group; one per group when runs repeat or are too many.
-fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Option<Vec<(f64, f64)>>)> {
+fn lines(
+    runs: &[RunData],
+    grouping: &Grouping,
+) -> Vec<(String, Histogram, Option<Vec<(f64, f64)>>)> {
     if let [run] = runs {
         let mut out: Vec<_> = run
             .detail
@@ -379,7 +382,10 @@ fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Optio
 }
 
 /// One line per group (repeats merged); raw samples are not used then.
-fn by_group(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Option<Vec<(f64, f64)>>)> {
+fn by_group(
+    runs: &[RunData],
+    grouping: &Grouping,
+) -> Vec<(String, Histogram, Option<Vec<(f64, f64)>>)> {
     grouping
         .groups
         .iter()

@@ -148,7 +148,9 @@ pub fn raw_cdf<E>(
     let mut all = Histogram::new();
     for &t in threads {
         let mut h = Histogram::new();
-        each(t, &mut |chunk| chunk.iter().for_each(|&v| h.record(Nanos(v))))?;
+        each(t, &mut |chunk| {
+            chunk.iter().for_each(|&v| h.record(Nanos(v)))
+        })?;
         all.merge(&h);
         hists.push(h);
     }
@@ -208,7 +210,9 @@ mod tests {
     fn spread(n: u64, seed: u64) -> Vec<u64> {
         // Values from 1 µs to about 4 ms, many in buckets wider than 1 ns.
         (0..n)
-            .map(|i| 1_000 + (i.wrapping_mul(2_654_435_761).wrapping_add(seed) % 4_000_000) / (1 + i % 7))
+            .map(|i| {
+                1_000 + (i.wrapping_mul(2_654_435_761).wrapping_add(seed) % 4_000_000) / (1 + i % 7)
+            })
             .collect()
     }
 

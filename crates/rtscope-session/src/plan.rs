@@ -417,7 +417,9 @@ impl RunPlan {
                 policy: pol,
                 // What is applied, and so recorded: idle and deadline threads have no priority.
                 priority: match pol {
-                    _ if s.priospread && pol.is_realtime_priority() => (s.priority - i as i32).max(1),
+                    _ if s.priospread && pol.is_realtime_priority() => {
+                        (s.priority - i as i32).max(1)
+                    }
                     Policy::Idle | Policy::Deadline { .. } => 0,
                     _ => s.priority,
                 },
@@ -622,7 +624,10 @@ mod tests {
             priority,
             ..PlanSpec::default()
         };
-        for (policy, name) in [(PolicyChoice::Other, "other"), (PolicyChoice::Batch, "batch")] {
+        for (policy, name) in [
+            (PolicyChoice::Other, "other"),
+            (PolicyChoice::Batch, "batch"),
+        ] {
             for bad in [50, 20, -21, 90] {
                 let e = RunPlan::build(&spec(policy, bad), &online()).unwrap_err();
                 assert_eq!(e.field, Field::Priority);
@@ -637,7 +642,10 @@ mod tests {
             }
         }
         let p = RunPlan::build(&spec(PolicyChoice::Idle, 90), &online()).unwrap();
-        assert!(p.config.threads.iter().all(|t| t.priority == 0), "idle has no priority");
+        assert!(
+            p.config.threads.iter().all(|t| t.priority == 0),
+            "idle has no priority"
+        );
     }
 
     #[test]

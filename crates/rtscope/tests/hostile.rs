@@ -710,7 +710,10 @@ fn values_that_mean_something_else_are_refused() {
 fn the_recorded_priority_is_the_one_applied() {
     let (_dir, db) = one_run_db("priority-recorded");
     assert_eq!(query(&db, "SELECT DISTINCT priority FROM threads"), "0");
-    let nice = rtscope(&measure_args(db.to_str().unwrap(), &["-p", "7", "-l", "20"]));
+    let nice = rtscope(&measure_args(
+        db.to_str().unwrap(),
+        &["-p", "7", "-l", "20"],
+    ));
     assert_eq!(code(&nice), 0, "{:?}", texts(&nice));
     let applied = query(&db, "SELECT priority FROM threads WHERE run_id = 2");
     assert_eq!(applied, "7");

@@ -23,7 +23,8 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     if a.raw {
         // Streamed from the store twice, a chunk at a time: bounded memory (rtscope_report::raw).
         for r in runs.iter_mut().filter(|r| r.detail.raw_samples > 0) {
-            let (id, threads): (_, Vec<u32>) = (r.id(), r.detail.threads.iter().map(|t| t.thread).collect());
+            let (id, threads): (_, Vec<u32>) =
+                (r.id(), r.detail.threads.iter().map(|t| t.thread).collect());
             let cdf = rtscope_report::raw::raw_cdf(&threads, |t, sink| {
                 store.for_each_raw_chunk(id, t, &mut |c| {
                     sink(&c.iter().map(|s| s.1).collect::<Vec<u64>>());
