@@ -1,0 +1,138 @@
+//! The hostile suite (issue 12), the cases the first two files left without a test: `run` on
+//! SIGHUP, an oversized campaign file, the work of late wake-ups at the shortest interval, and
+//! escape sequences in `compare`'s output. No timing assertions.
+
+#[path = "hostile/support.rs"]
+mod support;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use support::*;
+
+/// A one-run campaign (SCHED_OTHER, 1 thread) measuring for `duration`.
+fn campaign(dir: &std::path::Path, duration: &str) -> std::path::PathBuf {
+    let text = format!(
+        "[campaign]\nname = \"c\"\n[measure]\ninterval = \"1ms\"\nduration = \"{duration}\"\n\
+         settle = \"0s\"\npolicy = \"other\"\nmlock = false\n[[scenario]]\nname = \"s\"\n\
+         threads = 1\n[[load_case]]\nname = \"idle\"\n"
+    );
+    let file = dir.join("c.toml");
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// Case 8: SIGHUP (an ssh session that drops) ends `rtscope run` like SIGINT: the run being
+/// measured is saved as interrupted, the campaign says so and how to resume, exit 3.
+#[test]
+fn sighup_interrupts_a_campaign_like_sigint() {
+    let dir = scratch("run-sighup");
+    let db = dir.join("r.db");
+    let file = campaign(&dir, "30s");
+    let child = Command::new(exe())
+        .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let mut reaper = Reaper::new(pid);
+    wait_for(&db, "SELECT count(*) FROM runs");
+    kill(pid, libc::SIGHUP);
+    let out = wait_output(child, Duration::from_secs(60), "run under SIGHUP");
+    reaper.disarm();
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(code(&out), 3, "{stdout}\n{stderr}");
+    assert_eq!(query(&db, "SELECT status FROM runs"), "interrupted");
+    assert!(
+        format!("{stdout}{stderr}").contains("--resume"),
+        "the resume hint survives: {stdout}\n{stderr}"
+    );
+}
+
+/// Case 12: a campaign file larger than the documented cap (1 MiB) is refused before it is
+/// parsed, with the cap in the message.
+#[test]
+fn an_oversized_campaign_file_is_refused() {
+    let dir = scratch("campaign-size");
+    let file = campaign(&dir, "1s");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(&"# padding\n".repeat(120_000));
+    std::fs::write(&file, text).unwrap();
+    let out = rtscope(&["run", file.to_str().unwrap(), "--dry-run"]);
+    let (_, stderr) = texts(&out);
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert!(stderr.contains("larger than 1024 KiB"), "{stderr}");
+}
+
+/// Case 13: at the shortest interval (1 µs) every wake-up is later than the next deadline;
+/// each costs a bounded amount of work (the passed deadlines are counted, not visited), so
+/// the run ends on its grid: wake-ups plus missed deadlines are exactly its deadlines.
+#[test]
+fn late_wake_ups_at_the_shortest_interval_do_bounded_work() {
+    let dir = scratch("late-work");
+    let db = dir.join("r.db");
+    let out = rtscope(&[
+        "measure",
+        "--policy",
+        "other",
+        "-t",
+        "2",
+        "-i",
+        "1us",
+        "-D",
+        "1s",
+        "--monitor-interval",
+        "0",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 0, "{:?}", texts(&out));
+    let rows = query(&db, "SELECT samples, missed FROM threads ORDER BY thread");
+    for row in rows.lines() {
+        let v: Vec<u64> = row.split('|').map(|x| x.parse().unwrap()).collect();
+        assert_eq!(v[0] + v[1], 1_000_000, "1 s of 1 µs deadlines: {row}");
+        assert!(v[1] > 0, "a 1 µs grid is missed on any machine: {row}");
+    }
+}
+
+/// Case 16: escape sequences in labels reach `compare`'s terminal output escaped.
+#[test]
+fn compare_escapes_hostile_labels() {
+    let dir = scratch("compare-escape");
+    let db = dir.join("r.db");
+    let dbs = db.to_str().unwrap();
+    for _ in 0..2 {
+        let out = rtscope(&[
+            "measure",
+            "--policy",
+            "other",
+            "-t",
+            "1",
+            "-i",
+            "1ms",
+            "-l",
+            "30",
+            "--monitor-interval",
+            "0",
+            "--db",
+            dbs,
+        ]);
+        assert_eq!(code(&out), 0, "{:?}", texts(&out));
+    }
+    let o = Command::new("sqlite3")
+        .arg(&db)
+        .arg("UPDATE runs SET label = 'x' || char(27) || ']0;pwned' || char(7) || char(10) || id")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let out = rtscope(&["compare", "1", "2", "--db", dbs, "--no-fail"]);
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(code(&out), 0, "{stdout}\n{stderr}");
+    for text in [&stdout, &stderr] {
+        assert!(
+            !text.contains('\x1b') && !text.contains('\x07'),
+            "raw control characters: {text:?}"
+        );
+    }
+}
