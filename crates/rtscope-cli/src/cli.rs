@@ -748,7 +748,7 @@ mod tests {
     fn measure_defaults_are_clap_defaults() {
         let d = super::MeasureArgs::default();
         assert_eq!(d.interval, "1ms");
-        assert_eq!(d.priority, 90);
+        assert_eq!(d.priority, None, "90 for fifo/rr, 0 for other/batch");
         assert_eq!(d.policy, super::PolicyArg::Fifo);
         assert_eq!(d.event_capacity, 10_000);
         assert!(d.duration.is_none() && d.cpus.is_none());

@@ -339,12 +339,16 @@ pub fn tail_points(h: &Histogram) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// A line of the CDF plots: its name, its histogram and, when raw samples were streamed, the
+/// exact points ([`crate::raw`]) drawn instead of the histogram's.
+pub type CdfLine = (String, Histogram, Option<Vec<(f64, f64)>>);
+
 /// The lines of the shared plots: per CPU plus all CPUs for one run; per run (all CPUs) for
 /// several, named by their group; one per group when runs repeat or are too many.
 fn lines(
     runs: &[RunData],
     grouping: &Grouping,
-) -> Vec<(String, Histogram, Option<Vec<(f64, f64)>>)> {
+) -> Vec<CdfLine> {
     if let [run] = runs {
         let mut out: Vec<_> = run
             .detail
@@ -385,7 +389,7 @@ fn lines(
 fn by_group(
     runs: &[RunData],
     grouping: &Grouping,
-) -> Vec<(String, Histogram, Option<Vec<(f64, f64)>>)> {
+) -> Vec<CdfLine> {
     grouping
         .groups
         .iter()
@@ -497,7 +501,7 @@ pub fn cdf(runs: &[RunData]) -> (Panel, Panel) {
 
 /// The CDF and exceedance plots of any named histograms (with the exact points of raw samples,
 /// when given: [`crate::raw`]): runs, CPUs, or the groups `rtscope compare` compares.
-pub fn cdf_of(lines: Vec<(String, Histogram, Option<Vec<(f64, f64)>>)>) -> (Panel, Panel) {
+pub fn cdf_of(lines: Vec<CdfLine>) -> (Panel, Panel) {
     let x = latency_axis(lines.iter().map(|l| &l.1));
     let mut c = Vec::new();
     let mut e = Vec::new();
