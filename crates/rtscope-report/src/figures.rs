@@ -345,10 +345,7 @@ pub type CdfLine = (String, Histogram, Option<Vec<(f64, f64)>>);
 
 /// The lines of the shared plots: per CPU plus all CPUs for one run; per run (all CPUs) for
 /// several, named by their group; one per group when runs repeat or are too many.
-fn lines(
-    runs: &[RunData],
-    grouping: &Grouping,
-) -> Vec<CdfLine> {
+fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<CdfLine> {
     if let [run] = runs {
         let mut out: Vec<_> = run
             .detail
@@ -386,10 +383,7 @@ fn lines(
 }
 
 /// One line per group (repeats merged); raw samples are not used then.
-fn by_group(
-    runs: &[RunData],
-    grouping: &Grouping,
-) -> Vec<CdfLine> {
+fn by_group(runs: &[RunData], grouping: &Grouping) -> Vec<CdfLine> {
     grouping
         .groups
         .iter()

@@ -11,39 +11,12 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use support::*;
 
-/// `rtscope measure` arguments of a short, cheap run recorded in `db`.
-fn measure_args<'a>(db: &'a str, length: &'a [&'a str]) -> Vec<&'a str> {
-    let mut v = vec![
-        "measure",
-        "--policy",
-        "other",
-        "-t",
-        "1",
-        "--monitor-interval",
-        "0",
-        "--db",
-        db,
-    ];
-    if !length.contains(&"-i") {
-        v.extend(["-i", "1ms"]);
-    }
-    v.extend_from_slice(length);
-    v
-}
-
 fn late_signal_keeps_the_run(case: &str, sig: i32) {
     let dir = scratch(case);
     let db = dir.join("r.db");
     let dbs = db.to_str().unwrap();
-    let child = Command::new(exe())
-        .args(measure_args(dbs, &["-D", "1s"]))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (child, mut reaper) = spawn(&measure_args(dbs, &["-D", "1s"]));
     let pid = child.id();
-    let mut reaper = Reaper::new(pid);
     wait_for(&db, "SELECT count(*) FROM runs");
     // Another process holds the write lock across the end of the run: the last checkpoint
     // and the end wait for it; the signal comes in that window.
@@ -325,14 +298,7 @@ fn a_read_only_database_is_readable() {
 
 /// A one-run campaign (SCHED_OTHER, 300 ms) with one load case `LOAD` (TOML lines).
 fn campaign(dir: &Path, name: &str, load: &str) -> std::path::PathBuf {
-    let text = format!(
-        "[campaign]\nname = \"{name}\"\n[measure]\ninterval = \"1ms\"\nduration = \"300ms\"\n\
-         settle = \"100ms\"\npolicy = \"other\"\nmlock = false\n[[scenario]]\nname = \"s\"\n\
-         threads = 1\n[[load_case]]\nname = \"case\"\n{load}"
-    );
-    let file = dir.join(format!("{name}.toml"));
-    std::fs::write(&file, text).unwrap();
-    file
+    campaign_file(dir, name, "300ms", load)
 }
 
 /// Case 4: a load that fails (an external program that exits 1 at once) leaves a run measured

@@ -5,20 +5,12 @@
 #[path = "hostile/support.rs"]
 mod support;
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 use support::*;
 
-/// A one-run campaign (SCHED_OTHER, 1 thread) measuring for `duration`.
 fn campaign(dir: &std::path::Path, duration: &str) -> std::path::PathBuf {
-    let text = format!(
-        "[campaign]\nname = \"c\"\n[measure]\ninterval = \"1ms\"\nduration = \"{duration}\"\n\
-         settle = \"0s\"\npolicy = \"other\"\nmlock = false\n[[scenario]]\nname = \"s\"\n\
-         threads = 1\n[[load_case]]\nname = \"idle\"\n"
-    );
-    let file = dir.join("c.toml");
-    std::fs::write(&file, text).unwrap();
-    file
+    campaign_file(dir, "c", duration, "")
 }
 
 /// Case 8: SIGHUP (an ssh session that drops) ends `rtscope run` like SIGINT: the run being
@@ -28,15 +20,8 @@ fn sighup_interrupts_a_campaign_like_sigint() {
     let dir = scratch("run-sighup");
     let db = dir.join("r.db");
     let file = campaign(&dir, "30s");
-    let child = Command::new(exe())
-        .args(["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (child, mut reaper) = spawn(&["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()]);
     let pid = child.id();
-    let mut reaper = Reaper::new(pid);
     wait_for(&db, "SELECT count(*) FROM runs");
     kill(pid, libc::SIGHUP);
     let out = wait_output(child, Duration::from_secs(60), "run under SIGHUP");
@@ -72,21 +57,9 @@ fn an_oversized_campaign_file_is_refused() {
 fn late_wake_ups_at_the_shortest_interval_do_bounded_work() {
     let dir = scratch("late-work");
     let db = dir.join("r.db");
-    let out = rtscope(&[
-        "measure",
-        "--policy",
-        "other",
-        "-t",
-        "2",
-        "-i",
-        "1us",
-        "-D",
-        "1s",
-        "--monitor-interval",
-        "0",
-        "--db",
-        db.to_str().unwrap(),
-    ]);
+    let mut args = measure_args(db.to_str().unwrap(), &["-i", "1us", "-D", "1s"]);
+    args[4] = "2"; // threads
+    let out = rtscope(&args);
     assert_eq!(code(&out), 0, "{:?}", texts(&out));
     let rows = query(&db, "SELECT samples, missed FROM threads ORDER BY thread");
     for row in rows.lines() {
@@ -103,21 +76,7 @@ fn compare_escapes_hostile_labels() {
     let db = dir.join("r.db");
     let dbs = db.to_str().unwrap();
     for _ in 0..2 {
-        let out = rtscope(&[
-            "measure",
-            "--policy",
-            "other",
-            "-t",
-            "1",
-            "-i",
-            "1ms",
-            "-l",
-            "30",
-            "--monitor-interval",
-            "0",
-            "--db",
-            dbs,
-        ]);
+        let out = rtscope(&measure_args(dbs, &["-l", "30"]));
         assert_eq!(code(&out), 0, "{:?}", texts(&out));
     }
     let o = Command::new("sqlite3")

@@ -18,22 +18,8 @@ const LIMIT_KIB: u64 = 85_000;
 fn big_raw_run(case: &str, n: u64) -> (std::path::PathBuf, std::path::PathBuf) {
     let dir = scratch(case);
     let db = dir.join("r.db");
-    let out = rtscope(&[
-        "measure",
-        "--policy",
-        "other",
-        "-t",
-        "1",
-        "--monitor-interval",
-        "0",
-        "-i",
-        "200us",
-        "-l",
-        "3000",
-        "--raw",
-        "--db",
-        db.to_str().unwrap(),
-    ]);
+    let dbs = db.to_str().unwrap();
+    let out = rtscope(&measure_args(dbs, &["-i", "200us", "-l", "3000", "--raw"]));
     assert_eq!(code(&out), 0, "{:?}", texts(&out));
     let have: u64 = query(&db, "SELECT sum(count) FROM samples")
         .parse()
