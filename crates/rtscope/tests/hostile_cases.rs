@@ -1,6 +1,7 @@
 //! The hostile suite (issue 12), the cases the first two files left without a test: `run` on
-//! SIGHUP, an oversized campaign file, the work of late wake-ups at the shortest interval, and
-//! escape sequences in `compare`'s output. No timing assertions.
+//! SIGHUP and on a signal after its last run, an oversized campaign file, the work of late
+//! wake-ups at the shortest interval, and escape sequences in `compare`'s output. No timing
+//! assertions.
 
 #[path = "hostile/support.rs"]
 mod support;
@@ -33,6 +34,43 @@ fn sighup_interrupts_a_campaign_like_sigint() {
         format!("{stdout}{stderr}").contains("--resume"),
         "the resume hint survives: {stdout}\n{stderr}"
     );
+}
+
+/// Case 7: a signal that arrives after the last run was measured (while its load is being
+/// stopped) interrupts nothing: the run and the campaign are complete, exit 0. The load ignores
+/// SIGTERM (so stopping it takes the grace period) and marks when it was asked to stop: the
+/// signal is sent inside that window, whatever the machine's load.
+#[test]
+fn a_signal_after_the_last_run_leaves_the_campaign_complete() {
+    let dir = scratch("late-campaign-signal");
+    let db = dir.join("r.db");
+    let mark = dir.join("stopping");
+    let script = format!(
+        "trap 'touch {}' TERM; while :; do sleep 0.05; done",
+        mark.display()
+    );
+    let load = format!(
+        "  [[load_case.load]]\n  kind = \"external\"\n  program = \"sh\"\n  args = [\"-c\", {script:?}]\n"
+    );
+    let file = campaign_file(&dir, "late", "300ms", &load);
+    let (child, mut reaper) = spawn(&["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+    let pid = child.id();
+    let t0 = std::time::Instant::now();
+    while !mark.exists() && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(mark.exists(), "the load was never asked to stop");
+    kill(pid, libc::SIGINT);
+    let out = wait_output(
+        child,
+        Duration::from_secs(60),
+        "campaign signalled at its end",
+    );
+    reaper.disarm();
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(code(&out), 0, "{stdout}\n{stderr}");
+    assert_eq!(query(&db, "SELECT status FROM runs"), "complete");
+    assert_eq!(query(&db, "SELECT status FROM campaigns"), "complete");
 }
 
 /// Case 12: a campaign file larger than the documented cap (1 MiB) is refused before it is
