@@ -1,5 +1,5 @@
 //! The hostile suite (issue 12), the cases the first two files left without a test: `run` on
-//! SIGHUP and on a signal after its last run, an oversized campaign file, the work of late
+//! a lost load supervisor, on SIGHUP and on a signal after its last run, an oversized campaign file, the work of late
 //! wake-ups at the shortest interval, and escape sequences in `compare`'s output. No timing
 //! assertions.
 
@@ -71,6 +71,58 @@ fn a_signal_after_the_last_run_leaves_the_campaign_complete() {
     assert_eq!(code(&out), 0, "{stdout}\n{stderr}");
     assert_eq!(query(&db, "SELECT status FROM runs"), "complete");
     assert_eq!(query(&db, "SELECT status FROM campaigns"), "complete");
+}
+
+/// The child processes of `pid` (all its threads'), from /proc.
+fn children(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .unwrap()
+        .flatten()
+    {
+        let list = std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+        out.extend(
+            list.split_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok()),
+        );
+    }
+    out
+}
+
+/// Case 4: a campaign whose load supervisor is SIGKILLed during the measurement does not
+/// report the run as measured under load: it is tagged, the campaign failed, exit 2.
+#[test]
+fn a_campaign_that_lost_its_load_supervisor_failed() {
+    let dir = scratch("supervisor-killed");
+    let db = dir.join("r.db");
+    let load =
+        "  [[load_case.load]]\n  kind = \"external\"\n  program = \"sleep\"\n  args = [\"60\"]\n";
+    let file = campaign_file(&dir, "lost", "5s", load);
+    let (child, mut reaper) = spawn(&["run", file.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+    let pid = child.id();
+    wait_for(&db, "SELECT count(*) FROM runs");
+    let shepherds = children(pid);
+    assert!(
+        !shepherds.is_empty(),
+        "the load supervisor is a child of rtscope"
+    );
+    for s in shepherds {
+        kill(s, libc::SIGKILL);
+    }
+    let out = wait_output(
+        child,
+        Duration::from_secs(60),
+        "campaign without its supervisor",
+    );
+    reaper.disarm();
+    let (stdout, stderr) = texts(&out);
+    assert_eq!(code(&out), 2, "{stdout}\n{stderr}");
+    assert!(stdout.contains("without its load"), "{stdout}");
+    assert_eq!(
+        query(&db, "SELECT value FROM tags WHERE key = 'load_failed'"),
+        "sleep"
+    );
+    assert_eq!(query(&db, "SELECT status FROM campaigns"), "failed");
 }
 
 /// Case 12: a campaign file larger than the documented cap (1 MiB) is refused before it is
