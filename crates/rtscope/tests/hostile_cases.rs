@@ -140,6 +140,25 @@ fn an_oversized_campaign_file_is_refused() {
     assert!(stderr.contains("larger than 1024 KiB"), "{stderr}");
 }
 
+/// Case 18: `/` is refused in campaign names as in scenario and load case names (run labels
+/// are campaign/scenario/case/repeat), naming the rule.
+#[test]
+fn a_slash_is_refused_in_every_campaign_name() {
+    let dir = scratch("campaign-slash");
+    let file = campaign(&dir, "1s");
+    let text = std::fs::read_to_string(&file).unwrap();
+    for (from, to) in [
+        ("name = \"c\"", "name = \"a/b\""),
+        ("name = \"s\"", "name = \"s/t\""),
+    ] {
+        std::fs::write(&file, text.replace(from, to)).unwrap();
+        let out = rtscope(&["run", file.to_str().unwrap(), "--dry-run"]);
+        let (_, stderr) = texts(&out);
+        assert_eq!(code(&out), 2, "{to}: {stderr}");
+        assert!(stderr.contains("'/'"), "{to}: {stderr}");
+    }
+}
+
 /// Case 13: at the shortest interval (1 µs) every wake-up is later than the next deadline;
 /// each costs a bounded amount of work (the passed deadlines are counted, not visited), so
 /// the run ends on its grid: wake-ups plus missed deadlines are exactly its deadlines.
