@@ -592,15 +592,15 @@ pub struct MeasureArgs {
     /// Scheduling policy
     #[arg(long, value_enum, default_value = "fifo", help_heading = "Scheduling")]
     pub policy: PolicyArg,
-    /// Real-time priority (1-99) for fifo/rr; nice value for other/batch
+    /// Real-time priority (1-99, default 90) for fifo/rr; nice value (-20..19, default 0) for
+    /// other/batch; ignored by idle and deadline
     #[arg(
         long,
         short = 'p',
-        default_value_t = 90,
         allow_negative_numbers = true,
         help_heading = "Scheduling"
     )]
-    pub priority: i32,
+    pub priority: Option<i32>,
     /// Lower the priority by one for each further thread
     #[arg(long, help_heading = "Scheduling")]
     pub priospread: bool,
@@ -783,7 +783,7 @@ mod tests {
     fn measure_defaults_are_clap_defaults() {
         let d = super::MeasureArgs::default();
         assert_eq!(d.interval, "1ms");
-        assert_eq!(d.priority, 90);
+        assert_eq!(d.priority, None, "90 for fifo/rr, 0 for other/batch");
         assert_eq!(d.policy, super::PolicyArg::Fifo);
         assert_eq!(d.event_capacity, 10_000);
         assert!(d.duration.is_none() && d.cpus.is_none());

@@ -16,6 +16,7 @@ pub mod thrift;
 
 use rtscope_session::output::AtomicFile;
 use rtscope_session::{RunError, UsageError};
+use rtscope_store::codec::RawSample;
 use rtscope_store::{RunId, Store};
 use std::io::{self, Write};
 use std::path::Path;
@@ -118,7 +119,7 @@ pub fn write_format(
 
 /// [`write_format`] for tables read by [`load_without_samples`]: the `samples` table is
 /// streamed from `store` chunk by chunk into CSV and JSON (memory bounded by a chunk, whatever
-/// the run's size); Parquet still reads it whole (one row group).
+/// the run's size) and into Parquet row groups of [`ROW_GROUP_ROWS`] rows.
 pub fn write_format_streamed(
     format: ExportFormat,
     dir: &Path,
@@ -134,17 +135,20 @@ pub fn write_format_streamed(
         .iter()
         .map(|t| t.thread)
         .collect::<Vec<u32>>();
-    let stream = |sink: &mut dyn FnMut(&Table) -> io::Result<()>| -> io::Result<usize> {
+    let raw = |sink: &mut dyn FnMut(u32, &[RawSample]) -> io::Result<()>| -> io::Result<usize> {
         let mut rows = 0;
         for &thread in &threads {
             store
                 .for_each_raw_chunk(id, thread, &mut |chunk| {
                     rows += chunk.len();
-                    sink(&tables::samples_part(id, thread, &chunk))
+                    sink(thread, &chunk)
                 })
                 .map_err(io::Error::other)?;
         }
         Ok(rows)
+    };
+    let stream = |sink: &mut dyn FnMut(&Table) -> io::Result<()>| -> io::Result<usize> {
+        raw(&mut |thread, chunk| sink(&tables::samples_part(id, thread, chunk)))
     };
     let created_by = format!("rtscope version {}", env!("CARGO_PKG_VERSION"));
     match format {
@@ -176,23 +180,69 @@ pub fn write_format_streamed(
         ExportFormat::Parquet => {
             for t in tables {
                 let path = dir.join(format!("run-{id}-{}.parquet", t.name));
-                let whole;
-                let t = if t.name == "samples" {
-                    let d = load(store, id)?;
-                    whole = tables::all(&d)
-                        .into_iter()
-                        .find(|t| t.name == "samples")
-                        .expect("a samples table");
-                    &whole
-                } else {
-                    t
-                };
-                write_file(&path, |w| parquet::write(w, t, &created_by, json::SCHEMA))?;
-                report(out, &path, t.rows())?;
+                let mut rows = t.rows();
+                write_file(&path, |w| {
+                    let mut pw = parquet::Writer::new(w, t, &created_by, json::SCHEMA)?;
+                    pw.row_group(t)?;
+                    if t.name == "samples" {
+                        let mut groups = RowGroups::new(id, &mut pw);
+                        raw(&mut |thread, chunk| groups.push(thread, chunk))?;
+                        groups.flush()?;
+                        rows = usize::try_from(pw.rows()).unwrap_or(usize::MAX);
+                    }
+                    pw.finish()
+                })?;
+                report(out, &path, rows)?;
             }
         }
     }
     Ok(())
+}
+
+/// Rows of a Parquet row group of raw samples: parts streamed from the store (about a second
+/// of one thread each) are gathered up to this many rows, so that row groups are neither tiny
+/// nor large: about 10 MiB of table in memory at 80 bytes a row.
+pub const ROW_GROUP_ROWS: usize = 1 << 17;
+
+/// Gathers streamed `samples` parts into row groups of about [`ROW_GROUP_ROWS`] rows.
+struct RowGroups<'p, 'w> {
+    writer: &'p mut parquet::Writer<'w>,
+    run: RunId,
+    thread: Option<u32>,
+    pending: Vec<RawSample>,
+}
+
+impl<'p, 'w> RowGroups<'p, 'w> {
+    fn new(run: RunId, writer: &'p mut parquet::Writer<'w>) -> Self {
+        RowGroups {
+            writer,
+            run,
+            thread: None,
+            pending: Vec::new(),
+        }
+    }
+
+    /// Adds the raw samples of one thread; a row group holds one thread's samples only.
+    fn push(&mut self, thread: u32, chunk: &[RawSample]) -> io::Result<()> {
+        if self.thread != Some(thread) {
+            self.flush()?;
+            self.thread = Some(thread);
+        }
+        self.pending.extend_from_slice(chunk);
+        if self.pending.len() >= ROW_GROUP_ROWS {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if let (Some(thread), false) = (self.thread, self.pending.is_empty()) {
+            let part = tables::samples_part(self.run, thread, &self.pending);
+            self.writer.row_group(&part)?;
+            self.pending.clear();
+        }
+        Ok(())
+    }
 }
 
 /// Writes the JSON document of run `id` to `w` (`rtscope export -o -`), its raw samples

@@ -1,4 +1,5 @@
-//! A small Parquet writer: one table per file, one row group, uncompressed v1 data pages with
+//! A small Parquet writer: one table per file, in one or more row groups (streamed: see
+//! [`Writer`]), uncompressed v1 data pages with
 //! PLAIN values, RLE definition levels for nullable columns, and the footer (`FileMetaData`)
 //! in the Thrift compact protocol.
 //!
@@ -195,27 +196,52 @@ fn column_chunk(cc: &mut Compact, c: &Column, chunk: Chunk, rows: i64) {
     });
 }
 
-/// The footer: schema, the row group (none for an empty table), key/value metadata.
-fn file_metadata(t: &Table, chunks: &[Chunk], created_by: &str, schema: &str) -> Vec<u8> {
-    let rows = t.rows() as i64;
+/// The schema of `t`: its columns without their values.
+fn schema_of(t: &Table) -> Vec<Column> {
+    let empty = |v: &Values| match v {
+        Values::Int(_) => Values::Int(Vec::new()),
+        Values::Float(_) => Values::Float(Vec::new()),
+        Values::Text(_) => Values::Text(Vec::new()),
+    };
+    t.columns
+        .iter()
+        .map(|c| Column {
+            name: c.name.clone(),
+            nullable: c.nullable,
+            values: empty(&c.values),
+        })
+        .collect()
+}
+
+/// One written row group: its column chunks and row count.
+struct Group {
+    chunks: Vec<Chunk>,
+    rows: i64,
+}
+
+/// The footer: schema, the row groups (none for an empty table), key/value metadata.
+fn file_metadata(columns: &[Column], groups: &[Group], created_by: &str, schema: &str) -> Vec<u8> {
     let mut f = Compact::new();
     f.i32(1, 1); // version
-    let root = [None];
-    let leaves: Vec<Option<&Column>> = root.into_iter().chain(t.columns.iter().map(Some)).collect();
+    let leaves: Vec<Option<&Column>> = std::iter::once(None)
+        .chain(columns.iter().map(Some))
+        .collect();
     f.struct_list(2, &leaves, |s, c| match c {
         Some(c) => schema_element(s, c),
         None => {
             s.string(4, "schema");
-            s.i32(5, t.columns.len() as i32); // num_children
+            s.i32(5, columns.len() as i32); // num_children
         }
     });
-    f.i64(3, rows);
-    let groups: &[()] = if chunks.is_empty() { &[] } else { &[()] };
-    f.struct_list(4, groups, |g, _| {
-        let cols: Vec<(&Column, Chunk)> = t.columns.iter().zip(chunks.iter().copied()).collect();
-        g.struct_list(1, &cols, |cc, (c, chunk)| column_chunk(cc, c, *chunk, rows));
-        g.i64(2, chunks.iter().map(|c| c.size).sum()); // total_byte_size
-        g.i64(3, rows);
+    f.i64(3, groups.iter().map(|g| g.rows).sum());
+    f.struct_list(4, groups, |g, group| {
+        let cols: Vec<(&Column, Chunk)> =
+            columns.iter().zip(group.chunks.iter().copied()).collect();
+        g.struct_list(1, &cols, |cc, (c, chunk)| {
+            column_chunk(cc, c, *chunk, group.rows)
+        });
+        g.i64(2, group.chunks.iter().map(|c| c.size).sum()); // total_byte_size
+        g.i64(3, group.rows);
     });
     f.struct_list(5, &[("rtscope.schema", schema)], |kv, (k, v)| {
         kv.string(1, k);
@@ -225,8 +251,83 @@ fn file_metadata(t: &Table, chunks: &[Chunk], created_by: &str, schema: &str) ->
     f.finish()
 }
 
-/// Writes `t` as a Parquet file. `created_by` names the writer (`rtscope version 0.1.0`);
-/// `schema` is stored as the key/value metadata `rtscope.schema`.
+/// A Parquet file written one row group at a time, so that a table of any size is never
+/// whole in memory: [`Writer::row_group`] writes a part's column chunks at once and keeps only
+/// their offsets (a few dozen bytes per column) for the footer that [`Writer::finish`] writes.
+pub struct Writer<'a> {
+    w: Counting<'a>,
+    columns: Vec<Column>,
+    groups: Vec<Group>,
+    created_by: String,
+    schema: String,
+    page_rows: usize,
+}
+
+impl<'a> Writer<'a> {
+    /// Starts a file whose schema is `template`'s columns (its rows are not written).
+    /// `created_by` names the writer (`rtscope version 0.1.0`); `schema` is stored as the
+    /// key/value metadata `rtscope.schema`.
+    pub fn new(
+        w: &'a mut dyn Write,
+        template: &Table,
+        created_by: &str,
+        schema: &str,
+    ) -> io::Result<Writer<'a>> {
+        let mut w = Counting { inner: w, pos: 0 };
+        w.put(MAGIC)?;
+        Ok(Writer {
+            w,
+            columns: schema_of(template),
+            groups: Vec::new(),
+            created_by: created_by.to_string(),
+            schema: schema.to_string(),
+            page_rows: PAGE_ROWS,
+        })
+    }
+
+    /// Writes the rows of `part` as one row group (nothing for an empty part). Its columns
+    /// must be the template's: same names, types and nullability, in the same order.
+    pub fn row_group(&mut self, part: &Table) -> io::Result<()> {
+        if schema_of(part) != self.columns {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a part of table {} has other columns than its schema",
+                    part.name
+                ),
+            ));
+        }
+        let rows = part.rows();
+        if rows == 0 {
+            return Ok(());
+        }
+        let chunks = part
+            .columns
+            .iter()
+            .map(|c| write_chunk(&mut self.w, c, rows, self.page_rows))
+            .collect::<io::Result<Vec<Chunk>>>()?;
+        let rows = i64::try_from(rows).map_err(|_| too_large("a row group"))?;
+        self.groups.push(Group { chunks, rows });
+        Ok(())
+    }
+
+    /// Rows written so far.
+    pub fn rows(&self) -> u64 {
+        self.groups.iter().map(|g| g.rows as u64).sum()
+    }
+
+    /// Writes the footer and the closing magic.
+    pub fn finish(mut self) -> io::Result<()> {
+        let footer = file_metadata(&self.columns, &self.groups, &self.created_by, &self.schema);
+        self.w.put(&footer)?;
+        let len = u32::try_from(footer.len()).map_err(|_| too_large("the footer"))?;
+        self.w.put(&len.to_le_bytes())?;
+        self.w.put(MAGIC)
+    }
+}
+
+/// Writes `t` as a Parquet file of one row group. `created_by` names the writer
+/// (`rtscope version 0.1.0`); `schema` is stored as the key/value metadata `rtscope.schema`.
 pub fn write(w: &mut dyn Write, t: &Table, created_by: &str, schema: &str) -> io::Result<()> {
     write_paged(w, t, created_by, schema, PAGE_ROWS)
 }
@@ -238,20 +339,10 @@ fn write_paged(
     schema: &str,
     page_rows: usize,
 ) -> io::Result<()> {
-    let mut w = Counting { inner: w, pos: 0 };
-    w.put(MAGIC)?;
-    let rows = t.rows();
-    let mut chunks = Vec::new();
-    if rows > 0 {
-        for c in &t.columns {
-            chunks.push(write_chunk(&mut w, c, rows, page_rows)?);
-        }
-    }
-    let footer = file_metadata(t, &chunks, created_by, schema);
-    w.put(&footer)?;
-    let len = u32::try_from(footer.len()).map_err(|_| too_large("the footer"))?;
-    w.put(&len.to_le_bytes())?;
-    w.put(MAGIC)
+    let mut pw = Writer::new(w, t, created_by, schema)?;
+    pw.page_rows = page_rows;
+    pw.row_group(t)?;
+    pw.finish()
 }
 
 #[cfg(test)]
@@ -331,6 +422,28 @@ mod tests {
             &one,
             &[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]
         ));
+    }
+
+    #[test]
+    fn row_groups_are_written_apart_and_the_footer_lists_each() {
+        let part = |v: Vec<i64>| Table::new("t").int("v", v);
+        let mut buf = Vec::new();
+        let mut w = Writer::new(&mut buf, &part(vec![]), "rtscope version 0", "s").unwrap();
+        w.row_group(&part(vec![1, 2])).unwrap();
+        w.row_group(&part(vec![])).unwrap();
+        w.row_group(&part(vec![3, 4, 5])).unwrap();
+        assert_eq!(w.rows(), 5);
+        w.finish().unwrap();
+        let meta = footer(&buf);
+        // num_rows (field 3, i64 zigzag 5 = 10), then row_groups: a list of 2 structs.
+        assert!(contains(meta, &[0x16, 0x0a, 0x19, 0x2c]), "{meta:x?}");
+        // Values of both groups are in the file, in order.
+        assert!(contains(&buf, &[2, 0, 0, 0, 0, 0, 0, 0]) && contains(&buf, &[5, 0, 0, 0]));
+        let other = Table::new("t").opt_int("v", [Some(1)]);
+        let mut sink = Vec::new();
+        let mut w = Writer::new(&mut sink, &part(vec![]), "x", "s").unwrap();
+        let e = w.row_group(&other).unwrap_err();
+        assert!(e.to_string().contains("other columns"), "{e}");
     }
 
     #[test]

@@ -7,8 +7,10 @@
 //! not in the histogram. The mean is exact when nothing overflowed (computed from the buckets),
 //! else cyclictest's truncated integer `# Avg Latencies:` value.
 
-use super::model::{excerpt, parse_u64, Bad, Counter, Imported, ThreadData};
+use super::model::{excerpt, parse_u64, Bad, Imported, ThreadData, MAX_COUNT};
+use rtscope_core::{Histogram, Nanos};
 use serde_json::{json, Map, Value};
+use std::io::{BufRead, Read};
 
 /// The values of one trailer line and where it was.
 #[derive(Debug, Clone, Default)]
@@ -31,14 +33,68 @@ struct Trailer {
     break_value: Option<u64>,
 }
 
+/// The bucket rows, tallied as they are read: memory bounded by the number of columns, never
+/// by the number of rows (a 300 MB file is read in constant memory).
 #[derive(Debug, Default)]
 struct Rows {
     first_line: usize,
-    /// `(bucket, counts per column)`.
-    rows: Vec<(u64, Vec<u64>)>,
-    /// The line of each row.
-    lines: Vec<usize>,
+    /// Rows read.
+    count: usize,
+    /// The last row's bucket.
+    prev: Option<u64>,
+    /// Whether every bucket so far is its row's index (Debian's full form).
+    full: bool,
+    /// One tally per column (the last one is `-H`'s sum column when there is one).
+    columns: Vec<Tally>,
+    /// The first row (line, bucket) whose last count is not the sum of the others: an error
+    /// only if that column turns out to be `-H`'s sum.
+    bad_sum: Option<(usize, u64)>,
 }
+
+/// One column's counts: the lossless histogram (bounded by its layout, whatever the number of
+/// rows) and the exact sum for the mean.
+#[derive(Debug, Clone, Default)]
+struct Tally {
+    histogram: Histogram,
+    count: u64,
+    /// Sum of the buckets (µs) times their counts.
+    sum: u128,
+    min: u64,
+    max: u64,
+}
+
+impl Tally {
+    fn add(&mut self, bucket: u64, n: u64) {
+        if n == 0 {
+            return;
+        }
+        if self.count.saturating_add(n) > MAX_COUNT {
+            // Refused by `build` as not plausible; the histogram is left below its limits.
+            self.count = self.count.saturating_add(n);
+            return;
+        }
+        if self.count == 0 {
+            self.min = bucket;
+        }
+        self.histogram
+            .record_n(Nanos(bucket.saturating_mul(1000)), n);
+        self.count = self.count.saturating_add(n);
+        self.sum = self.sum.saturating_add(u128::from(bucket) * u128::from(n));
+        self.min = self.min.min(bucket);
+        self.max = self.max.max(bucket);
+    }
+
+    fn mean_ns(&self) -> Option<f64> {
+        (self.count > 0).then(|| self.sum as f64 * 1000.0 / self.count as f64)
+    }
+}
+
+/// The most counts a bucket row may have: 1,024 threads and `-H`'s sum column. Bounds the
+/// memory of the tallies.
+pub const MAX_COLUMNS: usize = 1025;
+
+/// The longest line read: a row of [`MAX_COLUMNS`] counts is far shorter.
+pub const MAX_LINE: usize = 1 << 20;
 
 #[derive(PartialEq)]
 enum Stage {
@@ -47,15 +103,49 @@ enum Stage {
     Trailer,
 }
 
-/// Parses histogram text.
+/// Parses histogram text held in memory.
+#[cfg(test)]
 pub fn parse(text: &str) -> Result<Imported, Bad> {
+    parse_reader(&mut text.as_bytes())
+}
+
+/// Parses histogram text read line by line from `input`, in memory bounded by the number of
+/// columns ([`MAX_COLUMNS`]) and the longest line ([`MAX_LINE`]), whatever the file's size.
+pub fn parse_reader(input: &mut dyn BufRead) -> Result<Imported, Bad> {
     let mut stage = Stage::Preamble;
-    let mut rows = Rows::default();
+    let mut rows = Rows {
+        full: true,
+        ..Rows::default()
+    };
     let mut tr = Trailer::default();
     let mut last = 0;
-    for (i, raw) in text.lines().enumerate() {
-        let n = i + 1;
+    let mut buf = Vec::new();
+    let mut offset = 0usize;
+    loop {
+        buf.clear();
+        let read = input
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| Bad::file(format!("cannot read: {e}")))?;
+        if read == 0 {
+            break;
+        }
+        let n = last + 1;
         last = n;
+        if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') {
+            return Err(Bad::line(
+                n,
+                format!(
+                    "a line longer than {} MiB: this is not cyclictest -h output",
+                    MAX_LINE >> 20
+                ),
+            ));
+        }
+        let raw = std::str::from_utf8(&buf).map_err(|e| {
+            let at = offset + e.valid_up_to();
+            Bad::line(n, format!("binary data, not text (byte {at} is not UTF-8)"))
+        })?;
+        offset += read;
         let line = raw.trim_end();
         match stage {
             Stage::Preamble if line == "# Histogram" => stage = Stage::Rows,
@@ -78,6 +168,9 @@ pub fn parse(text: &str) -> Result<Imported, Bad> {
                 ))
             }
         }
+    }
+    if offset == 0 {
+        return Err(Bad::file("the file is empty"));
     }
     if stage == Stage::Preamble {
         return Err(Bad::file(
@@ -111,24 +204,39 @@ fn row(n: usize, line: &str, rows: &mut Rows) -> Result<(), Bad> {
     if counts.is_empty() {
         return Err(bad("no counts".into()));
     }
-    if let Some((prev, c)) = rows.rows.last() {
-        if c.len() != counts.len() {
+    if counts.len() > MAX_COLUMNS {
+        return Err(bad(format!(
+            "{} counts (at most {MAX_COLUMNS}: 1,024 threads and a sum)",
+            counts.len()
+        )));
+    }
+    if let Some(prev) = rows.prev {
+        if rows.columns.len() != counts.len() {
             return Err(bad(format!(
                 "{} counts where the rows above have {}",
                 counts.len(),
-                c.len()
+                rows.columns.len()
             )));
         }
-        if bucket <= *prev {
+        if bucket <= prev {
             return Err(bad(format!(
                 "bucket {bucket} does not follow bucket {prev}"
             )));
         }
     } else {
         rows.first_line = n;
+        rows.columns = vec![Tally::default(); counts.len()];
     }
-    rows.rows.push((bucket, counts));
-    rows.lines.push(n);
+    let (last, others) = counts.split_last().expect("counts is not empty");
+    if rows.bad_sum.is_none() && others.len() >= 2 && *last != others.iter().sum::<u64>() {
+        rows.bad_sum = Some((n, bucket));
+    }
+    for (t, &c) in rows.columns.iter_mut().zip(&counts) {
+        t.add(bucket, c);
+    }
+    rows.full &= bucket == rows.count as u64;
+    rows.count += 1;
+    rows.prev = Some(bucket);
     Ok(())
 }
 
@@ -240,7 +348,11 @@ fn build(rows: &Rows, tr: &Trailer, last: usize) -> Result<Imported, Bad> {
             ),
         ));
     }
-    let width = rows.rows.first().map_or(threads, |(_, c)| c.len());
+    let width = if rows.count == 0 {
+        threads
+    } else {
+        rows.columns.len()
+    };
     let histofall = width == threads + 1 && threads >= 2;
     if width != threads && !histofall {
         return Err(Bad::line(
@@ -248,20 +360,22 @@ fn build(rows: &Rows, tr: &Trailer, last: usize) -> Result<Imported, Bad> {
             format!("the bucket rows have {width} counts but the trailer lists {threads} threads"),
         ));
     }
-    let mut counters = vec![Counter::new(); threads];
-    for ((bucket, counts), &line) in rows.rows.iter().zip(&rows.lines) {
-        for (c, &n) in counters.iter_mut().zip(counts) {
-            c.add_n(*bucket, n);
-        }
-        if histofall && counts[threads] != counts[..threads].iter().sum::<u64>() {
-            return Err(Bad::line(
-                line,
-                format!("bucket {bucket}: the sum column does not equal the sum of the threads"),
-            ));
-        }
+    if let (true, Some((line, bucket))) = (histofall, rows.bad_sum) {
+        return Err(Bad::line(
+            line,
+            format!("bucket {bucket}: the sum column does not equal the sum of the threads"),
+        ));
     }
+    let mut counters = rows.columns[..threads.min(rows.columns.len())].to_vec();
+    counters.resize(threads, Tally::default());
     for (t, c) in counters.iter().enumerate() {
-        c.plausible(|| Bad::line(rows.first_line, format!("the counts of thread {t}")))?;
+        if c.count > MAX_COUNT {
+            let what = format!(
+                "the counts of thread {t} ({} samples is not plausible)",
+                c.count
+            );
+            return Err(Bad::line(rows.first_line, what));
+        }
     }
     let mut out = Imported::default();
     for (t, c) in counters.iter().enumerate() {
@@ -274,7 +388,7 @@ fn build(rows: &Rows, tr: &Trailer, last: usize) -> Result<Imported, Bad> {
 
 fn thread(
     t: usize,
-    c: &Counter,
+    c: &Tally,
     tr: &Trailer,
     (min, avg, max, over): (&Vals, &Vals, &Vals, &Vals),
 ) -> Result<ThreadData, Bad> {
@@ -315,7 +429,7 @@ fn thread(
         d.min_ns = Some(min.v[t].saturating_mul(1000));
         d.max_ns = Some(max.v[t].saturating_mul(1000));
         d.mean_ns = if overflows == 0 {
-            c.mean_ns(1000)
+            c.mean_ns()
         } else {
             Some(avg.v[t] as f64 * 1000.0)
         };
@@ -323,18 +437,13 @@ fn thread(
     if let Some(ids) = &tr.thread_ids {
         d.tid = ids.v.get(t).map_or(0, |&v| i32::try_from(v).unwrap_or(0));
     }
-    d.histogram = c.histogram(1000);
+    d.histogram = c.histogram.clone();
     Ok(d)
 }
 
 /// The histogram size (µs) when every bucket from 0 is listed (Debian's form), else `None`.
 fn full_size(rows: &Rows) -> Option<usize> {
-    let full = rows
-        .rows
-        .iter()
-        .enumerate()
-        .all(|(i, (b, _))| *b == i as u64);
-    (full && !rows.rows.is_empty()).then_some(rows.rows.len())
+    (rows.full && rows.count > 0).then_some(rows.count)
 }
 
 fn source(rows: &Rows, tr: &Trailer, histofall: bool, out: &Imported) -> Map<String, Value> {

@@ -160,9 +160,15 @@ fn parse_one(path: &Path, forced: Option<ImportFormat>) -> Result<Parsed, Failur
                 path.to_path_buf(),
             )
         }
-        ImportFormat::CyclictestHist | ImportFormat::CyclictestJson | ImportFormat::StressNg => {
+        ImportFormat::CyclictestHist => {
+            let mut f = std::io::BufReader::new(open(path)?);
+            (
+                hist::parse_reader(&mut f).map_err(|b| fail(path, b))?,
+                path.to_path_buf(),
+            )
+        }
+        ImportFormat::CyclictestJson | ImportFormat::StressNg => {
             let parse = match format {
-                ImportFormat::CyclictestHist => hist::parse,
                 ImportFormat::CyclictestJson => ctjson::parse,
                 _ => stressng::parse,
             };
@@ -180,7 +186,7 @@ fn parse_one(path: &Path, forced: Option<ImportFormat>) -> Result<Parsed, Failur
                 return Err(fail(
                     path,
                     Bad::file(format!(
-                        "larger than {} MiB, the most a histogram, JSON or stress-ng file is read",
+                        "larger than {} MiB, the most a cyclictest JSON or stress-ng file is read",
                         MAX_WHOLE_FILE >> 20
                     )),
                 ));
@@ -199,7 +205,7 @@ fn parse_one(path: &Path, forced: Option<ImportFormat>) -> Result<Parsed, Failur
     })
 }
 
-/// The largest file read whole (histogram text, cyclictest JSON, stress-ng logs): 256 MiB.
+/// The largest file read whole (cyclictest JSON, stress-ng logs): 256 MiB. Histogram text,
 /// `-v` output and jitterdebugger samples are streamed whatever their size.
 pub const MAX_WHOLE_FILE: u64 = 256 << 20;
 
@@ -212,7 +218,7 @@ fn open(path: &Path) -> Result<std::fs::File, Failure> {
 /// [`parse_jitterdebugger`]). The error is what `rtscope import` prints after the file name.
 pub fn parse_bytes(format: ImportFormat, data: &[u8]) -> Result<Imported, Bad> {
     match format {
-        ImportFormat::CyclictestHist => parse_text(hist::parse, data),
+        ImportFormat::CyclictestHist => hist::parse_reader(&mut &data[..]),
         ImportFormat::CyclictestJson => parse_text(ctjson::parse, data),
         ImportFormat::StressNg => parse_text(stressng::parse, data),
         ImportFormat::CyclictestVerbose if data.is_empty() => Err(Bad::file("the file is empty")),

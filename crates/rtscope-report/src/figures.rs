@@ -289,9 +289,13 @@ pub fn tail_points(h: &Histogram) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// A line of the CDF plots: its name, its histogram and, when raw samples were streamed, the
+/// exact points ([`crate::raw`]) drawn instead of the histogram's.
+pub type CdfLine = (String, Histogram, Option<Vec<(f64, f64)>>);
+
 /// The lines of the shared plots: per CPU plus all CPUs for one run; per run (all CPUs) for
 /// several, named by their group; one per group when runs repeat or are too many.
-fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Option<Vec<u64>>)> {
+fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<CdfLine> {
     if let [run] = runs {
         let mut out: Vec<_> = run
             .detail
@@ -301,12 +305,12 @@ fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Optio
                 let raw = run
                     .raw
                     .as_ref()
-                    .and_then(|r| r.get(t.thread as usize).cloned());
+                    .and_then(|r| r.threads.get(t.thread as usize).cloned());
                 (run.cpu_name(t.thread), t.histogram.clone(), raw)
             })
             .collect();
         if out.len() > 1 {
-            let raw = run.raw.as_ref().map(|r| r.concat());
+            let raw = run.raw.as_ref().map(|r| r.all.clone());
             out.push(("all CPUs".into(), run.merged().clone(), raw));
         }
         return out;
@@ -319,7 +323,7 @@ fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Optio
                 (
                     grouping.run_name(runs, i),
                     r.merged().clone(),
-                    r.raw.as_ref().map(|x| x.concat()),
+                    r.raw.as_ref().map(|x| x.all.clone()),
                 )
             })
             .collect();
@@ -335,7 +339,7 @@ fn merges(runs: &[RunData], grouping: &Grouping) -> bool {
 }
 
 /// One line per group (repeats merged); raw samples are not used then.
-fn by_group(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Option<Vec<u64>>)> {
+fn by_group(runs: &[RunData], grouping: &Grouping) -> Vec<CdfLine> {
     grouping
         .groups
         .iter()
@@ -429,22 +433,6 @@ pub fn cdf_points(h: &Histogram) -> Vec<(f64, f64)> {
     thin(pts)
 }
 
-/// CDF points from raw latencies (ns), exact.
-pub fn cdf_points_raw(raw: &[u64]) -> Vec<(f64, f64)> {
-    let mut v = raw.to_vec();
-    v.sort_unstable();
-    let n = v.len().max(1) as f64;
-    let step = (v.len() / MAX_CDF_POINTS).max(1);
-    let mut pts: Vec<(f64, f64)> = (0..v.len())
-        .step_by(step)
-        .map(|i| (ns_to_us(v[i]), (i + 1) as f64 / n))
-        .collect();
-    if let Some(&last) = v.last() {
-        pts.push((ns_to_us(last), 1.0));
-    }
-    pts
-}
-
 fn thin(pts: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     if pts.len() <= MAX_CDF_POINTS {
         return pts;
@@ -461,15 +449,15 @@ pub fn cdf(runs: &[RunData]) -> (Panel, Panel) {
     cdf_of(lines(runs, &Grouping::new(runs, None)))
 }
 
-/// The CDF and exceedance plots of any named histograms (with raw samples, when given, for an
-/// exact curve): runs, CPUs, or the groups `rtscope compare` compares.
-pub fn cdf_of(lines: Vec<(String, Histogram, Option<Vec<u64>>)>) -> (Panel, Panel) {
+/// The CDF and exceedance plots of any named histograms (with the exact points of raw samples,
+/// when given: [`crate::raw`]): runs, CPUs, or the groups `rtscope compare` compares.
+pub fn cdf_of(lines: Vec<CdfLine>) -> (Panel, Panel) {
     let x = latency_axis(lines.iter().map(|l| &l.1));
     let mut c = Vec::new();
     let mut e = Vec::new();
     for (i, (name, h, raw)) in lines.into_iter().enumerate() {
         let pts = match raw {
-            Some(r) if !r.is_empty() => cdf_points_raw(&r),
+            Some(r) if !r.is_empty() => r,
             _ => cdf_points(&h),
         };
         let floor = 0.5 / h.count().max(1) as f64;

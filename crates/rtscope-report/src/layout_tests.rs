@@ -246,8 +246,16 @@ fn a_raw_run_gets_a_sample_scatter_that_keeps_every_maximum() {
             })
             .collect()
     };
-    run.raw = Some(vec![lat(0), lat(1)]);
-    run.raw_at = Some(vec![(0..n).map(|i| i * 200_000).collect(); 2]);
+    let at: Vec<u64> = (0..n).map(|i| i * 200_000).collect();
+    let raw: Vec<Vec<(u64, u64, u64)>> = (0..2)
+        .map(|t| lat(t).iter().zip(&at).map(|(&l, &a)| (0, l, a)).collect())
+        .collect();
+    let (cdf, scatter) = crate::raw::views(&[0, 1], |t, sink| {
+        sink(&raw[t as usize]);
+        Ok::<(), std::convert::Infallible>(())
+    })
+    .unwrap_or_else(|e| match e {});
+    (run.raw, run.scatter) = (Some(cdf), Some(scatter));
     let runs = vec![run];
     let g = crate::group::Grouping::new(&runs, None);
     let figs = figures::all(&runs, &g);

@@ -25,6 +25,7 @@ pub mod matrix;
 pub mod model;
 pub mod monitors;
 pub mod plot;
+pub mod raw;
 pub mod repeats;
 pub mod samples;
 pub mod table;

@@ -23,10 +23,12 @@ pub struct RunData {
     pub loads: Vec<LoadRow>,
     /// The campaign the run belongs to, with its place in it.
     pub campaign: Option<(CampaignSummary, CampaignRun)>,
-    /// Raw latencies per thread in ns (index = thread), when asked for and stored.
-    pub raw: Option<Vec<Vec<u64>>>,
-    /// The wake-up time of each raw sample from the run's start, ns (parallel to `raw`).
-    pub raw_at: Option<Vec<Vec<u64>>>,
+    /// Exact CDF points of the raw samples, when asked for and stored (built in bounded
+    /// memory by [`crate::raw::raw_cdf`]).
+    pub raw: Option<crate::raw::RawCdf>,
+    /// The per-sample scatter of the raw samples, decimated in bounded memory: per thread
+    /// (index = thread), (ns from the start, latency ns) points ([`crate::samples::Decimator`]).
+    pub scatter: Option<crate::raw::Scatter>,
     /// Samples recorded as events (above the run's `--event-above` threshold).
     pub events: Vec<rtscope_store::EventRow>,
     /// Why the worst wake-ups were late (`--explain`), with the run's clock start (ns).
@@ -39,20 +41,20 @@ impl From<RunBundle> for RunData {
     /// A run read from the store ([`rtscope_store::Store::bundle`]); the report reads no
     /// database itself.
     fn from(b: RunBundle) -> RunData {
-        let raw = (!b.raw.is_empty()).then(|| {
-            b.raw
-                .iter()
-                .map(|t| t.iter().map(|r| r.1).collect())
-                .collect()
-        });
-        let raw_at = (!b.raw.is_empty()).then(|| {
-            b.raw
-                .iter()
-                .map(|t| t.iter().map(|r| r.2).collect())
-                .collect()
-        });
+        let (raw, scatter) = if b.raw.is_empty() {
+            (None, None)
+        } else {
+            let each = |t: u32, sink: &mut dyn FnMut(&[crate::raw::RawSample])| {
+                sink(b.raw.get(t as usize).map_or(&[][..], |v| &v[..]));
+                Ok::<(), std::convert::Infallible>(())
+            };
+            let threads: Vec<u32> = (0..b.raw.len() as u32).collect();
+            let views = crate::raw::views(&threads, each);
+            let views = views.unwrap_or_else(|e| match e {});
+            (Some(views.0), Some(views.1))
+        };
         RunData {
-            raw_at,
+            scatter,
             events: b.events,
             detail: b.detail,
             series: b.series,

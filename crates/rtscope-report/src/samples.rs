@@ -72,27 +72,90 @@ pub fn section(h: &mut String, runs: &[RunData], g: &Grouping) {
     h.push_str("</table>\n");
 }
 
-/// The per-sample scatter of one run (latency over time, one colour per thread), when it
-/// has raw samples: each thread cut into columns of consecutive samples that keep their
-/// largest and smallest, so every maximum is drawn.
-pub fn scatter(run: &RunData, name: &str) -> Option<Panel> {
-    let (raw, at) = (run.raw.as_ref()?, run.raw_at.as_ref()?);
-    let threads = raw.iter().filter(|t| !t.is_empty()).count().max(1);
-    let columns = (SCATTER_COLUMNS / threads).max(20);
-    let mut series = Vec::new();
-    for (t, (lat, when)) in raw.iter().zip(at).enumerate() {
-        if lat.is_empty() {
-            continue;
+/// Columns each thread's scatter keeps when `threads` threads share a panel.
+pub fn columns_per_thread(threads: usize) -> usize {
+    (SCATTER_COLUMNS / threads.max(1)).max(20)
+}
+
+/// Decimates a stream of samples for the scatter: consecutive samples are cut into columns
+/// that keep their smallest and largest sample (so every maximum is drawn); when the columns
+/// reach twice the target, neighbours merge and the width doubles. Memory: at most
+/// 4 × `columns` points, whatever the run's length.
+#[derive(Debug)]
+pub struct Decimator {
+    target: usize,
+    per: u64,
+    in_current: u64,
+    current: Option<[(u64, u64); 2]>,
+    done: Vec<[(u64, u64); 2]>,
+}
+
+impl Decimator {
+    /// A decimator keeping `columns` to 2 × `columns` columns.
+    pub fn new(columns: usize) -> Decimator {
+        Decimator {
+            target: columns.max(1),
+            per: 1,
+            in_current: 0,
+            current: None,
+            done: Vec::new(),
         }
-        let per = lat.len().div_ceil(columns).max(1);
-        let mut pts = Vec::with_capacity(2 * columns);
-        for (l, w) in lat.chunks(per).zip(when.chunks(per)) {
-            let hi = (0..l.len()).max_by_key(|&k| l[k]).unwrap_or(0);
-            let lo = (0..l.len()).min_by_key(|&k| l[k]).unwrap_or(0);
-            for k in if hi == lo { vec![hi] } else { vec![lo, hi] } {
-                pts.push((w[k] as f64 / 1e9, l[k] as f64 / 1e3));
+    }
+
+    /// Adds the sample at `at` ns from the start with latency `lat` ns.
+    pub fn push(&mut self, at: u64, lat: u64) {
+        let c = self.current.get_or_insert([(at, lat), (at, lat)]);
+        if lat < c[0].1 {
+            c[0] = (at, lat);
+        }
+        if lat > c[1].1 {
+            c[1] = (at, lat);
+        }
+        self.in_current += 1;
+        if self.in_current < self.per {
+            return;
+        }
+        self.done.extend(self.current.take());
+        self.in_current = 0;
+        if self.done.len() >= 2 * self.target {
+            self.done = self.done.chunks(2).map(merge).collect();
+            self.per *= 2;
+        }
+    }
+
+    /// The kept samples in time order, as (ns from the start, latency ns).
+    pub fn points(mut self) -> Vec<(u64, u64)> {
+        self.done.extend(self.current.take());
+        let mut out = Vec::with_capacity(2 * self.done.len());
+        for [lo, hi] in self.done {
+            let pair = if lo.0 <= hi.0 { [lo, hi] } else { [hi, lo] };
+            out.push(pair[0]);
+            if pair[1] != pair[0] {
+                out.push(pair[1]);
             }
         }
+        out
+    }
+}
+
+fn merge(pair: &[[(u64, u64); 2]]) -> [(u64, u64); 2] {
+    let lo = pair.iter().map(|c| c[0]).min_by_key(|p| p.1);
+    let hi = pair.iter().map(|c| c[1]).max_by_key(|p| p.1);
+    [lo.unwrap_or_default(), hi.unwrap_or_default()]
+}
+
+/// The per-sample scatter of one run (latency over time, one colour per thread), when it
+/// has raw samples (decimated by [`Decimator`], so every maximum is drawn).
+pub fn scatter(run: &RunData, name: &str) -> Option<Panel> {
+    let mut series = Vec::new();
+    for (t, pts) in run.scatter.as_ref()?.iter().enumerate() {
+        if pts.is_empty() {
+            continue;
+        }
+        let pts = pts
+            .iter()
+            .map(|&(at, lat)| (at as f64 / 1e9, lat as f64 / 1e3))
+            .collect();
         let s = Series::new(run.cpu_name(t as u32), t, pts);
         series.push(Series {
             shape: Shape::Dots,
@@ -121,8 +184,32 @@ pub fn scatter_panels(runs: &[RunData], g: &Grouping, order: &[usize]) -> Vec<Pa
             g.groups
                 .iter()
                 .find(|x| x.runs.contains(&i))
-                .is_none_or(|x| x.runs.iter().find(|&&j| runs[j].raw.is_some()) == Some(&i))
+                .is_none_or(|x| x.runs.iter().find(|&&j| runs[j].scatter.is_some()) == Some(&i))
         })
         .filter_map(|&i| scatter(&runs[i], &g.run_name(runs, i)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Decimator;
+
+    #[test]
+    fn the_decimator_keeps_every_extreme_in_bounded_memory() {
+        let mut d = Decimator::new(50);
+        let n = 1_000_000u64;
+        for i in 0..n {
+            let lat = match i {
+                777_777 => 9_000_000,
+                12_345 => 1,
+                _ => 5_000 + (i * 7919) % 3_000,
+            };
+            d.push(i * 1_000, lat);
+        }
+        let pts = d.points();
+        assert!(pts.len() <= 4 * 50 && pts.len() >= 50, "{}", pts.len());
+        assert!(pts.contains(&(777_777_000, 9_000_000)), "the maximum is kept");
+        assert!(pts.contains(&(12_345_000, 1)), "the minimum is kept");
+        assert!(pts.windows(2).all(|w| w[0].0 <= w[1].0), "in time order");
+    }
 }

@@ -315,7 +315,7 @@ fn a_report_has_every_file_and_every_figure_inline() {
 
 #[test]
 fn raw_samples_give_an_exact_cdf() {
-    let pts = figures::cdf_points_raw(&[4_000, 1_000, 3_000, 2_000]);
+    let pts = crate::raw::raw_cdf_of(&[vec![4_000, 1_000, 3_000, 2_000]]).all;
     assert_eq!(pts.first(), Some(&(1.0, 0.25)));
     assert!(pts.contains(&(3.0, 0.75)));
     assert_eq!(pts.last(), Some(&(4.0, 1.0)));

@@ -143,6 +143,14 @@ pub enum Problem {
         /// The policy's name.
         policy: &'static str,
     },
+    /// A nice value outside -20..19 for SCHED_OTHER/SCHED_BATCH (the kernel would clamp it,
+    /// and the run would record a priority it did not have).
+    Nice {
+        /// The value asked for.
+        asked: i32,
+        /// The policy's name.
+        policy: &'static str,
+    },
     /// A CPU list with SCHED_DEADLINE, which cannot be pinned.
     DeadlinePinned,
     /// An interval below [`MIN_INTERVAL`].
@@ -211,6 +219,10 @@ impl PlanError {
             ),
             Problem::Priority { asked, policy } => format!(
                 "invalid value '{asked}' for '{}': {policy} needs 1..99",
+                n(Field::Priority)
+            ),
+            Problem::Nice { asked, policy } => format!(
+                "invalid value '{asked}' for '{}': {policy} takes a nice value, -20..19",
                 n(Field::Priority)
             ),
             Problem::DeadlinePinned => format!(
@@ -385,6 +397,14 @@ impl RunPlan {
             };
             return Err(PlanError::new(Field::Priority, p));
         }
+        let nice = matches!(pol, Policy::Other | Policy::Batch);
+        if nice && !(-20..=19).contains(&s.priority) {
+            let p = Problem::Nice {
+                asked: s.priority,
+                policy: pol.name(),
+            };
+            return Err(PlanError::new(Field::Priority, p));
+        }
         // The kernel refuses SCHED_DEADLINE for a thread whose affinity is narrower than its
         // root domain, so deadline threads are not pinned.
         let deadline = matches!(pol, Policy::Deadline { .. });
@@ -395,10 +415,13 @@ impl RunPlan {
             .map(|i| ThreadSpec {
                 affinity: (!deadline).then(|| CpuSet::from_cpus([cpus.nth_cyclic(i)])),
                 policy: pol,
-                priority: if s.priospread && pol.is_realtime_priority() {
-                    (s.priority - i as i32).max(1)
-                } else {
-                    s.priority
+                // What is applied, and so recorded: idle and deadline threads have no priority.
+                priority: match pol {
+                    _ if s.priospread && pol.is_realtime_priority() => {
+                        (s.priority - i as i32).max(1)
+                    }
+                    Policy::Idle | Policy::Deadline { .. } => 0,
+                    _ => s.priority,
                 },
                 interval: s.interval + Nanos(s.distance.0.saturating_mul(i as u64)),
             })
@@ -592,6 +615,37 @@ mod tests {
         assert_eq!(p.config.duration, Some(DEFAULT_DURATION));
         assert!(p.per_cpu);
         assert!(p.config.threads.iter().all(|t| t.priority == 90));
+    }
+
+    #[test]
+    fn a_nice_value_the_kernel_would_clamp_is_refused_and_idle_records_no_priority() {
+        let spec = |policy, priority| PlanSpec {
+            policy,
+            priority,
+            ..PlanSpec::default()
+        };
+        for (policy, name) in [
+            (PolicyChoice::Other, "other"),
+            (PolicyChoice::Batch, "batch"),
+        ] {
+            for bad in [50, 20, -21, 90] {
+                let e = RunPlan::build(&spec(policy, bad), &online()).unwrap_err();
+                assert_eq!(e.field, Field::Priority);
+                assert_eq!(
+                    e.message(Naming::Flags),
+                    format!("invalid value '{bad}' for '--priority': {name} takes a nice value, -20..19")
+                );
+            }
+            for ok in [-20, 0, 19] {
+                let p = RunPlan::build(&spec(policy, ok), &online()).unwrap();
+                assert!(p.config.threads.iter().all(|t| t.priority == ok));
+            }
+        }
+        let p = RunPlan::build(&spec(PolicyChoice::Idle, 90), &online()).unwrap();
+        assert!(
+            p.config.threads.iter().all(|t| t.priority == 0),
+            "idle has no priority"
+        );
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! module below is one area; `cargo test -p rtscope --test e2e MODULE::` runs one of them.
 
 mod common;
+#[path = "hostile/support.rs"]
+mod hostile_support;
 
 mod campaign_file;
 mod campaign_run;
@@ -20,6 +22,8 @@ mod fleet_ssh;
 mod grammar_summary_histogram;
 mod grammar_verbose_live_json;
 mod hostile;
+mod hostile_cases;
+mod hostile_memory;
 mod import;
 mod loads;
 mod manual;

@@ -3,47 +3,19 @@
 //! case runs the built binary; none asserts an absolute time a loaded machine could break.
 //! Runs use SCHED_OTHER (no real-time lock needed) and no monitors, to stay short.
 
-#[path = "hostile/support.rs"]
-mod support;
+use crate::hostile_support as support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 use support::*;
 
-/// `rtscope measure` arguments of a short, cheap run recorded in `db`.
-fn measure_args<'a>(db: &'a str, length: &'a [&'a str]) -> Vec<&'a str> {
-    let mut v = vec![
-        "measure",
-        "--policy",
-        "other",
-        "-t",
-        "1",
-        "--monitor-interval",
-        "0",
-        "--db",
-        db,
-    ];
-    if !length.contains(&"-i") {
-        v.extend(["-i", "1ms"]);
-    }
-    v.extend_from_slice(length);
-    v
-}
-
 fn late_signal_keeps_the_run(case: &str, sig: i32) {
     let dir = scratch(case);
     let db = dir.join("r.db");
     let dbs = db.to_str().unwrap();
-    let child = Command::new(exe())
-        .args(measure_args(dbs, &["-D", "1s"]))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let (child, mut reaper) = spawn(&measure_args(dbs, &["-D", "1s"]));
     let pid = child.id();
-    let mut reaper = Reaper::new(pid);
     wait_for(&db, "SELECT count(*) FROM runs");
     // Another process holds the write lock across the end of the run: the last checkpoint
     // and the end wait for it; the signal comes in that window.
@@ -325,14 +297,7 @@ fn a_read_only_database_is_readable() {
 
 /// A one-run campaign (SCHED_OTHER, 300 ms) with one load case `LOAD` (TOML lines).
 fn campaign(dir: &Path, name: &str, load: &str) -> std::path::PathBuf {
-    let text = format!(
-        "[campaign]\nname = \"{name}\"\n[measure]\ninterval = \"1ms\"\nduration = \"300ms\"\n\
-         settle = \"100ms\"\npolicy = \"other\"\nmlock = false\n[[scenario]]\nname = \"s\"\n\
-         threads = 1\n[[load_case]]\nname = \"case\"\n{load}"
-    );
-    let file = dir.join(format!("{name}.toml"));
-    std::fs::write(&file, text).unwrap();
-    file
+    campaign_file(dir, name, "300ms", load)
 }
 
 /// Case 4: a load that fails (an external program that exits 1 at once) leaves a run measured
@@ -691,6 +656,10 @@ fn values_that_mean_something_else_are_refused() {
             vec!["cyclictest", "-q", "-l", "10", "--latency=-5"],
             "--latency",
         ),
+        (
+            measure_args(dbs, &["-p", "50", "-l", "10"]),
+            "'--priority': other takes a nice value, -20..19",
+        ),
     ];
     for (args, want) in cases {
         let out = rtscope(&args);
@@ -698,6 +667,21 @@ fn values_that_mean_something_else_are_refused() {
         assert_eq!(code(&out), 2, "{args:?}: {stderr}");
         assert!(stderr.contains(want), "{args:?}: {stderr}");
     }
+}
+
+/// Case 18: the priority a thread is recorded with is the one it ran at: a nice value for
+/// SCHED_OTHER (0 unless given), never the real-time default of 90 the kernel would clamp.
+#[test]
+fn the_recorded_priority_is_the_one_applied() {
+    let (_dir, db) = one_run_db("priority-recorded");
+    assert_eq!(query(&db, "SELECT DISTINCT priority FROM threads"), "0");
+    let nice = rtscope(&measure_args(
+        db.to_str().unwrap(),
+        &["-p", "7", "-l", "20"],
+    ));
+    assert_eq!(code(&nice), 0, "{:?}", texts(&nice));
+    let applied = query(&db, "SELECT priority FROM threads WHERE run_id = 2");
+    assert_eq!(applied, "7");
 }
 
 /// Case 19: the raw samples are streamed into CSV and JSON chunk by chunk; every sample is

@@ -41,12 +41,14 @@ fn differences(c: &Comparison) -> String {
 }
 
 /// Items joined with commas; past five, the count of the rest (a campaign has many labels).
+/// Items are untrusted (labels, kernel names, campaign names): control characters escaped.
 fn list(items: &[String]) -> String {
-    match items.len() {
+    let text = match items.len() {
         0 => "-".into(),
         n if n > 5 => format!("{}, … ({} more)", items[..4].join(", "), n - 4),
         _ => items.join(", "),
-    }
+    };
+    rtscope_core::text::escape(&text).into_owned()
 }
 
 fn groups(groups: &[Group]) -> String {
@@ -58,7 +60,7 @@ fn groups(groups: &[Group]) -> String {
             s,
             "  {}  {}: {n} run{} ({})",
             g.name,
-            g.selector,
+            rtscope_core::text::escape(&g.selector),
             if n == 1 { "" } else { "s" },
             ids.join(", ")
         );

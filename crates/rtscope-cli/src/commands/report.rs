@@ -14,12 +14,28 @@ use std::io::Write;
 pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let store = record::open_existing(a.db.as_deref())?;
     let ids = chosen(&store, a)?;
-    let runs: Vec<RunData> = store
-        .bundles(&ids, a.raw)
+    let mut runs: Vec<RunData> = store
+        .bundles(&ids, false)
         .map_err(UsageError::from_error)?
         .into_iter()
         .map(RunData::from)
         .collect();
+    if a.raw {
+        // Streamed from the store a chunk at a time: bounded memory (rtscope_report::raw).
+        for r in runs.iter_mut().filter(|r| r.detail.raw_samples > 0) {
+            let (id, threads): (_, Vec<u32>) =
+                (r.id(), r.detail.threads.iter().map(|t| t.thread).collect());
+            let views = rtscope_report::raw::views(&threads, |t, sink| {
+                store.for_each_raw_chunk(id, t, &mut |c| {
+                    sink(&c);
+                    Ok(())
+                })
+            });
+            (r.raw, r.scatter) = views
+                .map(|(c, s)| (Some(c), Some(s)))
+                .map_err(UsageError::from_error)?;
+        }
+    }
     let opts = ReportOptions {
         title: a.title.clone(),
         raw: a.raw,

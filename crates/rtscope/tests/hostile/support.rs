@@ -66,14 +66,10 @@ pub fn wait_output(mut child: Child, limit: Duration, what: &str) -> Output {
 
 /// Runs rtscope with `args` (stdin from /dev/null), killed after 60 s.
 pub fn rtscope(args: &[&str]) -> Output {
-    let child = Command::new(exe())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_output(child, Duration::from_secs(60), &format!("rtscope {args:?}"))
+    let (child, mut reaper) = spawn(args);
+    let out = wait_output(child, Duration::from_secs(60), &format!("rtscope {args:?}"));
+    reaper.disarm();
+    out
 }
 
 /// Runs `script` with bash (`set -o pipefail` is the script's), killed after 60 s.
@@ -212,4 +208,52 @@ impl Drop for Reaper {
             kill(self.pid, libc::SIGKILL);
         }
     }
+}
+
+/// `rtscope measure` arguments of a short, cheap run recorded in `db` (SCHED_OTHER, one
+/// thread, no monitors, 1 ms unless `length` has `-i`).
+pub fn measure_args<'a>(db: &'a str, length: &'a [&'a str]) -> Vec<&'a str> {
+    let mut v = vec![
+        "measure",
+        "--policy",
+        "other",
+        "-t",
+        "1",
+        "--monitor-interval",
+        "0",
+        "--db",
+        db,
+    ];
+    if !length.contains(&"-i") {
+        v.extend(["-i", "1ms"]);
+    }
+    v.extend_from_slice(length);
+    v
+}
+
+/// A one-run campaign file `NAME.toml` in `dir` (SCHED_OTHER, one thread at 1 ms for
+/// `duration`) with one load case `case` made of the TOML lines `load`.
+pub fn campaign_file(dir: &Path, name: &str, duration: &str, load: &str) -> PathBuf {
+    let text = format!(
+        "[campaign]\nname = \"{name}\"\n[measure]\ninterval = \"1ms\"\nduration = \"{duration}\"\n\
+         settle = \"100ms\"\npolicy = \"other\"\nmlock = false\n[[scenario]]\nname = \"s\"\n\
+         threads = 1\n[[load_case]]\nname = \"case\"\n{load}"
+    );
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
+/// Starts the binary with `args` (stdin closed, output piped), with a [`Reaper`] that kills it
+/// if the test fails before waiting for it.
+pub fn spawn(args: &[&str]) -> (Child, Reaper) {
+    let child = Command::new(exe())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let reaper = Reaper::new(child.id());
+    (child, reaper)
 }

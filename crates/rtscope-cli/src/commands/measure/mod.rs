@@ -55,7 +55,10 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
             PolicyArg::Idle => PolicyChoice::Idle,
             PolicyArg::Deadline => PolicyChoice::Deadline,
         },
-        priority: a.priority,
+        priority: a.priority.unwrap_or(match a.policy {
+            PolicyArg::Fifo | PolicyArg::Rr => 90,
+            _ => 0,
+        }),
         priospread: a.priospread,
         dl_runtime: opt_dur(a.dl_runtime.as_deref(), "--dl-runtime")?,
         dl_deadline: opt_dur(a.dl_deadline.as_deref(), "--dl-deadline")?,
