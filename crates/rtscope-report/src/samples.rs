@@ -79,8 +79,8 @@ pub fn columns_per_thread(threads: usize) -> usize {
 
 /// Decimates a stream of samples for the scatter: consecutive samples are cut into columns
 /// that keep their smallest and largest sample (so every maximum is drawn); when the columns
-/// reach twice the target, neighbours merge and the width doubles. Memory: at most
-/// 4 × `columns` points, whatever the run's length.
+/// reach `columns`, neighbours merge and the width doubles. Memory: at most 2 × `columns`
+/// points, whatever the run's length.
 #[derive(Debug)]
 pub struct Decimator {
     target: usize,
@@ -91,10 +91,10 @@ pub struct Decimator {
 }
 
 impl Decimator {
-    /// A decimator keeping `columns` to 2 × `columns` columns.
+    /// A decimator keeping `columns` / 2 to `columns` columns (at least one).
     pub fn new(columns: usize) -> Decimator {
         Decimator {
-            target: columns.max(1),
+            target: (columns / 2).max(1),
             per: 1,
             in_current: 0,
             current: None,
@@ -207,7 +207,7 @@ mod tests {
             d.push(i * 1_000, lat);
         }
         let pts = d.points();
-        assert!(pts.len() <= 4 * 50 && pts.len() >= 50, "{}", pts.len());
+        assert!(pts.len() <= 2 * 50 && pts.len() >= 25, "{}", pts.len());
         assert!(pts.contains(&(777_777_000, 9_000_000)), "the maximum is kept");
         assert!(pts.contains(&(12_345_000, 1)), "the minimum is kept");
         assert!(pts.windows(2).all(|w| w[0].0 <= w[1].0), "in time order");
