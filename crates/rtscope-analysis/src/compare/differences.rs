@@ -108,6 +108,14 @@ pub fn differences(groups: &[Group]) -> Vec<Difference> {
     out
 }
 
+/// `2026-11-22T15:23:25.975569059Z` to the second: `2026-11-22T15:23:25Z`.
+fn second(t: &str) -> String {
+    match t.get(..19) {
+        Some(head) if t.len() > 20 => format!("{head}Z"),
+        _ => t.to_string(),
+    }
+}
+
 /// Groups of two runs or more measured in separate blocks of time (each group's first and last
 /// start do not overlap any other's): a drift of the machine between the blocks (load,
 /// temperature) is then confounded with what is compared, whatever a test says.
@@ -129,7 +137,7 @@ fn time_blocks(groups: &[Group]) -> Option<Difference> {
         setting: "start".into(),
         values: spans
             .into_iter()
-            .map(|(g, first, last)| (g, vec![format!("{first} … {last}")]))
+            .map(|(g, first, last)| (g, vec![format!("{} … {}", second(&first), second(&last))]))
             .collect(),
     })
 }
@@ -203,6 +211,18 @@ mod tests {
                 "run interval differs: A 1ms, B 200us"
             ]
         );
+    }
+
+    #[test]
+    fn groups_measured_in_separate_blocks_of_time_are_named() {
+        let a = Group::new(0, "a", vec![run(1, "1ms", None), run(2, "1ms", None)]);
+        let b = Group::new(1, "b", vec![run(3, "1ms", None), run(4, "1ms", None)]);
+        let d = differences(&[a, b]);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].kind, DifferenceKind::Time);
+        let interleaved = Group::new(0, "a", vec![run(1, "1ms", None), run(4, "1ms", None)]);
+        let other = Group::new(1, "b", vec![run(2, "1ms", None), run(3, "1ms", None)]);
+        assert!(differences(&[interleaved, other]).is_empty());
     }
 
     #[test]
