@@ -11,36 +11,16 @@ use super::analysis::per_run;
 use super::group::{distinct, Group};
 use super::model::{RunData, Stat};
 use super::significance::{van_elteren, Test};
+pub use rtscope_report::group::Key;
 
-/// A key strata are made by.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Key {
-    /// The campaign scenario (else the `scenario` tag).
-    Scenario,
-    /// The load case.
-    Case,
-    /// Another tag.
-    Tag(String),
-}
-
-impl Key {
-    /// The name users see: `scenario`, `case`, or the tag key.
-    pub fn name(&self) -> &str {
-        match self {
-            Key::Scenario => "scenario",
-            Key::Case => "case",
-            Key::Tag(t) => t,
-        }
-    }
-
-    fn value(&self, r: &RunData) -> String {
-        let v = match self {
-            Key::Scenario => r.scenario.as_deref().or(r.tag("scenario")),
-            Key::Case => r.case.as_deref(),
-            Key::Tag(t) => r.tag(t),
-        };
-        v.unwrap_or("-").to_string()
-    }
+/// A stratum key's value for a run (`-` when absent); keys are the report's grouping keys.
+fn value(key: &Key, r: &RunData) -> String {
+    let v = match key {
+        Key::Scenario => r.scenario.as_deref().or(r.tag("scenario")),
+        Key::Case => r.case.as_deref(),
+        Key::Tag(t) => r.tag(t),
+    };
+    v.unwrap_or("-").to_string()
 }
 
 /// The keys that take more than one value within some group: scenario, then other tags in
@@ -58,8 +38,8 @@ pub fn keys(groups: &[Group]) -> Vec<Key> {
         .into_iter()
         .filter(|k| {
             groups.iter().any(|g| {
-                let first = g.runs.first().map(|r| k.value(r));
-                g.runs.iter().any(|r| Some(k.value(r)) != first)
+                let first = g.runs.first().map(|r| value(k, r));
+                g.runs.iter().any(|r| Some(value(k, r)) != first)
             })
         })
         .collect()
@@ -71,7 +51,7 @@ pub fn label(keys: &[Key], r: &RunData) -> String {
         return "all".into();
     }
     keys.iter()
-        .map(|k| k.value(r))
+        .map(|k| value(k, r))
         .collect::<Vec<_>>()
         .join(" · ")
 }
