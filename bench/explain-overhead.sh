@@ -4,7 +4,9 @@
 # load (messaging 4 groups × 10 fds, memory 2 threads × 128 MiB, one spinning CPU thread per
 # CPU, all built in), on the release build. Prints p50/p99/p99.9/max of each run and the median
 # p99 ratio (with/without). Figures: BENCHMARKS.md.
-# Usage: bench/explain-overhead.sh [PAIRS] [SECONDS] [INTERVAL_US] [all]   (root)
+# VARIANTS=on,coarse,buf256,pinmain (environment) adds runs with the coarse tier only, a
+# 256 KiB trace buffer, or the polling thread on the housekeeping CPU to each round.
+# Usage: bench/explain-overhead.sh [ROUNDS] [SECONDS] [INTERVAL_US] [all]   (root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pairs=${1:-5}

@@ -44,6 +44,45 @@ def host_rtscope(binary: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=300)
 
 
+def build_culprit(out: Path) -> Path | None:
+    """tests/guest/culprit.c as a static amd64 binary (busybox has no chrt), or None."""
+    exe = out / "culprit"
+    r = subprocess.run(["cc", "-static", "-O2", "-o", str(exe), str(HERE / "culprit.c")],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"cannot build the culprit: {r.stderr.strip()[-300:]}", file=sys.stderr)
+        return None
+    return exe
+
+
+def verify_explain(c: Checker, kernel: str, r: guest.BootResult) -> None:
+    """--explain with the injected culprit: function, not latency (see rtscope-checks.sh)."""
+    c.expect(kernel, "rtscope measure --explain exits 0", r.checks().get("explain") == 0,
+             f"rc {r.checks().get('explain')}")
+    c.expect(kernel, "--explain uses the timerlat tier", r.value("explain-tier") == "timerlat",
+             r.value("explain-tier") or "no tier line")
+    x = json.loads(r.files.get("explain.json") or b"{}").get("explain") or {}
+    comms = [k.get("category", {}).get("comm") for k in x.get("culprits", [])]
+    c.expect(kernel, "the culprit is named in the output, JSON, runs explain and the report",
+             int(r.value("explain-named") or 0) > 0 and "culprit" in comms
+             and (r.value("explain-runs") or "").split()[:1] == ["0"]
+             and int((r.value("explain-runs") or "0 0").split()[1]) > 0
+             and (r.value("explain-report") or "").split()[:1] == ["0"]
+             and int((r.value("explain-report") or "0 0").split()[1]) > 0,
+             f"output {r.value('explain-named')}, JSON culprits {comms[:4]}, "
+             f"runs explain {r.value('explain-runs')}, report {r.value('explain-report')}")
+    c.expect(kernel, "no tracefs instance left, osnoise settings restored",
+             r.value("explain-instances") == "0"
+             and r.value("explain-osnoise-after") == r.value("explain-osnoise-before"),
+             f"instances {r.value('explain-instances')}, osnoise "
+             f"{r.value('explain-osnoise-before')} -> {r.value('explain-osnoise-after')}")
+    during, after = r.value("explain-kill-during") or "", r.value("explain-kill-after") or ""
+    c.expect(kernel, "SIGKILL while recording: the reaper removes the instance and restores osnoise",
+             during.split()[:1] == ["1"] and during.split()[1:] != after.split()[1:]
+             and after == "0 " + (r.value("explain-osnoise-before") or "?"),
+             f"during: instances/cpus/period {during}; after {after}")
+
+
 def verify(c: Checker, kernel: str, r: guest.BootResult, host_bin: Path, out: Path,
            campaign: bool) -> None:
     rt = kernel.startswith("rt-")
@@ -118,6 +157,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--out", type=Path, default=Path("target/guest"))
     p.add_argument("--timeout", type=float, default=600, help="outer timeout per boot, s")
     p.add_argument("--no-campaign", action="store_true", help="skip the 20 s campaign")
+    p.add_argument("--no-explain", action="store_true",
+                   help="skip the --explain check with the injected culprit (rt-amd64)")
     a = p.parse_args(argv)
     c = Checker()
     timings = []
@@ -137,10 +178,21 @@ def main(argv: list[str]) -> int:
         # The campaign reads a scratch disk meanwhile: interrupt traffic (lib.sh irq_start).
         env = {"CAMPAIGN": "1" if campaign else "0", "KIND": "rt" if kernel.startswith("rt-") else "stock"}
         files = {"/guest/check-in-guest.sh": HERE / "check-in-guest.sh"}
+        # --explain with an injected culprit: on the RT amd64 kernel only (its timerlat tier;
+        # the culprit is built with the host's cc), about 10 s of guest time.
+        explain = kernel == "rt-amd64" and not a.no_explain
+        culprit = build_culprit(out) if explain else None
+        if explain:
+            c.expect(kernel, "the culprit helper builds (cc -static)", culprit is not None)
+        if culprit is not None:
+            files["/root/culprit"] = culprit
+            env["EXPLAIN"] = "1"
         r = guest.boot(kernel, script, binary, env=env, files=files,
                        timeout=a.timeout, console_log=out / "console.log",
                        scratch_disk_mb=64 if campaign else 0)
         verify(c, kernel, r, a.host_rtscope or a.rtscope_amd64, out, campaign)
+        if culprit is not None:
+            verify_explain(c, kernel, r)
         timings.append((kernel, fetched, r.seconds))
     print("\nkernel       fetch+unpack s   boot+checks s")
     for k, f, s in timings:

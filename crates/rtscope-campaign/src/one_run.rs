@@ -65,10 +65,7 @@ fn audit(ctx: &mut Ctx, p: &PlannedRun, number: usize) -> Vec<rtscope_store::Che
         .collect();
     if bad != ctx.bad_checks {
         for line in preflight::bad_lines(&audit) {
-            {
-                use std::io::Write as _;
-                let _ = writeln!(std::io::stderr(), "[{number}] {line}");
-            };
+            rtscope_session::output::warn(&format!("[{number}] {line}"));
         }
         ctx.bad_checks = bad;
     }
@@ -82,26 +79,10 @@ pub(super) fn one_run(
     number: usize,
     out: &mut dyn Write,
 ) -> Result<RunEnd, RunError> {
-    let loads = if p.loads.is_empty() {
-        None
-    } else {
-        Some(rtscope_load::start(&p.loads, &ctx.exe).map_err(|e| {
-            UsageError::new(format!("cannot start the loads of run {}: {e}", p.label))
-        })?)
+    let loads = match start_loads(ctx, p, number, out)? {
+        Ok(loads) => loads,
+        Err(end) => return Ok(end),
     };
-    if let Some(sig) = settle(p.settle) {
-        ctx.signals += 1;
-        if let Some(l) = loads {
-            stop_loads(ctx, l);
-        }
-        writeln!(out, "[{number}] {}: interrupted before measuring", p.label)?;
-        return Ok(RunEnd {
-            signal: Some(sig),
-            load_failed: false,
-            limits_failed: false,
-            record_failed: false,
-        });
-    }
     let checks = audit(ctx, p, number);
     let settings = SystemSettings::apply(&p.plan)?;
     let spec = RecordSpec {
@@ -155,28 +136,12 @@ pub(super) fn one_run(
     } else {
         0
     };
-    // A run measured without its load is not "under load": tagged, and the campaign fails.
-    let load_failed: Vec<String> = reports
-        .iter()
-        .filter(|r| r.status == rtscope_load::LoadStatus::Failed)
-        .map(|r| r.name.clone())
-        .collect();
+    let load_failed = failed_loads(&reports);
     let code = if load_failed.is_empty() { code } else { 2 };
     let rec = session.finish(&measured, code);
     let record_failed = rec.failed;
     if let Some(id) = session.run_id() {
-        let rows: Vec<LoadRow> = reports.iter().map(load_row).collect();
-        if let Err(e) = ctx.store.set_loads(id, &rows) {
-            rtscope_session::output::warn(&format!(
-                "error: the loads of run {id} could not be recorded: {e}"
-            ));
-        }
-        if !load_failed.is_empty() {
-            let names = load_failed.join(",");
-            if let Err(e) = ctx.store.set_tag(id, LOAD_FAILED_TAG, Some(&names)) {
-                rtscope_session::output::warn(&format!("error: run {id} could not be tagged: {e}"));
-            }
-        }
+        file_loads(ctx, id, &reports);
     }
     writeln!(out, "{}", result_line(number, p, r, &reports, failed))?;
     if let Some(line) = rec.line.filter(|_| record_failed) {
@@ -191,6 +156,64 @@ pub(super) fn one_run(
         limits_failed: failed,
         record_failed,
     })
+}
+
+/// Starts the loads of `p` and waits for them to settle: `Ok(Err(end))` when a stop signal
+/// came first (the loads are stopped and the run is not measured).
+pub(super) fn start_loads(
+    ctx: &mut Ctx,
+    p: &PlannedRun,
+    number: usize,
+    out: &mut dyn Write,
+) -> Result<Result<Option<rtscope_load::RunningLoads>, RunEnd>, RunError> {
+    let loads = if p.loads.is_empty() {
+        None
+    } else {
+        Some(rtscope_load::start(&p.loads, &ctx.exe).map_err(|e| {
+            UsageError::new(format!("cannot start the loads of run {}: {e}", p.label))
+        })?)
+    };
+    let Some(sig) = settle(p.settle) else {
+        return Ok(Ok(loads));
+    };
+    ctx.signals += 1;
+    if let Some(l) = loads {
+        stop_loads(ctx, l);
+    }
+    writeln!(out, "[{number}] {}: interrupted before measuring", p.label)?;
+    Ok(Err(RunEnd {
+        signal: Some(sig),
+        load_failed: false,
+        limits_failed: false,
+        record_failed: false,
+    }))
+}
+
+/// The loads that failed (to start, early, or lost their supervisor): a run measured without
+/// its load is not "under load".
+pub(super) fn failed_loads(reports: &[LoadReport]) -> Vec<String> {
+    reports
+        .iter()
+        .filter(|r| r.status == rtscope_load::LoadStatus::Failed)
+        .map(|r| r.name.clone())
+        .collect()
+}
+
+/// Records the loads' reports with run `id` and tags it when a load failed.
+pub(super) fn file_loads(ctx: &mut Ctx, id: RunId, reports: &[LoadReport]) {
+    let rows: Vec<LoadRow> = reports.iter().map(load_row).collect();
+    if let Err(e) = ctx.store.set_loads(id, &rows) {
+        rtscope_session::output::warn(&format!(
+            "error: the loads of run {id} could not be recorded: {e}"
+        ));
+    }
+    let failed = failed_loads(reports);
+    if !failed.is_empty() {
+        let names = failed.join(",");
+        if let Err(e) = ctx.store.set_tag(id, LOAD_FAILED_TAG, Some(&names)) {
+            rtscope_session::output::warn(&format!("error: run {id} could not be tagged: {e}"));
+        }
+    }
 }
 
 pub(super) fn add_to_campaign(ctx: &mut Ctx, p: &PlannedRun, id: RunId) -> Result<(), UsageError> {

@@ -2,15 +2,17 @@
 //! campaign bookkeeping as a timer run, with an IPC event-response measurement in place of
 //! the timer session; the run is recorded with kind `respond` (one thread: the receiver).
 
-use super::one_run::{add_to_campaign, load_row, settle, stop_loads, Ctx, RunEnd};
+use super::one_run::{
+    add_to_campaign, failed_loads, file_loads, start_loads, stop_loads, Ctx, RunEnd,
+};
 use super::PlannedRun;
 use rtscope_core::Nanos;
 use rtscope_engine::sys;
 use rtscope_respond::ipc::{IpcConfig, IpcResult, IpcRun};
-use rtscope_respond::record::{record, RecordMeta, Row};
+use rtscope_respond::record::{record, RecordMeta};
 use rtscope_session::limits;
 use rtscope_session::{RunError, SystemSettings, UsageError};
-use rtscope_store::{LoadRow, RunStatus};
+use rtscope_store::RunStatus;
 use std::io::Write;
 use std::time::SystemTime;
 
@@ -22,26 +24,10 @@ pub(super) fn respond_run(
     number: usize,
     out: &mut dyn Write,
 ) -> Result<RunEnd, RunError> {
-    let loads = if p.loads.is_empty() {
-        None
-    } else {
-        Some(rtscope_load::start(&p.loads, &ctx.exe).map_err(|e| {
-            UsageError::new(format!("cannot start the loads of run {}: {e}", p.label))
-        })?)
+    let loads = match start_loads(ctx, p, number, out)? {
+        Ok(loads) => loads,
+        Err(end) => return Ok(end),
     };
-    if let Some(sig) = settle(p.settle) {
-        ctx.signals += 1;
-        if let Some(l) = loads {
-            stop_loads(ctx, l);
-        }
-        writeln!(out, "[{number}] {}: interrupted before measuring", p.label)?;
-        return Ok(RunEnd {
-            load_failed: false,
-            signal: Some(sig),
-            limits_failed: false,
-            record_failed: false,
-        });
-    }
     let _settings = SystemSettings::apply(&p.plan)?;
     let (started, clock_start) = (SystemTime::now(), sys::now(libc::CLOCK_MONOTONIC));
     let measured = measure(cfg.clone());
@@ -53,34 +39,27 @@ pub(super) fn respond_run(
     if signal.is_some() {
         ctx.signals += 1;
     }
-    let mut stats = r.stats;
-    stats.missed = r.lost();
-    let scope = format!("{} {}", r.kind, r.placement.path());
-    let checks = limits::check(&p.plan.limits, &scope, &stats, &r.histogram);
+    let config_json = config_json(&r);
+    let line = result_line(number, p, &r);
+    let row = rtscope_respond::run::ipc_row(r);
+    let scope = format!("{} {}", row.source, row.path);
+    let checks = limits::check(&p.plan.limits, &scope, &row.stats, &row.histogram);
     let failed = checks.iter().any(|c| !c.passed);
-    let code = if failed {
+    let load_failed = failed_loads(&reports);
+    let code = if !load_failed.is_empty() {
+        2
+    } else if failed {
         1
     } else if signal.is_some() {
         3
     } else {
         0
     };
-    let row = Row {
-        source: r.kind.name().into(),
-        path: format!("{} {}", r.placement.path(), r.placement.kind()),
-        cpu: r.placement.receiver,
-        policy: r.policy.name(),
-        priority: r.priority,
-        interval_ns: r.interval.0,
-        stats,
-        histogram: r.histogram.clone(),
-        events: r.events.clone(),
-    };
     let meta = RecordMeta {
         label: Some(p.label.clone()),
         tags: p.tags.clone(),
         command_line: ctx.argv.to_vec(),
-        config_json: config_json(&r),
+        config_json,
         started,
         ended: SystemTime::now(),
         clock_start,
@@ -94,33 +73,25 @@ pub(super) fn respond_run(
     match record(&mut ctx.store, &meta, &[row], status, code) {
         Ok(id) => {
             add_to_campaign(ctx, p, id)?;
-            let rows: Vec<LoadRow> = reports.iter().map(load_row).collect();
-            if let Err(e) = ctx.store.set_loads(id, &rows) {
-                {
-                    use std::io::Write as _;
-                    let _ = writeln!(
-                        std::io::stderr(),
-                        "error: the loads of run {id} could not be recorded: {e}"
-                    );
-                };
-            }
+            file_loads(ctx, id, &reports);
         }
         Err(e) => {
-            {
-                use std::io::Write as _;
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "error: run {} could not be recorded: {e}",
-                    p.label
-                );
-            };
+            let label = &p.label;
+            rtscope_session::output::warn(&format!(
+                "error: run {label} could not be recorded: {e}"
+            ));
             record_failed = true;
         }
     }
-    writeln!(out, "{}", result_line(number, p, &r, failed))?;
+    let line = if failed {
+        line + "; LIMIT EXCEEDED"
+    } else {
+        line
+    };
+    writeln!(out, "{line}")?;
     out.flush()?;
     Ok(RunEnd {
-        load_failed: false,
+        load_failed: !load_failed.is_empty(),
         signal,
         limits_failed: failed,
         record_failed,
@@ -133,13 +104,10 @@ fn measure(cfg: IpcConfig) -> Result<(IpcResult, Option<i32>), rtscope_respond::
     let run = IpcRun::start(cfg)?;
     let mut signal = None;
     while !run.is_finished() {
-        match sys::wait_run_signal(Nanos::from_ms(200)) {
-            Some(s) if rtscope_engine::sys::is_stop_signal(s) => {
-                signal = Some(s);
-                run.stop();
-                break;
-            }
-            _ => {}
+        if let Some(s) = rtscope_respond::run::wait_stop(Nanos::from_ms(200)) {
+            signal = Some(s);
+            run.stop();
+            break;
         }
     }
     Ok((run.finish(), signal))
@@ -156,10 +124,10 @@ fn config_json(r: &IpcResult) -> String {
     .to_string()
 }
 
-fn result_line(number: usize, p: &PlannedRun, r: &IpcResult, failed: bool) -> String {
+fn result_line(number: usize, p: &PlannedRun, r: &IpcResult) -> String {
     let us = super::progress::us;
     let h = &r.histogram;
-    let mut line = format!(
+    format!(
         "[{number}] {}: {} {} events, p50 {}, p99 {}, max {}, lost {}",
         p.label,
         r.received(),
@@ -168,9 +136,5 @@ fn result_line(number: usize, p: &PlannedRun, r: &IpcResult, failed: bool) -> St
         us(h.value_at_quantile(0.99)),
         us(h.max()),
         r.lost()
-    );
-    if failed {
-        line.push_str("; LIMIT EXCEEDED");
-    }
-    line
+    )
 }

@@ -293,50 +293,7 @@ impl KernelConfig {
     }
 }
 
-/// Parses a kernel CPU list (`0-3,5,7-8`); `None` if malformed. Ranges wider than 65,536 CPUs
-/// are refused.
-pub fn parse_cpulist(s: &str) -> Option<Vec<u32>> {
-    let mut out = Vec::new();
-    for part in s.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
-                if b < a || b - a > 65_536 {
-                    return None;
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().ok()?),
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    Some(out)
-}
-
-/// Formats CPUs as a kernel CPU list (`0-3,5`).
-pub fn format_cpulist(cpus: &[u32]) -> String {
-    let mut sorted = cpus.to_vec();
-    sorted.sort_unstable();
-    sorted.dedup();
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < sorted.len() {
-        let start = sorted[i];
-        let mut end = start;
-        while i + 1 < sorted.len() && sorted[i + 1] == end + 1 {
-            i += 1;
-            end = sorted[i];
-        }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        i += 1;
-    }
-    parts.join(",")
-}
+pub use rtscope_core::cpulist::{format as format_cpulist, parse as parse_cpulist};
 
 /// The value of `key` on a kernel command line: `Some("2-3")` for `key=2-3`, `Some("")` for a
 /// bare `key`, `None` when absent. The last occurrence wins, as in the kernel.
@@ -364,16 +321,6 @@ pub fn isolcpus_list(value: &str) -> Option<Vec<u32>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpulists_round_trip() {
-        assert_eq!(parse_cpulist("0-3,5\n"), Some(vec![0, 1, 2, 3, 5]));
-        assert_eq!(parse_cpulist(""), Some(vec![]));
-        assert_eq!(parse_cpulist("3-1"), None);
-        assert_eq!(parse_cpulist("0-4294967295"), None);
-        assert_eq!(format_cpulist(&[5, 0, 1, 2, 3, 7]), "0-3,5,7");
-        assert_eq!(format_cpulist(&[]), "");
-    }
 
     #[test]
     fn cmdline_values() {

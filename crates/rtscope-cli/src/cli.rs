@@ -131,6 +131,12 @@ pub struct RunArgs {
     /// No progress display
     #[arg(long, short)]
     pub quiet: bool,
+    /// Runs on boards over ssh
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+    /// Also write the runs recorded as lava, kcidb or junit to FILE (`-`: stdout), repeatable
+    #[arg(long, value_name = "FORMAT=FILE", help_heading = "Fleet")]
+    pub ci_output: Vec<String>,
 }
 
 /// Options of `rtscope compare`.
@@ -181,6 +187,9 @@ pub struct CompareArgs {
     /// Exit 0 even when a candidate regresses (report only)
     #[arg(long)]
     pub no_fail: bool,
+    /// Also write the verdicts as lava, kcidb or junit to FILE (`-`: stdout), repeatable
+    #[arg(long, value_name = "FORMAT=FILE")]
+    pub ci_output: Vec<String>,
 }
 
 /// Options of `rtscope load`.
@@ -694,17 +703,12 @@ pub struct MeasureArgs {
     /// every series interval and at the end (docs/fleet.md)
     #[arg(long, value_name = "FILE", help_heading = "Recording")]
     pub metrics_file: Option<PathBuf>,
-    /// Run on this board over ssh instead of here, [user@]host[:port] (repeatable); the runs
-    /// are merged into the database here tagged board=HOST (docs/fleet.md)
-    #[arg(
-        long = "target",
-        value_name = "[USER@]HOST[:PORT]",
-        help_heading = "Fleet"
-    )]
-    pub targets: Vec<String>,
-    /// Boards measured at the same time with --target
-    #[arg(long, value_name = "N", default_value_t = 4, help_heading = "Fleet")]
-    pub target_jobs: usize,
+    /// Runs on boards over ssh
+    #[command(flatten)]
+    pub fleet: FleetArgs,
+    /// Also write the runs recorded as lava, kcidb or junit to FILE (`-`: stdout), repeatable
+    #[arg(long, value_name = "FORMAT=FILE", help_heading = "Fleet")]
+    pub ci_output: Vec<String>,
     /// Sample the system monitors (temperatures, frequencies, IRQ rates, top threads) this
     /// often while recording; 0 turns them off
     #[arg(
@@ -734,6 +738,22 @@ pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
 }
 
+/// Runs on boards over ssh (`measure`, `run`, `check`; docs/fleet.md).
+#[derive(Debug, Clone, Args)]
+pub struct FleetArgs {
+    /// Run on this board over ssh instead of here (repeatable): a board of targets.toml, every
+    /// board with a tag KEY=VALUE, `all`, or [user@]host[:port]; runs are merged here tagged
+    /// board=NAME
+    #[arg(long = "target", value_name = "BOARD", help_heading = "Fleet")]
+    pub targets: Vec<String>,
+    /// The boards file [default: $RTSCOPE_TARGETS, else ./targets.toml]
+    #[arg(long, value_name = "FILE", help_heading = "Fleet")]
+    pub targets_file: Option<PathBuf>,
+    /// Boards run at the same time with --target
+    #[arg(long, value_name = "N", default_value_t = 4, help_heading = "Fleet")]
+    pub target_jobs: usize,
+}
+
 /// Options of `rtscope check`.
 #[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
@@ -751,6 +771,9 @@ pub struct CheckArgs {
     /// Read /proc and /sys under this directory instead of / (fixture trees)
     #[arg(long, value_name = "DIR", hide = true, default_value = "/")]
     pub root: PathBuf,
+    /// Runs on boards over ssh
+    #[command(flatten)]
+    pub fleet: FleetArgs,
 }
 
 #[cfg(test)]

@@ -79,17 +79,23 @@ fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> 
         }
     };
     match cli.command {
-        cli::Command::Measure(a) => commands::measure::run(&a, argv.to_vec(), out),
+        cli::Command::Measure(a) => {
+            commands::fleet::with_ci(&a.ci_output, a.db.as_deref(), out, |o| {
+                commands::measure::run(&a, argv.to_vec(), o)
+            })
+        }
         cli::Command::Cyclictest { args } => commands::cyclictest::run(&args, &argv.join(" "), out),
         cli::Command::Runs(a) => commands::runs::run(&a, out),
         cli::Command::Import(a) => commands::import::run(&a, out),
         cli::Command::Export(a) => commands::export::run(&a, out),
         cli::Command::Respond(a) => commands::respond::run(&a, argv.to_vec(), out),
-        cli::Command::Run(a) => commands::run::run(&a, argv, out),
+        cli::Command::Run(a) => commands::fleet::with_ci(&a.ci_output, a.db.as_deref(), out, |o| {
+            commands::run::run(&a, argv, o)
+        }),
         cli::Command::Load(a) => commands::load::run(&a, out),
         cli::Command::Compare(a) => commands::compare::run(&a, out),
         cli::Command::Report(a) => commands::report::run(&a, out),
-        cli::Command::Check(a) => commands::check::run(&a, out),
+        cli::Command::Check(a) => commands::check::run(&a, argv, out),
         cli::Command::Completions { shell } => {
             clap_complete::generate(shell, &mut cli::command(), "rtscope", out);
             Ok(ExitStatus::Success)

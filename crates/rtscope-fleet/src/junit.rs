@@ -28,21 +28,50 @@ pub fn escape(text: &str) -> String {
 
 /// Writes `r` as a JUnit document.
 pub fn write(out: &mut dyn Write, r: &Report) -> io::Result<()> {
-    let suite = if r.label.is_empty() {
-        format!("rtscope.{}", r.board)
-    } else {
-        format!("rtscope.{}.{}", r.board, r.label)
-    };
+    write_all(out, std::slice::from_ref(r))
+}
+
+/// The counts of one run's suite: tests, failures, errors.
+fn counts(r: &Report) -> (usize, usize, usize) {
     let ok = matches!(r.status, RunStatus::Complete | RunStatus::Running);
     let failures = r.checks.iter().filter(|c| !c.passed).count();
-    let errors = usize::from(!ok);
-    let tests = r.checks.len() + r.scopes.len() + 1;
-    let time = format!("{:.3}", r.measured_s);
+    (
+        r.checks.len() + r.scopes.len() + 1,
+        failures,
+        usize::from(!ok),
+    )
+}
+
+/// Writes the runs `rs` as one JUnit document, a `<testsuite>` each (a campaign's runs).
+pub fn write_all(out: &mut dyn Write, rs: &[Report]) -> io::Result<()> {
+    let (mut tests, mut failures, mut errors) = (0, 0, 0);
+    for r in rs {
+        let (t, f, e) = counts(r);
+        (tests, failures, errors) = (tests + t, failures + f, errors + e);
+    }
+    let time: f64 = rs.iter().map(|r| r.measured_s).sum();
     writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
     writeln!(
         out,
-        r#"<testsuites name="rtscope" tests="{tests}" failures="{failures}" errors="{errors}" time="{time}">"#
+        r#"<testsuites name="rtscope" tests="{tests}" failures="{failures}" errors="{errors}" time="{time:.3}">"#
     )?;
+    for r in rs {
+        suite(out, r)?;
+    }
+    writeln!(out, "</testsuites>")
+}
+
+fn suite(out: &mut dyn Write, r: &Report) -> io::Result<()> {
+    let mut suite = format!("rtscope.{}", r.board);
+    if !r.label.is_empty() {
+        suite.push_str(&format!(".{}", r.label));
+    }
+    if let Some(id) = r.run_id {
+        suite.push_str(&format!(".run{id}"));
+    }
+    let ok = matches!(r.status, RunStatus::Complete | RunStatus::Running);
+    let (tests, failures, errors) = counts(r);
+    let time = format!("{:.3}", r.measured_s);
     write!(
         out,
         r#"  <testsuite name="{}" tests="{tests}" failures="{failures}" errors="{errors}" skipped="0" time="{time}" hostname="{}""#,
@@ -100,6 +129,5 @@ pub fn write(out: &mut dyn Write, r: &Report) -> io::Result<()> {
         }
         writeln!(out, "</testcase>")?;
     }
-    writeln!(out, "  </testsuite>")?;
-    writeln!(out, "</testsuites>")
+    writeln!(out, "  </testsuite>")
 }

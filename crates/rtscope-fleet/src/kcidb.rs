@@ -30,7 +30,7 @@ impl Default for Submission {
     }
 }
 
-fn origin(text: &str) -> String {
+pub(crate) fn origin(text: &str) -> String {
     let s: String = text
         .chars()
         .map(|c| {
@@ -49,7 +49,7 @@ fn origin(text: &str) -> String {
 }
 
 /// A KCIDB path element: `[a-zA-Z0-9_-]+` (dots separate elements).
-fn element(text: &str) -> String {
+pub(crate) fn element(text: &str) -> String {
     name_part(text).replace('.', "_")
 }
 
@@ -110,6 +110,33 @@ pub fn document(r: &Report, sub: &Submission) -> Value {
         "version": {"major": VERSION.0, "minor": VERSION.1},
         "tests": tests,
     })
+}
+
+/// One document for the runs `rs`: their tests together.
+pub fn document_all(rs: &[Report], sub: &Submission) -> Value {
+    let tests: Vec<Value> = rs
+        .iter()
+        .flat_map(
+            |r| match document(r, sub).get_mut("tests").map(Value::take) {
+                Some(Value::Array(t)) => t,
+                _ => Vec::new(),
+            },
+        )
+        .collect();
+    json!({
+        "version": {"major": VERSION.0, "minor": VERSION.1},
+        "tests": tests,
+    })
+}
+
+/// Writes the document of the runs `rs`, pretty-printed.
+pub fn write_all(
+    out: &mut dyn std::io::Write,
+    rs: &[Report],
+    sub: &Submission,
+) -> std::io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, &document_all(rs, sub))?;
+    writeln!(out)
 }
 
 /// Writes the document, pretty-printed.

@@ -34,6 +34,11 @@ fn case(
     writeln!(out, ">")
 }
 
+/// Writes the runs `rs` as LAVA signals, a test set each.
+pub fn write_all(out: &mut dyn Write, rs: &[Report]) -> io::Result<()> {
+    rs.iter().try_for_each(|r| write(out, r))
+}
+
 /// Writes `r` as LAVA signals.
 pub fn write(out: &mut dyn Write, r: &Report) -> io::Result<()> {
     let set = set_name(r);

@@ -6,18 +6,27 @@
 //! * [`lava`]: LAVA test-case signals;
 //! * [`kcidb`]: KernelCI (KCIDB) test objects;
 //! * [`junit`]: JUnit XML as GitLab and Jenkins read it;
-//! * [`remote`]: runs on remote boards over the system `ssh`.
+//! * [`remote`], [`targets`], [`fanout`]: runs on remote boards over the system `ssh`, named in
+//!   a `targets.toml`, fanned out and merged;
+//! * [`output`]: recorded runs written in these formats (`export`, `--ci-output`);
+//! * [`compare`]: a comparison's verdicts in the lab CI formats;
+//! * [`metrics_file`]: the textfile of a running measurement.
 //!
 //! Every format is drawn from one [`Report`], built from a recorded run
 //! ([`Report::from_bundle`]) or from the live threads of a run ([`Report::live`]), so the
 //! formats never disagree. Docs: docs/fleet.md.
 
 pub mod atomic;
+pub mod compare;
+pub mod fanout;
 pub mod junit;
 pub mod kcidb;
 pub mod lava;
+pub mod metrics_file;
+pub mod output;
 pub mod prometheus;
 pub mod remote;
+pub mod targets;
 mod time;
 
 use rtscope_core::{Histogram, Nanos, Stats};
@@ -32,6 +41,12 @@ pub enum FleetError {
     /// A limit recorded on the run's command line (or given) does not parse.
     #[error("{0}")]
     Limit(String),
+    /// A recorded run cannot be read.
+    #[error("{0}")]
+    Run(String),
+    /// An option's value is invalid.
+    #[error("{0}")]
+    Usage(String),
     /// Writing a file failed.
     #[error("cannot write {path}: {source}")]
     Write {

@@ -1,24 +1,29 @@
 //! Runs on remote boards through the system `ssh` (so the user's keys, `~/.ssh/config`,
 //! ProxyJump and ControlMaster apply; always `BatchMode=yes`): detect the board's architecture,
-//! copy the matching rtscope binary with `ssh host 'cat > …'` (no sftp subsystem needed), run
-//! it into a remote temporary database while its output streams back, fetch the database, and
-//! remove what was copied. Copies happen before and after the measurement, never during it.
+//! copy the matching rtscope binary (and the files a run needs, such as its campaign file)
+//! with `ssh host 'cat > …'` (no sftp subsystem needed), run rtscope there into a remote
+//! temporary database while its output streams back, fetch the database, and remove what was
+//! copied. Copies happen before and after the measurement, never during it.
 //!
-//! The remote rtscope is tied to the ssh session: a watcher reads the session's stdin and
-//! sends SIGTERM to rtscope when it closes, so Ctrl-C here, a killed `ssh` or a dropped
-//! connection stops the remote run (which records it as interrupted) and leaves nothing
-//! running there.
+//! The remote rtscope is tied to the ssh session by a watcher reading the session's stdin:
+//! the line `stop` (sent by [`Stop::stop`] on a local Ctrl-C, SIGTERM or SIGHUP) sends it
+//! SIGTERM, so it records its run as interrupted and the database is still fetched; an end of
+//! input without `stop` (the local rtscope or its ssh killed, the connection lost) sends it
+//! SIGTERM too and then removes the remote directory, so nothing is left running or lying on
+//! the board. Every ssh runs in its own process group: a Ctrl-C at the terminal reaches only
+//! the local rtscope, which decides.
 
+use crate::targets::Target;
 use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 /// Why one board's run failed.
 #[derive(Debug, thiserror::Error)]
 pub enum RemoteError {
-    /// `--target` text that is not `[user@]host[:port]`.
-    #[error("invalid target '{0}': expected [user@]host[:port]")]
-    BadTarget(String),
     /// ssh could not be started.
     #[error("cannot start {program}: {source}")]
     Spawn {
@@ -28,66 +33,40 @@ pub enum RemoteError {
         source: std::io::Error,
     },
     /// A step on the board failed.
-    #[error("{step} on {board} failed: {why}")]
+    #[error("{step} failed: {why}")]
     Step {
-        /// The board.
-        board: String,
-        /// `uname -m`, `copy`, `run`, `fetch`.
+        /// `uname -m`, `copy`, `run`, `fetch`, `cleanup`.
         step: &'static str,
         /// ssh's or the remote command's message.
         why: String,
     },
     /// No binary for the board's architecture.
-    #[error("no rtscope binary for {board}'s architecture {arch}: put one at {wanted}")]
+    #[error("no rtscope binary for its architecture {arch}: put one at {wanted}, or name one with `copy` in targets.toml")]
     NoBinary {
-        /// The board.
-        board: String,
         /// `uname -m`.
         arch: String,
         /// Where it was looked for.
         wanted: String,
     },
+    /// Stopped (Ctrl-C) before its run started.
+    #[error("not run: interrupted before it started")]
+    NotStarted,
     /// A local file operation.
     #[error("{0}")]
     Io(#[from] std::io::Error),
 }
 
-/// One board to run on.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    /// The board's name (tag `board=`): the host part.
-    pub name: String,
-    /// `[user@]host` for ssh.
-    pub destination: String,
-    /// ssh port.
-    pub port: Option<u16>,
-}
-
-impl Target {
-    /// Parses `[user@]host[:port]`.
-    pub fn parse(text: &str) -> Result<Target, RemoteError> {
-        let bad = || RemoteError::BadTarget(text.to_string());
-        let (dest, port) = match text.rsplit_once(':') {
-            Some((d, p)) => (d, Some(p.parse::<u16>().map_err(|_| bad())?)),
-            None => (text, None),
-        };
-        let host = dest.rsplit('@').next().unwrap_or(dest);
-        let ok = |s: &str| {
-            !s.is_empty()
-                && !s.starts_with('-')
-                && s.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-        };
-        let user_ok = dest.split_once('@').is_none_or(|(u, _)| ok(u));
-        if !ok(host) || !user_ok || dest.matches('@').count() > 1 {
-            return Err(bad());
-        }
-        Ok(Target {
-            name: host.to_string(),
-            destination: dest.to_string(),
-            port,
-        })
-    }
+/// What a board runs: rtscope's arguments there (its working directory is the remote
+/// temporary directory, where `files` are copied), and whether the run records into a
+/// database that is fetched (`--db` is added).
+#[derive(Debug, Clone, Default)]
+pub struct Job {
+    /// rtscope's arguments, without `--db`.
+    pub args: Vec<String>,
+    /// Local files copied into the remote directory, under these names.
+    pub files: Vec<(PathBuf, String)>,
+    /// Record into `run.db` there and fetch it.
+    pub record: bool,
 }
 
 /// The ssh command: `$RTSCOPE_SSH` split on whitespace (e.g. `ssh -F lab_config`), else `ssh`.
@@ -115,7 +94,15 @@ impl Ssh {
         if let Some(p) = t.port {
             c.args(["-p", &p.to_string()]);
         }
-        c.arg("--").arg(&t.destination).arg(remote);
+        if let Some(u) = &t.user {
+            c.args(["-l", u]);
+        }
+        if let Some(i) = &t.identity {
+            c.arg("-i").arg(i).args(["-o", "IdentitiesOnly=yes"]);
+        }
+        c.arg("--").arg(&t.host).arg(remote);
+        // A terminal's Ctrl-C goes to the local rtscope only (see the module's doc).
+        c.process_group(0);
         c
     }
 
@@ -145,7 +132,6 @@ impl Ssh {
             Ok(o.stdout)
         } else {
             Err(RemoteError::Step {
-                board: t.name.clone(),
                 step,
                 why: last_line(&o.stderr, o.status),
             })
@@ -166,84 +152,196 @@ pub fn sh_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
+/// The stop switch of a fan-out: the running boards' sessions, told `stop` on a signal.
+#[derive(Debug, Default)]
+pub struct Stop {
+    stopped: AtomicBool,
+    sessions: Mutex<Vec<ChildStdin>>,
+}
+
+impl Stop {
+    /// Stops every running board's rtscope (its run is recorded as interrupted and still
+    /// fetched) and keeps boards not yet running from starting.
+    pub fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
+        if let Ok(mut s) = self.sessions.lock() {
+            for stdin in s.iter_mut() {
+                // A session that already ended: nothing to stop.
+                let _ = stdin.write_all(b"stop\n").and_then(|()| stdin.flush());
+            }
+        }
+    }
+
+    /// Whether [`Stop::stop`] was called.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
+    }
+
+    fn attach(&self, mut stdin: ChildStdin) {
+        if let Ok(mut s) = self.sessions.lock() {
+            if self.is_stopped() {
+                let _ = stdin.write_all(b"stop\n").and_then(|()| stdin.flush());
+            }
+            s.push(stdin);
+        }
+    }
+}
+
 /// What one board's run gave.
 #[derive(Debug)]
 pub struct RemoteOutcome {
     /// The remote rtscope's exit code (1: a limit exceeded; 3: interrupted).
     pub exit_code: i32,
-    /// The fetched database (a local file).
-    pub database: PathBuf,
+    /// The fetched database (a local file), when the job records.
+    pub database: Option<PathBuf>,
 }
 
-/// One remote run: `binary_for(arch)` names the local binary for the board's `uname -m`,
-/// `args` are rtscope's arguments (without `--db`), `on_line` sees each output line, and
-/// `local_db` is where the board's database is fetched to.
-pub fn run_on(
-    ssh: &Ssh,
-    t: &Target,
-    binary_for: &dyn Fn(&str) -> Result<PathBuf, String>,
-    args: &[String],
-    local_db: &Path,
-    on_line: &(dyn Fn(&str) + Sync),
-) -> Result<RemoteOutcome, RemoteError> {
-    let arch = String::from_utf8_lossy(&ssh.output(t, "uname -m", "uname -m", None)?)
+/// Where a board's rtscope comes from.
+enum Binary {
+    /// Installed there, at this path.
+    Installed(String),
+    /// This local file, copied.
+    Copied(PathBuf),
+}
+
+/// The local rtscope for a board's `uname -m`: this one for this architecture, else
+/// `rtscope-ARCH` beside it (the static release binaries); `Err` names where it was looked for.
+pub fn local_binary(arch: &str) -> Result<PathBuf, String> {
+    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+    if arch == std::env::consts::ARCH {
+        return Ok(me);
+    }
+    let other = me.with_file_name(format!("rtscope-{arch}"));
+    if other.is_file() {
+        Ok(other)
+    } else {
+        Err(other.display().to_string())
+    }
+}
+
+fn binary(ssh: &Ssh, t: &Target) -> Result<Binary, RemoteError> {
+    if let Some(b) = &t.binary {
+        return Ok(Binary::Installed(b.clone()));
+    }
+    if let Some(c) = &t.copy {
+        return Ok(Binary::Copied(c.clone()));
+    }
+    let arch = match &t.arch {
+        Some(a) => a.clone(),
+        None => String::from_utf8_lossy(&ssh.output(t, "uname -m", "uname -m", None)?)
+            .trim()
+            .to_string(),
+    };
+    local_binary(&arch)
+        .map(Binary::Copied)
+        .map_err(|wanted| RemoteError::NoBinary { arch, wanted })
+}
+
+/// Creates the remote directory and copies the binary and the job's files into it.
+fn prepare(ssh: &Ssh, t: &Target, job: &Job, bin: &Binary) -> Result<String, RemoteError> {
+    let mk = "umask 077; mktemp -d /tmp/rtscope.XXXXXX";
+    let dir = String::from_utf8_lossy(&ssh.output(t, "copy", mk, None)?)
         .trim()
         .to_string();
-    let binary = binary_for(&arch).map_err(|wanted| RemoteError::NoBinary {
-        board: t.name.clone(),
-        arch: arch.clone(),
-        wanted,
-    })?;
-    let copy = "umask 077; d=$(mktemp -d /tmp/rtscope.XXXXXX) && cat > \"$d/rtscope\" && chmod 700 \"$d/rtscope\" && echo \"$d\"";
-    let dir = String::from_utf8_lossy(&ssh.output(t, "copy", copy, Some(&binary))?)
-        .trim()
-        .to_string();
-    if !dir.starts_with("/tmp/rtscope.") || dir.contains(char::is_whitespace) {
+    if !dir.starts_with("/tmp/rtscope.")
+        || dir.contains(|c: char| !c.is_ascii_alphanumeric() && c != '/' && c != '.')
+    {
         return Err(RemoteError::Step {
-            board: t.name.clone(),
             step: "copy",
             why: format!("unexpected remote directory '{dir}'"),
         });
     }
-    let result = measure_and_fetch(ssh, t, &dir, args, local_db, on_line);
+    let copy = |local: &Path, name: &str, mode: &str| {
+        let dest = sh_quote(&format!("{dir}/{name}"));
+        let cmd = format!("umask 077; cat > {dest} && chmod {mode} {dest}");
+        ssh.output(t, "copy", &cmd, Some(local)).map(drop)
+    };
+    if let Binary::Copied(local) = bin {
+        copy(local, "rtscope", "700")?;
+    }
+    for (local, name) in &job.files {
+        copy(local, name, "600")?;
+    }
+    Ok(dir)
+}
+
+/// One remote run of `job` on `t`. `on_line` sees each output line; `local_db` is where the
+/// board's database is fetched to; `stop` stops it.
+pub fn run_on(
+    ssh: &Ssh,
+    t: &Target,
+    job: &Job,
+    local_db: &Path,
+    on_line: &(dyn Fn(&str) + Sync),
+    stop: &Stop,
+) -> Result<RemoteOutcome, RemoteError> {
+    if stop.is_stopped() {
+        return Err(RemoteError::NotStarted);
+    }
+    let bin = binary(ssh, t)?;
+    let dir = prepare(ssh, t, job, &bin)?;
+    let result = if stop.is_stopped() {
+        Err(RemoteError::NotStarted)
+    } else {
+        measure_and_fetch(ssh, t, &dir, job, &bin, local_db, on_line, stop)
+    };
     let cleanup = ssh.output(t, "cleanup", &format!("rm -rf {}", sh_quote(&dir)), None);
     let outcome = result?;
     cleanup?;
     Ok(outcome)
 }
 
+/// The remote shell script: rtscope in the background, a watcher on the session's stdin
+/// (kept on fd 3: a background job's stdin is /dev/null).
+fn script(dir: &str, job: &Job, bin: &Binary, prefix: &[String]) -> String {
+    let d = sh_quote(dir);
+    let mut words: Vec<String> = prefix.iter().map(|p| sh_quote(p)).collect();
+    words.push(match bin {
+        Binary::Installed(p) => sh_quote(p),
+        Binary::Copied(_) => "./rtscope".into(),
+    });
+    words.extend(job.args.iter().map(|a| sh_quote(a)));
+    if job.record {
+        words.push(format!("--db {d}/run.db"));
+    }
+    format!(
+        "cd {d} && exec 3<&0 && {{ {} </dev/null 2>&1 & p=$!; \
+         {{ read -r l <&3; [ \"$l\" = stop ] || : > {d}/.lost; kill -TERM $p 2>/dev/null; }} & w=$!; \
+         exec 3<&-; wait $p; rc=$?; kill $w 2>/dev/null; \
+         if [ -e {d}/.lost ]; then cd / && rm -rf {d}; fi; exit $rc; }}",
+        words.join(" ")
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
 fn measure_and_fetch(
     ssh: &Ssh,
     t: &Target,
     dir: &str,
-    args: &[String],
+    job: &Job,
+    bin: &Binary,
     local_db: &Path,
     on_line: &(dyn Fn(&str) + Sync),
+    stop: &Stop,
 ) -> Result<RemoteOutcome, RemoteError> {
-    let d = sh_quote(dir);
-    let words: Vec<String> = args.iter().map(|a| sh_quote(a)).collect();
-    // rtscope in the background, a watcher on the session's stdin (kept on fd 3: a background
-    // job's stdin is /dev/null): when the session goes (Ctrl-C, killed ssh, lost connection),
-    // the watcher's `cat` sees EOF and stops rtscope.
-    let script = format!(
-        "cd {d} && exec 3<&0 && {{ ./rtscope {} --db {d}/run.db </dev/null 2>&1 & p=$!; {{ cat <&3 >/dev/null 2>&1; kill -TERM $p 2>/dev/null; }} & w=$!; exec 3<&-; wait $p; rc=$?; kill $w 2>/dev/null; exit $rc; }}",
-        words.join(" ")
-    );
     let mut child = ssh
-        .command(t, &script)
+        .command(t, &script(dir, job, bin, &t.prefix))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(ssh.spawn_err())?;
-    let stdin = child.stdin.take();
+    if let Some(stdin) = child.stdin.take() {
+        stop.attach(stdin);
+    }
     let mut err_text = String::new();
     std::thread::scope(|s| {
         let stderr = child.stderr.take();
         let reader = s.spawn(move || {
             let mut text = String::new();
-            if let Some(mut e) = stderr {
-                let _ = e.read_to_string(&mut text);
+            if let Some(e) = stderr {
+                // Bounded: ssh's own messages, never the run's output.
+                let _ = e.take(64 * 1024).read_to_string(&mut text);
             }
             text
         });
@@ -254,23 +352,26 @@ fn measure_and_fetch(
         }
         err_text = reader.join().unwrap_or_default();
     });
-    drop(stdin);
     let status = child.wait()?;
     let code = match status.code() {
         // 255: ssh's own failure (connection lost, killed server).
         Some(c) if c != 255 => c,
         _ => {
             return Err(RemoteError::Step {
-                board: t.name.clone(),
                 step: "run",
                 why: last_line(err_text.as_bytes(), status),
             })
         }
     };
-    fetch(ssh, t, dir, local_db)?;
+    let database = if job.record {
+        fetch(ssh, t, dir, local_db)?;
+        Some(local_db.to_path_buf())
+    } else {
+        None
+    };
     Ok(RemoteOutcome {
         exit_code: code,
-        database: local_db.to_path_buf(),
+        database,
     })
 }
 
@@ -283,37 +384,21 @@ fn fetch(ssh: &Ssh, t: &Target, dir: &str, local_db: &Path) -> Result<(), Remote
     let probe = format!("if [ -s {0} ]; then cat {0}; fi", sh_quote(&wal));
     let bytes = ssh.output(t, "fetch", &probe, None)?;
     if !bytes.is_empty() {
-        let mut name = local_db.as_os_str().to_owned();
-        name.push("-wal");
-        std::fs::File::create(PathBuf::from(name))?.write_all(&bytes)?;
+        std::fs::File::create(wal_of(local_db))?.write_all(&bytes)?;
     }
     Ok(())
+}
+
+/// `PATH-wal`.
+pub fn wal_of(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push("-wal");
+    PathBuf::from(name)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn targets_parse_and_refuse_option_injection() {
-        let t = Target::parse("root@127.0.0.2:2222").unwrap();
-        assert_eq!(
-            (t.name.as_str(), t.destination.as_str(), t.port),
-            ("127.0.0.2", "root@127.0.0.2", Some(2222))
-        );
-        assert_eq!(Target::parse("rpi4").unwrap().port, None);
-        for bad in [
-            "",
-            "-oProxyCommand=x",
-            "a@-b",
-            "a@b@c",
-            "h:port",
-            "h:70000",
-            "a b",
-        ] {
-            assert!(Target::parse(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn shell_quoting_survives_quotes() {
@@ -326,5 +411,51 @@ mod tests {
             .output()
             .unwrap();
         assert_eq!(o.stdout, b"x'; echo $HOME \"y");
+    }
+
+    /// The script's watcher, run by a local `sh` in place of ssh: `stop` keeps the directory
+    /// (its database is fetched), an end of input removes it; both stop the program.
+    #[test]
+    fn the_watcher_stops_the_run_and_removes_the_directory_only_when_the_session_is_lost() {
+        for (input, kept) in [(&b"stop\n"[..], true), (&b""[..], false)] {
+            let dir = std::env::temp_dir().join(format!(
+                "rtscope-watcher-test-{}-{}",
+                std::process::id(),
+                u8::from(kept)
+            ));
+            std::fs::create_dir_all(&dir).unwrap();
+            let job = Job {
+                args: vec!["60".into()],
+                ..Job::default()
+            };
+            let s = script(
+                &dir.to_string_lossy(),
+                &job,
+                &Binary::Installed("sleep".into()),
+                &[],
+            );
+            let mut c = Command::new("sh")
+                .args(["-c", &s])
+                .stdin(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let started = std::time::Instant::now();
+            let mut stdin = c.stdin.take().unwrap();
+            stdin.write_all(input).unwrap();
+            drop(stdin);
+            let st = c.wait().unwrap();
+            assert_eq!(
+                st.code(),
+                Some(128 + libc_sigterm()),
+                "sleep was stopped by SIGTERM"
+            );
+            assert!(started.elapsed() < std::time::Duration::from_secs(50));
+            assert_eq!(dir.exists(), kept, "{}", String::from_utf8_lossy(input));
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+
+    fn libc_sigterm() -> i32 {
+        15
     }
 }

@@ -66,7 +66,19 @@ fn kcidb_documents_validate_against_the_published_schema() {
         eprintln!("SKIP: {why}");
         return;
     }
-    for (i, r) in reports(&d).iter().enumerate() {
+    let rs = reports(&d);
+    let all = kcidb::document_all(&rs, &kcidb::Submission::default());
+    let len = |r| {
+        kcidb::document(r, &kcidb::Submission::default())["tests"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(
+        all["tests"].as_array().unwrap().len(),
+        len(&rs[0]) + len(&rs[1])
+    );
+    for (i, r) in rs.iter().enumerate() {
         let sub = kcidb::Submission {
             origin: "lab ci".into(),
             build_id: if i == 0 {
@@ -149,5 +161,21 @@ fn junit_documents_validate_against_the_xsd() {
             .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
+    // Many runs in one document (a campaign's `--ci-output junit=FILE`): a suite each.
+    let all = d.join("all.xml");
+    let mut out = Vec::new();
+    junit::write_all(&mut out, &reports(&d)).unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out).matches("<testsuite ").count(),
+        2
+    );
+    std::fs::write(&all, &out).unwrap();
+    let o = Command::new("xmllint")
+        .args(["--noout", "--schema"])
+        .arg(fixture("junit-10.xsd"))
+        .arg(&all)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     std::fs::remove_dir_all(d).unwrap();
 }

@@ -112,27 +112,7 @@ pub(crate) fn numbered_entries(dir: &Path, prefix: &str) -> Vec<(u32, String)> {
     out
 }
 
-/// Parses a kernel CPU list such as `0-3,5,7-8` (as in `/sys/devices/system/cpu/online`).
-/// Returns `None` if any part is malformed; an empty (or all-whitespace) list is `Some([])`.
-pub(crate) fn parse_cpulist(s: &str) -> Option<Vec<u32>> {
-    let mut out = Vec::new();
-    for part in s.trim().split(',').filter(|p| !p.trim().is_empty()) {
-        let part = part.trim();
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
-                if b < a || b - a > 65_536 {
-                    return None;
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.parse().ok()?),
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    Some(out)
-}
+pub(crate) use rtscope_core::cpulist::parse as parse_cpulist;
 
 /// Gives every name that occurs more than once in `items` the suffix `.<disambiguator>`,
 /// so that metric names stay unique (for example two thermal zones both of type `acpitz`).
@@ -172,16 +152,6 @@ mod tests {
         assert!(buf.is_empty());
         assert!(read_into(&dir.join("missing"), &mut buf).is_err());
         let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn cpulists() {
-        assert_eq!(parse_cpulist("0-3,5\n"), Some(vec![0, 1, 2, 3, 5]));
-        assert_eq!(parse_cpulist("\n"), Some(vec![]));
-        assert_eq!(parse_cpulist("7"), Some(vec![7]));
-        assert_eq!(parse_cpulist("3-1"), None);
-        assert_eq!(parse_cpulist("a-b"), None);
-        assert_eq!(parse_cpulist("0-4294967295"), None);
     }
 
     #[test]

@@ -16,11 +16,11 @@
 
 #![warn(missing_docs)]
 
-pub mod control;
 mod gate;
 pub mod gpio;
 pub mod ipc;
 pub mod record;
+pub mod run;
 
 /// Why a measurement could not start.
 #[derive(Debug, thiserror::Error)]
@@ -45,4 +45,15 @@ pub enum RespondError {
     /// A GPIO chip or line problem.
     #[error(transparent)]
     Gpio(#[from] gpio::GpioError),
+    /// The external responder program could not be started.
+    #[error("cannot start --responder-cmd '{command}': {source}")]
+    Responder {
+        /// The command line given.
+        command: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Progress could not be written (a closed standard output).
+    #[error("cannot write the progress: {0}")]
+    Output(std::io::Error),
 }

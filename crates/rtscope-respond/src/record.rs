@@ -36,6 +36,8 @@ pub struct Row {
     pub histogram: Histogram,
     /// Kept slow events (`cycle` is the sequence number, `time` on CLOCK_MONOTONIC).
     pub events: Vec<Sample>,
+    /// What the JSON shows besides the statistics (counts, placement, lines).
+    pub extra: serde_json::Value,
 }
 
 /// Everything about the run besides its rows.

@@ -389,3 +389,17 @@ fn the_preflight_audit_round_trips_in_order_and_goes_with_the_run() {
         .unwrap();
     assert_eq!(left, 0);
 }
+
+#[test]
+fn a_run_whose_writer_is_known_gone_is_marked_incomplete_once() {
+    let path = tmpdb("writer-gone");
+    let mut s = Store::open(&path).unwrap();
+    // Stored as running (a fetched run's writer pid means nothing on this host).
+    let id = s.begin_run(&new_run("fetched")).unwrap();
+    assert!(s.mark_writer_gone(id).unwrap());
+    assert_eq!(s.summary(id).unwrap().status, RunStatus::Incomplete);
+    assert!(
+        !s.mark_writer_gone(id).unwrap(),
+        "only a running run is marked"
+    );
+}

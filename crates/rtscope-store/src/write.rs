@@ -282,6 +282,24 @@ impl Store {
         Ok(())
     }
 
+    /// Marks a run still `running` as `incomplete`: its writer is known to be gone (a run
+    /// fetched from a board whose rtscope was killed), which the process check of this host
+    /// cannot tell for another host's process. Returns whether it was running.
+    pub fn mark_writer_gone(&mut self, run: RunId) -> Result<bool> {
+        let n = self
+            .conn
+            .execute(
+                "UPDATE runs SET status=?2 WHERE id=?1 AND status=?3",
+                params![
+                    run,
+                    RunStatus::Incomplete.as_str(),
+                    RunStatus::Running.as_str()
+                ],
+            )
+            .map_err(self.err())?;
+        Ok(n > 0)
+    }
+
     /// Sets (or with `None`, removes) a tag.
     pub fn set_tag(&mut self, run: RunId, key: &str, value: Option<&str>) -> Result<()> {
         self.require(run)?;

@@ -38,7 +38,8 @@ fn thread_cpu_ms(name: &str) -> u64 {
         * tick
 }
 
-fn one(cpus: &[usize], hk: &[usize], secs: u64, interval_us: u64, explain: bool) -> Result {
+fn one(cpus: &[usize], hk: &[usize], secs: u64, interval_us: u64, v: Variant) -> Result {
+    let explain = v != Variant::Off;
     let threads = cpus
         .iter()
         .map(|&c| ThreadSpec {
@@ -56,6 +57,10 @@ fn one(cpus: &[usize], hk: &[usize], secs: u64, interval_us: u64, explain: bool)
     let mut ex = explain.then(|| {
         let mut cfg = ExplainConfig::new(100_000, cpus.to_vec());
         cfg.housekeeping = hk.to_vec();
+        cfg.force_coarse = v == Variant::Coarse;
+        if v == Variant::Buf256 {
+            cfg.buffer_kb = 256;
+        }
         Explainer::start(cfg)
     });
     let run = Run::start(c).expect("engine (root)");
@@ -95,6 +100,59 @@ fn one(cpus: &[usize], hk: &[usize], secs: u64, interval_us: u64, explain: bool)
     }
 }
 
+/// What a run with `--explain` changes (ratios are against runs without it in the same round).
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Variant {
+    /// Without --explain.
+    Off,
+    /// The explainer as the session starts it (tier chosen automatically).
+    On,
+    /// The explainer's coarse tier only: no tracing, the rest (spike hand-off, polls) the same.
+    Coarse,
+    /// The flight recorder with a 256 KiB buffer per CPU instead of 2 MiB.
+    Buf256,
+    /// As `On`, with this example's main thread (which polls the explainer) on the housekeeping CPUs.
+    PinMain,
+}
+
+fn variant(s: &str) -> Variant {
+    match s {
+        "on" => Variant::On,
+        "coarse" => Variant::Coarse,
+        "buf256" => Variant::Buf256,
+        "pinmain" => Variant::PinMain,
+        _ => panic!("unknown variant {s} (on, coarse, buf256, pinmain)"),
+    }
+}
+
+fn pin_self(cpus: &[usize]) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; only that local set is touched.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let all = if cpus.is_empty() {
+            (0..libc::CPU_SETSIZE as usize).collect::<Vec<_>>()
+        } else {
+            cpus.to_vec()
+        };
+        for c in all {
+            libc::CPU_SET(c, &mut set);
+        }
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// Median (the mean of the middle two for an even count), minimum, maximum.
+fn median(mut v: Vec<f64>) -> (f64, f64, f64) {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let m = if n % 2 == 0 {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    } else {
+        v[n / 2]
+    };
+    (m, v[0], v[n - 1])
+}
+
 fn main() {
     let a: Vec<String> = std::env::args().collect();
     let num = |i: usize, d: u64| a.get(i).and_then(|s| s.parse().ok()).unwrap_or(d);
@@ -105,21 +163,27 @@ fn main() {
     } else {
         (vec![n - 1], (0..n - 1).collect())
     };
-    println!("measured CPUs {cpus:?}, reader on {hk:?}, {pairs} pairs of {secs} s at {interval} µs (µs: p50/p99/p99.9/max)");
-    let mut ratios = Vec::new();
+    let variants: Vec<Variant> = std::env::var("VARIANTS")
+        .unwrap_or_else(|_| "on".into())
+        .split(',')
+        .map(variant)
+        .collect();
+    println!("measured CPUs {cpus:?}, reader on {hk:?}, {pairs} rounds of {secs} s at {interval} µs, variants {variants:?} (µs: p50/p99/p99.9/max)");
+    let mut all = vec![Variant::Off];
+    all.extend(&variants);
+    let mut p50_diff = vec![Vec::new(); variants.len()];
+    let mut p99_ratio = vec![Vec::new(); variants.len()];
     for p in 0..pairs {
-        let order = if p % 2 == 0 {
-            [false, true]
-        } else {
-            [true, false]
-        };
-        let mut res = [None, None];
-        for on in order {
-            res[usize::from(on)] = Some(one(&cpus, &hk, secs, interval, on));
+        // The order rotates every round, so no variant always runs first.
+        let mut order: Vec<usize> = (0..all.len()).collect();
+        order.rotate_left(p as usize % all.len());
+        let mut res: Vec<Option<Result>> = all.iter().map(|_| None).collect();
+        for i in order {
+            pin_self(if all[i] == Variant::PinMain { &hk } else { &[] });
+            res[i] = Some(one(&cpus, &hk, secs, interval, all[i]));
         }
-        let [Some(off), Some(on)] = res else {
-            unreachable!()
-        };
+        pin_self(&[]);
+        let res: Vec<Result> = res.into_iter().map(Option::unwrap).collect();
         let us = |r: &Result| {
             format!(
                 "{:.1}/{:.1}/{:.1}/{:.1}",
@@ -129,21 +193,25 @@ fn main() {
                 r.max as f64 / 1e3
             )
         };
-        println!(
-            "pair {}: off {}  on {} ({} spikes explained, trace reader {} ms CPU)",
-            p + 1,
-            us(&off),
-            us(&on),
-            on.spikes,
-            on.reader_cpu_ms
-        );
-        ratios.push(on.p99 as f64 / off.p99.max(1) as f64);
+        let mut line = format!("round {}: off {}", p + 1, us(&res[0]));
+        for (k, v) in variants.iter().enumerate() {
+            let r = &res[k + 1];
+            line += &format!(
+                " | {v:?} {} ({} spikes explained, trace reader {} ms CPU)",
+                us(r),
+                r.spikes,
+                r.reader_cpu_ms
+            );
+            p50_diff[k].push((r.p50 as f64 - res[0].p50 as f64) / 1e3);
+            p99_ratio[k].push(r.p99 as f64 / res[0].p99.max(1) as f64);
+        }
+        println!("{line}");
     }
-    ratios.sort_by(f64::total_cmp);
-    println!(
-        "p99 ratio on/off: median {:.3} (pairs {:.3}-{:.3})",
-        ratios[ratios.len() / 2],
-        ratios[0],
-        ratios[ratios.len() - 1]
-    );
+    for (k, v) in variants.iter().enumerate() {
+        let (m, lo, hi) = median(p99_ratio[k].clone());
+        let (dm, dlo, dhi) = median(p50_diff[k].clone());
+        println!(
+            "{v:?}: p99 ratio to off median {m:.3} (rounds {lo:.3}-{hi:.3}); p50 minus off median {dm:+.1} µs (rounds {dlo:+.1} to {dhi:+.1})"
+        );
+    }
 }

@@ -14,9 +14,8 @@
 //!
 //! Pure code on decoded events; the flight recorder feeds it.
 
-use crate::decode::{Comm, Event, Kind, Vector};
+use crate::decode::{Event, Kind, Tasks, Vector};
 use crate::model::{Attribution, Category, Charge, LateCause, Softirq, Spike, Task};
-use std::collections::HashMap;
 
 /// What the CPU runs in interrupt context.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +34,7 @@ struct Cpu {
     /// Interrupt contexts, innermost last, with their entry times.
     stack: Vec<(Ctx, u64)>,
     /// Names and priorities learnt from scheduler events.
-    tasks: HashMap<i32, (Comm, i32)>,
+    tasks: Tasks,
 }
 
 impl Cpu {
@@ -44,25 +43,13 @@ impl Cpu {
             self.task = Some(e.pid);
         }
         match &e.kind {
-            Kind::Switch {
-                prev_pid,
-                prev_prio,
-                prev_comm,
-                next_pid,
-                next_prio,
-                next_comm,
-            } => {
+            Kind::Switch { next_pid, .. } => {
                 // A switch happens in task context: whatever interrupt is open lost its exit.
                 self.stack.clear();
-                self.tasks.insert(*prev_pid, (*prev_comm, *prev_prio));
-                self.tasks.insert(*next_pid, (*next_comm, *next_prio));
+                self.tasks.learn(e);
                 self.task = Some(*next_pid);
             }
-            Kind::Waking {
-                pid, prio, comm, ..
-            } => {
-                self.tasks.insert(*pid, (*comm, *prio));
-            }
+            Kind::Waking { .. } => self.tasks.learn(e),
             Kind::IrqEntry { irq, name } => self.push(
                 Ctx::Irq {
                     irq: *irq,
@@ -77,7 +64,11 @@ impl Cpu {
             Kind::VectorExit(v) => self.pop(|c| *c == Ctx::Vector(*v)),
             Kind::IpiExit => self.pop(|c| *c == Ctx::Ipi),
             Kind::SoftirqExit { vec } => self.pop(|c| *c == Ctx::Softirq(*vec)),
-            Kind::Nmi { .. } | Kind::HrtimerEntry | Kind::HrtimerExit => {}
+            Kind::Nmi { .. }
+            | Kind::HrtimerEntry
+            | Kind::HrtimerExit
+            | Kind::Noise { .. }
+            | Kind::TimerlatSample { .. } => {}
         }
     }
 
@@ -97,17 +88,7 @@ impl Cpu {
     }
 
     fn task_of(&self, pid: i32) -> Task {
-        let (comm, prio) = self
-            .tasks
-            .get(&pid)
-            .copied()
-            .unwrap_or((Comm::default(), 120));
-        let comm = if pid == 0 {
-            "swapper".to_string()
-        } else {
-            comm.as_string()
-        };
-        Task { comm, pid, prio }
+        self.tasks.task(pid)
     }
 }
 
@@ -242,7 +223,7 @@ fn classify(cpu: &Cpu, spike: &Spike, wake: Option<WakeIrq>, at: u64) -> Categor
             Some(pid) if pid == spike.tid => Category::ReturnToUser,
             Some(pid) => {
                 let task = cpu.task_of(pid);
-                let own = cpu.tasks.get(&spike.tid).map_or(0, |t| t.1);
+                let own = cpu.tasks.prio(spike.tid).unwrap_or(0);
                 if task.prio <= own {
                     Category::Thread { task }
                 } else {
@@ -283,6 +264,7 @@ fn reassign(charges: &mut Vec<Charge>, ns: u64, to: Category) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decode::Comm;
 
     const TID: i32 = 500;
     const D: u64 = 10_000_000; // the deadline

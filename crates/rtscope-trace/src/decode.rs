@@ -145,6 +145,98 @@ pub enum Kind {
     HrtimerEntry,
     /// `timer/hrtimer_expire_exit` (only when requested).
     HrtimerExit,
+    /// An `osnoise/*_noise` event of the timerlat tier: written when the noise ends, with its
+    /// duration net of nested noise (the osnoise tracer's own accounting).
+    Noise {
+        /// What the noise was.
+        source: NoiseSource,
+        /// Net duration (ns).
+        duration_ns: u64,
+    },
+    /// A `ftrace/timerlat` sample of the timerlat tracer's own thread on this CPU.
+    TimerlatSample {
+        /// True when taken in the thread (wake-up latency), false in the timer IRQ.
+        thread: bool,
+        /// Latency from the timer's expiry (ns).
+        latency_ns: u64,
+    },
+}
+
+/// The source of an `osnoise/*_noise` event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoiseSource {
+    /// `irq_noise`: a hard interrupt, by its description (`local_timer:236`, `virtio0-requests`).
+    Irq {
+        /// The description.
+        desc: String,
+        /// The vector or IRQ number.
+        vector: i32,
+    },
+    /// `softirq_noise`, by vector.
+    Softirq {
+        /// Vector (0 HI … 9 RCU).
+        vec: u32,
+    },
+    /// `nmi_noise`.
+    Nmi,
+    /// `thread_noise`: a task that ran on the CPU.
+    Thread {
+        /// Its PID.
+        pid: i32,
+        /// Its name.
+        comm: Comm,
+    },
+}
+
+/// Names and kernel priorities of the tasks the scheduler events mentioned.
+#[derive(Debug, Clone, Default)]
+pub struct Tasks(HashMap<i32, (Comm, i32)>);
+
+impl Tasks {
+    /// Learns the tasks of a `sched_switch` or `sched_waking` (other events are ignored).
+    pub fn learn(&mut self, e: &Event) {
+        match &e.kind {
+            Kind::Switch {
+                prev_pid,
+                prev_prio,
+                prev_comm,
+                next_pid,
+                next_prio,
+                next_comm,
+            } => {
+                self.0.insert(*prev_pid, (*prev_comm, *prev_prio));
+                self.0.insert(*next_pid, (*next_comm, *next_prio));
+            }
+            Kind::Waking {
+                pid, prio, comm, ..
+            } => {
+                self.0.insert(*pid, (*comm, *prio));
+            }
+            _ => {}
+        }
+    }
+
+    /// Adds a task known only by name (priority: a normal task's), unless already known.
+    pub fn name(&mut self, pid: i32, comm: Comm) {
+        self.0.entry(pid).or_insert((comm, 120));
+    }
+
+    /// The kernel priority of `pid`, when known.
+    pub fn prio(&self, pid: i32) -> Option<i32> {
+        self.0.get(&pid).map(|t| t.1)
+    }
+
+    /// The task `pid` as far as known (the idle task is `swapper`; unknown ones have no name
+    /// and a normal priority).
+    pub fn task(&self, pid: i32) -> crate::model::Task {
+        let (comm, prio) = self.0.get(&pid).copied().unwrap_or((Comm::default(), 120));
+        let comm = if pid == 0 {
+            "swapper".to_string()
+        } else {
+            comm.as_string()
+        };
+        crate::model::Task { comm, pid, prio }
+    }
 }
 
 /// A decoded record.
@@ -173,6 +265,11 @@ enum Which {
     Nmi,
     HrtimerEntry,
     HrtimerExit,
+    IrqNoise,
+    SoftirqNoise,
+    NmiNoise,
+    ThreadNoise,
+    TimerlatSample,
 }
 
 fn which(name: &str) -> Option<Which> {
@@ -188,6 +285,11 @@ fn which(name: &str) -> Option<Which> {
         "nmi_handler" => Which::Nmi,
         "hrtimer_expire_entry" => Which::HrtimerEntry,
         "hrtimer_expire_exit" => Which::HrtimerExit,
+        "irq_noise" => Which::IrqNoise,
+        "softirq_noise" => Which::SoftirqNoise,
+        "nmi_noise" => Which::NmiNoise,
+        "thread_noise" => Which::ThreadNoise,
+        "timerlat" => Which::TimerlatSample,
         _ => {
             let (stem, entry) = match (name.strip_suffix("_entry"), name.strip_suffix("_exit")) {
                 (Some(s), _) => (s, true),
@@ -301,6 +403,33 @@ impl Schema {
             },
             Which::HrtimerEntry => Kind::HrtimerEntry,
             Which::HrtimerExit => Kind::HrtimerExit,
+            Which::IrqNoise | Which::SoftirqNoise | Which::NmiNoise | Which::ThreadNoise => {
+                let source = match *w {
+                    Which::IrqNoise => NoiseSource::Irq {
+                        desc: f
+                            .field("desc")
+                            .and_then(|fl| string(r.data, fl))
+                            .unwrap_or_default(),
+                        vector: get("vector").unwrap_or(-1) as i32,
+                    },
+                    Which::SoftirqNoise => NoiseSource::Softirq {
+                        vec: get("vector")? as u32,
+                    },
+                    Which::NmiNoise => NoiseSource::Nmi,
+                    _ => NoiseSource::Thread {
+                        pid: get("pid")? as i32,
+                        comm: comm("comm")?,
+                    },
+                };
+                Kind::Noise {
+                    source,
+                    duration_ns: get("duration")?.max(0) as u64,
+                }
+            }
+            Which::TimerlatSample => Kind::TimerlatSample {
+                thread: get("context")? != 0,
+                latency_ns: get("timer_latency")?.max(0) as u64,
+            },
         };
         Some(Event {
             ts: r.ts,

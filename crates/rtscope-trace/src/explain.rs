@@ -30,6 +30,8 @@ pub struct ExplainConfig {
     pub housekeeping: Vec<usize>,
     /// Also trace hrtimer expiry events.
     pub hrtimer_events: bool,
+    /// Ring-buffer size per measured CPU (KiB).
+    pub buffer_kb: usize,
     /// Book: window length (ns), spikes kept per window, windows kept at most.
     pub window_ns: u64,
     /// Spikes kept per window.
@@ -50,6 +52,7 @@ impl ExplainConfig {
             cpus,
             housekeeping: Vec::new(),
             hrtimer_events: false,
+            buffer_kb: 2048,
             window_ns: 60_000_000_000,
             per_window: 5,
             max_windows: 1440,
@@ -188,14 +191,23 @@ fn choose(cfg: &ExplainConfig) -> (Tier, Option<String>, Option<FlightRecorder>)
     let mut rc = RecorderConfig::new(cfg.cpus.clone());
     rc.housekeeping = cfg.housekeeping.clone();
     rc.instance.hrtimer_events = cfg.hrtimer_events;
-    let timerlat = tfs.has_timerlat();
-    match FlightRecorder::start(&tfs, rc) {
-        Ok(r) => {
-            let reason = timerlat.then(|| {
-                "the kernel has the timerlat tracer; its osnoise split is not used yet, the flight recorder is".to_string()
-            });
-            (Tier::FlightRecorder, reason, Some(r))
+    rc.instance.buffer_kb = cfg.buffer_kb;
+    let mut reason = None;
+    if tfs.has_timerlat() && !cfg.hrtimer_events {
+        match crate::timerlat::in_use(&tfs) {
+            Some(other) => reason = Some(format!("timerlat tier not used: {other}")),
+            None => {
+                let mut t = rc.clone();
+                t.instance.timerlat = true;
+                match FlightRecorder::start(&tfs, t) {
+                    Ok(r) => return (Tier::Timerlat, None, Some(r)),
+                    Err(e) => reason = Some(format!("timerlat tier not used: {e}")),
+                }
+            }
         }
+    }
+    match FlightRecorder::start(&tfs, rc) {
+        Ok(r) => (Tier::FlightRecorder, reason, Some(r)),
         Err(e) => (Tier::Coarse, Some(e.to_string()), None),
     }
 }

@@ -26,6 +26,7 @@ pub mod page;
 pub mod reaper;
 pub mod recorder;
 pub mod render;
+pub mod timerlat;
 pub mod tracefs;
 
 pub use model::{Attribution, Category, Charge, LateCause, Softirq, Spike, Task, Tier};

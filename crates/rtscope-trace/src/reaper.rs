@@ -10,12 +10,16 @@
 //! (`setsid`) and ignores SIGINT/SIGTERM/SIGHUP, so a Ctrl-C on the terminal reaches only
 //! rtscope, whose normal path removes the instance itself. Between fork and exit the child
 //! only makes async-signal-safe system calls on memory prepared before the fork.
+//!
+//! The timerlat tier also changes two global osnoise settings (`osnoise/cpus`,
+//! `osnoise/timerlat_period_us`); their previous values are handed to the reaper
+//! ([`Reaper::spawn_restoring`]), which writes them back after removing the instance.
 
 use crate::TraceError;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The running reaper; dropping it ends it (after the instance was removed normally).
 #[derive(Debug)]
@@ -32,6 +36,19 @@ fn cstr(p: &Path) -> Result<CString, TraceError> {
 impl Reaper {
     /// Starts a reaper for the instance directory `dir`.
     pub fn spawn(dir: &Path) -> Result<Reaper, TraceError> {
+        Reaper::spawn_restoring(dir, &[])
+    }
+
+    /// Starts a reaper for `dir` that also writes each `(file, value)` of `restore` back once
+    /// the instance is gone.
+    pub fn spawn_restoring(
+        dir: &Path,
+        restore: &[(PathBuf, String)],
+    ) -> Result<Reaper, TraceError> {
+        let restore = restore
+            .iter()
+            .map(|(p, v)| Ok((cstr(p)?, v.clone().into_bytes())))
+            .collect::<Result<Vec<_>, TraceError>>()?;
         let dir_c = cstr(dir)?;
         let off_c = cstr(&dir.join("tracing_on"))?;
         let mut fds = [0 as libc::c_int; 2];
@@ -49,7 +66,7 @@ impl Reaper {
             return Err(os_err(dir, "fork"));
         }
         if pid == 0 {
-            child(read_end.as_raw_fd(), &dir_c, &off_c);
+            child(read_end.as_raw_fd(), &dir_c, &off_c, &restore);
         }
         drop(read_end);
         Ok(Reaper {
@@ -72,7 +89,12 @@ fn os_err(dir: &Path, what: &str) -> TraceError {
 }
 
 /// The reaper's body. Never returns.
-fn child(read_fd: libc::c_int, dir: &CString, tracing_on: &CString) -> ! {
+fn child(
+    read_fd: libc::c_int,
+    dir: &CString,
+    tracing_on: &CString,
+    restore: &[(CString, Vec<u8>)],
+) -> ! {
     // SAFETY: only async-signal-safe system calls on memory allocated before the fork
     // (`dir`, `tracing_on`, stack buffers); ends with _exit.
     unsafe {
@@ -113,6 +135,16 @@ fn child(read_fd: libc::c_int, dir: &CString, tracing_on: &CString) -> ! {
             };
             libc::nanosleep(&ts, std::ptr::null_mut());
         }
+        for (path, value) in restore {
+            let fd = libc::open(
+                path.as_ptr(),
+                libc::O_WRONLY | libc::O_TRUNC | libc::O_NOFOLLOW,
+            );
+            if fd >= 0 {
+                libc::write(fd, value.as_ptr().cast(), value.len());
+                libc::close(fd);
+            }
+        }
         libc::_exit(0)
     }
 }
@@ -123,5 +155,24 @@ impl Drop for Reaper {
         let mut status = 0;
         // SAFETY: waits for our own child; `status` is a valid out-pointer.
         unsafe { libc::waitpid(self.pid, &mut status, 0) };
+    }
+}
+
+#[cfg(test)]
+mod restore_tests {
+    use super::*;
+
+    #[test]
+    fn the_reaper_writes_saved_settings_back_after_removing_the_directory() {
+        let base = std::env::temp_dir().join(format!("rtscope-reaper-{}", std::process::id()));
+        let dir = base.join("instance");
+        std::fs::create_dir_all(&dir).unwrap();
+        let setting = base.join("cpus");
+        std::fs::write(&setting, "1").unwrap();
+        let r = Reaper::spawn_restoring(&dir, &[(setting.clone(), "0-3".into())]).unwrap();
+        drop(r); // as if rtscope had died: the pipe closes, the child cleans up
+        assert!(!dir.exists());
+        assert_eq!(std::fs::read_to_string(&setting).unwrap(), "0-3");
+        std::fs::remove_dir_all(base).unwrap();
     }
 }

@@ -45,6 +45,7 @@ impl RecorderConfig {
                 cpus,
                 buffer_kb: 2048,
                 hrtimer_events: false,
+                timerlat: false,
             },
             housekeeping: Vec::new(),
             poll: Duration::from_millis(50),
@@ -89,6 +90,9 @@ pub struct FlightRecorder {
     reader: Option<JoinHandle<()>>,
     // Field order matters on drop: the reader closes its files before the instance goes.
     instance: Arc<Instance>,
+    /// The timerlat tier's global osnoise settings as they were (restored after the instance).
+    saved: Vec<(std::path::PathBuf, String)>,
+    timerlat: bool,
     _reaper: Reaper,
 }
 
@@ -98,8 +102,20 @@ impl FlightRecorder {
         // The reaper watches the directory before it exists: a SIGKILL while the instance is
         // being set up leaves nothing behind either.
         let dir = Instance::next_dir(tfs);
-        let reaper = Reaper::spawn(&dir)?;
-        let instance = Instance::create_in(tfs, dir, &cfg.instance)?;
+        let timerlat = cfg.instance.timerlat;
+        let saved = if timerlat {
+            crate::timerlat::saved_settings(tfs)?
+        } else {
+            Vec::new()
+        };
+        let reaper = Reaper::spawn_restoring(&dir, &saved)?;
+        let made = if timerlat {
+            crate::timerlat::apply_settings(tfs, &cfg.instance.cpus)
+                .and_then(|()| Instance::create_in(tfs, dir, &cfg.instance))
+        } else {
+            Instance::create_in(tfs, dir, &cfg.instance)
+        };
+        let instance = made.inspect_err(|_| crate::timerlat::restore(&saved))?;
         let schema = Schema::new(instance.formats.iter().cloned());
         let mut files = Vec::new();
         for &cpu in &instance.cpus {
@@ -129,6 +145,8 @@ impl FlightRecorder {
             stop,
             reader: Some(reader),
             instance,
+            saved,
+            timerlat,
             _reaper: reaper,
         })
     }
@@ -169,7 +187,11 @@ impl FlightRecorder {
             .iter()
             .any(|&t| t >= from && t <= spike.wakeup_ns.saturating_add(LOOKBACK_NS));
         drop(s);
-        Outcome::Done(analyze::attribute(&events, spike, lost))
+        Outcome::Done(if self.timerlat {
+            crate::timerlat::attribute(&events, spike, lost)
+        } else {
+            analyze::attribute(&events, spike, lost)
+        })
     }
 }
 
@@ -187,6 +209,7 @@ impl Drop for FlightRecorder {
             let _ = r.join();
         }
         let _ = self.instance.remove();
+        crate::timerlat::restore(&self.saved);
     }
 }
 

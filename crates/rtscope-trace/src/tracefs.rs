@@ -148,7 +148,8 @@ pub fn read_bounded(path: &Path) -> Result<String, TraceError> {
         .map_err(|_| TraceError::Format(format!("{} is not UTF-8", path.display())))
 }
 
-fn write_file(path: &Path, value: &str) -> Result<(), TraceError> {
+/// Writes a tracefs file (truncating, never through a symlink).
+pub fn write_file(path: &Path, value: &str) -> Result<(), TraceError> {
     // tracefs files are created by the kernel: a symlink there is not possible, but never
     // follow one anyway.
     use std::io::Write;
@@ -247,6 +248,9 @@ pub struct InstanceConfig {
     pub buffer_kb: usize,
     /// Also trace `hrtimer_expire_entry/exit` (they lengthen interrupts noticeably).
     pub hrtimer_events: bool,
+    /// Run the timerlat tracer in the instance with the timerlat tier's events
+    /// ([`crate::timerlat::EVENTS`]) instead of the lean set.
+    pub timerlat: bool,
 }
 
 /// A private tracefs instance, removed on drop.
@@ -326,7 +330,12 @@ impl Instance {
             let _ = write_file(&d.join(format!("per_cpu/cpu{cpu}/buffer_size_kb")), "4");
         }
         self.layout = tfs.page_layout()?;
-        for (system, event) in lean_events(cfg.hrtimer_events) {
+        let events = if cfg.timerlat {
+            crate::timerlat::EVENTS.to_vec()
+        } else {
+            lean_events(cfg.hrtimer_events)
+        };
+        for (system, event) in events {
             let Some(format) = tfs.event_format(system, event) else {
                 continue;
             };
@@ -340,6 +349,12 @@ impl Instance {
             return Err(TraceError::Unavailable(
                 "the kernel has no sched_switch event".into(),
             ));
+        }
+        if cfg.timerlat {
+            if let Some(f) = tfs.event_format("ftrace", "timerlat") {
+                self.formats.push(f);
+            }
+            write_file(&d.join("current_tracer"), "timerlat")?;
         }
         write_file(&d.join("tracing_on"), "1")
     }

@@ -25,6 +25,7 @@ fn record(
         cpus: vec![cpu],
         buffer_kb: 4096,
         hrtimer_events: false,
+        timerlat: false,
     };
     let inst = Instance::create(&tfs, &cfg).unwrap();
     let stop = Arc::new(AtomicBool::new(false));

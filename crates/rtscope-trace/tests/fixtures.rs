@@ -1,11 +1,12 @@
 //! The analyzer on trace pages captured on this machine (kernel 6.18, x86-64 VM; see
 //! tests/capture.rs for how): a culprit thread, a timerfd storm, an idle CPU.
 
+#[path = "common/fixture.rs"]
+mod fixture;
+
 use rtscope_trace::analyze::attribute;
-use rtscope_trace::decode::{decode_pages, Event, Kind, Schema};
-use rtscope_trace::format::{EventFormat, PageLayout};
+use rtscope_trace::decode::{Event, Kind};
 use rtscope_trace::{Attribution, Category, Spike};
-use std::path::{Path, PathBuf};
 
 struct Fixture {
     events: Vec<Event>,
@@ -13,24 +14,12 @@ struct Fixture {
     bad_pages: usize,
 }
 
-fn dir(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
 fn load(name: &str) -> Fixture {
-    let d = dir(name);
-    let layout =
-        PageLayout::parse(&std::fs::read_to_string(d.join("header_page")).unwrap()).unwrap();
-    let formats = std::fs::read_dir(d.join("formats"))
-        .unwrap()
-        .map(|e| EventFormat::parse(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap());
-    let schema = Schema::new(formats);
-    let pages = std::fs::read(d.join("pages.bin")).unwrap();
-    let (events, _, bad_pages) = decode_pages(&pages, 4096, &layout, &schema);
-    let spikes: Vec<Spike> =
-        serde_json::from_str(&std::fs::read_to_string(d.join("spikes.json")).unwrap()).unwrap();
+    let (events, _, bad_pages) = fixture::events(name);
+    let spikes: Vec<Spike> = serde_json::from_str(
+        &std::fs::read_to_string(fixture::dir(name).join("spikes.json")).unwrap(),
+    )
+    .unwrap();
     Fixture {
         events,
         spikes,

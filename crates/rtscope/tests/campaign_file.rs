@@ -1,7 +1,7 @@
 //! `rtscope run`: campaign files, presets, overrides and `--dry-run`, through the real binary.
 //! Nothing here measures: every run is a dry run or a rejected file.
 
-mod common;
+use crate::common;
 
 use common::{dump, fresh_dir, run};
 use std::path::{Path, PathBuf};

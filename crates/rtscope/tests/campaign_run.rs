@@ -2,7 +2,7 @@
 //! by SIGINT, SIGTERM and SIGKILL — leave every run recorded and no process behind, and
 //! `--resume` finishes what was left.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

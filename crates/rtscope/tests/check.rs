@@ -1,7 +1,7 @@
 //! `rtscope check` as a user runs it: the table and the JSON on this machine, the exit codes
 //! (0 nothing bad, 1 something bad, 2 usage), `--cpus`, and untrusted names escaped.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Output;

@@ -224,6 +224,36 @@ fn missing_rt_privilege_names_the_fix() {
     );
 }
 
+/// Waits (up to a minute) until process `pid` has its measuring threads (`rtscope-m…`), so a
+/// loaded machine's slow start-up does not eat the time a test lets the run measure. With
+/// `realtime`, also until every one of them has its real-time policy: a new thread starts as
+/// SCHED_OTHER and may wait long on a loaded machine before it sets its policy and prefaults.
+fn wait_until_measuring(pid: u32, realtime: bool) {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return;
+        };
+        // (comm, policy): the policy is field 41 of stat, the 39th after "(comm) ".
+        let threads: Vec<(String, u32)> = tasks
+            .flatten()
+            .filter_map(|t| {
+                let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+                let (head, rest) = stat.rsplit_once(") ")?;
+                let comm = head.split_once(" (")?.1.to_string();
+                let policy = rest.split_whitespace().nth(38)?.parse().ok()?;
+                Some((comm, policy))
+            })
+            .filter(|(comm, _)| comm.starts_with("rtscope-m"))
+            .collect();
+        if !threads.is_empty() && (!realtime || threads.iter().all(|&(_, p)| p != 0)) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Starts rtscope, lets it measure for `after` once its measuring threads run, sends `signal`.
 fn spawn_and_signal(args: &[&str], after: Duration, signal: i32) -> (Output, Duration) {
     let mut child = cmd()
         .args(args)
@@ -231,6 +261,7 @@ fn spawn_and_signal(args: &[&str], after: Duration, signal: i32) -> (Output, Dur
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    wait_until_measuring(child.id(), false);
     std::thread::sleep(after);
     let t0 = Instant::now();
     // SAFETY: kill with the child's pid and a valid signal number.
@@ -517,6 +548,7 @@ fn measuring_threads_take_no_page_fault_in_their_loop() {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
+    wait_until_measuring(child.id(), true);
     std::thread::sleep(Duration::from_millis(500));
     let before = measuring_thread_faults(child.id());
     std::thread::sleep(Duration::from_millis(1500));

@@ -5,7 +5,7 @@
 //! Known fixture values: hist-h100-b300.txt has p50 15 µs and max 168 µs; hist-H100.txt has
 //! p50 18 µs and max 528 µs.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

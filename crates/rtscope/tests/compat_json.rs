@@ -18,7 +18,7 @@
 //!
 //! tests/compat_text.rs covers the text outputs.
 
-mod common;
+use crate::common;
 
 use common::compat::*;
 use common::grammar::*;

@@ -18,7 +18,7 @@
 //! tests/compat_json.rs covers `--json`, `--latency` and the `cyclictest`
 //! symlink.
 
-mod common;
+use crate::common;
 
 use common::compat::*;
 use common::grammar::*;

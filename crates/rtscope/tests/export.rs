@@ -2,7 +2,7 @@
 //! and pyarrow (python3 with `pip install pandas pyarrow`; the tests fail without them), and
 //! the errors: unknown run, unusable output directory.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

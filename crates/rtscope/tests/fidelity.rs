@@ -1,7 +1,7 @@
 //! Numbers a user can trust (issue 11): samples are wake-ups, and no `-v` line is lost when the
 //! run is also recorded, even on a loaded machine.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::process::{Child, Command, Stdio};

@@ -2,7 +2,7 @@
 //! merged into a lab database tagged `board=…` (twice: the second merge adds nothing), the
 //! runs keep their UUIDs and host identity, and `rtscope compare board=a board=b` reads them.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::Path;

@@ -7,7 +7,7 @@
 //! return data. Skipped, with the reason printed, only when the programs are not installed
 //! (.ci/run installs them).
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::io::{Read, Write};

@@ -1,11 +1,14 @@
-//! `rtscope measure --target` against three real `sshd` "boards" (Debian's openssh-server)
-//! started by the test on 127.0.0.2, .3 and .4 with private host keys and a private authorized
-//! key (BatchMode): fan-out, merge tagged board=…, a board that cannot be reached failing
-//! alone with its reason, nothing left in the boards' /tmp, and a killed ssh leaving no remote
-//! rtscope running (checked in /proc). Skipped, with the reason, only when sshd is not
-//! installed (.ci/run installs openssh-server).
+//! `rtscope measure|run|check --target` against three real `sshd` "boards" (Debian's
+//! openssh-server) started by the test on 127.0.0.2, .3 and .4 with private host keys and a
+//! private authorized key (BatchMode): fan-out, a campaign on the boards of a targets.toml
+//! merged tagged board=… and compared, its JUnit and KCIDB outputs validated, a board that
+//! cannot be reached failing alone with its reason, nothing left in the boards' /tmp, a local
+//! Ctrl-C recording the remote run as interrupted, and a killed ssh leaving no remote rtscope
+//! running (checked in /proc) nor its files. Skipped, with the reason, only when sshd is not
+//! installed (.ci/run installs openssh-server). Every test holds the SCHED_FIFO lock whole, so
+//! one test's remote directories are never another's.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::net::{TcpListener, TcpStream};
@@ -124,6 +127,7 @@ fn remote_dirs() -> Vec<String> {
 #[test]
 fn three_boards_measure_merge_and_one_unreachable_board_fails_alone() {
     let Some(b) = start("fleet-ssh") else { return };
+    let _rt = common::rt_lock();
     let before = remote_dirs();
     let db = b.dir.join("lab.db");
     let dead = format!("root@127.0.0.5:{}", free_port("127.0.0.5"));
@@ -135,10 +139,7 @@ fn three_boards_measure_merge_and_one_unreachable_board_fails_alone() {
     for t in b.targets.iter().chain([&dead]) {
         c.args(["--target", t]);
     }
-    let o = {
-        let _rt = common::rt_lock();
-        c.output().unwrap()
-    };
+    let o = c.output().unwrap();
     let (stdout, stderr) = (
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr),
@@ -218,35 +219,14 @@ fn a_killed_ssh_leaves_no_remote_process() {
         return;
     };
     let _rt = common::rt_lock();
-    let local = rtscope(&b)
-        .args(["measure", "-D", "60s", "-i", "1ms", "-q", "--db"])
-        .arg(b.dir.join("k.db"))
-        .args(["--target", &b.targets[0]])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    let remote = loop {
-        if let Some(p) = remote_rtscope() {
-            break p;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "the remote run did not start"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let before = remote_dirs();
+    let (local, remote) = long_remote_run(&b, &b.dir.join("k.db"));
     // The ssh that runs it: a child of the local rtscope.
     let ssh = pids()
         .into_iter()
         .find(|&p| stat(p).is_some_and(|(comm, ppid)| comm == "ssh" && ppid == local.id()))
         .expect("the local ssh");
-    assert!(Command::new("kill")
-        .args(["-KILL", &ssh.to_string()])
-        .status()
-        .unwrap()
-        .success());
+    kill("-KILL", ssh);
     let start = Instant::now();
     // Gone, or its pid reused by another program.
     while stat(remote).is_some_and(|(comm, _)| comm == "rtscope") {
@@ -259,6 +239,404 @@ fn a_killed_ssh_leaves_no_remote_process() {
     let o = local.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("board 127.0.0.2 failed"), "{stderr}");
+    assert!(stderr.contains("board 127.0.0.3 failed"), "{stderr}");
     assert!(remote_rtscope().is_none());
+    // The lost session's watcher removed the remote directory (binary and database).
+    let start = Instant::now();
+    while remote_dirs() != before {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "left on the board: {:?}",
+            remote_dirs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A targets.toml naming the three boards a, b and c. They get a copy of this rtscope without
+/// its debug information (`copy`): a sixth of the bytes through ssh, as a release binary.
+fn targets_file(b: &Boards) -> PathBuf {
+    let exe = PathBuf::from(env!("CARGO_BIN_EXE_rtscope"));
+    let small = b.dir.join("rtscope-stripped");
+    let stripped = Command::new("strip")
+        .arg("-o")
+        .arg(&small)
+        .arg(&exe)
+        .status()
+        .is_ok_and(|s| s.success());
+    let copy = if stripped { small } else { exe };
+    let mut text = format!(
+        "[defaults]\nidentity = \"{}\"\ncopy = \"{}\"\ntags = {{ lab = \"loopback\" }}\n",
+        b.dir.join("id").display(),
+        copy.display()
+    );
+    for (name, t) in ["a", "b", "c"].iter().zip(&b.targets) {
+        let (user, rest) = t.split_once('@').unwrap();
+        let (host, port) = rest.split_once(':').unwrap();
+        text.push_str(&format!(
+            "\n[boards.{name}]\nhost = \"{host}\"\nport = {port}\nuser = \"{user}\"\n"
+        ));
+    }
+    let path = b.dir.join("targets.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn runs_json(db: &Path) -> Vec<Value> {
+    let o = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .args(["runs", "--json", "--db"])
+        .arg(db)
+        .output()
+        .unwrap();
+    // None yet (a database still being created) reads as no runs.
+    serde_json::from_slice::<Value>(&o.stdout)
+        .ok()
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default()
+}
+
+/// `doc` is valid against the JUnit XSD (xmllint; .ci/run installs it).
+fn xsd_valid(doc: &Path) {
+    let xsd = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../rtscope-fleet/tests/fixtures/junit-10.xsd"
+    );
+    match Command::new("xmllint")
+        .args(["--noout", "--schema", xsd])
+        .arg(doc)
+        .output()
+    {
+        Ok(v) => assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr)),
+        Err(e) => eprintln!("SKIP: xmllint: {e}"),
+    }
+}
+
+/// `doc` is valid against kcidb-io's schema, where python3 has jsonschema and kcidb-io
+/// (.ci/run installs them).
+fn kcidb_valid(doc: &Path) {
+    let script = "import json,sys,jsonschema,kcidb_io\njsonschema.validate(json.load(open(sys.argv[1])),kcidb_io.schema.V5_3.json)";
+    if !Command::new("python3")
+        .args(["-c", "import jsonschema, kcidb_io"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("SKIP: python3 with jsonschema and kcidb-io is not installed");
+        return;
+    }
+    let v = Command::new("python3")
+        .args(["-c", script])
+        .arg(doc)
+        .output()
+        .unwrap();
+    assert!(v.status.success(), "{}", String::from_utf8_lossy(&v.stderr));
+}
+
+/// The "done when": `rtscope run examples/quick.toml --target a --target b --target c`
+/// merges the three boards' runs into one database and `rtscope compare board=a board=b` works;
+/// the JUnit and KCIDB outputs of the campaign validate.
+#[test]
+fn a_campaign_on_three_named_boards_merges_compares_and_reports_to_ci() {
+    let Some(b) = start("fleet-ssh-run") else {
+        return;
+    };
+    let _rt = common::rt_lock();
+    let before = remote_dirs();
+    let (db, junit, kcidb) = (
+        b.dir.join("lab.db"),
+        b.dir.join("lab.xml"),
+        b.dir.join("lab.json"),
+    );
+    let campaign = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/quick.toml");
+    let o = rtscope(&b)
+        .args([
+            "run", campaign, "--target", "a", "--target", "b", "--target", "c",
+        ])
+        .args([
+            "--duration",
+            "1s",
+            "--explain",
+            "off",
+            "-q",
+            "--targets-file",
+        ])
+        .arg(targets_file(&b))
+        .arg("--db")
+        .arg(&db)
+        .arg(format!("--ci-output=junit={}", junit.display()))
+        .arg(format!("--ci-output=kcidb={}", kcidb.display()))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    assert_eq!(stdout.matches("2 run(s) merged").count(), 3, "{stdout}");
+    let runs = runs_json(&db);
+    let mut boards: Vec<&str> = runs
+        .iter()
+        .map(|r| r["tags"]["board"].as_str().unwrap())
+        .collect();
+    boards.sort_unstable();
+    assert_eq!(boards, ["a", "a", "b", "b", "c", "c"]);
+    assert!(runs.iter().all(|r| r["tags"]["lab"] == "loopback"));
+    let (cmp_junit, cmp_kcidb) = (b.dir.join("cmp.xml"), b.dir.join("cmp.json"));
+    let cmp = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .args([
+            "compare",
+            "board=a",
+            "board=b",
+            "--ci-output",
+            "lava=-",
+            "--db",
+        ])
+        .arg(&db)
+        .arg(format!("--ci-output=junit={}", cmp_junit.display()))
+        .arg(format!("--ci-output=kcidb={}", cmp_kcidb.display()))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&cmp.stdout);
+    // Exit 1 is a regression verdict between two boards (load on this machine decides it).
+    let regressed = match cmp.status.code() {
+        Some(0) => false,
+        Some(1) => true,
+        _ => panic!("{text}"),
+    };
+    assert!(text.contains("board=b: 2 runs"), "{text}");
+    // The verdicts as CI results: a case per statistic, failed exactly when compare fails.
+    assert!(
+        text.contains("TEST_CASE_ID=board_b-p99.99 RESULT="),
+        "{text}"
+    );
+    assert_eq!(text.contains("RESULT=fail"), regressed, "{text}");
+    let cmp_xml = std::fs::read_to_string(&cmp_junit).unwrap();
+    assert_eq!(cmp_xml.contains("<failure "), regressed, "{cmp_xml}");
+    // JUnit: a suite per run, valid against the XSD.
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert_eq!(xml.matches("<testsuite ").count(), 6, "{xml}");
+    for doc in [&junit, &cmp_junit] {
+        xsd_valid(doc);
+    }
+    // KCIDB: the six runs' tests, valid against kcidb-io's schema where it is installed.
+    let doc: Value = serde_json::from_slice(&std::fs::read(&kcidb).unwrap()).unwrap();
+    let tests = doc["tests"].as_array().unwrap();
+    let roots = tests.iter().filter(|t| t["path"] == "rtscope").count();
+    assert_eq!(roots, 6);
+    for doc in [&kcidb, &cmp_kcidb] {
+        kcidb_valid(doc);
+    }
+    assert_eq!(remote_dirs(), before, "the copies were removed");
+}
+
+/// `check --target`: the audit of one board, its output as is; an unknown board is a usage
+/// error.
+#[test]
+fn check_runs_on_a_named_board() {
+    let Some(b) = start("fleet-ssh-check") else {
+        return;
+    };
+    let _rt = common::rt_lock();
+    let file = targets_file(&b);
+    let o = rtscope(&b)
+        .args(["check", "--target", "b", "--targets-file"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{stdout}");
+    assert!(stdout.starts_with("rtscope check: 32 checks"), "{stdout}");
+    let o = rtscope(&b)
+        .args(["check", "--target", "rack=9", "--targets-file"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no board of"));
+}
+
+/// A local Ctrl-C stops the remote run, which is recorded as interrupted, fetched and merged;
+/// nothing stays on the board.
+#[test]
+fn a_local_ctrl_c_records_the_remote_run_as_interrupted() {
+    let Some(b) = start("fleet-ssh-int") else {
+        return;
+    };
+    let _rt = common::rt_lock();
+    let before = remote_dirs();
+    let db = b.dir.join("i.db");
+    let (local, _) = long_remote_run(&b, &db);
+    kill("-INT", local.id());
+    let o = local.wait_with_output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(3), "{stdout}{stderr}");
+    assert!(stdout.contains("exit 3, 1 run(s) merged"), "{stdout}");
+    let runs = runs_json(&db);
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["status"], "interrupted");
+    assert!(remote_rtscope().is_none());
+    assert_eq!(remote_dirs(), before);
+}
+
+/// The "arm64 board": the static aarch64 rtscope ($RTSCOPE_ARM64, built by tests/guest/ci.sh;
+/// .ci/run runs this test after it) copied to a board that starts it through
+/// `qemu-aarch64-static` (targets.toml's `copy` and `prefix`), beside an x86_64 board; both
+/// runs merged, the arm64 one recorded on an aarch64 machine.
+#[test]
+fn an_emulated_arm64_board_runs_the_aarch64_binary() {
+    let Some(binary) = std::env::var_os("RTSCOPE_ARM64") else {
+        eprintln!("SKIP: RTSCOPE_ARM64 names no aarch64 rtscope (.ci/run sets it after tests/guest/ci.sh built one)");
+        return;
+    };
+    let qemu = Command::new("qemu-aarch64-static")
+        .arg("--version")
+        .output();
+    assert!(
+        qemu.is_ok_and(|o| o.status.success()),
+        "qemu-aarch64-static is not installed (Debian qemu-user-static)"
+    );
+    let Some(b) = start("fleet-ssh-arm64") else {
+        return;
+    };
+    let _rt = common::rt_lock();
+    let before = remote_dirs();
+    let file = targets_file(&b);
+    let (user, rest) = b.targets[2].split_once('@').unwrap();
+    let (host, port) = rest.split_once(':').unwrap();
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(&format!(
+        "\n[boards.arm64]\nhost = \"{host}\"\nport = {port}\nuser = \"{user}\"\ncopy = \"{}\"\nprefix = [\"qemu-aarch64-static\"]\ntags = {{ arch = \"arm64\" }}\n",
+        Path::new(&binary).canonicalize().unwrap().display()
+    ));
+    std::fs::write(&file, text).unwrap();
+    let db = b.dir.join("arm.db");
+    let o = rtscope(&b)
+        .args([
+            "measure",
+            "-l",
+            "300",
+            "-i",
+            "200us",
+            "-q",
+            "--target",
+            "arch=arm64",
+        ])
+        .args(["--target", "a", "--targets-file"])
+        .arg(&file)
+        .arg("--db")
+        .arg(&db)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
+    eprintln!("{stdout}");
+    let runs = runs_json(&db);
+    assert_eq!(runs.len(), 2, "{stdout}");
+    for r in runs {
+        let show = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+            .args(["runs", "show", &r["id"].to_string(), "--json", "--db"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        let show: Value = serde_json::from_slice(&show.stdout).unwrap();
+        let machine = &show["environment"]["uname.machine"];
+        let want = if r["tags"]["board"] == "arm64" {
+            "aarch64"
+        } else {
+            std::env::consts::ARCH
+        };
+        assert_eq!(machine, want, "{show}");
+    }
+    assert_eq!(remote_dirs(), before);
+}
+
+/// Starts a 60 s measurement on board 127.0.0.3; the local rtscope and the remote one's pid.
+fn long_remote_run(b: &Boards, db: &Path) -> (Child, u32) {
+    let local = rtscope(b)
+        .args(["measure", "-D", "60s", "-i", "1ms", "-q", "--db"])
+        .arg(db)
+        .args(["--target", &b.targets[1]])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let mut local = local;
+    loop {
+        if let Some(p) = remote_rtscope() {
+            return (local, p);
+        }
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = local.kill();
+            let _ = local.wait();
+            panic!("the remote run did not start");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn kill(signal: &str, pid: u32) {
+    assert!(Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap()
+        .success());
+}
+
+/// The remote rtscope SIGKILLed: the board reports its exit, and the run it left `running`
+/// is merged as `incomplete` (its writer is gone), not as a run still going.
+#[test]
+fn a_remote_rtscope_killed_is_merged_as_incomplete() {
+    let Some(b) = start("fleet-ssh-rkill") else {
+        return;
+    };
+    let _rt = common::rt_lock();
+    let before = remote_dirs();
+    let db = b.dir.join("r.db");
+    let (local, remote) = long_remote_run(&b, &db);
+    // Until the board's database holds the run (read as `rtscope runs` reads a live one).
+    let remote_db = std::fs::read_link(format!("/proc/{remote}/cwd"))
+        .unwrap()
+        .join("run.db");
+    let start = Instant::now();
+    while !remote_db.exists() || runs_json(&remote_db).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(60), "no run recorded");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    kill("-KILL", remote);
+    let o = local.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(2), "{stdout}");
+    assert!(stdout.contains("exit 137, 1 run(s) merged"), "{stdout}");
+    let runs = runs_json(&db);
+    assert_eq!(runs[0]["status"], "incomplete");
+    assert_eq!(remote_dirs(), before);
+}
+
+/// The local rtscope SIGKILLed: its ssh sees the end of its input, and the board's watcher
+/// stops the remote rtscope and removes its directory.
+#[test]
+fn a_local_rtscope_killed_leaves_nothing_on_the_board() {
+    let Some(b) = start("fleet-ssh-lkill") else {
+        return;
+    };
+    let _rt = common::rt_lock();
+    let before = remote_dirs();
+    let (mut local, remote) = long_remote_run(&b, &b.dir.join("l.db"));
+    local.kill().unwrap();
+    local.wait().unwrap();
+    let start = Instant::now();
+    while stat(remote).is_some_and(|(comm, _)| comm == "rtscope") || remote_dirs() != before {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "left on the board: rtscope {remote}, {:?}",
+            remote_dirs()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

@@ -12,7 +12,7 @@
 //! tests/grammar_verbose_live_json.rs covers `-v`, the live status screen
 //! and `--json`.
 
-mod common;
+use crate::common;
 
 use common::cpus;
 use common::grammar::*;

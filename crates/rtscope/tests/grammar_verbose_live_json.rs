@@ -11,7 +11,7 @@
 //! tests/grammar_summary_histogram.rs covers the `-q` summary, the
 //! histograms, `--spike` and `shape`.
 
-mod common;
+use crate::common;
 
 use common::grammar::*;
 use common::reference::*;

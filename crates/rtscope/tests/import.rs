@@ -4,7 +4,7 @@
 //! each imported statistic is compared with values parsed here, independently, from the source.
 //! Broken inputs must exit 2 with a message naming the file and the place, never a panic.
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -2,7 +2,7 @@
 //! work, bad input is refused with a hint, and no load process outlives rtscope however it
 //! ends (normal end, SIGINT, SIGTERM, SIGKILL of rtscope alone).
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Child, Command, Stdio};

@@ -2,7 +2,7 @@
 //! in headless Chromium (no console errors, every plot and key number present, a screenshot that
 //! is not blank), the PNGs decoded, and run labels shown as text.
 
-mod common;
+use crate::common;
 
 use rtscope_store::{CampaignRun, NewCampaign, RunStatus, Store};
 use rtscope_testkit::synthetic::{write_run, SyntheticRun};

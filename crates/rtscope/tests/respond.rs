@@ -152,7 +152,7 @@ fn a_missing_gpio_chip_is_a_clear_usage_error() {
 }
 
 #[test]
-fn the_json_file_is_never_written_through_a_symlink() {
+fn the_json_file_replaces_a_planted_symlink_and_never_writes_through_it() {
     let target = tmp("target.txt");
     let link = tmp("link.json");
     std::fs::write(&target, "keep").unwrap();
@@ -161,9 +161,13 @@ fn the_json_file_is_never_written_through_a_symlink() {
     args.push(link.to_str().unwrap());
     args.extend(UNPRIVILEGED);
     let o = rtscope(&args);
-    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
-    assert!(text(&o).1.contains("cannot write the JSON file"));
+    // Like every output file: written under a new name and renamed over the link.
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    assert!(!link.is_symlink(), "the link is replaced, not followed");
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&link).unwrap()).unwrap();
+    assert_eq!(doc["schema"], "rtscope.respond/1");
     let _ = std::fs::remove_file(link);
     let _ = std::fs::remove_file(target);
 }
@@ -261,4 +265,22 @@ fn respond_keys_outside_a_respond_scenario_are_refused() {
         text(&o)
     );
     let _ = std::fs::remove_file(file);
+}
+
+#[test]
+fn an_unwritable_json_path_is_refused_before_measuring() {
+    let dir = tmp("no-such-dir");
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = dir.join("r.json");
+    let mut args = vec!["--ipc", "eventfd", "-l", "10", "-q", "--json"];
+    args.push(path.to_str().unwrap());
+    args.extend(UNPRIVILEGED);
+    let o = rtscope(&args);
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    let (stdout, stderr) = text(&o);
+    assert!(stderr.contains("does not exist"), "{stderr}");
+    assert!(
+        !stdout.contains("eventfd"),
+        "nothing was measured: {stdout}"
+    );
 }

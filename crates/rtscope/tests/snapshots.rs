@@ -2,7 +2,7 @@
 //! (`common::grammar::shape`). Set `UPDATE_SNAPSHOTS=1` to rewrite a snapshot after an intended
 //! change, and review the diff.
 
-mod common;
+use crate::common;
 
 use common::grammar::shape;
 use std::path::PathBuf;

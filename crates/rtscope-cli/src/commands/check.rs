@@ -42,7 +42,10 @@ pub fn cpus_for(text: Option<&str>, root: &Path) -> Result<Vec<u32>, UsageError>
 }
 
 /// Runs `rtscope check`.
-pub fn run(a: &CheckArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+pub fn run(a: &CheckArgs, argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    if !a.fleet.targets.is_empty() {
+        return crate::commands::fleet::remote(&a.fleet, argv, None, None, out);
+    }
     if !a.root.is_dir() {
         return Err(
             UsageError::new(format!("--root {} is not a directory", a.root.display())).into(),

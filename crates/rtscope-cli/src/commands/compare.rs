@@ -50,6 +50,7 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             eprintln!("wrote {}", path.display());
         }
     }
+    crate::commands::fleet::compare_ci(&a.ci_output, &c, out)?;
     if a.json {
         let doc = json::document(&c, status.code());
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;

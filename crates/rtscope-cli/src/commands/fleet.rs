@@ -1,40 +1,30 @@
-//! The fleet formats (rtscope-fleet) for `rtscope export --format prometheus|lava|kcidb|junit`
-//! and `rtscope measure --metrics-file`.
+//! Glue to rtscope-fleet: `export -f prometheus|lava|kcidb|junit`, `measure --metrics-file`,
+//! `--target` of `measure`, `run` and `check`, and `--ci-output` of `measure` and `run`.
 
-use crate::cli::{ExportArgs, ExportFormat};
-use anyhow::Context;
-use rtscope_engine::{Run, RunResult};
-use rtscope_fleet::{kcidb, name_part, Report};
-use rtscope_session::limits::{self, Limit};
-use rtscope_session::record::parse_tag;
-use rtscope_session::{RunStatus, UsageError};
+use crate::cli::{ExportArgs, ExportFormat, FleetArgs};
+use crate::exit::{ExitStatus, UsageError};
+use rtscope_analysis::compare::analysis::Comparison;
+use rtscope_fleet::fanout::{self, file_arg};
+use rtscope_fleet::output::{self, CiOutput, Format};
+use rtscope_fleet::remote::{Job, Ssh};
+use rtscope_fleet::{kcidb, targets::Targets};
+use rtscope_session::record;
 use rtscope_store::{RunId, Store};
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::path::Path;
 
-fn parse_limits(texts: &[String]) -> Result<Vec<Limit>, UsageError> {
-    texts.iter().map(|l| limits::parse(l)).collect()
-}
+/// Options that name local files or the fan-out: not passed to the boards.
+const LOCAL_ONLY: [&str; 6] = [
+    "--target",
+    "--targets-file",
+    "--target-jobs",
+    "--db",
+    "--metrics-file",
+    "--ci-output",
+];
 
-/// The file a format is written to in `dir`. The textfile is named after board and label (no
-/// run id): the next run of the same board replaces it, as the textfile collector needs.
-fn file_name(f: ExportFormat, r: &Report, id: RunId) -> String {
-    match f {
-        ExportFormat::Prometheus if r.label.is_empty() => {
-            format!("rtscope-{}.prom", name_part(&r.board))
-        }
-        ExportFormat::Prometheus => {
-            format!(
-                "rtscope-{}-{}.prom",
-                name_part(&r.board),
-                name_part(&r.label)
-            )
-        }
-        ExportFormat::Lava => format!("run-{id}.lava.txt"),
-        ExportFormat::Kcidb => format!("run-{id}.kcidb.json"),
-        _ => format!("run-{id}.junit.xml"),
-    }
+fn usage(e: impl std::fmt::Display) -> UsageError {
+    UsageError::new(e.to_string())
 }
 
 /// Writes run `id` in the fleet format `f` into `a.output`, printing `wrote PATH`.
@@ -45,156 +35,97 @@ pub fn export(
     id: RunId,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let bundle = store
-        .bundle(id, false)
-        .map_err(|e| UsageError::new(format!("run {id}: {e}")))?;
-    let extra = parse_limits(&a.limits)?;
-    let report = Report::from_bundle(&bundle, &extra)
-        .map_err(|e| UsageError::new(format!("run {id}: {e}")))?;
-    let path = a.output.join(file_name(f, &report, id));
+    let format = match f {
+        ExportFormat::Prometheus => Format::Prometheus,
+        ExportFormat::Lava => Format::Lava,
+        ExportFormat::Kcidb => Format::Kcidb,
+        _ => Format::Junit,
+    };
     let sub = kcidb::Submission {
         origin: a.kcidb_origin.clone(),
         build_id: a.kcidb_build_id.clone(),
     };
-    rtscope_fleet::write_atomic(&path, |w| match f {
-        ExportFormat::Prometheus => rtscope_fleet::prometheus::write(w, &report),
-        ExportFormat::Lava => rtscope_fleet::lava::write(w, &report),
-        ExportFormat::Kcidb => kcidb::write(w, &report, &sub),
-        _ => rtscope_fleet::junit::write(w, &report),
-    })
-    .map_err(|e| UsageError::new(e.to_string()).hint("pass -o DIR with a writable directory"))?;
+    let extra = output::parse_limits(&a.limits).map_err(usage)?;
+    let path = output::export(format, store, id, &a.output, &extra, &sub)
+        .map_err(|e| usage(e).hint("pass -o DIR with a writable directory"))?;
     writeln!(out, "wrote {}", path.display())?;
     Ok(())
 }
 
-/// `measure --metrics-file`: the textfile, rewritten from the control thread.
-pub struct MetricsFile {
-    path: PathBuf,
-    board: String,
-    label: String,
-    limits: Vec<Limit>,
-    started: SystemTime,
-    warned: bool,
+/// `--target`: the command line `argv` on the boards; `file` (a campaign) is copied there;
+/// `record`: their runs are fetched and merged into `db`.
+pub fn remote(
+    f: &FleetArgs,
+    argv: &[String],
+    file: Option<&Path>,
+    db: Option<&Path>,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitStatus> {
+    let targets = Targets::load(f.targets_file.as_deref())
+        .and_then(|t| t.resolve(&f.targets))
+        .map_err(usage)?;
+    let (files, rename): (Vec<_>, Vec<_>) = file
+        .map(|p| file_arg(p, "campaign.toml"))
+        .into_iter()
+        .unzip();
+    let record = argv.get(1).is_some_and(|c| c != "check");
+    let job = Job {
+        args: fanout::remote_args(argv, &LOCAL_ONLY, &rename),
+        files,
+        record,
+    };
+    let mut store = record
+        .then(|| record::open(&db.map_or_else(record::default_db, Path::to_path_buf)))
+        .transpose()?;
+    let bare = !record && targets.len() == 1;
+    let results = fanout::fan_out(&Ssh::from_env(), &targets, &job, f.target_jobs, bare, out)?;
+    Ok(fanout::merge(
+        store.as_mut(),
+        results,
+        out,
+        &mut std::io::stderr(),
+    )?)
 }
 
-fn unix_s(t: SystemTime) -> f64 {
-    t.duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
+fn ci_outputs(outs: &[String]) -> Result<Vec<CiOutput>, UsageError> {
+    outs.iter()
+        .map(|o| CiOutput::parse(o))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(usage)
 }
 
-/// The board name of this host: `--tag board=…`, else the host name.
-fn board(tags: &[String]) -> String {
-    tags.iter()
-        .filter_map(|t| parse_tag(t).ok())
-        .find(|(k, v)| k == "board" && !v.is_empty())
-        .map(|(_, v)| v)
-        .or_else(|| {
-            std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .ok()
-                .map(|h| h.trim().to_string())
-                .filter(|h| !h.is_empty())
-        })
-        .unwrap_or_else(|| "local".into())
+/// `compare --ci-output FORMAT=FILE`: the verdicts of `c`.
+pub fn compare_ci(outs: &[String], c: &Comparison, out: &mut dyn Write) -> anyhow::Result<()> {
+    let sub = kcidb::Submission::default();
+    for p in output::write_compare(c, &ci_outputs(outs)?, out, &sub).map_err(usage)? {
+        eprintln!("rtscope: wrote {}", p.display());
+    }
+    Ok(())
 }
 
-impl MetricsFile {
-    /// Checks that `path` can be written (before the run starts: a usage error, exit 2).
-    pub fn new(
-        path: &Path,
-        tags: &[String],
-        label: Option<&str>,
-        limit_texts: &[String],
-    ) -> anyhow::Result<MetricsFile> {
-        let m = MetricsFile {
-            path: path.to_path_buf(),
-            board: board(tags),
-            label: label.unwrap_or_default().to_string(),
-            limits: parse_limits(limit_texts)?,
-            started: SystemTime::now(),
-            warned: false,
-        };
-        let empty = Report::live(
-            &m.board,
-            &m.label,
-            [],
-            &[],
-            0.0,
-            unix_s(m.started),
-            RunStatus::Running,
-        );
-        m.write(&empty)
-            .map_err(|e| {
-                UsageError::new(e.to_string())
-                    .hint("pass --metrics-file a file in a writable directory")
-            })
-            .context("--metrics-file")?;
-        Ok(m)
+/// `--ci-output FORMAT=FILE`: `body` runs, then the runs it recorded into `db` are written.
+pub fn with_ci(
+    outs: &[String],
+    db: Option<&Path>,
+    out: &mut dyn Write,
+    body: impl FnOnce(&mut dyn Write) -> anyhow::Result<ExitStatus>,
+) -> anyhow::Result<ExitStatus> {
+    if outs.is_empty() {
+        return body(out);
     }
-
-    fn write(&self, r: &Report) -> Result<(), rtscope_fleet::FleetError> {
-        rtscope_fleet::write_atomic(&self.path, |w| rtscope_fleet::prometheus::write(w, r))
+    let outs = outs
+        .iter()
+        .map(|o| CiOutput::parse(o))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(usage)?;
+    let path = db.map_or_else(record::default_db, Path::to_path_buf);
+    let mark = output::mark(&record::open(&path)?).map_err(usage)?;
+    let status = body(out)?;
+    let store = record::open(&path)?;
+    for p in
+        output::write_ci(&store, mark, &outs, out, &kcidb::Submission::default()).map_err(usage)?
+    {
+        eprintln!("rtscope: wrote {}", p.display());
     }
-
-    fn put(&mut self, r: &Report) {
-        if let Err(e) = self.write(r) {
-            if !self.warned {
-                eprintln!("rtscope: warning: --metrics-file: {e} (the run goes on)");
-                self.warned = true;
-            }
-        }
-    }
-
-    /// At a tick: the threads' statistics so far.
-    pub fn update(&mut self, run: &Run) {
-        let threads = run.threads().iter().enumerate().map(|(i, t)| {
-            (
-                i as u32,
-                t.cpu().map(|c| c as u32),
-                t.stats(),
-                t.histogram(),
-            )
-        });
-        let measured = run.started().elapsed().map_or(0.0, |d| d.as_secs_f64());
-        let r = Report::live(
-            &self.board,
-            &self.label,
-            threads,
-            &self.limits,
-            measured,
-            unix_s(SystemTime::now()),
-            RunStatus::Running,
-        );
-        self.put(&r);
-    }
-
-    /// At the end: the final statistics.
-    pub fn finish(&mut self, result: &RunResult, interrupted: bool) {
-        let threads = result.threads.iter().map(|t| {
-            (
-                t.index as u32,
-                t.cpu.map(|c| c as u32),
-                t.stats,
-                t.histogram.clone(),
-            )
-        });
-        let measured = result
-            .ended
-            .duration_since(result.started)
-            .map_or(0.0, |d| d.as_secs_f64());
-        let status = if interrupted {
-            RunStatus::Interrupted
-        } else {
-            RunStatus::Complete
-        };
-        let r = Report::live(
-            &self.board,
-            &self.label,
-            threads,
-            &self.limits,
-            measured,
-            unix_s(result.ended),
-            status,
-        );
-        self.put(&r);
-    }
+    Ok(status)
 }

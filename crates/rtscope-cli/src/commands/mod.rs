@@ -9,7 +9,6 @@ pub mod import;
 pub mod load;
 pub mod measure;
 pub mod merge;
-pub mod remote;
 pub mod report;
 pub mod respond;
 pub mod run;

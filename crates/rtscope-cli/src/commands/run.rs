@@ -8,6 +8,10 @@ use std::io::Write;
 
 /// Runs `rtscope run`.
 pub fn run(a: &RunArgs, argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    if !a.fleet.targets.is_empty() && !a.dry_run {
+        let file = a.file.as_deref();
+        return crate::commands::fleet::remote(&a.fleet, argv, file, a.db.as_deref(), out);
+    }
     let opts = CampaignOptions {
         file: a.file.clone(),
         preset: a.preset.clone(),

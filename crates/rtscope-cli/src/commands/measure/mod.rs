@@ -6,7 +6,6 @@ mod recording;
 pub mod table;
 
 use crate::cli::{ClockArg, MeasureArgs, PolicyArg};
-use crate::commands::fleet::MetricsFile;
 use crate::exit::{ExitStatus, UsageError};
 use rtscope_core::{Nanos, Stats};
 use rtscope_engine::{sys, ClockKind, CpuSet, Policy, Run, SleepMode};
@@ -99,8 +98,13 @@ pub fn run(
     command_line: Vec<String>,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
-    if !a.targets.is_empty() {
-        return crate::commands::remote::run(a, &command_line, out);
+    if !a.fleet.targets.is_empty() {
+        if a.metrics_file.is_some() || a.no_db || a.json.is_some() {
+            return Err(crate::usage(
+                "--metrics-file, --json and --no-db cannot be used with --target: export the merged runs",
+            ));
+        }
+        return crate::commands::fleet::remote(&a.fleet, &command_line, None, a.db.as_deref(), out);
     }
     // Before any thread starts: a signal is taken by the control loop or by nobody.
     rtscope_session::drive::hold_signals();
@@ -123,8 +127,11 @@ pub fn run(
     let mut metrics = a
         .metrics_file
         .as_deref()
-        .map(|p| MetricsFile::new(p, &a.tags, a.label.as_deref(), &a.limits))
-        .transpose()?;
+        .map(|p| {
+            rtscope_fleet::metrics_file::MetricsFile::new(p, &a.tags, a.label.as_deref(), &a.limits)
+        })
+        .transpose()
+        .map_err(|e| UsageError::new(format!("--metrics-file: {e}")))?;
     // Before the cpu_dma_latency request and the threads, which it would otherwise audit.
     let audit = rtscope_session::preflight::audit(&plan);
     for line in rtscope_session::preflight::bad_lines(&audit) {

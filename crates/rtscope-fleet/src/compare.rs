@@ -1,0 +1,172 @@
+//! `rtscope compare … --ci-output FORMAT=FILE`: a comparison's verdicts as lab CI results, one
+//! test case per statistic of every candidate group against the baseline (failed on a
+//! `REGRESSION`) and one per load case in which a candidate regresses, as JUnit, LAVA signals
+//! or KCIDB tests, with the candidate's value and unit.
+
+use crate::junit::escape;
+use crate::kcidb::{self, element, Submission};
+use crate::name_part;
+use rtscope_analysis::compare::analysis::Comparison;
+use rtscope_analysis::compare::verdict::Verdict;
+use serde_json::json;
+use std::io::{self, Write};
+
+/// One verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    /// The candidate group's selector.
+    pub candidate: String,
+    /// The statistic, or `case NAME` for a load case of the matrix.
+    pub stat: String,
+    /// `false` on a regression.
+    pub passed: bool,
+    /// The candidate's value (µs for latencies, a count for `missed`), when known.
+    pub value: Option<(f64, &'static str)>,
+    /// For people: baseline, candidate, change and verdict.
+    pub message: String,
+}
+
+/// The verdicts of `c`.
+pub fn cases(c: &Comparison) -> Vec<Case> {
+    let base = &c.groups[0].selector;
+    let mut out = Vec::new();
+    for row in &c.stats {
+        for (i, ch) in row.changes.iter().enumerate() {
+            let unit = if row.stat.is_count() { "count" } else { "us" };
+            let scale = if row.stat.is_count() { 1.0 } else { 1000.0 };
+            let value = row.values.get(i + 1).copied().flatten();
+            let delta = ch
+                .delta_pct
+                .map_or_else(String::new, |p| format!(" ({p:+.1}%)"));
+            out.push(Case {
+                candidate: c.groups[i + 1].selector.clone(),
+                stat: row.stat.name().into(),
+                passed: ch.verdict != Verdict::Regression,
+                value: value.map(|v| (v as f64 / scale, unit)),
+                message: format!(
+                    "{}: {} against {base} {}{delta}: {}",
+                    row.stat.name(),
+                    row.stat.show(value),
+                    row.stat.show(row.values.first().copied().flatten()),
+                    ch.verdict.word()
+                ),
+            });
+        }
+    }
+    for (cand, load_cases) in c.case_regressions() {
+        for lc in load_cases {
+            let candidate = c
+                .groups
+                .iter()
+                .find(|g| g.name == cand)
+                .map_or(cand.clone(), |g| g.selector.clone());
+            out.push(Case {
+                message: format!("load case {lc}: {candidate} regresses against {base}"),
+                candidate,
+                stat: format!("case {lc}"),
+                passed: false,
+                value: None,
+            });
+        }
+    }
+    out
+}
+
+/// The cases as JUnit: one suite per candidate.
+pub fn junit(out: &mut dyn Write, cases: &[Case]) -> io::Result<()> {
+    let failures = cases.iter().filter(|c| !c.passed).count();
+    writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
+    writeln!(
+        out,
+        r#"<testsuites name="rtscope.compare" tests="{}" failures="{failures}" errors="0">"#,
+        cases.len()
+    )?;
+    let mut candidates: Vec<&str> = cases.iter().map(|c| c.candidate.as_str()).collect();
+    candidates.dedup();
+    for cand in candidates {
+        let mine: Vec<&Case> = cases.iter().filter(|c| c.candidate == cand).collect();
+        let f = mine.iter().filter(|c| !c.passed).count();
+        let suite = escape(&format!("rtscope.compare.{cand}"));
+        writeln!(
+            out,
+            r#"  <testsuite name="{suite}" tests="{}" failures="{f}" errors="0" skipped="0">"#,
+            mine.len()
+        )?;
+        for c in mine {
+            let msg = escape(&c.message);
+            write!(
+                out,
+                r#"    <testcase classname="{suite}" name="{}">"#,
+                escape(&c.stat)
+            )?;
+            if c.passed {
+                write!(out, "<system-out>{msg}</system-out>")?;
+            } else {
+                write!(
+                    out,
+                    r#"<failure type="regression" message="{msg}">{msg}</failure>"#
+                )?;
+            }
+            writeln!(out, "</testcase>")?;
+        }
+        writeln!(out, "  </testsuite>")?;
+    }
+    writeln!(out, "</testsuites>")
+}
+
+/// The cases as LAVA signals, in the test set `compare`.
+pub fn lava(out: &mut dyn Write, cases: &[Case]) -> io::Result<()> {
+    writeln!(out, "<LAVA_SIGNAL_TESTSET START compare>")?;
+    for c in cases {
+        let id = format!("{}-{}", name_part(&c.candidate), name_part(&c.stat));
+        let result = if c.passed { "pass" } else { "fail" };
+        write!(
+            out,
+            "<LAVA_SIGNAL_TESTCASE TEST_CASE_ID={id} RESULT={result}"
+        )?;
+        if let Some((v, u)) = c.value {
+            write!(out, " MEASUREMENT={v} UNITS={u}")?;
+        }
+        writeln!(out, ">")?;
+    }
+    writeln!(out, "<LAVA_SIGNAL_TESTSET STOP>")?;
+    for c in cases.iter().filter(|c| !c.passed) {
+        writeln!(out, "# compare: {}", c.message)?;
+    }
+    Ok(())
+}
+
+/// The cases as a KCIDB document: tests `rtscope.compare.CANDIDATE.STAT`.
+pub fn kcidb(out: &mut dyn Write, cases: &[Case], sub: &Submission) -> io::Result<()> {
+    let origin = kcidb::origin(&sub.origin);
+    let build_id = sub
+        .build_id
+        .clone()
+        .unwrap_or_else(|| format!("{origin}:compare"));
+    let tests: Vec<_> = cases
+        .iter()
+        .map(|c| {
+            let path = format!(
+                "rtscope.compare.{}.{}",
+                element(&c.candidate),
+                element(&c.stat.replace(' ', "_"))
+            );
+            let mut t = json!({
+                "id": format!("{origin}:{path}"),
+                "build_id": build_id,
+                "origin": origin,
+                "path": path,
+                "status": if c.passed { "PASS" } else { "FAIL" },
+                "log_excerpt": c.message,
+            });
+            if let Some((v, u)) = c.value {
+                t["number"] = json!({"value": v, "unit": u});
+            }
+            t
+        })
+        .collect();
+    let doc =
+        json!({"version": {"major": kcidb::VERSION.0, "minor": kcidb::VERSION.1}, "tests": tests});
+    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    writeln!(out)
+}

@@ -1,0 +1,277 @@
+//! One job on many boards: at most `jobs` boards at a time, their output streamed here line by
+//! line (`[BOARD] …`), a board's failure reported with its reason without stopping the others,
+//! a local SIGINT/SIGTERM/SIGHUP stopping every board's run (recorded there as interrupted,
+//! still fetched and merged), and the fetched databases merged into the local store tagged
+//! `board=NAME` (and the board's tags of targets.toml).
+
+use crate::remote::{self, Job, RemoteError, RemoteOutcome, Ssh, Stop};
+use crate::targets::Target;
+use rtscope_core::Nanos;
+use rtscope_engine::sys;
+use rtscope_session::ExitStatus;
+use rtscope_store::Store;
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+/// One board's result.
+#[derive(Debug)]
+pub struct BoardResult {
+    /// The board.
+    pub target: Target,
+    /// Its run, or why it failed.
+    pub outcome: Result<RemoteOutcome, RemoteError>,
+}
+
+/// Runs `job` on `targets`, at most `jobs` at a time, writing the boards' output to `out`
+/// (each line prefixed `[BOARD] ` unless `bare`). Blocks the run signals in the calling thread
+/// for the rest of the process (a signal stops the boards' runs instead of killing this one).
+pub fn fan_out(
+    ssh: &Ssh,
+    targets: &[Target],
+    job: &Job,
+    jobs: usize,
+    bare: bool,
+    out: &mut dyn Write,
+) -> io::Result<Vec<BoardResult>> {
+    rtscope_session::drive::hold_signals();
+    let scratch = std::env::temp_dir().join(format!("rtscope-remote-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)?;
+    let stop = Stop::default();
+    let done = AtomicBool::new(false);
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = mpsc::channel::<String>();
+    let slots: Vec<std::sync::Mutex<Option<BoardResult>>> = targets
+        .iter()
+        .map(|_| std::sync::Mutex::new(None))
+        .collect();
+    let written = std::thread::scope(|s| -> io::Result<()> {
+        s.spawn(|| {
+            while !done.load(Ordering::SeqCst) {
+                if sys::wait_run_signal(Nanos::from_ms(100)).is_some_and(sys::is_stop_signal) {
+                    stop.stop();
+                }
+            }
+        });
+        let workers: Vec<_> = (0..jobs.clamp(1, targets.len().max(1)))
+            .map(|_| {
+                let tx = tx.clone();
+                let (next, stop, scratch, slots) = (&next, &stop, &scratch, &slots);
+                s.spawn(move || loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    let Some(t) = targets.get(i) else { break };
+                    let local = scratch.join(format!("{i}.db"));
+                    let tx = std::sync::Mutex::new(tx.clone());
+                    let print = |line: &str| {
+                        let line = if bare {
+                            line.to_string()
+                        } else {
+                            format!("[{}] {line}", t.name)
+                        };
+                        if let Ok(tx) = tx.lock() {
+                            let _ = tx.send(line);
+                        }
+                    };
+                    let outcome = remote::run_on(ssh, t, job, &local, &print, stop);
+                    if let Ok(mut slot) = slots[i].lock() {
+                        *slot = Some(BoardResult {
+                            target: t.clone(),
+                            outcome,
+                        });
+                    }
+                })
+            })
+            .collect();
+        drop(tx);
+        // This thread writes: `out` (stdout, locked) is its own. A closed stdout loses the
+        // text, never the boards' runs.
+        let mut write_error = None;
+        for line in rx {
+            if write_error.is_none() {
+                if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+                    write_error = Some(e);
+                }
+            }
+        }
+        for w in workers {
+            let _ = w.join();
+        }
+        done.store(true, Ordering::SeqCst);
+        write_error.map_or(Ok(()), Err)
+    });
+    let results = slots
+        .into_iter()
+        .zip(targets)
+        .map(|(slot, t)| {
+            slot.into_inner()
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| BoardResult {
+                    target: t.clone(),
+                    outcome: Err(RemoteError::Io(io::Error::other(
+                        "the board's thread panicked",
+                    ))),
+                })
+        })
+        .collect();
+    // Removed by `merge` when the fetched databases are; empty when no board recorded.
+    let _ = std::fs::remove_dir(&scratch);
+    written.map(|()| results)
+}
+
+/// The exit status of a remote rtscope's code.
+fn status_of(code: i32) -> ExitStatus {
+    match code {
+        0 => ExitStatus::Success,
+        1 => ExitStatus::LimitExceeded,
+        3 => ExitStatus::Interrupted,
+        _ => ExitStatus::Usage,
+    }
+}
+
+/// The worse of two statuses: a failed board (2) over a limit exceeded (1) over an
+/// interruption (3) over success.
+pub fn worse(a: ExitStatus, b: ExitStatus) -> ExitStatus {
+    let rank = |s: ExitStatus| match s {
+        ExitStatus::Success => 0,
+        ExitStatus::Interrupted => 1,
+        ExitStatus::LimitExceeded => 2,
+        ExitStatus::Usage => 3,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}
+
+/// Merges each board's fetched database into `store` (when there is one) tagged
+/// `board=NAME` and the board's tags, writing a line per board to `out` and a failed board's
+/// reason to `err`; removes the fetched files. The fan-out's exit status: 2 when a board
+/// failed, else 1 when a board's limits were exceeded, 3 when a board's run was interrupted.
+pub fn merge(
+    mut store: Option<&mut Store>,
+    results: Vec<BoardResult>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> io::Result<ExitStatus> {
+    let mut status = ExitStatus::Success;
+    for r in results {
+        let name = &r.target.name;
+        let o = match r.outcome {
+            Ok(o) => o,
+            Err(RemoteError::NotStarted) => {
+                writeln!(err, "rtscope: board {name}: not started (interrupted)")?;
+                status = worse(status, ExitStatus::Interrupted);
+                continue;
+            }
+            Err(e) => {
+                writeln!(err, "rtscope: board {name} failed: {e}")?;
+                status = worse(status, ExitStatus::Usage);
+                continue;
+            }
+        };
+        status = worse(status, status_of(o.exit_code));
+        let (Some(db), Some(store)) = (&o.database, store.as_deref_mut()) else {
+            writeln!(out, "board {name}: exit {}", o.exit_code)?;
+            continue;
+        };
+        let mut tags = vec![("board".to_string(), name.clone())];
+        tags.extend(r.target.tags.iter().cloned());
+        // The remote rtscope has ended: a run it left `running` (killed) is incomplete.
+        let merged = store.merge_from(db, &tags).and_then(|m| {
+            m.added
+                .iter()
+                .try_for_each(|(here, _, _)| store.mark_writer_gone(*here).map(drop))
+                .map(|()| m)
+        });
+        match merged {
+            Ok(m) => writeln!(
+                out,
+                "board {name}: exit {}, {} run(s) merged into {}",
+                o.exit_code,
+                m.added.len(),
+                store.path().display()
+            )?,
+            Err(e) => {
+                writeln!(err, "rtscope: board {name}: cannot merge its runs: {e}")?;
+                status = worse(status, ExitStatus::Usage);
+            }
+        }
+        let _ = std::fs::remove_file(db);
+        let _ = std::fs::remove_file(remote::wal_of(db));
+        // The fan-out's scratch directory, once its last database is gone.
+        let _ = db.parent().map(std::fs::remove_dir);
+    }
+    Ok(status)
+}
+
+/// The arguments for the boards: `command_line` (argv, its first word dropped) without the
+/// options in `local_only` (each taking a value: `--db X`, `--db=X`), and with `rename`'s
+/// words replaced (a local file by its name in the remote directory).
+pub fn remote_args(
+    command_line: &[String],
+    local_only: &[&str],
+    rename: &[(String, String)],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = command_line.iter().skip(1);
+    while let Some(a) = it.next() {
+        if local_only.contains(&a.as_str()) {
+            it.next();
+        } else if !local_only.iter().any(|o| a.starts_with(&format!("{o}="))) {
+            let renamed = rename.iter().find(|(from, _)| from == a);
+            out.push(renamed.map_or_else(|| a.clone(), |(_, to)| to.clone()));
+        }
+    }
+    out
+}
+
+/// The local file of a job: `path` copied as `name`, and the rename of its argument.
+pub fn file_arg(path: &std::path::Path, name: &str) -> ((PathBuf, String), (String, String)) {
+    (
+        (path.to_path_buf(), name.to_string()),
+        (path.to_string_lossy().into_owned(), name.to_string()),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_only_options_stay_here_and_files_are_renamed() {
+        let cl: Vec<String> = [
+            "rtscope",
+            "run",
+            "lab/quick.toml",
+            "--target",
+            "a",
+            "--target=b:22",
+            "--db",
+            "x.db",
+            "--target-jobs",
+            "2",
+            "--label",
+            "idle",
+            "--db=y.db",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let (_, rename) = file_arg(std::path::Path::new("lab/quick.toml"), "campaign.toml");
+        assert_eq!(
+            remote_args(&cl, &["--target", "--target-jobs", "--db"], &[rename]),
+            ["run", "campaign.toml", "--label", "idle"]
+        );
+    }
+
+    #[test]
+    fn a_failed_board_outranks_limits_and_interruptions() {
+        use ExitStatus::*;
+        assert_eq!(worse(Interrupted, LimitExceeded), LimitExceeded);
+        assert_eq!(worse(Usage, LimitExceeded), Usage);
+        assert_eq!(worse(Success, Interrupted), Interrupted);
+    }
+}

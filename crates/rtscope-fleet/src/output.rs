@@ -1,0 +1,219 @@
+//! Writing recorded runs in the fleet formats: `rtscope export -f prometheus|lava|kcidb|junit`
+//! (one run into a directory) and `--ci-output FORMAT=FILE` of `measure` and `run` (the runs a
+//! command recorded, or merged from its boards, in one file or on stdout).
+
+use crate::{kcidb, name_part, FleetError, Report};
+use rtscope_session::limits::{self, Limit};
+use rtscope_store::{RunId, Store};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// A fleet format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The node_exporter textfile.
+    Prometheus,
+    /// LAVA test-case signals.
+    Lava,
+    /// KernelCI KCIDB test objects.
+    Kcidb,
+    /// JUnit XML.
+    Junit,
+}
+
+impl Format {
+    /// `prometheus`, `lava`, `kcidb`, `junit`.
+    pub fn parse(text: &str) -> Option<Format> {
+        match text {
+            "prometheus" => Some(Format::Prometheus),
+            "lava" => Some(Format::Lava),
+            "kcidb" => Some(Format::Kcidb),
+            "junit" => Some(Format::Junit),
+            _ => None,
+        }
+    }
+}
+
+/// `--limit STAT=VALUE` texts.
+pub fn parse_limits(texts: &[String]) -> Result<Vec<Limit>, FleetError> {
+    texts
+        .iter()
+        .map(|l| limits::parse(l).map_err(|e| FleetError::Limit(e.to_string())))
+        .collect()
+}
+
+/// Run `id` of `store` as a report, `extra` limits checked besides its own.
+pub fn report(store: &Store, id: RunId, extra: &[Limit]) -> Result<Report, FleetError> {
+    let run = |e: String| FleetError::Run(format!("run {id}: {e}"));
+    let bundle = store.bundle(id, false).map_err(|e| run(e.to_string()))?;
+    Report::from_bundle(&bundle, extra).map_err(|e| run(e.to_string()))
+}
+
+/// The file a format is written to in a directory. The textfile is named after board and
+/// label (no run id): the next run of the same board replaces it, as the textfile collector
+/// needs.
+pub fn file_name(f: Format, r: &Report, id: RunId) -> String {
+    match f {
+        Format::Prometheus if r.label.is_empty() => format!("rtscope-{}.prom", name_part(&r.board)),
+        Format::Prometheus => {
+            format!(
+                "rtscope-{}-{}.prom",
+                name_part(&r.board),
+                name_part(&r.label)
+            )
+        }
+        Format::Lava => format!("run-{id}.lava.txt"),
+        Format::Kcidb => format!("run-{id}.kcidb.json"),
+        Format::Junit => format!("run-{id}.junit.xml"),
+    }
+}
+
+/// Writes the runs `rs` in format `f`.
+pub fn write(
+    w: &mut dyn Write,
+    f: Format,
+    rs: &[Report],
+    sub: &kcidb::Submission,
+) -> std::io::Result<()> {
+    match f {
+        Format::Prometheus => rs.iter().try_for_each(|r| crate::prometheus::write(w, r)),
+        Format::Lava => crate::lava::write_all(w, rs),
+        Format::Kcidb => kcidb::write_all(w, rs, sub),
+        Format::Junit => crate::junit::write_all(w, rs),
+    }
+}
+
+/// `rtscope export`: run `id` in format `f` into `dir` (atomically); the file written.
+pub fn export(
+    f: Format,
+    store: &Store,
+    id: RunId,
+    dir: &Path,
+    extra: &[Limit],
+    sub: &kcidb::Submission,
+) -> Result<PathBuf, FleetError> {
+    let r = report(store, id, extra)?;
+    let path = dir.join(file_name(f, &r, id));
+    crate::write_atomic(&path, |w| write(w, f, std::slice::from_ref(&r), sub))?;
+    Ok(path)
+}
+
+/// One `--ci-output FORMAT=FILE` (`FILE` `-`: stdout).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CiOutput {
+    /// lava, kcidb or junit.
+    pub format: Format,
+    /// The file; `None` for stdout.
+    pub path: Option<PathBuf>,
+}
+
+impl CiOutput {
+    /// Parses `FORMAT=FILE`.
+    pub fn parse(text: &str) -> Result<CiOutput, FleetError> {
+        let bad = || {
+            FleetError::Usage(format!(
+                "invalid --ci-output '{text}': expected lava=FILE, kcidb=FILE or junit=FILE (FILE - for stdout)"
+            ))
+        };
+        let (f, p) = text.split_once('=').ok_or_else(bad)?;
+        let format = Format::parse(f)
+            .filter(|f| *f != Format::Prometheus)
+            .ok_or_else(bad)?;
+        if p.is_empty() {
+            return Err(bad());
+        }
+        Ok(CiOutput {
+            format,
+            path: (p != "-").then(|| PathBuf::from(p)),
+        })
+    }
+}
+
+/// The highest run id of `store` (runs recorded later have higher ids): taken before a
+/// command, it tells which runs the command added.
+pub fn mark(store: &Store) -> Result<RunId, FleetError> {
+    let runs = store
+        .list_runs()
+        .map_err(|e| FleetError::Run(e.to_string()))?;
+    Ok(runs.iter().map(|r| r.id).max().unwrap_or(0))
+}
+
+/// Writes a comparison's verdicts in every output of `outs` (see [`crate::compare`]); each
+/// file written.
+pub fn write_compare(
+    c: &rtscope_analysis::compare::analysis::Comparison,
+    outs: &[CiOutput],
+    stdout: &mut dyn Write,
+    sub: &kcidb::Submission,
+) -> Result<Vec<PathBuf>, FleetError> {
+    let cases = crate::compare::cases(c);
+    let body = |w: &mut dyn Write, f: Format| match f {
+        Format::Lava => crate::compare::lava(w, &cases),
+        Format::Kcidb => crate::compare::kcidb(w, &cases, sub),
+        _ => crate::compare::junit(w, &cases),
+    };
+    each(outs, stdout, |w, f| body(w, f))
+}
+
+/// Writes every output of `outs` through `body`; each file written.
+fn each(
+    outs: &[CiOutput],
+    stdout: &mut dyn Write,
+    body: impl Fn(&mut dyn Write, Format) -> std::io::Result<()>,
+) -> Result<Vec<PathBuf>, FleetError> {
+    let mut written = Vec::new();
+    for o in outs {
+        match &o.path {
+            None => body(stdout, o.format).map_err(|e| FleetError::Write {
+                path: "stdout".into(),
+                source: e,
+            })?,
+            Some(p) => {
+                crate::write_atomic(p, |w| body(w, o.format))?;
+                written.push(p.clone());
+            }
+        }
+    }
+    Ok(written)
+}
+
+/// Writes the runs of `store` after `mark` in every output of `outs`; each file written.
+pub fn write_ci(
+    store: &Store,
+    mark: RunId,
+    outs: &[CiOutput],
+    stdout: &mut dyn Write,
+    sub: &kcidb::Submission,
+) -> Result<Vec<PathBuf>, FleetError> {
+    let mut ids: Vec<RunId> = store
+        .list_runs()
+        .map_err(|e| FleetError::Run(e.to_string()))?
+        .iter()
+        .map(|r| r.id)
+        .filter(|&id| id > mark)
+        .collect();
+    ids.sort_unstable();
+    let rs = ids
+        .iter()
+        .map(|&id| report(store, id, &[]))
+        .collect::<Result<Vec<_>, _>>()?;
+    each(outs, stdout, |w, f| write(w, f, &rs, sub))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ci_outputs_parse() {
+        let o = CiOutput::parse("junit=out/r.xml").unwrap();
+        assert_eq!(
+            (o.format, o.path),
+            (Format::Junit, Some(PathBuf::from("out/r.xml")))
+        );
+        assert_eq!(CiOutput::parse("lava=-").unwrap().path, None);
+        for bad in ["junit", "prometheus=x", "xml=x", "kcidb="] {
+            assert!(CiOutput::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

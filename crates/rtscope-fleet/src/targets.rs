@@ -1,0 +1,360 @@
+//! The boards a remote run goes to: `--target` texts resolved against a `targets.toml` of
+//! named boards (docs/fleet.md):
+//!
+//! ```toml
+//! [defaults]                 # every key of a board, applied where the board has none
+//! user = "rt"
+//! identity = "~/.ssh/lab_ed25519"
+//!
+//! [boards.rpi4]
+//! host = "10.0.0.21"         # a host name, an address or an ~/.ssh/config Host alias
+//! port = 22
+//! tags = { rack = "1", soc = "bcm2711" }
+//!
+//! [boards.imx8]
+//! host = "imx8.lab"
+//! binary = "/usr/local/bin/rtscope"  # an installed rtscope: nothing is copied
+//! prefix = ["sudo", "-n"]            # how rtscope is started there
+//! ```
+//!
+//! `--target rpi4` names a board; `--target rack=1` every board with that tag (`board=NAME`
+//! matches names); `--target all` every board of the file; anything else is
+//! `[user@]host[:port]`, its name the host.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Why the boards could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    /// `--target` text that is neither a board of targets.toml, a tag nor `[user@]host[:port]`.
+    #[error(
+        "invalid target '{0}': expected a board of targets.toml, KEY=VALUE or [user@]host[:port]"
+    )]
+    Bad(String),
+    /// A tag selection matched no board.
+    #[error("no board of {file} has the tag {tag}")]
+    NoMatch {
+        /// The targets file (or `no targets.toml`).
+        file: String,
+        /// The tag.
+        tag: String,
+    },
+    /// The targets file cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The targets file does not parse, or a board in it is invalid.
+    #[error("{path}: {why}")]
+    Parse {
+        /// The file.
+        path: String,
+        /// Why (toml's message names line and column).
+        why: String,
+    },
+}
+
+/// One board to run on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Target {
+    /// The board's name: the value of the `board` tag of its runs.
+    pub name: String,
+    /// Host name, address or ssh alias.
+    pub host: String,
+    /// ssh login user (`-l`); ssh's default without one.
+    pub user: Option<String>,
+    /// ssh port; ssh's default without one.
+    pub port: Option<u16>,
+    /// ssh identity file (`-i`, with `IdentitiesOnly=yes`).
+    pub identity: Option<PathBuf>,
+    /// An rtscope already installed on the board (its path there): nothing is copied.
+    pub binary: Option<String>,
+    /// The local binary to copy, instead of the one matching the board's architecture.
+    pub copy: Option<PathBuf>,
+    /// The architecture of the board's user space, instead of `uname -m` (a 32-bit user space
+    /// on a 64-bit kernel, an emulated board).
+    pub arch: Option<String>,
+    /// The command rtscope is started through on the board (`sudo -n`, `chrt`, an emulator).
+    pub prefix: Vec<String>,
+    /// Tags set on the board's runs besides `board=NAME`.
+    pub tags: Vec<(String, String)>,
+}
+
+/// A board of targets.toml; every key optional so `[defaults]` has the same shape.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BoardEntry {
+    host: Option<String>,
+    user: Option<String>,
+    port: Option<u16>,
+    identity: Option<String>,
+    binary: Option<String>,
+    copy: Option<String>,
+    arch: Option<String>,
+    prefix: Option<Vec<String>>,
+    #[serde(default)]
+    tags: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    defaults: BoardEntry,
+    #[serde(default)]
+    boards: BTreeMap<String, BoardEntry>,
+}
+
+/// The boards of a targets file.
+#[derive(Debug, Clone, Default)]
+pub struct Targets {
+    /// Where they were read from (`None`: no file).
+    pub path: Option<PathBuf>,
+    /// The boards, by name.
+    pub boards: Vec<Target>,
+}
+
+/// `true` for a name, user or host safe on an ssh command line (never an option).
+fn plain(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with('-')
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+}
+
+/// `~/…` with `$HOME`; relative paths against the targets file's directory.
+fn expand(path: &str, base: &Path) -> PathBuf {
+    match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => base.join(path),
+    }
+}
+
+impl Targets {
+    /// The targets file: `explicit`, else `$RTSCOPE_TARGETS`, else `./targets.toml` when it
+    /// exists; no file gives no named boards.
+    pub fn load(explicit: Option<&Path>) -> Result<Targets, TargetError> {
+        let env = std::env::var_os("RTSCOPE_TARGETS").map(PathBuf::from);
+        let path = match explicit.map(Path::to_path_buf).or(env) {
+            Some(p) => p,
+            None if Path::new("targets.toml").is_file() => PathBuf::from("targets.toml"),
+            None => return Ok(Targets::default()),
+        };
+        let text = std::fs::read_to_string(&path).map_err(|source| TargetError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Targets::parse(&text, &path)
+    }
+
+    /// Parses a targets file's text; `path` names it in errors and anchors relative paths.
+    pub fn parse(text: &str, path: &Path) -> Result<Targets, TargetError> {
+        let err = |why: String| TargetError::Parse {
+            path: path.display().to_string(),
+            why,
+        };
+        let file: File = toml::from_str(text).map_err(|e| err(e.to_string().trim().into()))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        let d = &file.defaults;
+        let mut boards = Vec::new();
+        for (name, b) in &file.boards {
+            let host = b.host.clone().or_else(|| d.host.clone());
+            let host = host.unwrap_or_else(|| name.clone());
+            let user = b.user.clone().or_else(|| d.user.clone());
+            if !plain(name) || !plain(&host) || user.as_deref().is_some_and(|u| !plain(u)) {
+                return Err(err(format!(
+                    "board '{name}': names, hosts and users may hold only letters, digits, '.', '_' and '-' (and not start with '-')"
+                )));
+            }
+            let mut tags: BTreeMap<String, String> = d.tags.clone();
+            tags.extend(b.tags.clone());
+            tags.remove("board");
+            let pick = |a: &Option<String>, b: &Option<String>| a.clone().or_else(|| b.clone());
+            boards.push(Target {
+                name: name.clone(),
+                host,
+                user,
+                port: b.port.or(d.port),
+                identity: pick(&b.identity, &d.identity).map(|p| expand(&p, base)),
+                binary: pick(&b.binary, &d.binary),
+                copy: pick(&b.copy, &d.copy).map(|p| expand(&p, base)),
+                arch: pick(&b.arch, &d.arch),
+                prefix: b
+                    .prefix
+                    .clone()
+                    .or_else(|| d.prefix.clone())
+                    .unwrap_or_default(),
+                tags: tags.into_iter().collect(),
+            });
+        }
+        Ok(Targets {
+            path: Some(path.to_path_buf()),
+            boards,
+        })
+    }
+
+    /// The boards `texts` name, in order, each once.
+    pub fn resolve(&self, texts: &[String]) -> Result<Vec<Target>, TargetError> {
+        let mut out: Vec<Target> = Vec::new();
+        for text in texts {
+            for t in self.select(text)? {
+                if !out.iter().any(|o| o.name == t.name) {
+                    out.push(t);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn select(&self, text: &str) -> Result<Vec<Target>, TargetError> {
+        if let Some(b) = self.boards.iter().find(|b| b.name == text) {
+            return Ok(vec![b.clone()]);
+        }
+        if text == "all" && !self.boards.is_empty() {
+            return Ok(self.boards.clone());
+        }
+        if let Some((k, v)) = text.split_once('=') {
+            let found: Vec<Target> = self
+                .boards
+                .iter()
+                .filter(|b| {
+                    (k == "board" && b.name == v)
+                        || b.tags.iter().any(|(tk, tv)| tk == k && tv == v)
+                })
+                .cloned()
+                .collect();
+            if found.is_empty() {
+                return Err(TargetError::NoMatch {
+                    file: self
+                        .path
+                        .as_ref()
+                        .map_or("no targets.toml".into(), |p| p.display().to_string()),
+                    tag: text.into(),
+                });
+            }
+            return Ok(found);
+        }
+        parse_address(text).map(|t| vec![t])
+    }
+}
+
+/// `[user@]host[:port]`: a board named after its host.
+pub fn parse_address(text: &str) -> Result<Target, TargetError> {
+    let bad = || TargetError::Bad(text.to_string());
+    let (dest, port) = match text.rsplit_once(':') {
+        Some((d, p)) => (d, Some(p.parse::<u16>().map_err(|_| bad())?)),
+        None => (text, None),
+    };
+    let (user, host) = match dest.split_once('@') {
+        Some((u, h)) => (Some(u), h),
+        None => (None, dest),
+    };
+    if !plain(host) || user.is_some_and(|u| !plain(u)) {
+        return Err(bad());
+    }
+    Ok(Target {
+        name: host.to_string(),
+        host: host.to_string(),
+        user: user.map(str::to_string),
+        port,
+        ..Target::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_parse_and_refuse_option_injection() {
+        let t = parse_address("root@127.0.0.2:2222").unwrap();
+        assert_eq!(
+            (t.name.as_str(), t.user.as_deref(), t.port),
+            ("127.0.0.2", Some("root"), Some(2222))
+        );
+        assert_eq!(parse_address("rpi4").unwrap().port, None);
+        for bad in [
+            "",
+            "-oProxyCommand=x",
+            "a@-b",
+            "a@b@c",
+            "h:port",
+            "h:70000",
+            "a b",
+        ] {
+            assert!(parse_address(bad).is_err(), "{bad}");
+        }
+    }
+
+    const FILE: &str = r#"
+[defaults]
+user = "rt"
+identity = "keys/lab"
+tags = { lab = "x" }
+
+[boards.a]
+host = "127.0.0.2"
+port = 2201
+tags = { rack = "1" }
+
+[boards.b]
+host = "127.0.0.3"
+user = "root"
+prefix = ["sudo", "-n"]
+tags = { rack = "1", board = "ignored" }
+
+[boards.c]
+binary = "/usr/bin/rtscope"
+tags = { rack = "2" }
+"#;
+
+    #[test]
+    fn boards_take_defaults_and_are_selected_by_name_tag_or_address() {
+        let t = Targets::parse(FILE, Path::new("/lab/targets.toml")).unwrap();
+        let a = &t.boards[0];
+        assert_eq!(
+            (a.host.as_str(), a.user.as_deref(), a.port),
+            ("127.0.0.2", Some("rt"), Some(2201))
+        );
+        assert_eq!(a.identity.as_deref(), Some(Path::new("/lab/keys/lab")));
+        assert_eq!(
+            a.tags,
+            [("lab".into(), "x".into()), ("rack".into(), "1".into())]
+        );
+        assert_eq!(t.boards[1].prefix, ["sudo", "-n"]);
+        assert!(t.boards[1].tags.iter().all(|(k, _)| k != "board"));
+        assert_eq!(t.boards[2].host, "c");
+        let names = |sel: &[&str]| {
+            let s: Vec<String> = sel.iter().map(|s| s.to_string()).collect();
+            t.resolve(&s)
+                .unwrap()
+                .into_iter()
+                .map(|b| b.name)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(&["rack=1", "a", "c"]), ["a", "b", "c"]);
+        assert_eq!(names(&["board=b", "u@10.0.0.9"]), ["b", "10.0.0.9"]);
+        assert_eq!(names(&["all"]), ["a", "b", "c"]);
+        assert!(matches!(
+            t.resolve(&["rack=9".into()]),
+            Err(TargetError::NoMatch { .. })
+        ));
+    }
+
+    #[test]
+    fn bad_files_are_refused_with_their_place() {
+        let e = Targets::parse("[boards.a]\nhots = \"x\"\n", Path::new("t.toml")).unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
+        let e = Targets::parse(
+            "[boards.a]\nhost = \"-oProxyCommand=x\"\n",
+            Path::new("t.toml"),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("board 'a'"), "{e}");
+    }
+}

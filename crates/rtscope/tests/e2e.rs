@@ -1,0 +1,29 @@
+//! rtscope end to end: the real binary (as root, SCHED_FIFO), the real store, loads, browsers,
+//! peers (cyclictest, sshd, Prometheus) — one test binary, so the suite links once. Each
+//! module below is one area; `cargo test -p rtscope --test e2e MODULE::` runs one of them.
+
+mod common;
+
+mod campaign_file;
+mod campaign_run;
+mod check;
+mod cli;
+mod compare;
+mod compat_json;
+mod compat_text;
+mod explain;
+mod export;
+mod fidelity;
+mod fleet_merge;
+mod fleet_prometheus;
+mod fleet_ssh;
+mod grammar_summary_histogram;
+mod grammar_verbose_live_json;
+mod hostile;
+mod import;
+mod loads;
+mod manual;
+mod records;
+mod report;
+mod respond;
+mod snapshots;

@@ -1,0 +1,43 @@
+/* The injected culprit of the --explain guest test (tests/guest/README.md): a SCHED_FIFO 99
+ * thread named `culprit`, pinned to one CPU, busy for BUSY_MS every PERIOD_MS until SECONDS
+ * have passed. Built static on the host by checks.py (busybox has no chrt).
+ * Usage: culprit CPU BUSY_MS PERIOD_MS SECONDS */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 5) {
+        fprintf(stderr, "usage: culprit CPU BUSY_MS PERIOD_MS SECONDS\n");
+        return 2;
+    }
+    int cpu = atoi(argv[1]);
+    long long busy = atoll(argv[2]) * 1000000LL, period = atoll(argv[3]) * 1000000LL;
+    long long end = now_ns() + atoll(argv[4]) * 1000000000LL;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    struct sched_param p = {0};
+    p.sched_priority = 99;
+    if (sched_setaffinity(0, sizeof set, &set) || sched_setscheduler(0, SCHED_FIFO, &p)) {
+        perror("culprit");
+        return 1;
+    }
+    prctl(PR_SET_NAME, "culprit", 0, 0, 0);
+    for (long long next = now_ns(); next < end; next += period) {
+        while (now_ns() < next + busy) {
+        }
+        struct timespec t = {(next + period) / 1000000000LL, (next + period) % 1000000000LL};
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
+    }
+    return 0;
+}
