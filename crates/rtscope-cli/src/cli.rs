@@ -166,6 +166,10 @@ pub struct CompareArgs {
     /// Latency changes up to this are noise, whatever their % (a bare number is µs)
     #[arg(long, value_name = "DUR", default_value = "1us")]
     pub min_delta: String,
+    /// Judge by --threshold and --min-delta alone, without the significance test: a gate on
+    /// single runs (otherwise a change on too few runs to test is "undecided" and passes)
+    #[arg(long)]
+    pub threshold_only: bool,
     /// The statistic in the cells of the load-case matrix
     #[arg(long, value_name = "STAT", default_value = "max")]
     pub matrix: String,

@@ -3,7 +3,8 @@
 use super::group::distinct;
 pub use super::group::Group;
 use super::model::{Merged, RunData, Stat};
-use super::significance::{mann_whitney, Test};
+use super::significance::Test;
+use super::strata::{Key, Pairing};
 use super::verdict::{delta_pct, Thresholds, Verdict};
 
 /// One candidate's statistic against the baseline.
@@ -15,9 +16,24 @@ pub struct Change {
     pub delta_pct: Option<f64>,
     /// The verdict.
     pub verdict: Verdict,
-    /// The Mann–Whitney U test of the per-run values, when both groups hold two runs or more
-    /// with a known value.
+    /// The verdict of the threshold rule alone (what `--threshold-only` decides).
+    pub threshold_verdict: Verdict,
+    /// The (stratified) Mann–Whitney U test of the per-run values, when some stratum holds a
+    /// run with a known value on both sides.
     pub test: Option<Test>,
+}
+
+/// How a candidate's runs were matched with the baseline's.
+#[derive(Debug, Clone)]
+pub struct StrataSummary {
+    /// The candidate group's name.
+    pub group: String,
+    /// Strata with runs on both sides, and their runs (baseline, candidate).
+    pub matched: Vec<(String, usize, usize)>,
+    /// Strata only the baseline has (left out of the test).
+    pub only_base: Vec<String>,
+    /// Strata only the candidate has (left out of the test).
+    pub only_cand: Vec<String>,
 }
 
 /// One statistic over all groups.
@@ -64,6 +80,10 @@ pub struct Comparison {
     pub thresholds: Thresholds,
     /// Checked system settings and run settings that differ between the groups.
     pub differences: Vec<super::differences::Difference>,
+    /// The keys the runs are stratified by for the test (empty: one stratum).
+    pub strata_keys: Vec<Key>,
+    /// Per candidate, how its runs matched the baseline's.
+    pub strata: Vec<StrataSummary>,
 }
 
 impl Comparison {
@@ -76,14 +96,33 @@ impl Comparison {
         matrix_stat: Stat,
         rows_by: Option<&str>,
     ) -> Comparison {
+        let keys = super::strata::keys(&groups);
         let stats = stats
             .iter()
-            .map(|&s| stat_row(&groups, s, &thresholds))
+            .map(|&s| stat_row(&groups, s, &thresholds, &keys))
             .collect();
-        let matrix = matrix(&groups, matrix_stat, rows_by, &thresholds);
+        let matrix = matrix(&groups, matrix_stat, rows_by, &thresholds, &keys);
         let differences = super::differences::differences(&groups);
+        let strata = groups[1..]
+            .iter()
+            .map(|g| {
+                let p = pairing(&keys, &groups[0].runs, &g.runs);
+                StrataSummary {
+                    group: g.name.clone(),
+                    matched: p
+                        .matched
+                        .iter()
+                        .map(|(n, b, c)| (n.clone(), b.len(), c.len()))
+                        .collect(),
+                    only_base: p.only_base,
+                    only_cand: p.only_cand,
+                }
+            })
+            .collect();
         Comparison {
             differences,
+            strata_keys: keys,
+            strata,
             groups,
             stats,
             matrix,
@@ -132,18 +171,23 @@ impl Comparison {
     }
 }
 
-fn stat_row(groups: &[Group], stat: Stat, t: &Thresholds) -> StatRow {
+/// The runs of a baseline and a candidate matched by stratum.
+fn pairing<'a>(keys: &[Key], base: &'a [RunData], cand: &'a [RunData]) -> Pairing<'a> {
+    let refs = |runs: &'a [RunData]| runs.iter().collect::<Vec<_>>();
+    Pairing::new(keys, &refs(base), &refs(cand))
+}
+
+fn stat_row(groups: &[Group], stat: Stat, t: &Thresholds, keys: &[Key]) -> StatRow {
     let values: Vec<Option<u64>> = groups.iter().map(|g| g.merged.value(stat)).collect();
     let base = values[0];
-    let base_runs = per_run(&groups[0].runs, stat);
     let changes = groups
         .iter()
         .zip(&values)
         .skip(1)
         .map(|(g, &cand)| {
             let supported = groups[0].merged.supports(stat) && g.merged.supports(stat);
-            let test = mann_whitney(&base_runs, &per_run(&g.runs, stat));
-            change(t.judge(stat, base, cand, supported), base, cand, test)
+            let test = pairing(keys, &groups[0].runs, &g.runs).test(stat);
+            change(t, t.judge(stat, base, cand, supported), base, cand, test)
         })
         .collect();
     StatRow {
@@ -155,21 +199,31 @@ fn stat_row(groups: &[Group], stat: Stat, t: &Thresholds) -> StatRow {
     }
 }
 
-/// A change with its verdict, made "no significant difference" when the per-run values do not
-/// differ significantly.
-fn change(verdict: Verdict, base: Option<u64>, cand: Option<u64>, test: Option<Test>) -> Change {
-    let noise = matches!(
+/// A change with its verdict: a change beyond the threshold stands when the per-run values
+/// differ significantly, is "no significant difference" when they do not, and "undecided" when
+/// the runs are too few for the test to decide (unless `--threshold-only`).
+fn change(
+    t: &Thresholds,
+    verdict: Verdict,
+    base: Option<u64>,
+    cand: Option<u64>,
+    test: Option<Test>,
+) -> Change {
+    let beyond = matches!(
         verdict,
         Verdict::Better | Verdict::Worse | Verdict::Regression
-    ) && test.is_some_and(|t| !t.significant());
+    );
+    let decided = match &test {
+        _ if !beyond || t.threshold_only => verdict,
+        Some(test) if test.decidable() && test.significant() => verdict,
+        Some(test) if test.decidable() => Verdict::NotSignificant,
+        _ => Verdict::Undecided,
+    };
     Change {
         delta: base.zip(cand).map(|(b, c)| c as i128 - b as i128),
         delta_pct: base.zip(cand).and_then(|(b, c)| delta_pct(b, c)),
-        verdict: if noise {
-            Verdict::NotSignificant
-        } else {
-            verdict
-        },
+        verdict: decided,
+        threshold_verdict: verdict,
         test,
     }
 }
@@ -182,7 +236,13 @@ pub fn per_run<'a>(runs: impl IntoIterator<Item = &'a RunData>, stat: Stat) -> V
         .collect()
 }
 
-fn matrix(groups: &[Group], stat: Stat, rows_by: Option<&str>, t: &Thresholds) -> Option<Matrix> {
+fn matrix(
+    groups: &[Group],
+    stat: Stat,
+    rows_by: Option<&str>,
+    t: &Thresholds,
+    keys: &[Key],
+) -> Option<Matrix> {
     let mut unique: Vec<&RunData> = Vec::new();
     for r in groups.iter().flat_map(|g| &g.runs) {
         if !unique.iter().any(|u| u.id == r.id) {
@@ -231,7 +291,7 @@ fn matrix(groups: &[Group], stat: Stat, rows_by: Option<&str>, t: &Thresholds) -
                 .collect()
         }
     };
-    let verdicts = case_verdicts(groups, stat, &columns, t);
+    let verdicts = case_verdicts(groups, stat, &columns, t, keys);
     Some(Matrix {
         stat,
         rows_by: rows_by.unwrap_or("group").to_string(),
@@ -242,12 +302,13 @@ fn matrix(groups: &[Group], stat: Stat, rows_by: Option<&str>, t: &Thresholds) -
 }
 
 /// Each candidate group against A, per load case: the threshold rule on the case's merged
-/// runs, and the significance test on its per-run values.
+/// runs, and the significance test on its per-run values (stratified by the other keys).
 fn case_verdicts(
     groups: &[Group],
     stat: Stat,
     cases: &[String],
     t: &Thresholds,
+    keys: &[Key],
 ) -> Vec<(String, Vec<Verdict>)> {
     let of_case = |g: &Group, case: &str| -> Vec<RunData> {
         g.runs
@@ -269,8 +330,8 @@ fn case_verdicts(
                     let (ma, mb) = (Merged::of(&a), Merged::of(&b));
                     let (va, vb) = (ma.value(stat), mb.value(stat));
                     let supported = ma.supports(stat) && mb.supports(stat);
-                    let test = mann_whitney(&per_run(&a, stat), &per_run(&b, stat));
-                    change(t.judge(stat, va, vb, supported), va, vb, test).verdict
+                    let test = pairing(keys, &a, &b).test(stat);
+                    change(t, t.judge(stat, va, vb, supported), va, vb, test).verdict
                 })
                 .collect();
             (format!("{} vs A", g.name), cells)

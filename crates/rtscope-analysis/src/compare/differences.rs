@@ -26,6 +26,8 @@ pub enum DifferenceKind {
     Check,
     /// A setting of the measurement itself.
     Run,
+    /// When the runs were measured: the groups' runs do not interleave in time.
+    Time,
 }
 
 impl DifferenceKind {
@@ -34,6 +36,7 @@ impl DifferenceKind {
         match self {
             DifferenceKind::Check => "check",
             DifferenceKind::Run => "run",
+            DifferenceKind::Time => "time",
         }
     }
 }
@@ -101,7 +104,42 @@ pub fn differences(groups: &[Group]) -> Vec<Difference> {
             });
         }
     }
+    out.extend(time_blocks(groups));
     out
+}
+
+/// `2026-11-22T15:23:25.975569059Z` to the second: `2026-11-22T15:23:25Z`.
+fn second(t: &str) -> String {
+    match t.get(..19) {
+        Some(head) if t.len() > 20 => format!("{head}Z"),
+        _ => t.to_string(),
+    }
+}
+
+/// Groups of two runs or more measured in separate blocks of time (each group's first and last
+/// start do not overlap any other's): a drift of the machine between the blocks (load,
+/// temperature) is then confounded with what is compared, whatever a test says.
+fn time_blocks(groups: &[Group]) -> Option<Difference> {
+    let spans: Vec<(String, String, String)> = groups
+        .iter()
+        .map(|g| {
+            let started = g.runs.iter().map(|r| r.started.clone());
+            let (first, last) = (started.clone().min()?, started.max()?);
+            (g.runs.len() >= 2 && !first.is_empty()).then(|| (g.name.clone(), first, last))
+        })
+        .collect::<Option<_>>()?;
+    let apart = spans
+        .iter()
+        .enumerate()
+        .all(|(i, a)| spans[i + 1..].iter().all(|b| a.2 < b.1 || b.2 < a.1));
+    (groups.len() >= 2 && apart).then(|| Difference {
+        kind: DifferenceKind::Time,
+        setting: "start".into(),
+        values: spans
+            .into_iter()
+            .map(|(g, first, last)| (g, vec![format!("{} … {}", second(&first), second(&last))]))
+            .collect(),
+    })
 }
 
 /// `governor differs: A performance, B powersave` (values of a group joined with `/`).
@@ -130,6 +168,8 @@ mod tests {
             kernel: None,
             campaign: None,
             case: None,
+            scenario: None,
+            started: format!("2026-11-22T03:00:{id:02}Z"),
             hist: Histogram::new(),
             samples: 0,
             min_ns: None,
@@ -171,6 +211,18 @@ mod tests {
                 "run interval differs: A 1ms, B 200us"
             ]
         );
+    }
+
+    #[test]
+    fn groups_measured_in_separate_blocks_of_time_are_named() {
+        let a = Group::new(0, "a", vec![run(1, "1ms", None), run(2, "1ms", None)]);
+        let b = Group::new(1, "b", vec![run(3, "1ms", None), run(4, "1ms", None)]);
+        let d = differences(&[a, b]);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].kind, DifferenceKind::Time);
+        let interleaved = Group::new(0, "a", vec![run(1, "1ms", None), run(4, "1ms", None)]);
+        let other = Group::new(1, "b", vec![run(2, "1ms", None), run(3, "1ms", None)]);
+        assert!(differences(&[interleaved, other]).is_empty());
     }
 
     #[test]

@@ -26,6 +26,15 @@ pub fn document(c: &Comparison, exit_code: i32) -> Value {
             "setting": d.setting,
             "values": d.values.iter().map(|(g, v)| (g.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
         })).collect::<Vec<_>>(),
+        "strata": {
+            "keys": c.strata_keys.iter().map(|k| k.name()).collect::<Vec<_>>(),
+            "candidates": c.strata.iter().map(|s| json!({
+                "group": s.group,
+                "matched": s.matched.iter().map(|(n, b, c)| json!({"name": n, "runs": [b, c]})).collect::<Vec<_>>(),
+                "only_baseline": s.only_base,
+                "only_candidate": s.only_cand,
+            })).collect::<Vec<_>>(),
+        },
         "regressions": c.regressions(),
         "verdict": if c.regressions() > 0 { "regression" } else { "ok" },
         "exit_code": exit_code,
@@ -60,7 +69,11 @@ fn stat(r: &StatRow, names: &[&str]) -> Value {
             "delta": ch.delta.map(|d| d as i64),
             "delta_pct": ch.delta_pct,
             "verdict": ch.verdict.word().to_lowercase(),
-            "mann_whitney": ch.test.map(|t| json!({"u": t.u, "p": t.p})),
+            "threshold_verdict": ch.threshold_verdict.word().to_lowercase(),
+            "mann_whitney": ch.test.as_ref().map(|t| json!({
+                "u": t.u, "p": t.p, "min_p": t.min_p, "decidable": t.decidable(),
+                "strata": t.sizes.iter().map(|(b, c)| json!([b, c])).collect::<Vec<_>>(),
+            })),
         })).collect::<Vec<_>>(),
     })
 }

@@ -3,7 +3,8 @@
 //!
 //! * [`model`]: statistics and groups of runs merged losslessly;
 //! * [`verdict`]: thresholds and the verdict rule;
-//! * [`significance`]: the Mann–Whitney U test on per-run values;
+//! * [`significance`]: the Mann–Whitney U test on per-run values, stratified (van Elteren);
+//! * [`strata`]: runs matched like with like (scenario, load case) before they are tested;
 //! * [`analysis`]: the comparison as data;
 //! * [`differences`]: checked system settings and run settings that differ between groups;
 //! * [`text`] and [`json`]: the two renderings; [`plot`]: the overlaid plots.
@@ -15,5 +16,6 @@ pub mod json;
 pub mod model;
 pub mod plot;
 pub mod significance;
+pub mod strata;
 pub mod text;
 pub mod verdict;

@@ -3,7 +3,7 @@
 
 use rtscope_core::{Histogram, Nanos, Percentile, PERCENTILES};
 use rtscope_session::UsageError;
-use rtscope_store::{RunDetail, RunId, RunStatus};
+use rtscope_store::{CampaignRun, RunDetail, RunId, RunStatus};
 
 /// A statistic `compare` can put side by side. Lower is better for every one of them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -123,6 +123,10 @@ pub struct RunData {
     pub campaign: Option<String>,
     /// Load case: the `case` tag, else its campaign position's load case.
     pub case: Option<String>,
+    /// Its campaign position's scenario.
+    pub scenario: Option<String>,
+    /// When it started (RFC 3339, UTC, as stored).
+    pub started: String,
     /// All threads' histograms merged.
     pub hist: Histogram,
     /// Samples (may exceed the histogram's count for imports with overflows).
@@ -142,8 +146,8 @@ pub struct RunData {
 }
 
 impl RunData {
-    /// Reduces a stored run; `campaign` is its campaign name and load case, if any.
-    pub fn from_detail(d: &RunDetail, campaign: Option<(String, String)>) -> RunData {
+    /// Reduces a stored run; `campaign` is its campaign's name and its position in it, if any.
+    pub fn from_detail(d: &RunDetail, campaign: Option<(String, CampaignRun)>) -> RunData {
         let s = &d.summary;
         let tag = |k: &str| {
             s.tags
@@ -151,7 +155,8 @@ impl RunData {
                 .find(|(tk, _)| tk == k)
                 .map(|(_, v)| v.clone())
         };
-        let (campaign, campaign_case) = campaign.unzip();
+        let (campaign, position) = campaign.unzip();
+        let (campaign_case, scenario) = position.map(|p| (p.load_case, p.scenario)).unzip();
         RunData {
             id: s.id,
             label: s.label.clone(),
@@ -164,6 +169,8 @@ impl RunData {
                 .map(|(_, v)| v.clone()),
             campaign,
             case: tag("case").or(campaign_case.filter(|c| !c.is_empty())),
+            scenario: scenario.filter(|s| !s.is_empty()),
+            started: s.started.clone(),
             hist: s.histogram.clone(),
             samples: s.samples,
             min_ns: d.threads.iter().filter_map(|t| t.min_ns).min(),
@@ -303,6 +310,8 @@ mod tests {
             kernel: None,
             campaign: None,
             case: None,
+            scenario: None,
+            started: String::new(),
             hist,
             samples,
             min_ns: Some(values[0].0),

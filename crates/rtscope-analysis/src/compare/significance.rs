@@ -1,5 +1,6 @@
 //! Whether two groups of runs differ beyond run-to-run noise: a two-sided Mann–Whitney U test
-//! on one statistic per run (each run's max, p99, …).
+//! on one statistic per run (each run's max, p99, …), stratified (van Elteren's test) when the
+//! groups hold runs of several scenarios or load cases.
 //!
 //! Merging the runs of a group into one histogram answers "what did the group see", but not
 //! "would another set of repeats see the same": two groups measured on the same kernel can
@@ -10,21 +11,40 @@
 //! Exact p-values (the distribution of U counted by recursion, ties given mid-ranks) for up to
 //! [`EXACT_MAX`] runs per group, else the normal approximation with the tie correction. With
 //! α = 0.05 a test needs at least 4 runs per group (4 vs 4: the smallest two-sided p is
-//! 2/70 ≈ 0.029); with fewer, no difference can be significant.
+//! 2/70 ≈ 0.029); with fewer, no difference can be significant, and the test is *undecided*
+//! ([`Test::decidable`]).
+//!
+//! Runs of different scenarios or load cases are not exchangeable: pooling them lets a level
+//! difference between scenarios, or load that changed between two campaigns, pass for a
+//! difference between groups. [`van_elteren`] ranks the runs within each stratum (runs equal in
+//! scenario and load case) and sums the strata's U statistics with van Elteren's weights
+//! 1/(Nₛ + 1) (van Elteren 1960; Lehmann, *Nonparametrics*, 1975, §3.3): each stratum compares
+//! like with like, and the strata's evidence adds up (3 strata of 3 vs 3 runs can reach
+//! p = 2/20³, one stratum of 3 vs 3 only 0.1). With one stratum it is the Mann–Whitney test.
 
 /// The significance level: a change is significant when the two-sided p-value is below it.
 pub const ALPHA: f64 = 0.05;
 /// Largest group for which the exact distribution of U is counted.
 pub const EXACT_MAX: usize = 40;
 
-/// The outcome of a Mann–Whitney U test.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// Largest number of points of the exact distribution of the stratified statistic (the product
+/// of the strata's n1·n2 + 1); beyond it the normal approximation is used.
+const EXACT_POINTS: usize = 200_000;
+
+/// The outcome of a (stratified) Mann–Whitney U test.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Test {
     /// U of the candidate group (the number of (baseline, candidate) pairs in which the
-    /// candidate's value is higher, ties counting ½).
+    /// candidate's value is higher, ties counting ½), summed over the strata (the test itself
+    /// weights each stratum's U by 1/(Nₛ + 1)).
     pub u: f64,
     /// The two-sided p-value.
     pub p: f64,
+    /// The smallest two-sided p-value this design can give (all strata fully separated in the
+    /// same direction): when it is not below [`ALPHA`], no outcome can be significant.
+    pub min_p: f64,
+    /// Runs of (baseline, candidate) in each stratum tested.
+    pub sizes: Vec<(usize, usize)>,
 }
 
 impl Test {
@@ -32,17 +52,90 @@ impl Test {
     pub fn significant(&self) -> bool {
         self.p < ALPHA
     }
+
+    /// Whether the design has enough runs for any outcome to be significant at [`ALPHA`].
+    pub fn decidable(&self) -> bool {
+        self.min_p < ALPHA
+    }
+
+    /// The runs per side for messages: `1 per side`, `2 vs 3`, with `× 5 strata` when the
+    /// strata are alike, else each stratum's (`1 vs 1, 2 vs 1`).
+    pub fn runs_text(&self) -> String {
+        let one = |&(a, b): &(usize, usize)| {
+            if a == b {
+                format!("{a} per side")
+            } else {
+                format!("{a} vs {b}")
+            }
+        };
+        match self.sizes.as_slice() {
+            [s] => one(s),
+            [s, rest @ ..] if rest.iter().all(|r| r == s) => {
+                format!("{} × {} strata", one(s), self.sizes.len())
+            }
+            all => all.iter().map(one).collect::<Vec<_>>().join(", "),
+        }
+    }
 }
 
-/// Tests `base` against `cand` (one value per run); `None` when a group has fewer than two
-/// values.
-pub fn mann_whitney(base: &[f64], cand: &[f64]) -> Option<Test> {
-    let (n1, n2) = (base.len(), cand.len());
-    if n1 < 2 || n2 < 2 {
+/// Tests `base` against `cand` within each stratum (one value per run, each stratum holding at
+/// least one run per side) and combines the strata with van Elteren's weights; `None` when no
+/// stratum has runs on both sides.
+pub fn van_elteren(strata: &[(Vec<f64>, Vec<f64>)]) -> Option<Test> {
+    let strata: Vec<&(Vec<f64>, Vec<f64>)> = strata
+        .iter()
+        .filter(|(b, c)| !b.is_empty() && !c.is_empty())
+        .collect();
+    if strata.is_empty() {
         return None;
     }
-    let u: f64 = cand
+    let weight = |b: &[f64], c: &[f64]| 1.0 / (b.len() + c.len() + 1) as f64;
+    let us: Vec<f64> = strata.iter().map(|(b, c)| u_of(b, c)).collect();
+    let weighted: f64 = strata
         .iter()
+        .zip(&us)
+        .map(|((b, c), u)| weight(b, c) * u)
+        .sum();
+    let points: f64 = strata
+        .iter()
+        .map(|(b, c)| (b.len() * c.len() + 1) as f64)
+        .product();
+    let exact = points <= EXACT_POINTS as f64
+        && strata
+            .iter()
+            .all(|(b, c)| b.len() <= EXACT_MAX && c.len() <= EXACT_MAX);
+    let p = if exact {
+        let dist = stratified_distribution(
+            strata
+                .iter()
+                .map(|(b, c)| (weight(b, c), u_distribution(b.len(), c.len()))),
+        );
+        two_sided(&dist, weighted)
+    } else {
+        stratified_normal_p(&strata, weighted)
+    };
+    // The extreme arrangement has probability Π 1/C(Nₛ, n1ₛ) = Π 1/Σ counts.
+    let min_p: f64 = 2.0
+        * strata
+            .iter()
+            .map(|(b, c)| 1.0 / binomial(b.len() + c.len(), b.len()))
+            .product::<f64>();
+    Some(Test {
+        u: us.iter().sum(),
+        p: p.min(1.0),
+        min_p: min_p.min(1.0),
+        sizes: strata.iter().map(|(b, c)| (b.len(), c.len())).collect(),
+    })
+}
+
+/// C(n, k) as f64.
+fn binomial(n: usize, k: usize) -> f64 {
+    (1..=k).map(|i| (n - k + i) as f64 / i as f64).product()
+}
+
+/// U of the candidate: pairs in which its value is higher, ties counting ½.
+fn u_of(base: &[f64], cand: &[f64]) -> f64 {
+    cand.iter()
         .map(|&c| {
             base.iter()
                 .map(|&b| match c.partial_cmp(&b) {
@@ -52,34 +145,80 @@ pub fn mann_whitney(base: &[f64], cand: &[f64]) -> Option<Test> {
                 })
                 .sum::<f64>()
         })
+        .sum()
+}
+
+/// The distribution of Σ wₛ·Uₛ over independent strata: (value, probability), sorted by value.
+fn stratified_distribution(strata: impl Iterator<Item = (f64, Vec<f64>)>) -> Vec<(f64, f64)> {
+    let mut dist = vec![(0.0, 1.0)];
+    for (w, counts) in strata {
+        let total: f64 = counts.iter().sum();
+        let mut next: Vec<(f64, f64)> = Vec::with_capacity(dist.len() * counts.len());
+        for &(v, p) in &dist {
+            for (k, c) in counts.iter().enumerate().filter(|(_, c)| **c > 0.0) {
+                next.push((v + w * k as f64, p * c / total));
+            }
+        }
+        next.sort_by(|a, b| a.0.total_cmp(&b.0));
+        dist.clear();
+        for (v, p) in next {
+            match dist.last_mut() {
+                Some(last) if (v - last.0).abs() < 1e-9 => last.1 += p,
+                _ => dist.push((v, p)),
+            }
+        }
+    }
+    dist
+}
+
+/// Twice the smaller tail of `dist` at `x`.
+fn two_sided(dist: &[(f64, f64)], x: f64) -> f64 {
+    let lower: f64 = dist
+        .iter()
+        .filter(|(v, _)| *v <= x + 1e-9)
+        .map(|d| d.1)
         .sum();
-    let p = if n1 <= EXACT_MAX && n2 <= EXACT_MAX {
-        exact_p(u, n1, n2)
-    } else {
-        normal_p(u, base, cand)
-    };
-    Some(Test { u, p: p.min(1.0) })
+    let upper: f64 = dist
+        .iter()
+        .filter(|(v, _)| *v >= x - 1e-9)
+        .map(|d| d.1)
+        .sum();
+    2.0 * lower.min(upper)
+}
+
+/// Two-sided p-value of the weighted sum from the normal approximation, each stratum's
+/// variance tie-corrected.
+fn stratified_normal_p(strata: &[&(Vec<f64>, Vec<f64>)], u: f64) -> f64 {
+    let (mut mean, mut var) = (0.0, 0.0);
+    for (b, c) in strata {
+        let w = 1.0 / (b.len() + c.len() + 1) as f64;
+        mean += w * (b.len() * c.len()) as f64 / 2.0;
+        var += w * w * u_variance(b, c);
+    }
+    if var <= 0.0 {
+        return 1.0;
+    }
+    let z = (u - mean).abs() / var.sqrt();
+    2.0 * (1.0 - phi(z))
+}
+
+/// Tests `base` against `cand` (one value per run); `None` when a group has fewer than two
+/// values.
+pub fn mann_whitney(base: &[f64], cand: &[f64]) -> Option<Test> {
+    if base.len() < 2 || cand.len() < 2 {
+        return None;
+    }
+    van_elteren(&[(base.to_vec(), cand.to_vec())])
 }
 
 /// Two-sided exact p-value: twice the smaller tail of the distribution of U under the null
 /// hypothesis (all orderings of the n1 + n2 values equally likely).
+#[cfg(test)]
 fn exact_p(u: f64, n1: usize, n2: usize) -> f64 {
-    let counts = u_distribution(n1, n2);
-    let total: f64 = counts.iter().sum();
-    // Mid-ranks make U a multiple of ½: compare in halves.
-    let lower: f64 = counts
-        .iter()
-        .enumerate()
-        .filter(|(k, _)| (*k as f64) <= u + 1e-9)
-        .map(|(_, c)| c)
-        .sum();
-    let upper: f64 = counts
-        .iter()
-        .enumerate()
-        .filter(|(k, _)| (*k as f64) >= u - 1e-9)
-        .map(|(_, c)| c)
-        .sum();
-    2.0 * lower.min(upper) / total
+    two_sided(
+        &stratified_distribution(std::iter::once((1.0, u_distribution(n1, n2)))),
+        u,
+    )
 }
 
 /// Number of orderings giving U = k, for k in 0..=n1·n2 (f64: C(80, 40) exceeds u64).
@@ -108,7 +247,19 @@ fn u_distribution(n1: usize, n2: usize) -> Vec<f64> {
 }
 
 /// Two-sided p-value from the normal approximation with continuity and tie corrections.
+#[cfg(test)]
 fn normal_p(u: f64, base: &[f64], cand: &[f64]) -> f64 {
+    let var = u_variance(base, cand);
+    let mean = (base.len() * cand.len()) as f64 / 2.0;
+    if var <= 0.0 {
+        return 1.0;
+    }
+    let z = ((u - mean).abs() - 0.5).max(0.0) / var.sqrt();
+    2.0 * (1.0 - phi(z))
+}
+
+/// The variance of U under the null hypothesis, corrected for ties.
+fn u_variance(base: &[f64], cand: &[f64]) -> f64 {
     let (n1, n2) = (base.len() as f64, cand.len() as f64);
     let n = n1 + n2;
     let mut all: Vec<f64> = base.iter().chain(cand).copied().collect();
@@ -121,13 +272,7 @@ fn normal_p(u: f64, base: &[f64], cand: &[f64]) -> f64 {
         ties += t * t * t - t;
         i += j;
     }
-    let mean = n1 * n2 / 2.0;
-    let var = n1 * n2 / 12.0 * ((n + 1.0) - ties / (n * (n - 1.0)));
-    if var <= 0.0 {
-        return 1.0;
-    }
-    let z = ((u - mean).abs() - 0.5).max(0.0) / var.sqrt();
-    2.0 * (1.0 - phi(z))
+    n1 * n2 / 12.0 * ((n + 1.0) - ties / (n * (n - 1.0)))
 }
 
 /// The standard normal CDF (Abramowitz & Stegun 7.1.26 for erf, error below 1.5e-7).

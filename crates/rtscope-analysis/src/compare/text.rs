@@ -34,6 +34,14 @@ fn differences(c: &Comparison) -> String {
         let what = match d.kind {
             super::differences::DifferenceKind::Check => "checked setting",
             super::differences::DifferenceKind::Run => "run setting",
+            super::differences::DifferenceKind::Time => {
+                let _ = writeln!(
+                    s,
+                    "  measured in separate blocks of time ({}): a drift of the machine between them (load, temperature) counts as a difference; interleave the groups' runs",
+                    d.values.iter().map(|(g, v)| format!("{g} {}", v.join(""))).collect::<Vec<_>>().join(", ")
+                );
+                continue;
+            }
         };
         let _ = writeln!(s, "  {what} {}", super::differences::describe(d));
     }
@@ -89,6 +97,15 @@ fn groups(groups: &[Group]) -> String {
     s
 }
 
+/// The verdict as printed: `undecided (n=1 per side)` names the runs the test lacked.
+fn verdict_text(c: &Change) -> String {
+    match (c.verdict, &c.test) {
+        (Verdict::Undecided, Some(t)) => format!("undecided (n={})", t.runs_text()),
+        (Verdict::Undecided, None) => "undecided (no matching runs)".into(),
+        (v, _) => v.word().to_string(),
+    }
+}
+
 fn change_text(stat: Stat, c: &Change) -> String {
     match (c.delta_pct, c.delta) {
         (Some(p), _) => format!("{p:+.1}%"),
@@ -112,7 +129,7 @@ fn side_by_side(c: &Comparison) -> String {
         row.extend(r.values.iter().map(|v| r.stat.show(*v)));
         for ch in &r.changes {
             row.push(change_text(r.stat, ch));
-            row.push(ch.verdict.word().to_string());
+            row.push(verdict_text(ch));
         }
         rows.push(row);
     }
@@ -151,16 +168,63 @@ fn thresholds_line(c: &Comparison) -> String {
     {
         s.push_str("; worse = beyond the threshold on too few samples to fail");
     }
-    if c.stats
+    if c.thresholds.threshold_only {
+        s.push_str("; --threshold-only: no significance test");
+    } else if c
+        .stats
         .iter()
         .flat_map(|r| &r.changes)
         .any(|ch| ch.test.is_some())
     {
-        s.push_str(
-            "; groups of 2+ runs: a change is significant when the per-run values differ (Mann-Whitney U, p < 0.05)",
+        let test = if c.strata_keys.is_empty() {
+            "Mann-Whitney U"
+        } else {
+            "van Elteren's stratified Mann-Whitney U"
+        };
+        let _ = write!(
+            s,
+            "; a change is significant when the per-run values differ ({test}, p < 0.05)"
         );
     }
     s.push('\n');
+    s.push_str(&strata_lines(c));
+    s
+}
+
+/// How the runs were matched for the test, when they are stratified.
+fn strata_lines(c: &Comparison) -> String {
+    let mut s = String::new();
+    if c.strata_keys.is_empty() {
+        return s;
+    }
+    let keys: Vec<&str> = c.strata_keys.iter().map(|k| k.name()).collect();
+    for st in &c.strata {
+        let matched: Vec<String> = st
+            .matched
+            .iter()
+            .map(|(n, a, b)| format!("{n} ({a} vs {b})"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "{} vs A tested within {}: {}",
+            st.group,
+            keys.join(" · "),
+            if matched.is_empty() {
+                "no stratum in common".into()
+            } else {
+                matched.join(", ")
+            }
+        );
+        for (only, side) in [(&st.only_base, "A"), (&st.only_cand, st.group.as_str())] {
+            if !only.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "  only in {side}, left out of the test: {}",
+                    only.join(", ")
+                );
+            }
+        }
+    }
     s
 }
 
@@ -190,6 +254,7 @@ fn matrix(m: &Matrix) -> String {
 fn short_word(v: Verdict) -> &'static str {
     match v {
         Verdict::NotSignificant => "n.s.",
+        Verdict::Undecided => "undecided",
         Verdict::Unknown => "-",
         other => other.word(),
     }
@@ -214,9 +279,39 @@ pub fn verdict_line(c: &Comparison) -> String {
             bad.push(format!("{g} on {} in {}", m.stat.name(), cases.join(", ")));
         }
     }
-    if bad.is_empty() {
-        "verdict: no regression against A\n".into()
+    let mut line = if bad.is_empty() {
+        "verdict: no regression against A\n".to_string()
     } else {
         format!("verdict: REGRESSION against A: {}\n", bad.join("; "))
+    };
+    let undecided = undecided_regressions(c);
+    if !undecided.is_empty() {
+        let _ = writeln!(
+            line,
+            "undecided: {} (worse beyond the threshold, on too few runs to test); --threshold-only gates on the threshold alone",
+            undecided.join("; ")
+        );
     }
+    line
+}
+
+/// The candidates' statistics (and matrix cells) the threshold alone would call a regression
+/// but the test could not decide on.
+fn undecided_regressions(c: &Comparison) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, g) in c.groups.iter().enumerate().skip(1) {
+        let stats: Vec<&str> = c
+            .stats
+            .iter()
+            .filter(|r| {
+                let ch = &r.changes[i - 1];
+                ch.verdict == Verdict::Undecided && ch.threshold_verdict == Verdict::Regression
+            })
+            .map(|r| r.stat.name())
+            .collect();
+        if !stats.is_empty() {
+            out.push(format!("{} on {}", g.name, stats.join(", ")));
+        }
+    }
+    out
 }

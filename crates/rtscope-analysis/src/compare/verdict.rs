@@ -8,9 +8,12 @@
 //! * `worse`: higher by more than both, but the percentile rests on fewer than 10 expected
 //!   samples beyond it in one of the groups, so it is reported and does not fail;
 //! * `n/a`: a value is unknown (e.g. percentiles of an import without a histogram);
-//! * `no significant difference`: beyond the threshold, but both groups hold at least two runs
-//!   and the per-run values do not differ significantly (a two-sided Mann–Whitney U test,
-//!   p ≥ 0.05, see [`super::significance`]): the change is run-to-run noise.
+//! * `no significant difference`: beyond the threshold, but the per-run values do not differ
+//!   significantly (a two-sided Mann–Whitney U test, stratified by scenario and load case,
+//!   p ≥ 0.05, see [`super::significance`]): the change is run-to-run noise;
+//! * `undecided`: beyond the threshold, but the groups hold too few runs for the test to reach
+//!   p < 0.05 whatever the values (e.g. one run per side): the threshold alone does not decide,
+//!   unless [`Thresholds::threshold_only`] (`--threshold-only`) asks for it.
 
 use super::model::Stat;
 use rtscope_core::Nanos;
@@ -32,6 +35,9 @@ pub enum Verdict {
     /// Beyond the threshold on the merged runs, but the per-run values of the two groups
     /// overlap (not significant at 5 %).
     NotSignificant,
+    /// Beyond the threshold on the merged runs, with too few runs for the significance test to
+    /// decide (its smallest possible p-value is not below 5 %).
+    Undecided,
 }
 
 impl Verdict {
@@ -44,6 +50,7 @@ impl Verdict {
             Verdict::Regression => "REGRESSION",
             Verdict::Unknown => "n/a",
             Verdict::NotSignificant => "no significant difference",
+            Verdict::Undecided => "undecided",
         }
     }
 }
@@ -57,6 +64,9 @@ pub struct Thresholds {
     pub per_stat: Vec<(&'static str, f64)>,
     /// Changes of a latency up to this are noise, ns.
     pub min_delta_ns: u64,
+    /// Judge by the threshold and the floor alone, without the significance test (a gate on
+    /// single runs, `--threshold-only`).
+    pub threshold_only: bool,
 }
 
 impl Thresholds {
@@ -74,6 +84,7 @@ impl Thresholds {
                     .hint("give a latency such as 1us, 500ns or 2 (µs)")
                 })?
                 .0,
+            threshold_only: false,
         };
         for text in thresholds {
             match text.split_once('=') {

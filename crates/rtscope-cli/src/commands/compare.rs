@@ -26,7 +26,8 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         .iter()
         .map(|s| Stat::parse(s, "--stat"))
         .collect::<Result<Vec<_>, _>>()?;
-    let thresholds = Thresholds::parse(&a.thresholds, &a.min_delta)?;
+    let mut thresholds = Thresholds::parse(&a.thresholds, &a.min_delta)?;
+    thresholds.threshold_only = a.threshold_only;
     let matrix_stat = Stat::parse(&a.matrix, "--matrix")?;
     let store = record::open_existing(a.db.as_deref())?;
     let groups = a
@@ -82,7 +83,7 @@ fn load_run(store: &Store, id: RunId) -> Result<RunData, UsageError> {
     let campaign = store
         .campaign_of(id)
         .map_err(err)?
-        .map(|(c, r)| (c.name, r.load_case));
+        .map(|(c, r)| (c.name, r));
     let mut run = RunData::from_detail(&detail, campaign);
     run.settings = store
         .checks(id)

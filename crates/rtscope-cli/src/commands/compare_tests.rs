@@ -112,7 +112,16 @@ fn campaigns_are_groups_and_their_plan_gives_the_load_cases() {
     add_campaign(&mut s, "rt", 10, 12);
     drop(s);
     let db = path.to_str().unwrap();
-    let argv = ["compare", "--db", db, "campaign:rt", "stock", "--json"];
+    // One run per load case: only the threshold can gate (`--threshold-only`).
+    let argv = [
+        "compare",
+        "--db",
+        db,
+        "campaign:rt",
+        "stock",
+        "--json",
+        "--threshold-only",
+    ];
     let a = Wrap::parse_from(argv).args;
     let mut out = Vec::new();
     let status = run(&a, &mut out).unwrap();

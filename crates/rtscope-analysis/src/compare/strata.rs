@@ -1,0 +1,110 @@
+//! Strata: the runs of two groups matched like with like before they are tested.
+//!
+//! A group often holds runs of several scenarios (1:1, N:N, M:N) or load cases. Their levels
+//! differ by far more than the kernels do, so a test that pools them ranks scenarios, not
+//! groups. The keys that take more than one value *within* a group — the campaign scenario, the
+//! load case, and any other tag but `repeat` and `campaign` — make the strata; runs equal in
+//! every key form one stratum, strata are matched between the groups by their values, and a
+//! stratum found in one group only is reported and left out of the test.
+
+use super::analysis::per_run;
+use super::group::{distinct, Group};
+use super::model::{RunData, Stat};
+use super::significance::{van_elteren, Test};
+pub use rtscope_report::group::Key;
+
+/// A stratum key's value for a run (`-` when absent); keys are the report's grouping keys.
+fn value(key: &Key, r: &RunData) -> String {
+    let v = match key {
+        Key::Scenario => r.scenario.as_deref().or(r.tag("scenario")),
+        Key::Case => r.case.as_deref(),
+        Key::Tag(t) => r.tag(t),
+    };
+    v.unwrap_or("-").to_string()
+}
+
+/// The keys that take more than one value within some group: scenario, then other tags in
+/// first-seen order, then the load case.
+pub fn keys(groups: &[Group]) -> Vec<Key> {
+    let mut candidates = vec![Key::Scenario];
+    for (k, _) in groups.iter().flat_map(|g| &g.runs).flat_map(|r| &r.tags) {
+        let plain = !["repeat", "campaign", "scenario", "case"].contains(&k.as_str());
+        if plain && !candidates.contains(&Key::Tag(k.clone())) {
+            candidates.push(Key::Tag(k.clone()));
+        }
+    }
+    candidates.push(Key::Case);
+    candidates
+        .into_iter()
+        .filter(|k| {
+            groups.iter().any(|g| {
+                let first = g.runs.first().map(|r| value(k, r));
+                g.runs.iter().any(|r| Some(value(k, r)) != first)
+            })
+        })
+        .collect()
+}
+
+/// A stratum's name: its values joined with ` · ` (`N:N · idle`), `all` without keys.
+pub fn label(keys: &[Key], r: &RunData) -> String {
+    if keys.is_empty() {
+        return "all".into();
+    }
+    keys.iter()
+        .map(|k| value(k, r))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// The runs of a baseline and a candidate, matched by stratum.
+#[derive(Debug, Clone, Default)]
+pub struct Pairing<'a> {
+    /// Strata with runs on both sides: name, baseline runs, candidate runs.
+    pub matched: Vec<(String, Vec<&'a RunData>, Vec<&'a RunData>)>,
+    /// Strata with baseline runs only.
+    pub only_base: Vec<String>,
+    /// Strata with candidate runs only.
+    pub only_cand: Vec<String>,
+}
+
+impl<'a> Pairing<'a> {
+    /// Matches `base` and `cand` runs by their stratum under `keys`.
+    pub fn new(keys: &[Key], base: &[&'a RunData], cand: &[&'a RunData]) -> Pairing<'a> {
+        let mut p = Pairing::default();
+        let names = |runs: &[&RunData]| {
+            let all: Vec<String> = runs.iter().map(|r| label(keys, r)).collect();
+            distinct(all.iter().map(String::as_str))
+        };
+        let (nb, nc) = (names(base), names(cand));
+        let of = |runs: &[&'a RunData], n: &str| -> Vec<&'a RunData> {
+            runs.iter()
+                .copied()
+                .filter(|r| label(keys, r) == n)
+                .collect()
+        };
+        for n in &nb {
+            if nc.contains(n) {
+                p.matched.push((n.clone(), of(base, n), of(cand, n)));
+            } else {
+                p.only_base.push(n.clone());
+            }
+        }
+        p.only_cand = nc.into_iter().filter(|n| !nb.contains(n)).collect();
+        p
+    }
+
+    /// The stratified test of `stat`'s per-run values (runs where it is unknown left out).
+    pub fn test(&self, stat: Stat) -> Option<Test> {
+        let strata: Vec<(Vec<f64>, Vec<f64>)> = self
+            .matched
+            .iter()
+            .map(|(_, b, c)| {
+                (
+                    per_run(b.iter().copied(), stat),
+                    per_run(c.iter().copied(), stat),
+                )
+            })
+            .collect();
+        van_elteren(&strata)
+    }
+}

@@ -1,0 +1,166 @@
+//! `compare`'s significance test on synthetic stores: runs of several scenarios are compared
+//! like with like (van Elteren's stratified test), and too few runs give "undecided", not a
+//! verdict from the threshold alone.
+
+use rtscope_analysis::compare::analysis::{Comparison, Group};
+use rtscope_analysis::compare::model::{RunData, Stat};
+use rtscope_analysis::compare::significance::mann_whitney;
+use rtscope_analysis::compare::verdict::{Thresholds, Verdict};
+use rtscope_store::Store;
+use rtscope_testkit::synthetic::{write_run, SyntheticRun};
+
+/// Synthetic runs read back: one per `(kernel, scenario, typical latency ns)`, each with its
+/// own seed (1 CPU, 20,000 samples: fast).
+fn runs(name: &str, specs: &[(&str, &str, u64)]) -> Vec<RunData> {
+    let path =
+        std::env::temp_dir().join(format!("rtscope-analysis-{}-{name}.db", std::process::id()));
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+    }
+    let mut store = Store::open(&path).unwrap();
+    let out = specs
+        .iter()
+        .enumerate()
+        .map(|(i, &(kernel, scenario, base_ns))| {
+            let spec = SyntheticRun {
+                label: format!("{kernel}-{scenario}-{i}"),
+                cpus: 1,
+                samples: 20_000,
+                base_ns,
+                seed: 7 * i as u64 + 3,
+                monitors: false,
+                tags: vec![
+                    ("kernel".into(), kernel.into()),
+                    ("scenario".into(), scenario.into()),
+                ],
+                ..SyntheticRun::default()
+            };
+            let id = write_run(&mut store, &spec).unwrap();
+            RunData::from_detail(&store.run(id).unwrap(), None)
+        })
+        .collect();
+    drop(store);
+    let _ = std::fs::remove_file(&path);
+    out
+}
+
+/// Groups `a` and `b` by the `kernel` tag and compares them on p50, p99 and max, with no
+/// threshold (every change is beyond it: only the test decides) unless `threshold_only`.
+fn compare(runs: &[RunData], threshold_only: bool) -> Comparison {
+    let group = |i: usize, k: &str| {
+        let of: Vec<RunData> = runs
+            .iter()
+            .filter(|r| r.tag("kernel") == Some(k))
+            .cloned()
+            .collect();
+        Group::new(i, &format!("kernel={k}"), of)
+    };
+    let mut t = Thresholds::parse(&["0%".into()], "0").unwrap();
+    t.threshold_only = threshold_only;
+    let stats = ["p50", "p99", "max"].map(|s| Stat::parse(s, "--stat").unwrap());
+    Comparison::new(
+        vec![group(0, "a"), group(1, "b")],
+        &stats,
+        t,
+        Stat::Max,
+        None,
+    )
+}
+
+fn verdict(c: &Comparison, stat: &str) -> Verdict {
+    let row = c.stats.iter().find(|r| r.stat.name() == stat).unwrap();
+    row.changes[0].verdict
+}
+
+/// Three scenarios whose levels differ 4× and 16×, in a different mix per group (A mostly
+/// fast runs, B mostly slow ones), all from one distribution per scenario: pooled, the runs of
+/// B rank higher; matched by scenario, nothing differs. A scenario only B has is reported and
+/// left out.
+#[test]
+fn same_distribution_in_another_scenario_mix_is_no_significant_difference() {
+    let mut specs = Vec::new();
+    for (scenario, base, n_a, n_b) in [
+        ("1:1", 5_000, 5, 1),
+        ("N:N", 20_000, 2, 2),
+        ("M:N", 80_000, 1, 5),
+    ] {
+        specs.extend(std::iter::repeat_n(("a", scenario, base), n_a));
+        specs.extend(std::iter::repeat_n(("b", scenario, base), n_b));
+    }
+    specs.push(("b", "only-b", 500_000));
+    let runs = runs("mix", &specs);
+    let c = compare(&runs, false);
+    assert_eq!(c.strata_keys.len(), 1, "stratified by scenario");
+    let s = &c.strata[0];
+    assert_eq!(s.matched.len(), 3);
+    assert_eq!(s.only_cand, ["only-b"]);
+    for stat in ["p50", "p99", "max"] {
+        assert_eq!(verdict(&c, stat), Verdict::NotSignificant, "{stat}");
+        let test = c
+            .stats
+            .iter()
+            .find(|r| r.stat.name() == stat)
+            .unwrap()
+            .changes[0]
+            .test
+            .clone()
+            .unwrap();
+        assert!(test.decidable() && !test.significant(), "{stat}: {test:?}");
+    }
+    // The peer: pooling the same runs (scenarios mixed, `only-b` excluded) calls the
+    // mix a difference.
+    let p50 = |k: &str| -> Vec<f64> {
+        let runs = runs
+            .iter()
+            .filter(|r| r.tag("kernel") == Some(k) && r.tag("scenario") != Some("only-b"));
+        rtscope_analysis::compare::analysis::per_run(runs, Stat::parse("p50", "").unwrap())
+    };
+    assert!(mann_whitney(&p50("a"), &p50("b")).unwrap().significant());
+}
+
+/// Every scenario 60 % slower in B: a regression, although each scenario holds only 3 runs per
+/// side (no single scenario could be significant; together they are).
+#[test]
+fn a_shift_in_every_stratum_is_a_regression() {
+    let mut specs = Vec::new();
+    for (scenario, base) in [("1:1", 5_000), ("N:N", 20_000), ("M:N", 80_000)] {
+        for _ in 0..3 {
+            specs.push(("a", scenario, base));
+            specs.push(("b", scenario, base * 8 / 5));
+        }
+    }
+    let runs = runs("shift", &specs);
+    let c = compare(&runs, false);
+    for stat in ["p50", "p99"] {
+        assert_eq!(verdict(&c, stat), Verdict::Regression, "{stat}");
+    }
+    let test = c.stats[0].changes[0].test.clone().unwrap();
+    assert_eq!(test.sizes, [(3, 3); 3]);
+    assert!(test.p < 0.001, "{test:?}");
+    assert!(c.regressions() > 0);
+}
+
+/// One run per side: whatever the threshold says, the test cannot decide; `--threshold-only`
+/// gates on the threshold alone.
+#[test]
+fn one_run_per_side_is_undecided() {
+    let runs = runs("single", &[("a", "1:1", 5_000), ("b", "1:1", 10_000)]);
+    let c = compare(&runs, false);
+    for stat in ["p50", "p99", "max"] {
+        assert_eq!(verdict(&c, stat), Verdict::Undecided, "{stat}");
+        let ch = &c
+            .stats
+            .iter()
+            .find(|r| r.stat.name() == stat)
+            .unwrap()
+            .changes[0];
+        assert_eq!(ch.threshold_verdict, Verdict::Regression, "{stat}");
+    }
+    assert_eq!(c.regressions(), 0);
+    let text = rtscope_analysis::compare::text::render(&c);
+    assert!(text.contains("undecided (n=1 per side)"), "{text}");
+    assert!(text.contains("--threshold-only"), "{text}");
+    let gate = compare(&runs, true);
+    assert_eq!(verdict(&gate, "p99"), Verdict::Regression);
+    assert!(gate.regressions() > 0);
+}
