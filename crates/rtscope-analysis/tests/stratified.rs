@@ -140,14 +140,15 @@ fn a_shift_in_every_stratum_is_a_regression() {
     assert!(c.regressions() > 0);
 }
 
-/// One run per side: whatever the threshold says, the test cannot decide; `--threshold-only`
-/// gates on the threshold alone.
+/// One run per side: the test cannot decide, so a regression by the threshold is reported as
+/// untested and still fails (a gate never passes what it could not test); `--threshold-only`
+/// gives the same verdicts without the test.
 #[test]
-fn one_run_per_side_is_undecided() {
+fn one_run_per_side_is_an_untested_regression() {
     let runs = runs("single", &[("a", "1:1", 5_000), ("b", "1:1", 10_000)]);
     let c = compare(&runs, false);
     for stat in ["p50", "p99", "max"] {
-        assert_eq!(verdict(&c, stat), Verdict::Undecided, "{stat}");
+        assert_eq!(verdict(&c, stat), Verdict::Regression, "{stat}");
         let ch = &c
             .stats
             .iter()
@@ -155,11 +156,15 @@ fn one_run_per_side_is_undecided() {
             .unwrap()
             .changes[0];
         assert_eq!(ch.threshold_verdict, Verdict::Regression, "{stat}");
+        assert!(ch.test.as_ref().is_some_and(|t| !t.decidable()), "{stat}");
     }
-    assert_eq!(c.regressions(), 0);
+    assert!(c.regressions() > 0);
     let text = rtscope_analysis::compare::text::render(&c);
-    assert!(text.contains("undecided (n=1 per side)"), "{text}");
-    assert!(text.contains("--threshold-only"), "{text}");
+    assert!(
+        text.contains("REGRESSION (untested, n=1 per side)"),
+        "{text}"
+    );
+    assert!(text.contains("untested: B on"), "{text}");
     let gate = compare(&runs, true);
     assert_eq!(verdict(&gate, "p99"), Verdict::Regression);
     assert!(gate.regressions() > 0);

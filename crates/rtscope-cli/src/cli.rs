@@ -166,8 +166,8 @@ pub struct CompareArgs {
     /// Latency changes up to this are noise, whatever their % (a bare number is µs)
     #[arg(long, value_name = "DUR", default_value = "1us")]
     pub min_delta: String,
-    /// Judge by --threshold and --min-delta alone, without the significance test: a gate on
-    /// single runs (otherwise a change on too few runs to test is "undecided" and passes)
+    /// Judge by --threshold and --min-delta alone, without the significance test (by default
+    /// runs with repeats are tested; a rise on too few runs to test fails, marked untested)
     #[arg(long)]
     pub threshold_only: bool,
     /// The statistic in the cells of the load-case matrix

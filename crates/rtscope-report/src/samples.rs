@@ -208,7 +208,10 @@ mod tests {
         }
         let pts = d.points();
         assert!(pts.len() <= 2 * 50 && pts.len() >= 25, "{}", pts.len());
-        assert!(pts.contains(&(777_777_000, 9_000_000)), "the maximum is kept");
+        assert!(
+            pts.contains(&(777_777_000, 9_000_000)),
+            "the maximum is kept"
+        );
         assert!(pts.contains(&(12_345_000, 1)), "the minimum is kept");
         assert!(pts.windows(2).all(|w| w[0].0 <= w[1].0), "in time order");
     }

@@ -98,17 +98,17 @@ fn groups_are_chosen_by_id_label_and_tag_filter() {
 #[test]
 fn a_worse_candidate_is_a_regression_and_exits_1() {
     let d = two_runs("regression");
-    // One run per side: no test can decide, so the threshold alone does not fail the
-    // comparison; the verdict says so and names the option that gates on the threshold.
+    // One run per side: no test can decide, so the threshold's regression fails the gate,
+    // marked as untested.
     let o = compare(&d, &["base", "cand"]);
-    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", common::dump(&o));
     let text = stdout(&o);
     let max = text.lines().find(|l| l.starts_with("max ")).unwrap();
-    assert!(max.ends_with("undecided (n=1 per side)"), "{text}");
     assert!(
-        text.contains("undecided: B on p50, p99, max") && text.contains("--threshold-only"),
+        max.ends_with("REGRESSION (untested, n=1 per side)"),
         "{text}"
     );
+    assert!(text.contains("untested: B on p50, p99, max"), "{text}");
     let o = compare(&d, &["base", "cand", "--threshold-only"]);
     assert_eq!(o.status.code(), Some(1), "{}", common::dump(&o));
     let text = stdout(&o);
@@ -166,15 +166,16 @@ fn the_load_case_matrix_has_a_row_per_kernel_and_a_column_per_case() {
     import(&d, WORSE, "a-load", &["kernel=a", "case=load"]);
     import(&d, WORSE, "b-idle", &["kernel=b", "case=idle"]);
     import(&d, BASE, "b-load", &["kernel=b", "case=load"]);
-    // One run per kernel and case: the per-case verdicts are undecided...
+    // One run per kernel and case: the worse case is an untested regression (it fails), the
+    // better one undecided...
     let o = compare(&d, &["kernel=a", "kernel=b", "--rows", "kernel"]);
-    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", common::dump(&o));
     assert!(
-        stdout(&o).contains("undecided  undecided"),
+        stdout(&o).contains("REGRESSION  undecided"),
         "{}",
         stdout(&o)
     );
-    // ... unless the threshold alone is asked to decide.
+    // ... and the threshold alone says the same, with better for the better case.
     let o = compare(
         &d,
         &[
@@ -265,9 +266,9 @@ fn json_has_the_documented_fields() {
     assert_eq!(max["changes"][0]["threshold_verdict"], "regression");
     assert_eq!(doc["groups"][0]["samples"], 10_000);
     assert_eq!(doc["strata"]["keys"], serde_json::json!([]));
-    let doc = compare_json(&d, &["base", "cand"], 0);
+    let doc = compare_json(&d, &["base", "cand"], 1);
     let max = &doc["statistics"][3]["changes"][0];
-    assert_eq!(max["verdict"], "undecided");
+    assert_eq!(max["verdict"], "regression");
     assert_eq!(max["mann_whitney"]["decidable"], false);
     assert_eq!(max["mann_whitney"]["strata"], serde_json::json!([[1, 1]]));
     assert!(doc["matrix"].is_null());
@@ -318,7 +319,7 @@ fn the_documented_example_is_current() {
     let block = &block[block.find('\n').unwrap() + 1..block.find("```").unwrap()];
     let args: Vec<&str> = cmd.split(' ').skip(2).collect();
     let o = compare(&d, &args);
-    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", common::dump(&o));
     assert_eq!(stdout(&o), block, "update the example in docs/compare.md");
 }
 

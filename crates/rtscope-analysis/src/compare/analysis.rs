@@ -217,6 +217,9 @@ fn change(
         _ if !beyond || t.threshold_only => verdict,
         Some(test) if test.decidable() && test.significant() => verdict,
         Some(test) if test.decidable() => Verdict::NotSignificant,
+        // Too few runs to test: a regression by the threshold still fails (a gate never passes
+        // a change it could not test; the text says it is untested); better/worse are undecided.
+        _ if verdict == Verdict::Regression => Verdict::Regression,
         _ => Verdict::Undecided,
     };
     Change {

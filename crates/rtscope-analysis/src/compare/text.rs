@@ -98,9 +98,12 @@ fn groups(groups: &[Group]) -> String {
 }
 
 /// The verdict as printed: `undecided (n=1 per side)` names the runs the test lacked.
-fn verdict_text(c: &Change) -> String {
+fn verdict_text(c: &Change, threshold_only: bool) -> String {
     match (c.verdict, &c.test) {
         (Verdict::Undecided, Some(t)) => format!("undecided (n={})", t.runs_text()),
+        (Verdict::Regression, Some(t)) if !t.decidable() && !threshold_only => {
+            format!("REGRESSION (untested, n={})", t.runs_text())
+        }
         (Verdict::Undecided, None) => "undecided (no matching runs)".into(),
         (v, _) => v.word().to_string(),
     }
@@ -129,7 +132,7 @@ fn side_by_side(c: &Comparison) -> String {
         row.extend(r.values.iter().map(|v| r.stat.show(*v)));
         for ch in &r.changes {
             row.push(change_text(r.stat, ch));
-            row.push(verdict_text(ch));
+            row.push(verdict_text(ch, c.thresholds.threshold_only));
         }
         rows.push(row);
     }
@@ -284,20 +287,20 @@ pub fn verdict_line(c: &Comparison) -> String {
     } else {
         format!("verdict: REGRESSION against A: {}\n", bad.join("; "))
     };
-    let undecided = undecided_regressions(c);
-    if !undecided.is_empty() {
+    let untested = untested_regressions(c);
+    if !untested.is_empty() {
         let _ = writeln!(
             line,
-            "undecided: {} (worse beyond the threshold, on too few runs to test); --threshold-only gates on the threshold alone",
-            undecided.join("; ")
+            "untested: {} (worse beyond the threshold on too few runs for the significance test; it fails the gate, repeat the runs to let the test decide)",
+            untested.join("; ")
         );
     }
     line
 }
 
-/// The candidates' statistics (and matrix cells) the threshold alone would call a regression
-/// but the test could not decide on.
-fn undecided_regressions(c: &Comparison) -> Vec<String> {
+/// The candidates' statistics judged a regression by the threshold alone because the groups
+/// hold too few runs for the significance test.
+fn untested_regressions(c: &Comparison) -> Vec<String> {
     let mut out = Vec::new();
     for (i, g) in c.groups.iter().enumerate().skip(1) {
         let stats: Vec<&str> = c
@@ -305,7 +308,9 @@ fn undecided_regressions(c: &Comparison) -> Vec<String> {
             .iter()
             .filter(|r| {
                 let ch = &r.changes[i - 1];
-                ch.verdict == Verdict::Undecided && ch.threshold_verdict == Verdict::Regression
+                ch.verdict == Verdict::Regression
+                    && !c.thresholds.threshold_only
+                    && ch.test.as_ref().is_some_and(|t| !t.decidable())
             })
             .map(|r| r.stat.name())
             .collect();
