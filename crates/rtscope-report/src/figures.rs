@@ -5,7 +5,7 @@ use crate::group::Grouping;
 use crate::model::RunData;
 use crate::monitors::{campaign_monitor_panels, monitor_panels};
 use crate::plot::{Axis, Corner, Figure, Panel, Scale, Series, Shape};
-use rtscope_core::{Histogram, PERCENTILES};
+use rtscope_core::{Histogram, Overflow};
 
 /// Most bins an OSADL-style histogram is drawn with; wider latency ranges get wider bins.
 pub const MAX_BINS: u64 = 1000;
@@ -14,6 +14,43 @@ pub const MAX_BINS: u64 = 1000;
 pub const MAX_RUN_LINES: usize = 12;
 /// Most points a CDF line is drawn with.
 pub const MAX_CDF_POINTS: usize = 2000;
+
+/// One line of the shared plots (tail, CDF, exceedance): a run, CPU or group.
+#[derive(Debug, Clone, Default)]
+pub struct Line {
+    /// Legend text.
+    pub name: String,
+    /// The samples with a value.
+    pub hist: Histogram,
+    /// Raw latencies (ns) when stored, for an exact CDF.
+    pub raw: Option<Vec<u64>>,
+    /// Samples counted but not in the histogram (an import's overflows): percentiles ranked
+    /// among them are lower bounds, drawn hollow at their floor.
+    pub over: Overflow,
+}
+
+impl Line {
+    /// A line of a histogram that holds every sample.
+    pub fn new(name: impl Into<String>, hist: Histogram) -> Line {
+        Line {
+            name: name.into(),
+            hist,
+            ..Line::default()
+        }
+    }
+
+    /// The legend text, saying how many samples lie beyond the histogram.
+    fn legend(&self) -> String {
+        match self.over.count {
+            0 => self.name.clone(),
+            n => format!(
+                "{} ({n} overflows ≥{} µs)",
+                self.name,
+                crate::us(self.over.floor.0)
+            ),
+        }
+    }
+}
 
 /// Where a figure goes in the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,15 +105,11 @@ pub fn all(runs: &[RunData], grouping: &Grouping) -> Vec<NamedFigure> {
         grid(hist, columns),
     ));
     let lines = lines(runs, grouping);
-    let tail_lines: Vec<(String, Histogram)> = lines
-        .iter()
-        .map(|(n, h, _)| (n.clone(), h.clone()))
-        .collect();
     out.push(named(
         "tail",
         Latency,
         TAIL_CAPTION,
-        Figure::single(tail_of(&tail_lines)),
+        Figure::single(tail_of(&lines)),
     ));
     let (c, e) = cdf_of(lines);
     let source = if runs.iter().any(|r| r.raw.is_some()) && runs.len() <= MAX_RUN_LINES {
@@ -270,17 +303,19 @@ pub fn histogram(run: &RunData) -> Panel {
 pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
     let threads = &run.detail.threads;
     let HistScale { width, max_us } = scale;
-    let series = threads
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let max = t
-                .max_ns
-                .map_or("-".into(), |m| format!("{} µs", crate::us(m)));
-            let name = format!("{} (max {max})", run.cpu_name(t.thread));
-            Series::new(name, i, histogram_points(&t.histogram, width, max_us))
-        })
-        .collect();
+    let mut series = Vec::new();
+    for (i, t) in threads.iter().enumerate() {
+        let max = t
+            .max_ns
+            .map_or("-".into(), |m| format!("{} µs", crate::us(m)));
+        let name = format!("{} (max {max})", run.cpu_name(t.thread));
+        series.push(Series::new(
+            name,
+            i,
+            histogram_points(&t.histogram, width, max_us),
+        ));
+        series.extend(overflow_bar(run, t, i, width));
+    }
     let unit = if width == 1 {
         "samples per µs".to_string()
     } else {
@@ -297,6 +332,32 @@ pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
         legend: Corner::UpperRight,
         series,
     }
+}
+
+/// An import's histogram overflows of thread `t` as a bar of their own at the source's limit
+/// (their values are unknown, only that each is at least the limit), labelled.
+fn overflow_bar(
+    run: &RunData,
+    t: &rtscope_store::ThreadRow,
+    i: usize,
+    width: u64,
+) -> Option<Series> {
+    let over = run.detail.overflow(t);
+    if over.count == 0 {
+        return None;
+    }
+    let at = (over.floor.0 / 1000 / width * width) as f64;
+    let name = format!(
+        "{}: {} overflows ≥{} µs (values unknown)",
+        run.cpu_name(t.thread),
+        over.count,
+        crate::us(over.floor.0)
+    );
+    Some(Series {
+        markers: true,
+        shape: Shape::MaxMarker,
+        ..Series::new(name, i, vec![(at, over.count as f64)])
+    })
 }
 
 /// Histogram counts in bins of `width` µs from 0 to `max_us`, as (bin start µs, count), each
@@ -329,35 +390,43 @@ pub fn nines(q: f64) -> f64 {
     -(1.0 - q).max(1e-12).log10()
 }
 
-/// Tail-latency points of a histogram: (nines, µs) for each percentile with at least one
-/// sample beyond it.
-pub fn tail_points(h: &Histogram) -> Vec<(f64, f64)> {
-    PERCENTILES
-        .iter()
-        .filter(|(_, q)| h.count() as f64 * (1.0 - q) >= 1.0)
-        .filter_map(|&(_, q)| h.value_at_quantile(q).map(|v| (nines(q), ns_to_us(v.0))))
+/// Tail-latency points of a histogram and its overflows: (nines, µs, weak) for each
+/// percentile with at least one sample beyond it, ranked over all samples; weak when it rests
+/// on fewer than 10 samples beyond it or is only a lower bound (ranked among the overflows).
+pub fn tail_points(h: &Histogram, over: Overflow) -> Vec<(f64, f64, bool)> {
+    h.percentiles_over_all(over)
+        .into_iter()
+        .filter(|p| p.tail_samples >= 1.0)
+        .filter_map(|p| {
+            let weak = !p.is_supported() || p.lower_bound;
+            p.value.map(|v| (nines(p.quantile), ns_to_us(v.0), weak))
+        })
         .collect()
 }
 
 /// The lines of the shared plots: per CPU plus all CPUs for one run; per run (all CPUs) for
 /// several, named by their group; one per group when runs repeat or are too many.
-fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Option<Vec<u64>>)> {
+fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<Line> {
     if let [run] = runs {
         let mut out: Vec<_> = run
             .detail
             .threads
             .iter()
-            .map(|t| {
-                let raw = run
+            .map(|t| Line {
+                raw: run
                     .raw
                     .as_ref()
-                    .and_then(|r| r.get(t.thread as usize).cloned());
-                (run.cpu_name(t.thread), t.histogram.clone(), raw)
+                    .and_then(|r| r.get(t.thread as usize).cloned()),
+                over: run.detail.overflow(t),
+                ..Line::new(run.cpu_name(t.thread), t.histogram.clone())
             })
             .collect();
         if out.len() > 1 {
-            let raw = run.raw.as_ref().map(|r| r.concat());
-            out.push(("all CPUs".into(), run.merged().clone(), raw));
+            out.push(Line {
+                raw: run.raw.as_ref().map(|r| r.concat()),
+                over: run.detail.overflow_all(),
+                ..Line::new("all CPUs", run.merged().clone())
+            });
         }
         return out;
     }
@@ -366,12 +435,10 @@ fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Optio
         return runs
             .iter()
             .enumerate()
-            .map(|(i, r)| {
-                (
-                    grouping.run_name(runs, i),
-                    r.merged().clone(),
-                    r.raw.as_ref().map(|x| x.concat()),
-                )
+            .map(|(i, r)| Line {
+                raw: r.raw.as_ref().map(|x| x.concat()),
+                over: r.detail.overflow_all(),
+                ..Line::new(grouping.run_name(runs, i), r.merged().clone())
             })
             .collect();
     }
@@ -379,14 +446,15 @@ fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Optio
 }
 
 /// One line per group (repeats merged); raw samples are not used then.
-fn by_group(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Option<Vec<u64>>)> {
+fn by_group(runs: &[RunData], grouping: &Grouping) -> Vec<Line> {
     grouping
         .groups
         .iter()
         .map(|g| {
-            let mut h = Histogram::new();
+            let (mut h, mut over) = (Histogram::new(), Overflow::default());
             for &i in &g.runs {
                 h.merge(runs[i].merged());
+                over = over.merge(runs[i].detail.overflow_all());
             }
             let base = if g.name.is_empty() {
                 "all runs"
@@ -397,7 +465,10 @@ fn by_group(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Op
                 1 => base.to_string(),
                 n => format!("{base} ({n} runs)"),
             };
-            (name, h, None)
+            Line {
+                over,
+                ..Line::new(name, h)
+            }
         })
         .collect()
 }
@@ -405,32 +476,27 @@ fn by_group(runs: &[RunData], grouping: &Grouping) -> Vec<(String, Histogram, Op
 /// The tail-latency plot: latency at p50 … p99.9999 on an axis of "nines".
 pub fn tail(runs: &[RunData]) -> Panel {
     let g = Grouping::new(runs, None);
-    let lines: Vec<(String, Histogram)> = lines(runs, &g)
-        .into_iter()
-        .map(|(n, h, _)| (n, h))
-        .collect();
-    tail_of(&lines)
+    tail_of(&lines(runs, &g))
 }
 
 /// The tail-latency plot of any named histograms (one line each): runs, CPUs, or the groups
 /// `rtscope compare` compares.
-pub fn tail_of(lines: &[(String, Histogram)]) -> Panel {
+pub fn tail_of(lines: &[Line]) -> Panel {
     let mut series: Vec<Series> = Vec::new();
     let mut right = 1.0f64;
-    for (i, (name, h)) in lines.iter().enumerate() {
-        let pts = tail_points(h);
-        // Points resting on fewer than 10 samples beyond them are drawn hollow.
-        let weak = PERCENTILES
-            .iter()
-            .filter(|(_, q)| h.count() as f64 * (1.0 - q) >= 1.0)
-            .map(|(_, q)| h.count() as f64 * (1.0 - q) < 10.0)
-            .collect();
+    for (i, l) in lines.iter().enumerate() {
+        let h = &l.hist;
+        let marked = tail_points(h, l.over);
+        // Points resting on fewer than 10 samples beyond them, and lower bounds, are hollow.
+        let weak = marked.iter().map(|p| p.2).collect();
+        let pts: Vec<(f64, f64)> = marked.iter().map(|p| (p.0, p.1)).collect();
         series.push(Series {
             markers: true,
             weak,
-            ..Series::new(name.clone(), i, pts.clone())
+            ..Series::new(l.legend(), i, pts.clone())
         });
-        if let Some(max) = h.max() {
+        // With overflows the exact max is not in the histogram: no marker.
+        if let (Some(max), 0) = (h.max(), l.over.count) {
             // The exact max sits where the last sample would: log10(count) nines.
             let at = (h.count().max(1) as f64).log10();
             right = right.max(at);
@@ -457,9 +523,10 @@ pub fn tail_of(lines: &[(String, Histogram)]) -> Panel {
     }
 }
 
-/// CDF points (µs, fraction ≤ µs) from a histogram's bucket edges.
-pub fn cdf_points(h: &Histogram) -> Vec<(f64, f64)> {
-    let total = h.count().max(1) as f64;
+/// CDF points (µs, fraction ≤ µs) from a histogram's bucket edges, over all samples: with
+/// overflows the curve ends below 1 at the histogram's top (their values are unknown).
+pub fn cdf_points(h: &Histogram, over: Overflow) -> Vec<(f64, f64)> {
+    let total = h.count().saturating_add(over.count).max(1) as f64;
     let mut seen = 0u64;
     let mut pts = Vec::new();
     if let Some(min) = h.min() {
@@ -507,16 +574,18 @@ pub fn cdf(runs: &[RunData]) -> (Panel, Panel) {
 
 /// The CDF and exceedance plots of any named histograms (with raw samples, when given, for an
 /// exact curve): runs, CPUs, or the groups `rtscope compare` compares.
-pub fn cdf_of(lines: Vec<(String, Histogram, Option<Vec<u64>>)>) -> (Panel, Panel) {
-    let x = latency_axis(lines.iter().map(|l| &l.1));
+pub fn cdf_of(lines: Vec<Line>) -> (Panel, Panel) {
+    let x = latency_axis(lines.iter().map(|l| &l.hist));
     let mut c = Vec::new();
     let mut e = Vec::new();
-    for (i, (name, h, raw)) in lines.into_iter().enumerate() {
-        let pts = match raw {
+    for (i, l) in lines.into_iter().enumerate() {
+        let name = l.legend();
+        let h = l.hist;
+        let pts = match l.raw {
             Some(r) if !r.is_empty() => cdf_points_raw(&r),
-            _ => cdf_points(&h),
+            _ => cdf_points(&h, l.over),
         };
-        let floor = 0.5 / h.count().max(1) as f64;
+        let floor = 0.5 / h.count().saturating_add(l.over.count).max(1) as f64;
         let exc = pts
             .iter()
             .map(|&(x, y)| (x, (1.0 - y).max(floor)))

@@ -452,7 +452,11 @@ fn draw_line<DB: DrawingBackend>(
     let style = style_of(s);
     if s.shape == Shape::MaxMarker {
         let marks = pts.iter().map(|&p| Cross::new(p, 6, style.stroke_width(3)));
-        chart.draw_series(marks).map_err(plot_err)?;
+        let anno = chart.draw_series(marks).map_err(plot_err)?;
+        if !s.name.is_empty() {
+            anno.label(s.name.as_str())
+                .legend(move |(x, y)| Cross::new((x + 10, y), 4, style.stroke_width(2)));
+        }
         return Ok(());
     }
     if s.markers {

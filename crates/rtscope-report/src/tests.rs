@@ -507,11 +507,14 @@ fn long_tails_get_a_log_latency_axis() {
     let mut body = Histogram::new();
     body.record_n(Nanos(5_000), 10_000);
     body.record_n(Nanos(9_000), 100);
-    let (c, e) = figures::cdf_of(vec![("a".into(), body.clone(), None)]);
+    let (c, e) = figures::cdf_of(vec![figures::Line::new("a", body.clone())]);
     assert_eq!((c.x.scale, e.x.scale), (Scale::Linear, Scale::Linear));
     let mut tail = body.clone();
     tail.record(Nanos(12_000_000));
-    let (c, e) = figures::cdf_of(vec![("a".into(), body, None), ("b".into(), tail, None)]);
+    let (c, e) = figures::cdf_of(vec![
+        figures::Line::new("a", body),
+        figures::Line::new("b", tail),
+    ]);
     assert_eq!((c.x.scale, e.x.scale), (Scale::Log, Scale::Log));
     let svg = plot::to_svg(&Figure::single(e)).unwrap();
     assert!(svg.contains("log axis"));

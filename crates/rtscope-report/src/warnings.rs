@@ -138,6 +138,7 @@ fn of_run(r: &RunData) -> Vec<(String, String)> {
                 .into(),
         ));
     }
+    out.extend(short_histogram(r));
     let dropped: u64 = r.detail.threads.iter().map(|t| t.raw_dropped).sum();
     if dropped > 0 {
         out.push((
@@ -146,4 +147,53 @@ fn of_run(r: &RunData) -> Vec<(String, String)> {
         ));
     }
     out
+}
+
+/// An imported histogram too short for the run: samples at or above its limit have no value,
+/// so the percentiles ranked among them are lower bounds. Says by how much it was too short.
+fn short_histogram(r: &RunData) -> Option<(String, String)> {
+    let d = &r.detail;
+    let over = d.overflow_all();
+    let count = d.overflows();
+    if count == 0 {
+        return None;
+    }
+    let s = &d.summary;
+    let share = count as f64 * 100.0 / s.samples.max(1) as f64;
+    let first = over_first(r);
+    let floor_us = over.floor.0 / 1000;
+    let max = s.max_ns.map_or(String::new(), |m| {
+        format!(
+            "; the largest sample was {} µs, {:.1}× the limit",
+            crate::us(m),
+            m as f64 / over.floor.0.max(1) as f64
+        )
+    });
+    let need = s.max_ns.map_or(floor_us * 2, |m| m.div_ceil(1000) + 1);
+    Some((
+        format!(
+            "run {}'s source histogram was too short: {count} samples ({share:.4} %) were at or above its {floor_us} µs limit and have no value{max}; {first}",
+            s.id
+        ),
+        format!("re-run cyclictest with -h {need} (or larger) so every sample has a value"),
+    ))
+}
+
+/// Which percentiles are only lower bounds: from the lowest reported one that is.
+fn over_first(r: &RunData) -> String {
+    let d = &r.detail;
+    let bounded = d
+        .threads
+        .iter()
+        .flat_map(|t| t.histogram.percentiles_over_all(d.overflow(t)))
+        .chain(d.summary.histogram.percentiles_over_all(d.overflow_all()))
+        .filter(|p| p.lower_bound)
+        .min_by(|a, b| a.quantile.total_cmp(&b.quantile));
+    bounded.map_or("no percentile shown is affected".into(), |p| {
+        let floor_us = d.overflow_all().floor.0 / 1000;
+        format!(
+            "the percentiles from {} up are lower bounds (shown ≥{floor_us})",
+            p.label
+        )
+    })
 }

@@ -296,6 +296,7 @@ fn report(
             cpu: t.cpu.map_or("-".into(), |c| c.to_string()),
             stats: &t.stats,
             hist: &t.histogram,
+            over: Default::default(),
             max_at: (t.stats.count > 0).then(|| offset(&t.stats)),
         })
         .collect();
@@ -304,6 +305,7 @@ fn report(
         cpu: "-".into(),
         stats: &total_stats,
         hist: &total_hist,
+        over: Default::default(),
         max_at: (total_stats.count > 0).then(|| offset(&total_stats)),
     });
     let failed = checks.iter().any(|c| !c.passed);
