@@ -567,6 +567,15 @@ pub struct MeasureArgs {
     /// CPUs for rtscope's own non-real-time main thread (housekeeping)
     #[arg(long, value_name = "LIST", help_heading = "Threads and CPUs")]
     pub main_cpus: Option<String>,
+    /// SCHED_FIFO priority of rtscope's control and monitor threads (used only below every
+    /// measuring thread), or `off` for SCHED_OTHER
+    #[arg(
+        long,
+        value_name = "N|off",
+        default_value = "1",
+        help_heading = "Threads and CPUs"
+    )]
+    pub housekeeping_prio: String,
 
     /// Scheduling policy
     #[arg(long, value_enum, default_value = "fifo", help_heading = "Scheduling")]

@@ -139,6 +139,7 @@ fn of_run(r: &RunData) -> Vec<(String, String)> {
         ));
     }
     out.extend(short_histogram(r));
+    out.extend(cadence_gaps(r));
     let dropped: u64 = r.detail.threads.iter().map(|t| t.raw_dropped).sum();
     if dropped > 0 {
         out.push((
@@ -196,4 +197,35 @@ fn over_first(r: &RunData) -> String {
             p.label
         )
     })
+}
+
+/// The housekeeping threads' cadence gaps (`rtscope.cadence.*`, see rtscope-session's
+/// `housekeeping`): periods more than 1.5× the planned one, when the control thread (series
+/// points, checkpoints) or the monitor could not run on time.
+fn cadence_gaps(r: &RunData) -> Vec<(String, String)> {
+    let field = |v: &str, key: &str| {
+        v.split_whitespace()
+            .find_map(|f| f.strip_prefix(key)?.strip_prefix('='))
+            .map(str::to_string)
+    };
+    let mut out = Vec::new();
+    for (key, what) in [
+        ("rtscope.cadence.control", "series points and checkpoints"),
+        ("rtscope.cadence.monitor", "monitor samples"),
+    ] {
+        let Some(v) = r.env(key) else { continue };
+        let late: u64 = field(v, "late").and_then(|n| n.parse().ok()).unwrap_or(0);
+        if late == 0 {
+            continue;
+        }
+        let periods = field(v, "periods").unwrap_or_default();
+        let longest = field(v, "longest").unwrap_or_default();
+        let period = field(v, "period").unwrap_or_default();
+        let sched = r.env("rtscope.housekeeping").unwrap_or("unknown");
+        out.push((
+            format!("run {}'s {what} stalled: {late} of {periods} periods were over 1.5× their {period} (longest {longest}; housekeeping threads: {sched})", r.id()),
+            "those points cover more time than planned; give rtscope a CPU the run does not measure (--main-cpus, isolcpus) or keep --housekeeping-prio on".into(),
+        ));
+    }
+    out
 }

@@ -78,6 +78,17 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         latency: a.latency,
         event_above: opt_dur(a.event_above.as_deref(), "--event-above")?,
         event_capacity: a.event_capacity,
+        housekeeping_prio: match a.housekeeping_prio.as_str() {
+            "off" => None,
+            p => Some(
+                p.parse()
+                    .ok()
+                    .filter(|p| (1..=98).contains(p))
+                    .ok_or_else(|| {
+                        UsageError::new(format!("--housekeeping-prio: '{p}' is not 1-98 or 'off'"))
+                    })?,
+            ),
+        },
         explain: opt_dur(a.explain.as_deref(), "--explain")?,
         raw: a.raw,
         limits: a
