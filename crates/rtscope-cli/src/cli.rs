@@ -394,6 +394,8 @@ pub enum ImportFormat {
     Jitterdebugger,
     /// A stress-ng `--cyclic` log.
     StressNg,
+    /// cyclictest's summary without a histogram: `-q`, a live status, `--spike` output
+    CyclictestSummary,
 }
 
 impl ImportFormat {
@@ -406,6 +408,7 @@ impl ImportFormat {
             ImportFormat::CyclictestJson => F::CyclictestJson,
             ImportFormat::Jitterdebugger => F::Jitterdebugger,
             ImportFormat::StressNg => F::StressNg,
+            ImportFormat::CyclictestSummary => F::CyclictestSummary,
         }
     }
 }
