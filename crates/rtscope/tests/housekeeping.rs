@@ -13,20 +13,7 @@ use std::time::{Duration, Instant};
 const BIN: &str = env!("CARGO_BIN_EXE_rtscope");
 
 fn env_of(db: &Path) -> Value {
-    let o = common::run(
-        BIN,
-        &[
-            "runs",
-            "--db",
-            db.to_str().unwrap(),
-            "show",
-            "last",
-            "--json",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
-    let run: Value = serde_json::from_slice(&o.stdout).unwrap();
-    run["environment"].clone()
+    common::show_last(db)["environment"].clone()
 }
 
 /// (policy, rt priority) of a thread from /proc/PID/task/TID/stat (fields 41 and 40).

@@ -23,9 +23,7 @@ fn import(name: &str, file: &Path) -> Value {
     let db = db.to_str().unwrap();
     let o = common::run(BIN, &["import", "--db", db, file.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
-    let o = common::run(BIN, &["runs", "--db", db, "show", "last", "--json"]);
-    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
+    common::show_last(Path::new(db))
 }
 
 /// (tid, prio, interval µs, cycles, min, avg, max) of every `T:` line of the last block,

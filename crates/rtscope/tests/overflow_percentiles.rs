@@ -75,8 +75,7 @@ fn percentiles_rank_over_every_sample_and_overflowed_ranks_are_lower_bounds() {
     let db = dir.join("o.db");
     let db = db.to_str().unwrap();
     rtscope(&["import", "--db", db, file.to_str().unwrap()]);
-    let run: Value =
-        serde_json::from_str(&rtscope(&["runs", "--db", db, "show", "last", "--json"])).unwrap();
+    let run = common::show_last(Path::new(db));
     let t0 = &run["thread_stats"][0];
     assert!(near(&t0["percentiles_ns"]["p99.9"], 268), "{t0}");
     assert!(near(
