@@ -2,7 +2,16 @@
 """Benchmark rtscope against cyclictest (rt-tests) under identical settings.
 
 Both tools are run alternately with the same options plus a 1 us histogram
-(`-h 2000`) and `--json=FILE`.  p50/p99 are derived the same way for both
+(`-h 2000`) and `--json=FILE`.
+
+Like with like: cyclictest pins its own main thread to the -a CPUs, so with `-a0` a
+thread of cyclictest wakes every 10 ms on the measured CPU, which on a VM changes how
+many timer reprogrammings (each a trap to the hypervisor) happen per wake-up and lowers
+its p50 by ~12 %. rtscope's main thread is not pinned there. So every scenario runs
+cyclictest with `--mainaffinity=` the CPUs it does not measure (where there are any), and
+each scenario runs in two sets: `idle` (no /dev/cpu_dma_latency request: `--default-system`
+for cyclictest) and `latency0` (`--latency=0` for both: C-states held off, the observer
+effect gone). See docs/cyclictest-differences.md.  p50/p99 are derived the same way for both
 tools from the pooled histogram buckets of the JSON output (nearest rank);
 CPU time comes from os.wait4() on the child process; peak RSS from GNU time's
 %M when /usr/bin/time exists (wait4's ru_maxrss of a child forked from Python
@@ -39,9 +48,10 @@ SCENARIOS = {
 # key, label, decimals, target (rtscope/cyclictest ratio must be <= target;
 # None = informational only).
 METRICS = [
+    ("min", "min latency (us)", 0, None),
     ("p50", "p50 latency (us)", 0, 1.0),
     ("p99", "p99 latency (us)", 0, 1.0),
-    ("wakeups", "total wake-ups", 0, None),
+    ("wakeups", "total wake-ups (samples)", 0, None),
     ("user_ms", "user CPU ms / 100k wake-ups", 2, 0.5),
     ("sys_ms", "sys CPU ms / 100k wake-ups", 2, None),
     ("cpu_ms", "total CPU ms / 100k wake-ups", 2, 1.0),
@@ -79,6 +89,8 @@ def parse_args(argv=None):
                    help="base interval in us, -i (default: %(default)s)")
     p.add_argument("--scenarios", default=",".join(SCENARIOS),
                    help="comma list of %s (default: all)" % ", ".join(SCENARIOS))
+    p.add_argument("--sets", default=",".join(SETS),
+                   help="comma list of %s (default: both)" % ", ".join(SETS))
     p.add_argument("--out", help="also write the report as Markdown to FILE")
     p.add_argument("--quick", action="store_true",
                    help="smoke test: --pairs 1 --loops 2000 unless given")
@@ -91,6 +103,9 @@ def parse_args(argv=None):
     if args.loops is None:
         args.loops = 2000 if args.quick else 20000
     args.scenarios = [s.strip() for s in args.scenarios.split(",") if s.strip()]
+    args.sets = [s.strip() for s in args.sets.split(",") if s.strip()]
+    if not args.sets or any(s not in SETS for s in args.sets):
+        p.error(f"--sets: choose from {list(SETS)}")
     unknown = [s for s in args.scenarios if s not in SCENARIOS]
     if unknown or not args.scenarios:
         p.error(f"unknown scenario(s) {unknown}; choose from {list(SCENARIOS)}")
@@ -105,20 +120,40 @@ def make_tools(args, workdir):
             raise ToolError(f"not an executable file: {path}")
     if args.rtscope_is_cyclictest:
         # Self-test: the "rtscope" is really cyclictest, treat it as such.
-        rt_prefix = [args.rtscope, "--default-system"]
+        rt_prefix = [args.rtscope]
     else:
         rt_prefix = [args.rtscope, "cyclictest"]
     tools = [Tool("rtscope", args.rtscope, rt_prefix),
-             Tool("cyclictest", args.cyclictest,
-                  [args.cyclictest, "--default-system"])]
+             Tool("cyclictest", args.cyclictest, [args.cyclictest])]
     for tool in tools:
         tool.json_path = os.path.join(workdir, f"{tool.name}.json")
     return tools
 
 
-def scenario_args(name, args):
-    return shlex.split(SCENARIOS[name].format(loops=args.loops,
+# The two sets of every scenario: the extra options of (rtscope, cyclictest).
+SETS = {
+    "idle": ([], ["--default-system"]),
+    "latency0": (["--latency=0"], ["--latency=0"]),
+}
+
+
+def main_affinity(name):
+    """cyclictest's --mainaffinity: the online CPUs the scenario does not measure."""
+    measured = {0} if "-a0" in SCENARIOS[name] else set(os.sched_getaffinity(0))
+    free = sorted(set(os.sched_getaffinity(0)) - measured)
+    return [f"--mainaffinity={','.join(map(str, free))}"] if free else []
+
+
+def scenario_args(name, args, tool=None, cset="idle"):
+    """The options of a scenario and set for `tool` (None: the common part)."""
+    base = shlex.split(SCENARIOS[name].format(loops=args.loops,
                                               interval=args.interval))
+    if tool is None:
+        return base
+    rt_extra, ct_extra = SETS[cset]
+    if tool.name == "cyclictest" or args.rtscope_is_cyclictest:
+        return base + ct_extra + main_affinity(name)
+    return base + rt_extra
 
 
 def run_tool(tool, cmd, workdir):
@@ -215,6 +250,7 @@ def run_metrics(tool, cmd, workdir):
         raise ToolError(f"{tool.name}: JSON reports zero cycles")
     per_unit_ms = 1000.0 * WAKEUPS_UNIT / wakeups
     return {
+        "min": min(buckets) if buckets else HIST_RANGE,
         "p50": nearest_rank(buckets, overflow, 50),
         "p99": nearest_rank(buckets, overflow, 99),
         "wakeups": wakeups,
@@ -227,13 +263,15 @@ def run_metrics(tool, cmd, workdir):
 
 
 def run_scenario(name, tools, args, workdir):
-    """Run all pairs of one scenario, alternating the order every pair."""
-    sargs = scenario_args(name, args)
+    """Run all pairs of one scenario and set (`name` is `scenario/set`), alternating the
+    order every pair."""
+    scenario, cset = name.split("/")
     for tool in tools:
         tool.runs[name] = []
     for i in range(args.pairs):
         order = tools if i % 2 == 0 else tools[::-1]
         for tool in order:
+            sargs = scenario_args(scenario, args, tool, cset)
             metrics = run_metrics(tool, tool.command(sargs), workdir)
             tool.runs[name].append(metrics)
             n = metrics["overflow"]
@@ -330,10 +368,11 @@ def render_report(tools, args, markdown):
     note = cpu_accounting_note()
     if note:
         out += [note, ""]
-    for name in args.scenarios:
-        sargs = scenario_args(name, args)
-        out += [f"{h}scenario {name}", ""]
-        cmds = [shlex.join(t.command(sargs)) for t in tools]
+    for name in runs_of(args):
+        scenario, cset = name.split("/")
+        out += [f"{h}scenario {scenario}, set {cset}", ""]
+        cmds = [shlex.join(t.command(scenario_args(scenario, args, t, cset)))
+                for t in tools]
         out += [f"- {t.name}: `{c}`" if markdown else f"  {t.name}: {c}"
                 for t, c in zip(tools, cmds)]
         out += ["", format_table(SUMMARY_HEADERS, summarize(name, rt, ct),
@@ -342,6 +381,11 @@ def render_report(tools, args, markdown):
             format_table(["tool", "file", "bytes"], binary_rows(tools),
                          markdown), ""]
     return "\n".join(out)
+
+
+def runs_of(args):
+    """Every `scenario/set` measured, in order."""
+    return [f"{s}/{c}" for s in args.scenarios for c in args.sets]
 
 
 def log(msg):
@@ -355,7 +399,7 @@ def main(argv=None):
     try:
         with tempfile.TemporaryDirectory(prefix="rtscope-bench-") as workdir:
             tools = make_tools(args, workdir)
-            for name in args.scenarios:
+            for name in runs_of(args):
                 run_scenario(name, tools, args, workdir)
             text = render_report(tools, args, markdown=False)
             md = render_report(tools, args, markdown=True) if args.out else None

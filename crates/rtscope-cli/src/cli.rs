@@ -419,6 +419,8 @@ pub enum ImportFormat {
     Jitterdebugger,
     /// A stress-ng `--cyclic` log.
     StressNg,
+    /// cyclictest's summary without a histogram: `-q`, a live status, `--spike` output
+    CyclictestSummary,
 }
 
 impl ImportFormat {
@@ -431,6 +433,7 @@ impl ImportFormat {
             ImportFormat::CyclictestJson => F::CyclictestJson,
             ImportFormat::Jitterdebugger => F::Jitterdebugger,
             ImportFormat::StressNg => F::StressNg,
+            ImportFormat::CyclictestSummary => F::CyclictestSummary,
         }
     }
 }
@@ -592,6 +595,15 @@ pub struct MeasureArgs {
     /// CPUs for rtscope's own non-real-time main thread (housekeeping)
     #[arg(long, value_name = "LIST", help_heading = "Threads and CPUs")]
     pub main_cpus: Option<String>,
+    /// SCHED_FIFO priority of rtscope's control and monitor threads (used only below every
+    /// measuring thread), or `off` for SCHED_OTHER
+    #[arg(
+        long,
+        value_name = "N|off",
+        default_value = "1",
+        help_heading = "Threads and CPUs"
+    )]
+    pub housekeeping_prio: String,
 
     /// Scheduling policy
     #[arg(long, value_enum, default_value = "fifo", help_heading = "Scheduling")]

@@ -40,6 +40,49 @@ pub struct Percentile {
     /// Expected number of samples above this percentile (`count × (1 − quantile)`); below
     /// [`MIN_TAIL_SAMPLES`] the percentile rests on too few samples to mean much.
     pub tail_samples: f64,
+    /// The rank falls among samples the histogram could not place ([`Overflow`]): the true
+    /// value is at least `value`, not equal to it.
+    pub lower_bound: bool,
+}
+
+/// Samples a source counted but could not place in its histogram (cyclictest's overflows, at
+/// or above its `-h` limit): only a lower bound of their values is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Overflow {
+    /// How many samples lie beyond the histogram.
+    pub count: u64,
+    /// Every one of them is at least this, ns.
+    pub floor: Nanos,
+}
+
+impl Overflow {
+    /// The samples of a thread or run that `h` does not hold, when `samples` were counted in
+    /// all. `limit` is the source's histogram limit (ns) when known; without it the floor is
+    /// the histogram's maximum (every overflow lies above it). A histogram with no samples at
+    /// all and no known limit says nothing: no overflow (its percentiles stay unknown).
+    pub fn of(h: &Histogram, samples: u64, limit: Option<Nanos>) -> Overflow {
+        let count = samples.saturating_sub(h.count());
+        match (limit, h.max()) {
+            (Some(l), max) => Overflow {
+                count,
+                floor: max.map_or(l, |m| l.max(m)),
+            },
+            (None, Some(max)) => Overflow { count, floor: max },
+            (None, None) => Overflow::default(),
+        }
+    }
+
+    /// The overflows of two sets of samples together: the floor is the lower one.
+    pub fn merge(self, other: Overflow) -> Overflow {
+        match (self.count, other.count) {
+            (0, _) => other,
+            (_, 0) => self,
+            (a, b) => Overflow {
+                count: a.saturating_add(b),
+                floor: self.floor.min(other.floor),
+            },
+        }
+    }
 }
 
 impl Percentile {
@@ -190,29 +233,64 @@ impl Histogram {
         if self.total == 0 {
             return None;
         }
-        let rank = ((q.clamp(0.0, 1.0) * self.total as f64).ceil() as u64).clamp(1, self.total);
+        Some(self.value_at_rank(rank_of(q, self.total)))
+    }
+
+    /// The value at quantile `q` with the rank taken over all samples: the histogram's and
+    /// `over`'s. A rank that falls among the overflows gives their floor, flagged as a lower
+    /// bound (`true`); `None` without any sample.
+    pub fn value_over_all(&self, q: f64, over: Overflow) -> Option<(Nanos, bool)> {
+        let total = self.total.saturating_add(over.count);
+        if total == 0 {
+            return None;
+        }
+        let rank = rank_of(q, total);
+        if rank > self.total {
+            return Some((over.floor, true));
+        }
+        Some((self.value_at_rank(rank), false))
+    }
+
+    /// The sample of 1-based `rank` (at most the count): its bucket's midpoint, clamped to the
+    /// exact min and max.
+    fn value_at_rank(&self, rank: u64) -> Nanos {
         let mut seen = 0u64;
         for (i, c) in self.nonzero() {
             seen += c;
             if seen >= rank {
                 let mid = layout::lowest_of(i) + (layout::width_of(i) - 1) / 2;
-                return Some(Nanos(mid.clamp(self.min, self.max)));
+                return Nanos(mid.clamp(self.min, self.max));
             }
         }
-        Some(Nanos(self.max))
+        Nanos(self.max)
     }
 
     /// All of [`PERCENTILES`] in one pass.
     pub fn percentiles(&self) -> Vec<Percentile> {
+        self.percentiles_over_all(Overflow::default())
+    }
+
+    /// All of [`PERCENTILES`], ranked over the histogram's samples and `over`'s
+    /// ([`Histogram::value_over_all`]): those that fall among the overflows are lower bounds.
+    pub fn percentiles_over_all(&self, over: Overflow) -> Vec<Percentile> {
         PERCENTILES
             .iter()
-            .map(|&(label, q)| Percentile {
-                label,
-                quantile: q,
-                value: self.value_at_quantile(q),
-                tail_samples: self.total as f64 * (1.0 - q),
-            })
+            .map(|&(label, q)| self.percentile_over_all(label, q, over))
             .collect()
+    }
+
+    /// One percentile (`label`, quantile `q`) ranked over all samples, as
+    /// [`Histogram::percentiles_over_all`].
+    pub fn percentile_over_all(&self, label: &'static str, q: f64, over: Overflow) -> Percentile {
+        let total = self.total.saturating_add(over.count);
+        let v = self.value_over_all(q, over);
+        Percentile {
+            label,
+            quantile: q,
+            value: v.map(|v| v.0),
+            tail_samples: total as f64 * (1.0 - q),
+            lower_bound: v.is_some_and(|v| v.1),
+        }
     }
 
     /// The mean of the samples after truncating each to whole `unit`s (cyclictest's average of
@@ -249,9 +327,50 @@ impl Histogram {
     }
 }
 
+/// The nearest rank of quantile `q` among `total` (> 0) samples: `max(1, ceil(q × total))`.
+fn rank_of(q: f64, total: u64) -> u64 {
+    ((q.clamp(0.0, 1.0) * total as f64).ceil() as u64).clamp(1, total)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percentiles_rank_over_the_overflows_too_and_bound_those_among_them() {
+        // 985 samples at 1,000 ns and 5 at 2,000 ns kept (exact below 2,048 ns), 10 overflows
+        // at or above a 4,000 ns limit.
+        let mut h = Histogram::new();
+        h.record_n(Nanos(1000), 985);
+        h.record_n(Nanos(2000), 5);
+        let over = Overflow::of(&h, 1000, Some(Nanos(4000)));
+        assert_eq!(over.count, 10);
+        // p99: rank 990 of all 1,000 samples is 2,000 ns; over the 990 kept ones only it would
+        // be rank 981, 1,000 ns: too low.
+        assert_eq!(h.value_over_all(0.99, over), Some((Nanos(2000), false)));
+        assert_eq!(h.value_at_quantile(0.99), Some(Nanos(1000)));
+        // p99.9: rank 999 is an overflow: at least the limit, flagged.
+        assert_eq!(h.value_over_all(0.999, over), Some((Nanos(4000), true)));
+        let ps = h.percentiles_over_all(over);
+        assert_eq!(
+            ps.iter()
+                .filter(|p| p.lower_bound)
+                .map(|p| p.label)
+                .collect::<Vec<_>>(),
+            ["p99.9", "p99.99", "p99.999", "p99.9999"]
+        );
+        assert_eq!(ps[0].tail_samples, 500.0, "tail over all 1000 samples");
+        // Without a known limit the floor is the kept maximum; without overflows nothing changes.
+        assert_eq!(Overflow::of(&h, 1000, None).floor, h.max().unwrap());
+        assert_eq!(
+            h.percentiles_over_all(Overflow::of(&h, 990, None)),
+            h.percentiles()
+        );
+        assert_eq!(
+            Overflow::of(&Histogram::new(), 5, None),
+            Overflow::default()
+        );
+    }
 
     fn exact_quantile(sorted: &[u64], q: f64) -> u64 {
         let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());

@@ -20,6 +20,6 @@ pub mod rng;
 mod stats;
 pub mod text;
 
-pub use histogram::{Histogram, Percentile, PERCENTILES};
+pub use histogram::{Histogram, Overflow, Percentile, PERCENTILES};
 pub use nanos::{Nanos, ParseDurationError};
 pub use stats::Stats;

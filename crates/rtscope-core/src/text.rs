@@ -14,6 +14,15 @@ pub fn us_or_dash(v: Option<Nanos>) -> String {
     v.map_or_else(|| "-".into(), us)
 }
 
+/// A percentile in µs ([`us`]): `≥400.0` when it is only a lower bound (its rank falls among
+/// an imported histogram's overflows), `-` when unknown.
+pub fn percentile(p: &crate::Percentile) -> String {
+    match p.value {
+        Some(v) if p.lower_bound => format!("≥{}", us(v)),
+        v => us_or_dash(v),
+    }
+}
+
 /// A duration in the largest unit that keeps it whole (`200us`, `25s`), else with decimals.
 pub fn short(n: Nanos) -> String {
     let units = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")];

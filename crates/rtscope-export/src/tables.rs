@@ -106,16 +106,26 @@ fn threads(d: &RunData) -> Table {
         .opt_int("max_ns", opt(|r| r.max_ns))
         .opt_int("max_cycle", opt(|r| r.max_cycle))
         .opt_int("max_offset_ns", opt(|r| r.max_offset_ns));
+    // Ranked over all samples; null where the rank falls among an import's histogram
+    // overflows (only a lower bound is known: `overflow_floor_ns`).
     let percentiles: Vec<Vec<Option<i64>>> = t
         .iter()
         .map(|r| {
-            r.histogram
-                .percentiles()
+            d.detail
+                .percentiles(r)
                 .iter()
-                .map(|p| p.value.map(|n| int(n.0)))
+                .map(|p| p.value.filter(|_| !p.lower_bound).map(|n| int(n.0)))
                 .collect()
         })
         .collect();
+    let over: Vec<_> = t.iter().map(|r| d.detail.overflow(r)).collect();
+    table = table
+        .int("histogram_overflows", over.iter().map(|o| int(o.count)))
+        .int(
+            "overflow_floor_ns",
+            over.iter()
+                .map(|o| if o.count > 0 { int(o.floor.0) } else { 0 }),
+        );
     for (i, (label, _)) in PERCENTILES.iter().enumerate() {
         table = table.opt_int(
             percentile_column(label),

@@ -99,6 +99,18 @@ pub struct Scope {
     pub histogram: Histogram,
 }
 
+impl Scope {
+    /// The percentiles whose value is known, ranked over all `stats.count` samples: those
+    /// that fall among an import's histogram overflows (only a lower bound known) are left out
+    /// rather than published as values.
+    pub fn exact_percentiles(&self) -> Vec<rtscope_core::Percentile> {
+        let over = rtscope_core::Overflow::of(&self.histogram, self.stats.count, None);
+        let mut ps = self.histogram.percentiles_over_all(over);
+        ps.retain(|p| !p.lower_bound);
+        ps
+    }
+}
+
 /// One measurement as every fleet format sees it.
 #[derive(Debug, Clone)]
 pub struct Report {
@@ -314,7 +326,7 @@ pub fn measurements(s: &Scope) -> Vec<Measurement> {
             value: us(s.stats.max.0),
             unit: "us",
         });
-        for p in s.histogram.percentiles() {
+        for p in s.exact_percentiles() {
             if let Some(v) = p.value {
                 out.push(Measurement {
                     stat: p.label,

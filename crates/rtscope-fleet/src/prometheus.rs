@@ -140,7 +140,7 @@ fn gauges(w: &mut Writer, r: &Report) -> io::Result<()> {
     )?;
     for s in r.scopes.iter().filter(|s| s.stats.count > 0) {
         let cpu = s.kind.label();
-        for p in s.histogram.percentiles() {
+        for p in s.exact_percentiles() {
             if let Some(v) = p.value {
                 let q = p.quantile.to_string();
                 w.sample(name, &[("cpu", &cpu), ("quantile", &q)], secs(v.0))?;

@@ -3,7 +3,9 @@
 //! A directory with `results.json` is jitterdebugger's; JSON with `"rt_test_version:"` is
 //! cyclictest `--json` (JSON with `"cpu"` is jitterdebugger's results.json given as a file); a
 //! `# Histogram` line means histogram text; `thread:cycle:latency` lines mean `-v` output;
-//! `stress-ng` with `cyclic:` means a stress-ng log. The first MiB decides, and the last 8 MiB
+//! `T: 0 ( 8946) P:90 I:200 C: … Min: … Max: …` status lines (with no histogram) mean
+//! cyclictest's summary (`-q`, a live status, `--spike`); `stress-ng` with `cyclic:` means a
+//! stress-ng log. The first MiB decides, and the last 8 MiB
 //! are searched for `# Histogram` (a long run without `-q` prints its live status first).
 
 use super::model::Bad;
@@ -17,8 +19,7 @@ const HEAD: u64 = 1 << 20;
 const TAIL: u64 = 8 << 20;
 
 /// The formats, as `--format` spells them.
-pub const NAMES: &str =
-    "cyclictest-hist, cyclictest-verbose, cyclictest-json, jitterdebugger, stress-ng";
+pub const NAMES: &str = "cyclictest-hist, cyclictest-verbose, cyclictest-json, cyclictest-summary, jitterdebugger, stress-ng";
 
 /// The `--format` spelling of a format.
 pub fn name(f: ImportFormat) -> &'static str {
@@ -28,6 +29,7 @@ pub fn name(f: ImportFormat) -> &'static str {
         ImportFormat::CyclictestJson => "cyclictest-json",
         ImportFormat::Jitterdebugger => "jitterdebugger",
         ImportFormat::StressNg => "stress-ng",
+        ImportFormat::CyclictestSummary => "cyclictest-summary",
     }
 }
 
@@ -122,6 +124,9 @@ fn by_content(text: &str) -> Option<ImportFormat> {
     }
     if verbose {
         return Some(ImportFormat::CyclictestVerbose);
+    }
+    if text.lines().any(crate::summary::is_status) {
+        return Some(ImportFormat::CyclictestSummary);
     }
     if text.contains("stress-ng") && text.contains("cyclic:") {
         return Some(ImportFormat::StressNg);

@@ -27,6 +27,7 @@ mod jitter;
 mod model;
 mod series;
 mod stressng;
+mod summary;
 mod verbose;
 mod write;
 
@@ -51,6 +52,8 @@ pub enum ImportFormat {
     Jitterdebugger,
     /// A stress-ng `--cyclic` log.
     StressNg,
+    /// cyclictest's summary without a histogram: `-q` output, a live status, `--spike` output.
+    CyclictestSummary,
 }
 
 /// What `rtscope import` is asked to do.
@@ -167,9 +170,10 @@ fn parse_one(path: &Path, forced: Option<ImportFormat>) -> Result<Parsed, Failur
                 path.to_path_buf(),
             )
         }
-        ImportFormat::CyclictestJson | ImportFormat::StressNg => {
+        ImportFormat::CyclictestJson | ImportFormat::StressNg | ImportFormat::CyclictestSummary => {
             let parse = match format {
                 ImportFormat::CyclictestJson => ctjson::parse,
+                ImportFormat::CyclictestSummary => summary::parse,
                 _ => stressng::parse,
             };
             let mut bytes = Vec::new();
@@ -221,6 +225,7 @@ pub fn parse_bytes(format: ImportFormat, data: &[u8]) -> Result<Imported, Bad> {
         ImportFormat::CyclictestHist => hist::parse_reader(&mut &data[..]),
         ImportFormat::CyclictestJson => parse_text(ctjson::parse, data),
         ImportFormat::StressNg => parse_text(stressng::parse, data),
+        ImportFormat::CyclictestSummary => parse_text(summary::parse, data),
         ImportFormat::CyclictestVerbose if data.is_empty() => Err(Bad::file("the file is empty")),
         ImportFormat::CyclictestVerbose => verbose::parse(&mut &data[..]),
         ImportFormat::Jitterdebugger => parse_jitterdebugger(data, None),

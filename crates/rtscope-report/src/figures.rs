@@ -5,7 +5,7 @@ use crate::group::Grouping;
 use crate::model::RunData;
 use crate::monitors::{campaign_monitor_panels, monitor_panels};
 use crate::plot::{Axis, Corner, Figure, Panel, Scale, Series, Shape};
-use rtscope_core::{Histogram, PERCENTILES};
+use rtscope_core::{Histogram, Overflow};
 
 use crate::histogram::share_counts;
 pub use crate::histogram::{
@@ -16,6 +16,44 @@ pub use crate::histogram::{
 /// Most runs drawn as lines of their own on the shared plots; beyond, or when runs repeat, one
 /// line per group (runs equal in every key that differs, see [`crate::group`]).
 pub const MAX_RUN_LINES: usize = 12;
+
+/// One line of the shared plots (tail, CDF, exceedance): a run, CPU or group.
+#[derive(Debug, Clone, Default)]
+pub struct Line {
+    /// Legend text.
+    pub name: String,
+    /// The samples with a value.
+    pub hist: Histogram,
+    /// The exact CDF points of raw samples, when streamed ([`crate::raw`]), drawn instead of
+    /// the histogram's.
+    pub raw: Option<Vec<(f64, f64)>>,
+    /// Samples counted but not in the histogram (an import's overflows): percentiles ranked
+    /// among them are lower bounds, drawn hollow at their floor.
+    pub over: Overflow,
+}
+
+impl Line {
+    /// A line of a histogram that holds every sample.
+    pub fn new(name: impl Into<String>, hist: Histogram) -> Line {
+        Line {
+            name: name.into(),
+            hist,
+            ..Line::default()
+        }
+    }
+
+    /// The legend text, saying how many samples lie beyond the histogram.
+    fn legend(&self) -> String {
+        match self.over.count {
+            0 => self.name.clone(),
+            n => format!(
+                "{} ({n} overflows ≥{} µs)",
+                self.name,
+                crate::us(self.over.floor.0)
+            ),
+        }
+    }
+}
 /// Most points a CDF line is drawn with.
 pub const MAX_CDF_POINTS: usize = 2000;
 
@@ -78,11 +116,7 @@ pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> 
         grid(hist, columns),
     ));
     let lines = lines(runs, grouping);
-    let tail_lines: Vec<(String, Histogram)> = lines
-        .iter()
-        .map(|(n, h, _)| (n.clone(), h.clone()))
-        .collect();
-    let mut tail = tail_of(&tail_lines);
+    let mut tail = tail_of(&lines);
     if runs.len() > 1 && merges(runs, grouping) {
         crate::repeats::add_tail_bands(&mut tail, runs, grouping);
     }
@@ -279,39 +313,43 @@ pub fn nines(q: f64) -> f64 {
     -(1.0 - q).max(1e-12).log10()
 }
 
-/// Tail-latency points of a histogram: (nines, µs) for each percentile with at least one
-/// sample beyond it.
-pub fn tail_points(h: &Histogram) -> Vec<(f64, f64)> {
-    PERCENTILES
-        .iter()
-        .filter(|(_, q)| h.count() as f64 * (1.0 - q) >= 1.0)
-        .filter_map(|&(_, q)| h.value_at_quantile(q).map(|v| (nines(q), ns_to_us(v.0))))
+/// Tail-latency points of a histogram and its overflows: (nines, µs, weak) for each
+/// percentile with at least one sample beyond it, ranked over all samples; weak when it rests
+/// on fewer than 10 samples beyond it or is only a lower bound (ranked among the overflows).
+pub fn tail_points(h: &Histogram, over: Overflow) -> Vec<(f64, f64, bool)> {
+    h.percentiles_over_all(over)
+        .into_iter()
+        .filter(|p| p.tail_samples >= 1.0)
+        .filter_map(|p| {
+            let weak = !p.is_supported() || p.lower_bound;
+            p.value.map(|v| (nines(p.quantile), ns_to_us(v.0), weak))
+        })
         .collect()
 }
 
-/// A line of the CDF plots: its name, its histogram and, when raw samples were streamed, the
-/// exact points ([`crate::raw`]) drawn instead of the histogram's.
-pub type CdfLine = (String, Histogram, Option<Vec<(f64, f64)>>);
-
 /// The lines of the shared plots: per CPU plus all CPUs for one run; per run (all CPUs) for
 /// several, named by their group; one per group when runs repeat or are too many.
-fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<CdfLine> {
+fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<Line> {
     if let [run] = runs {
         let mut out: Vec<_> = run
             .detail
             .threads
             .iter()
-            .map(|t| {
-                let raw = run
+            .map(|t| Line {
+                raw: run
                     .raw
                     .as_ref()
-                    .and_then(|r| r.threads.get(t.thread as usize).cloned());
-                (run.cpu_name(t.thread), t.histogram.clone(), raw)
+                    .and_then(|r| r.threads.get(t.thread as usize).cloned()),
+                over: run.detail.overflow(t),
+                ..Line::new(run.cpu_name(t.thread), t.histogram.clone())
             })
             .collect();
         if out.len() > 1 {
-            let raw = run.raw.as_ref().map(|r| r.all.clone());
-            out.push(("all CPUs".into(), run.merged().clone(), raw));
+            out.push(Line {
+                raw: run.raw.as_ref().map(|r| r.all.clone()),
+                over: run.detail.overflow_all(),
+                ..Line::new("all CPUs", run.merged().clone())
+            });
         }
         return out;
     }
@@ -319,12 +357,10 @@ fn lines(runs: &[RunData], grouping: &Grouping) -> Vec<CdfLine> {
         return runs
             .iter()
             .enumerate()
-            .map(|(i, r)| {
-                (
-                    grouping.run_name(runs, i),
-                    r.merged().clone(),
-                    r.raw.as_ref().map(|x| x.all.clone()),
-                )
+            .map(|(i, r)| Line {
+                raw: r.raw.as_ref().map(|x| x.all.clone()),
+                over: r.detail.overflow_all(),
+                ..Line::new(grouping.run_name(runs, i), r.merged().clone())
             })
             .collect();
     }
@@ -339,14 +375,15 @@ fn merges(runs: &[RunData], grouping: &Grouping) -> bool {
 }
 
 /// One line per group (repeats merged); raw samples are not used then.
-fn by_group(runs: &[RunData], grouping: &Grouping) -> Vec<CdfLine> {
+fn by_group(runs: &[RunData], grouping: &Grouping) -> Vec<Line> {
     grouping
         .groups
         .iter()
         .map(|g| {
-            let mut h = Histogram::new();
+            let (mut h, mut over) = (Histogram::new(), Overflow::default());
             for &i in &g.runs {
                 h.merge(runs[i].merged());
+                over = over.merge(runs[i].detail.overflow_all());
             }
             let base = if g.name.is_empty() {
                 "all runs"
@@ -357,7 +394,10 @@ fn by_group(runs: &[RunData], grouping: &Grouping) -> Vec<CdfLine> {
                 1 => base.to_string(),
                 n => format!("{base} ({n} runs)"),
             };
-            (name, h, None)
+            Line {
+                over,
+                ..Line::new(name, h)
+            }
         })
         .collect()
 }
@@ -365,32 +405,27 @@ fn by_group(runs: &[RunData], grouping: &Grouping) -> Vec<CdfLine> {
 /// The tail-latency plot: latency at p50 … p99.9999 on an axis of "nines".
 pub fn tail(runs: &[RunData]) -> Panel {
     let g = Grouping::new(runs, None);
-    let lines: Vec<(String, Histogram)> = lines(runs, &g)
-        .into_iter()
-        .map(|(n, h, _)| (n, h))
-        .collect();
-    tail_of(&lines)
+    tail_of(&lines(runs, &g))
 }
 
 /// The tail-latency plot of any named histograms (one line each): runs, CPUs, or the groups
 /// `rtscope compare` compares.
-pub fn tail_of(lines: &[(String, Histogram)]) -> Panel {
+pub fn tail_of(lines: &[Line]) -> Panel {
     let mut series: Vec<Series> = Vec::new();
     let mut right = 1.0f64;
-    for (i, (name, h)) in lines.iter().enumerate() {
-        let pts = tail_points(h);
-        // Points resting on fewer than 10 samples beyond them are drawn hollow.
-        let weak = PERCENTILES
-            .iter()
-            .filter(|(_, q)| h.count() as f64 * (1.0 - q) >= 1.0)
-            .map(|(_, q)| h.count() as f64 * (1.0 - q) < 10.0)
-            .collect();
+    for (i, l) in lines.iter().enumerate() {
+        let h = &l.hist;
+        let marked = tail_points(h, l.over);
+        // Points resting on fewer than 10 samples beyond them, and lower bounds, are hollow.
+        let weak = marked.iter().map(|p| p.2).collect();
+        let pts: Vec<(f64, f64)> = marked.iter().map(|p| (p.0, p.1)).collect();
         series.push(Series {
             markers: true,
             weak,
-            ..Series::new(name.clone(), i, pts.clone())
+            ..Series::new(l.legend(), i, pts.clone())
         });
-        if let Some(max) = h.max() {
+        // With overflows the exact max is not in the histogram: no marker.
+        if let (Some(max), 0) = (h.max(), l.over.count) {
             // The exact max sits where the last sample would: log10(count) nines.
             let at = (h.count().max(1) as f64).log10();
             right = right.max(at);
@@ -417,9 +452,10 @@ pub fn tail_of(lines: &[(String, Histogram)]) -> Panel {
     }
 }
 
-/// CDF points (µs, fraction ≤ µs) from a histogram's bucket edges.
-pub fn cdf_points(h: &Histogram) -> Vec<(f64, f64)> {
-    let total = h.count().max(1) as f64;
+/// CDF points (µs, fraction ≤ µs) from a histogram's bucket edges, over all samples: with
+/// overflows the curve ends below 1 at the histogram's top (their values are unknown).
+pub fn cdf_points(h: &Histogram, over: Overflow) -> Vec<(f64, f64)> {
+    let total = h.count().saturating_add(over.count).max(1) as f64;
     let mut seen = 0u64;
     let mut pts = Vec::new();
     if let Some(min) = h.min() {
@@ -451,16 +487,18 @@ pub fn cdf(runs: &[RunData]) -> (Panel, Panel) {
 
 /// The CDF and exceedance plots of any named histograms (with the exact points of raw samples,
 /// when given: [`crate::raw`]): runs, CPUs, or the groups `rtscope compare` compares.
-pub fn cdf_of(lines: Vec<CdfLine>) -> (Panel, Panel) {
-    let x = latency_axis(lines.iter().map(|l| &l.1));
+pub fn cdf_of(lines: Vec<Line>) -> (Panel, Panel) {
+    let x = latency_axis(lines.iter().map(|l| &l.hist));
     let mut c = Vec::new();
     let mut e = Vec::new();
-    for (i, (name, h, raw)) in lines.into_iter().enumerate() {
-        let pts = match raw {
+    for (i, l) in lines.into_iter().enumerate() {
+        let name = l.legend();
+        let h = l.hist;
+        let pts = match l.raw {
             Some(r) if !r.is_empty() => r,
-            _ => cdf_points(&h),
+            _ => cdf_points(&h, l.over),
         };
-        let floor = 0.5 / h.count().max(1) as f64;
+        let floor = 0.5 / h.count().saturating_add(l.over.count).max(1) as f64;
         let exc = pts
             .iter()
             .map(|&(x, y)| (x, (1.0 - y).max(floor)))

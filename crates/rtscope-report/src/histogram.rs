@@ -3,7 +3,7 @@
 
 use crate::figures::LOG_X_RATIO;
 use crate::model::RunData;
-use crate::plot::{Axis, Corner, Panel, Scale, Series};
+use crate::plot::{Axis, Corner, Panel, Scale, Series, Shape};
 use rtscope_core::Histogram;
 
 /// Most bins an OSADL-style histogram is drawn with; wider latency ranges get wider bins.
@@ -137,21 +137,19 @@ pub fn histogram(run: &RunData) -> Panel {
 pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
     let threads = &run.detail.threads;
     let HistScale { width, max_us, .. } = scale;
-    let series = threads
-        .iter()
-        .enumerate()
-        .map(|(i, t)| {
-            let max = t
-                .max_ns
-                .map_or("-".into(), |m| format!("{} µs", crate::us(m)));
-            let name = format!("{} (max {max})", run.cpu_name(t.thread));
-            let pts = match scale.log_from_us {
-                Some(lo) => histogram_points_log(&t.histogram, lo, max_us),
-                None => histogram_points(&t.histogram, width, max_us),
-            };
-            Series::new(name, i, pts)
-        })
-        .collect();
+    let mut series = Vec::new();
+    for (i, t) in threads.iter().enumerate() {
+        let max = t
+            .max_ns
+            .map_or("-".into(), |m| format!("{} µs", crate::us(m)));
+        let name = format!("{} (max {max})", run.cpu_name(t.thread));
+        let pts = match scale.log_from_us {
+            Some(lo) => histogram_points_log(&t.histogram, lo, max_us),
+            None => histogram_points(&t.histogram, width, max_us),
+        };
+        series.push(Series::new(name, i, pts));
+        series.extend(overflow_bar(run, t, i, width, scale.log_from_us.is_some()));
+    }
     let title = format!("Latency histogram — {name} (run {})", run.id());
     if let Some(lo) = scale.log_from_us {
         return Panel {
@@ -237,4 +235,36 @@ fn thin_empty(counts: &[u64], start: impl Fn(usize) -> f64) -> Vec<(f64, f64)> {
         }
     }
     pts
+}
+
+/// An import's histogram overflows of thread `t` as a mark of their own at the source's limit
+/// (their values are unknown, only that each is at least the limit), labelled.
+fn overflow_bar(
+    run: &RunData,
+    t: &rtscope_store::ThreadRow,
+    i: usize,
+    width: u64,
+    log_x: bool,
+) -> Option<Series> {
+    let over = run.detail.overflow(t);
+    if over.count == 0 {
+        return None;
+    }
+    let floor_us = over.floor.0 / 1000;
+    let at = if log_x {
+        floor_us.max(1) as f64
+    } else {
+        (floor_us / width * width) as f64
+    };
+    let name = format!(
+        "{}: {} overflows ≥{} µs (values unknown)",
+        run.cpu_name(t.thread),
+        over.count,
+        crate::us(over.floor.0)
+    );
+    Some(Series {
+        markers: true,
+        shape: Shape::MaxMarker,
+        ..Series::new(name, i, vec![(at, over.count as f64)])
+    })
 }

@@ -210,8 +210,8 @@ fn cases(h: &mut String, rows: &[crate::table::CaseRow]) {
             "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             r.runs,
             r.samples,
-            us1(r.p99_ns),
-            us1(r.p9999_ns),
+            rtscope_core::text::percentile(&r.p99),
+            rtscope_core::text::percentile(&r.p9999),
             us1(r.max_ns),
             r.worst_run,
             r.missed

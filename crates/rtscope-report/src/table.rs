@@ -1,7 +1,7 @@
 //! Per-CPU statistics rows, and `summary.csv` / `summary.md` made from them.
 
 use crate::model::RunData;
-use rtscope_core::{Histogram, Percentile, PERCENTILES};
+use rtscope_core::{text, Histogram, Overflow, Percentile, PERCENTILES};
 use rtscope_store::RunId;
 
 /// Statistics of one CPU of one run, or of all its CPUs (`cpu == "all"`). Latencies in ns.
@@ -21,8 +21,9 @@ pub struct SummaryRow {
     pub min_ns: Option<u64>,
     /// Mean, ns.
     pub mean_ns: Option<f64>,
-    /// p50, p90, p99, p99.9, p99.99, p99.999, p99.9999 in ns (see [`PERCENTILES`]).
-    pub percentiles: Vec<Option<u64>>,
+    /// p50, p90, p99, p99.9, p99.99, p99.999, p99.9999 (see [`PERCENTILES`]), ranked over all
+    /// samples: those among an import's histogram overflows are lower bounds.
+    pub percentiles: Vec<Percentile>,
     /// Maximum, ns.
     pub max_ns: Option<u64>,
     /// Time of the maximum from the run's start, ns.
@@ -31,20 +32,13 @@ pub struct SummaryRow {
     pub missed: u64,
 }
 
-fn pcts(h: &Histogram) -> Vec<Option<u64>> {
-    PERCENTILES
-        .iter()
-        .map(|&(_, q)| h.value_at_quantile(q).map(|v| v.0))
-        .collect()
-}
-
 /// One row per CPU of each run, then that run's `all` row.
 pub fn summary_rows(runs: &[RunData]) -> Vec<SummaryRow> {
     let mut out = Vec::new();
     for r in runs {
         let label = r.detail.summary.label.clone().unwrap_or_default();
         let case = r.case();
-        let row = |cpu: String, h: &Histogram| SummaryRow {
+        let row = |cpu: String, h: &Histogram, over: Overflow| SummaryRow {
             run: r.id(),
             label: label.clone(),
             case: case.clone(),
@@ -52,7 +46,7 @@ pub fn summary_rows(runs: &[RunData]) -> Vec<SummaryRow> {
             samples: h.count(),
             min_ns: h.min().map(|v| v.0),
             mean_ns: None,
-            percentiles: pcts(h),
+            percentiles: h.percentiles_over_all(over),
             max_ns: h.max().map(|v| v.0),
             max_offset_ns: None,
             missed: 0,
@@ -60,7 +54,7 @@ pub fn summary_rows(runs: &[RunData]) -> Vec<SummaryRow> {
         let threads = &r.detail.threads;
         for t in threads {
             let cpu = t.cpu.map_or(format!("t{}", t.thread), |c| c.to_string());
-            let mut x = row(cpu, &t.histogram);
+            let mut x = row(cpu, &t.histogram, r.detail.overflow(t));
             x.samples = t.samples.max(x.samples);
             x.min_ns = t.min_ns.or(x.min_ns);
             x.max_ns = t.max_ns.or(x.max_ns);
@@ -70,7 +64,7 @@ pub fn summary_rows(runs: &[RunData]) -> Vec<SummaryRow> {
             out.push(x);
         }
         let s = &r.detail.summary;
-        let mut all = row("all".into(), &s.histogram);
+        let mut all = row("all".into(), &s.histogram, r.detail.overflow_all());
         all.samples = s.samples.max(all.samples);
         all.max_ns = s.max_ns.or(all.max_ns);
         all.missed = s.missed;
@@ -123,7 +117,14 @@ pub fn csv(rows: &[SummaryRow]) -> String {
             us3(r.min_ns),
             mean,
         ];
-        cells.extend(r.percentiles.iter().map(|&p| us3(p)));
+        cells.extend(r.percentiles.iter().map(|p| {
+            let v = us3(p.value.map(|v| v.0));
+            if p.lower_bound {
+                format!(">={v}")
+            } else {
+                v
+            }
+        }));
         cells.push(us3(r.max_ns));
         cells.push(
             r.max_offset_ns
@@ -155,17 +156,14 @@ pub fn us1(v: Option<u64>) -> String {
     v.map_or("-".into(), crate::us)
 }
 
-/// Percentile `i` of [`PERCENTILES`] of a row in µs, marked `*` when fewer than 10 samples lie
-/// beyond it ([`Percentile::is_supported`]: it then rests on too few samples to mean much).
+/// Percentile `i` of [`PERCENTILES`] of a row in µs, `≥` when a lower bound (its rank falls
+/// among an import's histogram overflows), marked `*` when fewer than 10 samples lie beyond it
+/// ([`Percentile::is_supported`]: it then rests on too few samples to mean much).
 pub fn pct_cell(r: &SummaryRow, i: usize) -> String {
-    let v = us1(r.percentiles.get(i).copied().flatten());
-    let (label, quantile) = PERCENTILES[i];
-    let p = Percentile {
-        label,
-        quantile,
-        value: None,
-        tail_samples: r.samples as f64 * (1.0 - quantile),
+    let Some(p) = r.percentiles.get(i) else {
+        return "-".into();
     };
+    let v = text::percentile(p);
     if v != "-" && !p.is_supported() {
         format!("{v}*")
     } else {
@@ -215,10 +213,10 @@ pub struct CaseRow {
     pub runs: usize,
     /// Samples over those runs.
     pub samples: u64,
-    /// p99 of all their samples.
-    pub p99_ns: Option<u64>,
+    /// p99 of all their samples (a lower bound among import overflows).
+    pub p99: Percentile,
     /// p99.99 of all their samples.
-    pub p9999_ns: Option<u64>,
+    pub p9999: Percentile,
     /// The largest latency of any of them.
     pub max_ns: Option<u64>,
     /// The run that had it.
@@ -230,31 +228,35 @@ pub struct CaseRow {
 /// One row per load case, in order of first appearance: the table of maximum latency per load
 /// case.
 pub fn case_rows(runs: &[RunData]) -> Vec<CaseRow> {
-    let mut out: Vec<(CaseRow, Histogram)> = Vec::new();
+    let mut out: Vec<(CaseRow, Histogram, Overflow)> = Vec::new();
     for r in runs {
         let case = match r.case() {
             c if c.is_empty() => r.name(),
             c => c,
         };
         let s = &r.detail.summary;
-        let i = match out.iter().position(|(c, _)| c.case == case) {
+        let i = match out.iter().position(|(c, _, _)| c.case == case) {
             Some(i) => i,
             None => {
                 let row = CaseRow {
                     case,
                     runs: 0,
                     samples: 0,
-                    p99_ns: None,
-                    p9999_ns: None,
+                    p99: Histogram::new().percentile_over_all("p99", 0.99, Overflow::default()),
+                    p9999: Histogram::new().percentile_over_all(
+                        "p99.99",
+                        0.9999,
+                        Overflow::default(),
+                    ),
                     max_ns: None,
                     worst_run: s.id,
                     missed: 0,
                 };
-                out.push((row, Histogram::new()));
+                out.push((row, Histogram::new(), Overflow::default()));
                 out.len() - 1
             }
         };
-        let (row, h) = &mut out[i];
+        let (row, h, over) = &mut out[i];
         row.runs += 1;
         row.samples += s.samples;
         row.missed += s.missed;
@@ -263,11 +265,12 @@ pub fn case_rows(runs: &[RunData]) -> Vec<CaseRow> {
             row.worst_run = s.id;
         }
         h.merge(&s.histogram);
+        *over = over.merge(r.detail.overflow_all());
     }
     out.into_iter()
-        .map(|(mut row, h)| {
-            row.p99_ns = h.value_at_quantile(0.99).map(|v| v.0);
-            row.p9999_ns = h.value_at_quantile(0.9999).map(|v| v.0);
+        .map(|(mut row, h, over)| {
+            row.p99 = h.percentile_over_all("p99", 0.99, over);
+            row.p9999 = h.percentile_over_all("p99.99", 0.9999, over);
             row
         })
         .collect()
@@ -282,8 +285,8 @@ pub fn case_markdown(rows: &[CaseRow]) -> String {
             md_cell(&r.case),
             r.runs,
             r.samples,
-            us1(r.p99_ns),
-            us1(r.p9999_ns),
+            text::percentile(&r.p99),
+            text::percentile(&r.p9999),
             us1(r.max_ns),
             r.worst_run,
             r.missed

@@ -285,6 +285,34 @@ fn warnings_name_a_stock_kernel_and_a_failed_load() {
 }
 
 #[test]
+fn a_stalled_housekeeping_cadence_is_a_warning() {
+    let mut r = run_data("cadence", "idle");
+    let env = &mut r.detail.environment;
+    env.push((
+        "rtscope.cadence.control".into(),
+        "periods=29 late=0 longest=1.010s period=1s".into(),
+    ));
+    assert!(warnings::collect(std::slice::from_ref(&r)).is_empty());
+    let env = &mut r.detail.environment;
+    env.push((
+        "rtscope.cadence.monitor".into(),
+        "periods=25 late=2 longest=6400ms period=1s".into(),
+    ));
+    env.push((
+        "rtscope.housekeeping".into(),
+        "other (--housekeeping-prio off)".into(),
+    ));
+    let w = warnings::collect(std::slice::from_ref(&r));
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(
+        w[0].what
+            .contains("monitor samples stalled: 2 of 25 periods"),
+        "{w:?}"
+    );
+    assert!(w[0].what.contains("longest 6400ms") && w[0].what.contains("prio off"));
+}
+
+#[test]
 fn a_report_has_every_file_and_every_figure_inline() {
     let r = run_data("files", "idle");
     let files = crate::build(std::slice::from_ref(&r), &Default::default()).unwrap();
@@ -511,11 +539,14 @@ fn long_tails_get_a_log_latency_axis() {
     let mut body = Histogram::new();
     body.record_n(Nanos(5_000), 10_000);
     body.record_n(Nanos(9_000), 100);
-    let (c, e) = figures::cdf_of(vec![("a".into(), body.clone(), None)]);
+    let (c, e) = figures::cdf_of(vec![figures::Line::new("a", body.clone())]);
     assert_eq!((c.x.scale, e.x.scale), (Scale::Linear, Scale::Linear));
     let mut tail = body.clone();
     tail.record(Nanos(12_000_000));
-    let (c, e) = figures::cdf_of(vec![("a".into(), body, None), ("b".into(), tail, None)]);
+    let (c, e) = figures::cdf_of(vec![
+        figures::Line::new("a", body),
+        figures::Line::new("b", tail),
+    ]);
     assert_eq!((c.x.scale, e.x.scale), (Scale::Log, Scale::Log));
     let svg = plot::to_svg(&Figure::single(e)).unwrap();
     assert!(svg.contains("log axis"));

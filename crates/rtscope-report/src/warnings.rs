@@ -138,11 +138,93 @@ fn of_run(r: &RunData) -> Vec<(String, String)> {
                 .into(),
         ));
     }
+    out.extend(short_histogram(r));
+    out.extend(cadence_gaps(r));
     let dropped: u64 = r.detail.threads.iter().map(|t| t.raw_dropped).sum();
     if dropped > 0 {
         out.push((
             format!("run {} dropped {dropped} raw samples", s.id),
             "the writer could not keep up; histograms and statistics are still complete".into(),
+        ));
+    }
+    out
+}
+
+/// An imported histogram too short for the run: samples at or above its limit have no value,
+/// so the percentiles ranked among them are lower bounds. Says by how much it was too short.
+fn short_histogram(r: &RunData) -> Option<(String, String)> {
+    let d = &r.detail;
+    let over = d.overflow_all();
+    let count = d.overflows();
+    if count == 0 {
+        return None;
+    }
+    let s = &d.summary;
+    let share = count as f64 * 100.0 / s.samples.max(1) as f64;
+    let first = over_first(r);
+    let floor_us = over.floor.0 / 1000;
+    let max = s.max_ns.map_or(String::new(), |m| {
+        format!(
+            "; the largest sample was {} µs, {:.1}× the limit",
+            crate::us(m),
+            m as f64 / over.floor.0.max(1) as f64
+        )
+    });
+    let need = s.max_ns.map_or(floor_us * 2, |m| m.div_ceil(1000) + 1);
+    Some((
+        format!(
+            "run {}'s source histogram was too short: {count} samples ({share:.4} %) were at or above its {floor_us} µs limit and have no value{max}; {first}",
+            s.id
+        ),
+        format!("re-run cyclictest with -h {need} (or larger) so every sample has a value"),
+    ))
+}
+
+/// Which percentiles are only lower bounds: from the lowest reported one that is.
+fn over_first(r: &RunData) -> String {
+    let d = &r.detail;
+    let bounded = d
+        .threads
+        .iter()
+        .flat_map(|t| t.histogram.percentiles_over_all(d.overflow(t)))
+        .chain(d.summary.histogram.percentiles_over_all(d.overflow_all()))
+        .filter(|p| p.lower_bound)
+        .min_by(|a, b| a.quantile.total_cmp(&b.quantile));
+    bounded.map_or("no percentile shown is affected".into(), |p| {
+        let floor_us = d.overflow_all().floor.0 / 1000;
+        format!(
+            "the percentiles from {} up are lower bounds (shown ≥{floor_us})",
+            p.label
+        )
+    })
+}
+
+/// The housekeeping threads' cadence gaps (`rtscope.cadence.*`, see rtscope-session's
+/// `housekeeping`): periods more than 1.5× the planned one, when the control thread (series
+/// points, checkpoints) or the monitor could not run on time.
+fn cadence_gaps(r: &RunData) -> Vec<(String, String)> {
+    let field = |v: &str, key: &str| {
+        v.split_whitespace()
+            .find_map(|f| f.strip_prefix(key)?.strip_prefix('='))
+            .map(str::to_string)
+    };
+    let mut out = Vec::new();
+    for (key, what) in [
+        ("rtscope.cadence.control", "series points and checkpoints"),
+        ("rtscope.cadence.monitor", "monitor samples"),
+    ] {
+        let Some(v) = r.env(key) else { continue };
+        let late: u64 = field(v, "late").and_then(|n| n.parse().ok()).unwrap_or(0);
+        if late == 0 {
+            continue;
+        }
+        let periods = field(v, "periods").unwrap_or_default();
+        let longest = field(v, "longest").unwrap_or_default();
+        let period = field(v, "period").unwrap_or_default();
+        let sched = r.env("rtscope.housekeeping").unwrap_or("unknown");
+        out.push((
+            format!("run {}'s {what} stalled: {late} of {periods} periods were over 1.5× their {period} (longest {longest}; housekeeping threads: {sched})", r.id()),
+            "those points cover more time than planned; give rtscope a CPU the run does not measure (--main-cpus, isolcpus) or keep --housekeeping-prio on".into(),
         ));
     }
     out

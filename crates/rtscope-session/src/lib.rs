@@ -4,6 +4,7 @@
 //! * [`session`]: [`Session`] — system settings, the engine, monitors, recording, limits;
 //! * [`record`]: checkpoints of a running run into the store, from the control thread;
 //! * [`monitoring`]: the monitor thread on a housekeeping CPU;
+//! * [`housekeeping`]: the control and monitor threads' priority and cadence;
 //! * [`limits`]: `--limit STAT=VALUE` gates;
 //! * [`preflight`]: the system audit (rtscope-check) run before a measurement and stored with it;
 //! * [`environment`], [`sysinfo`]: what is recorded about the machine;
@@ -18,6 +19,7 @@ pub mod drive;
 pub mod environment;
 pub mod error;
 pub mod explain;
+pub mod housekeeping;
 pub mod limits;
 pub mod monitoring;
 pub mod output;

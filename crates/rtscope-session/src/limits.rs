@@ -1,7 +1,7 @@
 //! `--limit STAT=VALUE`: CI gates on any statistic, checked per thread and over all threads.
 
 use crate::error::UsageError;
-use rtscope_core::{Histogram, Nanos, Stats};
+use rtscope_core::{Histogram, Nanos, Overflow, Stats};
 
 /// A statistic a limit can apply to.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,12 +51,17 @@ impl Stat {
         }
     }
 
-    fn value(&self, stats: &Stats, hist: &Histogram) -> u64 {
+    /// The value (ns, or a count) and whether it is only a lower bound: a percentile ranked
+    /// over all `stats.count` samples falls among samples `hist` could not hold (an import's
+    /// overflows).
+    fn value(&self, stats: &Stats, hist: &Histogram) -> (u64, bool) {
         match self {
-            Stat::Max => stats.max.0,
-            Stat::Mean => stats.mean_ns().unwrap_or(0.0).round() as u64,
-            Stat::Quantile(q, _) => hist.value_at_quantile(*q).map_or(0, |v| v.0),
-            Stat::Missed => stats.missed,
+            Stat::Max => (stats.max.0, false),
+            Stat::Mean => (stats.mean_ns().unwrap_or(0.0).round() as u64, false),
+            Stat::Quantile(q, _) => hist
+                .value_over_all(*q, Overflow::of(hist, stats.count, None))
+                .map_or((0, false), |(v, bound)| (v.0, bound)),
+            Stat::Missed => (stats.missed, false),
         }
     }
 }
@@ -95,14 +100,15 @@ pub fn check(limits: &[Limit], scope: &str, stats: &Stats, hist: &Histogram) -> 
     limits
         .iter()
         .map(|l| {
-            let value = l.stat.value(stats, hist);
-            // No sample proves nothing: a gate never passes on an empty run.
+            let (value, lower_bound) = l.stat.value(stats, hist);
+            // No sample proves nothing: a gate never passes on an empty run, nor on a lower
+            // bound (the true percentile may be anything above it).
             Check {
                 stat: l.stat.name().to_string(),
                 scope: scope.to_string(),
                 limit: l.value,
                 value,
-                passed: stats.count > 0 && value <= l.value,
+                passed: stats.count > 0 && value <= l.value && !lower_bound,
             }
         })
         .collect()
@@ -158,5 +164,23 @@ mod tests {
         );
         assert!(!c[0].passed);
         assert!(c[1].passed);
+    }
+
+    #[test]
+    fn a_percentile_among_an_imports_overflows_never_passes() {
+        // 99 samples at 10 µs kept, 1 more counted beyond the histogram (an overflow).
+        let mut h = Histogram::new();
+        h.record_n(Nanos(10_000), 99);
+        let s = Stats {
+            count: 100,
+            min: Nanos(10_000),
+            max: Nanos(900_000),
+            ..Stats::default()
+        };
+        let c = check(&[parse("p99.9=1000us").unwrap()], "all", &s, &h);
+        assert!(!c[0].passed, "only a lower bound (10 µs) is known");
+        assert_eq!(c[0].value, 10_000);
+        let c = check(&[parse("p99=20us").unwrap()], "all", &s, &h);
+        assert!(c[0].passed, "rank 99 of 100 is a kept sample");
     }
 }

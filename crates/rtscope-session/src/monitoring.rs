@@ -1,5 +1,6 @@
-//! The system monitors during a run: a non-real-time thread, pinned to a housekeeping CPU
-//! (one the run does not measure, where one exists), samples every source once per interval
+//! The system monitors during a run: a housekeeping thread (SCHED_FIFO 1 below the measuring
+//! threads by default, see [`crate::housekeeping`]), pinned to a housekeeping CPU (one the run
+//! does not measure, where one exists), samples every source once per interval
 //! on the run's time axis and hands the samples to the control thread, which stores them with
 //! its checkpoints. Nothing here touches the measuring threads.
 
@@ -57,6 +58,7 @@ impl MonitorThread {
         interval: Duration,
         axis: TimeAxis,
         measured: &CpuSet,
+        sched: crate::housekeeping::Housekeeping,
     ) -> std::io::Result<MonitorThread> {
         let monitor = Monitor::new(root).map_err(std::io::Error::other)?;
         let cpu = monitor_cpu(root, measured);
@@ -64,7 +66,10 @@ impl MonitorThread {
         let (tx, rx) = mpsc::channel::<Message>();
         let handle = std::thread::Builder::new()
             .name("rtscope-monitor".into())
-            .spawn(move || sample_loop(monitor, interval, axis, cpu, &stop_rx, &tx))?;
+            .spawn(move || {
+                sched.apply_current();
+                sample_loop(monitor, interval, axis, cpu, &stop_rx, &tx)
+            })?;
         Ok(MonitorThread {
             stop,
             rx,
@@ -149,14 +154,28 @@ pub struct MonitorRows {
     states: HashMap<String, String>,
     /// Samples converted so far.
     pub samples: u64,
+    /// The cadence of the samples' times, when the planned interval is known.
+    pub cadence: Option<crate::housekeeping::Cadence>,
 }
 
 impl MonitorRows {
+    /// Rows that count the cadence of samples planned every `interval`.
+    pub fn with_cadence(interval: Option<Duration>) -> MonitorRows {
+        let period = |i: Duration| Nanos(i.as_nanos() as u64);
+        MonitorRows {
+            cadence: interval.map(|i| crate::housekeeping::Cadence::new(period(i))),
+            ..MonitorRows::default()
+        }
+    }
+
     /// Adds `messages` to `batch`.
     pub fn add(&mut self, messages: Vec<Message>, batch: &mut MonitorBatch) {
         for (s, sources) in messages {
             self.samples += 1;
             let off = s.at.as_nanos() as u64;
+            if let Some(c) = &mut self.cadence {
+                c.tick(Nanos(off));
+            }
             batch.values.extend(s.readings.iter().map(|r| MonitorValue {
                 metric: r.metric.clone(),
                 unit: r.unit.to_string(),

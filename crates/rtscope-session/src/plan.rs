@@ -308,6 +308,9 @@ pub struct PlanSpec {
     pub raw: bool,
     /// Limits checked after the run.
     pub limits: Vec<Limit>,
+    /// SCHED_FIFO priority of rtscope's control and monitor threads (`None`: SCHED_OTHER);
+    /// see [`crate::housekeeping`].
+    pub housekeeping_prio: Option<i32>,
 }
 
 impl Default for PlanSpec {
@@ -335,6 +338,7 @@ impl Default for PlanSpec {
             explain: None,
             raw: false,
             limits: Vec::new(),
+            housekeeping_prio: Some(crate::housekeeping::DEFAULT_PRIORITY),
         }
     }
 }
@@ -352,6 +356,8 @@ pub struct RunPlan {
     pub per_cpu: bool,
     /// Explain every wake-up at or above this latency (the event log then keeps those too).
     pub explain: Option<Nanos>,
+    /// SCHED_FIFO priority asked for rtscope's control and monitor threads (`None`: off).
+    pub housekeeping: Option<i32>,
 }
 
 impl RunPlan {
@@ -363,6 +369,7 @@ impl RunPlan {
             latency,
             per_cpu: false,
             explain: None,
+            housekeeping: Some(crate::housekeeping::DEFAULT_PRIORITY),
         }
     }
 
@@ -455,6 +462,7 @@ impl RunPlan {
             latency: s.latency,
             per_cpu: s.threads.is_none(),
             explain: s.explain,
+            housekeeping: s.housekeeping_prio,
         })
     }
 }

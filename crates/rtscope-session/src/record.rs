@@ -3,6 +3,7 @@
 
 use crate::environment;
 use crate::error::UsageError;
+use crate::housekeeping::Housekeeping;
 use crate::monitoring::{MonitorRows, MonitorThread, TimeAxis};
 use crate::sysinfo;
 use rtscope_core::{Histogram, Nanos, Stats};
@@ -410,13 +411,13 @@ fn with_sample_rule(mut env: Vec<(String, String)>) -> Vec<(String, String)> {
 
 /// Starts the monitor thread on the run's time axis; a monitor that cannot start is reported
 /// and the run goes on without it.
-fn start_monitor(run: &Run, interval: Duration) -> Option<MonitorThread> {
+fn start_monitor(run: &Run, interval: Duration, sched: Housekeeping) -> Option<MonitorThread> {
     let axis = TimeAxis {
         clock: rtscope_engine::sys::clock_id(run.config().clock),
         start: run.clock_start(),
     };
     let measured = run.config().pinned_cpus();
-    match MonitorThread::start(Path::new("/"), interval, axis, &measured) {
+    match MonitorThread::start(Path::new("/"), interval, axis, &measured, sched) {
         Ok(m) => Some(m),
         Err(e) => {
             {
@@ -523,6 +524,7 @@ impl Recording {
         config: &RunConfig,
         run: &Run,
         min_period: Duration,
+        sched: Housekeeping,
     ) -> Result<Recording, UsageError> {
         let last = Instant::now();
         let Some(store) = store else {
@@ -588,8 +590,8 @@ impl Recording {
             error: None,
             min_period,
             last,
-            monitor: monitor_interval.and_then(|i| start_monitor(run, i)),
-            rows: MonitorRows::default(),
+            monitor: monitor_interval.and_then(|i| start_monitor(run, i, sched)),
+            rows: MonitorRows::with_cadence(monitor_interval),
             fresh: Vec::new(),
             busy: 0,
         })
@@ -638,6 +640,17 @@ impl Recording {
                 self.error = Some(e.to_string());
                 self.recorder = None;
             }
+        }
+    }
+
+    /// Adds facts learnt while the run ran to its environment (nothing without a store).
+    /// With the monitor's cadence (`rtscope.cadence.monitor`); call it after [`Self::finish`].
+    pub fn note_environment(&mut self, mut pairs: Vec<(String, String)>) {
+        if let Some(c) = &self.rows.cadence {
+            pairs.push(("rtscope.cadence.monitor".into(), c.describe()));
+        }
+        if let Some(r) = &mut self.recorder {
+            let _ = r.store.set_environment(r.id, &pairs);
         }
     }
 

@@ -14,6 +14,7 @@
 use crate::drive::{self, Event};
 use crate::error::UsageError;
 use crate::explain::{self, Explaining};
+use crate::housekeeping::{Cadence, Housekeeping};
 use crate::limits::{self, Check};
 use crate::plan::RunPlan;
 use crate::record::{RecordSpec, Recording};
@@ -175,6 +176,10 @@ pub struct Session {
     run: Option<Run>,
     recording: Recording,
     explaining: Option<Explaining>,
+    /// How the housekeeping threads were scheduled: asked, and what took effect.
+    housekeeping: (Housekeeping, String),
+    /// The cadence of the control thread's ticks (checkpoints), once driven.
+    checkpoints: Option<Cadence>,
     _settings: SystemSettings,
 }
 
@@ -189,6 +194,8 @@ impl Session {
     ) -> Result<Session, SessionError> {
         let explaining = Explaining::start(&plan);
         let run = Run::start(plan.config.clone())?;
+        let sched = Housekeeping::for_run(plan.housekeeping, &plan.config);
+        let applied = sched.apply_current();
         if let Some((cpus, option)) = main_cpus {
             sys::set_affinity_current(cpus).map_err(|source| SessionError::MainAffinity {
                 cpus: cpus.clone(),
@@ -202,12 +209,15 @@ impl Session {
             &plan.config,
             &run,
             recorded.checkpoint_period,
+            sched,
         )?;
         Ok(Session {
             plan,
             run: Some(run),
             recording,
             explaining,
+            housekeeping: (sched, applied),
+            checkpoints: None,
             _settings: settings,
         })
     }
@@ -236,8 +246,11 @@ impl Session {
         let rec = &mut self.recording;
         let explaining = &mut self.explaining;
         let mut drained: Vec<Vec<Sample>> = vec![Vec::new(); run.threads().len()];
+        let mut cadence = Cadence::new(tick);
+        let clock = sys::clock_id(run.config().clock);
         let outcome = drive::drive(run, tick, |run, ev| {
             if ev == Event::Tick {
+                cadence.tick(sys::now(clock));
                 drain_rings(run, &mut drained);
                 rec.add_samples(&drained);
                 for (i, s) in drained.iter().enumerate().filter(|(_, s)| !s.is_empty()) {
@@ -253,6 +266,10 @@ impl Session {
             }
             observer.on(run, ev)
         });
+        if matches!(self.housekeeping.0, Housekeeping::Fifo(_)) {
+            crate::housekeeping::reset_current();
+        }
+        self.checkpoints = Some(cadence);
         let checks = self.check(&outcome.result);
         let explain = self.explaining.take().map(|x| x.finish(&outcome.result));
         Ok(Measured {
@@ -292,6 +309,14 @@ impl Session {
             self.recording.write_spikes(&summary, &rows);
         }
         let (line, failed) = self.recording.finish(&m.result, m.interrupted(), exit_code);
+        let mut env = vec![(
+            "rtscope.housekeeping".to_string(),
+            self.housekeeping.1.clone(),
+        )];
+        if let Some(c) = &self.checkpoints {
+            env.push(("rtscope.cadence.control".into(), c.describe()));
+        }
+        self.recording.note_environment(env);
         RecordOutcome { line, failed }
     }
 }

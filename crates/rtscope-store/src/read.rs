@@ -1,7 +1,7 @@
 //! Reading runs back, also while a run is being written.
 
 use crate::{codec, Result, RunId, RunKind, RunStatus, Store};
-use rtscope_core::Histogram;
+use rtscope_core::{Histogram, Nanos, Overflow, Percentile};
 use rusqlite::{params, Row};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -39,6 +39,22 @@ pub struct RunSummary {
     pub missed: u64,
     /// All threads' histograms merged.
     pub histogram: Histogram,
+    /// The limit of an imported histogram (cyclictest's `-h`, `config.source.histogram_size_us`),
+    /// when the source says: every sample it could not place is at least this.
+    pub histogram_limit: Option<Nanos>,
+}
+
+impl RunSummary {
+    /// The samples of the whole run its merged histogram does not hold (an import's overflows).
+    pub fn overflow(&self) -> Overflow {
+        Overflow::of(&self.histogram, self.samples, self.histogram_limit)
+    }
+
+    /// The run's percentiles ranked over all its samples: those among an import's overflows
+    /// are lower bounds.
+    pub fn percentiles(&self) -> Vec<Percentile> {
+        self.histogram.percentiles_over_all(self.overflow())
+    }
 }
 
 /// A thread of a run as stored.
@@ -108,6 +124,26 @@ impl RunDetail {
     /// How this run's samples were counted.
     pub fn sample_rule(&self) -> crate::SampleRule {
         crate::SampleRule::of(self.summary.kind, &self.environment)
+    }
+
+    /// The samples of thread `t` its histogram does not hold (an import's overflows).
+    pub fn overflow(&self, t: &ThreadRow) -> Overflow {
+        Overflow::of(&t.histogram, t.samples, self.summary.histogram_limit)
+    }
+
+    /// Thread `t`'s percentiles ranked over all its samples (see [`RunSummary::percentiles`]).
+    pub fn percentiles(&self, t: &ThreadRow) -> Vec<Percentile> {
+        t.histogram.percentiles_over_all(self.overflow(t))
+    }
+
+    /// The samples of the whole run its merged histogram does not hold.
+    pub fn overflow_all(&self) -> Overflow {
+        self.summary.overflow()
+    }
+
+    /// Samples counted but not in any histogram, over all threads.
+    pub fn overflows(&self) -> u64 {
+        self.threads.iter().map(|t| self.overflow(t).count).sum()
     }
 }
 
@@ -198,7 +234,7 @@ impl Store {
             "SELECT key, value FROM tags WHERE run_id=?1 ORDER BY key",
             id,
         )?;
-        let q = "SELECT kind, label, status, started, ended, progress_ns, exit_code, pid, checkpoint_unix_ns, started_unix_ns FROM runs WHERE id=?1";
+        let q = "SELECT kind, label, status, started, ended, progress_ns, exit_code, pid, checkpoint_unix_ns, started_unix_ns, CASE WHEN json_valid(config) THEN json_extract(config, '$.source.histogram_size_us') END FROM runs WHERE id=?1";
         self.conn
             .query_row(q, params![id], |r| {
                 let stored: String = r.get(2)?;
@@ -218,6 +254,11 @@ impl Store {
                     max_ns: threads.iter().filter_map(|t| t.max_ns).max(),
                     missed: threads.iter().map(|t| t.missed).sum(),
                     histogram: histogram.clone(),
+                    histogram_limit: r
+                        .get::<_, Option<i64>>(10)
+                        .ok()
+                        .flatten()
+                        .map(|us| Nanos((us.max(0) as u64).saturating_mul(1000))),
                 })
             })
             .map_err(self.err())

@@ -300,6 +300,20 @@ impl Store {
         Ok(n > 0)
     }
 
+    /// Adds (or replaces) facts of a run's environment learnt while it ran, such as how its
+    /// housekeeping threads were scheduled and kept their cadence.
+    pub fn set_environment(&mut self, run: RunId, pairs: &[(String, String)]) -> Result<()> {
+        for (k, v) in pairs {
+            self.conn
+                .execute(
+                    "INSERT OR REPLACE INTO environment (run_id, key, value) VALUES (?1, ?2, ?3)",
+                    params![run, k, v],
+                )
+                .map_err(self.err())?;
+        }
+        Ok(())
+    }
+
     /// Sets (or with `None`, removes) a tag.
     pub fn set_tag(&mut self, run: RunId, key: &str, value: Option<&str>) -> Result<()> {
         self.require(run)?;

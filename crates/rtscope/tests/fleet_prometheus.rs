@@ -148,16 +148,7 @@ fn record(db: &Path, metrics: &Path) -> Value {
         ])
     };
     assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
-    let o = rtscope(&[
-        "runs",
-        "--db",
-        db.to_str().unwrap(),
-        "show",
-        "last",
-        "--json",
-    ]);
-    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
+    common::show_last(db)
 }
 
 fn config(dir: &Path, exporter: u16) -> PathBuf {

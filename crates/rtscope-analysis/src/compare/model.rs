@@ -286,6 +286,7 @@ impl Merged {
                 quantile,
                 value: None,
                 tail_samples: self.samples as f64 * (1.0 - quantile),
+                lower_bound: false,
             }
             .is_supported(),
             _ => true,

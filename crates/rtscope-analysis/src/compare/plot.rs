@@ -3,8 +3,7 @@
 //! drawn by rtscope-report exactly like `rtscope report`'s plots, one line per group.
 
 use super::analysis::{Comparison, Group};
-use rtscope_core::Histogram;
-use rtscope_report::figures;
+use rtscope_report::figures::{self, Line};
 use rtscope_report::plot::{self, Figure};
 use rtscope_report::ReportFile;
 use rtscope_session::UsageError;
@@ -28,13 +27,13 @@ pub fn legend(g: &Group) -> String {
 
 /// The overlaid figures as files: `compare-tail` and `compare-exceedance`, SVG and PNG.
 pub fn files(c: &Comparison) -> Result<Vec<ReportFile>, rtscope_report::ReportError> {
-    let lines: Vec<(String, Histogram)> = c
+    let lines: Vec<Line> = c
         .groups
         .iter()
-        .map(|g| (legend(g), g.merged.hist.clone()))
+        .map(|g| Line::new(legend(g), g.merged.hist.clone()))
         .collect();
     let tail = figures::tail_of(&lines);
-    let (_, exceedance) = figures::cdf_of(lines.into_iter().map(|(n, h)| (n, h, None)).collect());
+    let (_, exceedance) = figures::cdf_of(lines);
     let mut out = Vec::new();
     for (name, mut panel) in [("compare-tail", tail), ("compare-exceedance", exceedance)] {
         panel.title = format!("{} by group", panel.title);

@@ -137,7 +137,7 @@ fn list_text(runs: &[RunSummary]) -> String {
             format!("{:.1}s", Nanos(r.progress_ns).as_secs_f64()),
             r.threads.to_string(),
             r.samples.to_string(),
-            us(r.histogram.value_at_quantile(0.9999).map(|n| n.0)),
+            rtscope_core::text::percentile(&r.percentiles()[4]),
             us(r.max_ns),
             r.missed.to_string(),
             tags_text(&r.tags),
@@ -188,6 +188,7 @@ fn detail_text(d: &RunDetail) -> String {
             cpu: t.cpu.map_or("-".into(), |c| c.to_string()),
             stats: st,
             hist: &t.histogram,
+            over: d.overflow(t),
             max_at: t.max_offset_ns.map(Nanos),
         })
         .collect();
@@ -196,6 +197,7 @@ fn detail_text(d: &RunDetail) -> String {
         cpu: "-".into(),
         stats: &total,
         hist: &s.histogram,
+        over: s.overflow(),
         max_at: d
             .threads
             .iter()
@@ -344,8 +346,20 @@ fn summary_json(s: &RunSummary) -> Value {
         "measured_ns": s.progress_ns, "exit_code": s.exit_code,
         "tags": s.tags.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
         "threads": s.threads, "samples": s.samples, "max_ns": s.max_ns, "missed_periods": s.missed,
-        "percentiles_ns": s.histogram.percentiles().iter().map(|p| (p.label.to_string(), json!(p.value.map(|v| v.0)))).collect::<serde_json::Map<_, _>>(),
+        "percentiles_ns": pct_json(&s.percentiles(), false), "percentiles_lower_bound_ns": pct_json(&s.percentiles(), true),
     })
+}
+
+/// Exact percentiles by label (`null` where only a lower bound is known), or with `bounds` the
+/// lower bounds alone: a parser that ignores them never takes a bound for a value.
+fn pct_json(ps: &[rtscope_core::Percentile], bounds: bool) -> Value {
+    let pick =
+        |p: &rtscope_core::Percentile| (p.lower_bound == bounds).then_some(p.value).flatten();
+    let m = ps.iter().filter(|p| !bounds || p.lower_bound);
+    Value::Object(
+        m.map(|p| (p.label.into(), json!(pick(p).map(|v| v.0))))
+            .collect(),
+    )
 }
 
 fn detail_json(d: &RunDetail) -> Value {
@@ -359,7 +373,7 @@ fn detail_json(d: &RunDetail) -> Value {
                 "interval_ns": t.interval_ns, "samples": t.samples, "min_ns": t.min_ns, "mean_ns": t.mean_ns,
                 "max_ns": t.max_ns, "max_cycle": t.max_cycle, "max_offset_ns": t.max_offset_ns, "missed_periods": t.missed,
                 "miss_ratio": stats_of(t).miss_ratio(),
-                "percentiles_ns": t.histogram.percentiles().iter().map(|p| (p.label.to_string(), json!(p.value.map(|v| v.0)))).collect::<serde_json::Map<_, _>>(),
+                "percentiles_ns": pct_json(&d.percentiles(t), false), "percentiles_lower_bound_ns": pct_json(&d.percentiles(t), true),
             })
         })
         .collect();

@@ -146,3 +146,18 @@ pub fn dump(o: &Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// `rtscope runs --db DB show last --json`, parsed; asserts exit 0.
+pub fn show_last(db: &std::path::Path) -> serde_json::Value {
+    let args = [
+        "runs",
+        "--db",
+        db.to_str().unwrap(),
+        "show",
+        "last",
+        "--json",
+    ];
+    let o = run(env!("CARGO_BIN_EXE_rtscope"), &args);
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}

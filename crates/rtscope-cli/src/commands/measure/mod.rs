@@ -80,6 +80,17 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         latency: a.latency,
         event_above: opt_dur(a.event_above.as_deref(), "--event-above")?,
         event_capacity: a.event_capacity,
+        housekeeping_prio: match a.housekeeping_prio.as_str() {
+            "off" => None,
+            p => Some(
+                p.parse()
+                    .ok()
+                    .filter(|p| (1..=98).contains(p))
+                    .ok_or_else(|| {
+                        UsageError::new(format!("--housekeeping-prio: '{p}' is not 1-98 or 'off'"))
+                    })?,
+            ),
+        },
         explain: opt_dur(a.explain.as_deref(), "--explain")?,
         raw: a.raw,
         limits: a
@@ -306,6 +317,7 @@ fn report(
             cpu: t.cpu.map_or("-".into(), |c| c.to_string()),
             stats: &t.stats,
             hist: &t.histogram,
+            over: Default::default(),
             max_at: (t.stats.count > 0).then(|| offset(&t.stats)),
         })
         .collect();
@@ -314,6 +326,7 @@ fn report(
         cpu: "-".into(),
         stats: &total_stats,
         hist: &total_hist,
+        over: Default::default(),
         max_at: (total_stats.count > 0).then(|| offset(&total_stats)),
     });
     let failed = checks.iter().any(|c| !c.passed);

@@ -1,7 +1,7 @@
 //! The human summary of `rtscope measure`: one row per thread and one for all threads.
 
 use super::limits::Check;
-use rtscope_core::{Histogram, Nanos, Stats, PERCENTILES};
+use rtscope_core::{text, Histogram, Nanos, Overflow, Stats, PERCENTILES};
 use std::fmt::Write;
 
 /// One row of the table.
@@ -14,6 +14,8 @@ pub struct Row<'a> {
     pub stats: &'a Stats,
     /// Histogram.
     pub hist: &'a Histogram,
+    /// Samples counted but not in `hist` (an import's overflows).
+    pub over: Overflow,
     /// Offset of the max from the start of the run.
     pub max_at: Option<Nanos>,
 }
@@ -33,7 +35,7 @@ pub fn render(rows: &[Row]) -> String {
             .map(|s| s.to_string()),
     );
     let mut cells: Vec<Vec<String>> = vec![head];
-    let mut starred = false;
+    let (mut starred, mut bounded) = (false, false);
     for r in rows {
         let mut c = vec![r.label.clone(), r.cpu.clone(), r.stats.count.to_string()];
         let has = r.stats.count > 0;
@@ -43,10 +45,15 @@ pub fn render(rows: &[Row]) -> String {
                 .mean_ns()
                 .map_or("-".into(), |m| format!("{:.1}", m / 1000.0)),
         );
-        for p in r.hist.percentiles() {
-            let star = if p.is_supported() { "" } else { "*" };
-            starred |= !p.is_supported() && p.value.is_some();
-            c.push(p.value.map_or("-".into(), |v| format!("{}{star}", us(v))));
+        for p in r.hist.percentiles_over_all(r.over) {
+            let star = if p.is_supported() || p.value.is_none() {
+                ""
+            } else {
+                "*"
+            };
+            starred |= !star.is_empty();
+            bounded |= p.lower_bound;
+            c.push(format!("{}{star}", text::percentile(&p)));
         }
         c.push(if has { us(r.stats.max) } else { "-".into() });
         c.push(
@@ -59,6 +66,9 @@ pub fn render(rows: &[Row]) -> String {
     }
     let mut s = columns(&cells, 2);
     s.push_str("latencies in us; samples = wake-ups; max at = seconds into the run; missed = deadlines passed without a wake-up (not samples); miss % = missed / (samples + missed)\n");
+    if bounded {
+        s.push_str("≥ lower bound: the percentile falls among samples the source's histogram could not hold (at or above its limit)\n");
+    }
     if starred {
         s.push_str("* fewer than 10 samples lie beyond this percentile: measure longer for a meaningful value\n");
     }
