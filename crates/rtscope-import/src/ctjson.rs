@@ -8,7 +8,7 @@
 //! priority come from the recorded command line when it parses.
 
 use super::civil;
-use super::model::{parse_u64, Bad, Counter, Imported, ThreadData};
+use super::model::{parse_u64, Bad, Counter, Imported, ThreadRow};
 use rtscope_cyclictest::args::{self, CtOptions};
 use serde_json::{json, Map, Value};
 
@@ -171,7 +171,7 @@ fn thread(
     v: &Value,
     unit: u64,
     opts: Option<&CtOptions>,
-) -> Result<(ThreadData, Option<u64>), Bad> {
+) -> Result<(ThreadRow, Option<u64>), Bad> {
     let f = |name: &str| format!("thread.\"{key}\".{name}");
     let int = |name: &str| {
         v.get(name)
@@ -211,7 +211,7 @@ fn thread(
     }
     let has_hist = c.count > 0 || opts.is_some_and(|o| o.histogram.is_some());
     let overflows = has_hist.then_some(cycles - c.count);
-    let mut d = ThreadData::new(i);
+    let mut d = ThreadRow::new(i);
     d.samples = cycles;
     if cycles > 0 {
         let (min, max) = (int("min")?, int("max")?);
@@ -295,7 +295,7 @@ fn source(
     m.insert("overflows".into(), json!(overflows));
     if let Some(o) = opts {
         let per =
-            |f: &dyn Fn(&ThreadData) -> Value| Value::Array(out.threads.iter().map(f).collect());
+            |f: &dyn Fn(&ThreadRow) -> Value| Value::Array(out.threads.iter().map(f).collect());
         m.insert("interval_us".into(), per(&|t| json!(t.interval_ns / 1000)));
         m.insert("priority".into(), per(&|t| json!(t.priority)));
         m.insert("histogram_size".into(), json!(o.histogram));

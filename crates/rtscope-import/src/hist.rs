@@ -7,7 +7,7 @@
 //! not in the histogram. The mean is exact when nothing overflowed (computed from the buckets),
 //! else cyclictest's truncated integer `# Avg Latencies:` value.
 
-use super::model::{excerpt, parse_u64, Bad, Imported, ThreadData, MAX_COUNT};
+use super::model::{excerpt, parse_u64, Bad, Imported, ThreadRow, MAX_COUNT};
 use rtscope_core::{Histogram, Nanos};
 use serde_json::{json, Map, Value};
 use std::io::{BufRead, Read};
@@ -391,7 +391,7 @@ fn thread(
     c: &Tally,
     tr: &Trailer,
     (min, avg, max, over): (&Vals, &Vals, &Vals, &Vals),
-) -> Result<ThreadData, Bad> {
+) -> Result<ThreadRow, Bad> {
     if let Some(total) = &tr.total {
         match total.v.get(t) {
             Some(&v) if v == c.count => {}
@@ -414,7 +414,7 @@ fn thread(
     }
     let overflows = over.v[t];
     let samples = c.count.saturating_add(overflows);
-    let mut d = ThreadData::new(t as u32);
+    let mut d = ThreadRow::new(t as u32);
     d.samples = samples;
     if samples > 0 {
         if c.count > 0 && (max.v[t] < c.max || min.v[t] > c.min) {
@@ -435,7 +435,11 @@ fn thread(
         };
     }
     if let Some(ids) = &tr.thread_ids {
-        d.tid = ids.v.get(t).map_or(0, |&v| i32::try_from(v).unwrap_or(0));
+        d.tid = ids
+            .v
+            .get(t)
+            .and_then(|&v| i32::try_from(v).ok())
+            .filter(|&v| v != 0);
     }
     d.histogram = c.histogram.clone();
     Ok(d)

@@ -10,7 +10,7 @@
 //! interval inferred from the wake-up times.
 
 use super::ctjson::json_error;
-use super::model::{parse_u64, Bad, Counter, Imported, ThreadData};
+use super::model::{parse_u64, Bad, Counter, Imported, ThreadRow};
 use super::series::Series;
 use serde_json::{json, Map, Value};
 use std::io::Read;
@@ -279,7 +279,7 @@ fn build(threads: &[JdThread], unit: u64, raw: Option<&Raw>, out: &mut Imported)
     let t0 = raw.and_then(|r| r.span).map_or(0, |s| s.0);
     let mut incomplete = Vec::new();
     for (i, jd) in threads.iter().enumerate() {
-        let mut d = ThreadData::new(i as u32);
+        let mut d = ThreadRow::new(i as u32);
         d.policy = "fifo".into();
         d.samples = jd.count;
         let full = raw

@@ -31,7 +31,7 @@ mod summary;
 mod verbose;
 mod write;
 
-pub use model::{Bad, Imported, ThreadData};
+pub use model::{Bad, Imported, ThreadRow};
 use rtscope_session::record;
 use rtscope_session::{ExitStatus, RunError, UsageError};
 use serde_json::json;

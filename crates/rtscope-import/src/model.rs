@@ -60,64 +60,18 @@ impl std::fmt::Display for Bad {
     }
 }
 
-/// One thread of an imported run. All latencies in ns.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ThreadData {
-    /// Thread index in the source (cyclictest's `T:` number, jitterdebugger's CPU key).
-    pub thread: u32,
-    /// Kernel thread id, 0 when the source does not say.
-    pub tid: i32,
-    /// Pinned CPU, when the source says.
-    pub cpu: Option<u32>,
-    /// Scheduling policy (`fifo`, `rr`, `deadline`, …), `unknown` when the source does not say.
-    pub policy: String,
-    /// Priority, 0 when the source does not say.
-    pub priority: i32,
-    /// Wake-up interval in ns, 0 when the source does not say.
-    pub interval_ns: u64,
-    /// Samples (cycles), including any the histogram could not hold.
-    pub samples: u64,
-    /// Smallest latency, ns.
-    pub min_ns: Option<u64>,
-    /// Mean latency, ns.
-    pub mean_ns: Option<f64>,
-    /// Largest latency, ns (exact, also when beyond the source's histogram).
-    pub max_ns: Option<u64>,
-    /// Cycle of the maximum, when known.
-    pub max_cycle: Option<u64>,
-    /// Offset of the maximum from the run's start, ns, when known.
-    pub max_offset_ns: Option<u64>,
-    /// The samples whose value the source kept (overflows are not in it).
-    pub histogram: Histogram,
-}
-
-impl ThreadData {
-    /// A thread with nothing known but its index.
-    pub fn new(thread: u32) -> ThreadData {
-        ThreadData {
-            thread,
-            tid: 0,
-            cpu: None,
-            policy: "unknown".into(),
-            priority: 0,
-            interval_ns: 0,
-            samples: 0,
-            min_ns: None,
-            mean_ns: None,
-            max_ns: None,
-            max_cycle: None,
-            max_offset_ns: None,
-            histogram: Histogram::new(),
-        }
-    }
-}
+/// One thread of an imported run: the store's own per-thread record
+/// ([`rtscope_store::ThreadRow`]), filled in with what the source says (`policy` is `unknown`,
+/// numbers 0 and options `None` where it says nothing; `samples` includes any the histogram
+/// could not hold; `max_ns` is exact also beyond the source's histogram).
+pub use rtscope_store::ThreadRow;
 
 /// One parsed source: everything a run of the store needs except what the importer adds
 /// (label, tags, command line, file path and format).
 #[derive(Debug, Clone, Default)]
 pub struct Imported {
     /// The threads, by index.
-    pub threads: Vec<ThreadData>,
+    pub threads: Vec<ThreadRow>,
     /// Start of the measurement, ns since the Unix epoch, when the source records it.
     pub started_unix_ns: Option<i64>,
     /// End of the measurement, ns since the Unix epoch, when the source records it.

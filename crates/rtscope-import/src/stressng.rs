@@ -6,7 +6,7 @@
 //! samples, min, max and mean, an empty histogram, and the percentiles and distribution in
 //! `config.source`.
 
-use super::model::{excerpt, Bad, Imported, ThreadData};
+use super::model::{excerpt, Bad, Imported, ThreadRow};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -156,9 +156,9 @@ fn payload(n: usize, p: &str, e: &mut Instance) -> Result<(), Bad> {
     Ok(())
 }
 
-fn thread(k: u32, pid: &str, e: &Instance) -> Result<ThreadData, Bad> {
-    let mut d = ThreadData::new(k);
-    d.tid = pid.parse().unwrap_or(0);
+fn thread(k: u32, pid: &str, e: &Instance) -> Result<ThreadRow, Bad> {
+    let mut d = ThreadRow::new(k);
+    d.tid = pid.parse::<i32>().ok().filter(|&v| v != 0);
     d.policy = e.policy.as_deref().map_or("unknown".into(), policy);
     d.interval_ns = e.delay_ns.unwrap_or(0);
     if e.no_data {
@@ -253,7 +253,7 @@ stress-ng: info:  [13207] successful run completed in 5.00s
         );
         assert_eq!(
             (t.policy.as_str(), t.interval_ns, t.tid),
-            ("deadline", 100_000, 13211)
+            ("deadline", 100_000, Some(13211))
         );
         assert_eq!(t.histogram.count(), 0);
         let i = &r.source["instances"][0];

@@ -10,7 +10,7 @@
 //! `config.source.spikes`. Values are µs: a summary printed with `-N` (ns) cannot be told from
 //! one in µs and is imported as µs, as for histograms.
 
-use super::model::{excerpt, Bad, Imported, ThreadData};
+use super::model::{excerpt, Bad, Imported, ThreadRow};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 
@@ -150,9 +150,9 @@ pub fn parse(text: &str) -> Result<Imported, Bad> {
     Ok(out)
 }
 
-fn thread(t: u32, s: &Status) -> ThreadData {
-    let mut d = ThreadData::new(t);
-    d.tid = i32::try_from(s.tid).unwrap_or(0);
+fn thread(t: u32, s: &Status) -> ThreadRow {
+    let mut d = ThreadRow::new(t);
+    d.tid = i32::try_from(s.tid).ok().filter(|&v| v != 0);
     d.priority = i32::try_from(s.prio).unwrap_or(0);
     d.interval_ns = s.interval_us.saturating_mul(1000);
     d.samples = s.cycles;
@@ -201,7 +201,10 @@ mod tests {
         let r = parse(Q).unwrap();
         assert_eq!(r.threads.len(), 2);
         let t1 = &r.threads[1];
-        assert_eq!((t1.tid, t1.priority, t1.interval_ns), (8957, 90, 700_000));
+        assert_eq!(
+            (t1.tid, t1.priority, t1.interval_ns),
+            (Some(8957), 90, 700_000)
+        );
         assert_eq!(
             (t1.samples, t1.min_ns, t1.max_ns),
             (5754, Some(11_000), Some(6_292_000))

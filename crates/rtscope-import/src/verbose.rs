@@ -7,7 +7,7 @@
 //! the histogram once at the end. Statistics are exact over the lines present. The unit comes
 //! from the `T:` lines (`-N` widens `Act:` to 8 columns); without them it is µs.
 
-use super::model::{excerpt, Bad, Counter, Imported, ThreadData};
+use super::model::{excerpt, Bad, Counter, Imported, ThreadRow};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -265,7 +265,7 @@ impl State {
         let empty = Counter::new();
         for t in 0..self.counters.len().max(last) {
             let c = self.counters.get(t).unwrap_or(&empty);
-            let mut d = ThreadData::new(t as u32);
+            let mut d = ThreadRow::new(t as u32);
             d.samples = c.count;
             if c.count > 0 {
                 d.min_ns = Some(c.min.saturating_mul(unit));
@@ -276,7 +276,7 @@ impl State {
             d.histogram = c.histogram(unit);
             d.cpu = self.cpus.get(&(t as u32)).copied();
             if let Some(tl) = self.tlines.get(&(t as u32)) {
-                d.tid = tl.tid;
+                d.tid = Some(tl.tid).filter(|&v| v != 0);
                 d.priority = tl.prio.map_or(0, |p| p as i32);
                 d.interval_ns = tl.interval_us.map_or(0, |i| i.saturating_mul(1000));
                 reported.insert(
@@ -299,7 +299,7 @@ impl State {
         m.insert("unit".into(), json!(if ns { "ns" } else { "us" }));
         m.insert("lines".into(), json!(self.line));
         let known = !self.tlines.is_empty();
-        let per = |f: &dyn Fn(&ThreadData) -> Value| -> Value {
+        let per = |f: &dyn Fn(&ThreadRow) -> Value| -> Value {
             if known {
                 Value::Array(out.threads.iter().map(f).collect())
             } else {
@@ -401,7 +401,7 @@ mod tests {
         assert_eq!(t0.mean_ns, Some(25000.0 / 3.0));
         assert_eq!(
             (t0.max_cycle, t0.tid, t0.priority, t0.interval_ns),
-            (Some(1), 27975, 80, 200_000)
+            (Some(1), Some(27975), 80, 200_000)
         );
         assert_eq!(t0.cpu, Some(1));
         assert_eq!(r.threads[1].interval_ns, 700_000);

@@ -2,7 +2,7 @@
 
 use super::model::Imported;
 use rtscope_session::sysinfo;
-use rtscope_store::{Checkpoint, NewRun, RunId, Store, StoreError, ThreadInfo, ThreadStats};
+use rtscope_store::{Checkpoint, NewRun, RunId, Store, StoreError, ThreadRow};
 use rtscope_store::{RunKind, RunStatus};
 use serde_json::{json, Map, Value};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -49,17 +49,7 @@ fn config(imp: &Imported, m: &RunMeta) -> String {
 
 /// Records `imp` as a complete run and returns its id.
 pub fn write(store: &mut Store, imp: &Imported, m: &RunMeta) -> Result<RunId, StoreError> {
-    let threads = imp
-        .threads
-        .iter()
-        .map(|t| ThreadInfo {
-            thread: t.thread,
-            cpu: t.cpu,
-            policy: t.policy.clone(),
-            priority: t.priority,
-            interval_ns: t.interval_ns,
-        })
-        .collect();
+    let threads = imp.threads.iter().map(ThreadRow::info).collect();
     let new = NewRun {
         kind: RunKind::Import,
         label: m.label.clone(),
@@ -79,23 +69,7 @@ pub fn write(store: &mut Store, imp: &Imported, m: &RunMeta) -> Result<RunId, St
         at_unix_ns: SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as i64),
-        threads: imp
-            .threads
-            .iter()
-            .map(|t| ThreadStats {
-                thread: t.thread,
-                tid: t.tid,
-                samples: t.samples,
-                min_ns: t.min_ns,
-                mean_ns: t.mean_ns,
-                max_ns: t.max_ns,
-                max_cycle: t.max_cycle,
-                max_offset_ns: t.max_offset_ns,
-                missed: 0,
-                raw_dropped: 0,
-                histogram: &t.histogram,
-            })
-            .collect(),
+        threads: imp.threads.iter().map(ThreadRow::stats).collect(),
         series: imp.series.clone(),
         ..Checkpoint::default()
     };

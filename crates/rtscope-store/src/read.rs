@@ -58,7 +58,7 @@ impl RunSummary {
 }
 
 /// A thread of a run as stored.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ThreadRow {
     /// Index.
     pub thread: u32,
@@ -90,6 +90,57 @@ pub struct ThreadRow {
     pub raw_dropped: u64,
     /// Histogram (empty before the first checkpoint).
     pub histogram: Histogram,
+}
+
+impl ThreadRow {
+    /// A thread with nothing known but its index (an importer fills in what its source says).
+    pub fn new(thread: u32) -> ThreadRow {
+        ThreadRow {
+            thread,
+            tid: None,
+            cpu: None,
+            policy: "unknown".into(),
+            priority: 0,
+            interval_ns: 0,
+            samples: 0,
+            min_ns: None,
+            mean_ns: None,
+            max_ns: None,
+            max_cycle: None,
+            max_offset_ns: None,
+            missed: 0,
+            raw_dropped: 0,
+            histogram: Histogram::new(),
+        }
+    }
+
+    /// How it runs, as a new run declares it.
+    pub fn info(&self) -> crate::ThreadInfo {
+        crate::ThreadInfo {
+            thread: self.thread,
+            cpu: self.cpu,
+            policy: self.policy.clone(),
+            priority: self.priority,
+            interval_ns: self.interval_ns,
+        }
+    }
+
+    /// Its statistics as a checkpoint writes them.
+    pub fn stats(&self) -> crate::ThreadStats<'_> {
+        crate::ThreadStats {
+            thread: self.thread,
+            tid: self.tid.unwrap_or(0),
+            samples: self.samples,
+            min_ns: self.min_ns,
+            mean_ns: self.mean_ns,
+            max_ns: self.max_ns,
+            max_cycle: self.max_cycle,
+            max_offset_ns: self.max_offset_ns,
+            missed: self.missed,
+            raw_dropped: self.raw_dropped,
+            histogram: &self.histogram,
+        }
+    }
 }
 
 /// One stored series point.
