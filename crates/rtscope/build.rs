@@ -4,7 +4,8 @@
 //! address-only backtrace of a panic (`RUST_BACKTRACE=1`); on x86-64 it was 420 KB of the
 //! 4.0 MB budget (BENCHMARKS.md, "Release binaries"). rustc cannot leave it out under LTO
 //! (`-C force-unwind-tables=no` is lost when the standard library's bitcode is linked in), so
-//! the link discards the `.eh_frame` input sections of the Rust objects (`*.rcgu.o`); the C
+//! the link discards the `.eh_frame` input sections of the Rust objects (`*.rcgu.o`; on 32-bit
+//! ARM their `.ARM.exidx`/`.ARM.extab` unwind index and table, 66 KB); the C
 //! start-up files and libc keep theirs. A panic still prints its message and location and
 //! aborts (exit 134). Only for static (musl, or `+crt-static`) Linux builds with the release
 //! profile, which sets `panic = "abort"` (cargo tells build scripts the profile's name, not its
@@ -28,7 +29,7 @@ fn main() {
     let script = out.join("discard-rust-eh-frame.ld");
     fs::write(
         &script,
-        "SECTIONS { /DISCARD/ : { *.rcgu.o(.eh_frame) } } INSERT AFTER .text;\n",
+        "SECTIONS { /DISCARD/ : { *.rcgu.o(.eh_frame .ARM.exidx* .ARM.extab*) } } INSERT AFTER .text;\n",
     )
     .expect("OUT_DIR is writable");
     println!("cargo:rustc-link-arg-bins=-Wl,-T,{}", script.display());
