@@ -56,7 +56,8 @@ export CC_aarch64_unknown_linux_musl=aarch64-linux-musl-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=aarch64-linux-gnu-gcc
 export CC_armv7_unknown_linux_gnueabihf=arm-linux-gnueabihf-gcc
 export CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_LINKER=arm-linux-gnueabihf-gcc
-export CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_RUSTFLAGS="-C target-feature=+crt-static"
+# Not position-independent, like the musl binaries (.cargo/config.toml): no GOT indirections.
+export CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static"
 
 # target triple | Debian architecture | file name suffix
 targets=(
