@@ -143,6 +143,14 @@ impl ThreadRow {
     }
 }
 
+/// The histogram limit of an imported run (`source.histogram_size_us` of its config, µs): the
+/// samples beyond it are the overflows. `None` for a config without it or not JSON.
+fn histogram_limit(config: &str) -> Option<Nanos> {
+    let v: serde_json::Value = serde_json::from_str(config).ok()?;
+    let us = v.pointer("/source/histogram_size_us")?.as_u64()?;
+    Some(Nanos(us.saturating_mul(1000)))
+}
+
 /// One stored series point.
 pub type SeriesRow = crate::SeriesPoint;
 
@@ -285,7 +293,9 @@ impl Store {
             "SELECT key, value FROM tags WHERE run_id=?1 ORDER BY key",
             id,
         )?;
-        let q = "SELECT kind, label, status, started, ended, progress_ns, exit_code, pid, checkpoint_unix_ns, started_unix_ns, CASE WHEN json_valid(config) THEN json_extract(config, '$.source.histogram_size_us') END FROM runs WHERE id=?1";
+        // The config is parsed here, not with SQLite's JSON functions: the bundled SQLite is
+        // built without them (the board binaries' size budget, .cargo/config.toml).
+        let q = "SELECT kind, label, status, started, ended, progress_ns, exit_code, pid, checkpoint_unix_ns, started_unix_ns, config FROM runs WHERE id=?1";
         self.conn
             .query_row(q, params![id], |r| {
                 let stored: String = r.get(2)?;
@@ -305,11 +315,7 @@ impl Store {
                     max_ns: threads.iter().filter_map(|t| t.max_ns).max(),
                     missed: threads.iter().map(|t| t.missed).sum(),
                     histogram: histogram.clone(),
-                    histogram_limit: r
-                        .get::<_, Option<i64>>(10)
-                        .ok()
-                        .flatten()
-                        .map(|us| Nanos((us.max(0) as u64).saturating_mul(1000))),
+                    histogram_limit: histogram_limit(&r.get::<_, String>(10)?),
                 })
             })
             .map_err(self.err())
