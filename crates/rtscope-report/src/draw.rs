@@ -1,8 +1,9 @@
 //! Drawing a [`Figure`] with plotters: each panel's ranges and legend place are decided first
-//! ([`Layout`], see [`crate::legend`]), then the mesh, the series and the legend are drawn.
+//! ([`Layout`], see [`legend`]), then the mesh, the series and the legend are drawn.
 //! Every point is clamped into its panel.
 
-use crate::legend;
+pub(crate) mod legend;
+
 use crate::plot::{
     colour, drawn_range, hours_label, plot_err, project, tick_label, Corner, Figure, Panel, Scale,
     Series, Shape, FONT_FAMILY, LONG_RUN_S, NINES_P50,
@@ -12,6 +13,8 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters::style::FontStyle;
+use std::sync::Once;
 
 /// Outer margin of a panel, px.
 pub(crate) const MARGIN: u32 = 12;
@@ -414,4 +417,51 @@ fn legend_box<DB: DrawingBackend>(
             .map_err(plot_err)?;
     }
     Ok(())
+}
+
+static FONT: &[u8] = include_bytes!("../fonts/DejaVuSans-subset.ttf");
+
+fn ensure_font() {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        // The subset is compiled in and known to parse (a unit test checks it).
+        let _ = plotters::style::register_font(FONT_FAMILY, FontStyle::Normal, FONT);
+    });
+}
+
+/// Renders a figure as an SVG document.
+pub fn to_svg(fig: &Figure) -> Result<String, ReportError> {
+    ensure_font();
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, fig.size()).into_drawing_area();
+        figure(&root, fig)?;
+        root.present().map_err(plot_err)?;
+    }
+    Ok(out)
+}
+
+/// Renders a figure as PNG bytes (RGB, 8 bit).
+pub fn to_png(fig: &Figure) -> Result<Vec<u8>, ReportError> {
+    ensure_font();
+    let (w, h) = fig.size();
+    let mut rgb = vec![255u8; (w as usize) * (h as usize) * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        figure(&root, fig)?;
+        root.present().map_err(plot_err)?;
+    }
+    let mut png_bytes = Vec::new();
+    let mut enc = png::Encoder::new(&mut png_bytes, w, h);
+    enc.set_color(png::ColorType::Rgb);
+    enc.set_depth(png::BitDepth::Eight);
+    enc.set_compression(png::Compression::Default);
+    let mut writer = enc.write_header().map_err(png_err)?;
+    writer.write_image_data(&rgb).map_err(png_err)?;
+    writer.finish().map_err(png_err)?;
+    Ok(png_bytes)
+}
+
+fn png_err(e: png::EncodingError) -> ReportError {
+    ReportError::Render(format!("PNG encoding: {e}"))
 }

@@ -5,6 +5,7 @@ use crate::group::Grouping;
 use crate::model::RunData;
 use crate::monitors::{campaign_monitor_panels, monitor_panels};
 use crate::plot::{Axis, Corner, Figure, Panel, Scale, Series, Shape};
+pub use crate::scale::{nines, LOG_X_RATIO, MAX_CDF_POINTS};
 use rtscope_core::{Histogram, Overflow};
 
 use crate::histogram::share_counts;
@@ -54,8 +55,6 @@ impl Line {
         }
     }
 }
-/// Most points a CDF line is drawn with.
-pub const MAX_CDF_POINTS: usize = 2000;
 
 /// Where a figure goes in the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -308,11 +307,6 @@ fn ns_to_us(ns: u64) -> f64 {
     ns as f64 / 1000.0
 }
 
-/// "Nines" of a quantile: `−log10(1 − q)` (p90 → 1, p99 → 2, …).
-pub fn nines(q: f64) -> f64 {
-    -(1.0 - q).max(1e-12).log10()
-}
-
 /// Tail-latency points of a histogram and its overflows: (nines, µs, weak) for each
 /// percentile with at least one sample beyond it, ranked over all samples; weak when it rests
 /// on fewer than 10 samples beyond it or is only a lower bound (ranked among the overflows).
@@ -527,9 +521,6 @@ pub fn cdf_of(lines: Vec<Line>) -> (Panel, Panel) {
     };
     (cdf, exc)
 }
-
-/// Tails longer than this ratio of max to median get a log latency axis.
-pub const LOG_X_RATIO: f64 = 100.0;
 
 /// The latency axis of the CDF and exceedance plots: logarithmic when the longest tail is more
 /// than [`LOG_X_RATIO`] times the lowest median (ms outliers over a µs body), so the body is

@@ -1,9 +1,9 @@
 //! The OSADL-style latency histogram: bins shared by the panels of a figure (Freedman–Diaconis
 //! width, or log bins for long tails), counts on a log axis (linear for small runs).
 
-use crate::figures::LOG_X_RATIO;
 use crate::model::RunData;
 use crate::plot::{Axis, Corner, Panel, Scale, Series, Shape};
+use crate::scale::LOG_X_RATIO;
 use rtscope_core::Histogram;
 
 /// Most bins an OSADL-style histogram is drawn with; wider latency ranges get wider bins.

@@ -59,12 +59,12 @@ fn legends_never_cover_data() {
     ));
     let mut boxes = 0;
     for f in figs {
-        let svg = plot::to_svg(&f.figure).unwrap();
+        let svg = crate::to_svg(&f.figure).unwrap();
         for b in rects(&svg, "#FDFDFD") {
             boxes += 1;
             for line in data_polylines(&svg) {
                 assert!(
-                    !crate::legend::crosses(&line, b),
+                    !crate::draw::legend::crosses(&line, b),
                     "{}: a line crosses the legend {b:?}",
                     f.name
                 );
@@ -89,7 +89,7 @@ fn long_runs_get_an_h_mm_axis_and_the_tail_axis_labels_p50() {
         missed: 0,
     };
     run.series = (0..300).map(row).collect();
-    let svg = plot::to_svg(&Figure::single(figures::over_time(&run).unwrap())).unwrap();
+    let svg = crate::to_svg(&Figure::single(figures::over_time(&run).unwrap())).unwrap();
     assert!(
         svg.contains("time since start (h:mm)"),
         "a 5-hour run in h:mm"
@@ -100,9 +100,9 @@ fn long_runs_get_an_h_mm_axis_and_the_tail_axis_labels_p50() {
         "{t:?}"
     );
     run.series.truncate(10);
-    let svg = plot::to_svg(&Figure::single(figures::over_time(&run).unwrap())).unwrap();
+    let svg = crate::to_svg(&Figure::single(figures::over_time(&run).unwrap())).unwrap();
     assert!(svg.contains("time since start (s)"));
-    let tail = plot::to_svg(&Figure::single(figures::tail(&[run]))).unwrap();
+    let tail = crate::to_svg(&Figure::single(figures::tail(&[run]))).unwrap();
     let t = texts(&tail);
     for label in ["p50", "p90", "p99", "p99.9"] {
         assert!(t.iter().any(|l| l == label), "{label} unlabelled: {t:?}");
@@ -278,7 +278,7 @@ fn a_raw_run_gets_a_sample_scatter_that_keeps_every_maximum() {
             "the 3 ms sample survives"
         );
     }
-    let svg = plot::to_svg(fig).unwrap();
+    let svg = crate::to_svg(fig).unwrap();
     assert!(svg.matches("<circle").count() >= 300, "dots drawn");
     assert!(svg.len() < 300_000, "{} bytes", svg.len());
 }
@@ -307,7 +307,7 @@ fn a_histogram_with_ms_outliers_gets_log_bins_unless_cut_by_xmax() {
         .filter(|q| q.0 < 100.0 && q.1 > 0.0)
         .count();
     assert!(body >= 10, "{body} bins below 100 µs");
-    let t = texts(&plot::to_svg(&Figure::single(p)).unwrap());
+    let t = texts(&crate::to_svg(&Figure::single(p)).unwrap());
     for label in ["10", "100", "1000", "10k"] {
         assert!(t.iter().any(|l| l == label), "{label} missing: {t:?}");
     }

@@ -14,13 +14,13 @@
 #![warn(missing_docs)]
 
 mod draw;
+pub use draw::{to_png, to_svg};
 mod escape;
 pub mod explain;
 pub mod figures;
 pub mod group;
 pub mod histogram;
 pub mod html;
-mod legend;
 pub mod matrix;
 pub mod model;
 pub mod monitors;
@@ -28,6 +28,7 @@ pub mod plot;
 pub mod raw;
 pub mod repeats;
 pub mod samples;
+pub mod scale;
 pub mod table;
 pub mod warnings;
 
@@ -149,7 +150,7 @@ type Rendered = (String, Vec<u8>);
 /// a second core is usually idle after the run).
 fn render_all(figs: &[figures::NamedFigure]) -> Result<Vec<Rendered>, ReportError> {
     let one = |f: &figures::NamedFigure| -> Result<Rendered, ReportError> {
-        Ok((plot::to_svg(&f.figure)?, plot::to_png(&f.figure)?))
+        Ok((to_svg(&f.figure)?, to_png(&f.figure)?))
     };
     let half = figs.len() / 2;
     let (a, b) = figs.split_at(half);

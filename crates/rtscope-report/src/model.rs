@@ -27,7 +27,7 @@ pub struct RunData {
     /// memory by [`crate::raw::raw_cdf`]).
     pub raw: Option<crate::raw::RawCdf>,
     /// The per-sample scatter of the raw samples, decimated in bounded memory: per thread
-    /// (index = thread), (ns from the start, latency ns) points ([`crate::samples::Decimator`]).
+    /// (index = thread), (ns from the start, latency ns) points ([`crate::raw::Decimator`]).
     pub scatter: Option<crate::raw::Scatter>,
     /// Samples recorded as events (above the run's `--event-above` threshold).
     pub events: Vec<rtscope_store::EventRow>,

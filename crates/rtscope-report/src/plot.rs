@@ -8,14 +8,10 @@
 
 use crate::ReportError;
 use plotters::prelude::*;
-use plotters::style::FontStyle;
-use std::sync::Once;
 
 /// The font family named in plots: the embedded DejaVu Sans renders PNG text; SVG text names
 /// the same family with fallbacks for the browser.
 pub const FONT_FAMILY: &str = "DejaVu Sans, Verdana, Arial, sans-serif";
-
-static FONT: &[u8] = include_bytes!("../fonts/DejaVuSans-subset.ttf");
 
 /// The Okabe–Ito palette (Okabe & Ito 2008, "Color Universal Design"): eight colours that stay
 /// apart for the common forms of colour blindness; its yellow is darkened to read on white and
@@ -218,51 +214,6 @@ impl Figure {
             .max(1);
         (self.width, rows * self.panel_height)
     }
-}
-
-fn ensure_font() {
-    static REGISTER: Once = Once::new();
-    REGISTER.call_once(|| {
-        // The subset is compiled in and known to parse (a unit test checks it).
-        let _ = plotters::style::register_font(FONT_FAMILY, FontStyle::Normal, FONT);
-    });
-}
-
-/// Renders a figure as an SVG document.
-pub fn to_svg(fig: &Figure) -> Result<String, ReportError> {
-    ensure_font();
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, fig.size()).into_drawing_area();
-        crate::draw::figure(&root, fig)?;
-        root.present().map_err(plot_err)?;
-    }
-    Ok(out)
-}
-
-/// Renders a figure as PNG bytes (RGB, 8 bit).
-pub fn to_png(fig: &Figure) -> Result<Vec<u8>, ReportError> {
-    ensure_font();
-    let (w, h) = fig.size();
-    let mut rgb = vec![255u8; (w as usize) * (h as usize) * 3];
-    {
-        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-        crate::draw::figure(&root, fig)?;
-        root.present().map_err(plot_err)?;
-    }
-    let mut png_bytes = Vec::new();
-    let mut enc = png::Encoder::new(&mut png_bytes, w, h);
-    enc.set_color(png::ColorType::Rgb);
-    enc.set_depth(png::BitDepth::Eight);
-    enc.set_compression(png::Compression::Default);
-    let mut writer = enc.write_header().map_err(png_err)?;
-    writer.write_image_data(&rgb).map_err(png_err)?;
-    writer.finish().map_err(png_err)?;
-    Ok(png_bytes)
-}
-
-fn png_err(e: png::EncodingError) -> ReportError {
-    ReportError::Render(format!("PNG encoding: {e}"))
 }
 
 pub(crate) fn plot_err(e: impl std::fmt::Display) -> ReportError {

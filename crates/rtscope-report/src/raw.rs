@@ -8,7 +8,7 @@
 //! all, whatever the number of samples. A bucket whose distinct values would exceed its share
 //! of that budget is drawn at the bucket's midpoint instead (within 0.05 %, as the histogram).
 
-use crate::figures::MAX_CDF_POINTS;
+use crate::scale::MAX_CDF_POINTS;
 use rtscope_core::{Histogram, Nanos};
 use std::collections::BTreeMap;
 
@@ -185,7 +185,7 @@ pub fn raw_cdf<E>(
 }
 
 /// Both raw views of a run — the exact CDF ([`raw_cdf`]) and the decimated per-sample
-/// scatter ([`crate::samples::Decimator`]) — from raw samples `(cycle, latency ns, ns from the
+/// scatter ([`Decimator`]) — from raw samples `(cycle, latency ns, ns from the
 /// start)` that `each` streams per thread (three passes); memory stays bounded whatever the
 /// run's length. The scatter is indexed like `threads`.
 pub fn views<E>(
@@ -197,10 +197,10 @@ pub fn views<E>(
             sink(&chunk.iter().map(|s| s.1).collect::<Vec<u64>>());
         })
     })?;
-    let columns = crate::samples::columns_per_thread(threads.len());
+    let columns = columns_per_thread(threads.len());
     let mut scatter = Vec::with_capacity(threads.len());
     for &t in threads {
-        let mut d = crate::samples::Decimator::new(columns);
+        let mut d = Decimator::new(columns);
         each(t, &mut |chunk| chunk.iter().for_each(|s| d.push(s.2, s.1)))?;
         scatter.push(d.points());
     }
@@ -215,6 +215,81 @@ pub fn raw_cdf_of(raw: &[Vec<u64>]) -> RawCdf {
         Ok(())
     });
     r.unwrap_or_else(|e| match e {})
+}
+
+/// Columns a raw scatter is cut into per panel; each keeps its largest and smallest sample.
+pub const SCATTER_COLUMNS: usize = 300;
+
+/// Columns each thread's scatter keeps when `threads` threads share a panel.
+pub fn columns_per_thread(threads: usize) -> usize {
+    (SCATTER_COLUMNS / threads.max(1)).max(20)
+}
+
+/// Decimates a stream of samples for the scatter: consecutive samples are cut into columns
+/// that keep their smallest and largest sample (so every maximum is drawn); when the columns
+/// reach `columns`, neighbours merge and the width doubles. Memory: at most 2 × `columns`
+/// points, whatever the run's length.
+#[derive(Debug)]
+pub struct Decimator {
+    target: usize,
+    per: u64,
+    in_current: u64,
+    current: Option<[(u64, u64); 2]>,
+    done: Vec<[(u64, u64); 2]>,
+}
+
+impl Decimator {
+    /// A decimator keeping `columns` / 2 to `columns` columns (at least one).
+    pub fn new(columns: usize) -> Decimator {
+        Decimator {
+            target: (columns / 2).max(1),
+            per: 1,
+            in_current: 0,
+            current: None,
+            done: Vec::new(),
+        }
+    }
+
+    /// Adds the sample at `at` ns from the start with latency `lat` ns.
+    pub fn push(&mut self, at: u64, lat: u64) {
+        let c = self.current.get_or_insert([(at, lat), (at, lat)]);
+        if lat < c[0].1 {
+            c[0] = (at, lat);
+        }
+        if lat > c[1].1 {
+            c[1] = (at, lat);
+        }
+        self.in_current += 1;
+        if self.in_current < self.per {
+            return;
+        }
+        self.done.extend(self.current.take());
+        self.in_current = 0;
+        if self.done.len() >= 2 * self.target {
+            self.done = self.done.chunks(2).map(merge).collect();
+            self.per *= 2;
+        }
+    }
+
+    /// The kept samples in time order, as (ns from the start, latency ns).
+    pub fn points(mut self) -> Vec<(u64, u64)> {
+        self.done.extend(self.current.take());
+        let mut out = Vec::with_capacity(2 * self.done.len());
+        for [lo, hi] in self.done {
+            let pair = if lo.0 <= hi.0 { [lo, hi] } else { [hi, lo] };
+            out.push(pair[0]);
+            if pair[1] != pair[0] {
+                out.push(pair[1]);
+            }
+        }
+        out
+    }
+}
+
+fn merge(pair: &[[(u64, u64); 2]]) -> [(u64, u64); 2] {
+    let lo = pair.iter().map(|c| c[0]).min_by_key(|p| p.1);
+    let hi = pair.iter().map(|c| c[1]).max_by_key(|p| p.1);
+    [lo.unwrap_or_default(), hi.unwrap_or_default()]
 }
 
 #[cfg(test)]
@@ -290,5 +365,32 @@ mod tests {
             assert_eq!(g.1, e.1);
             assert!((g.0 - e.0).abs() <= e.0 * 0.001 + 0.001, "{g:?} vs {e:?}");
         }
+    }
+}
+
+#[cfg(test)]
+mod decimator_tests {
+    use super::Decimator;
+
+    #[test]
+    fn the_decimator_keeps_every_extreme_in_bounded_memory() {
+        let mut d = Decimator::new(50);
+        let n = 1_000_000u64;
+        for i in 0..n {
+            let lat = match i {
+                777_777 => 9_000_000,
+                12_345 => 1,
+                _ => 5_000 + (i * 7919) % 3_000,
+            };
+            d.push(i * 1_000, lat);
+        }
+        let pts = d.points();
+        assert!(pts.len() <= 2 * 50 && pts.len() >= 25, "{}", pts.len());
+        assert!(
+            pts.contains(&(777_777_000, 9_000_000)),
+            "the maximum is kept"
+        );
+        assert!(pts.contains(&(12_345_000, 1)), "the minimum is kept");
+        assert!(pts.windows(2).all(|w| w[0].0 <= w[1].0), "in time order");
     }
 }

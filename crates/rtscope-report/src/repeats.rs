@@ -2,10 +2,10 @@
 //! to the highest of its runs' own percentiles, so ten repeats that agree read as a thin band
 //! and one wild run as a wide one.
 
-use crate::figures::nines;
 use crate::group::Grouping;
 use crate::model::RunData;
 use crate::plot::{Panel, Series, Shape};
+use crate::scale::nines;
 use rtscope_core::PERCENTILES;
 
 /// The band of one group: (nines, lowest µs, highest µs) at each percentile that at least two

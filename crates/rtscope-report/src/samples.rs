@@ -13,8 +13,7 @@ use std::fmt::Write;
 pub const MAX_EVENT_ROWS: usize = 50;
 /// Most events marked on one run's latency-over-time panel (the largest).
 pub const MAX_EVENT_MARKS: usize = 100;
-/// Columns a raw scatter is cut into per panel; each keeps its largest and smallest sample.
-pub const SCATTER_COLUMNS: usize = 300;
+pub use crate::raw::SCATTER_COLUMNS;
 
 /// The events of a run as marks for its over-time panel: its largest [`MAX_EVENT_MARKS`] at
 /// (s from the start, µs); `None` when it has none.
@@ -72,78 +71,6 @@ pub fn section(h: &mut String, runs: &[RunData], g: &Grouping) {
     h.push_str("</table>\n");
 }
 
-/// Columns each thread's scatter keeps when `threads` threads share a panel.
-pub fn columns_per_thread(threads: usize) -> usize {
-    (SCATTER_COLUMNS / threads.max(1)).max(20)
-}
-
-/// Decimates a stream of samples for the scatter: consecutive samples are cut into columns
-/// that keep their smallest and largest sample (so every maximum is drawn); when the columns
-/// reach `columns`, neighbours merge and the width doubles. Memory: at most 2 × `columns`
-/// points, whatever the run's length.
-#[derive(Debug)]
-pub struct Decimator {
-    target: usize,
-    per: u64,
-    in_current: u64,
-    current: Option<[(u64, u64); 2]>,
-    done: Vec<[(u64, u64); 2]>,
-}
-
-impl Decimator {
-    /// A decimator keeping `columns` / 2 to `columns` columns (at least one).
-    pub fn new(columns: usize) -> Decimator {
-        Decimator {
-            target: (columns / 2).max(1),
-            per: 1,
-            in_current: 0,
-            current: None,
-            done: Vec::new(),
-        }
-    }
-
-    /// Adds the sample at `at` ns from the start with latency `lat` ns.
-    pub fn push(&mut self, at: u64, lat: u64) {
-        let c = self.current.get_or_insert([(at, lat), (at, lat)]);
-        if lat < c[0].1 {
-            c[0] = (at, lat);
-        }
-        if lat > c[1].1 {
-            c[1] = (at, lat);
-        }
-        self.in_current += 1;
-        if self.in_current < self.per {
-            return;
-        }
-        self.done.extend(self.current.take());
-        self.in_current = 0;
-        if self.done.len() >= 2 * self.target {
-            self.done = self.done.chunks(2).map(merge).collect();
-            self.per *= 2;
-        }
-    }
-
-    /// The kept samples in time order, as (ns from the start, latency ns).
-    pub fn points(mut self) -> Vec<(u64, u64)> {
-        self.done.extend(self.current.take());
-        let mut out = Vec::with_capacity(2 * self.done.len());
-        for [lo, hi] in self.done {
-            let pair = if lo.0 <= hi.0 { [lo, hi] } else { [hi, lo] };
-            out.push(pair[0]);
-            if pair[1] != pair[0] {
-                out.push(pair[1]);
-            }
-        }
-        out
-    }
-}
-
-fn merge(pair: &[[(u64, u64); 2]]) -> [(u64, u64); 2] {
-    let lo = pair.iter().map(|c| c[0]).min_by_key(|p| p.1);
-    let hi = pair.iter().map(|c| c[1]).max_by_key(|p| p.1);
-    [lo.unwrap_or_default(), hi.unwrap_or_default()]
-}
-
 /// The per-sample scatter of one run (latency over time, one colour per thread), when it
 /// has raw samples (decimated by [`Decimator`], so every maximum is drawn).
 pub fn scatter(run: &RunData, name: &str) -> Option<Panel> {
@@ -188,31 +115,4 @@ pub fn scatter_panels(runs: &[RunData], g: &Grouping, order: &[usize]) -> Vec<Pa
         })
         .filter_map(|&i| scatter(&runs[i], &g.run_name(runs, i)))
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Decimator;
-
-    #[test]
-    fn the_decimator_keeps_every_extreme_in_bounded_memory() {
-        let mut d = Decimator::new(50);
-        let n = 1_000_000u64;
-        for i in 0..n {
-            let lat = match i {
-                777_777 => 9_000_000,
-                12_345 => 1,
-                _ => 5_000 + (i * 7919) % 3_000,
-            };
-            d.push(i * 1_000, lat);
-        }
-        let pts = d.points();
-        assert!(pts.len() <= 2 * 50 && pts.len() >= 25, "{}", pts.len());
-        assert!(
-            pts.contains(&(777_777_000, 9_000_000)),
-            "the maximum is kept"
-        );
-        assert!(pts.contains(&(12_345_000, 1)), "the minimum is kept");
-        assert!(pts.windows(2).all(|w| w[0].0 <= w[1].0), "in time order");
-    }
 }

@@ -83,7 +83,7 @@ fn a_run_reads_back_with_series_monitors_loads_and_top_threads() {
 #[test]
 fn histogram_png_has_the_right_size_and_is_not_blank() {
     let r = run_data("png", "idle");
-    let png = plot::to_png(&Figure::single(figures::histogram(&r))).unwrap();
+    let png = crate::to_png(&Figure::single(figures::histogram(&r))).unwrap();
     let (w, h, colours, ink) = png_facts(&png);
     assert_eq!((w, h), (960, 540));
     assert!(
@@ -96,7 +96,7 @@ fn histogram_png_has_the_right_size_and_is_not_blank() {
 #[test]
 fn svg_is_one_document_with_axis_labels_and_legend() {
     let r = run_data("svg", "idle");
-    let svg = plot::to_svg(&Figure::single(figures::histogram(&r))).unwrap();
+    let svg = crate::to_svg(&Figure::single(figures::histogram(&r))).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     assert_eq!(svg.matches("<svg").count(), 1);
     assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
@@ -122,7 +122,7 @@ fn empty_bins_are_drawn_at_the_bottom_of_a_log_axis() {
         legend: Corner::UpperRight,
         series: vec![Series::new("CPU 0", 0, pts)],
     };
-    let (_, _, _, ink) = png_facts(&plot::to_png(&Figure::single(panel)).unwrap());
+    let (_, _, _, ink) = png_facts(&crate::to_png(&Figure::single(panel)).unwrap());
     assert!(ink > 0.01);
 }
 
@@ -467,12 +467,12 @@ fn a_study_report_groups_by_kernel_and_case_in_a_grid_on_shared_axes() {
     assert!(hist.panels[0].title.contains("kernel=std · idle #1"));
     assert!(hist.panels[4].title.contains("kernel=std · cpu #1"));
     // The same axes in every panel, read back from the SVG's tick labels.
-    let svg = plot::to_svg(hist).unwrap();
+    let svg = crate::to_svg(hist).unwrap();
     let labels = tick_labels_per_panel(&svg, "Latency histogram");
     assert_eq!(labels.len(), 8, "{labels:?}");
     assert!(labels[0].len() >= 4, "{labels:?}");
     assert!(labels.iter().all(|l| *l == labels[0]), "{labels:?}");
-    let time = plot::to_svg(fig("over-time")).unwrap();
+    let time = crate::to_svg(fig("over-time")).unwrap();
     let labels = tick_labels_per_panel(&time, "Latency over time");
     assert!(labels.iter().all(|l| *l == labels[0]), "{labels:?}");
     // The report says it in the per-case table, one column per kernel.
@@ -486,7 +486,7 @@ fn nothing_is_drawn_outside_its_panel() {
     let g = crate::group::Grouping::new(&runs, None);
     let mut checked = 0;
     for f in figures::all(&runs, &g) {
-        let svg = plot::to_svg(&f.figure).unwrap();
+        let svg = crate::to_svg(&f.figure).unwrap();
         checked += polylines(&svg).len();
         let (w, h) = f.figure.size();
         let cols = f.figure.columns.max(1) as f64;
@@ -548,7 +548,7 @@ fn long_tails_get_a_log_latency_axis() {
         figures::Line::new("b", tail),
     ]);
     assert_eq!((c.x.scale, e.x.scale), (Scale::Log, Scale::Log));
-    let svg = plot::to_svg(&Figure::single(e)).unwrap();
+    let svg = crate::to_svg(&Figure::single(e)).unwrap();
     assert!(svg.contains("log axis"));
 }
 
@@ -585,7 +585,7 @@ fn a_day_long_over_time_plot_stays_small_and_keeps_every_max() {
         .fold(0.0, f64::max);
     assert_eq!(top, 9_000.0, "the one 9 ms interval survives decimation");
     assert!(panel.series[0].points.len() <= 2 * figures::MAX_TIME_STEPS + 2);
-    let svg = plot::to_svg(&Figure::single(panel)).unwrap();
+    let svg = crate::to_svg(&Figure::single(panel)).unwrap();
     assert!(svg.len() < 500_000, "{} bytes", svg.len());
 }
 
@@ -605,7 +605,7 @@ fn zero_rates_are_gaps_and_temperatures_fit_their_data() {
             legend: Corner::UpperRight,
             series: vec![s],
         };
-        polylines(&plot::to_svg(&Figure::single(panel)).unwrap()).len()
+        polylines(&crate::to_svg(&Figure::single(panel)).unwrap()).len()
     };
     assert_eq!(
         svg_of(true),

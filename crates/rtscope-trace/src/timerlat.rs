@@ -22,14 +22,7 @@ use crate::TraceError;
 use std::path::{Path, PathBuf};
 
 /// The events the timerlat tier enables besides the tracer: (system, event).
-pub const EVENTS: [(&str, &str); 6] = [
-    ("sched", "sched_switch"),
-    ("sched", "sched_waking"),
-    ("osnoise", "irq_noise"),
-    ("osnoise", "softirq_noise"),
-    ("osnoise", "nmi_noise"),
-    ("osnoise", "thread_noise"),
-];
+pub use crate::tracefs::TIMERLAT_EVENTS as EVENTS;
 
 /// Where a piece of time went, before the phase decides its category.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,6 +14,17 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+/// The events the timerlat tier enables besides the tracer: (system, event) — what rtla's
+/// auto-analysis reads (the timerlat tier).
+pub const TIMERLAT_EVENTS: [(&str, &str); 6] = [
+    ("sched", "sched_switch"),
+    ("sched", "sched_waking"),
+    ("osnoise", "irq_noise"),
+    ("osnoise", "softirq_noise"),
+    ("osnoise", "nmi_noise"),
+    ("osnoise", "thread_noise"),
+];
+
 /// Where tracefs is usually mounted, in the order tried.
 pub const MOUNT_POINTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 /// Prefix of the instances rtscope creates.
@@ -249,7 +260,7 @@ pub struct InstanceConfig {
     /// Also trace `hrtimer_expire_entry/exit` (they lengthen interrupts noticeably).
     pub hrtimer_events: bool,
     /// Run the timerlat tracer in the instance with the timerlat tier's events
-    /// ([`crate::timerlat::EVENTS`]) instead of the lean set.
+    /// ([`TIMERLAT_EVENTS`]) instead of the lean set.
     pub timerlat: bool,
 }
 
@@ -331,7 +342,7 @@ impl Instance {
         }
         self.layout = tfs.page_layout()?;
         let events = if cfg.timerlat {
-            crate::timerlat::EVENTS.to_vec()
+            TIMERLAT_EVENTS.to_vec()
         } else {
             lean_events(cfg.hrtimer_events)
         };

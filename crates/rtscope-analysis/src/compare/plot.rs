@@ -4,7 +4,7 @@
 
 use super::analysis::{Comparison, Group};
 use rtscope_report::figures::{self, Line};
-use rtscope_report::plot::{self, Figure};
+use rtscope_report::plot::Figure;
 use rtscope_report::ReportFile;
 use rtscope_session::UsageError;
 use std::path::{Path, PathBuf};
@@ -40,11 +40,11 @@ pub fn files(c: &Comparison) -> Result<Vec<ReportFile>, rtscope_report::ReportEr
         let fig = Figure::single(panel);
         out.push(ReportFile {
             name: format!("{name}.svg"),
-            bytes: plot::to_svg(&fig)?.into_bytes(),
+            bytes: rtscope_report::to_svg(&fig)?.into_bytes(),
         });
         out.push(ReportFile {
             name: format!("{name}.png"),
-            bytes: plot::to_png(&fig)?,
+            bytes: rtscope_report::to_png(&fig)?,
         });
     }
     Ok(out)

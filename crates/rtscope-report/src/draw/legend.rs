@@ -8,7 +8,7 @@
 //! sized from its text (a generous estimate of DejaVu Sans at 12 px) and the plotting area
 //! estimated from the panel's fixed margins.
 
-use crate::draw::{Layout, MARGIN, TITLE, X_LABELS, Y_LABELS};
+use super::{Layout, MARGIN, TITLE, X_LABELS, Y_LABELS};
 use crate::plot::{project, Corner, Panel, Series, Shape, MAX_LEGEND};
 use plotters::style::RGBColor;
 
