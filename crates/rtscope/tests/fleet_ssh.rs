@@ -351,12 +351,16 @@ fn a_campaign_on_three_named_boards_merges_compares_and_reports_to_ci() {
         .args([
             "run", campaign, "--target", "a", "--target", "b", "--target", "c",
         ])
+        // The three "boards" share this machine's 2 CPUs: one campaign at a time, so three
+        // campaigns' loads beside a CI hog do not starve each other's load shepherds.
         .args([
             "--duration",
             "1s",
             "--explain",
             "off",
             "-q",
+            "--target-jobs",
+            "1",
             "--targets-file",
         ])
         .arg(targets_file(&b))
