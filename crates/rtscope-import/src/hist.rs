@@ -228,7 +228,9 @@ fn row(n: usize, line: &str, rows: &mut Rows) -> Result<(), Bad> {
         rows.columns = vec![Tally::default(); counts.len()];
     }
     let (last, others) = counts.split_last().expect("counts is not empty");
-    if rows.bad_sum.is_none() && others.len() >= 2 && *last != others.iter().sum::<u64>() {
+    // Summed in u128: hostile counts near u64::MAX must not overflow (a fuzzer found it).
+    let others_sum: u128 = others.iter().map(|&c| u128::from(c)).sum();
+    if rows.bad_sum.is_none() && others.len() >= 2 && u128::from(*last) != others_sum {
         rows.bad_sum = Some((n, bucket));
     }
     for (t, &c) in rows.columns.iter_mut().zip(&counts) {
@@ -504,6 +506,19 @@ fn notes(out: &mut Imported, rows: &Rows) {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn counts_near_u64_max_do_not_overflow_the_total_check() {
+        // Found by the fuzzer: the per-thread counts summed past u64::MAX.
+        let max = u64::MAX;
+        let text = format!("000000 {max} {max} 5\n000001 {max} {max} 5\n");
+        let _ = parse_reader(&mut text.as_bytes());
+        let crash = include_bytes!(
+            "../../../fuzz/corpus/import_cyclictest_hist/regression-count-sum-overflow"
+        );
+        let _ = parse_reader(&mut &crash[..]);
+    }
+
     use super::*;
 
     const DEBIAN: &str = "# /dev/cpu_dma_latency set to 0us\n# Histogram\n000000 000000\t000000\n000001 000002\t000000\n000002 000001\t000003\n000003 000000\t000000\n# Total: 000000003 000000003\n# Min Latencies: 00001 00002\n# Avg Latencies: 00001 00002\n# Max Latencies: 00002 00950\n# Histogram Overflows: 00000 00001\n# Histogram Overflow at cycle number:\n# Thread 0:\n# Thread 1: 00003\n\n";
