@@ -514,7 +514,7 @@ mod tests {
         let text = format!("000000 {max} {max} 5\n000001 {max} {max} 5\n");
         let _ = parse_reader(&mut text.as_bytes());
         let crash = include_bytes!(
-            "../../../fuzz/corpus/import_cyclictest_hist/regression-count-sum-overflow"
+            "../../../fuzz/corpus/import_cyclictest_hist/seed-regression-count-sum-overflow"
         );
         let _ = parse_reader(&mut &crash[..]);
     }
