@@ -4,7 +4,9 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use rtscope_load::{LoadSpec, MsgMode, MsgTransport};
 use std::path::PathBuf;
 
+mod fleet;
 mod respond;
+pub use fleet::FleetArgs;
 pub use respond::{BiasArg, EdgesArg, EventClockArg, RespondArgs, RespondPolicyArg};
 
 /// `rtscope --version`: the version, the target triple and the git commit (`unknown` when built
@@ -748,22 +750,6 @@ impl Default for MeasureArgs {
 /// The clap command, for man page and completion generation.
 pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
-}
-
-/// Runs on boards over ssh (`measure`, `run`, `check`; docs/fleet.md).
-#[derive(Debug, Clone, Args)]
-pub struct FleetArgs {
-    /// Run on this board over ssh instead of here (repeatable): a board of targets.toml, every
-    /// board with a tag KEY=VALUE, `all`, or [user@]host[:port]; runs are merged here tagged
-    /// board=NAME
-    #[arg(long = "target", value_name = "BOARD", help_heading = "Fleet")]
-    pub targets: Vec<String>,
-    /// The boards file [default: $RTSCOPE_TARGETS, else ./targets.toml]
-    #[arg(long, value_name = "FILE", help_heading = "Fleet")]
-    pub targets_file: Option<PathBuf>,
-    /// Boards run at the same time with --target
-    #[arg(long, value_name = "N", default_value_t = 4, help_heading = "Fleet")]
-    pub target_jobs: usize,
 }
 
 /// Options of `rtscope check`.
