@@ -7,8 +7,9 @@
 #  1. installs what it needs (musl-tools, the aarch64/armhf cross compilers and musl-dev:arm64,
 #     qemu-user-static, the Rust targets) — only what is missing;
 #  2. builds three static binaries: x86_64-unknown-linux-musl, aarch64-unknown-linux-musl and
-#     armv7-unknown-linux-gnueabihf linked fully static with +crt-static (rustup serves no
-#     standard library for armv7-unknown-linux-musleabihf: its download returns 404);
+#     32-bit ARM as thumbv7neon-unknown-linux-gnueabihf (ARMv7-A with NEON, Thumb-2 code) linked
+#     fully static with +crt-static (rustup serves no standard library for
+#     armv7-unknown-linux-musleabihf: its download returns 404; ARM-mode code was over budget);
 #  3. generates the man pages (one per subcommand) and the bash/zsh/fish completions from the
 #     CLI definition (`rtscope man --dir`, `rtscope completions`, crate rtscope-manual);
 #  4. packages amd64, arm64 and armhf .debs with dpkg-deb (binary, man pages, completions, no
@@ -44,7 +45,7 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}"
 fi
-rustup target add x86_64-unknown-linux-musl aarch64-unknown-linux-musl armv7-unknown-linux-gnueabihf >/dev/null
+rustup target add x86_64-unknown-linux-musl aarch64-unknown-linux-musl thumbv7neon-unknown-linux-gnueabihf >/dev/null
 echo "tools ready in $(elapsed "$t0") s"
 
 # ---- 2. the static binaries ----------------------------------------------------------------
@@ -54,16 +55,15 @@ echo "tools ready in $(elapsed "$t0") s"
 export CC_x86_64_unknown_linux_musl=x86_64-linux-musl-gcc
 export CC_aarch64_unknown_linux_musl=aarch64-linux-musl-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=aarch64-linux-gnu-gcc
-export CC_armv7_unknown_linux_gnueabihf=arm-linux-gnueabihf-gcc
-export CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_LINKER=arm-linux-gnueabihf-gcc
-# Not position-independent, like the musl binaries (.cargo/config.toml): no GOT indirections.
-export CARGO_TARGET_ARMV7_UNKNOWN_LINUX_GNUEABIHF_RUSTFLAGS="-C target-feature=+crt-static -C relocation-model=static"
+export CC_thumbv7neon_unknown_linux_gnueabihf=arm-linux-gnueabihf-gcc
+export CARGO_TARGET_THUMBV7NEON_UNKNOWN_LINUX_GNUEABIHF_LINKER=arm-linux-gnueabihf-gcc
+# +crt-static, not position-independent, Thumb-2 C code: .cargo/config.toml.
 
 # target triple | Debian architecture | file name suffix
 targets=(
   "x86_64-unknown-linux-musl amd64 x86_64-linux-musl"
   "aarch64-unknown-linux-musl arm64 aarch64-linux-musl"
-  "armv7-unknown-linux-gnueabihf armhf armv7-linux-gnueabihf-static"
+  "thumbv7neon-unknown-linux-gnueabihf armhf armv7-linux-gnueabihf-static"
 )
 rm -rf "$DIST"
 mkdir -p "$DIST"
