@@ -28,8 +28,10 @@ import json
 import math
 import os
 import re
+import platform
 import shlex
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -76,11 +78,48 @@ class Tool:
                 "-h", str(HIST_RANGE), f"--json={self.json_path}"]
 
 
+def default_rtscope():
+    """The binary users install: the static musl release build (scripts/dist.sh,
+    tests/guest/ci.sh) when it exists, else the glibc development build. Peak RSS
+    depends on which: the dynamic build also maps glibc's libc, libm, libgcc_s and ld.so
+    (about 1.8 MiB resident here) on top of its own code."""
+    target = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target")
+    static = os.path.join(target, f"{platform.machine()}-unknown-linux-musl", "release", "rtscope")
+    if os.path.isfile(static) and os.access(static, os.X_OK):
+        return os.path.normpath(static)
+    return os.path.normpath(os.path.join(target, "release", "rtscope"))
+
+
+def linkage(path):
+    """'static' or 'dynamic': whether the ELF file has a PT_INTERP (program interpreter)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if head[:4] != b"\x7fELF":
+                return "?"
+            is64, little = head[4] == 2, head[5] == 1
+            order = "<" if little else ">"
+            if is64:
+                phoff, = struct.unpack_from(order + "Q", head, 32)
+                phentsize, phnum = struct.unpack_from(order + "HH", head, 54)
+            else:
+                phoff, = struct.unpack_from(order + "I", head, 28)
+                phentsize, phnum = struct.unpack_from(order + "HH", head, 42)
+            f.seek(phoff)
+            table = f.read(phentsize * min(phnum, 256))
+    except OSError:
+        return "?"
+    types = [struct.unpack_from(order + "I", table, i * phentsize)[0]
+             for i in range(len(table) // max(phentsize, 1))]
+    return "dynamic" if 3 in types else "static"  # PT_INTERP = 3
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(
         description="Compare rtscope with cyclictest (latency, CPU, RSS).")
-    p.add_argument("--rtscope", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target", "release", "rtscope"),
-                   help="rtscope binary (default: %(default)s)")
+    p.add_argument("--rtscope", default=default_rtscope(),
+                   help="rtscope binary (default: the static musl release build if it exists, "
+                        "as shipped to the boards, else the development build: %(default)s)")
     p.add_argument("--cyclictest", default="/usr/bin/cyclictest",
                    help="cyclictest binary (default: %(default)s)")
     p.add_argument("--pairs", type=int, help="run pairs per scenario (default 5)")
@@ -337,7 +376,7 @@ SUMMARY_HEADERS = ["metric", "rtscope", "cyclictest", "ratio",
 
 def binary_rows(tools):
     sizes = [os.path.getsize(os.path.realpath(t.path)) for t in tools]
-    rows = [[t.name, os.path.realpath(t.path), str(s)]
+    rows = [[t.name, f"{os.path.realpath(t.path)} ({linkage(t.path)})", str(s)]
             for t, s in zip(tools, sizes)]
     rows.append(["ratio", "rtscope / cyclictest", f"{ratio(*sizes):.2f}x"])
     return rows
