@@ -91,20 +91,28 @@ fn percentiles_equal_the_order_statistics_of_the_raw_samples() {
 fn injected_delay_shows_as_max_and_missed_periods() {
     let interval = Nanos::from_ms(1);
     let hog = Nanos::from_ms(10);
+    // 200 wake-ups (200 ms): the stall must fall inside the run even when this test's own
+    // (SCHED_OTHER) thread waits tens of ms for a CPU on a loaded machine.
+    const LOOPS: u64 = 200;
     let mut c = RunConfig::new(vec![fifo(0, 50, interval)]);
-    c.loops = Some(60);
-    c.sample_ring = Some(64);
-    let run = Run::start(c).unwrap();
+    c.loops = Some(LOOPS);
+    c.sample_ring = Some(256);
+    // The hogger is real-time before the run starts, so its sleep ends on time whatever the
+    // load: it stalls the measured thread 15 ms after it is released.
+    let (go, ready) = std::sync::mpsc::channel::<()>();
     let hogger = std::thread::spawn(move || {
         sys::set_affinity_current(&CpuSet::from_cpus([0])).unwrap();
-        std::thread::sleep(Duration::from_millis(15));
         sys::set_policy_current(Policy::Fifo, 90).unwrap();
+        ready.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(15));
         let clock = sys::clock_id(Default::default());
         let end = sys::now(clock) + hog;
         while sys::now(clock) < end {
             std::hint::spin_loop();
         }
     });
+    let run = Run::start(c).unwrap();
+    go.send(()).unwrap();
     hogger.join().unwrap();
     let mut raw = Vec::new();
     loop {
@@ -116,7 +124,7 @@ fn injected_delay_shows_as_max_and_missed_periods() {
     }
     let r = run.finish();
     let s = r.threads[0].stats;
-    assert_eq!(s.count, 60, "samples = wake-ups = loops");
+    assert_eq!(s.count, LOOPS, "samples = wake-ups = loops");
     assert!(
         s.max >= hog - interval && s.max <= hog + Nanos::from_ms(2),
         "max {}",
@@ -125,7 +133,7 @@ fn injected_delay_shows_as_max_and_missed_periods() {
     // The stall covered floor(max / interval) deadlines; other late wake-ups (load) may add some.
     let covered = s.max.0 / interval.0;
     assert!(s.missed >= covered, "missed {} < {covered}", s.missed);
-    assert_eq!(raw.len(), 60);
+    assert_eq!(raw.len() as u64, LOOPS);
     // One sample per wake-up: consecutive wake-up numbers, and the stall is one sample, not a
     // ramp of synthetic ones (the old rule gave ~9, 8, 7 … 1 ms).
     assert!(raw.iter().enumerate().all(|(i, x)| x.cycle == i as u64));
