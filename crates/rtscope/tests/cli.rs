@@ -34,6 +34,9 @@ fn tmp(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn measure_prints_percentiles_and_missed_periods_and_writes_versioned_json() {
+    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
+    // machine's real-time tasks (rtscope_testkit::rt_lock).
+    let _rt = crate::common::rt_lock();
     let json = tmp("measure").join("m.json");
     let o = rtscope(&[
         "measure",
@@ -83,6 +86,9 @@ fn measure_prints_percentiles_and_missed_periods_and_writes_versioned_json() {
 
 #[test]
 fn measure_runs_sched_deadline_threads() {
+    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
+    // machine's real-time tasks (rtscope_testkit::rt_lock).
+    let _rt = crate::common::rt_lock();
     let o = rtscope(&[
         "measure",
         "-l",
@@ -105,6 +111,9 @@ fn measure_runs_sched_deadline_threads() {
 
 #[test]
 fn measure_limits_gate_the_exit_code() {
+    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
+    // machine's real-time tasks (rtscope_testkit::rt_lock).
+    let _rt = crate::common::rt_lock();
     let pass = rtscope(&[
         "measure",
         "-l",
@@ -132,6 +141,9 @@ fn measure_limits_gate_the_exit_code() {
 
 #[test]
 fn bad_input_is_named_with_exit_code_2() {
+    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
+    // machine's real-time tasks (rtscope_testkit::rt_lock).
+    let _rt = crate::common::rt_lock();
     let cases: &[(&[&str], &str)] = &[
         (&["measure", "-i", "0"], "--interval"),
         (&["measure", "-p", "100"], "--priority"),
@@ -191,6 +203,9 @@ fn bad_input_is_named_with_exit_code_2() {
 
 #[test]
 fn legacy_n_flag_is_accepted_with_a_notice() {
+    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
+    // machine's real-time tasks (rtscope_testkit::rt_lock).
+    let _rt = crate::common::rt_lock();
     let o = rtscope(&["cyclictest", "-n", "-l20", "-i", "200", "-q"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(text(&o.stderr).contains("-n is obsolete"));
@@ -199,6 +214,9 @@ fn legacy_n_flag_is_accepted_with_a_notice() {
 
 #[test]
 fn missing_rt_privilege_names_the_fix() {
+    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
+    // machine's real-time tasks (rtscope_testkit::rt_lock).
+    let _rt = crate::common::rt_lock();
     let o = Command::new("setpriv")
         .args([
             "--reuid=65534",
@@ -283,6 +301,9 @@ fn spawn_and_signal(args: &[&str], after: Duration, signal: i32) -> (Output, Dur
 
 #[test]
 fn sigint_mid_run_still_yields_complete_outputs_and_exit_3() {
+    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
+    // machine's real-time tasks (rtscope_testkit::rt_lock).
+    let _rt = crate::common::rt_lock();
     let json = tmp("sigint").join("m.json");
     let (o, took) = spawn_and_signal(
         &[
@@ -316,6 +337,9 @@ fn sigint_mid_run_still_yields_complete_outputs_and_exit_3() {
 
 #[test]
 fn sigterm_ends_a_cyclictest_run_with_its_summary_json_and_histogram() {
+    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
+    // machine's real-time tasks (rtscope_testkit::rt_lock).
+    let _rt = crate::common::rt_lock();
     let json = tmp("sigterm").join("c.json");
     let j = format!("--json={}", json.display());
     let (o, _) = spawn_and_signal(
@@ -338,6 +362,9 @@ fn sigterm_ends_a_cyclictest_run_with_its_summary_json_and_histogram() {
 
 #[test]
 fn sigint_ends_an_endless_cyclictest_run_normally() {
+    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
+    // machine's real-time tasks (rtscope_testkit::rt_lock).
+    let _rt = crate::common::rt_lock();
     let (o, _) = spawn_and_signal(
         &["cyclictest", "-q", "-i", "500"],
         Duration::from_millis(300),
@@ -353,6 +380,9 @@ fn sigint_ends_an_endless_cyclictest_run_normally() {
 
 #[test]
 fn a_closed_stdout_pipe_never_panics() {
+    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
+    // machine's real-time tasks (rtscope_testkit::rt_lock).
+    let _rt = crate::common::rt_lock();
     let mut child = cmd()
         .args(["cyclictest", "-v", "-i", "100", "-D", "20"])
         .stdout(Stdio::piped())
@@ -386,6 +416,9 @@ fn a_closed_stdout_pipe_never_panics() {
 
 #[test]
 fn break_threshold_prints_the_break_and_exits_1() {
+    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
+    // machine's real-time tasks (rtscope_testkit::rt_lock).
+    let _rt = crate::common::rt_lock();
     let o = rtscope(&[
         "cyclictest",
         "-l",
@@ -410,6 +443,9 @@ fn break_threshold_prints_the_break_and_exits_1() {
 
 #[test]
 fn the_binary_answers_to_the_name_cyclictest() {
+    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
+    // machine's real-time tasks (rtscope_testkit::rt_lock).
+    let _rt = crate::common::rt_lock();
     let dir = tmp("symlink");
     let link = dir.join("cyclictest");
     let _ = std::fs::remove_file(&link);
@@ -428,6 +464,9 @@ fn the_binary_answers_to_the_name_cyclictest() {
 
 #[test]
 fn cpu_dma_latency_is_written_only_when_asked_and_restored() {
+    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
+    // machine's real-time tasks (rtscope_testkit::rt_lock).
+    let _rt = crate::common::rt_lock();
     // rtscope's own request is an open file descriptor on /dev/cpu_dma_latency (the kernel
     // drops it when the descriptor closes), so the test looks at rtscope's descriptors, not at
     // the system-wide value other processes may change at any time.
@@ -485,6 +524,9 @@ fn dma_latency_fd_open(pid: u32) -> bool {
 
 #[test]
 fn compatible_json_stays_valid_with_quotes_in_the_command_line() {
+    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
+    // machine's real-time tasks (rtscope_testkit::rt_lock).
+    let _rt = crate::common::rt_lock();
     let dir = tmp("quote");
     let json = dir.join("a\"b.json");
     let arg = format!("--json={}", json.display());
@@ -497,6 +539,9 @@ fn compatible_json_stays_valid_with_quotes_in_the_command_line() {
 
 #[test]
 fn help_man_page_and_completions_are_generated() {
+    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
+    // machine's real-time tasks (rtscope_testkit::rt_lock).
+    let _rt = crate::common::rt_lock();
     let h = rtscope(&["--help"]);
     assert!(text(&h.stdout).contains("measure") && h.status.success());
     let m = rtscope(&["man"]);
@@ -543,6 +588,9 @@ fn measuring_thread_faults(pid: u32) -> Vec<(String, u64)> {
 
 #[test]
 fn measuring_threads_take_no_page_fault_in_their_loop() {
+    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
+    // machine's real-time tasks (rtscope_testkit::rt_lock).
+    let _rt = crate::common::rt_lock();
     let mut child = cmd()
         .args(["measure", "-D", "3s", "-i", "200us", "-q", "--no-db"])
         .stdout(Stdio::null())

@@ -420,7 +420,17 @@ fn a_real_cyclictest_json_file_imports_with_matching_statistics() {
     let d = dir("real-json");
     let json = d.join("out.json");
     let arg = format!("--json={}", json.display());
-    common::reference::cyclictest(&["-l2000", "-m", "-S", "-p90", "-i200", "-h400", "-q", &arg]);
+    // cyclictest's -l ends the run when the first thread is done: on a loaded machine a thread
+    // that never woke leaves `"cycles": 0` and `"avg": -nan` (not JSON) in the file. That peer
+    // run says nothing about the importer; measure again (at most three times).
+    for _ in 0..3 {
+        common::reference::cyclictest(&[
+            "-l2000", "-m", "-S", "-p90", "-i200", "-h400", "-q", &arg,
+        ]);
+        if !read(&json).contains("nan") {
+            break;
+        }
+    }
     let run = import_one("real-json-db", &json);
     assert_threads(&run, &expected_from_json(&read(&json)), 0.005);
 }
