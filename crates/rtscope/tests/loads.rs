@@ -112,6 +112,13 @@ fn io_ended_by(name: &str, sig: libc::c_int) {
         "1",
     ]);
     let tree = wait_for_tree(child.0.id() as i32, 2); // shepherd + worker
+                                                      // The worker makes its scratch directory once it runs: on a loaded machine, a while after
+                                                      // it exists.
+    let made = Instant::now();
+    while std::fs::read_dir(&dir).unwrap().count() == 0 && made.elapsed() < Duration::from_secs(30)
+    {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(
         std::fs::read_dir(&dir).unwrap().count(),
         1,
