@@ -1,4 +1,7 @@
 //! The real rtscope binary, run as root: front ends, exit codes, signals, bad input.
+//! Every test holds the SCHED_FIFO test lock (`rtscope_testkit::rt_lock`): their runs use the
+//! default SCHED_FIFO 90 and must not overlap another test's, e.g. `check`'s audit of the
+//! machine's real-time tasks.
 
 use std::io::Read;
 use std::process::{Command, Output, Stdio};
@@ -34,8 +37,6 @@ fn tmp(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn measure_prints_percentiles_and_missed_periods_and_writes_versioned_json() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let json = tmp("measure").join("m.json");
     let o = rtscope(&[
@@ -86,8 +87,6 @@ fn measure_prints_percentiles_and_missed_periods_and_writes_versioned_json() {
 
 #[test]
 fn measure_runs_sched_deadline_threads() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let o = rtscope(&[
         "measure",
@@ -111,8 +110,6 @@ fn measure_runs_sched_deadline_threads() {
 
 #[test]
 fn measure_limits_gate_the_exit_code() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let pass = rtscope(&[
         "measure",
@@ -141,8 +138,6 @@ fn measure_limits_gate_the_exit_code() {
 
 #[test]
 fn bad_input_is_named_with_exit_code_2() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let cases: &[(&[&str], &str)] = &[
         (&["measure", "-i", "0"], "--interval"),
@@ -203,8 +198,6 @@ fn bad_input_is_named_with_exit_code_2() {
 
 #[test]
 fn legacy_n_flag_is_accepted_with_a_notice() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let o = rtscope(&["cyclictest", "-n", "-l20", "-i", "200", "-q"]);
     assert_eq!(o.status.code(), Some(0));
@@ -214,8 +207,6 @@ fn legacy_n_flag_is_accepted_with_a_notice() {
 
 #[test]
 fn missing_rt_privilege_names_the_fix() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let o = Command::new("setpriv")
         .args([
@@ -301,8 +292,6 @@ fn spawn_and_signal(args: &[&str], after: Duration, signal: i32) -> (Output, Dur
 
 #[test]
 fn sigint_mid_run_still_yields_complete_outputs_and_exit_3() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let json = tmp("sigint").join("m.json");
     let (o, took) = spawn_and_signal(
@@ -337,8 +326,6 @@ fn sigint_mid_run_still_yields_complete_outputs_and_exit_3() {
 
 #[test]
 fn sigterm_ends_a_cyclictest_run_with_its_summary_json_and_histogram() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let json = tmp("sigterm").join("c.json");
     let j = format!("--json={}", json.display());
@@ -362,8 +349,6 @@ fn sigterm_ends_a_cyclictest_run_with_its_summary_json_and_histogram() {
 
 #[test]
 fn sigint_ends_an_endless_cyclictest_run_normally() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let (o, _) = spawn_and_signal(
         &["cyclictest", "-q", "-i", "500"],
@@ -380,8 +365,6 @@ fn sigint_ends_an_endless_cyclictest_run_normally() {
 
 #[test]
 fn a_closed_stdout_pipe_never_panics() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let mut child = cmd()
         .args(["cyclictest", "-v", "-i", "100", "-D", "20"])
@@ -416,8 +399,6 @@ fn a_closed_stdout_pipe_never_panics() {
 
 #[test]
 fn break_threshold_prints_the_break_and_exits_1() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let o = rtscope(&[
         "cyclictest",
@@ -443,8 +424,6 @@ fn break_threshold_prints_the_break_and_exits_1() {
 
 #[test]
 fn the_binary_answers_to_the_name_cyclictest() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let dir = tmp("symlink");
     let link = dir.join("cyclictest");
@@ -464,8 +443,6 @@ fn the_binary_answers_to_the_name_cyclictest() {
 
 #[test]
 fn cpu_dma_latency_is_written_only_when_asked_and_restored() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     // rtscope's own request is an open file descriptor on /dev/cpu_dma_latency (the kernel
     // drops it when the descriptor closes), so the test looks at rtscope's descriptors, not at
@@ -524,8 +501,6 @@ fn dma_latency_fd_open(pid: u32) -> bool {
 
 #[test]
 fn compatible_json_stays_valid_with_quotes_in_the_command_line() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let dir = tmp("quote");
     let json = dir.join("a\"b.json");
@@ -539,8 +514,6 @@ fn compatible_json_stays_valid_with_quotes_in_the_command_line() {
 
 #[test]
 fn help_man_page_and_completions_are_generated() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let h = rtscope(&["--help"]);
     assert!(text(&h.stdout).contains("measure") && h.status.success());
@@ -588,8 +561,6 @@ fn measuring_thread_faults(pid: u32) -> Vec<(String, u64)> {
 
 #[test]
 fn measuring_threads_take_no_page_fault_in_their_loop() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let mut child = cmd()
         .args(["measure", "-D", "3s", "-i", "200us", "-q", "--no-db"])

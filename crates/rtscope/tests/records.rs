@@ -1,4 +1,7 @@
 //! Run records: the real binary writing the real SQLite store, killed, read back, tagged.
+//! Every test holds the SCHED_FIFO test lock (`rtscope_testkit::rt_lock`): their runs use the
+//! default SCHED_FIFO 90 and must not overlap another test's, e.g. `check`'s audit of the
+//! machine's real-time tasks.
 
 use serde_json::Value;
 use std::process::{Command, Output, Stdio};
@@ -72,8 +75,6 @@ fn kill(child: &std::process::Child, signal: i32) {
 
 #[test]
 fn a_run_killed_with_sigkill_reads_back_as_incomplete_with_its_series() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let db = dir("sigkill").join("r.db");
     let mut child = Command::new(bin())
@@ -121,8 +122,6 @@ fn a_run_killed_with_sigkill_reads_back_as_incomplete_with_its_series() {
 
 #[test]
 fn repeated_kills_during_writes_leave_a_readable_store() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let db = dir("kills").join("r.db");
     for i in 0..4u64 {
@@ -162,8 +161,6 @@ fn repeated_kills_during_writes_leave_a_readable_store() {
 
 #[test]
 fn a_reader_sees_a_run_while_it_is_being_written() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let db = dir("reader").join("r.db");
     let mut child = Command::new(bin())
@@ -192,8 +189,6 @@ fn a_reader_sees_a_run_while_it_is_being_written() {
 
 #[test]
 fn runs_can_be_listed_shown_tagged_and_deleted() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let db = dir("manage").join("r.db");
     for label in ["idle", "load"] {
@@ -250,8 +245,6 @@ fn runs_can_be_listed_shown_tagged_and_deleted() {
 
 #[test]
 fn bad_databases_are_named_and_refused_with_exit_code_2() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let d = dir("bad");
     let garbage = d.join("garbage.db");
@@ -285,8 +278,6 @@ fn bad_databases_are_named_and_refused_with_exit_code_2() {
 
 #[test]
 fn no_db_records_nothing() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let d = dir("nodb");
     let db = d.join("r.db");
@@ -298,8 +289,6 @@ fn no_db_records_nothing() {
 
 #[test]
 fn a_full_disk_stops_the_recording_but_not_the_results() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let db = dir("full").join("r.db");
     // SIGXFSZ ignored (the disposition survives exec) so writes past the limit fail with EFBIG.
@@ -327,8 +316,6 @@ fn a_full_disk_stops_the_recording_but_not_the_results() {
 
 #[test]
 fn raw_samples_are_kept_whole_with_their_size() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let db = dir("raw").join("r.db");
     let o = rtscope(
@@ -348,8 +335,6 @@ fn raw_samples_are_kept_whole_with_their_size() {
 /// percentiles equal their exact order statistics within the histogram's stated precision.
 #[test]
 fn exported_raw_samples_give_the_stored_percentiles_as_order_statistics() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let d = dir("rawexport");
     let db = d.join("r.db");
@@ -392,8 +377,6 @@ fn exported_raw_samples_give_the_stored_percentiles_as_order_statistics() {
 
 #[test]
 fn a_truncated_database_is_named_with_exit_code_2() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let d = dir("truncated");
     let db = d.join("r.db");
@@ -446,8 +429,6 @@ fn csv_rows(path: &std::path::Path) -> Vec<Vec<String>> {
 
 #[test]
 fn a_measure_run_records_monitor_series_on_its_time_axis_and_unavailable_sources_are_not_errors() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let d = dir("monitors");
     let db = d.join("m.db");
@@ -496,8 +477,6 @@ fn a_measure_run_records_monitor_series_on_its_time_axis_and_unavailable_sources
 
 #[test]
 fn monitors_can_be_turned_off() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let d = dir("nomonitors");
     let db = d.join("m.db");
@@ -521,8 +500,6 @@ fn monitors_can_be_turned_off() {
 /// existed (no `rtscope.sample_rule` key) stays readable and is marked as the old rule.
 #[test]
 fn runs_show_names_the_sample_rule_and_marks_runs_of_the_old_rule() {
-    // SCHED_FIFO runs (the default) must not overlap another test's: `check` audits the
-    // machine's real-time tasks (rtscope_testkit::rt_lock).
     let _rt = crate::common::rt_lock();
     let db = dir("sample-rule").join("r.db");
     let o = rtscope(&db, &["measure", "-l", "50", "-i", "500us", "-q"]);

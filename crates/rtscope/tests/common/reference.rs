@@ -73,6 +73,17 @@ pub fn cyclictest_path(needed_for: &str) -> String {
     path
 }
 
+/// How many times a test runs the real cyclictest for one usable `--json` file.
+pub const PEER_ATTEMPTS: usize = 3;
+
+/// Whether cyclictest's `--json` text comes from a run where a thread never woke. Its `-l`
+/// ends the run when the first thread is done, so on a loaded machine a starved thread leaves
+/// `"cycles": 0` and `"avg": -nan` (not JSON). Such a peer run says nothing about rtscope: the
+/// test measures again (at most [`PEER_ATTEMPTS`] runs).
+pub fn starved_peer_json(text: &str) -> bool {
+    text.contains("nan")
+}
+
 /// Runs cyclictest with `args`; asserts exit 0 and returns (stdout, stderr).
 pub fn cyclictest(args: &[&str]) -> (String, String) {
     let bin = cyclictest_path("the reference cyclictest is needed for these tests");
