@@ -186,6 +186,12 @@ fn have(program: &str) -> bool {
 #[test]
 fn p50_is_within_3x_of_the_matching_rt_tests_program() {
     let _serial = serial();
+    // Like with like: both tools measured with the CPU kept out of deep idle. On this VM the
+    // exit from idle lands between the two timestamps of rtscope's same-CPU pair but not of
+    // the rt-tests programs': idle, futex and mqueue measured 2.5-4.2x their peer (p50 5.0-8.4
+    // vs avg 2 us) in three runs; with the request held, 0.86-1.5x. Both tools see the same
+    // setting; an unprivileged run measures without it.
+    let _latency = rtscope_engine::knobs::DmaLatencyGuard::set(0).ok();
     let cpu = cpus()[0];
     let (_, prio) = policy();
     for kind in IpcKind::ALL {

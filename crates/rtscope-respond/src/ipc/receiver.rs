@@ -479,14 +479,10 @@ fn send_loop(sh: &Shared, first: Nanos, interval: Nanos, burst: u64, loops: u64,
         sh.send_failed.store(failed, Relaxed);
         n += 1;
         deadline.advance();
-        // A sender held off for more than an interval skips the deadlines that passed (so the
-        // rate stays the configured one; a backlog sent back to back would be a burst).
-        let now = sys::now(clock).0;
-        while deadline.ns() + interval.0 <= now {
-            deadline.advance();
-            n += 1;
-            sh.skipped.store(sh.skipped.load(Relaxed) + 1, Relaxed);
-        }
+        let skipped = skip_passed(&mut deadline, interval, sys::now(clock).0, loops - n, end);
+        n += skipped;
+        sh.skipped
+            .store(sh.skipped.load(Relaxed) + skipped, Relaxed);
     }
     sh.sent.store(sent, Release);
     sh.send_failed.store(failed, Release);
@@ -494,6 +490,26 @@ fn send_loop(sh: &Shared, first: Nanos, interval: Nanos, burst: u64, loops: u64,
         sh.cut.store(true, Release);
     }
     seq
+}
+
+/// Skips the sending deadlines that passed while the sender was held off for more than an
+/// interval, so the rate stays the configured one (a backlog sent back to back would be a
+/// burst). `now` and `end` are CLOCK_MONOTONIC ns. Only deadlines the run would still have sent
+/// count: at most `left` of them and none at or after `end`, so that sent + refused + skipped
+/// is exactly the number of attempts. Returns how many were skipped.
+fn skip_passed(
+    deadline: &mut sys::Deadline,
+    interval: Nanos,
+    now: u64,
+    left: u64,
+    end: u64,
+) -> u64 {
+    let mut skipped = 0;
+    while skipped < left && deadline.ns() < end && deadline.ns() + interval.0 <= now {
+        deadline.advance();
+        skipped += 1;
+    }
+    skipped
 }
 
 /// Publishes the end and sends the stop marker (retried while the queue is full).
@@ -509,5 +525,53 @@ fn send_stop_marker(sh: &Shared, seq: u64) {
             }
             _ => return,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(first_ms: u64) -> sys::Deadline {
+        sys::Deadline::new(Nanos::from_ms(first_ms), Nanos::from_ms(1))
+    }
+
+    #[test]
+    fn a_sender_held_off_skips_only_the_deadlines_that_passed() {
+        // Next deadline 10 ms, now 13.5 ms: 10, 11 and 12 ms are skipped; the 13 ms one is
+        // less than an interval late and is sent at once.
+        let mut d = at(10);
+        assert_eq!(
+            skip_passed(&mut d, Nanos::from_ms(1), 13_500_000, 100, u64::MAX),
+            3
+        );
+        assert_eq!(d.ns(), 13_000_000);
+        let mut d = at(10);
+        assert_eq!(
+            skip_passed(&mut d, Nanos::from_ms(1), 10_999_999, 100, u64::MAX),
+            0
+        );
+    }
+
+    #[test]
+    fn skips_never_count_attempts_past_the_loops_or_the_end() {
+        // Held off at the last loop: only the attempts that were left are skipped (the CI
+        // failure "every attempt counted: 301 vs 300" came from counting past the loops).
+        let mut d = at(10);
+        assert_eq!(
+            skip_passed(&mut d, Nanos::from_ms(1), 50_000_000, 1, u64::MAX),
+            1
+        );
+        let mut d = at(10);
+        assert_eq!(
+            skip_passed(&mut d, Nanos::from_ms(1), 50_000_000, 0, u64::MAX),
+            0
+        );
+        // A duration that ends at 12 ms: the 10 and 11 ms deadlines only.
+        let mut d = at(10);
+        assert_eq!(
+            skip_passed(&mut d, Nanos::from_ms(1), 50_000_000, 100, 12_000_000),
+            2
+        );
     }
 }
