@@ -89,6 +89,9 @@ def verify(c: Checker, kernel: str, r: guest.BootResult, host_bin: Path, out: Pa
     c.expect(kernel, "guest finished within the outer timeout", r.finished and not r.timed_out,
              f"{r.seconds:.0f} s")
     checks = r.checks()
+    hung = r.value("hung")
+    c.expect(kernel, "no check hung (lib.sh check_within)", hung is None,
+             f"{hung} hung: task states in {out / 'console.log'}")
     wanted = ["measure", "runs", "report"] + (["campaign"] if campaign else [])
     for name in wanted:
         c.expect(kernel, f"rtscope {name} exits 0 in the guest", checks.get(name) == 0,

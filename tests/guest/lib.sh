@@ -20,6 +20,30 @@ check() {
     return "$_rc"
 }
 
+# dump_tasks: every thread's name, pid/tid, state and wait channel on the console
+# ("| task ..."): what a hung check was waiting for.
+dump_tasks() {
+    for _d in /proc/[0-9]*/task/[0-9]*; do
+        _t=${_d#/proc/}
+        echo "| task $(cat "$_d/comm" 2>/dev/null) pid/tid=${_t%%/*}/${_d##*/} state=$(cut -d' ' -f3 "$_d/stat" 2>/dev/null) wchan=$(cat "$_d/wchan" 2>/dev/null)"
+    done
+}
+
+# check_within SECS NAME CMD...: `check`, with a watchdog. If CMD (an rtscope command) still
+# runs after SECS seconds, the console gets a `hung NAME` marker and dump_tasks, and rtscope is
+# killed, so the check fails with its cause in view and the boot still ends within the host's
+# outer timeout (a campaign in the RT guest once sat silent until that 1,200 s timeout).
+check_within() {
+    _secs=$1
+    shift
+    (sleep "$_secs" && mark hung "$1" && dump_tasks && killall -KILL rtscope) &
+    _dog=$!
+    check "$@"
+    _crc=$?
+    kill "$_dog" 2>/dev/null
+    return "$_crc"
+}
+
 # put_file NAME PATH: sends a file to the host (gzip, base64 between markers); guest.py returns
 # it as BootResult.files[NAME] (`guest.py boot --save-dir DIR` writes it to DIR/NAME).
 put_file() {
