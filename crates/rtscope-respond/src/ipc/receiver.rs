@@ -480,9 +480,11 @@ fn send_loop(sh: &Shared, first: Nanos, interval: Nanos, burst: u64, loops: u64,
         n += 1;
         deadline.advance();
         let skipped = skip_passed(&mut deadline, interval, sys::now(clock).0, loops - n, end);
-        n += skipped;
-        sh.skipped
-            .store(sh.skipped.load(Relaxed) + skipped, Relaxed);
+        if skipped > 0 {
+            n += skipped;
+            sh.skipped
+                .store(sh.skipped.load(Relaxed) + skipped, Relaxed);
+        }
     }
     sh.sent.store(sent, Release);
     sh.send_failed.store(failed, Release);
@@ -504,10 +506,14 @@ fn skip_passed(
     left: u64,
     end: u64,
 ) -> u64 {
-    let mut skipped = 0;
-    while skipped < left && deadline.ns() < end && deadline.ns() + interval.0 <= now {
-        deadline.advance();
-        skipped += 1;
+    let d = deadline.ns();
+    let step = interval.0.max(1);
+    // Deadline k (d + k·step) is skipped when the next one has passed too: d + (k+1)·step <= now.
+    let passed = now.saturating_sub(d) / step;
+    let before_end = end.saturating_sub(d).div_ceil(step);
+    let skipped = passed.min(before_end).min(left);
+    if skipped > 0 {
+        deadline.skip(skipped);
     }
     skipped
 }
