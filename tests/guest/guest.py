@@ -303,7 +303,8 @@ DISK_MODULES = ["virtio_pci", "virtio_blk"]
 
 
 def qemu_command(
-    kernel: Kernel, initrd: Path, smp: int, mem_mb: int, append: str, disks: list[Path]
+    kernel: Kernel, initrd: Path, smp: int, mem_mb: int, append: str, disks: list[Path],
+    qmp: Path,
 ) -> list[str]:
     a = kernel.arch
     # noirqdebug: under TCG on a loaded host the RT kernel's threaded serial handler can fall so
@@ -313,13 +314,17 @@ def qemu_command(
     # TCG runs too slowly on a loaded host, and the boot panics ("IO-APIC + timer doesn't
     # work!", seen once on rt-amd64 beside two CI runs); it is the usual flag for x86 VM guests.
     timer = "no_timer_check" if a.debian == "amd64" else ""
-    cmdline = f"console={a.console} panic=-1 quiet loglevel=3 noirqdebug {timer} {append}".strip()
+    # nokaslr: the addresses in a hang dump (hangdump.py, over the QMP socket QMP) can be
+    # symbolised afterwards with the kernel's vmlinux.
+    cmdline = (f"console={a.console} panic=-1 quiet loglevel=3 noirqdebug nokaslr {timer} "
+               f"{append}").strip()
     return [
         *a.qemu,
         "-smp", str(smp), "-m", str(mem_mb),
         "-accel", "tcg,thread=multi",
         "-kernel", str(kernel.vmlinuz), "-initrd", str(initrd), "-append", cmdline,
         "-display", "none", "-monitor", "none", "-serial", "stdio",
+        "-qmp", f"unix:{qmp},server=on,wait=off",
         *[x for d in disks for x in ("-drive", f"file={d},format=raw,if=virtio,cache=unsafe")],
         "-nodefaults", "-no-reboot",
     ]
@@ -365,11 +370,15 @@ def boot(
     console_log: Path | None = None,
     echo: bool = False,
     scratch_disk_mb: int = 0,
+    stall_dump_s: float = 240,
 ) -> BootResult:
     """Boots kernel FLAVOUR, runs SCRIPT (busybox sh, with lib.sh's helpers) as root and returns
     its markers and files. The boot is killed after TIMEOUT seconds (wall clock) whatever state
     the guest is in; QEMU's exit status is ignored. SCRATCH_DISK_MB > 0 attaches an empty
-    virtio disk of that size (/dev/vda in the guest; its modules are loaded before the script)."""
+    virtio disk of that size (/dev/vda in the guest; its modules are loaded before the script).
+    A console silent for STALL_DUMP_S seconds gets a hang dump (hangdump.py: where every vCPU
+    is, sampled over QMP), on stderr and in the console text, at most twice; it changes
+    nothing else (the boot still ends at its end or TIMEOUT)."""
     kernel = fetch_kernel(flavour)
     modules = list(modules or [])
     with tempfile.TemporaryDirectory(prefix="rtscope-guest-") as tmp:
@@ -382,8 +391,10 @@ def boot(
             modules += [m for m in DISK_MODULES if m not in modules]
         initrd = Path(tmp) / "initrd.gz"
         build_initramfs(kernel, rtscope, script, files or {}, modules, env or {}, initrd)
-        cmd = qemu_command(kernel, initrd, smp, mem_mb, append, disks)
+        qmp = Path(tmp) / "qmp.sock"
+        cmd = qemu_command(kernel, initrd, smp, mem_mb, append, disks, qmp)
         start = time.monotonic()
+        heard, dumps = start, 0
         log = open(console_log, "wb") if console_log else None
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT)
@@ -400,6 +411,7 @@ def boot(
                 except BlockingIOError:
                     chunk = None
                 if chunk:
+                    heard = time.monotonic()
                     out += chunk
                     if log:
                         log.write(chunk)
@@ -412,6 +424,14 @@ def boot(
                     if log:
                         log.write(rest)
                     break
+                elif time.monotonic() - heard > stall_dump_s and dumps < 2:
+                    note = stall_note(flavour, kernel, qmp, time.monotonic() - heard)
+                    sys.stderr.write(note)
+                    out += note.encode()
+                    if log:
+                        log.write(note.encode())
+                        log.flush()
+                    heard, dumps = time.monotonic(), dumps + 1
                 else:
                     time.sleep(0.05)
         finally:
@@ -424,6 +444,15 @@ def boot(
     text = out.decode("utf-8", "replace")
     markers, got = parse_console(text)
     return BootResult(flavour, markers, got, text, seconds, timed_out)
+
+
+def stall_note(flavour: str, kernel: Kernel, qmp: Path, silent: float) -> str:
+    """The hang dump's text: one `| host` line each (not markers, so parsing ignores them)."""
+    import hangdump  # noqa: PLC0415 (only a silent guest needs it)
+
+    lines = [f"guest {flavour}: console silent for {silent:.0f} s"]
+    lines += hangdump.dump(qmp, kernel.arch.debian)
+    return "".join(f"\n| host {line}" for line in lines) + "\n"
 
 
 def parse_files(items: list[str]) -> dict[str, Path]:
@@ -439,7 +468,7 @@ def cmd_boot(a: argparse.Namespace) -> int:
     env = dict(e.split("=", 1) for e in a.env)
     r = boot(a.kernel, script, Path(a.rtscope) if a.rtscope else None, parse_files(a.file),
              a.module, env, a.timeout, a.smp, a.memory, a.append,
-             Path(a.console) if a.console else None, a.echo, a.scratch_disk)
+             Path(a.console) if a.console else None, a.echo, a.scratch_disk, a.stall_dump)
     if a.save_dir:
         d = Path(a.save_dir)
         d.mkdir(parents=True, exist_ok=True)
@@ -477,6 +506,8 @@ def main(argv: list[str]) -> int:
     b.add_argument("--append", default="", help="extra kernel command line")
     b.add_argument("--scratch-disk", type=int, default=0, metavar="MIB",
                    help="attach an empty virtio disk of MIB MiB (/dev/vda; modules loaded)")
+    b.add_argument("--stall-dump", type=float, default=240, metavar="S",
+                   help="after S s of console silence, print where the vCPUs are (hangdump.py) [240]")
     b.add_argument("--console", help="write the whole serial console to this file")
     b.add_argument("--save-dir", help="write the files the script sent (put_file) here")
     b.add_argument("--echo", action="store_true", help="copy the console to stderr live")
