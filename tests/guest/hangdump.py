@@ -108,6 +108,17 @@ class Symbols:
     def is_text(self, addr: int) -> bool:
         return bool(self.addrs) and self.addrs[0] <= addr <= self.addrs[-1] + 0x1000
 
+    def frames(self, words: list[int]) -> list[str]:
+        """The words that are kernel text addresses, as `name+0xoff`."""
+        return [n for v in words if self.is_text(v) and (n := self.name(v))]
+
+
+def read_words(qmp: "Qmp", addr: int, n: int = 1, cpu: int = 0) -> list[int]:
+    """N 8-byte words of guest memory at virtual ADDR, through vCPU CPU's page tables."""
+    text = qmp.hmp(f"x /{n}gx {addr:#x}", cpu=cpu)
+    return [int(v, 16) for line in text.splitlines() if ":" in line
+            for v in re.findall(r"0x([0-9a-f]{16})", line.split(":", 1)[1])]
+
 
 def load_symbols() -> Symbols | None:
     path = os.environ.get("RTSCOPE_GUEST_SYMBOLS")
@@ -149,19 +160,11 @@ def stack_frames(qmp: Qmp, arch: str, cpu: int, regs: dict[str, str],
     sp = regs.get("RSP") or regs.get("SP") or regs.get("SP_EL1")
     if not sp or int(sp, 16) < 0x8000000000000000:
         return []  # a user-mode stack: nothing of the kernel's to read
-    text = qmp.hmp(f"x /{STACK_WORDS}gx 0x{sp}", cpu=cpu)
+    words = read_words(qmp, int(sp, 16), STACK_WORDS, cpu)
+    if syms:
+        return [f"{v:#x} {n}" for v in words if syms.is_text(v) and (n := syms.name(v))][:MAX_FRAMES]
     lo, hi = TEXT_RANGES.get(arch, (0, 0))
-    frames = []
-    for word in re.findall(r"0x([0-9a-f]{16})\b", text.split(":", 1)[-1] if ":" in text else text):
-        v = int(word, 16)
-        if syms:
-            if syms.is_text(v) and (name := syms.name(v)):
-                frames.append(f"{v:#x} {name}")
-        elif lo <= v < hi:
-            frames.append(f"{v:#x}")
-        if len(frames) >= MAX_FRAMES:
-            break
-    return frames
+    return [f"{v:#x}" for v in words if lo <= v < hi][:MAX_FRAMES]
 
 
 def dump(qmp_path: Path, arch: str, samples: int = 6, interval: float = 0.5) -> list[str]:

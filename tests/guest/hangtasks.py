@@ -53,9 +53,7 @@ class Guest:
         self.qmp = qmp
 
     def words(self, addr: int, n: int = 1, cpu: int = 0) -> list[int]:
-        text = self.qmp.hmp(f"x /{n}gx {addr:#x}", cpu=cpu)
-        return [int(v, 16) for line in text.splitlines() if ":" in line
-                for v in re.findall(r"0x([0-9a-f]{16})", line.split(":", 1)[1])]
+        return hangdump.read_words(self.qmp, addr, n, cpu)
 
     def u32(self, addr: int) -> int:
         return self.words(addr)[0] & 0xFFFFFFFF
@@ -89,8 +87,7 @@ def describe(g: Guest, off: dict[str, int], t: int, syms: hangdump.Symbols) -> s
             f"ran {g.words(t + off['runtime'])[0] / 1e9:8.2f} s")
     if g.u32(t + off["on_cpu"]):
         return line + "  ON CPU"
-    frames = [n for v in g.words(g.words(t + off["sp"])[0], 48)
-              if syms.is_text(v) and (n := syms.name(v))]
+    frames = syms.frames(g.words(g.words(t + off["sp"])[0], 48))
     return line + "  " + " < ".join(frames[:10])
 
 
