@@ -129,7 +129,7 @@ fn sample_loop(
         if tx.send((sample, changed)).is_err() {
             return;
         }
-        next += interval;
+        next = next_tick(next, axis.now(), interval);
         let wait = next.saturating_sub(axis.now());
         match stop.recv_timeout(wait) {
             Err(RecvTimeoutError::Timeout) => {}
@@ -146,6 +146,25 @@ fn sample_loop(
             }
         }
     }
+}
+
+/// The monitor's next sampling time after the one planned at `planned`, at `now` (both on the
+/// run's time axis): the first tick of the grid `planned + k × interval` (k ≥ 1) still ahead.
+///
+/// Ticks that passed while the thread was held up (a stall, or a sample that took longer than
+/// the interval) are skipped, not caught up: samples taken back to back would be rounding noise
+/// in every rate (the "7 samples in 0.4 s" after a 6.4 s stall), and a SCHED_FIFO monitor that
+/// never sleeps starves everything at or below its priority on its CPU (on PREEMPT_RT that
+/// includes `ktimers`, which expires every normal task's timers). The stall itself stays
+/// visible: the next sample's measured interval is long, and the cadence counts it as late.
+fn next_tick(planned: Duration, now: Duration, interval: Duration) -> Duration {
+    let next = planned + interval;
+    if next > now || interval.is_zero() {
+        return next;
+    }
+    let behind = (now - next).as_nanos();
+    let skip = behind / interval.as_nanos() + 1;
+    next + interval * u32::try_from(skip).unwrap_or(u32::MAX)
 }
 
 /// Turns monitor samples into the store's rows; text states are kept only when they change.
@@ -214,6 +233,53 @@ impl MonitorRows {
                     })
                     .collect();
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_tick;
+    use std::time::Duration;
+
+    const S: Duration = Duration::from_secs(1);
+
+    fn ms(v: u64) -> Duration {
+        Duration::from_millis(v)
+    }
+
+    #[test]
+    fn on_time_the_next_tick_is_one_interval_on() {
+        assert_eq!(next_tick(ms(3000), ms(3010), S), ms(4000));
+        assert_eq!(next_tick(ms(3000), ms(3999), S), ms(4000));
+    }
+
+    #[test]
+    fn after_a_stall_passed_ticks_are_skipped_and_the_grid_is_kept() {
+        // Held up 6.4 s after the tick at 3 s: the next sample is at 10 s, not at 4, 5 … 9 s
+        // back to back.
+        assert_eq!(next_tick(ms(3000), ms(9400), S), ms(10000));
+        // Exactly on a passed tick: that one is gone too, the thread still sleeps.
+        assert_eq!(next_tick(ms(3000), ms(4000), S), ms(5000));
+    }
+
+    #[test]
+    fn a_sample_slower_than_the_interval_still_leaves_a_sleep_before_the_next() {
+        // Every sample takes 1.5 s: the thread samples every 2 s and always sleeps.
+        let mut planned = Duration::ZERO;
+        for _ in 0..10 {
+            let done = planned + ms(1500);
+            let next = next_tick(planned, done, S);
+            assert!(
+                next > done,
+                "no sleep after a slow sample: {next:?} vs {done:?}"
+            );
+            assert_eq!(
+                (next - planned).as_nanos() % S.as_nanos(),
+                0,
+                "off the grid"
+            );
+            planned = next;
         }
     }
 }
