@@ -318,10 +318,24 @@ def qemu_command(
     # symbolised afterwards with the kernel's vmlinux.
     cmdline = (f"console={a.console} panic=-1 quiet loglevel=3 noirqdebug nokaslr {timer} "
                f"{append}").strip()
+    # thread=single for x86 guests: with one host thread per vCPU (thread=multi), QEMU 7.2's TCG
+    # can keep running a stale translation of kernel text that another vCPU has just patched.
+    # On x86 that is fatal when the stale code is the int3 of a text_poke_bp (a tracepoint's
+    # static branch turned off as rtscope removes its trace instance): memory already holds the
+    # final instruction, so the kernel's int3 handler assumes the breakpoint is gone and returns
+    # to the same address, where the stale int3 traps again, for ever, with interrupts off on
+    # both vCPUs (jiffies stop; the console goes silent). Seen in CI beside a CPU hog, and
+    # proven on a wedged guest: memory at __schedule's trace_sched_switch branch held the 5-byte
+    # NOP while both vCPUs looped through exc_int3 there, and setting and removing a gdbstub
+    # breakpoint at that address (which drops its translations) let the guest run on. With
+    # every vCPU in one thread, translation and stores are serialised and the race cannot
+    # happen. arm64 keeps thread=multi: its kernel patches text under stop_machine, with no
+    # transient trap instruction to loop on.
+    threads = "single" if a.debian == "amd64" else "multi"
     return [
         *a.qemu,
         "-smp", str(smp), "-m", str(mem_mb),
-        "-accel", "tcg,thread=multi",
+        "-accel", f"tcg,thread={threads}",
         "-kernel", str(kernel.vmlinuz), "-initrd", str(initrd), "-append", cmdline,
         "-display", "none", "-monitor", "none", "-serial", "stdio",
         "-qmp", f"unix:{qmp},server=on,wait=off",
