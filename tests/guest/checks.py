@@ -142,12 +142,10 @@ def verify(c: Checker, kernel: str, r: guest.BootResult, host_bin: Path, out: Pa
         names = [x[0] for x in rows]
         what = "monitors saw irq/ threads among the top CPU consumers under load"
         detail = f"{', '.join(names) or 'none'} in {samples} samples"
-        if kernel.endswith("-amd64"):
-            c.expect(kernel, what, bool(names), detail)
-        else:
-            # Under TCG the arm64 guest's monitor gets one or two samples in the loaded 10 s
-            # (the emulated loads starve it), too few to require an IRQ thread among them.
-            print(f"INFO {kernel}: {what}: {detail}", flush=True)
+        # On arm64 this was only printed while the monitor ran SCHED_OTHER and the emulated
+        # loads starved it (one or two samples in the loaded run); at SCHED_FIFO 1 it takes
+        # one a second there too (131, 174, 156 and 68 samples in four CI passes, 23 Nov 2026).
+        c.expect(kernel, what, bool(names), detail)
 
 
 def main(argv: list[str]) -> int:
