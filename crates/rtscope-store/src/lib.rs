@@ -97,6 +97,9 @@ pub enum StoreError {
     },
 }
 
+/// How long opening waits for another process's lock (also the busy timeout after open).
+const OPEN_WAIT: Duration = Duration::from_secs(5);
+
 /// The result type of this crate.
 pub type Result<T> = std::result::Result<T, StoreError>;
 
@@ -234,16 +237,10 @@ impl Store {
             path: self.path.clone(),
             source,
         };
-        self.conn
-            .busy_timeout(Duration::from_secs(5))
-            .map_err(err)?;
+        self.conn.busy_timeout(OPEN_WAIT).map_err(err)?;
         // Another program's database is refused before anything in it changes.
-        if self.user_version()? == 0 {
-            Self::check_empty_or_ours(&self.conn, &self.path)?;
-        }
-        self.conn
-            .pragma_update(None, "journal_mode", "WAL")
-            .map_err(err)?;
+        Self::check_empty_or_ours(&self.conn, &self.path)?;
+        self.switch_to_wal()?;
         self.conn
             .pragma_update(None, "synchronous", "NORMAL")
             .map_err(err)?;
@@ -270,15 +267,36 @@ impl Store {
         let version: i64 = tx
             .pragma_query_value(None, "user_version", |r| r.get(0))
             .map_err(err)?;
-        if version == 0 {
-            Self::check_empty_or_ours(&tx, &self.path)?;
-        }
+        Self::check_empty_or_ours(&tx, &self.path)?;
         for (v, sql) in schema::MIGRATIONS.iter().enumerate().skip(version as usize) {
             tx.execute_batch(sql).map_err(err)?;
             tx.pragma_update(None, "user_version", (v + 1) as i64)
                 .map_err(err)?;
         }
         tx.commit().map_err(err)
+    }
+
+    /// Puts the file in WAL mode (a no-op once it is). On a new file that needs the exclusive
+    /// lock, and when other processes open the same new file at once SQLite returns "database
+    /// is locked" at once rather than wait (deadlock avoidance), so the switch is retried for up
+    /// to [`OPEN_WAIT`].
+    fn switch_to_wal(&self) -> Result<()> {
+        let deadline = std::time::Instant::now() + OPEN_WAIT;
+        loop {
+            match self.conn.pragma_update(None, "journal_mode", "WAL") {
+                Ok(()) => return Ok(()),
+                Err(source) => {
+                    let e = StoreError::Sqlite {
+                        path: self.path.clone(),
+                        source,
+                    };
+                    if !e.is_busy() || std::time::Instant::now() > deadline {
+                        return Err(e);
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
     }
 
     fn user_version(&self) -> Result<i64> {
@@ -288,14 +306,23 @@ impl Store {
     }
 
     /// A version-0 file must be empty: a SQLite database of another program is refused.
+    ///
+    /// The version and the tables are read in one statement, so from one snapshot: read
+    /// separately, another rtscope creating the same new file in between (its schema and
+    /// version are one transaction) made a half-seen file look like another program's.
     fn check_empty_or_ours(conn: &Connection, path: &Path) -> Result<()> {
-        let tables: i64 = conn
-            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))
+        let (version, tables): (i64, i64) = conn
+            .query_row(
+                "SELECT (SELECT user_version FROM pragma_user_version), \
+                        (SELECT count(*) FROM sqlite_master)",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
             .map_err(|source| StoreError::Sqlite {
                 path: path.to_path_buf(),
                 source,
             })?;
-        if tables > 0 {
+        if version == 0 && tables > 0 {
             return Err(StoreError::NotADatabase {
                 path: path.to_path_buf(),
                 why: "it is a SQLite database of another program".into(),

@@ -403,3 +403,29 @@ fn a_run_whose_writer_is_known_gone_is_marked_incomplete_once() {
         "only a running run is marked"
     );
 }
+
+/// Processes that open a new database at the same moment (a campaign starting while
+/// `rtscope runs` polls its file) all succeed: one creates the schema, the others wait for it
+/// or see it whole, and none takes the half-made file for another program's database.
+#[test]
+fn opening_a_new_database_from_many_connections_at_once_never_refuses_it() {
+    const OPENERS: usize = 4;
+    for round in 0..100 {
+        let path = tmpdb(&format!("concurrent-create-{round}"));
+        let start = std::sync::Arc::new(std::sync::Barrier::new(OPENERS));
+        let openers: Vec<_> = (0..OPENERS)
+            .map(|_| {
+                let (path, start) = (path.clone(), start.clone());
+                std::thread::spawn(move || {
+                    start.wait();
+                    Store::open(&path).map(|_| ()).map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        for o in openers {
+            let r = o.join().unwrap();
+            assert!(r.is_ok(), "round {round}: {}", r.unwrap_err());
+        }
+        let _ = std::fs::remove_file(&path);
+    }
+}
