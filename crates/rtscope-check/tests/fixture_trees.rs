@@ -597,6 +597,18 @@ fn dynamic_preemption_falls_back_to_the_command_line() {
         Verdict::Bad,
         &["mode voluntary", "/proc/cmdline: preempt=voluntary"],
     );
+    // debugfs is not mounted here: the fix that would switch the mode now says to mount it
+    // first (issue 26: the bare `echo full > /sys/kernel/debug/...` failed as written).
+    let fix = a
+        .findings
+        .iter()
+        .find(|f| f.check == CheckId::Preemption)
+        .and_then(|f| f.fix.clone())
+        .expect("a fix for a bad preemption mode");
+    assert!(
+        fix.contains("mount -t debugfs none /sys/kernel/debug && echo full"),
+        "{fix}"
+    );
     // An empty tree: nothing panics, the rest is unavailable or ok.
     assert!(
         a.findings

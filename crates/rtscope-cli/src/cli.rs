@@ -96,8 +96,9 @@ pub struct RunArgs {
     /// The campaign file (TOML); see examples/ and docs/campaigns.md
     #[arg(value_name = "CAMPAIGN.toml", conflicts_with = "preset")]
     pub file: Option<PathBuf>,
-    /// A built-in campaign instead of a file: quick, scenarios, loadcases or osadl
-    #[arg(long, value_name = "NAME")]
+    /// A built-in campaign instead of a file: quick, scenarios, loadcases, osadl or respond-ipc
+    #[arg(long, value_name = "NAME",
+          value_parser = clap::builder::PossibleValuesParser::new(rtscope_campaign::presets::NAMES))]
     pub preset: Option<String>,
     /// Print the run matrix, the total time and what each run starts, then exit
     #[arg(long)]

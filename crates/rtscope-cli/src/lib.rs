@@ -12,6 +12,7 @@
 
 pub mod cli;
 pub mod commands;
+mod errors;
 pub mod exit;
 pub mod manual;
 
@@ -20,8 +21,10 @@ use exit::{ExitStatus, UsageError};
 use std::io::Write;
 
 /// Runs rtscope with the process arguments (`argv[0]` included) and returns the exit status.
-/// Errors are printed to stderr as `error: …` (with a `hint:` where there is one).
-pub fn main_with_args(argv: Vec<String>) -> ExitStatus {
+/// Arguments are bytes on Linux: clap reads them as `OsString`s, so a path option takes any
+/// file name; an argument that is not UTF-8 where text is needed is a usage error, never a
+/// panic. Errors are printed to stderr as `error: …`, the `caused by:` chain, then `hint:`.
+pub fn main_with_args(argv: Vec<std::ffi::OsString>) -> ExitStatus {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let result = dispatch(&argv, &mut out);
@@ -37,14 +40,8 @@ pub fn main_with_args(argv: Vec<String>) -> ExitStatus {
 }
 
 fn report_error(e: &anyhow::Error) {
-    let mut msg = format!("error: {e}");
-    for cause in e.chain().skip(1) {
-        msg.push_str(&format!("\n  caused by: {cause}"));
-    }
-    {
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), "{msg}");
-    };
+    let msg = errors::render(e.chain().map(|c| c.to_string()));
+    let _ = writeln!(std::io::stderr(), "{msg}");
 }
 
 fn invoked_as_cyclictest(argv0: &str) -> bool {
@@ -53,16 +50,24 @@ fn invoked_as_cyclictest(argv0: &str) -> bool {
         .is_some_and(|n| n == "cyclictest")
 }
 
-fn dispatch(argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+fn dispatch(argv_os: &[std::ffi::OsString], out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    // The command line as text, for the run's record and the remote boards; a non-UTF-8 byte
+    // shows as U+FFFD there (the options themselves are parsed from the bytes below).
+    let argv: Vec<String> = argv_os
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let argv = argv.as_slice();
     match argv.get(1).map(String::as_str) {
         Some("__load") => return Ok(hidden_status(rtscope_load::worker_main(&argv[2..]))),
         Some("__shepherd") => return Ok(hidden_status(rtscope_load::shepherd_main(&argv[2..]))),
         _ => {}
     }
     if argv.first().is_some_and(|a| invoked_as_cyclictest(a)) {
+        errors::require_utf8(argv_os, "cyclictest's options")?;
         return commands::cyclictest::run(&argv[1..], &argv.join(" "), out);
     }
-    let cli = match cli::Cli::try_parse_from(argv) {
+    let cli = match cli::Cli::try_parse_from(argv_os) {
         Ok(c) => c,
         Err(e)
             if matches!(

@@ -111,7 +111,9 @@ pub fn run(a: &ImportOptions, out: &mut dyn Write) -> Result<ExitStatus, RunErro
         hint: Some("pass --db PATH for another database".into()),
         ..e
     })?;
-    let argv: Vec<String> = std::env::args().collect();
+    let argv: Vec<String> = std::env::args_os()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     let command_line_json = serde_json::to_string(&argv)?;
     let mut done = Vec::new();
     for p in &parsed {

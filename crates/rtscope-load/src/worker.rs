@@ -58,7 +58,9 @@ pub fn worker_main(args: &[String]) -> i32 {
     let report = LoadReport {
         name: spec.name(),
         spec,
-        command_line: std::env::args().collect(),
+        command_line: std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
         ran_ns: started.elapsed().as_nanos() as u64,
         status: if failed {
             LoadStatus::Failed

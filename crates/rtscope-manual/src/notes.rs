@@ -4,6 +4,8 @@
 /// The hand-written parts of one page.
 #[derive(Debug, Clone, Copy)]
 pub struct Notes {
+    /// What exit code 0 means.
+    pub exit_0: &'static str,
     /// What exit code 1 means for this command; `None`: the command never exits 1.
     pub exit_1: Option<&'static str>,
     /// What exit code 3 means; `None`: the command is never interrupted mid-way.
@@ -33,7 +35,7 @@ const LIMIT_EXCEEDED: &str = "A --limit was exceeded (per CPU or overall).";
 
 /// The exit codes of a command: 0 and 2 always, 1 and 3 where the command has them.
 pub fn exit_codes(n: &Notes) -> Vec<(u8, &'static str)> {
-    let mut v = vec![(0, "Success.")];
+    let mut v = vec![(0, n.exit_0)];
     if let Some(t) = n.exit_1 {
         v.push((1, t));
     }
@@ -50,6 +52,7 @@ pub fn exit_codes(n: &Notes) -> Vec<(u8, &'static str)> {
 
 const fn reader(examples: &'static [(&'static str, &'static str)]) -> Notes {
     Notes {
+        exit_0: "Success.",
         exit_1: None,
         exit_3: None,
         environment: DB_ENV,
@@ -63,6 +66,7 @@ const fn reader(examples: &'static [(&'static str, &'static str)]) -> Notes {
 pub fn for_command(key: &str) -> Notes {
     match key {
         "" => Notes {
+            exit_0: "Success.",
             exit_1: Some("A limit was exceeded (measure --limit, cyclictest -b, a campaign's limits); compare: a candidate regressed."),
             exit_3: Some(INTERRUPTED_RUN),
             environment: DB_ENV,
@@ -76,6 +80,7 @@ pub fn for_command(key: &str) -> Notes {
             see_also: &["cyclictest(8)", "chrt(1)", "taskset(1)"],
         },
         "measure" => Notes {
+            exit_0: "Success.",
             exit_1: Some(LIMIT_EXCEEDED),
             exit_3: Some(INTERRUPTED_RUN),
             environment: DB_ENV,
@@ -91,8 +96,11 @@ pub fn for_command(key: &str) -> Notes {
             see_also: &["rtscope-runs(1)", "rtscope-report(1)", "cyclictest(8)"],
         },
         "cyclictest" => Notes {
+            exit_0: "Success, also when SIGINT, SIGTERM or SIGHUP ended the run before its -l/-D length (as cyclictest: everything measured so far is still printed).",
             exit_1: Some("The -b/--breaktrace threshold was exceeded."),
-            exit_3: Some(INTERRUPTED_RUN),
+            // Like cyclictest: a run stopped by SIGINT, SIGTERM or SIGHUP exits 0 (harnesses
+            // stop it with a signal and read the summary), so this page has no code 3.
+            exit_3: None,
             environment: "Not read: rtscope cyclictest records a run only with --db=PATH (as cyclictest, it writes no database by default).",
             files: "Not written unless --db=PATH names a database (then with --label and --tag as rtscope measure).",
             examples: &[
@@ -123,6 +131,7 @@ pub fn for_command(key: &str) -> Notes {
             ("rtscope export last -o out/ -f csv,json,parquet", "The newest run as CSV, JSON and Parquet files for pandas."),
         ]),
         "run" => Notes {
+            exit_0: "Success.",
             exit_1: Some("A limit of the campaign was exceeded in some run."),
             exit_3: Some("Interrupted: the current run is saved as `interrupted`, the loads are stopped, and the --resume command is printed."),
             environment: DB_ENV,
@@ -136,6 +145,7 @@ pub fn for_command(key: &str) -> Notes {
             see_also: &["rtscope-load(1)", "rtscope-report(1)", "rtscope-compare(1)"],
         },
         "load" => Notes {
+            exit_0: "Success.",
             exit_1: Some("A load failed (e.g. the memory load found a miscompare, or an external program failed)."),
             exit_3: Some("Interrupted before the --for length."),
             environment: DB_ENV_UNUSED,
@@ -147,6 +157,7 @@ pub fn for_command(key: &str) -> Notes {
             see_also: &["rtscope-run(1)", "hackbench(8)", "stress-ng(1)"],
         },
         "compare" => Notes {
+            exit_0: "Success.",
             exit_1: Some("A candidate group regressed against the first group (see --threshold)."),
             exit_3: None,
             environment: DB_ENV,
@@ -157,11 +168,35 @@ pub fn for_command(key: &str) -> Notes {
             ],
             see_also: &["rtscope-report(1)", "rtscope-runs(1)"],
         },
+        "check" => Notes {
+            exit_0: "Success.",
+            exit_1: Some("At least one check is bad (a setting that will cost latency); warnings alone exit 0."),
+            exit_3: None,
+            environment: DB_ENV_UNUSED,
+            files: DB_FILE_UNUSED,
+            examples: &[
+                ("rtscope check", "Audit this machine: kernel, CPUs, interrupts, power management, memory, platform."),
+                ("rtscope check --cpus 2-3 --json", "The audit for CPUs 2 and 3, as JSON."),
+            ],
+            see_also: &["rtscope-measure(1)"],
+        },
+        "respond" => Notes {
+            exit_0: "Success.",
+            exit_1: Some(LIMIT_EXCEEDED),
+            exit_3: Some(INTERRUPTED_RUN),
+            environment: DB_ENV,
+            files: "The run is recorded here unless --no-db or --db PATH is given (see RTSCOPE_DB).",
+            examples: &[
+                ("rtscope respond --ipc futex,pipe -D 30s", "Event response latency of two IPC mechanisms for 30 seconds."),
+            ],
+            see_also: &["rtscope-measure(1)", "pmqtest(8)", "ptsematest(8)", "sigwaittest(8)", "svsematest(8)"],
+        },
         "report" => reader(&[
             ("rtscope report", "The newest run, or its whole campaign, into ./rtscope-report/ (report.html, PNG and SVG plots, summary.csv)."),
             ("rtscope report --campaign loadcases -o out", "Every run of a campaign on shared plots."),
         ]),
         "completions" => Notes {
+            exit_0: "Success.",
             examples: &[
                 ("rtscope completions bash > /etc/bash_completion.d/rtscope", "Install the bash completion."),
                 ("rtscope completions zsh > \"${fpath[1]}/_rtscope\"", "Install the zsh completion."),
@@ -172,6 +207,7 @@ pub fn for_command(key: &str) -> Notes {
             ..reader(&[])
         },
         "man" => Notes {
+            exit_0: "Success.",
             examples: &[
                 ("rtscope man measure | man -l -", "Read rtscope-measure(1) without installing the package."),
                 ("rtscope man --dir /usr/local/share/man/man1", "Write every page."),

@@ -367,7 +367,7 @@ fn a_missing_file_names_the_path_and_a_preset_cannot_be_misspelt() {
     let o = rtscope(&["run", "--preset", "quik"]);
     assert_eq!(o.status.code(), Some(2), "{}", dump(&o));
     assert!(
-        stderr(&o).contains("hint: presets: quick, scenarios, loadcases, osadl, respond-ipc"),
+        stderr(&o).contains("[possible values: quick, scenarios, loadcases, osadl, respond-ipc]"),
         "{}",
         dump(&o)
     );

@@ -35,3 +35,4 @@ mod records;
 mod report;
 mod respond;
 mod snapshots;
+mod usage_round3;

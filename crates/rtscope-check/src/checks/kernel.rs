@@ -141,8 +141,10 @@ pub(crate) fn preemption(ctx: &Ctx) -> Finding {
         "full" | "lazy" => Verdict::Ok,
         _ => Verdict::Bad,
     };
-    let fix = if dynamic {
+    let fix = if dynamic && ctx.sys.read("/sys/kernel/debug/sched/preempt").is_some() {
         "boot with preempt=full (or now: echo full > /sys/kernel/debug/sched/preempt)"
+    } else if dynamic {
+        "boot with preempt=full (or now, debugfs is not mounted: mount -t debugfs none /sys/kernel/debug && echo full > /sys/kernel/debug/sched/preempt)"
     } else {
         "use a kernel built with CONFIG_PREEMPT=y, better CONFIG_PREEMPT_RT=y"
     };
