@@ -84,11 +84,7 @@ fn dispatch(argv_os: &[std::ffi::OsString], out: &mut dyn Write) -> anyhow::Resu
         }
     };
     match cli.command {
-        cli::Command::Measure(a) => {
-            commands::fleet::with_ci(&a.ci_output, a.db.as_deref(), out, |o| {
-                commands::measure::run(&a, argv.to_vec(), o)
-            })
-        }
+        cli::Command::Measure(a) => commands::fleet::measure_with_ci(&a, argv, out),
         cli::Command::Cyclictest { args } => commands::cyclictest::run(&args, &argv.join(" "), out),
         cli::Command::Runs(a) => commands::runs::run(&a, out),
         cli::Command::Import(a) => commands::import::run(&a, out),

@@ -49,7 +49,8 @@ pub fn write_all(out: &mut dyn Write, rs: &[Report]) -> io::Result<()> {
         let (t, f, e) = counts(r);
         (tests, failures, errors) = (tests + t, failures + f, errors + e);
     }
-    let time: f64 = rs.iter().map(|r| r.measured_s).sum();
+    // Folded from +0.0: an empty sum of f64 is -0.0, printed "-0.000".
+    let time: f64 = rs.iter().map(|r| r.measured_s).fold(0.0, |a, b| a + b);
     writeln!(out, r#"<?xml version="1.0" encoding="UTF-8"?>"#)?;
     writeln!(
         out,
@@ -82,6 +83,14 @@ fn suite(out: &mut dyn Write, r: &Report) -> io::Result<()> {
         write!(out, r#" timestamp="{}""#, escape(s.trim_end_matches('Z')))?;
     }
     writeln!(out, ">")?;
+    if let Some(u) = &r.uuid {
+        // The run's identity outside this database (its number repeats across databases).
+        writeln!(
+            out,
+            r#"    <properties><property name="rtscope.run_uuid" value="{}"/></properties>"#,
+            escape(u)
+        )?;
+    }
     let class = escape(&suite);
     write!(
         out,

@@ -60,7 +60,12 @@ pub fn document(r: &Report, sub: &Submission) -> Value {
         .build_id
         .clone()
         .unwrap_or_else(|| format!("{origin}:{}", r.board));
-    let run = r.run_id.map_or_else(|| "live".into(), |id| id.to_string());
+    // The run's UUID, not its number: two jobs with fresh databases both have a run 1, and
+    // their tests would overwrite each other in KernelCI.
+    let run = r.uuid.clone().unwrap_or_else(|| match r.run_id {
+        Some(id) => format!("run{id}"),
+        None => "live".into(),
+    });
     let base = format!("{origin}:{}:{}:{run}", r.board, element(&r.label));
     let mut env = Map::new();
     env.insert("comment".into(), json!(format!("board {}", r.board)));
@@ -80,7 +85,10 @@ pub fn document(r: &Report, sub: &Submission) -> Value {
         if let Some(n) = number {
             t.insert("number".into(), n);
         }
-        t.insert("misc".into(), json!({"label": r.label, "run_id": r.run_id}));
+        t.insert(
+            "misc".into(),
+            json!({"label": r.label, "run_id": r.run_id, "run_uuid": r.uuid}),
+        );
         Value::Object(t)
     };
     let mut tests = Vec::new();

@@ -120,6 +120,8 @@ pub struct Report {
     pub label: String,
     /// The run id in its store, when recorded.
     pub run_id: Option<i64>,
+    /// The run's UUID, when recorded: the id that leaves the machine (KCIDB test ids, JUnit).
+    pub uuid: Option<String>,
     /// RFC 3339 start.
     pub started: Option<String>,
     /// End of the run (or time of this snapshot), seconds since the Unix epoch.
@@ -162,6 +164,7 @@ impl Report {
             board,
             label: s.label.clone().unwrap_or_default(),
             run_id: Some(s.id),
+            uuid: s.uuid.clone(),
             started: Some(s.started.clone()),
             ended_unix_s: s.ended.as_deref().and_then(time::parse_rfc3339),
             measured_s: s.progress_ns as f64 / 1e9,
@@ -188,6 +191,7 @@ impl Report {
             board: board.into(),
             label: label.into(),
             run_id: None,
+            uuid: None,
             started: None,
             ended_unix_s: Some(now_unix_s),
             measured_s,

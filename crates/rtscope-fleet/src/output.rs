@@ -32,6 +32,16 @@ impl Format {
             _ => None,
         }
     }
+
+    /// The name [`Format::parse`] reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Prometheus => "prometheus",
+            Format::Lava => "lava",
+            Format::Kcidb => "kcidb",
+            Format::Junit => "junit",
+        }
+    }
 }
 
 /// `--limit STAT=VALUE` texts.
@@ -129,6 +139,40 @@ impl CiOutput {
     }
 }
 
+/// Checks `outs` before anything runs (issue 26, N9/N10): each file's directory exists, and no
+/// two outputs name the same file (or both stdout), which would keep only the last silently.
+pub fn check_outputs(outs: &[CiOutput]) -> Result<(), FleetError> {
+    let mut seen: Vec<Option<PathBuf>> = Vec::new();
+    for o in outs {
+        let key = match &o.path {
+            None => None,
+            Some(p) => {
+                let dir = match p.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                    _ => PathBuf::from("."),
+                };
+                let dir = dir.canonicalize().ok().filter(|d| d.is_dir()).ok_or_else(|| {
+                    FleetError::Usage(format!(
+                        "--ci-output {}={}: the directory {} does not exist; create it first or name another file",
+                        o.format.name(),
+                        p.display(),
+                        dir.display()
+                    ))
+                })?;
+                Some(dir.join(p.file_name().unwrap_or_default()))
+            }
+        };
+        if seen.contains(&key) {
+            let what = key.map_or_else(|| "stdout".into(), |k| k.display().to_string());
+            return Err(FleetError::Usage(format!(
+                "two --ci-output options write {what}; give each format its own file"
+            )));
+        }
+        seen.push(key);
+    }
+    Ok(())
+}
+
 /// The highest run id of `store` (runs recorded later have higher ids): taken before a
 /// command, it tells which runs the command added.
 pub fn mark(store: &Store) -> Result<RunId, FleetError> {
@@ -215,5 +259,26 @@ mod tests {
         for bad in ["junit", "prometheus=x", "xml=x", "kcidb="] {
             assert!(CiOutput::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn outputs_to_a_missing_directory_or_the_same_file_are_refused_before_the_run() {
+        let parse = |v: &[&str]| -> Vec<CiOutput> {
+            v.iter().map(|t| CiOutput::parse(t).unwrap()).collect()
+        };
+        let dir = std::env::temp_dir();
+        let f = dir.join(format!("rtscope-ci-check-{}.xml", std::process::id()));
+        let f = f.to_str().unwrap();
+        assert!(check_outputs(&parse(&[&format!("junit={f}"), "lava=-"])).is_ok());
+        let e = check_outputs(&parse(&["junit=/nonexistent/dir/r.xml"])).unwrap_err();
+        assert!(
+            e.to_string().contains("/nonexistent/dir does not exist"),
+            "{e}"
+        );
+        let same = [format!("junit={f}"), format!("lava={f}")];
+        let e = check_outputs(&parse(&[&same[0], &same[1]])).unwrap_err();
+        assert!(e.to_string().contains("two --ci-output"), "{e}");
+        let e = check_outputs(&parse(&["junit=-", "lava=-"])).unwrap_err();
+        assert!(e.to_string().contains("write stdout"), "{e}");
     }
 }

@@ -164,3 +164,41 @@ fn lava_cases_have_no_whitespace_in_names_and_carry_verdicts() {
         "TEST_CASE_ID=cpuall-max RESULT=pass MEASUREMENT={max} UNITS=us>"
     )));
 }
+
+/// Two CI jobs with fresh databases both record "run 1": their KCIDB test ids used the run
+/// number and overwrote each other in KernelCI. Ids that leave the machine use the run's UUID.
+#[test]
+fn two_fresh_databases_never_submit_the_same_kcidb_ids() {
+    let (a, b) = (report(&[]), report(&[]));
+    assert_eq!((a.run_id, b.run_id), (Some(1), Some(1)));
+    let (ua, ub) = (a.uuid.clone().unwrap(), b.uuid.clone().unwrap());
+    assert_ne!(ua, ub);
+    let ids = |r: &Report| -> Vec<String> {
+        kcidb::document(r, &kcidb::Submission::default())["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (ia, ib) = (ids(&a), ids(&b));
+    assert!(ia.iter().all(|i| i.contains(&ua)), "{ia:?}");
+    assert!(ia.iter().all(|i| !ib.contains(i)), "{ia:?}\n{ib:?}");
+    let mut out = Vec::new();
+    junit::write(&mut out, &a).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains(&format!(
+            r#"<property name="rtscope.run_uuid" value="{ua}"/>"#
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_empty_junit_document_says_zero_time_not_minus_zero() {
+    let mut out = Vec::new();
+    junit::write_all(&mut out, &[]).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(text.contains(r#"time="0.000""#), "{text}");
+}

@@ -84,7 +84,8 @@ fn run_tables(tx: &Transaction) -> rusqlite::Result<Vec<String>> {
 }
 
 /// Copies the rows of `table` with `key = old` from `src`, setting `key` (and the columns in
-/// `set`) to new values; `skip` columns are left to SQLite (an `INTEGER PRIMARY KEY`).
+/// `set`) to new values; `skip` columns and an `INTEGER PRIMARY KEY` not in `set` are left to
+/// SQLite.
 fn copy_rows(
     tx: &Transaction,
     table: &str,
@@ -93,10 +94,16 @@ fn copy_rows(
     set: &[(&str, i64)],
     skip: &[&str],
 ) -> rusqlite::Result<usize> {
-    let cols: Vec<String> = columns(tx, table)?
+    let mut cols: Vec<String> = columns(tx, table)?
         .into_iter()
         .filter(|c| !skip.contains(&c.as_str()))
         .collect();
+    // A rowid alias given a value (a run's id) is copied with it.
+    for (k, _) in set {
+        if !cols.iter().any(|c| c == k) {
+            cols.push((*k).to_owned());
+        }
+    }
     let select: Vec<String> = cols
         .iter()
         .map(|c| {
@@ -249,8 +256,10 @@ fn copy_run(
     campaigns: &mut HashMap<i64, i64>,
     report: &mut MergeReport,
 ) -> rusqlite::Result<RunId> {
-    copy_rows(tx, "runs", "id", old, &[], &["id"])?;
-    let new = tx.last_insert_rowid();
+    let new: RunId = tx.query_row(&format!("SELECT {}", crate::schema::NEXT_RUN_ID), [], |r| {
+        r.get(0)
+    })?;
+    copy_rows(tx, "runs", "id", old, &[("id", new)], &[])?;
     for table in run_tables(tx)? {
         copy_rows(tx, &table, "run_id", old, &[("run_id", new)], &[])?;
     }

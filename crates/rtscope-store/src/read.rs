@@ -11,8 +11,10 @@ pub const STALE_NS: i64 = 10_000_000_000;
 /// One line of `rtscope runs`.
 #[derive(Debug, Clone)]
 pub struct RunSummary {
-    /// Id.
+    /// Id (in this database; never given twice).
     pub id: RunId,
+    /// The run's UUID: its identity across databases and outside the machine (KCIDB, JUnit).
+    pub uuid: Option<String>,
     /// What recorded it.
     pub kind: RunKind,
     /// Label.
@@ -295,13 +297,14 @@ impl Store {
         )?;
         // The config is parsed here, not with SQLite's JSON functions: the bundled SQLite is
         // built without them (the board binaries' size budget, .cargo/config.toml).
-        let q = "SELECT kind, label, status, started, ended, progress_ns, exit_code, pid, checkpoint_unix_ns, started_unix_ns, config FROM runs WHERE id=?1";
+        let q = "SELECT kind, label, status, started, ended, progress_ns, exit_code, pid, checkpoint_unix_ns, started_unix_ns, config, uuid FROM runs WHERE id=?1";
         self.conn
             .query_row(q, params![id], |r| {
                 let stored: String = r.get(2)?;
                 let status = effective_status(&stored, r.get(7)?, r.get(8)?, r.get(9)?);
                 Ok(RunSummary {
                     id,
+                    uuid: r.get(11)?,
                     kind: RunKind::parse(&r.get::<_, String>(0)?),
                     label: r.get(1)?,
                     status,

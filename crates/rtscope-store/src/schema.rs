@@ -2,7 +2,7 @@
 //! transaction when a store is opened. docs/store-schema.md documents every table and column.
 
 /// The schema version this rtscope writes.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 
 /// A random (version 4) UUID, as an SQL expression.
 pub const UUID_SQL: &str = "lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))";
@@ -22,6 +22,27 @@ UPDATE runs SET host = (SELECT value FROM environment e WHERE e.run_id = runs.id
 CREATE UNIQUE INDEX runs_by_uuid ON runs(uuid);
 CREATE UNIQUE INDEX campaigns_by_uuid ON campaigns(uuid);
 "#;
+
+/// Run ids are never given twice (issue 26): SQLite gives a new row the largest id + 1, so
+/// `runs delete` of the newest run made the next run take its number, and a report, a CI
+/// job's link or a note that named "run 2" then named another run. `id_sequence` keeps the
+/// highest id ever given (as AUTOINCREMENT's `sqlite_sequence` would; the existing `runs`
+/// table cannot be rebuilt with AUTOINCREMENT in place without dropping it, which would
+/// cascade to every table that references it), and [`NEXT_RUN_ID`] gives the next.
+pub const RUN_ID_SEQUENCE: &str = r#"
+CREATE TABLE id_sequence (
+    name  TEXT PRIMARY KEY,                      -- 'runs'
+    last  INTEGER NOT NULL                       -- highest id ever given, deleted runs included
+);
+INSERT INTO id_sequence (name, last) SELECT 'runs', coalesce(max(id), 0) FROM runs;
+CREATE TRIGGER runs_id_sequence AFTER INSERT ON runs BEGIN
+    UPDATE id_sequence SET last = max(last, NEW.id) WHERE name = 'runs';
+END;
+"#;
+
+/// The id of the next run, as an SQL expression (of `main`'s tables when another database is
+/// attached): one above any id given before, never one of a deleted run.
+pub const NEXT_RUN_ID: &str = "(SELECT max(s.last, (SELECT coalesce(max(r.id), 0) FROM main.runs r)) + 1 FROM main.id_sequence s WHERE s.name = 'runs')";
 
 /// Migration `i` upgrades version `i` to `i + 1`.
 pub const MIGRATIONS: &[&str] = &[
@@ -190,6 +211,8 @@ CREATE INDEX campaign_runs_by_run ON campaign_runs(run_id);
     SPIKES,
     // 5 -> 6: run UUIDs and host identity.
     MIGRATION_RUN_IDENTITY,
+    // 6 -> 7: run ids never given twice.
+    RUN_ID_SEQUENCE,
 ];
 
 /// Migration 3 -> 4 (issue 13A): one row per check of the audit run before the measurement.

@@ -429,3 +429,51 @@ fn opening_a_new_database_from_many_connections_at_once_never_refuses_it() {
         let _ = std::fs::remove_file(&path);
     }
 }
+
+/// `runs delete 2` then a new run: the new run was "run 2" again (SQLite reuses the largest
+/// rowid). A run id is never given twice, also across reopening and after a merge.
+#[test]
+fn a_run_id_is_never_given_twice() {
+    let path = tmpdb("ids");
+    let mut s = Store::open(&path).unwrap();
+    let a = s.begin_run(&new_run("a")).unwrap();
+    let b = s.begin_run(&new_run("b")).unwrap();
+    assert_eq!((a, b), (1, 2));
+    s.delete_run(b).unwrap();
+    let c = s.begin_run(&new_run("c")).unwrap();
+    assert_eq!(c, 3, "the deleted run's id was given again");
+    s.delete_run(c).unwrap();
+    drop(s);
+    let mut s = Store::open(&path).unwrap();
+    assert_eq!(s.begin_run(&new_run("d")).unwrap(), 4);
+    // A merged run gets a new id too, above the deleted ones.
+    let other = tmpdb("ids-other");
+    let mut o = Store::open(&other).unwrap();
+    o.begin_run(&new_run("theirs")).unwrap();
+    drop(o);
+    s.delete_run(4).unwrap();
+    let merged = s.merge_from(&other, &[]).unwrap();
+    assert_eq!(merged.added.iter().map(|a| a.0).collect::<Vec<_>>(), [5]);
+    assert_eq!(s.begin_run(&new_run("e")).unwrap(), 6);
+}
+
+/// A database of schema 6 whose newest run was deleted: the migration starts the sequence at
+/// the largest id still there (what was deleted before it cannot be known), then never goes
+/// back.
+#[test]
+fn the_id_sequence_migration_starts_at_the_largest_id() {
+    let path = tmpdb("ids-migrate");
+    let c = rusqlite::Connection::open(&path).unwrap();
+    for m in &schema::MIGRATIONS[..6] {
+        c.execute_batch(m).unwrap();
+    }
+    c.execute_batch(
+        "INSERT INTO runs (id, kind, status, started, started_unix_ns, pid, tool_version, command_line, config, uuid) VALUES (7, 'measure', 'complete', '2026-01-01T00:00:00Z', 1, 1, 'x', '[]', '{}', 'u7')",
+    )
+    .unwrap();
+    c.pragma_update(None, "user_version", 6).unwrap();
+    drop(c);
+    let mut s = Store::open(&path).unwrap();
+    s.delete_run(7).unwrap();
+    assert_eq!(s.begin_run(&new_run("next")).unwrap(), 8);
+}

@@ -161,7 +161,7 @@ impl Store {
         };
         let tx = self.conn.transaction().map_err(&err)?;
         tx.execute(
-            "INSERT INTO runs (kind, label, status, started, started_unix_ns, pid, tool_version, command_line, config) VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8)",
+            &format!("INSERT INTO runs (id, kind, label, status, started, started_unix_ns, pid, tool_version, command_line, config) VALUES ({}, ?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8)", crate::schema::NEXT_RUN_ID),
             params![r.kind.as_str(), r.label, r.started, r.started_unix_ns, r.pid, r.tool_version, r.command_line_json, r.config_json],
         )
         .map_err(&err)?;

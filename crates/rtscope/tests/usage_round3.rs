@@ -186,3 +186,77 @@ fn man_pages_list_the_exit_codes_the_commands_return() {
     };
     assert_eq!(status.code(), Some(0));
 }
+
+/// `--ci-output junit=F --no-db` wrote `<testsuites tests="0">`: a CI gate with limits saw no
+/// test at all. The run is reported (and its limits) without a database left behind.
+#[test]
+fn ci_output_without_a_database_still_reports_the_run_and_its_limits() {
+    let dir = temp_path("ci-no-db");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let junit = dir.join("j.xml");
+    let arg = format!("junit={}", junit.display());
+    let o = {
+        let _lock = crate::common::rt_lock();
+        run(
+            BIN,
+            &[
+                "measure",
+                "-q",
+                "-D",
+                "0.2",
+                "--no-db",
+                "--ci-output",
+                &arg,
+                "--limit",
+                "max=1s",
+            ],
+        )
+    };
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    let text = std::fs::read_to_string(&junit).unwrap();
+    assert!(!text.contains(r#"tests="0""#), "{text}");
+    assert!(
+        text.contains("limit") && text.contains("rtscope.run_uuid"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        1,
+        "only j.xml is left"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// N9, N10: an output to a missing directory, or two formats to one file, are refused before
+/// the run (nothing is measured or recorded), not after it.
+#[test]
+fn ci_outputs_are_checked_before_the_run() {
+    let dir = temp_path("ci-check");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("c.db");
+    let db = db.to_str().unwrap();
+    let same = dir.join("r.out");
+    let same = same.to_str().unwrap();
+    for outs in [
+        vec!["junit=/nonexistent/dir/j.xml".to_string()],
+        vec![format!("junit={same}"), format!("lava={same}")],
+    ] {
+        let mut args = vec!["measure", "-q", "-D", "30", "--db", db];
+        for o in &outs {
+            args.extend(["--ci-output", o.as_str()]);
+        }
+        let o = run(BIN, &args);
+        assert_eq!(o.status.code(), Some(2), "{}", dump(&o));
+        assert!(stderr(&o).contains("--ci-output"), "{}", dump(&o));
+        assert!(!String::from_utf8_lossy(&o.stdout).contains("recorded as"));
+        assert!(
+            !std::path::Path::new(db).exists() || {
+                let l = run(BIN, &["runs", "--db", db]);
+                !String::from_utf8_lossy(&l.stdout).contains("measure")
+            }
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
