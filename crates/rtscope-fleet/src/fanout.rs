@@ -174,7 +174,9 @@ pub fn merge(
         };
         status = worse(status, status_of(o.exit_code));
         let (Some(db), Some(store)) = (&o.database, store.as_deref_mut()) else {
-            writeln!(out, "board {name}: exit {}", o.exit_code)?;
+            // A status line, not output: stdout stays what the boards printed (one JSON
+            // document of `check --target B --json`, issue 26 N6).
+            writeln!(err, "rtscope: board {name}: exit {}", o.exit_code)?;
             continue;
         };
         let mut tags = vec![("board".to_string(), name.clone())];

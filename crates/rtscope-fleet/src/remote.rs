@@ -13,13 +13,14 @@
 //! the board. Every ssh runs in its own process group: a Ctrl-C at the terminal reaches only
 //! the local rtscope, which decides.
 
-use crate::targets::Target;
+use crate::targets::{Target, DEFAULT_CONNECT_TIMEOUT_S, DEFAULT_STEP_TIMEOUT_S};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// Why one board's run failed.
 #[derive(Debug, thiserror::Error)]
@@ -91,6 +92,9 @@ impl Ssh {
         c.args(&self.argv[1..]);
         c.args(["-o", "BatchMode=yes", "-o", "ServerAliveInterval=5"]);
         c.args(["-o", "ServerAliveCountMax=3"]);
+        // A board that accepts TCP but never answers must not hang the fan-out (issue 26, N3).
+        let connect = t.connect_timeout_s.unwrap_or(DEFAULT_CONNECT_TIMEOUT_S);
+        c.args(["-o", &format!("ConnectTimeout={connect}")]);
         if let Some(p) = t.port {
             c.args(["-p", &p.to_string()]);
         }
@@ -113,7 +117,8 @@ impl Ssh {
         }
     }
 
-    /// Runs `remote` with `input` as its stdin; its stdout, or the step's error.
+    /// Runs `remote` with `input` as its stdin; its stdout, or the step's error. A step that
+    /// takes longer than the board's step timeout is killed and fails naming the limit.
     fn output(
         &self,
         t: &Target,
@@ -127,15 +132,58 @@ impl Ssh {
             Some(p) => Stdio::from(std::fs::File::open(p)?),
             None => Stdio::null(),
         });
-        let o = c.output().map_err(self.spawn_err())?;
-        if o.status.success() {
-            Ok(o.stdout)
-        } else {
-            Err(RemoteError::Step {
+        let mut child = c.spawn().map_err(self.spawn_err())?;
+        let limit_s = t.step_timeout_s.unwrap_or(DEFAULT_STEP_TIMEOUT_S);
+        let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+        let (status, out, err) = std::thread::scope(|s| {
+            let out = s.spawn(|| read_all(stdout, u64::MAX));
+            // Bounded: ssh's own messages.
+            let err = s.spawn(|| read_all(stderr, 64 * 1024));
+            let status = wait_within(&mut child, Duration::from_secs(u64::from(limit_s)));
+            (status, out.join(), err.join())
+        });
+        let (out, err) = (out.unwrap_or_default(), err.unwrap_or_default());
+        match status? {
+            None => Err(RemoteError::Step {
                 step,
-                why: last_line(&o.stderr, o.status),
-            })
+                why: format!(
+                    "no answer within {limit_s} s (raise step_timeout for this board in targets.toml if it is only slow)"
+                ),
+            }),
+            Some(st) if st.success() => Ok(out),
+            Some(st) => Err(RemoteError::Step {
+                step,
+                why: last_line(&err, st),
+            }),
         }
+    }
+}
+
+/// Everything `r` gives, at most `limit` bytes (none when there is no pipe).
+fn read_all(r: Option<impl Read>, limit: u64) -> Vec<u8> {
+    let mut v = Vec::new();
+    if let Some(r) = r {
+        let _ = r.take(limit).read_to_end(&mut v);
+    }
+    v
+}
+
+/// Waits for `child` at most `limit`; `None` (and the child killed and reaped) past it.
+fn wait_within(
+    child: &mut std::process::Child,
+    limit: Duration,
+) -> std::io::Result<Option<std::process::ExitStatus>> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(st) = child.try_wait()? {
+            return Ok(Some(st));
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            child.wait()?;
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -457,5 +505,53 @@ mod tests {
 
     fn libc_sigterm() -> i32 {
         15
+    }
+
+    /// N3: a board that never answers fails its step after the board's step timeout, naming
+    /// the limit, instead of hanging the fan-out (an "ssh" that never ends stands in for it).
+    #[test]
+    fn a_step_that_never_answers_fails_after_its_timeout() {
+        let dir = std::env::temp_dir().join(format!("rtscope-mute-ssh-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake = dir.join("ssh");
+        std::fs::write(&fake, "#!/bin/sh\nexec sleep 600\n").unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let ssh = Ssh {
+            argv: vec![fake.to_string_lossy().into_owned()],
+        };
+        let t = Target {
+            name: "mute".into(),
+            host: "mute".into(),
+            step_timeout_s: Some(1),
+            ..Target::default()
+        };
+        let e = ssh.output(&t, "uname -m", "uname -m", None).unwrap_err();
+        assert!(
+            e.to_string().contains("no answer within 1 s")
+                && e.to_string().contains("step_timeout"),
+            "{e}"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn ssh_gets_a_connect_timeout() {
+        let ssh = Ssh {
+            argv: vec!["ssh".into()],
+        };
+        let mut t = Target {
+            host: "b".into(),
+            ..Target::default()
+        };
+        let args = |t: &Target| -> Vec<String> {
+            ssh.command(t, "true")
+                .get_args()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        };
+        assert!(args(&t).contains(&format!("ConnectTimeout={DEFAULT_CONNECT_TIMEOUT_S}")));
+        t.connect_timeout_s = Some(4);
+        assert!(args(&t).contains(&"ConnectTimeout=4".to_string()));
     }
 }

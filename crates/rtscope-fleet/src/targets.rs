@@ -49,6 +49,18 @@ pub enum TargetError {
         /// Why.
         source: std::io::Error,
     },
+    /// A local file a board's run needs is missing or not a regular file.
+    #[error("board {board}: {key} = {path}: {why}")]
+    LocalFile {
+        /// The board.
+        board: String,
+        /// `identity` or `copy`.
+        key: &'static str,
+        /// The file.
+        path: String,
+        /// Why it cannot be used.
+        why: String,
+    },
     /// The targets file does not parse, or a board in it is invalid.
     #[error("{path}: {why}")]
     Parse {
@@ -83,6 +95,52 @@ pub struct Target {
     pub prefix: Vec<String>,
     /// Tags set on the board's runs besides `board=NAME`.
     pub tags: Vec<(String, String)>,
+    /// Seconds ssh may take to connect (TCP and handshake); [`DEFAULT_CONNECT_TIMEOUT_S`]
+    /// without one.
+    pub connect_timeout_s: Option<u32>,
+    /// Seconds each step around the run may take (architecture, copy, fetch, cleanup);
+    /// [`DEFAULT_STEP_TIMEOUT_S`] without one. The run itself is bounded by its length and
+    /// ssh's keep-alives instead.
+    pub step_timeout_s: Option<u32>,
+}
+
+/// ssh's `ConnectTimeout` for a board without `connect_timeout`, seconds.
+pub const DEFAULT_CONNECT_TIMEOUT_S: u32 = 15;
+/// The limit of each step around a run for a board without `step_timeout`, seconds: a 4 MB
+/// binary over a slow link fits.
+pub const DEFAULT_STEP_TIMEOUT_S: u32 = 300;
+/// The largest targets file read, bytes.
+const MAX_TARGETS_FILE: u64 = 1 << 20;
+
+impl Target {
+    /// Checks the local files this board's run would use — `identity` and `copy` — before
+    /// anything touches a board: each must be a regular file (a missing identity made ssh
+    /// fall back to other keys; `copy = "/dev/zero"` streamed gigabytes to the board; a FIFO
+    /// hung).
+    pub fn check_local_files(&self) -> Result<(), TargetError> {
+        let what = [("identity", &self.identity), ("copy", &self.copy)];
+        for (key, path) in what {
+            if let Some(p) = path {
+                regular_file(p).map_err(|why| TargetError::LocalFile {
+                    board: self.name.clone(),
+                    key,
+                    path: p.display().to_string(),
+                    why,
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `Ok` for a regular file (symlinks followed), else why not, in words.
+pub fn regular_file(p: &Path) -> Result<(), String> {
+    match std::fs::metadata(p) {
+        Err(e) => Err(e.to_string()),
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(m) if m.is_dir() => Err("a directory, not a file".into()),
+        Ok(_) => Err("not a regular file (a device, FIFO or socket)".into()),
+    }
 }
 
 /// A board of targets.toml; every key optional so `[defaults]` has the same shape.
@@ -99,6 +157,8 @@ struct BoardEntry {
     prefix: Option<Vec<String>>,
     #[serde(default)]
     tags: BTreeMap<String, String>,
+    connect_timeout: Option<u32>,
+    step_timeout: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -127,6 +187,14 @@ fn plain(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
 }
 
+/// A timeout of targets.toml: absent, or at least 1 s.
+fn positive(v: Option<u32>) -> Result<Option<u32>, ()> {
+    match v {
+        Some(0) => Err(()),
+        v => Ok(v),
+    }
+}
+
 /// `~/…` with `$HOME`; relative paths against the targets file's directory.
 fn expand(path: &str, base: &Path) -> PathBuf {
     match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
@@ -145,10 +213,22 @@ impl Targets {
             None if Path::new("targets.toml").is_file() => PathBuf::from("targets.toml"),
             None => return Ok(Targets::default()),
         };
-        let text = std::fs::read_to_string(&path).map_err(|source| TargetError::Read {
+        let read_err = |source| TargetError::Read {
             path: path.display().to_string(),
             source,
-        })?;
+        };
+        // A device or FIFO named as the targets file would hang or never end.
+        regular_file(&path).map_err(|why| read_err(std::io::Error::other(why)))?;
+        let mut text = String::new();
+        use std::io::Read as _;
+        std::fs::File::open(&path)
+            .and_then(|f| f.take(MAX_TARGETS_FILE + 1).read_to_string(&mut text))
+            .map_err(read_err)?;
+        if text.len() as u64 > MAX_TARGETS_FILE {
+            return Err(read_err(std::io::Error::other(format!(
+                "larger than {MAX_TARGETS_FILE} bytes"
+            ))));
+        }
         Targets::parse(&text, &path)
     }
 
@@ -190,6 +270,18 @@ impl Targets {
                     .or_else(|| d.prefix.clone())
                     .unwrap_or_default(),
                 tags: tags.into_iter().collect(),
+                connect_timeout_s: positive(b.connect_timeout.or(d.connect_timeout)).map_err(
+                    |()| {
+                        err(format!(
+                            "board '{name}': connect_timeout must be 1 second or more"
+                        ))
+                    },
+                )?,
+                step_timeout_s: positive(b.step_timeout.or(d.step_timeout)).map_err(|()| {
+                    err(format!(
+                        "board '{name}': step_timeout must be 1 second or more"
+                    ))
+                })?,
             });
         }
         Ok(Targets {
@@ -356,5 +448,78 @@ tags = { rack = "2" }
         )
         .unwrap_err();
         assert!(e.to_string().contains("board 'a'"), "{e}");
+    }
+
+    fn mkfifo(p: &Path) {
+        let st = std::process::Command::new("mkfifo")
+            .arg(p)
+            .status()
+            .unwrap();
+        assert!(st.success(), "mkfifo {}", p.display());
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("rtscope-targets-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    /// N4, N15: `copy = "/dev/zero"`, a FIFO, a directory or a missing file, and a missing
+    /// identity, are refused before any board is touched.
+    #[test]
+    fn local_files_of_a_board_must_be_regular_files() {
+        let d = scratch("local");
+        let fifo = d.join("fifo");
+        mkfifo(&fifo);
+        let file = d.join("key");
+        std::fs::write(&file, "k").unwrap();
+        let board = |identity: Option<&Path>, copy: Option<&Path>| Target {
+            name: "b1".into(),
+            identity: identity.map(Path::to_path_buf),
+            copy: copy.map(Path::to_path_buf),
+            ..Target::default()
+        };
+        assert!(board(Some(&file), Some(&file)).check_local_files().is_ok());
+        for (t, words) in [
+            (
+                board(None, Some(Path::new("/dev/zero"))),
+                "copy = /dev/zero: not a regular file",
+            ),
+            (board(None, Some(&fifo)), "not a regular file"),
+            (board(None, Some(&d)), "a directory"),
+            (board(Some(&d.join("missing")), None), "identity ="),
+        ] {
+            let e = t.check_local_files().unwrap_err().to_string();
+            assert!(e.contains(words) && e.contains("board b1"), "{e}");
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// N5: a targets file that is a device or a FIFO is refused at once (it hung).
+    #[test]
+    fn a_targets_file_that_is_not_a_regular_file_is_refused() {
+        let d = scratch("file");
+        let fifo = d.join("targets.toml");
+        mkfifo(&fifo);
+        for p in [Path::new("/dev/zero"), fifo.as_path()] {
+            let e = Targets::load(Some(p)).unwrap_err().to_string();
+            assert!(e.contains("not a regular file"), "{e}");
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn timeouts_are_read_per_board_with_defaults_and_zero_is_refused() {
+        let text = "[defaults]\nconnect_timeout = 7\n[boards.a]\nstep_timeout = 30\n[boards.b]\nconnect_timeout = 3\n";
+        let t = Targets::parse(text, Path::new("t.toml")).unwrap();
+        let a = t.boards.iter().find(|b| b.name == "a").unwrap();
+        let b = t.boards.iter().find(|b| b.name == "b").unwrap();
+        assert_eq!((a.connect_timeout_s, a.step_timeout_s), (Some(7), Some(30)));
+        assert_eq!((b.connect_timeout_s, b.step_timeout_s), (Some(3), None));
+        let e = Targets::parse("[boards.a]\nstep_timeout = 0\n", Path::new("t.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("step_timeout must be 1 second or more"), "{e}");
     }
 }

@@ -458,6 +458,70 @@ fn check_runs_on_a_named_board() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("no board of"));
 }
 
+/// N6: `check --target B --json` printed `board b: exit 1` after the JSON on stdout; stdout
+/// is now the board's one JSON document, the status line on stderr.
+#[test]
+fn check_json_on_a_board_stays_json() {
+    let Some(b) = start("fleet-ssh-check-json") else {
+        return;
+    };
+    let _rt = common::rt_lock();
+    let file = targets_file(&b);
+    let o = rtscope(&b)
+        .args(["check", "--json", "--target", "b", "--targets-file"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{o:?}");
+    let doc: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {o:?}"));
+    assert!(doc["findings"].is_array(), "{doc}");
+}
+
+/// N3: a board that accepts TCP but never answers hung `--target` for ever (and with
+/// `--target all` no other board reported). With its timeouts from targets.toml the step
+/// fails and names the board.
+#[test]
+fn a_board_that_never_answers_fails_after_its_timeouts() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Accepts and holds every connection without a byte.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming().flatten() {
+            held.push(c);
+        }
+    });
+    let dir = common::fresh_dir("fleet-mute-board");
+    let file = dir.join("targets.toml");
+    std::fs::write(
+        &file,
+        format!("[boards.mute]\nhost = \"127.0.0.1\"\nport = {port}\narch = \"x86_64\"\nconnect_timeout = 2\nstep_timeout = 5\n"),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .args(["check", "--target", "mute", "--targets-file"])
+        .arg(&file)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A liveness bound (the hang was for ever), far above the 2 s + 5 s limits.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(180);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("rtscope still waits for the mute board");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("board mute failed"), "{stderr}");
+}
+
 /// A local Ctrl-C stops the remote run, which is recorded as interrupted, fetched and merged;
 /// nothing stays on the board.
 #[test]

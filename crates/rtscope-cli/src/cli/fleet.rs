@@ -15,6 +15,7 @@ pub struct FleetArgs {
     #[arg(long, value_name = "FILE", help_heading = "Fleet")]
     pub targets_file: Option<PathBuf>,
     /// Boards run at the same time with --target
-    #[arg(long, value_name = "N", default_value_t = 4, help_heading = "Fleet")]
-    pub target_jobs: usize,
+    #[arg(long, value_name = "N", default_value_t = 4, help_heading = "Fleet",
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub target_jobs: u16,
 }

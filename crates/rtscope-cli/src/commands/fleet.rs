@@ -64,6 +64,15 @@ pub fn remote(
     let targets = Targets::load(f.targets_file.as_deref())
         .and_then(|t| t.resolve(&f.targets))
         .map_err(usage)?;
+    // Every local input is checked before any board is touched (nothing to clean up there).
+    for t in &targets {
+        t.check_local_files()
+            .map_err(|e| usage(e).hint("fix the board's entry in targets.toml"))?;
+    }
+    if let Some(p) = file {
+        rtscope_fleet::targets::regular_file(p)
+            .map_err(|why| usage(format!("campaign file {}: {why}", p.display())))?;
+    }
     let (files, rename): (Vec<_>, Vec<_>) = file
         .map(|p| file_arg(p, "campaign.toml"))
         .into_iter()
@@ -78,7 +87,14 @@ pub fn remote(
         .then(|| record::open(&db.map_or_else(record::default_db, Path::to_path_buf)))
         .transpose()?;
     let bare = !record && targets.len() == 1;
-    let results = fanout::fan_out(&Ssh::from_env(), &targets, &job, f.target_jobs, bare, out)?;
+    let results = fanout::fan_out(
+        &Ssh::from_env(),
+        &targets,
+        &job,
+        usize::from(f.target_jobs),
+        bare,
+        out,
+    )?;
     Ok(fanout::merge(
         store.as_mut(),
         results,
