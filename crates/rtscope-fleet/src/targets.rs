@@ -254,6 +254,23 @@ impl Targets {
             let mut tags: BTreeMap<String, String> = d.tags.clone();
             tags.extend(b.tags.clone());
             tags.remove("board");
+            // The one validator of every tag (as --tag): a value from this file reaches
+            // terminals, SVG and HTML like any other (issue 26, N8).
+            for (k, v) in &tags {
+                use rtscope_session::record::{
+                    check_name, MAX_NAME_BYTES, MAX_TAG_KEY_BYTES, RESERVED_TAGS,
+                };
+                let what = format!("board '{name}': tag {k}");
+                check_name(k, &what, MAX_TAG_KEY_BYTES)
+                    .and_then(|()| check_name(v, &what, MAX_NAME_BYTES))
+                    .map_err(|e| err(e.message))?;
+                if RESERVED_TAGS.contains(&k.as_str()) {
+                    return Err(err(format!(
+                        "board '{name}': the tag '{k}' is set by campaigns (reserved: {})",
+                        RESERVED_TAGS.join(", ")
+                    )));
+                }
+            }
             let pick = |a: &Option<String>, b: &Option<String>| a.clone().or_else(|| b.clone());
             boards.push(Target {
                 name: name.clone(),
@@ -521,5 +538,30 @@ tags = { rack = "2" }
             .unwrap_err()
             .to_string();
         assert!(e.contains("step_timeout must be 1 second or more"), "{e}");
+    }
+
+    /// N8: tags from targets.toml went round the control-character check (ESC stored, the
+    /// reserved `campaign` tag settable).
+    #[test]
+    fn board_tags_go_through_the_tag_validator() {
+        for (text, words) in [
+            (
+                "[boards.a]\ntags = { rack = \"1\\u001b[31m\" }\n",
+                "control characters",
+            ),
+            (
+                "[boards.a]\ntags = { campaign = \"x\" }\n",
+                "set by campaigns",
+            ),
+            (
+                "[defaults]\ntags = { \"k\\u0007\" = \"v\" }\n[boards.a]\n",
+                "control characters",
+            ),
+        ] {
+            let e = Targets::parse(text, Path::new("t.toml"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(words) && e.contains("board 'a'"), "{text}: {e}");
+        }
     }
 }

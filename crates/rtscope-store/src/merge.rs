@@ -123,6 +123,36 @@ fn copy_rows(
     )
 }
 
+/// The first label, tag key or tag value of the attached database that `--label`/`--tag`
+/// would refuse (control characters: escape sequences reach terminals, SVG and HTML; over
+/// 256 bytes), described; `None` when all are clean (issue 26, N8: a merged database went
+/// round the check).
+fn unclean_text(tx: &Transaction) -> rusqlite::Result<Option<String>> {
+    let mut st = tx.prepare(
+        "SELECT id, 'label', label FROM src.runs WHERE label IS NOT NULL \
+         UNION ALL SELECT run_id, 'tag key', key FROM src.tags \
+         UNION ALL SELECT run_id, 'tag value', value FROM src.tags",
+    )?;
+    let rows = st.query_map([], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+        ))
+    })?;
+    for row in rows {
+        let (run, what, text) = row?;
+        if text.chars().any(char::is_control) || text.len() > 256 {
+            let shown =
+                rtscope_core::text::escape(&rtscope_core::text::clip(&text, 60)).into_owned();
+            return Ok(Some(format!(
+                "its run {run} has a {what} '{shown}' that --label/--tag would refuse (control characters or over 256 bytes); nothing was merged"
+            )));
+        }
+    }
+    Ok(None)
+}
+
 /// What identifies a run beyond its UUID: a UUID shared by two runs that differ here is a
 /// conflict.
 type Fingerprint = (String, i64, String);
@@ -200,6 +230,12 @@ impl Store {
             return Err(StoreError::Merge {
                 path: other.to_path_buf(),
                 why: format!("schema version {version}, expected {SCHEMA_VERSION}"),
+            });
+        }
+        if let Some(why) = unclean_text(&tx).map_err(&err)? {
+            return Err(StoreError::Merge {
+                path: other.to_path_buf(),
+                why,
             });
         }
         let runs: Vec<(RunId, String)> = {

@@ -477,3 +477,18 @@ fn the_id_sequence_migration_starts_at_the_largest_id() {
     s.delete_run(7).unwrap();
     assert_eq!(s.begin_run(&new_run("next")).unwrap(), 8);
 }
+
+/// N8: a database merged from elsewhere carried an ESC in a tag value past the check every
+/// other input gets; such a database is refused whole.
+#[test]
+fn a_database_with_control_characters_in_its_tags_is_not_merged() {
+    let other = tmpdb("merge-esc");
+    let mut o = Store::open(&other).unwrap();
+    let id = o.begin_run(&new_run("theirs")).unwrap();
+    o.set_tag(id, "rack", Some("1\u{1b}[31m")).unwrap();
+    drop(o);
+    let mut s = Store::open(&tmpdb("merge-esc-into")).unwrap();
+    let e = s.merge_from(&other, &[]).unwrap_err().to_string();
+    assert!(e.contains("tag value") && e.contains("\\x1b"), "{e}");
+    assert!(s.list_runs().unwrap().is_empty());
+}
