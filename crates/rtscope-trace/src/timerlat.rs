@@ -5,18 +5,20 @@
 //! events, `sched_waking` (which interrupt woke the measuring thread) and `sched_switch` (idle,
 //! task priorities) suffice.
 //!
-//! The phases are those of [`crate::analyze`]: deadline → entry of the interrupt that woke the
-//! measuring thread ([`Category::TimerIrqLate`]: a previous IRQ by name, exit from idle, or
-//! interrupts off / hypervisor when a task or softirq ran without letting the timer in), the
-//! interrupt itself ([`Category::TimerIrqHandler`]), then other IRQs, softirqs, NMIs and tasks
-//! until the wake-up; what no noise covers after the interrupt is the switch to the measuring
-//! thread ([`Category::ReturnToUser`]) or the task the scheduler events say was running.
+//! The phases and categories are those of [`crate::analyze`], charged by the same step
+//! ([`crate::timeline`]): interrupt, softirq and NMI noise over its span; between them, the
+//! task the context switches say ran, cut at every switch (a FIFO-99 thread switched in halfway
+//! through a gap gets its half); the thread noise events only where no switch says; time no
+//! event covers is [`crate::model::Category::Unexplained`]. Before the tracer's first own event
+//! on a CPU ([`live_from`]) the recorder explains no spike of that CPU.
 //!
 //! The noise events carry their start in the tracer's local clock; the start used here is the
 //! event's time (trace clock, `mono`) minus the duration, which is exact for un-nested noise.
 
 use crate::decode::{Event, Kind, NoiseSource, Tasks};
-use crate::model::{Attribution, Category, Charge, LateCause, Softirq, Spike};
+use crate::machine::Machine;
+use crate::model::{Attribution, Spike};
+use crate::timeline::{Ctx, Piece, Timeline};
 use crate::tracefs::{read_bounded, write_file, Tracefs};
 use crate::TraceError;
 use std::path::{Path, PathBuf};
@@ -24,23 +26,12 @@ use std::path::{Path, PathBuf};
 /// The events the timerlat tier enables besides the tracer: (system, event).
 pub use crate::tracefs::TIMERLAT_EVENTS as EVENTS;
 
-/// Where a piece of time went, before the phase decides its category.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Src {
-    Irq(String),
-    Softirq(u32),
-    Nmi,
-    Thread(i32),
-    /// No noise covers it: what the scheduler events say ran (`None`: unknown).
-    Gap(Option<i32>),
-}
-
 /// A span of noise, on the trace clock.
 #[derive(Debug, Clone)]
 struct Span {
     from: u64,
     to: u64,
-    src: Src,
+    ctx: Ctx,
 }
 
 fn irq_name(desc: &str, vector: i32) -> String {
@@ -65,34 +56,41 @@ fn spans(events: &[Event]) -> (Vec<Span>, Tasks) {
         else {
             continue;
         };
-        let src = match source {
-            NoiseSource::Irq { desc, vector } => Src::Irq(irq_name(desc, *vector)),
-            NoiseSource::Softirq { vec } => Src::Softirq(*vec),
-            NoiseSource::Nmi => Src::Nmi,
+        let ctx = match source {
+            NoiseSource::Irq { desc, vector } => Ctx::Irq(irq_name(desc, *vector)),
+            NoiseSource::Softirq { vec } => Ctx::Softirq(*vec),
+            NoiseSource::Nmi => Ctx::Nmi,
             NoiseSource::Thread { pid, comm } => {
                 tasks.name(*pid, *comm);
-                Src::Thread(*pid)
+                Ctx::Task(*pid)
             }
         };
         out.push(Span {
             from: e.ts.saturating_sub(*duration_ns),
             to: e.ts,
-            src,
+            ctx,
         });
     }
     (out, tasks)
 }
 
-/// The task running at `at` by the last `sched_switch` before it.
-fn running_at(events: &[Event], at: u64) -> Option<i32> {
-    events
-        .iter()
-        .take_while(|e| e.ts <= at)
-        .filter_map(|e| match e.kind {
-            Kind::Switch { next_pid, .. } => Some(next_pid),
-            _ => None,
-        })
-        .last()
+/// What the context switches say ran: from each `sched_switch` to the next (or `until`).
+fn switched(events: &[Event], until: u64) -> Vec<Piece> {
+    let mut out: Vec<Piece> = Vec::new();
+    for e in events.iter().take_while(|e| e.ts <= until) {
+        let Kind::Switch { next_pid, .. } = e.kind else {
+            continue;
+        };
+        if let Some(last) = out.last_mut() {
+            last.to = e.ts.max(last.from);
+        }
+        out.push(Piece {
+            from: e.ts,
+            to: until,
+            ctx: Ctx::Task(next_pid),
+        });
+    }
+    out
 }
 
 /// The interrupt that woke the measuring thread: the irq noise span enclosing its last
@@ -108,83 +106,70 @@ fn wake_irq(events: &[Event], spans: &[Span], spike: &Spike) -> Option<(u64, u64
         .last()?;
     let irq = spans
         .iter()
-        .filter(|s| matches!(s.src, Src::Irq(_)) && s.from <= at && at <= s.to)
+        .filter(|s| matches!(s.ctx, Ctx::Irq(_)) && s.from <= at && at <= s.to)
         .max_by_key(|s| s.to - s.from);
     Some(irq.map_or((at, at), |s| (s.from, s.to)))
 }
 
 /// Charges the time from the deadline to the wake-up of `spike` from the timerlat tier's
-/// events of its CPU (time order, starting before the deadline).
+/// events of its CPU (time order, starting before the deadline), idle states unknown.
 pub fn attribute(events: &[Event], spike: &Spike, lost_events: bool) -> Attribution {
-    let (mut noise, tasks) = spans(events);
+    attribute_on(events, spike, lost_events, Machine::default())
+}
+
+/// [`attribute`] on `machine`. Interrupt, softirq and NMI noise is charged over its span,
+/// the time between them to the task the context switches say ran (cut at every switch),
+/// thread noise only where no switch says; time nothing covers is unexplained.
+pub fn attribute_on(
+    events: &[Event],
+    spike: &Spike,
+    lost_events: bool,
+    machine: Machine,
+) -> Attribution {
+    let (noise, tasks) = spans(events);
     let wake = wake_irq(events, &noise, spike);
-    // The wake-up interrupt is charged as the handler; the rest is painted over the gaps.
-    noise.retain(|s| Some((s.from, s.to)) != wake || !matches!(s.src, Src::Irq(_)));
-    noise.sort_by_key(|s| s.from);
-    let own_prio = tasks.prio(spike.tid).unwrap_or(0);
-    let before = |t: u64| wake.is_some_and(|w| t < w.0);
-    let category = |src: &Src, t: u64| -> Category {
-        let late = |cause| Category::TimerIrqLate { cause };
-        match (src, before(t)) {
-            (Src::Nmi, _) => Category::Nmi,
-            (Src::Irq(name), true) => late(LateCause::PreviousIrq { name: name.clone() }),
-            (Src::Irq(name), false) => Category::Irq { name: name.clone() },
-            (Src::Softirq(_) | Src::Thread(_), true) => late(LateCause::IrqsOffOrHypervisor),
-            (Src::Softirq(v), false) => Category::Softirq {
-                vec: Softirq::from_vec(*v),
-            },
-            (Src::Gap(Some(0)), true) => late(LateCause::ExitFromIdle),
-            (Src::Gap(Some(_)), true) => late(LateCause::IrqsOffOrHypervisor),
-            (Src::Gap(None), _) => Category::Unexplained,
-            (Src::Thread(p) | Src::Gap(Some(p)), false) if *p == spike.tid || *p == 0 => {
-                Category::ReturnToUser
-            }
-            (Src::Thread(p) | Src::Gap(Some(p)), false) => {
-                let t = tasks.task(*p);
-                if t.prio <= own_prio {
-                    Category::Thread { task: t }
-                } else {
-                    Category::Blocking { task: t }
-                }
-            }
-        }
+    let (threads, mut overlays): (Vec<Span>, Vec<Span>) =
+        noise.into_iter().partition(|s| matches!(s.ctx, Ctx::Task(_)));
+    // The waking interrupt is charged as the handler.
+    overlays.retain(|s| Some((s.from, s.to)) != wake || !matches!(s.ctx, Ctx::Irq(_)));
+    let piece = |s: Span| Piece {
+        from: s.from,
+        to: s.to,
+        ctx: s.ctx,
     };
-    let mut charges: Vec<Charge> = Vec::new();
-    let mut add = |cat: Category, ns: u64| match charges.iter_mut().find(|c| c.category == cat) {
-        Some(c) => c.ns += ns,
-        None if ns > 0 => charges.push(Charge { category: cat, ns }),
-        None => {}
-    };
-    // Cut points: the phase boundaries; every piece between two is one category.
-    let (d, w) = (spike.deadline_ns, spike.wakeup_ns);
-    let mut cuts = vec![d, w];
-    if let Some((a, b)) = wake {
-        cuts.extend([a, b]);
+    let mut overlays: Vec<Piece> = overlays.into_iter().map(piece).collect();
+    if let Some((from, to)) = wake.filter(|(a, b)| a < b) {
+        overlays.push(Piece {
+            from,
+            to,
+            ctx: Ctx::WakeIrq,
+        });
     }
-    for s in &noise {
-        cuts.extend([s.from, s.to]);
+    let charges = Timeline {
+        spike,
+        overlays,
+        base: switched(events, spike.wakeup_ns),
+        fallback: threads.into_iter().map(piece).collect(),
+        wake,
+        tasks: &tasks,
+        machine,
     }
-    cuts.retain(|&t| t >= d && t <= w);
-    cuts.sort_unstable();
-    cuts.dedup();
-    for pair in cuts.windows(2) {
-        let (from, to) = (pair[0], pair[1]);
-        let in_wake = wake.is_some_and(|(a, b)| from >= a && to <= b && a < b);
-        let covering = noise.iter().rev().find(|s| s.from <= from && to <= s.to);
-        let cat = match covering {
-            Some(s) => category(&s.src, from),
-            None if in_wake => Category::TimerIrqHandler,
-            None => category(&Src::Gap(running_at(events, from)), from),
-        };
-        add(cat, to - from);
-    }
-    charges.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.category.cmp(&b.category)));
+    .charge();
     Attribution {
         spike: *spike,
         charges,
         complete: wake.is_some(),
         lost_events,
     }
+}
+
+/// The first event of the tracer itself (noise or a sample) in `events`: before it, the
+/// tier has only the scheduler events, and no spike is explained.
+pub fn live_from(events: &[Event]) -> Option<u64> {
+    events
+        .iter()
+        .find(|e| matches!(e.kind, Kind::Noise { .. } | Kind::TimerlatSample { .. }))
+        .map(|e| e.ts)
 }
 
 /// The timerlat tracer's own thread samples at or above `threshold_ns` as spikes of `cpu`
@@ -270,6 +255,7 @@ pub fn restore(saved: &[(PathBuf, String)]) {
 mod tests {
     use super::*;
     use crate::decode::{Comm, Kind};
+    use crate::model::{Category, LateCause, Softirq};
 
     const TID: i32 = 500;
     const D: u64 = 10_000_000;
