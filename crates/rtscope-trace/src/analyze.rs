@@ -461,6 +461,58 @@ mod tests {
         );
     }
 
+    /// Issue 25, flight-recorder tier: an idle "exit" of 76 ms on a guest without idle states.
+    #[test]
+    fn a_long_idle_exit_on_a_guest_without_idle_states_is_the_hypervisor() {
+        let mut all = vec![switch(D - 900_000, (TID, 1), (0, 120), "swapper/1")];
+        all.extend(timer(D + 76_000_000, D + 76_003_000, 0));
+        all.push(switch(D + 76_005_000, (0, 120), (TID, 1), "rtscope-m0"));
+        let guest = Machine {
+            idle_exit_max_ns: Some(0),
+            guest: true,
+        };
+        let a = attribute_on(&all, &spike(D + 76_006_000), false, guest);
+        sums(&a);
+        assert_eq!(ns(&a, &Category::Hypervisor), 76_000_000);
+        let idle = Category::TimerIrqLate {
+            cause: LateCause::ExitFromIdle,
+        };
+        assert_eq!(ns(&a, &idle), 0);
+        // The same trace with the idle states unknown keeps the old reading.
+        let a = attribute(&all, &spike(D + 76_006_000), false);
+        assert_eq!(ns(&a, &idle), 76_000_000);
+    }
+
+    #[test]
+    fn a_thread_switched_in_during_an_interrupt_gets_only_the_time_after_it() {
+        let mut e = timer(D, D + 1_000, 0);
+        e.push(ev(
+            D + 1_000,
+            0,
+            Kind::IrqEntry {
+                irq: 30,
+                name: "nvme".into(),
+            },
+        ));
+        e.push(ev(D + 9_000, 0, Kind::IrqExit { irq: 30 }));
+        e.push(switch(D + 10_000, (0, 120), (77, 0), "culprit"));
+        let a = run(e, D + 5_010_000, (77, 0), D + 5_011_000);
+        assert_eq!(
+            ns(
+                &a,
+                &Category::Irq {
+                    name: "nvme (irq 30)".into()
+                }
+            ),
+            8_000
+        );
+        assert_eq!(
+            a.ns_where(|c| c.task().is_some_and(|t| t.pid == 77)),
+            5_000_000
+        );
+        assert_eq!(ns(&a, &Category::ReturnToUser), 1_000 + 1_000);
+    }
+
     #[test]
     fn events_out_of_order_never_charge_more_than_the_latency() {
         // Found by the fuzzer: an absolute time stamp moved time backwards inside a page.
