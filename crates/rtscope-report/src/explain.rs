@@ -106,9 +106,9 @@ fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
                     .iter()
                     .map(|(t, ns)| format!("{t} {}", dur(*ns)))
                     .collect();
-                let why = x
-                    .not_traced
-                    .map_or(String::new(), |w| format!(" (not traced: {})", w.describe()));
+                let why = x.not_traced.map_or(String::new(), |w| {
+                    format!(" (not traced: {})", w.describe())
+                });
                 let _ = writeln!(
                     h,
                     "<td>{}</td><td>{}</td><td class=\"t\">monitors only{}: IRQs {}</td><td class=\"t\">busiest: {}</td></tr>",

@@ -148,7 +148,7 @@ impl Explainer {
                 Some(r) => r.attribute(&spike),
                 // The coarse tier explains a spike once a monitor sample covers it.
                 None if self.coarse.covers(&spike) => {
-                    self.from_monitors(&spike, None);
+                    self.explain_by_monitors(&spike, None);
                     continue;
                 }
                 None => Outcome::Pending,
@@ -167,16 +167,16 @@ impl Explainer {
     fn fallback(&mut self, spike: &Spike) {
         match &self.recorder {
             Some(_) => self.not_traced(spike, NotTraced::TimedOut),
-            None => self.from_monitors(spike, None),
+            None => self.explain_by_monitors(spike, None),
         }
     }
 
     fn not_traced(&mut self, spike: &Spike, why: NotTraced) {
         self.book.not_traced(why);
-        self.from_monitors(spike, Some(why));
+        self.explain_by_monitors(spike, Some(why));
     }
 
-    fn from_monitors(&mut self, spike: &Spike, why: Option<NotTraced>) {
+    fn explain_by_monitors(&mut self, spike: &Spike, why: Option<NotTraced>) {
         match self.coarse.explain(spike) {
             Some(c) => self.book.add(Explained::Coarse(CoarseExplanation {
                 not_traced: why,

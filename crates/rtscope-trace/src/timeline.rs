@@ -40,6 +40,7 @@ pub(crate) struct Piece {
 pub(crate) struct Timeline<'a> {
     pub spike: &'a Spike,
     pub overlays: Vec<Piece>,
+    /// Pieces that do not overlap each other.
     pub base: Vec<Piece>,
     pub fallback: Vec<Piece>,
     /// Entry and exit of the waking interrupt, when found.
@@ -75,12 +76,25 @@ impl Timeline<'_> {
         cuts.retain(|&t| t >= d && t <= w);
         cuts.sort_unstable();
         cuts.dedup();
-        let owned: [Vec<Piece>; 3] = layers.map(|l| l.into_iter().cloned().collect());
+        let [overlays, mut base, fallback]: [Vec<Piece>; 3] =
+            layers.map(|l| l.into_iter().cloned().collect());
+        // The base layer does not overlap itself: one binary search per cut.
+        base.retain(|p| p.from < p.to);
+        base.sort_by_key(|p| p.from);
+        let in_base = |from: u64, to: u64| {
+            let i = base.partition_point(|p| p.from <= from);
+            i.checked_sub(1)
+                .map(|i| &base[i])
+                .filter(|p| to <= p.to)
+                .map(|p| &p.ctx)
+        };
         let mut charges: Vec<Charge> = Vec::new();
         let mut idle_left = self.machine.idle_exit_max_ns;
         for pair in cuts.windows(2) {
             let (from, to) = (pair[0], pair[1]);
-            let ctx = owned.iter().find_map(|l| covering(l, from, to));
+            let ctx = covering(&overlays, from, to)
+                .or_else(|| in_base(from, to))
+                .or_else(|| covering(&fallback, from, to));
             for (cat, ns) in self.classify(ctx, from, to - from, &mut idle_left) {
                 add(&mut charges, cat, ns);
             }

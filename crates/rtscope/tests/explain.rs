@@ -124,9 +124,15 @@ fn an_injected_culprit_is_named_in_output_json_runs_explain_and_report() {
     // Coverage: how many spikes, and how much of their time, the trace explains.
     let counts = &x["counts"];
     let (spikes, traced) = (counts["spikes"].as_u64(), counts["traced"].as_u64());
-    assert!(traced.is_some_and(|t| t >= 1) && spikes >= traced, "{counts}");
+    assert!(
+        traced.is_some_and(|t| t >= 1) && spikes >= traced,
+        "{counts}"
+    );
     let (spike_ns, traced_ns) = (counts["spike_ns"].as_u64(), counts["traced_ns"].as_u64());
-    assert!(traced_ns.is_some_and(|t| t > 0) && spike_ns >= traced_ns, "{counts}");
+    assert!(
+        traced_ns.is_some_and(|t| t > 0) && spike_ns >= traced_ns,
+        "{counts}"
+    );
     let coverage = format!(
         "traced {} of {} spikes above the threshold (",
         traced.unwrap(),
