@@ -166,6 +166,7 @@ impl Explainer {
     /// The monitors' explanation, or none, for a spike no trace explains.
     fn fallback(&mut self, spike: &Spike) {
         match &self.recorder {
+            Some(r) if !r.is_live(spike.cpu) => self.not_traced(spike, NotTraced::TracerNotLive),
             Some(_) => self.not_traced(spike, NotTraced::TimedOut),
             None => self.explain_by_monitors(spike, None),
         }

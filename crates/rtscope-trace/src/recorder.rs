@@ -278,6 +278,14 @@ impl FlightRecorder {
         })
     }
 
+    /// Whether the tracer has produced its first event on `cpu` (the timerlat tier: its own).
+    pub fn is_live(&self, cpu: usize) -> bool {
+        lock(&self.shared)
+            .cpus
+            .get(&cpu)
+            .is_some_and(|c| c.live.is_some())
+    }
+
     /// The largest per-CPU buffer the reader has grown to after losses (KiB).
     pub fn buffer_kb(&self) -> usize {
         lock(&self.shared).buffer_kb
