@@ -171,3 +171,94 @@ fn add(charges: &mut Vec<Charge>, cat: Category, ns: u64) {
         None => charges.push(Charge { category: cat, ns }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::decode::{Comm, Event, Kind, NoiseSource, Vector};
+    use crate::machine::Machine;
+    use crate::model::Spike;
+    use rtscope_core::rng::XorShift64;
+
+    /// A random stream of every kind of event both tiers read, around one spike.
+    fn stream(rng: &mut XorShift64, tid: i32, from: u64, to: u64) -> Vec<Event> {
+        let mut out = Vec::new();
+        for _ in 0..rng.below(200) {
+            let ts = from + rng.next_u64() % (to - from);
+            let pid = [0, tid, 77, 88][rng.below(4)];
+            let comm = Comm::new(b"t");
+            let ns = rng.next_u64() % 50_000;
+            let kind = match rng.below(9) {
+                0 => Kind::Switch {
+                    prev_pid: pid,
+                    prev_prio: 120,
+                    prev_comm: comm,
+                    next_pid: [0, tid, 77, 88][rng.below(4)],
+                    next_prio: rng.below(140) as i32,
+                    next_comm: comm,
+                },
+                1 => Kind::Waking {
+                    pid: tid,
+                    prio: 10,
+                    comm,
+                    target_cpu: 1,
+                },
+                2 => Kind::IrqEntry {
+                    irq: 24,
+                    name: "eth0".into(),
+                },
+                3 => Kind::IrqExit { irq: 24 },
+                4 => Kind::VectorEntry(Vector::LocalTimer),
+                5 => Kind::VectorExit(Vector::LocalTimer),
+                6 => Kind::Nmi { delta_ns: ns },
+                7 => Kind::Noise {
+                    source: NoiseSource::Irq {
+                        desc: "local_timer:236".into(),
+                        vector: 236,
+                    },
+                    duration_ns: ns,
+                },
+                _ => Kind::Noise {
+                    source: NoiseSource::Thread { pid, comm },
+                    duration_ns: ns,
+                },
+            };
+            out.push(Event { ts, pid, kind });
+        }
+        out.sort_by_key(|e| e.ts);
+        out
+    }
+
+    #[test]
+    fn the_charges_of_both_tiers_sum_to_the_latency_exactly_on_random_streams() {
+        let mut rng = XorShift64::new(25);
+        let machines = [
+            Machine::default(),
+            Machine {
+                idle_exit_max_ns: Some(0),
+                guest: true,
+            },
+            Machine {
+                idle_exit_max_ns: Some(2_000),
+                guest: false,
+            },
+        ];
+        for round in 0..500 {
+            let spike = Spike {
+                cpu: 1,
+                tid: 500,
+                deadline_ns: 1_000_000,
+                wakeup_ns: 1_000_000 + rng.next_u64() % 400_000,
+            };
+            let events = stream(&mut rng, spike.tid, 900_000, 1_500_000);
+            let m = machines[round % 3];
+            for a in [
+                crate::analyze::attribute_on(&events, &spike, false, m),
+                crate::timerlat::attribute_on(&events, &spike, false, m),
+            ] {
+                let sum: u64 = a.charges.iter().map(|c| c.ns).sum();
+                assert_eq!(sum, spike.latency_ns(), "round {round}: {a:?}");
+                assert!(a.charges.iter().all(|c| c.ns > 0));
+            }
+        }
+    }
+}
