@@ -6,7 +6,7 @@ use crate::escape::escape;
 use crate::model::RunData;
 use rtscope_trace::book::{ExplainSummary, Explained};
 use rtscope_trace::model::{Category, LateCause};
-use rtscope_trace::render::{dur, label};
+use rtscope_trace::render::{coverage, dur, label};
 use std::fmt::Write;
 
 /// Spikes drawn per run.
@@ -31,6 +31,7 @@ fn colour(c: &Category) -> &'static str {
         Category::Thread { .. } => "#d62728",
         Category::Blocking { .. } => "#e377c2",
         Category::ReturnToUser => "#17becf",
+        Category::Hypervisor => "#708090",
         Category::Unexplained => "#dddddd",
     }
 }
@@ -68,7 +69,7 @@ fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
     if let Some(why) = &s.tier_reason {
         let _ = write!(h, " <span class=\"muted\">({})</span>", escape(why));
     }
-    h.push_str("</p>\n");
+    let _ = writeln!(h, "<br>{}.</p>", escape(&coverage(c)));
     let mut worst: Vec<&Explained> = s.worst.iter().collect();
     worst.sort_by_key(|e| std::cmp::Reverse(e.latency_ns()));
     h.push_str("<table><tr><th>at (s)</th><th>CPU</th><th>latency</th><th class=\"t\">where the time went</th><th class=\"t\">main culprit</th></tr>\n");
@@ -105,11 +106,15 @@ fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
                     .iter()
                     .map(|(t, ns)| format!("{t} {}", dur(*ns)))
                     .collect();
+                let why = x.not_traced.map_or(String::new(), |w| {
+                    format!(" (not traced: {})", w.describe())
+                });
                 let _ = writeln!(
                     h,
-                    "<td>{}</td><td>{}</td><td class=\"t\">monitors only: IRQs {}</td><td class=\"t\">busiest: {}</td></tr>",
+                    "<td>{}</td><td>{}</td><td class=\"t\">monitors only{}: IRQs {}</td><td class=\"t\">busiest: {}</td></tr>",
                     x.spike.cpu,
                     escape(&dur(x.spike.latency_ns())),
+                    escape(&why),
                     escape(&irqs.join(", ")),
                     escape(&thr.join(", "))
                 );
@@ -153,7 +158,8 @@ fn legend(h: &mut String, s: &ExplainSummary) {
             Category::Thread { .. } => "higher-priority thread",
             Category::Blocking { .. } => "lower-priority task holding the CPU",
             Category::ReturnToUser => "scheduling and return to user",
-            Category::Unexplained => "unexplained",
+            Category::Hypervisor => "hypervisor/steal",
+            Category::Unexplained => "unexplained (not covered by the trace)",
         };
         if !seen.iter().any(|s| s.0 == name) {
             seen.push((name, colour(c)));

@@ -12,10 +12,13 @@
 //!    ([`Category::Thread`] when their priority is higher or equal, [`Category::Blocking`] when
 //!    lower), and the measuring thread itself or the idle task switching to it ([`Category::ReturnToUser`]).
 //!
-//! Pure code on decoded events; the flight recorder feeds it.
+//! Pure code on decoded events; the flight recorder feeds it. The replay turns the events into
+//! pieces of time; [`crate::timeline`] charges them, as for the timerlat tier.
 
 use crate::decode::{Event, Kind, Tasks, Vector};
-use crate::model::{Attribution, Category, Charge, LateCause, Softirq, Spike, Task};
+use crate::machine::Machine;
+use crate::model::{Attribution, Softirq, Spike};
+use crate::timeline::{Ctx as TCtx, Piece, Timeline};
 
 /// What the CPU runs in interrupt context.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,10 +89,6 @@ impl Cpu {
             self.stack.truncate(i);
         }
     }
-
-    fn task_of(&self, pid: i32) -> Task {
-        self.tasks.task(pid)
-    }
 }
 
 fn ctx_name(c: &Ctx) -> String {
@@ -144,127 +143,80 @@ fn find_wake_irq(events: &[Event], spike: &Spike) -> Option<WakeIrq> {
     })
 }
 
-/// Charges the time from `deadline_ns` to `wakeup_ns` of `spike`. `events` are the decoded
-/// events of the spike's CPU in time order, starting before the deadline.
+/// Charges the time from `deadline_ns` to `wakeup_ns` of `spike` on a machine whose idle
+/// states are unknown. `events` are the decoded events of the spike's CPU in time order,
+/// starting before the deadline.
 pub fn attribute(events: &[Event], spike: &Spike, lost_events: bool) -> Attribution {
+    attribute_on(events, spike, lost_events, Machine::default())
+}
+
+/// [`attribute`] on `machine`: an idle exit longer than its idle states allow is not charged
+/// as one.
+pub fn attribute_on(
+    events: &[Event],
+    spike: &Spike,
+    lost_events: bool,
+    machine: Machine,
+) -> Attribution {
     let wake = find_wake_irq(events, spike);
-    let complete = wake.is_some();
-    let mut charges: Vec<Charge> = Vec::new();
-    let mut charge = |cat: Category, from: u64, to: u64| {
-        let (from, to) = (from.max(spike.deadline_ns), to.min(spike.wakeup_ns));
-        if to <= from {
-            return;
-        }
-        match charges.iter_mut().find(|c| c.category == cat) {
-            Some(c) => c.ns += to - from,
-            None => charges.push(Charge {
-                category: cat,
-                ns: to - from,
-            }),
-        }
-    };
     let mut cpu = Cpu::default();
-    // Without an event before the deadline the state at the deadline is unknown.
-    let first = events.first().map_or(spike.wakeup_ns, |e| e.ts);
-    charge(Category::Unexplained, spike.deadline_ns, first);
+    let (mut base, mut overlays) = (Vec::new(), Vec::new());
     let mut prev = None::<u64>;
-    let mut nmi_ns = 0u64;
     for e in events.iter().take_while(|e| e.ts <= spike.wakeup_ns) {
         if let Some(p) = prev {
-            let cat = classify(&cpu, spike, wake, p);
-            charge(cat, p, e.ts);
+            base.extend(piece(&cpu, wake, p, e.ts));
         }
+        // NMIs leave one event, when they end, with their duration.
         if let Kind::Nmi { delta_ns } = e.kind {
-            if e.ts > spike.deadline_ns {
-                nmi_ns = nmi_ns.saturating_add(delta_ns.min(e.ts - spike.deadline_ns));
-            }
+            overlays.push(Piece {
+                from: e.ts.saturating_sub(delta_ns),
+                to: e.ts,
+                ctx: TCtx::Nmi,
+            });
         }
         cpu.apply(e);
         // Time only moves forward, even if the events do not (a corrupt page): no overlap.
         prev = Some(prev.map_or(e.ts, |p| p.max(e.ts)));
     }
     if let Some(p) = prev {
-        charge(classify(&cpu, spike, wake, p), p, spike.wakeup_ns);
+        base.extend(piece(&cpu, wake, p, spike.wakeup_ns));
     }
-    take_nmi_time(&mut charges, nmi_ns);
-    charges.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.category.cmp(&b.category)));
+    let charges = Timeline {
+        spike,
+        overlays,
+        base,
+        fallback: Vec::new(),
+        wake: wake.map(|w| (w.entry, w.exit)),
+        tasks: &cpu.tasks,
+        machine,
+    }
+    .charge();
     Attribution {
         spike: *spike,
         charges,
-        complete,
+        complete: wake.is_some(),
         lost_events,
     }
 }
 
-/// The category of time spent from `at` onwards in the state `cpu`.
-fn classify(cpu: &Cpu, spike: &Spike, wake: Option<WakeIrq>, at: u64) -> Category {
-    let phase_before = wake.is_some_and(|w| at < w.entry);
-    let in_wake_irq = wake.is_some_and(|w| at >= w.entry && at < w.exit);
-    if in_wake_irq {
-        return match cpu.stack.last() {
-            Some((Ctx::Softirq(v), _)) if cpu.stack.len() == 1 => Category::Softirq {
-                vec: Softirq::from_vec(*v),
-            },
-            _ => Category::TimerIrqHandler,
-        };
-    }
-    let late = |cause| Category::TimerIrqLate { cause };
-    match cpu.stack.last() {
-        Some((Ctx::Softirq(_), _)) if phase_before => late(LateCause::IrqsOffOrHypervisor),
-        Some((Ctx::Softirq(v), _)) => Category::Softirq {
-            vec: Softirq::from_vec(*v),
-        },
-        Some((c, _)) if phase_before => late(LateCause::PreviousIrq { name: ctx_name(c) }),
-        Some((c, _)) => Category::Irq { name: ctx_name(c) },
-        None => match cpu.task {
-            Some(0) if phase_before || wake.is_none() => late(LateCause::ExitFromIdle),
-            Some(0) => Category::ReturnToUser,
-            Some(_) if phase_before => late(LateCause::IrqsOffOrHypervisor),
-            Some(pid) if pid == spike.tid => Category::ReturnToUser,
-            Some(pid) => {
-                let task = cpu.task_of(pid);
-                let own = cpu.tasks.prio(spike.tid).unwrap_or(0);
-                if task.prio <= own {
-                    Category::Thread { task }
-                } else {
-                    Category::Blocking { task }
-                }
-            }
-            None => Category::Unexplained,
-        },
-    }
-}
-
-/// NMIs leave only one event, when they end, with their duration: that time is taken from
-/// whatever the replay charged it to.
-fn take_nmi_time(charges: &mut Vec<Charge>, ns: u64) {
-    reassign(charges, ns, Category::Nmi);
-}
-
-fn reassign(charges: &mut Vec<Charge>, ns: u64, to: Category) {
-    let mut left = ns;
-    for c in charges.iter_mut().filter(|c| c.category != to) {
-        let take = c.ns.min(left);
-        c.ns -= take;
-        left -= take;
-    }
-    let moved = ns - left;
-    charges.retain(|c| c.ns > 0);
-    if moved > 0 {
-        match charges.iter_mut().find(|c| c.category == to) {
-            Some(c) => c.ns += moved,
-            None => charges.push(Charge {
-                category: to,
-                ns: moved,
-            }),
-        }
-    }
+/// What ran from `from` to `to` in the state `cpu` (nothing when the task is unknown).
+fn piece(cpu: &Cpu, wake: Option<WakeIrq>, from: u64, to: u64) -> Option<Piece> {
+    let in_wake_irq = wake.is_some_and(|w| from >= w.entry && from < w.exit);
+    let ctx = match cpu.stack.last() {
+        Some((Ctx::Softirq(v), _)) if !in_wake_irq || cpu.stack.len() == 1 => TCtx::Softirq(*v),
+        Some(_) if in_wake_irq => TCtx::WakeIrq,
+        Some((c, _)) => TCtx::Irq(ctx_name(c)),
+        None if in_wake_irq => TCtx::WakeIrq,
+        None => TCtx::Task(cpu.task?),
+    };
+    (to > from).then_some(Piece { from, to, ctx })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::decode::Comm;
+    use crate::model::{Category, LateCause, Task};
 
     const TID: i32 = 500;
     const D: u64 = 10_000_000; // the deadline
@@ -507,6 +459,58 @@ mod tests {
             attribute(&[], &spike(D + 5), true).charges[0].category,
             Category::Unexplained
         );
+    }
+
+    /// Issue 25, flight-recorder tier: an idle "exit" of 76 ms on a guest without idle states.
+    #[test]
+    fn a_long_idle_exit_on_a_guest_without_idle_states_is_the_hypervisor() {
+        let mut all = vec![switch(D - 900_000, (TID, 1), (0, 120), "swapper/1")];
+        all.extend(timer(D + 76_000_000, D + 76_003_000, 0));
+        all.push(switch(D + 76_005_000, (0, 120), (TID, 1), "rtscope-m0"));
+        let guest = Machine {
+            idle_exit_max_ns: Some(0),
+            guest: true,
+        };
+        let a = attribute_on(&all, &spike(D + 76_006_000), false, guest);
+        sums(&a);
+        assert_eq!(ns(&a, &Category::Hypervisor), 76_000_000);
+        let idle = Category::TimerIrqLate {
+            cause: LateCause::ExitFromIdle,
+        };
+        assert_eq!(ns(&a, &idle), 0);
+        // The same trace with the idle states unknown keeps the old reading.
+        let a = attribute(&all, &spike(D + 76_006_000), false);
+        assert_eq!(ns(&a, &idle), 76_000_000);
+    }
+
+    #[test]
+    fn a_thread_switched_in_during_an_interrupt_gets_only_the_time_after_it() {
+        let mut e = timer(D, D + 1_000, 0);
+        e.push(ev(
+            D + 1_000,
+            0,
+            Kind::IrqEntry {
+                irq: 30,
+                name: "nvme".into(),
+            },
+        ));
+        e.push(ev(D + 9_000, 0, Kind::IrqExit { irq: 30 }));
+        e.push(switch(D + 10_000, (0, 120), (77, 0), "culprit"));
+        let a = run(e, D + 5_010_000, (77, 0), D + 5_011_000);
+        assert_eq!(
+            ns(
+                &a,
+                &Category::Irq {
+                    name: "nvme (irq 30)".into()
+                }
+            ),
+            8_000
+        );
+        assert_eq!(
+            a.ns_where(|c| c.task().is_some_and(|t| t.pid == 77)),
+            5_000_000
+        );
+        assert_eq!(ns(&a, &Category::ReturnToUser), 1_000 + 1_000);
     }
 
     #[test]

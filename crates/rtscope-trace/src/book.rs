@@ -2,7 +2,7 @@
 //! culprit totals over the whole run and the counts of spikes explained or not.
 
 use crate::coarse::CoarseExplanation;
-use crate::model::{Attribution, Category, Tier};
+use crate::model::{Attribution, Category, NotTraced, Tier};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -64,6 +64,67 @@ pub struct Counts {
     pub coarse: u64,
     /// With no context at all (outside the trace window, or no monitor sample).
     pub no_context: u64,
+    /// Latency summed over all spikes above the threshold (ns); 0 in summaries recorded
+    /// before it was counted (unknown, not none).
+    #[serde(default)]
+    pub spike_ns: u64,
+    /// Of it, the latency of the spikes attributed from a trace (ns).
+    #[serde(default)]
+    pub traced_ns: u64,
+    /// Spikes the trace did not explain, by reason (they fall back to the monitors).
+    #[serde(default)]
+    pub not_traced: NotTracedCounts,
+}
+
+/// Spikes not traced, by [`NotTraced`] reason.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct NotTracedCounts {
+    /// [`NotTraced::TracerNotLive`].
+    pub tracer_not_live: u64,
+    /// [`NotTraced::LostEvents`].
+    pub lost_events: u64,
+    /// [`NotTraced::OutOfWindow`].
+    pub out_of_window: u64,
+    /// [`NotTraced::CpuNotTraced`].
+    pub cpu_not_traced: u64,
+    /// [`NotTraced::QueueFull`].
+    pub queue_full: u64,
+    /// [`NotTraced::TimedOut`].
+    pub timed_out: u64,
+}
+
+impl NotTracedCounts {
+    fn slot(&mut self, why: NotTraced) -> &mut u64 {
+        match why {
+            NotTraced::TracerNotLive => &mut self.tracer_not_live,
+            NotTraced::LostEvents => &mut self.lost_events,
+            NotTraced::OutOfWindow => &mut self.out_of_window,
+            NotTraced::CpuNotTraced => &mut self.cpu_not_traced,
+            NotTraced::QueueFull => &mut self.queue_full,
+            NotTraced::TimedOut => &mut self.timed_out,
+        }
+    }
+
+    /// Spikes not traced for `why`.
+    pub fn get(&self, why: NotTraced) -> u64 {
+        let mut c = *self;
+        *c.slot(why)
+    }
+
+    /// Counts one more for `why`.
+    pub fn add(&mut self, why: NotTraced) {
+        *self.slot(why) += 1;
+    }
+
+    /// `(reason, count)` for every reason with a count, in [`NotTraced::ALL`]'s order.
+    pub fn nonzero(&self) -> Vec<(NotTraced, u64)> {
+        NotTraced::ALL
+            .iter()
+            .map(|&w| (w, self.get(w)))
+            .filter(|&(_, n)| n > 0)
+            .collect()
+    }
 }
 
 /// Everything the explainer reports for a run.
@@ -109,18 +170,27 @@ impl SpikeBook {
         }
     }
 
-    /// Records a spike with no context.
-    pub fn no_context(&mut self) {
+    /// Records a spike of `latency_ns` with no context.
+    pub fn no_context(&mut self, latency_ns: u64) {
         self.counts.spikes += 1;
+        self.counts.spike_ns += latency_ns;
         self.counts.no_context += 1;
+    }
+
+    /// Notes why the trace did not explain a spike (which is then recorded with
+    /// [`SpikeBook::add`] from the monitors, or [`SpikeBook::no_context`]).
+    pub fn not_traced(&mut self, why: NotTraced) {
+        self.counts.not_traced.add(why);
     }
 
     /// Records an explained spike.
     pub fn add(&mut self, e: Explained) {
         self.counts.spikes += 1;
+        self.counts.spike_ns += e.latency_ns();
         match &e {
             Explained::Traced(a) => {
                 self.counts.traced += 1;
+                self.counts.traced_ns += a.spike.latency_ns();
                 self.counts.partial += u64::from(!a.complete);
                 self.total(a);
             }
@@ -279,7 +349,7 @@ mod tests {
                 vec: Softirq::NetRx,
             },
         ));
-        b.no_context();
+        b.no_context(1_000_000);
         let s = b.summary(Tier::FlightRecorder, Some("why".into()), 1_000);
         let json = serde_json::to_string(&s).unwrap();
         assert!(

@@ -3,7 +3,7 @@
 //! steal time. The session feeds [`CoarseSample`]s built from its monitor readings; the
 //! explainer keeps the last `capacity` of them.
 
-use crate::model::{Softirq, Spike};
+use crate::model::{NotTraced, Softirq, Spike};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
@@ -58,6 +58,9 @@ pub struct CoarseExplanation {
     pub steal_ns: u64,
     /// The busiest other threads (up to 3).
     pub top_threads: Vec<(CoarseThread, u64)>,
+    /// Why the trace did not explain the spike, when a trace was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_traced: Option<NotTraced>,
 }
 
 /// The recent samples.
@@ -118,6 +121,7 @@ impl CoarseContext {
             top_softirqs: top(&s.softirqs, 3),
             steal_ns: s.steal_ns,
             top_threads: top(&others, 3),
+            not_traced: None,
         })
     }
 }

@@ -204,7 +204,9 @@ impl Tasks {
                 next_prio,
                 next_comm,
             } => {
-                self.0.insert(*prev_pid, (*prev_comm, *prev_prio));
+                // The task leaving names itself only if nothing did before: its name and
+                // priority as it ran are those it had when it was switched in.
+                self.0.entry(*prev_pid).or_insert((*prev_comm, *prev_prio));
                 self.0.insert(*next_pid, (*next_comm, *next_prio));
             }
             Kind::Waking {

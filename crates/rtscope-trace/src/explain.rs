@@ -6,8 +6,9 @@
 //! [`Explainer::poll`] now and then from a non-measuring thread; [`Explainer::finish`] at the end.
 
 use crate::book::{ExplainSummary, Explained, SpikeBook};
-use crate::coarse::{CoarseContext, CoarseSample};
-use crate::model::{Spike, Tier};
+use crate::coarse::{CoarseContext, CoarseExplanation, CoarseSample};
+use crate::machine::Machine;
+use crate::model::{NotTraced, Spike, Tier};
 use crate::recorder::{FlightRecorder, Outcome, RecorderConfig};
 use crate::tracefs::Tracefs;
 use std::collections::VecDeque;
@@ -42,6 +43,8 @@ pub struct ExplainConfig {
     pub tracefs_root: Option<PathBuf>,
     /// Use only the coarse tier.
     pub force_coarse: bool,
+    /// The idle facts (`None`: read from `/sys` and `/proc` at start).
+    pub machine: Option<Machine>,
 }
 
 impl ExplainConfig {
@@ -58,6 +61,7 @@ impl ExplainConfig {
             max_windows: 1440,
             tracefs_root: None,
             force_coarse: false,
+            machine: None,
         }
     }
 }
@@ -109,8 +113,21 @@ impl Explainer {
             return;
         }
         if self.pending.len() >= MAX_PENDING {
-            self.book.no_context();
-            return;
+            // Full: the smallest waiting spike makes room for a worse one.
+            let smallest = self
+                .pending
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, (s, _))| s.latency_ns())
+                .map(|(i, (s, _))| (i, s.latency_ns()));
+            match smallest {
+                Some((i, lat)) if lat < spike.latency_ns() => {
+                    if let Some((old, _)) = self.pending.remove(i) {
+                        self.not_traced(&old, NotTraced::QueueFull);
+                    }
+                }
+                _ => return self.not_traced(&spike, NotTraced::QueueFull),
+            }
         }
         self.pending.push_back((spike, Instant::now()));
     }
@@ -127,35 +144,46 @@ impl Explainer {
         let mut keep = VecDeque::new();
         while let Some((spike, since)) = self.pending.pop_front() {
             let waited = now.duration_since(since) >= PATIENCE;
-            match self.try_explain(&spike) {
-                Some(Some(e)) => self.book.add(e),
-                Some(None) => self.book.no_context(),
-                None if waited => self.fallback(&spike),
-                None => keep.push_back((spike, since)),
+            let outcome = match &self.recorder {
+                Some(r) => r.attribute(&spike),
+                // The coarse tier explains a spike once a monitor sample covers it.
+                None if self.coarse.covers(&spike) => {
+                    self.explain_by_monitors(&spike, None);
+                    continue;
+                }
+                None => Outcome::Pending,
+            };
+            match outcome {
+                Outcome::Done(a) => self.book.add(Explained::Traced(a)),
+                Outcome::NotTraced(why) => self.not_traced(&spike, why),
+                Outcome::Pending if waited => self.fallback(&spike),
+                Outcome::Pending => keep.push_back((spike, since)),
             }
         }
         self.pending = keep;
     }
 
-    /// `None`: not yet; `Some(None)`: never.
-    fn try_explain(&self, spike: &Spike) -> Option<Option<Explained>> {
+    /// The monitors' explanation, or none, for a spike no trace explains.
+    fn fallback(&mut self, spike: &Spike) {
         match &self.recorder {
-            Some(r) => match r.attribute(spike) {
-                Outcome::Done(a) => Some(Some(Explained::Traced(a))),
-                Outcome::Pending => None,
-                Outcome::NoContext => Some(self.coarse.explain(spike).map(Explained::Coarse)),
-            },
-            None if self.coarse.covers(spike) => {
-                Some(self.coarse.explain(spike).map(Explained::Coarse))
-            }
-            None => None,
+            Some(r) if !r.is_live(spike.cpu) => self.not_traced(spike, NotTraced::TracerNotLive),
+            Some(_) => self.not_traced(spike, NotTraced::TimedOut),
+            None => self.explain_by_monitors(spike, None),
         }
     }
 
-    fn fallback(&mut self, spike: &Spike) {
+    fn not_traced(&mut self, spike: &Spike, why: NotTraced) {
+        self.book.not_traced(why);
+        self.explain_by_monitors(spike, Some(why));
+    }
+
+    fn explain_by_monitors(&mut self, spike: &Spike, why: Option<NotTraced>) {
         match self.coarse.explain(spike) {
-            Some(c) => self.book.add(Explained::Coarse(c)),
-            None => self.book.no_context(),
+            Some(c) => self.book.add(Explained::Coarse(CoarseExplanation {
+                not_traced: why,
+                ..c
+            })),
+            None => self.book.no_context(spike.latency_ns()),
         }
     }
 
@@ -189,6 +217,9 @@ fn choose(cfg: &ExplainConfig) -> (Tier, Option<String>, Option<FlightRecorder>)
         Err(e) => return (Tier::Coarse, Some(e.to_string()), None),
     };
     let mut rc = RecorderConfig::new(cfg.cpus.clone());
+    rc.machine = cfg
+        .machine
+        .unwrap_or_else(|| Machine::read(std::path::Path::new("/"), &cfg.cpus));
     rc.housekeeping = cfg.housekeeping.clone();
     rc.instance.hrtimer_events = cfg.hrtimer_events;
     rc.instance.buffer_kb = cfg.buffer_kb;
@@ -215,6 +246,7 @@ fn choose(cfg: &ExplainConfig) -> (Tier, Option<String>, Option<FlightRecorder>)
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::book::Explained;
 
     #[test]
     fn without_tracefs_the_coarse_tier_is_chosen_and_says_why() {
@@ -261,5 +293,45 @@ mod tests {
         assert_eq!(c.top_irqs[0], ("timer".to_string(), 1000));
         assert_eq!(c.steal_ns, 7);
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_full_queue_drops_its_smallest_spike_for_a_worse_one_and_counts_it() {
+        let mut cfg = ExplainConfig::new(1000, vec![0]);
+        cfg.force_coarse = true;
+        let mut ex = Explainer::start(cfg);
+        let spike = |lat: u64| Spike {
+            cpu: 0,
+            tid: 5,
+            deadline_ns: 1_000_000,
+            wakeup_ns: 1_000_000 + lat,
+        };
+        for i in 0..MAX_PENDING as u64 {
+            ex.push_spike(spike(2_000 + i));
+        }
+        ex.push_spike(spike(1_500)); // smaller than all waiting: not kept
+        ex.push_spike(spike(900_000)); // worse: the 2 µs one makes room
+        ex.push_coarse(CoarseSample {
+            cpu: 0,
+            start_ns: 0,
+            end_ns: 5_000_000,
+            irqs: vec![],
+            softirqs: vec![],
+            steal_ns: 0,
+            threads: vec![],
+        });
+        let s = ex.finish(Duration::ZERO);
+        assert_eq!(s.counts.spikes, MAX_PENDING as u64 + 2);
+        assert_eq!(s.counts.not_traced.queue_full, 2);
+        assert_eq!(s.counts.traced, 0);
+        let worst = s.worst.iter().map(Explained::latency_ns).max();
+        assert_eq!(worst, Some(900_000));
+        let not_traced = |lat| {
+            s.worst.iter().any(|e| {
+                matches!(e, Explained::Coarse(c) if c.spike.latency_ns() == lat
+                    && c.not_traced == Some(NotTraced::QueueFull))
+            })
+        };
+        assert!(!not_traced(900_000));
     }
 }

@@ -21,15 +21,18 @@ pub mod coarse;
 pub mod decode;
 pub mod explain;
 pub mod format;
+pub mod machine;
 pub mod model;
 pub mod page;
 pub mod reaper;
 pub mod recorder;
 pub mod render;
+mod timeline;
 pub mod timerlat;
 pub mod tracefs;
 
-pub use model::{Attribution, Category, Charge, LateCause, Softirq, Spike, Task, Tier};
+pub use machine::Machine;
+pub use model::{Attribution, Category, Charge, LateCause, NotTraced, Softirq, Spike, Task, Tier};
 
 /// Errors of the trace layer.
 #[derive(Debug, thiserror::Error)]

@@ -172,7 +172,10 @@ pub enum Category {
     },
     /// The scheduler switching to the measuring thread and its return to user space.
     ReturnToUser,
-    /// Time the trace does not cover or cannot be classified.
+    /// Time the guest could not see: the vCPU was not running (an idle exit longer than any
+    /// idle state of a virtual machine allows).
+    Hypervisor,
+    /// Time no trace event covers, or that cannot be classified: never folded into a context.
     Unexplained,
 }
 
@@ -220,7 +223,51 @@ impl fmt::Display for Category {
             Category::Thread { task } => write!(f, "thread {task}"),
             Category::Blocking { task } => write!(f, "blocking by {task}"),
             Category::ReturnToUser => f.write_str("scheduling and return to user"),
-            Category::Unexplained => f.write_str("unexplained"),
+            Category::Hypervisor => f.write_str("hypervisor/steal"),
+            Category::Unexplained => f.write_str("unexplained (not covered by the trace)"),
+        }
+    }
+}
+
+/// Why a spike above the threshold got no trace-based explanation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotTraced {
+    /// The tracer had not produced its first event on that CPU before the spike's deadline.
+    TracerNotLive,
+    /// The kernel overwrote or lost events between the deadline and the wake-up (the reader
+    /// fell behind: buffer overrun).
+    LostEvents,
+    /// The events of the spike had already left the recorder's window.
+    OutOfWindow,
+    /// The spike's CPU is not traced.
+    CpuNotTraced,
+    /// More spikes waited than the explainer keeps; smaller ones make room for worse ones.
+    QueueFull,
+    /// The trace of the spike's CPU did not reach its wake-up in time.
+    TimedOut,
+}
+
+impl NotTraced {
+    /// All, in the order printed.
+    pub const ALL: [NotTraced; 6] = [
+        NotTraced::TracerNotLive,
+        NotTraced::LostEvents,
+        NotTraced::OutOfWindow,
+        NotTraced::CpuNotTraced,
+        NotTraced::QueueFull,
+        NotTraced::TimedOut,
+    ];
+
+    /// Words for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            NotTraced::TracerNotLive => "tracer not yet live",
+            NotTraced::LostEvents => "events lost (buffer overrun)",
+            NotTraced::OutOfWindow => "trace window passed",
+            NotTraced::CpuNotTraced => "CPU not traced",
+            NotTraced::QueueFull => "queue full",
+            NotTraced::TimedOut => "trace late",
         }
     }
 }

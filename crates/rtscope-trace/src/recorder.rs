@@ -8,7 +8,8 @@
 
 use crate::analyze;
 use crate::decode::{Event, Schema};
-use crate::model::{Attribution, Spike};
+use crate::machine::Machine;
+use crate::model::{Attribution, NotTraced, Spike};
 use crate::page::parse_page;
 use crate::reaper::Reaper;
 use crate::tracefs::{Instance, InstanceConfig, Tracefs};
@@ -35,6 +36,10 @@ pub struct RecorderConfig {
     pub window_ns: u64,
     /// Events kept per CPU at most.
     pub max_events: usize,
+    /// A CPU's buffer doubles after it lost events, up to this size (KiB).
+    pub max_buffer_kb: usize,
+    /// The idle facts an idle exit is checked against.
+    pub machine: Machine,
 }
 
 impl RecorderConfig {
@@ -51,6 +56,8 @@ impl RecorderConfig {
             poll: Duration::from_millis(50),
             window_ns: 3_000_000_000,
             max_events: 1 << 20,
+            max_buffer_kb: MAX_BUFFER_KB,
+            machine: Machine::default(),
         }
     }
 }
@@ -61,8 +68,82 @@ struct CpuEvents {
     events: VecDeque<Event>,
     /// Time of the newest event read.
     newest: u64,
-    /// Times of pages that reported lost events.
-    lost_at: VecDeque<u64>,
+    /// Since when the tracer is live on this CPU: its first event (the timerlat tier: the
+    /// first event of the tracer itself, its scheduler events come earlier).
+    live: Option<u64>,
+    /// Spans in which the kernel lost events (overwritten before they were read): from the
+    /// newest event read before to the page that reported the loss.
+    lost: VecDeque<(u64, u64)>,
+}
+
+/// Whether the events of one CPU cover a spike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Cover {
+    /// The trace has not reached the wake-up yet.
+    Pending,
+    /// It never will.
+    Not(NotTraced),
+    /// It does; `lost_before`: events were lost in the history replayed before the deadline.
+    Yes { lost_before: bool },
+}
+
+impl CpuEvents {
+    fn cover(&self, spike: &Spike) -> Cover {
+        if self.newest < spike.wakeup_ns {
+            return Cover::Pending;
+        }
+        if self.live.is_none_or(|t| t > spike.deadline_ns) {
+            return Cover::Not(NotTraced::TracerNotLive);
+        }
+        if self.events.front().is_none_or(|e| e.ts > spike.deadline_ns) {
+            return Cover::Not(NotTraced::OutOfWindow);
+        }
+        let overlaps = |from: u64, to: u64| self.lost.iter().any(|&(a, b)| a < to && b > from);
+        if overlaps(spike.deadline_ns, spike.wakeup_ns) {
+            return Cover::Not(NotTraced::LostEvents);
+        }
+        Cover::Yes {
+            lost_before: overlaps(
+                spike.deadline_ns.saturating_sub(LOOKBACK_NS),
+                spike.deadline_ns,
+            ),
+        }
+    }
+
+    /// Takes the decoded events of one page; true when the kernel lost events before it.
+    fn take_page(
+        &mut self,
+        timestamp: u64,
+        missed: bool,
+        events: Vec<Event>,
+        timerlat: bool,
+    ) -> bool {
+        if missed {
+            self.lost
+                .push_back((self.newest, timestamp.max(self.newest)));
+        }
+        for e in events {
+            if self.live.is_none()
+                && (!timerlat || crate::timerlat::live_from(std::slice::from_ref(&e)).is_some())
+            {
+                self.live = Some(e.ts);
+            }
+            self.newest = self.newest.max(e.ts);
+            self.events.push_back(e);
+        }
+        missed
+    }
+
+    fn trim(&mut self, window_ns: u64, max_events: usize) {
+        let horizon = self.newest.saturating_sub(window_ns);
+        while self.events.front().is_some_and(|e| e.ts < horizon) || self.events.len() > max_events
+        {
+            self.events.pop_front();
+        }
+        while self.lost.front().is_some_and(|&(_, b)| b < horizon) || self.lost.len() > 1024 {
+            self.lost.pop_front();
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -70,6 +151,8 @@ struct Shared {
     cpus: HashMap<usize, CpuEvents>,
     pages: u64,
     bad_pages: u64,
+    /// The largest per-CPU buffer size in force (KiB).
+    buffer_kb: usize,
 }
 
 /// What [`FlightRecorder::attribute`] could do with a spike.
@@ -79,8 +162,8 @@ pub enum Outcome {
     Done(Attribution),
     /// The trace of that CPU has not reached the wake-up yet: ask again later.
     Pending,
-    /// The trace does not cover the spike (not traced CPU, or already out of the window).
-    NoContext,
+    /// The trace does not cover the spike, and why.
+    NotTraced(NotTraced),
 }
 
 /// The running flight recorder. Dropping it stops the reader, then removes the instance.
@@ -93,6 +176,7 @@ pub struct FlightRecorder {
     /// The timerlat tier's global osnoise settings as they were (restored after the instance).
     saved: Vec<(std::path::PathBuf, String)>,
     timerlat: bool,
+    machine: Machine,
     _reaper: Reaper,
 }
 
@@ -103,6 +187,7 @@ impl FlightRecorder {
         // being set up leaves nothing behind either.
         let dir = Instance::next_dir(tfs);
         let timerlat = cfg.instance.timerlat;
+        let cfg_machine = cfg.machine;
         let saved = if timerlat {
             crate::timerlat::saved_settings(tfs)?
         } else {
@@ -128,7 +213,10 @@ impl FlightRecorder {
             files.push((cpu, f));
         }
         let instance = Arc::new(instance);
-        let shared = Arc::new(Mutex::new(Shared::default()));
+        let shared = Arc::new(Mutex::new(Shared {
+            buffer_kb: cfg.instance.buffer_kb,
+            ..Shared::default()
+        }));
         let stop = Arc::new(AtomicBool::new(false));
         let reader = {
             let (shared, stop, inst) = (shared.clone(), stop.clone(), instance.clone());
@@ -147,6 +235,7 @@ impl FlightRecorder {
             instance,
             saved,
             timerlat,
+            machine: cfg_machine,
             _reaper: reaper,
         })
     }
@@ -169,34 +258,44 @@ impl FlightRecorder {
             return if self.instance.cpus.contains(&spike.cpu) {
                 Outcome::Pending
             } else {
-                Outcome::NoContext
+                Outcome::NotTraced(NotTraced::CpuNotTraced)
             };
         };
-        if c.newest < spike.wakeup_ns {
-            return Outcome::Pending;
-        }
+        let lost = match c.cover(spike) {
+            Cover::Pending => return Outcome::Pending,
+            Cover::Not(why) => return Outcome::NotTraced(why),
+            Cover::Yes { lost_before } => lost_before,
+        };
         let from = spike.deadline_ns.saturating_sub(LOOKBACK_NS);
-        if c.events.front().is_none_or(|e| e.ts > spike.deadline_ns) {
-            return Outcome::NoContext;
-        }
         let start = c.events.partition_point(|e| e.ts < from);
         let end = c.events.partition_point(|e| e.ts <= spike.wakeup_ns);
         let events: Vec<Event> = c.events.range(start..end).cloned().collect();
-        let lost = c
-            .lost_at
-            .iter()
-            .any(|&t| t >= from && t <= spike.wakeup_ns.saturating_add(LOOKBACK_NS));
         drop(s);
         Outcome::Done(if self.timerlat {
-            crate::timerlat::attribute(&events, spike, lost)
+            crate::timerlat::attribute_on(&events, spike, lost, self.machine)
         } else {
-            analyze::attribute(&events, spike, lost)
+            analyze::attribute_on(&events, spike, lost, self.machine)
         })
+    }
+
+    /// Whether the tracer has produced its first event on `cpu` (the timerlat tier: its own).
+    pub fn is_live(&self, cpu: usize) -> bool {
+        lock(&self.shared)
+            .cpus
+            .get(&cpu)
+            .is_some_and(|c| c.live.is_some())
+    }
+
+    /// The largest per-CPU buffer the reader has grown to after losses (KiB).
+    pub fn buffer_kb(&self) -> usize {
+        lock(&self.shared).buffer_kb
     }
 }
 
 /// History replayed before a deadline to know the CPU's state at the deadline (ns).
 pub const LOOKBACK_NS: u64 = 50_000_000;
+/// The largest a traced CPU's buffer grows after losses (KiB).
+pub const MAX_BUFFER_KB: usize = 32 * 1024;
 
 fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -238,10 +337,18 @@ fn read_loop(
 ) {
     pin_to(&cfg.housekeeping);
     let mut buf = vec![0u8; inst.page_size];
+    let mut sizes: HashMap<usize, usize> = HashMap::new();
     loop {
         let stopping = stop.load(Ordering::Relaxed);
         for (cpu, f) in &mut files {
-            drain_cpu(*cpu, f, &mut buf, inst, schema, shared, cfg);
+            if drain_cpu(*cpu, f, &mut buf, inst, schema, shared, cfg) {
+                let kb = sizes.entry(*cpu).or_insert(cfg.instance.buffer_kb.max(64));
+                if let Some(grown) = grow(inst, *cpu, *kb, cfg.max_buffer_kb) {
+                    *kb = grown;
+                    let mut s = lock(shared);
+                    s.buffer_kb = s.buffer_kb.max(grown);
+                }
+            }
         }
         if stopping {
             return;
@@ -250,6 +357,22 @@ fn read_loop(
     }
 }
 
+/// Doubles the buffer of `cpu` after it lost events (up to `max_kb`): the buffer must hold
+/// what the CPU writes between two reads, and the spikes of a loaded CPU come with the most
+/// events. Growing keeps what the buffer holds. The new size, or `None` when at the limit or
+/// the kernel refused.
+fn grow(inst: &Instance, cpu: usize, kb: usize, max_kb: usize) -> Option<usize> {
+    let want = (kb * 2).min(max_kb);
+    if want <= kb {
+        return None;
+    }
+    let file = inst.dir.join(format!("per_cpu/cpu{cpu}/buffer_size_kb"));
+    crate::tracefs::write_file(&file, &want.to_string())
+        .ok()
+        .map(|()| want)
+}
+
+/// Reads what `cpu`'s buffer holds; true when the kernel reported lost events.
 fn drain_cpu(
     cpu: usize,
     f: &mut File,
@@ -258,15 +381,16 @@ fn drain_cpu(
     schema: &Schema,
     shared: &Mutex<Shared>,
     cfg: &RecorderConfig,
-) {
+) -> bool {
     // At most a buffer's worth per poll, so one busy CPU cannot starve the others.
     let max_pages = (cfg.instance.buffer_kb * 1024 / buf.len().max(1)).max(16);
+    let mut lost = false;
     for _ in 0..max_pages {
         let n = match f.read(buf) {
-            Ok(0) => return,
+            Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-            Err(_) => return, // EAGAIN: empty
+            Err(_) => break, // EAGAIN: empty
         };
         let mut s = lock(shared);
         s.pages += 1;
@@ -274,22 +398,120 @@ fn drain_cpu(
             s.bad_pages += 1;
             continue;
         };
+        let events = page
+            .records
+            .iter()
+            .filter_map(|r| schema.decode(r))
+            .collect();
         let c = s.cpus.entry(cpu).or_default();
-        if page.missed_events {
-            c.lost_at.push_back(page.timestamp);
+        lost |= c.take_page(
+            page.timestamp,
+            page.missed_events,
+            events,
+            cfg.instance.timerlat,
+        );
+        c.trim(cfg.window_ns, cfg.max_events);
+    }
+    lost
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{Comm, Kind, NoiseSource};
+
+    fn switch(ts: u64) -> Event {
+        Event {
+            ts,
+            pid: 0,
+            kind: Kind::Switch {
+                prev_pid: 0,
+                prev_prio: 120,
+                prev_comm: Comm::new(b"swapper/1"),
+                next_pid: 77,
+                next_prio: 0,
+                next_comm: Comm::new(b"culprit"),
+            },
         }
-        for r in &page.records {
-            if let Some(e) = schema.decode(r) {
-                c.newest = c.newest.max(e.ts);
-                c.events.push_back(e);
-            }
+    }
+
+    fn irq_noise(ts: u64) -> Event {
+        Event {
+            ts,
+            pid: 0,
+            kind: Kind::Noise {
+                source: NoiseSource::Irq {
+                    desc: "local_timer:236".into(),
+                    vector: 236,
+                },
+                duration_ns: 1_000,
+            },
         }
-        let horizon = c.newest.saturating_sub(cfg.window_ns);
-        while c.events.front().is_some_and(|e| e.ts < horizon) || c.events.len() > cfg.max_events {
-            c.events.pop_front();
+    }
+
+    fn spike(deadline_ns: u64) -> Spike {
+        Spike {
+            cpu: 1,
+            tid: 500,
+            deadline_ns,
+            wakeup_ns: deadline_ns + 26_400_000,
         }
-        while c.lost_at.front().is_some_and(|&t| t < horizon) || c.lost_at.len() > 1024 {
-            c.lost_at.pop_front();
-        }
+    }
+
+    /// Issue 25: the timerlat tier's scheduler events start at once, its own events ~0.5 s
+    /// later; a spike in between was explained (26.4 ms inside the timer interrupt as "return
+    /// to user") and marked complete.
+    #[test]
+    fn a_spike_before_the_tracers_first_event_is_not_traced() {
+        let mut c = CpuEvents::default();
+        let sched: Vec<Event> = (0..10).map(|i| switch(i * 100_000_000)).collect();
+        c.take_page(0, false, sched, true);
+        c.take_page(1_000_000_000, false, vec![irq_noise(1_000_000_000)], true);
+        assert_eq!(c.live, Some(1_000_000_000));
+        assert_eq!(
+            c.cover(&spike(300_000_000)),
+            Cover::Not(NotTraced::TracerNotLive)
+        );
+        assert_eq!(
+            c.cover(&spike(960_000_000)),
+            Cover::Not(NotTraced::TracerNotLive)
+        );
+        c.take_page(2_000_000_000, false, vec![irq_noise(2_000_000_000)], true);
+        assert_eq!(
+            c.cover(&spike(1_200_000_000)),
+            Cover::Yes { lost_before: false }
+        );
+        // The flight recorder is live from its first event.
+        let mut f = CpuEvents::default();
+        f.take_page(0, false, vec![switch(5)], false);
+        assert_eq!(f.live, Some(5));
+    }
+
+    #[test]
+    fn lost_events_inside_a_spike_leave_it_not_traced_and_before_it_flagged() {
+        let mut c = CpuEvents::default();
+        c.take_page(0, false, vec![switch(100)], false);
+        c.take_page(0, false, vec![switch(1_000_000_000)], false);
+        // The kernel overwrote what came between 1.0 s and the page at 1.2 s.
+        assert!(c.take_page(1_200_000_000, true, vec![switch(1_200_000_000)], false));
+        c.take_page(0, false, vec![switch(3_000_000_000)], false);
+        assert_eq!(
+            c.cover(&spike(1_100_000_000)),
+            Cover::Not(NotTraced::LostEvents)
+        );
+        assert_eq!(
+            c.cover(&spike(1_210_000_000)),
+            Cover::Yes { lost_before: true }
+        );
+        assert_eq!(
+            c.cover(&spike(1_300_000_000)),
+            Cover::Yes { lost_before: false }
+        );
+        assert_eq!(c.cover(&spike(2_990_000_000)), Cover::Pending);
+        c.trim(1_000_000_000, 100);
+        assert_eq!(
+            c.cover(&spike(1_300_000_000)),
+            Cover::Not(NotTraced::OutOfWindow)
+        );
     }
 }

@@ -2,7 +2,7 @@
 //! `rtscope runs show`. Pure functions returning strings; task names are escaped (they come
 //! from the traced system).
 
-use crate::book::{ExplainSummary, Explained};
+use crate::book::{Counts, ExplainSummary, Explained};
 use crate::model::Category;
 use std::fmt::Write;
 
@@ -29,6 +29,32 @@ pub fn label(c: &Category) -> String {
         .collect()
 }
 
+/// How much of the run the trace explains: `traced X of Y spikes above the threshold (Z % of
+/// spike time)`, then why the others were not traced. A summary recorded before spike time
+/// was counted says the share is unknown.
+pub fn coverage(c: &Counts) -> String {
+    let mut o = format!(
+        "traced {} of {} spikes above the threshold",
+        c.traced, c.spikes
+    );
+    if c.spikes > 0 && c.spike_ns == 0 {
+        o.push_str(" (share of spike time unknown)");
+    } else if c.spikes > 0 {
+        let share = c.traced_ns as f64 * 100.0 / c.spike_ns as f64;
+        let _ = write!(o, " ({share:.1} % of spike time)");
+    }
+    let why: Vec<String> = c
+        .not_traced
+        .nonzero()
+        .into_iter()
+        .map(|(w, n)| format!("{n} {}", w.describe()))
+        .collect();
+    if !why.is_empty() {
+        let _ = write!(o, "; not traced: {}", why.join(", "));
+    }
+    o
+}
+
 /// The whole section. `run_start_ns` (CLOCK_MONOTONIC at the run's start) turns wake-up times
 /// into seconds into the run; `max_spikes` limits the spike list.
 pub fn summary(s: &ExplainSummary, run_start_ns: u64, max_spikes: usize) -> String {
@@ -48,6 +74,7 @@ pub fn summary(s: &ExplainSummary, run_start_ns: u64, max_spikes: usize) -> Stri
         "  {} spikes: {} traced ({} partial), {} from the monitors only, {} without context",
         c.spikes, c.traced, c.partial, c.coarse, c.no_context
     );
+    let _ = writeln!(o, "  {}", coverage(c));
     if !s.culprits.is_empty() {
         let rows: Vec<(String, &crate::book::CulpritRow)> = s
             .culprits
@@ -128,9 +155,12 @@ pub fn summary(s: &ExplainSummary, run_start_ns: u64, max_spikes: usize) -> Stri
                     .iter()
                     .map(|(t, ns)| format!("{t} {}", dur(*ns)))
                     .collect();
+                let why = x
+                    .not_traced
+                    .map_or(String::new(), |w| format!("; not traced: {}", w.describe()));
                 let _ = writeln!(
                     o,
-                    "  {at:>9.3}s cpu{} {} (monitors, {} interval): IRQs {}; softirqs {}; threads {}; steal {}",
+                    "  {at:>9.3}s cpu{} {} (monitors, {} interval{why}): IRQs {}; softirqs {}; threads {}; steal {}",
                     x.spike.cpu,
                     dur(x.spike.latency_ns()),
                     dur(x.end_ns.saturating_sub(x.start_ns)),
@@ -191,5 +221,40 @@ mod tests {
         );
         assert!(text.contains("1.002s cpu1 2.38 ms: thread cul\\nprit:4711:rt99 2.30 ms (96%), timer IRQ handler 80.0 µs (3%)"), "{text}");
         assert_eq!(dur(812), "812 ns");
+    }
+
+    #[test]
+    fn the_coverage_line_gives_traced_spikes_their_share_of_spike_time_and_the_reasons() {
+        let mut b = SpikeBook::new(60_000_000_000, 5, 10);
+        let spike = Spike {
+            cpu: 1,
+            tid: 9,
+            deadline_ns: 1_000_000,
+            wakeup_ns: 4_000_000,
+        };
+        b.add(Explained::Traced(Attribution {
+            spike,
+            charges: vec![Charge {
+                category: Category::Hypervisor,
+                ns: 3_000_000,
+            }],
+            complete: true,
+            lost_events: false,
+        }));
+        b.not_traced(crate::NotTraced::LostEvents);
+        b.no_context(1_000_000);
+        b.not_traced(crate::NotTraced::TracerNotLive);
+        b.no_context(2_000_000);
+        let s = b.summary(Tier::Timerlat, None, 500_000);
+        assert_eq!(
+            coverage(&s.counts),
+            "traced 1 of 3 spikes above the threshold (50.0 % of spike time); \
+             not traced: 1 tracer not yet live, 1 events lost (buffer overrun)"
+        );
+        assert!(summary(&s, 0, 5).contains(&coverage(&s.counts)));
+        // A summary stored before spike time was counted: the share is unknown, not 0 %.
+        let mut old = s.counts;
+        (old.spike_ns, old.traced_ns) = (0, 0);
+        assert!(coverage(&old).contains("(share of spike time unknown)"));
     }
 }

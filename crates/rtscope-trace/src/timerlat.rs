@@ -5,18 +5,20 @@
 //! events, `sched_waking` (which interrupt woke the measuring thread) and `sched_switch` (idle,
 //! task priorities) suffice.
 //!
-//! The phases are those of [`crate::analyze`]: deadline → entry of the interrupt that woke the
-//! measuring thread ([`Category::TimerIrqLate`]: a previous IRQ by name, exit from idle, or
-//! interrupts off / hypervisor when a task or softirq ran without letting the timer in), the
-//! interrupt itself ([`Category::TimerIrqHandler`]), then other IRQs, softirqs, NMIs and tasks
-//! until the wake-up; what no noise covers after the interrupt is the switch to the measuring
-//! thread ([`Category::ReturnToUser`]) or the task the scheduler events say was running.
+//! The phases and categories are those of [`crate::analyze`], charged by the same step
+//! ([`crate::timeline`]): interrupt, softirq and NMI noise over its span; between them, the
+//! task the context switches say ran, cut at every switch (a FIFO-99 thread switched in halfway
+//! through a gap gets its half); the thread noise events only where no switch says; time no
+//! event covers is [`crate::model::Category::Unexplained`]. Before the tracer's first own event
+//! on a CPU ([`live_from`]) the recorder explains no spike of that CPU.
 //!
 //! The noise events carry their start in the tracer's local clock; the start used here is the
 //! event's time (trace clock, `mono`) minus the duration, which is exact for un-nested noise.
 
 use crate::decode::{Event, Kind, NoiseSource, Tasks};
-use crate::model::{Attribution, Category, Charge, LateCause, Softirq, Spike};
+use crate::machine::Machine;
+use crate::model::{Attribution, Spike};
+use crate::timeline::{Ctx, Piece, Timeline};
 use crate::tracefs::{read_bounded, write_file, Tracefs};
 use crate::TraceError;
 use std::path::{Path, PathBuf};
@@ -24,23 +26,12 @@ use std::path::{Path, PathBuf};
 /// The events the timerlat tier enables besides the tracer: (system, event).
 pub use crate::tracefs::TIMERLAT_EVENTS as EVENTS;
 
-/// Where a piece of time went, before the phase decides its category.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Src {
-    Irq(String),
-    Softirq(u32),
-    Nmi,
-    Thread(i32),
-    /// No noise covers it: what the scheduler events say ran (`None`: unknown).
-    Gap(Option<i32>),
-}
-
 /// A span of noise, on the trace clock.
 #[derive(Debug, Clone)]
 struct Span {
     from: u64,
     to: u64,
-    src: Src,
+    ctx: Ctx,
 }
 
 fn irq_name(desc: &str, vector: i32) -> String {
@@ -65,34 +56,41 @@ fn spans(events: &[Event]) -> (Vec<Span>, Tasks) {
         else {
             continue;
         };
-        let src = match source {
-            NoiseSource::Irq { desc, vector } => Src::Irq(irq_name(desc, *vector)),
-            NoiseSource::Softirq { vec } => Src::Softirq(*vec),
-            NoiseSource::Nmi => Src::Nmi,
+        let ctx = match source {
+            NoiseSource::Irq { desc, vector } => Ctx::Irq(irq_name(desc, *vector)),
+            NoiseSource::Softirq { vec } => Ctx::Softirq(*vec),
+            NoiseSource::Nmi => Ctx::Nmi,
             NoiseSource::Thread { pid, comm } => {
                 tasks.name(*pid, *comm);
-                Src::Thread(*pid)
+                Ctx::Task(*pid)
             }
         };
         out.push(Span {
             from: e.ts.saturating_sub(*duration_ns),
             to: e.ts,
-            src,
+            ctx,
         });
     }
     (out, tasks)
 }
 
-/// The task running at `at` by the last `sched_switch` before it.
-fn running_at(events: &[Event], at: u64) -> Option<i32> {
-    events
-        .iter()
-        .take_while(|e| e.ts <= at)
-        .filter_map(|e| match e.kind {
-            Kind::Switch { next_pid, .. } => Some(next_pid),
-            _ => None,
-        })
-        .last()
+/// What the context switches say ran: from each `sched_switch` to the next (or `until`).
+fn switched(events: &[Event], until: u64) -> Vec<Piece> {
+    let mut out: Vec<Piece> = Vec::new();
+    for e in events.iter().take_while(|e| e.ts <= until) {
+        let Kind::Switch { next_pid, .. } = e.kind else {
+            continue;
+        };
+        if let Some(last) = out.last_mut() {
+            last.to = e.ts.max(last.from);
+        }
+        out.push(Piece {
+            from: e.ts,
+            to: until,
+            ctx: Ctx::Task(next_pid),
+        });
+    }
+    out
 }
 
 /// The interrupt that woke the measuring thread: the irq noise span enclosing its last
@@ -108,83 +106,71 @@ fn wake_irq(events: &[Event], spans: &[Span], spike: &Spike) -> Option<(u64, u64
         .last()?;
     let irq = spans
         .iter()
-        .filter(|s| matches!(s.src, Src::Irq(_)) && s.from <= at && at <= s.to)
+        .filter(|s| matches!(s.ctx, Ctx::Irq(_)) && s.from <= at && at <= s.to)
         .max_by_key(|s| s.to - s.from);
     Some(irq.map_or((at, at), |s| (s.from, s.to)))
 }
 
 /// Charges the time from the deadline to the wake-up of `spike` from the timerlat tier's
-/// events of its CPU (time order, starting before the deadline).
+/// events of its CPU (time order, starting before the deadline), idle states unknown.
 pub fn attribute(events: &[Event], spike: &Spike, lost_events: bool) -> Attribution {
-    let (mut noise, tasks) = spans(events);
+    attribute_on(events, spike, lost_events, Machine::default())
+}
+
+/// [`attribute`] on `machine`. Interrupt, softirq and NMI noise is charged over its span,
+/// the time between them to the task the context switches say ran (cut at every switch),
+/// thread noise only where no switch says; time nothing covers is unexplained.
+pub fn attribute_on(
+    events: &[Event],
+    spike: &Spike,
+    lost_events: bool,
+    machine: Machine,
+) -> Attribution {
+    let (noise, tasks) = spans(events);
     let wake = wake_irq(events, &noise, spike);
-    // The wake-up interrupt is charged as the handler; the rest is painted over the gaps.
-    noise.retain(|s| Some((s.from, s.to)) != wake || !matches!(s.src, Src::Irq(_)));
-    noise.sort_by_key(|s| s.from);
-    let own_prio = tasks.prio(spike.tid).unwrap_or(0);
-    let before = |t: u64| wake.is_some_and(|w| t < w.0);
-    let category = |src: &Src, t: u64| -> Category {
-        let late = |cause| Category::TimerIrqLate { cause };
-        match (src, before(t)) {
-            (Src::Nmi, _) => Category::Nmi,
-            (Src::Irq(name), true) => late(LateCause::PreviousIrq { name: name.clone() }),
-            (Src::Irq(name), false) => Category::Irq { name: name.clone() },
-            (Src::Softirq(_) | Src::Thread(_), true) => late(LateCause::IrqsOffOrHypervisor),
-            (Src::Softirq(v), false) => Category::Softirq {
-                vec: Softirq::from_vec(*v),
-            },
-            (Src::Gap(Some(0)), true) => late(LateCause::ExitFromIdle),
-            (Src::Gap(Some(_)), true) => late(LateCause::IrqsOffOrHypervisor),
-            (Src::Gap(None), _) => Category::Unexplained,
-            (Src::Thread(p) | Src::Gap(Some(p)), false) if *p == spike.tid || *p == 0 => {
-                Category::ReturnToUser
-            }
-            (Src::Thread(p) | Src::Gap(Some(p)), false) => {
-                let t = tasks.task(*p);
-                if t.prio <= own_prio {
-                    Category::Thread { task: t }
-                } else {
-                    Category::Blocking { task: t }
-                }
-            }
-        }
+    let (threads, mut overlays): (Vec<Span>, Vec<Span>) = noise
+        .into_iter()
+        .partition(|s| matches!(s.ctx, Ctx::Task(_)));
+    // The waking interrupt is charged as the handler.
+    overlays.retain(|s| Some((s.from, s.to)) != wake || !matches!(s.ctx, Ctx::Irq(_)));
+    let piece = |s: Span| Piece {
+        from: s.from,
+        to: s.to,
+        ctx: s.ctx,
     };
-    let mut charges: Vec<Charge> = Vec::new();
-    let mut add = |cat: Category, ns: u64| match charges.iter_mut().find(|c| c.category == cat) {
-        Some(c) => c.ns += ns,
-        None if ns > 0 => charges.push(Charge { category: cat, ns }),
-        None => {}
-    };
-    // Cut points: the phase boundaries; every piece between two is one category.
-    let (d, w) = (spike.deadline_ns, spike.wakeup_ns);
-    let mut cuts = vec![d, w];
-    if let Some((a, b)) = wake {
-        cuts.extend([a, b]);
+    let mut overlays: Vec<Piece> = overlays.into_iter().map(piece).collect();
+    if let Some((from, to)) = wake.filter(|(a, b)| a < b) {
+        overlays.push(Piece {
+            from,
+            to,
+            ctx: Ctx::WakeIrq,
+        });
     }
-    for s in &noise {
-        cuts.extend([s.from, s.to]);
+    let charges = Timeline {
+        spike,
+        overlays,
+        base: switched(events, spike.wakeup_ns),
+        fallback: threads.into_iter().map(piece).collect(),
+        wake,
+        tasks: &tasks,
+        machine,
     }
-    cuts.retain(|&t| t >= d && t <= w);
-    cuts.sort_unstable();
-    cuts.dedup();
-    for pair in cuts.windows(2) {
-        let (from, to) = (pair[0], pair[1]);
-        let in_wake = wake.is_some_and(|(a, b)| from >= a && to <= b && a < b);
-        let covering = noise.iter().rev().find(|s| s.from <= from && to <= s.to);
-        let cat = match covering {
-            Some(s) => category(&s.src, from),
-            None if in_wake => Category::TimerIrqHandler,
-            None => category(&Src::Gap(running_at(events, from)), from),
-        };
-        add(cat, to - from);
-    }
-    charges.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.category.cmp(&b.category)));
+    .charge();
     Attribution {
         spike: *spike,
         charges,
         complete: wake.is_some(),
         lost_events,
     }
+}
+
+/// The first event of the tracer itself (noise or a sample) in `events`: before it, the
+/// tier has only the scheduler events, and no spike is explained.
+pub fn live_from(events: &[Event]) -> Option<u64> {
+    events
+        .iter()
+        .find(|e| matches!(e.kind, Kind::Noise { .. } | Kind::TimerlatSample { .. }))
+        .map(|e| e.ts)
 }
 
 /// The timerlat tracer's own thread samples at or above `threshold_ns` as spikes of `cpu`
@@ -270,6 +256,7 @@ pub fn restore(saved: &[(PathBuf, String)]) {
 mod tests {
     use super::*;
     use crate::decode::{Comm, Kind};
+    use crate::model::{Category, LateCause, Softirq};
 
     const TID: i32 = 500;
     const D: u64 = 10_000_000;
@@ -407,6 +394,101 @@ mod tests {
         let e = vec![switch(D - 500_000, TID, (0, 120), "swapper/1")];
         let a = check(e, D + 10_000);
         assert!(!a.complete);
+    }
+
+    fn irq(ts: u64, desc: &str, vector: i32, ns: u64) -> Event {
+        noise(
+            ts,
+            NoiseSource::Irq {
+                desc: desc.into(),
+                vector,
+            },
+            ns,
+        )
+    }
+
+    /// Issue 25: rt-amd64 with culprit.c (FIFO 99) on the measured CPU. The timer interrupt
+    /// comes while idle, then the culprit is switched in and runs 20 ms; the measuring thread
+    /// runs when it sleeps. The culprit gets its 20 ms (not the idle task at the gap's start
+    /// as "scheduling and return to user"), an interrupt inside its run goes to the interrupt.
+    #[test]
+    fn a_fifo_99_thread_switched_in_mid_gap_gets_its_time_and_an_irq_in_it_the_irq() {
+        let mut e = vec![switch(D - 500_000, TID, (0, 120), "swapper/1")];
+        e.extend(timer(D + 10_000, D + 15_000));
+        e.push(switch(D + 20_000, 0, (77, 0), "culprit"));
+        e.push(irq(D + 5_100_000, "virtio0-input", 25, 100_000));
+        e.push(switch(D + 20_020_000, 77, (TID, 10), "rtscope-m0"));
+        let a = check(e, D + 20_021_000);
+        let culprit = a.ns_where(|c| matches!(c, Category::Thread { task } if task.pid == 77));
+        assert_eq!(culprit, 20_000_000 - 100_000);
+        assert_eq!(
+            a.culprit().and_then(Category::task).map(|t| t.to_string()),
+            Some("culprit:77:rt99".to_string())
+        );
+        let irq = Category::Irq {
+            name: "virtio0-input (irq 25)".into(),
+        };
+        assert_eq!(a.ns_where(|c| *c == irq), 100_000);
+        // Idle after the timer interrupt until the switch, then the measuring thread.
+        assert_eq!(a.ns_where(|c| *c == Category::ReturnToUser), 5_000 + 1_000);
+        assert_eq!(
+            a.ns_where(|c| *c
+                == Category::TimerIrqLate {
+                    cause: LateCause::ExitFromIdle
+                }),
+            10_000
+        );
+    }
+
+    #[test]
+    fn time_before_any_context_switch_is_unexplained_not_the_next_task() {
+        // No switch before the deadline: who ran is unknown until the first one.
+        let mut e = timer(D + 10_000, D + 15_000);
+        e.push(switch(D + 40_000, 0, (TID, 10), "rtscope-m0"));
+        e.push(noise(
+            D + 40_000,
+            NoiseSource::Thread {
+                pid: 88,
+                comm: Comm::new(b"kworker"),
+            },
+            20_000,
+        ));
+        let a = check(e, D + 41_000);
+        assert_eq!(a.ns_where(|c| *c == Category::Unexplained), 10_000 + 5_000);
+        let kworker = a.ns_where(|c| c.task().is_some_and(|t| t.pid == 88));
+        assert_eq!(kworker, 20_000, "thread noise only where no switch says");
+    }
+
+    /// Issue 25: 76 ms "exit from idle" on a guest that has no idle states.
+    #[test]
+    fn a_long_idle_exit_on_a_guest_without_idle_states_is_the_hypervisor() {
+        let mut e = vec![switch(D - 500_000, TID, (0, 120), "swapper/1")];
+        e.extend(timer(D + 76_000_000, D + 76_005_000));
+        e.push(switch(D + 76_006_000, 0, (TID, 10), "rtscope-m0"));
+        e.sort_by_key(|e| e.ts);
+        let guest = Machine {
+            idle_exit_max_ns: Some(0),
+            guest: true,
+        };
+        let a = attribute_on(&e, &spike(D + 76_007_000), false, guest);
+        assert_eq!(a.ns_where(|c| *c == Category::Hypervisor), 76_000_000);
+        let idle = Category::TimerIrqLate {
+            cause: LateCause::ExitFromIdle,
+        };
+        assert_eq!(a.ns_where(|c| *c == idle), 0);
+        assert_eq!(a.charges.iter().map(|c| c.ns).sum::<u64>(), 76_007_000);
+        // Bare metal whose deepest state exits in 133 µs: that much is idle exit, the rest
+        // unexplained.
+        let metal = Machine {
+            idle_exit_max_ns: Some(133_000),
+            guest: false,
+        };
+        let a = attribute_on(&e, &spike(D + 76_007_000), false, metal);
+        assert_eq!(a.ns_where(|c| *c == idle), 133_000);
+        assert_eq!(
+            a.ns_where(|c| *c == Category::Unexplained),
+            76_000_000 - 133_000
+        );
     }
 
     #[test]

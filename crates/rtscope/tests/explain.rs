@@ -121,6 +121,24 @@ fn an_injected_culprit_is_named_in_output_json_runs_explain_and_report() {
     assert_eq!(x["tier"], "flight_recorder");
     assert_eq!(x["culprits"][0]["category"]["kind"], "thread", "{x}");
     assert_eq!(x["culprits"][0]["category"]["comm"], "culprit", "{x}");
+    // Coverage: how many spikes, and how much of their time, the trace explains.
+    let counts = &x["counts"];
+    let (spikes, traced) = (counts["spikes"].as_u64(), counts["traced"].as_u64());
+    assert!(
+        traced.is_some_and(|t| t >= 1) && spikes >= traced,
+        "{counts}"
+    );
+    let (spike_ns, traced_ns) = (counts["spike_ns"].as_u64(), counts["traced_ns"].as_u64());
+    assert!(
+        traced_ns.is_some_and(|t| t > 0) && spike_ns >= traced_ns,
+        "{counts}"
+    );
+    let coverage = format!(
+        "traced {} of {} spikes above the threshold (",
+        traced.unwrap(),
+        spikes.unwrap()
+    );
+    assert!(out.contains(&coverage), "{out}");
     let runs = |args: &[&str]| {
         let o = Command::new(bin())
             .arg("runs")
@@ -132,7 +150,8 @@ fn an_injected_culprit_is_named_in_output_json_runs_explain_and_report() {
         assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
         text(&o.stdout)
     };
-    assert!(runs(&["explain", "last"]).contains("thread culprit:"));
+    let explained = runs(&["explain", "last"]);
+    assert!(explained.contains("thread culprit:") && explained.contains(&coverage));
     assert!(runs(&["show", "last"]).contains("Why were the worst wake-ups late?"));
     let rep = d.join("rep");
     let o = Command::new(bin())
@@ -145,6 +164,7 @@ fn an_injected_culprit_is_named_in_output_json_runs_explain_and_report() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let html = std::fs::read_to_string(rep.join("report.html")).unwrap();
     assert!(html.contains("Why were the worst wake-ups late?") && html.contains("thread culprit:"));
+    assert!(html.contains(&coverage), "no coverage line in the report");
     // Nothing left in tracefs.
     let left: Vec<_> = std::fs::read_dir("/sys/kernel/tracing/instances")
         .map(|r| {

@@ -1,0 +1,264 @@
+//! The one charging step both trace tiers share. Each tier turns its events into pieces of
+//! time with the context that ran in them ([`Ctx`]); this module cuts the spike at every
+//! boundary of every piece (each context switch, each interrupt entry and exit, the phases
+//! around the interrupt that woke the measuring thread) and charges each cut to its context.
+//!
+//! Three layers, the first that covers a cut wins: `overlays` (interrupts, softirqs, NMIs and
+//! the waking interrupt, known by their span; among overlapping ones the latest-starting, the
+//! innermost, wins), `base` (the task the context switches say ran), `fallback` (the task a
+//! less direct event names, used only where no switch says). Time no layer covers is
+//! [`Category::Unexplained`], never the context at the start of the gap.
+
+use crate::decode::Tasks;
+use crate::machine::Machine;
+use crate::model::{Category, Charge, LateCause, Softirq, Spike};
+
+/// What the CPU ran over a piece of time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Ctx {
+    /// A task (0: idle).
+    Task(i32),
+    /// A hard interrupt, by name.
+    Irq(String),
+    /// A softirq, by vector.
+    Softirq(u32),
+    /// An NMI.
+    Nmi,
+    /// The interrupt that woke the measuring thread.
+    WakeIrq,
+}
+
+/// A span of time and what ran in it.
+#[derive(Debug, Clone)]
+pub(crate) struct Piece {
+    pub from: u64,
+    pub to: u64,
+    pub ctx: Ctx,
+}
+
+/// Everything one spike's charging needs.
+pub(crate) struct Timeline<'a> {
+    pub spike: &'a Spike,
+    pub overlays: Vec<Piece>,
+    /// Pieces that do not overlap each other.
+    pub base: Vec<Piece>,
+    pub fallback: Vec<Piece>,
+    /// Entry and exit of the waking interrupt, when found.
+    pub wake: Option<(u64, u64)>,
+    pub tasks: &'a Tasks,
+    pub machine: Machine,
+}
+
+fn covering(layer: &[Piece], from: u64, to: u64) -> Option<&Ctx> {
+    layer
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.from <= from && to <= p.to && p.from < p.to)
+        .max_by_key(|(i, p)| (p.from, *i))
+        .map(|(_, p)| &p.ctx)
+}
+
+impl Timeline<'_> {
+    /// Every nanosecond from the deadline to the wake-up, by category, largest first; the
+    /// charges sum to the spike's latency exactly.
+    pub fn charge(&self) -> Vec<Charge> {
+        let (d, w) = (self.spike.deadline_ns, self.spike.wakeup_ns);
+        let inside = |p: &&Piece| p.to > d && p.from < w;
+        let layers: [Vec<&Piece>; 3] = [&self.overlays, &self.base, &self.fallback]
+            .map(|l| l.iter().filter(inside).collect::<Vec<_>>());
+        let mut cuts = vec![d, w];
+        if let Some((a, b)) = self.wake {
+            cuts.extend([a, b]);
+        }
+        for p in layers.iter().flatten() {
+            cuts.extend([p.from, p.to]);
+        }
+        cuts.retain(|&t| t >= d && t <= w);
+        cuts.sort_unstable();
+        cuts.dedup();
+        let [overlays, mut base, fallback]: [Vec<Piece>; 3] =
+            layers.map(|l| l.into_iter().cloned().collect());
+        // The base layer does not overlap itself: one binary search per cut.
+        base.retain(|p| p.from < p.to);
+        base.sort_by_key(|p| p.from);
+        let in_base = |from: u64, to: u64| {
+            let i = base.partition_point(|p| p.from <= from);
+            i.checked_sub(1)
+                .map(|i| &base[i])
+                .filter(|p| to <= p.to)
+                .map(|p| &p.ctx)
+        };
+        let mut charges: Vec<Charge> = Vec::new();
+        let mut idle_left = self.machine.idle_exit_max_ns;
+        for pair in cuts.windows(2) {
+            let (from, to) = (pair[0], pair[1]);
+            let ctx = covering(&overlays, from, to)
+                .or_else(|| in_base(from, to))
+                .or_else(|| covering(&fallback, from, to));
+            for (cat, ns) in self.classify(ctx, from, to - from, &mut idle_left) {
+                add(&mut charges, cat, ns);
+            }
+        }
+        charges.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.category.cmp(&b.category)));
+        charges
+    }
+
+    /// The categories of `ns` from `at` in `ctx`: one, or two when an idle exit runs past
+    /// what the machine's idle states allow (`idle_left`, spent as it is charged).
+    fn classify(
+        &self,
+        ctx: Option<&Ctx>,
+        at: u64,
+        ns: u64,
+        idle_left: &mut Option<u64>,
+    ) -> Vec<(Category, u64)> {
+        let before = self.wake.is_some_and(|(entry, _)| at < entry);
+        let late = |cause| Category::TimerIrqLate { cause };
+        let cat = match ctx {
+            None => Category::Unexplained,
+            Some(Ctx::Nmi) => Category::Nmi,
+            Some(Ctx::WakeIrq) => Category::TimerIrqHandler,
+            Some(Ctx::Irq(name)) if before => late(LateCause::PreviousIrq { name: name.clone() }),
+            Some(Ctx::Irq(name)) => Category::Irq { name: name.clone() },
+            Some(Ctx::Softirq(_)) if before => late(LateCause::IrqsOffOrHypervisor),
+            Some(Ctx::Softirq(v)) => Category::Softirq {
+                vec: Softirq::from_vec(*v),
+            },
+            Some(Ctx::Task(0)) if before || self.wake.is_none() => {
+                return self.idle_exit(ns, idle_left)
+            }
+            Some(Ctx::Task(0)) => Category::ReturnToUser,
+            Some(Ctx::Task(_)) if before => late(LateCause::IrqsOffOrHypervisor),
+            Some(Ctx::Task(p)) if *p == self.spike.tid => Category::ReturnToUser,
+            Some(Ctx::Task(p)) => {
+                let task = self.tasks.task(*p);
+                if task.prio <= self.tasks.prio(self.spike.tid).unwrap_or(0) {
+                    Category::Thread { task }
+                } else {
+                    Category::Blocking { task }
+                }
+            }
+        };
+        vec![(cat, ns)]
+    }
+
+    /// Idle until the timer interrupt: an idle exit as long as the deepest idle state allows,
+    /// the rest the hypervisor's (a guest) or unexplained.
+    fn idle_exit(&self, ns: u64, idle_left: &mut Option<u64>) -> Vec<(Category, u64)> {
+        let exit = Category::TimerIrqLate {
+            cause: LateCause::ExitFromIdle,
+        };
+        let Some(left) = idle_left else {
+            return vec![(exit, ns)];
+        };
+        let as_idle = ns.min(*left);
+        *left -= as_idle;
+        let beyond = if self.machine.guest {
+            Category::Hypervisor
+        } else {
+            Category::Unexplained
+        };
+        vec![(exit, as_idle), (beyond, ns - as_idle)]
+    }
+}
+
+fn add(charges: &mut Vec<Charge>, cat: Category, ns: u64) {
+    if ns == 0 {
+        return;
+    }
+    match charges.iter_mut().find(|c| c.category == cat) {
+        Some(c) => c.ns += ns,
+        None => charges.push(Charge { category: cat, ns }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::decode::{Comm, Event, Kind, NoiseSource, Vector};
+    use crate::machine::Machine;
+    use crate::model::Spike;
+    use rtscope_core::rng::XorShift64;
+
+    /// A random stream of every kind of event both tiers read, around one spike.
+    fn stream(rng: &mut XorShift64, tid: i32, from: u64, to: u64) -> Vec<Event> {
+        let mut out = Vec::new();
+        for _ in 0..rng.below(200) {
+            let ts = from + rng.next_u64() % (to - from);
+            let pid = [0, tid, 77, 88][rng.below(4)];
+            let comm = Comm::new(b"t");
+            let ns = rng.next_u64() % 50_000;
+            let kind = match rng.below(9) {
+                0 => Kind::Switch {
+                    prev_pid: pid,
+                    prev_prio: 120,
+                    prev_comm: comm,
+                    next_pid: [0, tid, 77, 88][rng.below(4)],
+                    next_prio: rng.below(140) as i32,
+                    next_comm: comm,
+                },
+                1 => Kind::Waking {
+                    pid: tid,
+                    prio: 10,
+                    comm,
+                    target_cpu: 1,
+                },
+                2 => Kind::IrqEntry {
+                    irq: 24,
+                    name: "eth0".into(),
+                },
+                3 => Kind::IrqExit { irq: 24 },
+                4 => Kind::VectorEntry(Vector::LocalTimer),
+                5 => Kind::VectorExit(Vector::LocalTimer),
+                6 => Kind::Nmi { delta_ns: ns },
+                7 => Kind::Noise {
+                    source: NoiseSource::Irq {
+                        desc: "local_timer:236".into(),
+                        vector: 236,
+                    },
+                    duration_ns: ns,
+                },
+                _ => Kind::Noise {
+                    source: NoiseSource::Thread { pid, comm },
+                    duration_ns: ns,
+                },
+            };
+            out.push(Event { ts, pid, kind });
+        }
+        out.sort_by_key(|e| e.ts);
+        out
+    }
+
+    #[test]
+    fn the_charges_of_both_tiers_sum_to_the_latency_exactly_on_random_streams() {
+        let mut rng = XorShift64::new(25);
+        let machines = [
+            Machine::default(),
+            Machine {
+                idle_exit_max_ns: Some(0),
+                guest: true,
+            },
+            Machine {
+                idle_exit_max_ns: Some(2_000),
+                guest: false,
+            },
+        ];
+        for round in 0..500 {
+            let spike = Spike {
+                cpu: 1,
+                tid: 500,
+                deadline_ns: 1_000_000,
+                wakeup_ns: 1_000_000 + rng.next_u64() % 400_000,
+            };
+            let events = stream(&mut rng, spike.tid, 900_000, 1_500_000);
+            let m = machines[round % 3];
+            for a in [
+                crate::analyze::attribute_on(&events, &spike, false, m),
+                crate::timerlat::attribute_on(&events, &spike, false, m),
+            ] {
+                let sum: u64 = a.charges.iter().map(|c| c.ns).sum();
+                assert_eq!(sum, spike.latency_ns(), "round {round}: {a:?}");
+                assert!(a.charges.iter().all(|c| c.ns > 0));
+            }
+        }
+    }
+}
