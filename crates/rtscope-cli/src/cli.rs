@@ -31,6 +31,10 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Write output files where a symlink points (by default an output path that is a
+    /// symlink is refused: rtscope runs as root)
+    #[arg(long, global = true)]
+    pub follow_symlinks: bool,
 }
 
 /// rtscope's subcommands.

@@ -14,7 +14,6 @@ pub mod table;
 pub mod tables;
 pub mod thrift;
 
-use rtscope_session::output::AtomicFile;
 use rtscope_session::{RunError, UsageError};
 use rtscope_store::codec::RawSample;
 use rtscope_store::{RunId, Store};
@@ -283,19 +282,10 @@ fn write_file(
     path: &Path,
     body: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), UsageError> {
-    // A new file (O_EXCL|O_NOFOLLOW) renamed over the target: a symlink planted in a shared
-    // output directory is replaced, never written through.
-    let result = AtomicFile::create(path).and_then(|mut f| {
-        body(&mut f)?;
-        f.commit()
-    });
-    result.map_err(|e| {
-        UsageError::new(format!(
-            "cannot write {}: {e}",
-            rtscope_core::text::escape(&path.display().to_string())
-        ))
-        .hint("pass -o DIR with a writable directory")
-    })
+    // rtscope-common's one writer: a regular file replaced whole, a device written through, a
+    // symlink planted in a shared output directory refused.
+    rtscope_common::outfile::write(path, &mut io::stdout(), body)
+        .map_err(|e| UsageError::from_error(e).hint("pass -o DIR with a writable directory"))
 }
 
 #[cfg(test)]

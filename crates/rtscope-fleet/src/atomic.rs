@@ -1,54 +1,32 @@
-//! Writing a file whole or not at all, never through a symlink: the content goes into a new
-//! temporary file in the same directory (created exclusively, so an existing file or symlink
-//! under that name is never opened), is synced, and is renamed over the target. A reader (the
-//! node_exporter textfile collector, a CI job) sees the old file or the new one, never half;
-//! a symlink at the target is replaced, not followed.
+//! Writing a fleet output (`--ci-output`, `--metrics-file`, exports): a regular file whole or
+//! not at all (a reader such as the node_exporter textfile collector sees the old file or the
+//! new one, never half), a device written through, a symlink refused — rtscope-common's
+//! `outfile`, the one writer of every front end.
 
 use crate::FleetError;
-use std::fs::OpenOptions;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::Path;
 
-fn temp_path(path: &Path, attempt: u32) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    path.with_file_name(format!(".{name}.{}.{attempt}.tmp", std::process::id()))
-}
-
-/// Writes `path` through `body` atomically (see the module docs). Errors name the file.
+/// Writes `path` through `body` by rtscope-common's one rule (a regular file replaced whole,
+/// a device or FIFO written through, a symlink refused unless `--follow-symlinks`; see
+/// `rtscope_common::outfile`). Errors name the file.
 pub fn write_atomic(
     path: &Path,
     body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), FleetError> {
-    let err = |source| FleetError::Write {
-        path: path.display().to_string(),
-        source,
-    };
-    let mut attempt = 0;
-    let (tmp, file) = loop {
-        let tmp = temp_path(path, attempt);
-        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => break (tmp, f),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && attempt < 16 => attempt += 1,
-            Err(e) => return Err(err(e)),
+    rtscope_common::outfile::write(path, &mut std::io::stdout(), body).map_err(|e| {
+        FleetError::Write {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e),
         }
-    };
-    let result = (|| {
-        let mut w = BufWriter::new(file);
-        body(&mut w)?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        err(e)
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::path::PathBuf;
 
     fn dir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("rtscope-fleet-{name}-{}", std::process::id()));
@@ -57,17 +35,18 @@ mod tests {
         d
     }
 
+    /// A planted symlink is refused, its target untouched (it used to be replaced).
     #[test]
-    fn replaces_a_symlink_instead_of_writing_through_it() {
+    fn a_symlink_is_refused_never_written_through() {
         let d = dir("symlink");
         let victim = d.join("victim");
         std::fs::write(&victim, "keep").unwrap();
         let target = d.join("metrics.prom");
         std::os::unix::fs::symlink(&victim, &target).unwrap();
-        write_atomic(&target, |w| w.write_all(b"new\n")).unwrap();
+        let e = write_atomic(&target, |w| w.write_all(b"new\n")).unwrap_err();
+        assert!(e.to_string().contains("symlink"), "{e}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
-        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new\n");
-        assert!(!std::fs::symlink_metadata(&target).unwrap().is_symlink());
+        assert!(std::fs::symlink_metadata(&target).unwrap().is_symlink());
         std::fs::remove_dir_all(&d).unwrap();
     }
 

@@ -183,31 +183,11 @@ pub fn write(
     Ok(out)
 }
 
-/// Writes `path` without ever writing through what is there: the bytes go to a new file
-/// created with `O_CREAT|O_EXCL|O_NOFOLLOW` next to it, which is then renamed over `path`. A
-/// symlink planted at `path` (a shared report directory) is replaced, its target untouched.
-/// (The same rule as rtscope-session's `output::AtomicFile`, which this crate cannot use.)
+/// Writes `path` by rtscope-common's one rule: a regular file replaced whole, a device
+/// written through, a symlink planted in a shared report directory refused.
 fn replace_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::OpenOptionsExt;
-    let name = path
-        .file_name()
-        .map_or_else(|| "report".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(format!(".{name}.{}.partial", std::process::id()));
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        // O_CREAT|O_EXCL: fails on anything already there, a symlink included.
-        .create_new(true)
-        .mode(0o644)
-        .open(&tmp)?;
-    let r = f
-        .write_all(bytes)
-        .and_then(|()| f.sync_all())
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    r
+    rtscope_common::outfile::write(path, &mut std::io::stdout(), |w| w.write_all(bytes))
+        .map_err(std::io::Error::other)
 }
 
 /// A number for axis ticks and tables: integers without decimals, large ones as `10k`/`1M`,

@@ -4,16 +4,14 @@
 //! * [`Guarded`]: a writer whose failures (a closed pipe, `rtscope measure | head -1`) are
 //!   remembered instead of returned, so that the run is still recorded and the exit code is
 //!   still the gate's;
-//! * [`AtomicFile`]: a new file written under a temporary name created with
-//!   `O_CREAT|O_EXCL|O_NOFOLLOW`, renamed over the target once complete (a symlink planted at
-//!   the target is replaced, never written through);
+//! * [`AtomicFile`] (rtscope-common's): a new file written under a temporary name created
+//!   with `O_CREAT|O_EXCL|O_NOFOLLOW`, renamed over the target once complete;
 //! * [`OutputFile`]: `--json PATH` and the like, opened before measuring (exit 2 on a missing
 //!   directory or a directory), `-` meaning standard output.
 
 use crate::error::UsageError;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// A writer that swallows its inner writer's errors after remembering the first one; output
@@ -73,81 +71,8 @@ pub fn warn(text: &str) {
     let _ = e.flush();
 }
 
-/// Creates `path` as a new file: fails if anything (a file, a symlink) is already there.
-pub fn create_new(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .mode(0o644)
-        .open(path)
-}
-
-/// A file written under a temporary name in the target's directory and renamed over the
-/// target by [`AtomicFile::commit`]; removed when dropped uncommitted.
-pub struct AtomicFile {
-    target: PathBuf,
-    tmp: PathBuf,
-    file: Option<io::BufWriter<File>>,
-}
-
-impl AtomicFile {
-    /// Creates the temporary file next to `target` (which checks that its directory exists
-    /// and is writable).
-    pub fn create(target: &Path) -> io::Result<AtomicFile> {
-        let name = target
-            .file_name()
-            .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-        let mut last = None;
-        for attempt in 0..16u32 {
-            let tmp =
-                target.with_file_name(format!(".{name}.{}.{attempt}.partial", std::process::id()));
-            match create_new(&tmp) {
-                Ok(f) => {
-                    return Ok(AtomicFile {
-                        target: target.to_path_buf(),
-                        tmp,
-                        file: Some(io::BufWriter::new(f)),
-                    })
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
-                Err(e) => return Err(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| io::Error::other("no temporary name")))
-    }
-
-    /// The file to write.
-    pub fn target(&self) -> &Path {
-        &self.target
-    }
-
-    /// Syncs the file and renames it over the target.
-    pub fn commit(mut self) -> io::Result<()> {
-        let w = self.file.take().expect("committed once");
-        let f = w.into_inner().map_err(|e| e.into_error())?;
-        f.sync_all()?;
-        std::fs::rename(&self.tmp, &self.target)
-    }
-}
-
-impl Write for AtomicFile {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.file.as_mut().expect("open until committed").write(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.file.as_mut().expect("open until committed").flush()
-    }
-}
-
-impl Drop for AtomicFile {
-    fn drop(&mut self) {
-        if self.file.take().is_some() {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-    }
-}
+pub use rtscope_common::outfile::{create_new, AtomicFile};
+use rtscope_common::outfile::{open_special, Dest};
 
 /// A result file named on the command line, opened before the run.
 pub enum OutputFile {
@@ -164,40 +89,23 @@ impl OutputFile {
     /// Opens `path` for `flag` (`--json`): `-` is standard output; a directory, a missing
     /// directory or an unwritable one is a usage error now, before anything is measured.
     pub fn prepare(path: &Path, flag: &str) -> Result<OutputFile, UsageError> {
-        if path.as_os_str() == "-" {
-            return Ok(OutputFile::Stdout);
-        }
         let err = |e: &dyn std::fmt::Display| {
             UsageError::new(format!(
                 "cannot write '{}' ({flag}): {e}",
                 rtscope_core::text::escape(&path.display().to_string())
             ))
         };
-        match std::fs::metadata(path) {
-            Ok(m) if m.is_dir() => return Err(err(&"it is a directory")),
-            Ok(m) if is_special(&m.file_type()) => {
-                let f = OpenOptions::new()
-                    .write(true)
-                    .custom_flags(libc::O_CLOEXEC)
-                    .open(path)
-                    .map_err(|e| err(&e))?;
-                return Ok(OutputFile::Special(f, path.to_path_buf()));
-            }
-            _ => {}
+        // rtscope-common's one rule: `-` and /dev/stdout are stdout, a device is written
+        // through, a symlink refused (unless --follow-symlinks), a regular file replaced whole.
+        match Dest::resolve(path).map_err(UsageError::from_error)? {
+            Dest::Stdout => Ok(OutputFile::Stdout),
+            Dest::Special(p) => open_special(&p)
+                .map(|f| OutputFile::Special(f, p))
+                .map_err(|e| err(&e)),
+            Dest::Regular(p) => AtomicFile::create(&p)
+                .map(OutputFile::File)
+                .map_err(|e| err(&e)),
         }
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        if !dir.is_dir() {
-            return Err(err(&format!(
-                "the directory '{}' does not exist",
-                rtscope_core::text::escape(&dir.display().to_string())
-            )));
-        }
-        AtomicFile::create(path)
-            .map(OutputFile::File)
-            .map_err(|e| err(&e))
     }
 
     /// Whether this is standard output.
@@ -230,10 +138,6 @@ impl OutputFile {
             )
         })
     }
-}
-
-fn is_special(t: &std::fs::FileType) -> bool {
-    t.is_char_device() || t.is_block_device() || t.is_fifo() || t.is_socket()
 }
 
 #[cfg(test)]
@@ -276,15 +180,16 @@ mod tests {
     }
 
     #[test]
-    fn a_planted_symlink_is_replaced_not_written_through() {
+    fn a_planted_symlink_is_refused_before_the_run() {
         let d = dir("symlink");
         let victim = d.join("victim");
         std::fs::write(&victim, "keep").unwrap();
         std::os::unix::fs::symlink(&victim, d.join("out.json")).unwrap();
-        let f = OutputFile::prepare(&d.join("out.json"), "--json").unwrap();
-        f.write(b"{}\n", &mut io::sink(), "--json").unwrap();
+        let e = OutputFile::prepare(&d.join("out.json"), "--json")
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("symlink"), "{e}");
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
-        assert_eq!(std::fs::read_to_string(d.join("out.json")).unwrap(), "{}\n");
         let left: Vec<_> = std::fs::read_dir(&d).unwrap().collect();
         assert_eq!(left.len(), 2, "no temporary file left");
     }

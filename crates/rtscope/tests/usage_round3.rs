@@ -260,3 +260,101 @@ fn ci_outputs_are_checked_before_the_run() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// N1: output options replaced device nodes and symlinks with regular files, as root. A
+/// device is written through, `--json=/dev/stdout` is standard output, a symlink is refused
+/// (before the run) unless `--follow-symlinks`; N11: a full disk on stdout is not a success.
+#[test]
+fn outputs_never_replace_devices_or_symlinks_and_write_errors_fail() {
+    let dir = temp_path("outputs-n1");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let node = dir.join("mynull");
+    let st = Command::new("mknod")
+        .args(["-m", "666"])
+        .arg(&node)
+        .args(["c", "1", "3"])
+        .status()
+        .unwrap();
+    assert!(st.success(), "mknod (the tests run as root)");
+    let db = dir.join("o.db");
+    let db = db.to_str().unwrap();
+    let _lock = crate::common::rt_lock();
+    let junit = format!("junit={}", node.display());
+    let o = run(
+        BIN,
+        &[
+            "measure",
+            "-q",
+            "-D",
+            "0.2",
+            "--db",
+            db,
+            "--ci-output",
+            &junit,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::symlink_metadata(&node)
+        .unwrap()
+        .file_type()
+        .is_char_device());
+
+    let o = run(
+        BIN,
+        &[
+            "measure",
+            "-q",
+            "-D",
+            "0.2",
+            "--no-db",
+            "--json",
+            "/dev/stdout",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("\"schema\": \"rtscope.measure/1\""));
+
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    let link = dir.join("out.json");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let l = link.to_str().unwrap();
+    let o = run(BIN, &["measure", "-q", "-D", "0.2", "--no-db", "--json", l]);
+    assert_eq!(o.status.code(), Some(2), "{}", dump(&o));
+    assert!(stderr(&o).contains("symlink") && stderr(&o).contains("--follow-symlinks"));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+    let o = run(
+        BIN,
+        &[
+            "measure",
+            "-q",
+            "-D",
+            "0.2",
+            "--no-db",
+            "--json",
+            l,
+            "--follow-symlinks",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    assert!(std::fs::read_to_string(&victim)
+        .unwrap()
+        .contains("rtscope.measure/1"));
+
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let o = Command::new(BIN)
+        .args(["measure", "-q", "-D", "0.2", "--no-db"])
+        .stdin(Stdio::null())
+        .stdout(full)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", dump(&o));
+    assert!(stderr(&o).contains("cannot write the results to standard output"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
