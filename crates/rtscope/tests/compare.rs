@@ -120,8 +120,9 @@ fn a_worse_candidate_is_a_regression_and_exits_1() {
     let text = stdout(&o);
     let max = text.lines().find(|l| l.starts_with("max ")).unwrap();
     assert!(max.contains("168.0us") && max.contains("528.0us"), "{text}");
+    // The threshold decides and fails; the cell still says the test could not.
     assert!(
-        max.contains("+214.3%") && max.ends_with("REGRESSION"),
+        max.contains("+214.3%") && max.ends_with("REGRESSION (untested, n=1 per side)"),
         "{text}"
     );
     assert!(
