@@ -1,6 +1,6 @@
 //! `compare`'s significance test on synthetic stores: runs of several scenarios are compared
-//! like with like (van Elteren's stratified test), and too few runs give "undecided", not a
-//! verdict from the threshold alone.
+//! like with like (van Elteren's stratified test), and too few runs give an `untested` verdict
+//! of the threshold that fails only with `--fail-untested` (or `--threshold-only`).
 
 use rtscope_analysis::compare::analysis::{Comparison, Group};
 use rtscope_analysis::compare::model::{RunData, Stat};
@@ -140,15 +140,15 @@ fn a_shift_in_every_stratum_is_a_regression() {
     assert!(c.regressions() > 0);
 }
 
-/// One run per side: the test cannot decide, so a regression by the threshold is reported as
-/// untested and still fails (a gate never passes what it could not test); `--threshold-only`
-/// gives the same verdicts without the test.
+/// One run per side: the test cannot decide, so a rise beyond the threshold is `worse
+/// (untested)` and does not fail; `--fail-untested` makes it a failing `REGRESSION (untested)`,
+/// and `--threshold-only` gives the threshold's verdicts without the test.
 #[test]
-fn one_run_per_side_is_an_untested_regression() {
+fn one_run_per_side_is_an_untested_rise_that_fails_only_when_asked() {
     let runs = runs("single", &[("a", "1:1", 5_000), ("b", "1:1", 10_000)]);
     let c = compare(&runs, false);
     for stat in ["p50", "p99", "max"] {
-        assert_eq!(verdict(&c, stat), Verdict::Regression, "{stat}");
+        assert_eq!(verdict(&c, stat), Verdict::Worse, "{stat}");
         let ch = &c
             .stats
             .iter()
@@ -156,15 +156,33 @@ fn one_run_per_side_is_an_untested_regression() {
             .unwrap()
             .changes[0];
         assert_eq!(ch.threshold_verdict, Verdict::Regression, "{stat}");
+        assert!(ch.untested() && ch.untested_rise(), "{stat}");
         assert!(ch.test.as_ref().is_some_and(|t| !t.decidable()), "{stat}");
     }
-    assert!(c.regressions() > 0);
+    assert_eq!(c.regressions(), 0);
     let text = rtscope_analysis::compare::text::render(&c);
+    assert!(text.contains("worse (untested, n=1 per side)"), "{text}");
+    assert!(text.contains("verdict: no regression against A"), "{text}");
+    assert!(text.contains("untested: B on p50, p99, max"), "{text}");
+    assert!(!text.contains("undecided"), "{text}");
+
+    let mut strict = compare(&runs, false);
+    strict.thresholds.fail_untested = true;
+    let strict = Comparison::new(
+        strict.groups,
+        &["p50", "p99", "max"].map(|s| Stat::parse(s, "").unwrap()),
+        strict.thresholds,
+        Stat::Max,
+        None,
+    );
+    assert_eq!(verdict(&strict, "p99"), Verdict::Regression);
+    assert_eq!(strict.regressions(), 3);
+    let text = rtscope_analysis::compare::text::render(&strict);
     assert!(
         text.contains("REGRESSION (untested, n=1 per side)"),
         "{text}"
     );
-    assert!(text.contains("untested: B on"), "{text}");
+
     let gate = compare(&runs, true);
     assert_eq!(verdict(&gate, "p99"), Verdict::Regression);
     assert!(gate.regressions() > 0);

@@ -173,10 +173,15 @@ pub struct CompareArgs {
     /// Latency changes up to this are noise, whatever their % (a bare number is µs)
     #[arg(long, value_name = "DUR", default_value = "1us")]
     pub min_delta: String,
-    /// Judge by --threshold and --min-delta alone, without the significance test (by default
-    /// runs with repeats are tested; a rise on too few runs to test fails, marked untested)
+    /// Judge by --threshold and --min-delta alone, without the significance test; a rise beyond
+    /// them fails (by default runs with repeats are tested, and a rise on too few runs to test
+    /// is `worse (untested)` and does not fail)
     #[arg(long)]
     pub threshold_only: bool,
+    /// Fail also on a rise beyond the threshold that rests on too few runs for the significance
+    /// test (a cell marked untested): `REGRESSION (untested)` instead of `worse (untested)`
+    #[arg(long)]
+    pub fail_untested: bool,
     /// The statistic in the cells of the load-case matrix
     #[arg(long, value_name = "STAT", default_value = "max")]
     pub matrix: String,
@@ -188,7 +193,7 @@ pub struct CompareArgs {
     /// PNG) into this directory
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
-    /// Print JSON (schema rtscope.compare/1) instead of text
+    /// Print JSON (schema rtscope.compare/2) instead of text
     #[arg(long)]
     pub json: bool,
     /// Exit 0 even when a candidate regresses (report only)

@@ -1,7 +1,9 @@
 //! `rtscope compare … --ci-output FORMAT=FILE`: a comparison's verdicts as lab CI results, one
 //! test case per statistic of every candidate group against the baseline (failed on a
-//! `REGRESSION`) and one per load case in which a candidate regresses, as JUnit, LAVA signals
-//! or KCIDB tests, with the candidate's value and unit.
+//! `REGRESSION`) and one per load case in which a candidate regresses or rises on too few runs
+//! to test (passed unless `--fail-untested`), as JUnit, LAVA signals or KCIDB tests, with the
+//! candidate's value and unit. Pass or fail is the verdict of the one rule
+//! (`Thresholds::decide`).
 
 use crate::junit::escape;
 use crate::kcidb::{self, element, Submission};
@@ -20,7 +22,7 @@ pub struct Case {
     pub stat: String,
     /// `false` on a regression.
     pub passed: bool,
-    /// The candidate's value (µs for latencies, a count for `missed`), when known.
+    /// The candidate's value (µs for latencies, % of the deadlines for `missed`), when known.
     pub value: Option<(f64, &'static str)>,
     /// For people: baseline, candidate, change and verdict.
     pub message: String,
@@ -32,8 +34,12 @@ pub fn cases(c: &Comparison) -> Vec<Case> {
     let mut out = Vec::new();
     for row in &c.stats {
         for (i, ch) in row.changes.iter().enumerate() {
-            let unit = if row.stat.is_count() { "count" } else { "us" };
-            let scale = if row.stat.is_count() { 1.0 } else { 1000.0 };
+            // Latencies in µs; the missed-deadline rate (ppb) in % of the deadlines.
+            let (unit, scale) = if row.stat.is_rate() {
+                ("%", 1e7)
+            } else {
+                ("us", 1000.0)
+            };
             let value = row.values.get(i + 1).copied().flatten();
             let delta = ch
                 .delta_pct
@@ -48,25 +54,33 @@ pub fn cases(c: &Comparison) -> Vec<Case> {
                     row.stat.name(),
                     row.stat.show(value),
                     row.stat.show(row.values.first().copied().flatten()),
-                    ch.verdict.word()
+                    ch.label(true)
                 ),
             });
         }
     }
-    for (cand, load_cases) in c.case_regressions() {
-        for lc in load_cases {
-            let candidate = c
-                .groups
-                .iter()
-                .find(|g| g.name == cand)
-                .map_or(cand.clone(), |g| g.selector.clone());
-            out.push(Case {
-                message: format!("load case {lc}: {candidate} regresses against {base}"),
-                candidate,
-                stat: format!("case {lc}"),
-                passed: false,
-                value: None,
-            });
+    // Load cases of the matrix: each regression, and each rise the test could not decide
+    // (failing only with --fail-untested), with the verdict as the text prints it.
+    if let Some(m) = &c.matrix {
+        for (g, (_, cells)) in c.groups[1..].iter().zip(&m.verdicts) {
+            let candidate = g.selector.clone();
+            for (lc, ch) in m.columns.iter().zip(cells) {
+                let failing = ch.verdict == Verdict::Regression;
+                if !failing && !ch.untested_rise() {
+                    continue;
+                }
+                out.push(Case {
+                    message: format!(
+                        "load case {lc}: {} of {candidate} against {base}: {}",
+                        m.stat.name(),
+                        ch.label(true)
+                    ),
+                    candidate: candidate.clone(),
+                    stat: format!("case {lc}"),
+                    passed: !failing,
+                    value: None,
+                });
+            }
         }
     }
     out

@@ -158,7 +158,7 @@ pub fn for_command(key: &str) -> Notes {
         },
         "compare" => Notes {
             exit_0: "Success.",
-            exit_1: Some("A candidate group regressed against the first group (see --threshold)."),
+            exit_1: Some("A candidate group regressed against the first group (see --threshold); a rise on too few runs for the significance test (marked untested) fails only with --fail-untested."),
             exit_3: None,
             environment: DB_ENV,
             files: DB_FILE,

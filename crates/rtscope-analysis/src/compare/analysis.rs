@@ -5,7 +5,7 @@ pub use super::group::Group;
 use super::model::{Merged, RunData, Stat};
 use super::significance::Test;
 use super::strata::{Key, Pairing};
-use super::verdict::{delta_pct, Thresholds, Verdict};
+use super::verdict::{delta_pct, Basis, Thresholds, Verdict};
 
 /// One candidate's statistic against the baseline.
 #[derive(Debug, Clone, PartialEq)]
@@ -14,13 +14,43 @@ pub struct Change {
     pub delta: Option<i128>,
     /// The change in % of the baseline, when the baseline is known and not 0.
     pub delta_pct: Option<f64>,
-    /// The verdict.
+    /// The verdict ([`Thresholds::decide`]).
     pub verdict: Verdict,
+    /// Whether the significance test could decide it; an untested verdict is the threshold's.
+    pub basis: Basis,
     /// The verdict of the threshold rule alone (what `--threshold-only` decides).
     pub threshold_verdict: Verdict,
     /// The (stratified) Mann–Whitney U test of the per-run values, when some stratum holds a
     /// run with a known value on both sides.
     pub test: Option<Test>,
+}
+
+impl Change {
+    /// The verdict as people read it, in every text output: the word, and `(untested)` on a
+    /// verdict the test could not decide; `runs` adds the runs per side
+    /// (`worse (untested, n=1 per side × 2 strata)`).
+    pub fn label(&self, runs: bool) -> String {
+        let word = self.verdict.word();
+        if !self.untested() {
+            return word.to_string();
+        }
+        match (&self.test, runs) {
+            (Some(t), true) => format!("{word} (untested, n={})", t.runs_text()),
+            (None, true) => format!("{word} (untested, no stratum in common)"),
+            (_, false) => format!("{word} (untested)"),
+        }
+    }
+
+    /// Whether the verdict is known and rests on fewer runs than the significance test needs.
+    pub fn untested(&self) -> bool {
+        self.basis.untested() && self.verdict != Verdict::Unknown
+    }
+
+    /// Whether this is a rise beyond the threshold judged without the test: it fails only with
+    /// `--fail-untested` (or `--threshold-only`).
+    pub fn untested_rise(&self) -> bool {
+        self.basis.untested() && self.threshold_verdict == Verdict::Regression
+    }
 }
 
 /// How a candidate's runs were matched with the baseline's.
@@ -63,8 +93,8 @@ pub struct Matrix {
     /// Row name and one cell per column (`None`: no run, or unknown).
     pub rows: Vec<(String, Vec<Option<u64>>)>,
     /// Each candidate group's verdict against A per load case (`Unknown` where a group has no
-    /// run of the case).
-    pub verdicts: Vec<(String, Vec<Verdict>)>,
+    /// run of the case), decided by the same rule as the statistics rows.
+    pub verdicts: Vec<(String, Vec<Change>)>,
 }
 
 /// Everything `compare` reports.
@@ -151,6 +181,12 @@ impl Comparison {
     /// For each candidate group with a regression in some load case of the matrix: its name
     /// and those load cases.
     pub fn case_regressions(&self) -> Vec<(String, Vec<String>)> {
+        self.cases_where(|c| c.verdict == Verdict::Regression)
+    }
+
+    /// For each candidate group with some load case of the matrix whose verdict satisfies
+    /// `pred`: its name and those load cases.
+    pub fn cases_where(&self, pred: impl Fn(&Change) -> bool) -> Vec<(String, Vec<String>)> {
         let Some(m) = &self.matrix else {
             return Vec::new();
         };
@@ -162,7 +198,7 @@ impl Comparison {
                     .columns
                     .iter()
                     .zip(cells)
-                    .filter(|(_, v)| **v == Verdict::Regression)
+                    .filter(|(_, v)| pred(v))
                     .map(|(c, _)| c.clone())
                     .collect();
                 (!cases.is_empty()).then(|| (g.name.clone(), cases))
@@ -199,9 +235,7 @@ fn stat_row(groups: &[Group], stat: Stat, t: &Thresholds, keys: &[Key]) -> StatR
     }
 }
 
-/// A change with its verdict: a change beyond the threshold stands when the per-run values
-/// differ significantly, is "no significant difference" when they do not, and "undecided" when
-/// the runs are too few for the test to decide (unless `--threshold-only`).
+/// A change with its verdict, decided by [`Thresholds::decide`] (the one rule for every cell).
 fn change(
     t: &Thresholds,
     verdict: Verdict,
@@ -209,23 +243,12 @@ fn change(
     cand: Option<u64>,
     test: Option<Test>,
 ) -> Change {
-    let beyond = matches!(
-        verdict,
-        Verdict::Better | Verdict::Worse | Verdict::Regression
-    );
-    let decided = match &test {
-        _ if !beyond || t.threshold_only => verdict,
-        Some(test) if test.decidable() && test.significant() => verdict,
-        Some(test) if test.decidable() => Verdict::NotSignificant,
-        // Too few runs to test: a regression by the threshold still fails (a gate never passes
-        // a change it could not test; the text says it is untested); better/worse are undecided.
-        _ if verdict == Verdict::Regression => Verdict::Regression,
-        _ => Verdict::Undecided,
-    };
+    let (decided, basis) = t.decide(verdict, test.as_ref());
     Change {
         delta: base.zip(cand).map(|(b, c)| c as i128 - b as i128),
         delta_pct: base.zip(cand).and_then(|(b, c)| delta_pct(b, c)),
         verdict: decided,
+        basis,
         threshold_verdict: verdict,
         test,
     }
@@ -312,7 +335,7 @@ fn case_verdicts(
     cases: &[String],
     t: &Thresholds,
     keys: &[Key],
-) -> Vec<(String, Vec<Verdict>)> {
+) -> Vec<(String, Vec<Change>)> {
     let of_case = |g: &Group, case: &str| -> Vec<RunData> {
         g.runs
             .iter()
@@ -328,13 +351,13 @@ fn case_verdicts(
                 .map(|case| {
                     let (a, b) = (of_case(&groups[0], case), of_case(g, case));
                     if a.is_empty() || b.is_empty() {
-                        return Verdict::Unknown;
+                        return change(t, Verdict::Unknown, None, None, None);
                     }
                     let (ma, mb) = (Merged::of(&a), Merged::of(&b));
                     let (va, vb) = (ma.value(stat), mb.value(stat));
                     let supported = ma.supports(stat) && mb.supports(stat);
                     let test = pairing(keys, &a, &b).test(stat);
-                    change(t, t.judge(stat, va, vb, supported), va, vb, test).verdict
+                    change(t, t.judge(stat, va, vb, supported), va, vb, test)
                 })
                 .collect();
             (format!("{} vs A", g.name), cells)

@@ -176,6 +176,7 @@ mod tests {
             max_ns: None,
             sum_ns: 0.0,
             missed: 0,
+            deadlines: 0,
             run: RunSettings {
                 interval: interval.into(),
                 priority: "90".into(),

@@ -1,11 +1,11 @@
-//! `compare --json`: the comparison as one JSON document, schema `rtscope.compare/1`
+//! `compare --json`: the comparison as one JSON document, schema `rtscope.compare/2`
 //! (documented in docs/compare.md).
 
-use super::analysis::{Comparison, Group, Matrix, StatRow};
+use super::analysis::{Change, Comparison, Group, Matrix, StatRow};
 use serde_json::{json, Value};
 
 /// The schema name and version written into every document.
-pub const SCHEMA: &str = "rtscope.compare/1";
+pub const SCHEMA: &str = "rtscope.compare/2";
 
 /// Builds the document; `exit_code` is the code the command exits with.
 pub fn document(c: &Comparison, exit_code: i32) -> Value {
@@ -18,6 +18,8 @@ pub fn document(c: &Comparison, exit_code: i32) -> Value {
             "default_pct": c.thresholds.default_pct,
             "per_stat_pct": c.thresholds.per_stat.iter().map(|(s, p)| (s.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
             "min_delta_ns": c.thresholds.min_delta_ns,
+            "threshold_only": c.thresholds.threshold_only,
+            "fail_untested": c.thresholds.fail_untested,
         },
         "statistics": c.stats.iter().map(|r| stat(r, &names)).collect::<Vec<_>>(),
         "matrix": c.matrix.as_ref().map(matrix),
@@ -57,34 +59,42 @@ fn group(g: &Group) -> Value {
 }
 
 fn stat(r: &StatRow, names: &[&str]) -> Value {
-    let unit = if r.stat.is_count() { "count" } else { "ns" };
     json!({
         "stat": r.stat.name(),
-        "unit": unit,
+        "unit": r.stat.unit(),
         "threshold_pct": r.threshold_pct,
         "floor": r.floor,
         "values": names.iter().zip(&r.values).map(|(n, v)| (n.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
-        "changes": names[1..].iter().zip(&r.changes).map(|(n, ch)| json!({
-            "group": n,
-            "delta": ch.delta.map(|d| d as i64),
-            "delta_pct": ch.delta_pct,
-            "verdict": ch.verdict.word().to_lowercase(),
-            "threshold_verdict": ch.threshold_verdict.word().to_lowercase(),
-            "mann_whitney": ch.test.as_ref().map(|t| json!({
-                "u": t.u, "p": t.p, "min_p": t.min_p, "decidable": t.decidable(),
-                "strata": t.sizes.iter().map(|(b, c)| json!([b, c])).collect::<Vec<_>>(),
-            })),
-        })).collect::<Vec<_>>(),
+        "changes": names[1..].iter().zip(&r.changes).map(|(n, ch)| {
+            let mut v = change(ch);
+            v["group"] = json!(n);
+            v
+        }).collect::<Vec<_>>(),
+    })
+}
+
+/// One verdict cell (a statistic's change, or a load case's in the matrix).
+fn change(ch: &Change) -> Value {
+    json!({
+        "delta": ch.delta.map(|d| d as i64),
+        "delta_pct": ch.delta_pct,
+        "verdict": ch.verdict.word(),
+        "untested": ch.untested(),
+        "threshold_verdict": ch.threshold_verdict.word(),
+        "mann_whitney": ch.test.as_ref().map(|t| json!({
+            "u": t.u, "p": t.p, "min_p": t.min_p, "decidable": t.decidable(),
+            "strata": t.sizes.iter().map(|(b, c)| json!([b, c])).collect::<Vec<_>>(),
+        })),
     })
 }
 
 fn matrix(m: &Matrix) -> Value {
     json!({
         "stat": m.stat.name(),
-        "unit": if m.stat.is_count() { "count" } else { "ns" },
+        "unit": m.stat.unit(),
         "rows_by": m.rows_by,
         "columns": m.columns,
         "rows": m.rows.iter().map(|(name, cells)| json!({"name": name, "cells": cells})).collect::<Vec<_>>(),
-        "verdicts": m.verdicts.iter().map(|(name, v)| json!({"name": name, "cells": v.iter().map(|v| v.word().to_lowercase()).collect::<Vec<_>>()})).collect::<Vec<_>>(),
+        "verdicts": m.verdicts.iter().map(|(name, v)| json!({"name": name, "cells": v.iter().map(change).collect::<Vec<_>>()})).collect::<Vec<_>>(),
     })
 }

@@ -3,7 +3,7 @@
 
 use rtscope_core::{Histogram, Nanos, Percentile, PERCENTILES};
 use rtscope_session::UsageError;
-use rtscope_store::{CampaignRun, RunDetail, RunId, RunStatus};
+use rtscope_store::{CampaignRun, RunDetail, RunId, RunStatus, SampleRule};
 
 /// A statistic `compare` can put side by side. Lower is better for every one of them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -16,9 +16,13 @@ pub enum Stat {
     Quantile(f64, &'static str),
     /// The largest latency (exact, also for imports whose histogram overflowed).
     Max,
-    /// Missed periods, a count summed over the runs.
+    /// Missed deadlines per deadline: missed / (samples + missed) over the runs, a rate in
+    /// parts per billion ([`PPB`]), so runs of different length compare.
     Missed,
 }
+
+/// The unit of [`Stat::Missed`]'s values: missed deadlines per 10⁹ deadlines.
+pub const PPB: u64 = 1_000_000_000;
 
 /// The names `--stat`, `--threshold` and `--matrix` accept, for messages.
 pub const STAT_NAMES: &str =
@@ -57,19 +61,46 @@ impl Stat {
         }
     }
 
-    /// Whether the statistic is a count rather than a latency in ns.
-    pub fn is_count(&self) -> bool {
+    /// Whether the statistic is a rate (missed deadlines per deadline) rather than a latency.
+    pub fn is_rate(&self) -> bool {
         matches!(self, Stat::Missed)
     }
 
-    /// Formats a value of this statistic for a table (`-` when unknown).
+    /// The unit of its values: `ns`, or `ppb` (missed deadlines per 10⁹ deadlines).
+    pub fn unit(&self) -> &'static str {
+        if self.is_rate() {
+            "ppb"
+        } else {
+            "ns"
+        }
+    }
+
+    /// Formats a value of this statistic for a table (`-` when unknown); a rate as % of the
+    /// deadlines (`0.0123%`).
     pub fn show(&self, v: Option<u64>) -> String {
         match v {
             None => "-".into(),
-            Some(n) if self.is_count() => n.to_string(),
+            Some(n) if self.is_rate() => rate_pct(n),
             Some(n) => Nanos(n).to_string(),
         }
     }
+
+    /// Formats a change of this statistic (`+1.2us`, `-0.0100%`).
+    pub fn show_delta(&self, d: i128) -> String {
+        let sign = if d < 0 { "-" } else { "+" };
+        let v = Some(d.unsigned_abs().min(u64::MAX as u128) as u64);
+        format!("{sign}{}", self.show(v))
+    }
+}
+
+/// A rate in ppb as a percentage with three significant digits (`12.3%`, `0.000100%`).
+fn rate_pct(ppb: u64) -> String {
+    if ppb == 0 {
+        return "0%".into();
+    }
+    let pct = ppb as f64 / 1e7;
+    let decimals = (2 - pct.log10().floor() as i32).clamp(0, 9) as usize;
+    format!("{pct:.decimals$}%")
 }
 
 /// How a run measured: the settings `rtscope compare` warns about when groups differ.
@@ -137,8 +168,11 @@ pub struct RunData {
     pub max_ns: Option<u64>,
     /// Sum of all latencies, ns (from the per-thread means).
     pub sum_ns: f64,
-    /// Missed periods.
+    /// Missed deadlines.
     pub missed: u64,
+    /// Deadlines: samples + missed (runs of the old sample rule, which sampled each missed
+    /// deadline, have one sample per deadline).
+    pub deadlines: u64,
     /// How it measured (interval, priority, threads, policy).
     pub run: RunSettings,
     /// The `(check id, setting)` pairs of its stored preflight audit (empty: none stored).
@@ -181,6 +215,10 @@ impl RunData {
                 .map(|t| t.mean_ns.unwrap_or(0.0) * t.samples as f64)
                 .sum(),
             missed: s.missed,
+            deadlines: match d.sample_rule() {
+                SampleRule::WakeUp => s.samples.saturating_add(s.missed),
+                SampleRule::Deadline => s.samples,
+            },
             run: RunSettings::of(d),
             settings: Vec::new(),
         }
@@ -208,8 +246,10 @@ pub struct Merged {
     pub max_ns: Option<u64>,
     /// Sum of latencies, ns.
     pub sum_ns: f64,
-    /// Missed periods.
+    /// Missed deadlines.
     pub missed: u64,
+    /// Deadlines (samples + missed).
+    pub deadlines: u64,
     /// Some run has samples but no histogram: percentiles are unknown.
     pub missing_hist: bool,
     /// The lowest histogram max of the runs whose histogram lacks some samples (imported
@@ -228,6 +268,7 @@ impl Merged {
             m.max_ns = m.max_ns.into_iter().chain(r.max_ns).max();
             m.sum_ns += r.sum_ns;
             m.missed += r.missed;
+            m.deadlines += r.deadlines;
             let placed = r.hist.count();
             m.missing_hist |= placed == 0 && r.samples > 0;
             if placed > 0 && placed < r.samples {
@@ -248,12 +289,18 @@ impl Merged {
         match stat {
             Stat::Min => self.min_ns,
             Stat::Max => self.max_ns,
-            Stat::Missed => Some(self.missed),
+            Stat::Missed => self.miss_rate(),
             Stat::Mean => {
                 (self.samples > 0).then(|| (self.sum_ns / self.samples as f64).round() as u64)
             }
             Stat::Quantile(q, _) => self.quantile(q),
         }
+    }
+
+    /// Missed deadlines per 10⁹ deadlines, rounded to the nearest (`None` without deadlines).
+    pub fn miss_rate(&self) -> Option<u64> {
+        let d = u128::from(self.deadlines);
+        (d > 0).then(|| ((u128::from(self.missed) * u128::from(PPB) + d / 2) / d) as u64)
     }
 
     fn quantile(&self, q: f64) -> Option<u64> {
@@ -319,6 +366,7 @@ mod tests {
             max_ns: Some(max),
             sum_ns: 0.0,
             missed: 2,
+            deadlines: samples + 2,
             run: RunSettings::default(),
             settings: Vec::new(),
         }
@@ -331,7 +379,11 @@ mod tests {
         let m = Merged::of([&a, &b]);
         assert_eq!(m.overflow_floor, Some(1_000));
         assert_eq!(m.value(Stat::Max), Some(500_000));
-        assert_eq!(m.value(Stat::Missed), Some(4));
+        // 4 missed of 204 deadlines.
+        assert_eq!(m.value(Stat::Missed), Some(19_607_843));
+        assert_eq!(Stat::Missed.show(Some(19_607_843)), "1.96%");
+        assert_eq!(Stat::Missed.show(Some(100)), "0.0000100%");
+        assert_eq!(Stat::Missed.show_delta(-1_000_000), "-0.100%");
         assert_eq!(m.value(Stat::Quantile(0.5, "p50")), None);
         assert_eq!(m.value(Stat::Quantile(0.49, "p49")), Some(1_000));
         assert_eq!(m.value(Stat::Quantile(0.999, "p99.9")), None);

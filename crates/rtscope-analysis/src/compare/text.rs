@@ -97,24 +97,11 @@ fn groups(groups: &[Group]) -> String {
     s
 }
 
-/// The verdict as printed: `undecided (n=1 per side)` names the runs the test lacked.
-fn verdict_text(c: &Change, threshold_only: bool) -> String {
-    match (c.verdict, &c.test) {
-        (Verdict::Undecided, Some(t)) => format!("undecided (n={})", t.runs_text()),
-        (Verdict::Regression, Some(t)) if !t.decidable() && !threshold_only => {
-            format!("REGRESSION (untested, n={})", t.runs_text())
-        }
-        (Verdict::Undecided, None) => "undecided (no matching runs)".into(),
-        (v, _) => v.word().to_string(),
-    }
-}
-
 fn change_text(stat: Stat, c: &Change) -> String {
     match (c.delta_pct, c.delta) {
         (Some(p), _) => format!("{p:+.1}%"),
         (None, Some(0)) => "0".into(),
-        (None, Some(d)) if stat.is_count() => format!("{d:+}"),
-        (None, Some(d)) => format!("+{}", Nanos(d.unsigned_abs() as u64)),
+        (None, Some(d)) => stat.show_delta(d),
         (None, None) => "-".into(),
     }
 }
@@ -132,7 +119,7 @@ fn side_by_side(c: &Comparison) -> String {
         row.extend(r.values.iter().map(|v| r.stat.show(*v)));
         for ch in &r.changes {
             row.push(change_text(r.stat, ch));
-            row.push(verdict_text(ch, c.thresholds.threshold_only));
+            row.push(ch.label(true));
         }
         rows.push(row);
     }
@@ -153,6 +140,16 @@ fn side_by_side(c: &Comparison) -> String {
     s
 }
 
+/// Every change of the comparison: statistics rows, then the matrix cells.
+fn all_changes(c: &Comparison) -> impl Iterator<Item = &Change> {
+    let cells = c
+        .matrix
+        .iter()
+        .flat_map(|m| &m.verdicts)
+        .flat_map(|(_, v)| v);
+    c.stats.iter().flat_map(|r| &r.changes).chain(cells)
+}
+
 fn thresholds_line(c: &Comparison) -> String {
     let t = &c.thresholds;
     let mut s = format!("threshold {}%", t.default_pct);
@@ -164,12 +161,24 @@ fn thresholds_line(c: &Comparison) -> String {
         "; latency changes up to {} are noise",
         Nanos(t.min_delta_ns)
     );
-    if c.stats
-        .iter()
-        .flat_map(|r| &r.changes)
-        .any(|ch| ch.verdict == Verdict::Worse)
-    {
-        s.push_str("; worse = beyond the threshold on too few samples to fail");
+    if c.stats.iter().any(|r| r.stat.is_rate()) {
+        s.push_str(
+            "; missed = missed deadlines in % of all deadlines (missed / (samples + missed))",
+        );
+    }
+    if all_changes(c).any(|ch| ch.verdict == Verdict::Worse) {
+        s.push_str("; worse = higher beyond the threshold but not failing (a percentile on too few samples, or untested)");
+    }
+    if all_changes(c).any(Change::untested) {
+        let _ = write!(
+            s,
+            "; untested = too few runs for the significance test, judged by the threshold alone ({})",
+            if t.fail_untested || t.threshold_only {
+                "a rise fails"
+            } else {
+                "a rise is worse and does not fail; --fail-untested fails it"
+            }
+        );
     }
     if c.thresholds.threshold_only {
         s.push_str("; --threshold-only: no significance test");
@@ -242,7 +251,7 @@ fn matrix(m: &Matrix) -> String {
     }
     for (name, verdicts) in &m.verdicts {
         let mut row = vec![name.clone()];
-        row.extend(verdicts.iter().map(|v| short_word(*v).to_string()));
+        row.extend(verdicts.iter().map(|v| v.label(false)));
         rows.push(row);
     }
     format!(
@@ -251,16 +260,6 @@ fn matrix(m: &Matrix) -> String {
         m.rows_by,
         table::columns(&rows, 1)
     )
-}
-
-/// A verdict in a matrix cell (`n.s.`: no significant difference).
-fn short_word(v: Verdict) -> &'static str {
-    match v {
-        Verdict::NotSignificant => "n.s.",
-        Verdict::Undecided => "undecided",
-        Verdict::Unknown => "-",
-        other => other.word(),
-    }
 }
 
 /// The last line: the overall verdict.
@@ -287,35 +286,41 @@ pub fn verdict_line(c: &Comparison) -> String {
     } else {
         format!("verdict: REGRESSION against A: {}\n", bad.join("; "))
     };
-    let untested = untested_regressions(c);
+    let untested = untested_rises(c);
     if !untested.is_empty() {
+        let t = &c.thresholds;
+        let effect = if t.fail_untested || t.threshold_only {
+            "it fails the gate"
+        } else {
+            "reported as worse, not failing; --fail-untested fails it"
+        };
         let _ = writeln!(
             line,
-            "untested: {} (worse beyond the threshold on too few runs for the significance test; it fails the gate, repeat the runs to let the test decide)",
+            "untested: {} (higher beyond the threshold on too few runs for the significance test; {effect}; repeat the runs to let the test decide)",
             untested.join("; ")
         );
     }
     line
 }
 
-/// The candidates' statistics judged a regression by the threshold alone because the groups
-/// hold too few runs for the significance test.
-fn untested_regressions(c: &Comparison) -> Vec<String> {
+/// The candidates' statistics and load cases that rose beyond the threshold on too few runs
+/// for the significance test (failing or not).
+fn untested_rises(c: &Comparison) -> Vec<String> {
     let mut out = Vec::new();
     for (i, g) in c.groups.iter().enumerate().skip(1) {
         let stats: Vec<&str> = c
             .stats
             .iter()
-            .filter(|r| {
-                let ch = &r.changes[i - 1];
-                ch.verdict == Verdict::Regression
-                    && !c.thresholds.threshold_only
-                    && ch.test.as_ref().is_some_and(|t| !t.decidable())
-            })
+            .filter(|r| r.changes[i - 1].untested_rise())
             .map(|r| r.stat.name())
             .collect();
         if !stats.is_empty() {
             out.push(format!("{} on {}", g.name, stats.join(", ")));
+        }
+    }
+    if let Some(m) = &c.matrix {
+        for (g, cases) in c.cases_where(Change::untested_rise) {
+            out.push(format!("{g} on {} in {}", m.stat.name(), cases.join(", ")));
         }
     }
     out

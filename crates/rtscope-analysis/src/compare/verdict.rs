@@ -1,32 +1,43 @@
 //! The verdict rule: when a change of a statistic is noise, an improvement, or a regression.
 //!
-//! For every statistic lower is better. With Δ = candidate − baseline:
+//! For every statistic lower is better. With Δ = candidate − baseline, the threshold rule
+//! ([`Thresholds::judge`]) gives:
 //! * `same`: |Δ| is at most the floor (`--min-delta` for latencies, 0 for `missed`), or at
 //!   most the threshold (`--threshold`, in % of the baseline);
 //! * `better`: lower by more than both;
 //! * `REGRESSION`: higher by more than both;
 //! * `worse`: higher by more than both, but the percentile rests on fewer than 10 expected
 //!   samples beyond it in one of the groups, so it is reported and does not fail;
-//! * `n/a`: a value is unknown (e.g. percentiles of an import without a histogram);
-//! * `no significant difference`: beyond the threshold, but the per-run values do not differ
-//!   significantly (a two-sided Mann–Whitney U test, stratified by scenario and load case,
-//!   p ≥ 0.05, see [`super::significance`]): the change is run-to-run noise;
-//! * `undecided`: beyond the threshold, but the groups hold too few runs for the test to reach
-//!   p < 0.05 whatever the values (e.g. one run per side): the threshold alone does not decide,
-//!   unless [`Thresholds::threshold_only`] (`--threshold-only`) asks for it.
+//! * `n/a`: a value is unknown (e.g. percentiles of an import without a histogram).
+//!
+//! Then the significance test of the per-run values (a two-sided Mann–Whitney U test,
+//! stratified by scenario, load case and tags, see [`super::significance`]) decides a change
+//! beyond the threshold, in ONE function, [`Thresholds::decide`], used for every cell
+//! (statistics rows, per-case matrix, JSON, CI outputs):
+//! * the test can decide ([`Basis::Tested`]): a significant change keeps its verdict, else it
+//!   is `no significant difference` (run-to-run noise, never fails);
+//! * the groups hold fewer runs than the test needs to reach p < 0.05 whatever the values, or
+//!   no stratum in common ([`Basis::Untested`], shown `(untested)` on every such cell): the
+//!   threshold alone judges it; a rise is `worse` (reported, not failing) unless
+//!   `--fail-untested` makes it a `REGRESSION`; a fall is `undecided` (never a rise);
+//! * `--threshold-only`: the threshold's verdict stands, a rise is a `REGRESSION`.
 
 use super::model::Stat;
+use super::significance::Test;
 use rtscope_core::Nanos;
 use rtscope_session::UsageError;
+use std::fmt;
 
-/// The outcome for one statistic of one candidate group.
+/// The outcome for one statistic of one candidate group. [`Verdict::word`] is its only string
+/// form: text, matrix cells, JSON and CI outputs all print it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     /// Improved beyond the threshold and the floor.
     Better,
     /// Within the threshold or the floor.
     Same,
-    /// Worse beyond both, on too few samples to fail.
+    /// Worse beyond both, but not failing: a percentile on too few samples, or an untested rise
+    /// without `--fail-untested`.
     Worse,
     /// Worse beyond both: fails the comparison.
     Regression,
@@ -35,13 +46,13 @@ pub enum Verdict {
     /// Beyond the threshold on the merged runs, but the per-run values of the two groups
     /// overlap (not significant at 5 %).
     NotSignificant,
-    /// Beyond the threshold on the merged runs, with too few runs for the significance test to
-    /// decide (its smallest possible p-value is not below 5 %).
+    /// *Lower* beyond the threshold on the merged runs, with too few runs for the significance
+    /// test to decide: not called better. Never a rise.
     Undecided,
 }
 
 impl Verdict {
-    /// The word printed and written to JSON.
+    /// The word printed and written to JSON (the one string form of the verdict).
     pub fn word(self) -> &'static str {
         match self {
             Verdict::Better => "better",
@@ -52,6 +63,37 @@ impl Verdict {
             Verdict::NotSignificant => "no significant difference",
             Verdict::Undecided => "undecided",
         }
+    }
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.word())
+    }
+}
+
+/// What a verdict rests on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Basis {
+    /// The significance test can decide: its design can reach p < 0.05.
+    Tested,
+    /// Fewer runs than the test needs (or no stratum with runs on both sides): the threshold
+    /// alone judged it. Every such cell is marked `untested`.
+    Untested,
+}
+
+impl Basis {
+    /// The basis of a verdict given its test (`None`: no stratum with runs on both sides).
+    pub fn of(test: Option<&Test>) -> Basis {
+        match test {
+            Some(t) if t.decidable() => Basis::Tested,
+            _ => Basis::Untested,
+        }
+    }
+
+    /// Whether the verdict is untested.
+    pub fn untested(self) -> bool {
+        self == Basis::Untested
     }
 }
 
@@ -67,6 +109,9 @@ pub struct Thresholds {
     /// Judge by the threshold and the floor alone, without the significance test (a gate on
     /// single runs, `--threshold-only`).
     pub threshold_only: bool,
+    /// Fail on a rise beyond the threshold that the test could not decide (`--fail-untested`);
+    /// by default it is `worse`, reported and not failing.
+    pub fail_untested: bool,
 }
 
 impl Thresholds {
@@ -85,6 +130,7 @@ impl Thresholds {
                 })?
                 .0,
             threshold_only: false,
+            fail_untested: false,
         };
         for text in thresholds {
             match text.split_once('=') {
@@ -109,7 +155,7 @@ impl Thresholds {
 
     /// The absolute floor of a statistic (ns, or a count).
     pub fn floor(&self, stat: Stat) -> u64 {
-        if stat.is_count() {
+        if stat.is_rate() {
             0
         } else {
             self.min_delta_ns
@@ -142,6 +188,30 @@ impl Thresholds {
         } else {
             Verdict::Worse
         }
+    }
+}
+
+impl Thresholds {
+    /// THE verdict rule for every cell: the threshold rule's verdict `threshold` and the
+    /// significance test of the cell's per-run values (`None`: no stratum with runs on both
+    /// sides) give the verdict and what it rests on. See the module documentation.
+    pub fn decide(&self, threshold: Verdict, test: Option<&Test>) -> (Verdict, Basis) {
+        let basis = Basis::of(test);
+        let beyond = matches!(
+            threshold,
+            Verdict::Better | Verdict::Worse | Verdict::Regression
+        );
+        let verdict = match (basis, test) {
+            _ if !beyond || self.threshold_only => threshold,
+            (Basis::Tested, Some(t)) if t.significant() => threshold,
+            (Basis::Tested, _) => Verdict::NotSignificant,
+            (Basis::Untested, _) => match threshold {
+                Verdict::Better => Verdict::Undecided,
+                Verdict::Regression if self.fail_untested => Verdict::Regression,
+                _ => Verdict::Worse,
+            },
+        };
+        (verdict, basis)
     }
 }
 
@@ -204,5 +274,40 @@ mod tests {
         assert!(Thresholds::parse(&["ten".into()], "1us").is_err());
         assert!(Thresholds::parse(&["p42=5%".into()], "1us").is_err());
         assert!(Thresholds::parse(&[], "fast").is_err());
+    }
+
+    #[test]
+    fn one_rule_decides_every_cell_and_a_rise_is_never_undecided() {
+        use super::super::significance::mann_whitney;
+        let shifted = mann_whitney(&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0]).unwrap();
+        let mixed = mann_whitney(&[1.0, 3.0, 5.0, 7.0], &[2.0, 4.0, 6.0, 8.0]).unwrap();
+        let single = mann_whitney(&[1.0, 2.0], &[5.0, 6.0]).unwrap();
+        let mut t = Thresholds::parse(&[], "1us").unwrap();
+        use Verdict::*;
+        let d = |t: &Thresholds, v, test| t.decide(v, test).0;
+        for (threshold, test, want) in [
+            (Regression, Some(&shifted), Regression),
+            (Regression, Some(&mixed), NotSignificant),
+            (Regression, Some(&single), Worse),
+            (Regression, None, Worse),
+            (Worse, Some(&single), Worse),
+            (Better, Some(&single), Undecided),
+            (Better, Some(&shifted), Better),
+            (Same, Some(&single), Same),
+            (Unknown, None, Unknown),
+        ] {
+            assert_eq!(d(&t, threshold, test), want, "{threshold:?} {test:?}");
+        }
+        assert_eq!(t.decide(Same, Some(&single)).1, Basis::Untested);
+        assert_eq!(t.decide(Same, Some(&mixed)).1, Basis::Tested);
+        t.fail_untested = true;
+        assert_eq!(d(&t, Regression, Some(&single)), Regression);
+        assert_eq!(d(&t, Worse, Some(&single)), Worse);
+        assert_eq!(d(&t, Regression, Some(&mixed)), NotSignificant);
+        t.fail_untested = false;
+        t.threshold_only = true;
+        assert_eq!(d(&t, Regression, Some(&mixed)), Regression);
+        assert_eq!(d(&t, Better, None), Better);
+        assert_eq!(Regression.to_string(), "REGRESSION");
     }
 }

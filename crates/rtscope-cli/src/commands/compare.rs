@@ -28,6 +28,7 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         .collect::<Result<Vec<_>, _>>()?;
     let mut thresholds = Thresholds::parse(&a.thresholds, &a.min_delta)?;
     thresholds.threshold_only = a.threshold_only;
+    thresholds.fail_untested = a.fail_untested;
     let matrix_stat = Stat::parse(&a.matrix, "--matrix")?;
     let store = record::open_existing(a.db.as_deref())?;
     let groups = a

@@ -11,8 +11,11 @@ use rtscope_store::{
 };
 use std::path::PathBuf;
 
-fn tmpdb() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rtscope-compare-unit-{}", std::process::id()));
+fn tmpdb(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "rtscope-compare-unit-{}-{name}",
+        std::process::id()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir.join("rtscope.db")
@@ -20,18 +23,30 @@ fn tmpdb() -> PathBuf {
 
 /// A finished one-thread run with `n` samples of `value_us`.
 fn add_run(s: &mut Store, value_us: u64, n: u64) -> i64 {
+    add_run_with(s, value_us, n, 0, &[])
+}
+
+/// A finished one-thread run with `n` samples of `value_us`, `missed` missed deadlines and
+/// `tags`.
+fn add_run_with(s: &mut Store, value_us: u64, n: u64, missed: u64, tags: &[(&str, &str)]) -> i64 {
     let id = s
         .begin_run(&NewRun {
             kind: RunKind::Measure,
             label: None,
-            tags: vec![],
+            tags: tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             started: "2026-11-22T03:00:00Z".into(),
             started_unix_ns: 1,
             pid: std::process::id(),
             tool_version: "0.1.0".into(),
             command_line_json: "[]".into(),
             config_json: "{}".into(),
-            environment: vec![("uname.release".into(), "6.18-rt".into())],
+            environment: vec![
+                ("uname.release".into(), "6.18-rt".into()),
+                ("rtscope.sample_rule".into(), "wake-up".into()),
+            ],
             threads: vec![ThreadInfo {
                 thread: 0,
                 cpu: Some(0),
@@ -55,7 +70,7 @@ fn add_run(s: &mut Store, value_us: u64, n: u64) -> i64 {
             max_ns: h.max().map(|v| v.0),
             max_cycle: Some(0),
             max_offset_ns: Some(0),
-            missed: 0,
+            missed,
             raw_dropped: 0,
             histogram: &h,
         }],
@@ -106,7 +121,7 @@ struct Wrap {
 
 #[test]
 fn campaigns_are_groups_and_their_plan_gives_the_load_cases() {
-    let path = tmpdb();
+    let path = tmpdb("campaigns");
     let mut s = Store::open(&path).unwrap();
     add_campaign(&mut s, "stock", 10, 40);
     add_campaign(&mut s, "rt", 10, 12);
@@ -133,4 +148,47 @@ fn campaigns_are_groups_and_their_plan_gives_the_load_cases() {
     let m = &doc["matrix"];
     assert_eq!(m["columns"], serde_json::json!(["idle", "hackbench"]));
     assert_eq!(m["rows"][1]["cells"], serde_json::json!([10_000, 40_000]));
+}
+
+/// Missed deadlines are compared as a rate: B's runs are twice as long with twice the misses
+/// (1 % of the deadlines each), so nothing changed, although B missed twice as many.
+#[test]
+fn missed_deadlines_compare_per_deadline_not_as_counts() {
+    let path = tmpdb("missed");
+    let mut s = Store::open(&path).unwrap();
+    for (k, n, missed) in [("a", 990, 10), ("b", 1_980, 20)] {
+        for round in ["1", "2"] {
+            add_run_with(&mut s, 10, n, missed, &[("kernel", k), ("round", round)]);
+        }
+    }
+    drop(s);
+    let db = path.to_str().unwrap();
+    let argv = ["compare", "--db", db, "kernel=a", "kernel=b", "--json"];
+    let a = Wrap::parse_from(argv).args;
+    let mut out = Vec::new();
+    assert_eq!(run(&a, &mut out).unwrap(), crate::exit::ExitStatus::Success);
+    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let missed = &doc["statistics"][4];
+    assert_eq!(missed["stat"], "missed");
+    assert_eq!(missed["unit"], "ppb");
+    assert_eq!(
+        missed["values"],
+        serde_json::json!({"A": 10_000_000, "B": 10_000_000})
+    );
+    assert_eq!(missed["changes"][0]["delta"], 0);
+    assert_eq!(missed["changes"][0]["verdict"], "same");
+    let a = Wrap::parse_from(&argv[..5]).args;
+    let mut out = Vec::new();
+    run(&a, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let row = text.lines().find(|l| l.starts_with("missed ")).unwrap();
+    let row = row.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(
+        row, "missed 1.00% 1.00% +0.0% same (untested, n=1 per side × 2 strata)",
+        "{text}"
+    );
+    assert!(
+        text.contains("missed = missed deadlines in % of all deadlines"),
+        "{text}"
+    );
 }
