@@ -112,6 +112,9 @@ pub fn measure_gpio(
     responder_cmd: Option<&str>,
     announce: &mut dyn FnMut(&GpioConfig) -> std::io::Result<()>,
 ) -> Result<Outcome, RespondError> {
+    // Everything that can be refused is refused before the responder program starts.
+    c.validate()?;
+    check_lines(&c)?;
     let mut child = match responder_cmd {
         Some(cmd) => Some(start_responder(cmd, &c.input)?),
         None => None,
@@ -167,6 +170,24 @@ pub fn measure_gpio(
         signal,
         error: r.error,
     })
+}
+
+/// Resolves every line of `c` on its chip (a missing chip or line is refused with the lines
+/// there are), without requesting any.
+pub fn check_lines(c: &GpioConfig) -> Result<(), RespondError> {
+    let external = match &c.responder {
+        gpio::Responder::External { stimulus_watch } => stimulus_watch.as_ref(),
+        gpio::Responder::Own => None,
+    };
+    let lines = [Some(&c.input), c.stimulus.as_ref(), c.response.as_ref()];
+    for line in lines
+        .into_iter()
+        .chain([c.watch.as_ref(), external])
+        .flatten()
+    {
+        gpio::cdev::line_in_use(line)?;
+    }
+    Ok(())
 }
 
 fn start_responder(cmd: &str, input: &LineId) -> Result<Child, RespondError> {

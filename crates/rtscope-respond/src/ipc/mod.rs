@@ -234,7 +234,9 @@ impl IpcConfig {
         }
     }
 
-    fn validate(&self) -> Result<(), crate::RespondError> {
+    /// Checks the settings (the front ends call it before anything starts; [`IpcRun::start`]
+    /// checks again).
+    pub fn validate(&self) -> Result<(), crate::RespondError> {
         let bad = |m: String| Err(crate::RespondError::Invalid(m));
         if self.interval.0 == 0 {
             return bad("the interval must be greater than 0".into());
