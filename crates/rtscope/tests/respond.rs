@@ -405,3 +405,30 @@ fn n7_a_sigkilled_sysvsem_run_leaks_no_semaphore_set() {
         sem_sets_with_keys(&keys).is_empty()
     });
 }
+
+#[test]
+fn latency_holds_a_pm_qos_request_for_the_run_and_records_it() {
+    let json = tmp("latency.json");
+    let mut args = vec![
+        "--ipc",
+        "eventfd",
+        "-l",
+        "20",
+        "-q",
+        "--latency",
+        "0",
+        "--json",
+    ];
+    args.push(json.to_str().unwrap());
+    args.extend(UNPRIVILEGED);
+    let o = rtscope(&args);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["config"]["cpu_dma_latency_us"], 0, "{}", doc["config"]);
+    assert_eq!(doc["config"]["pacing"], "timer");
+    let _ = std::fs::remove_file(json);
+    let o = rtscope(&["--ipc", "eventfd", "-l", "5", "--latency", "-1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("--latency"), "{:?}", text(&o));
+}

@@ -190,7 +190,7 @@ fn gpio_config(a: &RespondArgs, input: &str) -> Result<GpioConfig, UsageError> {
 /// What a checked invocation measures.
 enum Work {
     Ipc(Vec<IpcConfig>),
-    Gpio(GpioConfig),
+    Gpio(Box<GpioConfig>),
 }
 
 /// Checks the whole invocation before anything starts (no database, no memory lock, no
@@ -209,7 +209,7 @@ fn work(a: &RespondArgs) -> Result<Work, UsageError> {
         (None, Some(input)) => {
             let c = gpio_config(a, input)?;
             c.validate().map_err(UsageError::from_error)?;
-            Ok(Work::Gpio(c))
+            Ok(Work::Gpio(Box::new(c)))
         }
         (None, None) => Err(UsageError::new("nothing to measure").hint(
             "use --ipc eventfd (or all), or a GPIO --input LINE; see rtscope respond --help",
@@ -316,7 +316,7 @@ fn measure(a: &RespondArgs, work: Work, out: &mut dyn Write) -> anyhow::Result<O
                 c.pacing.name()
             ))
         }),
-        Work::Gpio(c) => respond::measure_gpio(c, a.responder_cmd.as_deref(), &mut |c| {
+        Work::Gpio(c) => respond::measure_gpio(*c, a.responder_cmd.as_deref(), &mut |c| {
             announce(format!("gpio {}", c.mode().name()))
         }),
     };
