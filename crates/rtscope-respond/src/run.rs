@@ -84,7 +84,8 @@ pub fn ipc_row(r: IpcResult) -> Row {
         extra: json!({
             "mechanism": r.kind.name(), "placement": r.placement.kind(),
             "sender_cpu": r.placement.sender, "receiver_cpu": r.placement.receiver,
-            "interval_ns": r.interval.0, "burst": r.burst, "sent": r.sent,
+            "interval_ns": r.interval.0, "burst": r.burst, "pacing": r.pacing.name(),
+            "sent": r.sent,
             "send_failed": r.send_failed, "received": r.received(), "lost": r.lost(),
             "sequence_gaps": r.gaps, "wakeups": r.wakeups, "overruns": r.overruns,
             "skipped_intervals": r.skipped_intervals,

@@ -432,3 +432,40 @@ fn latency_holds_a_pm_qos_request_for_the_run_and_records_it() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("--latency"), "{:?}", text(&o));
 }
+
+#[test]
+fn the_handshake_pacing_runs_every_mechanism_with_an_rt_tests_peer() {
+    let json = tmp("handshake.json");
+    let mut args = vec![
+        "--ipc",
+        "futex,mqueue,signal,sysvsem",
+        "--pacing",
+        "handshake",
+    ];
+    args.extend([
+        "-l",
+        "50",
+        "-i",
+        "200us",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    args.extend(UNPRIVILEGED);
+    let o = rtscope(&args);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    for r in results {
+        assert_eq!(r["pacing"], "handshake", "{r}");
+        assert_eq!(
+            (r["received"].as_u64(), r["lost"].as_u64()),
+            (Some(50), Some(0)),
+            "{r}"
+        );
+        assert!(r["rt_tests_peer"].is_string(), "{r}");
+    }
+    let _ = std::fs::remove_file(json);
+}

@@ -90,6 +90,8 @@ pub struct IpcResult {
     pub interval: Nanos,
     /// Events per burst.
     pub burst: u32,
+    /// How the sender was paced.
+    pub pacing: Pacing,
     /// Wall-clock start and end.
     pub started: SystemTime,
     /// Wall-clock end.
@@ -291,6 +293,7 @@ impl IpcRun {
             priority: self.config.priority,
             interval: self.config.interval,
             burst: self.config.burst,
+            pacing: self.config.pacing,
             started: self.started,
             ended: SystemTime::now(),
             clock_start: self.clock_start,
