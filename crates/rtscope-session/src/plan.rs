@@ -382,13 +382,7 @@ impl RunPlan {
             let p = Problem::ThreadCount { asked: n, max };
             return Err(PlanError::new(Field::Threads, p));
         }
-        if s.interval.0 == 0 {
-            return Err(PlanError::new(Field::Interval, Problem::ZeroInterval));
-        }
-        if s.interval < MIN_INTERVAL {
-            let p = Problem::IntervalTooShort { asked: s.interval };
-            return Err(PlanError::new(Field::Interval, p));
-        }
+        check_interval(s.interval)?;
         check_length(s, n)?;
         if s.event_capacity > MAX_EVENT_CAPACITY {
             let p = Problem::EventCapacity {
@@ -472,6 +466,18 @@ pub fn check_priority(policy: Policy, priority: i32) -> Result<(), PlanError> {
             policy: policy.name(),
         };
         return Err(PlanError::new(Field::Priority, p));
+    }
+    Ok(())
+}
+
+/// Checks an interval: more than 0 and at least [`MIN_INTERVAL`]. Every front end's one check.
+pub fn check_interval(interval: Nanos) -> Result<(), PlanError> {
+    if interval.0 == 0 {
+        return Err(PlanError::new(Field::Interval, Problem::ZeroInterval));
+    }
+    if interval < MIN_INTERVAL {
+        let p = Problem::IntervalTooShort { asked: interval };
+        return Err(PlanError::new(Field::Interval, p));
     }
     Ok(())
 }

@@ -469,3 +469,15 @@ fn the_handshake_pacing_runs_every_mechanism_with_an_rt_tests_peer() {
     }
     let _ = std::fs::remove_file(json);
 }
+
+#[test]
+fn a_bad_interval_or_burst_is_refused_naming_the_flag() {
+    assert_refused(&["-i", "0"], "--interval", "greater than 0");
+    assert_refused(&["-i", "500ns"], "--interval", "at least 1us");
+    assert_refused(&["--burst", "0"], "--burst", "1..=");
+    assert_refused(
+        &["--pacing", "handshake", "--burst", "2"],
+        "--burst",
+        "ready token",
+    );
+}

@@ -102,6 +102,19 @@ fn ipc_configs(a: &RespondArgs, list: &str) -> Result<Vec<IpcConfig>, UsageError
             .collect::<Result<_, _>>()?
     };
     let interval = dur(a.interval.as_deref().unwrap_or("1ms"), "--interval")?;
+    rtscope_session::plan::check_interval(interval).map_err(plan_error)?;
+    let most = rtscope_respond::ipc::MAX_BURST;
+    if a.burst == 0 || a.burst > most {
+        return Err(UsageError::new(format!(
+            "invalid value '{}' for '--burst': use 1..={most} events per interval",
+            a.burst
+        )));
+    }
+    if a.pacing == PacingArg::Handshake && a.burst != 1 {
+        return Err(UsageError::new(
+            "'--burst' cannot be used with '--pacing handshake': it sends one event per ready token",
+        ));
+    }
     let event_threshold = a
         .event_above
         .as_deref()
@@ -173,7 +186,11 @@ fn gpio_config(a: &RespondArgs, input: &str) -> Result<GpioConfig, UsageError> {
         watch: line(&a.watch)?,
         responder,
         options,
-        interval: dur(a.interval.as_deref().unwrap_or("10ms"), "--interval")?,
+        interval: {
+            let i = dur(a.interval.as_deref().unwrap_or("10ms"), "--interval")?;
+            rtscope_session::plan::check_interval(i).map_err(plan_error)?;
+            i
+        },
         count: loops,
         duration: if loops.is_some() && a.duration.is_none() {
             None

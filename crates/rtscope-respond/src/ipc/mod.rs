@@ -118,6 +118,9 @@ impl std::fmt::Display for IpcKind {
     }
 }
 
+/// The most events per burst: half the receiver's send-time ring.
+pub const MAX_BURST: u32 = (receiver::SLOTS / 2) as u32;
+
 /// How the sender is paced, and so which interval is measured (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Pacing {
@@ -246,11 +249,8 @@ impl IpcConfig {
                 "the handshake pacing sends one event per ready token: drop --burst".into(),
             );
         }
-        if self.burst == 0 || self.burst as usize > receiver::SLOTS / 2 {
-            return bad(format!(
-                "the burst must be 1..={} events",
-                receiver::SLOTS / 2
-            ));
+        if self.burst == 0 || self.burst > MAX_BURST {
+            return bad(format!("the burst must be 1..={MAX_BURST} events"));
         }
         if self.policy.is_realtime_priority() && !(1..=99).contains(&self.priority) {
             return bad(format!(
