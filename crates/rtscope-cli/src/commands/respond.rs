@@ -292,6 +292,16 @@ pub fn run(
             return Err(e.into());
         }
     };
+    if let (Some(d), false) = (&dma, a.quiet) {
+        let was = d
+            .previous_us
+            .map_or("unknown".into(), |p| format!("{p} us"));
+        let _ = writeln!(
+            out,
+            "# cpu_dma_latency held at {} us (was {was})",
+            d.value_us
+        );
+    }
     let (started, clock_start) = (SystemTime::now(), sys::now(libc::CLOCK_MONOTONIC));
     let result = measure(a, work, out);
     drop(dma);
