@@ -269,38 +269,10 @@ pub fn run(
         .map(|p| OutputFile::prepare(p, "--json"))
         .transpose()?;
     respond::hold_signals();
+    let dma = hold_latency(a, out)?;
     let mlocked = !a.no_mlock;
     if mlocked {
         sys::mlockall().map_err(rtscope_engine::EngineError::Mlock)?;
-    }
-    // The engine's PM QoS guard, as measure's: held until the measurement ends, restored by the
-    // kernel when it is dropped or the process dies.
-    let dma = a
-        .latency
-        .map(rtscope_engine::knobs::DmaLatencyGuard::set)
-        .transpose()
-        .map_err(|e| {
-            UsageError::from_error(e)
-                .hint("--latency needs root (or write access to /dev/cpu_dma_latency)")
-        });
-    let dma = match dma {
-        Ok(d) => d,
-        Err(e) => {
-            if mlocked {
-                sys::munlockall();
-            }
-            return Err(e.into());
-        }
-    };
-    if let (Some(d), false) = (&dma, a.quiet) {
-        let was = d
-            .previous_us
-            .map_or("unknown".into(), |p| format!("{p} us"));
-        let _ = writeln!(
-            out,
-            "# cpu_dma_latency held at {} us (was {was})",
-            d.value_us
-        );
     }
     let (started, clock_start) = (SystemTime::now(), sys::now(libc::CLOCK_MONOTONIC));
     let result = measure(a, work, out);
@@ -322,6 +294,28 @@ pub fn run(
     Ok(store.map_or(status, |s| {
         save(s, &meta, &o.rows, o.signal.is_some(), status, out)
     }))
+}
+
+/// The engine's PM QoS guard, as measure's, for `--latency`: held until the measurement ends,
+/// restored by the kernel when it is dropped or the process dies.
+fn hold_latency(
+    a: &RespondArgs,
+    out: &mut dyn Write,
+) -> Result<Option<rtscope_engine::knobs::DmaLatencyGuard>, UsageError> {
+    let Some(us) = a.latency else {
+        return Ok(None);
+    };
+    let d = rtscope_engine::knobs::DmaLatencyGuard::set(us).map_err(|e| {
+        UsageError::from_error(e)
+            .hint("--latency needs root (or write access to /dev/cpu_dma_latency)")
+    })?;
+    if !a.quiet {
+        let was = d
+            .previous_us
+            .map_or("unknown".into(), |p| format!("{p} us"));
+        let _ = writeln!(out, "# cpu_dma_latency held at {us} us (was {was})");
+    }
+    Ok(Some(d))
 }
 
 /// Runs the IPC or GPIO measurement the flags ask for.
