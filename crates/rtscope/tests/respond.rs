@@ -368,15 +368,16 @@ fn sem_sets_with_keys(keys: &[i32]) -> Vec<String> {
         .collect()
 }
 
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    // Generous: the condition is about what happens, not how fast (load may be high).
+/// Whether `done` came true; generous, since the condition is about what happens, not how fast
+/// (load may be high).
+fn comes_true(mut done: impl FnMut() -> bool) -> bool {
     for _ in 0..1200 {
         if done() {
-            return;
+            return true;
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    panic!("{what}");
+    false
 }
 
 #[test]
@@ -390,20 +391,23 @@ fn n7_a_sigkilled_sysvsem_run_leaks_no_semaphore_set() {
         .unwrap();
     // The keys rtscope uses for this process's sets (key 0x52PPPPPn, docs/respond.md).
     let keys = rtscope_respond::ipc::sysv_keys_of(child.id());
-    wait_for(
-        "the run's semaphore set never appeared under its key",
-        || !sem_sets_with_keys(&keys).is_empty(),
-    );
+    let appeared = comes_true(|| !sem_sets_with_keys(&keys).is_empty());
     // SAFETY: kill with our own child's pid and SIGKILL.
     unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
     let status = child.wait().unwrap();
+    assert!(
+        appeared,
+        "the run's semaphore set never appeared under its key"
+    );
     assert_eq!(
         std::os::unix::process::ExitStatusExt::signal(&status),
         Some(9)
     );
-    wait_for("the SIGKILLed run's semaphore set was left behind", || {
-        sem_sets_with_keys(&keys).is_empty()
-    });
+    assert!(
+        comes_true(|| sem_sets_with_keys(&keys).is_empty()),
+        "the SIGKILLed run's semaphore set was left behind: {:?}",
+        sem_sets_with_keys(&keys)
+    );
 }
 
 #[test]
