@@ -7,7 +7,7 @@ use std::path::PathBuf;
 mod fleet;
 mod respond;
 pub use fleet::FleetArgs;
-pub use respond::{BiasArg, EdgesArg, EventClockArg, RespondArgs, RespondPolicyArg};
+pub use respond::{BiasArg, EdgesArg, EventClockArg, PacingArg, RespondArgs, RespondPolicyArg};
 
 /// `rtscope --version`: the version, the target triple and the git commit (`unknown` when built
 /// outside a git checkout), e.g. `0.1.0 (aarch64-unknown-linux-musl, commit 1a2b3c4d5e6f)`.

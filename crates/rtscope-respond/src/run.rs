@@ -84,7 +84,8 @@ pub fn ipc_row(r: IpcResult) -> Row {
         extra: json!({
             "mechanism": r.kind.name(), "placement": r.placement.kind(),
             "sender_cpu": r.placement.sender, "receiver_cpu": r.placement.receiver,
-            "interval_ns": r.interval.0, "burst": r.burst, "sent": r.sent,
+            "interval_ns": r.interval.0, "burst": r.burst, "pacing": r.pacing.name(),
+            "sent": r.sent,
             "send_failed": r.send_failed, "received": r.received(), "lost": r.lost(),
             "sequence_gaps": r.gaps, "wakeups": r.wakeups, "overruns": r.overruns,
             "skipped_intervals": r.skipped_intervals,
@@ -112,6 +113,9 @@ pub fn measure_gpio(
     responder_cmd: Option<&str>,
     announce: &mut dyn FnMut(&GpioConfig) -> std::io::Result<()>,
 ) -> Result<Outcome, RespondError> {
+    // Everything that can be refused is refused before the responder program starts.
+    c.validate()?;
+    check_lines(&c)?;
     let mut child = match responder_cmd {
         Some(cmd) => Some(start_responder(cmd, &c.input)?),
         None => None,
@@ -167,6 +171,24 @@ pub fn measure_gpio(
         signal,
         error: r.error,
     })
+}
+
+/// Resolves every line of `c` on its chip (a missing chip or line is refused with the lines
+/// there are), without requesting any.
+pub fn check_lines(c: &GpioConfig) -> Result<(), RespondError> {
+    let external = match &c.responder {
+        gpio::Responder::External { stimulus_watch } => stimulus_watch.as_ref(),
+        gpio::Responder::Own => None,
+    };
+    let lines = [Some(&c.input), c.stimulus.as_ref(), c.response.as_ref()];
+    for line in lines
+        .into_iter()
+        .chain([c.watch.as_ref(), external])
+        .flatten()
+    {
+        gpio::cdev::line_in_use(line)?;
+    }
+    Ok(())
 }
 
 fn start_responder(cmd: &str, input: &LineId) -> Result<Child, RespondError> {

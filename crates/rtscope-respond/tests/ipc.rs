@@ -4,7 +4,7 @@
 
 use rtscope_core::Nanos;
 use rtscope_engine::{EngineError, Policy};
-use rtscope_respond::ipc::{IpcConfig, IpcKind, IpcResult, IpcRun, Placement};
+use rtscope_respond::ipc::{IpcConfig, IpcKind, IpcResult, IpcRun, Pacing, Placement};
 use rtscope_respond::RespondError;
 use std::process::Command;
 
@@ -116,6 +116,37 @@ fn bursts_that_overflow_a_queue_are_counted_as_lost_not_hidden() {
             );
         }
     }
+}
+
+#[test]
+fn the_handshake_pacing_measures_one_event_per_ready_token_on_every_mechanism() {
+    let _serial = serial();
+    let cpus = cpus();
+    let (policy, priority) = policy();
+    for kind in IpcKind::ALL {
+        let mut c = IpcConfig::new(kind);
+        (c.placement, c.policy, c.priority) = (Placement::same(cpus[0]), policy, priority);
+        (c.loops, c.interval, c.pacing) = (Some(200), Nanos::from_us(200), Pacing::Handshake);
+        let r = IpcRun::start(c)
+            .unwrap_or_else(|e| panic!("{kind}: {e}"))
+            .finish();
+        assert_eq!(r.error, None, "{kind}");
+        // One event outstanding at a time: nothing refused, skipped, overrun or coalesced.
+        assert_eq!((r.sent, r.send_failed), (200, 0), "{kind}: {r:?}");
+        assert_eq!(
+            (r.skipped_intervals, r.overruns, r.lost()),
+            (0, 0, 0),
+            "{kind}"
+        );
+        assert_eq!(r.received(), 200, "{kind}");
+        assert_eq!(r.histogram.count(), 200, "{kind}");
+        // Every receive took one event; the stop marker is the last wake-up.
+        assert_eq!(r.wakeups, 201, "{kind}: {r:?}");
+        assert!(r.accounting_consistent() && !r.stopped_early, "{kind}");
+    }
+    let mut c = IpcConfig::new(IpcKind::Futex);
+    (c.pacing, c.burst, c.loops) = (Pacing::Handshake, 4, Some(1));
+    assert!(matches!(IpcRun::start(c), Err(RespondError::Invalid(m)) if m.contains("burst")));
 }
 
 #[test]

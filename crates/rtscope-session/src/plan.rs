@@ -240,7 +240,7 @@ impl PlanError {
                 n(self.field)
             ),
             Problem::ZeroLength => format!(
-                "invalid value 0 for '{}': a run of length 0 has no samples (leave it out for the default, 60s)",
+                "invalid value 0 for '{}': a run of length 0 has no samples (leave it out for the default length)",
                 n(self.field)
             ),
             Problem::RunShorterThanInterval { duration, interval } => format!(
@@ -382,13 +382,7 @@ impl RunPlan {
             let p = Problem::ThreadCount { asked: n, max };
             return Err(PlanError::new(Field::Threads, p));
         }
-        if s.interval.0 == 0 {
-            return Err(PlanError::new(Field::Interval, Problem::ZeroInterval));
-        }
-        if s.interval < MIN_INTERVAL {
-            let p = Problem::IntervalTooShort { asked: s.interval };
-            return Err(PlanError::new(Field::Interval, p));
-        }
+        check_interval(s.interval)?;
         check_length(s, n)?;
         if s.event_capacity > MAX_EVENT_CAPACITY {
             let p = Problem::EventCapacity {
@@ -397,21 +391,7 @@ impl RunPlan {
             return Err(PlanError::new(Field::EventCapacity, p));
         }
         let pol = policy(s)?;
-        if pol.is_realtime_priority() && !(1..=99).contains(&s.priority) {
-            let p = Problem::Priority {
-                asked: s.priority,
-                policy: pol.name(),
-            };
-            return Err(PlanError::new(Field::Priority, p));
-        }
-        let nice = matches!(pol, Policy::Other | Policy::Batch);
-        if nice && !(-20..=19).contains(&s.priority) {
-            let p = Problem::Nice {
-                asked: s.priority,
-                policy: pol.name(),
-            };
-            return Err(PlanError::new(Field::Priority, p));
-        }
+        check_priority(pol, s.priority)?;
         // The kernel refuses SCHED_DEADLINE for a thread whose affinity is narrower than its
         // root domain, so deadline threads are not pinned.
         let deadline = matches!(pol, Policy::Deadline { .. });
@@ -468,18 +448,59 @@ impl RunPlan {
 }
 
 /// A run of zero length, or shorter than its slowest thread's interval, has no samples.
-fn check_length(s: &PlanSpec, threads: usize) -> Result<(), PlanError> {
-    if s.loops == Some(0) {
+/// Checks a priority for `policy`: 1..99 for the real-time policies, a nice value (-20..19) for
+/// SCHED_OTHER and SCHED_BATCH (the kernel would clamp it, and the run would record a priority
+/// it did not have). Every front end's one check (`measure`, campaigns, `respond`).
+pub fn check_priority(policy: Policy, priority: i32) -> Result<(), PlanError> {
+    if policy.is_realtime_priority() && !(1..=99).contains(&priority) {
+        let p = Problem::Priority {
+            asked: priority,
+            policy: policy.name(),
+        };
+        return Err(PlanError::new(Field::Priority, p));
+    }
+    let nice = matches!(policy, Policy::Other | Policy::Batch);
+    if nice && !(-20..=19).contains(&priority) {
+        let p = Problem::Nice {
+            asked: priority,
+            policy: policy.name(),
+        };
+        return Err(PlanError::new(Field::Priority, p));
+    }
+    Ok(())
+}
+
+/// Checks an interval: more than 0 and at least [`MIN_INTERVAL`]. Every front end's one check.
+pub fn check_interval(interval: Nanos) -> Result<(), PlanError> {
+    if interval.0 == 0 {
+        return Err(PlanError::new(Field::Interval, Problem::ZeroInterval));
+    }
+    if interval < MIN_INTERVAL {
+        let p = Problem::IntervalTooShort { asked: interval };
+        return Err(PlanError::new(Field::Interval, p));
+    }
+    Ok(())
+}
+
+/// Refuses a run of length zero: `loops` of 0 or a `duration` of 0 (a run without a sample,
+/// which would be recorded as complete). Every front end's one check.
+pub fn check_nonzero_length(loops: Option<u64>, duration: Option<Nanos>) -> Result<(), PlanError> {
+    if loops == Some(0) {
         return Err(PlanError::new(Field::Loops, Problem::ZeroLength));
     }
+    if duration.is_some_and(|d| d.0 == 0) {
+        return Err(PlanError::new(Field::Duration, Problem::ZeroLength));
+    }
+    Ok(())
+}
+
+fn check_length(s: &PlanSpec, threads: usize) -> Result<(), PlanError> {
+    check_nonzero_length(s.loops, s.duration)?;
     let effective = match (s.duration, s.loops) {
         (None, None) => Some(DEFAULT_DURATION),
         (d, _) => d,
     };
     if let Some(d) = effective {
-        if d.0 == 0 {
-            return Err(PlanError::new(Field::Duration, Problem::ZeroLength));
-        }
         let slowest = s
             .distance
             .0

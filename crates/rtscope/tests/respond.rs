@@ -284,3 +284,204 @@ fn an_unwritable_json_path_is_refused_before_measuring() {
         "nothing was measured: {stdout}"
     );
 }
+
+/// A usage error: exit 2, the message on stderr naming `flag`, nothing measured or recorded.
+fn assert_refused(args: &[&str], flag: &str, why: &str) {
+    let db = tmp(&format!("refused-{}.db", flag.trim_start_matches('-')));
+    let mut all = args.to_vec();
+    all.extend(["--ipc", "eventfd", "-q", "--db", db.to_str().unwrap()]);
+    let o = rtscope(&all);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {out}{err}");
+    assert!(err.contains(&format!("'{flag}'")), "{args:?}: {err}");
+    assert!(err.contains(why), "{args:?}: {err}");
+    assert!(!out.contains("eventfd"), "nothing was measured: {out}");
+    assert!(!db.exists(), "{args:?}: nothing was recorded");
+}
+
+#[test]
+fn n13_respond_refuses_zero_loops() {
+    assert_refused(&["-l", "0"], "--loops", "length 0");
+}
+
+#[test]
+fn n13_respond_refuses_a_zero_duration() {
+    assert_refused(&["-D", "0"], "--duration", "length 0");
+}
+
+#[test]
+fn n13_respond_refuses_a_priority_the_policy_does_not_take() {
+    assert_refused(
+        &["--policy", "other", "-p", "50"],
+        "--priority",
+        "nice value",
+    );
+    assert_refused(&["--policy", "fifo", "-p", "0"], "--priority", "1..99");
+}
+
+#[test]
+fn n13_respond_refuses_control_characters_in_the_label_and_tags() {
+    assert_refused(&["--label", "a\x1b[31mb"], "--label", "control characters");
+    assert_refused(&["--tag", "k=\x1b]0;x\x07"], "--tag", "control characters");
+}
+
+#[test]
+fn n13_respond_refuses_a_cpu_it_cannot_use_at_once_naming_the_flag() {
+    assert_refused(&["--cpu", "4095"], "--cpu", "CPU 4095 is not online");
+    assert_refused(&["--placement", "0:4095"], "--placement", "not online");
+}
+
+#[test]
+fn n16_a_refused_invocation_never_runs_the_responder_command() {
+    let marker = tmp("n16-responder-ran");
+    let cmd = format!("touch {}", marker.display());
+    // GPIO without the watched input an external responder needs; a missing chip; and --ipc.
+    let cases: [&[&str]; 3] = [
+        &["--input", "gpiochip0:3", "-l", "5"],
+        &["--input", "gpiochip-none:3", "--watch", "gpiochip-none:4"],
+        &["--ipc", "eventfd", "-l", "5"],
+    ];
+    for args in cases {
+        let mut all = args.to_vec();
+        all.extend(["--stimulus-watch", "gpiochip0:5", "--responder-cmd", &cmd]);
+        all.extend(UNPRIVILEGED);
+        let o = rtscope(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {:?}", text(&o));
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!marker.exists(), "{args:?}: the responder command ran");
+    }
+    let o = rtscope(&["--ipc", "eventfd", "-l", "5", "--responder-cmd", &cmd]);
+    assert!(text(&o).1.contains("'--responder-cmd'"), "{:?}", text(&o));
+}
+
+/// The SysV semaphore sets in /proc/sysvipc/sem whose key is one of `keys`.
+fn sem_sets_with_keys(keys: &[i32]) -> Vec<String> {
+    let table = std::fs::read_to_string("/proc/sysvipc/sem").expect("/proc/sysvipc/sem");
+    table
+        .lines()
+        .skip(1)
+        .filter(|l| {
+            let key = l.split_whitespace().next().and_then(|k| k.parse().ok());
+            key.is_some_and(|k: i32| keys.contains(&k))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether `done` came true; generous, since the condition is about what happens, not how fast
+/// (load may be high).
+fn comes_true(mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..1200 {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn n7_a_sigkilled_sysvsem_run_leaks_no_semaphore_set() {
+    let mut child = Command::new(BIN)
+        .args(["respond", "--no-db", "--ipc", "sysvsem", "-D", "120s", "-q"])
+        .args(UNPRIVILEGED)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The keys rtscope uses for this process's sets (key 0x52PPPPPn, docs/respond.md).
+    let keys = rtscope_respond::ipc::sysv_keys_of(child.id());
+    let appeared = comes_true(|| !sem_sets_with_keys(&keys).is_empty());
+    // SAFETY: kill with our own child's pid and SIGKILL.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let status = child.wait().unwrap();
+    assert!(
+        appeared,
+        "the run's semaphore set never appeared under its key"
+    );
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+    assert!(
+        comes_true(|| sem_sets_with_keys(&keys).is_empty()),
+        "the SIGKILLed run's semaphore set was left behind: {:?}",
+        sem_sets_with_keys(&keys)
+    );
+}
+
+#[test]
+fn latency_holds_a_pm_qos_request_for_the_run_and_records_it() {
+    let json = tmp("latency.json");
+    let mut args = vec![
+        "--ipc",
+        "eventfd",
+        "-l",
+        "20",
+        "-q",
+        "--latency",
+        "0",
+        "--json",
+    ];
+    args.push(json.to_str().unwrap());
+    args.extend(UNPRIVILEGED);
+    let o = rtscope(&args);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(doc["config"]["cpu_dma_latency_us"], 0, "{}", doc["config"]);
+    assert_eq!(doc["config"]["pacing"], "timer");
+    let _ = std::fs::remove_file(json);
+    let o = rtscope(&["--ipc", "eventfd", "-l", "5", "--latency", "-1"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("--latency"), "{:?}", text(&o));
+}
+
+#[test]
+fn the_handshake_pacing_runs_every_mechanism_with_an_rt_tests_peer() {
+    let json = tmp("handshake.json");
+    let mut args = vec![
+        "--ipc",
+        "futex,mqueue,signal,sysvsem",
+        "--pacing",
+        "handshake",
+    ];
+    args.extend([
+        "-l",
+        "50",
+        "-i",
+        "200us",
+        "-q",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    args.extend(UNPRIVILEGED);
+    let o = rtscope(&args);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 4);
+    for r in results {
+        assert_eq!(r["pacing"], "handshake", "{r}");
+        assert_eq!(
+            (r["received"].as_u64(), r["lost"].as_u64()),
+            (Some(50), Some(0)),
+            "{r}"
+        );
+        assert!(r["rt_tests_peer"].is_string(), "{r}");
+    }
+    let _ = std::fs::remove_file(json);
+}
+
+#[test]
+fn a_bad_interval_or_burst_is_refused_naming_the_flag() {
+    assert_refused(&["-i", "0"], "--interval", "greater than 0");
+    assert_refused(&["-i", "500ns"], "--interval", "at least 1us");
+    assert_refused(&["--burst", "0"], "--burst", "1..=");
+    assert_refused(
+        &["--pacing", "handshake", "--burst", "2"],
+        "--burst",
+        "ready token",
+    );
+}

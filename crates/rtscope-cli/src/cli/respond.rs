@@ -27,6 +27,17 @@ pub struct RespondArgs {
     /// Events sent back to back per interval (checks the lost-event accounting)
     #[arg(long, value_name = "N", default_value_t = 1, help_heading = "IPC")]
     pub burst: u32,
+    /// How the sender is paced: timer (its own timer every interval, one priority below the
+    /// receiver) or handshake (the receiver sleeps the interval and hands a ready token back;
+    /// the interval ptsematest, pmqtest, sigwaittest and svsematest measure; docs/respond.md)
+    #[arg(
+        long,
+        value_enum,
+        default_value = "timer",
+        value_name = "PACING",
+        help_heading = "IPC"
+    )]
+    pub pacing: PacingArg,
     /// Print the lines of a GPIO chip (gpioinfo style) and exit
     #[arg(long, value_name = "CHIP", help_heading = "GPIO")]
     pub list_lines: Option<String>,
@@ -76,21 +87,31 @@ pub struct RespondArgs {
     /// Intervals (IPC) or stimulus periods / external edges (GPIO) per measurement
     #[arg(long, short = 'l', value_name = "N", help_heading = "Timing")]
     pub loops: Option<u64>,
-    /// Scheduling policy of the receiver / responder (the sender runs one priority lower)
+    /// Scheduling policy of the receiver / responder (a timer-paced sender or the stimulus runs
+    /// one priority lower)
     #[arg(long, value_enum, default_value = "fifo", help_heading = "Scheduling")]
     pub policy: RespondPolicyArg,
-    /// Real-time priority (1-99) for fifo/rr; nice value for other
+    /// Real-time priority (1-99) for fifo/rr; nice value (-20..19) for other
+    /// [default: 95 for fifo/rr, 0 for other]
     #[arg(
         long,
         short = 'p',
-        default_value_t = 95,
         allow_negative_numbers = true,
         help_heading = "Scheduling"
     )]
-    pub priority: i32,
+    pub priority: Option<i32>,
     /// Do not lock memory (mlockall is on by default)
     #[arg(long, help_heading = "Scheduling")]
     pub no_mlock: bool,
+    /// Request this CPU wake-up latency (us) via /dev/cpu_dma_latency for the run; restored at exit
+    #[arg(
+        long,
+        value_name = "US",
+        value_parser = clap::value_parser!(i32).range(0..),
+        allow_negative_numbers = true,
+        help_heading = "Scheduling"
+    )]
+    pub latency: Option<i32>,
     /// Fail (exit 1) when a statistic exceeds a limit on any row: max=100us, p99=20us,
     /// missed=0 (lost events) (repeatable)
     #[arg(long = "limit", value_name = "STAT=VALUE", help_heading = "Output")]
@@ -128,6 +149,15 @@ pub enum RespondPolicyArg {
     Rr,
     /// SCHED_OTHER.
     Other,
+}
+
+/// Pacing of the IPC sender.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PacingArg {
+    /// The sender's own timer, every interval.
+    Timer,
+    /// The receiver's ready token after sleeping the interval (rt-tests' pattern).
+    Handshake,
 }
 
 /// Edge selection.

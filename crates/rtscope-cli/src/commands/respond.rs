@@ -2,13 +2,14 @@
 //! lives in `rtscope-respond`; this file parses the flags, drives the run, prints the table and
 //! the JSON, and checks the limits).
 
-use crate::cli::{BiasArg, EdgesArg, EventClockArg, RespondArgs, RespondPolicyArg};
+use crate::cli::{BiasArg, EdgesArg, EventClockArg, PacingArg, RespondArgs, RespondPolicyArg};
+use crate::commands::measure::plan_error;
 use crate::commands::measure::table::render_checks;
 use crate::exit::{ExitStatus, UsageError};
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, Policy};
 use rtscope_respond::gpio::{self, GpioConfig, LineId, Responder};
-use rtscope_respond::ipc::{IpcConfig, IpcKind, Placement};
+use rtscope_respond::ipc::{IpcConfig, IpcKind, Pacing, Placement};
 use rtscope_respond::record::{RecordMeta, Row};
 use rtscope_respond::run::{self as respond, Outcome};
 use rtscope_session::limits::{self, Check, Limit};
@@ -23,33 +24,70 @@ fn dur(text: &str, flag: &str) -> Result<Nanos, UsageError> {
         .map_err(|e| UsageError::new(format!("invalid value for '{flag}': {e}")))
 }
 
-fn common(a: &RespondArgs) -> Result<(Policy, Option<Nanos>, Option<u64>), UsageError> {
+/// The policy, the priority (95 for fifo/rr, 0 for other unless given), the length and the
+/// loops, checked with measure's validators: a priority the policy takes, no length of zero.
+fn common(a: &RespondArgs) -> Result<(Policy, i32, Option<Nanos>, Option<u64>), UsageError> {
     let policy = match a.policy {
         RespondPolicyArg::Fifo => Policy::Fifo,
         RespondPolicyArg::Rr => Policy::Rr,
         RespondPolicyArg::Other => Policy::Other,
     };
-    let duration = match (&a.duration, a.loops) {
-        (Some(d), _) => Some(
+    let priority = a.priority.unwrap_or(match a.policy {
+        RespondPolicyArg::Fifo | RespondPolicyArg::Rr => 95,
+        RespondPolicyArg::Other => 0,
+    });
+    rtscope_session::plan::check_priority(policy, priority).map_err(plan_error)?;
+    let given = a
+        .duration
+        .as_deref()
+        .map(|d| {
             Nanos::parse_with_default_unit(d, "s")
-                .map_err(|e| UsageError::new(format!("invalid value for '--duration': {e}")))?,
-        ),
+                .map_err(|e| UsageError::new(format!("invalid value for '--duration': {e}")))
+        })
+        .transpose()?;
+    rtscope_session::plan::check_nonzero_length(a.loops, given).map_err(plan_error)?;
+    let duration = match (given, a.loops) {
+        (Some(d), _) => Some(d),
         (None, Some(_)) => None,
         (None, None) => Some(Nanos::from_secs(10)),
     };
-    Ok((policy, duration, a.loops))
+    Ok((policy, priority, duration, a.loops))
+}
+
+/// Checks that `cpu`, given to `flag`, is online and one this process may run on.
+fn check_cpu(cpu: usize, flag: &str) -> Result<(), UsageError> {
+    let online = sys::online_cpus();
+    rtscope_session::cpus::cpu_list(&cpu.to_string(), &online, flag)?;
+    match sys::current_affinity() {
+        Ok(allowed) if !allowed.contains(cpu) => Err(UsageError::new(format!(
+            "invalid value for '{flag}': CPU {cpu} is outside this process's CPU affinity ({allowed})"
+        ))
+        .hint("pick one of those CPUs, or widen the affinity (taskset, cpuset)")),
+        _ => Ok(()),
+    }
 }
 
 fn placements(a: &RespondArgs) -> Result<Vec<Placement>, UsageError> {
     let allowed: Vec<usize> = sys::current_affinity()
         .map(|s| s.iter().collect())
         .unwrap_or_else(|_| vec![0]);
-    rtscope_respond::ipc::parse_placements(&a.placement, a.cpu, &allowed)
-        .map_err(|e| UsageError::new(e).hint("use same, cross or SENDER:RECEIVER CPUs such as 0:1"))
+    if let Some(cpu) = a.cpu {
+        check_cpu(cpu, "--cpu")?;
+    }
+    let list =
+        rtscope_respond::ipc::parse_placements(&a.placement, a.cpu, &allowed).map_err(|e| {
+            UsageError::new(e).hint("use same, cross or SENDER:RECEIVER CPUs such as 0:1")
+        })?;
+    for p in &list {
+        for cpu in [p.sender, p.receiver].into_iter().flatten() {
+            check_cpu(cpu, "--placement")?;
+        }
+    }
+    Ok(list)
 }
 
 fn ipc_configs(a: &RespondArgs, list: &str) -> Result<Vec<IpcConfig>, UsageError> {
-    let (policy, duration, loops) = common(a)?;
+    let (policy, priority, duration, loops) = common(a)?;
     let kinds: Vec<IpcKind> = if list.trim() == "all" {
         IpcKind::ALL.to_vec()
     } else {
@@ -64,6 +102,19 @@ fn ipc_configs(a: &RespondArgs, list: &str) -> Result<Vec<IpcConfig>, UsageError
             .collect::<Result<_, _>>()?
     };
     let interval = dur(a.interval.as_deref().unwrap_or("1ms"), "--interval")?;
+    rtscope_session::plan::check_interval(interval).map_err(plan_error)?;
+    let most = rtscope_respond::ipc::MAX_BURST;
+    if a.burst == 0 || a.burst > most {
+        return Err(UsageError::new(format!(
+            "invalid value '{}' for '--burst': use 1..={most} events per interval",
+            a.burst
+        )));
+    }
+    if a.pacing == PacingArg::Handshake && a.burst != 1 {
+        return Err(UsageError::new(
+            "'--burst' cannot be used with '--pacing handshake': it sends one event per ready token",
+        ));
+    }
     let event_threshold = a
         .event_above
         .as_deref()
@@ -73,9 +124,14 @@ fn ipc_configs(a: &RespondArgs, list: &str) -> Result<Vec<IpcConfig>, UsageError
     for kind in kinds {
         for p in placements(a)? {
             let mut c = IpcConfig::new(kind);
-            (c.placement, c.policy, c.priority) = (p, policy, a.priority);
+            (c.placement, c.policy, c.priority) = (p, policy, priority);
             (c.interval, c.burst, c.loops, c.duration) = (interval, a.burst, loops, duration);
             (c.event_threshold, c.event_capacity) = (event_threshold, 10_000);
+            c.pacing = match a.pacing {
+                PacingArg::Timer => Pacing::Timer,
+                PacingArg::Handshake => Pacing::Handshake,
+            };
+            c.validate().map_err(UsageError::from_error)?;
             out.push(c);
         }
     }
@@ -83,7 +139,10 @@ fn ipc_configs(a: &RespondArgs, list: &str) -> Result<Vec<IpcConfig>, UsageError
 }
 
 fn gpio_config(a: &RespondArgs, input: &str) -> Result<GpioConfig, UsageError> {
-    let (policy, duration, loops) = common(a)?;
+    let (policy, priority, duration, loops) = common(a)?;
+    if let Some(cpu) = a.cpu {
+        check_cpu(cpu, "--cpu")?;
+    }
     let chip = a.chip.as_deref();
     let line = |t: &Option<String>| -> Result<Option<LineId>, UsageError> {
         t.as_deref()
@@ -127,7 +186,11 @@ fn gpio_config(a: &RespondArgs, input: &str) -> Result<GpioConfig, UsageError> {
         watch: line(&a.watch)?,
         responder,
         options,
-        interval: dur(a.interval.as_deref().unwrap_or("10ms"), "--interval")?,
+        interval: {
+            let i = dur(a.interval.as_deref().unwrap_or("10ms"), "--interval")?;
+            rtscope_session::plan::check_interval(i).map_err(plan_error)?;
+            i
+        },
         count: loops,
         duration: if loops.is_some() && a.duration.is_none() {
             None
@@ -135,10 +198,40 @@ fn gpio_config(a: &RespondArgs, input: &str) -> Result<GpioConfig, UsageError> {
             duration
         },
         policy,
-        priority: a.priority,
+        priority,
         responder_cpu: a.cpu,
         stimulus_cpu: None,
     })
+}
+
+/// What a checked invocation measures.
+enum Work {
+    Ipc(Vec<IpcConfig>),
+    Gpio(Box<GpioConfig>),
+}
+
+/// Checks the whole invocation before anything starts (no database, no memory lock, no
+/// cpu_dma_latency request, no responder program for a refused one), with measure's
+/// validators for the label and tags, the policy and priority, the length and the CPUs.
+fn work(a: &RespondArgs) -> Result<Work, UsageError> {
+    rtscope_session::record::check_label_and_tags(a.label.as_deref(), &a.tags)?;
+    match (&a.ipc, &a.input) {
+        (Some(_), Some(_)) => Err(UsageError::new(
+            "give either --ipc or a GPIO --input, not both",
+        )),
+        (Some(_), None) if a.responder_cmd.is_some() => Err(UsageError::new(
+            "'--responder-cmd' answers GPIO edges: it cannot be used with --ipc",
+        )),
+        (Some(list), None) => Ok(Work::Ipc(ipc_configs(a, list)?)),
+        (None, Some(input)) => {
+            let c = gpio_config(a, input)?;
+            c.validate().map_err(UsageError::from_error)?;
+            Ok(Work::Gpio(Box::new(c)))
+        }
+        (None, None) => Err(UsageError::new("nothing to measure").hint(
+            "use --ipc eventfd (or all), or a GPIO --input LINE; see rtscope respond --help",
+        )),
+    }
 }
 
 /// Runs `rtscope respond`.
@@ -152,6 +245,7 @@ pub fn run(
         out.write_all(text.as_bytes())?;
         return Ok(ExitStatus::Success);
     }
+    let work = work(a)?;
     let limits: Vec<Limit> = a
         .limits
         .iter()
@@ -175,12 +269,14 @@ pub fn run(
         .map(|p| OutputFile::prepare(p, "--json"))
         .transpose()?;
     respond::hold_signals();
+    let dma = hold_latency(a, out)?;
     let mlocked = !a.no_mlock;
     if mlocked {
         sys::mlockall().map_err(rtscope_engine::EngineError::Mlock)?;
     }
     let (started, clock_start) = (SystemTime::now(), sys::now(libc::CLOCK_MONOTONIC));
-    let result = measure(a, out);
+    let result = measure(a, work, out);
+    drop(dma);
     if mlocked {
         sys::munlockall();
     }
@@ -200,8 +296,30 @@ pub fn run(
     }))
 }
 
+/// The engine's PM QoS guard, as measure's, for `--latency`: held until the measurement ends,
+/// restored by the kernel when it is dropped or the process dies.
+fn hold_latency(
+    a: &RespondArgs,
+    out: &mut dyn Write,
+) -> Result<Option<rtscope_engine::knobs::DmaLatencyGuard>, UsageError> {
+    let Some(us) = a.latency else {
+        return Ok(None);
+    };
+    let d = rtscope_engine::knobs::DmaLatencyGuard::set(us).map_err(|e| {
+        UsageError::from_error(e)
+            .hint("--latency needs root (or write access to /dev/cpu_dma_latency)")
+    })?;
+    if !a.quiet {
+        let was = d
+            .previous_us
+            .map_or("unknown".into(), |p| format!("{p} us"));
+        let _ = writeln!(out, "# cpu_dma_latency held at {us} us (was {was})");
+    }
+    Ok(Some(d))
+}
+
 /// Runs the IPC or GPIO measurement the flags ask for.
-fn measure(a: &RespondArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
+fn measure(a: &RespondArgs, work: Work, out: &mut dyn Write) -> anyhow::Result<Outcome> {
     let mut announce = |what: String| -> std::io::Result<()> {
         if !a.quiet {
             writeln!(out, "# {what} ...")?;
@@ -209,26 +327,19 @@ fn measure(a: &RespondArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
         }
         Ok(())
     };
-    let measured = match (&a.ipc, &a.input) {
-        (Some(_), Some(_)) => {
-            return Err(UsageError::new("give either --ipc or a GPIO --input, not both").into())
-        }
-        (Some(list), None) => respond::measure_ipc(ipc_configs(a, list)?, &mut |c| {
+    let measured = match work {
+        Work::Ipc(configs) => respond::measure_ipc(configs, &mut |c| {
             announce(format!(
-                "{} {} ({})",
+                "{} {} ({}, {} pacing)",
                 c.kind,
                 c.placement.path(),
-                c.placement.kind()
+                c.placement.kind(),
+                c.pacing.name()
             ))
         }),
-        (None, Some(input)) => respond::measure_gpio(
-            gpio_config(a, input)?,
-            a.responder_cmd.as_deref(),
-            &mut |c| announce(format!("gpio {}", c.mode().name())),
-        ),
-        (None, None) => return Err(UsageError::new("nothing to measure")
-            .hint("use --ipc eventfd (or all), or a GPIO --input LINE; see rtscope respond --help")
-            .into()),
+        Work::Gpio(c) => respond::measure_gpio(*c, a.responder_cmd.as_deref(), &mut |c| {
+            announce(format!("gpio {}", c.mode().name()))
+        }),
     };
     measured.map_err(|e| match e {
         rtscope_respond::RespondError::Output(io) => io.into(),
@@ -238,9 +349,11 @@ fn measure(a: &RespondArgs, out: &mut dyn Write) -> anyhow::Result<Outcome> {
 
 fn config_json(a: &RespondArgs, rows: &[Row]) -> serde_json::Value {
     json!({
-        "policy": format!("{:?}", a.policy).to_lowercase(), "priority": a.priority,
-        "mlock": !a.no_mlock, "loops": a.loops, "duration": a.duration,
-        "interval": a.interval, "burst": a.burst, "placement": a.placement,
+        "policy": format!("{:?}", a.policy).to_lowercase(),
+        "priority": common(a).map(|c| c.1).unwrap_or_default(),
+        "mlock": !a.no_mlock, "cpu_dma_latency_us": a.latency, "loops": a.loops,
+        "duration": a.duration, "interval": a.interval, "burst": a.burst,
+        "pacing": format!("{:?}", a.pacing).to_lowercase(), "placement": a.placement,
         "ipc": a.ipc, "input": a.input, "stimulus": a.stimulus, "response": a.response,
         "watch": a.watch, "responder_cmd": a.responder_cmd,
         "rows": respond::rows_json(rows),

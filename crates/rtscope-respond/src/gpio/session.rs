@@ -133,7 +133,9 @@ impl GpioConfig {
         }
     }
 
-    fn validate(&self) -> Result<(), RespondError> {
+    /// Checks the wiring and settings (the front ends call it before anything starts, an
+    /// external responder included; [`GpioRun::start`] checks again).
+    pub fn validate(&self) -> Result<(), RespondError> {
         let bad = |m: &str| Err(RespondError::Invalid(m.to_string()));
         if self.interval.0 < 2 {
             return bad("the stimulus interval is too short");

@@ -2,6 +2,28 @@
 //! system call that signals an event, a real-time receiver thread reads the clock just after the
 //! system call it waits in returns; the difference goes into the receiver's lossless histogram.
 //!
+//! ## Pacing: which interval is measured
+//! Both pacings measure from the sender's clock read (then, for count-only mechanisms, two
+//! stores into a preallocated slot, then the one send system call) to the receiver's clock read
+//! right after its wait returns. They differ in what comes before:
+//! * [`Pacing::Timer`] (default): the sender wakes on its own absolute timer every interval; the
+//!   receiver has been blocked since the previous event, about one interval earlier, and on a
+//!   shared CPU the CPU sat idle meanwhile. The sender runs one priority below the receiver, so
+//!   on a shared CPU the receiver preempts it inside the send call: the interval ends with the
+//!   wake-up, one context switch and the receiver's return to user space. This is the latency
+//!   of an event that finds its real-time thread waiting, as a device or a timer would.
+//! * [`Pacing::Handshake`]: the pattern of rt-tests' ptsematest, pmqtest, sigwaittest and
+//!   svsematest. After each event the receiver sleeps the interval (relative), hands a ready
+//!   token back to the sender through a second channel of the same mechanism and waits again;
+//!   the sender, blocked on that token, reads the clock and sends at once. Both run at the same
+//!   priority, so on a shared CPU the woken receiver does not preempt the sender: the interval
+//!   holds the whole send call, the sender's bookkeeping and its entry into the wait for the
+//!   next token, the switch, and the receiver's return. The receiver blocked only microseconds
+//!   before the event, and the CPU never idled between the receiver's wake-up from its sleep
+//!   and the event.
+//!
+//! See docs/respond.md for the rt-tests programs' intervals line by line.
+//!
 //! ## Accounting
 //! Every event the sender attempts is either delivered or refused by a full queue (EAGAIN on a
 //! POSIX queue, datagram socket, pipe or signal queue; ERANGE on a semaphore): refused events are
@@ -11,7 +33,10 @@
 //! (receiver time minus that event's send time), and `wakeups` counts the receives.
 
 mod receiver;
+mod sysv;
 mod transport;
+
+pub use sysv::keys_of as sysv_keys_of;
 
 pub use receiver::{IpcResult, IpcRun};
 
@@ -93,6 +118,31 @@ impl std::fmt::Display for IpcKind {
     }
 }
 
+/// The most events per burst: half the receiver's send-time ring.
+pub const MAX_BURST: u32 = (receiver::SLOTS / 2) as u32;
+
+/// How the sender is paced, and so which interval is measured (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Pacing {
+    /// The sender wakes on its own absolute timer every interval, one priority below the
+    /// receiver.
+    #[default]
+    Timer,
+    /// The receiver sleeps the interval after each event and hands a ready token back; the
+    /// sender waits for it and sends at once, at the receiver's priority (rt-tests' pattern).
+    Handshake,
+}
+
+impl Pacing {
+    /// The name users type and the JSON shows.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pacing::Timer => "timer",
+            Pacing::Handshake => "handshake",
+        }
+    }
+}
+
 /// Where the sender and the receiver run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placement {
@@ -142,15 +192,19 @@ pub struct IpcConfig {
     pub kind: IpcKind,
     /// The CPUs of the two threads.
     pub placement: Placement,
-    /// The receiver's policy; the sender runs with the same policy one priority lower, so on a
-    /// shared CPU the receiver preempts it at once (as rt-tests' pairs do).
+    /// The receiver's policy; the sender runs with the same policy, one priority lower with the
+    /// timer pacing (on a shared CPU the receiver preempts it at once), at the same priority
+    /// with the handshake (as rt-tests' pairs).
     pub policy: Policy,
     /// The receiver's priority (1..=99 for FIFO/RR).
     pub priority: i32,
     /// Time between the sender's bursts.
     pub interval: Nanos,
-    /// Events sent back to back per interval (1: one event per interval).
+    /// Events sent back to back per interval (1: one event per interval; the handshake sends
+    /// one).
     pub burst: u32,
+    /// How the sender is paced.
+    pub pacing: Pacing,
     /// Number of intervals (`None`: until `duration` or a stop).
     pub loops: Option<u64>,
     /// Length of the measurement (`None`: until `loops` or a stop).
@@ -175,6 +229,7 @@ impl IpcConfig {
             priority: 95,
             interval: Nanos::from_ms(1),
             burst: 1,
+            pacing: Pacing::Timer,
             loops: None,
             duration: None,
             event_threshold: None,
@@ -182,16 +237,20 @@ impl IpcConfig {
         }
     }
 
-    fn validate(&self) -> Result<(), crate::RespondError> {
+    /// Checks the settings (the front ends call it before anything starts; [`IpcRun::start`]
+    /// checks again).
+    pub fn validate(&self) -> Result<(), crate::RespondError> {
         let bad = |m: String| Err(crate::RespondError::Invalid(m));
         if self.interval.0 == 0 {
             return bad("the interval must be greater than 0".into());
         }
-        if self.burst == 0 || self.burst as usize > receiver::SLOTS / 2 {
-            return bad(format!(
-                "the burst must be 1..={} events",
-                receiver::SLOTS / 2
-            ));
+        if self.pacing == Pacing::Handshake && self.burst != 1 {
+            return bad(
+                "the handshake pacing sends one event per ready token: drop --burst".into(),
+            );
+        }
+        if self.burst == 0 || self.burst > MAX_BURST {
+            return bad(format!("the burst must be 1..={MAX_BURST} events"));
         }
         if self.policy.is_realtime_priority() && !(1..=99).contains(&self.priority) {
             return bad(format!(

@@ -3,10 +3,12 @@
 //! The receiver's loop does only this: wait in the mechanism's system call, read the clock, and
 //! store the latency (receiver time minus the event's send time) into its preallocated
 //! [`ThreadShared`]. The send times of count-only mechanisms travel in a preallocated slot ring
-//! written by the sender just before its system call.
+//! written by the sender between its clock read and its system call (message mechanisms carry
+//! the time in the message and write no slot). With the handshake pacing the receiver then
+//! sleeps the interval and hands a ready token back; the sender waits for it and sends at once.
 
 use super::transport::{Got, Sent, Transport};
-use super::{IpcConfig, IpcKind, Placement};
+use super::{IpcConfig, IpcKind, Pacing, Placement};
 use crate::gate::Gate;
 use crate::RespondError;
 use rtscope_core::{Histogram, Nanos, Stats};
@@ -24,6 +26,8 @@ const PREFAULT: usize = 64 * 1024;
 /// State shared by the two threads and the controller. Counters are written by one thread each.
 struct Shared {
     transport: Transport,
+    /// The ready tokens from the receiver to the sender (handshake pacing only).
+    back: Option<Transport>,
     slot_time: Box<[AtomicU64]>,
     slot_seq: Box<[AtomicU64]>,
     /// Asks the sender to stop.
@@ -86,6 +90,8 @@ pub struct IpcResult {
     pub interval: Nanos,
     /// Events per burst.
     pub burst: u32,
+    /// How the sender was paced.
+    pub pacing: Pacing,
     /// Wall-clock start and end.
     pub started: SystemTime,
     /// Wall-clock end.
@@ -152,12 +158,15 @@ impl IpcRun {
     /// real-time set-up) and returns at once.
     pub fn start(config: IpcConfig) -> Result<IpcRun, RespondError> {
         config.validate()?;
-        let transport = Transport::open(config.kind).map_err(|source| RespondError::Open {
-            what: config.kind.name(),
-            source,
-        })?;
+        let handshake = config.pacing == Pacing::Handshake;
+        let (transport, back) =
+            Transport::open_pair(config.kind, handshake).map_err(|source| RespondError::Open {
+                what: config.kind.name(),
+                source,
+            })?;
         let shared = Arc::new(Shared {
             transport,
+            back,
             slot_time: zeroed(SLOTS),
             slot_seq: zeroed(SLOTS),
             stop: AtomicBool::new(false),
@@ -231,6 +240,16 @@ impl IpcRun {
     }
 
     fn join(&mut self) {
+        // A handshake sender waits for the receiver's ready token; should the receiver have
+        // ended, hand it one so that it sees the stop.
+        if let Some(back) = &self.shared.back {
+            while !self.shared.sender_done.load(Acquire) {
+                if self.shared.receiver_done.load(Acquire) {
+                    let _ = back.send(0, 0);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         if let Some(h) = self.sender.take() {
             let _ = h.join();
         }
@@ -274,6 +293,7 @@ impl IpcRun {
             priority: self.config.priority,
             interval: self.config.interval,
             burst: self.config.burst,
+            pacing: self.config.pacing,
             started: self.started,
             ended: SystemTime::now(),
             clock_start: self.clock_start,
@@ -325,6 +345,7 @@ fn spawn_receiver(
     let (sh, th, gate) = (shared.clone(), thread.clone(), gate.clone());
     let spec = spec(c.policy, c.priority, c.placement.receiver);
     let threshold = c.event_threshold;
+    let pace = (c.pacing == Pacing::Handshake).then_some(c.interval);
     std::thread::Builder::new()
         .name("rtscope-rx".into())
         .stack_size(STACK)
@@ -336,7 +357,9 @@ fn spawn_receiver(
             let mut rec = Recorder::start(&th, threshold);
             gate.arrive();
             if !sh.failed.load(Acquire) {
-                receive_loop(&sh, &mut rec);
+                // The handshake's first ready token: the sender sends the first event at once.
+                ready(&sh);
+                receive_loop(&sh, &mut rec, pace);
             }
             drop(rec);
             sh.receiver_done.store(true, Release);
@@ -358,49 +381,94 @@ fn measure(sh: &Shared, rec: &mut Recorder, seq: u64, sent: u64, now: u64) -> bo
     true
 }
 
-/// The receiver's loop: wait, read the clock, store.
-fn receive_loop(sh: &Shared, rec: &mut Recorder) {
-    let (mut next, mut futex_seen, mut wakeups, mut overruns) = (0u64, 0u32, 0u64, 0u64);
+/// Hands the sender a ready token (handshake pacing; nothing otherwise).
+fn ready(sh: &Shared) {
+    if let Some(back) = &sh.back {
+        if let Err(e) = back.send(0, 0) {
+            sh.io_error("send the ready token", e);
+            sh.stop.store(true, Release);
+        }
+    }
+}
+
+/// The receiver's loop: wait, read the clock, store; with `pace` (the handshake), then sleep
+/// that long and hand the sender a ready token.
+fn receive_loop(sh: &Shared, rec: &mut Recorder, pace: Option<Nanos>) {
+    let mut rx = Receiving::default();
     loop {
-        let got = sh.transport.recv(&mut futex_seen);
+        let got = sh.transport.recv(&mut rx.futex_seen);
         let now = sys::now(libc::CLOCK_MONOTONIC).0;
         match got {
             Ok(None) => continue,
-            Ok(Some(Got::Count(n))) => {
-                wakeups += 1;
-                for _ in 0..n {
-                    let i = (next % SLOTS as u64) as usize;
-                    let sent = sh.slot_time[i].load(Acquire);
-                    if sh.slot_seq[i].load(Acquire) != next {
-                        if next >= sh.end_seq.load(Acquire) {
-                            return finish_counts(sh, wakeups, overruns);
-                        }
-                        overruns += 1;
-                    } else if !measure(sh, rec, next, sent, now) {
-                        return finish_counts(sh, wakeups, overruns);
-                    }
-                    next += 1;
+            Ok(Some(got)) => {
+                if !rx.take(sh, rec, got, now) {
+                    return rx.finish(sh);
                 }
             }
-            Ok(Some(Got::Message { seq, sent })) => {
-                wakeups += 1;
+            Err(e) => {
+                sh.io_error("receive", e);
+                // A handshake sender waiting for its ready token must see the stop.
+                sh.stop.store(true, Release);
+                ready(sh);
+                return rx.finish(sh);
+            }
+        }
+        sh.wakeups.store(rx.wakeups, Relaxed);
+        if let Some(p) = pace {
+            sys::sleep_for(libc::CLOCK_MONOTONIC, p);
+            ready(sh);
+        }
+    }
+}
+
+/// The receiver's own counts.
+#[derive(Default)]
+struct Receiving {
+    next: u64,
+    futex_seen: u32,
+    wakeups: u64,
+    overruns: u64,
+}
+
+impl Receiving {
+    /// Measures what one receive returned; `false` once the stop marker arrived.
+    #[inline(always)]
+    fn take(&mut self, sh: &Shared, rec: &mut Recorder, got: Got, now: u64) -> bool {
+        self.wakeups += 1;
+        match got {
+            Got::Count(n) => {
+                for _ in 0..n {
+                    let i = (self.next % SLOTS as u64) as usize;
+                    let sent = sh.slot_time[i].load(Acquire);
+                    if sh.slot_seq[i].load(Acquire) != self.next {
+                        if self.next >= sh.end_seq.load(Acquire) {
+                            return false;
+                        }
+                        self.overruns += 1;
+                    } else if !measure(sh, rec, self.next, sent, now) {
+                        return false;
+                    }
+                    self.next += 1;
+                }
+            }
+            Got::Message { seq, sent } => {
                 // A gap before this message (the stop marker included): refused at the sender.
-                if seq > next {
-                    let gap = seq - next;
+                if seq > self.next {
+                    let gap = seq - self.next;
                     sh.gaps.store(sh.gaps.load(Relaxed) + gap, Relaxed);
                     rec.add_missed(gap);
                 }
                 if !measure(sh, rec, seq, sent, now) {
-                    return finish_counts(sh, wakeups, overruns);
+                    return false;
                 }
-                next = seq + 1;
-            }
-            Err(e) => {
-                sh.io_error("receive", e);
-                return finish_counts(sh, wakeups, overruns);
+                self.next = seq + 1;
             }
         }
-        sh.wakeups.store(wakeups, Relaxed);
+        true
+    }
+
+    fn finish(&self, sh: &Shared) {
+        finish_counts(sh, self.wakeups, self.overruns);
     }
 }
 
@@ -415,7 +483,10 @@ fn spawn_sender(
     gate: &Arc<Gate>,
 ) -> Result<JoinHandle<()>, RespondError> {
     let (sh, gate) = (shared.clone(), gate.clone());
-    let prio = if c.policy.is_realtime_priority() {
+    let handshake = c.pacing == Pacing::Handshake;
+    // Timer pacing: one priority below the receiver, which preempts it at once on a shared CPU.
+    // Handshake: the receiver's priority, as the rt-tests programs' pairs.
+    let prio = if c.policy.is_realtime_priority() && !handshake {
         (c.priority - 1).max(1)
     } else {
         c.priority
@@ -428,6 +499,9 @@ fn spawn_sender(
         .name("rtscope-tx".into())
         .stack_size(STACK)
         .spawn(move || {
+            if let Some(back) = &sh.back {
+                back.prepare_receiver();
+            }
             if let Err(e) = rtscope_engine::prepare_current_thread(1, &spec, PREFAULT) {
                 sh.fail_setup(e.into());
             }
@@ -435,7 +509,11 @@ fn spawn_sender(
             if !sh.failed.load(Acquire) {
                 let start = sys::now(libc::CLOCK_MONOTONIC);
                 let end = duration.map_or(u64::MAX, |d| (start + d).0);
-                let seq = send_loop(&sh, start + interval, interval, burst, loops, end);
+                let seq = if handshake {
+                    handshake_loop(&sh, loops, end)
+                } else {
+                    send_loop(&sh, start + interval, interval, burst, loops, end)
+                };
                 send_stop_marker(&sh, seq);
             }
             sh.sender_done.store(true, Release);
@@ -453,10 +531,10 @@ fn send_loop(sh: &Shared, first: Nanos, interval: Nanos, burst: u64, loops: u64,
     while n < loops && deadline.ns() < end && !sh.stop.load(Relaxed) {
         deadline.sleep(clock);
         for _ in 0..burst {
-            let i = (seq % SLOTS as u64) as usize;
             let t = sys::now(clock).0;
-            sh.slot_time[i].store(t, Relaxed);
-            sh.slot_seq[i].store(seq, Release);
+            if !messages {
+                publish_send_time(sh, seq, t);
+            }
             match sh.transport.send(seq, t) {
                 Ok(Sent::Ok) => {
                     sent += 1;
@@ -490,6 +568,82 @@ fn send_loop(sh: &Shared, first: Nanos, interval: Nanos, burst: u64, loops: u64,
     sh.send_failed.store(failed, Release);
     if n < loops && deadline.ns() < end {
         sh.cut.store(true, Release);
+    }
+    seq
+}
+
+/// Writes an event's send time into the slot ring (count-only mechanisms: the receiver finds it
+/// there; message mechanisms carry it in the message).
+#[inline(always)]
+fn publish_send_time(sh: &Shared, seq: u64, t: u64) {
+    let i = (seq % SLOTS as u64) as usize;
+    sh.slot_time[i].store(t, Relaxed);
+    sh.slot_seq[i].store(seq, Release);
+}
+
+/// The handshake pacing (the rt-tests programs' pattern): wait for the receiver's ready token,
+/// read the clock, send one event; the receiver sleeps the interval before the next token.
+/// Returns the next sequence number. The length ends at the first send time at or after `end`.
+fn handshake_loop(sh: &Shared, loops: u64, end: u64) -> u64 {
+    let Some(back) = &sh.back else {
+        return 0;
+    };
+    let messages = sh.transport.carries_messages();
+    let (mut seq, mut seen, mut sent, mut failed) = (0u64, 0u32, 0u64, 0u64);
+    let mut last = 0;
+    let wait_ready = |seen: &mut u32| loop {
+        match back.recv(seen) {
+            Ok(Some(_)) => return true,
+            Ok(None) => continue,
+            Err(e) => {
+                sh.io_error("receive the ready token", e);
+                return false;
+            }
+        }
+    };
+    while sent + failed < loops && !sh.stop.load(Relaxed) {
+        if !wait_ready(&mut seen) {
+            return seq;
+        }
+        if sh.stop.load(Acquire) {
+            break;
+        }
+        let t = sys::now(libc::CLOCK_MONOTONIC).0;
+        last = t;
+        if t >= end {
+            break;
+        }
+        if !messages {
+            publish_send_time(sh, seq, t);
+        }
+        match sh.transport.send(seq, t) {
+            Ok(Sent::Ok) => {
+                sent += 1;
+                seq += 1;
+            }
+            // One event is outstanding at a time: only another program could fill a queue.
+            Ok(Sent::Full) => {
+                failed += 1;
+                seq += u64::from(messages);
+            }
+            Err(e) => {
+                sh.io_error("send", e);
+                break;
+            }
+        }
+        sh.sent.store(sent, Relaxed);
+        sh.send_failed.store(failed, Relaxed);
+    }
+    sh.sent.store(sent, Release);
+    sh.send_failed.store(failed, Release);
+    let done = sent + failed >= loops;
+    if !done && last < end {
+        sh.cut.store(true, Release);
+    }
+    // After the last event, its ready token: the stop marker must not follow the event inside
+    // its interval (nor coalesce with it).
+    if done && sent + failed > 0 {
+        wait_ready(&mut seen);
     }
     seq
 }

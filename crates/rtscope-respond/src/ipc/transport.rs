@@ -1,7 +1,13 @@
 //! The seven IPC mechanisms, each as a [`Transport`] with a non-blocking (where the mechanism has
 //! a bounded queue) `send` and a blocking `recv`. This is the one module of the IPC side that
-//! calls libc.
+//! calls libc (with [`super::sysv`], the semaphore set's keeper).
+//!
+//! Between the sender's clock read and its system call, and between the receiver's wait
+//! returning and its clock read, there is no other system call and no clock read: `send` makes
+//! exactly one system call per event (the signal mechanism's process id is read once, at open,
+//! not per event: `getpid` is a real system call in glibc), `recv` one per wake-up.
 
+use super::sysv::SemSet;
 use super::IpcKind;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -41,10 +47,14 @@ pub(crate) enum Transport {
         tx: libc::mqd_t,
     },
     Signal {
+        pid: libc::pid_t,
         receiver_tid: AtomicI32,
         signal: libc::c_int,
     },
-    SysvSem(libc::c_int),
+    SysvSem {
+        set: std::sync::Arc<SemSet>,
+        num: libc::c_ushort,
+    },
     UnixDgram {
         rx: OwnedFd,
         tx: OwnedFd,
@@ -65,7 +75,8 @@ fn owned(fd: libc::c_int) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// The real-time signal the signal mechanism uses (the engine uses SIGRTMIN+4).
+/// The real-time signal the signal mechanism uses (the engine uses SIGRTMIN+4); the handshake's
+/// ready token back to the sender uses the next one.
 pub(crate) fn ipc_signal() -> libc::c_int {
     libc::SIGRTMIN() + 5
 }
@@ -125,15 +136,58 @@ fn open_mqueue() -> io::Result<Transport> {
     Ok(Transport::Mqueue { rx, tx })
 }
 
-fn open_sem() -> io::Result<Transport> {
-    // SAFETY: semget takes plain integers.
-    let id = check(unsafe { libc::semget(libc::IPC_PRIVATE, 1, 0o600 | libc::IPC_CREAT) })?;
-    Ok(Transport::SysvSem(id))
+fn signal_transport(signal: libc::c_int) -> Transport {
+    Transport::Signal {
+        // SAFETY: getpid has no arguments and cannot fail.
+        pid: unsafe { libc::getpid() },
+        receiver_tid: AtomicI32::new(0),
+        signal,
+    }
+}
+
+/// Sets `signal` to SIG_IGN, once per process: a ready token that arrives after the sender
+/// thread ended (its id perhaps taken by another thread of rtscope) is then discarded instead
+/// of ending the process. A thread that blocks the signal still receives it (the kernel queues
+/// blocked signals whatever their action), as the sender does in `sigwaitinfo`.
+fn ignore_unblocked(signal: libc::c_int) {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: SIG_IGN for one real-time signal of rtscope's own; no handler code.
+        unsafe { libc::signal(signal, libc::SIG_IGN) };
+    });
 }
 
 impl Transport {
+    /// Opens a channel of `kind` and, with `back`, a second one of the same kind for the ready
+    /// token the receiver hands back to the sender (the handshake pacing): another queue, pipe,
+    /// eventfd, futex word or socket pair, the next real-time signal, or semaphore 1 of the same
+    /// SysV set.
+    pub(crate) fn open_pair(
+        kind: IpcKind,
+        back: bool,
+    ) -> io::Result<(Transport, Option<Transport>)> {
+        if kind == IpcKind::SysvSem {
+            let set = std::sync::Arc::new(SemSet::create()?);
+            let sem = |num| Transport::SysvSem {
+                set: set.clone(),
+                num,
+            };
+            return Ok((sem(0), back.then(|| sem(1))));
+        }
+        let forward = Transport::open(kind)?;
+        let back = match (back, kind) {
+            (false, _) => None,
+            (true, IpcKind::Signal) => {
+                ignore_unblocked(ipc_signal() + 1);
+                Some(signal_transport(ipc_signal() + 1))
+            }
+            (true, _) => Some(Transport::open(kind)?),
+        };
+        Ok((forward, back))
+    }
+
     /// Opens a channel of `kind`.
-    pub(crate) fn open(kind: IpcKind) -> io::Result<Transport> {
+    fn open(kind: IpcKind) -> io::Result<Transport> {
         Ok(match kind {
             IpcKind::Eventfd => {
                 // SAFETY: eventfd takes plain integers.
@@ -150,11 +204,11 @@ impl Transport {
             }
             IpcKind::Futex => Transport::Futex(AtomicU32::new(0)),
             IpcKind::Mqueue => open_mqueue()?,
-            IpcKind::Signal => Transport::Signal {
-                receiver_tid: AtomicI32::new(0),
-                signal: ipc_signal(),
-            },
-            IpcKind::SysvSem => open_sem()?,
+            IpcKind::Signal => signal_transport(ipc_signal()),
+            IpcKind::SysvSem => {
+                let set = std::sync::Arc::new(SemSet::create()?);
+                Transport::SysvSem { set, num: 0 }
+            }
             IpcKind::UnixDgram => {
                 let mut fds = [0; 2];
                 let ty = libc::SOCK_DGRAM | libc::SOCK_CLOEXEC;
@@ -183,6 +237,7 @@ impl Transport {
         if let Transport::Signal {
             receiver_tid,
             signal,
+            ..
         } = self
         {
             let set = signal_set(*signal);
@@ -192,7 +247,8 @@ impl Transport {
         }
     }
 
-    /// Sends one event. The data-carrying mechanisms send `seq` and `sent` (the sender time, ns).
+    /// Sends one event with one system call. The data-carrying mechanisms send `seq` and `sent`
+    /// (the sender time, ns).
     #[inline(always)]
     pub(crate) fn send(&self, seq: u64, sent: u64) -> io::Result<Sent> {
         let mut msg = [0u8; MSG_BYTES];
@@ -225,21 +281,22 @@ impl Transport {
                 unsafe { libc::mq_send(*tx, msg.as_ptr().cast(), MSG_BYTES, 0) as isize }
             }
             Transport::Signal {
+                pid,
                 receiver_tid,
                 signal,
             } => {
                 let tid = receiver_tid.load(Acquire);
                 // SAFETY: tgkill to a thread of this process; plain integers.
-                unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, *signal) as isize }
+                unsafe { libc::syscall(libc::SYS_tgkill, *pid, tid, *signal) as isize }
             }
-            Transport::SysvSem(id) => {
+            Transport::SysvSem { set, num } => {
                 let mut op = libc::sembuf {
-                    sem_num: 0,
+                    sem_num: *num,
                     sem_op: 1,
                     sem_flg: libc::IPC_NOWAIT as libc::c_short,
                 };
                 // SAFETY: one valid sembuf on our semaphore set.
-                unsafe { libc::semop(*id, &mut op, 1) as isize }
+                unsafe { libc::semop(set.id(), &mut op, 1) as isize }
             }
             Transport::UnixDgram { tx, .. } => {
                 // SAFETY: sends MSG_BYTES bytes from a live buffer on a connected socket.
@@ -341,14 +398,14 @@ impl Transport {
                 }
                 n as isize
             }
-            Transport::SysvSem(id) => {
+            Transport::SysvSem { set, num } => {
                 let mut op = libc::sembuf {
-                    sem_num: 0,
+                    sem_num: *num,
                     sem_op: -1,
                     sem_flg: 0,
                 };
                 // SAFETY: one valid sembuf on our semaphore set.
-                let n = unsafe { libc::semop(*id, &mut op, 1) };
+                let n = unsafe { libc::semop(set.id(), &mut op, 1) };
                 if n == 0 {
                     return Ok(Some(Got::Count(1)));
                 }
@@ -386,19 +443,13 @@ fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
 
 impl Drop for Transport {
     fn drop(&mut self) {
-        match self {
-            Transport::Mqueue { rx, tx } => {
-                // SAFETY: both are open queue descriptors owned by this transport.
-                unsafe {
-                    libc::mq_close(*rx);
-                    libc::mq_close(*tx);
-                }
+        // The semaphore set is removed by its keeper when the last transport using it is gone.
+        if let Transport::Mqueue { rx, tx } = self {
+            // SAFETY: both are open queue descriptors owned by this transport.
+            unsafe {
+                libc::mq_close(*rx);
+                libc::mq_close(*tx);
             }
-            Transport::SysvSem(id) => {
-                // SAFETY: removes our private semaphore set; no pointers.
-                unsafe { libc::semctl(*id, 0, libc::IPC_RMID) };
-            }
-            _ => {}
         }
     }
 }

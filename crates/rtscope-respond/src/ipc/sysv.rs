@@ -1,0 +1,191 @@
+//! The SysV semaphore set of the `sysvsem` mechanism, and its keeper: a forked child that
+//! creates the set and removes it (`IPC_RMID`) when rtscope ends, however it ends — SIGKILL
+//! included. A SysV set outlives its processes, and unlike a shared memory segment it cannot be
+//! marked for removal while in use (`IPC_RMID` on a semaphore set removes it at once and fails
+//! every waiter with EIDRM), so a process of its own has to be left to remove it.
+//!
+//! The keeper is forked before the set exists and creates it itself, so no moment is left in
+//! which rtscope holds a set nobody would remove. It holds the read end of a pipe whose only
+//! write end is rtscope's (close-on-exec: no program rtscope starts inherits it); when rtscope
+//! closes it — dropping the [`SemSet`], or dying — the keeper's `read` returns end of file, it
+//! removes the set and exits. It leaves the session (`setsid`) and ignores the terminal's
+//! signals, so a Ctrl-C reaches rtscope only. Between fork and exit it makes only system calls
+//! on memory prepared before the fork. (The trace crate's reaper works the same way for its
+//! tracefs instance.)
+//!
+//! The set's key is `0x52PPPPPn`: the pid of the rtscope process shifted left by two, `n`
+//! 0..3 for up to four sets at once (a fifth uses `IPC_PRIVATE`), so the sets of a process can be
+//! found in `/proc/sysvipc/sem` (the end-to-end test of a SIGKILLed run looks them up).
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// Semaphores per set: 0 carries the events, 1 the ready token of the handshake pacing.
+pub(crate) const NSEMS: libc::c_int = 2;
+
+/// The keys rtscope process `pid` tries for its sets, in order.
+pub fn keys_of(pid: u32) -> [libc::key_t; 4] {
+    let base = 0x5200_0000 | ((pid as libc::key_t & 0x3f_ffff) << 2);
+    [base, base | 1, base | 2, base | 3]
+}
+
+/// A SysV semaphore set removed by its keeper when this is dropped or the process dies.
+#[derive(Debug)]
+pub(crate) struct SemSet {
+    id: libc::c_int,
+    keeper: libc::pid_t,
+    control: Option<OwnedFd>,
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: pipe2 succeeded; both descriptors are open and owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+impl SemSet {
+    /// Forks the keeper, which creates a set of [`NSEMS`] semaphores (all 0, mode 0600).
+    pub(crate) fn create() -> io::Result<SemSet> {
+        let keys = keys_of(std::process::id());
+        let (control_rx, control_tx) = pipe()?;
+        let (result_rx, result_tx) = pipe()?;
+        // SAFETY: the child runs only system calls on memory prepared before the fork (`keys`,
+        // stack buffers) and ends with _exit, never returning into Rust code of the parent.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if pid == 0 {
+            keeper(control_rx.as_raw_fd(), result_tx.as_raw_fd(), &keys);
+        }
+        drop((control_rx, result_tx));
+        let mut set = SemSet {
+            id: -1,
+            keeper: pid,
+            control: Some(control_tx),
+        };
+        let mut answer = [0u8; 4];
+        // SAFETY: reads at most 4 bytes into a live buffer from our pipe.
+        let n = unsafe { libc::read(result_rx.as_raw_fd(), answer.as_mut_ptr().cast(), 4) };
+        let value = i32::from_ne_bytes(answer);
+        match n {
+            4 if value >= 0 => {
+                set.id = value;
+                Ok(set)
+            }
+            4 => Err(io::Error::from_raw_os_error(-value)),
+            _ => Err(io::Error::other(
+                "the semaphore keeper ended without an answer",
+            )),
+        }
+    }
+
+    /// The set's identifier.
+    pub(crate) fn id(&self) -> libc::c_int {
+        self.id
+    }
+}
+
+/// The keeper's body. Never returns.
+fn keeper(control: libc::c_int, result: libc::c_int, keys: &[libc::key_t; 4]) -> ! {
+    // SAFETY: only system calls on memory allocated before the fork (`keys`, stack buffers);
+    // ends with _exit.
+    unsafe {
+        libc::setsid();
+        for s in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGPIPE,
+            libc::SIGQUIT,
+        ] {
+            libc::signal(s, libc::SIG_IGN);
+        }
+        libc::prctl(libc::PR_SET_NAME, c"rtscope-semkeep".as_ptr(), 0, 0, 0);
+        // Keep only the two pipes, as 0 and 1: an inherited stdout would keep a reader of
+        // rtscope's output waiting, another run's control pipe its keeper.
+        libc::dup2(control, 0);
+        libc::dup2(result, 1);
+        libc::syscall(libc::SYS_close_range, 2u32, u32::MAX, 0u32);
+        let flags = 0o600 | libc::IPC_CREAT | libc::IPC_EXCL;
+        let mut id = -1;
+        for &key in keys.iter().chain(&[libc::IPC_PRIVATE]) {
+            id = libc::semget(key, NSEMS, flags);
+            if id >= 0 || *libc::__errno_location() != libc::EEXIST {
+                break;
+            }
+        }
+        let answer = if id >= 0 {
+            id
+        } else {
+            -*libc::__errno_location()
+        };
+        libc::write(1, answer.to_ne_bytes().as_ptr().cast(), 4);
+        libc::close(1);
+        let mut buf = [0u8; 16];
+        loop {
+            let n = libc::read(0, buf.as_mut_ptr().cast(), buf.len());
+            if n > 0 || (n < 0 && *libc::__errno_location() == libc::EINTR) {
+                continue;
+            }
+            break;
+        }
+        if id >= 0 {
+            libc::semctl(id, 0, libc::IPC_RMID);
+        }
+        libc::_exit(0)
+    }
+}
+
+impl Drop for SemSet {
+    fn drop(&mut self) {
+        // The keeper is the set's one remover: closing its pipe makes it remove the set.
+        drop(self.control.take());
+        let mut status = 0;
+        // SAFETY: waits for our own child; `status` is a valid out-pointer.
+        unsafe { libc::waitpid(self.keeper, &mut status, 0) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exists(id: libc::c_int) -> bool {
+        // SAFETY: IPC_STAT into a zeroed semid_ds of our own stack.
+        let mut ds: libc::semid_ds = unsafe { std::mem::zeroed() };
+        // SAFETY: as above; a removed id fails with EINVAL/EIDRM.
+        unsafe { libc::semctl(id, 0, libc::IPC_STAT, &mut ds as *mut libc::semid_ds) == 0 }
+    }
+
+    #[test]
+    fn the_keeper_creates_the_set_under_the_process_key_and_removes_it_on_drop() {
+        let set = SemSet::create().unwrap();
+        let id = set.id();
+        assert!(exists(id));
+        let table = std::fs::read_to_string("/proc/sysvipc/sem").unwrap();
+        let keys = keys_of(std::process::id());
+        let row = table
+            .lines()
+            .skip(1)
+            .find(|l| l.split_whitespace().nth(1) == Some(&id.to_string()))
+            .unwrap_or_else(|| panic!("set {id} not in {table}"));
+        let key: libc::key_t = row.split_whitespace().next().unwrap().parse().unwrap();
+        // Other tests of this process may hold sets at the same time: any of the process's keys
+        // (or a private one, when all four are taken).
+        assert!(keys.contains(&key) || key == 0, "{row}");
+        drop(set);
+        assert!(!exists(id), "the keeper removed set {id}");
+    }
+
+    #[test]
+    fn the_keys_of_a_process_are_its_own() {
+        let (a, b) = (keys_of(4_194_303), keys_of(4_194_302));
+        assert!(a.iter().all(|k| !b.contains(k) && *k > 0));
+        assert_eq!(keys_of(1)[0], 0x5200_0004);
+    }
+}
