@@ -83,12 +83,59 @@ pub fn layout(p: &Panel, cell: (u32, u32)) -> Layout {
     l
 }
 
+/// Size of a panel title's font, px.
+pub(crate) const TITLE_FONT: u32 = 17;
+/// A generous width of one title character at [`TITLE_FONT`] (DejaVu Sans averages 0.58 em;
+/// 0.62 em leaves room for wide letters).
+const TITLE_CHAR_W: f64 = 0.62 * TITLE_FONT as f64;
+
+/// A title's estimated width, px (a dash or a wide sign counts as one em).
+pub(crate) fn title_width(text: &str) -> f64 {
+    text.chars()
+        .map(|c| match c {
+            '—' | '–' | 'M' | 'W' | 'm' | 'w' | '@' | '%' => TITLE_FONT as f64,
+            _ => TITLE_CHAR_W,
+        })
+        .sum()
+}
+
+/// `title` as drawn in `width` px: whole when it fits; else without what comes before ` — `
+/// (the figure's caption says what the panels are); else its middle replaced by `…`, keeping
+/// its start and its end (where `(run N)` is). The full title goes into a tooltip.
+pub fn fit_title(title: &str, width: u32) -> String {
+    let max = f64::from(width);
+    if title_width(title) <= max {
+        return title.to_string();
+    }
+    let short = title.split_once(" — ").map_or(title, |(_, rest)| rest);
+    if title_width(short) <= max {
+        return short.to_string();
+    }
+    let chars: Vec<char> = short.chars().collect();
+    let tail = (chars.len() / 3).min(12);
+    let end: String = chars[chars.len() - tail..].iter().collect();
+    for keep in (0..chars.len() - tail).rev() {
+        let head: String = chars[..keep].iter().collect();
+        let t = format!("{}…{end}", head.trim_end());
+        if title_width(&t) <= max {
+            return t;
+        }
+    }
+    "…".into()
+}
+
+/// The width a panel's title may take in a cell `cell_w` px wide (less a legend strip).
+fn title_room(cell_w: u32, l: &Layout) -> u32 {
+    cell_w.saturating_sub(2 * MARGIN + l.outside.map_or(0, |w| w + MARGIN))
+}
+
 /// Draws every panel of `fig` into `root`. Panels whose y range is shared (set by the figure)
-/// get the same legend headroom, so they keep one scale.
+/// get the same legend headroom, so they keep one scale. Returns the titles shortened to fit
+/// their cell: (as drawn, in full).
 pub fn figure<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     fig: &Figure,
-) -> Result<(), ReportError> {
+) -> Result<Vec<(String, String)>, ReportError> {
     root.fill(&WHITE).map_err(plot_err)?;
     let (_, h) = fig.size();
     let rows = (h / fig.panel_height.max(1)).max(1) as usize;
@@ -102,30 +149,53 @@ pub fn figure<DB: DrawingBackend>(
         }
     }
     let areas = root.split_evenly((rows, cols as usize));
+    let mut shortened = Vec::new();
     for ((area, panel), l) in areas.iter().zip(&fig.panels).zip(&layouts) {
+        let title = fit_title(&panel.title, title_room(cell.0, l));
+        if title != panel.title {
+            shortened.push((title.clone(), panel.title.clone()));
+        }
         match l.outside {
             Some(w) => {
                 let (aw, _) = area.dim_in_pixel();
                 let (plot, side) = area.split_horizontally(aw.saturating_sub(w + MARGIN));
-                draw_panel(&plot, panel, l)?;
+                draw_panel(&plot, panel, l, &title)?;
                 let top = (MARGIN + TITLE) as i32;
                 legend_box(&side, panel, (0, top))?;
             }
-            None => draw_panel(area, panel, l)?,
+            None => draw_panel(area, panel, l, &title)?,
         }
     }
-    Ok(())
+    Ok(shortened)
+}
+
+/// Gives each shortened title of an SVG its full text as a tooltip (an SVG `<title>`).
+fn add_title_tooltips(svg: String, shortened: &[(String, String)]) -> String {
+    let mut svg = svg;
+    for (shown, full) in shortened {
+        let shown = format!(">{}</text>", crate::escape::escape(shown));
+        let with = format!(
+            "><title>{}</title>{}",
+            crate::escape::escape(full),
+            &shown[1..]
+        );
+        if let Some(at) = svg.find(&shown) {
+            svg.replace_range(at..at + shown.len(), &with);
+        }
+    }
+    svg
 }
 
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     p: &Panel,
     l: &Layout,
+    title: &str,
 ) -> Result<(), ReportError> {
     let ((x0, x1), (y0, y1)) = (l.x, l.y);
     let mut builder = ChartBuilder::on(area);
     builder
-        .caption(&p.title, font(17))
+        .caption(title, font(TITLE_FONT))
         .margin(MARGIN)
         .x_label_area_size(X_LABELS)
         .y_label_area_size(Y_LABELS);
@@ -433,12 +503,13 @@ fn ensure_font() {
 pub fn to_svg(fig: &Figure) -> Result<String, ReportError> {
     ensure_font();
     let mut out = String::new();
-    {
+    let shortened = {
         let root = SVGBackend::with_string(&mut out, fig.size()).into_drawing_area();
-        figure(&root, fig)?;
+        let shortened = figure(&root, fig)?;
         root.present().map_err(plot_err)?;
-    }
-    Ok(out)
+        shortened
+    };
+    Ok(add_title_tooltips(out, &shortened))
 }
 
 /// Renders a figure as PNG bytes (RGB, 8 bit).

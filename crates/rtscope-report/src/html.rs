@@ -168,7 +168,7 @@ fn stats(h: &mut String, rows: &[SummaryRow]) {
             h,
             "<td>{}</td><td>{at}</td><td>{}</td></tr>",
             us1(r.max_ns),
-            r.missed
+            crate::table::missed_cell(r.missed)
         );
     }
     let _ = writeln!(
@@ -214,7 +214,7 @@ fn cases(h: &mut String, rows: &[crate::table::CaseRow]) {
             rtscope_core::text::percentile(&r.p9999),
             us1(r.max_ns),
             r.worst_run,
-            r.missed
+            crate::table::missed_cell(r.missed)
         );
     }
     h.push_str("</table>\n");
