@@ -173,15 +173,16 @@ pub fn figure<DB: DrawingBackend>(
 fn add_title_tooltips(svg: String, shortened: &[(String, String)]) -> String {
     let mut svg = svg;
     for (shown, full) in shortened {
-        let shown = format!(">{}</text>", crate::escape::escape(shown));
-        let with = format!(
-            "><title>{}</title>{}",
-            crate::escape::escape(full),
-            &shown[1..]
-        );
-        if let Some(at) = svg.find(&shown) {
-            svg.replace_range(at..at + shown.len(), &with);
-        }
+        // plotters writes a text's content on a line of its own.
+        let shown = crate::escape::escape(shown);
+        let Some(at) = [format!(">\n{shown}\n</text>"), format!(">{shown}</text>")]
+            .iter()
+            .find_map(|t| svg.find(t.as_str()))
+        else {
+            continue;
+        };
+        let tip = format!("<title>{}</title>", crate::escape::escape(full));
+        svg.insert_str(at + 1, &tip);
     }
     svg
 }

@@ -113,7 +113,10 @@ pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> 
         .collect();
     share_counts(&mut hist);
     if !hist.is_empty() {
-        let caption = format!("{HIST_CAPTION}{}", summary_only_note(runs, grouping, &without));
+        let caption = format!(
+            "{HIST_CAPTION}{}",
+            summary_only_note(runs, grouping, &without)
+        );
         out.push(named("histogram", Latency, &caption, grid(hist, columns)));
     }
     let lines = lines(runs, grouping);

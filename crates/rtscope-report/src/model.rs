@@ -130,7 +130,10 @@ impl RunData {
     pub fn cpu_name(&self, thread: u32) -> String {
         let threads = &self.detail.threads;
         if let Some(role) = self.role(thread) {
-            let cpu = threads.iter().find(|t| t.thread == thread).and_then(|t| t.cpu);
+            let cpu = threads
+                .iter()
+                .find(|t| t.thread == thread)
+                .and_then(|t| t.cpu);
             let name = match cpu {
                 Some(c) => format!("{role} (CPU {c})"),
                 None => role,
@@ -187,8 +190,7 @@ impl RunData {
     /// The `--spike` lines of an imported cyclictest summary (`config.source.spikes`), in the
     /// order printed: (thread, latency ns, wake-up time µs on cyclictest's clock).
     pub fn imported_spikes(&self) -> Vec<(u32, u64, u64)> {
-        let Ok(config) = serde_json::from_str::<serde_json::Value>(&self.detail.config_json)
-        else {
+        let Ok(config) = serde_json::from_str::<serde_json::Value>(&self.detail.config_json) else {
             return Vec::new();
         };
         let Some(list) = config["source"]["spikes"].as_array() else {

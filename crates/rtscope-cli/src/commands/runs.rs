@@ -140,7 +140,8 @@ fn list_text(runs: &[RunSummary]) -> String {
             rtscope_core::text::percentile(&r.percentiles()[4]),
             us(r.max_ns),
             // An import's source never says: unknown, not 0.
-            r.missed_periods().map_or_else(|| "-".into(), |m| m.to_string()),
+            r.missed_periods()
+                .map_or_else(|| "-".into(), |m| m.to_string()),
             tags_text(&r.tags),
         ]);
     }
