@@ -85,18 +85,18 @@ pub fn layout(p: &Panel, cell: (u32, u32)) -> Layout {
 
 /// Size of a panel title's font, px.
 pub(crate) const TITLE_FONT: u32 = 17;
-/// A generous width of one title character at [`TITLE_FONT`] (DejaVu Sans averages 0.58 em;
-/// 0.62 em leaves room for wide letters).
+/// A generous width of one title character at [`TITLE_FONT`] when the font cannot measure
+/// (DejaVu Sans averages 0.58 em; 0.62 em leaves room for wide letters).
 const TITLE_CHAR_W: f64 = 0.62 * TITLE_FONT as f64;
 
-/// A title's estimated width, px (a dash or a wide sign counts as one em).
+/// A title's width, px, as the embedded font draws it in a PNG (an SVG draws it smaller, at
+/// 17/1.24 px); estimated generously if the font cannot measure it.
 pub(crate) fn title_width(text: &str) -> f64 {
-    text.chars()
-        .map(|c| match c {
-            '—' | '–' | 'M' | 'W' | 'm' | 'w' | '@' | '%' => TITLE_FONT as f64,
-            _ => TITLE_CHAR_W,
-        })
-        .sum()
+    ensure_font();
+    match font(TITLE_FONT).box_size(text) {
+        Ok((w, _)) => f64::from(w),
+        Err(_) => text.chars().count() as f64 * TITLE_CHAR_W,
+    }
 }
 
 /// `title` as drawn in `width` px: whole when it fits; else without what comes before ` — `

@@ -164,8 +164,9 @@ impl RunData {
             .iter()
             .find(|r| r["thread"].as_u64() == Some(u64::from(thread)))?;
         let source = row["source"].as_str().filter(|s| !s.is_empty())?;
+        // `1→1 same`: the plots' embedded font has no arrow.
         Some(match row["path"].as_str().filter(|p| !p.is_empty()) {
-            Some(path) => format!("{source} {path}"),
+            Some(path) => format!("{source} {}", path.replace('→', "->")),
             None => source.to_string(),
         })
     }

@@ -54,11 +54,15 @@ fn summary_import(id: i64) -> RunData {
 
 #[test]
 fn respond_threads_are_named_by_their_mechanism_in_figures_and_tables() {
-    let r = respond_run(1);
-    assert_eq!(r.cpu_name(0), "eventfd 0→1 cross (CPU 1)");
-    assert_eq!(r.cpu_name(2), "signal 0→1 cross (CPU 1)");
+    let r = respond_run(201);
+    assert_eq!(r.cpu_name(0), "eventfd 0->1 cross (CPU 1)");
+    assert_eq!(r.cpu_name(2), "signal 0->1 cross (CPU 1)");
     let svg = crate::to_svg(&Figure::single(figures::histogram(&r))).unwrap();
-    for m in ["eventfd 0→1 cross (CPU 1)", "pipe 0→1", "signal 0→1"] {
+    for m in [
+        "eventfd 0-&gt;1 cross (CPU 1)",
+        "pipe 0-&gt;1",
+        "signal 0-&gt;1",
+    ] {
         assert!(svg.contains(m), "histogram legend lacks {m}");
     }
     assert!(!svg.contains("thread 0 (CPU 1)"), "numbered, not named");
@@ -67,34 +71,34 @@ fn respond_threads_are_named_by_their_mechanism_in_figures_and_tables() {
     assert_eq!(
         cpus,
         [
-            "eventfd 0→1 cross (CPU 1)",
-            "pipe 0→1 cross (CPU 1)",
-            "signal 0→1 cross (CPU 1)",
+            "eventfd 0->1 cross (CPU 1)",
+            "pipe 0->1 cross (CPU 1)",
+            "signal 0->1 cross (CPU 1)",
             "all"
         ]
     );
     // A measure run keeps its CPU numbers.
-    assert_eq!(run_with(2, &[]).cpu_name(1), "CPU 1");
+    assert_eq!(run_with(202, &[]).cpu_name(1), "CPU 1");
 }
 
 #[test]
 fn an_import_shows_its_missed_periods_as_unknown_never_0() {
-    let runs = vec![summary_import(1), run_with(2, &[])];
+    let runs = vec![summary_import(211), run_with(212, &[])];
     assert_eq!(runs[0].missed(), None);
     assert_eq!(runs[1].missed(), Some(0));
     let rows = table::summary_rows(&runs);
     assert!(rows
         .iter()
-        .filter(|x| x.run == 1)
+        .filter(|x| x.run == 211)
         .all(|x| x.missed.is_none()));
     let md = table::markdown(&rows);
-    let line = md.lines().find(|l| l.starts_with("| 1 |")).unwrap();
+    let line = md.lines().find(|l| l.starts_with("| 211 |")).unwrap();
     assert!(
         line.contains("| — | - |"),
         "missed and miss % unknown: {line}"
     );
     let csv = table::csv(&rows);
-    let line = csv.lines().find(|l| l.starts_with("1,")).unwrap();
+    let line = csv.lines().find(|l| l.starts_with("211,")).unwrap();
     assert!(
         line.ends_with(",,"),
         "missed and ratio empty in CSV: {line}"
@@ -105,7 +109,7 @@ fn an_import_shows_its_missed_periods_as_unknown_never_0() {
 
 #[test]
 fn imported_spike_lines_are_drawn_and_listed() {
-    let runs = vec![summary_import(1), run_with(2, &[])];
+    let runs = vec![summary_import(221), run_with(222, &[])];
     assert_eq!(
         runs[0].imported_spikes(),
         [(1, 162_000, 2_162_688_834), (0, 91_000, 2_163_688_834)]
@@ -126,7 +130,7 @@ fn imported_spike_lines_are_drawn_and_listed() {
 
 #[test]
 fn a_summary_only_import_gets_no_empty_histogram_panel() {
-    let runs = vec![summary_import(1), run_with(2, &[]), run_with(3, &[])];
+    let runs = vec![summary_import(231), run_with(232, &[]), run_with(233, &[])];
     let g = Grouping::new(&runs, None);
     let figs = figures::all(&runs, &g);
     let hist = figs.iter().find(|f| f.name == "histogram").unwrap();
@@ -137,12 +141,12 @@ fn a_summary_only_import_gets_no_empty_histogram_panel() {
     );
     assert!(hist.figure.panels.iter().all(|p| !p.series.is_empty()));
     assert!(
-        hist.caption.contains("Not drawn: run-1 (run 1)"),
+        hist.caption.contains("Not drawn: run-231 (run 231)"),
         "{}",
         hist.caption
     );
     // Only summaries: no histogram figure at all.
-    let only = vec![summary_import(1)];
+    let only = vec![summary_import(234)];
     let figs = figures::all(&only, &Grouping::new(&only, None));
     assert!(figs.iter().all(|f| f.name != "histogram"));
 }
@@ -262,7 +266,7 @@ fn a_load_killed_at_the_stop_counts_as_having_run() {
 
 #[test]
 fn top_consumers_tell_rtscope_own_threads_from_another_program_of_the_same_name() {
-    let mut r = run_with(1, &[]);
+    let mut r = run_with(241, &[]);
     let t = |pid: u32, own: Option<bool>, pct: f64| rtscope_store::TopThread {
         offset_ns: 0,
         rank: 0,

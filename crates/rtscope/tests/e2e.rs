@@ -33,5 +33,6 @@ mod overflow_percentiles;
 mod readme;
 mod records;
 mod report;
+mod report_layout;
 mod respond;
 mod snapshots;
