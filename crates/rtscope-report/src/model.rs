@@ -158,17 +158,7 @@ impl RunData {
         if self.detail.summary.kind != RunKind::Respond {
             return None;
         }
-        let config: serde_json::Value = serde_json::from_str(&self.detail.config_json).ok()?;
-        let row = config["rows"]
-            .as_array()?
-            .iter()
-            .find(|r| r["thread"].as_u64() == Some(u64::from(thread)))?;
-        let source = row["source"].as_str().filter(|s| !s.is_empty())?;
-        // `1→1 same`: the plots' embedded font has no arrow.
-        Some(match row["path"].as_str().filter(|p| !p.is_empty()) {
-            Some(path) => format!("{source} {}", path.replace('→', "->")),
-            None => source.to_string(),
-        })
+        respond_role(&self.detail.config_json, thread)
     }
 
     /// Whether the run's missed periods are known: an import's source never says how many
@@ -224,4 +214,20 @@ impl RunData {
             serde_json::from_str(&self.detail.command_line_json).unwrap_or_default();
         argv.join(" ")
     }
+}
+
+/// What thread `thread` of a respond run measured (`eventfd 1->1 same`), from the `rows` of
+/// its configuration (`config_json`); `None` when it does not say.
+pub fn respond_role(config_json: &str, thread: u32) -> Option<String> {
+    let config: serde_json::Value = serde_json::from_str(config_json).ok()?;
+    let row = config["rows"]
+        .as_array()?
+        .iter()
+        .find(|r| r["thread"].as_u64() == Some(u64::from(thread)))?;
+    let source = row["source"].as_str().filter(|s| !s.is_empty())?;
+    // `1→1 same`: the plots' embedded font has no arrow.
+    Some(match row["path"].as_str().filter(|p| !p.is_empty()) {
+        Some(path) => format!("{source} {}", path.replace('→', "->")),
+        None => source.to_string(),
+    })
 }
