@@ -6,6 +6,9 @@ use rtscope_store::{
     RunId, RunKind, SeriesRow, TopThread,
 };
 
+/// An imported `--spike` line: (thread, latency ns, wake-up time µs on cyclictest's clock).
+pub type Spike = (u32, u64, u64);
+
 /// Everything about one run that a report shows.
 #[derive(Debug, Clone)]
 pub struct RunData {
@@ -180,7 +183,7 @@ impl RunData {
 
     /// The `--spike` lines of an imported cyclictest summary (`config.source.spikes`), in the
     /// order printed: (thread, latency ns, wake-up time µs on cyclictest's clock).
-    pub fn imported_spikes(&self) -> Vec<(u32, u64, u64)> {
+    pub fn imported_spikes(&self) -> Vec<Spike> {
         let Ok(config) = serde_json::from_str::<serde_json::Value>(&self.detail.config_json) else {
             return Vec::new();
         };

@@ -121,7 +121,7 @@ pub fn scatter_panels(runs: &[RunData], g: &Grouping, order: &[usize]) -> Vec<Pa
 /// The `--spike` lines of imported cyclictest summaries, as a table in the order printed (at
 /// most [`MAX_EVENT_ROWS`] per run, with how many there were).
 fn spike_table(h: &mut String, runs: &[RunData], g: &Grouping) {
-    let spikes: Vec<(usize, Vec<(u32, u64, u64)>)> = runs
+    let spikes: Vec<(usize, Vec<crate::model::Spike>)> = runs
         .iter()
         .enumerate()
         .map(|(i, r)| (i, r.imported_spikes()))
