@@ -194,6 +194,10 @@ fn a_mixed_report_names_mechanisms_and_lays_out_in_chromium_without_overlap() {
     let page = read("report.html");
     assert!(page.contains("id=\"spikes\"") && page.contains("<td>162.0</td>"));
     assert!(page.contains("Not drawn: ") && page.contains("summary-q.txt"));
+    assert!(
+        !page.contains("run 9 was recorded with the old sample rule"),
+        "a respond run"
+    );
     // The page with the measuring script, rendered.
     let check = dir.join("out/check.html");
     std::fs::write(
