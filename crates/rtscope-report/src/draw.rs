@@ -211,7 +211,7 @@ fn draw_panel<DB: DrawingBackend>(
         for s in p.series.iter().filter(|s| !s.secondary) {
             draw_series(&mut chart, s, projected(p, s, l))?;
         }
-        return draw_legend(&chart, p, l);
+        return draw_legend(&chart, area, p, l);
     };
     let mut dual = chart.set_secondary_coord(x0..x1, s0..s1);
     mesh(&mut dual, area, p, l)?;
@@ -236,7 +236,7 @@ fn draw_panel<DB: DrawingBackend>(
         dual.draw_secondary_series(LineSeries::new(pts, style_of(s)))
             .map_err(plot_err)?;
     }
-    draw_legend(&dual, p, l)
+    draw_legend(&dual, area, p, l)
 }
 
 pub(crate) fn font(size: u32) -> FontDesc<'static> {
@@ -427,8 +427,12 @@ fn segments(s: &Series, pts: Vec<(f64, f64)>) -> Vec<Vec<(f64, f64)>> {
 }
 
 /// Draws the legend box in the corner the layout chose, inside the plotting area.
+/// Draws the legend in its corner of the plotting area. A legend wider than the plot (long
+/// names in a small panel of a grid) is moved left into the panel's margin as far as needed,
+/// so its colour keys are never cut off.
 fn draw_legend<DB: DrawingBackend>(
     chart: &Chart<'_, DB>,
+    panel: &DrawingArea<DB, Shift>,
     p: &Panel,
     l: &Layout,
 ) -> Result<(), ReportError> {
@@ -436,8 +440,8 @@ fn draw_legend<DB: DrawingBackend>(
         return Ok(());
     };
     let (w, h) = legend::size(&legend::entries(p));
-    let area = chart.plotting_area().strip_coord_spec();
-    let (pw, ph) = area.dim_in_pixel();
+    let plot = chart.plotting_area().strip_coord_spec();
+    let (pw, ph) = plot.dim_in_pixel();
     let (w, h) = (w as i32, h as i32);
     let pad = legend::PAD as i32;
     let x = match corner {
@@ -448,7 +452,15 @@ fn draw_legend<DB: DrawingBackend>(
         Corner::UpperLeft | Corner::UpperRight => pad,
         _ => ph as i32 - h - pad,
     };
-    legend_box(&area, p, (x, y))
+    if x >= 0 && x + w <= pw as i32 {
+        return legend_box(&plot, p, (x, y));
+    }
+    // In the panel's pixels: the plot's offset, then kept inside the panel.
+    let (px, py) = plot.get_base_pixel();
+    let (ax, ay) = panel.get_base_pixel();
+    let (aw, _) = panel.dim_in_pixel();
+    let left = (px - ax + pw as i32 - w - pad).clamp(0, (aw as i32 - w).max(0));
+    legend_box(panel, p, (left, py - ay + y))
 }
 
 /// Draws the legend of `p` with its upper left corner at `at` (px) in `area`.

@@ -7,7 +7,7 @@ use crate::tests::{legend_names, polylines, run_data, run_with, study_runs, text
 use rtscope_core::{Histogram, Nanos};
 
 /// Every `<rect>` of an SVG filled with `fill`, as (x0, y0, x1, y1).
-fn rects(svg: &str, fill: &str) -> Vec<(f64, f64, f64, f64)> {
+pub(crate) fn rects(svg: &str, fill: &str) -> Vec<(f64, f64, f64, f64)> {
     let attr = |c: &str, name: &str| -> Option<f64> {
         c.split(&format!(" {name}=\""))
             .nth(1)?

@@ -309,3 +309,46 @@ fn top_consumers_tell_rtscope_own_threads_from_another_program_of_the_same_name(
     assert!(page.contains("<th>PID</th><th>TID</th><th class=\"t\">whose</th>"));
     assert!(page.contains("<td>900</td><td>901</td><td class=\"t\">other program</td>"));
 }
+
+/// A legend wider than the plot of a small grid panel (a respond run's mechanisms with their
+/// maxima) stays whole inside its panel: before, its left part with the colour keys was cut
+/// off at the plot's left edge.
+#[test]
+fn a_legend_wider_than_a_small_plot_stays_inside_its_panel() {
+    let busy: Vec<(f64, f64)> = (0..=50)
+        .map(|i| (i as f64, if i % 2 == 0 { 1.0 } else { 100.0 }))
+        .collect();
+    let panel = |k: usize| Panel {
+        title: format!("panel {k}"),
+        x: Axis::linear("latency (µs)"),
+        y: Axis::linear("samples"),
+        y2: None,
+        legend: Corner::UpperLeft,
+        series: ["eventfd", "pipe", "signal"]
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let name = format!("{m} 1->1 same (CPU 1) (max 1120.9 µs)");
+                Series::new(name, i, busy.clone())
+            })
+            .collect(),
+    };
+    let fig = Figure {
+        width: 1600,
+        panel_height: 320,
+        columns: 4,
+        panels: (0..4).map(panel).collect(),
+    };
+    let svg = crate::to_svg(&fig).unwrap();
+    let (w, _) = crate::draw::legend::size(&crate::draw::legend::entries(&fig.panels[0]));
+    let boxes = crate::layout_tests::rects(&svg, "#FDFDFD");
+    assert_eq!(boxes.len(), 4, "{boxes:?}");
+    for (k, b) in boxes.iter().enumerate() {
+        let (lo, hi) = (400.0 * k as f64, 400.0 * (k + 1) as f64);
+        assert!(
+            b.0 >= lo && b.2 <= hi,
+            "legend {k} {b:?} leaves its panel {lo}..{hi}"
+        );
+        assert_eq!(b.2 - b.0, f64::from(w), "legend {k} cut: {b:?}");
+    }
+}
