@@ -12,6 +12,12 @@
 use rtscope_session::UsageError;
 use rtscope_store::{CampaignSummary, RunId, RunSummary, Store};
 
+/// Whether tag `key` only numbers repeats (`round`, `repeat`, …): grouping never splits runs
+/// by it. The list is [`rtscope_report::group::REPEAT_KEYS`], the one place it is defined.
+pub fn is_repeat_key(key: &str) -> bool {
+    rtscope_report::group::is_repeat_key(key)
+}
+
 /// A parsed selector.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Selector {

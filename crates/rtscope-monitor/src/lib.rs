@@ -116,6 +116,10 @@ pub struct ThreadShare {
     pub last_cpu: u32,
     /// Whether it is a kernel thread (IRQ threads, ksoftirqd, rcu, kworkers).
     pub kernel_thread: bool,
+    /// Whether its process is the monitoring process or one it started (directly or not):
+    /// rtscope's own threads, its loads' supervisor and workers. Another program's thread
+    /// named like rtscope's is not.
+    pub own: bool,
 }
 
 /// Everything one [`Monitor::sample`] read.
@@ -292,6 +296,13 @@ impl Monitor {
     /// thread walk's ranking but still reads the stats, so shares stay correct later).
     pub fn with_top_threads(mut self, n: usize) -> Self {
         self.top_n = n;
+        self
+    }
+
+    /// Marks the threads of process `pid` and its descendants as own instead of this
+    /// process's (for fixture trees).
+    pub fn with_own_process(mut self, pid: u32) -> Self {
+        self.threads.own_pid = pid;
         self
     }
 

@@ -29,6 +29,7 @@ struct Seen {
 #[derive(Debug, PartialEq)]
 pub(crate) struct TaskStat<'a> {
     pub(crate) comm: &'a str,
+    pub(crate) ppid: u32,
     pub(crate) kernel: bool,
     pub(crate) ticks: u64,
     pub(crate) start: u64,
@@ -57,6 +58,7 @@ pub(crate) fn parse_task_stat(s: &str) -> Option<TaskStat<'_>> {
     let num = |i: usize| f[i].parse::<u64>().ok();
     Some(TaskStat {
         comm: &s[open + 1..close],
+        ppid: f[1].parse().ok()?,
         kernel: num(6)? & PF_KTHREAD != 0,
         ticks: num(11)?.checked_add(num(12)?)?,
         start: num(19)?,
@@ -71,6 +73,10 @@ pub(crate) struct Threads {
     path: PathBuf,
     prev: HashMap<u32, Seen>,
     cur: HashMap<u32, Seen>,
+    /// Each process's parent, from its main thread's stat in this sample's walk.
+    parents: HashMap<u32, u32>,
+    /// The process whose threads (and its descendants') are marked own: this process.
+    pub(crate) own_pid: u32,
     pub(crate) status: Status,
 }
 
@@ -98,6 +104,8 @@ impl Threads {
             proc_dir,
             prev: HashMap::new(),
             cur: HashMap::new(),
+            parents: HashMap::new(),
+            own_pid: std::process::id(),
             status,
         }
     }
@@ -133,7 +141,29 @@ impl Threads {
             .update(!self.cur.is_empty(), || "no readable task stat".to_owned());
         std::mem::swap(&mut self.prev, &mut self.cur);
         self.cur.clear();
-        walk.top.into_iter().map(|(_, t)| t).collect()
+        let mut top: Vec<ThreadShare> = walk.top.into_iter().map(|(_, t)| t).collect();
+        for t in &mut top {
+            t.own = self.descends(t.pid);
+        }
+        self.parents.clear();
+        top
+    }
+
+    /// Whether process `pid` is [`Threads::own_pid`] or one of its descendants (a load
+    /// supervisor, its workers), by the parents seen in this sample.
+    fn descends(&self, pid: u32) -> bool {
+        let mut p = pid;
+        // A chain longer than any real process tree means a cycle of reused PIDs.
+        for _ in 0..64 {
+            if p == self.own_pid {
+                return true;
+            }
+            match self.parents.get(&p) {
+                Some(&parent) if parent != 0 && parent != p => p = parent,
+                _ => return false,
+            }
+        }
+        false
     }
 
     /// Visits every thread of process `pid` (whose task directory is `self.path`).
@@ -180,6 +210,9 @@ impl Threads {
             kthread: st.kernel,
         };
         self.cur.insert(tid, seen);
+        if tid == pid {
+            self.parents.insert(pid, st.ppid);
+        }
         let Some(dt) = walk.p.dt else {
             return true;
         };
@@ -198,6 +231,7 @@ impl Threads {
                 cpu_percent: (delta as f64 * 100.0 / (hz * dt)).min(100.0),
                 last_cpu: st.last_cpu,
                 kernel_thread: st.kernel,
+                own: false, // set after the walk, when every parent is known
             });
         }
         true
@@ -261,6 +295,7 @@ mod tests {
             st,
             TaskStat {
                 comm: "irq/39-dwc otg",
+                ppid: 2,
                 kernel: true,
                 ticks: 59,
                 start: 310,
@@ -287,6 +322,7 @@ mod tests {
             cpu_percent: 0.0,
             last_cpu: 0,
             kernel_thread: false,
+            own: false,
         }
     }
 

@@ -232,12 +232,43 @@ fn two_samples_give_exact_thread_shares() {
             cpu_percent: 30.0,
             last_cpu: 0,
             kernel_thread: true,
+            own: false,
         }
     );
     let rt = &s.top[0];
     assert_eq!(
         (rt.pid, rt.tid, rt.last_cpu, rt.kernel_thread),
         (812, 815, 3, false)
+    );
+}
+
+/// A thread is own when its process is the monitoring one or descends from it: with bash
+/// (977) as the owner, its child `sleep` (978, parent 977) is own and rtscope (812, parent
+/// 790) is another program's, though its threads are named `rtscope-*`.
+#[test]
+fn own_threads_are_the_owner_and_its_descendants() {
+    let root = scratch_copy("rpi4", "rpi4-own");
+    let mut m = Monitor::new(&root).expect("monitor").with_own_process(977);
+    m.sample(Duration::from_secs(1));
+    advance_two_seconds(&root);
+    let s = m.sample(Duration::from_secs(3));
+    let own: Vec<(&str, bool)> = s.top.iter().map(|t| (t.comm.as_str(), t.own)).collect();
+    assert_eq!(
+        own,
+        [
+            ("rtscope-rt3", false),
+            ("irq/39-dwc_otg", false),
+            ("ksoftirqd/0", false),
+            ("sleep", true),
+            ("rtscope-io", false),
+            ("rtscope-mon", false),
+            ("rcu_preempt", false),
+        ]
+    );
+    let s = sample_after_two_seconds("rpi4-not-own");
+    assert!(
+        s.top.iter().all(|t| !t.own),
+        "the test process is none of them"
     );
 }
 

@@ -83,12 +83,59 @@ pub fn layout(p: &Panel, cell: (u32, u32)) -> Layout {
     l
 }
 
+/// Size of a panel title's font, px.
+pub(crate) const TITLE_FONT: u32 = 17;
+/// A generous width of one title character at [`TITLE_FONT`] when the font cannot measure
+/// (DejaVu Sans averages 0.58 em; 0.62 em leaves room for wide letters).
+const TITLE_CHAR_W: f64 = 0.62 * TITLE_FONT as f64;
+
+/// A title's width, px, as the embedded font draws it in a PNG (an SVG draws it smaller, at
+/// 17/1.24 px); estimated generously if the font cannot measure it.
+pub(crate) fn title_width(text: &str) -> f64 {
+    ensure_font();
+    match font(TITLE_FONT).box_size(text) {
+        Ok((w, _)) => f64::from(w),
+        Err(_) => text.chars().count() as f64 * TITLE_CHAR_W,
+    }
+}
+
+/// `title` as drawn in `width` px: whole when it fits; else without what comes before ` — `
+/// (the figure's caption says what the panels are); else its middle replaced by `…`, keeping
+/// its start and its end (where `(run N)` is). The full title goes into a tooltip.
+pub fn fit_title(title: &str, width: u32) -> String {
+    let max = f64::from(width);
+    if title_width(title) <= max {
+        return title.to_string();
+    }
+    let short = title.split_once(" — ").map_or(title, |(_, rest)| rest);
+    if title_width(short) <= max {
+        return short.to_string();
+    }
+    let chars: Vec<char> = short.chars().collect();
+    let tail = (chars.len() / 3).min(12);
+    let end: String = chars[chars.len() - tail..].iter().collect();
+    for keep in (0..chars.len() - tail).rev() {
+        let head: String = chars[..keep].iter().collect();
+        let t = format!("{}…{end}", head.trim_end());
+        if title_width(&t) <= max {
+            return t;
+        }
+    }
+    "…".into()
+}
+
+/// The width a panel's title may take in a cell `cell_w` px wide (less a legend strip).
+fn title_room(cell_w: u32, l: &Layout) -> u32 {
+    cell_w.saturating_sub(2 * MARGIN + l.outside.map_or(0, |w| w + MARGIN))
+}
+
 /// Draws every panel of `fig` into `root`. Panels whose y range is shared (set by the figure)
-/// get the same legend headroom, so they keep one scale.
+/// get the same legend headroom, so they keep one scale. Returns the titles shortened to fit
+/// their cell: (as drawn, in full).
 pub fn figure<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     fig: &Figure,
-) -> Result<(), ReportError> {
+) -> Result<Vec<(String, String)>, ReportError> {
     root.fill(&WHITE).map_err(plot_err)?;
     let (_, h) = fig.size();
     let rows = (h / fig.panel_height.max(1)).max(1) as usize;
@@ -102,30 +149,54 @@ pub fn figure<DB: DrawingBackend>(
         }
     }
     let areas = root.split_evenly((rows, cols as usize));
+    let mut shortened = Vec::new();
     for ((area, panel), l) in areas.iter().zip(&fig.panels).zip(&layouts) {
+        let title = fit_title(&panel.title, title_room(cell.0, l));
+        if title != panel.title {
+            shortened.push((title.clone(), panel.title.clone()));
+        }
         match l.outside {
             Some(w) => {
                 let (aw, _) = area.dim_in_pixel();
                 let (plot, side) = area.split_horizontally(aw.saturating_sub(w + MARGIN));
-                draw_panel(&plot, panel, l)?;
+                draw_panel(&plot, panel, l, &title)?;
                 let top = (MARGIN + TITLE) as i32;
                 legend_box(&side, panel, (0, top))?;
             }
-            None => draw_panel(area, panel, l)?,
+            None => draw_panel(area, panel, l, &title)?,
         }
     }
-    Ok(())
+    Ok(shortened)
+}
+
+/// Gives each shortened title of an SVG its full text as a tooltip (an SVG `<title>`).
+fn add_title_tooltips(svg: String, shortened: &[(String, String)]) -> String {
+    let mut svg = svg;
+    for (shown, full) in shortened {
+        // plotters writes a text's content on a line of its own.
+        let shown = crate::escape::escape(shown);
+        let Some(at) = [format!(">\n{shown}\n</text>"), format!(">{shown}</text>")]
+            .iter()
+            .find_map(|t| svg.find(t.as_str()))
+        else {
+            continue;
+        };
+        let tip = format!("<title>{}</title>", crate::escape::escape(full));
+        svg.insert_str(at + 1, &tip);
+    }
+    svg
 }
 
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     p: &Panel,
     l: &Layout,
+    title: &str,
 ) -> Result<(), ReportError> {
     let ((x0, x1), (y0, y1)) = (l.x, l.y);
     let mut builder = ChartBuilder::on(area);
     builder
-        .caption(&p.title, font(17))
+        .caption(title, font(TITLE_FONT))
         .margin(MARGIN)
         .x_label_area_size(X_LABELS)
         .y_label_area_size(Y_LABELS);
@@ -140,7 +211,7 @@ fn draw_panel<DB: DrawingBackend>(
         for s in p.series.iter().filter(|s| !s.secondary) {
             draw_series(&mut chart, s, projected(p, s, l))?;
         }
-        return draw_legend(&chart, p, l);
+        return draw_legend(&chart, area, p, l);
     };
     let mut dual = chart.set_secondary_coord(x0..x1, s0..s1);
     mesh(&mut dual, area, p, l)?;
@@ -165,7 +236,7 @@ fn draw_panel<DB: DrawingBackend>(
         dual.draw_secondary_series(LineSeries::new(pts, style_of(s)))
             .map_err(plot_err)?;
     }
-    draw_legend(&dual, p, l)
+    draw_legend(&dual, area, p, l)
 }
 
 pub(crate) fn font(size: u32) -> FontDesc<'static> {
@@ -356,8 +427,12 @@ fn segments(s: &Series, pts: Vec<(f64, f64)>) -> Vec<Vec<(f64, f64)>> {
 }
 
 /// Draws the legend box in the corner the layout chose, inside the plotting area.
+/// Draws the legend in its corner of the plotting area. A legend wider than the plot (long
+/// names in a small panel of a grid) is moved left into the panel's margin as far as needed,
+/// so its colour keys are never cut off.
 fn draw_legend<DB: DrawingBackend>(
     chart: &Chart<'_, DB>,
+    panel: &DrawingArea<DB, Shift>,
     p: &Panel,
     l: &Layout,
 ) -> Result<(), ReportError> {
@@ -365,8 +440,8 @@ fn draw_legend<DB: DrawingBackend>(
         return Ok(());
     };
     let (w, h) = legend::size(&legend::entries(p));
-    let area = chart.plotting_area().strip_coord_spec();
-    let (pw, ph) = area.dim_in_pixel();
+    let plot = chart.plotting_area().strip_coord_spec();
+    let (pw, ph) = plot.dim_in_pixel();
     let (w, h) = (w as i32, h as i32);
     let pad = legend::PAD as i32;
     let x = match corner {
@@ -377,7 +452,15 @@ fn draw_legend<DB: DrawingBackend>(
         Corner::UpperLeft | Corner::UpperRight => pad,
         _ => ph as i32 - h - pad,
     };
-    legend_box(&area, p, (x, y))
+    if x >= 0 && x + w <= pw as i32 {
+        return legend_box(&plot, p, (x, y));
+    }
+    // In the panel's pixels: the plot's offset, then kept inside the panel.
+    let (px, py) = plot.get_base_pixel();
+    let (ax, ay) = panel.get_base_pixel();
+    let (aw, _) = panel.dim_in_pixel();
+    let left = (px - ax + pw as i32 - w - pad).clamp(0, (aw as i32 - w).max(0));
+    legend_box(panel, p, (left, py - ay + y))
 }
 
 /// Draws the legend of `p` with its upper left corner at `at` (px) in `area`.
@@ -433,12 +516,13 @@ fn ensure_font() {
 pub fn to_svg(fig: &Figure) -> Result<String, ReportError> {
     ensure_font();
     let mut out = String::new();
-    {
+    let shortened = {
         let root = SVGBackend::with_string(&mut out, fig.size()).into_drawing_area();
-        figure(&root, fig)?;
+        let shortened = figure(&root, fig)?;
         root.present().map_err(plot_err)?;
-    }
-    Ok(out)
+        shortened
+    };
+    Ok(add_title_tooltips(out, &shortened))
 }
 
 /// Renders a figure as PNG bytes (RGB, 8 bit).

@@ -103,17 +103,22 @@ pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> 
     let order = grid_order(grouping, runs.len());
     let columns = grid_columns(grouping);
     let shared = HistScale::fit(runs, xmax_us);
-    let mut hist: Vec<Panel> = order
+    // A summary-only run (an import of `-q` output) has no histogram: it gets no empty panel,
+    // only its rows in the tables and a note here.
+    let (with, without): (Vec<usize>, Vec<usize>) =
+        order.iter().partition(|&&i| runs[i].has_histogram());
+    let mut hist: Vec<Panel> = with
         .iter()
         .map(|&i| histogram_with(&runs[i], &grouping.run_name(runs, i), shared))
         .collect();
     share_counts(&mut hist);
-    out.push(named(
-        "histogram",
-        Latency,
-        HIST_CAPTION,
-        grid(hist, columns),
-    ));
+    if !hist.is_empty() {
+        let caption = format!(
+            "{HIST_CAPTION}{}",
+            summary_only_note(runs, grouping, &without)
+        );
+        out.push(named("histogram", Latency, &caption, grid(hist, columns)));
+    }
     let lines = lines(runs, grouping);
     let mut tail = tail_of(&lines);
     if runs.len() > 1 && merges(runs, grouping) {
@@ -162,6 +167,9 @@ pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> 
             grid(scatter, cols),
         ));
     }
+    if let Some(p) = crate::samples::spike_panel(runs, grouping) {
+        out.push(named("spikes", Latency, SPIKES_CAPTION, Figure::single(p)));
+    }
     let monitors = if runs.len() == 1 {
         monitor_panels(&runs[0])
     } else {
@@ -176,10 +184,26 @@ pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> 
 const HIST_CAPTION: &str = "Latency histogram (OSADL style): samples per latency bin, one line per CPU, counts on a log axis (linear below 2,000 samples per CPU); the legend gives each CPU's maximum. Panels share their bin width (Freedman–Diaconis, at least 1 µs) and axes.";
 const TAIL_CAPTION: &str = "Tail latency: the latency below which 90 %, 99 %, … 99.9999 % of the wake-ups fell. Lines further right rest on fewer samples; a percentile is drawn only when at least one sample lies beyond it, hollow when fewer than 10 do. × marks the exact maximum (at log10 of the sample count). Runs that repeat (equal in every tag and load case that differs) are merged into one line per group; the shaded band spans the repeats' own percentiles (lowest to highest run).";
 const SAMPLES_CAPTION: &str = "Every sample over time (runs recorded with --raw; the first run of each group): each thread's samples cut into columns that keep their largest and smallest, so no maximum is lost.";
+const SPIKES_CAPTION: &str = "The --spike lines of imported cyclictest summaries: each wake-up above cyclictest's spike threshold, at its time stamp from the run's first spike (all of them are also listed under Events).";
 const CDF_CAPTION: &str =
     "Cumulative distribution: the fraction of wake-ups with at most this latency; a shaded band spans a group's repeats (lowest to highest run at each fraction).";
 const EXC_CAPTION: &str = "Exceedance (1 − CDF, log axis): the fraction of wake-ups later than this latency; the tail's shape shows how rare the worst cases are.";
 const TIME_CAPTION: &str = "Latency over the run: the maximum (solid) and p99 (faint) of each interval, per CPU; black dots mark the largest events (samples above the run's event threshold); temperature or frequency on the right-hand axis when recorded.";
+
+/// The caption's note naming the runs drawn in no histogram panel (summary-only imports).
+fn summary_only_note(runs: &[RunData], g: &Grouping, without: &[usize]) -> String {
+    if without.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = without
+        .iter()
+        .map(|&i| format!("{} (run {})", g.run_name(runs, i), runs[i].id()))
+        .collect();
+    format!(
+        " Not drawn: {} — imported from a summary without a histogram; their statistics are in the tables.",
+        names.join(", ")
+    )
+}
 
 /// Panels in a grid: one full-size panel, or `columns` columns of smaller ones.
 fn grid(panels: Vec<Panel>, columns: usize) -> Figure {

@@ -64,16 +64,27 @@ impl Key {
     }
 }
 
+/// Tags that only number repeats of one measurement (a campaign's `repeat`, the `round` tag
+/// docs/compare.md recommends): the default grouping never splits runs by them, so their runs
+/// form one group whose spread is drawn. The one list of them (`compare` reads it too, through
+/// `rtscope_analysis::select::is_repeat_key`).
+pub const REPEAT_KEYS: &[&str] = &["repeat", "round", "rep", "iteration"];
+
+/// Whether tag `key` only numbers repeats ([`REPEAT_KEYS`]).
+pub fn is_repeat_key(key: &str) -> bool {
+    REPEAT_KEYS.contains(&key.trim())
+}
+
 /// Every key that takes more than one value over `runs`: scenario, then tags in first-seen
-/// order (except a campaign's `repeat`), then the load case (so names read
+/// order (except tags that number repeats, [`REPEAT_KEYS`]), then the load case (so names read
 /// `kernel=rt · idle`).
 pub fn differing(runs: &[RunData]) -> Vec<Key> {
     let mut candidates = vec![Key::Scenario];
     for r in runs {
         for (k, _) in &r.detail.summary.tags {
             let key = Key::parse(k);
-            // A campaign's `repeat` tag numbers repeats: it never makes a group.
-            if !candidates.contains(&key) && key != Key::Case && k != "repeat" {
+            // A tag that numbers repeats never makes a group.
+            if !candidates.contains(&key) && key != Key::Case && !is_repeat_key(k) {
                 candidates.push(key);
             }
         }
@@ -243,6 +254,19 @@ mod tests {
         assert_eq!(g.groups[3].runs, vec![3, 4]);
         assert_eq!(g.run_name(&runs, 4), "kernel=rt · cpu #2");
         assert_eq!(g.row_key(), Some(1));
+        // A `round` tag numbers repeats: 4 rounds of 2 kernels make 2 groups of 4 repeats.
+        let rounds: Vec<RunData> = (0..8)
+            .map(|i| {
+                let kernel = if i % 2 == 0 { "std" } else { "rt" };
+                let round = (i / 2 + 1).to_string();
+                run_with(20 + i, &[("kernel", kernel), ("round", &round)])
+            })
+            .collect();
+        let r = Grouping::new(&rounds, None);
+        assert_eq!(r.keys, vec![Key::Tag("kernel".into())]);
+        assert_eq!(r.groups.len(), 2);
+        assert!(r.groups.iter().all(|g| g.runs.len() == 4) && r.has_repeats());
+        assert!(REPEAT_KEYS.iter().all(|k| is_repeat_key(k)) && !is_repeat_key("kernel"));
         let by = Grouping::new(&runs, Some(&[Key::parse("kernel")]));
         assert_eq!(by.groups.len(), 2);
         assert_eq!(by.groups[1].runs, vec![1, 3, 4]);

@@ -168,7 +168,7 @@ fn stats(h: &mut String, rows: &[SummaryRow]) {
             h,
             "<td>{}</td><td>{at}</td><td>{}</td></tr>",
             us1(r.max_ns),
-            r.missed
+            crate::table::missed_cell(r.missed)
         );
     }
     let _ = writeln!(
@@ -214,7 +214,7 @@ fn cases(h: &mut String, rows: &[crate::table::CaseRow]) {
             rtscope_core::text::percentile(&r.p9999),
             us1(r.max_ns),
             r.worst_run,
-            r.missed
+            crate::table::missed_cell(r.missed)
         );
     }
     h.push_str("</table>\n");
@@ -233,10 +233,12 @@ fn figures(h: &mut String, figs: &[(&NamedFigure, &str)], section: Section) {
 
 fn top(h: &mut String, runs: &[RunData]) {
     for r in runs.iter().filter(|r| !r.top.is_empty()) {
-        let _ = write!(h, "<h3>Top CPU consumers — {} (run {})</h3>\n<table><tr><th class=\"t\">thread</th><th>CPU</th><th class=\"t\">kind</th><th>mean % of a CPU</th><th>peak %</th><th>samples</th></tr>\n", escape(&r.name()), r.id());
+        let _ = write!(h, "<h3>Top CPU consumers — {} (run {})</h3>\n<table><tr><th class=\"t\">thread</th><th>PID</th><th>TID</th><th class=\"t\">whose</th><th>CPU</th><th class=\"t\">kind</th><th>mean % of a CPU</th><th>peak %</th><th>samples</th></tr>\n", escape(&r.name()), r.id());
         for c in crate::monitors::top_consumers(r, 10) {
             h.push_str("<tr>");
             cell(h, &c.comm);
+            let _ = write!(h, "<td>{}</td><td>{}</td>", c.pid, c.tid);
+            cell(h, c.origin.text());
             let kind = if c.kernel { "kernel" } else { "user" };
             let _ = writeln!(
                 h,

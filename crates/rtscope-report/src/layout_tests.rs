@@ -7,7 +7,7 @@ use crate::tests::{legend_names, polylines, run_data, run_with, study_runs, text
 use rtscope_core::{Histogram, Nanos};
 
 /// Every `<rect>` of an SVG filled with `fill`, as (x0, y0, x1, y1).
-fn rects(svg: &str, fill: &str) -> Vec<(f64, f64, f64, f64)> {
+pub(crate) fn rects(svg: &str, fill: &str) -> Vec<(f64, f64, f64, f64)> {
     let attr = |c: &str, name: &str| -> Option<f64> {
         c.split(&format!(" {name}=\""))
             .nth(1)?
@@ -326,6 +326,7 @@ fn top_consumers_name_their_cpu_and_kind_in_rows_of_their_own() {
         cpu_percent: pct,
         last_cpu: cpu,
         kernel: true,
+        own: None,
     };
     run.top = vec![t(1, 30.0), t(0, 40.0), t(1, 35.0)];
     let top = crate::monitors::top_consumers(&run, 10);
@@ -337,7 +338,7 @@ fn top_consumers_name_their_cpu_and_kind_in_rows_of_their_own() {
     let page = crate::html::page(&runs, &g, &[], &[], &[], &crate::ReportOptions::default());
     assert!(
         page.contains(
-            "<tr><td class=\"t\">irq/39-dwc_otg</td><td>1</td><td class=\"t\">kernel</td>"
+            "<tr><td class=\"t\">irq/39-dwc_otg</td><td>39</td><td>39</td><td class=\"t\">unknown</td><td>1</td><td class=\"t\">kernel</td>"
         ),
         "the row names its CPU and kind"
     );

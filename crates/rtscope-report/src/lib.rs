@@ -13,7 +13,7 @@
 
 #![warn(missing_docs)]
 
-mod draw;
+pub(crate) mod draw;
 pub use draw::{to_png, to_svg};
 mod escape;
 pub mod explain;
@@ -234,3 +234,6 @@ mod tests;
 
 #[cfg(test)]
 mod layout_tests;
+
+#[cfg(test)]
+mod naming_tests;

@@ -3,8 +3,11 @@
 use rtscope_core::Histogram;
 use rtscope_store::{
     CampaignRun, CampaignSummary, LoadRow, MonitorSeries, MonitorState, RunBundle, RunDetail,
-    RunId, SeriesRow, TopThread,
+    RunId, RunKind, SeriesRow, TopThread,
 };
+
+/// An imported `--spike` line: (thread, latency ns, wake-up time µs on cyclictest's clock).
+pub type Spike = (u32, u64, u64);
 
 /// Everything about one run that a report shows.
 #[derive(Debug, Clone)]
@@ -125,9 +128,21 @@ impl RunData {
     }
 
     /// CPU of thread `t` as a legend name (`CPU 3`; `thread 5 (CPU 1)` when several threads
-    /// share the CPU, as in M:N; `thread 3` when unpinned).
+    /// share the CPU, as in M:N; `thread 3` when unpinned). A respond run's "thread" is a
+    /// mechanism on a placement: `eventfd 0→1 cross (CPU 1)` ([`RunData::role`]).
     pub fn cpu_name(&self, thread: u32) -> String {
         let threads = &self.detail.threads;
+        if let Some(role) = self.role(thread) {
+            let cpu = threads
+                .iter()
+                .find(|t| t.thread == thread)
+                .and_then(|t| t.cpu);
+            let name = match cpu {
+                Some(c) => format!("{role} (CPU {c})"),
+                None => role,
+            };
+            return rtscope_core::text::escape(&name).into_owned();
+        }
         match threads.iter().find(|t| t.thread == thread) {
             Some(t) => match t.cpu {
                 Some(c) if threads.iter().filter(|o| o.cpu == Some(c)).count() > 1 => {
@@ -138,6 +153,50 @@ impl RunData {
             },
             None => format!("thread {thread}"),
         }
+    }
+
+    /// What thread `t` of a respond run measured (`eventfd 0→1 cross`, `rising`), from the
+    /// `rows` its configuration records; `None` for other runs.
+    pub fn role(&self, thread: u32) -> Option<String> {
+        if self.detail.summary.kind != RunKind::Respond {
+            return None;
+        }
+        respond_role(&self.detail.config_json, thread)
+    }
+
+    /// Whether the run's missed periods are known: an import's source never says how many
+    /// deadlines were missed (cyclictest's output does not print them), so its 0 is unknown.
+    pub fn missed_known(&self) -> bool {
+        self.missed().is_some()
+    }
+
+    /// Missed periods over all threads, `None` when unknown ([`RunData::missed_known`]).
+    pub fn missed(&self) -> Option<u64> {
+        self.detail.summary.missed_periods()
+    }
+
+    /// Whether the run has a latency histogram: an import of a summary (`-q`, a live status,
+    /// `--spike` output) has statistics but no histogram.
+    pub fn has_histogram(&self) -> bool {
+        self.merged().count() > 0
+    }
+
+    /// The `--spike` lines of an imported cyclictest summary (`config.source.spikes`), in the
+    /// order printed: (thread, latency ns, wake-up time µs on cyclictest's clock).
+    pub fn imported_spikes(&self) -> Vec<Spike> {
+        let Ok(config) = serde_json::from_str::<serde_json::Value>(&self.detail.config_json) else {
+            return Vec::new();
+        };
+        let Some(list) = config["source"]["spikes"].as_array() else {
+            return Vec::new();
+        };
+        list.iter()
+            .filter_map(|s| {
+                let n = |k: &str| s[k].as_u64();
+                let thread = u32::try_from(n("thread")?).ok()?;
+                Some((thread, n("latency_us")?.saturating_mul(1000), n("ts_us")?))
+            })
+            .collect()
     }
 
     /// All threads' histograms merged.
@@ -158,4 +217,20 @@ impl RunData {
             serde_json::from_str(&self.detail.command_line_json).unwrap_or_default();
         argv.join(" ")
     }
+}
+
+/// What thread `thread` of a respond run measured (`eventfd 1->1 same`), from the `rows` of
+/// its configuration (`config_json`); `None` when it does not say.
+pub fn respond_role(config_json: &str, thread: u32) -> Option<String> {
+    let config: serde_json::Value = serde_json::from_str(config_json).ok()?;
+    let row = config["rows"]
+        .as_array()?
+        .iter()
+        .find(|r| r["thread"].as_u64() == Some(u64::from(thread)))?;
+    let source = row["source"].as_str().filter(|s| !s.is_empty())?;
+    // `1→1 same`: the plots' embedded font has no arrow.
+    Some(match row["path"].as_str().filter(|p| !p.is_empty()) {
+        Some(path) => format!("{source} {}", path.replace('→', "->")),
+        None => source.to_string(),
+    })
 }

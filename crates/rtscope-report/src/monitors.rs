@@ -235,11 +235,47 @@ fn peak(m: &MonitorSeries) -> f64 {
     m.points.iter().map(|p| p.1).fold(f64::MIN, f64::max)
 }
 
+/// Whose a busy thread is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The recording rtscope's process or one it started (a load's supervisor or workers).
+    Own,
+    /// Another program's (whatever its name: a second rtscope, a cyclictest).
+    Other,
+    /// Not recorded (runs of schema version 6 and older).
+    Unknown,
+}
+
+impl Origin {
+    fn of(own: Option<bool>) -> Origin {
+        match own {
+            Some(true) => Origin::Own,
+            Some(false) => Origin::Other,
+            None => Origin::Unknown,
+        }
+    }
+
+    /// As the report shows it.
+    pub fn text(self) -> &'static str {
+        match self {
+            Origin::Own => "rtscope (this run)",
+            Origin::Other => "other program",
+            Origin::Unknown => "unknown",
+        }
+    }
+}
+
 /// One of a run's busiest threads, over the monitor samples it appeared in.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Consumer {
     /// Thread name, e.g. `irq/39-dwc_otg`.
     pub comm: String,
+    /// Process id.
+    pub pid: u32,
+    /// Thread id.
+    pub tid: u32,
+    /// Whether it is rtscope's own.
+    pub origin: Origin,
     /// Mean share of one CPU, %.
     pub mean: f64,
     /// Peak share of one CPU, %.
@@ -252,11 +288,13 @@ pub struct Consumer {
     pub kernel: bool,
 }
 
-/// The busiest threads over a run, busiest first, at most `n`.
+/// The busiest threads over a run, busiest first, at most `n`: one per thread (PID, TID and
+/// name), so two programs' threads of one name stay apart.
 pub fn top_consumers(run: &RunData, n: usize) -> Vec<Consumer> {
     let mut acc: Vec<(Consumer, Vec<u32>)> = Vec::new();
     for t in &run.top {
-        match acc.iter_mut().find(|a| a.0.comm == t.comm) {
+        let same = |a: &Consumer| a.pid == t.pid && a.tid == t.tid && a.comm == t.comm;
+        match acc.iter_mut().find(|a| same(&a.0)) {
             Some((a, cpus)) => {
                 a.mean += t.cpu_percent;
                 a.peak = a.peak.max(t.cpu_percent);
@@ -266,6 +304,9 @@ pub fn top_consumers(run: &RunData, n: usize) -> Vec<Consumer> {
             None => acc.push((
                 Consumer {
                     comm: t.comm.clone(),
+                    pid: t.pid,
+                    tid: t.tid,
+                    origin: Origin::of(t.own),
                     mean: t.cpu_percent,
                     peak: t.cpu_percent,
                     samples: 1,

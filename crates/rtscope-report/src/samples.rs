@@ -39,6 +39,7 @@ pub fn event_marks(run: &RunData) -> Option<Series> {
 /// [`MAX_EVENT_ROWS`] of all with their run, time, CPU and latency.
 pub fn section(h: &mut String, runs: &[RunData], g: &Grouping) {
     h.push_str("<h2 id=\"events\">Events above the threshold</h2>\n");
+    spike_table(h, runs, g);
     let total: usize = runs.iter().map(|r| r.events.len()).sum();
     if total == 0 {
         h.push_str("<p class=\"muted\">No run recorded events (<code>--event-above</code>).</p>\n");
@@ -115,4 +116,65 @@ pub fn scatter_panels(runs: &[RunData], g: &Grouping, order: &[usize]) -> Vec<Pa
         })
         .filter_map(|&i| scatter(&runs[i], &g.run_name(runs, i)))
         .collect()
+}
+
+/// The `--spike` lines of imported cyclictest summaries, as a table in the order printed (at
+/// most [`MAX_EVENT_ROWS`] per run, with how many there were).
+fn spike_table(h: &mut String, runs: &[RunData], g: &Grouping) {
+    let spikes: Vec<(usize, Vec<crate::model::Spike>)> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (i, r.imported_spikes()))
+        .filter(|(_, s)| !s.is_empty())
+        .collect();
+    if spikes.is_empty() {
+        return;
+    }
+    h.push_str("<h3 id=\"spikes\">Imported <code>--spike</code> lines</h3>\n<table><tr><th>run</th><th class=\"t\">group</th><th class=\"t\">thread</th><th>latency (µs)</th><th>time stamp (µs, cyclictest's clock)</th></tr>\n");
+    for (i, list) in &spikes {
+        let r = &runs[*i];
+        for &(t, lat, ts) in list.iter().take(MAX_EVENT_ROWS) {
+            let _ = writeln!(
+                h,
+                "<tr><td>{}</td><td class=\"t\">{}</td><td class=\"t\">{}</td><td>{}</td><td>{ts}</td></tr>",
+                r.id(),
+                escape(&g.run_name(runs, *i)),
+                escape(&r.cpu_name(t)),
+                crate::us(lat)
+            );
+        }
+    }
+    h.push_str("</table>\n");
+}
+
+/// The spikes of imported cyclictest summaries over time (one colour per run; time from each
+/// run's first spike); `None` when no run has any.
+pub fn spike_panel(runs: &[RunData], g: &Grouping) -> Option<Panel> {
+    let mut series = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        let spikes = r.imported_spikes();
+        let Some(first) = spikes.iter().map(|s| s.2).min() else {
+            continue;
+        };
+        let pts = spikes
+            .iter()
+            .map(|&(_, lat, ts)| ((ts - first) as f64 / 1e6, lat as f64 / 1e3))
+            .collect();
+        let name = format!("{} ({} spikes)", g.run_name(runs, i), spikes.len());
+        series.push(Series {
+            shape: Shape::Dots,
+            ..Series::new(name, i, pts)
+        });
+    }
+    if series.is_empty() {
+        return None;
+    }
+    Some(Panel {
+        title: "Imported --spike lines".into(),
+        x: Axis::time("time since the first spike"),
+        y: Axis::linear("latency (µs)"),
+        y2: None,
+        legend: Corner::UpperRight,
+        series,
+    })
 }

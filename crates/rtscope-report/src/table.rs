@@ -28,8 +28,13 @@ pub struct SummaryRow {
     pub max_ns: Option<u64>,
     /// Time of the maximum from the run's start, ns.
     pub max_offset_ns: Option<u64>,
-    /// Missed periods.
-    pub missed: u64,
+    /// Missed periods; `None` when the source did not say (an import).
+    pub missed: Option<u64>,
+}
+
+/// A missed-periods count for a table: `—` when unknown (never 0).
+pub fn missed_cell(m: Option<u64>) -> String {
+    m.map_or_else(|| "—".into(), |n| n.to_string())
 }
 
 /// One row per CPU of each run, then that run's `all` row.
@@ -49,25 +54,29 @@ pub fn summary_rows(runs: &[RunData]) -> Vec<SummaryRow> {
             percentiles: h.percentiles_over_all(over),
             max_ns: h.max().map(|v| v.0),
             max_offset_ns: None,
-            missed: 0,
+            missed: None,
         };
         let threads = &r.detail.threads;
         for t in threads {
-            let cpu = t.cpu.map_or(format!("t{}", t.thread), |c| c.to_string());
+            // A respond run's thread is a mechanism: named, not numbered.
+            let cpu = match r.role(t.thread) {
+                Some(_) => r.cpu_name(t.thread),
+                None => t.cpu.map_or(format!("t{}", t.thread), |c| c.to_string()),
+            };
             let mut x = row(cpu, &t.histogram, r.detail.overflow(t));
             x.samples = t.samples.max(x.samples);
             x.min_ns = t.min_ns.or(x.min_ns);
             x.max_ns = t.max_ns.or(x.max_ns);
             x.mean_ns = t.mean_ns;
             x.max_offset_ns = t.max_offset_ns;
-            x.missed = t.missed;
+            x.missed = r.missed_known().then_some(t.missed);
             out.push(x);
         }
         let s = &r.detail.summary;
         let mut all = row("all".into(), &s.histogram, r.detail.overflow_all());
         all.samples = s.samples.max(all.samples);
         all.max_ns = s.max_ns.or(all.max_ns);
-        all.missed = s.missed;
+        all.missed = r.missed();
         let weighted: f64 = threads
             .iter()
             .filter_map(|t| t.mean_ns.map(|m| m * t.samples as f64))
@@ -130,7 +139,7 @@ pub fn csv(rows: &[SummaryRow]) -> String {
             r.max_offset_ns
                 .map_or(String::new(), |o| format!("{:.3}", o as f64 / 1e9)),
         );
-        cells.push(r.missed.to_string());
+        cells.push(r.missed.map_or(String::new(), |m| m.to_string()));
         cells.push(miss_ratio(r).map_or(String::new(), |x| format!("{x:.6}")));
         out.push_str(&cells.join(","));
         out.push('\n');
@@ -140,8 +149,9 @@ pub fn csv(rows: &[SummaryRow]) -> String {
 
 /// The deadline-miss ratio of a row: missed / (samples + missed), 0 … 1.
 pub fn miss_ratio(r: &SummaryRow) -> Option<f64> {
-    let deadlines = r.samples.saturating_add(r.missed);
-    (deadlines > 0).then(|| r.missed as f64 / deadlines as f64)
+    let missed = r.missed?;
+    let deadlines = r.samples.saturating_add(missed);
+    (deadlines > 0).then(|| missed as f64 / deadlines as f64)
 }
 
 /// A Markdown table cell: `|` and backslashes escaped, HTML special characters as entities (Markdown
@@ -196,7 +206,7 @@ pub fn markdown(rows: &[SummaryRow]) -> String {
         ];
         cells.extend((0..PERCENTILES.len()).map(|i| pct_cell(r, i)));
         cells.push(us1(r.max_ns));
-        cells.push(r.missed.to_string());
+        cells.push(missed_cell(r.missed));
         cells.push(miss_ratio(r).map_or("-".into(), |x| format!("{:.4}", x * 100.0)));
         out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
@@ -221,8 +231,8 @@ pub struct CaseRow {
     pub max_ns: Option<u64>,
     /// The run that had it.
     pub worst_run: RunId,
-    /// Missed periods over those runs.
-    pub missed: u64,
+    /// Missed periods over those runs; `None` when one of them did not say (an import).
+    pub missed: Option<u64>,
 }
 
 /// One row per load case, in order of first appearance: the table of maximum latency per load
@@ -250,7 +260,7 @@ pub fn case_rows(runs: &[RunData]) -> Vec<CaseRow> {
                     ),
                     max_ns: None,
                     worst_run: s.id,
-                    missed: 0,
+                    missed: Some(0),
                 };
                 out.push((row, Histogram::new(), Overflow::default()));
                 out.len() - 1
@@ -259,7 +269,7 @@ pub fn case_rows(runs: &[RunData]) -> Vec<CaseRow> {
         let (row, h, over) = &mut out[i];
         row.runs += 1;
         row.samples += s.samples;
-        row.missed += s.missed;
+        row.missed = row.missed.zip(r.missed()).map(|(a, b)| a + b);
         if s.max_ns > row.max_ns {
             row.max_ns = s.max_ns;
             row.worst_run = s.id;
@@ -289,7 +299,7 @@ pub fn case_markdown(rows: &[CaseRow]) -> String {
             text::percentile(&r.p9999),
             us1(r.max_ns),
             r.worst_run,
-            r.missed
+            missed_cell(r.missed)
         ));
     }
     out

@@ -410,6 +410,11 @@ pub(crate) fn tick_labels_per_panel(svg: &str, title: &str) -> Vec<Vec<String>> 
             continue;
         };
         let text = body.split("</text>").next().unwrap_or("").trim();
+        // A title shortened to fit its cell carries the full one as a tooltip.
+        let text = text
+            .strip_prefix("<title>")
+            .and_then(|t| t.split_once("</title>"))
+            .map_or(text, |(full, _)| full);
         if text.starts_with(title) {
             panels.push(Vec::new());
         } else if !text.is_empty()

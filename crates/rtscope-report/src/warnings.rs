@@ -99,6 +99,25 @@ fn throttled(r: &RunData) -> Option<String> {
     flagged.map(|m| format!("{} was set during the run", m.metric))
 }
 
+/// The warning about a load that did not end `ok`. A load the supervisor SIGKILLed at the
+/// planned stop (it ignored SIGTERM) ran for the whole measurement: the run was measured under
+/// it, only the stop was unclean. Any other status (failed, ended early) means it was not.
+fn load_warning(l: &rtscope_store::LoadRow, s: &rtscope_store::RunSummary) -> (String, String) {
+    let why = l.error.clone().unwrap_or_default();
+    let what = format!("load '{}' of run {} {}: {why}", l.name, s.id, l.status);
+    let whole = l.ran_ns >= s.progress_ns;
+    if l.status == "killed" && whole {
+        let what = format!(
+            "load '{}' of run {} was SIGKILLed at the stop, after the measurement ended: {why}",
+            l.name, s.id
+        );
+        let hint = "it ran for the whole measurement, so the run was measured under it; make the program end on SIGTERM (or give it a longer grace period) so it stops cleanly";
+        return (what, hint.into());
+    }
+    let hint = "the run was not measured under the load it was meant to; fix the load and re-run";
+    (what, hint.into())
+}
+
 fn of_run(r: &RunData) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let s = &r.detail.summary;
@@ -131,12 +150,7 @@ fn of_run(r: &RunData) -> Vec<(String, String)> {
         ));
     }
     for l in r.loads.iter().filter(|l| l.status != "ok") {
-        let why = l.error.clone().unwrap_or_default();
-        out.push((
-            format!("load '{}' of run {} {}: {why}", l.name, s.id, l.status),
-            "the run was not measured under the load it was meant to; fix the load and re-run"
-                .into(),
-        ));
+        out.push(load_warning(l, s));
     }
     out.extend(short_histogram(r));
     out.extend(cadence_gaps(r));

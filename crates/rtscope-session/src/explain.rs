@@ -261,6 +261,7 @@ mod tests {
                 cpu_percent: 50.0,
                 last_cpu: 1,
                 kernel_thread: false,
+                own: false,
             }],
         };
         let c = coarse_samples(&s, Nanos(1_000), &[1]);

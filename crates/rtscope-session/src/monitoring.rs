@@ -222,6 +222,7 @@ impl MonitorRows {
                     cpu_percent: t.cpu_percent,
                     last_cpu: t.last_cpu,
                     kernel: t.kernel_thread,
+                    own: Some(t.own),
                 }));
             if let Some(src) = sources {
                 batch.sources = src

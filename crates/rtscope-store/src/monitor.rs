@@ -47,6 +47,9 @@ pub struct TopThread {
     pub last_cpu: u32,
     /// Whether it is a kernel thread.
     pub kernel: bool,
+    /// Whether its process is the recording rtscope or one it started (loads); `None` when
+    /// not recorded (runs of schema version 6 and older).
+    pub own: Option<bool>,
 }
 
 /// Whether a monitor source could be read.
@@ -130,7 +133,7 @@ pub(crate) fn write(tx: &Transaction, run: RunId, b: &MonitorBatch) -> rusqlite:
         state.execute(params![run, s.metric, i(s.offset_ns), s.value])?;
     }
     let mut top = tx.prepare_cached(
-        "INSERT OR REPLACE INTO monitor_top (run_id, offset_ns, rank, pid, tid, comm, cpu_percent, last_cpu, kernel) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT OR REPLACE INTO monitor_top (run_id, offset_ns, rank, pid, tid, comm, cpu_percent, last_cpu, kernel, own) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?;
     for t in &b.top {
         top.execute(params![
@@ -142,7 +145,8 @@ pub(crate) fn write(tx: &Transaction, run: RunId, b: &MonitorBatch) -> rusqlite:
             t.comm,
             t.cpu_percent,
             t.last_cpu,
-            t.kernel
+            t.kernel,
+            t.own
         ])?;
     }
     let mut src = tx.prepare_cached(
@@ -212,7 +216,7 @@ impl Store {
     pub fn monitor_top(&self, run: RunId) -> Result<Vec<TopThread>> {
         let mut st = self
             .conn
-            .prepare("SELECT offset_ns, rank, pid, tid, comm, cpu_percent, last_cpu, kernel FROM monitor_top WHERE run_id=?1 ORDER BY offset_ns, rank")
+            .prepare("SELECT offset_ns, rank, pid, tid, comm, cpu_percent, last_cpu, kernel, own FROM monitor_top WHERE run_id=?1 ORDER BY offset_ns, rank")
             .map_err(self.err())?;
         let rows = st
             .query_map(params![run], |r| {
@@ -225,6 +229,7 @@ impl Store {
                     cpu_percent: r.get(5)?,
                     last_cpu: r.get(6)?,
                     kernel: r.get(7)?,
+                    own: r.get(8)?,
                 })
             })
             .map_err(self.err())?;

@@ -52,6 +52,13 @@ impl RunSummary {
         Overflow::of(&self.histogram, self.samples, self.histogram_limit)
     }
 
+    /// Missed periods over all threads, `None` when unknown: an import's source never says how
+    /// many deadlines were missed (cyclictest's text, histogram and JSON output do not), so its
+    /// stored 0 is not a count.
+    pub fn missed_periods(&self) -> Option<u64> {
+        (self.kind != RunKind::Import).then_some(self.missed)
+    }
+
     /// The run's percentiles ranked over all its samples: those among an import's overflows
     /// are lower bounds.
     pub fn percentiles(&self) -> Vec<Percentile> {

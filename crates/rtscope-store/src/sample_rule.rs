@@ -29,12 +29,14 @@ impl SampleRule {
 
     /// The rule of a run from its kind and environment: the recorded key when present; a
     /// measured run without it (written before the key existed) used [`SampleRule::Deadline`];
-    /// an imported one carries its source tool's wake-ups.
+    /// an imported one carries its source tool's wake-ups, and a respond run's samples are the
+    /// events it received (it has no deadlines: its losses are lost events).
     pub fn of(kind: crate::RunKind, environment: &[(String, String)]) -> SampleRule {
+        use crate::RunKind::{Import, Respond};
         match environment.iter().find(|(k, _)| k == SAMPLE_RULE_KEY) {
             Some((_, v)) if v == SampleRule::Deadline.as_str() => SampleRule::Deadline,
             Some(_) => SampleRule::WakeUp,
-            None if kind == crate::RunKind::Import => SampleRule::WakeUp,
+            None if matches!(kind, Import | Respond) => SampleRule::WakeUp,
             None => SampleRule::Deadline,
         }
     }
@@ -72,6 +74,8 @@ mod tests {
             SampleRule::Deadline
         );
         assert_eq!(SampleRule::of(RunKind::Import, &[]), SampleRule::WakeUp);
+        // A respond run was reported as "recorded with the old sample rule" (issue 25).
+        assert_eq!(SampleRule::of(RunKind::Respond, &[]), SampleRule::WakeUp);
         assert_eq!(
             SampleRule::of(RunKind::Measure, &env("wake-up")),
             SampleRule::WakeUp

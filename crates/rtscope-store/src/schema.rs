@@ -2,7 +2,7 @@
 //! transaction when a store is opened. docs/store-schema.md documents every table and column.
 
 /// The schema version this rtscope writes.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 
 /// A random (version 4) UUID, as an SQL expression.
 pub const UUID_SQL: &str = "lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))";
@@ -213,7 +213,16 @@ CREATE INDEX campaign_runs_by_run ON campaign_runs(run_id);
     MIGRATION_RUN_IDENTITY,
     // 6 -> 7: run ids never given twice.
     RUN_ID_SEQUENCE,
+    // 7 -> 8: whether a top thread is rtscope's own.
+    MIGRATION_TOP_OWN,
 ];
+
+/// Migration 7 -> 8 (issue 25): whether each top thread's process is the recording rtscope or
+/// one it started (its loads), so the report tells rtscope's own overhead from another
+/// program's threads of the same name. Older rows stay NULL: unknown.
+pub const MIGRATION_TOP_OWN: &str = r#"
+ALTER TABLE monitor_top ADD COLUMN own INTEGER;       -- 1: rtscope's process or a descendant; 0: another; NULL: not recorded
+"#;
 
 /// Migration 3 -> 4 (issue 13A): one row per check of the audit run before the measurement.
 pub const RUN_CHECKS: &str = r#"

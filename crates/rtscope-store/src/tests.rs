@@ -257,6 +257,7 @@ fn monitor_data_round_trips_with_checkpoints_and_goes_with_the_run() {
                 cpu_percent: 30.5,
                 last_cpu: 0,
                 kernel: true,
+                own: Some(false),
             }],
             sources: vec![MonitorSource {
                 source: "thermal".into(),

@@ -232,6 +232,7 @@ fn monitors(spec: &SyntheticRun, length: u64) -> MonitorBatch {
                 cpu_percent: 90.0 / (rank + 1) as f64,
                 last_cpu: rank as u32 % spec.cpus.max(1),
                 kernel: rank == 1,
+                own: Some(rank == 2),
             });
         }
     }

@@ -33,6 +33,7 @@ mod overflow_percentiles;
 mod readme;
 mod records;
 mod report;
+mod report_layout;
 mod respond;
 mod snapshots;
 mod usage_round3;

@@ -3,7 +3,7 @@
 
 use rtscope_core::{Histogram, Nanos, Percentile, PERCENTILES};
 use rtscope_session::UsageError;
-use rtscope_store::{CampaignRun, RunDetail, RunId, RunStatus, SampleRule};
+use rtscope_store::{CampaignRun, RunDetail, RunId, RunKind, RunStatus, SampleRule};
 
 /// A statistic `compare` can put side by side. Lower is better for every one of them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -224,6 +224,53 @@ impl RunData {
         }
     }
 
+    /// Reduces a stored run into what `compare` puts side by side: one [`RunData`] per
+    /// mechanism of a respond run of several (`respond --ipc eventfd,pipe,signal` records each
+    /// as a thread), named by it in its label, its `mechanism` tag and its load case (so
+    /// eventfd is compared with eventfd, not with the three merged); else the run whole, as
+    /// [`RunData::from_detail`].
+    pub fn per_mechanism(d: &RunDetail, campaign: Option<(String, CampaignRun)>) -> Vec<RunData> {
+        let roles: Vec<(usize, String)> = d
+            .threads
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| {
+                Some((
+                    i,
+                    rtscope_report::model::respond_role(&d.config_json, t.thread)?,
+                ))
+            })
+            .collect();
+        if d.summary.kind != RunKind::Respond || roles.len() < 2 {
+            return vec![RunData::from_detail(d, campaign)];
+        }
+        roles
+            .into_iter()
+            .map(|(i, role)| {
+                let t = &d.threads[i];
+                let mut one = d.clone();
+                one.threads = vec![t.clone()];
+                let s = &mut one.summary;
+                s.threads = 1;
+                s.samples = t.samples;
+                s.max_ns = t.max_ns;
+                s.missed = t.missed;
+                s.histogram = t.histogram.clone();
+                let mut r = RunData::from_detail(&one, campaign.clone());
+                let base = d
+                    .summary
+                    .label
+                    .clone()
+                    .unwrap_or_else(|| format!("run {}", d.summary.id));
+                r.label = Some(format!("{base} {role}"));
+                r.tags.retain(|(k, _)| k != "mechanism");
+                r.tags.push(("mechanism".into(), role.clone()));
+                r.case = Some(role);
+                r
+            })
+            .collect()
+    }
+
     /// The value of a tag.
     pub fn tag(&self, key: &str) -> Option<&str> {
         self.tags
@@ -370,6 +417,46 @@ mod tests {
             run: RunSettings::default(),
             settings: Vec::new(),
         }
+    }
+
+    /// A respond run of eventfd, pipe and signal is three operands of a comparison, each
+    /// with its own statistics and named by its mechanism; a measure run stays one.
+    #[test]
+    fn a_respond_run_is_compared_per_mechanism() {
+        let db =
+            std::env::temp_dir().join(format!("rtscope-analysis-mech-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&db);
+        let mut store = rtscope_store::Store::open(&db).unwrap();
+        let spec = rtscope_testkit::synthetic::SyntheticRun {
+            cpus: 3,
+            samples: 1_000,
+            monitors: false,
+            ..Default::default()
+        };
+        let id = rtscope_testkit::synthetic::write_run(&mut store, &spec).unwrap();
+        let mut d = store.run(id).unwrap();
+        assert_eq!(
+            RunData::per_mechanism(&d, None).len(),
+            1,
+            "a measure run is one"
+        );
+        d.summary.kind = RunKind::Respond;
+        d.config_json = r#"{"rows":[{"thread":0,"source":"eventfd","path":"1→1 same"},{"thread":1,"source":"pipe","path":"1→1 same"},{"thread":2,"source":"signal","path":"1→1 same"}]}"#.into();
+        let per = RunData::per_mechanism(&d, None);
+        let cases: Vec<&str> = per.iter().filter_map(|r| r.case.as_deref()).collect();
+        assert_eq!(
+            cases,
+            ["eventfd 1->1 same", "pipe 1->1 same", "signal 1->1 same"]
+        );
+        for (r, t) in per.iter().zip(&d.threads) {
+            assert_eq!(
+                (r.samples, r.max_ns, r.hist.count()),
+                (t.samples, t.max_ns, t.histogram.count())
+            );
+            assert_eq!(r.tag("mechanism"), r.case.as_deref());
+        }
+        assert_eq!(per[1].label.as_deref(), Some("synthetic pipe 1->1 same"));
+        let _ = std::fs::remove_file(&db);
     }
 
     #[test]

@@ -139,7 +139,9 @@ fn list_text(runs: &[RunSummary]) -> String {
             r.samples.to_string(),
             rtscope_core::text::percentile(&r.percentiles()[4]),
             us(r.max_ns),
-            r.missed.to_string(),
+            // An import's source never says: unknown, not 0.
+            r.missed_periods()
+                .map_or_else(|| "-".into(), |m| m.to_string()),
             tags_text(&r.tags),
         ]);
     }
@@ -345,7 +347,7 @@ fn summary_json(s: &RunSummary) -> Value {
         "complete": s.status == RunStatus::Complete, "started": s.started, "ended": s.ended,
         "measured_ns": s.progress_ns, "exit_code": s.exit_code,
         "tags": s.tags.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
-        "threads": s.threads, "samples": s.samples, "max_ns": s.max_ns, "missed_periods": s.missed,
+        "threads": s.threads, "samples": s.samples, "max_ns": s.max_ns, "missed_periods": s.missed_periods(),
         "percentiles_ns": pct_json(&s.percentiles(), false), "percentiles_lower_bound_ns": pct_json(&s.percentiles(), true),
     })
 }

@@ -72,7 +72,7 @@ pub fn place(p: &Panel, l: &mut Layout, cell: (u32, u32)) {
             return;
         }
     }
-    if bh > MAX_HEADROOM {
+    if bh > MAX_HEADROOM && f64::from(w + PAD) <= MAX_STRIP * f64::from(cell.0) {
         // A tall legend over busy data: beside the plot instead of stretching the axis.
         l.outside = Some(w + PAD);
         l.legend = Some(Corner::UpperRight);
@@ -82,8 +82,16 @@ pub fn place(p: &Panel, l: &mut Layout, cell: (u32, u32)) {
         Corner::UpperLeft | Corner::LowerLeft => Corner::UpperLeft,
         _ => Corner::UpperRight,
     });
-    add_headroom(l, bh);
+    // A legend too wide for a strip beside a small panel goes above the data, whatever its
+    // height: the plot keeps its width.
+    add_headroom(l, bh.min(MAX_TALL_HEADROOM));
 }
+
+/// The widest legend strip beside a plot, as a share of its cell: a wider legend (long names
+/// in a small panel of a grid) would squash the plot, so it goes above the data instead.
+pub const MAX_STRIP: f64 = 0.3;
+/// The most headroom a legend that cannot go beside the plot takes.
+pub const MAX_TALL_HEADROOM: f64 = 0.7;
 
 /// The largest share of the y axis added as headroom for a legend; a taller legend is drawn
 /// beside the plot.
