@@ -68,7 +68,10 @@ fn load_group(store: &Store, text: &str) -> Result<Vec<RunData>, UsageError> {
     let runs = ids
         .into_iter()
         .map(|id| load_run(store, id))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>();
     for r in runs.iter().filter(|r| r.status != RunStatus::Complete) {
         eprintln!(
             "note: run {} ('{text}') is {}: its statistics cover what was recorded",
@@ -78,19 +81,24 @@ fn load_group(store: &Store, text: &str) -> Result<Vec<RunData>, UsageError> {
     Ok(runs)
 }
 
-fn load_run(store: &Store, id: RunId) -> Result<RunData, UsageError> {
+/// One run as compare reads it: a respond run of several mechanisms is one operand per
+/// mechanism (eventfd compared with eventfd, never the mechanisms merged).
+fn load_run(store: &Store, id: RunId) -> Result<Vec<RunData>, UsageError> {
     let err = |e: rtscope_store::StoreError| UsageError::from_error(e);
     let detail = store.run(id).map_err(err)?;
     let campaign = store
         .campaign_of(id)
         .map_err(err)?
         .map(|(c, r)| (c.name, r));
-    let mut run = RunData::from_detail(&detail, campaign);
-    run.settings = store
+    let settings: Vec<_> = store
         .checks(id)
         .map_err(err)?
         .into_iter()
         .filter_map(|c| Some((c.check, c.setting?)))
         .collect();
-    Ok(run)
+    let mut runs = RunData::per_mechanism(&detail, campaign);
+    for r in &mut runs {
+        r.settings = settings.clone();
+    }
+    Ok(runs)
 }
