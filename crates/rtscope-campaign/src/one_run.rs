@@ -100,7 +100,7 @@ pub(super) fn one_run(
         spec,
         checkpoint_period: Duration::ZERO,
     };
-    let mut session = Session::start(p.plan.clone(), settings, recorded, None)?;
+    let mut session = Session::start(p.plan.clone(), settings, recorded)?;
     if let Some(id) = session.run_id() {
         add_to_campaign(ctx, p, id)?;
     }
