@@ -1,6 +1,6 @@
 //! The system monitors during a run: a housekeeping thread (SCHED_FIFO 1 below the measuring
-//! threads by default, see [`crate::housekeeping`]), pinned to a housekeeping CPU (one the run
-//! does not measure, where one exists), samples every source once per interval
+//! threads by default, see [`crate::housekeeping`]), pinned to one of rtscope's housekeeping
+//! CPUs ([`crate::placement`]; never a measured one, where one exists), samples every source once per interval
 //! on the run's time axis and hands the samples to the control thread, which stores them with
 //! its checkpoints. Nothing here touches the measuring threads.
 

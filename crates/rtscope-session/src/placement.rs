@@ -236,25 +236,33 @@ impl Pinned {
     /// ended meanwhile is skipped).
     pub fn others(&mut self, cpus: &CpuSet, except: &[i32]) {
         let me = rtscope_engine::sys::gettid();
-        for tid in other_threads(me)
-            .into_iter()
-            .filter(|t| !except.contains(t))
-        {
-            if let Ok(before) = get_affinity(tid) {
-                if set_affinity(tid, cpus).is_ok() {
-                    self.saved.push((tid, before));
+        for tid in threads_of(None) {
+            if tid != me && !except.contains(&tid) {
+                if let Ok(before) = get_affinity(tid) {
+                    if set_affinity(tid, cpus).is_ok() {
+                        self.saved.push((tid, before));
+                    }
                 }
             }
+        }
+    }
+
+    /// Pins every thread of process `pid`, a helper rtscope started before the run (the load
+    /// shepherd, which ends with the run: it is not restored, its process id may be reused by
+    /// then); best effort.
+    pub fn process(pid: u32, cpus: &CpuSet) {
+        for tid in threads_of(Some(pid)) {
+            let _ = set_affinity(tid, cpus);
         }
     }
 }
 
 impl Drop for Pinned {
-    /// Restores each thread that is still one of this process's (a thread id that ended may
+    /// Restores each thread that still is one of its process's (a thread id that ended may
     /// belong to another process by now).
     fn drop(&mut self) {
         let me = rtscope_engine::sys::gettid();
-        let alive = other_threads(me);
+        let alive = threads_of(None);
         for (tid, cpus) in &self.saved {
             if *tid == me {
                 let _ = set_affinity(0, cpus);
@@ -265,14 +273,14 @@ impl Drop for Pinned {
     }
 }
 
-/// The other threads of this process (from `/proc/self/task`).
-fn other_threads(me: i32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+/// The threads of process `pid` (`None`: this one), from `/proc/PID/task`.
+fn threads_of(pid: Option<u32>) -> Vec<i32> {
+    let dir = pid.map_or("/proc/self/task".into(), |p| format!("/proc/{p}/task"));
+    let Ok(dir) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&t| t != me)
         .collect()
 }
 

@@ -242,6 +242,15 @@ impl Session {
         })
     }
 
+    /// Moves the threads of process `pid`, a helper rtscope started before the run (a
+    /// campaign's load shepherd, not its loads), to the housekeeping CPUs; nothing without a
+    /// housekeeping CPU.
+    pub fn pin_helper(&mut self, pid: u32) {
+        if let Some(cpus) = self.placement.cpus() {
+            Pinned::process(pid, cpus);
+        }
+    }
+
     /// Where rtscope's own threads run.
     pub fn placement(&self) -> &Placement {
         &self.placement
