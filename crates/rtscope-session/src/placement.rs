@@ -52,6 +52,9 @@ pub enum NoCpuWhy {
     /// A measuring thread is not pinned (SCHED_DEADLINE, cyclictest without `-a`): it may run
     /// on every CPU.
     Unpinned,
+    /// The CPUs not measured are outside the CPUs this process may use (its affinity, a
+    /// cpuset).
+    NotAllowed,
 }
 
 /// The CPUs a run of `config` measures: those its threads are pinned to, or every online CPU
@@ -94,6 +97,26 @@ impl Placement {
             Placement::NoCpu(NoCpuWhy::Unpinned)
         } else {
             Placement::NoCpu(NoCpuWhy::AllMeasured)
+        }
+    }
+
+    /// The default placement kept to the CPUs this process may use (`allowed`: its affinity
+    /// when the run starts, so a cpuset that leaves out the other CPUs is no error); CPUs
+    /// asked for are left as they are (pinning fails, naming them, when they are not allowed).
+    pub fn within(self, allowed: &CpuSet) -> Placement {
+        match self {
+            Placement::Separate { cpus, asked: false } => {
+                let usable = CpuSet::from_cpus(cpus.iter().filter(|&c| allowed.contains(c)));
+                if usable.is_empty() {
+                    Placement::NoCpu(NoCpuWhy::NotAllowed)
+                } else {
+                    Placement::Separate {
+                        cpus: usable,
+                        asked: false,
+                    }
+                }
+            }
+            other => other,
         }
     }
 
@@ -187,6 +210,7 @@ impl NoCpuWhy {
         match self {
             NoCpuWhy::AllMeasured => "every online CPU is measured",
             NoCpuWhy::Unpinned => "the measuring threads are not pinned",
+            NoCpuWhy::NotAllowed => "the CPUs not measured are outside rtscope's CPU affinity",
         }
     }
 }
@@ -382,6 +406,13 @@ mod tests {
         );
         assert_eq!(p.env_value(), "none (every online CPU is measured)");
         assert!(!p.describe(false).contains("--explain"));
+        // The CPUs not measured, but none this process may use (a cpuset).
+        let p = Placement::resolve(None, &config(&[Some(1)]), &online);
+        assert_eq!(p.clone().within(&cpus(&[0])).cpus_text(), "0");
+        assert_eq!(
+            p.within(&cpus(&[1])),
+            Placement::NoCpu(NoCpuWhy::NotAllowed)
+        );
         // An unpinned measuring thread may run on every CPU.
         let p = Placement::resolve(None, &config(&[None]), &online);
         assert_eq!(p, Placement::NoCpu(NoCpuWhy::Unpinned));

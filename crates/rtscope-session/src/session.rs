@@ -199,7 +199,9 @@ impl Session {
         settings: SystemSettings,
         recorded: Recorded,
     ) -> Result<Session, SessionError> {
-        let placement = plan.placement(&sys::online_cpus());
+        let online = sys::online_cpus();
+        let allowed = sys::current_affinity().unwrap_or_else(|_| online.clone());
+        let placement = plan.placement(&online).within(&allowed);
         // Every measuring thread is pinned: the main thread pins itself first, so whatever it
         // starts from here on (the trace reaper and reader, the monitor) is created there.
         let mut pinned = match &placement {

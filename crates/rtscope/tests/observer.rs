@@ -10,24 +10,18 @@ use crate::common;
 
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs::{File, OpenOptions};
-use std::io::{ErrorKind, Read};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, LazyLock};
-use std::thread::JoinHandle;
+use std::sync::LazyLock;
 use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_rtscope");
 
-/// A private tracefs instance recording `sched_switch` and `sched_process_fork` on every CPU,
-/// drained by a thread while it runs; removed when dropped, on every path (a failed assertion
-/// included).
+/// A private tracefs instance recording `sched_switch` and `sched_process_fork` on every CPU
+/// into buffers large enough for the whole run (read once at the end: the kernel counts what
+/// it could not keep, and the test fails on any loss); removed when dropped, on every path (a
+/// failed assertion included).
 struct SchedTrace {
     dir: PathBuf,
-    stop: Arc<AtomicBool>,
-    reader: Option<JoinHandle<String>>,
 }
 
 fn write(path: &Path, value: &str) {
@@ -51,61 +45,39 @@ impl SchedTrace {
             .join(format!("test-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir(&dir);
         std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("mkdir {dir:?}: {e}"));
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut t = SchedTrace {
-            dir: dir.clone(),
-            stop: stop.clone(),
-            reader: None,
-        };
-        write(&dir.join("buffer_size_kb"), "16384");
+        let t = SchedTrace { dir };
+        // 64 MiB per CPU: a few hundred thousand switches, far more than 4 s on 2 CPUs.
+        write(&t.dir.join("buffer_size_kb"), "65536");
         for event in ["sched_switch", "sched_process_fork"] {
-            write(&dir.join(format!("events/sched/{event}/enable")), "1");
+            write(&t.dir.join(format!("events/sched/{event}/enable")), "1");
         }
-        let pipe = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NONBLOCK)
-            .open(dir.join("trace_pipe"))
-            .unwrap_or_else(|e| panic!("opening {dir:?}/trace_pipe: {e}"));
-        t.reader = Some(std::thread::spawn(move || drain(pipe, &stop)));
-        write(&dir.join("tracing_on"), "1");
+        write(&t.dir.join("tracing_on"), "1");
         t
     }
 
-    /// Stops tracing and returns every line recorded.
-    fn finish(mut self) -> String {
+    /// Stops tracing and returns every line recorded, after checking that no CPU lost an
+    /// event.
+    fn finish(self) -> String {
         write(&self.dir.join("tracing_on"), "0");
-        self.stop.store(true, Ordering::Relaxed);
-        self.reader
-            .take()
-            .map(|r| r.join().unwrap())
-            .unwrap_or_default()
-    }
-}
-
-/// Reads `pipe` until `stop` and then until it is empty.
-fn drain(mut pipe: File, stop: &AtomicBool) -> String {
-    let mut text = Vec::new();
-    let mut buf = vec![0u8; 1 << 16];
-    loop {
-        match pipe.read(&mut buf) {
-            Ok(n @ 1..) => text.extend_from_slice(&buf[..n]),
-            Err(e) if e.kind() != ErrorKind::WouldBlock => panic!("reading trace_pipe: {e}"),
-            _ if stop.load(Ordering::Relaxed) => break,
-            _ => std::thread::sleep(Duration::from_millis(20)),
+        for cpu in 0..common::cpus() {
+            let path = self.dir.join(format!("per_cpu/cpu{cpu}/stats"));
+            let stats = std::fs::read_to_string(&path).unwrap();
+            for key in ["overrun:", "dropped events:"] {
+                let lost = stats
+                    .lines()
+                    .find_map(|l| l.strip_prefix(key))
+                    .map(|v| v.trim().parse::<u64>().unwrap());
+                assert_eq!(lost, Some(0), "CPU {cpu}'s trace is incomplete:\n{stats}");
+            }
         }
+        let trace = self.dir.join("trace");
+        std::fs::read_to_string(&trace).unwrap_or_else(|e| panic!("reading {trace:?}: {e}"))
     }
-    String::from_utf8_lossy(&text).into_owned()
 }
 
 impl Drop for SchedTrace {
     fn drop(&mut self) {
         let _ = std::fs::write(self.dir.join("tracing_on"), "0");
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(r) = self.reader.take() {
-            let _ = r.join();
-        }
-        // The pipe is closed once the reader is gone; the kernel may still hold the instance
-        // for a moment.
         for _ in 0..100 {
             if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
                 return;
@@ -337,6 +309,7 @@ fn on_the_measured_cpu_only_the_measuring_thread_of_rtscope_runs() {
     assert_eq!(doc["housekeeping"]["analysis"], "live");
     assert_eq!(doc["threads"][0]["cpu"], 1);
     let measuring = doc["threads"][0]["tid"].as_i64().unwrap() as i32;
+    let samples = doc["threads"][0]["samples"].as_u64().unwrap();
 
     let mut records = Vec::new();
     let mut bad = Vec::new();
@@ -352,7 +325,7 @@ fn on_the_measured_cpu_only_the_measuring_thread_of_rtscope_runs() {
     );
     let u = usage(&records, root, measuring, 1);
     eprintln!(
-        "rtscope's threads (measuring: {measuring}), whole trace:\n{}",
+        "rtscope's threads (measuring: {measuring}, {samples} samples), whole trace:\n{}",
         table(&u)
     );
     let names: HashSet<&str> = u.tasks.values().map(String::as_str).collect();
