@@ -100,7 +100,11 @@ pub(super) fn one_run(
         spec,
         checkpoint_period: Duration::ZERO,
     };
-    let mut session = Session::start(p.plan.clone(), settings, recorded, None)?;
+    let mut session = Session::start(p.plan.clone(), settings, recorded)?;
+    if let Some(l) = &loads {
+        // The shepherd is rtscope's; the loads it started keep their CPUs.
+        session.pin_helper(l.shepherd_pid());
+    }
     if let Some(id) = session.run_id() {
         add_to_campaign(ctx, p, id)?;
     }

@@ -604,9 +604,16 @@ pub struct MeasureArgs {
     /// Number of measuring threads, spread round-robin over the CPUs [default: one per CPU]
     #[arg(long, short = 't', value_name = "N", help_heading = "Threads and CPUs")]
     pub threads: Option<usize>,
-    /// CPUs for rtscope's own non-real-time main thread (housekeeping)
-    #[arg(long, value_name = "LIST", help_heading = "Threads and CPUs")]
-    pub main_cpus: Option<String>,
+    /// CPUs for every thread of rtscope but the measuring ones (control, monitor, --explain's
+    /// trace reader and analysis); none may be measured [default: the online CPUs not
+    /// measured; with none left, nothing is pinned and --explain analyses spikes at the end]
+    #[arg(
+        long,
+        alias = "main-cpus",
+        value_name = "LIST",
+        help_heading = "Threads and CPUs"
+    )]
+    pub housekeeping: Option<String>,
     /// SCHED_FIFO priority of rtscope's control and monitor threads (used only below every
     /// measuring thread), or `off` for SCHED_OTHER
     #[arg(

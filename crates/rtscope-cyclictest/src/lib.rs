@@ -68,7 +68,9 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
             writeln!(out, "Using {} cpus.", m.len())?;
         }
     }
-    let plan = RunPlan::from_config(ct.config.clone(), o.latency);
+    let mut plan = RunPlan::from_config(ct.config.clone(), o.latency);
+    // --mainaffinity names the CPUs of rtscope's own threads (rtscope-session's placement).
+    plan.housekeeping_cpus = ct.main_affinity.clone();
     let json_file = o
         .json
         .as_deref()
@@ -107,8 +109,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         spec,
         checkpoint_period: Duration::from_secs(1),
     };
-    let main = ct.main_affinity.as_ref().map(|m| (m, "--mainaffinity"));
-    let mut session = Session::start(plan, settings, recorded, main)?;
+    let mut session = Session::start(plan, settings, recorded)?;
     let mut live = Live::new(&o, &ct);
     let tick = live.tick();
     let measured = session.drive(

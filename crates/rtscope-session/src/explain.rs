@@ -1,9 +1,14 @@
 //! `--explain`: the session's side of spike attribution (crate rtscope-trace, docs/explain.md).
 //! The explainer starts before the measuring threads (its reaper is forked while the process
-//! is still small and not real-time); every control tick hands it the new events of the
-//! engine's event log (the wake-ups at or above the threshold) and lets it attribute those whose
-//! trace has arrived; at the end it returns the summary, which is stored with the run.
+//! is still small and not real-time). With a housekeeping CPU ([`crate::placement`]) every
+//! control tick hands it the new events of the engine's event log (the wake-ups at or above the
+//! threshold) and lets it attribute those whose trace has arrived. Without one the control
+//! thread would analyse on a measured CPU, so the analysis waits for the end of the run: the
+//! ticks only pass on the monitor samples, and the spikes are attributed once the measuring
+//! threads have stopped (those older than the recorder's window from the monitors). At the end
+//! it returns the summary, which is stored with the run.
 
+use crate::placement::Placement;
 use crate::plan::RunPlan;
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, CpuSet, Run, RunResult};
@@ -37,11 +42,17 @@ pub struct Explaining {
     cpus: Vec<Option<usize>>,
     /// The measured CPUs.
     measured: Vec<usize>,
+    /// Spikes are attributed during the run (else at its end).
+    live: bool,
 }
 
+/// Spikes handed over between two attribution passes at the end of a run whose analysis was
+/// deferred (the explainer queues at most `MAX_PENDING`).
+const DEFERRED_BATCH: usize = 1024;
+
 impl Explaining {
-    /// Starts explaining for `plan` when it asks for it.
-    pub fn start(plan: &RunPlan) -> Option<Explaining> {
+    /// Starts explaining for `plan` when it asks for it, rtscope's threads placed as `placed`.
+    pub fn start(plan: &RunPlan, placed: &Placement) -> Option<Explaining> {
         let threshold = plan.explain?;
         let online = sys::online_cpus();
         let pinned = plan.config.pinned_cpus();
@@ -50,9 +61,11 @@ impl Explaining {
         } else {
             pinned.iter().collect()
         };
-        let housekeeping: Vec<usize> = online.iter().filter(|c| !measured.contains(c)).collect();
         let mut cfg = ExplainConfig::new(threshold.0, measured.clone());
-        cfg.housekeeping = housekeeping;
+        cfg.housekeeping = placed
+            .cpus()
+            .map(|c| c.iter().collect())
+            .unwrap_or_default();
         let cpus = plan
             .config
             .threads
@@ -69,6 +82,7 @@ impl Explaining {
             taken: vec![0; plan.config.threads.len()],
             cpus,
             measured,
+            live: placed.live_analysis(),
         })
     }
 
@@ -112,18 +126,30 @@ impl Explaining {
         }
     }
 
-    /// Hands over the new events and attributes what can be.
+    /// Hands over the new events and attributes what can be; nothing when the analysis is
+    /// deferred to the end of the run.
     pub fn tick(&mut self, run: &Run) {
+        if !self.live {
+            return;
+        }
         for (i, t) in run.threads().iter().enumerate() {
             self.push(i, t.tid(), t.cpu(), &t.events().snapshot());
         }
         self.ex.poll();
     }
 
-    /// The last events, then the summary; the trace instance is removed.
+    /// The last events, then the summary; the trace instance is removed. A deferred analysis
+    /// hands the events over in batches, attributing between them.
     pub fn finish(mut self, r: &RunResult) -> ExplainSummary {
         for t in &r.threads {
-            self.push(t.index, t.tid, t.cpu, &t.events);
+            let mut end = self.taken[t.index];
+            while end < t.events.len() {
+                end = (end + DEFERRED_BATCH).min(t.events.len());
+                self.push(t.index, t.tid, t.cpu, &t.events[..end]);
+                if !self.live {
+                    self.ex.poll();
+                }
+            }
         }
         self.ex.finish(FINISH_PATIENCE)
     }

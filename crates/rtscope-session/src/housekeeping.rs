@@ -11,9 +11,8 @@
 //! priority, `--housekeeping-prio off` keeps them SCHED_OTHER. The policy is set with
 //! `SCHED_RESET_ON_FORK`: loads, programs and threads started from the control thread start
 //! as SCHED_OTHER, never inherit it; the control thread goes back to SCHED_OTHER when the
-//! measurement ends. The monitor is pinned to a housekeeping CPU the run does not measure
-//! (see `monitoring`); the control thread stays where `--main-cpus` puts it (pinning it by
-//! default would pin the loads it starts too). What was applied and the cadence gaps (periods
+//! measurement ends. Which CPUs they run on is [`crate::placement`]'s: the housekeeping CPUs,
+//! never a measured one. What was applied and the cadence gaps (periods
 //! more than 1.5× the planned one) of the control thread's ticks and of the monitor samples are stored in
 //! the run's environment (`rtscope.housekeeping`, `rtscope.cadence.control`,
 //! `rtscope.cadence.monitor`) and reported.

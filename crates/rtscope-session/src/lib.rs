@@ -5,6 +5,7 @@
 //! * [`record`]: checkpoints of a running run into the store, from the control thread;
 //! * [`monitoring`]: the monitor thread on a housekeeping CPU;
 //! * [`housekeeping`]: the control and monitor threads' priority and cadence;
+//! * [`placement`]: the CPUs of rtscope's own threads (never a measured one);
 //! * [`limits`]: `--limit STAT=VALUE` gates;
 //! * [`preflight`]: the system audit (rtscope-check) run before a measurement and stored with it;
 //! * [`environment`], [`sysinfo`]: what is recorded about the machine;
@@ -23,6 +24,7 @@ pub mod housekeeping;
 pub mod limits;
 pub mod monitoring;
 pub mod output;
+pub mod placement;
 pub mod plan;
 pub mod preflight;
 pub mod record;

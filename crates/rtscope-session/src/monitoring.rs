@@ -1,6 +1,6 @@
 //! The system monitors during a run: a housekeeping thread (SCHED_FIFO 1 below the measuring
-//! threads by default, see [`crate::housekeeping`]), pinned to a housekeeping CPU (one the run
-//! does not measure, where one exists), samples every source once per interval
+//! threads by default, see [`crate::housekeeping`]), pinned to one of rtscope's housekeeping
+//! CPUs ([`crate::placement`]; never a measured one, where one exists), samples every source once per interval
 //! on the run's time axis and hands the samples to the control thread, which stores them with
 //! its checkpoints. Nothing here touches the measuring threads.
 
@@ -40,10 +40,16 @@ impl TimeAxis {
     }
 }
 
-/// The CPU the monitor thread runs on: the first housekeeping CPU the run does not measure,
-/// else the first housekeeping CPU, else none (unpinned).
-pub fn monitor_cpu(root: &Path, measured: &CpuSet) -> Option<u32> {
+/// The CPU the monitor thread runs on. With rtscope's housekeeping CPUs (`ours`,
+/// [`crate::placement`]): the first of them the kernel does not isolate, else the first of
+/// them. Without: the first CPU the kernel does not isolate that the run does not measure,
+/// else the first CPU the kernel does not isolate, else none (unpinned).
+pub fn monitor_cpu(root: &Path, measured: &CpuSet, ours: Option<&CpuSet>) -> Option<u32> {
     let hk = rtscope_monitor::housekeeping_cpus(root);
+    if let Some(ours) = ours.filter(|o| !o.is_empty()) {
+        let first = hk.iter().copied().find(|&c| ours.contains(c as usize));
+        return first.or(Some(ours.nth_cyclic(0) as u32));
+    }
     hk.iter()
         .copied()
         .find(|&c| !measured.contains(c as usize))
@@ -51,24 +57,30 @@ pub fn monitor_cpu(root: &Path, measured: &CpuSet) -> Option<u32> {
 }
 
 impl MonitorThread {
-    /// Starts sampling `root`'s sources every `interval` on `axis`. `measured` are the CPUs the
-    /// run measures (kept free of the monitor where possible).
+    /// Starts sampling `root`'s sources every `interval` on `axis`. `cpus`: the CPUs the run
+    /// measures (kept free of the monitor where possible) and rtscope's housekeeping CPUs
+    /// (`None`: there are none); see [`monitor_cpu`].
     pub fn start(
         root: &Path,
         interval: Duration,
         axis: TimeAxis,
-        measured: &CpuSet,
+        cpus: (&CpuSet, Option<&CpuSet>),
         sched: crate::housekeeping::Housekeeping,
     ) -> std::io::Result<MonitorThread> {
         let monitor = Monitor::new(root).map_err(std::io::Error::other)?;
-        let cpu = monitor_cpu(root, measured);
+        let cpu = monitor_cpu(root, cpus.0, cpus.1);
         let (stop, stop_rx) = mpsc::channel::<()>();
         let (tx, rx) = mpsc::channel::<Message>();
         let handle = std::thread::Builder::new()
             .name("rtscope-monitor".into())
             .spawn(move || {
+                // Its CPU first, before any work (it was created on the housekeeping CPUs).
+                if let Some(c) = cpu {
+                    // Best effort: an unpinned monitor still works.
+                    let _ = sys::set_affinity_current(&CpuSet::from_cpus([c as usize]));
+                }
                 sched.apply_current();
-                sample_loop(monitor, interval, axis, cpu, &stop_rx, &tx)
+                sample_loop(monitor, interval, axis, &stop_rx, &tx)
             })?;
         Ok(MonitorThread {
             stop,
@@ -111,14 +123,9 @@ fn sample_loop(
     mut monitor: Monitor,
     interval: Duration,
     axis: TimeAxis,
-    cpu: Option<u32>,
     stop: &Receiver<()>,
     tx: &Sender<Message>,
 ) {
-    if let Some(c) = cpu {
-        // Best effort: an unpinned monitor still works.
-        let _ = sys::set_affinity_current(&CpuSet::from_cpus([c as usize]));
-    }
     let mut last_sources: Vec<SourceStatus> = Vec::new();
     let mut next = axis.now();
     loop {

@@ -67,6 +67,8 @@ pub enum Field {
     Loops,
     /// The events kept per thread.
     EventCapacity,
+    /// The CPUs of rtscope's own threads (`--housekeeping`).
+    Housekeeping,
 }
 
 impl Field {
@@ -85,6 +87,7 @@ impl Field {
             Field::Duration => "duration",
             Field::Loops => "loops",
             Field::EventCapacity => "event_capacity",
+            Field::Housekeeping => "housekeeping",
         }
     }
 
@@ -165,6 +168,18 @@ pub enum Problem {
         /// The capacity asked for.
         asked: usize,
     },
+    /// A housekeeping CPU that is not online.
+    HousekeepingOffline {
+        /// The CPU.
+        cpu: usize,
+        /// The online CPUs.
+        online: CpuSet,
+    },
+    /// Housekeeping CPUs the run measures.
+    HousekeepingMeasured {
+        /// Those CPUs.
+        overlap: CpuSet,
+    },
     /// A duration shorter than the interval (no thread would wake up once).
     RunShorterThanInterval {
         /// The duration.
@@ -243,6 +258,16 @@ impl PlanError {
                 "invalid value 0 for '{}': a run of length 0 has no samples (leave it out for the default length)",
                 n(self.field)
             ),
+            Problem::HousekeepingOffline { cpu, online } => format!(
+                "invalid value for '{}': CPU {cpu} is not online (online CPUs: {online})",
+                n(Field::Housekeeping)
+            ),
+            Problem::HousekeepingMeasured { overlap } => format!(
+                "invalid value for '{}': CPU{} {overlap} {} measured; rtscope's own threads must not run where a measuring thread does",
+                n(Field::Housekeeping),
+                if overlap.len() == 1 { "" } else { "s" },
+                if overlap.len() == 1 { "is" } else { "are" }
+            ),
             Problem::RunShorterThanInterval { duration, interval } => format!(
                 "invalid value '{duration}' for '{}': shorter than the interval ({interval}), no thread would wake up once",
                 n(Field::Duration)
@@ -256,6 +281,11 @@ impl PlanError {
             Problem::DeadlinePinned => Some(format!(
                 "use {} N to choose how many deadline threads run; isolate CPUs with cpusets for deadline tasks",
                 naming.name(Field::Threads)
+            )),
+            Problem::HousekeepingMeasured { .. } => Some(format!(
+                "name CPUs outside {}, or leave {} out: by default rtscope's threads run on the CPUs not measured",
+                naming.name(Field::Cpus),
+                naming.name(Field::Housekeeping)
             )),
             _ => None,
         }
@@ -311,6 +341,9 @@ pub struct PlanSpec {
     /// SCHED_FIFO priority of rtscope's control and monitor threads (`None`: SCHED_OTHER);
     /// see [`crate::housekeeping`].
     pub housekeeping_prio: Option<i32>,
+    /// CPUs of rtscope's own threads (`None`: the online CPUs not measured); see
+    /// [`crate::placement`].
+    pub housekeeping_cpus: Option<CpuSet>,
 }
 
 impl Default for PlanSpec {
@@ -339,6 +372,7 @@ impl Default for PlanSpec {
             raw: false,
             limits: Vec::new(),
             housekeeping_prio: Some(crate::housekeeping::DEFAULT_PRIORITY),
+            housekeeping_cpus: None,
         }
     }
 }
@@ -358,6 +392,9 @@ pub struct RunPlan {
     pub explain: Option<Nanos>,
     /// SCHED_FIFO priority asked for rtscope's control and monitor threads (`None`: off).
     pub housekeeping: Option<i32>,
+    /// CPUs asked for rtscope's own threads (`None`: the online CPUs not measured); see
+    /// [`crate::placement`].
+    pub housekeeping_cpus: Option<CpuSet>,
 }
 
 impl RunPlan {
@@ -370,7 +407,13 @@ impl RunPlan {
             per_cpu: false,
             explain: None,
             housekeeping: Some(crate::housekeeping::DEFAULT_PRIORITY),
+            housekeeping_cpus: None,
         }
+    }
+
+    /// Where rtscope's own threads run during this run on `online` CPUs.
+    pub fn placement(&self, online: &CpuSet) -> crate::placement::Placement {
+        crate::placement::Placement::resolve(self.housekeeping_cpus.as_ref(), &self.config, online)
     }
 
     /// Checks `s` against the online CPUs and lowers it.
@@ -436,6 +479,9 @@ impl RunPlan {
         if s.raw {
             c.sample_ring = Some(raw_ring(&c));
         }
+        if let Some(hk) = &s.housekeeping_cpus {
+            check_housekeeping(hk, &c, online)?;
+        }
         Ok(RunPlan {
             config: c,
             limits: s.limits.clone(),
@@ -443,8 +489,28 @@ impl RunPlan {
             per_cpu: s.threads.is_none(),
             explain: s.explain,
             housekeeping: s.housekeeping_prio,
+            housekeeping_cpus: s.housekeeping_cpus.clone(),
         })
     }
+}
+
+/// Housekeeping CPUs must be online and not measured (an unpinned measuring thread measures
+/// every CPU).
+fn check_housekeeping(hk: &CpuSet, c: &RunConfig, online: &CpuSet) -> Result<(), PlanError> {
+    if let Some(cpu) = hk.iter().find(|&cpu| !online.contains(cpu)) {
+        let p = Problem::HousekeepingOffline {
+            cpu,
+            online: online.clone(),
+        };
+        return Err(PlanError::new(Field::Housekeeping, p));
+    }
+    let measured = crate::placement::measured_cpus(c, online);
+    let overlap = CpuSet::from_cpus(hk.iter().filter(|&cpu| measured.contains(cpu)));
+    if !overlap.is_empty() {
+        let p = Problem::HousekeepingMeasured { overlap };
+        return Err(PlanError::new(Field::Housekeeping, p));
+    }
+    Ok(())
 }
 
 /// A run of zero length, or shorter than its slowest thread's interval, has no samples.
@@ -715,6 +781,33 @@ mod tests {
         let e = RunPlan::build(&pinned, &online()).unwrap_err();
         assert_eq!(e.problem, Problem::DeadlinePinned);
         assert!(e.hint(Naming::Flags).unwrap().contains("--threads"));
+    }
+
+    #[test]
+    fn housekeeping_cpus_must_be_online_and_not_measured() {
+        let spec = |cpus: &[usize], hk: &[usize]| PlanSpec {
+            cpus: Some(CpuSet::from_cpus(cpus.iter().copied())),
+            housekeeping_cpus: Some(CpuSet::from_cpus(hk.iter().copied())),
+            ..PlanSpec::default()
+        };
+        let p = RunPlan::build(&spec(&[1], &[0]), &online()).unwrap();
+        assert_eq!(p.housekeeping_cpus, Some(CpuSet::from_cpus([0])));
+        assert!(p.placement(&online()).live_analysis());
+        let e = RunPlan::build(&spec(&[1], &[0, 5]), &online()).unwrap_err();
+        assert_eq!(
+            e.message(Naming::Flags),
+            "invalid value for '--housekeeping': CPU 5 is not online (online CPUs: 0-1)"
+        );
+        let e = RunPlan::build(&spec(&[1], &[0, 1]), &online()).unwrap_err();
+        assert_eq!(e.field, Field::Housekeeping);
+        assert_eq!(
+            e.message(Naming::Keys),
+            "invalid value for 'housekeeping': CPU 1 is measured; rtscope's own threads must not run where a measuring thread does"
+        );
+        assert!(e.hint(Naming::Flags).unwrap().contains("outside --cpus"));
+        // Every CPU measured by default: no housekeeping CPU is left.
+        let p = RunPlan::build(&PlanSpec::default(), &online()).unwrap();
+        assert!(!p.placement(&online()).live_analysis());
     }
 
     #[test]

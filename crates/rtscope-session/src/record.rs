@@ -7,7 +7,7 @@ use crate::housekeeping::Housekeeping;
 use crate::monitoring::{MonitorRows, MonitorThread, TimeAxis};
 use crate::sysinfo;
 use rtscope_core::{Histogram, Nanos, Stats};
-use rtscope_engine::{Run, RunConfig, RunResult, Sample, ThreadShared};
+use rtscope_engine::{CpuSet, Run, RunConfig, RunResult, Sample, ThreadShared};
 use rtscope_store::codec::{self, RawSample};
 use rtscope_store::{
     Checkpoint, EventRow, NewRun, RawChunk, RunId, RunKind, RunStatus, SeriesPoint, Store,
@@ -411,13 +411,17 @@ fn with_sample_rule(mut env: Vec<(String, String)>) -> Vec<(String, String)> {
 
 /// Starts the monitor thread on the run's time axis; a monitor that cannot start is reported
 /// and the run goes on without it.
-fn start_monitor(run: &Run, interval: Duration, sched: Housekeeping) -> Option<MonitorThread> {
+fn start_monitor(
+    run: &Run,
+    interval: Duration,
+    (sched, cpus): (Housekeeping, Option<&CpuSet>),
+) -> Option<MonitorThread> {
     let axis = TimeAxis {
         clock: rtscope_engine::sys::clock_id(run.config().clock),
         start: run.clock_start(),
     };
     let measured = run.config().pinned_cpus();
-    match MonitorThread::start(Path::new("/"), interval, axis, &measured, sched) {
+    match MonitorThread::start(Path::new("/"), interval, axis, (&measured, cpus), sched) {
         Ok(m) => Some(m),
         Err(e) => {
             {
@@ -517,14 +521,15 @@ pub struct RecordSpec {
 
 impl Recording {
     /// Starts recording `run` (nothing without a store). Checkpoints are at least
-    /// `min_period` apart.
+    /// `min_period` apart. `housekeeping`: the scheduling of the monitor thread and its CPUs
+    /// (`None`: no housekeeping CPU).
     pub fn begin(
         store: Option<Store>,
         spec: RecordSpec,
         config: &RunConfig,
         run: &Run,
         min_period: Duration,
-        sched: Housekeeping,
+        housekeeping: (Housekeeping, Option<&CpuSet>),
     ) -> Result<Recording, UsageError> {
         let last = Instant::now();
         let Some(store) = store else {
@@ -590,7 +595,7 @@ impl Recording {
             error: None,
             min_period,
             last,
-            monitor: monitor_interval.and_then(|i| start_monitor(run, i, sched)),
+            monitor: monitor_interval.and_then(|i| start_monitor(run, i, housekeeping)),
             rows: MonitorRows::with_cadence(monitor_interval),
             fresh: Vec::new(),
             busy: 0,

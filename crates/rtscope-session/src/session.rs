@@ -16,6 +16,7 @@ use crate::error::UsageError;
 use crate::explain::{self, Explaining};
 use crate::housekeeping::{Cadence, Housekeeping};
 use crate::limits::{self, Check};
+use crate::placement::{Pinned, Placement};
 use crate::plan::RunPlan;
 use crate::record::{RecordSpec, Recording};
 use rtscope_core::Nanos;
@@ -34,7 +35,7 @@ pub enum SessionError {
     #[error(transparent)]
     Engine(#[from] rtscope_engine::EngineError),
     /// The main thread could not be moved to the housekeeping CPUs.
-    #[error("cannot pin the main thread to CPUs {cpus} ({option})")]
+    #[error("cannot pin rtscope's main thread to CPUs {cpus} ({option})")]
     MainAffinity {
         /// The CPUs asked for.
         cpus: CpuSet,
@@ -180,36 +181,55 @@ pub struct Session {
     housekeeping: (Housekeeping, String),
     /// The cadence of the control thread's ticks (checkpoints), once driven.
     checkpoints: Option<Cadence>,
+    /// Where rtscope's own threads run.
+    placement: Placement,
+    /// Their affinity, restored when the session is dropped.
+    _pinned: Option<Pinned>,
     _settings: SystemSettings,
 }
 
+/// How errors name the housekeeping CPUs (each front end has its own option for them).
+const HOUSEKEEPING: &str = "the housekeeping CPUs";
+
 impl Session {
-    /// Starts the measuring threads and the recording; `main_cpus` moves rtscope's own main
-    /// thread (named by `option` in errors).
+    /// Starts the measuring threads and the recording, rtscope's own threads on the plan's
+    /// housekeeping CPUs ([`crate::placement`]).
     pub fn start(
         plan: RunPlan,
         settings: SystemSettings,
         recorded: Recorded,
-        main_cpus: Option<(&CpuSet, &'static str)>,
     ) -> Result<Session, SessionError> {
-        let explaining = Explaining::start(&plan);
+        let online = sys::online_cpus();
+        let allowed = sys::current_affinity().unwrap_or_else(|_| online.clone());
+        let placement = plan.placement(&online).within(&allowed);
+        // Every measuring thread is pinned: the main thread pins itself first, so whatever it
+        // starts from here on (the trace reaper and reader, the monitor) is created there.
+        let mut pinned = match &placement {
+            Placement::Separate { cpus, .. } => {
+                let mut p = Pinned::current(cpus, HOUSEKEEPING)?;
+                p.others(cpus, &[]);
+                Some(p)
+            }
+            _ => None,
+        };
+        let explaining = Explaining::start(&plan, &placement);
         let run = Run::start(plan.config.clone())?;
+        if let Placement::Shared { cpus, .. } = &placement {
+            // After the measuring threads started: an unpinned one must not inherit it.
+            let mut p = Pinned::current(cpus, HOUSEKEEPING)?;
+            let measuring: Vec<i32> = run.threads().iter().map(|t| t.tid()).collect();
+            p.others(cpus, &measuring);
+            pinned = Some(p);
+        }
         let sched = Housekeeping::for_run(plan.housekeeping, &plan.config);
         let applied = sched.apply_current();
-        if let Some((cpus, option)) = main_cpus {
-            sys::set_affinity_current(cpus).map_err(|source| SessionError::MainAffinity {
-                cpus: cpus.clone(),
-                option,
-                source,
-            })?;
-        }
         let recording = Recording::begin(
             recorded.store,
             recorded.spec,
             &plan.config,
             &run,
             recorded.checkpoint_period,
-            sched,
+            (sched, placement.cpus()),
         )?;
         Ok(Session {
             plan,
@@ -218,8 +238,32 @@ impl Session {
             explaining,
             housekeeping: (sched, applied),
             checkpoints: None,
+            placement,
+            _pinned: pinned,
             _settings: settings,
         })
+    }
+
+    /// Moves the threads of process `pid`, a helper rtscope started before the run (a
+    /// campaign's load shepherd, not its loads), to the housekeeping CPUs; nothing without a
+    /// housekeeping CPU.
+    pub fn pin_helper(&mut self, pid: u32) {
+        if let Some(cpus) = self.placement.cpus() {
+            Pinned::process(pid, cpus);
+        }
+    }
+
+    /// Where rtscope's own threads run.
+    pub fn placement(&self) -> &Placement {
+        &self.placement
+    }
+
+    /// The line that says where rtscope's own threads run (and when spikes are analysed).
+    pub fn placement_line(&self) -> String {
+        format!(
+            "housekeeping: {}",
+            self.placement.describe(self.plan.explain.is_some())
+        )
     }
 
     /// The run's id in the store, once recorded.
@@ -309,10 +353,20 @@ impl Session {
             self.recording.write_spikes(&summary, &rows);
         }
         let (line, failed) = self.recording.finish(&m.result, m.interrupted(), exit_code);
-        let mut env = vec![(
-            "rtscope.housekeeping".to_string(),
-            self.housekeeping.1.clone(),
-        )];
+        let mut env = vec![
+            (
+                "rtscope.housekeeping".to_string(),
+                self.housekeeping.1.clone(),
+            ),
+            (
+                "rtscope.housekeeping.cpus".to_string(),
+                self.placement.env_value(),
+            ),
+        ];
+        if self.plan.explain.is_some() {
+            let when = self.placement.analysis().to_string();
+            env.push(("rtscope.explain.analysis".into(), when));
+        }
         if let Some(c) = &self.checkpoints {
             env.push(("rtscope.cadence.control".into(), c.describe()));
         }

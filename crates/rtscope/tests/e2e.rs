@@ -29,6 +29,7 @@ mod import;
 mod import_summary;
 mod loads;
 mod manual;
+mod observer;
 mod overflow_percentiles;
 mod readme;
 mod records;

@@ -41,6 +41,9 @@ pub struct Doc {
     pub total: Series,
     /// Limit checks (empty without --limit).
     pub limits: Vec<LimitJson>,
+    /// Where rtscope's own threads ran and when spikes were analysed (docs/measurement.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub housekeeping: Option<rtscope_session::placement::PlacementDoc>,
     /// Why the spikes were late (`--explain`; absent without it; docs/explain.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explain: Option<rtscope_trace::book::ExplainSummary>,

@@ -92,6 +92,11 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
             ),
         },
         explain: opt_dur(a.explain.as_deref(), "--explain")?,
+        housekeeping_cpus: a
+            .housekeeping
+            .as_deref()
+            .map(|t| cpu_list(t, online, "--housekeeping"))
+            .transpose()?,
         raw: a.raw,
         limits: a
             .limits
@@ -125,11 +130,6 @@ pub fn run(
     let online = sys::online_cpus();
     let plan = plan(a, &online)?;
     rtscope_session::record::check_label_and_tags(a.label.as_deref(), &a.tags)?;
-    let main_cpus = a
-        .main_cpus
-        .as_deref()
-        .map(|t| cpu_list(t, &online, "--main-cpus"))
-        .transpose()?;
     let tick = series_interval(a)?;
     let monitor_interval = monitor_interval(&a.monitor_interval, "--monitor-interval")?;
     let json_file = a
@@ -181,8 +181,8 @@ pub fn run(
         spec,
         checkpoint_period: std::time::Duration::ZERO,
     };
-    let main = main_cpus.as_ref().map(|m| (m, "--main-cpus"));
-    let mut session = Session::start(plan, settings, recorded, main)?;
+    let mut session = Session::start(plan, settings, recorded)?;
+    eprintln!("rtscope: {}", session.placement_line());
     if let Some(line) = session.explain_line() {
         eprintln!("rtscope: {line}");
     }
@@ -198,8 +198,13 @@ pub fn run(
     if let Some(m) = metrics.as_mut() {
         m.finish(&measured.result, measured.signal.is_some());
     }
-    let (mut status, text, json) =
-        report(session.plan(), &measured, command_line, a.json.is_some())?;
+    let placed = session.placement().doc(session.plan().explain.is_some());
+    let (mut status, text, json) = report(
+        session.plan(),
+        &measured,
+        command_line,
+        a.json.is_some().then_some(placed),
+    )?;
     human.write_all(text.as_bytes())?;
     human.flush()?;
     if let (Some(file), Some(body)) = (json_file, json) {
@@ -316,7 +321,7 @@ fn report(
     plan: &RunPlan,
     m: &Measured,
     command_line: Vec<String>,
-    want_json: bool,
+    json_with: Option<rtscope_session::placement::PlacementDoc>,
 ) -> anyhow::Result<(ExitStatus, String, Option<String>)> {
     let (r, signal, checks) = (&m.result, m.signal, &m.checks);
     let total_stats = r.total_stats();
@@ -373,7 +378,7 @@ fn report(
         text.push('\n');
         text.push_str(&rtscope_trace::render::summary(x, r.clock_start.0, 10));
     }
-    let json = if want_json {
+    let json = if let Some(placed) = json_with {
         let mut doc = document(
             plan,
             r,
@@ -385,6 +390,7 @@ fn report(
             &total_hist,
         );
         doc.explain = m.explain.clone();
+        doc.housekeeping = Some(placed);
         Some(serde_json::to_string_pretty(&doc)? + "\n")
     } else {
         None
@@ -440,6 +446,7 @@ fn document(
         threads,
         total: json::series(total_stats, total_hist, Some(offset(total_stats))),
         limits: checks.iter().map(json::LimitJson::from).collect(),
+        housekeeping: None,
         explain: None,
     }
 }
