@@ -8,8 +8,21 @@ use std::path::{Path, PathBuf};
 /// external load, that the program is installed (on `PATH`, or an executable path).
 pub fn validate(spec: &LoadSpec) -> Result<(), LoadError> {
     spec.check()?;
-    if let LoadSpec::External { program, .. } = spec {
-        find_program(program)?;
+    match spec {
+        LoadSpec::External { program, .. } => {
+            find_program(program).map(drop)?;
+        }
+        // Checked before the load starts: a missing directory is the caller's mistake (exit
+        // 2), not a load that failed while it ran (issue 26, N12).
+        LoadSpec::Io { dir: Some(d), .. } if !d.is_dir() => {
+            return Err(LoadError::BadSpec {
+                kind: "io",
+                field: "dir",
+                value: rtscope_core::text::escape(&d.display().to_string()).into_owned(),
+                expected: "an existing directory".into(),
+            });
+        }
+        _ => {}
     }
     Ok(())
 }

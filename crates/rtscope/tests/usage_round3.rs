@@ -358,3 +358,20 @@ fn outputs_never_replace_devices_or_symlinks_and_write_errors_fail() {
     assert!(stderr(&o).contains("cannot write the results to standard output"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// N12: `load io --dir /nonexistent` exited 1 (a load that failed) instead of 2 (the
+/// caller's mistake), after starting the load.
+#[test]
+fn an_io_load_into_a_missing_directory_is_a_usage_error() {
+    let o = run(
+        BIN,
+        &["load", "io", "--dir", "/nonexistent/dir", "--for", "1s"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", dump(&o));
+    assert!(stderr(&o).contains("an existing directory"), "{}", dump(&o));
+    assert!(
+        !stderr(&o).contains("running (pid"),
+        "the load was started: {}",
+        dump(&o)
+    );
+}
