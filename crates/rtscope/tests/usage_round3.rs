@@ -375,3 +375,43 @@ fn an_io_load_into_a_missing_directory_is_a_usage_error() {
         dump(&o)
     );
 }
+
+/// A built-in load SIGKILLed after the grace period lost its report yet `rtscope load` said
+/// success. With no grace at all the worker may or may not report before the SIGKILL; either
+/// way the exit code must agree with what was kept.
+#[test]
+fn a_load_whose_report_was_lost_is_not_a_success() {
+    let mut lost_seen = false;
+    for _ in 0..4 {
+        let o = run(
+            BIN,
+            &[
+                "load",
+                "messaging",
+                "--groups",
+                "2",
+                "--fds",
+                "4",
+                "--for",
+                "1s",
+                "--grace",
+                "0",
+                "--json",
+            ],
+        );
+        let reports: serde_json::Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", dump(&o)));
+        let r = &reports[0];
+        let lost = r["status"] == "killed" && r["metrics"].as_array().is_some_and(|m| m.is_empty());
+        lost_seen |= lost;
+        let want = if lost { 1 } else { 0 };
+        assert_eq!(o.status.code(), Some(want), "{}", dump(&o));
+        assert_eq!(
+            stderr(&o).contains("its report was lost"),
+            lost,
+            "{}",
+            dump(&o)
+        );
+    }
+    eprintln!("a lost report was seen: {lost_seen}");
+}

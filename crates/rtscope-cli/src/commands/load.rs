@@ -56,10 +56,23 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     } else {
         write_table(out, &reports)?;
     }
+    // A built-in load SIGKILLed after the grace period lost its report (a memory load's
+    // miscompare count with it): that is not a success (issue 26).
+    let lost = |r: &&LoadReport| {
+        r.status == rtscope_load::LoadStatus::Killed
+            && !matches!(r.spec, LoadSpec::External { .. })
+            && r.metrics.is_empty()
+    };
+    for r in reports.iter().filter(lost) {
+        eprintln!(
+            "rtscope load: {}: its report was lost (SIGKILLed when --grace {} ran out after SIGTERM); on a busy machine raise --grace",
+            r.name, a.grace
+        );
+    }
     Ok(
         if reports
             .iter()
-            .any(|r| r.status == rtscope_load::LoadStatus::Failed)
+            .any(|r| r.status == rtscope_load::LoadStatus::Failed || lost(&r))
         {
             ExitStatus::LimitExceeded
         } else if interrupted && limit.is_some() {
