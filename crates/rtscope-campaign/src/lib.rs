@@ -26,7 +26,8 @@ mod tests;
 
 pub use expand::{estimate, load, Campaign, PlannedRun};
 
-use rtscope_session::{ExitStatus, RunError};
+use rtscope_session::{record, ExitStatus, RunError, UsageError};
+use rtscope_store::RunStatus;
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -60,6 +61,23 @@ pub struct CampaignOptions {
     pub quiet: bool,
     /// `--explain`: a threshold or `off`, instead of the campaign's (text as given).
     pub explain: Option<String>,
+}
+
+/// The command line the interrupted campaign `a --resume` would continue was started with:
+/// `None` when there is none to resume (the resume itself then says why).
+pub fn started_command_line(a: &CampaignOptions) -> Result<Option<Vec<String>>, RunError> {
+    let c = load(a, &rtscope_engine::sys::online_cpus())?;
+    let db = a.db.clone().unwrap_or_else(record::default_db);
+    if !db.exists() {
+        return Ok(None);
+    }
+    let store = record::open(&db)?;
+    let prev = store
+        .campaign_by_name(&c.name)
+        .map_err(UsageError::from_error)?;
+    Ok(prev
+        .filter(|p| p.status != RunStatus::Complete && p.status != RunStatus::Running)
+        .map(|p| p.command_line))
 }
 
 /// Runs `rtscope run`.

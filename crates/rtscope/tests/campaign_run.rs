@@ -330,6 +330,32 @@ fn sigint_saves_the_current_run_as_interrupted_kills_the_loads_and_resume_finish
     );
 }
 
+/// `run FILE --duration 1s`, Ctrl-C, `run FILE --resume`: the remaining run measured the
+/// file's 1.5 s. A resumed campaign keeps the options it was started with, and refuses one
+/// given differently.
+#[test]
+fn resume_keeps_the_options_the_campaign_was_started_with() {
+    let _rt = common::rt_lock();
+    let s = setup("resume-options");
+    let mut child = command(&s, &["--duration", "1s"]).spawn().unwrap();
+    wait_for_loaded_run(&s, &mut child);
+    signal(&child, libc::SIGINT);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", dump(&o));
+    let o = command(&s, &["--resume", "--duration", "3s"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", dump(&o));
+    assert!(text(&o.stderr).contains("contradicts"), "{}", dump(&o));
+    let o = command(&s, &["--resume"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    let last = runs(&s.db).last().unwrap()["id"].clone();
+    let o = rtscope(&s.db, &["runs", "show", &last.to_string(), "--json"]);
+    let shown: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(shown["config"]["duration_ns"], 1_000_000_000, "{shown}");
+    assert_no_survivors(&s.mark);
+}
+
 #[test]
 fn sigterm_while_the_loads_settle_stops_everything() {
     let _rt = common::rt_lock();

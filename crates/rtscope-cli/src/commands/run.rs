@@ -12,7 +12,19 @@ pub fn run(a: &RunArgs, argv: &[String], out: &mut dyn Write) -> anyhow::Result<
         let file = a.file.as_deref();
         return crate::commands::fleet::remote(&a.fleet, argv, file, a.db.as_deref(), out);
     }
-    let opts = CampaignOptions {
+    let resumed;
+    let a = if a.resume && !a.dry_run {
+        resumed = as_started(a)?;
+        &resumed
+    } else {
+        a
+    };
+    let opts = options(a)?;
+    rtscope_campaign::run(&opts, argv, out).map_err(crate::lift)
+}
+
+fn options(a: &RunArgs) -> anyhow::Result<CampaignOptions> {
+    Ok(CampaignOptions {
         file: a.file.clone(),
         preset: a.preset.clone(),
         dry_run: a.dry_run,
@@ -26,6 +38,64 @@ pub fn run(a: &RunArgs, argv: &[String], out: &mut dyn Write) -> anyhow::Result<
         db: a.db.clone(),
         quiet: a.quiet,
         explain: a.explain.clone(),
+    })
+}
+
+/// `--resume` keeps the options the campaign was started with (issue 26: `run FILE
+/// --duration 10s`, Ctrl-C, `run FILE --resume` measured the remaining runs 60 s each): an
+/// option not given now is taken from the start's command line; one given differently is a
+/// contradiction, refused.
+fn as_started(a: &RunArgs) -> anyhow::Result<RunArgs> {
+    let Some(argv) = rtscope_campaign::started_command_line(&options(a)?).map_err(crate::lift)?
+    else {
+        return Ok(a.clone());
     };
-    rtscope_campaign::run(&opts, argv, out).map_err(crate::lift)
+    let Ok(crate::cli::Cli {
+        command: crate::cli::Command::Run(first),
+        ..
+    }) = <crate::cli::Cli as clap::Parser>::try_parse_from(&argv)
+    else {
+        return Ok(a.clone());
+    };
+    let mut merged = a.clone();
+    keep("--duration", &mut merged.duration, &first.duration)?;
+    keep("--loops", &mut merged.loops, &first.loops)?;
+    keep("--repeats", &mut merged.repeats, &first.repeats)?;
+    keep("--explain", &mut merged.explain, &first.explain)?;
+    let mut tags = (!a.tags.is_empty()).then(|| a.tags.clone());
+    keep(
+        "--tag",
+        &mut tags,
+        &(!first.tags.is_empty()).then(|| first.tags.clone()),
+    )?;
+    merged.tags = tags.unwrap_or_default();
+    let default_interval = "1s";
+    let mut interval = (a.monitor_interval != default_interval).then(|| a.monitor_interval.clone());
+    let started =
+        (first.monitor_interval != default_interval).then(|| first.monitor_interval.clone());
+    keep("--monitor-interval", &mut interval, &started)?;
+    merged.monitor_interval = interval.unwrap_or_else(|| default_interval.into());
+    Ok(merged)
+}
+
+/// `now` becomes `started` when not given; given differently, it is refused.
+fn keep<T: Clone + PartialEq + std::fmt::Debug>(
+    flag: &str,
+    now: &mut Option<T>,
+    started: &Option<T>,
+) -> Result<(), crate::exit::UsageError> {
+    match (now.as_ref(), started) {
+        (None, _) => {
+            now.clone_from(started);
+            Ok(())
+        }
+        (Some(n), Some(s)) if n == s => Ok(()),
+        (Some(n), s) => Err(crate::exit::UsageError::new(format!(
+            "{flag} {n:?} contradicts the campaign being resumed, which was started with {}",
+            s.as_ref().map_or_else(|| format!("no {flag}"), |s| format!("{flag} {s:?}"))
+        ))
+        .hint(format!(
+            "drop {flag} to resume the campaign as it was started, or drop --resume to start it afresh"
+        ))),
+    }
 }
