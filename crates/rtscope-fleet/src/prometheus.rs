@@ -4,12 +4,14 @@
 //! Per CPU (label `cpu`; `t3` for an unpinned thread 3): a histogram
 //! `rtscope_latency_seconds` with fixed 1-2-5 log-spaced buckets from 1 µs to 100 ms, so
 //! histograms of every board and run add up; and, because buckets this coarse distort the tail,
-//! the exact percentiles as the gauge `rtscope_latency_quantile_seconds{quantile=...}` beside
+//! the exact percentiles as the gauge `rtscope_latency_percentile_seconds{percentile="99.99"}`
+//! (not a `quantile` label: Prometheus reserves it for summaries, and `promtool check metrics`
+//! refuses it on a gauge) beside
 //! it, with min, mean, max, missed deadlines and samples. The gauges are also given for
 //! `cpu="all"` (all threads; a maximum or percentile cannot be summed from the CPUs').
 //! Run-level: end time, time measured, whether it is still going, and the limit verdicts.
 //!
-//! Labels are `board`, `cpu`, `label` (and `quantile`, `le`, `stat`) only: no run id or start
+//! Labels are `board`, `cpu`, `label` (and `percentile`, `le`, `stat`) only: no run id or start
 //! time, so a board's next run replaces its series instead of adding new ones.
 
 use crate::{Report, Scope, ScopeKind};
@@ -131,8 +133,14 @@ fn histogram(w: &mut Writer, r: &Report) -> io::Result<()> {
     Ok(())
 }
 
+/// A quantile as the percentile label shows it: 0.9999 -> `99.99`, 0.5 -> `50`.
+fn percent(q: f64) -> String {
+    let v = (q * 1e8).round() / 1e6;
+    format!("{v}")
+}
+
 fn gauges(w: &mut Writer, r: &Report) -> io::Result<()> {
-    let name = "rtscope_latency_quantile_seconds";
+    let name = "rtscope_latency_percentile_seconds";
     w.family(
         name,
         "gauge",
@@ -142,8 +150,11 @@ fn gauges(w: &mut Writer, r: &Report) -> io::Result<()> {
         let cpu = s.kind.label();
         for p in s.exact_percentiles() {
             if let Some(v) = p.value {
-                let q = p.quantile.to_string();
-                w.sample(name, &[("cpu", &cpu), ("quantile", &q)], secs(v.0))?;
+                w.sample(
+                    name,
+                    &[("cpu", &cpu), ("percentile", &percent(p.quantile))],
+                    secs(v.0),
+                )?;
             }
         }
     }

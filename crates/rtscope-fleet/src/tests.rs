@@ -95,7 +95,9 @@ fn prometheus_histogram_is_cumulative_and_gauges_are_exact() {
     );
     assert!(text.contains(&line), "{line}\n{text}");
     let p = r.all().histogram.value_at_quantile(0.9999).unwrap().0 as f64 / 1e9;
-    assert!(text.contains(&format!("cpu=\"all\",quantile=\"0.9999\"}} {p}\n")));
+    assert!(text.contains(&format!("cpu=\"all\",percentile=\"99.99\"}} {p}\n")));
+    assert!(text.contains("percentile=\"50\"}") && text.contains("percentile=\"99.9999\"}"));
+    assert!(!text.contains("quantile"), "{text}");
     assert!(text.contains("rtscope_limits_passed{") && text.contains("stat=\"max\"} 0\n"));
     assert!(!text.contains("run_id") && !text.contains("started"));
     // Every sample line: name{labels} value; every family announced once before its samples.

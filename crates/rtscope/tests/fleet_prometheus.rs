@@ -192,7 +192,7 @@ fn prometheus_scrapes_the_textfile_and_the_dashboard_queries_return_rtscopes_num
         t.lines()
             .filter(|l| {
                 l.starts_with("rtscope_latency_max_seconds{")
-                    || l.starts_with("rtscope_latency_quantile_seconds{")
+                    || l.starts_with("rtscope_latency_percentile_seconds{")
             })
             .map(str::to_string)
             .collect()
@@ -233,7 +233,7 @@ fn prometheus_scrapes_the_textfile_and_the_dashboard_queries_return_rtscopes_num
         &mut alive,
     );
     assert_eq!(ns(&max[0]), max_ns, "{max:?}");
-    let q = r#"rtscope_latency_quantile_seconds{board="e2e",cpu="all",quantile="0.9999"}"#;
+    let q = r#"rtscope_latency_percentile_seconds{board="e2e",cpu="all",percentile="99.99"}"#;
     let p = poll(server, q, limit, &mut alive);
     assert_eq!(ns(&p[0]), p9999_ns, "{p:?}");
     assert_eq!(max[0]["metric"]["label"], "idle");
