@@ -237,7 +237,11 @@ struct Live<'p> {
 }
 
 impl<'p> Live<'p> {
-    fn new(o: &CtOptions, plan: &'p Plan, status_file: Option<&'p status_file::StatusFile>) -> Self {
+    fn new(
+        o: &CtOptions,
+        plan: &'p Plan,
+        status_file: Option<&'p status_file::StatusFile>,
+    ) -> Self {
         let n = plan.config.threads.len();
         Live {
             plan,

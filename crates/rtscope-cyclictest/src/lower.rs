@@ -386,7 +386,10 @@ mod tests {
             ("-c 3", "'-c'"),
             ("-t 100000", "more than this system allows"),
             ("-o 5", "'-o'"),
-            ("-i 3600000001", "use 1..3600000000 (microseconds, at most 1 hour)"),
+            (
+                "-i 3600000001",
+                "use 1..3600000000 (microseconds, at most 1 hour)",
+            ),
             ("-i 99999999999", "invalid value '99999999999' for '-i'"),
             (
                 "-t3 -i 1000 -d 1800000000",

@@ -64,7 +64,13 @@ impl DmaRequest {
 pub fn apply(req: DmaRequest, plan: &mut RunPlan) -> Result<SystemSettings, RunError> {
     match SystemSettings::apply(plan) {
         Ok(s) => Ok(s),
-        Err(e) if req == (DmaRequest::Hold { us: 0, explicit: false }) => {
+        Err(e)
+            if req
+                == (DmaRequest::Hold {
+                    us: 0,
+                    explicit: false,
+                }) =>
+        {
             rtscope_session::output::warn(&format!(
                 "rtscope: warning: {e}: /dev/cpu_dma_latency is not held at 0us as cyclictest \
                  holds it, so deeper idle states stay allowed during this run"
@@ -103,7 +109,10 @@ mod tests {
             }
         );
         assert_eq!(req("--default-system").latency_us(), None);
-        assert_eq!(req("--default-system --latency=5"), DmaRequest::DefaultSystem);
+        assert_eq!(
+            req("--default-system --latency=5"),
+            DmaRequest::DefaultSystem
+        );
         assert_eq!(
             req("--default-system").notice(),
             Some("WARN: not setting cpu_dma_latency from cyclictest")

@@ -89,7 +89,11 @@ mod tests {
         let f = StatusFile::create_in(&d, 4242).unwrap();
         let path = d.join("cyclictest4242");
         assert_eq!(f.path(), path);
-        assert_eq!(std::fs::read(&path).unwrap(), b"", "empty until the first SIGUSR2");
+        assert_eq!(
+            std::fs::read(&path).unwrap(),
+            b"",
+            "empty until the first SIGUSR2"
+        );
         f.write("a longer status\n").unwrap();
         f.write("short\n").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "short\n");

@@ -12,9 +12,9 @@ use crate::state::{LinearResult, Phase, Sample, ThreadShared};
 use crate::thread::{timing_loop, Control, LoopParams};
 use crate::{sys, EngineError};
 use rtscope_core::{Histogram, Nanos, Stats};
+use std::os::unix::thread::JoinHandleExt;
 use std::sync::atomic::Ordering::*;
 use std::sync::{Arc, Condvar, Mutex};
-use std::os::unix::thread::JoinHandleExt;
 use std::thread::JoinHandle;
 use std::time::SystemTime;
 

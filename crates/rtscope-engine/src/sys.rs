@@ -403,7 +403,9 @@ pub fn install_wake_handler() -> io::Result<()> {
         if rc == 0 {
             Ok(())
         } else {
-            Err(io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL))
+            Err(io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EINVAL))
         }
     });
     r.map_err(io::Error::from_raw_os_error)

@@ -104,7 +104,10 @@ pub(crate) fn timing_loop(sh: &ThreadShared, ctl: &Control, p: &LoopParams) {
             SleepMode::Absolute => (next.ns(), next.sleep_unless(p.clock, &ctl.stop)),
             SleepMode::Relative => {
                 let deadline = sys::now(p.clock).0 + interval;
-                (deadline, sys::sleep_for_unless(p.clock, p.interval, &ctl.stop))
+                (
+                    deadline,
+                    sys::sleep_for_unless(p.clock, p.interval, &ctl.stop),
+                )
             }
         };
         if slept == Slept::Interrupted {

@@ -206,7 +206,8 @@ fn an_interval_longer_than_an_hour_is_refused() {
         .err()
         .expect("refused");
     assert!(
-        e.to_string().contains("longer than the longest allowed, 3600s (1 hour)"),
+        e.to_string()
+            .contains("longer than the longest allowed, 3600s (1 hour)"),
         "{e}"
     );
 }
