@@ -307,7 +307,7 @@ impl Run {
             }
             let stopping = self.control.stop.load(Acquire);
             if stopping {
-                self.wake_sleepers();
+                let _ = self.wake_sleepers();
             }
             let left = Nanos(end.0.saturating_sub(sys::now(clock).0));
             let step = if stopping { left.min(WAKE_AGAIN) } else { left };
@@ -325,24 +325,27 @@ impl Run {
     /// sleeping one is woken at once (its cut-short sleep is no sample).
     pub fn stop(&self) {
         self.control.stop.store(true, Release);
-        self.wake_sleepers();
+        let _ = self.wake_sleepers();
     }
 
-    /// Sends the wake signal to every measuring thread not yet done. A thread that was between
-    /// its stop check and its next sleep when the signal came sleeps on: callers repeat this
-    /// (every [`WAKE_AGAIN`]) until the run is finished.
-    fn wake_sleepers(&self) {
+    /// Sends the wake signal to every measuring thread not yet done; returns how many it
+    /// signalled. A thread that was between its stop check and its next sleep when the signal
+    /// came sleeps on: callers repeat this (every [`WAKE_AGAIN`]) until none is left.
+    fn wake_sleepers(&self) -> usize {
+        let mut signalled = 0;
         for (h, sh) in self.handles.iter().zip(&self.shared) {
             if sh.phase() != Phase::Done {
                 sys::wake_thread(h.as_pthread_t());
+                signalled += 1;
             }
         }
+        signalled
     }
 
-    /// Wakes the threads of a stopped run until every one is done.
+    /// Wakes the started threads of a stopped run until every one is done (also after a start
+    /// that failed part-way, when fewer threads run than the config has).
     fn wake_until_done(&self) {
-        while !self.is_finished() && !self.handles.is_empty() {
-            self.wake_sleepers();
+        while self.wake_sleepers() > 0 {
             sys::sleep_for(libc::CLOCK_MONOTONIC, WAKE_AGAIN);
         }
     }

@@ -504,7 +504,11 @@ fn check_longest_interval(s: &PlanSpec, threads: usize) -> Result<(), PlanError>
         return Err(PlanError::new(Field::Interval, p));
     }
     let steps = threads.saturating_sub(1) as u64;
-    let last = Nanos(s.interval.0.saturating_add(s.distance.0.saturating_mul(steps)));
+    let last = Nanos(
+        s.interval
+            .0
+            .saturating_add(s.distance.0.saturating_mul(steps)),
+    );
     if last > MAX_INTERVAL {
         let p = Problem::IntervalTooLong {
             asked: s.distance,
@@ -735,15 +739,18 @@ mod tests {
             duration: Some(Nanos::from_secs(7200)),
             ..PlanSpec::default()
         };
-        let e = RunPlan::build(&spec(Nanos::from_secs(3601), Nanos::ZERO, 1), &online())
-            .unwrap_err();
+        let e =
+            RunPlan::build(&spec(Nanos::from_secs(3601), Nanos::ZERO, 1), &online()).unwrap_err();
         assert_eq!(e.field, Field::Interval);
         assert_eq!(
             e.message(Naming::Flags),
             "invalid value '3601s' for '--interval': a thread's interval must be 1us..3600s (1 hour)"
         );
-        let e = RunPlan::build(&spec(Nanos::from_secs(1), Nanos::from_secs(1800), 3), &online())
-            .unwrap_err();
+        let e = RunPlan::build(
+            &spec(Nanos::from_secs(1), Nanos::from_secs(1800), 3),
+            &online(),
+        )
+        .unwrap_err();
         assert_eq!(e.field, Field::Distance);
         assert_eq!(
             e.message(Naming::Keys),

@@ -367,7 +367,8 @@ fn the_live_status_screen_passes_the_live_status_checker_and_has_cyclictests_sha
     let args = ["-l300", "-m", "-S", "-p90", "-i200"];
     let r = {
         let _guard = common::rt_lock();
-        common::run(rtscope_bin(), &[&["cyclictest"][..], &args[..]].concat())
+        let ours = [&["cyclictest"][..], &args[..], &["--default-system"][..]].concat();
+        common::run(rtscope_bin(), &ours)
     };
     assert_eq!(r.status.code(), Some(0), "{r:?}");
     let bytes = r.stdout;
@@ -377,7 +378,7 @@ fn the_live_status_screen_passes_the_live_status_checker_and_has_cyclictests_sha
         check_live_status(&bytes, cpus()),
     );
     let live = parse_live_status(&bytes, cpus(), false).expect("checked above");
-    assert!(!live.preamble, "no preamble without --latency");
+    assert!(!live.preamble, "no preamble with --default-system");
     assert!(live.rest.is_empty(), "nothing after the last frame");
     let last = live.frames.last().expect("at least one frame");
     assert!(
