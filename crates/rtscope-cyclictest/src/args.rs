@@ -147,6 +147,10 @@ pub struct CtOptions {
     pub json: Option<PathBuf>,
     /// `--latency US`.
     pub latency: Option<i32>,
+    /// `--default-system`: leave `/dev/cpu_dma_latency` alone.
+    pub default_system: bool,
+    /// `--laptop`: leave `/dev/cpu_dma_latency` alone to save battery.
+    pub laptop: bool,
     /// `-l N` (0: endless).
     pub loops: u64,
     /// `--mainaffinity CPUSET`.
@@ -297,7 +301,9 @@ pub fn parse(args: &[String]) -> Result<CtOptions, UsageError> {
             "tag" => o.tags.push(v.to_string()),
             "help" => o.help = true,
             "version" => o.version = true,
-            "default-system" | "laptop" | "dbg_cyclictest" => {}
+            "default-system" => o.default_system = true,
+            "laptop" => o.laptop = true,
+            "dbg_cyclictest" => {}
             other => return Err(unsupported(other, sp)),
         }
     }

@@ -11,18 +11,20 @@ rtscope cyclictest <options>      (or run rtscope through a symlink named cyclic
 -A USEC  --aligned=USEC    align thread wakeups, thread N offset by N*USEC
 -b USEC  --breaktrace=USEC stop the run when a latency exceeds USEC (exit code 1)
 -c CLOCK --clock=CLOCK     0 = CLOCK_MONOTONIC (default), 1 = CLOCK_REALTIME
-         --default-system  accepted; rtscope never tunes the system unless asked
+         --default-system  leave /dev/cpu_dma_latency alone (by default it is held
+                           at 0 for the run, as cyclictest holds it)
 -d DIST  --distance=DIST   distance of thread intervals in us, default=500
 -D TIME  --duration=TIME   run length: 30 (seconds), 10m, 2h, 1d
 -h US    --histogram=US    print a latency histogram of US buckets after the run
 -H US    --histofall=US    same as -h with an additional summary column
          --histfile=PATH   write the histogram to PATH instead of stdout
          --hist-sparse     omit empty buckets and the # Total: line (rt-tests 2.7+ form)
--i INTV  --interval=INTV   base interval of thread in us, default=1000
+-i INTV  --interval=INTV   base interval of thread in us, default=1000,
+                           at most 3600000000 (1 hour), also with -d
          --json=FILE       write final results into FILE, JSON formatted
-         --laptop          accepted; no effect
-         --latency=PM_QOS  write PM_QOS (us) to /dev/cpu_dma_latency for the run
-                           (only then; the old value returns at exit)
+         --laptop          leave /dev/cpu_dma_latency alone (to save battery)
+         --latency=PM_QOS  hold PM_QOS (us) in /dev/cpu_dma_latency for the run
+                           (default 0; released at exit)
 -l LOOPS --loops=LOOPS     number of loops per thread: default=0 (endless)
          --mainaffinity=CPUSET  run the main (non-RT) thread on CPUSET
 -m       --mlockall        lock current and future memory allocations
@@ -47,6 +49,8 @@ rtscope cyclictest <options>      (or run rtscope through a symlink named cyclic
          --raw             with --db: keep every sample in the database
          --help            this text
 
+Signals: SIGINT/SIGTERM end the run at once; SIGUSR1 prints the status on
+stderr, SIGUSR2 writes it to /dev/shm/cyclictest<PID> (get_cyclictest_snapshot).
 Exit codes: 0 done (also when stopped by SIGINT/SIGTERM, as cyclictest),
 1 -b threshold exceeded, 2 usage or setup error.
 Not supported (exit 2): -F/--fifo, -R, -s, -x, --smi.

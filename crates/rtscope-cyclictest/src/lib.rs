@@ -7,6 +7,8 @@ pub mod getopt;
 pub mod help;
 pub mod json;
 pub mod lower;
+pub mod pm_qos;
+pub mod status_file;
 pub mod text;
 
 /// `rtscope cyclictest --help`: cyclictest's usage text (also the man page's OPTIONS).
@@ -19,7 +21,7 @@ use rtscope_engine::{Run, RunResult, Sample, ThreadShared};
 use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::record::{self, RecordSpec};
 use rtscope_session::sysinfo::{self, SysInfo};
-use rtscope_session::{Event, Observer, Recorded, RunPlan, Session, SystemSettings};
+use rtscope_session::{Event, Observer, Recorded, RunPlan, Session};
 use rtscope_session::{ExitStatus, RunError, UsageError};
 use std::io::Write;
 use std::time::Duration;
@@ -68,7 +70,8 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
             writeln!(out, "Using {} cpus.", m.len())?;
         }
     }
-    let mut plan = RunPlan::from_config(ct.config.clone(), o.latency);
+    let dma = pm_qos::DmaRequest::of(&o);
+    let mut plan = RunPlan::from_config(ct.config.clone(), dma.latency_us());
     // --mainaffinity names the CPUs of rtscope's own threads (rtscope-session's placement).
     plan.housekeeping_cpus = ct.main_affinity.clone();
     let json_file = o
@@ -79,10 +82,23 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
     // A closed stdout ends the run (as it ends cyclictest) but never loses it.
     let mut out = Guarded::new(out);
     let out = &mut out;
-    let settings = SystemSettings::apply(&plan)?;
+    if let Some(n) = dma.notice() {
+        rtscope_session::output::warn(n);
+    }
+    let settings = pm_qos::apply(dma, &mut plan)?;
     if let Some(us) = settings.dma_latency_us() {
         writeln!(out, "# /dev/cpu_dma_latency set to {us}us")?;
     }
+    // After the PM QoS request, before the threads, as cyclictest; removed on every return.
+    let status_file = status_file::StatusFile::create()
+        .map_err(|e| {
+            rtscope_session::output::warn(&format!(
+                "rtscope: warning: no status file for SIGUSR2 (get_cyclictest_snapshot): cannot create {}/cyclictest{}: {e}",
+                status_file::SHM_DIR,
+                std::process::id()
+            ))
+        })
+        .ok();
     if o.verbose {
         for (i, (cpu, iv)) in ct.cpus.iter().zip(&ct.verbose_intervals).enumerate() {
             // cyclictest names the CPU only when a CPU list was given (-a LIST).
@@ -99,7 +115,11 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         label: o.label.clone(),
         tags: o.tags.clone(),
         command_line: cmdline.split(' ').map(String::from).collect(),
-        config_json: serde_json::json!({ "cyclictest_args": args }).to_string(),
+        config_json: serde_json::json!({
+            "cyclictest_args": args,
+            "cpu_dma_latency_us": plan.latency,
+        })
+        .to_string(),
         monitor_interval: None,
         checks: Vec::new(),
         raw: o.raw,
@@ -110,7 +130,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         checkpoint_period: Duration::from_secs(1),
     };
     let mut session = Session::start(plan, settings, recorded)?;
-    let mut live = Live::new(&o, &ct);
+    let mut live = Live::new(&o, &ct, status_file.as_ref());
     let tick = live.tick();
     let measured = session.drive(
         tick,
@@ -206,6 +226,7 @@ impl<W: Write> Observer for LiveOut<'_, '_, W> {
 /// The live part: status redraws or `-v` sample lines, while the run goes on.
 struct Live<'p> {
     plan: &'p Plan,
+    status_file: Option<&'p status_file::StatusFile>,
     verbose: bool,
     quiet: bool,
     unbuffered: bool,
@@ -217,10 +238,15 @@ struct Live<'p> {
 }
 
 impl<'p> Live<'p> {
-    fn new(o: &CtOptions, plan: &'p Plan) -> Self {
+    fn new(
+        o: &CtOptions,
+        plan: &'p Plan,
+        status_file: Option<&'p status_file::StatusFile>,
+    ) -> Self {
         let n = plan.config.threads.len();
         Live {
             plan,
+            status_file,
             verbose: o.verbose,
             quiet: o.quiet,
             unbuffered: o.unbuffered,
@@ -245,16 +271,23 @@ impl<'p> Live<'p> {
     fn update(&mut self, run: &Run, ev: Event, out: &mut dyn Write) -> std::io::Result<()> {
         match ev {
             Event::User1 => {
-                let mut s =
-                    String::from("#---------------------------\n# cyclictest current status:\n");
-                for t in t_lines(self.plan, run.threads()) {
-                    s.push_str(&text::t_line(&t, self.plan.unit));
-                    s.push('\n');
-                }
-                s.push_str("#---------------------------\n");
+                let lines = t_lines(self.plan, run.threads());
+                let s = text::current_status(&lines, self.plan.unit);
                 std::io::stderr().write_all(s.as_bytes())
             }
-            Event::User2 => Ok(()),
+            Event::User2 => {
+                if let Some(f) = self.status_file {
+                    let lines = t_lines(self.plan, run.threads());
+                    let s = text::current_status(&lines, self.plan.unit);
+                    if let Err(e) = f.write(&s) {
+                        rtscope_session::output::warn(&format!(
+                            "rtscope: warning: cannot write the status to {}: {e}",
+                            f.path().display()
+                        ));
+                    }
+                }
+                Ok(())
+            }
             Event::Tick if self.verbose => {
                 if self.unbuffered {
                     out.flush()?;

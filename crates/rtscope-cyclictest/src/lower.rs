@@ -77,6 +77,7 @@ pub fn lower(o: &CtOptions, online: &CpuSet) -> Result<Plan, UsageError> {
     } else {
         o.distance.unwrap_or(500)
     };
+    check_intervals(o.interval, distance, n)?;
     let mut threads = Vec::with_capacity(n);
     let (mut prios, mut cpus, mut verbose_intervals) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..n {
@@ -138,6 +139,28 @@ fn thread_count(o: &CtOptions, available: &CpuSet) -> Result<usize, UsageError> 
         )));
     }
     Ok(n)
+}
+
+/// The longest `-i`, µs: the engine's 1 hour. (cyclictest reads `-i` into a C `int`: at most
+/// 2147483647 µs, about 36 minutes; larger values overflow `atoi`.)
+pub const INTERVAL_MAX_US: u64 = rtscope_engine::MAX_INTERVAL.0 / 1_000;
+
+/// Every thread's interval (`-i` + index × `-d`) within 1..=[`INTERVAL_MAX_US`].
+fn check_intervals(interval: u64, distance: u64, threads: usize) -> Result<(), UsageError> {
+    if interval > INTERVAL_MAX_US {
+        return Err(UsageError::new(format!(
+            "invalid value '{interval}' for '-i': use 1..{INTERVAL_MAX_US} (microseconds, at most 1 hour)"
+        )));
+    }
+    let last = interval.saturating_add(distance.saturating_mul(threads.saturating_sub(1) as u64));
+    if last > INTERVAL_MAX_US {
+        return Err(UsageError::new(format!(
+            "invalid value '{distance}' for '-d': thread {} would run at {last} us; \
+             -i + (threads - 1) x -d must be at most {INTERVAL_MAX_US} (microseconds, 1 hour)",
+            threads - 1
+        )));
+    }
+    Ok(())
 }
 
 fn check_values(o: &CtOptions) -> Result<(), UsageError> {
@@ -340,6 +363,14 @@ mod tests {
     }
 
     #[test]
+    fn an_hour_is_the_longest_interval_and_a_histogram_ignores_the_distance() {
+        let p = plan("-i 3600000000 -l2").unwrap();
+        assert_eq!(p.config.threads[0].interval, rtscope_engine::MAX_INTERVAL);
+        // -h sets the distance to 0: a huge -d then changes nothing.
+        assert!(plan("-t2 -i 1000 -d 99999999999 -h 10").is_ok());
+    }
+
+    #[test]
     fn break_threshold_matches_truncated_microseconds() {
         let p = plan("-b 100").unwrap();
         assert_eq!(p.config.break_threshold, Some(Nanos(100_999)));
@@ -355,6 +386,15 @@ mod tests {
             ("-c 3", "'-c'"),
             ("-t 100000", "more than this system allows"),
             ("-o 5", "'-o'"),
+            (
+                "-i 3600000001",
+                "use 1..3600000000 (microseconds, at most 1 hour)",
+            ),
+            ("-i 99999999999", "invalid value '99999999999' for '-i'"),
+            (
+                "-t3 -i 1000 -d 1800000000",
+                "invalid value '1800000000' for '-d': thread 2 would run at 3600001000 us",
+            ),
         ] {
             let e = plan(args).unwrap_err().to_string();
             assert!(e.contains(needle), "{args}: {e}");

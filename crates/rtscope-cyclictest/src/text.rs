@@ -50,6 +50,19 @@ pub fn t_line(t: &TLine, unit: Nanos) -> String {
     }
 }
 
+/// The status block of SIGUSR1 (on stderr) and SIGUSR2 (in the status file): the `T:` lines
+/// between `#---` rules.
+pub fn current_status(lines: &[TLine], unit: Nanos) -> String {
+    let rule = "#---------------------------\n";
+    let mut s = format!("{rule}# cyclictest current status:\n");
+    for t in lines {
+        s.push_str(&t_line(t, unit));
+        s.push('\n');
+    }
+    s.push_str(rule);
+    s
+}
+
 /// One `-v` sample line.
 pub fn verbose_line(out: &mut String, thread: usize, cycle: u64, value: u64) {
     let _ = writeln!(out, "{thread:8}:{cycle:8}:{value:8}");
@@ -227,6 +240,18 @@ mod tests {
             avg: 24.7,
             max: Nanos(6_368_000),
         }
+    }
+
+    #[test]
+    fn the_current_status_is_the_t_lines_between_rules() {
+        let lines = [tl(20000), TLine { index: 1, ..tl(7) }];
+        assert_eq!(
+            current_status(&lines, Nanos(1000)),
+            "#---------------------------\n# cyclictest current status:\n\
+             T: 0 ( 8946) P:90 I:200 C:  20000 Min:      8 Act:   12 Avg:   24 Max:    6368\n\
+             T: 1 ( 8946) P:90 I:200 C:      7 Min:      8 Act:   12 Avg:   24 Max:    6368\n\
+             #---------------------------\n"
+        );
     }
 
     #[test]

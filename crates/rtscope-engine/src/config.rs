@@ -4,6 +4,11 @@
 use crate::cpuset::CpuSet;
 use rtscope_core::Nanos;
 
+/// The longest interval of a measuring thread: 1 hour. Longer ones are refused (a run that
+/// wakes up less than once an hour measures almost nothing; cyclictest's `-i` is a C `int` of
+/// µs, at most about 36 minutes). Front ends check it first and name their option.
+pub const MAX_INTERVAL: Nanos = Nanos::from_secs(3600);
+
 /// Scheduling policy of a measuring thread.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {

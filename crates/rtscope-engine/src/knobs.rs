@@ -1,6 +1,8 @@
 //! System settings a run may change, each held by a guard that restores it when dropped.
 //!
-//! rtscope changes nothing unless asked: `/dev/cpu_dma_latency` only with `--latency`.
+//! Which requests a run makes is the front end's choice: `rtscope measure` writes
+//! `/dev/cpu_dma_latency` only with `--latency`, the cyclictest drop-in holds it at 0 unless
+//! `--default-system` (as cyclictest does).
 
 use crate::EngineError;
 use std::io::Write;
@@ -50,4 +52,34 @@ pub fn read_current() -> std::io::Result<i32> {
         .and_then(|b| b.try_into().ok())
         .ok_or(std::io::ErrorKind::InvalidData)?;
     Ok(i32::from_ne_bytes(arr))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether this process has a descriptor open on /dev/cpu_dma_latency.
+    fn held() -> bool {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .flatten()
+            .any(|fd| {
+                std::fs::read_link(fd.path())
+                    .is_ok_and(|t| t == std::path::Path::new(CPU_DMA_LATENCY))
+            })
+    }
+
+    /// The request is held while the guard lives and released when it is dropped (run as root,
+    /// like the engine's other tests).
+    #[test]
+    fn the_request_is_held_while_the_guard_lives_and_released_on_drop() {
+        assert!(!held());
+        let g = DmaLatencyGuard::set(0).expect("root can open /dev/cpu_dma_latency");
+        assert_eq!(g.value_us, 0);
+        assert!(held());
+        // The system-wide value is the smallest request: ours.
+        assert_eq!(read_current().unwrap(), 0);
+        drop(g);
+        assert!(!held());
+    }
 }

@@ -16,7 +16,9 @@ mod state;
 pub mod sys;
 pub mod thread;
 
-pub use config::{Alignment, ClockKind, LinearSpec, Policy, RunConfig, SleepMode, ThreadSpec};
+pub use config::{
+    Alignment, ClockKind, LinearSpec, Policy, RunConfig, SleepMode, ThreadSpec, MAX_INTERVAL,
+};
 pub use cpuset::{CpuSet, CpuSetError};
 pub use run::{prepare_current_thread, BreakInfo, Run, RunResult, ThreadResult, Wake};
 pub use state::{EventLog, LinearResult, Phase, Recorder, Sample, SampleRing, ThreadShared};
@@ -64,6 +66,9 @@ pub enum EngineError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// The handler of the signal that wakes the measuring threads could not be installed.
+    #[error("cannot install the handler of the measuring threads' wake-up signal: {0}")]
+    WakeSignal(std::io::Error),
     /// `mlockall` failed.
     #[error("cannot lock memory (mlockall): {0}\n\nhint: run as root or raise RLIMIT_MEMLOCK (`ulimit -l unlimited`)")]
     Mlock(std::io::Error),

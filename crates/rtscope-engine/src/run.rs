@@ -1,16 +1,18 @@
 //! Starting, supervising and finishing a run.
 //!
 //! [`Run::start`] blocks SIGINT, SIGTERM, SIGUSR1 and SIGUSR2 in the calling (control) thread —
-//! so the measuring threads it spawns inherit the block and are never interrupted — allocates all
+//! so the measuring threads it spawns inherit the block and never take them; the one signal
+//! they take is [`sys::wake_signal`], sent by [`Run::stop`] to end their sleep — allocates all
 //! per-thread memory, starts the threads, waits until every one has applied its affinity and
 //! scheduling policy, and releases them together. The control thread then calls [`Run::wait`] in a
 //! loop (for display, checkpoints, signals) and finally [`Run::finish`].
 
-use crate::config::{Alignment, Policy, RunConfig, SleepMode};
+use crate::config::{Alignment, Policy, RunConfig, SleepMode, MAX_INTERVAL};
 use crate::state::{LinearResult, Phase, Sample, ThreadShared};
 use crate::thread::{timing_loop, Control, LoopParams};
 use crate::{sys, EngineError};
 use rtscope_core::{Histogram, Nanos, Stats};
+use std::os::unix::thread::JoinHandleExt;
 use std::sync::atomic::Ordering::*;
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -18,6 +20,9 @@ use std::time::SystemTime;
 
 /// Stack size of a measuring thread; all of it is touched before the loop when prefaulting.
 const THREAD_STACK: usize = 64 * 1024;
+
+/// How often a stopping run sends its wake signal again to the threads still sleeping.
+const WAKE_AGAIN: Nanos = Nanos::from_ms(5);
 
 /// What [`Run::wait`] saw.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,6 +141,7 @@ impl Run {
             None
         };
         sys::single_malloc_arena();
+        sys::install_wake_handler().map_err(EngineError::WakeSignal)?;
         if config.mlock {
             sys::mlockall().map_err(EngineError::Mlock)?;
         }
@@ -207,6 +213,7 @@ impl Run {
             .stack_size(THREAD_STACK)
             .spawn(move || {
                 sh.tid.store(sys::gettid(), Relaxed);
+                sys::unblock_wake_signal();
                 let setup = setup_thread(i, &spec, &sh, prefault);
                 let start = {
                     let (lock, cv) = &*gate;
@@ -289,27 +296,67 @@ impl Run {
     }
 
     /// Waits up to `timeout` for a signal, or returns at once when the run has finished.
+    /// Once the run is stopping (a stop or a break), the measuring threads still sleeping are
+    /// woken again every [`WAKE_AGAIN`] while it waits.
     pub fn wait(&self, timeout: Nanos) -> Wake {
-        if self.is_finished() {
-            return Wake::Finished;
-        }
-        match sys::wait_run_signal(timeout) {
-            Some(sig) if sig == sys::done_signal() => self.wait(Nanos::ZERO),
-            Some(sig) => Wake::Signal(sig),
-            None if self.is_finished() => Wake::Finished,
-            None => Wake::Tick,
+        let clock = libc::CLOCK_MONOTONIC;
+        let end = sys::now(clock) + timeout;
+        loop {
+            if self.is_finished() {
+                return Wake::Finished;
+            }
+            let stopping = self.control.stop.load(Acquire);
+            if stopping {
+                let _ = self.wake_sleepers();
+            }
+            let left = Nanos(end.0.saturating_sub(sys::now(clock).0));
+            let step = if stopping { left.min(WAKE_AGAIN) } else { left };
+            match sys::wait_run_signal(step) {
+                Some(sig) if sig == sys::done_signal() => continue,
+                Some(sig) => return Wake::Signal(sig),
+                None if self.is_finished() => return Wake::Finished,
+                None if step == left => return Wake::Tick,
+                None => {}
+            }
         }
     }
 
-    /// Asks every thread to stop after its current cycle.
+    /// Asks every thread to stop: a thread measuring ends after its current cycle, a
+    /// sleeping one is woken at once (its cut-short sleep is no sample).
     pub fn stop(&self) {
         self.control.stop.store(true, Release);
+        let _ = self.wake_sleepers();
+    }
+
+    /// Sends the wake signal to every measuring thread not yet done; returns how many it
+    /// signalled. A thread that was between its stop check and its next sleep when the signal
+    /// came sleeps on: callers repeat this (every [`WAKE_AGAIN`]) until none is left.
+    fn wake_sleepers(&self) -> usize {
+        let mut signalled = 0;
+        for (h, sh) in self.handles.iter().zip(&self.shared) {
+            if sh.phase() != Phase::Done {
+                sys::wake_thread(h.as_pthread_t());
+                signalled += 1;
+            }
+        }
+        signalled
+    }
+
+    /// Wakes the started threads of a stopped run until every one is done (also after a start
+    /// that failed part-way, when fewer threads run than the config has).
+    fn wake_until_done(&self) {
+        while self.wake_sleepers() > 0 {
+            sys::sleep_for(libc::CLOCK_MONOTONIC, WAKE_AGAIN);
+        }
     }
 
     /// Waits for the threads and collects the results.
     pub fn finish(mut self) -> RunResult {
         let stopped_early =
             self.control.stop.load(Acquire) && self.control.break_thread.load(Acquire) < 0;
+        if self.control.stop.load(Acquire) {
+            self.wake_until_done();
+        }
         for h in self.handles.drain(..) {
             let _ = h.join();
         }
@@ -345,6 +392,7 @@ impl Run {
 impl Drop for Run {
     fn drop(&mut self) {
         self.control.stop.store(true, Release);
+        self.wake_until_done();
         for h in self.handles.drain(..) {
             let _ = h.join();
         }
@@ -475,6 +523,13 @@ fn validate(c: &RunConfig) -> Result<(), EngineError> {
     for (i, t) in c.threads.iter().enumerate() {
         if t.interval.0 == 0 {
             return bad(format!("thread {i}: the interval must be greater than 0"));
+        }
+        if t.interval > MAX_INTERVAL {
+            return bad(format!(
+                "thread {i}: the interval {} is longer than the longest allowed, {} (1 hour)",
+                rtscope_core::text::short(t.interval),
+                rtscope_core::text::short(MAX_INTERVAL)
+            ));
         }
         if t.policy.is_realtime_priority() && !(1..=99).contains(&t.priority) {
             return bad(format!(

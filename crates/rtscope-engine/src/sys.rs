@@ -4,6 +4,7 @@ use crate::config::{ClockKind, Policy};
 use crate::cpuset::CpuSet;
 use rtscope_core::Nanos;
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// The libc clock id of a clock.
 pub fn clock_id(clock: ClockKind) -> libc::clockid_t {
@@ -84,34 +85,75 @@ impl Deadline {
     }
 
     /// Sleeps until the deadline; retried on EINTR.
+    #[inline(always)]
+    pub fn sleep(&self, clock: libc::clockid_t) {
+        while self.sleep_once(clock) == Slept::Interrupted {}
+    }
+
+    /// Sleeps until the deadline unless `stop` is set: a signal that interrupts the sleep
+    /// (the run's [`wake_signal`]) ends it when `stop` is set, and is slept through otherwise.
+    /// Returns whether the deadline was reached ([`Slept::Reached`]) or the sleep was cut
+    /// short for the stop ([`Slept::Interrupted`]; not a wake-up at the deadline, so no
+    /// sample). The flag is read only after an interruption: nothing is added to a sleep that
+    /// reaches its deadline.
+    #[inline(always)]
+    pub fn sleep_unless(&self, clock: libc::clockid_t, stop: &AtomicBool) -> Slept {
+        loop {
+            match self.sleep_once(clock) {
+                Slept::Reached => return Slept::Reached,
+                Slept::Interrupted if stop.load(Relaxed) => return Slept::Interrupted,
+                Slept::Interrupted => {}
+            }
+        }
+    }
+
+    /// One `clock_nanosleep` to the deadline.
     ///
     /// Calls the system call directly: the libc wrapper is a pthread cancellation point and
     /// spends about 60 instructions per call switching asynchronous cancellation on and off,
     /// which rtscope's threads never use.
     #[inline(always)]
-    pub fn sleep(&self, clock: libc::clockid_t) {
-        loop {
-            // SAFETY: `ts` is a valid timespec; the remainder pointer may be null for
-            // TIMER_ABSTIME.
-            let rc = unsafe {
-                libc::syscall(
-                    libc::SYS_clock_nanosleep,
-                    clock,
-                    libc::TIMER_ABSTIME,
-                    &self.ts as *const libc::timespec,
-                    std::ptr::null_mut::<libc::timespec>(),
-                )
-            };
-            if rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                return;
-            }
+    fn sleep_once(&self, clock: libc::clockid_t) -> Slept {
+        // SAFETY: `ts` is a valid timespec; the remainder pointer may be null for
+        // TIMER_ABSTIME.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_clock_nanosleep,
+                clock,
+                libc::TIMER_ABSTIME,
+                &self.ts as *const libc::timespec,
+                std::ptr::null_mut::<libc::timespec>(),
+            )
+        };
+        if rc != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+            Slept::Interrupted
+        } else {
+            Slept::Reached
         }
     }
+}
+
+/// How a sleep ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slept {
+    /// The sleep lasted until its deadline (or failed for another reason than a signal, which
+    /// an absolute sleep to a valid deadline does not).
+    Reached,
+    /// A signal cut it short.
+    Interrupted,
 }
 
 /// Sleeps for `d` on `clock` (relative); retried with the remainder on EINTR.
 #[inline(always)]
 pub fn sleep_for(clock: libc::clockid_t, d: Nanos) {
+    sleep_for_unless(clock, d, &AtomicBool::new(false));
+}
+
+/// Sleeps for `d` on `clock` (relative) unless `stop` is set: an interruption by a signal
+/// ends the sleep when `stop` is set ([`Slept::Interrupted`]), and the remainder is slept
+/// otherwise.
+#[inline(always)]
+pub fn sleep_for_unless(clock: libc::clockid_t, d: Nanos, stop: &AtomicBool) -> Slept {
     let mut ts = to_timespec(d);
     loop {
         let mut rem = libc::timespec {
@@ -121,7 +163,10 @@ pub fn sleep_for(clock: libc::clockid_t, d: Nanos) {
         // SAFETY: both pointers refer to valid timespecs owned by this frame.
         let rc = unsafe { libc::clock_nanosleep(clock, 0, &ts, &mut rem) };
         if rc != libc::EINTR {
-            return;
+            return Slept::Reached;
+        }
+        if stop.load(Relaxed) {
+            return Slept::Interrupted;
         }
         ts = rem;
     }
@@ -328,6 +373,58 @@ pub fn rtprio_limit() -> u64 {
 /// The real-time signal the last measuring thread sends its control thread when the run is done.
 pub fn done_signal() -> libc::c_int {
     libc::SIGRTMIN() + 4
+}
+
+/// The real-time signal the control thread sends each measuring thread to cut its sleep short
+/// when the run stops (SIGRTMIN+4 is [`done_signal`], SIGRTMIN+5 `rtscope respond`'s signal
+/// mechanism). Its handler does nothing; it is installed without `SA_RESTART` so the sleep
+/// returns EINTR, and the measuring thread then sees the stop flag.
+pub fn wake_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 6
+}
+
+extern "C" fn wake_handler(_: libc::c_int) {}
+
+/// Installs the empty handler of [`wake_signal`] (once per process; later calls do nothing).
+/// Until it is installed, the signal's default action would end the process.
+pub fn install_wake_handler() -> io::Result<()> {
+    static INSTALLED: std::sync::OnceLock<Result<(), i32>> = std::sync::OnceLock::new();
+    let r = INSTALLED.get_or_init(|| {
+        // SAFETY: sigaction is plain data; zeroed is a valid empty action, filled below.
+        let mut sa: libc::sigaction = unsafe { std::mem::zeroed() };
+        sa.sa_sigaction = wake_handler as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        // No SA_RESTART: an interrupted clock_nanosleep returns EINTR to the caller.
+        sa.sa_flags = 0;
+        // SAFETY: `sa.sa_mask` is a valid sigset_t inside `sa`.
+        unsafe { libc::sigemptyset(&mut sa.sa_mask) };
+        // SAFETY: `sa` is a valid sigaction whose handler is an async-signal-safe function
+        // that does nothing; the old action is not asked for.
+        let rc = unsafe { libc::sigaction(wake_signal(), &sa, std::ptr::null_mut()) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EINVAL))
+        }
+    });
+    r.map_err(io::Error::from_raw_os_error)
+}
+
+/// Unblocks [`wake_signal`] in the calling thread (a mask inherited from the parent process
+/// could block it, and the sleep would then never be cut short).
+pub fn unblock_wake_signal() {
+    let set = sigset_of(&[wake_signal()]);
+    // SAFETY: `set` is a valid sigset_t; SIG_UNBLOCK only removes it from this thread's mask.
+    unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+}
+
+/// Sends [`wake_signal`] to the thread `thread` of this process, which must not have been
+/// joined yet.
+pub fn wake_thread(thread: libc::pthread_t) {
+    // SAFETY: `thread` is a thread of this process that has not been joined (its id is still
+    // valid, even after it returned); the signal has a handler (`install_wake_handler`).
+    unsafe { libc::pthread_kill(thread, wake_signal()) };
 }
 
 /// The signals a run handles in its control thread: SIGINT, SIGTERM, SIGHUP (an ssh session

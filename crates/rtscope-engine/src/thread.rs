@@ -15,10 +15,16 @@
 //! wake-ups (cyclictest's `-l`), and the run's end time bounds the deadlines: the deadline at
 //! exactly `start + duration` is still slept to (cyclictest's `-D`), and missed deadlines after
 //! the end are not counted. With relative sleeps there is no fixed grid, so nothing is missed.
+//!
+//! ## Stopping
+//! [`Run::stop`](crate::Run::stop) sets the run's stop flag and sends each measuring thread
+//! [`sys::wake_signal`], whose empty handler cuts the sleep short (EINTR): the thread sees the
+//! flag and ends at once, whatever its interval, and the cut-short sleep is not a sample. The
+//! flag is read after every wake-up and after an interrupted sleep only.
 
 use crate::config::SleepMode;
 use crate::state::{Sample, ThreadShared};
-use crate::sys;
+use crate::sys::{self, Slept};
 use rtscope_core::Nanos;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicUsize, Ordering::*};
 
@@ -94,17 +100,21 @@ pub(crate) fn timing_loop(sh: &ThreadShared, ctl: &Control, p: &LoopParams) {
     let mut acc = crate::state::Running::new();
     let tid = sh.tid();
     while cycle < p.loops && next.ns() <= p.end.0 {
-        let (deadline, now) = match p.sleep {
-            SleepMode::Absolute => {
-                next.sleep(p.clock);
-                (next.ns(), sys::now(p.clock).0)
-            }
+        let (deadline, slept) = match p.sleep {
+            SleepMode::Absolute => (next.ns(), next.sleep_unless(p.clock, &ctl.stop)),
             SleepMode::Relative => {
                 let deadline = sys::now(p.clock).0 + interval;
-                sys::sleep_for(p.clock, p.interval);
-                (deadline, sys::now(p.clock).0)
+                (
+                    deadline,
+                    sys::sleep_for_unless(p.clock, p.interval, &ctl.stop),
+                )
             }
         };
+        if slept == Slept::Interrupted {
+            // Woken for the stop (the control thread's wake signal): not a sample.
+            break;
+        }
+        let now = sys::now(p.clock).0;
         let latency = now.saturating_sub(deadline);
         let sample = Sample {
             cycle,

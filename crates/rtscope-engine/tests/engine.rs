@@ -1,7 +1,7 @@
 //! The real engine, run as root with SCHED_FIFO, for tens of milliseconds.
 
 use rtscope_core::Nanos;
-use rtscope_engine::{sys, CpuSet, Policy, Run, RunConfig, ThreadSpec, Wake};
+use rtscope_engine::{sys, CpuSet, Phase, Policy, Run, RunConfig, SleepMode, ThreadSpec, Wake};
 use std::time::Duration;
 
 fn fifo(cpu: usize, prio: i32, interval: Nanos) -> ThreadSpec {
@@ -158,6 +158,57 @@ fn stop_ends_an_endless_run_with_its_samples() {
         r.threads[0].stats.count >= 20,
         "{}",
         r.threads[0].stats.count
+    );
+}
+
+/// Issue 26 N2: a stop wakes threads sleeping to a far deadline (one interval of an hour, the
+/// longest allowed), absolute and relative; the sleep cut short is not a sample. Without the
+/// wake signal `finish` would wait for the deadline, an hour away.
+#[test]
+fn stop_wakes_threads_sleeping_to_an_hour_away_and_takes_no_sample() {
+    for sleep in [SleepMode::Absolute, SleepMode::Relative] {
+        let hour = rtscope_engine::MAX_INTERVAL;
+        let cpus = sys::online_cpus().len();
+        let mut c = RunConfig::new(vec![fifo(0, 80, hour), fifo(1 % cpus, 80, hour)]);
+        c.sleep = sleep;
+        let run = Run::start(c).unwrap();
+        while run.threads().iter().any(|t| t.phase() != Phase::Running) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Into their sleep (a thread not yet asleep is woken again until it ends).
+        std::thread::sleep(Duration::from_millis(20));
+        run.stop();
+        let r = run.finish();
+        assert!(r.stopped_early, "{sleep:?}");
+        for t in &r.threads {
+            assert_eq!(t.stats.count, 0, "{sleep:?}: thread {}", t.index);
+            assert_eq!(t.stats.missed, 0, "{sleep:?}: thread {}", t.index);
+        }
+    }
+}
+
+/// A control loop that stops the run and waits for the end (as the session's does) sees it
+/// finish, with its periodic wait, while the thread's deadline is an hour away.
+#[test]
+fn a_stopped_run_waited_for_finishes_before_its_far_deadline() {
+    let c = RunConfig::new(vec![fifo(0, 80, rtscope_engine::MAX_INTERVAL)]);
+    let run = Run::start(c).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    run.stop();
+    let r = run_to_end(run);
+    assert_eq!(r.threads[0].stats.count, 0);
+}
+
+#[test]
+fn an_interval_longer_than_an_hour_is_refused() {
+    let long = rtscope_engine::MAX_INTERVAL + Nanos(1);
+    let e = Run::start(RunConfig::new(vec![fifo(0, 80, long)]))
+        .err()
+        .expect("refused");
+    assert!(
+        e.to_string()
+            .contains("longer than the longest allowed, 3600s (1 hour)"),
+        "{e}"
     );
 }
 

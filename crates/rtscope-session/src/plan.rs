@@ -161,6 +161,13 @@ pub enum Problem {
         /// The interval asked for.
         asked: Nanos,
     },
+    /// A thread's interval (interval + distance × its index) above [`MAX_INTERVAL`].
+    IntervalTooLong {
+        /// The value of the field at fault (the interval or the distance).
+        asked: Nanos,
+        /// The longest thread interval it gives.
+        longest: Nanos,
+    },
     /// A length of zero (a run without a single sample).
     ZeroLength,
     /// More events per thread than [`MAX_EVENT_CAPACITY`].
@@ -195,6 +202,9 @@ pub const MAX_EVENT_CAPACITY: usize = 1_000_000;
 /// The shortest interval a run accepts: 1 µs, as cyclictest. A shorter one only measures
 /// missed periods while the measuring threads hold every CPU at a real-time priority.
 pub const MIN_INTERVAL: Nanos = Nanos(1_000);
+
+/// The longest interval of a measuring thread: 1 hour (the engine's limit).
+pub const MAX_INTERVAL: Nanos = rtscope_engine::MAX_INTERVAL;
 
 /// A plan that cannot run: the field at fault and the problem.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -250,6 +260,21 @@ impl PlanError {
                 n(Field::Interval),
                 rtscope_core::text::short(MIN_INTERVAL)
             ),
+            Problem::IntervalTooLong { asked, longest } => {
+                let short = rtscope_core::text::short;
+                let by_distance = if self.field == Field::Distance {
+                    format!(" (the last thread's would be {})", short(*longest))
+                } else {
+                    String::new()
+                };
+                format!(
+                    "invalid value '{}' for '{}': a thread's interval must be {}..{} (1 hour){by_distance}",
+                    short(*asked),
+                    n(self.field),
+                    short(MIN_INTERVAL),
+                    short(MAX_INTERVAL),
+                )
+            }
             Problem::EventCapacity { asked } => format!(
                 "invalid value '{asked}' for '{}': use 0..{MAX_EVENT_CAPACITY} events per thread",
                 n(self.field)
@@ -426,6 +451,7 @@ impl RunPlan {
             return Err(PlanError::new(Field::Threads, p));
         }
         check_interval(s.interval)?;
+        check_longest_interval(s, n)?;
         check_length(s, n)?;
         if s.event_capacity > MAX_EVENT_CAPACITY {
             let p = Problem::EventCapacity {
@@ -509,6 +535,32 @@ fn check_housekeeping(hk: &CpuSet, c: &RunConfig, online: &CpuSet) -> Result<(),
     if !overlap.is_empty() {
         let p = Problem::HousekeepingMeasured { overlap };
         return Err(PlanError::new(Field::Housekeeping, p));
+    }
+    Ok(())
+}
+
+/// Every thread's interval (interval + distance × index) is at most [`MAX_INTERVAL`]: a
+/// longer one is a typo more often than a plan, and measures almost nothing.
+fn check_longest_interval(s: &PlanSpec, threads: usize) -> Result<(), PlanError> {
+    if s.interval > MAX_INTERVAL {
+        let p = Problem::IntervalTooLong {
+            asked: s.interval,
+            longest: s.interval,
+        };
+        return Err(PlanError::new(Field::Interval, p));
+    }
+    let steps = threads.saturating_sub(1) as u64;
+    let last = Nanos(
+        s.interval
+            .0
+            .saturating_add(s.distance.0.saturating_mul(steps)),
+    );
+    if last > MAX_INTERVAL {
+        let p = Problem::IntervalTooLong {
+            asked: s.distance,
+            longest: last,
+        };
+        return Err(PlanError::new(Field::Distance, p));
     }
     Ok(())
 }
@@ -763,6 +815,36 @@ mod tests {
             "'policy deadline' needs 'dl_runtime' (e.g. dl_runtime 100us)"
         );
         assert!(e.message(Naming::Flags).contains("'--dl-runtime'"));
+    }
+
+    #[test]
+    fn intervals_and_distances_beyond_an_hour_are_refused_with_the_range() {
+        let spec = |interval, distance, threads| PlanSpec {
+            interval,
+            distance,
+            threads: Some(threads),
+            duration: Some(Nanos::from_secs(7200)),
+            ..PlanSpec::default()
+        };
+        let e =
+            RunPlan::build(&spec(Nanos::from_secs(3601), Nanos::ZERO, 1), &online()).unwrap_err();
+        assert_eq!(e.field, Field::Interval);
+        assert_eq!(
+            e.message(Naming::Flags),
+            "invalid value '3601s' for '--interval': a thread's interval must be 1us..3600s (1 hour)"
+        );
+        let e = RunPlan::build(
+            &spec(Nanos::from_secs(1), Nanos::from_secs(1800), 3),
+            &online(),
+        )
+        .unwrap_err();
+        assert_eq!(e.field, Field::Distance);
+        assert_eq!(
+            e.message(Naming::Keys),
+            "invalid value '1800s' for 'distance': a thread's interval must be 1us..3600s (1 hour) (the last thread's would be 3601s)"
+        );
+        let ok = RunPlan::build(&spec(MAX_INTERVAL, Nanos::ZERO, 2), &online()).unwrap();
+        assert!(ok.config.threads.iter().all(|t| t.interval == MAX_INTERVAL));
     }
 
     #[test]

@@ -58,10 +58,19 @@ pub fn rtscope_bin() -> &'static str {
     env!("CARGO_BIN_EXE_rtscope")
 }
 
-/// `rtscope cyclictest args...`, whatever its exit code.
+/// `rtscope cyclictest args...`, whatever its exit code. Like with like: as [`cyclictest`]
+/// runs the real one with `--default-system`, so does this one (both hold
+/// /dev/cpu_dma_latency at 0 by default) unless `args` ask for a PM QoS setting themselves
+/// (`--latency`, `--default-system`, `--laptop`).
 pub fn rtscope_run(args: &[&str]) -> Ran {
+    let own = args.iter().any(|a| {
+        ["--latency", "--default-system", "--laptop"]
+            .iter()
+            .any(|o| a.starts_with(o))
+    });
     let full: Vec<&str> = std::iter::once("cyclictest")
         .chain(args.iter().copied())
+        .chain((!own).then_some("--default-system"))
         .collect();
     run_locked(rtscope_bin(), &full)
 }
@@ -85,7 +94,7 @@ pub fn cyclictest_exact(args: &[&str]) -> Ran {
 }
 
 /// The real cyclictest with `args` plus `--default-system`, so that it leaves
-/// /dev/cpu_dma_latency alone as rtscope does by default. Returns stdout
+/// /dev/cpu_dma_latency alone as [`rtscope_run`] runs rtscope. Returns stdout
 /// without any `# /dev/cpu_dma_latency` line (2.4 prints none with
 /// `--default-system`; other builds might) and stderr.
 pub fn cyclictest(args: &[&str]) -> (String, String) {
@@ -129,7 +138,7 @@ pub fn assert_same_shape(what: &str, rtscope: &str, cyclictest: &str) {
     }
 }
 
-/// A `-q` summary without the preamble (rtscope's default).
+/// A `-q` summary without the preamble ([`rtscope_run`]'s `--default-system`).
 pub fn summary_opts(threads: usize, nsecs: bool) -> SummaryOpts {
     SummaryOpts {
         nsecs,
