@@ -542,13 +542,6 @@ fn check_housekeeping(hk: &CpuSet, c: &RunConfig, online: &CpuSet) -> Result<(),
 /// Every thread's interval (interval + distance × index) is at most [`MAX_INTERVAL`]: a
 /// longer one is a typo more often than a plan, and measures almost nothing.
 fn check_longest_interval(s: &PlanSpec, threads: usize) -> Result<(), PlanError> {
-    if s.interval > MAX_INTERVAL {
-        let p = Problem::IntervalTooLong {
-            asked: s.interval,
-            longest: s.interval,
-        };
-        return Err(PlanError::new(Field::Interval, p));
-    }
     let steps = threads.saturating_sub(1) as u64;
     let last = Nanos(
         s.interval
@@ -595,6 +588,13 @@ pub fn check_interval(interval: Nanos) -> Result<(), PlanError> {
     }
     if interval < MIN_INTERVAL {
         let p = Problem::IntervalTooShort { asked: interval };
+        return Err(PlanError::new(Field::Interval, p));
+    }
+    if interval > MAX_INTERVAL {
+        let p = Problem::IntervalTooLong {
+            asked: interval,
+            longest: interval,
+        };
         return Err(PlanError::new(Field::Interval, p));
     }
     Ok(())

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 const LIVENESS: Duration = Duration::from_secs(20);
 
-/// Whether process `pid` has measuring threads (`rtscope-m…`) with their real-time policy.
+/// Whether process `pid` has measuring threads (`rtscope-m…`, respond's `rtscope-tx`) with
+/// their real-time policy.
 fn measuring(pid: u32) -> bool {
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return false;
@@ -23,10 +24,9 @@ fn measuring(pid: u32) -> bool {
         .filter_map(|t| {
             let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
             let (head, rest) = stat.rsplit_once(") ")?;
-            head.split_once(" (")?
-                .1
-                .starts_with("rtscope-m")
-                .then_some(())?;
+            let name = head.split_once(" (")?.1;
+            // measure's and cyclictest's threads, respond's sender.
+            (name.starts_with("rtscope-m") || name.starts_with("rtscope-tx")).then_some(())?;
             // The policy is field 41 of stat, the 39th after "(comm) ".
             rest.split_whitespace().nth(38)?.parse().ok()
         })
@@ -146,4 +146,47 @@ fn intervals_beyond_an_hour_are_refused_with_the_range_and_exit_2() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+}
+
+/// `rtscope respond` as well: its sender (and, with handshake pacing, its receiver) slept to
+/// the end of a 30 s interval before a stop was seen.
+#[test]
+fn a_signal_ends_respond_at_a_30s_interval_at_once_recorded_as_interrupted() {
+    let _rt = common::rt_lock();
+    for pacing in ["timer", "handshake"] {
+        let dir = common::fresh_dir(&format!("stop-wake-respond-{pacing}"));
+        let db = dir.join("r.db");
+        let args = [
+            "respond",
+            "--ipc",
+            "futex",
+            "--pacing",
+            pacing,
+            "--interval",
+            "30s",
+            "-D",
+            "10m",
+            "-q",
+            "--db",
+            db.to_str().unwrap(),
+        ];
+        assert_eq!(stop_with(&args, libc::SIGINT), Some(3), "{pacing}");
+        assert_eq!(last_run(&db)["status"], "interrupted", "{pacing}");
+    }
+    // The same longest interval as measure's: 5 h gave a `complete` run of no event.
+    let o = common::run(
+        env!("CARGO_BIN_EXE_rtscope"),
+        &[
+            "respond",
+            "--ipc",
+            "futex",
+            "--interval",
+            "5h",
+            "-D",
+            "1s",
+            "--no-db",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", common::dump(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("(1 hour)"));
 }

@@ -158,6 +158,8 @@ impl IpcRun {
     /// real-time set-up) and returns at once.
     pub fn start(config: IpcConfig) -> Result<IpcRun, RespondError> {
         config.validate()?;
+        // A stop cuts the threads' sleeps short at any interval (issue 26, N2).
+        sys::install_wake_handler().map_err(RespondError::Spawn)?;
         let handshake = config.pacing == Pacing::Handshake;
         let (transport, back) =
             Transport::open_pair(config.kind, handshake).map_err(|source| RespondError::Open {
@@ -229,9 +231,21 @@ impl IpcRun {
         &self.config
     }
 
-    /// Asks the sender to stop after its current burst.
+    /// Asks the sender to stop after its current burst, cutting its sleep (and a handshake
+    /// receiver's) short whatever the interval.
     pub fn stop(&self) {
         self.shared.stop.store(true, Release);
+        self.wake();
+    }
+
+    /// Sends the wake signal to the threads still running (their ids stay valid until joined).
+    fn wake(&self) {
+        use std::os::unix::thread::JoinHandleExt;
+        for h in [&self.sender, &self.receiver].into_iter().flatten() {
+            if !h.is_finished() {
+                sys::wake_thread(h.as_pthread_t());
+            }
+        }
     }
 
     /// Whether both threads have finished.
@@ -249,6 +263,14 @@ impl IpcRun {
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
+        }
+        // A sender between its stop check and its sleep misses one wake: wake it again until
+        // it is done (only once a stop was asked; a run that reaches its length ends alone).
+        while !self.shared.sender_done.load(Acquire) {
+            if self.shared.stop.load(Acquire) {
+                self.wake();
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
         if let Some(h) = self.sender.take() {
             let _ = h.join();
@@ -350,6 +372,7 @@ fn spawn_receiver(
         .name("rtscope-rx".into())
         .stack_size(STACK)
         .spawn(move || {
+            sys::unblock_wake_signal();
             sh.transport.prepare_receiver();
             if let Err(e) = rtscope_engine::prepare_current_thread(0, &spec, PREFAULT) {
                 sh.fail_setup(e.into());
@@ -415,7 +438,8 @@ fn receive_loop(sh: &Shared, rec: &mut Recorder, pace: Option<Nanos>) {
         }
         sh.wakeups.store(rx.wakeups, Relaxed);
         if let Some(p) = pace {
-            sys::sleep_for(libc::CLOCK_MONOTONIC, p);
+            // Cut short by a stop: the ready token still goes, and the sender sees the stop.
+            let _ = sys::sleep_for_unless(libc::CLOCK_MONOTONIC, p, &sh.stop);
             ready(sh);
         }
     }
@@ -499,6 +523,7 @@ fn spawn_sender(
         .name("rtscope-tx".into())
         .stack_size(STACK)
         .spawn(move || {
+            sys::unblock_wake_signal();
             if let Some(back) = &sh.back {
                 back.prepare_receiver();
             }
@@ -529,7 +554,9 @@ fn send_loop(sh: &Shared, first: Nanos, interval: Nanos, burst: u64, loops: u64,
     let (mut seq, mut sent, mut failed) = (0u64, 0u64, 0u64);
     let mut n = 0u64;
     while n < loops && deadline.ns() < end && !sh.stop.load(Relaxed) {
-        deadline.sleep(clock);
+        if deadline.sleep_unless(clock, &sh.stop) == sys::Slept::Interrupted {
+            break;
+        }
         for _ in 0..burst {
             let t = sys::now(clock).0;
             if !messages {
