@@ -91,11 +91,16 @@ fn start(name: &str) -> Option<Boards> {
         .unwrap();
         let log = std::fs::File::create(dir.join(format!("sshd-{addr}.log"))).unwrap();
         // unshare(1) execs sh, which execs sshd: the child's pid is sshd's. The boards' /tmp
-        // is `tmp` of this test (mounted over /tmp in sshd's namespace only).
+        // is `tmp` of this test, mounted over /tmp in sshd's namespace only; the test's
+        // directory (keys, configuration) is mounted back at its own path inside it.
         let child = Command::new("unshare")
             .args(["--mount", "--propagation", "private", "sh", "-c"])
-            .arg(r#"mount --bind "$1" /tmp && exec "$2" -D -e -f "$3""#)
+            .arg(concat!(
+                r#"set -e; m="$2/${1##*/}"; mkdir -p "$m"; mount --bind "$1" "$m"; "#,
+                r#"mount --rbind "$2" /tmp; exec "$3" -D -e -f "$4""#
+            ))
             .arg("sh")
+            .arg(&dir)
             .arg(&tmp)
             .arg(SSHD)
             .arg(&conf)
@@ -635,8 +640,12 @@ fn a_remote_rtscope_killed_is_merged_as_incomplete() {
     let db = b.dir.join("r.db");
     let (local, remote) = long_remote_run(&b, &db);
     // Until the board's database holds the run (read as `rtscope runs` reads a live one).
-    let remote_db = std::fs::read_link(format!("/proc/{remote}/cwd"))
-        .unwrap()
+    // The remote /tmp/rtscope.XXXXXX is in the boards' private /tmp, `tmp` of the test.
+    let cwd = std::fs::read_link(format!("/proc/{remote}/cwd")).unwrap();
+    let remote_db = b
+        .dir
+        .join("tmp")
+        .join(cwd.file_name().unwrap())
         .join("run.db");
     let start = Instant::now();
     while !remote_db.exists() || runs_json(&remote_db).is_empty() {
