@@ -1,9 +1,10 @@
 //! The checks on this machine, with helper processes that create what they must find: one
 //! holding /dev/cpu_dma_latency open at 0 µs, and SCHED_FIFO tasks pinned on the measured
 //! CPU. Needs root (opening /dev/cpu_dma_latency and SCHED_FIFO), as CI runs; without root
-//! the tests say so and return.
+//! the tests fail under RTSCOPE_TEST_STRICT=1 and say so and return otherwise.
 
 use rtscope_check::{audit, CheckId, LiveProbe, Options, System, Verdict};
+use rtscope_testkit::{is_root, require};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -16,11 +17,6 @@ impl Drop for Helper {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
 }
 
 /// Waits until `ready` holds (at most 10 s; a loaded CI machine can be slow to exec).
@@ -57,10 +53,11 @@ fn live_audit(cpus: &[u32]) -> rtscope_check::Audit {
 
 #[test]
 fn a_process_holding_cpu_dma_latency_is_named() {
-    if !is_root() || !Path::new("/dev/cpu_dma_latency").exists() {
-        eprintln!("skipped: needs root and /dev/cpu_dma_latency");
-        return;
-    }
+    require!(is_root(), "needs root to open /dev/cpu_dma_latency");
+    require!(
+        Path::new("/dev/cpu_dma_latency").exists(),
+        "needs /dev/cpu_dma_latency (a kernel with CONFIG_CPU_IDLE / PM QoS)"
+    );
     // The shell opens the device on fd 3, requests 0 µs and becomes `sleep`, which keeps it.
     let child = Command::new("sh")
         .args([
@@ -113,10 +110,7 @@ fn rt_sleeper(prio: u32, cpu: u32) -> Helper {
 
 #[test]
 fn an_rt_task_pinned_on_the_measured_cpu_is_named() {
-    if !is_root() {
-        eprintln!("skipped: needs root for SCHED_FIFO");
-        return;
-    }
+    require!(is_root(), "needs root for SCHED_FIFO helpers");
     let cpu = last_online_cpu();
     let high = rt_sleeper(95, cpu);
     let low = rt_sleeper(10, cpu);

@@ -7,6 +7,7 @@ use rtscope_fleet::{junit, kcidb, Report};
 use rtscope_session::limits;
 use rtscope_store::Store;
 use rtscope_testkit::synthetic::{write_run, SyntheticRun};
+use rtscope_testkit::{have, python3_imports, require};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -45,27 +46,14 @@ fn reports(d: &Path) -> Vec<Report> {
     ]
 }
 
-fn have(program: &str, arg: &str) -> bool {
-    Command::new(program)
-        .arg(arg)
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn kcidb_documents_validate_against_the_published_schema() {
+    require!(
+        python3_imports("jsonschema, kcidb_io"),
+        "python3 with jsonschema and kcidb-io is not installed (.ci/run installs them in a venv: \
+         pip install jsonschema kcidb-io)"
+    );
     let d = dir("kcidb");
-    if !have("python3", "--version")
-        || !Command::new("python3")
-            .args(["-c", "import jsonschema, kcidb_io"])
-            .status()
-            .is_ok_and(|s| s.success())
-    {
-        let why = "python3 with jsonschema and kcidb-io is not installed (.ci/run installs them)";
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        eprintln!("SKIP: {why}");
-        return;
-    }
     let rs = reports(&d);
     let all = kcidb::document_all(&rs, &kcidb::Submission::default());
     let len = |r| {
@@ -136,12 +124,10 @@ fn kcidb_documents_validate_against_the_published_schema() {
 
 #[test]
 fn junit_documents_validate_against_the_xsd() {
-    if !have("xmllint", "--version") {
-        let why = "xmllint is not installed (Debian libxml2-utils; .ci/run installs it)";
-        assert!(std::env::var_os("CI").is_none(), "{why}");
-        eprintln!("SKIP: {why}");
-        return;
-    }
+    require!(
+        have("xmllint", "--version"),
+        "xmllint is not installed (apt-get install libxml2-utils; .ci/run installs it)"
+    );
     let d = dir("junit");
     for (i, r) in reports(&d).iter().enumerate() {
         let path = d.join(format!("j{i}.xml"));

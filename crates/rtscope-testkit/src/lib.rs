@@ -4,11 +4,16 @@
 //! * [`synthetic`]: deterministic synthetic runs written through the real store (histograms,
 //!   series, monitors, loads), for report, export and compare tests and benchmarks;
 //! * [`rt_lock`]: serialises SCHED_FIFO measurements across the test threads and test
-//!   binaries of one `cargo test`, so concurrent real-time runs do not disturb each other.
+//!   binaries of one `cargo test`, so concurrent real-time runs do not disturb each other;
+//! * [`require!`], [`require_ok!`] and [`skip_or_fail`]: a test that cannot run here (a tool,
+//!   a privilege or a kernel feature missing) fails under `RTSCOPE_TEST_STRICT=1` (CI) and
+//!   prints `SKIP: reason` and returns otherwise.
 
 #![warn(missing_docs)]
 
 mod lock;
+mod require;
 pub mod synthetic;
 
 pub use lock::{rt_lock, RtLock};
+pub use require::{have, is_root, python3_imports, skip_or_fail, strict, STRICT_VAR};

@@ -1,8 +1,10 @@
-//! Live tests as root on this kernel (~10 s each). Each skips with a printed reason when it
-//! cannot run (not root, one CPU, no usable tracefs).
+//! Live tests as root on this kernel (~10 s each). When one cannot run (not root, one CPU, no
+//! usable tracefs) it fails under RTSCOPE_TEST_STRICT=1 and skips with a printed reason
+//! otherwise (rtscope_testkit::require_ok!).
 
 mod support;
 
+use rtscope_testkit::require_ok;
 use rtscope_trace::book::{ExplainSummary, Explained};
 use rtscope_trace::explain::{ExplainConfig, Explainer};
 use rtscope_trace::tracefs::Tracefs;
@@ -12,14 +14,16 @@ use std::time::Duration;
 use support::*;
 
 fn explainer(cpu: usize, hk: Vec<usize>, threshold_ns: u64) -> Result<Explainer, String> {
-    Tracefs::discover().map_err(|e| e.to_string())?;
+    Tracefs::discover().map_err(|e| {
+        format!("{e} (mount it: mount -t tracefs nodev /sys/kernel/tracing; .ci/run does)")
+    })?;
     let mut cfg = ExplainConfig::new(threshold_ns, vec![cpu]);
     cfg.housekeeping = hk;
     cfg.per_window = 10_000;
     let ex = Explainer::start(cfg);
     match ex.tier() {
         Tier::Coarse => Err(format!(
-            "tracefs unusable: {}",
+            "tracefs unusable: {} (mount it: mount -t tracefs nodev /sys/kernel/tracing)",
             ex.tier_reason().unwrap_or("?")
         )),
         _ => Ok(ex),
@@ -51,8 +55,8 @@ fn show(a: &Attribution) -> String {
 #[test]
 fn an_injected_rt_culprit_is_named_in_most_spikes() {
     let _serial = serial();
-    let (cpu, hk) = require!(cpus_or_skip());
-    let mut ex = require!(explainer(cpu, hk, 1_500_000));
+    let (cpu, hk) = require_ok!(cpus_or_skip());
+    let mut ex = require_ok!(explainer(cpu, hk, 1_500_000));
     let dir = ex.instance_dir().unwrap().to_path_buf();
     let bursts = Arc::new(Mutex::new(Vec::new()));
     let spikes = {
@@ -114,8 +118,8 @@ fn an_injected_rt_culprit_is_named_in_most_spikes() {
 #[test]
 fn a_timerfd_storm_before_the_deadline_is_charged_to_the_timer_interrupt() {
     let _serial = serial();
-    let (cpu, hk) = require!(cpus_or_skip());
-    let mut ex = require!(explainer(cpu, hk, 0));
+    let (cpu, hk) = require_ok!(cpus_or_skip());
+    let mut ex = require_ok!(explainer(cpu, hk, 0));
     let targets = Arc::new(Mutex::new(Vec::new()));
     let is_storm =
         |s: &rtscope_trace::Spike, t: &[u64]| t.iter().any(|&t| s.deadline_ns.abs_diff(t) < 1_000);
@@ -169,8 +173,8 @@ fn sigkill_of_the_recording_process_leaves_no_instance() {
         return;
     }
     let _serial = serial();
-    let (cpu, hk) = require!(cpus_or_skip());
-    drop(require!(explainer(cpu, hk, 1)));
+    let (cpu, hk) = require_ok!(cpus_or_skip());
+    drop(require_ok!(explainer(cpu, hk, 1)));
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -210,8 +214,9 @@ fn sigkill_of_the_recording_process_leaves_no_instance() {
 #[test]
 fn a_normal_end_removes_the_instance_and_touches_no_top_level_state() {
     let _serial = serial();
-    let (cpu, hk) = require!(cpus_or_skip());
-    let tfs = require!(Tracefs::discover().map_err(|e| e.to_string()));
+    let (cpu, hk) = require_ok!(cpus_or_skip());
+    let tfs = require_ok!(Tracefs::discover()
+        .map_err(|e| format!("{e} (mount it: mount -t tracefs nodev /sys/kernel/tracing)")));
     let top = |f: &str| std::fs::read_to_string(tfs.root.join(f)).unwrap_or_default();
     let before = (
         top("tracing_on"),
@@ -220,7 +225,7 @@ fn a_normal_end_removes_the_instance_and_touches_no_top_level_state() {
         top("set_event"),
         top("current_tracer"),
     );
-    let ex = require!(explainer(cpu, hk, 1));
+    let ex = require_ok!(explainer(cpu, hk, 1));
     let dir = ex.instance_dir().unwrap().to_path_buf();
     assert!(std::fs::read_to_string(dir.join("trace_clock"))
         .unwrap()

@@ -1,6 +1,7 @@
 //! `--explain` end to end: an injected culprit is named in the measurement's output, its JSON,
 //! `runs explain` and the report; without tracefs (an unprivileged user) the coarse tier is
-//! used and the run still exits 0. Each test skips with a printed reason when it cannot run.
+//! used and the run still exits 0. A test that cannot run here (not root, one CPU, no tracefs)
+//! fails under RTSCOPE_TEST_STRICT=1 and skips with the reason printed otherwise.
 
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,14 +32,13 @@ fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Why this test cannot run here, if it cannot.
-fn skip_reason() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("not root".into());
+/// Whether a tracing test can run here, or why not (for `rtscope_testkit::require_ok!`).
+fn traceable() -> Result<(), String> {
+    if !rtscope_testkit::is_root() {
+        return Err("needs root (tracefs and SCHED_FIFO)".into());
     }
     if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        return Some("needs 2 CPUs".into());
+        return Err("needs 2 CPUs (one measured, one for the trace reader)".into());
     }
     let usable = [
         "/sys/kernel/tracing/instances",
@@ -46,10 +46,17 @@ fn skip_reason() -> Option<String> {
     ]
     .iter()
     .any(|p| std::path::Path::new(p).is_dir());
-    (!usable).then(|| "no tracefs with instances/".into())
+    if !usable {
+        return Err(
+            "no tracefs with instances/ (mount -t tracefs nodev /sys/kernel/tracing; .ci/run does)"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
-/// A SCHED_FIFO 99 thread named `culprit` on `cpu`, busy 3 ms every 300 ms until `stop`.
+/// A SCHED_FIFO 99 thread named `culprit` on `cpu`, busy 3 ms every 100 ms until `stop` (60
+/// bursts in a 6 s run: under heavy load some spikes lose their trace to `unexplained`).
 fn culprit(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         // SAFETY: a local cpu_set_t, a NUL-terminated name and a local sched_param.
@@ -63,7 +70,7 @@ fn culprit(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
             libc::sched_setscheduler(0, libc::SCHED_FIFO, &sp);
         }
         while !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(std::time::Duration::from_millis(297));
+            std::thread::sleep(std::time::Duration::from_millis(97));
             let end = now_ns() + 3_000_000;
             while now_ns() < end {
                 std::hint::spin_loop();
@@ -74,10 +81,7 @@ fn culprit(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
 
 #[test]
 fn an_injected_culprit_is_named_in_output_json_runs_explain_and_report() {
-    if let Some(why) = skip_reason() {
-        eprintln!("SKIPPED: {why}");
-        return;
-    }
+    rtscope_testkit::require_ok!(traceable());
     let _rt = rtscope_testkit::rt_lock();
     let d = tmp("culprit");
     let (db, json) = (d.join("x.db"), d.join("x.json"));
@@ -119,8 +123,17 @@ fn an_injected_culprit_is_named_in_output_json_runs_explain_and_report() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let x = &v["explain"];
     assert_eq!(x["tier"], "flight_recorder");
-    assert_eq!(x["culprits"][0]["category"]["kind"], "thread", "{x}");
-    assert_eq!(x["culprits"][0]["category"]["comm"], "culprit", "{x}");
+    // The culprit is the main cause of traced spikes. Not necessarily the largest total: at
+    // load average 200 the spikes whose trace is incomplete add up under `unexplained`.
+    let row = x["culprits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["category"]["kind"] == "thread" && r["category"]["comm"] == "culprit");
+    assert!(
+        row.is_some_and(|r| r["spikes_as_main"].as_u64() > Some(0)),
+        "no culprit row with spikes as main: {x}"
+    );
     // Coverage: how many spikes, and how much of their time, the trace explains.
     let counts = &x["counts"];
     let (spikes, traced) = (counts["spikes"].as_u64(), counts["traced"].as_u64());
@@ -194,11 +207,10 @@ fn rtscope_alive(name: &str) -> bool {
 
 #[test]
 fn without_tracefs_access_the_coarse_tier_is_used_and_the_run_exits_0() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIPPED: needs root to drop to an unprivileged user");
-        return;
-    }
+    rtscope_testkit::require!(
+        rtscope_testkit::is_root(),
+        "needs root to drop to an unprivileged user"
+    );
     let d = tmp("coarse");
     std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let json = d.join("x.json");
@@ -248,10 +260,7 @@ fn without_tracefs_access_the_coarse_tier_is_used_and_the_run_exits_0() {
 
 #[test]
 fn sigkill_of_rtscope_measure_leaves_no_trace_instance() {
-    if let Some(why) = skip_reason() {
-        eprintln!("SKIPPED: {why}");
-        return;
-    }
+    rtscope_testkit::require_ok!(traceable());
     let _rt = rtscope_testkit::rt_lock();
     let cpu = std::thread::available_parallelism().unwrap().get() - 1;
     let mut child = Command::new(bin())

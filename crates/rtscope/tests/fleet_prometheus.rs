@@ -4,8 +4,8 @@
 //! directories, the HTTP API polled until the metric appears, and the queried max and
 //! p99.99 compared with `rtscope runs show --json`. Then every PromQL query of the shipped
 //! Grafana dashboard (docs/grafana-rtscope-fleet.json) runs against that Prometheus and must
-//! return data. Skipped, with the reason printed, only when the programs are not installed
-//! (.ci/run installs them).
+//! return data. When the programs are not installed (.ci/run installs them) the test fails
+//! under RTSCOPE_TEST_STRICT=1 and skips with the reason printed otherwise.
 
 use crate::common;
 
@@ -57,15 +57,6 @@ impl Proc {
 fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
-}
-
-fn installed(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 fn encode(q: &str) -> String {
@@ -163,10 +154,10 @@ fn config(dir: &Path, exporter: u16) -> PathBuf {
 #[test]
 fn prometheus_scrapes_the_textfile_and_the_dashboard_queries_return_rtscopes_numbers() {
     for p in ["prometheus", "prometheus-node-exporter"] {
-        if !installed(p) {
-            eprintln!("SKIP: `{p}` is not installed (Debian package {p}; .ci/run installs it)");
-            return;
-        }
+        rtscope_testkit::require!(
+            rtscope_testkit::have(p, "--version"),
+            "`{p}` is not installed (apt-get install {p}; .ci/run installs it)"
+        );
     }
     let dir = common::fresh_dir("fleet-prometheus");
     let textfiles = dir.join("textfile");

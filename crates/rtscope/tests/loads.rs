@@ -191,10 +191,10 @@ fn a_bad_worker_spec_is_refused_with_exit_2() {
 
 #[test]
 fn real_hackbench_runs_as_an_external_load_and_its_time_is_read() {
-    if !std::path::Path::new("/usr/bin/hackbench").exists() {
-        eprintln!("skipped: /usr/bin/hackbench is not installed");
-        return;
-    }
+    rtscope_testkit::require!(
+        std::path::Path::new("/usr/bin/hackbench").exists(),
+        "/usr/bin/hackbench is not installed (apt-get install rt-tests; .ci/run installs it)"
+    );
     let r = load_json(&[
         "external",
         "--",
@@ -374,10 +374,10 @@ fn no_grandchild_of_an_external_load_survives_sigterm() {
 
 #[test]
 fn no_hackbench_process_survives_sigkill_of_rtscope() {
-    if !std::path::Path::new("/usr/bin/hackbench").exists() {
-        eprintln!("skipped: /usr/bin/hackbench is not installed");
-        return;
-    }
+    rtscope_testkit::require!(
+        std::path::Path::new("/usr/bin/hackbench").exists(),
+        "/usr/bin/hackbench is not installed (apt-get install rt-tests; .ci/run installs it)"
+    );
     let args = [
         "external",
         "--",

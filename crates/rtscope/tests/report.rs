@@ -25,14 +25,12 @@ fn db_path(name: &str) -> PathBuf {
 }
 
 /// Chromium on `page` with `extra` args (one invocation, 90 s at most); `None` when Chromium is
-/// not installed.
+/// not installed (a failure under RTSCOPE_TEST_STRICT=1).
 fn chromium(page: &Path, extra: &[&str], profile: &str) -> Option<Output> {
-    if !Path::new(CHROMIUM).exists() {
-        eprintln!(
-            "SKIPPED the browser check: {CHROMIUM} is not installed (apt-get install chromium)"
-        );
-        return None;
-    }
+    rtscope_testkit::require!(
+        Path::new(CHROMIUM).exists(),
+        "the browser check needs {CHROMIUM} (apt-get install chromium; .ci/run installs it)"
+    );
     let profile = common::fresh_dir(profile);
     let user_data = format!("--user-data-dir={}", profile.display());
     let url = format!("file://{}", page.display());

@@ -9,31 +9,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-/// The measured CPU and the housekeeping CPUs, or why the live tests cannot run.
+/// The measured CPU and the housekeeping CPUs, or why the live tests cannot run (for
+/// `rtscope_testkit::require_ok!`).
 pub fn cpus_or_skip() -> Result<(usize, Vec<usize>), String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err("not root".into());
+    if !rtscope_testkit::is_root() {
+        return Err("needs root (tracefs and SCHED_FIFO)".into());
     }
     let n = std::thread::available_parallelism().map_or(1, |n| n.get());
     if n < 2 {
         return Err("needs 2 CPUs (one measured, one for the trace reader)".into());
     }
     Ok((n - 1, (0..n - 1).collect()))
-}
-
-/// Skips (returns) with a printed reason.
-#[macro_export]
-macro_rules! require {
-    ($e:expr) => {
-        match $e {
-            Ok(v) => v,
-            Err(why) => {
-                eprintln!("SKIPPED: {why}");
-                return;
-            }
-        }
-    };
 }
 
 pub fn now_ns() -> u64 {
