@@ -85,7 +85,7 @@ fn dispatch(argv_os: &[std::ffi::OsString], out: &mut dyn Write) -> anyhow::Resu
     };
     rtscope_common::outfile::set_follow_symlinks(cli.follow_symlinks);
     match cli.command {
-        cli::Command::Measure(a) => commands::fleet::measure_with_ci(&a, argv, out),
+        cli::Command::Measure(a) => commands::measure::ci::measure_with_ci(&a, argv, out),
         cli::Command::Cyclictest { args } => commands::cyclictest::run(&args, &argv.join(" "), out),
         cli::Command::Runs(a) => commands::runs::run(&a, out),
         cli::Command::Import(a) => commands::import::run(&a, out),

@@ -18,7 +18,6 @@
 //! run. The cyclictest front end's `--mainaffinity` may name measured CPUs (cyclictest accepts
 //! any): rtscope's threads are pinned there, and the analysis waits too.
 
-use crate::session::SessionError;
 use rtscope_engine::{CpuSet, RunConfig};
 use std::io;
 
@@ -242,15 +241,10 @@ pub struct Pinned {
 }
 
 impl Pinned {
-    /// Pins the calling thread to `cpus`; `option` names the setting in the error.
-    pub fn current(cpus: &CpuSet, option: &'static str) -> Result<Self, SessionError> {
-        let err = |source| SessionError::MainAffinity {
-            cpus: cpus.clone(),
-            option,
-            source,
-        };
-        let before = get_affinity(0).map_err(err)?;
-        set_affinity(0, cpus).map_err(err)?;
+    /// Pins the calling thread to `cpus`.
+    pub fn current(cpus: &CpuSet) -> io::Result<Self> {
+        let before = get_affinity(0)?;
+        set_affinity(0, cpus)?;
         Ok(Pinned {
             saved: vec![(rtscope_engine::sys::gettid(), before)],
         })
@@ -447,7 +441,7 @@ mod tests {
     fn pinning_moves_the_calling_thread_and_dropping_restores_it() {
         let before = get_affinity(0).unwrap();
         let first = CpuSet::from_cpus([before.nth_cyclic(0)]);
-        let pinned = Pinned::current(&first, "--housekeeping").unwrap();
+        let pinned = Pinned::current(&first).unwrap();
         assert_eq!(get_affinity(0).unwrap(), first);
         drop(pinned);
         assert_eq!(get_affinity(0).unwrap(), before);

@@ -206,7 +206,7 @@ impl Session {
         // starts from here on (the trace reaper and reader, the monitor) is created there.
         let mut pinned = match &placement {
             Placement::Separate { cpus, .. } => {
-                let mut p = Pinned::current(cpus, HOUSEKEEPING)?;
+                let mut p = pin_current(cpus)?;
                 p.others(cpus, &[]);
                 Some(p)
             }
@@ -216,7 +216,7 @@ impl Session {
         let run = Run::start(plan.config.clone())?;
         if let Placement::Shared { cpus, .. } = &placement {
             // After the measuring threads started: an unpinned one must not inherit it.
-            let mut p = Pinned::current(cpus, HOUSEKEEPING)?;
+            let mut p = pin_current(cpus)?;
             let measuring: Vec<i32> = run.threads().iter().map(|t| t.tid()).collect();
             p.others(cpus, &measuring);
             pinned = Some(p);
@@ -373,4 +373,13 @@ impl Session {
         self.recording.note_environment(env);
         RecordOutcome { line, failed }
     }
+}
+
+/// Pins the calling thread to the housekeeping CPUs `cpus` (the error names the setting).
+fn pin_current(cpus: &CpuSet) -> Result<Pinned, SessionError> {
+    Pinned::current(cpus).map_err(|source| SessionError::MainAffinity {
+        cpus: cpus.clone(),
+        option: HOUSEKEEPING,
+        source,
+    })
 }

@@ -2,6 +2,7 @@
 
 use super::group::distinct;
 pub use super::group::Group;
+pub use super::model::per_run;
 use super::model::{Merged, RunData, Stat};
 use super::significance::Test;
 use super::strata::{Key, Pairing};
@@ -252,14 +253,6 @@ fn change(
         threshold_verdict: verdict,
         test,
     }
-}
-
-/// The statistic of each run on its own (runs where it is unknown are left out).
-pub fn per_run<'a>(runs: impl IntoIterator<Item = &'a RunData>, stat: Stat) -> Vec<f64> {
-    runs.into_iter()
-        .filter_map(|r| Merged::of([r]).value(stat))
-        .map(|v| v as f64)
-        .collect()
 }
 
 fn matrix(

@@ -483,3 +483,11 @@ mod tests {
         assert!(Stat::parse("p42", "--stat").is_err());
     }
 }
+
+/// The statistic of each run on its own (runs where it is unknown are left out).
+pub fn per_run<'a>(runs: impl IntoIterator<Item = &'a RunData>, stat: Stat) -> Vec<f64> {
+    runs.into_iter()
+        .filter_map(|r| Merged::of([r]).value(stat))
+        .map(|v| v as f64)
+        .collect()
+}

@@ -7,9 +7,8 @@
 //! every key form one stratum, strata are matched between the groups by their values, and a
 //! stratum found in one group only is reported and left out of the test.
 
-use super::analysis::per_run;
 use super::group::{distinct, Group};
-use super::model::{RunData, Stat};
+use super::model::{per_run, RunData, Stat};
 use super::significance::{van_elteren, Test};
 pub use rtscope_report::group::Key;
 

@@ -104,6 +104,10 @@ pub fn remote(
 }
 
 /// Parses and checks `--ci-output` options before anything runs.
+pub fn check_ci_outputs(outs: &[String]) -> Result<(), UsageError> {
+    ci_outputs(outs).map(drop)
+}
+
 fn ci_outputs(outs: &[String]) -> Result<Vec<CiOutput>, UsageError> {
     let outs = outs
         .iter()
@@ -121,46 +125,6 @@ pub fn compare_ci(outs: &[String], c: &Comparison, out: &mut dyn Write) -> anyho
         eprintln!("rtscope: wrote {}", p.display());
     }
     Ok(())
-}
-
-/// `measure --ci-output` (with [`with_ci`]). With `--no-db` the run is still reported: it is
-/// recorded in a private temporary database that only the CI outputs read, removed after.
-pub fn measure_with_ci(
-    a: &crate::cli::MeasureArgs,
-    argv: &[String],
-    out: &mut dyn Write,
-) -> anyhow::Result<ExitStatus> {
-    use crate::commands::measure;
-    if !a.no_db || a.ci_output.is_empty() {
-        return with_ci(&a.ci_output, a.db.as_deref(), out, |o| {
-            measure::run(a, argv.to_vec(), o)
-        });
-    }
-    ci_outputs(&a.ci_output)?;
-    let dir = scratch_dir().map_err(|e| {
-        UsageError::from_error(e).hint("--no-db with --ci-output needs a writable $TMPDIR")
-    })?;
-    let db = dir.join("ci.db");
-    let mut recorded = a.clone();
-    recorded.no_db = false;
-    recorded.db = Some(db.clone());
-    let status = with_ci(&a.ci_output, Some(&db), out, |o| {
-        measure::run(&recorded, argv.to_vec(), o)
-    });
-    let _ = std::fs::remove_dir_all(&dir);
-    eprintln!("rtscope: --no-db: the run was kept only for --ci-output, in a temporary database now removed");
-    status
-}
-
-/// A new private directory (mode 0700, never an existing one) in the temp directory.
-fn scratch_dir() -> std::io::Result<std::path::PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let dir = std::env::temp_dir().join(format!("rtscope-ci-{}-{nanos}", std::process::id()));
-    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-    Ok(dir)
 }
 
 /// `--ci-output FORMAT=FILE`: `body` runs, then the runs it recorded into `db` are written.

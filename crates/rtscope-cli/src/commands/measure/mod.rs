@@ -1,6 +1,7 @@
 //! `rtscope measure`: the native front end. Its options become a [`PlanSpec`]; the run is a
 //! [`Session`]; this module prints the headline, the progress line, the table and the JSON.
 
+pub mod ci;
 pub mod json;
 mod recording;
 pub mod table;
