@@ -388,6 +388,14 @@ impl Merged {
     }
 }
 
+/// The statistic of each run on its own (runs where it is unknown are left out).
+pub fn per_run<'a>(runs: impl IntoIterator<Item = &'a RunData>, stat: Stat) -> Vec<f64> {
+    runs.into_iter()
+        .filter_map(|r| Merged::of([r]).value(stat))
+        .map(|v| v as f64)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -482,12 +490,4 @@ mod tests {
         assert!(!m.supports(Stat::Quantile(0.99, "p99")));
         assert!(Stat::parse("p42", "--stat").is_err());
     }
-}
-
-/// The statistic of each run on its own (runs where it is unknown are left out).
-pub fn per_run<'a>(runs: impl IntoIterator<Item = &'a RunData>, stat: Stat) -> Vec<f64> {
-    runs.into_iter()
-        .filter_map(|r| Merged::of([r]).value(stat))
-        .map(|v| v as f64)
-        .collect()
 }
