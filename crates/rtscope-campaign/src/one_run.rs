@@ -252,6 +252,13 @@ pub(super) fn settle(d: Nanos) -> Option<i32> {
     }
 }
 
+/// Says that a second stop signal ends the loads at once.
+fn skipping_grace() {
+    rtscope_session::output::warn(
+        "rtscope: second stop signal: the loads are killed now, without their grace period",
+    );
+}
+
 /// The loads' grace period: none once a second signal came (or comes now).
 fn grace(ctx: &mut Ctx) -> Duration {
     if let Some(s) = sys::wait_run_signal(Nanos::ZERO) {
@@ -271,6 +278,7 @@ fn grace(ctx: &mut Ctx) -> Duration {
 pub(super) fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Vec<LoadReport> {
     let grace = grace(ctx);
     if grace.is_zero() {
+        skipping_grace();
         return loads.stop(grace);
     }
     let shepherd = loads.shepherd_pid() as libc::pid_t;
@@ -285,6 +293,7 @@ pub(super) fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Ve
                         // set, and only a wrap-around of the pid space in that window could
                         // make it another's.
                         rtscope_load::sys::kill(shepherd, libc::SIGTERM);
+                        skipping_grace();
                         return true;
                     }
                     _ => {}

@@ -380,7 +380,8 @@ fn sigterm_while_the_loads_settle_stops_everything() {
     signal(&child, libc::SIGTERM);
     let started = Instant::now();
     let o = child.wait_with_output().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(4));
+    // A liveness bound; that the run stopped before measuring is the text below.
+    assert!(started.elapsed() < Duration::from_secs(30));
     assert_eq!(o.status.code(), Some(3), "{}", dump(&o));
     assert!(
         text(&o.stdout).contains("interrupted before measuring"),
@@ -510,13 +511,20 @@ fn a_second_sigint_skips_the_loads_grace_period_and_still_saves_the_run() {
         let o = child.wait_with_output().unwrap();
         timings.push(t0.elapsed());
         assert_eq!(o.status.code(), Some(3), "{}", dump(&o));
+        assert_eq!(
+            text(&o.stderr).contains("without their grace period"),
+            twice,
+            "{}",
+            dump(&o)
+        );
         assert_no_survivors(&s.mark);
         let r = runs(&s.db);
         assert_eq!(r.last().unwrap()["status"], "interrupted", "{r:#?}");
     }
+    // One SIGINT waits the loads' 2 s grace period (a lower bound: load only adds to it); the
+    // second skipped it, as rtscope says (no comparison of the two times: at load 200 the
+    // second run may well take longer than the first).
     assert!(timings[0] >= Duration::from_millis(1900), "{timings:?}");
-    // Relative to the peer measured here: the second SIGINT skipped the grace period.
-    assert!(timings[1] < timings[0], "{timings:?}");
 }
 
 #[test]

@@ -426,8 +426,9 @@ fn a_load_that_ignores_sigterm_is_killed_after_the_grace_period() {
     ];
     let start = Instant::now();
     let o = common::run(bin(), &[&args[..], &["sh", "-c", script]].concat());
+    // A liveness bound (the script sleeps 100 s unless killed), not a speed.
     assert!(
-        start.elapsed() < Duration::from_secs(5),
+        start.elapsed() < Duration::from_secs(60),
         "took {:?}",
         start.elapsed()
     );

@@ -115,7 +115,8 @@ fn sigterm_ends_the_run_with_exit_3_and_keeps_the_results() {
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let t0 = std::time::Instant::now();
     let o = child.wait_with_output().unwrap();
-    assert!(t0.elapsed() < Duration::from_secs(20));
+    // A liveness bound below the 60 s run, not a speed.
+    assert!(t0.elapsed() < Duration::from_secs(45));
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(3), "{out}{err}");
     assert!(out.contains("interrupted by SIGTERM"), "{out}");
