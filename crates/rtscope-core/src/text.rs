@@ -70,6 +70,31 @@ pub fn escape(s: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// `s` as one CSV field (RFC 4180): quoted, its quotes doubled, when it holds a comma, a quote
+/// or a line break; unchanged otherwise.
+pub fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains([',', '"', '\r', '\n']) {
+        std::borrow::Cow::Owned(format!("\"{}\"", s.replace('"', "\"\"")))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
+/// An untrusted text cell of a CSV file (labels, tags, names): control characters escaped as
+/// for a terminal ([`escape`]), a leading `=`, `+`, `-` or `@` prefixed with `'` (a
+/// spreadsheet would run it as a formula), then [`csv_field`]. The one CSV text rule of the
+/// report's `summary.csv` and the exports.
+pub fn csv_text(s: &str) -> std::borrow::Cow<'_, str> {
+    let escaped = escape(s);
+    if escaped.starts_with(['=', '+', '-', '@']) {
+        return std::borrow::Cow::Owned(csv_field(&format!("'{escaped}")).into_owned());
+    }
+    match escaped {
+        std::borrow::Cow::Borrowed(b) => csv_field(b),
+        std::borrow::Cow::Owned(o) => std::borrow::Cow::Owned(csv_field(&o).into_owned()),
+    }
+}
+
 /// [`escape`] on each line of `s`, keeping its line breaks: for a block of text made of
 /// untrusted pieces.
 pub fn escape_lines(s: &str) -> String {
@@ -136,6 +161,18 @@ pub fn columns(cells: &[Vec<String>], right_from: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn csv_text_escapes_quotes_and_disarms_formulas() {
+        assert_eq!(csv_text("idle"), "idle");
+        assert_eq!(csv_text("a,b"), "\"a,b\"");
+        assert_eq!(csv_text("say \"x\""), "\"say \"\"x\"\"\"");
+        assert_eq!(csv_text("evil\u{1b}[31m\u{7}"), "evil\\x1b[31m\\x07");
+        assert_eq!(csv_text("line\nbreak"), "line\\nbreak");
+        assert_eq!(csv_text("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
+        assert_eq!(csv_text("-1+2"), "'-1+2");
+        assert_eq!(csv_field("a\r\nb"), "\"a\r\nb\"");
+    }
 
     #[test]
     fn escapes_control_characters() {

@@ -11,22 +11,14 @@ use std::io::{self, Write};
 /// Line end (RFC 4180 §2.1).
 const EOL: &[u8] = b"\r\n";
 
-/// `s` as one CSV field: unchanged unless it needs quoting.
+/// `s` as one CSV field: unchanged unless it needs quoting (rtscope-core's rule).
 pub fn field(s: &str) -> Cow<'_, str> {
-    if s.contains([',', '"', '\r', '\n']) {
-        Cow::Owned(format!("\"{}\"", s.replace('"', "\"\"")))
-    } else {
-        Cow::Borrowed(s)
-    }
+    rtscope_core::text::csv_field(s)
 }
 
 /// A text cell safe to open in a spreadsheet: a leading `'` before `= + - @ TAB CR`.
 pub fn text_field(s: &str) -> Cow<'_, str> {
-    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-        Cow::Owned(field(&format!("'{s}")).into_owned())
-    } else {
-        field(s)
-    }
+    rtscope_core::text::csv_text(s)
 }
 
 fn write_cell(w: &mut dyn Write, cell: Cell<'_>) -> io::Result<()> {

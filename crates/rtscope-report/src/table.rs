@@ -97,12 +97,10 @@ fn us3(v: Option<u64>) -> String {
     v.map_or(String::new(), |ns| format!("{:.3}", ns as f64 / 1000.0))
 }
 
+/// An untrusted text cell (rtscope-core's one CSV rule: control characters escaped, formulas
+/// disarmed, quoted as needed).
 fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
+    rtscope_core::text::csv_text(s).into_owned()
 }
 
 /// `summary.csv`: one line per run × CPU plus each run's `all` line; latencies in µs with ns

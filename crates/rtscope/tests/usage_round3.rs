@@ -415,3 +415,76 @@ fn a_load_whose_report_was_lost_is_not_a_success() {
     }
     eprintln!("a lost report was seen: {lost_seen}");
 }
+
+/// N8, the second line of defence: a database holding control characters in a label and a tag
+/// (an old or foreign one: every input refuses them now) renders with no raw ESC or BEL in
+/// any text file of the report, and every SVG is well-formed XML.
+#[test]
+fn a_report_of_hostile_labels_has_no_raw_control_characters() {
+    let dir = temp_path("hostile-report");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("h.db");
+    let o = run(
+        BIN,
+        &[
+            "import",
+            &fixture("hist-h400.txt"),
+            "--db",
+            db.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    {
+        let mut s = rtscope_store::Store::open(&db).unwrap();
+        s.set_tag(1, "rack\u{1b}[31m", Some("one\u{7}")).unwrap();
+    }
+    let c = std::process::Command::new("sqlite3")
+        .arg(&db)
+        .arg("UPDATE runs SET label = 'evil' || char(27) || '[2J' || char(7)")
+        .status();
+    rtscope_testkit::require!(
+        c.is_ok_and(|s| s.success()),
+        "sqlite3 is not installed (apt-get install sqlite3; .ci/run installs it)"
+    );
+    let out = dir.join("out");
+    let o = run(
+        BIN,
+        &[
+            "report",
+            "1",
+            "--db",
+            db.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    for e in std::fs::read_dir(&out).unwrap().flatten() {
+        let p = e.path();
+        let ext = p.extension().and_then(|x| x.to_str()).unwrap_or("");
+        if !["svg", "html", "csv", "md"].contains(&ext) {
+            continue;
+        }
+        let bytes = std::fs::read(&p).unwrap();
+        assert!(
+            !bytes.iter().any(|&b| b == 0x1b || b == 0x07),
+            "raw control character in {}",
+            p.display()
+        );
+        if ext == "svg" && rtscope_testkit::have("xmllint", "--version") {
+            let x = Command::new("xmllint")
+                .arg("--noout")
+                .arg(&p)
+                .output()
+                .unwrap();
+            assert!(
+                x.status.success(),
+                "{}: {}",
+                p.display(),
+                String::from_utf8_lossy(&x.stderr)
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
