@@ -488,3 +488,14 @@ fn a_report_of_hostile_labels_has_no_raw_control_characters() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// N15: `--target-jobs 0` was accepted (no board would ever run).
+#[test]
+fn target_jobs_zero_is_refused() {
+    let o = run(
+        BIN,
+        &["check", "--target", "127.0.0.1", "--target-jobs", "0"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", dump(&o));
+    assert!(stderr(&o).contains("--target-jobs"), "{}", dump(&o));
+}
