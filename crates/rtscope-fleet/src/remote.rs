@@ -253,9 +253,9 @@ enum Binary {
 }
 
 /// The local rtscope for a board's `uname -m`: this one for this architecture, else
-/// `rtscope-ARCH` beside it (the static release binaries); `Err` names where it was looked for.
-pub fn local_binary(arch: &str) -> Result<PathBuf, String> {
-    let me = std::env::current_exe().map_err(|e| e.to_string())?;
+/// `rtscope-ARCH` beside it (the static release binaries).
+pub fn local_binary(arch: &str) -> Result<PathBuf, RemoteError> {
+    let me = std::env::current_exe()?;
     if arch == std::env::consts::ARCH {
         return Ok(me);
     }
@@ -263,7 +263,10 @@ pub fn local_binary(arch: &str) -> Result<PathBuf, String> {
     if other.is_file() {
         Ok(other)
     } else {
-        Err(other.display().to_string())
+        Err(RemoteError::NoBinary {
+            arch: arch.to_string(),
+            wanted: other.display().to_string(),
+        })
     }
 }
 
@@ -280,9 +283,7 @@ fn binary(ssh: &Ssh, t: &Target) -> Result<Binary, RemoteError> {
             .trim()
             .to_string(),
     };
-    local_binary(&arch)
-        .map(Binary::Copied)
-        .map_err(|wanted| RemoteError::NoBinary { arch, wanted })
+    local_binary(&arch).map(Binary::Copied)
 }
 
 /// Creates the remote directory and copies the binary and the job's files into it.

@@ -59,7 +59,8 @@ pub enum TargetError {
         /// The file.
         path: String,
         /// Why it cannot be used.
-        why: String,
+        #[source]
+        why: NotRegular,
     },
     /// The targets file does not parse, or a board in it is invalid.
     #[error("{path}: {why}")]
@@ -133,13 +134,29 @@ impl Target {
     }
 }
 
-/// `Ok` for a regular file (symlinks followed), else why not, in words.
-pub fn regular_file(p: &Path) -> Result<(), String> {
-    match std::fs::metadata(p) {
-        Err(e) => Err(e.to_string()),
-        Ok(m) if m.is_file() => Ok(()),
-        Ok(m) if m.is_dir() => Err("a directory, not a file".into()),
-        Ok(_) => Err("not a regular file (a device, FIFO or socket)".into()),
+/// Why a local input is not a file rtscope reads.
+#[derive(Debug, thiserror::Error)]
+pub enum NotRegular {
+    /// It cannot be looked at (missing, no permission).
+    #[error(transparent)]
+    Unreadable(#[from] std::io::Error),
+    /// A directory.
+    #[error("a directory, not a file")]
+    Directory,
+    /// A device, FIFO or socket (reading one may never end).
+    #[error("not a regular file (a device, FIFO or socket)")]
+    Special,
+}
+
+/// `Ok` for a regular file (symlinks followed), else why not.
+pub fn regular_file(p: &Path) -> Result<(), NotRegular> {
+    let m = std::fs::metadata(p)?;
+    if m.is_file() {
+        Ok(())
+    } else if m.is_dir() {
+        Err(NotRegular::Directory)
+    } else {
+        Err(NotRegular::Special)
     }
 }
 
@@ -218,7 +235,7 @@ impl Targets {
             source,
         };
         // A device or FIFO named as the targets file would hang or never end.
-        regular_file(&path).map_err(|why| read_err(std::io::Error::other(why)))?;
+        regular_file(&path).map_err(|why| read_err(std::io::Error::other(why.to_string())))?;
         let mut text = String::new();
         use std::io::Read as _;
         std::fs::File::open(&path)

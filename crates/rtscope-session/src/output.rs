@@ -74,6 +74,19 @@ pub fn warn(text: &str) {
 pub use rtscope_common::outfile::{create_new, AtomicFile};
 use rtscope_common::outfile::{open_special, Dest};
 
+/// A result file that could not be written at the end of a run.
+#[derive(Debug, thiserror::Error)]
+#[error("error: cannot write '{path}' ({flag}): {source}")]
+pub struct WriteError {
+    /// The file (`-`: standard output), escaped for a terminal.
+    pub path: String,
+    /// The option that named it.
+    pub flag: &'static str,
+    /// Why.
+    #[source]
+    pub source: io::Error,
+}
+
 /// A result file named on the command line, opened before the run.
 pub enum OutputFile {
     /// `-`: standard output.
@@ -114,8 +127,13 @@ impl OutputFile {
     }
 
     /// Writes `body` (to `stdout` for `-`) and puts the file in place; the error names the
-    /// file and the flag.
-    pub fn write(self, body: &[u8], stdout: &mut dyn Write, flag: &str) -> Result<(), String> {
+    /// file and the flag, its cause kept.
+    pub fn write(
+        self,
+        body: &[u8],
+        stdout: &mut dyn Write,
+        flag: &'static str,
+    ) -> Result<(), WriteError> {
         let (path, r) = match self {
             OutputFile::Stdout => (
                 PathBuf::from("-"),
@@ -131,11 +149,10 @@ impl OutputFile {
                 (path, r)
             }
         };
-        r.map_err(|e| {
-            format!(
-                "error: cannot write '{}' ({flag}): {e}",
-                rtscope_core::text::escape(&path.display().to_string())
-            )
+        r.map_err(|source| WriteError {
+            path: rtscope_core::text::escape(&path.display().to_string()).into_owned(),
+            flag,
+            source,
         })
     }
 }
@@ -197,7 +214,10 @@ mod tests {
     #[test]
     fn a_device_is_written_in_place_and_its_failure_named() {
         let f = OutputFile::prepare(Path::new("/dev/full"), "--json").unwrap();
-        let e = f.write(b"{}\n", &mut io::sink(), "--json").unwrap_err();
+        let e = f
+            .write(b"{}\n", &mut io::sink(), "--json")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("/dev/full") && e.contains("--json"), "{e}");
     }
 

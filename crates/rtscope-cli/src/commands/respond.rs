@@ -459,7 +459,7 @@ fn finish(
     });
     let body = serde_json::to_string_pretty(&doc)? + "\n";
     if let Err(e) = file.write(body.as_bytes(), out, "--json") {
-        rtscope_session::output::warn(&e);
+        rtscope_session::output::warn(&e.to_string());
         status = ExitStatus::Usage;
     }
     Ok(status)

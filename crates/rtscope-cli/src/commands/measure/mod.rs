@@ -210,7 +210,7 @@ pub fn run(
     human.flush()?;
     if let (Some(file), Some(body)) = (json_file, json) {
         if let Err(e) = file.write(body.as_bytes(), &mut stdout, "--json") {
-            rtscope_session::output::warn(&e);
+            rtscope_session::output::warn(&e.to_string());
             status = ExitStatus::Usage;
         }
     }
