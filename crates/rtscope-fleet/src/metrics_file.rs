@@ -132,7 +132,9 @@ impl MetricsFile {
         );
         if let Err(e) = self.write(&r) {
             if !self.warned {
-                eprintln!("rtscope: warning: --metrics-file: {e} (the run goes on)");
+                rtscope_session::output::warn(&format!(
+                    "rtscope: warning: --metrics-file: {e} (the run goes on)"
+                ));
                 self.warned = true;
             }
         }

@@ -110,7 +110,8 @@ impl OutputFile {
         };
         // rtscope-common's one rule: `-` and /dev/stdout are stdout, a device is written
         // through, a symlink refused (unless --follow-symlinks), a regular file replaced whole.
-        match Dest::resolve(path).map_err(UsageError::from_error)? {
+        let dest = Dest::resolve(path).map_err(|e| UsageError::new(format!("{flag}: {e}")))?;
+        match dest {
             Dest::Stdout => Ok(OutputFile::Stdout),
             Dest::Special(p) => open_special(&p)
                 .map(|f| OutputFile::Special(f, p))

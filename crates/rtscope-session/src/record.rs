@@ -641,7 +641,7 @@ impl Recording {
     ) {
         if let Some(r) = &mut self.recorder {
             if let Err(e) = r.store.write_spikes(r.id, summary, rows) {
-                eprintln!("rtscope: error: recording stopped: {e}");
+                crate::output::warn(&format!("rtscope: error: recording stopped: {e}"));
                 self.error = Some(e.to_string());
                 self.recorder = None;
             }

@@ -153,7 +153,7 @@ fn a_missing_gpio_chip_is_a_clear_usage_error() {
 }
 
 #[test]
-fn the_json_file_replaces_a_planted_symlink_and_never_writes_through_it() {
+fn the_json_file_is_never_written_through_a_planted_symlink() {
     let target = tmp("target.txt");
     let link = tmp("link.json");
     std::fs::write(&target, "keep").unwrap();
@@ -162,12 +162,17 @@ fn the_json_file_replaces_a_planted_symlink_and_never_writes_through_it() {
     args.push(link.to_str().unwrap());
     args.extend(UNPRIVILEGED);
     let o = rtscope(&args);
-    // Like every output file: written under a new name and renamed over the link.
-    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    // Like every output file (rtscope-common's outfile): a symlink is refused before the run
+    // unless --follow-symlinks, neither followed nor replaced.
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    assert!(text(&o).1.contains("symlink"), "{:?}", text(&o));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
-    assert!(!link.is_symlink(), "the link is replaced, not followed");
+    assert!(link.is_symlink(), "the link stays");
+    args.push("--follow-symlinks");
+    let o = rtscope(&args);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
     let doc: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&link).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(&target).unwrap()).unwrap();
     assert_eq!(doc["schema"], "rtscope.respond/1");
     let _ = std::fs::remove_file(link);
     let _ = std::fs::remove_file(target);

@@ -39,7 +39,7 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         .collect::<Result<Vec<_>, UsageError>>()?;
     let c = Comparison::new(groups, &stats, thresholds, matrix_stat, a.rows.as_deref());
     if let (Some(key), None) = (&a.rows, &c.matrix) {
-        eprintln!("note: --rows {key}: no load-case matrix, as no run has a `case` tag or a campaign load case");
+        rtscope_session::output::warn(&format!("note: --rows {key}: no load-case matrix, as no run has a `case` tag or a campaign load case"));
     }
     let status = if c.regressions() > 0 && !a.no_fail {
         ExitStatus::LimitExceeded
@@ -48,7 +48,7 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     };
     if let Some(dir) = &a.plot {
         for path in plot::write(&c, dir)? {
-            eprintln!("wrote {}", path.display());
+            rtscope_session::output::warn(&format!("wrote {}", path.display()));
         }
     }
     crate::commands::fleet::compare_ci(&a.ci_output, &c, out)?;
@@ -73,10 +73,10 @@ fn load_group(store: &Store, text: &str) -> Result<Vec<RunData>, UsageError> {
         .flatten()
         .collect::<Vec<_>>();
     for r in runs.iter().filter(|r| r.status != RunStatus::Complete) {
-        eprintln!(
+        rtscope_session::output::warn(&format!(
             "note: run {} ('{text}') is {}: its statistics cover what was recorded",
             r.id, r.status
-        );
+        ));
     }
     Ok(runs)
 }

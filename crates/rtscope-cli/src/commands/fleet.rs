@@ -122,7 +122,7 @@ fn ci_outputs(outs: &[String]) -> Result<Vec<CiOutput>, UsageError> {
 pub fn compare_ci(outs: &[String], c: &Comparison, out: &mut dyn Write) -> anyhow::Result<()> {
     let sub = kcidb::Submission::default();
     for p in output::write_compare(c, &ci_outputs(outs)?, out, &sub).map_err(usage)? {
-        eprintln!("rtscope: wrote {}", p.display());
+        rtscope_session::output::warn(&format!("rtscope: wrote {}", p.display()));
     }
     Ok(())
 }
@@ -145,7 +145,7 @@ pub fn with_ci(
     for p in
         output::write_ci(&store, mark, &outs, out, &kcidb::Submission::default()).map_err(usage)?
     {
-        eprintln!("rtscope: wrote {}", p.display());
+        rtscope_session::output::warn(&format!("rtscope: wrote {}", p.display()));
     }
     Ok(status)
 }

@@ -64,10 +64,10 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             && r.metrics.is_empty()
     };
     for r in reports.iter().filter(lost) {
-        eprintln!(
+        rtscope_session::output::warn(&format!(
             "rtscope load: {}: its report was lost (SIGKILLed when --grace {} ran out after SIGTERM); on a busy machine raise --grace",
             r.name, a.grace
-        );
+        ));
     }
     Ok(
         if reports

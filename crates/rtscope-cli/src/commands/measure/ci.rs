@@ -28,7 +28,7 @@ pub fn measure_with_ci(
         super::run(&recorded, argv.to_vec(), o)
     });
     let _ = std::fs::remove_dir_all(&dir);
-    eprintln!("rtscope: --no-db: the run was kept only for --ci-output, in a temporary database now removed");
+    rtscope_session::output::warn("rtscope: --no-db: the run was kept only for --ci-output, in a temporary database now removed");
     status
 }
 

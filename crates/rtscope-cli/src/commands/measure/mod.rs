@@ -183,9 +183,9 @@ pub fn run(
         checkpoint_period: std::time::Duration::ZERO,
     };
     let mut session = Session::start(plan, settings, recorded)?;
-    eprintln!("rtscope: {}", session.placement_line());
+    rtscope_session::output::warn(&format!("rtscope: {}", session.placement_line()));
     if let Some(line) = session.explain_line() {
-        eprintln!("rtscope: {line}");
+        rtscope_session::output::warn(&format!("rtscope: {line}"));
     }
     let mut progress = Progress::new(!a.quiet, session.plan().config.duration);
     let measured = session.drive(tick, &mut |run: &Run, ev| {
