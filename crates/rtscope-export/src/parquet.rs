@@ -1,7 +1,12 @@
 //! A small Parquet writer: one table per file, in one or more row groups (streamed: see
 //! [`Writer`]), uncompressed v1 data pages with
-//! PLAIN values, RLE definition levels for nullable columns, and the footer (`FileMetaData`)
-//! in the Thrift compact protocol.
+//! DELTA_BINARY_PACKED integers (see [`super::delta`]), PLAIN floats and text, RLE definition
+//! levels for nullable columns, and the footer (`FileMetaData`) in the Thrift compact protocol.
+//!
+//! No compression codec: on the `samples` table, which is nearly all of a `--raw` run's bytes,
+//! the delta encoding leaves the latency noise bit-packed (about 4 B per sample against 40
+//! PLAIN, BENCHMARKS.md "Export sizes"), where a general-purpose compressor finds little left
+//! to take, and every codec crate adds to the 1 GB boards' 4.0 MB binary budget.
 //!
 //! Column types: integers INT64, floats DOUBLE, text BYTE_ARRAY annotated STRING (logical
 //! type) and UTF8 (converted type, for older readers); a nullable column is OPTIONAL, the
@@ -31,6 +36,7 @@ const OPTIONAL: i32 = 1;
 const CONVERTED_UTF8: i32 = 0;
 const ENCODING_PLAIN: i32 = 0;
 const ENCODING_RLE: i32 = 3;
+const ENCODING_DELTA_BINARY_PACKED: i32 = 5;
 const CODEC_UNCOMPRESSED: i32 = 0;
 const PAGE_DATA: i32 = 0;
 
@@ -98,6 +104,25 @@ pub fn definition_levels(defined: impl Iterator<Item = bool>) -> Vec<u8> {
     out
 }
 
+/// The encoding of the values of a column: DELTA_BINARY_PACKED integers, PLAIN others.
+fn encoding(v: &Values) -> i32 {
+    match v {
+        Values::Int(_) => ENCODING_DELTA_BINARY_PACKED,
+        Values::Float(_) | Values::Text(_) => ENCODING_PLAIN,
+    }
+}
+
+/// The non-null values of `rows` in the column's [`encoding`].
+fn encoded_values(v: &Values, rows: std::ops::Range<usize>) -> io::Result<Vec<u8>> {
+    match v {
+        Values::Int(v) => {
+            let ints: Vec<i64> = v[rows].iter().flatten().copied().collect();
+            Ok(super::delta::encode(&ints))
+        }
+        Values::Float(_) | Values::Text(_) => plain_values(v, rows),
+    }
+}
+
 /// The PLAIN encoding of the non-null values of `rows`.
 fn plain_values(v: &Values, rows: std::ops::Range<usize>) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
@@ -129,11 +154,11 @@ fn page_body(c: &Column, rows: std::ops::Range<usize>) -> io::Result<Vec<u8>> {
         body.extend_from_slice(&len.to_le_bytes());
         body.extend_from_slice(&levels);
     }
-    body.extend_from_slice(&plain_values(&c.values, rows)?);
+    body.extend_from_slice(&encoded_values(&c.values, rows)?);
     Ok(body)
 }
 
-fn page_header(values: usize, body: usize) -> io::Result<Vec<u8>> {
+fn page_header(values: usize, body: usize, encoding: i32) -> io::Result<Vec<u8>> {
     let size = i32::try_from(body).map_err(|_| too_large("a page"))?;
     let values = i32::try_from(values).map_err(|_| too_large("a page"))?;
     let mut h = Compact::new();
@@ -142,7 +167,7 @@ fn page_header(values: usize, body: usize) -> io::Result<Vec<u8>> {
     h.i32(3, size); // compressed_page_size
     h.strukt(5, |d| {
         d.i32(1, values); // num_values, nulls included
-        d.i32(2, ENCODING_PLAIN);
+        d.i32(2, encoding);
         d.i32(3, ENCODING_RLE); // definition levels
         d.i32(4, ENCODING_RLE); // repetition levels (none: the schema is flat)
     });
@@ -161,7 +186,7 @@ fn write_chunk(
     while start < rows {
         let end = rows.min(start + page_rows);
         let body = page_body(c, start..end)?;
-        w.put(&page_header(end - start, body.len())?)?;
+        w.put(&page_header(end - start, body.len(), encoding(&c.values))?)?;
         w.put(&body)?;
         start = end;
     }
@@ -186,7 +211,7 @@ fn column_chunk(cc: &mut Compact, c: &Column, chunk: Chunk, rows: i64) {
     cc.i64(2, chunk.offset); // file_offset (deprecated; the chunk's start)
     cc.strukt(3, |m| {
         m.i32(1, physical_type(&c.values));
-        m.i32_list(2, &[ENCODING_PLAIN, ENCODING_RLE]);
+        m.i32_list(2, &[encoding(&c.values), ENCODING_RLE]);
         m.string_list(3, &[&c.name]);
         m.i32(4, CODEC_UNCOMPRESSED);
         m.i64(5, rows); // num_values
@@ -347,6 +372,7 @@ fn write_paged(
 
 #[cfg(test)]
 mod tests {
+    use super::super::delta;
     use super::*;
 
     fn table() -> Table {
@@ -412,16 +438,14 @@ mod tests {
     }
 
     #[test]
-    fn pages_split_a_column_and_values_are_plain_little_endian() {
+    fn pages_split_a_column_and_integers_are_delta_encoded() {
         let t = Table::new("t").int("v", [1, 2, 3, 4, 5]);
         let one = file(&t, PAGE_ROWS);
         let three = file(&t, 2);
         let data = |f: &[u8]| f.len() - 12 - footer(f).len();
         assert!(data(&three) > data(&one), "three page headers, not one");
-        assert!(contains(
-            &one,
-            &[1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0]
-        ));
+        assert!(contains(&one, &delta::encode(&[1, 2, 3, 4, 5])));
+        assert!(contains(&three, &delta::encode(&[3, 4])));
     }
 
     #[test]
@@ -438,7 +462,9 @@ mod tests {
         // num_rows (field 3, i64 zigzag 5 = 10), then row_groups: a list of 2 structs.
         assert!(contains(meta, &[0x16, 0x0a, 0x19, 0x2c]), "{meta:x?}");
         // Values of both groups are in the file, in order.
-        assert!(contains(&buf, &[2, 0, 0, 0, 0, 0, 0, 0]) && contains(&buf, &[5, 0, 0, 0]));
+        let (a, b) = (delta::encode(&[1, 2]), delta::encode(&[3, 4, 5]));
+        let at = |n: &[u8]| buf.windows(n.len()).position(|w| w == n);
+        assert!(at(&a).is_some() && at(&a) < at(&b), "{buf:x?}");
         let other = Table::new("t").opt_int("v", [Some(1)]);
         let mut sink = Vec::new();
         let mut w = Writer::new(&mut sink, &part(vec![]), "x", "s").unwrap();
