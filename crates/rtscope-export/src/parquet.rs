@@ -4,9 +4,10 @@
 //! levels for nullable columns, and the footer (`FileMetaData`) in the Thrift compact protocol.
 //!
 //! No compression codec: on the `samples` table, which is nearly all of a `--raw` run's bytes,
-//! the delta encoding leaves the latency noise bit-packed (about 4 B per sample against 40
-//! PLAIN, BENCHMARKS.md "Export sizes"), where a general-purpose compressor finds little left
-//! to take, and every codec crate adds to the 1 GB boards' 4.0 MB binary budget.
+//! the delta encoding leaves only the latency noise, bit-packed: 4.65 B per sample on a noisy
+//! run against 40 PLAIN. pyarrow's snappy and zstd on top of the same delta encoding took 1.3 %
+//! more off (BENCHMARKS.md, "Export and raw-sample sizes"): not worth a codec crate in the 1 GB
+//! boards' 4.0 MB binary budget.
 //!
 //! Column types: integers INT64, floats DOUBLE, text BYTE_ARRAY annotated STRING (logical
 //! type) and UTF8 (converted type, for older readers); a nullable column is OPTIONAL, the
