@@ -9,6 +9,7 @@
 
 pub mod csv;
 pub mod delta;
+pub mod dict;
 pub mod json;
 pub mod parquet;
 pub mod table;

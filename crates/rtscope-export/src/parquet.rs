@@ -1,6 +1,7 @@
 //! A small Parquet writer: one table per file, in one or more row groups (streamed: see
 //! [`Writer`]), uncompressed v1 data pages with
-//! DELTA_BINARY_PACKED integers (see [`super::delta`]), PLAIN floats and text, RLE definition
+//! DELTA_BINARY_PACKED integers (see [`super::delta`]), PLAIN floats, text PLAIN or — where it
+//! repeats — RLE_DICTIONARY after a dictionary page (see [`super::dict`]), RLE definition
 //! levels for nullable columns, and the footer (`FileMetaData`) in the Thrift compact protocol.
 //!
 //! No compression codec: on the `samples` table, which is nearly all of a `--raw` run's bytes,
@@ -17,6 +18,7 @@
 //! Reference: <https://github.com/apache/parquet-format> (README.md, Encodings.md,
 //! src/main/thrift/parquet.thrift); the field ids below are that file's.
 
+use super::dict::Dictionary;
 use super::table::{Cell, Column, Table, Values};
 use super::thrift::Compact;
 use std::io::{self, Write};
@@ -38,14 +40,20 @@ const CONVERTED_UTF8: i32 = 0;
 const ENCODING_PLAIN: i32 = 0;
 const ENCODING_RLE: i32 = 3;
 const ENCODING_DELTA_BINARY_PACKED: i32 = 5;
+const ENCODING_RLE_DICTIONARY: i32 = 8;
 const CODEC_UNCOMPRESSED: i32 = 0;
 const PAGE_DATA: i32 = 0;
+const PAGE_DICTIONARY: i32 = 2;
 
 /// Where a written column chunk lies.
 #[derive(Debug, Clone, Copy)]
 struct Chunk {
-    /// Offset of its first page header.
+    /// Offset of its first page header (the dictionary page's, if any).
     offset: i64,
+    /// Offset of its first data page header.
+    data_offset: i64,
+    /// Whether a dictionary page comes first and the data pages hold indices into it.
+    dictionary: bool,
     /// Bytes, page headers included.
     size: i64,
 }
@@ -146,8 +154,12 @@ fn plain_values(v: &Values, rows: std::ops::Range<usize>) -> io::Result<Vec<u8>>
 }
 
 /// A v1 data page's body: definition levels (nullable columns only, with their byte length
-/// in front), then the values.
-fn page_body(c: &Column, rows: std::ops::Range<usize>) -> io::Result<Vec<u8>> {
+/// in front), then the values, or their indices into `dict`.
+fn page_body(
+    c: &Column,
+    rows: std::ops::Range<usize>,
+    dict: Option<&Dictionary<'_>>,
+) -> io::Result<Vec<u8>> {
     let mut body = Vec::new();
     if c.nullable {
         let levels = definition_levels(rows.clone().map(|r| c.values.cell(r) != Cell::Null));
@@ -155,7 +167,10 @@ fn page_body(c: &Column, rows: std::ops::Range<usize>) -> io::Result<Vec<u8>> {
         body.extend_from_slice(&len.to_le_bytes());
         body.extend_from_slice(&levels);
     }
-    body.extend_from_slice(&encoded_values(&c.values, rows)?);
+    match (dict, &c.values) {
+        (Some(d), Values::Text(v)) => body.extend_from_slice(&d.indices(&v[rows])),
+        _ => body.extend_from_slice(&encoded_values(&c.values, rows)?),
+    }
     Ok(body)
 }
 
@@ -175,7 +190,32 @@ fn page_header(values: usize, body: usize, encoding: i32) -> io::Result<Vec<u8>>
     Ok(h.finish())
 }
 
-/// Writes column `c` of a `rows`-row table as one chunk of data pages.
+/// The header of a dictionary page of `entries` values, PLAIN, in `body` bytes.
+fn dictionary_page_header(entries: usize, body: usize) -> io::Result<Vec<u8>> {
+    let size = i32::try_from(body).map_err(|_| too_large("a dictionary page"))?;
+    let entries = i32::try_from(entries).map_err(|_| too_large("a dictionary page"))?;
+    let mut h = Compact::new();
+    h.i32(1, PAGE_DICTIONARY);
+    h.i32(2, size); // uncompressed_page_size
+    h.i32(3, size); // compressed_page_size
+    h.strukt(7, |d| {
+        d.i32(1, entries); // num_values
+        d.i32(2, ENCODING_PLAIN);
+    });
+    Ok(h.finish())
+}
+
+/// The encoding of `c`'s data pages.
+fn page_encoding(c: &Column, dict: bool) -> i32 {
+    if dict {
+        ENCODING_RLE_DICTIONARY
+    } else {
+        encoding(&c.values)
+    }
+}
+
+/// Writes column `c` of a `rows`-row table as one chunk: a dictionary page for text that
+/// repeats (see [`Dictionary::worth`]), then data pages.
 fn write_chunk(
     w: &mut Counting<'_>,
     c: &Column,
@@ -183,17 +223,33 @@ fn write_chunk(
     page_rows: usize,
 ) -> io::Result<Chunk> {
     let offset = w.pos;
+    let dict = match &c.values {
+        Values::Text(v) => Dictionary::worth(&v[..rows]),
+        Values::Int(_) | Values::Float(_) => None,
+    };
+    if let Some(d) = &dict {
+        let body = d.page();
+        w.put(&dictionary_page_header(d.len(), body.len())?)?;
+        w.put(&body)?;
+    }
+    let data_offset = w.pos;
     let mut start = 0;
     while start < rows {
         let end = rows.min(start + page_rows);
-        let body = page_body(c, start..end)?;
-        w.put(&page_header(end - start, body.len(), encoding(&c.values))?)?;
+        let body = page_body(c, start..end, dict.as_ref())?;
+        w.put(&page_header(
+            end - start,
+            body.len(),
+            page_encoding(c, dict.is_some()),
+        )?)?;
         w.put(&body)?;
         start = end;
     }
     let as_i64 = |v: u64| i64::try_from(v).map_err(|_| too_large("a file"));
     Ok(Chunk {
         offset: as_i64(offset)?,
+        data_offset: as_i64(data_offset)?,
+        dictionary: dict.is_some(),
         size: as_i64(w.pos - offset)?,
     })
 }
@@ -212,13 +268,20 @@ fn column_chunk(cc: &mut Compact, c: &Column, chunk: Chunk, rows: i64) {
     cc.i64(2, chunk.offset); // file_offset (deprecated; the chunk's start)
     cc.strukt(3, |m| {
         m.i32(1, physical_type(&c.values));
-        m.i32_list(2, &[encoding(&c.values), ENCODING_RLE]);
+        if chunk.dictionary {
+            m.i32_list(2, &[ENCODING_PLAIN, ENCODING_RLE_DICTIONARY, ENCODING_RLE]);
+        } else {
+            m.i32_list(2, &[encoding(&c.values), ENCODING_RLE]);
+        }
         m.string_list(3, &[&c.name]);
         m.i32(4, CODEC_UNCOMPRESSED);
         m.i64(5, rows); // num_values
         m.i64(6, chunk.size); // total_uncompressed_size
         m.i64(7, chunk.size); // total_compressed_size
-        m.i64(9, chunk.offset); // data_page_offset
+        m.i64(9, chunk.data_offset); // data_page_offset
+        if chunk.dictionary {
+            m.i64(11, chunk.offset); // dictionary_page_offset
+        }
     });
 }
 
@@ -485,7 +548,7 @@ mod tests {
     #[test]
     fn nullable_page_body_has_level_length_levels_then_non_null_values() {
         let t = table();
-        let body = page_body(&t.columns[2], 0..5).unwrap();
+        let body = page_body(&t.columns[2], 0..5, None).unwrap();
         let levels = definition_levels([true, false, true, false, false].into_iter());
         let mut want = (levels.len() as u32).to_le_bytes().to_vec();
         want.extend(&levels);

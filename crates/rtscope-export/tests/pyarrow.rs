@@ -1,6 +1,7 @@
 //! The Parquet writer's encodings read back by pyarrow (python3 with `pip install pandas
 //! pyarrow`; the test fails without them): adversarial integers (the extremes, wrapping
-//! deltas, nulls, blocks and pages cut mid-miniblock) and a noisy run's samples, every value
+//! deltas, nulls, blocks and pages cut mid-miniblock), repeated and distinct text with nulls
+//! (dictionary or PLAIN) and a noisy run's samples, every value and each chunk's encoding
 //! compared, and the samples' file at most a quarter of its CSV.
 
 use rtscope_export::table::Table;
@@ -18,7 +19,7 @@ fn lcg(x: &mut u64) -> u64 {
 fn adversarial() -> Vec<i64> {
     let mut v = vec![0, i64::MIN, i64::MAX, i64::MIN, -1, 1, i64::MAX, 0];
     let mut x = 7;
-    for i in 0..1_000 {
+    for i in 0..992 {
         let r = lcg(&mut x) as i64;
         v.push(match i % 5 {
             0 => r.wrapping_mul(4_096),
@@ -42,8 +43,17 @@ fn samples() -> Vec<(i64, i64, i64)> {
         .collect()
 }
 
-/// Columns of integers, `None` a null; a column with a null is nullable.
-type Columns = Vec<(&'static str, Vec<Option<i64>>)>;
+/// A column's values, `None` a null; a column with a null is nullable.
+#[derive(Clone)]
+enum Col {
+    Int(Vec<Option<i64>>),
+    Text(Vec<Option<String>>),
+}
+
+/// Columns with the encoding pyarrow must report for their data pages.
+type Columns = Vec<(&'static str, Col, &'static str)>;
+
+const DELTA: &str = "DELTA_BINARY_PACKED";
 
 fn columns() -> (Columns, Columns) {
     let a = adversarial();
@@ -52,30 +62,47 @@ fn columns() -> (Columns, Columns) {
         .enumerate()
         .map(|(i, &v)| (i % 3 != 0).then_some(v))
         .collect();
+    // 1,000 rows: 10 full groups of 100 below (a group of a few rows would keep text PLAIN).
+    // Text: 40 names in runs of 1–6 (a monitor table's metrics), 3 units with nulls, and
+    // values that are all distinct (PLAIN: a dictionary would not be smaller).
+    let metric = (0..a.len())
+        .map(|i| Some(format!("metric.{}", (i / (1 + i % 6)) % 40)))
+        .collect();
+    let unit = (0..a.len())
+        .map(|i| ["ns", "%", "é"].get(i % 4).map(|u| u.to_string()))
+        .collect();
+    let unique = (0..a.len()).map(|i| Some(format!("v{i}"))).collect();
     let t = vec![
-        ("v", a.iter().copied().map(Some).collect()),
-        ("n", nulls),
-        ("constant", a.iter().map(|_| Some(-5)).collect()),
+        ("v", Col::Int(a.iter().copied().map(Some).collect()), DELTA),
+        ("n", Col::Int(nulls), DELTA),
+        (
+            "constant",
+            Col::Int(a.iter().map(|_| Some(-5)).collect()),
+            DELTA,
+        ),
+        ("metric", Col::Text(metric), "RLE_DICTIONARY"),
+        ("unit", Col::Text(unit), "RLE_DICTIONARY"),
+        ("unique", Col::Text(unique), "PLAIN"),
     ];
     let s = samples();
+    let int = |f: fn(&(i64, i64, i64)) -> i64| Col::Int(s.iter().map(|r| Some(f(r))).collect());
     let samples = vec![
-        ("run_id", s.iter().map(|_| Some(1)).collect()),
-        ("thread", s.iter().map(|_| Some(0)).collect()),
-        ("cycle", s.iter().map(|r| Some(r.0)).collect()),
-        ("latency_ns", s.iter().map(|r| Some(r.1)).collect()),
-        ("offset_ns", s.iter().map(|r| Some(r.2)).collect()),
+        ("run_id", int(|_| 1), DELTA),
+        ("thread", int(|_| 0), DELTA),
+        ("cycle", int(|r| r.0), DELTA),
+        ("latency_ns", int(|r| r.1), DELTA),
+        ("offset_ns", int(|r| r.2), DELTA),
     ];
     (t, samples)
 }
 
 /// Rows `rows` of `cols` as a table.
 fn table(name: &'static str, cols: &Columns, rows: std::ops::Range<usize>) -> Table {
-    cols.iter().fold(Table::new(name), |t, (c, v)| {
-        if v.iter().any(Option::is_none) {
-            t.opt_int(*c, v[rows.clone()].to_vec())
-        } else {
-            t.int(*c, v[rows.clone()].iter().flatten().copied())
-        }
+    cols.iter().fold(Table::new(name), |t, (c, v, _)| match v {
+        Col::Int(v) if v.iter().any(Option::is_none) => t.opt_int(*c, v[rows.clone()].to_vec()),
+        Col::Int(v) => t.int(*c, v[rows.clone()].iter().flatten().copied()),
+        Col::Text(v) if v.iter().any(Option::is_none) => t.opt_text(*c, v[rows.clone()].to_vec()),
+        Col::Text(v) => t.text(*c, v[rows.clone()].iter().flatten().cloned()),
     })
 }
 
@@ -83,7 +110,10 @@ fn json(cols: &Columns) -> String {
     // Pairs, not an object: the column order is checked too.
     let pairs: Vec<serde_json::Value> = cols
         .iter()
-        .map(|(c, v)| serde_json::json!([c, v]))
+        .map(|(c, v, enc)| match v {
+            Col::Int(v) => serde_json::json!([c, v, enc]),
+            Col::Text(v) => serde_json::json!([c, v, enc]),
+        })
         .collect();
     serde_json::Value::Array(pairs).to_string()
 }
@@ -92,7 +122,8 @@ const CHECK: &str = r#"
 import json, sys
 import pyarrow.parquet as pq
 for path, want_path in zip(sys.argv[1::2], sys.argv[2::2]):
-    want = dict(json.load(open(want_path)))
+    cols = json.load(open(want_path))
+    want = {c: v for c, v, _ in cols}
     f = pq.ParquetFile(path)
     got = f.read().to_pydict()
     assert list(got) == list(want), (list(got), list(want))
@@ -101,12 +132,12 @@ for path, want_path in zip(sys.argv[1::2], sys.argv[2::2]):
     for g in range(f.metadata.num_row_groups):
         for c in range(f.metadata.num_columns):
             enc = f.metadata.row_group(g).column(c).encodings
-            assert "DELTA_BINARY_PACKED" in enc, (path, c, enc)
+            assert cols[c][2] in enc, (path, g, c, enc)
 print("ok")
 "#;
 
 #[test]
-fn pyarrow_reads_every_delta_encoded_value_and_samples_are_a_quarter_of_csv() {
+fn pyarrow_reads_every_encoded_value_and_samples_are_a_quarter_of_csv() {
     let dir = std::env::temp_dir().join(format!("rtscope-export-pyarrow-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (t, samples) = columns();
@@ -116,7 +147,10 @@ fn pyarrow_reads_every_delta_encoded_value_and_samples_are_a_quarter_of_csv() {
         ("t", &t, Some(100)),
         ("samples", &samples, None),
     ] {
-        let n = cols[0].1.len();
+        let n = match &cols[0].1 {
+            Col::Int(v) => v.len(),
+            Col::Text(v) => v.len(),
+        };
         let whole = table(name, cols, 0..n);
         let mut buf = Vec::new();
         match group {
@@ -151,7 +185,7 @@ fn pyarrow_reads_every_delta_encoded_value_and_samples_are_a_quarter_of_csv() {
     );
 
     let mut csv_bytes = Vec::new();
-    let n = samples[0].1.len();
+    let n = 20_000;
     csv::write(&mut csv_bytes, &table("samples", &samples, 0..n)).unwrap();
     let pq_bytes = std::fs::metadata(dir.join("samples-0.parquet"))
         .unwrap()

@@ -161,16 +161,20 @@ assert schema.field("mean_ns").type == pa.float64()
 assert schema.field("policy").type == pa.string()
 assert pq.read_metadata(f"{out}/run-{rid}-run.parquet").metadata[b"rtscope.schema"] == b"rtscope.export/1"
 
-# Integer columns are delta-encoded, the others PLAIN; the raw samples (read equal to the CSV
-# above) take a fraction of the CSV's bytes.
+# Integer columns are delta-encoded, floats PLAIN, repeated text dictionary-encoded; the raw
+# samples (read equal to the CSV above) take a fraction of the CSV's bytes.
 sm = pq.read_metadata(f"{out}/run-{rid}-samples.parquet")
 for g in range(sm.num_row_groups):
     for c in range(sm.num_columns):
         assert sm.row_group(g).column(c).encodings == ("DELTA_BINARY_PACKED", "RLE"), (g, c)
-tm = pq.read_metadata(f"{out}/run-{rid}-threads.parquet").row_group(0)
-encodings = {tm.column(c).path_in_schema: tm.column(c).encodings[0] for c in range(tm.num_columns)}
-assert encodings["samples"] == "DELTA_BINARY_PACKED" and encodings["mean_ns"] == "PLAIN", encodings
-assert encodings["policy"] == "PLAIN", encodings
+def encodings(table):
+    g = pq.read_metadata(f"{out}/run-{rid}-{table}.parquet").row_group(0)
+    return {g.column(c).path_in_schema: g.column(c).encodings for c in range(g.num_columns)}
+th_enc, mo_enc = encodings("threads"), encodings("monitor")
+assert th_enc["samples"] == ("DELTA_BINARY_PACKED", "RLE") and th_enc["mean_ns"] == ("PLAIN", "RLE"), th_enc
+# The monitor's units repeat: a dictionary page, then indices (its metric names repeat only in
+# a run long enough for several points per metric).
+assert mo_enc["unit"] == ("PLAIN", "RLE_DICTIONARY", "RLE"), mo_enc
 data = sum(sm.row_group(g).total_byte_size for g in range(sm.num_row_groups))
 csv_bytes = os.path.getsize(f"{out}/run-{rid}-samples.csv")
 assert 0 < data * 2 < csv_bytes, (data, csv_bytes)
