@@ -8,6 +8,8 @@
 //!   export never leaves a truncated file under the final name.
 
 pub mod csv;
+pub mod delta;
+pub mod dict;
 pub mod json;
 pub mod parquet;
 pub mod table;

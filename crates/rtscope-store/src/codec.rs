@@ -2,10 +2,8 @@
 //!
 //! * Histograms: the non-empty buckets of rtscope's log-linear layout,
 //!   `[1] [min_ns] [max_ns] [pairs] (index delta, count)*`. A few hundred bytes, lossless.
-//! * Raw samples: `[2] [interval_ns] [count]`, then the first sample as
-//!   `(cycle, latency_ns, offset_ns)`, then per sample `(cycle delta, latency_ns, zigzag(offset −
-//!   expected))`, where `expected = previous offset + cycle delta × interval`. On a fixed grid the
-//!   last term is the change of latency, so a sample costs about 4–5 bytes, lossless.
+//! * Raw samples: a chunk of one thread's samples, a sample on the fixed grid costing only its
+//!   latency above the chunk's minimum (2–3 bytes), lossless: see [`encode_samples`].
 
 use rtscope_core::{Histogram, Nanos};
 
@@ -82,11 +80,25 @@ fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
-/// Encodes a chunk of raw samples of one thread (cycles ascending) with its interval (ns).
+/// Encodes a chunk of raw samples of one thread (cycles ascending) with its interval (ns), in
+/// the current encoding (tag 3):
+///
+/// `[3] [interval_ns] [count] [min latency_ns]`, the first sample as `(cycle, latency_ns,
+/// offset_ns)`, then per sample one varint `v`. A *regular* sample — the next cycle
+/// (delta 1), woken `interval + latency change` after the previous one, as on an absolute grid
+/// — is `v = (latency − min) << 1`, so it costs only its latency above the chunk's minimum:
+/// 2 bytes below 16 µs above it, 3 below 2 ms. Any other sample is `v = 1`, then
+/// `(cycle delta, latency_ns, zigzag(residual))` with `residual = offset − (previous offset +
+/// delta × interval + latency − previous latency)` (wrapping arithmetic: lossless for any
+/// input). Tag 2 (`(cycle delta, latency, offset residual)` for every sample, about 7 B per
+/// sample on a noisy run) is still read.
 pub fn encode_samples(samples: &[RawSample], interval_ns: u64) -> Vec<u8> {
-    let mut out = vec![2u8];
+    let mut out = Vec::with_capacity(16 + samples.len() * 3);
+    out.push(3u8);
     put(&mut out, interval_ns);
     put(&mut out, samples.len() as u64);
+    let min = samples.iter().map(|s| s.1).min().unwrap_or(0);
+    put(&mut out, min);
     let mut prev: Option<RawSample> = None;
     for &(cycle, latency, offset) in samples {
         match prev {
@@ -95,12 +107,19 @@ pub fn encode_samples(samples: &[RawSample], interval_ns: u64) -> Vec<u8> {
                 put(&mut out, latency);
                 put(&mut out, offset);
             }
-            Some((pc, _, po)) => {
+            Some((pc, pl, po)) => {
                 let delta = cycle.wrapping_sub(pc);
-                let expected = po.wrapping_add(delta.wrapping_mul(interval_ns));
-                put(&mut out, delta);
-                put(&mut out, latency);
-                put(&mut out, zigzag(offset.wrapping_sub(expected) as i64));
+                let residual =
+                    offset.wrapping_sub(expected_offset(po, delta, interval_ns, latency, pl));
+                let above = latency - min;
+                if delta == 1 && residual == 0 && above <= u64::MAX >> 1 {
+                    put(&mut out, above << 1);
+                } else {
+                    put(&mut out, 1);
+                    put(&mut out, delta);
+                    put(&mut out, latency);
+                    put(&mut out, zigzag(residual as i64));
+                }
             }
         }
         prev = Some((cycle, latency, offset));
@@ -108,9 +127,25 @@ pub fn encode_samples(samples: &[RawSample], interval_ns: u64) -> Vec<u8> {
     out
 }
 
-/// Decodes a chunk of raw samples; `None` when the bytes are not a valid encoding.
+/// Where a sample `delta` cycles after one at `(prev_latency, prev_offset)` wakes on a fixed
+/// grid: one interval per cycle, plus its change of latency.
+fn expected_offset(
+    prev_offset: u64,
+    delta: u64,
+    interval: u64,
+    latency: u64,
+    prev_latency: u64,
+) -> u64 {
+    prev_offset
+        .wrapping_add(delta.wrapping_mul(interval))
+        .wrapping_add(latency.wrapping_sub(prev_latency))
+}
+
+/// Decodes a chunk of raw samples (tag 3, or the older tag 2); `None` when the bytes are not a
+/// valid encoding.
 pub fn decode_samples(data: &[u8]) -> Option<Vec<RawSample>> {
-    if data.first() != Some(&2) {
+    let tag = *data.first()?;
+    if tag != 2 && tag != 3 {
         return None;
     }
     let mut at = 1;
@@ -119,25 +154,56 @@ pub fn decode_samples(data: &[u8]) -> Option<Vec<RawSample>> {
     if n > data.len() as u64 {
         return None;
     }
+    let min = if tag == 3 { get(data, &mut at)? } else { 0 };
     let mut out: Vec<RawSample> = Vec::with_capacity(n as usize);
     for _ in 0..n {
-        let a = get(data, &mut at)?;
-        let latency = get(data, &mut at)?;
-        let c = get(data, &mut at)?;
         let s = match out.last() {
-            None => (a, latency, c),
-            Some(&(pc, _, po)) => {
-                let expected = po.wrapping_add(a.wrapping_mul(interval));
-                (
-                    pc.wrapping_add(a),
-                    latency,
-                    expected.wrapping_add(unzigzag(c) as u64),
-                )
-            }
+            None => (
+                get(data, &mut at)?,
+                get(data, &mut at)?,
+                get(data, &mut at)?,
+            ),
+            Some(&prev) if tag == 2 => next_v2(data, &mut at, prev, interval)?,
+            Some(&prev) => next_v3(data, &mut at, prev, interval, min)?,
         };
         out.push(s);
     }
     (at == data.len()).then_some(out)
+}
+
+fn next_v3(
+    data: &[u8],
+    at: &mut usize,
+    prev: RawSample,
+    interval: u64,
+    min: u64,
+) -> Option<RawSample> {
+    let (pc, pl, po) = prev;
+    let v = get(data, at)?;
+    let (delta, latency, residual) = if v == 1 {
+        let delta = get(data, at)?;
+        let latency = get(data, at)?;
+        (delta, latency, unzigzag(get(data, at)?) as u64)
+    } else if v & 1 == 0 {
+        (1, min.checked_add(v >> 1)?, 0)
+    } else {
+        return None;
+    };
+    let offset = expected_offset(po, delta, interval, latency, pl).wrapping_add(residual);
+    Some((pc.wrapping_add(delta), latency, offset))
+}
+
+fn next_v2(data: &[u8], at: &mut usize, prev: RawSample, interval: u64) -> Option<RawSample> {
+    let (pc, _, po) = prev;
+    let delta = get(data, at)?;
+    let latency = get(data, at)?;
+    let c = get(data, at)?;
+    let expected = po.wrapping_add(delta.wrapping_mul(interval));
+    Some((
+        pc.wrapping_add(delta),
+        latency,
+        expected.wrapping_add(unzigzag(c) as u64),
+    ))
 }
 
 #[cfg(test)]
@@ -145,7 +211,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn raw_samples_round_trip_in_about_four_bytes_each() {
+    fn raw_samples_round_trip_in_about_two_bytes_each() {
         let interval = 200_000u64;
         let mut samples = Vec::new();
         for c in 0..10_000u64 {
@@ -156,13 +222,67 @@ mod tests {
         let bytes = encode_samples(&samples, interval);
         assert_eq!(decode_samples(&bytes).as_deref(), Some(&samples[..]));
         assert!(
-            bytes.len() < samples.len() * 6,
+            bytes.len() < samples.len() * 3,
             "{} bytes for {} samples",
             bytes.len(),
             samples.len()
         );
         assert_eq!(decode_samples(&bytes[..bytes.len() - 1]), None);
         assert_eq!(decode_samples(&[1, 0]), None);
+    }
+
+    #[test]
+    fn raw_samples_encode_to_the_known_bytes() {
+        // Interval 100: (5, 10, 110) first; (6, 12, 212) regular, 2 above min 10 -> v = 4;
+        // (8, 11, 411) a skipped cycle: v = 1, delta 2, latency 11, residual
+        // 411 - (212 + 200 + 11 - 12) = 0.
+        let samples = [(5, 10, 110), (6, 12, 212), (8, 11, 411)];
+        let want = [3, 100, 3, 10, 5, 10, 110, 4, 1, 2, 11, 0];
+        assert_eq!(encode_samples(&samples, 100), want);
+        assert_eq!(decode_samples(&want).as_deref(), Some(&samples[..]));
+        // The older tag 2 of the same samples: (delta, latency, zigzag(offset - expected)).
+        let v2 = [2, 100, 3, 5, 10, 110, 1, 12, 4, 2, 11, 1];
+        assert_eq!(decode_samples(&v2).as_deref(), Some(&samples[..]));
+        // An odd v other than 1, a latency above u64::MAX, and trailing bytes are refused.
+        assert_eq!(decode_samples(&[3, 100, 2, 10, 5, 10, 110, 3]), None);
+        let mut over = vec![3, 0, 2];
+        put(&mut over, u64::MAX);
+        over.extend([0, 0, 0, 2]);
+        assert_eq!(decode_samples(&over), None);
+        assert_eq!(decode_samples(&[3, 100, 0, 0, 0]), None);
+        assert_eq!(decode_samples(&[3, 100, 0, 0]).as_deref(), Some(&[][..]));
+    }
+
+    #[test]
+    fn raw_samples_round_trip_adversarial_chunks() {
+        let m = u64::MAX;
+        let chunks: Vec<Vec<RawSample>> = vec![
+            vec![],
+            vec![(m, m, m)],
+            vec![(0, 0, 0), (m, m, m), (0, 0, 0), (1, m, 0), (2, 0, m)], // wrapping
+            vec![(0, 0, 5), (1, 1 << 63, 6), (2, 0, 7), (3, (1 << 63) - 1, 1)],
+            vec![(9, 5, 100), (9, 5, 100), (3, 5, 90)], // repeated, going back
+        ];
+        // A noisy run: a 64-bit LCG for latencies, sometimes a missed period or a late grid.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut noisy = Vec::new();
+        let (mut cycle, mut base) = (0u64, 1_000u64);
+        for _ in 0..5_000 {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let latency = 2_000 + (x >> 40) % 200_000;
+            cycle += 1 + u64::from(x % 97 == 0);
+            base += u64::from(x % 89 == 0) * 3;
+            noisy.push((cycle, latency, base + cycle * 1_000 + latency));
+        }
+        for (i, c) in chunks.iter().chain([&noisy]).enumerate() {
+            for interval in [0, 1_000, m] {
+                let bytes = encode_samples(c, interval);
+                assert_eq!(decode_samples(&bytes).as_ref(), Some(c), "chunk {i}");
+                for cut in 0..bytes.len().min(40) {
+                    assert_eq!(decode_samples(&bytes[..cut]), None, "chunk {i} cut {cut}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -121,7 +121,7 @@ fn python(script: &str, args: &[&str]) {
 /// Loads every file with pandas (read_csv, read_parquet, json) and checks them against each
 /// other and against `rtscope runs show --json`.
 const CHECK_ALL: &str = r#"
-import json, sys
+import json, os, sys
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -160,6 +160,24 @@ assert schema.field("min_ns").type == pa.int64() and schema.field("min_ns").null
 assert schema.field("mean_ns").type == pa.float64()
 assert schema.field("policy").type == pa.string()
 assert pq.read_metadata(f"{out}/run-{rid}-run.parquet").metadata[b"rtscope.schema"] == b"rtscope.export/1"
+
+# Integer columns are delta-encoded, floats PLAIN, repeated text dictionary-encoded; the raw
+# samples (read equal to the CSV above) take a fraction of the CSV's bytes.
+sm = pq.read_metadata(f"{out}/run-{rid}-samples.parquet")
+for g in range(sm.num_row_groups):
+    for c in range(sm.num_columns):
+        assert sm.row_group(g).column(c).encodings == ("DELTA_BINARY_PACKED", "RLE"), (g, c)
+def encodings(table):
+    g = pq.read_metadata(f"{out}/run-{rid}-{table}.parquet").row_group(0)
+    return {g.column(c).path_in_schema: g.column(c).encodings for c in range(g.num_columns)}
+th_enc, mo_enc = encodings("threads"), encodings("monitor")
+assert th_enc["samples"] == ("DELTA_BINARY_PACKED", "RLE") and th_enc["mean_ns"] == ("PLAIN", "RLE"), th_enc
+# The monitor's units repeat: a dictionary page, then indices (its metric names repeat only in
+# a run long enough for several points per metric).
+assert mo_enc["unit"] == ("PLAIN", "RLE_DICTIONARY", "RLE"), mo_enc
+data = sum(sm.row_group(g).total_byte_size for g in range(sm.num_row_groups))
+csv_bytes = os.path.getsize(f"{out}/run-{rid}-samples.csv")
+assert 0 < data * 2 < csv_bytes, (data, csv_bytes)
 
 run = f["run"].iloc[0]
 assert len(f["run"]) == 1
@@ -272,7 +290,7 @@ fn csv_quoting_of_a_label_with_comma_quote_and_newline_round_trips_through_panda
     assert!(csv.contains("\"a,b \"\"quoted\"\"\nsecond line\""), "{csv}");
     python(
         r#"
-import json, sys
+import json, os, sys
 import pandas as pd
 out, rid, label = sys.argv[1], sys.argv[2], sys.argv[3]
 c = pd.read_csv(f"{out}/run-{rid}-run.csv")
