@@ -2,7 +2,7 @@
 //! transaction when a store is opened. docs/store-schema.md documents every table and column.
 
 /// The schema version this rtscope writes.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 
 /// A random (version 4) UUID, as an SQL expression.
 pub const UUID_SQL: &str = "lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))";
@@ -215,7 +215,14 @@ CREATE INDEX campaign_runs_by_run ON campaign_runs(run_id);
     RUN_ID_SEQUENCE,
     // 7 -> 8: whether a top thread is rtscope's own.
     MIGRATION_TOP_OWN,
+    // 8 -> 9: raw sample chunks may use codec tag 3 (a sample on the grid as one number),
+    // which an older rtscope cannot read: the version makes it refuse the file by name.
+    MIGRATION_RAW_TAG3,
 ];
+
+/// Migration 8 -> 9 (issue 28): no table changes; the version says raw sample chunks may be
+/// in codec tag 3 (crates/rtscope-store/src/codec.rs).
+pub const MIGRATION_RAW_TAG3: &str = "SELECT 1;";
 
 /// Migration 7 -> 8 (issue 25): whether each top thread's process is the recording rtscope or
 /// one it started (its loads), so the report tells rtscope's own overhead from another
