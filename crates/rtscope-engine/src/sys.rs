@@ -419,9 +419,12 @@ pub fn unblock_wake_signal() {
     unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
 }
 
-/// Sends [`wake_signal`] to the thread `thread` of this process, which must not have been
-/// joined yet.
-pub fn wake_thread(thread: libc::pthread_t) {
+/// Sends [`wake_signal`] to the thread `thread` of this process (a `JoinHandle`'s
+/// `as_pthread_t()`), which must not have been joined yet.
+pub fn wake_thread(thread: std::os::unix::thread::RawPthread) {
+    // std's RawPthread is an integer; libc's pthread_t is one on glibc and a pointer on musl.
+    #[allow(clippy::unnecessary_cast)]
+    let thread = thread as libc::pthread_t;
     // SAFETY: `thread` is a thread of this process that has not been joined (its id is still
     // valid, even after it returned); the signal has a handler (`install_wake_handler`).
     unsafe { libc::pthread_kill(thread, wake_signal()) };
