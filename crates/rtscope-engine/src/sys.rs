@@ -420,11 +420,12 @@ pub fn unblock_wake_signal() {
 }
 
 /// Sends [`wake_signal`] to the thread `thread` of this process, which must not have been
-/// joined yet.
-pub fn wake_thread(thread: libc::pthread_t) {
+/// joined yet. Takes std's `RawPthread` (`JoinHandleExt::as_pthread_t`): on musl it is an
+/// integer while the libc crate's `pthread_t` is a pointer, so it is converted here.
+pub fn wake_thread(thread: std::os::unix::thread::RawPthread) {
     // SAFETY: `thread` is a thread of this process that has not been joined (its id is still
     // valid, even after it returned); the signal has a handler (`install_wake_handler`).
-    unsafe { libc::pthread_kill(thread, wake_signal()) };
+    unsafe { libc::pthread_kill(thread as libc::pthread_t, wake_signal()) };
 }
 
 /// The signals a run handles in its control thread: SIGINT, SIGTERM, SIGHUP (an ssh session
