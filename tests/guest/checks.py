@@ -220,8 +220,8 @@ def main(argv: list[str]) -> int:
         env = {"CAMPAIGN": "1" if campaign else "0", "KIND": "rt" if kernel.startswith("rt-") else "stock"}
         files = {"/guest/check-in-guest.sh": HERE / "check-in-guest.sh"}
         # --explain with an injected culprit and the reference instance (reference.py): on the
-        # kernels of --explain-kernels (the culprit is built with the host's cc, or
-        # aarch64-linux-musl-gcc), about 10 s of guest time on rt-amd64.
+        # kernels of --explain-kernels (CI: amd64, rt-amd64; the culprit is built with the
+        # host's cc, or aarch64-linux-musl-gcc), about 10 s of guest time on rt-amd64.
         explain = kernel in a.explain_kernels.split(",") and not a.no_explain
         culprit = build_culprit(out, arch) if explain else None
         if explain:
