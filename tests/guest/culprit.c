@@ -1,12 +1,16 @@
 /* The injected culprit of the --explain guest test (tests/guest/README.md): a SCHED_FIFO 99
  * thread named `culprit`, pinned to one CPU, busy for BUSY_MS every PERIOD_MS until SECONDS
- * have passed. Built static on the host by checks.py (busybox has no chrt).
+ * have passed. Built static on the host by checks.py (busybox has no chrt): with glibc for
+ * amd64, with musl for arm64, whose sched_setscheduler() is a stub that fails with ENOSYS, so
+ * the policy is set with the system call itself.
  * Usage: culprit CPU BUSY_MS PERIOD_MS SECONDS */
 #define _GNU_SOURCE
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 static long long now_ns(void) {
@@ -28,7 +32,7 @@ int main(int argc, char **argv) {
     CPU_SET(cpu, &set);
     struct sched_param p = {0};
     p.sched_priority = 99;
-    if (sched_setaffinity(0, sizeof set, &set) || sched_setscheduler(0, SCHED_FIFO, &p)) {
+    if (sched_setaffinity(0, sizeof set, &set) || syscall(SYS_sched_setscheduler, 0, SCHED_FIFO, &p)) {
         perror("culprit");
         return 1;
     }

@@ -78,3 +78,33 @@ irq_stop() {
     killall dd 2>/dev/null # inside the guest: only the reader runs dd
     IRQ_LOAD_PID=
 }
+
+# reference_start / reference_stop NAME: the independent reference of the --explain checks
+# (reference.py on the host). A tracefs instance of the script's own, `instances/reference`,
+# records CPU 1: sched_switch, the IRQ, x86 vector and softirq entries and exits, on CLOCK_MONOTONIC
+# (trace_clock mono), the clock of rtscope's spike times. reference_stop sends its text trace
+# as NAME and removes the instance.
+reference_start() {
+    _r=/sys/kernel/tracing/instances/reference
+    mkdir $_r
+    echo 0 > $_r/tracing_on
+    echo mono > $_r/trace_clock
+    echo 2 > $_r/tracing_cpumask
+    echo 8192 > $_r/buffer_size_kb
+    for _e in sched/sched_switch irq/irq_handler_entry irq/irq_handler_exit \
+        irq/softirq_entry irq/softirq_exit; do
+        echo 1 > $_r/events/$_e/enable || mark reference-enable-failed $_e
+    done
+    # x86: the vector interrupts (local timer, IPIs, irq_work) have no irq_handler events.
+    [ -d $_r/events/irq_vectors ] && echo 1 > $_r/events/irq_vectors/enable
+    echo 1 > $_r/tracing_on
+}
+reference_stop() {
+    _r=/sys/kernel/tracing/instances/reference
+    echo 0 > $_r/tracing_on
+    cat $_r/trace > /tmp/reference.txt
+    mark reference-lines "$1 $(wc -l < /tmp/reference.txt)"
+    put_file "$1" /tmp/reference.txt
+    rm /tmp/reference.txt
+    rmdir $_r
+}

@@ -34,16 +34,19 @@ if [ "${EXPLAIN:-0}" = 1 ]; then
     # busy 20 ms every 100 ms (heavy, so that it ranks among the 15 culprits shown even when a
     # loaded host makes the emulated guest noisy), while rtscope measures CPU 1 every 1 ms. Its
     # own database, so the runs counted above stay as they are. The tier (timerlat on an RT
-    # kernel), the culprit in the output, `runs explain`, the report, and tracefs/osnoise left
-    # as they were.
+    # kernel, the flight recorder on the standard one), the culprit in the output, `runs
+    # explain`, the report, and tracefs/osnoise left as they were.
     T=/sys/kernel/tracing
     mark explain-osnoise-before "$(cat $T/osnoise/cpus 2>/dev/null) $(cat $T/osnoise/timerlat_period_us 2>/dev/null)"
+    # The independent reference (lib.sh, reference.py on the host) records CPU 1 meanwhile.
+    reference_start
     /root/culprit 1 20 100 30 &
     cpid=$!
     check explain rtscope measure -D 6s -i 1ms --cpus 1 -p 80 --explain 1.5ms -q \
         --db /tmp/explain.db --json /tmp/explain.json --label guest-explain
     kill "$cpid"
     wait "$cpid"
+    reference_stop reference.txt
     mark explain-tier "$(sed -n 's/.*explaining spikes: tier \([a-z-]*\).*/\1/p' /tmp/explain.log | head -n 1)"
     mark explain-named "$(grep -c 'thread culprit:' /tmp/explain.log)"
     rtscope runs --db /tmp/explain.db explain last >/tmp/explain-runs.log 2>&1
@@ -53,8 +56,10 @@ if [ "${EXPLAIN:-0}" = 1 ]; then
     mark explain-instances "$(ls $T/instances | wc -l)"
     mark explain-osnoise-after "$(cat $T/osnoise/cpus 2>/dev/null) $(cat $T/osnoise/timerlat_period_us 2>/dev/null)"
     [ -f /tmp/explain.json ] && put_file explain.json /tmp/explain.json
-    # SIGKILL while recording: the reaper removes the instance and writes the osnoise settings
-    # back (the tracer is running, so they were changed).
+fi
+if [ "${EXPLAIN:-0}" = 1 ] && [ "${KIND:-}" = rt ]; then
+    # SIGKILL while recording (the timerlat tier, RT kernels): the reaper removes the instance
+    # and writes the osnoise settings back (the tracer is running, so they were changed).
     rtscope measure -D 30s -i 1ms --cpus 1 --explain 1.5ms -q --no-db >/dev/null 2>&1 &
     kpid=$!
     n=0

@@ -1,0 +1,245 @@
+"""An independent reference for `rtscope measure --explain`: what a second tracefs instance saw.
+
+While rtscope explains the spikes of CPU 1, the guest script records the same CPU in its own
+instance (`instances/reference`: `sched_switch`, `irq_handler_entry/exit`, `softirq_entry/exit`,
+`trace_clock=mono`, so its times are CLOCK_MONOTONIC like rtscope's spike times) and sends its
+text `trace` back. For each spike rtscope kept in its JSON (`explain.worst`, traced), this
+replays the reference over [deadline, wake-up): the innermost context (a softirq by vector, a
+hard interrupt by number, else the task the last `sched_switch` put on the CPU, by pid) gets
+each interval. Agreement is the spike time both put on the same cause, summed over causes
+(min of the two charges), over the spike time compared.
+
+    python3 tests/guest/reference.py EXPLAIN.json REFERENCE-TRACE [--cpu 1]
+
+prints one line per spike and the totals. rtscope's categories that name no context the
+reference can see (the timer interrupt's phases, return to user, hypervisor, unexplained)
+never agree; `exit_from_idle` is the idle task (pid 0) running, which the reference sees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+
+# `  culprit-123     [001] d.h2.   123.456789: irq_handler_entry: irq=24 name=virtio0`
+LINE = re.compile(r"\[(\d+)\]\s+(?:\S+\s+)?(\d+)\.(\d+):\s+(\w+):\s?(.*)$")
+SWITCH_NEXT = re.compile(r"next_comm=(.*) next_pid=(-?\d+)")
+IRQ = re.compile(r"irq=(\d+)")
+VECTOR = re.compile(r"vector=(\d+)")
+VEC = re.compile(r"vec=(\d+) \[action=(\w+)\]")
+
+
+@dataclass
+class Event:
+    ts_ns: int
+    kind: str
+    args: str
+
+
+@dataclass
+class Reference:
+    """The reference instance's events of one CPU, in time order."""
+
+    events: list[Event]
+    lost: list[int] = field(default_factory=list)  # times after which events were lost
+
+    @property
+    def first_ns(self) -> int | None:
+        return self.events[0].ts_ns if self.events else None
+
+
+def parse(text: str, cpu: int) -> Reference:
+    events, lost = [], []
+    for line in text.splitlines():
+        if "LOST" in line and "EVENTS" in line:
+            lost.append(events[-1].ts_ns if events else 0)
+            continue
+        m = LINE.search(line)
+        if not m or int(m.group(1)) != cpu:
+            continue
+        frac = m.group(3)
+        ns = int(m.group(2)) * 1_000_000_000 + int(frac.ljust(9, "0")[:9])
+        events.append(Event(ns, m.group(4), m.group(5)))
+    events.sort(key=lambda e: e.ts_ns)
+    return Reference(events, lost)
+
+
+def reference_causes(ref: Reference, start: int, end: int) -> dict[tuple, int] | None:
+    """ns per cause in [start, end) from the reference, or None when it does not cover it
+    (no `sched_switch` before `start`, or events lost before `end`)."""
+    if any(t < end for t in ref.lost) or not ref.events or ref.events[-1].ts_ns < end:
+        return None
+    task: tuple | None = None
+    stack: list[tuple] = []
+    out: dict[tuple, int] = {}
+    prev = None
+    for e in ref.events + [Event(end, "end", "")]:
+        if prev is not None and e.ts_ns > start:
+            a, b = max(prev, start), min(e.ts_ns, end)
+            if b > a:
+                cause = stack[-1] if stack else task
+                if cause is None:
+                    return None
+                out[cause] = out.get(cause, 0) + (b - a)
+        if e.ts_ns >= end:
+            break
+        prev = e.ts_ns
+        if e.kind == "sched_switch":
+            m = SWITCH_NEXT.search(e.args)
+            if m:
+                task = ("thread", int(m.group(2)))
+                stack.clear()  # a switch happens in task context: every interrupt has ended
+        elif e.kind == "irq_handler_entry" and (m := IRQ.search(e.args)):
+            stack.append(("irq", int(m.group(1))))
+        elif e.kind.endswith("_entry") and VECTOR.search(e.args):
+            stack.append(("vector", e.kind.removesuffix("_entry")))  # x86 (irq_vectors)
+        elif e.kind == "softirq_entry" and (m := VEC.search(e.args)):
+            stack.append(("softirq", m.group(2)))
+        elif (e.kind in ("irq_handler_exit", "softirq_exit")
+              or e.kind.endswith("_exit") and VECTOR.search(e.args)) and stack:
+            stack.pop()
+    return out
+
+
+def irq_cause(name: str) -> tuple:
+    """`virtio0 (irq 24)` is IRQ 24; an x86 vector is named by its event (`local_timer`,
+    `local_timer (irq 236)` on the timerlat tier), as the reference's irq_vectors events."""
+    base = re.sub(r" \(irq \d+\)$", "", name)
+    if base in X86_VECTORS:
+        return ("vector", base)
+    m = re.search(r"\(irq (\d+)\)$", name)
+    return ("irq", int(m.group(1))) if m else ("irq-name", name)
+
+
+# The entry events of irq_vectors (arch/x86/include/asm/trace/irq_vectors.h), less `_entry`.
+X86_VECTORS = {"local_timer", "spurious_apic", "error_apic", "x86_platform_ipi", "irq_work",
+               "reschedule", "call_function", "call_function_single", "threshold_apic",
+               "deferred_error_apic", "thermal_apic"}
+
+
+def rtscope_cause(cat: dict) -> tuple:
+    kind = cat.get("kind")
+    if kind in ("thread", "blocking"):
+        return ("thread", int(cat["pid"]))
+    if kind == "irq":
+        return irq_cause(cat.get("name", ""))
+    if kind == "timer_irq_late" and cat.get("cause") == "previous_irq":
+        return irq_cause(cat.get("name", ""))  # the handler that ran when the timer was due
+    if kind == "softirq":
+        return ("softirq", cat.get("vec"))
+    if kind == "hypervisor" or kind == "timer_irq_late" and cat.get("cause") == "exit_from_idle":
+        return ("thread", 0)  # both are the idle task on the CPU before the timer interrupt
+    return ("rtscope-only", kind, cat.get("cause"))
+
+
+def traced_spikes(explain: dict, cpu: int) -> list[dict]:
+    return [w for w in explain.get("worst", [])
+            if w.get("tier") != "coarse" and "charges" in w and w["spike"]["cpu"] == cpu]
+
+
+@dataclass
+class Compared:
+    spikes: int = 0
+    skipped: int = 0  # not covered by the reference
+    spike_ns: int = 0
+    agree_ns: int = 0
+    culprit_spikes: int = 0  # the culprit ran in them, per the reference
+    culprit_spike_ns: int = 0
+    culprit_agree_ns: int = 0
+    culprit_ref_ns: int = 0  # the culprit ran, per the reference, in those spikes
+    culprit_rt_ns: int = 0  # rtscope charged it there
+    culprit_both_ns: int = 0  # per spike the smaller of the two, summed
+    lines: list[str] = field(default_factory=list)
+
+    def pct(self, a: int, b: int) -> str:
+        return f"{100 * a / b:.1f} %" if b else "unknown"
+
+
+def compare(explain: dict, ref: Reference, cpu: int, culprit: str = "culprit") -> Compared:
+    """Compare every traced spike of `cpu` rtscope kept with the reference."""
+    c = Compared()
+    for w in traced_spikes(explain, cpu):
+        s = w["spike"]
+        lat = s["wakeup_ns"] - s["deadline_ns"]
+        ref_ns = reference_causes(ref, s["deadline_ns"], s["wakeup_ns"])
+        if ref_ns is None or lat <= 0:
+            c.skipped += 1
+            continue
+        rt_ns: dict[tuple, int] = {}
+        for ch in w["charges"]:
+            k = rtscope_cause(ch)
+            rt_ns[k] = rt_ns.get(k, 0) + int(ch["ns"])
+        agree = sum(min(v, ref_ns.get(k, 0)) for k, v in rt_ns.items())
+        c.spikes += 1
+        c.spike_ns += lat
+        c.agree_ns += agree
+        culprits = [k for k in set(ref_ns) | set(rt_ns)
+                     if k[0] == "thread" and comm_of(ref, k) == culprit]
+        ref_c = sum(ref_ns.get(k, 0) for k in culprits)
+        if ref_c > 0:
+            c.culprit_spikes += 1
+            c.culprit_spike_ns += lat
+            c.culprit_agree_ns += agree
+            c.culprit_ref_ns += ref_c
+            c.culprit_rt_ns += sum(rt_ns.get(k, 0) for k in culprits)
+            c.culprit_both_ns += sum(min(ref_ns.get(k, 0), rt_ns.get(k, 0)) for k in culprits)
+        c.lines.append(
+            f"spike at {s['deadline_ns']} ns, {lat / 1e6:.3f} ms: reference {fmt(ref_ns, ref)}; "
+            f"rtscope {fmt(rt_ns, ref)}; same cause {c.pct(agree, lat)}")
+    return c
+
+
+def comm_of(ref: Reference, key: tuple) -> str | None:
+    """The task's last name in the reference (a forked child first runs as its parent)."""
+    if key[0] != "thread":
+        return None
+    for e in reversed(ref.events):
+        if e.kind == "sched_switch":
+            m = SWITCH_NEXT.search(e.args)
+            if m and int(m.group(2)) == key[1]:
+                return m.group(1)
+    return None
+
+
+def fmt(causes: dict[tuple, int], ref: Reference) -> str:
+    parts = []
+    for k, v in sorted(causes.items(), key=lambda kv: -kv[1])[:4]:
+        name = comm_of(ref, k)
+        label = f"{name}:{k[1]}" if name else ":".join(str(x) for x in k if x is not None)
+        parts.append(f"{label} {v / 1e6:.3f} ms")
+    return ", ".join(parts)
+
+
+def summary(c: Compared) -> str:
+    return (f"{c.spikes} spikes compared ({c.skipped} not covered by the reference), "
+            f"same cause {c.pct(c.agree_ns, c.spike_ns)} of {c.spike_ns / 1e6:.3f} ms; "
+            f"spikes where the culprit ran {c.culprit_spikes}: same cause "
+            f"{c.pct(c.culprit_agree_ns, c.culprit_spike_ns)}; the culprit ran "
+            f"{c.culprit_ref_ns / 1e6:.3f} ms (reference), rtscope charged it "
+            f"{c.culprit_rt_ns / 1e6:.3f} ms, {c.pct(c.culprit_both_ns, c.culprit_ref_ns)} of "
+            f"its time where both say so")
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("json")
+    p.add_argument("trace")
+    p.add_argument("--cpu", type=int, default=1)
+    a = p.parse_args(argv)
+    with open(a.json) as f:
+        explain = json.load(f).get("explain") or {}
+    with open(a.trace, errors="replace") as f:
+        ref = parse(f.read(), a.cpu)
+    c = compare(explain, ref, a.cpu)
+    for line in c.lines:
+        print(line)
+    print(summary(c))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
