@@ -17,7 +17,7 @@ table{border-collapse:collapse;margin:.6em 0;font-size:.88em}th,td{border:1px so
 th{background:#f2f2f2}td.t,th.t{text-align:left}tr.all td{font-weight:bold;background:#fafafa}\
 .warn{background:#fff4e0;border:1px solid #e0a040;border-radius:4px;padding:.5em 1em}.warn li{margin:.3em 0}\
 .ok{background:#eef8ee;border:1px solid #8c8;border-radius:4px;padding:.5em 1em}\
-figure{margin:1em 0}figure svg{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.9em;color:#444}\
+figure{margin:1em 0}figure svg,figure img{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.9em;color:#444}\
 code{font-size:.9em;word-break:break-all}.muted{color:#777}";
 
 const NAV: &str = "<nav><a href=\"#runs\">Runs</a> · <a href=\"#warnings\">Warnings</a> · <a href=\"#statistics\">Statistics</a> · <a href=\"#latency\">Latency plots</a> · <a href=\"#events\">Events</a> · <a href=\"#why\">Why late</a> · <a href=\"#monitors\">Monitors</a> · <a href=\"#loads\">Loads</a> · <a href=\"#environment\">Environment</a> · <a href=\"summary.csv\">summary.csv</a></nav>\n";

@@ -6,7 +6,8 @@
 //! * [`plot`]: rendering of a figure to SVG text and to PNG bytes with an embedded font;
 //! * [`table`]: per-CPU statistics and `summary.csv` / `summary.md`;
 //! * [`warnings`]: findings worth acting on (no PREEMPT_RT, missed periods, failed loads, …);
-//! * [`html`]: the self-contained `report.html` (inline SVG and CSS, no script, no network).
+//! * [`html`]: the self-contained `report.html` (inline SVG and CSS, no script, no network;
+//!   over [`INLINE_FIGURES_MAX_RUNS`] runs it links the figures' SVG files next to it).
 //!
 //! [`build`] puts it all together and returns the files of a report; nothing here prints or
 //! touches the terminal. Latencies are stored in ns and shown in µs.
@@ -83,9 +84,30 @@ pub struct ReportFile {
     pub bytes: Vec<u8>,
 }
 
+/// Above this many runs, `report.html` links the figures' SVG files instead of holding them:
+/// every run is a line in every figure, so inline figures made the page of 1,000 runs 53 MB
+/// (issue 28).
+pub const INLINE_FIGURES_MAX_RUNS: usize = 50;
+
 /// Builds every file of a report over `runs` (in the order given): `report.html`,
 /// `summary.csv`, `summary.md`, and each figure as `NAME.svg` and `NAME.png`.
 pub fn build(runs: &[RunData], opts: &ReportOptions) -> Result<Vec<ReportFile>, ReportError> {
+    let mut files = Vec::new();
+    build_each(runs, opts, &mut |f| {
+        files.push(f);
+        Ok(())
+    })?;
+    Ok(files)
+}
+
+/// The files of [`build`], in its order, each handed to `sink` once made. Over
+/// [`INLINE_FIGURES_MAX_RUNS`] runs the figures are rendered two at a time and handed on
+/// before the next two, so the report's memory holds two rendered figures, not all of them.
+pub fn build_each(
+    runs: &[RunData],
+    opts: &ReportOptions,
+    sink: &mut dyn FnMut(ReportFile) -> Result<(), ReportError>,
+) -> Result<(), ReportError> {
     if runs.is_empty() {
         return Err(ReportError::NoRuns);
     }
@@ -96,28 +118,51 @@ pub fn build(runs: &[RunData], opts: &ReportOptions) -> Result<Vec<ReportFile>, 
     let rows = opts.rows.as_deref().map(group::Key::parse);
     let grouping = group::Grouping::arranged(runs, keys.as_deref(), rows.as_ref(), cols.as_deref());
     let figs = figures::all_with(runs, &grouping, opts.xmax_us);
-    let rendered = render_all(&figs)?;
+    let inline = runs.len() <= INLINE_FIGURES_MAX_RUNS;
+    let rendered = if inline {
+        render_all(&figs)?
+    } else {
+        Vec::new()
+    };
+    let linked: Vec<String> = figs
+        .iter()
+        .map(|f| {
+            let n = html::escape(&f.name);
+            format!("<img src=\"{n}.svg\" alt=\"{n}\">")
+        })
+        .collect();
     let rows = table::summary_rows(runs);
     let warns = warnings::collect(runs);
     let svgs: Vec<(&figures::NamedFigure, &str)> = figs
         .iter()
-        .zip(&rendered)
-        .map(|(f, (svg, _))| (f, svg.as_str()))
+        .enumerate()
+        .map(|(i, f)| match rendered.get(i) {
+            Some((svg, _)) => (f, svg.as_str()),
+            None => (f, linked[i].as_str()),
+        })
         .collect();
     let page = html::page(runs, &grouping, &rows, &warns, &svgs, opts);
-    let mut files = vec![
-        file("report.html", page.into_bytes()),
-        file("summary.csv", table::csv(&rows).into_bytes()),
-        file(
-            "summary.md",
-            summary_md(runs, &grouping, &rows).into_bytes(),
-        ),
-    ];
-    for (f, (svg, png)) in figs.iter().zip(rendered) {
-        files.push(file(&format!("{}.svg", f.name), svg.into_bytes()));
-        files.push(file(&format!("{}.png", f.name), png));
+    drop(svgs);
+    sink(file("report.html", page.into_bytes()))?;
+    sink(file("summary.csv", table::csv(&rows).into_bytes()))?;
+    let md = summary_md(runs, &grouping, &rows);
+    sink(file("summary.md", md.into_bytes()))?;
+    let mut emit = |f: &figures::NamedFigure, (svg, png): Rendered| {
+        sink(file(&format!("{}.svg", f.name), svg.into_bytes()))?;
+        sink(file(&format!("{}.png", f.name), png))
+    };
+    if inline {
+        for (f, r) in figs.iter().zip(rendered) {
+            emit(f, r)?;
+        }
+    } else {
+        for pair in figs.chunks(2) {
+            for (f, r) in pair.iter().zip(render_all(pair)?) {
+                emit(f, r)?;
+            }
+        }
     }
-    Ok(files)
+    Ok(())
 }
 
 /// `summary.md`: the per-CPU table, then for several runs the maximum per load case.

@@ -635,3 +635,30 @@ pub(crate) fn texts(svg: &str) -> Vec<String> {
         .map(|(_, b)| b.split("</text>").next().unwrap_or("").trim().to_string())
         .collect()
 }
+
+#[test]
+fn a_report_of_many_runs_links_its_figures_instead_of_holding_them() {
+    let one = run_with(1, &[("kernel", "rt")]);
+    let many: Vec<RunData> = (1..=crate::INLINE_FIGURES_MAX_RUNS as i64 + 1)
+        .map(|id| {
+            let mut r = one.clone();
+            r.detail.summary.id = id;
+            r
+        })
+        .collect();
+    let files = crate::build(&many, &Default::default()).unwrap();
+    let page = String::from_utf8(files[0].bytes.clone()).unwrap();
+    let svgs: Vec<&str> = files
+        .iter()
+        .map(|f| f.name.as_str())
+        .filter(|n| n.ends_with(".svg"))
+        .collect();
+    assert!(!svgs.is_empty());
+    assert_eq!(page.matches("<svg").count(), 0, "no figure inline");
+    for n in &svgs {
+        assert!(
+            page.contains(&format!("<img src=\"{n}\"")),
+            "{n} not linked"
+        );
+    }
+}

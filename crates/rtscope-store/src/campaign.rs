@@ -1,6 +1,7 @@
 //! Campaigns (a plan of runs: scenarios × load cases × repeats) and the loads a run was
 //! measured under.
 
+use crate::read::effective_status;
 use crate::{Result, RunId, RunStatus, Store, StoreError};
 use rusqlite::{params, OptionalExtension};
 
@@ -152,7 +153,7 @@ impl Store {
     /// All campaigns, newest first.
     pub fn campaigns(&self) -> Result<Vec<CampaignSummary>> {
         let mut st = self
-            .conn
+            .sql()
             .prepare("SELECT id, name, source, definition, started, ended, status, planned_runs, pid, command_line FROM campaigns ORDER BY id DESC")
             .map_err(self.err())?;
         let rows = st
@@ -185,53 +186,72 @@ impl Store {
     }
 
     /// The runs of a campaign in plan order (a resumed position has its older, interrupted
-    /// run listed first).
+    /// run listed first), with their statuses: one statement however many runs it has.
     pub fn campaign_runs(&self, id: CampaignId) -> Result<Vec<CampaignRun>> {
         let mut st = self
-            .conn
-            .prepare("SELECT seq, run_id, scenario, load_case, repeat FROM campaign_runs WHERE campaign_id=?1 ORDER BY seq, run_id")
+            .sql()
+            .prepare("SELECT c.seq, c.run_id, c.scenario, c.load_case, c.repeat, r.status, r.pid, r.checkpoint_unix_ns, r.started_unix_ns FROM campaign_runs c LEFT JOIN runs r ON r.id = c.run_id WHERE c.campaign_id=?1 ORDER BY c.seq, c.run_id")
             .map_err(self.err())?;
         let rows = st
             .query_map(params![id], |r| {
-                Ok(CampaignRun {
+                let status = match r.get::<_, Option<String>>(5)? {
+                    Some(s) => Some(effective_status(&s, r.get(6)?, r.get(7)?, r.get(8)?)),
+                    None => None,
+                };
+                let place = CampaignRun {
                     seq: r.get(0)?,
                     run_id: r.get(1)?,
                     scenario: r.get(2)?,
                     load_case: r.get(3)?,
                     repeat: r.get(4)?,
-                    status: RunStatus::Unknown,
-                })
+                    status: status.unwrap_or(RunStatus::Unknown),
+                };
+                Ok((place, status.is_some()))
             })
             .map_err(self.err())?;
-        let mut out = rows
-            .collect::<rusqlite::Result<Vec<CampaignRun>>>()
-            .map_err(self.err())?;
-        for r in &mut out {
-            r.status = self.summary(r.run_id)?.status;
+        let mut out = Vec::new();
+        for row in rows {
+            let (place, found) = row.map_err(self.err())?;
+            if !found {
+                // A place whose run is gone: the error reading that run gives.
+                self.summary(place.run_id)?;
+            }
+            out.push(place);
         }
         Ok(out)
     }
 
-    /// The campaign a run belongs to, with its place in it.
+    /// The campaign a run belongs to, with its place in it. Reads that one place and that
+    /// run's status, never the campaign's other runs (read per run, that made `compare` of
+    /// 1,000 runs quadratic: issue 28).
     pub fn campaign_of(&self, run: RunId) -> Result<Option<(CampaignSummary, CampaignRun)>> {
-        let found: Option<(i64, u32)> = self
-            .conn
+        let found: Option<(i64, CampaignRun)> = self
+            .sql()
             .query_row(
-                "SELECT campaign_id, seq FROM campaign_runs WHERE run_id=?1",
+                "SELECT campaign_id, seq, scenario, load_case, repeat FROM campaign_runs WHERE run_id=?1",
                 params![run],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| {
+                    let place = CampaignRun {
+                        seq: r.get(1)?,
+                        run_id: run,
+                        scenario: r.get(2)?,
+                        load_case: r.get(3)?,
+                        repeat: r.get(4)?,
+                        status: RunStatus::Unknown,
+                    };
+                    Ok((r.get(0)?, place))
+                },
             )
             .optional()
             .map_err(self.err())?;
-        let Some((cid, _)) = found else {
+        let Some((cid, mut place)) = found else {
             return Ok(None);
         };
-        let c = self.campaigns()?.into_iter().find(|c| c.id == cid);
-        let r = self
-            .campaign_runs(cid)?
-            .into_iter()
-            .find(|r| r.run_id == run);
-        Ok(c.zip(r))
+        let Some(c) = self.campaigns()?.into_iter().find(|c| c.id == cid) else {
+            return Ok(None);
+        };
+        place.status = self.summary(run)?.status;
+        Ok(Some((c, place)))
     }
 
     /// Records the loads a run was measured under (replacing any recorded before).
@@ -260,7 +280,7 @@ impl Store {
     /// The loads a run was measured under.
     pub fn loads(&self, run: RunId) -> Result<Vec<LoadRow>> {
         let mut st = self
-            .conn
+            .sql()
             .prepare("SELECT name, spec, command_line, status, error, ran_ns, metrics FROM loads WHERE run_id=?1 ORDER BY idx")
             .map_err(self.err())?;
         let rows = st

@@ -47,7 +47,7 @@ impl Store {
             source,
         };
         let mut stmt = self
-            .conn
+            .sql()
             .prepare(
                 "SELECT check_id, verdict, evidence, fix, setting FROM run_checks WHERE run_id = ?1 ORDER BY seq",
             )

@@ -12,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+mod batch;
 mod bundle;
 mod campaign;
 mod checks;
@@ -25,6 +26,7 @@ mod spikes;
 mod status;
 mod write;
 
+pub use batch::RunFacts;
 pub use bundle::RunBundle;
 pub use campaign::{CampaignId, CampaignRun, CampaignSummary, LoadMetric, LoadRow, NewCampaign};
 pub use checks::CheckRow;
@@ -107,6 +109,8 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 pub struct Store {
     conn: Connection,
     path: PathBuf,
+    /// Statements run through [`Store::sql`] (the readers) since the store was opened.
+    statements: std::cell::Cell<u64>,
 }
 
 /// A run's id.
@@ -132,6 +136,7 @@ impl Store {
         let mut store = Store {
             conn,
             path: path.to_path_buf(),
+            statements: std::cell::Cell::new(0),
         };
         store.setup().map_err(|e| match e {
             StoreError::Sqlite { source, .. } => Self::classify(path, source),
@@ -170,6 +175,7 @@ impl Store {
         let store = Store {
             conn,
             path: path.to_path_buf(),
+            statements: std::cell::Cell::new(0),
         };
         let version = store.user_version().map_err(|e| match e {
             StoreError::Sqlite { source, .. } => Self::classify(path, source),
@@ -223,6 +229,18 @@ impl Store {
                 source: e,
             }
         }
+    }
+
+    /// The connection, for one read statement: counted, so a test can tell a reader of many
+    /// runs that reads them one by one (its count grows with the runs) from one that does not.
+    pub(crate) fn sql(&self) -> &Connection {
+        self.statements.set(self.statements.get() + 1);
+        &self.conn
+    }
+
+    /// The read statements run since the store was opened (see [`Store::sql`]).
+    pub fn statements(&self) -> u64 {
+        self.statements.get()
     }
 
     pub(crate) fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {

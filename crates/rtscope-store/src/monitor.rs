@@ -162,7 +162,7 @@ impl Store {
     /// Every monitor metric of a run with its values, by metric name.
     pub fn monitor_series(&self, run: RunId) -> Result<Vec<MonitorSeries>> {
         let mut st = self
-            .conn
+            .sql()
             .prepare(
                 "SELECT m.name, m.unit, v.offset_ns, v.value FROM monitor_metrics m \
                  JOIN monitor_values v ON v.metric_id = m.id WHERE m.run_id=?1 \
@@ -197,7 +197,7 @@ impl Store {
     /// The text states of a run (changes only), by metric and time.
     pub fn monitor_states(&self, run: RunId) -> Result<Vec<MonitorState>> {
         let mut st = self
-            .conn
+            .sql()
             .prepare("SELECT metric, offset_ns, value FROM monitor_states WHERE run_id=?1 ORDER BY metric, offset_ns")
             .map_err(self.err())?;
         let rows = st
@@ -215,7 +215,7 @@ impl Store {
     /// The top threads of every sample of a run, by time and rank.
     pub fn monitor_top(&self, run: RunId) -> Result<Vec<TopThread>> {
         let mut st = self
-            .conn
+            .sql()
             .prepare("SELECT offset_ns, rank, pid, tid, comm, cpu_percent, last_cpu, kernel, own FROM monitor_top WHERE run_id=?1 ORDER BY offset_ns, rank")
             .map_err(self.err())?;
         let rows = st
@@ -239,7 +239,7 @@ impl Store {
     /// Which monitor sources a run could read.
     pub fn monitor_sources(&self, run: RunId) -> Result<Vec<MonitorSource>> {
         let mut st = self
-            .conn
+            .sql()
             .prepare("SELECT source, available, why FROM monitor_sources WHERE run_id=?1 ORDER BY source")
             .map_err(self.err())?;
         let rows = st

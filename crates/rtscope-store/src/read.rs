@@ -154,7 +154,7 @@ impl ThreadRow {
 
 /// The histogram limit of an imported run (`source.histogram_size_us` of its config, µs): the
 /// samples beyond it are the overflows. `None` for a config without it or not JSON.
-fn histogram_limit(config: &str) -> Option<Nanos> {
+pub(crate) fn histogram_limit(config: &str) -> Option<Nanos> {
     let v: serde_json::Value = serde_json::from_str(config).ok()?;
     let us = v.pointer("/source/histogram_size_us")?.as_u64()?;
     Some(Nanos(us.saturating_mul(1000)))
@@ -215,7 +215,7 @@ impl RunDetail {
     }
 }
 
-fn u(v: Option<i64>) -> Option<u64> {
+pub(crate) fn u(v: Option<i64>) -> Option<u64> {
     v.map(|x| x.max(0) as u64)
 }
 
@@ -229,7 +229,12 @@ fn process_alive(pid: i64) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
-fn effective_status(status: &str, pid: i64, checkpoint: Option<i64>, started: i64) -> RunStatus {
+pub(crate) fn effective_status(
+    status: &str,
+    pid: i64,
+    checkpoint: Option<i64>,
+    started: i64,
+) -> RunStatus {
     let status = RunStatus::parse(status);
     if status != RunStatus::Running {
         return status;
@@ -242,7 +247,7 @@ fn effective_status(status: &str, pid: i64, checkpoint: Option<i64>, started: i6
     }
 }
 
-fn thread_row(r: &Row) -> rusqlite::Result<ThreadRow> {
+pub(crate) fn thread_row(r: &Row) -> rusqlite::Result<ThreadRow> {
     let blob: Option<Vec<u8>> = r.get(13)?;
     Ok(ThreadRow {
         thread: r.get(0)?,
@@ -268,19 +273,19 @@ impl Store {
     pub fn list_runs(&self) -> Result<Vec<RunSummary>> {
         let ids: Vec<i64> = {
             let mut q = self
-                .conn
+                .sql()
                 .prepare("SELECT id FROM runs ORDER BY started_unix_ns DESC, id DESC")
                 .map_err(self.err())?;
             let rows = q.query_map([], |r| r.get(0)).map_err(self.err())?;
             rows.collect::<rusqlite::Result<_>>().map_err(self.err())?
         };
-        ids.into_iter().map(|id| self.summary(id)).collect()
+        self.summaries(&ids)
     }
 
     /// The newest run's id.
     pub fn last_run(&self) -> Result<Option<RunId>> {
         use rusqlite::OptionalExtension;
-        self.conn
+        self.sql()
             .query_row(
                 "SELECT id FROM runs ORDER BY started_unix_ns DESC, id DESC LIMIT 1",
                 [],
@@ -305,7 +310,7 @@ impl Store {
         // The config is parsed here, not with SQLite's JSON functions: the bundled SQLite is
         // built without them (the board binaries' size budget, .cargo/config.toml).
         let q = "SELECT kind, label, status, started, ended, progress_ns, exit_code, pid, checkpoint_unix_ns, started_unix_ns, config, uuid FROM runs WHERE id=?1";
-        self.conn
+        self.sql()
             .query_row(q, params![id], |r| {
                 let stored: String = r.get(2)?;
                 let status = effective_status(&stored, r.get(7)?, r.get(8)?, r.get(9)?);
@@ -335,7 +340,7 @@ impl Store {
     pub fn run(&self, id: RunId) -> Result<RunDetail> {
         let summary = self.summary(id)?;
         let (tool_version, command_line_json, config_json) = self
-            .conn
+            .sql()
             .query_row(
                 "SELECT tool_version, command_line, config FROM runs WHERE id=?1",
                 params![id],
@@ -343,7 +348,7 @@ impl Store {
             )
             .map_err(self.err())?;
         let count = |sql: &str| -> Result<u64> {
-            self.conn
+            self.sql()
                 .query_row(sql, params![id], |r| r.get::<_, i64>(0))
                 .map(|n| n as u64)
                 .map_err(self.err())
@@ -369,7 +374,7 @@ impl Store {
     /// The threads of a run.
     pub fn threads(&self, id: RunId) -> Result<Vec<ThreadRow>> {
         let mut q = self
-            .conn
+            .sql()
             .prepare("SELECT thread, tid, cpu, policy, priority, interval_ns, samples, min_ns, mean_ns, max_ns, max_cycle, max_offset_ns, missed, histogram, raw_dropped FROM threads WHERE run_id=?1 ORDER BY thread")
             .map_err(self.err())?;
         let rows = q.query_map(params![id], thread_row).map_err(self.err())?;
@@ -379,7 +384,7 @@ impl Store {
     /// The time series of a run, by thread and time.
     pub fn series(&self, id: RunId) -> Result<Vec<SeriesRow>> {
         let mut q = self
-            .conn
+            .sql()
             .prepare("SELECT thread, offset_ns, length_ns, samples, min_ns, max_ns, mean_ns, p99_ns, missed FROM series WHERE run_id=?1 ORDER BY thread, offset_ns")
             .map_err(self.err())?;
         let rows = q
@@ -404,7 +409,7 @@ impl Store {
     /// offset_ns)`. A chunk that does not decode is an error naming the run and thread.
     pub fn raw_samples(&self, id: RunId, thread: u32) -> Result<Vec<codec::RawSample>> {
         let mut q = self
-            .conn
+            .sql()
             .prepare("SELECT data FROM samples WHERE run_id=?1 AND thread=?2 ORDER BY first_cycle")
             .map_err(self.err())?;
         let rows = q
@@ -432,7 +437,7 @@ impl Store {
         f: &mut dyn FnMut(Vec<codec::RawSample>) -> std::io::Result<()>,
     ) -> Result<()> {
         let mut q = self
-            .conn
+            .sql()
             .prepare("SELECT data FROM samples WHERE run_id=?1 AND thread=?2 ORDER BY first_cycle")
             .map_err(self.err())?;
         let mut rows = q.query(params![id, thread]).map_err(self.err())?;
@@ -453,14 +458,14 @@ impl Store {
 
     /// The number of raw samples stored for a run, and their encoded size in bytes.
     pub fn raw_sample_size(&self, id: RunId) -> Result<(u64, u64)> {
-        self.conn
+        self.sql()
             .query_row("SELECT coalesce(sum(count), 0), coalesce(sum(length(data)), 0) FROM samples WHERE run_id=?1", params![id], |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)))
             .map_err(self.err())
     }
 
     /// The events of a run, by thread and cycle.
     pub fn events(&self, id: RunId) -> Result<Vec<crate::EventRow>> {
-        let mut q = self.conn.prepare("SELECT thread, cycle, latency_ns, offset_ns, unix_ns FROM events WHERE run_id=?1 ORDER BY thread, cycle").map_err(self.err())?;
+        let mut q = self.sql().prepare("SELECT thread, cycle, latency_ns, offset_ns, unix_ns FROM events WHERE run_id=?1 ORDER BY thread, cycle").map_err(self.err())?;
         let rows = q
             .query_map(params![id], |r| {
                 Ok(crate::EventRow {
@@ -476,7 +481,7 @@ impl Store {
     }
 
     fn pairs(&self, sql: &str, id: RunId) -> Result<Vec<(String, String)>> {
-        let mut q = self.conn.prepare(sql).map_err(self.err())?;
+        let mut q = self.sql().prepare(sql).map_err(self.err())?;
         let rows = q
             .query_map(params![id], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(self.err())?;

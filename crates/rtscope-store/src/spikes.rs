@@ -88,7 +88,7 @@ impl Store {
 
     /// The explanation summary of a run, if it was explained.
     pub fn spike_summary(&self, run: RunId) -> Result<Option<SpikeSummaryRow>> {
-        self.conn
+        self.sql()
             .query_row(
                 "SELECT tier, tier_reason, threshold_ns, clock_start_ns, summary FROM spike_summaries WHERE run_id=?1",
                 params![run],
@@ -109,7 +109,7 @@ impl Store {
     /// The explained spikes of a run, in wake-up order.
     pub fn spikes(&self, run: RunId) -> Result<Vec<SpikeRow>> {
         let mut st = self
-            .conn
+            .sql()
             .prepare("SELECT cpu, tid, offset_ns, latency_ns, tier, culprit, culprit_ns, detail FROM spikes WHERE run_id=?1 ORDER BY seq")
             .map_err(self.err())?;
         let rows = st

@@ -493,3 +493,113 @@ fn a_database_with_control_characters_in_its_tags_is_not_merged() {
     assert!(e.contains("tag value") && e.contains("\\x1b"), "{e}");
     assert!(s.list_runs().unwrap().is_empty());
 }
+
+/// A database of `n` runs in two campaigns (odd runs in none), some finished, some with an
+/// audit, raw samples or extra tags; their ids.
+fn many_runs(name: &str, n: u32) -> (Store, Vec<RunId>) {
+    let mut s = Store::open(&tmpdb(name)).unwrap();
+    let campaign = |s: &mut Store, name: &str| {
+        s.begin_campaign(&NewCampaign {
+            name: name.into(),
+            source: "preset:x".into(),
+            definition: String::new(),
+            started: "2026-11-22T03:00:00Z".into(),
+            planned_runs: n,
+            command_line: vec!["rtscope".into(), "run".into()],
+        })
+        .unwrap()
+    };
+    let cids = [campaign(&mut s, "first"), campaign(&mut s, "second")];
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let mut nr = new_run(&format!("run{i}"));
+        nr.tags.push(("case".into(), format!("c{}", i % 3)));
+        let id = s.begin_run(&nr).unwrap();
+        let h = hist(&[4, 5, 6 + u64::from(i)]);
+        if i % 4 != 3 {
+            s.finish_run(
+                id,
+                &checkpoint(&h, 1_000_000_000),
+                RunStatus::Complete,
+                "2026-11-22T03:00:02Z",
+                0,
+            )
+            .unwrap();
+        }
+        if i % 3 == 0 {
+            let row = CheckRow {
+                check: "governor".into(),
+                verdict: "warn".into(),
+                evidence: format!("run {i}"),
+                fix: None,
+                setting: Some("powersave".into()),
+            };
+            s.set_checks(id, &[row]).unwrap();
+        }
+        if i % 2 == 0 {
+            let place = CampaignRun {
+                seq: i / 2,
+                run_id: id,
+                scenario: "N:N".into(),
+                load_case: format!("case{i}"),
+                repeat: 1,
+                status: RunStatus::Running,
+            };
+            s.add_campaign_run(cids[(i / 2 % 2) as usize], &place)
+                .unwrap();
+        }
+        ids.push(id);
+    }
+    (s, ids)
+}
+
+#[test]
+fn many_runs_read_at_once_are_what_they_are_read_one_by_one() {
+    let (s, mut ids) = many_runs("facts", 12);
+    ids.reverse();
+    ids.push(ids[3]);
+    let facts = s.run_facts(&ids).unwrap();
+    assert_eq!(facts.len(), ids.len());
+    for (f, &id) in facts.iter().zip(&ids) {
+        assert_eq!(f.detail.summary.id, id);
+        assert_eq!(
+            format!("{:?}", f.detail),
+            format!("{:?}", s.run(id).unwrap())
+        );
+        assert_eq!(
+            format!("{:?}", f.campaign),
+            format!("{:?}", s.campaign_of(id).unwrap())
+        );
+        assert_eq!(f.checks, s.checks(id).unwrap());
+    }
+    assert!(
+        facts.iter().any(|f| f.campaign.is_some()) && facts.iter().any(|f| f.campaign.is_none())
+    );
+    assert!(facts
+        .iter()
+        .any(|f| f.detail.summary.status == RunStatus::Incomplete));
+    assert!(s.run_facts(&[]).unwrap().is_empty());
+    let missing = s.run_facts(&[ids[0], 9_999]).unwrap_err().to_string();
+    assert_eq!(missing, s.run(9_999).unwrap_err().to_string());
+}
+
+#[test]
+fn reading_many_runs_takes_as_many_statements_for_3_runs_as_for_30() {
+    let count = |n: u32| {
+        let (s, ids) = many_runs(&format!("count{n}"), n);
+        let before = s.statements();
+        let facts = s.run_facts(&ids).unwrap();
+        assert_eq!(facts.len(), n as usize);
+        s.statements() - before
+    };
+    let (small, large) = (count(3), count(30));
+    assert!(small > 0, "the counter counts");
+    assert_eq!(small, large, "statements for 3 runs, for 30 runs");
+    // Run by run, the count grows with the runs: the counter sees it.
+    let (s, ids) = many_runs("count-one-by-one", 3);
+    let before = s.statements();
+    for &id in &ids {
+        s.run(id).unwrap();
+    }
+    assert!(s.statements() - before >= 3 * 5);
+}

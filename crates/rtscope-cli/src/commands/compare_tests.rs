@@ -4,6 +4,11 @@
 use super::run;
 use crate::cli::CompareArgs;
 use clap::Parser;
+use rtscope_analysis::compare::analysis::{Comparison, Group};
+use rtscope_analysis::compare::model::{RunData, Stat};
+use rtscope_analysis::compare::verdict::Thresholds;
+use rtscope_analysis::compare::{json, text};
+use rtscope_analysis::select;
 use rtscope_core::{Histogram, Nanos};
 use rtscope_store::{
     CampaignRun, Checkpoint, MonitorBatch, NewCampaign, NewRun, RunKind, RunStatus, Store,
@@ -190,5 +195,151 @@ fn missed_deadlines_compare_per_deadline_not_as_counts() {
     assert!(
         text.contains("missed = missed deadlines in % of all deadlines"),
         "{text}"
+    );
+}
+
+/// The groups as compare read them before issue 28: run by run, each run's campaign looked up
+/// alone. The batched reading must give exactly what this gives.
+fn groups_run_by_run(s: &Store, selectors: &[&str]) -> Vec<Group> {
+    let load = |text: &str| {
+        let sel = select::Selector::parse(text).unwrap();
+        let mut runs = Vec::new();
+        for id in select::resolve(s, &sel, text).unwrap() {
+            let detail = s.run(id).unwrap();
+            let campaign = s.campaign_of(id).unwrap().map(|(c, r)| (c.name, r));
+            let settings: Vec<_> = s
+                .checks(id)
+                .unwrap()
+                .into_iter()
+                .filter_map(|c| Some((c.check, c.setting?)))
+                .collect();
+            for mut r in RunData::per_mechanism(&detail, campaign) {
+                r.settings = settings.clone();
+                runs.push(r);
+            }
+        }
+        runs
+    };
+    let groups = selectors.iter().enumerate();
+    groups.map(|(i, t)| Group::new(i, t, load(t))).collect()
+}
+
+/// Text and JSON of a comparison of `groups` with the options of `argv`.
+fn rendered(argv: &[&str], groups: Vec<Group>) -> (String, String) {
+    let a = Wrap::parse_from(argv).args;
+    let stats: Vec<Stat> = a
+        .stats
+        .iter()
+        .map(|s| Stat::parse(s, "--stat").unwrap())
+        .collect();
+    let thresholds = Thresholds::parse(&a.thresholds, &a.min_delta).unwrap();
+    let matrix = Stat::parse(&a.matrix, "--matrix").unwrap();
+    let c = Comparison::new(groups, &stats, thresholds, matrix, a.rows.as_deref());
+    let doc = json::document(&c, 0);
+    (
+        text::render(&c),
+        serde_json::to_string_pretty(&doc).unwrap(),
+    )
+}
+
+/// Campaigns, tagged runs, audits with settings and a run whose writer died, in one store.
+fn mixed_store(name: &str, rounds: u64) -> PathBuf {
+    let path = tmpdb(name);
+    let mut s = Store::open(&path).unwrap();
+    for i in 0..rounds {
+        add_campaign(&mut s, "stock", 10 + i, 40 + i);
+        add_campaign(&mut s, "rt", 10, 12 + i % 3);
+        let id = add_run_with(&mut s, 10 + i, 990, i, &[("kernel", "a"), ("case", "idle")]);
+        let row = |setting: &str| rtscope_store::CheckRow {
+            check: "governor".into(),
+            verdict: "warn".into(),
+            evidence: String::new(),
+            fix: None,
+            setting: Some(setting.into()),
+        };
+        s.set_checks(
+            id,
+            &[row(if i % 2 == 0 {
+                "performance"
+            } else {
+                "powersave"
+            })],
+        )
+        .unwrap();
+        add_run_with(
+            &mut s,
+            11,
+            1_980,
+            2 * i,
+            &[("kernel", "b"), ("case", "cpu")],
+        );
+    }
+    let mut dead = NewRun {
+        kind: RunKind::Measure,
+        label: None,
+        tags: vec![("kernel".into(), "b".into())],
+        started: "2026-11-22T03:00:00Z".into(),
+        started_unix_ns: 1,
+        pid: u32::MAX,
+        tool_version: "0.1.0".into(),
+        command_line_json: "[]".into(),
+        config_json: "{}".into(),
+        environment: vec![],
+        threads: vec![],
+    };
+    dead.threads.push(ThreadInfo {
+        thread: 0,
+        cpu: Some(0),
+        policy: "fifo".into(),
+        priority: 90,
+        interval_ns: 1_000_000,
+    });
+    s.begin_run(&dead).unwrap();
+    path
+}
+
+#[test]
+fn groups_read_in_one_pass_compare_exactly_as_run_by_run() {
+    let path = mixed_store("one-pass", 4);
+    let db = path.to_str().unwrap();
+    let s = Store::open(&path).unwrap();
+    for selectors in [
+        &["campaign:stock", "rt"][..],
+        &["kernel=a", "kernel=b", "stock"],
+    ] {
+        let mut argv = vec!["compare", "--db", db];
+        argv.extend(selectors);
+        let before = rendered(&argv, groups_run_by_run(&s, selectors));
+        let groups = selectors.iter().enumerate();
+        let now = groups.map(|(i, t)| Group::new(i, t, super::load_group(&s, t).unwrap()));
+        let now = rendered(&argv, now.collect());
+        assert_eq!(now.0, before.0, "text of {selectors:?}");
+        assert_eq!(now.1, before.1, "JSON of {selectors:?}");
+        assert!(
+            now.0.contains("stock") || now.0.contains("kernel"),
+            "{}",
+            now.0
+        );
+    }
+}
+
+#[test]
+fn a_group_takes_as_many_statements_for_6_runs_as_for_60() {
+    let statements = |rounds: u64| {
+        let path = mixed_store(&format!("statements-{rounds}"), rounds);
+        let s = Store::open(&path).unwrap();
+        let before = s.statements();
+        let runs = super::load_group(&s, "campaign:stock").unwrap();
+        let runs_b = super::load_group(&s, "kernel=b").unwrap();
+        assert_eq!(runs.len(), 2, "the newest campaign named stock");
+        assert_eq!(runs_b.len() as u64, rounds + 1);
+        s.statements() - before
+    };
+    // Reading the store a run at a time would take thousands more statements.
+    let (small, large) = (statements(3), statements(30));
+    assert!(small > 0);
+    assert!(
+        large <= small,
+        "{small} statements for 3 rounds, {large} for 30"
     );
 }

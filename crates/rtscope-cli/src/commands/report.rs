@@ -44,9 +44,19 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         cols: a.cols.clone(),
         xmax_us: a.xmax,
     };
-    let files = rtscope_report::build(&runs, &opts)?;
-    let written = rtscope_report::write(&a.output, &files)
-        .map_err(|e| UsageError::from_error(e).hint("choose a writable directory with -o DIR"))?;
+    // Each file written as soon as it is made: the rendered figures are never all in memory.
+    let mut written = Vec::new();
+    let built = rtscope_report::build_each(&runs, &opts, &mut |f| {
+        written.extend(rtscope_report::write(&a.output, std::slice::from_ref(&f))?);
+        Ok(())
+    });
+    match built {
+        Err(e @ rtscope_report::ReportError::Write { .. }) => {
+            let hint = "choose a writable directory with -o DIR";
+            return Err(UsageError::from_error(e).hint(hint).into());
+        }
+        other => other?,
+    }
     let what = match runs.len() {
         1 => format!("run {}", runs[0].id()),
         n => format!("{n} runs"),
