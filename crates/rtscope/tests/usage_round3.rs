@@ -2,7 +2,7 @@
 //! the order of an error's parts, "did you mean", completions of enumerations, and man pages
 //! whose EXIT STATUS says what the program does.
 
-use crate::common::{dump, run, temp_path};
+use crate::common::{dump, fresh_dir, run};
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::process::{Command, Stdio};
@@ -38,9 +38,7 @@ fn a_non_utf8_argument_is_a_usage_error_not_an_abort() {
 /// A database path is bytes: a file name that is not UTF-8 is used as given.
 #[test]
 fn a_non_utf8_database_path_is_used_as_given() {
-    let dir = temp_path("non-utf8-db");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("non-utf8-db");
     let db = dir.join(OsStr::from_bytes(b"runs-\xff.db"));
     let o = Command::new(BIN)
         .arg("import")
@@ -59,9 +57,7 @@ fn a_non_utf8_database_path_is_used_as_given() {
 /// then the hint.
 #[test]
 fn an_error_prints_its_causes_before_its_hint_and_no_cause_twice() {
-    let dir = temp_path("error-order");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("error-order");
     let db = dir.join("m.db");
     let db = db.to_str().unwrap();
     let o = run(BIN, &["import", &fixture("hist-h400.txt"), "--db", db]);
@@ -191,9 +187,7 @@ fn man_pages_list_the_exit_codes_the_commands_return() {
 /// test at all. The run is reported (and its limits) without a database left behind.
 #[test]
 fn ci_output_without_a_database_still_reports_the_run_and_its_limits() {
-    let dir = temp_path("ci-no-db");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("ci-no-db");
     let junit = dir.join("j.xml");
     let arg = format!("junit={}", junit.display());
     let o = {
@@ -232,9 +226,7 @@ fn ci_output_without_a_database_still_reports_the_run_and_its_limits() {
 /// the run (nothing is measured or recorded), not after it.
 #[test]
 fn ci_outputs_are_checked_before_the_run() {
-    let dir = temp_path("ci-check");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("ci-check");
     let db = dir.join("c.db");
     let db = db.to_str().unwrap();
     let same = dir.join("r.out");
@@ -266,9 +258,7 @@ fn ci_outputs_are_checked_before_the_run() {
 /// (before the run) unless `--follow-symlinks`; N11: a full disk on stdout is not a success.
 #[test]
 fn outputs_never_replace_devices_or_symlinks_and_write_errors_fail() {
-    let dir = temp_path("outputs-n1");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("outputs-n1");
     let node = dir.join("mynull");
     let st = Command::new("mknod")
         .args(["-m", "666"])
@@ -421,9 +411,7 @@ fn a_load_whose_report_was_lost_is_not_a_success() {
 /// any text file of the report, and every SVG is well-formed XML.
 #[test]
 fn a_report_of_hostile_labels_has_no_raw_control_characters() {
-    let dir = temp_path("hostile-report");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("hostile-report");
     let db = dir.join("h.db");
     let o = run(
         BIN,

@@ -550,38 +550,19 @@ fn spawn_sender(
 fn send_loop(sh: &Shared, first: Nanos, interval: Nanos, burst: u64, loops: u64, end: u64) -> u64 {
     let clock = libc::CLOCK_MONOTONIC;
     let mut deadline = sys::Deadline::new(first, interval);
-    let messages = sh.transport.carries_messages();
-    let (mut seq, mut sent, mut failed) = (0u64, 0u64, 0u64);
+    let mut tx = Sending::new(sh);
     let mut n = 0u64;
     while n < loops && deadline.ns() < end && !sh.stop.load(Relaxed) {
         if deadline.sleep_unless(clock, &sh.stop) == sys::Slept::Interrupted {
             break;
         }
         for _ in 0..burst {
-            let t = sys::now(clock).0;
-            if !messages {
-                publish_send_time(sh, seq, t);
-            }
-            match sh.transport.send(seq, t) {
-                Ok(Sent::Ok) => {
-                    sent += 1;
-                    seq += 1;
-                }
-                Ok(Sent::Full) => {
-                    failed += 1;
-                    if messages {
-                        seq += 1;
-                    }
-                }
-                Err(e) => {
-                    sh.io_error("send", e);
-                    sh.stop.store(true, Release);
-                    break;
-                }
+            if !tx.send(sh, sys::now(clock).0) {
+                sh.stop.store(true, Release);
+                break;
             }
         }
-        sh.sent.store(sent, Relaxed);
-        sh.send_failed.store(failed, Relaxed);
+        tx.publish(sh, Relaxed);
         n += 1;
         deadline.advance();
         let skipped = skip_passed(&mut deadline, interval, sys::now(clock).0, loops - n, end);
@@ -591,12 +572,63 @@ fn send_loop(sh: &Shared, first: Nanos, interval: Nanos, burst: u64, loops: u64,
                 .store(sh.skipped.load(Relaxed) + skipped, Relaxed);
         }
     }
-    sh.sent.store(sent, Release);
-    sh.send_failed.store(failed, Release);
+    tx.publish(sh, Release);
     if n < loops && deadline.ns() < end {
         sh.cut.store(true, Release);
     }
-    seq
+    tx.seq
+}
+
+/// What a sender has sent: the next sequence number and the counts the receiver reads.
+struct Sending {
+    /// Message mechanisms number every event in the message (a dropped one uses its number);
+    /// count-only ones publish the send time in the slot ring.
+    messages: bool,
+    seq: u64,
+    sent: u64,
+    failed: u64,
+}
+
+impl Sending {
+    fn new(sh: &Shared) -> Sending {
+        Sending {
+            messages: sh.transport.carries_messages(),
+            seq: 0,
+            sent: 0,
+            failed: 0,
+        }
+    }
+
+    /// Sends the next event stamped `t`; `false` after a failed system call (recorded).
+    #[inline(always)]
+    fn send(&mut self, sh: &Shared, t: u64) -> bool {
+        if !self.messages {
+            publish_send_time(sh, self.seq, t);
+        }
+        match sh.transport.send(self.seq, t) {
+            Ok(Sent::Ok) => {
+                self.sent += 1;
+                self.seq += 1;
+                true
+            }
+            // A full queue (another program filling it, or a burst): counted as lost.
+            Ok(Sent::Full) => {
+                self.failed += 1;
+                self.seq += u64::from(self.messages);
+                true
+            }
+            Err(e) => {
+                sh.io_error("send", e);
+                false
+            }
+        }
+    }
+
+    /// Publishes the counts for the receiver and the live view.
+    fn publish(&self, sh: &Shared, order: std::sync::atomic::Ordering) {
+        sh.sent.store(self.sent, order);
+        sh.send_failed.store(self.failed, order);
+    }
 }
 
 /// Writes an event's send time into the slot ring (count-only mechanisms: the receiver finds it
@@ -615,8 +647,8 @@ fn handshake_loop(sh: &Shared, loops: u64, end: u64) -> u64 {
     let Some(back) = &sh.back else {
         return 0;
     };
-    let messages = sh.transport.carries_messages();
-    let (mut seq, mut seen, mut sent, mut failed) = (0u64, 0u32, 0u64, 0u64);
+    let mut tx = Sending::new(sh);
+    let mut seen = 0u32;
     let mut last = 0;
     let wait_ready = |seen: &mut u32| loop {
         match back.recv(seen) {
@@ -628,9 +660,9 @@ fn handshake_loop(sh: &Shared, loops: u64, end: u64) -> u64 {
             }
         }
     };
-    while sent + failed < loops && !sh.stop.load(Relaxed) {
+    while tx.sent + tx.failed < loops && !sh.stop.load(Relaxed) {
         if !wait_ready(&mut seen) {
-            return seq;
+            return tx.seq;
         }
         if sh.stop.load(Acquire) {
             break;
@@ -640,39 +672,23 @@ fn handshake_loop(sh: &Shared, loops: u64, end: u64) -> u64 {
         if t >= end {
             break;
         }
-        if !messages {
-            publish_send_time(sh, seq, t);
+        // One event is outstanding at a time: only another program could fill a queue.
+        if !tx.send(sh, t) {
+            break;
         }
-        match sh.transport.send(seq, t) {
-            Ok(Sent::Ok) => {
-                sent += 1;
-                seq += 1;
-            }
-            // One event is outstanding at a time: only another program could fill a queue.
-            Ok(Sent::Full) => {
-                failed += 1;
-                seq += u64::from(messages);
-            }
-            Err(e) => {
-                sh.io_error("send", e);
-                break;
-            }
-        }
-        sh.sent.store(sent, Relaxed);
-        sh.send_failed.store(failed, Relaxed);
+        tx.publish(sh, Relaxed);
     }
-    sh.sent.store(sent, Release);
-    sh.send_failed.store(failed, Release);
-    let done = sent + failed >= loops;
+    tx.publish(sh, Release);
+    let done = tx.sent + tx.failed >= loops;
     if !done && last < end {
         sh.cut.store(true, Release);
     }
     // After the last event, its ready token: the stop marker must not follow the event inside
     // its interval (nor coalesce with it).
-    if done && sent + failed > 0 {
+    if done && tx.sent + tx.failed > 0 {
         wait_ready(&mut seen);
     }
-    seq
+    tx.seq
 }
 
 /// Skips the sending deadlines that passed while the sender was held off for more than an
