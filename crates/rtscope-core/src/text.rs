@@ -81,11 +81,26 @@ pub fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// An untrusted text cell of a CSV file (labels, tags, names): control characters escaped as
-/// for a terminal ([`escape`]), a leading `=`, `+`, `-` or `@` prefixed with `'` (a
-/// spreadsheet would run it as a formula), then [`csv_field`]. The one CSV text rule of the
-/// report's `summary.csv` and the exports.
+/// for a terminal ([`escape`]) but for line breaks and tabs, which quoting keeps as data
+/// (pandas reads them back), a leading `=`, `+`, `-` or `@` prefixed with `'` (a spreadsheet
+/// would run it as a formula), then [`csv_field`]. The one CSV text rule of the report's
+/// `summary.csv` and the exports.
 pub fn csv_text(s: &str) -> std::borrow::Cow<'_, str> {
-    let escaped = escape(s);
+    let escaped = if s.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')) {
+        let kept: String = s
+            .split_inclusive(['\n', '\r', '\t'])
+            .map(|part| {
+                let (body, end) = match part.char_indices().last() {
+                    Some((i, '\n' | '\r' | '\t')) => part.split_at(i),
+                    _ => (part, ""),
+                };
+                format!("{}{end}", escape(body))
+            })
+            .collect();
+        std::borrow::Cow::Owned(kept)
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    };
     if escaped.starts_with(['=', '+', '-', '@']) {
         return std::borrow::Cow::Owned(csv_field(&format!("'{escaped}")).into_owned());
     }
@@ -168,7 +183,8 @@ mod tests {
         assert_eq!(csv_text("a,b"), "\"a,b\"");
         assert_eq!(csv_text("say \"x\""), "\"say \"\"x\"\"\"");
         assert_eq!(csv_text("evil\u{1b}[31m\u{7}"), "evil\\x1b[31m\\x07");
-        assert_eq!(csv_text("line\nbreak"), "line\\nbreak");
+        assert_eq!(csv_text("line\nbreak"), "\"line\nbreak\"");
+        assert_eq!(csv_text("bel\u{7}\nesc\u{1b}"), "\"bel\\x07\nesc\\x1b\"");
         assert_eq!(csv_text("=HYPERLINK(\"x\")"), "\"'=HYPERLINK(\"\"x\"\")\"");
         assert_eq!(csv_text("-1+2"), "'-1+2");
         assert_eq!(csv_field("a\r\nb"), "\"a\r\nb\"");
