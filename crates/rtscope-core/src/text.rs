@@ -86,7 +86,10 @@ pub fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
 /// would run it as a formula), then [`csv_field`]. The one CSV text rule of the report's
 /// `summary.csv` and the exports.
 pub fn csv_text(s: &str) -> std::borrow::Cow<'_, str> {
-    let escaped = if s.chars().any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t')) {
+    let escaped = if s
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+    {
         let kept: String = s
             .split_inclusive(['\n', '\r', '\t'])
             .map(|part| {
