@@ -40,7 +40,7 @@ pub fn main_with_args(argv: Vec<std::ffi::OsString>) -> ExitStatus {
 }
 
 fn report_error(e: &anyhow::Error) {
-    let msg = errors::render(e.chain().map(|c| c.to_string()));
+    let msg = rtscope_common::errors::render(e.chain().map(|c| c.to_string()));
     let _ = writeln!(std::io::stderr(), "{msg}");
 }
 
