@@ -20,13 +20,34 @@ check() {
     return "$_rc"
 }
 
-# dump_tasks: every thread's name, pid/tid, state and wait channel on the console
-# ("| task ..."): what a hung check was waiting for.
+# dump_tasks: every thread's name, pid/tid, state, wait channel and CPU time (utime+stime in
+# ticks, read twice 1 s apart: a spinning thread's grows) on the console ("| task ..."), then
+# each rtscope thread's kernel stack, the memory and load figures, and the kernel log's tail
+# (dmesg shows what loglevel=3 hid from the console: an OOM kill, a stall report) after asking
+# the kernel for every CPU's backtrace (sysrq l): what a hung check was waiting for or doing.
 dump_tasks() {
     for _d in /proc/[0-9]*/task/[0-9]*; do
+        echo "$_d $(cut -d' ' -f14,15 "$_d/stat" 2>/dev/null)"
+    done >/tmp/cpu-before
+    sleep 1
+    for _d in /proc/[0-9]*/task/[0-9]*; do
         _t=${_d#/proc/}
-        echo "| task $(cat "$_d/comm" 2>/dev/null) pid/tid=${_t%%/*}/${_d##*/} state=$(cut -d' ' -f3 "$_d/stat" 2>/dev/null) wchan=$(cat "$_d/wchan" 2>/dev/null)"
+        _s=$(cut -d' ' -f3,14,15,18,41 "$_d/stat" 2>/dev/null)
+        _b=$(grep "^$_d " /tmp/cpu-before | cut -d' ' -f2,3)
+        echo "| task $(cat "$_d/comm" 2>/dev/null) pid/tid=${_t%%/*}/${_d##*/} state=${_s%% *} wchan=$(cat "$_d/wchan" 2>/dev/null) utime,stime,prio,policy=$(echo "${_s#* }" | tr ' ' ,) 1s-before=$(echo "$_b" | tr ' ' ,)"
     done
+    for _p in $(pidof rtscope); do
+        for _d in /proc/"$_p"/task/[0-9]*; do
+            echo "| stack $_p/${_d##*/}"
+            sed 's/^/|   /' "$_d/stack" 2>/dev/null
+        done
+        grep -E 'VmRSS|VmLck|Threads' /proc/"$_p"/status | sed 's/^/| status /'
+    done
+    echo "| loadavg $(cat /proc/loadavg)"
+    grep -E 'MemTotal|MemFree|MemAvailable|Mlocked|Shmem:' /proc/meminfo | sed 's/^/| meminfo /'
+    echo l >/proc/sysrq-trigger 2>/dev/null
+    sleep 1
+    dmesg 2>/dev/null | tail -n 150 | sed 's/^/| dmesg /'
 }
 
 # check_within SECS NAME CMD...: `check`, with a watchdog. If CMD (an rtscope command) still

@@ -329,7 +329,11 @@ impl Recorder {
         let start = Instant::now();
         loop {
             match self.store.finish_run(self.id, cp, status, ended, code) {
-                Err(e) if e.is_busy() && start.elapsed() < FINISH_WAIT => continue,
+                // SQLite returns some busy cases at once, without its busy handler (another
+                // connection's snapshot): a short sleep keeps the retry from spinning a CPU.
+                Err(e) if e.is_busy() && start.elapsed() < FINISH_WAIT => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
                 r => return r,
             }
         }
