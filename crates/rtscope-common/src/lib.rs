@@ -1,7 +1,9 @@
 //! rtscope-common: what every front end shares and that needs neither the engine nor the
-//! tracer. Today: [`outfile`], the one way rtscope writes an output file.
+//! tracer: [`outfile`], the one way rtscope writes an output file; [`errors`], how an error is
+//! rendered; [`keeper`], the forked child that cleans up after rtscope however it ends.
 
 #![warn(missing_docs)]
 
 pub mod errors;
+pub mod keeper;
 pub mod outfile;

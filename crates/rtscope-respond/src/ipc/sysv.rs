@@ -9,16 +9,17 @@
 //! write end is rtscope's (close-on-exec: no program rtscope starts inherits it); when rtscope
 //! closes it — dropping the [`SemSet`], or dying — the keeper's `read` returns end of file, it
 //! removes the set and exits. It leaves the session (`setsid`) and ignores the terminal's
-//! signals, so a Ctrl-C reaches rtscope only. Between fork and exit it makes only system calls
-//! on memory prepared before the fork. (The trace crate's reaper works the same way for its
-//! tracefs instance.)
+//! signals, so a Ctrl-C reaches rtscope only. It is an [`rtscope_common::keeper::Keeper`], as the
+//! trace crate's reaper of its tracefs instance is.
 //!
 //! The set's key is `0x52PPPPPn`: the pid of the rtscope process shifted left by two, `n`
 //! 0..3 for up to four sets at once (a fifth uses `IPC_PRIVATE`), so the sets of a process can be
 //! found in `/proc/sysvipc/sem` (the end-to-end test of a SIGKILLed run looks them up).
 
+use rtscope_common::keeper::{pipe, Keeper};
+use std::cell::Cell;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 
 /// Semaphores per set: 0 carries the events, 1 the ready token of the handshake pacing.
 pub(crate) const NSEMS: libc::c_int = 2;
@@ -33,50 +34,41 @@ pub fn keys_of(pid: u32) -> [libc::key_t; 4] {
 #[derive(Debug)]
 pub(crate) struct SemSet {
     id: libc::c_int,
-    keeper: libc::pid_t,
-    control: Option<OwnedFd>,
-}
-
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: pipe2 succeeded; both descriptors are open and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    /// The set's one remover: dropping it makes it remove the set.
+    _keeper: Keeper,
 }
 
 impl SemSet {
     /// Forks the keeper, which creates a set of [`NSEMS`] semaphores (all 0, mode 0600).
     pub(crate) fn create() -> io::Result<SemSet> {
         let keys = keys_of(std::process::id());
-        let (control_rx, control_tx) = pipe()?;
         let (result_rx, result_tx) = pipe()?;
-        // SAFETY: the child runs only system calls on memory prepared before the fork (`keys`,
-        // stack buffers) and ends with _exit, never returning into Rust code of the parent.
-        let pid = unsafe { libc::fork() };
-        if pid < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if pid == 0 {
-            keeper(control_rx.as_raw_fd(), result_tx.as_raw_fd(), &keys);
-        }
-        drop((control_rx, result_tx));
-        let mut set = SemSet {
-            id: -1,
-            keeper: pid,
-            control: Some(control_tx),
-        };
+        // The set's id in the keeper, from its creation to its removal.
+        let id = Cell::new(-1);
+        // SAFETY: both closures make only system calls on memory prepared before the fork
+        // (`keys`, `id`, stack buffers).
+        let keeper = unsafe {
+            Keeper::spawn(
+                c"rtscope-semkeep",
+                Some(result_tx.as_raw_fd()),
+                || id.set(create_and_answer(&keys)),
+                || {
+                    if id.get() >= 0 {
+                        libc::semctl(id.get(), 0, libc::IPC_RMID);
+                    }
+                },
+            )
+        }?;
+        drop(result_tx);
         let mut answer = [0u8; 4];
         // SAFETY: reads at most 4 bytes into a live buffer from our pipe.
         let n = unsafe { libc::read(result_rx.as_raw_fd(), answer.as_mut_ptr().cast(), 4) };
         let value = i32::from_ne_bytes(answer);
         match n {
-            4 if value >= 0 => {
-                set.id = value;
-                Ok(set)
-            }
+            4 if value >= 0 => Ok(SemSet {
+                id: value,
+                _keeper: keeper,
+            }),
             4 => Err(io::Error::from_raw_os_error(-value)),
             _ => Err(io::Error::other(
                 "the semaphore keeper ended without an answer",
@@ -90,27 +82,11 @@ impl SemSet {
     }
 }
 
-/// The keeper's body. Never returns.
-fn keeper(control: libc::c_int, result: libc::c_int, keys: &[libc::key_t; 4]) -> ! {
-    // SAFETY: only system calls on memory allocated before the fork (`keys`, stack buffers);
-    // ends with _exit.
+/// In the keeper: creates the set under the first free key of `keys` (else `IPC_PRIVATE`),
+/// writes its id (or `-errno`) to fd 1 and closes it. Returns the id, or -1.
+fn create_and_answer(keys: &[libc::key_t; 4]) -> libc::c_int {
+    // SAFETY: only system calls on memory allocated before the fork (`keys`, stack values).
     unsafe {
-        libc::setsid();
-        for s in [
-            libc::SIGINT,
-            libc::SIGTERM,
-            libc::SIGHUP,
-            libc::SIGPIPE,
-            libc::SIGQUIT,
-        ] {
-            libc::signal(s, libc::SIG_IGN);
-        }
-        libc::prctl(libc::PR_SET_NAME, c"rtscope-semkeep".as_ptr(), 0, 0, 0);
-        // Keep only the two pipes, as 0 and 1: an inherited stdout would keep a reader of
-        // rtscope's output waiting, another run's control pipe its keeper.
-        libc::dup2(control, 0);
-        libc::dup2(result, 1);
-        libc::syscall(libc::SYS_close_range, 2u32, u32::MAX, 0u32);
         let flags = 0o600 | libc::IPC_CREAT | libc::IPC_EXCL;
         let mut id = -1;
         for &key in keys.iter().chain(&[libc::IPC_PRIVATE]) {
@@ -126,28 +102,7 @@ fn keeper(control: libc::c_int, result: libc::c_int, keys: &[libc::key_t; 4]) ->
         };
         libc::write(1, answer.to_ne_bytes().as_ptr().cast(), 4);
         libc::close(1);
-        let mut buf = [0u8; 16];
-        loop {
-            let n = libc::read(0, buf.as_mut_ptr().cast(), buf.len());
-            if n > 0 || (n < 0 && *libc::__errno_location() == libc::EINTR) {
-                continue;
-            }
-            break;
-        }
-        if id >= 0 {
-            libc::semctl(id, 0, libc::IPC_RMID);
-        }
-        libc::_exit(0)
-    }
-}
-
-impl Drop for SemSet {
-    fn drop(&mut self) {
-        // The keeper is the set's one remover: closing its pipe makes it remove the set.
-        drop(self.control.take());
-        let mut status = 0;
-        // SAFETY: waits for our own child; `status` is a valid out-pointer.
-        unsafe { libc::waitpid(self.keeper, &mut status, 0) };
+        id
     }
 }
 
