@@ -9,7 +9,7 @@
 //! * `label:TEXT` or any other text — the runs with that label, oldest first; failing that, the
 //!   campaign of that name.
 
-use rtscope_session::UsageError;
+use rtscope_common::error::UsageError;
 use rtscope_store::{CampaignSummary, RunId, RunSummary, Store};
 
 /// Whether tag `key` only numbers repeats (`round`, `repeat`, …): grouping never splits runs
@@ -55,7 +55,7 @@ impl Selector {
         if t.contains('=') {
             let tags = t
                 .split(',')
-                .map(rtscope_session::record::parse_tag)
+                .map(rtscope_common::names::parse_tag)
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(|_| {
                     UsageError::new(format!("invalid tag filter '{t}': expected KEY=VALUE[,KEY=VALUE…], e.g. kernel=rt,case=idle")).hint(HINT)

@@ -24,7 +24,7 @@ use toml::Spanned;
 pub const DEFAULT_SETTLE: Nanos = Nanos::from_secs(2);
 
 /// Tag keys rtscope sets on every run of a campaign.
-const RESERVED_TAGS: &[&str] = &["campaign", "scenario", "case", "repeat"];
+use rtscope_common::names::RESERVED_TAGS;
 
 /// A campaign, expanded: everything needed to start its runs and record them.
 #[derive(Debug, Clone)]

@@ -128,6 +128,17 @@ pub fn lift(e: rtscope_session::RunError) -> anyhow::Error {
     }
 }
 
+/// [`lift`] for an export's error.
+pub fn lift_export(e: rtscope_export::ExportError) -> anyhow::Error {
+    use rtscope_export::ExportError;
+    match e {
+        ExportError::Usage(e) => e.into(),
+        ExportError::Io(e) => e.into(),
+        ExportError::Json(e) => e.into(),
+        ExportError::Store(e) => e.into(),
+    }
+}
+
 /// Converts a usage error into the anyhow error the front ends return.
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     UsageError::new(msg).into()

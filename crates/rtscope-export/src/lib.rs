@@ -16,13 +16,30 @@ pub mod table;
 pub mod tables;
 pub mod thrift;
 
-use rtscope_session::{RunError, UsageError};
+use rtscope_common::error::UsageError;
 use rtscope_store::codec::RawSample;
 use rtscope_store::{RunId, Store};
 use std::io::{self, Write};
 use std::path::Path;
 use table::Table;
 use tables::RunData;
+
+/// What writing an export can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// Bad input: no such run, an unusable directory.
+    #[error(transparent)]
+    Usage(#[from] UsageError),
+    /// Writing failed (a full disk, a closed pipe).
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// Encoding JSON failed.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// Reading the database failed.
+    #[error(transparent)]
+    Store(#[from] rtscope_store::StoreError),
+}
 
 /// The formats `rtscope export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +109,7 @@ pub fn write_format(
     id: RunId,
     tables: &[Table],
     out: &mut dyn Write,
-) -> Result<(), RunError> {
+) -> Result<(), ExportError> {
     let created_by = format!("rtscope version {}", env!("CARGO_PKG_VERSION"));
     match format {
         ExportFormat::Csv => {
@@ -128,7 +145,7 @@ pub fn write_format_streamed(
     tables: &[Table],
     store: &Store,
     out: &mut dyn Write,
-) -> Result<(), RunError> {
+) -> Result<(), ExportError> {
     let threads = store
         .run(id)
         .map_err(|e| UsageError::new(format!("run {id}: {e}")))?
@@ -253,7 +270,7 @@ pub fn write_json_to(
     id: RunId,
     tables: &[Table],
     store: &Store,
-) -> Result<(), RunError> {
+) -> Result<(), ExportError> {
     let threads: Vec<u32> = store
         .run(id)
         .map_err(|e| UsageError::new(format!("run {id}: {e}")))?

@@ -18,7 +18,7 @@
 pub mod cpus;
 pub mod drive;
 pub mod environment;
-pub mod error;
+pub use rtscope_common::error;
 pub mod explain;
 pub mod housekeeping;
 pub mod limits;

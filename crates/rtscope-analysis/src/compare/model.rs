@@ -1,8 +1,8 @@
 //! What `compare` computes on: runs read from the store, statistics, and groups of runs merged
 //! losslessly (histograms added bucket by bucket, exact max and counts summed).
 
+use rtscope_common::error::UsageError;
 use rtscope_core::{Histogram, Nanos, Percentile, PERCENTILES};
-use rtscope_session::UsageError;
 use rtscope_store::{CampaignRun, RunDetail, RunId, RunKind, RunStatus, SampleRule};
 
 /// A statistic `compare` can put side by side. Lower is better for every one of them.

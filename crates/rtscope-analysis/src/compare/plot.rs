@@ -3,10 +3,10 @@
 //! drawn by rtscope-report exactly like `rtscope report`'s plots, one line per group.
 
 use super::analysis::{Comparison, Group};
+use rtscope_common::error::UsageError;
 use rtscope_report::figures::{self, Line};
 use rtscope_report::plot::Figure;
 use rtscope_report::ReportFile;
-use rtscope_session::UsageError;
 use std::path::{Path, PathBuf};
 
 /// A group's legend entry: `A kernel=stock (3 runs)`, marked when its histogram lacks samples

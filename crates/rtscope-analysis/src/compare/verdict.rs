@@ -24,8 +24,8 @@
 
 use super::model::Stat;
 use super::significance::Test;
+use rtscope_common::error::UsageError;
 use rtscope_core::Nanos;
-use rtscope_session::UsageError;
 use std::fmt;
 
 /// The outcome for one statistic of one candidate group. [`Verdict::word`] is its only string

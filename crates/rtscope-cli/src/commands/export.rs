@@ -21,7 +21,7 @@ pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         }
         let data = rtscope_export::load_without_samples(&store, id)?;
         let tables = rtscope_export::tables::all(&data);
-        rtscope_export::write_json_to(out, id, &tables, &store).map_err(crate::lift)?;
+        rtscope_export::write_json_to(out, id, &tables, &store).map_err(crate::lift_export)?;
         return Ok(ExitStatus::Success);
     }
     rtscope_export::prepare_dir(&a.output)?;
@@ -50,7 +50,7 @@ pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             )),
         };
         rtscope_export::write_format_streamed(format, &a.output, id, tables, &store, out)
-            .map_err(crate::lift)?;
+            .map_err(crate::lift_export)?;
     }
     Ok(ExitStatus::Success)
 }
