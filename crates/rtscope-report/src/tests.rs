@@ -9,8 +9,15 @@ use rtscope_store::{LoadRow, Store};
 use rtscope_testkit::synthetic::{write_run, SyntheticRun};
 use std::path::PathBuf;
 
+/// A fresh database path of its own: tests run in parallel threads of one process, and two of
+/// them building the same run (`run_with(1, …)`) must not share (and delete) one file.
 fn temp_db(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("rtscope-report-{}-{name}.db", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let p = std::env::temp_dir().join(format!(
+        "rtscope-report-{}-{n}-{name}.db",
+        std::process::id()
+    ));
     for ext in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{ext}", p.display()));
     }
