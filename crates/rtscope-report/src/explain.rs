@@ -4,9 +4,9 @@
 
 use crate::escape::escape;
 use crate::model::RunData;
-use rtscope_trace::book::{ExplainSummary, Explained};
-use rtscope_trace::model::{Category, LateCause};
-use rtscope_trace::render::{coverage, dur, label};
+use rtscope_explain::book::{ExplainSummary, Explained};
+use rtscope_explain::model::{Category, LateCause};
+use rtscope_explain::render::{coverage, dur, label};
 use std::fmt::Write;
 
 /// Spikes drawn per run.

@@ -35,7 +35,7 @@ pub struct RunData {
     /// Samples recorded as events (above the run's `--event-above` threshold).
     pub events: Vec<rtscope_store::EventRow>,
     /// Why the worst wake-ups were late (`--explain`), with the run's clock start (ns).
-    pub explain: Option<(rtscope_trace::book::ExplainSummary, u64)>,
+    pub explain: Option<(rtscope_explain::book::ExplainSummary, u64)>,
     /// The preflight audit the run started with (`rtscope check`; empty if none was stored).
     pub checks: Vec<rtscope_store::CheckRow>,
 }

@@ -9,30 +9,29 @@
 //!   events per measured CPU.
 //! - [`analyze`] charges each nanosecond of a spike to a [`model::Category`]; [`book`] keeps
 //!   the worst spikes per time window and the culprit totals; [`coarse`] is the fallback tier
-//!   fed by the monitors.
+//!   fed by the monitors (these three data modules are the `rtscope-explain` crate's,
+//!   re-exported: a report draws them without linking the tracer).
 //!
 //! Depends on `libc`, `thiserror`, `serde` and `rtscope-core`. See docs/explain.md.
 
 #![warn(missing_docs)]
 
 pub mod analyze;
-pub mod book;
-pub mod coarse;
 pub mod decode;
 pub mod explain;
 pub mod format;
 pub mod machine;
-pub mod model;
 pub mod page;
 pub mod reaper;
 pub mod recorder;
-pub mod render;
 mod timeline;
 pub mod timerlat;
 pub mod tracefs;
 
 pub use machine::Machine;
 pub use model::{Attribution, Category, Charge, LateCause, NotTraced, Softirq, Spike, Task, Tier};
+/// The explanation model (the `rtscope-explain` crate), where the analyzer's results live.
+pub use rtscope_explain::{book, coarse, model, render};
 
 /// Errors of the trace layer.
 #[derive(Debug, thiserror::Error)]

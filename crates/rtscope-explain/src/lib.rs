@@ -1,0 +1,20 @@
+//! rtscope-explain: what an explanation of a late wake-up is, as data.
+//!
+//! - [`model`]: the categories time is charged to, a spike, its attribution, why a spike was
+//!   not traced;
+//! - [`book`]: the worst spikes per time window, culprit totals and the coverage ("traced X of
+//!   Y spikes");
+//! - [`coarse`]: the fallback tier fed by monitor samples;
+//! - [`render`]: their text.
+//!
+//! Pure data and rendering, no tracefs and no I/O: `rtscope-trace` fills these from a trace,
+//! `rtscope-report` draws them, so a report or a comparison never links the tracer.
+
+#![warn(missing_docs)]
+
+pub mod book;
+pub mod coarse;
+pub mod model;
+pub mod render;
+
+pub use model::{Attribution, Category, Charge, LateCause, NotTraced, Softirq, Spike, Task, Tier};
