@@ -253,6 +253,8 @@ fn top_threads(d: &RunData) -> Table {
         .opt_float("cpu_percent", t.iter().map(|r| Some(r.cpu_percent)))
         .int("last_cpu", t.iter().map(|r| i64::from(r.last_cpu)))
         .int("kernel_thread", t.iter().map(|r| i64::from(r.kernel)))
+        // Unknown (empty) for runs recorded before the store kept it (schema 7 and older).
+        .opt_int("own", t.iter().map(|r| r.own.map(i64::from)))
 }
 
 /// The loads the run was measured under and what each did (metrics as a JSON array).

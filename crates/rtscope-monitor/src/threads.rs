@@ -77,6 +77,8 @@ pub(crate) struct Threads {
     parents: HashMap<u32, u32>,
     /// The process whose threads (and its descendants') are marked own: this process.
     pub(crate) own_pid: u32,
+    /// The threads that used CPU time in the interval (reused from sample to sample).
+    busy: Vec<(u64, ThreadShare)>,
     pub(crate) status: Status,
 }
 
@@ -106,17 +108,21 @@ impl Threads {
             cur: HashMap::new(),
             parents: HashMap::new(),
             own_pid: std::process::id(),
+            busy: Vec::new(),
             status,
         }
     }
 
-    /// Reads every thread's stat once and returns the top `p.n` by CPU share (threads that
-    /// used no CPU time in the interval are left out). The first sample returns nothing.
+    /// Reads every thread's stat once and returns the top `p.n` by CPU share, then up to `p.n`
+    /// more of rtscope's own threads (its loads' included) below them, so that under a heavier
+    /// load than rtscope's its own cost stays on record (threads that used no CPU time in the
+    /// interval are left out). The first sample returns nothing.
     pub(crate) fn sample(&mut self, buf: &mut String, p: TopParams) -> Vec<ThreadShare> {
         let mut walk = Walk {
             p,
-            top: Vec::with_capacity(p.n + 1),
+            busy: std::mem::take(&mut self.busy),
         };
+        walk.busy.clear();
         let Ok(procs) = fs::read_dir(&self.proc_dir) else {
             self.status.update(false, || "cannot list /proc".to_owned());
             return Vec::new();
@@ -141,10 +147,11 @@ impl Threads {
             .update(!self.cur.is_empty(), || "no readable task stat".to_owned());
         std::mem::swap(&mut self.prev, &mut self.cur);
         self.cur.clear();
-        let mut top: Vec<ThreadShare> = walk.top.into_iter().map(|(_, t)| t).collect();
-        for t in &mut top {
+        for (_, t) in &mut walk.busy {
             t.own = self.descends(t.pid);
         }
+        let top = select(&mut walk.busy, p.n);
+        self.busy = walk.busy;
         self.parents.clear();
         top
     }
@@ -222,50 +229,48 @@ impl Threads {
         };
         if delta > 0 {
             let hz = walk.p.hz as f64;
-            offer(&mut walk.top, walk.p.n, delta, || ThreadShare {
-                pid,
-                tid,
-                comm: st.comm.to_owned(),
-                // Tick accounting can credit a whole tick to a thread that ran part of it;
-                // over a short interval that overshoots, and no thread uses more than one CPU.
-                cpu_percent: (delta as f64 * 100.0 / (hz * dt)).min(100.0),
-                last_cpu: st.last_cpu,
-                kernel_thread: st.kernel,
-                own: false, // set after the walk, when every parent is known
-            });
+            walk.busy.push((
+                delta,
+                ThreadShare {
+                    pid,
+                    tid,
+                    comm: st.comm.to_owned(),
+                    // Tick accounting can credit a whole tick to a thread that ran part of it;
+                    // over a short interval that overshoots, and no thread uses more than one CPU.
+                    cpu_percent: (delta as f64 * 100.0 / (hz * dt)).min(100.0),
+                    last_cpu: st.last_cpu,
+                    kernel_thread: st.kernel,
+                    own: false, // set after the walk, when every parent is known
+                },
+            ));
         }
         true
     }
 }
 
-/// One sample's walk: its parameters and the top list so far.
+/// One sample's walk: its parameters and the threads that used CPU time.
 struct Walk {
     p: TopParams,
-    /// (tick delta, share), highest first.
-    top: Vec<(u64, ThreadShare)>,
+    /// (tick delta, share), in walk order.
+    busy: Vec<(u64, ThreadShare)>,
 }
 
-/// Inserts a thread into `top` (sorted by tick delta descending, then TID ascending) if it
-/// ranks among the first `n`; `make` is called (and the name copied) only then.
-fn offer(
-    top: &mut Vec<(u64, ThreadShare)>,
-    n: usize,
-    delta: u64,
-    make: impl FnOnce() -> ThreadShare,
-) {
-    if let Some(at) = rank(top, n, delta) {
-        top.insert(at, (delta, make()));
-        top.truncate(n);
-    }
-}
-
-/// Where a thread with `delta` ticks goes in `top`, or `None` if it does not make the cut.
-/// Ties keep the thread seen first, so the walk order decides (TIDs ascend within a process).
-fn rank(top: &[(u64, ThreadShare)], n: usize, delta: u64) -> Option<usize> {
-    if n == 0 || (top.len() >= n && top.last().is_some_and(|(d, _)| *d >= delta)) {
-        return None;
-    }
-    Some(top.partition_point(|(d, _)| *d >= delta))
+/// The first `n` of `busy` by tick delta (ties keep the walk order: TIDs ascend within a
+/// process), then up to `n` of the own threads below them, in the same order. Drains `busy`.
+fn select(busy: &mut Vec<(u64, ThreadShare)>, n: usize) -> Vec<ThreadShare> {
+    // Stable: equal deltas stay in walk order.
+    busy.sort_by_key(|(d, _)| std::cmp::Reverse(*d));
+    let mut own_below = 0;
+    busy.drain(..)
+        .enumerate()
+        .filter(|(i, (_, t))| {
+            let below = *i >= n;
+            let keep = !below || (t.own && own_below < n);
+            own_below += usize::from(below && keep);
+            keep
+        })
+        .map(|(_, (_, t))| t)
+        .collect()
 }
 
 fn has_task_dir(proc_dir: &Path) -> bool {
@@ -328,14 +333,35 @@ mod tests {
 
     #[test]
     fn top_n_selection() {
-        let mut top = Vec::new();
-        for (tid, d) in [(1, 5), (2, 9), (3, 5), (4, 1), (5, 7)] {
-            offer(&mut top, 3, d, || share(tid));
-        }
-        let got: Vec<(u64, u32)> = top.iter().map(|(d, t)| (*d, t.tid)).collect();
-        assert_eq!(got, [(9, 2), (7, 5), (5, 1)]);
-        let mut none = Vec::new();
-        offer(&mut none, 0, 5, || share(1));
-        assert!(none.is_empty());
+        let mut busy: Vec<(u64, ThreadShare)> = [(1, 5), (2, 9), (3, 5), (4, 1), (5, 7)]
+            .into_iter()
+            .map(|(tid, d)| (d, share(tid)))
+            .collect();
+        let got: Vec<u32> = select(&mut busy, 3).iter().map(|t| t.tid).collect();
+        assert_eq!(got, [2, 5, 1], "ties keep the walk order");
+        assert!(busy.is_empty());
+        let mut one = vec![(5, share(1))];
+        assert!(select(&mut one, 0).is_empty());
+    }
+
+    /// rtscope's own threads below the first n are kept, up to n of them.
+    #[test]
+    fn own_threads_below_the_top_are_kept_up_to_n() {
+        let own = |tid: u32| ThreadShare {
+            own: true,
+            ..share(tid)
+        };
+        let mut busy: Vec<(u64, ThreadShare)> = vec![
+            (90, share(10)),
+            (3, own(1)),
+            (80, share(11)),
+            (2, own(2)),
+            (70, share(12)),
+            (1, own(3)),
+            (50, own(4)),
+        ];
+        let got: Vec<u32> = select(&mut busy, 2).iter().map(|t| t.tid).collect();
+        // 12 (another program's) is below the cut; 4 and 1 are rtscope's, 2 and 3 past n.
+        assert_eq!(got, [10, 11, 4, 1]);
     }
 }

@@ -343,3 +343,44 @@ fn top_consumers_name_their_cpu_and_kind_in_rows_of_their_own() {
         "the row names its CPU and kind"
     );
 }
+
+/// Under a heavier load than rtscope's, its own threads (here a load worker) are not pushed
+/// out of the table by the first `n` others: up to `n` of them follow.
+#[test]
+fn rtscope_own_threads_below_the_busiest_others_still_get_rows() {
+    let mut run = run_with(92, &[]);
+    let t = |tid: u32, pct: f64, own: bool| rtscope_store::TopThread {
+        offset_ns: 0,
+        rank: 0,
+        pid: tid,
+        tid,
+        comm: if own {
+            "load-msg-send"
+        } else {
+            "stress-ng-cpu"
+        }
+        .into(),
+        cpu_percent: pct,
+        last_cpu: 0,
+        kernel: false,
+        own: Some(own),
+    };
+    run.top = (0..12)
+        .map(|i| t(100 + i, 90.0 - i as f64, false))
+        .collect();
+    run.top
+        .extend([t(7, 5.0, true), t(8, 4.0, true), t(9, 3.0, true)]);
+    let top = crate::monitors::top_consumers(&run, 10);
+    let tids: Vec<u32> = top.iter().map(|c| c.tid).collect();
+    assert_eq!(
+        tids,
+        [100, 101, 102, 103, 104, 105, 106, 107, 108, 109, 7, 8, 9]
+    );
+    let top = crate::monitors::top_consumers(&run, 2);
+    let tids: Vec<u32> = top.iter().map(|c| c.tid).collect();
+    assert_eq!(
+        tids,
+        [100, 101, 7, 8],
+        "at most n of rtscope's own below the first n"
+    );
+}

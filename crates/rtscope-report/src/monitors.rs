@@ -288,8 +288,9 @@ pub struct Consumer {
     pub kernel: bool,
 }
 
-/// The busiest threads over a run, busiest first, at most `n`: one per thread (PID, TID and
-/// name), so two programs' threads of one name stay apart.
+/// The busiest threads over a run, busiest first: the first `n`, then up to `n` more of
+/// rtscope's own below them; one per thread (PID, TID and name), so two programs' threads of
+/// one name stay apart.
 pub fn top_consumers(run: &RunData, n: usize) -> Vec<Consumer> {
     let mut acc: Vec<(Consumer, Vec<u32>)> = Vec::new();
     for t in &run.top {
@@ -326,7 +327,16 @@ pub fn top_consumers(run: &RunData, n: usize) -> Vec<Consumer> {
         })
         .collect();
     out.sort_by(|a, b| b.mean.total_cmp(&a.mean));
-    out.truncate(n);
+    // rtscope's own threads (and its loads') below the first `n` still get up to `n` rows:
+    // under a heavier load than rtscope's their cost (the observer effect) stays in view.
+    let mut own_below = 0;
+    let mut i = 0;
+    out.retain(|c| {
+        i += 1;
+        let keep = i <= n || (c.origin == Origin::Own && own_below < n);
+        own_below += usize::from(i > n && keep);
+        keep
+    });
     out
 }
 
