@@ -4,7 +4,10 @@
 //! merged tagged board=… and compared, its JUnit and KCIDB outputs validated, a board that
 //! cannot be reached failing alone with its reason, nothing left in the boards' /tmp, a local
 //! Ctrl-C recording the remote run as interrupted, and a killed ssh leaving no remote rtscope
-//! running (checked in /proc) nor its files. Each test's sshd runs in its own mount namespace
+//! running (checked in /proc) nor its files. Each board of a command is one ssh connection
+//! (counted in the boards' sshd logs, LogLevel VERBOSE), and the local control socket
+//! directory is gone afterwards, also after a board that cannot be reached and a killed ssh
+//! (the run's session or the board's master). Each test's sshd runs in its own mount namespace
 //! with a private /tmp (a directory of the test), so the remote directories and rtscope
 //! processes a test checks are its own, whatever else runs on the machine (another `cargo
 //! test`, a second CI run). Without sshd (.ci/run installs openssh-server) the tests fail
@@ -13,7 +16,8 @@
 use crate::common;
 
 use serde_json::Value;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -64,7 +68,9 @@ fn start(name: &str) -> Option<Boards> {
     let dir = common::fresh_dir(name);
     let tmp = dir.join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
-    std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
+    // The local rtscope's $TMPDIR: its control sockets and fetched databases.
+    std::fs::create_dir_all(dir.join("ltmp")).unwrap();
+    std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(0o1777)).unwrap();
     keygen(&dir.join("host_key"));
     keygen(&dir.join("id"));
     std::fs::copy(dir.join("id.pub"), dir.join("authorized_keys")).unwrap();
@@ -86,7 +92,7 @@ fn start(name: &str) -> Option<Boards> {
         let conf = dir.join(format!("sshd-{addr}.conf"));
         std::fs::write(
             &conf,
-            format!("Port {port}\nListenAddress {addr}\nHostKey {d}/host_key\nPidFile {d}/sshd-{addr}.pid\nAuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nLogLevel ERROR\n"),
+            format!("Port {port}\nListenAddress {addr}\nHostKey {d}/host_key\nPidFile {d}/sshd-{addr}.pid\nAuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nLogLevel VERBOSE\n"),
         )
         .unwrap();
         let log = std::fs::File::create(dir.join(format!("sshd-{addr}.log"))).unwrap();
@@ -111,7 +117,9 @@ fn start(name: &str) -> Option<Boards> {
             .unwrap();
         b.servers.push(child);
         let start = Instant::now();
-        while TcpStream::connect((addr, port)).is_err() {
+        // Its log, not a probe connection: the tests count the connections sshd logs.
+        let log = dir.join(format!("sshd-{addr}.log"));
+        while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("Server listening on")) {
             assert!(
                 start.elapsed() < Duration::from_secs(30),
                 "sshd on {addr}:{port} did not start"
@@ -129,7 +137,72 @@ fn rtscope(b: &Boards) -> Command {
         "RTSCOPE_SSH",
         format!("ssh -F {}", b.dir.join("ssh_config").display()),
     );
+    c.env("TMPDIR", b.dir.join("ltmp"));
     c
+}
+
+/// The ssh connections each board accepted so far: (TCP connections, authentications), from
+/// its sshd's log.
+fn connections(b: &Boards) -> Vec<(usize, usize)> {
+    b.targets
+        .iter()
+        .map(|t| {
+            let addr = t.split_once('@').unwrap().1.split_once(':').unwrap().0;
+            let log = std::fs::read_to_string(b.dir.join(format!("sshd-{addr}.log"))).unwrap();
+            (
+                log.matches("Connection from ").count(),
+                log.matches("Accepted publickey for ").count(),
+            )
+        })
+        .collect()
+}
+
+/// The boards' connections since `before`: one new connection and authentication each, for the
+/// boards `which` (indexes), none for the others.
+fn one_connection_each(b: &Boards, before: &[(usize, usize)], which: &[usize]) {
+    let now = connections(b);
+    for (i, (n, w)) in now.iter().zip(before).enumerate() {
+        let want = usize::from(which.contains(&i));
+        assert_eq!(
+            (n.0 - w.0, n.1 - w.1),
+            (want, want),
+            "board {}: (connections, authentications) of this command",
+            b.targets[i]
+        );
+    }
+}
+
+/// What the local rtscope `pid` left: anything in its $TMPDIR (control sockets, fetched
+/// databases), and a control directory of its in /tmp (where a long $TMPDIR sends them).
+fn local_leftovers(b: &Boards, pid: u32) -> Vec<String> {
+    let mine = format!("rtscope-ssh.{pid}.");
+    let names = |d: &Path| -> Vec<String> {
+        std::fs::read_dir(d)
+            .map(|r| {
+                r.filter_map(|e| e.ok())
+                    .map(|e| e.path().display().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut left = names(&b.dir.join("ltmp"));
+    left.extend(names(Path::new("/tmp")).into_iter().filter(|p| {
+        Path::new(p)
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with(&mine))
+    }));
+    left
+}
+
+/// `c` run to its end: its pid and output.
+fn pid_and_output(mut c: Command) -> (u32, std::process::Output) {
+    let child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    (child.id(), child.wait_with_output().unwrap())
 }
 
 /// Directories the remote runs left in the boards' /tmp.
@@ -147,6 +220,7 @@ fn three_boards_measure_merge_and_one_unreachable_board_fails_alone() {
     let Some(b) = start("fleet-ssh") else { return };
     let _rt = common::rt_lock();
     let before = remote_dirs(&b);
+    let conns = connections(&b);
     let db = b.dir.join("lab.db");
     let dead = format!("root@127.0.0.5:{}", free_port("127.0.0.5"));
     let mut c = rtscope(&b);
@@ -157,19 +231,35 @@ fn three_boards_measure_merge_and_one_unreachable_board_fails_alone() {
     for t in b.targets.iter().chain([&dead]) {
         c.args(["--target", t]);
     }
-    let o = c.output().unwrap();
+    let (pid, o) = pid_and_output(c);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr),
     );
     assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
     eprintln!("{stdout}{stderr}");
-    assert!(stderr.contains("board 127.0.0.5 failed"), "{stderr}");
+    assert!(
+        stderr.contains("board 127.0.0.5 failed: connect failed"),
+        "{stderr}"
+    );
     assert_eq!(
         stdout.matches(" run(s) merged into ").count(),
         3,
         "{stdout}"
     );
+    // Issue 28: every step of a board over one connection (there were seven), and nothing
+    // left here, the unreachable board's socket included.
+    one_connection_each(&b, &conns, &[0, 1, 2]);
+    assert_eq!(local_leftovers(&b, pid), Vec::<String>::new());
+    // Each board's steps, told live.
+    for board in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
+        for step in ["connected (", "running", "fetched its database ("] {
+            assert!(
+                stderr.contains(&format!("rtscope: [{board}] {step}")),
+                "{board} {step}: {stderr}"
+            );
+        }
+    }
     assert!(
         stdout.contains("[127.0.0.3] "),
         "the boards' output streams back: {stdout}"
@@ -248,19 +338,49 @@ fn remote_rtscope(b: &Boards) -> Option<u32> {
     })
 }
 
-#[test]
-fn a_killed_ssh_leaves_no_remote_process() {
-    let Some(b) = start("fleet-ssh-kill") else {
+/// The local ssh of `local` that runs the board's session (`master`: false) or holds its
+/// connection (`master`: true), told apart by their ControlMaster option.
+fn local_ssh(local: u32, master: bool) -> Option<u32> {
+    let want = if master {
+        "ControlMaster=yes"
+    } else {
+        "ControlMaster=no"
+    };
+    pids().into_iter().find(|&p| {
+        stat(p).is_some_and(|(comm, ppid)| comm == "ssh" && ppid == local)
+            && std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.split(|&b| b == 0).any(|a| a == want.as_bytes()))
+    })
+}
+
+/// The ssh of a running board killed, its session's or its master: the remote rtscope and its
+/// directory are gone, the board fails alone, and the local control directory is removed.
+fn killed_ssh(name: &str, master: bool) {
+    let Some(b) = start(name) else {
         return;
     };
     let _rt = common::rt_lock();
     let before = remote_dirs(&b);
     let (local, remote) = long_remote_run(&b, &b.dir.join("k.db"));
-    // The ssh that runs it: a child of the local rtscope.
-    let ssh = pids()
-        .into_iter()
-        .find(|&p| stat(p).is_some_and(|(comm, ppid)| comm == "ssh" && ppid == local.id()))
-        .expect("the local ssh");
+    let ssh = local_ssh(local.id(), master).expect("the local ssh");
+    // The board's connection is a socket in a private directory of the local $TMPDIR.
+    let dirs: Vec<PathBuf> = std::fs::read_dir(b.dir.join("ltmp"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("rtscope-ssh.")
+        })
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let mode = std::fs::metadata(&dirs[0]).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    assert!(std::fs::metadata(dirs[0].join("0"))
+        .unwrap()
+        .file_type()
+        .is_socket());
     kill("-KILL", ssh);
     let start = Instant::now();
     // Gone, or its pid reused by another program.
@@ -271,11 +391,17 @@ fn a_killed_ssh_leaves_no_remote_process() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    let pid = local.id();
     let o = local.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("board 127.0.0.3 failed"), "{stderr}");
     assert!(remote_rtscope(&b).is_none());
+    assert_eq!(local_leftovers(&b, pid), Vec::<String>::new());
+    assert!(
+        local_ssh(pid, true).is_none(),
+        "the board's master still runs"
+    );
     // The lost session's watcher removed the remote directory (binary and database).
     let start = Instant::now();
     while remote_dirs(&b) != before {
@@ -286,6 +412,16 @@ fn a_killed_ssh_leaves_no_remote_process() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+#[test]
+fn a_killed_ssh_leaves_no_remote_process() {
+    killed_ssh("fleet-ssh-kill", false);
+}
+
+#[test]
+fn a_killed_ssh_master_leaves_no_remote_process_nor_socket() {
+    killed_ssh("fleet-ssh-kill-master", true);
 }
 
 /// A targets.toml naming the three boards a, b and c. They get a copy of this rtscope without
@@ -381,35 +517,38 @@ fn a_campaign_on_three_named_boards_merges_compares_and_reports_to_ci() {
         b.dir.join("lab.json"),
     );
     let campaign = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/quick.toml");
-    let o = rtscope(&b)
-        .args([
-            "run", campaign, "--target", "a", "--target", "b", "--target", "c",
-        ])
-        // The three "boards" share this machine's 2 CPUs: one campaign at a time, so three
-        // campaigns' loads beside a CI hog do not starve each other's load shepherds.
-        .args([
-            "--duration",
-            "1s",
-            "--explain",
-            "off",
-            "-q",
-            "--target-jobs",
-            "1",
-            "--targets-file",
-        ])
-        .arg(targets_file(&b))
-        .arg("--db")
-        .arg(&db)
-        .arg(format!("--ci-output=junit={}", junit.display()))
-        .arg(format!("--ci-output=kcidb={}", kcidb.display()))
-        .output()
-        .unwrap();
+    let conns = connections(&b);
+    let mut c = rtscope(&b);
+    c.args([
+        "run", campaign, "--target", "a", "--target", "b", "--target", "c",
+    ])
+    // The three "boards" share this machine's 2 CPUs: one campaign at a time, so three
+    // campaigns' loads beside a CI hog do not starve each other's load shepherds.
+    .args([
+        "--duration",
+        "1s",
+        "--explain",
+        "off",
+        "-q",
+        "--target-jobs",
+        "1",
+        "--targets-file",
+    ])
+    .arg(targets_file(&b))
+    .arg("--db")
+    .arg(&db)
+    .arg(format!("--ci-output=junit={}", junit.display()))
+    .arg(format!("--ci-output=kcidb={}", kcidb.display()));
+    let (pid, o) = pid_and_output(c);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr),
     );
     assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
     assert_eq!(stdout.matches("2 run(s) merged").count(), 3, "{stdout}");
+    // The campaign file copied too, over the board's one connection.
+    one_connection_each(&b, &conns, &[0, 1, 2]);
+    assert_eq!(local_leftovers(&b, pid), Vec::<String>::new());
     let runs = runs_json(&db);
     let mut boards: Vec<&str> = runs
         .iter()
@@ -475,14 +614,16 @@ fn check_runs_on_a_named_board() {
     };
     let _rt = common::rt_lock();
     let file = targets_file(&b);
-    let o = rtscope(&b)
-        .args(["check", "--target", "b", "--targets-file"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let conns = connections(&b);
+    let mut c = rtscope(&b);
+    c.args(["check", "--target", "b", "--targets-file"])
+        .arg(&file);
+    let (pid, o) = pid_and_output(c);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{stdout}");
     assert!(stdout.starts_with("rtscope check: 32 checks"), "{stdout}");
+    one_connection_each(&b, &conns, &[1]);
+    assert_eq!(local_leftovers(&b, pid), Vec::<String>::new());
     let o = rtscope(&b)
         .args(["check", "--target", "rack=9", "--targets-file"])
         .arg(&file)
@@ -566,8 +707,10 @@ fn a_local_ctrl_c_records_the_remote_run_as_interrupted() {
     let _rt = common::rt_lock();
     let before = remote_dirs(&b);
     let db = b.dir.join("i.db");
+    let conns = connections(&b);
     let (local, _) = long_remote_run(&b, &db);
-    kill("-INT", local.id());
+    let pid = local.id();
+    kill("-INT", pid);
     let o = local.wait_with_output().unwrap();
     let (stdout, stderr) = (
         String::from_utf8_lossy(&o.stdout),
@@ -580,6 +723,9 @@ fn a_local_ctrl_c_records_the_remote_run_as_interrupted() {
     assert_eq!(runs[0]["status"], "interrupted");
     assert!(remote_rtscope(&b).is_none());
     assert_eq!(remote_dirs(&b), before);
+    // Stopped, fetched and cleaned up over the board's one connection.
+    one_connection_each(&b, &conns, &[1]);
+    assert_eq!(local_leftovers(&b, pid), Vec::<String>::new());
 }
 
 /// The "arm64 board": the static aarch64 rtscope ($RTSCOPE_ARM64, built by tests/guest/ci.sh;
