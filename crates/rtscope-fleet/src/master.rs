@@ -161,10 +161,18 @@ impl Master {
         let mut c = ssh.master_command(t, &socket);
         c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(stderr);
         let parent = std::process::id();
-        // SAFETY: between fork and exec the closure only makes two async-signal-safe system
-        // calls (prctl, getppid) and allocates nothing.
+        // SAFETY: between fork and exec the closure only makes async-signal-safe system calls
+        // (sigemptyset, sigprocmask, prctl, getppid) on a set on its own stack, and allocates
+        // nothing.
         unsafe {
             c.pre_exec(move || {
+                // The fan-out holds the run signals blocked (they stop the boards instead), and
+                // a blocked mask is inherited: ssh would never see its SIGTERM.
+                let mut none = std::mem::zeroed::<libc::sigset_t>();
+                libc::sigemptyset(&mut none);
+                if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
                 // SIGTERM to the master when the board's thread ends without closing it
                 // (rtscope killed): ssh then closes the connection and removes the socket.
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM, 0, 0, 0) != 0 {

@@ -144,15 +144,24 @@ fn rtscope(b: &Boards) -> Command {
 /// The ssh connections each board accepted so far: (TCP connections, authentications), from
 /// its sshd's log.
 fn connections(b: &Boards) -> Vec<(usize, usize)> {
-    b.targets
+    sshd_logs(b)
         .iter()
-        .map(|t| {
-            let addr = t.split_once('@').unwrap().1.split_once(':').unwrap().0;
-            let log = std::fs::read_to_string(b.dir.join(format!("sshd-{addr}.log"))).unwrap();
+        .map(|log| {
             (
                 log.matches("Connection from ").count(),
                 log.matches("Accepted publickey for ").count(),
             )
+        })
+        .collect()
+}
+
+/// The boards' sshd logs.
+fn sshd_logs(b: &Boards) -> Vec<String> {
+    b.targets
+        .iter()
+        .map(|t| {
+            let addr = t.split_once('@').unwrap().1.split_once(':').unwrap().0;
+            std::fs::read_to_string(b.dir.join(format!("sshd-{addr}.log"))).unwrap()
         })
         .collect()
 }
@@ -251,6 +260,11 @@ fn three_boards_measure_merge_and_one_unreachable_board_fails_alone() {
     // left here, the unreachable board's socket included.
     one_connection_each(&b, &conns, &[0, 1, 2]);
     assert_eq!(local_leftovers(&b, pid), Vec::<String>::new());
+    // Each connection closed by its master (SIGTERM reaches it, though the fan-out blocks the
+    // run signals), not killed.
+    for log in sshd_logs(&b) {
+        assert_eq!(log.matches("disconnected by user").count(), 1, "{log}");
+    }
     // Each board's steps, told live.
     for board in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
         for step in ["connected (", "running", "fetched its database ("] {
@@ -873,7 +887,7 @@ fn a_remote_rtscope_killed_is_merged_as_incomplete() {
 }
 
 /// The local rtscope SIGKILLed: its ssh sees the end of its input, and the board's watcher
-/// stops the remote rtscope and removes its directory.
+/// stops the remote rtscope and removes its directory; the board's master ends with it.
 #[test]
 fn a_local_rtscope_killed_leaves_nothing_on_the_board() {
     let Some(b) = start("fleet-ssh-lkill") else {
@@ -882,8 +896,27 @@ fn a_local_rtscope_killed_leaves_nothing_on_the_board() {
     let _rt = common::rt_lock();
     let before = remote_dirs(&b);
     let (mut local, remote) = long_remote_run(&b, &b.dir.join("l.db"));
+    let master = local_ssh(local.id(), true).expect("the board's master");
     local.kill().unwrap();
     local.wait().unwrap();
+    // The master got SIGTERM from the kernel (its parent-death signal), closed the connection
+    // and removed its socket; the directory is the next fan-out's to remove.
+    let start = Instant::now();
+    while stat(master).is_some_and(|(comm, _)| comm == "ssh") {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the board's master {master} outlives rtscope"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let sockets: Vec<PathBuf> = std::fs::read_dir(b.dir.join("ltmp"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten())
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_socket()))
+        .collect();
+    assert_eq!(sockets, Vec::<PathBuf>::new());
     let start = Instant::now();
     while stat(remote).is_some_and(|(comm, _)| comm == "rtscope") || remote_dirs(&b) != before {
         assert!(
