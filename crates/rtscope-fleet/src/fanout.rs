@@ -320,6 +320,15 @@ mod tests {
     }
 
     #[test]
+    fn boards_run_all_at_once_by_default_up_to_the_bound() {
+        assert_eq!(jobs(None, 3), 3);
+        assert_eq!(jobs(None, 40), DEFAULT_MAX_JOBS);
+        assert_eq!(jobs(None, 0), 1);
+        assert_eq!(jobs(Some(2), 40), 2);
+        assert_eq!(jobs(Some(64), 40), 64);
+    }
+
+    #[test]
     fn a_failed_board_outranks_limits_and_interruptions() {
         use ExitStatus::*;
         assert_eq!(worse(Interrupted, LimitExceeded), LimitExceeded);
