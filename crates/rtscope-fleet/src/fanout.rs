@@ -1,9 +1,13 @@
-//! One job on many boards: at most `jobs` boards at a time, their output streamed here line by
-//! line (`[BOARD] …`), a board's failure reported with its reason without stopping the others,
+//! One job on many boards: at most `jobs` boards at a time, each over one ssh connection (its
+//! ControlMaster's socket in a private directory of the fan-out, removed on every way out),
+//! their output streamed here line by line (`[BOARD] …`) and each step's end told on stderr,
+//! a board's failure reported with its reason without stopping the others,
 //! a local SIGINT/SIGTERM/SIGHUP stopping every board's run (recorded there as interrupted,
 //! still fetched and merged), and the fetched databases merged into the local store tagged
 //! `board=NAME` (and the board's tags of targets.toml).
 
+use crate::board::{BoardRun, Progress};
+use crate::master::ControlDir;
 use crate::remote::{self, Job, RemoteError, RemoteOutcome, Ssh, Stop};
 use crate::targets::Target;
 use rtscope_core::Nanos;
@@ -24,9 +28,28 @@ pub struct BoardResult {
     pub outcome: Result<RemoteOutcome, RemoteError>,
 }
 
+/// Boards run at the same time without `--target-jobs`: every board, at most this many (each
+/// is an ssh process or two and a thread here; a bastion's sshd drops unauthenticated
+/// connections beyond its `MaxStartups`, 10 by default).
+pub const DEFAULT_MAX_JOBS: usize = 16;
+
+/// `--target-jobs` for `boards` boards: the value given, else every board up to
+/// [`DEFAULT_MAX_JOBS`].
+pub fn jobs(given: Option<u16>, boards: usize) -> usize {
+    given.map_or(boards.clamp(1, DEFAULT_MAX_JOBS), usize::from)
+}
+
+/// A line for the terminal: a board's output (stdout) or the end of one of its steps
+/// (stderr).
+enum Line {
+    Output(String),
+    Progress(String),
+}
+
 /// Runs `job` on `targets`, at most `jobs` at a time, writing the boards' output to `out`
-/// (each line prefixed `[BOARD] ` unless `bare`). Blocks the run signals in the calling thread
-/// for the rest of the process (a signal stops the boards' runs instead of killing this one).
+/// (each line prefixed `[BOARD] ` unless `bare`) and their steps' ends to `err`. Blocks the
+/// run signals in the calling thread for the rest of the process (a signal stops the boards'
+/// runs instead of killing this one).
 pub fn fan_out(
     ssh: &Ssh,
     targets: &[Target],
@@ -34,14 +57,18 @@ pub fn fan_out(
     jobs: usize,
     bare: bool,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> io::Result<Vec<BoardResult>> {
     rtscope_session::drive::hold_signals();
+    // Removed when dropped: on return, on a panic, and after a Ctrl-C (which stops the
+    // boards, whose steps then end).
+    let control = ControlDir::create()?;
     let scratch = std::env::temp_dir().join(format!("rtscope-remote-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)?;
     let stop = Stop::default();
     let done = AtomicBool::new(false);
     let next = AtomicUsize::new(0);
-    let (tx, rx) = mpsc::channel::<String>();
+    let (tx, rx) = mpsc::channel::<Line>();
     let slots: Vec<std::sync::Mutex<Option<BoardResult>>> = targets
         .iter()
         .map(|_| std::sync::Mutex::new(None))
@@ -57,23 +84,38 @@ pub fn fan_out(
         let workers: Vec<_> = (0..jobs.clamp(1, targets.len().max(1)))
             .map(|_| {
                 let tx = tx.clone();
-                let (next, stop, scratch, slots) = (&next, &stop, &scratch, &slots);
+                let (next, stop, scratch, slots, control) =
+                    (&next, &stop, &scratch, &slots, &control);
                 s.spawn(move || loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     let Some(t) = targets.get(i) else { break };
-                    let local = scratch.join(format!("{i}.db"));
                     let tx = std::sync::Mutex::new(tx.clone());
-                    let print = |line: &str| {
-                        let line = if bare {
-                            line.to_string()
-                        } else {
-                            format!("[{}] {line}", t.name)
-                        };
+                    let send = |line: Line| {
                         if let Ok(tx) = tx.lock() {
                             let _ = tx.send(line);
                         }
                     };
-                    let outcome = remote::run_on(ssh, t, job, &local, &print, stop);
+                    let print = |line: &str| {
+                        send(Line::Output(if bare {
+                            line.to_string()
+                        } else {
+                            format!("[{}] {line}", t.name)
+                        }));
+                    };
+                    let progress = |p: Progress| {
+                        send(Line::Progress(format!("rtscope: [{}] {p}", t.name)));
+                    };
+                    let outcome = BoardRun {
+                        ssh,
+                        target: t,
+                        job,
+                        local_db: scratch.join(format!("{i}.db")),
+                        control: Some(control.socket(i)),
+                        stop,
+                        on_line: &print,
+                        on_progress: &progress,
+                    }
+                    .run();
                     if let Ok(mut slot) = slots[i].lock() {
                         *slot = Some(BoardResult {
                             target: t.clone(),
@@ -88,9 +130,16 @@ pub fn fan_out(
         // text, never the boards' runs.
         let mut write_error = None;
         for line in rx {
-            if write_error.is_none() {
-                if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
-                    write_error = Some(e);
+            match line {
+                Line::Output(line) if write_error.is_none() => {
+                    if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+                        write_error = Some(e);
+                    }
+                }
+                Line::Output(_) => {}
+                // Progress is best effort: a closed stderr changes nothing.
+                Line::Progress(line) => {
+                    let _ = writeln!(err, "{line}").and_then(|()| err.flush());
                 }
             }
         }
@@ -100,6 +149,7 @@ pub fn fan_out(
         done.store(true, Ordering::SeqCst);
         write_error.map_or(Ok(()), Err)
     });
+    drop(control);
     let results = slots
         .into_iter()
         .zip(targets)
@@ -267,6 +317,15 @@ mod tests {
             remote_args(&cl, &["--target", "--target-jobs", "--db"], &[rename]),
             ["run", "campaign.toml", "--label", "idle"]
         );
+    }
+
+    #[test]
+    fn boards_run_all_at_once_by_default_up_to_the_bound() {
+        assert_eq!(jobs(None, 3), 3);
+        assert_eq!(jobs(None, 40), DEFAULT_MAX_JOBS);
+        assert_eq!(jobs(None, 0), 1);
+        assert_eq!(jobs(Some(2), 40), 2);
+        assert_eq!(jobs(Some(64), 40), 64);
     }
 
     #[test]

@@ -6,8 +6,8 @@
 //! * [`lava`]: LAVA test-case signals;
 //! * [`kcidb`]: KernelCI (KCIDB) test objects;
 //! * [`junit`]: JUnit XML as GitLab and Jenkins read it;
-//! * [`remote`], [`targets`], [`fanout`]: runs on remote boards over the system `ssh`, named in
-//!   a `targets.toml`, fanned out and merged;
+//! * [`remote`], [`board`], [`master`], [`targets`], [`fanout`]: runs on remote boards over the
+//!   system `ssh` (one connection per board), named in a `targets.toml`, fanned out and merged;
 //! * [`output`]: recorded runs written in these formats (`export`, `--ci-output`);
 //! * [`compare`]: a comparison's verdicts in the lab CI formats;
 //! * [`metrics_file`]: the textfile of a running measurement.
@@ -17,11 +17,13 @@
 //! formats never disagree. Docs: docs/fleet.md.
 
 pub mod atomic;
+pub mod board;
 pub mod compare;
 pub mod fanout;
 pub mod junit;
 pub mod kcidb;
 pub mod lava;
+pub mod master;
 pub mod metrics_file;
 pub mod output;
 pub mod prometheus;

@@ -1,9 +1,11 @@
-//! Runs on remote boards through the system `ssh` (so the user's keys, `~/.ssh/config`,
-//! ProxyJump and ControlMaster apply; always `BatchMode=yes`): detect the board's architecture,
-//! copy the matching rtscope binary (and the files a run needs, such as its campaign file)
-//! with `ssh host 'cat > …'` (no sftp subsystem needed), run rtscope there into a remote
-//! temporary database while its output streams back, fetch the database, and remove what was
-//! copied. Copies happen before and after the measurement, never during it.
+//! Runs on remote boards through the system `ssh` (so the user's keys, `~/.ssh/config` and
+//! ProxyJump apply; always `BatchMode=yes`), over one connection per board (a ControlMaster of
+//! rtscope's own, see [`crate::master`]): detect the board's architecture and create the
+//! remote directory (one step), copy the matching rtscope binary (and the files a run needs,
+//! such as its campaign file) with `ssh host 'cat > …'` (no sftp subsystem needed), run
+//! rtscope there into a remote temporary database while its output streams back, then fetch
+//! the database and remove the directory (one step). Copies happen before and after the
+//! measurement, never during it.
 //!
 //! The remote rtscope is tied to the ssh session by a watcher reading the session's stdin:
 //! the line `stop` (sent by [`Stop::stop`] on a local Ctrl-C, SIGTERM or SIGHUP) sends it
@@ -36,7 +38,8 @@ pub enum RemoteError {
     /// A step on the board failed.
     #[error("{step} failed: {why}")]
     Step {
-        /// `uname -m`, `copy`, `run`, `fetch`, `cleanup`.
+        /// `connect`, `prepare` (`uname -m` and the remote directory), `copy`, `run`,
+        /// `fetch`, `cleanup`.
         step: &'static str,
         /// ssh's or the remote command's message.
         why: String,
@@ -70,10 +73,12 @@ pub struct Job {
     pub record: bool,
 }
 
-/// The ssh command: `$RTSCOPE_SSH` split on whitespace (e.g. `ssh -F lab_config`), else `ssh`.
+/// The ssh command: `$RTSCOPE_SSH` split on whitespace (e.g. `ssh -F lab_config`), else `ssh`;
+/// with a control socket, every command a session of that socket's master.
 #[derive(Debug, Clone)]
 pub struct Ssh {
     argv: Vec<String>,
+    control: Option<PathBuf>,
 }
 
 impl Ssh {
@@ -84,10 +89,49 @@ impl Ssh {
             .map(|s| s.split_whitespace().map(str::to_string).collect())
             .filter(|v: &Vec<String>| !v.is_empty())
             .unwrap_or_else(|| vec!["ssh".into()]);
-        Ssh { argv }
+        Ssh::with_argv(argv)
     }
 
-    fn command(&self, t: &Target, remote: &str) -> Command {
+    /// This command line (its first word the program).
+    pub fn with_argv(argv: Vec<String>) -> Ssh {
+        Ssh {
+            argv,
+            control: None,
+        }
+    }
+
+    /// The same ssh, its commands sessions of the master listening on `socket`. `-S` wins over
+    /// a `ControlPath` of the user's configuration or `$RTSCOPE_SSH`, and `ControlMaster=no`
+    /// over theirs (ssh keeps the first value of an option, command line first). Should the
+    /// master be gone, ssh connects on its own: a step after a lost master still runs.
+    pub fn through(&self, socket: &Path) -> Ssh {
+        Ssh {
+            argv: self.argv.clone(),
+            control: Some(socket.to_path_buf()),
+        }
+    }
+
+    /// The master of a board: authenticates, listens on `socket`, runs nothing (`-N`) and
+    /// stays in the foreground (`ControlPersist=no`) as rtscope's child.
+    pub(crate) fn master_command(&self, t: &Target, socket: &Path) -> Command {
+        let mut c = self.base(t);
+        c.arg("-S").arg(socket);
+        c.args(["-o", "ControlMaster=yes", "-o", "ControlPersist=no", "-N"]);
+        c.arg("--").arg(&t.host);
+        c
+    }
+
+    pub(crate) fn command(&self, t: &Target, remote: &str) -> Command {
+        let mut c = self.base(t);
+        if let Some(s) = &self.control {
+            c.arg("-S").arg(s).args(["-o", "ControlMaster=no"]);
+        }
+        c.arg("--").arg(&t.host).arg(remote);
+        c
+    }
+
+    /// ssh with the board's options, without the host.
+    fn base(&self, t: &Target) -> Command {
         let mut c = Command::new(&self.argv[0]);
         c.args(&self.argv[1..]);
         c.args(["-o", "BatchMode=yes", "-o", "ServerAliveInterval=5"]);
@@ -104,13 +148,12 @@ impl Ssh {
         if let Some(i) = &t.identity {
             c.arg("-i").arg(i).args(["-o", "IdentitiesOnly=yes"]);
         }
-        c.arg("--").arg(&t.host).arg(remote);
         // A terminal's Ctrl-C goes to the local rtscope only (see the module's doc).
         c.process_group(0);
         c
     }
 
-    fn spawn_err(&self) -> impl Fn(std::io::Error) -> RemoteError + '_ {
+    pub(crate) fn spawn_err(&self) -> impl Fn(std::io::Error) -> RemoteError + '_ {
         move |source| RemoteError::Spawn {
             program: self.argv[0].clone(),
             source,
@@ -119,13 +162,27 @@ impl Ssh {
 
     /// Runs `remote` with `input` as its stdin; its stdout, or the step's error. A step that
     /// takes longer than the board's step timeout is killed and fails naming the limit.
-    fn output(
+    pub(crate) fn output(
         &self,
         t: &Target,
         step: &'static str,
         remote: &str,
         input: Option<&Path>,
     ) -> Result<Vec<u8>, RemoteError> {
+        let r = self.exchange(t, remote, input)?;
+        match r.status {
+            Some(st) if st.success() => Ok(r.out),
+            _ => Err(r.error(step, t)),
+        }
+    }
+
+    /// Runs `remote` with `input` as its stdin, within the board's step timeout.
+    fn exchange(
+        &self,
+        t: &Target,
+        remote: &str,
+        input: Option<&Path>,
+    ) -> Result<Reply, RemoteError> {
         let mut c = self.command(t, remote);
         c.stdout(Stdio::piped()).stderr(Stdio::piped());
         c.stdin(match input {
@@ -133,29 +190,47 @@ impl Ssh {
             None => Stdio::null(),
         });
         let mut child = c.spawn().map_err(self.spawn_err())?;
-        let limit_s = t.step_timeout_s.unwrap_or(DEFAULT_STEP_TIMEOUT_S);
         let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
         let (status, out, err) = std::thread::scope(|s| {
             let out = s.spawn(|| read_all(stdout, u64::MAX));
             // Bounded: ssh's own messages.
             let err = s.spawn(|| read_all(stderr, 64 * 1024));
-            let status = wait_within(&mut child, Duration::from_secs(u64::from(limit_s)));
+            let status = wait_within(&mut child, step_limit(t));
             (status, out.join(), err.join())
         });
-        let (out, err) = (out.unwrap_or_default(), err.unwrap_or_default());
-        match status? {
-            None => Err(RemoteError::Step {
-                step,
-                why: format!(
-                    "no answer within {limit_s} s (raise step_timeout for this board in targets.toml if it is only slow)"
-                ),
-            }),
-            Some(st) if st.success() => Ok(out),
-            Some(st) => Err(RemoteError::Step {
-                step,
-                why: last_line(&err, st),
-            }),
-        }
+        Ok(Reply {
+            status: status?,
+            out: out.unwrap_or_default(),
+            err: err.unwrap_or_default(),
+        })
+    }
+}
+
+/// The limit of each step around the run on `t`.
+fn step_limit(t: &Target) -> Duration {
+    Duration::from_secs(u64::from(
+        t.step_timeout_s.unwrap_or(DEFAULT_STEP_TIMEOUT_S),
+    ))
+}
+
+/// What a step gave: its exit status (`None`: killed past the step timeout), stdout, stderr.
+struct Reply {
+    status: Option<std::process::ExitStatus>,
+    out: Vec<u8>,
+    err: Vec<u8>,
+}
+
+impl Reply {
+    /// The step's failure: the limit it passed, or the last line of its messages.
+    fn error(&self, step: &'static str, t: &Target) -> RemoteError {
+        let why = match self.status {
+            None => format!(
+                "no answer within {} s (raise step_timeout for this board in targets.toml if it is only slow)",
+                step_limit(t).as_secs()
+            ),
+            Some(st) => last_line(&self.err, st),
+        };
+        RemoteError::Step { step, why }
     }
 }
 
@@ -169,11 +244,13 @@ fn read_all(r: Option<impl Read>, limit: u64) -> Vec<u8> {
 }
 
 /// Waits for `child` at most `limit`; `None` (and the child killed and reaped) past it.
-fn wait_within(
+pub(crate) fn wait_within(
     child: &mut std::process::Child,
     limit: Duration,
 ) -> std::io::Result<Option<std::process::ExitStatus>> {
     let deadline = Instant::now() + limit;
+    // From 1 ms up: a short step is not kept waiting for a fixed poll.
+    let mut nap = Duration::from_millis(1);
     loop {
         if let Some(st) = child.try_wait()? {
             return Ok(Some(st));
@@ -183,11 +260,12 @@ fn wait_within(
             child.wait()?;
             return Ok(None);
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(nap);
+        nap = (nap * 2).min(Duration::from_millis(50));
     }
 }
 
-fn last_line(stderr: &[u8], status: std::process::ExitStatus) -> String {
+pub(crate) fn last_line(stderr: &[u8], status: std::process::ExitStatus) -> String {
     let text = String::from_utf8_lossy(stderr);
     text.lines()
         .rev()
@@ -225,7 +303,7 @@ impl Stop {
         self.stopped.load(Ordering::SeqCst)
     }
 
-    fn attach(&self, mut stdin: ChildStdin) {
+    pub(crate) fn attach(&self, mut stdin: ChildStdin) {
         if let Ok(mut s) = self.sessions.lock() {
             if self.is_stopped() {
                 let _ = stdin.write_all(b"stop\n").and_then(|()| stdin.flush());
@@ -245,7 +323,7 @@ pub struct RemoteOutcome {
 }
 
 /// Where a board's rtscope comes from.
-enum Binary {
+pub(crate) enum Binary {
     /// Installed there, at this path.
     Installed(String),
     /// This local file, copied.
@@ -270,74 +348,31 @@ pub fn local_binary(arch: &str) -> Result<PathBuf, RemoteError> {
     }
 }
 
-fn binary(ssh: &Ssh, t: &Target) -> Result<Binary, RemoteError> {
+/// The binary for `t`, whose `uname -m` is `uname`: targets.toml's `binary` or `copy`, else
+/// the local one for its `arch` or `uname -m`.
+pub(crate) fn binary(t: &Target, uname: &str) -> Result<Binary, RemoteError> {
     if let Some(b) = &t.binary {
         return Ok(Binary::Installed(b.clone()));
     }
     if let Some(c) = &t.copy {
         return Ok(Binary::Copied(c.clone()));
     }
-    let arch = match &t.arch {
-        Some(a) => a.clone(),
-        None => String::from_utf8_lossy(&ssh.output(t, "uname -m", "uname -m", None)?)
-            .trim()
-            .to_string(),
-    };
-    local_binary(&arch).map(Binary::Copied)
+    local_binary(t.arch.as_deref().unwrap_or(uname)).map(Binary::Copied)
 }
 
-/// Creates the remote directory and copies the binary and the job's files into it.
-fn prepare(ssh: &Ssh, t: &Target, job: &Job, bin: &Binary) -> Result<String, RemoteError> {
-    let mk = "umask 077; mktemp -d /tmp/rtscope.XXXXXX";
-    let dir = String::from_utf8_lossy(&ssh.output(t, "copy", mk, None)?)
-        .trim()
-        .to_string();
-    if !dir.starts_with("/tmp/rtscope.")
-        || dir.contains(|c: char| !c.is_ascii_alphanumeric() && c != '/' && c != '.')
-    {
-        return Err(RemoteError::Step {
-            step: "copy",
-            why: format!("unexpected remote directory '{dir}'"),
-        });
+impl Ssh {
+    /// Runs `remote`; its exit code (`None`: killed past the step timeout), stdout and the
+    /// step's error should it fail.
+    pub(crate) fn step_status(
+        &self,
+        t: &Target,
+        step: &'static str,
+        remote: &str,
+    ) -> Result<(Option<i32>, Vec<u8>, RemoteError), RemoteError> {
+        let r = self.exchange(t, remote, None)?;
+        let e = r.error(step, t);
+        Ok((r.status.and_then(|s| s.code()), r.out, e))
     }
-    let copy = |local: &Path, name: &str, mode: &str| {
-        let dest = sh_quote(&format!("{dir}/{name}"));
-        let cmd = format!("umask 077; cat > {dest} && chmod {mode} {dest}");
-        ssh.output(t, "copy", &cmd, Some(local)).map(drop)
-    };
-    if let Binary::Copied(local) = bin {
-        copy(local, "rtscope", "700")?;
-    }
-    for (local, name) in &job.files {
-        copy(local, name, "600")?;
-    }
-    Ok(dir)
-}
-
-/// One remote run of `job` on `t`. `on_line` sees each output line; `local_db` is where the
-/// board's database is fetched to; `stop` stops it.
-pub fn run_on(
-    ssh: &Ssh,
-    t: &Target,
-    job: &Job,
-    local_db: &Path,
-    on_line: &(dyn Fn(&str) + Sync),
-    stop: &Stop,
-) -> Result<RemoteOutcome, RemoteError> {
-    if stop.is_stopped() {
-        return Err(RemoteError::NotStarted);
-    }
-    let bin = binary(ssh, t)?;
-    let dir = prepare(ssh, t, job, &bin)?;
-    let result = if stop.is_stopped() {
-        Err(RemoteError::NotStarted)
-    } else {
-        measure_and_fetch(ssh, t, &dir, job, &bin, local_db, on_line, stop)
-    };
-    let cleanup = ssh.output(t, "cleanup", &format!("rm -rf {}", sh_quote(&dir)), None);
-    let outcome = result?;
-    cleanup?;
-    Ok(outcome)
 }
 
 /// The remote shell script: rtscope in the background, a watcher on the session's stdin
@@ -362,17 +397,17 @@ fn script(dir: &str, job: &Job, bin: &Binary, prefix: &[String]) -> String {
     )
 }
 
-#[allow(clippy::too_many_arguments)]
-fn measure_and_fetch(
+/// The run step: `job` in `dir` of `t`, its output lines to `on_line`, `stop` able to stop
+/// it; the remote rtscope's exit code.
+pub(crate) fn measure(
     ssh: &Ssh,
     t: &Target,
     dir: &str,
     job: &Job,
     bin: &Binary,
-    local_db: &Path,
     on_line: &(dyn Fn(&str) + Sync),
     stop: &Stop,
-) -> Result<RemoteOutcome, RemoteError> {
+) -> Result<i32, RemoteError> {
     let mut child = ssh
         .command(t, &script(dir, job, bin, &t.prefix))
         .stdin(Stdio::piped())
@@ -402,40 +437,14 @@ fn measure_and_fetch(
         err_text = reader.join().unwrap_or_default();
     });
     let status = child.wait()?;
-    let code = match status.code() {
+    match status.code() {
         // 255: ssh's own failure (connection lost, killed server).
-        Some(c) if c != 255 => c,
-        _ => {
-            return Err(RemoteError::Step {
-                step: "run",
-                why: last_line(err_text.as_bytes(), status),
-            })
-        }
-    };
-    let database = if job.record {
-        fetch(ssh, t, dir, local_db)?;
-        Some(local_db.to_path_buf())
-    } else {
-        None
-    };
-    Ok(RemoteOutcome {
-        exit_code: code,
-        database,
-    })
-}
-
-/// Fetches `dir/run.db` (and its WAL, should the remote rtscope have left one).
-fn fetch(ssh: &Ssh, t: &Target, dir: &str, local_db: &Path) -> Result<(), RemoteError> {
-    let db = format!("{dir}/run.db");
-    let bytes = ssh.output(t, "fetch", &format!("cat {}", sh_quote(&db)), None)?;
-    std::fs::write(local_db, bytes)?;
-    let wal = format!("{db}-wal");
-    let probe = format!("if [ -s {0} ]; then cat {0}; fi", sh_quote(&wal));
-    let bytes = ssh.output(t, "fetch", &probe, None)?;
-    if !bytes.is_empty() {
-        std::fs::File::create(wal_of(local_db))?.write_all(&bytes)?;
+        Some(c) if c != 255 => Ok(c),
+        _ => Err(RemoteError::Step {
+            step: "run",
+            why: last_line(err_text.as_bytes(), status),
+        }),
     }
-    Ok(())
 }
 
 /// `PATH-wal`.
@@ -518,9 +527,7 @@ mod tests {
         std::fs::write(&fake, "#!/bin/sh\nexec sleep 600\n").unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let ssh = Ssh {
-            argv: vec![fake.to_string_lossy().into_owned()],
-        };
+        let ssh = Ssh::with_argv(vec![fake.to_string_lossy().into_owned()]);
         let t = Target {
             name: "mute".into(),
             host: "mute".into(),
@@ -538,9 +545,7 @@ mod tests {
 
     #[test]
     fn ssh_gets_a_connect_timeout() {
-        let ssh = Ssh {
-            argv: vec!["ssh".into()],
-        };
+        let ssh = Ssh::with_argv(vec!["ssh".into()]);
         let mut t = Target {
             host: "b".into(),
             ..Target::default()

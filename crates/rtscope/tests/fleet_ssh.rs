@@ -4,149 +4,32 @@
 //! merged tagged board=… and compared, its JUnit and KCIDB outputs validated, a board that
 //! cannot be reached failing alone with its reason, nothing left in the boards' /tmp, a local
 //! Ctrl-C recording the remote run as interrupted, and a killed ssh leaving no remote rtscope
-//! running (checked in /proc) nor its files. Each test's sshd runs in its own mount namespace
+//! running (checked in /proc) nor its files. Each board of a command is one ssh connection
+//! (counted in the boards' sshd logs, LogLevel VERBOSE), and the local control socket
+//! directory is gone afterwards, also after a board that cannot be reached and a killed ssh
+//! (the run's session or the board's master). Each test's sshd runs in its own mount namespace
 //! with a private /tmp (a directory of the test), so the remote directories and rtscope
 //! processes a test checks are its own, whatever else runs on the machine (another `cargo
 //! test`, a second CI run). Without sshd (.ci/run installs openssh-server) the tests fail
 //! under RTSCOPE_TEST_STRICT=1 and skip with the reason printed otherwise.
 
+mod boards;
+
 use crate::common;
+use boards::*;
 
 use serde_json::Value;
-use std::net::{TcpListener, TcpStream};
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
-
-const SSHD: &str = "/usr/sbin/sshd";
-
-struct Boards {
-    dir: PathBuf,
-    servers: Vec<Child>,
-    targets: Vec<String>,
-}
-
-impl Drop for Boards {
-    fn drop(&mut self) {
-        for s in &mut self.servers {
-            let _ = s.kill();
-            let _ = s.wait();
-        }
-    }
-}
-
-fn keygen(path: &Path) {
-    let s = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-        .arg(path)
-        .status()
-        .unwrap();
-    assert!(s.success());
-}
-
-fn free_port(addr: &str) -> u16 {
-    TcpListener::bind((addr, 0))
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn start(name: &str) -> Option<Boards> {
-    rtscope_testkit::require!(
-        Path::new(SSHD).exists() && Command::new("ssh").arg("-V").output().is_ok(),
-        "{SSHD} or ssh is not installed (apt-get install openssh-server openssh-client; .ci/run installs them)"
-    );
-    rtscope_testkit::require!(
-        rtscope_testkit::is_root(),
-        "the boards' sshd needs root (a private /tmp in its own mount namespace)"
-    );
-    let dir = common::fresh_dir(name);
-    let tmp = dir.join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    std::fs::set_permissions(&tmp, std::os::unix::fs::PermissionsExt::from_mode(0o1777)).unwrap();
-    keygen(&dir.join("host_key"));
-    keygen(&dir.join("id"));
-    std::fs::copy(dir.join("id.pub"), dir.join("authorized_keys")).unwrap();
-    std::fs::create_dir_all("/run/sshd").unwrap();
-    let d = dir.display();
-    std::fs::write(
-        dir.join("ssh_config"),
-        format!("Host *\n  IdentityFile {d}/id\n  IdentitiesOnly yes\n  UserKnownHostsFile {d}/known_hosts\n  StrictHostKeyChecking accept-new\n  LogLevel ERROR\n"),
-    )
-    .unwrap();
-    let mut b = Boards {
-        dir: dir.clone(),
-        servers: Vec::new(),
-        targets: Vec::new(),
-    };
-    let user = String::from_utf8(Command::new("id").arg("-un").output().unwrap().stdout).unwrap();
-    for addr in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
-        let port = free_port(addr);
-        let conf = dir.join(format!("sshd-{addr}.conf"));
-        std::fs::write(
-            &conf,
-            format!("Port {port}\nListenAddress {addr}\nHostKey {d}/host_key\nPidFile {d}/sshd-{addr}.pid\nAuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPermitRootLogin prohibit-password\nLogLevel ERROR\n"),
-        )
-        .unwrap();
-        let log = std::fs::File::create(dir.join(format!("sshd-{addr}.log"))).unwrap();
-        // unshare(1) execs sh, which execs sshd: the child's pid is sshd's. The boards' /tmp
-        // is `tmp` of this test, mounted over /tmp in sshd's namespace only; the test's
-        // directory (keys, configuration) is mounted back at its own path inside it.
-        let child = Command::new("unshare")
-            .args(["--mount", "--propagation", "private", "sh", "-c"])
-            .arg(concat!(
-                r#"set -e; m="$2/${1##*/}"; mkdir -p "$m"; mount --bind "$1" "$m"; "#,
-                r#"mount --rbind "$2" /tmp; exec "$3" -D -e -f "$4""#
-            ))
-            .arg("sh")
-            .arg(&dir)
-            .arg(&tmp)
-            .arg(SSHD)
-            .arg(&conf)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        b.servers.push(child);
-        let start = Instant::now();
-        while TcpStream::connect((addr, port)).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "sshd on {addr}:{port} did not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        b.targets.push(format!("{}@{addr}:{port}", user.trim()));
-    }
-    Some(b)
-}
-
-fn rtscope(b: &Boards) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_rtscope"));
-    c.env(
-        "RTSCOPE_SSH",
-        format!("ssh -F {}", b.dir.join("ssh_config").display()),
-    );
-    c
-}
-
-/// Directories the remote runs left in the boards' /tmp.
-fn remote_dirs(b: &Boards) -> Vec<String> {
-    std::fs::read_dir(b.dir.join("tmp"))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("rtscope.") && n.len() == "rtscope.XXXXXX".len())
-        .collect()
-}
 
 #[test]
 fn three_boards_measure_merge_and_one_unreachable_board_fails_alone() {
     let Some(b) = start("fleet-ssh") else { return };
     let _rt = common::rt_lock();
     let before = remote_dirs(&b);
+    let conns = connections(&b);
     let db = b.dir.join("lab.db");
     let dead = format!("root@127.0.0.5:{}", free_port("127.0.0.5"));
     let mut c = rtscope(&b);
@@ -157,19 +40,40 @@ fn three_boards_measure_merge_and_one_unreachable_board_fails_alone() {
     for t in b.targets.iter().chain([&dead]) {
         c.args(["--target", t]);
     }
-    let o = c.output().unwrap();
+    let (pid, o) = pid_and_output(c);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr),
     );
     assert_eq!(o.status.code(), Some(2), "{stdout}{stderr}");
     eprintln!("{stdout}{stderr}");
-    assert!(stderr.contains("board 127.0.0.5 failed"), "{stderr}");
+    assert!(
+        stderr.contains("board 127.0.0.5 failed: connect failed"),
+        "{stderr}"
+    );
     assert_eq!(
         stdout.matches(" run(s) merged into ").count(),
         3,
         "{stdout}"
     );
+    // Issue 28: every step of a board over one connection (there were seven), and nothing
+    // left here, the unreachable board's socket included.
+    one_connection_each(&b, &conns, &[0, 1, 2]);
+    assert_eq!(local_leftovers(&b, pid), Vec::<String>::new());
+    // Each connection closed by its master (SIGTERM reaches it, though the fan-out blocks the
+    // run signals), not killed.
+    for log in sshd_logs(&b) {
+        assert_eq!(log.matches("disconnected by user").count(), 1, "{log}");
+    }
+    // Each board's steps, told live.
+    for board in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
+        for step in ["connected (", "running", "fetched its database ("] {
+            assert!(
+                stderr.contains(&format!("rtscope: [{board}] {step}")),
+                "{board} {step}: {stderr}"
+            );
+        }
+    }
     assert!(
         stdout.contains("[127.0.0.3] "),
         "the boards' output streams back: {stdout}"
@@ -208,59 +112,34 @@ fn three_boards_measure_merge_and_one_unreachable_board_fails_alone() {
     );
 }
 
-fn pids() -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .collect()
-}
-
-fn stat(pid: u32) -> Option<(String, u32)> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (l, r) = (s.find('(')?, s.rfind(')')?);
-    let ppid = s[r + 2..].split(' ').nth(1)?.parse().ok()?;
-    Some((s[l + 1..r].to_string(), ppid))
-}
-
-/// Whether `pid` is one of `roots` or a descendant of one.
-fn descends_from(mut pid: u32, roots: &[u32]) -> bool {
-    for _ in 0..64 {
-        if roots.contains(&pid) {
-            return true;
-        }
-        match stat(pid) {
-            Some((_, ppid)) if ppid > 1 => pid = ppid,
-            _ => return false,
-        }
-    }
-    false
-}
-
-/// The remote rtscope of `b`'s boards: a process named rtscope under one of their sshd, working
-/// in /tmp/rtscope.XXXXXX (their private /tmp).
-fn remote_rtscope(b: &Boards) -> Option<u32> {
-    let servers: Vec<u32> = b.servers.iter().map(Child::id).collect();
-    pids().into_iter().find(|&p| {
-        stat(p).is_some_and(|(comm, _)| comm == "rtscope")
-            && descends_from(p, &servers)
-            && std::fs::read_link(format!("/proc/{p}/cwd"))
-                .is_ok_and(|c| c.to_string_lossy().starts_with("/tmp/rtscope."))
-    })
-}
-
-#[test]
-fn a_killed_ssh_leaves_no_remote_process() {
-    let Some(b) = start("fleet-ssh-kill") else {
+/// The ssh of a running board killed, its session's or its master: the remote rtscope and its
+/// directory are gone, the board fails alone, and the local control directory is removed.
+fn killed_ssh(name: &str, master: bool) {
+    let Some(b) = start(name) else {
         return;
     };
     let _rt = common::rt_lock();
     let before = remote_dirs(&b);
     let (local, remote) = long_remote_run(&b, &b.dir.join("k.db"));
-    // The ssh that runs it: a child of the local rtscope.
-    let ssh = pids()
-        .into_iter()
-        .find(|&p| stat(p).is_some_and(|(comm, ppid)| comm == "ssh" && ppid == local.id()))
-        .expect("the local ssh");
+    let ssh = local_ssh(local.id(), master).expect("the local ssh");
+    // The board's connection is a socket in a private directory of the local $TMPDIR.
+    let dirs: Vec<PathBuf> = std::fs::read_dir(b.dir.join("ltmp"))
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("rtscope-ssh.")
+        })
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    let mode = std::fs::metadata(&dirs[0]).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700);
+    assert!(std::fs::metadata(dirs[0].join("0"))
+        .unwrap()
+        .file_type()
+        .is_socket());
     kill("-KILL", ssh);
     let start = Instant::now();
     // Gone, or its pid reused by another program.
@@ -271,11 +150,17 @@ fn a_killed_ssh_leaves_no_remote_process() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
+    let pid = local.id();
     let o = local.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("board 127.0.0.3 failed"), "{stderr}");
     assert!(remote_rtscope(&b).is_none());
+    assert_eq!(local_leftovers(&b, pid), Vec::<String>::new());
+    assert!(
+        local_ssh(pid, true).is_none(),
+        "the board's master still runs"
+    );
     // The lost session's watcher removed the remote directory (binary and database).
     let start = Instant::now();
     while remote_dirs(&b) != before {
@@ -288,46 +173,14 @@ fn a_killed_ssh_leaves_no_remote_process() {
     }
 }
 
-/// A targets.toml naming the three boards a, b and c. They get a copy of this rtscope without
-/// its debug information (`copy`): a sixth of the bytes through ssh, as a release binary.
-fn targets_file(b: &Boards) -> PathBuf {
-    let exe = PathBuf::from(env!("CARGO_BIN_EXE_rtscope"));
-    let small = b.dir.join("rtscope-stripped");
-    let stripped = Command::new("strip")
-        .arg("-o")
-        .arg(&small)
-        .arg(&exe)
-        .status()
-        .is_ok_and(|s| s.success());
-    let copy = if stripped { small } else { exe };
-    let mut text = format!(
-        "[defaults]\nidentity = \"{}\"\ncopy = \"{}\"\ntags = {{ lab = \"loopback\" }}\n",
-        b.dir.join("id").display(),
-        copy.display()
-    );
-    for (name, t) in ["a", "b", "c"].iter().zip(&b.targets) {
-        let (user, rest) = t.split_once('@').unwrap();
-        let (host, port) = rest.split_once(':').unwrap();
-        text.push_str(&format!(
-            "\n[boards.{name}]\nhost = \"{host}\"\nport = {port}\nuser = \"{user}\"\n"
-        ));
-    }
-    let path = b.dir.join("targets.toml");
-    std::fs::write(&path, text).unwrap();
-    path
+#[test]
+fn a_killed_ssh_leaves_no_remote_process() {
+    killed_ssh("fleet-ssh-kill", false);
 }
 
-fn runs_json(db: &Path) -> Vec<Value> {
-    let o = Command::new(env!("CARGO_BIN_EXE_rtscope"))
-        .args(["runs", "--json", "--db"])
-        .arg(db)
-        .output()
-        .unwrap();
-    // None yet (a database still being created) reads as no runs.
-    serde_json::from_slice::<Value>(&o.stdout)
-        .ok()
-        .and_then(|v| v.as_array().cloned())
-        .unwrap_or_default()
+#[test]
+fn a_killed_ssh_master_leaves_no_remote_process_nor_socket() {
+    killed_ssh("fleet-ssh-kill-master", true);
 }
 
 /// `doc` is valid against the JUnit XSD (xmllint; .ci/run installs it).
@@ -381,35 +234,38 @@ fn a_campaign_on_three_named_boards_merges_compares_and_reports_to_ci() {
         b.dir.join("lab.json"),
     );
     let campaign = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/quick.toml");
-    let o = rtscope(&b)
-        .args([
-            "run", campaign, "--target", "a", "--target", "b", "--target", "c",
-        ])
-        // The three "boards" share this machine's 2 CPUs: one campaign at a time, so three
-        // campaigns' loads beside a CI hog do not starve each other's load shepherds.
-        .args([
-            "--duration",
-            "1s",
-            "--explain",
-            "off",
-            "-q",
-            "--target-jobs",
-            "1",
-            "--targets-file",
-        ])
-        .arg(targets_file(&b))
-        .arg("--db")
-        .arg(&db)
-        .arg(format!("--ci-output=junit={}", junit.display()))
-        .arg(format!("--ci-output=kcidb={}", kcidb.display()))
-        .output()
-        .unwrap();
+    let conns = connections(&b);
+    let mut c = rtscope(&b);
+    c.args([
+        "run", campaign, "--target", "a", "--target", "b", "--target", "c",
+    ])
+    // The three "boards" share this machine's 2 CPUs: one campaign at a time, so three
+    // campaigns' loads beside a CI hog do not starve each other's load shepherds.
+    .args([
+        "--duration",
+        "1s",
+        "--explain",
+        "off",
+        "-q",
+        "--target-jobs",
+        "1",
+        "--targets-file",
+    ])
+    .arg(targets_file(&b))
+    .arg("--db")
+    .arg(&db)
+    .arg(format!("--ci-output=junit={}", junit.display()))
+    .arg(format!("--ci-output=kcidb={}", kcidb.display()));
+    let (pid, o) = pid_and_output(c);
     let (stdout, stderr) = (
         String::from_utf8_lossy(&o.stdout),
         String::from_utf8_lossy(&o.stderr),
     );
     assert_eq!(o.status.code(), Some(0), "{stdout}{stderr}");
     assert_eq!(stdout.matches("2 run(s) merged").count(), 3, "{stdout}");
+    // The campaign file copied too, over the board's one connection.
+    one_connection_each(&b, &conns, &[0, 1, 2]);
+    assert_eq!(local_leftovers(&b, pid), Vec::<String>::new());
     let runs = runs_json(&db);
     let mut boards: Vec<&str> = runs
         .iter()
@@ -475,14 +331,16 @@ fn check_runs_on_a_named_board() {
     };
     let _rt = common::rt_lock();
     let file = targets_file(&b);
-    let o = rtscope(&b)
-        .args(["check", "--target", "b", "--targets-file"])
-        .arg(&file)
-        .output()
-        .unwrap();
+    let conns = connections(&b);
+    let mut c = rtscope(&b);
+    c.args(["check", "--target", "b", "--targets-file"])
+        .arg(&file);
+    let (pid, o) = pid_and_output(c);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{stdout}");
     assert!(stdout.starts_with("rtscope check: 32 checks"), "{stdout}");
+    one_connection_each(&b, &conns, &[1]);
+    assert_eq!(local_leftovers(&b, pid), Vec::<String>::new());
     let o = rtscope(&b)
         .args(["check", "--target", "rack=9", "--targets-file"])
         .arg(&file)
@@ -566,8 +424,10 @@ fn a_local_ctrl_c_records_the_remote_run_as_interrupted() {
     let _rt = common::rt_lock();
     let before = remote_dirs(&b);
     let db = b.dir.join("i.db");
+    let conns = connections(&b);
     let (local, _) = long_remote_run(&b, &db);
-    kill("-INT", local.id());
+    let pid = local.id();
+    kill("-INT", pid);
     let o = local.wait_with_output().unwrap();
     let (stdout, stderr) = (
         String::from_utf8_lossy(&o.stdout),
@@ -580,6 +440,9 @@ fn a_local_ctrl_c_records_the_remote_run_as_interrupted() {
     assert_eq!(runs[0]["status"], "interrupted");
     assert!(remote_rtscope(&b).is_none());
     assert_eq!(remote_dirs(&b), before);
+    // Stopped, fetched and cleaned up over the board's one connection.
+    one_connection_each(&b, &conns, &[1]);
+    assert_eq!(local_leftovers(&b, pid), Vec::<String>::new());
 }
 
 /// The "arm64 board": the static aarch64 rtscope ($RTSCOPE_ARM64, built by tests/guest/ci.sh;
@@ -659,39 +522,6 @@ fn an_emulated_arm64_board_runs_the_aarch64_binary() {
     assert_eq!(remote_dirs(&b), before);
 }
 
-/// Starts a 60 s measurement on board 127.0.0.3; the local rtscope and the remote one's pid.
-fn long_remote_run(b: &Boards, db: &Path) -> (Child, u32) {
-    let local = rtscope(b)
-        .args(["measure", "-D", "60s", "-i", "1ms", "-q", "--db"])
-        .arg(db)
-        .args(["--target", &b.targets[1]])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    let mut local = local;
-    loop {
-        if let Some(p) = remote_rtscope(b) {
-            return (local, p);
-        }
-        if start.elapsed() > Duration::from_secs(60) {
-            let _ = local.kill();
-            let _ = local.wait();
-            panic!("the remote run did not start");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn kill(signal: &str, pid: u32) {
-    assert!(Command::new("kill")
-        .args([signal, &pid.to_string()])
-        .status()
-        .unwrap()
-        .success());
-}
-
 /// The remote rtscope SIGKILLed: the board reports its exit, and the run it left `running`
 /// is merged as `incomplete` (its writer is gone), not as a run still going.
 #[test]
@@ -727,7 +557,7 @@ fn a_remote_rtscope_killed_is_merged_as_incomplete() {
 }
 
 /// The local rtscope SIGKILLed: its ssh sees the end of its input, and the board's watcher
-/// stops the remote rtscope and removes its directory.
+/// stops the remote rtscope and removes its directory; the board's master ends with it.
 #[test]
 fn a_local_rtscope_killed_leaves_nothing_on_the_board() {
     let Some(b) = start("fleet-ssh-lkill") else {
@@ -736,8 +566,27 @@ fn a_local_rtscope_killed_leaves_nothing_on_the_board() {
     let _rt = common::rt_lock();
     let before = remote_dirs(&b);
     let (mut local, remote) = long_remote_run(&b, &b.dir.join("l.db"));
+    let master = local_ssh(local.id(), true).expect("the board's master");
     local.kill().unwrap();
     local.wait().unwrap();
+    // The master got SIGTERM from the kernel (its parent-death signal), closed the connection
+    // and removed its socket; the directory is the next fan-out's to remove.
+    let start = Instant::now();
+    while stat(master).is_some_and(|(comm, _)| comm == "ssh") {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the board's master {master} outlives rtscope"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let sockets: Vec<PathBuf> = std::fs::read_dir(b.dir.join("ltmp"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten())
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_socket()))
+        .collect();
+    assert_eq!(sockets, Vec::<PathBuf>::new());
     let start = Instant::now();
     while stat(remote).is_some_and(|(comm, _)| comm == "rtscope") || remote_dirs(&b) != before {
         assert!(

@@ -14,8 +14,9 @@ pub struct FleetArgs {
     /// The boards file [default: $RTSCOPE_TARGETS, else ./targets.toml]
     #[arg(long, value_name = "FILE", help_heading = "Fleet")]
     pub targets_file: Option<PathBuf>,
-    /// Boards run at the same time with --target
-    #[arg(long, value_name = "N", default_value_t = 4, help_heading = "Fleet",
+    /// Boards run at the same time with --target, each over one ssh connection [default: every
+    /// board, at most 16]
+    #[arg(long, value_name = "N", help_heading = "Fleet",
           value_parser = clap::value_parser!(u16).range(1..=256))]
-    pub target_jobs: u16,
+    pub target_jobs: Option<u16>,
 }

@@ -91,9 +91,10 @@ pub fn remote(
         &Ssh::from_env(),
         &targets,
         &job,
-        usize::from(f.target_jobs),
+        fanout::jobs(f.target_jobs, targets.len()),
         bare,
         out,
+        &mut std::io::stderr(),
     )?;
     Ok(fanout::merge(
         store.as_mut(),

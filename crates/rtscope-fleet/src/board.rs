@@ -1,0 +1,337 @@
+//! One board's run of a job, step by step, over one ssh connection ([`crate::master`]):
+//!
+//! 1. `connect`: the board's master authenticates (the only connection);
+//! 2. `prepare`: `uname -m` and the remote directory, in one remote command;
+//! 3. `copy`: the binary (unless installed there) and the job's files;
+//! 4. `run`: rtscope there, its output streaming back ([`crate::remote`]);
+//! 5. `fetch`: the database, its WAL should one be left, and the directory removed, in one
+//!    remote command (`cleanup` alone when nothing is recorded, or after a failure).
+//!
+//! Each step but the run is bounded by the board's step timeout, and each one's end is told to
+//! [`BoardRun::on_progress`].
+
+use crate::master::Master;
+use crate::remote::{self, sh_quote, Binary, Job, RemoteError, RemoteOutcome, Ssh, Stop};
+use crate::targets::Target;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// What a board has done, told as each step ends.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    /// Connected (authenticated), its architecture read and its directory made.
+    Ready {
+        /// `uname -m` there.
+        arch: String,
+        /// Since the board started.
+        took: Duration,
+    },
+    /// The binary and the job's files copied.
+    Copied {
+        /// Their size.
+        bytes: u64,
+        /// How long the copies took.
+        took: Duration,
+    },
+    /// Its rtscope started; its output follows.
+    Running,
+    /// Its database fetched and its directory removed.
+    Fetched {
+        /// The database's size (with its WAL).
+        bytes: u64,
+        /// How long the step took.
+        took: Duration,
+    },
+    /// Its directory removed (nothing recorded to fetch).
+    CleanedUp {
+        /// How long the step took.
+        took: Duration,
+    },
+}
+
+impl fmt::Display for Progress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = |d: &Duration| d.as_secs_f64();
+        let mb = |b: &u64| *b as f64 / 1e6;
+        match self {
+            Progress::Ready { arch, took } => {
+                write!(f, "connected ({arch}) in {:.2} s", s(took))
+            }
+            Progress::Copied { bytes, took } => {
+                write!(f, "copied {:.1} MB in {:.2} s", mb(bytes), s(took))
+            }
+            Progress::Running => write!(f, "running"),
+            Progress::Fetched { bytes, took } => write!(
+                f,
+                "fetched its database ({:.1} MB) and cleaned up in {:.2} s",
+                mb(bytes),
+                s(took)
+            ),
+            Progress::CleanedUp { took } => write!(f, "cleaned up in {:.2} s", s(took)),
+        }
+    }
+}
+
+/// One board's run of a job.
+pub struct BoardRun<'a> {
+    /// The ssh command.
+    pub ssh: &'a Ssh,
+    /// The board.
+    pub target: &'a Target,
+    /// What it runs.
+    pub job: &'a Job,
+    /// Where its database is fetched to.
+    pub local_db: PathBuf,
+    /// Its connection's control socket (in the fan-out's [`crate::master::ControlDir`]);
+    /// `None`: every step connects on its own.
+    pub control: Option<PathBuf>,
+    /// The fan-out's stop switch.
+    pub stop: &'a Stop,
+    /// Sees each line the board's rtscope prints.
+    pub on_line: &'a (dyn Fn(&str) + Sync),
+    /// Sees each step's end.
+    pub on_progress: &'a (dyn Fn(Progress) + Sync),
+}
+
+impl BoardRun<'_> {
+    /// Runs the job; the board's connection is closed and its remote directory removed on
+    /// every way out.
+    pub fn run(&self) -> Result<RemoteOutcome, RemoteError> {
+        let t = self.target;
+        if self.stop.is_stopped() {
+            return Err(RemoteError::NotStarted);
+        }
+        let started = Instant::now();
+        let master = match &self.control {
+            Some(socket) => Some(Master::open(self.ssh, t, socket.clone(), self.stop)?),
+            None => None,
+        };
+        let ssh = master
+            .as_ref()
+            .map_or_else(|| self.ssh.clone(), |m| self.ssh.through(m.socket()));
+        let (arch, dir) = prepare(&ssh, t)?;
+        (self.on_progress)(Progress::Ready {
+            arch: arch.clone(),
+            took: started.elapsed(),
+        });
+        let outcome = match self.copy_and_run(&ssh, &arch, &dir) {
+            Ok(code) => self.finish(&ssh, &dir, code),
+            Err(e) => Err(e),
+        };
+        if outcome.is_err() {
+            // Also after a failed fetch: `rm -rf` of a directory already gone does nothing.
+            let _ = cleanup(&ssh, t, &dir);
+        }
+        // The connection closed (SIGTERM to its master) before the result is told.
+        drop(master);
+        outcome
+    }
+
+    /// Copies what the job needs and runs it; the remote rtscope's exit code.
+    fn copy_and_run(&self, ssh: &Ssh, arch: &str, dir: &str) -> Result<i32, RemoteError> {
+        let (t, job) = (self.target, self.job);
+        let bin = remote::binary(t, arch)?;
+        let started = Instant::now();
+        let mut copies: Vec<(&Path, &str, &str)> = Vec::new();
+        if let Binary::Copied(local) = &bin {
+            copies.push((local, "rtscope", "700"));
+        }
+        copies.extend(
+            job.files
+                .iter()
+                .map(|(p, n)| (p.as_path(), n.as_str(), "600")),
+        );
+        let mut bytes = 0;
+        for (local, name, mode) in copies {
+            bytes += std::fs::metadata(local)?.len();
+            let dest = sh_quote(&format!("{dir}/{name}"));
+            let cmd = format!("umask 077; cat > {dest} && chmod {mode} {dest}");
+            ssh.output(t, "copy", &cmd, Some(local))?;
+        }
+        if bytes > 0 {
+            (self.on_progress)(Progress::Copied {
+                bytes,
+                took: started.elapsed(),
+            });
+        }
+        if self.stop.is_stopped() {
+            return Err(RemoteError::NotStarted);
+        }
+        (self.on_progress)(Progress::Running);
+        remote::measure(ssh, t, dir, job, &bin, self.on_line, self.stop)
+    }
+
+    /// Fetches the database (when the job records) and removes the remote directory.
+    fn finish(&self, ssh: &Ssh, dir: &str, code: i32) -> Result<RemoteOutcome, RemoteError> {
+        let started = Instant::now();
+        let database = if self.job.record {
+            let bytes = fetch_and_clean(ssh, self.target, dir, &self.local_db)?;
+            (self.on_progress)(Progress::Fetched {
+                bytes,
+                took: started.elapsed(),
+            });
+            Some(self.local_db.clone())
+        } else {
+            cleanup(ssh, self.target, dir)?;
+            (self.on_progress)(Progress::CleanedUp {
+                took: started.elapsed(),
+            });
+            None
+        };
+        Ok(RemoteOutcome {
+            exit_code: code,
+            database,
+        })
+    }
+}
+
+/// The `prepare` step: the board's `uname -m` and a new private remote directory.
+fn prepare(ssh: &Ssh, t: &Target) -> Result<(String, String), RemoteError> {
+    let out = ssh.output(
+        t,
+        "prepare",
+        "umask 077 && uname -m && mktemp -d /tmp/rtscope.XXXXXX",
+        None,
+    )?;
+    let text = String::from_utf8_lossy(&out);
+    let mut lines = text.lines().map(str::trim);
+    let (arch, dir) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
+    if !dir.starts_with("/tmp/rtscope.")
+        || dir.contains(|c: char| !c.is_ascii_alphanumeric() && c != '/' && c != '.')
+    {
+        return Err(RemoteError::Step {
+            step: "prepare",
+            why: format!("unexpected remote directory '{dir}'"),
+        });
+    }
+    Ok((arch.to_string(), dir.to_string()))
+}
+
+fn cleanup(ssh: &Ssh, t: &Target, dir: &str) -> Result<(), RemoteError> {
+    let cmd = format!("cd / && rm -rf {}", sh_quote(dir));
+    ssh.output(t, "cleanup", &cmd, None).map(drop)
+}
+
+/// The exit code of [`fetch_script`] when the directory cannot be removed.
+const CLEANUP_FAILED: i32 = 4;
+
+/// Prints the size of `dir/run.db` on a line, the database, then its WAL when one is left,
+/// and removes `dir`: exit 0, else the failing command's code ([`CLEANUP_FAILED`] for the
+/// removal).
+fn fetch_script(dir: &str) -> String {
+    format!(
+        "cd / || exit 1; d={}; db=\"$d/run.db\"; \
+         if [ -f \"$db\" ]; then wc -c < \"$db\" && cat \"$db\" && \
+         {{ [ ! -s \"$db-wal\" ] || cat \"$db-wal\"; }}; rc=$?; \
+         else echo \"no database $db\" >&2; rc=1; fi; \
+         rm -rf \"$d\" || {{ echo \"cannot remove $d\" >&2; exit {CLEANUP_FAILED}; }}; exit $rc",
+        sh_quote(dir)
+    )
+}
+
+/// The database and its WAL in the output of [`fetch_script`].
+fn split_fetched(out: &[u8]) -> Result<(&[u8], &[u8]), String> {
+    let nl = out.iter().position(|&b| b == b'\n').ok_or("no size line")?;
+    let size: usize = std::str::from_utf8(&out[..nl])
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .ok_or_else(|| {
+            format!(
+                "'{}' is not a size",
+                String::from_utf8_lossy(&out[..nl.min(40)])
+            )
+        })?;
+    let rest = &out[nl + 1..];
+    if rest.len() < size {
+        return Err(format!(
+            "{} of the {size} bytes of run.db arrived",
+            rest.len()
+        ));
+    }
+    Ok(rest.split_at(size))
+}
+
+/// The `fetch` step: `dir/run.db` (and its WAL, should the remote rtscope have left one) to
+/// `local_db`, and `dir` removed; the bytes fetched.
+fn fetch_and_clean(ssh: &Ssh, t: &Target, dir: &str, local_db: &Path) -> Result<u64, RemoteError> {
+    let (code, out, failed) = ssh.step_status(t, "fetch", &fetch_script(dir))?;
+    match code {
+        Some(0) => {}
+        Some(CLEANUP_FAILED) => {
+            return Err(match failed {
+                RemoteError::Step { why, .. } => RemoteError::Step {
+                    step: "cleanup",
+                    why,
+                },
+                e => e,
+            })
+        }
+        _ => return Err(failed),
+    }
+    let (db, wal) = split_fetched(&out).map_err(|why| RemoteError::Step { step: "fetch", why })?;
+    std::fs::write(local_db, db)?;
+    if !wal.is_empty() {
+        std::fs::write(remote::wal_of(local_db), wal)?;
+    }
+    Ok((db.len() + wal.len()) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    /// The fetch script, run by a local `sh`: the size line, the database and the WAL, the
+    /// directory removed; without a database it fails and still removes the directory.
+    #[test]
+    fn the_fetch_script_sends_database_and_wal_then_removes_the_directory() {
+        let base = std::env::temp_dir().join(format!("rtscope-fetch-test-{}", std::process::id()));
+        for wal in [&b""[..], &b"wal\n\x00bytes"[..]] {
+            std::fs::create_dir_all(&base).unwrap();
+            let db = b"SQLite format 3\x00\n\nrest";
+            std::fs::write(base.join("run.db"), db).unwrap();
+            if !wal.is_empty() {
+                std::fs::write(base.join("run.db-wal"), wal).unwrap();
+            }
+            let o = Command::new("sh")
+                .args(["-c", &fetch_script(&base.to_string_lossy())])
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{o:?}");
+            assert_eq!(split_fetched(&o.stdout).unwrap(), (&db[..], wal));
+            assert!(!base.exists());
+        }
+        std::fs::create_dir_all(&base).unwrap();
+        let o = Command::new("sh")
+            .args(["-c", &fetch_script(&base.to_string_lossy())])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("no database"));
+        assert!(!base.exists());
+    }
+
+    #[test]
+    fn a_short_fetch_is_an_error() {
+        assert!(split_fetched(b"10\nabc")
+            .unwrap_err()
+            .contains("3 of the 10 bytes"));
+        assert!(split_fetched(b"x\nabc").unwrap_err().contains("not a size"));
+        assert!(split_fetched(b"").is_err());
+        // wc's padding (busybox, BSD) is read.
+        assert_eq!(
+            split_fetched(b"   3\nabcW").unwrap(),
+            (&b"abc"[..], &b"W"[..])
+        );
+    }
+
+    #[test]
+    fn progress_reads_as_a_sentence() {
+        let p = Progress::Copied {
+            bytes: 4_128_456,
+            took: Duration::from_millis(250),
+        };
+        assert_eq!(p.to_string(), "copied 4.1 MB in 0.25 s");
+    }
+}
