@@ -23,9 +23,38 @@ pub enum ExitStatus {
 }
 
 impl ExitStatus {
+    /// Every exit status, in code order: the man pages' EXIT STATUS sections are made from
+    /// this list and [`ExitStatus::meaning`] (with each command's own words where it has them).
+    pub const ALL: [ExitStatus; 4] = [
+        ExitStatus::Success,
+        ExitStatus::LimitExceeded,
+        ExitStatus::Usage,
+        ExitStatus::Interrupted,
+    ];
+
     /// The numeric code.
     pub fn code(self) -> i32 {
         self as i32
+    }
+
+    /// What the code means for every command.
+    pub const fn meaning(self) -> &'static str {
+        match self {
+            ExitStatus::Success => "Success.",
+            ExitStatus::LimitExceeded => {
+                "A limit was exceeded (measure --limit, cyclictest -b, a campaign's limits); \
+                 compare: a candidate regressed; check: a check is bad."
+            }
+            ExitStatus::Usage => {
+                "Usage or setup error: bad option or value, CPU not online, no real-time \
+                 privilege, unreadable or unwritable file (the message names it, often with a \
+                 hint)."
+            }
+            ExitStatus::Interrupted => {
+                "Interrupted by SIGINT, SIGTERM or SIGHUP before the run's length; everything \
+                 measured so far is still printed and recorded."
+            }
+        }
     }
 }
 

@@ -162,9 +162,9 @@ fn extra_sections(
 ) -> String {
     let mut r = Roff::new();
     r.control("SH", ["EXIT STATUS"]);
-    for (code, text) in notes::exit_codes(note) {
+    for (status, text) in notes::exit_codes(note) {
         r.control("TP", [])
-            .text([bold(code.to_string())])
+            .text([bold(status.code().to_string())])
             .text([roman(text)]);
     }
     r.control("SH", ["ENVIRONMENT"]);

@@ -1,6 +1,8 @@
 //! What clap does not know about each command: exit codes, environment, files, examples and
 //! references. Keyed by the subcommand path (`""`, `"measure"`, `"runs show"`).
 
+use rtscope_common::error::ExitStatus;
+
 /// The hand-written parts of one page.
 #[derive(Debug, Clone, Copy)]
 pub struct Notes {
@@ -29,25 +31,24 @@ docs/store-schema.md). Chosen by --db PATH, else $RTSCOPE_DB, else this file.";
 const DB_FILE_UNUSED: &str = "The run database of the commands that record or read runs; this \
 command does not open it.";
 
-const INTERRUPTED_RUN: &str = "Interrupted by SIGINT, SIGTERM or SIGHUP before the run's \
-length; everything measured so far is still printed and recorded.";
+const INTERRUPTED_RUN: &str = ExitStatus::Interrupted.meaning();
 const LIMIT_EXCEEDED: &str = "A --limit was exceeded (per CPU or overall).";
 
-/// The exit codes of a command: 0 and 2 always, 1 and 3 where the command has them.
-pub fn exit_codes(n: &Notes) -> Vec<(u8, &'static str)> {
-    let mut v = vec![(0, n.exit_0)];
-    if let Some(t) = n.exit_1 {
-        v.push((1, t));
-    }
-    v.push((
-        2,
-        "Usage or setup error: bad option or value, CPU not online, no real-time privilege, \
-         unreadable or unwritable file (the message names it, often with a hint).",
-    ));
-    if let Some(t) = n.exit_3 {
-        v.push((3, t));
-    }
-    v
+/// The exit codes of a command, from the one list ([`ExitStatus::ALL`]): 0 and 2 always (2 in
+/// the same words everywhere), 1 and 3 where the command has them, each in its own words.
+pub fn exit_codes(n: &Notes) -> Vec<(ExitStatus, &'static str)> {
+    ExitStatus::ALL
+        .into_iter()
+        .filter_map(|s| {
+            let text = match s {
+                ExitStatus::Success => Some(n.exit_0),
+                ExitStatus::LimitExceeded => n.exit_1,
+                ExitStatus::Usage => Some(s.meaning()),
+                ExitStatus::Interrupted => n.exit_3,
+            };
+            text.map(|t| (s, t))
+        })
+        .collect()
 }
 
 const fn reader(examples: &'static [(&'static str, &'static str)]) -> Notes {
@@ -67,7 +68,7 @@ pub fn for_command(key: &str) -> Notes {
     match key {
         "" => Notes {
             exit_0: "Success.",
-            exit_1: Some("A limit was exceeded (measure --limit, cyclictest -b, a campaign's limits); compare: a candidate regressed."),
+            exit_1: Some(ExitStatus::LimitExceeded.meaning()),
             exit_3: Some(INTERRUPTED_RUN),
             environment: DB_ENV,
             files: DB_FILE,

@@ -83,3 +83,32 @@ fn writes_pages_and_completions_replacing_symlinks() {
     assert!(fish.contains("duration") && fish.contains("show"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The EXIT STATUS sections come from the one list of codes: the top-level page has every
+/// code of `ExitStatus::ALL` with its meaning, and code 2 reads the same on every page.
+#[test]
+fn exit_status_sections_come_from_the_one_list_of_codes() {
+    use rtscope_common::error::ExitStatus;
+    let root = crate::notes::exit_codes(&crate::notes::for_command(""));
+    assert_eq!(
+        root.iter().map(|(s, t)| (s.code(), *t)).collect::<Vec<_>>(),
+        ExitStatus::ALL
+            .iter()
+            .filter(|s| **s != ExitStatus::Success)
+            .fold(vec![(0, "Success.")], |mut v, s| {
+                v.push((s.code(), s.meaning()));
+                v
+            })
+    );
+    for key in ["measure", "runs show", "check", "cyclictest"] {
+        let codes = crate::notes::exit_codes(&crate::notes::for_command(key));
+        assert!(
+            codes.contains(&(ExitStatus::Usage, ExitStatus::Usage.meaning())),
+            "{key}"
+        );
+        assert!(
+            codes.windows(2).all(|w| w[0].0.code() < w[1].0.code()),
+            "{key}"
+        );
+    }
+}
