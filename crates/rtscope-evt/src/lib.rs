@@ -1,0 +1,405 @@
+//! Beyond the measured maximum: the latency exceeded with a small probability per wake-up
+//! (a probabilistic worst-case estimate, "pWCET"), estimated with extreme value theory, with
+//! its confidence interval and the tests that justify the model — or a refusal naming the
+//! tests that failed (docs/worst-case.md).
+//!
+//! The method is peaks over threshold (Coles 2001, ch. 4–5; as in chronovise and MBPTA,
+//! Cucu-Grosjean et al. 2012): the observations above a threshold `u`, declustered so that one
+//! disturbance counts once ([`threshold`]), are fitted with a generalized Pareto distribution
+//! by maximum likelihood ([`gpd`]); the level exceeded by a cluster with probability `p` per
+//! wake-up is `u + σ/ξ ((λ/p)^ξ − 1)`, `λ` the clusters per wake-up, with a profile-likelihood
+//! interval. The sample must pass the tests of [`diag`] or the estimate is refused.
+
+pub mod diag;
+pub mod gpd;
+pub mod input;
+pub mod render;
+pub mod threshold;
+
+use threshold::{Candidate, Point};
+
+/// What to estimate and how sure to be.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Exceedance probabilities per wake-up.
+    pub probabilities: Vec<f64>,
+    /// Two-sided confidence level of the intervals (0.95).
+    pub confidence: f64,
+    /// Significance level of each diagnostic test (0.01).
+    pub alpha: f64,
+    /// The fewest cluster maxima a fit is made from (100).
+    pub min_clusters: usize,
+    /// Bootstrap replicates of the goodness-of-fit and arrival p-values (199).
+    pub replicates: usize,
+    /// Seed of the bootstrap (fixed: the same run gives the same answer).
+    pub seed: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            probabilities: vec![1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11, 1e-12],
+            confidence: 0.95,
+            alpha: 0.01,
+            min_clusters: 100,
+            replicates: 199,
+            seed: 0x7a11,
+        }
+    }
+}
+
+/// The tail of one thread's run, as the analysis needs it.
+#[derive(Debug, Clone)]
+pub struct Tail {
+    /// Observations (wake-ups) in the run.
+    pub observations: u64,
+    /// Wake-ups per second (`None`: unknown; no per-time levels then).
+    pub rate_hz: Option<f64>,
+    /// The largest observations (at least a tenth of the run or [`threshold::MAX_EXCEEDANCES`]),
+    /// in time order when `ordered`.
+    pub points: Vec<Point>,
+    /// Whether the points carry their time order (raw samples) or not (histograms).
+    pub ordered: bool,
+    /// How binned values were spread, for the report (`None`: exact values).
+    pub binning: Option<String>,
+    /// The largest value observed, ns.
+    pub max: f64,
+}
+
+/// A diagnostic test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Test {
+    /// Kolmogorov–Smirnov of the cluster maxima against the fitted GPD.
+    FitKs,
+    /// Anderson–Darling of the same.
+    FitAd,
+    /// Ljung–Box of the cluster maxima in time order.
+    Independence,
+    /// Gaps between clusters against exponential gaps.
+    Arrivals,
+    /// Two-sample KS of the two halves' cluster maxima.
+    SameTail,
+    /// The halves' cluster counts against their shares of the run.
+    SameRate,
+}
+
+impl Test {
+    /// What the test asks, for people.
+    pub fn question(self) -> &'static str {
+        match self {
+            Test::FitKs => "the excesses follow the fitted GPD (Kolmogorov-Smirnov)",
+            Test::FitAd => "the excesses follow the fitted GPD in its tail (Anderson-Darling)",
+            Test::Independence => "cluster maxima are uncorrelated in time (Ljung-Box)",
+            Test::Arrivals => "clusters arrive at random, not periodically (gap test)",
+            Test::SameTail => "both halves of the run have the same tail (two-sample KS)",
+            Test::SameRate => "both halves of the run exceed the threshold as often",
+        }
+    }
+}
+
+/// The outcome of one diagnostic.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "outcome")]
+pub enum Outcome {
+    /// p ≥ α.
+    Pass {
+        /// Statistic.
+        statistic: f64,
+        /// p-value.
+        p: f64,
+    },
+    /// p < α.
+    Fail {
+        /// Statistic.
+        statistic: f64,
+        /// p-value.
+        p: f64,
+    },
+    /// Could not be run, and why.
+    Untested {
+        /// Why.
+        why: String,
+    },
+}
+
+/// A diagnostic with its outcome.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Diagnostic {
+    /// Which.
+    pub test: Test,
+    /// Outcome.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// Why an estimate is refused.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "reason")]
+pub enum Refusal {
+    /// Too few observations above the lowest candidate threshold.
+    TooFewExceedances {
+        /// Cluster maxima available.
+        have: usize,
+        /// Needed.
+        need: usize,
+    },
+    /// The shape estimate drifts with the threshold: no tail of one GPD.
+    NoStableThreshold,
+    /// A diagnostic failed.
+    Failed {
+        /// Which.
+        test: Test,
+    },
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::TooFewExceedances { have, need } => write!(
+                f,
+                "too few exceedances: {have} clusters above the lowest candidate threshold, {need} needed (measure longer)"
+            ),
+            Refusal::NoStableThreshold => f.write_str(
+                "no stable threshold: the shape estimate keeps changing with the threshold (the tail is not one distribution)",
+            ),
+            Refusal::Failed { test } => write!(f, "failed: {}", test.question()),
+        }
+    }
+}
+
+/// A return level: the latency exceeded with `probability` per wake-up.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Level {
+    /// Exceedance probability per wake-up.
+    pub probability: f64,
+    /// The time between exceedances at the run's rate, seconds (`None`: rate unknown).
+    pub once_per_s: Option<f64>,
+    /// Estimate, ns.
+    pub estimate_ns: f64,
+    /// Lower confidence bound, ns.
+    pub lower_ns: f64,
+    /// Upper confidence bound, ns (`None`: the data do not bound it).
+    pub upper_ns: Option<f64>,
+    /// How far beyond the run: `1 / (probability × observations)` (≤ 1: inside the run).
+    pub extrapolation: f64,
+}
+
+/// The chosen threshold and the fit.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Model {
+    /// Threshold, ns.
+    pub threshold_ns: f64,
+    /// Exceedances of it.
+    pub exceedances: usize,
+    /// Clusters (the fitted maxima).
+    pub clusters: usize,
+    /// Extremal index (clusters per exceedance, 1 without order).
+    pub extremal_index: f64,
+    /// Clusters per wake-up.
+    pub cluster_rate: f64,
+    /// The GPD of the cluster maxima's excesses.
+    pub gpd: gpd::Gpd,
+    /// The estimated upper end of the latency (`None`: unbounded, `ξ ≥ 0`), ns.
+    pub endpoint_ns: Option<f64>,
+}
+
+/// The whole answer for one thread.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Analysis {
+    /// Observations.
+    pub observations: u64,
+    /// Largest observed, ns.
+    pub observed_max_ns: f64,
+    /// Confidence level of the intervals.
+    pub confidence: f64,
+    /// Significance level of the tests.
+    pub alpha: f64,
+    /// How binned values were treated (`None`: exact raw values).
+    pub binning: Option<String>,
+    /// The threshold-stability table, lowest threshold first.
+    pub stability: Vec<Candidate>,
+    /// The model (`None`: none could be chosen).
+    pub model: Option<Model>,
+    /// The diagnostics at the chosen threshold.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Return levels (empty when refused, unless asked for as unreliable).
+    pub levels: Vec<Level>,
+    /// Why the estimate is refused (empty: accepted).
+    pub refusals: Vec<Refusal>,
+    /// Whether `levels` are shown although refused.
+    pub unreliable: bool,
+}
+
+impl Analysis {
+    /// Whether the estimate passed every test.
+    pub fn accepted(&self) -> bool {
+        self.refusals.is_empty()
+    }
+}
+
+/// Analyses `tail`. With `unreliable`, the levels of a refused fit are kept (and marked).
+pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
+    let mut desc: Vec<f64> = tail.points.iter().map(|p| p.value).collect();
+    desc.sort_by(|a, b| b.total_cmp(a));
+    let thresholds = threshold::candidates(&desc, o.min_clusters);
+    let stability = threshold::stability(&tail.points, &thresholds, o.min_clusters);
+    let mut a = Analysis {
+        observations: tail.observations,
+        observed_max_ns: tail.max,
+        confidence: o.confidence,
+        alpha: o.alpha,
+        binning: tail.binning.clone(),
+        stability,
+        model: None,
+        diagnostics: Vec::new(),
+        levels: Vec::new(),
+        refusals: Vec::new(),
+        unreliable: false,
+    };
+    let have = a
+        .stability
+        .first()
+        .map_or(desc.len().saturating_sub(1), |c| c.clusters);
+    if have < o.min_clusters || a.stability.iter().all(|c| c.fit.is_none()) {
+        a.refusals.push(Refusal::TooFewExceedances {
+            have,
+            need: o.min_clusters,
+        });
+        return a;
+    }
+    let Some(chosen) = threshold::choose(&a.stability) else {
+        a.refusals.push(Refusal::NoStableThreshold);
+        return a;
+    };
+    let u = a.stability[chosen].threshold;
+    let clusters = threshold::decluster(&tail.points, u);
+    let Some(fit) = gpd::fit(&clusters.maxima) else {
+        a.refusals.push(Refusal::NoStableThreshold);
+        return a;
+    };
+    let rate = clusters.maxima.len() as f64 / tail.observations as f64;
+    a.model = Some(Model {
+        threshold_ns: u,
+        exceedances: clusters.exceedances,
+        clusters: clusters.maxima.len(),
+        extremal_index: clusters.extremal_index,
+        cluster_rate: rate,
+        gpd: fit.gpd,
+        endpoint_ns: fit.gpd.endpoint().map(|e| u + e),
+    });
+    a.diagnostics = diagnostics(tail, &clusters, &fit, o);
+    for d in &a.diagnostics {
+        if matches!(d.outcome, Outcome::Fail { .. }) {
+            a.refusals.push(Refusal::Failed { test: d.test });
+        }
+    }
+    if a.refusals.is_empty() || unreliable {
+        a.unreliable = !a.refusals.is_empty();
+        a.levels = levels(tail, &clusters, &fit, u, rate, o);
+    }
+    a
+}
+
+fn outcome(statistic: f64, p: f64, alpha: f64) -> Outcome {
+    if p < alpha {
+        Outcome::Fail { statistic, p }
+    } else {
+        Outcome::Pass { statistic, p }
+    }
+}
+
+fn diagnostics(
+    tail: &Tail,
+    c: &threshold::Clusters,
+    fit: &gpd::Fit,
+    o: &Options,
+) -> Vec<Diagnostic> {
+    let gof = diag::goodness_of_fit(&c.maxima, fit, o.replicates, o.seed);
+    let mut out = vec![
+        Diagnostic {
+            test: Test::FitKs,
+            outcome: outcome(gof.ks, gof.ks_p, o.alpha),
+        },
+        Diagnostic {
+            test: Test::FitAd,
+            outcome: outcome(gof.ad, gof.ad_p, o.alpha),
+        },
+    ];
+    let ordered = [
+        Test::Independence,
+        Test::Arrivals,
+        Test::SameTail,
+        Test::SameRate,
+    ];
+    if !tail.ordered {
+        for test in ordered {
+            out.push(Diagnostic {
+                test,
+                outcome: Outcome::Untested {
+                    why: "a histogram keeps no time order".into(),
+                },
+            });
+        }
+        return out;
+    }
+    let h = (c.maxima.len() / 5).clamp(1, 10);
+    let (q, p) = diag::ljung_box(&c.maxima, h);
+    let (d, pa) = diag::arrivals(&c.gaps, o.replicates, o.seed ^ 1);
+    let half = tail.observations / 2;
+    let (first, second): (Vec<(u64, f64)>, Vec<(u64, f64)>) = c
+        .starts
+        .iter()
+        .copied()
+        .zip(c.maxima.iter().copied())
+        .partition(|&(s, _)| s < half);
+    let v = |x: &[(u64, f64)]| x.iter().map(|p| p.1).collect::<Vec<f64>>();
+    let (dk, pk) = diag::ks_two_sample(&v(&first), &v(&second));
+    let share = half as f64 / tail.observations as f64;
+    let pr = diag::share_p(first.len(), c.maxima.len(), share);
+    for (test, s, p) in [
+        (Test::Independence, q, p),
+        (Test::Arrivals, d, pa),
+        (Test::SameTail, dk, pk),
+        (Test::SameRate, first.len() as f64, pr),
+    ] {
+        out.push(Diagnostic {
+            test,
+            outcome: outcome(s, p, o.alpha),
+        });
+    }
+    out
+}
+
+fn levels(
+    tail: &Tail,
+    c: &threshold::Clusters,
+    fit: &gpd::Fit,
+    u: f64,
+    rate: f64,
+    o: &Options,
+) -> Vec<Level> {
+    let chi2 = diag::chi2_1(o.confidence);
+    let mut probs = o.probabilities.clone();
+    if let Some(hz) = tail.rate_hz {
+        // Once an hour, a day, a year and ten years at the run's rate.
+        for s in [3600.0, 86400.0, 365.25 * 86400.0, 3652.5 * 86400.0] {
+            probs.push(1.0 / (hz * s));
+        }
+    }
+    probs
+        .into_iter()
+        .filter(|&p| p > 0.0 && p < rate)
+        .map(|p| {
+            let (lo, hi) = gpd::return_interval(&c.maxima, fit, rate, p, chi2);
+            Level {
+                probability: p,
+                once_per_s: tail.rate_hz.map(|hz| 1.0 / (p * hz)),
+                estimate_ns: u + gpd::return_excess(&fit.gpd, rate, p),
+                lower_ns: u + lo,
+                upper_ns: hi.map(|h| u + h),
+                extrapolation: 1.0 / (p * tail.observations as f64),
+            }
+        })
+        .collect()
+}
