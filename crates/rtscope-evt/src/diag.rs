@@ -141,8 +141,39 @@ pub struct GoodnessOfFit {
     pub ad_p: f64,
 }
 
-/// Computes [`GoodnessOfFit`].
-pub fn goodness_of_fit(y: &[f64], fit: &Fit, replicates: usize, seed: u64) -> GoodnessOfFit {
+/// Binned data drawn again as the source binned them: each value `u + y` truncated to a
+/// multiple of `step` and the bin's count spread evenly over it (see `input`), the excesses
+/// over `u` kept. The bootstrap of binned data goes through this, so its p-values account for
+/// the binning.
+pub fn rebin(y: &mut Vec<f64>, u: f64, step: f64) {
+    let mut bins: Vec<(i64, u64)> = Vec::new();
+    let mut lows: Vec<i64> = y.iter().map(|v| ((u + v) / step).floor() as i64).collect();
+    lows.sort_unstable();
+    for b in lows {
+        match bins.last_mut() {
+            Some(last) if last.0 == b => last.1 += 1,
+            _ => bins.push((b, 1)),
+        }
+    }
+    y.clear();
+    for (b, c) in bins {
+        for i in 0..c {
+            let v = (b as f64 + (i as f64 + 0.5) / c as f64) * step - u;
+            if v > 0.0 {
+                y.push(v);
+            }
+        }
+    }
+}
+
+/// Computes [`GoodnessOfFit`]; `binned` is `(threshold, bin width)` for binned data.
+pub fn goodness_of_fit(
+    y: &[f64],
+    fit: &Fit,
+    replicates: usize,
+    seed: u64,
+    binned: Option<(f64, f64)>,
+) -> GoodnessOfFit {
     let stats = |y: &[f64], g: &Gpd| {
         let mut s = y.to_vec();
         s.sort_by(f64::total_cmp);
@@ -152,10 +183,12 @@ pub fn goodness_of_fit(y: &[f64], fit: &Fit, replicates: usize, seed: u64) -> Go
     let (ks, ad) = stats(y, &fit.gpd);
     let mut r = generator(seed);
     let (mut ks_n, mut ad_n) = (0usize, 0usize);
-    let mut sim = vec![0.0; y.len()];
+    let mut sim = Vec::with_capacity(y.len());
     for _ in 0..replicates {
-        for v in sim.iter_mut() {
-            *v = fit.gpd.draw(r.unit());
+        sim.clear();
+        sim.extend((0..y.len()).map(|_| fit.gpd.draw(r.unit())));
+        if let Some((u, step)) = binned {
+            rebin(&mut sim, u, step);
         }
         let Some(f) = gpd::fit(&sim) else {
             continue;
@@ -173,26 +206,32 @@ pub fn goodness_of_fit(y: &[f64], fit: &Fit, replicates: usize, seed: u64) -> Go
     }
 }
 
-/// Whether arrivals look random: the gaps (in observations) between clusters, less the
-/// declustering run length, against exponential gaps of the same mean. `(D, p)`, the p-value
-/// by a parametric bootstrap (the mean is estimated).
+/// Whether arrivals look random: the gaps (in observations, integers ≥ 1) between clusters,
+/// less the declustering run length, against the geometric gaps of arrivals at a constant
+/// rate (the discrete exponential). `(D, p)`, the p-value by a parametric bootstrap (the rate
+/// is estimated from the same gaps).
 pub fn arrivals(gaps: &[f64], replicates: usize, seed: u64) -> (f64, f64) {
     let d_of = |g: &[f64]| {
-        let mean = g.iter().sum::<f64>() / g.len() as f64;
+        let q = 1.0 - g.len() as f64 / g.iter().sum::<f64>();
         let mut s = g.to_vec();
         s.sort_by(f64::total_cmp);
-        ks_statistic(&s, &|v: f64| -(-v / mean).exp_m1())
+        ks_statistic(&s, &|v: f64| 1.0 - q.powf(v))
     };
     if gaps.len() < 2 {
         return (0.0, 1.0);
     }
     let d = d_of(gaps);
+    let q = 1.0 - gaps.len() as f64 / gaps.iter().sum::<f64>();
     let mut r = generator(seed);
     let mut sim = vec![0.0; gaps.len()];
     let mut count = 0usize;
     for _ in 0..replicates {
         for v in sim.iter_mut() {
-            *v = -r.unit().ln();
+            *v = if q <= 0.0 {
+                1.0
+            } else {
+                (r.unit().ln() / q.ln()).ceil().max(1.0)
+            };
         }
         count += usize::from(d_of(&sim) >= d);
     }
@@ -229,11 +268,20 @@ mod tests {
     }
 
     #[test]
+    fn rebinning_spreads_each_bin_over_its_width() {
+        // Threshold 10.5, bins of 1: 11.2 and 11.7 share [11, 12); 10.6 lies in [10, 11),
+        // spread to 10.5, which is not above the threshold.
+        let mut y = vec![0.7, 1.2, 0.1];
+        rebin(&mut y, 10.5, 1.0);
+        assert_eq!(y, vec![0.75, 1.25]);
+    }
+
+    #[test]
     fn equal_gaps_are_not_random_arrivals() {
         let periodic = vec![1000.0; 60];
         assert!(arrivals(&periodic, 99, 1).1 <= 0.01);
         let mut r = generator(5);
-        let random: Vec<f64> = (0..60).map(|_| -1000.0 * r.unit().ln()).collect();
+        let random: Vec<f64> = (0..60).map(|_| (-1000.0 * r.unit().ln()).ceil()).collect();
         let (d, p) = arrivals(&random, 99, 1);
         assert!(p > 0.05, "D {d} p {p}");
     }

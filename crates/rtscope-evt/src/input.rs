@@ -107,6 +107,7 @@ fn from_raw(
         points,
         ordered: true,
         binning: None,
+        bin_ns: None,
         max,
     })
 }
@@ -157,6 +158,7 @@ pub fn from_bins(bins: &[(u64, u64, u64)], rate_hz: Option<f64>) -> Option<Tail>
         max: top.0 as f64 + if coarse { step } else { top.1 } as f64,
         points,
         ordered: false,
+        bin_ns: Some(width as f64),
         binning: Some(format!(
             "histogram: each bin's count spread evenly over its width ({width} ns{}); no time order",
             if coarse { ", the source's bin" } else { " at most" }

@@ -62,6 +62,8 @@ pub struct Tail {
     pub ordered: bool,
     /// How binned values were spread, for the report (`None`: exact values).
     pub binning: Option<String>,
+    /// The width of the source's bins, ns (`None`: exact values).
+    pub bin_ns: Option<f64>,
     /// The largest value observed, ns.
     pub max: f64,
 }
@@ -242,7 +244,7 @@ impl Analysis {
 pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
     let mut desc: Vec<f64> = tail.points.iter().map(|p| p.value).collect();
     desc.sort_by(|a, b| b.total_cmp(a));
-    let thresholds = threshold::candidates(&desc, o.min_clusters);
+    let thresholds = threshold::candidates(&desc, tail.observations, o.min_clusters);
     let stability = threshold::stability(&tail.points, &thresholds, o.min_clusters);
     let mut a = Analysis {
         observations: tail.observations,
@@ -257,10 +259,12 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
         refusals: Vec::new(),
         unreliable: false,
     };
-    let have = a
-        .stability
-        .first()
-        .map_or(desc.len().saturating_sub(1), |c| c.clusters);
+    let have = a.stability.first().map_or(
+        desc.len()
+            .saturating_sub(1)
+            .min((tail.observations / 10) as usize),
+        |c| c.clusters,
+    );
     if have < o.min_clusters || a.stability.iter().all(|c| c.fit.is_none()) {
         a.refusals.push(Refusal::TooFewExceedances {
             have,
@@ -288,7 +292,7 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
         gpd: fit.gpd,
         endpoint_ns: fit.gpd.endpoint().map(|e| u + e),
     });
-    a.diagnostics = diagnostics(tail, &clusters, &fit, o);
+    a.diagnostics = diagnostics(tail, u, &clusters, &fit, o);
     for d in &a.diagnostics {
         if matches!(d.outcome, Outcome::Fail { .. }) {
             a.refusals.push(Refusal::Failed { test: d.test });
@@ -311,11 +315,13 @@ fn outcome(statistic: f64, p: f64, alpha: f64) -> Outcome {
 
 fn diagnostics(
     tail: &Tail,
+    u: f64,
     c: &threshold::Clusters,
     fit: &gpd::Fit,
     o: &Options,
 ) -> Vec<Diagnostic> {
-    let gof = diag::goodness_of_fit(&c.maxima, fit, o.replicates, o.seed);
+    let binned = tail.bin_ns.map(|w| (u, w));
+    let gof = diag::goodness_of_fit(&c.maxima, fit, o.replicates, o.seed, binned);
     let mut out = vec![
         Diagnostic {
             test: Test::FitKs,

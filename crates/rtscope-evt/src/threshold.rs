@@ -129,10 +129,15 @@ pub struct Candidate {
     pub sigma_star: Option<f64>,
 }
 
-/// The candidate thresholds of `values_desc` (every value above the floor, descending): the
-/// values exceeded by `k_max · 0.8^j` observations, down to `min_clusters`.
-pub fn candidates(values_desc: &[f64], min_clusters: usize) -> Vec<f64> {
-    let k_max = values_desc.len().saturating_sub(1).min(MAX_EXCEEDANCES);
+/// The candidate thresholds of `values_desc` (every value above the floor, descending) of a
+/// run of `observations`: the values exceeded by `k_max · 0.8^j` observations (`k_max` a
+/// tenth of the run, at most [`MAX_EXCEEDANCES`]), down to `min_clusters`.
+pub fn candidates(values_desc: &[f64], observations: u64, min_clusters: usize) -> Vec<f64> {
+    let k_max = values_desc
+        .len()
+        .saturating_sub(1)
+        .min(MAX_EXCEEDANCES)
+        .min((observations / 10) as usize);
     let mut out: Vec<f64> = Vec::new();
     let mut k = k_max as f64;
     while k.round() as usize >= min_clusters {
@@ -222,7 +227,7 @@ mod tests {
     #[test]
     fn candidates_step_down_to_the_minimum() {
         let desc: Vec<f64> = (0..1001).rev().map(f64::from).collect();
-        let c = candidates(&desc, 100);
+        let c = candidates(&desc, 10_010, 100);
         assert_eq!(c.first(), Some(&0.0));
         assert_eq!(c.len(), 11); // 1000, 800, 640, …, 107
         assert!(c.windows(2).all(|w| w[0] < w[1]));
