@@ -232,7 +232,7 @@ fn bisect_log(below: &dyn Fn(f64) -> bool, a: f64, b: f64, below_at_a: bool) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    
+
     fn sample(g: &Gpd, n: usize, seed: u64) -> Vec<f64> {
         let mut r = crate::diag::generator(seed);
         (0..n).map(|_| g.draw(r.unit())).collect()
@@ -244,7 +244,10 @@ mod tests {
             let g = Gpd { sigma: 2.0, xi };
             for q in [0.5, 1e-3, 1e-9] {
                 let y = g.excess_at(q);
-                assert!((1.0 - g.cdf(y) - q).abs() < 1e-9 * q.max(1e-6) * 1e3, "{xi} {q}");
+                assert!(
+                    (1.0 - g.cdf(y) - q).abs() < 1e-9 * q.max(1e-6) * 1e3,
+                    "{xi} {q}"
+                );
             }
         }
     }
@@ -256,7 +259,11 @@ mod tests {
             let y = sample(&truth, 5000, seed);
             let f = fit(&y).expect("fits");
             assert!((f.gpd.xi - xi).abs() < 0.06, "ξ {} vs {xi}", f.gpd.xi);
-            assert!((f.gpd.sigma / 1000.0 - 1.0).abs() < 0.08, "σ {}", f.gpd.sigma);
+            assert!(
+                (f.gpd.sigma / 1000.0 - 1.0).abs() < 0.08,
+                "σ {}",
+                f.gpd.sigma
+            );
             // The estimate is a maximum: nearby parameters are less likely.
             for (ds, dx) in [(1.01, 0.0), (0.99, 0.0), (1.0, 0.01), (1.0, -0.01)] {
                 let near = log_likelihood(&y, f.gpd.sigma * ds, f.gpd.xi + dx);
@@ -267,7 +274,14 @@ mod tests {
 
     #[test]
     fn the_interval_holds_the_estimate_and_widens_with_extrapolation() {
-        let y = sample(&Gpd { sigma: 1.0, xi: 0.1 }, 300, 9);
+        let y = sample(
+            &Gpd {
+                sigma: 1.0,
+                xi: 0.1,
+            },
+            300,
+            9,
+        );
         let f = fit(&y).unwrap();
         let mut last = 0.0;
         for p in [1e-2, 1e-4, 1e-6] {

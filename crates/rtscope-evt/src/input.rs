@@ -179,13 +179,19 @@ mod tests {
         assert_eq!(t.observations, 1_000_007);
         assert!(!t.ordered);
         let v: Vec<f64> = t.points.iter().map(|p| p.value).collect();
-        assert_eq!(&v[v.len() - 7..], &[10_125.0, 10_375.0, 10_625.0, 10_875.0, 11_250.0, 11_750.0, 12_500.0]);
+        assert_eq!(
+            &v[v.len() - 7..],
+            &[10_125.0, 10_375.0, 10_625.0, 10_875.0, 11_250.0, 11_750.0, 12_500.0]
+        );
         assert_eq!(t.max, 13_000.0);
         assert!(t.binning.unwrap().contains("1000 ns"));
         // Of the lowest kept bin only its largest values: a tenth of the run (at most
         // 10,000) plus one in all.
         assert_eq!(v.len(), 10_001);
-        assert_eq!(v[0], 5_000.0 + 1000.0 * (1_000_000.0 - 9_994.0 + 0.5) / 1_000_000.0);
+        assert_eq!(
+            v[0],
+            5_000.0 + 1000.0 * (1_000_000.0 - 9_994.0 + 0.5) / 1_000_000.0
+        );
         assert!(from_bins(&[(1, 1, 0)], None).is_none());
     }
 }

@@ -11,6 +11,7 @@
 //! interval. The sample must pass the tests of [`diag`] or the estimate is refused.
 
 pub mod diag;
+pub mod gate;
 pub mod gpd;
 pub mod input;
 pub mod render;

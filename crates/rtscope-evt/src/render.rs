@@ -40,8 +40,12 @@ pub fn text(title: &str, a: &Analysis) -> String {
     let _ = writeln!(o, "  diagnostics (each at significance {}):", a.alpha);
     for d in &a.diagnostics {
         let (mark, detail) = match &d.outcome {
-            Outcome::Pass { statistic, p } => ("pass", format!("statistic {statistic:.4}, p = {p:.3}")),
-            Outcome::Fail { statistic, p } => ("FAIL", format!("statistic {statistic:.4}, p = {p:.3}")),
+            Outcome::Pass { statistic, p } => {
+                ("pass", format!("statistic {statistic:.4}, p = {p:.3}"))
+            }
+            Outcome::Fail { statistic, p } => {
+                ("FAIL", format!("statistic {statistic:.4}, p = {p:.3}"))
+            }
             Outcome::Untested { why } => ("untested", why.clone()),
         };
         let _ = writeln!(o, "    {mark:<8} {}: {detail}", d.test.question());
@@ -64,10 +68,17 @@ pub fn text(title: &str, a: &Analysis) -> String {
 }
 
 fn model(o: &mut String, a: &Analysis) {
-    let _ = writeln!(o, "  threshold stability (GPD shape ξ of the cluster maxima per threshold):");
+    let _ = writeln!(
+        o,
+        "  threshold stability (GPD shape ξ of the cluster maxima per threshold):"
+    );
     let chosen = a.model.as_ref().map(|m| m.threshold_ns);
     for c in &a.stability {
-        let mark = if Some(c.threshold) == chosen { "→" } else { " " };
+        let mark = if Some(c.threshold) == chosen {
+            "→"
+        } else {
+            " "
+        };
         let fit = match (c.fit, c.xi_se) {
             (Some(g), Some(se)) => format!("ξ = {:+.3} ± {:.3}", g.xi, 1.96 * se),
             _ => "too few clusters".to_string(),
@@ -106,7 +117,9 @@ fn levels(o: &mut String, a: &Analysis) {
         a.confidence * 100.0
     );
     for l in &a.levels {
-        let once = l.once_per_s.map_or(String::new(), |s| format!("once per {}", span(s)));
+        let once = l
+            .once_per_s
+            .map_or(String::new(), |s| format!("once per {}", span(s)));
         let upper = l.upper_ns.map_or("unbounded".to_string(), us);
         let beyond = if l.extrapolation > 1.0 {
             format!("{:.0e} × the run", l.extrapolation)
@@ -124,6 +137,9 @@ fn levels(o: &mut String, a: &Analysis) {
         );
     }
     if a.levels.is_empty() {
-        let _ = writeln!(o, "    (every probability asked for lies within the measured data)");
+        let _ = writeln!(
+            o,
+            "    (every probability asked for lies within the measured data)"
+        );
     }
 }

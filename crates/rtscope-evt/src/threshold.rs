@@ -220,7 +220,10 @@ mod tests {
         assert_eq!(c.starts, (1..10).map(|b| b * 100).collect::<Vec<u64>>());
         assert!(c.extremal_index < 1.0);
         // Isolated exceedances stay alone.
-        let c = decluster(&ordered(&[0.0, 3.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0, 2.0]), 1.0);
+        let c = decluster(
+            &ordered(&[0.0, 3.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0, 2.0]),
+            1.0,
+        );
         assert_eq!(c.maxima, vec![2.0, 3.0, 1.0]);
     }
 
@@ -244,7 +247,12 @@ mod tests {
             sigma_star: None,
         };
         // The first drifts away from the others; from the second on they agree.
-        let t = [cand(0.5, 0.05), cand(0.0, 0.05), cand(0.02, 0.06), cand(-0.03, 0.08)];
+        let t = [
+            cand(0.5, 0.05),
+            cand(0.0, 0.05),
+            cand(0.02, 0.06),
+            cand(-0.03, 0.08),
+        ];
         assert_eq!(choose(&t), Some(1));
         let drifting = [cand(0.0, 0.01), cand(0.2, 0.01), cand(0.4, 0.01)];
         assert_eq!(choose(&drifting), None);

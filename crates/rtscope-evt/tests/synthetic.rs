@@ -39,13 +39,21 @@ fn a_gpd_run_is_accepted_and_its_shape_and_levels_recovered() {
         sigma: 800.0,
         xi: -0.15,
     };
-    let a = analyse(&ordered(gpd_run(truth, 60_000, 11)), &Options::default(), false);
+    let a = analyse(
+        &ordered(gpd_run(truth, 60_000, 11)),
+        &Options::default(),
+        false,
+    );
     assert!(a.accepted(), "refused: {:?}", a.refusals);
     let m = a.model.as_ref().unwrap();
     assert!((m.gpd.xi - truth.xi).abs() < 0.1, "ξ {}", m.gpd.xi);
     // Above the threshold u the excesses are GPD with σ_u = σ + ξ (u − 5000).
     let sigma_u = truth.sigma + truth.xi * (m.threshold_ns - 5000.0);
-    assert!((m.gpd.sigma / sigma_u - 1.0).abs() < 0.2, "σ {} vs {sigma_u}", m.gpd.sigma);
+    assert!(
+        (m.gpd.sigma / sigma_u - 1.0).abs() < 0.2,
+        "σ {} vs {sigma_u}",
+        m.gpd.sigma
+    );
     // No clustering in an i.i.d. sample: the extremal index is near 1.
     assert!(m.extremal_index > 0.9, "θ {}", m.extremal_index);
     // Every level's interval holds the true quantile; the true upper end bounds them all.
@@ -53,7 +61,12 @@ fn a_gpd_run_is_accepted_and_its_shape_and_levels_recovered() {
     for l in &a.levels {
         let t = 5000.0 + truth.excess_at(l.probability);
         let hi = l.upper_ns.unwrap_or(f64::INFINITY);
-        assert!(l.lower_ns <= t && t <= hi, "p {}: {t} not in [{} .. {hi}]", l.probability, l.lower_ns);
+        assert!(
+            l.lower_ns <= t && t <= hi,
+            "p {}: {t} not in [{} .. {hi}]",
+            l.probability,
+            l.lower_ns
+        );
     }
     let json = serde_json::to_value(&a).unwrap();
     assert_eq!(json["diagnostics"].as_array().unwrap().len(), 6);
@@ -64,7 +77,10 @@ fn a_gpd_run_is_accepted_and_its_shape_and_levels_recovered() {
 fn profile_intervals_cover_the_truth_about_as_often_as_claimed() {
     // 200 seeds × 150 excesses of a GPD (ξ = 0.1): the 95 % interval of the level exceeded
     // with probability 1e-3 per excess must hold the true level in 90–99 % of the seeds.
-    let truth = Gpd { sigma: 1.0, xi: 0.1 };
+    let truth = Gpd {
+        sigma: 1.0,
+        xi: 0.1,
+    };
     let p = 1e-3;
     let t = truth.excess_at(p);
     let mut covered = 0;
@@ -98,7 +114,10 @@ fn periodic_spikes_are_refused() {
     assert!(
         a.refusals.iter().any(|r| matches!(
             r,
-            Refusal::NoStableThreshold | Refusal::Failed { test: Test::Arrivals | Test::FitKs | Test::FitAd }
+            Refusal::NoStableThreshold
+                | Refusal::Failed {
+                    test: Test::Arrivals | Test::FitKs | Test::FitAd
+                }
         )),
         "{:?}",
         a.refusals
@@ -128,7 +147,9 @@ fn a_tail_that_changes_half_way_is_refused() {
     assert!(
         a.refusals.iter().any(|r| matches!(
             r,
-            Refusal::Failed { test: Test::SameRate | Test::SameTail }
+            Refusal::Failed {
+                test: Test::SameRate | Test::SameTail
+            }
         )),
         "{:?}",
         a.refusals
@@ -137,10 +158,24 @@ fn a_tail_that_changes_half_way_is_refused() {
 
 #[test]
 fn a_short_run_is_refused_for_too_few_exceedances() {
-    let a = analyse(&ordered(gpd_run(Gpd { sigma: 1.0, xi: 0.0 }, 900, 1)), &Options::default(), false);
+    let a = analyse(
+        &ordered(gpd_run(
+            Gpd {
+                sigma: 1.0,
+                xi: 0.0,
+            },
+            900,
+            1,
+        )),
+        &Options::default(),
+        false,
+    );
     assert_eq!(
         a.refusals,
-        vec![Refusal::TooFewExceedances { have: 90, need: 100 }]
+        vec![Refusal::TooFewExceedances {
+            have: 90,
+            need: 100
+        }]
     );
     assert!(a.model.is_none() && a.levels.is_empty());
 }
@@ -148,7 +183,10 @@ fn a_short_run_is_refused_for_too_few_exceedances() {
 #[test]
 fn a_histogram_is_fitted_with_its_order_tests_marked_untested() {
     // 200,000 wake-ups of 5 µs + GPD, binned at 1 µs as cyclictest does.
-    let truth = Gpd { sigma: 2000.0, xi: -0.1 };
+    let truth = Gpd {
+        sigma: 2000.0,
+        xi: -0.1,
+    };
     let mut counts = std::collections::BTreeMap::new();
     for v in gpd_run(truth, 200_000, 7) {
         *counts.entry((v / 1000.0) as u64 * 1000).or_insert(0u64) += 1;

@@ -1,0 +1,111 @@
+//! `rtscope tail RUN`: the latency a run did not see, estimated with extreme value theory
+//! (rtscope-evt), per thread, with its diagnostics — or the refusal (docs/worst-case.md).
+
+use crate::cli::TailArgs;
+use crate::commands::runs;
+use crate::exit::ExitStatus;
+use rtscope_evt::gate::{PwcetLimit, Verdict};
+use rtscope_evt::{analyse, input, render, Options};
+use rtscope_session::{record, UsageError};
+use std::io::Write;
+
+/// Runs `rtscope tail`.
+pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let limits = a
+        .limits
+        .iter()
+        .map(|l| {
+            l.parse::<PwcetLimit>()
+                .map_err(|e| UsageError::new(e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let store = record::open_existing(a.db.as_deref())?;
+    let id = runs::resolve(&store, &a.run)?;
+    let detail = store.run(id).map_err(UsageError::from_error)?;
+    let threads: Vec<_> = detail
+        .threads
+        .iter()
+        .filter(|t| a.cpu.is_none() || t.cpu == a.cpu)
+        .collect();
+    if threads.is_empty() {
+        let cpus: Vec<String> = detail
+            .threads
+            .iter()
+            .filter_map(|t| t.cpu)
+            .map(|c| c.to_string())
+            .collect();
+        return Err(crate::usage(format!(
+            "run {id} has no thread on CPU {}\n\nhint: its CPUs are {}",
+            a.cpu.unwrap_or(0),
+            if cpus.is_empty() {
+                "not recorded".to_string()
+            } else {
+                cpus.join(", ")
+            }
+        )));
+    }
+    let mut o = Options::default();
+    if !a.probabilities.is_empty() {
+        o.probabilities = a.probabilities.clone();
+    }
+    o.probabilities.extend(limits.iter().map(|l| l.probability));
+    o.confidence = a.confidence;
+    let mut status = ExitStatus::Success;
+    let mut json = Vec::new();
+    for t in threads {
+        let tail = input::from_store(&store, &detail, t).map_err(|e| {
+            UsageError::new(format!(
+                "run {id}: {e}\n\nhint: record the run with --raw for the exact samples"
+            ))
+        })?;
+        let analysis = analyse(&tail, &o, a.unreliable);
+        let title = t
+            .cpu
+            .map_or(format!("thread {}", t.thread), |c| format!("CPU {c}"));
+        let mut verdicts = Vec::new();
+        for l in &limits {
+            let v = l.check(&analysis);
+            if !matches!(v, Verdict::Pass { .. }) {
+                status = ExitStatus::LimitExceeded;
+            }
+            verdicts.push((l, v));
+        }
+        if a.json {
+            json.push(serde_json::json!({
+                "thread": t.thread,
+                "cpu": t.cpu,
+                "analysis": analysis,
+                "limits": verdicts.iter().map(|(l, v)| serde_json::json!({
+                    "probability": l.probability,
+                    "limit_ns": l.limit.0,
+                    "result": v,
+                })).collect::<Vec<_>>(),
+            }));
+            continue;
+        }
+        out.write_all(render::text(&title, &analysis).as_bytes())?;
+        for (l, v) in verdicts {
+            let us = |ns: f64| format!("{:.1} µs", ns / 1e3);
+            let said = match v {
+                Verdict::Pass { upper_ns } => format!("ok: upper bound {}", us(upper_ns)),
+                Verdict::Exceeded { upper_ns } => format!(
+                    "EXCEEDED: upper bound {}",
+                    upper_ns.map_or("unbounded".to_string(), us)
+                ),
+                Verdict::NoEstimate => "FAILED: no estimate to check".to_string(),
+            };
+            writeln!(
+                out,
+                "  limit pwcet@{:e} ≤ {}: {said}",
+                l.probability,
+                us(l.limit.0 as f64)
+            )?;
+        }
+        writeln!(out)?;
+    }
+    if a.json {
+        let doc = serde_json::json!({ "run": id, "threads": json });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    }
+    Ok(status)
+}
