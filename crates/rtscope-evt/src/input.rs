@@ -62,7 +62,10 @@ pub fn from_store(store: &Store, detail: &RunDetail, t: &ThreadRow) -> Result<Ta
         .buckets()
         .map(|(lo, w, c)| (lo.0, w.0, c))
         .collect();
-    from_bins(&bins, rate_hz).ok_or(InputError::Empty { thread: t.thread })
+    // An import's values are its source's bins: cyclictest's µs (at k × 1000 ns) unless it
+    // wrote nanoseconds, which every bin then says by not sitting on a µs.
+    let step = (detail.summary.kind == rtscope_store::RunKind::Import).then_some(1000);
+    from_bins(&bins, step, rate_hz).ok_or(InputError::Empty { thread: t.thread })
 }
 
 fn from_raw(
@@ -112,19 +115,16 @@ fn from_raw(
     })
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 {
-        a
-    } else {
-        gcd(b, a % b)
-    }
-}
-
-/// A tail from histogram bins `(lowest ns, width ns, count)` in ascending order; `None` when
-/// they hold no sample.
-pub fn from_bins(bins: &[(u64, u64, u64)], rate_hz: Option<f64>) -> Option<Tail> {
+/// A tail from histogram bins `(lowest ns, width ns, count)` in ascending order, whose values
+/// were binned at `source_step` ns by their source (cyclictest: 1000) when each bin used holds
+/// a multiple of it; `None` when they hold no sample.
+pub fn from_bins(
+    bins: &[(u64, u64, u64)],
+    source_step: Option<u64>,
+    rate_hz: Option<f64>,
+) -> Option<Tail> {
     let n: u64 = bins.iter().map(|b| b.2).sum();
-    let top = bins.iter().rev().find(|b| b.2 > 0)?;
+    bins.iter().rev().find(|b| b.2 > 0)?;
     let want = keep(n);
     let mut chosen = Vec::new();
     let mut above = 0;
@@ -135,9 +135,16 @@ pub fn from_bins(bins: &[(u64, u64, u64)], rate_hz: Option<f64>) -> Option<Tail>
             break;
         }
     }
-    let step = chosen.iter().fold(0, |g, b| gcd(g, b.0));
     let widest = chosen.iter().map(|b| b.1).max().unwrap_or(1);
-    let coarse = step > widest;
+    let step = source_step.unwrap_or(0);
+    let on_step = |&(lo, w, _): &(u64, u64, u64)| lo.div_ceil(step) * step < lo + w;
+    let coarse = step > widest && chosen.iter().all(on_step);
+    if coarse {
+        // Each bin holds one multiple of the step: the source's bin starts there.
+        for b in chosen.iter_mut() {
+            b.0 = b.0.div_ceil(step) * step;
+        }
+    }
     // The lowest chosen bin gives only the values needed, its largest.
     let spare = above.saturating_sub(want);
     let mut points = Vec::with_capacity(want as usize);
@@ -155,7 +162,7 @@ pub fn from_bins(bins: &[(u64, u64, u64)], rate_hz: Option<f64>) -> Option<Tail>
     Some(Tail {
         observations: n,
         rate_hz,
-        max: top.0 as f64 + if coarse { step } else { top.1 } as f64,
+        max: chosen[0].0 as f64 + if coarse { step } else { chosen[0].1 } as f64,
         points,
         ordered: false,
         bin_ns: Some(width as f64),
@@ -175,7 +182,7 @@ mod tests {
         // cyclictest bins at 10, 11 and 12 µs, stored at k × 1000 ns with 1 ns buckets.
         let mut bins = vec![(5_000, 1, 1_000_000)];
         bins.extend([(10_000, 1, 4), (11_000, 1, 2), (12_000, 1, 1)]);
-        let t = from_bins(&bins, Some(1000.0)).unwrap();
+        let t = from_bins(&bins, Some(1000), Some(1000.0)).unwrap();
         assert_eq!(t.observations, 1_000_007);
         assert!(!t.ordered);
         let v: Vec<f64> = t.points.iter().map(|p| p.value).collect();
@@ -192,6 +199,18 @@ mod tests {
             v[0],
             5_000.0 + 1000.0 * (1_000_000.0 - 9_994.0 + 0.5) / 1_000_000.0
         );
-        assert!(from_bins(&[(1, 1, 0)], None).is_none());
+        assert!(from_bins(&[(1, 1, 0)], None, None).is_none());
+        // rtscope's own buckets above 2 µs (64 ns wide at 40 µs) that do not all hold a
+        // multiple of 1000: exact values binned by rtscope, spread over their own width.
+        let native = [(39_936, 64, 3), (41_024, 64, 2)];
+        let t = from_bins(&native, Some(1000), None).unwrap();
+        assert!(t.binning.unwrap().contains("64 ns at most"));
+        // The same with every bucket on a µs: an import's 40 and 41 µs bins; of 5 wake-ups
+        // one is kept, the larger of the 41 µs bin's two, spread over [41, 42) µs.
+        let imported = [(39_936, 64, 3), (40_960, 64, 2)];
+        let t = from_bins(&imported, Some(1000), None).unwrap();
+        assert_eq!(t.points.len(), 1);
+        assert_eq!(t.points[0].value, 41_750.0);
+        assert_eq!(t.max, 42_000.0);
     }
 }

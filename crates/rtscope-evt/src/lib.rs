@@ -149,6 +149,14 @@ pub enum Refusal {
     },
     /// The shape estimate drifts with the threshold: no tail of one GPD.
     NoStableThreshold,
+    /// Samples lie beyond the histogram's last bin (cyclictest's overflows): the tail itself is
+    /// unknown.
+    BeyondHistogram {
+        /// Samples beyond.
+        count: u64,
+        /// Each at least this, ns.
+        floor_ns: u64,
+    },
     /// A diagnostic failed.
     Failed {
         /// Which.
@@ -165,6 +173,11 @@ impl std::fmt::Display for Refusal {
             ),
             Refusal::NoStableThreshold => f.write_str(
                 "no stable threshold: the shape estimate keeps changing with the threshold (the tail is not one distribution)",
+            ),
+            Refusal::BeyondHistogram { count, floor_ns } => write!(
+                f,
+                "{count} samples lie beyond the histogram (each at least {:.1} µs), so the tail is unknown (a larger cyclictest -h, or rtscope measure --raw)",
+                *floor_ns as f64 / 1e3
             ),
             Refusal::Failed { test } => write!(f, "failed: {}", test.question()),
         }
@@ -235,6 +248,23 @@ pub struct Analysis {
 }
 
 impl Analysis {
+    /// A refusal before any fit: `observations` with the largest `max_ns`, refused for `why`.
+    pub fn refused(observations: u64, max_ns: f64, why: Refusal, o: &Options) -> Analysis {
+        Analysis {
+            observations,
+            observed_max_ns: max_ns,
+            confidence: o.confidence,
+            alpha: o.alpha,
+            binning: None,
+            stability: Vec::new(),
+            model: None,
+            diagnostics: Vec::new(),
+            levels: Vec::new(),
+            refusals: vec![why],
+            unreliable: false,
+        }
+    }
+
     /// Whether the estimate passed every test.
     pub fn accepted(&self) -> bool {
         self.refusals.is_empty()

@@ -4,8 +4,11 @@
 use crate::{Analysis, Outcome};
 use std::fmt::Write;
 
-fn us(ns: f64) -> String {
-    if ns >= 1e7 {
+/// A latency for people: `850 ns`, `12.3 µs`, `10402 µs`.
+pub fn us(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns >= 1e7 {
         format!("{:.0} µs", ns / 1e3)
     } else {
         format!("{:.1} µs", ns / 1e3)
@@ -37,7 +40,9 @@ pub fn text(title: &str, a: &Analysis) -> String {
         let _ = writeln!(o, "  input: {b}");
     }
     model(&mut o, a);
-    let _ = writeln!(o, "  diagnostics (each at significance {}):", a.alpha);
+    if !a.diagnostics.is_empty() {
+        let _ = writeln!(o, "  diagnostics (each at significance {}):", a.alpha);
+    }
     for d in &a.diagnostics {
         let (mark, detail) = match &d.outcome {
             Outcome::Pass { statistic, p } => {
@@ -55,6 +60,9 @@ pub fn text(title: &str, a: &Analysis) -> String {
         for r in &a.refusals {
             let _ = writeln!(o, "    - {r}");
         }
+        if a.model.is_none() {
+            return o;
+        }
         if !a.unreliable {
             let _ = writeln!(
                 o,
@@ -68,6 +76,9 @@ pub fn text(title: &str, a: &Analysis) -> String {
 }
 
 fn model(o: &mut String, a: &Analysis) {
+    if a.stability.is_empty() {
+        return;
+    }
     let _ = writeln!(
         o,
         "  threshold stability (GPD shape ξ of the cluster maxima per threshold):"

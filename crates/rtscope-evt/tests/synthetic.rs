@@ -192,7 +192,7 @@ fn a_histogram_is_fitted_with_its_order_tests_marked_untested() {
         *counts.entry((v / 1000.0) as u64 * 1000).or_insert(0u64) += 1;
     }
     let bins: Vec<(u64, u64, u64)> = counts.into_iter().map(|(lo, c)| (lo, 1, c)).collect();
-    let tail = rtscope_evt::input::from_bins(&bins, Some(1000.0)).unwrap();
+    let tail = rtscope_evt::input::from_bins(&bins, Some(1000), Some(1000.0)).unwrap();
     let a = analyse(&tail, &Options::default(), false);
     let untested = a
         .diagnostics

@@ -5,7 +5,8 @@ use crate::cli::TailArgs;
 use crate::commands::runs;
 use crate::exit::ExitStatus;
 use rtscope_evt::gate::{PwcetLimit, Verdict};
-use rtscope_evt::{analyse, input, render, Options};
+use rtscope_evt::input::{self, InputError};
+use rtscope_evt::{analyse, render, Analysis, Options, Refusal};
 use rtscope_session::{record, UsageError};
 use std::io::Write;
 
@@ -53,12 +54,17 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let mut status = ExitStatus::Success;
     let mut json = Vec::new();
     for t in threads {
-        let tail = input::from_store(&store, &detail, t).map_err(|e| {
-            UsageError::new(format!(
-                "run {id}: {e}\n\nhint: record the run with --raw for the exact samples"
-            ))
-        })?;
-        let analysis = analyse(&tail, &o, a.unreliable);
+        let analysis = match input::from_store(&store, &detail, t) {
+            Ok(tail) => analyse(&tail, &o, a.unreliable),
+            Err(InputError::Overflow {
+                count, floor_ns, ..
+            }) => {
+                let max = t.max_ns.unwrap_or(floor_ns) as f64;
+                let why = Refusal::BeyondHistogram { count, floor_ns };
+                Analysis::refused(t.samples, max, why, &o)
+            }
+            Err(e) => return Err(UsageError::new(format!("run {id}: {e}")).into()),
+        };
         let title = t
             .cpu
             .map_or(format!("thread {}", t.thread), |c| format!("CPU {c}"));
@@ -85,7 +91,7 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         }
         out.write_all(render::text(&title, &analysis).as_bytes())?;
         for (l, v) in verdicts {
-            let us = |ns: f64| format!("{:.1} µs", ns / 1e3);
+            let us = render::us;
             let said = match v {
                 Verdict::Pass { upper_ns } => format!("ok: upper bound {}", us(upper_ns)),
                 Verdict::Exceeded { upper_ns } => format!(
