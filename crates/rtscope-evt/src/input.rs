@@ -109,7 +109,13 @@ fn from_raw(
         rate_hz,
         points,
         ordered: true,
-        binning: None,
+        // A writer that fell behind dropped raw samples: the series has holes there.
+        binning: (t.raw_dropped > 0).then(|| {
+            format!(
+                "raw samples, {} of them dropped by the writer: the time order has gaps",
+                t.raw_dropped
+            )
+        }),
         bin_ns: None,
         max,
     })

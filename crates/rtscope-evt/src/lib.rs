@@ -61,7 +61,8 @@ pub struct Tail {
     pub points: Vec<Point>,
     /// Whether the points carry their time order (raw samples) or not (histograms).
     pub ordered: bool,
-    /// How binned values were spread, for the report (`None`: exact values).
+    /// How the input was read when not every exact value in order: how binned values were
+    /// spread, or raw samples the writer dropped (`None`: exact values, all of them).
     pub binning: Option<String>,
     /// The width of the source's bins, ns (`None`: exact values).
     pub bin_ns: Option<f64>,
@@ -157,6 +158,8 @@ pub enum Refusal {
         /// Each at least this, ns.
         floor_ns: u64,
     },
+    /// The run kept no distribution (summary statistics only, no histogram, no raw samples).
+    NoDistribution,
     /// A diagnostic failed.
     Failed {
         /// Which.
@@ -167,9 +170,15 @@ pub enum Refusal {
 impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
+            // Clusters grow with the run's length: `need / have` times as long at least.
             Refusal::TooFewExceedances { have, need } => write!(
                 f,
-                "too few exceedances: {have} clusters above the lowest candidate threshold, {need} needed (measure longer)"
+                "too few exceedances: {have} clusters above the lowest candidate threshold, {need} needed (measure {} longer at least)",
+                if *have == 0 {
+                    "much".to_string()
+                } else {
+                    format!("{:.1} ×", *need as f64 / *have as f64)
+                }
             ),
             Refusal::NoStableThreshold => f.write_str(
                 "no stable threshold: the shape estimate keeps changing with the threshold (the tail is not one distribution)",
@@ -178,6 +187,9 @@ impl std::fmt::Display for Refusal {
                 f,
                 "{count} samples lie beyond the histogram (each at least {:.1} µs), so the tail is unknown (a larger cyclictest -h, or rtscope measure --raw)",
                 *floor_ns as f64 / 1e3
+            ),
+            Refusal::NoDistribution => f.write_str(
+                "the run kept no histogram and no raw samples (summary statistics only): nothing to fit",
             ),
             Refusal::Failed { test } => write!(f, "failed: {}", test.question()),
         }
@@ -384,21 +396,16 @@ fn diagnostics(
     let (q, p) = diag::ljung_box(&c.maxima, h);
     let (d, pa) = diag::arrivals(&c.gaps, o.replicates, o.seed ^ 1);
     let half = tail.observations / 2;
-    let (first, second): (Vec<(u64, f64)>, Vec<(u64, f64)>) = c
-        .starts
-        .iter()
-        .copied()
-        .zip(c.maxima.iter().copied())
-        .partition(|&(s, _)| s < half);
-    let v = |x: &[(u64, f64)]| x.iter().map(|p| p.1).collect::<Vec<f64>>();
-    let (dk, pk) = diag::ks_two_sample(&v(&first), &v(&second));
+    let in_first = c.starts.iter().take_while(|&&s| s < half).count();
+    let (first, second) = c.maxima.split_at(in_first);
+    let (dk, pk) = diag::ks_two_sample(first, second);
     let share = half as f64 / tail.observations as f64;
-    let pr = diag::share_p(first.len(), c.maxima.len(), share);
+    let pr = diag::share_p(in_first, c.maxima.len(), share);
     for (test, s, p) in [
         (Test::Independence, q, p),
         (Test::Arrivals, d, pa),
         (Test::SameTail, dk, pk),
-        (Test::SameRate, first.len() as f64, pr),
+        (Test::SameRate, in_first as f64, pr),
     ] {
         out.push(Diagnostic {
             test,

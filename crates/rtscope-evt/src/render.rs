@@ -132,8 +132,10 @@ fn levels(o: &mut String, a: &Analysis) {
             .once_per_s
             .map_or(String::new(), |s| format!("once per {}", span(s)));
         let upper = l.upper_ns.map_or("unbounded".to_string(), us);
-        let beyond = if l.extrapolation > 1.0 {
+        let beyond = if l.extrapolation >= 1000.0 {
             format!("{:.0e} × the run", l.extrapolation)
+        } else if l.extrapolation > 1.0 {
+            format!("{:.0} × the run", l.extrapolation)
         } else {
             "within the run".to_string()
         };

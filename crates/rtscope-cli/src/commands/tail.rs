@@ -63,6 +63,10 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 let why = Refusal::BeyondHistogram { count, floor_ns };
                 Analysis::refused(t.samples, max, why, &o)
             }
+            Err(InputError::Empty { .. }) => {
+                let max = t.max_ns.unwrap_or(0) as f64;
+                Analysis::refused(t.samples, max, Refusal::NoDistribution, &o)
+            }
             Err(e) => return Err(UsageError::new(format!("run {id}: {e}")).into()),
         };
         let title = t
