@@ -10,7 +10,7 @@
 //! (extremal index 1); the report says so.
 
 use crate::threshold::{Point, MAX_EXCEEDANCES};
-use crate::Tail;
+use crate::{analyse, Analysis, Options, Refusal, Tail};
 use rtscope_store::{RunDetail, Store, ThreadRow};
 
 /// Why a thread cannot be analysed.
@@ -35,6 +35,37 @@ pub enum InputError {
         /// Thread.
         thread: u32,
     },
+}
+
+/// Analyses thread `t` of run `detail`: a histogram with overflows and a run without any
+/// distribution are refusals (named), not errors; only the store's failures are.
+pub fn analyse_thread(
+    store: &Store,
+    detail: &RunDetail,
+    t: &ThreadRow,
+    o: &Options,
+    unreliable: bool,
+) -> Result<Analysis, InputError> {
+    match from_store(store, detail, t) {
+        Ok(tail) => Ok(analyse(&tail, o, unreliable)),
+        Err(InputError::Overflow {
+            count, floor_ns, ..
+        }) => {
+            let max = t.max_ns.unwrap_or(floor_ns) as f64;
+            let why = Refusal::BeyondHistogram { count, floor_ns };
+            Ok(Analysis::refused(t.samples, max, why, o))
+        }
+        Err(InputError::Empty { .. }) => {
+            let max = t.max_ns.unwrap_or(0) as f64;
+            Ok(Analysis::refused(
+                t.samples,
+                max,
+                Refusal::NoDistribution,
+                o,
+            ))
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// How many of the largest observations to keep: a tenth of the run, at most the most the

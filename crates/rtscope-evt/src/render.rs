@@ -1,6 +1,7 @@
 //! The analysis as text for people (`rtscope tail`); JSON is the serde form of
 //! [`crate::Analysis`].
 
+use crate::gate::{PwcetLimit, Verdict};
 use crate::{Analysis, Outcome};
 use std::fmt::Write;
 
@@ -155,4 +156,21 @@ fn levels(o: &mut String, a: &Analysis) {
             "    (every probability asked for lies within the measured data)"
         );
     }
+}
+
+/// One limit's verdict: `  limit pwcet@1e-9 ≤ 200.0 µs: ok: upper bound 91.2 µs`.
+pub fn limit(l: &PwcetLimit, v: &Verdict) -> String {
+    let said = match v {
+        Verdict::Pass { upper_ns } => format!("ok: upper bound {}", us(*upper_ns)),
+        Verdict::Exceeded { upper_ns } => format!(
+            "EXCEEDED: upper bound {}",
+            upper_ns.map_or("unbounded".to_string(), us)
+        ),
+        Verdict::NoEstimate => "FAILED: no estimate to check".to_string(),
+    };
+    format!(
+        "  limit pwcet@{:e} ≤ {}: {said}",
+        l.probability,
+        us(l.limit.0 as f64)
+    )
 }

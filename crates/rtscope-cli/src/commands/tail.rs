@@ -5,8 +5,7 @@ use crate::cli::TailArgs;
 use crate::commands::runs;
 use crate::exit::ExitStatus;
 use rtscope_evt::gate::{PwcetLimit, Verdict};
-use rtscope_evt::input::{self, InputError};
-use rtscope_evt::{analyse, render, Analysis, Options, Refusal};
+use rtscope_evt::{input, render, Options};
 use rtscope_session::{record, UsageError};
 use std::io::Write;
 
@@ -54,21 +53,8 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let mut status = ExitStatus::Success;
     let mut json = Vec::new();
     for t in threads {
-        let analysis = match input::from_store(&store, &detail, t) {
-            Ok(tail) => analyse(&tail, &o, a.unreliable),
-            Err(InputError::Overflow {
-                count, floor_ns, ..
-            }) => {
-                let max = t.max_ns.unwrap_or(floor_ns) as f64;
-                let why = Refusal::BeyondHistogram { count, floor_ns };
-                Analysis::refused(t.samples, max, why, &o)
-            }
-            Err(InputError::Empty { .. }) => {
-                let max = t.max_ns.unwrap_or(0) as f64;
-                Analysis::refused(t.samples, max, Refusal::NoDistribution, &o)
-            }
-            Err(e) => return Err(UsageError::new(format!("run {id}: {e}")).into()),
-        };
+        let analysis = input::analyse_thread(&store, &detail, t, &o, a.unreliable)
+            .map_err(|e| UsageError::new(format!("run {id}: {e}")))?;
         let title = t
             .cpu
             .map_or(format!("thread {}", t.thread), |c| format!("CPU {c}"));
@@ -95,21 +81,7 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         }
         out.write_all(render::text(&title, &analysis).as_bytes())?;
         for (l, v) in verdicts {
-            let us = render::us;
-            let said = match v {
-                Verdict::Pass { upper_ns } => format!("ok: upper bound {}", us(upper_ns)),
-                Verdict::Exceeded { upper_ns } => format!(
-                    "EXCEEDED: upper bound {}",
-                    upper_ns.map_or("unbounded".to_string(), us)
-                ),
-                Verdict::NoEstimate => "FAILED: no estimate to check".to_string(),
-            };
-            writeln!(
-                out,
-                "  limit pwcet@{:e} ≤ {}: {said}",
-                l.probability,
-                us(l.limit.0 as f64)
-            )?;
+            writeln!(out, "{}", render::limit(l, &v))?;
         }
         writeln!(out)?;
     }
