@@ -169,6 +169,18 @@ pub fn fit(y: &[f64]) -> Option<Fit> {
     })
 }
 
+/// The exponential fit (`ξ = 0`): `σ̂` the mean excess.
+pub fn fit_exponential(y: &[f64]) -> Option<Fit> {
+    let mean = y.iter().sum::<f64>() / y.len() as f64;
+    (mean > 0.0).then(|| Fit {
+        gpd: Gpd {
+            sigma: mean,
+            xi: 0.0,
+        },
+        log_likelihood: log_likelihood(y, mean, 0.0),
+    })
+}
+
 /// A return level's excess `d = z − u` for a per-observation exceedance rate `rate` of the
 /// threshold and a target probability `p` per observation: `σ/ξ ((rate/p)^ξ − 1)`.
 pub fn return_excess(g: &Gpd, rate: f64, p: f64) -> f64 {
@@ -177,7 +189,7 @@ pub fn return_excess(g: &Gpd, rate: f64, p: f64) -> f64 {
 
 /// The profile log-likelihood of the return excess `d` (with `L = ln(rate / p) > 0`): the
 /// likelihood maximised over `ξ` with `σ = d ξ / (e^(ξ L) − 1)`.
-fn profile_return(y: &[f64], d: f64, l: f64) -> f64 {
+fn profile_return(y: &[f64], d: f64, l: f64, shapes: (f64, f64)) -> f64 {
     let f = |xi: f64| {
         let sigma = if xi.abs() < XI_ZERO {
             d / l
@@ -186,18 +198,27 @@ fn profile_return(y: &[f64], d: f64, l: f64) -> f64 {
         };
         log_likelihood(y, sigma, xi)
     };
-    maximise(&f, XI_RANGE.0, XI_RANGE.1, 80).map_or(f64::NEG_INFINITY, |m| m.1)
+    if shapes.0 == shapes.1 {
+        return f(shapes.0);
+    }
+    maximise(&f, shapes.0, shapes.1, 80).map_or(f64::NEG_INFINITY, |m| m.1)
 }
 
 /// The profile-likelihood confidence interval of the return excess at probability `p` per
 /// observation: the excesses `d` whose profile log-likelihood is within `chi2 / 2` of the
 /// maximum (`chi2` the χ²₁ quantile of the confidence level). The upper end is `None` when the
-/// profile stays above the cut up to 10⁶ times the estimate (the data do not bound it).
+/// profile stays above the cut up to 10⁶ times the estimate (the data do not bound it). A fit
+/// with `ξ` exactly 0 is the exponential model: its profile keeps `ξ = 0`.
 pub fn return_interval(y: &[f64], fit: &Fit, rate: f64, p: f64, chi2: f64) -> (f64, Option<f64>) {
+    let shapes = if fit.gpd.xi == 0.0 {
+        (0.0, 0.0)
+    } else {
+        XI_RANGE
+    };
     let l = (rate / p).ln();
     let d_hat = return_excess(&fit.gpd, rate, p);
     let cut = fit.log_likelihood - chi2 / 2.0;
-    let below = |d: f64| profile_return(y, d, l) < cut;
+    let below = |d: f64| profile_return(y, d, l, shapes) < cut;
     // Lower end: between a tiny excess (far below the cut) and the estimate.
     let lower = bisect_log(&below, d_hat * 1e-9, d_hat, true);
     // Upper end: double until the profile falls below the cut.

@@ -118,6 +118,13 @@ fn model(o: &mut String, a: &Analysis) {
                 None => "unbounded tail".to_string(),
             }
         );
+        if m.shape == crate::Shape::Exponential {
+            let _ = writeln!(
+                o,
+                "  levels from the exponential tail (ξ = 0), the conservative choice: a light tail fitted with ξ < 0 extrapolates too low (likelihood ratio of ξ = 0: {:.2}; --allow-bounded uses the bounded fit)",
+                m.lr_exponential
+            );
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 use rtscope_evt::diag::generator;
 use rtscope_evt::gpd::{self, Gpd};
 use rtscope_evt::threshold::Point;
-use rtscope_evt::{analyse, Options, Refusal, Tail, Test};
+use rtscope_evt::{analyse, Options, Refusal, Shape, Tail, Test};
 
 fn ordered(values: Vec<f64>) -> Tail {
     let max = values.iter().cloned().fold(0.0, f64::max);
@@ -56,9 +56,26 @@ fn a_gpd_run_is_accepted_and_its_shape_and_levels_recovered() {
     );
     // No clustering in an i.i.d. sample: the extremal index is near 1.
     assert!(m.extremal_index > 0.9, "θ {}", m.extremal_index);
-    // Every level's interval holds the true quantile; the true upper end bounds them all.
+    // ξ̂ < 0: the levels come from the exponential tail, above the true quantiles.
+    assert_eq!(m.shape, Shape::Exponential);
     assert_eq!(a.levels.len(), 7 + 4);
     for l in &a.levels {
+        let t = 5000.0 + truth.excess_at(l.probability);
+        assert!(
+            t <= l.estimate_ns,
+            "p {}: {t} above {}",
+            l.probability,
+            l.estimate_ns
+        );
+    }
+    // As the bounded GPD it is, every level's interval holds the true quantile.
+    let bounded = Options {
+        allow_bounded: true,
+        ..Options::default()
+    };
+    let b = analyse(&ordered(gpd_run(truth, 60_000, 11)), &bounded, false);
+    assert_eq!(b.model.as_ref().unwrap().shape, Shape::Gpd);
+    for l in &b.levels {
         let t = 5000.0 + truth.excess_at(l.probability);
         let hi = l.upper_ns.unwrap_or(f64::INFINITY);
         assert!(
@@ -202,4 +219,55 @@ fn a_histogram_is_fitted_with_its_order_tests_marked_untested() {
     assert_eq!(untested, 4);
     assert!(a.accepted(), "{:?}", a.refusals);
     assert!((a.model.unwrap().gpd.xi - truth.xi).abs() < 0.1);
+}
+
+/// Fit on the first 10 % of a run, predict how often the other 90 % exceed each level: the
+/// counts observed must not exceed the prediction beyond its Poisson spread (4 standard
+/// deviations). Parents whose tails are only asymptotically GPD: a Weibull
+/// (light, ξ → 0) and a lognormal (ξ → 0 slowly, the hard case for thresholds).
+#[test]
+fn held_out_exceedances_match_the_prediction() {
+    let weibull = |u: f64| 4000.0 + 1500.0 * (-u.ln()).powf(1.0 / 1.5);
+    let lognormal = |u: f64, v: f64| {
+        let z = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+        (8.5 + 0.3 * z).exp()
+    };
+    for (name, seed) in [("weibull", 21), ("lognormal", 22)] {
+        let mut r = generator(seed);
+        let v: Vec<f64> = (0..1_000_000)
+            .map(|_| match name {
+                "weibull" => weibull(r.unit()),
+                _ => lognormal(r.unit(), r.unit()),
+            })
+            .collect();
+        let (fit_part, held) = v.split_at(100_000);
+        let o = Options {
+            probabilities: vec![1e-3, 1e-4, 1e-5],
+            ..Options::default()
+        };
+        let a = analyse(&ordered(fit_part.to_vec()), &o, false);
+        assert!(a.accepted(), "{name}: {:?}", a.refusals);
+        for l in a
+            .levels
+            .iter()
+            .filter(|l| l.once_per_s.is_some_and(|s| s < 1000.0))
+        {
+            let predicted = l.probability * held.len() as f64;
+            let count = |z: f64| held.iter().filter(|&&x| x > z).count() as f64;
+            let observed = count(l.estimate_ns);
+            // The interval's ends bracket the count too (a wider level, fewer exceedances).
+            let (at_lo, at_hi) = (count(l.lower_ns), l.upper_ns.map_or(0.0, count));
+            eprintln!(
+                "{name} p {:e}: predicted {predicted:.1}, observed {observed} ({at_hi} .. {at_lo} over the interval)",
+                l.probability
+            );
+            // Conservative: never more exceedances than predicted beyond the Poisson spread.
+            let spread = 4.0 * predicted.sqrt() + 1.0;
+            assert!(
+                observed <= predicted + spread,
+                "{name} p {}: predicted {predicted}, observed {observed}",
+                l.probability
+            );
+        }
+    }
 }

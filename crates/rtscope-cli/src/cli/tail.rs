@@ -19,6 +19,11 @@ pub struct TailArgs {
     /// Two-sided confidence level of the intervals
     #[arg(long, value_name = "LEVEL", default_value_t = 0.95, value_parser = probability)]
     pub confidence: f64,
+    /// Extrapolate a bounded tail (fitted shape ξ < 0) as fitted, instead of the conservative
+    /// exponential tail (docs/worst-case.md: a light tail fitted with ξ < 0 extrapolates too
+    /// low)
+    #[arg(long)]
+    pub allow_bounded: bool,
     /// Print the estimate of a refused fit too, labelled UNRELIABLE (it still exits as refused)
     #[arg(long)]
     pub unreliable: bool,
