@@ -337,9 +337,19 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
         });
         return a;
     }
-    let Some(chosen) = threshold::choose(&a.stability) else {
-        a.refusals.push(Refusal::NoStableThreshold);
-        return a;
+    // Without a stable threshold, an unreliable estimate (asked for) uses the lowest fitted
+    // candidate: the most data, and the label says what it is worth.
+    let lowest_fitted = a.stability.iter().position(|c| c.fit.is_some());
+    let chosen = match (threshold::choose(&a.stability), unreliable) {
+        (Some(c), _) => c,
+        (None, true) => {
+            a.refusals.push(Refusal::NoStableThreshold);
+            lowest_fitted.unwrap_or(0)
+        }
+        (None, false) => {
+            a.refusals.push(Refusal::NoStableThreshold);
+            return a;
+        }
     };
     let u = a.stability[chosen].threshold;
     let clusters = threshold::decluster(&tail.points, u);

@@ -5,14 +5,13 @@ use crate::gate::{PwcetLimit, Verdict};
 use crate::{Analysis, Outcome};
 use std::fmt::Write;
 
-/// A latency for people: `850 ns`, `12.3 µs`, `10402 µs`.
+/// A latency for people: `850 ns`, `12.3 µs`, `38.5 ms`, `6.80 s`.
 pub fn us(ns: f64) -> String {
-    if ns < 1e3 {
-        format!("{ns:.0} ns")
-    } else if ns >= 1e7 {
-        format!("{:.0} µs", ns / 1e3)
-    } else {
-        format!("{:.1} µs", ns / 1e3)
+    match ns {
+        ns if ns < 1e3 => format!("{ns:.0} ns"),
+        ns if ns < 1e7 => format!("{:.1} µs", ns / 1e3),
+        ns if ns < 1e9 => format!("{:.1} ms", ns / 1e6),
+        ns => format!("{:.2} s", ns / 1e9),
     }
 }
 
