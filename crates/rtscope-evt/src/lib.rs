@@ -37,6 +37,9 @@ pub struct Options {
     /// Extrapolate a fitted `ξ̂ < 0` as the bounded GPD it is, instead of the exponential tail
     /// (see [`Shape::Exponential`]).
     pub allow_bounded: bool,
+    /// "How long must I measure": the relative distance of the upper bound from the estimate
+    /// wanted (0.1: within 10 %), answered per level in [`Level::longer`].
+    pub precision: Option<f64>,
 }
 
 impl Default for Options {
@@ -49,6 +52,7 @@ impl Default for Options {
             replicates: 199,
             seed: 0x7a11,
             allow_bounded: false,
+            precision: None,
         }
     }
 }
@@ -215,6 +219,10 @@ pub struct Level {
     pub upper_ns: Option<f64>,
     /// How far beyond the run: `1 / (probability × observations)` (≤ 1: inside the run).
     pub extrapolation: f64,
+    /// How many times this run's length would bring the upper bound within
+    /// `Options::precision` of the estimate (`None`: not asked, or unbounded): see
+    /// [`longer_for`].
+    pub longer: Option<f64>,
 }
 
 /// Which tail the levels come from.
@@ -399,6 +407,17 @@ fn shape_of(y: &[f64], fit: gpd::Fit, allow_bounded: bool) -> (gpd::Fit, Shape, 
     }
 }
 
+/// How many times the run's length would bring `upper` within `precision` of `estimate`
+/// (1 or less: already). The interval's width on a log scale shrinks as one over the square
+/// root of the clusters fitted, which grow with the run's length (the asymptotic rate of
+/// maximum likelihood; Coles 2001, §2.6.4): a rough guide that assumes the tail stays as
+/// measured, not a promise.
+pub fn longer_for(estimate: f64, upper: f64, precision: f64) -> Option<f64> {
+    let now = (upper / estimate).ln();
+    let want = precision.ln_1p();
+    (now > 0.0 && want > 0.0).then(|| (now / want).powi(2))
+}
+
 fn outcome(statistic: f64, p: f64, alpha: f64) -> Outcome {
     if p < alpha {
         Outcome::Fail { statistic, p }
@@ -487,13 +506,17 @@ fn levels(
         .filter(|&p| p > 0.0 && p < rate)
         .map(|p| {
             let (lo, hi) = gpd::return_interval(&c.maxima, fit, rate, p, chi2);
+            let e = u + gpd::return_excess(&fit.gpd, rate, p);
             Level {
                 probability: p,
                 once_per_s: tail.rate_hz.map(|hz| 1.0 / (p * hz)),
-                estimate_ns: u + gpd::return_excess(&fit.gpd, rate, p),
+                estimate_ns: e,
                 lower_ns: u + lo,
                 upper_ns: hi.map(|h| u + h),
                 extrapolation: 1.0 / (p * tail.observations as f64),
+                longer: o
+                    .precision
+                    .and_then(|r| longer_for(e, hi.map(|h| u + h)?, r)),
             }
         })
         .collect()

@@ -146,9 +146,14 @@ fn levels(o: &mut String, a: &Analysis) {
         } else {
             "within the run".to_string()
         };
+        let longer = match l.longer {
+            Some(f) if f <= 1.0 => "  (already that precise)".to_string(),
+            Some(f) => format!("  (measure {f:.0} × as long for that precision)"),
+            None => String::new(),
+        };
         let _ = writeln!(
             o,
-            "    p = {:<8.0e} {:>16}  {:>12}  [{} .. {}]  {beyond}",
+            "    p = {:<8.0e} {:>16}  {:>12}  [{} .. {}]  {beyond}{longer}",
             l.probability,
             once,
             us(l.estimate_ns),

@@ -271,3 +271,26 @@ fn held_out_exceedances_match_the_prediction() {
         }
     }
 }
+
+#[test]
+fn how_long_to_measure_scales_with_the_square_of_the_log_width() {
+    use rtscope_evt::longer_for;
+    // 21 % above the estimate is twice the log width of 10 %: four times as long.
+    assert!((longer_for(100.0, 121.0, 0.1).unwrap() - 4.0).abs() < 1e-12);
+    assert!(longer_for(100.0, 105.0, 0.1).unwrap() < 1.0);
+    assert_eq!(longer_for(100.0, 100.0, 0.1), None);
+    // Asked for, every bounded level of an accepted fit carries its answer.
+    let o = Options {
+        precision: Some(0.1),
+        ..Options::default()
+    };
+    let truth = Gpd {
+        sigma: 800.0,
+        xi: 0.1,
+    };
+    let a = analyse(&ordered(gpd_run(truth, 60_000, 12)), &o, false);
+    assert!(a.accepted(), "{:?}", a.refusals);
+    for l in &a.levels {
+        assert_eq!(l.longer.is_some(), l.upper_ns.is_some());
+    }
+}

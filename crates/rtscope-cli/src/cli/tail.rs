@@ -24,6 +24,10 @@ pub struct TailArgs {
     /// low)
     #[arg(long)]
     pub allow_bounded: bool,
+    /// How long must I measure: per level, how many times this run's length would bring the
+    /// upper bound within PCT of the estimate (e.g. 10%; a rough guide, docs/worst-case.md)
+    #[arg(long, value_name = "PCT", value_parser = percent)]
+    pub precision: Option<f64>,
     /// Print the estimate of a refused fit too, labelled UNRELIABLE (it still exits as refused)
     #[arg(long)]
     pub unreliable: bool,
@@ -47,5 +51,13 @@ fn probability(text: &str) -> Result<f64, String> {
         _ => Err(format!(
             "'{text}' is not a probability: give a number between 0 and 1, e.g. 1e-9"
         )),
+    }
+}
+
+/// A percentage above 0: `10%` or `10` is 0.1.
+fn percent(text: &str) -> Result<f64, String> {
+    match text.trim().trim_end_matches('%').parse::<f64>() {
+        Ok(p) if p > 0.0 && p.is_finite() => Ok(p / 100.0),
+        _ => Err(format!("'{text}' is not a percentage: give e.g. 10%")),
     }
 }

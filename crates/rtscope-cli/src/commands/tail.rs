@@ -51,6 +51,7 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     o.probabilities.extend(limits.iter().map(|l| l.probability));
     o.confidence = a.confidence;
     o.allow_bounded = a.allow_bounded;
+    o.precision = a.precision;
     let mut status = ExitStatus::Success;
     let mut json = Vec::new();
     for t in threads {
