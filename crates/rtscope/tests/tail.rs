@@ -73,6 +73,7 @@ fn a_raw_run_gets_an_estimate_or_a_named_refusal_and_the_gate_agrees() {
     );
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let doc = json(&db, &["tail", "last", "--json", "--probability", "1e-9"]);
+    assert_eq!(doc["schema"], "rtscope.tail/1");
     let threads = doc["threads"].as_array().unwrap();
     assert_eq!(threads.len(), 1);
     let a = &threads[0]["analysis"];

@@ -88,7 +88,7 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         writeln!(out)?;
     }
     if a.json {
-        let doc = serde_json::json!({ "run": id, "threads": json });
+        let doc = serde_json::json!({ "schema": "rtscope.tail/1", "run": id, "threads": json });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     }
     Ok(status)
