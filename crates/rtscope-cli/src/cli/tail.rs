@@ -28,7 +28,7 @@ pub struct TailArgs {
     /// upper bound within PCT of the estimate (e.g. 10%; a rough guide, docs/worst-case.md)
     #[arg(long, value_name = "PCT", value_parser = percent)]
     pub precision: Option<f64>,
-    /// Print the estimate of a refused fit too, labelled UNRELIABLE (it still exits as refused)
+    /// Print the estimate of a refused fit too, labelled UNRELIABLE (a --limit still fails on it)
     #[arg(long)]
     pub unreliable: bool,
     /// Exit 1 when the upper confidence bound of the latency exceeded with probability P per
