@@ -28,21 +28,7 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         .filter(|t| a.cpu.is_none() || t.cpu == a.cpu)
         .collect();
     if threads.is_empty() {
-        let cpus: Vec<String> = detail
-            .threads
-            .iter()
-            .filter_map(|t| t.cpu)
-            .map(|c| c.to_string())
-            .collect();
-        return Err(crate::usage(format!(
-            "run {id} has no thread on CPU {}\n\nhint: its CPUs are {}",
-            a.cpu.unwrap_or(0),
-            if cpus.is_empty() {
-                "not recorded".to_string()
-            } else {
-                cpus.join(", ")
-            }
-        )));
+        return Err(no_such_cpu(&detail, a.cpu.unwrap_or(0)));
     }
     let mut o = Options::default();
     if !a.probabilities.is_empty() {
@@ -92,4 +78,23 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     }
     Ok(status)
+}
+
+/// `--cpu N` for a run that did not measure CPU `N`: the error naming the CPUs it did.
+fn no_such_cpu(detail: &rtscope_store::RunDetail, cpu: u32) -> anyhow::Error {
+    let cpus: Vec<String> = detail
+        .threads
+        .iter()
+        .filter_map(|t| t.cpu)
+        .map(|c| c.to_string())
+        .collect();
+    let id = detail.summary.id;
+    crate::usage(format!(
+        "run {id} has no thread on CPU {cpu}\n\nhint: its CPUs are {}",
+        if cpus.is_empty() {
+            "not recorded".to_string()
+        } else {
+            cpus.join(", ")
+        }
+    ))
 }
