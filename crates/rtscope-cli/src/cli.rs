@@ -7,9 +7,11 @@ use std::path::PathBuf;
 mod check;
 mod fleet;
 mod respond;
+mod tail;
 pub use check::CheckArgs;
 pub use fleet::FleetArgs;
 pub use respond::{BiasArg, EdgesArg, EventClockArg, PacingArg, RespondArgs, RespondPolicyArg};
+pub use tail::TailArgs;
 
 /// `rtscope --version`: the version, the target triple and the git commit (`unknown` when built
 /// outside a git checkout), e.g. `0.1.0 (aarch64-unknown-linux-musl, commit 1a2b3c4d5e6f)`.
@@ -82,6 +84,12 @@ pub enum Command {
     Compare(Box<CompareArgs>),
     /// Make plots, tables and a self-contained report.html from recorded runs.
     Report(ReportArgs),
+    /// Estimate the latency a run did not see: exceeded with probability 1e-9 per wake-up, say.
+    ///
+    /// Extreme value theory (peaks over threshold, a generalized Pareto fit) with confidence
+    /// intervals and the tests that justify it, or a refusal naming the failed tests
+    /// (docs/worst-case.md). A statement about this workload and configuration, not a proof.
+    Tail(Box<TailArgs>),
     /// Audit the system before a run: 32 checks, each with its evidence and fix.
     ///
     /// PREEMPT_RT, isolation, governor, SMT, IRQs, idle states, RT tasks, limits, thermal,

@@ -97,6 +97,7 @@ fn dispatch(argv_os: &[std::ffi::OsString], out: &mut dyn Write) -> anyhow::Resu
         cli::Command::Load(a) => commands::load::run(&a, out),
         cli::Command::Compare(a) => commands::compare::run(&a, out),
         cli::Command::Report(a) => commands::report::run(&a, out),
+        cli::Command::Tail(a) => commands::tail::run(&a, out),
         cli::Command::Check(a) => commands::check::run(&a, argv, out),
         cli::Command::Completions { shell } => {
             clap_complete::generate(shell, &mut cli::command(), "rtscope", out);

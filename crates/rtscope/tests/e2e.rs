@@ -39,4 +39,5 @@ mod report_layout;
 mod respond;
 mod snapshots;
 mod stop_wake;
+mod tail;
 mod usage_round3;

@@ -15,6 +15,7 @@ const SHORT: &[&str] = &[
     "rtscope import hist-h400.txt cyclictest.json verbose.txt jitterdebugger-out/ stress-ng.log",
     "rtscope runs",
     "rtscope runs show last",
+    "rtscope tail last",
     "rtscope export last -o out/ -f csv,json,parquet",
     r#"python3 -c 'import glob, pandas as pd; print(pd.read_parquet(glob.glob("out/run-*-series.parquet")[0]))'"#,
     "rtscope run examples/loadcases.toml --dry-run",

@@ -14,3 +14,4 @@ pub mod respond;
 pub mod run;
 pub mod runs;
 pub mod runs_explain;
+pub mod tail;

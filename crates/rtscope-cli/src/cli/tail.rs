@@ -1,0 +1,63 @@
+//! The options of `rtscope tail`.
+
+use clap::Args;
+use std::path::PathBuf;
+
+/// Options of `rtscope tail`.
+#[derive(Debug, Clone, Args)]
+pub struct TailArgs {
+    /// Run id, or `last`
+    pub run: String,
+    /// Only the thread that measured this CPU [default: every thread]
+    #[arg(long, value_name = "N")]
+    pub cpu: Option<u32>,
+    /// Exceedance probabilities per wake-up (repeatable or comma-separated) [default: 1e-6,
+    /// 1e-7, …, 1e-12; once an hour, a day, a year and ten years at the run's rate are always
+    /// added]
+    #[arg(long = "probability", short = 'p', value_name = "P", value_delimiter = ',', value_parser = probability)]
+    pub probabilities: Vec<f64>,
+    /// Two-sided confidence level of the intervals
+    #[arg(long, value_name = "LEVEL", default_value_t = 0.95, value_parser = probability)]
+    pub confidence: f64,
+    /// Extrapolate a bounded tail (fitted shape ξ < 0) as fitted, instead of the conservative
+    /// exponential tail (docs/worst-case.md: a light tail fitted with ξ < 0 extrapolates too
+    /// low)
+    #[arg(long)]
+    pub allow_bounded: bool,
+    /// How long must I measure: per level, how many times this run's length would bring the
+    /// upper bound within PCT of the estimate (e.g. 10%; a rough guide, docs/worst-case.md)
+    #[arg(long, value_name = "PCT", value_parser = percent)]
+    pub precision: Option<f64>,
+    /// Print the estimate of a refused fit too, labelled UNRELIABLE (a --limit still fails on it)
+    #[arg(long)]
+    pub unreliable: bool,
+    /// Exit 1 when the upper confidence bound of the latency exceeded with probability P per
+    /// wake-up is above LATENCY, or when no estimate can be made: `pwcet@1e-9=200us`
+    /// (repeatable)
+    #[arg(long = "limit", value_name = "pwcet@P=LATENCY")]
+    pub limits: Vec<String>,
+    /// Print JSON instead of text
+    #[arg(long)]
+    pub json: bool,
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH")]
+    pub db: Option<PathBuf>,
+}
+
+/// A probability strictly between 0 and 1.
+fn probability(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
+        _ => Err(format!(
+            "'{text}' is not a probability: give a number between 0 and 1, e.g. 1e-9"
+        )),
+    }
+}
+
+/// A percentage above 0: `10%` or `10` is 0.1.
+fn percent(text: &str) -> Result<f64, String> {
+    match text.trim().trim_end_matches('%').parse::<f64>() {
+        Ok(p) if p > 0.0 && p.is_finite() => Ok(p / 100.0),
+        _ => Err(format!("'{text}' is not a percentage: give e.g. 10%")),
+    }
+}

@@ -1,0 +1,100 @@
+//! `rtscope tail RUN`: the latency a run did not see, estimated with extreme value theory
+//! (rtscope-evt), per thread, with its diagnostics — or the refusal (docs/worst-case.md).
+
+use crate::cli::TailArgs;
+use crate::commands::runs;
+use crate::exit::ExitStatus;
+use rtscope_evt::gate::{PwcetLimit, Verdict};
+use rtscope_evt::{input, render, Options};
+use rtscope_session::{record, UsageError};
+use std::io::Write;
+
+/// Runs `rtscope tail`.
+pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    let limits = a
+        .limits
+        .iter()
+        .map(|l| {
+            l.parse::<PwcetLimit>()
+                .map_err(|e| UsageError::new(e.to_string()))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let store = record::open_existing(a.db.as_deref())?;
+    let id = runs::resolve(&store, &a.run)?;
+    let detail = store.run(id).map_err(UsageError::from_error)?;
+    let threads: Vec<_> = detail
+        .threads
+        .iter()
+        .filter(|t| a.cpu.is_none() || t.cpu == a.cpu)
+        .collect();
+    if threads.is_empty() {
+        return Err(no_such_cpu(&detail, a.cpu.unwrap_or(0)));
+    }
+    let mut o = Options::default();
+    if !a.probabilities.is_empty() {
+        o.probabilities = a.probabilities.clone();
+    }
+    o.probabilities.extend(limits.iter().map(|l| l.probability));
+    o.confidence = a.confidence;
+    o.allow_bounded = a.allow_bounded;
+    o.precision = a.precision;
+    let mut status = ExitStatus::Success;
+    let mut json = Vec::new();
+    for t in threads {
+        let analysis = input::analyse_thread(&store, &detail, t, &o, a.unreliable)
+            .map_err(|e| UsageError::new(format!("run {id}: {e}")))?;
+        let title = t
+            .cpu
+            .map_or(format!("thread {}", t.thread), |c| format!("CPU {c}"));
+        let mut verdicts = Vec::new();
+        for l in &limits {
+            let v = l.check(&analysis);
+            if !matches!(v, Verdict::Pass { .. }) {
+                status = ExitStatus::LimitExceeded;
+            }
+            verdicts.push((l, v));
+        }
+        if a.json {
+            json.push(serde_json::json!({
+                "thread": t.thread,
+                "cpu": t.cpu,
+                "analysis": analysis,
+                "limits": verdicts.iter().map(|(l, v)| serde_json::json!({
+                    "probability": l.probability,
+                    "limit_ns": l.limit.0,
+                    "result": v,
+                })).collect::<Vec<_>>(),
+            }));
+            continue;
+        }
+        out.write_all(render::text(&title, &analysis).as_bytes())?;
+        for (l, v) in verdicts {
+            writeln!(out, "{}", render::limit(l, &v))?;
+        }
+        writeln!(out)?;
+    }
+    if a.json {
+        let doc = serde_json::json!({ "schema": "rtscope.tail/1", "run": id, "threads": json });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    }
+    Ok(status)
+}
+
+/// `--cpu N` for a run that did not measure CPU `N`: the error naming the CPUs it did.
+fn no_such_cpu(detail: &rtscope_store::RunDetail, cpu: u32) -> anyhow::Error {
+    let cpus: Vec<String> = detail
+        .threads
+        .iter()
+        .filter_map(|t| t.cpu)
+        .map(|c| c.to_string())
+        .collect();
+    let id = detail.summary.id;
+    crate::usage(format!(
+        "run {id} has no thread on CPU {cpu}\n\nhint: its CPUs are {}",
+        if cpus.is_empty() {
+            "not recorded".to_string()
+        } else {
+            cpus.join(", ")
+        }
+    ))
+}

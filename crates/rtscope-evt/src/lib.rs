@@ -1,0 +1,523 @@
+//! Beyond the measured maximum: the latency exceeded with a small probability per wake-up
+//! (a probabilistic worst-case estimate, "pWCET"), estimated with extreme value theory, with
+//! its confidence interval and the tests that justify the model — or a refusal naming the
+//! tests that failed (docs/worst-case.md).
+//!
+//! The method is peaks over threshold (Coles 2001, ch. 4–5; as in chronovise and MBPTA,
+//! Cucu-Grosjean et al. 2012): the observations above a threshold `u`, declustered so that one
+//! disturbance counts once ([`threshold`]), are fitted with a generalized Pareto distribution
+//! by maximum likelihood ([`gpd`]); the level exceeded by a cluster with probability `p` per
+//! wake-up is `u + σ/ξ ((λ/p)^ξ − 1)`, `λ` the clusters per wake-up, with a profile-likelihood
+//! interval. The sample must pass the tests of [`diag`] or the estimate is refused.
+
+pub mod diag;
+pub mod gate;
+pub mod gpd;
+pub mod input;
+pub mod render;
+pub mod threshold;
+
+use threshold::{Candidate, Point};
+
+/// What to estimate and how sure to be.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Exceedance probabilities per wake-up.
+    pub probabilities: Vec<f64>,
+    /// Two-sided confidence level of the intervals (0.95).
+    pub confidence: f64,
+    /// Significance level of each diagnostic test (0.01).
+    pub alpha: f64,
+    /// The fewest cluster maxima a fit is made from (100).
+    pub min_clusters: usize,
+    /// Bootstrap replicates of the goodness-of-fit and arrival p-values (199).
+    pub replicates: usize,
+    /// Seed of the bootstrap (fixed: the same run gives the same answer).
+    pub seed: u64,
+    /// Extrapolate a fitted `ξ̂ < 0` as the bounded GPD it is, instead of the exponential tail
+    /// (see [`Shape::Exponential`]).
+    pub allow_bounded: bool,
+    /// "How long must I measure": the relative distance of the upper bound from the estimate
+    /// wanted (0.1: within 10 %), answered per level in [`Level::longer`].
+    pub precision: Option<f64>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            probabilities: vec![1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11, 1e-12],
+            confidence: 0.95,
+            alpha: 0.01,
+            min_clusters: 100,
+            replicates: 199,
+            seed: 0x7a11,
+            allow_bounded: false,
+            precision: None,
+        }
+    }
+}
+
+/// The tail of one thread's run, as the analysis needs it.
+#[derive(Debug, Clone)]
+pub struct Tail {
+    /// Observations (wake-ups) in the run.
+    pub observations: u64,
+    /// Wake-ups per second (`None`: unknown; no per-time levels then).
+    pub rate_hz: Option<f64>,
+    /// The largest observations (at least a tenth of the run or [`threshold::MAX_EXCEEDANCES`]),
+    /// in time order when `ordered`.
+    pub points: Vec<Point>,
+    /// Whether the points carry their time order (raw samples) or not (histograms).
+    pub ordered: bool,
+    /// How the input was read when not every exact value in order: how binned values were
+    /// spread, or raw samples the writer dropped (`None`: exact values, all of them).
+    pub binning: Option<String>,
+    /// The width of the source's bins, ns (`None`: exact values).
+    pub bin_ns: Option<f64>,
+    /// The largest value observed, ns.
+    pub max: f64,
+}
+
+/// A diagnostic test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Test {
+    /// Kolmogorov–Smirnov of the cluster maxima against the fitted GPD.
+    FitKs,
+    /// Anderson–Darling of the same.
+    FitAd,
+    /// Ljung–Box of the cluster maxima in time order.
+    Independence,
+    /// Gaps between clusters against exponential gaps.
+    Arrivals,
+    /// Two-sample KS of the two halves' cluster maxima.
+    SameTail,
+    /// The halves' cluster counts against their shares of the run.
+    SameRate,
+}
+
+impl Test {
+    /// What the test asks, for people.
+    pub fn question(self) -> &'static str {
+        match self {
+            Test::FitKs => "the excesses follow the fitted GPD (Kolmogorov-Smirnov)",
+            Test::FitAd => "the excesses follow the fitted GPD in its tail (Anderson-Darling)",
+            Test::Independence => "cluster maxima are uncorrelated in time (Ljung-Box)",
+            Test::Arrivals => "clusters arrive at random, not periodically (gap test)",
+            Test::SameTail => "both halves of the run have the same tail (two-sample KS)",
+            Test::SameRate => "both halves of the run exceed the threshold as often",
+        }
+    }
+}
+
+/// The outcome of one diagnostic.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "outcome")]
+pub enum Outcome {
+    /// p ≥ α.
+    Pass {
+        /// Statistic.
+        statistic: f64,
+        /// p-value.
+        p: f64,
+    },
+    /// p < α.
+    Fail {
+        /// Statistic.
+        statistic: f64,
+        /// p-value.
+        p: f64,
+    },
+    /// Could not be run, and why.
+    Untested {
+        /// Why.
+        why: String,
+    },
+}
+
+/// A diagnostic with its outcome.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Diagnostic {
+    /// Which.
+    pub test: Test,
+    /// Outcome.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
+/// Why an estimate is refused.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "reason")]
+pub enum Refusal {
+    /// Too few observations above the lowest candidate threshold.
+    TooFewExceedances {
+        /// Cluster maxima available.
+        have: usize,
+        /// Needed.
+        need: usize,
+    },
+    /// The shape estimate drifts with the threshold: no tail of one GPD.
+    NoStableThreshold,
+    /// Samples lie beyond the histogram's last bin (cyclictest's overflows): the tail itself is
+    /// unknown.
+    BeyondHistogram {
+        /// Samples beyond.
+        count: u64,
+        /// Each at least this, ns.
+        floor_ns: u64,
+    },
+    /// The run kept no distribution (summary statistics only, no histogram, no raw samples).
+    NoDistribution,
+    /// A diagnostic failed.
+    Failed {
+        /// Which.
+        test: Test,
+    },
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            // Clusters grow with the run's length: `need / have` times as long at least.
+            Refusal::TooFewExceedances { have, need } => write!(
+                f,
+                "too few exceedances: {have} clusters above the lowest candidate threshold, {need} needed (measure {} longer at least)",
+                if *have == 0 {
+                    "much".to_string()
+                } else {
+                    format!("{:.1} ×", *need as f64 / *have as f64)
+                }
+            ),
+            Refusal::NoStableThreshold => f.write_str(
+                "no stable threshold: the shape estimate keeps changing with the threshold (the tail is not one distribution)",
+            ),
+            Refusal::BeyondHistogram { count, floor_ns } => write!(
+                f,
+                "{count} samples lie beyond the histogram (each at least {:.1} µs), so the tail is unknown (a larger cyclictest -h, or rtscope measure --raw)",
+                *floor_ns as f64 / 1e3
+            ),
+            Refusal::NoDistribution => f.write_str(
+                "the run kept no histogram and no raw samples (summary statistics only): nothing to fit",
+            ),
+            Refusal::Failed { test } => write!(f, "failed: {}", test.question()),
+        }
+    }
+}
+
+/// A return level: the latency exceeded with `probability` per wake-up.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Level {
+    /// Exceedance probability per wake-up.
+    pub probability: f64,
+    /// The time between exceedances at the run's rate, seconds (`None`: rate unknown).
+    pub once_per_s: Option<f64>,
+    /// Estimate, ns.
+    pub estimate_ns: f64,
+    /// Lower confidence bound, ns.
+    pub lower_ns: f64,
+    /// Upper confidence bound, ns (`None`: the data do not bound it).
+    pub upper_ns: Option<f64>,
+    /// How far beyond the run: `1 / (probability × observations)` (≤ 1: inside the run).
+    pub extrapolation: f64,
+    /// How many times this run's length would bring the upper bound within
+    /// `Options::precision` of the estimate (`None`: not asked, or unbounded): see
+    /// [`longer_for`].
+    pub longer: Option<f64>,
+}
+
+/// Which tail the levels come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shape {
+    /// The GPD as fitted.
+    Gpd,
+    /// The exponential tail (`ξ = 0`) although the GPD's `ξ̂` is negative. A light tail (a
+    /// Weibull's, say) fitted at a finite threshold shows a negative `ξ̂` that moves towards 0
+    /// at higher thresholds: the bounded GPD extrapolates too low (on a Weibull of shape 1.5,
+    /// 24 exceedances where it predicted 9). The exponential is the conservative choice, the
+    /// argument of MBPTA-CV (Abella et al. 2017); `Options::allow_bounded` keeps the GPD.
+    Exponential,
+}
+
+/// The chosen threshold and the fit.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Model {
+    /// Threshold, ns.
+    pub threshold_ns: f64,
+    /// Exceedances of it.
+    pub exceedances: usize,
+    /// Clusters (the fitted maxima).
+    pub clusters: usize,
+    /// Extremal index (clusters per exceedance, 1 without order).
+    pub extremal_index: f64,
+    /// Clusters per wake-up.
+    pub cluster_rate: f64,
+    /// The GPD of the cluster maxima's excesses, as fitted.
+    pub gpd: gpd::Gpd,
+    /// The tail the levels come from.
+    pub shape: Shape,
+    /// The likelihood-ratio statistic of `ξ = 0` against the fitted `ξ̂`.
+    pub lr_exponential: f64,
+    /// The estimated upper end of the latency (`None`: unbounded, `ξ ≥ 0`), ns.
+    pub endpoint_ns: Option<f64>,
+}
+
+/// The whole answer for one thread.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Analysis {
+    /// Observations.
+    pub observations: u64,
+    /// Largest observed, ns.
+    pub observed_max_ns: f64,
+    /// Confidence level of the intervals.
+    pub confidence: f64,
+    /// Significance level of the tests.
+    pub alpha: f64,
+    /// How binned values were treated (`None`: exact raw values).
+    pub binning: Option<String>,
+    /// The threshold-stability table, lowest threshold first.
+    pub stability: Vec<Candidate>,
+    /// The model (`None`: none could be chosen).
+    pub model: Option<Model>,
+    /// The diagnostics at the chosen threshold.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Return levels (empty when refused, unless asked for as unreliable).
+    pub levels: Vec<Level>,
+    /// Why the estimate is refused (empty: accepted).
+    pub refusals: Vec<Refusal>,
+    /// Whether `levels` are shown although refused.
+    pub unreliable: bool,
+}
+
+impl Analysis {
+    /// A refusal before any fit: `observations` with the largest `max_ns`, refused for `why`.
+    pub fn refused(observations: u64, max_ns: f64, why: Refusal, o: &Options) -> Analysis {
+        Analysis {
+            observations,
+            observed_max_ns: max_ns,
+            confidence: o.confidence,
+            alpha: o.alpha,
+            binning: None,
+            stability: Vec::new(),
+            model: None,
+            diagnostics: Vec::new(),
+            levels: Vec::new(),
+            refusals: vec![why],
+            unreliable: false,
+        }
+    }
+
+    /// Whether the estimate passed every test.
+    pub fn accepted(&self) -> bool {
+        self.refusals.is_empty()
+    }
+}
+
+/// Analyses `tail`. With `unreliable`, the levels of a refused fit are kept (and marked).
+pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
+    let mut desc: Vec<f64> = tail.points.iter().map(|p| p.value).collect();
+    desc.sort_by(|a, b| b.total_cmp(a));
+    let thresholds = threshold::candidates(&desc, tail.observations, o.min_clusters);
+    let stability = threshold::stability(&tail.points, &thresholds, o.min_clusters);
+    let mut a = Analysis {
+        observations: tail.observations,
+        observed_max_ns: tail.max,
+        confidence: o.confidence,
+        alpha: o.alpha,
+        binning: tail.binning.clone(),
+        stability,
+        model: None,
+        diagnostics: Vec::new(),
+        levels: Vec::new(),
+        refusals: Vec::new(),
+        unreliable: false,
+    };
+    let have = a.stability.first().map_or(
+        desc.len()
+            .saturating_sub(1)
+            .min((tail.observations / 10) as usize),
+        |c| c.clusters,
+    );
+    if have < o.min_clusters || a.stability.iter().all(|c| c.fit.is_none()) {
+        a.refusals.push(Refusal::TooFewExceedances {
+            have,
+            need: o.min_clusters,
+        });
+        return a;
+    }
+    // Without a stable threshold, an unreliable estimate (asked for) uses the lowest fitted
+    // candidate: the most data, and the label says what it is worth.
+    let lowest_fitted = a.stability.iter().position(|c| c.fit.is_some());
+    let chosen = match (threshold::choose(&a.stability), unreliable) {
+        (Some(c), _) => c,
+        (None, true) => {
+            a.refusals.push(Refusal::NoStableThreshold);
+            lowest_fitted.unwrap_or(0)
+        }
+        (None, false) => {
+            a.refusals.push(Refusal::NoStableThreshold);
+            return a;
+        }
+    };
+    let u = a.stability[chosen].threshold;
+    let clusters = threshold::decluster(&tail.points, u);
+    let Some(fit) = gpd::fit(&clusters.maxima) else {
+        a.refusals.push(Refusal::NoStableThreshold);
+        return a;
+    };
+    let rate = clusters.maxima.len() as f64 / tail.observations as f64;
+    let (used, shape, lr) = shape_of(&clusters.maxima, fit, o.allow_bounded);
+    a.model = Some(Model {
+        threshold_ns: u,
+        exceedances: clusters.exceedances,
+        clusters: clusters.maxima.len(),
+        extremal_index: clusters.extremal_index,
+        cluster_rate: rate,
+        gpd: fit.gpd,
+        shape,
+        lr_exponential: lr,
+        endpoint_ns: used.gpd.endpoint().map(|e| u + e),
+    });
+    a.diagnostics = diagnostics(tail, u, &clusters, &fit, o);
+    for d in &a.diagnostics {
+        if matches!(d.outcome, Outcome::Fail { .. }) {
+            a.refusals.push(Refusal::Failed { test: d.test });
+        }
+    }
+    if a.refusals.is_empty() || unreliable {
+        a.unreliable = !a.refusals.is_empty();
+        a.levels = levels(tail, &clusters, &used, u, rate, o);
+    }
+    a
+}
+
+/// The exponential instead of a GPD with `ξ̂ < 0` unless `allow_bounded`; with the
+/// likelihood-ratio statistic `2 (l̂ − l_exp)` of `ξ = 0` for the report.
+fn shape_of(y: &[f64], fit: gpd::Fit, allow_bounded: bool) -> (gpd::Fit, Shape, f64) {
+    match gpd::fit_exponential(y) {
+        Some(e) => {
+            let lr = 2.0 * (fit.log_likelihood - e.log_likelihood).max(0.0);
+            if fit.gpd.xi < 0.0 && !allow_bounded {
+                (e, Shape::Exponential, lr)
+            } else {
+                (fit, Shape::Gpd, lr)
+            }
+        }
+        None => (fit, Shape::Gpd, 0.0),
+    }
+}
+
+/// How many times the run's length would bring `upper` within `precision` of `estimate`
+/// (1 or less: already). The interval's width on a log scale shrinks as one over the square
+/// root of the clusters fitted, which grow with the run's length (the asymptotic rate of
+/// maximum likelihood; Coles 2001, §2.6.4): a rough guide that assumes the tail stays as
+/// measured, not a promise.
+pub fn longer_for(estimate: f64, upper: f64, precision: f64) -> Option<f64> {
+    let now = (upper / estimate).ln();
+    let want = precision.ln_1p();
+    (now > 0.0 && want > 0.0).then(|| (now / want).powi(2))
+}
+
+fn outcome(statistic: f64, p: f64, alpha: f64) -> Outcome {
+    if p < alpha {
+        Outcome::Fail { statistic, p }
+    } else {
+        Outcome::Pass { statistic, p }
+    }
+}
+
+fn diagnostics(
+    tail: &Tail,
+    u: f64,
+    c: &threshold::Clusters,
+    fit: &gpd::Fit,
+    o: &Options,
+) -> Vec<Diagnostic> {
+    let binned = tail.bin_ns.map(|w| (u, w));
+    let gof = diag::goodness_of_fit(&c.maxima, fit, o.replicates, o.seed, binned);
+    let mut out = vec![
+        Diagnostic {
+            test: Test::FitKs,
+            outcome: outcome(gof.ks, gof.ks_p, o.alpha),
+        },
+        Diagnostic {
+            test: Test::FitAd,
+            outcome: outcome(gof.ad, gof.ad_p, o.alpha),
+        },
+    ];
+    let ordered = [
+        Test::Independence,
+        Test::Arrivals,
+        Test::SameTail,
+        Test::SameRate,
+    ];
+    if !tail.ordered {
+        for test in ordered {
+            out.push(Diagnostic {
+                test,
+                outcome: Outcome::Untested {
+                    why: "a histogram keeps no time order".into(),
+                },
+            });
+        }
+        return out;
+    }
+    let h = (c.maxima.len() / 5).clamp(1, 10);
+    let (q, p) = diag::ljung_box(&c.maxima, h);
+    let (d, pa) = diag::arrivals(&c.gaps, o.replicates, o.seed ^ 1);
+    let half = tail.observations / 2;
+    let in_first = c.starts.iter().take_while(|&&s| s < half).count();
+    let (first, second) = c.maxima.split_at(in_first);
+    let (dk, pk) = diag::ks_two_sample(first, second);
+    let share = half as f64 / tail.observations as f64;
+    let pr = diag::share_p(in_first, c.maxima.len(), share);
+    for (test, s, p) in [
+        (Test::Independence, q, p),
+        (Test::Arrivals, d, pa),
+        (Test::SameTail, dk, pk),
+        (Test::SameRate, in_first as f64, pr),
+    ] {
+        out.push(Diagnostic {
+            test,
+            outcome: outcome(s, p, o.alpha),
+        });
+    }
+    out
+}
+
+fn levels(
+    tail: &Tail,
+    c: &threshold::Clusters,
+    fit: &gpd::Fit,
+    u: f64,
+    rate: f64,
+    o: &Options,
+) -> Vec<Level> {
+    let chi2 = diag::chi2_1(o.confidence);
+    let mut probs = o.probabilities.clone();
+    if let Some(hz) = tail.rate_hz {
+        // Once an hour, a day, a year and ten years at the run's rate.
+        for s in [3600.0, 86400.0, 365.25 * 86400.0, 3652.5 * 86400.0] {
+            probs.push(1.0 / (hz * s));
+        }
+    }
+    probs
+        .into_iter()
+        .filter(|&p| p > 0.0 && p < rate)
+        .map(|p| {
+            let (lo, hi) = gpd::return_interval(&c.maxima, fit, rate, p, chi2);
+            let e = u + gpd::return_excess(&fit.gpd, rate, p);
+            Level {
+                probability: p,
+                once_per_s: tail.rate_hz.map(|hz| 1.0 / (p * hz)),
+                estimate_ns: e,
+                lower_ns: u + lo,
+                upper_ns: hi.map(|h| u + h),
+                extrapolation: 1.0 / (p * tail.observations as f64),
+                longer: o
+                    .precision
+                    .and_then(|r| longer_for(e, hi.map(|h| u + h)?, r)),
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,187 @@
+//! The analysis as text for people (`rtscope tail`); JSON is the serde form of
+//! [`crate::Analysis`].
+
+use crate::gate::{PwcetLimit, Verdict};
+use crate::{Analysis, Outcome};
+use std::fmt::Write;
+
+/// A latency for people: `850 ns`, `12.3 µs`, `38.5 ms`, `6.80 s`.
+pub fn us(ns: f64) -> String {
+    match ns {
+        ns if ns < 1e3 => format!("{ns:.0} ns"),
+        ns if ns < 1e7 => format!("{:.1} µs", ns / 1e3),
+        ns if ns < 1e9 => format!("{:.1} ms", ns / 1e6),
+        ns => format!("{:.2} s", ns / 1e9),
+    }
+}
+
+/// A time in words: `1 h`, `2.5 d`, `3.2 y`.
+fn span(s: f64) -> String {
+    let year = 365.25 * 86400.0;
+    match s {
+        s if s < 120.0 => format!("{s:.0} s"),
+        s if s < 7200.0 => format!("{:.0} min", s / 60.0),
+        s if s < 2.0 * 86400.0 => format!("{:.1} h", s / 3600.0),
+        s if s < year => format!("{:.1} d", s / 86400.0),
+        s => format!("{:.1} y", s / year),
+    }
+}
+
+/// The report of one thread under `title` (e.g. `CPU 2`).
+pub fn text(title: &str, a: &Analysis) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{title}: {} wake-ups, largest observed {}",
+        a.observations,
+        us(a.observed_max_ns)
+    );
+    if let Some(b) = &a.binning {
+        let _ = writeln!(o, "  input: {b}");
+    }
+    model(&mut o, a);
+    if !a.diagnostics.is_empty() {
+        let _ = writeln!(o, "  diagnostics (each at significance {}):", a.alpha);
+    }
+    for d in &a.diagnostics {
+        let (mark, detail) = match &d.outcome {
+            Outcome::Pass { statistic, p } => {
+                ("pass", format!("statistic {statistic:.4}, p = {p:.3}"))
+            }
+            Outcome::Fail { statistic, p } => {
+                ("FAIL", format!("statistic {statistic:.4}, p = {p:.3}"))
+            }
+            Outcome::Untested { why } => ("untested", why.clone()),
+        };
+        let _ = writeln!(o, "    {mark:<8} {}: {detail}", d.test.question());
+    }
+    if !a.accepted() {
+        let _ = writeln!(o, "  REFUSED: no worst-case estimate, because");
+        for r in &a.refusals {
+            let _ = writeln!(o, "    - {r}");
+        }
+        if a.model.is_none() {
+            return o;
+        }
+        if !a.unreliable {
+            let _ = writeln!(
+                o,
+                "  (--unreliable prints the numbers anyway, labelled UNRELIABLE)"
+            );
+            return o;
+        }
+    }
+    levels(&mut o, a);
+    o
+}
+
+fn model(o: &mut String, a: &Analysis) {
+    if a.stability.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        o,
+        "  threshold stability (GPD shape ξ of the cluster maxima per threshold):"
+    );
+    let chosen = a.model.as_ref().map(|m| m.threshold_ns);
+    for c in &a.stability {
+        let mark = if Some(c.threshold) == chosen {
+            "→"
+        } else {
+            " "
+        };
+        let fit = match (c.fit, c.xi_se) {
+            (Some(g), Some(se)) => format!("ξ = {:+.3} ± {:.3}", g.xi, 1.96 * se),
+            _ => "too few clusters".to_string(),
+        };
+        let _ = writeln!(
+            o,
+            "   {mark} {:>12}  {:>6} exceedances  {:>6} clusters  {fit}",
+            us(c.threshold),
+            c.exceedances,
+            c.clusters
+        );
+    }
+    if let Some(m) = &a.model {
+        let _ = writeln!(
+            o,
+            "  model: peaks over threshold {}, {} clusters of {} exceedances (extremal index {:.2}), GPD σ = {}, ξ = {:+.3}, {}",
+            us(m.threshold_ns),
+            m.clusters,
+            m.exceedances,
+            m.extremal_index,
+            us(m.gpd.sigma),
+            m.gpd.xi,
+            match m.endpoint_ns {
+                Some(e) => format!("bounded tail, estimated upper end {}", us(e)),
+                None => "unbounded tail".to_string(),
+            }
+        );
+        if m.shape == crate::Shape::Exponential {
+            let _ = writeln!(
+                o,
+                "  levels from the exponential tail (ξ = 0), the conservative choice: a light tail fitted with ξ < 0 extrapolates too low (likelihood ratio of ξ = 0: {:.2}; --allow-bounded uses the bounded fit)",
+                m.lr_exponential
+            );
+        }
+    }
+}
+
+fn levels(o: &mut String, a: &Analysis) {
+    let label = if a.unreliable { "UNRELIABLE " } else { "" };
+    let _ = writeln!(
+        o,
+        "  {label}latency exceeded with probability p per wake-up ({:.0} % confidence interval):",
+        a.confidence * 100.0
+    );
+    for l in &a.levels {
+        let once = l
+            .once_per_s
+            .map_or(String::new(), |s| format!("once per {}", span(s)));
+        let upper = l.upper_ns.map_or("unbounded".to_string(), us);
+        let beyond = if l.extrapolation >= 1000.0 {
+            format!("{:.0e} × the run", l.extrapolation)
+        } else if l.extrapolation > 1.0 {
+            format!("{:.0} × the run", l.extrapolation)
+        } else {
+            "within the run".to_string()
+        };
+        let longer = match l.longer {
+            Some(f) if f <= 1.0 => "  (already that precise)".to_string(),
+            Some(f) => format!("  (measure {f:.0} × as long for that precision)"),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            o,
+            "    p = {:<8.0e} {:>16}  {:>12}  [{} .. {}]  {beyond}{longer}",
+            l.probability,
+            once,
+            us(l.estimate_ns),
+            us(l.lower_ns),
+            upper
+        );
+    }
+    if a.levels.is_empty() {
+        let _ = writeln!(
+            o,
+            "    (every probability asked for lies within the measured data)"
+        );
+    }
+}
+
+/// One limit's verdict: `  limit pwcet@1e-9 ≤ 200.0 µs: ok: upper bound 91.2 µs`.
+pub fn limit(l: &PwcetLimit, v: &Verdict) -> String {
+    let said = match v {
+        Verdict::Pass { upper_ns } => format!("ok: upper bound {}", us(*upper_ns)),
+        Verdict::Exceeded { upper_ns } => format!(
+            "EXCEEDED: upper bound {}",
+            upper_ns.map_or("unbounded".to_string(), us)
+        ),
+        Verdict::NoEstimate => "FAILED: no estimate to check".to_string(),
+    };
+    format!(
+        "  limit pwcet@{:e} ≤ {}: {said}",
+        l.probability,
+        us(l.limit.0 as f64)
+    )
+}

@@ -1,0 +1,296 @@
+//! The analysis on samples of known distributions, with fixed seeds: it recovers what it
+//! should, its intervals cover the truth about as often as they claim, and it refuses samples
+//! that break the model.
+
+use rtscope_evt::diag::generator;
+use rtscope_evt::gpd::{self, Gpd};
+use rtscope_evt::threshold::Point;
+use rtscope_evt::{analyse, Options, Refusal, Shape, Tail, Test};
+
+fn ordered(values: Vec<f64>) -> Tail {
+    let max = values.iter().cloned().fold(0.0, f64::max);
+    Tail {
+        observations: values.len() as u64,
+        rate_hz: Some(1000.0),
+        points: values
+            .into_iter()
+            .enumerate()
+            .map(|(i, value)| Point {
+                index: Some(i as u64),
+                value,
+            })
+            .collect(),
+        ordered: true,
+        binning: None,
+        bin_ns: None,
+        max,
+    }
+}
+
+/// Latencies of 5 µs plus a GPD: every threshold above 5 µs sees the same shape.
+fn gpd_run(truth: Gpd, n: usize, seed: u64) -> Vec<f64> {
+    let mut r = generator(seed);
+    (0..n).map(|_| 5000.0 + truth.draw(r.unit())).collect()
+}
+
+#[test]
+fn a_gpd_run_is_accepted_and_its_shape_and_levels_recovered() {
+    let truth = Gpd {
+        sigma: 800.0,
+        xi: -0.15,
+    };
+    let a = analyse(
+        &ordered(gpd_run(truth, 60_000, 11)),
+        &Options::default(),
+        false,
+    );
+    assert!(a.accepted(), "refused: {:?}", a.refusals);
+    let m = a.model.as_ref().unwrap();
+    assert!((m.gpd.xi - truth.xi).abs() < 0.1, "ξ {}", m.gpd.xi);
+    // Above the threshold u the excesses are GPD with σ_u = σ + ξ (u − 5000).
+    let sigma_u = truth.sigma + truth.xi * (m.threshold_ns - 5000.0);
+    assert!(
+        (m.gpd.sigma / sigma_u - 1.0).abs() < 0.2,
+        "σ {} vs {sigma_u}",
+        m.gpd.sigma
+    );
+    // No clustering in an i.i.d. sample: the extremal index is near 1.
+    assert!(m.extremal_index > 0.9, "θ {}", m.extremal_index);
+    // ξ̂ < 0: the levels come from the exponential tail, above the true quantiles.
+    assert_eq!(m.shape, Shape::Exponential);
+    assert_eq!(a.levels.len(), 7 + 4);
+    for l in &a.levels {
+        let t = 5000.0 + truth.excess_at(l.probability);
+        assert!(
+            t <= l.estimate_ns,
+            "p {}: {t} above {}",
+            l.probability,
+            l.estimate_ns
+        );
+    }
+    // As the bounded GPD it is, every level's interval holds the true quantile.
+    let bounded = Options {
+        allow_bounded: true,
+        ..Options::default()
+    };
+    let b = analyse(&ordered(gpd_run(truth, 60_000, 11)), &bounded, false);
+    assert_eq!(b.model.as_ref().unwrap().shape, Shape::Gpd);
+    for l in &b.levels {
+        let t = 5000.0 + truth.excess_at(l.probability);
+        let hi = l.upper_ns.unwrap_or(f64::INFINITY);
+        assert!(
+            l.lower_ns <= t && t <= hi,
+            "p {}: {t} not in [{} .. {hi}]",
+            l.probability,
+            l.lower_ns
+        );
+    }
+    let json = serde_json::to_value(&a).unwrap();
+    assert_eq!(json["diagnostics"].as_array().unwrap().len(), 6);
+    assert_eq!(json["diagnostics"][0]["test"], "fit-ks");
+}
+
+#[test]
+fn profile_intervals_cover_the_truth_about_as_often_as_claimed() {
+    // 200 seeds × 150 excesses of a GPD (ξ = 0.1): the 95 % interval of the level exceeded
+    // with probability 1e-3 per excess must hold the true level in 90–99 % of the seeds.
+    let truth = Gpd {
+        sigma: 1.0,
+        xi: 0.1,
+    };
+    let p = 1e-3;
+    let t = truth.excess_at(p);
+    let mut covered = 0;
+    for seed in 0..200 {
+        let mut r = generator(1000 + seed);
+        let y: Vec<f64> = (0..150).map(|_| truth.draw(r.unit())).collect();
+        let f = gpd::fit(&y).unwrap();
+        let (lo, hi) = gpd::return_interval(&y, &f, 1.0, p, 3.8415);
+        covered += usize::from(lo <= t && t <= hi.unwrap_or(f64::INFINITY));
+    }
+    eprintln!("covered {covered} of 200");
+    assert!((180..=198).contains(&covered), "covered {covered} of 200");
+}
+
+/// A load that wakes every 500th cycle: regular spikes far above an exponential base.
+fn periodic() -> Tail {
+    let mut r = generator(3);
+    ordered(
+        (0..50_000)
+            .map(|i| {
+                let base = 3000.0 - 300.0 * r.unit().ln();
+                if i % 500 == 250 {
+                    base + 20_000.0 + 2000.0 * r.unit()
+                } else {
+                    base
+                }
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn periodic_spikes_are_refused() {
+    let a = analyse(&periodic(), &Options::default(), false);
+    assert!(!a.accepted());
+    assert!(a.levels.is_empty(), "a refused estimate prints no number");
+    assert!(
+        a.refusals.iter().any(|r| matches!(
+            r,
+            Refusal::NoStableThreshold
+                | Refusal::Failed {
+                    test: Test::Arrivals | Test::FitKs | Test::FitAd
+                }
+        )),
+        "{:?}",
+        a.refusals
+    );
+    // With the flag the numbers of the fit are there, and marked.
+    let b = analyse(&periodic(), &Options::default(), true);
+    assert_eq!(b.refusals, a.refusals);
+    if b.model.is_some() {
+        assert!(b.unreliable && !b.levels.is_empty());
+    }
+}
+
+#[test]
+fn a_tail_that_changes_half_way_is_refused() {
+    // The second half under a load: its tail twice as long.
+    let mut r = generator(5);
+    let v: Vec<f64> = (0..40_000)
+        .map(|i| 3000.0 - if i < 20_000 { 300.0 } else { 600.0 } * r.unit().ln())
+        .collect();
+    let a = analyse(&ordered(v), &Options::default(), false);
+    assert!(
+        a.refusals.iter().any(|r| matches!(
+            r,
+            Refusal::Failed {
+                test: Test::SameRate | Test::SameTail
+            }
+        )),
+        "{:?}",
+        a.refusals
+    );
+}
+
+#[test]
+fn a_short_run_is_refused_for_too_few_exceedances() {
+    let a = analyse(
+        &ordered(gpd_run(
+            Gpd {
+                sigma: 1.0,
+                xi: 0.0,
+            },
+            900,
+            1,
+        )),
+        &Options::default(),
+        false,
+    );
+    assert_eq!(
+        a.refusals,
+        vec![Refusal::TooFewExceedances {
+            have: 90,
+            need: 100
+        }]
+    );
+    assert!(a.model.is_none() && a.levels.is_empty());
+}
+
+#[test]
+fn a_histogram_is_fitted_with_its_order_tests_marked_untested() {
+    // 200,000 wake-ups of 5 µs + GPD, binned at 1 µs as cyclictest does.
+    let truth = Gpd {
+        sigma: 2000.0,
+        xi: -0.1,
+    };
+    let mut counts = std::collections::BTreeMap::new();
+    for v in gpd_run(truth, 200_000, 7) {
+        *counts.entry((v / 1000.0) as u64 * 1000).or_insert(0u64) += 1;
+    }
+    let bins: Vec<(u64, u64, u64)> = counts.into_iter().map(|(lo, c)| (lo, 1, c)).collect();
+    let tail = rtscope_evt::input::from_bins(&bins, Some(1000), Some(1000.0)).unwrap();
+    let a = analyse(&tail, &Options::default(), false);
+    let untested = a
+        .diagnostics
+        .iter()
+        .filter(|d| matches!(d.outcome, rtscope_evt::Outcome::Untested { .. }))
+        .count();
+    assert_eq!(untested, 4);
+    assert!(a.accepted(), "{:?}", a.refusals);
+    assert!((a.model.unwrap().gpd.xi - truth.xi).abs() < 0.1);
+}
+
+/// Fit on the first 10 % of a run, predict how often the other 90 % exceed each level: the
+/// counts observed must not exceed the prediction beyond its Poisson spread (4 standard
+/// deviations). Parents whose tails are only asymptotically GPD: a Weibull
+/// (light, ξ → 0) and a lognormal (ξ → 0 slowly, the hard case for thresholds).
+#[test]
+fn held_out_exceedances_match_the_prediction() {
+    let weibull = |u: f64| 4000.0 + 1500.0 * (-u.ln()).powf(1.0 / 1.5);
+    let lognormal = |u: f64, v: f64| {
+        let z = (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos();
+        (8.5 + 0.3 * z).exp()
+    };
+    for (name, seed) in [("weibull", 21), ("lognormal", 22)] {
+        let mut r = generator(seed);
+        let v: Vec<f64> = (0..1_000_000)
+            .map(|_| match name {
+                "weibull" => weibull(r.unit()),
+                _ => lognormal(r.unit(), r.unit()),
+            })
+            .collect();
+        let (fit_part, held) = v.split_at(100_000);
+        let o = Options {
+            probabilities: vec![1e-3, 1e-4, 1e-5],
+            ..Options::default()
+        };
+        let a = analyse(&ordered(fit_part.to_vec()), &o, false);
+        assert!(a.accepted(), "{name}: {:?}", a.refusals);
+        for l in a
+            .levels
+            .iter()
+            .filter(|l| l.once_per_s.is_some_and(|s| s < 1000.0))
+        {
+            let predicted = l.probability * held.len() as f64;
+            let count = |z: f64| held.iter().filter(|&&x| x > z).count() as f64;
+            let observed = count(l.estimate_ns);
+            // The interval's ends bracket the count too (a wider level, fewer exceedances).
+            let (at_lo, at_hi) = (count(l.lower_ns), l.upper_ns.map_or(0.0, count));
+            eprintln!(
+                "{name} p {:e}: predicted {predicted:.1}, observed {observed} ({at_hi} .. {at_lo} over the interval)",
+                l.probability
+            );
+            // Conservative: never more exceedances than predicted beyond the Poisson spread.
+            let spread = 4.0 * predicted.sqrt() + 1.0;
+            assert!(
+                observed <= predicted + spread,
+                "{name} p {}: predicted {predicted}, observed {observed}",
+                l.probability
+            );
+        }
+    }
+}
+
+#[test]
+fn how_long_to_measure_scales_with_the_square_of_the_log_width() {
+    use rtscope_evt::longer_for;
+    // 21 % above the estimate is twice the log width of 10 %: four times as long.
+    assert!((longer_for(100.0, 121.0, 0.1).unwrap() - 4.0).abs() < 1e-12);
+    assert!(longer_for(100.0, 105.0, 0.1).unwrap() < 1.0);
+    assert_eq!(longer_for(100.0, 100.0, 0.1), None);
+    // Asked for, every bounded level of an accepted fit carries its answer.
+    let o = Options {
+        precision: Some(0.1),
+        ..Options::default()
+    };
+    let truth = Gpd {
+        sigma: 800.0,
+        xi: 0.1,
+    };
+    let a = analyse(&ordered(gpd_run(truth, 60_000, 12)), &o, false);
+    assert!(a.accepted(), "{:?}", a.refusals);
+    for l in &a.levels {
+        assert_eq!(l.longer.is_some(), l.upper_ns.is_some());
+    }
+}

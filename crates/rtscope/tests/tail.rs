@@ -1,0 +1,201 @@
+//! `rtscope tail`: the estimate beyond the measured maximum on a real `--raw` run (SCHED_FIFO,
+//! under the test lock), on an imported cyclictest histogram, the `pwcet@` gate and bad input.
+//! Nothing here asserts a latency: only the structure of the answer and its consistency.
+
+use crate::common::{self, rt_lock};
+use serde_json::Value;
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn rtscope(db: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .args(args)
+        .env("RTSCOPE_DB", db)
+        .output()
+        .expect("run rtscope")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn json(db: &Path, args: &[&str]) -> Value {
+    let o = rtscope(db, args);
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Every level of an accepted analysis: bounds around the estimate, above the threshold,
+/// ordered by probability; a refused one has reasons and no level.
+fn check_consistent(a: &Value, ordered: bool) {
+    let refusals = a["refusals"].as_array().unwrap();
+    let levels = a["levels"].as_array().unwrap();
+    if !refusals.is_empty() {
+        assert!(levels.is_empty(), "a refusal prints no number: {a}");
+        assert!(refusals.iter().all(|r| r["reason"].is_string()));
+        return;
+    }
+    let m = &a["model"];
+    let u = m["threshold_ns"].as_f64().unwrap();
+    assert!(m["clusters"].as_u64().unwrap() >= 100);
+    assert!(m["clusters"].as_u64() <= m["exceedances"].as_u64());
+    let untested = a["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|d| d["outcome"] == "untested")
+        .count();
+    assert_eq!(untested, if ordered { 0 } else { 4 });
+    assert!(!levels.is_empty());
+    let mut last = 0.0;
+    for l in levels {
+        let (e, lo) = (
+            l["estimate_ns"].as_f64().unwrap(),
+            l["lower_ns"].as_f64().unwrap(),
+        );
+        let hi = l["upper_ns"].as_f64().unwrap_or(f64::INFINITY);
+        assert!(u < lo && lo <= e && e <= hi, "{l}");
+        assert!(l["probability"].as_f64().unwrap() < m["cluster_rate"].as_f64().unwrap());
+        let _ = last;
+        last = e;
+    }
+}
+
+#[test]
+fn a_raw_run_gets_an_estimate_or_a_named_refusal_and_the_gate_agrees() {
+    let _rt = rt_lock();
+    let db = common::fresh_dir("tail-raw").join("r.db");
+    let o = rtscope(
+        &db,
+        &[
+            "measure", "-l", "20000", "-i", "100us", "-c", "0", "-q", "--raw",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let doc = json(&db, &["tail", "last", "--json", "--probability", "1e-9"]);
+    assert_eq!(doc["schema"], "rtscope.tail/1");
+    let threads = doc["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 1);
+    let a = &threads[0]["analysis"];
+    assert_eq!(
+        a["observations"], 20000,
+        "every wake-up is read from the raw samples"
+    );
+    assert!(a["binning"].is_null(), "raw samples are exact values");
+    assert!(!a["stability"].as_array().unwrap().is_empty());
+    check_consistent(a, true);
+
+    // The gate: a limit of 1 ns is never met (exceeded, or no estimate); exit 1 either way.
+    let o = rtscope(&db, &["tail", "last", "--limit", "pwcet@1e-9=1ns"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stdout).contains("limit pwcet@1e-9"),
+        "{}",
+        text(&o.stdout)
+    );
+    // A generous limit passes exactly when there is an estimate with a bounded upper end.
+    let o = rtscope(
+        &db,
+        &["tail", "last", "--json", "--limit", "pwcet@1e-9=60s"],
+    );
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = &doc["threads"][0]["limits"][0]["result"];
+    let bounded = doc["threads"][0]["analysis"]["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|l| l["probability"] == 1e-9 && l["upper_ns"].is_f64());
+    assert_eq!(o.status.code(), Some(if bounded { 0 } else { 1 }), "{v}");
+    assert_eq!(v["verdict"] == "pass", bounded, "{v}");
+
+    // --unreliable shows the levels of a refused fit, marked.
+    let doc = json(&db, &["tail", "last", "--json", "--unreliable"]);
+    let a = &doc["threads"][0]["analysis"];
+    let refused = !a["refusals"].as_array().unwrap().is_empty();
+    assert_eq!(a["unreliable"], refused && !a["model"].is_null());
+}
+
+#[test]
+fn a_cyclictest_histogram_is_analysed_without_its_order_tests() {
+    // A synthetic cyclictest -h 2000 histogram (no overflow): an exponential tail over 1 µs bins.
+    let dir = common::fresh_dir("tail-hist");
+    let db = dir.join("r.db");
+    let mut body = String::from("# Histogram\n");
+    let mut total = 0u64;
+    for us in 0..2000u64 {
+        let c = if us < 10 {
+            0
+        } else {
+            (200_000.0 * (-(us as f64 - 10.0) / 6.0).exp()) as u64
+        };
+        total += c;
+        body += &format!("{us:06} {c:06}\n");
+    }
+    body += &format!("# Total: {total:09}\n# Min Latencies: 00010\n# Avg Latencies: 00015\n");
+    let max = (0..2000u64)
+        .filter(|us| *us >= 10 && (200_000.0 * (-(*us as f64 - 10.0) / 6.0).exp()) as u64 > 0)
+        .max()
+        .unwrap();
+    body += &format!("# Max Latencies: {max:05}\n# Histogram Overflows: 00000\n");
+    let file = dir.join("hist.txt");
+    std::fs::write(&file, body).unwrap();
+    let o = rtscope(&db, &["import", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let doc = json(&db, &["tail", "last", "--json"]);
+    let a = &doc["threads"][0]["analysis"];
+    assert_eq!(a["observations"], total);
+    assert!(a["binning"].as_str().unwrap().contains("1000 ns"), "{a}");
+    check_consistent(a, false);
+    let o = rtscope(&db, &["tail", "last"]);
+    assert!(
+        text(&o.stdout).contains("a histogram keeps no time order")
+            || text(&o.stdout).contains("REFUSED")
+    );
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_fix() {
+    let dir = common::fresh_dir("tail-bad");
+    let db = dir.join("r.db");
+    let file = dir.join("hist.txt");
+    std::fs::write(
+        &file,
+        "# Histogram\n000010 000100\n000011 000001\n# Total: 000000101\n# Min Latencies: 00010\n# Avg Latencies: 00010\n# Max Latencies: 00011\n# Histogram Overflows: 00000\n",
+    )
+    .unwrap();
+    assert_eq!(
+        rtscope(&db, &["import", file.to_str().unwrap()])
+            .status
+            .code(),
+        Some(0)
+    );
+    for (args, says) in [
+        (
+            vec!["tail", "last", "--limit", "max=3us"],
+            "hint: --limit pwcet@",
+        ),
+        (vec!["tail", "last", "--cpu", "99"], "no thread on CPU 99"),
+        (
+            vec!["tail", "last", "--probability", "2"],
+            "not a probability",
+        ),
+        (vec!["tail", "nope"], "is not a run"),
+    ] {
+        let o = rtscope(&db, &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            text(&o.stderr).contains(says),
+            "{args:?}: {}",
+            text(&o.stderr)
+        );
+    }
+    // 101 wake-ups: refused for too few exceedances, exit 0, no number.
+    let o = rtscope(&db, &["tail", "last"]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("REFUSED") && out.contains("too few exceedances"),
+        "{out}"
+    );
+    assert!(!out.contains("p = "), "{out}");
+}
