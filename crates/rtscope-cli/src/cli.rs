@@ -6,9 +6,11 @@ use std::path::PathBuf;
 
 mod check;
 mod fleet;
+mod noise;
 mod respond;
 pub use check::CheckArgs;
 pub use fleet::FleetArgs;
+pub use noise::{NoiseArgs, NoisePolicyArg};
 pub use respond::{BiasArg, EdgesArg, EventClockArg, PacingArg, RespondArgs, RespondPolicyArg};
 
 /// `rtscope --version`: the version, the target triple and the git commit (`unknown` when built
@@ -69,6 +71,11 @@ pub enum Command {
     /// How fast a real-time thread reacts to an IPC event (eventfd, pipe, futex, POSIX mq,
     /// signal, SysV semaphore, UNIX datagram) or to an edge on a GPIO input (docs/respond.md).
     Respond(Box<RespondArgs>),
+    /// Measure OS noise: the time a busy-looping CPU loses to everything else.
+    ///
+    /// One pinned busy loop per CPU reads the clock; every gap between two readings goes into
+    /// a histogram, every gap over --threshold is kept with its start (docs/noise.md).
+    Noise(Box<NoiseArgs>),
     /// Run a campaign: scenarios × load cases × repeats, with loads and system monitors.
     Run(Box<RunArgs>),
     /// Run a load standalone: messaging, memory, cpu, io, network or an external program.
