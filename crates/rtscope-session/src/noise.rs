@@ -235,6 +235,7 @@ pub fn record(
     meta: &NoiseMeta,
     threads: &[NoiseThread],
     gaps: &[Vec<Gap>],
+    explained: Option<&rtscope_trace::book::ExplainSummary>,
     status: RunStatus,
     exit_code: i32,
 ) -> Result<RunId, StoreError> {
@@ -328,8 +329,70 @@ pub fn record(
         &crate::sysinfo::rfc3339(meta.ended),
         exit_code,
     )?;
+    if let Some(x) = explained {
+        let (summary, rows) = crate::explain::store_rows(x, meta.clock_start);
+        store.write_spikes(id, &summary, &rows)?;
+    }
     Ok(id)
 }
 
 #[cfg(test)]
 mod tests;
+
+/// `rtscope noise --explain`: the gaps handed to the same flight recorder and charging step as
+/// `measure --explain`. A gap is a spike whose interval is `[gap start, gap end]`: the "deadline"
+/// is the loop's last reading before the gap and the "wake-up" the first after it, so every
+/// nanosecond between them is charged to what ran on the CPU (IRQ, softirq, thread, NMI) or
+/// stated as unexplained.
+pub struct NoiseExplainer {
+    ex: rtscope_trace::explain::Explainer,
+    live: bool,
+}
+
+impl NoiseExplainer {
+    /// Starts recording `cpus` (before the loops start: the reaper forks while the process is
+    /// small). With housekeeping CPUs the gaps are attributed during the run, else at its end.
+    pub fn start(threshold: Nanos, cpus: &[usize], housekeeping: Option<&CpuSet>) -> Self {
+        let mut cfg = rtscope_trace::explain::ExplainConfig::new(threshold.0, cpus.to_vec());
+        cfg.housekeeping = housekeeping.map(|h| h.iter().collect()).unwrap_or_default();
+        NoiseExplainer {
+            live: housekeeping.is_some(),
+            ex: rtscope_trace::explain::Explainer::start(cfg),
+        }
+    }
+
+    /// The tier in use, with the reason it is not better.
+    pub fn tier_line(&self) -> String {
+        match self.ex.tier_reason() {
+            Some(r) => format!("explaining gaps: tier {} ({r})", self.ex.tier().name()),
+            None => format!("explaining gaps: tier {}", self.ex.tier().name()),
+        }
+    }
+
+    /// Whether gaps are attributed during the run (a housekeeping CPU runs the analysis);
+    /// else hand them over only after the loops have stopped.
+    pub fn is_live(&self) -> bool {
+        self.live
+    }
+
+    /// Hands over gaps of the loop on `cpu` (thread `tid`) and attributes what it can, in
+    /// batches (the explainer queues a bounded number); gaps below the threshold are ignored.
+    pub fn push(&mut self, cpu: usize, tid: i32, gaps: &[Gap]) {
+        for batch in gaps.chunks(1024) {
+            for g in batch {
+                self.ex.push_spike(rtscope_trace::Spike {
+                    cpu,
+                    tid,
+                    deadline_ns: g.start.0,
+                    wakeup_ns: g.end().0,
+                });
+            }
+            self.ex.poll();
+        }
+    }
+
+    /// Attributes what is left and returns the summary (the trace instance is removed).
+    pub fn finish(self) -> rtscope_trace::book::ExplainSummary {
+        self.ex.finish(std::time::Duration::from_millis(1500))
+    }
+}

@@ -61,6 +61,10 @@ pub struct NoiseArgs {
         help_heading = "Measurement"
     )]
     pub gap_capacity: usize,
+    /// Charge every gap at or above this length to its causes (IRQ, softirq, thread, NMI,
+    /// unexplained) from a private tracefs instance, as `measure --explain` (root; docs/noise.md)
+    #[arg(long, value_name = "DUR", help_heading = "Output")]
+    pub explain: Option<String>,
     /// Fail (exit 1) when a CPU exceeds a limit: max_single=20us, available=99.99% (repeatable)
     #[arg(long = "limit", value_name = "STAT=VALUE", help_heading = "Output")]
     pub limits: Vec<String>,

@@ -9,9 +9,12 @@ use rtscope_core::text::{count, short, us_or_dash};
 use rtscope_core::Nanos;
 use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, NoiseThread};
 use rtscope_engine::{sys, CpuSet, Policy, Wake};
-use rtscope_session::noise::{self as noise, CpuNoise, NoiseCheck, NoiseLimit, NoiseMeta};
+use rtscope_session::noise::{
+    self as noise, CpuNoise, NoiseCheck, NoiseExplainer, NoiseLimit, NoiseMeta,
+};
 use rtscope_session::output::OutputFile;
 use rtscope_session::{record, RunStatus};
+use rtscope_trace::book::ExplainSummary;
 use serde_json::json;
 use std::io::Write;
 use std::time::SystemTime;
@@ -89,15 +92,22 @@ struct Outcome {
     threads: Vec<NoiseThread>,
     gaps: Vec<Vec<Gap>>,
     signal: Option<i32>,
+    explained: Option<ExplainSummary>,
 }
 
-/// Runs the loops to their end or a stop signal, draining the gap rings as it goes.
-fn drive(run: NoiseRun) -> Outcome {
+/// Runs the loops to their end or a stop signal, draining the gap rings as it goes (and
+/// handing the new gaps to the explainer when it analyses live).
+fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>) -> Outcome {
     let mut gaps: Vec<Vec<Gap>> = vec![Vec::new(); run.threads().len()];
     let mut signal = None;
-    let drain = |run: &NoiseRun, gaps: &mut Vec<Vec<Gap>>| {
-        for (sh, g) in run.threads().iter().zip(gaps.iter_mut()) {
+    let cpus = run.config().cpus.clone();
+    let mut drain = |run: &NoiseRun, gaps: &mut Vec<Vec<Gap>>| {
+        for (i, (sh, g)) in run.threads().iter().zip(gaps.iter_mut()).enumerate() {
+            let from = g.len();
             sh.ring().drain(|gap| g.push(gap));
+            if let Some(x) = explain.as_mut().filter(|x| x.is_live()) {
+                x.push(cpus[i], sh.tid(), &g[from..]);
+            }
         }
     };
     loop {
@@ -114,10 +124,19 @@ fn drive(run: NoiseRun) -> Outcome {
     }
     drain(&run, &mut gaps);
     let threads = run.finish();
+    let explained = explain.map(|mut x| {
+        if !x.is_live() {
+            for (t, g) in threads.iter().zip(&gaps) {
+                x.push(t.cpu, t.tid, g);
+            }
+        }
+        x.finish()
+    });
     Outcome {
         threads,
         gaps,
         signal,
+        explained,
     }
 }
 
@@ -163,14 +182,23 @@ pub fn run(
             short(c.threshold),
             c.policy.name(),
             c.priority,
-            hk.map_or(String::new(), |h| format!(
+            hk.as_ref().map_or(String::new(), |h| format!(
                 ", rtscope's own thread on CPUs {h}"
             )),
         ));
     }
+    let explain = a
+        .explain
+        .as_deref()
+        .map(|t| dur(t, "--explain", "us"))
+        .transpose()?
+        .map(|t| NoiseExplainer::start(t, &c.cpus, hk.as_ref()));
+    if let (Some(x), false) = (&explain, a.quiet) {
+        rtscope_session::output::warn(&x.tier_line());
+    }
     let run = NoiseRun::start(c.clone()).map_err(UsageError::from_error)?;
     let (started, clock_start) = (run.started(), run.clock_start());
-    let o = drive(run);
+    let o = drive(run, explain);
     let meta = NoiseMeta {
         label: a.label.clone(),
         tags,
@@ -273,6 +301,9 @@ fn finish(
             sys::signal_name(s)
         ));
     }
+    if let Some(x) = &o.explained {
+        text.push_str(&rtscope_trace::render::summary(x, meta.clock_start.0, 10));
+    }
     text.push_str(&render_checks(&checks));
     let Some(file) = json_file else {
         out.write_all(text.as_bytes())?;
@@ -329,6 +360,7 @@ fn save(
         meta,
         &o.threads,
         &o.gaps,
+        o.explained.as_ref(),
         run_status,
         status.code(),
     ) {

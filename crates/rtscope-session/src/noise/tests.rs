@@ -158,7 +158,7 @@ fn a_noise_run_is_recorded_with_its_gaps_as_events() {
         start: Nanos(600),
         duration: Nanos(5_000),
     }]];
-    let id = record(&mut store, &meta, &[t], &gaps, RunStatus::Complete, 0).unwrap();
+    let id = record(&mut store, &meta, &[t], &gaps, None, RunStatus::Complete, 0).unwrap();
     let b = store.bundle(id, false).unwrap();
     assert_eq!(b.detail.summary.kind, RunKind::Noise);
     assert_eq!(b.events.len(), 1);
