@@ -331,6 +331,7 @@ fn finish(
             })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "limits": checks,
+        "explain": o.explained,
         "interrupted": o.signal.map(sys::signal_name),
         "exit_code": status.code(),
     });
