@@ -303,6 +303,7 @@ fn finish(
     }
     if let Some(x) = &o.explained {
         text.push_str(&rtscope_trace::render::summary(x, meta.clock_start.0, 10));
+        text.push_str(&noise::ClassTotals::of(x).line());
     }
     text.push_str(&render_checks(&checks));
     let Some(file) = json_file else {
@@ -332,6 +333,7 @@ fn finish(
         })).collect::<Vec<_>>(),
         "limits": checks,
         "explain": o.explained,
+        "explain_classes": o.explained.as_ref().map(noise::ClassTotals::of),
         "interrupted": o.signal.map(sys::signal_name),
         "exit_code": status.code(),
     });
