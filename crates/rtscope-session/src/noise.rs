@@ -468,3 +468,37 @@ impl ClassTotals {
         )
     }
 }
+
+/// At SCHED_FIFO/RR, the note that the duty cycle exceeds the kernel's RT throttling budget
+/// (`sched_rt_runtime_us` of `sched_rt_period_us` below `root`/proc/sys/kernel; -1 is no
+/// throttling): the throttle will then take the CPU from the loop every period, and those gaps
+/// are RT throttling, not noise from elsewhere. `None` when it cannot happen or is unknown.
+pub fn rt_throttle_note(c: &NoiseConfig, root: &Path) -> Option<String> {
+    if !c.policy.is_realtime_priority() {
+        return None;
+    }
+    let read = |name: &str| -> Option<i64> {
+        std::fs::read_to_string(root.join("proc/sys/kernel").join(name))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let (rt_runtime, rt_period) = (read("sched_rt_runtime_us")?, read("sched_rt_period_us")?);
+    if rt_runtime < 0 || rt_period <= 0 {
+        return None;
+    }
+    // runtime/period > rt_runtime/rt_period, in integers.
+    let over =
+        u128::from(c.runtime.0) * rt_period as u128 > u128::from(c.period.0) * rt_runtime as u128;
+    over.then(|| {
+        format!(
+            "note: spinning {} of every {} at {} exceeds the kernel's RT throttling budget \
+             ({rt_runtime} us of every {rt_period} us, /proc/sys/kernel/sched_rt_runtime_us): \
+             the gaps it causes are RT throttling, not noise from elsewhere",
+            rtscope_core::text::short(c.runtime),
+            rtscope_core::text::short(c.period),
+            c.policy.name()
+        )
+    })
+}

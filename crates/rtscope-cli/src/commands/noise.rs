@@ -187,6 +187,9 @@ pub fn run(
             )),
         ));
     }
+    if let Some(note) = noise::rt_throttle_note(&c, std::path::Path::new("/")) {
+        rtscope_session::output::warn(&note);
+    }
     let explain = a
         .explain
         .as_deref()

@@ -215,3 +215,41 @@ fn explained_time_is_summed_by_class_and_unexplained_kept_apart() {
     );
     assert!(t.line().contains("unexplained 5.0 %"));
 }
+
+#[test]
+fn a_duty_cycle_over_the_rt_budget_is_named_as_rt_throttling() {
+    let root = std::env::temp_dir().join(format!("rtscope-noise-rt-{}", std::process::id()));
+    let dir = root.join("proc/sys/kernel");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("sched_rt_runtime_us"), "950000\n").unwrap();
+    std::fs::write(dir.join("sched_rt_period_us"), "1000000\n").unwrap();
+    let fifo = NoiseConfig {
+        policy: Policy::Fifo,
+        priority: 95,
+        ..config()
+    };
+    assert_eq!(
+        rt_throttle_note(&fifo, &root),
+        None,
+        "950 ms of 1 s is within the budget"
+    );
+    let full = NoiseConfig {
+        runtime: DEFAULT_PERIOD,
+        ..fifo.clone()
+    };
+    assert!(rt_throttle_note(&full, &root)
+        .unwrap()
+        .contains("RT throttling"));
+    let other = NoiseConfig {
+        runtime: DEFAULT_PERIOD,
+        ..config()
+    };
+    assert_eq!(
+        rt_throttle_note(&other, &root),
+        None,
+        "SCHED_OTHER is not throttled"
+    );
+    std::fs::write(dir.join("sched_rt_runtime_us"), "-1\n").unwrap();
+    assert_eq!(rt_throttle_note(&full, &root), None, "-1: no throttling");
+    let _ = std::fs::remove_dir_all(&root);
+}
