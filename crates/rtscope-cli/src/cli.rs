@@ -6,10 +6,12 @@ use std::path::PathBuf;
 
 mod check;
 mod fleet;
+mod noise;
 mod respond;
 mod tail;
 pub use check::CheckArgs;
 pub use fleet::FleetArgs;
+pub use noise::{NoiseArgs, NoisePolicyArg};
 pub use respond::{BiasArg, EdgesArg, EventClockArg, PacingArg, RespondArgs, RespondPolicyArg};
 pub use tail::TailArgs;
 
@@ -71,6 +73,11 @@ pub enum Command {
     /// How fast a real-time thread reacts to an IPC event (eventfd, pipe, futex, POSIX mq,
     /// signal, SysV semaphore, UNIX datagram) or to an edge on a GPIO input (docs/respond.md).
     Respond(Box<RespondArgs>),
+    /// Measure OS noise: the time a busy-looping CPU loses to everything else.
+    ///
+    /// One pinned busy loop per CPU reads the clock; every gap between two readings goes into
+    /// a histogram, every gap over --threshold is kept with its start (docs/noise.md).
+    Noise(Box<NoiseArgs>),
     /// Run a campaign: scenarios × load cases × repeats, with loads and system monitors.
     Run(Box<RunArgs>),
     /// Run a load standalone: messaging, memory, cpu, io, network or an external program.

@@ -91,6 +91,7 @@ fn dispatch(argv_os: &[std::ffi::OsString], out: &mut dyn Write) -> anyhow::Resu
         cli::Command::Import(a) => commands::import::run(&a, out),
         cli::Command::Export(a) => commands::export::run(&a, out),
         cli::Command::Respond(a) => commands::respond::run(&a, argv.to_vec(), out),
+        cli::Command::Noise(a) => commands::noise::run(&a, argv.to_vec(), out),
         cli::Command::Run(a) => commands::fleet::with_ci(&a.ci_output, a.db.as_deref(), out, |o| {
             commands::run::run(&a, argv, o)
         }),

@@ -11,6 +11,7 @@
 mod config;
 pub mod cpuset;
 pub mod knobs;
+pub mod noise;
 mod run;
 mod state;
 pub mod sys;

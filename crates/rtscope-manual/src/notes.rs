@@ -205,6 +205,17 @@ pub fn for_command(key: &str) -> Notes {
             ],
             see_also: &["rtscope-measure(1)", "pmqtest(8)", "ptsematest(8)", "sigwaittest(8)", "svsematest(8)"],
         },
+        "noise" => Notes {
+            exit_0: "Success.",
+            exit_1: Some(LIMIT_EXCEEDED),
+            exit_3: Some(INTERRUPTED_RUN),
+            environment: DB_ENV,
+            files: "The run is recorded here as a run of kind noise unless --no-db or --db PATH is given (see RTSCOPE_DB).",
+            examples: &[
+                ("rtscope noise --cpus 1 -D 1m --limit max_single=20us", "OS noise on CPU 1 for a minute; exit 1 if any gap exceeds 20 us."),
+            ],
+            see_also: &["rtscope-measure(1)", "oslat(8)", "rtla-osnoise(1)"],
+        },
         "report" => reader(&[
             ("rtscope report", "The newest run, or its whole campaign, into ./rtscope-report/ (report.html, PNG and SVG plots, summary.csv)."),
             ("rtscope report --campaign loadcases -o out", "Every run of a campaign on shared plots."),

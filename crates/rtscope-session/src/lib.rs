@@ -23,6 +23,7 @@ pub mod explain;
 pub mod housekeeping;
 pub mod limits;
 pub mod monitoring;
+pub mod noise;
 pub mod output;
 pub mod placement;
 pub mod plan;

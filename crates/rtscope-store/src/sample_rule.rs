@@ -32,11 +32,11 @@ impl SampleRule {
     /// an imported one carries its source tool's wake-ups, and a respond run's samples are the
     /// events it received (it has no deadlines: its losses are lost events).
     pub fn of(kind: crate::RunKind, environment: &[(String, String)]) -> SampleRule {
-        use crate::RunKind::{Import, Respond};
+        use crate::RunKind::{Import, Noise, Respond};
         match environment.iter().find(|(k, _)| k == SAMPLE_RULE_KEY) {
             Some((_, v)) if v == SampleRule::Deadline.as_str() => SampleRule::Deadline,
             Some(_) => SampleRule::WakeUp,
-            None if matches!(kind, Import | Respond) => SampleRule::WakeUp,
+            None if matches!(kind, Import | Respond | Noise) => SampleRule::WakeUp,
             None => SampleRule::Deadline,
         }
     }

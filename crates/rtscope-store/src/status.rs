@@ -72,6 +72,8 @@ pub enum RunKind {
     Import,
     /// `rtscope respond` (event response latency; one "thread" per reported row).
     Respond,
+    /// `rtscope noise` (OS noise: one "thread" per measured CPU, samples are loop gaps).
+    Noise,
     /// A kind this version does not know.
     Unknown,
 }
@@ -84,6 +86,7 @@ impl RunKind {
             RunKind::Cyclictest => "cyclictest",
             RunKind::Import => "import",
             RunKind::Respond => "respond",
+            RunKind::Noise => "noise",
             RunKind::Unknown => "unknown",
         }
     }
@@ -95,6 +98,7 @@ impl RunKind {
             RunKind::Cyclictest,
             RunKind::Import,
             RunKind::Respond,
+            RunKind::Noise,
         ]
         .into_iter()
         .find(|k| k.as_str() == name)
@@ -126,6 +130,7 @@ mod tests {
         assert_eq!(RunStatus::parse("paused"), RunStatus::Unknown);
         assert_eq!(RunKind::parse("cyclictest"), RunKind::Cyclictest);
         assert_eq!(RunKind::parse("respond"), RunKind::Respond);
+        assert_eq!(RunKind::parse("noise"), RunKind::Noise);
         assert_eq!(RunKind::parse("x"), RunKind::Unknown);
     }
 }

@@ -30,6 +30,7 @@ mod import;
 mod import_summary;
 mod loads;
 mod manual;
+mod noise;
 mod observer;
 mod overflow_percentiles;
 mod readme;

@@ -22,6 +22,7 @@ const SHORT: &[&str] = &[
     // Exit 1 when a check is bad (docs/check.md): this VM's kernel is not PREEMPT_RT.
     "rtscope check --json",
     "rtscope compare kernel=stock kernel=rt",
+    "rtscope noise --cpus 0 -D 2s --no-db",
 ];
 
 fn root() -> PathBuf {

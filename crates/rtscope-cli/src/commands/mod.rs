@@ -9,6 +9,7 @@ pub mod import;
 pub mod load;
 pub mod measure;
 pub mod merge;
+pub mod noise;
 pub mod report;
 pub mod respond;
 pub mod run;

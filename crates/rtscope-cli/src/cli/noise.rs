@@ -1,0 +1,100 @@
+//! The options of `rtscope noise` (kept beside cli.rs so that file stays short).
+
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+
+/// Options of `rtscope noise`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  rtscope noise -D 10s\n  rtscope noise --cpus 1 --policy fifo -p 95 -D 1m --limit max_single=20us --limit available=99.99%\n  rtscope noise --cpus 2-3 --threshold 500ns --json noise.json\n\nExit status: 0 ok, 1 a --limit failed, 2 bad input or set-up, 3 interrupted (the results cover the part that ran).\nSee docs/noise.md for what is measured and the loop's resolution."
+)]
+pub struct NoiseArgs {
+    /// CPUs to measure, one busy loop each, e.g. 1,3 or 2-5 [default: every CPU this process may use]
+    #[arg(long, short = 'c', value_name = "LIST", help_heading = "Measurement")]
+    pub cpus: Option<String>,
+    /// CPUs for rtscope's own (control) thread [default: the online CPUs not measured, if any]
+    #[arg(long, value_name = "LIST", help_heading = "Measurement")]
+    pub housekeeping: Option<String>,
+    /// A gap longer than this is recorded with its start time; a bare number is us
+    #[arg(
+        long,
+        value_name = "DUR",
+        default_value = "1us",
+        help_heading = "Measurement"
+    )]
+    pub threshold: String,
+    /// Time the loop spins in every period (the duty cycle); a bare number is us
+    /// [default: 950ms, the kernel's RT throttling budget]
+    #[arg(long, value_name = "DUR", help_heading = "Measurement")]
+    pub runtime: Option<String>,
+    /// The duty-cycle period; a bare number is us [default: 1s]
+    #[arg(long, value_name = "DUR", help_heading = "Measurement")]
+    pub period: Option<String>,
+    /// Length of the run: 30 (seconds), 500ms, 10m
+    #[arg(
+        long,
+        short = 'D',
+        value_name = "DUR",
+        default_value = "10s",
+        help_heading = "Measurement"
+    )]
+    pub duration: String,
+    /// Scheduling policy of the loops (SCHED_OTHER by default, like oslat)
+    #[arg(long, value_enum, default_value = "other", help_heading = "Scheduling")]
+    pub policy: NoisePolicyArg,
+    /// Real-time priority (1-99) for fifo/rr; nice value (-20..19) for other [default: 95 for fifo/rr, 0 for other]
+    #[arg(
+        long,
+        short = 'p',
+        allow_negative_numbers = true,
+        help_heading = "Scheduling"
+    )]
+    pub priority: Option<i32>,
+    /// Do not lock memory (mlockall is on by default)
+    #[arg(long, help_heading = "Scheduling")]
+    pub no_mlock: bool,
+    /// Gaps over the threshold each CPU's ring holds between two reads (every 100 ms); more are counted as dropped
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 65536,
+        help_heading = "Measurement"
+    )]
+    pub gap_capacity: usize,
+    /// Charge every gap at or above this length to its causes (IRQ, softirq, thread, NMI,
+    /// unexplained) from a private tracefs instance, as `measure --explain` (root; docs/noise.md)
+    #[arg(long, value_name = "DUR", help_heading = "Output")]
+    pub explain: Option<String>,
+    /// Fail (exit 1) when a CPU exceeds a limit: max_single=20us, available=99.99% (repeatable)
+    #[arg(long = "limit", value_name = "STAT=VALUE", help_heading = "Output")]
+    pub limits: Vec<String>,
+    /// Write the results as JSON (schema rtscope.noise/1), with every gap over the threshold
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub json: Option<PathBuf>,
+    /// No progress output
+    #[arg(long, short = 'q', help_heading = "Output")]
+    pub quiet: bool,
+    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
+    #[arg(long, value_name = "PATH", help_heading = "Recording")]
+    pub db: Option<PathBuf>,
+    /// Do not record the run in the database
+    #[arg(long, conflicts_with = "db", help_heading = "Recording")]
+    pub no_db: bool,
+    /// A name for the run, e.g. idle or isolated
+    #[arg(long, value_name = "NAME", help_heading = "Recording")]
+    pub label: Option<String>,
+    /// A free-form tag, e.g. --tag board=rpi4 (repeatable)
+    #[arg(long = "tag", value_name = "KEY=VALUE", help_heading = "Recording")]
+    pub tags: Vec<String>,
+}
+
+/// Scheduling policies of the noise loops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NoisePolicyArg {
+    /// SCHED_OTHER.
+    Other,
+    /// SCHED_FIFO.
+    Fifo,
+    /// SCHED_RR.
+    Rr,
+}

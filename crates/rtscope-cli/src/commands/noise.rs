@@ -1,0 +1,382 @@
+//! `rtscope noise`: OS noise on busy-looping CPUs (the loop lives in `rtscope-engine::noise`,
+//! the checks, summary, limits and record in `rtscope-session::noise`; this file parses the
+//! flags, drives the run, prints the table and the JSON).
+
+use crate::cli::{NoiseArgs, NoisePolicyArg};
+use crate::commands::measure::plan_error;
+use crate::exit::{ExitStatus, UsageError};
+use rtscope_core::text::{count, short, us_or_dash};
+use rtscope_core::Nanos;
+use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, NoiseThread};
+use rtscope_engine::{sys, CpuSet, Policy, Wake};
+use rtscope_session::noise::{
+    self as noise, CpuNoise, NoiseCheck, NoiseExplainer, NoiseLimit, NoiseMeta,
+};
+use rtscope_session::output::OutputFile;
+use rtscope_session::{record, RunStatus};
+use rtscope_trace::book::ExplainSummary;
+use serde_json::json;
+use std::io::Write;
+use std::time::SystemTime;
+
+/// How often the control thread drains the gap rings.
+const DRAIN_EVERY: Nanos = Nanos::from_ms(100);
+
+fn dur(text: &str, flag: &str, unit: &str) -> Result<Nanos, UsageError> {
+    Nanos::parse_with_default_unit(text, unit)
+        .map_err(|e| UsageError::new(format!("invalid value for '{flag}': {e}")))
+}
+
+/// The checked configuration of the run.
+fn config(a: &NoiseArgs, online: &CpuSet) -> Result<NoiseConfig, UsageError> {
+    let cpus = match &a.cpus {
+        Some(text) => rtscope_session::cpus::cpu_list(text, online, "--cpus")?,
+        None => {
+            let allowed = sys::current_affinity().unwrap_or_else(|_| online.clone());
+            CpuSet::from_cpus(allowed.iter().filter(|&c| online.contains(c)))
+        }
+    };
+    let (policy, default_prio) = match a.policy {
+        NoisePolicyArg::Other => (Policy::Other, 0),
+        NoisePolicyArg::Fifo => (Policy::Fifo, 95),
+        NoisePolicyArg::Rr => (Policy::Rr, 95),
+    };
+    let priority = a.priority.unwrap_or(default_prio);
+    rtscope_session::plan::check_priority(policy, priority).map_err(plan_error)?;
+    let c = NoiseConfig {
+        cpus: cpus.iter().collect(),
+        policy,
+        priority,
+        threshold: dur(&a.threshold, "--threshold", "us")?,
+        runtime: match &a.runtime {
+            Some(t) => dur(t, "--runtime", "us")?,
+            None => noise::DEFAULT_RUNTIME,
+        },
+        period: match &a.period {
+            Some(t) => dur(t, "--period", "us")?,
+            None => noise::DEFAULT_PERIOD,
+        },
+        duration: dur(&a.duration, "--duration", "s")?,
+        gap_capacity: a.gap_capacity.max(1),
+        mlock: !a.no_mlock,
+        prefault_stack: 32 * 1024,
+    };
+    noise::check(&c, online)?;
+    Ok(c)
+}
+
+/// Pins the control thread to the housekeeping CPUs: `--housekeeping`, else the online CPUs
+/// not measured (none left: it stays where it is). Returns the CPUs it was pinned to.
+fn housekeeping(
+    a: &NoiseArgs,
+    c: &NoiseConfig,
+    online: &CpuSet,
+) -> Result<Option<CpuSet>, UsageError> {
+    let hk = match &a.housekeeping {
+        Some(text) => rtscope_session::cpus::cpu_list(text, online, "--housekeeping")?,
+        None => CpuSet::from_cpus(online.iter().filter(|cpu| !c.cpus.contains(cpu))),
+    };
+    if hk.is_empty() {
+        return Ok(None);
+    }
+    sys::set_affinity_current(&hk).map_err(|e| {
+        UsageError::new(format!(
+            "cannot pin rtscope's control thread to CPUs {hk}: {e}"
+        ))
+    })?;
+    Ok(Some(hk))
+}
+
+/// What the run produced.
+struct Outcome {
+    threads: Vec<NoiseThread>,
+    gaps: Vec<Vec<Gap>>,
+    signal: Option<i32>,
+    explained: Option<ExplainSummary>,
+}
+
+/// Runs the loops to their end or a stop signal, draining the gap rings as it goes (and
+/// handing the new gaps to the explainer when it analyses live).
+fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>) -> Outcome {
+    let mut gaps: Vec<Vec<Gap>> = vec![Vec::new(); run.threads().len()];
+    let mut signal = None;
+    let cpus = run.config().cpus.clone();
+    let mut drain = |run: &NoiseRun, gaps: &mut Vec<Vec<Gap>>| {
+        for (i, (sh, g)) in run.threads().iter().zip(gaps.iter_mut()).enumerate() {
+            let from = g.len();
+            sh.ring().drain(|gap| g.push(gap));
+            if let Some(x) = explain.as_mut().filter(|x| x.is_live()) {
+                x.push(cpus[i], sh.tid(), &g[from..]);
+            }
+        }
+    };
+    loop {
+        let wake = run.wait(DRAIN_EVERY);
+        drain(&run, &mut gaps);
+        match wake {
+            Wake::Finished => break,
+            Wake::Signal(s) if sys::is_stop_signal(s) && signal.is_none() => {
+                signal = Some(s);
+                run.stop();
+            }
+            _ => {}
+        }
+    }
+    drain(&run, &mut gaps);
+    let threads = run.finish();
+    let explained = explain.map(|mut x| {
+        if !x.is_live() {
+            for (t, g) in threads.iter().zip(&gaps) {
+                x.push(t.cpu, t.tid, g);
+            }
+        }
+        x.finish()
+    });
+    Outcome {
+        threads,
+        gaps,
+        signal,
+        explained,
+    }
+}
+
+/// Runs `rtscope noise`.
+pub fn run(
+    a: &NoiseArgs,
+    command_line: Vec<String>,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitStatus> {
+    let online = sys::online_cpus();
+    let c = config(a, &online)?;
+    rtscope_session::record::check_label_and_tags(a.label.as_deref(), &a.tags)?;
+    let limits: Vec<NoiseLimit> = a
+        .limits
+        .iter()
+        .map(|l| noise::parse_limit(l))
+        .collect::<Result<_, _>>()?;
+    let tags = a
+        .tags
+        .iter()
+        .map(|t| record::parse_tag(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let store = if a.no_db {
+        None
+    } else {
+        Some(record::open(
+            &a.db.clone().unwrap_or_else(record::default_db),
+        )?)
+    };
+    let json_file = a
+        .json
+        .as_deref()
+        .map(|p| OutputFile::prepare(p, "--json"))
+        .transpose()?;
+    let hk = housekeeping(a, &c, &online)?;
+    if !a.quiet {
+        rtscope_session::output::warn(&format!(
+            "noise: CPUs {} for {}, spinning {} of every {}, threshold {}, policy {} priority {}{}",
+            CpuSet::from_cpus(c.cpus.iter().copied()),
+            short(c.duration),
+            short(c.runtime),
+            short(c.period),
+            short(c.threshold),
+            c.policy.name(),
+            c.priority,
+            hk.as_ref().map_or(String::new(), |h| format!(
+                ", rtscope's own thread on CPUs {h}"
+            )),
+        ));
+    }
+    if let Some(note) = noise::rt_throttle_note(&c, std::path::Path::new("/")) {
+        rtscope_session::output::warn(&note);
+    }
+    let explain = a
+        .explain
+        .as_deref()
+        .map(|t| dur(t, "--explain", "us"))
+        .transpose()?
+        .map(|t| NoiseExplainer::start(t, &c.cpus, hk.as_ref()));
+    if let (Some(x), false) = (&explain, a.quiet) {
+        rtscope_session::output::warn(&x.tier_line());
+    }
+    let run = NoiseRun::start(c.clone()).map_err(UsageError::from_error)?;
+    let (started, clock_start) = (run.started(), run.clock_start());
+    let o = drive(run, explain);
+    let meta = NoiseMeta {
+        label: a.label.clone(),
+        tags,
+        command_line: command_line.clone(),
+        config_json: config_json(&c).to_string(),
+        started,
+        ended: SystemTime::now(),
+        clock_start,
+        policy: c.policy.name(),
+        priority: c.priority,
+        period: c.period,
+    };
+    let status = finish(&c, &limits, &o, &meta, json_file, out)?;
+    Ok(store.map_or(status, |s| save(s, &meta, &o, status, out)))
+}
+
+fn config_json(c: &NoiseConfig) -> serde_json::Value {
+    json!({
+        "cpus": c.cpus, "policy": c.policy.name(), "priority": c.priority,
+        "threshold_ns": c.threshold.0, "runtime_ns": c.runtime.0, "period_ns": c.period.0,
+        "duration_ns": c.duration.0, "gap_capacity": c.gap_capacity, "mlock": c.mlock,
+        "clock": "CLOCK_MONOTONIC (vDSO clock_gettime)",
+    })
+}
+
+/// The per-CPU table, `rtla osnoise top`'s columns.
+fn table(rows: &[CpuNoise]) -> String {
+    let mut s = format!(
+        "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10}\n",
+        "CPU",
+        "RUNTIME",
+        "NOISE (us)",
+        "AVAILABLE",
+        "MAX SINGLE",
+        "GAPS>THR",
+        "ITER/S",
+        "RESOLUTION"
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10}\n",
+            r.cpu,
+            short(Nanos(r.runtime_ns / 1_000_000 * 1_000_000)),
+            us_or_dash(Some(Nanos(r.noise_ns))),
+            r.available_percent
+                .map_or("unknown".into(), |p| format!("{p:.5}%")),
+            r.max_single_ns
+                .map_or("-".into(), |v| format!("{}us", us_or_dash(Some(Nanos(v))))),
+            r.gaps_over_threshold,
+            r.iterations_per_s.map_or("-".into(), count),
+            r.resolution_ns.map_or("-".into(), |v| format!("{v}ns")),
+        ));
+    }
+    let dropped: u64 = rows.iter().map(|r| r.gaps_dropped).sum();
+    if dropped > 0 {
+        s.push_str(&format!(
+            "{dropped} gaps over the threshold were counted but not kept (the ring was full: raise --gap-capacity)\n"
+        ));
+    }
+    s.push_str("RESOLUTION is the loop's shortest gap: one clock read and a histogram store.\n");
+    s
+}
+
+fn render_checks(checks: &[NoiseCheck]) -> String {
+    checks
+        .iter()
+        .map(|c| {
+            let verdict = if c.passed { "pass" } else { "FAIL" };
+            format!(
+                "limit {}: CPU {} {} = {} (limit {})\n",
+                verdict, c.cpu, c.stat, c.value, c.limit
+            )
+        })
+        .collect()
+}
+
+/// Prints the table (to stderr when the JSON goes to stdout), writes the JSON, checks the
+/// limits; a JSON file that cannot be written is reported and makes the exit code 2.
+fn finish(
+    c: &NoiseConfig,
+    limits: &[NoiseLimit],
+    o: &Outcome,
+    meta: &NoiseMeta,
+    json_file: Option<OutputFile>,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitStatus> {
+    let rows: Vec<CpuNoise> = o.threads.iter().map(CpuNoise::of).collect();
+    let checks = noise::check_limits(limits, &rows);
+    let mut status = if o.signal.is_some() {
+        ExitStatus::Interrupted
+    } else if checks.iter().any(|c| !c.passed) {
+        ExitStatus::LimitExceeded
+    } else {
+        ExitStatus::Success
+    };
+    let mut text = table(&rows);
+    if let Some(s) = o.signal {
+        text.push_str(&format!(
+            "interrupted by {}: the results cover the part that ran\n",
+            sys::signal_name(s)
+        ));
+    }
+    if let Some(x) = &o.explained {
+        text.push_str(&rtscope_trace::render::summary(x, meta.clock_start.0, 10));
+        text.push_str(&noise::ClassTotals::of(x).line());
+    }
+    text.push_str(&render_checks(&checks));
+    let Some(file) = json_file else {
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+        return Ok(status);
+    };
+    if file.is_stdout() {
+        rtscope_session::output::warn(text.trim_end());
+    } else {
+        out.write_all(text.as_bytes())?;
+        out.flush()?;
+    }
+    let start = meta.clock_start.0;
+    let doc = json!({
+        "schema": "rtscope.noise/1",
+        "tool": {"name": "rtscope", "version": env!("CARGO_PKG_VERSION"), "command_line": meta.command_line},
+        "config": config_json(c),
+        "cpus": rows.iter().zip(&o.threads).zip(&o.gaps).map(|((r, t), g)| json!({
+            "summary": r,
+            "histogram": t.totals.histogram.nonzero().map(|(i, n)| {
+                [rtscope_core::layout::lowest_of(i), n]
+            }).collect::<Vec<_>>(),
+            "gaps": g.iter().map(|g| json!({
+                "offset_ns": g.start.0.saturating_sub(start), "duration_ns": g.duration.0,
+            })).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "limits": checks,
+        "explain": o.explained,
+        "explain_classes": o.explained.as_ref().map(noise::ClassTotals::of),
+        "interrupted": o.signal.map(sys::signal_name),
+        "exit_code": status.code(),
+    });
+    let body = serde_json::to_string_pretty(&doc)? + "\n";
+    if let Err(e) = file.write(body.as_bytes(), out, "--json") {
+        rtscope_session::output::warn(&e.to_string());
+        status = ExitStatus::Usage;
+    }
+    Ok(status)
+}
+
+/// Records the run; a database failure is reported and turns the exit code into 2.
+fn save(
+    mut store: rtscope_store::Store,
+    meta: &NoiseMeta,
+    o: &Outcome,
+    status: ExitStatus,
+    out: &mut dyn Write,
+) -> ExitStatus {
+    let run_status = if o.signal.is_some() {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
+    };
+    match noise::record(
+        &mut store,
+        meta,
+        &o.threads,
+        &o.gaps,
+        o.explained.as_ref(),
+        run_status,
+        status.code(),
+    ) {
+        Ok(id) => {
+            let _ = writeln!(out, "recorded as run {id} in {}", store.path().display());
+            status
+        }
+        Err(e) => {
+            rtscope_session::output::warn(&format!("error: the run could not be recorded: {e}"));
+            ExitStatus::Usage
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! OS noise: one pinned busy-loop thread per CPU that measures the time the CPU was taken away.
+//!
+//! Each thread spins on CLOCK_MONOTONIC (the vDSO: no system call) for `runtime` of every
+//! `period` (the duty cycle: the rest of the period it sleeps, so the CPU is never starved and
+//! SCHED_FIFO loops stay under the kernel's RT throttling), recording every iteration's gap
+//! into its lossless histogram and every gap over the threshold into its gap ring (see
+//! [`state`] for the loop). [`NoiseRun`] starts the threads with the same set-up as the latency
+//! engine's (affinity, policy, priority, prefaulted stack, mlock), releases them together, and
+//! stops them through the run's stop flag and the wake signal that cuts a sleep short.
+
+mod state;
+
+pub use state::{Gap, GapRing, NoiseShared, NoiseTotals, STRETCH};
+
+use crate::config::{Policy, ThreadSpec};
+use crate::cpuset::CpuSet;
+use crate::run::Wake;
+use crate::{sys, EngineError};
+use rtscope_core::Nanos;
+use std::os::unix::thread::JoinHandleExt;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::*};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::SystemTime;
+
+const THREAD_STACK: usize = 64 * 1024;
+
+/// What a noise run is to do.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoiseConfig {
+    /// One loop per CPU.
+    pub cpus: Vec<usize>,
+    /// Policy of the loops.
+    pub policy: Policy,
+    /// Priority (1..=99 for FIFO/RR, nice for OTHER).
+    pub priority: i32,
+    /// A gap longer than this is recorded with its start.
+    pub threshold: Nanos,
+    /// The time spun in every period.
+    pub runtime: Nanos,
+    /// The duty-cycle period.
+    pub period: Nanos,
+    /// The run length.
+    pub duration: Nanos,
+    /// Gaps each thread's ring holds between two drains.
+    pub gap_capacity: usize,
+    /// `mlockall` for the run.
+    pub mlock: bool,
+    /// Stack bytes touched before the loop.
+    pub prefault_stack: usize,
+}
+
+impl NoiseConfig {
+    fn check(&self) -> Result<(), EngineError> {
+        let bad = |m: &str| Err(EngineError::InvalidConfig(m.into()));
+        if self.cpus.is_empty() {
+            return bad("a noise run needs at least one CPU");
+        }
+        if self.threshold.0 == 0 || self.threshold >= self.period {
+            return bad("the threshold must be above 0 and below the period");
+        }
+        if self.runtime.0 == 0 || self.runtime > self.period {
+            return bad("the runtime must be above 0 and at most the period");
+        }
+        if self.duration.0 == 0 {
+            return bad("the duration must be above 0");
+        }
+        Ok(())
+    }
+}
+
+struct Control {
+    stop: AtomicBool,
+    done: AtomicUsize,
+}
+
+/// One thread's final result.
+#[derive(Debug, Clone)]
+pub struct NoiseThread {
+    /// The CPU.
+    pub cpu: usize,
+    /// Kernel thread id.
+    pub tid: i32,
+    /// Totals.
+    pub totals: NoiseTotals,
+    /// Gaps the ring had to drop (counted in the totals, missing from the drained gaps).
+    pub gaps_dropped: u64,
+}
+
+/// A noise run in progress.
+pub struct NoiseRun {
+    config: NoiseConfig,
+    shared: Vec<Arc<NoiseShared>>,
+    control: Arc<Control>,
+    handles: Vec<JoinHandle<()>>,
+    old_mask: libc::sigset_t,
+    started: SystemTime,
+    clock_start: Nanos,
+}
+
+type Go = Arc<(Mutex<Option<Option<Nanos>>>, Condvar)>;
+
+impl NoiseRun {
+    /// Checks the config, starts one thread per CPU and releases them together.
+    pub fn start(config: NoiseConfig) -> Result<NoiseRun, EngineError> {
+        config.check()?;
+        sys::single_malloc_arena();
+        sys::install_wake_handler().map_err(EngineError::WakeSignal)?;
+        if config.mlock {
+            sys::mlockall().map_err(EngineError::Mlock)?;
+        }
+        let old_mask = sys::block_run_signals();
+        let shared = config
+            .cpus
+            .iter()
+            .map(|_| Arc::new(NoiseShared::new(config.gap_capacity)))
+            .collect();
+        let mut run = NoiseRun {
+            config,
+            shared,
+            control: Arc::new(Control {
+                stop: AtomicBool::new(false),
+                done: AtomicUsize::new(0),
+            }),
+            handles: Vec::new(),
+            old_mask,
+            started: SystemTime::now(),
+            clock_start: Nanos::ZERO,
+        };
+        let go: Go = Arc::new((Mutex::new(None), Condvar::new()));
+        let (tx, rx) = mpsc::channel();
+        for i in 0..run.config.cpus.len() {
+            match run.spawn(i, &go, tx.clone()) {
+                Ok(h) => run.handles.push(h),
+                Err(e) => {
+                    release(&go, None);
+                    return Err(e);
+                }
+            }
+        }
+        drop(tx);
+        let failure = rx.iter().take(run.handles.len()).find_map(Result::err);
+        if let Some(e) = failure {
+            release(&go, None);
+            return Err(e);
+        }
+        run.clock_start = sys::now(libc::CLOCK_MONOTONIC);
+        run.started = SystemTime::now();
+        release(&go, Some(run.clock_start));
+        Ok(run)
+    }
+
+    fn spawn(
+        &self,
+        i: usize,
+        go: &Go,
+        ready: mpsc::Sender<Result<(), EngineError>>,
+    ) -> Result<JoinHandle<()>, EngineError> {
+        let spec = ThreadSpec {
+            affinity: Some(CpuSet::from_cpus([self.config.cpus[i]])),
+            policy: self.config.policy,
+            priority: self.config.priority,
+            interval: self.config.period,
+        };
+        let (sh, ctl, go) = (
+            Arc::clone(&self.shared[i]),
+            Arc::clone(&self.control),
+            Arc::clone(go),
+        );
+        let cfg = self.config.clone();
+        let prefault = cfg.prefault_stack.min(THREAD_STACK / 2);
+        let control_tid = sys::gettid();
+        let threads = self.config.cpus.len();
+        std::thread::Builder::new()
+            .name(format!("rtscope-n{}", cfg.cpus[i]))
+            .stack_size(THREAD_STACK)
+            .spawn(move || {
+                sh.tid.store(sys::gettid(), Relaxed);
+                sys::unblock_wake_signal();
+                let setup = crate::run::prepare_current_thread(i, &spec, prefault).map(|_| ());
+                let _ = ready.send(setup);
+                let start = {
+                    let (lock, cv) = &*go;
+                    let mut g = lock.lock().unwrap_or_else(|p| p.into_inner());
+                    while g.is_none() {
+                        g = cv.wait(g).unwrap_or_else(|p| p.into_inner());
+                    }
+                    g.flatten()
+                };
+                if let Some(start) = start {
+                    sh.phase.store(1, Release);
+                    duty_cycle(&sh, &ctl.stop, &cfg, start);
+                }
+                sh.phase.store(2, Release);
+                if ctl.done.fetch_add(1, AcqRel) + 1 == threads {
+                    sys::signal_thread(control_tid, sys::done_signal());
+                }
+            })
+            .map_err(|source| EngineError::Spawn { threads, source })
+    }
+
+    /// The live state of every thread (in the order of the config's CPUs).
+    pub fn threads(&self) -> &[Arc<NoiseShared>] {
+        &self.shared
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &NoiseConfig {
+        &self.config
+    }
+
+    /// CLOCK_MONOTONIC at the release of the threads.
+    pub fn clock_start(&self) -> Nanos {
+        self.clock_start
+    }
+
+    /// Wall-clock time at the release.
+    pub fn started(&self) -> SystemTime {
+        self.started
+    }
+
+    /// Whether every thread has finished.
+    pub fn is_finished(&self) -> bool {
+        self.control.done.load(Acquire) == self.shared.len()
+    }
+
+    /// Waits up to `timeout` for a signal, or returns at once when the run has finished.
+    pub fn wait(&self, timeout: Nanos) -> Wake {
+        if self.is_finished() {
+            return Wake::Finished;
+        }
+        match sys::wait_run_signal(timeout) {
+            _ if self.is_finished() => Wake::Finished,
+            Some(sig) if sig == sys::done_signal() => Wake::Tick,
+            Some(sig) => Wake::Signal(sig),
+            None => Wake::Tick,
+        }
+    }
+
+    /// Asks every thread to stop: a spinning thread ends within one [`STRETCH`], a sleeping
+    /// one is woken at once.
+    pub fn stop(&self) {
+        self.control.stop.store(true, Release);
+        self.wake_sleepers();
+    }
+
+    fn wake_sleepers(&self) -> usize {
+        let mut n = 0;
+        for (h, sh) in self.handles.iter().zip(&self.shared) {
+            if sh.phase.load(Acquire) != 2 {
+                sys::wake_thread(h.as_pthread_t());
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Waits for the threads and returns their results (drain the rings before).
+    pub fn finish(mut self) -> Vec<NoiseThread> {
+        if self.control.stop.load(Acquire) {
+            while self.wake_sleepers() > 0 {
+                sys::sleep_for(libc::CLOCK_MONOTONIC, Nanos::from_ms(5));
+            }
+        }
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+        self.shared
+            .iter()
+            .zip(&self.config.cpus)
+            .map(|(sh, &cpu)| NoiseThread {
+                cpu,
+                tid: sh.tid(),
+                totals: sh.totals(),
+                gaps_dropped: sh.ring.dropped(),
+            })
+            .collect()
+    }
+}
+
+impl Drop for NoiseRun {
+    fn drop(&mut self) {
+        self.control.stop.store(true, Release);
+        while !self.handles.is_empty() && self.wake_sleepers() > 0 {
+            sys::sleep_for(libc::CLOCK_MONOTONIC, Nanos::from_ms(5));
+        }
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+        if self.config.mlock {
+            sys::munlockall();
+        }
+        sys::drain_done_signal();
+        sys::restore_signal_mask(&self.old_mask);
+    }
+}
+
+fn release(go: &Go, start: Option<Nanos>) {
+    let (lock, cv) = &**go;
+    *lock.lock().unwrap_or_else(|p| p.into_inner()) = Some(start);
+    cv.notify_all();
+}
+
+/// Spins `runtime` of every `period` from `start` until `start + duration` or the stop.
+fn duty_cycle(sh: &NoiseShared, stop: &AtomicBool, cfg: &NoiseConfig, start: Nanos) {
+    let clock = libc::CLOCK_MONOTONIC;
+    let end = start.0.saturating_add(cfg.duration.0);
+    let mut read = || sys::now(clock).0;
+    let mut window = start.0;
+    while window < end {
+        if window > start.0
+            && sys::Deadline::new(Nanos(window), Nanos::ZERO).sleep_unless(clock, stop)
+                == sys::Slept::Interrupted
+        {
+            return;
+        }
+        let window_end = window.saturating_add(cfg.runtime.0).min(end);
+        let first = read();
+        let mut prev = first;
+        let before = sh.runtime.load(Relaxed);
+        while prev < window_end {
+            let until = prev.saturating_add(STRETCH.0).min(window_end);
+            prev = state::spin(sh, &mut read, prev, until, cfg.threshold.0);
+            sh.runtime.store(before + (prev - first), Relaxed);
+            if stop.load(Relaxed) {
+                return;
+            }
+        }
+        window = window.saturating_add(cfg.period.0);
+    }
+}

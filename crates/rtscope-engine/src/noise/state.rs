@@ -1,0 +1,317 @@
+//! The noise loop and the memory it writes.
+//!
+//! ## The loop
+//! A busy loop reads the clock, subtracts the previous reading (the gap: the time one iteration
+//! took, including anything that took the CPU away), counts the gap in the lossless histogram
+//! and, only for a gap over the threshold, stores its start and length into the gap ring and
+//! adds it to the running totals. Per iteration: one clock read, the subtraction, one histogram
+//! store, two compares (the threshold, the end of the current stretch). No lock, allocation,
+//! I/O or system call; the totals are written by this thread only, with plain relaxed stores.
+//!
+//! The loop spins in stretches of at most [`STRETCH`]; between stretches it publishes the time
+//! spun and reads the stop flag. The gap across a stretch boundary is measured like any other
+//! (the bookkeeping is part of it), so no time is lost between stretches.
+
+use crate::state::bump;
+use rtscope_core::{layout, Histogram, Nanos};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, Ordering::*};
+
+/// The longest stretch the loop spins before it publishes its runtime and reads the stop flag.
+pub const STRETCH: Nanos = Nanos::from_ms(10);
+
+/// One gap over the threshold: when the loop last read the clock before it, and how long it
+/// was until the next reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Gap {
+    /// The reading before the gap (ns on CLOCK_MONOTONIC).
+    pub start: Nanos,
+    /// Its length.
+    pub duration: Nanos,
+}
+
+impl Gap {
+    /// The reading after the gap.
+    pub fn end(&self) -> Nanos {
+        self.start + self.duration
+    }
+}
+
+/// A single-producer single-consumer ring of gaps. The loop pushes; the control thread drains.
+/// A gap that does not fit (the reader fell behind) is counted as dropped, never lost silently.
+pub struct GapRing {
+    slots: Box<[AtomicU64]>,
+    capacity: u64,
+    head: AtomicU64,
+    tail: AtomicU64,
+    dropped: AtomicU64,
+}
+
+impl GapRing {
+    pub(crate) fn new(capacity: usize) -> Self {
+        let capacity = capacity.max(1);
+        GapRing {
+            slots: (0..capacity * 2).map(|_| AtomicU64::new(0)).collect(),
+            capacity: capacity as u64,
+            head: AtomicU64::new(0),
+            tail: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    #[inline(always)]
+    fn push(&self, start: u64, duration: u64) {
+        let head = self.head.load(Relaxed);
+        if head - self.tail.load(Acquire) >= self.capacity {
+            bump(&self.dropped, 1);
+            return;
+        }
+        let i = ((head % self.capacity) * 2) as usize;
+        self.slots[i].store(start, Relaxed);
+        self.slots[i + 1].store(duration, Relaxed);
+        self.head.store(head + 1, Release);
+    }
+
+    /// Hands every gap pushed since the last drain to `f`, oldest first. Only one thread may
+    /// drain a ring.
+    pub fn drain(&self, mut f: impl FnMut(Gap)) -> usize {
+        let head = self.head.load(Acquire);
+        let mut tail = self.tail.load(Relaxed);
+        let n = (head - tail) as usize;
+        while tail < head {
+            let i = ((tail % self.capacity) * 2) as usize;
+            f(Gap {
+                start: Nanos(self.slots[i].load(Relaxed)),
+                duration: Nanos(self.slots[i + 1].load(Relaxed)),
+            });
+            tail += 1;
+        }
+        self.tail.store(tail, Release);
+        n
+    }
+
+    /// Gaps the reader was too slow for.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Relaxed)
+    }
+}
+
+/// Everything one noise thread writes, allocated (and touched) before it starts.
+#[repr(align(128))]
+pub struct NoiseShared {
+    pub(crate) phase: AtomicU8,
+    pub(crate) tid: AtomicI32,
+    /// Time spent in the loop (sum of the stretches, gaps included), ns.
+    pub(crate) runtime: AtomicU64,
+    /// Gaps over the threshold.
+    pub(crate) over: AtomicU64,
+    /// Sum of the gaps over the threshold, ns.
+    pub(crate) noise: AtomicU64,
+    /// The longest gap and the reading before it.
+    pub(crate) max: AtomicU64,
+    pub(crate) max_at: AtomicU64,
+    pub(crate) hist: Box<[AtomicU64]>,
+    pub(crate) ring: GapRing,
+}
+
+/// A live or final view of one noise thread's totals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NoiseTotals {
+    /// Time in the loop.
+    pub runtime: Nanos,
+    /// Gaps over the threshold.
+    pub over: u64,
+    /// Their sum.
+    pub noise: Nanos,
+    /// The longest gap, when there was any iteration.
+    pub max: Option<Gap>,
+    /// Every iteration's gap.
+    pub histogram: Histogram,
+}
+
+impl NoiseTotals {
+    /// Iterations (gaps measured).
+    pub fn iterations(&self) -> u64 {
+        self.histogram.count()
+    }
+
+    /// The share of the runtime the loop had the CPU, in percent: `100 × (runtime − noise) /
+    /// runtime`. `None` before any runtime.
+    pub fn available_percent(&self) -> Option<f64> {
+        (self.runtime.0 > 0).then(|| {
+            100.0 * self.runtime.0.saturating_sub(self.noise.0) as f64 / self.runtime.0 as f64
+        })
+    }
+}
+
+impl NoiseShared {
+    pub(crate) fn new(gap_capacity: usize) -> Self {
+        NoiseShared {
+            phase: AtomicU8::new(0),
+            tid: AtomicI32::new(0),
+            runtime: AtomicU64::new(0),
+            over: AtomicU64::new(0),
+            noise: AtomicU64::new(0),
+            max: AtomicU64::new(0),
+            max_at: AtomicU64::new(0),
+            hist: (0..layout::BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            ring: GapRing::new(gap_capacity),
+        }
+    }
+
+    /// Kernel thread id (0 before the thread started).
+    pub fn tid(&self) -> i32 {
+        self.tid.load(Relaxed)
+    }
+
+    /// The gap ring.
+    pub fn ring(&self) -> &GapRing {
+        &self.ring
+    }
+
+    /// The totals so far.
+    pub fn totals(&self) -> NoiseTotals {
+        let counts: Vec<u64> = self.hist.iter().map(|c| c.load(Relaxed)).collect();
+        let histogram = Histogram::from_parts(&counts, self.min_of(&counts), self.max_of(&counts));
+        let max = self.max.load(Relaxed);
+        NoiseTotals {
+            runtime: Nanos(self.runtime.load(Relaxed)),
+            over: self.over.load(Relaxed),
+            noise: Nanos(self.noise.load(Relaxed)),
+            max: (histogram.count() > 0).then(|| Gap {
+                start: Nanos(self.max_at.load(Relaxed)),
+                duration: Nanos(max.max(histogram.max().map_or(0, |m| m.0))),
+            }),
+            histogram,
+        }
+    }
+
+    fn min_of(&self, counts: &[u64]) -> Nanos {
+        counts
+            .iter()
+            .position(|&c| c > 0)
+            .map_or(Nanos::ZERO, |i| Nanos(layout::lowest_of(i)))
+    }
+
+    /// The exact longest gap over the threshold, else the top bucket's lowest value (below the
+    /// exact limit of 2,048 ns that is exact too).
+    fn max_of(&self, counts: &[u64]) -> Nanos {
+        let top = counts
+            .iter()
+            .rposition(|&c| c > 0)
+            .map_or(0, layout::lowest_of);
+        Nanos(top.max(self.max.load(Relaxed)))
+    }
+
+    /// The cold path: a gap over the threshold.
+    #[cold]
+    #[inline(never)]
+    fn over(&self, start: u64, gap: u64) {
+        self.ring.push(start, gap);
+        bump(&self.over, 1);
+        bump(&self.noise, gap);
+        if gap > self.max.load(Relaxed) {
+            self.max.store(gap, Relaxed);
+            self.max_at.store(start, Relaxed);
+        }
+    }
+}
+
+/// Spins from the reading `prev` until a reading at or after `until`; returns the last reading.
+/// `clock` is the counter (the vDSO clock in a run, a list of readings in tests).
+#[inline(always)]
+pub(crate) fn spin(
+    sh: &NoiseShared,
+    clock: &mut impl FnMut() -> u64,
+    mut prev: u64,
+    until: u64,
+    threshold: u64,
+) -> u64 {
+    loop {
+        let t = clock();
+        let gap = t.saturating_sub(prev);
+        bump(&sh.hist[layout::index_of(gap)], 1);
+        if gap > threshold {
+            sh.over(prev, gap);
+        }
+        prev = t;
+        if t >= until {
+            return t;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn readings(v: &[u64]) -> impl FnMut() -> u64 + '_ {
+        let mut i = 0;
+        move || {
+            let r = v[i.min(v.len() - 1)];
+            i += 1;
+            r
+        }
+    }
+
+    #[test]
+    fn every_gap_is_counted_and_those_over_the_threshold_are_kept_with_their_start() {
+        let sh = NoiseShared::new(16);
+        // From 1000: gaps 100, 100, 5000, 100, 1001 (over a 1000 ns threshold), 1000 (not over).
+        let v = [1100, 1200, 6200, 6300, 7301, 8301];
+        let last = spin(&sh, &mut readings(&v), 1000, 8301, 1000);
+        assert_eq!(last, 8301);
+        let t = sh.totals();
+        assert_eq!(t.iterations(), 6);
+        assert_eq!(t.histogram.count_at_or_above(Nanos(1001)), 2);
+        assert_eq!(t.over, 2);
+        assert_eq!(t.noise, Nanos(6001));
+        let max = t.max.unwrap();
+        assert_eq!((max.start, max.duration), (Nanos(1200), Nanos(5000)));
+        assert_eq!(t.histogram.min(), Some(Nanos(100)));
+        let mut gaps = Vec::new();
+        sh.ring().drain(|g| gaps.push(g));
+        assert_eq!(
+            gaps,
+            vec![
+                Gap {
+                    start: Nanos(1200),
+                    duration: Nanos(5000)
+                },
+                Gap {
+                    start: Nanos(6300),
+                    duration: Nanos(1001)
+                },
+            ]
+        );
+        assert_eq!(gaps[0].end(), Nanos(6200));
+    }
+
+    #[test]
+    fn the_loop_stops_at_the_first_reading_at_or_after_its_end() {
+        let sh = NoiseShared::new(4);
+        let v = [10, 20, 30, 40];
+        assert_eq!(spin(&sh, &mut readings(&v), 0, 25, 1000), 30);
+        assert_eq!(sh.totals().iterations(), 3);
+    }
+
+    #[test]
+    fn a_full_ring_counts_the_gaps_it_drops_and_the_totals_keep_them() {
+        let sh = NoiseShared::new(1);
+        let v = [5000, 10000, 15000];
+        spin(&sh, &mut readings(&v), 0, 15000, 1000);
+        let t = sh.totals();
+        assert_eq!((t.over, t.noise), (3, Nanos(15000)));
+        assert_eq!(sh.ring().dropped(), 2);
+        assert_eq!(sh.ring().drain(|_| {}), 1);
+    }
+
+    #[test]
+    fn available_share_is_runtime_minus_noise_over_runtime() {
+        let sh = NoiseShared::new(1);
+        sh.runtime.store(1_000_000, Relaxed);
+        sh.noise.store(100, Relaxed);
+        let t = sh.totals();
+        assert_eq!(t.available_percent(), Some(99.99));
+        assert_eq!(NoiseShared::new(1).totals().available_percent(), None);
+    }
+}

@@ -1,0 +1,117 @@
+//! Injected ground truth for the noise loop (issue 33's first "done when"): a helper thread
+//! pinned to the measured CPU at a higher SCHED_FIFO priority than the loop takes the CPU for
+//! known durations at known times, logged by its own clock; every injection must come back as
+//! one recorded gap that covers it, no longer than it by more than the tolerance below.
+//!
+//! The helper is due at a deadline `T` (its absolute timer), starts spinning at `t0` and stops
+//! at `t1`, all read on CLOCK_MONOTONIC like the loop's clock. Two checks per injection:
+//! - exact order: one recorded gap covers `[t0, t1]` (gap start <= t0, t1 <= gap end);
+//! - its length exceeds `t1 − T` by at most max(50 µs, 5 %). `t0 − T` is the kernel waking the
+//!   helper (timer interrupt, on this VM a VM exit, the switch), which the helper's clock
+//!   cannot see but which the CPU was taken for all the same: on the 2-vCPU development VM it
+//!   was 33–52 µs, with ~10 µs more for the switch back to the loop. The tolerance covers the
+//!   switch back and an interrupt landing in it; it is not a speed figure (the loop, at a
+//!   real-time priority below the helper's, runs again as soon as the helper sleeps).
+
+use rtscope_core::Nanos;
+use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun};
+use rtscope_engine::{sys, CpuSet, Policy, Wake};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Busy-spins `d` on CLOCK_MONOTONIC from `t0`; returns the last reading.
+fn spin_for(t0: Nanos, d: Nanos) -> Nanos {
+    loop {
+        let t = sys::now(libc::CLOCK_MONOTONIC);
+        if t.0 >= t0.0 + d.0 {
+            return t;
+        }
+    }
+}
+
+const INJECT: [(u64, u64); 6] = [
+    (100_000, 50),
+    (250_000, 500),
+    (400_000, 5_000),
+    (550_000, 5_000),
+    (700_000, 500),
+    (850_000, 50),
+];
+
+#[test]
+fn every_injected_gap_is_detected_with_its_duration() {
+    rtscope_testkit::require!(is_root(), "needs root for SCHED_FIFO threads");
+    let _lock = rtscope_testkit::rt_lock();
+    let cpu = sys::current_affinity().unwrap().iter().last().unwrap();
+    let config = NoiseConfig {
+        cpus: vec![cpu],
+        policy: Policy::Fifo,
+        priority: 10,
+        threshold: Nanos::from_us(1),
+        runtime: Nanos::from_ms(950),
+        period: Nanos::from_secs(1),
+        duration: Nanos::from_secs(1),
+        gap_capacity: 1 << 16,
+        mlock: false,
+        prefault_stack: 16 * 1024,
+    };
+    let run = NoiseRun::start(config).unwrap();
+    let start = run.clock_start();
+    let helper = std::thread::spawn(move || {
+        // FIFO first: a SCHED_OTHER thread pinned to the loop's CPU would not run until the loop
+        // sleeps.
+        sys::set_policy_current(Policy::Fifo, 20).unwrap();
+        sys::set_affinity_current(&CpuSet::from_cpus([cpu])).unwrap();
+        let log = INJECT
+            .iter()
+            .map(|&(at_us, len_us)| {
+                let due = start + Nanos::from_us(at_us);
+                sys::sleep_until(libc::CLOCK_MONOTONIC, due);
+                let t0 = sys::now(libc::CLOCK_MONOTONIC);
+                (due, t0, spin_for(t0, Nanos::from_us(len_us)))
+            })
+            .collect::<Vec<_>>();
+        // Its exit would take the CPU too: it happens after the run.
+        sys::sleep_until(libc::CLOCK_MONOTONIC, start + Nanos::from_ms(1100));
+        log
+    });
+    let mut gaps: Vec<Gap> = Vec::new();
+    loop {
+        let wake = run.wait(Nanos::from_ms(20));
+        for sh in run.threads() {
+            sh.ring().drain(|g| gaps.push(g));
+        }
+        if wake == Wake::Finished {
+            break;
+        }
+    }
+    let threads = run.finish();
+    let injected = helper.join().unwrap();
+    assert_eq!(threads[0].gaps_dropped, 0);
+
+    assert!(threads[0].totals.over >= INJECT.len() as u64);
+    for (due, t0, t1) in injected {
+        let len = t1.0 - due.0;
+        let gap = gaps
+            .iter()
+            .find(|g| g.start <= t0 && g.end() >= t1)
+            .unwrap_or_else(|| panic!("no recorded gap covers the injection {t0:?}..{t1:?}"));
+        let excess = gap.duration.0.saturating_sub(len);
+        eprintln!(
+            "injected {len} ns from its deadline +{} ns, gap {} ns from +{} (+{excess} ns)",
+            due.0 - start.0,
+            gap.duration.0,
+            gap.start.0 - start.0
+        );
+        let tolerance = (len / 20).max(50_000);
+        assert!(gap.duration.0 >= t1.0 - t0.0);
+        assert!(
+            excess <= tolerance,
+            "the gap covering an injection of {len} ns from its deadline is {} ns: {excess} ns over, tolerance {tolerance} ns",
+            gap.duration.0
+        );
+    }
+}

@@ -1,0 +1,504 @@
+//! `rtscope noise` below the command line: the checks of a noise run's settings (each error
+//! names its option), the per-CPU summary (`rtla osnoise top`'s columns), its limits
+//! (`max_single`, `available`) and its record in the run database (`kind = noise`: one
+//! "thread" per CPU, whose samples are the loop's gaps and whose events are the gaps over the
+//! threshold, with their start).
+
+use crate::UsageError;
+use rtscope_core::Nanos;
+use rtscope_engine::noise::{Gap, NoiseConfig, NoiseThread};
+use rtscope_engine::CpuSet;
+use rtscope_engine::Sample;
+use rtscope_store::{
+    Checkpoint, EventRow, NewRun, RunId, RunKind, RunStatus, SeriesPoint, Store, StoreError,
+    ThreadInfo, ThreadStats,
+};
+use serde::Serialize;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The default duty cycle: 950 ms of every second, the kernel's default RT throttling budget
+/// (`sched_rt_runtime_us` 950000 of `sched_rt_period_us` 1000000). A SCHED_FIFO loop at this
+/// duty never reaches the throttle, and the 50 ms it leaves let the CPU's own kernel threads
+/// (RCU, kworkers, ksoftirqd) run outside the measured time instead of starving.
+pub const DEFAULT_RUNTIME: Nanos = Nanos::from_ms(950);
+/// See [`DEFAULT_RUNTIME`].
+pub const DEFAULT_PERIOD: Nanos = Nanos::from_secs(1);
+/// The default threshold: 1 µs, the kernel osnoise tracer's since 2024.
+pub const DEFAULT_THRESHOLD: Nanos = Nanos::from_us(1);
+
+/// Checks a noise run's settings against the online CPUs; every error names its option.
+pub fn check(c: &NoiseConfig, online: &CpuSet) -> Result<(), UsageError> {
+    if let Some(cpu) = c.cpus.iter().find(|&&cpu| !online.contains(cpu)) {
+        return Err(UsageError::new(format!(
+            "invalid value for '--cpus': CPU {cpu} is not online (online: {online})"
+        ))
+        .hint("pick online CPUs (see /sys/devices/system/cpu/online)"));
+    }
+    if c.threshold.0 == 0 {
+        return Err(
+            UsageError::new("invalid value for '--threshold': it must be above 0")
+                .hint("use e.g. --threshold 1us (every gap is in the histogram anyway)"),
+        );
+    }
+    if c.period.0 == 0 {
+        return Err(UsageError::new(
+            "invalid value for '--period': it must be above 0",
+        ));
+    }
+    if c.threshold >= c.period {
+        return Err(UsageError::new(format!(
+            "invalid value for '--threshold': {} is not below the period ({})",
+            rtscope_core::text::short(c.threshold),
+            rtscope_core::text::short(c.period)
+        ))
+        .hint("a gap can never be longer than the period the loop spins in"));
+    }
+    if c.runtime.0 == 0 || c.runtime > c.period {
+        return Err(UsageError::new(format!(
+            "invalid value for '--runtime': {} must be above 0 and at most the period ({})",
+            rtscope_core::text::short(c.runtime),
+            rtscope_core::text::short(c.period)
+        ))
+        .hint("the duty cycle is --runtime of every --period; it cannot exceed 100 %"));
+    }
+    if c.duration.0 == 0 {
+        return Err(UsageError::new(
+            "invalid value for '--duration': it must be above 0",
+        ));
+    }
+    Ok(())
+}
+
+/// One CPU's summary, `rtla osnoise top`'s columns.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CpuNoise {
+    /// The CPU.
+    pub cpu: usize,
+    /// Time in the loop, ns.
+    pub runtime_ns: u64,
+    /// Sum of the gaps over the threshold, ns.
+    pub noise_ns: u64,
+    /// `100 × (runtime − noise) / runtime`; `None` before any runtime.
+    pub available_percent: Option<f64>,
+    /// The longest gap, ns.
+    pub max_single_ns: Option<u64>,
+    /// Gaps over the threshold.
+    pub gaps_over_threshold: u64,
+    /// Gaps over the threshold the ring dropped before they were read (counted in the totals).
+    pub gaps_dropped: u64,
+    /// Iterations.
+    pub iterations: u64,
+    /// Iterations per second of runtime.
+    pub iterations_per_s: Option<f64>,
+    /// The loop's shortest gap: its resolution.
+    pub resolution_ns: Option<u64>,
+}
+
+impl CpuNoise {
+    /// The summary of one thread's result.
+    pub fn of(t: &NoiseThread) -> CpuNoise {
+        let tot = &t.totals;
+        let runtime = tot.runtime.0;
+        CpuNoise {
+            cpu: t.cpu,
+            runtime_ns: runtime,
+            noise_ns: tot.noise.0,
+            available_percent: tot.available_percent(),
+            max_single_ns: tot.max.map(|g| g.duration.0),
+            gaps_over_threshold: tot.over,
+            gaps_dropped: t.gaps_dropped,
+            iterations: tot.iterations(),
+            iterations_per_s: (runtime > 0).then(|| tot.iterations() as f64 * 1e9 / runtime as f64),
+            resolution_ns: tot.histogram.min().map(|m| m.0),
+        }
+    }
+}
+
+/// A noise limit: `max_single=20us` or `available=99.99%`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum NoiseLimit {
+    /// No single gap longer than this.
+    MaxSingle(Nanos),
+    /// At least this share of the runtime available, percent.
+    Available(f64),
+}
+
+/// Parses `--limit`.
+pub fn parse_limit(text: &str) -> Result<NoiseLimit, UsageError> {
+    let bad = |why: String| {
+        UsageError::new(format!("invalid value for '--limit': {text:?}: {why}"))
+            .hint("use max_single=DURATION (e.g. max_single=20us) or available=PERCENT (e.g. available=99.99%)")
+    };
+    let (key, value) = text
+        .split_once('=')
+        .ok_or_else(|| bad("expected STAT=VALUE".into()))?;
+    match key.trim() {
+        "max_single" => Nanos::parse_with_default_unit(value.trim(), "us")
+            .map(NoiseLimit::MaxSingle)
+            .map_err(|e| bad(e.to_string())),
+        "available" => {
+            let v = value.trim().trim_end_matches('%');
+            match v.parse::<f64>() {
+                Ok(p) if (0.0..=100.0).contains(&p) => Ok(NoiseLimit::Available(p)),
+                _ => Err(bad("the share must be a percentage from 0 to 100".into())),
+            }
+        }
+        other => Err(bad(format!("unknown statistic {other:?}"))),
+    }
+}
+
+/// One limit checked on one CPU.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NoiseCheck {
+    /// The CPU.
+    pub cpu: usize,
+    /// `max_single` or `available`.
+    pub stat: &'static str,
+    /// The limit as given (`20us`, `99.99%`).
+    pub limit: String,
+    /// The value measured (`unknown` without any runtime).
+    pub value: String,
+    /// Whether it held; a value that is unknown fails.
+    pub passed: bool,
+}
+
+/// Checks every limit on every CPU.
+pub fn check_limits(limits: &[NoiseLimit], cpus: &[CpuNoise]) -> Vec<NoiseCheck> {
+    use rtscope_core::text::short;
+    let mut out = Vec::new();
+    for c in cpus {
+        for l in limits {
+            let (stat, limit, value, passed) = match *l {
+                NoiseLimit::MaxSingle(max) => (
+                    "max_single",
+                    short(max),
+                    c.max_single_ns
+                        .map_or("unknown".into(), |v| short(Nanos(v))),
+                    c.max_single_ns.is_some_and(|v| v <= max.0),
+                ),
+                NoiseLimit::Available(min) => (
+                    "available",
+                    format!("{min}%"),
+                    c.available_percent
+                        .map_or("unknown".into(), |v| format!("{v:.5}%")),
+                    c.available_percent.is_some_and(|v| v >= min),
+                ),
+            };
+            out.push(NoiseCheck {
+                cpu: c.cpu,
+                stat,
+                limit,
+                value,
+                passed,
+            });
+        }
+    }
+    out
+}
+
+/// What a noise run's record says besides its threads.
+#[derive(Debug, Clone)]
+pub struct NoiseMeta {
+    /// `--label`.
+    pub label: Option<String>,
+    /// `--tag` pairs.
+    pub tags: Vec<(String, String)>,
+    /// The command line.
+    pub command_line: Vec<String>,
+    /// The configuration as JSON.
+    pub config_json: String,
+    /// Wall-clock start.
+    pub started: SystemTime,
+    /// Wall-clock end.
+    pub ended: SystemTime,
+    /// CLOCK_MONOTONIC at the start.
+    pub clock_start: Nanos,
+    /// Policy name and priority of the loops.
+    pub policy: &'static str,
+    /// Priority.
+    pub priority: i32,
+    /// The duty-cycle period (stored as the threads' interval).
+    pub period: Nanos,
+}
+
+fn unix_ns(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// Writes a noise run: per CPU its gap histogram as the samples and its gaps over the
+/// threshold as events (`cycle` is the gap's number, `latency` its length, the offset its
+/// start). Returns the run's id.
+pub fn record(
+    store: &mut Store,
+    meta: &NoiseMeta,
+    threads: &[NoiseThread],
+    gaps: &[Vec<Gap>],
+    explained: Option<&rtscope_trace::book::ExplainSummary>,
+    status: RunStatus,
+    exit_code: i32,
+) -> Result<RunId, StoreError> {
+    let new = NewRun {
+        kind: RunKind::Noise,
+        label: meta.label.clone(),
+        tags: meta.tags.clone(),
+        started: crate::sysinfo::rfc3339(meta.started),
+        started_unix_ns: unix_ns(meta.started),
+        pid: std::process::id(),
+        tool_version: env!("CARGO_PKG_VERSION").into(),
+        command_line_json: serde_json::to_string(&meta.command_line)
+            .unwrap_or_else(|_| "[]".into()),
+        config_json: meta.config_json.clone(),
+        environment: crate::environment::capture(Path::new("/")),
+        threads: threads
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ThreadInfo {
+                thread: i as u32,
+                cpu: Some(t.cpu as u32),
+                policy: meta.policy.to_string(),
+                priority: meta.priority,
+                interval_ns: meta.period.0,
+            })
+            .collect(),
+    };
+    let id = store.begin_run(&new)?;
+    let length = meta
+        .ended
+        .duration_since(meta.started)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut cp = Checkpoint {
+        progress_ns: length,
+        at_unix_ns: unix_ns(SystemTime::now()),
+        ..Checkpoint::default()
+    };
+    let start_unix = unix_ns(meta.started);
+    for (i, t) in threads.iter().enumerate() {
+        let h = &t.totals.histogram;
+        let (n, min, max) = (h.count(), h.min().map(|m| m.0), h.max().map(|m| m.0));
+        // Within a window the gaps add up to the time spun: the mean is exact.
+        let mean = (n > 0).then(|| t.totals.runtime.0 as f64 / n as f64);
+        cp.threads.push(ThreadStats {
+            thread: i as u32,
+            tid: t.tid,
+            samples: n,
+            min_ns: min,
+            mean_ns: mean,
+            max_ns: t.totals.max.map(|g| g.duration.0).or(max),
+            max_cycle: None,
+            max_offset_ns: t
+                .totals
+                .max
+                .map(|g| g.start.0.saturating_sub(meta.clock_start.0)),
+            missed: 0,
+            raw_dropped: t.gaps_dropped,
+            histogram: h,
+        });
+        cp.series.push(SeriesPoint {
+            thread: i as u32,
+            offset_ns: length,
+            length_ns: length,
+            samples: n,
+            min_ns: min,
+            max_ns: max,
+            mean_ns: mean,
+            p99_ns: h.value_at_quantile(0.99).map(|v| v.0),
+            missed: 0,
+        });
+        for (k, g) in gaps.get(i).into_iter().flatten().enumerate() {
+            let s = Sample {
+                cycle: k as u64,
+                latency: g.duration,
+                time: g.start,
+            };
+            let offset = s.time.0.saturating_sub(meta.clock_start.0);
+            cp.events.push(EventRow {
+                thread: i as u32,
+                cycle: s.cycle,
+                latency_ns: s.latency.0,
+                offset_ns: offset,
+                unix_ns: start_unix.saturating_add(i64::try_from(offset).unwrap_or(0)),
+            });
+        }
+    }
+    store.finish_run(
+        id,
+        &cp,
+        status,
+        &crate::sysinfo::rfc3339(meta.ended),
+        exit_code,
+    )?;
+    if let Some(x) = explained {
+        let (summary, rows) = crate::explain::store_rows(x, meta.clock_start);
+        store.write_spikes(id, &summary, &rows)?;
+    }
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests;
+
+/// `rtscope noise --explain`: the gaps handed to the same flight recorder and charging step as
+/// `measure --explain`. A gap is a spike whose interval is `[gap start, gap end]`: the "deadline"
+/// is the loop's last reading before the gap and the "wake-up" the first after it, so every
+/// nanosecond between them is charged to what ran on the CPU (IRQ, softirq, thread, NMI) or
+/// stated as unexplained.
+pub struct NoiseExplainer {
+    ex: rtscope_trace::explain::Explainer,
+    live: bool,
+}
+
+impl NoiseExplainer {
+    /// Starts recording `cpus` (before the loops start: the reaper forks while the process is
+    /// small). With housekeeping CPUs the gaps are attributed during the run, else at its end.
+    pub fn start(threshold: Nanos, cpus: &[usize], housekeeping: Option<&CpuSet>) -> Self {
+        let mut cfg = rtscope_trace::explain::ExplainConfig::new(threshold.0, cpus.to_vec());
+        cfg.housekeeping = housekeeping.map(|h| h.iter().collect()).unwrap_or_default();
+        NoiseExplainer {
+            live: housekeeping.is_some(),
+            ex: rtscope_trace::explain::Explainer::start(cfg),
+        }
+    }
+
+    /// The tier in use, with the reason it is not better.
+    pub fn tier_line(&self) -> String {
+        match self.ex.tier_reason() {
+            Some(r) => format!("explaining gaps: tier {} ({r})", self.ex.tier().name()),
+            None => format!("explaining gaps: tier {}", self.ex.tier().name()),
+        }
+    }
+
+    /// Whether gaps are attributed during the run (a housekeeping CPU runs the analysis);
+    /// else hand them over only after the loops have stopped.
+    pub fn is_live(&self) -> bool {
+        self.live
+    }
+
+    /// Hands over gaps of the loop on `cpu` (thread `tid`) and attributes what it can, in
+    /// batches (the explainer queues a bounded number); gaps below the threshold are ignored.
+    pub fn push(&mut self, cpu: usize, tid: i32, gaps: &[Gap]) {
+        for batch in gaps.chunks(1024) {
+            for g in batch {
+                self.ex.push_spike(rtscope_trace::Spike {
+                    cpu,
+                    tid,
+                    deadline_ns: g.start.0,
+                    wakeup_ns: g.end().0,
+                });
+            }
+            self.ex.poll();
+        }
+    }
+
+    /// Attributes what is left and returns the summary (the trace instance is removed).
+    pub fn finish(self) -> rtscope_trace::book::ExplainSummary {
+        self.ex.finish(std::time::Duration::from_millis(1500))
+    }
+}
+
+/// The classes of noise time (`--explain`): what each nanosecond of the traced gaps was
+/// charged to, summed over the run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ClassTotals {
+    /// Hard interrupts (the timer's included).
+    pub irq_ns: u64,
+    /// Softirqs.
+    pub softirq_ns: u64,
+    /// Other threads (higher priority, or holding the CPU).
+    pub thread_ns: u64,
+    /// NMIs.
+    pub nmi_ns: u64,
+    /// The switch back to the loop (scheduler, return to user space).
+    pub switch_ns: u64,
+    /// Time the guest could not see (the vCPU was not running).
+    pub hypervisor_ns: u64,
+    /// Time no trace event covers: never folded into a class.
+    pub unexplained_ns: u64,
+}
+
+impl ClassTotals {
+    /// Sums the culprit totals of an explanation by class.
+    pub fn of(s: &rtscope_trace::book::ExplainSummary) -> ClassTotals {
+        use rtscope_trace::Category as C;
+        let mut t = ClassTotals::default();
+        for row in &s.culprits {
+            let slot = match &row.category {
+                C::TimerIrqLate { .. } | C::TimerIrqHandler | C::Irq { .. } => &mut t.irq_ns,
+                C::Softirq { .. } => &mut t.softirq_ns,
+                C::Thread { .. } | C::Blocking { .. } => &mut t.thread_ns,
+                C::Nmi => &mut t.nmi_ns,
+                C::ReturnToUser => &mut t.switch_ns,
+                C::Hypervisor => &mut t.hypervisor_ns,
+                _ => &mut t.unexplained_ns,
+            };
+            *slot += row.total_ns;
+        }
+        t
+    }
+
+    /// The sum of the classes.
+    pub fn total_ns(&self) -> u64 {
+        self.irq_ns
+            + self.softirq_ns
+            + self.thread_ns
+            + self.nmi_ns
+            + self.switch_ns
+            + self.hypervisor_ns
+            + self.unexplained_ns
+    }
+
+    /// One line: each class's share of the traced gap time.
+    pub fn line(&self) -> String {
+        let total = self.total_ns();
+        if total == 0 {
+            return "time per class: no traced gap time\n".into();
+        }
+        let pct = |v: u64| format!("{:.1} %", 100.0 * v as f64 / total as f64);
+        format!(
+            "time per class ({} traced): thread {}, irq {}, softirq {}, nmi {}, switch back {}, hypervisor {}, unexplained {}\n",
+            rtscope_core::text::short(Nanos(total)),
+            pct(self.thread_ns),
+            pct(self.irq_ns),
+            pct(self.softirq_ns),
+            pct(self.nmi_ns),
+            pct(self.switch_ns),
+            pct(self.hypervisor_ns),
+            pct(self.unexplained_ns),
+        )
+    }
+}
+
+/// At SCHED_FIFO/RR, the note that the duty cycle exceeds the kernel's RT throttling budget
+/// (`sched_rt_runtime_us` of `sched_rt_period_us` below `root`/proc/sys/kernel; -1 is no
+/// throttling): the throttle will then take the CPU from the loop every period, and those gaps
+/// are RT throttling, not noise from elsewhere. `None` when it cannot happen or is unknown.
+pub fn rt_throttle_note(c: &NoiseConfig, root: &Path) -> Option<String> {
+    if !c.policy.is_realtime_priority() {
+        return None;
+    }
+    let read = |name: &str| -> Option<i64> {
+        std::fs::read_to_string(root.join("proc/sys/kernel").join(name))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    let (rt_runtime, rt_period) = (read("sched_rt_runtime_us")?, read("sched_rt_period_us")?);
+    if rt_runtime < 0 || rt_period <= 0 {
+        return None;
+    }
+    // runtime/period > rt_runtime/rt_period, in integers.
+    let over =
+        u128::from(c.runtime.0) * rt_period as u128 > u128::from(c.period.0) * rt_runtime as u128;
+    over.then(|| {
+        format!(
+            "note: spinning {} of every {} at {} exceeds the kernel's RT throttling budget \
+             ({rt_runtime} us of every {rt_period} us, /proc/sys/kernel/sched_rt_runtime_us): \
+             the gaps it causes are RT throttling, not noise from elsewhere",
+            rtscope_core::text::short(c.runtime),
+            rtscope_core::text::short(c.period),
+            c.policy.name()
+        )
+    })
+}

@@ -1,0 +1,255 @@
+use super::*;
+use rtscope_core::Histogram;
+use rtscope_engine::noise::NoiseTotals;
+use rtscope_engine::Policy;
+
+fn config() -> NoiseConfig {
+    NoiseConfig {
+        cpus: vec![0],
+        policy: Policy::Other,
+        priority: 0,
+        threshold: DEFAULT_THRESHOLD,
+        runtime: DEFAULT_RUNTIME,
+        period: DEFAULT_PERIOD,
+        duration: Nanos::from_secs(1),
+        gap_capacity: 16,
+        mlock: false,
+        prefault_stack: 0,
+    }
+}
+
+fn message(c: &NoiseConfig) -> String {
+    check(c, &CpuSet::from_cpus([0, 1])).unwrap_err().message
+}
+
+#[test]
+fn bad_settings_are_refused_naming_the_option() {
+    assert!(check(&config(), &CpuSet::from_cpus([0, 1])).is_ok());
+    let c = NoiseConfig {
+        threshold: Nanos::ZERO,
+        ..config()
+    };
+    assert!(message(&c).contains("'--threshold'"));
+    let c = NoiseConfig {
+        threshold: Nanos::from_secs(1),
+        ..config()
+    };
+    assert!(message(&c).contains("'--threshold': 1s is not below the period (1s)"));
+    let c = NoiseConfig {
+        runtime: Nanos::from_secs(2),
+        ..config()
+    };
+    assert!(message(&c).contains("'--runtime'"));
+    let c = NoiseConfig {
+        cpus: vec![7],
+        ..config()
+    };
+    assert!(message(&c).contains("'--cpus': CPU 7 is not online"));
+    let c = NoiseConfig {
+        runtime: DEFAULT_PERIOD,
+        ..config()
+    };
+    assert!(
+        check(&c, &CpuSet::from_cpus([0])).is_ok(),
+        "a 100 % duty cycle is allowed"
+    );
+}
+
+#[test]
+fn limits_parse_and_unknown_ones_are_refused() {
+    assert_eq!(
+        parse_limit("max_single=20us").unwrap(),
+        NoiseLimit::MaxSingle(Nanos::from_us(20))
+    );
+    assert_eq!(
+        parse_limit("max_single=20").unwrap(),
+        NoiseLimit::MaxSingle(Nanos::from_us(20))
+    );
+    assert_eq!(
+        parse_limit("available=99.99%").unwrap(),
+        NoiseLimit::Available(99.99)
+    );
+    assert!(parse_limit("available=101%").is_err());
+    assert!(parse_limit("max=1us")
+        .unwrap_err()
+        .message
+        .contains("unknown statistic"));
+    assert!(parse_limit("max_single").is_err());
+}
+
+fn thread(runtime: u64, gaps: &[u64], threshold: u64) -> NoiseThread {
+    let mut histogram = Histogram::new();
+    for &g in gaps {
+        histogram.record(Nanos(g));
+    }
+    let over: Vec<u64> = gaps.iter().copied().filter(|&g| g > threshold).collect();
+    NoiseThread {
+        cpu: 1,
+        tid: 42,
+        totals: NoiseTotals {
+            runtime: Nanos(runtime),
+            over: over.len() as u64,
+            noise: Nanos(over.iter().sum()),
+            max: over.iter().max().map(|&m| Gap {
+                start: Nanos(500),
+                duration: Nanos(m),
+            }),
+            histogram,
+        },
+        gaps_dropped: 0,
+    }
+}
+
+#[test]
+fn the_summary_is_exact_arithmetic_on_the_totals() {
+    // 1 ms spun in 8 iterations: six of 40 ns, one gap of 760 ns... and one of 999,000 ns.
+    let gaps = [40, 40, 40, 40, 40, 40, 760, 999_000];
+    let c = CpuNoise::of(&thread(1_000_000, &gaps, 1000));
+    assert_eq!(c.iterations, 8);
+    assert_eq!(c.iterations_per_s, Some(8000.0));
+    assert_eq!(c.resolution_ns, Some(40));
+    assert_eq!((c.gaps_over_threshold, c.noise_ns), (1, 999_000));
+    assert_eq!(c.max_single_ns, Some(999_000));
+    assert_eq!(c.available_percent, Some(0.1));
+    let none = CpuNoise::of(&thread(0, &[], 1000));
+    assert_eq!((none.available_percent, none.max_single_ns), (None, None));
+}
+
+#[test]
+fn limits_fail_above_the_bound_and_on_unknown_values() {
+    let rows = [
+        CpuNoise::of(&thread(1_000_000, &[50, 30_000], 1000)),
+        CpuNoise::of(&thread(0, &[], 1000)),
+    ];
+    let limits = [
+        NoiseLimit::MaxSingle(Nanos::from_us(20)),
+        NoiseLimit::Available(90.0),
+    ];
+    let checks = check_limits(&limits, &rows);
+    let passed: Vec<bool> = checks.iter().map(|c| c.passed).collect();
+    assert_eq!(passed, [false, true, false, false]);
+    assert_eq!(checks[0].value, "30us");
+    assert_eq!(checks[1].value, "97.00000%");
+    assert_eq!(checks[2].value, "unknown");
+}
+
+#[test]
+fn a_noise_run_is_recorded_with_its_gaps_as_events() {
+    let dir = std::env::temp_dir().join(format!("rtscope-noise-record-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("runs.db");
+    let _ = std::fs::remove_file(&path);
+    let mut store = Store::open(&path).unwrap();
+    let now = SystemTime::now();
+    let meta = NoiseMeta {
+        label: Some("n".into()),
+        tags: vec![],
+        command_line: vec!["rtscope".into(), "noise".into()],
+        config_json: "{}".into(),
+        started: now,
+        ended: now + std::time::Duration::from_secs(1),
+        clock_start: Nanos(100),
+        policy: "other",
+        priority: 0,
+        period: DEFAULT_PERIOD,
+    };
+    let t = thread(1_000_000, &[40, 40, 5_000], 1000);
+    let gaps = vec![vec![Gap {
+        start: Nanos(600),
+        duration: Nanos(5_000),
+    }]];
+    let id = record(&mut store, &meta, &[t], &gaps, None, RunStatus::Complete, 0).unwrap();
+    let b = store.bundle(id, false).unwrap();
+    assert_eq!(b.detail.summary.kind, RunKind::Noise);
+    assert_eq!(b.events.len(), 1);
+    assert_eq!(
+        (b.events[0].latency_ns, b.events[0].offset_ns),
+        (5_000, 500)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn explained_time_is_summed_by_class_and_unexplained_kept_apart() {
+    use rtscope_trace::book::{CulpritRow, ExplainSummary};
+    use rtscope_trace::{Category, Task, Tier};
+    let row = |category: Category, total_ns: u64| CulpritRow {
+        category,
+        spikes_as_main: 1,
+        spikes: 1,
+        total_ns,
+    };
+    let task = Task {
+        comm: "x".into(),
+        pid: 7,
+        prio: 120,
+    };
+    let s = ExplainSummary {
+        tier: Tier::FlightRecorder,
+        tier_reason: None,
+        threshold_ns: 1000,
+        counts: Default::default(),
+        worst: vec![],
+        culprits: vec![
+            row(Category::Thread { task }, 700),
+            row(
+                Category::Irq {
+                    name: "eth0 (irq 24)".into(),
+                },
+                200,
+            ),
+            row(Category::Nmi, 50),
+            row(Category::Unexplained, 50),
+        ],
+    };
+    let t = ClassTotals::of(&s);
+    assert_eq!(
+        (t.thread_ns, t.irq_ns, t.nmi_ns, t.unexplained_ns),
+        (700, 200, 50, 50)
+    );
+    assert_eq!(t.total_ns(), 1000);
+    assert!(
+        t.line().contains("thread 70.0 %, irq 20.0 %"),
+        "{}",
+        t.line()
+    );
+    assert!(t.line().contains("unexplained 5.0 %"));
+}
+
+#[test]
+fn a_duty_cycle_over_the_rt_budget_is_named_as_rt_throttling() {
+    let root = std::env::temp_dir().join(format!("rtscope-noise-rt-{}", std::process::id()));
+    let dir = root.join("proc/sys/kernel");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("sched_rt_runtime_us"), "950000\n").unwrap();
+    std::fs::write(dir.join("sched_rt_period_us"), "1000000\n").unwrap();
+    let fifo = NoiseConfig {
+        policy: Policy::Fifo,
+        priority: 95,
+        ..config()
+    };
+    assert_eq!(
+        rt_throttle_note(&fifo, &root),
+        None,
+        "950 ms of 1 s is within the budget"
+    );
+    let full = NoiseConfig {
+        runtime: DEFAULT_PERIOD,
+        ..fifo.clone()
+    };
+    assert!(rt_throttle_note(&full, &root)
+        .unwrap()
+        .contains("RT throttling"));
+    let other = NoiseConfig {
+        runtime: DEFAULT_PERIOD,
+        ..config()
+    };
+    assert_eq!(
+        rt_throttle_note(&other, &root),
+        None,
+        "SCHED_OTHER is not throttled"
+    );
+    std::fs::write(dir.join("sched_rt_runtime_us"), "-1\n").unwrap();
+    assert_eq!(rt_throttle_note(&full, &root), None, "-1: no throttling");
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -1,0 +1,160 @@
+//! `rtscope noise` through the real binary: bad input (exit 2, the option named, nothing
+//! recorded), a limit (exit 1), SIGINT (exit 3, the results and the record kept), and the
+//! summary's arithmetic checked against the gaps and histogram in the JSON. SCHED_OTHER and no
+//! memory lock, so the runs behave the same with or without privileges.
+
+use crate::common::{dump, run, show_last, temp_path};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_rtscope");
+
+fn noise(args: &[&str]) -> std::process::Output {
+    let mut all = vec!["noise", "--no-mlock", "-q"];
+    all.extend_from_slice(args);
+    run(BIN, &all)
+}
+
+fn json(path: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn bad_noise_settings_exit_2_naming_the_option_and_record_nothing() {
+    let db = temp_path("noise-bad.db");
+    let _ = std::fs::remove_file(&db);
+    let cases: [(&[&str], &str); 6] = [
+        (&["--threshold", "0"], "'--threshold': it must be above 0"),
+        (
+            &["--threshold", "2s"],
+            "'--threshold': 2s is not below the period (1s)",
+        ),
+        (&["--runtime", "2s"], "'--runtime'"),
+        (&["--runtime", "20ms", "--period", "10ms"], "'--runtime'"),
+        (&["--cpus", "4095"], "'--cpus'"),
+        (&["--limit", "max=1us"], "'--limit'"),
+    ];
+    for (args, want) in cases {
+        let mut all = args.to_vec();
+        all.extend(["--db", db.to_str().unwrap()]);
+        let o = noise(&all);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", dump(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!db.exists(), "{args:?} created the database");
+    }
+}
+
+#[test]
+fn a_noise_limit_fails_with_exit_1_and_the_summary_adds_up() {
+    let out = temp_path("noise-limit.json");
+    let o = noise(&[
+        "--cpus",
+        "0",
+        "-D",
+        "300ms",
+        "--no-db",
+        "--limit",
+        "max_single=1ns",
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    // Two clock readings are never 1 ns or less apart: the limit fails for certain.
+    assert_eq!(o.status.code(), Some(1), "{}", dump(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("limit FAIL: CPU 0 max_single"), "{text}");
+    for col in [
+        "RUNTIME",
+        "AVAILABLE",
+        "MAX SINGLE",
+        "GAPS>THR",
+        "ITER/S",
+        "RESOLUTION",
+    ] {
+        assert!(text.contains(col), "{text}");
+    }
+    let doc = json(&out);
+    assert_eq!(doc["schema"], "rtscope.noise/1");
+    assert_eq!(doc["exit_code"], 1);
+    let cpu = &doc["cpus"][0];
+    let s = &cpu["summary"];
+    assert_eq!(s["cpu"], 0);
+    let hist_total: u64 = cpu["histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b[1].as_u64().unwrap())
+        .sum();
+    assert_eq!(hist_total, s["iterations"].as_u64().unwrap());
+    let gaps = cpu["gaps"].as_array().unwrap();
+    let kept = s["gaps_over_threshold"].as_u64().unwrap() - s["gaps_dropped"].as_u64().unwrap();
+    assert_eq!(gaps.len() as u64, kept);
+    assert!(gaps
+        .iter()
+        .all(|g| g["duration_ns"].as_u64().unwrap() > 1000));
+    if s["gaps_dropped"] == 0 {
+        let sum: u64 = gaps
+            .iter()
+            .map(|g| g["duration_ns"].as_u64().unwrap())
+            .sum();
+        assert_eq!(sum, s["noise_ns"].as_u64().unwrap());
+    }
+    let (runtime, noise) = (
+        s["runtime_ns"].as_u64().unwrap(),
+        s["noise_ns"].as_u64().unwrap(),
+    );
+    let available = 100.0 * (runtime - noise) as f64 / runtime as f64;
+    // serde_json's float parsing may be 1 ulp off the printed value.
+    assert!((s["available_percent"].as_f64().unwrap() - available).abs() < 1e-9);
+    assert!(s["resolution_ns"].as_u64().unwrap() >= 1);
+    let _ = std::fs::remove_file(out);
+}
+
+#[test]
+fn sigint_ends_a_noise_run_with_exit_3_and_records_it_interrupted() {
+    let db = temp_path("noise-int.db");
+    let out = temp_path("noise-int.json");
+    let _ = std::fs::remove_file(&db);
+    let child = Command::new(BIN)
+        .args([
+            "noise",
+            "--no-mlock",
+            "-q",
+            "--cpus",
+            "0",
+            "-D",
+            "60s",
+            "--db",
+        ])
+        .arg(&db)
+        .arg("--json")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // SAFETY: kill with our own child's pid and SIGINT.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let t0 = std::time::Instant::now();
+    let o = child.wait_with_output().unwrap();
+    // A liveness bound far below the 60 s run, not a speed.
+    assert!(t0.elapsed() < Duration::from_secs(45));
+    assert_eq!(o.status.code(), Some(3), "{}", dump(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("interrupted by SIGINT"), "{text}");
+    let doc = json(&out);
+    assert_eq!(doc["interrupted"], "SIGINT");
+    assert!(doc["cpus"][0]["summary"]["iterations"].as_u64().unwrap() > 0);
+    let run = show_last(&db);
+    let run = if run.get("run").is_some() {
+        &run["run"]
+    } else {
+        &run
+    };
+    let flat = run.to_string();
+    assert!(flat.contains("\"noise\""), "{flat}");
+    assert!(flat.contains("\"interrupted\""), "{flat}");
+    let _ = std::fs::remove_file(db);
+    let _ = std::fs::remove_file(out);
+}
