@@ -1,6 +1,6 @@
 //! Runs on remote boards through the system `ssh` (so the user's keys, `~/.ssh/config` and
 //! ProxyJump apply; always `BatchMode=yes`), over one connection per board (a ControlMaster of
-//! rtscope's own, see [`crate::master`]): detect the board's architecture and create the
+//! rtscope's own, see the `master` module): detect the board's architecture and create the
 //! remote directory (one step), copy the matching rtscope binary (and the files a run needs,
 //! such as its campaign file) with `ssh host 'cat > …'` (no sftp subsystem needed), run
 //! rtscope there into a remote temporary database while its output streams back, then fetch
