@@ -350,13 +350,18 @@ fn a_png_drawn_in_strips_equals_the_whole_bitmap_pixel_for_pixel() {
     // 11 runs in 2 columns: 6 rows of panels, more than one strip and a last strip that is
     // neither full nor a whole row of panels.
     let runs: Vec<_> = (1..=11).map(|i| run_with(i, &[("kernel", "rt")])).collect();
-    assert!(6 > crate::draw::PNG_STRIP_ROWS);
     let g = crate::group::Grouping::new(&runs, None);
     let figs = figures::all(&runs, &g);
     let hist = &figs.iter().find(|f| f.name == "histogram").unwrap().figure;
     assert_eq!((hist.panels.len(), hist.columns), (11, 2));
     let (w, h) = hist.size();
     assert_eq!(h, 6 * hist.panel_height);
+    let rows = (h / hist.panel_height) as usize;
+    let strip = crate::draw::PNG_STRIP_ROWS;
+    assert!(
+        rows > strip && rows % strip != 0,
+        "{rows} rows, strips of {strip}"
+    );
     let mut whole = vec![255u8; (w * h * 3) as usize];
     {
         let root = BitMapBackend::with_buffer(&mut whole, (w, h)).into_drawing_area();
