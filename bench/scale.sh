@@ -7,7 +7,10 @@
 #   N…       campaign sizes (default 50 200 1000)
 #   --check  small sizes (default 20 80) and exit 1 when compare's CPU time or report's peak RSS
 #            grows faster than linearly: 4× the runs may cost at most 8× (CPU over 0.5 s only)
-#            and report's peak RSS at most 4× (plus 16 MB)
+#            and report's peak RSS at most 4× (plus 16 MB); and when report's peak RSS grows by
+#            more than 0.25 MB per run between the two sizes (issue 28's 256 MB for 1,000 runs:
+#            a bitmap as high as a grid of one panel per run cost 0.55 MB per run, 20 → 80 runs
+#            33 → 66 MB, which the first test let pass)
 # Environment: RTSCOPE (binary, default target/release/rtscope, built if missing),
 #   SAMPLES (per CPU and run, default 5000), KEEP (a directory to keep the databases in:
 #   they are reused when there, so two binaries can be timed on the same data back to back).
@@ -69,6 +72,10 @@ if awk -v a="${ccpu[$small]}" -v b="${ccpu[$large]}" -v r="$ratio" 'BEGIN {exit 
 fi
 if awk -v a="${rrss[$small]}" -v b="${rrss[$large]}" -v r="$ratio" 'BEGIN {exit !(b > r * a + 16)}'; then
   echo "report's peak RSS grows faster than linearly: ${rrss[$small]} MB for $small runs, ${rrss[$large]} MB for $large" >&2
+  fail=1
+fi
+if awk -v a="${rrss[$small]}" -v b="${rrss[$large]}" -v n="$((large - small))" 'BEGIN {exit !(n > 0 && (b - a) / n > 0.25)}'; then
+  echo "report's peak RSS grows more than 0.25 MB per run: ${rrss[$small]} MB for $small runs, ${rrss[$large]} MB for $large" >&2
   fail=1
 fi
 exit "$fail"

@@ -384,3 +384,42 @@ fn rtscope_own_threads_below_the_busiest_others_still_get_rows() {
         "at most n of rtscope's own below the first n"
     );
 }
+
+#[test]
+fn a_png_drawn_in_strips_equals_the_whole_bitmap_pixel_for_pixel() {
+    use plotters::prelude::{BitMapBackend, IntoDrawingArea};
+    // 11 runs in 2 columns: 6 rows of panels, more than one strip and a last strip that is
+    // neither full nor a whole row of panels.
+    let runs: Vec<_> = (1..=11).map(|i| run_with(i, &[("kernel", "rt")])).collect();
+    let g = crate::group::Grouping::new(&runs, None);
+    let figs = figures::all(&runs, &g);
+    let hist = &figs.iter().find(|f| f.name == "histogram").unwrap().figure;
+    assert_eq!((hist.panels.len(), hist.columns), (11, 2));
+    let (w, h) = hist.size();
+    assert_eq!(h, 6 * hist.panel_height);
+    let rows = (h / hist.panel_height) as usize;
+    let strip = crate::draw::PNG_STRIP_ROWS;
+    assert!(
+        rows > strip && rows % strip != 0,
+        "{rows} rows, strips of {strip}"
+    );
+    let mut whole = vec![255u8; (w * h * 3) as usize];
+    {
+        let root = BitMapBackend::with_buffer(&mut whole, (w, h)).into_drawing_area();
+        crate::draw::figure(&root, hist).unwrap();
+        root.present().unwrap();
+    }
+    let png = crate::to_png(hist).unwrap();
+    let mut reader = png::Decoder::new(&png[..]).read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (w, h));
+    let strips = &buf[..info.buffer_size()];
+    assert_eq!(strips.len(), whole.len());
+    let differ = strips.iter().zip(&whole).filter(|(a, b)| a != b).count();
+    assert_eq!(
+        differ, 0,
+        "{differ} bytes differ between strips and one bitmap"
+    );
+    assert!(whole.iter().any(|&b| b != 255), "something was drawn");
+}
