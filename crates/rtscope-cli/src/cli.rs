@@ -7,6 +7,7 @@ use std::path::PathBuf;
 mod check;
 mod fleet;
 mod noise;
+pub mod record;
 mod respond;
 mod tail;
 pub use check::CheckArgs;
@@ -709,18 +710,9 @@ pub struct MeasureArgs {
     #[arg(long, short = 'q', help_heading = "Output")]
     pub quiet: bool,
 
-    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
-    #[arg(long, value_name = "PATH", help_heading = "Recording")]
-    pub db: Option<PathBuf>,
-    /// Do not record the run in the database
-    #[arg(long, conflicts_with = "db", help_heading = "Recording")]
-    pub no_db: bool,
-    /// A name for the run, e.g. idle or hackbench
-    #[arg(long, value_name = "NAME", help_heading = "Recording")]
-    pub label: Option<String>,
-    /// A free-form tag, e.g. --tag kernel=rt --tag board=rpi4 (repeatable)
-    #[arg(long = "tag", value_name = "KEY=VALUE", help_heading = "Recording")]
-    pub tags: Vec<String>,
+    /// Where the run is recorded.
+    #[command(flatten)]
+    pub rec: crate::cli::record::RecordArgs,
     /// Record every sample above this latency as an event with its time, CPU and cycle
     #[arg(long, value_name = "DUR", help_heading = "Recording")]
     pub event_above: Option<String>,

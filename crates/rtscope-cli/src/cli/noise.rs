@@ -74,18 +74,9 @@ pub struct NoiseArgs {
     /// No progress output
     #[arg(long, short = 'q', help_heading = "Output")]
     pub quiet: bool,
-    /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
-    #[arg(long, value_name = "PATH", help_heading = "Recording")]
-    pub db: Option<PathBuf>,
-    /// Do not record the run in the database
-    #[arg(long, conflicts_with = "db", help_heading = "Recording")]
-    pub no_db: bool,
-    /// A name for the run, e.g. idle or isolated
-    #[arg(long, value_name = "NAME", help_heading = "Recording")]
-    pub label: Option<String>,
-    /// A free-form tag, e.g. --tag board=rpi4 (repeatable)
-    #[arg(long = "tag", value_name = "KEY=VALUE", help_heading = "Recording")]
-    pub tags: Vec<String>,
+    /// Where the run is recorded.
+    #[command(flatten)]
+    pub rec: crate::cli::record::RecordArgs,
 }
 
 /// Scheduling policies of the noise loops.

@@ -148,22 +148,23 @@ pub fn run(
 ) -> anyhow::Result<ExitStatus> {
     let online = sys::online_cpus();
     let c = config(a, &online)?;
-    rtscope_session::record::check_label_and_tags(a.label.as_deref(), &a.tags)?;
+    rtscope_session::record::check_label_and_tags(a.rec.label.as_deref(), &a.rec.tags)?;
     let limits: Vec<NoiseLimit> = a
         .limits
         .iter()
         .map(|l| noise::parse_limit(l))
         .collect::<Result<_, _>>()?;
     let tags = a
+        .rec
         .tags
         .iter()
         .map(|t| record::parse_tag(t))
         .collect::<Result<Vec<_>, _>>()?;
-    let store = if a.no_db {
+    let store = if a.rec.no_db {
         None
     } else {
         Some(record::open(
-            &a.db.clone().unwrap_or_else(record::default_db),
+            &a.rec.db.clone().unwrap_or_else(record::default_db),
         )?)
     };
     let json_file = a
@@ -203,7 +204,7 @@ pub fn run(
     let (started, clock_start) = (run.started(), run.clock_start());
     let o = drive(run, explain);
     let meta = NoiseMeta {
-        label: a.label.clone(),
+        label: a.rec.label.clone(),
         tags,
         command_line: command_line.clone(),
         config_json: config_json(&c).to_string(),

@@ -214,7 +214,7 @@ enum Work {
 /// cpu_dma_latency request, no responder program for a refused one), with measure's
 /// validators for the label and tags, the policy and priority, the length and the CPUs.
 fn work(a: &RespondArgs) -> Result<Work, UsageError> {
-    rtscope_session::record::check_label_and_tags(a.label.as_deref(), &a.tags)?;
+    rtscope_session::record::check_label_and_tags(a.rec.label.as_deref(), &a.rec.tags)?;
     match (&a.ipc, &a.input) {
         (Some(_), Some(_)) => Err(UsageError::new(
             "give either --ipc or a GPIO --input, not both",
@@ -252,15 +252,16 @@ pub fn run(
         .map(|l| limits::parse(l))
         .collect::<Result<_, _>>()?;
     let tags = a
+        .rec
         .tags
         .iter()
         .map(|t| record::parse_tag(t))
         .collect::<Result<Vec<_>, _>>()?;
-    let store = if a.no_db {
+    let store = if a.rec.no_db {
         None
     } else {
         Some(record::open(
-            &a.db.clone().unwrap_or_else(record::default_db),
+            &a.rec.db.clone().unwrap_or_else(record::default_db),
         )?)
     };
     let json_file = a
@@ -282,7 +283,7 @@ pub fn run(
     }
     let o = result?;
     let meta = RecordMeta {
-        label: a.label.clone(),
+        label: a.rec.label.clone(),
         tags,
         command_line: command_line.clone(),
         config_json: config_json(a, &o.rows).to_string(),

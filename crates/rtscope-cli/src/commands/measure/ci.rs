@@ -11,8 +11,8 @@ pub fn measure_with_ci(
     argv: &[String],
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
-    if !a.no_db || a.ci_output.is_empty() {
-        return fleet::with_ci(&a.ci_output, a.db.as_deref(), out, |o| {
+    if !a.rec.no_db || a.ci_output.is_empty() {
+        return fleet::with_ci(&a.ci_output, a.rec.db.as_deref(), out, |o| {
             super::run(a, argv.to_vec(), o)
         });
     }
@@ -22,8 +22,8 @@ pub fn measure_with_ci(
     })?;
     let db = dir.join("ci.db");
     let mut recorded = a.clone();
-    recorded.no_db = false;
-    recorded.db = Some(db.clone());
+    recorded.rec.no_db = false;
+    recorded.rec.db = Some(db.clone());
     let status = fleet::with_ci(&a.ci_output, Some(&db), out, |o| {
         super::run(&recorded, argv.to_vec(), o)
     });

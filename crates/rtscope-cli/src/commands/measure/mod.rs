@@ -119,18 +119,24 @@ pub fn run(
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
     if !a.fleet.targets.is_empty() {
-        if a.metrics_file.is_some() || a.no_db || a.json.is_some() {
+        if a.metrics_file.is_some() || a.rec.no_db || a.json.is_some() {
             return Err(crate::usage(
                 "--metrics-file, --json and --no-db cannot be used with --target: export the merged runs",
             ));
         }
-        return crate::commands::fleet::remote(&a.fleet, &command_line, None, a.db.as_deref(), out);
+        return crate::commands::fleet::remote(
+            &a.fleet,
+            &command_line,
+            None,
+            a.rec.db.as_deref(),
+            out,
+        );
     }
     // Before any thread starts: a signal is taken by the control loop or by nobody.
     rtscope_session::drive::hold_signals();
     let online = sys::online_cpus();
     let plan = plan(a, &online)?;
-    rtscope_session::record::check_label_and_tags(a.label.as_deref(), &a.tags)?;
+    rtscope_session::record::check_label_and_tags(a.rec.label.as_deref(), &a.rec.tags)?;
     let tick = series_interval(a)?;
     let monitor_interval = monitor_interval(&a.monitor_interval, "--monitor-interval")?;
     let json_file = a
@@ -143,7 +149,12 @@ pub fn run(
         .metrics_file
         .as_deref()
         .map(|p| {
-            rtscope_fleet::metrics_file::MetricsFile::new(p, &a.tags, a.label.as_deref(), &a.limits)
+            rtscope_fleet::metrics_file::MetricsFile::new(
+                p,
+                &a.rec.tags,
+                a.rec.label.as_deref(),
+                &a.limits,
+            )
         })
         .transpose()
         .map_err(|e| UsageError::new(format!("--metrics-file: {e}")))?;
@@ -169,8 +180,8 @@ pub fn run(
     human.flush()?;
     let spec = RecordSpec {
         kind: rtscope_store::RunKind::Measure,
-        label: a.label.clone(),
-        tags: a.tags.clone(),
+        label: a.rec.label.clone(),
+        tags: a.rec.tags.clone(),
         command_line: command_line.clone(),
         config_json: serde_json::to_string(&ConfigDoc::of(&plan))?,
         monitor_interval,

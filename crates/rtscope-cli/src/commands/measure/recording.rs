@@ -8,9 +8,9 @@ use rtscope_store::Store;
 
 /// Opens the database unless `--no-db`.
 pub fn open_store(a: &MeasureArgs) -> Result<Option<Store>, UsageError> {
-    if a.no_db {
+    if a.rec.no_db {
         return Ok(None);
     }
-    let path = a.db.clone().unwrap_or_else(record::default_db);
+    let path = a.rec.db.clone().unwrap_or_else(record::default_db);
     record::open(&path).map(Some)
 }
