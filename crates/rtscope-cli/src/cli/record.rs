@@ -19,3 +19,29 @@ pub struct RecordArgs {
     #[arg(long = "tag", value_name = "KEY=VALUE", help_heading = "Recording")]
     pub tags: Vec<String>,
 }
+
+impl RecordArgs {
+    /// `--label` and every `--tag` checked before anything is measured.
+    pub fn check(&self) -> Result<(), rtscope_session::UsageError> {
+        rtscope_session::record::check_label_and_tags(self.label.as_deref(), &self.tags)
+    }
+
+    /// The `--tag KEY=VALUE` pairs.
+    pub fn tag_pairs(&self) -> Result<Vec<(String, String)>, rtscope_session::UsageError> {
+        self.tags
+            .iter()
+            .map(|t| rtscope_session::record::parse_tag(t))
+            .collect()
+    }
+
+    /// The database the run is recorded in (`--db`, else `$RTSCOPE_DB`, else ./rtscope.db);
+    /// `None` with `--no-db`.
+    pub fn open_store(&self) -> Result<Option<rtscope_store::Store>, rtscope_session::UsageError> {
+        use rtscope_session::record;
+        if self.no_db {
+            return Ok(None);
+        }
+        let path = self.db.clone().unwrap_or_else(record::default_db);
+        record::open(&path).map(Some)
+    }
+}

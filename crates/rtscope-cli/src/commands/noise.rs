@@ -13,7 +13,7 @@ use rtscope_session::noise::{
     self as noise, CpuNoise, NoiseCheck, NoiseExplainer, NoiseLimit, NoiseMeta,
 };
 use rtscope_session::output::OutputFile;
-use rtscope_session::{record, RunStatus};
+use rtscope_session::RunStatus;
 use rtscope_trace::book::ExplainSummary;
 use serde_json::json;
 use std::io::Write;
@@ -148,25 +148,14 @@ pub fn run(
 ) -> anyhow::Result<ExitStatus> {
     let online = sys::online_cpus();
     let c = config(a, &online)?;
-    rtscope_session::record::check_label_and_tags(a.rec.label.as_deref(), &a.rec.tags)?;
+    a.rec.check()?;
     let limits: Vec<NoiseLimit> = a
         .limits
         .iter()
         .map(|l| noise::parse_limit(l))
         .collect::<Result<_, _>>()?;
-    let tags = a
-        .rec
-        .tags
-        .iter()
-        .map(|t| record::parse_tag(t))
-        .collect::<Result<Vec<_>, _>>()?;
-    let store = if a.rec.no_db {
-        None
-    } else {
-        Some(record::open(
-            &a.rec.db.clone().unwrap_or_else(record::default_db),
-        )?)
-    };
+    let tags = a.rec.tag_pairs()?;
+    let store = a.rec.open_store()?;
     let json_file = a
         .json
         .as_deref()

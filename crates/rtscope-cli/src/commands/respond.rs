@@ -14,7 +14,7 @@ use rtscope_respond::record::{RecordMeta, Row};
 use rtscope_respond::run::{self as respond, Outcome};
 use rtscope_session::limits::{self, Check, Limit};
 use rtscope_session::output::OutputFile;
-use rtscope_session::{record, RunStatus};
+use rtscope_session::RunStatus;
 use serde_json::json;
 use std::io::Write;
 use std::time::SystemTime;
@@ -214,7 +214,7 @@ enum Work {
 /// cpu_dma_latency request, no responder program for a refused one), with measure's
 /// validators for the label and tags, the policy and priority, the length and the CPUs.
 fn work(a: &RespondArgs) -> Result<Work, UsageError> {
-    rtscope_session::record::check_label_and_tags(a.rec.label.as_deref(), &a.rec.tags)?;
+    a.rec.check()?;
     match (&a.ipc, &a.input) {
         (Some(_), Some(_)) => Err(UsageError::new(
             "give either --ipc or a GPIO --input, not both",
@@ -251,19 +251,8 @@ pub fn run(
         .iter()
         .map(|l| limits::parse(l))
         .collect::<Result<_, _>>()?;
-    let tags = a
-        .rec
-        .tags
-        .iter()
-        .map(|t| record::parse_tag(t))
-        .collect::<Result<Vec<_>, _>>()?;
-    let store = if a.rec.no_db {
-        None
-    } else {
-        Some(record::open(
-            &a.rec.db.clone().unwrap_or_else(record::default_db),
-        )?)
-    };
+    let tags = a.rec.tag_pairs()?;
+    let store = a.rec.open_store()?;
     let json_file = a
         .json
         .as_deref()

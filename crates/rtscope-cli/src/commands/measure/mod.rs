@@ -3,7 +3,6 @@
 
 pub mod ci;
 pub mod json;
-mod recording;
 pub mod table;
 
 use crate::cli::{ClockArg, MeasureArgs, PolicyArg};
@@ -136,7 +135,7 @@ pub fn run(
     rtscope_session::drive::hold_signals();
     let online = sys::online_cpus();
     let plan = plan(a, &online)?;
-    rtscope_session::record::check_label_and_tags(a.rec.label.as_deref(), &a.rec.tags)?;
+    a.rec.check()?;
     let tick = series_interval(a)?;
     let monitor_interval = monitor_interval(&a.monitor_interval, "--monitor-interval")?;
     let json_file = a
@@ -144,7 +143,8 @@ pub fn run(
         .as_deref()
         .map(|p| OutputFile::prepare(p, "--json"))
         .transpose()?;
-    let store = recording::open_store(a)?;
+    // Opened before the run, so a bad file fails before anything starts.
+    let store = a.rec.open_store()?;
     let mut metrics = a
         .metrics_file
         .as_deref()
