@@ -46,6 +46,106 @@ enum Line {
     Progress(String),
 }
 
+/// What every board's worker thread shares.
+struct Workers<'a> {
+    ssh: &'a Ssh,
+    targets: &'a [Target],
+    job: &'a Job,
+    bare: bool,
+    next: AtomicUsize,
+    stop: Stop,
+    scratch: PathBuf,
+    control: ControlDir,
+    slots: Vec<std::sync::Mutex<Option<BoardResult>>>,
+}
+
+impl Workers<'_> {
+    /// One worker: takes the next board until none is left, sending its lines to `tx`.
+    fn work(&self, tx: &mpsc::Sender<Line>) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::SeqCst);
+            let Some(t) = self.targets.get(i) else { break };
+            let tx = std::sync::Mutex::new(tx.clone());
+            let send = |line: Line| {
+                if let Ok(tx) = tx.lock() {
+                    let _ = tx.send(line);
+                }
+            };
+            let print = |line: &str| {
+                send(Line::Output(if self.bare {
+                    line.to_string()
+                } else {
+                    format!("[{}] {line}", t.name)
+                }));
+            };
+            let progress = |p: Progress| {
+                send(Line::Progress(format!("rtscope: [{}] {p}", t.name)));
+            };
+            let outcome = BoardRun {
+                ssh: self.ssh,
+                target: t,
+                job: self.job,
+                local_db: self.scratch.join(format!("{i}.db")),
+                control: Some(self.control.socket(i)),
+                stop: &self.stop,
+                on_line: &print,
+                on_progress: &progress,
+            }
+            .run();
+            if let Ok(mut slot) = self.slots[i].lock() {
+                *slot = Some(BoardResult {
+                    target: t.clone(),
+                    outcome,
+                });
+            }
+        }
+    }
+
+    /// Every board's result, in the targets' order (a worker that panicked: an error).
+    fn results(self) -> Vec<BoardResult> {
+        self.slots
+            .into_iter()
+            .zip(self.targets)
+            .map(|(slot, t)| {
+                slot.into_inner()
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| BoardResult {
+                        target: t.clone(),
+                        outcome: Err(RemoteError::Io(io::Error::other(
+                            "the board's thread panicked",
+                        ))),
+                    })
+            })
+            .collect()
+    }
+}
+
+/// Writes the boards' lines as they come: output to `out` (a closed stdout loses the text,
+/// never the boards' runs: the first error is returned at the end), progress to `err` (best
+/// effort: a closed stderr changes nothing).
+fn write_lines(
+    rx: mpsc::Receiver<Line>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> io::Result<()> {
+    let mut write_error = None;
+    for line in rx {
+        match line {
+            Line::Output(line) if write_error.is_none() => {
+                if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+                    write_error = Some(e);
+                }
+            }
+            Line::Output(_) => {}
+            Line::Progress(line) => {
+                let _ = writeln!(err, "{line}").and_then(|()| err.flush());
+            }
+        }
+    }
+    write_error.map_or(Ok(()), Err)
+}
+
 /// Runs `job` on `targets`, at most `jobs` at a time, writing the boards' output to `out`
 /// (each line prefixed `[BOARD] ` unless `bare`) and their steps' ends to `err`. Blocks the
 /// run signals in the calling thread for the rest of the process (a signal stops the boards'
@@ -60,111 +160,52 @@ pub fn fan_out(
     err: &mut dyn Write,
 ) -> io::Result<Vec<BoardResult>> {
     rtscope_session::drive::hold_signals();
-    // Removed when dropped: on return, on a panic, and after a Ctrl-C (which stops the
-    // boards, whose steps then end).
-    let control = ControlDir::create()?;
     let scratch = std::env::temp_dir().join(format!("rtscope-remote-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch)?;
-    let stop = Stop::default();
+    // The control directory is removed when `w` is dropped: on return, on a panic, and after
+    // a Ctrl-C (which stops the boards, whose steps then end).
+    let w = Workers {
+        ssh,
+        targets,
+        job,
+        bare,
+        next: AtomicUsize::new(0),
+        stop: Stop::default(),
+        control: ControlDir::create()?,
+        slots: targets
+            .iter()
+            .map(|_| std::sync::Mutex::new(None))
+            .collect(),
+        scratch,
+    };
+    std::fs::create_dir_all(&w.scratch)?;
     let done = AtomicBool::new(false);
-    let next = AtomicUsize::new(0);
     let (tx, rx) = mpsc::channel::<Line>();
-    let slots: Vec<std::sync::Mutex<Option<BoardResult>>> = targets
-        .iter()
-        .map(|_| std::sync::Mutex::new(None))
-        .collect();
     let written = std::thread::scope(|s| -> io::Result<()> {
         s.spawn(|| {
             while !done.load(Ordering::SeqCst) {
                 if sys::wait_run_signal(Nanos::from_ms(100)).is_some_and(sys::is_stop_signal) {
-                    stop.stop();
+                    w.stop.stop();
                 }
             }
         });
         let workers: Vec<_> = (0..jobs.clamp(1, targets.len().max(1)))
             .map(|_| {
                 let tx = tx.clone();
-                let (next, stop, scratch, slots, control) =
-                    (&next, &stop, &scratch, &slots, &control);
-                s.spawn(move || loop {
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(t) = targets.get(i) else { break };
-                    let tx = std::sync::Mutex::new(tx.clone());
-                    let send = |line: Line| {
-                        if let Ok(tx) = tx.lock() {
-                            let _ = tx.send(line);
-                        }
-                    };
-                    let print = |line: &str| {
-                        send(Line::Output(if bare {
-                            line.to_string()
-                        } else {
-                            format!("[{}] {line}", t.name)
-                        }));
-                    };
-                    let progress = |p: Progress| {
-                        send(Line::Progress(format!("rtscope: [{}] {p}", t.name)));
-                    };
-                    let outcome = BoardRun {
-                        ssh,
-                        target: t,
-                        job,
-                        local_db: scratch.join(format!("{i}.db")),
-                        control: Some(control.socket(i)),
-                        stop,
-                        on_line: &print,
-                        on_progress: &progress,
-                    }
-                    .run();
-                    if let Ok(mut slot) = slots[i].lock() {
-                        *slot = Some(BoardResult {
-                            target: t.clone(),
-                            outcome,
-                        });
-                    }
-                })
+                let w = &w;
+                s.spawn(move || w.work(&tx))
             })
             .collect();
         drop(tx);
-        // This thread writes: `out` (stdout, locked) is its own. A closed stdout loses the
-        // text, never the boards' runs.
-        let mut write_error = None;
-        for line in rx {
-            match line {
-                Line::Output(line) if write_error.is_none() => {
-                    if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
-                        write_error = Some(e);
-                    }
-                }
-                Line::Output(_) => {}
-                // Progress is best effort: a closed stderr changes nothing.
-                Line::Progress(line) => {
-                    let _ = writeln!(err, "{line}").and_then(|()| err.flush());
-                }
-            }
-        }
-        for w in workers {
-            let _ = w.join();
+        // This thread writes: `out` (stdout, locked) is its own.
+        let written = write_lines(rx, out, err);
+        for worker in workers {
+            let _ = worker.join();
         }
         done.store(true, Ordering::SeqCst);
-        write_error.map_or(Ok(()), Err)
+        written
     });
-    drop(control);
-    let results = slots
-        .into_iter()
-        .zip(targets)
-        .map(|(slot, t)| {
-            slot.into_inner()
-                .ok()
-                .flatten()
-                .unwrap_or_else(|| BoardResult {
-                    target: t.clone(),
-                    outcome: Err(RemoteError::Io(io::Error::other(
-                        "the board's thread panicked",
-                    ))),
-                })
-        })
-        .collect();
+    let scratch = w.scratch.clone();
+    let results = w.results();
     // Removed by `merge` when the fetched databases are; empty when no board recorded.
     let _ = std::fs::remove_dir(&scratch);
     written.map(|()| results)

@@ -239,7 +239,37 @@ pub fn record(
     status: RunStatus,
     exit_code: i32,
 ) -> Result<RunId, StoreError> {
-    let new = NewRun {
+    let id = store.begin_run(&new_run(meta, threads))?;
+    let length = meta
+        .ended
+        .duration_since(meta.started)
+        .map_or(0, |d| d.as_nanos() as u64);
+    let mut cp = Checkpoint {
+        progress_ns: length,
+        at_unix_ns: unix_ns(SystemTime::now()),
+        ..Checkpoint::default()
+    };
+    for (i, t) in threads.iter().enumerate() {
+        add_thread(&mut cp, meta, i, t, length);
+        add_gaps(&mut cp, meta, i, gaps.get(i).map_or(&[][..], Vec::as_slice));
+    }
+    store.finish_run(
+        id,
+        &cp,
+        status,
+        &crate::sysinfo::rfc3339(meta.ended),
+        exit_code,
+    )?;
+    if let Some(x) = explained {
+        let (summary, rows) = crate::explain::store_rows(x, meta.clock_start);
+        store.write_spikes(id, &summary, &rows)?;
+    }
+    Ok(id)
+}
+
+/// The run's row: kind `noise`, one thread per measured CPU (its interval the duty period).
+fn new_run(meta: &NoiseMeta, threads: &[NoiseThread]) -> NewRun {
+    NewRun {
         kind: RunKind::Noise,
         label: meta.label.clone(),
         tags: meta.tags.clone(),
@@ -262,78 +292,68 @@ pub fn record(
                 interval_ns: meta.period.0,
             })
             .collect(),
-    };
-    let id = store.begin_run(&new)?;
-    let length = meta
-        .ended
-        .duration_since(meta.started)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let mut cp = Checkpoint {
-        progress_ns: length,
-        at_unix_ns: unix_ns(SystemTime::now()),
-        ..Checkpoint::default()
-    };
+    }
+}
+
+/// Thread `i`'s statistics and its one series point (the whole run) into `cp`.
+fn add_thread<'a>(
+    cp: &mut Checkpoint<'a>,
+    meta: &NoiseMeta,
+    i: usize,
+    t: &'a NoiseThread,
+    length: u64,
+) {
+    let h = &t.totals.histogram;
+    let (n, min, max) = (h.count(), h.min().map(|m| m.0), h.max().map(|m| m.0));
+    // Within a window the gaps add up to the time spun: the mean is exact.
+    let mean = (n > 0).then(|| t.totals.runtime.0 as f64 / n as f64);
+    cp.threads.push(ThreadStats {
+        thread: i as u32,
+        tid: t.tid,
+        samples: n,
+        min_ns: min,
+        mean_ns: mean,
+        max_ns: t.totals.max.map(|g| g.duration.0).or(max),
+        max_cycle: None,
+        max_offset_ns: t
+            .totals
+            .max
+            .map(|g| g.start.0.saturating_sub(meta.clock_start.0)),
+        missed: 0,
+        raw_dropped: t.gaps_dropped,
+        histogram: h,
+    });
+    cp.series.push(SeriesPoint {
+        thread: i as u32,
+        offset_ns: length,
+        length_ns: length,
+        samples: n,
+        min_ns: min,
+        max_ns: max,
+        mean_ns: mean,
+        p99_ns: h.value_at_quantile(0.99).map(|v| v.0),
+        missed: 0,
+    });
+}
+
+/// Thread `i`'s recorded gaps as events: the latency is the gap's length, the time its start.
+fn add_gaps(cp: &mut Checkpoint<'_>, meta: &NoiseMeta, i: usize, gaps: &[Gap]) {
     let start_unix = unix_ns(meta.started);
-    for (i, t) in threads.iter().enumerate() {
-        let h = &t.totals.histogram;
-        let (n, min, max) = (h.count(), h.min().map(|m| m.0), h.max().map(|m| m.0));
-        // Within a window the gaps add up to the time spun: the mean is exact.
-        let mean = (n > 0).then(|| t.totals.runtime.0 as f64 / n as f64);
-        cp.threads.push(ThreadStats {
+    for (k, g) in gaps.iter().enumerate() {
+        let s = Sample {
+            cycle: k as u64,
+            latency: g.duration,
+            time: g.start,
+        };
+        let offset = s.time.0.saturating_sub(meta.clock_start.0);
+        cp.events.push(EventRow {
             thread: i as u32,
-            tid: t.tid,
-            samples: n,
-            min_ns: min,
-            mean_ns: mean,
-            max_ns: t.totals.max.map(|g| g.duration.0).or(max),
-            max_cycle: None,
-            max_offset_ns: t
-                .totals
-                .max
-                .map(|g| g.start.0.saturating_sub(meta.clock_start.0)),
-            missed: 0,
-            raw_dropped: t.gaps_dropped,
-            histogram: h,
+            cycle: s.cycle,
+            latency_ns: s.latency.0,
+            offset_ns: offset,
+            unix_ns: start_unix.saturating_add(i64::try_from(offset).unwrap_or(0)),
         });
-        cp.series.push(SeriesPoint {
-            thread: i as u32,
-            offset_ns: length,
-            length_ns: length,
-            samples: n,
-            min_ns: min,
-            max_ns: max,
-            mean_ns: mean,
-            p99_ns: h.value_at_quantile(0.99).map(|v| v.0),
-            missed: 0,
-        });
-        for (k, g) in gaps.get(i).into_iter().flatten().enumerate() {
-            let s = Sample {
-                cycle: k as u64,
-                latency: g.duration,
-                time: g.start,
-            };
-            let offset = s.time.0.saturating_sub(meta.clock_start.0);
-            cp.events.push(EventRow {
-                thread: i as u32,
-                cycle: s.cycle,
-                latency_ns: s.latency.0,
-                offset_ns: offset,
-                unix_ns: start_unix.saturating_add(i64::try_from(offset).unwrap_or(0)),
-            });
-        }
     }
-    store.finish_run(
-        id,
-        &cp,
-        status,
-        &crate::sysinfo::rfc3339(meta.ended),
-        exit_code,
-    )?;
-    if let Some(x) = explained {
-        let (summary, rows) = crate::explain::store_rows(x, meta.clock_start);
-        store.write_spikes(id, &summary, &rows)?;
-    }
-    Ok(id)
 }
 
 #[cfg(test)]
