@@ -24,9 +24,9 @@ export DEBIAN_FRONTEND=noninteractive
 
 smoke=1
 [ "${1:-}" = "--no-smoke" ] && smoke=0
-# Budgets (issue 28): the board binaries (aarch64, armv7) 4.0 MB; x86-64 (industrial PCs,
-# more room) 4.5 MB.
-budget() { case "$1" in x86_64-*) echo 4500000 ;; *) echo 4000000 ;; esac; }
+# Budgets (issue 28): scripts/budgets.sh, shared with the CI's guest stage.
+# shellcheck source=scripts/budgets.sh
+. scripts/budgets.sh
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
 DIST=dist
 secs() { date +%s.%N; }
