@@ -101,21 +101,7 @@ struct Facts {
 
 fn thread(i: u32, key: &str, v: &Value, buckets: u64) -> Result<(ThreadRow, Facts), Bad> {
     let f = |name: &str| format!("thread.\"{key}\".{name}");
-    let hist = v
-        .get("histogram")
-        .and_then(Value::as_object)
-        .ok_or_else(|| Bad::field(f("histogram"), "missing, or not an object"))?;
-    let mut pairs = Vec::with_capacity(hist.len());
-    for (b, n) in hist {
-        let at = || f(&format!("histogram.\"{b}\""));
-        let k =
-            parse_u64(b).ok_or_else(|| Bad::field(at(), "the key is not a whole number of µs"))?;
-        let n = n
-            .as_u64()
-            .ok_or_else(|| Bad::field(at(), "the count is not a whole number"))?;
-        pairs.push((k, n));
-    }
-    pairs.sort_unstable();
+    let pairs = read_buckets(v, &f)?;
     let width = pairs
         .windows(2)
         .map(|w| w[1].0 - w[0].0)
@@ -152,7 +138,9 @@ fn thread(i: u32, key: &str, v: &Value, buckets: u64) -> Result<(ThreadRow, Fact
                 .ok_or_else(|| Bad::field(f(name), "missing, or not a whole number of µs"))
         };
         let (min, max) = (int("min")?, int("max")?);
+        // Bucket `k` holds the rounded-up gaps k − width + 1 ..= k µs.
         let top = if overflows > 0 { last_key } else { Some(c.max) };
+        let top = top.map(|t| t.saturating_sub(width - 1));
         if (c.count > 0 && min > c.min) || top.is_some_and(|t| max < t) {
             return Err(Bad::field(
                 f("max"),
@@ -184,6 +172,26 @@ fn thread(i: u32, key: &str, v: &Value, buckets: u64) -> Result<(ThreadRow, Fact
         duration_ns,
     };
     Ok((d, facts))
+}
+
+/// The `histogram` of one thread as (key µs, count), ascending.
+fn read_buckets(v: &Value, f: &dyn Fn(&str) -> String) -> Result<Vec<(u64, u64)>, Bad> {
+    let hist = v
+        .get("histogram")
+        .and_then(Value::as_object)
+        .ok_or_else(|| Bad::field(f("histogram"), "missing, or not an object"))?;
+    let mut pairs = Vec::with_capacity(hist.len());
+    for (b, n) in hist {
+        let at = || f(&format!("histogram.\"{b}\""));
+        let k =
+            parse_u64(b).ok_or_else(|| Bad::field(at(), "the key is not a whole number of µs"))?;
+        let n = n
+            .as_u64()
+            .ok_or_else(|| Bad::field(at(), "the count is not a whole number"))?;
+        pairs.push((k, n));
+    }
+    pairs.sort_unstable();
+    Ok(pairs)
 }
 
 /// Start and end from `start_time`/`end_time` (whole seconds); the time measured is the longest

@@ -96,3 +96,20 @@ fn broken_documents_get_a_named_error() {
         assert!(e.contains(want), "{want:?} not in {e:?}");
     }
 }
+
+#[test]
+fn wider_buckets_are_recorded_at_their_upper_bound_and_said_to_be_binned() {
+    let doc = r#"{"cmdline:": "oslat -b 4 -D 1", "rt_test_version:": "2.40",
+      "thread": {"0": {"cpu": 0, "min": 1, "avg": 2.5, "max": 9, "duration": 1.0,
+        "histogram": {"2": 5, "4": 1, "6": 0, "8": 2}}}}"#;
+    let r = parse(doc).unwrap();
+    let t = &r.threads[0];
+    assert_eq!((t.samples, t.histogram.count()), (8, 6));
+    assert_eq!(t.histogram.max(), Some(Nanos::from_us(4)));
+    assert_eq!(r.source["bucket_width_us"], json!([2]));
+    assert_eq!(r.source["overflows"], json!([2]));
+    assert!(r.notes[0].contains("2 µs buckets"), "{:?}", r.notes);
+    // A max inside the last bucket (7 or 8 µs rounded up) is possible; below it is not.
+    assert!(parse(&doc.replace("\"max\": 9", "\"max\": 7")).is_ok());
+    assert!(parse(&doc.replace("\"max\": 9", "\"max\": 6")).is_err());
+}
