@@ -14,6 +14,7 @@ fn the_real_file_gives_exact_buckets_an_overflow_bound_and_the_exact_max() {
     let hist = doc["thread"]["0"]["histogram"].as_object().unwrap();
     let total: u64 = hist.values().map(|v| v.as_u64().unwrap()).sum();
     assert_eq!(t.samples, total, "every iteration is a sample");
+    assert_eq!(total, 377_654_680);
     assert_eq!(t.histogram.count() + 3742, total, "the last bucket is out");
     // Buckets 1..=31 µs exactly, each in the histogram's bucket of its value.
     let held: std::collections::BTreeMap<usize, u64> = t.histogram.nonzero().collect();
