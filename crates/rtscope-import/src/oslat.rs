@@ -138,7 +138,7 @@ fn thread(i: u32, key: &str, v: &Value, buckets: u64) -> Result<(ThreadRow, Fact
                 .ok_or_else(|| Bad::field(f(name), "missing, or not a whole number of µs"))
         };
         let (min, max) = (int("min")?, int("max")?);
-        // Bucket `k` holds the rounded-up gaps k − width + 1 ..= k µs.
+        // Bucket `k` holds the rounded-up gaps k − width + 1 ..= k µs (oslat: floor(gap) + 1).
         let top = if overflows > 0 { last_key } else { Some(c.max) };
         let top = top.map(|t| t.saturating_sub(width - 1));
         if (c.count > 0 && min > c.min) || top.is_some_and(|t| max < t) {
@@ -226,13 +226,13 @@ fn source(obj: &Map<String, Value>, per: &[Facts]) -> Map<String, Value> {
 fn notes(out: &mut Imported, per: &[Facts]) {
     let width = per.iter().map(|f| f.width).max().unwrap_or(1);
     out.notes.push(format!(
-        "oslat busy-loop gaps (imported as a noise run): oslat rounds each gap up to a whole µs and bins it in {width} µs buckets, recorded at each bucket's upper bound; min, max and the per-thread duration are exact as oslat printed them, the mean is oslat's average"
+        "oslat busy-loop gaps (imported as a noise run): oslat rounds each gap up to a whole µs and bins it in {width} µs buckets, recorded at each bucket's upper bound; min and max are oslat's, rounded up the same way (each within 1 µs above the true gap), the duration is oslat's; the mean is oslat's average (oslat 2.x adds the first thread's overflow excess, not each thread's own, to every thread's average)"
     ));
     let over: u64 = per.iter().map(|f| f.overflows).sum();
     if over > 0 {
         let floor = per.iter().filter_map(|f| f.last_key).min().unwrap_or(0);
         out.notes.push(format!(
-            "{over} gaps are in oslat's last bucket ({floor} µs and above, up to the exact max): they count as samples but have no value, so they are histogram overflows with only a lower bound"
+            "{over} gaps are in oslat's last bucket ({floor} µs and above, up to the max): they count as samples but have no value, so they are histogram overflows with only a lower bound"
         ));
     }
 }
