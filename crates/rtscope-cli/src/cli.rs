@@ -62,10 +62,11 @@ pub enum Command {
     },
     /// List, show, tag and delete the runs recorded in the database.
     Runs(RunsArgs),
-    /// Import old results of cyclictest, jitterdebugger and stress-ng as runs of the database.
+    /// Import old results of cyclictest, jitterdebugger, stress-ng and oslat as runs of the database.
     ///
     /// Reads cyclictest histograms (`-h`/`-H`), `-v` verbose output and `--json` files,
-    /// jitterdebugger output directories and stress-ng `--cyclic` logs; each becomes one run.
+    /// jitterdebugger output directories, stress-ng `--cyclic` logs and oslat `--json` files (as
+    /// runs of kind `noise`); each becomes one run.
     Import(ImportArgs),
     /// Export a run's statistics, histograms, series and events as CSV, JSON or Parquet.
     Export(ExportArgs),
@@ -451,6 +452,8 @@ pub enum ImportFormat {
     StressNg,
     /// cyclictest's summary without a histogram: `-q`, a live status, `--spike` output
     CyclictestSummary,
+    /// oslat `--json` output (busy-loop gaps), recorded as a run of kind `noise`.
+    Oslat,
 }
 
 impl ImportFormat {
@@ -464,6 +467,7 @@ impl ImportFormat {
             ImportFormat::Jitterdebugger => F::Jitterdebugger,
             ImportFormat::StressNg => F::StressNg,
             ImportFormat::CyclictestSummary => F::CyclictestSummary,
+            ImportFormat::Oslat => F::Oslat,
         }
     }
 }

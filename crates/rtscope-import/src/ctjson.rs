@@ -19,10 +19,10 @@ pub fn parse(text: &str) -> Result<Imported, Bad> {
         .as_object()
         .ok_or_else(|| Bad::file("the JSON document is not an object"))?;
     let cmdline = obj.get("cmdline:").and_then(Value::as_str);
-    if cmdline.is_some_and(|c| program(c) == "oslat") {
+    if cmdline.is_some_and(super::oslat::is_oslat) {
         return Err(Bad::field(
             "\"cmdline:\"",
-            "this is oslat output (a busy-loop noise measurement), not cyclictest's: rtscope imports timer-latency results only",
+            "this is oslat output (a busy-loop noise measurement), not cyclictest's: import it with --format oslat, or let the format be detected",
         ));
     }
     let unit = match obj.get("resolution_in_ns").and_then(Value::as_u64) {
@@ -123,12 +123,6 @@ fn fix_cmdline(line: &str) -> Option<String> {
     }
     let escaped = body.replace('\\', "\\\\").replace('"', "\\\"");
     Some(format!("{}{escaped}{}", &line[..start], &line[end..]))
-}
-
-/// The program name of a command line (`/usr/bin/cyclictest -p90` → `cyclictest`).
-fn program(cmdline: &str) -> &str {
-    let first = cmdline.split_whitespace().next().unwrap_or("");
-    first.rsplit('/').next().unwrap_or(first)
 }
 
 /// The cyclictest options of a recorded command line, when they parse.
@@ -243,7 +237,7 @@ fn thread(
     Ok((d, overflows))
 }
 
-fn times(obj: &Map<String, Value>, out: &mut Imported) {
+pub(crate) fn times(obj: &Map<String, Value>, out: &mut Imported) {
     let secs = |k: &str| {
         obj.get(k)
             .and_then(Value::as_str)
@@ -260,7 +254,7 @@ fn times(obj: &Map<String, Value>, out: &mut Imported) {
 }
 
 /// `sysinfo` as the environment keys `rtscope measure` records.
-fn environment(obj: &Map<String, Value>) -> Vec<(String, String)> {
+pub(crate) fn environment(obj: &Map<String, Value>) -> Vec<(String, String)> {
     let mut env = Vec::new();
     let Some(s) = obj.get("sysinfo").and_then(Value::as_object) else {
         return env;

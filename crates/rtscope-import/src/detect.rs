@@ -1,7 +1,7 @@
 //! Format detection by content, and reading files as text.
 //!
 //! A directory with `results.json` is jitterdebugger's; JSON with `"rt_test_version:"` is
-//! cyclictest `--json` (JSON with `"cpu"` is jitterdebugger's results.json given as a file); a
+//! cyclictest `--json`, or oslat's when its `"cmdline:"` names oslat (JSON with `"cpu"` is jitterdebugger's results.json given as a file); a
 //! `# Histogram` line means histogram text; `thread:cycle:latency` lines mean `-v` output;
 //! `T: 0 ( 8946) P:90 I:200 C: … Min: … Max: …` status lines (with no histogram) mean
 //! cyclictest's summary (`-q`, a live status, `--spike`); `stress-ng` with `cyclic:` means a
@@ -19,7 +19,7 @@ const HEAD: u64 = 1 << 20;
 const TAIL: u64 = 8 << 20;
 
 /// The formats, as `--format` spells them.
-pub const NAMES: &str = "cyclictest-hist, cyclictest-verbose, cyclictest-json, cyclictest-summary, jitterdebugger, stress-ng";
+pub const NAMES: &str = "cyclictest-hist, cyclictest-verbose, cyclictest-json, cyclictest-summary, jitterdebugger, stress-ng, oslat";
 
 /// The `--format` spelling of a format.
 pub fn name(f: ImportFormat) -> &'static str {
@@ -30,6 +30,7 @@ pub fn name(f: ImportFormat) -> &'static str {
         ImportFormat::Jitterdebugger => "jitterdebugger",
         ImportFormat::StressNg => "stress-ng",
         ImportFormat::CyclictestSummary => "cyclictest-summary",
+        ImportFormat::Oslat => "oslat",
     }
 }
 
@@ -108,7 +109,11 @@ fn by_content(text: &str) -> Option<ImportFormat> {
     let trimmed = text.trim_start();
     if trimmed.starts_with('{') {
         if trimmed.contains("\"rt_test_version:\"") {
-            return Some(ImportFormat::CyclictestJson);
+            return Some(if oslat_cmdline(trimmed) {
+                ImportFormat::Oslat
+            } else {
+                ImportFormat::CyclictestJson
+            });
         }
         if trimmed.contains("\"cpu\"") {
             return Some(ImportFormat::Jitterdebugger);
@@ -132,6 +137,18 @@ fn by_content(text: &str) -> Option<ImportFormat> {
         return Some(ImportFormat::StressNg);
     }
     None
+}
+
+/// Whether the `"cmdline:"` line of rt-tests JSON names oslat (its program name, the first word).
+fn oslat_cmdline(text: &str) -> bool {
+    const KEY: &str = "\"cmdline:\"";
+    text.find(KEY).is_some_and(|p| {
+        let rest = text[p + KEY.len()..].trim_start();
+        let value = rest.strip_prefix(':').map_or("", str::trim_start);
+        value
+            .strip_prefix('"')
+            .is_some_and(|v| crate::oslat::is_oslat(v.split('"').next().unwrap_or("")))
+    })
 }
 
 /// `^\s*\d+:\s*\d+:\s*\d+\s*$`, the shape of a `-v` sample line.
@@ -168,7 +185,7 @@ mod tests {
 
     #[test]
     fn each_format_is_recognised_by_its_content() {
-        let cases: [(&str, &[u8], ImportFormat); 5] = [
+        let cases: [(&str, &[u8], ImportFormat); 6] = [
             (
                 "h",
                 b"# /dev/cpu_dma_latency set to 0us\n# Histogram\n000000 000001\n",
@@ -183,6 +200,11 @@ mod tests {
                 "j",
                 b"{\n  \"file_version\": 1,\n  \"rt_test_version:\": \"2.40\"}",
                 ImportFormat::CyclictestJson,
+            ),
+            (
+                "o",
+                b"{\n  \"file_version\": 1,\n  \"cmdline:\": \"/usr/bin/oslat -D 2\",\n  \"rt_test_version:\": \"2.40\"}",
+                ImportFormat::Oslat,
             ),
             (
                 "jd",

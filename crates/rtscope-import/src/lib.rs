@@ -7,7 +7,8 @@
 //! * [`verbose`]: cyclictest `-v` output, parsed at hundreds of MB/s;
 //! * [`ctjson`]: cyclictest `--json`;
 //! * [`jitter`]: a jitterdebugger output directory (results.json and samples.raw);
-//! * [`stressng`]: a stress-ng `--cyclic` log.
+//! * [`stressng`]: a stress-ng `--cyclic` log;
+//! * [`oslat`]: oslat `--json` (rt-tests), recorded as a run of kind `noise`.
 //!
 //! Every file is parsed before anything is written: one bad file (named, with its line, field or
 //! record) fails the whole command with exit code 2 and no run is added. Latencies are stored in
@@ -25,6 +26,7 @@ mod detect;
 mod hist;
 mod jitter;
 mod model;
+mod oslat;
 mod series;
 mod stressng;
 mod summary;
@@ -54,6 +56,8 @@ pub enum ImportFormat {
     StressNg,
     /// cyclictest's summary without a histogram: `-q` output, a live status, `--spike` output.
     CyclictestSummary,
+    /// oslat `--json` output (busy-loop gaps), recorded as a run of kind `noise`.
+    Oslat,
 }
 
 /// What `rtscope import` is asked to do.
@@ -172,9 +176,13 @@ fn parse_one(path: &Path, forced: Option<ImportFormat>) -> Result<Parsed, Failur
                 path.to_path_buf(),
             )
         }
-        ImportFormat::CyclictestJson | ImportFormat::StressNg | ImportFormat::CyclictestSummary => {
+        ImportFormat::CyclictestJson
+        | ImportFormat::StressNg
+        | ImportFormat::CyclictestSummary
+        | ImportFormat::Oslat => {
             let parse = match format {
                 ImportFormat::CyclictestJson => ctjson::parse,
+                ImportFormat::Oslat => oslat::parse,
                 ImportFormat::CyclictestSummary => summary::parse,
                 _ => stressng::parse,
             };
@@ -192,7 +200,7 @@ fn parse_one(path: &Path, forced: Option<ImportFormat>) -> Result<Parsed, Failur
                 return Err(fail(
                     path,
                     Bad::file(format!(
-                        "larger than {} MiB, the most a cyclictest JSON or stress-ng file is read",
+                        "larger than {} MiB, the most a JSON or stress-ng file is read",
                         MAX_WHOLE_FILE >> 20
                     )),
                 ));
@@ -227,6 +235,7 @@ pub fn parse_bytes(format: ImportFormat, data: &[u8]) -> Result<Imported, Bad> {
         ImportFormat::CyclictestHist => hist::parse_reader(&mut &data[..]),
         ImportFormat::CyclictestJson => parse_text(ctjson::parse, data),
         ImportFormat::StressNg => parse_text(stressng::parse, data),
+        ImportFormat::Oslat => parse_text(oslat::parse, data),
         ImportFormat::CyclictestSummary => parse_text(summary::parse, data),
         ImportFormat::CyclictestVerbose if data.is_empty() => Err(Bad::file("the file is empty")),
         ImportFormat::CyclictestVerbose => verbose::parse(&mut &data[..]),
@@ -378,7 +387,7 @@ mod tests {
         };
     }
 
-    const TEXT_FIXTURES: [(ImportFormat, (&str, &[u8])); 9] = [
+    const TEXT_FIXTURES: [(ImportFormat, (&str, &[u8])); 10] = [
         (ImportFormat::CyclictestHist, fixture!("hist-H100.txt")),
         (ImportFormat::CyclictestHist, fixture!("hist-h100-b300.txt")),
         (
@@ -394,6 +403,7 @@ mod tests {
         (ImportFormat::CyclictestJson, fixture!("out-hist.json")),
         (ImportFormat::Jitterdebugger, fixture!("results.json")),
         (ImportFormat::StressNg, fixture!("stress-ng-cyclic.txt")),
+        (ImportFormat::Oslat, fixture!("oslat.json")),
     ];
     const RESULTS_JSON: &[u8] = fixture!("results.json").1;
     /// 1000 records: thread 0's, then from record 537 on both threads' interleaved.
@@ -524,6 +534,11 @@ mod tests {
     #[test]
     fn mutated_cyclictest_json_gives_errors_never_panics() {
         mutated_fixtures_survive(ImportFormat::CyclictestJson);
+    }
+
+    #[test]
+    fn mutated_oslat_json_gives_errors_never_panics() {
+        mutated_fixtures_survive(ImportFormat::Oslat);
     }
 
     #[test]

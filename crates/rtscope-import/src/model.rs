@@ -86,6 +86,8 @@ pub struct Imported {
     pub series: Vec<SeriesPoint>,
     /// What the source lost or what the importer had to assume, for the user.
     pub notes: Vec<String>,
+    /// The kind of run to record (`None`: `import`; oslat's busy-loop gaps: `noise`).
+    pub kind: Option<rtscope_store::RunKind>,
 }
 
 impl Imported {

@@ -1,4 +1,5 @@
-//! Writing one imported source as a complete run of the store (kind `import`).
+//! Writing one imported source as a complete run of the store (kind `import`, or the kind the
+//! parser names: `noise` for oslat).
 
 use super::model::Imported;
 use rtscope_session::sysinfo;
@@ -51,7 +52,7 @@ fn config(imp: &Imported, m: &RunMeta) -> String {
 pub fn write(store: &mut Store, imp: &Imported, m: &RunMeta) -> Result<RunId, StoreError> {
     let threads = imp.threads.iter().map(ThreadRow::info).collect();
     let new = NewRun {
-        kind: RunKind::Import,
+        kind: imp.kind.unwrap_or(RunKind::Import),
         label: m.label.clone(),
         tags: m.tags.to_vec(),
         started: sysinfo::rfc3339(system_time(m.started_ns)),

@@ -27,6 +27,7 @@ mod hostile_cases;
 mod hostile_memory;
 mod housekeeping;
 mod import;
+mod import_oslat;
 mod import_summary;
 mod loads;
 mod manual;

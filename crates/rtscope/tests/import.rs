@@ -531,7 +531,7 @@ fn unknown_content_is_refused_with_the_formats_and_the_format_option() {
     let e = refused(
         &file,
         "notes.txt",
-        "cyclictest-hist, cyclictest-verbose, cyclictest-json, cyclictest-summary, jitterdebugger, stress-ng",
+        "cyclictest-hist, cyclictest-verbose, cyclictest-json, cyclictest-summary, jitterdebugger, stress-ng, oslat",
     );
     assert!(e.contains("--format"), "{e}");
 }
