@@ -7,8 +7,8 @@
 //! that is invalid JSON only for those reasons is repaired (and says so). The interval and
 //! priority come from the recorded command line when it parses.
 
-use super::civil;
 use super::model::{parse_u64, Bad, Counter, Imported, ThreadRow};
+use super::rtjson::{environment, json_error, times};
 use rtscope_cyclictest::args::{self, CtOptions};
 use serde_json::{json, Map, Value};
 
@@ -19,7 +19,7 @@ pub fn parse(text: &str) -> Result<Imported, Bad> {
         .as_object()
         .ok_or_else(|| Bad::file("the JSON document is not an object"))?;
     let cmdline = obj.get("cmdline:").and_then(Value::as_str);
-    if cmdline.is_some_and(super::oslat::is_oslat) {
+    if cmdline.is_some_and(super::rtjson::is_oslat) {
         return Err(Bad::field(
             "\"cmdline:\"",
             "this is oslat output (a busy-loop noise measurement), not cyclictest's: import it with --format oslat, or let the format be detected",
@@ -76,21 +76,6 @@ fn load(text: &str) -> Result<(Value, Vec<&'static str>), Bad> {
             }
             Err(json_error(&e))
         }
-    }
-}
-
-/// A serde_json error as a failure at its line and column.
-pub fn json_error(e: &serde_json::Error) -> Bad {
-    let msg = e.to_string();
-    let msg = msg.rfind(" at line ").map_or(msg.as_str(), |p| &msg[..p]);
-    let what = if e.is_eof() {
-        format!("the JSON document ends early ({msg}): the file is truncated")
-    } else {
-        format!("invalid JSON: {msg}")
-    };
-    Bad {
-        at: Some(format!("line {}, column {}", e.line(), e.column())),
-        what,
     }
 }
 
@@ -235,39 +220,6 @@ fn thread(
         (d.policy, d.priority, d.interval_ns) = thread_setup(o, i as usize);
     }
     Ok((d, overflows))
-}
-
-pub(crate) fn times(obj: &Map<String, Value>, out: &mut Imported) {
-    let secs = |k: &str| {
-        obj.get(k)
-            .and_then(Value::as_str)
-            .and_then(civil::parse_rfc2822)
-    };
-    let (start, end) = (secs("start_time"), secs("end_time"));
-    out.started_unix_ns = start.map(|s| s.saturating_mul(1_000_000_000));
-    out.ended_unix_ns = end.map(|s| s.saturating_mul(1_000_000_000));
-    if let (Some(s), Some(e)) = (start, end) {
-        out.progress_ns = u64::try_from(e - s)
-            .unwrap_or(0)
-            .saturating_mul(1_000_000_000);
-    }
-}
-
-/// `sysinfo` as the environment keys `rtscope measure` records.
-pub(crate) fn environment(obj: &Map<String, Value>) -> Vec<(String, String)> {
-    let mut env = Vec::new();
-    let Some(s) = obj.get("sysinfo").and_then(Value::as_object) else {
-        return env;
-    };
-    for k in ["sysname", "nodename", "release", "version", "machine"] {
-        if let Some(v) = s.get(k).and_then(Value::as_str) {
-            env.push((format!("uname.{k}"), v.to_string()));
-        }
-    }
-    if let Some(r) = s.get("realtime").and_then(Value::as_i64) {
-        env.push(("kernel.realtime".into(), r.to_string()));
-    }
-    env
 }
 
 fn source(

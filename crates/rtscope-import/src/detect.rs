@@ -147,7 +147,7 @@ fn oslat_cmdline(text: &str) -> bool {
         let value = rest.strip_prefix(':').map_or("", str::trim_start);
         value
             .strip_prefix('"')
-            .is_some_and(|v| crate::oslat::is_oslat(v.split('"').next().unwrap_or("")))
+            .is_some_and(|v| crate::rtjson::is_oslat(v.split('"').next().unwrap_or("")))
     })
 }
 

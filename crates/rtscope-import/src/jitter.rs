@@ -9,8 +9,8 @@
 //! are overflows kept as a count. With samples the run gets a per-second time series and an
 //! interval inferred from the wake-up times.
 
-use super::ctjson::json_error;
 use super::model::{parse_u64, Bad, Counter, Imported, ThreadRow};
+use super::rtjson::json_error;
 use super::series::Series;
 use serde_json::{json, Map, Value};
 use std::io::Read;

@@ -27,6 +27,7 @@ mod hist;
 mod jitter;
 mod model;
 mod oslat;
+mod rtjson;
 mod series;
 mod stressng;
 mod summary;

@@ -9,21 +9,16 @@
 //! kept out of the histogram as overflows with only a lower bound, as cyclictest's are.
 
 use super::model::{parse_u64, Bad, Counter, Imported, ThreadRow};
+use super::rtjson::is_oslat;
 use rtscope_store::RunKind;
 use serde_json::{json, Map, Value};
 
 /// oslat's default number of buckets (`-b`).
 const DEFAULT_BUCKETS: u64 = 32;
 
-/// Whether a JSON document's `"cmdline:"` names oslat.
-pub fn is_oslat(cmdline: &str) -> bool {
-    let first = cmdline.split_whitespace().next().unwrap_or("");
-    first.rsplit('/').next() == Some("oslat")
-}
-
 /// Parses oslat JSON text.
 pub fn parse(text: &str) -> Result<Imported, Bad> {
-    let doc: Value = serde_json::from_str(text).map_err(|e| super::ctjson::json_error(&e))?;
+    let doc: Value = serde_json::from_str(text).map_err(|e| super::rtjson::json_error(&e))?;
     let obj = doc
         .as_object()
         .ok_or_else(|| Bad::file("the JSON document is not an object"))?;
@@ -61,7 +56,7 @@ pub fn parse(text: &str) -> Result<Imported, Bad> {
         return Err(Bad::field("thread", "no threads"));
     }
     times(obj, &mut out, &per);
-    out.environment = super::ctjson::environment(obj);
+    out.environment = super::rtjson::environment(obj);
     out.source = source(obj, &per);
     notes(&mut out, &per);
     Ok(out)
@@ -197,7 +192,7 @@ fn read_buckets(v: &Value, f: &dyn Fn(&str) -> String) -> Result<Vec<(u64, u64)>
 /// Start and end from `start_time`/`end_time` (whole seconds); the time measured is the longest
 /// thread `duration` (oslat's own measure, ms resolution), else end minus start.
 fn times(obj: &Map<String, Value>, out: &mut Imported, per: &[Facts]) {
-    super::ctjson::times(obj, out);
+    super::rtjson::times(obj, out);
     if let Some(ns) = per.iter().filter_map(|f| f.duration_ns).max() {
         out.progress_ns = ns;
     }
