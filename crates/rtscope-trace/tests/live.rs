@@ -153,13 +153,21 @@ fn a_timerfd_storm_before_the_deadline_is_charged_to_the_timer_interrupt() {
         .filter(|a| a.culprit().is_some_and(Category::is_timer_irq))
         .count();
     let report: Vec<String> = attrs.iter().take(8).map(|a| show(a)).collect();
+    // What is explained must be right: the timer IRQ in at least 80 % of the traced storm
+    // spikes. The rest of the storm's spikes may be "not traced" (on a machine at load 20 the
+    // analysis of some timed out, or events were lost), which the counts say and is no wrong
+    // answer; every spike is traced, explained from the monitors or without context (`partial`
+    // is a part of `traced`).
+    let c = &summary.counts;
     assert!(
-        !hit.is_empty() && timer * 100 >= hit.len() * 80,
-        "timer IRQ named in {timer} of {} storm spikes (counts {:?}):\n{}",
+        !hit.is_empty() && !attrs.is_empty() && timer * 100 >= attrs.len() * 80,
+        "timer IRQ named in {timer} of {} traced storm spikes ({} storm spikes, counts {:?}):\n{}",
+        attrs.len(),
         hit.len(),
-        summary.counts,
+        c,
         report.join("\n")
     );
+    assert_eq!(c.traced + c.coarse + c.no_context, c.spikes, "{c:?}");
 }
 
 #[test]
