@@ -783,19 +783,4 @@ pub fn command() -> clap::Command {
 }
 
 #[cfg(test)]
-mod tests {
-    #[test]
-    fn clap_definition_is_consistent() {
-        super::command().debug_assert();
-    }
-
-    #[test]
-    fn measure_defaults_are_clap_defaults() {
-        let d = super::MeasureArgs::default();
-        assert_eq!(d.interval, "1ms");
-        assert_eq!(d.priority, None, "90 for fifo/rr, 0 for other/batch");
-        assert_eq!(d.policy, super::PolicyArg::Fifo);
-        assert_eq!(d.event_capacity, 10_000);
-        assert!(d.duration.is_none() && d.cpus.is_none());
-    }
-}
+mod tests;

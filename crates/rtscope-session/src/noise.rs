@@ -356,6 +356,8 @@ fn add_gaps(cp: &mut Checkpoint<'_>, meta: &NoiseMeta, i: usize, gaps: &[Gap]) {
     }
 }
 
+pub mod run;
+
 #[cfg(test)]
 mod tests;
 

@@ -5,22 +5,17 @@
 use crate::cli::{NoiseArgs, NoisePolicyArg};
 use crate::commands::measure::plan_error;
 use crate::exit::{ExitStatus, UsageError};
-use rtscope_core::text::{count, short, us_or_dash};
+use rtscope_core::text::short;
 use rtscope_core::Nanos;
-use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, NoiseThread};
-use rtscope_engine::{sys, CpuSet, Policy, Wake};
-use rtscope_session::noise::{
-    self as noise, CpuNoise, NoiseCheck, NoiseExplainer, NoiseLimit, NoiseMeta,
-};
+use rtscope_engine::noise::{NoiseConfig, NoiseRun};
+use rtscope_engine::{sys, CpuSet, Policy};
+use rtscope_session::noise::run::{config_json, drive, render_checks, table, Outcome};
+use rtscope_session::noise::{self as noise, CpuNoise, NoiseExplainer, NoiseLimit, NoiseMeta};
 use rtscope_session::output::OutputFile;
 use rtscope_session::RunStatus;
-use rtscope_trace::book::ExplainSummary;
 use serde_json::json;
 use std::io::Write;
 use std::time::SystemTime;
-
-/// How often the control thread drains the gap rings.
-const DRAIN_EVERY: Nanos = Nanos::from_ms(100);
 
 fn dur(text: &str, flag: &str, unit: &str) -> Result<Nanos, UsageError> {
     Nanos::parse_with_default_unit(text, unit)
@@ -85,59 +80,6 @@ fn housekeeping(
         ))
     })?;
     Ok(Some(hk))
-}
-
-/// What the run produced.
-struct Outcome {
-    threads: Vec<NoiseThread>,
-    gaps: Vec<Vec<Gap>>,
-    signal: Option<i32>,
-    explained: Option<ExplainSummary>,
-}
-
-/// Runs the loops to their end or a stop signal, draining the gap rings as it goes (and
-/// handing the new gaps to the explainer when it analyses live).
-fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>) -> Outcome {
-    let mut gaps: Vec<Vec<Gap>> = vec![Vec::new(); run.threads().len()];
-    let mut signal = None;
-    let cpus = run.config().cpus.clone();
-    let mut drain = |run: &NoiseRun, gaps: &mut Vec<Vec<Gap>>| {
-        for (i, (sh, g)) in run.threads().iter().zip(gaps.iter_mut()).enumerate() {
-            let from = g.len();
-            sh.ring().drain(|gap| g.push(gap));
-            if let Some(x) = explain.as_mut().filter(|x| x.is_live()) {
-                x.push(cpus[i], sh.tid(), &g[from..]);
-            }
-        }
-    };
-    loop {
-        let wake = run.wait(DRAIN_EVERY);
-        drain(&run, &mut gaps);
-        match wake {
-            Wake::Finished => break,
-            Wake::Signal(s) if sys::is_stop_signal(s) && signal.is_none() => {
-                signal = Some(s);
-                run.stop();
-            }
-            _ => {}
-        }
-    }
-    drain(&run, &mut gaps);
-    let threads = run.finish();
-    let explained = explain.map(|mut x| {
-        if !x.is_live() {
-            for (t, g) in threads.iter().zip(&gaps) {
-                x.push(t.cpu, t.tid, g);
-            }
-        }
-        x.finish()
-    });
-    Outcome {
-        threads,
-        gaps,
-        signal,
-        explained,
-    }
 }
 
 /// Runs `rtscope noise`.
@@ -206,66 +148,6 @@ pub fn run(
     };
     let status = finish(&c, &limits, &o, &meta, json_file, out)?;
     Ok(store.map_or(status, |s| save(s, &meta, &o, status, out)))
-}
-
-fn config_json(c: &NoiseConfig) -> serde_json::Value {
-    json!({
-        "cpus": c.cpus, "policy": c.policy.name(), "priority": c.priority,
-        "threshold_ns": c.threshold.0, "runtime_ns": c.runtime.0, "period_ns": c.period.0,
-        "duration_ns": c.duration.0, "gap_capacity": c.gap_capacity, "mlock": c.mlock,
-        "clock": "CLOCK_MONOTONIC (vDSO clock_gettime)",
-    })
-}
-
-/// The per-CPU table, `rtla osnoise top`'s columns.
-fn table(rows: &[CpuNoise]) -> String {
-    let mut s = format!(
-        "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10}\n",
-        "CPU",
-        "RUNTIME",
-        "NOISE (us)",
-        "AVAILABLE",
-        "MAX SINGLE",
-        "GAPS>THR",
-        "ITER/S",
-        "RESOLUTION"
-    );
-    for r in rows {
-        s.push_str(&format!(
-            "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10}\n",
-            r.cpu,
-            short(Nanos(r.runtime_ns / 1_000_000 * 1_000_000)),
-            us_or_dash(Some(Nanos(r.noise_ns))),
-            r.available_percent
-                .map_or("unknown".into(), |p| format!("{p:.5}%")),
-            r.max_single_ns
-                .map_or("-".into(), |v| format!("{}us", us_or_dash(Some(Nanos(v))))),
-            r.gaps_over_threshold,
-            r.iterations_per_s.map_or("-".into(), count),
-            r.resolution_ns.map_or("-".into(), |v| format!("{v}ns")),
-        ));
-    }
-    let dropped: u64 = rows.iter().map(|r| r.gaps_dropped).sum();
-    if dropped > 0 {
-        s.push_str(&format!(
-            "{dropped} gaps over the threshold were counted but not kept (the ring was full: raise --gap-capacity)\n"
-        ));
-    }
-    s.push_str("RESOLUTION is the loop's shortest gap: one clock read and a histogram store.\n");
-    s
-}
-
-fn render_checks(checks: &[NoiseCheck]) -> String {
-    checks
-        .iter()
-        .map(|c| {
-            let verdict = if c.passed { "pass" } else { "FAIL" };
-            format!(
-                "limit {}: CPU {} {} = {} (limit {})\n",
-                verdict, c.cpu, c.stat, c.value, c.limit
-            )
-        })
-        .collect()
 }
 
 /// Prints the table (to stderr when the JSON goes to stdout), writes the JSON, checks the

@@ -1,0 +1,133 @@
+//! Driving a noise run and its text: the loop that drains the gap rings (feeding a live
+//! explainer) until the run ends or a stop signal comes, the per-CPU table, the limit lines.
+//! The CLI's `rtscope noise` only parses its options and calls these.
+
+use super::{CpuNoise, NoiseCheck, NoiseExplainer};
+use rtscope_core::text::{count, short, us_or_dash};
+use rtscope_core::Nanos;
+use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, NoiseThread};
+use rtscope_engine::{sys, Wake};
+use rtscope_trace::book::ExplainSummary;
+use serde_json::json;
+
+/// How often the gap rings are drained.
+pub const DRAIN_EVERY: Nanos = Nanos::from_ms(100);
+
+/// What the run produced.
+pub struct Outcome {
+    /// Each loop's result.
+    pub threads: Vec<NoiseThread>,
+    /// Each loop's gaps over the threshold.
+    pub gaps: Vec<Vec<Gap>>,
+    /// The stop signal that ended it early.
+    pub signal: Option<i32>,
+    /// The `--explain` summary.
+    pub explained: Option<ExplainSummary>,
+}
+
+/// Runs the loops to their end or a stop signal, draining the gap rings as it goes (and
+/// handing the new gaps to the explainer when it analyses live).
+pub fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>) -> Outcome {
+    let mut gaps: Vec<Vec<Gap>> = vec![Vec::new(); run.threads().len()];
+    let mut signal = None;
+    let cpus = run.config().cpus.clone();
+    let mut drain = |run: &NoiseRun, gaps: &mut Vec<Vec<Gap>>| {
+        for (i, (sh, g)) in run.threads().iter().zip(gaps.iter_mut()).enumerate() {
+            let from = g.len();
+            sh.ring().drain(|gap| g.push(gap));
+            if let Some(x) = explain.as_mut().filter(|x| x.is_live()) {
+                x.push(cpus[i], sh.tid(), &g[from..]);
+            }
+        }
+    };
+    loop {
+        let wake = run.wait(DRAIN_EVERY);
+        drain(&run, &mut gaps);
+        match wake {
+            Wake::Finished => break,
+            Wake::Signal(s) if sys::is_stop_signal(s) && signal.is_none() => {
+                signal = Some(s);
+                run.stop();
+            }
+            _ => {}
+        }
+    }
+    drain(&run, &mut gaps);
+    let threads = run.finish();
+    let explained = explain.map(|mut x| {
+        if !x.is_live() {
+            for (t, g) in threads.iter().zip(&gaps) {
+                x.push(t.cpu, t.tid, g);
+            }
+        }
+        x.finish()
+    });
+    Outcome {
+        threads,
+        gaps,
+        signal,
+        explained,
+    }
+}
+
+/// The run's configuration as the JSON its record keeps.
+pub fn config_json(c: &NoiseConfig) -> serde_json::Value {
+    json!({
+        "cpus": c.cpus, "policy": c.policy.name(), "priority": c.priority,
+        "threshold_ns": c.threshold.0, "runtime_ns": c.runtime.0, "period_ns": c.period.0,
+        "duration_ns": c.duration.0, "gap_capacity": c.gap_capacity, "mlock": c.mlock,
+        "clock": "CLOCK_MONOTONIC (vDSO clock_gettime)",
+    })
+}
+
+/// The per-CPU table, `rtla osnoise top`'s columns.
+pub fn table(rows: &[CpuNoise]) -> String {
+    let mut s = format!(
+        "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10}\n",
+        "CPU",
+        "RUNTIME",
+        "NOISE (us)",
+        "AVAILABLE",
+        "MAX SINGLE",
+        "GAPS>THR",
+        "ITER/S",
+        "RESOLUTION"
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10}\n",
+            r.cpu,
+            short(Nanos(r.runtime_ns / 1_000_000 * 1_000_000)),
+            us_or_dash(Some(Nanos(r.noise_ns))),
+            r.available_percent
+                .map_or("unknown".into(), |p| format!("{p:.5}%")),
+            r.max_single_ns
+                .map_or("-".into(), |v| format!("{}us", us_or_dash(Some(Nanos(v))))),
+            r.gaps_over_threshold,
+            r.iterations_per_s.map_or("-".into(), count),
+            r.resolution_ns.map_or("-".into(), |v| format!("{v}ns")),
+        ));
+    }
+    let dropped: u64 = rows.iter().map(|r| r.gaps_dropped).sum();
+    if dropped > 0 {
+        s.push_str(&format!(
+            "{dropped} gaps over the threshold were counted but not kept (the ring was full: raise --gap-capacity)\n"
+        ));
+    }
+    s.push_str("RESOLUTION is the loop's shortest gap: one clock read and a histogram store.\n");
+    s
+}
+
+/// The limit verdicts, one line each.
+pub fn render_checks(checks: &[NoiseCheck]) -> String {
+    checks
+        .iter()
+        .map(|c| {
+            let verdict = if c.passed { "pass" } else { "FAIL" };
+            format!(
+                "limit {}: CPU {} {} = {} (limit {})\n",
+                verdict, c.cpu, c.stat, c.value, c.limit
+            )
+        })
+        .collect()
+}
