@@ -189,6 +189,8 @@ pub struct CtOptions {
     pub unbuffered: bool,
     /// `-v`.
     pub verbose: bool,
+    /// `--smi`: count System Management Interrupts per thread (needs `-a`).
+    pub smi: bool,
     /// `--db PATH` (rtscope): record the run in this database.
     pub db: Option<PathBuf>,
     /// `--raw` (rtscope, with --db): keep every sample in the database.
@@ -283,6 +285,7 @@ pub fn parse(args: &[String]) -> Result<CtOptions, UsageError> {
             "quiet" => o.quiet = true,
             "relative" => o.relative = true,
             "smp" => o.smp = true,
+            "smi" => o.smi = true,
             "spike" => o.spike = Some(num(sp, v, "a latency in microseconds")?),
             "spike-nodes" => o.spike_nodes = num(sp, v, "a number of spikes")?,
             "threads" => {
@@ -326,7 +329,6 @@ fn unsupported(id: &str, spelled: &str) -> UsageError {
         "fifo" => "the named-pipe status output is not implemented; use --json or SIGUSR1",
         "resolution" => "the clock-resolution check is not implemented",
         "system" | "posix_timers" => "rtscope measures with clock_nanosleep only, the mode every cyclictest user runs by default; drop the option",
-        "smi" => "SMI counting is not implemented",
         _ => "it is not supported",
     };
     UsageError::new(format!(

@@ -39,6 +39,7 @@ rtscope cyclictest <options>      (or run rtscope through a symlink named cyclic
 -r       --relative        use relative sleeps instead of absolute deadlines
          --secaligned [USEC] align wakeups to the next full second (+ USEC)
 -S       --smp             one thread per CPU, pinned, same priority
+         --smi             count SMIs per thread (x86, Intel; needs -a, not -v)
          --spike=US        record every latency above US
          --spike-nodes=N   keep at most N spikes (default 1024; all are counted)
 -t [NUM] --threads[=NUM]   NUM threads, or one per CPU without NUM (default 1)
@@ -53,5 +54,5 @@ Signals: SIGINT/SIGTERM end the run at once; SIGUSR1 prints the status on
 stderr, SIGUSR2 writes it to /dev/shm/cyclictest<PID> (get_cyclictest_snapshot).
 Exit codes: 0 done (also when stopped by SIGINT/SIGTERM, as cyclictest),
 1 -b threshold exceeded, 2 usage or setup error.
-Not supported (exit 2): -F/--fifo, -R, -s, -x, --smi.
+Not supported (exit 2): -F/--fifo, -R, -s, -x.
 ";

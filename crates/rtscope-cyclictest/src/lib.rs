@@ -8,6 +8,7 @@ pub mod help;
 pub mod json;
 pub mod lower;
 pub mod pm_qos;
+pub mod smi;
 pub mod status_file;
 pub mod text;
 
@@ -24,6 +25,7 @@ use rtscope_session::sysinfo::{self, SysInfo};
 use rtscope_session::{Event, Observer, Recorded, RunPlan, Session};
 use rtscope_session::{ExitStatus, RunError, UsageError};
 use std::io::Write;
+use std::path::Path;
 use std::time::Duration;
 use text::TLine;
 
@@ -48,6 +50,11 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
     }
     let ct = lower::lower(&o, &lower::online())?;
     record::check_label_and_tags(o.label.as_deref(), &o.tags)?;
+    // Opened before anything is set or started: the counts begin with the run.
+    let smi = o
+        .smi
+        .then(|| smi::Smi::open(Path::new("/"), &pinned(&ct.cpus)))
+        .transpose()?;
     for n in &ct.notices {
         {
             use std::io::Write as _;
@@ -130,7 +137,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         checkpoint_period: Duration::from_secs(1),
     };
     let mut session = Session::start(plan, settings, recorded)?;
-    let mut live = Live::new(&o, &ct, status_file.as_ref());
+    let mut live = Live::new(&o, &ct, status_file.as_ref(), smi.as_ref());
     let tick = live.tick();
     let measured = session.drive(
         tick,
@@ -140,11 +147,17 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         },
     )?;
     let outcome = &measured;
-    live.finish(&outcome.result, out)?;
+    let smis = smi.as_ref().map(smi::Smi::counts);
+    live.finish(&outcome.result, smis.as_deref(), out)?;
     // A reader that left (`cyclictest -v | head`) ends the run early: recorded as
     // interrupted, but the exit status stays the run's (0, or 1 for a break), as before.
     let interrupted = outcome.signal.is_some();
-    let (mut status, json) = finish(&o, &ct, &outcome.result, interrupted, cmdline, out)?;
+    let ended = Ended {
+        r: &outcome.result,
+        smis: smis.as_deref(),
+        interrupted,
+    };
+    let (mut status, json) = finish(&o, &ct, &ended, cmdline, out)?;
     if let (Some(file), Some(body)) = (json_file, json) {
         if let Err(e) = file.write(body.as_bytes(), out, "--json") {
             rtscope_session::output::warn(&format!("rtscope: {e}"));
@@ -173,26 +186,61 @@ fn t_line(plan: &Plan, index: usize, tid: i32, s: &Stats, last: Nanos, avg: f64)
         act: last,
         avg,
         max: s.max,
+        smi: None,
     }
 }
 
-fn t_lines(plan: &Plan, threads: &[std::sync::Arc<ThreadShared>]) -> Vec<TLine> {
-    let live = threads.iter().enumerate();
-    live.map(|(i, t)| {
-        let s = t.stats();
-        let avg = s.mean_ns().unwrap_or(0.0) / plan.unit.0 as f64;
-        t_line(plan, i, t.tid(), &s, t.last(), avg)
-    })
-    .collect()
+/// The threads' CPUs for `--smi` (which requires every thread pinned).
+fn pinned(cpus: &[i32]) -> Vec<usize> {
+    cpus.iter()
+        .map(|&c| usize::try_from(c).unwrap_or(0))
+        .collect()
 }
 
-fn result_t_lines(plan: &Plan, r: &RunResult) -> Vec<TLine> {
+/// Each line with its thread's SMI count (`--smi`).
+fn with_smi(mut lines: Vec<TLine>, smis: Option<&[u64]>) -> Vec<TLine> {
+    if let Some(smis) = smis {
+        for (l, n) in lines.iter_mut().zip(smis) {
+            l.smi = Some(*n);
+        }
+    }
+    lines
+}
+
+fn t_lines(
+    plan: &Plan,
+    threads: &[std::sync::Arc<ThreadShared>],
+    smi: Option<&smi::Smi>,
+) -> Vec<TLine> {
+    let live = threads.iter().enumerate();
+    let lines = live
+        .map(|(i, t)| {
+            let s = t.stats();
+            let avg = s.mean_ns().unwrap_or(0.0) / plan.unit.0 as f64;
+            t_line(plan, i, t.tid(), &s, t.last(), avg)
+        })
+        .collect();
+    with_smi(lines, smi.map(smi::Smi::counts).as_deref())
+}
+
+fn result_t_lines(plan: &Plan, r: &RunResult, smis: Option<&[u64]>) -> Vec<TLine> {
     let done = r.threads.iter();
-    done.map(|t| {
-        let avg = t.histogram.mean_truncated(plan.unit).unwrap_or(0.0);
-        t_line(plan, t.index, t.tid, &t.stats, t.last, avg)
-    })
-    .collect()
+    let lines = done
+        .map(|t| {
+            let avg = t.histogram.mean_truncated(plan.unit).unwrap_or(0.0);
+            t_line(plan, t.index, t.tid, &t.stats, t.last, avg)
+        })
+        .collect();
+    with_smi(lines, smis)
+}
+
+/// What the run left for the final output.
+struct Ended<'a> {
+    r: &'a RunResult,
+    /// Each thread's SMIs over the run (`--smi`).
+    smis: Option<&'a [u64]>,
+    /// Stopped by a signal.
+    interrupted: bool,
 }
 
 /// [`Live`] writing to the front end's output, as the session's observer.
@@ -227,6 +275,7 @@ impl<W: Write> Observer for LiveOut<'_, '_, W> {
 struct Live<'p> {
     plan: &'p Plan,
     status_file: Option<&'p status_file::StatusFile>,
+    smi: Option<&'p smi::Smi>,
     verbose: bool,
     quiet: bool,
     unbuffered: bool,
@@ -242,11 +291,13 @@ impl<'p> Live<'p> {
         o: &CtOptions,
         plan: &'p Plan,
         status_file: Option<&'p status_file::StatusFile>,
+        smi: Option<&'p smi::Smi>,
     ) -> Self {
         let n = plan.config.threads.len();
         Live {
             plan,
             status_file,
+            smi,
             verbose: o.verbose,
             quiet: o.quiet,
             unbuffered: o.unbuffered,
@@ -271,13 +322,13 @@ impl<'p> Live<'p> {
     fn update(&mut self, run: &Run, ev: Event, out: &mut dyn Write) -> std::io::Result<()> {
         match ev {
             Event::User1 => {
-                let lines = t_lines(self.plan, run.threads());
+                let lines = t_lines(self.plan, run.threads(), self.smi);
                 let s = text::current_status(&lines, self.plan.unit);
                 std::io::stderr().write_all(s.as_bytes())
             }
             Event::User2 => {
                 if let Some(f) = self.status_file {
-                    let lines = t_lines(self.plan, run.threads());
+                    let lines = t_lines(self.plan, run.threads(), self.smi);
                     let s = text::current_status(&lines, self.plan.unit);
                     if let Err(e) = f.write(&s) {
                         rtscope_session::output::warn(&format!(
@@ -296,7 +347,7 @@ impl<'p> Live<'p> {
             }
             Event::Tick if self.quiet => Ok(()),
             Event::Tick => {
-                let lines = t_lines(self.plan, run.threads());
+                let lines = t_lines(self.plan, run.threads(), self.smi);
                 let new_max: Vec<Nanos> = lines.iter().map(|l| l.max).collect();
                 if self.refresh_on_max && self.drawn && new_max == self.last_max {
                     return Ok(());
@@ -350,9 +401,14 @@ impl<'p> Live<'p> {
         out.write_all(s.as_bytes())
     }
 
-    fn finish(&mut self, r: &RunResult, out: &mut dyn Write) -> std::io::Result<()> {
+    fn finish(
+        &mut self,
+        r: &RunResult,
+        smis: Option<&[u64]>,
+        out: &mut dyn Write,
+    ) -> std::io::Result<()> {
         if !self.verbose && !self.quiet {
-            let lines = result_t_lines(self.plan, r);
+            let lines = result_t_lines(self.plan, r, smis);
             self.draw(&lines, out)?;
         }
         let dropped: u64 = r.threads.iter().map(|t| t.samples_dropped).sum();
@@ -369,11 +425,11 @@ impl<'p> Live<'p> {
 fn finish(
     o: &CtOptions,
     plan: &Plan,
-    r: &RunResult,
-    interrupted: bool,
+    ended: &Ended,
     cmdline: &str,
     out: &mut dyn Write,
 ) -> Result<(ExitStatus, Option<String>), RunError> {
+    let (r, interrupted) = (ended.r, ended.interrupted);
     // Like cyclictest, a run stopped by SIGINT/SIGTERM exits 0 whatever -l/-D say (harnesses
     // stop it that way); the interruption is in the JSON's `rtscope` object and the store.
     let status = if r.break_fired.is_some() {
@@ -404,7 +460,7 @@ fn finish(
     }
     if o.quiet && o.histogram.is_none() {
         let mut s = String::new();
-        for t in result_t_lines(plan, r) {
+        for t in result_t_lines(plan, r, ended.smis) {
             s.push_str(&text::t_line(&t, unit));
             s.push('\n');
         }
@@ -414,7 +470,7 @@ fn finish(
         out.write_all(spike_text(r, unit).as_bytes())?;
     }
     if o.histogram.is_some() {
-        write_histogram(o, r, unit, out)?;
+        write_histogram(o, r, unit, ended.smis, out)?;
     }
     if o.breaktrace.is_some_and(|b| b > 0) {
         let tids: Vec<i32> = r.threads.iter().map(|t| t.tid).collect();
@@ -443,18 +499,21 @@ fn write_histogram(
     o: &CtOptions,
     r: &RunResult,
     unit: Nanos,
+    smis: Option<&[u64]>,
     out: &mut dyn Write,
 ) -> Result<(), RunError> {
     let threads: Vec<text::HistThread> = r
         .threads
         .iter()
-        .filter_map(|t| {
+        .enumerate()
+        .filter_map(|(i, t)| {
             t.linear.as_ref().map(|linear| text::HistThread {
                 linear,
                 min: (t.stats.count > 0).then_some(t.stats.min),
                 avg: t.histogram.mean_truncated(unit).unwrap_or(0.0),
                 cycles: t.stats.count,
                 max: t.stats.max,
+                smi: smis.and_then(|s| s.get(i).copied()),
             })
         })
         .collect();

@@ -60,6 +60,18 @@ pub fn lower(o: &CtOptions, online: &CpuSet) -> Result<Plan, UsageError> {
     } else {
         affinity_mask
     };
+    if o.smi && o.affinity.is_none() && !o.smp {
+        return Err(UsageError::new(
+            "option '--smi' needs '-a': the SMI counter is read per CPU, so every thread must be pinned",
+        )
+        .hint("add -a (all CPUs) or -a LIST, as cyclictest requires"));
+    }
+    if o.smi && o.verbose {
+        return Err(UsageError::new(
+            "option '--smi' cannot be combined with '-v': rtscope reads the SMI counter outside the measuring threads, so it has no count per sample",
+        )
+        .hint("drop -v: the SMI column is in the T: lines and under the -h histogram"));
+    }
     if o.smp && o.threads.is_some() {
         notices.push("WARN: -t ignored due to smp mode".into());
     }
@@ -316,6 +328,16 @@ mod tests {
     fn plan(v: &str) -> Result<Plan, UsageError> {
         let o = parse(&v.split_whitespace().map(String::from).collect::<Vec<_>>()).unwrap();
         lower(&o, &CpuSet::from_cpus(0..4))
+    }
+
+    #[test]
+    fn smi_needs_pinned_threads_and_no_per_sample_output() {
+        let e = plan("--smi -p90 -l1").err().unwrap().to_string();
+        assert!(e.contains("'--smi' needs '-a'"), "{e}");
+        let e = plan("--smi -a -v -l1").err().unwrap().to_string();
+        assert!(e.contains("cannot be combined with '-v'"), "{e}");
+        assert!(plan("--smi -a 1 -l1").is_ok());
+        assert!(plan("--smi -S -l1").is_ok());
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub struct TLine {
     pub avg: f64,
     /// Maximum.
     pub max: Nanos,
+    /// SMIs so far (`--smi`).
+    pub smi: Option<u64>,
 }
 
 /// Converts ns to cyclictest's display unit (truncating).
@@ -37,7 +39,7 @@ pub fn t_line(t: &TLine, unit: Nanos) -> String {
     let min = t.min.map_or(1_000_000, |m| units(m, unit));
     let avg = if t.cycles == 0 { 0 } else { t.avg as u64 };
     let (act, max) = (units(t.act, unit), units(t.max, unit));
-    if unit.0 == 1 {
+    let mut line = if unit.0 == 1 {
         format!(
             "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:8} Avg:{:8} Max:{:8}",
             t.index, t.tid, t.prio, t.interval_us, t.cycles, min, act, avg, max
@@ -47,7 +49,11 @@ pub fn t_line(t: &TLine, unit: Nanos) -> String {
             "T:{:2} ({:5}) P:{:2} I:{} C:{:7} Min:{:7} Act:{:5} Avg:{:5} Max:{:8}",
             t.index, t.tid, t.prio, t.interval_us, t.cycles, min, act, avg, max
         )
+    };
+    if let Some(n) = t.smi {
+        let _ = write!(line, " SMI:{n:8}");
     }
+    line
 }
 
 /// The status block of SIGUSR1 (on stderr) and SIGUSR2 (in the status file): the `T:` lines
@@ -90,6 +96,8 @@ pub struct HistThread<'a> {
     pub cycles: u64,
     /// Maximum.
     pub max: Nanos,
+    /// SMIs over the run (`--smi`).
+    pub smi: Option<u64>,
 }
 
 /// The `-h`/`-H` histogram block, ending with its blank line. `sum_column` is `-H` (only with
@@ -187,6 +195,13 @@ pub fn histogram_block(
         }
         s.push('\n');
     }
+    if threads.iter().any(|t| t.smi.is_some()) {
+        s.push_str("# SMIs:");
+        for t in threads {
+            let _ = write!(s, " {:05}", t.smi.unwrap_or(0));
+        }
+        s.push('\n');
+    }
     s.push('\n');
     s
 }
@@ -239,6 +254,7 @@ mod tests {
             act: Nanos(12_100),
             avg: 24.7,
             max: Nanos(6_368_000),
+            smi: None,
         }
     }
 
@@ -306,6 +322,7 @@ mod tests {
                 avg: 2.5,
                 cycles: 6,
                 max: Nanos(7_000),
+                smi: None,
             },
             HistThread {
                 linear: &lin2,
@@ -313,6 +330,7 @@ mod tests {
                 avg: 0.5,
                 cycles: 2,
                 max: Nanos(4_000),
+                smi: None,
             },
         ];
         let s = histogram_block(&th, Nanos(1000), true, false);
@@ -320,6 +338,30 @@ mod tests {
         assert_eq!(s, want);
         let sparse = histogram_block(&th[..1], Nanos(1000), false, true);
         assert!(sparse.starts_with("# Histogram\n000001 000003\n000002 000001\n# Min"));
+        // --smi: cyclictest's `# SMIs:` line after the overflow cycles, before the blank line.
+        let smi = [
+            HistThread {
+                smi: Some(3),
+                ..th[0]
+            },
+            HistThread {
+                smi: Some(0),
+                ..th[1]
+            },
+        ];
+        let s = histogram_block(&smi, Nanos(1000), true, false);
+        assert!(
+            s.ends_with("# Thread 1: # 00001 others\n# SMIs: 00003 00000\n\n"),
+            "{s}"
+        );
+    }
+
+    #[test]
+    fn smi_counts_end_the_t_line_as_cyclictest_prints_them() {
+        assert_eq!(
+            t_line(&TLine { smi: Some(12), ..tl(20000) }, Nanos(1000)),
+            "T: 0 ( 8946) P:90 I:200 C:  20000 Min:      8 Act:   12 Avg:   24 Max:    6368 SMI:      12"
+        );
     }
 
     #[test]

@@ -30,12 +30,13 @@
 //! | `softirq_rate.<NAME>.cpu<N>` | `1/s` | `/proc/softirqs` (`TIMER`, `NET_RX`, `SCHED`, ...) |
 //! | `ctxt_rate`, `intr_rate`, `fork_rate` | `1/s` | `/proc/stat` `ctxt`, `intr`, `processes` |
 //! | `cpu_busy.all`, `cpu_busy.cpu<N>` | `%` | `/proc/stat` `cpu` lines: (user+nice+system+irq+softirq+steal) / all jiffies |
+//! | `steal.all`, `steal.cpu<N>` | `%` | `/proc/stat` `cpu` lines: steal / all jiffies (the time a hypervisor ran something else while this virtual CPU wanted to run) |
 //! | `procs.running`, `procs.blocked` | `tasks` | `/proc/stat` `procs_running`, `procs_blocked` |
 //! | `load.1m`, `load.5m`, `load.15m` | `tasks` | `/proc/loadavg` |
 //! | `tasks.total` | `tasks` | `/proc/loadavg` (threads in the system) |
 //! | `mem.total`, `mem.available` | `bytes` | `/proc/meminfo` `MemTotal`, `MemAvailable` |
 //!
-//! Rates (`*_rate`) and `cpu_busy.*` appear from the second sample on; everything else is a
+//! Rates (`*_rate`), `cpu_busy.*` and `steal.*` appear from the second sample on; everything else is a
 //! level read at each sample. Names that would repeat (two zones of type `acpitz`) get the
 //! directory as a suffix: `temp.acpitz.zone0`, `temp.acpitz.zone5`. The `<source>` part of an
 //! IRQ metric is verbatim and may contain spaces, commas and dots (`14 fe00b880.mailbox`): it
@@ -50,11 +51,13 @@
 mod counters;
 mod cpus;
 mod procfs;
+pub mod smi;
 mod sysfs;
 mod text;
 mod threads;
 
 pub use cpus::housekeeping_cpus;
+pub use procfs::steal_ticks;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -7,14 +7,17 @@ use crate::text::{first_u64, read_into};
 use crate::{unit, Sample, Status};
 use std::path::{Path, PathBuf};
 
-/// Busy and total jiffies of one `cpu` line of `/proc/stat`.
+/// Busy, steal and total jiffies of one `cpu` line of `/proc/stat`.
 struct CpuTimes {
     /// `None` for the aggregate `cpu` line.
     id: Option<u32>,
     busy: u64,
+    steal: u64,
     total: u64,
     /// `cpu_busy.cpu<N>` or `cpu_busy.all`.
     metric: String,
+    /// `steal.cpu<N>` or `steal.all`.
+    steal_metric: String,
 }
 
 /// The counters of one read of `/proc/stat`.
@@ -75,8 +78,8 @@ impl Stat {
     }
 }
 
-/// `cpu_busy.*` in % of the jiffies that passed on that CPU (busy = user + nice + system +
-/// irq + softirq + steal; idle = idle + iowait).
+/// `cpu_busy.*` and `steal.*` in % of the jiffies that passed on that CPU (busy = user +
+/// nice + system + irq + softirq + steal; idle = idle + iowait).
 fn push_busy(prev: &StatTotals, cur: &StatTotals, out: &mut Sample) {
     for c in &cur.cpus {
         let Some(p) = prev.cpus.iter().find(|p| p.id == c.id) else {
@@ -87,10 +90,34 @@ fn push_busy(prev: &StatTotals, cur: &StatTotals, out: &mut Sample) {
             continue;
         };
         if dt > 0 {
-            let pct = (db as f64 * 100.0 / dt as f64).min(100.0);
-            out.push(c.metric.clone(), pct, unit::PERCENT);
+            let pct = |d: u64| (d as f64 * 100.0 / dt as f64).min(100.0);
+            out.push(c.metric.clone(), pct(db), unit::PERCENT);
+            if let Some(ds) = c.steal.checked_sub(p.steal) {
+                out.push(c.steal_metric.clone(), pct(ds), unit::PERCENT);
+            }
         }
     }
+}
+
+/// Each CPU's steal time so far, in clock ticks (`USER_HZ`, see
+/// [`crate::DEFAULT_CLOCK_TICKS`]), from `<root>/proc/stat`: the time the hypervisor ran
+/// something else while this virtual CPU wanted to run. `None` when the file cannot be read
+/// or has no per-CPU line; a CPU whose line has no steal column (kernels before 2.6.11) reads 0.
+pub fn steal_ticks(root: &Path) -> Option<Vec<(usize, u64)>> {
+    let text = std::fs::read_to_string(root.join("proc/stat")).ok()?;
+    let rows: Vec<(usize, u64)> = text
+        .lines()
+        .filter_map(|l| {
+            let (key, rest) = l.split_once(' ')?;
+            let cpu = key.strip_prefix("cpu")?.parse().ok()?;
+            let steal = rest
+                .split_ascii_whitespace()
+                .nth(7)
+                .map_or(Some(0), |t| t.parse().ok())?;
+            Some((cpu, steal))
+        })
+        .collect();
+    (!rows.is_empty()).then_some(rows)
 }
 
 /// Parses `/proc/stat` into `t` (reusing its CPU rows) and pushes the level readings.
@@ -113,8 +140,8 @@ fn parse_stat(text: &str, t: &mut StatTotals, out: &mut Sample) -> bool {
                     Err(_) => continue,
                 }
             };
-            if let Some((busy, total)) = cpu_times(rest) {
-                set_cpu(t, ncpu, id, busy, total);
+            if let Some(times) = cpu_times(rest) {
+                set_cpu(t, ncpu, id, times);
                 ncpu += 1;
             }
             continue;
@@ -141,17 +168,16 @@ fn parse_stat(text: &str, t: &mut StatTotals, out: &mut Sample) -> bool {
     ncpu > 0
 }
 
-fn set_cpu(t: &mut StatTotals, i: usize, id: Option<u32>, busy: u64, total: u64) {
+fn set_cpu(t: &mut StatTotals, i: usize, id: Option<u32>, (busy, steal, total): (u64, u64, u64)) {
     if t.cpus.get(i).is_none_or(|c| c.id != id) {
-        let metric = match id {
-            Some(n) => format!("cpu_busy.cpu{n}"),
-            None => "cpu_busy.all".to_owned(),
-        };
+        let suffix = id.map_or("all".to_owned(), |n| format!("cpu{n}"));
         let row = CpuTimes {
             id,
             busy,
+            steal,
             total,
-            metric,
+            metric: format!("cpu_busy.{suffix}"),
+            steal_metric: format!("steal.{suffix}"),
         };
         if i < t.cpus.len() {
             t.cpus[i] = row;
@@ -160,12 +186,14 @@ fn set_cpu(t: &mut StatTotals, i: usize, id: Option<u32>, busy: u64, total: u64)
         }
     } else {
         t.cpus[i].busy = busy;
+        t.cpus[i].steal = steal;
         t.cpus[i].total = total;
     }
 }
 
-/// (busy, total) jiffies from the fields after `cpuN`; at least user, nice, system and idle.
-fn cpu_times(rest: &str) -> Option<(u64, u64)> {
+/// (busy, steal, total) jiffies from the fields after `cpuN`; at least user, nice, system
+/// and idle.
+fn cpu_times(rest: &str) -> Option<(u64, u64, u64)> {
     let mut f = [0u64; 8];
     let mut n = 0;
     for tok in rest.split_ascii_whitespace().take(8) {
@@ -182,7 +210,7 @@ fn cpu_times(rest: &str) -> Option<(u64, u64)> {
         .checked_add(irq)?
         .checked_add(softirq)?
         .checked_add(steal)?;
-    Some((busy, busy.checked_add(idle)?.checked_add(iowait)?))
+    Some((busy, steal, busy.checked_add(idle)?.checked_add(iowait)?))
 }
 
 fn probe_status(root: &Path, file: &str) -> Status {
@@ -291,12 +319,48 @@ mod tests {
     use super::*;
 
     #[test]
+    fn steal_is_read_per_cpu_and_as_a_share_between_samples() {
+        let dir = std::env::temp_dir().join(format!("rtscope-steal-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("proc")).unwrap();
+        let stat = |s0: u64, s1: u64| {
+            format!(
+                "cpu  10 0 10 60 0 0 0 {} 0 0\ncpu0 5 0 5 30 0 0 0 {s0} 0 0\ncpu1 5 0 5 30 0 0 0 {s1} 0 0\nctxt 1\n",
+                s0 + s1
+            )
+        };
+        std::fs::write(dir.join("proc/stat"), stat(3, 0)).unwrap();
+        assert_eq!(steal_ticks(&dir), Some(vec![(0, 3), (1, 0)]));
+        std::fs::write(dir.join("proc/stat"), "cpu0 1 2 3 4\n").unwrap();
+        assert_eq!(
+            steal_ticks(&dir),
+            Some(vec![(0, 0)]),
+            "no steal column reads 0"
+        );
+        std::fs::write(dir.join("proc/stat"), "ctxt 1\n").unwrap();
+        assert_eq!(steal_ticks(&dir), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(steal_ticks(&dir), None);
+
+        // Between two samples: cpu0 had 10 more jiffies, 5 of them stolen.
+        let (mut t, mut out) = (StatTotals::default(), Sample::default());
+        assert!(parse_stat(&stat(3, 0), &mut t, &mut out));
+        let mut t2 = StatTotals::default();
+        let later =
+            "cpu  10 0 10 65 0 0 0 8 0 0\ncpu0 5 0 5 30 0 0 0 8 0 0\ncpu1 5 0 5 35 0 0 0 0 0 0\n";
+        assert!(parse_stat(later, &mut t2, &mut out));
+        push_busy(&t, &t2, &mut out);
+        assert_eq!(out.value("steal.cpu0"), Some(100.0));
+        assert_eq!(out.value("steal.cpu1"), Some(0.0));
+        assert_eq!(out.value("steal.all"), Some(50.0));
+    }
+
+    #[test]
     fn stat_lines() {
         assert_eq!(
             cpu_times("1 2 3 4 5 6 7 8 9 10"),
-            Some((1 + 2 + 3 + 6 + 7 + 8, 36))
+            Some((1 + 2 + 3 + 6 + 7 + 8, 8, 36))
         );
-        assert_eq!(cpu_times("1 2 3 4"), Some((6, 10)));
+        assert_eq!(cpu_times("1 2 3 4"), Some((6, 0, 10)));
         assert_eq!(cpu_times("1 2 3"), None);
         assert_eq!(cpu_times("1 2 x 4"), None);
         assert_eq!(cpu_times("18446744073709551615 1 0 0"), None);

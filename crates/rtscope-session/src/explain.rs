@@ -118,8 +118,7 @@ impl Explaining {
     }
 
     /// Hands a monitor sample to the coarse tier: per measured CPU, its interrupt and softirq
-    /// counts and the threads that last ran there over the sample's interval. The monitors
-    /// have no per-CPU steal time, so `steal_ns` stays 0.
+    /// counts, its steal time and the threads that last ran there over the sample's interval.
     pub fn push_monitor(&mut self, s: &rtscope_monitor::Sample, clock_start: Nanos) {
         for c in coarse_samples(s, clock_start, &self.measured) {
             self.ex.push_coarse(c);
@@ -188,7 +187,10 @@ pub fn coarse_samples(
                     .into_iter()
                     .filter_map(|(n, k)| Some((Softirq::from_name(&n)?, k)))
                     .collect(),
-                steal_ns: 0,
+                // `steal.cpuN` is the share (%) of the interval the hypervisor took.
+                steal_ns: s.value(&format!("steal.cpu{cpu}")).map_or(0, |pct| {
+                    (pct / 100.0 * interval.as_nanos() as f64).round() as u64
+                }),
                 threads: s
                     .top
                     .iter()
@@ -278,6 +280,8 @@ mod tests {
                 reading("irq_rate.LOC.cpu0", 1000.0),
                 reading("softirq_rate.NET_RX.cpu1", 50.0),
                 reading("cpu_busy.cpu1", 40.0),
+                reading("steal.cpu1", 10.0),
+                reading("steal.cpu0", 90.0),
             ],
             states: vec![],
             top: vec![ThreadShare {
@@ -295,6 +299,7 @@ mod tests {
         assert_eq!((c[0].start_ns, c[0].end_ns), (2_500_001_000, 3_000_001_000));
         assert_eq!(c[0].irqs, vec![("24 eth0".to_string(), 100)]);
         assert_eq!(c[0].softirqs, vec![(Softirq::NetRx, 25)]);
+        assert_eq!(c[0].steal_ns, 50_000_000, "10 % of 500 ms, CPU 1's own");
         assert_eq!(c[0].threads[0].1, 250_000_000);
         assert!(coarse_samples(
             &Sample {

@@ -93,6 +93,10 @@ pub struct CpuNoise {
     pub iterations_per_s: Option<f64>,
     /// The loop's shortest gap: its resolution.
     pub resolution_ns: Option<u64>,
+    /// Steal time and SMIs on the CPU during the run (unknown until the run's counters are
+    /// read: [`run::Outcome::rows`]).
+    #[serde(flatten)]
+    pub platform: platform::CpuPlatform,
 }
 
 impl CpuNoise {
@@ -111,6 +115,7 @@ impl CpuNoise {
             iterations: tot.iterations(),
             iterations_per_s: (runtime > 0).then(|| tot.iterations() as f64 * 1e9 / runtime as f64),
             resolution_ns: tot.histogram.min().map(|m| m.0),
+            platform: platform::CpuPlatform::default(),
         }
     }
 }
@@ -356,6 +361,7 @@ fn add_gaps(cp: &mut Checkpoint<'_>, meta: &NoiseMeta, i: usize, gaps: &[Gap]) {
     }
 }
 
+pub mod platform;
 pub mod run;
 
 #[cfg(test)]

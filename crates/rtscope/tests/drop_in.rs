@@ -259,3 +259,32 @@ fn the_status_file_is_removed_when_the_run_fails_to_start() {
     assert!(err.contains("/proc/no-such-dir/x.db"), "{err}");
     assert!(!status_file(pid).exists());
 }
+
+#[test]
+fn smi_counts_end_each_t_line_or_the_missing_counter_is_named() {
+    // cyclictest --smi: an SMI column where MSR_SMI_COUNT can be read (Intel, msr driver,
+    // root), else exit 2 naming the reason (this project's CI VMs are AMD: "AuthenticAMD").
+    let _rt = common::rt_lock();
+    let (code, out, err) = finish(spawn(&["--smi", "-a", "0", "-q", "-l", "20", "-i", "1000"]));
+    match code {
+        Some(0) => {
+            let t = out
+                .lines()
+                .find(|l| l.starts_with("T: 0"))
+                .unwrap_or_default();
+            assert!(t.contains(" SMI:"), "{out}");
+        }
+        Some(2) => {
+            assert!(err.contains("option '--smi': no SMI counter"), "{err}");
+            assert!(
+                !out.contains("cpu_dma_latency"),
+                "refused before any setting: {out}"
+            );
+        }
+        other => panic!("exit {other:?}: {out}{err}"),
+    }
+    // Without -a, refused as cyclictest refuses it.
+    let (code, _, err) = finish(spawn(&["--smi", "-q", "-l", "1"]));
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("'--smi' needs '-a'"), "{err}");
+}

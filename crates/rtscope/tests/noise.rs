@@ -70,6 +70,8 @@ fn a_noise_limit_fails_with_exit_1_and_the_summary_adds_up() {
         "GAPS>THR",
         "ITER/S",
         "RESOLUTION",
+        "STEAL",
+        "SMI",
     ] {
         assert!(text.contains(col), "{text}");
     }
@@ -107,6 +109,17 @@ fn a_noise_limit_fails_with_exit_1_and_the_summary_adds_up() {
     // serde_json's float parsing may be 1 ulp off the printed value.
     assert!((s["available_percent"].as_f64().unwrap() - available).abs() < 1e-9);
     assert!(s["resolution_ns"].as_u64().unwrap() >= 1);
+    // Below the kernel: steal time is read on every Linux (0 on bare metal, in 10 ms ticks);
+    // an SMI count, or the reason there is none, named in the text and the JSON.
+    assert_eq!(s["steal_ns"].as_u64().unwrap() % 10_000_000, 0, "{s}");
+    match doc["smi_unavailable"].as_str() {
+        Some(why) => {
+            assert!(why.starts_with("no SMI counter"), "{why}");
+            assert!(s["smis"].is_null(), "{s}");
+            assert!(text.contains(&format!("SMI: {why}")), "{text}");
+        }
+        None => assert!(s["smis"].is_u64(), "{s}"),
+    }
     let _ = std::fs::remove_file(out);
 }
 

@@ -160,7 +160,7 @@ fn finish(
     json_file: Option<OutputFile>,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
-    let rows: Vec<CpuNoise> = o.threads.iter().map(CpuNoise::of).collect();
+    let rows: Vec<CpuNoise> = o.rows();
     let checks = noise::check_limits(limits, &rows);
     let mut status = if o.signal.is_some() {
         ExitStatus::Interrupted
@@ -169,7 +169,7 @@ fn finish(
     } else {
         ExitStatus::Success
     };
-    let mut text = table(&rows);
+    let mut text = table(&rows) + &o.platform.notes();
     if let Some(s) = o.signal {
         text.push_str(&format!(
             "interrupted by {}: the results cover the part that ran\n",
@@ -209,6 +209,7 @@ fn finish(
         "limits": checks,
         "explain": o.explained,
         "explain_classes": o.explained.as_ref().map(noise::ClassTotals::of),
+        "smi_unavailable": o.platform.smi_unavailable,
         "interrupted": o.signal.map(sys::signal_name),
         "exit_code": status.code(),
     });

@@ -2,6 +2,7 @@
 //! explainer) until the run ends or a stop signal comes, the per-CPU table, the limit lines.
 //! The CLI's `rtscope noise` only parses its options and calls these.
 
+use super::platform::{PlatformCounters, PlatformTotals};
 use super::{CpuNoise, NoiseCheck, NoiseExplainer};
 use rtscope_core::text::{count, short, us_or_dash};
 use rtscope_core::Nanos;
@@ -23,6 +24,22 @@ pub struct Outcome {
     pub signal: Option<i32>,
     /// The `--explain` summary.
     pub explained: Option<ExplainSummary>,
+    /// Steal time and SMIs per CPU over the run.
+    pub platform: PlatformTotals,
+}
+
+impl Outcome {
+    /// Each CPU's summary row, with its steal time and SMIs.
+    pub fn rows(&self) -> Vec<CpuNoise> {
+        self.threads
+            .iter()
+            .enumerate()
+            .map(|(i, t)| CpuNoise {
+                platform: self.platform.cpus.get(i).copied().unwrap_or_default(),
+                ..CpuNoise::of(t)
+            })
+            .collect()
+    }
 }
 
 /// Runs the loops to their end or a stop signal, draining the gap rings as it goes (and
@@ -31,6 +48,8 @@ pub fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>) -> Outcome {
     let mut gaps: Vec<Vec<Gap>> = vec![Vec::new(); run.threads().len()];
     let mut signal = None;
     let cpus = run.config().cpus.clone();
+    let root = std::path::Path::new("/");
+    let platform = PlatformCounters::start(root, &cpus);
     let mut drain = |run: &NoiseRun, gaps: &mut Vec<Vec<Gap>>| {
         for (i, (sh, g)) in run.threads().iter().zip(gaps.iter_mut()).enumerate() {
             let from = g.len();
@@ -54,6 +73,7 @@ pub fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>) -> Outcome {
     }
     drain(&run, &mut gaps);
     let threads = run.finish();
+    let platform = platform.finish(root);
     let explained = explain.map(|mut x| {
         if !x.is_live() {
             for (t, g) in threads.iter().zip(&gaps) {
@@ -67,6 +87,7 @@ pub fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>) -> Outcome {
         gaps,
         signal,
         explained,
+        platform,
     }
 }
 
@@ -83,7 +104,7 @@ pub fn config_json(c: &NoiseConfig) -> serde_json::Value {
 /// The per-CPU table, `rtla osnoise top`'s columns.
 pub fn table(rows: &[CpuNoise]) -> String {
     let mut s = format!(
-        "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10}\n",
+        "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10} {:>8} {:>5}\n",
         "CPU",
         "RUNTIME",
         "NOISE (us)",
@@ -91,11 +112,13 @@ pub fn table(rows: &[CpuNoise]) -> String {
         "MAX SINGLE",
         "GAPS>THR",
         "ITER/S",
-        "RESOLUTION"
+        "RESOLUTION",
+        "STEAL",
+        "SMI"
     );
     for r in rows {
         s.push_str(&format!(
-            "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10}\n",
+            "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10} {:>8} {:>5}\n",
             r.cpu,
             short(Nanos(r.runtime_ns / 1_000_000 * 1_000_000)),
             us_or_dash(Some(Nanos(r.noise_ns))),
@@ -106,6 +129,10 @@ pub fn table(rows: &[CpuNoise]) -> String {
             r.gaps_over_threshold,
             r.iterations_per_s.map_or("-".into(), count),
             r.resolution_ns.map_or("-".into(), |v| format!("{v}ns")),
+            r.platform
+                .steal_ns
+                .map_or("-".into(), |v| format!("{}ms", v / 1_000_000)),
+            r.platform.smis.map_or("-".into(), |v| v.to_string()),
         ));
     }
     let dropped: u64 = rows.iter().map(|r| r.gaps_dropped).sum();
