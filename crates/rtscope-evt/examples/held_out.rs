@@ -26,7 +26,10 @@ fn main() {
     let store = Store::open_read_only(Path::new(&args[0])).expect("open the database");
     let id: RunId = args[1].parse().expect("RUN");
     let detail = store.run(id).expect("the run");
-    assert!(detail.raw_samples > 0, "run {id} has no raw samples (measure --raw)");
+    assert!(
+        detail.raw_samples > 0,
+        "run {id} has no raw samples (measure --raw)"
+    );
     for t in &detail.threads {
         let mut all = Vec::with_capacity(t.samples as usize);
         store
@@ -70,10 +73,16 @@ fn main() {
         println!("| p per wake-up | estimate (us) | interval (us) | predicted | observed | over the interval |");
         println!("|---|---|---|---|---|---|");
         // The levels asked for (rtscope tail adds once an hour, a day, ... at the run's rate).
-        for l in a.levels.iter().filter(|l| probabilities.contains(&l.probability)) {
+        for l in a
+            .levels
+            .iter()
+            .filter(|l| probabilities.contains(&l.probability))
+        {
             let count = |z: f64| held.iter().filter(|&&x| x > z).count();
             let predicted = l.probability * held.len() as f64;
-            let upper = l.upper_ns.map_or("unbounded".into(), |u| format!("{:.1}", u / 1e3));
+            let upper = l
+                .upper_ns
+                .map_or("unbounded".into(), |u| format!("{:.1}", u / 1e3));
             let at_hi = l.upper_ns.map_or("0".into(), |u| count(u).to_string());
             println!(
                 "| {:e} | {:.1} | {:.1} .. {upper} | {predicted:.1} | {} | {at_hi} .. {} |",

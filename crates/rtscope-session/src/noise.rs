@@ -383,6 +383,12 @@ impl NoiseExplainer {
     pub fn start(threshold: Nanos, cpus: &[usize], housekeeping: Option<&CpuSet>) -> Self {
         let mut cfg = rtscope_trace::explain::ExplainConfig::new(threshold.0, cpus.to_vec());
         cfg.housekeeping = housekeeping.map(|h| h.iter().collect()).unwrap_or_default();
+        // The loop never sleeps: a gap the trace fills with the loop alone was taken below the
+        // kernel (hypervisor, firmware), not a return to user space.
+        cfg.machine = Some(rtscope_trace::machine::Machine {
+            busy_loop: true,
+            ..rtscope_trace::machine::Machine::read(std::path::Path::new("/"), cpus)
+        });
         NoiseExplainer {
             live: housekeeping.is_some(),
             ex: rtscope_trace::explain::Explainer::start(cfg),

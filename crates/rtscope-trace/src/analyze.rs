@@ -470,6 +470,7 @@ mod tests {
         let guest = Machine {
             idle_exit_max_ns: Some(0),
             guest: true,
+            busy_loop: false,
         };
         let a = attribute_on(&all, &spike(D + 76_006_000), false, guest);
         sums(&a);

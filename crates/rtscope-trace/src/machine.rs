@@ -14,6 +14,11 @@ pub struct Machine {
     pub idle_exit_max_ns: Option<u64>,
     /// The kernel runs under a hypervisor.
     pub guest: bool,
+    /// The measured thread never sleeps (`rtscope noise`'s loop): a gap in which the trace
+    /// shows only that thread running was taken below the kernel — the hypervisor on a guest,
+    /// firmware (an SMI) or the hardware elsewhere — as the osnoise tracer's "HW" noise.
+    #[serde(default)]
+    pub busy_loop: bool,
 }
 
 impl Machine {
@@ -34,6 +39,7 @@ impl Machine {
             return Machine {
                 idle_exit_max_ns: None,
                 guest,
+                busy_loop: false,
             };
         }
         let mut max_us = 0u64;
@@ -51,6 +57,7 @@ impl Machine {
         Machine {
             idle_exit_max_ns: Some(max_us.saturating_mul(1000)),
             guest,
+            busy_loop: false,
         }
     }
 }
@@ -74,7 +81,8 @@ mod tests {
             Machine::read(&root, &[1]),
             Machine {
                 idle_exit_max_ns: Some(133_000),
-                guest: true
+                guest: true,
+                busy_loop: false,
             }
         );
         // No cpuidle directory: no idle states at all.

@@ -99,8 +99,29 @@ impl Timeline<'_> {
                 add(&mut charges, cat, ns);
             }
         }
+        self.below_the_kernel(&mut charges);
         charges.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.category.cmp(&b.category)));
         charges
+    }
+
+    /// A busy loop's gap that the trace fills with the loop itself alone — no interrupt, no
+    /// softirq, no other thread, no NMI — was taken below the kernel: the hypervisor on a
+    /// guest, else firmware or hardware (unexplained, never "return to user"). The osnoise
+    /// tracer's "HW" rule, in time. A gap with any kernel context keeps the loop's own time as
+    /// the switch back (the kernel's entry and exit around that context).
+    fn below_the_kernel(&self, charges: &mut [Charge]) {
+        if !self.machine.busy_loop {
+            return;
+        }
+        if let [only] = charges {
+            if only.category == Category::ReturnToUser {
+                only.category = if self.machine.guest {
+                    Category::Hypervisor
+                } else {
+                    Category::Unexplained
+                };
+            }
+        }
     }
 
     /// The categories of `ns` from `at` in `ctx`: one, or two when an idle exit runs past
@@ -174,9 +195,11 @@ fn add(charges: &mut Vec<Charge>, cat: Category, ns: u64) {
 
 #[cfg(test)]
 mod tests {
-    use crate::decode::{Comm, Event, Kind, NoiseSource, Vector};
+    use super::{Ctx, Piece, Timeline};
+    use crate::decode::{Comm, Event, Kind, NoiseSource, Tasks, Vector};
     use crate::machine::Machine;
     use crate::model::Spike;
+    use crate::model::{Category, Charge};
     use rtscope_core::rng::XorShift64;
 
     /// A random stream of every kind of event both tiers read, around one spike.
@@ -229,6 +252,73 @@ mod tests {
     }
 
     #[test]
+    fn a_busy_loops_gap_with_only_the_loop_in_the_trace_was_taken_below_the_kernel() {
+        let spike = Spike {
+            cpu: 1,
+            tid: 500,
+            deadline_ns: 1_000_000,
+            wakeup_ns: 1_400_000,
+        };
+        let tasks = Tasks::default();
+        let loop_runs = Piece {
+            from: 0,
+            to: 2_000_000,
+            ctx: Ctx::Task(500),
+        };
+        let at = |guest, busy_loop, overlays: Vec<Piece>| {
+            let t = Timeline {
+                spike: &spike,
+                overlays,
+                base: vec![loop_runs.clone()],
+                fallback: vec![],
+                wake: None,
+                tasks: &tasks,
+                machine: Machine {
+                    idle_exit_max_ns: Some(0),
+                    guest,
+                    busy_loop,
+                },
+            };
+            t.charge()
+        };
+        let only = |c: Vec<Charge>| (c.len(), c[0].category.clone(), c[0].ns);
+        assert_eq!(
+            only(at(true, true, vec![])),
+            (1, Category::Hypervisor, 400_000)
+        );
+        assert_eq!(
+            only(at(false, true, vec![])),
+            (1, Category::Unexplained, 400_000)
+        );
+        // A timer wake-up's own task after the interrupt stays the return to user.
+        assert_eq!(
+            only(at(true, false, vec![])),
+            (1, Category::ReturnToUser, 400_000)
+        );
+        // With an interrupt in the gap the loop's own time is the kernel's entry and exit.
+        let irq = Piece {
+            from: 1_100_000,
+            to: 1_350_000,
+            ctx: Ctx::Irq("eth0".into()),
+        };
+        let c = at(true, true, vec![irq]);
+        assert_eq!(
+            c[0].category,
+            Category::Irq {
+                name: "eth0".into()
+            }
+        );
+        assert_eq!(c[0].ns, 250_000);
+        assert_eq!(
+            c[1],
+            Charge {
+                category: Category::ReturnToUser,
+                ns: 150_000
+            }
+        );
+    }
+
+    #[test]
     fn the_charges_of_both_tiers_sum_to_the_latency_exactly_on_random_streams() {
         let mut rng = XorShift64::new(25);
         let machines = [
@@ -236,10 +326,12 @@ mod tests {
             Machine {
                 idle_exit_max_ns: Some(0),
                 guest: true,
+                busy_loop: false,
             },
             Machine {
                 idle_exit_max_ns: Some(2_000),
                 guest: false,
+                busy_loop: false,
             },
         ];
         for round in 0..500 {

@@ -469,6 +469,7 @@ mod tests {
         let guest = Machine {
             idle_exit_max_ns: Some(0),
             guest: true,
+            busy_loop: false,
         };
         let a = attribute_on(&e, &spike(D + 76_007_000), false, guest);
         assert_eq!(a.ns_where(|c| *c == Category::Hypervisor), 76_000_000);
@@ -482,6 +483,7 @@ mod tests {
         let metal = Machine {
             idle_exit_max_ns: Some(133_000),
             guest: false,
+            busy_loop: false,
         };
         let a = attribute_on(&e, &spike(D + 76_007_000), false, metal);
         assert_eq!(a.ns_where(|c| *c == idle), 133_000);
