@@ -10,11 +10,13 @@ mod noise;
 pub mod record;
 mod respond;
 mod tail;
+mod watch;
 pub use check::CheckArgs;
 pub use fleet::FleetArgs;
 pub use noise::{NoiseArgs, NoisePolicyArg};
 pub use respond::{BiasArg, EdgesArg, EventClockArg, PacingArg, RespondArgs, RespondPolicyArg};
 pub use tail::TailArgs;
+pub use watch::WatchArgs;
 
 /// `rtscope --version`: the version, the target triple and the git commit (`unknown` when built
 /// outside a git checkout), e.g. `0.1.0 (aarch64-unknown-linux-musl, commit 1a2b3c4d5e6f)`.
@@ -82,6 +84,12 @@ pub enum Command {
     Noise(Box<NoiseArgs>),
     /// Run a campaign: scenarios × load cases × repeats, with loads and system monitors.
     Run(Box<RunArgs>),
+    /// Watch latency in the field: measure for months in rolling windows, serve /metrics.
+    ///
+    /// Each window (default 1 min) keeps its histogram, percentiles, max, missed deadlines and
+    /// worst wake-up in the database, merged into hours and days as it ages, within a disk
+    /// budget; alerts go to syslog and a command (docs/watch.md).
+    Watch(Box<WatchArgs>),
     /// Run a load standalone: messaging, memory, cpu, io, network or an external program.
     ///
     /// For example to load a board while another tool measures; Ctrl-C stops it cleanly.

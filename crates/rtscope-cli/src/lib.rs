@@ -95,6 +95,7 @@ fn dispatch(argv_os: &[std::ffi::OsString], out: &mut dyn Write) -> anyhow::Resu
         cli::Command::Run(a) => commands::fleet::with_ci(&a.ci_output, a.db.as_deref(), out, |o| {
             commands::run::run(&a, argv, o)
         }),
+        cli::Command::Watch(a) => commands::watch::run(&a, argv, out),
         cli::Command::Load(a) => commands::load::run(&a, out),
         cli::Command::Compare(a) => commands::compare::run(&a, out),
         cli::Command::Report(a) => commands::report::run(&a, out),

@@ -24,6 +24,7 @@ mod sample_rule;
 pub mod schema;
 mod spikes;
 mod status;
+pub mod watch;
 mod write;
 
 pub use batch::RunFacts;

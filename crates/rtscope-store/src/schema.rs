@@ -2,7 +2,7 @@
 //! transaction when a store is opened. docs/store-schema.md documents every table and column.
 
 /// The schema version this rtscope writes.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 
 /// A random (version 4) UUID, as an SQL expression.
 pub const UUID_SQL: &str = "lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))";
@@ -218,6 +218,8 @@ CREATE INDEX campaign_runs_by_run ON campaign_runs(run_id);
     // 8 -> 9: raw sample chunks may use codec tag 3 (a sample on the grid as one number),
     // which an older rtscope cannot read: the version makes it refuse the file by name.
     MIGRATION_RAW_TAG3,
+    // 9 -> 10: `rtscope watch` series and their windows.
+    crate::watch::WATCH_TABLES,
 ];
 
 /// Migration 8 -> 9 (issue 28): no table changes; the version says raw sample chunks may be

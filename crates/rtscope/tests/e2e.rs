@@ -43,3 +43,4 @@ mod snapshots;
 mod stop_wake;
 mod tail;
 mod usage_round3;
+mod watch;

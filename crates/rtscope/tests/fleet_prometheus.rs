@@ -54,7 +54,7 @@ impl Proc {
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().port()
 }
@@ -72,9 +72,14 @@ fn encode(q: &str) -> String {
 
 /// GET `path` from 127.0.0.1:`port`; the body, or `None` while the server is not answering.
 fn get(port: u16, path: &str) -> Option<String> {
+    get_with(port, path, "")
+}
+
+/// [`get`] with more request header lines (each ending in CRLF).
+pub(crate) fn get_with(port: u16, path: &str, headers: &str) -> Option<String> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n{headers}\r\n").ok()?;
     let mut text = String::new();
     s.read_to_string(&mut text).ok()?;
     let (head, body) = text.split_once("\r\n\r\n")?;

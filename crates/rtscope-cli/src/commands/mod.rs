@@ -16,3 +16,4 @@ pub mod run;
 pub mod runs;
 pub mod runs_explain;
 pub mod tail;
+pub mod watch;

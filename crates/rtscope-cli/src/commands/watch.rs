@@ -1,0 +1,69 @@
+//! `rtscope watch`: the flags over the configuration file, then the watch loop of
+//! `rtscope-watch` (docs/watch.md).
+
+use crate::cli::WatchArgs;
+use crate::exit::{ExitStatus, UsageError};
+use rtscope_watch::{Config, Settings};
+use std::io::Write;
+use std::path::Path;
+
+/// The command line as settings (what it sets overrides the file).
+fn flags(a: &WatchArgs) -> Settings {
+    Settings {
+        series: a.series.clone(),
+        db: a.db.clone(),
+        cpus: a.cpus.clone(),
+        interval: a.interval.clone(),
+        priority: a.priority,
+        window: a.window.clone(),
+        spike: a.spike.clone(),
+        keep_windows: a.keep_windows.clone(),
+        keep_hours: a.keep_hours.clone(),
+        keep: a.keep.clone(),
+        disk_budget: a.disk_budget.clone(),
+        listen: a.listen.clone(),
+        textfile: a.textfile.clone(),
+        alert: a.alerts.clone(),
+        alert_command: a.alert_command.clone(),
+        housekeeping: a.housekeeping.clone(),
+    }
+}
+
+/// The file (if any) overlaid by the flags, checked.
+fn load(a: &WatchArgs) -> Result<Config, UsageError> {
+    let file = match &a.config {
+        Some(p) => Settings::read(Path::new(p))?,
+        None => Settings::default(),
+    };
+    let host = rtscope_session::sysinfo::SysInfo::read().nodename;
+    Config::build(&file.overlay(flags(a)), &host)
+}
+
+fn warn(line: &str) {
+    rtscope_session::output::warn(line);
+}
+
+/// Runs `rtscope watch`.
+pub fn run(a: &WatchArgs, argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    // Checked before anything starts: a bad file or flag is exit 2 at once.
+    let first = load(a)?;
+    writeln!(
+        out,
+        "rtscope watch: series '{}' in {}, SCHED_FIFO {} every {}, windows of {}, until stopped",
+        first.series,
+        first.db.display(),
+        first.priority,
+        first.interval,
+        first.window
+    )?;
+    out.flush()?;
+    let stopped = rtscope_watch::run(&|| load(a), argv, warn)?;
+    writeln!(
+        out,
+        "rtscope watch: stopped by signal {}: {} window row(s) written, {} reload(s)",
+        stopped.signal.unwrap_or(0),
+        stopped.windows,
+        stopped.reloads
+    )?;
+    Ok(ExitStatus::Success)
+}

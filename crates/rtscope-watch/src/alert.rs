@@ -1,0 +1,294 @@
+//! Alerts: `--alert STAT>VALUE` thresholds checked on every window of every CPU. A breach marks
+//! the window (its `alert` column), goes to syslog (`/dev/log`, which journald reads) as one
+//! structured line with the window's worst wake-up and its explanation, and optionally runs
+//! `--alert-command` through `sh -c` with the facts in its environment (`RTSCOPE_ALERT`,
+//! `RTSCOPE_SERIES`, `RTSCOPE_CPU`, `RTSCOPE_WINDOW_START`, `RTSCOPE_MAX_NS`, …). One command
+//! runs at a time: a breach while the last one still runs is logged, its command skipped and
+//! counted, so a slow hook never piles up processes on a board.
+
+use rtscope_core::Nanos;
+use rtscope_store::watch::WatchWindow;
+use std::os::unix::net::UnixDatagram;
+use std::process::{Child, Command, Stdio};
+
+/// A statistic of a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stat {
+    /// Largest latency.
+    Max,
+    /// 99th percentile.
+    P99,
+    /// 99.99th percentile.
+    P9999,
+    /// Missed deadlines.
+    Missed,
+    /// Wake-ups at or above the spike threshold.
+    Spikes,
+}
+
+/// One threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Threshold {
+    /// What it checks.
+    pub stat: Stat,
+    /// A latency (for max and percentiles) in ns, or a count.
+    pub over: u64,
+}
+
+/// Parses `max>200us`, `p99.99>100us`, `p99>50us`, `missed>0`, `spikes>10`.
+pub fn parse(text: &str) -> Result<Threshold, String> {
+    let bad = || {
+        format!("--alert '{text}': expected STAT>VALUE with STAT max, p99, p99.99 (a latency such as 200us), missed or spikes (a count), e.g. 'max>200us'")
+    };
+    let (stat, value) = text.split_once('>').ok_or_else(bad)?;
+    let stat = match stat.trim() {
+        "max" => Stat::Max,
+        "p99" => Stat::P99,
+        "p99.99" => Stat::P9999,
+        "missed" => Stat::Missed,
+        "spikes" => Stat::Spikes,
+        _ => return Err(bad()),
+    };
+    let value = value.trim();
+    let over = match stat {
+        Stat::Missed | Stat::Spikes => value.parse::<u64>().map_err(|_| bad())?,
+        _ => {
+            Nanos::parse_with_default_unit(value, "us")
+                .map_err(|e| format!("--alert '{text}': {e}"))?
+                .0
+        }
+    };
+    Ok(Threshold { stat, over })
+}
+
+impl Threshold {
+    /// The breach of `w`, as text (`max 212.3us > 200us`), if any.
+    pub fn breach(&self, w: &WatchWindow) -> Option<String> {
+        let h = &w.histogram;
+        let (name, got) = match self.stat {
+            Stat::Max => ("max", h.max().map(|n| n.0)),
+            Stat::P99 => ("p99", h.value_at_quantile(0.99).map(|n| n.0)),
+            Stat::P9999 => ("p99.99", h.value_at_quantile(0.9999).map(|n| n.0)),
+            Stat::Missed => {
+                return (w.missed > self.over)
+                    .then(|| format!("missed {} > {}", w.missed, self.over))
+            }
+            Stat::Spikes => {
+                return (w.spikes > self.over)
+                    .then(|| format!("spikes {} > {}", w.spikes, self.over))
+            }
+        };
+        got.filter(|&v| v > self.over)
+            .map(|v| format!("{name} {} > {}", Nanos(v), Nanos(self.over)))
+    }
+}
+
+/// Marks the windows that breach any of `thresholds`; returns the indices marked.
+pub fn mark(windows: &mut [WatchWindow], thresholds: &[Threshold]) -> Vec<usize> {
+    let mut marked = Vec::new();
+    for (i, w) in windows.iter_mut().enumerate() {
+        let breaches: Vec<String> = thresholds.iter().filter_map(|t| t.breach(w)).collect();
+        if !breaches.is_empty() {
+            w.alert = Some(breaches.join(", "));
+            marked.push(i);
+        }
+    }
+    marked
+}
+
+/// Where alerts go.
+#[derive(Debug, Default)]
+pub struct Notifier {
+    /// `--alert-command`.
+    pub command: Option<String>,
+    running: Option<Child>,
+    /// Commands skipped because the previous one still ran.
+    pub skipped: u64,
+}
+
+/// The facts of one breach.
+#[derive(Debug, Clone)]
+pub struct Breach<'a> {
+    /// Series name.
+    pub series: &'a str,
+    /// The window (with its `alert`).
+    pub window: &'a WatchWindow,
+    /// The worst wake-up: latency and Unix ns, when known.
+    pub worst: Option<(Nanos, i64)>,
+    /// The explanation's one-line summary, when explained.
+    pub cause: Option<&'a str>,
+}
+
+fn cpu_text(w: &WatchWindow) -> String {
+    w.cpu.map_or("all".into(), |c| c.to_string())
+}
+
+impl Breach<'_> {
+    /// The syslog line: `key=value` pairs, values quoted and free of control characters.
+    pub fn line(&self) -> String {
+        let q = |s: &str| {
+            let clean: String = s
+                .chars()
+                .map(|c| if c.is_control() || c == '"' { '?' } else { c })
+                .collect();
+            format!("\"{clean}\"")
+        };
+        let w = self.window;
+        let mut l = format!(
+            "alert series={} cpu={} window_start_ns={} breach={}",
+            q(self.series),
+            cpu_text(w),
+            w.start_ns,
+            q(w.alert.as_deref().unwrap_or(""))
+        );
+        if let Some((lat, at)) = self.worst {
+            l.push_str(&format!(" worst_ns={} worst_at_ns={at}", lat.0));
+        }
+        if let Some(c) = self.cause {
+            l.push_str(&format!(" cause={}", q(c)));
+        }
+        l
+    }
+}
+
+impl Notifier {
+    /// A notifier that runs `command` on each breach, if given.
+    pub fn new(command: Option<String>) -> Notifier {
+        Notifier {
+            command,
+            ..Notifier::default()
+        }
+    }
+
+    /// Logs `b` to syslog and starts the command. Never fails: a missing `/dev/log` (no
+    /// syslog daemon, a container) is reported once by the caller through `logged` = false.
+    pub fn notify(&mut self, b: &Breach) -> bool {
+        let logged = syslog(&b.line());
+        self.reap();
+        let Some(cmd) = self.command.clone() else {
+            return logged;
+        };
+        if self.running.is_some() {
+            self.skipped += 1;
+            return logged;
+        }
+        let w = b.window;
+        let mut c = Command::new("/bin/sh");
+        c.arg("-c")
+            .arg(&cmd)
+            .stdin(Stdio::null())
+            .env("RTSCOPE_ALERT", w.alert.as_deref().unwrap_or(""))
+            .env("RTSCOPE_SERIES", b.series)
+            .env("RTSCOPE_CPU", cpu_text(w))
+            .env("RTSCOPE_WINDOW_START", w.start_ns.to_string())
+            .env("RTSCOPE_WINDOW_END", w.end_ns.to_string())
+            .env(
+                "RTSCOPE_MAX_NS",
+                w.histogram.max().map_or(0, |n| n.0).to_string(),
+            );
+        if let Some((lat, at)) = b.worst {
+            c.env("RTSCOPE_WORST_NS", lat.0.to_string())
+                .env("RTSCOPE_WORST_AT", at.to_string());
+        }
+        if let Some(cause) = b.cause {
+            c.env("RTSCOPE_CAUSE", cause);
+        }
+        self.running = c.spawn().ok();
+        logged
+    }
+
+    /// Reaps the last command if it ended.
+    pub fn reap(&mut self) {
+        if let Some(ch) = self.running.as_mut() {
+            if !matches!(ch.try_wait(), Ok(None)) {
+                self.running = None;
+            }
+        }
+    }
+}
+
+/// Sends `msg` to the local syslog socket (facility daemon, severity warning, RFC 3164 as
+/// journald and rsyslog read it). Returns whether it was sent.
+pub fn syslog(msg: &str) -> bool {
+    let Ok(sock) = UnixDatagram::unbound() else {
+        return false;
+    };
+    // <28>: facility daemon (3) * 8 + severity warning (4).
+    let line = format!("<28>rtscope-watch[{}]: {msg}", std::process::id());
+    sock.send_to(line.as_bytes(), "/dev/log").is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_core::Histogram;
+    use rtscope_store::watch::Level;
+
+    fn window(values: &[u64], missed: u64) -> WatchWindow {
+        let mut h = Histogram::new();
+        values.iter().for_each(|&v| h.record(Nanos(v)));
+        WatchWindow {
+            level: Level::Window,
+            start_ns: 0,
+            end_ns: 1,
+            cpu: Some(2),
+            spikes: 0,
+            histogram: h,
+            missed,
+            alert: None,
+            explain: None,
+        }
+    }
+
+    #[test]
+    fn thresholds_parse_and_mark_only_breaching_windows() {
+        let t = [parse("max>200us").unwrap(), parse("missed>0").unwrap()];
+        assert_eq!(
+            t[0],
+            Threshold {
+                stat: Stat::Max,
+                over: 200_000
+            }
+        );
+        assert!(
+            parse("max>=200us").is_err() && parse("p42>1").is_err() && parse("missed>x").is_err()
+        );
+        let mut w = [
+            window(&[1_000, 250_000], 0),
+            window(&[1_000], 3),
+            window(&[200_000], 0),
+        ];
+        assert_eq!(mark(&mut w, &t), vec![0, 1]);
+        assert_eq!(w[0].alert.as_deref(), Some("max 250.0us > 200.0us"));
+        assert_eq!(w[1].alert.as_deref(), Some("missed 3 > 0"));
+        assert_eq!(w[2].alert, None, "at the threshold is not over it");
+    }
+
+    #[test]
+    fn the_command_gets_the_facts_and_a_slow_one_is_not_stacked() {
+        let dir = std::env::temp_dir().join(format!("rtscope-alert-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let out = dir.join("env");
+        let cmd = format!(
+            "echo \"$RTSCOPE_ALERT|$RTSCOPE_CPU|$RTSCOPE_CAUSE\" >> {}; sleep 1",
+            out.display()
+        );
+        let mut n = Notifier::new(Some(cmd));
+        let mut w = window(&[250_000], 0);
+        mark(std::slice::from_mut(&mut w), &[parse("max>200us").unwrap()]);
+        let b = Breach {
+            series: "s",
+            window: &w,
+            worst: Some((Nanos(250_000), 5)),
+            cause: Some("thread x\n"),
+        };
+        assert!(b.line().contains("cause=\"thread x?\""), "{}", b.line());
+        n.notify(&b);
+        n.notify(&b);
+        assert_eq!(n.skipped, 1);
+        n.running.take().unwrap().wait().unwrap();
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(text, "max 250.0us > 200.0us|2|thread x\n\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,309 @@
+//! The watch's configuration: `/etc/rtscope/watch.toml` (or `--config`), overridden by the
+//! command line, checked into a [`Config`]. Every key of the file is a flag's long name with
+//! `_` for `-`; unknown keys are refused with the file's line, so a typo never goes unnoticed
+//! on a product that runs for months.
+
+use crate::alert::{self, Threshold};
+use crate::retention::Retention;
+use rtscope_common::error::UsageError;
+use rtscope_core::Nanos;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The file the service reads.
+pub const SERVICE_CONFIG: &str = "/etc/rtscope/watch.toml";
+
+/// The configuration as written: text, as in the file or on the command line.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Series name (default: the host name).
+    pub series: Option<String>,
+    /// Database.
+    pub db: Option<String>,
+    /// CPUs to measure.
+    pub cpus: Option<String>,
+    /// Wake-up interval.
+    pub interval: Option<String>,
+    /// SCHED_FIFO priority.
+    pub priority: Option<i32>,
+    /// Window length.
+    pub window: Option<String>,
+    /// Spike threshold.
+    pub spike: Option<String>,
+    /// How long measured windows are kept.
+    pub keep_windows: Option<String>,
+    /// How long hours are kept.
+    pub keep_hours: Option<String>,
+    /// How long anything is kept.
+    pub keep: Option<String>,
+    /// The database's size limit.
+    pub disk_budget: Option<String>,
+    /// `ADDR:PORT` for `/metrics`.
+    pub listen: Option<String>,
+    /// A node_exporter textfile written after each window.
+    pub textfile: Option<String>,
+    /// Alert thresholds.
+    #[serde(default)]
+    pub alert: Vec<String>,
+    /// Command run on a breach.
+    pub alert_command: Option<String>,
+    /// CPUs of rtscope's own threads.
+    pub housekeeping: Option<String>,
+}
+
+impl Settings {
+    /// Reads a configuration file (at most 64 KiB, a regular file).
+    pub fn read(path: &Path) -> Result<Settings, UsageError> {
+        let name = path.display();
+        let meta = std::fs::metadata(path).map_err(|e| {
+            UsageError::new(format!("cannot read the watch configuration {name}: {e}"))
+                .hint("write it (docs/watch.md lists its keys) or give another with --config")
+        })?;
+        if !meta.is_file() || meta.len() > 64 << 10 {
+            return Err(UsageError::new(format!(
+                "the watch configuration {name} must be a regular file of at most 64 KiB"
+            )));
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| UsageError::new(format!("cannot read {name}: {e}")))?;
+        toml::from_str(&text).map_err(|e| {
+            UsageError::new(format!("{name}: {}", e.to_string().trim_end())).hint(
+                "every key is a `rtscope watch` option's long name with _ for - (docs/watch.md)",
+            )
+        })
+    }
+
+    /// `self` with every value that `over` sets replaced (alerts: `over`'s list if not empty).
+    pub fn overlay(self, over: Settings) -> Settings {
+        Settings {
+            series: over.series.or(self.series),
+            db: over.db.or(self.db),
+            cpus: over.cpus.or(self.cpus),
+            interval: over.interval.or(self.interval),
+            priority: over.priority.or(self.priority),
+            window: over.window.or(self.window),
+            spike: over.spike.or(self.spike),
+            keep_windows: over.keep_windows.or(self.keep_windows),
+            keep_hours: over.keep_hours.or(self.keep_hours),
+            keep: over.keep.or(self.keep),
+            disk_budget: over.disk_budget.or(self.disk_budget),
+            listen: over.listen.or(self.listen),
+            textfile: over.textfile.or(self.textfile),
+            alert: if over.alert.is_empty() {
+                self.alert
+            } else {
+                over.alert
+            },
+            alert_command: over.alert_command.or(self.alert_command),
+            housekeeping: over.housekeeping.or(self.housekeeping),
+        }
+    }
+}
+
+/// A checked configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Series name.
+    pub series: String,
+    /// Database.
+    pub db: PathBuf,
+    /// CPUs to measure (text, checked against the online CPUs by the plan).
+    pub cpus: Option<String>,
+    /// Wake-up interval.
+    pub interval: Nanos,
+    /// SCHED_FIFO priority.
+    pub priority: i32,
+    /// Window length.
+    pub window: Nanos,
+    /// Spike threshold.
+    pub spike: Nanos,
+    /// Retention.
+    pub retention: Retention,
+    /// `ADDR:PORT` for `/metrics`.
+    pub listen: Option<String>,
+    /// node_exporter textfile.
+    pub textfile: Option<PathBuf>,
+    /// Alert thresholds.
+    pub alerts: Vec<Threshold>,
+    /// Command run on a breach.
+    pub alert_command: Option<String>,
+    /// CPUs of rtscope's own threads (text).
+    pub housekeeping: Option<String>,
+}
+
+fn dur(v: &Option<String>, key: &str, default: Nanos, unit: &str) -> Result<Nanos, UsageError> {
+    match v {
+        None => Ok(default),
+        Some(t) => Nanos::parse_with_default_unit(t, unit)
+            .map_err(|e| UsageError::new(format!("invalid value '{t}' for '{key}': {e}"))),
+    }
+}
+
+/// Parses a size: `64MB`, `512k`, `1G`, `1048576` (bytes; K/M/G are powers of 1024).
+pub fn size(text: &str, key: &str) -> Result<u64, UsageError> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(digits);
+    let mult: u64 = match unit
+        .trim()
+        .to_ascii_uppercase()
+        .trim_end_matches("IB")
+        .trim_end_matches('B')
+    {
+        "" => 1,
+        "K" => 1 << 10,
+        "M" => 1 << 20,
+        "G" => 1 << 30,
+        _ => 0,
+    };
+    n.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .filter(|&v| v > 0)
+        .ok_or_else(|| {
+            UsageError::new(format!(
+                "invalid size '{text}' for '{key}': use e.g. 64MB, 512K, 1G"
+            ))
+        })
+}
+
+impl Config {
+    /// Checks `s`; `host` names the series when `s` does not.
+    pub fn build(s: &Settings, host: &str) -> Result<Config, UsageError> {
+        let interval = dur(&s.interval, "--interval", Nanos::from_ms(1), "us")?;
+        let window = dur(&s.window, "--window", Nanos::from_secs(60), "s")?;
+        if window < Nanos::from_secs(1)
+            || window > Nanos::from_secs(3600)
+            || 3600 % (window.0 / 1_000_000_000).max(1) != 0
+            || window.0 % 1_000_000_000 != 0
+        {
+            return Err(UsageError::new(format!("invalid value '{window}' for '--window': use whole seconds from 1s to 1h that divide an hour (10s, 1m, 5m, 1h)")));
+        }
+        if interval.0 * 10 > window.0 {
+            return Err(UsageError::new(
+                "--interval: at least 10 wake-ups per --window",
+            ));
+        }
+        let d = Retention::default();
+        let retention = Retention {
+            windows: dur(&s.keep_windows, "--keep-windows", d.windows, "s")?,
+            hours: dur(&s.keep_hours, "--keep-hours", d.hours, "s")?,
+            max_age: dur(&s.keep, "--keep", d.max_age, "s")?,
+            budget: s
+                .disk_budget
+                .as_deref()
+                .map_or(Ok(d.budget), |t| size(t, "--disk-budget"))?,
+        };
+        retention.check().map_err(UsageError::new)?;
+        let series = s.series.clone().unwrap_or_else(|| host.to_string());
+        rtscope_common::names::check_name(
+            &series,
+            "--series",
+            rtscope_common::names::MAX_NAME_BYTES,
+        )?;
+        Ok(Config {
+            series,
+            db: PathBuf::from(s.db.as_deref().unwrap_or("rtscope.db")),
+            cpus: s.cpus.clone(),
+            interval,
+            priority: s.priority.unwrap_or(90),
+            window,
+            spike: dur(&s.spike, "--spike", Nanos::from_us(100), "us")?,
+            retention,
+            listen: s.listen.clone(),
+            textfile: s.textfile.as_ref().map(PathBuf::from),
+            alerts: s
+                .alert
+                .iter()
+                .map(|a| alert::parse(a))
+                .collect::<Result<_, _>>()
+                .map_err(UsageError::new)?,
+            alert_command: s.alert_command.clone(),
+            housekeeping: s.housekeeping.clone(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_overrides_the_file_and_defaults_fill_the_rest() {
+        let file: Settings = toml::from_str("series = \"press-7\"\ninterval = \"500us\"\nalert = [\"max>300us\"]\nlisten = \"127.0.0.1:9464\"\n").unwrap();
+        let cli = Settings {
+            interval: Some("2ms".into()),
+            ..Settings::default()
+        };
+        let c = Config::build(&file.overlay(cli), "host").unwrap();
+        assert_eq!(
+            (c.series.as_str(), c.interval, c.window),
+            ("press-7", Nanos::from_ms(2), Nanos::from_secs(60))
+        );
+        assert_eq!(c.alerts.len(), 1);
+        assert_eq!(c.retention, Retention::default());
+        assert_eq!(
+            Config::build(&Settings::default(), "h").unwrap().series,
+            "h"
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_by_name() {
+        let e = toml::from_str::<Settings>("intervall = \"1ms\"")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("intervall"), "{e}");
+        let bad = |s: Settings, what: &str| {
+            let e = Config::build(&s, "h").unwrap_err().to_string();
+            assert!(e.contains(what), "{e}");
+        };
+        bad(
+            Settings {
+                window: Some("7s".into()),
+                ..Default::default()
+            },
+            "--window",
+        );
+        bad(
+            Settings {
+                interval: Some("1s".into()),
+                window: Some("5s".into()),
+                ..Default::default()
+            },
+            "--interval",
+        );
+        bad(
+            Settings {
+                keep_windows: Some("10m".into()),
+                ..Default::default()
+            },
+            "--keep-windows",
+        );
+        bad(
+            Settings {
+                disk_budget: Some("12 parsecs".into()),
+                ..Default::default()
+            },
+            "--disk-budget",
+        );
+        bad(
+            Settings {
+                alert: vec!["max<1".into()],
+                ..Default::default()
+            },
+            "--alert",
+        );
+        bad(
+            Settings {
+                series: Some("a\nb".into()),
+                ..Default::default()
+            },
+            "--series",
+        );
+        assert_eq!(size("64MB", "x").unwrap(), 64 << 20);
+        assert_eq!(size("512k", "x").unwrap(), 512 << 10);
+        assert_eq!(size("1GiB", "x").unwrap(), 1 << 30);
+    }
+}

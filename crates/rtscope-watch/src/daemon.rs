@@ -1,0 +1,365 @@
+//! The watch loop: one [`Session`] that never ends by itself, cut into windows on the control
+//! thread (on the housekeeping CPUs), each window stored, checked against the alerts, added to
+//! `/metrics` and the textfile, then the retention applied. SIGHUP closes the open window,
+//! reads the configuration again and starts a new session on the same series (a bad new
+//! configuration is logged and the old one kept); SIGINT and SIGTERM close the open window
+//! and end the watch with exit 0, its normal end.
+
+use crate::alert::{self, Breach, Notifier};
+use crate::config::Config;
+use crate::http::{self, Page};
+use crate::metrics::{Exposition, Format};
+use crate::roller::{Closed, Roller, Snap};
+use rtscope_common::error::UsageError;
+use rtscope_core::Nanos;
+use rtscope_engine::{sys, ClockKind, Run, Sample};
+use rtscope_session::record::RecordSpec;
+use rtscope_session::{
+    ConfigDoc, Event, Naming, Observer, PlanSpec, PolicyChoice, Recorded, RunPlan, Session,
+    SystemSettings,
+};
+use rtscope_store::watch::{SeriesId, WatchWindow};
+use rtscope_store::Store;
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+/// How often the control thread looks at the clock: a window closes within this of its end.
+pub const TICK: Nanos = Nanos::from_ms(100);
+/// Windows kept in memory while the database cannot be written (then the oldest are dropped).
+const MAX_PENDING: usize = 10_000;
+
+/// How the watch ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    /// The signal that ended it.
+    pub signal: Option<i32>,
+    /// Windows written.
+    pub windows: u64,
+    /// Configuration reloads (SIGHUP).
+    pub reloads: u32,
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+fn mono_now() -> i64 {
+    sys::now(sys::clock_id(ClockKind::Monotonic)).0 as i64
+}
+
+/// The plan of a watch: SCHED_FIFO on the chosen CPUs, until stopped, with a sample ring per
+/// thread (the worst wake-up of each window and its time).
+pub fn plan(c: &Config, online: &rtscope_engine::CpuSet) -> Result<RunPlan, UsageError> {
+    let cpus = |t: &Option<String>, flag| {
+        t.as_deref()
+            .map(|t| rtscope_session::cpus::cpu_list(t, online, flag))
+            .transpose()
+    };
+    let spec = PlanSpec {
+        cpus: cpus(&c.cpus, "--cpus")?,
+        policy: PolicyChoice::Fifo,
+        priority: c.priority,
+        interval: c.interval,
+        // Checked as a run of one window; the watch then runs until stopped (below).
+        duration: Some(c.window),
+        raw: true,
+        housekeeping_cpus: cpus(&c.housekeeping, "--housekeeping")?,
+        ..PlanSpec::default()
+    };
+    let mut plan = RunPlan::build(&spec, online).map_err(|e| {
+        let u = UsageError::new(e.message(Naming::Flags));
+        match e.hint(Naming::Flags) {
+            Some(h) => u.hint(h),
+            None => u,
+        }
+    })?;
+    plan.config.duration = None;
+    plan.config.loops = None;
+    Ok(plan)
+}
+
+/// What outlives a session: the database, the series, `/metrics`.
+pub struct Shared {
+    /// The database.
+    pub store: Store,
+    /// The series.
+    pub series: SeriesId,
+    /// The page `/metrics` serves.
+    pub page: Page,
+    /// Alert commands.
+    pub notifier: Notifier,
+    /// Windows not yet written (the database was locked or full).
+    pending: Vec<WatchWindow>,
+    /// Windows written.
+    pub windows: u64,
+    /// Where warnings go (stderr, which the journal keeps under systemd).
+    pub warn: fn(&str),
+}
+
+impl Shared {
+    /// Opens the database and the series, and starts `/metrics` if asked.
+    pub fn open(c: &Config, command_line: &[String], warn: fn(&str)) -> Result<Shared, UsageError> {
+        let store = Store::open(&c.db).map_err(UsageError::from_error)?;
+        let host = rtscope_session::sysinfo::SysInfo::read().nodename;
+        let config = serde_json::json!({ "command_line": command_line, "series": c.series,
+            "interval_ns": c.interval.0, "window_ns": c.window.0, "priority": c.priority,
+            "cpus": c.cpus, "spike_ns": c.spike.0 })
+        .to_string();
+        let (series, resumed) = store
+            .open_series(&c.series, Some(&host), unix_now(), &config)
+            .map_err(UsageError::from_error)?;
+        if resumed {
+            warn(&format!(
+                "rtscope watch: resuming series '{}' in {}",
+                c.series,
+                c.db.display()
+            ));
+        }
+        let page: Page = Arc::new(Mutex::new(Exposition::new(&c.series)));
+        if let Some(addr) = &c.listen {
+            let l = http::bind(addr).map_err(|e| {
+                UsageError::new(format!("--listen {addr}: {e}"))
+                    .hint("give a free ADDR:PORT, e.g. 127.0.0.1:9464 (0.0.0.0 exposes it to the network)")
+            })?;
+            let at = http::serve(l, Arc::clone(&page)).map_err(UsageError::from_error)?;
+            warn(&format!("rtscope watch: metrics at http://{at}/metrics"));
+        }
+        Ok(Shared {
+            store,
+            series,
+            page,
+            notifier: Notifier::new(c.alert_command.clone()),
+            pending: Vec::new(),
+            windows: 0,
+            warn,
+        })
+    }
+
+    /// Stores, alerts on, publishes and houses one closed window.
+    fn take(&mut self, c: &Config, mut closed: Closed) {
+        let marked = alert::mark(&mut closed.windows, &c.alerts);
+        for (i, w) in closed.windows.iter_mut().enumerate() {
+            if let Some(worst) = closed.worst[i] {
+                w.explain = Some(
+                    serde_json::json!({ "worst": { "latency_ns": worst.latency.0, "at_unix_ns": worst.at_ns } })
+                        .to_string(),
+                );
+            }
+        }
+        for i in marked {
+            let b = Breach {
+                series: &c.series,
+                window: &closed.windows[i],
+                worst: closed.worst[i].map(|w| (w.latency, w.at_ns)),
+                cause: None,
+            };
+            if !self.notifier.notify(&b) {
+                (self.warn)(&format!(
+                    "rtscope watch: {} (no syslog at /dev/log)",
+                    b.line()
+                ));
+            }
+        }
+        if let Ok(mut p) = self.page.lock() {
+            p.add(&closed.windows, &closed.sums, Vec::new());
+        }
+        self.pending.extend(closed.windows);
+        self.flush(c);
+    }
+
+    /// Writes the pending windows, then applies the retention as of the newest window.
+    fn flush(&mut self, c: &Config) {
+        let Some(now) = self.pending.iter().map(|w| w.end_ns).max() else {
+            return;
+        };
+        match self.store.add_windows(self.series, &self.pending) {
+            Ok(()) => {
+                self.windows += self.pending.len() as u64;
+                self.pending.clear();
+                if let Err(e) = c.retention.apply(&mut self.store, self.series, now) {
+                    (self.warn)(&format!("rtscope watch: retention: {e}"));
+                }
+            }
+            Err(e) => {
+                (self.warn)(&format!(
+                    "rtscope watch: cannot write {} window(s) yet (kept, retried at the next window): {e}",
+                    self.pending.len()
+                ));
+                let over = self.pending.len().saturating_sub(MAX_PENDING);
+                self.pending.drain(..over);
+            }
+        }
+        if let Some(path) = &c.textfile {
+            let body = self
+                .page
+                .lock()
+                .map(|p| p.render(Format::Text))
+                .unwrap_or_default();
+            if let Err(e) = rtscope_common::outfile::write(path, &mut io::sink(), |w| {
+                w.write_all(body.as_bytes())
+            }) {
+                (self.warn)(&format!("rtscope watch: --textfile: {e}"));
+            }
+        }
+    }
+}
+
+/// The observer that cuts windows.
+struct Watcher<'a> {
+    config: &'a Config,
+    shared: &'a mut Shared,
+    roller: Option<Roller>,
+    /// Unix minus monotonic time, ns (taken at each tick).
+    offset: i64,
+}
+
+fn snaps(run: &Run) -> Vec<Snap> {
+    run.threads()
+        .iter()
+        .map(|t| {
+            let s = t.stats();
+            Snap {
+                histogram: t.histogram(),
+                missed: s.missed,
+                dropped: t.ring().map_or(0, |r| r.dropped()),
+                sum_ns: s.sum_ns,
+            }
+        })
+        .collect()
+}
+
+impl Watcher<'_> {
+    fn roller(&mut self, run: &Run, now: i64) -> &mut Roller {
+        let c = self.config;
+        self.roller.get_or_insert_with(|| {
+            let cpus = run
+                .threads()
+                .iter()
+                .map(|t| t.cpu().map(|c| c as u32))
+                .collect();
+            Roller::new(c.window, c.spike, cpus, now, snaps(run))
+        })
+    }
+
+    /// Closes the open window at the end of the session.
+    fn close(&mut self, run_snaps: Vec<Snap>) {
+        if let Some(r) = self.roller.as_mut() {
+            let closed = r.close(unix_now(), run_snaps);
+            self.shared.take(self.config, closed);
+        }
+    }
+}
+
+impl Observer for Watcher<'_> {
+    fn on(&mut self, run: &Run, ev: Event) -> io::Result<()> {
+        if ev != Event::Tick {
+            return Ok(());
+        }
+        let now = unix_now();
+        self.offset = now - mono_now();
+        let offset = self.offset;
+        let r = self.roller(run, now);
+        if r.due(now) {
+            // The rings first, then the snapshot: every wake-up noted is in it.
+            for (i, t) in run.threads().iter().enumerate() {
+                if let Some(ring) = t.ring() {
+                    ring.drain(|s| r.note(i, s.cycle, s.latency, s.time.0 as i64 + offset));
+                }
+            }
+            let closed = r.close(now, snaps(run));
+            self.shared.take(self.config, closed);
+        }
+        self.shared.notifier.reap();
+        Ok(())
+    }
+
+    fn samples(&mut self, thread: usize, samples: &[Sample]) -> io::Result<()> {
+        if let Some(r) = self.roller.as_mut() {
+            for s in samples {
+                r.note(thread, s.cycle, s.latency, s.time.0 as i64 + self.offset);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Runs one session of the watch until a signal; returns the signal.
+pub fn session(c: &Config, shared: &mut Shared) -> Result<Option<i32>, UsageError> {
+    let online = sys::online_cpus();
+    let plan = plan(c, &online)?;
+    let settings = SystemSettings::apply(&plan).map_err(UsageError::from_error)?;
+    let spec = RecordSpec {
+        kind: rtscope_store::RunKind::Measure,
+        label: None,
+        tags: Vec::new(),
+        command_line: Vec::new(),
+        config_json: serde_json::to_string(&ConfigDoc::of(&plan)).unwrap_or_default(),
+        monitor_interval: None,
+        checks: Vec::new(),
+        raw: false,
+    };
+    let recorded = Recorded {
+        store: None,
+        spec,
+        checkpoint_period: std::time::Duration::ZERO,
+    };
+    let mut session = Session::start(plan, settings, recorded).map_err(UsageError::from_error)?;
+    (shared.warn)(&format!("rtscope watch: {}", session.placement_line()));
+    let mut w = Watcher {
+        config: c,
+        shared,
+        roller: None,
+        offset: unix_now() - mono_now(),
+    };
+    let measured = session
+        .drive(TICK, &mut w)
+        .map_err(UsageError::from_error)?;
+    // The threads have stopped: their final state closes the open window.
+    let last: Vec<Snap> = measured
+        .result
+        .threads
+        .iter()
+        .map(|t| Snap {
+            histogram: t.histogram.clone(),
+            missed: t.stats.missed,
+            dropped: 0,
+            sum_ns: t.stats.sum_ns,
+        })
+        .collect();
+    w.close(last);
+    Ok(measured.signal)
+}
+
+/// Runs the watch: sessions until SIGINT or SIGTERM, re-reading the configuration on SIGHUP.
+pub fn run(
+    load: &dyn Fn() -> Result<Config, UsageError>,
+    command_line: &[String],
+    warn: fn(&str),
+) -> Result<Stopped, UsageError> {
+    rtscope_session::drive::hold_signals();
+    let mut c = load()?;
+    let mut shared = Shared::open(&c, command_line, warn)?;
+    let mut reloads = 0;
+    loop {
+        let signal = session(&c, &mut shared)?;
+        if signal != Some(libc::SIGHUP) {
+            return Ok(Stopped {
+                signal,
+                windows: shared.windows,
+                reloads,
+            });
+        }
+        reloads += 1;
+        match load() {
+            Ok(new) if new.db == c.db && new.series == c.series && new.listen == c.listen => {
+                c = new;
+                warn("rtscope watch: SIGHUP: configuration reloaded");
+            }
+            Ok(_) => warn("rtscope watch: SIGHUP: --db, --series and --listen change only with a restart; the old configuration stays"),
+            Err(e) => warn(&format!("rtscope watch: SIGHUP: the new configuration is refused, the old one stays: {e}")),
+        }
+    }
+}

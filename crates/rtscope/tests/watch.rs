@@ -1,0 +1,308 @@
+//! `rtscope watch` end to end with the real engine (SCHED_FIFO), the real store and its HTTP
+//! endpoint on loopback: windows written and served, the scraped page checked by `promtool
+//! check metrics` (the validator of Prometheus' own text format), the textfile and the
+//! database telling the same counts, alerts running their command, SIGHUP reloading the
+//! configuration, SIGKILL then a restart resuming the series, SIGTERM a clean exit 0, and bad
+//! input refused with exit 2 before anything starts. No time or latency is asserted.
+
+use crate::common;
+use crate::fleet_prometheus::{free_port, get_with};
+use rtscope_store::watch::Level;
+use rtscope_store::Store;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A watch process, SIGKILLed and reaped if the test ends early.
+struct Watch(Option<Child>);
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Watch {
+    fn start(args: &[&str]) -> Watch {
+        let child = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+            .arg("watch")
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Watch(Some(child))
+    }
+
+    fn signal(&self, sig: i32) {
+        let pid = self.0.as_ref().unwrap().id() as i32;
+        // SAFETY: kill(2) on our own child, which is not reaped yet.
+        assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
+    }
+
+    fn alive(&mut self) -> bool {
+        matches!(self.0.as_mut().unwrap().try_wait(), Ok(None))
+    }
+
+    /// Waits for the end (at most 60 s, then SIGKILL) and returns the output.
+    fn finish(mut self) -> Output {
+        let t0 = Instant::now();
+        while self.alive() && t0.elapsed() < Duration::from_secs(60) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let c = self.0.take().unwrap();
+        if t0.elapsed() >= Duration::from_secs(60) {
+            // SAFETY: kill(2) on our own child, not reaped yet.
+            unsafe { libc::kill(c.id() as i32, libc::SIGKILL) };
+        }
+        c.wait_with_output().unwrap()
+    }
+}
+
+/// The measured windows in `db` (none before the watch created it). Opened as the watch opens
+/// it (a read-only open sees nothing of the WAL the live watch writes to).
+fn windows(db: &Path) -> Vec<rtscope_store::watch::WatchWindow> {
+    if !db.exists() {
+        return Vec::new();
+    }
+    let s = Store::open(db).unwrap();
+    let series = s.watch_series().unwrap();
+    series
+        .iter()
+        .flat_map(|x| s.windows(x.id, Level::Window, i64::MIN, i64::MAX).unwrap())
+        .collect()
+}
+
+/// Polls until `f` holds (at most 120 s; the watch must stay alive meanwhile).
+fn until(w: &mut Watch, what: &str, mut f: impl FnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(w.alive(), "the watch ended while waiting for {what}");
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "no {what} within 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The value of the sample line that starts with `prefix` in a metrics page.
+fn value(page: &str, prefix: &str) -> Option<f64> {
+    page.lines()
+        .find(|l| l.starts_with(prefix))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+}
+
+fn textfile_windows(t: &Path) -> f64 {
+    let page = std::fs::read_to_string(t).unwrap_or_default();
+    value(
+        &page,
+        "rtscope_watch_window_wakeups{series=\"e2e\",cpu=\"0\"}",
+    )
+    .unwrap_or(0.0)
+}
+
+#[test]
+fn a_watch_serves_and_stores_its_windows_alerts_and_stops_cleanly() {
+    rtscope_testkit::require!(
+        rtscope_testkit::have("promtool", "--version"),
+        "`promtool` is not installed (apt-get install prometheus; .ci/run installs it)"
+    );
+    let _rt = common::rt_lock();
+    let dir = common::fresh_dir("watch-serve");
+    let (db, text, alerts) = (dir.join("w.db"), dir.join("w.prom"), dir.join("alerts"));
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let cmd = format!(
+        "echo \"$RTSCOPE_CPU|$RTSCOPE_ALERT\" >> {}",
+        alerts.display()
+    );
+    let mut w = Watch::start(&[
+        "--series",
+        "e2e",
+        "--db",
+        db.to_str().unwrap(),
+        "--cpus",
+        "0",
+        "--interval",
+        "500us",
+        "--window",
+        "1s",
+        "--listen",
+        &listen,
+        "--textfile",
+        text.to_str().unwrap(),
+        "--alert",
+        "max>1ns",
+        "--alert-command",
+        &cmd,
+    ]);
+    let mut page = String::new();
+    until(&mut w, "a served window", || {
+        page = get_with(port, "/metrics", "").unwrap_or_default();
+        page.contains("rtscope_watch_window_wakeups{series=\"e2e\",cpu=\"0\"}")
+    });
+    // Prometheus' own validator accepts the page; OpenMetrics when asked for it.
+    let scraped = dir.join("scraped.prom");
+    std::fs::write(&scraped, &page).unwrap();
+    let o = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(&scraped).unwrap())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "promtool: {}\n{page}", common::dump(&o));
+    let om = get_with(
+        port,
+        "/metrics",
+        "Accept: application/openmetrics-text; version=1.0.0\r\n",
+    )
+    .unwrap();
+    assert!(
+        om.ends_with("# EOF\n") && om.contains("# TYPE rtscope_watch_spikes counter"),
+        "{om}"
+    );
+    until(&mut w, "three windows", || {
+        textfile_windows(&text) > 0.0 && windows(&db).len() >= 3
+    });
+    w.signal(libc::SIGTERM);
+    let o = w.finish();
+    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("stopped by signal 15"),
+        "{}",
+        common::dump(&o)
+    );
+    // The database holds every window (the open one written at the stop); the last textfile
+    // counts the same wake-ups; one alert command per window (every max is over 1 ns).
+    let rows = windows(&db);
+    assert!(
+        rows.iter().all(|r| r.cpu == Some(0)),
+        "one CPU: no 'all' rows"
+    );
+    let stored: u64 = rows.iter().map(|r| r.histogram.count()).sum();
+    let page = std::fs::read_to_string(&text).unwrap();
+    let count = value(
+        &page,
+        "rtscope_watch_latency_seconds_count{series=\"e2e\",cpu=\"0\"}",
+    )
+    .unwrap();
+    assert_eq!(stored, count as u64, "{page}");
+    assert!(rows
+        .iter()
+        .all(|r| r.alert.as_deref().is_some_and(|a| a.starts_with("max "))));
+    let worst: Vec<_> = rows.iter().filter_map(|r| r.explain.as_deref()).collect();
+    assert!(
+        !worst.is_empty() && worst.iter().all(|e| e.contains("\"worst\"")),
+        "{worst:?}"
+    );
+    let t0 = Instant::now();
+    let lines = || {
+        std::fs::read_to_string(&alerts)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    while lines() < rows.len() - 1 && t0.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The last window's command may still have been starting at the exit.
+    assert!(
+        lines() + 1 >= rows.len(),
+        "{} commands for {} windows",
+        lines(),
+        rows.len()
+    );
+    assert!(std::fs::read_to_string(&alerts)
+        .unwrap()
+        .lines()
+        .all(|l| l.starts_with("0|max ")));
+}
+
+fn write_config(path: &Path, db: &Path, alert: &str) {
+    let text = format!(
+        "series = \"e2e\"\ndb = \"{}\"\ncpus = \"0\"\ninterval = \"1ms\"\nwindow = \"1s\"\nalert = [\"{alert}\"]\n",
+        db.display()
+    );
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn sighup_reloads_the_configuration_and_a_killed_watch_resumes_its_series() {
+    let _rt = common::rt_lock();
+    let dir = common::fresh_dir("watch-resume");
+    let (db, conf) = (dir.join("w.db"), dir.join("watch.toml"));
+    write_config(&conf, &db, "max>1ns");
+    let conf_arg: PathBuf = conf.clone();
+    let mut w = Watch::start(&["--config", conf_arg.to_str().unwrap()]);
+    until(&mut w, "an alerted window", || {
+        Path::new(&db).exists() && windows(&db).iter().any(|r| r.alert.is_some())
+    });
+    write_config(&conf, &db, "missed>1000000000");
+    w.signal(libc::SIGHUP);
+    let before = windows(&db).len();
+    until(&mut w, "windows after the reload", || {
+        windows(&db).len() >= before + 2
+    });
+    w.signal(libc::SIGKILL);
+    let killed = w.finish();
+    assert_eq!(killed.status.code(), None, "{}", common::dump(&killed));
+    let err = String::from_utf8_lossy(&killed.stderr).to_string();
+    assert!(err.contains("SIGHUP: configuration reloaded"), "{err}");
+    let last = windows(&db).iter().map(|r| r.start_ns).max().unwrap();
+    assert!(
+        windows(&db)
+            .iter()
+            .filter(|r| r.start_ns > last - 1)
+            .all(|r| r.alert.is_none()),
+        "the new alert is in force"
+    );
+
+    let mut w = Watch::start(&["--config", conf.to_str().unwrap()]);
+    until(&mut w, "a window of the restarted watch", || {
+        windows(&db).iter().any(|r| r.start_ns > last)
+    });
+    w.signal(libc::SIGINT);
+    let o = w.finish();
+    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("resuming series 'e2e'"),
+        "{}",
+        common::dump(&o)
+    );
+    let s = Store::open(&db).unwrap().watch_series().unwrap();
+    assert_eq!((s.len(), s[0].resumed), (1, 1), "{s:?}");
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_starts() {
+    let dir = common::fresh_dir("watch-bad");
+    let db = dir.join("w.db");
+    let db = db.to_str().unwrap();
+    let bad = |args: &[&str], what: &str| {
+        let mut a = vec!["watch", "--db", db];
+        a.extend_from_slice(args);
+        let o = common::run(env!("CARGO_BIN_EXE_rtscope"), &a);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", common::dump(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(what),
+            "{args:?}: {}",
+            common::dump(&o)
+        );
+    };
+    bad(&["--window", "7s"], "divide an hour");
+    bad(&["--alert", "max=1us"], "STAT>VALUE");
+    bad(&["--disk-budget", "1k"], "--disk-budget");
+    let conf = dir.join("w.toml");
+    std::fs::write(&conf, "intervall = \"1ms\"\n").unwrap();
+    bad(&["--config", conf.to_str().unwrap()], "intervall");
+    bad(&["--config", dir.to_str().unwrap()], "regular file");
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = busy.local_addr().unwrap().to_string();
+    bad(&["--listen", &addr, "--cpus", "0"], "--listen");
+    assert!(!Path::new(db).exists() || windows(Path::new(db)).is_empty());
+}
