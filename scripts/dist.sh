@@ -98,11 +98,15 @@ deb() {
   install -Dm644 "$DIST/completions/rtscope.bash" "$root/usr/share/bash-completion/completions/rtscope"
   install -Dm644 "$DIST/completions/_rtscope" "$root/usr/share/zsh/vendor-completions/_rtscope"
   install -Dm644 "$DIST/completions/rtscope.fish" "$root/usr/share/fish/vendor_completions.d/rtscope.fish"
+  # rtscope watch as a service, installed disabled (docs/watch.md); its configuration a conffile.
+  install -Dm644 packaging/rtscope-watch.service "$root/lib/systemd/system/rtscope-watch.service"
+  install -Dm644 packaging/watch.toml "$root/etc/rtscope/watch.toml"
   install -Dm644 README.md "$root/usr/share/doc/rtscope/README.md"
   gzip -9n "$root/usr/share/doc/rtscope/README.md"
   printf 'rtscope %s (%s)\nLicense: MIT OR Apache-2.0\n' "$VERSION" "$triple" \
     >"$root/usr/share/doc/rtscope/copyright"
   mkdir -p "$root/DEBIAN"
+  echo /etc/rtscope/watch.toml >"$root/DEBIAN/conffiles"
   cat >"$root/DEBIAN/control" <<EOF
 Package: rtscope
 Version: $VERSION

@@ -9,6 +9,7 @@ use crate::common;
 use crate::fleet_prometheus::{free_port, get_with};
 use rtscope_store::watch::Level;
 use rtscope_store::Store;
+use rtscope_watch::Settings;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -276,6 +277,16 @@ fn sighup_reloads_the_configuration_and_a_killed_watch_resumes_its_series() {
     );
     let s = Store::open(&db).unwrap().watch_series().unwrap();
     assert_eq!((s.len(), s[0].resumed), (1, 1), "{s:?}");
+    let o = common::run(
+        env!("CARGO_BIN_EXE_rtscope"),
+        &["runs", "--db", db.to_str().unwrap()],
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("1 ") && l.contains(" e2e "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.trim_end().ends_with(" 1"), "resumed once: {row}");
 }
 
 #[test]
@@ -305,4 +316,51 @@ fn bad_input_is_refused_before_anything_starts() {
     let addr = busy.local_addr().unwrap().to_string();
     bad(&["--listen", &addr, "--cpus", "0"], "--listen");
     assert!(!Path::new(db).exists() || windows(Path::new(db)).is_empty());
+}
+
+/// The shipped unit passes systemd's own check with the binary in place, and runs the watch
+/// with the configuration file the package installs (a conffile, every line a comment).
+#[test]
+fn the_service_unit_and_its_configuration_are_valid() {
+    rtscope_testkit::require!(
+        rtscope_testkit::have("systemd-analyze", "--version"),
+        "`systemd-analyze` is not installed (apt-get install systemd; .ci/run installs it)"
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = common::fresh_dir("watch-unit");
+    let unit = std::fs::read_to_string(root.join("packaging/rtscope-watch.service")).unwrap();
+    assert!(unit.contains("ExecStart=/usr/bin/rtscope watch --config /etc/rtscope/watch.toml"));
+    let unit = unit.replace("/usr/bin/rtscope", env!("CARGO_BIN_EXE_rtscope"));
+    let path = dir.join("rtscope-watch.service");
+    std::fs::write(&path, unit).unwrap();
+    let o = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    // The man page is installed by the package, not here.
+    let other: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.contains("man rtscope-watch(1)"))
+        .collect();
+    assert!(other.is_empty(), "{err}");
+    // As shipped every key is commented out; with each example uncommented it is valid.
+    let conf = root.join("packaging/watch.toml");
+    let file = Settings::read(&conf).unwrap();
+    assert_eq!(file, Settings::default(), "every key commented out");
+    let text = std::fs::read_to_string(&conf).unwrap();
+    let examples: String = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# ").filter(|l| l.contains(" = ")))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let all = dir.join("all.toml");
+    std::fs::write(&all, &examples).unwrap();
+    let s = Settings::read(&all).unwrap();
+    assert!(
+        s.listen.is_some() && s.alert.len() == 2 && s.disk_budget.is_some(),
+        "{s:?}"
+    );
+    rtscope_watch::Config::build(&s, "host").unwrap();
 }

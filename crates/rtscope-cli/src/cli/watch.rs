@@ -42,7 +42,7 @@ pub struct WatchArgs {
     /// Keep hours this long, then merge them into days [default: 90d]
     #[arg(long, value_name = "DUR", help_heading = "Retention")]
     pub keep_hours: Option<String>,
-    /// Keep nothing older than this [default: 5y]
+    /// Keep nothing older than this [default: 1825d, 5 years]
     #[arg(long, value_name = "DUR", help_heading = "Retention")]
     pub keep: Option<String>,
     /// Keep the database within this size; the oldest windows go first [default: 64MB]

@@ -34,6 +34,10 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 )?;
             } else {
                 out.write_all(list_text(&runs).as_bytes())?;
+                let series = store.watch_series().map_err(store_err)?;
+                if !series.is_empty() {
+                    out.write_all(watch_text(&series).as_bytes())?;
+                }
             }
         }
         RunsAction::Show { run } => {
@@ -148,6 +152,48 @@ fn list_text(runs: &[RunSummary]) -> String {
     let mut s = table::columns(&rows, 5);
     s.push_str("started in UTC; latencies in us; length = time measured\n");
     s
+}
+
+/// The `rtscope watch` series of the database, after the runs.
+fn watch_text(series: &[rtscope_store::watch::SeriesSummary]) -> String {
+    let time = |ns: i64| {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns.max(0) as u64);
+        let s = rtscope_session::sysinfo::rfc3339(t);
+        s.get(..19).unwrap_or(&s).replace('T', " ")
+    };
+    let mut rows = vec![[
+        "series",
+        "name",
+        "host",
+        "from",
+        "to",
+        "windows/hours/days",
+        "max",
+        "alerts",
+        "resumed",
+    ]
+    .map(String::from)
+    .to_vec()];
+    for s in series {
+        let (from, to) = s
+            .span_ns
+            .map_or(("-".into(), "-".into()), |(a, b)| (time(a), time(b)));
+        rows.push(vec![
+            s.id.to_string(),
+            rtscope_core::text::escape(&s.name).into_owned(),
+            rtscope_core::text::escape(s.host.as_deref().unwrap_or("-")).into_owned(),
+            from,
+            to,
+            format!("{}/{}/{}", s.windows[0], s.windows[1], s.windows[2]),
+            us(s.max_ns),
+            s.alerts.to_string(),
+            s.resumed.to_string(),
+        ]);
+    }
+    format!(
+        "\nwatch series (rtscope watch; docs/watch.md):\n{}",
+        table::columns(&rows, 6)
+    )
 }
 
 fn stats_of(t: &ThreadRow) -> Stats {
