@@ -7,14 +7,14 @@ use crate::alert::{self, Threshold};
 use crate::retention::Retention;
 use rtscope_common::error::UsageError;
 use rtscope_core::Nanos;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// The file the service reads.
 pub const SERVICE_CONFIG: &str = "/etc/rtscope/watch.toml";
 
 /// The configuration as written: text, as in the file or on the command line.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Settings {
     /// Series name (default: the host name).
