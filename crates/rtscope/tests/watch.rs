@@ -7,36 +7,23 @@
 
 use crate::common;
 use crate::fleet_prometheus::{free_port, get_with};
+use crate::hostile_support::{spawn, Reaper};
 use rtscope_store::watch::Level;
 use rtscope_store::Store;
 use rtscope_watch::Settings;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
-/// A watch process, SIGKILLed and reaped if the test ends early.
-struct Watch(Option<Child>);
-
-impl Drop for Watch {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.0.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
+/// A watch process, SIGKILLed if the test ends before it was waited for.
+struct Watch(Option<Child>, Reaper);
 
 impl Watch {
     fn start(args: &[&str]) -> Watch {
-        let child = Command::new(env!("CARGO_BIN_EXE_rtscope"))
-            .arg("watch")
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        Watch(Some(child))
+        let mut a = vec!["watch"];
+        a.extend_from_slice(args);
+        let (child, reaper) = spawn(&a);
+        Watch(Some(child), reaper)
     }
 
     fn signal(&self, sig: i32) {
@@ -60,7 +47,9 @@ impl Watch {
             // SAFETY: kill(2) on our own child, not reaped yet.
             unsafe { libc::kill(c.id() as i32, libc::SIGKILL) };
         }
-        c.wait_with_output().unwrap()
+        let o = c.wait_with_output().unwrap();
+        self.1.disarm();
+        o
     }
 }
 
