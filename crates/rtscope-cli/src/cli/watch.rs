@@ -24,7 +24,7 @@ pub struct WatchArgs {
     /// CPUs for rtscope's own threads [default: the online CPUs not measured]
     #[arg(long, value_name = "LIST", help_heading = "Measurement")]
     pub housekeeping: Option<String>,
-    /// Wake-up interval; a bare number is us [default: 1ms]
+    /// Wake-up interval; a bare number is us [default: 5ms: under 0.5 % of a CPU, docs/watch.md]
     #[arg(long, short = 'i', value_name = "DUR", help_heading = "Measurement")]
     pub interval: Option<String>,
     /// SCHED_FIFO priority of the measuring threads [default: 90]
