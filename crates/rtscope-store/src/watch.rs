@@ -308,6 +308,54 @@ impl Store {
         Ok(old.len() as u64)
     }
 
+    /// Adds the explanation of a measured window's worst wake-up (`latency_ns` on `cpu`) to its
+    /// row, and to the all-CPUs row when that wake-up is its maximum: `explained` (JSON), the
+    /// largest cause and its time are set in the row's `explain` object, its `worst` kept.
+    /// (The bundled SQLite has no JSON functions: the object is edited here.)
+    pub fn explain_window(
+        &self,
+        series: SeriesId,
+        start_ns: i64,
+        cpu: u32,
+        latency_ns: u64,
+        explained: &str,
+        culprit: Option<(&str, u64)>,
+    ) -> Result<()> {
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT id, explain FROM watch_windows WHERE series_id = ?1 AND level = 0 AND start_ns = ?2
+                 AND (cpu = ?3 OR (cpu = -1 AND max_ns = ?4))",
+            )
+            .map_err(self.err())?;
+        let rows: Vec<(i64, Option<String>)> = st
+            .query_map(
+                params![series, start_ns, i64::from(cpu), latency_ns as i64],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(self.err())?
+            .collect::<std::result::Result<_, _>>()
+            .map_err(self.err())?;
+        let attribution: serde_json::Value =
+            serde_json::from_str(explained).unwrap_or(serde_json::Value::Null);
+        for (id, old) in rows {
+            let mut v: serde_json::Value = old
+                .and_then(|o| serde_json::from_str(&o).ok())
+                .filter(serde_json::Value::is_object)
+                .unwrap_or_else(|| serde_json::json!({}));
+            v["explained"] = attribution.clone();
+            v["culprit"] = culprit.map(|c| c.0).into();
+            v["culprit_ns"] = culprit.map(|c| c.1).into();
+            self.conn
+                .execute(
+                    "UPDATE watch_windows SET explain = ?2 WHERE id = ?1",
+                    params![id, v.to_string()],
+                )
+                .map_err(self.err())?;
+        }
+        Ok(())
+    }
+
     /// Deletes the windows of every series that ended by `before_ns` (wholly older).
     pub fn expire_windows(&self, before_ns: i64) -> Result<u64> {
         let n = self

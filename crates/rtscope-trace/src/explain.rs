@@ -75,6 +75,8 @@ pub struct Explainer {
     coarse: CoarseContext,
     pending: VecDeque<(Spike, Instant)>,
     book: SpikeBook,
+    /// Each spike as it is explained, for [`Explainer::take_explained`] (`None`: the book only).
+    done: Option<Vec<Explained>>,
 }
 
 impl Explainer {
@@ -88,8 +90,39 @@ impl Explainer {
             coarse: CoarseContext::new(600 * cfg.cpus.len().max(1)),
             pending: VecDeque::new(),
             book: SpikeBook::new(cfg.window_ns, cfg.per_window, cfg.max_windows),
+            done: None,
             cfg,
         }
+    }
+
+    /// Keeps every spike explained from now on for [`Explainer::take_explained`] too (a watch
+    /// stores each window's worst spike with its window).
+    pub fn keep_explained(&mut self) {
+        self.done.get_or_insert_with(Vec::new);
+    }
+
+    /// The spikes explained since the last call (with [`Explainer::keep_explained`]).
+    pub fn take_explained(&mut self) -> Vec<Explained> {
+        self.done.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Spikes waiting for their trace.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Gives up on the waiting spikes: each gets the monitors' explanation or none.
+    pub fn give_up(&mut self) {
+        for (spike, _) in std::mem::take(&mut self.pending) {
+            self.fallback(&spike);
+        }
+    }
+
+    fn add(&mut self, e: Explained) {
+        if let Some(d) = self.done.as_mut() {
+            d.push(e.clone());
+        }
+        self.book.add(e);
     }
 
     /// The tier in use.
@@ -154,7 +187,7 @@ impl Explainer {
                 None => Outcome::Pending,
             };
             match outcome {
-                Outcome::Done(a) => self.book.add(Explained::Traced(a)),
+                Outcome::Done(a) => self.add(Explained::Traced(a)),
                 Outcome::NotTraced(why) => self.not_traced(&spike, why),
                 Outcome::Pending if waited => self.fallback(&spike),
                 Outcome::Pending => keep.push_back((spike, since)),
@@ -179,7 +212,7 @@ impl Explainer {
 
     fn explain_by_monitors(&mut self, spike: &Spike, why: Option<NotTraced>) {
         match self.coarse.explain(spike) {
-            Some(c) => self.book.add(Explained::Coarse(CoarseExplanation {
+            Some(c) => self.add(Explained::Coarse(CoarseExplanation {
                 not_traced: why,
                 ..c
             })),
@@ -195,9 +228,7 @@ impl Explainer {
             self.poll();
             std::thread::sleep(Duration::from_millis(20));
         }
-        for (spike, _) in std::mem::take(&mut self.pending) {
-            self.fallback(&spike);
-        }
+        self.give_up();
         self.recorder = None;
         self.book
             .summary(self.tier, self.tier_reason.clone(), self.cfg.threshold_ns)

@@ -53,6 +53,8 @@ pub struct Settings {
     pub alert_command: Option<String>,
     /// CPUs of rtscope's own threads.
     pub housekeeping: Option<String>,
+    /// Explain each window's worst wake-up.
+    pub explain: Option<bool>,
 }
 
 impl Settings {
@@ -100,6 +102,7 @@ impl Settings {
             },
             alert_command: over.alert_command.or(self.alert_command),
             housekeeping: over.housekeeping.or(self.housekeeping),
+            explain: over.explain.or(self.explain),
         }
     }
 }
@@ -133,6 +136,8 @@ pub struct Config {
     pub alert_command: Option<String>,
     /// CPUs of rtscope's own threads (text).
     pub housekeeping: Option<String>,
+    /// Explain each window's worst wake-up at or above `spike`.
+    pub explain: bool,
 }
 
 fn dur(v: &Option<String>, key: &str, default: Nanos, unit: &str) -> Result<Nanos, UsageError> {
@@ -228,6 +233,7 @@ impl Config {
                 .map_err(UsageError::new)?,
             alert_command: s.alert_command.clone(),
             housekeeping: s.housekeeping.clone(),
+            explain: s.explain.unwrap_or(false),
         })
     }
 }

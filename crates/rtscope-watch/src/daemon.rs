@@ -7,6 +7,7 @@
 
 use crate::alert::{self, Breach, Notifier};
 use crate::config::Config;
+use crate::explain::{Found, WindowExplainer};
 use crate::http::{self, Page};
 use crate::metrics::{Exposition, Format};
 use crate::roller::{Closed, Roller, Snap};
@@ -26,6 +27,8 @@ use std::time::SystemTime;
 
 /// How often the control thread looks at the clock: a window closes within this of its end.
 pub const TICK: Nanos = Nanos::from_ms(100);
+/// How long the end of a session waits for the trace of its last window's worst wake-up.
+const FINISH_PATIENCE: std::time::Duration = std::time::Duration::from_millis(1500);
 /// Windows kept in memory while the database cannot be written (then the oldest are dropped).
 const MAX_PENDING: usize = 10_000;
 
@@ -164,10 +167,31 @@ impl Shared {
             }
         }
         if let Ok(mut p) = self.page.lock() {
-            p.add(&closed.windows, &closed.sums, Vec::new());
+            p.add(&closed.windows, &closed.sums);
         }
         self.pending.extend(closed.windows);
         self.flush(c);
+    }
+
+    /// Adds explanations to their windows' rows and their causes to `/metrics`.
+    fn explained(&mut self, found: Vec<Found>) {
+        for f in found {
+            let culprit = f.causes.first().map(|(n, t)| (n.as_str(), t.0));
+            let r = self.store.explain_window(
+                self.series,
+                f.start_ns,
+                f.cpu,
+                f.latency.0,
+                &f.json.to_string(),
+                culprit,
+            );
+            if let Err(e) = r {
+                (self.warn)(&format!("rtscope watch: cannot store an explanation: {e}"));
+            }
+            if let Ok(mut p) = self.page.lock() {
+                p.set_causes(&f.causes);
+            }
+        }
     }
 
     /// Writes the pending windows, then applies the retention as of the newest window.
@@ -211,6 +235,7 @@ impl Shared {
 struct Watcher<'a> {
     config: &'a Config,
     shared: &'a mut Shared,
+    explainer: Option<WindowExplainer>,
     roller: Option<Roller>,
     /// Unix minus monotonic time, ns (taken at each tick).
     offset: i64,
@@ -231,6 +256,14 @@ fn snaps(run: &Run) -> Vec<Snap> {
         .collect()
 }
 
+/// The measuring thread pinned to `cpu`.
+fn tid_on(run: &Run, cpu: u32) -> Option<i32> {
+    run.threads()
+        .iter()
+        .find(|t| t.cpu() == Some(cpu as usize))
+        .map(|t| t.tid())
+}
+
 impl Watcher<'_> {
     fn roller(&mut self, run: &Run, now: i64) -> &mut Roller {
         let c = self.config;
@@ -244,11 +277,21 @@ impl Watcher<'_> {
         })
     }
 
-    /// Closes the open window at the end of the session.
-    fn close(&mut self, run_snaps: Vec<Snap>) {
+    /// Closes the open window at the end of the session (`tids`: each CPU's measuring
+    /// thread) and waits for the last explanations.
+    fn close(&mut self, run_snaps: Vec<Snap>, tids: &[(Option<usize>, i32)]) {
         if let Some(r) = self.roller.as_mut() {
             let closed = r.close(unix_now(), run_snaps);
+            if let Some(x) = self.explainer.as_mut() {
+                x.ask(&closed, |cpu| {
+                    tids.iter().find(|t| t.0 == Some(cpu as usize)).map(|t| t.1)
+                });
+            }
             self.shared.take(self.config, closed);
+        }
+        if let Some(mut x) = self.explainer.take() {
+            let found = x.drain(FINISH_PATIENCE);
+            self.shared.explained(found);
         }
     }
 }
@@ -266,11 +309,18 @@ impl Observer for Watcher<'_> {
             // The rings first, then the snapshot: every wake-up noted is in it.
             for (i, t) in run.threads().iter().enumerate() {
                 if let Some(ring) = t.ring() {
-                    ring.drain(|s| r.note(i, s.cycle, s.latency, s.time.0 as i64 + offset));
+                    ring.drain(|s| r.note(i, &s, offset));
                 }
             }
             let closed = r.close(now, snaps(run));
+            if let Some(x) = self.explainer.as_mut() {
+                x.ask(&closed, |cpu| tid_on(run, cpu));
+            }
             self.shared.take(self.config, closed);
+        }
+        if let Some(x) = self.explainer.as_mut() {
+            let found = x.poll();
+            self.shared.explained(found);
         }
         self.shared.notifier.reap();
         Ok(())
@@ -279,7 +329,7 @@ impl Observer for Watcher<'_> {
     fn samples(&mut self, thread: usize, samples: &[Sample]) -> io::Result<()> {
         if let Some(r) = self.roller.as_mut() {
             for s in samples {
-                r.note(thread, s.cycle, s.latency, s.time.0 as i64 + self.offset);
+                r.note(thread, s, self.offset);
             }
         }
         Ok(())
@@ -306,11 +356,30 @@ pub fn session(c: &Config, shared: &mut Shared) -> Result<Option<i32>, UsageErro
         spec,
         checkpoint_period: std::time::Duration::ZERO,
     };
+    // Before the measuring threads: the explainer forks its reaper while the process is small.
+    let explainer = c.explain.then(|| {
+        let hk = plan
+            .placement(&online)
+            .cpus()
+            .map(|s| s.iter().collect())
+            .unwrap_or_default();
+        let pinned = plan.config.pinned_cpus();
+        let cpus = if pinned.is_empty() {
+            online.iter().collect()
+        } else {
+            pinned.iter().collect()
+        };
+        WindowExplainer::start(c.spike, cpus, hk)
+    });
     let mut session = Session::start(plan, settings, recorded).map_err(UsageError::from_error)?;
     (shared.warn)(&format!("rtscope watch: {}", session.placement_line()));
+    if let Some(x) = &explainer {
+        (shared.warn)(&format!("rtscope watch: {}", x.tier_line()));
+    }
     let mut w = Watcher {
         config: c,
         shared,
+        explainer,
         roller: None,
         offset: unix_now() - mono_now(),
     };
@@ -318,6 +387,12 @@ pub fn session(c: &Config, shared: &mut Shared) -> Result<Option<i32>, UsageErro
         .drive(TICK, &mut w)
         .map_err(UsageError::from_error)?;
     // The threads have stopped: their final state closes the open window.
+    let tids: Vec<(Option<usize>, i32)> = measured
+        .result
+        .threads
+        .iter()
+        .map(|t| (t.cpu, t.tid))
+        .collect();
     let last: Vec<Snap> = measured
         .result
         .threads
@@ -329,7 +404,7 @@ pub fn session(c: &Config, shared: &mut Shared) -> Result<Option<i32>, UsageErro
             sum_ns: t.stats.sum_ns,
         })
         .collect();
-    w.close(last);
+    w.close(last, &tids);
     Ok(measured.signal)
 }
 

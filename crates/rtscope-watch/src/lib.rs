@@ -8,11 +8,13 @@
 //! - [`retention`] what is kept, applied through the store after every window;
 //! - [`metrics`] the exposition (Prometheus text 0.0.4 or OpenMetrics 1.0);
 //! - [`http`] serves it; [`alert`] thresholds, syslog and the alert command;
+//! - [`explain`] each window's worst wake-up charged to its causes (`--explain`);
 //! - [`config`] the configuration file and flags; [`daemon`] the loop around the session.
 
 pub mod alert;
 pub mod config;
 pub mod daemon;
+pub mod explain;
 pub mod http;
 pub mod metrics;
 pub mod retention;

@@ -89,9 +89,18 @@ impl Exposition {
         }
     }
 
-    /// Adds a closed window's rows with the exact sums of their latencies (ns, same order);
-    /// `causes`: the worst spike's largest causes, if explained.
-    pub fn add(&mut self, rows: &[WatchWindow], sums: &[u128], causes: Vec<(String, Nanos)>) {
+    /// The largest causes of the latest explained worst wake-up (at most three, names bounded
+    /// to 64 characters).
+    pub fn set_causes(&mut self, causes: &[(String, Nanos)]) {
+        self.causes = causes
+            .iter()
+            .take(3)
+            .map(|(name, t)| (name.chars().take(64).collect(), *t))
+            .collect();
+    }
+
+    /// Adds a closed window's rows with the exact sums of their latencies (ns, same order).
+    pub fn add(&mut self, rows: &[WatchWindow], sums: &[u128]) {
         for (w, sum) in rows.iter().zip(sums) {
             let c = self.cpus.entry(cpu_label(w)).or_default();
             c.total.merge(&w.histogram);
@@ -101,11 +110,6 @@ impl Exposition {
             c.alerts += u64::from(w.alert.is_some());
             c.last = Some(w.clone());
         }
-        self.causes = causes
-            .into_iter()
-            .take(3)
-            .map(|(name, t)| (name.chars().take(64).collect(), t))
-            .collect();
     }
 
     /// The page a scrape gets.
@@ -228,7 +232,7 @@ impl Exposition {
             }
         }
         let name = "rtscope_watch_window_cause_seconds";
-        Self::family(o, name, "gauge", "Time of the last window's worst wake-up charged to each of its largest causes, seconds.");
+        Self::family(o, name, "gauge", "Time of the latest explained worst wake-up of a window charged to each of its largest causes, seconds.");
         for (cause, t) in &self.causes {
             let l = format!("{{series=\"{}\",cause=\"{}\"}}", self.series, escape(cause));
             let _ = writeln!(o, "{name}{l} {}", secs(t.0));
@@ -260,12 +264,9 @@ mod tests {
     #[test]
     fn counts_add_up_over_windows_and_gauges_show_the_last() {
         let mut e = Exposition::new("board \"7\"");
-        e.add(&[window(Some(1), &[1_500, 150_000], 2)], &[151_500], vec![]);
-        e.add(
-            &[window(Some(1), &[3_000], 0)],
-            &[3_000],
-            vec![("thread culprit:379:rt99".into(), Nanos::from_us(90))],
-        );
+        e.add(&[window(Some(1), &[1_500, 150_000], 2)], &[151_500]);
+        e.add(&[window(Some(1), &[3_000], 0)], &[3_000]);
+        e.set_causes(&[("thread culprit:379:rt99".into(), Nanos::from_us(90))]);
         let t = e.render(Format::Text);
         let l = r#"{series="board \"7\"",cpu="1""#;
         assert!(

@@ -16,6 +16,7 @@
 //! microseconds.
 
 use rtscope_core::{layout, Histogram, Nanos};
+use rtscope_engine::Sample;
 use rtscope_store::watch::{Level, WatchWindow};
 
 /// One measuring thread's cumulative state at an instant.
@@ -38,6 +39,8 @@ pub struct Worst {
     pub latency: Nanos,
     /// When it woke, Unix ns.
     pub at_ns: i64,
+    /// When it woke on the run's clock (CLOCK_MONOTONIC, the trace's clock), ns.
+    pub mono_ns: u64,
 }
 
 /// A closed window of one thread with its worst wake-up, before it becomes rows.
@@ -104,15 +107,20 @@ impl Roller {
         now_ns >= self.start_ns + self.window.0 as i64
     }
 
-    /// Notes wake-up number `cycle` of thread `thread` (from its sample ring). One already in
-    /// the last closed window (taken into its snapshot before it was drained) is left out.
-    pub fn note(&mut self, thread: usize, cycle: u64, latency: Nanos, at_ns: i64) {
-        if self.prev.get(thread).is_some_and(|p| cycle < boundary(p)) {
+    /// Notes a wake-up of thread `thread` from its sample ring; `offset`: Unix time minus the
+    /// run's clock, ns. One already in the last closed window (taken into its snapshot before
+    /// it was drained) is left out.
+    pub fn note(&mut self, thread: usize, s: &Sample, offset: i64) {
+        if self.prev.get(thread).is_some_and(|p| s.cycle < boundary(p)) {
             return;
         }
         if let Some(w) = self.worst.get_mut(thread) {
-            if w.is_none_or(|w| latency > w.latency) {
-                *w = Some(Worst { latency, at_ns });
+            if w.is_none_or(|w| s.latency > w.latency) {
+                *w = Some(Worst {
+                    latency: s.latency,
+                    at_ns: s.time.0 as i64 + offset,
+                    mono_ns: s.time.0,
+                });
             }
         }
     }
@@ -203,6 +211,14 @@ mod tests {
 
     const MIN: i64 = 60_000_000_000;
 
+    fn sample(cycle: u64, latency: u64, time: i64) -> Sample {
+        Sample {
+            cycle,
+            latency: Nanos(latency),
+            time: Nanos(time as u64),
+        }
+    }
+
     fn snap(values: &[u64], missed: u64) -> Snap {
         let mut h = Histogram::new();
         values.iter().for_each(|&v| h.record(Nanos(v)));
@@ -226,7 +242,7 @@ mod tests {
         );
         assert_eq!(r.start_ns(), 10 * MIN);
         assert!(!r.due(11 * MIN - 1) && r.due(11 * MIN));
-        r.note(1, 0, Nanos(250_123), 10 * MIN + 7);
+        r.note(1, &sample(0, 250_123, 10 * MIN + 7), 0);
         let c = r.close(
             11 * MIN + 3,
             vec![snap(&[1_000, 2_000], 1), snap(&[3_000, 250_123], 0)],
@@ -254,7 +270,7 @@ mod tests {
         assert_eq!(c.windows[2].start_ns, 11 * MIN);
         assert_eq!(c.worst[0], None, "nothing noted");
         // A wake-up the closed window's snapshot held is not the next window's.
-        r.note(1, 1, Nanos(900_000), 12 * MIN);
+        r.note(1, &sample(1, 900_000, 12 * MIN), 0);
         let c = r.close(
             13 * MIN,
             vec![
@@ -275,7 +291,7 @@ mod tests {
             0,
             vec![snap(&[], 0)],
         );
-        r.note(0, 0, Nanos(5_000), 1);
+        r.note(0, &sample(0, 5_000, 1), 0);
         let c = r.close(MIN, vec![snap(&[5_000, 80_000], 0)]);
         assert_eq!(c.worst[0], None, "80 us was not noted (after the drain)");
         assert_eq!(c.windows[0].histogram.max(), Some(Nanos(80_000)));
@@ -290,7 +306,7 @@ mod tests {
             0,
             vec![snap(&[], 0)],
         );
-        r.note(0, 0, Nanos(123_457), 42);
+        r.note(0, &sample(0, 123_457, 42), 0);
         let mut s = snap(&[123_457], 0);
         s.dropped = 5;
         let c = r.close(MIN, vec![s]);

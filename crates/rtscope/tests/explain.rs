@@ -57,7 +57,7 @@ fn traceable() -> Result<(), String> {
 
 /// A SCHED_FIFO 99 thread named `culprit` on `cpu`, busy 3 ms every 100 ms until `stop` (60
 /// bursts in a 6 s run: under heavy load some spikes lose their trace to `unexplained`).
-fn culprit(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+pub(crate) fn culprit(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         // SAFETY: a local cpu_set_t, a NUL-terminated name and a local sched_param.
         unsafe {

@@ -33,6 +33,9 @@ pub struct WatchArgs {
     /// Window length: whole seconds dividing an hour; a bare number is s [default: 1m]
     #[arg(long, value_name = "DUR", help_heading = "Windows")]
     pub window: Option<String>,
+    /// Charge each window's worst wake-up at or above --spike to what ran on its CPU (tracefs: root)
+    #[arg(long, help_heading = "Windows")]
+    pub explain: bool,
     /// Wake-ups at or above this count as spikes; a bare number is us [default: 100us]
     #[arg(long, value_name = "DUR", help_heading = "Windows")]
     pub spike: Option<String>,

@@ -26,6 +26,7 @@ fn flags(a: &WatchArgs) -> Settings {
         alert: a.alerts.clone(),
         alert_command: a.alert_command.clone(),
         housekeeping: a.housekeeping.clone(),
+        explain: a.explain.then_some(true),
     }
 }
 
