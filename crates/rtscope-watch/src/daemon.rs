@@ -182,7 +182,7 @@ impl Shared {
                 f.start_ns,
                 f.cpu,
                 f.latency.0,
-                &f.json.to_string(),
+                &f.json,
                 culprit,
             );
             if let Err(e) = r {

@@ -27,7 +27,7 @@ pub struct Found {
     /// The largest causes, largest first: label and time.
     pub causes: Vec<(String, Nanos)>,
     /// The whole explanation (JSON, as `runs explain` stores it).
-    pub json: serde_json::Value,
+    pub json: String,
 }
 
 /// The explainer of a watch session.
@@ -147,7 +147,7 @@ impl WindowExplainer {
                 cpu: cpu as u32,
                 latency: Nanos(s.latency_ns()),
                 causes: causes(&e),
-                json: serde_json::to_value(&e).unwrap_or_default(),
+                json: serde_json::to_string(&e).unwrap_or_default(),
             });
         }
         out

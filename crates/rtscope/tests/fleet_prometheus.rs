@@ -21,7 +21,7 @@ fn rtscope(args: &[&str]) -> Output {
 }
 
 /// A child process killed and reaped when the test ends, however it ends.
-struct Proc(Child, &'static str);
+pub(crate) struct Proc(Child, &'static str);
 
 impl Drop for Proc {
     fn drop(&mut self) {
@@ -31,7 +31,7 @@ impl Drop for Proc {
 }
 
 impl Proc {
-    fn start(name: &'static str, args: &[String], log: &Path) -> Proc {
+    pub(crate) fn start(name: &'static str, args: &[String], log: &Path) -> Proc {
         let log = std::fs::File::create(log).unwrap();
         let child = Command::new(name)
             .args(args)
@@ -43,7 +43,7 @@ impl Proc {
         Proc(child, name)
     }
 
-    fn check_alive(&mut self, log: &Path) {
+    pub(crate) fn check_alive(&mut self, log: &Path) {
         if let Ok(Some(status)) = self.0.try_wait() {
             panic!(
                 "{} exited ({status}):\n{}",
@@ -98,7 +98,7 @@ fn query(port: u16, q: &str) -> Vec<Value> {
 }
 
 /// Polls `q` until it returns data (at most `limit`; each poll is a real query).
-fn poll(port: u16, q: &str, limit: Duration, alive: &mut dyn FnMut()) -> Vec<Value> {
+pub(crate) fn poll(port: u16, q: &str, limit: Duration, alive: &mut dyn FnMut()) -> Vec<Value> {
     let start = Instant::now();
     loop {
         let r = query(port, q);
@@ -147,7 +147,7 @@ fn record(db: &Path, metrics: &Path) -> Value {
     common::show_last(db)
 }
 
-fn config(dir: &Path, exporter: u16) -> PathBuf {
+pub(crate) fn config(dir: &Path, exporter: u16) -> PathBuf {
     let path = dir.join("prometheus.yml");
     let yml = format!(
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: boards\n    static_configs:\n      - targets: ['127.0.0.1:{exporter}']\n"

@@ -428,3 +428,87 @@ fn explain_names_the_injected_culprit_in_the_windows_it_made_worst() {
         rows.len()
     );
 }
+
+/// A real Prometheus (Debian's, on loopback, private directories) scrapes the watch's
+/// `/metrics` directly; the last window's max and end time it returns, taken from one scrape,
+/// are those of the window's row in the database, and its wake-up count is the rows' sum.
+#[test]
+fn prometheus_scrapes_the_watch_and_returns_the_windows_values() {
+    use crate::fleet_prometheus::{config, poll, Proc};
+    rtscope_testkit::require!(
+        rtscope_testkit::have("prometheus", "--version"),
+        "`prometheus` is not installed (apt-get install prometheus; .ci/run installs it)"
+    );
+    let _rt = common::rt_lock();
+    let dir = common::fresh_dir("watch-prometheus");
+    let db = dir.join("w.db");
+    let (port, server) = (free_port(), free_port());
+    let listen = format!("127.0.0.1:{port}");
+    let mut w = Watch::start(&[
+        "--series",
+        "e2e",
+        "--db",
+        db.to_str().unwrap(),
+        "--cpus",
+        "0",
+        "--window",
+        "2s",
+        "--listen",
+        &listen,
+    ]);
+    let plog = dir.join("prometheus.log");
+    let mut prom = Proc::start(
+        "prometheus",
+        &[
+            format!("--config.file={}", config(&dir, port).display()),
+            format!("--storage.tsdb.path={}", dir.join("tsdb").display()),
+            format!("--web.listen-address=127.0.0.1:{server}"),
+        ],
+        &plog,
+    );
+    let q =
+        r#"{__name__=~"rtscope_watch_window_(max|end_timestamp)_seconds",series="e2e",cpu="0"}"#;
+    let limit = Duration::from_secs(120);
+    let mut alive = || prom.check_alive(&plog);
+    let r = poll(server, q, limit, &mut alive);
+    assert_eq!(r.len(), 2, "{r:?}");
+    let get = |name: &str| -> f64 {
+        let v = r.iter().find(|x| x["metric"]["__name__"] == name).unwrap();
+        v["value"][1].as_str().unwrap().parse().unwrap()
+    };
+    let (max_s, end_s) = (
+        get("rtscope_watch_window_max_seconds"),
+        get("rtscope_watch_window_end_timestamp_seconds"),
+    );
+    let count = poll(
+        server,
+        r#"rtscope_watch_latency_seconds_count{series="e2e",cpu="0"}"#,
+        limit,
+        &mut alive,
+    );
+    let count: f64 = count[0]["value"][1].as_str().unwrap().parse().unwrap();
+    assert!(w.alive());
+    w.signal(libc::SIGTERM);
+    let o = w.finish();
+    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    let rows = windows(&db);
+    let row = rows
+        .iter()
+        .find(|x| (x.end_ns as f64 / 1e9 - end_s).abs() < 1e-6)
+        .unwrap_or_else(|| {
+            panic!(
+                "no row ends at {end_s}: {:?}",
+                rows.iter().map(|x| x.end_ns).collect::<Vec<_>>()
+            )
+        });
+    assert_eq!((max_s * 1e9).round() as u64, row.histogram.max().unwrap().0);
+    let upto: u64 = rows
+        .iter()
+        .filter(|x| x.end_ns <= row.end_ns)
+        .map(|x| x.histogram.count())
+        .sum();
+    assert!(
+        count as u64 >= upto
+            && count as u64 <= rows.iter().map(|x| x.histogram.count()).sum::<u64>()
+    );
+}
