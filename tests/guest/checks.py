@@ -5,7 +5,7 @@
 
 Per kernel: `rtscope check` (check-in-guest.sh: verdicts with fixes, preempt_rt ok exactly on
 the RT kernels), `rtscope measure -D 2s` with SCHED_FIFO, `rtscope runs` and `rtscope report`
-succeed in the guest; on amd64 also the quick campaign (20 s, built-in loads). On the host:
+succeed in the guest; also the guests' campaign (campaign.toml: 20 s, built-in loads). On the host:
 the run's environment says PREEMPT_RT exactly on the RT kernels; on an RT kernel the monitors
 saw `irq/…` threads among the top CPU consumers under load; the guest's database opens with
 `rtscope runs` and `rtscope report`. Prints one PASS/FAIL line per check and a timing table;
@@ -218,7 +218,8 @@ def main(argv: list[str]) -> int:
         # outer timeout).
         irq_load = campaign and kernel.startswith("rt-")
         env = {"CAMPAIGN": "1" if campaign else "0", "KIND": "rt" if kernel.startswith("rt-") else "stock"}
-        files = {"/guest/check-in-guest.sh": HERE / "check-in-guest.sh"}
+        files = {"/guest/check-in-guest.sh": HERE / "check-in-guest.sh",
+                 "/guest/campaign.toml": HERE / "campaign.toml"}
         # --explain with an injected culprit and the reference instance (reference.py): on the
         # kernels of --explain-kernels (CI: amd64, rt-amd64; the culprit is built with the
         # host's cc, or aarch64-linux-musl-gcc), about 10 s of guest time on rt-amd64.
