@@ -5,9 +5,9 @@
 
 use crate::alert::{self, Threshold};
 use crate::retention::Retention;
+use crate::toml_lite::Value;
 use rtscope_common::error::UsageError;
 use rtscope_core::Nanos;
-use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// The default wake-up interval (see [`Config::build`]).
@@ -17,8 +17,7 @@ pub const DEFAULT_INTERVAL: Nanos = Nanos::from_ms(5);
 pub const SERVICE_CONFIG: &str = "/etc/rtscope/watch.toml";
 
 /// The configuration as written: text, as in the file or on the command line.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Settings {
     /// Series name (default: the host name).
     pub series: Option<String>,
@@ -47,7 +46,6 @@ pub struct Settings {
     /// A node_exporter textfile written after each window.
     pub textfile: Option<String>,
     /// Alert thresholds.
-    #[serde(default)]
     pub alert: Vec<String>,
     /// Command run on a breach.
     pub alert_command: Option<String>,
@@ -72,11 +70,55 @@ impl Settings {
         }
         let text = std::fs::read_to_string(path)
             .map_err(|e| UsageError::new(format!("cannot read {name}: {e}")))?;
-        toml::from_str(&text).map_err(|e| {
-            UsageError::new(format!("{name}: {}", e.to_string().trim_end())).hint(
+        Settings::parse(&text).map_err(|e| {
+            UsageError::new(format!("{name}: {e}")).hint(
                 "every key is a `rtscope watch` option's long name with _ for - (docs/watch.md)",
             )
         })
+    }
+
+    /// Reads the text of a configuration file (crate::toml_lite's subset of TOML).
+    pub fn parse(text: &str) -> Result<Settings, String> {
+        let mut s = Settings::default();
+        for (line, key, v) in crate::toml_lite::parse(text)? {
+            let wrong = |want: &str| format!("line {line}: {key} takes {want}");
+            let text = |v: Value| match v {
+                Value::Str(t) => Ok(Some(t)),
+                _ => Err(wrong("a quoted string")),
+            };
+            match key.as_str() {
+                "series" => s.series = text(v)?,
+                "db" => s.db = text(v)?,
+                "cpus" => s.cpus = text(v)?,
+                "interval" => s.interval = text(v)?,
+                "window" => s.window = text(v)?,
+                "spike" => s.spike = text(v)?,
+                "keep_windows" => s.keep_windows = text(v)?,
+                "keep_hours" => s.keep_hours = text(v)?,
+                "keep" => s.keep = text(v)?,
+                "disk_budget" => s.disk_budget = text(v)?,
+                "listen" => s.listen = text(v)?,
+                "textfile" => s.textfile = text(v)?,
+                "alert_command" => s.alert_command = text(v)?,
+                "housekeeping" => s.housekeeping = text(v)?,
+                "priority" => match v {
+                    Value::Int(p) => {
+                        s.priority = Some(i32::try_from(p).map_err(|_| wrong("1-99"))?)
+                    }
+                    _ => return Err(wrong("an integer")),
+                },
+                "explain" => match v {
+                    Value::Bool(b) => s.explain = Some(b),
+                    _ => return Err(wrong("true or false")),
+                },
+                "alert" => match v {
+                    Value::List(l) => s.alert = l,
+                    _ => return Err(wrong("an array of strings")),
+                },
+                _ => return Err(format!("line {line}: unknown key '{key}'")),
+            }
+        }
+        Ok(s)
     }
 
     /// `self` with every value that `over` sets replaced (alerts: `over`'s list if not empty).
@@ -244,7 +286,7 @@ mod tests {
 
     #[test]
     fn the_command_line_overrides_the_file_and_defaults_fill_the_rest() {
-        let file: Settings = toml::from_str("series = \"press-7\"\ninterval = \"500us\"\nalert = [\"max>300us\"]\nlisten = \"127.0.0.1:9464\"\n").unwrap();
+        let file = Settings::parse("series = \"press-7\"\ninterval = \"500us\"\nalert = [\"max>300us\"]\nlisten = \"127.0.0.1:9464\"\n").unwrap();
         let cli = Settings {
             interval: Some("2ms".into()),
             ..Settings::default()
@@ -264,10 +306,13 @@ mod tests {
 
     #[test]
     fn bad_values_are_refused_by_name() {
-        let e = toml::from_str::<Settings>("intervall = \"1ms\"")
+        let e = Settings::parse("intervall = \"1ms\"").unwrap_err();
+        assert_eq!(e, "line 1: unknown key 'intervall'");
+        let e = Settings::parse("\npriority = \"90\"").unwrap_err();
+        assert_eq!(e, "line 2: priority takes an integer");
+        assert!(Settings::parse("alert = \"max>1us\"")
             .unwrap_err()
-            .to_string();
-        assert!(e.contains("intervall"), "{e}");
+            .contains("array"));
         let bad = |s: Settings, what: &str| {
             let e = Config::build(&s, "h").unwrap_err().to_string();
             assert!(e.contains(what), "{e}");

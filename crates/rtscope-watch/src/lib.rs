@@ -19,6 +19,7 @@ pub mod http;
 pub mod metrics;
 pub mod retention;
 pub mod roller;
+pub mod toml_lite;
 
 pub use config::{Config, Settings};
 pub use daemon::{run, Stopped};
