@@ -160,7 +160,13 @@ impl Shared {
                 ));
             }
         }
+        // One notification per CPU that breached; the all-CPUs row is marked but notified only
+        // when no CPU's row breached (a percentile over all CPUs can).
+        let cpu_marked = marked.iter().any(|&i| closed.windows[i].cpu.is_some());
         for i in marked {
+            if cpu_marked && closed.windows[i].cpu.is_none() {
+                continue;
+            }
             let b = Breach {
                 series: &c.series,
                 window: &closed.windows[i],
