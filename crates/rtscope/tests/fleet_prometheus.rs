@@ -147,7 +147,23 @@ fn record(db: &Path, metrics: &Path) -> Value {
     common::show_last(db)
 }
 
-pub(crate) fn config(dir: &Path, exporter: u16) -> PathBuf {
+/// Debian's `prometheus` scraping 127.0.0.1:`target` every second, serving on `server`, its
+/// configuration, database and log in `dir`; the process and its log.
+pub(crate) fn prometheus(dir: &Path, target: u16, server: u16) -> (Proc, PathBuf) {
+    let log = dir.join("prometheus.log");
+    let p = Proc::start(
+        "prometheus",
+        &[
+            format!("--config.file={}", config(dir, target).display()),
+            format!("--storage.tsdb.path={}", dir.join("tsdb").display()),
+            format!("--web.listen-address=127.0.0.1:{server}"),
+        ],
+        &log,
+    );
+    (p, log)
+}
+
+fn config(dir: &Path, exporter: u16) -> PathBuf {
     let path = dir.join("prometheus.yml");
     let yml = format!(
         "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: boards\n    static_configs:\n      - targets: ['127.0.0.1:{exporter}']\n"
@@ -207,16 +223,7 @@ fn prometheus_scrapes_the_textfile_and_the_dashboard_queries_return_rtscopes_num
         ],
         &elog,
     );
-    let plog = dir.join("prometheus.log");
-    let mut prom = Proc::start(
-        "prometheus",
-        &[
-            format!("--config.file={}", config(&dir, exporter).display()),
-            format!("--storage.tsdb.path={}", dir.join("tsdb").display()),
-            format!("--web.listen-address=127.0.0.1:{server}"),
-        ],
-        &plog,
-    );
+    let (mut prom, plog) = prometheus(&dir, exporter, server);
     let mut alive = || {
         ne.check_alive(&elog);
         prom.check_alive(&plog);

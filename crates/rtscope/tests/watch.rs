@@ -434,7 +434,7 @@ fn explain_names_the_injected_culprit_in_the_windows_it_made_worst() {
 /// are those of the window's row in the database, and its wake-up count is the rows' sum.
 #[test]
 fn prometheus_scrapes_the_watch_and_returns_the_windows_values() {
-    use crate::fleet_prometheus::{config, poll, Proc};
+    use crate::fleet_prometheus::{poll, prometheus};
     rtscope_testkit::require!(
         rtscope_testkit::have("prometheus", "--version"),
         "`prometheus` is not installed (apt-get install prometheus; .ci/run installs it)"
@@ -456,16 +456,7 @@ fn prometheus_scrapes_the_watch_and_returns_the_windows_values() {
         "--listen",
         &listen,
     ]);
-    let plog = dir.join("prometheus.log");
-    let mut prom = Proc::start(
-        "prometheus",
-        &[
-            format!("--config.file={}", config(&dir, port).display()),
-            format!("--storage.tsdb.path={}", dir.join("tsdb").display()),
-            format!("--web.listen-address=127.0.0.1:{server}"),
-        ],
-        &plog,
-    );
+    let (mut prom, plog) = prometheus(&dir, port, server);
     let q =
         r#"{__name__=~"rtscope_watch_window_(max|end_timestamp)_seconds",series="e2e",cpu="0"}"#;
     let limit = Duration::from_secs(120);
