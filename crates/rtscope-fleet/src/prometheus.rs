@@ -59,9 +59,13 @@ fn secs(ns: u64) -> f64 {
 /// Samples at or below `le_ns`: a bucket of the lossless histogram counts by its midpoint
 /// (clamped to the exact min and max), the value rtscope reports for it.
 fn cumulative(s: &Scope, le_ns: u64) -> u64 {
-    let (min, max) = (s.stats.min.0, s.stats.max.0);
-    s.histogram
-        .buckets()
+    at_or_below(&s.histogram, s.stats.min.0, s.stats.max.0, le_ns)
+}
+
+/// Samples of `h` at or below `le_ns`, each bucket counted at its midpoint clamped to
+/// `min..=max` (the exact extremes): the rule of every `le` bucket rtscope exposes.
+pub fn at_or_below(h: &rtscope_core::Histogram, min: u64, max: u64, le_ns: u64) -> u64 {
+    h.buckets()
         .filter(|(low, width, _)| (low.0 + (width.0.max(1) - 1) / 2).clamp(min, max) <= le_ns)
         .map(|(_, _, c)| c)
         .sum()

@@ -315,6 +315,15 @@ impl PlanError {
             _ => None,
         }
     }
+
+    /// The usage error (message and hint) in the words of `naming`.
+    pub fn usage(&self, naming: Naming) -> crate::UsageError {
+        let u = crate::UsageError::new(self.message(naming));
+        match self.hint(naming) {
+            Some(h) => u.hint(h),
+            None => u,
+        }
+    }
 }
 
 /// Everything a front end says about one measurement, typed and unchecked.

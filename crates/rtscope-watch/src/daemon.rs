@@ -72,13 +72,7 @@ pub fn plan(c: &Config, online: &rtscope_engine::CpuSet) -> Result<RunPlan, Usag
         housekeeping_cpus: cpus(&c.housekeeping, "--housekeeping")?,
         ..PlanSpec::default()
     };
-    let mut plan = RunPlan::build(&spec, online).map_err(|e| {
-        let u = UsageError::new(e.message(Naming::Flags));
-        match e.hint(Naming::Flags) {
-            Some(h) => u.hint(h),
-            None => u,
-        }
-    })?;
+    let mut plan = RunPlan::build(&spec, online).map_err(|e| e.usage(Naming::Flags))?;
     plan.config.duration = None;
     plan.config.loops = None;
     Ok(plan)

@@ -71,13 +71,10 @@ fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
 }
 
-/// Samples at or below `le_ns`, each bucket counted at its midpoint (as the fleet textfile).
+/// Samples at or below `le_ns`, by the fleet textfile's rule.
 fn at_or_below(h: &Histogram, le_ns: u64) -> u64 {
     let (min, max) = (h.min().map_or(0, |n| n.0), h.max().map_or(0, |n| n.0));
-    h.buckets()
-        .filter(|(low, width, _)| (low.0 + (width.0.max(1) - 1) / 2).clamp(min, max) <= le_ns)
-        .map(|(_, _, c)| c)
-        .sum()
+    rtscope_fleet::prometheus::at_or_below(h, min, max, le_ns)
 }
 
 impl Exposition {

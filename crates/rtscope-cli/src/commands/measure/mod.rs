@@ -31,11 +31,7 @@ fn opt_dur(text: Option<&str>, flag: &str) -> Result<Option<Nanos>, UsageError> 
 
 /// A plan error in the command line's words.
 pub fn plan_error(e: PlanError) -> UsageError {
-    let u = UsageError::new(e.message(Naming::Flags));
-    match e.hint(Naming::Flags) {
-        Some(h) => u.hint(h),
-        None => u,
-    }
+    e.usage(Naming::Flags)
 }
 
 /// Lowers the options into the typed plan spec: text is parsed here, and only here.
