@@ -219,7 +219,7 @@ CREATE INDEX campaign_runs_by_run ON campaign_runs(run_id);
     // which an older rtscope cannot read: the version makes it refuse the file by name.
     MIGRATION_RAW_TAG3,
     // 9 -> 10: `rtscope watch` series and their windows.
-    crate::watch::WATCH_TABLES,
+    WATCH_TABLES,
 ];
 
 /// Migration 8 -> 9 (issue 28): no table changes; the version says raw sample chunks may be
@@ -272,4 +272,37 @@ CREATE TABLE spike_summaries (
                                                  -- the JSON minus this are offsets into the run
     summary      TEXT NOT NULL                   -- JSON: counts, culprits, worst spikes
 );
+"#;
+
+/// Migration 9 -> 10: the watch tables.
+pub const WATCH_TABLES: &str = r#"
+CREATE TABLE watch_series (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    name        TEXT NOT NULL UNIQUE,            -- --series (default: the host name)
+    uuid        TEXT NOT NULL,                   -- random UUID: the series across databases
+    host        TEXT,
+    created_ns  INTEGER NOT NULL,                -- Unix ns of its first start
+    resumed     INTEGER NOT NULL DEFAULT 0,      -- how many times a watch resumed it
+    config      TEXT NOT NULL                    -- JSON: the configuration of the latest start
+);
+CREATE TABLE watch_windows (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    series_id   INTEGER NOT NULL REFERENCES watch_series(id) ON DELETE CASCADE,
+    level       INTEGER NOT NULL,                -- 0 as measured (--window), 1 hour, 2 day
+    start_ns    INTEGER NOT NULL,                -- Unix ns, aligned to the level's span
+    end_ns      INTEGER NOT NULL,                -- Unix ns (a window cut short ends early)
+    cpu         INTEGER NOT NULL,                -- the measured CPU, -1 all of them
+    samples     INTEGER NOT NULL,                -- wake-ups
+    missed      INTEGER NOT NULL,                -- missed deadlines (not samples)
+    min_ns      INTEGER,                         -- NULL without samples
+    max_ns      INTEGER,                         -- bucket bound (within 0.1 %)
+    p99_ns      INTEGER,
+    p9999_ns    INTEGER,
+    spikes      INTEGER NOT NULL,                -- samples at or above the spike threshold
+    histogram   BLOB NOT NULL,                   -- the window's histogram (codec)
+    alert       TEXT,                            -- the thresholds it breached
+    explain     TEXT,                            -- JSON: the worst wake-up's explanation
+    UNIQUE (series_id, level, cpu, start_ns)
+);
+CREATE INDEX watch_windows_by_time ON watch_windows(series_id, level, start_ns);
 "#;
