@@ -418,6 +418,32 @@ pub struct ReportArgs {
     /// counted at the limit [default: the largest latency]
     #[arg(long, value_name = "US")]
     pub xmax: Option<u64>,
+    /// Report an `rtscope watch` series instead of runs: its maximum and tail over time, a
+    /// latency heat map, the worst periods with their causes and the alerts (docs/watch.md)
+    #[arg(long, value_name = "SERIES", conflicts_with_all = ["runs", "campaign", "last", "raw", "group_by", "rows", "cols", "xmax"])]
+    pub watch: Option<String>,
+    /// With --watch: from this UTC time (`2026-11-24`, `2026-11-24 13:00`, RFC 3339 or
+    /// `@UNIX_SECONDS`) [default: the series' start]
+    #[arg(long, value_name = "TIME", requires = "watch")]
+    pub from: Option<String>,
+    /// With --watch: up to this UTC time, excluded [default: now]
+    #[arg(long, value_name = "TIME", requires = "watch")]
+    pub to: Option<String>,
+    /// With --watch: draw one point per window, hour or day [default: the finest with at most
+    /// 400 per CPU]
+    #[arg(long, value_name = "LEVEL", requires = "watch")]
+    pub per: Option<WatchLevel>,
+}
+
+/// The resolution of a watch report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WatchLevel {
+    /// Each measured window (`watch --window`).
+    Window,
+    /// Hours.
+    Hour,
+    /// Days.
+    Day,
 }
 
 /// Options of `rtscope man`.

@@ -12,6 +12,7 @@
 
 #![warn(missing_docs)]
 
+pub mod civil;
 pub mod cpulist;
 mod histogram;
 pub mod layout;

@@ -29,7 +29,6 @@ pub mod output;
 pub mod prometheus;
 pub mod remote;
 pub mod targets;
-mod time;
 
 use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_session::limits::{self, Check, Limit};
@@ -168,7 +167,10 @@ impl Report {
             run_id: Some(s.id),
             uuid: s.uuid.clone(),
             started: Some(s.started.clone()),
-            ended_unix_s: s.ended.as_deref().and_then(time::parse_rfc3339),
+            ended_unix_s: s
+                .ended
+                .as_deref()
+                .and_then(rtscope_core::civil::parse_rfc3339),
             measured_s: s.progress_ns as f64 / 1e9,
             status: s.status,
             checks: check(&scopes, &lim),

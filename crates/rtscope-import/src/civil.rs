@@ -1,16 +1,7 @@
-//! Calendar dates without a date library: cyclictest's `start_time` (`Sun, 22 Nov 2026 01:41:18
+//! cyclictest's `start_time` (`Sun, 22 Nov 2026 01:41:18
 //! +0000`, strftime `%a, %d %b %Y %H:%M:%S %z` in the C locale) to seconds since the Unix epoch.
 
-/// Days from 1970-01-01 to the proleptic Gregorian date `y-m-d` (Howard Hinnant's algorithm).
-pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
+use rtscope_core::civil::days_from_civil;
 
 const MONTHS: [&str; 12] = [
     "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
@@ -68,8 +59,6 @@ mod tests {
 
     #[test]
     fn cyclictest_dates_convert_to_unix_time() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
         assert_eq!(
             parse_rfc2822("Sun, 22 Nov 2026 01:41:18 +0000"),
             Some(1_795_311_678)

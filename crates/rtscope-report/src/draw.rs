@@ -5,8 +5,8 @@
 pub(crate) mod legend;
 
 use crate::plot::{
-    colour, drawn_range, hours_label, plot_err, project, tick_label, Corner, Figure, Panel, Scale,
-    Series, Shape, FONT_FAMILY, LONG_RUN_S, NINES_P50,
+    colour, date_label, drawn_range, hours_label, plot_err, project, tick_label, Corner, Figure,
+    Panel, Scale, Series, Shape, DATE_DAYS_S, DATE_MINUTES_S, FONT_FAMILY, LONG_RUN_S, NINES_P50,
 };
 use crate::ReportError;
 use plotters::coord::types::RangedCoordf64;
@@ -37,8 +37,8 @@ pub struct Layout {
     pub y_fit: (f64, f64),
     /// The secondary y range.
     pub y2: Option<(f64, f64)>,
-    /// Whether a time axis is drawn in hours (h:mm).
-    pub hours: bool,
+    /// The unit a time or date axis is drawn in.
+    pub x_unit: XUnit,
     /// The legend's corner; `None`: no legend.
     pub legend: Option<Corner>,
     /// The share of the y axis added on top so the legend covers no data (0: none needed).
@@ -47,11 +47,46 @@ pub struct Layout {
     pub outside: Option<u32>,
 }
 
+/// The unit a time or date axis is drawn in (its values are in s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XUnit {
+    /// Seconds (or no time at all).
+    Plain,
+    /// Minutes: a date axis of a few hours.
+    Minutes,
+    /// Hours: a long run's h:mm, or a date axis of a few days.
+    Hours,
+    /// Days: a long date axis.
+    Days,
+}
+
+impl XUnit {
+    /// The unit of an axis of `scale` spanning `x0..x1` (s).
+    fn of(scale: Scale, x0: f64, x1: f64) -> XUnit {
+        match scale {
+            Scale::Time if x1 > LONG_RUN_S => XUnit::Hours,
+            Scale::Date if x1 - x0 > DATE_DAYS_S => XUnit::Days,
+            Scale::Date if x1 - x0 > DATE_MINUTES_S => XUnit::Hours,
+            Scale::Date => XUnit::Minutes,
+            _ => XUnit::Plain,
+        }
+    }
+
+    /// Seconds per unit.
+    fn seconds(self) -> f64 {
+        match self {
+            XUnit::Plain => 1.0,
+            XUnit::Minutes => 60.0,
+            XUnit::Hours => 3600.0,
+            XUnit::Days => 86_400.0,
+        }
+    }
+}
+
 impl Layout {
     /// Where `v` goes on the drawn x axis.
     pub fn x_of(&self, scale: Scale, v: f64) -> f64 {
-        let v = if self.hours { v / 3600.0 } else { v };
-        project(scale, v, self.x.0)
+        project(scale, v / self.x_unit.seconds(), self.x.0)
     }
 }
 
@@ -59,10 +94,8 @@ impl Layout {
 pub fn layout(p: &Panel, cell: (u32, u32)) -> Layout {
     let all_x = p.series.iter().flat_map(|s| s.points.iter().map(|q| q.0));
     let (mut x0, mut x1) = drawn_range(&p.x, all_x);
-    let hours = p.x.scale == Scale::Time && x1 > LONG_RUN_S;
-    if hours {
-        (x0, x1) = (x0 / 3600.0, x1 / 3600.0);
-    }
+    let x_unit = XUnit::of(p.x.scale, x0, x1);
+    (x0, x1) = (x0 / x_unit.seconds(), x1 / x_unit.seconds());
     let prim = p.series.iter().filter(|s| !s.secondary);
     let y = drawn_range(&p.y, prim.flat_map(|s| s.points.iter().map(|q| q.1)));
     let sec = p.series.iter().filter(|s| s.secondary);
@@ -74,7 +107,7 @@ pub fn layout(p: &Panel, cell: (u32, u32)) -> Layout {
         y,
         y_fit: y,
         y2,
-        hours,
+        x_unit,
         legend: None,
         headroom: 0.0,
         outside: None,
@@ -285,18 +318,17 @@ fn mesh<'a, DB: DrawingBackend + 'a>(
     l: &Layout,
 ) -> Result<(), ReportError> {
     let (xs, ys) = (p.x.scale, p.y.scale);
-    let hours = l.hours;
-    let xf = move |v: &f64| {
-        if hours {
-            hours_label(*v)
-        } else {
-            tick_label(xs, *v)
-        }
+    let unit = l.x_unit;
+    let xf = move |v: &f64| match (xs, unit) {
+        (Scale::Time, XUnit::Hours) => hours_label(*v),
+        (Scale::Date, _) => date_label(*v, unit.seconds()),
+        _ => tick_label(xs, *v),
     };
     let yf = move |v: &f64| tick_label(ys, *v);
-    let x_desc = match (xs, hours) {
-        (Scale::Time, true) => format!("{} (h:mm)", p.x.label),
-        (Scale::Time, false) => format!("{} (s)", p.x.label),
+    let x_desc = match (xs, unit) {
+        (Scale::Time, XUnit::Hours) => format!("{} (h:mm)", p.x.label),
+        (Scale::Time, _) => format!("{} (s)", p.x.label),
+        (Scale::Date, _) => format!("{} (UTC)", p.x.label),
         _ => p.x.label.clone(),
     };
     let (y0, y1) = l.y;
@@ -403,6 +435,14 @@ fn draw_series<DB: DrawingBackend>(
             chart.draw_series(dots).map_err(plot_err)?;
             return Ok(());
         }
+        Shape::Cells => {
+            let fill = colour(s.colour).filled();
+            let cells = pts
+                .chunks_exact(2)
+                .map(|c| Rectangle::new([c[0], c[1]], fill));
+            chart.draw_series(cells).map_err(plot_err)?;
+            return Ok(());
+        }
         Shape::Line => {}
     }
     if s.markers {
@@ -507,6 +547,11 @@ fn legend_box<DB: DrawingBackend>(
         let c = if s.faint { c.mix(0.45) } else { c.mix(1.0) };
         let swatch = if s.shape == Shape::Dots {
             area.draw(&Circle::new((x + 16, yy), 3, c.filled()))
+        } else if s.shape == Shape::Cells {
+            area.draw(&Rectangle::new(
+                [(x + 10, yy - 6), (x + 22, yy + 6)],
+                c.filled(),
+            ))
         } else {
             area.draw(&Rectangle::new(
                 [(x + 6, yy - 2), (x + 26, yy + 2)],

@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 pub use crate::escape::escape;
 
-const CSS: &str = "body{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;margin:1.5em auto;max-width:1280px;padding:0 1em;color:#222}\
+pub(crate) const CSS: &str = "body{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;margin:1.5em auto;max-width:1280px;padding:0 1em;color:#222}\
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:1.6em}\
 table{border-collapse:collapse;margin:.6em 0;font-size:.88em}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}\
 th{background:#f2f2f2}td.t,th.t{text-align:left}tr.all td{font-weight:bold;background:#fafafa}\
@@ -220,7 +220,7 @@ fn cases(h: &mut String, rows: &[crate::table::CaseRow]) {
     h.push_str("</table>\n");
 }
 
-fn figures(h: &mut String, figs: &[(&NamedFigure, &str)], section: Section) {
+pub(crate) fn figures(h: &mut String, figs: &[(&NamedFigure, &str)], section: Section) {
     for (f, svg) in figs.iter().filter(|(f, _)| f.section == section) {
         let n = escape(&f.name);
         let _ = writeln!(

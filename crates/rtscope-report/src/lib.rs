@@ -32,6 +32,7 @@ pub mod samples;
 pub mod scale;
 pub mod table;
 pub mod warnings;
+pub mod watch;
 
 pub use model::RunData;
 
@@ -182,7 +183,7 @@ fn summary_md(runs: &[RunData], g: &group::Grouping, rows: &[table::SummaryRow])
     md
 }
 
-fn file(name: &str, bytes: Vec<u8>) -> ReportFile {
+pub(crate) fn file(name: &str, bytes: Vec<u8>) -> ReportFile {
     ReportFile {
         name: name.to_string(),
         bytes,
@@ -193,7 +194,7 @@ type Rendered = (String, Vec<u8>);
 
 /// Renders every figure to SVG and PNG, on two threads (the report is built on the board, where
 /// a second core is usually idle after the run).
-fn render_all(figs: &[figures::NamedFigure]) -> Result<Vec<Rendered>, ReportError> {
+pub(crate) fn render_all(figs: &[figures::NamedFigure]) -> Result<Vec<Rendered>, ReportError> {
     let one = |f: &figures::NamedFigure| -> Result<Rendered, ReportError> {
         Ok((to_svg(&f.figure)?, to_png(&f.figure)?))
     };

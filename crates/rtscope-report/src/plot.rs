@@ -30,10 +30,32 @@ pub const PALETTE: [(u8, u8, u8); 8] = [
 /// The palette index of marks that belong to no CPU or group (events): black.
 pub const NEUTRAL: usize = usize::MAX;
 
+/// A sequential ramp for the cells of a heat map, from few (light) to many (dark): viridis,
+/// reversed, whose steps stay apart in lightness for every form of colour blindness.
+pub const HEAT: [(u8, u8, u8); 6] = [
+    (253, 231, 37),
+    (122, 209, 81),
+    (34, 168, 132),
+    (42, 120, 142),
+    (65, 68, 135),
+    (68, 1, 84),
+];
+
+/// The palette index of step `k` of [`HEAT`] (the last step for any larger `k`).
+pub fn heat(k: usize) -> usize {
+    HEAT_BASE + k.min(HEAT.len() - 1)
+}
+
+const HEAT_BASE: usize = NEUTRAL - 16;
+
 /// The colour of series number `i` (a group keeps its number in every figure of a report).
 pub fn colour(i: usize) -> RGBColor {
     if i == NEUTRAL {
         return RGBColor(0, 0, 0);
+    }
+    if (HEAT_BASE..NEUTRAL).contains(&i) {
+        let (r, g, b) = HEAT[(i - HEAT_BASE).min(HEAT.len() - 1)];
+        return RGBColor(r, g, b);
     }
     let (r, g, b) = PALETTE[i % PALETTE.len()];
     match (i / PALETTE.len()) % 3 {
@@ -54,7 +76,16 @@ pub enum Scale {
     Nines,
     /// Time since the start, in s: labelled in seconds up to [`LONG_RUN_S`], in h:mm beyond.
     Time,
+    /// Wall-clock time, Unix s: drawn in days and labelled with UTC dates over more than
+    /// [`DATE_DAYS_S`], else in hours, or minutes under [`DATE_MINUTES_S`], labelled
+    /// `MM-DD HH:MM` (so ticks fall on whole units).
+    Date,
 }
+
+/// Date axes longer than this (s) are drawn in days.
+pub const DATE_DAYS_S: f64 = 3.0 * 86_400.0;
+/// Date axes shorter than this (s) are drawn in minutes.
+pub const DATE_MINUTES_S: f64 = 3.0 * 3600.0;
 
 /// Time axes longer than this (s) are drawn in hours and labelled h:mm.
 pub const LONG_RUN_S: f64 = 3600.0;
@@ -83,6 +114,13 @@ impl Axis {
     pub fn log(label: impl Into<String>) -> Axis {
         Axis {
             scale: Scale::Log,
+            ..Axis::linear(label)
+        }
+    }
+    /// A wall-clock axis (values in Unix s) fitted to the data, labelled in UTC.
+    pub fn date(label: impl Into<String>) -> Axis {
+        Axis {
+            scale: Scale::Date,
             ..Axis::linear(label)
         }
     }
@@ -132,6 +170,9 @@ pub enum Shape {
     Band,
     /// Each point as a small dot without a line (a scatter of samples).
     Dots,
+    /// Filled rectangles, the cells of a heat map: the points in pairs, the lower-left and the
+    /// upper-right corner of each cell.
+    Cells,
 }
 
 impl Series {
@@ -255,6 +296,10 @@ pub(crate) fn drawn_range(axis: &Axis, values: impl Iterator<Item = f64>) -> (f6
             (bottom, hi.ceil().max(lo.floor() + 1.0))
         }
         Scale::Nines => (0.0, hi.ceil().max(1.0)),
+        Scale::Date => {
+            let pad = ((hi - lo) * 0.02).max(30.0);
+            (lo - pad, hi + pad)
+        }
         Scale::Linear | Scale::Time => {
             let pad = ((hi - lo) * 0.05).max(hi.abs() * 0.05).max(1e-9);
             (if lo >= 0.0 { 0.0 } else { lo - pad }, hi + pad)
@@ -266,6 +311,7 @@ pub(crate) fn drawn_range(axis: &Axis, values: impl Iterator<Item = f64>) -> (f6
 pub fn tick_label(scale: Scale, v: f64) -> String {
     match scale {
         Scale::Linear | Scale::Time => crate::fmt_num(v),
+        Scale::Date => date_label(v, 86_400.0),
         Scale::Log => {
             if (v - v.round()).abs() > 1e-6 {
                 return String::new();
@@ -292,6 +338,20 @@ pub const NINES_P50: f64 = std::f64::consts::LOG10_2;
 pub fn hours_label(h: f64) -> String {
     let minutes = (h * 60.0).round().max(0.0) as u64;
     format!("{}:{:02}", minutes / 60, minutes % 60)
+}
+
+/// A tick label of a date axis: `v` in units of `unit_s` seconds since the Unix epoch, as a UTC
+/// date when it is a midnight on an axis drawn in days, else as `MM-DD HH:MM` (with `:SS` when
+/// not a whole minute).
+pub fn date_label(v: f64, unit_s: f64) -> String {
+    let text = rtscope_core::civil::utc_text((v * unit_s).round() as i64);
+    if unit_s >= 86_400.0 && text.ends_with("00:00:00") {
+        text[..10].to_string()
+    } else if text.ends_with(":00") {
+        text[5..16].to_string()
+    } else {
+        text[5..].to_string()
+    }
 }
 
 fn nines_label(nines: usize) -> String {

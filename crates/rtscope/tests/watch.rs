@@ -16,28 +16,28 @@ use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
 
 /// A watch process, SIGKILLed if the test ends before it was waited for.
-struct Watch(Option<Child>, Reaper);
+pub struct Watch(Option<Child>, Reaper);
 
 impl Watch {
-    fn start(args: &[&str]) -> Watch {
+    pub fn start(args: &[&str]) -> Watch {
         let mut a = vec!["watch"];
         a.extend_from_slice(args);
         let (child, reaper) = spawn(&a);
         Watch(Some(child), reaper)
     }
 
-    fn signal(&self, sig: i32) {
+    pub fn signal(&self, sig: i32) {
         let pid = self.0.as_ref().unwrap().id() as i32;
         // SAFETY: kill(2) on our own child, which is not reaped yet.
         assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
     }
 
-    fn alive(&mut self) -> bool {
+    pub fn alive(&mut self) -> bool {
         matches!(self.0.as_mut().unwrap().try_wait(), Ok(None))
     }
 
     /// Waits for the end (at most 60 s, then SIGKILL) and returns the output.
-    fn finish(mut self) -> Output {
+    pub fn finish(mut self) -> Output {
         let t0 = Instant::now();
         while self.alive() && t0.elapsed() < Duration::from_secs(60) {
             std::thread::sleep(Duration::from_millis(50));
@@ -55,7 +55,7 @@ impl Watch {
 
 /// The measured windows in `db` (none before the watch created it). Opened as the watch opens
 /// it (a read-only open sees nothing of the WAL the live watch writes to).
-fn windows(db: &Path) -> Vec<rtscope_store::watch::WatchWindow> {
+pub fn windows(db: &Path) -> Vec<rtscope_store::watch::WatchWindow> {
     if !db.exists() {
         return Vec::new();
     }
@@ -68,7 +68,7 @@ fn windows(db: &Path) -> Vec<rtscope_store::watch::WatchWindow> {
 }
 
 /// Polls until `f` holds (at most 120 s; the watch must stay alive meanwhile).
-fn until(w: &mut Watch, what: &str, mut f: impl FnMut() -> bool) {
+pub fn until(w: &mut Watch, what: &str, mut f: impl FnMut() -> bool) {
     let t0 = Instant::now();
     while !f() {
         assert!(w.alive(), "the watch ended while waiting for {what}");

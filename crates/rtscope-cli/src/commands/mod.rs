@@ -11,6 +11,7 @@ pub mod measure;
 pub mod merge;
 pub mod noise;
 pub mod report;
+pub mod report_watch;
 pub mod respond;
 pub mod run;
 pub mod runs;

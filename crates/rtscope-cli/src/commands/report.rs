@@ -13,6 +13,9 @@ use std::io::Write;
 /// Runs `rtscope report`.
 pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let store = record::open_existing(a.db.as_deref())?;
+    if let Some(series) = &a.watch {
+        return super::report_watch::run(&store, series, a, out);
+    }
     let ids = chosen(&store, a)?;
     let mut runs: Vec<RunData> = store
         .bundles(&ids, false)

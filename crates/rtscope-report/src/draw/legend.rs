@@ -48,6 +48,12 @@ pub fn place(p: &Panel, l: &mut Layout, cell: (u32, u32)) {
         return;
     }
     let (w, h) = size(&entries);
+    if p.series.iter().any(|s| s.shape == Shape::Cells) {
+        // A heat map fills its plot: its legend (the colour key) goes beside it.
+        l.outside = Some(w + PAD);
+        l.legend = Some(Corner::UpperRight);
+        return;
+    }
     let right = if p.y2.is_some() {
         2 * Y_LABELS
     } else {
@@ -131,7 +137,7 @@ fn normalised(p: &Panel, l: &Layout) -> Vec<Vec<(f64, f64)>> {
         });
         match s.shape {
             Shape::Line | Shape::Band => out.push(pts.collect()),
-            Shape::MaxMarker | Shape::Dots => out.extend(pts.map(|q| vec![q])),
+            Shape::MaxMarker | Shape::Dots | Shape::Cells => out.extend(pts.map(|q| vec![q])),
         }
     }
     out

@@ -8,6 +8,7 @@
 //! `common::compat::*` the side-by-side runs of tests/compat_*.rs.
 #![allow(dead_code, unused_imports)]
 
+pub mod browser;
 pub mod compat;
 pub mod grammar;
 pub mod reference;

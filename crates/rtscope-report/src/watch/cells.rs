@@ -1,0 +1,166 @@
+//! The stored rows of a watch series shown at one resolution. The daemon keeps measured windows
+//! for `--keep-windows`, then merges them into hours, and hours into days after `--keep-hours`,
+//! so a series is days, then hours, then windows, oldest first. At resolution `hour`, windows
+//! are merged into their hours and days stay days: every cell covers the time it says.
+
+use rtscope_core::text::csv_text;
+use rtscope_core::{Histogram, Nanos};
+use rtscope_store::watch::{merge_into, Level, WatchWindow};
+use std::collections::BTreeMap;
+
+/// One cell: a stored row, or the rows finer than the resolution merged into its span.
+#[derive(Debug, Clone)]
+pub struct Cell {
+    /// The finest level merged into it (its own level when nothing was merged).
+    pub level: Level,
+    /// Unix ns.
+    pub start_ns: i64,
+    /// Unix ns.
+    pub end_ns: i64,
+    /// The CPU; `None`: all measured CPUs.
+    pub cpu: Option<u32>,
+    /// Every wake-up of the cell.
+    pub histogram: Histogram,
+    /// Missed deadlines.
+    pub missed: u64,
+    /// Wake-ups at or above the series' `--spike`.
+    pub spikes: u64,
+    /// The alerts of the rows merged into it (`; `-joined, as stored).
+    pub alert: Option<String>,
+    /// Its worst wake-up, when its time is known.
+    pub worst: Option<Worst>,
+}
+
+/// The worst wake-up of a cell and what it was charged to (`watch --explain`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Worst {
+    /// Its latency.
+    pub latency: Nanos,
+    /// When it woke, Unix ns.
+    pub at_ns: i64,
+    /// The largest cause of the explained wake-up; `None`: not explained.
+    pub culprit: Option<String>,
+    /// The time charged to that cause.
+    pub culprit_ns: Option<u64>,
+}
+
+impl Worst {
+    /// Reads a row's `explain` object (`{"worst":{…},"culprit":…,"culprit_ns":…}`).
+    pub fn parse(json: &str) -> Option<Worst> {
+        let v: serde_json::Value = serde_json::from_str(json).ok()?;
+        let w = v.get("worst")?;
+        Some(Worst {
+            latency: Nanos(w.get("latency_ns")?.as_u64()?),
+            at_ns: w.get("at_unix_ns")?.as_i64()?,
+            culprit: v.get("culprit").and_then(|c| c.as_str()).map(String::from),
+            culprit_ns: v.get("culprit_ns").and_then(serde_json::Value::as_u64),
+        })
+    }
+}
+
+impl Cell {
+    /// The middle of the cell, Unix s (where its points are drawn).
+    pub fn mid_s(&self) -> f64 {
+        (self.start_ns as f64 + self.end_ns as f64) / 2e9
+    }
+}
+
+/// The start of the cell a row goes into at `level`.
+fn cell_start(w: &WatchWindow, level: Level) -> i64 {
+    match level.span() {
+        Some(span) if w.level < level => w.start_ns.div_euclid(span.0 as i64) * span.0 as i64,
+        _ => w.start_ns,
+    }
+}
+
+/// The rows shown at `level`: per CPU (and for all CPUs), oldest first.
+pub fn at(rows: &[WatchWindow], level: Level) -> Vec<Cell> {
+    let mut merged: BTreeMap<(i64, Option<u32>), (Level, WatchWindow)> = BTreeMap::new();
+    for w in rows {
+        let key = (cell_start(w, level), w.cpu);
+        match merged.get_mut(&key) {
+            Some((finest, acc)) => {
+                merge_into(acc, w);
+                *finest = (*finest).min(w.level);
+            }
+            None => {
+                let mut acc = w.clone();
+                acc.start_ns = key.0;
+                merged.insert(key, (w.level, acc));
+            }
+        }
+    }
+    merged
+        .into_values()
+        .map(|(finest, w)| Cell {
+            level: finest,
+            start_ns: w.start_ns,
+            end_ns: w.end_ns,
+            cpu: w.cpu,
+            worst: w.explain.as_deref().and_then(Worst::parse),
+            histogram: w.histogram,
+            missed: w.missed,
+            spikes: w.spikes,
+            alert: w.alert,
+        })
+        .collect()
+}
+
+/// The finest level at which the rows make at most `max_columns` cells per CPU.
+pub fn resolution(rows: &[WatchWindow], max_columns: usize) -> Level {
+    for level in [Level::Window, Level::Hour] {
+        let columns: std::collections::BTreeSet<i64> =
+            rows.iter().map(|w| cell_start(w, level)).collect();
+        if columns.len() <= max_columns {
+            return level;
+        }
+    }
+    Level::Day
+}
+
+/// The cells of all measured CPUs, oldest first: the all-CPUs rows, or with one CPU measured
+/// (the daemon then writes no all-CPUs row) that CPU's.
+pub fn all_cpus(cells: &[Cell]) -> impl Iterator<Item = &Cell> {
+    let merged = cells.iter().any(|c| c.cpu.is_none());
+    cells.iter().filter(move |c| c.cpu.is_none() || !merged)
+}
+
+/// The measured CPUs, in order.
+pub fn cpus(cells: &[Cell]) -> Vec<u32> {
+    let set: std::collections::BTreeSet<u32> = cells.iter().filter_map(|c| c.cpu).collect();
+    set.into_iter().collect()
+}
+
+fn us(v: Option<Nanos>) -> String {
+    v.map_or(String::new(), |n| format!("{:.3}", n.0 as f64 / 1e3))
+}
+
+/// `watch.csv`: one line per cell, latencies in µs, times in Unix ns; names quoted and
+/// disarmed as spreadsheet formulas.
+pub fn csv(cells: &[Cell]) -> String {
+    let mut out = String::from(
+        "start_unix_ns,end_unix_ns,level,cpu,wakeups,p99_us,p99.99_us,max_us,missed,spikes,worst_at_unix_ns,culprit,culprit_us,alert\n",
+    );
+    for c in cells {
+        let h = &c.histogram;
+        let w = c.worst.as_ref();
+        out.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            c.start_ns,
+            c.end_ns,
+            c.level.name(),
+            c.cpu.map_or("all".to_string(), |n| n.to_string()),
+            h.count(),
+            us(h.value_at_quantile(0.99)),
+            us(h.value_at_quantile(0.9999)),
+            us(h.max()),
+            c.missed,
+            c.spikes,
+            w.map_or(String::new(), |w| w.at_ns.to_string()),
+            csv_text(w.and_then(|w| w.culprit.as_deref()).unwrap_or("")),
+            us(w.and_then(|w| w.culprit_ns).map(Nanos)),
+            csv_text(c.alert.as_deref().unwrap_or("")),
+        ));
+    }
+    out
+}
