@@ -179,7 +179,8 @@ pub struct RunArgs {
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
     /// Groups of runs, the first is the baseline: run id, `last`, label, campaign:NAME (or a
-    /// campaign's name), or tags such as kernel=rt,case=idle
+    /// campaign's name), tags such as kernel=rt,case=idle, or the hours of a watch series'
+    /// period, watch:SERIES@FROM..TO
     #[arg(required = true, num_args = 2.., value_name = "SELECTOR")]
     pub selectors: Vec<String>,
     /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]

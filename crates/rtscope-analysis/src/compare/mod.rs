@@ -19,3 +19,4 @@ pub mod significance;
 pub mod strata;
 pub mod text;
 pub mod verdict;
+pub mod watch;

@@ -59,11 +59,19 @@ fn list(items: &[String]) -> String {
     rtscope_core::text::escape(&text).into_owned()
 }
 
+/// Most run ids listed per group in the text (the first ones and the last).
+const MAX_IDS: usize = 12;
+
 fn groups(groups: &[Group]) -> String {
     let mut s = String::from("groups (A is the baseline):\n");
     for g in groups {
-        let ids: Vec<String> = g.runs.iter().map(|r| r.id.to_string()).collect();
+        let mut ids: Vec<String> = g.runs.iter().map(|r| r.id.to_string()).collect();
         let n = g.runs.len();
+        if n > MAX_IDS {
+            // The JSON lists every id; a line of hundreds (a watch period's hours) is unread.
+            ids.truncate(MAX_IDS - 2);
+            ids.push(format!("… {}", g.runs[n - 1].id));
+        }
         let _ = writeln!(
             s,
             "  {}  {}: {n} run{} ({})",

@@ -15,6 +15,7 @@ use rtscope_analysis::compare::model::{RunData, Stat};
 use rtscope_analysis::compare::verdict::Thresholds;
 use rtscope_analysis::compare::{json, plot, text};
 use rtscope_analysis::select;
+use rtscope_core::text::escape;
 use rtscope_session::record;
 use rtscope_store::{RunFacts, RunStatus, Store};
 use std::io::Write;
@@ -64,6 +65,9 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
 /// The runs one selector names, read from the store in one pass: a fixed number of statements
 /// for the whole group, however many runs it has (issue 28: run by run, 1,000 runs took minutes).
 fn load_group(store: &Store, text: &str) -> Result<Vec<RunData>, UsageError> {
+    if let Some(spec) = text.strip_prefix("watch:") {
+        return watch_group(store, spec);
+    }
     let sel = select::Selector::parse(text)?;
     let ids = select::resolve(store, &sel, text)?;
     let facts = store.run_facts(&ids).map_err(UsageError::from_error)?;
@@ -72,6 +76,43 @@ fn load_group(store: &Store, text: &str) -> Result<Vec<RunData>, UsageError> {
         rtscope_session::output::warn(&format!(
             "note: run {} ('{text}') is {}: its statistics cover what was recorded",
             r.id, r.status
+        ));
+    }
+    Ok(runs)
+}
+
+/// `watch:SERIES[@FROM..TO]`: the hours of a watch series' period as operands.
+fn watch_group(store: &Store, spec: &str) -> Result<Vec<RunData>, UsageError> {
+    use super::report_watch;
+    let (name, period) = match spec.rsplit_once('@') {
+        Some((name, p)) => {
+            let (from, to) = p.split_once("..").ok_or_else(|| {
+                UsageError::new(format!("watch:{}: expected SERIES@FROM..TO", escape(spec)))
+                    .hint("e.g. watch:board-7@2026-11-01..2026-11-15 (either end may be left out)")
+            })?;
+            let opt = |t: &str| (!t.is_empty()).then(|| t.to_string());
+            (
+                name,
+                report_watch::period(opt(from).as_deref(), opt(to).as_deref())?,
+            )
+        }
+        None => (spec, None),
+    };
+    let series = report_watch::series(store, name)?;
+    let rows = report_watch::rows(store, &series, period)?;
+    let runs = rtscope_analysis::compare::watch::operands(&series.name, &rows);
+    if runs.is_empty() {
+        return Err(
+            UsageError::new(format!("watch:{}: no window in the period", escape(spec)))
+                .hint("widen the period; `rtscope report --watch` shows what the series holds"),
+        );
+    }
+    let days = rtscope_analysis::compare::watch::days(&runs);
+    if days > 0 {
+        rtscope_session::output::warn(&format!(
+            "note: watch:{}: {days} of {} operands are days (older than the series' --keep-hours): compared with days only",
+            escape(spec),
+            runs.len()
         ));
     }
     Ok(runs)
