@@ -24,6 +24,7 @@ from pathlib import Path
 
 import guest
 import reference
+import watch_checks
 
 HERE = Path(__file__).resolve().parent
 
@@ -219,7 +220,9 @@ def main(argv: list[str]) -> int:
         irq_load = campaign and kernel.startswith("rt-")
         env = {"CAMPAIGN": "1" if campaign else "0", "KIND": "rt" if kernel.startswith("rt-") else "stock"}
         files = {"/guest/check-in-guest.sh": HERE / "check-in-guest.sh",
-                 "/guest/campaign.toml": HERE / "campaign.toml"}
+                 "/guest/campaign.toml": HERE / "campaign.toml",
+                 "/guest/watch-in-guest.sh": HERE / "watch-in-guest.sh",
+                 "/guest/rtscope-watch.service": HERE.parent.parent / "packaging" / "rtscope-watch.service"}
         # --explain with an injected culprit and the reference instance (reference.py): on the
         # kernels of --explain-kernels (CI: amd64, rt-amd64; the culprit is built with the
         # host's cc, or aarch64-linux-musl-gcc), about 10 s of guest time on rt-amd64.
@@ -236,6 +239,8 @@ def main(argv: list[str]) -> int:
         verify(c, kernel, r, a.host_rtscope or a.rtscope_amd64, out, campaign)
         if culprit is not None:
             verify_explain(c, kernel, r, a.reference_bar)
+        watch_checks.verify_watch(c, kernel, r, a.host_rtscope or a.rtscope_amd64, out,
+                                  culprit is not None)
         timings.append((kernel, fetched, r.seconds))
     print("\nkernel       fetch+unpack s   boot+checks s")
     for k, f, s in timings:

@@ -73,6 +73,10 @@ if [ "${EXPLAIN:-0}" = 1 ] && [ "${KIND:-}" = rt ]; then
     mark explain-kill-after "$(ls $T/instances | wc -l) $(cat $T/osnoise/cpus) $(cat $T/osnoise/timerlat_period_us)"
 fi
 
+# rtscope watch (issue 30): the unit's command line, /metrics, SIGKILL and a restart, the CPU
+# time it takes (watch-in-guest.sh, about 45 s of guest time).
+. /guest/watch-in-guest.sh
+
 check runs rtscope runs
 check report rtscope report -o /tmp/report
 mark report-files "$(ls /tmp/report | tr '\n' ' ')"

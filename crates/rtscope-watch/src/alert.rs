@@ -96,6 +96,32 @@ pub fn mark(windows: &mut [WatchWindow], thresholds: &[Threshold]) -> Vec<usize>
     marked
 }
 
+/// A breach whose alert waits for the explanation of its window's worst wake-up (`--explain`,
+/// worst at or above `--spike`): sent with the largest cause when the tracer explains it, or
+/// without one at `due_ns`.
+#[derive(Debug, Clone)]
+pub struct Held {
+    /// The window (with its `alert`).
+    pub window: WatchWindow,
+    /// Its worst wake-up: latency and Unix ns.
+    pub worst: (Nanos, i64),
+    /// When it goes out unexplained, Unix ns.
+    pub due_ns: i64,
+}
+
+impl Held {
+    /// Whether the explanation of the worst wake-up `latency` on `cpu` in the window starting
+    /// at `start_ns` is this alert's: its CPU's row, or the all-CPUs row whose worst it is.
+    pub fn is_for(&self, start_ns: i64, cpu: u32, latency: Nanos) -> bool {
+        let w = &self.window;
+        w.start_ns == start_ns
+            && match w.cpu {
+                Some(c) => c == cpu,
+                None => self.worst.0 == latency,
+            }
+    }
+}
+
 /// Where alerts go.
 #[derive(Debug, Default)]
 pub struct Notifier {

@@ -5,7 +5,7 @@
 //! configuration is logged and the old one kept); SIGINT and SIGTERM close the open window
 //! and end the watch with exit 0, its normal end.
 
-use crate::alert::{self, Breach, Notifier};
+use crate::alert::{self, Breach, Held, Notifier};
 use crate::config::Config;
 use crate::explain::{Found, WindowExplainer};
 use crate::http::{self, Page};
@@ -29,6 +29,9 @@ use std::time::SystemTime;
 pub const TICK: Nanos = Nanos::from_ms(100);
 /// How long the end of a session waits for the trace of its last window's worst wake-up.
 const FINISH_PATIENCE: std::time::Duration = std::time::Duration::from_millis(1500);
+/// How long after its window an alert waits for the cause of its worst wake-up (`--explain`);
+/// then it goes out without one.
+const HOLD: Nanos = Nanos::from_secs(10);
 /// Windows kept in memory while the database cannot be written (then the oldest are dropped).
 const MAX_PENDING: usize = 10_000;
 
@@ -90,6 +93,8 @@ pub struct Shared {
     pub notifier: Notifier,
     /// Windows not yet written (the database was locked or full).
     pending: Vec<WatchWindow>,
+    /// Alerts waiting for their window's explanation.
+    held: Vec<Held>,
     /// Windows written.
     pub windows: u64,
     /// Where warnings go (stderr, which the journal keeps under systemd).
@@ -138,13 +143,15 @@ impl Shared {
             page,
             notifier: Notifier::new(c.alert_command.clone()),
             pending: Vec::new(),
+            held: Vec::new(),
             windows: 0,
             warn,
         })
     }
 
-    /// Stores, alerts on, publishes and houses one closed window.
-    fn take(&mut self, c: &Config, mut closed: Closed) {
+    /// Stores, alerts on, publishes and houses one closed window. With `explaining`, an alert
+    /// whose window's worst wake-up went to the tracer waits for its cause ([`Held`]).
+    fn take(&mut self, c: &Config, mut closed: Closed, explaining: bool) {
         let marked = alert::mark(&mut closed.windows, &c.alerts);
         for (i, w) in closed.windows.iter_mut().enumerate() {
             if let Some(worst) = closed.worst[i] {
@@ -161,17 +168,14 @@ impl Shared {
             if cpu_marked && closed.windows[i].cpu.is_none() {
                 continue;
             }
-            let b = Breach {
-                series: &c.series,
-                window: &closed.windows[i],
-                worst: closed.worst[i].map(|w| (w.latency, w.at_ns)),
-                cause: None,
-            };
-            if !self.notifier.notify(&b) {
-                (self.warn)(&format!(
-                    "rtscope watch: {} (no syslog at /dev/log)",
-                    b.line()
-                ));
+            let worst = closed.worst[i].map(|w| (w.latency, w.at_ns));
+            match worst.filter(|w| explaining && w.0 >= c.spike) {
+                Some(worst) => self.held.push(Held {
+                    window: closed.windows[i].clone(),
+                    worst,
+                    due_ns: closed.windows[i].end_ns + HOLD.0 as i64,
+                }),
+                None => self.notify(&c.series, &closed.windows[i], worst, None),
             }
         }
         if let Ok(mut p) = self.page.lock() {
@@ -181,10 +185,52 @@ impl Shared {
         self.flush(c);
     }
 
-    /// Adds explanations to their windows' rows and their causes to `/metrics`.
-    fn explained(&mut self, found: Vec<Found>) {
+    /// Sends one alert (syslog and the command).
+    fn notify(
+        &mut self,
+        series: &str,
+        w: &WatchWindow,
+        worst: Option<(Nanos, i64)>,
+        cause: Option<&str>,
+    ) {
+        let b = Breach {
+            series,
+            window: w,
+            worst,
+            cause,
+        };
+        if !self.notifier.notify(&b) {
+            (self.warn)(&format!(
+                "rtscope watch: {} (no syslog at /dev/log)",
+                b.line()
+            ));
+        }
+    }
+
+    /// Sends the held alerts due by `now_ns` (all with `None`) without a cause.
+    fn release(&mut self, series: &str, now_ns: Option<i64>) {
+        let (due, kept): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|h| now_ns.is_none_or(|n| h.due_ns <= n));
+        self.held = kept;
+        for h in due {
+            self.notify(series, &h.window, Some(h.worst), None);
+        }
+    }
+
+    /// Adds explanations to their windows' rows and their causes to `/metrics`, and sends the
+    /// alerts held for them with their largest cause.
+    fn explained(&mut self, series: &str, found: Vec<Found>) {
         for f in found {
             let culprit = f.causes.first().map(|(n, t)| (n.as_str(), t.0));
+            let cause = culprit.map(|(n, t)| format!("{n} {}", Nanos(t)));
+            let (mine, kept): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.held)
+                .into_iter()
+                .partition(|h| h.is_for(f.start_ns, f.cpu, f.latency));
+            self.held = kept;
+            for h in mine {
+                self.notify(series, &h.window, Some(h.worst), cause.as_deref());
+            }
             let r = self.store.explain_window(
                 self.series,
                 f.start_ns,
@@ -295,12 +341,14 @@ impl Watcher<'_> {
                     tids.iter().find(|t| t.0 == Some(cpu as usize)).map(|t| t.1)
                 });
             }
-            self.shared.take(self.config, closed);
+            let explaining = self.explainer.is_some();
+            self.shared.take(self.config, closed, explaining);
         }
         if let Some(mut x) = self.explainer.take() {
             let found = x.drain(FINISH_PATIENCE);
-            self.shared.explained(found);
+            self.shared.explained(&self.config.series, found);
         }
+        self.shared.release(&self.config.series, None);
     }
 }
 
@@ -324,12 +372,14 @@ impl Observer for Watcher<'_> {
             if let Some(x) = self.explainer.as_mut() {
                 x.ask(&closed, |cpu| tid_on(run, cpu));
             }
-            self.shared.take(self.config, closed);
+            let explaining = self.explainer.is_some();
+            self.shared.take(self.config, closed, explaining);
         }
         if let Some(x) = self.explainer.as_mut() {
             let found = x.poll();
-            self.shared.explained(found);
+            self.shared.explained(&self.config.series, found);
         }
+        self.shared.release(&self.config.series, Some(now));
         self.shared.notifier.reap();
         Ok(())
     }

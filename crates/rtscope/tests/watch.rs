@@ -367,9 +367,13 @@ fn explain_names_the_injected_culprit_in_the_windows_it_made_worst() {
     );
     let _rt = common::rt_lock();
     let dir = common::fresh_dir("watch-explain");
-    let db = dir.join("w.db");
+    let (db, alerts) = (dir.join("w.db"), dir.join("alerts"));
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let c = crate::explain::culprit(1, stop.clone());
+    let cmd = format!(
+        "echo \"$RTSCOPE_WINDOW_START|$RTSCOPE_CPU|$RTSCOPE_CAUSE\" >> {}",
+        alerts.display()
+    );
     let mut w = Watch::start(&[
         "--series",
         "e2e",
@@ -382,6 +386,10 @@ fn explain_names_the_injected_culprit_in_the_windows_it_made_worst() {
         "--spike",
         "1ms",
         "--explain",
+        "--alert",
+        "max>1ms",
+        "--alert-command",
+        &cmd,
     ]);
     let named = |rows: &[rtscope_store::watch::WatchWindow]| {
         rows.iter()
@@ -392,9 +400,12 @@ fn explain_names_the_injected_culprit_in_the_windows_it_made_worst() {
             })
             .count()
     };
-    until(&mut w, "a window charged to the culprit", || {
-        named(&windows(&db)) >= 1
-    });
+    let alerted = || std::fs::read_to_string(&alerts).unwrap_or_default();
+    until(
+        &mut w,
+        "a window and an alert charged to the culprit",
+        || named(&windows(&db)) >= 1 && alerted().contains("|1|thread culprit:"),
+    );
     w.signal(libc::SIGTERM);
     let o = w.finish();
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -422,6 +433,23 @@ fn explain_names_the_injected_culprit_in_the_windows_it_made_worst() {
         "{v}"
     );
     assert!(v["culprit_ns"].as_u64().unwrap() <= worst, "{v}");
+    // An alert waits for its window's explanation and carries its largest cause, the one
+    // stored with the window.
+    for line in alerted().lines().filter(|l| !l.ends_with('|')) {
+        let mut f = line.splitn(3, '|');
+        let (start, cause) = (f.next().unwrap(), f.nth(1).unwrap());
+        let row = rows
+            .iter()
+            .find(|r| r.start_ns.to_string() == start && r.cpu == Some(1))
+            .unwrap_or_else(|| panic!("no row for alert {line}"));
+        let stored: serde_json::Value =
+            serde_json::from_str(row.explain.as_deref().unwrap()).unwrap();
+        let name = stored["culprit"].as_str().unwrap();
+        assert!(
+            cause.starts_with(&format!("{name} ")),
+            "alert {line}, row {stored}"
+        );
+    }
     eprintln!(
         "{} of {} windows name the culprit",
         named(&rows),
