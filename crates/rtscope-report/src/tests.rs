@@ -58,23 +58,6 @@ pub(crate) fn run_with(id: i64, tags: &[(&str, &str)]) -> RunData {
     r
 }
 
-/// (width, height, distinct colours, share of non-white pixels) of a PNG.
-fn png_facts(bytes: &[u8]) -> (u32, u32, usize, f64) {
-    let dec = png::Decoder::new(bytes);
-    let mut reader = dec.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let px: Vec<&[u8]> = buf[..info.buffer_size()].chunks(3).collect();
-    let colours: std::collections::HashSet<&[u8]> = px.iter().copied().collect();
-    let ink = px.iter().filter(|p| **p != [255u8, 255, 255]).count();
-    (
-        info.width,
-        info.height,
-        colours.len(),
-        ink as f64 / px.len() as f64,
-    )
-}
-
 #[test]
 fn a_run_reads_back_with_series_monitors_loads_and_top_threads() {
     let r = run_data("load", "idle");
@@ -91,7 +74,7 @@ fn a_run_reads_back_with_series_monitors_loads_and_top_threads() {
 fn histogram_png_has_the_right_size_and_is_not_blank() {
     let r = run_data("png", "idle");
     let png = crate::to_png(&Figure::single(figures::histogram(&r))).unwrap();
-    let (w, h, colours, ink) = png_facts(&png);
+    let (w, h, colours, ink) = rtscope_testkit::image::png_facts(&png);
     assert_eq!((w, h), (960, 540));
     assert!(
         colours > 20,
@@ -129,7 +112,8 @@ fn empty_bins_are_drawn_at_the_bottom_of_a_log_axis() {
         legend: Corner::UpperRight,
         series: vec![Series::new("CPU 0", 0, pts)],
     };
-    let (_, _, _, ink) = png_facts(&crate::to_png(&Figure::single(panel)).unwrap());
+    let (_, _, _, ink) =
+        rtscope_testkit::image::png_facts(&crate::to_png(&Figure::single(panel)).unwrap());
     assert!(ink > 0.01);
 }
 

@@ -7,10 +7,12 @@
 //!   binaries of one `cargo test`, so concurrent real-time runs do not disturb each other;
 //! * [`require!`], [`require_ok!`] and [`skip_or_fail`]: a test that cannot run here (a tool,
 //!   a privilege or a kernel feature missing) fails under `RTSCOPE_TEST_STRICT=1` (CI) and
-//!   prints `SKIP: reason` and returns otherwise.
+//!   prints `SKIP: reason` and returns otherwise;
+//! * [`image`]: the facts of a PNG (size, colours, ink) for the report tests.
 
 #![warn(missing_docs)]
 
+pub mod image;
 mod lock;
 mod require;
 pub mod synthetic;

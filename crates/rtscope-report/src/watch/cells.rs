@@ -4,31 +4,25 @@
 //! are merged into their hours and days stay days: every cell covers the time it says.
 
 use rtscope_core::text::csv_text;
-use rtscope_core::{Histogram, Nanos};
+use rtscope_core::Nanos;
 use rtscope_store::watch::{merge_into, Level, WatchWindow};
 use std::collections::BTreeMap;
 
-/// One cell: a stored row, or the rows finer than the resolution merged into its span.
+/// One cell: a stored row, or the rows finer than the resolution merged into its span (its
+/// `level` is then the finest merged into it), with its worst wake-up read from `explain`.
 #[derive(Debug, Clone)]
 pub struct Cell {
-    /// The finest level merged into it (its own level when nothing was merged).
-    pub level: Level,
-    /// Unix ns.
-    pub start_ns: i64,
-    /// Unix ns.
-    pub end_ns: i64,
-    /// The CPU; `None`: all measured CPUs.
-    pub cpu: Option<u32>,
-    /// Every wake-up of the cell.
-    pub histogram: Histogram,
-    /// Missed deadlines.
-    pub missed: u64,
-    /// Wake-ups at or above the series' `--spike`.
-    pub spikes: u64,
-    /// The alerts of the rows merged into it (`; `-joined, as stored).
-    pub alert: Option<String>,
+    /// The row (merged).
+    pub window: WatchWindow,
     /// Its worst wake-up, when its time is known.
     pub worst: Option<Worst>,
+}
+
+impl std::ops::Deref for Cell {
+    type Target = WatchWindow;
+    fn deref(&self) -> &WatchWindow {
+        &self.window
+    }
 }
 
 /// The worst wake-up of a cell and what it was charged to (`watch --explain`).
@@ -92,16 +86,10 @@ pub fn at(rows: &[WatchWindow], level: Level) -> Vec<Cell> {
     }
     merged
         .into_values()
-        .map(|(finest, w)| Cell {
-            level: finest,
-            start_ns: w.start_ns,
-            end_ns: w.end_ns,
-            cpu: w.cpu,
-            worst: w.explain.as_deref().and_then(Worst::parse),
-            histogram: w.histogram,
-            missed: w.missed,
-            spikes: w.spikes,
-            alert: w.alert,
+        .map(|(finest, mut window)| {
+            window.level = finest;
+            let worst = window.explain.as_deref().and_then(Worst::parse);
+            Cell { window, worst }
         })
         .collect()
 }

@@ -40,25 +40,8 @@ pub fn chromium(page: &Path, extra: &[&str], profile: &str) -> Option<Output> {
 
 /// (width, height, distinct colours, share of non-white pixels) of a PNG file.
 pub fn png_facts(path: &Path) -> (u32, u32, usize, f64) {
-    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut reader = png::Decoder::new(std::io::BufReader::new(file))
-        .read_info()
-        .unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let step = info.color_type.samples();
-    let px: Vec<&[u8]> = buf[..info.buffer_size()]
-        .chunks(step)
-        .map(|p| &p[..3])
-        .collect();
-    let colours: std::collections::HashSet<&[u8]> = px.iter().copied().collect();
-    let ink = px.iter().filter(|p| **p != [255u8, 255, 255]).count();
-    (
-        info.width,
-        info.height,
-        colours.len(),
-        ink as f64 / px.len() as f64,
-    )
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    rtscope_testkit::image::png_facts(&bytes)
 }
 
 pub fn assert_no_console_errors(o: &Output) {
