@@ -17,6 +17,7 @@ pub mod cpulist;
 mod histogram;
 pub mod layout;
 mod nanos;
+pub mod order;
 pub mod rng;
 mod stats;
 pub mod text;

@@ -486,7 +486,7 @@ fn spike_text(r: &RunResult, unit: Nanos) -> String {
         .iter()
         .flat_map(|t| t.events.iter().map(move |e| (t.index, *e)))
         .collect();
-    all.sort_by_key(|(_, e)| e.time);
+    rtscope_core::order::sort_by_key(&mut all, |(_, e)| e.time);
     let total: u64 = r
         .threads
         .iter()

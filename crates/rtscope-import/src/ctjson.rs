@@ -41,7 +41,7 @@ pub fn parse(text: &str) -> Result<Imported, Bad> {
         })?;
         keyed.push((i as u32, k.as_str(), v));
     }
-    keyed.sort_by_key(|(i, _, _)| *i);
+    rtscope_core::order::sort_by_key(&mut keyed, |(i, _, _)| *i);
     let mut out = Imported::default();
     let mut overflows = Vec::new();
     for (i, key, v) in keyed {

@@ -71,7 +71,7 @@ fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
     }
     let _ = writeln!(h, "<br>{}.</p>", escape(&coverage(c)));
     let mut worst: Vec<&Explained> = s.worst.iter().collect();
-    worst.sort_by_key(|e| std::cmp::Reverse(e.latency_ns()));
+    rtscope_core::order::sort_by_key(&mut worst, |e| std::cmp::Reverse(e.latency_ns()));
     h.push_str("<table><tr><th>at (s)</th><th>CPU</th><th>latency</th><th class=\"t\">where the time went</th><th class=\"t\">main culprit</th></tr>\n");
     for e in worst.into_iter().take(MAX_BARS) {
         let at = e.wakeup_ns().saturating_sub(start) as f64 / 1e9;

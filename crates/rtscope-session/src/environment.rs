@@ -140,7 +140,7 @@ pub fn capture(root: &Path) -> Vec<(String, String)> {
             env.push((format!("kernel.config.{k}"), v));
         }
     }
-    env.sort();
+    rtscope_core::order::sort(&mut env);
     env
 }
 
@@ -184,7 +184,7 @@ fn per_cpu(root: &Path, file: &str) -> Option<String> {
             ))
         })
         .collect();
-    vals.sort();
+    rtscope_core::order::sort(&mut vals);
     match vals.first() {
         None => None,
         Some((_, first)) if vals.iter().all(|(_, v)| v == first) => Some(first.clone()),

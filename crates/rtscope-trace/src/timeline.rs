@@ -80,7 +80,7 @@ impl Timeline<'_> {
             layers.map(|l| l.into_iter().cloned().collect());
         // The base layer does not overlap itself: one binary search per cut.
         base.retain(|p| p.from < p.to);
-        base.sort_by_key(|p| p.from);
+        rtscope_core::order::sort_by_key(&mut base, |p| p.from);
         let in_base = |from: u64, to: u64| {
             let i = base.partition_point(|p| p.from <= from);
             i.checked_sub(1)
@@ -100,7 +100,9 @@ impl Timeline<'_> {
             }
         }
         self.below_the_kernel(&mut charges);
-        charges.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.category.cmp(&b.category)));
+        rtscope_core::order::sort_by(&mut charges, |a, b| {
+            b.ns.cmp(&a.ns).then_with(|| a.category.cmp(&b.category))
+        });
         charges
     }
 
@@ -247,7 +249,7 @@ mod tests {
             };
             out.push(Event { ts, pid, kind });
         }
-        out.sort_by_key(|e| e.ts);
+        rtscope_core::order::sort_by_key(&mut out, |e| e.ts);
         out
     }
 

@@ -321,7 +321,7 @@ mod tests {
     }
 
     fn check(mut e: Vec<Event>, wakeup: u64) -> Attribution {
-        e.sort_by_key(|e| e.ts);
+        rtscope_core::order::sort_by_key(&mut e, |e| e.ts);
         let a = attribute(&e, &spike(wakeup), false);
         assert_eq!(
             a.charges.iter().map(|c| c.ns).sum::<u64>(),
@@ -465,7 +465,7 @@ mod tests {
         let mut e = vec![switch(D - 500_000, TID, (0, 120), "swapper/1")];
         e.extend(timer(D + 76_000_000, D + 76_005_000));
         e.push(switch(D + 76_006_000, 0, (TID, 10), "rtscope-m0"));
-        e.sort_by_key(|e| e.ts);
+        rtscope_core::order::sort_by_key(&mut e, |e| e.ts);
         let guest = Machine {
             idle_exit_max_ns: Some(0),
             guest: true,

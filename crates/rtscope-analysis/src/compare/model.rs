@@ -119,7 +119,7 @@ pub struct RunSettings {
 impl RunSettings {
     fn of(d: &RunDetail) -> RunSettings {
         let join = |mut v: Vec<String>| {
-            v.sort();
+            rtscope_core::order::sort(&mut v);
             v.dedup();
             v.join("/")
         };

@@ -291,7 +291,7 @@ impl Extras {
                 None => top.push((t.comm, t.cpu_percent)),
             }
         }
-        top.sort_by(|a, b| b.1.total_cmp(&a.1));
+        rtscope_core::order::sort_by(&mut top, |a, b| b.1.total_cmp(&a.1));
         top.truncate(5);
         Ok(Extras {
             campaign: store.campaign_of(id)?,

@@ -6,7 +6,6 @@
 use rtscope_core::text::csv_text;
 use rtscope_core::Nanos;
 use rtscope_store::watch::{merge_into, Level, WatchWindow};
-use std::collections::BTreeMap;
 
 /// One cell: a stored row, or the rows finer than the resolution merged into its span (its
 /// `level` is then the finest merged into it), with its worst wake-up read from `explain`.
@@ -67,39 +66,55 @@ fn cell_start(w: &WatchWindow, level: Level) -> i64 {
     }
 }
 
-/// The rows shown at `level`: per CPU (and for all CPUs), oldest first.
+/// Sorts `(key, key, index)` triples. Every ordering of the watch report goes through this one
+/// instantiation of the sort (and none through a map): each generic sort or map costs the
+/// x86-64 binary kilobytes of its 4.5 MB budget.
+pub fn sort_keys(keys: &mut [(i64, i64, usize)]) {
+    keys.sort_unstable();
+}
+
+/// The rows shown at `level`: per CPU (and for all CPUs), oldest first, the all-CPUs row of a
+/// period before its CPUs'.
 pub fn at(rows: &[WatchWindow], level: Level) -> Vec<Cell> {
-    let mut merged: BTreeMap<(i64, Option<u32>), (Level, WatchWindow)> = BTreeMap::new();
-    for w in rows {
-        let key = (cell_start(w, level), w.cpu);
-        match merged.get_mut(&key) {
-            Some((finest, acc)) => {
-                merge_into(acc, w);
-                *finest = (*finest).min(w.level);
+    let cpu = |w: &WatchWindow| w.cpu.map_or(-1, i64::from);
+    let mut keys: Vec<(i64, i64, usize)> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, w)| (cell_start(w, level), cpu(w), i))
+        .collect();
+    sort_keys(&mut keys);
+    let mut out: Vec<Cell> = Vec::new();
+    for (start, c, i) in keys {
+        let w = &rows[i];
+        match out.last_mut() {
+            Some(acc) if acc.start_ns == start && cpu(acc) == c => {
+                merge_into(&mut acc.window, w);
+                acc.window.level = acc.window.level.min(w.level);
             }
-            None => {
-                let mut acc = w.clone();
-                acc.start_ns = key.0;
-                merged.insert(key, (w.level, acc));
+            _ => {
+                let mut window = w.clone();
+                window.start_ns = start;
+                out.push(Cell {
+                    window,
+                    worst: None,
+                });
             }
         }
     }
-    merged
-        .into_values()
-        .map(|(finest, mut window)| {
-            window.level = finest;
-            let worst = window.explain.as_deref().and_then(Worst::parse);
-            Cell { window, worst }
-        })
-        .collect()
+    for c in &mut out {
+        c.worst = c.explain.as_deref().and_then(Worst::parse);
+    }
+    out
 }
 
 /// The finest level at which the rows make at most `max_columns` cells per CPU.
 pub fn resolution(rows: &[WatchWindow], max_columns: usize) -> Level {
     for level in [Level::Window, Level::Hour] {
-        let columns: std::collections::BTreeSet<i64> =
-            rows.iter().map(|w| cell_start(w, level)).collect();
-        if columns.len() <= max_columns {
+        let mut keys: Vec<(i64, i64, usize)> =
+            rows.iter().map(|w| (cell_start(w, level), 0, 0)).collect();
+        sort_keys(&mut keys);
+        keys.dedup();
+        if keys.len() <= max_columns {
             return level;
         }
     }
@@ -115,8 +130,13 @@ pub fn all_cpus(cells: &[Cell]) -> impl Iterator<Item = &Cell> {
 
 /// The measured CPUs, in order.
 pub fn cpus(cells: &[Cell]) -> Vec<u32> {
-    let set: std::collections::BTreeSet<u32> = cells.iter().filter_map(|c| c.cpu).collect();
-    set.into_iter().collect()
+    let mut keys: Vec<(i64, i64, usize)> = cells
+        .iter()
+        .filter_map(|c| Some((i64::from(c.cpu?), 0, 0)))
+        .collect();
+    sort_keys(&mut keys);
+    keys.dedup();
+    keys.into_iter().map(|k| k.0 as u32).collect()
 }
 
 fn us(v: Option<Nanos>) -> String {

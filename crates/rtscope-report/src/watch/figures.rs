@@ -4,7 +4,6 @@
 use super::cells::{all_cpus, cpus, Cell};
 use crate::figures::{NamedFigure, Section, LOG_BINS_PER_DECADE};
 use crate::plot::{heat, Axis, Corner, Figure, Panel, Series, Shape, HEAT, NEUTRAL};
-use std::collections::BTreeMap;
 
 const LATENCY: &str = "latency (µs)";
 const TIME: &str = "time";
@@ -169,43 +168,45 @@ fn step(share: f64) -> usize {
 /// adjacent bins of one step are drawn as one rectangle.
 pub fn heat_map(cells: &[Cell]) -> Panel {
     let per = f64::from(LOG_BINS_PER_DECADE);
-    let mut by_step: BTreeMap<usize, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut by_step: Vec<Vec<(f64, f64)>> = vec![Vec::new(); HEAT.len()];
+    // The lower edge of log bin `b` of ns, in µs.
+    let y = |b: i64| 10f64.powf(b as f64 / per) / 1e3;
     for c in all_cpus(cells) {
         let total = c.histogram.count();
-        if total == 0 {
-            continue;
-        }
-        let mut bins: BTreeMap<i64, u64> = BTreeMap::new();
+        // Log bins of 1 ns and up: 0 is 1 ns, 120 is 1 s (at 10 per decade).
+        let mut bins = vec![0u64; 12 * LOG_BINS_PER_DECADE as usize];
         for (lo, w, n) in c.histogram.buckets() {
-            let v = us((lo.0 + w.0).saturating_sub(1)).max(1e-3);
-            *bins.entry((v.log10() * per).floor() as i64).or_default() += n;
+            let ns = (lo.0 + w.0).saturating_sub(1).max(1) as f64;
+            let b = (ns.log10() * per).floor() as usize;
+            let last = bins.len() - 1;
+            bins[b.min(last)] += n;
         }
         let (x0, x1) = (c.start_ns as f64 / 1e9, c.end_ns as f64 / 1e9);
+        // Runs of adjacent bins of one step: (first bin, last bin, step).
         let mut run: Option<(i64, i64, usize)> = None;
-        let flush = |r: (i64, i64, usize), by_step: &mut BTreeMap<usize, Vec<(f64, f64)>>| {
-            let y = |b: i64| 10f64.powf(b as f64 / per);
-            let e = by_step.entry(r.2).or_default();
-            e.push((x0, y(r.0)));
-            e.push((x1, y(r.1 + 1)));
+        let mut flush = |r: Option<(i64, i64, usize)>| {
+            if let Some((lo, hi, k)) = r {
+                by_step[k].push((x0, y(lo)));
+                by_step[k].push((x1, y(hi + 1)));
+            }
         };
-        for (&b, &n) in &bins {
-            let s = step(n as f64 / total as f64);
+        for (b, &n) in bins.iter().enumerate().filter(|(_, &n)| n > 0) {
+            let (b, k) = (b as i64, step(n as f64 / total as f64));
             run = match run {
-                Some((lo, hi, rs)) if hi + 1 == b && rs == s => Some((lo, b, s)),
-                Some(r) => {
-                    flush(r, &mut by_step);
-                    Some((b, b, s))
+                Some((lo, hi, rk)) if hi + 1 == b && rk == k => Some((lo, b, k)),
+                r => {
+                    flush(r);
+                    Some((b, b, k))
                 }
-                None => Some((b, b, s)),
             };
         }
-        if let Some(r) = run {
-            flush(r, &mut by_step);
-        }
+        flush(run);
     }
     let series = by_step
         .into_iter()
+        .enumerate()
         .rev()
+        .filter(|(_, pts)| !pts.is_empty())
         .map(|(k, pts)| {
             let mut s = Series::new(share_name(k), heat(k), pts);
             s.shape = Shape::Cells;
@@ -236,28 +237,41 @@ pub fn spikes(cells: &[Cell]) -> Option<Panel> {
     if worst.is_empty() {
         return None;
     }
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for w in &worst {
-        if let Some(c) = &w.culprit {
-            *counts.entry(c.as_str()).or_default() += 1;
+    // Causes by how many periods they were the largest in, most first (then first seen).
+    let mut counts: Vec<(&str, usize, usize)> = Vec::new();
+    for (i, c) in worst
+        .iter()
+        .filter_map(|w| w.culprit.as_deref())
+        .enumerate()
+    {
+        match counts.iter_mut().find(|e| e.0 == c) {
+            Some(e) => e.1 += 1,
+            None => counts.push((c, 1, i)),
         }
     }
-    let mut ranked: Vec<(&str, usize)> = counts.into_iter().collect();
-    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-    let named: Vec<&str> = ranked.iter().take(MAX_CAUSES).map(|r| r.0).collect();
-    let mut groups: BTreeMap<usize, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut keys: Vec<(i64, i64, usize)> = counts
+        .iter()
+        .enumerate()
+        .map(|(j, e)| (-(e.1 as i64), e.2 as i64, j))
+        .collect();
+    super::cells::sort_keys(&mut keys);
+    let named: Vec<&str> = keys
+        .iter()
+        .take(MAX_CAUSES)
+        .map(|k| counts[k.2].0)
+        .collect();
+    let mut groups: Vec<Vec<(f64, f64)>> = vec![Vec::new(); MAX_CAUSES + 2];
     for w in &worst {
         let g = match w.culprit.as_deref() {
             Some(c) => named.iter().position(|n| *n == c).unwrap_or(MAX_CAUSES),
             None => MAX_CAUSES + 1,
         };
-        groups
-            .entry(g)
-            .or_default()
-            .push((w.at_ns as f64 / 1e9, us(w.latency.0)));
+        groups[g].push((w.at_ns as f64 / 1e9, us(w.latency.0)));
     }
     let series = groups
         .into_iter()
+        .enumerate()
+        .filter(|(_, pts)| !pts.is_empty())
         .map(|(g, pts)| {
             let (name, colour) = match g {
                 g if g < named.len() => (named[g].to_string(), g),

@@ -129,8 +129,20 @@ fn stats(h: &mut String, cells: &[Cell]) {
 }
 
 fn worst(h: &mut String, cells: &[Cell]) {
-    let mut ranked: Vec<&Cell> = cells.iter().filter(|c| c.cpu.is_some()).collect();
-    ranked.sort_by_key(|c| std::cmp::Reverse(c.histogram.max()));
+    let mut keys: Vec<(i64, i64, usize)> = cells
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| c.cpu.is_some())
+        .map(|(i, c)| {
+            (
+                -(c.histogram.max().map_or(0, |m| m.0) as i64),
+                c.start_ns,
+                i,
+            )
+        })
+        .collect();
+    super::cells::sort_keys(&mut keys);
+    let ranked: Vec<&Cell> = keys.iter().map(|k| &cells[k.2]).collect();
     h.push_str("<h2 id=\"worst\">Worst periods</h2>\n");
     if ranked.is_empty() {
         h.push_str("<p class=\"muted\">No period was measured.</p>\n");
