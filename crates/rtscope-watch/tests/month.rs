@@ -1,4 +1,4 @@
-//! Ten simulated days of a watch through the real store (SQLite on disk): windows of two CPUs
+//! Ten simulated days (and a month, for the disk budget) of a watch through the real store (SQLite on disk): windows of two CPUs
 //! and "all" every minute, the retention applied after each hour of them with the windows'
 //! own time as "now" (the fake clock), checked against what went in: every wake-up kept until
 //! its age expires it, merged levels covering exactly their spans, the worst latency and its
@@ -157,7 +157,9 @@ fn the_database_stays_within_its_disk_budget_and_the_file_stops_growing() {
         ..Retention::default()
     };
     let mut sizes = Vec::new();
-    for hour in 0..4 * 24 {
+    // A month (31 days) of minutes with the default retention (windows merged into hours after
+    // 2 days) under a 1 MB budget.
+    for hour in 0..31 * 24 {
         let rows: Vec<WatchWindow> = (hour * 60..(hour + 1) * 60).flat_map(minute).collect();
         store.add_windows(series, &rows).unwrap();
         let done = r.apply(&mut store, series, T0 + (hour + 1) * HOUR).unwrap();
@@ -175,7 +177,7 @@ fn the_database_stays_within_its_disk_budget_and_the_file_stops_growing() {
     );
     assert_eq!(
         trimmed.last().unwrap().end_ns,
-        T0 + 4 * DAY,
+        T0 + 31 * DAY,
         "the newest stay"
     );
     let late = &sizes[sizes.len() / 2..];
