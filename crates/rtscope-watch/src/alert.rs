@@ -6,6 +6,7 @@
 //! runs at a time: a breach while the last one still runs is logged, its command skipped and
 //! counted, so a slow hook never piles up processes on a board.
 
+use crate::error::ConfigError;
 use rtscope_core::Nanos;
 use rtscope_store::watch::WatchWindow;
 use std::os::unix::net::UnixDatagram;
@@ -36,9 +37,9 @@ pub struct Threshold {
 }
 
 /// Parses `max>200us`, `p99.99>100us`, `p99>50us`, `missed>0`, `spikes>10`.
-pub fn parse(text: &str) -> Result<Threshold, String> {
-    let bad = || {
-        format!("--alert '{text}': expected STAT>VALUE with STAT max, p99, p99.99 (a latency such as 200us), missed or spikes (a count), e.g. 'max>200us'")
+pub fn parse(text: &str) -> Result<Threshold, ConfigError> {
+    let bad = || ConfigError::AlertForm {
+        text: text.to_string(),
     };
     let (stat, value) = text.split_once('>').ok_or_else(bad)?;
     let stat = match stat.trim() {
@@ -54,7 +55,10 @@ pub fn parse(text: &str) -> Result<Threshold, String> {
         Stat::Missed | Stat::Spikes => value.parse::<u64>().map_err(|_| bad())?,
         _ => {
             Nanos::parse_with_default_unit(value, "us")
-                .map_err(|e| format!("--alert '{text}': {e}"))?
+                .map_err(|error| ConfigError::AlertLatency {
+                    text: text.to_string(),
+                    error,
+                })?
                 .0
         }
     };

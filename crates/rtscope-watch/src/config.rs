@@ -4,6 +4,7 @@
 //! on a product that runs for months.
 
 use crate::alert::{self, Threshold};
+use crate::error::ConfigError;
 use crate::retention::Retention;
 use crate::toml_lite::Value;
 use rtscope_common::error::UsageError;
@@ -78,10 +79,14 @@ impl Settings {
     }
 
     /// Reads the text of a configuration file (crate::toml_lite's subset of TOML).
-    pub fn parse(text: &str) -> Result<Settings, String> {
+    pub fn parse(text: &str) -> Result<Settings, ConfigError> {
         let mut s = Settings::default();
         for (line, key, v) in crate::toml_lite::parse(text)? {
-            let wrong = |want: &str| format!("line {line}: {key} takes {want}");
+            let wrong = |want: &'static str| ConfigError::WrongType {
+                line,
+                key: key.clone(),
+                want,
+            };
             let text = |v: Value| match v {
                 Value::Str(t) => Ok(Some(t)),
                 _ => Err(wrong("a quoted string")),
@@ -115,7 +120,7 @@ impl Settings {
                     Value::List(l) => s.alert = l,
                     _ => return Err(wrong("an array of strings")),
                 },
-                _ => return Err(format!("line {line}: unknown key '{key}'")),
+                _ => return Err(ConfigError::UnknownKey { line, key }),
             }
         }
         Ok(s)
@@ -249,7 +254,7 @@ impl Config {
                 .as_deref()
                 .map_or(Ok(d.budget), |t| size(t, "--disk-budget"))?,
         };
-        retention.check().map_err(UsageError::new)?;
+        retention.check().map_err(UsageError::from_error)?;
         let series = s.series.clone().unwrap_or_else(|| host.to_string());
         rtscope_common::names::check_name(
             &series,
@@ -272,7 +277,7 @@ impl Config {
                 .iter()
                 .map(|a| alert::parse(a))
                 .collect::<Result<_, _>>()
-                .map_err(UsageError::new)?,
+                .map_err(UsageError::from_error)?,
             alert_command: s.alert_command.clone(),
             housekeeping: s.housekeeping.clone(),
             explain: s.explain.unwrap_or(false),
@@ -307,12 +312,23 @@ mod tests {
     #[test]
     fn bad_values_are_refused_by_name() {
         let e = Settings::parse("intervall = \"1ms\"").unwrap_err();
-        assert_eq!(e, "line 1: unknown key 'intervall'");
+        assert_eq!(
+            e,
+            ConfigError::UnknownKey {
+                line: 1,
+                key: "intervall".into()
+            }
+        );
+        assert_eq!(e.to_string(), "line 1: unknown key 'intervall'");
         let e = Settings::parse("\npriority = \"90\"").unwrap_err();
-        assert_eq!(e, "line 2: priority takes an integer");
-        assert!(Settings::parse("alert = \"max>1us\"")
-            .unwrap_err()
-            .contains("array"));
+        assert_eq!(e.to_string(), "line 2: priority takes an integer");
+        assert!(matches!(
+            Settings::parse("alert = \"max>1us\""),
+            Err(ConfigError::WrongType {
+                want: "an array of strings",
+                ..
+            })
+        ));
         let bad = |s: Settings, what: &str| {
             let e = Config::build(&s, "h").unwrap_err().to_string();
             assert!(e.contains(what), "{e}");

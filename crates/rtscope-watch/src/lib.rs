@@ -14,6 +14,7 @@
 pub mod alert;
 pub mod config;
 pub mod daemon;
+pub mod error;
 pub mod explain;
 pub mod http;
 pub mod metrics;

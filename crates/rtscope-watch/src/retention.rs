@@ -3,6 +3,7 @@
 //! `budget` bytes of database (the oldest windows go first). Applied after every window, with
 //! the window's time as "now", so tests run a simulated month through the real store.
 
+use crate::error::ConfigError;
 use rtscope_core::Nanos;
 use rtscope_store::watch::{Housekept, Level, SeriesId};
 use rtscope_store::Store;
@@ -36,23 +37,23 @@ impl Default for Retention {
 
 impl Retention {
     /// Checks the durations' order and the budget's floor.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let refuse = |why| Err(ConfigError::Retention(why));
         if self.windows < Nanos::from_secs(3600) {
-            return Err(
-                "--keep-windows: keep measured windows at least 1h (they merge into hours)".into(),
+            return refuse(
+                "--keep-windows: keep measured windows at least 1h (they merge into hours)",
             );
         }
         if self.hours < Nanos::from_secs(DAY) || self.hours < self.windows {
-            return Err(
-                "--keep-hours: keep hours at least 1 day and at least as long as --keep-windows"
-                    .into(),
+            return refuse(
+                "--keep-hours: keep hours at least 1 day and at least as long as --keep-windows",
             );
         }
         if self.max_age < self.hours {
-            return Err("--keep: keep the series at least as long as --keep-hours".into());
+            return refuse("--keep: keep the series at least as long as --keep-hours");
         }
         if self.budget < 1 << 20 {
-            return Err("--disk-budget: at least 1MB".into());
+            return refuse("--disk-budget: at least 1MB");
         }
         Ok(())
     }

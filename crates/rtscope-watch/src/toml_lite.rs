@@ -4,6 +4,8 @@
 //! deserializer for one more struct cost about 7 KB of the x86-64 binary, which sat at its
 //! 4.5 MB budget (BENCHMARKS.md). Anything else is refused with its line, never guessed.
 
+use crate::error::{ConfigError, SyntaxError};
+
 /// A value of the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Value {
@@ -18,7 +20,7 @@ pub enum Value {
 }
 
 /// Reads a string starting at the quote `q` of `s`; returns it and the rest after the quote.
-fn string(s: &str, q: char) -> Result<(String, &str), String> {
+fn string(s: &str, q: char) -> Result<(String, &str), SyntaxError> {
     let mut out = String::new();
     let mut chars = s[1..].char_indices();
     while let Some((i, c)) = chars.next() {
@@ -29,28 +31,25 @@ fn string(s: &str, q: char) -> Result<(String, &str), String> {
                 Some('\\') => out.push('\\'),
                 Some('n') => out.push('\n'),
                 Some('t') => out.push('\t'),
-                other => return Err(format!("unsupported escape \\{}", other.unwrap_or(' '))),
+                other => return Err(SyntaxError::Escape(other.unwrap_or(' '))),
             },
-            c if c.is_control() && c != '\t' => return Err("control character in a string".into()),
+            c if c.is_control() && c != '\t' => return Err(SyntaxError::Control),
             c => out.push(c),
         }
     }
-    Err("unterminated string".into())
+    Err(SyntaxError::Unterminated)
 }
 
 /// What may follow a value: spaces and a comment.
-fn end(rest: &str) -> Result<(), String> {
+fn end(rest: &str) -> Result<(), SyntaxError> {
     match rest.trim_start() {
         "" => Ok(()),
         r if r.starts_with('#') => Ok(()),
-        r => Err(format!(
-            "unexpected '{}' after the value",
-            r.chars().take(20).collect::<String>()
-        )),
+        r => Err(SyntaxError::Trailing(r.chars().take(20).collect())),
     }
 }
 
-fn list(mut s: &str) -> Result<Vec<String>, String> {
+fn list(mut s: &str) -> Result<Vec<String>, SyntaxError> {
     let mut items = Vec::new();
     s = s[1..].trim_start();
     loop {
@@ -62,19 +61,19 @@ fn list(mut s: &str) -> Result<Vec<String>, String> {
             .chars()
             .next()
             .filter(|c| *c == '"' || *c == '\'')
-            .ok_or("arrays hold quoted strings")?;
+            .ok_or(SyntaxError::ListItem)?;
         let (item, rest) = string(s, q)?;
         items.push(item);
         s = rest.trim_start();
         if let Some(rest) = s.strip_prefix(',') {
             s = rest.trim_start();
         } else if !s.starts_with(']') {
-            return Err("expected ',' or ']' (arrays are on one line)".into());
+            return Err(SyntaxError::ListEnd);
         }
     }
 }
 
-fn value(s: &str) -> Result<Value, String> {
+fn value(s: &str) -> Result<Value, SyntaxError> {
     match s.chars().next() {
         Some(q @ ('"' | '\'')) => {
             let (v, rest) = string(s, q)?;
@@ -86,16 +85,18 @@ fn value(s: &str) -> Result<Value, String> {
             match word {
                 "true" => Ok(Value::Bool(true)),
                 "false" => Ok(Value::Bool(false)),
-                w => w.replace('_', "").parse().map(Value::Int).map_err(|_| {
-                    format!("'{w}' is not a quoted string, an integer, true or false")
-                }),
+                w => w
+                    .replace('_', "")
+                    .parse()
+                    .map(Value::Int)
+                    .map_err(|_| SyntaxError::NotAValue(w.to_string())),
             }
         }
     }
 }
 
 /// The `(line, key, value)` entries of `text`, in order; a repeated key is an error.
-pub fn parse(text: &str) -> Result<Vec<(usize, String, Value)>, String> {
+pub fn parse(text: &str) -> Result<Vec<(usize, String, Value)>, ConfigError> {
     let mut out: Vec<(usize, String, Value)> = Vec::new();
     for (n, raw) in text.lines().enumerate() {
         let line = raw.trim();
@@ -103,21 +104,22 @@ pub fn parse(text: &str) -> Result<Vec<(usize, String, Value)>, String> {
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
+        let at = |error| ConfigError::Syntax { line: no, error };
         let (key, rest) = line
             .split_once('=')
-            .ok_or_else(|| format!("line {no}: expected key = value (no tables)"))?;
+            .ok_or_else(|| at(SyntaxError::NotKeyValue))?;
         let key = key.trim();
         if key.is_empty()
             || !key
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
         {
-            return Err(format!("line {no}: '{key}' is not a bare key"));
+            return Err(at(SyntaxError::BadKey(key.to_string())));
         }
         if out.iter().any(|(_, k, _)| k == key) {
-            return Err(format!("line {no}: '{key}' is given twice"));
+            return Err(at(SyntaxError::Twice(key.to_string())));
         }
-        let v = value(rest.trim()).map_err(|e| format!("line {no}: {key}: {e}"))?;
+        let v = value(rest.trim()).map_err(at)?;
         out.push((no, key.to_string(), v));
     }
     Ok(out)
@@ -152,7 +154,7 @@ mod tests {
             ("a = \"\\q\"", "escape"),
             ("a = [\"x\"", "expected ','"),
         ] {
-            let e = parse(bad).unwrap_err();
+            let e = parse(bad).unwrap_err().to_string();
             assert!(e.contains(what), "{bad}: {e}");
         }
     }
