@@ -6,14 +6,17 @@ instance (`instances/reference`: `sched_switch`, `irq_handler_entry/exit`, `soft
 text `trace` back. For each spike rtscope kept in its JSON (`explain.worst`, traced), this
 replays the reference over [deadline, wake-up): the innermost context (a softirq by vector, a
 hard interrupt by number, else the task the last `sched_switch` put on the CPU, by pid) gets
-each interval. Agreement is the spike time both put on the same cause, summed over causes
-(min of the two charges), over the spike time compared.
+each interval, except while the measuring thread itself is blocked (it left the CPU with
+`prev_state=D` and is not yet switched in again): then nothing on the CPU delays it, and the
+interval is its own block. Agreement is the spike time both put on the same cause, summed over
+causes (min of the two charges), over the spike time compared.
 
     python3 tests/guest/reference.py EXPLAIN.json REFERENCE-TRACE [--cpu 1]
 
 prints one line per spike and the totals. rtscope's categories that name no context the
-reference can see (the timer interrupt's phases, return to user, hypervisor, unexplained)
-never agree; `exit_from_idle` is the idle task (pid 0) running, which the reference sees.
+reference can see (the timer interrupt's phases, unexplained) never agree; `exit_from_idle` and
+`hypervisor` are the idle task (pid 0) running, `return_to_user` the measuring thread running
+(the switch to it and its way back to user space), which the reference sees.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from dataclasses import dataclass, field
 # `  culprit-123     [001] d.h2.   123.456789: irq_handler_entry: irq=24 name=virtio0`
 LINE = re.compile(r"\[(\d+)\]\s+(?:\S+\s+)?(\d+)\.(\d+):\s+(\w+):\s?(.*)$")
 SWITCH_NEXT = re.compile(r"next_comm=(.*) next_pid=(-?\d+)")
+SWITCH_PREV = re.compile(r"prev_pid=(-?\d+) prev_prio=-?\d+ prev_state=(\S+)")
 IRQ = re.compile(r"irq=(\d+)")
 VECTOR = re.compile(r"vector=(\d+)")
 VEC = re.compile(r"vec=(\d+) \[action=(\w+)\]")
@@ -67,12 +71,15 @@ def parse(text: str, cpu: int) -> Reference:
     return Reference(events, lost)
 
 
-def reference_causes(ref: Reference, start: int, end: int) -> dict[tuple, int] | None:
+def reference_causes(ref: Reference, start: int, end: int,
+                     tid: int | None = None) -> dict[tuple, int] | None:
     """ns per cause in [start, end) from the reference, or None when it does not cover it
-    (no `sched_switch` before `start`, or events lost before `end`)."""
+    (no `sched_switch` before `start`, or events lost before `end`). While the measuring
+    thread `tid` is blocked (out with `D`), the cause is ("blocked", tid)."""
     if any(t < end for t in ref.lost) or not ref.events or ref.events[-1].ts_ns < end:
         return None
     task: tuple | None = None
+    blocked = False
     stack: list[tuple] = []
     out: dict[tuple, int] = {}
     prev = None
@@ -80,7 +87,7 @@ def reference_causes(ref: Reference, start: int, end: int) -> dict[tuple, int] |
         if prev is not None and e.ts_ns > start:
             a, b = max(prev, start), min(e.ts_ns, end)
             if b > a:
-                cause = stack[-1] if stack else task
+                cause = ("blocked", tid) if blocked else stack[-1] if stack else task
                 if cause is None:
                     return None
                 out[cause] = out.get(cause, 0) + (b - a)
@@ -92,6 +99,11 @@ def reference_causes(ref: Reference, start: int, end: int) -> dict[tuple, int] |
             if m:
                 task = ("thread", int(m.group(2)))
                 stack.clear()  # a switch happens in task context: every interrupt has ended
+                if int(m.group(2)) == tid:
+                    blocked = False
+            p = SWITCH_PREV.search(e.args)
+            if p and tid is not None and int(p.group(1)) == tid:
+                blocked = p.group(2).startswith("D")
         elif e.kind == "irq_handler_entry" and (m := IRQ.search(e.args)):
             stack.append(("irq", int(m.group(1))))
         elif e.kind.endswith("_entry") and VECTOR.search(e.args):
@@ -120,8 +132,12 @@ X86_VECTORS = {"local_timer", "spurious_apic", "error_apic", "x86_platform_ipi",
                "deferred_error_apic", "thermal_apic"}
 
 
-def rtscope_cause(cat: dict) -> tuple:
+def rtscope_cause(cat: dict, tid: int | None = None) -> tuple:
     kind = cat.get("kind")
+    if kind == "measuring_thread_blocked":
+        return ("blocked", tid)
+    if kind == "return_to_user" and tid is not None:
+        return ("thread", tid)  # the measuring thread on the CPU, on its way back to user
     if kind in ("thread", "blocking"):
         return ("thread", int(cat["pid"]))
     if kind == "irq":
@@ -164,13 +180,13 @@ def compare(explain: dict, ref: Reference, cpu: int, culprit: str = "culprit") -
     for w in traced_spikes(explain, cpu):
         s = w["spike"]
         lat = s["wakeup_ns"] - s["deadline_ns"]
-        ref_ns = reference_causes(ref, s["deadline_ns"], s["wakeup_ns"])
+        ref_ns = reference_causes(ref, s["deadline_ns"], s["wakeup_ns"], s.get("tid"))
         if ref_ns is None or lat <= 0:
             c.skipped += 1
             continue
         rt_ns: dict[tuple, int] = {}
         for ch in w["charges"]:
-            k = rtscope_cause(ch)
+            k = rtscope_cause(ch, s.get("tid"))
             rt_ns[k] = rt_ns.get(k, 0) + int(ch["ns"])
         agree = sum(min(v, ref_ns.get(k, 0)) for k, v in rt_ns.items())
         c.spikes += 1

@@ -172,6 +172,10 @@ pub enum Category {
     },
     /// The scheduler switching to the measuring thread and its return to user space.
     ReturnToUser,
+    /// The measuring thread was not asleep on its timer: it was blocked in the kernel
+    /// (`sched_switch` state `D`: a page fault, a lock, I/O) past the deadline, so no timer
+    /// could be late and nothing that ran meanwhile held it back.
+    MeasuringThreadBlocked,
     /// Time the guest could not see: the vCPU was not running (an idle exit longer than any
     /// idle state of a virtual machine allows).
     Hypervisor,
@@ -223,6 +227,9 @@ impl fmt::Display for Category {
             Category::Thread { task } => write!(f, "thread {task}"),
             Category::Blocking { task } => write!(f, "blocking by {task}"),
             Category::ReturnToUser => f.write_str("scheduling and return to user"),
+            Category::MeasuringThreadBlocked => {
+                f.write_str("measuring thread blocked in the kernel (D state)")
+            }
             Category::Hypervisor => f.write_str("hypervisor/steal"),
             Category::Unexplained => f.write_str("unexplained (not covered by the trace)"),
         }

@@ -31,6 +31,7 @@ fn colour(c: &Category) -> &'static str {
         Category::Thread { .. } => "#d62728",
         Category::Blocking { .. } => "#e377c2",
         Category::ReturnToUser => "#17becf",
+        Category::MeasuringThreadBlocked => "#8c564b",
         Category::Hypervisor => "#708090",
         Category::Unexplained => "#dddddd",
     }
@@ -158,6 +159,7 @@ fn legend(h: &mut String, s: &ExplainSummary) {
             Category::Thread { .. } => "higher-priority thread",
             Category::Blocking { .. } => "lower-priority task holding the CPU",
             Category::ReturnToUser => "scheduling and return to user",
+            Category::MeasuringThreadBlocked => "measuring thread blocked (D)",
             Category::Hypervisor => "hypervisor/steal",
             Category::Unexplained => "unexplained (not covered by the trace)",
         };

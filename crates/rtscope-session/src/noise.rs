@@ -462,9 +462,11 @@ impl ClassTotals {
                 C::Softirq { .. } => &mut t.softirq_ns,
                 C::Thread { .. } | C::Blocking { .. } => &mut t.thread_ns,
                 C::Nmi => &mut t.nmi_ns,
-                C::ReturnToUser => &mut t.switch_ns,
+                // The loop's own kernel time: switching back to it, or blocked in it (a page
+                // fault, a lock).
+                C::ReturnToUser | C::MeasuringThreadBlocked => &mut t.switch_ns,
                 C::Hypervisor => &mut t.hypervisor_ns,
-                _ => &mut t.unexplained_ns,
+                C::Unexplained => &mut t.unexplained_ns,
             };
             *slot += row.total_ns;
         }

@@ -77,6 +77,39 @@ impl Vector {
     }
 }
 
+/// Why a task left the CPU: `sched_switch`'s `prev_state` (the letters `sched_switch` prints).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskState {
+    /// `S` or `I`: asleep until something wakes it (a timer, an event).
+    Asleep,
+    /// `D`: blocked in the kernel, uninterruptibly (a page fault, a lock, I/O).
+    Blocked,
+    /// `R` or `R+`: still runnable, preempted.
+    Preempted,
+    /// Stopped, traced, dead, or a state this decoder does not know.
+    Other,
+    /// The event had no `prev_state` field.
+    Unknown,
+}
+
+impl TaskState {
+    /// From the field's value (`include/trace/events/sched.h`: one bit per reported state,
+    /// `TASK_REPORT_MAX` (bit 8 since 4.14) for a preemption, 0 for running).
+    pub fn from_raw(v: i64) -> TaskState {
+        const INTERRUPTIBLE: i64 = 0x1;
+        const UNINTERRUPTIBLE: i64 = 0x2;
+        const IDLE: i64 = 0x80;
+        const PREEMPTED: i64 = 0x100;
+        match v {
+            0 => TaskState::Preempted,
+            v if v & PREEMPTED != 0 => TaskState::Preempted,
+            v if v & UNINTERRUPTIBLE != 0 => TaskState::Blocked,
+            v if v & (INTERRUPTIBLE | IDLE) != 0 => TaskState::Asleep,
+            _ => TaskState::Other,
+        }
+    }
+}
+
 /// What one record says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
@@ -88,6 +121,8 @@ pub enum Kind {
         prev_prio: i32,
         /// Its name.
         prev_comm: Comm,
+        /// Why it left: asleep, blocked or preempted.
+        prev_state: TaskState,
         /// Task entering the CPU.
         next_pid: i32,
         /// Its kernel priority.
@@ -203,6 +238,7 @@ impl Tasks {
                 next_pid,
                 next_prio,
                 next_comm,
+                ..
             } => {
                 // The task leaving names itself only if nothing did before: its name and
                 // priority as it ran are those it had when it was switched in.
@@ -370,6 +406,7 @@ impl Schema {
                 prev_pid: get("prev_pid")? as i32,
                 prev_prio: get("prev_prio")? as i32,
                 prev_comm: comm("prev_comm")?,
+                prev_state: get("prev_state").map_or(TaskState::Unknown, TaskState::from_raw),
                 next_pid: get("next_pid")? as i32,
                 next_prio: get("next_prio")? as i32,
                 next_comm: comm("next_comm")?,

@@ -418,7 +418,7 @@ fn drain_cpu(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::{Comm, Kind, NoiseSource};
+    use crate::decode::{Comm, Kind, NoiseSource, TaskState};
 
     fn switch(ts: u64) -> Event {
         Event {
@@ -428,6 +428,7 @@ mod tests {
                 prev_pid: 0,
                 prev_prio: 120,
                 prev_comm: Comm::new(b"swapper/1"),
+                prev_state: TaskState::Preempted,
                 next_pid: 77,
                 next_prio: 0,
                 next_comm: Comm::new(b"culprit"),

@@ -9,7 +9,7 @@
 //! less direct event names, used only where no switch says). Time no layer covers is
 //! [`Category::Unexplained`], never the context at the start of the gap.
 
-use crate::decode::Tasks;
+use crate::decode::{Event, Kind, TaskState, Tasks};
 use crate::machine::Machine;
 use crate::model::{Category, Charge, LateCause, Softirq, Spike};
 
@@ -36,6 +36,68 @@ pub(crate) struct Piece {
     pub ctx: Ctx,
 }
 
+/// What the measuring thread's own context switches say about it before the waking interrupt.
+///
+/// The timer can only be late once the thread sleeps on it. A thread that left the CPU
+/// blocked (`D`: a page fault, a lock) or preempted, or had not yet gone to sleep at the
+/// deadline, was late for its own reasons first: its blocked time is
+/// [`Category::MeasuringThreadBlocked`], and what ran while it was runnable is charged as
+/// after the timer (threads, interrupts by name), never as a late timer interrupt.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Own {
+    /// From when the thread slept on its timer (its last switch-out while asleep); before
+    /// it the timer was not armed for this wake-up. `None`: no switch-out seen, asleep since
+    /// before the deadline.
+    pub asleep_from: Option<u64>,
+    /// Spans in which it was blocked in the kernel (out with `D` until switched in again).
+    pub blocked: Vec<(u64, u64)>,
+}
+
+impl Own {
+    /// From the events of the spike's CPU (time order) up to `until`, the waking interrupt's
+    /// entry (else the wake-up).
+    pub fn from_events(events: &[Event], tid: i32, until: u64) -> Own {
+        let mut own = Own::default();
+        let mut out: Option<(u64, TaskState)> = None;
+        for e in events.iter().take_while(|e| e.ts < until) {
+            let Kind::Switch {
+                prev_pid,
+                prev_state,
+                next_pid,
+                ..
+            } = e.kind
+            else {
+                continue;
+            };
+            if prev_pid == tid && next_pid != tid {
+                out = Some((e.ts, prev_state));
+            } else if next_pid == tid {
+                if let Some((from, TaskState::Blocked)) = out {
+                    own.blocked.push((from, e.ts));
+                }
+                out = None;
+            }
+        }
+        match out {
+            Some((from, TaskState::Blocked)) => {
+                own.blocked.push((from, until));
+                own.asleep_from = Some(until);
+            }
+            Some((from, TaskState::Asleep | TaskState::Unknown)) => own.asleep_from = Some(from),
+            // Preempted or stopped: never asleep on the timer before the waking.
+            Some((_, _)) => own.asleep_from = Some(until),
+            // Switched in and not out again: running up to the waking, not asleep.
+            None if !own.blocked.is_empty() => own.asleep_from = Some(until),
+            None => {}
+        }
+        own
+    }
+
+    fn blocked_at(&self, at: u64) -> bool {
+        self.blocked.iter().any(|&(a, b)| a <= at && at < b)
+    }
+}
+
 /// Everything one spike's charging needs.
 pub(crate) struct Timeline<'a> {
     pub spike: &'a Spike,
@@ -47,6 +109,8 @@ pub(crate) struct Timeline<'a> {
     pub wake: Option<(u64, u64)>,
     pub tasks: &'a Tasks,
     pub machine: Machine,
+    /// The measuring thread's own state before the waking.
+    pub own: Own,
 }
 
 fn covering(layer: &[Piece], from: u64, to: u64) -> Option<&Ctx> {
@@ -68,6 +132,10 @@ impl Timeline<'_> {
             .map(|l| l.iter().filter(inside).collect::<Vec<_>>());
         let mut cuts = vec![d, w];
         if let Some((a, b)) = self.wake {
+            cuts.extend([a, b]);
+        }
+        cuts.extend(self.own.asleep_from);
+        for &(a, b) in &self.own.blocked {
             cuts.extend([a, b]);
         }
         for p in layers.iter().flatten() {
@@ -135,7 +203,11 @@ impl Timeline<'_> {
         ns: u64,
         idle_left: &mut Option<u64>,
     ) -> Vec<(Category, u64)> {
-        let before = self.wake.is_some_and(|(entry, _)| at < entry);
+        if self.own.blocked_at(at) {
+            return vec![(Category::MeasuringThreadBlocked, ns)];
+        }
+        let asleep = self.own.asleep_from.is_none_or(|from| at >= from);
+        let before = asleep && self.wake.is_some_and(|(entry, _)| at < entry);
         let late = |cause| Category::TimerIrqLate { cause };
         let cat = match ctx {
             None => Category::Unexplained,
@@ -147,7 +219,7 @@ impl Timeline<'_> {
             Some(Ctx::Softirq(v)) => Category::Softirq {
                 vec: Softirq::from_vec(*v),
             },
-            Some(Ctx::Task(0)) if before || self.wake.is_none() => {
+            Some(Ctx::Task(0)) if before || asleep && self.wake.is_none() => {
                 return self.idle_exit(ns, idle_left)
             }
             Some(Ctx::Task(0)) => Category::ReturnToUser,
@@ -197,8 +269,8 @@ fn add(charges: &mut Vec<Charge>, cat: Category, ns: u64) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Ctx, Piece, Timeline};
-    use crate::decode::{Comm, Event, Kind, NoiseSource, Tasks, Vector};
+    use super::{Ctx, Own, Piece, Timeline};
+    use crate::decode::{Comm, Event, Kind, NoiseSource, TaskState, Tasks, Vector};
     use crate::machine::Machine;
     use crate::model::Spike;
     use crate::model::{Category, Charge};
@@ -217,6 +289,12 @@ mod tests {
                     prev_pid: pid,
                     prev_prio: 120,
                     prev_comm: comm,
+                    prev_state: [
+                        TaskState::Asleep,
+                        TaskState::Blocked,
+                        TaskState::Preempted,
+                        TaskState::Unknown,
+                    ][rng.below(4)],
                     next_pid: [0, tid, 77, 88][rng.below(4)],
                     next_prio: rng.below(140) as i32,
                     next_comm: comm,
@@ -280,6 +358,7 @@ mod tests {
                     guest,
                     busy_loop,
                 },
+                own: Own::default(),
             };
             t.charge()
         };

@@ -18,7 +18,7 @@
 use crate::decode::{Event, Kind, NoiseSource, Tasks};
 use crate::machine::Machine;
 use crate::model::{Attribution, Spike};
-use crate::timeline::{Ctx, Piece, Timeline};
+use crate::timeline::{Ctx, Own, Piece, Timeline};
 use crate::tracefs::{read_bounded, write_file, Tracefs};
 use crate::TraceError;
 use std::path::{Path, PathBuf};
@@ -154,6 +154,7 @@ pub fn attribute_on(
         wake,
         tasks: &tasks,
         machine,
+        own: Own::from_events(events, spike.tid, wake.map_or(spike.wakeup_ns, |w| w.0)),
     }
     .charge();
     Attribution {
@@ -255,7 +256,7 @@ pub fn restore(saved: &[(PathBuf, String)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::{Comm, Kind};
+    use crate::decode::{Comm, Kind, TaskState};
     use crate::model::{Category, LateCause, Softirq};
 
     const TID: i32 = 500;
@@ -282,6 +283,7 @@ mod tests {
                 prev_pid: prev,
                 prev_prio: 120,
                 prev_comm: Comm::new(b"prev"),
+                prev_state: TaskState::Asleep,
                 next_pid: next.0,
                 next_prio: next.1,
                 next_comm: Comm::new(name.as_bytes()),
