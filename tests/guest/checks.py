@@ -98,10 +98,18 @@ def verify_reference(c: Checker, kernel: str, r: guest.BootResult, x: dict, bar:
     it ran there, >= 90 % charged to it by rtscope too, and rtscope charging it no more
     than 110 % of that time. The share of all their time on the same cause is printed.
     Without `bar` (CI: not yet reliable, tests/guest/README.md) only printed, as INFO."""
-    ref = reference.parse((r.files.get("reference.txt") or b"").decode(errors="replace"), 1)
+    text = (r.files.get("reference.txt") or b"").decode(errors="replace")
+    ref = reference.parse(text, 1)
     cmp = reference.compare(x, ref, 1)
     for line in cmp.lines:
         print(f"  {kernel}: {line}")
+    blocked = reference.blocked_stacks(text, 1)
+    kinds: dict[str, int] = {}
+    for _, stack in blocked:
+        kinds[stack] = kinds.get(stack, 0) + 1
+    print(f"INFO {kernel}: the measuring thread blocked (D) {len(blocked)} times on CPU 1"
+          + "".join(f"; {n}x {k}" for k, n in sorted(kinds.items(), key=lambda kv: -kv[1])[:5]),
+          flush=True)
     what = ("--explain agrees with the reference instance: the FIFO 99 culprit gets >= 90 % "
             "of the spike time it ran")
     ok = (cmp.culprit_spikes >= 3 and cmp.culprit_both_ns * 10 >= cmp.culprit_ref_ns * 9

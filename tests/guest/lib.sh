@@ -118,8 +118,12 @@ reference_start() {
     done
     # x86: the vector interrupts (local timer, IPIs, irq_work) have no irq_handler events.
     [ -d $_r/events/irq_vectors ] && echo 1 > $_r/events/irq_vectors/enable
+    # Where a measuring thread blocks (leaves the CPU in D): its kernel stack, for the host.
+    echo "$REFERENCE_BLOCKED" > $_r/events/sched/sched_switch/trigger \
+        || mark reference-enable-failed stacktrace
     echo 1 > $_r/tracing_on
 }
+REFERENCE_BLOCKED='stacktrace if prev_comm ~ "rtscope-m*" && prev_state & 2'
 reference_stop() {
     _r=/sys/kernel/tracing/instances/reference
     echo 0 > $_r/tracing_on
@@ -127,5 +131,6 @@ reference_stop() {
     mark reference-lines "$1 $(wc -l < /tmp/reference.txt)"
     put_file "$1" /tmp/reference.txt
     rm /tmp/reference.txt
+    echo "!$REFERENCE_BLOCKED" > $_r/events/sched/sched_switch/trigger
     rmdir $_r
 }

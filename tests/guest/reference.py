@@ -116,6 +116,37 @@ def reference_causes(ref: Reference, start: int, end: int,
     return out
 
 
+def blocked_stacks(text: str, cpu: int) -> list[tuple[int, str]]:
+    """Each time a measuring thread (`rtscope-m*`) left CPU `cpu` blocked (`D`), with the
+    kernel stack the reference's `stacktrace` trigger took (lib.sh): its time and the frames
+    below the scheduler, innermost first (`folio_wait_bit < migration_entry_wait < ...`)."""
+    out: list[tuple[int, str]] = []
+    frames: list[str] | None = None
+    at = 0
+    for line in text.splitlines():
+        if frames is not None and line.lstrip().startswith("=>"):
+            frames.append(line.split("=>", 1)[1].strip())
+            continue
+        if frames is not None and "<stack trace>" not in line:
+            out.append((at, why(frames)))
+            frames = None
+        m = LINE.search(line)
+        if m and int(m.group(1)) == cpu and m.group(4) == "sched_switch":
+            p = SWITCH_PREV.search(m.group(5))
+            if "prev_comm=rtscope-m" in m.group(5) and p and p.group(2).startswith("D"):
+                at = int(m.group(2)) * 1_000_000_000 + int(m.group(3).ljust(9, "0")[:9])
+                frames = []
+    if frames is not None:
+        out.append((at, why(frames)))
+    return out
+
+
+def why(frames: list[str]) -> str:
+    """The frames below the scheduler's own (`schedule`, `__schedule`, `io_schedule` …)."""
+    last = max((i for i, f in enumerate(frames) if "schedule" in f.split("+")[0]), default=-1)
+    return " < ".join(f.split("+")[0] for f in frames[last + 1:last + 5]) or "no stack"
+
+
 def irq_cause(name: str) -> tuple:
     """`virtio0 (irq 24)` is IRQ 24; an x86 vector is named by its event (`local_timer`,
     `local_timer (irq 236)` on the timerlat tier), as the reference's irq_vectors events."""
