@@ -223,11 +223,15 @@ impl Timeline<'_> {
                 return self.idle_exit(ns, idle_left)
             }
             Some(Ctx::Task(0)) => Category::ReturnToUser,
-            Some(Ctx::Task(_)) if before => late(LateCause::IrqsOffOrHypervisor),
+            // A task the measuring thread could not preempt held the CPU whether or not the
+            // timer fired: it, not the late timer, is what the wake-up waited for.
+            Some(Ctx::Task(p)) if before && !self.outranks(*p) => {
+                late(LateCause::IrqsOffOrHypervisor)
+            }
             Some(Ctx::Task(p)) if *p == self.spike.tid => Category::ReturnToUser,
             Some(Ctx::Task(p)) => {
                 let task = self.tasks.task(*p);
-                if task.prio <= self.tasks.prio(self.spike.tid).unwrap_or(0) {
+                if self.outranks(*p) {
                     Category::Thread { task }
                 } else {
                     Category::Blocking { task }
@@ -235,6 +239,13 @@ impl Timeline<'_> {
             }
         };
         vec![(cat, ns)]
+    }
+
+    /// True when task `pid` has the measuring thread's priority or a higher one (a lower
+    /// kernel `prio`), so the measuring thread, woken, would not have preempted it.
+    fn outranks(&self, pid: i32) -> bool {
+        pid != self.spike.tid
+            && self.tasks.task(pid).prio <= self.tasks.prio(self.spike.tid).unwrap_or(0)
     }
 
     /// Idle until the timer interrupt: an idle exit as long as the deepest idle state allows,
