@@ -40,7 +40,12 @@ pub enum LateCause {
     },
     /// A task or softirq ran without any traced event: interrupts were off, or the hypervisor
     /// did not run the vCPU.
-    IrqsOffOrHypervisor,
+    IrqsOffOrHypervisor {
+        /// The task that ran meanwhile (the one that had interrupts off, if they were); none
+        /// for a softirq or a summary stored before tasks were named here.
+        #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+        task: Option<Task>,
+    },
 }
 
 /// Softirq vectors (`include/linux/interrupt.h`).
@@ -218,8 +223,11 @@ impl fmt::Display for Category {
                 write!(f, "timer IRQ late: previous IRQ {name}")
             }
             Category::TimerIrqLate {
-                cause: LateCause::IrqsOffOrHypervisor,
+                cause: LateCause::IrqsOffOrHypervisor { task: None },
             } => f.write_str("timer IRQ late: IRQs off or hypervisor"),
+            Category::TimerIrqLate {
+                cause: LateCause::IrqsOffOrHypervisor { task: Some(task) },
+            } => write!(f, "timer IRQ late: IRQs off or hypervisor, {task} running"),
             Category::TimerIrqHandler => f.write_str("timer IRQ handler"),
             Category::Irq { name } => write!(f, "IRQ {name}"),
             Category::Softirq { vec } => write!(f, "softirq {vec}"),
@@ -336,5 +344,46 @@ impl Attribution {
             .filter(|c| pred(&c.category))
             .map(|c| c.ns)
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Category, Charge, LateCause, Task};
+
+    /// The task a late timer IRQ ran over is kept through JSON, and a charge stored before
+    /// it was named reads back without one.
+    #[test]
+    fn a_late_timer_irqs_task_round_trips_and_old_charges_still_read() {
+        let task = Task {
+            comm: "noisy-irq".into(),
+            pid: 93,
+            prio: 120,
+        };
+        let c = Charge {
+            category: Category::TimerIrqLate {
+                cause: LateCause::IrqsOffOrHypervisor { task: Some(task) },
+            },
+            ns: 7,
+        };
+        let json = serde_json::to_string(&c).unwrap();
+        assert_eq!(
+            json,
+            r#"{"kind":"timer_irq_late","cause":"irqs_off_or_hypervisor","comm":"noisy-irq","pid":93,"prio":120,"ns":7}"#
+        );
+        assert_eq!(serde_json::from_str::<Charge>(&json).unwrap(), c);
+        assert_eq!(
+            c.category.to_string(),
+            "timer IRQ late: IRQs off or hypervisor, noisy-irq:93:nice0 running"
+        );
+        let old = r#"{"kind":"timer_irq_late","cause":"irqs_off_or_hypervisor","ns":5}"#;
+        let back: Charge = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            back.category,
+            Category::TimerIrqLate {
+                cause: LateCause::IrqsOffOrHypervisor { task: None }
+            }
+        );
+        assert_eq!(serde_json::to_string(&back).unwrap(), old);
     }
 }

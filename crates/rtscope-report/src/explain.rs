@@ -22,7 +22,7 @@ fn colour(c: &Category) -> &'static str {
             cause: LateCause::PreviousIrq { .. },
         } => "#d2691e",
         Category::TimerIrqLate {
-            cause: LateCause::IrqsOffOrHypervisor,
+            cause: LateCause::IrqsOffOrHypervisor { .. },
         } => "#a9a9a9",
         Category::TimerIrqHandler => "#1f77b4",
         Category::Irq { .. } => "#ff7f0e",

@@ -215,7 +215,7 @@ impl Timeline<'_> {
             Some(Ctx::WakeIrq) => Category::TimerIrqHandler,
             Some(Ctx::Irq(name)) if before => late(LateCause::PreviousIrq { name: name.clone() }),
             Some(Ctx::Irq(name)) => Category::Irq { name: name.clone() },
-            Some(Ctx::Softirq(_)) if before => late(LateCause::IrqsOffOrHypervisor),
+            Some(Ctx::Softirq(_)) if before => late(LateCause::IrqsOffOrHypervisor { task: None }),
             Some(Ctx::Softirq(v)) => Category::Softirq {
                 vec: Softirq::from_vec(*v),
             },
@@ -226,7 +226,9 @@ impl Timeline<'_> {
             // A task the measuring thread could not preempt held the CPU whether or not the
             // timer fired: it, not the late timer, is what the wake-up waited for.
             Some(Ctx::Task(p)) if before && !self.outranks(*p) => {
-                late(LateCause::IrqsOffOrHypervisor)
+                late(LateCause::IrqsOffOrHypervisor {
+                    task: Some(self.tasks.task(*p)),
+                })
             }
             Some(Ctx::Task(p)) if *p == self.spike.tid => Category::ReturnToUser,
             Some(Ctx::Task(p)) => {
