@@ -16,8 +16,8 @@ causes (min of the two charges), over the spike time compared.
 prints one line per spike and the totals. rtscope's categories that name no context the
 reference can see (the timer interrupt's phases, unexplained) never agree; `exit_from_idle` and
 `hypervisor` are the idle task (pid 0) running, `return_to_user` the measuring thread running
-(the switch to it and its way back to user space), `irqs_off_or_hypervisor` with a task that
-task running (with interrupts off, or the vCPU stopped under it), which the reference sees.
+(the switch to it and its way back to user space), `irqs_off_or_hypervisor` with a task or softirq
+that one running (with interrupts off, or the vCPU stopped under it), which the reference sees.
 """
 
 from __future__ import annotations
@@ -176,6 +176,8 @@ def rtscope_cause(cat: dict, tid: int | None = None) -> tuple:
         return irq_cause(cat.get("name", ""))
     if kind == "timer_irq_late" and cat.get("cause") == "irqs_off_or_hypervisor" and "pid" in cat:
         return ("thread", int(cat["pid"]))  # the task that ran, interrupts off or not
+    if kind == "timer_irq_late" and cat.get("cause") == "irqs_off_or_hypervisor" and "vec" in cat:
+        return ("softirq", cat["vec"])  # likewise the softirq
     if kind == "timer_irq_late" and cat.get("cause") == "previous_irq":
         return irq_cause(cat.get("name", ""))  # the handler that ran when the timer was due
     if kind == "softirq":

@@ -21,6 +21,7 @@ pub mod order;
 pub mod rng;
 mod stats;
 pub mod text;
+pub mod virt;
 
 pub use histogram::{Histogram, Overflow, Percentile, PERCENTILES};
 pub use nanos::{Nanos, ParseDurationError};

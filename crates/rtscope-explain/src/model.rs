@@ -45,6 +45,9 @@ pub enum LateCause {
         /// for a softirq or a summary stored before tasks were named here.
         #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
         task: Option<Task>,
+        /// The softirq that ran meanwhile, when it was one.
+        #[serde(default, skip_serializing_if = "Option::is_none", rename = "vec")]
+        softirq: Option<Softirq>,
     },
 }
 
@@ -223,11 +226,15 @@ impl fmt::Display for Category {
                 write!(f, "timer IRQ late: previous IRQ {name}")
             }
             Category::TimerIrqLate {
-                cause: LateCause::IrqsOffOrHypervisor { task: None },
-            } => f.write_str("timer IRQ late: IRQs off or hypervisor"),
-            Category::TimerIrqLate {
-                cause: LateCause::IrqsOffOrHypervisor { task: Some(task) },
-            } => write!(f, "timer IRQ late: IRQs off or hypervisor, {task} running"),
+                cause: LateCause::IrqsOffOrHypervisor { task, softirq },
+            } => {
+                f.write_str("timer IRQ late: IRQs off or hypervisor")?;
+                match (task, softirq) {
+                    (Some(task), _) => write!(f, ", {task} running"),
+                    (None, Some(vec)) => write!(f, ", softirq {vec} running"),
+                    (None, None) => Ok(()),
+                }
+            }
             Category::TimerIrqHandler => f.write_str("timer IRQ handler"),
             Category::Irq { name } => write!(f, "IRQ {name}"),
             Category::Softirq { vec } => write!(f, "softirq {vec}"),
@@ -349,7 +356,7 @@ impl Attribution {
 
 #[cfg(test)]
 mod tests {
-    use super::{Category, Charge, LateCause, Task};
+    use super::{Category, Charge, LateCause, Softirq, Task};
 
     /// The task a late timer IRQ ran over is kept through JSON, and a charge stored before
     /// it was named reads back without one.
@@ -362,7 +369,10 @@ mod tests {
         };
         let c = Charge {
             category: Category::TimerIrqLate {
-                cause: LateCause::IrqsOffOrHypervisor { task: Some(task) },
+                cause: LateCause::IrqsOffOrHypervisor {
+                    task: Some(task),
+                    softirq: None,
+                },
             },
             ns: 7,
         };
@@ -381,9 +391,35 @@ mod tests {
         assert_eq!(
             back.category,
             Category::TimerIrqLate {
-                cause: LateCause::IrqsOffOrHypervisor { task: None }
+                cause: LateCause::IrqsOffOrHypervisor {
+                    task: None,
+                    softirq: None
+                }
             }
         );
         assert_eq!(serde_json::to_string(&back).unwrap(), old);
+        let softirq = Category::TimerIrqLate {
+            cause: LateCause::IrqsOffOrHypervisor {
+                task: None,
+                softirq: Some(Softirq::Timer),
+            },
+        };
+        let json = serde_json::to_string(&Charge {
+            category: softirq.clone(),
+            ns: 3,
+        })
+        .unwrap();
+        assert_eq!(
+            json,
+            r#"{"kind":"timer_irq_late","cause":"irqs_off_or_hypervisor","vec":"TIMER","ns":3}"#
+        );
+        assert_eq!(
+            serde_json::from_str::<Charge>(&json).unwrap().category,
+            softirq
+        );
+        assert_eq!(
+            softirq.to_string(),
+            "timer IRQ late: IRQs off or hypervisor, softirq TIMER running"
+        );
     }
 }

@@ -649,6 +649,7 @@ mod tests {
         let late = Category::TimerIrqLate {
             cause: LateCause::IrqsOffOrHypervisor {
                 task: Some(task(120)),
+                softirq: None,
             },
         };
         let a = charge(0);

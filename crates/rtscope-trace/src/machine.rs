@@ -22,19 +22,18 @@ pub struct Machine {
 }
 
 impl Machine {
-    /// Reads `/sys/devices/system/cpu/cpuN/cpuidle/state*/latency` (µs) of `cpus` and the
-    /// hypervisor flag below `root` (`/` on a live system). `/sys` missing: unknown.
+    /// Reads `/sys/devices/system/cpu/cpuN/cpuidle/state*/latency` (µs) of `cpus` and whether
+    /// this is a guest ([`rtscope_core::virt::evidence`], the audit's own list: the CPU flag,
+    /// DMI, QEMU's arm64 virt machine …) below `root` (`/` on a live system). `/sys` missing:
+    /// idle unknown.
     pub fn read(root: &Path, cpus: &[usize]) -> Machine {
         let sys_cpu = root.join("sys/devices/system/cpu");
-        let guest = root.join("sys/hypervisor/type").exists()
-            || root
-                .join("sys/firmware/devicetree/base/hypervisor")
-                .exists()
-            || std::fs::read_to_string(root.join("proc/cpuinfo")).is_ok_and(|s| {
-                s.lines()
-                    .filter(|l| l.starts_with("flags"))
-                    .any(|l| l.split_whitespace().any(|f| f == "hypervisor"))
-            });
+        let read = |p: &str| {
+            let text = std::fs::read_to_string(root.join(p.trim_start_matches('/'))).ok()?;
+            let t = text.trim();
+            (!t.is_empty()).then(|| t.to_owned())
+        };
+        let guest = !rtscope_core::virt::evidence(&read).is_empty();
         if !sys_cpu.is_dir() {
             return Machine {
                 idle_exit_max_ns: None,
@@ -87,6 +86,16 @@ mod tests {
         );
         // No cpuidle directory: no idle states at all.
         assert_eq!(Machine::read(&root, &[0]).idle_exit_max_ns, Some(0));
+        // QEMU's arm64 virt machine (the rt-arm64 guest): no CPU flag, its device tree says.
+        std::fs::write(root.join("proc/cpuinfo"), "Features\t: fp asimd\n").unwrap();
+        assert!(!Machine::read(&root, &[1]).guest);
+        std::fs::create_dir_all(root.join("proc/device-tree")).unwrap();
+        std::fs::write(
+            root.join("proc/device-tree/compatible"),
+            "linux,dummy-virt\0",
+        )
+        .unwrap();
+        assert!(Machine::read(&root, &[1]).guest);
         let nowhere = root.join("nothing");
         assert_eq!(Machine::read(&nowhere, &[0]), Machine::default());
         std::fs::remove_dir_all(root).unwrap();

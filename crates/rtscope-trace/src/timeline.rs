@@ -215,7 +215,10 @@ impl Timeline<'_> {
             Some(Ctx::WakeIrq) => Category::TimerIrqHandler,
             Some(Ctx::Irq(name)) if before => late(LateCause::PreviousIrq { name: name.clone() }),
             Some(Ctx::Irq(name)) => Category::Irq { name: name.clone() },
-            Some(Ctx::Softirq(_)) if before => late(LateCause::IrqsOffOrHypervisor { task: None }),
+            Some(Ctx::Softirq(v)) if before => late(LateCause::IrqsOffOrHypervisor {
+                task: None,
+                softirq: Some(Softirq::from_vec(*v)),
+            }),
             Some(Ctx::Softirq(v)) => Category::Softirq {
                 vec: Softirq::from_vec(*v),
             },
@@ -228,6 +231,7 @@ impl Timeline<'_> {
             Some(Ctx::Task(p)) if before && !self.outranks(*p) => {
                 late(LateCause::IrqsOffOrHypervisor {
                     task: Some(self.tasks.task(*p)),
+                    softirq: None,
                 })
             }
             Some(Ctx::Task(p)) if *p == self.spike.tid => Category::ReturnToUser,

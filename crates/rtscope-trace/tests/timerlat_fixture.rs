@@ -105,7 +105,7 @@ fn the_culprit_thread_is_charged_the_time_its_noise_event_reports() {
         matches!(
             a.culprit(),
             Some(Category::TimerIrqLate {
-                cause: LateCause::IrqsOffOrHypervisor { task: Some(t) }
+                cause: LateCause::IrqsOffOrHypervisor { task: Some(t), .. }
             }) if t.prio >= 100
         ),
         "{a:?}"

@@ -135,66 +135,8 @@ pub(crate) fn thermal(ctx: &Ctx) -> Finding {
         .setting(format!("max {}", c(hottest)))
 }
 
-/// DMI vendors and products of hypervisors.
-const VM_DMI: &[&str] = &[
-    "QEMU",
-    "KVM",
-    "VMware",
-    "VirtualBox",
-    "innotek",
-    "Xen",
-    "Bochs",
-    "BHYVE",
-    "Parallels",
-    "Virtual Machine",
-    "Google Compute Engine",
-    "OpenStack",
-    "Amazon EC2",
-    "Cloud Hypervisor",
-    "Firecracker",
-];
-
 pub(crate) fn virtualization(ctx: &Ctx) -> Finding {
-    let sys = ctx.sys;
-    let mut evidence = Vec::new();
-    if let Some(info) = sys.read("/proc/cpuinfo") {
-        let flagged = info
-            .lines()
-            .filter(|l| l.starts_with("flags"))
-            .any(|l| l.split_whitespace().any(|w| w == "hypervisor"));
-        if flagged {
-            evidence.push("/proc/cpuinfo: hypervisor CPU flag".to_owned());
-        }
-    }
-    if let Some(t) = sys.read("/sys/hypervisor/type") {
-        evidence.push(format!("/sys/hypervisor/type = {t}"));
-    }
-    if let Some(c) = sys.read("/proc/device-tree/hypervisor/compatible") {
-        evidence.push(format!(
-            "device tree hypervisor node: {}",
-            c.replace('\0', " ")
-        ));
-    }
-    if let Some(c) = sys.read("/proc/device-tree/compatible") {
-        let words: Vec<&str> = c.split('\0').filter(|w| !w.is_empty()).collect();
-        if words.contains(&"linux,dummy-virt") {
-            evidence
-                .push("device tree compatible linux,dummy-virt (QEMU's virt machine)".to_owned());
-        }
-    }
-    for f in ["sys_vendor", "product_name"] {
-        if let Some(v) = sys.read(&format!("/sys/class/dmi/id/{f}")) {
-            if VM_DMI.iter().any(|k| v.contains(k)) {
-                evidence.push(format!("/sys/class/dmi/id/{f} = {v}"));
-            }
-        }
-    }
-    let cs = sys.read("/sys/devices/system/clocksource/clocksource0/current_clocksource");
-    if let Some(cs) =
-        cs.filter(|c| ["kvm-clock", "hyperv_clocksource_tsc_page", "xen"].contains(&c.as_str()))
-    {
-        evidence.push(format!("clocksource {cs}"));
-    }
+    let mut evidence = rtscope_core::virt::evidence(&|p| ctx.sys.read(p));
     if evidence.is_empty() {
         return Finding::new(
             CheckId::Virtualization,
