@@ -93,20 +93,28 @@ fn a_raw_run_gets_an_estimate_or_a_named_refusal_and_the_gate_agrees() {
         "{}",
         text(&o.stdout)
     );
-    // A generous limit passes exactly when there is an estimate with a bounded upper end.
+    // A generous limit passes exactly when there is an estimate whose upper bound is within
+    // it (a heavy tail on a loaded machine can put the bound past 60 s: seen, 2.1e15 ns).
     let o = rtscope(
         &db,
         &["tail", "last", "--json", "--limit", "pwcet@1e-9=60s"],
     );
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     let v = &doc["threads"][0]["limits"][0]["result"];
-    let bounded = doc["threads"][0]["analysis"]["levels"]
+    let within = doc["threads"][0]["analysis"]["levels"]
         .as_array()
         .unwrap()
         .iter()
-        .any(|l| l["probability"] == 1e-9 && l["upper_ns"].is_f64());
-    assert_eq!(o.status.code(), Some(if bounded { 0 } else { 1 }), "{v}");
-    assert_eq!(v["verdict"] == "pass", bounded, "{v}");
+        .filter(|l| l["probability"] == 1e-9)
+        .any(|l| l["upper_ns"].as_f64().is_some_and(|u| u <= 60e9));
+    assert_eq!(o.status.code(), Some(if within { 0 } else { 1 }), "{v}");
+    assert_eq!(v["verdict"] == "pass", within, "{v}");
+    if !within {
+        assert!(
+            v["verdict"] == "exceeded" || v["verdict"] == "no-estimate",
+            "{v}"
+        );
+    }
 
     // --unreliable shows the levels of a refused fit, marked.
     let doc = json(&db, &["tail", "last", "--json", "--unreliable"]);
