@@ -56,7 +56,9 @@ listen = "127.0.0.1:9464"
 $explain_line
 EOF
 if [ "${EXPLAIN:-0}" = 1 ]; then
-    /root/culprit 1 20 100 40 &
+    # Until killed below: on a loaded host the emulated guest may take minutes to explain
+    # its windows (the rt-arm64 guest once outlived a 40 s culprit, leaving idle to explain).
+    /root/culprit 1 20 100 900 &
     wcul=$!
 fi
 $exec_start >/tmp/watch.log 2>&1 &
