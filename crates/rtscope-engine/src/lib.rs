@@ -22,7 +22,9 @@ pub use config::{
 };
 pub use cpuset::{CpuSet, CpuSetError};
 pub use run::{prepare_current_thread, BreakInfo, Run, RunResult, ThreadResult, Wake};
-pub use state::{EventLog, LinearResult, Phase, Recorder, Sample, SampleRing, ThreadShared};
+pub use state::{
+    resident_counters, EventLog, LinearResult, Phase, Recorder, Sample, SampleRing, ThreadShared,
+};
 
 /// Why a run could not start.
 #[derive(Debug, thiserror::Error)]

@@ -283,8 +283,8 @@ pub fn set_policy_current(policy: Policy, priority: i32) -> io::Result<()> {
 /// Locks all current and future memory of the process, page by page as it is first used
 /// (`MCL_ONFAULT`, Linux 4.4+; plain `mlockall` on older kernels).
 ///
-/// Everything a measuring thread touches in its loop — its counters and histogram (written
-/// when allocated), its stack (prefaulted), and the loop's code and libc/vDSO pages (touched
+/// Everything a measuring thread touches in its loop — its counters and histogram (every
+/// page written when allocated: [`crate::resident_counters`]), its stack (prefaulted), and the loop's code and libc/vDSO pages (touched
 /// before its first sleep) — is resident and locked before the first deadline, so the loop
 /// takes no page fault. Code the run never executes (the database, importers, exporters) is
 /// not read in and not locked, which keeps the locked footprint near cyclictest's.

@@ -50,7 +50,7 @@ impl GapRing {
     pub(crate) fn new(capacity: usize) -> Self {
         let capacity = capacity.max(1);
         GapRing {
-            slots: (0..capacity * 2).map(|_| AtomicU64::new(0)).collect(),
+            slots: crate::resident_counters(capacity * 2, 0),
             capacity: capacity as u64,
             head: AtomicU64::new(0),
             tail: AtomicU64::new(0),
@@ -153,7 +153,7 @@ impl NoiseShared {
             noise: AtomicU64::new(0),
             max: AtomicU64::new(0),
             max_at: AtomicU64::new(0),
-            hist: (0..layout::BUCKETS).map(|_| AtomicU64::new(0)).collect(),
+            hist: crate::resident_counters(layout::BUCKETS, 0),
             ring: GapRing::new(gap_capacity),
         }
     }

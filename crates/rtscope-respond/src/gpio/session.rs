@@ -395,7 +395,7 @@ pub struct GpioRun {
 }
 
 fn ring(n: usize) -> Box<[AtomicU64]> {
-    (0..n).map(|_| AtomicU64::new(0)).collect()
+    rtscope_engine::resident_counters(n, 0)
 }
 
 fn spec(policy: Policy, priority: i32, cpu: Option<usize>) -> ThreadSpec {

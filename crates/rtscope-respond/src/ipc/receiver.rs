@@ -150,7 +150,7 @@ impl IpcResult {
 }
 
 fn zeroed(n: usize) -> Box<[AtomicU64]> {
-    (0..n).map(|_| AtomicU64::new(u64::MAX)).collect()
+    rtscope_engine::resident_counters(n, u64::MAX)
 }
 
 impl IpcRun {
