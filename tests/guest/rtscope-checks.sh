@@ -43,7 +43,7 @@ if [ "${EXPLAIN:-0}" = 1 ]; then
     reference_start
     /root/culprit 1 20 100 30 &
     cpid=$!
-    check explain rtscope measure -D 6s -i 1ms --cpus 1 -p 80 --explain 1.5ms -q \
+    check explain rtscope measure -D 6s -i 1ms --cpus 1 -p 80 --explain 1.5ms --explain-keep 100 -q \
         --db /tmp/explain.db --json /tmp/explain.json --label guest-explain
     kill "$cpid"
     wait "$cpid"

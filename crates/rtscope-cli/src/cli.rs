@@ -687,6 +687,15 @@ pub struct MeasureArgs {
     /// tracefs instance (root), else from the monitors (docs/explain.md)
     #[arg(long, value_name = "DUR", help_heading = "Recording")]
     pub explain: Option<String>,
+    /// Spikes kept fully explained per minute of the clock, the worst first (1-1000; the rest
+    /// are counted) [default: 5]
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "explain",
+        help_heading = "Recording"
+    )]
+    pub explain_keep: Option<usize>,
     /// Keep every sample with its timestamp (compressed in the database; see docs/store-schema.md)
     #[arg(long, conflicts_with = "no_db", help_heading = "Recording")]
     pub raw: bool,

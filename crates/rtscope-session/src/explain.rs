@@ -62,6 +62,7 @@ impl Explaining {
             pinned.iter().collect()
         };
         let mut cfg = ExplainConfig::new(threshold.0, measured.clone());
+        cfg.per_window = plan.explain_keep;
         cfg.housekeeping = placed
             .cpus()
             .map(|c| c.iter().collect())

@@ -368,6 +368,8 @@ pub struct PlanSpec {
     pub event_capacity: usize,
     /// Explain every wake-up at or above this latency (`--explain`, docs/explain.md).
     pub explain: Option<Nanos>,
+    /// Spikes kept fully explained per minute (`--explain-keep`).
+    pub explain_keep: usize,
     /// Keep every sample (a sample ring per thread).
     pub raw: bool,
     /// Limits checked after the run.
@@ -403,6 +405,7 @@ impl Default for PlanSpec {
             event_above: None,
             event_capacity: 10_000,
             explain: None,
+            explain_keep: 5,
             raw: false,
             limits: Vec::new(),
             housekeeping_prio: Some(crate::housekeeping::DEFAULT_PRIORITY),
@@ -424,6 +427,8 @@ pub struct RunPlan {
     pub per_cpu: bool,
     /// Explain every wake-up at or above this latency (the event log then keeps those too).
     pub explain: Option<Nanos>,
+    /// Spikes kept fully explained per minute.
+    pub explain_keep: usize,
     /// SCHED_FIFO priority asked for rtscope's control and monitor threads (`None`: off).
     pub housekeeping: Option<i32>,
     /// CPUs asked for rtscope's own threads (`None`: the online CPUs not measured); see
@@ -440,6 +445,7 @@ impl RunPlan {
             latency,
             per_cpu: false,
             explain: None,
+            explain_keep: 5,
             housekeeping: Some(crate::housekeeping::DEFAULT_PRIORITY),
             housekeeping_cpus: None,
         }
@@ -523,6 +529,7 @@ impl RunPlan {
             latency: s.latency,
             per_cpu: s.threads.is_none(),
             explain: s.explain,
+            explain_keep: s.explain_keep,
             housekeeping: s.housekeeping_prio,
             housekeeping_cpus: s.housekeeping_cpus.clone(),
         })

@@ -99,6 +99,8 @@ fn an_injected_culprit_is_named_in_output_json_runs_explain_and_report() {
             &cpu.to_string(),
             "--explain",
             "1.5ms",
+            "--explain-keep",
+            "40",
             "-q",
         ])
         .arg("--db")
@@ -145,6 +147,13 @@ fn an_injected_culprit_is_named_in_output_json_runs_explain_and_report() {
     assert!(
         traced_ns.is_some_and(|t| t > 0) && spike_ns >= traced_ns,
         "{counts}"
+    );
+    // --explain-keep 40: the worst 40 of each minute of the clock (a 6 s run touches one or
+    // two) of some 60 bursts' spikes are kept, not 5.
+    let kept = x["worst"].as_array().unwrap().len();
+    assert!(
+        kept > 10 && kept <= 80 && kept as u64 <= spikes.unwrap(),
+        "{kept} kept of {counts}"
     );
     let coverage = format!(
         "traced {} of {} spikes above the threshold (",
@@ -313,4 +322,29 @@ fn sigkill_of_rtscope_measure_leaves_no_trace_instance() {
         "{} survived the SIGKILL of rtscope",
         inst.display()
     );
+}
+
+/// `--explain-keep` is bounded and needs `--explain`; both refusals exit 2 naming the option.
+#[test]
+fn explain_keep_out_of_range_or_alone_exits_2() {
+    for (args, says) in [
+        (
+            &["--explain", "1ms", "--explain-keep", "0"][..],
+            "--explain-keep: 0 is not 1-1000",
+        ),
+        (
+            &["--explain", "1ms", "--explain-keep", "1001"][..],
+            "--explain-keep: 1001 is not 1-1000",
+        ),
+        (&["--explain-keep", "10"][..], "--explain"),
+    ] {
+        let o = Command::new(bin())
+            .args(["measure", "-D", "1s", "--no-db", "-q"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = text(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
 }

@@ -88,6 +88,15 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
             ),
         },
         explain: opt_dur(a.explain.as_deref(), "--explain")?,
+        explain_keep: match a.explain_keep {
+            None => PlanSpec::default().explain_keep,
+            Some(n @ 1..=1000) => n,
+            Some(n) => {
+                return Err(UsageError::new(format!(
+                    "--explain-keep: {n} is not 1-1000 (spikes kept per minute)"
+                )))
+            }
+        },
         housekeeping_cpus: a
             .housekeeping
             .as_deref()
