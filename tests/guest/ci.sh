@@ -60,7 +60,7 @@ status=0
 python3 tests/guest/guest.py check \
   --timeout 1200 \
   --kernels amd64,rt-amd64,rt-arm64 \
-  --explain-kernels amd64,rt-amd64,rt-arm64 \
+  --explain-kernels amd64,rt-amd64,rt-arm64 --reference-bar \
   --rtscope-amd64 target/x86_64-unknown-linux-musl/release/rtscope \
   --rtscope-arm64 target/aarch64-unknown-linux-musl/release/rtscope \
   --out target/guest || status=$?
