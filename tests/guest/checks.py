@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import guest
+import noise_checks
 import reference
 import watch_checks
 
@@ -249,6 +250,7 @@ def main(argv: list[str]) -> int:
         verify(c, kernel, r, a.host_rtscope or a.rtscope_amd64, out, campaign)
         if culprit is not None:
             verify_explain(c, kernel, r, a.reference_bar)
+            noise_checks.verify_noise(c, kernel, r)
         watch_checks.verify_watch(c, kernel, r, a.host_rtscope or a.rtscope_amd64, out,
                                   culprit is not None)
         timings.append((kernel, fetched, r.seconds))

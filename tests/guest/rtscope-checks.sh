@@ -73,6 +73,33 @@ if [ "${EXPLAIN:-0}" = 1 ] && [ "${KIND:-}" = rt ]; then
     mark explain-kill-after "$(ls $T/instances | wc -l) $(cat $T/osnoise/cpus) $(cat $T/osnoise/timerlat_period_us)"
 fi
 
+if [ "${EXPLAIN:-0}" = 1 ] && grep -qw osnoise $T/available_tracers 2>/dev/null; then
+    # rtscope noise like for like with the kernel's osnoise tracer (issue 33), one after the
+    # other on CPU 1 with the same injected noise (the culprit: FIFO 99, 20 ms every 100 ms)
+    # and the same duty (950 ms of every 1 s, SCHED_OTHER): both should lose about 20 % of the
+    # CPU to it. The host compares the available share and the longest single noise.
+    /root/culprit 1 20 100 30 &
+    npid=$!
+    check noise rtscope noise -D 4s --cpus 1 --runtime 950ms --period 1s -q --no-db \
+        --json /tmp/noise.json
+    [ -f /tmp/noise.json ] && put_file noise.json /tmp/noise.json
+    ocpus=$(cat $T/osnoise/cpus) orun=$(cat $T/osnoise/runtime_us) oper=$(cat $T/osnoise/period_us)
+    echo 1 > $T/osnoise/cpus
+    echo 950000 > $T/osnoise/runtime_us
+    echo 1000000 > $T/osnoise/period_us
+    echo > $T/trace
+    echo osnoise > $T/current_tracer && sleep 4
+    echo nop > $T/current_tracer
+    cat $T/trace > /tmp/osnoise.txt
+    put_file osnoise.txt /tmp/osnoise.txt
+    echo "$ocpus" > $T/osnoise/cpus
+    echo "$orun" > $T/osnoise/runtime_us
+    echo "$oper" > $T/osnoise/period_us
+    mark osnoise-restored "$ocpus $orun $oper -> $(cat $T/osnoise/cpus) $(cat $T/osnoise/runtime_us) $(cat $T/osnoise/period_us)"
+    kill "$npid" 2>/dev/null
+    wait "$npid" 2>/dev/null
+fi
+
 # rtscope watch (issue 30): the unit's command line, /metrics, SIGKILL and a restart, the CPU
 # time it takes (watch-in-guest.sh, about 45 s of guest time).
 . /guest/watch-in-guest.sh
