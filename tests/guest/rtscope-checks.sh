@@ -89,8 +89,11 @@ if [ "${EXPLAIN:-0}" = 1 ] && grep -qw osnoise $T/available_tracers 2>/dev/null;
     echo 1000000 > $T/osnoise/period_us
     echo > $T/trace
     echo osnoise > $T/current_tracer && sleep 4
-    echo nop > $T/current_tracer
+    # Stopped before it is read: changing the tracer empties the buffer.
+    echo 0 > $T/tracing_on
     cat $T/trace > /tmp/osnoise.txt
+    echo nop > $T/current_tracer
+    echo 1 > $T/tracing_on
     put_file osnoise.txt /tmp/osnoise.txt
     echo "$ocpus" > $T/osnoise/cpus
     echo "$orun" > $T/osnoise/runtime_us
