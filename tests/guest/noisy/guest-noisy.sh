@@ -6,7 +6,7 @@ for mode in ${MODES:-preempt irq}; do
     insmod /root/noisy.ko mode=$mode cpu=1 busy_ms=10 period_ms=100
     mark insmod "$mode $?"
     reference_start
-    check "explain-$mode" rtscope measure -D 6s -i 1ms --cpus 1 -p 80 --explain 1.5ms -q \
+    check "explain-$mode" rtscope measure -D 6s -i 1ms --cpus 1 -p 80 --explain 1.5ms --explain-keep 100 -q \
         --no-db --json "/tmp/explain-$mode.json"
     reference_stop "reference-$mode.txt"
     rmmod noisy
