@@ -112,7 +112,7 @@ reference_start() {
     echo mono > $_r/trace_clock
     echo 2 > $_r/tracing_cpumask
     echo 8192 > $_r/buffer_size_kb
-    for _e in sched/sched_switch irq/irq_handler_entry irq/irq_handler_exit \
+    for _e in sched/sched_switch sched/sched_waking irq/irq_handler_entry irq/irq_handler_exit \
         irq/softirq_entry irq/softirq_exit; do
         echo 1 > $_r/events/$_e/enable || mark reference-enable-failed $_e
     done

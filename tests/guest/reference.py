@@ -1,7 +1,7 @@
 """An independent reference for `rtscope measure --explain`: what a second tracefs instance saw.
 
 While rtscope explains the spikes of CPU 1, the guest script records the same CPU in its own
-instance (`instances/reference`: `sched_switch`, `irq_handler_entry/exit`, `softirq_entry/exit`,
+instance (`instances/reference`: `sched_switch`, `sched_waking`, `irq_handler_entry/exit`, `softirq_entry/exit`,
 `trace_clock=mono`, so its times are CLOCK_MONOTONIC like rtscope's spike times) and sends its
 text `trace` back. For each spike rtscope kept in its JSON (`explain.worst`, traced), this
 replays the reference over [deadline, wake-up): the innermost context (a softirq by vector, a
@@ -14,7 +14,9 @@ causes (min of the two charges), over the spike time compared.
     python3 tests/guest/reference.py EXPLAIN.json REFERENCE-TRACE [--cpu 1]
 
 prints one line per spike and the totals. rtscope's categories that name no context the
-reference can see (the timer interrupt's phases, unexplained) never agree; `exit_from_idle` and
+reference can see (a late timer interrupt's unnamed cause, unexplained) never agree;
+`timer_irq_handler` is the hard interrupt in which the reference saw the thread woken (its own
+`sched_waking`; none when the waking was on another CPU); `exit_from_idle` and
 `hypervisor` are the idle task (pid 0) running, `return_to_user` the measuring thread running
 (the switch to it and its way back to user space), `irqs_off_or_hypervisor` with a task or softirq
 that one running (with interrupts off, or the vCPU stopped under it), which the reference sees.
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 # `  culprit-123     [001] d.h2.   123.456789: irq_handler_entry: irq=24 name=virtio0`
 LINE = re.compile(r"\[(\d+)\]\s+(?:\S+\s+)?(\d+)\.(\d+):\s+(\w+):\s?(.*)$")
 SWITCH_NEXT = re.compile(r"next_comm=(.*) next_pid=(-?\d+)")
+WAKING = re.compile(r"pid=(-?\d+) prio=")
 SWITCH_PREV = re.compile(r"prev_pid=(-?\d+) prev_prio=-?\d+ prev_state=(\S+)")
 IRQ = re.compile(r"irq=(\d+)")
 VECTOR = re.compile(r"vector=(\d+)")
@@ -76,19 +79,23 @@ def reference_causes(ref: Reference, start: int, end: int,
                      tid: int | None = None) -> dict[tuple, int] | None:
     """ns per cause in [start, end) from the reference, or None when it does not cover it
     (no `sched_switch` before `start`, or events lost before `end`). While the measuring
-    thread `tid` is blocked (out with `D`), the cause is ("blocked", tid)."""
+    thread `tid` is blocked (out with `D`), the cause is ("blocked", tid); the hard interrupt
+    in which the reference saw `tid` woken (its own `sched_waking`) is ("wake-irq",)."""
     if any(t < end for t in ref.lost) or not ref.events or ref.events[-1].ts_ns < end:
         return None
+    wake = waking_irq(ref, start, end, tid)
     task: tuple | None = None
     blocked = False
-    stack: list[tuple] = []
+    stack: list[tuple[tuple, int]] = []  # (cause, index of its entry event)
     out: dict[tuple, int] = {}
     prev = None
-    for e in ref.events + [Event(end, "end", "")]:
+    for i, e in enumerate(ref.events + [Event(end, "end", "")]):
         if prev is not None and e.ts_ns > start:
             a, b = max(prev, start), min(e.ts_ns, end)
             if b > a:
-                cause = ("blocked", tid) if blocked else stack[-1] if stack else task
+                top = stack[-1] if stack else None
+                cause = (("blocked", tid) if blocked else ("wake-irq",)
+                         if top and top[1] == wake else top[0] if top else task)
                 if cause is None:
                     return None
                 out[cause] = out.get(cause, 0) + (b - a)
@@ -105,18 +112,47 @@ def reference_causes(ref: Reference, start: int, end: int,
             p = SWITCH_PREV.search(e.args)
             if p and tid is not None and int(p.group(1)) == tid:
                 blocked = p.group(2).startswith("D")
-        elif e.kind == "irq_handler_entry" and (m := IRQ.search(e.args)):
-            stack.append(("irq", int(m.group(1))))
-        elif e.kind.endswith("_entry") and VECTOR.search(e.args):
-            stack.append(("vector", e.kind.removesuffix("_entry")))  # x86 (irq_vectors)
-        elif e.kind == "softirq_entry" and (m := VEC.search(e.args)):
-            # The task it runs in too: a softirq run by a thread (`ksoftirqd/N`; every softirq
-            # on PREEMPT_RT) is that thread's work as much as the vector's.
-            stack.append(("softirq", m.group(2), task[1] if task else None))
-        elif (e.kind in ("irq_handler_exit", "softirq_exit")
-              or e.kind.endswith("_exit") and VECTOR.search(e.args)) and stack:
-            stack.pop()
+        else:
+            replay(stack, e, i, task)
     return out
+
+
+def replay(stack: list[tuple[tuple, int]], e: Event, i: int, task: tuple | None) -> None:
+    """Interrupt entries and exits on the context stack (`i`: the entry event's index)."""
+    if e.kind == "irq_handler_entry" and (m := IRQ.search(e.args)):
+        stack.append((("irq", int(m.group(1))), i))
+    elif e.kind.endswith("_entry") and VECTOR.search(e.args):
+        stack.append((("vector", e.kind.removesuffix("_entry")), i))  # x86 (irq_vectors)
+    elif e.kind == "softirq_entry" and (m := VEC.search(e.args)):
+        # The task it runs in too: a softirq run by a thread (`ksoftirqd/N`; every softirq
+        # on PREEMPT_RT) is that thread's work as much as the vector's.
+        stack.append((("softirq", m.group(2), task[1] if task else None), i))
+    elif (e.kind in ("irq_handler_exit", "softirq_exit")
+          or e.kind.endswith("_exit") and VECTOR.search(e.args)) and stack:
+        stack.pop()
+
+
+def waking_irq(ref: Reference, start: int, end: int, tid: int | None) -> int | None:
+    """The entry index of the hard interrupt enclosing the last `sched_waking` of `tid`
+    between 1 ms before `start` and `end` (lib.sh records the event), as rtscope finds its
+    waking interrupt; None when it was woken elsewhere or the event is not recorded."""
+    found = None
+    stack: list[tuple[tuple, int]] = []
+    task: tuple | None = None
+    for i, e in enumerate(ref.events):
+        if e.ts_ns > end:
+            break
+        if e.kind == "sched_switch":
+            stack.clear()
+            if m := SWITCH_NEXT.search(e.args):
+                task = ("thread", int(m.group(2)))
+        elif e.kind == "sched_waking" and (m := WAKING.search(e.args)):
+            if int(m.group(1)) == tid and e.ts_ns + 1_000_000 >= start:
+                hard = [x for x in stack if x[0][0] != "softirq"]
+                found = hard[-1][1] if hard else None
+        else:
+            replay(stack, e, i, task)
+    return found
 
 
 def blocked_stacks(text: str, cpu: int) -> list[tuple[int, str]]:
@@ -168,6 +204,8 @@ X86_VECTORS = {"local_timer", "spurious_apic", "error_apic", "x86_platform_ipi",
 
 def rtscope_cause(cat: dict, tid: int | None = None) -> tuple:
     kind = cat.get("kind")
+    if kind == "timer_irq_handler":
+        return ("wake-irq",)  # the interrupt that woke the thread, found by both
     if kind == "measuring_thread_blocked":
         return ("blocked", tid)
     if kind == "return_to_user" and tid is not None:
