@@ -5,7 +5,9 @@
 #  3. lints the musl targets (clippy -D warnings),
 #  4. boots Debian's standard and PREEMPT_RT amd64 kernels and the PREEMPT_RT arm64 kernel
 #     under QEMU (TCG) and runs the rtscope guest checks (tests/guest/README.md),
-#  5. runs `rtscope respond` on a gpio-sim chip in the standard amd64 guest.
+#  5. checks --explain against an independent trace for five kinds of injected noise
+#     (tests/guest/noisy),
+#  6. runs `rtscope respond` on a gpio-sim chip in the standard amd64 guest.
 # Prints the time of each part. Kernels and busybox are cached in $RTSCOPE_GUEST_CACHE
 # (default /var/cache/rtscope-guest), outside the repository.
 set -euo pipefail
@@ -65,6 +67,20 @@ python3 tests/guest/guest.py check \
   --rtscope-arm64 target/aarch64-unknown-linux-musl/release/rtscope \
   --out target/guest || status=$?
 times+=("guest tests (3 kernels): $(elapsed "$t") s")
+# The reference agreement for noise of each kind on the measured CPU (tests/guest/noisy:
+# preemption off, interrupts off, an interrupt storm, softirq work, network receive), as a bar
+# (reference.py bar): the amd64 kernels with noisy.ko built against Debian's headers, rt-arm64
+# the network receive only (no module: its headers' tools are arm64 binaries).
+t=$(secs)
+for kernel in amd64 rt-amd64; do
+  python3 tests/guest/noisy/run.py --bar --kernel "$kernel" \
+    --rtscope target/x86_64-unknown-linux-musl/release/rtscope \
+    --out target/guest/noisy | grep -v '^  ' || status=1
+done
+python3 tests/guest/noisy/run.py --bar --kernel rt-arm64 --modes net \
+  --rtscope target/aarch64-unknown-linux-musl/release/rtscope \
+  --out target/guest/noisy | grep -v '^  ' || status=1
+times+=("noise reference (3 kernels, 11 runs): $(elapsed "$t") s")
 # rtscope respond on a simulated GPIO chip (gpio-sim built out of tree from Debian's
 # linux-source at test time; tests/guest/gpio-sim/run.py).
 t=$(secs)

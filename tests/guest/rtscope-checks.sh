@@ -43,8 +43,11 @@ if [ "${EXPLAIN:-0}" = 1 ]; then
     reference_start
     /root/culprit 1 20 100 30 &
     cpid=$!
-    check explain rtscope measure -D 6s -i 1ms --cpus 1 -p 80 --explain 1.5ms --explain-keep 100 -q \
-        --db /tmp/explain.db --json /tmp/explain.json --label guest-explain
+    # RTSCOPE_TRACE_DUMP: the events rtscope's recorder read, so the host can find where the
+    # two instances stamped one event apart (reference.py stamped_apart).
+    check explain env RTSCOPE_TRACE_DUMP=/tmp/dump.txt rtscope measure -D 6s -i 1ms --cpus 1 -p 80 \
+        --explain 1.5ms --explain-keep 100 -q --db /tmp/explain.db --json /tmp/explain.json \
+        --label guest-explain
     kill "$cpid"
     wait "$cpid"
     reference_stop reference.txt
@@ -57,6 +60,7 @@ if [ "${EXPLAIN:-0}" = 1 ]; then
     mark explain-instances "$(ls $T/instances | wc -l)"
     mark explain-osnoise-after "$(cat $T/osnoise/cpus 2>/dev/null) $(cat $T/osnoise/timerlat_period_us 2>/dev/null)"
     [ -f /tmp/explain.json ] && put_file explain.json /tmp/explain.json
+    [ -f /tmp/dump.txt ] && put_file dump.txt /tmp/dump.txt && rm /tmp/dump.txt
 fi
 if [ "${EXPLAIN:-0}" = 1 ] && [ "${KIND:-}" = rt ]; then
     # SIGKILL while recording (the timerlat tier, RT kernels): the reaper removes the instance

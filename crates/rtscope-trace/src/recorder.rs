@@ -336,12 +336,15 @@ fn read_loop(
     cfg: &RecorderConfig,
 ) {
     pin_to(&cfg.housekeeping);
-    let mut buf = vec![0u8; inst.page_size];
+    let mut scratch = Scratch {
+        buf: vec![0u8; inst.page_size],
+        dump: Dump::from_env(),
+    };
     let mut sizes: HashMap<usize, usize> = HashMap::new();
     loop {
         let stopping = stop.load(Ordering::Relaxed);
         for (cpu, f) in &mut files {
-            if drain_cpu(*cpu, f, &mut buf, inst, schema, shared, cfg) {
+            if drain_cpu(*cpu, f, &mut scratch, inst, schema, shared, cfg) {
                 let kb = sizes.entry(*cpu).or_insert(cfg.instance.buffer_kb.max(64));
                 if let Some(grown) = grow(inst, *cpu, *kb, cfg.max_buffer_kb) {
                     *kb = grown;
@@ -372,16 +375,45 @@ fn grow(inst: &Instance, cpu: usize, kb: usize, max_kb: usize) -> Option<usize> 
         .map(|()| want)
 }
 
+/// Every page and decoded event the reader takes, as text, to the file named by the
+/// environment variable `RTSCOPE_TRACE_DUMP` (a diagnostic: what rtscope's own trace held, to
+/// set beside an independent instance's; tests/guest/README.md). Written by the reader thread.
+struct Dump(Option<std::io::BufWriter<File>>);
+
+impl Dump {
+    fn from_env() -> Dump {
+        let file = std::env::var_os("RTSCOPE_TRACE_DUMP").and_then(|p| File::create(p).ok());
+        Dump(file.map(std::io::BufWriter::new))
+    }
+
+    fn page(&mut self, cpu: usize, timestamp: u64, missed: bool, events: &[Event]) {
+        use std::io::Write;
+        let Some(w) = &mut self.0 else { return };
+        let _ = writeln!(w, "page cpu={cpu} ts={timestamp} missed={missed}");
+        for e in events {
+            let _ = writeln!(w, "{cpu} {} {} {:?}", e.ts, e.pid, e.kind);
+        }
+        let _ = w.flush();
+    }
+}
+
+/// The reader thread's own: its page buffer and the dump.
+struct Scratch {
+    buf: Vec<u8>,
+    dump: Dump,
+}
+
 /// Reads what `cpu`'s buffer holds; true when the kernel reported lost events.
 fn drain_cpu(
     cpu: usize,
     f: &mut File,
-    buf: &mut [u8],
+    scratch: &mut Scratch,
     inst: &Instance,
     schema: &Schema,
     shared: &Mutex<Shared>,
     cfg: &RecorderConfig,
 ) -> bool {
+    let Scratch { buf, dump } = scratch;
     // At most a buffer's worth per poll, so one busy CPU cannot starve the others.
     let max_pages = (cfg.instance.buffer_kb * 1024 / buf.len().max(1)).max(16);
     let mut lost = false;
@@ -398,11 +430,12 @@ fn drain_cpu(
             s.bad_pages += 1;
             continue;
         };
-        let events = page
+        let events: Vec<Event> = page
             .records
             .iter()
             .filter_map(|r| schema.decode(r))
             .collect();
+        dump.page(cpu, page.timestamp, page.missed_events, &events);
         let c = s.cpus.entry(cpu).or_default();
         lost |= c.take_page(
             page.timestamp,

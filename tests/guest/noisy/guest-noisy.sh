@@ -1,17 +1,57 @@
-# Guest script of noisy/run.py: for each MODES entry (preempt, irq), loads noisy.ko on CPU 1
-# (10 ms of preemption or interrupts off every 100 ms), runs `rtscope measure --explain` on CPU
-# 1 with the reference instance recording (lib.sh reference_start/stop), and sends rtscope's
-# JSON and the reference trace back.
-for mode in ${MODES:-preempt irq}; do
-    insmod /root/noisy.ko mode=$mode cpu=1 busy_ms=10 period_ms=100
-    mark insmod "$mode $?"
+# Guest script of noisy/run.py: for each MODES entry, starts noise of that kind on CPU 1, runs
+# `rtscope measure --explain` on CPU 1 with the reference instance recording (lib.sh
+# reference_start/stop), and sends rtscope's JSON and the reference trace back.
+#   preempt, irq:   noisy.ko's kernel thread on CPU 1, 10 ms of preemption or interrupts off
+#                   every 100 ms;
+#   storm, softirq: noisy.ko's thread on CPU 0 sends function-call IPIs to CPU 1 back to back
+#                   for 10 ms of every 100 ms, each handler spinning 50 us (storm), or each
+#                   scheduling a tasklet that spins 2 ms (softirq);
+#   net:            rtscope's network load (TCP echo over loopback) on CPU 0, the loopback
+#                   device's receive steered to CPU 1 (RPS), so CPU 1 runs the NET_RX softirq.
+start_noise() {
+    case "$1" in
+        net)
+            echo 2 >/sys/class/net/lo/queues/rx-0/rps_cpus
+            mark rps "$(cat /sys/class/net/lo/queues/rx-0/rps_cpus)"
+            taskset 1 rtscope load network --threads 2 --for 60s >/tmp/load-net.log 2>&1 &
+            NET_LOAD=$!
+            sleep 1 ;;
+        storm)
+            insmod /root/noisy.ko mode=storm cpu=1 busy_ms=10 period_ms=100 irq_us=50 ;;
+        softirq)
+            insmod /root/noisy.ko mode=softirq cpu=1 busy_ms=10 period_ms=100 irq_us=2000 ;;
+        *)
+            insmod /root/noisy.ko mode="$1" cpu=1 busy_ms=10 period_ms=100 ;;
+    esac
+    mark noise-start "$1 $?"
+}
+
+stop_noise() {
+    case "$1" in
+        net)
+            kill -INT "$NET_LOAD"
+            wait "$NET_LOAD"
+            mark noise-stop "$1 $?"
+            echo 0 >/sys/class/net/lo/queues/rx-0/rps_cpus
+            put_file load-net.log /tmp/load-net.log ;;
+        *)
+            rmmod noisy
+            mark noise-stop "$1 $?" ;;
+    esac
+}
+
+mark clocksource "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+for mode in ${MODES:-preempt irq storm softirq net}; do
+    start_noise "$mode"
     reference_start
-    check "explain-$mode" rtscope measure -D 6s -i 1ms --cpus 1 -p 80 --explain 1.5ms --explain-keep 100 -q \
+    # RTSCOPE_TRACE_DUMP: every event rtscope's own recorder read, to set beside the reference.
+    check "explain-$mode" env RTSCOPE_TRACE_DUMP="/tmp/dump-$mode.txt" rtscope measure -D 6s -i 1ms --cpus 1 -p 80 --explain 1.5ms --explain-keep 100 -q \
         --no-db --json "/tmp/explain-$mode.json"
     reference_stop "reference-$mode.txt"
-    rmmod noisy
-    mark rmmod "$mode $?"
+    grep -E '^ *(CPU1|[0-9]+:)|NET_RX|TASKLET|CAL' /proc/softirqs /proc/interrupts 2>/dev/null | sed 's/^/| /'
+    stop_noise "$mode"
     mark explain-tier "$mode $(sed -n 's/.*explaining spikes: tier \([a-z-]*\).*/\1/p' /tmp/explain-$mode.log | head -n 1)"
     [ -f "/tmp/explain-$mode.json" ] && put_file "explain-$mode.json" "/tmp/explain-$mode.json"
     put_log "explain-$mode"
+    [ -f "/tmp/dump-$mode.txt" ] && put_file "dump-$mode.txt" "/tmp/dump-$mode.txt" && rm "/tmp/dump-$mode.txt"
 done
