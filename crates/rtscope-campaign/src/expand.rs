@@ -11,11 +11,12 @@ use super::{loads, presets, CampaignOptions};
 use rtscope_core::Nanos;
 use rtscope_engine::{ClockKind, CpuSet};
 use rtscope_load::LoadSpec;
-use rtscope_respond::ipc::{parse_placements, IpcConfig, IpcKind};
+use rtscope_respond::ipc::{parse_placements, IpcKind, Pacing};
 use rtscope_session::limits;
 use rtscope_session::record;
 use rtscope_session::UsageError;
-use rtscope_session::{Naming, PlanError, PlanSpec, PolicyChoice, RunPlan};
+use rtscope_session::WorkloadSpec;
+use rtscope_session::{Naming, PlanError, PlanSpec, PolicyChoice, RespondSpec, RunPlan};
 use std::path::Path;
 use std::time::Duration;
 use toml::Spanned;
@@ -56,7 +57,8 @@ pub struct PlannedRun {
     pub repeat: u32,
     /// Repeats of this scenario × case.
     pub repeats: u32,
-    /// The measurement, checked exactly as `rtscope measure` checks its options.
+    /// The measurement, checked exactly as `rtscope measure` checks its options; its workload
+    /// says what it measures (timer wake-ups, or IPC events in a respond scenario).
     pub plan: RunPlan,
     /// Loads started before measuring (empty: idle).
     pub loads: Vec<LoadSpec>,
@@ -66,9 +68,6 @@ pub struct PlannedRun {
     pub label: String,
     /// `campaign`, `scenario`, `case`, `repeat`, then the campaign's tags and `--tag`s.
     pub tags: Vec<(String, String)>,
-    /// A respond scenario: the IPC measurement run instead of the timer plan (whose
-    /// interval, length, policy and priority it carries).
-    pub respond: Option<IpcConfig>,
 }
 
 /// Reads the campaign `a` names (file or `--preset`), applies the command-line overrides
@@ -257,7 +256,6 @@ struct Scenario {
     name: String,
     plan: RunPlan,
     settle: Nanos,
-    respond: Option<IpcConfig>,
 }
 
 fn planned(
@@ -291,7 +289,6 @@ fn planned(
         },
         label: format!("{campaign}/{}/{}/{repeat}", s.name, c.0),
         tags,
-        respond: s.respond.clone(),
     }
 }
 
@@ -383,7 +380,11 @@ fn scenarios(
         };
         check_name(src, name, out.iter().map(|s| s.name.as_str()), "scenario")?;
         let merged = raw.measure.overlaid(s);
-        let (plan, settle) = settings(src, &merged, a, online).map_err(|e| match e {
+        let workload = match respond(src, &merged, online)? {
+            Some(r) => WorkloadSpec::Respond(r),
+            None => WorkloadSpec::Timer,
+        };
+        let (plan, settle) = settings(src, &merged, a, online, workload).map_err(|e| match e {
             Located::Yes(e) => e,
             Located::No(e) => {
                 let mut u = src.error(
@@ -394,20 +395,22 @@ fn scenarios(
                 u
             }
         })?;
-        let respond = respond(src, &merged, &plan)?;
         out.push(Scenario {
             name: name.get_ref().clone(),
             plan,
             settle,
-            respond,
         });
     }
     Ok(out)
 }
 
-/// A respond scenario's IPC measurement (`respond = "eventfd"`), from its own keys and the
-/// timer plan's interval, length, policy and priority.
-fn respond(src: &Source, s: &RawSettings, plan: &RunPlan) -> Result<Option<IpcConfig>, UsageError> {
+/// A respond scenario's workload (`respond = "eventfd"`) from its own keys: the plan gives it
+/// the scenario's interval, length, policy and priority, and checks them as measure's.
+fn respond(
+    src: &Source,
+    s: &RawSettings,
+    online: &CpuSet,
+) -> Result<Option<RespondSpec>, UsageError> {
     let Some(kind) = &s.respond else {
         if let Some(p) = s
             .placement
@@ -428,9 +431,12 @@ fn respond(src: &Source, s: &RawSettings, plan: &RunPlan) -> Result<Option<IpcCo
         )
         .hint("use eventfd, pipe, futex, mqueue, signal, sysvsem or unix-dgram (one per scenario)")
     })?;
-    let allowed: Vec<usize> = rtscope_engine::sys::current_affinity()
-        .map(|c| c.iter().collect())
-        .unwrap_or_else(|_| vec![0]);
+    // `same` and `cross` take the online CPUs this process may use.
+    let affinity = rtscope_engine::sys::current_affinity().unwrap_or_else(|_| online.clone());
+    let mut allowed: Vec<usize> = online.iter().filter(|&c| affinity.contains(c)).collect();
+    if allowed.is_empty() {
+        allowed = online.iter().collect();
+    }
     let text = s
         .placement
         .as_ref()
@@ -443,14 +449,12 @@ fn respond(src: &Source, s: &RawSettings, plan: &RunPlan) -> Result<Option<IpcCo
             .error(span, "a respond scenario has one placement")
             .hint("write one scenario per placement"));
     };
-    let t = &plan.config.threads[0];
-    let mut c = IpcConfig::new(k);
-    (c.placement, c.policy, c.priority, c.interval) = (placement, t.policy, t.priority, t.interval);
-    (c.loops, c.duration) = (plan.config.loops, plan.config.duration);
-    if let Some(b) = &s.burst {
-        c.burst = *b.get_ref();
-    }
-    Ok(Some(c))
+    Ok(Some(RespondSpec::Ipc {
+        kinds: vec![k],
+        placements: vec![placement],
+        burst: s.burst.as_ref().map_or(1, |b| *b.get_ref()),
+        pacing: Pacing::Timer,
+    }))
 }
 
 fn check_name<'a>(
@@ -520,8 +524,12 @@ fn settings(
     s: &RawSettings,
     a: &CampaignOptions,
     online: &CpuSet,
+    workload: WorkloadSpec,
 ) -> Result<(RunPlan, Nanos), Located> {
-    let mut m = PlanSpec::default();
+    let mut m = PlanSpec {
+        workload,
+        ..PlanSpec::default()
+    };
     let cpus = cpus(src, s, online).map_err(Located::Yes)?;
     m.threads = Some(threads(src, s, cpus.len()).map_err(Located::Yes)?);
     // Only a CPU list the file gives is passed on: deadline threads cannot be pinned, and
