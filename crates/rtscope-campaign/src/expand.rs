@@ -11,15 +11,17 @@ use super::{loads, presets, CampaignOptions};
 use rtscope_core::Nanos;
 use rtscope_engine::{ClockKind, CpuSet};
 use rtscope_load::LoadSpec;
-use rtscope_respond::ipc::{parse_placements, IpcKind, Pacing};
 use rtscope_session::limits;
 use rtscope_session::record;
 use rtscope_session::UsageError;
 use rtscope_session::WorkloadSpec;
-use rtscope_session::{Naming, PlanError, PlanSpec, PolicyChoice, RespondSpec, RunPlan};
+use rtscope_session::{Naming, PlanError, PlanSpec, PolicyChoice, RunPlan};
 use std::path::Path;
 use std::time::Duration;
 use toml::Spanned;
+
+mod respond;
+use respond::respond;
 
 /// Warm-up of the loads before measuring starts, unless `settle` says otherwise.
 pub const DEFAULT_SETTLE: Nanos = Nanos::from_secs(2);
@@ -402,59 +404,6 @@ fn scenarios(
         });
     }
     Ok(out)
-}
-
-/// A respond scenario's workload (`respond = "eventfd"`) from its own keys: the plan gives it
-/// the scenario's interval, length, policy and priority, and checks them as measure's.
-fn respond(
-    src: &Source,
-    s: &RawSettings,
-    online: &CpuSet,
-) -> Result<Option<RespondSpec>, UsageError> {
-    let Some(kind) = &s.respond else {
-        if let Some(p) = s
-            .placement
-            .as_ref()
-            .map(|p| p.span())
-            .or(s.burst.as_ref().map(|b| b.span()))
-        {
-            return Err(src
-                .error(p, "placement and burst apply to respond scenarios only")
-                .hint("add respond = \"eventfd\" (or pipe, futex, mqueue, signal, sysvsem, unix-dgram)"));
-        }
-        return Ok(None);
-    };
-    let k = IpcKind::parse(kind.get_ref()).ok_or_else(|| {
-        src.error(
-            kind.span(),
-            format!("unknown IPC mechanism '{}'", kind.get_ref()),
-        )
-        .hint("use eventfd, pipe, futex, mqueue, signal, sysvsem or unix-dgram (one per scenario)")
-    })?;
-    // `same` and `cross` take the online CPUs this process may use.
-    let affinity = rtscope_engine::sys::current_affinity().unwrap_or_else(|_| online.clone());
-    let mut allowed: Vec<usize> = online.iter().filter(|&c| affinity.contains(c)).collect();
-    if allowed.is_empty() {
-        allowed = online.iter().collect();
-    }
-    let text = s
-        .placement
-        .as_ref()
-        .map_or("same", |p| p.get_ref().as_str());
-    let span = s.placement.as_ref().map_or(0..0, |p| p.span());
-    let placements =
-        parse_placements(text, None, &allowed).map_err(|e| src.error(span.clone(), e))?;
-    let [placement] = placements[..] else {
-        return Err(src
-            .error(span, "a respond scenario has one placement")
-            .hint("write one scenario per placement"));
-    };
-    Ok(Some(RespondSpec::Ipc {
-        kinds: vec![k],
-        placements: vec![placement],
-        burst: s.burst.as_ref().map_or(1, |b| *b.get_ref()),
-        pacing: Pacing::Timer,
-    }))
 }
 
 fn check_name<'a>(

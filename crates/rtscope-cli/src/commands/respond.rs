@@ -254,18 +254,7 @@ pub fn run(
     for line in preflight::bad_lines(&audit) {
         rtscope_session::output::warn(&line);
     }
-    let settings = SystemSettings::apply(&plan).map_err(|e| match e {
-        SessionError::Setting(e) => UsageError::from_error(e)
-            .hint("--latency needs root (or write access to /dev/cpu_dma_latency)")
-            .into(),
-        e => anyhow::Error::from(e),
-    })?;
-    if let (Some(us), false) = (settings.dma_latency_us(), a.quiet) {
-        let was = settings
-            .dma_previous_us()
-            .map_or("unknown".into(), |p| format!("{p} us"));
-        let _ = writeln!(out, "# cpu_dma_latency held at {us} us (was {was})");
-    }
+    let settings = apply_settings(a, &plan, out)?;
     let priority = plan.config.threads[0].priority;
     let spec = RecordSpec {
         kind: rtscope_store::RunKind::Respond,
@@ -306,6 +295,28 @@ pub fn run(
         }
         None => status,
     })
+}
+
+/// The settings guard, as measure's: the `--latency` PM QoS request, held until the session
+/// ends (restored by the kernel when it is dropped or the process dies).
+fn apply_settings(
+    a: &RespondArgs,
+    plan: &RunPlan,
+    out: &mut dyn Write,
+) -> anyhow::Result<SystemSettings> {
+    let settings = SystemSettings::apply(plan).map_err(|e| match e {
+        SessionError::Setting(e) => UsageError::from_error(e)
+            .hint("--latency needs root (or write access to /dev/cpu_dma_latency)")
+            .into(),
+        e => anyhow::Error::from(e),
+    })?;
+    if let (Some(us), false) = (settings.dma_latency_us(), a.quiet) {
+        let was = settings
+            .dma_previous_us()
+            .map_or("unknown".into(), |p| format!("{p} us"));
+        let _ = writeln!(out, "# cpu_dma_latency held at {us} us (was {was})");
+    }
+    Ok(settings)
 }
 
 fn config_json(a: &RespondArgs, priority: i32, rows: &[Row]) -> serde_json::Value {
