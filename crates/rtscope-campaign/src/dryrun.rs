@@ -143,8 +143,11 @@ fn limits(runs: &[PlannedRun]) -> String {
 }
 
 fn layout(r: &PlannedRun) -> String {
-    if let Some(c) = &r.respond {
-        return format!("respond {} {}", c.kind, c.placement.path());
+    if let Some(rtscope_session::RespondPlan::Ipc(c)) = r.plan.workload.respond() {
+        let each = c
+            .iter()
+            .map(|c| format!("{} {}", c.kind, c.placement.path()));
+        return format!("respond {}", each.collect::<Vec<_>>().join(", "));
     }
     let n = r.plan.config.threads.len();
     let pinned = r.plan.config.pinned_cpus();

@@ -11,14 +11,17 @@ use super::{loads, presets, CampaignOptions};
 use rtscope_core::Nanos;
 use rtscope_engine::{ClockKind, CpuSet};
 use rtscope_load::LoadSpec;
-use rtscope_respond::ipc::{parse_placements, IpcConfig, IpcKind};
 use rtscope_session::limits;
 use rtscope_session::record;
 use rtscope_session::UsageError;
+use rtscope_session::WorkloadSpec;
 use rtscope_session::{Naming, PlanError, PlanSpec, PolicyChoice, RunPlan};
 use std::path::Path;
 use std::time::Duration;
 use toml::Spanned;
+
+mod respond;
+use respond::respond;
 
 /// Warm-up of the loads before measuring starts, unless `settle` says otherwise.
 pub const DEFAULT_SETTLE: Nanos = Nanos::from_secs(2);
@@ -56,7 +59,8 @@ pub struct PlannedRun {
     pub repeat: u32,
     /// Repeats of this scenario × case.
     pub repeats: u32,
-    /// The measurement, checked exactly as `rtscope measure` checks its options.
+    /// The measurement, checked exactly as `rtscope measure` checks its options; its workload
+    /// says what it measures (timer wake-ups, or IPC events in a respond scenario).
     pub plan: RunPlan,
     /// Loads started before measuring (empty: idle).
     pub loads: Vec<LoadSpec>,
@@ -66,9 +70,6 @@ pub struct PlannedRun {
     pub label: String,
     /// `campaign`, `scenario`, `case`, `repeat`, then the campaign's tags and `--tag`s.
     pub tags: Vec<(String, String)>,
-    /// A respond scenario: the IPC measurement run instead of the timer plan (whose
-    /// interval, length, policy and priority it carries).
-    pub respond: Option<IpcConfig>,
 }
 
 /// Reads the campaign `a` names (file or `--preset`), applies the command-line overrides
@@ -257,7 +258,6 @@ struct Scenario {
     name: String,
     plan: RunPlan,
     settle: Nanos,
-    respond: Option<IpcConfig>,
 }
 
 fn planned(
@@ -291,7 +291,6 @@ fn planned(
         },
         label: format!("{campaign}/{}/{}/{repeat}", s.name, c.0),
         tags,
-        respond: s.respond.clone(),
     }
 }
 
@@ -383,7 +382,11 @@ fn scenarios(
         };
         check_name(src, name, out.iter().map(|s| s.name.as_str()), "scenario")?;
         let merged = raw.measure.overlaid(s);
-        let (plan, settle) = settings(src, &merged, a, online).map_err(|e| match e {
+        let workload = match respond(src, &merged, online)? {
+            Some(r) => WorkloadSpec::Respond(r),
+            None => WorkloadSpec::Timer,
+        };
+        let (plan, settle) = settings(src, &merged, a, online, workload).map_err(|e| match e {
             Located::Yes(e) => e,
             Located::No(e) => {
                 let mut u = src.error(
@@ -394,63 +397,13 @@ fn scenarios(
                 u
             }
         })?;
-        let respond = respond(src, &merged, &plan)?;
         out.push(Scenario {
             name: name.get_ref().clone(),
             plan,
             settle,
-            respond,
         });
     }
     Ok(out)
-}
-
-/// A respond scenario's IPC measurement (`respond = "eventfd"`), from its own keys and the
-/// timer plan's interval, length, policy and priority.
-fn respond(src: &Source, s: &RawSettings, plan: &RunPlan) -> Result<Option<IpcConfig>, UsageError> {
-    let Some(kind) = &s.respond else {
-        if let Some(p) = s
-            .placement
-            .as_ref()
-            .map(|p| p.span())
-            .or(s.burst.as_ref().map(|b| b.span()))
-        {
-            return Err(src
-                .error(p, "placement and burst apply to respond scenarios only")
-                .hint("add respond = \"eventfd\" (or pipe, futex, mqueue, signal, sysvsem, unix-dgram)"));
-        }
-        return Ok(None);
-    };
-    let k = IpcKind::parse(kind.get_ref()).ok_or_else(|| {
-        src.error(
-            kind.span(),
-            format!("unknown IPC mechanism '{}'", kind.get_ref()),
-        )
-        .hint("use eventfd, pipe, futex, mqueue, signal, sysvsem or unix-dgram (one per scenario)")
-    })?;
-    let allowed: Vec<usize> = rtscope_engine::sys::current_affinity()
-        .map(|c| c.iter().collect())
-        .unwrap_or_else(|_| vec![0]);
-    let text = s
-        .placement
-        .as_ref()
-        .map_or("same", |p| p.get_ref().as_str());
-    let span = s.placement.as_ref().map_or(0..0, |p| p.span());
-    let placements =
-        parse_placements(text, None, &allowed).map_err(|e| src.error(span.clone(), e))?;
-    let [placement] = placements[..] else {
-        return Err(src
-            .error(span, "a respond scenario has one placement")
-            .hint("write one scenario per placement"));
-    };
-    let t = &plan.config.threads[0];
-    let mut c = IpcConfig::new(k);
-    (c.placement, c.policy, c.priority, c.interval) = (placement, t.policy, t.priority, t.interval);
-    (c.loops, c.duration) = (plan.config.loops, plan.config.duration);
-    if let Some(b) = &s.burst {
-        c.burst = *b.get_ref();
-    }
-    Ok(Some(c))
 }
 
 fn check_name<'a>(
@@ -520,8 +473,12 @@ fn settings(
     s: &RawSettings,
     a: &CampaignOptions,
     online: &CpuSet,
+    workload: WorkloadSpec,
 ) -> Result<(RunPlan, Nanos), Located> {
-    let mut m = PlanSpec::default();
+    let mut m = PlanSpec {
+        workload,
+        ..PlanSpec::default()
+    };
     let cpus = cpus(src, s, online).map_err(Located::Yes)?;
     m.threads = Some(threads(src, s, cpus.len()).map_err(Located::Yes)?);
     // Only a CPU list the file gives is passed on: deadline threads cannot be pinned, and

@@ -19,7 +19,6 @@ mod one_run;
 mod pos;
 pub mod presets;
 mod progress;
-mod respond_run;
 mod runner;
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,6 @@
-//! One run of a campaign: start its loads, let them settle, measure with monitors and
-//! recording, stop the loads, store what they did.
+//! One run of a campaign, whatever its workload (timer wake-ups or a respond scenario): start
+//! its loads, let them settle, audit, measure with monitors and recording, stop the loads,
+//! store what they did; the exit code of every run is computed here, once.
 
 use super::progress::Progress;
 use super::progress::{us, Current};
@@ -9,7 +10,8 @@ use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{sys, Run, RunResult};
 use rtscope_load::LoadReport;
 use rtscope_session::record::{self, RecordSpec};
-use rtscope_session::{preflight, ConfigDoc, Event, Recorded, Session, SystemSettings};
+use rtscope_session::{preflight, ConfigDoc, Event, Measured, Recorded, Session, SystemSettings};
+use rtscope_session::{RecordOutcome, RespondMeasured, RespondSession, Workload};
 use rtscope_session::{RunError, UsageError};
 use rtscope_store::{CampaignId, Store};
 use rtscope_store::{CampaignRun, LoadMetric, LoadRow, RunId};
@@ -76,7 +78,10 @@ fn audit(ctx: &mut Ctx, p: &PlannedRun, number: usize) -> Vec<rtscope_store::Che
     preflight::rows(&audit)
 }
 
-/// Runs `p` (the `number`th run to do).
+/// Runs `p` (the `number`th run to do), whatever its workload: loads started and settled,
+/// the pre-run audit, the settings guard, the measurement (a timer [`Session`] or a
+/// [`RespondSession`]), loads stopped, the run recorded with its exit code and filed into the
+/// campaign with its loads.
 pub(super) fn one_run(
     ctx: &mut Ctx,
     p: &PlannedRun,
@@ -99,13 +104,134 @@ pub(super) fn one_run(
         checks,
         raw: p.plan.config.sample_ring.is_some(),
     };
+    let mut m = match p.plan.workload {
+        Workload::Timer => timer(ctx, p, number, settings, spec, loads.as_ref())?,
+        Workload::Respond(_) => respond(ctx, p, settings, spec)?,
+    };
+    if m.interrupted() {
+        ctx.signals += 1;
+    }
+    let reports = loads.map(|l| stop_loads(ctx, l)).unwrap_or_default();
+    let failed = m.limits_failed();
+    let load_failed = failed_loads(&reports);
+    let code = if !load_failed.is_empty() || m.run_error().is_some() {
+        2
+    } else if failed {
+        1
+    } else if m.interrupted() {
+        3
+    } else {
+        0
+    };
+    let rec = m.finish(code);
+    let record_failed = rec.failed;
+    if let Some(id) = m.run_id() {
+        if !m.filed_at_start() {
+            add_to_campaign(ctx, p, id)?;
+        }
+        file_loads(ctx, id, &reports);
+    }
+    writeln!(out, "{}", result_line(&m.head(number, p), &reports, failed))?;
+    if let Some(e) = m.run_error() {
+        rtscope_session::output::warn(&format!(
+            "[{number}] {}: error during the run: {e}",
+            p.label
+        ));
+    }
+    if let Some(line) = rec.line.filter(|_| record_failed) {
+        rtscope_session::output::warn(&line);
+    }
+    out.flush()?;
+    Ok(RunEnd {
+        signal: m.signal(),
+        load_failed: !load_failed.is_empty(),
+        limits_failed: failed,
+        record_failed,
+    })
+}
+
+/// A measured run of either workload, before its end is recorded.
+enum Done {
+    Timer(Box<Session>, Box<Measured>),
+    Respond(Box<RespondSession>, Box<RespondMeasured>),
+}
+
+impl Done {
+    fn interrupted(&self) -> bool {
+        match self {
+            Done::Timer(_, m) => m.interrupted(),
+            Done::Respond(_, m) => m.interrupted(),
+        }
+    }
+
+    /// The signal that ended the run early (a closed output counts as SIGPIPE).
+    fn signal(&self) -> Option<i32> {
+        match self {
+            Done::Timer(_, m) => m.signal.or(m.output_error.as_ref().map(|_| libc::SIGPIPE)),
+            Done::Respond(_, m) => m.outcome.signal,
+        }
+    }
+
+    fn limits_failed(&self) -> bool {
+        match self {
+            Done::Timer(_, m) => m.limits_failed(),
+            Done::Respond(_, m) => m.limits_failed(),
+        }
+    }
+
+    /// A failure during a respond run (the rows cover the part that ran).
+    fn run_error(&self) -> Option<&str> {
+        match self {
+            Done::Timer(..) => None,
+            Done::Respond(_, m) => m.outcome.error.as_deref(),
+        }
+    }
+
+    /// Whether the run was filed into the campaign when it started (a timer run is recorded
+    /// from its start; a respond run at its end).
+    fn filed_at_start(&self) -> bool {
+        matches!(self, Done::Timer(..))
+    }
+
+    fn run_id(&self) -> Option<RunId> {
+        match self {
+            Done::Timer(s, _) => s.run_id(),
+            Done::Respond(s, _) => s.run_id(),
+        }
+    }
+
+    fn finish(&mut self, code: i32) -> RecordOutcome {
+        match self {
+            Done::Timer(s, m) => s.finish(m, code),
+            Done::Respond(s, m) => s.finish(m, code, respond_config_json(&m.outcome.rows)),
+        }
+    }
+
+    /// The result line's head: `[3] label: N samples, …` or `[3] label: N eventfd events, …`.
+    fn head(&self, number: usize, p: &PlannedRun) -> String {
+        match self {
+            Done::Timer(_, m) => timer_head(number, p, &m.result),
+            Done::Respond(_, m) => respond_head(number, p, &m.outcome.rows),
+        }
+    }
+}
+
+/// A timer run: the session started (and filed into the campaign), driven with the progress.
+fn timer(
+    ctx: &mut Ctx,
+    p: &PlannedRun,
+    number: usize,
+    settings: SystemSettings,
+    spec: RecordSpec,
+    loads: Option<&rtscope_load::RunningLoads>,
+) -> Result<Done, RunError> {
     let recorded = Recorded {
         store: Some(record::open(&ctx.db)?),
         spec,
         checkpoint_period: Duration::ZERO,
     };
     let mut session = Session::start(p.plan.clone(), settings, recorded)?;
-    if let Some(l) = &loads {
+    if let Some(l) = loads {
         // The shepherd is rtscope's; the loads it started keep their CPUs.
         session.pin_helper(l.shepherd_pid());
     }
@@ -131,39 +257,39 @@ pub(super) fn one_run(
         Ok(())
     })?;
     ctx.progress.clear();
-    if measured.interrupted() {
-        ctx.signals += 1;
-    }
-    let reports = loads.map(|l| stop_loads(ctx, l)).unwrap_or_default();
-    let r = &measured.result;
-    let failed = measured.limits_failed();
-    let code = if failed {
-        1
-    } else if measured.interrupted() {
-        3
-    } else {
-        0
-    };
-    let load_failed = failed_loads(&reports);
-    let code = if load_failed.is_empty() { code } else { 2 };
-    let rec = session.finish(&measured, code);
-    let record_failed = rec.failed;
-    if let Some(id) = session.run_id() {
-        file_loads(ctx, id, &reports);
-    }
-    writeln!(out, "{}", result_line(number, p, r, &reports, failed))?;
-    if let Some(line) = rec.line.filter(|_| record_failed) {
-        rtscope_session::output::warn(&line);
-    }
-    out.flush()?;
-    Ok(RunEnd {
-        signal: measured
-            .signal
-            .or(measured.output_error.as_ref().map(|_| libc::SIGPIPE)),
-        load_failed: !load_failed.is_empty(),
-        limits_failed: failed,
-        record_failed,
+    Ok(Done::Timer(Box::new(session), Box::new(measured)))
+}
+
+/// A respond run: measured to its length or the first stop signal, recorded at its end.
+fn respond(
+    ctx: &mut Ctx,
+    p: &PlannedRun,
+    settings: SystemSettings,
+    mut spec: RecordSpec,
+) -> Result<Done, RunError> {
+    spec.kind = rtscope_store::RunKind::Respond;
+    let store = Some(record::open(&ctx.db)?);
+    let mut session = RespondSession::start(p.plan.clone(), settings, store, spec)?;
+    let measured = session
+        .drive(&mut |_| Ok(()))
+        .map_err(|e| UsageError::new(format!("run {}: {e}", p.label)))?;
+    Ok(Done::Respond(Box::new(session), Box::new(measured)))
+}
+
+/// A respond run's settings as recorded: its mechanism, placement and counts (the first
+/// row's), and what each thread index is.
+fn respond_config_json(rows: &[rtscope_respond::record::Row]) -> String {
+    let x = rows
+        .first()
+        .map_or(serde_json::Value::Null, |r| r.extra.clone());
+    serde_json::json!({
+        "respond": x["mechanism"], "placement": x["placement"],
+        "sender_cpu": x["sender_cpu"], "receiver_cpu": x["receiver_cpu"],
+        "interval_ns": x["interval_ns"], "burst": x["burst"], "sent": x["sent"],
+        "send_failed": x["send_failed"], "lost": x["lost"],
+        "rows": rtscope_respond::run::rows_json(rows),
     })
+    .to_string()
 }
 
 /// Starts the loads of `p` and waits for them to settle: `Ok(Err(end))` when a stop signal
@@ -334,15 +460,10 @@ pub(super) fn load_row(r: &LoadReport) -> LoadRow {
     }
 }
 
-fn result_line(
-    number: usize,
-    p: &PlannedRun,
-    r: &RunResult,
-    reports: &[LoadReport],
-    failed: bool,
-) -> String {
+/// The head of a timer run's result line.
+fn timer_head(number: usize, p: &PlannedRun, r: &RunResult) -> String {
     let (s, h): (Stats, Histogram) = (r.total_stats(), r.total_histogram());
-    let mut line = format!(
+    format!(
         "[{number}] {}: {} samples, p99 {}, p99.9 {}, max {}, missed {}",
         p.label,
         s.count,
@@ -350,7 +471,30 @@ fn result_line(
         us(h.value_at_quantile(0.999)),
         us((s.count > 0).then_some(s.max)),
         s.missed
-    );
+    )
+}
+
+/// The head of a respond run's result line (its first row: one mechanism on one placement).
+fn respond_head(number: usize, p: &PlannedRun, rows: &[rtscope_respond::record::Row]) -> String {
+    let Some(r) = rows.first() else {
+        return format!("[{number}] {}: no events", p.label);
+    };
+    let h = &r.histogram;
+    format!(
+        "[{number}] {}: {} {} events, p50 {}, p99 {}, max {}, lost {}",
+        p.label,
+        r.stats.count,
+        r.source,
+        us(h.value_at_quantile(0.5)),
+        us(h.value_at_quantile(0.99)),
+        us(h.max()),
+        r.stats.missed
+    )
+}
+
+/// A run's result line: its head, what each load did, and whether a limit was exceeded.
+fn result_line(head: &str, reports: &[LoadReport], failed: bool) -> String {
+    let mut line = head.to_string();
     for l in reports {
         let did = l
             .metrics

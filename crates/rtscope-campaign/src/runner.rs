@@ -75,11 +75,7 @@ pub fn execute(
     let mut status = ExitStatus::Success;
     let mut without_load = 0usize;
     for (i, p) in todo.iter().enumerate() {
-        let end = match &p.respond {
-            Some(cfg) => super::respond_run::respond_run(&mut ctx, p, cfg, i + 1, out),
-            None => one_run(&mut ctx, p, i + 1, out),
-        };
-        let end = match end {
+        let end = match one_run(&mut ctx, p, i + 1, out) {
             Ok(end) => end,
             Err(e) => {
                 // The campaign cannot go on (no RT privilege, a load that cannot start, …):

@@ -30,7 +30,7 @@ pub struct Outcome {
 /// the process exits, so a signal ends the measurement instead of the process, also while the
 /// result is written; [`wait_stop`] takes them.
 pub fn hold_signals() {
-    rtscope_session::drive::hold_signals();
+    let _previous = sys::block_run_signals();
 }
 
 /// Waits up to `timeout` for a stop signal held by [`hold_signals`]; returns it. Other run

@@ -1,7 +1,10 @@
-//! rtscope-session: one timer-latency measurement, end to end, for every front end.
+//! rtscope-session: one measurement (timer wake-ups or event response), end to end, for every
+//! front end.
 //!
 //! * [`plan`]: the typed [`RunPlan`] (built from a [`PlanSpec`]; errors name the [`Field`]);
 //! * [`session`]: [`Session`] — system settings, the engine, monitors, recording, limits;
+//! * [`respond`]: [`RespondSession`] — the same for a respond workload (rtscope-respond's
+//!   IPC pairs and GPIO edges);
 //! * [`record`]: checkpoints of a running run into the store, from the control thread;
 //! * [`monitoring`]: the monitor thread on a housekeeping CPU;
 //! * [`housekeeping`]: the control and monitor threads' priority and cadence;
@@ -11,7 +14,8 @@
 //! * [`environment`], [`sysinfo`]: what is recorded about the machine;
 //! * [`error`]: the exit codes and the usage error every front end returns.
 //!
-//! Depends on core, engine, store, monitor and check; never on clap, a front end or the report.
+//! Depends on core, engine, respond, store, monitor and check; never on clap, a front end or the
+//! report.
 
 #![warn(missing_docs)]
 
@@ -29,12 +33,17 @@ pub mod placement;
 pub mod plan;
 pub mod preflight;
 pub mod record;
+pub mod respond;
 pub mod session;
 pub mod sysinfo;
 
 pub use drive::Event;
 pub use error::{ExitStatus, UsageError};
-pub use plan::{ConfigDoc, Field, Naming, PlanError, PlanSpec, PolicyChoice, RunPlan};
+pub use plan::{
+    ConfigDoc, Field, Naming, PlanError, PlanSpec, PolicyChoice, RespondPlan, RespondSpec, RunPlan,
+    Workload, WorkloadSpec,
+};
+pub use respond::{RespondMeasured, RespondSession};
 pub use rtscope_store::{RunKind, RunStatus};
 pub use session::{
     Measured, Observer, RecordOutcome, Recorded, RunError, Session, SessionError, SystemSettings,

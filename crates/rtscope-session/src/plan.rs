@@ -9,8 +9,12 @@
 use crate::limits::Limit;
 use rtscope_core::Nanos;
 use rtscope_engine::{ClockKind, CpuSet, Policy, RunConfig, SleepMode, ThreadSpec};
-use serde::Serialize;
 use std::fmt;
+
+mod config_doc;
+mod workload;
+pub use config_doc::{clock_name, ConfigDoc};
+pub use workload::{RespondPlan, RespondProblem, RespondSpec, Workload, WorkloadSpec};
 
 /// Default run length when neither a duration nor a loop count is given: 60 s.
 pub const DEFAULT_DURATION: Nanos = Nanos::from_secs(60);
@@ -69,6 +73,14 @@ pub enum Field {
     EventCapacity,
     /// The CPUs of rtscope's own threads (`--housekeeping`).
     Housekeeping,
+    /// What a respond workload measures (`--ipc`, a campaign's `respond`).
+    Mechanism,
+    /// Where a respond workload's threads run.
+    Placement,
+    /// Events per interval of a respond workload.
+    Burst,
+    /// How a respond workload's sender is paced.
+    Pacing,
 }
 
 impl Field {
@@ -88,11 +100,18 @@ impl Field {
             Field::Loops => "loops",
             Field::EventCapacity => "event_capacity",
             Field::Housekeeping => "housekeeping",
+            Field::Mechanism => "respond",
+            Field::Placement => "placement",
+            Field::Burst => "burst",
+            Field::Pacing => "pacing",
         }
     }
 
-    /// The option of `rtscope measure` (`--dl-runtime`).
+    /// The option of `rtscope measure` or `rtscope respond` (`--dl-runtime`, `--ipc`).
     pub fn flag(self) -> String {
+        if self == Field::Mechanism {
+            return "--ipc".into();
+        }
         format!("--{}", self.key().replace('_', "-"))
     }
 }
@@ -194,6 +213,8 @@ pub enum Problem {
         /// The longest interval of the run's threads.
         interval: Nanos,
     },
+    /// A respond workload's own settings ([`RespondProblem`]).
+    Respond(RespondProblem),
 }
 
 /// The most events (wake-ups above `--event-above`) kept per thread: 24 bytes each, 24 MB.
@@ -297,6 +318,7 @@ impl PlanError {
                 "invalid value '{duration}' for '{}': shorter than the interval ({interval}), no thread would wake up once",
                 n(Field::Duration)
             ),
+            Problem::Respond(p) => p.message(naming),
         }
     }
 
@@ -380,6 +402,8 @@ pub struct PlanSpec {
     /// CPUs of rtscope's own threads (`None`: the online CPUs not measured); see
     /// [`crate::placement`].
     pub housekeeping_cpus: Option<CpuSet>,
+    /// What the run measures (timer wake-ups unless a respond workload).
+    pub workload: WorkloadSpec,
 }
 
 impl Default for PlanSpec {
@@ -410,6 +434,7 @@ impl Default for PlanSpec {
             limits: Vec::new(),
             housekeeping_prio: Some(crate::housekeeping::DEFAULT_PRIORITY),
             housekeeping_cpus: None,
+            workload: WorkloadSpec::Timer,
         }
     }
 }
@@ -434,6 +459,8 @@ pub struct RunPlan {
     /// CPUs asked for rtscope's own threads (`None`: the online CPUs not measured); see
     /// [`crate::placement`].
     pub housekeeping_cpus: Option<CpuSet>,
+    /// What the threads measure.
+    pub workload: Workload,
 }
 
 impl RunPlan {
@@ -448,6 +475,7 @@ impl RunPlan {
             explain_keep: 5,
             housekeeping: Some(crate::housekeeping::DEFAULT_PRIORITY),
             housekeeping_cpus: None,
+            workload: Workload::Timer,
         }
     }
 
@@ -456,8 +484,15 @@ impl RunPlan {
         crate::placement::Placement::resolve(self.housekeeping_cpus.as_ref(), &self.config, online)
     }
 
-    /// Checks `s` against the online CPUs and lowers it.
+    /// Checks `s` against the online CPUs and lowers it, with its workload.
     pub fn build(s: &PlanSpec, online: &CpuSet) -> Result<RunPlan, PlanError> {
+        let mut plan = RunPlan::build_timer(s, online)?;
+        workload::lower(&s.workload, &mut plan, online)?;
+        Ok(plan)
+    }
+
+    /// The shared settings, lowered for timer threads (a respond workload then replaces them).
+    fn build_timer(s: &PlanSpec, online: &CpuSet) -> Result<RunPlan, PlanError> {
         let cpus = s.cpus.clone().unwrap_or_else(|| online.clone());
         let n = s.threads.unwrap_or(cpus.len());
         let max = crate::cpus::max_threads();
@@ -532,6 +567,7 @@ impl RunPlan {
             explain_keep: s.explain_keep,
             housekeeping: s.housekeeping_prio,
             housekeeping_cpus: s.housekeeping_cpus.clone(),
+            workload: Workload::Timer,
         })
     }
 }
@@ -691,63 +727,6 @@ fn policy(s: &PlanSpec) -> Result<Policy, PlanError> {
             }
         }
     })
-}
-
-/// The settings of a run as JSON and the database record them (`config` in
-/// docs/json-schema.md).
-#[derive(Debug, Clone, Serialize)]
-pub struct ConfigDoc {
-    /// Policy name.
-    pub policy: String,
-    /// Priority of the first thread.
-    pub priority: i32,
-    /// Interval of the first thread, ns.
-    pub interval_ns: u64,
-    /// `monotonic` or `realtime`.
-    pub clock: String,
-    /// `absolute` or `relative`.
-    pub sleep: String,
-    /// Wake-ups per thread, if bounded by loops.
-    pub loops: Option<u64>,
-    /// Run length, ns, if bounded by time.
-    pub duration_ns: Option<u64>,
-    /// mlockall on.
-    pub mlock: bool,
-    /// `/dev/cpu_dma_latency` request, µs.
-    pub cpu_dma_latency_us: Option<i32>,
-}
-
-impl ConfigDoc {
-    /// The settings of `plan`.
-    pub fn of(plan: &RunPlan) -> ConfigDoc {
-        let c = &plan.config;
-        let t0 = &c.threads[0];
-        ConfigDoc {
-            policy: t0.policy.name().to_string(),
-            priority: t0.priority,
-            interval_ns: t0.interval.0,
-            clock: clock_name(c.clock).into(),
-            sleep: if c.sleep == SleepMode::Absolute {
-                "absolute"
-            } else {
-                "relative"
-            }
-            .into(),
-            loops: c.loops,
-            duration_ns: c.duration.map(|d| d.0),
-            mlock: c.mlock,
-            cpu_dma_latency_us: plan.latency,
-        }
-    }
-}
-
-/// `monotonic` or `realtime`.
-pub fn clock_name(c: ClockKind) -> &'static str {
-    if c == ClockKind::Monotonic {
-        "monotonic"
-    } else {
-        "realtime"
-    }
 }
 
 impl fmt::Display for PolicyChoice {

@@ -48,6 +48,10 @@ pub enum SessionError {
     /// The run could not be recorded at its start.
     #[error(transparent)]
     Record(#[from] UsageError),
+    /// The plan's workload is another session's (a timer [`Session`], or the respond
+    /// module's session); names the one this session runs.
+    #[error("this session runs {0} workload")]
+    Workload(&'static str),
 }
 
 /// What a front end that runs a session (cyclictest, campaigns, imports, exports) can fail
@@ -92,6 +96,12 @@ impl SystemSettings {
     /// The cpu_dma_latency request held, µs.
     pub fn dma_latency_us(&self) -> Option<i32> {
         self.dma.as_ref().map(|d| d.value_us)
+    }
+
+    /// The cpu_dma_latency value before the request, µs, when there is a request and the
+    /// value could be read.
+    pub fn dma_previous_us(&self) -> Option<i32> {
+        self.dma.as_ref().and_then(|d| d.previous_us)
     }
 }
 
@@ -199,6 +209,9 @@ impl Session {
         settings: SystemSettings,
         recorded: Recorded,
     ) -> Result<Session, SessionError> {
+        if plan.workload.respond().is_some() {
+            return Err(SessionError::Workload("a timer"));
+        }
         let online = sys::online_cpus();
         let allowed = sys::current_affinity().unwrap_or_else(|_| online.clone());
         let placement = plan.placement(&online).within(&allowed);

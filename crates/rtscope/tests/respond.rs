@@ -491,3 +491,68 @@ fn a_bad_interval_or_burst_is_refused_naming_the_flag() {
         "ready token",
     );
 }
+
+/// Issue 27: respond's plan is checked as measure's, so a run shorter than its interval (no
+/// event would be sent) is refused naming the flag, before anything starts.
+#[test]
+fn a_duration_shorter_than_the_interval_is_refused_as_by_measure() {
+    assert_refused(
+        &["-D", "1ms", "-i", "10ms"],
+        "--duration",
+        "shorter than the interval",
+    );
+}
+
+/// Issue 27: a respond run goes through measure's pre-run audit, stored with the run.
+#[test]
+fn a_respond_run_is_recorded_with_the_pre_run_audit() {
+    let db = tmp("audit.db");
+    let mut args = vec!["--ipc", "eventfd", "-l", "20", "-q", "--db"];
+    args.push(db.to_str().unwrap());
+    args.extend(UNPRIVILEGED);
+    let o = rtscope(&args);
+    assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
+    let store = rtscope_store::Store::open(&db).unwrap();
+    let runs = store.list_runs().unwrap();
+    assert_eq!(runs.len(), 1);
+    let checks = store.checks(runs[0].id).unwrap();
+    assert!(!checks.is_empty(), "the audit's verdicts are stored");
+    assert!(
+        checks.iter().all(|c| !c.verdict.is_empty()),
+        "{:?}",
+        checks.iter().map(|c| &c.check).collect::<Vec<_>>()
+    );
+    drop(store);
+    let _ = std::fs::remove_file(db);
+}
+
+/// Issue 27: a campaign's respond scenario is planned by the same code as `rtscope respond`:
+/// a placement on a CPU that is not online and a policy a receiver cannot run with are
+/// refused at planning, naming the campaign key.
+#[test]
+fn a_respond_scenario_is_refused_at_planning_naming_the_key() {
+    for (line, key, why) in [
+        (
+            "placement = \"0:4095\"",
+            "'placement'",
+            "CPU 4095 is not online",
+        ),
+        ("policy = \"batch\"", "'policy'", "fifo, rr or other"),
+        ("burst = 0", "'burst'", "events per interval"),
+    ] {
+        let file = tmp("bad-respond.toml");
+        std::fs::write(
+            &file,
+            format!("[[scenario]]\nname = \"x\"\nrespond = \"pipe\"\n{line}\n\n[[load_case]]\nname = \"idle\"\n"),
+        )
+        .unwrap();
+        let o = Command::new(BIN)
+            .args(["run", "--dry-run", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{line}: {err}");
+        assert!(err.contains(key) && err.contains(why), "{line}: {err}");
+        let _ = std::fs::remove_file(file);
+    }
+}

@@ -156,3 +156,100 @@ fn priospread_and_distance_step_per_thread() {
     assert_eq!(p.config.threads[2].interval, Nanos::from_us(1020));
     assert!(!p.per_cpu);
 }
+
+/// A respond workload of eventfd and futex on `placements`, 1 ms apart, 2 s long.
+fn respond_spec(placements: &[(usize, usize)], burst: u32, pacing: Pacing) -> PlanSpec {
+    use rtscope_respond::ipc::{IpcKind, Placement};
+    PlanSpec {
+        threads: Some(1),
+        priority: 80,
+        duration: Some(Nanos::from_secs(2)),
+        workload: WorkloadSpec::Respond(RespondSpec::Ipc {
+            kinds: vec![IpcKind::Eventfd, IpcKind::Futex],
+            placements: placements
+                .iter()
+                .map(|&(s, r)| Placement::cross(s, r))
+                .collect(),
+            burst,
+            pacing,
+        }),
+        ..PlanSpec::default()
+    }
+}
+
+use rtscope_respond::ipc::Pacing;
+
+#[test]
+fn a_respond_workload_takes_the_plan_s_settings_and_its_threads_are_the_receivers() {
+    let p = RunPlan::build(
+        &respond_spec(&[(0, 1), (1, 1)], 3, Pacing::Timer),
+        &online(),
+    )
+    .unwrap();
+    let Workload::Respond(RespondPlan::Ipc(configs)) = &p.workload else {
+        panic!("{:?}", p.workload)
+    };
+    assert_eq!(configs.len(), 4, "every mechanism on every placement");
+    for c in configs {
+        assert_eq!((c.priority, c.burst), (80, 3));
+        assert_eq!(c.interval, Nanos::from_ms(1));
+        assert_eq!(c.duration, Some(Nanos::from_secs(2)));
+    }
+    // What the pre-run audit checks: the receivers' CPU and priority.
+    assert_eq!(p.config.threads.len(), 4);
+    assert_eq!(p.config.pinned_cpus(), CpuSet::from_cpus([1]));
+    assert!(p.config.threads.iter().all(|t| t.priority == 80));
+    assert!(!p.per_cpu && p.explain.is_none());
+}
+
+#[test]
+fn a_respond_workload_is_checked_as_measure_s_settings_are_naming_the_field() {
+    let ok = respond_spec(&[(0, 1)], 1, Pacing::Timer);
+    let refused = |s: PlanSpec| RunPlan::build(&s, &online()).unwrap_err();
+    // The shared settings: measure's checks.
+    let e = refused(PlanSpec {
+        duration: Some(Nanos::from_us(500)),
+        ..ok.clone()
+    });
+    assert_eq!(e.field, Field::Duration);
+    assert!(e
+        .message(Naming::Flags)
+        .contains("shorter than the interval"));
+    let e = refused(PlanSpec {
+        priority: 0,
+        ..ok.clone()
+    });
+    assert_eq!(e.field, Field::Priority);
+    let e = refused(PlanSpec {
+        loops: Some(0),
+        ..ok.clone()
+    });
+    assert_eq!(e.field, Field::Loops);
+    let e = refused(PlanSpec {
+        policy: PolicyChoice::Batch,
+        priority: 0,
+        ..ok.clone()
+    });
+    assert_eq!(e.field, Field::Policy);
+    assert!(e.message(Naming::Keys).contains("'policy'"), "{e}");
+    // The workload's own.
+    let e = refused(respond_spec(&[(0, 1)], 0, Pacing::Timer));
+    assert_eq!(e.field, Field::Burst);
+    assert!(e
+        .message(Naming::Flags)
+        .starts_with("invalid value '0' for '--burst': use 1..="));
+    assert!(e.message(Naming::Keys).contains("'burst'"));
+    let e = refused(respond_spec(&[(0, 1)], 2, Pacing::Handshake));
+    assert_eq!(
+        e.message(Naming::Flags),
+        "'--burst' cannot be used with '--pacing handshake': it sends one event per ready token"
+    );
+    let e = refused(respond_spec(&[(0, 7)], 1, Pacing::Timer));
+    assert_eq!(e.field, Field::Placement);
+    assert_eq!(
+        e.message(Naming::Keys),
+        "invalid value for 'placement': CPU 7 is not online (online CPUs: 0-1)"
+    );
+    assert_eq!(Field::Mechanism.flag(), "--ipc");
+    assert_eq!(Field::Mechanism.key(), "respond");
+}

@@ -108,6 +108,7 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
             .iter()
             .map(|l| limits::parse(l))
             .collect::<Result<Vec<_>, _>>()?,
+        workload: rtscope_session::WorkloadSpec::Timer,
     })
 }
 
