@@ -58,6 +58,15 @@ fn traceable() -> Result<(), String> {
 /// A SCHED_FIFO 99 thread named `culprit` on `cpu`, busy 3 ms every 100 ms until `stop` (60
 /// bursts in a 6 s run: under heavy load some spikes lose their trace to `unexplained`).
 pub(crate) fn culprit(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    culprit_busy(cpu, 3, stop)
+}
+
+/// [`culprit`], busy `busy_ms` of every 100 ms.
+pub(crate) fn culprit_busy(
+    cpu: usize,
+    busy_ms: u64,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         // SAFETY: a local cpu_set_t, a NUL-terminated name and a local sched_param.
         unsafe {
@@ -70,8 +79,8 @@ pub(crate) fn culprit(cpu: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHan
             libc::sched_setscheduler(0, libc::SCHED_FIFO, &sp);
         }
         while !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(std::time::Duration::from_millis(97));
-            let end = now_ns() + 3_000_000;
+            std::thread::sleep(std::time::Duration::from_millis(100 - busy_ms));
+            let end = now_ns() + busy_ms * 1_000_000;
             while now_ns() < end {
                 std::hint::spin_loop();
             }
