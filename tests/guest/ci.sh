@@ -69,18 +69,15 @@ python3 tests/guest/guest.py check \
 times+=("guest tests (3 kernels): $(elapsed "$t") s")
 # The reference agreement for noise of each kind on the measured CPU (tests/guest/noisy:
 # preemption off, interrupts off, an interrupt storm, softirq work, network receive), as a bar
-# (reference.py bar): the amd64 kernels with noisy.ko built against Debian's headers, rt-arm64
-# the network receive only (no module: its headers' tools are arm64 binaries).
+# (reference.py bar), with noisy.ko built against each kernel's Debian headers (build.sh).
 t=$(secs)
-for kernel in amd64 rt-amd64; do
-  python3 tests/guest/noisy/run.py --bar --kernel "$kernel" \
-    --rtscope target/x86_64-unknown-linux-musl/release/rtscope \
+for kernel in amd64 rt-amd64 rt-arm64; do
+  bin=target/x86_64-unknown-linux-musl/release/rtscope
+  [ "$kernel" != rt-arm64 ] || bin=target/aarch64-unknown-linux-musl/release/rtscope
+  python3 tests/guest/noisy/run.py --bar --kernel "$kernel" --rtscope "$bin" \
     --out target/guest/noisy | grep -v '^  ' || status=1
 done
-python3 tests/guest/noisy/run.py --bar --kernel rt-arm64 --modes net \
-  --rtscope target/aarch64-unknown-linux-musl/release/rtscope \
-  --out target/guest/noisy | grep -v '^  ' || status=1
-times+=("noise reference (3 kernels, 11 runs): $(elapsed "$t") s")
+times+=("noise reference (3 kernels x 5 kinds): $(elapsed "$t") s")
 # rtscope respond on a simulated GPIO chip (gpio-sim built out of tree from Debian's
 # linux-source at test time; tests/guest/gpio-sim/run.py).
 t=$(secs)

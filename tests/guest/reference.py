@@ -344,12 +344,17 @@ def overlap(spans: list[tuple[int, int]], a: int, b: int) -> int:
 
 def culprit_matcher(spec: str, ref: Reference):
     """Which causes are the injected noise: `noisy-preempt` (a thread by name, the default
-    form), `vector:call_function_single` (an x86 vector), `softirq:TASKLET` (a softirq by
+    form), `vector:call_function_single` (an x86 vector), `irq:IPI` (hard interrupts by the
+    name the reference saw them under), `softirq:TASKLET` (a softirq by
     name or number, or the softirq thread that ran it: `ksoftirqd/N`, where PREEMPT_RT runs
     softirqs raised in a hard interrupt)."""
     kind, _, name = spec.partition(":")
     if kind == "vector":
         return lambda k: k == ("vector", name)
+    if kind == "irq":  # by the name its irq_handler_entry events give (arm64's IPIs: `IPI`)
+        numbers = {int(m.group(1)) for e in ref.events if e.kind == "irq_handler_entry"
+                   and (m := re.search(r"irq=(\d+) name=(\S+)", e.args)) and m.group(2) == name}
+        return lambda k: k[0] == "irq" and k[1] in numbers
     if kind == "softirq":
         return lambda k: (k[0] == "softirq" and str(k[1]).upper() == name.upper()
                           or (comm_of(ref, k) or "").startswith("ksoftirqd/"))
