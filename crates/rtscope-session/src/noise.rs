@@ -4,6 +4,7 @@
 //! "thread" per CPU, whose samples are the loop's gaps and whose events are the gaps over the
 //! threshold, with their start).
 
+use crate::record::unix_ns;
 use crate::UsageError;
 use rtscope_core::Nanos;
 use rtscope_engine::noise::{Gap, NoiseConfig, NoiseThread};
@@ -15,7 +16,7 @@ use rtscope_store::{
 };
 use serde::Serialize;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 /// The default duty cycle: 950 ms of every second, the kernel's default RT throttling budget
 /// (`sched_rt_runtime_us` 950000 of `sched_rt_period_us` 1000000). A SCHED_FIFO loop at this
@@ -225,11 +226,6 @@ pub struct NoiseMeta {
     pub priority: i32,
     /// The duty-cycle period (stored as the threads' interval).
     pub period: Nanos,
-}
-
-fn unix_ns(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 /// Writes a noise run: per CPU its gap histogram as the samples and its gaps over the

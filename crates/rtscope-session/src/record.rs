@@ -52,9 +52,10 @@ pub use rtscope_common::names::{
     RESERVED_TAGS,
 };
 
-fn unix_ns(t: SystemTime) -> i64 {
+/// Unix time in ns (0 before the epoch, saturating far after it): every run record's start.
+pub(crate) fn unix_ns(t: SystemTime) -> i64 {
     t.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i64)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 struct Previous {

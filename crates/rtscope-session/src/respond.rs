@@ -15,7 +15,7 @@
 use crate::error::UsageError;
 use crate::limits::{self, Check};
 use crate::plan::{RespondPlan, RunPlan, Workload};
-use crate::record::RecordSpec;
+use crate::record::{unix_ns, RecordSpec};
 use crate::session::{RecordOutcome, SessionError, SystemSettings};
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, EngineError};
@@ -28,7 +28,7 @@ use rtscope_store::{
 };
 use std::io;
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 /// A measured respond run, before its end is recorded.
 #[derive(Debug)]
@@ -208,11 +208,6 @@ enum RecordError {
     Tag(#[from] UsageError),
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-fn unix_ns(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 fn thread_stats(i: u32, r: &Row) -> ThreadStats<'_> {
