@@ -78,6 +78,19 @@ pub enum EngineError {
     /// A setting the engine cannot run with.
     #[error("{0}")]
     InvalidConfig(String),
+    /// A noise threshold the loop cannot resolve: its own cost per iteration is not below it,
+    /// so every iteration would count as noise.
+    #[error("invalid value for '--threshold': {threshold} is not above the loop's resolution on CPU {cpu} ({resolution} ns, its shortest gap in the pre-heat): every iteration would count as noise\n\nhint: use --threshold {suggested} or more (twice the resolution), or leave --threshold out: the default is raised to the loop's resolution", threshold = rtscope_core::text::short(*.threshold), resolution = .resolution.0, suggested = rtscope_core::text::short(*.suggested))]
+    ThresholdBelowResolution {
+        /// The slowest loop's CPU.
+        cpu: usize,
+        /// Its shortest gap.
+        resolution: rtscope_core::Nanos,
+        /// The threshold given.
+        threshold: rtscope_core::Nanos,
+        /// Twice the resolution, in whole microseconds.
+        suggested: rtscope_core::Nanos,
+    },
     /// A system setting could not be changed.
     #[error("cannot write {path}: {source}")]
     Knob {

@@ -13,7 +13,7 @@
 //! a shared machine at load 200 can stretch any of it.
 
 use rtscope_core::Nanos;
-use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun};
+use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, Threshold};
 use rtscope_engine::{sys, CpuSet, Policy, Wake};
 
 fn is_root() -> bool {
@@ -49,7 +49,8 @@ fn every_injected_gap_is_detected_with_its_duration() {
         cpus: vec![cpu],
         policy: Policy::Fifo,
         priority: 10,
-        threshold: Nanos::from_us(1),
+        threshold: Threshold::Given(Nanos::from_us(1)),
+        preheat: Nanos::from_ms(10),
         runtime: Nanos::from_ms(950),
         period: Nanos::from_secs(1),
         duration: Nanos::from_secs(1),

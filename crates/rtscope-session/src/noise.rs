@@ -36,7 +36,8 @@ pub fn check(c: &NoiseConfig, online: &CpuSet) -> Result<(), UsageError> {
         ))
         .hint("pick online CPUs (see /sys/devices/system/cpu/online)"));
     }
-    if c.threshold.0 == 0 {
+    let threshold = c.threshold.requested();
+    if threshold.0 == 0 {
         return Err(
             UsageError::new("invalid value for '--threshold': it must be above 0")
                 .hint("use e.g. --threshold 1us (every gap is in the histogram anyway)"),
@@ -47,10 +48,10 @@ pub fn check(c: &NoiseConfig, online: &CpuSet) -> Result<(), UsageError> {
             "invalid value for '--period': it must be above 0",
         ));
     }
-    if c.threshold >= c.period {
+    if threshold >= c.period {
         return Err(UsageError::new(format!(
             "invalid value for '--threshold': {} is not below the period ({})",
-            rtscope_core::text::short(c.threshold),
+            rtscope_core::text::short(threshold),
             rtscope_core::text::short(c.period)
         ))
         .hint("a gap can never be longer than the period the loop spins in"));
@@ -88,6 +89,9 @@ pub struct CpuNoise {
     pub gaps_over_threshold: u64,
     /// Gaps over the threshold the ring dropped before they were read (counted in the totals).
     pub gaps_dropped: u64,
+    /// Gaps over the threshold read but not kept, shorter than the `--keep-gaps` longest
+    /// (counted in the totals).
+    pub gaps_not_kept: u64,
     /// Iterations.
     pub iterations: u64,
     /// Iterations per second of runtime.
@@ -113,6 +117,7 @@ impl CpuNoise {
             max_single_ns: tot.max.map(|g| g.duration.0),
             gaps_over_threshold: tot.over,
             gaps_dropped: t.gaps_dropped,
+            gaps_not_kept: 0,
             iterations: tot.iterations(),
             iterations_per_s: (runtime > 0).then(|| tot.iterations() as f64 * 1e9 / runtime as f64),
             resolution_ns: tot.histogram.min().map(|m| m.0),
@@ -357,6 +362,8 @@ fn add_gaps(cp: &mut Checkpoint<'_>, meta: &NoiseMeta, i: usize, gaps: &[Gap]) {
     }
 }
 
+pub mod json;
+pub mod kept;
 pub mod platform;
 pub mod run;
 

@@ -7,7 +7,7 @@
 //! asserted: only which category the trace charges.
 
 use rtscope_core::Nanos;
-use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun};
+use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, Threshold};
 use rtscope_engine::{sys, CpuSet, Policy, Wake};
 use rtscope_session::noise::NoiseExplainer;
 use rtscope_trace::book::Explained;
@@ -20,7 +20,8 @@ fn config(cpu: usize) -> NoiseConfig {
         cpus: vec![cpu],
         policy: Policy::Fifo,
         priority: 10,
-        threshold: Nanos::from_us(1),
+        threshold: Threshold::Given(Nanos::from_us(1)),
+        preheat: Nanos::from_ms(10),
         runtime: Nanos::from_ms(950),
         period: Nanos::from_secs(1),
         duration: Nanos::from_secs(1),

@@ -89,12 +89,14 @@ fn a_noise_limit_fails_with_exit_1_and_the_summary_adds_up() {
         .sum();
     assert_eq!(hist_total, s["iterations"].as_u64().unwrap());
     let gaps = cpu["gaps"].as_array().unwrap();
-    let kept = s["gaps_over_threshold"].as_u64().unwrap() - s["gaps_dropped"].as_u64().unwrap();
+    let kept = s["gaps_over_threshold"].as_u64().unwrap()
+        - s["gaps_dropped"].as_u64().unwrap()
+        - s["gaps_not_kept"].as_u64().unwrap();
     assert_eq!(gaps.len() as u64, kept);
     assert!(gaps
         .iter()
         .all(|g| g["duration_ns"].as_u64().unwrap() > 1000));
-    if s["gaps_dropped"] == 0 {
+    if s["gaps_dropped"] == 0 && s["gaps_not_kept"] == 0 {
         let sum: u64 = gaps
             .iter()
             .map(|g| g["duration_ns"].as_u64().unwrap())
@@ -109,6 +111,16 @@ fn a_noise_limit_fails_with_exit_1_and_the_summary_adds_up() {
     // serde_json's float parsing may be 1 ulp off the printed value.
     assert!((s["available_percent"].as_f64().unwrap() - available).abs() < 1e-9);
     assert!(s["resolution_ns"].as_u64().unwrap() >= 1);
+    // The loops ran with the threshold the config states: given, or the default (1 us unless
+    // the pre-heat's resolution raised it), and each loop's pre-heat resolution is there.
+    let config = &doc["config"];
+    assert_eq!(config["threshold_rule"], "default", "{config}");
+    assert_eq!(config["threshold_requested_ns"], 1000, "{config}");
+    assert!(config["threshold_ns"].as_u64().unwrap() >= 1000, "{config}");
+    assert!(
+        config["resolution_ns"][0].as_u64().unwrap() >= 1,
+        "{config}"
+    );
     // Below the kernel: steal time is read on every Linux (0 on bare metal, in 10 ms ticks);
     // an SMI count, or the reason there is none, named in the text and the JSON.
     assert_eq!(s["steal_ns"].as_u64().unwrap() % 10_000_000, 0, "{s}");
@@ -170,4 +182,103 @@ fn sigint_ends_a_noise_run_with_exit_3_and_records_it_interrupted() {
     assert!(flat.contains("\"interrupted\""), "{flat}");
     let _ = std::fs::remove_file(db);
     let _ = std::fs::remove_file(out);
+}
+
+#[test]
+fn a_threshold_the_loop_cannot_resolve_is_refused_naming_the_resolution() {
+    let db = temp_path("noise-res.db");
+    let _ = std::fs::remove_file(&db);
+    // No two clock readings are 1 ns apart: the loop's resolution is above any 1 ns threshold,
+    // and every iteration would count as noise.
+    let o = noise(&[
+        "--cpus",
+        "0",
+        "-D",
+        "1s",
+        "--threshold",
+        "1ns",
+        "--db",
+        db.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", dump(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("'--threshold': 1ns is not above the loop's resolution on CPU 0"),
+        "{err}"
+    );
+    assert!(err.contains("hint: use --threshold"), "{err}");
+    // The database was opened before the loops' pre-heat found the resolution: it holds no run.
+    if db.exists() {
+        let o = run(BIN, &["runs", "--db", db.to_str().unwrap(), "--json"]);
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            "[]",
+            "{}",
+            dump(&o)
+        );
+    }
+    let _ = std::fs::remove_file(db);
+}
+
+#[test]
+fn only_the_longest_gaps_are_kept_and_the_rest_counted() {
+    let out = temp_path("noise-keep.json");
+    let db = temp_path("noise-keep.db");
+    let _ = std::fs::remove_file(&db);
+    // A threshold below most iterations' cost on any machine would be refused; 1 us over a
+    // second of a shared machine's noise gives some gaps, and --keep-gaps 3 keeps the longest.
+    let o = noise(&[
+        "--cpus",
+        "0",
+        "-D",
+        "1s",
+        "--threshold",
+        "1us",
+        "--keep-gaps",
+        "3",
+        "--db",
+        db.to_str().unwrap(),
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    let doc = json(&out);
+    let s = &doc["cpus"][0]["summary"];
+    let gaps = doc["cpus"][0]["gaps"].as_array().unwrap();
+    let (over, dropped, not_kept) = (
+        s["gaps_over_threshold"].as_u64().unwrap(),
+        s["gaps_dropped"].as_u64().unwrap(),
+        s["gaps_not_kept"].as_u64().unwrap(),
+    );
+    assert_eq!(gaps.len() as u64, (over - dropped).min(3), "{s}");
+    assert_eq!(not_kept, over - dropped - gaps.len() as u64, "{s}");
+    // The longest gap is among the kept ones (unless the ring dropped it), and they are in
+    // time order.
+    let longest = gaps
+        .iter()
+        .map(|g| g["duration_ns"].as_u64().unwrap())
+        .max();
+    if dropped == 0 && over > 0 {
+        assert_eq!(longest, s["max_single_ns"].as_u64(), "{s}");
+    }
+    let offsets: Vec<u64> = gaps
+        .iter()
+        .map(|g| g["offset_ns"].as_u64().unwrap())
+        .collect();
+    assert!(offsets.windows(2).all(|w| w[0] <= w[1]), "{offsets:?}");
+    let text = String::from_utf8_lossy(&o.stdout);
+    if not_kept > 0 {
+        assert!(
+            text.contains(&format!(
+                "{not_kept} shorter gaps over the threshold were counted but not kept"
+            )),
+            "{text}"
+        );
+    }
+    // The database keeps the same gaps as events.
+    let run = show_last(&db);
+    let flat = run.to_string();
+    assert!(flat.contains("\"noise\""), "{flat}");
+    let _ = std::fs::remove_file(out);
+    let _ = std::fs::remove_file(db);
 }

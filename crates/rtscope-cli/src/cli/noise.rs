@@ -15,14 +15,20 @@ pub struct NoiseArgs {
     /// CPUs for rtscope's own (control) thread [default: the online CPUs not measured, if any]
     #[arg(long, value_name = "LIST", help_heading = "Measurement")]
     pub housekeeping: Option<String>,
-    /// A gap longer than this is recorded with its start time; a bare number is us
+    /// A gap longer than this is noise, recorded with its start time; a bare number is us
+    /// [default: 1us, raised to twice the loop's resolution when that is more (said at the
+    /// start); a value given that the loop cannot resolve is refused]
+    #[arg(long, value_name = "DUR", help_heading = "Measurement")]
+    pub threshold: Option<String>,
+    /// How long each loop spins before the run, unmeasured: caches and clock frequency settle,
+    /// and its shortest gap there is the loop's resolution; a bare number is ms
     #[arg(
         long,
         value_name = "DUR",
-        default_value = "1us",
+        default_value = "100ms",
         help_heading = "Measurement"
     )]
-    pub threshold: String,
+    pub preheat: String,
     /// Time the loop spins in every period (the duty cycle); a bare number is us
     /// [default: 950ms, the kernel's RT throttling budget]
     #[arg(long, value_name = "DUR", help_heading = "Measurement")]
@@ -61,6 +67,15 @@ pub struct NoiseArgs {
         help_heading = "Measurement"
     )]
     pub gap_capacity: usize,
+    /// Gaps over the threshold kept per CPU for the JSON and the database: the longest; the
+    /// others are counted (and are in the totals and the histogram)
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = rtscope_session::noise::kept::DEFAULT_KEEP_GAPS,
+        help_heading = "Output"
+    )]
+    pub keep_gaps: usize,
     /// Charge every gap at or above this length to its causes (IRQ, softirq, thread, NMI,
     /// unexplained) from a private tracefs instance, as `measure --explain` (root; docs/noise.md)
     #[arg(long, value_name = "DUR", help_heading = "Output")]

@@ -7,13 +7,15 @@ use crate::commands::measure::plan_error;
 use crate::exit::{ExitStatus, UsageError};
 use rtscope_core::text::short;
 use rtscope_core::Nanos;
-use rtscope_engine::noise::{NoiseConfig, NoiseRun};
+use rtscope_engine::noise::{NoiseConfig, NoiseRun, Threshold};
 use rtscope_engine::{sys, CpuSet, Policy};
-use rtscope_session::noise::run::{config_json, drive, render_checks, table, Outcome};
+use rtscope_session::noise::json::{document, DocMeta};
+use rtscope_session::noise::run::{
+    config_json, drive, raised_threshold_note, render_checks, table, Outcome,
+};
 use rtscope_session::noise::{self as noise, CpuNoise, NoiseExplainer, NoiseLimit, NoiseMeta};
 use rtscope_session::output::OutputFile;
 use rtscope_session::RunStatus;
-use serde_json::json;
 use std::io::Write;
 use std::time::SystemTime;
 
@@ -42,7 +44,11 @@ fn config(a: &NoiseArgs, online: &CpuSet) -> Result<NoiseConfig, UsageError> {
         cpus: cpus.iter().collect(),
         policy,
         priority,
-        threshold: dur(&a.threshold, "--threshold", "us")?,
+        threshold: match &a.threshold {
+            Some(t) => Threshold::Given(dur(t, "--threshold", "us")?),
+            None => Threshold::Default(noise::DEFAULT_THRESHOLD),
+        },
+        preheat: dur(&a.preheat, "--preheat", "ms")?,
         runtime: match &a.runtime {
             Some(t) => dur(t, "--runtime", "us")?,
             None => noise::DEFAULT_RUNTIME,
@@ -104,21 +110,6 @@ pub fn run(
         .map(|p| OutputFile::prepare(p, "--json"))
         .transpose()?;
     let hk = housekeeping(a, &c, &online)?;
-    if !a.quiet {
-        rtscope_session::output::warn(&format!(
-            "noise: CPUs {} for {}, spinning {} of every {}, threshold {}, policy {} priority {}{}",
-            CpuSet::from_cpus(c.cpus.iter().copied()),
-            short(c.duration),
-            short(c.runtime),
-            short(c.period),
-            short(c.threshold),
-            c.policy.name(),
-            c.priority,
-            hk.as_ref().map_or(String::new(), |h| format!(
-                ", rtscope's own thread on CPUs {h}"
-            )),
-        ));
-    }
     if let Some(note) = noise::rt_throttle_note(&c, std::path::Path::new("/")) {
         rtscope_session::output::warn(&note);
     }
@@ -133,12 +124,14 @@ pub fn run(
     }
     let run = NoiseRun::start(c.clone()).map_err(UsageError::from_error)?;
     let (started, clock_start) = (run.started(), run.clock_start());
-    let o = drive(run, explain);
+    let config = config_json(&c, run.threshold(), run.resolutions(), a.keep_gaps);
+    announce(a, &c, &run, hk.as_ref());
+    let o = drive(run, explain, a.keep_gaps);
     let meta = NoiseMeta {
         label: a.rec.label.clone(),
         tags,
         command_line: command_line.clone(),
-        config_json: config_json(&c).to_string(),
+        config_json: config.to_string(),
         started,
         ended: SystemTime::now(),
         clock_start,
@@ -146,14 +139,37 @@ pub fn run(
         priority: c.priority,
         period: c.period,
     };
-    let status = finish(&c, &limits, &o, &meta, json_file, out)?;
+    let status = finish(&config, &limits, &o, &meta, json_file, out)?;
     Ok(store.map_or(status, |s| save(s, &meta, &o, status, out)))
+}
+
+/// The run's settings on stderr (unless `-q`), and always the note that the default threshold
+/// was raised: a setting rtscope chose is never silent.
+fn announce(a: &NoiseArgs, c: &NoiseConfig, run: &NoiseRun, hk: Option<&CpuSet>) {
+    if !a.quiet {
+        rtscope_session::output::warn(&format!(
+            "noise: CPUs {} for {}, spinning {} of every {}, threshold {}, policy {} priority {}{}",
+            CpuSet::from_cpus(c.cpus.iter().copied()),
+            short(c.duration),
+            short(c.runtime),
+            short(c.period),
+            short(run.threshold()),
+            c.policy.name(),
+            c.priority,
+            hk.map_or(String::new(), |h| format!(
+                ", rtscope's own thread on CPUs {h}"
+            )),
+        ));
+    }
+    if let Some(note) = raised_threshold_note(c, run.threshold(), run.resolutions()) {
+        rtscope_session::output::warn(&note);
+    }
 }
 
 /// Prints the table (to stderr when the JSON goes to stdout), writes the JSON, checks the
 /// limits; a JSON file that cannot be written is reported and makes the exit code 2.
 fn finish(
-    c: &NoiseConfig,
+    config: &serde_json::Value,
     limits: &[NoiseLimit],
     o: &Outcome,
     meta: &NoiseMeta,
@@ -192,29 +208,18 @@ fn finish(
         out.write_all(text.as_bytes())?;
         out.flush()?;
     }
-    let start = meta.clock_start.0;
-    let doc = json!({
-        "schema": "rtscope.noise/1",
-        "tool": {"name": "rtscope", "version": env!("CARGO_PKG_VERSION"), "command_line": meta.command_line},
-        "config": config_json(c),
-        "cpus": rows.iter().zip(&o.threads).zip(&o.gaps).map(|((r, t), g)| json!({
-            "summary": r,
-            "histogram": t.totals.histogram.nonzero().map(|(i, n)| {
-                [rtscope_core::layout::lowest_of(i), n]
-            }).collect::<Vec<_>>(),
-            "gaps": g.iter().map(|g| json!({
-                "offset_ns": g.start.0.saturating_sub(start), "duration_ns": g.duration.0,
-            })).collect::<Vec<_>>(),
-        })).collect::<Vec<_>>(),
-        "limits": checks,
-        "explain": o.explained,
-        "explain_classes": o.explained.as_ref().map(noise::ClassTotals::of),
-        "smi_unavailable": o.platform.smi_unavailable,
-        "interrupted": o.signal.map(sys::signal_name),
-        "exit_code": status.code(),
-    });
-    let body = serde_json::to_string_pretty(&doc)? + "\n";
-    if let Err(e) = file.write(body.as_bytes(), out, "--json") {
+    let body = document(
+        o,
+        &rows,
+        &DocMeta {
+            command_line: &meta.command_line,
+            config,
+            clock_start: meta.clock_start.0,
+            limits: &checks,
+            exit_code: status.code(),
+        },
+    )?;
+    if let Err(e) = file.write(&body, out, "--json") {
         rtscope_session::output::warn(&e.to_string());
         status = ExitStatus::Usage;
     }

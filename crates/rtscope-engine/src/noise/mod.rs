@@ -9,8 +9,10 @@
 //! stops them through the run's stop flag and the wake signal that cuts a sleep short.
 
 mod state;
+mod threshold;
 
 pub use state::{Gap, GapRing, NoiseShared, NoiseTotals, STRETCH};
+pub use threshold::{Threshold, PREHEAT_MIN_ITERATIONS};
 
 use crate::config::{Policy, ThreadSpec};
 use crate::cpuset::CpuSet;
@@ -34,8 +36,13 @@ pub struct NoiseConfig {
     pub policy: Policy,
     /// Priority (1..=99 for FIFO/RR, nice for OTHER).
     pub priority: i32,
-    /// A gap longer than this is recorded with its start.
-    pub threshold: Nanos,
+    /// A gap longer than this is recorded with its start (resolved against the loops'
+    /// resolution after their pre-heat: [`NoiseRun::threshold`]).
+    pub threshold: Threshold,
+    /// The loop spins this long before the run, unmeasured (and at least
+    /// [`PREHEAT_MIN_ITERATIONS`] times): caches, TLB and clock frequency settle, and its
+    /// shortest gap there is the loop's resolution.
+    pub preheat: Nanos,
     /// The time spun in every period.
     pub runtime: Nanos,
     /// The duty-cycle period.
@@ -56,7 +63,8 @@ impl NoiseConfig {
         if self.cpus.is_empty() {
             return bad("a noise run needs at least one CPU");
         }
-        if self.threshold.0 == 0 || self.threshold >= self.period {
+        let threshold = self.threshold.requested();
+        if threshold.0 == 0 || threshold >= self.period {
             return bad("the threshold must be above 0 and below the period");
         }
         if self.runtime.0 == 0 || self.runtime > self.period {
@@ -96,9 +104,12 @@ pub struct NoiseRun {
     old_mask: libc::sigset_t,
     started: SystemTime,
     clock_start: Nanos,
+    threshold: Nanos,
+    resolutions: Vec<Nanos>,
 }
 
-type Go = Arc<(Mutex<Option<Option<Nanos>>>, Condvar)>;
+/// The release of the threads: `Some((start, threshold))` to run, `None` to end unmeasured.
+type Go = Arc<(Mutex<Option<Option<(Nanos, u64)>>>, Condvar)>;
 
 impl NoiseRun {
     /// Checks the config, starts one thread per CPU and releases them together.
@@ -126,6 +137,8 @@ impl NoiseRun {
             old_mask,
             started: SystemTime::now(),
             clock_start: Nanos::ZERO,
+            threshold: Nanos::ZERO,
+            resolutions: Vec::new(),
         };
         let go: Go = Arc::new((Mutex::new(None), Condvar::new()));
         let (tx, rx) = mpsc::channel();
@@ -139,22 +152,43 @@ impl NoiseRun {
             }
         }
         drop(tx);
-        let failure = rx.iter().take(run.handles.len()).find_map(Result::err);
-        if let Some(e) = failure {
-            release(&go, None);
-            return Err(e);
+        match run.resolve_threshold(rx) {
+            Ok(()) => {}
+            Err(e) => {
+                release(&go, None);
+                return Err(e);
+            }
         }
         run.clock_start = sys::now(libc::CLOCK_MONOTONIC);
         run.started = SystemTime::now();
-        release(&go, Some(run.clock_start));
+        release(&go, Some((run.clock_start, run.threshold.0)));
         Ok(run)
+    }
+
+    /// Collects every thread's set-up result and pre-heat resolution, and the threshold the
+    /// loops will run with.
+    fn resolve_threshold(&mut self, rx: mpsc::Receiver<Ready>) -> Result<(), EngineError> {
+        let mut resolutions = vec![Nanos::ZERO; self.handles.len()];
+        for (i, r) in rx.iter().take(self.handles.len()) {
+            resolutions[i] = r?;
+        }
+        let by_cpu: Vec<(usize, Nanos)> = self
+            .config
+            .cpus
+            .iter()
+            .copied()
+            .zip(resolutions.iter().copied())
+            .collect();
+        self.threshold = self.config.threshold.resolve(&by_cpu)?;
+        self.resolutions = resolutions;
+        Ok(())
     }
 
     fn spawn(
         &self,
         i: usize,
         go: &Go,
-        ready: mpsc::Sender<Result<(), EngineError>>,
+        ready: mpsc::Sender<Ready>,
     ) -> Result<JoinHandle<()>, EngineError> {
         let spec = ThreadSpec {
             affinity: Some(CpuSet::from_cpus([self.config.cpus[i]])),
@@ -177,8 +211,9 @@ impl NoiseRun {
             .spawn(move || {
                 sh.tid.store(sys::gettid(), Relaxed);
                 sys::unblock_wake_signal();
-                let setup = crate::run::prepare_current_thread(i, &spec, prefault).map(|_| ());
-                let _ = ready.send(setup);
+                let setup = crate::run::prepare_current_thread(i, &spec, prefault)
+                    .map(|_| threshold::preheat(&sh, cfg.preheat));
+                let _ = ready.send((i, setup));
                 let start = {
                     let (lock, cv) = &*go;
                     let mut g = lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -187,9 +222,9 @@ impl NoiseRun {
                     }
                     g.flatten()
                 };
-                if let Some(start) = start {
+                if let Some((start, threshold)) = start {
                     sh.phase.store(1, Release);
-                    duty_cycle(&sh, &ctl.stop, &cfg, start);
+                    duty_cycle(&sh, &ctl.stop, &cfg, start, threshold);
                 }
                 sh.phase.store(2, Release);
                 if ctl.done.fetch_add(1, AcqRel) + 1 == threads {
@@ -207,6 +242,17 @@ impl NoiseRun {
     /// The configuration.
     pub fn config(&self) -> &NoiseConfig {
         &self.config
+    }
+
+    /// The threshold the loops run with: the config's, or the default raised to the loops'
+    /// resolution ([`Threshold::resolve`]).
+    pub fn threshold(&self) -> Nanos {
+        self.threshold
+    }
+
+    /// Each loop's resolution (its shortest gap in the pre-heat), in the order of the CPUs.
+    pub fn resolutions(&self) -> &[Nanos] {
+        &self.resolutions
     }
 
     /// CLOCK_MONOTONIC at the release of the threads.
@@ -295,14 +341,23 @@ impl Drop for NoiseRun {
     }
 }
 
-fn release(go: &Go, start: Option<Nanos>) {
+/// A thread's set-up result and pre-heat resolution, by its index.
+type Ready = (usize, Result<Nanos, EngineError>);
+
+fn release(go: &Go, start: Option<(Nanos, u64)>) {
     let (lock, cv) = &**go;
     *lock.lock().unwrap_or_else(|p| p.into_inner()) = Some(start);
     cv.notify_all();
 }
 
 /// Spins `runtime` of every `period` from `start` until `start + duration` or the stop.
-fn duty_cycle(sh: &NoiseShared, stop: &AtomicBool, cfg: &NoiseConfig, start: Nanos) {
+fn duty_cycle(
+    sh: &NoiseShared,
+    stop: &AtomicBool,
+    cfg: &NoiseConfig,
+    start: Nanos,
+    threshold: u64,
+) {
     let clock = libc::CLOCK_MONOTONIC;
     let end = start.0.saturating_add(cfg.duration.0);
     let mut read = || sys::now(clock).0;
@@ -320,7 +375,7 @@ fn duty_cycle(sh: &NoiseShared, stop: &AtomicBool, cfg: &NoiseConfig, start: Nan
         let before = sh.runtime.load(Relaxed);
         while prev < window_end {
             let until = prev.saturating_add(STRETCH.0).min(window_end);
-            prev = state::spin(sh, &mut read, prev, until, cfg.threshold.0);
+            prev = state::spin(sh, &mut read, prev, until, threshold);
             sh.runtime.store(before + (prev - first), Relaxed);
             if stop.load(Relaxed) {
                 return;

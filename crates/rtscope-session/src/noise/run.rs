@@ -2,11 +2,12 @@
 //! explainer) until the run ends or a stop signal comes, the per-CPU table, the limit lines.
 //! The CLI's `rtscope noise` only parses its options and calls these.
 
+use super::kept::KeptGaps;
 use super::platform::{PlatformCounters, PlatformTotals};
 use super::{CpuNoise, NoiseCheck, NoiseExplainer};
 use rtscope_core::text::{count, short, us_or_dash};
 use rtscope_core::Nanos;
-use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, NoiseThread};
+use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, NoiseThread, Threshold};
 use rtscope_engine::{sys, Wake};
 use rtscope_trace::book::ExplainSummary;
 use serde_json::json;
@@ -18,8 +19,11 @@ pub const DRAIN_EVERY: Nanos = Nanos::from_ms(100);
 pub struct Outcome {
     /// Each loop's result.
     pub threads: Vec<NoiseThread>,
-    /// Each loop's gaps over the threshold.
+    /// Each loop's kept gaps over the threshold (the longest, at most `--keep-gaps`), in time
+    /// order.
     pub gaps: Vec<Vec<Gap>>,
+    /// Each loop's gaps over the threshold not kept (counted in its totals).
+    pub not_kept: Vec<u64>,
     /// The stop signal that ended it early.
     pub signal: Option<i32>,
     /// The `--explain` summary.
@@ -36,27 +40,33 @@ impl Outcome {
             .enumerate()
             .map(|(i, t)| CpuNoise {
                 platform: self.platform.cpus.get(i).copied().unwrap_or_default(),
+                gaps_not_kept: self.not_kept.get(i).copied().unwrap_or(0),
                 ..CpuNoise::of(t)
             })
             .collect()
     }
 }
 
-/// Runs the loops to their end or a stop signal, draining the gap rings as it goes (and
-/// handing the new gaps to the explainer when it analyses live).
-pub fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>) -> Outcome {
-    let mut gaps: Vec<Vec<Gap>> = vec![Vec::new(); run.threads().len()];
+/// Runs the loops to their end or a stop signal, draining the gap rings as it goes (handing
+/// the new gaps to the explainer when it analyses live) and keeping the longest `keep` gaps of
+/// each loop.
+pub fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>, keep: usize) -> Outcome {
+    let mut gaps: Vec<KeptGaps> = (0..run.threads().len())
+        .map(|_| KeptGaps::new(keep))
+        .collect();
     let mut signal = None;
     let cpus = run.config().cpus.clone();
     let root = std::path::Path::new("/");
     let platform = PlatformCounters::start(root, &cpus);
-    let mut drain = |run: &NoiseRun, gaps: &mut Vec<Vec<Gap>>| {
-        for (i, (sh, g)) in run.threads().iter().zip(gaps.iter_mut()).enumerate() {
-            let from = g.len();
-            sh.ring().drain(|gap| g.push(gap));
+    let mut fresh = Vec::new();
+    let mut drain = |run: &NoiseRun, gaps: &mut Vec<KeptGaps>| {
+        for (i, (sh, kept)) in run.threads().iter().zip(gaps.iter_mut()).enumerate() {
+            fresh.clear();
+            sh.ring().drain(|gap| fresh.push(gap));
             if let Some(x) = explain.as_mut().filter(|x| x.is_live()) {
-                x.push(cpus[i], sh.tid(), &g[from..]);
+                x.push(cpus[i], sh.tid(), &fresh);
             }
+            fresh.iter().for_each(|&g| kept.push(g));
         }
     };
     loop {
@@ -74,6 +84,8 @@ pub fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>) -> Outcome {
     drain(&run, &mut gaps);
     let threads = run.finish();
     let platform = platform.finish(root);
+    let not_kept = gaps.iter().map(KeptGaps::not_kept).collect();
+    let gaps: Vec<Vec<Gap>> = gaps.into_iter().map(KeptGaps::into_sorted).collect();
     let explained = explain.map(|mut x| {
         if !x.is_live() {
             for (t, g) in threads.iter().zip(&gaps) {
@@ -85,20 +97,57 @@ pub fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>) -> Outcome {
     Outcome {
         threads,
         gaps,
+        not_kept,
         signal,
         explained,
         platform,
     }
 }
 
-/// The run's configuration as the JSON its record keeps.
-pub fn config_json(c: &NoiseConfig) -> serde_json::Value {
+/// The run's configuration as the JSON its record keeps: `threshold_ns` is the one the loops
+/// ran with (`threshold_requested_ns` the one asked for, `threshold_rule` `given` or
+/// `default`, raised to the loops' resolution), `resolution_ns` each loop's shortest gap in
+/// its pre-heat.
+pub fn config_json(
+    c: &NoiseConfig,
+    threshold: Nanos,
+    resolutions: &[Nanos],
+    keep: usize,
+) -> serde_json::Value {
+    let rule = match c.threshold {
+        Threshold::Given(_) => "given",
+        Threshold::Default(_) => "default",
+    };
     json!({
         "cpus": c.cpus, "policy": c.policy.name(), "priority": c.priority,
-        "threshold_ns": c.threshold.0, "runtime_ns": c.runtime.0, "period_ns": c.period.0,
-        "duration_ns": c.duration.0, "gap_capacity": c.gap_capacity, "mlock": c.mlock,
-        "clock": "CLOCK_MONOTONIC (vDSO clock_gettime)",
+        "threshold_ns": threshold.0, "threshold_requested_ns": c.threshold.requested().0,
+        "threshold_rule": rule, "preheat_ns": c.preheat.0,
+        "resolution_ns": resolutions.iter().map(|r| r.0).collect::<Vec<_>>(),
+        "runtime_ns": c.runtime.0, "period_ns": c.period.0,
+        "duration_ns": c.duration.0, "gap_capacity": c.gap_capacity, "keep_gaps": keep,
+        "mlock": c.mlock, "clock": "CLOCK_MONOTONIC (vDSO clock_gettime)",
     })
+}
+
+/// The line that says the default threshold was raised, and why; `None` when it was not.
+pub fn raised_threshold_note(
+    c: &NoiseConfig,
+    threshold: Nanos,
+    resolutions: &[Nanos],
+) -> Option<String> {
+    let requested = c.threshold.requested();
+    if threshold == requested {
+        return None;
+    }
+    let (cpu, slowest) = c.cpus.iter().zip(resolutions).max_by_key(|(_, r)| **r)?;
+    Some(format!(
+        "note: threshold raised from the default {} to {}: the loop's resolution on CPU {cpu} is {} ns \
+         (its shortest gap in the pre-heat), and a threshold at or near it would count the loop's \
+         own iterations as noise; give --threshold to choose another",
+        short(requested),
+        short(threshold),
+        slowest.0
+    ))
 }
 
 /// The per-CPU table, `rtla osnoise top`'s columns.
@@ -139,6 +188,12 @@ pub fn table(rows: &[CpuNoise]) -> String {
     if dropped > 0 {
         s.push_str(&format!(
             "{dropped} gaps over the threshold were counted but not kept (the ring was full: raise --gap-capacity)\n"
+        ));
+    }
+    let not_kept: u64 = rows.iter().map(|r| r.gaps_not_kept).sum();
+    if not_kept > 0 {
+        s.push_str(&format!(
+            "{not_kept} shorter gaps over the threshold were counted but not kept (only the longest --keep-gaps per CPU are)\n"
         ));
     }
     s.push_str("RESOLUTION is the loop's shortest gap: one clock read and a histogram store.\n");

@@ -1,6 +1,6 @@
 use super::*;
 use rtscope_core::Histogram;
-use rtscope_engine::noise::NoiseTotals;
+use rtscope_engine::noise::{NoiseTotals, Threshold};
 use rtscope_engine::Policy;
 
 fn config() -> NoiseConfig {
@@ -8,7 +8,8 @@ fn config() -> NoiseConfig {
         cpus: vec![0],
         policy: Policy::Other,
         priority: 0,
-        threshold: DEFAULT_THRESHOLD,
+        threshold: Threshold::Given(DEFAULT_THRESHOLD),
+        preheat: Nanos::from_ms(10),
         runtime: DEFAULT_RUNTIME,
         period: DEFAULT_PERIOD,
         duration: Nanos::from_secs(1),
@@ -26,12 +27,12 @@ fn message(c: &NoiseConfig) -> String {
 fn bad_settings_are_refused_naming_the_option() {
     assert!(check(&config(), &CpuSet::from_cpus([0, 1])).is_ok());
     let c = NoiseConfig {
-        threshold: Nanos::ZERO,
+        threshold: Threshold::Given(Nanos::ZERO),
         ..config()
     };
     assert!(message(&c).contains("'--threshold'"));
     let c = NoiseConfig {
-        threshold: Nanos::from_secs(1),
+        threshold: Threshold::Given(Nanos::from_secs(1)),
         ..config()
     };
     assert!(message(&c).contains("'--threshold': 1s is not below the period (1s)"));
@@ -252,4 +253,25 @@ fn a_duty_cycle_over_the_rt_budget_is_named_as_rt_throttling() {
     std::fs::write(dir.join("sched_rt_runtime_us"), "-1\n").unwrap();
     assert_eq!(rt_throttle_note(&full, &root), None, "-1: no throttling");
     let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_raised_default_threshold_is_said_with_the_cpu_and_resolution_that_raised_it() {
+    use super::run::raised_threshold_note;
+    let c = NoiseConfig {
+        cpus: vec![0, 3],
+        threshold: Threshold::Default(DEFAULT_THRESHOLD),
+        ..config()
+    };
+    let res = [Nanos(40), Nanos(1080)];
+    assert_eq!(
+        raised_threshold_note(&c, DEFAULT_THRESHOLD, &res[..1]),
+        None
+    );
+    let note = raised_threshold_note(&c, Nanos(3000), &res).unwrap();
+    assert!(
+        note.contains("threshold raised from the default 1us to 3us")
+            && note.contains("resolution on CPU 3 is 1080 ns"),
+        "{note}"
+    );
 }

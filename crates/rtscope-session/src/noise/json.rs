@@ -1,0 +1,119 @@
+//! `rtscope noise --json`: the document (schema `rtscope.noise/1`), serialized straight from the
+//! run's data: a `serde_json::Value` of every gap cost about ten times the text it became, and
+//! the gaps are the bulk of it (at most `--keep-gaps` per CPU, [`super::kept`]).
+
+use super::run::Outcome;
+use super::{ClassTotals, CpuNoise, NoiseCheck};
+use rtscope_engine::noise::Gap;
+use rtscope_trace::book::ExplainSummary;
+use serde::ser::{SerializeSeq, Serializer};
+use serde::Serialize;
+
+/// What the document says besides the run's outcome.
+pub struct DocMeta<'a> {
+    /// The command line.
+    pub command_line: &'a [String],
+    /// The configuration (`run::config_json`).
+    pub config: &'a serde_json::Value,
+    /// CLOCK_MONOTONIC at the start: gap offsets are from it.
+    pub clock_start: u64,
+    /// The limit verdicts.
+    pub limits: &'a [NoiseCheck],
+    /// The exit code the run ends with.
+    pub exit_code: i32,
+}
+
+#[derive(Serialize)]
+struct Tool<'a> {
+    name: &'static str,
+    version: &'static str,
+    command_line: &'a [String],
+}
+
+#[derive(Serialize)]
+struct Doc<'a> {
+    schema: &'static str,
+    tool: Tool<'a>,
+    config: &'a serde_json::Value,
+    cpus: Vec<CpuDoc<'a>>,
+    limits: &'a [NoiseCheck],
+    explain: Option<&'a ExplainSummary>,
+    explain_classes: Option<ClassTotals>,
+    smi_unavailable: Option<&'a str>,
+    interrupted: Option<String>,
+    exit_code: i32,
+}
+
+#[derive(Serialize)]
+struct CpuDoc<'a> {
+    summary: &'a CpuNoise,
+    /// `[lowest value of the bucket, count]` pairs.
+    histogram: Vec<[u64; 2]>,
+    gaps: Gaps<'a>,
+}
+
+/// The kept gaps as `{offset_ns, duration_ns}` objects, written one by one.
+struct Gaps<'a> {
+    gaps: &'a [Gap],
+    clock_start: u64,
+}
+
+#[derive(Serialize)]
+struct GapDoc {
+    offset_ns: u64,
+    duration_ns: u64,
+}
+
+impl Serialize for Gaps<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.gaps.len()))?;
+        for g in self.gaps {
+            seq.serialize_element(&GapDoc {
+                offset_ns: g.start.0.saturating_sub(self.clock_start),
+                duration_ns: g.duration.0,
+            })?;
+        }
+        seq.end()
+    }
+}
+
+/// The document, pretty-printed, with a final newline.
+pub fn document(o: &Outcome, rows: &[CpuNoise], meta: &DocMeta<'_>) -> serde_json::Result<Vec<u8>> {
+    let cpus = rows
+        .iter()
+        .zip(&o.threads)
+        .zip(&o.gaps)
+        .map(|((summary, t), gaps)| CpuDoc {
+            summary,
+            histogram: t
+                .totals
+                .histogram
+                .nonzero()
+                .map(|(i, n)| [rtscope_core::layout::lowest_of(i), n])
+                .collect(),
+            gaps: Gaps {
+                gaps,
+                clock_start: meta.clock_start,
+            },
+        })
+        .collect();
+    let doc = Doc {
+        schema: "rtscope.noise/1",
+        tool: Tool {
+            name: "rtscope",
+            version: env!("CARGO_PKG_VERSION"),
+            command_line: meta.command_line,
+        },
+        config: meta.config,
+        cpus,
+        limits: meta.limits,
+        explain: o.explained.as_ref(),
+        explain_classes: o.explained.as_ref().map(ClassTotals::of),
+        smi_unavailable: o.platform.smi_unavailable.as_deref(),
+        interrupted: o.signal.map(rtscope_engine::sys::signal_name),
+        exit_code: meta.exit_code,
+    };
+    let mut body = serde_json::to_vec_pretty(&doc)?;
+    body.push(b'\n');
+    Ok(body)
+}
