@@ -51,8 +51,13 @@ pub struct Explaining {
 const DEFERRED_BATCH: usize = 1024;
 
 impl Explaining {
-    /// Starts explaining for `plan` when it asks for it, rtscope's threads placed as `placed`.
-    pub fn start(plan: &RunPlan, placed: &Placement) -> Option<Explaining> {
+    /// Starts explaining for `plan` when it asks for it, rtscope's threads placed as `placed`,
+    /// the trace reader scheduled as the other housekeeping threads (`sched`).
+    pub fn start(
+        plan: &RunPlan,
+        placed: &Placement,
+        sched: crate::housekeeping::Housekeeping,
+    ) -> Option<Explaining> {
         let threshold = plan.explain?;
         let online = sys::online_cpus();
         let pinned = plan.config.pinned_cpus();
@@ -63,6 +68,10 @@ impl Explaining {
         };
         let mut cfg = ExplainConfig::new(threshold.0, measured.clone());
         cfg.per_window = plan.explain_keep;
+        cfg.reader_fifo = match sched {
+            crate::housekeeping::Housekeeping::Fifo(p) => Some(p),
+            crate::housekeeping::Housekeeping::Normal(_) => None,
+        };
         cfg.housekeeping = placed
             .cpus()
             .map(|c| c.iter().collect())

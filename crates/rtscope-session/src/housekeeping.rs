@@ -1,6 +1,6 @@
 //! rtscope's own threads during a run — the control thread (it drains the sample rings,
-//! records checkpoints and series points, prints live output) and the monitor thread — and
-//! how steadily they keep their cadence.
+//! records checkpoints and series points, prints live output, analyses the spikes), the
+//! monitor thread and `--explain`'s trace reader — and how steadily they keep their cadence.
 //!
 //! Under load a SCHED_OTHER housekeeping thread can wait seconds for a CPU: series points then
 //! stretch to 2–3 s, the monitor skips and bunches samples. So by default both run at
@@ -10,8 +10,8 @@
 //! measuring priority of 1) they stay SCHED_OTHER. `--housekeeping-prio N` changes the
 //! priority, `--housekeeping-prio off` keeps them SCHED_OTHER. The policy is set with
 //! `SCHED_RESET_ON_FORK`: loads, programs and threads started from the control thread start
-//! as SCHED_OTHER, never inherit it; the control thread goes back to SCHED_OTHER when the
-//! measurement ends. Which CPUs they run on is [`crate::placement`]'s: the housekeeping CPUs,
+//! as SCHED_OTHER, never inherit it; the control thread goes back to SCHED_OTHER once the
+//! measurement and the spikes' analysis have ended (a campaign's loads run until then). Which CPUs they run on is [`crate::placement`]'s: the housekeeping CPUs,
 //! never a measured one. What was applied and the cadence gaps (periods
 //! more than 1.5× the planned one) of the control thread's ticks and of the monitor samples are stored in
 //! the run's environment (`rtscope.housekeeping`, `rtscope.cadence.control`,

@@ -225,7 +225,8 @@ impl Session {
             }
             _ => None,
         };
-        let explaining = Explaining::start(&plan, &placement);
+        let sched = Housekeeping::for_run(plan.housekeeping, &plan.config);
+        let explaining = Explaining::start(&plan, &placement, sched);
         let run = Run::start(plan.config.clone())?;
         if let Placement::Shared { cpus, .. } = &placement {
             // After the measuring threads started: an unpinned one must not inherit it.
@@ -234,7 +235,6 @@ impl Session {
             p.others(cpus, &measuring);
             pinned = Some(p);
         }
-        let sched = Housekeeping::for_run(plan.housekeeping, &plan.config);
         let applied = sched.apply_current();
         let recording = Recording::begin(
             recorded.store,
@@ -323,12 +323,14 @@ impl Session {
             }
             observer.on(run, ev)
         });
+        self.checkpoints = Some(cadence);
+        let checks = self.check(&outcome.result);
+        // Still at the housekeeping priority: the spikes' analysis must not wait behind the
+        // loads, which run until the front end stops them after this returns.
+        let explain = self.explaining.take().map(|x| x.finish(&outcome.result));
         if matches!(self.housekeeping.0, Housekeeping::Fifo(_)) {
             crate::housekeeping::reset_current();
         }
-        self.checkpoints = Some(cadence);
-        let checks = self.check(&outcome.result);
-        let explain = self.explaining.take().map(|x| x.finish(&outcome.result));
         Ok(Measured {
             result: outcome.result,
             signal: outcome.signal,

@@ -29,6 +29,9 @@ pub struct ExplainConfig {
     pub cpus: Vec<usize>,
     /// CPUs the trace reader may use (not measured); empty keeps its affinity.
     pub housekeeping: Vec<usize>,
+    /// SCHED_FIFO priority of the trace reader (rtscope's housekeeping priority), so that a
+    /// load cannot starve it; `None` keeps it SCHED_OTHER.
+    pub reader_fifo: Option<i32>,
     /// Also trace hrtimer expiry events.
     pub hrtimer_events: bool,
     /// Ring-buffer size per measured CPU (KiB).
@@ -54,6 +57,7 @@ impl ExplainConfig {
             threshold_ns,
             cpus,
             housekeeping: Vec::new(),
+            reader_fifo: None,
             hrtimer_events: false,
             buffer_kb: 2048,
             window_ns: 60_000_000_000,
@@ -252,6 +256,7 @@ fn choose(cfg: &ExplainConfig) -> (Tier, Option<String>, Option<FlightRecorder>)
         .machine
         .unwrap_or_else(|| Machine::read(std::path::Path::new("/"), &cfg.cpus));
     rc.housekeeping = cfg.housekeeping.clone();
+    rc.reader_fifo = cfg.reader_fifo;
     rc.instance.hrtimer_events = cfg.hrtimer_events;
     rc.instance.buffer_kb = cfg.buffer_kb;
     let mut reason = None;

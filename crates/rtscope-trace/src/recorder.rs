@@ -30,6 +30,10 @@ pub struct RecorderConfig {
     pub instance: InstanceConfig,
     /// CPUs the reader thread may run on (the housekeeping CPUs); empty keeps its affinity.
     pub housekeeping: Vec<usize>,
+    /// The reader thread's SCHED_FIFO priority; `None`: SCHED_OTHER. At SCHED_OTHER beside
+    /// twenty busy load processes on a 2-CPU QEMU guest the reader fell minutes behind the
+    /// trace, and the run's end waited for it while the loads ran on.
+    pub reader_fifo: Option<i32>,
     /// How often the reader drains the buffers.
     pub poll: Duration,
     /// How much history each CPU keeps (ns).
@@ -53,6 +57,7 @@ impl RecorderConfig {
                 timerlat: false,
             },
             housekeeping: Vec::new(),
+            reader_fifo: None,
             poll: Duration::from_millis(50),
             window_ns: 3_000_000_000,
             max_events: 1 << 20,
@@ -327,6 +332,22 @@ fn pin_to(cpus: &[usize]) {
     }
 }
 
+/// Puts the calling thread at SCHED_FIFO `priority` (with `SCHED_RESET_ON_FORK`); a failure
+/// leaves it as it was.
+fn fifo(priority: i32) {
+    // SAFETY: sched_param is plain data; zeroing covers musl's extra fields.
+    let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
+    param.sched_priority = priority;
+    // SAFETY: pthread_self() is the calling thread; `param` is a valid sched_param.
+    unsafe {
+        libc::pthread_setschedparam(
+            libc::pthread_self(),
+            libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK,
+            &param,
+        )
+    };
+}
+
 fn read_loop(
     mut files: Vec<(usize, File)>,
     inst: &Instance,
@@ -336,6 +357,9 @@ fn read_loop(
     cfg: &RecorderConfig,
 ) {
     pin_to(&cfg.housekeeping);
+    if let Some(p) = cfg.reader_fifo {
+        fifo(p);
+    }
     let mut scratch = Scratch {
         buf: vec![0u8; inst.page_size],
         dump: Dump::from_env(),

@@ -89,6 +89,60 @@ fn housekeeping_threads_run_at_fifo_1_below_the_measuring_threads_and_their_cade
     }
 }
 
+/// The threads of an `rtscope measure --explain` run with `extra`, sampled until the trace
+/// reader and the monitor have both started.
+fn explain_threads(name: &str, extra: &[&str]) -> Vec<(String, (u64, u64))> {
+    let dir = common::fresh_dir(name);
+    let mut child = Command::new(BIN)
+        .args([
+            "measure",
+            "-D",
+            "4s",
+            "-i",
+            "1ms",
+            "-p",
+            "80",
+            "--explain",
+            "50us",
+            "--db",
+        ])
+        .arg(dir.join("x.db"))
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let mut seen = Vec::new();
+    while start.elapsed() < Duration::from_secs(20) && child.try_wait().unwrap().is_none() {
+        seen = threads_of(child.id());
+        let has = |n: &str| seen.iter().any(|(c, _)| c == n);
+        if has("rtscope-monitor") && has("rtscope-trace") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(0), "{seen:?}");
+    seen
+}
+
+#[test]
+fn the_explain_trace_reader_runs_at_the_housekeeping_priority() {
+    rtscope_testkit::require!(
+        rtscope_testkit::is_root() && Path::new("/sys/kernel/tracing/instances").is_dir(),
+        "needs root and tracefs for the --explain flight recorder"
+    );
+    let _rt = common::rt_lock();
+    // Starved at SCHED_OTHER by a campaign's loads, the reader fell minutes behind and the
+    // end of the run waited for it (docs/measurement.md).
+    let seen = explain_threads("hk-trace", &[]);
+    let get = |name: &str| seen.iter().find(|(c, _)| c == name).map(|t| t.1);
+    assert_eq!(get("rtscope-trace"), Some((1, 1)), "{seen:?}");
+    let seen = explain_threads("hk-trace-off", &["--housekeeping-prio", "off"]);
+    let get = |name: &str| seen.iter().find(|(c, _)| c == name).map(|t| t.1);
+    assert_eq!(get("rtscope-trace"), Some((0, 0)), "{seen:?}");
+}
+
 #[test]
 fn housekeeping_prio_off_or_a_non_real_time_run_keeps_them_sched_other() {
     let _rt = common::rt_lock();
