@@ -12,8 +12,8 @@ each 4 s, on an emulated CPU whose host noise changes between them).
 
 And the default threshold where the loop is slow: a clock read under TCG takes about 1.1 us, so
 the 1 us default must be raised to twice the loop's resolution (rounded up to a microsecond)
-and recorded as raised, and the share available must not collapse (the bug: every iteration
-counted, 0.00000 % available).
+and recorded as raised, and at most half the iterations may count as noise (the bug: every
+iteration counted, 0.00000 % available).
 """
 
 from __future__ import annotations
@@ -82,16 +82,21 @@ def compare(noise_json: dict, osnoise_text: str, cpu: int = 1) -> str | None:
 
 def raised_threshold(doc: dict) -> tuple[bool, str]:
     """Whether a run at the default threshold ran with 1 µs raised to twice the slowest
-    loop's pre-heat resolution (rounded up to a whole µs), and kept a share available."""
+    loop's pre-heat resolution (rounded up to a whole µs), and counted at most half of its
+    iterations as noise (the bug counted every one). Not the available share: on a loaded
+    host the emulated CPU loses most of its time to the host (9 % available on rt-arm64
+    beside a CI run, its hog and a cross build), and that is noise."""
     cfg = doc.get("config", {})
     res = max(cfg.get("resolution_ns") or [0])
     want = max(1000, -(-2 * res // 1000) * 1000)
     cpus = doc.get("cpus") or [{}]
-    avail = cpus[0].get("summary", {}).get("available_percent") or 0.0
+    s = cpus[0].get("summary", {})
+    over, its = s.get("gaps_over_threshold", 0), s.get("iterations", 0)
     ok = (cfg.get("threshold_rule") == "default" and cfg.get("threshold_requested_ns") == 1000
-          and cfg.get("threshold_ns") == want and avail > 50.0)
+          and cfg.get("threshold_ns") == want and its > 0 and 2 * over <= its)
     return ok, (f"resolution {res} ns, threshold {cfg.get('threshold_ns')} ns (want {want}), "
-                f"rule {cfg.get('threshold_rule')}, available {avail:.2f} %")
+                f"rule {cfg.get('threshold_rule')}, {over} of {its} iterations over it, "
+                f"available {s.get('available_percent') or 0.0:.2f} %")
 
 
 def verify_noise(c, kernel: str, r) -> None:
