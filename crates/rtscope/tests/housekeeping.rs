@@ -89,9 +89,10 @@ fn housekeeping_threads_run_at_fifo_1_below_the_measuring_threads_and_their_cade
     }
 }
 
-/// The threads of an `rtscope measure --explain` run with `extra`, sampled until the trace
-/// reader and the monitor have both started.
-fn explain_threads(name: &str, extra: &[&str]) -> Vec<(String, (u64, u64))> {
+/// The scheduling of the trace reader of an `rtscope measure --explain` run with `extra`,
+/// sampled until it is `want` or the run ends (the reader sets its own policy once it runs: a
+/// sample taken just after it was named may see it before); the last one seen.
+fn trace_reader_sched(name: &str, extra: &[&str], want: (u64, u64)) -> Option<(u64, u64)> {
     let dir = common::fresh_dir(name);
     let mut child = Command::new(BIN)
         .args([
@@ -113,14 +114,18 @@ fn explain_threads(name: &str, extra: &[&str]) -> Vec<(String, (u64, u64))> {
         .spawn()
         .unwrap();
     let start = Instant::now();
-    let mut seen = Vec::new();
+    let mut seen = None;
     while start.elapsed() < Duration::from_secs(20) && child.try_wait().unwrap().is_none() {
-        seen = threads_of(child.id());
-        let has = |n: &str| seen.iter().any(|(c, _)| c == n);
-        if has("rtscope-monitor") && has("rtscope-trace") {
-            break;
+        let now = threads_of(child.id());
+        if let Some((_, sched)) = now.iter().find(|(c, _)| c == "rtscope-trace") {
+            seen = Some(*sched);
+            // SCHED_OTHER is also the state before the reader sets its own: that one is
+            // watched until the run ends.
+            if *sched == want && want != (0, 0) {
+                break;
+            }
         }
-        std::thread::sleep(Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(child.wait().unwrap().code(), Some(0), "{seen:?}");
     seen
@@ -135,12 +140,9 @@ fn the_explain_trace_reader_runs_at_the_housekeeping_priority() {
     let _rt = common::rt_lock();
     // Starved at SCHED_OTHER by a campaign's loads, the reader fell minutes behind and the
     // end of the run waited for it (docs/measurement.md).
-    let seen = explain_threads("hk-trace", &[]);
-    let get = |name: &str| seen.iter().find(|(c, _)| c == name).map(|t| t.1);
-    assert_eq!(get("rtscope-trace"), Some((1, 1)), "{seen:?}");
-    let seen = explain_threads("hk-trace-off", &["--housekeeping-prio", "off"]);
-    let get = |name: &str| seen.iter().find(|(c, _)| c == name).map(|t| t.1);
-    assert_eq!(get("rtscope-trace"), Some((0, 0)), "{seen:?}");
+    assert_eq!(trace_reader_sched("hk-trace", &[], (1, 1)), Some((1, 1)));
+    let off = ["--housekeeping-prio", "off"];
+    assert_eq!(trace_reader_sched("hk-trace-off", &off, (0, 0)), Some((0, 0)));
 }
 
 #[test]
