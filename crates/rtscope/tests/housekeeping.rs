@@ -142,7 +142,10 @@ fn the_explain_trace_reader_runs_at_the_housekeeping_priority() {
     // end of the run waited for it (docs/measurement.md).
     assert_eq!(trace_reader_sched("hk-trace", &[], (1, 1)), Some((1, 1)));
     let off = ["--housekeeping-prio", "off"];
-    assert_eq!(trace_reader_sched("hk-trace-off", &off, (0, 0)), Some((0, 0)));
+    assert_eq!(
+        trace_reader_sched("hk-trace-off", &off, (0, 0)),
+        Some((0, 0))
+    );
 }
 
 #[test]

@@ -184,22 +184,20 @@ fn sigint_ends_a_noise_run_with_exit_3_and_records_it_interrupted() {
     let _ = std::fs::remove_file(out);
 }
 
+/// `rtscope noise` on CPU 0 for 1 s with `args`.
+fn one_second_on_cpu_0(args: &[&str]) -> std::process::Output {
+    let mut all = vec!["--cpus", "0", "-D", "1s"];
+    all.extend_from_slice(args);
+    noise(&all)
+}
+
 #[test]
 fn a_threshold_the_loop_cannot_resolve_is_refused_naming_the_resolution() {
     let db = temp_path("noise-res.db");
     let _ = std::fs::remove_file(&db);
     // No two clock readings are 1 ns apart: the loop's resolution is above any 1 ns threshold,
     // and every iteration would count as noise.
-    let o = noise(&[
-        "--cpus",
-        "0",
-        "-D",
-        "1s",
-        "--threshold",
-        "1ns",
-        "--db",
-        db.to_str().unwrap(),
-    ]);
+    let o = one_second_on_cpu_0(&["--threshold", "1ns", "--db", db.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2), "{}", dump(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -227,11 +225,7 @@ fn only_the_longest_gaps_are_kept_and_the_rest_counted() {
     let _ = std::fs::remove_file(&db);
     // A threshold below most iterations' cost on any machine would be refused; 1 us over a
     // second of a shared machine's noise gives some gaps, and --keep-gaps 3 keeps the longest.
-    let o = noise(&[
-        "--cpus",
-        "0",
-        "-D",
-        "1s",
+    let o = one_second_on_cpu_0(&[
         "--threshold",
         "1us",
         "--keep-gaps",
