@@ -388,9 +388,9 @@ def verify_db(c: Checker, db: Path, files: list[str], times: dict[str, int],
         detail = f"{len(after)} windows after it"
         ok = bool(after)
         if gap_bound and after:
-            # Windows are aligned: the first one after the restart starts at most one window
-            # after the last one before it (the open window, lost).
-            gap = (after[0][0] - last) // w_ns
+            # Windows start aligned to their span: between the last one before the kill and
+            # the first one after the restart, at most one start (the open window's) is missing.
+            gap = round((after[0][0] - before[-1][0]) / w_ns) - 1
             ok = ok and gap <= 1
             detail += f"; {gap} window(s) missing between the last before and the first after"
         c.expect(f"{event}: the series resumes" + (", at most one window lost" if gap_bound
