@@ -7,6 +7,8 @@
 #     under QEMU (TCG) and runs the rtscope guest checks (tests/guest/README.md),
 #     in one boot per kernel, with --explain against an independent trace for five kinds of
 #     injected noise (tests/guest/noisy) and `rtscope respond` on a gpio-sim chip (amd64).
+#  5. runs `rtscope watch` as a systemd service in a Debian 12 guest, scraped by Prometheus,
+#     through a kill -9 and a power cut (tests/guest/watch-systemd).
 # Prints the time of each part. Kernels and busybox are cached in $RTSCOPE_GUEST_CACHE
 # (default /var/cache/rtscope-guest), outside the repository.
 set -euo pipefail
@@ -24,6 +26,8 @@ command -v aarch64-linux-gnu-gcc >/dev/null || need+=(gcc-aarch64-linux-gnu)
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
 command -v qemu-system-aarch64 >/dev/null || need+=(qemu-system-arm)
 command -v cpio >/dev/null || need+=(cpio)
+command -v mmdebstrap >/dev/null || need+=(mmdebstrap)
+command -v debugfs >/dev/null || need+=(e2fsprogs)
 if [ ${#need[@]} -gt 0 ] || ! dpkg --print-foreign-architectures | grep -qx arm64; then
   dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
   apt-get update -qq
@@ -74,5 +78,14 @@ python3 tests/guest/guest.py check \
   --rtscope-arm64 target/aarch64-unknown-linux-musl/release/rtscope \
   --out target/guest || status=$?
 times+=("guest tests (3 kernels, one boot each): $(elapsed "$t") s")
+# rtscope watch as a systemd service in a Debian 12 guest (tests/guest/watch-systemd/run.py):
+# systemctl start, a real Prometheus scraping /metrics from the host, kill -9, a power cut.
+# About 3 minutes with the root file system cached; its first build (mmdebstrap) downloads
+# ~140 MB of packages once. The timeout covers that first build and two stalled boots.
+t=$(secs)
+timeout -k 30 1500 python3 tests/guest/watch-systemd/run.py \
+  --rtscope target/x86_64-unknown-linux-musl/release/rtscope \
+  --out target/guest/watch-systemd || status=1
+times+=("watch under systemd (2 boots, Prometheus): $(elapsed "$t") s")
 printf 'boards CI block: %s\n' "${times[@]}"
 exit "$status"

@@ -256,14 +256,16 @@ def build_initramfs(
     modules: list[str],
     env: dict[str, str],
     out: Path,
+    init: Path | None = None,
 ) -> None:
-    """A gzip'd newc cpio: busybox, init, lib.sh, the script, rtscope, files and modules."""
+    """A gzip'd newc cpio: busybox, init, lib.sh, the script, rtscope, files and modules.
+    INIT replaces init.sh as /init (watch-systemd/init-root.sh mounts a root disk instead)."""
     with tempfile.TemporaryDirectory(prefix="rtscope-initramfs-") as tmp:
         root = Path(tmp)
         for d in ["bin", "sbin", "usr/bin", "usr/sbin", "proc", "sys", "dev", "tmp", "guest", "root"]:
             (root / d).mkdir(parents=True, exist_ok=True)
         shutil.copy(fetch_busybox(kernel.arch), root / "bin" / "busybox")
-        shutil.copy(HERE / "init.sh", root / "init")
+        shutil.copy(init or HERE / "init.sh", root / "init")
         shutil.copy(HERE / "lib.sh", root / "guest" / "lib.sh")
         (root / "guest" / "script.sh").write_text(script)
         lines = [f"export {k}='{v}'" for k, v in env.items() if "'" not in v]
@@ -304,8 +306,9 @@ DISK_MODULES = ["virtio_pci", "virtio_blk"]
 
 def qemu_command(
     kernel: Kernel, initrd: Path, smp: int, mem_mb: int, append: str, disks: list[Path],
-    qmp: Path,
+    qmp: Path, extra: list[str] | None = None,
 ) -> list[str]:
+    """QEMU's command line; EXTRA is appended (a NIC: watch-systemd/run.py)."""
     a = kernel.arch
     # noirqdebug: under TCG on a loaded host the RT kernel's threaded serial handler can fall so
     # far behind that the spurious-interrupt detector disables the UART's IRQ ("Disabling IRQ
@@ -341,6 +344,7 @@ def qemu_command(
         "-qmp", f"unix:{qmp},server=on,wait=off",
         *[x for d in disks for x in ("-drive", f"file={d},format=raw,if=virtio,cache=unsafe")],
         "-nodefaults", "-no-reboot",
+        *(extra or []),
     ]
 
 
@@ -407,57 +411,74 @@ def boot(
         build_initramfs(kernel, rtscope, script, files or {}, modules, env or {}, initrd)
         qmp = Path(tmp) / "qmp.sock"
         cmd = qemu_command(kernel, initrd, smp, mem_mb, append, disks, qmp)
-        start = time.monotonic()
-        heard, dumps = start, 0
-        log = open(console_log, "wb") if console_log else None
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT)
-        out = bytearray()
-        timed_out = False
-        try:
-            os.set_blocking(proc.stdout.fileno(), False)
-            while True:
-                if time.monotonic() - start > timeout:
-                    timed_out = True
-                    break
-                try:
-                    chunk = proc.stdout.read(65536)
-                except BlockingIOError:
-                    chunk = None
-                if chunk:
-                    heard = time.monotonic()
-                    out += chunk
-                    if log:
-                        log.write(chunk)
-                        log.flush()
-                    if echo:
-                        sys.stderr.write(chunk.decode("utf-8", "replace"))
-                elif chunk == b"" or proc.poll() is not None:
-                    rest = proc.stdout.read() or b""
-                    out += rest
-                    if log:
-                        log.write(rest)
-                    break
-                elif time.monotonic() - heard > stall_dump_s and dumps < 2:
-                    note = stall_note(flavour, kernel, qmp, time.monotonic() - heard)
-                    sys.stderr.write(note)
-                    out += note.encode()
-                    if log:
-                        log.write(note.encode())
-                        log.flush()
-                    heard, dumps = time.monotonic(), dumps + 1
-                else:
-                    time.sleep(0.05)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-            if log:
-                log.close()
-        seconds = time.monotonic() - start
+        out, timed_out, seconds = run_qemu(cmd, flavour, kernel, qmp, timeout, console_log,
+                                           echo, stall_dump_s)
     text = out.decode("utf-8", "replace")
     markers, got = parse_console(text)
     return BootResult(flavour, markers, got, text, seconds, timed_out)
+
+
+def run_qemu(
+    cmd: list[str], flavour: str, kernel: Kernel, qmp: Path, timeout: float,
+    console_log: Path | None = None, echo: bool = False, stall_dump_s: float = 240,
+    stop_at: str | None = None,
+) -> tuple[bytes, bool, float]:
+    """Runs QEMU's command CMD, collecting the console until QEMU ends or TIMEOUT seconds
+    (then it is killed); a silent console gets hang dumps (boot()). STOP_AT, a marker key:
+    QEMU is killed (SIGKILL, a power cut for the guest) as soon as that marker's line has
+    arrived. Returns (console bytes, timed out, seconds)."""
+    start = time.monotonic()
+    heard, dumps = start, 0
+    log = open(console_log, "wb") if console_log else None
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT)
+    out = bytearray()
+    timed_out = False
+    try:
+        os.set_blocking(proc.stdout.fileno(), False)
+        while True:
+            if time.monotonic() - start > timeout:
+                timed_out = True
+                break
+            try:
+                chunk = proc.stdout.read(65536)
+            except BlockingIOError:
+                chunk = None
+            if chunk:
+                heard = time.monotonic()
+                out += chunk
+                if log:
+                    log.write(chunk)
+                    log.flush()
+                if echo:
+                    sys.stderr.write(chunk.decode("utf-8", "replace"))
+                if stop_at is not None and re.search(
+                        rf"{MARK} {re.escape(stop_at)}\b[^\n]*\n".encode(), out):
+                    break
+            elif chunk == b"" or proc.poll() is not None:
+                rest = proc.stdout.read() or b""
+                out += rest
+                if log:
+                    log.write(rest)
+                break
+            elif time.monotonic() - heard > stall_dump_s and dumps < 2:
+                note = stall_note(flavour, kernel, qmp, time.monotonic() - heard)
+                sys.stderr.write(note)
+                out += note.encode()
+                if log:
+                    log.write(note.encode())
+                    log.flush()
+                heard, dumps = time.monotonic(), dumps + 1
+            else:
+                time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        if log:
+            log.close()
+    seconds = time.monotonic() - start
+    return bytes(out), timed_out, seconds
 
 
 def stall_note(flavour: str, kernel: Kernel, qmp: Path, silent: float) -> str:

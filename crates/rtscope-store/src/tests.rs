@@ -603,3 +603,19 @@ fn reading_many_runs_takes_as_many_statements_for_3_runs_as_for_30() {
     }
     assert!(s.statements() - before >= 3 * 5);
 }
+
+#[test]
+fn durable_commits_sync_each_transaction() {
+    let path = tmpdb("durable");
+    let s = Store::open(&path).unwrap();
+    let mode = |s: &Store| -> i64 {
+        s.conn
+            .pragma_query_value(None, "synchronous", |r| r.get(0))
+            .unwrap()
+    };
+    // NORMAL (1) after open; FULL (2) for rtscope watch, whose windows must survive a power
+    // loss once committed (docs/watch.md).
+    assert_eq!(mode(&s), 1);
+    s.set_durable_commits().unwrap();
+    assert_eq!(mode(&s), 2);
+}
