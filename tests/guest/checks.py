@@ -22,8 +22,10 @@ import sys
 import time
 from pathlib import Path
 
+import gpio_checks
 import guest
 import noise_checks
+import noisy_checks
 import reference
 import watch_checks
 
@@ -189,6 +191,82 @@ def verify(c: Checker, kernel: str, r: guest.BootResult, host_bin: Path, out: Pa
         c.expect(kernel, what, bool(names), detail)
 
 
+def extras(c: Checker, a: argparse.Namespace, kernel: str, out: Path, files: dict[str, Path],
+           env: dict[str, str]) -> tuple[list[str], bool]:
+    """The checks that share the kernel's boot when asked for: noise of known kinds (--noisy)
+    and gpio-sim (--gpio-sim). Adds their files and environment; returns (the noise modes,
+    whether gpio-sim runs)."""
+    modes = a.noisy_modes
+    if modes:
+        more, why = noisy_checks.guest_files(kernel, modes, out / "noisy")
+        if why:
+            c.expect(kernel, "noisy.ko builds for the kernel's ABI", False, why)
+            modes = []
+        files.update(more)
+        env["MODES"] = " ".join(modes)
+    gpio = kernel in a.gpio_sim.split(",")
+    if gpio:
+        try:
+            ko, line = gpio_checks.build_module(guest.fetch_kernel(kernel).abi, out / "gpio-sim")
+            print(f"{kernel}: {line}", flush=True)
+            files["/root/gpio-sim.ko"] = ko
+            files["/guest/guest-gpio-sim.sh"] = HERE / "gpio-sim" / "guest-gpio-sim.sh"
+            env.update(GPIO_SIM="1", EDGES=str(gpio_checks.EDGES))
+        except (guest.GuestError, subprocess.SubprocessError, OSError) as e:
+            c.expect(kernel, "gpio-sim builds for the kernel's ABI", False, str(e)[-500:])
+            gpio = False
+    return modes, gpio
+
+
+def check_kernel(c: Checker, a: argparse.Namespace, kernel: str,
+                 binary: Path) -> tuple[float, float]:
+    """One boot of KERNEL that runs all of its checks, which print their PASS/FAIL lines
+    through `c`; returns the seconds of the kernel's fetch and of the boot."""
+    arch = guest.arch_of(kernel).debian
+    campaign = not a.no_campaign
+    out = a.out / kernel
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    guest.fetch_kernel(kernel)
+    fetched = time.monotonic() - t0
+    # On the RT kernels the campaign reads a scratch disk meanwhile: interrupt traffic for
+    # their threaded IRQ handlers (lib.sh irq_start). Not on the standard kernel, which has
+    # no IRQ threads to see: there, under TCG on a loaded host, the tight direct-I/O loop
+    # once wedged the guest (soft lockups on both vCPUs, `dd` stuck in the kernel, 1,200 s
+    # outer timeout).
+    irq_load = campaign and kernel.startswith("rt-")
+    env = {"CAMPAIGN": "1" if campaign else "0", "KIND": "rt" if kernel.startswith("rt-") else "stock"}
+    files = {"/guest/check-in-guest.sh": HERE / "check-in-guest.sh",
+             "/guest/campaign.toml": HERE / "campaign.toml",
+             "/guest/watch-in-guest.sh": HERE / "watch-in-guest.sh",
+             "/guest/rtscope-watch.service": HERE.parent.parent / "packaging" / "rtscope-watch.service"}
+    # --explain with an injected culprit and the reference instance (reference.py): on the
+    # kernels of --explain-kernels (CI: all three; the culprit is built with the host's cc,
+    # or aarch64-linux-musl-gcc), about 10 s of guest time on rt-amd64.
+    explain = kernel in a.explain_kernels.split(",") and not a.no_explain
+    culprit = build_culprit(out, arch) if explain else None
+    if explain:
+        c.expect(kernel, "the culprit helper builds (static, the host's C compiler)", culprit is not None)
+    if culprit is not None:
+        files["/root/culprit"] = culprit
+        env["EXPLAIN"] = "1"
+    modes, gpio = extras(c, a, kernel, out, files, env)
+    r = guest.boot(kernel, (HERE / "rtscope-checks.sh").read_text(), binary, env=env,
+                   files=files, modules=["configfs"] if gpio else None, timeout=a.timeout,
+                   console_log=out / "console.log", scratch_disk_mb=64 if irq_load else 0)
+    host = a.host_rtscope or a.rtscope_amd64
+    verify(c, kernel, r, host, out, campaign)
+    if culprit is not None:
+        verify_explain(c, kernel, r, a.reference_bar)
+        noise_checks.verify_noise(c, kernel, r)
+    watch_checks.verify_watch(c, kernel, r, host, out, culprit is not None)
+    if modes:
+        noisy_checks.verify(c, kernel, r, modes, a.reference_bar)
+    if gpio:
+        gpio_checks.verify(c, kernel, r, gpio_checks.EDGES, out / "gpio-sim", host, own_boot=False)
+    return fetched, r.seconds
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="guest.py check", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -203,57 +281,30 @@ def main(argv: list[str]) -> int:
                    help="kernels where --explain is checked with the injected culprit and the "
                    "reference instance (comma-separated) [rt-amd64]")
     p.add_argument("--reference-bar", action="store_true",
-                   help="fail unless the culprit gets >= 90 %% of the spike time it ran per the "
-                   "reference instance (default: the figures are printed as INFO)")
+                   help="fail unless the culprit (and each --noisy kind) gets >= 90 %% of the "
+                   "spike time it ran per the reference instance (default: figures as INFO)")
     p.add_argument("--no-explain", action="store_true",
                    help="skip the --explain check with the injected culprit")
+    p.add_argument("--noisy", default="", metavar="MODES",
+                   help="noise of known kinds against the reference in each kernel's boot "
+                   f"(comma-separated, of {','.join(noisy_checks.CULPRITS)}; noisy_checks.py)")
+    p.add_argument("--gpio-sim", default="", metavar="KERNELS",
+                   help="rtscope respond on a gpio-sim chip in these kernels' boots (gpio_checks.py)")
     a = p.parse_args(argv)
+    try:
+        a.noisy_modes = noisy_checks.parse_modes(a.noisy)
+    except ValueError as e:
+        p.error(str(e))
     c = Checker()
     timings = []
-    script = (HERE / "rtscope-checks.sh").read_text()
     for kernel in [k for k in a.kernels.split(",") if k]:
         arch = guest.arch_of(kernel).debian
         binary = a.rtscope_amd64 if arch == "amd64" else a.rtscope_arm64
         if binary is None:
             c.expect(kernel, "a static rtscope for " + arch, False, f"pass --rtscope-{arch}")
             continue
-        campaign = not a.no_campaign
-        out = a.out / kernel
-        out.mkdir(parents=True, exist_ok=True)
-        t0 = time.monotonic()
-        guest.fetch_kernel(kernel)
-        fetched = time.monotonic() - t0
-        # On the RT kernels the campaign reads a scratch disk meanwhile: interrupt traffic for
-        # their threaded IRQ handlers (lib.sh irq_start). Not on the standard kernel, which has
-        # no IRQ threads to see: there, under TCG on a loaded host, the tight direct-I/O loop
-        # once wedged the guest (soft lockups on both vCPUs, `dd` stuck in the kernel, 1,200 s
-        # outer timeout).
-        irq_load = campaign and kernel.startswith("rt-")
-        env = {"CAMPAIGN": "1" if campaign else "0", "KIND": "rt" if kernel.startswith("rt-") else "stock"}
-        files = {"/guest/check-in-guest.sh": HERE / "check-in-guest.sh",
-                 "/guest/campaign.toml": HERE / "campaign.toml",
-                 "/guest/watch-in-guest.sh": HERE / "watch-in-guest.sh",
-                 "/guest/rtscope-watch.service": HERE.parent.parent / "packaging" / "rtscope-watch.service"}
-        # --explain with an injected culprit and the reference instance (reference.py): on the
-        # kernels of --explain-kernels (CI: amd64, rt-amd64; the culprit is built with the
-        # host's cc, or aarch64-linux-musl-gcc), about 10 s of guest time on rt-amd64.
-        explain = kernel in a.explain_kernels.split(",") and not a.no_explain
-        culprit = build_culprit(out, arch) if explain else None
-        if explain:
-            c.expect(kernel, "the culprit helper builds (static, the host's C compiler)", culprit is not None)
-        if culprit is not None:
-            files["/root/culprit"] = culprit
-            env["EXPLAIN"] = "1"
-        r = guest.boot(kernel, script, binary, env=env, files=files,
-                       timeout=a.timeout, console_log=out / "console.log",
-                       scratch_disk_mb=64 if irq_load else 0)
-        verify(c, kernel, r, a.host_rtscope or a.rtscope_amd64, out, campaign)
-        if culprit is not None:
-            verify_explain(c, kernel, r, a.reference_bar)
-            noise_checks.verify_noise(c, kernel, r)
-        watch_checks.verify_watch(c, kernel, r, a.host_rtscope or a.rtscope_amd64, out,
-                                  culprit is not None)
-        timings.append((kernel, fetched, r.seconds))
+        fetched, seconds = check_kernel(c, a, kernel, binary)
+        timings.append((kernel, fetched, seconds))
     print("\nkernel       fetch+unpack s   boot+checks s")
     for k, f, s in timings:
         print(f"{k:<12} {f:>14.1f}   {s:>13.1f}")

@@ -127,3 +127,17 @@ put_file guest.db /tmp/guest.db
 for l in audit measure explain campaign report; do
     [ -f "/tmp/$l.log" ] && put_log "$l"
 done
+
+# Noise of known kinds against the reference (noisy/guest-noisy.sh; MODES from
+# `guest.py check --noisy`, noisy.ko built for this kernel), in this boot rather than one of
+# its own: about 20 s of guest time per mode.
+if [ -n "${MODES:-}" ]; then
+    . /guest/guest-noisy.sh
+fi
+
+# rtscope respond on a gpio-sim chip (gpio-sim/guest-gpio-sim.sh; `guest.py check --gpio-sim`):
+# in a subshell, as it ends with `exit` where the chip cannot be set up.
+if [ "${GPIO_SIM:-0}" = 1 ]; then
+    (. /guest/guest-gpio-sim.sh)
+    mark gpio-sim-exit "$?"
+fi

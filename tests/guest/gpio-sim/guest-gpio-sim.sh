@@ -7,7 +7,7 @@
 # I's level after each edge; the simulator shows the level a consumer drives in `value`.
 #
 # Environment (guest.py --env): EDGES (default 200), PERIOD_US (default 20000).
-export RTSCOPE_DB=/tmp/guest.db
+export RTSCOPE_DB=/tmp/gpio.db
 EDGES=${EDGES:-200}
 PERIOD_US=${PERIOD_US:-20000}
 CFG=/sys/kernel/config
@@ -72,6 +72,6 @@ wait $RESP
 mark respond-rc "$?"
 cat /tmp/respond.log
 [ -f /tmp/respond.json ] && put_file respond.json /tmp/respond.json
-[ -f "$RTSCOPE_DB" ] && put_file guest.db "$RTSCOPE_DB"
+[ -f "$RTSCOPE_DB" ] && put_file gpio.db "$RTSCOPE_DB"
 put_file respond.log /tmp/respond.log
 echo 0 >"$SIM/live"

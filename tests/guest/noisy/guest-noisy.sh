@@ -50,7 +50,7 @@ for mode in ${MODES:-preempt irq storm softirq net}; do
     reference_stop "reference-$mode.txt"
     grep -E '^ *(CPU1|[0-9]+:)|NET_RX|TASKLET|CAL' /proc/softirqs /proc/interrupts 2>/dev/null | sed 's/^/| /'
     stop_noise "$mode"
-    mark explain-tier "$mode $(sed -n 's/.*explaining spikes: tier \([a-z-]*\).*/\1/p' /tmp/explain-$mode.log | head -n 1)"
+    mark noisy-tier "$mode $(sed -n 's/.*explaining spikes: tier \([a-z-]*\).*/\1/p' /tmp/explain-$mode.log | head -n 1)"
     [ -f "/tmp/explain-$mode.json" ] && put_file "explain-$mode.json" "/tmp/explain-$mode.json"
     put_log "explain-$mode"
     [ -f "/tmp/dump-$mode.txt" ] && put_file "dump-$mode.txt" "/tmp/dump-$mode.txt" && rm "/tmp/dump-$mode.txt"

@@ -1,0 +1,91 @@
+"""Noise of known kinds on the measured CPU against the reference instance, host side.
+
+The kinds (guest side `noisy/guest-noisy.sh`, module `noisy/noisy.c`): kernel sections with
+preemption or interrupts off, an interrupt storm, softirq work, network receive. For each,
+`rtscope measure --explain --explain-keep 100` ran on CPU 1 with the reference instance
+recording (lib.sh reference_start/stop); here each kept spike's attribution is compared with
+the reference (reference.py), the injected noise as the culprit (CULPRITS), and with `bar`
+every kind must meet reference.bar. `guest.py check --noisy MODES` runs them in the same boot
+as the other checks of a kernel; `noisy/run.py` boots a kernel for them alone.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import guest
+import reference
+
+HERE = Path(__file__).resolve().parent
+
+# The modes that need noisy.ko (noisy/build.sh); net needs no module.
+MODULE_MODES = {"preempt", "irq", "storm", "softirq"}
+
+# What each mode's injected noise is called in reference.compare (reference.culprit_matcher).
+CULPRITS = {
+    "preempt": "noisy-preempt",
+    "irq": "noisy-irq",
+    "storm": "vector:call_function_single",
+    "softirq": "softirq:TASKLET",
+    "net": "softirq:NET_RX",
+}
+
+
+def parse_modes(text: str) -> list[str]:
+    """The comma-separated modes; ValueError names the unknown ones."""
+    modes = [m for m in text.split(",") if m]
+    unknown = [m for m in modes if m not in CULPRITS]
+    if unknown:
+        raise ValueError(f"unknown mode(s) {', '.join(unknown)}: choose from {', '.join(CULPRITS)}")
+    return modes
+
+
+def culprit_of(mode: str, kernel: str) -> str:
+    """The mode's culprit on this kernel: arm64's function-call IPIs are hard interrupts named
+    `IPI` (one number per IPI kind), not an x86 vector."""
+    if mode == "storm" and kernel.endswith("arm64"):
+        return "irq:IPI"
+    return CULPRITS[mode]
+
+
+def guest_files(kernel: str, modes: list[str], out: Path) -> tuple[dict[str, Path], str]:
+    """The files the guest needs for `modes` (noisy.ko built for the kernel's ABI when a mode
+    needs it, and the guest script): ({guest path: host path}, "") or ({}, why not)."""
+    files = {"/guest/guest-noisy.sh": HERE / "noisy" / "guest-noisy.sh"}
+    if any(m in MODULE_MODES for m in modes):
+        k = guest.fetch_kernel(kernel)
+        built = subprocess.run(["bash", str(HERE / "noisy" / "build.sh"), k.abi, str(out / "build")],
+                               capture_output=True, text=True)
+        if built.returncode != 0:
+            return {}, f"noisy.ko does not build: {built.stderr[-500:]}"
+        files["/root/noisy.ko"] = Path(built.stdout.strip().splitlines()[-1])
+    return files, ""
+
+
+def verify(c, kernel: str, r: guest.BootResult, modes: list[str], bar: bool) -> None:
+    """Each mode's run (exit 0, spikes compared) and, with `bar`, reference.bar, as PASS/FAIL
+    lines through `c.expect(kernel, name, ok, detail)`; without `bar` the figures as INFO."""
+    for mode in modes:
+        rc = r.checks().get(f"explain-{mode}")
+        x = json.loads(r.files.get(f"explain-{mode}.json") or b"{}").get("explain") or {}
+        ref = reference.parse((r.files.get(f"reference-{mode}.txt") or b"").decode(
+            errors="replace"), 1)
+        dump = reference.dump_events(
+            (r.files.get(f"dump-{mode}.txt") or b"").decode(errors="replace"), 1)
+        culprit = culprit_of(mode, kernel)
+        cmp = reference.compare(x, ref, 1, culprit=culprit,
+                                apart=reference.stamped_apart(dump, ref))
+        for line in cmp.lines:
+            print(f"  {kernel} {mode}: {line}")
+        c.expect(kernel, f"noise {mode}: rtscope measure --explain exits 0 and its spikes are compared",
+                 rc == 0 and cmp.spikes > 0,
+                 f"rc {rc}, tier {x.get('tier')}, {cmp.spikes} spikes")
+        met, text = reference.bar(cmp)
+        what = f"noise {mode} ({culprit}): the reference bar"
+        if bar:
+            c.expect(kernel, what, met, f"{text}; {reference.summary(cmp)}")
+        else:
+            print(f"INFO {kernel}: {what}: {'met' if met else 'not met'} - {text}; "
+                  f"{reference.summary(cmp)}", flush=True)
