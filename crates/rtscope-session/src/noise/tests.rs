@@ -210,11 +210,11 @@ fn explained_time_is_summed_by_class_and_unexplained_kept_apart() {
     );
     assert_eq!(t.total_ns(), 1000);
     assert!(
-        t.line().contains("thread 70.0 %, irq 20.0 %"),
+        class_line(&t).contains("thread 70.0 %, irq 20.0 %"),
         "{}",
-        t.line()
+        class_line(&t)
     );
-    assert!(t.line().contains("unexplained 5.0 %"));
+    assert!(class_line(&t).contains("unexplained 5.0 %"));
 }
 
 #[test]
