@@ -56,6 +56,9 @@ pub enum ReportError {
     /// Nothing to report.
     #[error("no run to report")]
     NoRuns,
+    /// A latency run after a noise run ([`noise::order`] puts them in order).
+    #[error("the runs are not in order: noise runs go after the latency runs")]
+    NoiseFirst,
 }
 
 /// Options of a report.
@@ -93,8 +96,9 @@ pub struct ReportFile {
 /// (issue 28).
 pub const INLINE_FIGURES_MAX_RUNS: usize = 50;
 
-/// Builds every file of a report over `runs` (in the order given): `report.html`,
-/// `summary.csv`, `summary.md`, and each figure as `NAME.svg` and `NAME.png`.
+/// Builds every file of a report over `runs` (in the order given, the latency runs before the
+/// noise runs: [`noise::order`]): `report.html`, `summary.csv`, `summary.md`, and each figure
+/// as `NAME.svg` and `NAME.png`.
 pub fn build(runs: &[RunData], opts: &ReportOptions) -> Result<Vec<ReportFile>, ReportError> {
     let mut files = Vec::new();
     build_each(runs, opts, &mut |f| {
@@ -115,13 +119,10 @@ pub fn build_each(
     if runs.is_empty() {
         return Err(ReportError::NoRuns);
     }
-    let split;
-    let (latency, noisy): (&[RunData], &[RunData]) = if runs.iter().any(noise::is_noise) {
-        split = noise::split(runs);
-        (&split.0, &split.1)
-    } else {
-        (runs, &[])
-    };
+    let (latency, noisy) = runs.split_at(runs.partition_point(|r| !noise::is_noise(r)));
+    if !noisy.iter().all(noise::is_noise) {
+        return Err(ReportError::NoiseFirst);
+    }
     let parse =
         |v: &Vec<String>| -> Vec<group::Key> { v.iter().map(|n| group::Key::parse(n)).collect() };
     let keys = opts.group_by.as_ref().map(parse);

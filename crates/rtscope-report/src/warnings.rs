@@ -157,8 +157,11 @@ fn of_run(r: &RunData) -> Vec<(String, String)> {
     let dropped: u64 = r.detail.threads.iter().map(|t| t.raw_dropped).sum();
     if dropped > 0 && crate::noise::is_noise(r) {
         out.push((
-            format!("run {}'s gap ring dropped {dropped} gaps over the threshold", s.id),
-            "they are in the histogram and the totals but not among the recorded gaps; raise --gap-capacity".into(),
+            format!(
+                "run {}'s gap ring dropped {dropped} gaps over the threshold",
+                s.id
+            ),
+            "they are counted, not recorded; raise --gap-capacity".into(),
         ));
     } else if dropped > 0 {
         out.push((

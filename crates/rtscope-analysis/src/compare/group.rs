@@ -85,7 +85,7 @@ pub fn same_kind(groups: &[Group]) -> Result<GroupKind, UsageError> {
                     side(g, r.kind),
                     r.id
                 ))
-                .hint("a noise run holds a busy loop's gaps, not wake-up latencies: compare noise groups with noise groups and latency groups with latency groups"));
+                .hint("a noise run holds a busy loop's gaps, not wake-up latencies: compare like with like"));
             }
         }
     }

@@ -2,12 +2,11 @@
 //! time per cause (stacked bars: `--explain`'s classes, else one "not explained" bar) and the
 //! recorded gaps over time (one panel per run).
 
-use super::{classes, pct, CpuNoise};
+use super::{causes, pct, CpuNoise};
 use crate::figures::{grid, named, NamedFigure, Section};
 use crate::model::RunData;
 use crate::plot::{Axis, Corner, Figure, Panel, Series, Shape};
 use rtscope_core::layout;
-use rtscope_explain::classes::Class;
 
 /// Half the width of a bar, in x units (one unit per bar).
 const HALF_BAR: f64 = 0.35;
@@ -39,10 +38,10 @@ pub fn all(runs: &[RunData]) -> Vec<NamedFigure> {
     out
 }
 
-const AVAILABLE_CAPTION: &str = "% of the CPU available to the busy loop, one bar per CPU (100 × (runtime − noise) / runtime; noise is the sum of the gaps over the run's threshold). The axis starts at the decade below the lowest bar, so 99.99 % and 99.9 % differ visibly; the legend gives each bar's value.";
-const HIST_CAPTION: &str = "Gap histogram: every gap of the busy loop (the loop's own cost at the left, interruptions to the right), one line per CPU, gap length and count both on log axes; one point per bucket of the lossless histogram (exact below 2,048 ns).";
-const CAUSES_CAPTION: &str = "Noise time per cause, one bar per run: with --explain the traced gap time charged to each class (what no trace event covers is 'unexplained'); a run recorded without --explain is one grey 'not explained' bar of its whole noise, never given a cause.";
-const GAPS_CAPTION: &str = "The recorded gaps over the threshold: when in the run each came (s from the start) and how long it was (log axis), one colour per CPU. Gaps that line up across CPUs point at the system (an SMI, the hypervisor), gaps on one CPU at something pinned there.";
+const AVAILABLE_CAPTION: &str = "% of each CPU available to the busy loop (100 × (runtime − noise) / runtime), one bar per CPU, its value in the legend; the axis starts at the decade below the lowest bar.";
+const HIST_CAPTION: &str = "Gap histogram: every gap of the loop, one point per bucket of the lossless histogram, one line per CPU, both axes log: the loop's own cost at the left, interruptions to the right.";
+const CAUSES_CAPTION: &str = "Noise time per cause, one bar per run: the --explain classes, or for a run without --explain its whole noise, grey, not explained.";
+const GAPS_CAPTION: &str = "The recorded gaps over the threshold: when in the run (s) and how long (log), one colour per CPU; gaps in step across CPUs point at the system, gaps on one CPU at something pinned there.";
 
 /// A run's name in legends: its name, with `(run N)` when the report has several runs.
 fn run_name(r: &RunData, several: bool) -> String {
@@ -149,47 +148,31 @@ pub fn causes_panel(runs: &[RunData], cpus: &[Vec<CpuNoise>]) -> Panel {
     for (k, r) in runs.iter().enumerate() {
         let x = k as f64;
         let mut bottom = 0.0;
-        let mut stack = |name: &str, colour: usize, ns: u64, series: &mut Vec<Series>| {
+        for (name, colour, ns) in causes(r, &cpus[k]) {
             let top = bottom + ns as f64 / 1000.0;
-            let label = if single {
-                format!("{name}: {}", crate::us(ns))
-            } else {
-                name.to_string()
-            };
             let cells = [(x - HALF_BAR, bottom), (x + HALF_BAR, top)];
             match series.iter_mut().find(|s| s.colour == colour) {
                 Some(s) => s.points.extend(cells),
-                None => series.push(bar(label, colour, x, bottom, top)),
+                None if single => series.push(bar(
+                    format!("{name}: {}", crate::us(ns)),
+                    colour,
+                    x,
+                    bottom,
+                    top,
+                )),
+                None => series.push(bar(name.into(), colour, x, bottom, top)),
             }
             bottom = top;
-        };
-        match classes(r) {
-            Some(t) => {
-                for (class, ns) in t.parts() {
-                    stack(class.name(), class_colour(class), ns, &mut series);
-                }
-            }
-            None => {
-                let noise = cpus[k].iter().filter_map(|c| c.noise_ns).sum();
-                stack("not explained", NOT_EXPLAINED, noise, &mut series);
-            }
         }
     }
     let mut x = Axis::linear("run (one bar each, in the table's order)");
     x.range = Some((-0.5, runs.len() as f64 - 0.5));
-    let title = if single {
-        format!("Noise time per cause — {}", runs[0].name())
-    } else {
-        "Noise time per cause".into()
-    };
-    panel(title, x, Axis::linear("noise time (µs)"), series)
-}
-
-/// The palette slot of "not explained": grey (past the classes' seven colours).
-const NOT_EXPLAINED: usize = 7;
-
-fn class_colour(c: Class) -> usize {
-    Class::ALL.iter().position(|&x| x == c).unwrap_or(0)
+    panel(
+        "Noise time per cause".into(),
+        x,
+        Axis::linear("noise time (µs)"),
+        series,
+    )
 }
 
 /// A run's recorded gaps: time into the run (s) against length (µs, log), per CPU.

@@ -1,7 +1,7 @@
 //! The noise section of `report.html` and of `summary.md`: `rtla osnoise top`'s columns per
 //! run and CPU, the time per cause, and the section's figures.
 
-use super::{classes, pct, CpuNoise};
+use super::{pct, CpuNoise, NOT_EXPLAINED};
 use crate::figures::{NamedFigure, Section};
 use crate::model::RunData;
 use std::fmt::Write;
@@ -41,6 +41,12 @@ pub fn cells(r: &RunData, c: &CpuNoise) -> [String; 11] {
     ]
 }
 
+/// Every row of the per-CPU table: runs, then CPUs.
+fn rows(runs: &[RunData]) -> Vec<[String; 11]> {
+    let each = |r| CpuNoise::of_run(r).into_iter().map(move |c| cells(r, &c));
+    runs.iter().flat_map(each).collect()
+}
+
 /// The noise section: the per-CPU table, the time per cause and the figures.
 pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)]) {
     if runs.is_empty() {
@@ -52,17 +58,15 @@ pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)]) 
         let _ = write!(h, "<th{class}>{c}</th>");
     }
     h.push_str("</tr>\n");
-    for r in runs {
-        for c in CpuNoise::of_run(r) {
-            h.push_str("<tr>");
-            for (i, v) in cells(r, &c).iter().enumerate() {
-                let class = if i == 1 { " class=\"t\"" } else { "" };
-                let _ = write!(h, "<td{class}>{}</td>", crate::html::escape(v));
-            }
-            h.push_str("</tr>\n");
+    for row in rows(runs) {
+        h.push_str("<tr>");
+        for (i, v) in row.iter().enumerate() {
+            let class = if i == 1 { " class=\"t\"" } else { "" };
+            let _ = write!(h, "<td{class}>{}</td>", crate::html::escape(v));
         }
+        h.push_str("</tr>\n");
     }
-    h.push_str("</table>\n<p class=\"muted\">Runs of kind noise (<code>rtscope noise</code>, oslat imports): the busy loop's gaps, not wake-up latencies. Noise and gaps over the threshold come from the lossless gap histogram (exact below 2,048 ns, within 0.05 % above); an oslat import records no threshold, so its noise is unknown (-).</p>\n");
+    h.push_str("</table>\n<p class=\"muted\">Busy-loop gaps, not wake-ups. Noise is from the gap histogram and the run's threshold (an oslat import has none: -).</p>\n");
     causes(h, runs);
     crate::html::figures(h, figs, Section::Noise);
 }
@@ -73,21 +77,18 @@ fn causes(h: &mut String, runs: &[RunData]) {
     for c in rtscope_explain::classes::Class::ALL {
         let _ = write!(h, "<th>{}</th>", c.name());
     }
-    h.push_str("<th>not explained</th></tr>\n");
+    let _ = writeln!(h, "<th>{NOT_EXPLAINED}</th></tr>");
     for r in runs {
         let _ = write!(h, "<tr><td>{}</td>", r.id());
-        match classes(r) {
-            Some(t) => {
-                for (_, ns) in t.parts() {
-                    let _ = write!(h, "<td>{}</td>", crate::us(ns));
-                }
-                h.push_str("<td>-</td>");
-            }
-            None => {
-                let noise = CpuNoise::of_run(r).iter().filter_map(|c| c.noise_ns).sum();
-                h.push_str(&"<td>-</td>".repeat(7));
-                let _ = write!(h, "<td>{}</td>", crate::us(noise));
-            }
+        let parts = super::causes(r, &CpuNoise::of_run(r));
+        // Eight columns: the classes, then "not explained"; a run has one or the other.
+        for slot in 0..8 {
+            let cell = parts.iter().find(|p| p.1 == slot);
+            let _ = write!(
+                h,
+                "<td>{}</td>",
+                cell.map_or("-".into(), |p| crate::us(p.2))
+            );
         }
         h.push_str("</tr>\n");
     }
@@ -99,10 +100,8 @@ pub fn markdown(runs: &[RunData]) -> String {
     let mut md = String::from("\n## OS noise per CPU\n\n");
     let _ = writeln!(md, "| {} |", COLUMNS.join(" | "));
     let _ = writeln!(md, "|{}", "---|".repeat(COLUMNS.len()));
-    for r in runs {
-        for c in CpuNoise::of_run(r) {
-            let _ = writeln!(md, "| {} |", cells(r, &c).join(" | "));
-        }
+    for row in rows(runs) {
+        let _ = writeln!(md, "| {} |", row.join(" | "));
     }
     md
 }

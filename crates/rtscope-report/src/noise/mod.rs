@@ -22,11 +22,10 @@ pub fn is_noise(r: &RunData) -> bool {
     r.detail.summary.kind == RunKind::Noise
 }
 
-/// The runs split into latency runs and noise runs, each in the order given.
-pub(crate) fn split(runs: &[RunData]) -> (Vec<RunData>, Vec<RunData>) {
-    let (noise, latency): (Vec<&RunData>, Vec<&RunData>) = runs.iter().partition(|r| is_noise(r));
-    let owned = |v: Vec<&RunData>| v.into_iter().cloned().collect();
-    (owned(latency), owned(noise))
+/// Puts the latency runs first and the noise runs after them, each in the order given (what
+/// [`crate::build`] expects; stable, through `rtscope_core::order`).
+pub fn order(runs: &mut [RunData]) {
+    rtscope_core::order::sort_by_key(runs, is_noise);
 }
 
 /// The threshold a noise run's loops ran with (`config_json.threshold_ns`); `None` when its
@@ -133,6 +132,28 @@ pub fn classes(r: &RunData) -> Option<rtscope_explain::classes::ClassTotals> {
     r.explain
         .as_ref()
         .map(|(s, _)| rtscope_explain::classes::ClassTotals::of(s))
+}
+
+/// "Not explained": a run's noise without `--explain`.
+pub const NOT_EXPLAINED: &str = "not explained";
+
+/// A run's noise time by cause, ns, with each cause's palette slot: the `--explain` classes
+/// in their order, or for a run without them its whole noise as [`NOT_EXPLAINED`] (slot 7,
+/// past the classes' colours).
+pub fn causes(r: &RunData, cpus: &[CpuNoise]) -> Vec<(&'static str, usize, u64)> {
+    match classes(r) {
+        Some(t) => t
+            .parts()
+            .iter()
+            .enumerate()
+            .map(|(i, &(c, ns))| (c.name(), i, ns))
+            .collect(),
+        None => vec![(
+            NOT_EXPLAINED,
+            7,
+            cpus.iter().filter_map(|c| c.noise_ns).sum(),
+        )],
+    }
 }
 
 /// A percentage with as many decimals as it takes to show how far from 100 it is
