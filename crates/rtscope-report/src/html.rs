@@ -33,26 +33,20 @@ pub struct Selection<'a> {
     pub noise: &'a [RunData],
 }
 
-/// The whole page of latency runs.
-pub fn page(
-    runs: &[RunData],
-    grouping: &crate::group::Grouping,
-    rows: &[SummaryRow],
-    warns: &[Warning],
-    figs: &[(&NamedFigure, &str)],
-    opts: &ReportOptions,
-) -> String {
-    let sel = Selection {
-        all: runs,
-        latency: runs,
-        noise: &[],
-    };
-    page_with(&sel, grouping, rows, warns, figs, opts)
+impl<'a> Selection<'a> {
+    /// Latency runs alone.
+    pub fn latency(runs: &'a [RunData]) -> Selection<'a> {
+        Selection {
+            all: runs,
+            latency: runs,
+            noise: &[],
+        }
+    }
 }
 
 /// The whole page: the latency sections over the latency runs, the noise section over the
 /// noise runs, the rest over all.
-pub fn page_with(
+pub fn page(
     sel: &Selection<'_>,
     grouping: &crate::group::Grouping,
     rows: &[SummaryRow],

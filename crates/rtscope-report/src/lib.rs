@@ -163,7 +163,7 @@ pub fn build_each(
         latency,
         noise: noisy,
     };
-    let page = html::page_with(&selection, &grouping, &rows, &warns, &svgs, opts);
+    let page = html::page(&selection, &grouping, &rows, &warns, &svgs, opts);
     drop(svgs);
     sink(file("report.html", page.into_bytes()))?;
     sink(file("summary.csv", table::csv(&rows).into_bytes()))?;

@@ -5,7 +5,8 @@
 
 use crate::common::browser::rendered_dom;
 use crate::common::{dump, fresh_dir, run, temp_path};
-use rtscope_report::noise::{html::cells, pct, CpuNoise};
+use rtscope_report::noise::html::{cells, row};
+use rtscope_report::noise::{pct, CpuNoise};
 use rtscope_report::RunData;
 use rtscope_store::Store;
 use std::path::{Path, PathBuf};
@@ -18,17 +19,7 @@ fn noise_db(name: &str) -> PathBuf {
     for ext in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{ext}", db.display()));
     }
-    let args = [
-        "noise",
-        "--no-mlock",
-        "-q",
-        "--cpus",
-        "0",
-        "-D",
-        "1s",
-        "--db",
-    ];
-    let o = run(BIN, &[&args[..], &[db.to_str().unwrap()]].concat());
+    let o = crate::noise::one_second_on_cpu_0(&["--db", db.to_str().unwrap()]);
     assert!(o.status.success(), "{}", dump(&o));
     db
 }
@@ -53,14 +44,7 @@ fn a_recorded_noise_run_is_reported_as_noise_with_its_stored_figures() {
     assert_eq!(c.cpu, Some(0));
     // The table row is the stored run's, column for column.
     let html = read(&dir, "report.html");
-    let row: String = cells(&r, c)
-        .iter()
-        .enumerate()
-        .map(|(i, v)| match i {
-            1 => format!("<td class=\"t\">{v}</td>"),
-            _ => format!("<td>{v}</td>"),
-        })
-        .collect();
+    let row = row(&cells(&r, c));
     assert!(html.contains(&row), "{row} not in the page");
     // The bar is named with the run's share available; the cause bar is the whole noise,
     // not explained (the run was recorded without --explain).

@@ -2,7 +2,7 @@
 //! time per cause (stacked bars: `--explain`'s classes, else one "not explained" bar) and the
 //! recorded gaps over time (one panel per run).
 
-use super::{causes, pct, CpuNoise};
+use super::{causes, pct, CpuNoise, NOT_EXPLAINED};
 use crate::figures::{grid, named, NamedFigure, Section};
 use crate::model::RunData;
 use crate::plot::{Axis, Corner, Figure, Panel, Series, Shape};
@@ -148,7 +148,12 @@ pub fn causes_panel(runs: &[RunData], cpus: &[Vec<CpuNoise>]) -> Panel {
     for (k, r) in runs.iter().enumerate() {
         let x = k as f64;
         let mut bottom = 0.0;
-        for (name, colour, ns) in causes(r, &cpus[k]) {
+        // A class without time draws nothing and takes no legend row (a run's "not explained"
+        // bar is drawn even at 0: its noise is known to be none).
+        for (name, colour, ns) in causes(r, &cpus[k])
+            .into_iter()
+            .filter(|c| c.2 > 0 || c.0 == NOT_EXPLAINED)
+        {
             let top = bottom + ns as f64 / 1000.0;
             let cells = [(x - HALF_BAR, bottom), (x + HALF_BAR, top)];
             match series.iter_mut().find(|s| s.colour == colour) {

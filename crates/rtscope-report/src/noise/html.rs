@@ -41,6 +41,16 @@ pub fn cells(r: &RunData, c: &CpuNoise) -> [String; 11] {
     ]
 }
 
+/// One row's cells as HTML (the name left-aligned, every text escaped).
+pub fn row(cells: &[String; 11]) -> String {
+    let mut h = String::new();
+    for (i, v) in cells.iter().enumerate() {
+        let class = if i == 1 { " class=\"t\"" } else { "" };
+        let _ = write!(h, "<td{class}>{}</td>", crate::html::escape(v));
+    }
+    h
+}
+
 /// Every row of the per-CPU table: runs, then CPUs.
 fn rows(runs: &[RunData]) -> Vec<[String; 11]> {
     let each = |r| CpuNoise::of_run(r).into_iter().map(move |c| cells(r, &c));
@@ -58,13 +68,8 @@ pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)]) 
         let _ = write!(h, "<th{class}>{c}</th>");
     }
     h.push_str("</tr>\n");
-    for row in rows(runs) {
-        h.push_str("<tr>");
-        for (i, v) in row.iter().enumerate() {
-            let class = if i == 1 { " class=\"t\"" } else { "" };
-            let _ = write!(h, "<td{class}>{}</td>", crate::html::escape(v));
-        }
-        h.push_str("</tr>\n");
+    for r in rows(runs) {
+        let _ = writeln!(h, "<tr>{}</tr>", row(&r));
     }
     h.push_str("</table>\n<p class=\"muted\">Busy-loop gaps, not wake-ups. Noise is from the gap histogram and the run's threshold (an oslat import has none: -).</p>\n");
     causes(h, runs);
