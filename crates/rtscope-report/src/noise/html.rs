@@ -87,7 +87,7 @@ fn causes(h: &mut String, runs: &[RunData]) {
         let _ = write!(h, "<tr><td>{}</td>", r.id());
         let parts = super::causes(r, &CpuNoise::of_run(r));
         // Eight columns: the classes, then "not explained"; a run has one or the other.
-        for slot in 0..8 {
+        for slot in (0..7).chain([super::NOT_EXPLAINED_COLOUR]) {
             let cell = parts.iter().find(|p| p.1 == slot);
             let _ = write!(
                 h,

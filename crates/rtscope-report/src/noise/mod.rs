@@ -137,9 +137,13 @@ pub fn classes(r: &RunData) -> Option<rtscope_explain::classes::ClassTotals> {
 /// "Not explained": a run's noise without `--explain`.
 pub const NOT_EXPLAINED: &str = "not explained";
 
+/// The palette slot of [`NOT_EXPLAINED`]: light grey (the lighter shade of the dark grey the
+/// classes' "unexplained" has).
+pub const NOT_EXPLAINED_COLOUR: usize = 22;
+
 /// A run's noise time by cause, ns, with each cause's palette slot: the `--explain` classes
-/// in their order, or for a run without them its whole noise as [`NOT_EXPLAINED`] (slot 7,
-/// past the classes' colours).
+/// in their order (slots 0–6), or for a run without them its whole noise as [`NOT_EXPLAINED`]
+/// ([`NOT_EXPLAINED_COLOUR`]).
 pub fn causes(r: &RunData, cpus: &[CpuNoise]) -> Vec<(&'static str, usize, u64)> {
     match classes(r) {
         Some(t) => t
