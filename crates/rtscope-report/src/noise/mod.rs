@@ -143,7 +143,7 @@ pub const NOT_EXPLAINED_COLOUR: usize = 22;
 
 /// A run's noise time by cause, ns, with each cause's palette slot: the `--explain` classes
 /// in their order (slots 0–6), or for a run without them its whole noise as [`NOT_EXPLAINED`]
-/// ([`NOT_EXPLAINED_COLOUR`]).
+/// ([`NOT_EXPLAINED_COLOUR`]; nothing when its noise is unknown).
 pub fn causes(r: &RunData, cpus: &[CpuNoise]) -> Vec<(&'static str, usize, u64)> {
     match classes(r) {
         Some(t) => t
@@ -152,11 +152,14 @@ pub fn causes(r: &RunData, cpus: &[CpuNoise]) -> Vec<(&'static str, usize, u64)>
             .enumerate()
             .map(|(i, &(c, ns))| (c.name(), i, ns))
             .collect(),
-        None => vec![(
-            NOT_EXPLAINED,
-            7,
-            cpus.iter().filter_map(|c| c.noise_ns).sum(),
-        )],
+        // An unknown noise (an import without a threshold) is no bar at all, not a 0.
+        None => cpus
+            .iter()
+            .map(|c| c.noise_ns)
+            .sum::<Option<u64>>()
+            .map(|ns| (NOT_EXPLAINED, NOT_EXPLAINED_COLOUR, ns))
+            .into_iter()
+            .collect(),
     }
 }
 

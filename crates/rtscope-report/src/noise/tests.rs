@@ -55,6 +55,21 @@ fn the_per_cpu_figures_come_from_the_stored_histogram_and_threshold() {
 }
 
 #[test]
+fn a_run_without_a_threshold_has_unknown_noise_and_no_cause_bar() {
+    let mut r = noise_run("noise-nothreshold", &spec("oslat"));
+    r.detail.config_json = "{}".into();
+    let c = CpuNoise::of_run(&r);
+    assert_eq!((c[0].noise_ns, c[0].available_percent()), (None, None));
+    assert!(super::causes(&r, &c).is_empty());
+    let figs = all(std::slice::from_ref(&r));
+    assert!(figs[0].figure.panels[0].series.is_empty());
+    assert!(figs[2].figure.panels[0].series.is_empty());
+    for f in &figs {
+        crate::to_svg(&f.figure).unwrap();
+    }
+}
+
+#[test]
 fn the_bars_histogram_and_gaps_are_the_stored_data() {
     let r = noise_run("noise-draw", &spec("quiet"));
     let cpus = CpuNoise::of_run(&r);
@@ -178,6 +193,13 @@ fn a_mixed_report_keeps_noise_runs_out_of_the_latency_figures_and_tables() {
     // The latency histogram has the latency run's panel alone.
     let hist = text(&files, "histogram.svg");
     assert!(!hist.contains("quiet"));
+    // The time per cause: no class, the whole noise (4.7 µs) not explained.
+    let causes = format!(
+        "<tr><td>{}</td>{}<td>4.7</td></tr>",
+        noise.id(),
+        "<td>-</td>".repeat(7)
+    );
+    assert!(html.contains(&causes), "{causes}");
     let md = text(&files, "summary.md");
     assert!(md.contains("## OS noise per CPU"));
 }
