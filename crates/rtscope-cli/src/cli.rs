@@ -187,12 +187,13 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
     /// Statistics to compare (repeatable or comma-separated): min, mean, p50, p90, p99, p99.9,
-    /// p99.99, p99.999, p99.9999, max, missed
+    /// p99.99, p99.999, p99.9999, max, missed; for noise runs also available and noise/s
+    /// (noise groups default to max, available, noise/s, p50, p99, p99.99)
     #[arg(
         long = "stat",
         value_name = "STAT",
         value_delimiter = ',',
-        default_value = "p50,p99,p99.99,max,missed"
+        default_value = rtscope_analysis::compare::model::DEFAULT_STATS
     )]
     pub stats: Vec<String>,
     /// A candidate statistic higher than the baseline's by more than this % (and by more than

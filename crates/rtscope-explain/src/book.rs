@@ -144,6 +144,29 @@ pub struct ExplainSummary {
     pub culprits: Vec<CulpritRow>,
 }
 
+impl ExplainSummary {
+    /// A flight-recorder summary holding only culprit totals (`(category, ns)`, each the main
+    /// culprit of one spike): what noise's time per class and the report's cause bars read.
+    pub fn of_totals(threshold_ns: u64, totals: Vec<(Category, u64)>) -> ExplainSummary {
+        ExplainSummary {
+            tier: Tier::FlightRecorder,
+            tier_reason: None,
+            threshold_ns,
+            counts: Counts::default(),
+            worst: Vec::new(),
+            culprits: totals
+                .into_iter()
+                .map(|(category, total_ns)| CulpritRow {
+                    category,
+                    spikes_as_main: 1,
+                    spikes: 1,
+                    total_ns,
+                })
+                .collect(),
+        }
+    }
+}
+
 /// Keeps the worst `per_window` spikes of each `window_ns` window; when there are more than
 /// `max_windows` windows the window length doubles and neighbours merge.
 #[derive(Debug, Clone)]

@@ -4,6 +4,7 @@
 //!   not traced;
 //! - [`book`]: the worst spikes per time window, culprit totals and the coverage ("traced X of
 //!   Y spikes");
+//! - [`classes`]: noise time per class (thread, irq, …, unexplained);
 //! - [`coarse`]: the fallback tier fed by monitor samples;
 //! - [`render`]: their text.
 //!
@@ -13,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod book;
+pub mod classes;
 pub mod coarse;
 pub mod model;
 pub mod render;

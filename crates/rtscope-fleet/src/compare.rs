@@ -9,6 +9,7 @@ use crate::junit::escape;
 use crate::kcidb::{self, element, Submission};
 use crate::name_part;
 use rtscope_analysis::compare::analysis::Comparison;
+use rtscope_analysis::compare::model::Stat;
 use rtscope_analysis::compare::verdict::Verdict;
 use serde_json::json;
 use std::io::{self, Write};
@@ -22,7 +23,8 @@ pub struct Case {
     pub stat: String,
     /// `false` on a regression.
     pub passed: bool,
-    /// The candidate's value (µs for latencies, % of the deadlines for `missed`), when known.
+    /// The candidate's value (µs for latencies, % of the deadlines for `missed`, % of the
+    /// runtime for `available`, µs per s for `noise/s`), when known.
     pub value: Option<(f64, &'static str)>,
     /// For people: baseline, candidate, change and verdict.
     pub message: String,
@@ -34,13 +36,18 @@ pub fn cases(c: &Comparison) -> Vec<Case> {
     let mut out = Vec::new();
     for row in &c.stats {
         for (i, ch) in row.changes.iter().enumerate() {
-            // Latencies in µs; the missed-deadline rate (ppb) in % of the deadlines.
-            let (unit, scale) = if row.stat.is_rate() {
-                ("%", 1e7)
-            } else {
-                ("us", 1000.0)
+            // Latencies in µs; the missed-deadline rate (ppb) in % of the deadlines; a noise
+            // group's share available in % (its value is the share lost, in ppb).
+            let (unit, scale) = match row.stat {
+                Stat::NoisePerSec => ("us/s", 1000.0),
+                s if s.is_rate() => ("%", 1e7),
+                _ => ("us", 1000.0),
             };
             let value = row.values.get(i + 1).copied().flatten();
+            let shown = |v: u64| match row.stat {
+                Stat::Available => 100.0 - v as f64 / scale,
+                _ => v as f64 / scale,
+            };
             let delta = ch
                 .delta_pct
                 .map_or_else(String::new, |p| format!(" ({p:+.1}%)"));
@@ -48,7 +55,7 @@ pub fn cases(c: &Comparison) -> Vec<Case> {
                 candidate: c.groups[i + 1].selector.clone(),
                 stat: row.stat.name().into(),
                 passed: ch.verdict != Verdict::Regression,
-                value: value.map(|v| (v as f64 / scale, unit)),
+                value: value.map(|v| (shown(v), unit)),
                 message: format!(
                     "{}: {} against {base} {}{delta}: {}",
                     row.stat.name(),

@@ -63,6 +63,8 @@ pub enum Section {
     Latency,
     /// System monitors.
     Monitors,
+    /// OS noise (runs of kind `noise`).
+    Noise,
 }
 
 /// A figure with its file name (without extension), section and caption.
@@ -78,7 +80,7 @@ pub struct NamedFigure {
     pub figure: Figure,
 }
 
-fn named(name: &str, section: Section, caption: &str, figure: Figure) -> NamedFigure {
+pub(crate) fn named(name: &str, section: Section, caption: &str, figure: Figure) -> NamedFigure {
     NamedFigure {
         name: name.to_string(),
         section,
@@ -206,7 +208,7 @@ fn summary_only_note(runs: &[RunData], g: &Grouping, without: &[usize]) -> Strin
 }
 
 /// Panels in a grid: one full-size panel, or `columns` columns of smaller ones.
-fn grid(panels: Vec<Panel>, columns: usize) -> Figure {
+pub(crate) fn grid(panels: Vec<Panel>, columns: usize) -> Figure {
     if panels.len() == 1 {
         return Figure::single(panels.into_iter().next().unwrap_or_else(empty_panel));
     }

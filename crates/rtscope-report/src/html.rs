@@ -22,16 +22,40 @@ code{font-size:.9em;word-break:break-all}.muted{color:#777}";
 
 const NAV: &str = "<nav><a href=\"#runs\">Runs</a> · <a href=\"#warnings\">Warnings</a> · <a href=\"#statistics\">Statistics</a> · <a href=\"#latency\">Latency plots</a> · <a href=\"#events\">Events</a> · <a href=\"#why\">Why late</a> · <a href=\"#monitors\">Monitors</a> · <a href=\"#loads\">Loads</a> · <a href=\"#environment\">Environment</a> · <a href=\"summary.csv\">summary.csv</a></nav>\n";
 
-/// The whole page.
+/// The runs of a report: all of them (runs, warnings, loads, environment), those with
+/// wake-up latencies and those of kind `noise` (busy-loop gaps, [`crate::noise`]).
+pub struct Selection<'a> {
+    /// Every run, in the order given.
+    pub all: &'a [RunData],
+    /// The latency runs.
+    pub latency: &'a [RunData],
+    /// The noise runs.
+    pub noise: &'a [RunData],
+}
+
+impl<'a> Selection<'a> {
+    /// Latency runs alone.
+    pub fn latency(runs: &'a [RunData]) -> Selection<'a> {
+        Selection {
+            all: runs,
+            latency: runs,
+            noise: &[],
+        }
+    }
+}
+
+/// The whole page: the latency sections over the latency runs, the noise section over the
+/// noise runs, the rest over all.
 pub fn page(
-    runs: &[RunData],
+    sel: &Selection<'_>,
     grouping: &crate::group::Grouping,
     rows: &[SummaryRow],
     warns: &[Warning],
     figs: &[(&NamedFigure, &str)],
     opts: &ReportOptions,
 ) -> String {
-    let title = opts.title.clone().unwrap_or_else(|| default_title(runs));
+    let (all, runs) = (sel.all, sel.latency);
+    let title = opts.title.clone().unwrap_or_else(|| default_title(all));
     let mut h = String::with_capacity(1 << 20);
     let _ = write!(
         h,
@@ -40,36 +64,55 @@ pub fn page(
          <title>{t}</title><style>{CSS}</style></head><body>\n<h1>{t}</h1>\n",
         t = escape(&title)
     );
-    h.push_str(NAV);
-    header(&mut h, runs);
-    warnings(&mut h, warns);
-    if runs.len() > 1 {
-        if let Some(m) = crate::matrix::MaxMatrix::of(runs, grouping) {
-            max_matrix(&mut h, &m);
-        }
-        cases(&mut h, &crate::table::case_rows(runs));
+    if sel.noise.is_empty() {
+        h.push_str(NAV);
+    } else {
+        let link = "<a href=\"#noise\">OS noise</a> · <a href=\"#latency\">";
+        h.push_str(&NAV.replace("<a href=\"#latency\">", link));
     }
-    stats(&mut h, rows);
-    h.push_str("<h2 id=\"latency\">Latency plots</h2>\n");
-    figures(&mut h, figs, Section::Latency);
-    crate::samples::section(&mut h, runs, grouping);
-    crate::explain::section(&mut h, runs);
+    header(&mut h, all);
+    warnings(&mut h, warns);
+    if !runs.is_empty() {
+        latency(&mut h, runs, grouping, rows, figs);
+    }
+    crate::noise::html::section(&mut h, sel.noise, figs);
     h.push_str("<h2 id=\"monitors\">Monitors</h2>\n");
     if !figs.iter().any(|(f, _)| f.section == Section::Monitors)
-        && runs.iter().all(|r| r.top.is_empty())
+        && all.iter().all(|r| r.top.is_empty())
     {
         h.push_str("<p class=\"muted\">No monitor data was recorded for these runs.</p>\n");
     }
     figures(&mut h, figs, Section::Monitors);
-    top(&mut h, runs);
-    loads(&mut h, runs);
-    environment(&mut h, runs);
+    top(&mut h, all);
+    loads(&mut h, all);
+    environment(&mut h, all);
     let _ = write!(
         h,
         "<p class=\"muted\">Made by rtscope {}.</p>\n</body></html>\n",
         env!("CARGO_PKG_VERSION")
     );
     h
+}
+
+/// The latency sections: per-case tables, statistics, plots, samples and why late.
+fn latency(
+    h: &mut String,
+    runs: &[RunData],
+    grouping: &crate::group::Grouping,
+    rows: &[SummaryRow],
+    figs: &[(&NamedFigure, &str)],
+) {
+    if runs.len() > 1 {
+        if let Some(m) = crate::matrix::MaxMatrix::of(runs, grouping) {
+            max_matrix(h, &m);
+        }
+        cases(h, &crate::table::case_rows(runs));
+    }
+    stats(h, rows);
+    h.push_str("<h2 id=\"latency\">Latency plots</h2>\n");
+    figures(h, figs, Section::Latency);
+    crate::samples::section(h, runs, grouping);
+    crate::explain::section(h, runs);
 }
 
 fn default_title(runs: &[RunData]) -> String {

@@ -335,7 +335,14 @@ fn top_consumers_name_their_cpu_and_kind_in_rows_of_their_own() {
     assert!((top[0].mean - 35.0).abs() < 1e-9 && top[0].peak == 40.0);
     let runs = vec![run];
     let g = crate::group::Grouping::new(&runs, None);
-    let page = crate::html::page(&runs, &g, &[], &[], &[], &crate::ReportOptions::default());
+    let page = crate::html::page(
+        &crate::html::Selection::latency(&runs),
+        &g,
+        &[],
+        &[],
+        &[],
+        &crate::ReportOptions::default(),
+    );
     assert!(
         page.contains(
             "<tr><td class=\"t\">irq/39-dwc_otg</td><td>39</td><td>39</td><td class=\"t\">unknown</td><td>1</td><td class=\"t\">kernel</td>"

@@ -5,6 +5,8 @@
 //!   over time, monitors) as [`plot::Figure`]s;
 //! * [`plot`]: rendering of a figure to SVG text and to PNG bytes with an embedded font;
 //! * [`table`]: per-CPU statistics and `summary.csv` / `summary.md`;
+//! * [`noise`]: runs of kind `noise` (busy-loop gaps, never drawn as latency): % available,
+//!   the gap histogram, noise per cause, the gaps over time and `rtla osnoise top`'s table;
 //! * [`warnings`]: findings worth acting on (no PREEMPT_RT, missed periods, failed loads, …);
 //! * [`html`]: the self-contained `report.html` (inline SVG and CSS, no script, no network;
 //!   over [`INLINE_FIGURES_MAX_RUNS`] runs it links the figures' SVG files next to it).
@@ -25,6 +27,7 @@ pub mod html;
 pub mod matrix;
 pub mod model;
 pub mod monitors;
+pub mod noise;
 pub mod plot;
 pub mod raw;
 pub mod repeats;
@@ -53,6 +56,9 @@ pub enum ReportError {
     /// Nothing to report.
     #[error("no run to report")]
     NoRuns,
+    /// A latency run after a noise run ([`noise::order`] puts them in order).
+    #[error("the runs are not in order: noise runs go after the latency runs")]
+    NoiseFirst,
 }
 
 /// Options of a report.
@@ -90,8 +96,9 @@ pub struct ReportFile {
 /// (issue 28).
 pub const INLINE_FIGURES_MAX_RUNS: usize = 50;
 
-/// Builds every file of a report over `runs` (in the order given): `report.html`,
-/// `summary.csv`, `summary.md`, and each figure as `NAME.svg` and `NAME.png`.
+/// Builds every file of a report over `runs` (in the order given, the latency runs before the
+/// noise runs: [`noise::order`]): `report.html`, `summary.csv`, `summary.md`, and each figure
+/// as `NAME.svg` and `NAME.png`.
 pub fn build(runs: &[RunData], opts: &ReportOptions) -> Result<Vec<ReportFile>, ReportError> {
     let mut files = Vec::new();
     build_each(runs, opts, &mut |f| {
@@ -112,13 +119,22 @@ pub fn build_each(
     if runs.is_empty() {
         return Err(ReportError::NoRuns);
     }
+    let (latency, noisy) = runs.split_at(runs.partition_point(|r| !noise::is_noise(r)));
+    if !noisy.iter().all(noise::is_noise) {
+        return Err(ReportError::NoiseFirst);
+    }
     let parse =
         |v: &Vec<String>| -> Vec<group::Key> { v.iter().map(|n| group::Key::parse(n)).collect() };
     let keys = opts.group_by.as_ref().map(parse);
     let cols = opts.cols.as_ref().map(parse);
     let rows = opts.rows.as_deref().map(group::Key::parse);
-    let grouping = group::Grouping::arranged(runs, keys.as_deref(), rows.as_ref(), cols.as_deref());
-    let figs = figures::all_with(runs, &grouping, opts.xmax_us);
+    let grouping =
+        group::Grouping::arranged(latency, keys.as_deref(), rows.as_ref(), cols.as_deref());
+    let mut figs = Vec::new();
+    if !latency.is_empty() {
+        figs = figures::all_with(latency, &grouping, opts.xmax_us);
+    }
+    figs.extend(noise::figures::all(noisy));
     let inline = runs.len() <= INLINE_FIGURES_MAX_RUNS;
     let rendered = if inline {
         render_all(&figs)?
@@ -132,7 +148,7 @@ pub fn build_each(
             format!("<img src=\"{n}.svg\" alt=\"{n}\">")
         })
         .collect();
-    let rows = table::summary_rows(runs);
+    let rows = table::summary_rows(latency);
     let warns = warnings::collect(runs);
     let svgs: Vec<(&figures::NamedFigure, &str)> = figs
         .iter()
@@ -142,11 +158,22 @@ pub fn build_each(
             None => (f, linked[i].as_str()),
         })
         .collect();
-    let page = html::page(runs, &grouping, &rows, &warns, &svgs, opts);
+    let selection = html::Selection {
+        all: runs,
+        latency,
+        noise: noisy,
+    };
+    let page = html::page(&selection, &grouping, &rows, &warns, &svgs, opts);
     drop(svgs);
     sink(file("report.html", page.into_bytes()))?;
     sink(file("summary.csv", table::csv(&rows).into_bytes()))?;
-    let md = summary_md(runs, &grouping, &rows);
+    let mut md = String::new();
+    if !latency.is_empty() {
+        md = summary_md(latency, &grouping, &rows);
+    }
+    if !noisy.is_empty() {
+        md.push_str(&noise::html::markdown(noisy));
+    }
     sink(file("summary.md", md.into_bytes()))?;
     let mut emit = |f: &figures::NamedFigure, (svg, png): Rendered| {
         sink(file(&format!("{}.svg", f.name), svg.into_bytes()))?;

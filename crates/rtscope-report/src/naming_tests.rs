@@ -299,7 +299,7 @@ fn top_consumers_tell_rtscope_own_threads_from_another_program_of_the_same_name(
     let g = Grouping::new(std::slice::from_ref(&r), None);
     let rows = table::summary_rows(std::slice::from_ref(&r));
     let page = html::page(
-        std::slice::from_ref(&r),
+        &html::Selection::latency(std::slice::from_ref(&r)),
         &g,
         &rows,
         &[],

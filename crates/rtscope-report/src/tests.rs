@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 /// A fresh database path of its own: tests run in parallel threads of one process, and two of
 /// them building the same run (`run_with(1, …)`) must not share (and delete) one file.
-fn temp_db(name: &str) -> PathBuf {
+pub(crate) fn temp_db(name: &str) -> PathBuf {
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let p = std::env::temp_dir().join(format!(

@@ -155,7 +155,15 @@ fn of_run(r: &RunData) -> Vec<(String, String)> {
     out.extend(short_histogram(r));
     out.extend(cadence_gaps(r));
     let dropped: u64 = r.detail.threads.iter().map(|t| t.raw_dropped).sum();
-    if dropped > 0 {
+    if dropped > 0 && crate::noise::is_noise(r) {
+        out.push((
+            format!(
+                "run {}'s gap ring dropped {dropped} gaps over the threshold",
+                s.id
+            ),
+            "they are counted, not recorded; raise --gap-capacity".into(),
+        ));
+    } else if dropped > 0 {
         out.push((
             format!("run {} dropped {dropped} raw samples", s.id),
             "the writer could not keep up; histograms and statistics are still complete".into(),

@@ -434,78 +434,25 @@ impl NoiseExplainer {
     }
 }
 
-/// The classes of noise time (`--explain`): what each nanosecond of the traced gaps was
-/// charged to, summed over the run.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct ClassTotals {
-    /// Hard interrupts (the timer's included).
-    pub irq_ns: u64,
-    /// Softirqs.
-    pub softirq_ns: u64,
-    /// Other threads (higher priority, or holding the CPU).
-    pub thread_ns: u64,
-    /// NMIs.
-    pub nmi_ns: u64,
-    /// The switch back to the loop (scheduler, return to user space).
-    pub switch_ns: u64,
-    /// Time the guest could not see (the vCPU was not running).
-    pub hypervisor_ns: u64,
-    /// Time no trace event covers: never folded into a class.
-    pub unexplained_ns: u64,
-}
+pub use rtscope_trace::classes::ClassTotals;
 
-impl ClassTotals {
-    /// Sums the culprit totals of an explanation by class.
-    pub fn of(s: &rtscope_trace::book::ExplainSummary) -> ClassTotals {
-        use rtscope_trace::Category as C;
-        let mut t = ClassTotals::default();
-        for row in &s.culprits {
-            let slot = match &row.category {
-                C::TimerIrqLate { .. } | C::TimerIrqHandler | C::Irq { .. } => &mut t.irq_ns,
-                C::Softirq { .. } => &mut t.softirq_ns,
-                C::Thread { .. } | C::Blocking { .. } => &mut t.thread_ns,
-                C::Nmi => &mut t.nmi_ns,
-                // The loop's own kernel time: switching back to it, or blocked in it (a page
-                // fault, a lock).
-                C::ReturnToUser | C::MeasuringThreadBlocked => &mut t.switch_ns,
-                C::Hypervisor => &mut t.hypervisor_ns,
-                C::Unexplained => &mut t.unexplained_ns,
-            };
-            *slot += row.total_ns;
-        }
-        t
+/// One line: each class's share of the traced gap time.
+pub fn class_line(t: &ClassTotals) -> String {
+    let total = t.total_ns();
+    if total == 0 {
+        return "time per class: no traced gap time\n".into();
     }
-
-    /// The sum of the classes.
-    pub fn total_ns(&self) -> u64 {
-        self.irq_ns
-            + self.softirq_ns
-            + self.thread_ns
-            + self.nmi_ns
-            + self.switch_ns
-            + self.hypervisor_ns
-            + self.unexplained_ns
-    }
-
-    /// One line: each class's share of the traced gap time.
-    pub fn line(&self) -> String {
-        let total = self.total_ns();
-        if total == 0 {
-            return "time per class: no traced gap time\n".into();
-        }
-        let pct = |v: u64| format!("{:.1} %", 100.0 * v as f64 / total as f64);
-        format!(
-            "time per class ({} traced): thread {}, irq {}, softirq {}, nmi {}, switch back {}, hypervisor {}, unexplained {}\n",
-            rtscope_core::text::short(Nanos(total)),
-            pct(self.thread_ns),
-            pct(self.irq_ns),
-            pct(self.softirq_ns),
-            pct(self.nmi_ns),
-            pct(self.switch_ns),
-            pct(self.hypervisor_ns),
-            pct(self.unexplained_ns),
-        )
-    }
+    let pct = |v: u64| format!("{:.1} %", 100.0 * v as f64 / total as f64);
+    let parts: Vec<String> = t
+        .parts()
+        .iter()
+        .map(|&(c, v)| format!("{} {}", c.name(), pct(v)))
+        .collect();
+    format!(
+        "time per class ({} traced): {}\n",
+        rtscope_core::text::short(Nanos(total)),
+        parts.join(", ")
+    )
 }
 
 /// At SCHED_FIFO/RR, the note that the duty cycle exceeds the kernel's RT throttling budget

@@ -16,6 +16,7 @@ pub mod image;
 mod lock;
 mod require;
 pub mod synthetic;
+pub mod synthetic_noise;
 
 pub use lock::{rt_lock, RtLock};
 pub use require::{have, is_root, python3_imports, skip_or_fail, strict, STRICT_VAR};

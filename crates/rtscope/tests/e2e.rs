@@ -38,6 +38,7 @@ mod readme;
 mod records;
 mod report;
 mod report_layout;
+mod report_noise;
 mod report_watch;
 mod respond;
 mod snapshots;

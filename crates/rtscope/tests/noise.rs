@@ -185,7 +185,7 @@ fn sigint_ends_a_noise_run_with_exit_3_and_records_it_interrupted() {
 }
 
 /// `rtscope noise` on CPU 0 for 1 s with `args`.
-fn one_second_on_cpu_0(args: &[&str]) -> std::process::Output {
+pub(crate) fn one_second_on_cpu_0(args: &[&str]) -> std::process::Output {
     let mut all = vec!["--cpus", "0", "-D", "1s"];
     all.extend_from_slice(args);
     noise(&all)

@@ -186,6 +186,8 @@ mod tests {
             settings: governor
                 .map(|g| vec![("governor".into(), g.into()), ("smt".into(), "off".into())])
                 .unwrap_or_default(),
+            kind: rtscope_store::RunKind::Measure,
+            noise: None,
         }
     }
 

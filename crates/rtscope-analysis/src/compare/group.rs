@@ -1,6 +1,27 @@
 //! A group of runs: one operand of a comparison.
 
 use super::model::{Merged, RunData};
+use rtscope_common::error::UsageError;
+use rtscope_store::RunKind;
+
+/// What a group's runs measured: wake-up latency, or OS noise (a busy loop's gaps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupKind {
+    /// Wake-up latency (`measure`, `cyclictest`, `import`, `respond`, …).
+    Latency,
+    /// OS noise (`noise`, oslat imports).
+    Noise,
+}
+
+impl GroupKind {
+    fn of(kind: RunKind) -> GroupKind {
+        if kind == RunKind::Noise {
+            GroupKind::Noise
+        } else {
+            GroupKind::Latency
+        }
+    }
+}
 
 /// One operand: the runs a selector matched.
 #[derive(Debug, Clone)]
@@ -37,6 +58,38 @@ impl Group {
         let maxes = self.runs.iter().filter_map(|r| r.max_ns);
         Some((maxes.clone().min()?, maxes.max()?))
     }
+}
+
+/// The kind all groups share; a noise group beside a latency group (or a group holding
+/// both) is refused: a gap of a busy loop is not a wake-up latency.
+pub fn same_kind(groups: &[Group]) -> Result<GroupKind, UsageError> {
+    let mut first: Option<(&Group, RunKind)> = None;
+    for g in groups {
+        for r in &g.runs {
+            let Some((f, k)) = first else {
+                first = Some((g, r.kind));
+                continue;
+            };
+            if GroupKind::of(k) != GroupKind::of(r.kind) {
+                let side = |g: &Group, k: RunKind| {
+                    format!(
+                        "{} ('{}') holds runs of kind {}",
+                        g.name,
+                        g.selector,
+                        k.as_str()
+                    )
+                };
+                return Err(UsageError::new(format!(
+                    "cannot compare noise runs with latency runs: {}, {} (run {})",
+                    side(f, k),
+                    side(g, r.kind),
+                    r.id
+                ))
+                .hint("a noise run holds a busy loop's gaps, not wake-up latencies: compare like with like"));
+            }
+        }
+    }
+    Ok(first.map_or(GroupKind::Latency, |(_, k)| GroupKind::of(k)))
 }
 
 fn group_name(i: usize) -> String {

@@ -19,6 +19,12 @@ pub enum Stat {
     /// Missed deadlines per deadline: missed / (samples + missed) over the runs, a rate in
     /// parts per billion ([`PPB`]), so runs of different length compare.
     Missed,
+    /// Noise runs: the share of the runtime lost to gaps over the threshold, in [`PPB`];
+    /// shown as the share available (`99.9871%`), so lower (less noise) is better.
+    Available,
+    /// Noise runs: noise per second of runtime, ns/s (the same share as [`Stat::Available`],
+    /// read as osnoise's "noise per second").
+    NoisePerSec,
 }
 
 /// The unit of [`Stat::Missed`]'s values: missed deadlines per 10⁹ deadlines.
@@ -26,7 +32,21 @@ pub const PPB: u64 = 1_000_000_000;
 
 /// The names `--stat`, `--threshold` and `--matrix` accept, for messages.
 pub const STAT_NAMES: &str =
-    "min, mean, p50, p90, p99, p99.9, p99.99, p99.999, p99.9999, max, missed";
+    "min, mean, p50, p90, p99, p99.9, p99.99, p99.999, p99.9999, max, missed, available, noise/s";
+
+/// `--stat`'s default: the statistics compared for groups of latency runs.
+pub const DEFAULT_STATS: &str = "p50,p99,p99.99,max,missed";
+
+/// The statistics compared for groups of noise runs when `--stat` is not given: the longest
+/// single gap, the share available, noise per second and the gap percentiles.
+pub const NOISE_STATS: [Stat; 6] = [
+    Stat::Max,
+    Stat::Available,
+    Stat::NoisePerSec,
+    Stat::Quantile(0.5, "p50"),
+    Stat::Quantile(0.99, "p99"),
+    Stat::Quantile(0.9999, "p99.99"),
+];
 
 impl Stat {
     /// Parses a statistic name as `--limit` spells it (`max`, `p99.99`, `missed`).
@@ -37,6 +57,8 @@ impl Stat {
             "mean" | "avg" => Stat::Mean,
             "max" => Stat::Max,
             "missed" => Stat::Missed,
+            "available" => Stat::Available,
+            "noise/s" | "noise_per_s" => Stat::NoisePerSec,
             other => match PERCENTILES.iter().find(|(l, _)| *l == other) {
                 Some(&(l, q)) => Stat::Quantile(q, l),
                 None => {
@@ -58,35 +80,52 @@ impl Stat {
             Stat::Quantile(_, l) => l,
             Stat::Max => "max",
             Stat::Missed => "missed",
+            Stat::Available => "available",
+            Stat::NoisePerSec => "noise/s",
         }
     }
 
     /// Whether the statistic is a rate (missed deadlines per deadline) rather than a latency.
     pub fn is_rate(&self) -> bool {
-        matches!(self, Stat::Missed)
+        matches!(self, Stat::Missed | Stat::Available)
     }
 
-    /// The unit of its values: `ns`, or `ppb` (missed deadlines per 10⁹ deadlines).
+    /// Whether the statistic is a share of a noise run's runtime ([`Stat::Available`],
+    /// [`Stat::NoisePerSec`]): no latency floor applies to it.
+    pub fn is_share(&self) -> bool {
+        matches!(self, Stat::Available | Stat::NoisePerSec)
+    }
+
+    /// The unit of its values: `ns`, `ppb` (missed deadlines per 10⁹ deadlines, or ns of noise
+    /// per 10⁹ ns of runtime) or `ns/s`.
     pub fn unit(&self) -> &'static str {
-        if self.is_rate() {
-            "ppb"
-        } else {
-            "ns"
+        match self {
+            Stat::NoisePerSec => "ns/s",
+            _ if self.is_rate() => "ppb",
+            _ => "ns",
         }
     }
 
     /// Formats a value of this statistic for a table (`-` when unknown); a rate as % of the
     /// deadlines (`0.0123%`).
     pub fn show(&self, v: Option<u64>) -> String {
-        match v {
-            None => "-".into(),
-            Some(n) if self.is_rate() => rate_pct(n),
-            Some(n) => Nanos(n).to_string(),
+        match (v, self) {
+            (None, _) => "-".into(),
+            (Some(n), Stat::Available) => {
+                format!("{}%", rtscope_report::noise::pct(100.0 - n as f64 / 1e7))
+            }
+            (Some(n), Stat::NoisePerSec) => format!("{}/s", Nanos(n)),
+            (Some(n), _) if self.is_rate() => rate_pct(n),
+            (Some(n), _) => Nanos(n).to_string(),
         }
     }
 
-    /// Formats a change of this statistic (`+1.2us`, `-0.0100%`).
+    /// Formats a change of this statistic (`+1.2us`, `-0.0100%`; for `available`, the change
+    /// of the share available in points: more noise is `-0.0100 pts`).
     pub fn show_delta(&self, d: i128) -> String {
+        if *self == Stat::Available {
+            return format!("{:+.4} pts", -(d as f64) / 1e7);
+        }
         let sign = if d < 0 { "-" } else { "+" };
         let v = Some(d.unsigned_abs().min(u64::MAX as u128) as u64);
         format!("{sign}{}", self.show(v))
@@ -177,6 +216,45 @@ pub struct RunData {
     pub run: RunSettings,
     /// The `(check id, setting)` pairs of its stored preflight audit (empty: none stored).
     pub settings: Vec<(String, String)>,
+    /// What it measured: wake-up latency (`measure`, `respond`, …) or OS noise (`noise`, whose
+    /// samples are a busy loop's gaps).
+    pub kind: RunKind,
+    /// A noise run's noise and runtime summed over its CPUs (`None` for other runs, and for
+    /// an import that records no threshold).
+    pub noise: Option<NoiseTime>,
+}
+
+/// Noise over a run's CPUs ([`rtscope_report::noise::CpuNoise`]: one definition for the
+/// report and the comparison).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NoiseTime {
+    /// Sum of the gaps over the threshold, ns.
+    pub noise_ns: u64,
+    /// Time spun, ns.
+    pub runtime_ns: u64,
+}
+
+impl NoiseTime {
+    /// A noise run's totals; `None` for other runs or when a CPU's noise is unknown.
+    pub fn of(d: &RunDetail) -> Option<NoiseTime> {
+        if d.summary.kind != RunKind::Noise {
+            return None;
+        }
+        let thr = rtscope_report::noise::threshold_ns(&d.config_json);
+        let mut t = NoiseTime::default();
+        for th in &d.threads {
+            let c = rtscope_report::noise::CpuNoise::of(d.summary.id, th, thr);
+            t.noise_ns += c.noise_ns?;
+            t.runtime_ns += c.runtime_ns?;
+        }
+        Some(t)
+    }
+
+    /// Noise per 10⁹ ns of runtime (`None` without runtime).
+    pub fn ppb(&self) -> Option<u64> {
+        let rt = u128::from(self.runtime_ns);
+        (rt > 0).then(|| ((u128::from(self.noise_ns) * u128::from(PPB) + rt / 2) / rt) as u64)
+    }
 }
 
 impl RunData {
@@ -221,6 +299,8 @@ impl RunData {
             },
             run: RunSettings::of(d),
             settings: Vec::new(),
+            kind: s.kind,
+            noise: NoiseTime::of(d),
         }
     }
 
@@ -302,13 +382,20 @@ pub struct Merged {
     /// The lowest histogram max of the runs whose histogram lacks some samples (imported
     /// overflows, which lie above it): percentiles above it are unknown.
     pub overflow_floor: Option<u64>,
+    /// Noise runs: their noise and runtime summed (`None` when some run's is unknown).
+    pub noise: Option<NoiseTime>,
 }
 
 impl Merged {
     /// Merges runs.
     pub fn of<'a>(runs: impl IntoIterator<Item = &'a RunData>) -> Merged {
         let mut m = Merged::default();
+        let mut noise = Some(NoiseTime::default());
         for r in runs {
+            noise = noise.zip(r.noise).map(|(a, b)| NoiseTime {
+                noise_ns: a.noise_ns + b.noise_ns,
+                runtime_ns: a.runtime_ns + b.runtime_ns,
+            });
             m.hist.merge(&r.hist);
             m.samples += r.samples;
             m.min_ns = m.min_ns.into_iter().chain(r.min_ns).min();
@@ -323,6 +410,7 @@ impl Merged {
                 m.overflow_floor = Some(m.overflow_floor.map_or(floor, |f| f.min(floor)));
             }
         }
+        m.noise = noise.filter(|n| n.runtime_ns > 0);
         m
     }
 
@@ -337,6 +425,7 @@ impl Merged {
             Stat::Min => self.min_ns,
             Stat::Max => self.max_ns,
             Stat::Missed => self.miss_rate(),
+            Stat::Available | Stat::NoisePerSec => self.noise?.ppb(),
             Stat::Mean => {
                 (self.samples > 0).then(|| (self.sum_ns / self.samples as f64).round() as u64)
             }
@@ -424,6 +513,8 @@ mod tests {
             deadlines: samples + 2,
             run: RunSettings::default(),
             settings: Vec::new(),
+            kind: RunKind::Measure,
+            noise: None,
         }
     }
 

@@ -169,7 +169,10 @@ fn thresholds_line(c: &Comparison) -> String {
         "; latency changes up to {} are noise",
         Nanos(t.min_delta_ns)
     );
-    if c.stats.iter().any(|r| r.stat.is_rate()) {
+    if c.stats.iter().any(|r| r.stat.is_share()) {
+        s.push_str("; available = share of the runtime not lost to noise (its change in points)");
+    }
+    if c.stats.iter().any(|r| r.stat == Stat::Missed) {
         s.push_str(
             "; missed = missed deadlines in % of all deadlines (missed / (samples + missed))",
         );

@@ -155,7 +155,7 @@ impl Thresholds {
 
     /// The absolute floor of a statistic (ns, or a count).
     pub fn floor(&self, stat: Stat) -> u64 {
-        if stat.is_rate() {
+        if stat.is_rate() || stat.is_share() {
             0
         } else {
             self.min_delta_ns

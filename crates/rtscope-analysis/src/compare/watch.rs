@@ -56,5 +56,7 @@ fn operand(series: &str, c: &Cell) -> RunData {
         deadlines: samples.saturating_add(c.missed),
         run: RunSettings::default(),
         settings: Vec::new(),
+        kind: rtscope_store::RunKind::Measure,
+        noise: None,
     }
 }

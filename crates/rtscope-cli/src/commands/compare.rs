@@ -11,7 +11,8 @@ mod tests;
 use crate::cli::CompareArgs;
 use crate::exit::{ExitStatus, UsageError};
 use rtscope_analysis::compare::analysis::{Comparison, Group};
-use rtscope_analysis::compare::model::{RunData, Stat};
+use rtscope_analysis::compare::group::{same_kind, GroupKind};
+use rtscope_analysis::compare::model::{RunData, Stat, DEFAULT_STATS, NOISE_STATS};
 use rtscope_analysis::compare::verdict::Thresholds;
 use rtscope_analysis::compare::{json, plot, text};
 use rtscope_analysis::select;
@@ -38,6 +39,10 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         .enumerate()
         .map(|(i, text)| Ok(Group::new(i, text, load_group(&store, text)?)))
         .collect::<Result<Vec<_>, UsageError>>()?;
+    let stats = match same_kind(&groups)? {
+        GroupKind::Noise if a.stats.join(",") == DEFAULT_STATS => NOISE_STATS.to_vec(),
+        _ => stats,
+    };
     let c = Comparison::new(groups, &stats, thresholds, matrix_stat, a.rows.as_deref());
     if let (Some(key), None) = (&a.rows, &c.matrix) {
         rtscope_session::output::warn(&format!("note: --rows {key}: no load-case matrix, as no run has a `case` tag or a campaign load case"));

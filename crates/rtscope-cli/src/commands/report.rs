@@ -39,6 +39,8 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 .map_err(UsageError::from_error)?;
         }
     }
+    // Latency runs first, then the noise runs (busy-loop gaps, drawn in their own section).
+    rtscope_report::noise::order(&mut runs);
     let opts = ReportOptions {
         title: a.title.clone(),
         raw: a.raw,

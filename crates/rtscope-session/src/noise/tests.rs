@@ -172,37 +172,25 @@ fn a_noise_run_is_recorded_with_its_gaps_as_events() {
 
 #[test]
 fn explained_time_is_summed_by_class_and_unexplained_kept_apart() {
-    use rtscope_trace::book::{CulpritRow, ExplainSummary};
-    use rtscope_trace::{Category, Task, Tier};
-    let row = |category: Category, total_ns: u64| CulpritRow {
-        category,
-        spikes_as_main: 1,
-        spikes: 1,
-        total_ns,
-    };
+    use rtscope_trace::book::ExplainSummary;
+    use rtscope_trace::{Category, Task};
     let task = Task {
         comm: "x".into(),
         pid: 7,
         prio: 120,
     };
-    let s = ExplainSummary {
-        tier: Tier::FlightRecorder,
-        tier_reason: None,
-        threshold_ns: 1000,
-        counts: Default::default(),
-        worst: vec![],
-        culprits: vec![
-            row(Category::Thread { task }, 700),
-            row(
-                Category::Irq {
-                    name: "eth0 (irq 24)".into(),
-                },
-                200,
-            ),
-            row(Category::Nmi, 50),
-            row(Category::Unexplained, 50),
-        ],
+    let irq = Category::Irq {
+        name: "eth0 (irq 24)".into(),
     };
+    let s = ExplainSummary::of_totals(
+        1000,
+        vec![
+            (Category::Thread { task }, 700),
+            (irq, 200),
+            (Category::Nmi, 50),
+            (Category::Unexplained, 50),
+        ],
+    );
     let t = ClassTotals::of(&s);
     assert_eq!(
         (t.thread_ns, t.irq_ns, t.nmi_ns, t.unexplained_ns),
@@ -210,11 +198,11 @@ fn explained_time_is_summed_by_class_and_unexplained_kept_apart() {
     );
     assert_eq!(t.total_ns(), 1000);
     assert!(
-        t.line().contains("thread 70.0 %, irq 20.0 %"),
+        class_line(&t).contains("thread 70.0 %, irq 20.0 %"),
         "{}",
-        t.line()
+        class_line(&t)
     );
-    assert!(t.line().contains("unexplained 5.0 %"));
+    assert!(class_line(&t).contains("unexplained 5.0 %"));
 }
 
 #[test]

@@ -1,0 +1,127 @@
+//! The classes of noise time (`rtscope noise --explain`): what each nanosecond of the traced
+//! gaps was charged to, summed over a run. One definition for the noise command's line and
+//! JSON, the report's stacked bars and anything else that speaks of noise by cause.
+
+use crate::book::ExplainSummary;
+use crate::model::Category;
+use serde::Serialize;
+
+/// A class of noise time, in the order the noise command prints them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Other threads (higher priority, or holding the CPU).
+    Thread,
+    /// Hard interrupts (the timer's included).
+    Irq,
+    /// Softirqs.
+    Softirq,
+    /// NMIs.
+    Nmi,
+    /// The switch back to the loop (scheduler, return to user space).
+    Switch,
+    /// Time the guest could not see (the vCPU was not running).
+    Hypervisor,
+    /// Time no trace event covers: never folded into a class.
+    Unexplained,
+}
+
+impl Class {
+    /// Every class, in the order printed.
+    pub const ALL: [Class; 7] = [
+        Class::Thread,
+        Class::Irq,
+        Class::Softirq,
+        Class::Nmi,
+        Class::Switch,
+        Class::Hypervisor,
+        Class::Unexplained,
+    ];
+
+    /// Its name as printed (`switch back`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Thread => "thread",
+            Class::Irq => "irq",
+            Class::Softirq => "softirq",
+            Class::Nmi => "nmi",
+            Class::Switch => "switch back",
+            Class::Hypervisor => "hypervisor",
+            Class::Unexplained => "unexplained",
+        }
+    }
+
+    /// The class a category's time goes to.
+    pub fn of(c: &Category) -> Class {
+        match c {
+            Category::TimerIrqLate { .. } | Category::TimerIrqHandler | Category::Irq { .. } => {
+                Class::Irq
+            }
+            Category::Softirq { .. } => Class::Softirq,
+            Category::Thread { .. } | Category::Blocking { .. } => Class::Thread,
+            Category::Nmi => Class::Nmi,
+            // The loop's own kernel time: switching back to it, or blocked in it (a page
+            // fault, a lock).
+            Category::ReturnToUser | Category::MeasuringThreadBlocked => Class::Switch,
+            Category::Hypervisor => Class::Hypervisor,
+            Category::Unexplained => Class::Unexplained,
+        }
+    }
+}
+
+/// Time per [`Class`] over a run, ns.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ClassTotals {
+    /// Hard interrupts (the timer's included).
+    pub irq_ns: u64,
+    /// Softirqs.
+    pub softirq_ns: u64,
+    /// Other threads (higher priority, or holding the CPU).
+    pub thread_ns: u64,
+    /// NMIs.
+    pub nmi_ns: u64,
+    /// The switch back to the loop (scheduler, return to user space).
+    pub switch_ns: u64,
+    /// Time the guest could not see (the vCPU was not running).
+    pub hypervisor_ns: u64,
+    /// Time no trace event covers: never folded into a class.
+    pub unexplained_ns: u64,
+}
+
+impl ClassTotals {
+    /// Sums the culprit totals of an explanation by class.
+    pub fn of(s: &ExplainSummary) -> ClassTotals {
+        let mut t = ClassTotals::default();
+        for row in &s.culprits {
+            *t.slot(Class::of(&row.category)) += row.total_ns;
+        }
+        t
+    }
+
+    fn slot(&mut self, c: Class) -> &mut u64 {
+        match c {
+            Class::Thread => &mut self.thread_ns,
+            Class::Irq => &mut self.irq_ns,
+            Class::Softirq => &mut self.softirq_ns,
+            Class::Nmi => &mut self.nmi_ns,
+            Class::Switch => &mut self.switch_ns,
+            Class::Hypervisor => &mut self.hypervisor_ns,
+            Class::Unexplained => &mut self.unexplained_ns,
+        }
+    }
+
+    /// The time of one class, ns.
+    pub fn get(&self, c: Class) -> u64 {
+        let mut t = *self;
+        *t.slot(c)
+    }
+
+    /// Each class with its time, in the order printed.
+    pub fn parts(&self) -> [(Class, u64); 7] {
+        Class::ALL.map(|c| (c, self.get(c)))
+    }
+
+    /// The sum of the classes.
+    pub fn total_ns(&self) -> u64 {
+        self.parts().iter().map(|&(_, v)| v).sum()
+    }
+}

@@ -1,0 +1,112 @@
+//! The noise section of `report.html` and of `summary.md`: `rtla osnoise top`'s columns per
+//! run and CPU, the time per cause, and the section's figures.
+
+use super::{pct, CpuNoise, NOT_EXPLAINED};
+use crate::figures::{NamedFigure, Section};
+use crate::model::RunData;
+use std::fmt::Write;
+
+/// The columns of the per-CPU table (`rtla osnoise top`'s, and the threshold).
+pub const COLUMNS: [&str; 11] = [
+    "run",
+    "name",
+    "CPU",
+    "runtime (s)",
+    "noise (µs)",
+    "available (%)",
+    "max single (µs)",
+    "gaps > threshold",
+    "iterations/s",
+    "resolution (ns)",
+    "threshold (ns)",
+];
+
+/// One row of the per-CPU table, as text (`-` where unknown).
+pub fn cells(r: &RunData, c: &CpuNoise) -> [String; 11] {
+    let opt = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
+    [
+        r.id().to_string(),
+        r.name(),
+        c.cpu_name(),
+        c.runtime_ns
+            .map_or("-".into(), |v| format!("{:.3}", v as f64 / 1e9)),
+        crate::table::us1(c.noise_ns),
+        c.available_percent().map_or("-".into(), pct),
+        crate::table::us1(c.max_single_ns),
+        opt(c.gaps_over),
+        c.iterations_per_s()
+            .map_or("-".into(), rtscope_core::text::count),
+        opt(c.resolution_ns),
+        opt(c.threshold_ns),
+    ]
+}
+
+/// One row's cells as HTML (the name left-aligned, every text escaped).
+pub fn row(cells: &[String; 11]) -> String {
+    let mut h = String::new();
+    for (i, v) in cells.iter().enumerate() {
+        let class = if i == 1 { " class=\"t\"" } else { "" };
+        let _ = write!(h, "<td{class}>{}</td>", crate::html::escape(v));
+    }
+    h
+}
+
+/// Every row of the per-CPU table: runs, then CPUs.
+fn rows(runs: &[RunData]) -> Vec<[String; 11]> {
+    let each = |r| CpuNoise::of_run(r).into_iter().map(move |c| cells(r, &c));
+    runs.iter().flat_map(each).collect()
+}
+
+/// The noise section: the per-CPU table, the time per cause and the figures.
+pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)]) {
+    if runs.is_empty() {
+        return;
+    }
+    h.push_str("<h2 id=\"noise\">OS noise per CPU</h2>\n<table><tr>");
+    for (i, c) in COLUMNS.iter().enumerate() {
+        let class = if i == 1 { " class=\"t\"" } else { "" };
+        let _ = write!(h, "<th{class}>{c}</th>");
+    }
+    h.push_str("</tr>\n");
+    for r in rows(runs) {
+        let _ = writeln!(h, "<tr>{}</tr>", row(&r));
+    }
+    h.push_str("</table>\n<p class=\"muted\">Busy-loop gaps, not wake-ups. Noise is from the gap histogram and the run's threshold (an oslat import has none: -).</p>\n");
+    causes(h, runs);
+    crate::html::figures(h, figs, Section::Noise);
+}
+
+/// The time per cause of each run, µs: `--explain`'s classes, or "not explained".
+fn causes(h: &mut String, runs: &[RunData]) {
+    h.push_str("<h3>Noise time per cause (µs)</h3>\n<table><tr><th>run</th>");
+    for c in rtscope_explain::classes::Class::ALL {
+        let _ = write!(h, "<th>{}</th>", c.name());
+    }
+    let _ = writeln!(h, "<th>{NOT_EXPLAINED}</th></tr>");
+    for r in runs {
+        let _ = write!(h, "<tr><td>{}</td>", r.id());
+        let parts = super::causes(r, &CpuNoise::of_run(r));
+        // Eight columns: the classes, then "not explained"; a run has one or the other.
+        for slot in (0..7).chain([super::NOT_EXPLAINED_COLOUR]) {
+            let cell = parts.iter().find(|p| p.1 == slot);
+            let _ = write!(
+                h,
+                "<td>{}</td>",
+                cell.map_or("-".into(), |p| crate::us(p.2))
+            );
+        }
+        h.push_str("</tr>\n");
+    }
+    h.push_str("</table>\n");
+}
+
+/// The per-CPU table in Markdown, for `summary.md`.
+pub fn markdown(runs: &[RunData]) -> String {
+    let mut md = String::from("\n## OS noise per CPU\n\n");
+    let _ = writeln!(md, "| {} |", COLUMNS.join(" | "));
+    let _ = writeln!(md, "|{}", "---|".repeat(COLUMNS.len()));
+    for row in rows(runs) {
+        let _ = writeln!(md, "| {} |", row.join(" | "));
+    }
+    md
+}

@@ -1,0 +1,177 @@
+//! Noise runs (`rtscope noise`, oslat imports: kind `noise`) in a report: their per-CPU figures
+//! from what the store holds, `rtla osnoise top`'s table, and the noise section's plots
+//! ([`figures`]) and HTML ([`html`]). A noise run's "samples" are the busy loop's gaps and its
+//! events the gaps over the threshold: it is never drawn as wake-up latency.
+//!
+//! What is derived, and how (one definition, also `rtscope compare`'s):
+//! * runtime: the gaps add up to the time spun, so the thread's mean gap × its gaps;
+//! * noise: the sum of the gaps over the run's `threshold_ns`, from the lossless histogram
+//!   (each bucket at its midpoint: exact below 2,048 ns, within 0.05 % above); gaps over the
+//!   threshold: the histogram's count above it. Unknown without a threshold (an oslat import);
+//! * % available: `100 × (runtime − noise) / runtime`; resolution: the shortest gap.
+
+pub mod figures;
+pub mod html;
+
+use crate::model::RunData;
+use rtscope_core::layout;
+use rtscope_store::{RunId, RunKind, ThreadRow};
+
+/// Whether a run is a noise run (its samples are gaps of a busy loop, not wake-ups).
+pub fn is_noise(r: &RunData) -> bool {
+    r.detail.summary.kind == RunKind::Noise
+}
+
+/// Puts the latency runs first and the noise runs after them, each in the order given (what
+/// [`crate::build`] expects; stable, through `rtscope_core::order`).
+pub fn order(runs: &mut [RunData]) {
+    rtscope_core::order::sort_by_key(runs, is_noise);
+}
+
+/// The threshold a noise run's loops ran with (`config_json.threshold_ns`); `None` when its
+/// record does not say (an oslat import).
+pub fn threshold_ns(config_json: &str) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_str(config_json).ok()?;
+    v["threshold_ns"].as_u64().filter(|&t| t > 0)
+}
+
+/// One CPU of a noise run: `rtla osnoise top`'s columns, from its stored thread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CpuNoise {
+    /// The run.
+    pub run: RunId,
+    /// The run's thread (one per CPU).
+    pub thread: u32,
+    /// The CPU, when pinned.
+    pub cpu: Option<u32>,
+    /// Time spun, ns (the sum of the gaps); `None` without a mean.
+    pub runtime_ns: Option<u64>,
+    /// Sum of the gaps over the threshold, ns; `None` without a threshold.
+    pub noise_ns: Option<u64>,
+    /// Gaps over the threshold; `None` without a threshold.
+    pub gaps_over: Option<u64>,
+    /// The longest gap, ns.
+    pub max_single_ns: Option<u64>,
+    /// Iterations (gaps).
+    pub iterations: u64,
+    /// The shortest gap (the loop's resolution), ns.
+    pub resolution_ns: Option<u64>,
+    /// The threshold, ns.
+    pub threshold_ns: Option<u64>,
+}
+
+impl CpuNoise {
+    /// The figures of thread `t` of run `run` with the run's threshold.
+    pub fn of(run: RunId, t: &ThreadRow, threshold: Option<u64>) -> CpuNoise {
+        let h = &t.histogram;
+        let over = threshold.map(|thr| {
+            let (mut n, mut sum) = (0u64, 0u128);
+            for (i, c) in h.nonzero() {
+                let low = layout::lowest_of(i);
+                if low > thr {
+                    let mid = low + (layout::width_of(i) - 1) / 2;
+                    let mid = mid.clamp(t.min_ns.unwrap_or(0), t.max_ns.unwrap_or(u64::MAX));
+                    n += c;
+                    sum += u128::from(mid) * u128::from(c);
+                }
+            }
+            (n, u64::try_from(sum).unwrap_or(u64::MAX))
+        });
+        CpuNoise {
+            run,
+            thread: t.thread,
+            cpu: t.cpu,
+            runtime_ns: t.mean_ns.map(|m| (m * t.samples as f64).round() as u64),
+            noise_ns: over.map(|o| o.1),
+            gaps_over: over.map(|o| o.0),
+            max_single_ns: t.max_ns,
+            iterations: t.samples,
+            resolution_ns: t.min_ns,
+            threshold_ns: threshold,
+        }
+    }
+
+    /// Every CPU of a run, in thread order.
+    pub fn of_run(r: &RunData) -> Vec<CpuNoise> {
+        let thr = threshold_ns(&r.detail.config_json);
+        let threads = &r.detail.threads;
+        threads
+            .iter()
+            .map(|t| CpuNoise::of(r.id(), t, thr))
+            .collect()
+    }
+
+    /// `100 × (runtime − noise) / runtime`; `None` when either is unknown or nothing ran.
+    pub fn available_percent(&self) -> Option<f64> {
+        available(self.runtime_ns?, self.noise_ns?)
+    }
+
+    /// Iterations per second of runtime.
+    pub fn iterations_per_s(&self) -> Option<f64> {
+        let rt = self.runtime_ns.filter(|&r| r > 0)?;
+        Some(self.iterations as f64 * 1e9 / rt as f64)
+    }
+
+    /// `CPU 3` (`thread 2` when unpinned).
+    pub fn cpu_name(&self) -> String {
+        match self.cpu {
+            Some(c) => format!("CPU {c}"),
+            None => format!("thread {}", self.thread),
+        }
+    }
+}
+
+/// `100 × (runtime − noise) / runtime`, `None` without runtime.
+pub fn available(runtime_ns: u64, noise_ns: u64) -> Option<f64> {
+    (runtime_ns > 0).then(|| 100.0 * runtime_ns.saturating_sub(noise_ns) as f64 / runtime_ns as f64)
+}
+
+/// The noise time per class of a run recorded with `--explain` (`None` without: its noise is
+/// "not explained", never given a cause).
+pub fn classes(r: &RunData) -> Option<rtscope_explain::classes::ClassTotals> {
+    r.explain
+        .as_ref()
+        .map(|(s, _)| rtscope_explain::classes::ClassTotals::of(s))
+}
+
+/// "Not explained": a run's noise without `--explain`.
+pub const NOT_EXPLAINED: &str = "not explained";
+
+/// The palette slot of [`NOT_EXPLAINED`]: light grey (the lighter shade of the dark grey the
+/// classes' "unexplained" has).
+pub const NOT_EXPLAINED_COLOUR: usize = 22;
+
+/// A run's noise time by cause, ns, with each cause's palette slot: the `--explain` classes
+/// in their order (slots 0–6), or for a run without them its whole noise as [`NOT_EXPLAINED`]
+/// ([`NOT_EXPLAINED_COLOUR`]; nothing when its noise is unknown).
+pub fn causes(r: &RunData, cpus: &[CpuNoise]) -> Vec<(&'static str, usize, u64)> {
+    match classes(r) {
+        Some(t) => t
+            .parts()
+            .iter()
+            .enumerate()
+            .map(|(i, &(c, ns))| (c.name(), i, ns))
+            .collect(),
+        // An unknown noise (an import without a threshold) is no bar at all, not a 0.
+        None => cpus
+            .iter()
+            .map(|c| c.noise_ns)
+            .sum::<Option<u64>>()
+            .map(|ns| (NOT_EXPLAINED, NOT_EXPLAINED_COLOUR, ns))
+            .into_iter()
+            .collect(),
+    }
+}
+
+/// A percentage with as many decimals as it takes to show how far from 100 it is
+/// (`99.9871`, `72.35`).
+pub fn pct(p: f64) -> String {
+    if p >= 99.0 {
+        format!("{p:.4}")
+    } else {
+        format!("{p:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests;

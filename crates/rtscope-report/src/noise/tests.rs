@@ -1,0 +1,229 @@
+//! The noise section on synthetic noise runs written through the real store: every drawn
+//! figure equals what the store holds (bars, bucket counts, class totals, gaps), and noise runs
+//! never reach the latency figures and tables.
+
+use super::figures::{all, available_floor};
+use super::{classes, CpuNoise};
+use crate::plot::Shape;
+use crate::tests::{run_data, temp_db};
+use crate::{build, ReportOptions, RunData};
+use rtscope_explain::book::ExplainSummary;
+use rtscope_explain::Category;
+use rtscope_store::Store;
+use rtscope_testkit::synthetic_noise::{write_noise_run, SyntheticNoise};
+
+/// Two CPUs at a 1 µs threshold: CPU 0 with gaps of 1,200 and 2,000 ns, CPU 1 with one of
+/// 1,500 ns, over 10,000 loop iterations of 40–47 ns each (exact buckets: sums are exact).
+fn spec(label: &str) -> SyntheticNoise {
+    SyntheticNoise {
+        label: label.into(),
+        cpus: vec![0, 1],
+        threshold_ns: 1000,
+        iterations: 10_000,
+        gaps: vec![
+            vec![(100_000_000, 1200), (500_000_000, 2000)],
+            vec![(300_000_000, 1500)],
+        ],
+        explain_json: None,
+        tags: Vec::new(),
+    }
+}
+
+fn noise_run(name: &str, spec: &SyntheticNoise) -> RunData {
+    let mut store = Store::open(&temp_db(name)).unwrap();
+    let id = write_noise_run(&mut store, spec).unwrap();
+    RunData::from(store.bundle(id, false).unwrap())
+}
+
+/// 10,000 iterations of 40..=47 ns, 1,250 each.
+const LOOP_NS: u64 = 1250 * (40 + 41 + 42 + 43 + 44 + 45 + 46 + 47);
+
+#[test]
+fn the_per_cpu_figures_come_from_the_stored_histogram_and_threshold() {
+    let r = noise_run("noise-figures", &spec("quiet"));
+    let c = CpuNoise::of_run(&r);
+    assert_eq!(c.len(), 2);
+    assert_eq!(
+        (c[0].noise_ns, c[0].gaps_over, c[0].max_single_ns),
+        (Some(3200), Some(2), Some(2000))
+    );
+    assert_eq!((c[1].noise_ns, c[1].gaps_over), (Some(1500), Some(1)));
+    assert_eq!(c[0].runtime_ns, Some(LOOP_NS + 3200));
+    assert_eq!((c[0].resolution_ns, c[0].iterations), (Some(40), 10_002));
+    let want = 100.0 * LOOP_NS as f64 / (LOOP_NS + 3200) as f64;
+    assert!((c[0].available_percent().unwrap() - want).abs() < 1e-9);
+}
+
+#[test]
+fn a_run_without_a_threshold_has_unknown_noise_and_no_cause_bar() {
+    let mut r = noise_run("noise-nothreshold", &spec("oslat"));
+    r.detail.config_json = "{}".into();
+    let c = CpuNoise::of_run(&r);
+    assert_eq!((c[0].noise_ns, c[0].available_percent()), (None, None));
+    assert!(super::causes(&r, &c).is_empty());
+    let figs = all(std::slice::from_ref(&r));
+    assert!(figs[0].figure.panels[0].series.is_empty());
+    assert!(figs[2].figure.panels[0].series.is_empty());
+    for f in &figs {
+        crate::to_svg(&f.figure).unwrap();
+    }
+}
+
+#[test]
+fn the_bars_histogram_and_gaps_are_the_stored_data() {
+    let r = noise_run("noise-draw", &spec("quiet"));
+    let cpus = CpuNoise::of_run(&r);
+    let figs = all(std::slice::from_ref(&r));
+    let names: Vec<&str> = figs.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "noise-available",
+            "noise-histogram",
+            "noise-causes",
+            "noise-gaps"
+        ]
+    );
+    // One bar per CPU, up to its share available, named with it.
+    let bars = &figs[0].figure.panels[0];
+    assert_eq!(bars.series.len(), 2);
+    for (s, c) in bars.series.iter().zip(&cpus) {
+        let p = c.available_percent().unwrap();
+        assert_eq!(s.shape, Shape::Cells);
+        assert_eq!(s.points[1].1, p);
+        assert_eq!(s.points[0].1, available_floor(99.0));
+        assert_eq!(s.name, format!("{}: {} %", c.cpu_name(), super::pct(p)));
+    }
+    // Every histogram bucket, with its stored count.
+    let hist = &figs[1].figure.panels[0];
+    for (s, t) in hist.series.iter().zip(&r.detail.threads) {
+        let drawn: Vec<(u64, u64)> = s
+            .points
+            .iter()
+            .map(|&(x, y)| ((x * 1000.0).round() as u64, y as u64))
+            .collect();
+        let stored: Vec<(u64, u64)> = t.histogram.buckets().map(|(lo, _, n)| (lo.0, n)).collect();
+        assert_eq!(drawn, stored);
+    }
+    // No --explain: one "not explained" bar of the whole noise, never a cause.
+    let causes = &figs[2].figure.panels[0];
+    assert_eq!(causes.series.len(), 1);
+    assert!(causes.series[0].name.starts_with("not explained"));
+    assert_eq!(causes.series[0].points[1].1, (3200 + 1500) as f64 / 1000.0);
+    // The recorded gaps at their offset (s) and length (µs), per CPU.
+    let gaps = &figs[3].figure.panels[0];
+    assert_eq!(gaps.series[0].points, [(0.1, 1.2), (0.5, 2.0)]);
+    assert_eq!(gaps.series[1].points, [(0.3, 1.5)]);
+    let svg = crate::to_svg(&figs[0].figure).unwrap();
+    assert!(svg.contains(&bars.series[0].name), "{svg}");
+    let svg = crate::to_svg(&figs[2].figure).unwrap();
+    assert!(svg.contains("not explained: 4.7"), "{svg}");
+}
+
+/// An explanation of 4.7 µs of gaps: 2.2 µs NMIs, 1.3 µs an IRQ, 0.4 µs the switch back and
+/// 0.8 µs that no trace event covers.
+fn explained() -> String {
+    let totals = vec![
+        (Category::Nmi, 2200),
+        (
+            Category::Irq {
+                name: "eth0".into(),
+            },
+            1300,
+        ),
+        (Category::ReturnToUser, 400),
+        (Category::Unexplained, 800),
+    ];
+    serde_json::to_string(&ExplainSummary::of_totals(1000, totals)).unwrap()
+}
+
+#[test]
+fn the_cause_bars_stack_the_stored_class_totals() {
+    let mut s = spec("explained");
+    s.explain_json = Some(explained());
+    let r = noise_run("noise-classes", &s);
+    let totals = classes(&r).expect("the run's explanation was stored");
+    let figs = all(std::slice::from_ref(&r));
+    let causes = &figs[2].figure.panels[0];
+    assert!(causes
+        .series
+        .iter()
+        .all(|s| !s.name.contains("not explained")));
+    let height = |s: &crate::plot::Series| s.points[1].1 - s.points[0].1;
+    let sum: f64 = causes.series.iter().map(height).sum();
+    assert!((sum - totals.total_ns() as f64 / 1000.0).abs() < 1e-9);
+    assert_eq!(totals.total_ns(), 4700);
+    let nmi = causes
+        .series
+        .iter()
+        .find(|s| s.name.starts_with("nmi"))
+        .unwrap();
+    assert_eq!(height(nmi), 2.2);
+    let svg = crate::to_svg(&figs[2].figure).unwrap();
+    for name in [
+        "nmi: 2.2",
+        "irq: 1.3",
+        "switch back: 0.4",
+        "unexplained: 0.8",
+    ] {
+        assert!(svg.contains(name), "{name} missing");
+    }
+}
+
+fn text(files: &[crate::ReportFile], name: &str) -> String {
+    let f = files.iter().find(|f| f.name == name).unwrap();
+    String::from_utf8(f.bytes.clone()).unwrap()
+}
+
+#[test]
+fn a_mixed_report_keeps_noise_runs_out_of_the_latency_figures_and_tables() {
+    let lat = run_data("noise-mixed-lat", "latency");
+    let noise = noise_run("noise-mixed", &spec("quiet"));
+    let files = build(&[lat.clone(), noise.clone()], &ReportOptions::default()).unwrap();
+    let csv = text(&files, "summary.csv");
+    assert!(csv.contains(",latency,"));
+    assert!(!csv.contains(",quiet,"), "{csv}");
+    let html = text(&files, "report.html");
+    assert!(html.contains("<h2 id=\"noise\">OS noise per CPU</h2>"));
+    assert!(html.contains("<h2 id=\"statistics\">Latency per CPU (µs)</h2>"));
+    for c in CpuNoise::of_run(&noise) {
+        let row = super::html::row(&super::html::cells(&noise, &c));
+        assert!(html.contains(&row), "{row}");
+    }
+    // The latency histogram has the latency run's panel alone.
+    let hist = text(&files, "histogram.svg");
+    assert!(!hist.contains("quiet"));
+    // The time per cause: no class, the whole noise (4.7 µs) not explained.
+    let causes = format!(
+        "<tr><td>{}</td>{}<td>4.7</td></tr>",
+        noise.id(),
+        "<td>-</td>".repeat(7)
+    );
+    assert!(html.contains(&causes), "{causes}");
+    let md = text(&files, "summary.md");
+    assert!(md.contains("## OS noise per CPU"));
+}
+
+#[test]
+fn a_noise_only_report_has_no_latency_section_and_a_latency_only_one_no_noise_section() {
+    let noise = noise_run("noise-only", &spec("quiet"));
+    let files = build(std::slice::from_ref(&noise), &ReportOptions::default()).unwrap();
+    let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+    for latency in ["histogram.svg", "tail.svg", "cdf.svg", "exceedance.svg"] {
+        assert!(!names.contains(&latency), "{latency} drawn for a noise run");
+    }
+    for fig in [
+        "noise-available.svg",
+        "noise-histogram.png",
+        "noise-gaps.svg",
+    ] {
+        assert!(names.contains(&fig), "{fig} missing");
+    }
+    let html = text(&files, "report.html");
+    assert!(!html.contains("Latency per CPU"));
+    assert!(html.contains("<a href=\"#noise\">OS noise</a>"));
+    let lat = run_data("noise-none", "latency");
+    let files = build(std::slice::from_ref(&lat), &ReportOptions::default()).unwrap();
+    let html = text(&files, "report.html");
+    assert!(!html.contains("noise"), "a latency report mentions noise");
+}
