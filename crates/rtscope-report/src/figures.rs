@@ -63,6 +63,8 @@ pub enum Section {
     Latency,
     /// System monitors.
     Monitors,
+    /// The tail beyond the measured maximum ([`crate::worst`]).
+    WorstCase,
 }
 
 /// A figure with its file name (without extension), section and caption.
@@ -170,6 +172,7 @@ pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> 
     if let Some(p) = crate::samples::spike_panel(runs, grouping) {
         out.push(named("spikes", Latency, SPIKES_CAPTION, Figure::single(p)));
     }
+    out.extend(crate::worst::figures(runs));
     let monitors = if runs.len() == 1 {
         monitor_panels(&runs[0])
     } else {

@@ -52,6 +52,7 @@ pub fn page(
     stats(&mut h, rows);
     h.push_str("<h2 id=\"latency\">Latency plots</h2>\n");
     figures(&mut h, figs, Section::Latency);
+    crate::worst::section(&mut h, runs, figs, opts.tail);
     crate::samples::section(&mut h, runs, grouping);
     crate::explain::section(&mut h, runs);
     h.push_str("<h2 id=\"monitors\">Monitors</h2>\n");
@@ -222,13 +223,18 @@ fn cases(h: &mut String, rows: &[crate::table::CaseRow]) {
 
 pub(crate) fn figures(h: &mut String, figs: &[(&NamedFigure, &str)], section: Section) {
     for (f, svg) in figs.iter().filter(|(f, _)| f.section == section) {
-        let n = escape(&f.name);
-        let _ = writeln!(
-            h,
-            "<figure id=\"fig-{n}\">{svg}<figcaption>{} <a href=\"{n}.png\">PNG</a> · <a href=\"{n}.svg\">SVG</a></figcaption></figure>",
-            escape(&f.caption)
-        );
+        figure(h, f, svg);
     }
+}
+
+/// One figure with its caption and links to its files.
+pub(crate) fn figure(h: &mut String, f: &NamedFigure, svg: &str) {
+    let n = escape(&f.name);
+    let _ = writeln!(
+        h,
+        "<figure id=\"fig-{n}\">{svg}<figcaption>{} <a href=\"{n}.png\">PNG</a> · <a href=\"{n}.svg\">SVG</a></figcaption></figure>",
+        escape(&f.caption)
+    );
 }
 
 fn top(h: &mut String, runs: &[RunData]) {
