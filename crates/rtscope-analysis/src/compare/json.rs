@@ -37,6 +37,7 @@ pub fn document(c: &Comparison, exit_code: i32) -> Value {
                 "only_candidate": s.only_cand,
             })).collect::<Vec<_>>(),
         },
+        "tail": c.tail.as_ref().map(|t| super::tail::json(c, t)),
         "regressions": c.regressions(),
         "verdict": if c.regressions() > 0 { "regression" } else { "ok" },
         "exit_code": exit_code,
