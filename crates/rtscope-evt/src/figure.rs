@@ -154,9 +154,7 @@ mod tests {
             sigma: 1000.0,
             xi: 0.1,
         };
-        let mut r = crate::diag::generator(seed);
-        let v: Vec<f64> = (0..n).map(|_| 20_000.0 + g.draw(r.unit())).collect();
-        Tail::ordered(&v, Some(1000.0))
+        Tail::with_gpd_tail(20_000.0, g, n, seed)
     }
 
     #[test]

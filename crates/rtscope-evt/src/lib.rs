@@ -99,6 +99,14 @@ impl Tail {
             max: values.iter().copied().fold(0.0, f64::max),
         }
     }
+
+    /// A run of a known tail (tests, examples): `n` wake-ups of `base_ns` plus an excess drawn
+    /// from `g` (seeded by `seed`), 1,000 per second.
+    pub fn with_gpd_tail(base_ns: f64, g: gpd::Gpd, n: usize, seed: u64) -> Tail {
+        let mut r = diag::generator(seed);
+        let v: Vec<f64> = (0..n).map(|_| base_ns + g.draw(r.unit())).collect();
+        Tail::ordered(&v, Some(1000.0))
+    }
 }
 
 /// A diagnostic test.

@@ -95,28 +95,28 @@ fn dots(name: &str, colour: usize, points: Vec<(f64, f64)>) -> Series {
     }
 }
 
+/// An interval as a band: the upper edge left to right, the lower edge back.
+fn band(upper: impl Iterator<Item = (f64, f64)>, lower: Vec<(f64, f64)>) -> Series {
+    let points = upper.chain(lower.into_iter().rev()).collect();
+    Series {
+        shape: Shape::Band,
+        ..Series::new("", 0, points)
+    }
+}
+
 /// The exceedance probability per wake-up (log axis) against the latency (µs): the report's
 /// exceedance plot continued beyond the data.
 fn return_levels(a: &Analysis, f: &Figures) -> Panel {
     let at = |(p, v): &(f64, f64)| (*v / 1e3, *p);
     let bounded: Vec<_> = a.levels.iter().filter(|l| l.upper_ns.is_some()).collect();
-    let mut band: Vec<(f64, f64)> = bounded
+    let upper = bounded
         .iter()
-        .map(|l| at(&(l.probability, l.upper_ns.unwrap_or(l.estimate_ns))))
-        .collect();
-    band.extend(
-        bounded
-            .iter()
-            .rev()
-            .map(|l| at(&(l.probability, l.lower_ns))),
-    );
+        .map(|l| at(&(l.probability, l.upper_ns.unwrap_or(l.estimate_ns))));
+    let lower = bounded.iter().map(|l| at(&(l.probability, l.lower_ns)));
     let levels = a.levels.iter().map(|l| at(&(l.probability, l.estimate_ns)));
     let conf = format!("{:.0} % interval", a.confidence * 100.0);
     let series = vec![
-        Series {
-            shape: Shape::Band,
-            ..Series::new("", 0, band)
-        },
+        band(upper, lower.collect()),
         Series::new("fitted tail", 0, f.curve.iter().map(at).collect()),
         Series {
             markers: true,
@@ -161,33 +161,20 @@ fn qq(f: &Figures) -> Panel {
 fn stability(f: &Figures) -> Panel {
     let s = &f.stability;
     let x = |t: f64| t / 1e3;
-    let mut band: Vec<(f64, f64)> = s
-        .iter()
-        .map(|p| (x(p.threshold_ns), p.xi + p.half_width))
-        .collect();
-    band.extend(
-        s.iter()
-            .rev()
-            .map(|p| (x(p.threshold_ns), p.xi - p.half_width)),
-    );
+    let at = |p: &rtscope_evt::figure::StabilityPoint, d: f64| (x(p.threshold_ns), p.xi + d);
+    let upper = s.iter().map(|p| at(p, p.half_width));
+    let lower = s.iter().map(|p| at(p, -p.half_width)).collect();
     let mut series = vec![
-        Series {
-            shape: Shape::Band,
-            ..Series::new("", 0, band)
-        },
+        band(upper, lower),
         Series {
             markers: true,
-            ..Series::new(
-                "ξ",
-                0,
-                s.iter().map(|p| (x(p.threshold_ns), p.xi)).collect(),
-            )
+            ..Series::new("ξ", 0, s.iter().map(|p| at(p, 0.0)).collect())
         },
     ];
     if let Some(c) = s.iter().find(|p| Some(p.threshold_ns) == f.chosen_ns) {
         series.push(Series {
             shape: Shape::MaxMarker,
-            ..Series::new("chosen", 1, vec![(x(c.threshold_ns), c.xi)])
+            ..Series::new("chosen", 1, vec![at(c, 0.0)])
         });
     }
     panel(
@@ -249,9 +236,7 @@ mod tests {
             sigma: 1000.0,
             xi: 0.1,
         };
-        let mut r = rtscope_evt::diag::generator(7);
-        let v: Vec<f64> = (0..20_000).map(|_| 20_000.0 + g.draw(r.unit())).collect();
-        let tail = Tail::ordered(&v, Some(1000.0));
+        let tail = Tail::with_gpd_tail(20_000.0, g, 20_000, 7);
         let mut analysis = analyse(&tail, &Options::default(), false);
         assert!(analysis.accepted(), "{:?}", analysis.refusals);
         if refused {
