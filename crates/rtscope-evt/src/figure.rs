@@ -50,63 +50,68 @@ pub fn xi_interval(c: &Candidate) -> Option<(f64, f64)> {
 
 /// The stability path of an analysis: every fitted candidate.
 pub fn stability_path(a: &Analysis) -> Vec<StabilityPoint> {
-    a.stability
-        .iter()
-        .filter_map(|c| {
-            let (xi, half_width) = xi_interval(c)?;
-            Some(StabilityPoint {
+    let mut out = Vec::new();
+    for c in &a.stability {
+        if let Some((xi, half_width)) = xi_interval(c) {
+            out.push(StabilityPoint {
                 threshold_ns: c.threshold,
                 xi,
                 half_width,
-            })
-        })
-        .collect()
+            });
+        }
+    }
+    out
 }
 
-/// The indices of `n` sorted points drawn: all when at most [`MAX_POINTS`], else every one of
-/// the top [`TOP_POINTS`] (the end of the slice) and evenly spaced ones below.
-fn thinned(n: usize) -> impl Iterator<Item = usize> {
-    let step = if n <= MAX_POINTS {
+/// The excesses `maxima` sorted, each drawn one as `point(i, k, y)` (the `i`-th smallest `y`
+/// of `k`): all when at most [`MAX_POINTS`], else every one of the largest [`TOP_POINTS`] and
+/// evenly spaced ones below.
+fn thinned(maxima: &[f64], point: &dyn Fn(usize, usize, f64) -> (f64, f64)) -> Vec<(f64, f64)> {
+    let mut y = maxima.to_vec();
+    rtscope_core::order::sort_f64(&mut y);
+    let k = y.len();
+    let step = if k <= MAX_POINTS {
         1
     } else {
-        (n - TOP_POINTS).div_ceil(MAX_POINTS - TOP_POINTS)
+        (k - TOP_POINTS).div_ceil(MAX_POINTS - TOP_POINTS)
     };
-    (0..n).filter(move |&i| i % step == 0 || i + TOP_POINTS >= n)
+    let mut out = Vec::new();
+    for (i, &v) in y.iter().enumerate() {
+        if i % step == 0 || i + TOP_POINTS >= k {
+            out.push(point(i, k, v));
+        }
+    }
+    out
 }
 
 /// The QQ points of excesses `maxima` over `u` against `g`: the `i`-th smallest of `k` against
 /// the GPD quantile at `(i + ½)/k`, both as latencies (`u` added), ns.
 pub fn qq_points(maxima: &[f64], g: &Gpd, u: f64) -> Vec<(f64, f64)> {
-    let mut y = maxima.to_vec();
-    rtscope_core::order::sort_f64(&mut y);
-    let k = y.len() as f64;
-    thinned(y.len())
-        .map(|i| (u + g.excess_at(1.0 - (i as f64 + 0.5) / k), u + y[i]))
-        .collect()
+    thinned(maxima, &|i, k, y| {
+        let q = 1.0 - (i as f64 + 0.5) / k as f64;
+        (u + g.excess_at(q), u + y)
+    })
 }
 
 /// The observed return levels: the `i`-th largest of `k` cluster maxima (excesses over `u`,
 /// `rate` clusters per wake-up) is exceeded with probability `rate · i/(k + 1)` per wake-up.
 /// Smallest first, ns.
 pub fn observed_levels(maxima: &[f64], rate: f64, u: f64) -> Vec<(f64, f64)> {
-    let mut y = maxima.to_vec();
-    rtscope_core::order::sort_f64(&mut y);
-    let k = y.len();
-    thinned(k)
-        .map(|i| (rate * (k - i) as f64 / (k + 1) as f64, u + y[i]))
-        .collect()
+    thinned(maxima, &|i, k, y| {
+        (rate * (k - i) as f64 / (k + 1) as f64, u + y)
+    })
 }
 
 /// The fitted return levels `u + d(p)` ([`gpd::return_excess`], the levels' own formula) at
 /// [`CURVE_POINTS`] probabilities evenly spaced on a log scale from `rate` down to `p_min`, ns.
 pub fn level_curve(g: &Gpd, u: f64, rate: f64, p_min: f64) -> Vec<(f64, f64)> {
     let (a, b) = (rate.ln(), p_min.ln());
-    (0..CURVE_POINTS)
-        .map(|i| {
-            let p = (a + (b - a) * i as f64 / (CURVE_POINTS - 1) as f64).exp();
-            (p, u + gpd::return_excess(g, rate, p))
-        })
-        .collect()
+    let mut out = Vec::with_capacity(CURVE_POINTS);
+    for i in 0..CURVE_POINTS {
+        let p = (a + (b - a) * i as f64 / (CURVE_POINTS - 1) as f64).exp();
+        out.push((p, u + gpd::return_excess(g, rate, p)));
+    }
+    out
 }
 
 /// The figures' data of `a`, the analysis of `tail`.

@@ -43,8 +43,8 @@ impl ThreadTail {
     }
 }
 
-const CAPTION: &str = "Left: the probability per wake-up (log axis) of a latency beyond x, the exceedance plot continued past the data: the fitted tail (line) with its confidence interval (band) at the levels the table lists (dots), and the observed cluster maxima (points). Middle: the observed cluster maxima against the fitted distribution's quantiles; on the grey y = x line when the model fits. Right: the shape ξ fitted at each candidate threshold with its 95 % interval; × the threshold chosen, above which the shape stays put.";
-const REFUSED: &str = "REFUSED: no return levels are drawn, because the tests listed above failed. What the plots show is why: points off the y = x line, or a shape that keeps drifting with the threshold.";
+const CAPTION: &str = "Left: the probability per wake-up of a latency beyond x, past the data: the fitted tail, its interval at the table's levels, the observed cluster maxima. Middle: observed against fitted quantiles (on y = x when the model fits). Right: the shape ξ per candidate threshold, × the one chosen.";
+const REFUSED: &str = "REFUSED: no level is drawn; the plots show why the tests above failed.";
 
 /// The figures of the tail section: one per analysed thread whose candidates were fitted.
 pub fn figures(runs: &[RunData]) -> Vec<NamedFigure> {
@@ -96,33 +96,43 @@ fn dots(name: &str, colour: usize, points: Vec<(f64, f64)>) -> Series {
 }
 
 /// An interval as a band: the upper edge left to right, the lower edge back.
-fn band(upper: impl Iterator<Item = (f64, f64)>, lower: Vec<(f64, f64)>) -> Series {
-    let points = upper.chain(lower.into_iter().rev()).collect();
+fn band(mut upper: Vec<(f64, f64)>, lower: &[(f64, f64)]) -> Series {
+    upper.extend(lower.iter().rev());
     Series {
         shape: Shape::Band,
-        ..Series::new("", 0, points)
+        ..Series::new("", 0, upper)
     }
+}
+
+/// `(probability, ns)` points as `(µs, probability)`.
+fn at(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(points.len());
+    for &(p, v) in points {
+        out.push((v / 1e3, p));
+    }
+    out
 }
 
 /// The exceedance probability per wake-up (log axis) against the latency (µs): the report's
 /// exceedance plot continued beyond the data.
 fn return_levels(a: &Analysis, f: &Figures) -> Panel {
-    let at = |(p, v): &(f64, f64)| (*v / 1e3, *p);
-    let bounded: Vec<_> = a.levels.iter().filter(|l| l.upper_ns.is_some()).collect();
-    let upper = bounded
-        .iter()
-        .map(|l| at(&(l.probability, l.upper_ns.unwrap_or(l.estimate_ns))));
-    let lower = bounded.iter().map(|l| at(&(l.probability, l.lower_ns)));
-    let levels = a.levels.iter().map(|l| at(&(l.probability, l.estimate_ns)));
+    let (mut levels, mut upper, mut lower) = (Vec::new(), Vec::new(), Vec::new());
+    for l in &a.levels {
+        levels.push((l.probability, l.estimate_ns));
+        if let Some(u) = l.upper_ns {
+            upper.push((l.probability, u));
+            lower.push((l.probability, l.lower_ns));
+        }
+    }
     let conf = format!("{:.0} % interval", a.confidence * 100.0);
     let series = vec![
-        band(upper, lower.collect()),
-        Series::new("fitted tail", 0, f.curve.iter().map(at).collect()),
+        band(at(&upper), &at(&lower)),
+        Series::new("fitted tail", 0, at(&f.curve)),
         Series {
             markers: true,
-            ..Series::new(conf, 0, levels.collect())
+            ..Series::new(conf, 0, at(&levels))
         },
-        dots("observed", 1, f.observed.iter().map(at).collect()),
+        dots("observed", 1, at(&f.observed)),
     ];
     panel(
         "Return levels",
@@ -135,12 +145,12 @@ fn return_levels(a: &Analysis, f: &Figures) -> Panel {
 
 /// Observed cluster maxima against the fitted quantiles, µs, with the y = x line.
 fn qq(f: &Figures) -> Panel {
-    let points: Vec<(f64, f64)> = f.qq.iter().map(|&(x, y)| (x / 1e3, y / 1e3)).collect();
-    let (lo, hi) = points
-        .iter()
-        .fold((f64::INFINITY, 0f64), |(lo, hi), &(x, y)| {
-            (lo.min(x).min(y), hi.max(x).max(y))
-        });
+    let (mut points, mut lo, mut hi) = (Vec::new(), f64::INFINITY, 0f64);
+    for &(x, y) in &f.qq {
+        let (x, y) = (x / 1e3, y / 1e3);
+        points.push((x, y));
+        (lo, hi) = (lo.min(x).min(y), hi.max(x).max(y));
+    }
     let series = vec![
         Series {
             faint: true,
@@ -159,22 +169,28 @@ fn qq(f: &Figures) -> Panel {
 
 /// The shape ξ with its interval per candidate threshold (µs), the chosen one marked.
 fn stability(f: &Figures) -> Panel {
-    let s = &f.stability;
-    let x = |t: f64| t / 1e3;
-    let at = |p: &rtscope_evt::figure::StabilityPoint, d: f64| (x(p.threshold_ns), p.xi + d);
-    let upper = s.iter().map(|p| at(p, p.half_width));
-    let lower = s.iter().map(|p| at(p, -p.half_width)).collect();
+    let (mut xi, mut upper, mut lower) = (Vec::new(), Vec::new(), Vec::new());
+    let mut chosen = Vec::new();
+    for p in &f.stability {
+        let x = p.threshold_ns / 1e3;
+        xi.push((x, p.xi));
+        upper.push((x, p.xi + p.half_width));
+        lower.push((x, p.xi - p.half_width));
+        if Some(p.threshold_ns) == f.chosen_ns {
+            chosen.push((x, p.xi));
+        }
+    }
     let mut series = vec![
-        band(upper, lower),
+        band(upper, &lower),
         Series {
             markers: true,
-            ..Series::new("ξ", 0, s.iter().map(|p| at(p, 0.0)).collect())
+            ..Series::new("ξ", 0, xi)
         },
     ];
-    if let Some(c) = s.iter().find(|p| Some(p.threshold_ns) == f.chosen_ns) {
+    if !chosen.is_empty() {
         series.push(Series {
             shape: Shape::MaxMarker,
-            ..Series::new("chosen", 1, vec![at(c, 0.0)])
+            ..Series::new("chosen", 1, chosen)
         });
     }
     panel(
@@ -191,7 +207,7 @@ pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)], 
     if !asked {
         return;
     }
-    h.push_str("<h2 id=\"worst-case\">Worst case beyond the measured time</h2>\n<p>The latency exceeded with a small probability per wake-up, estimated from the run's largest samples with extreme value theory, as <code>rtscope tail</code> prints it (docs/worst-case.md): an estimate with its interval only when every test of the model passed, else the refusal and the tests that failed.</p>\n");
+    h.push_str("<h2 id=\"worst-case\">Worst case beyond the measured time</h2>\n<p>As <code>rtscope tail</code> prints it (docs/worst-case.md): an estimate only when every test passed, else the refusal.</p>\n");
     let mut skipped = Vec::new();
     for r in runs {
         if r.tails.is_empty() {

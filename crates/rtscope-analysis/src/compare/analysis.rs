@@ -176,7 +176,7 @@ impl Comparison {
 
     /// The candidates' tail changes whose verdict satisfies `pred`, by group name, and the
     /// row's name (`tail@1e-9`).
-    pub fn tail_where(&self, pred: impl Fn(&Change) -> bool) -> (String, Vec<&str>) {
+    pub fn tail_where(&self, pred: fn(&Change) -> bool) -> (String, Vec<&str>) {
         let Some(t) = &self.tail else {
             return (String::new(), Vec::new());
         };

@@ -171,34 +171,6 @@ fn verdict(ch: &Change, base: &Side, cand: &Side) -> String {
     format!("{pct}{} ({why})", ch.verdict.word())
 }
 
-/// The tail row in `--json`.
-pub fn json(c: &Comparison, row: &TailRow) -> serde_json::Value {
-    let side = |s: &Side| match s {
-        Side::Level(l) => {
-            serde_json::json!({"estimate_ns": l.estimate_ns, "lower_ns": l.lower_ns, "upper_ns": l.upper_ns})
-        }
-        Side::Refused(r) => serde_json::json!({"refusals": r}),
-        Side::Within => serde_json::json!({"within_data": true}),
-    };
-    serde_json::json!({
-        "probability": row.probability,
-        "confidence": row.confidence,
-        "groups": c.groups.iter().zip(&row.sides).map(|(g, s)| {
-            let mut v = side(s);
-            v["group"] = serde_json::json!(g.name);
-            v
-        }).collect::<Vec<_>>(),
-        "changes": c.groups[1..].iter().zip(&row.changes).map(|(g, ch)| serde_json::json!({
-            "group": g.name,
-            "delta_ns": ch.delta.map(|d| d as i64),
-            "delta_pct": ch.delta_pct,
-            "verdict": ch.verdict.word(),
-            "untested": ch.untested(),
-            "threshold_verdict": ch.threshold_verdict.word(),
-        })).collect::<Vec<_>>(),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
