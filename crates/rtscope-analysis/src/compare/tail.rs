@@ -126,7 +126,7 @@ pub fn disjoint(a: &Level, b: &Level) -> bool {
 /// The tail block of the text report.
 pub fn text(c: &Comparison, row: &TailRow) -> String {
     let mut s = format!(
-        "tail level: the latency exceeded with probability {:e} per wake-up ({:.0} % interval; each group's runs as one sample, fitted as `rtscope tail` fits a histogram):\n",
+        "tail level: the latency exceeded with probability {:e} per wake-up ({:.0} % interval; the runs merged):\n",
         row.probability,
         row.confidence * 100.0
     );

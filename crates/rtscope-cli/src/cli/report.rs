@@ -49,9 +49,8 @@ pub struct ReportArgs {
     /// counted at the limit [default: the largest latency]
     #[arg(long, value_name = "US")]
     pub xmax: Option<u64>,
-    /// Add the worst case beyond the measured time: per run and CPU the tail estimate of
-    /// `rtscope tail` (or its refusal) with its return-level, QQ and threshold-stability plots;
-    /// at most 16 threads (docs/report.md)
+    /// Add per run and CPU the estimate of `rtscope tail` (or its refusal) with its plots; at
+    /// most 16 threads
     #[arg(long)]
     pub tail: bool,
     /// Report an `rtscope watch` series instead of runs: its maximum and tail over time, a
