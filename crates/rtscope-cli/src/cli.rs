@@ -213,6 +213,10 @@ pub struct CompareArgs {
     /// test (a cell marked untested): `REGRESSION (untested)` instead of `worse (untested)`
     #[arg(long)]
     pub fail_untested: bool,
+    /// Also compare the latency exceeded with this probability per wake-up (e.g. 1e-9), as
+    /// `rtscope tail` estimates it; a refused estimate gets no verdict
+    #[arg(long, value_name = "P", value_parser = crate::cli::tail::probability)]
+    pub tail_level: Option<f64>,
     /// The statistic in the cells of the load-case matrix
     #[arg(long, value_name = "STAT", default_value = "max")]
     pub matrix: String,

@@ -46,23 +46,31 @@ pub fn analyse_thread(
     o: &Options,
     unreliable: bool,
 ) -> Result<Analysis, InputError> {
+    read_and_analyse(store, detail, t, o, unreliable).map(|(a, _)| a)
+}
+
+/// [`analyse_thread`] with the tail it read (`None`: refused without one), which the report's
+/// figures need ([`crate::figure::figures`]).
+pub fn read_and_analyse(
+    store: &Store,
+    detail: &RunDetail,
+    t: &ThreadRow,
+    o: &Options,
+    unreliable: bool,
+) -> Result<(Analysis, Option<Tail>), InputError> {
     match from_store(store, detail, t) {
-        Ok(tail) => Ok(analyse(&tail, o, unreliable)),
+        Ok(tail) => Ok((analyse(&tail, o, unreliable), Some(tail))),
         Err(InputError::Overflow {
             count, floor_ns, ..
         }) => {
             let max = t.max_ns.unwrap_or(floor_ns) as f64;
             let why = Refusal::BeyondHistogram { count, floor_ns };
-            Ok(Analysis::refused(t.samples, max, why, o))
+            Ok((Analysis::refused(t.samples, max, why, o), None))
         }
         Err(InputError::Empty { .. }) => {
             let max = t.max_ns.unwrap_or(0) as f64;
-            Ok(Analysis::refused(
-                t.samples,
-                max,
-                Refusal::NoDistribution,
-                o,
-            ))
+            let why = Refusal::NoDistribution;
+            Ok((Analysis::refused(t.samples, max, why, o), None))
         }
         Err(e) => Err(e),
     }

@@ -11,6 +11,7 @@
 //! interval. The sample must pass the tests of [`diag`] or the estimate is refused.
 
 pub mod diag;
+pub mod figure;
 pub mod gate;
 pub mod gpd;
 pub mod input;
@@ -76,6 +77,36 @@ pub struct Tail {
     pub bin_ns: Option<f64>,
     /// The largest value observed, ns.
     pub max: f64,
+}
+
+impl Tail {
+    /// Every observation of a run, exact and in time order (synthetic runs, tests), at
+    /// `rate_hz` wake-ups per second.
+    pub fn ordered(values: &[f64], rate_hz: Option<f64>) -> Tail {
+        Tail {
+            observations: values.len() as u64,
+            rate_hz,
+            points: (0..)
+                .zip(values)
+                .map(|(i, &value)| Point {
+                    index: Some(i),
+                    value,
+                })
+                .collect(),
+            ordered: true,
+            binning: None,
+            bin_ns: None,
+            max: values.iter().copied().fold(0.0, f64::max),
+        }
+    }
+
+    /// A run of a known tail (tests, examples): `n` wake-ups of `base_ns` plus an excess drawn
+    /// from `g` (seeded by `seed`), 1,000 per second.
+    pub fn with_gpd_tail(base_ns: f64, g: gpd::Gpd, n: usize, seed: u64) -> Tail {
+        let mut r = diag::generator(seed);
+        let v: Vec<f64> = (0..n).map(|_| base_ns + g.draw(r.unit())).collect();
+        Tail::ordered(&v, Some(1000.0))
+    }
 }
 
 /// A diagnostic test.

@@ -90,9 +90,9 @@ fn model(o: &mut String, a: &Analysis) {
         } else {
             " "
         };
-        let fit = match (c.fit, c.xi_se) {
-            (Some(g), Some(se)) => format!("ξ = {:+.3} ± {:.3}", g.xi, 1.96 * se),
-            _ => "too few clusters".to_string(),
+        let fit = match crate::figure::xi_interval(c) {
+            Some((xi, half)) => format!("ξ = {xi:+.3} ± {half:.3}"),
+            None => "too few clusters".to_string(),
         };
         let _ = writeln!(
             o,

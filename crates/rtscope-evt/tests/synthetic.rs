@@ -4,27 +4,10 @@
 
 use rtscope_evt::diag::generator;
 use rtscope_evt::gpd::{self, Gpd};
-use rtscope_evt::threshold::Point;
 use rtscope_evt::{analyse, Options, Refusal, Shape, Tail, Test};
 
 fn ordered(values: Vec<f64>) -> Tail {
-    let max = values.iter().cloned().fold(0.0, f64::max);
-    Tail {
-        observations: values.len() as u64,
-        rate_hz: Some(1000.0),
-        points: values
-            .into_iter()
-            .enumerate()
-            .map(|(i, value)| Point {
-                index: Some(i as u64),
-                value,
-            })
-            .collect(),
-        ordered: true,
-        binning: None,
-        bin_ns: None,
-        max,
-    }
+    Tail::ordered(&values, Some(1000.0))
 }
 
 /// Latencies of 5 µs plus a GPD: every threshold above 5 µs sees the same shape.

@@ -73,7 +73,7 @@ pub fn page(
     header(&mut h, all);
     warnings(&mut h, warns);
     if !runs.is_empty() {
-        latency(&mut h, runs, grouping, rows, figs);
+        latency(&mut h, runs, grouping, rows, figs, opts.tail);
     }
     crate::noise::html::section(&mut h, sel.noise, figs);
     h.push_str("<h2 id=\"monitors\">Monitors</h2>\n");
@@ -101,6 +101,7 @@ fn latency(
     grouping: &crate::group::Grouping,
     rows: &[SummaryRow],
     figs: &[(&NamedFigure, &str)],
+    tail: bool,
 ) {
     if runs.len() > 1 {
         if let Some(m) = crate::matrix::MaxMatrix::of(runs, grouping) {
@@ -111,6 +112,7 @@ fn latency(
     stats(h, rows);
     h.push_str("<h2 id=\"latency\">Latency plots</h2>\n");
     figures(h, figs, Section::Latency);
+    crate::worst::section(h, runs, figs, tail);
     crate::samples::section(h, runs, grouping);
     crate::explain::section(h, runs);
 }
@@ -265,13 +267,18 @@ fn cases(h: &mut String, rows: &[crate::table::CaseRow]) {
 
 pub(crate) fn figures(h: &mut String, figs: &[(&NamedFigure, &str)], section: Section) {
     for (f, svg) in figs.iter().filter(|(f, _)| f.section == section) {
-        let n = escape(&f.name);
-        let _ = writeln!(
-            h,
-            "<figure id=\"fig-{n}\">{svg}<figcaption>{} <a href=\"{n}.png\">PNG</a> · <a href=\"{n}.svg\">SVG</a></figcaption></figure>",
-            escape(&f.caption)
-        );
+        figure(h, f, svg);
     }
+}
+
+/// One figure with its caption and links to its files.
+pub(crate) fn figure(h: &mut String, f: &NamedFigure, svg: &str) {
+    let n = escape(&f.name);
+    let _ = writeln!(
+        h,
+        "<figure id=\"fig-{n}\">{svg}<figcaption>{} <a href=\"{n}.png\">PNG</a> · <a href=\"{n}.svg\">SVG</a></figcaption></figure>",
+        escape(&f.caption)
+    );
 }
 
 fn top(h: &mut String, runs: &[RunData]) {

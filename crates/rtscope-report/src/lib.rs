@@ -8,6 +8,7 @@
 //! * [`noise`]: runs of kind `noise` (busy-loop gaps, never drawn as latency): % available,
 //!   the gap histogram, noise per cause, the gaps over time and `rtla osnoise top`'s table;
 //! * [`warnings`]: findings worth acting on (no PREEMPT_RT, missed periods, failed loads, …);
+//! * [`worst`]: the worst case beyond the measured time (`--tail`), from rtscope-evt;
 //! * [`html`]: the self-contained `report.html` (inline SVG and CSS, no script, no network;
 //!   over [`INLINE_FIGURES_MAX_RUNS`] runs it links the figures' SVG files next to it).
 //!
@@ -36,6 +37,7 @@ pub mod scale;
 pub mod table;
 pub mod warnings;
 pub mod watch;
+pub mod worst;
 
 pub use model::RunData;
 
@@ -80,6 +82,9 @@ pub struct ReportOptions {
     /// Upper end of the histograms' latency axis, µs (`--xmax`); later samples are counted
     /// in the last bin. `None`: the largest latency.
     pub xmax_us: Option<u64>,
+    /// Whether the tail beyond the measured maximum was asked for (`--tail`): the section of
+    /// [`worst`], drawn from [`RunData::tails`].
+    pub tail: bool,
 }
 
 /// One file of a report.

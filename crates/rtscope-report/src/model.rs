@@ -38,6 +38,9 @@ pub struct RunData {
     pub explain: Option<(rtscope_explain::book::ExplainSummary, u64)>,
     /// The preflight audit the run started with (`rtscope check`; empty if none was stored).
     pub checks: Vec<rtscope_store::CheckRow>,
+    /// The tail beyond the measured maximum per thread (`--tail`; made by the caller, which
+    /// reads the store; empty when not asked or not analysed).
+    pub tails: Vec<crate::worst::ThreadTail>,
 }
 
 impl From<RunBundle> for RunData {
@@ -71,6 +74,7 @@ impl From<RunBundle> for RunData {
                 .spikes
                 .and_then(|s| Some((serde_json::from_str(&s.summary).ok()?, s.clock_start_ns))),
             checks: b.checks,
+            tails: Vec::new(),
         }
     }
 }

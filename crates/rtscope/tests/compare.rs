@@ -628,3 +628,54 @@ fn a_clear_rise_on_enough_runs_fails_without_fail_untested() {
     let o = compare(&d, &["build=x", "build=y"]);
     assert!(stdout(&o).contains("verdict: REGRESSION against A: B on p50"));
 }
+
+/// `--tail-level`: each group's level beyond the data, or its refusal; a verdict only
+/// between two estimates, a regression only with the intervals apart.
+#[test]
+fn tail_levels_are_compared_by_their_intervals_and_a_refusal_gets_no_verdict() {
+    let d = synthetic_db("tail-level", &[("a", 5_000), ("b", 20_000)], 2);
+    let o = compare(
+        &d,
+        &["kernel=a", "kernel=b", "--tail-level", "1e-7", "--json"],
+    );
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let tail = &doc["tail"];
+    assert_eq!(tail["probability"], 1e-7, "{tail}");
+    let groups = tail["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2);
+    let refused = |g: &Value| !g["refusals"].as_array().unwrap().is_empty();
+    for g in groups {
+        // A level with its estimate, or the refusal's reasons, or neither: within the data.
+        let level = g["level"]["estimate_ns"].is_number();
+        assert!(
+            !(level && refused(g)) && (level || g["level"].is_null()),
+            "{g}"
+        );
+    }
+    let change = &tail["changes"][0];
+    if groups.iter().any(refused) {
+        assert_eq!(change["verdict"], "n/a", "{tail}");
+    }
+    if change["verdict"] == "REGRESSION" {
+        let (a, b) = (&groups[0], &groups[1]);
+        assert!(
+            b["level"]["lower_ns"].as_f64() > a["level"]["upper_ns"].as_f64(),
+            "{tail}"
+        );
+    }
+    let regressions = doc["regressions"].as_u64().unwrap();
+    assert_eq!(o.status.code(), Some(if regressions > 0 { 1 } else { 0 }));
+    // The text names the row, and without the option there is none.
+    let text = stdout(&compare(
+        &d,
+        &["kernel=a", "kernel=b", "--tail-level", "1e-7"],
+    ));
+    assert!(
+        text.contains("tail level: the latency exceeded with probability 1e-7"),
+        "{text}"
+    );
+    let plain = compare_json(&d, &["kernel=a", "kernel=a"], 0);
+    assert!(plain["tail"].is_null());
+    let bad = compare(&d, &["kernel=a", "kernel=b", "--tail-level", "2"]);
+    assert_eq!(bad.status.code(), Some(2));
+}

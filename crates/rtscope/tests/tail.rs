@@ -123,6 +123,62 @@ fn a_raw_run_gets_an_estimate_or_a_named_refusal_and_the_gate_agrees() {
     assert_eq!(a["unreliable"], refused && !a["model"].is_null());
 }
 
+/// The page's text of an HTML element's content, unescaped.
+fn unescape(s: &str) -> String {
+    s.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
+#[test]
+fn a_report_of_a_raw_run_draws_the_tail_that_tail_prints_or_its_refusal() {
+    let _rt = rt_lock();
+    let dir = common::fresh_dir("tail-report");
+    let db = dir.join("r.db");
+    let o = rtscope(
+        &db,
+        &[
+            "measure", "-l", "20000", "-i", "100us", "-c", "0", "-q", "--raw",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let page = |args: &[&str]| {
+        let out = dir.join(args.len().to_string());
+        let dirs = out.to_str().unwrap();
+        let o = rtscope(&db, &[&["report", "last", "-o", dirs][..], args].concat());
+        assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+        (
+            std::fs::read_to_string(out.join("report.html")).unwrap(),
+            out,
+        )
+    };
+    // Without --tail the report is the latency report it always was.
+    assert!(!page(&[]).0.contains("worst-case"));
+    let (html, out) = page(&["--tail"]);
+    let section = &html[html.find("<h2 id=\"worst-case\">").expect("a tail section")..];
+    // The section prints what `rtscope tail` prints for the thread, word for word.
+    let printed = text(&rtscope(&db, &["tail", "last"]).stdout);
+    let block = printed.split("\n\n").next().unwrap();
+    assert!(unescape(section).contains(block), "{block}\n---\n{section}");
+    let doc = json(&db, &["tail", "last", "--json"]);
+    let a = &doc["threads"][0]["analysis"];
+    let id = doc["run"].as_i64().unwrap();
+    let svg = std::fs::read_to_string(out.join(format!("worst-case-run{id}-cpu0.svg")));
+    let accepted = a["refusals"].as_array().unwrap().is_empty();
+    if a["model"].is_null() {
+        // Refused before a fit: the words, no figure.
+        assert!(!accepted && section.contains("REFUSED"));
+    } else {
+        let svg = svg.expect("a figure of the fit");
+        assert!(svg.contains("Threshold stability") && svg.contains("QQ plot of the fit"));
+        // Levels are drawn only for an accepted estimate; a refusal draws why, not a number.
+        assert_eq!(svg.contains("Return levels"), accepted, "{a}");
+        assert_eq!(section.contains("REFUSED"), !accepted);
+    }
+}
+
 #[test]
 fn a_cyclictest_histogram_is_analysed_without_its_order_tests() {
     // A synthetic cyclictest -h 2000 histogram (no overflow): an exponential tail over 1 µs bins.

@@ -115,6 +115,8 @@ pub struct Comparison {
     pub strata_keys: Vec<Key>,
     /// Per candidate, how its runs matched the baseline's.
     pub strata: Vec<StrataSummary>,
+    /// The tail levels at a probability (`--tail-level`; `None`: not asked).
+    pub tail: Option<super::tail::TailRow>,
 }
 
 impl Comparison {
@@ -158,7 +160,33 @@ impl Comparison {
             stats,
             matrix,
             thresholds,
+            tail: None,
         }
+    }
+
+    /// Adds the groups' tail levels at `probability` and their verdicts ([`super::tail`]).
+    pub fn with_tail_level(mut self, probability: f64) -> Comparison {
+        self.tail = Some(super::tail::TailRow::new(
+            &self.groups,
+            probability,
+            &self.thresholds,
+        ));
+        self
+    }
+
+    /// The candidates' tail changes whose verdict satisfies `pred`, by group name, and the
+    /// row's name (`tail@1e-9`).
+    pub fn tail_where(&self, pred: fn(&Change) -> bool) -> (String, Vec<&str>) {
+        let Some(t) = &self.tail else {
+            return (String::new(), Vec::new());
+        };
+        let names = self.groups[1..]
+            .iter()
+            .zip(&t.changes)
+            .filter(|(_, c)| pred(c))
+            .map(|(g, _)| g.name.as_str())
+            .collect();
+        (format!("tail@{:e}", t.probability), names)
     }
 
     /// Number of (statistic, candidate) pairs judged `REGRESSION`, plus the (load case,
@@ -172,6 +200,10 @@ impl Comparison {
             .filter(|c| c.verdict == Verdict::Regression)
             .count();
         stats
+            + self
+                .tail_where(|c| c.verdict == Verdict::Regression)
+                .1
+                .len()
             + self
                 .case_regressions()
                 .iter()

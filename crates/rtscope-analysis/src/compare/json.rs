@@ -2,6 +2,7 @@
 //! (documented in docs/compare.md).
 
 use super::analysis::{Change, Comparison, Group, Matrix, StatRow};
+use super::tail::{Side, TailRow};
 use serde_json::{json, Value};
 
 /// The schema name and version written into every document.
@@ -37,6 +38,7 @@ pub fn document(c: &Comparison, exit_code: i32) -> Value {
                 "only_candidate": s.only_cand,
             })).collect::<Vec<_>>(),
         },
+        "tail": c.tail.as_ref().map(|t| tail(t, &names)),
         "regressions": c.regressions(),
         "verdict": if c.regressions() > 0 { "regression" } else { "ok" },
         "exit_code": exit_code,
@@ -65,11 +67,42 @@ fn stat(r: &StatRow, names: &[&str]) -> Value {
         "threshold_pct": r.threshold_pct,
         "floor": r.floor,
         "values": names.iter().zip(&r.values).map(|(n, v)| (n.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
-        "changes": names[1..].iter().zip(&r.changes).map(|(n, ch)| {
+        "changes": changes(&r.changes, names),
+    })
+}
+
+/// The candidates' changes, each named by its group.
+fn changes(changes: &[Change], names: &[&str]) -> Vec<Value> {
+    names[1..]
+        .iter()
+        .zip(changes)
+        .map(|(n, ch)| {
             let mut v = change(ch);
             v["group"] = json!(n);
             v
-        }).collect::<Vec<_>>(),
+        })
+        .collect()
+}
+
+/// The tail row: per group its level as `rtscope tail --json` writes one, or its refusals.
+fn tail(t: &TailRow, names: &[&str]) -> Value {
+    let groups: Vec<Value> = names
+        .iter()
+        .zip(&t.sides)
+        .map(|(n, s)| {
+            let (level, refusals) = match s {
+                Side::Level(l) => (Some(l), &[][..]),
+                Side::Refused(r) => (None, &r[..]),
+                Side::Within => (None, &[][..]),
+            };
+            json!({"group": n, "level": level, "refusals": refusals})
+        })
+        .collect();
+    json!({
+        "probability": t.probability,
+        "confidence": t.confidence,
+        "groups": groups,
+        "changes": changes(&t.changes, names),
     })
 }
 

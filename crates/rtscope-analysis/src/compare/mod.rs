@@ -5,6 +5,7 @@
 //! * [`verdict`]: thresholds and the verdict rule;
 //! * [`significance`]: the Mann–Whitney U test on per-run values, stratified (van Elteren);
 //! * [`strata`]: runs matched like with like (scenario, load case) before they are tested;
+//! * [`tail`]: the groups' tail levels beyond the measured time (`--tail-level`), rtscope-evt's;
 //! * [`analysis`]: the comparison as data;
 //! * [`differences`]: checked system settings and run settings that differ between groups;
 //! * [`text`] and [`json`]: the two renderings; [`plot`]: the overlaid plots.
@@ -17,6 +18,7 @@ pub mod model;
 pub mod plot;
 pub mod significance;
 pub mod strata;
+pub mod tail;
 pub mod text;
 pub mod verdict;
 pub mod watch;

@@ -486,16 +486,13 @@ pub fn per_run<'a>(runs: impl IntoIterator<Item = &'a RunData>, stat: Stat) -> V
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests_support {
     use super::*;
 
-    fn run(values: &[(u64, u64)], samples: u64, max: u64) -> RunData {
-        let mut hist = Histogram::new();
-        for &(v, n) in values {
-            hist.record_n(Nanos(v), n);
-        }
+    /// A complete run `id` of `samples` wake-ups, `hist` holding those it placed.
+    pub(crate) fn run(id: RunId, hist: Histogram, samples: u64, max: Option<u64>) -> RunData {
         RunData {
-            id: 1,
+            id,
             label: None,
             status: RunStatus::Complete,
             tags: vec![],
@@ -504,18 +501,35 @@ mod tests {
             case: None,
             scenario: None,
             started: String::new(),
+            min_ns: hist.min().map(|n| n.0),
             hist,
             samples,
-            min_ns: Some(values[0].0),
-            max_ns: Some(max),
+            max_ns: max,
             sum_ns: 0.0,
-            missed: 2,
-            deadlines: samples + 2,
+            missed: 0,
+            deadlines: samples,
             run: RunSettings::default(),
             settings: Vec::new(),
             kind: RunKind::Measure,
             noise: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(values: &[(u64, u64)], samples: u64, max: u64) -> RunData {
+        let mut hist = Histogram::new();
+        for &(v, n) in values {
+            hist.record_n(Nanos(v), n);
+        }
+        let mut r = tests_support::run(1, hist, samples, Some(max));
+        r.min_ns = Some(values[0].0);
+        r.missed = 2;
+        r.deadlines = samples + 2;
+        r
     }
 
     /// A respond run of eventfd, pipe and signal is three operands of a comparison, each

@@ -12,6 +12,10 @@ pub fn render(c: &Comparison) -> String {
     let mut s = groups(&c.groups);
     s.push('\n');
     s.push_str(&side_by_side(c));
+    if let Some(t) = &c.tail {
+        s.push('\n');
+        s.push_str(&super::tail::text(c, t));
+    }
     if let Some(m) = &c.matrix {
         s.push('\n');
         s.push_str(&matrix(m));
@@ -292,6 +296,8 @@ pub fn verdict_line(c: &Comparison) -> String {
             bad.push(format!("{g} on {} in {}", m.stat.name(), cases.join(", ")));
         }
     }
+    let (tail, names) = c.tail_where(|ch| ch.verdict == Verdict::Regression);
+    bad.extend(names.iter().map(|g| format!("{g} on {tail}")));
     let mut line = if bad.is_empty() {
         "verdict: no regression against A\n".to_string()
     } else {
@@ -334,5 +340,7 @@ fn untested_rises(c: &Comparison) -> Vec<String> {
             out.push(format!("{g} on {} in {}", m.stat.name(), cases.join(", ")));
         }
     }
+    let (tail, names) = c.tail_where(Change::untested_rise);
+    out.extend(names.iter().map(|g| format!("{g} on {tail}")));
     out
 }

@@ -174,12 +174,22 @@ impl Thresholds {
         let (Some(b), Some(c)) = (base, cand) else {
             return Verdict::Unknown;
         };
+        self.judge_by(self.pct(stat), self.floor(stat), b, c, supported)
+    }
+
+    /// [`Thresholds::judge`] of a latency that is no statistic of the table (a tail level):
+    /// the default threshold and `--min-delta`.
+    pub fn judge_latency(&self, base: u64, cand: u64) -> Verdict {
+        self.judge_by(self.default_pct, self.min_delta_ns, base, cand, true)
+    }
+
+    fn judge_by(&self, pct: f64, floor: u64, b: u64, c: u64, supported: bool) -> Verdict {
         let delta = c.abs_diff(b);
         let beyond_pct = match delta_pct(b, c) {
-            Some(p) => p.abs() > self.pct(stat),
+            Some(p) => p.abs() > pct,
             None => delta > 0,
         };
-        if delta <= self.floor(stat) || !beyond_pct {
+        if delta <= floor || !beyond_pct {
             Verdict::Same
         } else if c < b {
             Verdict::Better
@@ -197,21 +207,28 @@ impl Thresholds {
     /// sides) give the verdict and what it rests on. See the module documentation.
     pub fn decide(&self, threshold: Verdict, test: Option<&Test>) -> (Verdict, Basis) {
         let basis = Basis::of(test);
+        let significant = test.is_some_and(|t| t.significant());
+        (self.decide_by(threshold, basis, significant), basis)
+    }
+
+    /// [`Thresholds::decide`] with the evidence given directly: what the verdict rests on and
+    /// whether the difference is significant (a rank test's p < 0.05, or two tail levels'
+    /// intervals that do not overlap).
+    pub fn decide_by(&self, threshold: Verdict, basis: Basis, significant: bool) -> Verdict {
         let beyond = matches!(
             threshold,
             Verdict::Better | Verdict::Worse | Verdict::Regression
         );
-        let verdict = match (basis, test) {
+        match basis {
             _ if !beyond || self.threshold_only => threshold,
-            (Basis::Tested, Some(t)) if t.significant() => threshold,
-            (Basis::Tested, _) => Verdict::NotSignificant,
-            (Basis::Untested, _) => match threshold {
+            Basis::Tested if significant => threshold,
+            Basis::Tested => Verdict::NotSignificant,
+            Basis::Untested => match threshold {
                 Verdict::Better => Verdict::Undecided,
                 Verdict::Regression if self.fail_untested => Verdict::Regression,
                 _ => Verdict::Worse,
             },
-        };
-        (verdict, basis)
+        }
     }
 }
 

@@ -49,9 +49,13 @@ pub struct ReportArgs {
     /// counted at the limit [default: the largest latency]
     #[arg(long, value_name = "US")]
     pub xmax: Option<u64>,
+    /// Add per run and CPU the estimate of `rtscope tail` (or its refusal) with its plots; at
+    /// most 16 threads
+    #[arg(long)]
+    pub tail: bool,
     /// Report an `rtscope watch` series instead of runs: its maximum and tail over time, a
     /// latency heat map, the worst periods with their causes and the alerts (docs/watch.md)
-    #[arg(long, value_name = "SERIES", conflicts_with_all = ["runs", "campaign", "last", "raw", "group_by", "rows", "cols", "xmax"])]
+    #[arg(long, value_name = "SERIES", conflicts_with_all = ["runs", "campaign", "last", "raw", "group_by", "rows", "cols", "xmax", "tail"])]
     pub watch: Option<String>,
     /// With --watch: from this UTC time (`2026-11-24`, `2026-11-24 13:00`, RFC 3339 or
     /// `@UNIX_SECONDS`) [default: the series' start]

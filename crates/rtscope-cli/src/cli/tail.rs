@@ -45,7 +45,7 @@ pub struct TailArgs {
 }
 
 /// A probability strictly between 0 and 1.
-fn probability(text: &str) -> Result<f64, String> {
+pub(crate) fn probability(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
         _ => Err(format!(

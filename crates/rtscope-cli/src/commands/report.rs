@@ -41,6 +41,9 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     }
     // Latency runs first, then the noise runs (busy-loop gaps, drawn in their own section).
     rtscope_report::noise::order(&mut runs);
+    if a.tail {
+        add_tails(&store, &mut runs)?;
+    }
     let opts = ReportOptions {
         title: a.title.clone(),
         raw: a.raw,
@@ -48,6 +51,7 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         rows: a.rows.clone(),
         cols: a.cols.clone(),
         xmax_us: a.xmax,
+        tail: a.tail,
     };
     // Each file written as soon as it is made: the rendered figures are never all in memory.
     let mut written = Vec::new();
@@ -71,6 +75,35 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         writeln!(out, "  {}", p.display())?;
     }
     Ok(ExitStatus::Success)
+}
+
+/// The tail analysis of each thread (`--tail`), in the report's order, of the first
+/// [`rtscope_report::worst::MAX_TAILS`] threads.
+fn add_tails(store: &Store, runs: &mut [RunData]) -> anyhow::Result<()> {
+    let o = rtscope_evt::Options::default();
+    let mut left = rtscope_report::worst::MAX_TAILS;
+    // Noise runs (ordered last) have gaps, not wake-ups: no tail of theirs is estimated.
+    for r in runs.iter_mut().filter(|r| !rtscope_report::noise::is_noise(r)) {
+        if r.detail.threads.len() > left {
+            break;
+        }
+        left -= r.detail.threads.len();
+        for t in &r.detail.threads {
+            let (analysis, tail) =
+                rtscope_evt::input::read_and_analyse(store, &r.detail, t, &o, false)
+                    .map_err(UsageError::from_error)?;
+            let figures = tail.map_or_else(Default::default, |tail| {
+                rtscope_evt::figure::figures(&tail, &analysis)
+            });
+            r.tails.push(rtscope_report::worst::ThreadTail {
+                thread: t.thread,
+                cpu: t.cpu,
+                analysis,
+                figures,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The runs the arguments name, in order, each once.

@@ -1,0 +1,302 @@
+//! The groups' tail levels compared (`compare --tail-level P`, docs/compare.md): the latency
+//! exceeded with probability `P` per wake-up, estimated as `rtscope tail` does (rtscope-evt)
+//! from each group's merged histogram, and judged by the one verdict rule
+//! ([`Thresholds::decide_by`]) with the intervals as the test: a rise beyond the threshold
+//! whose intervals do not overlap is a `REGRESSION`; overlapping intervals are `no significant
+//! difference` (the two cannot be told apart); an interval the data do not bound above leaves
+//! the verdict `untested`. A group whose estimate is refused gets no verdict (`n/a`), and its
+//! refusal is named.
+
+use super::analysis::{Change, Comparison, Group};
+use super::model::Merged;
+use super::verdict::{delta_pct, Basis, Thresholds, Verdict};
+use rtscope_evt::render::us;
+use rtscope_evt::{Level, Options, Refusal};
+use std::fmt::Write;
+
+/// One group's tail at the probability.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Side {
+    /// The level with its interval.
+    Level(Level),
+    /// No estimate, and why (`rtscope tail`'s refusals).
+    Refused(Vec<Refusal>),
+    /// The probability lies within the measured data: nothing to extrapolate (the percentiles
+    /// of the table say it).
+    Within,
+}
+
+/// The tail row of a comparison.
+#[derive(Debug, Clone)]
+pub struct TailRow {
+    /// Exceedance probability per wake-up.
+    pub probability: f64,
+    /// Confidence level of the intervals.
+    pub confidence: f64,
+    /// Per group, in order.
+    pub sides: Vec<Side>,
+    /// Per candidate against the baseline (`delta` in ns; `test` is always `None`: the
+    /// intervals decide).
+    pub changes: Vec<Change>,
+}
+
+impl TailRow {
+    /// The tail levels of `groups` at `probability` and each candidate's verdict.
+    pub fn new(groups: &[Group], probability: f64, t: &Thresholds) -> TailRow {
+        let o = Options {
+            probabilities: vec![probability],
+            ..Options::default()
+        };
+        let sides: Vec<Side> = groups.iter().map(|g| side(&g.merged, &o)).collect();
+        let changes = sides[1..].iter().map(|c| change(t, &sides[0], c)).collect();
+        TailRow {
+            probability,
+            confidence: o.confidence,
+            sides,
+            changes,
+        }
+    }
+}
+
+/// A group's tail level at the single probability of `o`, from its merged histogram (the runs'
+/// wake-ups as one sample; a histogram keeps no time order, so the tests that need it are
+/// untested, as for `rtscope tail` on a run without `--raw`).
+pub fn side(m: &Merged, o: &Options) -> Side {
+    let placed = m.hist.count();
+    let refused = |why: Refusal| Side::Refused(vec![why]);
+    if m.missing_hist || placed == 0 {
+        return refused(Refusal::NoDistribution);
+    }
+    if let Some(floor_ns) = m.overflow_floor {
+        let count = m.samples.saturating_sub(placed);
+        return refused(Refusal::BeyondHistogram { count, floor_ns });
+    }
+    let bins: Vec<(u64, u64, u64)> = m.hist.buckets().map(|(lo, w, c)| (lo.0, w.0, c)).collect();
+    let Some(tail) = rtscope_evt::input::from_bins(&bins, None, None) else {
+        return refused(Refusal::NoDistribution);
+    };
+    let a = rtscope_evt::analyse(&tail, o, false);
+    if !a.accepted() {
+        return Side::Refused(a.refusals);
+    }
+    a.levels
+        .into_iter()
+        .next()
+        .map_or(Side::Within, Side::Level)
+}
+
+/// A candidate's level against the baseline's: the threshold on the estimates, then the
+/// intervals in place of the significance test.
+pub fn change(t: &Thresholds, base: &Side, cand: &Side) -> Change {
+    let (Side::Level(b), Side::Level(c)) = (base, cand) else {
+        return Change {
+            delta: None,
+            delta_pct: None,
+            verdict: Verdict::Unknown,
+            basis: Basis::Tested,
+            threshold_verdict: Verdict::Unknown,
+            test: None,
+        };
+    };
+    let (bn, cn) = (b.estimate_ns.round() as u64, c.estimate_ns.round() as u64);
+    let threshold = t.judge_latency(bn, cn);
+    // Unbounded above on either side: no rise can be told from the baseline's interval, and
+    // no fall from the candidate's: the data cannot decide (measure longer).
+    let basis = match (b.upper_ns, c.upper_ns) {
+        (Some(_), Some(_)) => Basis::Tested,
+        _ => Basis::Untested,
+    };
+    let apart = disjoint(b, c);
+    Change {
+        delta: Some(i128::from(cn) - i128::from(bn)),
+        delta_pct: delta_pct(bn, cn),
+        verdict: t.decide_by(threshold, basis, apart),
+        basis,
+        threshold_verdict: threshold,
+        test: None,
+    }
+}
+
+/// Whether two levels' intervals do not overlap (an unbounded upper end reaches everything).
+pub fn disjoint(a: &Level, b: &Level) -> bool {
+    let above = |x: &Level, y: &Level| x.lower_ns > y.upper_ns.unwrap_or(f64::INFINITY);
+    above(a, b) || above(b, a)
+}
+
+/// The tail block of the text report.
+pub fn text(c: &Comparison, row: &TailRow) -> String {
+    let mut s = format!(
+        "tail level: the latency exceeded with probability {:e} per wake-up ({:.0} % interval; the runs merged):\n",
+        row.probability,
+        row.confidence * 100.0
+    );
+    for (i, (g, side)) in c.groups.iter().zip(&row.sides).enumerate() {
+        let value = match side {
+            Side::Level(l) => format!(
+                "{} [{} .. {}]",
+                us(l.estimate_ns),
+                us(l.lower_ns),
+                l.upper_ns.map_or("unbounded".into(), us)
+            ),
+            Side::Refused(why) => {
+                let why: Vec<String> = why.iter().map(|r| r.to_string()).collect();
+                format!("REFUSED: {}", why.join("; "))
+            }
+            Side::Within => "within the measured data (read the percentiles)".into(),
+        };
+        let _ = write!(s, "  {:<3} {value}", g.name);
+        if let Some(ch) = i.checked_sub(1).map(|k| &row.changes[k]) {
+            let _ = write!(s, "  {}", verdict(ch, &row.sides[0], side));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// A candidate's verdict in words: the change, the verdict and what it rests on.
+fn verdict(ch: &Change, base: &Side, cand: &Side) -> String {
+    let why = match (base, cand) {
+        (Side::Refused(_), _) | (_, Side::Refused(_)) => {
+            return "n/a: no verdict on a refused estimate".into()
+        }
+        (Side::Within, _) | (_, Side::Within) => return "n/a: nothing to extrapolate".into(),
+        _ if ch.untested() => "untested: an interval unbounded above, measure longer",
+        _ if ch.verdict == Verdict::NotSignificant => "the intervals overlap: not distinguishable",
+        (Side::Level(b), Side::Level(c)) if disjoint(b, c) => "the intervals are apart",
+        _ => "within the threshold",
+    };
+    let pct = ch
+        .delta_pct
+        .map_or(String::new(), |p| format!("{p:+.1}%  "));
+    format!("{pct}{} ({why})", ch.verdict.word())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::model::{tests_support, RunData, Stat};
+    use rtscope_core::{Histogram, Nanos};
+    use rtscope_evt::gpd::Gpd;
+
+    fn level(estimate_ns: f64, lower_ns: f64, upper_ns: Option<f64>) -> Side {
+        Side::Level(Level {
+            probability: 1e-9,
+            once_per_s: None,
+            estimate_ns,
+            lower_ns,
+            upper_ns,
+            extrapolation: 1e4,
+            longer: None,
+        })
+    }
+
+    #[test]
+    fn the_intervals_decide_beyond_the_threshold() {
+        let mut t = Thresholds::parse(&[], "1us").unwrap();
+        let base = level(50_000.0, 45_000.0, Some(60_000.0));
+        let v = |t: &Thresholds, c: &Side| change(t, &base, c).verdict;
+        use Verdict::*;
+        // Apart: a rise is a regression, a fall better.
+        assert_eq!(
+            v(&t, &level(80_000.0, 70_000.0, Some(95_000.0))),
+            Regression
+        );
+        assert_eq!(v(&t, &level(20_000.0, 15_000.0, Some(30_000.0))), Better);
+        // Overlapping: not distinguishable; within the threshold: same.
+        assert_eq!(
+            v(&t, &level(65_000.0, 55_000.0, Some(80_000.0))),
+            NotSignificant
+        );
+        assert_eq!(v(&t, &level(52_000.0, 47_000.0, Some(58_000.0))), Same);
+        // Unbounded above: untested, a rise worse (not failing) unless --fail-untested.
+        let open = level(80_000.0, 58_000.0, None);
+        let ch = change(&t, &base, &open);
+        assert_eq!((ch.verdict, ch.basis), (Worse, Basis::Untested));
+        assert!(ch.untested_rise());
+        t.fail_untested = true;
+        assert_eq!(v(&t, &open), Regression);
+        // A refusal on either side is no verdict.
+        let refused = Side::Refused(vec![Refusal::NoStableThreshold]);
+        assert_eq!(v(&t, &refused), Unknown);
+        assert_eq!(change(&t, &refused, &base).verdict, Unknown);
+        assert_eq!(v(&t, &Side::Within), Unknown);
+    }
+
+    /// A run of `n` wake-ups of 10 µs plus a GPD tail, as compare reads it.
+    fn run(id: i64, tail: Gpd, n: usize, seed: u64) -> RunData {
+        let mut r = rtscope_evt::diag::generator(seed);
+        let mut hist = Histogram::new();
+        let mut max = 0;
+        for _ in 0..n {
+            let v = (10_000.0 + tail.draw(r.unit())) as u64;
+            hist.record(Nanos(v));
+            max = max.max(v);
+        }
+        tests_support::run(id, hist, n as u64, Some(max))
+    }
+
+    #[test]
+    fn known_tails_give_the_expected_verdicts() {
+        let light = Gpd {
+            sigma: 500.0,
+            xi: 0.0,
+        };
+        let heavy = Gpd {
+            sigma: 2000.0,
+            xi: 0.0,
+        };
+        let t = Thresholds::parse(&[], "1us").unwrap();
+        let group =
+            |i: usize, g: Gpd, seed: u64| Group::new(i, "x", vec![run(i as i64, g, 200_000, seed)]);
+        let groups = vec![group(0, light, 1), group(1, heavy, 2), group(2, light, 3)];
+        let c =
+            Comparison::new(groups, &[Stat::Max], t.clone(), Stat::Max, None).with_tail_level(1e-9);
+        let row = c.tail.as_ref().unwrap();
+        for s in &row.sides {
+            assert!(matches!(s, Side::Level(_)), "{s:?}");
+        }
+        // The true levels at 1e-9: 10 µs + σ ln(1e9), 20.4 µs and 51.4 µs, in the intervals.
+        for (side, truth) in row.sides.iter().zip([20_362.0, 51_447.0, 20_362.0]) {
+            let Side::Level(l) = side else { unreachable!() };
+            assert!(l.lower_ns < truth && truth < l.upper_ns.unwrap(), "{l:?}");
+        }
+        // The heavier tail is a regression and fails; the same tail again is not.
+        assert_eq!(row.changes[0].verdict, Verdict::Regression);
+        assert!(matches!(
+            row.changes[1].verdict,
+            Verdict::Same | Verdict::NotSignificant
+        ));
+        assert!(c.regressions() >= 1);
+        let text = super::super::text::render(&c);
+        assert!(
+            text.contains("REGRESSION (the intervals are apart)"),
+            "{text}"
+        );
+        assert!(text.contains("B on tail@1e-9"), "{text}");
+        assert!(!text.contains("C on tail@1e-9"), "{text}");
+        let doc = super::super::json::document(&c, 1);
+        assert_eq!(doc["tail"]["changes"][0]["verdict"], "REGRESSION");
+        assert_eq!(doc["tail"]["groups"][1]["group"], "B");
+        // A group with nothing to fit (a summary without histogram) is refused: no verdict.
+        let empty = Group::new(
+            1,
+            "y",
+            vec![tests_support::run(9, Histogram::new(), 1000, None)],
+        );
+        let c = Comparison::new(vec![group(0, light, 1), empty], &[], t, Stat::Max, None)
+            .with_tail_level(1e-9);
+        let row = c.tail.as_ref().unwrap();
+        assert!(matches!(&row.sides[1], Side::Refused(r) if r[0] == Refusal::NoDistribution));
+        assert_eq!(row.changes[0].verdict, Verdict::Unknown);
+        let text = super::super::text::render(&c);
+        assert!(
+            text.contains("REFUSED: the run kept no histogram"),
+            "{text}"
+        );
+        assert!(
+            text.contains("n/a: no verdict on a refused estimate"),
+            "{text}"
+        );
+        assert_eq!(c.regressions(), 0);
+    }
+}
