@@ -35,12 +35,28 @@ mod verbose;
 mod write;
 
 pub use model::{Bad, Imported, ThreadRow};
-use rtscope_session::record;
-use rtscope_session::{ExitStatus, RunError, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
+use rtscope_common::names::parse_tag;
+use rtscope_store::Store;
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
+
+/// What `rtscope import` can fail with. Each variant keeps its cause whole, so the top level
+/// still recognises a closed pipe.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// A bad option or file, or a database that cannot be opened or written (exit code 2).
+    #[error(transparent)]
+    Usage(#[from] UsageError),
+    /// Writing the report failed.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    /// Encoding JSON failed.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+}
 
 /// The formats `rtscope import` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,11 +110,11 @@ struct Failure {
 }
 
 /// Runs `rtscope import`.
-pub fn run(a: &ImportOptions, out: &mut dyn Write) -> Result<ExitStatus, RunError> {
+pub fn run(a: &ImportOptions, out: &mut dyn Write) -> Result<ExitStatus, ImportError> {
     let tags = a
         .tags
         .iter()
-        .map(|t| record::parse_tag(t))
+        .map(|t| parse_tag(t))
         .collect::<Result<Vec<_>, _>>()?;
     let mut parsed = Vec::new();
     let mut failures = Vec::new();
@@ -111,11 +127,9 @@ pub fn run(a: &ImportOptions, out: &mut dyn Write) -> Result<ExitStatus, RunErro
     if !failures.is_empty() {
         return Err(failure_error(&failures, a.files.len(), a.format.is_none()).into());
     }
-    let db = a.db.clone().unwrap_or_else(record::default_db);
-    let mut store = record::open(&db).map_err(|e| UsageError {
-        hint: Some("pass --db PATH for another database".into()),
-        ..e
-    })?;
+    let db = a.db.clone().unwrap_or_else(Store::default_path);
+    let mut store = Store::open(&db)
+        .map_err(|e| UsageError::from_error(e).hint("pass --db PATH for another database"))?;
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
@@ -339,7 +353,7 @@ fn meta<'a>(
     }
 }
 
-fn report(out: &mut dyn Write, as_json: bool, done: &[(&Parsed, i64)]) -> Result<(), RunError> {
+fn report(out: &mut dyn Write, as_json: bool, done: &[(&Parsed, i64)]) -> Result<(), ImportError> {
     if as_json {
         let v: Vec<_> = done
             .iter()
