@@ -142,16 +142,6 @@ pub fn lift_export(e: rtscope_export::ExportError) -> anyhow::Error {
     }
 }
 
-/// [`lift`] for an import's error.
-pub fn lift_import(e: rtscope_import::ImportError) -> anyhow::Error {
-    use rtscope_import::ImportError;
-    match e {
-        ImportError::Usage(e) => e.into(),
-        ImportError::Io(e) => e.into(),
-        ImportError::Json(e) => e.into(),
-    }
-}
-
 /// Converts a usage error into the anyhow error the front ends return.
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     UsageError::new(msg).into()

@@ -35,28 +35,13 @@ mod verbose;
 mod write;
 
 pub use model::{Bad, Imported, ThreadRow};
-use rtscope_common::error::{ExitStatus, UsageError};
+use rtscope_common::error::UsageError;
 use rtscope_common::names::parse_tag;
 use rtscope_store::Store;
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::UNIX_EPOCH;
-
-/// What `rtscope import` can fail with. Each variant keeps its cause whole, so the top level
-/// still recognises a closed pipe.
-#[derive(Debug, thiserror::Error)]
-pub enum ImportError {
-    /// A bad option or file, or a database that cannot be opened or written (exit code 2).
-    #[error(transparent)]
-    Usage(#[from] UsageError),
-    /// Writing the report failed.
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-    /// Encoding JSON failed.
-    #[error(transparent)]
-    Json(#[from] serde_json::Error),
-}
 
 /// The formats `rtscope import` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,8 +94,15 @@ struct Failure {
     bad: Bad,
 }
 
-/// Runs `rtscope import`.
-pub fn run(a: &ImportOptions, out: &mut dyn Write) -> Result<ExitStatus, ImportError> {
+/// The runs one `rtscope import` added: each source with its run id, for [`Imports::report`].
+pub struct Imports {
+    done: Vec<(Parsed, i64)>,
+}
+
+/// Runs `rtscope import`: parses every source, then records each as a run. A bad option or
+/// file, or a database that cannot be opened or written, is a usage error (exit code 2); the
+/// report is written by [`Imports::report`].
+pub fn import(a: &ImportOptions) -> Result<Imports, UsageError> {
     let tags = a
         .tags
         .iter()
@@ -125,7 +117,7 @@ pub fn run(a: &ImportOptions, out: &mut dyn Write) -> Result<ExitStatus, ImportE
         }
     }
     if !failures.is_empty() {
-        return Err(failure_error(&failures, a.files.len(), a.format.is_none()).into());
+        return Err(failure_error(&failures, a.files.len(), a.format.is_none()));
     }
     let db = a.db.clone().unwrap_or_else(Store::default_path);
     let mut store = Store::open(&db)
@@ -133,10 +125,10 @@ pub fn run(a: &ImportOptions, out: &mut dyn Write) -> Result<ExitStatus, ImportE
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let command_line_json = serde_json::to_string(&argv)?;
+    let command_line_json = serde_json::to_string(&argv).map_err(UsageError::from_error)?;
     let mut done = Vec::new();
-    for p in &parsed {
-        let meta = meta(p, a, &tags, &command_line_json);
+    for p in parsed {
+        let meta = meta(&p, a, &tags, &command_line_json);
         let id = write::write(&mut store, &p.imported, &meta).map_err(|e| {
             UsageError::new(format!(
                 "{}: the run could not be written: {e}",
@@ -145,8 +137,7 @@ pub fn run(a: &ImportOptions, out: &mut dyn Write) -> Result<ExitStatus, ImportE
         })?;
         done.push((p, id));
     }
-    report(out, a.json, &done)?;
-    Ok(ExitStatus::Success)
+    Ok(Imports { done })
 }
 
 fn fail(file: &Path, bad: Bad) -> Failure {
@@ -353,7 +344,15 @@ fn meta<'a>(
     }
 }
 
-fn report(out: &mut dyn Write, as_json: bool, done: &[(&Parsed, i64)]) -> Result<(), ImportError> {
+impl Imports {
+    /// Writes what was imported to `out`: a line per run (`--json`: an array), and a `note:`
+    /// on stderr for each note of a source.
+    pub fn report(&self, out: &mut dyn Write, as_json: bool) -> std::io::Result<()> {
+        report(out, as_json, &self.done)
+    }
+}
+
+fn report(out: &mut dyn Write, as_json: bool, done: &[(Parsed, i64)]) -> std::io::Result<()> {
     if as_json {
         let v: Vec<_> = done
             .iter()
@@ -365,7 +364,8 @@ fn report(out: &mut dyn Write, as_json: bool, done: &[(&Parsed, i64)]) -> Result
                 })
             })
             .collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        let text = serde_json::to_string_pretty(&v).map_err(std::io::Error::from)?;
+        writeln!(out, "{text}")?;
         return Ok(());
     }
     for (p, id) in done {
