@@ -39,6 +39,16 @@ pub fn render(messages: impl IntoIterator<Item = String>) -> String {
     lines.join("\n")
 }
 
+/// Writes `text` to stderr; a failing stderr (a full disk holding the log) is silence, never a
+/// panic.
+pub fn warn(text: &str) {
+    use std::io::Write;
+    let mut e = std::io::stderr().lock();
+    let _ = e.write_all(text.as_bytes());
+    let _ = e.write_all(b"\n");
+    let _ = e.flush();
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,13 +1,16 @@
 //! rtscope-common: what every front end shares and that needs neither the engine nor the
 //! tracer: [`error`], the exit codes and the usage error every front end returns; [`errors`],
-//! how an error is rendered; [`names`], labels and tags checked one way; [`outfile`], the one
-//! way rtscope writes an output file; [`keeper`], the forked child that cleans up after rtscope
-//! however it ends.
+//! how an error is rendered (and [`errors::warn`], a warning to stderr); [`names`], labels and
+//! tags checked one way; [`limits`], the `--limit STAT=VALUE` gates and their checks; [`outfile`],
+//! the one way rtscope writes an output file; [`keeper`], the forked child that cleans up after
+//! rtscope however it ends; [`signals`], the signals a run waits for.
 
 #![warn(missing_docs)]
 
 pub mod error;
 pub mod errors;
 pub mod keeper;
+pub mod limits;
 pub mod names;
 pub mod outfile;
+pub mod signals;

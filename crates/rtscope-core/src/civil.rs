@@ -26,16 +26,29 @@ pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
-/// `2026-11-24 13:05:09`: the UTC date and time of Unix second `secs`.
-pub fn utc_text(secs: i64) -> String {
+/// The UTC date and time of Unix second `secs`, to the second, with `sep` between them.
+fn date_time(secs: i64, sep: char) -> String {
     let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
     let s = secs.rem_euclid(86_400);
     format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}",
+        "{y:04}-{m:02}-{d:02}{sep}{:02}:{:02}:{:02}",
         s / 3600,
         s / 60 % 60,
         s % 60
     )
+}
+
+/// `2026-11-24 13:05:09`: the UTC date and time of Unix second `secs`.
+pub fn utc_text(secs: i64) -> String {
+    date_time(secs, ' ')
+}
+
+/// `2026-11-22T02:01:18.000000005Z`: a time as every run record stores it (RFC 3339, UTC, with
+/// nanoseconds; a time before the epoch is the epoch).
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let d = t.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+    format!("{}.{:09}Z", date_time(secs, 'T'), d.subsec_nanos())
 }
 
 /// A UTC time as people type it: `2026-11-24`, `2026-11-24 13:05`, `2026-11-24T13:05:09`,
@@ -115,6 +128,16 @@ pub fn parse_rfc3339(text: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn formats_store_timestamps() {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::new(1_795_312_878, 5);
+        assert_eq!(rfc3339(t), "2026-11-22T02:01:18.000000005Z");
+        assert_eq!(
+            rfc3339(std::time::UNIX_EPOCH),
+            "1970-01-01T00:00:00.000000000Z"
+        );
+    }
 
     #[test]
     fn parses_store_timestamps() {

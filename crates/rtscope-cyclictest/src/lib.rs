@@ -2,9 +2,7 @@
 //! and prints cyclictest's formats. Where cyclictest misbehaves the format stays and the
 //! behaviour is fixed (see docs/cyclictest-differences.md).
 
-pub mod args;
-pub mod getopt;
-pub mod help;
+pub use rtscope_ctopts::{args, getopt, help};
 pub mod json;
 pub mod lower;
 pub mod pm_qos;

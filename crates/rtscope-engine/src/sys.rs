@@ -2,6 +2,11 @@
 
 use crate::config::{ClockKind, Policy};
 use crate::cpuset::CpuSet;
+use rtscope_common::signals::timespec as to_timespec;
+pub use rtscope_common::signals::{
+    block_run_signals, done_signal, drain_done_signal, is_stop_signal, restore_signal_mask,
+    run_signals, signal_name, signal_thread, sigset_of, wait_run_signal,
+};
 use rtscope_core::Nanos;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -11,14 +16,6 @@ pub fn clock_id(clock: ClockKind) -> libc::clockid_t {
     match clock {
         ClockKind::Monotonic => libc::CLOCK_MONOTONIC,
         ClockKind::Realtime => libc::CLOCK_REALTIME,
-    }
-}
-
-fn to_timespec(t: Nanos) -> libc::timespec {
-    libc::timespec {
-        // `as _`: the field's own type (time_t), which musl's libc bindings deprecate naming.
-        tv_sec: (t.0 / 1_000_000_000) as _,
-        tv_nsec: (t.0 % 1_000_000_000) as libc::c_long,
     }
 }
 
@@ -370,11 +367,6 @@ pub fn rtprio_limit() -> u64 {
     v
 }
 
-/// The real-time signal the last measuring thread sends its control thread when the run is done.
-pub fn done_signal() -> libc::c_int {
-    libc::SIGRTMIN() + 4
-}
-
 /// The real-time signal the control thread sends each measuring thread to cut its sleep short
 /// when the run stops (SIGRTMIN+4 is [`done_signal`], SIGRTMIN+5 `rtscope respond`'s signal
 /// mechanism). Its handler does nothing; it is installed without `SA_RESTART` so the sleep
@@ -428,89 +420,6 @@ pub fn wake_thread(thread: std::os::unix::thread::RawPthread) {
     // SAFETY: `thread` is a thread of this process that has not been joined (its id is still
     // valid, even after it returned); the signal has a handler (`install_wake_handler`).
     unsafe { libc::pthread_kill(thread, wake_signal()) };
-}
-
-/// The signals a run handles in its control thread: SIGINT, SIGTERM, SIGHUP (an ssh session
-/// that drops), SIGUSR1, SIGUSR2 and [`done_signal`].
-pub fn run_signals() -> [libc::c_int; 6] {
-    [
-        libc::SIGINT,
-        libc::SIGTERM,
-        libc::SIGHUP,
-        libc::SIGUSR1,
-        libc::SIGUSR2,
-        done_signal(),
-    ]
-}
-
-/// Whether `s` asks a run to stop (SIGINT, SIGTERM or SIGHUP): the threads end after their
-/// current cycle and every output is still produced.
-pub fn is_stop_signal(s: libc::c_int) -> bool {
-    s == libc::SIGINT || s == libc::SIGTERM || s == libc::SIGHUP
-}
-
-/// The name of a stop signal (`SIGINT`, `SIGTERM`, `SIGHUP`; `signal N` for another).
-pub fn signal_name(s: libc::c_int) -> String {
-    match s {
-        libc::SIGINT => "SIGINT".into(),
-        libc::SIGTERM => "SIGTERM".into(),
-        libc::SIGHUP => "SIGHUP".into(),
-        _ => format!("signal {s}"),
-    }
-}
-
-fn sigset_of(signals: &[libc::c_int]) -> libc::sigset_t {
-    // SAFETY: sigset_t is plain data, initialised by sigemptyset right away.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid sigset_t; the signal numbers are valid.
-    unsafe {
-        libc::sigemptyset(&mut set);
-        for &s in signals {
-            libc::sigaddset(&mut set, s);
-        }
-    }
-    set
-}
-
-/// Blocks [`run_signals`] in the calling thread (and so in threads it starts afterwards); returns
-/// the previous mask to restore.
-pub fn block_run_signals() -> libc::sigset_t {
-    let set = sigset_of(&run_signals());
-    // SAFETY: sigset_t is plain data, filled by pthread_sigmask.
-    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: both sets are valid; SIG_BLOCK only adds signals to this thread's mask.
-    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
-    old
-}
-
-/// Restores a signal mask saved by [`block_run_signals`].
-pub fn restore_signal_mask(old: &libc::sigset_t) {
-    // SAFETY: `old` is a mask obtained from pthread_sigmask.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
-}
-
-/// Waits up to `timeout` for one of [`run_signals`] (which must be blocked); returns it.
-pub fn wait_run_signal(timeout: Nanos) -> Option<libc::c_int> {
-    wait_signals(&run_signals(), timeout)
-}
-
-/// Takes a pending [`done_signal`] of the calling thread, if any, without waiting.
-pub fn drain_done_signal() {
-    while wait_signals(&[done_signal()], Nanos::ZERO).is_some() {}
-}
-
-fn wait_signals(signals: &[libc::c_int], timeout: Nanos) -> Option<libc::c_int> {
-    let set = sigset_of(signals);
-    let ts = to_timespec(timeout);
-    // SAFETY: `set` and `ts` are valid; a null siginfo pointer is allowed.
-    let rc = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
-    (rc > 0).then_some(rc)
-}
-
-/// Sends `signal` to thread `tid` of this process.
-pub fn signal_thread(tid: i32, signal: libc::c_int) {
-    // SAFETY: tgkill with our own pid, a thread id and a valid signal number; no pointers.
-    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, signal) };
 }
 
 #[cfg(test)]

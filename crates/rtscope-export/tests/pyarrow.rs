@@ -138,6 +138,10 @@ print("ok")
 
 #[test]
 fn pyarrow_reads_every_encoded_value_and_samples_are_a_quarter_of_csv() {
+    rtscope_testkit::require!(
+        rtscope_testkit::python3_imports("pandas, pyarrow"),
+        "python3 with pandas and pyarrow is not installed: run `pip install pandas pyarrow`"
+    );
     let dir = std::env::temp_dir().join(format!("rtscope-export-pyarrow-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (t, samples) = columns();

@@ -10,9 +10,9 @@ use crate::board::{BoardRun, Progress};
 use crate::master::ControlDir;
 use crate::remote::{self, Job, RemoteError, RemoteOutcome, Ssh, Stop};
 use crate::targets::Target;
+use rtscope_common::error::ExitStatus;
+use rtscope_common::signals;
 use rtscope_core::Nanos;
-use rtscope_engine::sys;
-use rtscope_session::ExitStatus;
 use rtscope_store::Store;
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -159,7 +159,7 @@ pub fn fan_out(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> io::Result<Vec<BoardResult>> {
-    rtscope_session::drive::hold_signals();
+    signals::hold_signals();
     let scratch = std::env::temp_dir().join(format!("rtscope-remote-{}", std::process::id()));
     // The control directory is removed when `w` is dropped: on return, on a panic, and after
     // a Ctrl-C (which stops the boards, whose steps then end).
@@ -183,7 +183,9 @@ pub fn fan_out(
     let written = std::thread::scope(|s| -> io::Result<()> {
         s.spawn(|| {
             while !done.load(Ordering::SeqCst) {
-                if sys::wait_run_signal(Nanos::from_ms(100)).is_some_and(sys::is_stop_signal) {
+                if signals::wait_run_signal(Nanos::from_ms(100))
+                    .is_some_and(signals::is_stop_signal)
+                {
                     w.stop.stop();
                 }
             }

@@ -30,8 +30,8 @@ pub mod prometheus;
 pub mod remote;
 pub mod targets;
 
+use rtscope_common::limits::{self, Check, Limit};
 use rtscope_core::{Histogram, Nanos, Stats};
-use rtscope_session::limits::{self, Check, Limit};
 use rtscope_store::{RunBundle, RunStatus};
 
 pub use atomic::write_atomic;

@@ -1,13 +1,13 @@
 //! `rtscope measure --metrics-file FILE`: the Prometheus textfile of a running measurement,
 //! rewritten atomically from the control thread at every series interval and at the end (never
-//! from a measuring thread).
+//! from a measuring thread). It is handed each thread's statistics as plain data
+//! ([`MetricsFile::put`]); the measurement reads them from its live threads.
 
 use crate::output::parse_limits;
 use crate::{FleetError, Report};
+use rtscope_common::limits::Limit;
+use rtscope_common::names::parse_tag;
 use rtscope_core::{Histogram, Stats};
-use rtscope_engine::{Run, RunResult};
-use rtscope_session::limits::Limit;
-use rtscope_session::record::parse_tag;
 use rtscope_store::RunStatus;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -22,7 +22,7 @@ pub struct MetricsFile {
 }
 
 /// Seconds since the Unix epoch.
-fn unix_s(t: SystemTime) -> f64 {
+pub fn unix_s(t: SystemTime) -> f64 {
     t.duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())
 }
@@ -75,45 +75,10 @@ impl MetricsFile {
         crate::write_atomic(&self.path, |w| crate::prometheus::write(w, r))
     }
 
-    /// At a tick: the threads' statistics so far.
-    pub fn update(&mut self, run: &Run) {
-        let threads = run.threads().iter().enumerate().map(|(i, t)| {
-            (
-                i as u32,
-                t.cpu().map(|c| c as u32),
-                t.stats(),
-                t.histogram(),
-            )
-        });
-        let measured = run.started().elapsed().map_or(0.0, |d| d.as_secs_f64());
-        let now = unix_s(SystemTime::now());
-        self.put(threads, measured, now, RunStatus::Running);
-    }
-
-    /// At the end: the final statistics.
-    pub fn finish(&mut self, result: &RunResult, interrupted: bool) {
-        let threads = result.threads.iter().map(|t| {
-            (
-                t.index as u32,
-                t.cpu.map(|c| c as u32),
-                t.stats,
-                t.histogram.clone(),
-            )
-        });
-        let measured = result
-            .ended
-            .duration_since(result.started)
-            .map_or(0.0, |d| d.as_secs_f64());
-        let status = if interrupted {
-            RunStatus::Interrupted
-        } else {
-            RunStatus::Complete
-        };
-        self.put(threads, measured, unix_s(result.ended), status);
-    }
-
-    /// Writes the report of `threads`; a failure is warned about once, and the run goes on.
-    fn put(
+    /// Writes the report of `threads` (index, CPU, statistics, histogram) measured for
+    /// `measured_s` seconds up to `end_unix_s`; a failure is warned about once, and the run goes
+    /// on.
+    pub fn put(
         &mut self,
         threads: impl IntoIterator<Item = (u32, Option<u32>, Stats, Histogram)>,
         measured_s: f64,
@@ -132,7 +97,7 @@ impl MetricsFile {
         );
         if let Err(e) = self.write(&r) {
             if !self.warned {
-                rtscope_session::output::warn(&format!(
+                rtscope_common::errors::warn(&format!(
                     "rtscope: warning: --metrics-file: {e} (the run goes on)"
                 ));
                 self.warned = true;

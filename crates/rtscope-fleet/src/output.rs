@@ -3,7 +3,7 @@
 //! command recorded, or merged from its boards, in one file or on stdout).
 
 use crate::{kcidb, name_part, FleetError, Report};
-use rtscope_session::limits::{self, Limit};
+use rtscope_common::limits::{self, Limit};
 use rtscope_store::{RunId, Store};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -274,7 +274,7 @@ impl Targets {
             // The one validator of every tag (as --tag): a value from this file reaches
             // terminals, SVG and HTML like any other (issue 26, N8).
             for (k, v) in &tags {
-                use rtscope_session::record::{
+                use rtscope_common::names::{
                     check_name, MAX_NAME_BYTES, MAX_TAG_KEY_BYTES, RESERVED_TAGS,
                 };
                 let what = format!("board '{name}': tag {k}");

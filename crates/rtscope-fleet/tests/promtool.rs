@@ -4,8 +4,8 @@
 //! schema (npm's `@grafana/schema`, checked by `tsc`: no Grafana server can be installed from
 //! Debian or the other registries CI uses; .ci/run installs both in $RTSCOPE_NODE).
 
+use rtscope_common::limits;
 use rtscope_fleet::{prometheus, Report};
-use rtscope_session::limits;
 use rtscope_store::Store;
 use rtscope_testkit::synthetic::{write_run, SyntheticRun};
 use std::io::Write;

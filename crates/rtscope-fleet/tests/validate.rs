@@ -3,8 +3,8 @@
 //! the JUnit XSD of Jenkins' xUnit plugin (`xmllint --schema`, Debian's libxml2-utils). The
 //! schemas are fixtures: tests/fixtures/README.md says where they come from.
 
+use rtscope_common::limits;
 use rtscope_fleet::{junit, kcidb, Report};
-use rtscope_session::limits;
 use rtscope_store::Store;
 use rtscope_testkit::synthetic::{write_run, SyntheticRun};
 use rtscope_testkit::{have, python3_imports, require};

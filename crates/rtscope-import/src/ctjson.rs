@@ -9,7 +9,7 @@
 
 use super::model::{parse_u64, Bad, Counter, Imported, ThreadRow};
 use super::rtjson::{environment, json_error, times};
-use rtscope_cyclictest::args::{self, CtOptions};
+use rtscope_ctopts::args::{self, CtOptions};
 use serde_json::{json, Map, Value};
 
 /// Parses cyclictest JSON text.

@@ -35,8 +35,9 @@ mod verbose;
 mod write;
 
 pub use model::{Bad, Imported, ThreadRow};
-use rtscope_session::record;
-use rtscope_session::{ExitStatus, RunError, UsageError};
+use rtscope_common::error::UsageError;
+use rtscope_common::names::parse_tag;
+use rtscope_store::Store;
 use serde_json::json;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -93,12 +94,19 @@ struct Failure {
     bad: Bad,
 }
 
-/// Runs `rtscope import`.
-pub fn run(a: &ImportOptions, out: &mut dyn Write) -> Result<ExitStatus, RunError> {
+/// The runs one `rtscope import` added: each source with its run id, for [`Imports::report`].
+pub struct Imports {
+    done: Vec<(Parsed, i64)>,
+}
+
+/// Runs `rtscope import`: parses every source, then records each as a run. A bad option or
+/// file, or a database that cannot be opened or written, is a usage error (exit code 2); the
+/// report is written by [`Imports::report`].
+pub fn import(a: &ImportOptions) -> Result<Imports, UsageError> {
     let tags = a
         .tags
         .iter()
-        .map(|t| record::parse_tag(t))
+        .map(|t| parse_tag(t))
         .collect::<Result<Vec<_>, _>>()?;
     let mut parsed = Vec::new();
     let mut failures = Vec::new();
@@ -109,20 +117,18 @@ pub fn run(a: &ImportOptions, out: &mut dyn Write) -> Result<ExitStatus, RunErro
         }
     }
     if !failures.is_empty() {
-        return Err(failure_error(&failures, a.files.len(), a.format.is_none()).into());
+        return Err(failure_error(&failures, a.files.len(), a.format.is_none()));
     }
-    let db = a.db.clone().unwrap_or_else(record::default_db);
-    let mut store = record::open(&db).map_err(|e| UsageError {
-        hint: Some("pass --db PATH for another database".into()),
-        ..e
-    })?;
+    let db = a.db.clone().unwrap_or_else(Store::default_path);
+    let mut store = Store::open(&db)
+        .map_err(|e| UsageError::from_error(e).hint("pass --db PATH for another database"))?;
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let command_line_json = serde_json::to_string(&argv)?;
+    let command_line_json = serde_json::to_string(&argv).map_err(UsageError::from_error)?;
     let mut done = Vec::new();
-    for p in &parsed {
-        let meta = meta(p, a, &tags, &command_line_json);
+    for p in parsed {
+        let meta = meta(&p, a, &tags, &command_line_json);
         let id = write::write(&mut store, &p.imported, &meta).map_err(|e| {
             UsageError::new(format!(
                 "{}: the run could not be written: {e}",
@@ -131,8 +137,7 @@ pub fn run(a: &ImportOptions, out: &mut dyn Write) -> Result<ExitStatus, RunErro
         })?;
         done.push((p, id));
     }
-    report(out, a.json, &done)?;
-    Ok(ExitStatus::Success)
+    Ok(Imports { done })
 }
 
 fn fail(file: &Path, bad: Bad) -> Failure {
@@ -339,7 +344,15 @@ fn meta<'a>(
     }
 }
 
-fn report(out: &mut dyn Write, as_json: bool, done: &[(&Parsed, i64)]) -> Result<(), RunError> {
+impl Imports {
+    /// Writes what was imported to `out`: a line per run (`--json`: an array), and a `note:`
+    /// on stderr for each note of a source.
+    pub fn report(&self, out: &mut dyn Write, as_json: bool) -> std::io::Result<()> {
+        report(out, as_json, &self.done)
+    }
+}
+
+fn report(out: &mut dyn Write, as_json: bool, done: &[(Parsed, i64)]) -> std::io::Result<()> {
     if as_json {
         let v: Vec<_> = done
             .iter()
@@ -351,7 +364,8 @@ fn report(out: &mut dyn Write, as_json: bool, done: &[(&Parsed, i64)]) -> Result
                 })
             })
             .collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        let text = serde_json::to_string_pretty(&v).map_err(std::io::Error::from)?;
+        writeln!(out, "{text}")?;
         return Ok(());
     }
     for (p, id) in done {

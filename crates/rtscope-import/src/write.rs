@@ -2,7 +2,7 @@
 //! parser names: `noise` for oslat).
 
 use super::model::Imported;
-use rtscope_session::sysinfo;
+use rtscope_core::civil::rfc3339;
 use rtscope_store::{Checkpoint, NewRun, RunId, Store, StoreError, ThreadRow};
 use rtscope_store::{RunKind, RunStatus};
 use serde_json::{json, Map, Value};
@@ -55,7 +55,7 @@ pub fn write(store: &mut Store, imp: &Imported, m: &RunMeta) -> Result<RunId, St
         kind: imp.kind.unwrap_or(RunKind::Import),
         label: m.label.clone(),
         tags: m.tags.to_vec(),
-        started: sysinfo::rfc3339(system_time(m.started_ns)),
+        started: rfc3339(system_time(m.started_ns)),
         started_unix_ns: m.started_ns,
         pid: std::process::id(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -74,7 +74,7 @@ pub fn write(store: &mut Store, imp: &Imported, m: &RunMeta) -> Result<RunId, St
         series: imp.series.clone(),
         ..Checkpoint::default()
     };
-    let ended = sysinfo::rfc3339(system_time(m.ended_ns));
+    let ended = rfc3339(system_time(m.ended_ns));
     if let Err(e) = store.finish_run(id, &cp, RunStatus::Complete, &ended, 0) {
         // A half-written import is worth nothing: leave no run behind.
         let _ = store.delete_run(id);

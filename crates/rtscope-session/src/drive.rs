@@ -31,15 +31,7 @@ pub struct Outcome {
     pub output_error: Option<io::Error>,
 }
 
-/// Blocks the run's signals (SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2) in the calling thread
-/// for the rest of the process. A front end calls it first, before any thread starts, so that
-/// every thread inherits the mask and a signal can only be taken by the control loop: a signal
-/// that comes before the run starts stops it at once, one that comes after it ended (while the
-/// end is written) is ignored, and never does one kill the process and lose a finished run.
-/// Programs started with `std::process::Command` get an empty mask again.
-pub fn hold_signals() {
-    let _previous = sys::block_run_signals();
-}
+pub use rtscope_common::signals::hold_signals;
 
 /// Runs the control loop until the run ends, calling `on` every `tick` and on user signals.
 /// An error from `on` (a closed stdout, say) stops the run like a signal would, and is

@@ -25,7 +25,7 @@ pub mod environment;
 pub use rtscope_common::error;
 pub mod explain;
 pub mod housekeeping;
-pub mod limits;
+pub use rtscope_common::limits;
 pub mod monitoring;
 pub mod noise;
 pub mod output;

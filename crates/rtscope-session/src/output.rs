@@ -62,14 +62,7 @@ impl<W: Write> Write for Guarded<W> {
     }
 }
 
-/// Writes `text` to stderr; a failing stderr (a full disk holding the log) is silence, never a
-/// panic.
-pub fn warn(text: &str) {
-    let mut e = io::stderr().lock();
-    let _ = e.write_all(text.as_bytes());
-    let _ = e.write_all(b"\n");
-    let _ = e.flush();
-}
+pub use rtscope_common::errors::warn;
 
 pub use rtscope_common::outfile::{create_new, AtomicFile};
 use rtscope_common::outfile::{open_special, Dest};

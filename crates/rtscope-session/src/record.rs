@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The default database: `$RTSCOPE_DB`, else `./rtscope.db`.
 pub fn default_db() -> PathBuf {
-    std::env::var_os("RTSCOPE_DB").map_or_else(|| PathBuf::from("rtscope.db"), PathBuf::from)
+    Store::default_path()
 }
 
 /// Opens the store, turning its errors into usage errors that name the file (exit 2).

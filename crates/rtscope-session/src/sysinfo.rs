@@ -75,25 +75,8 @@ pub fn strftime_local(t: SystemTime, format: &str) -> String {
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
-/// RFC 3339 UTC timestamp with nanoseconds.
-pub fn rfc3339(t: SystemTime) -> String {
-    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = epoch_timespec(d.as_secs());
-    // SAFETY: tm is plain data, filled by gmtime_r.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: both pointers are valid for the call.
-    unsafe { libc::gmtime_r(&secs.tv_sec, &mut tm) };
-    format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:09}Z",
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        tm.tm_sec,
-        d.subsec_nanos()
-    )
-}
+/// RFC 3339 UTC timestamp with nanoseconds (core's, which imports write too).
+pub use rtscope_core::civil::rfc3339;
 
 /// `/proc/loadavg` without its newline.
 pub fn loadavg() -> String {
@@ -112,7 +95,6 @@ mod tests {
         assert_eq!(s.sysname, "Linux");
         assert!(!s.release.is_empty());
         let t = UNIX_EPOCH + std::time::Duration::new(1_795_312_878, 5);
-        assert_eq!(rfc3339(t), "2026-11-22T02:01:18.000000005Z");
         assert!(strftime_local(t, "%Y").starts_with("2026"));
     }
 }

@@ -128,6 +128,11 @@ impl StoreError {
 }
 
 impl Store {
+    /// The database every command uses without `--db`: `$RTSCOPE_DB`, else `./rtscope.db`.
+    pub fn default_path() -> PathBuf {
+        std::env::var_os("RTSCOPE_DB").map_or_else(|| PathBuf::from("rtscope.db"), PathBuf::from)
+    }
+
     /// Opens (creating if needed) the database at `path`, upgrading its schema.
     pub fn open(path: &Path) -> Result<Store> {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE

@@ -85,26 +85,18 @@ fn export(db: &Path, run: &str, out: &Path, extra: &[&str]) -> Output {
     rtscope(&args)
 }
 
-/// Panics, saying what to install, unless python3 can import pandas and pyarrow.
-fn require_pandas() {
-    let o = Command::new("python3")
-        .args(["-c", "import pandas, pyarrow"])
-        .output();
-    match o {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => panic!(
-            "the export tests need pandas and pyarrow: run `pip install pandas pyarrow`\n{}",
-            text(&o.stderr)
-        ),
-        Err(e) => panic!(
-            "the export tests need python3 with pandas and pyarrow ({e}): install python3, then run `pip install pandas pyarrow`"
-        ),
-    }
+/// What the pandas checks need, and how to install it.
+const PANDAS: &str =
+    "python3 with pandas and pyarrow is not installed: run `pip install pandas pyarrow`";
+
+/// Whether python3 can import pandas and pyarrow.
+fn have_pandas() -> bool {
+    rtscope_testkit::python3_imports("pandas, pyarrow")
 }
 
 /// Runs a Python check script with `args`; panics with its output unless it prints `ok`.
 fn python(script: &str, args: &[&str]) {
-    require_pandas();
+    rtscope_testkit::require!(have_pandas(), "{PANDAS}");
     let o = Command::new("python3")
         .arg("-c")
         .arg(script)
@@ -221,7 +213,7 @@ print("ok")
 
 #[test]
 fn export_writes_every_table_in_every_format_and_pandas_loads_them() {
-    require_pandas();
+    rtscope_testkit::require!(have_pandas(), "{PANDAS}");
     let d = dir("all");
     let db = d.join("r.db");
     let id = record(&db, "x");

@@ -16,5 +16,6 @@ pub fn run(a: &ImportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         tags: a.tags.clone(),
         json: a.json,
     };
-    rtscope_import::run(&opts, out).map_err(crate::lift)
+    rtscope_import::import(&opts)?.report(out, a.json)?;
+    Ok(ExitStatus::Success)
 }

@@ -4,6 +4,13 @@ use std::sync::Mutex;
 /// `--follow-symlinks` is process-wide: the tests that read or set it take turns.
 static FOLLOW: Mutex<()> = Mutex::new(());
 
+/// A turn at [`FOLLOW`]; the mutex guards no data, so one failed test does not fail the others.
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    FOLLOW
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("rtscope-outfile-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -18,7 +25,7 @@ fn write_text(path: &Path, text: &str) -> Result<(), OutError> {
 /// N1: `mknod mynull c 1 3; rtscope … --ci-output junit=mynull` left a regular file.
 #[test]
 fn a_device_is_written_through_never_replaced() {
-    let _g = FOLLOW.lock().unwrap();
+    let _g = turn();
     let d = dir("device");
     let node = d.join("mynull");
     let st = std::process::Command::new("mknod")
@@ -27,7 +34,10 @@ fn a_device_is_written_through_never_replaced() {
         .args(["c", "1", "3"])
         .status()
         .unwrap();
-    assert!(st.success(), "mknod (the tests run as root)");
+    rtscope_testkit::require!(
+        st.success(),
+        "mknod of a character device needs root (CAP_MKNOD)"
+    );
     assert_eq!(Dest::resolve(&node).unwrap(), Dest::Special(node.clone()));
     write_text(&node, "<testsuites/>\n").unwrap();
     let t = std::fs::symlink_metadata(&node).unwrap().file_type();
@@ -42,7 +52,7 @@ fn a_device_is_written_through_never_replaced() {
 
 #[test]
 fn a_fifo_is_written_through() {
-    let _g = FOLLOW.lock().unwrap();
+    let _g = turn();
     let d = dir("fifo");
     let fifo = d.join("pipe");
     assert!(std::process::Command::new("mkfifo")
@@ -65,7 +75,7 @@ fn a_fifo_is_written_through() {
 
 #[test]
 fn a_symlink_is_refused_unless_followed() {
-    let _g = FOLLOW.lock().unwrap();
+    let _g = turn();
     let d = dir("symlink");
     let victim = d.join("victim");
     std::fs::write(&victim, "keep").unwrap();
@@ -102,7 +112,7 @@ fn a_symlink_is_refused_unless_followed() {
 /// `--json=/dev/stdout` is a common harness idiom: it means standard output, as `-` does.
 #[test]
 fn dash_and_dev_stdout_are_standard_output() {
-    let _g = FOLLOW.lock().unwrap();
+    let _g = turn();
     for p in ["-", "/dev/stdout"] {
         let mut out = Vec::new();
         write(Path::new(p), &mut out, |w| w.write_all(b"x")).unwrap();
@@ -113,7 +123,7 @@ fn dash_and_dev_stdout_are_standard_output() {
 /// N11: a write to /dev/full reported success.
 #[test]
 fn every_write_error_is_returned_naming_the_file() {
-    let _g = FOLLOW.lock().unwrap();
+    let _g = turn();
     let e = write_text(Path::new("/dev/full"), "{}").unwrap_err();
     assert_eq!(e.io_kind(), Some(io::ErrorKind::StorageFull), "{e}");
     assert!(e.to_string().contains("/dev/full"), "{e}");
@@ -132,7 +142,7 @@ fn every_write_error_is_returned_naming_the_file() {
 
 #[test]
 fn a_regular_file_is_replaced_whole_and_bad_paths_fail_before() {
-    let _g = FOLLOW.lock().unwrap();
+    let _g = turn();
     let d = dir("regular");
     let f = d.join("r.xml");
     std::fs::write(&f, "old").unwrap();

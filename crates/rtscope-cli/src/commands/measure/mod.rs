@@ -3,6 +3,7 @@
 
 pub mod ci;
 pub mod json;
+pub mod metrics;
 pub mod table;
 
 use crate::cli::{ClockArg, MeasureArgs, PolicyArg};
@@ -151,7 +152,7 @@ pub fn run(
         .transpose()?;
     // Opened before the run, so a bad file fails before anything starts.
     let store = a.rec.open_store()?;
-    let mut metrics = a
+    let mut textfile = a
         .metrics_file
         .as_deref()
         .map(|p| {
@@ -206,15 +207,15 @@ pub fn run(
     }
     let mut progress = Progress::new(!a.quiet, session.plan().config.duration);
     let measured = session.drive(tick, &mut |run: &Run, ev| {
-        if let (Some(m), Event::Tick) = (metrics.as_mut(), ev) {
-            m.update(run);
+        if let (Some(m), Event::Tick) = (textfile.as_mut(), ev) {
+            metrics::update(m, run);
         }
         progress.update(run, ev);
         Ok(())
     })?;
     progress.clear();
-    if let Some(m) = metrics.as_mut() {
-        m.finish(&measured.result, measured.signal.is_some());
+    if let Some(m) = textfile.as_mut() {
+        metrics::finish(m, &measured.result, measured.signal.is_some());
     }
     let placed = session.placement().doc(session.plan().explain.is_some());
     let (mut status, text, json) = report(

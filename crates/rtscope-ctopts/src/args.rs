@@ -4,8 +4,8 @@
 //! a bad value is a usage error naming the option.
 
 use super::getopt::{scan, Arg, OptDef};
+use rtscope_common::error::UsageError;
 use rtscope_core::Nanos;
-use rtscope_session::UsageError;
 use std::path::PathBuf;
 
 /// Whether the word after `-a` is its CPU list: cyclictest takes it when it starts with a digit

@@ -1,0 +1,134 @@
+//! The signals of a run, in one place for every process that waits for them (a measurement's
+//! control thread, the fleet's fan-out, a campaign between runs): which they are, blocking them
+//! before any thread starts, and waiting for them with `sigtimedwait`. Plain libc; the engine's
+//! measuring threads use the same set (`rtscope_engine::sys` re-exports it).
+
+use rtscope_core::Nanos;
+
+/// `t` as a `timespec` (a relative timeout or an absolute deadline): the engine's sleeps and the
+/// signal waits here.
+#[inline]
+pub fn timespec(t: Nanos) -> libc::timespec {
+    libc::timespec {
+        // `as _`: the field's own type (time_t), which musl's libc bindings deprecate naming.
+        tv_sec: (t.0 / 1_000_000_000) as _,
+        tv_nsec: (t.0 % 1_000_000_000) as libc::c_long,
+    }
+}
+
+/// The real-time signal the last measuring thread sends its control thread when the run is done.
+pub fn done_signal() -> libc::c_int {
+    libc::SIGRTMIN() + 4
+}
+
+/// The signals a run handles in its control thread: SIGINT, SIGTERM, SIGHUP (an ssh session
+/// that drops), SIGUSR1, SIGUSR2 and [`done_signal`].
+pub fn run_signals() -> [libc::c_int; 6] {
+    [
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGUSR1,
+        libc::SIGUSR2,
+        done_signal(),
+    ]
+}
+
+/// Whether `s` asks a run to stop (SIGINT, SIGTERM or SIGHUP): the threads end after their
+/// current cycle and every output is still produced.
+pub fn is_stop_signal(s: libc::c_int) -> bool {
+    s == libc::SIGINT || s == libc::SIGTERM || s == libc::SIGHUP
+}
+
+/// The name of a stop signal (`SIGINT`, `SIGTERM`, `SIGHUP`; `signal N` for another).
+pub fn signal_name(s: libc::c_int) -> String {
+    match s {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        libc::SIGHUP => "SIGHUP".into(),
+        _ => format!("signal {s}"),
+    }
+}
+
+/// A signal set holding `signals`.
+pub fn sigset_of(signals: &[libc::c_int]) -> libc::sigset_t {
+    // SAFETY: sigset_t is plain data, initialised by sigemptyset right away.
+    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid sigset_t; the signal numbers are valid.
+    unsafe {
+        libc::sigemptyset(&mut set);
+        for &s in signals {
+            libc::sigaddset(&mut set, s);
+        }
+    }
+    set
+}
+
+/// Blocks [`run_signals`] in the calling thread (and so in threads it starts afterwards); returns
+/// the previous mask to restore.
+pub fn block_run_signals() -> libc::sigset_t {
+    let set = sigset_of(&run_signals());
+    // SAFETY: sigset_t is plain data, filled by pthread_sigmask.
+    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
+    // SAFETY: both sets are valid; SIG_BLOCK only adds signals to this thread's mask.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old) };
+    old
+}
+
+/// Restores a signal mask saved by [`block_run_signals`].
+pub fn restore_signal_mask(old: &libc::sigset_t) {
+    // SAFETY: `old` is a mask obtained from pthread_sigmask.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
+}
+
+/// Waits up to `timeout` for one of [`run_signals`] (which must be blocked); returns it.
+pub fn wait_run_signal(timeout: Nanos) -> Option<libc::c_int> {
+    wait_signals(&run_signals(), timeout)
+}
+
+/// Takes a pending [`done_signal`] of the calling thread, if any, without waiting.
+pub fn drain_done_signal() {
+    while wait_signals(&[done_signal()], Nanos::ZERO).is_some() {}
+}
+
+fn wait_signals(signals: &[libc::c_int], timeout: Nanos) -> Option<libc::c_int> {
+    let set = sigset_of(signals);
+    let ts = timespec(timeout);
+    // SAFETY: `set` and `ts` are valid; a null siginfo pointer is allowed.
+    let rc = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
+    (rc > 0).then_some(rc)
+}
+
+/// Sends `signal` to thread `tid` of this process.
+pub fn signal_thread(tid: i32, signal: libc::c_int) {
+    // SAFETY: tgkill with our own pid, a thread id and a valid signal number; no pointers.
+    unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, signal) };
+}
+
+/// Blocks the run's signals (SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2) in the calling thread
+/// for the rest of the process. A front end calls it first, before any thread starts, so that
+/// every thread inherits the mask and a signal can only be taken by the control loop: a signal
+/// that comes before the run starts stops it at once, one that comes after it ended (while the
+/// end is written) is ignored, and never does one kill the process and lose a finished run.
+/// Programs started with `std::process::Command` get an empty mask again.
+pub fn hold_signals() {
+    let _previous = block_run_signals();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timespecs_split_seconds_and_nanoseconds() {
+        let t = timespec(Nanos(2_000_000_300));
+        assert_eq!((t.tv_sec, t.tv_nsec), (2, 300));
+    }
+
+    #[test]
+    fn stop_signals_are_named() {
+        assert!(is_stop_signal(libc::SIGHUP) && !is_stop_signal(libc::SIGUSR1));
+        assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
+        assert!(run_signals().contains(&done_signal()));
+    }
+}
