@@ -65,7 +65,7 @@ pub enum Section {
     Monitors,
     /// OS noise (runs of kind `noise`).
     Noise,
-    /// The tail beyond the measured maximum ([`crate::worst`]).
+    /// The tail beyond the measured maximum (the `worst` module).
     WorstCase,
 }
 
@@ -174,7 +174,6 @@ pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> 
     if let Some(p) = crate::samples::spike_panel(runs, grouping) {
         out.push(named("spikes", Latency, SPIKES_CAPTION, Figure::single(p)));
     }
-    out.extend(crate::worst::figures(runs));
     let monitors = if runs.len() == 1 {
         monitor_panels(&runs[0])
     } else {

@@ -2,6 +2,7 @@
 //! text that comes from a run (labels, hostnames, command lines, load errors) is escaped.
 
 use crate::figures::{NamedFigure, Section};
+use crate::markup::figures;
 use crate::model::RunData;
 use crate::table::{us1, SummaryRow};
 use crate::warnings::Warning;
@@ -263,22 +264,6 @@ fn cases(h: &mut String, rows: &[crate::table::CaseRow]) {
         );
     }
     h.push_str("</table>\n");
-}
-
-pub(crate) fn figures(h: &mut String, figs: &[(&NamedFigure, &str)], section: Section) {
-    for (f, svg) in figs.iter().filter(|(f, _)| f.section == section) {
-        figure(h, f, svg);
-    }
-}
-
-/// One figure with its caption and links to its files.
-pub(crate) fn figure(h: &mut String, f: &NamedFigure, svg: &str) {
-    let n = escape(&f.name);
-    let _ = writeln!(
-        h,
-        "<figure id=\"fig-{n}\">{svg}<figcaption>{} <a href=\"{n}.png\">PNG</a> · <a href=\"{n}.svg\">SVG</a></figcaption></figure>",
-        escape(&f.caption)
-    );
 }
 
 fn top(h: &mut String, runs: &[RunData]) {

@@ -25,6 +25,7 @@ pub mod figures;
 pub mod group;
 pub mod histogram;
 pub mod html;
+mod markup;
 pub mod matrix;
 pub mod model;
 pub mod monitors;
@@ -138,6 +139,8 @@ pub fn build_each(
     let mut figs = Vec::new();
     if !latency.is_empty() {
         figs = figures::all_with(latency, &grouping, opts.xmax_us);
+        // The tails' figures (`--tail`), drawn in their own part of the latency section.
+        figs.extend(worst::figures(latency));
     }
     figs.extend(noise::figures::all(noisy));
     let inline = runs.len() <= INLINE_FIGURES_MAX_RUNS;

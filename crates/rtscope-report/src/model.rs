@@ -40,7 +40,7 @@ pub struct RunData {
     pub checks: Vec<rtscope_store::CheckRow>,
     /// The tail beyond the measured maximum per thread (`--tail`; made by the caller, which
     /// reads the store; empty when not asked or not analysed).
-    pub tails: Vec<crate::worst::ThreadTail>,
+    pub tails: Vec<ThreadTail>,
 }
 
 impl From<RunBundle> for RunData {
@@ -237,4 +237,33 @@ pub fn respond_role(config_json: &str, thread: u32) -> Option<String> {
         Some(path) => format!("{source} {}", path.replace('→', "->")),
         None => source.to_string(),
     })
+}
+
+/// One thread's tail beyond the measured time (`report --tail`, the `worst` module).
+#[derive(Debug, Clone)]
+pub struct ThreadTail {
+    /// The thread.
+    pub thread: u32,
+    /// Its CPU, when pinned.
+    pub cpu: Option<u32>,
+    /// What `rtscope tail` reports.
+    pub analysis: rtscope_evt::Analysis,
+    /// What the plots draw ([`rtscope_evt::figure::figures`]).
+    pub figures: rtscope_evt::figure::Figures,
+}
+
+impl ThreadTail {
+    /// `CPU 2`, or `thread 0` when unpinned.
+    pub fn title(&self) -> String {
+        self.cpu
+            .map_or(format!("thread {}", self.thread), |c| format!("CPU {c}"))
+    }
+
+    /// The file name of its figure (`worst-case-run3-cpu1`).
+    pub(crate) fn file_name(&self, run: &RunData) -> String {
+        let who = self
+            .cpu
+            .map_or(format!("thread{}", self.thread), |c| format!("cpu{c}"));
+        format!("worst-case-run{}-{who}", run.id())
+    }
 }

@@ -15,33 +15,7 @@ use std::fmt::Write;
 /// and the rest named as not analysed.
 pub const MAX_TAILS: usize = 16;
 
-/// One thread's analysis with its figures' data.
-#[derive(Debug, Clone)]
-pub struct ThreadTail {
-    /// The thread.
-    pub thread: u32,
-    /// Its CPU, when pinned.
-    pub cpu: Option<u32>,
-    /// What `rtscope tail` reports.
-    pub analysis: Analysis,
-    /// What the plots draw ([`rtscope_evt::figure::figures`]).
-    pub figures: Figures,
-}
-
-impl ThreadTail {
-    /// `CPU 2`, or `thread 0` when unpinned.
-    pub fn title(&self) -> String {
-        self.cpu
-            .map_or(format!("thread {}", self.thread), |c| format!("CPU {c}"))
-    }
-
-    fn file_name(&self, run: &RunData) -> String {
-        let who = self
-            .cpu
-            .map_or(format!("thread{}", self.thread), |c| format!("cpu{c}"));
-        format!("worst-case-run{}-{who}", run.id())
-    }
-}
+pub use crate::model::ThreadTail;
 
 const CAPTION: &str = "Left: the probability per wake-up of a latency beyond x, past the data: the fitted tail, its interval at the table's levels, the observed cluster maxima. Middle: observed against fitted quantiles (on y = x when the model fits). Right: the shape ξ per candidate threshold, × the one chosen.";
 const REFUSED: &str = "REFUSED: no level is drawn; the plots show why the tests above failed.";
@@ -216,18 +190,18 @@ pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)], 
         for t in &r.tails {
             // Line by line: the escape shows control characters, a newline too, as `\n`.
             let text = rtscope_evt::render::text(&t.title(), &t.analysis);
-            let lines: Vec<String> = text.lines().map(crate::html::escape).collect();
+            let lines: Vec<String> = text.lines().map(crate::escape::escape).collect();
             let _ = writeln!(
                 h,
                 "<h3>{} (run {}) — {}</h3>\n<pre>{}</pre>",
-                crate::html::escape(&r.name()),
+                crate::escape::escape(&r.name()),
                 r.id(),
                 t.title(),
                 lines.join("\n")
             );
             let name = t.file_name(r);
             if let Some((f, svg)) = figs.iter().find(|(f, _)| f.name == name) {
-                crate::html::figure(h, f, svg);
+                crate::markup::figure(h, f, svg);
             }
         }
     }
@@ -235,7 +209,7 @@ pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)], 
         let _ = writeln!(
             h,
             "<p class=\"muted\">Not analysed (a report analyses at most {MAX_TAILS} threads): {}.</p>",
-            crate::html::escape(&skipped.join(", "))
+            crate::escape::escape(&skipped.join(", "))
         );
     }
 }

@@ -11,6 +11,7 @@
 //! * [`text`] and [`json`]: the two renderings; [`plot`]: the overlaid plots.
 
 pub mod analysis;
+pub mod change;
 pub mod differences;
 pub mod group;
 pub mod json;

@@ -7,7 +7,8 @@
 //! the verdict `untested`. A group whose estimate is refused gets no verdict (`n/a`), and its
 //! refusal is named.
 
-use super::analysis::{Change, Comparison, Group};
+use super::change::Change;
+use super::group::Group;
 use super::model::Merged;
 use super::verdict::{delta_pct, Basis, Thresholds, Verdict};
 use rtscope_evt::render::us;
@@ -124,13 +125,13 @@ pub fn disjoint(a: &Level, b: &Level) -> bool {
 }
 
 /// The tail block of the text report.
-pub fn text(c: &Comparison, row: &TailRow) -> String {
+pub fn text(groups: &[Group], row: &TailRow) -> String {
     let mut s = format!(
         "tail level: the latency exceeded with probability {:e} per wake-up ({:.0} % interval; the runs merged):\n",
         row.probability,
         row.confidence * 100.0
     );
-    for (i, (g, side)) in c.groups.iter().zip(&row.sides).enumerate() {
+    for (i, (g, side)) in groups.iter().zip(&row.sides).enumerate() {
         let value = match side {
             Side::Level(l) => format!(
                 "{} [{} .. {}]",
@@ -174,6 +175,7 @@ fn verdict(ch: &Change, base: &Side, cand: &Side) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compare::analysis::Comparison;
     use crate::compare::model::{tests_support, RunData, Stat};
     use rtscope_core::{Histogram, Nanos};
     use rtscope_evt::gpd::Gpd;

@@ -14,7 +14,7 @@ pub fn render(c: &Comparison) -> String {
     s.push_str(&side_by_side(c));
     if let Some(t) = &c.tail {
         s.push('\n');
-        s.push_str(&super::tail::text(c, t));
+        s.push_str(&super::tail::text(&c.groups, t));
     }
     if let Some(m) = &c.matrix {
         s.push('\n');

@@ -83,7 +83,10 @@ fn add_tails(store: &Store, runs: &mut [RunData]) -> anyhow::Result<()> {
     let o = rtscope_evt::Options::default();
     let mut left = rtscope_report::worst::MAX_TAILS;
     // Noise runs (ordered last) have gaps, not wake-ups: no tail of theirs is estimated.
-    for r in runs.iter_mut().filter(|r| !rtscope_report::noise::is_noise(r)) {
+    for r in runs
+        .iter_mut()
+        .filter(|r| !rtscope_report::noise::is_noise(r))
+    {
         if r.detail.threads.len() > left {
             break;
         }

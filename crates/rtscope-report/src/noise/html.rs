@@ -46,7 +46,7 @@ pub fn row(cells: &[String; 11]) -> String {
     let mut h = String::new();
     for (i, v) in cells.iter().enumerate() {
         let class = if i == 1 { " class=\"t\"" } else { "" };
-        let _ = write!(h, "<td{class}>{}</td>", crate::html::escape(v));
+        let _ = write!(h, "<td{class}>{}</td>", crate::escape::escape(v));
     }
     h
 }
@@ -73,7 +73,7 @@ pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)]) 
     }
     h.push_str("</table>\n<p class=\"muted\">Busy-loop gaps, not wake-ups. Noise is from the gap histogram and the run's threshold (an oslat import has none: -).</p>\n");
     causes(h, runs);
-    crate::html::figures(h, figs, Section::Noise);
+    crate::markup::figures(h, figs, Section::Noise);
 }
 
 /// The time per cause of each run, µs: `--explain`'s classes, or "not explained".

@@ -5,7 +5,8 @@
 use super::cells::{cpus, Cell};
 use super::{WatchData, WatchOptions};
 use crate::figures::{NamedFigure, Section};
-use crate::html::{escape, figures, CSS};
+use crate::html::{escape, CSS};
+use crate::markup::figures;
 use rtscope_core::civil::utc_text;
 use rtscope_core::Histogram;
 use rtscope_store::watch::Level;
