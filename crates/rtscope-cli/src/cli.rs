@@ -114,13 +114,26 @@ pub enum Command {
     /// PREEMPT_RT, isolation, governor, SMT, IRQs, idle states, RT tasks, limits, thermal,
     /// VM and container; fixes are printed, never applied; exit 1 when a check is bad.
     Check(CheckArgs),
-    /// Print a shell completion script.
+    /// Print a shell completion script (bash, zsh or fish).
     Completions {
         /// The shell.
-        shell: clap_complete::Shell,
+        shell: CompletionShell,
     },
     /// Print a man page (roff): rtscope(1), or a subcommand's, e.g. `rtscope man runs show`.
     Man(ManArgs),
+}
+
+/// The shells `rtscope completions` writes for: those of the Linux systems rtscope runs on (the
+/// .debs install these three). Not clap_complete's whole `Shell`: its Elvish and PowerShell
+/// generators would cost the x86-64 binary's size budget for shells no board runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum CompletionShell {
+    /// bash (bash-completion).
+    Bash,
+    /// zsh.
+    Zsh,
+    /// fish.
+    Fish,
 }
 
 /// Options of `rtscope run`.

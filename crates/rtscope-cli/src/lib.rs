@@ -102,7 +102,13 @@ fn dispatch(argv_os: &[std::ffi::OsString], out: &mut dyn Write) -> anyhow::Resu
         cli::Command::Tail(a) => commands::tail::run(&a, out),
         cli::Command::Check(a) => commands::check::run(&a, argv, out),
         cli::Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut cli::command(), "rtscope", out);
+            use clap_complete::shells::{Bash, Fish, Zsh};
+            let (mut cmd, bin) = (cli::command(), "rtscope");
+            match shell {
+                cli::CompletionShell::Bash => clap_complete::generate(Bash, &mut cmd, bin, out),
+                cli::CompletionShell::Zsh => clap_complete::generate(Zsh, &mut cmd, bin, out),
+                cli::CompletionShell::Fish => clap_complete::generate(Fish, &mut cmd, bin, out),
+            }
             Ok(ExitStatus::Success)
         }
         cli::Command::Man(a) => manual::run(&a, out),

@@ -278,9 +278,9 @@ impl SpikeBook {
         threshold_ns: u64,
     ) -> ExplainSummary {
         let mut worst: Vec<Explained> = self.windows.values().flatten().cloned().collect();
-        worst.sort_by_key(|e| e.wakeup_ns());
+        rtscope_core::order::sort_by_key(&mut worst, |e| e.wakeup_ns());
         let mut culprits: Vec<CulpritRow> = self.culprits.values().cloned().collect();
-        culprits.sort_by(|a, b| {
+        rtscope_core::order::sort_by(&mut culprits, |a, b| {
             b.total_ns
                 .cmp(&a.total_ns)
                 .then_with(|| a.category.cmp(&b.category))
@@ -298,7 +298,7 @@ impl SpikeBook {
 
 fn trim(w: &mut Vec<Explained>, keep: usize) {
     if w.len() > keep {
-        w.sort_by_key(|e| std::cmp::Reverse(e.latency_ns()));
+        rtscope_core::order::sort_by_key(w, |e| std::cmp::Reverse(e.latency_ns()));
         w.truncate(keep);
     }
 }

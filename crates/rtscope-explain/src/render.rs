@@ -104,7 +104,7 @@ pub fn summary(s: &ExplainSummary, run_start_ns: u64, max_spikes: usize) -> Stri
         }
     }
     let mut worst: Vec<&Explained> = s.worst.iter().collect();
-    worst.sort_by_key(|e| std::cmp::Reverse(e.latency_ns()));
+    rtscope_core::order::sort_by_key(&mut worst, |e| std::cmp::Reverse(e.latency_ns()));
     if !worst.is_empty() {
         let _ = writeln!(o, "\n  worst spikes");
     }
