@@ -106,7 +106,9 @@ def verify_reference(c: Checker, kernel: str, r: guest.BootResult, x: dict, bar:
     text = (r.files.get("reference.txt") or b"").decode(errors="replace")
     ref = reference.parse(text, 1)
     dump = reference.dump_events((r.files.get("dump.txt") or b"").decode(errors="replace"), 1)
-    cmp = reference.compare(x, ref, 1, apart=reference.stamped_apart(dump, ref))
+    irqs = reference.osnoise_irqs((r.files.get("dump.txt") or b"").decode(errors="replace"), 1)
+    apart = sorted(reference.stamped_apart(dump, ref) + reference.osnoise_apart(irqs, ref))
+    cmp = reference.compare(x, ref, 1, apart=apart)
     for line in cmp.lines:
         print(f"  {kernel}: {line}")
     blocked = reference.blocked_stacks(text, 1)

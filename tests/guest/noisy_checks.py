@@ -72,11 +72,11 @@ def verify(c, kernel: str, r: guest.BootResult, modes: list[str], bar: bool) -> 
         x = json.loads(r.files.get(f"explain-{mode}.json") or b"{}").get("explain") or {}
         ref = reference.parse((r.files.get(f"reference-{mode}.txt") or b"").decode(
             errors="replace"), 1)
-        dump = reference.dump_events(
-            (r.files.get(f"dump-{mode}.txt") or b"").decode(errors="replace"), 1)
+        text = (r.files.get(f"dump-{mode}.txt") or b"").decode(errors="replace")
+        apart = sorted(reference.stamped_apart(reference.dump_events(text, 1), ref)
+                       + reference.osnoise_apart(reference.osnoise_irqs(text, 1), ref))
         culprit = culprit_of(mode, kernel)
-        cmp = reference.compare(x, ref, 1, culprit=culprit,
-                                apart=reference.stamped_apart(dump, ref))
+        cmp = reference.compare(x, ref, 1, culprit=culprit, apart=apart)
         for line in cmp.lines:
             print(f"  {kernel} {mode}: {line}")
         c.expect(kernel, f"noise {mode}: rtscope measure --explain exits 0 and its spikes are compared",
