@@ -350,28 +350,48 @@ def osnoise_irqs(text: str, cpu: int) -> list[tuple[str, int, int]]:
     return out
 
 
+def interrupt_stamps(ref: Reference) -> tuple[dict[str, list[tuple[int, str]]],
+                                                 dict[str, list[int]]]:
+    """The reference's interrupt entries by the name osnoise gives the interrupt, each with the
+    key of its exits, and the exits by that key: an x86 vector by its event's name
+    (`call_function_single_entry`/`_exit`), a hard interrupt by the name its
+    `irq_handler_entry` gives and its number, which is all its `irq_handler_exit` has (arm64's
+    IPIs: `irq=2 name=IPI`)."""
+    entries: dict[str, list[tuple[int, str]]] = {}
+    exits: dict[str, list[int]] = {}
+    for e in ref.events:
+        if e.kind == "irq_handler_entry":
+            if m := re.search(r"irq=(\d+) name=(\S+)", e.args):
+                entries.setdefault(m.group(2), []).append((e.ts_ns, f"irq={m.group(1)}"))
+        elif e.kind == "irq_handler_exit":
+            if m := IRQ.search(e.args):
+                exits.setdefault(f"irq={m.group(1)}", []).append(e.ts_ns)
+        elif e.kind.endswith("_entry") and VECTOR.search(e.args):
+            name = e.kind.removesuffix("_entry")
+            entries.setdefault(name, []).append((e.ts_ns, name))
+        elif e.kind.endswith("_exit") and VECTOR.search(e.args):
+            exits.setdefault(e.kind.removesuffix("_exit"), []).append(e.ts_ns)
+    return entries, exits
+
+
 def osnoise_apart(irqs: list[tuple[str, int, int]], ref: Reference,
                   over_ns: int = 20_000) -> list[tuple[int, int]]:
     """What `stamped_apart` finds for the interrupts osnoise reported (the timerlat tier): each
-    is paired with the reference's `NAME_entry` nearest its start (within 1 ms) and the
-    `NAME_exit` after it; where osnoise's end and the reference's exit lie more than `over_ns`
-    apart, the span between them. osnoise reads the clock in its own probe on the same exit
+    is paired with the reference's entry of that interrupt nearest its start (within 1 ms) and
+    the exit after it (`interrupt_stamps`); where osnoise's end and the reference's exit lie
+    more than `over_ns` apart, the span between them. osnoise reads the clock in its own probe on the same exit
     tracepoint the reference instance records: a vCPU stopped between the two (under TCG) makes
     one trace put the stop inside the interrupt and the other after it (an IPI of 31 us in the
     reference, 27.6 ms of interrupt noise in osnoise's, rt-amd64 beside a loaded host)."""
     spans = []
-    by_kind: dict[str, list[int]] = {}
-    for e in ref.events:
-        if e.kind.endswith("_entry") or e.kind.endswith("_exit"):
-            by_kind.setdefault(e.kind, []).append(e.ts_ns)
+    entries_of, exits_of = interrupt_stamps(ref)
     for name, start, end in irqs:
-        entries = by_kind.get(name + "_entry") or []
-        exits = by_kind.get(name + "_exit") or []
-        near = [t for t in entries if abs(t - start) <= 1_000_000]
+        entries = entries_of.get(name) or []
+        near = [(t, key) for t, key in entries if abs(t - start) <= 1_000_000]
         if not near:
             continue
-        entry = min(near, key=lambda t: abs(t - start))
-        after = [t for t in exits if t >= entry]
+        entry, key = min(near, key=lambda tk: abs(tk[0] - start))
+        after = [t for t in exits_of.get(key) or [] if t >= entry]
         if after and abs(after[0] - end) > over_ns:
             spans.append((min(after[0], end), max(after[0], end)))
     return sorted(spans)

@@ -45,6 +45,9 @@ case "$ABI" in
       kbuild=$(readlink "$HEADERS/scripts" | sed -n 's|.*/lib/\(linux-kbuild-[^/]*\)/scripts$|\1|p')
       [ -n "$common" ] && [ -n "$kbuild" ] || { echo "error: unexpected layout of $HEADERS" >&2; exit 1; }
       [ -d "/usr/src/$common" ] || apt_need "$common"
+      # The common headers' scripts link to the host's kbuild of that version (its makefiles):
+      # installed with the amd64 headers when an amd64 module was built first, else here.
+      [ -d "/usr/lib/$kbuild/scripts" ] || apt_need "$kbuild"
       (cd "$ROOT/debs" && apt-get download -o APT::Sandbox::User=root "$kbuild:arm64" >/dev/null)
       dpkg-deb -x "$ROOT"/debs/"$kbuild"_*_arm64.deb "$ROOT"
     fi

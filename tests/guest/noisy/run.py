@@ -3,7 +3,7 @@
 
     python3 tests/guest/noisy/run.py --kernel rt-amd64 \
         --rtscope target/x86_64-unknown-linux-musl/release/rtscope \
-        [--modes preempt,irq,storm,softirq,net] [--bar]
+        [--modes preempt,irq,storm,softirq,net] [--bar] [--storm-irq-us US]
 
 Builds noisy.ko for the kernel's ABI (build.sh), boots the kernel with it (guest.py), runs
 guest-noisy.sh and compares rtscope's attribution of each kept spike with the reference
@@ -35,6 +35,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--modes", default=",".join(noisy_checks.CULPRITS))
     p.add_argument("--out", type=Path, default=Path("target/guest/noisy"))
     p.add_argument("--timeout", type=float, default=900)
+    p.add_argument("--storm-irq-us", type=int, metavar="US",
+                   help="the storm's handler time (default: 50 on x86, 500 on arm64)")
     p.add_argument("--bar", action="store_true",
                    help="exit 1 unless every mode meets reference.bar")
     a = p.parse_args(argv)
@@ -49,8 +51,11 @@ def main(argv: list[str]) -> int:
     if why:
         c.expect(a.kernel, "noisy.ko builds", False, why)
         return 1
+    env = {"MODES": " ".join(modes)}
+    if a.storm_irq_us is not None:
+        env["STORM_IRQ_US"] = str(a.storm_irq_us)
     r = guest.boot(a.kernel, (HERE / "guest-noisy.sh").read_text(), a.rtscope,
-                   env={"MODES": " ".join(modes)}, files=files,
+                   env=env, files=files,
                    timeout=a.timeout, console_log=out / "console.log")
     for name, data in r.files.items():
         (out / name).write_bytes(data)

@@ -1,0 +1,67 @@
+"""Unit tests of the host-side replay of the reference instance (reference.py), on small
+traces written here: the parts whose mistakes would pass or fail the guest bar for the wrong
+reason. Run by tests/guest/ci.sh before the guests boot (`python3 -m unittest` in this folder).
+"""
+
+from __future__ import annotations
+
+import unittest
+
+import reference
+
+
+def line(ts_us: float, kind: str, args: str, cpu: int = 1) -> str:
+    """One line of tracefs text at `ts_us` microseconds (6 decimals, as `trace` prints)."""
+    sec, us = divmod(round(ts_us), 1_000_000)
+    return f"  noisy-99     [{cpu:03d}] d.h2.   {sec}.{us:06d}: {kind}: {args}"
+
+
+class OsnoiseApart(unittest.TestCase):
+    """The spans where osnoise's record of an interrupt and the reference's lie apart."""
+
+    def test_an_arm64_hard_interrupt_is_paired_by_name_then_number(self):
+        # arm64's IPIs are hard interrupts: the entry names them, the exit has the number only.
+        ref = reference.parse("\n".join([
+            line(1_000, "irq_handler_entry", "irq=2 name=IPI"),
+            line(1_500, "irq_handler_exit", "irq=2 ret=handled"),
+            line(2_000, "irq_handler_entry", "irq=11 name=arch_timer"),
+            line(2_100, "irq_handler_exit", "irq=11 ret=handled"),
+            line(3_000, "irq_handler_entry", "irq=2 name=IPI"),
+            line(3_500, "irq_handler_exit", "irq=2 ret=handled"),
+        ]), 1)
+        # osnoise: the first IPI ends 1.7 ms after the reference's exit (the vCPU stopped
+        # between the two probes), the second agrees within 5 us, the timer by 20 us exactly.
+        irqs = [("IPI", 1_000_000, 3_200_000), ("arch_timer", 2_000_000, 2_120_000),
+                ("IPI", 3_001_000, 3_505_000)]
+        self.assertEqual(reference.osnoise_apart(irqs, ref), [(1_500_000, 3_200_000)])
+
+    def test_an_exit_of_another_interrupt_number_is_not_the_end(self):
+        ref = reference.parse("\n".join([
+            line(1_000, "irq_handler_entry", "irq=2 name=IPI"),
+            line(1_100, "irq_handler_exit", "irq=11 ret=handled"),
+            line(1_500, "irq_handler_exit", "irq=2 ret=handled"),
+        ]), 1)
+        self.assertEqual(reference.osnoise_apart([("IPI", 1_000_000, 1_500_000)], ref), [])
+
+    def test_an_x86_vector_is_paired_by_its_event_names(self):
+        ref = reference.parse("\n".join([
+            line(1_000, "call_function_single_entry", "vector=251"),
+            line(1_031, "call_function_single_exit", "vector=251"),
+        ]), 1)
+        irqs = [("call_function_single", 1_000_000, 28_600_000)]
+        self.assertEqual(reference.osnoise_apart(irqs, ref), [(1_031_000, 28_600_000)])
+
+    def test_an_interrupt_the_reference_did_not_see_is_not_judged(self):
+        ref = reference.parse(line(1_000, "irq_handler_entry", "irq=2 name=IPI"), 1)
+        irqs = [("IPI", 5_000_000, 9_000_000), ("virtio0", 1_000_000, 2_000_000)]
+        self.assertEqual(reference.osnoise_apart(irqs, ref), [])
+
+
+class Overlap(unittest.TestCase):
+    def test_overlap_counts_the_union_of_sorted_spans_once(self):
+        spans = [(0, 10), (5, 20), (30, 40)]
+        self.assertEqual(reference.overlap(spans, 8, 35), 17)
+
+
+if __name__ == "__main__":
+    unittest.main()
