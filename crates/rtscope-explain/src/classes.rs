@@ -19,6 +19,8 @@ pub enum Class {
     Nmi,
     /// The switch back to the loop (scheduler, return to user space).
     Switch,
+    /// RT throttling: the real-time loop taken off the CPU for normal tasks or idle.
+    Throttling,
     /// Time the guest could not see (the vCPU was not running).
     Hypervisor,
     /// Time no trace event covers: never folded into a class.
@@ -27,12 +29,13 @@ pub enum Class {
 
 impl Class {
     /// Every class, in the order printed.
-    pub const ALL: [Class; 7] = [
+    pub const ALL: [Class; 8] = [
         Class::Thread,
         Class::Irq,
         Class::Softirq,
         Class::Nmi,
         Class::Switch,
+        Class::Throttling,
         Class::Hypervisor,
         Class::Unexplained,
     ];
@@ -45,6 +48,7 @@ impl Class {
             Class::Softirq => "softirq",
             Class::Nmi => "nmi",
             Class::Switch => "switch back",
+            Class::Throttling => "RT throttling",
             Class::Hypervisor => "hypervisor",
             Class::Unexplained => "unexplained",
         }
@@ -62,6 +66,7 @@ impl Class {
             // The loop's own kernel time: switching back to it, or blocked in it (a page
             // fault, a lock).
             Category::ReturnToUser | Category::MeasuringThreadBlocked => Class::Switch,
+            Category::RtThrottling => Class::Throttling,
             Category::Hypervisor => Class::Hypervisor,
             Category::Unexplained => Class::Unexplained,
         }
@@ -81,6 +86,8 @@ pub struct ClassTotals {
     pub nmi_ns: u64,
     /// The switch back to the loop (scheduler, return to user space).
     pub switch_ns: u64,
+    /// RT throttling: the real-time loop taken off the CPU for normal tasks or idle.
+    pub throttling_ns: u64,
     /// Time the guest could not see (the vCPU was not running).
     pub hypervisor_ns: u64,
     /// Time no trace event covers: never folded into a class.
@@ -104,6 +111,7 @@ impl ClassTotals {
             Class::Softirq => &mut self.softirq_ns,
             Class::Nmi => &mut self.nmi_ns,
             Class::Switch => &mut self.switch_ns,
+            Class::Throttling => &mut self.throttling_ns,
             Class::Hypervisor => &mut self.hypervisor_ns,
             Class::Unexplained => &mut self.unexplained_ns,
         }
@@ -116,7 +124,7 @@ impl ClassTotals {
     }
 
     /// Each class with its time, in the order printed.
-    pub fn parts(&self) -> [(Class, u64); 7] {
+    pub fn parts(&self) -> [(Class, u64); 8] {
         Class::ALL.map(|c| (c, self.get(c)))
     }
 

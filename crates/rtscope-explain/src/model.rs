@@ -180,6 +180,12 @@ pub enum Category {
     },
     /// The scheduler switching to the measuring thread and its return to user space.
     ReturnToUser,
+    /// The measuring thread, runnable at a real-time priority, was switched out for a normal
+    /// task or the idle task: the scheduler took the CPU from it on purpose, by RT throttling
+    /// (`sched_rt_runtime_us` of every `sched_rt_period_us`) or, since Linux 6.12, by the
+    /// fair server that gives normal tasks their share. Neither a higher-priority thread nor
+    /// a task holding the CPU: the time is the throttle's.
+    RtThrottling,
     /// The measuring thread was not asleep on its timer: it was blocked in the kernel
     /// (`sched_switch` state `D`: a page fault, a lock, I/O) past the deadline, so no timer
     /// could be late and nothing that ran meanwhile held it back.
@@ -244,6 +250,9 @@ impl fmt::Display for Category {
             Category::ReturnToUser => f.write_str("scheduling and return to user"),
             Category::MeasuringThreadBlocked => {
                 f.write_str("measuring thread blocked in the kernel (D state)")
+            }
+            Category::RtThrottling => {
+                f.write_str("RT throttling (a real-time thread taken off for normal tasks)")
             }
             Category::Hypervisor => f.write_str("hypervisor/steal"),
             Category::Unexplained => f.write_str("unexplained (not covered by the trace)"),

@@ -32,6 +32,7 @@ fn colour(c: &Category) -> &'static str {
         Category::Blocking { .. } => "#e377c2",
         Category::ReturnToUser => "#17becf",
         Category::MeasuringThreadBlocked => "#8c564b",
+        Category::RtThrottling => "#6b4c9a",
         Category::Hypervisor => "#708090",
         Category::Unexplained => "#dddddd",
     }
@@ -160,6 +161,7 @@ fn legend(h: &mut String, s: &ExplainSummary) {
             Category::Blocking { .. } => "lower-priority task holding the CPU",
             Category::ReturnToUser => "scheduling and return to user",
             Category::MeasuringThreadBlocked => "measuring thread blocked (D)",
+            Category::RtThrottling => "RT throttling",
             Category::Hypervisor => "hypervisor/steal",
             Category::Unexplained => "unexplained (not covered by the trace)",
         };

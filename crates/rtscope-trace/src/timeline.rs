@@ -51,6 +51,9 @@ pub(crate) struct Own {
     pub asleep_from: Option<u64>,
     /// Spans in which it was blocked in the kernel (out with `D` until switched in again).
     pub blocked: Vec<(u64, u64)>,
+    /// Spans in which it was runnable but off the CPU (out with `R`, preempted, until switched
+    /// in again): what ran then ran instead of it.
+    pub preempted: Vec<(u64, u64)>,
 }
 
 impl Own {
@@ -72,8 +75,10 @@ impl Own {
             if prev_pid == tid && next_pid != tid {
                 out = Some((e.ts, prev_state));
             } else if next_pid == tid {
-                if let Some((from, TaskState::Blocked)) = out {
-                    own.blocked.push((from, e.ts));
+                match out {
+                    Some((from, TaskState::Blocked)) => own.blocked.push((from, e.ts)),
+                    Some((from, TaskState::Preempted)) => own.preempted.push((from, e.ts)),
+                    _ => {}
                 }
                 out = None;
             }
@@ -81,6 +86,10 @@ impl Own {
         match out {
             Some((from, TaskState::Blocked)) => {
                 own.blocked.push((from, until));
+                own.asleep_from = Some(until);
+            }
+            Some((from, TaskState::Preempted)) => {
+                own.preempted.push((from, until));
                 own.asleep_from = Some(until);
             }
             Some((from, TaskState::Asleep | TaskState::Unknown)) => own.asleep_from = Some(from),
@@ -95,6 +104,10 @@ impl Own {
 
     fn blocked_at(&self, at: u64) -> bool {
         self.blocked.iter().any(|&(a, b)| a <= at && at < b)
+    }
+
+    fn preempted_at(&self, at: u64) -> bool {
+        self.preempted.iter().any(|&(a, b)| a <= at && at < b)
     }
 }
 
@@ -135,7 +148,7 @@ impl Timeline<'_> {
             cuts.extend([a, b]);
         }
         cuts.extend(self.own.asleep_from);
-        for &(a, b) in &self.own.blocked {
+        for &(a, b) in self.own.blocked.iter().chain(&self.own.preempted) {
             cuts.extend([a, b]);
         }
         for p in layers.iter().flatten() {
@@ -210,6 +223,11 @@ impl Timeline<'_> {
         if self.own.blocked_at(at) {
             return vec![(Category::MeasuringThreadBlocked, ns)];
         }
+        if let Some(Ctx::Task(p)) = ctx {
+            if self.throttled(*p, at) {
+                return vec![(Category::RtThrottling, ns)];
+            }
+        }
         let asleep = self.own.asleep_from.is_none_or(|from| at >= from);
         let before = asleep && self.wake.is_some_and(|(entry, _)| at < entry);
         let late = |cause| Category::TimerIrqLate { cause };
@@ -251,6 +269,19 @@ impl Timeline<'_> {
             }
         };
         vec![(cat, ns)]
+    }
+
+    /// True when task `pid` ran at `at` because the scheduler took the CPU from the measuring
+    /// thread for a lower class: the thread runs at a real-time priority, was switched out
+    /// still runnable (`R`), and what runs instead is a normal task or the idle task. No
+    /// real-time task is ever preempted for those but by RT throttling (or the fair server
+    /// since Linux 6.12); a higher-priority thread or a task already holding the CPU looks
+    /// different in the trace (the former outranks it, the latter never switched it out).
+    fn throttled(&self, pid: i32, at: u64) -> bool {
+        pid != self.spike.tid
+            && self.own.preempted_at(at)
+            && self.tasks.prio(self.spike.tid).is_some_and(|p| p < 100)
+            && (pid == 0 || self.tasks.task(pid).prio >= 100)
     }
 
     /// True when task `pid` has the measuring thread's priority or a higher one (a lower
@@ -452,6 +483,71 @@ mod tests {
                 ns: 150_000
             }
         );
+    }
+
+    /// A busy loop at kernel priority `loop_prio` switched out still runnable at 1.1 ms for
+    /// `next` (pid, kernel priority), back at 1.35 ms; the gap from 1.0 to 1.4 ms, charged by
+    /// the flight recorder's tier.
+    fn preempted_gap(loop_prio: i32, next: (i32, i32)) -> Vec<Charge> {
+        let switch = |ts, prev: (i32, i32), state, next: (i32, i32)| Event {
+            ts,
+            pid: prev.0,
+            kind: Kind::Switch {
+                prev_pid: prev.0,
+                prev_prio: prev.1,
+                prev_comm: Comm::new(b"a"),
+                prev_state: state,
+                next_pid: next.0,
+                next_prio: next.1,
+                next_comm: Comm::new(b"b"),
+            },
+        };
+        let me = (500, loop_prio);
+        let events = [
+            switch(900_000, (0, 120), TaskState::Other, me),
+            switch(1_100_000, me, TaskState::Preempted, next),
+            switch(1_350_000, next, TaskState::Preempted, me),
+        ];
+        let spike = Spike {
+            cpu: 1,
+            tid: 500,
+            deadline_ns: 1_000_000,
+            wakeup_ns: 1_400_000,
+        };
+        let busy = Machine {
+            idle_exit_max_ns: Some(0),
+            guest: false,
+            busy_loop: true,
+        };
+        crate::analyze::attribute_on(&events, &spike, false, busy).charges
+    }
+
+    #[test]
+    fn a_real_time_loop_switched_out_runnable_for_a_normal_task_or_idle_is_rt_throttling() {
+        let charged = |c: &[Charge], cat: Category| {
+            c.iter()
+                .filter(|c| c.category == cat)
+                .map(|c| c.ns)
+                .sum::<u64>()
+        };
+        // SCHED_FIFO 10 (kernel prio 89) taken off for a nice-0 task, or for nothing (idle):
+        // only RT throttling (or the fair server) does that.
+        for next in [(77, 120), (0, 120)] {
+            let c = preempted_gap(89, next);
+            assert_eq!(
+                charged(&c, Category::RtThrottling),
+                250_000,
+                "{next:?}: {c:?}"
+            );
+            assert_eq!(charged(&c, Category::ReturnToUser), 150_000, "{c:?}");
+        }
+        // A higher real-time thread preempting it is that thread, not the throttle.
+        let c = preempted_gap(89, (77, 50));
+        assert_eq!(charged(&c, Category::RtThrottling), 0, "{c:?}");
+        assert!(matches!(c[0].category, Category::Thread { ref task } if task.pid == 77));
+        // A normal-priority loop sharing its CPU with another normal task is not throttled.
+        let c = preempted_gap(120, (77, 120));
+        assert_eq!(charged(&c, Category::RtThrottling), 0, "{c:?}");
     }
 
     #[test]

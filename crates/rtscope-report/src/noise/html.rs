@@ -86,8 +86,9 @@ fn causes(h: &mut String, runs: &[RunData]) {
     for r in runs {
         let _ = write!(h, "<tr><td>{}</td>", r.id());
         let parts = super::causes(r, &CpuNoise::of_run(r));
-        // Eight columns: the classes, then "not explained"; a run has one or the other.
-        for slot in (0..7).chain([super::NOT_EXPLAINED_COLOUR]) {
+        // The classes, then "not explained"; a run has one or the other.
+        let slots = rtscope_explain::classes::Class::ALL.map(super::slot);
+        for slot in slots.into_iter().chain([super::NOT_EXPLAINED_COLOUR]) {
             let cell = parts.iter().find(|p| p.1 == slot);
             let _ = write!(
                 h,

@@ -141,16 +141,32 @@ pub const NOT_EXPLAINED: &str = "not explained";
 /// classes' "unexplained" has).
 pub const NOT_EXPLAINED_COLOUR: usize = 22;
 
+/// The palette slot of a class: its place in the order the classes were first drawn (thread,
+/// irq, softirq, nmi, switch back, hypervisor, unexplained's dark grey: 0–6), RT throttling,
+/// added after them, the last colour (7).
+pub fn slot(c: rtscope_explain::classes::Class) -> usize {
+    use rtscope_explain::classes::Class;
+    match c {
+        Class::Thread => 0,
+        Class::Irq => 1,
+        Class::Softirq => 2,
+        Class::Nmi => 3,
+        Class::Switch => 4,
+        Class::Hypervisor => 5,
+        Class::Unexplained => 6,
+        Class::Throttling => 7,
+    }
+}
+
 /// A run's noise time by cause, ns, with each cause's palette slot: the `--explain` classes
-/// in their order (slots 0–6), or for a run without them its whole noise as [`NOT_EXPLAINED`]
+/// in their order ([`slot`]), or for a run without them its whole noise as [`NOT_EXPLAINED`]
 /// ([`NOT_EXPLAINED_COLOUR`]; nothing when its noise is unknown).
 pub fn causes(r: &RunData, cpus: &[CpuNoise]) -> Vec<(&'static str, usize, u64)> {
     match classes(r) {
         Some(t) => t
             .parts()
             .iter()
-            .enumerate()
-            .map(|(i, &(c, ns))| (c.name(), i, ns))
+            .map(|&(c, ns)| (c.name(), slot(c), ns))
             .collect(),
         // An unknown noise (an import without a threshold) is no bar at all, not a 0.
         None => cpus

@@ -197,7 +197,7 @@ fn a_mixed_report_keeps_noise_runs_out_of_the_latency_figures_and_tables() {
     let causes = format!(
         "<tr><td>{}</td>{}<td>4.7</td></tr>",
         noise.id(),
-        "<td>-</td>".repeat(7)
+        "<td>-</td>".repeat(rtscope_explain::classes::Class::ALL.len())
     );
     assert!(html.contains(&causes), "{causes}");
     let md = text(&files, "summary.md");
