@@ -1,0 +1,339 @@
+//! `rtla osnoise top` text (and `rtla hwnoise`, the same table without the IRQ, softirq and
+//! thread columns), imported as a run of kind `noise`: one thread per CPU row of the last
+//! table.
+//!
+//! rtla prints a title (`Operating System Noise`), `duration: D HH:MM:SS | time is in us`, the
+//! header `CPU Period Runtime Noise % CPU Aval Max Noise Max Single HW NMI IRQ Softirq Thread`
+//! and one row per CPU whose runtime is not 0: `CPU #PERIODS RUNTIME NOISE AVAIL MAXNOISE
+//! MAXSINGLE HW NMI IRQ SOFTIRQ THREAD`, times in whole µs, the counts of interference entries
+//! (not times). `% CPU Aval` is `(runtime − noise) × 10⁷ / runtime` in integer arithmetic,
+//! printed as `%3d.%05d`: checked here exactly. Without `-q` the table is redrawn every second
+//! after a screen clear (`ESC c`); the last table holds the totals.
+
+use super::{clean, duration_s, ns, source, Reported, Trailer, MAX_CPUS};
+use crate::model::{excerpt, parse_u64, Bad, Imported, ThreadRow, MAX_COUNT};
+use rtscope_store::RunKind;
+use serde_json::json;
+
+/// The header's words: osnoise's; hwnoise has the first [`HW_WORDS`].
+const HEADER: [&str; 16] = [
+    "CPU", "Period", "Runtime", "Noise", "%", "CPU", "Aval", "Max", "Noise", "Max", "Single", "HW",
+    "NMI", "IRQ", "Softirq", "Thread",
+];
+const HW_WORDS: usize = 13;
+
+/// Which tool printed the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `rtla osnoise top`: five counts.
+    Osnoise,
+    /// `rtla hwnoise`: HW and NMI only.
+    Hwnoise,
+}
+
+/// One table: its duration and rows.
+#[derive(Debug, Default)]
+struct Table {
+    duration: Option<u64>,
+    /// Counts per row (5, or 2 for hwnoise), once the header was read.
+    counts: Option<usize>,
+    rows: Vec<(u32, Reported)>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    mode: Option<Mode>,
+    tables: usize,
+    table: Option<Table>,
+    trailer: Trailer,
+    trailer_from: Option<usize>,
+}
+
+/// Parses `rtla osnoise top` (or `rtla hwnoise`) text.
+pub fn parse(text: &str) -> Result<Imported, Bad> {
+    let mut st = State::default();
+    for (i, raw) in text.lines().enumerate() {
+        let (line, clear) = clean(i + 1, raw)?;
+        st.line(i + 1, line.trim(), clear)?;
+    }
+    st.finish()
+}
+
+impl State {
+    fn line(&mut self, no: usize, t: &str, clear: bool) -> Result<(), Bad> {
+        if t.is_empty() {
+            return Ok(());
+        }
+        if self.trailer.take(t) {
+            self.trailer_from.get_or_insert(no);
+            return Ok(());
+        }
+        if let Some(at) = self.trailer_from {
+            return Err(Bad::line(
+                no,
+                format!("rtla's output ended on line {at}, but more follows: '{}' (two runs in one file?)", excerpt(t, 60)),
+            ));
+        }
+        let mode = match t {
+            "Operating System Noise" => Some(Mode::Osnoise),
+            "Hardware-related Noise" => Some(Mode::Hwnoise),
+            _ => None,
+        };
+        if let Some(m) = mode {
+            return self.title(no, m, clear);
+        }
+        if let Some(rest) = t.strip_prefix("duration:") {
+            return self.duration(no, rest);
+        }
+        if t.starts_with("CPU ") {
+            return self.header(no, t);
+        }
+        if t.starts_with(|c: char| c.is_ascii_digit()) {
+            return self.row(no, t);
+        }
+        Err(Bad::line(
+            no,
+            format!("not a line of rtla osnoise top: '{}'", excerpt(t, 60)),
+        ))
+    }
+
+    /// A title starts a table: the first, or a redraw after a screen clear.
+    fn title(&mut self, no: usize, m: Mode, clear: bool) -> Result<(), Bad> {
+        if self.mode.is_some_and(|old| old != m) {
+            return Err(Bad::line(
+                no,
+                "a table of rtla hwnoise and one of rtla osnoise top in one file",
+            ));
+        }
+        if self.tables > 0 && !clear {
+            return Err(Bad::line(
+                no,
+                "a second table without rtla's screen clear before it: two runs in one file?",
+            ));
+        }
+        self.mode = Some(m);
+        self.tables += 1;
+        self.table = Some(Table::default());
+        Ok(())
+    }
+
+    fn table(&mut self, no: usize, what: &str) -> Result<&mut Table, Bad> {
+        self.table
+            .as_mut()
+            .ok_or_else(|| Bad::line(no, format!("{what} before rtla's title line")))
+    }
+
+    fn duration(&mut self, no: usize, rest: &str) -> Result<(), Bad> {
+        let (d, unit) = rest.split_once('|').unwrap_or((rest, ""));
+        if unit.trim() != "time is in us" {
+            return Err(Bad::line(
+                no,
+                "the duration line does not say 'time is in us'",
+            ));
+        }
+        let s = duration_s(d).ok_or_else(|| {
+            Bad::line(
+                no,
+                format!("duration '{}' is not D HH:MM:SS", excerpt(d.trim(), 30)),
+            )
+        })?;
+        self.table(no, "the duration")?.duration = Some(s);
+        Ok(())
+    }
+
+    fn header(&mut self, no: usize, t: &str) -> Result<(), Bad> {
+        let words: Vec<&str> = t.split_whitespace().collect();
+        let counts = match words.len() {
+            16 if words == HEADER => 5,
+            HW_WORDS if words == HEADER[..HW_WORDS] => 2,
+            _ => {
+                return Err(Bad::line(
+                    no,
+                    format!(
+                        "the header is not rtla osnoise top's ({}): '{}'",
+                        HEADER.join(" "),
+                        excerpt(t, 80)
+                    ),
+                ))
+            }
+        };
+        let want = if counts == 5 {
+            Mode::Osnoise
+        } else {
+            Mode::Hwnoise
+        };
+        if self.mode.is_some_and(|m| m != want) {
+            return Err(Bad::line(no, "the header's columns do not match the title"));
+        }
+        self.mode = Some(want);
+        if self.table.is_none() {
+            self.tables += 1;
+            self.table = Some(Table::default());
+        }
+        let table = self.table(no, "the header")?;
+        if table.counts.is_some() {
+            return Err(Bad::line(no, "a second header in one table"));
+        }
+        table.counts = Some(counts);
+        Ok(())
+    }
+
+    fn row(&mut self, no: usize, t: &str) -> Result<(), Bad> {
+        let table = self.table(no, "a CPU row")?;
+        let counts = table
+            .counts
+            .ok_or_else(|| Bad::line(no, "a CPU row before the header"))?;
+        let (cpu, r) = row(no, t, counts)?;
+        if table.rows.iter().any(|(c, _)| *c == cpu) {
+            return Err(Bad::line(no, format!("CPU {cpu} twice in one table")));
+        }
+        if table.rows.len() >= MAX_CPUS {
+            return Err(Bad::line(no, format!("more than {MAX_CPUS} CPU rows")));
+        }
+        table.rows.push((cpu, r));
+        Ok(())
+    }
+
+    fn finish(self) -> Result<Imported, Bad> {
+        let (Some(mode), Some(table)) = (self.mode, self.table) else {
+            return Err(Bad::file(
+                "no rtla osnoise top table (its title 'Operating System Noise' and header 'CPU Period Runtime …')",
+            ));
+        };
+        if table.rows.is_empty() {
+            return Err(Bad::file(
+                "rtla printed no CPU row: no CPU completed an osnoise period (rtla stopped, or was stopped, within the first period), so there is nothing to import",
+            ));
+        }
+        let mut out = Imported {
+            kind: Some(RunKind::Noise),
+            ends_at_mtime: true,
+            progress_ns: table
+                .duration
+                .map_or(0, |s| s.saturating_mul(1_000_000_000)),
+            ..Imported::default()
+        };
+        let mut per_cpu = Vec::new();
+        for (i, (cpu, r)) in table.rows.iter().enumerate() {
+            let mut t = ThreadRow::new(i as u32);
+            t.cpu = Some(*cpu);
+            t.max_ns = r.max_single_ns;
+            out.threads.push(t);
+            per_cpu.push(r.json(i));
+        }
+        let tool = match mode {
+            Mode::Osnoise => "rtla osnoise top",
+            Mode::Hwnoise => "rtla hwnoise",
+        };
+        out.source = source(tool, table.duration, per_cpu);
+        out.source.insert("tables".into(), json!(self.tables));
+        notes(&mut out, mode, self.tables, &table);
+        self.trailer.record(&mut out.source, &mut out.notes);
+        Ok(out)
+    }
+}
+
+/// One CPU row: its CPU and figures, checked against each other.
+fn row(no: usize, t: &str, counts: usize) -> Result<(u32, Reported), Bad> {
+    let w: Vec<&str> = t.split_whitespace().collect();
+    if w.len() != 7 + counts {
+        return Err(Bad::line(
+            no,
+            format!(
+                "{} fields, not the {} of a CPU row: '{}'",
+                w.len(),
+                7 + counts,
+                excerpt(t, 80)
+            ),
+        ));
+    }
+    let num = |i: usize, what: &str| {
+        parse_u64(w[i])
+            .filter(|&v| v <= MAX_COUNT)
+            .ok_or_else(|| Bad::line(no, format!("{what} '{}' is not a count", excerpt(w[i], 24))))
+    };
+    let cpu = num(0, "the CPU")?;
+    let cpu = u32::try_from(cpu)
+        .ok()
+        .filter(|&c| c < 1 << 20)
+        .ok_or_else(|| Bad::line(no, format!("CPU {cpu} is not plausible")))?;
+    let periods = w[1]
+        .strip_prefix('#')
+        .and_then(parse_u64)
+        .filter(|&p| p > 0 && p <= MAX_COUNT)
+        .ok_or_else(|| {
+            Bad::line(
+                no,
+                format!("the period count '{}' is not #N", excerpt(w[1], 24)),
+            )
+        })?;
+    let us = |i: usize, what: &str| {
+        let v = num(i, what)?;
+        ns(v, 1000, || Bad::line(no, format!("{what} in µs")))
+    };
+    let (runtime, noise) = (us(2, "the runtime")?, us(3, "the noise")?);
+    let (max_noise, max_single) = (us(5, "Max Noise")?, us(6, "Max Single")?);
+    check_available(no, runtime, noise, w[4])?;
+    if max_single > max_noise || max_noise > noise {
+        return Err(Bad::line(
+            no,
+            "Max Single, Max Noise and Noise are not in order (a single noise is part of its period's, a period's part of the total)",
+        ));
+    }
+    let mut r = Reported {
+        cpu: Some(cpu),
+        periods: Some(periods),
+        runtime_ns: Some(runtime),
+        noise_ns: Some(noise),
+        max_noise_ns: Some(max_noise),
+        max_single_ns: Some(max_single),
+        available: Some(w[4].to_string()),
+        ..Reported::default()
+    };
+    for k in 0..counts {
+        r.counts[k] = Some(num(7 + k, super::CLASSES[k])?);
+    }
+    Ok((cpu, r))
+}
+
+/// `% CPU Aval` as rtla computes it: `(runtime − noise) × 10⁷ / runtime`, integer, printed as
+/// `%3d.%05d`.
+fn check_available(no: usize, runtime: u64, noise: u64, printed: &str) -> Result<(), Bad> {
+    if runtime == 0 || noise > runtime {
+        return Err(Bad::line(
+            no,
+            "the noise is larger than the runtime, or the runtime is 0 (rtla prints no such row)",
+        ));
+    }
+    let p = u128::from(runtime - noise) * 10_000_000 / u128::from(runtime);
+    let want = format!("{}.{:05}", p / 100_000, p % 100_000);
+    if printed != want {
+        return Err(Bad::line(
+            no,
+            format!(
+                "% CPU Aval '{}' does not follow from the runtime and noise ({want})",
+                excerpt(printed, 24)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn notes(out: &mut Imported, mode: Mode, tables: usize, table: &Table) {
+    out.notes.push("rtla osnoise top (imported as a noise run): per CPU the osnoise tracer's sums over its periods, in whole µs: runtime, noise (the gaps at or over the tracer's threshold, which the output does not state), % available, the largest noise of a period and the longest single noise (the run's max); HW, NMI, IRQ, softirq and thread are counts of interference entries, not times (HW: no entry seen, so hardware, firmware or the hypervisor); no histogram and no count of loop iterations: no percentiles, samples 0".into());
+    if mode == Mode::Hwnoise {
+        out.notes.push("rtla hwnoise ran with interrupts off and prints no IRQ, softirq or thread column: those counts are unknown, not 0".into());
+    }
+    if tables > 1 {
+        out.notes.push(format!(
+            "{tables} tables redrawn once a second (top without -q): the last, rtla's totals, is imported"
+        ));
+    }
+    if table.duration.is_none() {
+        out.notes
+            .push("no duration line: the time measured is unknown".into());
+    }
+}
+
+#[cfg(test)]
+mod tests;
