@@ -145,7 +145,8 @@ fn rate_pct(ppb: u64) -> String {
 /// How a run measured: the settings `rtscope compare` warns about when groups differ.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunSettings {
-    /// Distinct intervals of its threads (`1ms`, or `1ms/2ms`).
+    /// Distinct intervals of its threads (`1ms`, or `1ms/2ms`; `unknown` for an import whose
+    /// source does not say, stored as 0).
     pub interval: String,
     /// Distinct priorities of its threads (`90`, or `89/90`).
     pub priority: String,
@@ -166,7 +167,10 @@ impl RunSettings {
             interval: join(
                 d.threads
                     .iter()
-                    .map(|t| Nanos(t.interval_ns).to_string())
+                    .map(|t| match t.interval_ns {
+                        0 => "unknown".into(),
+                        ns => Nanos(ns).to_string(),
+                    })
                     .collect(),
             ),
             priority: join(d.threads.iter().map(|t| t.priority.to_string()).collect()),

@@ -272,6 +272,7 @@ impl State {
         }
         out.source = source("rtla osnoise hist", self.duration, per_cpu);
         let unit = if self.unit_ns == 1 { "ns" } else { "us" };
+        let shown = if self.unit_ns == 1 { "ns" } else { "µs" };
         let m = &mut out.source;
         m.insert("unit".into(), json!(unit));
         m.insert("histogram".into(), json!("noise_over_threshold"));
@@ -280,7 +281,7 @@ impl State {
         m.insert("overflow_at_least".into(), json!(floor));
         m.insert("header".into(), json!(self.header));
         m.insert("summary".into(), json!(self.footer == FOOTER.len()));
-        notes(&mut out, &self, unit, width, floor);
+        notes(&mut out, &self, shown, width, floor);
         self.trailer.record(&mut out.source, &mut out.notes);
         Ok(out)
     }
