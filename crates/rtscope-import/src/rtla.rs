@@ -12,14 +12,14 @@ pub mod hist;
 pub mod top;
 
 use super::model::{excerpt, parse_u64, Bad};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 /// The longest line read, bytes (a hist row of 4,096 CPUs is about 41 kB).
 const MAX_LINE: usize = 1 << 20;
 /// The most CPUs of one file (rows of top, columns of hist).
 pub const MAX_CPUS: usize = 4096;
-/// The largest time value accepted, µs (about 3 years): larger ones are not plausible and
+/// The largest time value accepted, µs (about 4.5 years): larger ones are not plausible and
 /// would overflow once in ns.
 pub const MAX_US: u64 = 1 << 47;
 
@@ -30,10 +30,7 @@ pub const MAX_US: u64 = 1 << 47;
 pub fn clean(no: usize, raw: &str) -> Result<(Cow<'_, str>, bool), Bad> {
     let raw = raw.strip_suffix('\r').unwrap_or(raw);
     if raw.len() > MAX_LINE {
-        return Err(Bad::line(
-            no,
-            format!("longer than {MAX_LINE} bytes: not rtla output"),
-        ));
+        return Err(Bad::line(no, "longer than 1 MiB: not rtla output"));
     }
     let control = |c: char| (c < ' ' && c != '\t') || c == '\x7f';
     if !raw.contains(control) {
@@ -55,18 +52,36 @@ pub fn clean(no: usize, raw: &str) -> Result<(Cow<'_, str>, bool), Bad> {
         match sgr {
             Some(t) => rest = t,
             None => {
-                return Err(Bad::line(
+                return Err(quoted(
                     no,
-                    format!(
-                        "a control character or escape sequence rtla does not write: '{}'",
-                        excerpt(tail, 16)
-                    ),
+                    "a control character or escape sequence rtla does not write",
+                    tail,
                 ))
             }
         }
     }
     out.push_str(rest);
     Ok((Cow::Owned(out), clear))
+}
+
+/// `WHAT: 'TOKEN'` on line `no` (the token cut short; escaped by [`Bad`]): the one way the
+/// rtla parsers quote what they refuse.
+#[cold]
+#[inline(never)]
+pub fn quoted(no: usize, what: &str, token: &str) -> Bad {
+    Bad::line(no, format!("{what}: '{}'", excerpt(token, 40)))
+}
+
+/// `v` as JSON, `null` for `None`.
+pub fn opt(v: Option<u64>) -> Value {
+    v.map_or(Value::Null, Value::from)
+}
+
+/// Adds `facts` to `m`.
+pub fn put(m: &mut Map<String, Value>, facts: Vec<(&str, Value)>) {
+    for (k, v) in facts {
+        m.insert(k.into(), v);
+    }
 }
 
 /// rtla's duration, `D HH:MM:SS` (`  0 00:00:10`), in seconds.
@@ -128,15 +143,15 @@ impl Trailer {
 
     /// Its facts for `config.source`, and its notes.
     pub fn record(&self, source: &mut Map<String, Value>, notes: &mut Vec<String>) {
-        source.insert("stopped".into(), json!(self.stopped));
+        source.insert("stopped".into(), Value::Bool(self.stopped));
         if self.stopped {
             notes.push("rtla hit its stop condition (-s, -S or -a): the run ended there, before its duration".into());
         }
         if let Some(f) = &self.trace_saved {
-            source.insert("trace_saved_to".into(), json!(f));
+            source.insert("trace_saved_to".into(), Value::from(f.as_str()));
         }
         if let Some(n) = self.missed {
-            source.insert("missed_events".into(), json!(n));
+            source.insert("missed_events".into(), opt(n));
             notes.push(format!(
                 "rtla says {} events were missed: its figures may be incomplete",
                 n.map_or("an unknown number of".into(), |n| n.to_string())
@@ -178,35 +193,43 @@ impl Reported {
     pub fn json(&self, thread: usize) -> Value {
         let mut counts = Map::new();
         for (name, v) in CLASSES.iter().zip(self.counts) {
-            counts.insert((*name).into(), json!(v));
+            counts.insert((*name).into(), opt(v));
         }
-        json!({
-            "thread": thread, "cpu": self.cpu, "periods": self.periods,
-            "runtime_ns": self.runtime_ns, "noise_ns": self.noise_ns,
-            "max_noise_ns": self.max_noise_ns, "max_single_ns": self.max_single_ns,
-            "available_pct": self.available, "noise_events": self.noise_events,
-            "counts": counts,
-        })
+        let mut m = Map::new();
+        let figures = [
+            ("thread", Some(thread as u64)),
+            ("cpu", self.cpu.map(u64::from)),
+            ("periods", self.periods),
+            ("runtime_ns", self.runtime_ns),
+            ("noise_ns", self.noise_ns),
+            ("max_noise_ns", self.max_noise_ns),
+            ("max_single_ns", self.max_single_ns),
+            ("noise_events", self.noise_events),
+        ];
+        for (k, v) in figures {
+            m.insert(k.into(), opt(v));
+        }
+        let avail = self.available.as_deref().map_or(Value::Null, Value::from);
+        put(
+            &mut m,
+            vec![("available_pct", avail), ("counts", Value::Object(counts))],
+        );
+        Value::Object(m)
     }
-}
-
-/// `v` µs (or ns when `unit_ns` is 1) in ns, refused beyond [`MAX_US`].
-pub fn ns(v: u64, unit_ns: u64, what: impl FnOnce() -> Bad) -> Result<u64, Bad> {
-    if v > MAX_US.saturating_mul(1000) / unit_ns.max(1) {
-        let mut b = what();
-        b.what = format!("{} ({v} is not plausible)", b.what);
-        return Err(b);
-    }
-    Ok(v * unit_ns)
 }
 
 /// The source facts both formats record.
 pub fn source(tool: &str, duration: Option<u64>, per_cpu: Vec<Value>) -> Map<String, Value> {
     let mut m = Map::new();
-    m.insert("tool".into(), json!(tool));
-    m.insert("unit".into(), json!("us"));
-    m.insert("duration_s".into(), json!(duration));
-    m.insert("per_cpu".into(), Value::Array(per_cpu));
+    put(
+        &mut m,
+        vec![
+            ("tool", Value::from(tool)),
+            ("unit", Value::from("us")),
+            ("duration_s", opt(duration)),
+            ("per_cpu", Value::Array(per_cpu)),
+        ],
+    );
     m
 }
 

@@ -135,6 +135,13 @@ fn real_rtla_top_and_hist_output_become_noise_runs_with_every_figure() {
     assert_eq!(kinds, ["noise", "noise"], "{list}");
     let o = rtscope(&["runs", "--db", db.to_str().unwrap()]);
     assert!(o.status.success(), "{}", dump(&o));
+    // `runs show` has the longest single noise of each CPU though rtla counted no samples.
+    let id = r[0]["run"].to_string();
+    let o = rtscope(&["runs", "--db", db.to_str().unwrap(), "show", &id]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    for w in &want {
+        assert!(text.contains(&format!("{}.0", w[6])), "{text}");
+    }
 }
 
 #[test]

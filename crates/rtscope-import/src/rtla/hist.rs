@@ -12,10 +12,10 @@
 //! `--no-index` (which rtla 6.1 refuses without `--with-zeros`) drops the bucket values and is
 //! refused here. With no noise at all rtla prints no CPU column and `over: 0` … `max: 0`.
 
-use super::{clean, duration_s, ns, source, Reported, Trailer, MAX_CPUS, MAX_US};
-use crate::model::{excerpt, parse_u64, Bad, Counter, Imported, ThreadRow, MAX_COUNT};
+use super::{clean, duration_s, opt, put, quoted, source, Reported, Trailer, MAX_CPUS, MAX_US};
+use crate::model::{parse_u64, Bad, Counter, Imported, ThreadRow, MAX_COUNT};
 use rtscope_store::RunKind;
-use serde_json::json;
+use serde_json::Value;
 
 /// The footer's labels, in rtla's order.
 const FOOTER: [&str; 5] = ["over:", "count:", "min:", "avg:", "max:"];
@@ -105,10 +105,7 @@ impl State {
         if first.starts_with(|c: char| c.is_ascii_digit()) {
             return self.row(no, t);
         }
-        Err(Bad::line(
-            no,
-            format!("not a line of rtla osnoise hist: '{}'", excerpt(t, 60)),
-        ))
+        Err(quoted(no, "not a line of rtla osnoise hist", t))
     }
 
     fn comment(&mut self, no: usize, c: &str) -> Result<(), Bad> {
@@ -123,10 +120,7 @@ impl State {
             _ => {
                 let d = c.strip_prefix("Duration:").filter(|_| self.header);
                 let Some(s) = d.and_then(duration_s) else {
-                    return Err(Bad::line(
-                        no,
-                        format!("not a header line of rtla osnoise hist: '#{}'", excerpt(c, 60)),
-                    ));
+                    return Err(quoted(no, "not a header line of rtla osnoise hist", c));
                 };
                 self.duration = Some(s);
             }
@@ -149,12 +143,9 @@ impl State {
                 .and_then(parse_u64)
                 .and_then(|c| u32::try_from(c).ok())
                 .filter(|&c| c < 1 << 20)
-                .ok_or_else(|| Bad::line(no, format!("'{}' is not CPU-N", excerpt(w, 24))))?;
+                .ok_or_else(|| quoted(no, "not CPU-N", w))?;
             if cols.iter().any(|c: &Column| c.cpu == Some(cpu)) || cols.len() >= MAX_CPUS {
-                return Err(Bad::line(
-                    no,
-                    format!("CPU {cpu} twice, or more than {MAX_CPUS} CPUs"),
-                ));
+                return Err(Bad::line(no, "a CPU twice, or more than 4096 CPUs"));
             }
             cols.push(column(Some(cpu)));
         }
@@ -168,19 +159,16 @@ impl State {
             if n == 0 || n > MAX_CPUS {
                 return Err(Bad::line(
                     no,
-                    format!("{n} CPU columns: not rtla osnoise hist"),
+                    "no CPU column, or more than 4096: not rtla osnoise hist",
                 ));
             }
-            self.columns = Some(vec![column(None); n]);
+            self.columns = Some((0..n).map(|_| column(None)).collect());
         }
         let cols = self.columns.as_mut().expect("set above");
         if cols.len() != n {
             return Err(Bad::line(
                 no,
-                format!(
-                    "{n} values, but the histogram has {} CPU columns",
-                    cols.len()
-                ),
+                "not as many values as the histogram has CPU columns",
             ));
         }
         Ok(cols)
@@ -195,12 +183,9 @@ impl State {
             .next()
             .and_then(parse_u64)
             .filter(|&i| i <= MAX_US)
-            .ok_or_else(|| Bad::line(no, format!("'{}' is not a bucket index", excerpt(t, 40))))?;
+            .ok_or_else(|| quoted(no, "not a bucket index", t))?;
         if self.last_index.is_some_and(|l| index <= l) {
-            return Err(Bad::line(
-                no,
-                format!("bucket {index} is not after the one before it"),
-            ));
+            return Err(quoted(no, "a bucket not after the one before it", t));
         }
         let mut values = Vec::new();
         for v in w {
@@ -218,13 +203,10 @@ impl State {
 
     fn footer(&mut self, no: usize, k: usize, rest: &str) -> Result<(), Bad> {
         if k != self.footer {
-            return Err(Bad::line(
+            return Err(quoted(
                 no,
-                format!(
-                    "'{}' where rtla prints '{}'",
-                    FOOTER[k],
-                    FOOTER.get(self.footer).unwrap_or(&"nothing more")
-                ),
+                "a summary line out of rtla's order (over:, count:, min:, avg:, max:)",
+                FOOTER[k],
             ));
         }
         self.footer += 1;
@@ -236,7 +218,11 @@ impl State {
         }
         let mut values = Vec::with_capacity(words.len());
         for w in &words {
-            values.push(if k == 3 { avg(no, w)? } else { count(no, w)? });
+            values.push(match k {
+                3 => avg(no, w)?,
+                2 | 4 => time(no, w)?,
+                _ => count(no, w)?,
+            });
         }
         let cols = self.columns_for(no, values.len())?;
         for (c, v) in cols.iter_mut().zip(values) {
@@ -273,14 +259,17 @@ impl State {
         out.source = source("rtla osnoise hist", self.duration, per_cpu);
         let unit = if self.unit_ns == 1 { "ns" } else { "us" };
         let shown = if self.unit_ns == 1 { "ns" } else { "µs" };
-        let m = &mut out.source;
-        m.insert("unit".into(), json!(unit));
-        m.insert("histogram".into(), json!("noise_over_threshold"));
-        m.insert("bucket_width".into(), json!(self.gcd.max(1)));
-        m.insert("overflows".into(), json!(over));
-        m.insert("overflow_at_least".into(), json!(floor));
-        m.insert("header".into(), json!(self.header));
-        m.insert("summary".into(), json!(self.footer == FOOTER.len()));
+        let over = over.into_iter().map(opt).collect();
+        let facts = vec![
+            ("unit", Value::from(unit)),
+            ("histogram", Value::from("noise_over_threshold")),
+            ("bucket_width", Value::from(width)),
+            ("overflows", Value::Array(over)),
+            ("overflow_at_least", Value::from(floor)),
+            ("header", Value::Bool(self.header)),
+            ("summary", Value::Bool(self.footer == FOOTER.len())),
+        ];
+        put(&mut out.source, facts);
         notes(&mut out, &self, shown, width, floor);
         self.trailer.record(&mut out.source, &mut out.notes);
         Ok(out)
@@ -290,18 +279,29 @@ impl State {
 fn count(no: usize, w: &str) -> Result<u64, Bad> {
     parse_u64(w)
         .filter(|&v| v <= MAX_COUNT)
-        .ok_or_else(|| Bad::line(no, format!("'{}' is not a count", excerpt(w, 24))))
+        .ok_or_else(|| quoted(no, "not a count", w))
+}
+
+/// A time (`min:`, `max:`), at most 2^47 units: larger ones are not plausible.
+fn time(no: usize, w: &str) -> Result<u64, Bad> {
+    parse_u64(w)
+        .filter(|&v| v <= MAX_US)
+        .ok_or_else(|| quoted(no, "not a time up to 2^47", w))
 }
 
 /// rtla's average ×100: `884` (6.1, whole) or `3046.52` (later, `%.2f`).
 fn avg(no: usize, w: &str) -> Result<u64, Bad> {
     let (whole, frac) = w.split_once('.').unwrap_or((w, ""));
-    let frac_ok = frac.len() <= 2 && frac.bytes().all(|b| b.is_ascii_digit());
-    let v = parse_u64(whole)
-        .filter(|&v| v <= MAX_US && frac_ok)
-        .ok_or_else(|| Bad::line(no, format!("avg '{}' is not a number", excerpt(w, 24))))?;
-    let f = format!("{frac:0<2}").parse::<u64>().unwrap_or(0);
-    Ok(v * 100 + f)
+    let hundredths = match frac.len() {
+        0 => Some(0),
+        1 | 2 => parse_u64(frac).map(|f| if frac.len() == 1 { f * 10 } else { f }),
+        _ => None,
+    };
+    parse_u64(whole)
+        .filter(|&v| v <= MAX_US)
+        .zip(hundredths)
+        .map(|(v, f)| v * 100 + f)
+        .ok_or_else(|| quoted(no, "avg is not a number", w))
 }
 
 fn gcd(a: u64, b: u64) -> u64 {
@@ -314,65 +314,31 @@ fn gcd(a: u64, b: u64) -> u64 {
 
 /// One column as a thread and its reported figures, its footer checked against its rows.
 fn thread(i: usize, c: &Column, unit: u64, floor: u64) -> Result<(ThreadRow, Reported), Bad> {
-    let at = || match c.cpu {
-        Some(cpu) => format!("CPU {cpu}"),
-        None => format!("column {}", i + 1),
+    let bad = |what: &str| match c.cpu {
+        Some(cpu) => Bad::file(format!("CPU {cpu}: {what}")),
+        None => Bad::file(format!("column {}: {what}", i + 1)),
     };
-    let bad = |what: String| Bad::file(format!("{}: {what}", at()));
     let h = &c.counter;
     let [over, count, min, avg100, max] = c.footer;
     let over = over.unwrap_or(0);
     let total = h.count.checked_add(over).filter(|&t| t <= MAX_COUNT);
-    let total = total.ok_or_else(|| bad("the counts are not plausible".into()))?;
+    let total = total.ok_or_else(|| bad("the counts are not plausible"))?;
     if count.is_some_and(|n| n != total) || total == 0 {
-        return Err(bad(format!(
-            "count: {} is not the rows' {} plus over: {over} (rtla prints only CPUs with noise)",
-            count.unwrap_or(0),
-            h.count
-        )));
+        return Err(bad(
+            "count: is not the rows plus over: (and rtla prints only CPUs with noise)",
+        ));
     }
+    check_summary(h, c.footer, total, floor).map_err(bad)?;
     let rows = (h.count > 0).then_some((h.min, h.max));
-    // rtla's min and max are bucket lower bounds: the lowest and highest row with a count, or
-    // above the rows when the max (or every noise) is among the overflows.
-    let min_ok = min.is_none_or(|m| rows.map_or(m >= floor, |(lo, _)| m == lo));
-    let max_ok = max.is_none_or(|m| match rows {
-        Some((_, hi)) if over == 0 => m == hi,
-        _ => m >= floor,
-    });
-    if !min_ok || !max_ok {
-        return Err(bad(format!(
-            "min: {} / max: {} do not match the rows (lowest {}, highest {}, over: {over})",
-            min.unwrap_or(0),
-            max.unwrap_or(0),
-            rows.map_or(0, |r| r.0),
-            rows.map_or(0, |r| r.1)
-        )));
-    }
-    // Every noise lies at or above its bucket (an overflow at or above `floor`), and rtla's
-    // average is cut to a whole or to two decimals: it cannot lie a whole unit below that.
-    let least = h.sum + u128::from(over) * u128::from(floor);
-    if let Some(a) = avg100 {
-        let top = (u128::from(a) + 100) * u128::from(total);
-        if top < least * 100
-            || min.is_some_and(|m| a + 100 < m * 100)
-            || max.is_some_and(|m| a > m * 100 + 100)
-        {
-            return Err(bad(format!(
-                "avg: {:.2} does not fit the rows, min and max",
-                a as f64 / 100.0
-            )));
-        }
-    }
     let mut t = ThreadRow::new(i as u32);
     t.cpu = c.cpu;
     t.samples = total;
     t.histogram = h.histogram(unit);
-    let at_ns = |v: u64| ns(v, unit, || bad("a value".into()));
-    t.min_ns = min.or(rows.map(|r| r.0)).map(at_ns).transpose()?;
+    // Indices and rtla's min and max are at most 2^47 units: no overflow in ns.
+    t.min_ns = min.or(rows.map(|r| r.0)).map(|v| v * unit);
     t.max_ns = max
         .or(rows.filter(|_| over == 0).map(|r| r.1))
-        .map(at_ns)
-        .transpose()?;
+        .map(|v| v * unit);
     t.mean_ns = match avg100 {
         Some(a) => Some(a as f64 * unit as f64 / 100.0),
         None if over == 0 => h.mean_ns(unit),
@@ -387,6 +353,41 @@ fn thread(i: usize, c: &Column, unit: u64, floor: u64) -> Result<(ThreadRow, Rep
         ..Reported::default()
     };
     Ok((t, r))
+}
+
+/// rtla's `min:`, `max:` and `avg:` against the rows and `over:` (what is wrong, if anything).
+fn check_summary(
+    h: &Counter,
+    footer: [Option<u64>; 5],
+    total: u64,
+    floor: u64,
+) -> Result<(), &'static str> {
+    let [over, _, min, avg100, max] = footer;
+    let over = over.unwrap_or(0);
+    let rows = (h.count > 0).then_some((h.min, h.max));
+    // rtla's min and max are bucket lower bounds: the lowest and highest row with a count, or
+    // above the rows when the max (or every noise) is among the overflows.
+    let min_ok = min.is_none_or(|m| rows.map_or(m >= floor, |(lo, _)| m == lo));
+    let max_ok = max.is_none_or(|m| match rows {
+        Some((_, hi)) if over == 0 => m == hi,
+        _ => m >= floor,
+    });
+    if !min_ok || !max_ok {
+        return Err("min: or max: does not match the rows and over:");
+    }
+    // Every noise lies at or above its bucket (an overflow at or above `floor`), and rtla's
+    // average is cut to a whole or to two decimals: it cannot lie a whole unit below that.
+    let least = h.sum + u128::from(over) * u128::from(floor);
+    if let Some(a) = avg100 {
+        let top = (u128::from(a) + 100) * u128::from(total);
+        if top < least * 100
+            || min.is_some_and(|m| a + 100 < m * 100)
+            || max.is_some_and(|m| a > m * 100 + 100)
+        {
+            return Err("avg: does not fit the rows, min and max");
+        }
+    }
+    Ok(())
 }
 
 fn notes(out: &mut Imported, st: &State, unit: &str, width: u64, floor: u64) {

@@ -10,10 +10,10 @@
 //! printed as `%3d.%05d`: checked here exactly. Without `-q` the table is redrawn every second
 //! after a screen clear (`ESC c`); the last table holds the totals.
 
-use super::{clean, duration_s, ns, source, Reported, Trailer, MAX_CPUS};
-use crate::model::{excerpt, parse_u64, Bad, Imported, ThreadRow, MAX_COUNT};
+use super::{clean, duration_s, quoted, source, Reported, Trailer, MAX_CPUS, MAX_US};
+use crate::model::{parse_u64, Bad, Imported, ThreadRow, MAX_COUNT};
 use rtscope_store::RunKind;
-use serde_json::json;
+use serde_json::Value;
 
 /// The header's words: osnoise's; hwnoise has the first [`HW_WORDS`].
 const HEADER: [&str; 16] = [
@@ -68,10 +68,11 @@ impl State {
             self.trailer_from.get_or_insert(no);
             return Ok(());
         }
-        if let Some(at) = self.trailer_from {
-            return Err(Bad::line(
+        if self.trailer_from.is_some() {
+            return Err(quoted(
                 no,
-                format!("rtla's output ended on line {at}, but more follows: '{}' (two runs in one file?)", excerpt(t, 60)),
+                "more output after rtla's last line (two runs in one file?)",
+                t,
             ));
         }
         let mode = match t {
@@ -91,10 +92,7 @@ impl State {
         if t.starts_with(|c: char| c.is_ascii_digit()) {
             return self.row(no, t);
         }
-        Err(Bad::line(
-            no,
-            format!("not a line of rtla osnoise top: '{}'", excerpt(t, 60)),
-        ))
+        Err(quoted(no, "not a line of rtla osnoise top", t))
     }
 
     /// A title starts a table: the first, or a redraw after a screen clear.
@@ -117,10 +115,10 @@ impl State {
         Ok(())
     }
 
-    fn table(&mut self, no: usize, what: &str) -> Result<&mut Table, Bad> {
+    fn table(&mut self, no: usize) -> Result<&mut Table, Bad> {
         self.table
             .as_mut()
-            .ok_or_else(|| Bad::line(no, format!("{what} before rtla's title line")))
+            .ok_or_else(|| Bad::line(no, "a line of the table before rtla's title line"))
     }
 
     fn duration(&mut self, no: usize, rest: &str) -> Result<(), Bad> {
@@ -131,13 +129,9 @@ impl State {
                 "the duration line does not say 'time is in us'",
             ));
         }
-        let s = duration_s(d).ok_or_else(|| {
-            Bad::line(
-                no,
-                format!("duration '{}' is not D HH:MM:SS", excerpt(d.trim(), 30)),
-            )
-        })?;
-        self.table(no, "the duration")?.duration = Some(s);
+        let s =
+            duration_s(d).ok_or_else(|| quoted(no, "the duration is not D HH:MM:SS", d.trim()))?;
+        self.table(no)?.duration = Some(s);
         Ok(())
     }
 
@@ -146,16 +140,7 @@ impl State {
         let counts = match words.len() {
             16 if words == HEADER => 5,
             HW_WORDS if words == HEADER[..HW_WORDS] => 2,
-            _ => {
-                return Err(Bad::line(
-                    no,
-                    format!(
-                        "the header is not rtla osnoise top's ({}): '{}'",
-                        HEADER.join(" "),
-                        excerpt(t, 80)
-                    ),
-                ))
-            }
+            _ => return Err(quoted(no, "the header is not rtla osnoise top's", t)),
         };
         let want = if counts == 5 {
             Mode::Osnoise
@@ -170,7 +155,7 @@ impl State {
             self.tables += 1;
             self.table = Some(Table::default());
         }
-        let table = self.table(no, "the header")?;
+        let table = self.table(no)?;
         if table.counts.is_some() {
             return Err(Bad::line(no, "a second header in one table"));
         }
@@ -179,16 +164,16 @@ impl State {
     }
 
     fn row(&mut self, no: usize, t: &str) -> Result<(), Bad> {
-        let table = self.table(no, "a CPU row")?;
+        let table = self.table(no)?;
         let counts = table
             .counts
             .ok_or_else(|| Bad::line(no, "a CPU row before the header"))?;
         let (cpu, r) = row(no, t, counts)?;
-        if table.rows.iter().any(|(c, _)| *c == cpu) {
-            return Err(Bad::line(no, format!("CPU {cpu} twice in one table")));
-        }
-        if table.rows.len() >= MAX_CPUS {
-            return Err(Bad::line(no, format!("more than {MAX_CPUS} CPU rows")));
+        if table.rows.iter().any(|(c, _)| *c == cpu) || table.rows.len() >= MAX_CPUS {
+            return Err(Bad::line(
+                no,
+                "a CPU twice in one table, or more than 4096 CPU rows",
+            ));
         }
         table.rows.push((cpu, r));
         Ok(())
@@ -226,7 +211,8 @@ impl State {
             Mode::Hwnoise => "rtla hwnoise",
         };
         out.source = source(tool, table.duration, per_cpu);
-        out.source.insert("tables".into(), json!(self.tables));
+        out.source
+            .insert("tables".into(), Value::from(self.tables as u64));
         notes(&mut out, mode, self.tables, &table);
         self.trailer.record(&mut out.source, &mut out.notes);
         Ok(out)
@@ -237,42 +223,25 @@ impl State {
 fn row(no: usize, t: &str, counts: usize) -> Result<(u32, Reported), Bad> {
     let w: Vec<&str> = t.split_whitespace().collect();
     if w.len() != 7 + counts {
-        return Err(Bad::line(
-            no,
-            format!(
-                "{} fields, not the {} of a CPU row: '{}'",
-                w.len(),
-                7 + counts,
-                excerpt(t, 80)
-            ),
-        ));
+        return Err(quoted(no, "not the fields of a CPU row", t));
     }
-    let num = |i: usize, what: &str| {
+    // A count, or a time in µs (at most 2^47: larger ones are not plausible).
+    let num = |i: usize, max: u64, what: &str| {
         parse_u64(w[i])
-            .filter(|&v| v <= MAX_COUNT)
-            .ok_or_else(|| Bad::line(no, format!("{what} '{}' is not a count", excerpt(w[i], 24))))
+            .filter(|&v| v <= max)
+            .ok_or_else(|| quoted(no, what, w[i]))
     };
-    let cpu = num(0, "the CPU")?;
-    let cpu = u32::try_from(cpu)
-        .ok()
-        .filter(|&c| c < 1 << 20)
-        .ok_or_else(|| Bad::line(no, format!("CPU {cpu} is not plausible")))?;
+    let cpu = num(0, 1 << 20, "the CPU is not a CPU number")? as u32;
     let periods = w[1]
         .strip_prefix('#')
         .and_then(parse_u64)
         .filter(|&p| p > 0 && p <= MAX_COUNT)
-        .ok_or_else(|| {
-            Bad::line(
-                no,
-                format!("the period count '{}' is not #N", excerpt(w[1], 24)),
-            )
-        })?;
-    let us = |i: usize, what: &str| {
-        let v = num(i, what)?;
-        ns(v, 1000, || Bad::line(no, format!("{what} in µs")))
-    };
-    let (runtime, noise) = (us(2, "the runtime")?, us(3, "the noise")?);
-    let (max_noise, max_single) = (us(5, "Max Noise")?, us(6, "Max Single")?);
+        .ok_or_else(|| quoted(no, "the period count is not #N", w[1]))?;
+    let us = |i: usize, what: &str| num(i, MAX_US, what).map(|v| v * 1000);
+    let runtime = us(2, "the runtime is not a count of µs")?;
+    let noise = us(3, "the noise is not a count of µs")?;
+    let max_noise = us(5, "Max Noise is not a count of µs")?;
+    let max_single = us(6, "Max Single is not a count of µs")?;
     check_available(no, runtime, noise, w[4])?;
     if max_single > max_noise || max_noise > noise {
         return Err(Bad::line(
@@ -291,7 +260,11 @@ fn row(no: usize, t: &str, counts: usize) -> Result<(u32, Reported), Bad> {
         ..Reported::default()
     };
     for k in 0..counts {
-        r.counts[k] = Some(num(7 + k, super::CLASSES[k])?);
+        r.counts[k] = Some(num(
+            7 + k,
+            MAX_COUNT,
+            "an interference count is not a count",
+        )?);
     }
     Ok((cpu, r))
 }
@@ -306,14 +279,13 @@ fn check_available(no: usize, runtime: u64, noise: u64, printed: &str) -> Result
         ));
     }
     let p = u128::from(runtime - noise) * 10_000_000 / u128::from(runtime);
-    let want = format!("{}.{:05}", p / 100_000, p % 100_000);
-    if printed != want {
-        return Err(Bad::line(
+    let (whole, frac) = printed.split_once('.').unwrap_or((printed, ""));
+    let value = parse_u64(whole).zip(parse_u64(frac).filter(|_| frac.len() == 5));
+    if value.map(|(w, f)| u128::from(w) * 100_000 + u128::from(f)) != Some(p) {
+        return Err(quoted(
             no,
-            format!(
-                "% CPU Aval '{}' does not follow from the runtime and noise ({want})",
-                excerpt(printed, 24)
-            ),
+            "% CPU Aval does not follow from the runtime and noise",
+            printed,
         ));
     }
     Ok(())
@@ -325,9 +297,7 @@ fn notes(out: &mut Imported, mode: Mode, tables: usize, table: &Table) {
         out.notes.push("rtla hwnoise ran with interrupts off and prints no IRQ, softirq or thread column: those counts are unknown, not 0".into());
     }
     if tables > 1 {
-        out.notes.push(format!(
-            "{tables} tables redrawn once a second (top without -q): the last, rtla's totals, is imported"
-        ));
+        out.notes.push("top without -q redraws its table every second: the last, rtla's totals, is imported (config.source.tables: how many)".into());
     }
     if table.duration.is_none() {
         out.notes

@@ -42,9 +42,10 @@ pub fn threshold_ns(config_json: &str) -> Option<u64> {
     v["threshold_ns"].as_u64().filter(|&t| t > 0)
 }
 
-/// The interference counts an rtla import records, as the table names them; their keys in
-/// `config.source.per_cpu[].counts` are these in lower case.
+/// The interference counts an rtla import records, as the table names them.
 pub const COUNTS: [&str; 5] = ["HW", "NMI", "IRQ", "softirq", "thread"];
+/// Their keys in `config.source.per_cpu[].counts`.
+const COUNT_KEYS: [&str; 5] = ["hw", "nmi", "irq", "softirq", "thread"];
 
 /// What the source of an import reported for one CPU (`config.source.per_cpu`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -70,7 +71,7 @@ pub fn reported(config: &Value) -> Option<Vec<Reported>> {
                 runtime_ns: u(c, "runtime_ns"),
                 noise_ns: u(c, "noise_ns"),
                 noise_events: u(c, "noise_events"),
-                counts: COUNTS.map(|k| c["counts"][k.to_ascii_lowercase()].as_u64()),
+                counts: COUNT_KEYS.map(|k| c["counts"][k].as_u64()),
             })
             .collect(),
     )

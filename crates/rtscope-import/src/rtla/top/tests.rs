@@ -1,4 +1,5 @@
 use super::*;
+use serde_json::json;
 use serde_json::Value;
 
 /// Real `rtla osnoise top` output (crates/rtscope/tests/fixtures/import/rtla/README.md).
@@ -185,7 +186,7 @@ fn broken_tables_are_refused_naming_the_line() {
         (
             format!("{Q}osnoise hit stop tracing\n{row}\n"),
             "line 7",
-            "more follows",
+            "more output after",
         ),
         (Q.replace("[2;30;47m", "[2J"), "line 3", "escape"),
         (Q.replace(" #9 ", " #9\x07 "), "line 4", "control character"),
@@ -199,7 +200,7 @@ fn broken_tables_are_refused_naming_the_line() {
         (
             Q.replace("9023264", "72057594037927936"),
             "line 4",
-            "not plausible",
+            "the runtime is not a count of µs",
         ),
         (
             format!("{}\n", "9".repeat((1 << 20) + 1)),
