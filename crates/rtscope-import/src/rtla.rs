@@ -145,7 +145,7 @@ impl Trailer {
     pub fn record(&self, source: &mut Map<String, Value>, notes: &mut Vec<String>) {
         source.insert("stopped".into(), Value::Bool(self.stopped));
         if self.stopped {
-            notes.push("rtla hit its stop condition (-s, -S or -a): the run ended there, before its duration".into());
+            notes.push("rtla hit its stop condition (-s, -S, -a) and ended there".into());
         }
         if let Some(f) = &self.trace_saved {
             source.insert("trace_saved_to".into(), Value::from(f.as_str()));

@@ -392,7 +392,7 @@ fn check_summary(
 
 fn notes(out: &mut Imported, st: &State, unit: &str, width: u64, floor: u64) {
     out.notes.push(format!(
-        "rtla osnoise hist (imported as a noise run): each sample is one noise at or over the tracer's threshold (which the output does not state), not a loop iteration, so its percentiles are of the noises; each is recorded at its bucket's lower bound ({width} {unit} buckets, as rtla's own min, avg and max are); the noise per CPU is rtla's avg × count; no runtime: the share available is unknown; no interference counts (HW, NMI, IRQ, softirq, thread)"
+        "rtla osnoise hist, as a noise run: each sample is a noise at or over the unstated threshold, not a loop iteration, recorded at its bucket's lower bound ({width} {unit} buckets, as rtla's min, avg and max); noise = avg × count; no runtime (available unknown), no interference counts"
     ));
     let over: u64 = out
         .threads
@@ -401,14 +401,15 @@ fn notes(out: &mut Imported, st: &State, unit: &str, width: u64, floor: u64) {
         .sum();
     if over > 0 {
         out.notes.push(format!(
-            "{over} noises are in rtla's 'over:' count (at least {floor} {unit}): they count as samples but have no value, so they are histogram overflows with only a lower bound; the max is rtla's"
+            "{over} noises are in rtla's over: count (at least {floor} {unit}): samples without a value, histogram overflows with a lower bound; the max is rtla's"
         ));
     }
     if !st.header {
-        out.notes.push("no header (--no-header): the CPUs, the unit and the duration are unknown; the unit is taken as µs".into());
+        out.notes
+            .push("--no-header: CPUs and duration unknown, µs assumed".into());
     }
     if st.footer < FOOTER.len() {
-        out.notes.push("no summary (--no-summary): min and max come from the rows (the max is unknown where noises overflowed), the mean only without overflows".into());
+        out.notes.push("--no-summary: min and max from the rows (no max if noises overflowed), the mean only without overflows".into());
     }
 }
 

@@ -292,12 +292,15 @@ fn check_available(no: usize, runtime: u64, noise: u64, printed: &str) -> Result
 }
 
 fn notes(out: &mut Imported, mode: Mode, tables: usize, table: &Table) {
-    out.notes.push("rtla osnoise top (imported as a noise run): per CPU the osnoise tracer's sums over its periods, in whole µs: runtime, noise (the gaps at or over the tracer's threshold, which the output does not state), % available, the largest noise of a period and the longest single noise (the run's max); HW, NMI, IRQ, softirq and thread are counts of interference entries, not times (HW: no entry seen, so hardware, firmware or the hypervisor); no histogram and no count of loop iterations: no percentiles, samples 0".into());
+    out.notes.push("rtla osnoise top, as a noise run: per CPU the tracer's sums over its periods in whole µs (runtime, noise at or over its unstated threshold, % available, the longest single noise as the max) and counts of interference entries, not times (HW: none seen, so hardware, firmware or hypervisor); no histogram, no iteration count: samples 0, no percentiles".into());
     if mode == Mode::Hwnoise {
-        out.notes.push("rtla hwnoise ran with interrupts off and prints no IRQ, softirq or thread column: those counts are unknown, not 0".into());
+        out.notes.push(
+            "rtla hwnoise has no IRQ, softirq or thread column: those counts are unknown, not 0"
+                .into(),
+        );
     }
     if tables > 1 {
-        out.notes.push("top without -q redraws its table every second: the last, rtla's totals, is imported (config.source.tables: how many)".into());
+        out.notes.push("the last of the tables top redraws every second without -q (rtla's totals) is imported".into());
     }
     if table.duration.is_none() {
         out.notes
