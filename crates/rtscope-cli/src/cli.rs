@@ -66,7 +66,7 @@ pub enum Command {
     },
     /// List, show, tag and delete the runs recorded in the database.
     Runs(RunsArgs),
-    /// Import old results of cyclictest, jitterdebugger, stress-ng, oslat and rtla as runs of the database.
+    /// Import old results of cyclictest, jitterdebugger, stress-ng, oslat and rtla as runs.
     ///
     /// Reads cyclictest histograms (`-h`/`-H`), `-v` verbose output and `--json` files,
     /// jitterdebugger output directories, stress-ng `--cyclic` logs, oslat `--json` files and
