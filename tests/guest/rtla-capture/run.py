@@ -30,11 +30,7 @@ import guest  # noqa: E402
 
 #: rtla and what it links (ldd of Debian 12's rtla: libtracefs, libtraceevent, libc).
 PACKAGES = ["rtla", "libtracefs1", "libtraceevent1", "libc6"]
-#: The files of the packages the guest needs (tar wildcards of their data).
-MEMBERS = ["./usr/bin/rtla", "./usr/lib/x86_64-linux-gnu/libtrace*.so*",
-           "./lib/x86_64-linux-gnu/libc.so.6", "./lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
-           "./usr/lib/x86_64-linux-gnu/libc.so.6",
-           "./usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"]
+
 
 
 def rtla_root(tmp: Path, arch: guest.Arch) -> tuple[Path, list[str]]:
