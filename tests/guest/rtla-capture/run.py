@@ -32,7 +32,6 @@ import guest  # noqa: E402
 PACKAGES = ["rtla", "libtracefs1", "libtraceevent1", "libc6"]
 
 
-
 def rtla_root(tmp: Path, arch: guest.Arch) -> tuple[Path, list[str]]:
     """A tree with /usr/bin/rtla, its libraries in /lib/x86_64-linux-gnu and the loader at
     /lib64 (its ELF interpreter); returns it and the .deb files used."""
