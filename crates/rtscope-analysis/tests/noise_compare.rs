@@ -154,3 +154,47 @@ fn a_noise_group_beside_a_latency_group_is_refused_naming_both_kinds() {
     );
     assert!(NOISE_STATS.contains(&Stat::Available));
 }
+
+/// `runs` as an rtla import would record them: the histogram of its noises over the
+/// threshold (osnoise hist: `histogram`, no runtime), or the source's per-CPU runtime and
+/// noise (osnoise top: `per_cpu`).
+fn as_rtla(s: &Store, runs: &[RunData], source: &str) -> Vec<RunData> {
+    runs.iter()
+        .map(|r| {
+            let mut d = s.run(r.id).unwrap();
+            d.config_json = format!(r#"{{"source": {source}}}"#);
+            RunData::from_detail(&d, None)
+        })
+        .collect()
+}
+
+#[test]
+fn rtla_imports_compare_on_what_they_hold_and_never_on_other_gaps() {
+    let mut s = store("rtla");
+    let quiet = noise_runs(&mut s, "quiet", 5, &[1200]);
+    let noisy = noise_runs(&mut s, "noisy", 5, &[1200, 1500, 1800]);
+    let hist = r#"{"histogram": "noise_over_threshold", "per_cpu": [{"noise_ns": 5000, "noise_events": 3}]}"#;
+    let hist_runs = as_rtla(&s, &noisy, hist);
+    // Every gap of a loop beside only the noises over the threshold: the distribution's
+    // statistics are not comparable, so unknown (no verdict); max still is.
+    let c = compare(quiet.clone(), hist_runs.clone(), false);
+    let p50 = &c.stats[3];
+    assert_eq!(
+        p50.values,
+        [None, None],
+        "p50 of every gap vs of the noises"
+    );
+    assert_eq!(p50.changes[0].verdict, Verdict::Unknown);
+    assert!(p50.changes[0].test.is_none());
+    assert_eq!(c.stats[0].changes[0].verdict, Verdict::Regression, "max");
+    // rtla hist records no runtime: the shares are unknown, not 0.
+    assert_eq!(c.stats[1].values[1], None);
+    assert!(rtscope_analysis::compare::text::render(&c).contains("not comparable"));
+    // Two groups of noises over the threshold compare their percentiles.
+    let c = compare(as_rtla(&s, &quiet, hist), hist_runs, false);
+    assert!(c.stats[3].values.iter().all(Option::is_some));
+    // rtla top's runtime and noise are the shares of its group.
+    let top = r#"{"per_cpu": [{"runtime_ns": 1000000000, "noise_ns": 1000}]}"#;
+    let g = Group::new(0, "top", as_rtla(&s, &quiet[..1], top));
+    assert_eq!(g.merged.value(Stat::Available), Some(1000));
+}

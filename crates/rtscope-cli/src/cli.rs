@@ -66,11 +66,11 @@ pub enum Command {
     },
     /// List, show, tag and delete the runs recorded in the database.
     Runs(RunsArgs),
-    /// Import old results of cyclictest, jitterdebugger, stress-ng and oslat as runs of the database.
+    /// Import old results of cyclictest, jitterdebugger, stress-ng, oslat and rtla as runs.
     ///
     /// Reads cyclictest histograms (`-h`/`-H`), `-v` verbose output and `--json` files,
-    /// jitterdebugger output directories, stress-ng `--cyclic` logs and oslat `--json` files (as
-    /// runs of kind `noise`); each becomes one run.
+    /// jitterdebugger output directories, stress-ng `--cyclic` logs, oslat `--json` files and
+    /// `rtla osnoise top`/`hist` text (as runs of kind `noise`); each becomes one run.
     Import(ImportArgs),
     /// Export a run's statistics, histograms, series and events as CSV, JSON or Parquet.
     Export(ExportArgs),
@@ -435,6 +435,10 @@ pub enum ImportFormat {
     CyclictestSummary,
     /// oslat `--json` output (busy-loop gaps), recorded as a run of kind `noise`.
     Oslat,
+    /// `rtla osnoise top` (or `rtla hwnoise`) text, recorded as a run of kind `noise`.
+    RtlaOsnoiseTop,
+    /// `rtla osnoise hist` text (noises over the threshold), recorded as a run of kind `noise`.
+    RtlaOsnoiseHist,
 }
 
 impl ImportFormat {
@@ -449,6 +453,8 @@ impl ImportFormat {
             ImportFormat::StressNg => F::StressNg,
             ImportFormat::CyclictestSummary => F::CyclictestSummary,
             ImportFormat::Oslat => F::Oslat,
+            ImportFormat::RtlaOsnoiseTop => F::RtlaOsnoiseTop,
+            ImportFormat::RtlaOsnoiseHist => F::RtlaOsnoiseHist,
         }
     }
 }

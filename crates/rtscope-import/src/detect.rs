@@ -5,7 +5,10 @@
 //! `# Histogram` line means histogram text; `thread:cycle:latency` lines mean `-v` output;
 //! `T: 0 ( 8946) P:90 I:200 C: … Min: … Max: …` status lines (with no histogram) mean
 //! cyclictest's summary (`-q`, a live status, `--spike`); `stress-ng` with `cyclic:` means a
-//! stress-ng log. The first MiB decides, and the last 8 MiB
+//! stress-ng log; rtla's title `Operating System Noise` (or `Hardware-related Noise`) or its
+//! header `CPU Period Runtime …` means `rtla osnoise top`, `# RTLA osnoise histogram` (or,
+//! under `--no-header`, bucket rows ending in `over:` and `count:` lines) `rtla osnoise hist`;
+//! rtla timerlat output is named and refused. The first MiB decides, and the last 8 MiB
 //! are searched for `# Histogram` (a long run without `-q` prints its live status first).
 
 use super::model::Bad;
@@ -19,7 +22,7 @@ const HEAD: u64 = 1 << 20;
 const TAIL: u64 = 8 << 20;
 
 /// The formats, as `--format` spells them.
-pub const NAMES: &str = "cyclictest-hist, cyclictest-verbose, cyclictest-json, cyclictest-summary, jitterdebugger, stress-ng, oslat";
+pub const NAMES: &str = "cyclictest-hist, cyclictest-verbose, cyclictest-json, cyclictest-summary, jitterdebugger, stress-ng, oslat, rtla-osnoise-top, rtla-osnoise-hist";
 
 /// The `--format` spelling of a format.
 pub fn name(f: ImportFormat) -> &'static str {
@@ -31,6 +34,8 @@ pub fn name(f: ImportFormat) -> &'static str {
         ImportFormat::StressNg => "stress-ng",
         ImportFormat::CyclictestSummary => "cyclictest-summary",
         ImportFormat::Oslat => "oslat",
+        ImportFormat::RtlaOsnoiseTop => "rtla-osnoise-top",
+        ImportFormat::RtlaOsnoiseHist => "rtla-osnoise-hist",
     }
 }
 
@@ -60,6 +65,9 @@ pub fn detect(path: &Path) -> Result<ImportFormat, Bad> {
         return Err(unknown("binary data"));
     }
     let text = String::from_utf8_lossy(&head);
+    if let Some(f) = rtla(&text)? {
+        return Ok(f);
+    }
     if let Some(f) = by_content(&text) {
         return Ok(f);
     }
@@ -137,6 +145,32 @@ fn by_content(text: &str) -> Option<ImportFormat> {
         return Some(ImportFormat::StressNg);
     }
     None
+}
+
+/// rtla's text, by its title, header or footer lines (its colour escapes and screen clears
+/// taken out); timerlat's is refused by name.
+fn rtla(text: &str) -> Result<Option<ImportFormat>, Bad> {
+    let (mut over, mut count) = (false, false);
+    for line in text.lines() {
+        let (l, _) = crate::rtla::clean(0, line).unwrap_or_default();
+        match l.trim() {
+            "Operating System Noise" | "Hardware-related Noise" => {
+                return Ok(Some(ImportFormat::RtlaOsnoiseTop))
+            }
+            "# RTLA osnoise histogram" => return Ok(Some(ImportFormat::RtlaOsnoiseHist)),
+            "# RTLA timerlat histogram" | "Timer Latency" => {
+                return Err(Bad::file("rtla timerlat output: rtscope imports rtla osnoise top and hist, not timerlat (its IRQ and thread latencies are not a noise run)"))
+            }
+            t if t.starts_with("CPU Period ") && t.contains("Aval") => {
+                return Ok(Some(ImportFormat::RtlaOsnoiseTop))
+            }
+            t => {
+                over |= t.starts_with("over:");
+                count |= over && t.starts_with("count:");
+            }
+        }
+    }
+    Ok((over && count).then_some(ImportFormat::RtlaOsnoiseHist))
 }
 
 /// Whether the `"cmdline:"` line of rt-tests JSON names oslat (its program name, the first word).
@@ -220,6 +254,35 @@ mod tests {
         for (name, content, want) in cases {
             assert_eq!(detect(&file(name, content)), Ok(want), "{name}");
         }
+    }
+
+    #[test]
+    fn rtla_output_is_recognised_and_timerlat_named() {
+        let dir =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../rtscope/tests/fixtures/import/rtla");
+        let mut seen = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            let name = p.file_name().unwrap().to_string_lossy().into_owned();
+            let want = if name.starts_with("top-") {
+                ImportFormat::RtlaOsnoiseTop
+            } else if name.starts_with("hist-") && name.ends_with(".txt") || name == "hist.txt" {
+                ImportFormat::RtlaOsnoiseHist
+            } else {
+                continue;
+            };
+            assert_eq!(detect(&p), Ok(want), "{name}");
+            seen += 1;
+        }
+        assert_eq!(seen, 11);
+        let e = detect(&file("tl", b"# RTLA timerlat histogram\nIndex   IRQ-000\n")).unwrap_err();
+        assert!(e.what.contains("not timerlat"), "{e}");
+        let e = detect(&file(
+            "tt",
+            b"\x1b[2;37;40m                  Timer Latency\n",
+        ))
+        .unwrap_err();
+        assert!(e.what.contains("rtla timerlat"), "{e}");
     }
 
     #[test]

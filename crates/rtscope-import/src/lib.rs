@@ -8,7 +8,8 @@
 //! * [`ctjson`]: cyclictest `--json`;
 //! * [`jitter`]: a jitterdebugger output directory (results.json and samples.raw);
 //! * [`stressng`]: a stress-ng `--cyclic` log;
-//! * [`oslat`]: oslat `--json` (rt-tests), recorded as a run of kind `noise`.
+//! * [`oslat`]: oslat `--json` (rt-tests), recorded as a run of kind `noise`;
+//! * [`rtla`]: `rtla osnoise top` and `rtla osnoise hist` text, recorded as runs of kind `noise`.
 //!
 //! Every file is parsed before anything is written: one bad file (named, with its line, field or
 //! record) fails the whole command with exit code 2 and no run is added. Latencies are stored in
@@ -28,6 +29,7 @@ mod jitter;
 mod model;
 mod oslat;
 mod rtjson;
+mod rtla;
 mod series;
 mod stressng;
 mod summary;
@@ -60,6 +62,10 @@ pub enum ImportFormat {
     CyclictestSummary,
     /// oslat `--json` output (busy-loop gaps), recorded as a run of kind `noise`.
     Oslat,
+    /// `rtla osnoise top` (or `rtla hwnoise`) text, recorded as a run of kind `noise`.
+    RtlaOsnoiseTop,
+    /// `rtla osnoise hist` text, recorded as a run of kind `noise`.
+    RtlaOsnoiseHist,
 }
 
 /// What `rtscope import` is asked to do.
@@ -185,10 +191,14 @@ fn parse_one(path: &Path, forced: Option<ImportFormat>) -> Result<Parsed, Failur
         ImportFormat::CyclictestJson
         | ImportFormat::StressNg
         | ImportFormat::CyclictestSummary
-        | ImportFormat::Oslat => {
+        | ImportFormat::Oslat
+        | ImportFormat::RtlaOsnoiseTop
+        | ImportFormat::RtlaOsnoiseHist => {
             let parse = match format {
                 ImportFormat::CyclictestJson => ctjson::parse,
                 ImportFormat::Oslat => oslat::parse,
+                ImportFormat::RtlaOsnoiseTop => rtla::top::parse,
+                ImportFormat::RtlaOsnoiseHist => rtla::hist::parse,
                 ImportFormat::CyclictestSummary => summary::parse,
                 _ => stressng::parse,
             };
@@ -206,7 +216,7 @@ fn parse_one(path: &Path, forced: Option<ImportFormat>) -> Result<Parsed, Failur
                 return Err(fail(
                     path,
                     Bad::file(format!(
-                        "larger than {} MiB, the most a JSON or stress-ng file is read",
+                        "larger than {} MiB, the most a JSON, stress-ng or rtla file is read",
                         MAX_WHOLE_FILE >> 20
                     )),
                 ));
@@ -225,7 +235,7 @@ fn parse_one(path: &Path, forced: Option<ImportFormat>) -> Result<Parsed, Failur
     })
 }
 
-/// The largest file read whole (cyclictest JSON, stress-ng logs): 256 MiB. Histogram text,
+/// The largest file read whole (cyclictest JSON, stress-ng logs, oslat and rtla output): 256 MiB. Histogram text,
 /// `-v` output and jitterdebugger samples are streamed whatever their size.
 pub const MAX_WHOLE_FILE: u64 = 256 << 20;
 
@@ -242,6 +252,8 @@ pub fn parse_bytes(format: ImportFormat, data: &[u8]) -> Result<Imported, Bad> {
         ImportFormat::CyclictestJson => parse_text(ctjson::parse, data),
         ImportFormat::StressNg => parse_text(stressng::parse, data),
         ImportFormat::Oslat => parse_text(oslat::parse, data),
+        ImportFormat::RtlaOsnoiseTop => parse_text(rtla::top::parse, data),
+        ImportFormat::RtlaOsnoiseHist => parse_text(rtla::hist::parse, data),
         ImportFormat::CyclictestSummary => parse_text(summary::parse, data),
         ImportFormat::CyclictestVerbose if data.is_empty() => Err(Bad::file("the file is empty")),
         ImportFormat::CyclictestVerbose => verbose::parse(&mut &data[..]),
@@ -321,6 +333,10 @@ fn meta<'a>(
         None if p.format == ImportFormat::Jitterdebugger && progress > 0 => (
             p.mtime_ns.saturating_sub(progress),
             "results.json modification time minus the span of the samples",
+        ),
+        None if imp.ends_at_mtime => (
+            p.mtime_ns.saturating_sub(progress),
+            "file modification time minus the duration the source states",
         ),
         None => (p.mtime_ns, "file modification time"),
     };
@@ -402,7 +418,7 @@ mod tests {
         };
     }
 
-    const TEXT_FIXTURES: [(ImportFormat, (&str, &[u8])); 10] = [
+    const TEXT_FIXTURES: [(ImportFormat, (&str, &[u8])); 16] = [
         (ImportFormat::CyclictestHist, fixture!("hist-H100.txt")),
         (ImportFormat::CyclictestHist, fixture!("hist-h100-b300.txt")),
         (
@@ -419,6 +435,21 @@ mod tests {
         (ImportFormat::Jitterdebugger, fixture!("results.json")),
         (ImportFormat::StressNg, fixture!("stress-ng-cyclic.txt")),
         (ImportFormat::Oslat, fixture!("oslat.json")),
+        (ImportFormat::RtlaOsnoiseTop, fixture!("rtla/top-q.txt")),
+        (ImportFormat::RtlaOsnoiseTop, fixture!("rtla/top-live.txt")),
+        (ImportFormat::RtlaOsnoiseHist, fixture!("rtla/hist.txt")),
+        (
+            ImportFormat::RtlaOsnoiseHist,
+            fixture!("rtla/hist-c1-b10-E50-culprit.txt"),
+        ),
+        (
+            ImportFormat::RtlaOsnoiseHist,
+            fixture!("rtla/hist-no-header-culprit.txt"),
+        ),
+        (
+            ImportFormat::RtlaOsnoiseHist,
+            fixture!("rtla/hist-no-summary-culprit.txt"),
+        ),
     ];
     const RESULTS_JSON: &[u8] = fixture!("results.json").1;
     /// 1000 records: thread 0's, then from record 537 on both threads' interleaved.
@@ -554,6 +585,12 @@ mod tests {
     #[test]
     fn mutated_oslat_json_gives_errors_never_panics() {
         mutated_fixtures_survive(ImportFormat::Oslat);
+    }
+
+    #[test]
+    fn mutated_rtla_output_gives_errors_never_panics() {
+        mutated_fixtures_survive(ImportFormat::RtlaOsnoiseTop);
+        mutated_fixtures_survive(ImportFormat::RtlaOsnoiseHist);
     }
 
     #[test]

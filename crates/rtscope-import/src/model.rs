@@ -86,8 +86,11 @@ pub struct Imported {
     pub series: Vec<SeriesPoint>,
     /// What the source lost or what the importer had to assume, for the user.
     pub notes: Vec<String>,
-    /// The kind of run to record (`None`: `import`; oslat's busy-loop gaps: `noise`).
+    /// The kind of run to record (`None`: `import`; busy-loop gaps or noise: `noise`).
     pub kind: Option<rtscope_store::RunKind>,
+    /// The file was written as the run ended (rtla prints its results at the end): without a
+    /// start time in the source, the start is its modification time minus the time measured.
+    pub ends_at_mtime: bool,
 }
 
 impl Imported {

@@ -128,6 +128,7 @@ pub fn for_command(key: &str) -> Notes {
             ("rtscope import jitterdebugger-out/ --tag board=imx8", "A jitterdebugger directory, tagged."),
             ("rtscope import --format stress-ng stress-ng.log", "A stress-ng --cyclic log."),
             ("rtscope import oslat.json", "oslat --json output, as a noise run."),
+            ("rtscope import top.txt hist.txt", "rtla osnoise top and hist output, as noise runs."),
         ]),
         "export" => reader(&[
             ("rtscope export last -o out/ -f csv,json,parquet", "The newest run as CSV, JSON and Parquet files for pandas."),

@@ -28,6 +28,7 @@ mod hostile_memory;
 mod housekeeping;
 mod import;
 mod import_oslat;
+mod import_rtla;
 mod import_summary;
 mod loads;
 mod manual;

@@ -531,7 +531,7 @@ fn unknown_content_is_refused_with_the_formats_and_the_format_option() {
     let e = refused(
         &file,
         "notes.txt",
-        "cyclictest-hist, cyclictest-verbose, cyclictest-json, cyclictest-summary, jitterdebugger, stress-ng, oslat",
+        "cyclictest-hist, cyclictest-verbose, cyclictest-json, cyclictest-summary, jitterdebugger, stress-ng, oslat, rtla-osnoise-top, rtla-osnoise-hist",
     );
     assert!(e.contains("--format"), "{e}");
 }

@@ -201,8 +201,20 @@ fn pairing<'a>(keys: &[Key], base: &'a [RunData], cand: &'a [RunData]) -> Pairin
     Pairing::new(keys, &refs(base), &refs(cand))
 }
 
+/// Whether the groups' histograms hold the same gaps for `stat` (a statistic of the
+/// distribution compares every gap of a loop only with every gap, an rtla osnoise hist
+/// import's noises over the threshold only with such noises).
+fn comparable(merged: &[&Merged], stat: Stat) -> bool {
+    !stat.of_distribution() || merged.iter().all(|m| m.gaps == merged[0].gaps)
+}
+
 fn stat_row(groups: &[Group], stat: Stat, t: &Thresholds, keys: &[Key]) -> StatRow {
-    let values: Vec<Option<u64>> = groups.iter().map(|g| g.merged.value(stat)).collect();
+    let merged: Vec<&Merged> = groups.iter().map(|g| &g.merged).collect();
+    let same = comparable(&merged, stat);
+    let values: Vec<Option<u64>> = groups
+        .iter()
+        .map(|g| g.merged.value(stat).filter(|_| same))
+        .collect();
     let base = values[0];
     let changes = groups
         .iter()
@@ -210,7 +222,9 @@ fn stat_row(groups: &[Group], stat: Stat, t: &Thresholds, keys: &[Key]) -> StatR
         .skip(1)
         .map(|(g, &cand)| {
             let supported = groups[0].merged.supports(stat) && g.merged.supports(stat);
-            let test = pairing(keys, &groups[0].runs, &g.runs).test(stat);
+            let test = same
+                .then(|| pairing(keys, &groups[0].runs, &g.runs).test(stat))
+                .flatten();
             change(t, t.judge(stat, base, cand, supported), base, cand, test)
         })
         .collect();
@@ -334,6 +348,9 @@ fn case_verdicts(
                         return change(t, Verdict::Unknown, None, None, None);
                     }
                     let (ma, mb) = (Merged::of(&a), Merged::of(&b));
+                    if !comparable(&[&ma, &mb], stat) {
+                        return change(t, Verdict::Unknown, None, None, None);
+                    }
                     let (va, vb) = (ma.value(stat), mb.value(stat));
                     let supported = ma.supports(stat) && mb.supports(stat);
                     let test = pairing(keys, &a, &b).test(stat);

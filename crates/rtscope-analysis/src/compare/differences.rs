@@ -188,6 +188,7 @@ mod tests {
                 .unwrap_or_default(),
             kind: rtscope_store::RunKind::Measure,
             noise: None,
+            noises_only: false,
         }
     }
 

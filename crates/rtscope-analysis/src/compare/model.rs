@@ -145,7 +145,8 @@ fn rate_pct(ppb: u64) -> String {
 /// How a run measured: the settings `rtscope compare` warns about when groups differ.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunSettings {
-    /// Distinct intervals of its threads (`1ms`, or `1ms/2ms`).
+    /// Distinct intervals of its threads (`1ms`, or `1ms/2ms`; `unknown` for an import whose
+    /// source does not say, stored as 0).
     pub interval: String,
     /// Distinct priorities of its threads (`90`, or `89/90`).
     pub priority: String,
@@ -166,7 +167,10 @@ impl RunSettings {
             interval: join(
                 d.threads
                     .iter()
-                    .map(|t| Nanos(t.interval_ns).to_string())
+                    .map(|t| match t.interval_ns {
+                        0 => "unknown".into(),
+                        ns => Nanos(ns).to_string(),
+                    })
                     .collect(),
             ),
             priority: join(d.threads.iter().map(|t| t.priority.to_string()).collect()),
@@ -222,6 +226,9 @@ pub struct RunData {
     /// A noise run's noise and runtime summed over its CPUs (`None` for other runs, and for
     /// an import that records no threshold).
     pub noise: Option<NoiseTime>,
+    /// A noise run whose histogram holds only its noises over the threshold (an rtla osnoise
+    /// hist import), not every gap of its loop.
+    pub noises_only: bool,
 }
 
 /// Noise over a run's CPUs ([`rtscope_report::noise::CpuNoise`]: one definition for the
@@ -240,10 +247,8 @@ impl NoiseTime {
         if d.summary.kind != RunKind::Noise {
             return None;
         }
-        let thr = rtscope_report::noise::threshold_ns(&d.config_json);
         let mut t = NoiseTime::default();
-        for th in &d.threads {
-            let c = rtscope_report::noise::CpuNoise::of(d.summary.id, th, thr);
+        for c in rtscope_report::noise::CpuNoise::of_detail(d) {
             t.noise_ns += c.noise_ns?;
             t.runtime_ns += c.runtime_ns?;
         }
@@ -301,6 +306,8 @@ impl RunData {
             settings: Vec::new(),
             kind: s.kind,
             noise: NoiseTime::of(d),
+            noises_only: s.kind == RunKind::Noise
+                && rtscope_report::noise::noises_only(&d.config_json),
         }
     }
 
@@ -384,6 +391,29 @@ pub struct Merged {
     pub overflow_floor: Option<u64>,
     /// Noise runs: their noise and runtime summed (`None` when some run's is unknown).
     pub noise: Option<NoiseTime>,
+    /// What the histograms hold: every gap or wake-up, or only a noise run's noises over the
+    /// threshold (an rtla osnoise hist import), or both.
+    pub gaps: Gaps,
+}
+
+/// What the merged histograms of a group hold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Gaps {
+    /// Every sample: wake-ups, or every gap of a noise run's loop.
+    #[default]
+    Every,
+    /// Only noises over a threshold (rtla osnoise hist imports).
+    NoisesOnly,
+    /// Runs of both: the distribution of the merged histogram means nothing.
+    Mixed,
+}
+
+impl Stat {
+    /// Whether the statistic is of the distribution of the samples (min, mean, percentiles):
+    /// it compares only histograms that hold the same gaps ([`Gaps`]).
+    pub fn of_distribution(self) -> bool {
+        matches!(self, Stat::Min | Stat::Mean | Stat::Quantile(..))
+    }
 }
 
 impl Merged {
@@ -391,7 +421,15 @@ impl Merged {
     pub fn of<'a>(runs: impl IntoIterator<Item = &'a RunData>) -> Merged {
         let mut m = Merged::default();
         let mut noise = Some(NoiseTime::default());
+        let mut first = true;
         for r in runs {
+            let g = if r.noises_only {
+                Gaps::NoisesOnly
+            } else {
+                Gaps::Every
+            };
+            m.gaps = if first || m.gaps == g { g } else { Gaps::Mixed };
+            first = false;
             noise = noise.zip(r.noise).map(|(a, b)| NoiseTime {
                 noise_ns: a.noise_ns + b.noise_ns,
                 runtime_ns: a.runtime_ns + b.runtime_ns,
@@ -419,8 +457,12 @@ impl Merged {
     /// A percentile is taken over all samples. Samples an import could not place in its
     /// histogram (cyclictest's overflows) lie above that run's histogram, so a percentile that
     /// could fall among them is unknown rather than understated; so are the percentiles of a
-    /// group with a run that has no histogram at all.
+    /// group with a run that has no histogram at all, and the min, mean and percentiles of a
+    /// group whose histograms hold different gaps ([`Gaps::Mixed`]).
     pub fn value(&self, stat: Stat) -> Option<u64> {
+        if self.gaps == Gaps::Mixed && stat.of_distribution() {
+            return None;
+        }
         match stat {
             Stat::Min => self.min_ns,
             Stat::Max => self.max_ns,
@@ -512,6 +554,7 @@ pub(crate) mod tests_support {
             settings: Vec::new(),
             kind: RunKind::Measure,
             noise: None,
+            noises_only: false,
         }
     }
 }

@@ -176,6 +176,10 @@ fn thresholds_line(c: &Comparison) -> String {
     if c.stats.iter().any(|r| r.stat.is_share()) {
         s.push_str("; available = share of the runtime not lost to noise (its change in points)");
     }
+    let gaps: Vec<_> = c.groups.iter().map(|g| g.merged.gaps).collect();
+    if gaps.iter().any(|&g| g != gaps[0]) && c.stats.iter().any(|r| r.stat.of_distribution()) {
+        s.push_str("; min, mean and percentiles are - (not comparable): some histograms hold every gap of the loop, others only the noises over the threshold (rtla osnoise hist)");
+    }
     if c.stats.iter().any(|r| r.stat == Stat::Missed) {
         s.push_str(
             "; missed = missed deadlines in % of all deadlines (missed / (samples + missed))",

@@ -58,5 +58,6 @@ fn operand(series: &str, c: &Cell) -> RunData {
         settings: Vec::new(),
         kind: rtscope_store::RunKind::Measure,
         noise: None,
+        noises_only: false,
     }
 }

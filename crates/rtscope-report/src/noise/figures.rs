@@ -39,9 +39,9 @@ pub fn all(runs: &[RunData]) -> Vec<NamedFigure> {
 }
 
 const AVAILABLE_CAPTION: &str = "% of each CPU available to the busy loop (100 × (runtime − noise) / runtime), one bar per CPU, its value in the legend; the axis starts at the decade below the lowest bar.";
-const HIST_CAPTION: &str = "Gap histogram: every gap of the loop, one point per bucket of the lossless histogram, one line per CPU, both axes log: the loop's own cost at the left, interruptions to the right.";
+const HIST_CAPTION: &str = "Gap histogram: every gap of the loop, one point per bucket of the lossless histogram, one line per CPU, both axes log: the loop's own cost at the left, interruptions to the right (an rtla osnoise hist import: only its noises over the threshold, at their buckets' lower bounds; an rtla osnoise top import has no histogram).";
 const CAUSES_CAPTION: &str = "Noise time per cause, one bar per run: the --explain classes, or for a run without --explain its whole noise, grey, not explained.";
-const GAPS_CAPTION: &str = "The recorded gaps over the threshold: when in the run (s) and how long (log), one colour per CPU; gaps in step across CPUs point at the system, gaps on one CPU at something pinned there.";
+const GAPS_CAPTION: &str = "The recorded gaps over the threshold: when in the run (s) and how long (log), one colour per CPU; gaps in step across CPUs point at the system, gaps on one CPU at something pinned there (oslat and rtla imports record no gap with its time).";
 
 /// A run's name in legends: its name, with `(run N)` when the report has several runs.
 fn run_name(r: &RunData, several: bool) -> String {

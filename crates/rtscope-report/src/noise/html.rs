@@ -6,8 +6,9 @@ use crate::figures::{NamedFigure, Section};
 use crate::model::RunData;
 use std::fmt::Write;
 
-/// The columns of the per-CPU table (`rtla osnoise top`'s, and the threshold).
-pub const COLUMNS: [&str; 11] = [
+/// The columns of the per-CPU table (`rtla osnoise top`'s, the threshold, and rtla's
+/// interference counts).
+pub const COLUMNS: [&str; 16] = [
     "run",
     "name",
     "CPU",
@@ -19,10 +20,15 @@ pub const COLUMNS: [&str; 11] = [
     "iterations/s",
     "resolution (ns)",
     "threshold (ns)",
+    "HW",
+    "NMI",
+    "IRQ",
+    "softirq",
+    "thread",
 ];
 
 /// One row of the per-CPU table, as text (`-` where unknown).
-pub fn cells(r: &RunData, c: &CpuNoise) -> [String; 11] {
+pub fn cells(r: &RunData, c: &CpuNoise) -> [String; 16] {
     let opt = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
     [
         r.id().to_string(),
@@ -38,11 +44,16 @@ pub fn cells(r: &RunData, c: &CpuNoise) -> [String; 11] {
             .map_or("-".into(), rtscope_core::text::count),
         opt(c.resolution_ns),
         opt(c.threshold_ns),
+        opt(c.counts[0]),
+        opt(c.counts[1]),
+        opt(c.counts[2]),
+        opt(c.counts[3]),
+        opt(c.counts[4]),
     ]
 }
 
 /// One row's cells as HTML (the name left-aligned, every text escaped).
-pub fn row(cells: &[String; 11]) -> String {
+pub fn row(cells: &[String; 16]) -> String {
     let mut h = String::new();
     for (i, v) in cells.iter().enumerate() {
         let class = if i == 1 { " class=\"t\"" } else { "" };
@@ -52,7 +63,7 @@ pub fn row(cells: &[String; 11]) -> String {
 }
 
 /// Every row of the per-CPU table: runs, then CPUs.
-fn rows(runs: &[RunData]) -> Vec<[String; 11]> {
+fn rows(runs: &[RunData]) -> Vec<[String; 16]> {
     let each = |r| CpuNoise::of_run(r).into_iter().map(move |c| cells(r, &c));
     runs.iter().flat_map(each).collect()
 }
@@ -71,7 +82,7 @@ pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)]) 
     for r in rows(runs) {
         let _ = writeln!(h, "<tr>{}</tr>", row(&r));
     }
-    h.push_str("</table>\n<p class=\"muted\">Busy-loop gaps, not wake-ups. Noise is from the gap histogram and the run's threshold (an oslat import has none: -).</p>\n");
+    h.push_str("</table>\n<p class=\"muted\">Busy-loop gaps, not wake-ups. Noise is from the gap histogram and the run's threshold (an oslat import has none: -); an rtla import's figures are rtla's (an osnoise hist import's gaps are its noises over the threshold). HW, NMI, IRQ, softirq, thread: rtla osnoise top's counts of interference entries, not times (- where the run did not count them).</p>\n");
     causes(h, runs);
     crate::markup::figures(h, figs, Section::Noise);
 }

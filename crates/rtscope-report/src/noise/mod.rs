@@ -1,7 +1,8 @@
-//! Noise runs (`rtscope noise`, oslat imports: kind `noise`) in a report: their per-CPU figures
-//! from what the store holds, `rtla osnoise top`'s table, and the noise section's plots
-//! ([`figures`]) and HTML ([`html`]). A noise run's "samples" are the busy loop's gaps and its
-//! events the gaps over the threshold: it is never drawn as wake-up latency.
+//! Noise runs (`rtscope noise`, oslat and rtla imports: kind `noise`) in a report: their per-CPU
+//! figures from what the store holds, `rtla osnoise top`'s table, and the noise section's plots
+//! ([`figures`]) and HTML ([`html`]). A noise run's "samples" are the busy loop's gaps (an rtla
+//! osnoise hist import's: its noises over the threshold) and its events the gaps over the
+//! threshold: it is never drawn as wake-up latency.
 //!
 //! What is derived, and how (one definition, also `rtscope compare`'s):
 //! * runtime: the gaps add up to the time spun, so the thread's mean gap × its gaps;
@@ -9,13 +10,19 @@
 //!   (each bucket at its midpoint: exact below 2,048 ns, within 0.05 % above); gaps over the
 //!   threshold: the histogram's count above it. Unknown without a threshold (an oslat import);
 //! * % available: `100 × (runtime − noise) / runtime`; resolution: the shortest gap.
+//!
+//! An rtla import records what rtla printed per CPU instead (`config.source.per_cpu`, one
+//! object per thread: `runtime_ns`, `noise_ns`, `noise_events` and the interference `counts`
+//! `hw`, `nmi`, `irq`, `softirq`, `thread`, each `null` where rtla does not say): those are its
+//! figures, and what rtla does not print (iterations, resolution, threshold) is unknown.
 
 pub mod figures;
 pub mod html;
 
 use crate::model::RunData;
 use rtscope_core::layout;
-use rtscope_store::{RunId, RunKind, ThreadRow};
+use rtscope_store::{RunDetail, RunId, RunKind, ThreadRow};
+use serde_json::Value;
 
 /// Whether a run is a noise run (its samples are gaps of a busy loop, not wake-ups).
 pub fn is_noise(r: &RunData) -> bool {
@@ -29,10 +36,52 @@ pub fn order(runs: &mut [RunData]) {
 }
 
 /// The threshold a noise run's loops ran with (`config_json.threshold_ns`); `None` when its
-/// record does not say (an oslat import).
+/// record does not say (an oslat or rtla import).
 pub fn threshold_ns(config_json: &str) -> Option<u64> {
-    let v: serde_json::Value = serde_json::from_str(config_json).ok()?;
+    let v: Value = serde_json::from_str(config_json).ok()?;
     v["threshold_ns"].as_u64().filter(|&t| t > 0)
+}
+
+/// The interference counts an rtla import records, as the table names them.
+pub const COUNTS: [&str; 5] = ["HW", "NMI", "IRQ", "softirq", "thread"];
+/// Their keys in `config.source.per_cpu[].counts`.
+const COUNT_KEYS: [&str; 5] = ["hw", "nmi", "irq", "softirq", "thread"];
+
+/// What the source of an import reported for one CPU (`config.source.per_cpu`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reported {
+    /// Time the source's loop ran, ns.
+    pub runtime_ns: Option<u64>,
+    /// Noise, ns.
+    pub noise_ns: Option<u64>,
+    /// Noises over the threshold.
+    pub noise_events: Option<u64>,
+    /// Interference counts, in the order of [`COUNTS`].
+    pub counts: [Option<u64>; 5],
+}
+
+/// The per-CPU figures an import's source reported, by thread (`config.source.per_cpu`);
+/// `None` when the record has none (the figures are then derived from the histogram).
+pub fn reported(config: &Value) -> Option<Vec<Reported>> {
+    let per = config["source"]["per_cpu"].as_array()?;
+    let u = |v: &Value, k: &str| v[k].as_u64();
+    Some(
+        per.iter()
+            .map(|c| Reported {
+                runtime_ns: u(c, "runtime_ns"),
+                noise_ns: u(c, "noise_ns"),
+                noise_events: u(c, "noise_events"),
+                counts: COUNT_KEYS.map(|k| c["counts"][k].as_u64()),
+            })
+            .collect(),
+    )
+}
+
+/// Whether a noise run's histogram holds only its noises over the threshold (an rtla osnoise
+/// hist import), not every gap of the loop: its percentiles, min and mean are of those.
+pub fn noises_only(config_json: &str) -> bool {
+    serde_json::from_str::<Value>(config_json)
+        .is_ok_and(|v| v["source"]["histogram"] == "noise_over_threshold")
 }
 
 /// One CPU of a noise run: `rtla osnoise top`'s columns, from its stored thread.
@@ -52,12 +101,14 @@ pub struct CpuNoise {
     pub gaps_over: Option<u64>,
     /// The longest gap, ns.
     pub max_single_ns: Option<u64>,
-    /// Iterations (gaps).
-    pub iterations: u64,
+    /// Iterations (gaps); `None` where the source does not count them (rtla).
+    pub iterations: Option<u64>,
     /// The shortest gap (the loop's resolution), ns.
     pub resolution_ns: Option<u64>,
     /// The threshold, ns.
     pub threshold_ns: Option<u64>,
+    /// Interference counts ([`COUNTS`]: rtla osnoise top's); `None` each where unknown.
+    pub counts: [Option<u64>; 5],
 }
 
 impl CpuNoise {
@@ -85,20 +136,50 @@ impl CpuNoise {
             noise_ns: over.map(|o| o.1),
             gaps_over: over.map(|o| o.0),
             max_single_ns: t.max_ns,
-            iterations: t.samples,
+            iterations: Some(t.samples),
             resolution_ns: t.min_ns,
             threshold_ns: threshold,
+            counts: [None; 5],
         }
     }
 
-    /// Every CPU of a run, in thread order.
-    pub fn of_run(r: &RunData) -> Vec<CpuNoise> {
-        let thr = threshold_ns(&r.detail.config_json);
-        let threads = &r.detail.threads;
-        threads
+    /// The figures of thread `t` of run `run` as its source reported them (an rtla import).
+    pub fn reported(run: RunId, t: &ThreadRow, r: &Reported) -> CpuNoise {
+        CpuNoise {
+            run,
+            thread: t.thread,
+            cpu: t.cpu,
+            runtime_ns: r.runtime_ns,
+            noise_ns: r.noise_ns,
+            gaps_over: r.noise_events,
+            max_single_ns: t.max_ns,
+            iterations: None,
+            resolution_ns: None,
+            threshold_ns: None,
+            counts: r.counts,
+        }
+    }
+
+    /// Every CPU of a stored run, in thread order: reported by its source where it was
+    /// (an rtla import), else derived from its histogram and threshold.
+    pub fn of_detail(d: &RunDetail) -> Vec<CpuNoise> {
+        let config: Value = serde_json::from_str(&d.config_json).unwrap_or(Value::Null);
+        let thr = config["threshold_ns"].as_u64().filter(|&t| t > 0);
+        let reported = reported(&config).unwrap_or_default();
+        let id = d.summary.id;
+        d.threads
             .iter()
-            .map(|t| CpuNoise::of(r.id(), t, thr))
+            .enumerate()
+            .map(|(i, t)| match reported.get(i) {
+                Some(r) => CpuNoise::reported(id, t, r),
+                None => CpuNoise::of(id, t, thr),
+            })
             .collect()
+    }
+
+    /// Every CPU of a run, in thread order ([`CpuNoise::of_detail`]).
+    pub fn of_run(r: &RunData) -> Vec<CpuNoise> {
+        CpuNoise::of_detail(&r.detail)
     }
 
     /// `100 × (runtime − noise) / runtime`; `None` when either is unknown or nothing ran.
@@ -109,7 +190,7 @@ impl CpuNoise {
     /// Iterations per second of runtime.
     pub fn iterations_per_s(&self) -> Option<f64> {
         let rt = self.runtime_ns.filter(|&r| r > 0)?;
-        Some(self.iterations as f64 * 1e9 / rt as f64)
+        Some(self.iterations? as f64 * 1e9 / rt as f64)
     }
 
     /// `CPU 3` (`thread 2` when unpinned).
@@ -168,7 +249,8 @@ pub fn causes(r: &RunData, cpus: &[CpuNoise]) -> Vec<(&'static str, usize, u64)>
             .iter()
             .map(|&(c, ns)| (c.name(), slot(c), ns))
             .collect(),
-        // An unknown noise (an import without a threshold) is no bar at all, not a 0.
+        // An unknown noise (an oslat import, rtla hist without its summary) is no bar at all,
+        // not a 0.
         None => cpus
             .iter()
             .map(|c| c.noise_ns)

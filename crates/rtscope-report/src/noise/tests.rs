@@ -49,7 +49,10 @@ fn the_per_cpu_figures_come_from_the_stored_histogram_and_threshold() {
     );
     assert_eq!((c[1].noise_ns, c[1].gaps_over), (Some(1500), Some(1)));
     assert_eq!(c[0].runtime_ns, Some(LOOP_NS + 3200));
-    assert_eq!((c[0].resolution_ns, c[0].iterations), (Some(40), 10_002));
+    assert_eq!(
+        (c[0].resolution_ns, c[0].iterations),
+        (Some(40), Some(10_002))
+    );
     let want = 100.0 * LOOP_NS as f64 / (LOOP_NS + 3200) as f64;
     assert!((c[0].available_percent().unwrap() - want).abs() < 1e-9);
 }
@@ -226,4 +229,45 @@ fn a_noise_only_report_has_no_latency_section_and_a_latency_only_one_no_noise_se
     let files = build(std::slice::from_ref(&lat), &ReportOptions::default()).unwrap();
     let html = text(&files, "report.html");
     assert!(!html.contains("noise"), "a latency report mentions noise");
+}
+
+#[test]
+fn an_rtla_import_shows_rtla_s_figures_and_leaves_the_unknown_unknown() {
+    let mut r = noise_run("noise-rtla", &spec("rtla"));
+    // What the importer records for `rtla osnoise top` (CPU 0) and `rtla hwnoise` (CPU 1: no
+    // IRQ, softirq or thread column).
+    r.detail.config_json = r#"{"source": {"tool": "rtla osnoise top", "per_cpu": [
+        {"runtime_ns": 9023264000, "noise_ns": 6387858000, "noise_events": null,
+         "counts": {"hw": 744, "nmi": 0, "irq": 775, "softirq": 0, "thread": 228}},
+        {"runtime_ns": 9012096000, "noise_ns": 6358686000,
+         "counts": {"hw": 885, "nmi": 0, "irq": null, "softirq": null, "thread": null}}]}}"#
+        .into();
+    let c = CpuNoise::of_run(&r);
+    assert_eq!(c[0].runtime_ns, Some(9_023_264_000));
+    assert_eq!(c[0].noise_ns, Some(6_387_858_000));
+    assert_eq!(super::pct(c[0].available_percent().unwrap()), "29.21");
+    assert_eq!(
+        c[0].counts,
+        [Some(744), Some(0), Some(775), Some(0), Some(228)]
+    );
+    assert_eq!(c[1].counts, [Some(885), Some(0), None, None, None]);
+    // rtla counts no iterations, has no resolution and states no threshold: unknown.
+    assert_eq!(
+        (c[0].iterations, c[0].resolution_ns, c[0].gaps_over),
+        (None, None, None)
+    );
+    let cells = super::html::cells(&r, &c[1]);
+    let n = super::html::COLUMNS.len();
+    assert_eq!(cells[8], "-", "iterations/s");
+    assert_eq!(cells[n - 5..], ["885", "0", "-", "-", "-"]);
+    // The cause bar is rtla's noise, not explained.
+    let causes = super::causes(&r, &c);
+    assert_eq!(
+        causes,
+        [(
+            super::NOT_EXPLAINED,
+            super::NOT_EXPLAINED_COLOUR,
+            12_746_544_000
+        )]
+    );
 }

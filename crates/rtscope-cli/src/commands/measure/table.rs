@@ -55,7 +55,13 @@ pub fn render(rows: &[Row]) -> String {
             bounded |= p.lower_bound;
             c.push(format!("{}{star}", text::percentile(&p)));
         }
-        c.push(if has { us(r.stats.max) } else { "-".into() });
+        // A source may know the longest sample without counting any (rtla osnoise top).
+        let max_known = has || r.stats.max.0 > 0;
+        c.push(if max_known {
+            us(r.stats.max)
+        } else {
+            "-".into()
+        });
         c.push(
             r.max_at
                 .map_or("-".into(), |t| format!("{:.3}s", t.as_secs_f64())),
