@@ -49,6 +49,15 @@ pub fn render(c: &Campaign) -> String {
         }
     }
     s.push_str(&limits(&c.runs));
+    if let Some(u) = &c.until_tail {
+        let _ = writeln!(
+            s,
+            "\nuntil_tail: each run is checked after its length (the first time of the length column) and goes on until the latency exceeded with probability {:e} per wake-up has an upper bound within {} % of its estimate on every thread, or is refused, checked again each time the run has doubled, for at most {} (the time below counts the most); every sample is recorded (raw)",
+            u.probability,
+            super::until_tail::percent(u.precision),
+            human(Duration::from_nanos(u.max_duration.0))
+        );
+    }
     if let Some(l) = c.runs.iter().find_map(|r| r.plan.latency) {
         let _ = writeln!(
             s,
@@ -174,6 +183,9 @@ fn interval(r: &PlannedRun) -> String {
 }
 
 fn length(r: &PlannedRun) -> String {
+    if let Some(u) = &r.until_tail {
+        return format!("{}..{}", short(u.first_check), short(u.rule.max_duration));
+    }
     match (r.plan.config.duration, r.plan.config.loops) {
         (Some(d), Some(l)) => format!("{} or {l} loops", short(d)),
         (Some(d), None) => short(d),

@@ -76,15 +76,17 @@ pub fn is_repeat_key(key: &str) -> bool {
 }
 
 /// Every key that takes more than one value over `runs`: scenario, then tags in first-seen
-/// order (except tags that number repeats, [`REPEAT_KEYS`]), then the load case (so names read
+/// order (except tags that number repeats, [`REPEAT_KEYS`], and outcome tags,
+/// [`rtscope_common::names::OUTCOME_TAGS`]), then the load case (so names read
 /// `kernel=rt · idle`).
 pub fn differing(runs: &[RunData]) -> Vec<Key> {
     let mut candidates = vec![Key::Scenario];
     for r in runs {
         for (k, _) in &r.detail.summary.tags {
             let key = Key::parse(k);
-            // A tag that numbers repeats never makes a group.
-            if !candidates.contains(&key) && key != Key::Case && !is_repeat_key(k) {
+            // A tag that numbers repeats, or says how a run ended, never makes a group.
+            let outcome = rtscope_common::names::OUTCOME_TAGS.contains(&k.as_str());
+            if !candidates.contains(&key) && key != Key::Case && !is_repeat_key(k) && !outcome {
                 candidates.push(key);
             }
         }

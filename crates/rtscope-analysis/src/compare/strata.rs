@@ -3,9 +3,9 @@
 //! A group often holds runs of several scenarios (1:1, N:N, M:N) or load cases. Their levels
 //! differ by far more than the kernels do, so a test that pools them ranks scenarios, not
 //! groups. The keys that take more than one value *within* a group — the campaign scenario, the
-//! load case, and any other tag but `repeat` and `campaign` — make the strata; runs equal in
-//! every key form one stratum, strata are matched between the groups by their values, and a
-//! stratum found in one group only is reported and left out of the test.
+//! load case, and any other tag but `repeat`, `campaign` and an outcome (`until_tail`) — make
+//! the strata; runs equal in every key form one stratum, strata are matched between the groups
+//! by their values, and a stratum found in one group only is reported and left out of the test.
 
 use super::group::{distinct, Group};
 use super::model::{per_run, RunData, Stat};
@@ -27,7 +27,8 @@ fn value(key: &Key, r: &RunData) -> String {
 pub fn keys(groups: &[Group]) -> Vec<Key> {
     let mut candidates = vec![Key::Scenario];
     for (k, _) in groups.iter().flat_map(|g| &g.runs).flat_map(|r| &r.tags) {
-        let plain = !["repeat", "campaign", "scenario", "case"].contains(&k.as_str());
+        let plain = !["repeat", "campaign", "scenario", "case"].contains(&k.as_str())
+            && !rtscope_common::names::OUTCOME_TAGS.contains(&k.as_str());
         if plain && !candidates.contains(&Key::Tag(k.clone())) {
             candidates.push(Key::Tag(k.clone()));
         }
