@@ -250,8 +250,12 @@ impl ThreadStanding {
     /// settled it or its narrow interval waits for the next.
     fn text(&self) -> String {
         let why = match (&self.standing, self.settled) {
-            (Standing::Narrow(_), false) => " (not settled on this look: the next check decides)",
-            (Standing::Refused(_), false) => " (not settled on this look: refused again, it is)",
+            (Standing::Narrow(_), false) => {
+                " (first narrow look: settled when the next is narrow with its estimate in this interval)"
+            }
+            (Standing::Refused(_), false) => {
+                " (first refusal: settled when the next check refuses too)"
+            }
             (_, true) => " (settled)",
             _ => "",
         };

@@ -285,4 +285,17 @@ mod tests {
         assert_eq!(c.row_key(), Some(1));
         assert_eq!(c.keys[1], Key::Case);
     }
+
+    #[test]
+    fn how_a_run_ended_never_makes_a_group() {
+        // Repeats of one cell whose until_tail outcomes differ stay one group.
+        let runs = vec![
+            run_with(1, &[("case", "idle"), ("until_tail", "narrow")]),
+            run_with(2, &[("case", "idle"), ("until_tail", "refused")]),
+            run_with(3, &[("case", "cpu"), ("until_tail", "wide")]),
+        ];
+        let g = Grouping::new(&runs, None);
+        assert_eq!(g.keys, vec![Key::Case]);
+        assert_eq!(g.groups[0].runs, vec![0, 1]);
+    }
 }

@@ -108,3 +108,28 @@ impl<'a> Pairing<'a> {
         van_elteren(&strata)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::model::tests_support::run;
+
+    #[test]
+    fn how_a_run_ended_is_no_stratum() {
+        let tagged = |id, tags: &[(&str, &str)]| {
+            let mut r = run(id, rtscope_core::Histogram::new(), 0, None);
+            r.tags = tags.iter().map(|&(k, v)| (k.into(), v.into())).collect();
+            r
+        };
+        let a = Group::new(
+            0,
+            "kernel=std",
+            vec![
+                tagged(1, &[("host", "x"), ("until_tail", "narrow")]),
+                tagged(2, &[("host", "y"), ("until_tail", "refused")]),
+            ],
+        );
+        let b = Group::new(1, "kernel=rt", vec![tagged(3, &[("until_tail", "wide")])]);
+        assert_eq!(keys(&[a, b]), vec![Key::Tag("host".into())]);
+    }
+}

@@ -51,6 +51,9 @@ impl Watch {
             let spawned = std::thread::Builder::new()
                 .name("until-tail".into())
                 .spawn(move || {
+                    // SCHED_RESET_ON_FORK already made it SCHED_OTHER; said here too, so the
+                    // analysis never competes with the housekeeping threads at their priority.
+                    rtscope_session::housekeeping::reset_current();
                     let store = Store::open(&db).map_err(|e| e.to_string())?;
                     analyse_run(&store, id, &rule)
                 });
