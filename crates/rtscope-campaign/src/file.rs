@@ -14,7 +14,7 @@ use toml::Spanned;
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawFile {
-    /// `[campaign]`: name, description, tags, repeats, order.
+    /// `[campaign]`: name, description, tags, repeats, order, until_tail.
     #[serde(default)]
     pub campaign: RawCampaign,
     /// `[measure]`: settings every run starts from.

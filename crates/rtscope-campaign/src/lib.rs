@@ -23,6 +23,8 @@ mod runner;
 #[cfg(test)]
 mod tests;
 pub mod until_tail;
+#[cfg(test)]
+mod until_tail_tests;
 
 pub use expand::{estimate, load, Campaign, PlannedRun};
 

@@ -52,7 +52,7 @@ pub fn execute(
         } else {
             format!(" ({} done before)", done.len())
         },
-        super::dryrun::human(total)
+        super::progress::human(total)
     )?;
     out.flush()?;
     let exe = std::env::current_exe().map_err(|e| {

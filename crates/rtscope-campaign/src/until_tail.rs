@@ -355,7 +355,7 @@ pub fn outcome(whole: &[ThreadStanding]) -> &'static str {
 
 /// `25s`, `1m 40s`: a time into a run.
 fn when(n: Nanos) -> String {
-    super::dryrun::human(Duration::from_nanos(n.0))
+    super::progress::human(Duration::from_nanos(n.0))
 }
 
 /// One indented line per thread: `      CPU 0 narrow: 71.3 µs [64.0 µs .. 77.0 µs], …`, said
@@ -497,6 +497,3 @@ pub fn facts(c: &Checks, whole: &[ThreadStanding], interrupted: bool) -> Vec<(St
     }
     v
 }
-
-#[cfg(test)]
-mod tests;

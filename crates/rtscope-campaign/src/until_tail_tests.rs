@@ -2,11 +2,13 @@
 //! checks, and the stopping rule on runs of known tails (synthetic GPD tails, seeds fixed,
 //! checked as a running run would be: each check on the samples measured by then).
 
-use super::*;
 use crate::expand::{from_text, Campaign};
+use crate::until_tail::*;
 use crate::CampaignOptions;
+use rtscope_core::Nanos;
 use rtscope_engine::CpuSet;
 use rtscope_evt::gpd::Gpd;
+use rtscope_evt::precision::Standing;
 use rtscope_evt::{analyse, Options, Refusal, Tail};
 
 /// Wake-ups per second of the synthetic runs.
