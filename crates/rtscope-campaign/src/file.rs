@@ -38,17 +38,9 @@ pub(crate) struct RawCampaign {
     pub tags: BTreeMap<String, Spanned<String>>,
     pub repeats: Option<Spanned<u32>>,
     pub order: Option<Spanned<String>>,
-    /// Measure each run until its tail estimate is precise enough (`until_tail.rs`).
-    pub until_tail: Option<Spanned<RawUntilTail>>,
-}
-
-/// `[campaign] until_tail = { probability = 1e-9, precision = "10%", max_duration = "2h" }`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct RawUntilTail {
-    pub probability: Option<Spanned<f64>>,
-    pub precision: Option<Spanned<String>>,
-    pub max_duration: Option<Spanned<DurText>>,
+    /// Measure each run until its tail estimate is precise enough (`until_tail.rs`): the
+    /// `--until-tail` text, `probability=1e-9,precision=10%,max_duration=2h`.
+    pub until_tail: Option<Spanned<String>>,
 }
 
 /// `[measure]` and `[[scenario]]` share these keys; `name` and `description` are only

@@ -14,7 +14,7 @@
 //! `rtscope.until_tail.*` facts of its environment). This module is the rule and its record,
 //! pure; `watch` runs it beside a session.
 
-use super::file::{RawSettings, RawUntilTail};
+use super::file::RawSettings;
 use super::pos::Source;
 use rtscope_core::Nanos;
 use rtscope_evt::precision::Standing;
@@ -30,8 +30,8 @@ pub(crate) mod watch;
 /// `interrupted` ([`outcome`]).
 pub const TAG: &str = "until_tail";
 
-/// The keys of `until_tail`, for hints.
-const KEYS: &str = "probability = 1e-9, precision = \"10%\", max_duration = \"2h\"";
+/// A rule as written, for hints.
+const EXAMPLE: &str = "probability=1e-9,precision=10%,max_duration=2h";
 
 /// The stopping rule (`[campaign] until_tail`, `--until-tail`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -67,13 +67,18 @@ impl UntilTail {
     /// The value of `--until-tail`: `probability=P,precision=PCT%,max_duration=DUR`, or
     /// `off` (`None`: the campaign file's rule is dropped).
     pub fn parse_flag(text: &str) -> Result<Option<UntilTail>, UsageError> {
+        UntilTail::parse(text).map_err(|why| {
+            UsageError::new(format!("invalid value '{text}' for '--until-tail': {why}"))
+                .hint(format!("e.g. --until-tail {EXAMPLE} (or off)"))
+        })
+    }
+
+    /// `probability=P,precision=PCT%,max_duration=DUR` (every key once, any order) or `off`;
+    /// the error says what is wrong.
+    pub fn parse(text: &str) -> Result<Option<UntilTail>, String> {
         if text.trim() == "off" {
             return Ok(None);
         }
-        let bad = |why: String| {
-            UsageError::new(format!("invalid value '{text}' for '--until-tail': {why}"))
-                .hint("e.g. --until-tail probability=1e-9,precision=10%,max_duration=2h (or off)")
-        };
         let (mut p, mut r, mut m) = (None, None, None);
         for part in text.split(',') {
             let (k, v) = part.split_once('=').unwrap_or((part, ""));
@@ -81,22 +86,22 @@ impl UntilTail {
                 "probability" => &mut p,
                 "precision" => &mut r,
                 "max_duration" => &mut m,
-                other => return Err(bad(format!("unknown key '{other}'"))),
+                other => return Err(format!("unknown key '{other}'")),
             };
             *slot = Some(v.trim());
         }
-        let missing = |key: &str| bad(format!("{key} is missing"));
+        let missing = |key: &str| format!("{key} is missing");
         let p = p.ok_or_else(|| missing("probability"))?;
         let probability = p
             .parse()
-            .map_err(|_| bad(format!("probability '{p}' is not a number")))
-            .and_then(|v| probability(v).map_err(bad))?;
+            .map_err(|_| format!("probability '{p}' is not a number"))
+            .and_then(probability)?;
         let r = r.ok_or_else(|| missing("precision"))?;
         let m = m.ok_or_else(|| missing("max_duration"))?;
         Ok(Some(UntilTail {
             probability,
-            precision: precision(r).map_err(bad)?,
-            max_duration: max_duration(m).map_err(bad)?,
+            precision: precision(r)?,
+            max_duration: max_duration(m)?,
         }))
     }
 }
@@ -108,38 +113,23 @@ pub(crate) type Written = (UntilTail, Option<Range<usize>>);
 pub(crate) type WrittenRef<'a> = (&'a UntilTail, Option<&'a Range<usize>>);
 
 /// The campaign's rule and where the file set it: `--until-tail` (`flag`) replaces the
-/// file's `[campaign] until_tail` whole (`off` drops it).
+/// file's `[campaign] until_tail` (`off` drops it).
 pub(crate) fn resolve(
     src: &Source,
-    file: Option<&Spanned<RawUntilTail>>,
+    file: Option<&Spanned<String>>,
     flag: Option<&str>,
 ) -> Result<Option<Written>, UsageError> {
     if let Some(f) = flag {
         return Ok(UntilTail::parse_flag(f)?.map(|r| (r, None)));
     }
     let Some(t) = file else { return Ok(None) };
-    let (span, raw) = (t.span(), t.get_ref());
-    let missing = |key: &str| {
-        src.error(span.clone(), format!("until_tail has no {key}"))
-            .hint(format!("until_tail = {{ {KEYS} }}"))
-    };
-    let at =
-        |v: Range<usize>, why: String| src.error(v, why).hint(format!("until_tail = {{ {KEYS} }}"));
-    let p = raw
-        .probability
-        .as_ref()
-        .ok_or_else(|| missing("probability"))?;
-    let r = raw.precision.as_ref().ok_or_else(|| missing("precision"))?;
-    let m = raw
-        .max_duration
-        .as_ref()
-        .ok_or_else(|| missing("max_duration"))?;
-    let rule = UntilTail {
-        probability: probability(*p.get_ref()).map_err(|e| at(p.span(), e))?,
-        precision: precision(r.get_ref()).map_err(|e| at(r.span(), e))?,
-        max_duration: max_duration(&m.get_ref().0).map_err(|e| at(m.span(), e))?,
-    };
-    Ok(Some((rule, Some(span))))
+    let rule = UntilTail::parse(t.get_ref()).map_err(|why| {
+        src.error(t.span(), format!("invalid until_tail: {why}"))
+            .hint(format!(
+                "until_tail = \"{EXAMPLE}\" (the --until-tail value)"
+            ))
+    })?;
+    Ok(rule.map(|r| (r, Some(t.span()))))
 }
 
 /// A fraction as a percentage for people and the record: 0.1 → `10`.

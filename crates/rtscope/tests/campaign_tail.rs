@@ -20,7 +20,7 @@ fn bin() -> &'static str {
 const CAMPAIGN: &str = r#"
 [campaign]
 name = "NAME"
-until_tail = { probability = 1e-6, precision = "10%", max_duration = "8s" }
+until_tail = "probability=1e-6,precision=10%,max_duration=8s"
 [measure]
 interval = "200us"
 duration = "2s"
@@ -215,7 +215,7 @@ fn an_interrupted_until_tail_run_is_measured_again_by_resume_with_the_rule_it_wa
     // The rule from the command line only; two runs, so a signal after the first check
     // interrupts one of them even if the first settles at once.
     let body = CAMPAIGN.replace("NAME", "utr").replace(
-        "until_tail = { probability = 1e-6, precision = \"10%\", max_duration = \"8s\" }\n",
+        "until_tail = \"probability=1e-6,precision=10%,max_duration=8s\"\n",
         "",
     ) + "[[load_case]]\nname = \"idle2\"\n";
     std::fs::write(&file, body).unwrap();
