@@ -52,7 +52,7 @@ pub fn render(c: &Campaign) -> String {
     if let Some(u) = &c.until_tail {
         let _ = writeln!(
             s,
-            "\nuntil_tail: each run is measured for the first time of its length, then its tail is checked, again each time the run has doubled, until on every thread the latency exceeded with probability {:e} per wake-up has an upper bound within {} % of its estimate, or is refused, confirmed by a second check (docs/campaigns.md); at most {}, the time the total below counts. Every sample is recorded (raw)",
+            "\nuntil_tail: each run is checked after its first length, then at each doubling, until every thread's level at p {:e} is within {} % or refused, confirmed by a second check (docs/campaigns.md); at most {}, as the total counts. Every sample is kept (raw)",
             u.probability,
             super::until_tail::percent(u.precision),
             human(Duration::from_nanos(u.max_duration.0))
