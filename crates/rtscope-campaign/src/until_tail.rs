@@ -7,10 +7,10 @@
 //! checked again each time its length has doubled, until every thread is settled
 //! ([`Standing::settles`]: narrow with its estimate inside the previous check's interval, or
 //! refused at two checks in a row for a reason measuring longer does not remove; never on one
-//! look), or until `max_duration`, where it ends by itself. The checks run on the housekeeping side, on what
-//! the run's checkpoints have recorded; nothing is added to the measuring threads. After the
-//! run the whole recorded run is analysed once more: that analysis, the one `rtscope tail`
-//! prints for the run, is what is recorded (the `until_tail` tag and the
+//! look), or until `max_duration`, where it ends by itself. The checks run on the housekeeping
+//! side, on what the run's checkpoints have recorded; nothing is added to the measuring
+//! threads. After the run the whole recorded run is analysed once more: that analysis, the one
+//! `rtscope tail` prints for the run, is what is recorded (the `until_tail` tag and the
 //! `rtscope.until_tail.*` facts of its environment). This module is the rule and its record,
 //! pure; `watch` runs it beside a session.
 
@@ -88,7 +88,9 @@ impl UntilTail {
                 "max_duration" => &mut m,
                 other => return Err(format!("unknown key '{other}'")),
             };
-            *slot = Some(v.trim());
+            if slot.replace(v.trim()).is_some() {
+                return Err(format!("{} is given twice", k.trim()));
+            }
         }
         let missing = |key: &str| format!("{key} is missing");
         let p = p.ok_or_else(|| missing("probability"))?;
@@ -241,10 +243,10 @@ impl ThreadStanding {
     fn text(&self) -> String {
         let why = match (&self.standing, self.settled) {
             (Standing::Narrow(_), false) => {
-                " (first narrow look: settled when the next is narrow with its estimate in this interval)"
+                " (not settled yet: the next check must be narrow with its estimate in this interval)"
             }
             (Standing::Refused(_), false) => {
-                " (first refusal: settled when the next check refuses too)"
+                " (not settled yet: the next check must refuse too)"
             }
             (_, true) => " (settled)",
             _ => "",

@@ -346,6 +346,10 @@ fn a_bad_until_tail_flag_names_what_is_wrong() {
         ),
         ("p=1e-9,precision=10%,max_duration=2h", "unknown key 'p'"),
         (
+            "probability=1e-9,precision=1%,precision=10%,max_duration=2h",
+            "precision is given twice",
+        ),
+        (
             "probability=x,precision=10%,max_duration=2h",
             "probability 'x' is not a number",
         ),
