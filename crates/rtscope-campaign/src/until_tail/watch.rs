@@ -40,6 +40,10 @@ impl Watch {
     /// On a tick of the control thread (after its checkpoint): collects a finished check
     /// (stopping `run` when it settled it) and returns its line; starts a due one.
     pub(crate) fn tick(&mut self, run: &Run) -> Option<String> {
+        if run.is_finished() {
+            // Ended by itself (max_duration) or by a signal: the whole run is analysed next.
+            return None;
+        }
         let line = self.collect();
         if self.checks.settled_by.is_some() {
             run.stop();
