@@ -539,19 +539,7 @@ fn settings(
     if let Some(c) = s.event_capacity {
         m.event_capacity = c;
     }
-    // `--explain` is on by default where tracefs is usable (docs/explain.md); "off" turns it off.
-    m.explain = match (&a.explain, &s.explain) {
-        (Some(t), _) if t.trim() == "off" => None,
-        (Some(t), _) => Some(Nanos::parse_with_default_unit(t, "us").map_err(|e| {
-            Located::Yes(
-                UsageError::new(format!("invalid value for '--explain': {e}"))
-                    .hint("a latency such as 100us, or off"),
-            )
-        })?),
-        (None, Some(d)) if d.get_ref().0.trim() == "off" => None,
-        (None, Some(d)) => Some(duration(src, d, "explain", "us").map_err(Located::Yes)?),
-        (None, None) => rtscope_session::explain::default_threshold(),
-    };
+    m.explain = explain(src, s, a).map_err(Located::Yes)?;
     if let Some(l) = s.latency.as_ref().filter(|l| *l.get_ref() < 0) {
         let msg = format!("latency {} is negative: use 0 or more µs", l.get_ref());
         return Err(Located::Yes(src.error(l.span(), msg)));
@@ -575,6 +563,25 @@ fn settings(
         .map_err(Located::Yes)?;
     let plan = RunPlan::build(&m, online).map_err(Located::No)?;
     Ok((plan, settle, first))
+}
+
+/// The `--explain` threshold: on by default where tracefs is usable (docs/explain.md);
+/// "off" turns it off; `--explain` replaces the file's `explain`.
+fn explain(
+    src: &Source,
+    s: &RawSettings,
+    a: &CampaignOptions,
+) -> Result<Option<Nanos>, UsageError> {
+    Ok(match (&a.explain, &s.explain) {
+        (Some(t), _) if t.trim() == "off" => None,
+        (Some(t), _) => Some(Nanos::parse_with_default_unit(t, "us").map_err(|e| {
+            UsageError::new(format!("invalid value for '--explain': {e}"))
+                .hint("a latency such as 100us, or off")
+        })?),
+        (None, Some(d)) if d.get_ref().0.trim() == "off" => None,
+        (None, Some(d)) => Some(duration(src, d, "explain", "us")?),
+        (None, None) => rtscope_session::explain::default_threshold(),
+    })
 }
 
 const POLICIES: [(&str, PolicyChoice); 6] = [
