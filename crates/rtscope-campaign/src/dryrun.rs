@@ -49,6 +49,15 @@ pub fn render(c: &Campaign) -> String {
         }
     }
     s.push_str(&limits(&c.runs));
+    if let Some(u) = &c.until_tail {
+        let _ = writeln!(
+            s,
+            "\nuntil_tail: each run is checked after its first length, then at each doubling, until every thread's level at p {:e} is within {} % or refused, confirmed by a second check (docs/campaigns.md); at most {}, as the total counts. Every sample is kept (raw)",
+            u.probability,
+            super::until_tail::percent(u.precision),
+            human(Duration::from_nanos(u.max_duration.0))
+        );
+    }
     if let Some(l) = c.runs.iter().find_map(|r| r.plan.latency) {
         let _ = writeln!(
             s,
@@ -174,6 +183,9 @@ fn interval(r: &PlannedRun) -> String {
 }
 
 fn length(r: &PlannedRun) -> String {
+    if let Some(u) = &r.until_tail {
+        return format!("{}..{}", short(u.first_check), short(u.rule.max_duration));
+    }
     match (r.plan.config.duration, r.plan.config.loops) {
         (Some(d), Some(l)) => format!("{} or {l} loops", short(d)),
         (Some(d), None) => short(d),
@@ -192,16 +204,7 @@ fn summary(r: &PlannedRun) -> String {
 
 use rtscope_core::text::short;
 
-/// `52s`, `1m 04s`, `1h 05m`, `2d 03h`.
-pub fn human(d: Duration) -> String {
-    let s = d.as_secs() + u64::from(d.subsec_nanos() >= 500_000_000);
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m {:02}s", s / 60, s % 60),
-        3600..86_400 => format!("{}h {:02}m", s / 3600, s % 3600 / 60),
-        _ => format!("{}d {:02}h", s / 86_400, s % 86_400 / 3600),
-    }
-}
+pub use super::progress::human;
 
 #[cfg(test)]
 mod tests {

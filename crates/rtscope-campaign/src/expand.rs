@@ -7,6 +7,7 @@
 
 use super::file::{RawCase, RawFile, RawSettings, Threads};
 use super::pos::Source;
+use super::until_tail::{self, UntilTail, UntilTailRun, Written, WrittenRef};
 use super::{loads, presets, CampaignOptions};
 use rtscope_core::Nanos;
 use rtscope_engine::{ClockKind, CpuSet};
@@ -44,6 +45,9 @@ pub struct Campaign {
     pub tags: Vec<(String, String)>,
     /// The runs, in the order they are to be measured.
     pub runs: Vec<PlannedRun>,
+    /// `[campaign] until_tail` or `--until-tail`: each timer run measured until its tail
+    /// estimate is precise enough.
+    pub until_tail: Option<UntilTail>,
 }
 
 /// One run of a campaign: one scenario under one load case, one repeat.
@@ -70,6 +74,9 @@ pub struct PlannedRun {
     pub label: String,
     /// `campaign`, `scenario`, `case`, `repeat`, then the campaign's tags and `--tag`s.
     pub tags: Vec<(String, String)>,
+    /// Measured until its tail estimate is precise enough (the plan's duration is then the
+    /// rule's `max_duration`, its first check the scenario's duration).
+    pub until_tail: Option<UntilTailRun>,
 }
 
 /// Reads the campaign `a` names (file or `--preset`), applies the command-line overrides
@@ -100,8 +107,12 @@ pub(crate) fn from_text(
             .map_or("campaign".into(), |s| s.to_string_lossy().into_owned()),
         (None, None) => "campaign".into(),
     };
-    let runs_and_tags = expand(&src, &raw, a, online, &default_name)?;
-    let (name, tags, runs) = runs_and_tags;
+    let until = until_tail::resolve(
+        &src,
+        raw.campaign.until_tail.as_ref(),
+        a.until_tail.as_deref(),
+    )?;
+    let (name, tags, runs) = expand(&src, &raw, a, online, (&default_name, until.as_ref()))?;
     Ok(Campaign {
         name,
         description: raw.campaign.description.clone(),
@@ -109,6 +120,7 @@ pub(crate) fn from_text(
         text,
         tags,
         runs,
+        until_tail: until.map(|u| u.0),
     })
 }
 
@@ -178,12 +190,15 @@ fn missing_file_hint(f: &Path) -> String {
 
 type Expanded = (String, Vec<(String, String)>, Vec<PlannedRun>);
 
+/// The campaign's `until_tail` rule and where the file set it.
+type Until<'a> = Option<&'a Written>;
+
 fn expand(
     src: &Source,
     raw: &RawFile,
     a: &CampaignOptions,
     online: &CpuSet,
-    default_name: &str,
+    (default_name, until): (&str, Until),
 ) -> Result<Expanded, UsageError> {
     let name = match (&a.name, &raw.campaign.name) {
         (Some(n), _) => n.clone(),
@@ -213,7 +228,7 @@ fn expand(
     let repeats = repeats(src, raw, a)?;
     let interleaved = order(src, raw)?;
     let tags = tags(src, raw, a)?;
-    let scenarios = scenarios(src, raw, a, online)?;
+    let scenarios = scenarios(src, raw, a, online, until)?;
     let cases = cases(src, &raw.load_case, online.len())?;
     // The size of the plan is known before it is built: a huge one is refused, not built.
     let size = (scenarios.len() as u64)
@@ -258,6 +273,7 @@ struct Scenario {
     name: String,
     plan: RunPlan,
     settle: Nanos,
+    until_tail: Option<UntilTailRun>,
 }
 
 fn planned(
@@ -291,6 +307,7 @@ fn planned(
         },
         label: format!("{campaign}/{}/{}/{repeat}", s.name, c.0),
         tags,
+        until_tail: s.until_tail,
     }
 }
 
@@ -363,6 +380,7 @@ fn scenarios(
     raw: &RawFile,
     a: &CampaignOptions,
     online: &CpuSet,
+    until: Until,
 ) -> Result<Vec<Scenario>, UsageError> {
     if raw.scenario.is_empty() {
         return Err(src
@@ -386,7 +404,9 @@ fn scenarios(
             Some(r) => WorkloadSpec::Respond(r),
             None => WorkloadSpec::Timer,
         };
-        let (plan, settle) = settings(src, &merged, a, online, workload).map_err(|e| match e {
+        let until = until.map(|(rule, at)| (rule, at.as_ref()));
+        let settings = settings(src, &merged, (a, until), online, workload);
+        let (plan, settle, first) = settings.map_err(|e| match e {
             Located::Yes(e) => e,
             Located::No(e) => {
                 let mut u = src.error(
@@ -399,6 +419,9 @@ fn scenarios(
         })?;
         out.push(Scenario {
             name: name.get_ref().clone(),
+            until_tail: until
+                .zip(first)
+                .map(|((&rule, _), first_check)| UntilTailRun { rule, first_check }),
             plan,
             settle,
         });
@@ -471,10 +494,10 @@ enum Located {
 fn settings(
     src: &Source,
     s: &RawSettings,
-    a: &CampaignOptions,
+    (a, until): (&CampaignOptions, Option<WrittenRef>),
     online: &CpuSet,
     workload: WorkloadSpec,
-) -> Result<(RunPlan, Nanos), Located> {
+) -> Result<(RunPlan, Nanos, Option<Nanos>), Located> {
     let mut m = PlanSpec {
         workload,
         ..PlanSpec::default()
@@ -516,19 +539,7 @@ fn settings(
     if let Some(c) = s.event_capacity {
         m.event_capacity = c;
     }
-    // `--explain` is on by default where tracefs is usable (docs/explain.md); "off" turns it off.
-    m.explain = match (&a.explain, &s.explain) {
-        (Some(t), _) if t.trim() == "off" => None,
-        (Some(t), _) => Some(Nanos::parse_with_default_unit(t, "us").map_err(|e| {
-            Located::Yes(
-                UsageError::new(format!("invalid value for '--explain': {e}"))
-                    .hint("a latency such as 100us, or off"),
-            )
-        })?),
-        (None, Some(d)) if d.get_ref().0.trim() == "off" => None,
-        (None, Some(d)) => Some(duration(src, d, "explain", "us").map_err(Located::Yes)?),
-        (None, None) => rtscope_session::explain::default_threshold(),
-    };
+    m.explain = explain(src, s, a).map_err(Located::Yes)?;
     if let Some(l) = s.latency.as_ref().filter(|l| *l.get_ref() < 0) {
         let msg = format!("latency {} is negative: use 0 or more µs", l.get_ref());
         return Err(Located::Yes(src.error(l.span(), msg)));
@@ -546,8 +557,31 @@ fn settings(
         Some(d) => duration(src, d, "settle", "s").map_err(Located::Yes)?,
         None => DEFAULT_SETTLE,
     };
+    let first = until
+        .map(|u| until_tail::lengthen(src, s, u, &mut m))
+        .transpose()
+        .map_err(Located::Yes)?;
     let plan = RunPlan::build(&m, online).map_err(Located::No)?;
-    Ok((plan, settle))
+    Ok((plan, settle, first))
+}
+
+/// The `--explain` threshold: on by default where tracefs is usable (docs/explain.md);
+/// "off" turns it off; `--explain` replaces the file's `explain`.
+fn explain(
+    src: &Source,
+    s: &RawSettings,
+    a: &CampaignOptions,
+) -> Result<Option<Nanos>, UsageError> {
+    Ok(match (&a.explain, &s.explain) {
+        (Some(t), _) if t.trim() == "off" => None,
+        (Some(t), _) => Some(Nanos::parse_with_default_unit(t, "us").map_err(|e| {
+            UsageError::new(format!("invalid value for '--explain': {e}"))
+                .hint("a latency such as 100us, or off")
+        })?),
+        (None, Some(d)) if d.get_ref().0.trim() == "off" => None,
+        (None, Some(d)) => Some(duration(src, d, "explain", "us")?),
+        (None, None) => rtscope_session::explain::default_threshold(),
+    })
 }
 
 const POLICIES: [(&str, PolicyChoice); 6] = [

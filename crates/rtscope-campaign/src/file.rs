@@ -14,7 +14,7 @@ use toml::Spanned;
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawFile {
-    /// `[campaign]`: name, description, tags, repeats, order.
+    /// `[campaign]`: name, description, tags, repeats, order, until_tail.
     #[serde(default)]
     pub campaign: RawCampaign,
     /// `[measure]`: settings every run starts from.
@@ -38,6 +38,9 @@ pub(crate) struct RawCampaign {
     pub tags: BTreeMap<String, Spanned<String>>,
     pub repeats: Option<Spanned<u32>>,
     pub order: Option<Spanned<String>>,
+    /// Measure each run until its tail estimate is precise enough (`until_tail.rs`): the
+    /// `--until-tail` text, `probability=1e-9,precision=10%,max_duration=2h`.
+    pub until_tail: Option<Spanned<String>>,
 }
 
 /// `[measure]` and `[[scenario]]` share these keys; `name` and `description` are only

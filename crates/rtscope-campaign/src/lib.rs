@@ -22,6 +22,9 @@ mod progress;
 mod runner;
 #[cfg(test)]
 mod tests;
+pub mod until_tail;
+#[cfg(test)]
+mod until_tail_tests;
 
 pub use expand::{estimate, load, Campaign, PlannedRun};
 
@@ -60,6 +63,9 @@ pub struct CampaignOptions {
     pub quiet: bool,
     /// `--explain`: a threshold or `off`, instead of the campaign's (text as given).
     pub explain: Option<String>,
+    /// `--until-tail`: `probability=P,precision=PCT%,max_duration=DUR` or `off`, instead of
+    /// the campaign's `until_tail` (text as given).
+    pub until_tail: Option<String>,
 }
 
 /// The command line the interrupted campaign `a --resume` would continue was started with:

@@ -4,6 +4,7 @@
 
 use super::progress::Progress;
 use super::progress::{us, Current};
+use super::until_tail::watch::Watch;
 use super::CampaignOptions;
 use super::PlannedRun;
 use rtscope_core::{Histogram, Nanos, Stats};
@@ -105,7 +106,7 @@ pub(super) fn one_run(
         raw: p.plan.config.sample_ring.is_some(),
     };
     let mut m = match p.plan.workload {
-        Workload::Timer => timer(ctx, p, number, settings, spec, loads.as_ref())?,
+        Workload::Timer => timer(ctx, (p, number), settings, spec, (loads.as_ref(), out))?,
         Workload::Respond(_) => respond(ctx, p, settings, spec)?,
     };
     if m.interrupted() {
@@ -132,6 +133,10 @@ pub(super) fn one_run(
         file_loads(ctx, id, &reports);
     }
     writeln!(out, "{}", result_line(&m.head(number, p), &reports, failed))?;
+    if let Some(w) = m.take_watch() {
+        let line = w.finish(&mut ctx.store, m.interrupted());
+        writeln!(out, "[{number}] {}: {line}", p.label)?;
+    }
     if let Some(e) = m.run_error() {
         rtscope_session::output::warn(&format!(
             "[{number}] {}: error during the run: {e}",
@@ -152,14 +157,23 @@ pub(super) fn one_run(
 
 /// A measured run of either workload, before its end is recorded.
 enum Done {
-    Timer(Box<Session>, Box<Measured>),
+    /// With the `until_tail` checks of the run, when it has them.
+    Timer(Box<Session>, Box<Measured>, Option<Box<Watch>>),
     Respond(Box<RespondSession>, Box<RespondMeasured>),
 }
 
 impl Done {
+    /// The run's `until_tail` checks, to finish once its end is recorded.
+    fn take_watch(&mut self) -> Option<Box<Watch>> {
+        match self {
+            Done::Timer(_, _, w) => w.take(),
+            Done::Respond(..) => None,
+        }
+    }
+
     fn interrupted(&self) -> bool {
         match self {
-            Done::Timer(_, m) => m.interrupted(),
+            Done::Timer(_, m, _) => m.interrupted(),
             Done::Respond(_, m) => m.interrupted(),
         }
     }
@@ -167,14 +181,14 @@ impl Done {
     /// The signal that ended the run early (a closed output counts as SIGPIPE).
     fn signal(&self) -> Option<i32> {
         match self {
-            Done::Timer(_, m) => m.signal.or(m.output_error.as_ref().map(|_| libc::SIGPIPE)),
+            Done::Timer(_, m, _) => m.signal.or(m.output_error.as_ref().map(|_| libc::SIGPIPE)),
             Done::Respond(_, m) => m.outcome.signal,
         }
     }
 
     fn limits_failed(&self) -> bool {
         match self {
-            Done::Timer(_, m) => m.limits_failed(),
+            Done::Timer(_, m, _) => m.limits_failed(),
             Done::Respond(_, m) => m.limits_failed(),
         }
     }
@@ -195,14 +209,14 @@ impl Done {
 
     fn run_id(&self) -> Option<RunId> {
         match self {
-            Done::Timer(s, _) => s.run_id(),
+            Done::Timer(s, _, _) => s.run_id(),
             Done::Respond(s, _) => s.run_id(),
         }
     }
 
     fn finish(&mut self, code: i32) -> RecordOutcome {
         match self {
-            Done::Timer(s, m) => s.finish(m, code),
+            Done::Timer(s, m, _) => s.finish(m, code),
             Done::Respond(s, m) => s.finish(m, code, respond_config_json(&m.outcome.rows)),
         }
     }
@@ -210,20 +224,20 @@ impl Done {
     /// The result line's head: `[3] label: N samples, …` or `[3] label: N eventfd events, …`.
     fn head(&self, number: usize, p: &PlannedRun) -> String {
         match self {
-            Done::Timer(_, m) => timer_head(number, p, &m.result),
+            Done::Timer(_, m, _) => timer_head(number, p, &m.result),
             Done::Respond(_, m) => respond_head(number, p, &m.outcome.rows),
         }
     }
 }
 
-/// A timer run: the session started (and filed into the campaign), driven with the progress.
+/// A timer run: the session started (and filed into the campaign), driven with the progress
+/// and, under `until_tail`, its checks (their lines to `out`).
 fn timer(
     ctx: &mut Ctx,
-    p: &PlannedRun,
-    number: usize,
+    (p, number): (&PlannedRun, usize),
     settings: SystemSettings,
     spec: RecordSpec,
-    loads: Option<&rtscope_load::RunningLoads>,
+    (loads, out): (Option<&rtscope_load::RunningLoads>, &mut dyn Write),
 ) -> Result<Done, RunError> {
     let recorded = Recorded {
         store: Some(record::open(&ctx.db)?),
@@ -248,16 +262,26 @@ fn timer(
         estimate: super::estimate(p).saturating_sub(Duration::from_nanos(p.settle.0)),
         started: Instant::now(),
     };
+    let mut watch = p
+        .until_tail
+        .zip(session.run_id())
+        .map(|(u, id)| Box::new(Watch::new(ctx.db.clone(), id, u)));
     let progress = &mut ctx.progress;
     let measured = session.drive(TICK, &mut |run: &Run, ev| {
-        if ev == Event::Tick {
-            // A failing terminal is silence, never the end of the run.
-            let _ = progress.update(&cur, run);
+        if ev != Event::Tick {
+            return Ok(());
         }
+        if let Some(line) = watch.as_mut().and_then(|w| w.tick(run)) {
+            progress.clear();
+            // The campaign's output is guarded: a closed stdout loses text, never the run.
+            let _ = writeln!(out, "[{number}] {}: {line}", p.label).and_then(|()| out.flush());
+        }
+        // A failing terminal is silence, never the end of the run.
+        let _ = progress.update(&cur, run);
         Ok(())
     })?;
     ctx.progress.clear();
-    Ok(Done::Timer(Box::new(session), Box::new(measured)))
+    Ok(Done::Timer(Box::new(session), Box::new(measured), watch))
 }
 
 /// A respond run: measured to its length or the first stop signal, recorded at its end.

@@ -5,7 +5,14 @@ use rtscope_session::UsageError;
 use std::ops::Range;
 
 /// Keys of each table, for "did you mean" hints (docs/campaigns.md lists the same).
-const CAMPAIGN_KEYS: &[&str] = &["name", "description", "tags", "repeats", "order"];
+const CAMPAIGN_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "tags",
+    "repeats",
+    "order",
+    "until_tail",
+];
 const MEASURE_KEYS: &[&str] = &[
     "threads",
     "threads_per_cpu",

@@ -44,6 +44,17 @@ fn clock(d: Duration) -> String {
     }
 }
 
+/// `52s`, `1m 04s`, `1h 05m`, `2d 03h`: a total time, or a time into a run.
+pub fn human(d: Duration) -> String {
+    let s = d.as_secs() + u64::from(d.subsec_nanos() >= 500_000_000);
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {:02}s", s / 60, s % 60),
+        3600..86_400 => format!("{}h {:02}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d {:02}h", s / 86_400, s % 86_400 / 3600),
+    }
+}
+
 fn bar(fraction: f64, width: usize) -> String {
     let full = ((fraction.clamp(0.0, 1.0) * width as f64).round() as usize).min(width);
     format!("[{}{}]", "#".repeat(full), ".".repeat(width - full))

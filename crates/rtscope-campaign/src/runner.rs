@@ -52,7 +52,7 @@ pub fn execute(
         } else {
             format!(" ({} done before)", done.len())
         },
-        super::dryrun::human(total)
+        super::progress::human(total)
     )?;
     out.flush()?;
     let exe = std::env::current_exe().map_err(|e| {
@@ -223,6 +223,7 @@ fn resume_args(a: &CampaignOptions) -> String {
         ("--loops", a.loops.map(|l| l.to_string())),
         ("--repeats", a.repeats.map(|r| r.to_string())),
         ("--name", a.name.clone()),
+        ("--until-tail", a.until_tail.clone()),
         ("--db", a.db.as_ref().map(|d| d.display().to_string())),
     ] {
         if let Some(v2) = val {

@@ -174,6 +174,11 @@ pub struct RunArgs {
     /// `explain`, else 100us where tracefs is usable] (docs/explain.md)
     #[arg(long, value_name = "DUR|off")]
     pub explain: Option<String>,
+    /// Measure each timer run until its tail estimate is precise enough, instead of the
+    /// campaign's `until_tail`: `probability=1e-9,precision=10%,max_duration=2h`, or `off`
+    /// (docs/campaigns.md)
+    #[arg(long, value_name = "RULE|off")]
+    pub until_tail: Option<String>,
     /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,

@@ -11,7 +11,11 @@ pub const MAX_NAME_BYTES: usize = 256;
 pub const MAX_TAG_KEY_BYTES: usize = 64;
 
 /// Tags a campaign sets on its runs; `runs tag` and `--tag` cannot set them.
-pub const RESERVED_TAGS: &[&str] = &["campaign", "scenario", "case", "repeat"];
+pub const RESERVED_TAGS: &[&str] = &["campaign", "scenario", "case", "repeat", "until_tail"];
+
+/// Tags that say how a run ended, not what it measured (a campaign's `until_tail` outcome):
+/// reports and comparisons never group or match runs by them.
+pub const OUTCOME_TAGS: &[&str] = &["until_tail"];
 
 /// Checks a name given on input (`--label`, a tag, a campaign name): at most `max` bytes and
 /// no control characters (escape sequences, newlines, NUL), which would reach terminals,

@@ -15,6 +15,7 @@ pub mod figure;
 pub mod gate;
 pub mod gpd;
 pub mod input;
+pub mod precision;
 pub mod render;
 pub mod threshold;
 

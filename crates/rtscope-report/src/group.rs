@@ -76,15 +76,17 @@ pub fn is_repeat_key(key: &str) -> bool {
 }
 
 /// Every key that takes more than one value over `runs`: scenario, then tags in first-seen
-/// order (except tags that number repeats, [`REPEAT_KEYS`]), then the load case (so names read
+/// order (except tags that number repeats, [`REPEAT_KEYS`], and outcome tags,
+/// [`rtscope_common::names::OUTCOME_TAGS`]), then the load case (so names read
 /// `kernel=rt · idle`).
 pub fn differing(runs: &[RunData]) -> Vec<Key> {
     let mut candidates = vec![Key::Scenario];
     for r in runs {
         for (k, _) in &r.detail.summary.tags {
             let key = Key::parse(k);
-            // A tag that numbers repeats never makes a group.
-            if !candidates.contains(&key) && key != Key::Case && !is_repeat_key(k) {
+            // A tag that numbers repeats, or says how a run ended, never makes a group.
+            let outcome = rtscope_common::names::OUTCOME_TAGS.contains(&k.as_str());
+            if !candidates.contains(&key) && key != Key::Case && !is_repeat_key(k) && !outcome {
                 candidates.push(key);
             }
         }
@@ -282,5 +284,18 @@ mod tests {
         let c = Grouping::arranged(&runs, None, None, Some(&[Key::parse("kernel")]));
         assert_eq!(c.row_key(), Some(1));
         assert_eq!(c.keys[1], Key::Case);
+    }
+
+    #[test]
+    fn how_a_run_ended_never_makes_a_group() {
+        // Repeats of one cell whose until_tail outcomes differ stay one group.
+        let runs = vec![
+            run_with(1, &[("case", "idle"), ("until_tail", "narrow")]),
+            run_with(2, &[("case", "idle"), ("until_tail", "refused")]),
+            run_with(3, &[("case", "cpu"), ("until_tail", "wide")]),
+        ];
+        let g = Grouping::new(&runs, None);
+        assert_eq!(g.keys, vec![Key::Case]);
+        assert_eq!(g.groups[0].runs, vec![0, 1]);
     }
 }

@@ -8,6 +8,7 @@ mod hostile_support;
 
 mod campaign_file;
 mod campaign_run;
+mod campaign_tail;
 mod check;
 mod cli;
 mod compare;

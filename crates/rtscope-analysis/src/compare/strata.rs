@@ -3,9 +3,9 @@
 //! A group often holds runs of several scenarios (1:1, N:N, M:N) or load cases. Their levels
 //! differ by far more than the kernels do, so a test that pools them ranks scenarios, not
 //! groups. The keys that take more than one value *within* a group — the campaign scenario, the
-//! load case, and any other tag but `repeat` and `campaign` — make the strata; runs equal in
-//! every key form one stratum, strata are matched between the groups by their values, and a
-//! stratum found in one group only is reported and left out of the test.
+//! load case, and any other tag but `repeat`, `campaign` and an outcome (`until_tail`) — make
+//! the strata; runs equal in every key form one stratum, strata are matched between the groups
+//! by their values, and a stratum found in one group only is reported and left out of the test.
 
 use super::group::{distinct, Group};
 use super::model::{per_run, RunData, Stat};
@@ -27,7 +27,8 @@ fn value(key: &Key, r: &RunData) -> String {
 pub fn keys(groups: &[Group]) -> Vec<Key> {
     let mut candidates = vec![Key::Scenario];
     for (k, _) in groups.iter().flat_map(|g| &g.runs).flat_map(|r| &r.tags) {
-        let plain = !["repeat", "campaign", "scenario", "case"].contains(&k.as_str());
+        let plain = !["repeat", "campaign", "scenario", "case"].contains(&k.as_str())
+            && !rtscope_common::names::OUTCOME_TAGS.contains(&k.as_str());
         if plain && !candidates.contains(&Key::Tag(k.clone())) {
             candidates.push(Key::Tag(k.clone()));
         }
@@ -105,5 +106,30 @@ impl<'a> Pairing<'a> {
             })
             .collect();
         van_elteren(&strata)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::model::tests_support::run;
+
+    #[test]
+    fn how_a_run_ended_is_no_stratum() {
+        let tagged = |id, tags: &[(&str, &str)]| {
+            let mut r = run(id, rtscope_core::Histogram::new(), 0, None);
+            r.tags = tags.iter().map(|&(k, v)| (k.into(), v.into())).collect();
+            r
+        };
+        let a = Group::new(
+            0,
+            "kernel=std",
+            vec![
+                tagged(1, &[("host", "x"), ("until_tail", "narrow")]),
+                tagged(2, &[("host", "y"), ("until_tail", "refused")]),
+            ],
+        );
+        let b = Group::new(1, "kernel=rt", vec![tagged(3, &[("until_tail", "wide")])]);
+        assert_eq!(keys(&[a, b]), vec![Key::Tag("host".into())]);
     }
 }

@@ -38,6 +38,7 @@ fn options(a: &RunArgs) -> anyhow::Result<CampaignOptions> {
         db: a.db.clone(),
         quiet: a.quiet,
         explain: a.explain.clone(),
+        until_tail: a.until_tail.clone(),
     })
 }
 
@@ -62,6 +63,7 @@ fn as_started(a: &RunArgs) -> anyhow::Result<RunArgs> {
     keep("--loops", &mut merged.loops, &first.loops)?;
     keep("--repeats", &mut merged.repeats, &first.repeats)?;
     keep("--explain", &mut merged.explain, &first.explain)?;
+    keep("--until-tail", &mut merged.until_tail, &first.until_tail)?;
     let mut tags = (!a.tags.is_empty()).then(|| a.tags.clone());
     keep(
         "--tag",
