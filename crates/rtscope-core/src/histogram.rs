@@ -127,11 +127,17 @@ impl Histogram {
         min: Nanos,
         max: Nanos,
     ) -> Self {
-        let mut buckets: Vec<(u32, u64)> = pairs
+        let buckets: Vec<(u32, u64)> = pairs
             .into_iter()
             .filter(|&(i, c)| i < BUCKETS && c > 0)
             .map(|(i, c)| (i as u32, c))
             .collect();
+        Self::from_buckets(buckets, min, max)
+    }
+
+    /// [`Histogram::from_sparse`] past its generic part: one instantiation of the sort for
+    /// every caller's iterator type.
+    fn from_buckets(mut buckets: Vec<(u32, u64)>, min: Nanos, max: Nanos) -> Self {
         buckets.sort_unstable_by_key(|&(i, _)| i);
         buckets.dedup_by(|b, a| {
             let same = a.0 == b.0;
