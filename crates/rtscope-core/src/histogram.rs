@@ -135,10 +135,11 @@ impl Histogram {
         Self::from_buckets(buckets, min, max)
     }
 
-    /// [`Histogram::from_sparse`] past its generic part: one instantiation of the sort for
-    /// every caller's iterator type.
+    /// [`Histogram::from_sparse`] past its generic part. The buckets go through the binary's
+    /// one sort ([`crate::order`]); a repeated index's counts are added up, so the order among
+    /// equal indices does not matter.
     fn from_buckets(mut buckets: Vec<(u32, u64)>, min: Nanos, max: Nanos) -> Self {
-        buckets.sort_unstable_by_key(|&(i, _)| i);
+        crate::order::sort_by_key(&mut buckets, |&(i, _)| i);
         buckets.dedup_by(|b, a| {
             let same = a.0 == b.0;
             if same {
