@@ -185,7 +185,7 @@ fn read_buckets(v: &Value, f: &dyn Fn(&str) -> String) -> Result<Vec<(u64, u64)>
             .ok_or_else(|| Bad::field(at(), "the count is not a whole number"))?;
         pairs.push((k, n));
     }
-    pairs.sort_unstable();
+    rtscope_core::order::sort(&mut pairs);
     Ok(pairs)
 }
 

@@ -155,7 +155,7 @@ impl Timeline<'_> {
             cuts.extend([p.from, p.to]);
         }
         cuts.retain(|&t| t >= d && t <= w);
-        cuts.sort_unstable();
+        rtscope_core::order::sort(&mut cuts);
         cuts.dedup();
         let [overlays, mut base, fallback]: [Vec<Piece>; 3] =
             layers.map(|l| l.into_iter().cloned().collect());

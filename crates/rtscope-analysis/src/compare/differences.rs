@@ -6,6 +6,7 @@
 use super::group::Group;
 use super::model::RunData;
 use rtscope_check::{differing_settings, SettingsGroup};
+use rtscope_core::order::collect_map;
 use std::collections::BTreeSet;
 
 /// A setting whose values differ between groups.
@@ -91,7 +92,7 @@ pub fn differences(groups: &[Group]) -> Vec<Difference> {
             .filter(|g| !g.runs.is_empty())
             .map(|g| {
                 let set: BTreeSet<String> =
-                    g.runs.iter().map(read).filter(|v| !v.is_empty()).collect();
+                    collect_map(g.runs.iter().map(read).filter(|v| !v.is_empty()));
                 (g.name.clone(), set.into_iter().collect())
             })
             .filter(|(_, v): &(String, Vec<String>)| !v.is_empty())

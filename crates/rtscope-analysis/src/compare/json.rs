@@ -3,7 +3,8 @@
 
 use super::analysis::{Change, Comparison, Group, Matrix, StatRow};
 use super::tail::{Side, TailRow};
-use serde_json::{json, Value};
+use rtscope_core::order::collect_map;
+use serde_json::{json, Map, Value};
 
 /// The schema name and version written into every document.
 pub const SCHEMA: &str = "rtscope.compare/2";
@@ -17,7 +18,7 @@ pub fn document(c: &Comparison, exit_code: i32) -> Value {
         "groups": c.groups.iter().map(group).collect::<Vec<_>>(),
         "thresholds": {
             "default_pct": c.thresholds.default_pct,
-            "per_stat_pct": c.thresholds.per_stat.iter().map(|(s, p)| (s.to_string(), json!(p))).collect::<serde_json::Map<_, _>>(),
+            "per_stat_pct": collect_map::<Map<_, _>, _>(c.thresholds.per_stat.iter().map(|(s, p)| (s.to_string(), json!(p)))),
             "min_delta_ns": c.thresholds.min_delta_ns,
             "threshold_only": c.thresholds.threshold_only,
             "fail_untested": c.thresholds.fail_untested,
@@ -27,7 +28,7 @@ pub fn document(c: &Comparison, exit_code: i32) -> Value {
         "differences": c.differences.iter().map(|d| json!({
             "kind": d.kind.as_str(),
             "setting": d.setting,
-            "values": d.values.iter().map(|(g, v)| (g.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+            "values": collect_map::<Map<_, _>, _>(d.values.iter().map(|(g, v)| (g.clone(), json!(v)))),
         })).collect::<Vec<_>>(),
         "strata": {
             "keys": c.strata_keys.iter().map(|k| k.name()).collect::<Vec<_>>(),
@@ -66,7 +67,7 @@ fn stat(r: &StatRow, names: &[&str]) -> Value {
         "unit": r.stat.unit(),
         "threshold_pct": r.threshold_pct,
         "floor": r.floor,
-        "values": names.iter().zip(&r.values).map(|(n, v)| (n.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        "values": collect_map::<Map<_, _>, _>(names.iter().zip(&r.values).map(|(n, v)| (n.to_string(), json!(v)))),
         "changes": changes(&r.changes, names),
     })
 }

@@ -4,6 +4,7 @@ use crate::cli::{RunsAction, RunsArgs};
 use crate::commands::measure::table;
 use crate::commands::runs_explain;
 use crate::exit::{ExitStatus, UsageError};
+use rtscope_core::order::collect_map;
 use rtscope_core::text::escape;
 use rtscope_core::{Nanos, Stats};
 use rtscope_session::record;
@@ -12,6 +13,7 @@ use rtscope_store::{
     Store, ThreadRow,
 };
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::io::Write;
 
 /// Runs `rtscope runs …`.
@@ -392,7 +394,7 @@ fn summary_json(s: &RunSummary) -> Value {
         "id": s.id, "kind": s.kind, "label": s.label, "status": s.status,
         "complete": s.status == RunStatus::Complete, "started": s.started, "ended": s.ended,
         "measured_ns": s.progress_ns, "exit_code": s.exit_code,
-        "tags": s.tags.iter().cloned().collect::<std::collections::BTreeMap<_, _>>(),
+        "tags": collect_map::<BTreeMap<_, _>, _>(s.tags.iter().cloned()),
         "threads": s.threads, "samples": s.samples, "max_ns": s.max_ns, "missed_periods": s.missed_periods(),
         "percentiles_ns": pct_json(&s.percentiles(), false), "percentiles_lower_bound_ns": pct_json(&s.percentiles(), true),
     })
@@ -404,10 +406,9 @@ fn pct_json(ps: &[rtscope_core::Percentile], bounds: bool) -> Value {
     let pick =
         |p: &rtscope_core::Percentile| (p.lower_bound == bounds).then_some(p.value).flatten();
     let m = ps.iter().filter(|p| !bounds || p.lower_bound);
-    Value::Object(
-        m.map(|p| (p.label.into(), json!(pick(p).map(|v| v.0))))
-            .collect(),
-    )
+    Value::Object(collect_map(
+        m.map(|p| (p.label.into(), json!(pick(p).map(|v| v.0)))),
+    ))
 }
 
 fn detail_json(d: &RunDetail) -> Value {
@@ -437,11 +438,9 @@ fn detail_json(d: &RunDetail) -> Value {
     );
     obj.insert(
         "environment".into(),
-        json!(d
-            .environment
-            .iter()
-            .cloned()
-            .collect::<std::collections::BTreeMap<_, _>>()),
+        json!(collect_map::<BTreeMap<_, _>, _>(
+            d.environment.iter().cloned()
+        )),
     );
     obj.insert("sample_rule".into(), json!(d.sample_rule().as_str()));
     obj.insert("thread_stats".into(), Value::Array(threads));

@@ -61,7 +61,7 @@ impl KeptGaps {
                 duration: Nanos(duration),
             })
             .collect();
-        v.sort_unstable_by_key(|g| (g.start, g.duration));
+        rtscope_core::order::sort_by_key(&mut v, |g| (g.start, g.duration));
         v
     }
 }

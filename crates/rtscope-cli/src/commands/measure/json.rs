@@ -1,6 +1,7 @@
 //! The versioned JSON result of `rtscope measure` (schema `rtscope.measure/1`,
 //! documented in docs/json-schema.md). All latencies are integer nanoseconds.
 
+use rtscope_core::order::collect_map;
 use rtscope_core::{layout, Histogram, Stats};
 use rtscope_session::limits::Check;
 use rtscope_session::sysinfo::SysInfo;
@@ -155,14 +156,13 @@ pub fn series(stats: &Stats, hist: &Histogram, max_offset_ns: Option<u64>) -> Se
         missed_periods: stats.missed,
         deadlines: stats.deadlines(),
         miss_ratio: stats.miss_ratio(),
-        percentiles_ns: p
-            .iter()
-            .map(|p| (p.label.to_string(), p.value.map(|v| v.0)))
-            .collect(),
-        percentile_tail_samples: p
-            .iter()
-            .map(|p| (p.label.to_string(), p.tail_samples))
-            .collect(),
+        percentiles_ns: collect_map(
+            p.iter()
+                .map(|p| (p.label.to_string(), p.value.map(|v| v.0))),
+        ),
+        percentile_tail_samples: collect_map(
+            p.iter().map(|p| (p.label.to_string(), p.tail_samples)),
+        ),
         histogram: HistJson {
             layout: "log-linear-1024",
             buckets: hist
