@@ -147,18 +147,7 @@ fn a_run_is_measured_on_while_wide_and_stops_at_the_first_settled_narrow_check()
 
 /// 20 s at 1 kHz of an exponential base with a spike every 500th wake-up (a periodic load).
 fn periodic_run() -> Synthetic {
-    let mut r = rtscope_evt::diag::generator(3);
-    let v = (0..20_000)
-        .map(|i| {
-            let base = 3000.0 - 300.0 * r.unit().ln();
-            if i % 500 == 250 {
-                base + 20_000.0 + 2000.0 * r.unit()
-            } else {
-                base
-            }
-        })
-        .collect();
-    Synthetic::new(v)
+    Synthetic::new(rtscope_evt::diag::periodic_sample(20_000))
 }
 
 #[test]

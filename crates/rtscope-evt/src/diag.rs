@@ -21,6 +21,22 @@ pub fn generator(seed: u64) -> XorShift64 {
     XorShift64::new(z ^ (z >> 31))
 }
 
+/// `n` wake-ups (ns) of a periodic load, for tests of the refusal: an exponential base of
+/// 3 µs + 300 ns mean, and on every 500th wake-up a spike 20–22 µs above it (seed 3).
+pub fn periodic_sample(n: usize) -> Vec<f64> {
+    let mut r = generator(3);
+    (0..n)
+        .map(|i| {
+            let base = 3000.0 - 300.0 * r.unit().ln();
+            if i % 500 == 250 {
+                base + 20_000.0 + 2000.0 * r.unit()
+            } else {
+                base
+            }
+        })
+        .collect()
+}
+
 /// The one-sample KS statistic `D = sup |F_n − F|` of a sorted sample.
 pub fn ks_statistic(sorted: &[f64], cdf: &dyn Fn(f64) -> f64) -> f64 {
     let n = sorted.len() as f64;

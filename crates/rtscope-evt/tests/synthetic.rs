@@ -97,19 +97,7 @@ fn profile_intervals_cover_the_truth_about_as_often_as_claimed() {
 
 /// A load that wakes every 500th cycle: regular spikes far above an exponential base.
 fn periodic() -> Tail {
-    let mut r = generator(3);
-    ordered(
-        (0..50_000)
-            .map(|i| {
-                let base = 3000.0 - 300.0 * r.unit().ln();
-                if i % 500 == 250 {
-                    base + 20_000.0 + 2000.0 * r.unit()
-                } else {
-                    base
-                }
-            })
-            .collect(),
-    )
+    ordered(rtscope_evt::diag::periodic_sample(50_000))
 }
 
 #[test]
