@@ -10,7 +10,7 @@ use rtscope_core::Nanos;
 use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, Threshold};
 use rtscope_engine::{sys, CpuSet, Policy, Wake};
 use rtscope_session::noise::NoiseExplainer;
-use rtscope_trace::book::Explained;
+use rtscope_trace::book::{ExplainSummary, Explained};
 use rtscope_trace::Category;
 
 const INJECT_MS: [(u64, u64); 3] = [(150, 1), (400, 2), (650, 3)];
@@ -53,8 +53,14 @@ fn inject(cpu: usize, start: Nanos) -> (i32, Vec<(Nanos, Nanos)>) {
     (sys::gettid(), log)
 }
 
-#[test]
-fn injected_gaps_are_charged_to_the_injecting_thread_by_name_and_pid() {
+/// Runs the loop of `cfg` (on the last online CPU; the test's thread on the others, the
+/// housekeeping CPUs) with `spawn` started beside it once the loop runs (given the CPU and
+/// the loop's clock start), and the gaps explained: the summary, the loop's tid, what
+/// `spawn`'s thread returned. `None` where it cannot run (the testkit says why).
+fn explained_run<T: Send + 'static>(
+    cfg: impl FnOnce(usize) -> NoiseConfig,
+    spawn: impl FnOnce(usize, Nanos) -> std::thread::JoinHandle<T>,
+) -> Option<(ExplainSummary, Nanos, T)> {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     rtscope_testkit::require!(root, "needs root for SCHED_FIFO threads and tracefs");
@@ -68,13 +74,10 @@ fn injected_gaps_are_charged_to_the_injecting_thread_by_name_and_pid() {
     let cpu = online.iter().last().unwrap();
     let hk = CpuSet::from_cpus(online.iter().filter(|&c| c != cpu));
     sys::set_affinity_current(&hk).unwrap();
-    let explain = NoiseExplainer::start(Nanos::from_us(200), &[cpu], Some(&hk));
-    let run = NoiseRun::start(config(cpu)).unwrap();
+    let mut explain = NoiseExplainer::start(Nanos::from_us(200), &[cpu], Some(&hk));
+    let run = NoiseRun::start(cfg(cpu)).unwrap();
     let start = run.clock_start();
-    let helper = std::thread::Builder::new()
-        .name("rtscope-inject".into())
-        .spawn(move || inject(cpu, start))
-        .unwrap();
+    let helper = spawn(cpu, start);
     let mut gaps: Vec<Gap> = Vec::new();
     loop {
         let wake = run.wait(Nanos::from_ms(50));
@@ -84,10 +87,22 @@ fn injected_gaps_are_charged_to_the_injecting_thread_by_name_and_pid() {
         }
     }
     let threads = run.finish();
-    let (helper_tid, injected) = helper.join().unwrap();
-    let mut explain = explain;
+    let out = helper.join().unwrap();
     explain.push(cpu, threads[0].tid, &gaps);
-    let summary = explain.finish();
+    Some((explain.finish(), start, out))
+}
+
+#[test]
+fn injected_gaps_are_charged_to_the_injecting_thread_by_name_and_pid() {
+    let spawn = |cpu, start| {
+        std::thread::Builder::new()
+            .name("rtscope-inject".into())
+            .spawn(move || inject(cpu, start))
+            .unwrap()
+    };
+    let Some((summary, _, (helper_tid, injected))) = explained_run(config, spawn) else {
+        return;
+    };
     for (t0, t1) in injected {
         let spun = t1.0 - t0.0;
         let a = summary
@@ -152,42 +167,22 @@ fn normal_spinner(cpu: usize, end: Nanos) -> (i32, Vec<(Nanos, Nanos)>) {
 /// and none may name it as a thread or a task holding the CPU. No time is asserted.
 #[test]
 fn a_real_time_loop_taken_off_for_normal_tasks_is_charged_to_rt_throttling() {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    rtscope_testkit::require!(root, "needs root for SCHED_FIFO threads and tracefs");
-    rtscope_testkit::require!(
-        rtscope_trace::tracefs::Tracefs::discover().is_ok(),
-        "needs a usable tracefs"
-    );
-    rtscope_testkit::require!(sys::online_cpus().len() >= 2, "needs two CPUs");
-    let _lock = rtscope_testkit::rt_lock();
-    let online = sys::online_cpus();
-    let cpu = online.iter().last().unwrap();
-    let hk = CpuSet::from_cpus(online.iter().filter(|&c| c != cpu));
-    sys::set_affinity_current(&hk).unwrap();
-    let explain = NoiseExplainer::start(Nanos::from_us(200), &[cpu], Some(&hk));
-    let mut cfg = config(cpu);
-    cfg.runtime = cfg.period;
-    cfg.duration = Nanos::from_ms(2500);
-    let run = NoiseRun::start(cfg).unwrap();
-    let (start, end) = (run.clock_start(), run.clock_start() + Nanos::from_ms(2500));
-    let helper = std::thread::Builder::new()
-        .name("rtscope-normal".into())
-        .spawn(move || normal_spinner(cpu, end + Nanos::from_ms(100)))
-        .unwrap();
-    let mut gaps: Vec<Gap> = Vec::new();
-    loop {
-        let wake = run.wait(Nanos::from_ms(50));
-        run.threads()[0].ring().drain(|g| gaps.push(g));
-        if wake == Wake::Finished {
-            break;
-        }
-    }
-    let threads = run.finish();
-    let (helper_tid, ran) = helper.join().unwrap();
-    let mut explain = explain;
-    explain.push(cpu, threads[0].tid, &gaps);
-    let summary = explain.finish();
+    let length = Nanos::from_ms(2500);
+    let cfg = |cpu| NoiseConfig {
+        runtime: Nanos::from_secs(1),
+        duration: length,
+        ..config(cpu)
+    };
+    let spawn = |cpu, start: Nanos| {
+        std::thread::Builder::new()
+            .name("rtscope-normal".into())
+            .spawn(move || normal_spinner(cpu, start + length + Nanos::from_ms(100)))
+            .unwrap()
+    };
+    let Some((summary, start, (helper_tid, ran))) = explained_run(cfg, spawn) else {
+        return;
+    };
+    let end = start + length;
     let ran: Vec<(u64, u64)> = ran
         .iter()
         .map(|&(a, b)| (a.0.max(start.0), b.0.min(end.0)))
