@@ -97,7 +97,9 @@ def info(text: str) -> None:
 # ---- the root file system ----------------------------------------------------------------
 
 def mmdebstrap_command(out: Path) -> list[str]:
-    cmd = ["nice", "-n", "10", "mmdebstrap", "--variant=minbase",
+    # --format=tar: the output's name ends in `.part`, from which mmdebstrap would guess a
+    # directory (it did, on a fresh machine: the cache then held a directory named `….tar`).
+    cmd = ["nice", "-n", "10", "mmdebstrap", "--variant=minbase", "--format=tar",
            f"--include={','.join(PACKAGES)}"]
     cmd += [f"--dpkgopt=path-exclude={p}" for p in DPKG_EXCLUDE]
     cmd += ["bookworm", str(out)]
@@ -112,8 +114,10 @@ def rootfs_tarball() -> tuple[Path, str]:
     """The cached tarball (built when missing) and what it cost."""
     key = hashlib.sha256(json.dumps([PACKAGES, DPKG_EXCLUDE]).encode()).hexdigest()[:12]
     tar = guest.CACHE / f"bookworm-systemd-{key}.tar"
-    if tar.exists():
+    if tar.is_file():
         return tar, "cached"
+    if tar.is_dir():  # left by a build without --format=tar
+        shutil.rmtree(tar)
     guest.CACHE.mkdir(parents=True, exist_ok=True)
     t = time.monotonic()
     part = tar.with_suffix(".tar.part")
