@@ -7,6 +7,7 @@ use super::progress::{us, Current};
 use super::until_tail::watch::Watch;
 use super::CampaignOptions;
 use super::PlannedRun;
+use rtscope_common::clock::{Clock, SharedClock};
 use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{sys, Run, RunResult};
 use rtscope_load::LoadReport;
@@ -20,7 +21,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The tag of a run whose load failed to start, exited early with an error or lost its
 /// supervisor: its value names the loads (`load_failed=messaging,false`).
@@ -55,6 +56,8 @@ pub(super) struct Ctx<'a> {
     pub(super) exe: PathBuf,
     pub(super) monitor_interval: Option<Duration>,
     pub(super) progress: Progress,
+    /// The time of the campaign's pacing, progress and stamps (a fake one in tests).
+    pub(super) clock: SharedClock,
     pub(super) signals: u32,
     /// The checks the previous run's preflight audit found bad (printed when they change).
     pub(super) bad_checks: Vec<String>,
@@ -260,7 +263,7 @@ fn timer(
         number,
         what: &what,
         estimate: super::estimate(p).saturating_sub(Duration::from_nanos(p.settle.0)),
-        started: Instant::now(),
+        started: ctx.clock.now(),
     };
     let mut watch = p
         .until_tail
@@ -331,7 +334,7 @@ pub(super) fn start_loads(
             UsageError::new(format!("cannot start the loads of run {}: {e}", p.label))
         })?)
     };
-    let Some(sig) = settle(p.settle) else {
+    let Some(sig) = settle(p.settle, &*ctx.clock) else {
         return Ok(Ok(loads));
     };
     ctx.signals += 1;
@@ -390,16 +393,15 @@ pub(super) fn add_to_campaign(ctx: &mut Ctx, p: &PlannedRun, id: RunId) -> Resul
         .map_err(UsageError::from_error)
 }
 
-/// Waits `d` for the loads to settle; returns the signal that ended the wait early.
-pub(super) fn settle(d: Nanos) -> Option<i32> {
-    let end = Instant::now() + Duration::from_nanos(d.0);
+/// Waits `d` for the loads to settle; returns the stop signal that ended the wait early.
+pub(super) fn settle(d: Nanos, clock: &dyn Clock) -> Option<i32> {
+    let end = clock.now() + Duration::from_nanos(d.0);
     loop {
-        let left = end.saturating_duration_since(Instant::now());
+        let left = end.saturating_duration_since(clock.now());
         if left.is_zero() {
             return None;
         }
-        let step = Nanos(left.min(Duration::from_millis(200)).as_nanos() as u64);
-        match sys::wait_run_signal(step) {
+        match clock.wait_signal(left.min(Duration::from_millis(200))) {
             Some(s) if sys::is_stop_signal(s) => return Some(s),
             _ => {}
         }
@@ -536,4 +538,34 @@ fn result_line(head: &str, reports: &[LoadReport], failed: bool) -> String {
         line.push_str("; LIMIT EXCEEDED");
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_common::clock::FakeClock;
+
+    #[test]
+    fn settling_waits_its_whole_time_in_short_waits_when_no_stop_comes() {
+        let clock = FakeClock::new();
+        // A user signal (a status request) does not end the settling.
+        clock.signal_at(Duration::from_millis(700), libc::SIGUSR1);
+        assert_eq!(settle(Nanos::from_ms(1100), &clock), None);
+        assert_eq!(clock.elapsed(), Duration::from_millis(1100));
+        // Never a wait over 200 ms: a late signal is seen at once, whatever the settle time.
+        assert!(clock
+            .waits()
+            .iter()
+            .all(|w| *w <= Duration::from_millis(200)));
+        assert_eq!(settle(Nanos::ZERO, &clock), None);
+        assert_eq!(clock.elapsed(), Duration::from_millis(1100));
+    }
+
+    #[test]
+    fn a_stop_signal_ends_the_settling_at_once() {
+        let clock = FakeClock::new();
+        clock.signal_at(Duration::from_millis(2345), libc::SIGTERM);
+        assert_eq!(settle(Nanos::from_secs(30), &clock), Some(libc::SIGTERM));
+        assert_eq!(clock.elapsed(), Duration::from_millis(2345));
+    }
 }

@@ -2,13 +2,18 @@
 //! with ETA, current run bar, live max and p99.9 per CPU); otherwise one plain status line a
 //! minute, for CI logs.
 
+use rtscope_common::clock::SharedClock;
 use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::Run;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
+/// How often the plain status line (not a terminal) is printed.
+const PLAIN_EVERY: Duration = Duration::from_secs(60);
+
 /// The campaign-wide part of the progress.
 pub struct Progress {
+    clock: SharedClock,
     enabled: bool,
     tty: bool,
     started: Instant,
@@ -66,12 +71,14 @@ pub(super) fn us(n: Option<Nanos>) -> String {
 }
 
 impl Progress {
-    /// A progress display for `total_runs` runs estimated at `total` altogether.
-    pub fn new(enabled: bool, total_runs: usize, total: Duration) -> Progress {
+    /// A progress display for `total_runs` runs estimated at `total` altogether, timed by
+    /// `clock`.
+    pub fn new(enabled: bool, total_runs: usize, total: Duration, clock: SharedClock) -> Progress {
         Progress {
             enabled,
             tty: std::io::stderr().is_terminal(),
-            started: Instant::now(),
+            started: clock.now(),
+            clock,
             total_runs,
             total,
             done: Duration::ZERO,
@@ -96,19 +103,10 @@ impl Progress {
 
     /// Redraws (terminal) or prints a status line (at most once a minute otherwise).
     pub fn update(&mut self, cur: &Current, run: &Run) -> std::io::Result<()> {
-        if !self.enabled {
+        if !self.due() {
             return Ok(());
         }
-        if !self.tty {
-            let due = self
-                .last_plain
-                .is_none_or(|t| t.elapsed() >= Duration::from_secs(60));
-            if !due {
-                return Ok(());
-            }
-            self.last_plain = Some(Instant::now());
-        }
-        let lines = self.lines(cur, run);
+        let lines = self.lines(cur, &cells(run));
         let mut e = std::io::stderr().lock();
         if self.tty {
             self.erase(&mut e)?;
@@ -122,8 +120,30 @@ impl Progress {
         e.flush()
     }
 
-    fn lines(&self, cur: &Current, run: &Run) -> Vec<String> {
-        let run_elapsed = cur.started.elapsed();
+    /// Whether to show the progress now: always on a terminal, else once a minute (and the
+    /// time of this one is kept).
+    fn due(&mut self) -> bool {
+        if !self.enabled {
+            return false;
+        }
+        if self.tty {
+            return true;
+        }
+        let now = self.clock.now();
+        if self
+            .last_plain
+            .is_some_and(|t| now.saturating_duration_since(t) < PLAIN_EVERY)
+        {
+            return false;
+        }
+        self.last_plain = Some(now);
+        true
+    }
+
+    /// The block: the campaign's bar, the current run's bar, then `cells` three a line.
+    fn lines(&self, cur: &Current, cells: &[String]) -> Vec<String> {
+        let now = self.clock.now();
+        let run_elapsed = now.saturating_duration_since(cur.started);
         let eta = self.eta(cur, run_elapsed);
         let fraction = |done: Duration, total: Duration| {
             if total.is_zero() {
@@ -139,7 +159,7 @@ impl Progress {
                 bar(fraction(campaign_done, self.total), 30),
                 cur.number,
                 self.total_runs,
-                clock(self.started.elapsed()),
+                clock(now.saturating_duration_since(self.started)),
                 clock(eta)
             ),
             format!(
@@ -150,22 +170,6 @@ impl Progress {
                 cur.what
             ),
         ];
-        let cells: Vec<String> = run
-            .threads()
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let (s, h): (Stats, Histogram) = (t.stats(), t.histogram());
-                let p999 = us(h.value_at_quantile(0.999));
-                let name = run.config().threads[i]
-                    .affinity
-                    .as_ref()
-                    .filter(|a| a.len() == 1)
-                    .map_or(format!("T{i}"), |a| format!("cpu{}", a.nth_cyclic(0)));
-                let max = us((s.count > 0).then_some(s.max));
-                format!("{name} max {max} p99.9 {p999}")
-            })
-            .collect();
         out.extend(cells.chunks(3).map(|c| format!("  {}", c.join("   "))));
         out
     }
@@ -188,6 +192,25 @@ impl Progress {
     }
 }
 
+/// One cell per measuring thread of `run`: `cpu1 max 12.3us p99.9 8.1us`.
+fn cells(run: &Run) -> Vec<String> {
+    run.threads()
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let (s, h): (Stats, Histogram) = (t.stats(), t.histogram());
+            let p999 = us(h.value_at_quantile(0.999));
+            let name = run.config().threads[i]
+                .affinity
+                .as_ref()
+                .filter(|a| a.len() == 1)
+                .map_or(format!("T{i}"), |a| format!("cpu{}", a.nth_cyclic(0)));
+            let max = us((s.count > 0).then_some(s.max));
+            format!("{name} max {max} p99.9 {p999}")
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,5 +223,74 @@ mod tests {
         assert_eq!(clock(Duration::from_secs(59)), "59s");
         assert_eq!(clock(Duration::from_secs(61)), "1m01s");
         assert_eq!(clock(Duration::from_secs(20000)), "5h33m20s");
+    }
+
+    use rtscope_common::clock::{Clock, FakeClock};
+    use std::sync::Arc;
+
+    fn plain(clock: &Arc<FakeClock>, runs: usize, total_s: u64) -> Progress {
+        let mut p = Progress::new(true, runs, Duration::from_secs(total_s), clock.clone());
+        p.tty = false;
+        p
+    }
+
+    #[test]
+    fn the_plain_line_is_due_at_the_first_update_then_once_a_minute() {
+        let clock = Arc::new(FakeClock::new());
+        let mut p = plain(&clock, 2, 600);
+        let mut due_at = Vec::new();
+        for s in 0..=150 {
+            if p.due() {
+                due_at.push(s);
+            }
+            clock.advance(Duration::from_secs(1));
+        }
+        assert_eq!(due_at, [0, 60, 120]);
+        // Disabled (`--quiet`): never; on a terminal: every tick.
+        p.enabled = false;
+        assert!(!p.due());
+        p.enabled = true;
+        p.tty = true;
+        assert!(p.due() && p.due());
+    }
+
+    #[test]
+    fn the_eta_counts_the_runs_left_and_what_is_left_of_this_one() {
+        let clock = Arc::new(FakeClock::new());
+        // Three runs of 60 s; the first is done, the second 20 s in.
+        let mut p = plain(&clock, 3, 180);
+        clock.advance(Duration::from_secs(65));
+        p.run_done(Duration::from_secs(60));
+        let cur = Current {
+            number: 2,
+            what: "0:0 / hackbench / repeat 2 of 3",
+            estimate: Duration::from_secs(60),
+            started: clock.now(),
+        };
+        clock.advance(Duration::from_secs(20));
+        let cells = [
+            "cpu0 max 12.0us p99.9 8.0us".to_string(),
+            "cpu1 max - p99.9 -".into(),
+        ];
+        let lines = p.lines(&cur, &cells);
+        assert_eq!(
+            lines,
+            [
+                format!(
+                    "campaign [{}{}] run 2/3  elapsed 1m25s  ETA 1m40s",
+                    "#".repeat(13),
+                    ".".repeat(17)
+                ),
+                format!(
+                    "this run [{}{}] 20s/1m00s  0:0 / hackbench / repeat 2 of 3",
+                    "#".repeat(10),
+                    ".".repeat(20)
+                ),
+                "  cpu0 max 12.0us p99.9 8.0us   cpu1 max - p99.9 -".to_string(),
+            ]
+        );
+        // A run longer than its estimate: the ETA is the runs left, never negative.
+        clock.advance(Duration::from_secs(100));
+        assert!(p.lines(&cur, &[])[0].ends_with("ETA 1m00s"));
     }
 }

@@ -30,13 +30,14 @@ pub fn execute(
     // A closed stdout loses the text, never a run nor the exit code.
     let mut guarded = rtscope_session::output::Guarded::new(out);
     let out: &mut dyn Write = &mut guarded;
+    let clock = rtscope_common::clock::system();
     let monitor_interval = a.monitor_interval;
     let db = a.db.clone().unwrap_or_else(record::default_db);
     let mut store = record::open(&db)?;
     let (cid, done) = if a.resume {
         resume(&mut store, &c)?
     } else {
-        (begin(&mut store, &c, argv)?, Vec::new())
+        (begin(&mut store, &c, argv, clock.wall())?, Vec::new())
     };
     let todo: Vec<&PlannedRun> = c.runs.iter().filter(|p| !done.contains(&p.seq)).collect();
     let total: Duration = todo.iter().map(|p| super::estimate(p)).sum();
@@ -68,7 +69,8 @@ pub fn execute(
         cid,
         exe,
         monitor_interval,
-        progress: Progress::new(!a.quiet, todo.len(), total),
+        progress: Progress::new(!a.quiet, todo.len(), total, clock.clone()),
+        clock,
         signals: 0,
         bad_checks: Vec::new(),
     };
@@ -81,7 +83,7 @@ pub fn execute(
                 // The campaign cannot go on (no RT privilege, a load that cannot start, …):
                 // its record says so; the loads of this run are already stopped.
                 ctx.progress.clear();
-                let ended = sysinfo::rfc3339(SystemTime::now());
+                let ended = sysinfo::rfc3339(ctx.clock.wall());
                 let _ = ctx
                     .store
                     .finish_campaign(ctx.cid, RunStatus::Failed, &ended);
@@ -121,13 +123,18 @@ pub fn execute(
     finish(&mut ctx, &c, RunStatus::Complete, status, out)
 }
 
-fn begin(store: &mut Store, c: &Campaign, argv: &[String]) -> Result<CampaignId, UsageError> {
+fn begin(
+    store: &mut Store,
+    c: &Campaign,
+    argv: &[String],
+    now: SystemTime,
+) -> Result<CampaignId, UsageError> {
     store
         .begin_campaign(&NewCampaign {
             name: c.name.clone(),
             source: c.source.clone(),
             definition: c.text.clone(),
-            started: sysinfo::rfc3339(SystemTime::now()),
+            started: sysinfo::rfc3339(now),
             planned_runs: c.runs.len() as u32,
             command_line: argv.to_vec(),
         })
@@ -178,7 +185,7 @@ fn finish(
     out: &mut dyn Write,
 ) -> Result<ExitStatus, RunError> {
     ctx.progress.clear();
-    let ended = sysinfo::rfc3339(SystemTime::now());
+    let ended = sysinfo::rfc3339(ctx.clock.wall());
     if let Err(e) = ctx.store.finish_campaign(ctx.cid, state, &ended) {
         {
             use std::io::Write as _;

@@ -3,10 +3,12 @@
 //! how an error is rendered (and [`errors::warn`], a warning to stderr); [`names`], labels and
 //! tags checked one way; [`limits`], the `--limit STAT=VALUE` gates and their checks; [`outfile`],
 //! the one way rtscope writes an output file; [`keeper`], the forked child that cleans up after
-//! rtscope however it ends; [`signals`], the signals a run waits for.
+//! rtscope however it ends; [`signals`], the signals a run waits for; [`clock`], the control
+//! side's time behind a seam (a fake clock for tests).
 
 #![warn(missing_docs)]
 
+pub mod clock;
 pub mod error;
 pub mod errors;
 pub mod keeper;

@@ -21,10 +21,36 @@ pub enum Event {
     User2,
 }
 
+/// What the control loop drives: the engine's [`Run`], or a scripted run in tests (the seam
+/// that tests the loop's logic without root or real time).
+pub trait Driven {
+    /// What [`Driven::finish`] returns.
+    type Result;
+    /// Waits up to `timeout` for a signal, or returns at once when the run has finished.
+    fn wait(&self, timeout: Nanos) -> Wake;
+    /// Asks the run to stop after its current cycle.
+    fn stop(&self);
+    /// Waits for the run's end and collects its results.
+    fn finish(self) -> Self::Result;
+}
+
+impl Driven for Run {
+    type Result = RunResult;
+    fn wait(&self, timeout: Nanos) -> Wake {
+        Run::wait(self, timeout)
+    }
+    fn stop(&self) {
+        Run::stop(self)
+    }
+    fn finish(self) -> RunResult {
+        Run::finish(self)
+    }
+}
+
 /// How a driven run ended.
-pub struct Outcome {
+pub struct Outcome<R = RunResult> {
     /// The results.
-    pub result: RunResult,
+    pub result: R,
     /// The signal (SIGINT, SIGTERM or SIGHUP) that ended it early, if any.
     pub signal: Option<i32>,
     /// The observer's error (a closed stdout) that ended it early, if any.
@@ -36,10 +62,14 @@ pub use rtscope_common::signals::hold_signals;
 /// Runs the control loop until the run ends, calling `on` every `tick` and on user signals.
 /// An error from `on` (a closed stdout, say) stops the run like a signal would, and is
 /// returned in the outcome; `on` is not called again.
-pub fn drive(run: Run, tick: Nanos, mut on: impl FnMut(&Run, Event) -> io::Result<()>) -> Outcome {
+pub fn drive<R: Driven>(
+    run: R,
+    tick: Nanos,
+    mut on: impl FnMut(&R, Event) -> io::Result<()>,
+) -> Outcome<R::Result> {
     let mut signal = None;
     let mut output_error: Option<io::Error> = None;
-    let mut call = |run: &Run, ev: Event, err: &mut Option<io::Error>| {
+    let mut call = |run: &R, ev: Event, err: &mut Option<io::Error>| {
         if err.is_none() {
             if let Err(e) = on(run, ev) {
                 run.stop();
@@ -66,3 +96,7 @@ pub fn drive(run: Run, tick: Nanos, mut on: impl FnMut(&Run, Event) -> io::Resul
         output_error,
     }
 }
+
+#[cfg(test)]
+#[path = "drive_tests.rs"]
+mod tests;

@@ -12,6 +12,7 @@ use rtscope_engine::{ClockKind, CpuSet, Policy, RunConfig, SleepMode, ThreadSpec
 use std::fmt;
 
 mod config_doc;
+mod limits;
 mod workload;
 pub use config_doc::{clock_name, ConfigDoc};
 pub use workload::{RespondPlan, RespondProblem, RespondSpec, Workload, WorkloadSpec};

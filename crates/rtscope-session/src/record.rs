@@ -6,6 +6,7 @@ use crate::error::UsageError;
 use crate::housekeeping::Housekeeping;
 use crate::monitoring::{MonitorRows, MonitorThread, TimeAxis};
 use crate::sysinfo;
+use rtscope_common::clock::SharedClock;
 use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{CpuSet, Run, RunConfig, RunResult, Sample, ThreadShared};
 use rtscope_store::codec::{self, RawSample};
@@ -429,14 +430,41 @@ fn series_point(
 pub struct Recording {
     recorder: Option<Recorder>,
     error: Option<String>,
-    min_period: Duration,
-    last: Instant,
+    pace: Pace,
     monitor: Option<MonitorThread>,
     rows: MonitorRows,
     /// Monitor samples since [`Recording::take_samples`] (for `--explain`'s coarse tier).
     fresh: Vec<rtscope_monitor::Sample>,
     /// Checkpoints failed since the last one written, because the database was locked.
     busy: u32,
+}
+
+/// Checkpoints no closer together than `min_period`, timed by a clock (a fake one in tests).
+struct Pace {
+    clock: SharedClock,
+    min_period: Duration,
+    last: Instant,
+}
+
+impl Pace {
+    fn new(clock: SharedClock, min_period: Duration) -> Pace {
+        let last = clock.now();
+        Pace {
+            clock,
+            min_period,
+            last,
+        }
+    }
+
+    /// Whether a checkpoint is due now (then the next is due `min_period` from now).
+    fn due(&mut self) -> bool {
+        let now = self.clock.now();
+        if now.saturating_duration_since(self.last) < self.min_period {
+            return false;
+        }
+        self.last = now;
+        true
+    }
 }
 
 /// What a front end tells the recording about a run.
@@ -471,13 +499,12 @@ impl Recording {
         min_period: Duration,
         housekeeping: (Housekeeping, Option<&CpuSet>),
     ) -> Result<Recording, UsageError> {
-        let last = Instant::now();
+        let pace = Pace::new(rtscope_common::clock::system(), min_period);
         let Some(store) = store else {
             return Ok(Recording {
                 recorder: None,
                 error: None,
-                min_period,
-                last,
+                pace,
                 monitor: None,
                 rows: MonitorRows::default(),
                 fresh: Vec::new(),
@@ -533,8 +560,7 @@ impl Recording {
         Ok(Recording {
             recorder,
             error: None,
-            min_period,
-            last,
+            pace,
             monitor: monitor_interval.and_then(|i| start_monitor(run, i, housekeeping)),
             rows: MonitorRows::with_cadence(monitor_interval),
             fresh: Vec::new(),
@@ -610,10 +636,9 @@ impl Recording {
     /// written is kept in memory (raw samples up to [`MAX_UNSENT_BYTES`]) and retried at the
     /// next tick; any other failure stops the recording and is kept for the end.
     pub fn tick(&mut self, run: &Run) {
-        if self.last.elapsed() < self.min_period {
+        if !self.pace.due() {
             return;
         }
-        self.last = Instant::now();
         self.collect_monitor(false);
         if let Some(r) = &mut self.recorder {
             match r.checkpoint(run) {
@@ -680,5 +705,30 @@ impl Recording {
             ),
             (None, None) => (None, false),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_common::clock::FakeClock;
+    use std::sync::Arc;
+
+    #[test]
+    fn checkpoints_are_no_closer_than_the_minimum_period_whatever_the_ticks() {
+        let clock = Arc::new(FakeClock::new());
+        let mut pace = Pace::new(clock.clone(), Duration::from_millis(2500));
+        // Ticks every second, one of them late (a slow checkpoint held the loop 1.7 s).
+        let mut due_at = Vec::new();
+        for (i, step) in [1000, 1000, 1000, 1700, 1000, 1000, 1000, 1000]
+            .iter()
+            .enumerate()
+        {
+            clock.advance(Duration::from_millis(*step));
+            if pace.due() {
+                due_at.push((i, clock.elapsed().as_millis()));
+            }
+        }
+        assert_eq!(due_at, [(2, 3000), (4, 5700), (7, 8700)]);
     }
 }

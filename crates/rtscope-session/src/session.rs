@@ -15,7 +15,7 @@ use crate::drive::{self, Event};
 use crate::error::UsageError;
 use crate::explain::{self, Explaining};
 use crate::housekeeping::{Cadence, Housekeeping};
-use crate::limits::{self, Check};
+use crate::limits::Check;
 use crate::placement::{Pinned, Placement};
 use crate::plan::RunPlan;
 use crate::record::{RecordSpec, Recording};
@@ -324,7 +324,7 @@ impl Session {
             observer.on(run, ev)
         });
         self.checkpoints = Some(cadence);
-        let checks = self.check(&outcome.result);
+        let checks = self.plan.check_limits(&outcome.result);
         // Still at the housekeeping priority: the spikes' analysis must not wait behind the
         // loads, which run until the front end stops them after this returns.
         let explain = self.explaining.take().map(|x| x.finish(&outcome.result));
@@ -338,27 +338,6 @@ impl Session {
             checks,
             explain,
         })
-    }
-
-    fn check(&self, r: &RunResult) -> Vec<Check> {
-        let mut checks = Vec::new();
-        let limits = &self.plan.limits;
-        if limits.is_empty() {
-            return checks;
-        }
-        for t in &r.threads {
-            let scope = t.cpu.map_or(format!("thread {}", t.index), |cpu| {
-                if self.plan.per_cpu && r.threads.len() == self.plan.config.threads.len() {
-                    format!("cpu {cpu}")
-                } else {
-                    format!("thread {} (cpu {cpu})", t.index)
-                }
-            });
-            checks.extend(limits::check(limits, &scope, &t.stats, &t.histogram));
-        }
-        let (s, h) = (r.total_stats(), r.total_histogram());
-        checks.extend(limits::check(limits, "all", &s, &h));
-        checks
     }
 
     /// Writes the end of the run with the front end's exit code.
