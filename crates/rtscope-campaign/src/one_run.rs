@@ -471,7 +471,7 @@ pub(super) fn load_row(r: &LoadReport) -> LoadRow {
         name: r.name.clone(),
         spec_json: serde_json::to_string(&r.spec).unwrap_or_default(),
         command_line: r.command_line.clone(),
-        status: r.status.as_str().into(),
+        status: r.status,
         error: r.error.clone(),
         ran_ns: r.ran_ns,
         metrics: r

@@ -16,6 +16,7 @@ pub mod civil;
 pub mod cpulist;
 mod histogram;
 pub mod layout;
+mod load_status;
 mod nanos;
 pub mod order;
 pub mod rng;
@@ -24,5 +25,6 @@ pub mod text;
 pub mod virt;
 
 pub use histogram::{Histogram, Overflow, Percentile, PERCENTILES};
+pub use load_status::LoadStatus;
 pub use nanos::{Nanos, ParseDurationError};
 pub use stats::Stats;

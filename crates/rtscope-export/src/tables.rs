@@ -262,7 +262,7 @@ fn loads(d: &RunData) -> Table {
     Table::new("loads")
         .int("run_id", d.ids(l.len()))
         .text("name", l.iter().map(|r| r.name.clone()))
-        .text("status", l.iter().map(|r| r.status.clone()))
+        .text("status", l.iter().map(|r| r.status.as_str().to_string()))
         .opt_text("error", l.iter().map(|r| r.error.clone()))
         .int("ran_ns", l.iter().map(|r| int(r.ran_ns)))
         .text(

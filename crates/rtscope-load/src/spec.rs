@@ -97,35 +97,21 @@ pub struct Metric {
     pub unit: String,
 }
 
-/// How a load ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LoadStatus {
-    /// Ran until it was stopped at the end of the run, and stopped on SIGTERM.
-    Ok,
-    /// An external program that ended by itself, successfully, before the run did.
-    Finished,
-    /// Exited early or non-zero, or could not start.
-    Failed,
-    /// Had to be SIGKILLed after the grace period.
-    Killed,
-}
+pub use rtscope_core::LoadStatus;
 
-impl LoadStatus {
-    /// The name shown and stored: `ok`, `failed`, `killed`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LoadStatus::Ok => "ok",
-            LoadStatus::Finished => "finished",
-            LoadStatus::Failed => "failed",
-            LoadStatus::Killed => "killed",
-        }
+/// [`LoadStatus`] in the shepherd's JSON reports: its name (`ok`, `failed`, …).
+mod status_json {
+    use super::LoadStatus;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(s: &LoadStatus, to: S) -> Result<S::Ok, S::Error> {
+        to.serialize_str(s.as_str())
     }
-}
 
-impl std::fmt::Display for LoadStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+    pub fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<LoadStatus, D::Error> {
+        let s = String::deserialize(from)?;
+        LoadStatus::parse(&s)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown load status {s:?}")))
     }
 }
 
@@ -141,6 +127,7 @@ pub struct LoadReport {
     /// How long it ran, in nanoseconds.
     pub ran_ns: u64,
     /// How it ended.
+    #[serde(with = "status_json")]
     pub status: LoadStatus,
     /// What went wrong, if anything (exit status, stderr tail, miscompares).
     pub error: Option<String>,

@@ -301,7 +301,7 @@ fn loads(h: &mut String, runs: &[RunData]) {
                 .collect();
             let _ = write!(h, "<tr><td>{}</td>", r.id());
             cell(h, &l.name);
-            cell(h, &l.status);
+            cell(h, l.status.as_str());
             let _ = write!(h, "<td>{:.1}</td>", l.ran_ns as f64 / 1e9);
             cell(h, &did.join(", "));
             let _ = write!(

@@ -232,17 +232,20 @@ fn grid_titles_fit_their_cells_at_every_column_count() {
 #[test]
 fn a_load_killed_at_the_stop_counts_as_having_run() {
     let mut r = run_data("killed-load", "idle");
-    let load = |status: &str, ran_ns: u64| LoadRow {
+    let load = |status: rtscope_core::LoadStatus, ran_ns: u64| LoadRow {
         name: "hackbench".into(),
         spec_json: "{}".into(),
         command_line: vec!["hackbench".into()],
-        status: status.into(),
+        status,
         error: Some("did not end within the grace period after SIGTERM".into()),
         ran_ns,
         metrics: Vec::new(),
     };
     let measured = r.detail.summary.progress_ns;
-    r.loads = vec![load("killed", measured + 500_000_000)];
+    r.loads = vec![load(
+        rtscope_core::LoadStatus::Killed,
+        measured + 500_000_000,
+    )];
     let w = warnings::collect(std::slice::from_ref(&r));
     let load_w: Vec<&warnings::Warning> = w.iter().filter(|w| w.what.contains("load")).collect();
     assert_eq!(load_w.len(), 1);
@@ -253,7 +256,10 @@ fn a_load_killed_at_the_stop_counts_as_having_run() {
     );
     assert!(load_w[0].hint.contains("ran for the whole measurement"));
     // Killed before the measurement ended, or failed: not measured under it.
-    for (status, ran) in [("killed", measured / 2), ("failed", 0)] {
+    for (status, ran) in [
+        (rtscope_core::LoadStatus::Killed, measured / 2),
+        (rtscope_core::LoadStatus::Failed, 0),
+    ] {
         r.loads = vec![load(status, ran)];
         let w = warnings::collect(std::slice::from_ref(&r));
         assert!(

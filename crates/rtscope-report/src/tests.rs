@@ -239,7 +239,7 @@ fn warnings_name_a_stock_kernel_and_a_failed_load() {
         name: "io".into(),
         spec_json: "{}".into(),
         command_line: vec!["fio".into()],
-        status: "failed".into(),
+        status: rtscope_core::LoadStatus::Failed,
         error: Some("fio: not found".into()),
         ran_ns: 0,
         metrics: Vec::new(),

@@ -1,6 +1,7 @@
 //! Findings worth acting on, from a run's environment, statistics, monitors and loads.
 
 use crate::model::RunData;
+use rtscope_core::LoadStatus;
 use rtscope_store::RunId;
 use rtscope_store::RunStatus;
 
@@ -106,7 +107,7 @@ fn load_warning(l: &rtscope_store::LoadRow, s: &rtscope_store::RunSummary) -> (S
     let why = l.error.clone().unwrap_or_default();
     let what = format!("load '{}' of run {} {}: {why}", l.name, s.id, l.status);
     let whole = l.ran_ns >= s.progress_ns;
-    if l.status == "killed" && whole {
+    if l.status == LoadStatus::Killed && whole {
         let what = format!(
             "load '{}' of run {} was SIGKILLed at the stop, after the measurement ended: {why}",
             l.name, s.id
@@ -149,7 +150,7 @@ fn of_run(r: &RunData) -> Vec<(String, String)> {
             "cool the board or lower the load; throttled clocks raise latency".into(),
         ));
     }
-    for l in r.loads.iter().filter(|l| l.status != "ok") {
+    for l in r.loads.iter().filter(|l| l.status != LoadStatus::Ok) {
         out.push(load_warning(l, s));
     }
     out.extend(short_histogram(r));

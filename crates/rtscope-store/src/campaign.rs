@@ -3,6 +3,7 @@
 
 use crate::read::effective_status;
 use crate::{Result, RunId, RunStatus, Store, StoreError};
+use rtscope_core::LoadStatus;
 use rusqlite::{params, OptionalExtension};
 
 /// A campaign's id.
@@ -85,14 +86,28 @@ pub struct LoadRow {
     pub spec_json: String,
     /// The exact argv executed.
     pub command_line: Vec<String>,
-    /// `ok`, `failed` or `killed`.
-    pub status: String,
+    /// How it ended.
+    pub status: LoadStatus,
     /// What went wrong.
     pub error: Option<String>,
     /// How long it ran, ns.
     pub ran_ns: u64,
     /// What it counted.
     pub metrics: Vec<LoadMetric>,
+}
+
+/// A stored load status; one this version does not know (a database written by another)
+/// reads as failed, the stored text named in the error: the run cannot be said to have been
+/// measured under that load.
+fn load_status(stored: String, error: Option<String>) -> (LoadStatus, Option<String>) {
+    match LoadStatus::parse(&stored) {
+        Some(s) => (s, error),
+        None => {
+            let unknown = format!("unknown load status {stored:?} in the database");
+            let error = Some(error.map_or(unknown.clone(), |e| format!("{e}; {unknown}")));
+            (LoadStatus::Failed, error)
+        }
+    }
 }
 
 fn json_list<T: serde::de::DeserializeOwned>(text: &str) -> Vec<T> {
@@ -270,7 +285,7 @@ impl Store {
             let m = serde_json::to_string(&l.metrics).unwrap_or_else(|_| "[]".into());
             tx.execute(
                 "INSERT INTO loads (run_id, idx, name, spec, command_line, status, error, ran_ns, metrics) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![run, idx as i64, l.name, l.spec_json, cl, l.status, l.error, i64::try_from(l.ran_ns).unwrap_or(i64::MAX), m],
+                params![run, idx as i64, l.name, l.spec_json, cl, l.status.as_str(), l.error, i64::try_from(l.ran_ns).unwrap_or(i64::MAX), m],
             )
             .map_err(&err)?;
         }
@@ -285,17 +300,46 @@ impl Store {
             .map_err(self.err())?;
         let rows = st
             .query_map(params![run], |r| {
+                let (status, error) = load_status(r.get(3)?, r.get(4)?);
                 Ok(LoadRow {
                     name: r.get(0)?,
                     spec_json: r.get(1)?,
                     command_line: json_list(&r.get::<_, String>(2)?),
-                    status: r.get(3)?,
-                    error: r.get(4)?,
+                    status,
+                    error,
                     ran_ns: r.get::<_, i64>(5)?.max(0) as u64,
                     metrics: json_list(&r.get::<_, String>(6)?),
                 })
             })
             .map_err(self.err())?;
         rows.collect::<rusqlite::Result<_>>().map_err(self.err())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_load_status_reads_as_its_enum_and_an_unknown_one_as_failed_naming_it() {
+        assert_eq!(
+            load_status("killed".into(), None),
+            (LoadStatus::Killed, None)
+        );
+        let e = Some("exit status 1".to_string());
+        assert_eq!(
+            load_status("failed".into(), e.clone()),
+            (LoadStatus::Failed, e)
+        );
+        let (s, e) = load_status("stopped\x1b".into(), Some("it hung".into()));
+        assert_eq!(s, LoadStatus::Failed);
+        assert_eq!(
+            e.as_deref(),
+            Some("it hung; unknown load status \"stopped\\u{1b}\" in the database")
+        );
+        assert_eq!(
+            load_status("".into(), None).1.as_deref(),
+            Some("unknown load status \"\" in the database")
+        );
     }
 }

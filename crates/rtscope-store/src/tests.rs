@@ -325,7 +325,7 @@ fn loads_and_campaigns_round_trip() {
         name: "hackbench".into(),
         spec_json: r#"{"kind":"external","program":"hackbench","args":[]}"#.into(),
         command_line: vec!["hackbench".into(), "-s".into(), "128".into()],
-        status: "ok".into(),
+        status: rtscope_core::LoadStatus::Ok,
         error: None,
         ran_ns: 5_000_000_000,
         metrics: vec![LoadMetric {

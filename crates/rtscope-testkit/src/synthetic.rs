@@ -244,7 +244,7 @@ fn load() -> LoadRow {
         name: "messaging".into(),
         spec_json: "{}".into(),
         command_line: vec!["hackbench".into(), "-l".into(), "1000".into()],
-        status: "ok".into(),
+        status: rtscope_core::LoadStatus::Ok,
         error: None,
         ran_ns: 10_000_000_000,
         metrics: vec![LoadMetric {

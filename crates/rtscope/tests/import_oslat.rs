@@ -14,11 +14,6 @@ fn rtscope(args: &[&str]) -> Output {
     common::run(env!("CARGO_BIN_EXE_rtscope"), args)
 }
 
-fn ok_json(o: Output) -> Value {
-    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
-}
-
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/import/oslat.json")
 }
@@ -26,7 +21,7 @@ fn fixture() -> PathBuf {
 /// Imports `file` into `db`; returns (run id, `runs show --json`, `runs --json` list).
 fn import(db: &Path, file: &Path) -> (Value, Value, Value) {
     let db_s = db.to_str().unwrap();
-    let r = ok_json(rtscope(&[
+    let r = common::ok_json(rtscope(&[
         "import",
         "--db",
         db_s,
@@ -35,7 +30,7 @@ fn import(db: &Path, file: &Path) -> (Value, Value, Value) {
     ]));
     assert_eq!(r[0]["format"], "oslat", "{r}");
     let id = r[0]["run"].clone();
-    let show = ok_json(rtscope(&[
+    let show = common::ok_json(rtscope(&[
         "runs",
         "--db",
         db_s,
@@ -43,7 +38,7 @@ fn import(db: &Path, file: &Path) -> (Value, Value, Value) {
         &id.to_string(),
         "--json",
     ]));
-    let list = ok_json(rtscope(&["runs", "--db", db_s, "--json"]));
+    let list = common::ok_json(rtscope(&["runs", "--db", db_s, "--json"]));
     (id, show, list)
 }
 
@@ -140,22 +135,6 @@ fn a_broken_oslat_file_exits_2_naming_the_field() {
         ),
         ("cut.json", text[..text.len() / 3].to_string(), "truncated"),
     ] {
-        let file = d.join(name);
-        std::fs::write(&file, bad).unwrap();
-        let db = d.join(format!("{name}.db"));
-        let o = rtscope(&[
-            "import",
-            "--db",
-            db.to_str().unwrap(),
-            file.to_str().unwrap(),
-        ]);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{}", common::dump(&o));
-        assert!(!err.contains("panicked"), "{err}");
-        assert!(
-            err.contains(name) && err.contains(place),
-            "{place:?} not in {err:?}"
-        );
-        assert!(!db.exists(), "nothing is written for a bad file");
+        common::import_refused(&d, name, bad.as_bytes(), place);
     }
 }

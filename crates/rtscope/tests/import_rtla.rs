@@ -5,7 +5,7 @@
 //! oslat import; hostile or broken files exit 2 and record nothing. No figure of the real
 //! noise run is asserted, only that the stored figures are what is shown.
 
-use crate::common::{dump, fresh_dir, run};
+use crate::common::{dump, fresh_dir, import_refused as refused, ok_json, run};
 use rtscope_report::noise::html::{cells, row};
 use rtscope_report::noise::CpuNoise;
 use rtscope_report::RunData;
@@ -24,11 +24,6 @@ fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/import")
         .join(name)
-}
-
-fn ok_json(o: Output) -> Value {
-    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
-    serde_json::from_slice(&o.stdout).unwrap()
 }
 
 /// Imports `names` (under fixtures/import) into `db`; returns `import --json`'s array.
@@ -266,33 +261,6 @@ fn compare_sets_rtla_imports_against_an_rtscope_noise_run_and_an_oslat_import() 
     let (_, out) = compare(&db, &oslat, &top);
     assert_eq!(stat_row(&out, "available")[1], "-", "{out}");
     assert_eq!(stat_row(&out, "max")[1], "9.64ms", "{out}");
-}
-
-/// Writes `text` to DIR/NAME and imports it: it must exit 2, name the file and `place`, and
-/// leave no database behind.
-fn refused(dir: &Path, name: &str, text: &[u8], place: &str) {
-    let file = dir.join(name);
-    std::fs::write(&file, text).unwrap();
-    let db = dir.join(format!("{name}.db"));
-    let o = rtscope(&[
-        "import",
-        "--db",
-        db.to_str().unwrap(),
-        file.to_str().unwrap(),
-    ]);
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{name}: {}", dump(&o));
-    assert!(!err.contains("panicked"), "{err}");
-    assert!(
-        err.contains(name) && err.contains(place),
-        "{place:?} not in {err:?}"
-    );
-    assert!(
-        !err.contains('\x1b') && !err.contains('\x07'),
-        "raw escape printed: {err:?}"
-    );
-    assert!(err.len() < 4096, "a bounded message: {} bytes", err.len());
-    assert!(!db.exists(), "{name}: nothing is recorded");
 }
 
 #[test]

@@ -370,7 +370,7 @@ impl Extras {
                 self.loads
                     .iter()
                     .map(|l| {
-                        json!({"name": l.name, "status": l.status, "error": l.error, "ran_ns": l.ran_ns,
+                        json!({"name": l.name, "status": l.status.as_str(), "error": l.error, "ran_ns": l.ran_ns,
                                "command_line": l.command_line, "metrics": l.metrics})
                     })
                     .collect(),

@@ -16,7 +16,7 @@ pub mod reference;
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::fd::AsRawFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -161,4 +161,40 @@ pub fn show_last(db: &std::path::Path) -> serde_json::Value {
     let o = run(env!("CARGO_BIN_EXE_rtscope"), &args);
     assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
     serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The JSON a command printed on stdout; it must have exited 0.
+pub fn ok_json(o: Output) -> serde_json::Value {
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// Writes `text` to DIR/NAME and imports it: it must exit 2, name the file and `place`, and
+/// leave no database behind.
+pub fn import_refused(dir: &Path, name: &str, text: &[u8], place: &str) {
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap();
+    let db = dir.join(format!("{name}.db"));
+    let o = run(
+        env!("CARGO_BIN_EXE_rtscope"),
+        &[
+            "import",
+            "--db",
+            db.to_str().unwrap(),
+            file.to_str().unwrap(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{name}: {}", dump(&o));
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains(name) && err.contains(place),
+        "{place:?} not in {err:?}"
+    );
+    assert!(
+        !err.contains('\x1b') && !err.contains('\x07'),
+        "raw escape printed: {err:?}"
+    );
+    assert!(err.len() < 4096, "a bounded message: {} bytes", err.len());
+    assert!(!db.exists(), "{name}: nothing is recorded");
 }
