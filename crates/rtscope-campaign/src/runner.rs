@@ -6,7 +6,7 @@
 //! grace period, still saving. The loads run under a supervisor that kills them whatever
 //! happens to rtscope (see rtscope-load).
 
-use super::one_run::{one_run, Ctx};
+use super::one_run::{one_run, Ctx, RunEnd};
 use super::progress::Progress;
 use super::{Campaign, CampaignOptions, PlannedRun};
 use rtscope_session::record;
@@ -41,21 +41,7 @@ pub fn execute(
     };
     let todo: Vec<&PlannedRun> = c.runs.iter().filter(|p| !done.contains(&p.seq)).collect();
     let total: Duration = todo.iter().map(|p| super::estimate(p)).sum();
-    writeln!(
-        out,
-        "campaign {} ({}): {} run{} to do{}, about {}",
-        c.name,
-        c.source,
-        todo.len(),
-        if todo.len() == 1 { "" } else { "s" },
-        if done.is_empty() {
-            String::new()
-        } else {
-            format!(" ({} done before)", done.len())
-        },
-        super::progress::human(total)
-    )?;
-    out.flush()?;
+    announce(&c, todo.len(), done.len(), total, out)?;
     let exe = std::env::current_exe().map_err(|e| {
         UsageError::new(format!(
             "cannot find the rtscope executable to start loads: {e}"
@@ -92,11 +78,7 @@ pub fn execute(
         };
         ctx.progress.run_done(super::estimate(p));
         without_load += usize::from(end.load_failed);
-        if end.record_failed || end.load_failed {
-            status = ExitStatus::Usage;
-        } else if end.limits_failed && status == ExitStatus::Success {
-            status = ExitStatus::LimitExceeded;
-        }
+        status = with_run(status, &end);
         // A signal after the last run was measured (while its loads stopped) interrupts
         // nothing: the campaign is complete.
         let last = i + 1 == todo.len();
@@ -111,16 +93,56 @@ pub fn execute(
         }
     }
     if without_load > 0 {
-        writeln!(
-            out,
-            "{without_load} run{} measured without {} load (tagged {}): the campaign failed",
-            if without_load == 1 { "" } else { "s" },
-            if without_load == 1 { "its" } else { "their" },
-            super::one_run::LOAD_FAILED_TAG
-        )?;
+        writeln!(out, "{}", without_load_line(without_load))?;
         return finish(&mut ctx, &c, RunStatus::Failed, ExitStatus::Usage, out);
     }
     finish(&mut ctx, &c, RunStatus::Complete, status, out)
+}
+
+/// The campaign's exit status after run `end`: a failed record or load is a usage failure
+/// (2), which a limit (1) never lowers.
+fn with_run(status: ExitStatus, end: &RunEnd) -> ExitStatus {
+    if end.record_failed || end.load_failed {
+        ExitStatus::Usage
+    } else if end.limits_failed && status == ExitStatus::Success {
+        ExitStatus::LimitExceeded
+    } else {
+        status
+    }
+}
+
+/// `campaign NAME (SOURCE): N runs to do (M done before), about T`.
+fn announce(
+    c: &Campaign,
+    todo: usize,
+    done: usize,
+    total: Duration,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
+    let before = if done == 0 {
+        String::new()
+    } else {
+        format!(" ({done} done before)")
+    };
+    writeln!(
+        out,
+        "campaign {} ({}): {todo} run{} to do{before}, about {}",
+        c.name,
+        c.source,
+        if todo == 1 { "" } else { "s" },
+        super::progress::human(total)
+    )?;
+    out.flush()
+}
+
+/// The campaign's failure when `n` runs were measured without their load.
+fn without_load_line(n: usize) -> String {
+    format!(
+        "{n} run{} measured without {} load (tagged {}): the campaign failed",
+        if n == 1 { "" } else { "s" },
+        if n == 1 { "its" } else { "their" },
+        super::one_run::LOAD_FAILED_TAG
+    )
 }
 
 fn begin(
@@ -241,4 +263,38 @@ fn resume_args(a: &CampaignOptions) -> String {
         v.push(format!("--tag {}", super::loads::quote(t)));
     }
     v.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn end(limits_failed: bool, load_failed: bool, record_failed: bool) -> RunEnd {
+        RunEnd {
+            signal: None,
+            load_failed,
+            limits_failed,
+            record_failed,
+        }
+    }
+
+    #[test]
+    fn a_failed_load_or_record_is_2_and_a_limit_1_never_lowering_a_2() {
+        let s = ExitStatus::Success;
+        assert_eq!(with_run(s, &end(false, false, false)), ExitStatus::Success);
+        assert_eq!(
+            with_run(s, &end(true, false, false)),
+            ExitStatus::LimitExceeded
+        );
+        assert_eq!(with_run(s, &end(true, true, false)), ExitStatus::Usage);
+        assert_eq!(with_run(s, &end(false, false, true)), ExitStatus::Usage);
+        let s = with_run(s, &end(false, true, false));
+        assert_eq!(with_run(s, &end(true, false, false)), ExitStatus::Usage);
+        assert_eq!(with_run(s, &end(false, false, false)), ExitStatus::Usage);
+        let s = ExitStatus::LimitExceeded;
+        assert_eq!(
+            with_run(s, &end(false, false, false)),
+            ExitStatus::LimitExceeded
+        );
+    }
 }

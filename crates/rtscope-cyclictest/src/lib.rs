@@ -34,17 +34,8 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
     // Before any thread starts: a signal is taken by the control loop or by nobody.
     rtscope_session::drive::hold_signals();
     let o = args::parse(args)?;
-    if o.help {
-        out.write_all(help::USAGE.as_bytes())?;
-        return Ok(ExitStatus::Success);
-    }
-    if o.version {
-        writeln!(
-            out,
-            "rtscope {} (cyclictest 2.40 compatible)",
-            env!("CARGO_PKG_VERSION")
-        )?;
-        return Ok(ExitStatus::Success);
+    if o.help || o.version {
+        return help_or_version(&o, out);
     }
     let ct = lower::lower(&o, &lower::online())?;
     record::check_label_and_tags(o.label.as_deref(), &o.tags)?;
@@ -53,28 +44,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         .smi
         .then(|| smi::Smi::open(Path::new("/"), &pinned(&ct.cpus)))
         .transpose()?;
-    for n in &ct.notices {
-        {
-            use std::io::Write as _;
-            let _ = writeln!(std::io::stderr(), "{n}");
-        };
-    }
-    if o.verbose && o.early_using_line {
-        if let Some(m) = &ct.affinity_mask {
-            writeln!(out, "Using {} cpus.", m.len())?;
-        }
-    }
-    if o.verbose {
-        let conf = rtscope_engine::sys::configured_cpus();
-        write!(
-            out,
-            "Max CPUs = {conf}\nOnline CPUs = {}\n",
-            lower::online().len()
-        )?;
-        if let Some(m) = &ct.affinity_mask {
-            writeln!(out, "Using {} cpus.", m.len())?;
-        }
-    }
+    preamble(&o, &ct, out)?;
     let dma = pm_qos::DmaRequest::of(&o);
     let mut plan = RunPlan::from_config(ct.config.clone(), dma.latency_us());
     // --mainaffinity names the CPUs of rtscope's own threads (rtscope-session's placement).
@@ -95,45 +65,12 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         writeln!(out, "# /dev/cpu_dma_latency set to {us}us")?;
     }
     // After the PM QoS request, before the threads, as cyclictest; removed on every return.
-    let status_file = status_file::StatusFile::create()
-        .map_err(|e| {
-            rtscope_session::output::warn(&format!(
-                "rtscope: warning: no status file for SIGUSR2 (get_cyclictest_snapshot): cannot create {}/cyclictest{}: {e}",
-                status_file::SHM_DIR,
-                std::process::id()
-            ))
-        })
-        .ok();
+    let status_file = status_file();
     if o.verbose {
-        for (i, (cpu, iv)) in ct.cpus.iter().zip(&ct.verbose_intervals).enumerate() {
-            // cyclictest names the CPU only when a CPU list was given (-a LIST).
-            if ct.affinity_mask.is_some() {
-                writeln!(out, "Thread {i} using cpu {cpu}.")?;
-            }
-            writeln!(out, "Thread {i} Interval: {iv}")?;
-        }
+        verbose_threads(&ct, out)?;
     }
     out.flush()?;
-    let store = o.db.as_deref().map(record::open).transpose()?;
-    let spec = RecordSpec {
-        kind: rtscope_session::RunKind::Cyclictest,
-        label: o.label.clone(),
-        tags: o.tags.clone(),
-        command_line: cmdline.split(' ').map(String::from).collect(),
-        config_json: serde_json::json!({
-            "cyclictest_args": args,
-            "cpu_dma_latency_us": plan.latency,
-        })
-        .to_string(),
-        monitor_interval: None,
-        checks: Vec::new(),
-        raw: o.raw,
-    };
-    let recorded = Recorded {
-        store,
-        spec,
-        checkpoint_period: Duration::from_secs(1),
-    };
+    let recorded = recorded(&o, args, cmdline, &plan)?;
     let mut session = Session::start(plan, settings, recorded)?;
     let mut live = Live::new(&o, &ct, status_file.as_ref(), smi.as_ref());
     let tick = live.tick();
@@ -155,22 +92,127 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         smis: smis.as_deref(),
         interrupted,
     };
-    let (mut status, json) = finish(&o, &ct, &ended, cmdline, out)?;
-    if let (Some(file), Some(body)) = (json_file, json) {
+    let (status, json) = finish(&o, &ct, &ended, cmdline, out)?;
+    Ok(conclude(
+        &mut session,
+        &measured,
+        status,
+        json_file.zip(json),
+        out,
+    ))
+}
+
+/// What records the run: the database of `--db` (none without it), the command line and the
+/// arguments as given.
+fn recorded(
+    o: &CtOptions,
+    args: &[String],
+    cmdline: &str,
+    plan: &RunPlan,
+) -> Result<Recorded, RunError> {
+    let store = o.db.as_deref().map(record::open).transpose()?;
+    let spec = RecordSpec {
+        kind: rtscope_session::RunKind::Cyclictest,
+        label: o.label.clone(),
+        tags: o.tags.clone(),
+        command_line: cmdline.split(' ').map(String::from).collect(),
+        config_json: serde_json::json!({
+            "cyclictest_args": args,
+            "cpu_dma_latency_us": plan.latency,
+        })
+        .to_string(),
+        monitor_interval: None,
+        checks: Vec::new(),
+        raw: o.raw,
+    };
+    Ok(Recorded {
+        store,
+        spec,
+        checkpoint_period: Duration::from_secs(1),
+    })
+}
+
+/// The JSON file written (a failure makes the exit status 2), the record's end, the status.
+fn conclude(
+    session: &mut Session,
+    measured: &rtscope_session::Measured,
+    mut status: ExitStatus,
+    json: Option<(OutputFile, String)>,
+    out: &mut dyn Write,
+) -> ExitStatus {
+    if let Some((file, body)) = json {
         if let Err(e) = file.write(body.as_bytes(), out, "--json") {
             rtscope_session::output::warn(&format!("rtscope: {e}"));
             status = ExitStatus::Usage;
         }
     }
-    let rec = session.finish(&measured, status.code());
+    let rec = session.finish(measured, status.code());
     if let Some(line) = rec.line {
         rtscope_session::output::warn(&format!("rtscope: {line}"));
     }
-    Ok(if rec.failed {
+    if rec.failed {
         ExitStatus::Usage
     } else {
         status
-    })
+    }
+}
+
+fn help_or_version(o: &CtOptions, out: &mut dyn Write) -> Result<ExitStatus, RunError> {
+    if o.help {
+        out.write_all(help::USAGE.as_bytes())?;
+    } else {
+        let v = env!("CARGO_PKG_VERSION");
+        writeln!(out, "rtscope {v} (cyclictest 2.40 compatible)")?;
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// What cyclictest prints before the run: the lowering's notices (stderr), and with `-v` the
+/// CPU counts.
+fn preamble(o: &CtOptions, ct: &Plan, out: &mut dyn Write) -> std::io::Result<()> {
+    for n in &ct.notices {
+        let _ = writeln!(std::io::stderr(), "{n}");
+    }
+    if !o.verbose {
+        return Ok(());
+    }
+    if o.early_using_line {
+        if let Some(m) = &ct.affinity_mask {
+            writeln!(out, "Using {} cpus.", m.len())?;
+        }
+    }
+    let conf = rtscope_engine::sys::configured_cpus();
+    let online = lower::online().len();
+    write!(out, "Max CPUs = {conf}\nOnline CPUs = {online}\n")?;
+    if let Some(m) = &ct.affinity_mask {
+        writeln!(out, "Using {} cpus.", m.len())?;
+    }
+    Ok(())
+}
+
+/// `-v`: each thread's CPU (only with a CPU list, `-a LIST`, as cyclictest) and interval.
+fn verbose_threads(ct: &Plan, out: &mut dyn Write) -> std::io::Result<()> {
+    for (i, (cpu, iv)) in ct.cpus.iter().zip(&ct.verbose_intervals).enumerate() {
+        if ct.affinity_mask.is_some() {
+            writeln!(out, "Thread {i} using cpu {cpu}.")?;
+        }
+        writeln!(out, "Thread {i} Interval: {iv}")?;
+    }
+    Ok(())
+}
+
+/// The status file SIGUSR2 writes (`get_cyclictest_snapshot`); a warning when it cannot be
+/// created.
+fn status_file() -> Option<status_file::StatusFile> {
+    status_file::StatusFile::create()
+        .map_err(|e| {
+            rtscope_session::output::warn(&format!(
+                "rtscope: warning: no status file for SIGUSR2 (get_cyclictest_snapshot): cannot create {}/cyclictest{}: {e}",
+                status_file::SHM_DIR,
+                std::process::id()
+            ))
+        })
+        .ok()
 }
 
 fn t_line(plan: &Plan, index: usize, tid: i32, s: &Stats, last: Nanos, avg: f64) -> TLine {

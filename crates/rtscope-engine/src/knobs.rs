@@ -73,6 +73,7 @@ mod tests {
     /// like the engine's other tests).
     #[test]
     fn the_request_is_held_while_the_guard_lives_and_released_on_drop() {
+        rtscope_testkit::require_root!("opens /dev/cpu_dma_latency");
         assert!(!held());
         let g = DmaLatencyGuard::set(0).expect("root can open /dev/cpu_dma_latency");
         assert_eq!(g.value_us, 0);

@@ -23,6 +23,7 @@ fn run_to_end(run: Run) -> rtscope_engine::RunResult {
 
 #[test]
 fn every_thread_runs_its_full_loop_count() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO");
     let mut c = RunConfig::new(vec![
         fifo(0, 80, Nanos::from_us(200)),
         fifo(1 % sys::online_cpus().len(), 80, Nanos::from_us(700)),
@@ -41,6 +42,7 @@ fn every_thread_runs_its_full_loop_count() {
 
 #[test]
 fn duration_bounds_the_run() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO");
     let mut c = RunConfig::new(vec![fifo(0, 80, Nanos::from_ms(1))]);
     c.duration = Some(Nanos::from_ms(30));
     let r = run_to_end(Run::start(c).unwrap());
@@ -52,6 +54,7 @@ fn duration_bounds_the_run() {
 
 #[test]
 fn percentiles_equal_the_order_statistics_of_the_raw_samples() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO");
     let mut c = RunConfig::new(vec![fifo(0, 80, Nanos::from_us(100))]);
     c.loops = Some(400);
     c.sample_ring = Some(1000);
@@ -89,6 +92,7 @@ fn percentiles_equal_the_order_statistics_of_the_raw_samples() {
 /// the stall must be ONE sample (samples are wake-ups: `loops` of them, none synthetic).
 #[test]
 fn injected_delay_shows_as_max_and_missed_periods() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO");
     let interval = Nanos::from_ms(1);
     let hog = Nanos::from_ms(10);
     // 200 wake-ups (200 ms): the stall must fall inside the run even when this test's own
@@ -161,6 +165,7 @@ fn injected_delay_shows_as_max_and_missed_periods() {
 
 #[test]
 fn stop_ends_an_endless_run_with_its_samples() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO");
     let c = RunConfig::new(vec![fifo(0, 80, Nanos::from_us(500))]);
     let run = Run::start(c).unwrap();
     std::thread::sleep(Duration::from_millis(20));
@@ -179,6 +184,7 @@ fn stop_ends_an_endless_run_with_its_samples() {
 /// wake signal `finish` would wait for the deadline, an hour away.
 #[test]
 fn stop_wakes_threads_sleeping_to_an_hour_away_and_takes_no_sample() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO");
     for sleep in [SleepMode::Absolute, SleepMode::Relative] {
         let hour = rtscope_engine::MAX_INTERVAL;
         let cpus = sys::online_cpus().len();
@@ -204,6 +210,7 @@ fn stop_wakes_threads_sleeping_to_an_hour_away_and_takes_no_sample() {
 /// finish, with its periodic wait, while the thread's deadline is an hour away.
 #[test]
 fn a_stopped_run_waited_for_finishes_before_its_far_deadline() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO");
     let c = RunConfig::new(vec![fifo(0, 80, rtscope_engine::MAX_INTERVAL)]);
     let run = Run::start(c).unwrap();
     std::thread::sleep(Duration::from_millis(20));
@@ -227,6 +234,7 @@ fn an_interval_longer_than_an_hour_is_refused() {
 
 #[test]
 fn break_threshold_stops_the_run() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO");
     let mut c = RunConfig::new(vec![fifo(0, 80, Nanos::from_us(200))]);
     c.break_threshold = Some(Nanos(1));
     c.loops = Some(1000);
@@ -239,6 +247,7 @@ fn break_threshold_stops_the_run() {
 
 #[test]
 fn deadline_policy_runs() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO");
     let p = Policy::Deadline {
         runtime: Nanos::from_us(100),
         deadline: Nanos::from_us(1000),
@@ -273,6 +282,7 @@ fn minor_faults(tid: i32) -> u64 {
 /// `exceptions:page_fault_user`; this test, with the pages left untouched, counted 25 and 29.
 #[test]
 fn the_timing_loop_takes_no_page_fault_as_latencies_reach_new_buckets() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO");
     let mut c = RunConfig::new(vec![fifo(0, 80, Nanos::from_us(200))]);
     c.duration = Some(Nanos::from_ms(1500));
     c.sample_ring = Some(16_384);

@@ -69,6 +69,7 @@ fn assert_accounted(r: &IpcResult, attempted: u64) {
 
 #[test]
 fn every_mechanism_delivers_and_accounts_for_every_event_on_one_cpu_and_across() {
+    rtscope_testkit::require_root!("the rt-tests programs and the receivers at SCHED_FIFO");
     let _serial = serial();
     let cpus = cpus();
     let mut placements = vec![Placement::same(cpus[0])];
@@ -222,6 +223,7 @@ fn rt_tests_summary(
 /// event they were asked for.
 #[test]
 fn each_mechanism_and_its_rt_tests_program_measure_the_same_events() {
+    rtscope_testkit::require_root!("the rt-tests programs and the receivers at SCHED_FIFO");
     let _serial = serial();
     let cpu = cpus()[0];
     let (_, prio) = policy();

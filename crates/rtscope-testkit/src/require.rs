@@ -41,6 +41,23 @@ macro_rules! require {
     };
 }
 
+/// `require_root!("what needs it")`: a test that needs root (the real engine at SCHED_FIFO,
+/// locked memory, `/dev/cpu_dma_latency`, tracefs, the rt-tests programs) [`skip_or_fail`]s
+/// when run as another user, naming what needs it. These are the real-time tests: few, and
+/// marked by this line; the logic around them is tested without root (the fake clock of
+/// `rtscope_common::clock`).
+#[macro_export]
+macro_rules! require_root {
+    ($what:expr) => {
+        $crate::require!(
+            $crate::is_root(),
+            "needs root: {} (run the tests as root, or leave {} unset to skip)",
+            $what,
+            $crate::STRICT_VAR
+        )
+    };
+}
+
 /// `require_ok!(result)`: the `Ok` value, or [`skip_or_fail`] with the `Err` (the reason) and
 /// return `Default::default()` from the calling function.
 #[macro_export]

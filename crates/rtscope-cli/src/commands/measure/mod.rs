@@ -125,18 +125,7 @@ pub fn run(
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
     if !a.fleet.targets.is_empty() {
-        if a.metrics_file.is_some() || a.rec.no_db || a.json.is_some() {
-            return Err(crate::usage(
-                "--metrics-file, --json and --no-db cannot be used with --target: export the merged runs",
-            ));
-        }
-        return crate::commands::fleet::remote(
-            &a.fleet,
-            &command_line,
-            None,
-            a.rec.db.as_deref(),
-            out,
-        );
+        return on_targets(a, &command_line, out);
     }
     // Before any thread starts: a signal is taken by the control loop or by nobody.
     rtscope_session::drive::hold_signals();
@@ -152,39 +141,21 @@ pub fn run(
         .transpose()?;
     // Opened before the run, so a bad file fails before anything starts.
     let store = a.rec.open_store()?;
-    let mut textfile = a
-        .metrics_file
-        .as_deref()
-        .map(|p| {
-            rtscope_fleet::metrics_file::MetricsFile::new(
-                p,
-                &a.rec.tags,
-                a.rec.label.as_deref(),
-                &a.limits,
-            )
-        })
-        .transpose()
-        .map_err(|e| UsageError::new(format!("--metrics-file: {e}")))?;
+    let mut textfile = metrics_file(a)?;
     // Before the cpu_dma_latency request and the threads, which it would otherwise audit.
     let audit = rtscope_session::preflight::audit(&plan);
     for line in rtscope_session::preflight::bad_lines(&audit) {
-        {
-            use std::io::Write as _;
-            let _ = writeln!(std::io::stderr(), "{line}");
-        };
+        let _ = writeln!(std::io::stderr(), "{line}");
     }
     let settings = SystemSettings::apply(&plan)?;
     // A closed stdout (`| head -1`) loses the text, never the run nor the exit code.
-    let mut stdout = Guarded::new(out);
-    let mut stderr = Guarded::new(std::io::stderr());
-    let json_on_stdout = json_file.as_ref().is_some_and(OutputFile::is_stdout);
-    let human: &mut dyn Write = if json_on_stdout {
-        &mut stderr
-    } else {
-        &mut stdout
+    let mut streams = Streams {
+        json_on_stdout: json_file.as_ref().is_some_and(OutputFile::is_stdout),
+        stdout: Guarded::new(out),
+        stderr: Guarded::new(std::io::stderr()),
     };
-    writeln!(human, "{}", headline(&plan))?;
-    human.flush()?;
+    writeln!(streams.human(), "{}", headline(&plan))?;
+    streams.human().flush()?;
     let spec = RecordSpec {
         kind: rtscope_store::RunKind::Measure,
         label: a.rec.label.clone(),
@@ -217,24 +188,87 @@ pub fn run(
     if let Some(m) = textfile.as_mut() {
         metrics::finish(m, &measured.result, measured.signal.is_some());
     }
+    conclude(a, &mut session, &measured, command_line, json_file, streams)
+}
+
+/// `measure --target`: the run on the boards, through the fleet.
+fn on_targets(
+    a: &MeasureArgs,
+    command_line: &[String],
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitStatus> {
+    if a.metrics_file.is_some() || a.rec.no_db || a.json.is_some() {
+        return Err(crate::usage(
+            "--metrics-file, --json and --no-db cannot be used with --target: export the merged runs",
+        ));
+    }
+    crate::commands::fleet::remote(&a.fleet, command_line, None, a.rec.db.as_deref(), out)
+}
+
+/// `--metrics-file`, checked before the run.
+fn metrics_file(
+    a: &MeasureArgs,
+) -> Result<Option<rtscope_fleet::metrics_file::MetricsFile>, UsageError> {
+    a.metrics_file
+        .as_deref()
+        .map(|p| {
+            rtscope_fleet::metrics_file::MetricsFile::new(
+                p,
+                &a.rec.tags,
+                a.rec.label.as_deref(),
+                &a.limits,
+            )
+        })
+        .transpose()
+        .map_err(|e| UsageError::new(format!("--metrics-file: {e}")))
+}
+
+/// Where the human text goes: stdout, or stderr when the JSON goes to stdout.
+struct Streams<'o> {
+    stdout: Guarded<&'o mut dyn Write>,
+    stderr: Guarded<std::io::Stderr>,
+    json_on_stdout: bool,
+}
+
+impl Streams<'_> {
+    fn human(&mut self) -> &mut dyn Write {
+        if self.json_on_stdout {
+            &mut self.stderr
+        } else {
+            &mut self.stdout
+        }
+    }
+}
+
+/// After the run: the table, the JSON, the record's end and the exit status. A failure to
+/// write what the user asked for (other than a closed pipe) is never a success.
+fn conclude(
+    a: &MeasureArgs,
+    session: &mut Session,
+    measured: &Measured,
+    command_line: Vec<String>,
+    json_file: Option<OutputFile>,
+    mut streams: Streams,
+) -> anyhow::Result<ExitStatus> {
     let placed = session.placement().doc(session.plan().explain.is_some());
     let (mut status, text, json) = report(
         session.plan(),
-        &measured,
+        measured,
         command_line,
         a.json.is_some().then_some(placed),
     )?;
-    human.write_all(text.as_bytes())?;
-    human.flush()?;
+    streams.human().write_all(text.as_bytes())?;
+    streams.human().flush()?;
     if let (Some(file), Some(body)) = (json_file, json) {
-        if let Err(e) = file.write(body.as_bytes(), &mut stdout, "--json") {
+        if let Err(e) = file.write(body.as_bytes(), &mut streams.stdout, "--json") {
             rtscope_session::output::warn(&e.to_string());
             status = ExitStatus::Usage;
         }
     }
     // A closed pipe is the reader's choice; any other failure (a full disk, /dev/full, EIO)
     // lost the results the user asked for: not a success (issue 26, N11).
-    if let Some(e) = stdout
+    if let Some(e) = streams
+        .stdout
         .error()
         .filter(|e| e.kind() != std::io::ErrorKind::BrokenPipe)
     {
@@ -245,17 +279,10 @@ pub fn run(
             status = ExitStatus::Usage;
         }
     }
-    let rec = session.finish(&measured, status.code());
+    let rec = session.finish(measured, status.code());
     match rec.line {
         Some(line) if rec.failed => rtscope_session::output::warn(&line),
-        Some(line) => writeln!(
-            if json_on_stdout {
-                &mut stderr as &mut dyn Write
-            } else {
-                &mut stdout
-            },
-            "{line}"
-        )?,
+        Some(line) => writeln!(streams.human(), "{line}")?,
         None => {}
     }
     Ok(if rec.failed {
