@@ -3,7 +3,8 @@
 //! from the traced system).
 
 use crate::book::{Counts, ExplainSummary, Explained};
-use crate::model::Category;
+use crate::coarse::CoarseExplanation;
+use crate::model::{Attribution, Category};
 use std::fmt::Write;
 
 /// A duration for people: `812 ns`, `41.3 µs`, `2.38 ms`.
@@ -75,34 +76,7 @@ pub fn summary(s: &ExplainSummary, run_start_ns: u64, max_spikes: usize) -> Stri
         c.spikes, c.traced, c.partial, c.coarse, c.no_context
     );
     let _ = writeln!(o, "  {}", coverage(c));
-    if !s.culprits.is_empty() {
-        let rows: Vec<(String, &crate::book::CulpritRow)> = s
-            .culprits
-            .iter()
-            .take(15)
-            .map(|r| (label(&r.category), r))
-            .collect();
-        let w = rows
-            .iter()
-            .map(|r| r.0.chars().count())
-            .max()
-            .unwrap_or(0)
-            .clamp(21, 60);
-        let _ = writeln!(
-            o,
-            "\n  {:<w$}  main in  any in  total time",
-            "culprits over the run"
-        );
-        for (l, row) in rows {
-            let _ = writeln!(
-                o,
-                "  {l:<w$}  {:>7}  {:>6}  {}",
-                row.spikes_as_main,
-                row.spikes,
-                dur(row.total_ns)
-            );
-        }
-    }
+    culprits(&mut o, &s.culprits);
     let mut worst: Vec<&Explained> = s.worst.iter().collect();
     rtscope_core::order::sort_by_key(&mut worst, |e| std::cmp::Reverse(e.latency_ns()));
     if !worst.is_empty() {
@@ -110,69 +84,114 @@ pub fn summary(s: &ExplainSummary, run_start_ns: u64, max_spikes: usize) -> Stri
     }
     for e in worst.into_iter().take(max_spikes) {
         let at = e.wakeup_ns().saturating_sub(run_start_ns) as f64 / 1e9;
-        match e {
-            Explained::Traced(a) => {
-                let lat = a.spike.latency_ns().max(1);
-                let parts: Vec<String> = a
-                    .charges
-                    .iter()
-                    .take(4)
-                    .map(|ch| {
-                        format!(
-                            "{} {} ({}%)",
-                            label(&ch.category),
-                            dur(ch.ns),
-                            ch.ns * 100 / lat
-                        )
-                    })
-                    .collect();
-                let flags = match (a.complete, a.lost_events) {
-                    (true, false) => "",
-                    (false, _) => " [partial]",
-                    (true, true) => " [events lost]",
-                };
-                let _ = writeln!(
-                    o,
-                    "  {at:>9.3}s cpu{} {}{flags}: {}",
-                    a.spike.cpu,
-                    dur(a.spike.latency_ns()),
-                    parts.join(", ")
-                );
-            }
-            Explained::Coarse(x) => {
-                let irqs: Vec<String> = x
-                    .top_irqs
-                    .iter()
-                    .map(|(n, k)| format!("{} ×{k}", n.escape_debug()))
-                    .collect();
-                let soft: Vec<String> = x
-                    .top_softirqs
-                    .iter()
-                    .map(|(v, k)| format!("{v} ×{k}"))
-                    .collect();
-                let thr: Vec<String> = x
-                    .top_threads
-                    .iter()
-                    .map(|(t, ns)| format!("{t} {}", dur(*ns)))
-                    .collect();
-                let why = x
-                    .not_traced
-                    .map_or(String::new(), |w| format!("; not traced: {}", w.describe()));
-                let _ = writeln!(
-                    o,
-                    "  {at:>9.3}s cpu{} {} (monitors, {} interval{why}): IRQs {}; softirqs {}; threads {}; steal {}",
-                    x.spike.cpu,
-                    dur(x.spike.latency_ns()),
-                    dur(x.end_ns.saturating_sub(x.start_ns)),
-                    if irqs.is_empty() { "-".into() } else { irqs.join(", ") },
-                    if soft.is_empty() { "-".into() } else { soft.join(", ") },
-                    if thr.is_empty() { "-".into() } else { thr.join(", ") },
-                    dur(x.steal_ns)
-                );
-            }
-        }
+        let _ = match e {
+            Explained::Traced(a) => writeln!(o, "  {at:>9.3}s {}", traced_line(a)),
+            Explained::Coarse(x) => writeln!(o, "  {at:>9.3}s {}", coarse_line(x)),
+        };
     }
     o
+}
+
+/// The culprits over the run (the first 15): spikes each was the main cause of, spikes it
+/// took part in, its time.
+fn culprits(o: &mut String, culprits: &[crate::book::CulpritRow]) {
+    if culprits.is_empty() {
+        return;
+    }
+    let rows: Vec<(String, &crate::book::CulpritRow)> = culprits
+        .iter()
+        .take(15)
+        .map(|r| (label(&r.category), r))
+        .collect();
+    let w = rows
+        .iter()
+        .map(|r| r.0.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(21, 60);
+    let _ = writeln!(
+        o,
+        "\n  {:<w$}  main in  any in  total time",
+        "culprits over the run"
+    );
+    for (l, row) in rows {
+        let _ = writeln!(
+            o,
+            "  {l:<w$}  {:>7}  {:>6}  {}",
+            row.spikes_as_main,
+            row.spikes,
+            dur(row.total_ns)
+        );
+    }
+}
+
+/// A traced spike: `cpu1 1.2ms [partial]: its four largest charges (share)`.
+fn traced_line(a: &Attribution) -> String {
+    let lat = a.spike.latency_ns().max(1);
+    let parts: Vec<String> = a
+        .charges
+        .iter()
+        .take(4)
+        .map(|ch| {
+            format!(
+                "{} {} ({}%)",
+                label(&ch.category),
+                dur(ch.ns),
+                ch.ns * 100 / lat
+            )
+        })
+        .collect();
+    let flags = match (a.complete, a.lost_events) {
+        (true, false) => "",
+        (false, _) => " [partial]",
+        (true, true) => " [events lost]",
+    };
+    format!(
+        "cpu{} {}{flags}: {}",
+        a.spike.cpu,
+        dur(a.spike.latency_ns()),
+        parts.join(", ")
+    )
+}
+
+/// A spike explained from the monitors only: the interval's top IRQs, softirqs, threads and
+/// steal.
+fn coarse_line(x: &CoarseExplanation) -> String {
+    let list = |v: Vec<String>| {
+        if v.is_empty() {
+            "-".into()
+        } else {
+            v.join(", ")
+        }
+    };
+    let irqs = x
+        .top_irqs
+        .iter()
+        .map(|(n, k)| format!("{} ×{k}", n.escape_debug()))
+        .collect();
+    let soft = x
+        .top_softirqs
+        .iter()
+        .map(|(v, k)| format!("{v} ×{k}"))
+        .collect();
+    let thr = x
+        .top_threads
+        .iter()
+        .map(|(t, ns)| format!("{t} {}", dur(*ns)))
+        .collect();
+    let why = x
+        .not_traced
+        .map_or(String::new(), |w| format!("; not traced: {}", w.describe()));
+    format!(
+        "cpu{} {} (monitors, {} interval{why}): IRQs {}; softirqs {}; threads {}; steal {}",
+        x.spike.cpu,
+        dur(x.spike.latency_ns()),
+        dur(x.end_ns.saturating_sub(x.start_ns)),
+        list(irqs),
+        list(soft),
+        list(thr),
+        dur(x.steal_ns)
+    )
 }
 
 #[cfg(test)]

@@ -25,6 +25,51 @@ fn read(root: &Path, path: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// Facts read as they are from one file below the root: `(key, path)`.
+const FILES: [(&str, &str); 15] = [
+    ("kernel.realtime", "/sys/kernel/realtime"),
+    ("kernel.preempt", "/sys/kernel/debug/sched/preempt"),
+    (
+        "kernel.sched_rt_runtime_us",
+        "/proc/sys/kernel/sched_rt_runtime_us",
+    ),
+    (
+        "kernel.sched_rt_period_us",
+        "/proc/sys/kernel/sched_rt_period_us",
+    ),
+    ("cpu.online", "/sys/devices/system/cpu/online"),
+    ("cpu.isolated", "/sys/devices/system/cpu/isolated"),
+    ("cpu.nohz_full", "/sys/devices/system/cpu/nohz_full"),
+    ("cpu.smt_active", "/sys/devices/system/cpu/smt/active"),
+    (
+        "cpu.idle_driver",
+        "/sys/devices/system/cpu/cpuidle/current_driver",
+    ),
+    (
+        "clocksource",
+        "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+    ),
+    ("loadavg", "/proc/loadavg"),
+    ("cgroup.cpu_max", "/sys/fs/cgroup/cpu.max"),
+    ("cgroup.cpuset", "/sys/fs/cgroup/cpuset.cpus.effective"),
+    // The host's identity (copied to the run's row: mergeable records, docs/fleet.md).
+    ("host.machine_id", "/etc/machine-id"),
+    ("kernel.cmdline", "/proc/cmdline"),
+];
+
+/// The boot parameters kept one by one (`kernel.cmdline.KEY`).
+const CMDLINE_KEYS: [&str; 9] = [
+    "isolcpus",
+    "nohz_full",
+    "rcu_nocbs",
+    "irqaffinity",
+    "threadirqs",
+    "preempt",
+    "idle",
+    "processor.max_cstate",
+    "intel_idle.max_cstate",
+];
+
 /// Collects the environment under `root` (`/` for this machine) as sorted `(key, value)` pairs.
 pub fn capture(root: &Path) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = Vec::new();
@@ -45,56 +90,20 @@ pub fn capture(root: &Path) -> Vec<(String, String)> {
             put(k, Some(v));
         }
     }
-    // The host's identity (copied to the run's row: mergeable records, docs/fleet.md).
-    put("host.machine_id", read(root, "/etc/machine-id"));
+    for (key, path) in FILES {
+        put(key, read(root, path));
+    }
     put(
         "host.board_model",
         read(root, "/proc/device-tree/model").map(|m| m.trim_end_matches('\0').to_string()),
     );
-    put("kernel.realtime", read(root, "/sys/kernel/realtime"));
-    put(
-        "kernel.preempt",
-        read(root, "/sys/kernel/debug/sched/preempt"),
-    );
     let cmdline = read(root, "/proc/cmdline");
-    for key in [
-        "isolcpus",
-        "nohz_full",
-        "rcu_nocbs",
-        "irqaffinity",
-        "threadirqs",
-        "preempt",
-        "idle",
-        "processor.max_cstate",
-        "intel_idle.max_cstate",
-    ] {
+    for key in CMDLINE_KEYS {
         put(
             &format!("kernel.cmdline.{key}"),
             cmdline.as_deref().and_then(|c| cmdline_value(c, key)),
         );
     }
-    put("kernel.cmdline", cmdline);
-    put(
-        "kernel.sched_rt_runtime_us",
-        read(root, "/proc/sys/kernel/sched_rt_runtime_us"),
-    );
-    put(
-        "kernel.sched_rt_period_us",
-        read(root, "/proc/sys/kernel/sched_rt_period_us"),
-    );
-    put("cpu.online", read(root, "/sys/devices/system/cpu/online"));
-    put(
-        "cpu.isolated",
-        read(root, "/sys/devices/system/cpu/isolated"),
-    );
-    put(
-        "cpu.nohz_full",
-        read(root, "/sys/devices/system/cpu/nohz_full"),
-    );
-    put(
-        "cpu.smt_active",
-        read(root, "/sys/devices/system/cpu/smt/active"),
-    );
     put(
         "cpu.model",
         read(root, "/proc/cpuinfo").and_then(|c| cpu_model(&c)),
@@ -105,29 +114,12 @@ pub fn capture(root: &Path) -> Vec<(String, String)> {
         per_cpu(root, "cpufreq/cpuinfo_max_freq"),
     );
     put(
-        "cpu.idle_driver",
-        read(root, "/sys/devices/system/cpu/cpuidle/current_driver"),
-    );
-    put(
-        "clocksource",
-        read(
-            root,
-            "/sys/devices/system/clocksource/clocksource0/current_clocksource",
-        ),
-    );
-    put("loadavg", read(root, "/proc/loadavg"));
-    put(
         "memory.total",
         read(root, "/proc/meminfo").and_then(|m| {
             m.lines()
                 .next()
                 .map(|l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
         }),
-    );
-    put("cgroup.cpu_max", read(root, "/sys/fs/cgroup/cpu.max"));
-    put(
-        "cgroup.cpuset",
-        read(root, "/sys/fs/cgroup/cpuset.cpus.effective"),
     );
     if let Some(release) = env
         .iter()
