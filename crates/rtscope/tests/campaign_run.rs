@@ -197,6 +197,7 @@ fn signal(child: &Child, sig: i32) {
 
 #[test]
 fn a_campaign_records_every_run_with_its_loads_and_monitors_and_leaves_nothing_running() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let s = setup("whole");
     let o = command(&s, &[]).output().unwrap();
@@ -291,6 +292,7 @@ fn a_campaign_records_every_run_with_its_loads_and_monitors_and_leaves_nothing_r
 
 #[test]
 fn sigint_saves_the_current_run_as_interrupted_kills_the_loads_and_resume_finishes() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let s = setup("sigint");
     let mut child = command(&s, &[]).spawn().unwrap();
@@ -335,6 +337,7 @@ fn sigint_saves_the_current_run_as_interrupted_kills_the_loads_and_resume_finish
 /// given differently.
 #[test]
 fn resume_keeps_the_options_the_campaign_was_started_with() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let s = setup("resume-options");
     let mut child = command(&s, &["--duration", "1s"]).spawn().unwrap();
@@ -358,6 +361,7 @@ fn resume_keeps_the_options_the_campaign_was_started_with() {
 
 #[test]
 fn sigterm_while_the_loads_settle_stops_everything() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let s = setup("sigterm");
     // Settling takes 3 s here: measure 2 s idle, then signal 1.5 s into the settling.
@@ -393,6 +397,7 @@ fn sigterm_while_the_loads_settle_stops_everything() {
 
 #[test]
 fn sigkill_of_rtscope_leaves_no_load_and_an_incomplete_run_that_resume_redoes() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let s = setup("sigkill");
     let mut child = command(&s, &[]).spawn().unwrap();
@@ -431,6 +436,7 @@ fn loadcases_command(s: &Setup) -> Command {
 
 #[test]
 fn the_five_load_cases_run_in_order_and_each_load_proves_it_ran() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let s = setup("loadcases");
     let o = loadcases_command(&s).output().unwrap();
@@ -459,6 +465,7 @@ fn the_five_load_cases_run_in_order_and_each_load_proves_it_ran() {
 
 #[test]
 fn the_load_cases_leave_no_process_behind_when_interrupted_at_any_point() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     // idle measuring, hackbench settling, hackbench measuring, stress-m2 settling and measuring.
     for (i, ms) in [300u64, 1500, 3500, 4600, 6600].into_iter().enumerate() {
@@ -489,6 +496,7 @@ fn the_load_cases_leave_no_process_behind_when_interrupted_at_any_point() {
 
 #[test]
 fn a_second_sigint_skips_the_loads_grace_period_and_still_saves_the_run() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let s = setup("twice");
     // A load that ignores SIGTERM: only SIGKILL ends it, after the 10 s grace period.
@@ -529,6 +537,7 @@ fn a_second_sigint_skips_the_loads_grace_period_and_still_saves_the_run() {
 
 #[test]
 fn on_a_terminal_the_progress_block_is_redrawn_with_eta_and_live_tails_per_cpu() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let s = setup("tty");
     // script(1) gives rtscope a pseudo-terminal for stdout and stderr.
@@ -566,6 +575,7 @@ fn on_a_terminal_the_progress_block_is_redrawn_with_eta_and_live_tails_per_cpu()
 
 #[test]
 fn without_rt_privilege_the_campaign_fails_clearly_is_recorded_as_failed_and_stops_its_loads() {
+    rtscope_testkit::require_root!("setpriv to run a step as another user");
     use std::os::unix::fs::PermissionsExt;
     let s = setup("nopriv");
     // Only the loaded case, so its loads are running when the measurement cannot start.
@@ -610,6 +620,7 @@ fn without_rt_privilege_the_campaign_fails_clearly_is_recorded_as_failed_and_sto
 
 #[test]
 fn real_hackbench_and_stress_ng_run_as_loads_with_their_command_lines_recorded() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let s = setup("external");
     let file = std::fs::read_to_string(&s.file).unwrap();

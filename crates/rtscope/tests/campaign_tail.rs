@@ -115,6 +115,7 @@ fn check_against_tail(db: &Path, id: i64, said: &str) -> &'static str {
 
 #[test]
 fn until_tail_records_the_outcome_that_rtscope_tail_gives_the_recorded_run() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let dir = common::fresh_dir("campaign-tail");
     let (file, db) = (dir.join("c.toml"), dir.join("r.db"));
@@ -209,6 +210,7 @@ fn spawn(args: &[&str]) -> (std::process::Child, mpsc::Receiver<String>) {
 
 #[test]
 fn an_interrupted_until_tail_run_is_measured_again_by_resume_with_the_rule_it_was_started_with() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let dir = common::fresh_dir("campaign-tail-resume");
     let (file, db) = (dir.join("c.toml"), dir.join("r.db"));

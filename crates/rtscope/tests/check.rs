@@ -171,6 +171,7 @@ fn names_from_the_system_cannot_drive_the_terminal() {
 
 #[test]
 fn an_unprivileged_user_is_told_rt_scheduling_is_refused() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     // RLIMIT_RTPRIO is 0 for nobody here and in CI; if a machine grants it, skip the verdict.
     let o = std::process::Command::new("setpriv")
         .args([
@@ -219,6 +220,7 @@ fn sql(db: &std::path::Path, query: &str) -> String {
 
 #[test]
 fn measure_stores_its_audit_and_compare_names_the_settings_that_differ() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let db = common::temp_path("check-compare.db");
     let _ = std::fs::remove_file(&db);
     let d = db.to_str().unwrap();

@@ -41,6 +41,7 @@ fn tmp(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn measure_prints_percentiles_and_missed_periods_and_writes_versioned_json() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let json = tmp("measure").join("m.json");
     let o = rtscope(&[
@@ -91,6 +92,7 @@ fn measure_prints_percentiles_and_missed_periods_and_writes_versioned_json() {
 
 #[test]
 fn measure_runs_sched_deadline_threads() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let o = rtscope(&[
         "measure",
@@ -114,6 +116,7 @@ fn measure_runs_sched_deadline_threads() {
 
 #[test]
 fn measure_limits_gate_the_exit_code() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let pass = rtscope(&[
         "measure",
@@ -202,6 +205,7 @@ fn bad_input_is_named_with_exit_code_2() {
 
 #[test]
 fn legacy_n_flag_is_accepted_with_a_notice() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let o = rtscope(&["cyclictest", "-n", "-l20", "-i", "200", "-q"]);
     assert_eq!(o.status.code(), Some(0));
@@ -211,6 +215,7 @@ fn legacy_n_flag_is_accepted_with_a_notice() {
 
 #[test]
 fn missing_rt_privilege_names_the_fix() {
+    rtscope_testkit::require_root!("setpriv to run a step as another user");
     let _rt = crate::common::rt_lock();
     let o = Command::new("setpriv")
         .args([
@@ -296,6 +301,7 @@ fn spawn_and_signal(args: &[&str], after: Duration, signal: i32) -> (Output, Dur
 
 #[test]
 fn sigint_mid_run_still_yields_complete_outputs_and_exit_3() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let json = tmp("sigint").join("m.json");
     let (o, took) = spawn_and_signal(
@@ -330,6 +336,7 @@ fn sigint_mid_run_still_yields_complete_outputs_and_exit_3() {
 
 #[test]
 fn sigterm_ends_a_cyclictest_run_with_its_summary_json_and_histogram() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let json = tmp("sigterm").join("c.json");
     let j = format!("--json={}", json.display());
@@ -353,6 +360,7 @@ fn sigterm_ends_a_cyclictest_run_with_its_summary_json_and_histogram() {
 
 #[test]
 fn sigint_ends_an_endless_cyclictest_run_normally() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let (o, _) = spawn_and_signal(
         &["cyclictest", "-q", "-i", "500"],
@@ -428,6 +436,7 @@ fn break_threshold_prints_the_break_and_exits_1() {
 
 #[test]
 fn the_binary_answers_to_the_name_cyclictest() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let dir = tmp("symlink");
     let link = dir.join("cyclictest");
@@ -447,6 +456,7 @@ fn the_binary_answers_to_the_name_cyclictest() {
 
 #[test]
 fn cpu_dma_latency_is_written_only_when_asked_and_restored() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     // rtscope's own request is an open file descriptor on /dev/cpu_dma_latency (the kernel
     // drops it when the descriptor closes), so the test looks at rtscope's descriptors, not at
@@ -565,6 +575,7 @@ fn measuring_thread_faults(pid: u32) -> Vec<(String, u64)> {
 
 #[test]
 fn measuring_threads_take_no_page_fault_in_their_loop() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let mut child = cmd()
         .args(["measure", "-D", "3s", "-i", "200us", "-q", "--no-db"])

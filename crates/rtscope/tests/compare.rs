@@ -357,6 +357,7 @@ fn the_documented_example_is_current() {
 /// started), compared by kernel.
 #[test]
 fn real_runs_compare_by_kernel_with_the_matrix() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let d = db("measure");
     let _rt = common::rt_lock();
     for (kernel, case) in [("a", "idle"), ("a", "load"), ("b", "idle"), ("b", "load")] {
@@ -474,6 +475,7 @@ fn a_shifted_group_is_a_significant_regression() {
 /// Groups measured with different intervals: compare warns, naming the setting.
 #[test]
 fn groups_with_different_settings_are_warned_about() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let d = db("settings");
     let _rt = common::rt_lock();
     for (label, interval) in [("fast", "500"), ("slow", "1000")] {

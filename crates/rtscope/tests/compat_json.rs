@@ -134,6 +134,7 @@ fn cyclictest_keys_only_removes_rtscopes_additions_and_the_cmdline_and_nothing_e
 
 #[test]
 fn the_json_file_has_cyclictests_keys_then_rtscopes_and_cyclictests_shape() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let path = temp_path("out.json");
     let arg = format!("--json={}", path.display());
     let out = rtscope(&["-l200", "-m", "-S", "-p90", "-i200", "-q", &arg]);
@@ -204,6 +205,7 @@ fn check_percentiles(t: usize, thread: &Value, text: &str) {
 
 #[test]
 fn the_json_file_with_a_histogram_agrees_with_the_histogram_text() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let path = temp_path("out-hist.json");
     let arg = format!("--json={}", path.display());
     let out = rtscope(&["-l200", "-m", "-S", "-p90", "-i200", "-h100", "-q", &arg]);
@@ -258,6 +260,7 @@ fn check_json_vs_histogram(h: &Histogram, v: &Value, loops: u64, both: &str) {
 
 #[test]
 fn with_l_and_h_every_thread_takes_exactly_l_samples_in_text_and_json() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     // -h8: a few µs buckets, so some samples overflow on any machine and
     // both the in-range counts and the overflow counts are exercised.
     // cyclictest stops every thread when the first one reaches -l; rtscope
@@ -278,6 +281,7 @@ fn with_l_and_h_every_thread_takes_exactly_l_samples_in_text_and_json() {
 
 #[test]
 fn json_avg_lies_between_min_and_max_with_one_sample() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     // One sample of e.g. 11858 ns: rtscope writes min 11, max 11, avg 11.86;
     // cyclictest (mean of the µs values) writes avg 11.00.
     let path = temp_path("one.json");
@@ -295,6 +299,7 @@ fn json_avg_lies_between_min_and_max_with_one_sample() {
 
 #[test]
 fn latency_zero_prints_cyclictests_dma_latency_preamble() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let args = ["-l50", "-m", "-t1", "-p90", "-i200", "-q", "--latency=0"];
     let out = rtscope(&args);
     passes(
@@ -348,6 +353,7 @@ impl Drop for Symlink {
 
 #[test]
 fn rtscope_run_through_a_symlink_named_cyclictest_is_the_cyclictest_front_end() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let link = Symlink::new();
     let path = temp_path("symlink.json");
     let arg = format!("--json={}", path.display());

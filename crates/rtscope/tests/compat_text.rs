@@ -46,6 +46,7 @@ fn collapsed_shape(text: &str) -> String {
 
 #[test]
 fn the_quiet_summary_passes_the_summary_checker_and_has_cyclictests_shape() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let args = ["-l200", "-m", "-S", "-p90", "-i200", "-q"];
     let r = rtscope_run(&args);
     r.expect_exit(0);
@@ -81,6 +82,7 @@ fn the_quiet_summary_passes_the_summary_checker_and_has_cyclictests_shape() {
 
 #[test]
 fn the_nsecs_summary_passes_the_nsecs_summary_checker_and_has_cyclictests_shape() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let args = ["-l200", "-m", "-S", "-p90", "-i200", "-N", "-q"];
     let out = rtscope(&args);
     passes(
@@ -96,6 +98,7 @@ fn the_nsecs_summary_passes_the_nsecs_summary_checker_and_has_cyclictests_shape(
 
 #[test]
 fn the_histogram_passes_the_histogram_checker_and_has_cyclictests_shape() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let args = ["-l200", "-m", "-S", "-p90", "-i200", "-h100", "-q"];
     let out = rtscope(&args);
     let h = passes(
@@ -118,6 +121,7 @@ fn the_histogram_passes_the_histogram_checker_and_has_cyclictests_shape() {
 
 #[test]
 fn the_big_h_histogram_of_two_threads_has_cyclictests_sum_column_and_shape() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let args = ["-l200", "-m", "-S", "-p90", "-i200", "-H100", "-q"];
     let out = rtscope(&args);
     passes(
@@ -143,6 +147,7 @@ fn the_big_h_histogram_of_two_threads_has_cyclictests_sum_column_and_shape() {
 
 #[test]
 fn the_big_h_histogram_of_one_thread_has_no_sum_column_like_cyclictest_2_4() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let args = ["-l200", "-m", "-t1", "-p90", "-i200", "-H50", "-q"];
     let out = rtscope(&args);
     passes("-H50 -t1", &out, check_histogram(&out, 1, true, true));
@@ -157,6 +162,7 @@ fn the_big_h_histogram_of_one_thread_has_no_sum_column_like_cyclictest_2_4() {
 
 #[test]
 fn the_overflow_list_is_truncated_after_h_cycles_with_an_others_count() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     // -N makes the buckets 1 ns wide: every sample overflows -h3, and only
     // the first 3 cycle numbers are listed, then ` # NNNNN others`.
     let args = ["-l100", "-m", "-t1", "-p90", "-i200", "-N", "-h3", "-q"];
@@ -180,6 +186,7 @@ fn the_overflow_list_is_truncated_after_h_cycles_with_an_others_count() {
 
 #[test]
 fn distance_with_a_histogram_warns_on_stderr_and_the_break_trailer_lists_thread_ids() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let args = [
         "-d0", "-h100", "-b", "2000", "-l200", "-m", "-S", "-p90", "-i200", "-q",
     ];
@@ -219,6 +226,7 @@ fn distance_with_a_histogram_warns_on_stderr_and_the_break_trailer_lists_thread_
 
 #[test]
 fn hist_sparse_prints_the_upstream_histogram_form() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let out = rtscope(&[
         "-l200",
         "-m",
@@ -259,6 +267,7 @@ fn hist_sparse_prints_the_upstream_histogram_form() {
 
 #[test]
 fn a_break_that_fires_prints_cyclictests_trailer_and_exits_1() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let args = ["-b1", "-l200", "-m", "-S", "-p90", "-i200", "-q"];
     let json = temp_path("break.json");
     let json_arg = format!("--json={}", json.display());
@@ -290,6 +299,7 @@ fn a_break_that_fires_prints_cyclictests_trailer_and_exits_1() {
 
 #[test]
 fn verbose_output_passes_the_verbose_checker_with_and_without_q() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let args = ["-v", "-l50", "-a0", "-t1", "-p90", "-i200"];
     let out = rtscope(&args);
     let v = passes("-v", &out, parse_verbose(&out));
@@ -324,6 +334,7 @@ fn verbose_output_passes_the_verbose_checker_with_and_without_q() {
 
 #[test]
 fn verbose_preamble_lines_are_cyclictests() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     // cyclictest 2.40 prints `Thread N using cpu C.` only for `-a <list>`
     // (not for no -a, a bare -a or -S), and prints `Using N cpus.` a first
     // time while parsing the options when -v comes before `-a <list>`.
@@ -345,6 +356,7 @@ fn verbose_preamble_lines_are_cyclictests() {
 
 #[test]
 fn spike_output_passes_the_spike_checker_and_has_cyclictests_shape() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let args = ["-l200", "-m", "-S", "-p90", "-i200", "-q", "--spike=1"];
     let out = rtscope(&args);
     let (threads, spikes) = passes("--spike=1", &out, parse_spikes(&out, Some(1)));
@@ -366,6 +378,7 @@ fn spike_output_passes_the_spike_checker_and_has_cyclictests_shape() {
 
 #[test]
 fn the_live_status_screen_passes_the_live_status_checker_and_has_cyclictests_shape() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let args = ["-l300", "-m", "-S", "-p90", "-i200"];
     let r = {
         let _guard = common::rt_lock();

@@ -93,6 +93,7 @@ fn status_file(pid: u32) -> PathBuf {
 
 #[test]
 fn the_default_holds_cpu_dma_latency_at_zero_and_prints_cyclictests_line() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let child = spawn(&["-q", "-m", "-t1", "-i", "1000", "-l", "1500"]);
     let pid = child.id();
@@ -120,6 +121,7 @@ fn the_default_holds_cpu_dma_latency_at_zero_and_prints_cyclictests_line() {
 
 #[test]
 fn default_system_leaves_cpu_dma_latency_alone_with_cyclictests_warning() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let rt = common::rt_lock();
     let child = spawn(&[
         "-q",
@@ -205,6 +207,7 @@ fn snapshot_of_running_threads(pid: u32, threads: usize) -> Vec<(usize, i32, u64
 
 #[test]
 fn get_cyclictest_snapshot_finds_a_running_rtscope_and_prints_its_status() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     assert!(
         Path::new(SNAPSHOT).is_file(),
         "{SNAPSHOT} is missing: the test runs rt-tests' own snapshot tool against rtscope; \

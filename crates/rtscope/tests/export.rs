@@ -66,6 +66,18 @@ fn record(db: &Path, label: &str) -> String {
     show["id"].as_i64().expect("run id").to_string()
 }
 
+/// A synthetic run written through the real store (no measurement, so no root): for the tests
+/// of export's own behaviour, not of what a measurement stores.
+fn synthetic(db: &Path) -> String {
+    use rtscope_testkit::synthetic::{write_run, SyntheticRun};
+    let mut store = rtscope_store::Store::open(db).unwrap();
+    let spec = SyntheticRun {
+        samples: 2_000,
+        ..SyntheticRun::default()
+    };
+    write_run(&mut store, &spec).unwrap().to_string()
+}
+
 fn runs_show(db: &Path, run: &str) -> Value {
     let o = rtscope(&["runs", "--db", db.to_str().unwrap(), "show", run, "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
@@ -265,7 +277,7 @@ fn csv_quoting_of_a_label_with_comma_quote_and_newline_round_trips_through_panda
     let label = "a,b \"quoted\"\nsecond line";
     // `--label` refuses control characters since issue 12; a database written before (or by
     // another tool) may still hold one, and the export must quote it.
-    let id = record(&db, "placeholder");
+    let id = synthetic(&db);
     let o = std::process::Command::new("sqlite3")
         .arg(&db)
         .arg(format!(
@@ -302,7 +314,7 @@ print("ok")
 fn unknown_run_exits_2_naming_it() {
     let d = dir("unknown");
     let db = d.join("r.db");
-    record(&db, "x");
+    synthetic(&db);
     let out = d.join("out");
     for run in ["99", "nonsense"] {
         let o = export(&db, run, &out, &[]);
@@ -328,7 +340,7 @@ fn unknown_run_exits_2_naming_it() {
 fn unwritable_output_directory_exits_2_naming_it() {
     let d = dir("unwritable");
     let db = d.join("r.db");
-    let id = record(&db, "x");
+    let id = synthetic(&db);
     // Root may write anywhere the permissions forbid, so the directories are made unusable by
     // a regular file standing where a directory must be.
     let file = d.join("a-file");
@@ -349,7 +361,7 @@ fn unwritable_output_directory_exits_2_naming_it() {
 fn formats_are_written_once_each_as_asked() {
     let d = dir("formats");
     let db = d.join("r.db");
-    let id = record(&db, "x");
+    let id = synthetic(&db);
     let out = d.join("out");
     let o = export(&db, &id, &out, &["-f", "parquet", "-f", "json,parquet"]);
     assert_eq!(o.status.code(), Some(0), "{}", dump(&o));

@@ -65,6 +65,7 @@ fn reported_unprinted(stderr: &str) -> u64 {
 /// not hold would be counted on stderr, never dropped silently.
 #[test]
 fn verbose_with_db_and_raw_prints_every_sample_under_load() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let db = common::temp_path("fidelity-verbose.db");
     let _ = std::fs::remove_file(&db);
     let loops = 20_000u64;
@@ -187,6 +188,7 @@ fn threads(v: &Value) -> Vec<&Value> {
 /// both tools accept every spelling and run one thread per CPU.
 #[test]
 fn harness_affinity_all_spellings_work_like_cyclictest() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     for spelling in [&["-a", "all"][..], &["-aall"], &["--affinity=all"]] {
         for program in both() {
             let mut args = spelling.to_vec();
@@ -207,6 +209,7 @@ fn harness_affinity_all_spellings_work_like_cyclictest() {
 /// wake-up (a cycle) or counted missed.
 #[test]
 fn harness_duration_runs_as_many_cycles_as_cyclictest() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let args = ["-D1", "-i1000", "-m", "-q"];
     let ct = harness(&both()[0], &args, None);
     let t = &threads(&ct.json)[0];
@@ -232,6 +235,7 @@ fn harness_duration_runs_as_many_cycles_as_cyclictest() {
 /// rtscope says in its JSON that the run was interrupted.
 #[test]
 fn harness_signal_stops_a_bounded_run_with_exit_0_like_cyclictest() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     for sig in [libc::SIGINT, libc::SIGTERM] {
         for (i, program) in both().iter().enumerate() {
             let r = harness(

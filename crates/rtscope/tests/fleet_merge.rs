@@ -24,6 +24,7 @@ fn show(db: &Path, run: &str) -> Value {
 
 #[test]
 fn boards_merge_once_into_a_lab_database_and_compare_by_board() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let dir = common::fresh_dir("fleet-merge");
     let db = |n: &str| dir.join(n).to_str().unwrap().to_string();
     for board in ["a", "b"] {

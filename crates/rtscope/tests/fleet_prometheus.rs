@@ -174,6 +174,7 @@ fn config(dir: &Path, exporter: u16) -> PathBuf {
 
 #[test]
 fn prometheus_scrapes_the_textfile_and_the_dashboard_queries_return_rtscopes_numbers() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     for p in ["prometheus", "prometheus-node-exporter"] {
         rtscope_testkit::require!(
             rtscope_testkit::have(p, "--version"),

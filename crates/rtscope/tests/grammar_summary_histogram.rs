@@ -400,6 +400,7 @@ fn shapes_of_the_reference_histograms_differ_only_in_row_count() {
 
 #[test]
 fn real_cyclictest_quiet_summary_passes_the_summary_checker() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (out, _) = cyclictest(&["-l200", "-m", "-S", "-p90", "-i200", "-q"]);
     passes("-q", &out, check_summary(&out, &SummaryOpts::us(cpus())));
     let s = parse_summary(&out, &SummaryOpts::us(cpus())).unwrap();
@@ -414,12 +415,14 @@ fn real_cyclictest_quiet_summary_passes_the_summary_checker() {
 
 #[test]
 fn real_cyclictest_nsecs_summary_passes_the_nsecs_summary_checker() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (out, _) = cyclictest(&["-l200", "-m", "-S", "-p90", "-i200", "-N", "-q"]);
     passes("-N -q", &out, check_summary(&out, &SummaryOpts::ns(cpus())));
 }
 
 #[test]
 fn real_cyclictest_low_priority_summary_pads_p_to_two_columns() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (out, _) = cyclictest(&["-l50", "-m", "-t1", "-p5", "-i200", "-q"]);
     passes("-p5 -q", &out, check_summary(&out, &SummaryOpts::us(1)));
     assert!(out.contains(" P: 5 "), "P:%2d pads with a space: {out}");
@@ -427,6 +430,7 @@ fn real_cyclictest_low_priority_summary_pads_p_to_two_columns() {
 
 #[test]
 fn real_cyclictest_histogram_passes_the_histogram_checker() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (out, _) = cyclictest(&["-l200", "-m", "-S", "-p90", "-i200", "-h100", "-q"]);
     let opts = HistOpts {
         threads: cpus(),
@@ -439,6 +443,7 @@ fn real_cyclictest_histogram_passes_the_histogram_checker() {
 
 #[test]
 fn real_cyclictest_big_h_histogram_passes_with_its_sum_column() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (out, _) = cyclictest(&["-l200", "-m", "-S", "-p90", "-i200", "-H100", "-q"]);
     let opts = HistOpts {
         threads: cpus(),
@@ -451,6 +456,7 @@ fn real_cyclictest_big_h_histogram_passes_with_its_sum_column() {
 
 #[test]
 fn real_cyclictest_big_h_with_one_thread_has_no_sum_column() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (out, _) = cyclictest(&["-l200", "-m", "-t1", "-p90", "-i200", "-H50", "-q"]);
     passes("-H50 -t1", &out, check_histogram(&out, 1, true, true));
     assert!(
@@ -461,6 +467,7 @@ fn real_cyclictest_big_h_with_one_thread_has_no_sum_column() {
 
 #[test]
 fn real_cyclictest_histogram_overflow_list_is_truncated_with_others() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     // 1 ns buckets: nearly every sample overflows, and only -h cycle numbers are listed.
     let (out, _) = cyclictest(&["-l100", "-m", "-t1", "-p90", "-i200", "-N", "-h3", "-q"]);
     let opts = HistOpts {
@@ -476,6 +483,7 @@ fn real_cyclictest_histogram_overflow_list_is_truncated_with_others() {
 
 #[test]
 fn real_cyclictest_histogram_with_distance_and_breaktrace_passes() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (out, err) = cyclictest(&[
         "-d0", "-h100", "-b", "2000", "-l200", "-m", "-S", "-p90", "-i200", "-q",
     ]);
@@ -504,6 +512,7 @@ fn real_cyclictest_histogram_with_distance_and_breaktrace_passes() {
 
 #[test]
 fn real_cyclictest_summary_with_a_fired_break_passes() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (out, _) = cyclictest(&["-b", "1", "-l200", "-m", "-S", "-p90", "-i200", "-q"]);
     let s = parse_summary(&out, &SummaryOpts::us(cpus())).unwrap_or_else(|e| panic!("{e}\n{out}"));
     assert!(
@@ -514,6 +523,7 @@ fn real_cyclictest_summary_with_a_fired_break_passes() {
 
 #[test]
 fn real_cyclictest_spike_output_passes_the_spike_checker() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (out, _) = cyclictest(&["-l200", "-m", "-S", "-p90", "-i200", "-q", "--spike=1"]);
     passes("--spike=1", &out, check_spikes_above(&out, 1));
     let (_, spikes) = parse_spikes(&out, Some(1)).unwrap();
@@ -522,6 +532,7 @@ fn real_cyclictest_spike_output_passes_the_spike_checker() {
 
 #[test]
 fn real_cyclictest_without_spikes_prints_no_spike_list() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (out, _) = cyclictest(&[
         "-l20",
         "-m",
@@ -541,6 +552,7 @@ fn real_cyclictest_without_spikes_prints_no_spike_list() {
 
 #[test]
 fn two_real_cyclictest_runs_have_the_same_shape() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     // Histograms are not used here: their overflow lists vary from run to run.
     let args = ["-l200", "-m", "-S", "-p90", "-i200", "-q"];
     let (a, _) = cyclictest(&args);

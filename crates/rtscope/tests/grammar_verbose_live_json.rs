@@ -282,6 +282,7 @@ fn the_json_checker_tolerates_cyclictest_json_defects() {
 
 #[test]
 fn real_cyclictest_verbose_output_passes_the_verbose_checker() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     // cyclictest's main loop may stop before draining the last few samples
     // (it checks -l right after printing), so allow a short tail to be lost.
     let consecutive = |v: &Verbose| v.samples.iter().enumerate().all(|(k, s)| s.1 == k as u64);
@@ -304,6 +305,7 @@ fn real_cyclictest_verbose_output_passes_the_verbose_checker() {
 
 #[test]
 fn real_cyclictest_json_passes_the_json_checker() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let path = temp_path("out.json");
     let arg = format!("--json={}", path.display());
     cyclictest(&["-l200", "-m", "-S", "-p90", "-i200", "-q", &arg]);
@@ -327,6 +329,7 @@ fn real_cyclictest_json_passes_the_json_checker() {
 
 #[test]
 fn real_cyclictest_json_with_histogram_passes_the_json_checker() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let path = temp_path("out-hist.json");
     let arg = format!("--json={}", path.display());
     let (out, _) = cyclictest(&["-l200", "-m", "-S", "-p90", "-i200", "-h100", "-q", &arg]);
@@ -342,6 +345,7 @@ fn real_cyclictest_json_with_histogram_passes_the_json_checker() {
 
 #[test]
 fn real_cyclictest_live_status_passes_the_live_status_checker() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (out, _) = cyclictest(&["-l100", "-m", "-S", "-p90", "-i200"]);
     let live =
         parse_live_status(out.as_bytes(), cpus(), false).unwrap_or_else(|e| panic!("{e}\n{out:?}"));
@@ -352,6 +356,7 @@ fn real_cyclictest_live_status_passes_the_live_status_checker() {
 
 #[test]
 fn real_cyclictest_live_status_is_followed_by_the_histogram() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (out, _) = cyclictest(&["-l100", "-m", "-S", "-p90", "-i200", "-h50"]);
     let live =
         parse_live_status(out.as_bytes(), cpus(), false).unwrap_or_else(|e| panic!("{e}\n{out:?}"));

@@ -76,12 +76,14 @@ fn measuring_done(pid: u32, limit: Duration) {
 /// Case 1 and 7: SIGTERM while the end of a finished run waits for the database lock.
 #[test]
 fn late_sigterm_while_the_end_is_written_loses_nothing() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     late_signal_keeps_the_run("late-sigterm", libc::SIGTERM);
 }
 
 /// Case 1 and 8: SIGINT and SIGHUP in the same window.
 #[test]
 fn late_sigint_and_sighup_while_the_end_is_written_lose_nothing() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     late_signal_keeps_the_run("late-sigint", libc::SIGINT);
     late_signal_keeps_the_run("late-sighup", libc::SIGHUP);
 }
@@ -90,6 +92,7 @@ fn late_sigint_and_sighup_while_the_end_is_written_lose_nothing() {
 /// exit 3.
 #[test]
 fn sighup_interrupts_measure_like_sigint() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let dir = scratch("sighup");
     let db = dir.join("r.db");
     let child = Command::new(exe())
@@ -114,6 +117,7 @@ fn sighup_interrupts_measure_like_sigint() {
 /// Case 2: a closed stdout never turns a failed gate into a pass nor leaves the run running.
 #[test]
 fn closed_stdout_keeps_the_failed_gate_and_the_record() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let dir = scratch("pipe");
     let db = dir.join("r.db");
     let script = format!(
@@ -156,6 +160,7 @@ fn unwritable_json_paths_are_refused_before_measuring() {
 /// with the exit code rtscope returns (2).
 #[test]
 fn json_to_a_full_disk_prints_the_table_and_records_exit_2() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let dir = scratch("json-full");
     let db = dir.join("r.db");
     let mut args = measure_args(db.to_str().unwrap(), &["-l", "50"]);
@@ -172,6 +177,7 @@ fn json_to_a_full_disk_prints_the_table_and_records_exit_2() {
 /// `--json -` is standard output: the document alone, the table on stderr.
 #[test]
 fn json_dash_is_standard_output() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let dir = scratch("json-dash");
     let db = dir.join("r.db");
     let mut args = measure_args(db.to_str().unwrap(), &["-l", "20"]);
@@ -223,6 +229,7 @@ fn sub_microsecond_interval_is_refused() {
 /// nothing: checkpoints wait in memory and are retried; every raw sample is recorded.
 #[test]
 fn a_long_lock_loses_no_checkpoint_and_no_raw_sample() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let dir = scratch("long-lock");
     let db = dir.join("r.db");
     let child = Command::new(exe())
@@ -292,6 +299,7 @@ fn another_programs_database_is_refused_untouched() {
 /// readable by runs, report and export, and left untouched.
 #[test]
 fn a_read_only_database_is_readable() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let dir = scratch("ro-db");
     let db = dir.join("r.db");
     let out = rtscope(&measure_args(db.to_str().unwrap(), &["-l", "100"]));
@@ -383,6 +391,24 @@ fn one_run_db(case: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     (dir, db)
 }
 
+/// A database holding one synthetic run (id 1) written through the real store: no measurement,
+/// so no root, for the tests of what the other commands do with a run.
+fn synthetic_run_db(case: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = scratch(case);
+    let db = dir.join("r.db");
+    let mut store = rtscope_store::Store::open(&db).unwrap();
+    let spec = rtscope_testkit::synthetic::SyntheticRun {
+        samples: 2_000,
+        tags: Vec::new(),
+        ..Default::default()
+    };
+    assert_eq!(
+        rtscope_testkit::synthetic::write_run(&mut store, &spec).unwrap(),
+        1
+    );
+    (dir, db)
+}
+
 fn sql(db: &Path, statement: &str) {
     let o = Command::new("sqlite3")
         .arg(db)
@@ -396,6 +422,7 @@ fn sql(db: &Path, statement: &str) {
 /// `runs` panic.
 #[test]
 fn huge_labels_are_refused_and_never_panic_on_output() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (_dir, db) = one_run_db("huge-label");
     let dbs = db.to_str().unwrap();
     let huge = "x".repeat(70_000);
@@ -420,6 +447,7 @@ fn huge_labels_are_refused_and_never_panic_on_output() {
 /// and are refused on input.
 #[test]
 fn control_characters_are_escaped_on_output_and_refused_on_input() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (_dir, db) = one_run_db("escapes");
     let dbs = db.to_str().unwrap();
     sql(
@@ -454,7 +482,7 @@ fn control_characters_are_escaped_on_output_and_refused_on_input() {
 /// Case 18: `runs tag` cannot move a run into another campaign.
 #[test]
 fn reserved_tags_are_refused_by_runs_tag() {
-    let (_dir, db) = one_run_db("reserved-tag");
+    let (_dir, db) = synthetic_run_db("reserved-tag");
     let out = rtscope(&[
         "runs",
         "tag",
@@ -488,7 +516,7 @@ fn control_characters_in_campaign_names_are_refused() {
 /// --follow-symlinks), their targets never written.
 #[test]
 fn export_and_report_never_write_through_planted_symlinks() {
-    let (dir, db) = one_run_db("symlinks");
+    let (dir, db) = synthetic_run_db("symlinks");
     let victim = dir.join("victim");
     std::fs::write(&victim, "precious").unwrap();
     let exp = dir.join("exp");
@@ -521,7 +549,7 @@ fn export_and_report_never_write_through_planted_symlinks() {
 /// and a label that looks like a formula gets a leading ' in CSV.
 #[test]
 fn hostile_labels_are_escaped_in_svg_html_and_csv() {
-    let (dir, db) = one_run_db("svg-html-csv");
+    let (dir, db) = synthetic_run_db("svg-html-csv");
     sql(
         &db,
         "UPDATE runs SET label = '=cmd|x' || char(27) || '[31m' || char(7) || char(0) || '<b>';",
@@ -571,6 +599,7 @@ fn hostile_labels_are_escaped_in_svg_html_and_csv() {
 /// keep their exit code, runs still run and are recorded.
 #[test]
 fn a_failing_stderr_is_silence_not_a_panic() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let dir = scratch("stderr-full");
     let db = dir.join("r.db");
     let args = measure_args(db.to_str().unwrap(), &["-l", "50", "--label", "x"]).join(" ");
@@ -705,6 +734,7 @@ fn values_that_mean_something_else_are_refused() {
 /// SCHED_OTHER (0 unless given), never the real-time default of 90 the kernel would clamp.
 #[test]
 fn the_recorded_priority_is_the_one_applied() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (_dir, db) = one_run_db("priority-recorded");
     assert_eq!(query(&db, "SELECT DISTINCT priority FROM threads"), "0");
     let nice = rtscope(&measure_args(
@@ -720,6 +750,7 @@ fn the_recorded_priority_is_the_one_applied() {
 /// there, the JSON is one valid document (memory figures: bench/export-memory.py).
 #[test]
 fn streamed_exports_hold_every_raw_sample() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let dir = scratch("streamed-export");
     let db = dir.join("r.db");
     let dbs = db.to_str().unwrap();
@@ -762,7 +793,7 @@ fn streamed_exports_hold_every_raw_sample() {
 /// are refused.
 #[test]
 fn export_dash_is_standard_output() {
-    let (dir, db) = one_run_db("export-dash");
+    let (dir, db) = synthetic_run_db("export-dash");
     let dbs = db.to_str().unwrap();
     let out = rtscope(&["export", "1", "--db", dbs, "-o", "-", "--format", "json"]);
     let (stdout, stderr) = texts(&out);

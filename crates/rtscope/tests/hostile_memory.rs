@@ -49,6 +49,7 @@ fn raw_count(db: &Path) -> u64 {
 /// under the address-space limit, and pyarrow reads every one of them, in several row groups.
 #[test]
 fn parquet_export_is_streamed_in_row_groups() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (dir, db) = big_raw_run("parquet-rowgroups", 2_000_000);
     let n = raw_count(&db);
     let exp = dir.join("exp");
@@ -95,6 +96,7 @@ fn parquet_export_is_streamed_in_row_groups() {
 /// samples under the address-space limit, and the CDF still says it is drawn from them.
 #[test]
 fn report_raw_is_bounded() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (dir, db) = big_raw_run("report-raw", 2_000_000);
     let out_dir = dir.join("rep");
     let out = limited(&format!(

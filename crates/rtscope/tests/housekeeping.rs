@@ -41,6 +41,7 @@ fn threads_of(pid: u32) -> Vec<(String, (u64, u64))> {
 
 #[test]
 fn housekeeping_threads_run_at_fifo_1_below_the_measuring_threads_and_their_cadence_is_stored() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let dir = common::fresh_dir("housekeeping");
     let db = dir.join("h.db");
@@ -161,6 +162,7 @@ fn the_explain_trace_reader_runs_at_the_housekeeping_priority() {
 
 #[test]
 fn housekeeping_prio_off_or_a_non_real_time_run_keeps_them_sched_other() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let dir = common::fresh_dir("housekeeping-off");
     for (extra, want) in [
@@ -217,6 +219,7 @@ fn share_within(values: &[i64], expected: impl Fn(usize) -> i64) -> f64 {
 /// measuring thread that took their CPU for 100 ms would itself be the finding.
 #[test]
 fn series_points_and_monitor_samples_keep_a_one_second_cadence_under_the_mixed_load() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let dir = common::fresh_dir("housekeeping-cadence");
     let db = dir.join("c.db");

@@ -393,6 +393,7 @@ fn real_cyclictest(name: &str, args: &[&str]) -> (PathBuf, String) {
 
 #[test]
 fn a_real_cyclictest_histogram_imports_with_matching_statistics() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (file, out) = real_cyclictest(
         "real-h",
         &["-l2000", "-m", "-S", "-p90", "-i200", "-h400", "-q"],
@@ -403,6 +404,7 @@ fn a_real_cyclictest_histogram_imports_with_matching_statistics() {
 
 #[test]
 fn a_real_cyclictest_verbose_run_imports_with_matching_statistics() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let (file, out) = real_cyclictest(
         "real-v",
         &["-l2000", "-m", "-p90", "-i200", "-t2", "-q", "-v"],
@@ -417,6 +419,7 @@ fn a_real_cyclictest_verbose_run_imports_with_matching_statistics() {
 
 #[test]
 fn a_real_cyclictest_json_file_imports_with_matching_statistics() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let d = dir("real-json");
     let json = d.join("out.json");
     let arg = format!("--json={}", json.display());

@@ -103,6 +103,7 @@ fn spike_output_imports_with_its_spikes() {
 
 #[test]
 fn a_fresh_real_cyclictest_q_and_spike_run_imports() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let dir = common::fresh_dir("import-summary-real-run");
     let out = dir.join("spike.txt");
     // A 1 µs spike threshold: every wake-up is a spike, so some are always printed.

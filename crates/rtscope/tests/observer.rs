@@ -278,6 +278,7 @@ fn the_window_and_the_tree_of_a_synthetic_trace_are_accounted_exactly() {
 
 #[test]
 fn on_the_measured_cpu_only_the_measuring_thread_of_rtscope_runs() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO and tracefs");
     assert!(common::cpus() >= 2, "needs 2 CPUs (measures CPU 1)");
     let _rt = common::rt_lock();
     let dir = common::fresh_dir("observer");
@@ -356,6 +357,7 @@ fn on_the_measured_cpu_only_the_measuring_thread_of_rtscope_runs() {
 
 #[test]
 fn with_every_cpu_measured_the_run_says_its_analysis_waits_for_the_end() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let dir = common::fresh_dir("observer-all");
     let (db, json) = (dir.join("a.db"), dir.join("a.json"));

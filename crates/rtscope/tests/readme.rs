@@ -63,6 +63,7 @@ fn without_comment(l: &str) -> &str {
 
 #[test]
 fn the_readmes_short_commands_run_as_written() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let lines = sh_lines(&readme);
     for cmd in SHORT {

@@ -75,6 +75,7 @@ fn kill(child: &std::process::Child, signal: i32) {
 
 #[test]
 fn a_run_killed_with_sigkill_reads_back_as_incomplete_with_its_series() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let db = dir("sigkill").join("r.db");
     let mut child = Command::new(bin())
@@ -122,6 +123,7 @@ fn a_run_killed_with_sigkill_reads_back_as_incomplete_with_its_series() {
 
 #[test]
 fn repeated_kills_during_writes_leave_a_readable_store() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let db = dir("kills").join("r.db");
     for i in 0..4u64 {
@@ -161,6 +163,7 @@ fn repeated_kills_during_writes_leave_a_readable_store() {
 
 #[test]
 fn a_reader_sees_a_run_while_it_is_being_written() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let db = dir("reader").join("r.db");
     let mut child = Command::new(bin())
@@ -189,6 +192,7 @@ fn a_reader_sees_a_run_while_it_is_being_written() {
 
 #[test]
 fn runs_can_be_listed_shown_tagged_and_deleted() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let db = dir("manage").join("r.db");
     for label in ["idle", "load"] {
@@ -278,6 +282,7 @@ fn bad_databases_are_named_and_refused_with_exit_code_2() {
 
 #[test]
 fn no_db_records_nothing() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let d = dir("nodb");
     let db = d.join("r.db");
@@ -289,6 +294,7 @@ fn no_db_records_nothing() {
 
 #[test]
 fn a_full_disk_stops_the_recording_but_not_the_results() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let db = dir("full").join("r.db");
     // SIGXFSZ ignored (the disposition survives exec) so writes past the limit fail with EFBIG.
@@ -316,6 +322,7 @@ fn a_full_disk_stops_the_recording_but_not_the_results() {
 
 #[test]
 fn raw_samples_are_kept_whole_with_their_size() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let db = dir("raw").join("r.db");
     let o = rtscope(
@@ -335,6 +342,7 @@ fn raw_samples_are_kept_whole_with_their_size() {
 /// percentiles equal their exact order statistics within the histogram's stated precision.
 #[test]
 fn exported_raw_samples_give_the_stored_percentiles_as_order_statistics() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let d = dir("rawexport");
     let db = d.join("r.db");
@@ -377,6 +385,7 @@ fn exported_raw_samples_give_the_stored_percentiles_as_order_statistics() {
 
 #[test]
 fn a_truncated_database_is_named_with_exit_code_2() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let d = dir("truncated");
     let db = d.join("r.db");
@@ -429,6 +438,7 @@ fn csv_rows(path: &std::path::Path) -> Vec<Vec<String>> {
 
 #[test]
 fn a_measure_run_records_monitor_series_on_its_time_axis_and_unavailable_sources_are_not_errors() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let d = dir("monitors");
     let db = d.join("m.db");
@@ -477,6 +487,7 @@ fn a_measure_run_records_monitor_series_on_its_time_axis_and_unavailable_sources
 
 #[test]
 fn monitors_can_be_turned_off() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let d = dir("nomonitors");
     let db = d.join("m.db");
@@ -500,6 +511,7 @@ fn monitors_can_be_turned_off() {
 /// existed (no `rtscope.sample_rule` key) stays readable and is marked as the old rule.
 #[test]
 fn runs_show_names_the_sample_rule_and_marks_runs_of_the_old_rule() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let db = dir("sample-rule").join("r.db");
     let o = rtscope(&db, &["measure", "-l", "50", "-i", "500us", "-q"]);

@@ -131,6 +131,7 @@ fn a_campaign_report_renders_in_chromium_with_every_plot_and_number() {
 
 #[test]
 fn a_measured_run_labelled_as_a_script_renders_as_text_in_the_browser() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let db = db_path("script");
     let o = {
         let _rt = common::rt_lock();

@@ -80,6 +80,7 @@ fn month_db(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 fn a_watch_report_draws_the_series_and_renders_in_chromium() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let dir = common::fresh_dir("report-watch");
     let db = month_db(&dir);
@@ -134,6 +135,7 @@ fn a_watch_report_draws_the_series_and_renders_in_chromium() {
 
 #[test]
 fn a_watch_report_takes_a_period_and_refuses_bad_input_with_a_hint() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let dir = common::fresh_dir("report-watch-period");
     let db = month_db(&dir);

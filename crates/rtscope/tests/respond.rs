@@ -180,6 +180,7 @@ fn the_json_file_is_never_written_through_a_planted_symlink() {
 
 #[test]
 fn a_campaign_of_ipc_mechanisms_under_load_cases_is_recorded_and_reported() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let dir = tmp("campaign");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -418,6 +419,7 @@ fn n7_a_sigkilled_sysvsem_run_leaks_no_semaphore_set() {
 
 #[test]
 fn latency_holds_a_pm_qos_request_for_the_run_and_records_it() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let json = tmp("latency.json");
     let mut args = vec![
         "--ipc",

@@ -49,6 +49,7 @@ fn rtscope(args: &[&str]) -> String {
 
 #[test]
 fn measure_summary_table_keeps_its_layout() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let out = rtscope(&[
         "measure",
         "--cpus",
@@ -68,6 +69,7 @@ fn measure_summary_table_keeps_its_layout() {
 
 #[test]
 fn measure_m_to_n_table_keeps_its_layout() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let out = rtscope(&[
         "measure",
         "--cpus",

@@ -77,6 +77,7 @@ fn last_run(db: &Path) -> Value {
 
 #[test]
 fn a_signal_ends_measure_at_a_60s_interval_at_once_recorded_as_interrupted() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
         let db = common::temp_path(&format!("wake-measure-{name}.db"));
@@ -99,6 +100,7 @@ fn a_signal_ends_measure_at_a_60s_interval_at_once_recorded_as_interrupted() {
 
 #[test]
 fn a_signal_ends_cyclictest_at_an_hour_interval_at_once_recorded_as_interrupted() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     for (signal, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGINT, "SIGINT")] {
         let db = common::temp_path(&format!("wake-cyclictest-{name}.db"));
@@ -152,6 +154,7 @@ fn intervals_beyond_an_hour_are_refused_with_the_range_and_exit_2() {
 /// the end of a 30 s interval before a stop was seen.
 #[test]
 fn a_signal_ends_respond_at_a_30s_interval_at_once_recorded_as_interrupted() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     for pacing in ["timer", "handshake"] {
         let dir = common::fresh_dir(&format!("stop-wake-respond-{pacing}"));

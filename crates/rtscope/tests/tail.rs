@@ -63,6 +63,7 @@ fn check_consistent(a: &Value, ordered: bool) {
 
 #[test]
 fn a_raw_run_gets_an_estimate_or_a_named_refusal_and_the_gate_agrees() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = rt_lock();
     let db = common::fresh_dir("tail-raw").join("r.db");
     let o = rtscope(
@@ -134,6 +135,7 @@ fn unescape(s: &str) -> String {
 
 #[test]
 fn a_report_of_a_raw_run_draws_the_tail_that_tail_prints_or_its_refusal() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = rt_lock();
     let dir = common::fresh_dir("tail-report");
     let db = dir.join("r.db");

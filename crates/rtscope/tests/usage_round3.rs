@@ -187,6 +187,7 @@ fn man_pages_list_the_exit_codes_the_commands_return() {
 /// test at all. The run is reported (and its limits) without a database left behind.
 #[test]
 fn ci_output_without_a_database_still_reports_the_run_and_its_limits() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let dir = fresh_dir("ci-no-db");
     let junit = dir.join("j.xml");
     let arg = format!("junit={}", junit.display());
@@ -258,6 +259,7 @@ fn ci_outputs_are_checked_before_the_run() {
 /// (before the run) unless `--follow-symlinks`; N11: a full disk on stdout is not a success.
 #[test]
 fn outputs_never_replace_devices_or_symlinks_and_write_errors_fail() {
+    rtscope_testkit::require_root!("mknod of a device node");
     let dir = fresh_dir("outputs-n1");
     let node = dir.join("mynull");
     let st = Command::new("mknod")

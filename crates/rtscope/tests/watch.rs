@@ -99,6 +99,7 @@ fn textfile_windows(t: &Path) -> f64 {
 
 #[test]
 fn a_watch_serves_and_stores_its_windows_alerts_and_stops_cleanly() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     rtscope_testkit::require!(
         rtscope_testkit::have("promtool", "--version"),
         "`promtool` is not installed (apt-get install prometheus; .ci/run installs it)"
@@ -223,6 +224,7 @@ fn write_config(path: &Path, db: &Path, alert: &str) {
 
 #[test]
 fn sighup_reloads_the_configuration_and_a_killed_watch_resumes_its_series() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = common::rt_lock();
     let dir = common::fresh_dir("watch-resume");
     let (db, conf) = (dir.join("w.db"), dir.join("watch.toml"));
@@ -362,6 +364,7 @@ fn the_service_unit_and_its_configuration_are_valid() {
 /// every window's worst was such a stall of 7-12 ms for 120 s.)
 #[test]
 fn explain_names_the_injected_culprit_in_the_windows_it_made_worst() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     rtscope_testkit::require!(
         common::cpus() >= 2,
         "needs 2 CPUs (the watch's control thread stays off the measured one)"
@@ -463,6 +466,7 @@ fn explain_names_the_injected_culprit_in_the_windows_it_made_worst() {
 /// are those of the window's row in the database, and its wake-up count is the rows' sum.
 #[test]
 fn prometheus_scrapes_the_watch_and_returns_the_windows_values() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     use crate::fleet_prometheus::{poll, prometheus};
     rtscope_testkit::require!(
         rtscope_testkit::have("prometheus", "--version"),
