@@ -118,6 +118,57 @@ pub fn plan(a: &MeasureArgs, online: &CpuSet) -> Result<RunPlan, UsageError> {
     RunPlan::build(&spec(a, online)?, online).map_err(plan_error)
 }
 
+/// `measure`'s arguments lowered once, at the top: every option parsed and every file
+/// opened or checked before anything is set or started; the run reads only this.
+struct Lowered {
+    plan: RunPlan,
+    /// The control loop's tick (`--series-interval`).
+    tick: Nanos,
+    json_file: Option<OutputFile>,
+    store: Option<rtscope_store::Store>,
+    textfile: Option<rtscope_fleet::metrics_file::MetricsFile>,
+    /// What records the run (the audit's rows are added once it ran).
+    record: RecordSpec,
+    quiet: bool,
+}
+
+impl Lowered {
+    fn of(a: &MeasureArgs, command_line: &[String]) -> anyhow::Result<Lowered> {
+        let online = sys::online_cpus();
+        let plan = plan(a, &online)?;
+        a.rec.check()?;
+        let tick = series_interval(a)?;
+        let monitor_interval = monitor_interval(&a.monitor_interval, "--monitor-interval")?;
+        let json_file = a
+            .json
+            .as_deref()
+            .map(|p| OutputFile::prepare(p, "--json"))
+            .transpose()?;
+        // Opened before the run, so a bad file fails before anything starts.
+        let store = a.rec.open_store()?;
+        let textfile = metrics_file(a)?;
+        let record = RecordSpec {
+            kind: rtscope_store::RunKind::Measure,
+            label: a.rec.label.clone(),
+            tags: a.rec.tags.clone(),
+            command_line: command_line.to_vec(),
+            config_json: serde_json::to_string(&ConfigDoc::of(&plan))?,
+            monitor_interval,
+            checks: Vec::new(),
+            raw: a.raw,
+        };
+        Ok(Lowered {
+            plan,
+            tick,
+            json_file,
+            store,
+            textfile,
+            record,
+            quiet: a.quiet,
+        })
+    }
+}
+
 /// Runs `rtscope measure`.
 pub fn run(
     a: &MeasureArgs,
@@ -129,24 +180,21 @@ pub fn run(
     }
     // Before any thread starts: a signal is taken by the control loop or by nobody.
     rtscope_session::drive::hold_signals();
-    let online = sys::online_cpus();
-    let plan = plan(a, &online)?;
-    a.rec.check()?;
-    let tick = series_interval(a)?;
-    let monitor_interval = monitor_interval(&a.monitor_interval, "--monitor-interval")?;
-    let json_file = a
-        .json
-        .as_deref()
-        .map(|p| OutputFile::prepare(p, "--json"))
-        .transpose()?;
-    // Opened before the run, so a bad file fails before anything starts.
-    let store = a.rec.open_store()?;
-    let mut textfile = metrics_file(a)?;
+    let Lowered {
+        plan,
+        tick,
+        json_file,
+        store,
+        mut textfile,
+        mut record,
+        quiet,
+    } = Lowered::of(a, &command_line)?;
     // Before the cpu_dma_latency request and the threads, which it would otherwise audit.
     let audit = rtscope_session::preflight::audit(&plan);
     for line in rtscope_session::preflight::bad_lines(&audit) {
         let _ = writeln!(std::io::stderr(), "{line}");
     }
+    record.checks = rtscope_session::preflight::rows(&audit);
     let settings = SystemSettings::apply(&plan)?;
     // A closed stdout (`| head -1`) loses the text, never the run nor the exit code.
     let mut streams = Streams {
@@ -156,19 +204,9 @@ pub fn run(
     };
     writeln!(streams.human(), "{}", headline(&plan))?;
     streams.human().flush()?;
-    let spec = RecordSpec {
-        kind: rtscope_store::RunKind::Measure,
-        label: a.rec.label.clone(),
-        tags: a.rec.tags.clone(),
-        command_line: command_line.clone(),
-        config_json: serde_json::to_string(&ConfigDoc::of(&plan))?,
-        monitor_interval,
-        checks: rtscope_session::preflight::rows(&audit),
-        raw: a.raw,
-    };
     let recorded = Recorded {
         store,
-        spec,
+        spec: record,
         checkpoint_period: std::time::Duration::ZERO,
     };
     let mut session = Session::start(plan, settings, recorded)?;
@@ -176,7 +214,7 @@ pub fn run(
     if let Some(line) = session.explain_line() {
         rtscope_session::output::warn(&format!("rtscope: {line}"));
     }
-    let mut progress = Progress::new(!a.quiet, session.plan().config.duration);
+    let mut progress = Progress::new(!quiet, session.plan().config.duration);
     let measured = session.drive(tick, &mut |run: &Run, ev| {
         if let (Some(m), Event::Tick) = (textfile.as_mut(), ev) {
             metrics::update(m, run);
@@ -188,7 +226,7 @@ pub fn run(
     if let Some(m) = textfile.as_mut() {
         metrics::finish(m, &measured.result, measured.signal.is_some());
     }
-    conclude(a, &mut session, &measured, command_line, json_file, streams)
+    conclude(&mut session, &measured, command_line, json_file, streams)
 }
 
 /// `measure --target`: the run on the boards, through the fleet.
@@ -243,7 +281,6 @@ impl Streams<'_> {
 /// After the run: the table, the JSON, the record's end and the exit status. A failure to
 /// write what the user asked for (other than a closed pipe) is never a success.
 fn conclude(
-    a: &MeasureArgs,
     session: &mut Session,
     measured: &Measured,
     command_line: Vec<String>,
@@ -255,7 +292,7 @@ fn conclude(
         session.plan(),
         measured,
         command_line,
-        a.json.is_some().then_some(placed),
+        json_file.is_some().then_some(placed),
     )?;
     streams.human().write_all(text.as_bytes())?;
     streams.human().flush()?;
