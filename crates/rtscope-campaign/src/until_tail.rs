@@ -75,7 +75,7 @@ impl UntilTail {
 
     /// `probability=P,precision=PCT%,max_duration=DUR` (every key once, any order) or `off`;
     /// the error says what is wrong.
-    pub fn parse(text: &str) -> Result<Option<UntilTail>, String> {
+    pub fn parse(text: &str) -> Result<Option<UntilTail>, RuleError> {
         if text.trim() == "off" {
             return Ok(None);
         }
@@ -86,26 +86,51 @@ impl UntilTail {
                 "probability" => &mut p,
                 "precision" => &mut r,
                 "max_duration" => &mut m,
-                other => return Err(format!("unknown key '{other}'")),
+                other => return Err(RuleError::UnknownKey(other.into())),
             };
             if slot.replace(v.trim()).is_some() {
-                return Err(format!("{} is given twice", k.trim()));
+                return Err(RuleError::Twice(k.trim().into()));
             }
         }
-        let missing = |key: &str| format!("{key} is missing");
-        let p = p.ok_or_else(|| missing("probability"))?;
+        let p = p.ok_or(RuleError::Missing("probability"))?;
         let probability = p
             .parse()
-            .map_err(|_| format!("probability '{p}' is not a number"))
+            .map_err(|_| RuleError::NotANumber(p.into()))
             .and_then(probability)?;
-        let r = r.ok_or_else(|| missing("precision"))?;
-        let m = m.ok_or_else(|| missing("max_duration"))?;
+        let r = r.ok_or(RuleError::Missing("precision"))?;
+        let m = m.ok_or(RuleError::Missing("max_duration"))?;
         Ok(Some(UntilTail {
             probability,
             precision: precision(r)?,
             max_duration: max_duration(m)?,
         }))
     }
+}
+
+/// What is wrong with an `until_tail` rule.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RuleError {
+    /// A key the rule does not have.
+    #[error("unknown key '{0}'")]
+    UnknownKey(String),
+    /// A key given twice.
+    #[error("{0} is given twice")]
+    Twice(String),
+    /// A key left out.
+    #[error("{0} is missing")]
+    Missing(&'static str),
+    /// A probability that is not a number.
+    #[error("probability '{0}' is not a number")]
+    NotANumber(String),
+    /// A probability not strictly between 0 and 1.
+    #[error("probability {0} is not between 0 and 1 (per wake-up, e.g. 1e-9)")]
+    Probability(f64),
+    /// A precision that is not a percentage above 0.
+    #[error("precision '{0}' is not a percentage above 0 such as \"10%\"")]
+    Precision(String),
+    /// A maximum duration that is not a duration above 0.
+    #[error("max_duration '{0}' is not a duration above 0 such as \"2h\"")]
+    MaxDuration(String),
 }
 
 /// A rule and where the file wrote it (`None`: given by `--until-tail`).
@@ -140,37 +165,31 @@ pub(crate) fn percent(fraction: f64) -> String {
 }
 
 /// A probability strictly between 0 and 1.
-pub(crate) fn probability(p: f64) -> Result<f64, String> {
+pub(crate) fn probability(p: f64) -> Result<f64, RuleError> {
     if p > 0.0 && p < 1.0 {
         Ok(p)
     } else {
-        Err(format!(
-            "probability {p} is not between 0 and 1 (per wake-up, e.g. 1e-9)"
-        ))
+        Err(RuleError::Probability(p))
     }
 }
 
 /// `10%` → 0.1; the `%` is required (a bare 0.1 could mean either).
-pub(crate) fn precision(text: &str) -> Result<f64, String> {
+pub(crate) fn precision(text: &str) -> Result<f64, RuleError> {
     let value = text
         .trim()
         .strip_suffix('%')
         .map(|v| v.trim().parse::<f64>());
     match value {
         Some(Ok(v)) if v > 0.0 && v.is_finite() => Ok(v / 100.0),
-        _ => Err(format!(
-            "precision '{text}' is not a percentage above 0 such as \"10%\""
-        )),
+        _ => Err(RuleError::Precision(text.into())),
     }
 }
 
 /// A duration with its unit (a bare number is seconds), above zero.
-pub(crate) fn max_duration(text: &str) -> Result<Nanos, String> {
+pub(crate) fn max_duration(text: &str) -> Result<Nanos, RuleError> {
     match Nanos::parse_with_default_unit(text, "s") {
         Ok(n) if n.0 > 0 => Ok(n),
-        _ => Err(format!(
-            "max_duration '{text}' is not a duration above 0 such as \"2h\""
-        )),
+        _ => Err(RuleError::MaxDuration(text.into())),
     }
 }
 

@@ -230,24 +230,35 @@ fn fetch_script(dir: &str) -> String {
     )
 }
 
+/// What is wrong with the output of [`fetch_script`].
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+enum FetchedError {
+    #[error("no size line")]
+    NoSizeLine,
+    #[error("'{0}' is not a size")]
+    NotASize(String),
+    #[error("{got} of the {size} bytes of run.db arrived")]
+    Short { got: usize, size: usize },
+}
+
 /// The database and its WAL in the output of [`fetch_script`].
-fn split_fetched(out: &[u8]) -> Result<(&[u8], &[u8]), String> {
-    let nl = out.iter().position(|&b| b == b'\n').ok_or("no size line")?;
+fn split_fetched(out: &[u8]) -> Result<(&[u8], &[u8]), FetchedError> {
+    let nl = out
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or(FetchedError::NoSizeLine)?;
     let size: usize = std::str::from_utf8(&out[..nl])
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .ok_or_else(|| {
-            format!(
-                "'{}' is not a size",
-                String::from_utf8_lossy(&out[..nl.min(40)])
-            )
+            FetchedError::NotASize(String::from_utf8_lossy(&out[..nl.min(40)]).into_owned())
         })?;
     let rest = &out[nl + 1..];
     if rest.len() < size {
-        return Err(format!(
-            "{} of the {size} bytes of run.db arrived",
-            rest.len()
-        ));
+        return Err(FetchedError::Short {
+            got: rest.len(),
+            size,
+        });
     }
     Ok(rest.split_at(size))
 }
@@ -269,7 +280,10 @@ fn fetch_and_clean(ssh: &Ssh, t: &Target, dir: &str, local_db: &Path) -> Result<
         }
         _ => return Err(failed),
     }
-    let (db, wal) = split_fetched(&out).map_err(|why| RemoteError::Step { step: "fetch", why })?;
+    let (db, wal) = split_fetched(&out).map_err(|e| RemoteError::Step {
+        step: "fetch",
+        why: e.to_string(),
+    })?;
     std::fs::write(local_db, db)?;
     if !wal.is_empty() {
         std::fs::write(remote::wal_of(local_db), wal)?;
@@ -314,11 +328,15 @@ mod tests {
 
     #[test]
     fn a_short_fetch_is_an_error() {
-        assert!(split_fetched(b"10\nabc")
-            .unwrap_err()
-            .contains("3 of the 10 bytes"));
-        assert!(split_fetched(b"x\nabc").unwrap_err().contains("not a size"));
-        assert!(split_fetched(b"").is_err());
+        assert_eq!(
+            split_fetched(b"10\nabc").unwrap_err().to_string(),
+            "3 of the 10 bytes of run.db arrived"
+        );
+        assert_eq!(
+            split_fetched(b"x\nabc").unwrap_err(),
+            FetchedError::NotASize("x".into())
+        );
+        assert_eq!(split_fetched(b"").unwrap_err(), FetchedError::NoSizeLine);
         // wc's padding (busybox, BSD) is read.
         assert_eq!(
             split_fetched(b"   3\nabcW").unwrap(),
