@@ -49,11 +49,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
     let mut plan = RunPlan::from_config(ct.config.clone(), dma.latency_us());
     // --mainaffinity names the CPUs of rtscope's own threads (rtscope-session's placement).
     plan.housekeeping_cpus = ct.main_affinity.clone();
-    let json_file = o
-        .json
-        .as_deref()
-        .map(|p| OutputFile::prepare(p, "--json"))
-        .transpose()?;
+    let json_file = OutputFile::prepare_given(o.json.as_deref(), "--json")?;
     // A closed stdout ends the run (as it ends cyclictest) but never loses it.
     let mut out = Guarded::new(out);
     let out = &mut out;

@@ -92,6 +92,14 @@ pub enum OutputFile {
 }
 
 impl OutputFile {
+    /// [`OutputFile::prepare`] when the option was given (`--json FILE`), `None` when not.
+    pub fn prepare_given(
+        path: Option<&Path>,
+        flag: &str,
+    ) -> Result<Option<OutputFile>, UsageError> {
+        path.map(|p| OutputFile::prepare(p, flag)).transpose()
+    }
+
     /// Opens `path` for `flag` (`--json`): `-` is standard output; a directory, a missing
     /// directory or an unwritable one is a usage error now, before anything is measured.
     pub fn prepare(path: &Path, flag: &str) -> Result<OutputFile, UsageError> {

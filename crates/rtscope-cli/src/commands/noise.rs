@@ -104,11 +104,7 @@ pub fn run(
         .collect::<Result<_, _>>()?;
     let tags = a.rec.tag_pairs()?;
     let store = a.rec.open_store()?;
-    let json_file = a
-        .json
-        .as_deref()
-        .map(|p| OutputFile::prepare(p, "--json"))
-        .transpose()?;
+    let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
     let hk = housekeeping(a, &c, &online)?;
     if let Some(note) = noise::rt_throttle_note(&c, std::path::Path::new("/")) {
         rtscope_session::output::warn(&note);

@@ -243,11 +243,7 @@ pub fn run(
     rtscope_session::drive::hold_signals();
     let online = sys::online_cpus();
     let plan = plan(a, &online)?;
-    let json_file = a
-        .json
-        .as_deref()
-        .map(|p| OutputFile::prepare(p, "--json"))
-        .transpose()?;
+    let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
     let store = a.rec.open_store()?;
     // Before the cpu_dma_latency request and the threads, which it would otherwise audit.
     let audit = preflight::audit(&plan);

@@ -139,11 +139,7 @@ impl Lowered {
         a.rec.check()?;
         let tick = series_interval(a)?;
         let monitor_interval = monitor_interval(&a.monitor_interval, "--monitor-interval")?;
-        let json_file = a
-            .json
-            .as_deref()
-            .map(|p| OutputFile::prepare(p, "--json"))
-            .transpose()?;
+        let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
         // Opened before the run, so a bad file fails before anything starts.
         let store = a.rec.open_store()?;
         let textfile = metrics_file(a)?;
