@@ -2,13 +2,17 @@
 
 In each guest with the injected culprit (rtscope-checks.sh: FIFO 99, 20 ms every 100 ms on
 CPU 1), `rtscope noise -D 4s --cpus 1 --runtime 950ms --period 1s` runs, then the kernel's
-osnoise tracer on CPU 1 with the same runtime and period for 4 s. Both loops run at
-SCHED_OTHER, both with a 5 us threshold, so both lose the culprit's share of the CPU. Checked:
-rtscope noise exits 0 and the osnoise settings are written back; both tools see the culprit (a
-longest single noise of at least 15 ms, the culprit's 20 ms less what a loaded host can shave
-off the emulated timer) and their available shares agree within AVAILABLE_TOLERANCE points
-(4.3 points apart on a quiet host: 72.87 % against 77.21 %; the two run one after the other,
-each 4 s, on an emulated CPU whose host noise changes between them).
+osnoise tracer on CPU 1 with the same runtime and period for 4 s, then rtscope noise again.
+Both loops run at SCHED_OTHER, both with a 5 us threshold, so both lose the culprit's share of
+the CPU. Checked: rtscope noise exits 0 and the osnoise settings are written back; both tools
+see the culprit (a longest single noise of at least 15 ms, the culprit's 20 ms less what a
+loaded host can shave off the emulated timer) and osnoise's available share lies within
+AVAILABLE_TOLERANCE points of the range of the two rtscope runs around it (4.3 points apart on
+a quiet host: 72.87 % against 77.21 %). The runs are one after the other, each 4 s, on an
+emulated CPU whose host noise drifts between them: beside a loaded CI with three guests booted
+at once the guest had 30-47 % of its CPU, and one rtscope run alone against osnoise was 16.5
+points apart (46.66 % against 30.12 %) with nothing wrong in either. Bracketing osnoise with
+two rtscope runs sees that drift instead of failing on it.
 
 And the default threshold where the loop is slow: a clock read under TCG takes about 1.1 us, so
 the 1 us default must be raised to twice the loop's resolution (rounded up to a microsecond)
@@ -68,6 +72,14 @@ def figures(noise_json: dict, osnoise_text: str, cpu: int = 1) -> dict | None:
     }
 
 
+def bracketed(before: float, osnoise: float, after: float | None,
+              tolerance: float = AVAILABLE_TOLERANCE) -> bool:
+    """Whether osnoise's available share lies within `tolerance` points of the range of the
+    rtscope runs before and after it (only the one before when there is none after)."""
+    lo, hi = (before, before) if after is None else (min(before, after), max(before, after))
+    return lo - tolerance <= osnoise <= hi + tolerance
+
+
 def compare(noise_json: dict, osnoise_text: str, cpu: int = 1) -> str | None:
     """One line: both tools' available share and longest single noise, or None without
     both figures."""
@@ -118,10 +130,17 @@ def verify_noise(c, kernel: str, r) -> None:
              f"noise >= {CULPRIT_SEEN_US} us each)",
              f is not None and min(f["rtscope_single_us"], f["osnoise_single_us"]) >= CULPRIT_SEEN_US,
              line or "no figures from one of them")
-    c.expect(kernel, f"rtscope noise and osnoise agree on the available share within "
-             f"{AVAILABLE_TOLERANCE:.0f} points",
-             f is not None and abs(f["rtscope_avail"] - f["osnoise_avail"]) <= AVAILABLE_TOLERANCE,
-             line or "no figures from one of them")
+    after = json.loads(r.files.get("noise-after.json") or b"{}")
+    fa = figures(after, text)
+    after_avail = fa["rtscope_avail"] if fa is not None else None
+    c.expect(kernel, "rtscope noise exits 0 again after osnoise", r.checks().get("noise-after") == 0,
+             f"rc {r.checks().get('noise-after')}")
+    c.expect(kernel, f"osnoise's available share lies within {AVAILABLE_TOLERANCE:.0f} points of "
+             "the rtscope runs before and after it",
+             f is not None and bracketed(f["rtscope_avail"], f["osnoise_avail"], after_avail),
+             (line or "no figures from one of them")
+             + (f"; rtscope after: available {after_avail:.2f} %" if after_avail is not None
+                else "; no rtscope run after osnoise"))
     c.expect(kernel, "rtscope noise at the default threshold exits 0",
              r.checks().get("noise-default") == 0, f"rc {r.checks().get('noise-default')}")
     ok, detail = raised_threshold(json.loads(r.files.get("noise-default.json") or b"{}"))
