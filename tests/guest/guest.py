@@ -418,6 +418,20 @@ def boot(
     return BootResult(flavour, markers, got, text, seconds, timed_out)
 
 
+def niced(cmd: list[str]) -> list[str]:
+    """CMD under `nice -n RTSCOPE_GUEST_NICE` (default -5; as root only, 0 leaves it alone).
+    On a host loaded by other work (CI beside stress-ng, three guests at once) a starved
+    emulated CPU stops between the writes of the guest's two trace instances, which the
+    reference comparison cannot decide: beside such a CI and a second one at load 39, the
+    rt-amd64 noise bars fell to 83-86 % charged. The emulator is the instrument here, not
+    what is measured; its share of the host keeps the guest's timing as it is on a host with
+    room for it."""
+    n = int(os.environ.get("RTSCOPE_GUEST_NICE", "-5"))
+    if n == 0 or (n < 0 and os.geteuid() != 0):
+        return cmd
+    return ["nice", "-n", str(n), *cmd]
+
+
 def run_qemu(
     cmd: list[str], flavour: str, kernel: Kernel, qmp: Path, timeout: float,
     console_log: Path | None = None, echo: bool = False, stall_dump_s: float = 240,
@@ -430,7 +444,7 @@ def run_qemu(
     start = time.monotonic()
     heard, dumps = start, 0
     log = open(console_log, "wb") if console_log else None
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(niced(cmd), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT)
     out = bytearray()
     timed_out = False
