@@ -177,9 +177,12 @@ fn until_tail_records_the_outcome_that_rtscope_tail_gives_the_recorded_run() {
         }
         None => {
             assert_eq!(stop, "max_duration 8s reached");
-            // The engine measured its whole length (its own deadline, not the machine's speed).
+            // The engine measured its whole length (its own deadline, not the machine's
+            // speed): it ends at its last wake-up, the one for the last deadline before the
+            // end, 8 s less one 200 µs interval (beside the hog: 7,999,970,289 ns, that
+            // deadline woken 170 µs late).
             assert!(
-                run["measured_ns"].as_u64().unwrap() >= 8_000_000_000,
+                run["measured_ns"].as_u64().unwrap() >= 8_000_000_000 - 200_000,
                 "{run}"
             );
         }
