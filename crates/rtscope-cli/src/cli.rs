@@ -14,7 +14,7 @@ mod tail;
 mod watch;
 pub use check::CheckArgs;
 pub use fleet::FleetArgs;
-pub use noise::{NoiseArgs, NoisePolicyArg};
+pub use noise::{CounterArg, NoiseArgs, NoisePolicyArg};
 pub use report::{ReportArgs, WatchLevel};
 pub use respond::{BiasArg, EdgesArg, EventClockArg, PacingArg, RespondArgs, RespondPolicyArg};
 pub use tail::TailArgs;

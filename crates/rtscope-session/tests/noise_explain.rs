@@ -28,6 +28,7 @@ fn config(cpu: usize) -> NoiseConfig {
         gap_capacity: 1 << 16,
         mlock: false,
         prefault_stack: 16 * 1024,
+        counter: rtscope_engine::noise::CounterChoice::Auto,
     }
 }
 

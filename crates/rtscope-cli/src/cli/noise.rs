@@ -36,6 +36,11 @@ pub struct NoiseArgs {
     /// The duty-cycle period; a bare number is us [default: 1s]
     #[arg(long, value_name = "DUR", help_heading = "Measurement")]
     pub period: Option<String>,
+    /// The counter each loop reads: auto (the raw counter where the kernel keeps time with
+    /// it, else the vDSO clock), raw (the TSC with lfence; CNTVCT_EL0 with isb; calibrated
+    /// against CLOCK_MONOTONIC in the pre-heat), clock (clock_gettime through the vDSO)
+    #[arg(long, value_enum, default_value = "auto", help_heading = "Measurement")]
+    pub counter: CounterArg,
     /// Length of the run: 30 (seconds), 500ms, 10m
     #[arg(
         long,
@@ -103,4 +108,25 @@ pub enum NoisePolicyArg {
     Fifo,
     /// SCHED_RR.
     Rr,
+}
+
+/// The counter the noise loops read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CounterArg {
+    /// The raw counter where the kernel keeps time with it, else the vDSO clock.
+    Auto,
+    /// The TSC (x86-64) or CNTVCT_EL0 (arm64), calibrated.
+    Raw,
+    /// clock_gettime(CLOCK_MONOTONIC) through the vDSO.
+    Clock,
+}
+
+impl From<CounterArg> for rtscope_engine::noise::CounterChoice {
+    fn from(a: CounterArg) -> Self {
+        match a {
+            CounterArg::Auto => Self::Auto,
+            CounterArg::Raw => Self::Raw,
+            CounterArg::Clock => Self::Clock,
+        }
+    }
 }

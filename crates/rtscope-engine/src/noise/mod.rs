@@ -8,9 +8,11 @@
 //! engine's (affinity, policy, priority, prefaulted stack, mlock), releases them together, and
 //! stops them through the run's stop flag and the wake signal that cuts a sleep short.
 
+mod counter;
 mod state;
 mod threshold;
 
+pub use counter::{Anchor, Calibration, CounterChoice, CounterKind, CounterProbe, MIN_CALIBRATION};
 pub use state::{Gap, GapRing, NoiseShared, NoiseTotals, STRETCH};
 pub use threshold::{Threshold, PREHEAT_MIN_ITERATIONS};
 
@@ -55,6 +57,8 @@ pub struct NoiseConfig {
     pub mlock: bool,
     /// Stack bytes touched before the loop.
     pub prefault_stack: usize,
+    /// The counter the loops read.
+    pub counter: CounterChoice,
 }
 
 impl NoiseConfig {
@@ -106,6 +110,8 @@ pub struct NoiseRun {
     clock_start: Nanos,
     threshold: Nanos,
     resolutions: Vec<Nanos>,
+    counter: CounterKind,
+    calibrations: Vec<Calibration>,
 }
 
 /// The release of the threads: `Some((start, threshold))` to run, `None` to end unmeasured.
@@ -115,6 +121,13 @@ impl NoiseRun {
     /// Checks the config, starts one thread per CPU and releases them together.
     pub fn start(config: NoiseConfig) -> Result<NoiseRun, EngineError> {
         config.check()?;
+        let counter = CounterProbe::read(std::path::Path::new("/"))
+            .choose(config.counter)
+            .map_err(|why| {
+                EngineError::InvalidConfig(format!(
+                    "invalid value for '--counter': raw: {why}\n\nhint: use --counter clock (the vDSO clock) or auto"
+                ))
+            })?;
         sys::single_malloc_arena();
         sys::install_wake_handler().map_err(EngineError::WakeSignal)?;
         if config.mlock {
@@ -139,6 +152,8 @@ impl NoiseRun {
             clock_start: Nanos::ZERO,
             threshold: Nanos::ZERO,
             resolutions: Vec::new(),
+            counter,
+            calibrations: Vec::new(),
         };
         let go: Go = Arc::new((Mutex::new(None), Condvar::new()));
         let (tx, rx) = mpsc::channel();
@@ -169,9 +184,12 @@ impl NoiseRun {
     /// loops will run with.
     fn resolve_threshold(&mut self, rx: mpsc::Receiver<Ready>) -> Result<(), EngineError> {
         let mut resolutions = vec![Nanos::ZERO; self.handles.len()];
+        let mut calibrations = vec![Calibration::IDENTITY; self.handles.len()];
         for (i, r) in rx.iter().take(self.handles.len()) {
-            resolutions[i] = r?;
+            let p = r?;
+            (resolutions[i], calibrations[i]) = (p.resolution, p.cal);
         }
+        self.calibrations = calibrations;
         let by_cpu: Vec<(usize, Nanos)> = self
             .config
             .cpus
@@ -205,6 +223,7 @@ impl NoiseRun {
         let prefault = cfg.prefault_stack.min(THREAD_STACK / 2);
         let control_tid = sys::gettid();
         let threads = self.config.cpus.len();
+        let kind = self.counter;
         std::thread::Builder::new()
             .name(format!("rtscope-n{}", cfg.cpus[i]))
             .stack_size(THREAD_STACK)
@@ -212,7 +231,8 @@ impl NoiseRun {
                 sh.tid.store(sys::gettid(), Relaxed);
                 sys::unblock_wake_signal();
                 let setup = crate::run::prepare_current_thread(i, &spec, prefault)
-                    .map(|_| threshold::preheat(&sh, cfg.preheat));
+                    .map(|_| threshold::preheat(&sh, cfg.preheat, kind));
+                let origin = setup.as_ref().ok().map(|p| (p.cal, p.origin));
                 let _ = ready.send((i, setup));
                 let start = {
                     let (lock, cv) = &*go;
@@ -222,9 +242,17 @@ impl NoiseRun {
                     }
                     g.flatten()
                 };
-                if let Some((start, threshold)) = start {
+                if let (Some((start, threshold)), Some(origin)) = (start, origin) {
                     sh.phase.store(1, Release);
-                    duty_cycle(&sh, &ctl.stop, &cfg, start, threshold);
+                    let loop_ = Loop {
+                        sh: &sh,
+                        stop: &ctl.stop,
+                        cfg: &cfg,
+                        start,
+                        threshold,
+                        origin,
+                    };
+                    loop_.run(kind);
                 }
                 sh.phase.store(2, Release);
                 if ctl.done.fetch_add(1, AcqRel) + 1 == threads {
@@ -253,6 +281,20 @@ impl NoiseRun {
     /// Each loop's resolution (its shortest gap in the pre-heat), in the order of the CPUs.
     pub fn resolutions(&self) -> &[Nanos] {
         &self.resolutions
+    }
+
+    /// The counter the loops read.
+    pub fn counter(&self) -> CounterKind {
+        self.counter
+    }
+
+    /// Each loop's counter frequency as its pre-heat calibrated it (Hz, in the order of the
+    /// CPUs); `None` for the vDSO clock.
+    pub fn counter_hz(&self) -> Vec<Option<f64>> {
+        self.calibrations
+            .iter()
+            .map(|c| (self.counter != CounterKind::Clock).then(|| c.hz()))
+            .collect()
     }
 
     /// CLOCK_MONOTONIC at the release of the threads.
@@ -341,8 +383,8 @@ impl Drop for NoiseRun {
     }
 }
 
-/// A thread's set-up result and pre-heat resolution, by its index.
-type Ready = (usize, Result<Nanos, EngineError>);
+/// A thread's set-up result and what its pre-heat found, by its index.
+type Ready = (usize, Result<threshold::Preheated, EngineError>);
 
 fn release(go: &Go, start: Option<(Nanos, u64)>) {
     let (lock, cv) = &**go;
@@ -350,37 +392,69 @@ fn release(go: &Go, start: Option<(Nanos, u64)>) {
     cv.notify_all();
 }
 
-/// Spins `runtime` of every `period` from `start` until `start + duration` or the stop.
-fn duty_cycle(
-    sh: &NoiseShared,
-    stop: &AtomicBool,
-    cfg: &NoiseConfig,
+/// One thread's loop: what it spins for and where it writes.
+struct Loop<'a> {
+    sh: &'a NoiseShared,
+    stop: &'a AtomicBool,
+    cfg: &'a NoiseConfig,
+    /// CLOCK_MONOTONIC at the release.
     start: Nanos,
+    /// ns.
     threshold: u64,
-) {
-    let clock = libc::CLOCK_MONOTONIC;
-    let end = start.0.saturating_add(cfg.duration.0);
-    let mut read = || sys::now(clock).0;
-    let mut window = start.0;
-    while window < end {
-        if window > start.0
-            && sys::Deadline::new(Nanos(window), Nanos::ZERO).sleep_unless(clock, stop)
-                == sys::Slept::Interrupted
-        {
-            return;
+    /// The pre-heat's rate and first anchor.
+    origin: (Calibration, Anchor),
+}
+
+impl Loop<'_> {
+    /// The duty cycle with `kind`'s read inlined into the loop.
+    fn run(&self, kind: CounterKind) {
+        match kind {
+            CounterKind::Clock => self.duty_cycle(kind, || counter::read(CounterKind::Clock)),
+            CounterKind::Tsc => self.duty_cycle(kind, || counter::read(CounterKind::Tsc)),
+            CounterKind::Cntvct => self.duty_cycle(kind, || counter::read(CounterKind::Cntvct)),
         }
-        let window_end = window.saturating_add(cfg.runtime.0).min(end);
-        let first = read();
-        let mut prev = first;
-        let before = sh.runtime.load(Relaxed);
-        while prev < window_end {
-            let until = prev.saturating_add(STRETCH.0).min(window_end);
-            prev = state::spin(sh, &mut read, prev, until, threshold);
-            sh.runtime.store(before + (prev - first), Relaxed);
-            if stop.load(Relaxed) {
+    }
+
+    /// Spins `runtime` of every `period` from `start` until `start + duration` or the stop,
+    /// reading the counter with `read` (monomorphised: one inlined read per iteration).
+    ///
+    /// Each window starts with an anchor (outside the measured time: between two windows
+    /// nothing is measured); a raw counter is recalibrated there from the pre-heat's first
+    /// anchor, over a span that grows with the run, so the gaps' starts follow CLOCK_MONOTONIC.
+    fn duty_cycle(&self, kind: CounterKind, mut read: impl FnMut() -> u64) {
+        let clock = libc::CLOCK_MONOTONIC;
+        let (start, sh) = (self.start.0, self.sh);
+        let end = start.saturating_add(self.cfg.duration.0);
+        let (mut cal, origin) = self.origin;
+        let mut window = start;
+        while window < end {
+            if window > start
+                && sys::Deadline::new(Nanos(window), Nanos::ZERO).sleep_unless(clock, self.stop)
+                    == sys::Slept::Interrupted
+            {
                 return;
             }
+            let window_end = window.saturating_add(self.cfg.runtime.0).min(end);
+            let anchor = counter::anchor(kind);
+            if anchor.ns.saturating_sub(origin.ns) >= MIN_CALIBRATION.0 {
+                cal = Calibration::between(origin, anchor).unwrap_or(cal);
+            }
+            let first = anchor.tick;
+            let mut prev = first;
+            let before = sh.runtime.load(Relaxed);
+            loop {
+                let now = anchor.at(cal, prev);
+                if now >= window_end {
+                    break;
+                }
+                let until = anchor.tick_at(cal, now.saturating_add(STRETCH.0).min(window_end));
+                prev = state::spin(sh, &mut read, (cal, anchor), prev, until, self.threshold);
+                sh.runtime.store(before + cal.ns(prev - first), Relaxed);
+                if self.stop.load(Relaxed) {
+                    return;
+                }
+            }
+            window = window.saturating_add(self.cfg.period.0);
         }
-        window = window.saturating_add(cfg.period.0);
     }
 }

@@ -4,7 +4,7 @@
 //! A busy loop reads the clock, subtracts the previous reading (the gap: the time one iteration
 //! took, including anything that took the CPU away), counts the gap in the lossless histogram
 //! and, only for a gap over the threshold, stores its start and length into the gap ring and
-//! adds it to the running totals. Per iteration: one clock read, the subtraction, one histogram
+//! adds it to the running totals. Per iteration: one counter read, the conversion to ns (a multiply), the subtraction, one histogram
 //! store, two compares (the threshold, the end of the current stretch). No lock, allocation,
 //! I/O or system call; the totals are written by this thread only, with plain relaxed stores.
 //!
@@ -12,6 +12,7 @@
 //! spun and reads the stop flag. The gap across a stretch boundary is measured like any other
 //! (the bookkeeping is part of it), so no time is lost between stretches.
 
+use super::counter::{Anchor, Calibration};
 use crate::state::bump;
 use rtscope_core::{layout, Histogram, Nanos};
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, Ordering::*};
@@ -202,10 +203,11 @@ impl NoiseShared {
         Nanos(top.max(self.max.load(Relaxed)))
     }
 
-    /// The cold path: a gap over the threshold.
+    /// The cold path: a gap over the threshold, from the counter reading `prev`.
     #[cold]
     #[inline(never)]
-    fn over(&self, start: u64, gap: u64) {
+    fn over(&self, anchor: Anchor, cal: Calibration, prev: u64, gap: u64) {
+        let start = anchor.at(cal, prev);
         self.ring.push(start, gap);
         bump(&self.over, 1);
         bump(&self.noise, gap);
@@ -216,22 +218,25 @@ impl NoiseShared {
     }
 }
 
-/// Spins from the reading `prev` until a reading at or after `until`; returns the last reading.
-/// `clock` is the counter (the vDSO clock in a run, a list of readings in tests).
+/// Spins from the counter reading `prev` until a reading at or after `until`; returns the last
+/// reading. `clock` is the counter (the vDSO clock or the raw counter in a run, a list of
+/// readings in tests), `cal` turns its ticks into nanoseconds (one multiply), and `anchor`
+/// places a gap's start on CLOCK_MONOTONIC (in the cold path only). `threshold` is in ns.
 #[inline(always)]
 pub(crate) fn spin(
     sh: &NoiseShared,
     clock: &mut impl FnMut() -> u64,
+    (cal, anchor): (Calibration, Anchor),
     mut prev: u64,
     until: u64,
     threshold: u64,
 ) -> u64 {
     loop {
         let t = clock();
-        let gap = t.saturating_sub(prev);
+        let gap = cal.ns(t.saturating_sub(prev));
         bump(&sh.hist[layout::index_of(gap)], 1);
         if gap > threshold {
-            sh.over(prev, gap);
+            sh.over(anchor, cal, prev, gap);
         }
         prev = t;
         if t >= until {
@@ -243,6 +248,15 @@ pub(crate) fn spin(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const NS: (Calibration, Anchor) = (
+        Calibration::IDENTITY,
+        Anchor {
+            tick: 0,
+            ns: 0,
+            width: 0,
+        },
+    );
 
     fn readings(v: &[u64]) -> impl FnMut() -> u64 + '_ {
         let mut i = 0;
@@ -258,7 +272,7 @@ mod tests {
         let sh = NoiseShared::new(16);
         // From 1000: gaps 100, 100, 5000, 100, 1001 (over a 1000 ns threshold), 1000 (not over).
         let v = [1100, 1200, 6200, 6300, 7301, 8301];
-        let last = spin(&sh, &mut readings(&v), 1000, 8301, 1000);
+        let last = spin(&sh, &mut readings(&v), NS, 1000, 8301, 1000);
         assert_eq!(last, 8301);
         let t = sh.totals();
         assert_eq!(t.iterations(), 6);
@@ -290,7 +304,7 @@ mod tests {
     fn the_loop_stops_at_the_first_reading_at_or_after_its_end() {
         let sh = NoiseShared::new(4);
         let v = [10, 20, 30, 40];
-        assert_eq!(spin(&sh, &mut readings(&v), 0, 25, 1000), 30);
+        assert_eq!(spin(&sh, &mut readings(&v), NS, 0, 25, 1000), 30);
         assert_eq!(sh.totals().iterations(), 3);
     }
 
@@ -298,11 +312,47 @@ mod tests {
     fn a_full_ring_counts_the_gaps_it_drops_and_the_totals_keep_them() {
         let sh = NoiseShared::new(1);
         let v = [5000, 10000, 15000];
-        spin(&sh, &mut readings(&v), 0, 15000, 1000);
+        spin(&sh, &mut readings(&v), NS, 0, 15000, 1000);
         let t = sh.totals();
         assert_eq!((t.over, t.noise), (3, Nanos(15000)));
         assert_eq!(sh.ring().dropped(), 2);
         assert_eq!(sh.ring().drain(|_| {}), 1);
+    }
+
+    #[test]
+    fn raw_ticks_become_nanoseconds_and_starts_are_placed_on_the_clock_through_the_anchor() {
+        // A 2 GHz counter (half a nanosecond a tick) whose tick 10,000 was at 7 s.
+        let anchor = Anchor {
+            tick: 10_000,
+            ns: 7_000_000_000,
+            width: 0,
+        };
+        let later = Anchor {
+            tick: 2_000_010_000,
+            ns: 8_000_000_000,
+            width: 0,
+        };
+        let cal = Calibration::between(anchor, later).unwrap();
+        let sh = NoiseShared::new(4);
+        // From tick 9,000: 100 ticks (50 ns), 4,000 ticks (2 us, over a 1 us threshold), 100.
+        let v = [9_100, 13_100, 13_200];
+        assert_eq!(
+            spin(&sh, &mut readings(&v), (cal, anchor), 9_000, 13_200, 1000),
+            13_200
+        );
+        let t = sh.totals();
+        assert_eq!((t.iterations(), t.over, t.noise), (3, 1, Nanos(2_000)));
+        assert_eq!(t.histogram.min(), Some(Nanos(50)));
+        let mut gaps = Vec::new();
+        sh.ring().drain(|g| gaps.push(g));
+        // Tick 9,100 is 900 ticks (450 ns) before the anchor.
+        assert_eq!(
+            gaps,
+            vec![Gap {
+                start: Nanos(6_999_999_550),
+                duration: Nanos(2_000)
+            }]
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! its shortest gap there as its resolution. A threshold given by the user is then kept exactly
 //! or the run refused; the default one is raised, visibly, to where the loop can resolve it.
 
+use super::counter::{self, Anchor, Calibration, CounterKind, MIN_CALIBRATION};
 use super::state::{spin, NoiseShared};
 use crate::{sys, EngineError};
 use rtscope_core::Nanos;
@@ -65,26 +66,54 @@ fn raised(resolution: Nanos) -> Nanos {
     )
 }
 
-/// Spins the loop for `length` (and at least [`PREHEAT_MIN_ITERATIONS`]) without recording a
-/// gap, returns its shortest gap and leaves the histogram empty again. Runs on the loop's own
-/// thread after its set-up, before the run starts.
-pub(crate) fn preheat(sh: &NoiseShared, length: Nanos) -> Nanos {
-    let clock = libc::CLOCK_MONOTONIC;
-    let mut read = || sys::now(clock).0;
-    let first = read();
-    let until = first.saturating_add(length.0);
-    let (mut prev, mut iterations) = (first, 0u64);
+/// What a pre-heat found on its CPU.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Preheated {
+    /// The loop's shortest gap.
+    pub resolution: Nanos,
+    /// The counter's rate (identity for the vDSO clock).
+    pub cal: Calibration,
+    /// The anchor at the pre-heat's start, from which the run recalibrates.
+    pub origin: Anchor,
+}
+
+/// Spins the loop for `length` (at least [`PREHEAT_MIN_ITERATIONS`], and for a raw counter at
+/// least [`MIN_CALIBRATION`], over which it is calibrated) without recording a gap, returns its
+/// shortest gap and the counter's rate and leaves the histogram empty again. Runs on the
+/// loop's own thread after its set-up, before the run starts.
+pub(crate) fn preheat(sh: &NoiseShared, length: Nanos, kind: CounterKind) -> Preheated {
+    let length = match kind {
+        CounterKind::Clock => length,
+        _ => length.max(MIN_CALIBRATION),
+    };
+    let origin = counter::anchor(kind);
+    let until = origin.ns.saturating_add(length.0);
+    let mut read = || counter::read(kind);
+    // In ticks: the histogram holds ticks until the rate is known.
+    let ticks = (Calibration::IDENTITY, origin);
+    let (mut prev, mut iterations) = (origin.tick, 0u64);
     // One iteration per call (the next reading after `prev`), counted here: the histogram is
-    // not summed in the loop.
-    while prev < until || iterations < PREHEAT_MIN_ITERATIONS {
-        prev = spin(sh, &mut read, prev, prev.saturating_add(1), u64::MAX);
-        iterations += 1;
+    // not summed in the loop; the clock is read every 64 iterations.
+    loop {
+        for _ in 0..64 {
+            prev = spin(sh, &mut read, ticks, prev, prev.saturating_add(1), u64::MAX);
+        }
+        iterations += 64;
+        if iterations >= PREHEAT_MIN_ITERATIONS && sys::now(libc::CLOCK_MONOTONIC).0 >= until {
+            break;
+        }
     }
+    let end = counter::anchor(kind);
+    let cal = Calibration::between(origin, end).unwrap_or(Calibration::IDENTITY);
     let shortest = sh.totals().histogram.min().unwrap_or(Nanos::ZERO);
     for bucket in sh.hist.iter() {
         bucket.store(0, Relaxed);
     }
-    shortest
+    Preheated {
+        resolution: Nanos(cal.ns(shortest.0)),
+        cal,
+        origin,
+    }
 }
 
 #[cfg(test)]
@@ -126,11 +155,24 @@ mod tests {
 
     #[test]
     fn the_preheat_finds_the_loops_cost_and_leaves_nothing_counted() {
-        let sh = NoiseShared::new(4);
-        let r = preheat(&sh, Nanos::from_ms(2));
-        assert!(r > Nanos::ZERO && r < Nanos::from_ms(1), "{r:?}");
-        let t = sh.totals();
-        assert_eq!((t.iterations(), t.over, t.noise), (0, 0, Nanos::ZERO));
-        assert_eq!(sh.ring().drain(|_| {}), 0);
+        let raw = counter::CounterProbe::read(std::path::Path::new("/"))
+            .choose(counter::CounterChoice::Auto)
+            .unwrap();
+        for kind in [CounterKind::Clock, raw] {
+            let sh = NoiseShared::new(4);
+            let p = preheat(&sh, Nanos::from_ms(2), kind);
+            let r = p.resolution;
+            assert!(r > Nanos::ZERO && r < Nanos::from_ms(1), "{kind:?}: {r:?}");
+            let t = sh.totals();
+            assert_eq!((t.iterations(), t.over, t.noise), (0, 0, Nanos::ZERO));
+            assert_eq!(sh.ring().drain(|_| {}), 0);
+            if kind == CounterKind::Clock {
+                assert_eq!(p.cal, Calibration::IDENTITY);
+            } else {
+                // A raw counter is calibrated over at least 20 ms, whatever the pre-heat.
+                let now = counter::anchor(kind);
+                assert!(now.ns - p.origin.ns >= MIN_CALIBRATION.0);
+            }
+        }
     }
 }

@@ -107,13 +107,10 @@ pub fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>, keep: usize) ->
 /// The run's configuration as the JSON its record keeps: `threshold_ns` is the one the loops
 /// ran with (`threshold_requested_ns` the one asked for, `threshold_rule` `given` or
 /// `default`, raised to the loops' resolution), `resolution_ns` each loop's shortest gap in
-/// its pre-heat.
-pub fn config_json(
-    c: &NoiseConfig,
-    threshold: Nanos,
-    resolutions: &[Nanos],
-    keep: usize,
-) -> serde_json::Value {
+/// its pre-heat, `counter` what the loops read (`clock`, `tsc`, `cntvct`; `clock` names it in
+/// full) and `counter_hz` each raw counter's calibrated rate (`null` for the vDSO clock).
+pub fn config_json(run: &NoiseRun, keep: usize) -> serde_json::Value {
+    let (c, threshold, resolutions) = (run.config(), run.threshold(), run.resolutions());
     let rule = match c.threshold {
         Threshold::Given(_) => "given",
         Threshold::Default(_) => "default",
@@ -125,7 +122,8 @@ pub fn config_json(
         "resolution_ns": resolutions.iter().map(|r| r.0).collect::<Vec<_>>(),
         "runtime_ns": c.runtime.0, "period_ns": c.period.0,
         "duration_ns": c.duration.0, "gap_capacity": c.gap_capacity, "keep_gaps": keep,
-        "mlock": c.mlock, "clock": "CLOCK_MONOTONIC (vDSO clock_gettime)",
+        "mlock": c.mlock, "clock": run.counter().name(), "counter": run.counter().short(),
+        "counter_hz": run.counter_hz(),
     })
 }
 
@@ -196,7 +194,7 @@ pub fn table(rows: &[CpuNoise]) -> String {
             "{not_kept} shorter gaps over the threshold were counted but not kept (only the longest --keep-gaps per CPU are)\n"
         ));
     }
-    s.push_str("RESOLUTION is the loop's shortest gap: one clock read and a histogram store.\n");
+    s.push_str("RESOLUTION is the loop's shortest gap: one counter read and a histogram store.\n");
     s
 }
 

@@ -16,6 +16,7 @@ fn config() -> NoiseConfig {
         gap_capacity: 16,
         mlock: false,
         prefault_stack: 0,
+        counter: rtscope_engine::noise::CounterChoice::Auto,
     }
 }
 
