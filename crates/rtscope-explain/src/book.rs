@@ -1,6 +1,7 @@
 //! The spike book: the worst attributed spikes of each time window (bounded memory), the
 //! culprit totals over the whole run and the counts of spikes explained or not.
 
+use crate::classes::Interference;
 use crate::coarse::CoarseExplanation;
 use crate::model::{Attribution, Category, NotTraced, Tier};
 use serde::{Deserialize, Serialize};
@@ -142,6 +143,11 @@ pub struct ExplainSummary {
     pub worst: Vec<Explained>,
     /// Culprits over the run, by total time, largest first.
     pub culprits: Vec<CulpritRow>,
+    /// Interference counts of the traced spikes, per CPU in CPU order (`rtla osnoise top`'s
+    /// columns; what `rtscope noise` prints); empty in summaries recorded before they were
+    /// counted.
+    #[serde(default)]
+    pub interference: Vec<Interference>,
 }
 
 impl ExplainSummary {
@@ -154,6 +160,7 @@ impl ExplainSummary {
             threshold_ns,
             counts: Counts::default(),
             worst: Vec::new(),
+            interference: Vec::new(),
             culprits: totals
                 .into_iter()
                 .map(|(category, total_ns)| CulpritRow {
@@ -176,6 +183,7 @@ pub struct SpikeBook {
     max_windows: usize,
     windows: BTreeMap<u64, Vec<Explained>>,
     culprits: HashMap<Category, CulpritRow>,
+    interference: BTreeMap<usize, Interference>,
     /// Counts so far.
     pub counts: Counts,
 }
@@ -189,6 +197,7 @@ impl SpikeBook {
             max_windows: max_windows.max(1),
             windows: BTreeMap::new(),
             culprits: HashMap::new(),
+            interference: BTreeMap::new(),
             counts: Counts::default(),
         }
     }
@@ -216,6 +225,14 @@ impl SpikeBook {
                 self.counts.traced_ns += a.spike.latency_ns();
                 self.counts.partial += u64::from(!a.complete);
                 self.total(a);
+                let cpu = a.spike.cpu;
+                self.interference
+                    .entry(cpu)
+                    .or_insert(Interference {
+                        cpu,
+                        ..Interference::default()
+                    })
+                    .add(a);
             }
             Explained::Coarse(_) => self.counts.coarse += 1,
         }
@@ -292,6 +309,7 @@ impl SpikeBook {
             counts: self.counts,
             worst,
             culprits,
+            interference: self.interference.values().copied().collect(),
         }
     }
 }
@@ -306,6 +324,7 @@ fn trim(w: &mut Vec<Explained>, keep: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classes::Interference;
     use crate::model::{Charge, LateCause, Softirq, Spike, Task};
 
     fn attr(wakeup_ns: u64, latency: u64, cat: Category) -> Explained {
@@ -324,6 +343,78 @@ mod tests {
             complete: true,
             lost_events: false,
         })
+    }
+
+    fn gap(cpu: usize, at: u64, cats: &[Category]) -> Explained {
+        Explained::Traced(Attribution {
+            spike: Spike {
+                cpu,
+                tid: 9,
+                deadline_ns: at,
+                wakeup_ns: at + 100,
+            },
+            charges: cats
+                .iter()
+                .map(|c| Charge {
+                    category: c.clone(),
+                    ns: 10,
+                })
+                .collect(),
+            complete: true,
+            lost_events: false,
+        })
+    }
+
+    #[test]
+    fn interference_counts_each_culprit_of_a_gap_once_and_a_gap_with_none_as_hardware() {
+        let irq = |n: &str| Category::Irq { name: n.into() };
+        let thread = Category::Thread {
+            task: Task {
+                comm: "spin".into(),
+                pid: 7,
+                prio: 89,
+            },
+        };
+        let mut b = SpikeBook::new(1_000, 4, 4);
+        b.add(gap(1, 0, &[irq("eth0 (irq 24)"), irq("local_timer")]));
+        b.add(gap(1, 1_000, &[thread.clone(), Category::ReturnToUser]));
+        b.add(gap(
+            1,
+            2_000,
+            &[
+                Category::Softirq {
+                    vec: Softirq::NetRx,
+                },
+                irq("eth0 (irq 24)"),
+            ],
+        ));
+        b.add(gap(1, 3_000, &[Category::Hypervisor]));
+        b.add(gap(
+            1,
+            4_000,
+            &[Category::ReturnToUser, Category::Unexplained],
+        ));
+        b.add(gap(3, 5_000, &[Category::Nmi, Category::RtThrottling]));
+        b.no_context(100);
+        let s = b.summary(Tier::FlightRecorder, None, 1);
+        let one = Interference {
+            cpu: 1,
+            hw: 2,
+            nmi: 0,
+            irq: 3,
+            softirq: 1,
+            thread: 1,
+        };
+        let three = Interference {
+            cpu: 3,
+            nmi: 1,
+            thread: 1,
+            ..Interference::default()
+        };
+        assert_eq!(s.interference, vec![one, three]);
+        let back: ExplainSummary =
+            serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back.interference, s.interference);
     }
 
     #[test]

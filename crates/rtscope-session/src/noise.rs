@@ -434,7 +434,7 @@ impl NoiseExplainer {
     }
 }
 
-pub use rtscope_trace::classes::ClassTotals;
+pub use rtscope_trace::classes::{ClassTotals, Interference};
 
 /// One line: each class's share of the traced gap time.
 pub fn class_line(t: &ClassTotals) -> String {
@@ -453,6 +453,25 @@ pub fn class_line(t: &ClassTotals) -> String {
         rtscope_core::text::short(Nanos(total)),
         parts.join(", ")
     )
+}
+
+/// The interference counts of the traced gaps per CPU, in `rtla osnoise top`'s columns (HW,
+/// NMI, IRQ, SIRQ, THREAD; how a gap is counted: [`Interference`]); empty when no gap was traced.
+pub fn interference_table(rows: &[Interference]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "interference in the traced gaps (as rtla osnoise top counts; HW: no kernel context):\n{:>4} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
+        "CPU", "HW", "NMI", "IRQ", "SIRQ", "THREAD"
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "{:>4} {:>8} {:>8} {:>8} {:>8} {:>8}\n",
+            r.cpu, r.hw, r.nmi, r.irq, r.softirq, r.thread
+        ));
+    }
+    s
 }
 
 /// At SCHED_FIFO/RR, the note that the duty cycle exceeds the kernel's RT throttling budget

@@ -104,6 +104,18 @@ fn injected_gaps_are_charged_to_the_injecting_thread_by_name_and_pid() {
     let Some((summary, _, (helper_tid, injected))) = explained_run(config, spawn) else {
         return;
     };
+    // The interference counts (rtla osnoise top's columns): every injected spin is a gap with a
+    // thread in it, and every traced gap is counted in some column (HW when nothing else).
+    let counted = summary.interference.first().copied().unwrap_or_default();
+    eprintln!("interference: {counted:?}");
+    assert_eq!(summary.interference.len(), 1, "{:?}", summary.interference);
+    assert!(counted.thread >= injected.len() as u64, "{counted:?}");
+    assert!(
+        counted.hw + counted.nmi + counted.irq + counted.softirq + counted.thread
+            >= summary.counts.traced,
+        "{counted:?} vs {} traced",
+        summary.counts.traced
+    );
     for (t0, t1) in injected {
         let spun = t1.0 - t0.0;
         let a = summary
