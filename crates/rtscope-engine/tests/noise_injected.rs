@@ -18,7 +18,7 @@
 //! max(1 µs, 2 %) at the short end (the bar) and cover it.
 
 use rtscope_core::Nanos;
-use rtscope_engine::noise::{CounterChoice, CounterKind, Gap, NoiseConfig, NoiseRun, Threshold};
+use rtscope_engine::noise::{CounterChoice, Gap, NoiseConfig, NoiseRun, Threshold};
 use rtscope_engine::{sys, CpuSet, Policy, Wake};
 
 fn is_root() -> bool {
@@ -59,7 +59,55 @@ fn every_injected_gap_is_detected_with_its_duration_on_the_raw_counter() {
     injected(CounterChoice::Raw);
 }
 
+/// The SMI counter read after every gap, through the file seam: a regular file with the count
+/// at offset 0x34 stands for `/dev/cpu/<N>/msr`, and the helper adds one "SMI" to it in the
+/// middle of each of its spins. The gap that covers a spin must carry exactly one SMI, every
+/// other gap none: the count is read after each gap, never inside the loop.
+#[test]
+fn each_gap_carries_the_smis_counted_across_it() {
+    rtscope_testkit::require!(is_root(), "needs root for SCHED_FIFO threads");
+    let _lock = rtscope_testkit::rt_lock();
+    let path = std::env::temp_dir().join(format!("rtscope-fake-msr-{}", std::process::id()));
+    std::fs::write(&path, [0u8; 0x40]).unwrap();
+    let (gaps, injected) = run_injected(CounterChoice::Auto, vec![path.clone()], Some(&path));
+    std::fs::remove_file(&path).unwrap();
+    let mut covering = 0;
+    for g in &gaps {
+        let covers = injected
+            .iter()
+            .any(|&(_, t0, t1)| g.start < t1 && g.end() > t0);
+        assert_eq!(g.smis, Some(u32::from(covers)), "{g:?}: {injected:?}");
+        covering += usize::from(covers);
+    }
+    assert_eq!(covering, INJECT.len(), "{gaps:?}");
+}
+
 fn injected(counter: CounterChoice) {
+    let (gaps, injected) = run_injected(counter, Vec::new(), None);
+    check_covered(&gaps, injected, counter == CounterChoice::Clock);
+}
+
+/// Bumps the fake SMI counter at offset 0x34 of `path` by one.
+fn fake_smi(path: &std::path::Path) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let mut b = [0u8; 8];
+    f.read_exact_at(&mut b, 0x34).unwrap();
+    f.write_all_at(&(u64::from_le_bytes(b) + 1).to_le_bytes(), 0x34)
+        .unwrap();
+}
+
+/// A one-second run with the helper's injections; the gaps drained and the helper's log
+/// (deadline, start, end of each spin).
+fn run_injected(
+    counter: CounterChoice,
+    smi_files: Vec<std::path::PathBuf>,
+    smi: Option<&std::path::Path>,
+) -> (Vec<Gap>, Vec<(Nanos, Nanos, Nanos)>) {
     let cpu = sys::current_affinity().unwrap().iter().last().unwrap();
     let config = NoiseConfig {
         cpus: vec![cpu],
@@ -74,10 +122,11 @@ fn injected(counter: CounterChoice) {
         mlock: false,
         prefault_stack: 16 * 1024,
         counter,
+        smi_files,
     };
     let run = NoiseRun::start(config).unwrap();
-    let exact = run.counter() == CounterKind::Clock;
     eprintln!("counter {:?}, {:?} Hz", run.counter(), run.counter_hz());
+    let smi = smi.map(|p| p.to_path_buf());
     let start = run.clock_start();
     let helper = std::thread::spawn(move || {
         // FIFO first: a SCHED_OTHER thread pinned to the loop's CPU would not run until the loop
@@ -90,7 +139,11 @@ fn injected(counter: CounterChoice) {
                 let due = start + Nanos::from_us(at_us);
                 sys::sleep_until(libc::CLOCK_MONOTONIC, due);
                 let t0 = sys::now(libc::CLOCK_MONOTONIC);
-                (due, t0, spin_for(t0, Nanos::from_us(len_us)))
+                let half = spin_for(t0, Nanos::from_us(len_us / 2));
+                if let Some(p) = &smi {
+                    fake_smi(p);
+                }
+                (due, t0, spin_for(half, Nanos::from_us(len_us - len_us / 2)))
             })
             .collect::<Vec<_>>();
         // Its exit would take the CPU too: it happens after the run.
@@ -110,8 +163,12 @@ fn injected(counter: CounterChoice) {
     let threads = run.finish();
     let injected = helper.join().unwrap();
     assert_eq!(threads[0].gaps_dropped, 0);
-
     assert!(threads[0].totals.over >= INJECT.len() as u64);
+    (gaps, injected)
+}
+
+/// Every injection comes back as one recorded gap that covers it ([`injected`]'s bars).
+fn check_covered(gaps: &[Gap], injected: Vec<(Nanos, Nanos, Nanos)>, exact: bool) {
     for (due, t0, t1) in injected {
         let len = t1.0 - due.0;
         let covers = |g: &&Gap| match exact {
@@ -124,10 +181,9 @@ fn injected(counter: CounterChoice) {
             .unwrap_or_else(|| panic!("no recorded gap covers the injection {t0:?}..{t1:?}"));
         let excess = gap.duration.0.saturating_sub(len);
         eprintln!(
-            "injected {len} ns from its deadline +{} ns, gap {} ns from +{} (+{excess} ns)",
-            due.0 - start.0,
+            "injected {len} ns from its deadline, gap {} ns from {} ns after it (+{excess} ns)",
             gap.duration.0,
-            gap.start.0 - start.0
+            gap.start.0 as i64 - due.0 as i64
         );
         let spun = t1.0 - t0.0;
         let slack = if exact { 0 } else { 1_000.max(spun / 50) };

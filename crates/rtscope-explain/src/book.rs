@@ -333,6 +333,7 @@ mod tests {
             tid: 9,
             deadline_ns: wakeup_ns - latency,
             wakeup_ns,
+            smis: None,
         };
         Explained::Traced(Attribution {
             spike,
@@ -352,6 +353,7 @@ mod tests {
                 tid: 9,
                 deadline_ns: at,
                 wakeup_ns: at + 100,
+                smis: None,
             },
             charges: cats
                 .iter()

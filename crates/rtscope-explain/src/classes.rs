@@ -23,13 +23,15 @@ pub enum Class {
     Throttling,
     /// Time the guest could not see (the vCPU was not running).
     Hypervisor,
+    /// Firmware: time below the kernel across which the SMI counter advanced.
+    Firmware,
     /// Time no trace event covers: never folded into a class.
     Unexplained,
 }
 
 impl Class {
     /// Every class, in the order printed.
-    pub const ALL: [Class; 8] = [
+    pub const ALL: [Class; 9] = [
         Class::Thread,
         Class::Irq,
         Class::Softirq,
@@ -37,6 +39,7 @@ impl Class {
         Class::Switch,
         Class::Throttling,
         Class::Hypervisor,
+        Class::Firmware,
         Class::Unexplained,
     ];
 
@@ -50,6 +53,7 @@ impl Class {
             Class::Switch => "switch back",
             Class::Throttling => "RT throttling",
             Class::Hypervisor => "hypervisor",
+            Class::Firmware => "firmware (SMI)",
             Class::Unexplained => "unexplained",
         }
     }
@@ -68,6 +72,7 @@ impl Class {
             Category::ReturnToUser | Category::MeasuringThreadBlocked => Class::Switch,
             Category::RtThrottling => Class::Throttling,
             Category::Hypervisor => Class::Hypervisor,
+            Category::Firmware => Class::Firmware,
             Category::Unexplained => Class::Unexplained,
         }
     }
@@ -90,6 +95,8 @@ pub struct ClassTotals {
     pub throttling_ns: u64,
     /// Time the guest could not see (the vCPU was not running).
     pub hypervisor_ns: u64,
+    /// Firmware: time below the kernel across which the SMI counter advanced.
+    pub firmware_ns: u64,
     /// Time no trace event covers: never folded into a class.
     pub unexplained_ns: u64,
 }
@@ -113,6 +120,7 @@ impl ClassTotals {
             Class::Switch => &mut self.switch_ns,
             Class::Throttling => &mut self.throttling_ns,
             Class::Hypervisor => &mut self.hypervisor_ns,
+            Class::Firmware => &mut self.firmware_ns,
             Class::Unexplained => &mut self.unexplained_ns,
         }
     }
@@ -124,7 +132,7 @@ impl ClassTotals {
     }
 
     /// Each class with its time, in the order printed.
-    pub fn parts(&self) -> [(Class, u64); 8] {
+    pub fn parts(&self) -> [(Class, u64); 9] {
         Class::ALL.map(|c| (c, self.get(c)))
     }
 
@@ -170,7 +178,7 @@ impl Interference {
                 Class::Irq => self.irq += 1,
                 Class::Softirq => self.softirq += 1,
                 Class::Thread | Class::Throttling => self.thread += 1,
-                Class::Switch | Class::Hypervisor | Class::Unexplained => {}
+                Class::Switch | Class::Hypervisor | Class::Firmware | Class::Unexplained => {}
             }
         }
         if self.nmi + self.irq + self.softirq + self.thread == before {

@@ -193,6 +193,9 @@ pub enum Category {
     /// Time the guest could not see: the vCPU was not running (an idle exit longer than any
     /// idle state of a virtual machine allows).
     Hypervisor,
+    /// Time below the kernel in a spike across which the CPU's SMI counter advanced: firmware
+    /// (System Management Mode) stopped the CPU, which no kernel event can show.
+    Firmware,
     /// Time no trace event covers, or that cannot be classified: never folded into a context.
     Unexplained,
 }
@@ -255,6 +258,7 @@ impl fmt::Display for Category {
                 f.write_str("RT throttling (a real-time thread taken off for normal tasks)")
             }
             Category::Hypervisor => f.write_str("hypervisor/steal"),
+            Category::Firmware => f.write_str("firmware (SMI)"),
             Category::Unexplained => f.write_str("unexplained (not covered by the trace)"),
         }
     }
@@ -324,6 +328,11 @@ pub struct Spike {
     pub deadline_ns: u64,
     /// Clock reading at the wake-up (ns, CLOCK_MONOTONIC).
     pub wakeup_ns: u64,
+    /// System Management Interrupts the CPU's counter (MSR 0x34) advanced by across the
+    /// spike, read right after it (`rtscope noise` on a CPU with the counter); `None` where it
+    /// was not read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smis: Option<u32>,
 }
 
 impl Spike {

@@ -208,6 +208,7 @@ mod tests {
             tid: 9,
             deadline_ns: 5_000_000_000,
             wakeup_ns: 5_002_380_000,
+            smis: None,
         };
         let task = Task {
             comm: "cul\nprit".into(),
@@ -250,6 +251,7 @@ mod tests {
             tid: 9,
             deadline_ns: 1_000_000,
             wakeup_ns: 4_000_000,
+            smis: None,
         };
         b.add(Explained::Traced(Attribution {
             spike,

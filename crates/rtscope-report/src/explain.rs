@@ -34,6 +34,7 @@ fn colour(c: &Category) -> &'static str {
         Category::MeasuringThreadBlocked => "#8c564b",
         Category::RtThrottling => "#6b4c9a",
         Category::Hypervisor => "#708090",
+        Category::Firmware => "#b8860b",
         Category::Unexplained => "#dddddd",
     }
 }
@@ -163,6 +164,7 @@ fn legend(h: &mut String, s: &ExplainSummary) {
             Category::MeasuringThreadBlocked => "measuring thread blocked (D)",
             Category::RtThrottling => "RT throttling",
             Category::Hypervisor => "hypervisor/steal",
+            Category::Firmware => "firmware (SMI)",
             Category::Unexplained => "unexplained (not covered by the trace)",
         };
         if !seen.iter().any(|s| s.0 == name) {

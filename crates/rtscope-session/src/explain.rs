@@ -121,6 +121,7 @@ impl Explaining {
                 tid,
                 deadline_ns: s.time.0.saturating_sub(s.latency.0),
                 wakeup_ns: s.time.0,
+                smis: None,
             };
             self.ex.push_spike(spike);
         }

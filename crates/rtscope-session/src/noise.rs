@@ -422,6 +422,7 @@ impl NoiseExplainer {
                     tid,
                     deadline_ns: g.start.0,
                     wakeup_ns: g.end().0,
+                    smis: g.smis,
                 });
             }
             self.ex.poll();
@@ -453,6 +454,19 @@ pub fn class_line(t: &ClassTotals) -> String {
         rtscope_core::text::short(Nanos(total)),
         parts.join(", ")
     )
+}
+
+/// Each CPU's SMI counter device (`root`/dev/cpu/<N>/msr, in the order of `cpus`) when all
+/// of them can be read, for the loops to read after every gap; else none (the run's SMI column
+/// says why).
+pub fn smi_files(root: &Path, cpus: &[usize]) -> Vec<std::path::PathBuf> {
+    match rtscope_monitor::smi::SmiCounter::open(root, cpus) {
+        Ok(_) => cpus
+            .iter()
+            .map(|c| root.join(format!("dev/cpu/{c}/msr")))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
 }
 
 /// The interference counts of the traced gaps per CPU, in `rtla osnoise top`'s columns (HW,

@@ -29,6 +29,7 @@ fn config(cpu: usize) -> NoiseConfig {
         mlock: false,
         prefault_stack: 16 * 1024,
         counter: rtscope_engine::noise::CounterChoice::Auto,
+        smi_files: Vec::new(),
     }
 }
 

@@ -75,6 +75,7 @@ fn one(cpus: &[usize], hk: &[usize], secs: u64, interval_us: u64, v: Variant) ->
                     tid: t.tid(),
                     deadline_ns: s.time.0 - s.latency.0,
                     wakeup_ns: s.time.0,
+                    smis: None,
                 });
             }
             taken[i] = ev.len();

@@ -279,6 +279,7 @@ mod tests {
             tid: TID,
             deadline_ns: D,
             wakeup_ns: wakeup,
+            smis: None,
         }
     }
 

@@ -302,6 +302,7 @@ mod tests {
             tid: 5,
             deadline_ns: 1_000_000,
             wakeup_ns: 1_500_000,
+            smis: None,
         };
         ex.push_coarse(CoarseSample {
             cpu: 0,
@@ -341,6 +342,7 @@ mod tests {
             tid: 5,
             deadline_ns: 1_000_000,
             wakeup_ns: 1_000_000 + lat,
+            smis: None,
         };
         for i in 0..MAX_PENDING as u64 {
             ex.push_spike(spike(2_000 + i));

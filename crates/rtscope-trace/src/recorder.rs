@@ -513,6 +513,7 @@ mod tests {
             tid: 500,
             deadline_ns,
             wakeup_ns: deadline_ns + 26_400_000,
+            smis: None,
         }
     }
 

@@ -318,10 +318,12 @@ impl Timeline<'_> {
         ]
     }
 
-    /// What time the trace cannot place in the kernel is: the hypervisor's on a guest, else
-    /// unexplained.
+    /// What time the trace cannot place in the kernel is: firmware's when the CPU's SMI
+    /// counter advanced across the spike, else the hypervisor's on a guest, else unexplained.
     fn below(&self) -> Category {
-        if self.machine.guest {
+        if self.spike.smis.is_some_and(|n| n > 0) {
+            Category::Firmware
+        } else if self.machine.guest {
             Category::Hypervisor
         } else {
             Category::Unexplained
@@ -419,11 +421,54 @@ mod tests {
 
     #[test]
     fn a_busy_loops_gap_with_only_the_loop_in_the_trace_was_taken_below_the_kernel() {
+        below_the_kernel(None);
+    }
+
+    /// The same gap across which the CPU's SMI counter advanced is firmware's, on a guest and
+    /// on bare metal alike; a counter read that saw no SMI changes nothing.
+    #[test]
+    fn a_gap_below_the_kernel_with_an_smi_counted_across_it_is_firmwares() {
+        below_the_kernel(Some(0));
         let spike = Spike {
             cpu: 1,
             tid: 500,
             deadline_ns: 1_000_000,
             wakeup_ns: 1_400_000,
+            smis: Some(2),
+        };
+        let tasks = Tasks::default();
+        for guest in [true, false] {
+            let t = Timeline {
+                spike: &spike,
+                overlays: vec![],
+                base: vec![Piece {
+                    from: 0,
+                    to: 2_000_000,
+                    ctx: Ctx::Task(500),
+                }],
+                fallback: vec![],
+                wake: None,
+                tasks: &tasks,
+                machine: Machine {
+                    idle_exit_max_ns: Some(0),
+                    guest,
+                    busy_loop: true,
+                },
+                own: Own::default(),
+            };
+            let c = t.charge();
+            assert_eq!(c.len(), 1, "{c:?}");
+            assert_eq!((&c[0].category, c[0].ns), (&Category::Firmware, 400_000));
+        }
+    }
+
+    fn below_the_kernel(smis: Option<u32>) {
+        let spike = Spike {
+            cpu: 1,
+            tid: 500,
+            deadline_ns: 1_000_000,
+            wakeup_ns: 1_400_000,
+            smis,
         };
         let tasks = Tasks::default();
         let loop_runs = Piece {
@@ -513,6 +558,7 @@ mod tests {
             tid: 500,
             deadline_ns: 1_000_000,
             wakeup_ns: 1_400_000,
+            smis: None,
         };
         let busy = Machine {
             idle_exit_max_ns: Some(0),
@@ -572,6 +618,7 @@ mod tests {
                 tid: 500,
                 deadline_ns: 1_000_000,
                 wakeup_ns: 1_000_000 + rng.next_u64() % 400_000,
+                smis: None,
             };
             let events = stream(&mut rng, spike.tid, 900_000, 1_500_000);
             let m = machines[round % 3];

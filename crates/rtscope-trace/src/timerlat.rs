@@ -189,6 +189,7 @@ pub fn sample_spikes(events: &[Event], cpu: usize, threshold_ns: u64) -> Vec<Spi
                 tid: e.pid,
                 deadline_ns: e.ts.saturating_sub(latency_ns),
                 wakeup_ns: e.ts,
+                smis: None,
             }),
             _ => None,
         })
@@ -319,6 +320,7 @@ mod tests {
             tid: TID,
             deadline_ns: D,
             wakeup_ns: wakeup,
+            smis: None,
         }
     }
 

@@ -108,6 +108,7 @@ impl WindowExplainer {
                 tid,
                 deadline_ns: worst.mono_ns.saturating_sub(worst.latency.0),
                 wakeup_ns: worst.mono_ns,
+                smis: None,
             });
         }
     }

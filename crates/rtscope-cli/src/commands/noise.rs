@@ -62,6 +62,7 @@ fn config(a: &NoiseArgs, online: &CpuSet) -> Result<NoiseConfig, UsageError> {
         mlock: !a.no_mlock,
         prefault_stack: 32 * 1024,
         counter: a.counter.into(),
+        smi_files: noise::smi_files(std::path::Path::new("/"), &cpus.iter().collect::<Vec<_>>()),
     };
     noise::check(&c, online)?;
     Ok(c)

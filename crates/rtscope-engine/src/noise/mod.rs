@@ -59,6 +59,9 @@ pub struct NoiseConfig {
     pub prefault_stack: usize,
     /// The counter the loops read.
     pub counter: CounterChoice,
+    /// Each CPU's SMI counter (`/dev/cpu/<N>/msr`, in the order of `cpus`), read after every
+    /// gap over the threshold; empty: none is read.
+    pub smi_files: Vec<std::path::PathBuf>,
 }
 
 impl NoiseConfig {
@@ -134,11 +137,7 @@ impl NoiseRun {
             sys::mlockall().map_err(EngineError::Mlock)?;
         }
         let old_mask = sys::block_run_signals();
-        let shared = config
-            .cpus
-            .iter()
-            .map(|_| Arc::new(NoiseShared::new(config.gap_capacity)))
-            .collect();
+        let shared = open_shared(&config)?;
         let mut run = NoiseRun {
             config,
             shared,
@@ -383,6 +382,29 @@ impl Drop for NoiseRun {
     }
 }
 
+/// Every thread's memory, with its SMI counter open when the config names one.
+fn open_shared(config: &NoiseConfig) -> Result<Vec<Arc<NoiseShared>>, EngineError> {
+    if !config.smi_files.is_empty() && config.smi_files.len() != config.cpus.len() {
+        return Err(EngineError::InvalidConfig(
+            "one SMI counter file per CPU, or none".into(),
+        ));
+    }
+    (0..config.cpus.len())
+        .map(|i| {
+            let smi = match config.smi_files.get(i) {
+                Some(path) => Some(std::fs::File::open(path).map_err(|e| {
+                    EngineError::InvalidConfig(format!(
+                        "cannot open the SMI counter {}: {e}",
+                        path.display()
+                    ))
+                })?),
+                None => None,
+            };
+            Ok(Arc::new(NoiseShared::with_smi(config.gap_capacity, smi)))
+        })
+        .collect()
+}
+
 /// A thread's set-up result and what its pre-heat found, by its index.
 type Ready = (usize, Result<threshold::Preheated, EngineError>);
 
@@ -435,13 +457,14 @@ impl Loop<'_> {
                 return;
             }
             let window_end = window.saturating_add(self.cfg.runtime.0).min(end);
+            sh.smi_base();
             let anchor = counter::anchor(kind);
             if anchor.ns.saturating_sub(origin.ns) >= MIN_CALIBRATION.0 {
                 cal = Calibration::between(origin, anchor).unwrap_or(cal);
             }
             let first = anchor.tick;
             let mut prev = first;
-            let before = sh.runtime.load(Relaxed);
+            let (before, excluded) = (sh.runtime.load(Relaxed), sh.excluded());
             loop {
                 let now = anchor.at(cal, prev);
                 if now >= window_end {
@@ -449,7 +472,10 @@ impl Loop<'_> {
                 }
                 let until = anchor.tick_at(cal, now.saturating_add(STRETCH.0).min(window_end));
                 prev = state::spin(sh, &mut read, (cal, anchor), prev, until, self.threshold);
-                sh.runtime.store(before + cal.ns(prev - first), Relaxed);
+                let spun = cal
+                    .ns(prev - first)
+                    .saturating_sub(sh.excluded() - excluded);
+                sh.runtime.store(before + spun, Relaxed);
                 if self.stop.load(Relaxed) {
                     return;
                 }

@@ -28,6 +28,10 @@ pub struct Gap {
     pub start: Nanos,
     /// Its length.
     pub duration: Nanos,
+    /// SMIs the CPU's counter (MSR 0x34) advanced by since it was last read — after the gap
+    /// before, or at the window's start — read right after this gap; `None` where no counter is
+    /// read.
+    pub smis: Option<u32>,
 }
 
 impl Gap {
@@ -36,6 +40,9 @@ impl Gap {
         self.start + self.duration
     }
 }
+
+/// The ring's encoding of "no SMI count".
+const NO_SMIS: u64 = u64::MAX;
 
 /// A single-producer single-consumer ring of gaps. The loop pushes; the control thread drains.
 /// A gap that does not fit (the reader fell behind) is counted as dropped, never lost silently.
@@ -51,7 +58,7 @@ impl GapRing {
     pub(crate) fn new(capacity: usize) -> Self {
         let capacity = capacity.max(1);
         GapRing {
-            slots: crate::resident_counters(capacity * 2, 0),
+            slots: crate::resident_counters(capacity * 3, 0),
             capacity: capacity as u64,
             head: AtomicU64::new(0),
             tail: AtomicU64::new(0),
@@ -60,15 +67,16 @@ impl GapRing {
     }
 
     #[inline(always)]
-    fn push(&self, start: u64, duration: u64) {
+    fn push(&self, start: u64, duration: u64, smis: u64) {
         let head = self.head.load(Relaxed);
         if head - self.tail.load(Acquire) >= self.capacity {
             bump(&self.dropped, 1);
             return;
         }
-        let i = ((head % self.capacity) * 2) as usize;
+        let i = ((head % self.capacity) * 3) as usize;
         self.slots[i].store(start, Relaxed);
         self.slots[i + 1].store(duration, Relaxed);
+        self.slots[i + 2].store(smis, Relaxed);
         self.head.store(head + 1, Release);
     }
 
@@ -79,10 +87,12 @@ impl GapRing {
         let mut tail = self.tail.load(Relaxed);
         let n = (head - tail) as usize;
         while tail < head {
-            let i = ((tail % self.capacity) * 2) as usize;
+            let i = ((tail % self.capacity) * 3) as usize;
+            let smis = self.slots[i + 2].load(Relaxed);
             f(Gap {
                 start: Nanos(self.slots[i].load(Relaxed)),
                 duration: Nanos(self.slots[i + 1].load(Relaxed)),
+                smis: (smis != NO_SMIS).then_some(smis as u32),
             });
             tail += 1;
         }
@@ -112,6 +122,30 @@ pub struct NoiseShared {
     pub(crate) max_at: AtomicU64,
     pub(crate) hist: Box<[AtomicU64]>,
     pub(crate) ring: GapRing,
+    /// Time the loop spent reading the SMI counter after gaps: not measured (no gap covers
+    /// it) and not in the runtime, ns.
+    pub(crate) excluded: AtomicU64,
+    /// The CPU's SMI counter (`/dev/cpu/<N>/msr`, or a test's file), read after every gap
+    /// over the threshold, never inside the loop.
+    smi: Option<SmiMsr>,
+}
+
+/// An open SMI counter and its last reading.
+struct SmiMsr {
+    file: std::fs::File,
+    last: AtomicU64,
+}
+
+/// `MSR_SMI_COUNT`: its offset in the msr device; the low 32 bits count.
+const MSR_SMI_COUNT: u64 = 0x34;
+
+impl SmiMsr {
+    fn read(&self) -> Option<u64> {
+        use std::os::unix::fs::FileExt;
+        let mut b = [0u8; 8];
+        self.file.read_exact_at(&mut b, MSR_SMI_COUNT).ok()?;
+        Some(u64::from_le_bytes(b) & 0xffff_ffff)
+    }
 }
 
 /// A live or final view of one noise thread's totals.
@@ -145,7 +179,13 @@ impl NoiseTotals {
 }
 
 impl NoiseShared {
+    #[cfg(test)]
     pub(crate) fn new(gap_capacity: usize) -> Self {
+        Self::with_smi(gap_capacity, None)
+    }
+
+    /// A thread's memory, reading `smi` (an open `/dev/cpu/<N>/msr`) after every gap.
+    pub(crate) fn with_smi(gap_capacity: usize, smi: Option<std::fs::File>) -> Self {
         NoiseShared {
             phase: AtomicU8::new(0),
             tid: AtomicI32::new(0),
@@ -156,7 +196,25 @@ impl NoiseShared {
             max_at: AtomicU64::new(0),
             hist: crate::resident_counters(layout::BUCKETS, 0),
             ring: GapRing::new(gap_capacity),
+            excluded: AtomicU64::new(0),
+            smi: smi.map(|file| SmiMsr {
+                file,
+                last: AtomicU64::new(NO_SMIS),
+            }),
         }
+    }
+
+    /// Reads the SMI counter as the base of the next gap's count (at a window's start, outside
+    /// the measured time).
+    pub(crate) fn smi_base(&self) {
+        if let Some(m) = &self.smi {
+            m.last.store(m.read().unwrap_or(NO_SMIS), Relaxed);
+        }
+    }
+
+    /// Time excluded from the measurement so far (the SMI reads), ns.
+    pub(crate) fn excluded(&self) -> u64 {
+        self.excluded.load(Relaxed)
     }
 
     /// Kernel thread id (0 before the thread started).
@@ -181,6 +239,7 @@ impl NoiseShared {
             max: (histogram.count() > 0).then(|| Gap {
                 start: Nanos(self.max_at.load(Relaxed)),
                 duration: Nanos(max.max(histogram.max().map_or(0, |m| m.0))),
+                smis: None,
             }),
             histogram,
         }
@@ -203,18 +262,29 @@ impl NoiseShared {
         Nanos(top.max(self.max.load(Relaxed)))
     }
 
-    /// The cold path: a gap over the threshold, from the counter reading `prev`.
+    /// The cold path: a gap over the threshold, from the counter reading `prev`. Returns
+    /// whether it read the SMI counter (a system call: the loop then starts its next gap
+    /// after it, and the read's time is excluded).
     #[cold]
     #[inline(never)]
-    fn over(&self, anchor: Anchor, cal: Calibration, prev: u64, gap: u64) {
+    fn over(&self, anchor: Anchor, cal: Calibration, prev: u64, gap: u64) -> bool {
         let start = anchor.at(cal, prev);
-        self.ring.push(start, gap);
+        let smis = self.smi.as_ref().map_or(NO_SMIS, |m| {
+            let (now, last) = (m.read(), m.last.load(Relaxed));
+            m.last.store(now.unwrap_or(NO_SMIS), Relaxed);
+            match now {
+                Some(n) if last != NO_SMIS => n.wrapping_sub(last) & 0xffff_ffff,
+                _ => NO_SMIS,
+            }
+        });
+        self.ring.push(start, gap, smis);
         bump(&self.over, 1);
         bump(&self.noise, gap);
         if gap > self.max.load(Relaxed) {
             self.max.store(gap, Relaxed);
             self.max_at.store(start, Relaxed);
         }
+        self.smi.is_some()
     }
 }
 
@@ -232,11 +302,13 @@ pub(crate) fn spin(
     threshold: u64,
 ) -> u64 {
     loop {
-        let t = clock();
+        let mut t = clock();
         let gap = cal.ns(t.saturating_sub(prev));
         bump(&sh.hist[layout::index_of(gap)], 1);
-        if gap > threshold {
-            sh.over(anchor, cal, prev, gap);
+        if gap > threshold && sh.over(anchor, cal, prev, gap) {
+            let after = clock();
+            bump(&sh.excluded, cal.ns(after.saturating_sub(t)));
+            t = after;
         }
         prev = t;
         if t >= until {
@@ -289,11 +361,13 @@ mod tests {
             vec![
                 Gap {
                     start: Nanos(1200),
-                    duration: Nanos(5000)
+                    duration: Nanos(5000),
+                    smis: None
                 },
                 Gap {
                     start: Nanos(6300),
-                    duration: Nanos(1001)
+                    duration: Nanos(1001),
+                    smis: None
                 },
             ]
         );
@@ -350,9 +424,57 @@ mod tests {
             gaps,
             vec![Gap {
                 start: Nanos(6_999_999_550),
-                duration: Nanos(2_000)
+                duration: Nanos(2_000),
+                smis: None
             }]
         );
+    }
+
+    #[test]
+    fn each_gap_carries_the_smis_counted_since_the_last_read_and_the_read_is_not_measured() {
+        use std::os::unix::fs::FileExt;
+        let path = std::env::temp_dir().join(format!("rtscope-msr-{}", std::process::id()));
+        let msr = std::fs::File::create(&path).unwrap();
+        let set = |n: u64| msr.write_all_at(&n.to_le_bytes(), MSR_SMI_COUNT).unwrap();
+        set(0xffff_fffe); // it wraps at 32 bits
+        let sh = NoiseShared::with_smi(8, Some(std::fs::File::open(&path).unwrap()));
+        std::fs::remove_file(&path).unwrap();
+        sh.smi_base();
+        // Gaps from 0: 5,000 (two SMIs in it, across the wrap), then the reading after the SMI
+        // read (100 later: excluded), 100, 3,000 (none), after the read 50, then 2,000 (one).
+        let script: [(u64, Option<u64>); 7] = [
+            (5_000, Some(0)),
+            (5_100, None),
+            (5_200, None),
+            (8_200, None),
+            (8_250, Some(1)),
+            (10_250, None),
+            (10_300, None),
+        ];
+        let mut i = 0;
+        let mut clock = || {
+            let (t, smi) = script[i.min(script.len() - 1)];
+            if let Some(n) = smi {
+                set(n);
+            }
+            i += 1;
+            t
+        };
+        assert_eq!(spin(&sh, &mut clock, NS, 0, 10_300, 1000), 10_300);
+        let mut gaps = Vec::new();
+        sh.ring()
+            .drain(|g| gaps.push((g.start.0, g.duration.0, g.smis)));
+        assert_eq!(
+            gaps,
+            vec![
+                (0, 5_000, Some(2)),
+                (5_200, 3_000, Some(0)),
+                (8_250, 2_000, Some(1))
+            ]
+        );
+        // Each read's 100, 50 and 50 ns are excluded: never a gap, never runtime.
+        assert_eq!(sh.excluded(), 200);
+        assert_eq!(sh.totals().iterations(), 4);
     }
 
     #[test]

@@ -223,8 +223,8 @@ pub const NOT_EXPLAINED: &str = "not explained";
 pub const NOT_EXPLAINED_COLOUR: usize = 22;
 
 /// The palette slot of a class: its place in the order the classes were first drawn (thread,
-/// irq, softirq, nmi, switch back, hypervisor, unexplained's dark grey: 0–6), RT throttling,
-/// added after them, the last colour (7).
+/// irq, softirq, nmi, switch back, hypervisor, unexplained's dark grey: 0–6), RT throttling
+/// and firmware (SMI), added after them, the next colours (7, 8).
 pub fn slot(c: rtscope_explain::classes::Class) -> usize {
     use rtscope_explain::classes::Class;
     match c {
@@ -236,6 +236,7 @@ pub fn slot(c: rtscope_explain::classes::Class) -> usize {
         Class::Hypervisor => 5,
         Class::Unexplained => 6,
         Class::Throttling => 7,
+        Class::Firmware => 8,
     }
 }
 

@@ -52,7 +52,8 @@ struct CpuDoc<'a> {
     gaps: Gaps<'a>,
 }
 
-/// The kept gaps as `{offset_ns, duration_ns}` objects, written one by one.
+/// The kept gaps as `{offset_ns, duration_ns}` objects (with `smis` where the SMI counter was
+/// read after each gap), written one by one.
 struct Gaps<'a> {
     gaps: &'a [Gap],
     clock_start: u64,
@@ -62,6 +63,8 @@ struct Gaps<'a> {
 struct GapDoc {
     offset_ns: u64,
     duration_ns: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    smis: Option<u32>,
 }
 
 impl Serialize for Gaps<'_> {
@@ -71,6 +74,7 @@ impl Serialize for Gaps<'_> {
             seq.serialize_element(&GapDoc {
                 offset_ns: g.start.0.saturating_sub(self.clock_start),
                 duration_ns: g.duration.0,
+                smis: g.smis,
             })?;
         }
         seq.end()

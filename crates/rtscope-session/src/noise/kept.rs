@@ -10,14 +10,14 @@ use rtscope_engine::noise::Gap;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// The default number of gaps kept per CPU: 16 bytes each in memory, a row each in the store.
+/// The default number of gaps kept per CPU: 24 bytes each in memory, a row each in the store.
 pub const DEFAULT_KEEP_GAPS: usize = 100_000;
 
 /// The longest gaps of one CPU, at most `capacity` of them.
 #[derive(Debug)]
 pub struct KeptGaps {
     capacity: usize,
-    heap: BinaryHeap<Reverse<(u64, u64)>>,
+    heap: BinaryHeap<Reverse<(u64, u64, Option<u32>)>>,
     not_kept: u64,
 }
 
@@ -33,7 +33,7 @@ impl KeptGaps {
 
     /// Adds a gap; when full, the shortest of the kept ones and the new one is let go.
     pub fn push(&mut self, g: Gap) {
-        let item = Reverse((g.duration.0, g.start.0));
+        let item = Reverse((g.duration.0, g.start.0, g.smis));
         if self.heap.len() < self.capacity {
             self.heap.push(item);
             return;
@@ -56,9 +56,10 @@ impl KeptGaps {
         let mut v: Vec<Gap> = self
             .heap
             .into_iter()
-            .map(|Reverse((duration, start))| Gap {
+            .map(|Reverse((duration, start, smis))| Gap {
                 start: Nanos(start),
                 duration: Nanos(duration),
+                smis,
             })
             .collect();
         rtscope_core::order::sort_by_key(&mut v, |g| (g.start, g.duration));
@@ -74,6 +75,7 @@ mod tests {
         Gap {
             start: Nanos(start),
             duration: Nanos(duration),
+            smis: None,
         }
     }
 

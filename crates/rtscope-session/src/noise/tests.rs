@@ -17,6 +17,7 @@ fn config() -> NoiseConfig {
         mlock: false,
         prefault_stack: 0,
         counter: rtscope_engine::noise::CounterChoice::Auto,
+        smi_files: Vec::new(),
     }
 }
 
@@ -95,6 +96,7 @@ fn thread(runtime: u64, gaps: &[u64], threshold: u64) -> NoiseThread {
             max: over.iter().max().map(|&m| Gap {
                 start: Nanos(500),
                 duration: Nanos(m),
+                smis: None,
             }),
             histogram,
         },
@@ -159,6 +161,7 @@ fn a_noise_run_is_recorded_with_its_gaps_as_events() {
     let gaps = vec![vec![Gap {
         start: Nanos(600),
         duration: Nanos(5_000),
+        smis: None,
     }]];
     let id = record(&mut store, &meta, &[t], &gaps, None, RunStatus::Complete, 0).unwrap();
     let b = store.bundle(id, false).unwrap();

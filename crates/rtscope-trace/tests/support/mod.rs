@@ -99,6 +99,7 @@ pub fn measure(
                 tid: t.tid(),
                 deadline_ns: s.time.0 - s.latency.0,
                 wakeup_ns: s.time.0,
+                smis: None,
             })
             .collect();
         on_spikes(&new);
