@@ -288,6 +288,7 @@ def check_kernel(c: Checker, a: argparse.Namespace, p: Prepared) -> tuple[float,
     if p.culprit is not None:
         verify_explain(c, kernel, r, a.reference_bar)
         noise_checks.verify_noise(c, kernel, r)
+    noise_checks.verify_irqs_off(c, kernel, r)
     watch_checks.verify_watch(c, kernel, r, host, p.out, p.culprit is not None)
     if p.modes:
         noisy_checks.verify(c, kernel, r, p.modes, a.reference_bar)

@@ -145,3 +145,37 @@ def verify_noise(c, kernel: str, r) -> None:
              r.checks().get("noise-default") == 0, f"rc {r.checks().get('noise-default')}")
     ok, detail = raised_threshold(json.loads(r.files.get("noise-default.json") or b"{}"))
     c.expect(kernel, "the default threshold is raised to the slow loop's resolution", ok, detail)
+
+
+def irqs_off(doc: dict) -> tuple[bool, str]:
+    """Whether an `--irqs-off` run's JSON is the kernel's hwlat measurement of CPU 1: its
+    schema, the width and window asked for, and at least one window run."""
+    cfg = doc.get("config", {})
+    cpus = doc.get("cpus") or [{}]
+    ok = (doc.get("schema") == "rtscope.hwnoise/1" and cfg.get("cpus") == [1]
+          and cfg.get("width_us") == 100000 and cfg.get("window_us") == 500000
+          and cpus[0].get("windows", 0) >= 1)
+    return ok, (f"schema {doc.get('schema')}, {cpus[0].get('windows')} windows, "
+                f"{cpus[0].get('samples')} with a gap over {cfg.get('threshold_us')} us, longest "
+                f"inner/outer {cpus[0].get('max_inner_us')}/{cpus[0].get('max_outer_us')} us, "
+                f"NMIs {cpus[0].get('nmis')}")
+
+
+def verify_irqs_off(c, kernel: str, r) -> None:
+    """`rtscope noise --irqs-off`: run by the kernel's hwlat tracer where the kernel has it,
+    its settings written back; refused naming CONFIG_HWLAT_TRACER where it has not."""
+    rc = r.checks().get("irqs-off")
+    err = (r.files.get("irqs-off.err") or b"").decode(errors="replace")
+    if (r.value("hwlat-available") or "") != "yes":
+        c.expect(kernel, "noise --irqs-off is refused naming CONFIG_HWLAT_TRACER (no hwlat tracer)",
+                 rc == 2 and "CONFIG_HWLAT_TRACER" in err, f"rc {rc}: {err.strip()[:200]}")
+        return
+    c.expect(kernel, "noise --irqs-off exits 0 with the kernel's hwlat tracer", rc == 0,
+             f"rc {rc}: {err.strip()[:200]}")
+    ok, detail = irqs_off(json.loads(r.files.get("irqs-off.json") or b"{}"))
+    print(f"INFO {kernel}: noise --irqs-off on CPU 1: {detail}", flush=True)
+    c.expect(kernel, "noise --irqs-off reports the hwlat windows of CPU 1", ok, detail)
+    restored = r.value("hwlat-restored") or ""
+    before, _, after = restored.partition(" -> ")
+    c.expect(kernel, "the hwlat tracer's settings are written back after --irqs-off",
+             bool(before) and before == after, restored or "not marked")

@@ -121,6 +121,22 @@ if [ "${EXPLAIN:-0}" = 1 ] && grep -qw osnoise $T/available_tracers 2>/dev/null;
     wait "$npid" 2>/dev/null
 fi
 
+# rtscope noise --irqs-off (issue 33): the kernel's hwlat tracer in per-CPU mode where the kernel
+# has it (every tracer setting written back after), else a refusal naming CONFIG_HWLAT_TRACER.
+T=/sys/kernel/tracing
+hw_settings() {
+    echo "$(cat $T/current_tracer) $(cat $T/tracing_thresh) $(cat $T/tracing_cpumask)" \
+        "$(cat $T/hwlat_detector/mode 2>/dev/null) $(cat $T/hwlat_detector/width 2>/dev/null)" \
+        "$(cat $T/hwlat_detector/window 2>/dev/null)"
+}
+mark hwlat-available "$(grep -qw hwlat $T/available_tracers 2>/dev/null && echo yes || echo no)"
+hwbefore=$(hw_settings)
+check irqs-off rtscope noise --irqs-off --cpus 1 -D 3s --runtime 100ms --period 500ms -q --no-db \
+    --json /tmp/irqs-off.json
+[ -f /tmp/irqs-off.json ] && put_file irqs-off.json /tmp/irqs-off.json
+put_file irqs-off.err /tmp/irqs-off.log
+mark hwlat-restored "$hwbefore -> $(hw_settings)"
+
 # rtscope watch (issue 30): the unit's command line, /metrics, SIGKILL and a restart, the CPU
 # time it takes (watch-in-guest.sh, about 45 s of guest time).
 . /guest/watch-in-guest.sh

@@ -33,5 +33,20 @@ class Bracket(unittest.TestCase):
         self.assertIsNone(noise_checks.figures({"cpus": []}, OSNOISE))
 
 
+class IrqsOff(unittest.TestCase):
+    def test_the_hwlat_document_of_cpu_1_with_its_windows_passes(self):
+        doc = {"schema": "rtscope.hwnoise/1",
+               "config": {"cpus": [1], "width_us": 100000, "window_us": 500000,
+                          "threshold_us": 1},
+               "cpus": [{"cpu": 1, "windows": 6, "samples": 6, "max_inner_us": 800,
+                         "max_outer_us": 950, "nmis": 0}]}
+        ok, detail = noise_checks.irqs_off(doc)
+        self.assertTrue(ok, detail)
+        self.assertIn("6 windows", detail)
+        self.assertFalse(noise_checks.irqs_off({**doc, "schema": "rtscope.noise/1"})[0])
+        self.assertFalse(noise_checks.irqs_off({**doc, "cpus": [{"windows": 0}]})[0])
+        self.assertFalse(noise_checks.irqs_off({})[0])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -362,6 +362,7 @@ fn add_gaps(cp: &mut Checkpoint<'_>, meta: &NoiseMeta, i: usize, gaps: &[Gap]) {
     }
 }
 
+pub mod hwlat;
 pub mod json;
 pub mod kept;
 pub mod platform;

@@ -20,6 +20,7 @@ pub mod analyze;
 pub mod decode;
 pub mod explain;
 pub mod format;
+pub mod hwlat;
 pub mod machine;
 pub mod page;
 pub mod reaper;

@@ -63,6 +63,18 @@ impl Reaper {
         Ok(Reaper { keeper })
     }
 
+    /// A reaper with no instance of its own: it only writes `restore` back (the top-level
+    /// tracer's settings of `rtscope noise --irqs-off`).
+    pub fn restoring(restore: &[(PathBuf, String)]) -> Result<Reaper, TraceError> {
+        // A directory that never exists: its `tracing_on` cannot be opened, its rmdir fails
+        // at once, and only the settings are written back.
+        let none = PathBuf::from(format!(
+            "/proc/self/rtscope-no-instance-{}",
+            std::process::id()
+        ));
+        Reaper::spawn_restoring(&none, restore)
+    }
+
     /// The reaper's PID.
     pub fn pid(&self) -> i32 {
         self.keeper.pid()
@@ -106,6 +118,17 @@ fn clean_up(dir: &CString, tracing_on: &CString, restore: &[(CString, Vec<u8>)])
 #[cfg(test)]
 mod restore_tests {
     use super::*;
+
+    #[test]
+    fn a_reaper_without_an_instance_writes_the_settings_back_when_rtscope_dies() {
+        let base = std::env::temp_dir().join(format!("rtscope-reaper-top-{}", std::process::id()));
+        std::fs::create_dir_all(&base).unwrap();
+        let tracer = base.join("current_tracer");
+        std::fs::write(&tracer, "hwlat").unwrap();
+        drop(Reaper::restoring(&[(tracer.clone(), "nop".into())]).unwrap());
+        assert_eq!(std::fs::read_to_string(&tracer).unwrap(), "nop");
+        std::fs::remove_dir_all(base).unwrap();
+    }
 
     #[test]
     fn the_reaper_writes_saved_settings_back_after_removing_the_directory() {

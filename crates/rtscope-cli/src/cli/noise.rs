@@ -85,6 +85,12 @@ pub struct NoiseArgs {
     /// unexplained) from a private tracefs instance, as `measure --explain` (root; docs/noise.md)
     #[arg(long, value_name = "DUR", help_heading = "Output")]
     pub explain: Option<String>,
+    /// Hardware-only mode: the kernel's hwlat tracer (per-CPU mode) spins --runtime of every
+    /// --period with interrupts off on each CPU [default 500ms of 1s, hwlat's own], so a gap
+    /// can only be the hardware, firmware (SMI), the hypervisor or an NMI (root; refused,
+    /// naming the kernel option, where the kernel lacks it)
+    #[arg(long, help_heading = "Measurement")]
+    pub irqs_off: bool,
     /// Fail (exit 1) when a CPU exceeds a limit: max_single=20us, available=99.99% (repeatable)
     #[arg(long = "limit", value_name = "STAT=VALUE", help_heading = "Output")]
     pub limits: Vec<String>,

@@ -10,6 +10,7 @@ pub mod load;
 pub mod measure;
 pub mod merge;
 pub mod noise;
+pub mod noise_hwlat;
 pub mod report;
 pub mod report_watch;
 pub mod respond;

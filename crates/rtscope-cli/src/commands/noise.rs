@@ -98,6 +98,9 @@ pub fn run(
 ) -> anyhow::Result<ExitStatus> {
     let online = sys::online_cpus();
     let c = config(a, &online)?;
+    if a.irqs_off {
+        return super::noise_hwlat::run(a, &c, out);
+    }
     a.rec.check()?;
     let limits: Vec<NoiseLimit> = a
         .limits

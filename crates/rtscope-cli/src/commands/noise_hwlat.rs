@@ -1,0 +1,132 @@
+//! `rtscope noise --irqs-off`: the hardware-only mode through the kernel's hwlat tracer (the
+//! run, the table and the JSON live in `rtscope-session::noise::hwlat`; this file checks the
+//! flags that have no meaning there, drives the run and prints).
+
+use crate::cli::{CounterArg, NoiseArgs, NoisePolicyArg};
+use crate::exit::{ExitStatus, UsageError};
+use rtscope_core::Nanos;
+use rtscope_engine::noise::NoiseConfig;
+use rtscope_engine::sys;
+use rtscope_session::noise::hwlat::{self, HwlatRow};
+use rtscope_session::noise::platform::PlatformCounters;
+use rtscope_session::noise::{self as noise, NoiseLimit};
+use rtscope_session::output::OutputFile;
+use rtscope_trace::hwlat::HwlatConfig;
+use std::io::Write;
+
+/// hwlat's own default width and window: half of every second with interrupts off.
+const DEFAULT_WIDTH: Nanos = Nanos::from_ms(500);
+const DEFAULT_WINDOW: Nanos = Nanos::from_secs(1);
+
+/// Options of the busy loop in user space that mean nothing when the kernel spins.
+fn refuse_user_loop_options(a: &NoiseArgs) -> Result<(), UsageError> {
+    let given = [
+        (a.explain.is_some(), "--explain"),
+        (a.counter != CounterArg::Auto, "--counter"),
+        (a.policy != NoisePolicyArg::Other, "--policy"),
+        (a.priority.is_some(), "--priority"),
+        (a.housekeeping.is_some(), "--housekeeping"),
+    ];
+    match given.iter().find(|(g, _)| *g) {
+        Some((_, flag)) => Err(UsageError::new(format!(
+            "{flag} cannot be used with --irqs-off: with --irqs-off the kernel's hwlat thread \
+             spins with interrupts off (its own policy and counter, no trace to explain: a gap \
+             there is the hardware, firmware, the hypervisor or an NMI)\n\nhint: leave out \
+             {flag}, or --irqs-off for the busy loop in user space"
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// Runs the hardware-only mode.
+pub fn run(a: &NoiseArgs, c: &NoiseConfig, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    refuse_user_loop_options(a)?;
+    let limits: Vec<NoiseLimit> = a
+        .limits
+        .iter()
+        .map(|l| noise::parse_limit(l))
+        .collect::<Result<_, _>>()?;
+    if limits.iter().any(|l| matches!(l, NoiseLimit::Available(_))) {
+        return Err(UsageError::new(
+            "--limit available=... cannot be checked with --irqs-off: the hwlat tracer reports \
+             each window's longest gap, not the time lost in all of them\n\nhint: use --limit \
+             max_single=DUR, or leave out --irqs-off",
+        )
+        .into());
+    }
+    let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
+    let tfs = hwlat::check().map_err(UsageError::new)?;
+    let us = |n: Nanos| n.0.div_ceil(1000).max(1);
+    let cfg = HwlatConfig {
+        cpus: c.cpus.clone(),
+        width_us: us(a.runtime.as_ref().map_or(DEFAULT_WIDTH, |_| c.runtime)),
+        window_us: us(a.period.as_ref().map_or(DEFAULT_WINDOW, |_| c.period)),
+        threshold_us: us(c.threshold.requested()),
+    };
+    if !a.quiet {
+        rtscope_session::output::warn(&format!(
+            "noise --irqs-off: the kernel's hwlat tracer on CPUs {:?} for {}, {} us of every {} \
+             us with interrupts off, threshold {} us",
+            cfg.cpus,
+            rtscope_core::text::short(c.duration),
+            cfg.width_us,
+            cfg.window_us,
+            cfg.threshold_us
+        ));
+    }
+    if !a.rec.no_db {
+        rtscope_session::output::warn(
+            "note: an --irqs-off run is not recorded in the run database (hwlat gives each \
+             window's longest gap, not the gaps a noise record holds); use --json to keep it",
+        );
+    }
+    let platform = PlatformCounters::start(std::path::Path::new("/"), &cfg.cpus);
+    let o = hwlat::drive(&tfs, &cfg, c.duration).map_err(UsageError::new)?;
+    let rows = hwlat::rows(&cfg, &o, &hwlat::smis_over_run(platform));
+    finish(&cfg, &rows, &o, &limits, json_file, out)
+}
+
+/// Prints the table (to stderr when the JSON goes to stdout), checks the limits, writes the
+/// JSON.
+fn finish(
+    cfg: &HwlatConfig,
+    rows: &[HwlatRow],
+    o: &hwlat::HwlatOutcome,
+    limits: &[NoiseLimit],
+    json_file: Option<OutputFile>,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitStatus> {
+    let views: Vec<_> = rows.iter().map(hwlat::limit_view).collect();
+    let checks = noise::check_limits(limits, &views);
+    let mut status = if o.signal.is_some() {
+        ExitStatus::Interrupted
+    } else if checks.iter().any(|c| !c.passed) {
+        ExitStatus::LimitExceeded
+    } else {
+        ExitStatus::Success
+    };
+    let mut text = hwlat::table(cfg, rows, o);
+    if let Some(s) = o.signal {
+        text.push_str(&format!(
+            "interrupted by {}: the results cover the part that ran\n",
+            sys::signal_name(s)
+        ));
+    }
+    text.push_str(&rtscope_session::noise::run::render_checks(&checks));
+    match &json_file {
+        Some(f) if f.is_stdout() => rtscope_session::output::warn(text.trim_end()),
+        _ => {
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+    }
+    if let Some(file) = json_file {
+        let doc = hwlat::document(cfg, rows, o, &checks, status.code());
+        let body = serde_json::to_string_pretty(&doc)? + "\n";
+        if let Err(e) = file.write(body.as_bytes(), out, "--json") {
+            rtscope_session::output::warn(&e.to_string());
+            status = ExitStatus::Usage;
+        }
+    }
+    Ok(status)
+}

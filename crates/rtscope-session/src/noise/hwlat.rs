@@ -1,0 +1,413 @@
+//! `rtscope noise --irqs-off`: the hardware-only mode, measured by the kernel's hwlat tracer
+//! in per-CPU mode (`rtscope_trace::hwlat`): the time a CPU loses with interrupts off can only
+//! be the hardware, the firmware (SMI), the hypervisor or an NMI. The run is driven here: the
+//! tracer's samples are read every 100 ms, each new sample gets the SMIs its CPU counted since
+//! the previous read (the counter read after the sample, never by the spinning thread), and a
+//! signal ends the run at once.
+//!
+//! hwlat reports, per window, the longest gap over the threshold and how many gaps were over
+//! it — not every gap's length — so the table gives what it can honestly give: windows with a
+//! gap over the threshold, the gaps over it, the longest inner and outer gap, the NMIs, the
+//! SMIs. No noise total and no "% available" (`--limit available=…` is refused before the run).
+
+use super::platform::PlatformCounters;
+use super::CpuNoise;
+use rtscope_core::Nanos;
+use rtscope_engine::sys;
+use rtscope_monitor::smi::{smis_between, SmiCounter};
+use rtscope_trace::hwlat::{HwlatConfig, HwlatRun, HwlatSample};
+use rtscope_trace::tracefs::Tracefs;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// How often the samples and the SMI counters are read.
+const POLL: Nanos = Nanos::from_ms(100);
+
+/// One sample with the SMIs counted on its CPU since the previous read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Sample {
+    /// The CPU.
+    pub cpu: usize,
+    /// The tracer's sequence number.
+    pub seq: u64,
+    /// The longest gap between two reads inside the loop, µs.
+    pub inner_us: u64,
+    /// The longest gap between two iterations, µs.
+    pub outer_us: u64,
+    /// When its first gap over the threshold was seen, CLOCK_REALTIME ns.
+    pub realtime_ns: u64,
+    /// Gaps over the threshold in its window (`None`: the kernel does not count them).
+    pub count: Option<u64>,
+    /// NMIs in its gaps.
+    pub nmi_count: u64,
+    /// Their time, ns, where the kernel reports it.
+    pub nmi_total_ns: Option<u64>,
+    /// SMIs its CPU counted since the previous read (within 100 ms after the sample);
+    /// `None` without an SMI counter.
+    pub smis: Option<u64>,
+}
+
+/// One CPU's summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct HwlatRow {
+    /// The CPU.
+    pub cpu: usize,
+    /// Windows the run spanned on it.
+    pub windows: u64,
+    /// Windows with a gap over the threshold (the samples).
+    pub samples: u64,
+    /// Gaps over the threshold, summed over the samples (`None` where the kernel does not
+    /// count them).
+    pub gaps_over_threshold: Option<u64>,
+    /// The longest inner gap, µs.
+    pub max_inner_us: Option<u64>,
+    /// The longest outer gap, µs.
+    pub max_outer_us: Option<u64>,
+    /// NMIs in the gaps.
+    pub nmis: u64,
+    /// SMIs counted on the CPU over the run (`None` without a counter).
+    pub smis: Option<u64>,
+}
+
+/// What the run measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HwlatOutcome {
+    /// Every sample, in the order read.
+    pub samples: Vec<Sample>,
+    /// The signal that ended the run early.
+    pub signal: Option<libc::c_int>,
+    /// Why there is no SMI count, if there is none.
+    pub smi_unavailable: Option<String>,
+    /// Time the tracer ran.
+    pub ran: Nanos,
+}
+
+/// Why `--irqs-off` cannot run here, with the fix; `Ok` with the tracefs to use.
+pub fn check() -> Result<Tracefs, String> {
+    let tfs = Tracefs::discover().map_err(|e| {
+        format!(
+            "--irqs-off needs the kernel's tracefs: {e}\n\nhint: run as root; mount it with \
+             `mount -t tracefs nodev /sys/kernel/tracing`"
+        )
+    })?;
+    rtscope_trace::hwlat::check(&tfs)?;
+    Ok(tfs)
+}
+
+/// Runs the tracer for `duration` (a stop signal ends it early) and reads the samples.
+pub fn drive(tfs: &Tracefs, cfg: &HwlatConfig, duration: Nanos) -> Result<HwlatOutcome, String> {
+    let smi = SmiCounter::open(Path::new("/"), &cfg.cpus);
+    let old_mask = sys::block_run_signals();
+    let started = sys::now(libc::CLOCK_MONOTONIC);
+    let run = HwlatRun::start(tfs, cfg, true).map_err(|e| e.to_string());
+    let result = run.and_then(|run| {
+        let mut poll = Poll::new(smi.as_ref().ok());
+        let mut signal = None;
+        while signal.is_none() {
+            let left = (started + duration)
+                .0
+                .saturating_sub(sys::now(libc::CLOCK_MONOTONIC).0);
+            if left == 0 {
+                break;
+            }
+            match sys::wait_run_signal(Nanos(left.min(POLL.0))) {
+                Some(s) if sys::is_stop_signal(s) => signal = Some(s),
+                _ => poll.read(&run.samples().map_err(|e| e.to_string())?),
+            }
+        }
+        let ran = Nanos(sys::now(libc::CLOCK_MONOTONIC).0 - started.0);
+        poll.read(&run.finish().map_err(|e| e.to_string())?);
+        Ok(HwlatOutcome {
+            samples: poll.samples,
+            signal,
+            smi_unavailable: smi.as_ref().err().map(ToString::to_string),
+            ran,
+        })
+    });
+    sys::restore_signal_mask(&old_mask);
+    result
+}
+
+/// The samples read so far, each new one given its CPU's SMIs since the previous read.
+struct Poll<'a> {
+    smi: Option<&'a SmiCounter>,
+    last_smi: Vec<Option<u64>>,
+    seen: u64,
+    samples: Vec<Sample>,
+}
+
+impl<'a> Poll<'a> {
+    fn new(smi: Option<&'a SmiCounter>) -> Self {
+        Poll {
+            last_smi: smi.map(SmiCounter::read).unwrap_or_default(),
+            smi,
+            seen: 0,
+            samples: Vec::new(),
+        }
+    }
+
+    fn read(&mut self, all: &[HwlatSample]) {
+        let fresh: Vec<&HwlatSample> = all.iter().filter(|s| s.seq > self.seen).collect();
+        if fresh.is_empty() {
+            return;
+        }
+        let now = self.smi.map(SmiCounter::read).unwrap_or_default();
+        let cpus: Vec<usize> = self.smi.map(|c| c.cpus().collect()).unwrap_or_default();
+        let mut given = Vec::new();
+        for s in fresh {
+            self.seen = self.seen.max(s.seq);
+            let i = cpus.iter().position(|&c| c == s.cpu);
+            // The CPU's SMIs since the previous read go to its first new sample.
+            let smis = i.and_then(|i| {
+                let d = now[i]
+                    .zip(self.last_smi[i])
+                    .map(|(n, l)| smis_between(l, n));
+                Some(if given.contains(&i) { 0 } else { d? })
+            });
+            given.extend(i);
+            self.samples.push(Sample {
+                cpu: s.cpu,
+                seq: s.seq,
+                inner_us: s.inner_us,
+                outer_us: s.outer_us,
+                realtime_ns: s.realtime_ns,
+                count: s.count,
+                nmi_count: s.nmi_count,
+                nmi_total_ns: s.nmi_total_ns,
+                smis,
+            });
+        }
+        for &i in &given {
+            self.last_smi[i] = now[i];
+        }
+    }
+}
+
+/// The per-CPU summary, in the order of `cpus`; `smis_over_run` from the run's counters.
+pub fn rows(cfg: &HwlatConfig, o: &HwlatOutcome, smis_over_run: &[Option<u64>]) -> Vec<HwlatRow> {
+    let windows = o.ran.0 / (cfg.window_us.max(1) * 1000);
+    let mut by_cpu: BTreeMap<usize, Vec<&Sample>> = BTreeMap::new();
+    for s in &o.samples {
+        by_cpu.entry(s.cpu).or_default().push(s);
+    }
+    cfg.cpus
+        .iter()
+        .enumerate()
+        .map(|(i, &cpu)| {
+            let v = by_cpu.get(&cpu).map(Vec::as_slice).unwrap_or(&[]);
+            HwlatRow {
+                cpu,
+                windows,
+                samples: v.len() as u64,
+                gaps_over_threshold: v.iter().map(|s| s.count).sum(),
+                max_inner_us: v.iter().map(|s| s.inner_us).max(),
+                max_outer_us: v.iter().map(|s| s.outer_us).max(),
+                nmis: v.iter().map(|s| s.nmi_count).sum(),
+                smis: smis_over_run.get(i).copied().flatten(),
+            }
+        })
+        .collect()
+}
+
+/// A row as the limits see it: the longest single gap known, the available share unknown.
+pub fn limit_view(r: &HwlatRow) -> CpuNoise {
+    let max = r.max_inner_us.max(r.max_outer_us);
+    CpuNoise {
+        cpu: r.cpu,
+        runtime_ns: 0,
+        noise_ns: 0,
+        available_percent: None,
+        // No sample: no gap over the threshold in any window, so the longest is at most it.
+        max_single_ns: max.map(|m| m * 1000),
+        gaps_over_threshold: r.gaps_over_threshold.unwrap_or(r.samples),
+        gaps_dropped: 0,
+        gaps_not_kept: 0,
+        iterations: 0,
+        iterations_per_s: None,
+        resolution_ns: None,
+        platform: Default::default(),
+    }
+}
+
+/// The table, labelled as the kernel's measurement.
+pub fn table(cfg: &HwlatConfig, rows: &[HwlatRow], o: &HwlatOutcome) -> String {
+    let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+    let mut s = format!(
+        "measured by the kernel's hwlat tracer (per-CPU mode, interrupts off): {} us of every \
+         {} us, threshold {} us\n{:>4} {:>8} {:>8} {:>9} {:>10} {:>10} {:>6} {:>6}\n",
+        cfg.width_us,
+        cfg.window_us,
+        cfg.threshold_us,
+        "CPU",
+        "WINDOWS",
+        "SAMPLES",
+        "GAPS>THR",
+        "MAX INNER",
+        "MAX OUTER",
+        "NMI",
+        "SMI"
+    );
+    for r in rows {
+        let us = |v: Option<u64>| v.map_or("-".to_string(), |v| format!("{v}us"));
+        s.push_str(&format!(
+            "{:>4} {:>8} {:>8} {:>9} {:>10} {:>10} {:>6} {:>6}\n",
+            r.cpu,
+            r.windows,
+            r.samples,
+            opt(r.gaps_over_threshold),
+            us(r.max_inner_us),
+            us(r.max_outer_us),
+            r.nmis,
+            opt(r.smis)
+        ));
+    }
+    s.push_str(
+        "SAMPLES are windows with a gap over the threshold (hwlat reports each window's longest); \
+         INNER is a gap between two clock reads, OUTER between two iterations. With interrupts \
+         off such a gap is the hardware, the firmware (SMI), the hypervisor or an NMI.\n",
+    );
+    if let Some(why) = &o.smi_unavailable {
+        s.push_str(&format!("SMI: {why}\n"));
+    }
+    s
+}
+
+/// The JSON document (`rtscope.hwnoise/1`).
+pub fn document(
+    cfg: &HwlatConfig,
+    rows: &[HwlatRow],
+    o: &HwlatOutcome,
+    limits: &[super::NoiseCheck],
+    exit_code: i32,
+) -> serde_json::Value {
+    serde_json::json!({
+        "schema": "rtscope.hwnoise/1",
+        "tool": format!("rtscope {}", env!("CARGO_PKG_VERSION")),
+        "measured_by": "kernel hwlat tracer, per-CPU mode",
+        "config": {
+            "cpus": cfg.cpus, "width_us": cfg.width_us, "window_us": cfg.window_us,
+            "threshold_us": cfg.threshold_us,
+        },
+        "ran_ns": o.ran.0,
+        "cpus": rows,
+        "samples": o.samples,
+        "smi_unavailable": o.smi_unavailable,
+        "limits": limits,
+        "interrupted": o.signal.is_some(),
+        "exit_code": exit_code,
+    })
+}
+
+/// The SMIs counted per CPU over the run, from the platform counters read around it.
+pub fn smis_over_run(p: PlatformCounters) -> Vec<Option<u64>> {
+    p.finish(Path::new("/"))
+        .cpus
+        .iter()
+        .map(|c| c.smis)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(cpu: usize, seq: u64, inner: u64, outer: u64, count: Option<u64>) -> HwlatSample {
+        HwlatSample {
+            cpu,
+            seq,
+            inner_us: inner,
+            outer_us: outer,
+            realtime_ns: seq,
+            count,
+            nmi_count: seq % 2,
+            nmi_total_ns: None,
+        }
+    }
+
+    #[test]
+    fn each_new_sample_gets_the_smis_its_cpu_counted_since_the_previous_read() {
+        use std::os::unix::fs::FileExt;
+        let root = std::env::temp_dir().join(format!("rtscope-hwlat-smi-{}", std::process::id()));
+        let msr = |cpu: usize| root.join(format!("dev/cpu/{cpu}/msr"));
+        for cpu in [1, 2] {
+            std::fs::create_dir_all(msr(cpu).parent().unwrap()).unwrap();
+            std::fs::write(msr(cpu), [0u8; 0x40]).unwrap();
+        }
+        std::fs::create_dir_all(root.join("proc")).unwrap();
+        std::fs::write(
+            root.join("proc/cpuinfo"),
+            "vendor_id\t: GenuineIntel\ncpu family\t: 6\n",
+        )
+        .unwrap();
+        let set = |cpu: usize, n: u64| {
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(msr(cpu))
+                .unwrap();
+            f.write_all_at(&n.to_le_bytes(), 0x34).unwrap();
+        };
+        let counter = SmiCounter::open(&root, &[1, 2]).unwrap();
+        let mut p = Poll::new(Some(&counter));
+        set(1, 3);
+        p.read(&[sample(1, 1, 40, 2, Some(1))]);
+        // CPU 2's count moved while CPU 1 had two samples: the first gets CPU 1's, none of
+        // CPU 2's yet; CPU 2's go to its own sample when it comes.
+        set(1, 4);
+        set(2, 5);
+        p.read(&[sample(1, 2, 40, 2, Some(1)), sample(1, 3, 9, 9, Some(1))]);
+        p.read(&[sample(2, 4, 12, 1, Some(1))]);
+        let smis: Vec<(u64, Option<u64>)> = p.samples.iter().map(|s| (s.seq, s.smis)).collect();
+        assert_eq!(
+            smis,
+            vec![(1, Some(3)), (2, Some(1)), (3, Some(0)), (4, Some(5))]
+        );
+        std::fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn samples_are_read_once_and_summed_per_cpu_with_the_longest_gaps() {
+        let cfg = HwlatConfig {
+            cpus: vec![1, 2, 3],
+            width_us: 500_000,
+            window_us: 1_000_000,
+            threshold_us: 10,
+        };
+        let mut p = Poll::new(None);
+        p.read(&[sample(1, 1, 12, 30, Some(2))]);
+        // The buffer is read whole every time: seen samples are not taken twice.
+        p.read(&[sample(1, 1, 12, 30, Some(2)), sample(2, 2, 50, 11, Some(1))]);
+        p.read(&[
+            sample(1, 1, 12, 30, Some(2)),
+            sample(2, 2, 50, 11, Some(1)),
+            sample(1, 3, 15, 4, Some(7)),
+        ]);
+        assert_eq!(p.samples.len(), 3);
+        assert!(p.samples.iter().all(|s| s.smis.is_none()));
+        let o = HwlatOutcome {
+            samples: p.samples,
+            signal: None,
+            smi_unavailable: Some("no SMI counter".into()),
+            ran: Nanos::from_ms(3_500),
+        };
+        let r = rows(&cfg, &o, &[None, None, None]);
+        assert_eq!(
+            (r[0].windows, r[0].samples, r[0].gaps_over_threshold),
+            (3, 2, Some(9))
+        );
+        assert_eq!(
+            (r[0].max_inner_us, r[0].max_outer_us, r[0].nmis),
+            (Some(15), Some(30), 2)
+        );
+        assert_eq!((r[1].samples, r[1].max_inner_us), (1, Some(50)));
+        assert_eq!(
+            (r[2].samples, r[2].max_inner_us, r[2].gaps_over_threshold),
+            (0, None, Some(0))
+        );
+        let v = limit_view(&r[1]);
+        assert_eq!((v.max_single_ns, v.available_percent), (Some(50_000), None));
+        let t = table(&cfg, &r, &o);
+        assert!(t.contains("measured by the kernel's hwlat tracer"), "{t}");
+        assert!(t.contains("SMI: no SMI counter"), "{t}");
+    }
+}
