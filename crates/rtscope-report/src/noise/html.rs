@@ -82,7 +82,7 @@ pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)]) 
     for r in rows(runs) {
         let _ = writeln!(h, "<tr>{}</tr>", row(&r));
     }
-    h.push_str("</table>\n<p class=\"muted\">Busy-loop gaps, not wake-ups. Noise is from the gap histogram and the run's threshold (an oslat import has none: -); an rtla import's figures are rtla's (an osnoise hist import's gaps are its noises over the threshold). HW, NMI, IRQ, softirq, thread: rtla osnoise top's counts of interference entries, not times (- where the run did not count them).</p>\n");
+    h.push_str("</table>\n<p class=\"muted\">Busy-loop gaps, not wake-ups. Noise is from the gap histogram and the run's threshold (an oslat import has none: -); an rtla import's figures are rtla's (an osnoise hist import's gaps are its noises over the threshold). HW, NMI, IRQ, softirq, thread: counts of interference, not times — rtla osnoise top's for an rtla import, the traced gaps' culprits for a run of rtscope noise --explain (a gap counts once per distinct culprit; HW: no kernel context in it); - where the run did not count them.</p>\n");
     causes(h, runs);
     crate::markup::figures(h, figs, Section::Noise);
 }

@@ -177,9 +177,25 @@ impl CpuNoise {
             .collect()
     }
 
-    /// Every CPU of a run, in thread order ([`CpuNoise::of_detail`]).
+    /// Every CPU of a run, in thread order ([`CpuNoise::of_detail`]); a run recorded with
+    /// `rtscope noise --explain` has the interference counts of its stored explanation (HW,
+    /// NMI, IRQ, softirq, thread: `ExplainSummary::interference`) where no source reported
+    /// them.
     pub fn of_run(r: &RunData) -> Vec<CpuNoise> {
-        CpuNoise::of_detail(&r.detail)
+        let mut cpus = CpuNoise::of_detail(&r.detail);
+        let Some((summary, _)) = &r.explain else {
+            return cpus;
+        };
+        for c in cpus.iter_mut().filter(|c| c.counts == [None; 5]) {
+            let counted = summary
+                .interference
+                .iter()
+                .find(|i| c.cpu.is_some_and(|cpu| cpu as usize == i.cpu));
+            if let Some(i) = counted {
+                c.counts = [i.hw, i.nmi, i.irq, i.softirq, i.thread].map(Some);
+            }
+        }
+        cpus
     }
 
     /// `100 × (runtime − noise) / runtime`; `None` when either is unknown or nothing ran.

@@ -173,6 +173,28 @@ fn the_cause_bars_stack_the_stored_class_totals() {
     }
 }
 
+#[test]
+fn a_noise_run_explained_shows_the_interference_counts_of_its_stored_explanation() {
+    use rtscope_explain::classes::Interference;
+    let mut x = ExplainSummary::of_totals(1000, vec![(Category::Nmi, 2200)]);
+    x.interference = vec![Interference {
+        cpu: 1,
+        hw: 4,
+        nmi: 1,
+        irq: 7,
+        softirq: 2,
+        thread: 3,
+    }];
+    let mut s = spec("counted");
+    s.explain_json = Some(serde_json::to_string(&x).unwrap());
+    let c = CpuNoise::of_run(&noise_run("noise-counts", &s));
+    assert_eq!(c[0].counts, [None; 5], "CPU 0 was not counted");
+    assert_eq!(c[1].counts, [Some(4), Some(1), Some(7), Some(2), Some(3)]);
+    // Without an explanation nothing is counted.
+    let plain = CpuNoise::of_run(&noise_run("noise-uncounted", &spec("plain")));
+    assert!(plain.iter().all(|c| c.counts == [None; 5]));
+}
+
 fn text(files: &[crate::ReportFile], name: &str) -> String {
     let f = files.iter().find(|f| f.name == name).unwrap();
     String::from_utf8(f.bytes.clone()).unwrap()
