@@ -1,8 +1,8 @@
 //! The spike book: the worst attributed spikes of each time window (bounded memory), the
 //! culprit totals over the whole run and the counts of spikes explained or not.
 
-use crate::classes::Interference;
 use crate::coarse::CoarseExplanation;
+use crate::interference::Interference;
 use crate::model::{Attribution, Category, NotTraced, Tier};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -324,7 +324,7 @@ fn trim(w: &mut Vec<Explained>, keep: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classes::Interference;
+    use crate::interference::Interference;
     use crate::model::{Charge, LateCause, Softirq, Spike, Task};
 
     fn attr(wakeup_ns: u64, latency: u64, cat: Category) -> Explained {

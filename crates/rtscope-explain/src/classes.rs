@@ -3,8 +3,8 @@
 //! JSON, the report's stacked bars and anything else that speaks of noise by cause.
 
 use crate::book::ExplainSummary;
-use crate::model::{Attribution, Category};
-use serde::{Deserialize, Serialize};
+use crate::model::Category;
+use serde::Serialize;
 
 /// A class of noise time, in the order the noise command prints them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,50 +139,5 @@ impl ClassTotals {
     /// The sum of the classes.
     pub fn total_ns(&self) -> u64 {
         self.parts().iter().map(|&(_, v)| v).sum()
-    }
-}
-
-/// Interference counts of one CPU's traced gaps, in `rtla osnoise top`'s columns (HW, NMI, IRQ,
-/// SIRQ, THREAD): what the kernel's osnoise tracer counts, from the same attribution that
-/// charges the time.
-///
-/// A gap counts once for each distinct culprit in it (two different IRQs: IRQ 2; the same IRQ
-/// twice in one gap: 1, where osnoise, which counts every entry, says 2); RT throttling counts as
-/// a thread (osnoise sees the task the throttle let run). **HW** is a gap in which the trace shows
-/// no interrupt, softirq, NMI or other thread — only the loop itself (and its switch back), the
-/// hypervisor or nothing: osnoise's "hardware noise", which its own documentation says includes
-/// the hypervisor's.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Interference {
-    /// The CPU.
-    pub cpu: usize,
-    /// Gaps with no kernel context in the trace.
-    pub hw: u64,
-    /// NMIs.
-    pub nmi: u64,
-    /// Hard interrupts (the timer's included).
-    pub irq: u64,
-    /// Softirqs.
-    pub softirq: u64,
-    /// Other threads (and RT throttling's).
-    pub thread: u64,
-}
-
-impl Interference {
-    /// Counts one traced gap.
-    pub fn add(&mut self, a: &Attribution) {
-        let before = self.nmi + self.irq + self.softirq + self.thread;
-        for c in &a.charges {
-            match Class::of(&c.category) {
-                Class::Nmi => self.nmi += 1,
-                Class::Irq => self.irq += 1,
-                Class::Softirq => self.softirq += 1,
-                Class::Thread | Class::Throttling => self.thread += 1,
-                Class::Switch | Class::Hypervisor | Class::Firmware | Class::Unexplained => {}
-            }
-        }
-        if self.nmi + self.irq + self.softirq + self.thread == before {
-            self.hw += 1;
-        }
     }
 }

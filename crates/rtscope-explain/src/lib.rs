@@ -16,6 +16,7 @@
 pub mod book;
 pub mod classes;
 pub mod coarse;
+pub mod interference;
 pub mod model;
 pub mod render;
 

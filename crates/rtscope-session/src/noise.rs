@@ -436,7 +436,8 @@ impl NoiseExplainer {
     }
 }
 
-pub use rtscope_trace::classes::{ClassTotals, Interference};
+pub use rtscope_trace::classes::ClassTotals;
+pub use rtscope_trace::interference::Interference;
 
 /// One line: each class's share of the traced gap time.
 pub fn class_line(t: &ClassTotals) -> String {

@@ -175,7 +175,7 @@ fn the_cause_bars_stack_the_stored_class_totals() {
 
 #[test]
 fn a_noise_run_explained_shows_the_interference_counts_of_its_stored_explanation() {
-    use rtscope_explain::classes::Interference;
+    use rtscope_explain::interference::Interference;
     let mut x = ExplainSummary::of_totals(1000, vec![(Category::Nmi, 2200)]);
     x.interference = vec![Interference {
         cpu: 1,
