@@ -32,7 +32,7 @@ pub struct HwlatConfig {
 }
 
 /// One window's report: its longest gap over the threshold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct HwlatSample {
     /// The CPU it was measured on.
     pub cpu: usize,

@@ -429,40 +429,21 @@ mod tests {
     #[test]
     fn a_gap_below_the_kernel_with_an_smi_counted_across_it_is_firmwares() {
         below_the_kernel(Some(0));
-        let spike = Spike {
-            cpu: 1,
-            tid: 500,
-            deadline_ns: 1_000_000,
-            wakeup_ns: 1_400_000,
-            smis: Some(2),
-        };
-        let tasks = Tasks::default();
         for guest in [true, false] {
-            let t = Timeline {
-                spike: &spike,
-                overlays: vec![],
-                base: vec![Piece {
-                    from: 0,
-                    to: 2_000_000,
-                    ctx: Ctx::Task(500),
-                }],
-                fallback: vec![],
-                wake: None,
-                tasks: &tasks,
-                machine: Machine {
-                    idle_exit_max_ns: Some(0),
-                    guest,
-                    busy_loop: true,
-                },
-                own: Own::default(),
-            };
-            let c = t.charge();
+            let c = loop_alone(Some(2), guest, true, vec![]);
             assert_eq!(c.len(), 1, "{c:?}");
             assert_eq!((&c[0].category, c[0].ns), (&Category::Firmware, 400_000));
         }
     }
 
-    fn below_the_kernel(smis: Option<u32>) {
+    /// The charges of a 400 us gap of a loop (tid 500) that the trace shows running
+    /// throughout, with `overlays` over it.
+    fn loop_alone(
+        smis: Option<u32>,
+        guest: bool,
+        busy_loop: bool,
+        overlays: Vec<Piece>,
+    ) -> Vec<Charge> {
         let spike = Spike {
             cpu: 1,
             tid: 500,
@@ -471,28 +452,30 @@ mod tests {
             smis,
         };
         let tasks = Tasks::default();
-        let loop_runs = Piece {
-            from: 0,
-            to: 2_000_000,
-            ctx: Ctx::Task(500),
+        let t = Timeline {
+            spike: &spike,
+            overlays,
+            base: vec![Piece {
+                from: 0,
+                to: 2_000_000,
+                ctx: Ctx::Task(500),
+            }],
+            fallback: vec![],
+            wake: None,
+            tasks: &tasks,
+            machine: Machine {
+                idle_exit_max_ns: Some(0),
+                guest,
+                busy_loop,
+            },
+            own: Own::default(),
         };
-        let at = |guest, busy_loop, overlays: Vec<Piece>| {
-            let t = Timeline {
-                spike: &spike,
-                overlays,
-                base: vec![loop_runs.clone()],
-                fallback: vec![],
-                wake: None,
-                tasks: &tasks,
-                machine: Machine {
-                    idle_exit_max_ns: Some(0),
-                    guest,
-                    busy_loop,
-                },
-                own: Own::default(),
-            };
-            t.charge()
-        };
+        t.charge()
+    }
+
+    fn below_the_kernel(smis: Option<u32>) {
+        let at =
+            |guest, busy_loop, overlays: Vec<Piece>| loop_alone(smis, guest, busy_loop, overlays);
         let only = |c: Vec<Charge>| (c.len(), c[0].category.clone(), c[0].ns);
         assert_eq!(
             only(at(true, true, vec![])),

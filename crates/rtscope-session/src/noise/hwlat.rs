@@ -27,22 +27,9 @@ const POLL: Nanos = Nanos::from_ms(100);
 /// One sample with the SMIs counted on its CPU since the previous read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Sample {
-    /// The CPU.
-    pub cpu: usize,
-    /// The tracer's sequence number.
-    pub seq: u64,
-    /// The longest gap between two reads inside the loop, µs.
-    pub inner_us: u64,
-    /// The longest gap between two iterations, µs.
-    pub outer_us: u64,
-    /// When its first gap over the threshold was seen, CLOCK_REALTIME ns.
-    pub realtime_ns: u64,
-    /// Gaps over the threshold in its window (`None`: the kernel does not count them).
-    pub count: Option<u64>,
-    /// NMIs in its gaps.
-    pub nmi_count: u64,
-    /// Their time, ns, where the kernel reports it.
-    pub nmi_total_ns: Option<u64>,
+    /// What the kernel reported.
+    #[serde(flatten)]
+    pub kernel: HwlatSample,
     /// SMIs its CPU counted since the previous read (within 100 ms after the sample);
     /// `None` without an SMI counter.
     pub smis: Option<u64>,
@@ -166,17 +153,7 @@ impl<'a> Poll<'a> {
                 Some(if given.contains(&i) { 0 } else { d? })
             });
             given.extend(i);
-            self.samples.push(Sample {
-                cpu: s.cpu,
-                seq: s.seq,
-                inner_us: s.inner_us,
-                outer_us: s.outer_us,
-                realtime_ns: s.realtime_ns,
-                count: s.count,
-                nmi_count: s.nmi_count,
-                nmi_total_ns: s.nmi_total_ns,
-                smis,
-            });
+            self.samples.push(Sample { kernel: *s, smis });
         }
         for &i in &given {
             self.last_smi[i] = now[i];
@@ -187,15 +164,15 @@ impl<'a> Poll<'a> {
 /// The per-CPU summary, in the order of `cpus`; `smis_over_run` from the run's counters.
 pub fn rows(cfg: &HwlatConfig, o: &HwlatOutcome, smis_over_run: &[Option<u64>]) -> Vec<HwlatRow> {
     let windows = o.ran.0 / (cfg.window_us.max(1) * 1000);
-    let mut by_cpu: BTreeMap<usize, Vec<&Sample>> = BTreeMap::new();
+    let mut by_cpu: BTreeMap<usize, Vec<&HwlatSample>> = BTreeMap::new();
     for s in &o.samples {
-        by_cpu.entry(s.cpu).or_default().push(s);
+        by_cpu.entry(s.kernel.cpu).or_default().push(&s.kernel);
     }
     cfg.cpus
         .iter()
         .enumerate()
         .map(|(i, &cpu)| {
-            let v = by_cpu.get(&cpu).map(Vec::as_slice).unwrap_or(&[]);
+            let v: &[&HwlatSample] = by_cpu.get(&cpu).map(Vec::as_slice).unwrap_or(&[]);
             HwlatRow {
                 cpu,
                 windows,
@@ -357,7 +334,8 @@ mod tests {
         set(2, 5);
         p.read(&[sample(1, 2, 40, 2, Some(1)), sample(1, 3, 9, 9, Some(1))]);
         p.read(&[sample(2, 4, 12, 1, Some(1))]);
-        let smis: Vec<(u64, Option<u64>)> = p.samples.iter().map(|s| (s.seq, s.smis)).collect();
+        let smis: Vec<(u64, Option<u64>)> =
+            p.samples.iter().map(|s| (s.kernel.seq, s.smis)).collect();
         assert_eq!(
             smis,
             vec![(1, Some(3)), (2, Some(1)), (3, Some(0)), (4, Some(5))]
