@@ -330,8 +330,10 @@ pub struct Spike {
     pub wakeup_ns: u64,
     /// System Management Interrupts the CPU's counter (MSR 0x34) advanced by across the
     /// spike, read right after it (`rtscope noise` on a CPU with the counter); `None` where it
-    /// was not read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// was not read. Not serialized: the noise JSON's gaps carry it (`gaps[].smis`), and the
+    /// attribution it decided is in the charges (`firmware`); kept out of every explanation's
+    /// serializer, it costs the static binary nothing there.
+    #[serde(skip)]
     pub smis: Option<u32>,
 }
 

@@ -19,7 +19,7 @@ use crate::TraceError;
 use std::path::PathBuf;
 
 /// What an `--irqs-off` run asks the tracer for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct HwlatConfig {
     /// The CPUs, one sampling thread each.
     pub cpus: Vec<usize>,

@@ -251,29 +251,42 @@ pub fn table(cfg: &HwlatConfig, rows: &[HwlatRow], o: &HwlatOutcome) -> String {
 }
 
 /// The JSON document (`rtscope.hwnoise/1`).
-pub fn document(
-    cfg: &HwlatConfig,
-    rows: &[HwlatRow],
-    o: &HwlatOutcome,
-    limits: &[super::NoiseCheck],
+#[derive(Serialize)]
+pub struct Document<'a> {
+    schema: &'static str,
+    tool: &'static str,
+    measured_by: &'static str,
+    config: &'a HwlatConfig,
+    ran_ns: u64,
+    cpus: &'a [HwlatRow],
+    samples: &'a [Sample],
+    smi_unavailable: &'a Option<String>,
+    limits: &'a [super::NoiseCheck],
+    interrupted: bool,
     exit_code: i32,
-) -> serde_json::Value {
-    serde_json::json!({
-        "schema": "rtscope.hwnoise/1",
-        "tool": format!("rtscope {}", env!("CARGO_PKG_VERSION")),
-        "measured_by": "kernel hwlat tracer, per-CPU mode",
-        "config": {
-            "cpus": cfg.cpus, "width_us": cfg.width_us, "window_us": cfg.window_us,
-            "threshold_us": cfg.threshold_us,
-        },
-        "ran_ns": o.ran.0,
-        "cpus": rows,
-        "samples": o.samples,
-        "smi_unavailable": o.smi_unavailable,
-        "limits": limits,
-        "interrupted": o.signal.is_some(),
-        "exit_code": exit_code,
-    })
+}
+
+/// The document of a run.
+pub fn document<'a>(
+    cfg: &'a HwlatConfig,
+    rows: &'a [HwlatRow],
+    o: &'a HwlatOutcome,
+    limits: &'a [super::NoiseCheck],
+    exit_code: i32,
+) -> Document<'a> {
+    Document {
+        schema: "rtscope.hwnoise/1",
+        tool: concat!("rtscope ", env!("CARGO_PKG_VERSION")),
+        measured_by: "kernel hwlat tracer, per-CPU mode",
+        config: cfg,
+        ran_ns: o.ran.0,
+        cpus: rows,
+        samples: &o.samples,
+        smi_unavailable: &o.smi_unavailable,
+        limits,
+        interrupted: o.signal.is_some(),
+        exit_code,
+    }
 }
 
 /// The SMIs counted per CPU over the run, from the platform counters read around it.
