@@ -94,7 +94,7 @@ pub fn check(tfs: &Tracefs) -> Result<(), String> {
 }
 
 /// The settings the tracer changes, in the order they are written back: the tracer first, so
-/// the others are restored with it stopped.
+/// the others are restored with it stopped (and the width once more at the end).
 const SETTINGS: [&str; 6] = [
     "current_tracer",
     "tracing_thresh",
@@ -125,13 +125,16 @@ impl HwlatRun {
     /// Saves the settings, starts the reaper, and starts the tracer with `cfg` (after
     /// [`check`]). `reaper`: false in tests that run on a fake tracefs directory.
     pub fn start(tfs: &Tracefs, cfg: &HwlatConfig, reaper: bool) -> Result<HwlatRun, TraceError> {
-        let saved = SETTINGS
+        let mut saved = SETTINGS
             .iter()
             .map(|f| {
                 let p = tfs.root.join(f);
                 Ok((p.clone(), current_of(&read_bounded(&p)?)))
             })
             .collect::<Result<Vec<_>, TraceError>>()?;
+        // The width once more after the window: the kernel keeps width <= window at every
+        // write, and width, window, width reaches any valid pair from any other.
+        saved.push(saved[4].clone());
         let reaper = match reaper {
             true => Some(Reaper::restoring(&saved)?),
             false => None,
@@ -142,15 +145,12 @@ impl HwlatRun {
             _reaper: reaper,
         };
         let root = &run.tfs.root;
-        // Width before window: the kernel refuses a width longer than the window.
-        write_file(
-            &root.join("hwlat_detector/window"),
-            &cfg.window_us.to_string(),
-        )?;
-        write_file(
-            &root.join("hwlat_detector/width"),
-            &cfg.width_us.to_string(),
-        )?;
+        // The kernel keeps width <= window at every write: width (may fail), window, width
+        // reaches the pair asked for from any other.
+        let (width, window) = (cfg.width_us.to_string(), cfg.window_us.to_string());
+        let _ = write_file(&root.join("hwlat_detector/width"), &width);
+        write_file(&root.join("hwlat_detector/window"), &window)?;
+        write_file(&root.join("hwlat_detector/width"), &width)?;
         write_file(&root.join("hwlat_detector/mode"), "per-cpu")?;
         write_file(&root.join("tracing_cpumask"), &cpumask(&cfg.cpus))?;
         write_file(&root.join("tracing_thresh"), &cfg.threshold_us.to_string())?;
