@@ -14,7 +14,7 @@ pub fn decode_and_attribute(
     let (events, _, _) = decode_pages(data, 4096, &PageLayout::default(), &schema);
     if let (Some(a), Some(b)) = (events.first(), events.last()) {
         let (lo, hi) = (a.ts.min(b.ts), a.ts.max(b.ts));
-        let spike = Spike { cpu: 1, tid: events[0].pid, deadline_ns: lo + (hi - lo) / 3, wakeup_ns: hi };
+        let spike = Spike { cpu: 1, tid: events[0].pid, deadline_ns: lo + (hi - lo) / 3, wakeup_ns: hi, smis: None };
         let att = attribute(&events, &spike, false);
         assert_eq!(att.charges.iter().map(|c| c.ns).sum::<u64>(), spike.latency_ns());
     }

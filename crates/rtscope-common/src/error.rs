@@ -37,6 +37,17 @@ impl ExitStatus {
         self as i32
     }
 
+    /// The status of a run: interrupted before a failed limit, a failed limit before success.
+    pub fn of_run(interrupted: bool, limit_failed: bool) -> ExitStatus {
+        if interrupted {
+            ExitStatus::Interrupted
+        } else if limit_failed {
+            ExitStatus::LimitExceeded
+        } else {
+            ExitStatus::Success
+        }
+    }
+
     /// What the code means for every command.
     pub const fn meaning(self) -> &'static str {
         match self {

@@ -206,7 +206,7 @@ fn finish(
 ) -> anyhow::Result<ExitStatus> {
     let rows: Vec<CpuNoise> = o.rows();
     let checks = noise::check_limits(limits, &rows);
-    let mut status = status_of(o.signal, &checks);
+    let mut status = ExitStatus::of_run(o.signal.is_some(), checks.iter().any(|c| !c.passed));
     let mut text = table(&rows) + &o.platform.notes();
     if let Some(s) = o.signal {
         text.push_str(&format!(
@@ -247,17 +247,6 @@ fn finish(
         status = ExitStatus::Usage;
     }
     Ok(status)
-}
-
-/// The exit status of a noise run: interrupted, a limit failed, or success.
-pub(crate) fn status_of(signal: Option<libc::c_int>, checks: &[noise::NoiseCheck]) -> ExitStatus {
-    if signal.is_some() {
-        ExitStatus::Interrupted
-    } else if checks.iter().any(|c| !c.passed) {
-        ExitStatus::LimitExceeded
-    } else {
-        ExitStatus::Success
-    }
 }
 
 /// Records the run; a database failure is reported and turns the exit code into 2.
