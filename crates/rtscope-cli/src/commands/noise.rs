@@ -7,11 +7,11 @@ use crate::commands::measure::plan_error;
 use crate::exit::{ExitStatus, UsageError};
 use rtscope_core::text::short;
 use rtscope_core::Nanos;
-use rtscope_engine::noise::{CounterKind, CounterProbe, NoiseConfig, NoiseRun, Threshold};
+use rtscope_engine::noise::{NoiseConfig, NoiseRun, Threshold};
 use rtscope_engine::{sys, CpuSet, Policy};
 use rtscope_session::noise::json::{document, DocMeta};
 use rtscope_session::noise::run::{
-    config_json, drive, raised_threshold_note, render_checks, table, Outcome,
+    config_json, counter_line, drive, raised_threshold_note, render_checks, table, Outcome,
 };
 use rtscope_session::noise::{self as noise, CpuNoise, NoiseExplainer, NoiseLimit, NoiseMeta};
 use rtscope_session::output::OutputFile;
@@ -166,32 +166,11 @@ fn announce(a: &NoiseArgs, c: &NoiseConfig, run: &NoiseRun, hk: Option<&CpuSet>)
         rtscope_session::output::warn(&note);
     }
     if !a.quiet {
-        rtscope_session::output::warn(&counter_line(a.counter, run));
+        rtscope_session::output::warn(&counter_line(
+            a.counter == crate::cli::CounterArg::Auto,
+            run,
+        ));
     }
-}
-
-/// What the loops read, its calibrated rate, and why `--counter auto` did not take the raw
-/// counter when it did not.
-fn counter_line(asked: crate::cli::CounterArg, run: &NoiseRun) -> String {
-    let kind = run.counter();
-    let mut line = format!("noise: the loops read {}", kind.name());
-    let hz: Vec<f64> = run.counter_hz().into_iter().flatten().collect();
-    if let (Some(lo), Some(hi)) = (
-        hz.iter().copied().reduce(f64::min),
-        hz.iter().copied().reduce(f64::max),
-    ) {
-        line.push_str(&format!(" at {:.6} GHz", lo / 1e9));
-        if hi - lo > 1e-6 * lo {
-            line.push_str(&format!(" to {:.6} GHz", hi / 1e9));
-        }
-    }
-    if asked == crate::cli::CounterArg::Auto && kind == CounterKind::Clock {
-        let probe = CounterProbe::read(std::path::Path::new("/"));
-        if let Some(why) = probe.auto_note() {
-            line.push_str(&format!(" (not the raw counter: {why})"));
-        }
-    }
-    line
 }
 
 /// Prints the table (to stderr when the JSON goes to stdout), writes the JSON, checks the

@@ -6,9 +6,7 @@ use crate::cli::{CounterArg, NoiseArgs, NoisePolicyArg};
 use crate::exit::{ExitStatus, UsageError};
 use rtscope_core::Nanos;
 use rtscope_engine::noise::NoiseConfig;
-use rtscope_engine::sys;
-use rtscope_session::noise::hwlat::{self, HwlatRow};
-use rtscope_session::noise::platform::PlatformCounters;
+use rtscope_session::noise::hwlat;
 use rtscope_session::noise::{self as noise, NoiseLimit};
 use rtscope_session::output::OutputFile;
 use rtscope_trace::hwlat::HwlatConfig;
@@ -80,47 +78,5 @@ pub fn run(a: &NoiseArgs, c: &NoiseConfig, out: &mut dyn Write) -> anyhow::Resul
              window's longest gap, not the gaps a noise record holds); use --json to keep it",
         );
     }
-    let platform = PlatformCounters::start(std::path::Path::new("/"), &cfg.cpus);
-    let o = hwlat::drive(&tfs, &cfg, c.duration).map_err(UsageError::new)?;
-    let rows = hwlat::rows(&cfg, &o, &hwlat::smis_over_run(platform));
-    finish(&cfg, &rows, &o, &limits, json_file, out)
-}
-
-/// Prints the table (to stderr when the JSON goes to stdout), checks the limits, writes the
-/// JSON.
-fn finish(
-    cfg: &HwlatConfig,
-    rows: &[HwlatRow],
-    o: &hwlat::HwlatOutcome,
-    limits: &[NoiseLimit],
-    json_file: Option<OutputFile>,
-    out: &mut dyn Write,
-) -> anyhow::Result<ExitStatus> {
-    let views: Vec<_> = rows.iter().map(hwlat::limit_view).collect();
-    let checks = noise::check_limits(limits, &views);
-    let mut status = ExitStatus::of_run(o.signal.is_some(), checks.iter().any(|c| !c.passed));
-    let mut text = hwlat::table(cfg, rows, o);
-    if let Some(s) = o.signal {
-        text.push_str(&format!(
-            "interrupted by {}: the results cover the part that ran\n",
-            sys::signal_name(s)
-        ));
-    }
-    text.push_str(&rtscope_session::noise::run::render_checks(&checks));
-    match &json_file {
-        Some(f) if f.is_stdout() => rtscope_session::output::warn(text.trim_end()),
-        _ => {
-            out.write_all(text.as_bytes())?;
-            out.flush()?;
-        }
-    }
-    if let Some(file) = json_file {
-        let doc = hwlat::document(cfg, rows, o, &checks, status.code());
-        let body = serde_json::to_string_pretty(&doc)? + "\n";
-        if let Err(e) = file.write(body.as_bytes(), out, "--json") {
-            rtscope_session::output::warn(&e.to_string());
-            status = ExitStatus::Usage;
-        }
-    }
-    Ok(status)
+    Ok(hwlat::run(&tfs, &cfg, c.duration, &limits, json_file, out)?)
 }

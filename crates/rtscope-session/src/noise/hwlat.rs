@@ -289,6 +289,51 @@ pub fn document<'a>(
     }
 }
 
+/// Runs the tracer for `duration` and reports: the table (to stderr when the JSON goes to
+/// stdout), the limits checked, the JSON written. A JSON file that cannot be written is
+/// reported and makes the status 2; a tracer that cannot be run is a usage error.
+pub fn run(
+    tfs: &Tracefs,
+    cfg: &HwlatConfig,
+    duration: Nanos,
+    limits: &[super::NoiseLimit],
+    json_file: Option<crate::output::OutputFile>,
+    out: &mut dyn std::io::Write,
+) -> Result<crate::ExitStatus, crate::UsageError> {
+    use crate::ExitStatus;
+    let io = |e: std::io::Error| crate::UsageError::new(format!("cannot write the results: {e}"));
+    let platform = PlatformCounters::start(Path::new("/"), &cfg.cpus);
+    let o = drive(tfs, cfg, duration).map_err(crate::UsageError::new)?;
+    let rows = rows(cfg, &o, &smis_over_run(platform));
+    let views: Vec<_> = rows.iter().map(limit_view).collect();
+    let checks = super::check_limits(limits, &views);
+    let mut status = ExitStatus::of_run(o.signal.is_some(), checks.iter().any(|c| !c.passed));
+    let mut text = table(cfg, &rows, &o);
+    if let Some(s) = o.signal {
+        text.push_str(&format!(
+            "interrupted by {}: the results cover the part that ran\n",
+            sys::signal_name(s)
+        ));
+    }
+    text.push_str(&super::run::render_checks(&checks));
+    match &json_file {
+        Some(f) if f.is_stdout() => crate::output::warn(text.trim_end()),
+        _ => out
+            .write_all(text.as_bytes())
+            .and_then(|()| out.flush())
+            .map_err(io)?,
+    }
+    if let Some(file) = json_file {
+        let doc = document(cfg, &rows, &o, &checks, status.code());
+        let body = serde_json::to_string_pretty(&doc).map_err(|e| io(e.into()))? + "\n";
+        if let Err(e) = file.write(body.as_bytes(), out, "--json") {
+            crate::output::warn(&e.to_string());
+            status = ExitStatus::Usage;
+        }
+    }
+    Ok(status)
+}
+
 /// The SMIs counted per CPU over the run, from the platform counters read around it.
 pub fn smis_over_run(p: PlatformCounters) -> Vec<Option<u64>> {
     p.finish(Path::new("/"))

@@ -211,3 +211,27 @@ pub fn render_checks(checks: &[NoiseCheck]) -> String {
         })
         .collect()
 }
+
+/// What the loops read, its calibrated rate, and why `--counter auto` did not take the raw
+/// counter when it did not.
+pub fn counter_line(asked_auto: bool, run: &NoiseRun) -> String {
+    let kind = run.counter();
+    let mut line = format!("noise: the loops read {}", kind.name());
+    let hz: Vec<f64> = run.counter_hz().into_iter().flatten().collect();
+    if let (Some(lo), Some(hi)) = (
+        hz.iter().copied().reduce(f64::min),
+        hz.iter().copied().reduce(f64::max),
+    ) {
+        line.push_str(&format!(" at {:.6} GHz", lo / 1e9));
+        if hi - lo > 1e-6 * lo {
+            line.push_str(&format!(" to {:.6} GHz", hi / 1e9));
+        }
+    }
+    if asked_auto && kind == rtscope_engine::noise::CounterKind::Clock {
+        let probe = rtscope_engine::noise::CounterProbe::read(std::path::Path::new("/"));
+        if let Some(why) = probe.auto_note() {
+            line.push_str(&format!(" (not the raw counter: {why})"));
+        }
+    }
+    line
+}
