@@ -1,8 +1,8 @@
 """`rtscope noise` like for like with the kernel's osnoise tracer (issue 33), host side.
 
 In each guest with the injected culprit (rtscope-checks.sh: FIFO 99, 20 ms every 100 ms on
-CPU 1), `rtscope noise -D 4s --cpus 1 --runtime 950ms --period 1s` runs, then the kernel's
-osnoise tracer on CPU 1 with the same runtime and period for 4 s, then rtscope noise again.
+CPU 1), `rtscope noise -D 4s --cpus 1 --runtime 950ms --period 1s --explain 5us` runs, then
+the kernel's osnoise tracer on CPU 1 with the same runtime and period for 4 s, then rtscope noise again.
 Both loops run at SCHED_OTHER, both with a 5 us threshold, so both lose the culprit's share of
 the CPU. Checked: rtscope noise exits 0 and the osnoise settings are written back; both tools
 see the culprit (a longest single noise of at least 15 ms, the culprit's 20 ms less what a
@@ -13,6 +13,19 @@ emulated CPU whose host noise drifts between them: beside a loaded CI with three
 at once the guest had 30-47 % of its CPU, and one rtscope run alone against osnoise was 16.5
 points apart (46.66 % against 30.12 %) with nothing wrong in either. Bracketing osnoise with
 two rtscope runs sees that drift instead of failing on it.
+
+Both rtscope runs also charge every gap to its causes (`--explain 5us`) and count the
+interference in osnoise's columns (HW, NMI, IRQ, SIRQ, THREAD). Compared per second of
+runtime, each class of osnoise's lies within a factor of RATE_FACTOR of the range of the two
+rtscope runs, or RATE_SLACK per second from it. Why a factor and not a few per cent: the runs
+are one after the other on an emulated CPU whose host noise (HW) drifts, and the two tools
+count differently by design — osnoise counts every interrupt entry, rtscope each distinct
+culprit of a gap once (the culprit's 20 ms hold about five timer ticks: osnoise 5, rtscope 1).
+rtscope's counts cover the traced gaps; they are scaled to all gaps over the threshold by its
+coverage (traced / handed to the explainer), which must be at least MIN_COVERAGE. On a
+PREEMPT_RT kernel softirqs run in threads and osnoise counts them as thread noise (its softirq
+hooks are compiled out there: SIRQ is 0 by construction), so rtscope's SIRQ is printed there,
+not compared.
 
 And the default threshold where the loop is slow: a clock read under TCG takes about 1.1 us, so
 the 1 us default must be raised to twice the loop's resolution (rounded up to a microsecond)
@@ -30,6 +43,13 @@ SAMPLE = re.compile(r"\[(\d+)\][^:]*\d+\.\d+:\s+(\d+)\s+(\d+)\s+([\d.]+)\s+(\d+)
                     r"\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$")
 
 
+# The interference classes in osnoise's column order, with rtscope's names for them.
+CLASSES = (("hw", "hw"), ("nmi", "nmi"), ("irq", "irq"), ("sirq", "softirq"), ("thread", "thread"))
+# How far apart the interference rates may be (module docstring): a factor, or per second.
+RATE_FACTOR = 2.0
+RATE_SLACK = 10.0
+# The least share of rtscope's gaps that must be traced for its counts to be compared.
+MIN_COVERAGE = 0.5
 # The largest difference of the available shares, in percentage points (module docstring).
 AVAILABLE_TOLERANCE = 15.0
 # The least longest single noise each tool must see with the 20 ms culprit, in µs.
@@ -78,6 +98,50 @@ def bracketed(before: float, osnoise: float, after: float | None,
     rtscope runs before and after it (only the one before when there is none after)."""
     lo, hi = (before, before) if after is None else (min(before, after), max(before, after))
     return lo - tolerance <= osnoise <= hi + tolerance
+
+
+def rtscope_rates(noise_json: dict, cpu: int = 1) -> dict | None:
+    """rtscope's interference counts on `cpu` per second of runtime, by osnoise's column names,
+    scaled from the traced gaps to all those handed to the explainer, with that `coverage`;
+    None without an explanation."""
+    ex = noise_json.get("explain") or {}
+    rows = [i for i in ex.get("interference") or [] if i.get("cpu") == cpu]
+    cpus = [c for c in noise_json.get("cpus", []) if c.get("summary", {}).get("cpu") == cpu]
+    counts = ex.get("counts") or {}
+    runtime = cpus[0]["summary"].get("runtime_ns", 0) / 1e9 if cpus else 0.0
+    if not rows or not counts.get("traced") or runtime <= 0:
+        return None
+    coverage = counts["traced"] / max(counts.get("spikes", 0), counts["traced"])
+    rates = {col: rows[0].get(key, 0) / coverage / runtime for col, key in CLASSES}
+    return {**rates, "coverage": coverage}
+
+
+def osnoise_rates(osnoise_text: str, cpu: int = 1) -> dict | None:
+    """osnoise's interference counts on `cpu` per second of its runtime; None without a period."""
+    periods = osnoise_periods(osnoise_text, cpu)
+    runtime = sum(p["runtime_us"] for p in periods) / 1e6
+    if runtime <= 0:
+        return None
+    return {col: sum(p[col] for p in periods) / runtime for col, _ in CLASSES}
+
+
+def rates_agree(before: dict, osnoise: dict, after: dict | None, rt: bool) -> tuple[bool, str]:
+    """Whether each of osnoise's interference rates lies within RATE_FACTOR (or RATE_SLACK per
+    second) of the range of the rtscope runs around it, each with at least MIN_COVERAGE of its
+    gaps traced; SIRQ is not compared on a PREEMPT_RT kernel (`rt`). One line per class."""
+    runs = [before] if after is None else [before, after]
+    ok, parts = all(r["coverage"] >= MIN_COVERAGE for r in runs), []
+    for col, _ in CLASSES:
+        lo, hi = min(r[col] for r in runs), max(r[col] for r in runs)
+        o = osnoise[col]
+        within = lo / RATE_FACTOR - RATE_SLACK <= o <= hi * RATE_FACTOR + RATE_SLACK
+        compared = not (rt and col == "sirq")
+        ok = ok and (within or not compared)
+        mark = "" if compared else " (not compared: softirqs are threads on PREEMPT_RT)"
+        parts.append(f"{col.upper()} {o:.0f}/s vs {lo:.0f}-{hi:.0f}/s"
+                     f"{'' if within or not compared else ' APART'}{mark}")
+    cov = ", ".join(f"{r['coverage']:.0%}" for r in runs)
+    return ok, f"osnoise vs rtscope: {'; '.join(parts)}; rtscope's gaps traced {cov}"
 
 
 def compare(noise_json: dict, osnoise_text: str, cpu: int = 1) -> str | None:
@@ -141,10 +205,43 @@ def verify_noise(c, kernel: str, r) -> None:
              (line or "no figures from one of them")
              + (f"; rtscope after: available {after_avail:.2f} %" if after_avail is not None
                 else "; no rtscope run after osnoise"))
+    verify_interference(c, kernel, noise, text, after)
     c.expect(kernel, "rtscope noise at the default threshold exits 0",
              r.checks().get("noise-default") == 0, f"rc {r.checks().get('noise-default')}")
     ok, detail = raised_threshold(json.loads(r.files.get("noise-default.json") or b"{}"))
     c.expect(kernel, "the default threshold is raised to the slow loop's resolution", ok, detail)
+
+
+def verify_interference(c, kernel: str, noise: dict, text: str, after: dict) -> None:
+    """The interference counts per class against osnoise's, bracketed by the two runs."""
+    before, o = rtscope_rates(noise), osnoise_rates(text)
+    later = rtscope_rates(after)
+    if before is None or o is None:
+        c.expect(kernel, "rtscope noise --explain and osnoise both count interference per class",
+                 False, f"rtscope counts: {before is not None}, osnoise periods: {o is not None}")
+        return
+    ok, detail = rates_agree(before, o, later, kernel.startswith("rt-"))
+    print(f"INFO {kernel}: interference per second of runtime, {detail}", flush=True)
+    c.expect(kernel, f"each interference class of osnoise's within a factor of {RATE_FACTOR:.0f} "
+             f"(or {RATE_SLACK:.0f}/s) of the rtscope runs around it", ok, detail)
+    ok, detail = hypervisor_named(noise)
+    c.expect(kernel, "the time the host took from the emulated CPU is named hypervisor", ok, detail)
+
+
+def hypervisor_named(doc: dict) -> tuple[bool, str]:
+    """Whether an explained run in a TCG guest names the time the host took: the hypervisor's
+    share of the traced gap time above 0, the unexplained at most a tenth of it (time below the
+    kernel is the hypervisor's on a guest, not left unexplained), and HW gaps counted."""
+    t = doc.get("explain_classes") or {}
+    total = sum(v for k, v in t.items() if k.endswith("_ns"))
+    hyp, unexplained = t.get("hypervisor_ns", 0), t.get("unexplained_ns", 0)
+    rows = (doc.get("explain") or {}).get("interference") or [{}]
+    hw = rows[0].get("hw", 0)
+    ok = total > 0 and hyp > 0 and 10 * unexplained <= hyp and hw > 0
+    share = (lambda v: 100 * v / total if total else 0.0)
+    return ok, (f"hypervisor {share(hyp):.1f} % of {total / 1e6:.0f} ms of traced gaps, "
+                f"thread {share(t.get('thread_ns', 0)):.1f} %, irq {share(t.get('irq_ns', 0)):.1f} %, "
+                f"unexplained {share(unexplained):.1f} %; {hw} HW gaps")
 
 
 def irqs_off(doc: dict) -> tuple[bool, str]:

@@ -33,6 +33,80 @@ class Bracket(unittest.TestCase):
         self.assertIsNone(noise_checks.figures({"cpus": []}, OSNOISE))
 
 
+# rt-arm64's osnoise periods on CPU 1 with the culprit (the validation pass of stop 41).
+OSNOISE_RT_ARM64 = """
+           <...>-320     [001] .......   124.299241: 952962     694779  27.09268   28588   2151      0    193      0     32
+           <...>-320     [001] .......   125.300267: 950000     708329  25.43905   27962   3294      0    183      0     28
+"""
+
+
+def explained(runtime_ns, spikes, traced, hw, irq, softirq, thread, nmi=0):
+    return {"cpus": [{"summary": {"cpu": 1, "runtime_ns": runtime_ns}}],
+            "explain": {"counts": {"spikes": spikes, "traced": traced},
+                        "interference": [{"cpu": 1, "hw": hw, "nmi": nmi, "irq": irq,
+                                          "softirq": softirq, "thread": thread}]}}
+
+
+class Interference(unittest.TestCase):
+    def test_osnoise_counts_per_second_of_its_runtime(self):
+        o = noise_checks.osnoise_rates(OSNOISE_RT_ARM64)
+        runtime = (952962 + 950000) / 1e6
+        self.assertAlmostEqual(o["hw"], (2151 + 3294) / runtime)
+        self.assertAlmostEqual(o["irq"], (193 + 183) / runtime)
+        self.assertAlmostEqual(o["thread"], 60 / runtime)
+        self.assertEqual(o["nmi"], 0)
+        self.assertIsNone(noise_checks.osnoise_rates(""))
+
+    def test_rtscope_counts_are_scaled_from_the_traced_gaps_to_all(self):
+        r = noise_checks.rtscope_rates(explained(2_000_000_000, 1000, 500, 400, 100, 0, 20))
+        self.assertEqual(r["coverage"], 0.5)
+        self.assertAlmostEqual(r["hw"], 400 * 2 / 2)
+        self.assertAlmostEqual(r["irq"], 100.0)
+        self.assertAlmostEqual(r["thread"], 20.0)
+        self.assertIsNone(noise_checks.rtscope_rates({"explain": None, "cpus": []}))
+        self.assertIsNone(noise_checks.rtscope_rates(explained(2_000_000_000, 10, 0, 0, 0, 0, 0)))
+
+    def test_each_class_within_the_factor_of_the_bracket_agrees(self):
+        o = noise_checks.osnoise_rates(OSNOISE_RT_ARM64)  # HW 2862, IRQ 198, THREAD 32 per s
+        before = noise_checks.rtscope_rates(explained(4_000_000_000, 16000, 16000, 9000, 600, 200, 120))
+        after = noise_checks.rtscope_rates(explained(4_000_000_000, 16000, 15000, 11000, 700, 225, 110))
+        ok, detail = noise_checks.rates_agree(before, o, after, rt=True)
+        self.assertTrue(ok, detail)
+        self.assertIn("IRQ 198/s vs 150-187/s", detail)
+        self.assertIn("not compared: softirqs are threads on PREEMPT_RT", detail)
+        # The same softirq counts on a kernel where osnoise counts softirqs (0 there): apart.
+        ok, detail = noise_checks.rates_agree(before, o, after, rt=False)
+        self.assertFalse(ok, detail)
+        self.assertIn("SIRQ 0/s vs 50-60/s APART", detail)
+
+    def test_a_class_far_outside_the_bracket_or_a_thin_coverage_disagrees(self):
+        o = noise_checks.osnoise_rates(OSNOISE_RT_ARM64)
+        few_irqs = noise_checks.rtscope_rates(explained(4_000_000_000, 16000, 16000, 9000, 120, 0, 120))
+        ok, detail = noise_checks.rates_agree(few_irqs, o, None, rt=True)
+        self.assertFalse(ok, detail)  # 30/s: 198 > 2 x 30 + 10
+        self.assertIn("IRQ 198/s vs 30-30/s APART", detail)
+        thin = noise_checks.rtscope_rates(explained(4_000_000_000, 16000, 4000, 2250, 150, 0, 30))
+        ok, detail = noise_checks.rates_agree(thin, o, None, rt=True)
+        self.assertFalse(ok, detail)
+        self.assertIn("traced 25%", detail)
+
+
+class Hypervisor(unittest.TestCase):
+    def test_time_below_the_kernel_of_a_guest_is_the_hypervisors(self):
+        doc = {"explain_classes": {"irq_ns": 100, "softirq_ns": 0, "thread_ns": 700,
+                                   "hypervisor_ns": 200, "unexplained_ns": 0},
+               "explain": {"interference": [{"cpu": 1, "hw": 12}]}}
+        ok, detail = noise_checks.hypervisor_named(doc)
+        self.assertTrue(ok, detail)
+        self.assertIn("hypervisor 20.0 % of 0 ms", detail)
+        self.assertIn("12 HW gaps", detail)
+        left = {**doc, "explain_classes": {**doc["explain_classes"], "unexplained_ns": 21}}
+        self.assertFalse(noise_checks.hypervisor_named(left)[0])
+        none = {**doc, "explain_classes": {"thread_ns": 700, "hypervisor_ns": 0}}
+        self.assertFalse(noise_checks.hypervisor_named(none)[0])
+        self.assertFalse(noise_checks.hypervisor_named({})[0])
+
+
 class IrqsOff(unittest.TestCase):
     def test_the_hwlat_document_of_cpu_1_with_its_windows_passes(self):
         doc = {"schema": "rtscope.hwnoise/1",
