@@ -1,6 +1,7 @@
 //! The spike book: the worst attributed spikes of each time window (bounded memory), the
 //! culprit totals over the whole run and the counts of spikes explained or not.
 
+use crate::class_hist::{ClassHistogram, ClassHistograms};
 use crate::coarse::CoarseExplanation;
 use crate::interference::Interference;
 use crate::model::{Attribution, Category, NotTraced, Tier};
@@ -148,6 +149,10 @@ pub struct ExplainSummary {
     /// counted.
     #[serde(default)]
     pub interference: Vec<Interference>,
+    /// Per CPU and class, a histogram of each traced spike's time in that class; empty in
+    /// summaries recorded before they were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub class_histograms: Vec<ClassHistogram>,
 }
 
 impl ExplainSummary {
@@ -161,6 +166,7 @@ impl ExplainSummary {
             counts: Counts::default(),
             worst: Vec::new(),
             interference: Vec::new(),
+            class_histograms: Vec::new(),
             culprits: totals
                 .into_iter()
                 .map(|(category, total_ns)| CulpritRow {
@@ -184,6 +190,7 @@ pub struct SpikeBook {
     windows: BTreeMap<u64, Vec<Explained>>,
     culprits: HashMap<Category, CulpritRow>,
     interference: BTreeMap<usize, Interference>,
+    class_hist: ClassHistograms,
     /// Counts so far.
     pub counts: Counts,
 }
@@ -198,6 +205,7 @@ impl SpikeBook {
             windows: BTreeMap::new(),
             culprits: HashMap::new(),
             interference: BTreeMap::new(),
+            class_hist: ClassHistograms::default(),
             counts: Counts::default(),
         }
     }
@@ -225,6 +233,7 @@ impl SpikeBook {
                 self.counts.traced_ns += a.spike.latency_ns();
                 self.counts.partial += u64::from(!a.complete);
                 self.total(a);
+                self.class_hist.add(a);
                 let cpu = a.spike.cpu;
                 self.interference
                     .entry(cpu)
@@ -310,6 +319,7 @@ impl SpikeBook {
             worst,
             culprits,
             interference: self.interference.values().copied().collect(),
+            class_histograms: self.class_hist.finish(),
         }
     }
 }

@@ -58,6 +58,27 @@ impl Class {
         }
     }
 
+    /// Its key in JSON and the store (`switch`, `throttling`, `firmware`; the others as
+    /// [`Class::name`]): the names of [`ClassTotals`]' fields without `_ns`.
+    pub fn key(self) -> &'static str {
+        match self {
+            Class::Switch => "switch",
+            Class::Throttling => "throttling",
+            Class::Firmware => "firmware",
+            c => c.name(),
+        }
+    }
+
+    /// Its place in [`Class::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The class of a [`Class::key`].
+    pub fn of_key(key: &str) -> Option<Class> {
+        Class::ALL.into_iter().find(|c| c.key() == key)
+    }
+
     /// The class a category's time goes to.
     pub fn of(c: &Category) -> Class {
         match c {

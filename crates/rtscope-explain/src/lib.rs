@@ -5,6 +5,7 @@
 //! - [`book`]: the worst spikes per time window, culprit totals and the coverage ("traced X of
 //!   Y spikes");
 //! - [`classes`]: noise time per class (thread, irq, …, unexplained);
+//! - [`class_hist`]: per CPU and class, a histogram of each traced gap's time in it;
 //! - [`coarse`]: the fallback tier fed by monitor samples;
 //! - [`render`]: their text.
 //!
@@ -14,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub mod book;
+pub mod class_hist;
 pub mod classes;
 pub mod coarse;
 pub mod interference;

@@ -490,6 +490,42 @@ pub fn interference_table(rows: &[Interference]) -> String {
     s
 }
 
+/// Per CPU and class, how long one traced gap's time in that class was: gaps with some,
+/// and the power-of-two buckets (at least – below) holding its median, 99th percentile and
+/// maximum; empty when no gap was traced.
+pub fn class_histogram_table(hists: &[rtscope_trace::class_hist::ClassHistogram]) -> String {
+    if hists.is_empty() {
+        return String::new();
+    }
+    let range = |b: Option<(u64, u64)>| {
+        b.map_or("-".into(), |(lo, hi)| {
+            format!(
+                "{}–{}",
+                rtscope_core::text::short(Nanos(lo)),
+                rtscope_core::text::short(Nanos(hi))
+            )
+        })
+    };
+    let mut s = format!(
+        "time per traced gap by class (power-of-two buckets, at least – below):\n{:>4} {:<15} {:>8} {:>17} {:>17} {:>17}\n",
+        "CPU", "class", "gaps", "median", "p99", "max"
+    );
+    for h in hists {
+        let name =
+            rtscope_trace::classes::Class::of_key(&h.class).map_or(h.class.as_str(), |c| c.name());
+        s.push_str(&format!(
+            "{:>4} {:<15} {:>8} {:>17} {:>17} {:>17}\n",
+            h.cpu,
+            name,
+            h.count(),
+            range(h.quantile_bounds(0.5)),
+            range(h.quantile_bounds(0.99)),
+            range(h.quantile_bounds(1.0)),
+        ));
+    }
+    s
+}
+
 /// At SCHED_FIFO/RR, the note that the duty cycle exceeds the kernel's RT throttling budget
 /// (`sched_rt_runtime_us` of `sched_rt_period_us` below `root`/proc/sys/kernel; -1 is no
 /// throttling): the throttle will then take the CPU from the loop every period, and those gaps

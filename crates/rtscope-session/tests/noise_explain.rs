@@ -11,6 +11,8 @@ use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, Threshold};
 use rtscope_engine::{sys, CpuSet, Policy, Wake};
 use rtscope_session::noise::NoiseExplainer;
 use rtscope_trace::book::{ExplainSummary, Explained};
+use rtscope_trace::class_hist::bucket_of;
+use rtscope_trace::classes::Class;
 use rtscope_trace::Category;
 
 const INJECT_MS: [(u64, u64); 3] = [(150, 1), (400, 2), (650, 3)];
@@ -117,6 +119,7 @@ fn injected_gaps_are_charged_to_the_injecting_thread_by_name_and_pid() {
         "{counted:?} vs {} traced",
         summary.counts.traced
     );
+    let injected_len = injected.len();
     for (t0, t1) in injected {
         let spun = t1.0 - t0.0;
         let a = summary
@@ -149,7 +152,29 @@ fn injected_gaps_are_charged_to_the_injecting_thread_by_name_and_pid() {
             "{charged} of {spun} ns charged to rtscope-inject:{helper_tid}: {:#?}",
             a.charges
         );
+        // The per-cause histogram counts this gap's thread time in the power of two holding it.
+        let thread_ns = a.ns_where(|c| Class::of(c) == Class::Thread);
+        let lower = bucket_of(thread_ns);
+        assert!(lower <= thread_ns && thread_ns < 2 * lower);
+        let h = summary
+            .class_histograms
+            .iter()
+            .find(|h| h.class == "thread" && h.cpu == a.spike.cpu)
+            .unwrap_or_else(|| panic!("no thread histogram: {:?}", summary.class_histograms));
+        assert!(
+            h.buckets.iter().any(|&(lo, n)| lo == lower && n >= 1),
+            "{thread_ns} ns of thread time not in bucket {lower}: {h:?}"
+        );
     }
+    let threads = summary
+        .class_histograms
+        .iter()
+        .find(|h| h.class == "thread");
+    assert!(
+        threads.is_some_and(|h| h.count() >= injected_len as u64),
+        "{:?}",
+        summary.class_histograms
+    );
 }
 
 /// The normal thread of the throttling test: nice 0 on `cpu`, spins until `end` and returns

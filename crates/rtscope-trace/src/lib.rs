@@ -32,7 +32,7 @@ pub mod tracefs;
 pub use machine::Machine;
 pub use model::{Attribution, Category, Charge, LateCause, NotTraced, Softirq, Spike, Task, Tier};
 /// The explanation model (the `rtscope-explain` crate), where the analyzer's results live.
-pub use rtscope_explain::{book, classes, coarse, interference, model, render};
+pub use rtscope_explain::{book, class_hist, classes, coarse, interference, model, render};
 
 /// Errors of the trace layer.
 #[derive(Debug, thiserror::Error)]

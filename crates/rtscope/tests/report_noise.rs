@@ -106,3 +106,85 @@ fn compare_of_noise_runs_uses_the_noise_statistics_and_refuses_a_latency_group()
         "{err}"
     );
 }
+
+/// `rtscope noise --explain`: the per-cause histograms are in the JSON, kept with the stored
+/// explanation and drawn by the report from it. A thread of this test spins on the loop's CPU
+/// beside it (both SCHED_OTHER: the scheduler shares the CPU), so there are thread gaps to
+/// count whatever else the machine does.
+#[test]
+fn an_explained_noise_runs_per_cause_histograms_are_stored_and_drawn() {
+    rtscope_testkit::require_root!("noise --explain reads tracefs");
+    rtscope_testkit::require!(
+        Path::new("/sys/kernel/tracing/instances").is_dir(),
+        "needs tracefs mounted at /sys/kernel/tracing (mount -t tracefs nodev /sys/kernel/tracing)"
+    );
+    let db = temp_path("noise-cause-hist.db");
+    let json = temp_path("noise-cause-hist.json");
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", db.display()));
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spinner = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and
+            // sched_setaffinity(0, …) act on this thread only.
+            unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                libc::CPU_SET(0, &mut set);
+                libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+            }
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        })
+    };
+    let o = crate::noise::one_second_on_cpu_0(&[
+        "--explain",
+        "20us",
+        "--db",
+        db.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spinner.join().unwrap();
+    assert!(o.status.success(), "{}", dump(&o));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let hists = &doc["explain"]["class_histograms"];
+    let thread = hists
+        .as_array()
+        .and_then(|a| a.iter().find(|h| h["class"] == "thread" && h["cpu"] == 0))
+        .unwrap_or_else(|| panic!("no thread histogram on CPU 0: {hists}"));
+    // Each bucket is a power of two, and the thread class counts at most one per traced gap.
+    let buckets = thread["buckets"].as_array().unwrap();
+    let counted: u64 = buckets.iter().map(|b| b[1].as_u64().unwrap()).sum();
+    assert!(buckets
+        .iter()
+        .all(|b| b[0].as_u64().unwrap().is_power_of_two()));
+    assert!(counted >= 1 && counted <= doc["explain"]["counts"]["traced"].as_u64().unwrap());
+    // Stored with the explanation, drawn from it.
+    let store = Store::open(&db).unwrap();
+    let id = store.last_run().unwrap().unwrap();
+    let r = RunData::from(store.bundle(id, false).unwrap());
+    let (stored, _) = r.explain.as_ref().expect("the explanation is stored");
+    assert_eq!(
+        serde_json::to_value(&stored.class_histograms).unwrap(),
+        *hists
+    );
+    let dir = fresh_dir("report-noise-cause-hist");
+    let o = run(
+        BIN,
+        &[
+            "report",
+            "--db",
+            db.to_str().unwrap(),
+            "-o",
+            dir.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", dump(&o));
+    assert!(read(&dir, "noise-cause-histograms.svg").contains("thread"));
+    assert!(read(&dir, "report.html").contains("noise-cause-histograms"));
+}

@@ -197,6 +197,7 @@ fn finish(
         text.push_str(&rtscope_trace::render::summary(x, meta.clock_start.0, 10));
         text.push_str(&noise::class_line(&noise::ClassTotals::of(x)));
         text.push_str(&noise::interference_table(&x.interference));
+        text.push_str(&noise::class_histogram_table(&x.class_histograms));
     }
     text.push_str(&render_checks(&checks));
     let Some(file) = json_file else {

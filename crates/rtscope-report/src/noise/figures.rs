@@ -1,12 +1,13 @@
 //! The noise section's plots: % available per CPU (bars), the gap histogram (log-log), noise
-//! time per cause (stacked bars: `--explain`'s classes, else one "not explained" bar) and the
-//! recorded gaps over time (one panel per run).
+//! time per cause (stacked bars: `--explain`'s classes, else one "not explained" bar), the
+//! per-cause histograms of explained runs and the recorded gaps over time (one panel per run).
 
-use super::{causes, pct, CpuNoise, NOT_EXPLAINED};
+use super::{causes, pct, slot, CpuNoise, NOT_EXPLAINED};
 use crate::figures::{grid, named, NamedFigure, Section};
 use crate::model::RunData;
 use crate::plot::{Axis, Corner, Figure, Panel, Series, Shape};
 use rtscope_core::layout;
+use std::collections::BTreeMap;
 
 /// Half the width of a bar, in x units (one unit per bar).
 const HALF_BAR: f64 = 0.35;
@@ -27,6 +28,19 @@ pub fn all(runs: &[RunData]) -> Vec<NamedFigure> {
         one("noise-histogram", HIST_CAPTION, histogram_panel(runs)),
         one("noise-causes", CAUSES_CAPTION, causes_panel(runs, &cpus)),
     ];
+    let per_cause: Vec<Panel> = runs
+        .iter()
+        .filter_map(|r| cause_histogram_panel(r, runs.len()))
+        .collect();
+    if !per_cause.is_empty() {
+        let columns = if per_cause.len() > 1 { 2 } else { 1 };
+        out.push(named(
+            "noise-cause-histograms",
+            Section::Noise,
+            CAUSE_HIST_CAPTION,
+            grid(per_cause, columns),
+        ));
+    }
     let gaps: Vec<Panel> = runs.iter().map(|r| gaps_panel(r, runs.len())).collect();
     let columns = if gaps.len() > 1 { 2 } else { 1 };
     out.push(named(
@@ -41,6 +55,7 @@ pub fn all(runs: &[RunData]) -> Vec<NamedFigure> {
 const AVAILABLE_CAPTION: &str = "% of each CPU available to the busy loop (100 × (runtime − noise) / runtime), one bar per CPU, its value in the legend; the axis starts at the decade below the lowest bar.";
 const HIST_CAPTION: &str = "Gap histogram: every gap of the loop, one point per bucket of the lossless histogram, one line per CPU, both axes log: the loop's own cost at the left, interruptions to the right (an rtla osnoise hist import: only its noises over the threshold, at their buckets' lower bounds; an rtla osnoise top import has no histogram).";
 const CAUSES_CAPTION: &str = "Noise time per cause, one bar per run: the --explain classes, or for a run without --explain its whole noise, grey, not explained.";
+const CAUSE_HIST_CAPTION: &str = "Per-cause histograms (runs with --explain): for each class, how long one traced gap's time in it was, one point per power-of-two bucket at its lower bound, the class's CPUs summed, both axes log; one panel per explained run.";
 const GAPS_CAPTION: &str = "The recorded gaps over the threshold: when in the run (s) and how long (log), one colour per CPU; gaps in step across CPUs point at the system, gaps on one CPU at something pinned there (oslat and rtla imports record no gap with its time).";
 
 /// A run's name in legends: its name, with `(run N)` when the report has several runs.
@@ -178,6 +193,43 @@ pub fn causes_panel(runs: &[RunData], cpus: &[Vec<CpuNoise>]) -> Panel {
         Axis::linear("noise time (µs)"),
         series,
     )
+}
+
+/// A run's per-cause histograms (`--explain`): one series per class, its CPUs' buckets summed,
+/// each bucket at its lower bound (µs) with its count, in the class's colour; `None` for a run
+/// without them.
+pub fn cause_histogram_panel(r: &RunData, runs: usize) -> Option<Panel> {
+    use rtscope_explain::classes::Class;
+    let (s, _) = r.explain.as_ref()?;
+    let mut per: BTreeMap<usize, BTreeMap<u64, u64>> = BTreeMap::new();
+    for h in &s.class_histograms {
+        let Some(c) = Class::of_key(&h.class) else {
+            continue;
+        };
+        for &(lo, n) in &h.buckets {
+            *per.entry(c.index()).or_default().entry(lo).or_default() += n;
+        }
+    }
+    if per.is_empty() {
+        return None;
+    }
+    let series = per
+        .into_iter()
+        .map(|(i, b)| {
+            let c = Class::ALL[i];
+            let points = b
+                .into_iter()
+                .map(|(lo, n)| (lo as f64 / 1000.0, n as f64))
+                .collect();
+            Series {
+                markers: true,
+                ..Series::new(c.name(), slot(c), points)
+            }
+        })
+        .collect();
+    let title = format!("Time per traced gap by cause — {}", run_name(r, runs > 1));
+    let x = Axis::log("time in the gap (µs, log)");
+    Some(panel(title, x, Axis::log("gaps (log)"), series))
 }
 
 /// A run's recorded gaps: time into the run (s) against length (µs, log), per CPU.

@@ -174,6 +174,52 @@ fn the_cause_bars_stack_the_stored_class_totals() {
 }
 
 #[test]
+fn the_per_cause_histograms_are_the_stored_buckets_of_each_class_summed_over_cpus() {
+    use rtscope_explain::class_hist::ClassHistogram;
+    let mut x = ExplainSummary::of_totals(1000, vec![(Category::Nmi, 2200)]);
+    let h = |cpu, class: &str, buckets: Vec<(u64, u64)>| ClassHistogram {
+        cpu,
+        class: class.into(),
+        buckets,
+    };
+    x.class_histograms = vec![
+        h(0, "irq", vec![(4_096, 5)]),
+        h(1, "irq", vec![(4_096, 2), (65_536, 1)]),
+        h(1, "thread", vec![(1_048_576, 3)]),
+        h(1, "from a newer rtscope", vec![(1, 1)]),
+    ];
+    let mut s = spec("histograms");
+    s.explain_json = Some(serde_json::to_string(&x).unwrap());
+    let r = noise_run("noise-cause-hist", &s);
+    let figs = all(std::slice::from_ref(&r));
+    let f = figs
+        .iter()
+        .find(|f| f.name == "noise-cause-histograms")
+        .expect("an explained run with histograms has the figure");
+    let p = &f.figure.panels[0];
+    let names: Vec<&str> = p.series.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        ["thread", "irq"],
+        "the classes' order, the unknown one left out"
+    );
+    assert_eq!(p.series[0].points, [(1048.576, 3.0)]);
+    assert_eq!(
+        p.series[1].points,
+        [(4.096, 7.0), (65.536, 1.0)],
+        "CPUs summed"
+    );
+    assert_eq!(
+        p.series[1].colour,
+        super::slot(rtscope_explain::classes::Class::Irq)
+    );
+    assert!(crate::to_svg(&f.figure).unwrap().contains("irq"));
+    // Without histograms (no --explain, or stored before they were kept): no figure.
+    let plain = all(&[noise_run("noise-plain", &spec("plain"))]);
+    assert!(plain.iter().all(|f| f.name != "noise-cause-histograms"));
+}
+
+#[test]
 fn a_noise_run_explained_shows_the_interference_counts_of_its_stored_explanation() {
     use rtscope_explain::interference::Interference;
     let mut x = ExplainSummary::of_totals(1000, vec![(Category::Nmi, 2200)]);

@@ -210,6 +210,52 @@ fn explained_time_is_summed_by_class_and_unexplained_kept_apart() {
 }
 
 #[test]
+fn the_class_histogram_table_gives_each_class_its_buckets_as_bounds() {
+    use rtscope_trace::class_hist::ClassHistogram;
+    assert_eq!(class_histogram_table(&[]), "");
+    let h = |class: &str, buckets: Vec<(u64, u64)>| ClassHistogram {
+        cpu: 1,
+        class: class.into(),
+        buckets,
+    };
+    let t = class_histogram_table(&[
+        h("thread", vec![(1_048_576, 3)]),
+        h("irq", vec![(4_096, 98), (8_192, 1), (1_048_576, 1)]),
+        h("switch", vec![(512, 2)]),
+    ]);
+    let lines: Vec<&str> = t.lines().collect();
+    assert_eq!(lines.len(), 5, "{t}");
+    let cells = |l: &str| l.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+    assert_eq!(
+        cells(lines[2]),
+        [
+            "1",
+            "thread",
+            "3",
+            "1.05ms–2.10ms",
+            "1.05ms–2.10ms",
+            "1.05ms–2.10ms"
+        ],
+        "{t}"
+    );
+    // 100 gaps: the median in 4–8 µs, the 99th of 100 (nearest rank) the one in 8–16 µs,
+    // the longest in 1–2 ms.
+    assert_eq!(
+        cells(lines[3]),
+        [
+            "1",
+            "irq",
+            "100",
+            "4.1us–8.2us",
+            "8.2us–16.4us",
+            "1.05ms–2.10ms"
+        ],
+        "{t}"
+    );
+    assert!(lines[4].contains("switch back"), "the printed name: {t}");
+}
+
+#[test]
 fn a_duty_cycle_over_the_rt_budget_is_named_as_rt_throttling() {
     let root = std::env::temp_dir().join(format!("rtscope-noise-rt-{}", std::process::id()));
     let dir = root.join("proc/sys/kernel");
