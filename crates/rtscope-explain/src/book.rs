@@ -153,6 +153,47 @@ pub struct ExplainSummary {
     /// summaries recorded before they were kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub class_histograms: Vec<ClassHistogram>,
+    /// The traced spikes with time below the kernel and what their SMT siblings did; `None`
+    /// where no sibling was traced (no SMT, or recorded before they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub smt: Option<SmtCounts>,
+}
+
+/// Traced spikes (gaps) with time below the kernel (hypervisor, firmware, unexplained) on a CPU
+/// whose SMT siblings were traced, and those in which a sibling was busy for more than half of
+/// the spike.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SmtCounts {
+    /// Such spikes.
+    pub below_kernel: u64,
+    /// Their time below the kernel (ns).
+    pub below_kernel_ns: u64,
+    /// Of them, with a sibling busy over half of the spike.
+    pub sibling_busy: u64,
+    /// Their time below the kernel (ns).
+    pub sibling_busy_ns: u64,
+}
+
+impl SmtCounts {
+    /// Counts one traced spike (nothing when its siblings were not traced or no time of it was
+    /// below the kernel).
+    pub fn add(&mut self, a: &Attribution) {
+        let below = a.ns_where(|c| {
+            matches!(
+                c,
+                Category::Hypervisor | Category::Firmware | Category::Unexplained
+            )
+        });
+        if a.siblings.is_empty() || below == 0 {
+            return;
+        }
+        self.below_kernel += 1;
+        self.below_kernel_ns += below;
+        if a.siblings.iter().any(|s| s.is_busy()) {
+            self.sibling_busy += 1;
+            self.sibling_busy_ns += below;
+        }
+    }
 }
 
 impl ExplainSummary {
@@ -167,6 +208,7 @@ impl ExplainSummary {
             worst: Vec::new(),
             interference: Vec::new(),
             class_histograms: Vec::new(),
+            smt: None,
             culprits: totals
                 .into_iter()
                 .map(|(category, total_ns)| CulpritRow {
@@ -191,6 +233,7 @@ pub struct SpikeBook {
     culprits: HashMap<Category, CulpritRow>,
     interference: BTreeMap<usize, Interference>,
     class_hist: ClassHistograms,
+    smt: Option<SmtCounts>,
     /// Counts so far.
     pub counts: Counts,
 }
@@ -206,6 +249,7 @@ impl SpikeBook {
             culprits: HashMap::new(),
             interference: BTreeMap::new(),
             class_hist: ClassHistograms::default(),
+            smt: None,
             counts: Counts::default(),
         }
     }
@@ -234,6 +278,9 @@ impl SpikeBook {
                 self.counts.partial += u64::from(!a.complete);
                 self.total(a);
                 self.class_hist.add(a);
+                if !a.siblings.is_empty() {
+                    self.smt.get_or_insert_with(SmtCounts::default).add(a);
+                }
                 let cpu = a.spike.cpu;
                 self.interference
                     .entry(cpu)
@@ -320,6 +367,7 @@ impl SpikeBook {
             culprits,
             interference: self.interference.values().copied().collect(),
             class_histograms: self.class_hist.finish(),
+            smt: self.smt,
         }
     }
 }
@@ -353,6 +401,7 @@ mod tests {
             }],
             complete: true,
             lost_events: false,
+            siblings: Vec::new(),
         })
     }
 
@@ -374,6 +423,7 @@ mod tests {
                 .collect(),
             complete: true,
             lost_events: false,
+            siblings: Vec::new(),
         })
     }
 

@@ -112,6 +112,7 @@ mod tests {
                 .collect(),
             complete: true,
             lost_events: false,
+            siblings: Vec::new(),
         }
     }
 

@@ -22,4 +22,7 @@ pub mod interference;
 pub mod model;
 pub mod render;
 
-pub use model::{Attribution, Category, Charge, LateCause, NotTraced, Softirq, Spike, Task, Tier};
+pub use model::{
+    Attribution, Category, Charge, LateCause, NotTraced, SiblingActivity, Softirq, Spike, Task,
+    Tier,
+};

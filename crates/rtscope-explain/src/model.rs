@@ -356,6 +356,46 @@ pub struct Attribution {
     pub complete: bool,
     /// The kernel lost trace events around the spike (the reader fell behind).
     pub lost_events: bool,
+    /// What the spike's CPU's SMT siblings ran meanwhile (traced with it where the core has
+    /// them); empty without SMT, and in summaries recorded before they were traced.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub siblings: Vec<SiblingActivity>,
+}
+
+/// What an SMT sibling of a spike's CPU ran over the spike's interval (`rtscope noise`: a gap).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SiblingActivity {
+    /// The sibling CPU.
+    pub cpu: usize,
+    /// Time a task other than the idle task ran on it (ns).
+    pub busy_ns: u64,
+    /// The interval's length (ns).
+    pub span_ns: u64,
+    /// The task that ran longest, when any did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<Task>,
+}
+
+impl SiblingActivity {
+    /// Busy for more than half of the interval.
+    pub fn is_busy(&self) -> bool {
+        self.busy_ns.saturating_mul(2) > self.span_ns
+    }
+}
+
+impl fmt::Display for SiblingActivity {
+    /// `SMT sibling cpu5 busy 98 % (stress-ng:123:nice0)`, `SMT sibling cpu5 idle`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.busy_ns == 0 {
+            return write!(f, "SMT sibling cpu{} idle", self.cpu);
+        }
+        let pct = 100.0 * self.busy_ns as f64 / self.span_ns.max(1) as f64;
+        write!(f, "SMT sibling cpu{} busy {pct:.0} %", self.cpu)?;
+        match &self.task {
+            Some(t) => write!(f, " ({t})"),
+            None => Ok(()),
+        }
+    }
 }
 
 impl Attribution {

@@ -2,7 +2,7 @@
 //! `rtscope runs show`. Pure functions returning strings; task names are escaped (they come
 //! from the traced system).
 
-use crate::book::{Counts, ExplainSummary, Explained};
+use crate::book::{Counts, ExplainSummary, Explained, SmtCounts};
 use crate::coarse::CoarseExplanation;
 use crate::model::{Attribution, Category};
 use std::fmt::Write;
@@ -18,8 +18,12 @@ pub fn dur(ns: u64) -> String {
 
 /// A category label with control characters escaped.
 pub fn label(c: &Category) -> String {
-    c.to_string()
-        .chars()
+    escaped(&c.to_string())
+}
+
+/// `s` with control characters escaped (task names come from the traced system).
+fn escaped(s: &str) -> String {
+    s.chars()
         .flat_map(|ch| {
             if ch.is_control() {
                 ch.escape_default().collect::<Vec<_>>()
@@ -76,6 +80,9 @@ pub fn summary(s: &ExplainSummary, run_start_ns: u64, max_spikes: usize) -> Stri
         c.spikes, c.traced, c.partial, c.coarse, c.no_context
     );
     let _ = writeln!(o, "  {}", coverage(c));
+    if let Some(smt) = &s.smt {
+        let _ = writeln!(o, "  {}", smt_line(smt));
+    }
     culprits(&mut o, &s.culprits);
     let mut worst: Vec<&Explained> = s.worst.iter().collect();
     rtscope_core::order::sort_by_key(&mut worst, |e| std::cmp::Reverse(e.latency_ns()));
@@ -146,11 +153,38 @@ fn traced_line(a: &Attribution) -> String {
         (false, _) => " [partial]",
         (true, true) => " [events lost]",
     };
+    let below = a.ns_where(|c| {
+        matches!(
+            c,
+            Category::Hypervisor | Category::Firmware | Category::Unexplained
+        )
+    });
+    // Beside time below the kernel, what the core's other hardware threads ran.
+    let siblings: String = if below > 0 {
+        a.siblings
+            .iter()
+            .map(|s| format!("; {}", escaped(&s.to_string())))
+            .collect()
+    } else {
+        String::new()
+    };
     format!(
-        "cpu{} {}{flags}: {}",
+        "cpu{} {}{flags}: {}{siblings}",
         a.spike.cpu,
         dur(a.spike.latency_ns()),
         parts.join(", ")
+    )
+}
+
+/// The SMT siblings beside time below the kernel: how many such spikes had a busy sibling.
+pub fn smt_line(s: &SmtCounts) -> String {
+    format!(
+        "SMT siblings traced: {} spikes had time below the kernel ({}); in {} of them ({}) a \
+         sibling was busy for more than half of the spike",
+        s.below_kernel,
+        dur(s.below_kernel_ns),
+        s.sibling_busy,
+        dur(s.sibling_busy_ns)
     )
 }
 
@@ -229,6 +263,7 @@ mod tests {
             ],
             complete: true,
             lost_events: false,
+            siblings: Vec::new(),
         }));
         let text = summary(
             &b.summary(Tier::FlightRecorder, None, 1_500_000),
@@ -261,6 +296,7 @@ mod tests {
             }],
             complete: true,
             lost_events: false,
+            siblings: Vec::new(),
         }));
         b.not_traced(crate::NotTraced::LostEvents);
         b.no_context(1_000_000);
@@ -277,5 +313,82 @@ mod tests {
         let mut old = s.counts;
         (old.spike_ns, old.traced_ns) = (0, 0);
         assert!(coverage(&old).contains("(share of spike time unknown)"));
+    }
+
+    #[test]
+    fn an_smt_sibling_is_shown_beside_time_below_the_kernel_and_counted() {
+        let mut b = SpikeBook::new(60_000_000_000, 5, 10);
+        let gap = |at: u64, category: Category, busy_ns: u64| Attribution {
+            spike: Spike {
+                cpu: 1,
+                tid: 9,
+                deadline_ns: at,
+                wakeup_ns: at + 100_000,
+                smis: None,
+            },
+            charges: vec![Charge {
+                category,
+                ns: 100_000,
+            }],
+            complete: true,
+            lost_events: false,
+            siblings: vec![crate::SiblingActivity {
+                cpu: 5,
+                busy_ns,
+                span_ns: 100_000,
+                task: (busy_ns > 0).then(|| Task {
+                    comm: "spin\x1b".into(),
+                    pid: 77,
+                    prio: 120,
+                }),
+            }],
+        };
+        let busy = gap(1_000_000, Category::Hypervisor, 98_000);
+        let line = traced_line(&busy);
+        assert!(
+            line.ends_with(
+                "hypervisor/steal 100.0 µs (100%); SMT sibling cpu5 busy 98 % (spin\\u{1b}:77:nice0)"
+            ),
+            "{line}"
+        );
+        b.add(Explained::Traced(busy));
+        b.add(Explained::Traced(gap(2_000_000, Category::Unexplained, 0)));
+        let thread = Category::Thread {
+            task: Task {
+                comm: "kworker".into(),
+                pid: 3,
+                prio: 120,
+            },
+        };
+        let in_kernel = gap(3_000_000, thread, 100_000);
+        assert!(
+            !traced_line(&in_kernel).contains("SMT"),
+            "only beside time below the kernel"
+        );
+        b.add(Explained::Traced(in_kernel));
+        let s = b.summary(Tier::FlightRecorder, None, 50_000);
+        assert_eq!(
+            s.smt,
+            Some(SmtCounts {
+                below_kernel: 2,
+                below_kernel_ns: 200_000,
+                sibling_busy: 1,
+                sibling_busy_ns: 100_000,
+            })
+        );
+        assert!(summary(&s, 0, 5).contains(
+            "SMT siblings traced: 2 spikes had time below the kernel (200.0 µs); in 1 of them \
+             (100.0 µs) a sibling was busy for more than half of the spike"
+        ));
+        assert!(summary(&s, 0, 5).contains(
+            "unexplained (not covered by the trace) 100.0 µs (100%); SMT sibling cpu5 idle"
+        ));
+        // Without siblings traced: no SMT line at all.
+        let mut plain = SpikeBook::new(60_000_000_000, 5, 10);
+        plain.add(Explained::Traced(Attribution {
+            siblings: Vec::new(),
+            ..gap(1_000_000, Category::Hypervisor, 0)
+        }));
+        assert_eq!(plain.summary(Tier::FlightRecorder, None, 50_000).smt, None);
     }
 }

@@ -385,7 +385,19 @@ impl NoiseExplainer {
     /// Starts recording `cpus` (before the loops start: the reaper forks while the process is
     /// small). With housekeeping CPUs the gaps are attributed during the run, else at its end.
     pub fn start(threshold: Nanos, cpus: &[usize], housekeeping: Option<&CpuSet>) -> Self {
+        Self::start_with_siblings(threshold, cpus, housekeeping, None)
+    }
+
+    /// [`NoiseExplainer::start`] with each measured CPU's SMT siblings given (`None`: the
+    /// kernel's topology), traced beside it.
+    pub fn start_with_siblings(
+        threshold: Nanos,
+        cpus: &[usize],
+        housekeeping: Option<&CpuSet>,
+        siblings: Option<Vec<(usize, Vec<usize>)>>,
+    ) -> Self {
         let mut cfg = rtscope_trace::explain::ExplainConfig::new(threshold.0, cpus.to_vec());
+        cfg.siblings = siblings;
         cfg.housekeeping = housekeeping.map(|h| h.iter().collect()).unwrap_or_default();
         // The loop never sleeps: a gap the trace fills with the loop alone was taken below the
         // kernel (hypervisor, firmware), not a return to user space.

@@ -197,6 +197,7 @@ pub fn attribute_on(
         charges,
         complete: wake.is_some(),
         lost_events,
+        siblings: Vec::new(),
     }
 }
 

@@ -48,6 +48,9 @@ pub struct ExplainConfig {
     pub force_coarse: bool,
     /// The idle facts (`None`: read from `/sys` and `/proc` at start).
     pub machine: Option<Machine>,
+    /// Each measured CPU's SMT siblings, traced beside it (`None`: from the kernel's topology
+    /// at start, [`crate::sibling::smt_siblings`]).
+    pub siblings: Option<Vec<(usize, Vec<usize>)>>,
 }
 
 impl ExplainConfig {
@@ -66,6 +69,7 @@ impl ExplainConfig {
             tracefs_root: None,
             force_coarse: false,
             machine: None,
+            siblings: None,
         }
     }
 }
@@ -256,6 +260,10 @@ fn choose(cfg: &ExplainConfig) -> (Tier, Option<String>, Option<FlightRecorder>)
         .machine
         .unwrap_or_else(|| Machine::read(std::path::Path::new("/"), &cfg.cpus));
     rc.housekeeping = cfg.housekeeping.clone();
+    rc.siblings = cfg
+        .siblings
+        .clone()
+        .unwrap_or_else(|| crate::sibling::smt_siblings(std::path::Path::new("/"), &cfg.cpus));
     rc.reader_fifo = cfg.reader_fifo;
     rc.instance.hrtimer_events = cfg.hrtimer_events;
     rc.instance.buffer_kb = cfg.buffer_kb;

@@ -25,12 +25,16 @@ pub mod machine;
 pub mod page;
 pub mod reaper;
 pub mod recorder;
+pub mod sibling;
 mod timeline;
 pub mod timerlat;
 pub mod tracefs;
 
 pub use machine::Machine;
-pub use model::{Attribution, Category, Charge, LateCause, NotTraced, Softirq, Spike, Task, Tier};
+pub use model::{
+    Attribution, Category, Charge, LateCause, NotTraced, SiblingActivity, Softirq, Spike, Task,
+    Tier,
+};
 /// The explanation model (the `rtscope-explain` crate), where the analyzer's results live.
 pub use rtscope_explain::{book, class_hist, classes, coarse, interference, model, render};
 

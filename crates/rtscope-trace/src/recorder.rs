@@ -9,7 +9,7 @@
 use crate::analyze;
 use crate::decode::{Event, Schema};
 use crate::machine::Machine;
-use crate::model::{Attribution, NotTraced, Spike};
+use crate::model::{Attribution, NotTraced, SiblingActivity, Spike};
 use crate::page::parse_page;
 use crate::reaper::Reaper;
 use crate::tracefs::{Instance, InstanceConfig, Tracefs};
@@ -44,6 +44,9 @@ pub struct RecorderConfig {
     pub max_buffer_kb: usize,
     /// The idle facts an idle exit is checked against.
     pub machine: Machine,
+    /// Each measured CPU's SMT siblings ([`crate::sibling::smt_siblings`]): traced too (their
+    /// `sched_switch` events), so each attribution says what they ran meanwhile.
+    pub siblings: Vec<(usize, Vec<usize>)>,
 }
 
 impl RecorderConfig {
@@ -63,6 +66,7 @@ impl RecorderConfig {
             max_events: 1 << 20,
             max_buffer_kb: MAX_BUFFER_KB,
             machine: Machine::default(),
+            siblings: Vec::new(),
         }
     }
 }
@@ -182,6 +186,7 @@ pub struct FlightRecorder {
     saved: Vec<(std::path::PathBuf, String)>,
     timerlat: bool,
     machine: Machine,
+    siblings: Vec<(usize, Vec<usize>)>,
     _reaper: Reaper,
 }
 
@@ -193,17 +198,26 @@ impl FlightRecorder {
         let dir = Instance::next_dir(tfs);
         let timerlat = cfg.instance.timerlat;
         let cfg_machine = cfg.machine;
+        let siblings = cfg.siblings.clone();
         let saved = if timerlat {
             crate::timerlat::saved_settings(tfs)?
         } else {
             Vec::new()
         };
         let reaper = Reaper::spawn_restoring(&dir, &saved)?;
+        // The siblings are traced with the measured CPUs; the timerlat tracer runs on the
+        // measured ones only.
+        let mut traced = cfg.instance.clone();
+        traced
+            .cpus
+            .extend(cfg.siblings.iter().flat_map(|(_, s)| s.iter().copied()));
+        traced.cpus.sort_unstable();
+        traced.cpus.dedup();
         let made = if timerlat {
             crate::timerlat::apply_settings(tfs, &cfg.instance.cpus)
-                .and_then(|()| Instance::create_in(tfs, dir, &cfg.instance))
+                .and_then(|()| Instance::create_in(tfs, dir, &traced))
         } else {
-            Instance::create_in(tfs, dir, &cfg.instance)
+            Instance::create_in(tfs, dir, &traced)
         };
         let instance = made.inspect_err(|_| crate::timerlat::restore(&saved))?;
         let schema = Schema::new(instance.formats.iter().cloned());
@@ -241,6 +255,7 @@ impl FlightRecorder {
             saved,
             timerlat,
             machine: cfg_machine,
+            siblings,
             _reaper: reaper,
         })
     }
@@ -275,12 +290,30 @@ impl FlightRecorder {
         let start = c.events.partition_point(|e| e.ts < from);
         let end = c.events.partition_point(|e| e.ts <= spike.wakeup_ns);
         let events: Vec<Event> = c.events.range(start..end).cloned().collect();
+        let siblings = self.siblings_over(&s, spike);
         drop(s);
-        Outcome::Done(if self.timerlat {
+        let mut a = if self.timerlat {
             crate::timerlat::attribute_on(&events, spike, lost, self.machine)
         } else {
             analyze::attribute_on(&events, spike, lost, self.machine)
-        })
+        };
+        a.siblings = siblings;
+        Outcome::Done(a)
+    }
+
+    /// What the SMT siblings of `spike`'s CPU ran over it, from their events read so far (the
+    /// reader drains every traced CPU in each round, so once the spike's CPU is read past the
+    /// wake-up its siblings are read to about the same time).
+    fn siblings_over(&self, s: &Shared, spike: &Spike) -> Vec<SiblingActivity> {
+        let Some((_, sibs)) = self.siblings.iter().find(|(c, _)| *c == spike.cpu) else {
+            return Vec::new();
+        };
+        sibs.iter()
+            .filter_map(|&cpu| {
+                let c = s.cpus.get(&cpu)?;
+                crate::sibling::activity(cpu, &c.events, spike.deadline_ns, spike.wakeup_ns)
+            })
+            .collect()
     }
 
     /// Whether the tracer has produced its first event on `cpu` (the timerlat tier: its own).
