@@ -42,6 +42,11 @@ fn a_recorded_noise_run_is_reported_as_noise_with_its_stored_figures() {
     assert_eq!(cpus.len(), 1);
     let c = &cpus[0];
     assert_eq!(c.cpu, Some(0));
+    // The steal time the run read is stored with it (/proc/stat is readable here); the SMI
+    // count is only where the CPU has a counter.
+    assert!(c.steal_ns.is_some(), "{:?}", r.detail.config_json);
+    let config: serde_json::Value = serde_json::from_str(&r.detail.config_json).unwrap();
+    assert_eq!(config["platform"]["cpus"][0]["cpu"], 0);
     // The table row is the stored run's, column for column.
     let html = read(&dir, "report.html");
     let row = row(&cells(&r, c));

@@ -128,11 +128,14 @@ pub fn run(
     let config = config_json(&run, a.keep_gaps);
     announce(a, &c, &run, hk.as_ref());
     let o = drive(run, explain, a.keep_gaps);
+    // The store keeps the steal time and SMIs of the run with its settings.
+    let mut stored = config.clone();
+    stored["platform"] = o.platform.stored(&c.cpus);
     let meta = NoiseMeta {
         label: a.rec.label.clone(),
         tags,
         command_line: command_line.clone(),
-        config_json: config.to_string(),
+        config_json: stored.to_string(),
         started,
         ended: SystemTime::now(),
         clock_start,

@@ -6,9 +6,9 @@ use crate::figures::{NamedFigure, Section};
 use crate::model::RunData;
 use std::fmt::Write;
 
-/// The columns of the per-CPU table (`rtla osnoise top`'s, the threshold, and rtla's
-/// interference counts).
-pub const COLUMNS: [&str; 16] = [
+/// The columns of the per-CPU table (`rtla osnoise top`'s, the threshold, rtla's
+/// interference counts, and what the run read below the kernel: steal time and SMIs).
+pub const COLUMNS: [&str; 18] = [
     "run",
     "name",
     "CPU",
@@ -25,10 +25,12 @@ pub const COLUMNS: [&str; 16] = [
     "IRQ",
     "softirq",
     "thread",
+    "steal (µs)",
+    "SMI",
 ];
 
 /// One row of the per-CPU table, as text (`-` where unknown).
-pub fn cells(r: &RunData, c: &CpuNoise) -> [String; 16] {
+pub fn cells(r: &RunData, c: &CpuNoise) -> [String; 18] {
     let opt = |v: Option<u64>| v.map_or("-".into(), |v| v.to_string());
     [
         r.id().to_string(),
@@ -49,11 +51,13 @@ pub fn cells(r: &RunData, c: &CpuNoise) -> [String; 16] {
         opt(c.counts[2]),
         opt(c.counts[3]),
         opt(c.counts[4]),
+        crate::table::us1(c.steal_ns),
+        opt(c.smis),
     ]
 }
 
 /// One row's cells as HTML (the name left-aligned, every text escaped).
-pub fn row(cells: &[String; 16]) -> String {
+pub fn row(cells: &[String; 18]) -> String {
     let mut h = String::new();
     for (i, v) in cells.iter().enumerate() {
         let class = if i == 1 { " class=\"t\"" } else { "" };
@@ -63,7 +67,7 @@ pub fn row(cells: &[String; 16]) -> String {
 }
 
 /// Every row of the per-CPU table: runs, then CPUs.
-fn rows(runs: &[RunData]) -> Vec<[String; 16]> {
+fn rows(runs: &[RunData]) -> Vec<[String; 18]> {
     let each = |r| CpuNoise::of_run(r).into_iter().map(move |c| cells(r, &c));
     runs.iter().flat_map(each).collect()
 }
@@ -82,7 +86,7 @@ pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)]) 
     for r in rows(runs) {
         let _ = writeln!(h, "<tr>{}</tr>", row(&r));
     }
-    h.push_str("</table>\n<p class=\"muted\">Busy-loop gaps, not wake-ups. Noise is from the gap histogram and the run's threshold (an oslat import has none: -); an rtla import's figures are rtla's (an osnoise hist import's gaps are its noises over the threshold). HW, NMI, IRQ, softirq, thread: counts of interference, not times — rtla osnoise top's for an rtla import, the traced gaps' culprits for a run of rtscope noise --explain (a gap counts once per distinct culprit; HW: no kernel context in it); - where the run did not count them.</p>\n");
+    h.push_str("</table>\n<p class=\"muted\">Busy-loop gaps, not wake-ups. Noise is from the gap histogram and the run's threshold (an oslat import has none: -); an rtla import's figures are rtla's (an osnoise hist import's gaps are its noises over the threshold). HW, NMI, IRQ, softirq, thread: counts of interference, not times — rtla osnoise top's for an rtla import, the traced gaps' culprits for a run of rtscope noise --explain (a gap counts once per distinct culprit; HW: no kernel context in it); - where the run did not count them. Steal (the hypervisor's, /proc/stat in 10 ms ticks) and SMI (MSR 0x34) over the run as rtscope noise read them; - where the run did not read them (imports, runs recorded before they were stored, no SMI counter on the CPU).</p>\n");
     causes(h, runs);
     crate::markup::figures(h, figs, Section::Noise);
 }

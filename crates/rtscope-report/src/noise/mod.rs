@@ -109,6 +109,10 @@ pub struct CpuNoise {
     pub threshold_ns: Option<u64>,
     /// Interference counts ([`COUNTS`]: rtla osnoise top's); `None` each where unknown.
     pub counts: [Option<u64>; 5],
+    /// Steal time over the run, ns (`rtscope noise`'s stored `platform`); `None` where unknown.
+    pub steal_ns: Option<u64>,
+    /// SMIs counted over the run; `None` where unknown or not countable.
+    pub smis: Option<u64>,
 }
 
 impl CpuNoise {
@@ -140,6 +144,8 @@ impl CpuNoise {
             resolution_ns: t.min_ns,
             threshold_ns: threshold,
             counts: [None; 5],
+            steal_ns: None,
+            smis: None,
         }
     }
 
@@ -157,6 +163,8 @@ impl CpuNoise {
             resolution_ns: None,
             threshold_ns: None,
             counts: r.counts,
+            steal_ns: None,
+            smis: None,
         }
     }
 
@@ -167,12 +175,25 @@ impl CpuNoise {
         let thr = config["threshold_ns"].as_u64().filter(|&t| t > 0);
         let reported = reported(&config).unwrap_or_default();
         let id = d.summary.id;
+        let platform = &config["platform"]["cpus"];
         d.threads
             .iter()
             .enumerate()
-            .map(|(i, t)| match reported.get(i) {
-                Some(r) => CpuNoise::reported(id, t, r),
-                None => CpuNoise::of(id, t, thr),
+            .map(|(i, t)| {
+                let mut c = match reported.get(i) {
+                    Some(r) => CpuNoise::reported(id, t, r),
+                    None => CpuNoise::of(id, t, thr),
+                };
+                let row = platform.as_array().and_then(|rows| {
+                    rows.iter().find(|p| {
+                        t.cpu
+                            .is_some_and(|cpu| p["cpu"].as_u64() == Some(u64::from(cpu)))
+                    })
+                });
+                if let Some(p) = row {
+                    (c.steal_ns, c.smis) = (p["steal_ns"].as_u64(), p["smis"].as_u64());
+                }
+                c
             })
             .collect()
     }

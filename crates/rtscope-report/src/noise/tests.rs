@@ -300,6 +300,27 @@ fn a_noise_only_report_has_no_latency_section_and_a_latency_only_one_no_noise_se
 }
 
 #[test]
+fn the_steal_time_and_smis_a_run_stored_are_its_cpus_columns() {
+    let mut r = noise_run("noise-platform", &spec("platform"));
+    let mut config: serde_json::Value = serde_json::from_str(&r.detail.config_json).unwrap();
+    // CPU 1 first: matched by CPU, not by place.
+    config["platform"] = serde_json::json!({"cpus": [
+        {"cpu": 1, "steal_ns": null, "smis": 3},
+        {"cpu": 0, "steal_ns": 20_000_000, "smis": null}], "smi_unavailable": null});
+    r.detail.config_json = config.to_string();
+    let c = CpuNoise::of_run(&r);
+    assert_eq!((c[0].steal_ns, c[0].smis), (Some(20_000_000), None));
+    assert_eq!((c[1].steal_ns, c[1].smis), (None, Some(3)));
+    let n = super::html::COLUMNS.len();
+    assert_eq!(super::html::COLUMNS[n - 2..], ["steal (µs)", "SMI"]);
+    assert_eq!(super::html::cells(&r, &c[0])[n - 2..], ["20000.0", "-"]);
+    assert_eq!(super::html::cells(&r, &c[1])[n - 2..], ["-", "3"]);
+    // A run stored before: unknown, not 0.
+    let old = CpuNoise::of_run(&noise_run("noise-no-platform", &spec("old")));
+    assert!(old.iter().all(|c| (c.steal_ns, c.smis) == (None, None)));
+}
+
+#[test]
 fn an_rtla_import_shows_rtla_s_figures_and_leaves_the_unknown_unknown() {
     let mut r = noise_run("noise-rtla", &spec("rtla"));
     // What the importer records for `rtla osnoise top` (CPU 0) and `rtla hwnoise` (CPU 1: no
@@ -327,7 +348,7 @@ fn an_rtla_import_shows_rtla_s_figures_and_leaves_the_unknown_unknown() {
     let cells = super::html::cells(&r, &c[1]);
     let n = super::html::COLUMNS.len();
     assert_eq!(cells[8], "-", "iterations/s");
-    assert_eq!(cells[n - 5..], ["885", "0", "-", "-", "-"]);
+    assert_eq!(cells[n - 7..], ["885", "0", "-", "-", "-", "-", "-"]);
     // The cause bar is rtla's noise, not explained.
     let causes = super::causes(&r, &c);
     assert_eq!(

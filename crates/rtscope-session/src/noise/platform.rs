@@ -84,6 +84,18 @@ impl PlatformCounters {
 }
 
 impl PlatformTotals {
+    /// What the store keeps of them, in the run's stored configuration (`platform`): per CPU of
+    /// `cpus` (the run's, in its order) `{cpu, steal_ns, smis}`, `null` where unknown, and why
+    /// there is no SMI count.
+    pub fn stored(&self, cpus: &[usize]) -> serde_json::Value {
+        let rows: Vec<serde_json::Value> = cpus
+            .iter()
+            .zip(&self.cpus)
+            .map(|(cpu, p)| serde_json::json!({"cpu": cpu, "steal_ns": p.steal_ns, "smis": p.smis}))
+            .collect();
+        serde_json::json!({"cpus": rows, "smi_unavailable": self.smi_unavailable})
+    }
+
     /// The lines under the table: steal time seen, SMIs counted or why none could be.
     pub fn notes(&self) -> String {
         let mut s = String::new();
@@ -186,6 +198,29 @@ mod tests {
             p.notes(),
             format!("SMI: {why}\n"),
             "no steal note at 0 steal"
+        );
+    }
+
+    #[test]
+    fn the_stored_form_names_each_cpu_with_its_steal_and_smis() {
+        let p = PlatformTotals {
+            cpus: vec![
+                CpuPlatform {
+                    steal_ns: Some(30_000_000),
+                    smis: None,
+                },
+                CpuPlatform {
+                    steal_ns: None,
+                    smis: Some(2),
+                },
+            ],
+            smi_unavailable: None,
+        };
+        assert_eq!(
+            p.stored(&[3, 1]),
+            serde_json::json!({"cpus": [
+                {"cpu": 3, "steal_ns": 30_000_000, "smis": null},
+                {"cpu": 1, "steal_ns": null, "smis": 2}], "smi_unavailable": null})
         );
     }
 
