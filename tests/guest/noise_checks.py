@@ -1,8 +1,8 @@
 """`rtscope noise` like for like with the kernel's osnoise tracer (issue 33), host side.
 
 In each guest with the injected culprit (rtscope-checks.sh: FIFO 99, 20 ms every 100 ms on
-CPU 1), `rtscope noise -D 4s --cpus 1 --runtime 950ms --period 1s --explain 5us` runs, then
-the kernel's osnoise tracer on CPU 1 with the same runtime and period for 4 s, then rtscope noise again.
+CPU 1), `rtscope noise -D 4s --cpus 1 --runtime 950ms --period 1s` runs, then the kernel's
+osnoise tracer on CPU 1 with the same runtime and period for 4 s, then rtscope noise again.
 Both loops run at SCHED_OTHER, both with a 5 us threshold, so both lose the culprit's share of
 the CPU. Checked: rtscope noise exits 0 and the osnoise settings are written back; both tools
 see the culprit (a longest single noise of at least 15 ms, the culprit's 20 ms less what a
@@ -14,18 +14,26 @@ at once the guest had 30-47 % of its CPU, and one rtscope run alone against osno
 points apart (46.66 % against 30.12 %) with nothing wrong in either. Bracketing osnoise with
 two rtscope runs sees that drift instead of failing on it.
 
-Both rtscope runs also charge every gap to its causes (`--explain 5us`) and count the
-interference in osnoise's columns (HW, NMI, IRQ, SIRQ, THREAD). Compared per second of
-runtime, each class of osnoise's lies within a factor of RATE_FACTOR of the range of the two
-rtscope runs, or RATE_SLACK per second from it. Why a factor and not a few per cent: the runs
+A third rtscope run charges every gap to its causes (`--explain 5us`) and counts the
+interference in osnoise's columns (HW, NMI, IRQ, SIRQ, THREAD); it is not one of the two
+around osnoise, since tracing costs the emulated CPU several points of its available share
+(56.58 % with it against 62.23 % without, 73.36 % for osnoise, rt-amd64 on a quiet host).
+Compared per second of runtime, each class of osnoise's lies within a factor of RATE_FACTOR
+of rtscope's, or RATE_SLACK per second from it. Why a factor and not a few per cent: the runs
 are one after the other on an emulated CPU whose host noise (HW) drifts, and the two tools
 count differently by design — osnoise counts every interrupt entry, rtscope each distinct
 culprit of a gap once (the culprit's 20 ms hold about five timer ticks: osnoise 5, rtscope 1).
 rtscope's counts cover the traced gaps; they are scaled to all gaps over the threshold by its
-coverage (traced / handed to the explainer), which must be at least MIN_COVERAGE. On a
-PREEMPT_RT kernel softirqs run in threads and osnoise counts them as thread noise (its softirq
-hooks are compiled out there: SIRQ is 0 by construction), so rtscope's SIRQ is printed there,
-not compared.
+coverage (traced / handed to the explainer), which must be at least MIN_COVERAGE. Two classes
+differ by the workload, and are compared without what only one of the loops can get:
+- On a PREEMPT_RT kernel softirqs run in threads and osnoise counts them as thread noise (its
+  softirq hooks are compiled out there: SIRQ is 0 by construction), so rtscope's SIRQ is
+  printed there, not compared.
+- osnoise's loop is a kernel thread that reports RCU quiescent states itself in every
+  iteration ("to reduce RCU noise", in the kernel's words), which a user-space loop cannot: the
+  tick then has RCU's per-CPU thread `rcuc/N` run on the loop's CPU (in 474 of 1,733 traced
+  gaps, rt-amd64). rtscope's THREAD is compared without the gaps `rcuc/N` took part in (its
+  culprit row's count), and that number is printed.
 
 And the default threshold where the loop is slow: a clock read under TCG takes about 1.1 us, so
 the 1 us default must be raised to twice the loop's resolution (rounded up to a microsecond)
@@ -112,8 +120,13 @@ def rtscope_rates(noise_json: dict, cpu: int = 1) -> dict | None:
     if not rows or not counts.get("traced") or runtime <= 0:
         return None
     coverage = counts["traced"] / max(counts.get("spikes", 0), counts["traced"])
-    rates = {col: rows[0].get(key, 0) / coverage / runtime for col, key in CLASSES}
-    return {**rates, "coverage": coverage}
+    # The gaps RCU's per-CPU thread took part in (module docstring): not in osnoise's loop.
+    rcuc = sum(c.get("spikes", 0) for c in ex.get("culprits") or []
+               if (c.get("category") or {}).get("kind") == "thread"
+               and str((c.get("category") or {}).get("comm", "")).startswith("rcuc/"))
+    row = {**rows[0], "thread": max(rows[0].get("thread", 0) - rcuc, 0)}
+    rates = {col: row.get(key, 0) / coverage / runtime for col, key in CLASSES}
+    return {**rates, "coverage": coverage, "rcuc_gaps": rcuc}
 
 
 def osnoise_rates(osnoise_text: str, cpu: int = 1) -> dict | None:
@@ -141,7 +154,9 @@ def rates_agree(before: dict, osnoise: dict, after: dict | None, rt: bool) -> tu
         parts.append(f"{col.upper()} {o:.0f}/s vs {lo:.0f}-{hi:.0f}/s"
                      f"{'' if within or not compared else ' APART'}{mark}")
     cov = ", ".join(f"{r['coverage']:.0%}" for r in runs)
-    return ok, f"osnoise vs rtscope: {'; '.join(parts)}; rtscope's gaps traced {cov}"
+    rcuc = ", ".join(str(r.get("rcuc_gaps", 0)) for r in runs)
+    return ok, (f"osnoise vs rtscope: {'; '.join(parts)}; rtscope's gaps traced {cov}; "
+                f"traced gaps with rcuc/N left out of THREAD: {rcuc}")
 
 
 def compare(noise_json: dict, osnoise_text: str, cpu: int = 1) -> str | None:
@@ -205,26 +220,29 @@ def verify_noise(c, kernel: str, r) -> None:
              (line or "no figures from one of them")
              + (f"; rtscope after: available {after_avail:.2f} %" if after_avail is not None
                 else "; no rtscope run after osnoise"))
-    verify_interference(c, kernel, noise, text, after)
+    verify_interference(c, kernel, r, text)
     c.expect(kernel, "rtscope noise at the default threshold exits 0",
              r.checks().get("noise-default") == 0, f"rc {r.checks().get('noise-default')}")
     ok, detail = raised_threshold(json.loads(r.files.get("noise-default.json") or b"{}"))
     c.expect(kernel, "the default threshold is raised to the slow loop's resolution", ok, detail)
 
 
-def verify_interference(c, kernel: str, noise: dict, text: str, after: dict) -> None:
-    """The interference counts per class against osnoise's, bracketed by the two runs."""
-    before, o = rtscope_rates(noise), osnoise_rates(text)
-    later = rtscope_rates(after)
-    if before is None or o is None:
+def verify_interference(c, kernel: str, r, text: str) -> None:
+    """The explained run's interference counts per class against osnoise's, and the time the
+    host took named hypervisor."""
+    c.expect(kernel, "rtscope noise --explain exits 0 in the guest",
+             r.checks().get("noise-explained") == 0, f"rc {r.checks().get('noise-explained')}")
+    doc = json.loads(r.files.get("noise-explained.json") or b"{}")
+    rt, o = rtscope_rates(doc), osnoise_rates(text)
+    if rt is None or o is None:
         c.expect(kernel, "rtscope noise --explain and osnoise both count interference per class",
-                 False, f"rtscope counts: {before is not None}, osnoise periods: {o is not None}")
+                 False, f"rtscope counts: {rt is not None}, osnoise periods: {o is not None}")
         return
-    ok, detail = rates_agree(before, o, later, kernel.startswith("rt-"))
+    ok, detail = rates_agree(rt, o, None, kernel.startswith("rt-"))
     print(f"INFO {kernel}: interference per second of runtime, {detail}", flush=True)
     c.expect(kernel, f"each interference class of osnoise's within a factor of {RATE_FACTOR:.0f} "
-             f"(or {RATE_SLACK:.0f}/s) of the rtscope runs around it", ok, detail)
-    ok, detail = hypervisor_named(noise)
+             f"(or {RATE_SLACK:.0f}/s) of rtscope's", ok, detail)
+    ok, detail = hypervisor_named(doc)
     c.expect(kernel, "the time the host took from the emulated CPU is named hypervisor", ok, detail)
 
 

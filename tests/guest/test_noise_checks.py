@@ -91,6 +91,22 @@ class Interference(unittest.TestCase):
         self.assertIn("traced 25%", detail)
 
 
+class RcuThread(unittest.TestCase):
+    def test_gaps_rcus_per_cpu_thread_took_part_in_are_left_out_of_thread(self):
+        doc = explained(4_000_000_000, 1000, 1000, 400, 400, 0, 300)
+        doc["explain"]["culprits"] = [
+            {"category": {"kind": "thread", "comm": "rcuc/1", "pid": 27, "prio": 98},
+             "spikes_as_main": 1, "spikes": 200, "total_ns": 5},
+            {"category": {"kind": "thread", "comm": "culprit", "pid": 305, "prio": 0},
+             "spikes_as_main": 30, "spikes": 30, "total_ns": 9},
+            {"category": {"kind": "irq", "name": "rcuc/ (irq 3)"}, "spikes": 50}]
+        r = noise_checks.rtscope_rates(doc)
+        self.assertEqual(r["rcuc_gaps"], 200)
+        self.assertAlmostEqual(r["thread"], (300 - 200) / 4)
+        o = noise_checks.osnoise_rates(OSNOISE_RT_ARM64)
+        self.assertIn("rcuc/N left out of THREAD: 200", noise_checks.rates_agree(r, o, None, True)[1])
+
+
 class Hypervisor(unittest.TestCase):
     def test_time_below_the_kernel_of_a_guest_is_the_hypervisors(self):
         doc = {"explain_classes": {"irq_ns": 100, "softirq_ns": 0, "thread_ns": 700,

@@ -2,6 +2,7 @@
 //! culprit totals over the whole run and the counts of spikes explained or not.
 
 use crate::class_hist::{ClassHistogram, ClassHistograms};
+use crate::classes::ClassTotals;
 use crate::coarse::CoarseExplanation;
 use crate::interference::Interference;
 use crate::model::{Attribution, Category, NotTraced, Tier};
@@ -197,6 +198,11 @@ impl SmtCounts {
 }
 
 impl ExplainSummary {
+    /// The culprit totals summed by class.
+    pub fn class_totals(&self) -> ClassTotals {
+        ClassTotals::sum(self.culprits.iter().map(|r| (&r.category, r.total_ns)))
+    }
+
     /// A flight-recorder summary holding only culprit totals (`(category, ns)`, each the main
     /// culprit of one spike): what noise's time per class and the report's cause bars read.
     pub fn of_totals(threshold_ns: u64, totals: Vec<(Category, u64)>) -> ExplainSummary {

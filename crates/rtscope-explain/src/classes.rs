@@ -2,7 +2,6 @@
 //! gaps was charged to, summed over a run. One definition for the noise command's line and
 //! JSON, the report's stacked bars and anything else that speaks of noise by cause.
 
-use crate::book::ExplainSummary;
 use crate::model::Category;
 use serde::Serialize;
 
@@ -123,11 +122,12 @@ pub struct ClassTotals {
 }
 
 impl ClassTotals {
-    /// Sums the culprit totals of an explanation by class.
-    pub fn of(s: &ExplainSummary) -> ClassTotals {
+    /// Sums `(category, ns)` parts by class (an explanation's culprit totals:
+    /// `ExplainSummary::class_totals`).
+    pub fn sum<'a>(parts: impl IntoIterator<Item = (&'a Category, u64)>) -> ClassTotals {
         let mut t = ClassTotals::default();
-        for row in &s.culprits {
-            *t.slot(Class::of(&row.category)) += row.total_ns;
+        for (category, ns) in parts {
+            *t.slot(Class::of(category)) += ns;
         }
         t
     }

@@ -124,20 +124,9 @@ fn injected_gaps_are_charged_to_the_injecting_thread_by_name_and_pid() {
         summary.counts.traced
     );
     let injected_len = injected.len();
-    for (t0, t1) in injected {
+    for (t0, t1) in &injected {
         let spun = t1.0 - t0.0;
-        let a = summary
-            .worst
-            .iter()
-            .find_map(|e| match e {
-                Explained::Traced(a)
-                    if a.spike.deadline_ns <= t0.0 && a.spike.wakeup_ns >= t1.0 =>
-                {
-                    Some(a)
-                }
-                _ => None,
-            })
-            .unwrap_or_else(|| panic!("no traced gap covers {t0:?}..{t1:?}: {summary:#?}"));
+        let a = covering(&summary, *t0, *t1);
         let charged: u64 = a
             .charges
             .iter()
@@ -179,6 +168,20 @@ fn injected_gaps_are_charged_to_the_injecting_thread_by_name_and_pid() {
         "{:?}",
         summary.class_histograms
     );
+}
+
+/// The traced gap of `summary` that covers `t0..t1`.
+fn covering(summary: &ExplainSummary, t0: Nanos, t1: Nanos) -> &rtscope_trace::Attribution {
+    summary
+        .worst
+        .iter()
+        .find_map(|e| match e {
+            Explained::Traced(a) if a.spike.deadline_ns <= t0.0 && a.spike.wakeup_ns >= t1.0 => {
+                Some(a)
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no traced gap covers {t0:?}..{t1:?}: {summary:#?}"))
 }
 
 /// The normal thread of the throttling test: nice 0 on `cpu`, spins until `end` and returns
@@ -307,18 +310,7 @@ fn each_gap_says_what_its_cpus_smt_sibling_ran_meanwhile() {
         return;
     };
     for (t0, t1) in &injected {
-        let a = summary
-            .worst
-            .iter()
-            .find_map(|e| match e {
-                Explained::Traced(a)
-                    if a.spike.deadline_ns <= t0.0 && a.spike.wakeup_ns >= t1.0 =>
-                {
-                    Some(a)
-                }
-                _ => None,
-            })
-            .unwrap_or_else(|| panic!("no traced gap covers {t0:?}..{t1:?}: {summary:#?}"));
+        let a = covering(&summary, *t0, *t1);
         eprintln!("gap of {} ns: {:?}", a.spike.latency_ns(), a.siblings);
         assert_eq!(a.siblings.len(), 1, "{:?}", a.siblings);
         let s = &a.siblings[0];

@@ -247,9 +247,7 @@ pub fn available(runtime_ns: u64, noise_ns: u64) -> Option<f64> {
 /// The noise time per class of a run recorded with `--explain` (`None` without: its noise is
 /// "not explained", never given a cause).
 pub fn classes(r: &RunData) -> Option<rtscope_explain::classes::ClassTotals> {
-    r.explain
-        .as_ref()
-        .map(|(s, _)| rtscope_explain::classes::ClassTotals::of(s))
+    r.explain.as_ref().map(|(s, _)| s.class_totals())
 }
 
 /// "Not explained": a run's noise without `--explain`.

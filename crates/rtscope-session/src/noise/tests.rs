@@ -195,7 +195,7 @@ fn explained_time_is_summed_by_class_and_unexplained_kept_apart() {
             (Category::Unexplained, 50),
         ],
     );
-    let t = ClassTotals::of(&s);
+    let t = s.class_totals();
     assert_eq!(
         (t.thread_ns, t.irq_ns, t.nmi_ns, t.unexplained_ns),
         (700, 200, 50, 50)
