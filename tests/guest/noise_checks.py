@@ -19,10 +19,15 @@ interference in osnoise's columns (HW, NMI, IRQ, SIRQ, THREAD); it is not one of
 around osnoise, since tracing costs the emulated CPU several points of its available share
 (56.58 % with it against 62.23 % without, 73.36 % for osnoise, rt-amd64 on a quiet host).
 Compared per second of runtime, each class of osnoise's lies within a factor of RATE_FACTOR
-of rtscope's, or RATE_SLACK per second from it. Why a factor and not a few per cent: the runs
+of rtscope's (HW_FACTOR for HW), or RATE_SLACK per second from it. Why a factor and not a few per cent: the runs
 are one after the other on an emulated CPU whose host noise (HW) drifts, and the two tools
 count differently by design — osnoise counts every interrupt entry, rtscope each distinct
 culprit of a gap once (the culprit's 20 ms hold about five timer ticks: osnoise 5, rtscope 1).
+HW, the gaps with no kernel context, is the host taking the emulated CPU: it follows the
+host's load, which differs between two runs a few seconds apart (osnoise against rtscope:
+298 against 407/s and 1,262 against 1,016/s on rt-amd64, 792 against 2,547/s on rt-arm64 while
+a test suite ran beside the guest), hence the wider HW_FACTOR; the guest's own classes (IRQ,
+THREAD) stayed within a factor of 2 in every run.
 rtscope's counts cover the traced gaps; they are scaled to all gaps over the threshold by its
 coverage (traced / handed to the explainer), which must be at least MIN_COVERAGE. Two classes
 differ by the workload, and are compared without what only one of the loops can get:
@@ -55,6 +60,7 @@ SAMPLE = re.compile(r"\[(\d+)\][^:]*\d+\.\d+:\s+(\d+)\s+(\d+)\s+([\d.]+)\s+(\d+)
 CLASSES = (("hw", "hw"), ("nmi", "nmi"), ("irq", "irq"), ("sirq", "softirq"), ("thread", "thread"))
 # How far apart the interference rates may be (module docstring): a factor, or per second.
 RATE_FACTOR = 2.0
+HW_FACTOR = 4.0
 RATE_SLACK = 10.0
 # The least share of rtscope's gaps that must be traced for its counts to be compared.
 MIN_COVERAGE = 0.5
@@ -147,7 +153,8 @@ def rates_agree(before: dict, osnoise: dict, after: dict | None, rt: bool) -> tu
     for col, _ in CLASSES:
         lo, hi = min(r[col] for r in runs), max(r[col] for r in runs)
         o = osnoise[col]
-        within = lo / RATE_FACTOR - RATE_SLACK <= o <= hi * RATE_FACTOR + RATE_SLACK
+        f = HW_FACTOR if col == "hw" else RATE_FACTOR
+        within = lo / f - RATE_SLACK <= o <= hi * f + RATE_SLACK
         compared = not (rt and col == "sirq")
         ok = ok and (within or not compared)
         mark = "" if compared else " (not compared: softirqs are threads on PREEMPT_RT)"
@@ -241,7 +248,7 @@ def verify_interference(c, kernel: str, r, text: str) -> None:
     ok, detail = rates_agree(rt, o, None, kernel.startswith("rt-"))
     print(f"INFO {kernel}: interference per second of runtime, {detail}", flush=True)
     c.expect(kernel, f"each interference class of osnoise's within a factor of {RATE_FACTOR:.0f} "
-             f"(or {RATE_SLACK:.0f}/s) of rtscope's", ok, detail)
+             f"(HW {HW_FACTOR:.0f}; or {RATE_SLACK:.0f}/s) of rtscope's", ok, detail)
     ok, detail = hypervisor_named(doc)
     c.expect(kernel, "the time the host took from the emulated CPU is named hypervisor", ok, detail)
 

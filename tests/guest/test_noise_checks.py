@@ -91,6 +91,20 @@ class Interference(unittest.TestCase):
         self.assertIn("traced 25%", detail)
 
 
+class HwFactor(unittest.TestCase):
+    def test_hw_follows_the_host_and_gets_a_factor_of_4_the_guests_classes_2(self):
+        o = noise_checks.osnoise_rates(OSNOISE_RT_ARM64)  # HW 2862/s, IRQ 198/s
+        # rt-arm64 beside a test suite: rtscope's HW 3.2 times osnoise's, within 4.
+        hw = noise_checks.rtscope_rates(explained(1_000_000_000, 9000, 9000, 9000, 200, 0, 30))
+        ok, detail = noise_checks.rates_agree(hw, o, None, rt=True)
+        self.assertTrue(ok, detail)
+        # The same factor on IRQ is apart: 4 x 50 + 10 < 198 fails at 2 as well.
+        irq = noise_checks.rtscope_rates(explained(1_000_000_000, 3000, 3000, 2900, 50, 0, 30))
+        ok, detail = noise_checks.rates_agree(irq, o, None, rt=True)
+        self.assertFalse(ok, detail)
+        self.assertIn("IRQ 198/s vs 50-50/s APART", detail)
+
+
 class RcuThread(unittest.TestCase):
     def test_gaps_rcus_per_cpu_thread_took_part_in_are_left_out_of_thread(self):
         doc = explained(4_000_000_000, 1000, 1000, 400, 400, 0, 300)

@@ -183,7 +183,9 @@ fn report_draws_rtla_imports_in_the_noise_section_with_rtla_s_figures() {
     let cells = cells(&d, c);
     assert_eq!(cells[2], "CPU 1");
     assert_eq!(cells[5], "45.62");
-    assert_eq!(cells[11..], ["1702", "0", "1789", "0", "437"]);
+    assert_eq!(cells[11..16], ["1702", "0", "1789", "0", "437"]);
+    // rtla reads no steal time or SMIs: unknown.
+    assert_eq!(cells[16..], ["-", "-"]);
     let d = RunData::from(store.bundle(hist.parse().unwrap(), false).unwrap());
     let c = &CpuNoise::of_run(&d)[0];
     let cells = rtscope_report::noise::html::cells(&d, c);
