@@ -18,16 +18,19 @@ A third rtscope run charges every gap to its causes (`--explain 5us`) and counts
 interference in osnoise's columns (HW, NMI, IRQ, SIRQ, THREAD); it is not one of the two
 around osnoise, since tracing costs the emulated CPU several points of its available share
 (56.58 % with it against 62.23 % without, 73.36 % for osnoise, rt-amd64 on a quiet host).
-Compared per second of runtime, each class of osnoise's lies within a factor of RATE_FACTOR
-of rtscope's (HW_FACTOR for HW), or RATE_SLACK per second from it. Why a factor and not a few per cent: the runs
-are one after the other on an emulated CPU whose host noise (HW) drifts, and the two tools
-count differently by design — osnoise counts every interrupt entry, rtscope each distinct
-culprit of a gap once (the culprit's 20 ms hold about five timer ticks: osnoise 5, rtscope 1).
-HW, the gaps with no kernel context, is the host taking the emulated CPU: it follows the
-host's load, which differs between two runs a few seconds apart (osnoise against rtscope:
-298 against 407/s and 1,262 against 1,016/s on rt-amd64, 792 against 2,547/s on rt-arm64 while
-a test suite ran beside the guest), hence the wider HW_FACTOR; the guest's own classes (IRQ,
-THREAD) stayed within a factor of 2 in every run.
+Compared per second of runtime, each class of the guest's own (NMI, IRQ, SIRQ, THREAD) lies
+within a factor of RATE_FACTOR of rtscope's, or RATE_SLACK per second from it. Why a factor and
+not a few per cent: the two tools count differently by design — osnoise counts every interrupt
+entry, rtscope each distinct culprit of a gap once (the culprit's 20 ms hold about five timer
+ticks: osnoise 5, rtscope 1) — and the runs are one after the other. HW is printed, not
+compared: in an emulated guest the gaps with no kernel context are the host taking the emulated
+CPU, a property of the host's load at that moment, not of the guest, and two runs a few seconds
+apart have differed by more than any bar that would still mean something (osnoise against
+rtscope on rt-arm64: 3,132 against 1,692/s beside a loaded CI, 792 against 2,547/s beside a test
+suite, 609 against 3,928/s on CI's fresh machine; on rt-amd64 298 against 407/s). That rtscope names those gaps
+is checked instead: in the explained run the time the host took is charged to the hypervisor,
+with unexplained time at most a tenth of it. The guest's own classes stayed within a factor of 2
+in every run.
 rtscope's counts cover the traced gaps; they are scaled to all gaps over the threshold by its
 coverage (traced / handed to the explainer), which must be at least MIN_COVERAGE. Two classes
 differ by the workload, and are compared without what only one of the loops can get:
@@ -60,8 +63,9 @@ SAMPLE = re.compile(r"\[(\d+)\][^:]*\d+\.\d+:\s+(\d+)\s+(\d+)\s+([\d.]+)\s+(\d+)
 CLASSES = (("hw", "hw"), ("nmi", "nmi"), ("irq", "irq"), ("sirq", "softirq"), ("thread", "thread"))
 # How far apart the interference rates may be (module docstring): a factor, or per second.
 RATE_FACTOR = 2.0
-HW_FACTOR = 4.0
 RATE_SLACK = 10.0
+# The classes not compared, and why (module docstring); SIRQ only on a PREEMPT_RT kernel.
+NOT_COMPARED = {"hw": "the host's in an emulator", "sirq": "softirqs are threads on PREEMPT_RT"}
 # The least share of rtscope's gaps that must be traced for its counts to be compared.
 MIN_COVERAGE = 0.5
 # The largest difference of the available shares, in percentage points (module docstring).
@@ -147,17 +151,18 @@ def osnoise_rates(osnoise_text: str, cpu: int = 1) -> dict | None:
 def rates_agree(before: dict, osnoise: dict, after: dict | None, rt: bool) -> tuple[bool, str]:
     """Whether each of osnoise's interference rates lies within RATE_FACTOR (or RATE_SLACK per
     second) of the range of the rtscope runs around it, each with at least MIN_COVERAGE of its
-    gaps traced; SIRQ is not compared on a PREEMPT_RT kernel (`rt`). One line per class."""
+    gaps traced; HW is not compared (the host's, module docstring), nor SIRQ on a PREEMPT_RT
+    kernel (`rt`). One line per class."""
     runs = [before] if after is None else [before, after]
     ok, parts = all(r["coverage"] >= MIN_COVERAGE for r in runs), []
     for col, _ in CLASSES:
         lo, hi = min(r[col] for r in runs), max(r[col] for r in runs)
         o = osnoise[col]
-        f = HW_FACTOR if col == "hw" else RATE_FACTOR
-        within = lo / f - RATE_SLACK <= o <= hi * f + RATE_SLACK
-        compared = not (rt and col == "sirq")
+        within = lo / RATE_FACTOR - RATE_SLACK <= o <= hi * RATE_FACTOR + RATE_SLACK
+        why = NOT_COMPARED.get(col) if col == "hw" or rt else None
+        compared = why is None
         ok = ok and (within or not compared)
-        mark = "" if compared else " (not compared: softirqs are threads on PREEMPT_RT)"
+        mark = "" if compared else f" (not compared: {why})"
         parts.append(f"{col.upper()} {o:.0f}/s vs {lo:.0f}-{hi:.0f}/s"
                      f"{'' if within or not compared else ' APART'}{mark}")
     cov = ", ".join(f"{r['coverage']:.0%}" for r in runs)
@@ -247,8 +252,8 @@ def verify_interference(c, kernel: str, r, text: str) -> None:
         return
     ok, detail = rates_agree(rt, o, None, kernel.startswith("rt-"))
     print(f"INFO {kernel}: interference per second of runtime, {detail}", flush=True)
-    c.expect(kernel, f"each interference class of osnoise's within a factor of {RATE_FACTOR:.0f} "
-             f"(HW {HW_FACTOR:.0f}; or {RATE_SLACK:.0f}/s) of rtscope's", ok, detail)
+    c.expect(kernel, f"each of the guest's interference classes of osnoise's within a factor of "
+             f"{RATE_FACTOR:.0f} (or {RATE_SLACK:.0f}/s) of rtscope's", ok, detail)
     ok, detail = hypervisor_named(doc)
     c.expect(kernel, "the time the host took from the emulated CPU is named hypervisor", ok, detail)
 

@@ -91,14 +91,17 @@ class Interference(unittest.TestCase):
         self.assertIn("traced 25%", detail)
 
 
-class HwFactor(unittest.TestCase):
-    def test_hw_follows_the_host_and_gets_a_factor_of_4_the_guests_classes_2(self):
-        o = noise_checks.osnoise_rates(OSNOISE_RT_ARM64)  # HW 2862/s, IRQ 198/s
-        # rt-arm64 beside a test suite: rtscope's HW 3.2 times osnoise's, within 4.
-        hw = noise_checks.rtscope_rates(explained(1_000_000_000, 9000, 9000, 9000, 200, 0, 30))
+class HwNotCompared(unittest.TestCase):
+    def test_hw_is_the_hosts_and_printed_not_compared_the_guests_classes_at_2(self):
+        o = noise_checks.osnoise_rates(OSNOISE_RT_ARM64)  # HW 2861/s, IRQ 198/s
+        # CI's quiet machine, rt-arm64: osnoise's HW 609/s against rtscope's 3,928/s; here
+        # rtscope's HW a tenth of osnoise's: printed, not a failure.
+        hw = noise_checks.rtscope_rates(explained(1_000_000_000, 300, 300, 286, 200, 0, 30))
         ok, detail = noise_checks.rates_agree(hw, o, None, rt=True)
         self.assertTrue(ok, detail)
-        # The same factor on IRQ is apart: 4 x 50 + 10 < 198 fails at 2 as well.
+        self.assertIn("HW 2861/s vs 286-286/s (not compared: the host's in an emulator)",
+                      detail)
+        # The guest's own IRQ a quarter of osnoise's is apart: 2 x 50 + 10 < 198.
         irq = noise_checks.rtscope_rates(explained(1_000_000_000, 3000, 3000, 2900, 50, 0, 30))
         ok, detail = noise_checks.rates_agree(irq, o, None, rt=True)
         self.assertFalse(ok, detail)
