@@ -42,7 +42,10 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
     // Opened before anything is set or started: the counts begin with the run.
     let smi = o
         .smi
-        .then(|| smi::Smi::open(Path::new("/"), &pinned(&ct.cpus)))
+        .then(|| {
+            let online: Vec<usize> = lower::online().iter().collect();
+            smi::Smi::open(Path::new("/"), &pinned(&ct.cpus), &online)
+        })
         .transpose()?;
     preamble(&o, &ct, out)?;
     let dma = pm_qos::DmaRequest::of(&o);
@@ -78,7 +81,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         },
     )?;
     let outcome = &measured;
-    let smis = smi.as_ref().map(smi::Smi::counts);
+    let smis = smi.as_ref().map(smi::Smi::final_counts);
     live.finish(&outcome.result, smis.as_deref(), out)?;
     // A reader that left (`cyclictest -v | head`) ends the run early: recorded as
     // interrupted, but the exit status stays the run's (0, or 1 for a break), as before.
@@ -256,7 +259,7 @@ fn t_lines(
             t_line(plan, i, t.tid(), &s, t.last(), avg)
         })
         .collect();
-    with_smi(lines, smi.map(smi::Smi::counts).as_deref())
+    with_smi(lines, smi.map(smi::Smi::live_counts).as_deref())
 }
 
 fn result_t_lines(plan: &Plan, r: &RunResult, smis: Option<&[u64]>) -> Vec<TLine> {

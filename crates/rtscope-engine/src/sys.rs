@@ -345,6 +345,14 @@ pub fn configured_cpus() -> usize {
     usize::try_from(n).unwrap_or(1)
 }
 
+/// The CPU this thread runs on now (it may be moved right after); `None` where the kernel
+/// does not say.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: sched_getcpu takes nothing and returns a number.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
 /// The online CPUs (`/sys/devices/system/cpu/online`, else this thread's affinity).
 pub fn online_cpus() -> CpuSet {
     std::fs::read_to_string("/sys/devices/system/cpu/online")

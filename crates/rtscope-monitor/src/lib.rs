@@ -52,6 +52,7 @@ mod counters;
 mod cpus;
 mod procfs;
 pub mod smi;
+pub mod smi_timeline;
 mod sysfs;
 mod text;
 mod threads;

@@ -97,35 +97,42 @@ pub struct SmiCounter {
 }
 
 impl SmiCounter {
+    /// Whether the CPU (`<root>/proc/cpuinfo`) has the counter, before any device is opened.
+    pub fn check(root: &Path) -> Result<(), SmiUnavailable> {
+        check_cpu(&std::fs::read_to_string(root.join("proc/cpuinfo")).unwrap_or_default())
+    }
+
     /// Checks the CPU (`<root>/proc/cpuinfo`) and opens `<root>/dev/cpu/<N>/msr` for each of
     /// `cpus`, reading each once: a counter that opens is one that reads.
     pub fn open(root: &Path, cpus: &[usize]) -> Result<SmiCounter, SmiUnavailable> {
-        check_cpu(&std::fs::read_to_string(root.join("proc/cpuinfo")).unwrap_or_default())?;
-        let mut open = Vec::with_capacity(cpus.len());
-        for &cpu in cpus {
-            let path = root.join(format!("dev/cpu/{cpu}/msr"));
-            let file = File::open(&path).map_err(|e| match e.kind() {
-                io::ErrorKind::NotFound => SmiUnavailable::NoDriver { path: path.clone() },
-                io::ErrorKind::PermissionDenied => {
-                    SmiUnavailable::Permission { path: path.clone() }
-                }
-                _ => SmiUnavailable::Unreadable {
-                    path: path.clone(),
-                    error: e.to_string(),
-                },
-            })?;
-            read_msr(&file).map_err(|e| SmiUnavailable::Unreadable {
-                path: path.clone(),
-                error: e.to_string(),
-            })?;
-            open.push((cpu, path, file));
-        }
+        SmiCounter::check(root)?;
+        let open = cpus
+            .iter()
+            .map(|&cpu| open_one(root, cpu))
+            .collect::<Result<_, _>>()?;
         Ok(SmiCounter { cpus: open })
+    }
+
+    /// Like [`SmiCounter::open`], but leaves out the CPUs whose device does not open or read
+    /// (an offline CPU, one the driver refuses); `Err` only where the CPU has no counter.
+    pub fn open_available(root: &Path, cpus: &[usize]) -> Result<SmiCounter, SmiUnavailable> {
+        SmiCounter::check(root)?;
+        let open = cpus.iter().filter_map(|&cpu| open_one(root, cpu).ok());
+        Ok(SmiCounter {
+            cpus: open.collect(),
+        })
     }
 
     /// The CPUs, in the order [`SmiCounter::read`] returns their counts.
     pub fn cpus(&self) -> impl Iterator<Item = usize> + '_ {
         self.cpus.iter().map(|(cpu, _, _)| *cpu)
+    }
+
+    /// `cpu`'s count now (32 bits, wrapping); `None` where its counter is not open here or
+    /// the read failed. Read from another CPU, the msr driver interrupts `cpu` for it (an IPI).
+    pub fn read_cpu(&self, cpu: usize) -> Option<u64> {
+        let (_, _, f) = self.cpus.iter().find(|(c, _, _)| *c == cpu)?;
+        read_msr(f).ok()
     }
 
     /// Each CPU's count now (32 bits, wrapping); `None` where the read failed.
@@ -137,6 +144,24 @@ impl SmiCounter {
 /// SMIs between two readings of the 32-bit counter (it wraps).
 pub fn smis_between(before: u64, after: u64) -> u64 {
     after.wrapping_sub(before) & MASK
+}
+
+/// `<root>/dev/cpu/<cpu>/msr`, opened and read once.
+fn open_one(root: &Path, cpu: usize) -> Result<(usize, PathBuf, File), SmiUnavailable> {
+    let path = root.join(format!("dev/cpu/{cpu}/msr"));
+    let file = File::open(&path).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => SmiUnavailable::NoDriver { path: path.clone() },
+        io::ErrorKind::PermissionDenied => SmiUnavailable::Permission { path: path.clone() },
+        _ => SmiUnavailable::Unreadable {
+            path: path.clone(),
+            error: e.to_string(),
+        },
+    })?;
+    read_msr(&file).map_err(|e| SmiUnavailable::Unreadable {
+        path: path.clone(),
+        error: e.to_string(),
+    })?;
+    Ok((cpu, path, file))
 }
 
 fn read_msr(f: &File) -> io::Result<u64> {

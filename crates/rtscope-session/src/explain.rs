@@ -10,6 +10,7 @@
 
 use crate::placement::Placement;
 use crate::plan::RunPlan;
+use crate::smi_sampler::SmiState;
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, CpuSet, Run, RunResult};
 use rtscope_store::{SpikeRow, SpikeSummaryRow};
@@ -17,6 +18,7 @@ use rtscope_trace::book::{ExplainSummary, Explained};
 use rtscope_trace::coarse::{CoarseSample, CoarseThread};
 use rtscope_trace::explain::{ExplainConfig, Explainer};
 use rtscope_trace::{render, Softirq, Spike};
+use std::path::Path;
 use std::time::Duration;
 
 /// The threshold campaigns explain from when their file does not say (`explain`).
@@ -44,6 +46,8 @@ pub struct Explaining {
     measured: Vec<usize>,
     /// Spikes are attributed during the run (else at its end).
     live: bool,
+    /// The SMIs placed in time for the spikes ([`crate::smi_sampler`]).
+    smi: SmiState,
 }
 
 /// Spikes handed over between two attribution passes at the end of a run whose analysis was
@@ -87,21 +91,27 @@ impl Explaining {
                     .map(|a: &CpuSet| a.nth_cyclic(0))
             })
             .collect();
+        let smi = SmiState::start(Path::new("/"), placed.cpus(), &measured, sched);
         Some(Explaining {
             ex: Explainer::start(cfg),
             taken: vec![0; plan.config.threads.len()],
             cpus,
             measured,
             live: placed.live_analysis(),
+            smi,
         })
     }
 
     /// The tier chosen, with the reason it is not better.
     pub fn tier_line(&self) -> String {
-        match self.ex.tier_reason() {
+        let mut line = match self.ex.tier_reason() {
             Some(r) => format!("explaining spikes: tier {} ({r})", self.ex.tier().name()),
             None => format!("explaining spikes: tier {}", self.ex.tier().name()),
+        };
+        if let Some(smi) = self.smi.line() {
+            line = format!("{line}; {smi}");
         }
+        line
     }
 
     fn push(
@@ -116,12 +126,14 @@ impl Explaining {
             let Some(cpu) = self.cpus[i].or(cpu_now) else {
                 continue;
             };
+            let deadline_ns = s.time.0.saturating_sub(s.latency.0);
+            let smis = self.smi.sampler();
             let spike = Spike {
                 cpu,
                 tid,
-                deadline_ns: s.time.0.saturating_sub(s.latency.0),
+                deadline_ns,
                 wakeup_ns: s.time.0,
-                smis: None,
+                smis: smis.and_then(|x| x.smis_over(deadline_ns, s.time.0)),
             };
             self.ex.push_spike(spike);
         }
@@ -151,6 +163,8 @@ impl Explaining {
     /// The last events, then the summary; the trace instance is removed. A deferred analysis
     /// hands the events over in batches, attributing between them.
     pub fn finish(mut self, r: &RunResult) -> ExplainSummary {
+        // Its last read covers the last wake-ups (the measuring threads have stopped).
+        self.smi.stop();
         for t in &r.threads {
             let mut end = self.taken[t.index];
             while end < t.events.len() {

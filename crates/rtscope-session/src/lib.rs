@@ -35,6 +35,7 @@ pub mod preflight;
 pub mod record;
 pub mod respond;
 pub mod session;
+pub mod smi_sampler;
 pub mod sysinfo;
 
 pub use drive::Event;

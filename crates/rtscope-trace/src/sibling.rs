@@ -43,10 +43,19 @@ pub fn activity(
     from: u64,
     to: u64,
 ) -> Option<SiblingActivity> {
-    let mut tasks = Tasks::default();
-    events.iter().for_each(|e| tasks.learn(e));
     let start = events.partition_point(|e| e.ts < from);
     let end = events.partition_point(|e| e.ts <= to);
+    // The names come from the events that can say who ran: the last switch before the gap,
+    // the gap's own and the first after it; not every retained event of the sibling, which
+    // would cost each gap the whole lookback on an SMT machine.
+    let lo = events
+        .range(..start)
+        .rposition(|e| matches!(e.kind, Kind::Switch { .. }))
+        .unwrap_or(start);
+    let mut tasks = Tasks::default();
+    events
+        .range(lo..(end + 1).min(events.len()))
+        .for_each(|e| tasks.learn(e));
     let mut current = match start.checked_sub(1).map(|i| &events[i]) {
         Some(Event {
             kind: Kind::Switch { next_pid, .. },
@@ -151,6 +160,18 @@ mod tests {
         assert_eq!(activity(1, &ev, 1000, 2000).unwrap().busy_ns, 1000);
         // Nothing retained: unknown, not idle.
         assert_eq!(activity(1, &VecDeque::new(), 1000, 2000), None);
+    }
+
+    #[test]
+    fn the_running_task_is_named_by_the_switch_that_put_it_there_however_far_back() {
+        // stress switched in at 100, then a thousand of its interrupts before the gap.
+        let ev: VecDeque<Event> = std::iter::once(switch(100, 0, 7, "stress"))
+            .chain((0..1000).map(|i| irq(200 + i, 7)))
+            .chain([irq(5500, 7)])
+            .collect();
+        let a = activity(1, &ev, 5000, 6000).unwrap();
+        assert_eq!(a.busy_ns, 1000);
+        assert_eq!(a.task.unwrap().comm, "stress");
     }
 
     #[test]

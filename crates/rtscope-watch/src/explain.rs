@@ -7,9 +7,13 @@
 
 use crate::roller::Closed;
 use rtscope_core::Nanos;
+use rtscope_engine::CpuSet;
+use rtscope_session::housekeeping::{Housekeeping, NormalWhy};
+use rtscope_session::smi_sampler::SmiState;
 use rtscope_trace::book::Explained;
 use rtscope_trace::explain::{ExplainConfig, Explainer};
 use rtscope_trace::{render, Spike};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// Windows whose worst wake-up still waits for its explanation, at most.
@@ -36,6 +40,8 @@ pub struct WindowExplainer {
     threshold: Nanos,
     /// (CPU, wake-up on the trace clock, window start).
     asked: Vec<(usize, u64, i64)>,
+    /// The SMIs placed in time for the worst wake-ups (rtscope-session's sampler).
+    smi: SmiState,
 }
 
 fn spike_of(e: &Explained) -> &Spike {
@@ -63,6 +69,10 @@ impl WindowExplainer {
     /// are explained. Before the measuring threads start: its reaper is forked while the
     /// process is small and not real-time.
     pub fn start(threshold: Nanos, cpus: Vec<usize>, housekeeping: Vec<usize>) -> Self {
+        // At SCHED_OTHER: a late read widens the interval an SMI is placed in, never hides it.
+        let normal = Housekeeping::Normal(NormalWhy::Asked);
+        let ours = CpuSet::from_cpus(housekeeping.iter().copied());
+        let smi = SmiState::start(Path::new("/"), Some(&ours), &cpus, normal);
         let mut cfg = ExplainConfig::new(threshold.0, cpus);
         cfg.housekeeping = housekeeping;
         let mut ex = Explainer::start(cfg);
@@ -71,20 +81,20 @@ impl WindowExplainer {
             ex,
             threshold,
             asked: Vec::new(),
+            smi,
         }
     }
 
     /// The tier in use, with the reason it is not better.
     pub fn tier_line(&self) -> String {
-        match self.ex.tier_reason() {
-            Some(r) => format!(
-                "explaining each window's worst wake-up: tier {} ({r})",
-                self.ex.tier().name()
-            ),
-            None => format!(
-                "explaining each window's worst wake-up: tier {}",
-                self.ex.tier().name()
-            ),
+        let tier = self.ex.tier().name();
+        let line = match self.ex.tier_reason() {
+            Some(r) => format!("explaining each window's worst wake-up: tier {tier} ({r})"),
+            None => format!("explaining each window's worst wake-up: tier {tier}"),
+        };
+        match self.smi.line() {
+            Some(smi) => format!("{line}; {smi}"),
+            None => line,
         }
     }
 
@@ -103,12 +113,14 @@ impl WindowExplainer {
                 self.asked.remove(0);
             }
             self.asked.push((cpu as usize, worst.mono_ns, w.start_ns));
+            let deadline_ns = worst.mono_ns.saturating_sub(worst.latency.0);
+            let smis = self.smi.sampler();
             self.ex.push_spike(Spike {
                 cpu: cpu as usize,
                 tid,
-                deadline_ns: worst.mono_ns.saturating_sub(worst.latency.0),
+                deadline_ns,
                 wakeup_ns: worst.mono_ns,
-                smis: None,
+                smis: smis.and_then(|x| x.smis_over(deadline_ns, worst.mono_ns)),
             });
         }
     }
