@@ -150,8 +150,6 @@ fn run_injected(
         counter,
         smi_files,
     };
-    let run = NoiseRun::start(config).unwrap();
-    eprintln!("counter {:?}, {:?} Hz", run.counter(), run.counter_hz());
     let smi = smi.map(|p| {
         std::fs::OpenOptions::new()
             .read(true)
@@ -159,12 +157,16 @@ fn run_injected(
             .open(p)
             .unwrap()
     });
-    let start = run.clock_start();
+    // The helper is FIFO 20 on the loop's CPU before the loop starts: a new thread is SCHED_OTHER
+    // until it sets its policy, and one the scheduler put on the loop's CPU did not run until
+    // the loop slept (all six spins after the window, beside a loaded CI).
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel::<()>();
+    let (start_tx, start_rx) = std::sync::mpsc::channel::<Nanos>();
     let helper = std::thread::spawn(move || {
-        // FIFO first: a SCHED_OTHER thread pinned to the loop's CPU would not run until the loop
-        // sleeps.
         sys::set_policy_current(Policy::Fifo, 20).unwrap();
         sys::set_affinity_current(&CpuSet::from_cpus([cpu])).unwrap();
+        ready_tx.send(()).unwrap();
+        let start = start_rx.recv().unwrap();
         let log = INJECT
             .iter()
             .map(|&(at_us, len_us)| {
@@ -182,6 +184,10 @@ fn run_injected(
         sys::sleep_until(libc::CLOCK_MONOTONIC, start + Nanos::from_ms(1100));
         log
     });
+    ready_rx.recv().unwrap();
+    let run = NoiseRun::start(config).unwrap();
+    eprintln!("counter {:?}, {:?} Hz", run.counter(), run.counter_hz());
+    start_tx.send(run.clock_start()).unwrap();
     let mut gaps: Vec<Gap> = Vec::new();
     loop {
         let wake = run.wait(Nanos::from_ms(20));
