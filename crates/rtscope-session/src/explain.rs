@@ -104,14 +104,11 @@ impl Explaining {
 
     /// The tier chosen, with the reason it is not better.
     pub fn tier_line(&self) -> String {
-        let mut line = match self.ex.tier_reason() {
+        let line = match self.ex.tier_reason() {
             Some(r) => format!("explaining spikes: tier {} ({r})", self.ex.tier().name()),
             None => format!("explaining spikes: tier {}", self.ex.tier().name()),
         };
-        if let Some(smi) = self.smi.line() {
-            line = format!("{line}; {smi}");
-        }
-        line
+        self.smi.with_line(line)
     }
 
     fn push(
@@ -127,13 +124,12 @@ impl Explaining {
                 continue;
             };
             let deadline_ns = s.time.0.saturating_sub(s.latency.0);
-            let smis = self.smi.sampler();
             let spike = Spike {
                 cpu,
                 tid,
                 deadline_ns,
                 wakeup_ns: s.time.0,
-                smis: smis.and_then(|x| x.smis_over(deadline_ns, s.time.0)),
+                smis: self.smi.smis_over(deadline_ns, s.time.0),
             };
             self.ex.push_spike(spike);
         }

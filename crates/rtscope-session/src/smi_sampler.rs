@@ -150,6 +150,20 @@ impl SmiState {
         }
     }
 
+    /// The SMIs the sampler counted around `from_ns..=to_ns`; `None` without a sampler or
+    /// where its reads do not cover the span.
+    pub fn smis_over(&self, from_ns: u64, to_ns: u64) -> Option<u32> {
+        self.sampler()?.smis_over(from_ns, to_ns)
+    }
+
+    /// `line` (a tier line) with this state's clause after it; unchanged on a CPU without SMIs.
+    pub fn with_line(&self, line: String) -> String {
+        match self.line() {
+            Some(smi) => format!("{line}; {smi}"),
+            None => line,
+        }
+    }
+
     /// A clause for the tier line; none on a CPU without SMIs.
     pub fn line(&self) -> Option<String> {
         match self {

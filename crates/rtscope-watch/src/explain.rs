@@ -92,10 +92,7 @@ impl WindowExplainer {
             Some(r) => format!("explaining each window's worst wake-up: tier {tier} ({r})"),
             None => format!("explaining each window's worst wake-up: tier {tier}"),
         };
-        match self.smi.line() {
-            Some(smi) => format!("{line}; {smi}"),
-            None => line,
-        }
+        self.smi.with_line(line)
     }
 
     /// Hands over the worst wake-up of each CPU's row of `closed` at or above the threshold;
@@ -114,13 +111,12 @@ impl WindowExplainer {
             }
             self.asked.push((cpu as usize, worst.mono_ns, w.start_ns));
             let deadline_ns = worst.mono_ns.saturating_sub(worst.latency.0);
-            let smis = self.smi.sampler();
             self.ex.push_spike(Spike {
                 cpu: cpu as usize,
                 tid,
                 deadline_ns,
                 wakeup_ns: worst.mono_ns,
-                smis: smis.and_then(|x| x.smis_over(deadline_ns, worst.mono_ns)),
+                smis: self.smi.smis_over(deadline_ns, worst.mono_ns),
             });
         }
     }
