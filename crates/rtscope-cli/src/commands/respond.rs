@@ -6,10 +6,10 @@
 
 use crate::cli::{BiasArg, EdgesArg, EventClockArg, PacingArg, RespondArgs, RespondPolicyArg};
 use crate::commands::measure::plan_error;
-use crate::commands::measure::table::render_checks;
 use crate::exit::{ExitStatus, UsageError};
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, CpuSet};
+use rtscope_present::table::render_checks;
 use rtscope_respond::gpio::{self, GpioConfig, LineId, Responder};
 use rtscope_respond::ipc::{IpcKind, Pacing, Placement};
 use rtscope_respond::record::Row;
@@ -375,7 +375,7 @@ fn finish(
         "tool": {"name": "rtscope", "version": env!("CARGO_PKG_VERSION"), "command_line": command_line},
         "config": config_json(a, priority, &o.rows),
         "results": o.rows.iter().map(|r| {
-            let mut v = serde_json::to_value(crate::commands::measure::json::series(&r.stats, &r.histogram, None)).unwrap_or_default();
+            let mut v = serde_json::to_value(rtscope_present::measure_json::series(&r.stats, &r.histogram, None)).unwrap_or_default();
             if let (Some(m), Some(e)) = (v.as_object_mut(), r.extra.as_object()) {
                 m.insert("source".into(), json!(r.source));
                 m.insert("path".into(), json!(r.path));
@@ -383,7 +383,7 @@ fn finish(
             }
             v
         }).collect::<Vec<_>>(),
-        "limits": checks.iter().map(crate::commands::measure::json::LimitJson::from).collect::<Vec<_>>(),
+        "limits": checks.iter().map(rtscope_present::measure_json::LimitJson::from).collect::<Vec<_>>(),
         "interrupted": o.signal.map(sys::signal_name),
         "error": o.error,
         "exit_code": status.code(),

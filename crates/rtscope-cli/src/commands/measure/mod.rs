@@ -2,19 +2,18 @@
 //! [`Session`]; this module prints the headline, the progress line, the table and the JSON.
 
 pub mod ci;
-pub mod json;
 pub mod metrics;
-pub mod table;
 
 use crate::cli::{ClockArg, MeasureArgs, PolicyArg};
 use crate::exit::{ExitStatus, UsageError};
 use rtscope_core::{Nanos, Stats};
 use rtscope_engine::{sys, ClockKind, CpuSet, Policy, Run, SleepMode};
+use rtscope_present::{measure_json as json, table};
 use rtscope_session::cpus::cpu_list;
-use rtscope_session::limits::{self, Check};
+use rtscope_session::limits;
 use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::record::RecordSpec;
-use rtscope_session::sysinfo::{self, SysInfo};
+
 use rtscope_session::{
     ConfigDoc, Event, Measured, Naming, PlanError, PlanSpec, PolicyChoice, Recorded, RunPlan,
     Session, SystemSettings,
@@ -405,27 +404,6 @@ fn report(
     let (r, signal, checks) = (&m.result, m.signal, &m.checks);
     let total_stats = r.total_stats();
     let total_hist = r.total_histogram();
-    let offset = |s: &Stats| Nanos(s.max_time.0.saturating_sub(r.clock_start.0));
-    let mut rows: Vec<table::Row> = r
-        .threads
-        .iter()
-        .map(|t| table::Row {
-            label: t.index.to_string(),
-            cpu: t.cpu.map_or("-".into(), |c| c.to_string()),
-            stats: &t.stats,
-            hist: &t.histogram,
-            over: Default::default(),
-            max_at: (t.stats.count > 0).then(|| offset(&t.stats)),
-        })
-        .collect();
-    rows.push(table::Row {
-        label: "all".into(),
-        cpu: "-".into(),
-        stats: &total_stats,
-        hist: &total_hist,
-        over: Default::default(),
-        max_at: (total_stats.count > 0).then(|| offset(&total_stats)),
-    });
     let failed = checks.iter().any(|c| !c.passed);
     let status = if failed {
         ExitStatus::LimitExceeded
@@ -434,7 +412,7 @@ fn report(
     } else {
         ExitStatus::Success
     };
-    let mut text = table::render(&rows);
+    let mut text = table::of_run(r, &total_stats, &total_hist);
     let cut_by = signal.map(sys::signal_name).or_else(|| {
         m.output_error
             .as_ref()
@@ -458,11 +436,11 @@ fn report(
         text.push_str(&rtscope_trace::render::summary(x, r.clock_start.0, 10));
     }
     let json = if let Some(placed) = json_with {
-        let mut doc = document(
+        let mut doc = json::document(
             plan,
             r,
             signal,
-            status,
+            status.code(),
             command_line,
             checks,
             &total_stats,
@@ -475,59 +453,6 @@ fn report(
         None
     };
     Ok((status, text, json))
-}
-
-#[allow(clippy::too_many_arguments)]
-fn document(
-    plan: &RunPlan,
-    r: &rtscope_engine::RunResult,
-    signal: Option<i32>,
-    status: ExitStatus,
-    command_line: Vec<String>,
-    checks: &[Check],
-    total_stats: &Stats,
-    total_hist: &rtscope_core::Histogram,
-) -> json::Doc {
-    let offset = |s: &Stats| s.max_time.0.saturating_sub(r.clock_start.0);
-    let threads = r
-        .threads
-        .iter()
-        .map(|t| {
-            let mut s = json::series(&t.stats, &t.histogram, Some(offset(&t.stats)));
-            s.thread = Some(t.index);
-            s.tid = Some(t.tid);
-            s.cpu = t.cpu;
-            s.policy = Some(t.policy.name().to_string());
-            s.priority = Some(t.priority);
-            s.interval_ns = Some(t.interval.0);
-            s
-        })
-        .collect();
-    json::Doc {
-        schema: json::SCHEMA,
-        tool: json::Tool {
-            name: "rtscope",
-            version: env!("CARGO_PKG_VERSION"),
-        },
-        command_line,
-        started: sysinfo::rfc3339(r.started),
-        ended: sysinfo::rfc3339(r.ended),
-        duration_ns: r
-            .ended
-            .duration_since(r.started)
-            .unwrap_or_default()
-            .as_nanos() as u64,
-        complete: signal.is_none(),
-        interrupted_by: signal.map(sys::signal_name),
-        exit_code: status.code(),
-        system: SysInfo::read(),
-        config: ConfigDoc::of(plan),
-        threads,
-        total: json::series(total_stats, total_hist, Some(offset(total_stats))),
-        limits: checks.iter().map(json::LimitJson::from).collect(),
-        housekeeping: None,
-        explain: None,
-    }
 }
 
 /// The progress line on a terminal (stderr), or a status line a minute in logs.

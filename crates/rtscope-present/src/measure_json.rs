@@ -3,8 +3,10 @@
 
 use rtscope_core::order::collect_map;
 use rtscope_core::{layout, Histogram, Stats};
+use rtscope_engine::sys;
 use rtscope_session::limits::Check;
-use rtscope_session::sysinfo::SysInfo;
+use rtscope_session::sysinfo::{self, SysInfo};
+use rtscope_session::{ConfigDoc, RunPlan};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -170,5 +172,59 @@ pub fn series(stats: &Stats, hist: &Histogram, max_offset_ns: Option<u64>) -> Se
                 .map(|(i, c)| [layout::lowest_of(i), layout::width_of(i), c])
                 .collect(),
         },
+    }
+}
+
+/// The document of a finished run: its plan, result, ending and limit checks.
+#[allow(clippy::too_many_arguments)]
+pub fn document(
+    plan: &RunPlan,
+    r: &rtscope_engine::RunResult,
+    signal: Option<i32>,
+    exit_code: i32,
+    command_line: Vec<String>,
+    checks: &[Check],
+    total_stats: &Stats,
+    total_hist: &rtscope_core::Histogram,
+) -> Doc {
+    let offset = |s: &Stats| s.max_time.0.saturating_sub(r.clock_start.0);
+    let threads = r
+        .threads
+        .iter()
+        .map(|t| {
+            let mut s = series(&t.stats, &t.histogram, Some(offset(&t.stats)));
+            s.thread = Some(t.index);
+            s.tid = Some(t.tid);
+            s.cpu = t.cpu;
+            s.policy = Some(t.policy.name().to_string());
+            s.priority = Some(t.priority);
+            s.interval_ns = Some(t.interval.0);
+            s
+        })
+        .collect();
+    Doc {
+        schema: SCHEMA,
+        tool: Tool {
+            name: "rtscope",
+            version: env!("CARGO_PKG_VERSION"),
+        },
+        command_line,
+        started: sysinfo::rfc3339(r.started),
+        ended: sysinfo::rfc3339(r.ended),
+        duration_ns: r
+            .ended
+            .duration_since(r.started)
+            .unwrap_or_default()
+            .as_nanos() as u64,
+        complete: signal.is_none(),
+        interrupted_by: signal.map(sys::signal_name),
+        exit_code,
+        system: SysInfo::read(),
+        config: ConfigDoc::of(plan),
+        threads,
+        total: series(total_stats, total_hist, Some(offset(total_stats))),
+        limits: checks.iter().map(LimitJson::from).collect(),
+        housekeeping: None,
+        explain: None,
     }
 }

@@ -1,7 +1,7 @@
 //! The human summary of `rtscope measure`: one row per thread and one for all threads.
 
-use super::limits::Check;
 use rtscope_core::{text, Histogram, Nanos, Overflow, Stats, PERCENTILES};
+use rtscope_session::limits::Check;
 use std::fmt::Write;
 
 /// One row of the table.
@@ -123,3 +123,33 @@ pub fn render_checks(checks: &[Check]) -> String {
 }
 
 pub use rtscope_core::text::{columns, count};
+
+/// The table of a finished run: a row per thread and one for all of them.
+pub fn of_run(
+    r: &rtscope_engine::RunResult,
+    total_stats: &Stats,
+    total_hist: &Histogram,
+) -> String {
+    let offset = |s: &Stats| Nanos(s.max_time.0.saturating_sub(r.clock_start.0));
+    let mut rows: Vec<Row> = r
+        .threads
+        .iter()
+        .map(|t| Row {
+            label: t.index.to_string(),
+            cpu: t.cpu.map_or("-".into(), |c| c.to_string()),
+            stats: &t.stats,
+            hist: &t.histogram,
+            over: Default::default(),
+            max_at: (t.stats.count > 0).then(|| offset(&t.stats)),
+        })
+        .collect();
+    rows.push(Row {
+        label: "all".into(),
+        cpu: "-".into(),
+        stats: total_stats,
+        hist: total_hist,
+        over: Default::default(),
+        max_at: (total_stats.count > 0).then(|| offset(total_stats)),
+    });
+    render(&rows)
+}
