@@ -354,7 +354,22 @@ fn sigterm_ends_a_cyclictest_run_with_its_summary_json_and_histogram() {
     );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    assert!(v["thread"]["0"]["cycles"].as_u64().unwrap() > 100);
+    // The JSON holds the part that ran: the wake-ups the histogram on stdout counted, in its
+    // buckets and beyond them (how many there were in 400 ms is the machine's business, not
+    // the test's).
+    let first = |label: &str| -> u64 {
+        out.lines()
+            .find_map(|l| l.strip_prefix(label))
+            .and_then(|t| t.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no `{label}` line\n{out}"))
+    };
+    let total = first("# Total:") + first("# Histogram Overflows:");
+    assert!(total > 0, "{out}");
+    assert_eq!(
+        v["thread"]["0"]["cycles"].as_u64(),
+        Some(total),
+        "{v}\n{out}"
+    );
     assert_eq!(v["rtscope"]["interrupted"], true, "{v}");
 }
 

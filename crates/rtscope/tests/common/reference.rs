@@ -84,6 +84,16 @@ pub fn starved_peer_json(text: &str) -> bool {
     text.contains("nan")
 }
 
+/// Whether cyclictest's histogram text (`-h`) comes from a run where a thread never woke: a
+/// `# Total:` of 0, whose `# Min Latencies:` is cyclictest's starting value (1000000) and its
+/// max 0, where rtscope rightly imports no statistics. Measured again like
+/// [`starved_peer_json`].
+pub fn starved_peer_histogram(text: &str) -> bool {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("# Total:"))
+        .any(|t| t.split_whitespace().any(|v| v.parse() == Ok(0u64)))
+}
+
 /// Runs cyclictest with `args`; asserts exit 0 and returns (stdout, stderr).
 pub fn cyclictest(args: &[&str]) -> (String, String) {
     let bin = cyclictest_path("the reference cyclictest is needed for these tests");
