@@ -136,11 +136,11 @@ class Hypervisor(unittest.TestCase):
         self.assertTrue(ok, detail)
         self.assertIn("hypervisor 20.0 % of 0 ms", detail)
         self.assertIn("12 HW gaps", detail)
-        # More than a tenth of the hypervisor's share but not of the whole (CI's fresh
-        # machine: hypervisor 12.4 %, unexplained 1.6 %) is named.
-        small = {**doc, "explain_classes": {**doc["explain_classes"], "unexplained_ns": 21}}
-        self.assertTrue(noise_checks.hypervisor_named(small)[0])
-        left = {**doc, "explain_classes": {**doc["explain_classes"], "unexplained_ns": 120}}
+        # Unexplained below the hypervisor's share is named (CI's fresh machine: hypervisor
+        # 12.4 %, unexplained 1.6 %; a pass beside the hog: 56.3 % and 11.2 %).
+        some = {**doc, "explain_classes": {**doc["explain_classes"], "unexplained_ns": 120}}
+        self.assertTrue(noise_checks.hypervisor_named(some)[0])
+        left = {**doc, "explain_classes": {**doc["explain_classes"], "unexplained_ns": 200}}
         self.assertFalse(noise_checks.hypervisor_named(left)[0])
         none = {**doc, "explain_classes": {"thread_ns": 700, "hypervisor_ns": 0}}
         self.assertFalse(noise_checks.hypervisor_named(none)[0])
