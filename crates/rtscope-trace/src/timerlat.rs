@@ -430,15 +430,7 @@ mod tests {
     fn a_waking_stamped_just_before_its_interrupts_computed_start_is_still_in_it() {
         let d = 203_047_998_112;
         let mut e = vec![switch(d - 500_000, TID, (0, 120), "swapper/1")];
-        e.push(ev(
-            203_051_737_952,
-            Kind::Waking {
-                pid: TID,
-                prio: 19,
-                comm: Comm::new(b"rtscope-m0"),
-                target_cpu: 1,
-            },
-        ));
+        e.push(ev(203_051_737_952, waking(TID, 19, "rtscope-m0")));
         e.push(irq(203_095_936_128, "arch_timer", 11, 44_197_936));
         e.push(irq(203_099_803_680, "IPI", 2, 3_828_512));
         e.push(switch(203_100_146_288, 0, (TID, 19), "rtscope-m0"));
