@@ -8,7 +8,8 @@
 //! The phases and categories are those of [`crate::analyze`], charged by the same step
 //! ([`crate::timeline`]): interrupt, softirq and NMI noise over its span; between them, the
 //! task the context switches say ran, cut at every switch (a FIFO-99 thread switched in halfway
-//! through a gap gets its half); the thread noise events only where no switch says; time no
+//! through a gap gets its half; before the window's first switch, the task the events were
+//! recorded in, [`switched`]); the thread noise events only where no switch says; time no
 //! event covers is [`crate::model::Category::Unexplained`]. Before the tracer's first own event
 //! on a CPU ([`live_from`]) the recorder explains no spike of that CPU.
 //!
@@ -75,20 +76,47 @@ fn spans(events: &[Event]) -> (Vec<Span>, Tasks) {
 }
 
 /// What the context switches say ran: from each `sched_switch` to the next (or `until`).
+/// Before the window's first switch, the task it switched out, from the earliest event since
+/// which every event was recorded in that task (`common_pid`: an interrupt's events name the
+/// task it interrupted); with no switch at all, the task the window's last events were
+/// recorded in. A busy loop that has held its CPU for longer than the window (`rtscope
+/// noise`'s loop runs 950 ms of each second) is known by the events of the interrupts that
+/// hit it, so a gap of it that no event covers is time below the kernel, not unexplained:
+/// on rt-arm64 under TCG, 1,074 of 9,009 gaps (11 % of the traced time) were charged
+/// "unexplained" before.
 fn switched(events: &[Event], until: u64) -> Vec<Piece> {
     let mut out: Vec<Piece> = Vec::new();
+    // Before the first switch: the task the events were recorded in, and since when.
+    let mut recorded: Option<(i32, u64)> = None;
+    let task = |(pid, from): (i32, u64), to: u64| Piece {
+        from,
+        to,
+        ctx: Ctx::Task(pid),
+    };
     for e in events.iter().take_while(|e| e.ts <= until) {
-        let Kind::Switch { next_pid, .. } = e.kind else {
+        let Kind::Switch {
+            prev_pid, next_pid, ..
+        } = e.kind
+        else {
+            if out.is_empty() && recorded.is_none_or(|(pid, _)| pid != e.pid) {
+                recorded = Some((e.pid, e.ts));
+            }
             continue;
         };
-        if let Some(last) = out.last_mut() {
-            last.to = e.ts.max(last.from);
+        match out.last_mut() {
+            Some(last) => last.to = e.ts.max(last.from),
+            // Events that name another task than the switch's previous one (lost events)
+            // leave the time before it unknown.
+            None => out.extend(
+                recorded
+                    .filter(|&(pid, _)| pid == prev_pid)
+                    .map(|r| task(r, e.ts)),
+            ),
         }
-        out.push(Piece {
-            from: e.ts,
-            to: until,
-            ctx: Ctx::Task(next_pid),
-        });
+        out.push(task((next_pid, e.ts), until));
+    }
+    if out.is_empty() {
+        out.extend(recorded.map(|r| task(r, until)));
     }
     out
 }
@@ -568,10 +596,12 @@ mod tests {
     }
 
     #[test]
-    fn time_before_any_context_switch_is_unexplained_not_the_next_task() {
-        // No switch before the deadline: who ran is unknown until the first one.
+    fn time_the_events_and_the_first_switch_disagree_on_is_unexplained_not_the_next_task() {
+        // No switch before the deadline, and the interrupt's events (recorded in the idle
+        // task) and the first switch (out of the kworker) disagree on who ran: it is
+        // unknown until the switch.
         let mut e = timer(D + 10_000, D + 15_000);
-        e.push(switch(D + 40_000, 0, (TID, 10), "rtscope-m0"));
+        e.push(switch(D + 40_000, 88, (TID, 10), "rtscope-m0"));
         e.push(noise(
             D + 40_000,
             NoiseSource::Thread {
@@ -584,6 +614,61 @@ mod tests {
         assert_eq!(a.ns_where(|c| *c == Category::Unexplained), 10_000 + 5_000);
         let kworker = a.ns_where(|c| c.task().is_some_and(|t| t.pid == 88));
         assert_eq!(kworker, 20_000, "thread noise only where no switch says");
+    }
+
+    /// The measuring thread went to sleep longer ago than the window: the interrupts' events
+    /// were recorded in the idle task, as the first switch says, so the CPU idled.
+    #[test]
+    fn before_the_first_switch_the_task_the_events_were_recorded_in_ran() {
+        let mut e = vec![irq(D - 2_000_000, "virtio0", 40, 3_000)];
+        e.extend(timer(D + 30_000, D + 35_000));
+        e.push(switch(D + 40_000, 0, (TID, 10), "rtscope-m0"));
+        let a = check(e, D + 41_000);
+        let idle = Category::TimerIrqLate {
+            cause: LateCause::ExitFromIdle,
+        };
+        assert_eq!(a.ns_where(|c| *c == idle), 30_000, "{a:?}");
+        assert_eq!(a.ns_where(|c| *c == Category::TimerIrqHandler), 5_000);
+        assert_eq!(a.ns_where(|c| *c == Category::ReturnToUser), 6_000);
+        assert_eq!(a.ns_where(|c| *c == Category::Unexplained), 0);
+    }
+
+    /// `rtscope noise`'s loop has held the CPU since long before the window (no switch in
+    /// it); the tick's events were recorded in the loop. A gap in which nothing ran in the
+    /// kernel is the hypervisor's on a guest, not unexplained (rt-arm64 under TCG: 1,074
+    /// gaps were).
+    #[test]
+    fn a_busy_loops_gap_with_no_switch_in_the_window_is_below_the_kernel() {
+        let in_loop = |mut e: Event| {
+            e.pid = TID;
+            e
+        };
+        let mut e: Vec<Event> = (1..=10)
+            .map(|i| in_loop(irq(D - i * 900_000, "arch_timer", 11, 8_000)))
+            .collect();
+        e.push(in_loop(irq(D + 204_000, "arch_timer", 11, 8_000)));
+        rtscope_core::order::sort_by_key(&mut e, |e| e.ts);
+        let m = |guest| Machine {
+            idle_exit_max_ns: Some(0),
+            guest,
+            busy_loop: true,
+        };
+        let a = attribute_on(&e, &spike(D + 180_000), false, m(true));
+        assert_eq!(a.ns_where(|c| *c == Category::Hypervisor), 180_000, "{a:?}");
+        let a = attribute_on(&e, &spike(D + 180_000), false, m(false));
+        assert_eq!(
+            a.ns_where(|c| *c == Category::Unexplained),
+            180_000,
+            "{a:?}"
+        );
+        // With no event before the gap's end, who ran is not known: unexplained on a guest too.
+        let after: Vec<Event> = e.iter().filter(|x| x.ts > D).cloned().collect();
+        let a = attribute_on(&after, &spike(D + 180_000), false, m(true));
+        assert_eq!(
+            a.ns_where(|c| *c == Category::Unexplained),
+            180_000,
+            "{a:?}"
+        );
     }
 
     /// Issue 25: 76 ms "exit from idle" on a guest that has no idle states.
