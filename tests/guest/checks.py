@@ -76,6 +76,10 @@ def verify_explain(c: Checker, kernel: str, r: guest.BootResult, bar: bool) -> N
     c.expect(kernel, f"--explain uses the {tier} tier", r.value("explain-tier") == tier,
              r.value("explain-tier") or "no tier line")
     x = json.loads(r.files.get("explain.json") or b"{}").get("explain") or {}
+    if rt:
+        ok, detail = reference.traced_from_start(x)
+        c.expect(kernel, "--explain measures once the timerlat tracer is live: no spike before it",
+                 ok, f"{detail}; {r.value('explain-live') or 'no wait on the tier line'}")
     comms = [k.get("category", {}).get("comm") for k in x.get("culprits", [])]
     c.expect(kernel, "the culprit is named in the output, JSON, runs explain and the report",
              int(r.value("explain-named") or 0) > 0 and "culprit" in comms

@@ -55,6 +55,8 @@ from __future__ import annotations
 import json
 import re
 
+import reference
+
 # `  osnoise/1-215   [001] .....   123.456: 1000000  200315  79.96850   20012   0   0   1041   35   12`
 SAMPLE = re.compile(r"\[(\d+)\][^:]*\d+\.\d+:\s+(\d+)\s+(\d+)\s+([\d.]+)\s+(\d+)"
                     r"\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s*$")
@@ -245,6 +247,10 @@ def verify_interference(c, kernel: str, r, text: str) -> None:
     c.expect(kernel, "rtscope noise --explain exits 0 in the guest",
              r.checks().get("noise-explained") == 0, f"rc {r.checks().get('noise-explained')}")
     doc = json.loads(r.files.get("noise-explained.json") or b"{}")
+    if kernel.startswith("rt-"):
+        ok, detail = reference.traced_from_start(doc.get("explain") or {})
+        c.expect(kernel, "noise --explain measures once the timerlat tracer is live: no gap "
+                 "before it", ok, detail)
     rt, o = rtscope_rates(doc), osnoise_rates(text)
     if rt is None or o is None:
         c.expect(kernel, "rtscope noise --explain and osnoise both count interference per class",

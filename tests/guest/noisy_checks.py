@@ -82,6 +82,10 @@ def verify(c, kernel: str, r: guest.BootResult, modes: list[str], bar: bool) -> 
         c.expect(kernel, f"noise {mode}: rtscope measure --explain exits 0 and its spikes are compared",
                  rc == 0 and cmp.spikes > 0,
                  f"rc {rc}, tier {x.get('tier')}, {cmp.spikes} spikes")
+        if kernel.startswith("rt-"):
+            ok, detail = reference.traced_from_start(x)
+            c.expect(kernel, f"noise {mode}: no spike before the timerlat tracer was live",
+                     ok, detail)
         met, text = reference.bar(cmp)
         what = f"noise {mode} ({culprit}): the reference bar"
         if bar:

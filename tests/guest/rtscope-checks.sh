@@ -52,6 +52,7 @@ if [ "${EXPLAIN:-0}" = 1 ]; then
     wait "$cpid"
     reference_stop reference.txt
     mark explain-tier "$(sed -n 's/.*explaining spikes: tier \([a-z-]*\).*/\1/p' /tmp/explain.log | head -n 1)"
+    mark explain-live "$(grep -o 'trace live after [0-9]* ms\|trace not live on CPU [0-9,]* after [0-9]* s' /tmp/explain.log | head -n 1)"
     mark explain-named "$(grep -c 'thread culprit:' /tmp/explain.log)"
     rtscope runs --db /tmp/explain.db explain last >/tmp/explain-runs.log 2>&1
     mark explain-runs "$? $(grep -c 'thread culprit:' /tmp/explain-runs.log)"

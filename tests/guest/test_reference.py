@@ -76,6 +76,25 @@ class OsnoiseApart(unittest.TestCase):
         self.assertEqual(reference.osnoise_apart(irqs, ref), [])
 
 
+class TracedFromStart(unittest.TestCase):
+    """The counts of the rt-arm64 noise run before rtscope waited for the tracer (p11b), and
+    a run with none before it."""
+
+    def test_spikes_before_the_tracer_was_live_fail(self):
+        ok, detail = reference.traced_from_start(
+            {"counts": {"spikes": 9009, "not_traced": {"tracer_not_live": 3326}}})
+        self.assertFalse(ok)
+        self.assertIn("3326 of 9009", detail)
+
+    def test_none_before_it_pass(self):
+        ok, _ = reference.traced_from_start(
+            {"counts": {"spikes": 469, "not_traced": {"tracer_not_live": 0}}})
+        self.assertTrue(ok)
+
+    def test_a_run_without_counts_fails(self):
+        self.assertFalse(reference.traced_from_start({})[0])
+
+
 class Overlap(unittest.TestCase):
     def test_overlap_counts_the_union_of_sorted_spans_once(self):
         spans = [(0, 10), (5, 20), (30, 40)]

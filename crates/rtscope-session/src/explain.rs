@@ -104,11 +104,7 @@ impl Explaining {
 
     /// The tier chosen, with the reason it is not better.
     pub fn tier_line(&self) -> String {
-        let line = match self.ex.tier_reason() {
-            Some(r) => format!("explaining spikes: tier {} ({r})", self.ex.tier().name()),
-            None => format!("explaining spikes: tier {}", self.ex.tier().name()),
-        };
-        self.smi.with_line(line)
+        self.smi.with_line(self.ex.tier_line("spikes"))
     }
 
     fn push(

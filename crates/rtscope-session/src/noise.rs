@@ -411,12 +411,9 @@ impl NoiseExplainer {
         }
     }
 
-    /// The tier in use, with the reason it is not better.
+    /// The tier in use, with the reason it is not better and the wait for the trace.
     pub fn tier_line(&self) -> String {
-        match self.ex.tier_reason() {
-            Some(r) => format!("explaining gaps: tier {} ({r})", self.ex.tier().name()),
-            None => format!("explaining gaps: tier {}", self.ex.tier().name()),
-        }
+        self.ex.tier_line("gaps")
     }
 
     /// Whether gaps are attributed during the run (a housekeeping CPU runs the analysis);

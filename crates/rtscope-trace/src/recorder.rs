@@ -324,6 +324,19 @@ impl FlightRecorder {
             .is_some_and(|c| c.live.is_some())
     }
 
+    /// Waits until the tracer is live on each of `cpus` ([`FlightRecorder::is_live`]) or
+    /// `limit` has passed, checking every 10 ms; returns the CPUs it is still not live on.
+    pub fn wait_live(&self, cpus: &[usize], limit: Duration) -> Vec<usize> {
+        let until = std::time::Instant::now() + limit;
+        loop {
+            let not: Vec<usize> = cpus.iter().copied().filter(|&c| !self.is_live(c)).collect();
+            if not.is_empty() || std::time::Instant::now() >= until {
+                return not;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// The largest per-CPU buffer the reader has grown to after losses (KiB).
     pub fn buffer_kb(&self) -> usize {
         lock(&self.shared).buffer_kb

@@ -87,12 +87,8 @@ impl WindowExplainer {
 
     /// The tier in use, with the reason it is not better.
     pub fn tier_line(&self) -> String {
-        let tier = self.ex.tier().name();
-        let line = match self.ex.tier_reason() {
-            Some(r) => format!("explaining each window's worst wake-up: tier {tier} ({r})"),
-            None => format!("explaining each window's worst wake-up: tier {tier}"),
-        };
-        self.smi.with_line(line)
+        self.smi
+            .with_line(self.ex.tier_line("each window's worst wake-up"))
     }
 
     /// Hands over the worst wake-up of each CPU's row of `closed` at or above the threshold;
