@@ -195,7 +195,8 @@ pub fn attribute_on(
     Attribution {
         spike: *spike,
         charges,
-        complete: wake.is_some(),
+        // A busy loop never sleeps: it has no waking to find (rtscope noise's gaps).
+        complete: wake.is_some() || machine.busy_loop,
         lost_events,
         siblings: Vec::new(),
     }

@@ -216,7 +216,8 @@ pub fn attribute_on(
     Attribution {
         spike: *spike,
         charges,
-        complete: wake.is_some(),
+        // A busy loop never sleeps: it has no waking to find (rtscope noise's gaps).
+        complete: wake.is_some() || machine.busy_loop,
         lost_events,
         siblings: Vec::new(),
     }
@@ -655,6 +656,7 @@ mod tests {
         };
         let a = attribute_on(&e, &spike(D + 180_000), false, m(true));
         assert_eq!(a.ns_where(|c| *c == Category::Hypervisor), 180_000, "{a:?}");
+        assert!(a.complete, "a loop that never sleeps has no waking to miss");
         let a = attribute_on(&e, &spike(D + 180_000), false, m(false));
         assert_eq!(
             a.ns_where(|c| *c == Category::Unexplained),
