@@ -360,6 +360,23 @@ mod tests {
     use crate::book::Explained;
 
     #[test]
+    fn the_wait_for_the_tracer_is_said_in_words() {
+        let live = LiveWait {
+            waited: Duration::from_millis(1234),
+            not_live: vec![],
+        };
+        assert_eq!(live.describe(), "trace live after 1234 ms");
+        let not = LiveWait {
+            waited: LIVE_WAIT,
+            not_live: vec![1, 3],
+        };
+        assert_eq!(
+            not.describe(),
+            "trace not live on CPU 1,3 after 5 s: spikes there are not traced until it is"
+        );
+    }
+
+    #[test]
     fn without_tracefs_the_coarse_tier_is_chosen_and_says_why() {
         let dir = std::env::temp_dir().join(format!("rtscope-no-tracefs-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -371,6 +388,19 @@ mod tests {
             ex.tier_reason().unwrap().contains("instances"),
             "{:?}",
             ex.tier_reason()
+        );
+        assert!(
+            ex.live_wait().is_none(),
+            "no wait outside the timerlat tier"
+        );
+        let line = ex.tier_line("spikes");
+        assert!(
+            line.starts_with("explaining spikes: tier coarse ("),
+            "{line}"
+        );
+        assert!(
+            line.contains("instances") && !line.contains("trace live"),
+            "{line}"
         );
         let spike = Spike {
             cpu: 0,
