@@ -518,13 +518,28 @@ fn child_alive(pid: u32) -> bool {
 }
 
 /// Whether process `pid` has a file descriptor open on /dev/cpu_dma_latency.
+/// Whether process `pid` holds a request on /dev/cpu_dma_latency: a descriptor open on it for
+/// writing. The pre-run audit reads the value in force (read-only, for a moment); beside the
+/// hog in a `.ci/run` pass the 10 ms poll caught that read once and the test failed.
 fn dma_latency_fd_open(pid: u32) -> bool {
     let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
         return false;
     };
     fds.flatten().any(|fd| {
-        std::fs::read_link(fd.path())
-            .is_ok_and(|t| t == std::path::Path::new("/dev/cpu_dma_latency"))
+        let on_it = std::fs::read_link(fd.path())
+            .is_ok_and(|t| t == std::path::Path::new("/dev/cpu_dma_latency"));
+        on_it && opened_for_writing(pid, &fd.file_name().to_string_lossy())
+    })
+}
+
+/// Whether descriptor `fd` of `pid` was opened for writing (`flags:` in its fdinfo, octal;
+/// the access mode is its two low bits, 0 = read-only).
+fn opened_for_writing(pid: u32, fd: &str) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/fdinfo/{fd}")).is_ok_and(|info| {
+        info.lines()
+            .find_map(|l| l.strip_prefix("flags:"))
+            .and_then(|f| u32::from_str_radix(f.trim(), 8).ok())
+            .is_some_and(|flags| flags & 0o3 != 0)
     })
 }
 
