@@ -204,9 +204,10 @@ impl Explainer {
             .chain(self.live.as_ref().map(LiveWait::describe))
             .collect();
         let tier = self.tier.name();
-        match notes.is_empty() {
-            true => format!("explaining {what}: tier {tier}"),
-            false => format!("explaining {what}: tier {tier} ({})", notes.join("; ")),
+        if notes.is_empty() {
+            format!("explaining {what}: tier {tier}")
+        } else {
+            format!("explaining {what}: tier {tier} ({})", notes.join("; "))
         }
     }
 
