@@ -192,6 +192,10 @@ fn an_injected_culprit_is_named_in_output_json_runs_explain_and_report() {
     let explained = runs(&["explain", "last"]);
     assert!(explained.contains("thread culprit:") && explained.contains(&coverage));
     assert!(runs(&["show", "last"]).contains("Why were the worst wake-ups late?"));
+    // `runs show --json` gives the stored explanation as `measure --json` wrote it.
+    let shown: serde_json::Value =
+        serde_json::from_str(&runs(&["show", "last", "--json"])).unwrap();
+    assert_eq!(shown["explain"], *x);
     let rep = d.join("rep");
     let o = Command::new(bin())
         .args(["report", "--last", "-o"])
