@@ -48,15 +48,9 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 if let (Some(obj), Some((s, _))) =
                     (v.as_object_mut(), runs_explain::load(&store, id)?)
                 {
-                    // Through the compact writer every other path serializes the summary
-                    // with, not `to_value`: a second instance of its derived serializer cost
-                    // 10.8 KB of the x86-64 binary (BENCHMARKS.md, "Release binaries"); the
-                    // value is the same (floats print shortest round-trip).
-                    let text = serde_json::to_string(&s)?;
-                    obj.insert(
-                        "explain".into(),
-                        serde_json::from_str::<serde_json::Value>(&text)?,
-                    );
+                    // Not `to_value`: a second serializer of the summary (10.8 KB, BENCHMARKS.md).
+                    let e: serde_json::Value = serde_json::from_str(&serde_json::to_string(&s)?)?;
+                    obj.insert("explain".into(), e);
                 }
                 writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
             } else {
