@@ -3,9 +3,10 @@
 The kinds (guest side `noisy/guest-noisy.sh`, module `noisy/noisy.c`): kernel sections with
 preemption or interrupts off, an interrupt storm, softirq work, network receive. For each,
 `rtscope measure --explain --explain-keep 100` ran on CPU 1 with the reference instance
-recording (lib.sh reference_start/stop); here each kept spike's attribution is compared with
-the reference (reference.py), the injected noise as the culprit (CULPRITS), and with `bar`
-every kind must meet reference.bar. `guest.py check --noisy MODES` runs them in the same boot
+recording (lib.sh reference_start/stop), then `rtscope noise --explain 20us --explain-keep 200`
+(a SCHED_OTHER busy loop on CPU 1, its gaps the "spikes") with it recording again; here each
+kept spike's attribution is compared with the reference (reference.py), the injected noise as
+the culprit (CULPRITS), and with `bar` every kind must meet reference.bar in both runs. `guest.py check --noisy MODES` runs them in the same boot
 as the other checks of a kernel; `noisy/run.py` boots a kernel for them alone.
 """
 
@@ -64,32 +65,48 @@ def guest_files(kernel: str, modes: list[str], out: Path) -> tuple[dict[str, Pat
     return files, ""
 
 
+# The two runs of each mode (guest-noisy.sh): the file prefix of rtscope's output and of its
+# reference trace, and the words of the check.
+RUNS = (("explain", "", "rtscope measure --explain"),
+        ("noise", "noise-", "rtscope noise --explain"))
+
+
 def verify(c, kernel: str, r: guest.BootResult, modes: list[str], bar: bool) -> None:
-    """Each mode's run (exit 0, spikes compared) and, with `bar`, reference.bar, as PASS/FAIL
-    lines through `c.expect(kernel, name, ok, detail)`; without `bar` the figures as INFO."""
+    """Each mode's two runs (exit 0, spikes compared) and, with `bar`, reference.bar, as
+    PASS/FAIL lines through `c.expect(kernel, name, ok, detail)`; without `bar` the figures as
+    INFO."""
     for mode in modes:
-        rc = r.checks().get(f"explain-{mode}")
-        x = json.loads(r.files.get(f"explain-{mode}.json") or b"{}").get("explain") or {}
-        ref = reference.parse((r.files.get(f"reference-{mode}.txt") or b"").decode(
-            errors="replace"), 1)
-        text = (r.files.get(f"dump-{mode}.txt") or b"").decode(errors="replace")
-        apart = sorted(reference.stamped_apart(reference.dump_events(text, 1), ref)
-                       + reference.osnoise_apart(reference.osnoise_irqs(text, 1), ref))
-        culprit = culprit_of(mode, kernel)
-        cmp = reference.compare(x, ref, 1, culprit=culprit, apart=apart)
-        for line in cmp.lines:
-            print(f"  {kernel} {mode}: {line}")
-        c.expect(kernel, f"noise {mode}: rtscope measure --explain exits 0 and its spikes are compared",
-                 rc == 0 and cmp.spikes > 0,
-                 f"rc {rc}, tier {x.get('tier')}, {cmp.spikes} spikes")
-        if kernel.startswith("rt-"):
-            ok, detail = reference.traced_from_start(x)
-            c.expect(kernel, f"noise {mode}: no spike before the timerlat tracer was live",
-                     ok, detail)
-        met, text = reference.bar(cmp)
-        what = f"noise {mode} ({culprit}): the reference bar"
-        if bar:
-            c.expect(kernel, what, met, f"{text}; {reference.summary(cmp)}")
-        else:
-            print(f"INFO {kernel}: {what}: {'met' if met else 'not met'} - {text}; "
-                  f"{reference.summary(cmp)}", flush=True)
+        for run in RUNS:
+            verify_run(c, kernel, r, mode, run, bar)
+
+
+def verify_run(c, kernel: str, r: guest.BootResult, mode: str, run: tuple[str, str, str],
+               bar: bool) -> None:
+    """One run of one mode: `measure --explain`'s spikes or `noise --explain`'s gaps, each
+    kept one compared with the reference trace recorded over the same run."""
+    check, prefix, words = run
+    rc = r.checks().get(f"{check}-{mode}")
+    x = json.loads(r.files.get(f"{check}-{mode}.json") or b"{}").get("explain") or {}
+    ref = reference.parse((r.files.get(f"reference-{prefix}{mode}.txt") or b"").decode(
+        errors="replace"), 1)
+    text = (r.files.get(f"{prefix}dump-{mode}.txt") or b"").decode(errors="replace")
+    apart = sorted(reference.stamped_apart(reference.dump_events(text, 1), ref)
+                   + reference.osnoise_apart(reference.osnoise_irqs(text, 1), ref))
+    culprit = culprit_of(mode, kernel)
+    cmp = reference.compare(x, ref, 1, culprit=culprit, apart=apart)
+    for line in cmp.lines:
+        print(f"  {kernel} {mode} {check}: {line}")
+    label = f"noise {mode}" if check == "explain" else f"noise {mode}, rtscope noise"
+    c.expect(kernel, f"{label}: {words} exits 0 and its spikes are compared",
+             rc == 0 and cmp.spikes > 0,
+             f"rc {rc}, tier {x.get('tier')}, {cmp.spikes} spikes")
+    if kernel.startswith("rt-"):
+        ok, detail = reference.traced_from_start(x)
+        c.expect(kernel, f"{label}: no spike before the timerlat tracer was live", ok, detail)
+    met, text = reference.bar(cmp)
+    what = f"{label} ({culprit}): the reference bar"
+    if bar:
+        c.expect(kernel, what, met, f"{text}; {reference.summary(cmp)}")
+    else:
+        print(f"INFO {kernel}: {what}: {'met' if met else 'not met'} - {text}; "
+              f"{reference.summary(cmp)}", flush=True)

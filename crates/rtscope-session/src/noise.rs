@@ -384,8 +384,14 @@ pub struct NoiseExplainer {
 impl NoiseExplainer {
     /// Starts recording `cpus` (before the loops start: the reaper forks while the process is
     /// small). With housekeeping CPUs the gaps are attributed during the run, else at its end.
-    pub fn start(threshold: Nanos, cpus: &[usize], housekeeping: Option<&CpuSet>) -> Self {
-        Self::start_with_siblings(threshold, cpus, housekeeping, None)
+    /// `keep` gaps a minute are kept with their charges, the worst first (`--explain-keep`).
+    pub fn start(
+        threshold: Nanos,
+        cpus: &[usize],
+        housekeeping: Option<&CpuSet>,
+        keep: usize,
+    ) -> Self {
+        Self::start_with_siblings(threshold, cpus, housekeeping, None, keep)
     }
 
     /// [`NoiseExplainer::start`] with each measured CPU's SMT siblings given (`None`: the
@@ -395,9 +401,11 @@ impl NoiseExplainer {
         cpus: &[usize],
         housekeeping: Option<&CpuSet>,
         siblings: Option<Vec<(usize, Vec<usize>)>>,
+        keep: usize,
     ) -> Self {
         let mut cfg = rtscope_trace::explain::ExplainConfig::new(threshold.0, cpus.to_vec());
         cfg.siblings = siblings;
+        cfg.per_window = keep;
         cfg.housekeeping = housekeeping.map(|h| h.iter().collect()).unwrap_or_default();
         // The loop never sleeps: a gap the trace fills with the loop alone was taken below the
         // kernel (hypervisor, firmware), not a return to user space.

@@ -81,7 +81,7 @@ fn explained_run<T: Send + 'static>(
     sys::set_affinity_current(&hk).unwrap();
     let siblings = sibling_of(cpu, &hk);
     let mut explain =
-        NoiseExplainer::start_with_siblings(Nanos::from_us(200), &[cpu], Some(&hk), siblings);
+        NoiseExplainer::start_with_siblings(Nanos::from_us(200), &[cpu], Some(&hk), siblings, 5);
     let run = NoiseRun::start(cfg(cpu)).unwrap();
     let start = run.clock_start();
     let helper = spawn(cpu, start);

@@ -345,27 +345,31 @@ fn sigkill_of_rtscope_measure_leaves_no_trace_instance() {
     );
 }
 
-/// `--explain-keep` is bounded and needs `--explain`; both refusals exit 2 naming the option.
+/// `--explain-keep` of `measure` and `noise` is bounded and needs `--explain`; both refusals
+/// exit 2 naming the option.
 #[test]
 fn explain_keep_out_of_range_or_alone_exits_2() {
-    for (args, says) in [
-        (
-            &["--explain", "1ms", "--explain-keep", "0"][..],
-            "--explain-keep: 0 is not 1-1000",
-        ),
-        (
-            &["--explain", "1ms", "--explain-keep", "1001"][..],
-            "--explain-keep: 1001 is not 1-1000",
-        ),
-        (&["--explain-keep", "10"][..], "--explain"),
-    ] {
+    for (command, args, says) in ["measure", "noise"].into_iter().flat_map(|c| {
+        [
+            (
+                &["--explain", "1ms", "--explain-keep", "0"][..],
+                "--explain-keep: 0 is not 1-1000",
+            ),
+            (
+                &["--explain", "1ms", "--explain-keep", "1001"][..],
+                "--explain-keep: 1001 is not 1-1000",
+            ),
+            (&["--explain-keep", "10"][..], "--explain"),
+        ]
+        .map(|(a, s)| (c, a, s))
+    }) {
         let o = Command::new(bin())
-            .args(["measure", "-D", "1s", "--no-db", "-q"])
+            .args([command, "-D", "1s", "--no-db", "-q"])
             .args(args)
             .output()
             .unwrap();
         let err = text(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(o.status.code(), Some(2), "{command} {args:?}: {err}");
+        assert!(err.contains(says), "{command} {args:?}: {err}");
     }
 }

@@ -1,6 +1,7 @@
 # Guest script of noisy/run.py: for each MODES entry, starts noise of that kind on CPU 1, runs
-# `rtscope measure --explain` on CPU 1 with the reference instance recording (lib.sh
-# reference_start/stop), and sends rtscope's JSON and the reference trace back.
+# `rtscope measure --explain`, then `rtscope noise --explain`, on CPU 1, each with the reference
+# instance recording (lib.sh reference_start/stop), and sends rtscope's JSON and the reference
+# traces back.
 #   preempt, irq:   noisy.ko's kernel thread on CPU 1, 10 ms of preemption or interrupts off
 #                   every 100 ms;
 #   storm, softirq: noisy.ko's thread on CPU 0 sends function-call IPIs to CPU 1 back to back
@@ -60,10 +61,21 @@ for mode in ${MODES:-preempt irq storm softirq net}; do
     check "explain-$mode" env RTSCOPE_TRACE_DUMP="/tmp/dump-$mode.txt" rtscope measure -D 6s -i 1ms --cpus 1 -p 80 --explain 1.5ms --explain-keep 100 -q \
         --no-db --json "/tmp/explain-$mode.json"
     reference_stop "reference-$mode.txt"
+    # The same noise under `rtscope noise --explain`: a busy loop at SCHED_OTHER on CPU 1 whose
+    # gaps of 20 us and more are charged, the worst 200 kept whole for the comparison.
+    reference_start
+    check "noise-$mode" env RTSCOPE_TRACE_DUMP="/tmp/noise-dump-$mode.txt" rtscope noise -D 3s --cpus 1 \
+        --runtime 950ms --period 1s --threshold 5us --explain 20us --explain-keep 200 -q \
+        --no-db --json "/tmp/noise-$mode.json"
+    reference_stop "reference-noise-$mode.txt"
     grep -E '^ *(CPU1|[0-9]+:)|NET_RX|TASKLET|CAL' /proc/softirqs /proc/interrupts 2>/dev/null | sed 's/^/| /'
     stop_noise "$mode"
     mark noisy-tier "$mode $(sed -n 's/.*explaining spikes: tier \([a-z-]*\).*/\1/p' /tmp/explain-$mode.log | head -n 1)"
     [ -f "/tmp/explain-$mode.json" ] && put_file "explain-$mode.json" "/tmp/explain-$mode.json"
     put_log "explain-$mode"
     [ -f "/tmp/dump-$mode.txt" ] && put_file "dump-$mode.txt" "/tmp/dump-$mode.txt" && rm "/tmp/dump-$mode.txt"
+    [ -f "/tmp/noise-$mode.json" ] && put_file "noise-$mode.json" "/tmp/noise-$mode.json"
+    put_log "noise-$mode"
+    [ -f "/tmp/noise-dump-$mode.txt" ] && put_file "noise-dump-$mode.txt" "/tmp/noise-dump-$mode.txt" \
+        && rm "/tmp/noise-dump-$mode.txt"
 done
