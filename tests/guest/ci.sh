@@ -86,7 +86,7 @@ status=$munmaps_status
 # the injected culprit against the reference instance (--reference-bar), the noise of each
 # known kind against the same reference (tests/guest/noisy: preemption off, interrupts off, an
 # interrupt storm, softirq work, network receive; noisy.ko built against each kernel's Debian
-# headers), and on amd64 `rtscope respond` on a gpio-sim chip (built out of tree from Debian's
+# headers), each under `measure --explain` and `noise --explain`, and on amd64 `rtscope respond` on a gpio-sim chip (built out of tree from Debian's
 # linux-source). The outer timeout per boot is generous: under TCG on a loaded 2-vCPU machine
 # the checks alone took 229-448 s per kernel and the five noise kinds 100-150 s more; a guest
 # that finishes early costs nothing.

@@ -80,10 +80,12 @@ def parse(text: str, cpu: int) -> Reference:
 def reference_causes(ref: Reference, start: int, end: int,
                      tid: int | None = None) -> dict[tuple, int] | None:
     """ns per cause in [start, end) from the reference, or None when it does not cover it
-    (no `sched_switch` before `start`, or events lost before `end`). While the measuring
+    (no `sched_switch` before `start`, its first event after `start` — the ring buffer
+    overwrote the older ones, or it started late —, or events lost before `end`). While the measuring
     thread `tid` is blocked (out with `D`), the cause is ("blocked", tid); the hard interrupt
     in which the reference saw `tid` woken (its own `sched_waking`) is ("wake-irq",)."""
-    if any(t < end for t in ref.lost) or not ref.events or ref.events[-1].ts_ns < end:
+    if (any(t < end for t in ref.lost) or not ref.events or ref.events[-1].ts_ns < end
+            or ref.events[0].ts_ns > start):
         return None
     wake = waking_irq(ref, start, end, tid)
     task: tuple | None = None

@@ -6,10 +6,10 @@
         [--modes preempt,irq,storm,softirq,net] [--bar] [--storm-irq-us US]
 
 Builds noisy.ko for the kernel's ABI (build.sh), boots the kernel with it (guest.py), runs
-guest-noisy.sh and compares rtscope's attribution of each kept spike with the reference
-instance (noisy_checks.py, reference.py). Prints the figures; exit 0 when every mode's run
-exited 0 and at least one spike was compared, and with --bar when every mode meets
-reference.bar too.
+guest-noisy.sh and compares rtscope's attribution of each kept spike (`measure --explain`)
+and gap (`noise --explain`) with the reference instance (noisy_checks.py, reference.py).
+Prints the figures; exit 0 when both runs of every mode exited 0 and at least one spike was
+compared in each, and with --bar when every run meets reference.bar too.
 """
 
 from __future__ import annotations
