@@ -87,12 +87,7 @@ pub struct NoiseArgs {
     pub explain: Option<String>,
     /// Gaps kept fully explained (with their charges, in the JSON and the database) per minute
     /// of the clock, the worst first (1-1000; the rest are counted and in the totals) [default: 5]
-    #[arg(
-        long,
-        value_name = "N",
-        requires = "explain",
-        help_heading = "Output"
-    )]
+    #[arg(long, value_name = "N", requires = "explain", help_heading = "Output")]
     pub explain_keep: Option<usize>,
     /// Hardware-only mode: the kernel's hwlat tracer (per-CPU mode) spins --runtime of every
     /// --period with interrupts off on each CPU [default 500ms of 1s, hwlat's own], so a gap
