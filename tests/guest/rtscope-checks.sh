@@ -85,8 +85,11 @@ if [ "${EXPLAIN:-0}" = 1 ] && grep -qw osnoise $T/available_tracers 2>/dev/null;
     # CPU to it. The host compares the available share and the longest single noise. Both with
     # a 5 us threshold (osnoise's tracing_thresh, in us): under TCG a clock read takes about
     # 1.1 us, so 1 us would be the loop's own cost (rtscope refuses a threshold it cannot resolve).
-    /root/culprit 1 20 100 30 &
+    # The culprit logs each spin by its own clock: the injected ground truth of the first run
+    # and the explained one (noise_checks.verify_injected).
+    /root/culprit 1 20 100 60 /tmp/culprit-spins.txt &
     npid=$!
+    mark culprit-pid "$npid"
     check noise rtscope noise -D 4s --cpus 1 --runtime 950ms --period 1s --threshold 5us -q \
         --no-db --json /tmp/noise.json
     [ -f /tmp/noise.json ] && put_file noise.json /tmp/noise.json
@@ -122,10 +125,11 @@ if [ "${EXPLAIN:-0}" = 1 ] && grep -qw osnoise $T/available_tracers 2>/dev/null;
     # osnoise's columns: the host compares the counts with osnoise's per class. Apart from the
     # two above: tracing costs the emulated CPU several points of its available share.
     check noise-explained rtscope noise -D 4s --cpus 1 --runtime 950ms --period 1s \
-        --threshold 5us -q --explain 5us --no-db --json /tmp/noise-explained.json
+        --threshold 5us -q --explain 5us --explain-keep 200 --no-db --json /tmp/noise-explained.json
     [ -f /tmp/noise-explained.json ] && put_file noise-explained.json /tmp/noise-explained.json
     kill "$npid" 2>/dev/null
     wait "$npid" 2>/dev/null
+    put_file culprit-spins.txt /tmp/culprit-spins.txt
 fi
 
 # rtscope noise --irqs-off (issue 33): the kernel's hwlat tracer in per-CPU mode where the kernel

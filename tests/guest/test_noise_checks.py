@@ -147,6 +147,66 @@ class Hypervisor(unittest.TestCase):
         self.assertFalse(noise_checks.hypervisor_named({})[0])
 
 
+MS = 1_000_000
+START = 5_000 * MS  # the run's clock_start_ns
+CONFIG = {"period_ns": 1_000 * MS, "runtime_ns": 950 * MS, "duration_ns": 2_000 * MS}
+# The culprit: 20 ms every 100 ms from 10 ms after the start; the spin at 960 ms lies in the
+# loop's pause (950-1000 ms), the one at 2,010 ms after the run.
+SPINS = [(START + t * MS, START + (t + 20) * MS) for t in range(10, 2_100, 100)]
+
+
+def run_doc(gaps):
+    return {"clock_start_ns": START, "config": CONFIG,
+            "cpus": [{"gaps": [{"offset_ns": a - START, "duration_ns": b - a} for a, b in gaps]}]}
+
+
+def explained_doc(charged_pid, comm="culprit"):
+    worst = [{"spike": {"cpu": 1, "deadline_ns": a - 5_000, "wakeup_ns": b + 30_000},
+              "charges": [{"kind": "thread", "comm": comm, "pid": charged_pid,
+                           "ns": b - a + 10_000},
+                          {"kind": "irq", "name": "local_timer", "ns": 25_000}]}
+             for a, b in SPINS]
+    return {"clock_start_ns": START, "config": CONFIG, "explain": {"worst": worst}}
+
+
+class Injected(unittest.TestCase):
+    """The culprit's logged spins against the loop's gaps and their charges."""
+
+    def test_the_log_is_read_line_by_line(self):
+        self.assertEqual(noise_checks.parse_spins("1 2\n3 4\ngarbage\n"), [(1, 2), (3, 4)])
+
+    def test_only_spins_inside_the_loops_windows_count(self):
+        inside = noise_checks.spins_measured(run_doc([]), SPINS)
+        self.assertEqual(len(inside), 20)  # 10 a window: not 960 ms (the pause) nor 2,010 ms
+        self.assertNotIn((START + 960 * MS, START + 980 * MS), inside)
+
+    def test_each_spin_in_one_gap_longer_than_it_is_found(self):
+        gaps = [(a - 3_000, b + 40_000) for a, b in SPINS]
+        ok, detail = noise_checks.injected_found(run_doc(gaps), SPINS)
+        self.assertTrue(ok, detail)
+        self.assertIn("20 of 20", detail)
+
+    def test_a_gap_shorter_than_the_spin_by_more_than_2_percent_is_not_it(self):
+        gaps = [(a, b) for a, b in SPINS]
+        gaps[3] = (SPINS[3][0], SPINS[3][1] - 500_000)  # 0.5 ms short of a 20 ms spin
+        ok, detail = noise_checks.injected_found(run_doc(gaps), SPINS)
+        self.assertFalse(ok, detail)
+        self.assertIn("19 of 20", detail)
+        gaps[3] = (SPINS[3][0], SPINS[3][1] - 300_000)  # within 2 %: found
+        self.assertTrue(noise_checks.injected_found(run_doc(gaps), SPINS)[0])
+
+    def test_no_spin_in_the_run_fails(self):
+        self.assertFalse(noise_checks.injected_found(run_doc([]), [])[0])
+
+    def test_the_culprits_time_charged_by_name_and_pid(self):
+        ok, detail = noise_checks.injected_charged(explained_doc(321), SPINS, 321)
+        self.assertTrue(ok, detail)
+        self.assertIn("100.0 % of 400.0 ms of 20 injected spins", detail)
+        self.assertFalse(noise_checks.injected_charged(explained_doc(322), SPINS, 321)[0])
+        self.assertFalse(noise_checks.injected_charged(explained_doc(321, "other"), SPINS,
+                                                       321)[0])
+
+
 class IrqsOff(unittest.TestCase):
     def test_the_hwlat_document_of_cpu_1_with_its_windows_passes(self):
         doc = {"schema": "rtscope.hwnoise/1",

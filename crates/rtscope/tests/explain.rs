@@ -3,6 +3,7 @@
 //! used and the run still exits 0. A test that cannot run here (not root, one CPU, no tracefs)
 //! fails under RTSCOPE_TEST_STRICT=1 and skips with the reason printed otherwise.
 
+use crate::common::now_ns;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -20,16 +21,6 @@ fn tmp(name: &str) -> std::path::PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Whether a tracing test can run here, or why not (for `rtscope_testkit::require_ok!`).

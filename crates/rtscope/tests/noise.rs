@@ -3,7 +3,7 @@
 //! summary's arithmetic checked against the gaps and histogram in the JSON. SCHED_OTHER and no
 //! memory lock, so the runs behave the same with or without privileges.
 
-use crate::common::{dump, run, show_last, temp_path};
+use crate::common::{dump, now_ns, run, show_last, temp_path};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -48,6 +48,7 @@ fn bad_noise_settings_exit_2_naming_the_option_and_record_nothing() {
 #[test]
 fn a_noise_limit_fails_with_exit_1_and_the_summary_adds_up() {
     let out = temp_path("noise-limit.json");
+    let before = now_ns();
     let o = noise(&[
         "--cpus",
         "0",
@@ -89,6 +90,15 @@ fn a_noise_limit_fails_with_exit_1_and_the_summary_adds_up() {
         .sum();
     assert_eq!(hist_total, s["iterations"].as_u64().unwrap());
     let gaps = cpu["gaps"].as_array().unwrap();
+    // The gaps on the clock of the caller: the run started after `before`, and every gap
+    // ended before rtscope exited.
+    let start = doc["clock_start_ns"].as_u64().unwrap();
+    let after = now_ns();
+    assert!(before < start && start < after, "{before} {start} {after}");
+    assert!(gaps.iter().all(|g| start
+        + g["offset_ns"].as_u64().unwrap()
+        + g["duration_ns"].as_u64().unwrap()
+        < after));
     let kept = s["gaps_over_threshold"].as_u64().unwrap()
         - s["gaps_dropped"].as_u64().unwrap()
         - s["gaps_not_kept"].as_u64().unwrap();

@@ -35,6 +35,9 @@ struct Doc<'a> {
     schema: &'static str,
     tool: Tool<'a>,
     config: &'a serde_json::Value,
+    /// CLOCK_MONOTONIC at the start, in ns: every gap's `offset_ns` is from it, so the gaps
+    /// line up with traces and logs of the same clock.
+    clock_start_ns: u64,
     cpus: Vec<CpuDoc<'a>>,
     limits: &'a [NoiseCheck],
     explain: Option<&'a ExplainSummary>,
@@ -109,6 +112,7 @@ pub fn document(o: &Outcome, rows: &[CpuNoise], meta: &DocMeta<'_>) -> serde_jso
             command_line: meta.command_line,
         },
         config: meta.config,
+        clock_start_ns: meta.clock_start,
         cpus,
         limits: meta.limits,
         explain: o.explained.as_ref(),
