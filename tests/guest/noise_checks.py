@@ -316,6 +316,8 @@ def spins_measured(doc: dict, spins: list[tuple[int, int]]) -> list[tuple[int, i
         return []
     out = []
     for a, b in spins:
+        if a < start:
+            continue
         w = start + (a - start) // period * period
         end = min(w + runtime, start + duration)
         if a >= w + WINDOW_MARGIN_NS and b <= end - WINDOW_MARGIN_NS:
