@@ -8,7 +8,8 @@
 //! * [`require!`], [`require_ok!`] and [`skip_or_fail`]: a test that cannot run here (a tool,
 //!   a privilege or a kernel feature missing) fails under `RTSCOPE_TEST_STRICT=1` (CI) and
 //!   prints `SKIP: reason` and returns otherwise;
-//! * [`image`]: the facts of a PNG (size, colours, ink) for the report tests.
+//! * [`image`]: the facts of a PNG (size, colours, ink) for the report tests;
+//! * [`now_ns`]: CLOCK_MONOTONIC, the clock of spike and gap times.
 
 #![warn(missing_docs)]
 
@@ -20,3 +21,15 @@ pub mod synthetic_noise;
 
 pub use lock::{rt_lock, RtLock};
 pub use require::{have, is_root, python3_imports, skip_or_fail, strict, STRICT_VAR};
+
+/// CLOCK_MONOTONIC now, in ns: the clock of rtscope's spike and gap times, read by tests that
+/// set their own events beside a run.
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

@@ -22,15 +22,7 @@ pub fn cpus_or_skip() -> Result<(usize, Vec<usize>), String> {
     Ok((n - 1, (0..n - 1).collect()))
 }
 
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use rtscope_testkit::now_ns;
 
 pub fn sleep_until(t: u64) {
     let ts = libc::timespec {

@@ -24,16 +24,7 @@ use std::time::{Duration, Instant};
 
 pub use rtscope_testkit::{rt_lock, RtLock};
 
-/// CLOCK_MONOTONIC now, in ns (the clock of rtscope's spike and gap times).
-pub fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid out-pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+pub use rtscope_testkit::now_ns;
 
 /// Threads `-S` starts: one per CPU available to this process.
 pub fn cpus() -> usize {
