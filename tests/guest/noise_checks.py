@@ -293,6 +293,12 @@ def hypervisor_named(doc: dict) -> tuple[bool, str]:
 # lengthens the gap (the excess is printed).
 INJECTED_FOUND = 0.99
 INJECTED_CHARGED = 0.95
+# An interrupt charged more than this in a gap was stopped by the host inside its handler (a
+# timer handler takes tens of microseconds; beside the hog one took 12.3 ms of a 23.4 ms
+# spin on rt-amd64): the culprit's clock counts that time as its spin, the trace as the
+# interrupt's, and neither is wrong, so it is credited like the reference's undecidable time
+# (both shares printed).
+STALLED_IRQ_NS = 1_000_000
 # A spin counts when it lies this far inside one of the loop's runtime windows.
 WINDOW_MARGIN_NS = 1_000_000
 
@@ -361,7 +367,7 @@ def injected_charged(doc: dict, spins: list[tuple[int, int]], pid: int) -> tuple
     worst = (doc.get("explain") or {}).get("worst") or []
     spans = [(a, b) for a, b, _ in kept]
     inside = spins_measured(doc, spins)
-    total = charged = held = 0
+    total = charged = credited = held = 0
     for a, b in inside:
         total += b - a
         g = covering(spans, a, b)
@@ -371,11 +377,16 @@ def injected_charged(doc: dict, spins: list[tuple[int, int]], pid: int) -> tuple
         w = worst[kept[spans.index(g)][2]]
         ns = sum(int(ch["ns"]) for ch in w["charges"] if ch.get("kind") == "thread"
                  and ch.get("pid") == pid and ch.get("comm") == "culprit")
+        stalled = sum(max(0, int(ch["ns"]) - STALLED_IRQ_NS) for ch in w["charges"]
+                      if ch.get("kind") == "irq")
         charged += min(ns, b - a)
-    ok = total > 0 and charged >= INJECTED_CHARGED * total
-    share = 100 * charged / total if total else 0.0
-    return ok, (f"{share:.1f} % of {total / 1e6:.1f} ms of {len(inside)} injected spins charged "
-                f"to culprit:{pid}; {held} of them in a kept traced gap")
+        credited += min(ns + stalled, b - a)
+    ok = total > 0 and credited >= INJECTED_CHARGED * total
+    pct = (lambda v: 100 * v / total if total else 0.0)
+    return ok, (f"{pct(charged):.1f} % of {total / 1e6:.1f} ms of {len(inside)} injected spins "
+                f"charged to culprit:{pid}, {pct(credited):.1f} % with the interrupts the host "
+                f"stopped (past {STALLED_IRQ_NS // 1_000_000} ms); {held} of them in a kept "
+                "traced gap")
 
 
 def verify_injected(c, kernel: str, r) -> None:
