@@ -743,5 +743,17 @@ impl fmt::Display for PolicyChoice {
     }
 }
 
+/// `--explain-keep` of `measure` and `noise`: spikes (gaps) kept fully explained per minute,
+/// 1-1000 [default: the plan's, 5].
+pub fn explain_keep(given: Option<usize>) -> Result<usize, crate::UsageError> {
+    match given {
+        None => Ok(PlanSpec::default().explain_keep),
+        Some(n @ 1..=1000) => Ok(n),
+        Some(n) => Err(crate::UsageError::new(format!(
+            "--explain-keep: {n} is not 1-1000 (spikes kept per minute)"
+        ))),
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -3,7 +3,7 @@
 //! flags, drives the run, prints the table and the JSON).
 
 use crate::cli::{NoiseArgs, NoisePolicyArg};
-use crate::commands::measure::{explain_keep, plan_error};
+use crate::commands::measure::plan_error;
 use crate::exit::{ExitStatus, UsageError};
 use rtscope_core::text::short;
 use rtscope_core::Nanos;
@@ -102,7 +102,7 @@ pub fn run(
         return super::noise_hwlat::run(a, &c, out);
     }
     a.rec.check()?;
-    let keep = explain_keep(a.explain_keep)?;
+    let keep = rtscope_session::plan::explain_keep(a.explain_keep)?;
     let limits: Vec<NoiseLimit> = a
         .limits
         .iter()

@@ -34,18 +34,6 @@ pub fn plan_error(e: PlanError) -> UsageError {
     e.usage(Naming::Flags)
 }
 
-/// `--explain-keep` of `measure` and `noise`: spikes (gaps) kept fully explained per minute,
-/// 1-1000 [default: the plan's, 5].
-pub fn explain_keep(given: Option<usize>) -> Result<usize, UsageError> {
-    match given {
-        None => Ok(PlanSpec::default().explain_keep),
-        Some(n @ 1..=1000) => Ok(n),
-        Some(n) => Err(UsageError::new(format!(
-            "--explain-keep: {n} is not 1-1000 (spikes kept per minute)"
-        ))),
-    }
-}
-
 /// Lowers the options into the typed plan spec: text is parsed here, and only here.
 pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
     Ok(PlanSpec {
@@ -100,7 +88,7 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
             ),
         },
         explain: opt_dur(a.explain.as_deref(), "--explain")?,
-        explain_keep: explain_keep(a.explain_keep)?,
+        explain_keep: rtscope_session::plan::explain_keep(a.explain_keep)?,
         housekeeping_cpus: a
             .housekeeping
             .as_deref()
