@@ -131,6 +131,9 @@ def verify_reference(c: Checker, kernel: str, r: guest.BootResult, x: dict, bar:
             "of the spike time it ran, >= 90 % of its spikes' time on the same cause")
     ok, text = reference.bar(cmp)
     if bar:
+        exits, detail = reference.exits_reached(x, ref, [], "explain")
+        c.expect(kernel, "--explain: the kernel's interrupt exits reached both traces", exits,
+                 detail)
         c.expect(kernel, what, ok, f"{text}; {reference.summary(cmp)}")
     else:
         print(f"INFO {kernel}: {what}: {'yes' if ok else 'no'} - {text}; "

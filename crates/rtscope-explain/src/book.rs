@@ -5,7 +5,7 @@ use crate::class_hist::{ClassHistogram, ClassHistograms};
 use crate::classes::ClassTotals;
 use crate::coarse::CoarseExplanation;
 use crate::interference::Interference;
-use crate::model::{Attribution, Category, NotTraced, Tier};
+use crate::model::{Attribution, Category, MissingExits, NotTraced, Tier};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -158,6 +158,10 @@ pub struct ExplainSummary {
     /// where no sibling was traced (no SMT, or recorded before they were).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub smt: Option<SmtCounts>,
+    /// Traced CPUs whose interrupt exits stopped reaching the trace (a kernel tracepoint
+    /// that no longer fires): their time below the kernel is unexplained from then on.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_exits: Vec<MissingExits>,
 }
 
 /// Traced spikes (gaps) with time below the kernel (hypervisor, firmware, unexplained) on a CPU
@@ -215,6 +219,7 @@ impl ExplainSummary {
             interference: Vec::new(),
             class_histograms: Vec::new(),
             smt: None,
+            missing_exits: Vec::new(),
             culprits: totals
                 .into_iter()
                 .map(|(category, total_ns)| CulpritRow {
@@ -374,6 +379,7 @@ impl SpikeBook {
             interference: self.interference.values().copied().collect(),
             class_histograms: self.class_hist.finish(),
             smt: self.smt,
+            missing_exits: Vec::new(),
         }
     }
 }

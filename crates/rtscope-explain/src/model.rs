@@ -264,6 +264,20 @@ impl fmt::Display for Category {
     }
 }
 
+/// A traced CPU whose interrupt exits stopped reaching the trace: an interrupt was still open
+/// at a context switch (rtscope-trace's `exits` module). From `since_ns` on, time no event
+/// covers there is unexplained, never the hypervisor's: it may be an interrupt's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MissingExits {
+    /// The CPU.
+    pub cpu: usize,
+    /// The last interrupt exit traced before the first one missed (trace clock, ns; the
+    /// CPU's first event when none was).
+    pub since_ns: u64,
+    /// Interrupts seen without their exit.
+    pub missed: u64,
+}
+
 /// Why a spike above the threshold got no trace-based explanation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -4,7 +4,7 @@
 
 use crate::book::{Counts, ExplainSummary, Explained, SmtCounts};
 use crate::coarse::CoarseExplanation;
-use crate::model::{Attribution, Category};
+use crate::model::{Attribution, Category, MissingExits};
 use std::fmt::Write;
 
 /// A duration for people: `812 ns`, `41.3 µs`, `2.38 ms`.
@@ -82,6 +82,9 @@ pub fn summary(s: &ExplainSummary, run_start_ns: u64, max_spikes: usize) -> Stri
     let _ = writeln!(o, "  {}", coverage(c));
     if let Some(smt) = &s.smt {
         let _ = writeln!(o, "  {}", smt_line(smt));
+    }
+    for m in &s.missing_exits {
+        let _ = writeln!(o, "  {}", missing_exits_line(m, run_start_ns));
     }
     culprits(&mut o, &s.culprits);
     let mut worst: Vec<&Explained> = s.worst.iter().collect();
@@ -176,6 +179,23 @@ fn traced_line(a: &Attribution) -> String {
     )
 }
 
+/// `warning: CPU 1: 6 interrupts traced without their exit, the last exit 0.412 s into the
+/// run: …`: a CPU whose trace can no longer tell an interrupt from the hypervisor.
+pub fn missing_exits_line(m: &MissingExits, run_start_ns: u64) -> String {
+    let at = m.since_ns.saturating_sub(run_start_ns) as f64 / 1e9;
+    let since = if m.since_ns < run_start_ns {
+        "no exit traced in the run".to_string()
+    } else {
+        format!("the last exit traced {at:.3} s into the run")
+    };
+    format!(
+        "warning: CPU {}: {} interrupt(s) traced without their exit ({since}): the kernel's \
+         interrupt exit events stopped, so time no event covers there is unexplained, not the \
+         hypervisor's",
+        m.cpu, m.missed
+    )
+}
+
 /// The SMT siblings beside time below the kernel: how many such spikes had a busy sibling.
 pub fn smt_line(s: &SmtCounts) -> String {
     format!(
@@ -233,6 +253,31 @@ mod tests {
     use super::*;
     use crate::book::SpikeBook;
     use crate::model::{Attribution, Charge, Spike, Task, Tier};
+
+    #[test]
+    fn a_cpu_whose_interrupt_exits_stopped_is_warned_about_and_kept_in_the_json() {
+        let mut s = SpikeBook::new(60_000_000_000, 5, 10).summary(Tier::Timerlat, None, 20_000);
+        let m = MissingExits {
+            cpu: 1,
+            since_ns: 5_412_000_000,
+            missed: 6,
+        };
+        s.missing_exits.push(m);
+        let text = summary(&s, 5_000_000_000, 5);
+        assert!(
+            text.contains("warning: CPU 1: 6 interrupt(s) traced without their exit (the last exit traced 0.412 s into the run)"),
+            "{text}"
+        );
+        assert!(text.contains("not the hypervisor's"), "{text}");
+        let back: ExplainSummary =
+            serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back.missing_exits, vec![m]);
+        let line = missing_exits_line(&m, 6_000_000_000);
+        assert!(line.contains("no exit traced in the run"), "{line}");
+        // Absent from older summaries and from runs that lost none.
+        s.missing_exits.clear();
+        assert!(!serde_json::to_string(&s).unwrap().contains("missing_exits"));
+    }
 
     #[test]
     fn the_section_names_the_culprit_with_shares() {

@@ -6,7 +6,8 @@
 //! - [`tracefs`] finds (or mounts) tracefs and owns a private instance, never the top-level
 //!   buffer; [`reaper`] removes that instance even when rtscope is SIGKILLed.
 //! - [`recorder`] reads the instance from a housekeeping thread and keeps a bounded window of
-//!   events per measured CPU.
+//!   events per measured CPU; [`exits`] checks on them that the kernel's interrupt exits
+//!   reach the trace (else no time is named the hypervisor's).
 //! - [`analyze`] charges each nanosecond of a spike to a [`model::Category`]; [`book`] keeps
 //!   the worst spikes per time window and the culprit totals; [`coarse`] is the fallback tier
 //!   fed by the monitors (these three data modules are the `rtscope-explain` crate's,
@@ -18,6 +19,7 @@
 
 pub mod analyze;
 pub mod decode;
+pub mod exits;
 pub mod explain;
 pub mod format;
 pub mod hwlat;

@@ -5,19 +5,20 @@
 #   preempt, irq:   noisy.ko's kernel thread on CPU 1, 10 ms of preemption or interrupts off
 #                   every 100 ms;
 #   storm, softirq: noisy.ko's thread on CPU 0 sends function-call IPIs to CPU 1 back to back
-#                   for 10 ms of every 100 ms, each handler spinning 50 us on x86 and 500 us
-#                   on arm64 (storm; STORM_IRQ_US overrides, README "Noise of known kinds"),
+#                   for 10 ms of every 100 ms, each handler spinning 500 us (storm;
+#                   STORM_IRQ_US overrides, README "Noise of known kinds"),
 #                   or each scheduling a tasklet that spins 2 ms (softirq);
 #   net:            rtscope's network load (TCP echo over loopback) on CPU 0, the loopback
 #                   device's receive steered to CPU 1 (RPS), so CPU 1 runs the NET_RX softirq.
 # The storm's handler time: on arm64 (TCG with a host thread per vCPU) the measuring thread
 # runs between two IPIs, so 50 us handlers reached the spikes for tens of microseconds each,
 # the size of the two traces' per-event stamp difference there; 500 us keeps the storm at 20
-# interrupts a burst and makes each long against that difference.
+# interrupts a burst and makes each long against that difference. On x86 50 us handlers were
+# a small part of `rtscope noise`'s kept gaps, which the host's stalls fill (2.4 and 5.9 ms of
+# them), and beside a loaded host amd64's noise run met the bar at 90.5 % (87.1 % raw): x86
+# spins 500 us too since 26 Nov 2026.
 storm_irq_us() {
-    if [ -n "${STORM_IRQ_US:-}" ]; then echo "$STORM_IRQ_US"
-    elif [ "$(uname -m)" = aarch64 ]; then echo 500
-    else echo 50; fi
+    echo "${STORM_IRQ_US:-500}"
 }
 
 start_noise() {
@@ -53,21 +54,36 @@ stop_noise() {
     esac
 }
 
+# traced_run NAME REFERENCE JSON CMD...: `check NAME CMD` with the reference instance
+# recording, sent back as REFERENCE. Run once more (marker `noisy-retry`) when rtscope's JSON
+# says the kernel's interrupt exits stopped reaching its trace (`missing_exits`): beside a
+# loaded host a rt-arm64 guest lost every exit of one whole run, in both instances, and then
+# neither can say what ran (noisy_checks.exits_reached, which fails a second such run).
+traced_run() {
+    _tr_name=$1 _tr_ref=$2 _tr_json=$3
+    shift 3
+    for _try in 1 2; do
+        reference_start
+        check "$_tr_name" "$@"
+        reference_stop "$_tr_ref"
+        grep -q '"missing_exits"' "$_tr_json" 2>/dev/null || return 0
+        [ "$_try" = 1 ] && mark noisy-retry "$_tr_name missing-exits"
+    done
+}
+
 mark clocksource "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 for mode in ${MODES:-preempt irq storm softirq net}; do
     start_noise "$mode"
-    reference_start
     # RTSCOPE_TRACE_DUMP: every event rtscope's own recorder read, to set beside the reference.
-    check "explain-$mode" env RTSCOPE_TRACE_DUMP="/tmp/dump-$mode.txt" rtscope measure -D 6s -i 1ms --cpus 1 -p 80 --explain 1.5ms --explain-keep 100 -q \
-        --no-db --json "/tmp/explain-$mode.json"
-    reference_stop "reference-$mode.txt"
+    traced_run "explain-$mode" "reference-$mode.txt" "/tmp/explain-$mode.json" \
+        env RTSCOPE_TRACE_DUMP="/tmp/dump-$mode.txt" rtscope measure -D 6s -i 1ms --cpus 1 -p 80 \
+        --explain 1.5ms --explain-keep 100 -q --no-db --json "/tmp/explain-$mode.json"
     # The same noise under `rtscope noise --explain`: a busy loop at SCHED_OTHER on CPU 1 whose
     # gaps of 20 us and more are charged, the worst 200 kept whole for the comparison.
-    reference_start
-    check "noise-$mode" env RTSCOPE_TRACE_DUMP="/tmp/noise-dump-$mode.txt" rtscope noise -D 3s --cpus 1 \
+    traced_run "noise-$mode" "reference-noise-$mode.txt" "/tmp/noise-$mode.json" \
+        env RTSCOPE_TRACE_DUMP="/tmp/noise-dump-$mode.txt" rtscope noise -D 3s --cpus 1 \
         --runtime 950ms --period 1s --threshold 5us --explain 20us --explain-keep 200 -q \
         --no-db --json "/tmp/noise-$mode.json"
-    reference_stop "reference-noise-$mode.txt"
     grep -E '^ *(CPU1|[0-9]+:)|NET_RX|TASKLET|CAL' /proc/softirqs /proc/interrupts 2>/dev/null | sed 's/^/| /'
     stop_noise "$mode"
     mark noisy-tier "$mode $(sed -n 's/.*explaining spikes: tier \([a-z-]*\).*/\1/p' /tmp/explain-$mode.log | head -n 1)"

@@ -58,6 +58,12 @@ pub fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>, keep: usize) ->
     let cpus = run.config().cpus.clone();
     let root = std::path::Path::new("/");
     let platform = PlatformCounters::start(root, &cpus);
+    // Attributing gaps as they come takes the control thread's time: at the trace reader's
+    // priority, so that a load on the housekeeping CPUs cannot hold it off (back after).
+    let fifo = explain.as_ref().and_then(NoiseExplainer::live_fifo);
+    if let Some(p) = fifo {
+        crate::housekeeping::Housekeeping::Fifo(p).apply_current();
+    }
     let mut fresh = Vec::new();
     let mut drain = |run: &NoiseRun, gaps: &mut Vec<KeptGaps>| {
         for (i, (sh, kept)) in run.threads().iter().zip(gaps.iter_mut()).enumerate() {
@@ -94,6 +100,9 @@ pub fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>, keep: usize) ->
         }
         x.finish()
     });
+    if fifo.is_some() {
+        crate::housekeeping::reset_current();
+    }
     Outcome {
         threads,
         gaps,
