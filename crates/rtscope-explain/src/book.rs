@@ -407,10 +407,7 @@ mod tests {
         };
         Explained::Traced(Attribution {
             spike,
-            charges: vec![Charge {
-                category: cat,
-                ns: latency,
-            }],
+            charges: vec![Charge::new(cat, latency)],
             complete: true,
             lost_events: false,
             siblings: Vec::new(),
@@ -426,13 +423,7 @@ mod tests {
                 wakeup_ns: at + 100,
                 smis: None,
             },
-            charges: cats
-                .iter()
-                .map(|c| Charge {
-                    category: c.clone(),
-                    ns: 10,
-                })
-                .collect(),
+            charges: cats.iter().map(|c| Charge::new(c.clone(), 10)).collect(),
             complete: true,
             lost_events: false,
             siblings: Vec::new(),
@@ -440,7 +431,7 @@ mod tests {
     }
 
     #[test]
-    fn interference_counts_each_culprit_of_a_gap_once_and_a_gap_with_none_as_hardware() {
+    fn interference_counts_every_occurrence_and_a_gap_with_none_as_hardware() {
         let irq = |n: &str| Category::Irq { name: n.into() };
         let thread = Category::Thread {
             task: Task {
@@ -469,13 +460,20 @@ mod tests {
             &[Category::ReturnToUser, Category::Unexplained],
         ));
         b.add(gap(3, 5_000, &[Category::Nmi, Category::RtThrottling]));
+        // Three timer ticks in one gap count 3, as osnoise counts them; a charge recorded
+        // before occurrences were counted (0) counts once.
+        let mut ticks = gap(1, 6_000, &[irq("local_timer")]);
+        if let Explained::Traced(a) = &mut ticks {
+            a.charges[0].times = 3;
+        }
+        b.add(ticks);
         b.no_context(100);
         let s = b.summary(Tier::FlightRecorder, None, 1);
         let one = Interference {
             cpu: 1,
             hw: 2,
             nmi: 0,
-            irq: 3,
+            irq: 6,
             softirq: 1,
             thread: 1,
         };

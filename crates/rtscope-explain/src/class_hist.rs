@@ -105,10 +105,7 @@ mod tests {
             },
             charges: charges
                 .iter()
-                .map(|(category, ns)| Charge {
-                    category: category.clone(),
-                    ns: *ns,
-                })
+                .map(|(category, ns)| Charge::new(category.clone(), *ns))
                 .collect(),
             complete: true,
             lost_events: false,

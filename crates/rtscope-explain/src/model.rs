@@ -329,6 +329,46 @@ pub struct Charge {
     pub category: Category,
     /// Time charged (ns).
     pub ns: u64,
+    /// Separate occurrences that took that time: interrupt entries, softirq and thread runs,
+    /// NMIs, as the kernel's osnoise tracer counts them (the interference counts). 0 in
+    /// attributions recorded before they were counted, and for time of no occurrence (the
+    /// return to user space, the hypervisor).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub times: u32,
+}
+
+impl Category {
+    /// Whether this time comes in occurrences the osnoise tracer counts — an interrupt, a
+    /// softirq run, an NMI, another thread's run — rather than being the measuring thread's
+    /// own (the return to user space, blocked) or no one's (the hypervisor, unexplained).
+    pub fn counts_occurrences(&self) -> bool {
+        matches!(
+            self,
+            Category::Nmi
+                | Category::TimerIrqLate { .. }
+                | Category::TimerIrqHandler
+                | Category::Irq { .. }
+                | Category::Softirq { .. }
+                | Category::Thread { .. }
+                | Category::Blocking { .. }
+                | Category::RtThrottling
+        )
+    }
+}
+
+impl Charge {
+    /// `ns` charged to `category`, no occurrence counted.
+    pub fn new(category: Category, ns: u64) -> Charge {
+        Charge {
+            category,
+            ns,
+            times: 0,
+        }
+    }
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A wake-up above the threshold, on CLOCK_MONOTONIC.
@@ -449,6 +489,7 @@ mod tests {
                 },
             },
             ns: 7,
+            times: 0,
         };
         let json = serde_json::to_string(&c).unwrap();
         assert_eq!(
@@ -478,11 +519,7 @@ mod tests {
                 softirq: Some(Softirq::Timer),
             },
         };
-        let json = serde_json::to_string(&Charge {
-            category: softirq.clone(),
-            ns: 3,
-        })
-        .unwrap();
+        let json = serde_json::to_string(&Charge::new(softirq.clone(), 3)).unwrap();
         assert_eq!(
             json,
             r#"{"kind":"timer_irq_late","cause":"irqs_off_or_hypervisor","vec":"TIMER","ns":3}"#

@@ -297,14 +297,8 @@ mod tests {
         b.add(Explained::Traced(Attribution {
             spike,
             charges: vec![
-                Charge {
-                    category: Category::Thread { task },
-                    ns: 2_300_000,
-                },
-                Charge {
-                    category: Category::TimerIrqHandler,
-                    ns: 80_000,
-                },
+                Charge::new(Category::Thread { task }, 2_300_000),
+                Charge::new(Category::TimerIrqHandler, 80_000),
             ],
             complete: true,
             lost_events: false,
@@ -335,10 +329,7 @@ mod tests {
         };
         b.add(Explained::Traced(Attribution {
             spike,
-            charges: vec![Charge {
-                category: Category::Hypervisor,
-                ns: 3_000_000,
-            }],
+            charges: vec![Charge::new(Category::Hypervisor, 3_000_000)],
             complete: true,
             lost_events: false,
             siblings: Vec::new(),
@@ -371,10 +362,7 @@ mod tests {
                 wakeup_ns: at + 100_000,
                 smis: None,
             },
-            charges: vec![Charge {
-                category,
-                ns: 100_000,
-            }],
+            charges: vec![Charge::new(category, 100_000)],
             complete: true,
             lost_events: false,
             siblings: vec![crate::SiblingActivity {

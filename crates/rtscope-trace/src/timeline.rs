@@ -12,6 +12,7 @@
 use crate::decode::{Event, Kind, TaskState, Tasks};
 use crate::machine::Machine;
 use crate::model::{Category, Charge, LateCause, Softirq, Spike};
+use std::collections::HashSet;
 
 /// What the CPU ran over a piece of time.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,13 +127,13 @@ pub(crate) struct Timeline<'a> {
     pub own: Own,
 }
 
-fn covering(layer: &[Piece], from: u64, to: u64) -> Option<&Ctx> {
+fn covering(layer: &[Piece], from: u64, to: u64) -> Option<&Piece> {
     layer
         .iter()
         .enumerate()
         .filter(|(_, p)| p.from <= from && to <= p.to && p.from < p.to)
         .max_by_key(|(i, p)| (p.from, *i))
-        .map(|(_, p)| &p.ctx)
+        .map(|(_, p)| p)
 }
 
 impl Timeline<'_> {
@@ -164,11 +165,11 @@ impl Timeline<'_> {
         rtscope_core::order::sort_by_key(&mut base, |p| p.from);
         let in_base = |from: u64, to: u64| {
             let i = base.partition_point(|p| p.from <= from);
-            i.checked_sub(1)
-                .map(|i| &base[i])
-                .filter(|p| to <= p.to)
-                .map(|p| &p.ctx)
+            i.checked_sub(1).map(|i| &base[i]).filter(|p| to <= p.to)
         };
+        // Each piece is one occurrence (an interrupt's entry, a thread's run): counted once,
+        // with the first category its time goes to, however often nested noise cuts it.
+        let mut seen: HashSet<*const Piece> = HashSet::new();
         let mut charges: Vec<Charge> = Vec::new();
         let mut left = Budgets {
             idle_exit: self.machine.idle_exit_max_ns,
@@ -176,11 +177,12 @@ impl Timeline<'_> {
         };
         for pair in cuts.windows(2) {
             let (from, to) = (pair[0], pair[1]);
-            let ctx = covering(&overlays, from, to)
+            let piece = covering(&overlays, from, to)
                 .or_else(|| in_base(from, to))
                 .or_else(|| covering(&fallback, from, to));
-            for (cat, ns) in self.classify(ctx, from, to - from, &mut left) {
-                add(&mut charges, cat, ns);
+            let mut new = piece.is_some_and(|p| seen.insert(std::ptr::from_ref(p)));
+            for (cat, ns) in self.classify(piece.map(|p| &p.ctx), from, to - from, &mut left) {
+                add(&mut charges, cat, ns, std::mem::take(&mut new));
             }
         }
         self.below_the_kernel(&mut charges);
@@ -205,10 +207,7 @@ impl Timeline<'_> {
             return;
         }
         let ns = charges.iter().map(|c| c.ns).sum();
-        *charges = vec![Charge {
-            category: below,
-            ns,
-        }];
+        *charges = vec![Charge::new(below, ns)];
     }
 
     /// The categories of `ns` from `at` in `ctx`: one, or two when an idle exit or the return
@@ -345,14 +344,22 @@ struct Budgets {
     return_to_user: u64,
 }
 
-fn add(charges: &mut Vec<Charge>, cat: Category, ns: u64) {
+/// Adds `ns` to `cat`'s charge; `new`: they begin another occurrence of it (counted where the
+/// category has occurrences: [`Category::counts_occurrences`]).
+fn add(charges: &mut Vec<Charge>, cat: Category, ns: u64, new: bool) {
     if ns == 0 {
         return;
     }
-    match charges.iter_mut().find(|c| c.category == cat) {
-        Some(c) => c.ns += ns,
-        None => charges.push(Charge { category: cat, ns }),
-    }
+    let new = new && cat.counts_occurrences();
+    let i = match charges.iter().position(|c| c.category == cat) {
+        Some(i) => i,
+        None => {
+            charges.push(Charge::new(cat, 0));
+            charges.len() - 1
+        }
+    };
+    charges[i].ns += ns;
+    charges[i].times += u32::from(new);
 }
 
 #[cfg(test)]
@@ -504,13 +511,7 @@ mod tests {
             }
         );
         assert_eq!(c[0].ns, 250_000);
-        assert_eq!(
-            c[1],
-            Charge {
-                category: Category::ReturnToUser,
-                ns: 150_000
-            }
-        );
+        assert_eq!(c[1], Charge::new(Category::ReturnToUser, 150_000));
     }
 
     /// A busy loop at kernel priority `loop_prio` switched out still runnable at 1.1 ms for

@@ -673,6 +673,38 @@ mod tests {
         );
     }
 
+    /// Each interrupt of a gap is one occurrence, as the osnoise tracer counts them: three
+    /// timer ticks in a busy loop's gap count 3 (rtla osnoise top's IRQ column), one of them
+    /// cut in two by a nested IPI still 1.
+    #[test]
+    fn each_interrupt_in_a_gap_counts_once_however_nested_noise_cuts_it() {
+        let in_loop = |mut e: Event| {
+            e.pid = TID;
+            e
+        };
+        let mut e: Vec<Event> = (1..=3)
+            .map(|i| in_loop(irq(D + i * 50_000, "arch_timer", 11, 20_000)))
+            .collect();
+        e.push(in_loop(irq(D - 900_000, "arch_timer", 11, 8_000)));
+        e.push(in_loop(irq(D + 40_000, "IPI", 2, 5_000)));
+        e.push(in_loop(irq(D + 204_000, "arch_timer", 11, 8_000)));
+        rtscope_core::order::sort_by_key(&mut e, |e| e.ts);
+        let guest = Machine {
+            idle_exit_max_ns: Some(0),
+            guest: true,
+            busy_loop: true,
+        };
+        let a = attribute_on(&e, &spike(D + 180_000), false, guest);
+        let times = |name: &str| {
+            a.charges
+                .iter()
+                .find(|c| matches!(&c.category, Category::Irq { name: n } if n.starts_with(name)))
+                .map(|c| (c.ns, c.times))
+        };
+        assert_eq!(times("arch_timer"), Some((55_000, 3)), "{a:?}");
+        assert_eq!(times("IPI"), Some((5_000, 1)), "{a:?}");
+    }
+
     /// Issue 25: 76 ms "exit from idle" on a guest that has no idle states.
     #[test]
     fn a_long_idle_exit_on_a_guest_without_idle_states_is_the_hypervisor() {
