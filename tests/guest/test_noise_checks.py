@@ -180,6 +180,18 @@ class Injected(unittest.TestCase):
         self.assertEqual(len(inside), 20)  # 10 a window
         self.assertNotIn((START + 960 * MS, START + 980 * MS), inside)
 
+    def test_a_spin_shorter_than_the_threshold_injected_nothing_and_does_not_count(self):
+        # Woken past its spin's end (a 232.9 ms host stall beside the hog): "first last" equal.
+        late = (START + 410 * MS, START + 410 * MS)
+        spins = sorted(SPINS + [late])
+        doc = {**run_doc([]), "config": {**CONFIG, "threshold_ns": 5_000}}
+        self.assertNotIn(late, noise_checks.spins_measured(doc, spins))
+        self.assertEqual(len(noise_checks.spins_measured(doc, spins)), 20)
+        gaps = [(a - 3_000, b + 40_000) for a, b in SPINS]
+        ok, detail = noise_checks.injected_found({**run_doc(gaps), "config": doc["config"]},
+                                                 spins)
+        self.assertTrue(ok, detail)
+
     def test_each_spin_in_one_gap_longer_than_it_is_found(self):
         gaps = [(a - 3_000, b + 40_000) for a, b in SPINS]
         ok, detail = noise_checks.injected_found(run_doc(gaps), SPINS)
