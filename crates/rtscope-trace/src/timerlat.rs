@@ -552,6 +552,15 @@ mod tests {
         assert!(!a.complete);
     }
 
+    /// A machine without idle states (a guest's halt only, or bare metal's).
+    fn no_idle_states(guest: bool, busy_loop: bool) -> Machine {
+        Machine {
+            idle_exit_max_ns: Some(0),
+            guest,
+            busy_loop,
+        }
+    }
+
     fn irq(ts: u64, desc: &str, vector: i32, ns: u64) -> Event {
         noise(
             ts,
@@ -689,12 +698,7 @@ mod tests {
         e.push(in_loop(irq(D + 40_000, "IPI", 2, 5_000)));
         e.push(in_loop(irq(D + 204_000, "arch_timer", 11, 8_000)));
         rtscope_core::order::sort_by_key(&mut e, |e| e.ts);
-        let guest = Machine {
-            idle_exit_max_ns: Some(0),
-            guest: true,
-            busy_loop: true,
-        };
-        let a = attribute_on(&e, &spike(D + 180_000), false, guest);
+        let a = attribute_on(&e, &spike(D + 180_000), false, no_idle_states(true, true));
         let times = |name: &str| {
             a.charges
                 .iter()
@@ -712,12 +716,12 @@ mod tests {
         e.extend(timer(D + 76_000_000, D + 76_005_000));
         e.push(switch(D + 76_006_000, 0, (TID, 10), "rtscope-m0"));
         rtscope_core::order::sort_by_key(&mut e, |e| e.ts);
-        let guest = Machine {
-            idle_exit_max_ns: Some(0),
-            guest: true,
-            busy_loop: false,
-        };
-        let a = attribute_on(&e, &spike(D + 76_007_000), false, guest);
+        let a = attribute_on(
+            &e,
+            &spike(D + 76_007_000),
+            false,
+            no_idle_states(true, false),
+        );
         assert_eq!(a.ns_where(|c| *c == Category::Hypervisor), 76_000_000);
         let idle = Category::TimerIrqLate {
             cause: LateCause::ExitFromIdle,
