@@ -318,22 +318,46 @@ def parse_spins(text: str) -> list[tuple[int, int]]:
 def spins_measured(doc: dict, spins: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The spins inside the run's runtime windows (`clock_start_ns` + k periods, `runtime_ns`
     each, until `duration_ns`), WINDOW_MARGIN_NS from their edges, that took the CPU for at
-    least the run's threshold. The culprit spins until an absolute time (its period start +
-    20 ms): woken more than 20 ms late — beside a loaded host a 232.9 ms gap ended 7.4 ms
-    before one — it logs a spin of 0 ns, which injects nothing to find."""
+    least the run's threshold while the loop was spinning (`loop_spinning`). The culprit spins
+    until an absolute time (its period start + 20 ms): woken more than 20 ms late — beside a
+    loaded host a 232.9 ms gap ended 7.4 ms before one — it logs a spin of 0 ns, which injects
+    nothing to find."""
     cfg, start = doc.get("config") or {}, doc.get("clock_start_ns")
     period, runtime, duration = (cfg.get(k) for k in ("period_ns", "runtime_ns", "duration_ns"))
     if not (start and period and runtime and duration):
         return []
+    gaps = run_gaps(doc)
     out = []
     for a, b in spins:
         if a < start or b - a < (cfg.get("threshold_ns") or 0):
             continue
         w = start + (a - start) // period * period
         end = min(w + runtime, start + duration)
-        if a >= w + WINDOW_MARGIN_NS and b <= end - WINDOW_MARGIN_NS:
+        if (a >= w + WINDOW_MARGIN_NS and b <= end - WINDOW_MARGIN_NS
+                and loop_spinning(gaps, start, w, a, b)):
             out.append((a, b))
     return out
+
+
+def run_gaps(doc: dict) -> list[tuple[int, int]]:
+    """The first CPU's gaps (`--json`) as sorted (start, end) on CLOCK_MONOTONIC."""
+    start = doc.get("clock_start_ns") or 0
+    return sorted((start + g["offset_ns"], start + g["offset_ns"] + g["duration_ns"])
+                  for g in ((doc.get("cpus") or [{}])[0].get("gaps") or []))
+
+
+def loop_spinning(gaps: list[tuple[int, int]], start: int, w: int, a: int, b: int) -> bool:
+    """Whether the loop was spinning when a spin took the CPU at `a`, in the window from `w`.
+    The first window starts without a sleep. A later one starts when the loop's sleep ends,
+    and its wake-up can come after the window's start: beside the hog, on rt-amd64, a host
+    stall held it and the culprit (FIFO 99) ran first, and the loop's first gap came 66 ms
+    into its window, after a 15.5 ms spin no gap held. Nothing was measured then. The loop
+    shows that it ran in the window by a gap there that started by the spin's start (one
+    before it, or the spin's own)."""
+    tol = max(1000, (b - a) // 50)
+    i = bisect.bisect_left(gaps, (w, 0))
+    before = gaps[max(0, i - 1):bisect.bisect_right(gaps, (a + tol, 1 << 63))]
+    return w == start or any(e > w for _, e in before)
 
 
 def covering(spans: list[tuple[int, int]], a: int, b: int) -> tuple[int, int] | None:
@@ -350,9 +374,7 @@ def covering(spans: list[tuple[int, int]], a: int, b: int) -> tuple[int, int] | 
 def injected_found(doc: dict, spins: list[tuple[int, int]]) -> tuple[bool, str]:
     """Whether the run's gaps (`--json`, on CLOCK_MONOTONIC from `clock_start_ns`) hold the
     injected spins: INJECTED_FOUND of them each inside one gap."""
-    start = doc.get("clock_start_ns") or 0
-    gaps = sorted((start + g["offset_ns"], start + g["offset_ns"] + g["duration_ns"])
-                  for g in ((doc.get("cpus") or [{}])[0].get("gaps") or []))
+    gaps = run_gaps(doc)
     inside = spins_measured(doc, spins)
     excess = sorted((g[1] - g[0]) - (b - a) for a, b in inside
                     if (g := covering(gaps, a, b)) is not None)

@@ -155,9 +155,14 @@ CONFIG = {"period_ns": 1_000 * MS, "runtime_ns": 950 * MS, "duration_ns": 2_000 
 SPINS = [(START + t * MS, START + (t + 20) * MS) for t in range(-190, 2_100, 100)]
 
 
-def run_doc(gaps):
+# A tick's gap 2 ms into each window: the loop was spinning from there.
+TICKS = [(START + w * MS + 2 * MS, START + w * MS + 2 * MS + 10_000) for w in (0, 1_000)]
+
+
+def run_doc(gaps, ticks=TICKS):
     return {"clock_start_ns": START, "config": CONFIG,
-            "cpus": [{"gaps": [{"offset_ns": a - START, "duration_ns": b - a} for a, b in gaps]}]}
+            "cpus": [{"gaps": [{"offset_ns": a - START, "duration_ns": b - a}
+                               for a, b in sorted(gaps + ticks)]}]}
 
 
 def explained_doc(charged_pid, comm="culprit"):
@@ -166,7 +171,7 @@ def explained_doc(charged_pid, comm="culprit"):
                            "ns": b - a + 10_000},
                           {"kind": "irq", "name": "local_timer", "ns": 25_000}]}
              for a, b in SPINS]
-    return {"clock_start_ns": START, "config": CONFIG, "explain": {"worst": worst}}
+    return {**run_doc([]), "explain": {"worst": worst}}
 
 
 class Injected(unittest.TestCase):
@@ -179,6 +184,25 @@ class Injected(unittest.TestCase):
         inside = noise_checks.spins_measured(run_doc([]), SPINS)
         self.assertEqual(len(inside), 20)  # 10 a window
         self.assertNotIn((START + 960 * MS, START + 980 * MS), inside)
+
+    def test_a_spin_before_the_loop_woke_for_its_window_was_not_measured(self):
+        # Beside the hog (rt-amd64): the loop's wake-up for its window came after a spin.
+        late = [(a, b) for a, b in SPINS if START + 1_000 * MS < a and b <= START + 1_150 * MS]
+        woke = [(START + 1_160 * MS, START + 1_160 * MS + 10_000)]
+        window = [s for s in SPINS if START + 1_000 * MS < s[0] < START + 1_950 * MS]
+        inside = noise_checks.spins_measured(run_doc([], ticks=TICKS[:1] + woke), SPINS)
+        self.assertEqual([s for s in inside if s in window], window[2:])
+        gaps = [(a - 3_000, b + 40_000) for a, b in SPINS if (a, b) not in late]
+        ok, detail = noise_checks.injected_found(run_doc(gaps, ticks=TICKS[:1] + woke), SPINS)
+        self.assertTrue(ok, detail)
+        self.assertIn("18 of 18", detail)
+        # A spin the loop missed once it had run in its window still counts.
+        gaps.remove((window[4][0] - 3_000, window[4][1] + 40_000))
+        ok, detail = noise_checks.injected_found(run_doc(gaps, ticks=TICKS[:1] + woke), SPINS)
+        self.assertFalse(ok, detail)
+        self.assertIn("17 of 18", detail)
+        # The first window starts without a sleep: its spins count with no gap before them.
+        self.assertEqual(len(noise_checks.spins_measured(run_doc([], ticks=[]), SPINS)), 10)
 
     def test_a_spin_shorter_than_the_threshold_injected_nothing_and_does_not_count(self):
         # Woken past its spin's end (a 232.9 ms host stall beside the hog): "first last" equal.
