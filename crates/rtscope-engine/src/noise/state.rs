@@ -130,11 +130,17 @@ pub struct NoiseShared {
     smi: Option<SmiMsr>,
 }
 
-/// An open SMI counter and its last reading.
+/// An open SMI counter, its last reading, and the shortest time a read of it took (ns): the
+/// read's own cost, against which a read that something interrupted is told apart.
 struct SmiMsr {
     file: std::fs::File,
     last: AtomicU64,
+    floor: AtomicU64,
 }
+
+/// Reads of the SMI counter timed at each window's start (outside the measured time) for its
+/// floor.
+const FLOOR_READS: usize = 4;
 
 /// `MSR_SMI_COUNT`: its offset in the msr device; the low 32 bits count.
 const MSR_SMI_COUNT: u64 = 0x34;
@@ -200,15 +206,25 @@ impl NoiseShared {
             smi: smi.map(|file| SmiMsr {
                 file,
                 last: AtomicU64::new(NO_SMIS),
+                floor: AtomicU64::new(u64::MAX),
             }),
         }
     }
 
-    /// Reads the SMI counter as the base of the next gap's count (at a window's start, outside
-    /// the measured time).
+    /// Reads the SMI counter as the base of the next gap's count, and times a few reads for the
+    /// read's floor (at a window's start, outside the measured time).
     pub(crate) fn smi_base(&self) {
         if let Some(m) = &self.smi {
-            m.last.store(m.read().unwrap_or(NO_SMIS), Relaxed);
+            let mut now = None;
+            for _ in 0..FLOOR_READS {
+                let before = crate::sys::now(libc::CLOCK_MONOTONIC);
+                now = m.read();
+                let took = crate::sys::now(libc::CLOCK_MONOTONIC)
+                    .0
+                    .saturating_sub(before.0);
+                m.floor.fetch_min(took, Relaxed);
+            }
+            m.last.store(now.unwrap_or(NO_SMIS), Relaxed);
         }
     }
 
@@ -262,21 +278,53 @@ impl NoiseShared {
         Nanos(top.max(self.max.load(Relaxed)))
     }
 
-    /// The cold path: a gap over the threshold, from the counter reading `prev`. Returns
-    /// whether it read the SMI counter (a system call: the loop then starts its next gap
-    /// after it, and the read's time is excluded).
+    /// The cold path: a gap over the threshold, from the counter reading `prev` to `t`. Reads
+    /// the SMI counter, if there is one, and returns the gap's length (ns) and the reading the
+    /// loop goes on from.
+    ///
+    /// The read is a system call: its own cost (the floor, timed at each window's start) is
+    /// excluded, never a gap nor runtime. A read that took longer than that by more than the
+    /// threshold was interrupted (an interrupt, a preemption, the host): the gap is extended
+    /// to its end, so that nothing which took the CPU goes unmeasured, and the counter is read
+    /// again, so that the count spans the whole gap. Injected ground truth beside a load
+    /// caught a helper preempting the loop inside the read: its 50 µs spin was excluded and
+    /// its SMI counted for the gap before.
     #[cold]
     #[inline(never)]
-    fn over(&self, anchor: Anchor, cal: Calibration, prev: u64, gap: u64) -> bool {
-        let start = anchor.at(cal, prev);
-        let smis = self.smi.as_ref().map_or(NO_SMIS, |m| {
-            let (now, last) = (m.read(), m.last.load(Relaxed));
-            m.last.store(now.unwrap_or(NO_SMIS), Relaxed);
-            match now {
-                Some(n) if last != NO_SMIS => n.wrapping_sub(last) & 0xffff_ffff,
-                _ => NO_SMIS,
+    fn over(
+        &self,
+        clock: &mut dyn FnMut() -> u64,
+        (cal, anchor): (Calibration, Anchor),
+        (prev, mut t, until): (u64, u64, u64),
+        threshold: u64,
+    ) -> (u64, u64) {
+        let mut smis = NO_SMIS;
+        let mut next = t;
+        if let Some(m) = &self.smi {
+            let last = m.last.load(Relaxed);
+            loop {
+                let now = m.read();
+                let after = clock();
+                m.last.store(now.unwrap_or(NO_SMIS), Relaxed);
+                smis = match now {
+                    Some(n) if last != NO_SMIS => n.wrapping_sub(last) & 0xffff_ffff,
+                    _ => NO_SMIS,
+                };
+                let took = cal.ns(after.saturating_sub(t));
+                let floor = m.floor.fetch_min(took, Relaxed).min(took);
+                next = after;
+                if took > floor.saturating_add(threshold) {
+                    t = after;
+                    if after < until {
+                        continue;
+                    }
+                } else {
+                    bump(&self.excluded, took);
+                }
+                break;
             }
-        });
+        }
+        let (start, gap) = (anchor.at(cal, prev), cal.ns(t.saturating_sub(prev)));
         self.ring.push(start, gap, smis);
         bump(&self.over, 1);
         bump(&self.noise, gap);
@@ -284,7 +332,7 @@ impl NoiseShared {
             self.max.store(gap, Relaxed);
             self.max_at.store(start, Relaxed);
         }
-        self.smi.is_some()
+        (gap, next)
     }
 }
 
@@ -303,13 +351,11 @@ pub(crate) fn spin(
 ) -> u64 {
     loop {
         let mut t = clock();
-        let gap = cal.ns(t.saturating_sub(prev));
-        bump(&sh.hist[layout::index_of(gap)], 1);
-        if gap > threshold && sh.over(anchor, cal, prev, gap) {
-            let after = clock();
-            bump(&sh.excluded, cal.ns(after.saturating_sub(t)));
-            t = after;
+        let mut gap = cal.ns(t.saturating_sub(prev));
+        if gap > threshold {
+            (gap, t) = sh.over(clock, (cal, anchor), (prev, t, until), threshold);
         }
+        bump(&sh.hist[layout::index_of(gap)], 1);
         prev = t;
         if t >= until {
             return t;
@@ -475,6 +521,46 @@ mod tests {
         // Each read's 100, 50 and 50 ns are excluded: never a gap, never runtime.
         assert_eq!(sh.excluded(), 200);
         assert_eq!(sh.totals().iterations(), 4);
+    }
+
+    #[test]
+    fn an_interrupted_smi_read_extends_its_gap_and_the_counter_is_read_again() {
+        use std::os::unix::fs::FileExt;
+        let path = std::env::temp_dir().join(format!("rtscope-msr-int-{}", std::process::id()));
+        let msr = std::fs::File::create(&path).unwrap();
+        let set = |n: u64| msr.write_all_at(&n.to_le_bytes(), MSR_SMI_COUNT).unwrap();
+        set(10);
+        let sh = NoiseShared::with_smi(8, Some(std::fs::File::open(&path).unwrap()));
+        std::fs::remove_file(&path).unwrap();
+        sh.smi_base();
+        sh.smi.as_ref().unwrap().floor.store(100, Relaxed);
+        // A 5,000 ns gap with one SMI; its read takes 4,000 (a helper preempted the loop in it
+        // and an SMI came meanwhile); the read again takes 100; then a gap of 100.
+        let script: [(u64, Option<u64>); 4] = [
+            (5_000, Some(11)),
+            (9_000, Some(12)),
+            (9_100, None),
+            (9_200, None),
+        ];
+        let mut i = 0;
+        let mut clock = || {
+            let (t, smi) = script[i.min(script.len() - 1)];
+            if let Some(n) = smi {
+                set(n);
+            }
+            i += 1;
+            t
+        };
+        assert_eq!(spin(&sh, &mut clock, NS, 0, 9_200, 1000), 9_200);
+        let mut gaps = Vec::new();
+        sh.ring()
+            .drain(|g| gaps.push((g.start.0, g.duration.0, g.smis)));
+        // One gap to the interrupted read's end, with both SMIs; only the last read excluded.
+        assert_eq!(gaps, vec![(0, 9_000, Some(2))]);
+        assert_eq!(sh.excluded(), 100);
+        let t = sh.totals();
+        assert_eq!((t.iterations(), t.over, t.noise), (2, 1, Nanos(9_000)));
+        assert_eq!(t.histogram.max(), Some(Nanos(9_000)));
     }
 
     #[test]
