@@ -476,27 +476,27 @@ mod tests {
         );
     }
 
-    #[test]
-    fn each_gap_carries_the_smis_counted_since_the_last_read_and_the_read_is_not_measured() {
+    /// Runs the loop from 0 until `until` over `script` (each reading, and the SMI count set as
+    /// it is taken), a regular file standing for the msr device with the count `first` at the
+    /// base read; `floor` replaces the read's timed floor. The thread's memory and its gaps.
+    fn run_with_smis(
+        first: u64,
+        floor: Option<u64>,
+        script: &[(u64, Option<u64>)],
+        until: u64,
+    ) -> (NoiseShared, Vec<(u64, u64, Option<u32>)>) {
         use std::os::unix::fs::FileExt;
-        let path = std::env::temp_dir().join(format!("rtscope-msr-{}", std::process::id()));
+        let name = format!("rtscope-msr-{}-{until}", std::process::id());
+        let path = std::env::temp_dir().join(name);
         let msr = std::fs::File::create(&path).unwrap();
         let set = |n: u64| msr.write_all_at(&n.to_le_bytes(), MSR_SMI_COUNT).unwrap();
-        set(0xffff_fffe); // it wraps at 32 bits
+        set(first);
         let sh = NoiseShared::with_smi(8, Some(std::fs::File::open(&path).unwrap()));
         std::fs::remove_file(&path).unwrap();
         sh.smi_base();
-        // Gaps from 0: 5,000 (two SMIs in it, across the wrap), then the reading after the SMI
-        // read (100 later: excluded), 100, 3,000 (none), after the read 50, then 2,000 (one).
-        let script: [(u64, Option<u64>); 7] = [
-            (5_000, Some(0)),
-            (5_100, None),
-            (5_200, None),
-            (8_200, None),
-            (8_250, Some(1)),
-            (10_250, None),
-            (10_300, None),
-        ];
+        if let Some(f) = floor {
+            sh.smi.as_ref().unwrap().floor.store(f, Relaxed);
+        }
         let mut i = 0;
         let mut clock = || {
             let (t, smi) = script[i.min(script.len() - 1)];
@@ -506,10 +506,28 @@ mod tests {
             i += 1;
             t
         };
-        assert_eq!(spin(&sh, &mut clock, NS, 0, 10_300, 1000), 10_300);
+        assert_eq!(spin(&sh, &mut clock, NS, 0, until, 1000), until);
         let mut gaps = Vec::new();
         sh.ring()
             .drain(|g| gaps.push((g.start.0, g.duration.0, g.smis)));
+        (sh, gaps)
+    }
+
+    #[test]
+    fn each_gap_carries_the_smis_counted_since_the_last_read_and_the_read_is_not_measured() {
+        // From a count about to wrap at 32 bits, gaps from 0: 5,000 (two SMIs in it, across
+        // the wrap), then the reading after the SMI read (100 later: excluded), 100, 3,000
+        // (none), after the read 50, then 2,000 (one).
+        let script = [
+            (5_000, Some(0)),
+            (5_100, None),
+            (5_200, None),
+            (8_200, None),
+            (8_250, Some(1)),
+            (10_250, None),
+            (10_300, None),
+        ];
+        let (sh, gaps) = run_with_smis(0xffff_fffe, None, &script, 10_300);
         assert_eq!(
             gaps,
             vec![
@@ -525,36 +543,16 @@ mod tests {
 
     #[test]
     fn an_interrupted_smi_read_extends_its_gap_and_the_counter_is_read_again() {
-        use std::os::unix::fs::FileExt;
-        let path = std::env::temp_dir().join(format!("rtscope-msr-int-{}", std::process::id()));
-        let msr = std::fs::File::create(&path).unwrap();
-        let set = |n: u64| msr.write_all_at(&n.to_le_bytes(), MSR_SMI_COUNT).unwrap();
-        set(10);
-        let sh = NoiseShared::with_smi(8, Some(std::fs::File::open(&path).unwrap()));
-        std::fs::remove_file(&path).unwrap();
-        sh.smi_base();
-        sh.smi.as_ref().unwrap().floor.store(100, Relaxed);
         // A 5,000 ns gap with one SMI; its read takes 4,000 (a helper preempted the loop in it
-        // and an SMI came meanwhile); the read again takes 100; then a gap of 100.
-        let script: [(u64, Option<u64>); 4] = [
+        // and an SMI came meanwhile), against a floor of 100; the read again takes 100; then a
+        // gap of 100.
+        let script = [
             (5_000, Some(11)),
             (9_000, Some(12)),
             (9_100, None),
             (9_200, None),
         ];
-        let mut i = 0;
-        let mut clock = || {
-            let (t, smi) = script[i.min(script.len() - 1)];
-            if let Some(n) = smi {
-                set(n);
-            }
-            i += 1;
-            t
-        };
-        assert_eq!(spin(&sh, &mut clock, NS, 0, 9_200, 1000), 9_200);
-        let mut gaps = Vec::new();
-        sh.ring()
-            .drain(|g| gaps.push((g.start.0, g.duration.0, g.smis)));
+        let (sh, gaps) = run_with_smis(10, Some(100), &script, 9_200);
         // One gap to the interrupted read's end, with both SMIs; only the last read excluded.
         assert_eq!(gaps, vec![(0, 9_000, Some(2))]);
         assert_eq!(sh.excluded(), 100);
