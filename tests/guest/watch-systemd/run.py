@@ -4,7 +4,7 @@ through a `kill -9` and a power cut (issue 30).
 
     python3 tests/guest/watch-systemd/run.py \\
         [--rtscope target/x86_64-unknown-linux-musl/release/rtscope] [--kernel amd64] \\
-        [--out target/guest/watch-systemd] [--timeout 600]
+        [--out target/guest/watch-systemd] [--timeout 900]
 
 1. A Debian 12 root file system with systemd (mmdebstrap --variant=minbase, from apt's
    configured sources), cached as a tarball in $RTSCOPE_GUEST_CACHE (default
@@ -457,7 +457,9 @@ def main(argv: list[str]) -> int:
                    default=str(REPO / "target/x86_64-unknown-linux-musl/release/rtscope"))
     p.add_argument("--kernel", default="amd64", help="an amd64 flavour: amd64, rt-amd64")
     p.add_argument("--out", default=str(REPO / "target/guest/watch-systemd"))
-    p.add_argument("--timeout", type=float, default=600, help="outer timeout per boot [600]")
+    # Beside CI's hog and the musl clippy, boot 1 reached multi-user in 4 min 21 s of guest
+    # time (27 Nov 2026) and had not reached its power cut at 600 s.
+    p.add_argument("--timeout", type=float, default=900, help="outer timeout per boot [900]")
     a = p.parse_args(argv)
     # An outer `timeout` (ci.sh) sends SIGTERM: leave through the finally blocks, which kill
     # QEMU and stop Prometheus.
