@@ -353,11 +353,10 @@ def loop_spinning(gaps: list[tuple[int, int]], start: int, w: int, a: int, b: in
     stall held it and the culprit (FIFO 99) ran first, and the loop's first gap came 66 ms
     into its window, after a 15.5 ms spin no gap held. Nothing was measured then. The loop
     shows that it ran in the window by a gap there that started by the spin's start (one
-    before it, or the spin's own)."""
-    tol = max(1000, (b - a) // 50)
-    i = bisect.bisect_left(gaps, (w, 0))
-    before = gaps[max(0, i - 1):bisect.bisect_right(gaps, (a + tol, 1 << 63))]
-    return w == start or any(e > w for _, e in before)
+    before it, or the spin's own): the loop's gaps follow one another, so the last to start by
+    then is the one that ends latest."""
+    j = bisect.bisect_right(gaps, (a + max(1000, (b - a) // 50), 1 << 63))
+    return w == start or (j > 0 and gaps[j - 1][1] > w)
 
 
 def covering(spans: list[tuple[int, int]], a: int, b: int) -> tuple[int, int] | None:

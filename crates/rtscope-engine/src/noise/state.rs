@@ -146,6 +146,17 @@ const FLOOR_READS: usize = 4;
 const MSR_SMI_COUNT: u64 = 0x34;
 
 impl SmiMsr {
+    /// Reads the counter, keeps the reading as the last, and returns the SMIs counted since
+    /// `last` (NO_SMIS when either reading failed).
+    fn count_since(&self, last: u64) -> u64 {
+        let now = self.read();
+        self.last.store(now.unwrap_or(NO_SMIS), Relaxed);
+        match now {
+            Some(n) if last != NO_SMIS => n.wrapping_sub(last) & 0xffff_ffff,
+            _ => NO_SMIS,
+        }
+    }
+
     fn read(&self) -> Option<u64> {
         use std::os::unix::fs::FileExt;
         let mut b = [0u8; 8];
@@ -298,30 +309,22 @@ impl NoiseShared {
         (prev, mut t, until): (u64, u64, u64),
         threshold: u64,
     ) -> (u64, u64) {
-        let mut smis = NO_SMIS;
-        let mut next = t;
+        let (mut smis, mut next) = (NO_SMIS, t);
         if let Some(m) = &self.smi {
             let last = m.last.load(Relaxed);
             loop {
-                let now = m.read();
-                let after = clock();
-                m.last.store(now.unwrap_or(NO_SMIS), Relaxed);
-                smis = match now {
-                    Some(n) if last != NO_SMIS => n.wrapping_sub(last) & 0xffff_ffff,
-                    _ => NO_SMIS,
-                };
-                let took = cal.ns(after.saturating_sub(t));
+                smis = m.count_since(last);
+                next = clock();
+                let took = cal.ns(next.saturating_sub(t));
                 let floor = m.floor.fetch_min(took, Relaxed).min(took);
-                next = after;
-                if took > floor.saturating_add(threshold) {
-                    t = after;
-                    if after < until {
-                        continue;
-                    }
-                } else {
+                if took <= floor.saturating_add(threshold) {
                     bump(&self.excluded, took);
+                    break;
                 }
-                break;
+                t = next;
+                if t >= until {
+                    break;
+                }
             }
         }
         let (start, gap) = (anchor.at(cal, prev), cal.ns(t.saturating_sub(prev)));
