@@ -118,6 +118,11 @@ impl EventLog {
 
     /// The events kept so far (latency and time are 0 in a cycles-only log).
     pub fn snapshot(&self) -> Vec<Sample> {
+        self.since(0)
+    }
+
+    /// The events kept from the `from`-th on (a reader that took the first `from` already).
+    pub fn since(&self, from: usize) -> Vec<Sample> {
         let n = self.len.load(Acquire) as usize;
         let field = |i: usize, f: usize| {
             if f < self.width {
@@ -126,7 +131,7 @@ impl EventLog {
                 0
             }
         };
-        (0..n)
+        (from.min(n)..n)
             .map(|i| Sample {
                 cycle: field(i, 0),
                 latency: Nanos(field(i, 1)),

@@ -313,10 +313,38 @@ impl NotTraced {
         match self {
             NotTraced::TracerNotLive => "tracer not yet live",
             NotTraced::LostEvents => "events lost (buffer overrun)",
-            NotTraced::OutOfWindow => "trace window passed",
+            NotTraced::OutOfWindow => "trace not kept (more spikes than memory for their trace)",
             NotTraced::CpuNotTraced => "CPU not traced",
             NotTraced::QueueFull => "queue full",
             NotTraced::TimedOut => "trace late",
+        }
+    }
+
+    /// What to change so that such spikes are traced, for people.
+    pub fn fix(self) -> &'static str {
+        match self {
+            NotTraced::TracerNotLive => {
+                "the run started before the tracer was live on that CPU: measure longer, the \
+                 first seconds matter less"
+            }
+            NotTraced::LostEvents => {
+                "the kernel's trace buffer overran before it was read: leave one CPU unmeasured \
+                 for rtscope's reader (e.g. --cpus 1-N), or run lighter loads"
+            }
+            NotTraced::OutOfWindow => {
+                "the smallest spikes' trace was let go to bound memory: raise the explain \
+                 threshold (--explain DUR) so fewer spikes are kept"
+            }
+            NotTraced::CpuNotTraced => {
+                "the thread ran on a CPU that is not traced: pin each thread to one CPU"
+            }
+            NotTraced::QueueFull => {
+                "more spikes waited than the explainer holds (4096), the smallest were dropped: \
+                 raise the explain threshold (--explain DUR)"
+            }
+            NotTraced::TimedOut => {
+                "the trace reader fell behind: leave one CPU unmeasured for it (e.g. --cpus 1-N)"
+            }
         }
     }
 }

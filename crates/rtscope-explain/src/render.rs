@@ -60,6 +60,16 @@ pub fn coverage(c: &Counts) -> String {
     o
 }
 
+/// One line per reason spikes were not traced: what to change, for people (empty when every
+/// spike was traced).
+pub fn coverage_hints(c: &Counts) -> Vec<String> {
+    c.not_traced
+        .nonzero()
+        .into_iter()
+        .map(|(w, n)| format!("{n} not traced ({}): {}", w.describe(), w.fix()))
+        .collect()
+}
+
 /// The whole section. `run_start_ns` (CLOCK_MONOTONIC at the run's start) turns wake-up times
 /// into seconds into the run; `max_spikes` limits the spike list.
 pub fn summary(s: &ExplainSummary, run_start_ns: u64, max_spikes: usize) -> String {
@@ -80,6 +90,9 @@ pub fn summary(s: &ExplainSummary, run_start_ns: u64, max_spikes: usize) -> Stri
         c.spikes, c.traced, c.partial, c.coarse, c.no_context
     );
     let _ = writeln!(o, "  {}", coverage(c));
+    for hint in coverage_hints(c) {
+        let _ = writeln!(o, "  hint: {hint}");
+    }
     if let Some(smt) = &s.smt {
         let _ = writeln!(o, "  {}", smt_line(smt));
     }

@@ -4,9 +4,10 @@
 //! control tick hands it the new events of the engine's event log (the wake-ups at or above the
 //! threshold) and lets it attribute those whose trace has arrived. Without one the control
 //! thread would analyse on a measured CPU, so the analysis waits for the end of the run: the
-//! ticks only pass on the monitor samples, and the spikes are attributed once the measuring
-//! threads have stopped (those older than the recorder's window from the monitors). At the end
-//! it returns the summary, which is stored with the run.
+//! ticks still hand the spikes over, which keeps their trace past the recorder's rolling
+//! window (`rtscope_trace::keep`, the worst spikes first when memory is short), and the spikes
+//! are attributed once the measuring threads have stopped. At the end it returns the summary,
+//! which is stored with the run.
 
 use crate::placement::Placement;
 use crate::plan::RunPlan;
@@ -44,6 +45,8 @@ pub struct Explaining {
     cpus: Vec<Option<usize>>,
     /// The measured CPUs.
     measured: Vec<usize>,
+    /// The most trace events kept around waiting spikes at once, seen at the ticks.
+    kept_peak: usize,
     /// Spikes are attributed during the run (else at its end).
     live: bool,
     /// The SMIs placed in time for the spikes ([`crate::smi_sampler`]).
@@ -97,6 +100,7 @@ impl Explaining {
             taken: vec![0; plan.config.threads.len()],
             cpus,
             measured,
+            kept_peak: 0,
             live: placed.live_analysis(),
             smi,
         })
@@ -115,7 +119,18 @@ impl Explaining {
         events: &[rtscope_engine::Sample],
     ) {
         let from = self.taken[i].min(events.len());
-        for s in &events[from..] {
+        self.push_new(i, tid, cpu_now, &events[from..]);
+    }
+
+    /// Hands thread `i`'s events after those already taken to the explainer.
+    fn push_new(
+        &mut self,
+        i: usize,
+        tid: i32,
+        cpu_now: Option<usize>,
+        new: &[rtscope_engine::Sample],
+    ) {
+        for s in new {
             let Some(cpu) = self.cpus[i].or(cpu_now) else {
                 continue;
             };
@@ -129,7 +144,7 @@ impl Explaining {
             };
             self.ex.push_spike(spike);
         }
-        self.taken[i] = events.len();
+        self.taken[i] += new.len();
     }
 
     /// Hands a monitor sample to the coarse tier: per measured CPU, its interrupt and softirq
@@ -140,16 +155,24 @@ impl Explaining {
         }
     }
 
-    /// Hands over the new events and attributes what can be; nothing when the analysis is
-    /// deferred to the end of the run.
+    /// Hands over the new events; attributes what can be when the analysis is live. When it
+    /// is deferred to the end of the run, the spikes still go to the explainer now: that pins
+    /// their trace (docs/explain.md "Analysing"), which the recorder's rolling window would
+    /// otherwise have dropped by the end.
     pub fn tick(&mut self, run: &Run) {
-        if !self.live {
-            return;
-        }
         for (i, t) in run.threads().iter().enumerate() {
-            self.push(i, t.tid(), t.cpu(), &t.events().snapshot());
+            let new = t.events().since(self.taken[i]);
+            self.push_new(i, t.tid(), t.cpu(), &new);
         }
-        self.ex.poll();
+        if self.live {
+            self.ex.poll();
+        }
+        self.kept_peak = self.kept_peak.max(self.ex.kept_events());
+    }
+
+    /// The most trace events kept around waiting spikes at once, seen at the ticks.
+    pub fn kept_peak(&self) -> usize {
+        self.kept_peak
     }
 
     /// The last events, then the summary; the trace instance is removed. A deferred analysis

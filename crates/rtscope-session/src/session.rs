@@ -191,6 +191,8 @@ pub struct Session {
     housekeeping: (Housekeeping, String),
     /// The cadence of the control thread's ticks (checkpoints), once driven.
     checkpoints: Option<Cadence>,
+    /// The most trace events kept around waiting spikes at once (`--explain`).
+    kept_peak: Option<usize>,
     /// Where rtscope's own threads run.
     placement: Placement,
     /// Their affinity, restored when the session is dropped.
@@ -251,6 +253,7 @@ impl Session {
             explaining,
             housekeeping: (sched, applied),
             checkpoints: None,
+            kept_peak: None,
             placement,
             _pinned: pinned,
             _settings: settings,
@@ -327,7 +330,10 @@ impl Session {
         let checks = self.plan.check_limits(&outcome.result);
         // Still at the housekeeping priority: the spikes' analysis must not wait behind the
         // loads, which run until the front end stops them after this returns.
-        let explain = self.explaining.take().map(|x| x.finish(&outcome.result));
+        let explain = self.explaining.take().map(|x| {
+            self.kept_peak = Some(x.kept_peak());
+            x.finish(&outcome.result)
+        });
         if matches!(self.housekeeping.0, Housekeeping::Fifo(_)) {
             crate::housekeeping::reset_current();
         }
@@ -360,6 +366,9 @@ impl Session {
         if self.plan.explain.is_some() {
             let when = self.placement.analysis().to_string();
             env.push(("rtscope.explain.analysis".into(), when));
+        }
+        if let Some(n) = self.kept_peak {
+            env.push(("rtscope.explain.kept_events_peak".into(), n.to_string()));
         }
         if let Some(c) = &self.checkpoints {
             env.push(("rtscope.cadence.control".into(), c.describe()));

@@ -169,6 +169,7 @@ impl Explainer {
     /// Gives up on the waiting spikes: each gets the monitors' explanation or none.
     pub fn give_up(&mut self) {
         for (spike, _) in std::mem::take(&mut self.pending) {
+            self.unpin(&spike);
             self.fallback(&spike);
         }
     }
@@ -233,11 +234,16 @@ impl Explainer {
             match smallest {
                 Some((i, lat)) if lat < spike.latency_ns() => {
                     if let Some((old, _)) = self.pending.remove(i) {
+                        self.unpin(&old);
                         self.not_traced(&old, NotTraced::QueueFull);
                     }
                 }
                 _ => return self.not_traced(&spike, NotTraced::QueueFull),
             }
+        }
+        // Its trace is kept past the recorder's window until it is attributed.
+        if let Some(r) = &self.recorder {
+            r.pin(&spike);
         }
         self.pending.push_back((spike, Instant::now()));
     }
@@ -263,6 +269,9 @@ impl Explainer {
                 }
                 None => Outcome::Pending,
             };
+            if outcome != Outcome::Pending || waited {
+                self.unpin(&spike);
+            }
             match outcome {
                 Outcome::Done(a) => self.add(Explained::Traced(a)),
                 Outcome::NotTraced(why) => self.not_traced(&spike, why),
@@ -271,6 +280,19 @@ impl Explainer {
             }
         }
         self.pending = keep;
+    }
+
+    fn unpin(&self, spike: &Spike) {
+        if let Some(r) = &self.recorder {
+            r.unpin(spike);
+        }
+    }
+
+    /// Events kept around waiting spikes now (0 without a flight recorder).
+    pub fn kept_events(&self) -> usize {
+        self.recorder
+            .as_ref()
+            .map_or(0, FlightRecorder::kept_events)
     }
 
     /// The monitors' explanation, or none, for a spike no trace explains.

@@ -7,7 +7,8 @@
 //!   buffer; [`reaper`] removes that instance even when rtscope is SIGKILLed.
 //! - [`recorder`] reads the instance from a housekeeping thread and keeps a bounded window of
 //!   events per measured CPU; [`exits`] checks on them that the kernel's interrupt exits
-//!   reach the trace (else no time is named the hypervisor's).
+//!   reach the trace (else no time is named the hypervisor's); [`keep`] holds what the
+//!   window drops while a spike that needs it waits for its analysis.
 //! - [`analyze`] charges each nanosecond of a spike to a [`model::Category`]; [`book`] keeps
 //!   the worst spikes per time window and the culprit totals; [`coarse`] is the fallback tier
 //!   fed by the monitors (these three data modules are the `rtscope-explain` crate's,
@@ -23,6 +24,7 @@ pub mod exits;
 pub mod explain;
 pub mod format;
 pub mod hwlat;
+pub mod keep;
 pub mod machine;
 pub mod page;
 pub mod reaper;

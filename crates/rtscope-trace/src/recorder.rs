@@ -9,6 +9,7 @@
 use crate::analyze;
 use crate::decode::{Event, Schema};
 use crate::exits::ExitWatch;
+use crate::keep::{Keep, PinKey};
 use crate::machine::Machine;
 use crate::model::{Attribution, MissingExits, NotTraced, SiblingActivity, Spike};
 use crate::page::parse_page;
@@ -43,6 +44,9 @@ pub struct RecorderConfig {
     pub max_events: usize,
     /// A CPU's buffer doubles after it lost events, up to this size (KiB).
     pub max_buffer_kb: usize,
+    /// Events kept around waiting spikes at most, over all traced CPUs
+    /// ([`crate::keep::kept_budget`]).
+    pub kept_events: usize,
     /// The idle facts an idle exit is checked against.
     pub machine: Machine,
     /// Each measured CPU's SMT siblings ([`crate::sibling::smt_siblings`]): traced too (their
@@ -66,6 +70,7 @@ impl RecorderConfig {
             window_ns: 3_000_000_000,
             max_events: 1 << 20,
             max_buffer_kb: MAX_BUFFER_KB,
+            kept_events: crate::keep::kept_budget(),
             machine: Machine::default(),
             siblings: Vec::new(),
         }
@@ -86,6 +91,8 @@ struct CpuEvents {
     lost: VecDeque<(u64, u64)>,
     /// Whether the kernel's interrupt exits reach the trace ([`ExitWatch`]).
     exits: Option<ExitWatch>,
+    /// What the window dropped that waiting spikes need ([`Keep`]).
+    keep: Keep,
 }
 
 /// Whether the events of one CPU cover a spike.
@@ -107,10 +114,16 @@ impl CpuEvents {
         if self.live.is_none_or(|t| t > spike.deadline_ns) {
             return Cover::Not(NotTraced::TracerNotLive);
         }
-        if self.events.front().is_none_or(|e| e.ts > spike.deadline_ns) {
+        let kept = self.keep.covers(pin_key(spike));
+        if !kept && self.events.front().is_none_or(|e| e.ts > spike.deadline_ns) {
             return Cover::Not(NotTraced::OutOfWindow);
         }
-        let overlaps = |from: u64, to: u64| self.lost.iter().any(|&(a, b)| a < to && b > from);
+        let overlaps = |from: u64, to: u64| {
+            self.lost
+                .iter()
+                .chain(self.keep.lost())
+                .any(|&(a, b)| a < to && b > from)
+        };
         if overlaps(spike.deadline_ns, spike.wakeup_ns) {
             return Cover::Not(NotTraced::LostEvents);
         }
@@ -120,6 +133,18 @@ impl CpuEvents {
                 spike.deadline_ns,
             ),
         }
+    }
+
+    /// The events from `from` to `to` (inclusive): the kept ones, then the window's.
+    fn range(&self, from: u64, to: u64) -> VecDeque<Event> {
+        let start = self.events.partition_point(|e| e.ts < from);
+        let end = self.events.partition_point(|e| e.ts <= to);
+        let front = self.events.front().map_or(u64::MAX, |e| e.ts);
+        self.keep
+            .range(from, to.min(front.saturating_sub(1)))
+            .chain(self.events.range(start..end.max(start)))
+            .cloned()
+            .collect()
     }
 
     /// The machine facts `spike` is attributed with: once interrupt exits went missing before
@@ -168,10 +193,14 @@ impl CpuEvents {
         let horizon = self.newest.saturating_sub(window_ns);
         while self.events.front().is_some_and(|e| e.ts < horizon) || self.events.len() > max_events
         {
-            self.events.pop_front();
+            if let Some(e) = self.events.pop_front() {
+                self.keep.take(e);
+            }
         }
         while self.lost.front().is_some_and(|&(_, b)| b < horizon) || self.lost.len() > 1024 {
-            self.lost.pop_front();
+            if let Some(span) = self.lost.pop_front() {
+                self.keep.take_lost(span);
+            }
         }
     }
 }
@@ -309,9 +338,7 @@ impl FlightRecorder {
         };
         let machine = c.machine_for(spike, self.machine);
         let from = spike.deadline_ns.saturating_sub(LOOKBACK_NS);
-        let start = c.events.partition_point(|e| e.ts < from);
-        let end = c.events.partition_point(|e| e.ts <= spike.wakeup_ns);
-        let events: Vec<Event> = c.events.range(start..end).cloned().collect();
+        let events: Vec<Event> = c.range(from, spike.wakeup_ns).into();
         let siblings = self.siblings_over(&s, spike);
         drop(s);
         let mut a = if self.timerlat {
@@ -321,6 +348,41 @@ impl FlightRecorder {
         };
         a.siblings = siblings;
         Outcome::Done(a)
+    }
+
+    /// Keeps the trace `spike` needs on its CPU and that CPU's SMT siblings until
+    /// [`FlightRecorder::unpin`], even past the rolling window ([`crate::keep`]).
+    pub fn pin(&self, spike: &Spike) {
+        let mut s = lock(&self.shared);
+        let from = spike.deadline_ns.saturating_sub(LOOKBACK_NS);
+        for cpu in self.cpus_of(spike) {
+            let c = s.cpus.entry(cpu).or_default();
+            let front = c.events.front().map(|e| e.ts);
+            c.keep.pin(pin_key(spike), from, front, spike.latency_ns());
+        }
+    }
+
+    /// Lets go what [`FlightRecorder::pin`] kept for `spike`.
+    pub fn unpin(&self, spike: &Spike) {
+        let mut s = lock(&self.shared);
+        for cpu in self.cpus_of(spike) {
+            if let Some(c) = s.cpus.get_mut(&cpu) {
+                c.keep.unpin(pin_key(spike));
+            }
+        }
+    }
+
+    /// Events kept around waiting spikes now, over all CPUs.
+    pub fn kept_events(&self) -> usize {
+        lock(&self.shared).cpus.values().map(|c| c.keep.len()).sum()
+    }
+
+    /// `spike`'s CPU and its SMT siblings.
+    fn cpus_of(&self, spike: &Spike) -> Vec<usize> {
+        let sibs = self.siblings.iter().find(|(c, _)| *c == spike.cpu);
+        std::iter::once(spike.cpu)
+            .chain(sibs.into_iter().flat_map(|(_, s)| s.iter().copied()))
+            .collect()
     }
 
     /// What the SMT siblings of `spike`'s CPU ran over it, from their events read so far (the
@@ -333,7 +395,9 @@ impl FlightRecorder {
         sibs.iter()
             .filter_map(|&cpu| {
                 let c = s.cpus.get(&cpu)?;
-                crate::sibling::activity(cpu, &c.events, spike.deadline_ns, spike.wakeup_ns)
+                let from = spike.deadline_ns.saturating_sub(LOOKBACK_NS);
+                let events = c.range(from, u64::MAX);
+                crate::sibling::activity(cpu, &events, spike.deadline_ns, spike.wakeup_ns)
             })
             .collect()
     }
@@ -399,6 +463,14 @@ impl FlightRecorder {
     /// The largest per-CPU buffer the reader has grown to after losses (KiB).
     pub fn buffer_kb(&self) -> usize {
         lock(&self.shared).buffer_kb
+    }
+}
+
+fn pin_key(spike: &Spike) -> PinKey {
+    PinKey {
+        tid: spike.tid,
+        deadline_ns: spike.deadline_ns,
+        wakeup_ns: spike.wakeup_ns,
     }
 }
 
@@ -573,6 +645,7 @@ fn drain_cpu(
             cfg.instance.timerlat,
         );
         c.trim(cfg.window_ns, cfg.max_events);
+        c.keep.shrink_to(cfg.kept_events / inst.cpus.len().max(1));
     }
     lost
 }

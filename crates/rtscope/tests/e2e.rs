@@ -16,6 +16,7 @@ mod compat_json;
 mod compat_text;
 mod drop_in;
 mod explain;
+mod explain_all_cpus;
 mod export;
 mod fidelity;
 mod fleet_merge;

@@ -1,0 +1,72 @@
+//! `--explain` where every CPU is measured (the README's main job, N:N): no housekeeping CPU,
+//! so the analysis waits for the end of the run, and the spikes' trace must be kept until then
+//! (docs/explain.md "Analysing"). Before, only the last 3 s of such a run were traced: its
+//! worst spikes fell back to "trace window passed".
+
+use crate::explain::{culprit, traceable};
+use serde_json::Value;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The culprit's spikes from the whole run are traced, not only those of its last seconds:
+/// with every CPU measured, each spike's trace is kept past the recorder's 3 s window until
+/// the deferred analysis. The only reason a spike may lack its trace here is the kernel losing
+/// events (a buffer overrun under a heavy host), never the window or the queue.
+#[test]
+fn with_every_cpu_measured_the_early_spikes_are_traced_at_the_end() {
+    rtscope_testkit::require_ok!(traceable());
+    let _rt = rtscope_testkit::rt_lock();
+    let dir = std::env::temp_dir().join(format!("rtscope-explain-all-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("x.json");
+    let stop = Arc::new(AtomicBool::new(false));
+    let c = culprit(0, stop.clone());
+    // The engine and the trace read CLOCK_MONOTONIC: the run starts after this.
+    let start = crate::common::now_ns();
+    let o = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .args(["measure", "-D", "9s", "-i", "1ms", "--explain", "1.5ms"])
+        .args(["--explain-keep", "200", "--no-db", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    c.join().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["housekeeping"]["analysis"], "deferred", "{err}");
+    let x = &v["explain"];
+    let nt = &x["counts"]["not_traced"];
+    for why in [
+        "out_of_window",
+        "timed_out",
+        "queue_full",
+        "tracer_not_live",
+    ] {
+        assert_eq!(nt[why], 0, "{why}: {}", x["counts"]);
+    }
+    // The spikes of the first 5 s: long gone from a 3 s window when the run ended.
+    let early: Vec<&Value> = x["worst"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["spike"]["cpu"] == 0)
+        .filter(|s| s["spike"]["deadline_ns"].as_u64().unwrap() < start + 5_000_000_000)
+        .collect();
+    assert!(!early.is_empty(), "{}", x["counts"]);
+    let by_culprit = |s: &&&Value| {
+        s["tier"] == "traced"
+            && s["charges"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["comm"] == "culprit"))
+    };
+    let named = early.iter().filter(by_culprit).count();
+    assert!(
+        named * 2 >= early.len(),
+        "{named} of {} early spikes on CPU 0 traced to the culprit: {}",
+        early.len(),
+        x["culprits"]
+    );
+}
