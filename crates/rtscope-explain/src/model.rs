@@ -339,7 +339,7 @@ impl NotTraced {
                 "the thread ran on a CPU that is not traced: pin each thread to one CPU"
             }
             NotTraced::QueueFull => {
-                "more spikes waited than the explainer holds (4096), the smallest were dropped: \
+                "more spikes waited than the explainer holds (16,384), the smallest were dropped: \
                  raise the explain threshold (--explain DUR)"
             }
             NotTraced::TimedOut => {

@@ -450,19 +450,24 @@ impl NoiseExplainer {
         self.fifo.filter(|_| self.live)
     }
 
-    /// Hands over gaps of the loop on `cpu` (thread `tid`) and attributes what it can, in
-    /// batches (the explainer queues a bounded number); gaps below the threshold are ignored.
+    /// Hands over gaps of the loop on `cpu` (thread `tid`); gaps below the threshold are
+    /// ignored. Live, it attributes what it can, in batches (the explainer queues a bounded
+    /// number); deferred, the gaps wait for [`NoiseExplainer::finish`], their trace kept
+    /// (the worst first when the queue or the memory for their trace is full).
     pub fn push(&mut self, cpu: usize, tid: i32, gaps: &[Gap]) {
+        let spike = |g: &Gap| rtscope_trace::Spike {
+            cpu,
+            tid,
+            deadline_ns: g.start.0,
+            wakeup_ns: g.end().0,
+            smis: g.smis,
+        };
+        if !self.live {
+            gaps.iter().for_each(|g| self.ex.push_spike(spike(g)));
+            return;
+        }
         for batch in gaps.chunks(1024) {
-            for g in batch {
-                self.ex.push_spike(rtscope_trace::Spike {
-                    cpu,
-                    tid,
-                    deadline_ns: g.start.0,
-                    wakeup_ns: g.end().0,
-                    smis: g.smis,
-                });
-            }
+            batch.iter().for_each(|g| self.ex.push_spike(spike(g)));
             self.ex.poll();
         }
     }

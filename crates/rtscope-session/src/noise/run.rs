@@ -69,7 +69,8 @@ pub fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>, keep: usize) ->
         for (i, (sh, kept)) in run.threads().iter().zip(gaps.iter_mut()).enumerate() {
             fresh.clear();
             sh.ring().drain(|gap| fresh.push(gap));
-            if let Some(x) = explain.as_mut().filter(|x| x.is_live()) {
+            // Live: attributed now; deferred: queued, which keeps their trace to the end.
+            if let Some(x) = explain.as_mut() {
                 x.push(cpus[i], sh.tid(), &fresh);
             }
             fresh.iter().for_each(|&g| kept.push(g));
@@ -92,14 +93,7 @@ pub fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>, keep: usize) ->
     let platform = platform.finish(root);
     let not_kept = gaps.iter().map(KeptGaps::not_kept).collect();
     let gaps: Vec<Vec<Gap>> = gaps.into_iter().map(KeptGaps::into_sorted).collect();
-    let explained = explain.map(|mut x| {
-        if !x.is_live() {
-            for (t, g) in threads.iter().zip(&gaps) {
-                x.push(t.cpu, t.tid, g);
-            }
-        }
-        x.finish()
-    });
+    let explained = explain.map(NoiseExplainer::finish);
     if fifo.is_some() {
         crate::housekeeping::reset_current();
     }
