@@ -539,7 +539,7 @@ fn settings(
     if let Some(c) = s.event_capacity {
         m.event_capacity = c;
     }
-    m.explain = explain(src, s, a).map_err(Located::Yes)?;
+    (m.explain, m.explain_off) = explain(src, s, a).map_err(Located::Yes)?;
     if let Some(l) = s.latency.as_ref().filter(|l| *l.get_ref() < 0) {
         let msg = format!("latency {} is negative: use 0 or more µs", l.get_ref());
         return Err(Located::Yes(src.error(l.span(), msg)));
@@ -566,21 +566,28 @@ fn settings(
 }
 
 /// The `--explain` threshold: on by default where tracefs is usable (docs/explain.md);
-/// "off" turns it off; `--explain` replaces the file's `explain`.
+/// "off" turns it off; `--explain` replaces the file's `explain`. With it, why the default
+/// could not be on here (the reason and the fix), which each run says and records.
 fn explain(
     src: &Source,
     s: &RawSettings,
     a: &CampaignOptions,
-) -> Result<Option<Nanos>, UsageError> {
+) -> Result<(Option<Nanos>, Option<String>), UsageError> {
     Ok(match (&a.explain, &s.explain) {
-        (Some(t), _) if t.trim() == "off" => None,
-        (Some(t), _) => Some(Nanos::parse_with_default_unit(t, "us").map_err(|e| {
-            UsageError::new(format!("invalid value for '--explain': {e}"))
-                .hint("a latency such as 100us, or off")
-        })?),
-        (None, Some(d)) if d.get_ref().0.trim() == "off" => None,
-        (None, Some(d)) => Some(duration(src, d, "explain", "us")?),
-        (None, None) => rtscope_session::explain::default_threshold(),
+        (Some(t), _) if t.trim() == "off" => (None, None),
+        (Some(t), _) => (
+            Some(Nanos::parse_with_default_unit(t, "us").map_err(|e| {
+                UsageError::new(format!("invalid value for '--explain': {e}"))
+                    .hint("a latency such as 100us, or off")
+            })?),
+            None,
+        ),
+        (None, Some(d)) if d.get_ref().0.trim() == "off" => (None, None),
+        (None, Some(d)) => (Some(duration(src, d, "explain", "us")?), None),
+        (None, None) => match rtscope_session::explain::default_choice() {
+            Ok(t) => (Some(t), None),
+            Err(why) => (None, Some(why)),
+        },
     })
 }
 

@@ -248,6 +248,9 @@ fn timer(
         checkpoint_period: Duration::ZERO,
     };
     let mut session = Session::start(p.plan.clone(), settings, recorded)?;
+    if let Some(off) = &p.plan.explain_off {
+        rtscope_session::output::warn(&format!("[{number}] explain: off — {off}"));
+    }
     if let Some(l) = loads {
         // The shepherd is rtscope's; the loads it started keep their CPUs.
         session.pin_helper(l.shepherd_pid());

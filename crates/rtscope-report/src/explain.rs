@@ -46,12 +46,45 @@ pub fn section(h: &mut String, runs: &[RunData]) {
         .iter()
         .filter_map(|r| r.explain.as_ref().map(|(s, start)| (r, s, *start)))
         .collect();
+    off_note(h, runs);
     if explained.is_empty() {
         h.push_str("<p class=\"muted\">No run was recorded with <code>--explain</code>.</p>\n");
         return;
     }
     for (r, s, start) in explained {
         run_section(h, r, s, start);
+    }
+}
+
+/// The runs whose explanation was on by default but could not run here, with the reason and
+/// the fix each recorded (`rtscope.explain` in the environment): never a silent "no run".
+fn off_note(h: &mut String, runs: &[RunData]) {
+    let mut reasons: Vec<(&str, Vec<String>)> = Vec::new();
+    for r in runs {
+        let env = &r.detail.environment;
+        let Some((_, v)) = env.iter().find(|(k, _)| k == "rtscope.explain") else {
+            continue;
+        };
+        let Some(why) = v.strip_prefix("off: ") else {
+            continue;
+        };
+        let label = match &r.detail.summary.label {
+            Some(l) => format!("run {} ({l})", r.detail.summary.id),
+            None => format!("run {}", r.detail.summary.id),
+        };
+        match reasons.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, l)) => l.push(label),
+            None => reasons.push((why, vec![label])),
+        }
+    }
+    for (why, labels) in reasons {
+        let _ = writeln!(
+            h,
+            "<p class=\"warn\">Explaining was off for {} run(s) ({}): {}</p>",
+            labels.len(),
+            escape(&labels.join(", ")),
+            escape(why)
+        );
     }
 }
 

@@ -28,9 +28,36 @@ pub const DEFAULT_THRESHOLD: Nanos = Nanos(100_000);
 /// [`DEFAULT_THRESHOLD`] when tracefs is usable here (root, tracefs mounted or mountable, no
 /// lockdown), else `None`: campaigns explain by default only where the flight recorder works.
 pub fn default_threshold() -> Option<Nanos> {
-    rtscope_trace::tracefs::Tracefs::discover()
-        .ok()
-        .map(|_| DEFAULT_THRESHOLD)
+    default_choice().ok()
+}
+
+/// [`DEFAULT_THRESHOLD`], or why explaining cannot be on by default here, with the fix
+/// (`tracefs unavailable: …: mount -t tracefs nodev /sys/kernel/tracing`), for the run's start
+/// line, its record and its report.
+pub fn default_choice() -> Result<Nanos, String> {
+    match rtscope_trace::tracefs::Tracefs::discover() {
+        Ok(_) => Ok(DEFAULT_THRESHOLD),
+        Err(e) => Err(off_reason(&e.to_string(), is_root())),
+    }
+}
+
+/// Whether this process runs as root (the fix differs).
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// `why` (tracefs's error) with the fix for people.
+fn off_reason(why: &str, root: bool) -> String {
+    let fix = if !root {
+        "run rtscope as root (tracefs instances need it)"
+    } else if why.contains("lockdown") || why.contains("not writable") {
+        "the kernel's lockdown forbids tracing: boot without lockdown=confidentiality, or \
+         explain from the monitors only"
+    } else {
+        "mount -t tracefs nodev /sys/kernel/tracing (a kernel with CONFIG_TRACING)"
+    };
+    format!("{why}; fix: {fix}")
 }
 
 /// How long the end of a run waits for the trace of its last spikes.
@@ -304,6 +331,30 @@ pub fn store_rows(s: &ExplainSummary, clock_start: Nanos) -> (SpikeSummaryRow, V
 mod tests {
     use super::*;
     use rtscope_monitor::{Reading, Sample, ThreadShare};
+
+    #[test]
+    fn the_reason_explaining_is_off_names_the_fix() {
+        let mounted = off_reason(
+            "tracefs unavailable: no tracefs mount with instances/",
+            true,
+        );
+        assert!(mounted.ends_with(
+            "; fix: mount -t tracefs nodev /sys/kernel/tracing (a kernel with CONFIG_TRACING)"
+        ));
+        let locked = off_reason(
+            "tracefs unavailable: /x/instances is not writable (not root, or kernel lockdown)",
+            true,
+        );
+        assert!(
+            locked.contains("fix: the kernel's lockdown forbids tracing"),
+            "{locked}"
+        );
+        let user = off_reason("tracefs unavailable: /x/instances is not writable", false);
+        assert!(
+            user.ends_with("fix: run rtscope as root (tracefs instances need it)"),
+            "{user}"
+        );
+    }
 
     #[test]
     fn monitor_rates_become_counts_of_the_measured_cpus() {

@@ -393,6 +393,9 @@ pub struct PlanSpec {
     pub explain: Option<Nanos>,
     /// Spikes kept fully explained per minute (`--explain-keep`).
     pub explain_keep: usize,
+    /// Why explaining, on by default, is off for this run: the reason and the fix (tracefs
+    /// unusable here); `None` when it is on or was turned off on purpose.
+    pub explain_off: Option<String>,
     /// Keep every sample (a sample ring per thread).
     pub raw: bool,
     /// Limits checked after the run.
@@ -431,6 +434,7 @@ impl Default for PlanSpec {
             event_capacity: 10_000,
             explain: None,
             explain_keep: 5,
+            explain_off: None,
             raw: false,
             limits: Vec::new(),
             housekeeping_prio: Some(crate::housekeeping::DEFAULT_PRIORITY),
@@ -455,6 +459,8 @@ pub struct RunPlan {
     pub explain: Option<Nanos>,
     /// Spikes kept fully explained per minute.
     pub explain_keep: usize,
+    /// Why explaining, on by default, is off ([`PlanSpec::explain_off`]).
+    pub explain_off: Option<String>,
     /// SCHED_FIFO priority asked for rtscope's control and monitor threads (`None`: off).
     pub housekeeping: Option<i32>,
     /// CPUs asked for rtscope's own threads (`None`: the online CPUs not measured); see
@@ -474,6 +480,7 @@ impl RunPlan {
             per_cpu: false,
             explain: None,
             explain_keep: 5,
+            explain_off: None,
             housekeeping: Some(crate::housekeeping::DEFAULT_PRIORITY),
             housekeeping_cpus: None,
             workload: Workload::Timer,
@@ -566,6 +573,7 @@ impl RunPlan {
             per_cpu: s.threads.is_none(),
             explain: s.explain,
             explain_keep: s.explain_keep,
+            explain_off: s.explain_off.clone(),
             housekeeping: s.housekeeping_prio,
             housekeeping_cpus: s.housekeeping_cpus.clone(),
             workload: Workload::Timer,

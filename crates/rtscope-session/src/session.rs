@@ -367,6 +367,9 @@ impl Session {
             let when = self.placement.analysis().to_string();
             env.push(("rtscope.explain.analysis".into(), when));
         }
+        if let Some(off) = &self.plan.explain_off {
+            env.push(("rtscope.explain".into(), format!("off: {off}")));
+        }
         if let Some(n) = self.kept_peak {
             env.push(("rtscope.explain.kept_events_peak".into(), n.to_string()));
         }

@@ -70,3 +70,67 @@ fn with_every_cpu_measured_the_early_spikes_are_traced_at_the_end() {
         x["culprits"]
     );
 }
+
+/// A campaign explains by default where tracefs is usable; where it is not (hidden here by a
+/// private mount namespace with an empty /sys/kernel), every run says so at its start with the
+/// reason and the fix, records it, and the report shows it — never a silent "no run was
+/// recorded with --explain".
+#[test]
+fn a_campaign_whose_default_explanation_cannot_run_says_why_and_how_to_fix_it() {
+    rtscope_testkit::require_root!("a mount namespace hiding tracefs, SCHED_FIFO");
+    rtscope_testkit::require!(
+        rtscope_testkit::have("unshare", "--version"),
+        "unshare (apt-get install util-linux)"
+    );
+    let _rt = rtscope_testkit::rt_lock();
+    let dir = crate::common::fresh_dir("explain-off");
+    let (file, db, rep) = (dir.join("c.toml"), dir.join("r.db"), dir.join("rep"));
+    std::fs::write(
+        &file,
+        "[campaign]\nname = \"off\"\n[measure]\ninterval = \"1ms\"\nduration = \"1s\"\n\
+         [[scenario]]\nname = \"1:1\"\nthreads = 1\ncpus = \"0\"\n[[load_case]]\nname = \"idle\"\n",
+    )
+    .unwrap();
+    let o = Command::new("unshare")
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            "mount -t tmpfs none /sys/kernel && exec \"$0\" \"$@\"",
+        ])
+        .arg(env!("CARGO_BIN_EXE_rtscope"))
+        .args(["run", "--db"])
+        .args([&db, &file])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("[1] explain: off — tracefs unavailable")
+            && err.contains("fix: mount -t tracefs nodev /sys/kernel/tracing"),
+        "{err}"
+    );
+    let env = crate::common::show_last(&db)["environment"].clone();
+    let recorded = env["rtscope.explain"].as_str().unwrap_or_default();
+    assert!(recorded.starts_with("off: tracefs unavailable"), "{env}");
+    let r = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .args(["report", "--last", "--db"])
+        .arg(&db)
+        .arg("-o")
+        .arg(&rep)
+        .output()
+        .unwrap();
+    assert_eq!(
+        r.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    let html = std::fs::read_to_string(rep.join("report.html")).unwrap();
+    assert!(
+        html.contains("Explaining was off for 1 run(s) (run 1 (off/1:1/idle/1))")
+            && html.contains("fix: mount -t tracefs nodev /sys/kernel/tracing"),
+        "{}",
+        &html[html.find("id=\"why\"").unwrap_or(0)..][..400]
+    );
+}

@@ -89,6 +89,7 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         },
         explain: opt_dur(a.explain.as_deref(), "--explain")?,
         explain_keep: rtscope_session::plan::explain_keep(a.explain_keep)?,
+        explain_off: None,
         housekeeping_cpus: a
             .housekeeping
             .as_deref()
