@@ -19,9 +19,11 @@ th{background:#f2f2f2}td.t,th.t{text-align:left}tr.all td{font-weight:bold;backg
 .warn{background:#fff4e0;border:1px solid #e0a040;border-radius:4px;padding:.5em 1em}.warn li{margin:.3em 0}\
 .ok{background:#eef8ee;border:1px solid #8c8;border-radius:4px;padding:.5em 1em}\
 figure{margin:1em 0}figure svg,figure img{max-width:100%;height:auto;border:1px solid #eee}figcaption{font-size:.9em;color:#444}\
-code{font-size:.9em;word-break:break-all}.muted{color:#777}";
+code{font-size:.9em;word-break:break-all}.muted{color:#777}\
+.answer{background:#eef3fb;border:1px solid #7a9cd0;border-radius:4px;padding:.2em 1em;margin:1em 0}.answer h2{border:0;margin:.4em 0}\
+details.warn summary{cursor:pointer;font-weight:bold}";
 
-const NAV: &str = "<nav><a href=\"#runs\">Runs</a> · <a href=\"#warnings\">Warnings</a> · <a href=\"#statistics\">Statistics</a> · <a href=\"#latency\">Latency plots</a> · <a href=\"#events\">Events</a> · <a href=\"#why\">Why late</a> · <a href=\"#monitors\">Monitors</a> · <a href=\"#loads\">Loads</a> · <a href=\"#environment\">Environment</a> · <a href=\"summary.csv\">summary.csv</a></nav>\n";
+const NAV: &str = "<nav><a href=\"#answer\">Answer</a> · <a href=\"#runs\">Runs</a> · <a href=\"#warnings\">Warnings</a> · <a href=\"#statistics\">Statistics</a> · <a href=\"#latency\">Latency plots</a> · <a href=\"#events\">Events</a> · <a href=\"#why\">Why late</a> · <a href=\"#monitors\">Monitors</a> · <a href=\"#loads\">Loads</a> · <a href=\"#environment\">Environment</a> · <a href=\"summary.csv\">summary.csv</a></nav>\n";
 
 /// The runs of a report: all of them (runs, warnings, loads, environment), those with
 /// wake-up latencies and those of kind `noise` (busy-loop gaps, [`crate::noise`]).
@@ -70,6 +72,9 @@ pub fn page(
     } else {
         let link = "<a href=\"#noise\">OS noise</a> · <a href=\"#latency\">";
         h.push_str(&NAV.replace("<a href=\"#latency\">", link));
+    }
+    if !runs.is_empty() {
+        crate::headline::section(&mut h, runs, grouping);
     }
     header(&mut h, all);
     warnings(&mut h, warns);

@@ -23,6 +23,7 @@ mod escape;
 pub mod explain;
 pub mod figures;
 pub mod group;
+pub mod headline;
 pub mod histogram;
 pub mod html;
 mod markup;

@@ -1,0 +1,217 @@
+//! The answer first: what a study's author writes in the conclusion, at the top of the report.
+//! Per group of runs (the grouping every plot uses) the worst wake-up and where it was,
+//! p99.99 over all the group's samples, the deadlines missed, and the cause of the worst spike
+//! where the run was explained; with several groups, how each compares with the first.
+
+use crate::escape::escape;
+use crate::group::Grouping;
+use crate::model::RunData;
+use rtscope_core::Histogram;
+use rtscope_explain::book::Explained;
+use rtscope_explain::render::{dur, label};
+use rtscope_store::RunId;
+use std::fmt::Write;
+
+/// The answer for one group of runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// The group's name (the values that tell it apart), or the run's name.
+    pub name: String,
+    /// Its runs.
+    pub runs: Vec<RunId>,
+    /// Wake-ups measured.
+    pub samples: u64,
+    /// The worst wake-up (ns), its run and seconds into that run.
+    pub worst: Option<(u64, RunId, Option<f64>)>,
+    /// p99.99 over all the group's samples (ns), and whether it is a lower bound.
+    pub p9999: Option<(u64, bool)>,
+    /// Deadlines missed (`None`: unknown for some run, e.g. an import).
+    pub missed: Option<u64>,
+    /// What caused the worst explained spike of the worst run, and its share of that spike.
+    pub cause: Option<Cause>,
+}
+
+/// The main cause of a spike, as `--explain` charged it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cause {
+    /// The spike (ns).
+    pub spike_ns: u64,
+    /// The category that took most of it, in words.
+    pub what: String,
+    /// Its share of the spike (0–1).
+    pub share: f64,
+    /// The spike is the run's worst wake-up (else a smaller one: the worst was not explained).
+    pub is_worst: bool,
+}
+
+/// One answer per group of `grouping` (per run when there is one group).
+pub fn answers(runs: &[RunData], grouping: &Grouping) -> Vec<Answer> {
+    let groups: Vec<(String, Vec<usize>)> = if grouping.groups.len() > 1 {
+        let g = grouping.groups.iter();
+        g.map(|g| (g.name.clone(), g.runs.clone())).collect()
+    } else {
+        (0..runs.len()).map(|i| (runs[i].name(), vec![i])).collect()
+    };
+    groups
+        .into_iter()
+        .map(|(name, idx)| answer(name, &idx.iter().map(|&i| &runs[i]).collect::<Vec<_>>()))
+        .collect()
+}
+
+fn answer(name: String, runs: &[&RunData]) -> Answer {
+    let mut h = Histogram::new();
+    let mut over = rtscope_core::Overflow::default();
+    let mut missed = Some(0u64);
+    let mut worst: Option<(u64, RunId, Option<f64>)> = None;
+    let mut worst_run: Option<&RunData> = None;
+    for r in runs {
+        let s = &r.detail.summary;
+        h.merge(&s.histogram);
+        over = over.merge(r.detail.overflow_all());
+        missed = missed.zip(r.missed()).map(|(a, b)| a + b);
+        if let Some(m) = s.max_ns.filter(|&m| worst.is_none_or(|w| m > w.0)) {
+            let at = r
+                .detail
+                .threads
+                .iter()
+                .filter(|t| t.max_ns == Some(m))
+                .find_map(|t| t.max_offset_ns)
+                .map(|ns| ns as f64 / 1e9);
+            worst = Some((m, r.id(), at));
+            worst_run = Some(r);
+        }
+    }
+    let p = h.percentile_over_all("p99.99", 0.9999, over);
+    Answer {
+        name,
+        runs: runs.iter().map(|r| r.id()).collect(),
+        samples: runs.iter().map(|r| r.detail.summary.samples).sum(),
+        p9999: p.value.map(|v| (v.0, p.lower_bound)),
+        missed,
+        cause: worst_run.and_then(|r| cause(r, worst.map_or(0, |w| w.0))),
+        worst,
+    }
+}
+
+/// The main cause of the worst spike `r`'s explanation kept.
+fn cause(r: &RunData, max_ns: u64) -> Option<Cause> {
+    let (s, _) = r.explain.as_ref()?;
+    let top = s.worst.iter().max_by_key(|e| e.latency_ns())?;
+    let spike_ns = top.latency_ns();
+    let (what, part) = match top {
+        Explained::Traced(a) => {
+            let c = a.charges.iter().max_by_key(|c| c.ns)?;
+            (label(&c.category), c.ns)
+        }
+        Explained::Coarse(c) => {
+            let t = c.top_threads.iter().max_by_key(|(_, ns)| *ns);
+            let t = t.map_or("nothing traced".to_string(), |(t, _)| t.to_string());
+            (format!("(from the monitors only) {t}"), 0)
+        }
+    };
+    Some(Cause {
+        spike_ns,
+        what,
+        share: part as f64 / spike_ns.max(1) as f64,
+        is_worst: spike_ns >= max_ns,
+    })
+}
+
+/// A latency for people, with its unit (`4.65 ms`, `412.0 µs`).
+pub fn human(ns: u64) -> String {
+    dur(ns)
+}
+
+/// The sentence of one answer: `worst 4.65 ms (run 2, 11.1 s in), p99.99 412 µs, 745 of 249,255
+/// deadlines missed; the worst was caused by blocking by rust-lld:5156 (99 %)`.
+pub fn sentence(a: &Answer) -> String {
+    let mut o = match a.worst {
+        Some((ns, run, at)) => {
+            let at = at.map_or(String::new(), |s| format!(", {s:.1} s in"));
+            format!("worst {} (run {run}{at})", human(ns))
+        }
+        None => "no wake-up measured".into(),
+    };
+    if let Some((v, lower)) = a.p9999 {
+        let _ = write!(o, ", p99.99 {}{}", if lower { "≥ " } else { "" }, human(v));
+    }
+    match a.missed {
+        Some(0) => o.push_str(", no deadline missed"),
+        Some(m) => {
+            let _ = write!(o, ", {m} deadlines missed");
+        }
+        None => {}
+    }
+    if let Some(c) = &a.cause {
+        let which = if c.is_worst {
+            "the worst".to_string()
+        } else {
+            format!("the worst explained spike ({})", human(c.spike_ns))
+        };
+        let _ = write!(
+            o,
+            "; {which} was caused by {} ({:.0} %)",
+            c.what,
+            c.share * 100.0
+        );
+    }
+    o
+}
+
+/// How each group compares with the first: the ratio of their worst wake-ups and p99.99.
+pub fn verdicts(answers: &[Answer]) -> Vec<String> {
+    let Some(base) = answers.first() else {
+        return Vec::new();
+    };
+    let ratio = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (Some(a), Some(b)) if b > 0 => Some(a as f64 / b as f64),
+        _ => None,
+    };
+    let words = |r: f64| {
+        if r >= 1.0 {
+            format!("{r:.2}× higher")
+        } else {
+            format!("{:.2}× lower", 1.0 / r)
+        }
+    };
+    answers[1..]
+        .iter()
+        .filter_map(|a| {
+            let w = ratio(a.worst.map(|w| w.0), base.worst.map(|w| w.0))?;
+            let mut o = format!("{} against {}: worst {}", a.name, base.name, words(w));
+            if let Some(p) = ratio(a.p9999.map(|p| p.0), base.p9999.map(|p| p.0)) {
+                let _ = write!(o, ", p99.99 {}", words(p));
+            }
+            Some(o)
+        })
+        .collect()
+}
+
+/// The section: one line per group, then the comparisons.
+pub fn section(h: &mut String, runs: &[RunData], grouping: &Grouping) {
+    let all = answers(runs, grouping);
+    if all.is_empty() {
+        return;
+    }
+    h.push_str("<div class=\"answer\" id=\"answer\"><h2>The answer</h2>\n<ul>\n");
+    for a in &all {
+        let _ = writeln!(
+            h,
+            "<li><b>{}</b>: {}</li>",
+            escape(&a.name),
+            escape(&sentence(a))
+        );
+    }
+    h.push_str("</ul>\n");
+    let v = verdicts(&all);
+    if !v.is_empty() {
+        h.push_str("<p>");
+        h.push_str(&escape(&v.join("; ")));
+        h.push_str(".</p>\n");
+    }
+    h.push_str(
+        "<p class=\"muted\">Worst = the largest wake-up latency measured; p99.99 over every \
+         sample of the group; causes from <code>--explain</code> where the run was explained \
+         (<a href=\"#why\">why</a>).</p></div>\n",
+    );
+}
