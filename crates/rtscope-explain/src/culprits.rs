@@ -30,7 +30,7 @@ pub const KEEP_BIG: usize = 64;
 /// Command rows (threads merged by command name) kept; beyond them the "other" row of the class.
 pub const MAX_COMMANDS: usize = 1024;
 /// PIDs listed in a merged row; the others are counted.
-pub const MAX_PIDS: usize = 8;
+pub const MAX_PIDS: usize = 4;
 /// A thread of a command with several PIDs keeps its own row with at least this share of all
 /// charged time (per mille).
 pub const OWN_ROW_PERMILLE: u64 = 10;
@@ -561,7 +561,7 @@ mod tests {
             rows,
             [
                 "thread make:10:nice0",
-                "thread make (50 PIDs: 11, 12, 13, 14, 15, 16, 17, 18 +42 more)",
+                "thread make (50 PIDs: 11, 12, 13, 14 +46 more)",
                 "thread lone:3:nice0",
             ]
         );

@@ -24,7 +24,7 @@ pub fn label(c: &Category) -> String {
 
 /// A culprit row's label, escaped: its category's for one culprit; for the threads of one
 /// command, the command name with the number of PIDs and the first ones (`thread cc1 (212
-/// PIDs: 4101, 4107, … +204 more)`); for the rest of a class beyond the table's bounds,
+/// PIDs: 4101, 4107, 4111, 4120 +208 more)`); for the rest of a class beyond the table's bounds,
 /// `other thread (37 culprits)`.
 pub fn culprit_label(r: &CulpritRow) -> String {
     match &r.merged {
@@ -148,7 +148,7 @@ fn culprits(o: &mut String, culprits: &[CulpritRow]) {
         .map(|r| r.0.chars().count())
         .max()
         .unwrap_or(0)
-        .clamp(21, 60);
+        .clamp(21, 72);
     let _ = writeln!(
         o,
         "\n  {:<w$}  main in  any in  total time",
@@ -198,10 +198,8 @@ pub fn merge_note(culprits: &[CulpritRow]) -> Option<String> {
         ));
     }
     (!parts.is_empty()).then(|| {
-        format!(
-            "note: {}; no culprit's time is in \"unexplained\"",
-            parts.join("; ")
-        )
+        parts.push("no culprit's time is in \"unexplained\"".into());
+        format!("note: {}", parts.join(";\n        "))
     })
 }
 
