@@ -505,6 +505,28 @@ mod tests {
     }
 
     #[test]
+    fn a_big_culprit_charged_only_early_keeps_its_row_while_later_pids_fill_the_table() {
+        // The same command as the later PIDs: had it left the table, it would have merged.
+        let early = thread("ld", 999, 120);
+        let mut gaps: Vec<Explained> = (0..10)
+            .map(|i| gap(i, vec![Charge::new(early.clone(), 100_000)]))
+            .collect();
+        gaps.extend((0..3 * MAX_ROWS as i32).map(|pid| {
+            let c = thread("ld", 1_000 + pid, 120);
+            gap(1_000_000 + pid as u64, vec![Charge::new(c, 10)])
+        }));
+        let s = book_of(gaps);
+        assert_eq!(s.culprits[0].category, early);
+        assert_eq!(s.culprits[0].total_ns, 1_000_000);
+        assert_eq!(s.culprits[0].spikes, 10);
+        let Merge::Command { pids, more_pids } = &s.culprits[1].merged else {
+            panic!("{:?}", s.culprits[1]);
+        };
+        assert_eq!(pids.len() as u64 + more_pids, 3 * MAX_ROWS as u64);
+        assert_eq!(s.culprits.len(), 2);
+    }
+
+    #[test]
     fn culprits_beyond_the_command_rows_go_to_an_other_row_of_their_class_that_counts_them() {
         let n = 7_000;
         let gaps = (0..n)
