@@ -4,14 +4,12 @@
 use crate::class_hist::{ClassHistogram, ClassHistograms};
 use crate::classes::ClassTotals;
 use crate::coarse::CoarseExplanation;
+use crate::culprits::CulpritTable;
+pub use crate::culprits::{CulpritRow, Merge};
 use crate::interference::Interference;
 use crate::model::{Attribution, Category, MissingExits, NotTraced, Tier};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
-
-/// How many distinct culprits are totalled; later ones go to [`Category::Unexplained`]'s row
-/// as "other" is not a category.
-pub const MAX_CULPRITS: usize = 256;
+use std::collections::BTreeMap;
 
 /// One explained spike as kept and stored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,19 +37,6 @@ impl Explained {
             Explained::Coarse(c) => c.spike.wakeup_ns,
         }
     }
-}
-
-/// Totals for one culprit over the run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CulpritRow {
-    /// The category.
-    pub category: Category,
-    /// Spikes where it had the largest share.
-    pub spikes_as_main: u64,
-    /// Spikes where it had any share.
-    pub spikes: u64,
-    /// Time charged to it over all attributed spikes (ns).
-    pub total_ns: u64,
 }
 
 /// Counts over the run.
@@ -143,8 +128,13 @@ pub struct ExplainSummary {
     pub counts: Counts,
     /// The worst spikes of each window, in time order.
     pub worst: Vec<Explained>,
-    /// Culprits over the run, by total time, largest first.
+    /// Culprits over the run, by total time, largest first (threads of one command merged
+    /// as [`crate::culprits`] says).
     pub culprits: Vec<CulpritRow>,
+    /// Time per class summed from every charge, independent of the culprit rows; absent in
+    /// summaries recorded before it was kept (then summed from the rows).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classes: Option<ClassTotals>,
     /// Interference counts of the traced spikes, per CPU in CPU order (`rtla osnoise top`'s
     /// columns; what `rtscope noise` prints); empty in summaries recorded before they were
     /// counted.
@@ -202,15 +192,20 @@ impl SmtCounts {
 }
 
 impl ExplainSummary {
-    /// The culprit totals summed by class.
+    /// Time per class: as kept from every charge, or (a summary recorded before it was kept)
+    /// the culprit totals summed by class.
     pub fn class_totals(&self) -> ClassTotals {
-        ClassTotals::sum(self.culprits.iter().map(|r| (&r.category, r.total_ns)))
+        self.classes.unwrap_or_else(|| {
+            ClassTotals::sum(self.culprits.iter().map(|r| (&r.category, r.total_ns)))
+        })
     }
 
     /// A flight-recorder summary holding only culprit totals (`(category, ns)`, each the main
     /// culprit of one spike): what noise's time per class and the report's cause bars read.
     pub fn of_totals(threshold_ns: u64, totals: Vec<(Category, u64)>) -> ExplainSummary {
+        let classes = ClassTotals::sum(totals.iter().map(|(c, ns)| (c, *ns)));
         ExplainSummary {
+            classes: Some(classes),
             tier: Tier::FlightRecorder,
             tier_reason: None,
             threshold_ns,
@@ -227,6 +222,7 @@ impl ExplainSummary {
                     spikes_as_main: 1,
                     spikes: 1,
                     total_ns,
+                    merged: Merge::Single,
                 })
                 .collect(),
         }
@@ -241,7 +237,7 @@ pub struct SpikeBook {
     per_window: usize,
     max_windows: usize,
     windows: BTreeMap<u64, Vec<Explained>>,
-    culprits: HashMap<Category, CulpritRow>,
+    culprits: CulpritTable,
     interference: BTreeMap<usize, Interference>,
     class_hist: ClassHistograms,
     smt: Option<SmtCounts>,
@@ -257,7 +253,7 @@ impl SpikeBook {
             per_window: per_window.max(1),
             max_windows: max_windows.max(1),
             windows: BTreeMap::new(),
-            culprits: HashMap::new(),
+            culprits: CulpritTable::default(),
             interference: BTreeMap::new(),
             class_hist: ClassHistograms::default(),
             smt: None,
@@ -287,7 +283,7 @@ impl SpikeBook {
                 self.counts.traced += 1;
                 self.counts.traced_ns += a.spike.latency_ns();
                 self.counts.partial += u64::from(!a.complete);
-                self.total(a);
+                self.culprits.add(a);
                 self.class_hist.add(a);
                 if !a.siblings.is_empty() {
                     self.smt.get_or_insert_with(SmtCounts::default).add(a);
@@ -304,26 +300,6 @@ impl SpikeBook {
             Explained::Coarse(_) => self.counts.coarse += 1,
         }
         self.keep(e);
-    }
-
-    fn total(&mut self, a: &Attribution) {
-        for (i, c) in a.charges.iter().enumerate() {
-            let full = self.culprits.len() >= MAX_CULPRITS;
-            let key = if full && !self.culprits.contains_key(&c.category) {
-                Category::Unexplained
-            } else {
-                c.category.clone()
-            };
-            let row = self.culprits.entry(key.clone()).or_insert(CulpritRow {
-                category: key,
-                spikes_as_main: 0,
-                spikes: 0,
-                total_ns: 0,
-            });
-            row.spikes += 1;
-            row.spikes_as_main += u64::from(i == 0);
-            row.total_ns += c.ns;
-        }
     }
 
     fn keep(&mut self, e: Explained) {
@@ -363,19 +339,14 @@ impl SpikeBook {
     ) -> ExplainSummary {
         let mut worst: Vec<Explained> = self.windows.values().flatten().cloned().collect();
         rtscope_core::order::sort_by_key(&mut worst, |e| e.wakeup_ns());
-        let mut culprits: Vec<CulpritRow> = self.culprits.values().cloned().collect();
-        rtscope_core::order::sort_by(&mut culprits, |a, b| {
-            b.total_ns
-                .cmp(&a.total_ns)
-                .then_with(|| a.category.cmp(&b.category))
-        });
         ExplainSummary {
             tier,
             tier_reason,
             threshold_ns,
             counts: self.counts,
             worst,
-            culprits,
+            culprits: self.culprits.rows(),
+            classes: Some(self.culprits.classes()),
             interference: self.interference.values().copied().collect(),
             class_histograms: self.class_hist.finish(),
             smt: self.smt,

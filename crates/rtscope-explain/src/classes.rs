@@ -3,7 +3,7 @@
 //! JSON, the report's stacked bars and anything else that speaks of noise by cause.
 
 use crate::model::Category;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A class of noise time, in the order the noise command prints them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,7 +99,8 @@ impl Class {
 }
 
 /// Time per [`Class`] over a run, ns.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ClassTotals {
     /// Hard interrupts (the timer's included).
     pub irq_ns: u64,
@@ -130,6 +131,11 @@ impl ClassTotals {
             *t.slot(Class::of(category)) += ns;
         }
         t
+    }
+
+    /// Adds `ns` to class `c`.
+    pub fn add(&mut self, c: Class, ns: u64) {
+        *self.slot(c) += ns;
     }
 
     fn slot(&mut self, c: Class) -> &mut u64 {

@@ -4,6 +4,8 @@
 //!   not traced;
 //! - [`book`]: the worst spikes per time window, culprit totals and the coverage ("traced X of
 //!   Y spikes");
+//! - [`culprits`]: the culprit table, bounded without folding a known cause into
+//!   "unexplained";
 //! - [`classes`]: noise time per class (thread, irq, …, unexplained);
 //! - [`class_hist`]: per CPU and class, a histogram of each traced gap's time in it;
 //! - [`coarse`]: the fallback tier fed by monitor samples;
@@ -18,6 +20,7 @@ pub mod book;
 pub mod class_hist;
 pub mod classes;
 pub mod coarse;
+pub mod culprits;
 pub mod interference;
 pub mod model;
 pub mod render;

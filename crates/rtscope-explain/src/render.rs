@@ -2,7 +2,8 @@
 //! `rtscope runs show`. Pure functions returning strings; task names are escaped (they come
 //! from the traced system).
 
-use crate::book::{Counts, ExplainSummary, Explained, SmtCounts};
+use crate::book::{Counts, CulpritRow, ExplainSummary, Explained, Merge, SmtCounts};
+use crate::classes::Class;
 use crate::coarse::CoarseExplanation;
 use crate::model::{Attribution, Category, MissingExits};
 use std::fmt::Write;
@@ -19,6 +20,35 @@ pub fn dur(ns: u64) -> String {
 /// A category label with control characters escaped.
 pub fn label(c: &Category) -> String {
     escaped(&c.to_string())
+}
+
+/// A culprit row's label, escaped: its category's for one culprit; for the threads of one
+/// command, the command name with the number of PIDs and the first ones (`thread cc1 (212
+/// PIDs: 4101, 4107, 4111, 4120 +208 more)`); for the rest of a class beyond the table's bounds,
+/// `other thread (37 culprits)`.
+pub fn culprit_label(r: &CulpritRow) -> String {
+    match &r.merged {
+        Merge::Single => label(&r.category),
+        Merge::Command { pids, more_pids } => {
+            let mut l = label(&r.category);
+            if let Some(t) = r.category.task() {
+                l = l.replacen(&escaped(&t.to_string()), &escaped(&t.comm), 1);
+            }
+            let n = pids.len() as u64 + more_pids;
+            let list: Vec<String> = pids.iter().map(i32::to_string).collect();
+            let more = if *more_pids > 0 {
+                format!(" +{more_pids} more")
+            } else {
+                String::new()
+            };
+            format!("{l} ({n} PIDs: {}{more})", list.join(", "))
+        }
+        Merge::Other { culprits, at_least } => {
+            let ge = if *at_least { "≥ " } else { "" };
+            let class = Class::of(&r.category).name();
+            format!("other {class} ({ge}{culprits} culprits)")
+        }
+    }
 }
 
 /// `s` with control characters escaped (task names come from the traced system).
@@ -115,23 +145,23 @@ pub fn summary(s: &ExplainSummary, run_start_ns: u64, max_spikes: usize) -> Stri
     o
 }
 
-/// The culprits over the run (the first 15): spikes each was the main cause of, spikes it
-/// took part in, its time.
-fn culprits(o: &mut String, culprits: &[crate::book::CulpritRow]) {
+/// The culprits over the run (the first 15, then what the others hold): spikes each was the
+/// main cause of, spikes it took part in, its time; a note when rows merge culprits.
+fn culprits(o: &mut String, culprits: &[CulpritRow]) {
     if culprits.is_empty() {
         return;
     }
-    let rows: Vec<(String, &crate::book::CulpritRow)> = culprits
+    let rows: Vec<(String, &CulpritRow)> = culprits
         .iter()
         .take(15)
-        .map(|r| (label(&r.category), r))
+        .map(|r| (culprit_label(r), r))
         .collect();
     let w = rows
         .iter()
         .map(|r| r.0.chars().count())
         .max()
         .unwrap_or(0)
-        .clamp(21, 60);
+        .clamp(21, 72);
     let _ = writeln!(
         o,
         "\n  {:<w$}  main in  any in  total time",
@@ -146,6 +176,44 @@ fn culprits(o: &mut String, culprits: &[crate::book::CulpritRow]) {
             dur(row.total_ns)
         );
     }
+    if culprits.len() > 15 {
+        let rest = &culprits[15..];
+        let ns: u64 = rest.iter().map(|r| r.total_ns).sum();
+        let _ = writeln!(o, "  … {} more rows, {} in all", rest.len(), dur(ns));
+    }
+    if let Some(note) = merge_note(culprits) {
+        let _ = writeln!(o, "  {note}");
+    }
+}
+
+/// What the merged rows of a culprit table mean, when there are any.
+pub fn merge_note(culprits: &[CulpritRow]) -> Option<String> {
+    let command = culprits
+        .iter()
+        .any(|r| matches!(r.merged, Merge::Command { .. }));
+    let other = culprits
+        .iter()
+        .any(|r| matches!(r.merged, Merge::Other { .. }));
+    let mut parts = Vec::new();
+    if command {
+        parts.push(format!(
+            "a row with PIDs merges the threads of one command, each under {} % of the \
+             charged time (one with more keeps its own row)",
+            crate::culprits::OWN_ROW_PERMILLE as f64 / 10.0
+        ));
+    }
+    if other {
+        parts.push(format!(
+            "an \"other\" row holds a class's culprits beyond the table's bounds ({} rows of \
+             their own, {} commands)",
+            crate::culprits::MAX_ROWS,
+            crate::culprits::MAX_COMMANDS
+        ));
+    }
+    (!parts.is_empty()).then(|| {
+        parts.push("no culprit's time is in \"unexplained\"".into());
+        format!("note: {}", parts.join(";\n        "))
+    })
 }
 
 /// A traced spike: `cpu1 1.2ms [partial]: its four largest charges (share)`.

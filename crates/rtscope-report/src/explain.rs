@@ -4,9 +4,9 @@
 
 use crate::escape::escape;
 use crate::model::RunData;
-use rtscope_explain::book::{ExplainSummary, Explained};
+use rtscope_explain::book::{CulpritRow, ExplainSummary, Explained};
 use rtscope_explain::model::{Category, LateCause};
-use rtscope_explain::render::{coverage, dur, label};
+use rtscope_explain::render::{coverage, culprit_label, dur, label, merge_note};
 use std::fmt::Write;
 
 /// Spikes drawn per run.
@@ -159,20 +159,40 @@ fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
     }
     h.push_str("</table>\n");
     legend(h, s);
-    if !s.culprits.is_empty() {
-        h.push_str("<table><tr><th class=\"t\">culprit over the run</th><th>spikes (main)</th><th>spikes (any)</th><th>total time</th></tr>\n");
-        for row in s.culprits.iter().take(15) {
-            let _ = writeln!(
-                h,
-                "<tr><td class=\"t\"><span style=\"color:{}\">■</span> {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                colour(&row.category),
-                escape(&label(&row.category)),
-                row.spikes_as_main,
-                row.spikes,
-                escape(&dur(row.total_ns))
-            );
-        }
-        h.push_str("</table>\n");
+    culprit_table(h, &s.culprits);
+}
+
+/// The culprits over the run (the first 15, then what the others hold, and what merged rows
+/// mean).
+fn culprit_table(h: &mut String, culprits: &[CulpritRow]) {
+    if culprits.is_empty() {
+        return;
+    }
+    h.push_str("<table><tr><th class=\"t\">culprit over the run</th><th>spikes (main)</th><th>spikes (any)</th><th>total time</th></tr>\n");
+    for row in culprits.iter().take(15) {
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"t\"><span style=\"color:{}\">■</span> {}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            colour(&row.category),
+            escape(&culprit_label(row)),
+            row.spikes_as_main,
+            row.spikes,
+            escape(&dur(row.total_ns))
+        );
+    }
+    h.push_str("</table>\n");
+    if culprits.len() > 15 {
+        let rest = &culprits[15..];
+        let ns: u64 = rest.iter().map(|r| r.total_ns).sum();
+        let _ = writeln!(
+            h,
+            "<p class=\"muted\">… {} more rows, {} in all.</p>",
+            rest.len(),
+            escape(&dur(ns))
+        );
+    }
+    if let Some(note) = merge_note(culprits) {
+        let _ = writeln!(h, "<p class=\"muted\">{}</p>", escape(&note));
     }
 }
 
@@ -213,4 +233,63 @@ fn legend(h: &mut String, s: &ExplainSummary) {
         );
     }
     h.push_str("</p>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_explain::book::Merge;
+    use rtscope_explain::model::Task;
+
+    fn row(comm: &str, pid: i32, total_ns: u64, merged: Merge) -> CulpritRow {
+        let task = Task {
+            comm: comm.into(),
+            pid,
+            prio: 120,
+        };
+        CulpritRow {
+            category: Category::Thread { task },
+            spikes_as_main: 1,
+            spikes: 1,
+            total_ns,
+            merged,
+        }
+    }
+
+    #[test]
+    fn the_culprit_table_shows_a_commands_merged_pids_the_other_row_and_says_what_they_are() {
+        let mut rows = vec![
+            row("inject", 7, 9_000, Merge::Single),
+            row(
+                "cc1",
+                100,
+                5_000,
+                Merge::Command {
+                    pids: vec![100, 101],
+                    more_pids: 40,
+                },
+            ),
+            row(
+                "<b>",
+                5,
+                4_000,
+                Merge::Other {
+                    culprits: 12,
+                    at_least: false,
+                },
+            ),
+        ];
+        rows.extend((0..20).map(|i| row("small", 200 + i, 10, Merge::Single)));
+        let mut h = String::new();
+        culprit_table(&mut h, &rows);
+        assert!(h.contains("thread inject:7:nice0"), "{h}");
+        assert!(h.contains("thread cc1 (42 PIDs: 100, 101 +40 more)"), "{h}");
+        assert!(h.contains("other thread (12 culprits)"), "{h}");
+        assert!(h.contains("… 8 more rows, 80 ns in all."), "{h}");
+        assert!(
+            h.contains("a row with PIDs merges the threads of one command"),
+            "{h}"
+        );
+        assert!(!h.contains("<b>"), "{h}");
+    }
 }

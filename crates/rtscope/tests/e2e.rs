@@ -35,6 +35,7 @@ mod import_summary;
 mod loads;
 mod manual;
 mod noise;
+mod noise_culprits;
 mod noise_irqs_off;
 mod observer;
 mod overflow_percentiles;
