@@ -115,7 +115,7 @@ impl CulpritRow {
                     *more_pids += m;
                 }
                 _ => {
-                    if let Some(t) = other.category.task() {
+                    if let Some(t) = other.category.named_task() {
                         add_pid(pids, more_pids, t.pid);
                     }
                 }
@@ -389,7 +389,7 @@ fn other(culprits: u64, at_least: bool) -> Merge {
 /// A command row of one PID is that thread's own row.
 fn single_if_one(mut r: CulpritRow) -> CulpritRow {
     if let Merge::Command { pids, more_pids: 0 } = &r.merged {
-        if pids.len() == 1 && r.category.task().map(|t| t.pid) == Some(pids[0]) {
+        if pids.len() == 1 && r.category.named_task().map(|t| t.pid) == Some(pids[0]) {
             r.merged = Merge::Single;
         }
     }
@@ -452,6 +452,45 @@ mod tests {
             .iter()
             .all(|r| r.category != Category::Unexplained));
         s
+    }
+
+    /// The quick preset's messaging load: many `load-msg-recv` PIDs ran while the timer
+    /// interrupt was late with interrupts off; their merged row listed "(0 PIDs: )".
+    #[test]
+    fn a_late_timer_irqs_merged_tasks_are_listed_with_their_pids() {
+        let late = |pid: i32| Category::TimerIrqLate {
+            cause: crate::model::LateCause::IrqsOffOrHypervisor {
+                task: Some(Task {
+                    comm: "load-msg-recv".into(),
+                    pid,
+                    prio: 120,
+                }),
+                softirq: None,
+            },
+        };
+        let gaps = (0..50)
+            .map(|i| {
+                gap(
+                    i * 1_000_000,
+                    vec![Charge::new(late(100 + i as i32), 1_000)],
+                )
+            })
+            .chain(std::iter::once(gap(
+                99_000_000,
+                vec![Charge::new(thread("big", 7, 49), 1_000_000)],
+            )))
+            .collect();
+        let s = book_of(gaps);
+        let row = s
+            .culprits
+            .iter()
+            .find(|r| matches!(r.merged, Merge::Command { .. }))
+            .expect("a merged row");
+        let text = crate::render::culprit_label(row);
+        assert!(
+            text.starts_with("timer IRQ late: IRQs off or hypervisor, load-msg-recv running (50 PIDs: 100, 101, 102, 103 +46 more)"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -221,6 +221,20 @@ impl Category {
             _ => None,
         }
     }
+
+    /// The task a culprit row names: [`Category::task`], or the task that ran while the timer
+    /// interrupt was late with interrupts off (or the hypervisor holding the vCPU).
+    pub fn named_task(&self) -> Option<&Task> {
+        match self {
+            Category::TimerIrqLate {
+                cause:
+                    LateCause::IrqsOffOrHypervisor {
+                        task: Some(task), ..
+                    },
+            } => Some(task),
+            _ => self.task(),
+        }
+    }
 }
 
 impl fmt::Display for Category {

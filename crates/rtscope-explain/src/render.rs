@@ -31,7 +31,7 @@ pub fn culprit_label(r: &CulpritRow) -> String {
         Merge::Single => label(&r.category),
         Merge::Command { pids, more_pids } => {
             let mut l = label(&r.category);
-            if let Some(t) = r.category.task() {
+            if let Some(t) = r.category.named_task() {
                 l = l.replacen(&escaped(&t.to_string()), &escaped(&t.comm), 1);
             }
             let n = pids.len() as u64 + more_pids;
