@@ -215,3 +215,48 @@ pub fn section(h: &mut String, runs: &[RunData], grouping: &Grouping) {
          (<a href=\"#why\">why</a>).</p></div>\n",
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::study_runs;
+
+    /// The seed-000 design (two kernels × two cases, two repeats): one answer per group with
+    /// the group's own worst run and every sample, and each group compared with the first.
+    #[test]
+    fn each_group_gets_its_worst_wake_up_p99_99_and_missed_deadlines_then_a_verdict() {
+        let runs = study_runs();
+        let g = Grouping::new(&runs, None);
+        let a = answers(&runs, &g);
+        assert_eq!(a.len(), g.groups.len());
+        assert!(a.len() > 1);
+        for (ans, grp) in a.iter().zip(&g.groups) {
+            let members: Vec<&RunData> = grp.runs.iter().map(|&i| &runs[i]).collect();
+            let max = members.iter().filter_map(|r| r.detail.summary.max_ns).max();
+            assert_eq!(ans.worst.map(|w| w.0), max, "{}", ans.name);
+            let run = ans.worst.unwrap().1;
+            assert!(members.iter().any(|r| r.id() == run));
+            let samples: u64 = members.iter().map(|r| r.detail.summary.samples).sum();
+            assert_eq!(ans.samples, samples);
+            let (p, _) = ans.p9999.unwrap();
+            assert!(p <= max.unwrap());
+            let s = sentence(ans);
+            assert!(
+                s.starts_with(&format!("worst {} (run {run}", human(max.unwrap()))),
+                "{s}"
+            );
+        }
+        let v = verdicts(&a);
+        assert_eq!(v.len(), a.len() - 1);
+        assert!(
+            v[0].contains(&format!("against {}: worst ", a[0].name)),
+            "{v:?}"
+        );
+        let mut h = String::new();
+        section(&mut h, &runs, &g);
+        assert!(
+            h.contains("id=\"answer\"") && h.contains(&escape(&v[0])),
+            "{h}"
+        );
+    }
+}

@@ -142,14 +142,23 @@ fn cell(h: &mut String, text: &str) {
     let _ = write!(h, "<td class=\"t\">{}</td>", escape(text));
 }
 
+/// A start time for people: `2026-11-27 07:35:07` (UTC) from the stored RFC 3339 text with
+/// nanoseconds; any other text as it is.
+fn started(t: &str) -> String {
+    match (t.get(..10), t.get(11..19)) {
+        (Some(d), Some(hms)) if t.as_bytes().get(10) == Some(&b'T') => format!("{d} {hms}"),
+        _ => t.to_string(),
+    }
+}
+
 fn header(h: &mut String, runs: &[RunData]) {
-    h.push_str("<h2 id=\"runs\">Runs</h2>\n<table><tr><th>run</th><th class=\"t\">name</th><th class=\"t\">status</th><th class=\"t\">started</th><th>measured (s)</th><th class=\"t\">host</th><th class=\"t\">kernel</th><th class=\"t\">campaign</th><th class=\"t\">command line</th></tr>\n");
+    h.push_str("<h2 id=\"runs\">Runs</h2>\n<table><tr><th>run</th><th class=\"t\">name</th><th class=\"t\">status</th><th class=\"t\">started (UTC)</th><th>measured (s)</th><th class=\"t\">host</th><th class=\"t\">kernel</th><th class=\"t\">campaign</th><th class=\"t\">tags</th><th class=\"t\">command line</th></tr>\n");
     for r in runs {
         let s = &r.detail.summary;
         let _ = write!(h, "<tr><td>{}</td>", s.id);
         cell(h, &r.name());
         cell(h, s.status.as_str());
-        cell(h, &s.started);
+        cell(h, &started(&s.started));
         let _ = write!(h, "<td>{:.1}</td>", s.progress_ns as f64 / 1e9);
         cell(h, r.env("uname.nodename").unwrap_or("-"));
         cell(h, r.env("uname.release").unwrap_or("-"));
@@ -160,6 +169,8 @@ fn header(h: &mut String, runs: &[RunData]) {
             )
         });
         cell(h, &camp);
+        let tags: Vec<String> = s.tags.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        cell(h, &tags.join(" "));
         let _ = writeln!(
             h,
             "<td class=\"t\"><code>{}</code></td></tr>",
@@ -169,13 +180,24 @@ fn header(h: &mut String, runs: &[RunData]) {
     h.push_str("</table>\n");
 }
 
+/// The findings below the answer: collapsed, with a count and how many concern the runs
+/// themselves (open when any does), one line per kind with its runs.
 fn warnings(h: &mut String, warns: &[Warning]) {
     h.push_str("<h2 id=\"warnings\">Warnings</h2>\n");
     if warns.is_empty() {
         h.push_str("<div class=\"ok\">Nothing to act on was found.</div>\n");
         return;
     }
-    h.push_str("<div class=\"warn\"><ul>\n");
+    let about_runs = warns.iter().filter(|w| w.rank == 0).count();
+    let bad = warns.iter().filter(|w| w.rank == 1).count();
+    let _ = writeln!(
+        h,
+        "<details class=\"warn\"{}><summary>{} finding(s): {about_runs} about the runs themselves, \
+         {bad} bad setting(s), {} to improve</summary><ul>",
+        if about_runs > 0 { " open" } else { "" },
+        warns.len(),
+        warns.len() - about_runs - bad
+    );
     for w in warns {
         let ids: Vec<String> = w.runs.iter().map(|i| i.to_string()).collect();
         let _ = writeln!(
@@ -186,7 +208,7 @@ fn warnings(h: &mut String, warns: &[Warning]) {
             escape(&w.hint)
         );
     }
-    h.push_str("</ul></div>\n");
+    h.push_str("</ul></details>\n");
 }
 
 fn stats(h: &mut String, rows: &[SummaryRow]) {

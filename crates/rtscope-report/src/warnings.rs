@@ -14,23 +14,69 @@ pub struct Warning {
     pub hint: String,
     /// The runs it was seen in.
     pub runs: Vec<RunId>,
+    /// How much it matters to the figures: 0 the runs themselves (incomplete, a load that
+    /// failed, deadlines missed, throttling), 1 a bad setting, 2 a setting to improve.
+    pub rank: u8,
 }
 
-/// Every finding of the runs; identical findings of several runs are listed once.
+/// What makes two findings of different runs one line: a check by its name and verdict (its
+/// evidence differs run to run: IRQ counts, steal time), per-run facts by their kind.
+fn key(what: &str) -> String {
+    if let Some(rest) = what.strip_prefix("check ") {
+        return format!("check {}", rest.split(':').next().unwrap_or(rest));
+    }
+    if let Some(rest) = what.strip_prefix("run ") {
+        // `run 3 missed 5 deadlines …`, `run 3 is interrupted`: the kind, not the run.
+        let kind = rest.split_whitespace().nth(1).unwrap_or_default();
+        return format!("run {kind}");
+    }
+    what.to_string()
+}
+
+fn rank(what: &str) -> u8 {
+    let throttled = what.starts_with("thermal throttling") || what.ends_with("set during the run");
+    if what.starts_with("run ") || what.starts_with("load ") || throttled {
+        0
+    } else if what.contains(" is bad:") || what.contains("not PREEMPT_RT") {
+        1
+    } else {
+        2
+    }
+}
+
+/// Every finding of the runs, one line per kind (a check, a per-run fact) with the runs listed,
+/// the ones that matter most to the figures first. A per-run fact lists each run's figure
+/// (`run 1 missed 958 deadlines …; run 2 missed 975 …`); a check shows its first run's
+/// evidence.
 pub fn collect(runs: &[RunData]) -> Vec<Warning> {
-    let mut out: Vec<Warning> = Vec::new();
+    let mut out: Vec<(String, Warning)> = Vec::new();
     for r in runs {
         for (what, hint) in of_run(r) {
-            match out.iter_mut().find(|w| w.what == what) {
-                Some(w) => w.runs.push(r.id()),
-                None => out.push(Warning {
-                    what,
-                    hint,
-                    runs: vec![r.id()],
-                }),
+            let k = key(&what);
+            match out.iter_mut().find(|(key, _)| *key == k) {
+                Some((_, w)) => {
+                    if !w.runs.contains(&r.id()) {
+                        w.runs.push(r.id());
+                    }
+                    if w.rank == 0 && !w.what.contains(&what) {
+                        w.what.push_str("; ");
+                        w.what.push_str(&what);
+                    }
+                }
+                None => out.push((
+                    k,
+                    Warning {
+                        rank: rank(&what),
+                        what,
+                        hint,
+                        runs: vec![r.id()],
+                    },
+                )),
             }
         }
     }
+    let mut out: Vec<Warning> = out.into_iter().map(|(_, w)| w).collect();
+    out.sort_by_key(|w| w.rank);
     out
 }
 
@@ -251,4 +297,31 @@ fn cadence_gaps(r: &RunData) -> Vec<(String, String)> {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::{key, rank};
+
+    #[test]
+    fn findings_of_several_runs_are_one_line_per_kind_ranked_by_what_they_do_to_the_figures() {
+        let a =
+            "check irq_affinity is warn: 19 device IRQs: 36 virtio1-req.0 (80409 on measured CPUs)";
+        let b =
+            "check irq_affinity is warn: 19 device IRQs: 36 virtio1-req.0 (81384 on measured CPUs)";
+        assert_eq!(key(a), key(b));
+        assert_eq!(key(a), "check irq_affinity is warn");
+        let m1 = "run 1 missed 958 deadlines (0.3832 % of 250000)";
+        let m2 = "run 2 missed 975 deadlines (0.3900 % of 250000)";
+        assert_eq!(key(m1), key(m2));
+        assert_ne!(key(m1), key("run 2 is interrupted"));
+        assert_eq!(rank(m1), 0);
+        assert_eq!(rank("check preemption is bad: mode none"), 1);
+        assert_eq!(rank(a), 2);
+        assert_eq!(
+            rank("check rt_throttling is warn: sched_rt_runtime_us = 950000"),
+            2
+        );
+        assert_eq!(rank("thermal throttling was seen during the run"), 0);
+    }
 }
