@@ -190,9 +190,7 @@ fn two_fresh_databases_never_submit_the_same_kcidb_ids() {
     junit::write(&mut out, &a).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert!(
-        text.contains(&format!(
-            r#"<property name="rtscope.run_uuid" value="{ua}"/>"#
-        )),
+        text.contains(&format!(r#".run1.run_uuid" value="{ua}"/>"#)),
         "{text}"
     );
 }
@@ -200,7 +198,7 @@ fn two_fresh_databases_never_submit_the_same_kcidb_ids() {
 #[test]
 fn an_empty_junit_document_says_zero_time_not_minus_zero() {
     let mut out = Vec::new();
-    junit::write_all(&mut out, &[]).unwrap();
+    junit::write_all(&mut out, &[], &[]).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains(r#"time="0.000""#), "{text}");
 }

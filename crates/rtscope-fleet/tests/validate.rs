@@ -55,7 +55,7 @@ fn kcidb_documents_validate_against_the_published_schema() {
     );
     let d = dir("kcidb");
     let rs = reports(&d);
-    let all = kcidb::document_all(&rs, &kcidb::Submission::default());
+    let all = kcidb::document_all(&rs, &[], &kcidb::Submission::default());
     let len = |r| {
         kcidb::document(r, &kcidb::Submission::default())["tests"]
             .as_array()
@@ -74,6 +74,7 @@ fn kcidb_documents_validate_against_the_published_schema() {
             } else {
                 Some("lab_ci:kernel-6.6-rt".into())
             },
+            ..kcidb::Submission::default()
         };
         let path = d.join(format!("k{i}.json"));
         let mut out = Vec::new();
@@ -150,7 +151,7 @@ fn junit_documents_validate_against_the_xsd() {
     // Many runs in one document (a campaign's `--ci-output junit=FILE`): a suite each.
     let all = d.join("all.xml");
     let mut out = Vec::new();
-    junit::write_all(&mut out, &reports(&d)).unwrap();
+    junit::write_all(&mut out, &reports(&d), &[]).unwrap();
     assert_eq!(
         String::from_utf8_lossy(&out).matches("<testsuite ").count(),
         2
