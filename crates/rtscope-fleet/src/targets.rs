@@ -571,7 +571,9 @@ tags = { rack = "2" }
     #[test]
     fn board_names_are_bounded_like_labels() {
         let long = "b".repeat(5000);
-        let e = parse_address(&format!("root@{long}:22")).unwrap_err().to_string();
+        let e = parse_address(&format!("root@{long}:22"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("5000 bytes, at most 256"), "{e}");
         assert!(e.len() < 300, "{e}");
         let ok = "b".repeat(256);
