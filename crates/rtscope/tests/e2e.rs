@@ -18,6 +18,7 @@ mod drop_in;
 mod explain;
 mod export;
 mod fidelity;
+mod fleet_ci;
 mod fleet_merge;
 mod fleet_prometheus;
 mod fleet_ssh;

@@ -184,7 +184,7 @@ fn a_killed_ssh_master_leaves_no_remote_process_nor_socket() {
 }
 
 /// `doc` is valid against the JUnit XSD (xmllint; .ci/run installs it).
-fn xsd_valid(doc: &Path) {
+pub(crate) fn xsd_valid(doc: &Path) {
     let xsd = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../rtscope-fleet/tests/fixtures/junit-10.xsd"
@@ -203,7 +203,7 @@ fn xsd_valid(doc: &Path) {
 
 /// `doc` is valid against kcidb-io's schema, where python3 has jsonschema and kcidb-io
 /// (.ci/run installs them).
-fn kcidb_valid(doc: &Path) {
+pub(crate) fn kcidb_valid(doc: &Path) {
     let script = "import json,sys,jsonschema,kcidb_io\njsonschema.validate(json.load(open(sys.argv[1])),kcidb_io.schema.V5_3.json)";
     rtscope_testkit::require!(
         rtscope_testkit::python3_imports("jsonschema, kcidb_io"),
