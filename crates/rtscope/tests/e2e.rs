@@ -26,6 +26,7 @@ mod grammar_summary_histogram;
 mod grammar_verbose_live_json;
 mod hostile;
 mod hostile_cases;
+mod hostile_db;
 mod hostile_memory;
 mod housekeeping;
 mod import;
