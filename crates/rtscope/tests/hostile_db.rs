@@ -2,7 +2,7 @@
 //! an older rtscope, never checked by this rtscope's input rules — reach every output escaped
 //! (issue 49 item 4): a tag value holding ESC and BEL, set with SQL, in the report of several
 //! runs (HTML, every SVG parsed as XML by xmllint, CSV, Markdown), on the terminal of `report`,
-//! `runs` and `compare`, and in compare's JUnit.
+//! `runs` and `compare`, in `export`'s CSV and JSON files, and in compare's JUnit.
 
 use crate::common;
 use crate::fleet_ssh::xsd_valid;
@@ -129,7 +129,8 @@ fn a_tag_holding_esc_and_bel_never_reaches_a_report_raw() {
 }
 
 /// The same database on the terminal of `runs` and `compare` (its groups selected by the
-/// hostile labels), and in compare's JUnit (valid against the XSD).
+/// hostile labels), in `export`'s CSV and JSON files, and in compare's JUnit (valid against the
+/// XSD).
 #[test]
 fn a_tag_holding_esc_and_bel_never_reaches_the_terminal_or_junit_raw() {
     let dir = common::fresh_dir("hostile-db-terminal");
@@ -144,6 +145,24 @@ fn a_tag_holding_esc_and_bel_never_reaches_the_terminal_or_junit_raw() {
             common::dump(&o)
         );
     }
+    // CSV and JSON exports of a run: its tags and label escaped in every file.
+    let exp = dir.join("exp");
+    for f in ["csv", "json"] {
+        let o = rtscope(&["export", "1", "-f", f, "-o", exp.to_str().unwrap()], &db);
+        assert_eq!(o.status.code(), Some(0), "{f}: {}", common::dump(&o));
+    }
+    let mut files = 0;
+    for e in std::fs::read_dir(&exp).unwrap() {
+        let p = e.unwrap().path();
+        assert_eq!(
+            raw_controls(&std::fs::read(&p).unwrap()),
+            0,
+            "{}",
+            p.display()
+        );
+        files += 1;
+    }
+    assert!(files > 1, "the exports were written");
     let junit = dir.join("cmp.xml");
     let ci = format!("--ci-output=junit={}", junit.display());
     let (a, b) = (format!("label:ka{HOSTILE}"), format!("label:kb{HOSTILE}"));
