@@ -634,7 +634,8 @@ fn a_refusal_on_the_board_is_reported_in_its_own_words() {
 
 /// Issue 49: a Ctrl-C the moment a board's run starts (its rtscope not yet able to record)
 /// is an interruption, exit 3, never "board failed", exit 2 (1 in 10 under load before).
-/// Three trials, each stopped as soon as the board says `running`.
+/// Three trials, each stopped as soon as the board says `running`; the board is an error in
+/// the JUnit output each time.
 #[test]
 fn a_ctrl_c_right_after_a_board_started_is_an_interruption() {
     use std::io::BufRead;
@@ -643,10 +644,12 @@ fn a_ctrl_c_right_after_a_board_started_is_an_interruption() {
     };
     let _rt = common::rt_lock();
     for trial in 0..3 {
+        let junit = b.dir.join(format!("e{trial}.xml"));
         let mut local = rtscope(&b)
             .args(["measure", "-D", "30s", "-i", "1ms", "-q", "--db"])
             .arg(b.dir.join(format!("e{trial}.db")))
             .args(["--target", &b.targets[2]])
+            .arg(format!("--ci-output=junit={}", junit.display()))
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
@@ -677,5 +680,14 @@ fn a_ctrl_c_right_after_a_board_started_is_an_interruption() {
             stderr.contains("interrupted") || stdout.contains("exit 3, 1 run(s) merged"),
             "trial {trial}: {stdout}{stderr}"
         );
+        // Issue 48: the CI file holds the board as an error, recorded or not.
+        let xml = std::fs::read_to_string(&junit).unwrap();
+        let head = xml.lines().nth(1).unwrap_or_default();
+        assert!(
+            head.starts_with("<testsuites ") && head.contains(r#" errors="1""#),
+            "trial {trial}: {xml}"
+        );
+        assert!(!head.contains(r#" tests="0""#), "trial {trial}: {xml}");
+        xsd_valid(&junit);
     }
 }
