@@ -180,11 +180,21 @@ const JUNITPARSER: &str = "import sys,junitparser\n\
     \x20   print('case', c.name, (type(r[0]).__name__.lower()+' '+(r[0].message or '')) if r else 'pass')\n\
     print('totals', x.tests, x.failures, x.errors)";
 
+/// xunitparser's reading of a JUnit file: `tests ERRORS FAILURES RUN` and one `case CLASS
+/// NAME RESULT MESSAGE` line each. It asserts that no property name repeats in a file: a file
+/// of two runs, each suite with `rtscope.run_uuid`, was an AssertionError (issue 51).
+const XUNITPARSER: &str = "import sys,xunitparser\n\
+    ts,tr=xunitparser.parse(open(sys.argv[1]))\n\
+    print('tests', len(tr.errors), len(tr.failures), tr.testsRun)\n\
+    for t in ts:\n\
+    \x20 print('case', t.classname, t.methodname, t.result, t.message or '')";
+
 /// Issues 48 and 51: a file of several runs and a board that recorded no run is one JUnit
-/// document valid against the XSD, whose property names are unique, read by junitparser with
-/// the board's `run` case an error carrying its reason and every case counted in the totals.
+/// document valid against the XSD, whose property names are unique, read by junitparser and
+/// xunitparser with the board's `run` case an error carrying its reason and every case
+/// counted in the totals.
 #[test]
-fn several_runs_and_a_missing_board_make_one_junit_file_junitparser_reads() {
+fn several_runs_and_a_missing_board_make_one_junit_file_the_python_parsers_read() {
     require!(
         have("xmllint", "--version"),
         "xmllint is not installed (apt-get install libxml2-utils; .ci/run installs it)"
@@ -193,6 +203,11 @@ fn several_runs_and_a_missing_board_make_one_junit_file_junitparser_reads() {
         python3_imports("junitparser"),
         "python3 with junitparser is not installed (.ci/run installs it in its venv: pip \
          install junitparser)"
+    );
+    require!(
+        python3_imports("xunitparser"),
+        "python3 with xunitparser is not installed (.ci/run installs it in its venv: pip \
+         install xunitparser)"
     );
     let d = dir("junit-many");
     let mut s = Store::open(&d.join("r.db")).unwrap();
@@ -258,5 +273,39 @@ fn several_runs_and_a_missing_board_make_one_junit_file_junitparser_reads() {
     // Each run: `run` and 3 scopes; the board: `run`. No limits, so no failures.
     assert!(read.contains("totals 13 0 1"), "{read}");
     assert!(text.contains(r#"<testsuites name="rtscope" tests="13" failures="0" errors="1""#));
+    let o = Command::new("python3")
+        .args(["-c", XUNITPARSER])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let read = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{read}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(read.starts_with("tests 1 0 13\n"), "{read}");
+    assert!(
+        read.contains("case rtscope.rpi4 run error board rpi4 failed: connect failed"),
+        "{read}"
+    );
+    // The check is real: the same file with a property name repeated across suites, as
+    // before, is refused by xunitparser.
+    let repeated = text.replace(
+        &format!("name=\"{}\"", names[1]),
+        &format!("name=\"{}\"", names[0]),
+    );
+    let dup = d.join("dup.xml");
+    std::fs::write(&dup, repeated).unwrap();
+    let o = Command::new("python3")
+        .args(["-c", XUNITPARSER])
+        .arg(&dup)
+        .output()
+        .unwrap();
+    assert!(
+        !o.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     std::fs::remove_dir_all(d).unwrap();
 }
