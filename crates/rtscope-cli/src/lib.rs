@@ -92,9 +92,11 @@ fn dispatch(argv_os: &[std::ffi::OsString], out: &mut dyn Write) -> anyhow::Resu
         cli::Command::Export(a) => commands::export::run(&a, out),
         cli::Command::Respond(a) => commands::respond::run(&a, argv.to_vec(), out),
         cli::Command::Noise(a) => commands::noise::run(&a, argv.to_vec(), out),
-        cli::Command::Run(a) => commands::fleet::with_ci(&a.ci_output, a.db.as_deref(), out, |o| {
-            commands::run::run(&a, argv, o)
-        }),
+        cli::Command::Run(a) => {
+            commands::fleet::with_ci(&a.ci_output, a.db.as_deref(), out, |o, missing| {
+                commands::run::run(&a, argv, o, missing)
+            })
+        }
         cli::Command::Watch(a) => commands::watch::run(&a, argv, out),
         cli::Command::Load(a) => commands::load::run(&a, out),
         cli::Command::Compare(a) => commands::compare::run(&a, out),

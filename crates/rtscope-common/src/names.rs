@@ -36,6 +36,14 @@ pub fn check_name(text: &str, what: &str, max: usize) -> Result<(), UsageError> 
     Ok(())
 }
 
+/// Checks a board's name (a board of targets.toml, or the host of `--target
+/// [user@]host[:port]`) as a label is checked ([`check_name`], at most [`MAX_NAME_BYTES`]):
+/// it becomes the `board` tag of the board's runs and reaches the same terminals, tables, SVG
+/// and HTML.
+pub fn check_board_name(text: &str) -> Result<(), UsageError> {
+    check_name(text, "board name", MAX_NAME_BYTES)
+}
+
 /// Parses `--tag key=value` (key at most [`MAX_TAG_KEY_BYTES`], value at most
 /// [`MAX_NAME_BYTES`], no control characters).
 pub fn parse_tag(text: &str) -> Result<(String, String), UsageError> {

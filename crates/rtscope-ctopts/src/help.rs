@@ -9,7 +9,7 @@ rtscope cyclictest <options>      (or run rtscope through a symlink named cyclic
 -a [CPUSET] --affinity     pin thread #N to CPU #N, or round-robin over CPUSET
                            (e.g. 0-3,5 or !1)
 -A USEC  --aligned=USEC    align thread wakeups, thread N offset by N*USEC
--b USEC  --breaktrace=USEC stop the run when a latency exceeds USEC (exit code 1)
+-b USEC  --breaktrace=USEC stop the run when a latency exceeds USEC (exit code 0)
 -c CLOCK --clock=CLOCK     0 = CLOCK_MONOTONIC (default), 1 = CLOCK_REALTIME
          --default-system  leave /dev/cpu_dma_latency alone (by default it is held
                            at 0 for the run, as cyclictest holds it)

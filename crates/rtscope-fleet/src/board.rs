@@ -116,7 +116,7 @@ impl BoardRun<'_> {
             took: started.elapsed(),
         });
         let outcome = match self.copy_and_run(&ssh, &arch, &dir) {
-            Ok(code) => self.finish(&ssh, &dir, code),
+            Ok((code, tail)) => self.finish(&ssh, &dir, code, &tail),
             Err(e) => Err(e),
         };
         if outcome.is_err() {
@@ -128,8 +128,13 @@ impl BoardRun<'_> {
         outcome
     }
 
-    /// Copies what the job needs and runs it; the remote rtscope's exit code.
-    fn copy_and_run(&self, ssh: &Ssh, arch: &str, dir: &str) -> Result<i32, RemoteError> {
+    /// Copies what the job needs and runs it; the remote rtscope's exit code and last lines.
+    fn copy_and_run(
+        &self,
+        ssh: &Ssh,
+        arch: &str,
+        dir: &str,
+    ) -> Result<(i32, remote::Tail), RemoteError> {
         let (t, job) = (self.target, self.job);
         let bin = remote::binary(t, arch)?;
         let started = Instant::now();
@@ -162,11 +167,36 @@ impl BoardRun<'_> {
         remote::measure(ssh, t, dir, job, &bin, self.on_line, self.stop)
     }
 
-    /// Fetches the database (when the job records) and removes the remote directory.
-    fn finish(&self, ssh: &Ssh, dir: &str, code: i32) -> Result<RemoteOutcome, RemoteError> {
+    /// Fetches the database (when the job records) and removes the remote directory. A run
+    /// that ended by the SIGTERM of a local Ctrl-C is interrupted (3), whatever it managed to
+    /// say; one that left no database failed in its own words, or was interrupted.
+    fn finish(
+        &self,
+        ssh: &Ssh,
+        dir: &str,
+        code: i32,
+        tail: &remote::Tail,
+    ) -> Result<RemoteOutcome, RemoteError> {
         let started = Instant::now();
+        // The shell's code for an rtscope killed by the stop's SIGTERM before it could handle
+        // it (right after it started).
+        let stopped = self.stop.is_stopped();
+        let code = if stopped && code == 128 + libc::SIGTERM {
+            3
+        } else {
+            code
+        };
         let database = if self.job.record {
-            let bytes = fetch_and_clean(ssh, self.target, dir, &self.local_db)?;
+            let Some(bytes) = fetch_and_clean(ssh, self.target, dir, &self.local_db)? else {
+                return Err(if stopped {
+                    RemoteError::Interrupted
+                } else {
+                    RemoteError::NothingRecorded {
+                        code,
+                        message: tail.message(),
+                    }
+                });
+            };
             (self.on_progress)(Progress::Fetched {
                 bytes,
                 took: started.elapsed(),
@@ -216,15 +246,19 @@ fn cleanup(ssh: &Ssh, t: &Target, dir: &str) -> Result<(), RemoteError> {
 /// The exit code of [`fetch_script`] when the directory cannot be removed.
 const CLEANUP_FAILED: i32 = 4;
 
+/// The exit code of [`fetch_script`] when the run left no database (the directory is
+/// removed all the same).
+const NO_DATABASE: i32 = 5;
+
 /// Prints the size of `dir/run.db` on a line, the database, then its WAL when one is left,
 /// and removes `dir`: exit 0, else the failing command's code ([`CLEANUP_FAILED`] for the
-/// removal).
+/// removal, [`NO_DATABASE`] when there is none).
 fn fetch_script(dir: &str) -> String {
     format!(
         "cd / || exit 1; d={}; db=\"$d/run.db\"; \
          if [ -f \"$db\" ]; then wc -c < \"$db\" && cat \"$db\" && \
          {{ [ ! -s \"$db-wal\" ] || cat \"$db-wal\"; }}; rc=$?; \
-         else echo \"no database $db\" >&2; rc=1; fi; \
+         else echo \"no database $db\" >&2; rc={NO_DATABASE}; fi; \
          rm -rf \"$d\" || {{ echo \"cannot remove $d\" >&2; exit {CLEANUP_FAILED}; }}; exit $rc",
         sh_quote(dir)
     )
@@ -264,11 +298,17 @@ fn split_fetched(out: &[u8]) -> Result<(&[u8], &[u8]), FetchedError> {
 }
 
 /// The `fetch` step: `dir/run.db` (and its WAL, should the remote rtscope have left one) to
-/// `local_db`, and `dir` removed; the bytes fetched.
-fn fetch_and_clean(ssh: &Ssh, t: &Target, dir: &str, local_db: &Path) -> Result<u64, RemoteError> {
+/// `local_db`, and `dir` removed; the bytes fetched, `None` when the run left no database.
+fn fetch_and_clean(
+    ssh: &Ssh,
+    t: &Target,
+    dir: &str,
+    local_db: &Path,
+) -> Result<Option<u64>, RemoteError> {
     let (code, out, failed) = ssh.step_status(t, "fetch", &fetch_script(dir))?;
     match code {
         Some(0) => {}
+        Some(NO_DATABASE) => return Ok(None),
         Some(CLEANUP_FAILED) => {
             return Err(match failed {
                 RemoteError::Step { why, .. } => RemoteError::Step {
@@ -288,7 +328,7 @@ fn fetch_and_clean(ssh: &Ssh, t: &Target, dir: &str, local_db: &Path) -> Result<
     if !wal.is_empty() {
         std::fs::write(remote::wal_of(local_db), wal)?;
     }
-    Ok((db.len() + wal.len()) as u64)
+    Ok(Some((db.len() + wal.len()) as u64))
 }
 
 #[cfg(test)]
@@ -321,7 +361,7 @@ mod tests {
             .args(["-c", &fetch_script(&base.to_string_lossy())])
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(1));
+        assert_eq!(o.status.code(), Some(NO_DATABASE));
         assert!(String::from_utf8_lossy(&o.stderr).contains("no database"));
         assert!(!base.exists());
     }

@@ -157,7 +157,10 @@ pub fn lava(out: &mut dyn Write, cases: &[Case]) -> io::Result<()> {
     Ok(())
 }
 
-/// The cases as a KCIDB document: tests `rtscope.compare.CANDIDATE.STAT`.
+/// The cases as a KCIDB document: tests `rtscope.compare.CANDIDATE.STAT`, their ids
+/// `ORIGIN:compare:UUID:PATH` with the invocation's UUID (`sub.invocation`): each comparison
+/// is its own set of tests in KernelCI (the same ids every night overwrote the last), and one
+/// comparison's tests share the UUID.
 pub fn kcidb(out: &mut dyn Write, cases: &[Case], sub: &Submission) -> io::Result<()> {
     let origin = kcidb::origin(&sub.origin);
     let build_id = sub
@@ -173,12 +176,13 @@ pub fn kcidb(out: &mut dyn Write, cases: &[Case], sub: &Submission) -> io::Resul
                 element(&c.stat.replace(' ', "_"))
             );
             let mut t = json!({
-                "id": format!("{origin}:{path}"),
+                "id": format!("{origin}:compare:{}:{path}", sub.invocation),
                 "build_id": build_id,
                 "origin": origin,
                 "path": path,
                 "status": if c.passed { "PASS" } else { "FAIL" },
                 "log_excerpt": c.message,
+                "misc": {"comparison_uuid": sub.invocation},
             });
             if let Some((v, u)) = c.value {
                 t["number"] = json!({"value": v, "unit": u});

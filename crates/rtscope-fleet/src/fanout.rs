@@ -10,6 +10,7 @@ use crate::board::{BoardRun, Progress};
 use crate::master::ControlDir;
 use crate::remote::{self, Job, RemoteError, RemoteOutcome, Ssh, Stop};
 use crate::targets::Target;
+use crate::{BoardEnd, MissingBoard};
 use rtscope_common::error::ExitStatus;
 use rtscope_common::signals;
 use rtscope_core::Nanos;
@@ -72,8 +73,10 @@ impl Workers<'_> {
                 }
             };
             let print = |line: &str| {
+                // A board's text reaches this terminal: no escape sequence of its own.
+                let line = printable(line);
                 send(Line::Output(if self.bare {
-                    line.to_string()
+                    line
                 } else {
                     format!("[{}] {line}", t.name)
                 }));
@@ -119,6 +122,15 @@ impl Workers<'_> {
             })
             .collect()
     }
+}
+
+/// A board's line safe for a terminal: control characters escaped ([`rtscope_core::text::
+/// escape`]), tabs kept (tables).
+fn printable(line: &str) -> String {
+    line.split('\t')
+        .map(rtscope_core::text::escape)
+        .collect::<Vec<_>>()
+        .join("\t")
 }
 
 /// Writes the boards' lines as they come: output to `out` (a closed stdout loses the text,
@@ -239,29 +251,51 @@ pub fn worse(a: ExitStatus, b: ExitStatus) -> ExitStatus {
     }
 }
 
+/// What merging the boards' results gave.
+#[derive(Debug)]
+pub struct Merged {
+    /// The fan-out's exit status (see [`merge`]).
+    pub status: ExitStatus,
+    /// The boards that recorded no run here, with why (for the CI outputs).
+    pub missing: Vec<MissingBoard>,
+}
+
+/// A board with no run: `end` and `reason` (escaped: it holds ssh's or the board's text).
+fn missing(name: &str, end: BoardEnd, reason: &str) -> MissingBoard {
+    MissingBoard {
+        board: name.to_string(),
+        end,
+        reason: rtscope_core::text::escape(&rtscope_core::text::clip(reason, 1024)).into_owned(),
+    }
+}
+
 /// Merges each board's fetched database into `store` (when there is one) tagged
 /// `board=NAME` and the board's tags, writing a line per board to `out` and a failed board's
 /// reason to `err`; removes the fetched files. The fan-out's exit status: 2 when a board
 /// failed, else 1 when a board's limits were exceeded, 3 when a board's run was interrupted.
+/// Every board that added no run is in [`Merged::missing`].
 pub fn merge(
     mut store: Option<&mut Store>,
     results: Vec<BoardResult>,
     out: &mut dyn Write,
     err: &mut dyn Write,
-) -> io::Result<ExitStatus> {
+) -> io::Result<Merged> {
     let mut status = ExitStatus::Success;
+    let mut lost = Vec::new();
     for r in results {
         let name = &r.target.name;
         let o = match r.outcome {
             Ok(o) => o,
-            Err(RemoteError::NotStarted) => {
-                writeln!(err, "rtscope: board {name}: not started (interrupted)")?;
+            Err(e @ (RemoteError::NotStarted | RemoteError::Interrupted)) => {
+                writeln!(err, "rtscope: board {name}: {e}")?;
                 status = worse(status, ExitStatus::Interrupted);
+                lost.push(missing(name, BoardEnd::Interrupted, &e.to_string()));
                 continue;
             }
             Err(e) => {
                 writeln!(err, "rtscope: board {name} failed: {e}")?;
                 status = worse(status, ExitStatus::Usage);
+                lost.push(missing(name, BoardEnd::Failed, &e.to_string()));
                 continue;
             }
         };
@@ -282,16 +316,28 @@ pub fn merge(
                 .map(|()| m)
         });
         match merged {
-            Ok(m) => writeln!(
-                out,
-                "board {name}: exit {}, {} run(s) merged into {}",
-                o.exit_code,
-                m.added.len(),
-                store.path().display()
-            )?,
+            Ok(m) => {
+                writeln!(
+                    out,
+                    "board {name}: exit {}, {} run(s) merged into {}",
+                    o.exit_code,
+                    m.added.len(),
+                    store.path().display()
+                )?;
+                if m.added.is_empty() {
+                    let end = match status_of(o.exit_code) {
+                        ExitStatus::Interrupted => BoardEnd::Interrupted,
+                        _ => BoardEnd::Failed,
+                    };
+                    let why = format!("its rtscope exited {} and recorded no run", o.exit_code);
+                    lost.push(missing(name, end, &why));
+                }
+            }
             Err(e) => {
                 writeln!(err, "rtscope: board {name}: cannot merge its runs: {e}")?;
                 status = worse(status, ExitStatus::Usage);
+                let why = format!("cannot merge its runs: {e}");
+                lost.push(missing(name, BoardEnd::Failed, &why));
             }
         }
         let _ = std::fs::remove_file(db);
@@ -299,7 +345,10 @@ pub fn merge(
         // The fan-out's scratch directory, once its last database is gone.
         let _ = db.parent().map(std::fs::remove_dir);
     }
-    Ok(status)
+    Ok(Merged {
+        status,
+        missing: lost,
+    })
 }
 
 /// The arguments for the boards: `command_line` (argv, its first word dropped) without the
@@ -369,6 +418,15 @@ mod tests {
         assert_eq!(jobs(None, 0), 1);
         assert_eq!(jobs(Some(2), 40), 2);
         assert_eq!(jobs(Some(64), 40), 64);
+    }
+
+    #[test]
+    fn a_board_s_lines_reach_the_terminal_without_escape_sequences() {
+        assert_eq!(printable("max\t12 us"), "max\t12 us");
+        assert_eq!(
+            printable("label \u{1b}]0;owned\u{7}\r"),
+            "label \\x1b]0;owned\\x07\\r"
+        );
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! JUnit XML as GitLab (`artifacts:reports:junit`) and Jenkins (`junit` step) read it: one
 //! `<testsuite>` per run, one `<testcase>` per limit check (a `<failure>` when exceeded), and
-//! one per CPU holding its statistics in `<system-out>`, so a run without limits still shows.
+//! one per CPU holding its statistics in `<system-out>`, so a run without limits still shows;
+//! one `<testsuite>` per board that recorded no run ([`MissingBoard`]), its `run` case an
+//! `<error>` with the reason, counted in the totals. Property names are unique in a file
+//! (`SUITE.run_uuid`): a common Python parser crashed on a name repeated across suites.
 //! Every attribute and text is XML-escaped.
 
-use crate::{check_text, measurements, Report};
+use crate::{check_text, measurements, MissingBoard, Report};
 use rtscope_store::RunStatus;
 use std::io::{self, Write};
 
@@ -28,7 +31,7 @@ pub fn escape(text: &str) -> String {
 
 /// Writes `r` as a JUnit document.
 pub fn write(out: &mut dyn Write, r: &Report) -> io::Result<()> {
-    write_all(out, std::slice::from_ref(r))
+    write_all(out, std::slice::from_ref(r), &[])
 }
 
 /// The counts of one run's suite: tests, failures, errors.
@@ -42,9 +45,10 @@ fn counts(r: &Report) -> (usize, usize, usize) {
     )
 }
 
-/// Writes the runs `rs` as one JUnit document, a `<testsuite>` each (a campaign's runs).
-pub fn write_all(out: &mut dyn Write, rs: &[Report]) -> io::Result<()> {
-    let (mut tests, mut failures, mut errors) = (0, 0, 0);
+/// Writes the runs `rs` as one JUnit document, a `<testsuite>` each (a campaign's runs), and
+/// a suite with one error case for each board of `missing`.
+pub fn write_all(out: &mut dyn Write, rs: &[Report], missing: &[MissingBoard]) -> io::Result<()> {
+    let (mut tests, mut failures, mut errors) = (missing.len(), 0, missing.len());
     for r in rs {
         let (t, f, e) = counts(r);
         (tests, failures, errors) = (tests + t, failures + f, errors + e);
@@ -59,7 +63,27 @@ pub fn write_all(out: &mut dyn Write, rs: &[Report]) -> io::Result<()> {
     for r in rs {
         suite(out, r)?;
     }
+    for m in missing {
+        missing_suite(out, m)?;
+    }
     writeln!(out, "</testsuites>")
+}
+
+/// The suite of a board that recorded no run: its `run` case an error with the reason.
+fn missing_suite(out: &mut dyn Write, m: &MissingBoard) -> io::Result<()> {
+    let suite = escape(&format!("rtscope.{}", m.board));
+    writeln!(
+        out,
+        r#"  <testsuite name="{suite}" tests="1" failures="0" errors="1" skipped="0" time="0.000" hostname="{}">"#,
+        escape(&m.board)
+    )?;
+    writeln!(
+        out,
+        r#"    <testcase classname="{suite}" name="run" time="0.000"><error type="board {0}" message="{1}">{1}</error></testcase>"#,
+        m.end.word(),
+        escape(&m.message())
+    )?;
+    writeln!(out, "  </testsuite>")
 }
 
 fn suite(out: &mut dyn Write, r: &Report) -> io::Result<()> {
@@ -85,9 +109,11 @@ fn suite(out: &mut dyn Write, r: &Report) -> io::Result<()> {
     writeln!(out, ">")?;
     if let Some(u) = &r.uuid {
         // The run's identity outside this database (its number repeats across databases).
+        // Named after the suite: unique in the file, as some parsers need.
         writeln!(
             out,
-            r#"    <properties><property name="rtscope.run_uuid" value="{}"/></properties>"#,
+            r#"    <properties><property name="{}.run_uuid" value="{}"/></properties>"#,
+            escape(&suite),
             escape(u)
         )?;
     }

@@ -2,9 +2,11 @@
 //! `tests`, one per statistic of every CPU (status `DONE`, with `number {value, unit}`), one
 //! per limit check (`PASS`/`FAIL`, with the measured value) and one for the run (`PASS`,
 //! or `FAIL` when interrupted). The submitting CI system names the build the tests ran against
-//! (`build_id`) and its origin; ids are `ORIGIN:…` as the schema requires.
+//! (`build_id`) and its origin; ids are `ORIGIN:…` as the schema requires. A board that
+//! recorded no run ([`MissingBoard`]) is one test `rtscope`, `ERROR` (failed) or `FAIL`
+//! (interrupted), its reason in `log_excerpt`, its id made unique by the invocation's UUID.
 
-use crate::{measurements, name_part, Report};
+use crate::{measurements, name_part, BoardEnd, MissingBoard, Report};
 use rtscope_store::RunStatus;
 use serde_json::{json, Map, Value};
 
@@ -19,13 +21,19 @@ pub struct Submission {
     /// The build the kernel under test came from, `ORIGIN:ID`; `None` gives
     /// `ORIGIN:BOARD` (the schema requires one).
     pub build_id: Option<String>,
+    /// A UUID of this invocation: the ids of tests that have no run UUID of their own (a
+    /// comparison's verdicts, a board that recorded no run) are unique per invocation with
+    /// it, and stable within one.
+    pub invocation: String,
 }
 
 impl Default for Submission {
+    /// Origin `rtscope`, no build id, a new random invocation UUID.
     fn default() -> Self {
         Submission {
             origin: "rtscope".into(),
             build_id: None,
+            invocation: crate::missing::random_uuid(),
         }
     }
 }
@@ -120,8 +128,32 @@ pub fn document(r: &Report, sub: &Submission) -> Value {
     })
 }
 
-/// One document for the runs `rs`: their tests together.
-pub fn document_all(rs: &[Report], sub: &Submission) -> Value {
+/// The test of a board that recorded no run.
+fn missing_test(m: &MissingBoard, sub: &Submission) -> Value {
+    let origin = origin(&sub.origin);
+    let build_id = sub
+        .build_id
+        .clone()
+        .unwrap_or_else(|| format!("{origin}:{}", m.board));
+    let status = match m.end {
+        BoardEnd::Failed => "ERROR",
+        BoardEnd::Interrupted => "FAIL",
+    };
+    json!({
+        "id": format!("{origin}:{}:{}:rtscope", m.board, sub.invocation),
+        "build_id": build_id,
+        "origin": origin,
+        "path": "rtscope",
+        "status": status,
+        "log_excerpt": m.message(),
+        "environment": {"comment": format!("board {}", m.board), "misc": {"board": m.board}},
+        "misc": {"board": m.board, "end": m.end.word(), "reason": m.reason,
+                 "invocation": sub.invocation},
+    })
+}
+
+/// One document for the runs `rs` and the boards of `missing`: their tests together.
+pub fn document_all(rs: &[Report], missing: &[MissingBoard], sub: &Submission) -> Value {
     let tests: Vec<Value> = rs
         .iter()
         .flat_map(
@@ -130,6 +162,7 @@ pub fn document_all(rs: &[Report], sub: &Submission) -> Value {
                 _ => Vec::new(),
             },
         )
+        .chain(missing.iter().map(|m| missing_test(m, sub)))
         .collect();
     json!({
         "version": {"major": VERSION.0, "minor": VERSION.1},
@@ -137,13 +170,14 @@ pub fn document_all(rs: &[Report], sub: &Submission) -> Value {
     })
 }
 
-/// Writes the document of the runs `rs`, pretty-printed.
+/// Writes the document of the runs `rs` and the boards of `missing`, pretty-printed.
 pub fn write_all(
     out: &mut dyn std::io::Write,
     rs: &[Report],
+    missing: &[MissingBoard],
     sub: &Submission,
 ) -> std::io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, &document_all(rs, sub))?;
+    serde_json::to_writer_pretty(&mut *out, &document_all(rs, missing, sub))?;
     writeln!(out)
 }
 

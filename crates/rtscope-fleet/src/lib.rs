@@ -10,6 +10,7 @@
 //!   system `ssh` (one connection per board), named in a `targets.toml`, fanned out and merged;
 //! * [`output`]: recorded runs written in these formats (`export`, `--ci-output`);
 //! * [`compare`]: a comparison's verdicts in the lab CI formats;
+//! * [`missing`]: the boards asked for that recorded no run, failed cases in every CI format;
 //! * [`metrics_file`]: the textfile of a running measurement.
 //!
 //! Every format is drawn from one [`Report`], built from a recorded run
@@ -25,6 +26,7 @@ pub mod kcidb;
 pub mod lava;
 pub mod master;
 pub mod metrics_file;
+pub mod missing;
 pub mod output;
 pub mod prometheus;
 pub mod remote;
@@ -35,6 +37,7 @@ use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_store::{RunBundle, RunStatus};
 
 pub use atomic::write_atomic;
+pub use missing::{BoardEnd, MissingBoard};
 
 /// Errors of this crate.
 #[derive(Debug, thiserror::Error)]
@@ -117,6 +120,8 @@ impl Scope {
 pub struct Report {
     /// The board: the run's `board` tag, else its host name, else `local`.
     pub board: String,
+    /// Whether `board` is the run's `board` tag (a fleet's run, merged from its board).
+    pub from_board: bool,
     /// The run's label (empty without one).
     pub label: String,
     /// The run id in its store, when recorded.
@@ -158,11 +163,14 @@ impl Report {
         let scopes = scopes(threads);
         let mut lim = recorded_limits(&d.command_line_json)?;
         lim.extend_from_slice(extra);
-        let board = tag(&s.tags, "board")
+        let board_tag = tag(&s.tags, "board");
+        let from_board = board_tag.is_some();
+        let board = board_tag
             .or_else(|| tag(&d.environment, "uname.nodename"))
             .unwrap_or_else(|| "local".into());
         Ok(Report {
             board,
+            from_board,
             label: s.label.clone().unwrap_or_default(),
             run_id: Some(s.id),
             uuid: s.uuid.clone(),
@@ -193,6 +201,7 @@ impl Report {
         let scopes = scopes(threads);
         Report {
             board: board.into(),
+            from_board: false,
             label: label.into(),
             run_id: None,
             uuid: None,

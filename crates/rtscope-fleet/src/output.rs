@@ -1,8 +1,9 @@
 //! Writing recorded runs in the fleet formats: `rtscope export -f prometheus|lava|kcidb|junit`
 //! (one run into a directory) and `--ci-output FORMAT=FILE` of `measure` and `run` (the runs a
-//! command recorded, or merged from its boards, in one file or on stdout).
+//! command recorded, or merged from its boards, in one file or on stdout, with the boards asked
+//! for that recorded no run as failed cases).
 
-use crate::{kcidb, name_part, FleetError, Report};
+use crate::{kcidb, name_part, FleetError, MissingBoard, Report};
 use rtscope_common::limits::{self, Limit};
 use rtscope_store::{RunId, Store};
 use std::io::Write;
@@ -78,18 +79,20 @@ pub fn file_name(f: Format, r: &Report, id: RunId) -> String {
     }
 }
 
-/// Writes the runs `rs` in format `f`.
+/// Writes the runs `rs` and the boards of `missing` (a failed case each; the textfile has no
+/// place for them) in format `f`.
 pub fn write(
     w: &mut dyn Write,
     f: Format,
     rs: &[Report],
+    missing: &[MissingBoard],
     sub: &kcidb::Submission,
 ) -> std::io::Result<()> {
     match f {
         Format::Prometheus => rs.iter().try_for_each(|r| crate::prometheus::write(w, r)),
-        Format::Lava => crate::lava::write_all(w, rs),
-        Format::Kcidb => kcidb::write_all(w, rs, sub),
-        Format::Junit => crate::junit::write_all(w, rs),
+        Format::Lava => crate::lava::write_all(w, rs, missing),
+        Format::Kcidb => kcidb::write_all(w, rs, missing, sub),
+        Format::Junit => crate::junit::write_all(w, rs, missing),
     }
 }
 
@@ -104,7 +107,7 @@ pub fn export(
 ) -> Result<PathBuf, FleetError> {
     let r = report(store, id, extra)?;
     let path = dir.join(file_name(f, &r, id));
-    crate::write_atomic(&path, |w| write(w, f, std::slice::from_ref(&r), sub))?;
+    crate::write_atomic(&path, |w| write(w, f, std::slice::from_ref(&r), &[], sub))?;
     Ok(path)
 }
 
@@ -221,10 +224,12 @@ fn each(
     Ok(written)
 }
 
-/// Writes the runs of `store` after `mark` in every output of `outs`; each file written.
+/// Writes the runs of `store` after `mark`, and the boards of `missing` as failed cases, in
+/// every output of `outs`; each file written.
 pub fn write_ci(
     store: &Store,
     mark: RunId,
+    missing: &[MissingBoard],
     outs: &[CiOutput],
     stdout: &mut dyn Write,
     sub: &kcidb::Submission,
@@ -241,7 +246,7 @@ pub fn write_ci(
         .iter()
         .map(|&id| report(store, id, &[]))
         .collect::<Result<Vec<_>, _>>()?;
-    each(outs, stdout, |w, f| write(w, f, &rs, sub))
+    each(outs, stdout, |w, f| write(w, f, &rs, missing, sub))
 }
 
 #[cfg(test)]

@@ -55,6 +55,18 @@ pub enum RemoteError {
     /// Stopped (Ctrl-C) before its run started.
     #[error("not run: interrupted before it started")]
     NotStarted,
+    /// Stopped (Ctrl-C here) after its rtscope started, before it recorded anything.
+    #[error("interrupted before it recorded a run")]
+    Interrupted,
+    /// Its rtscope ended without a database: it refused the job (a label or campaign name
+    /// refused there) or failed before recording; `message` is its own.
+    #[error("its rtscope exited {code} and recorded nothing: {message}")]
+    NothingRecorded {
+        /// The remote rtscope's exit code.
+        code: i32,
+        /// What it said last (its `error:` line and hints, escaped).
+        message: String,
+    },
     /// A local file operation.
     #[error("{0}")]
     Io(#[from] std::io::Error),
@@ -397,8 +409,47 @@ fn script(dir: &str, job: &Job, bin: &Binary, prefix: &[String]) -> String {
     )
 }
 
+/// The last lines a board's rtscope printed, bounded: where its own error message is.
+#[derive(Debug, Default)]
+pub(crate) struct Tail {
+    lines: std::collections::VecDeque<String>,
+}
+
+impl Tail {
+    /// Lines kept, and bytes kept of each.
+    const LINES: usize = 16;
+    const BYTES: usize = 512;
+
+    fn push(&mut self, line: &str) {
+        if line.trim().is_empty() {
+            return;
+        }
+        if self.lines.len() == Self::LINES {
+            self.lines.pop_front();
+        }
+        let line = rtscope_core::text::clip(line.trim(), Self::BYTES);
+        self.lines
+            .push_back(rtscope_core::text::escape(&line).into_owned());
+    }
+
+    /// Its message: from its last `error:` line on (the hints after it), else its last line.
+    pub(crate) fn message(&self) -> String {
+        let from = self
+            .lines
+            .iter()
+            .rposition(|l| l.starts_with("error:") || l.contains(": error:"))
+            .unwrap_or(self.lines.len().saturating_sub(1));
+        let text: Vec<&str> = self.lines.iter().skip(from).map(String::as_str).collect();
+        if text.is_empty() {
+            "it printed nothing".into()
+        } else {
+            text.join(" ")
+        }
+    }
+}
+
 /// The run step: `job` in `dir` of `t`, its output lines to `on_line`, `stop` able to stop
-/// it; the remote rtscope's exit code.
+/// it; the remote rtscope's exit code and the last lines it printed.
 pub(crate) fn measure(
     ssh: &Ssh,
     t: &Target,
@@ -407,7 +458,7 @@ pub(crate) fn measure(
     bin: &Binary,
     on_line: &(dyn Fn(&str) + Sync),
     stop: &Stop,
-) -> Result<i32, RemoteError> {
+) -> Result<(i32, Tail), RemoteError> {
     let mut child = ssh
         .command(t, &script(dir, job, bin, &t.prefix))
         .stdin(Stdio::piped())
@@ -419,6 +470,7 @@ pub(crate) fn measure(
         stop.attach(stdin);
     }
     let mut err_text = String::new();
+    let mut tail = Tail::default();
     std::thread::scope(|s| {
         let stderr = child.stderr.take();
         let reader = s.spawn(move || {
@@ -431,6 +483,7 @@ pub(crate) fn measure(
         });
         if let Some(out) = child.stdout.take() {
             for line in BufReader::new(out).lines().map_while(Result::ok) {
+                tail.push(&line);
                 on_line(&line);
             }
         }
@@ -439,7 +492,7 @@ pub(crate) fn measure(
     let status = child.wait()?;
     match status.code() {
         // 255: ssh's own failure (connection lost, killed server).
-        Some(c) if c != 255 => Ok(c),
+        Some(c) if c != 255 => Ok((c, tail)),
         _ => Err(RemoteError::Step {
             step: "run",
             why: last_line(err_text.as_bytes(), status),
@@ -541,6 +594,32 @@ mod tests {
             "{e}"
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// Issue 49: a board's rtscope that refuses the job is reported in its own words (its
+    /// `error:` line and hints), escaped, not as a fetch that found no database.
+    #[test]
+    fn a_refusal_is_told_in_the_remote_rtscope_s_own_words() {
+        let mut t = Tail::default();
+        for l in [
+            "[progress] starting",
+            "error: invalid value 'x\u{1b}' for '--label': control characters are not allowed",
+            "",
+            "hint: give a printable label",
+        ] {
+            t.push(l);
+        }
+        assert_eq!(
+            t.message(),
+            "error: invalid value 'x\\x1b' for '--label': control characters are not allowed hint: give a printable label"
+        );
+        let mut quiet = Tail::default();
+        assert_eq!(quiet.message(), "it printed nothing");
+        for i in 0..100 {
+            quiet.push(&format!("line {i}"));
+        }
+        assert_eq!(quiet.message(), "line 99");
+        assert_eq!(quiet.lines.len(), Tail::LINES);
     }
 
     #[test]

@@ -33,6 +33,9 @@ pub enum TargetError {
         "invalid target '{0}': expected a board of targets.toml, KEY=VALUE or [user@]host[:port]"
     )]
     Bad(String),
+    /// A board's name refused by the names check (too long).
+    #[error("{0}")]
+    Name(String),
     /// A tag selection matched no board.
     #[error("no board of {file} has the tag {tag}")]
     NoMatch {
@@ -265,9 +268,11 @@ impl Targets {
             let user = b.user.clone().or_else(|| d.user.clone());
             if !plain(name) || !plain(&host) || user.as_deref().is_some_and(|u| !plain(u)) {
                 return Err(err(format!(
-                    "board '{name}': names, hosts and users may hold only letters, digits, '.', '_' and '-' (and not start with '-')"
+                    "board '{}': names, hosts and users may hold only letters, digits, '.', '_' and '-' (and not start with '-')",
+                    rtscope_core::text::escape(&rtscope_core::text::clip(name, 60))
                 )));
             }
+            rtscope_common::names::check_board_name(name).map_err(|e| err(e.message))?;
             let mut tags: BTreeMap<String, String> = d.tags.clone();
             tags.extend(b.tags.clone());
             tags.remove("board");
@@ -371,7 +376,8 @@ impl Targets {
 
 /// `[user@]host[:port]`: a board named after its host.
 pub fn parse_address(text: &str) -> Result<Target, TargetError> {
-    let bad = || TargetError::Bad(text.to_string());
+    let shown = rtscope_core::text::escape(&rtscope_core::text::clip(text, 60)).into_owned();
+    let bad = || TargetError::Bad(shown.clone());
     let (dest, port) = match text.rsplit_once(':') {
         Some((d, p)) => (d, Some(p.parse::<u16>().map_err(|_| bad())?)),
         None => (text, None),
@@ -383,6 +389,7 @@ pub fn parse_address(text: &str) -> Result<Target, TargetError> {
     if !plain(host) || user.is_some_and(|u| !plain(u)) {
         return Err(bad());
     }
+    rtscope_common::names::check_board_name(host).map_err(|e| TargetError::Name(e.message))?;
     Ok(Target {
         name: host.to_string(),
         host: host.to_string(),
@@ -559,6 +566,26 @@ tags = { rack = "2" }
 
     /// N8: tags from targets.toml went round the control-character check (ESC stored, the
     /// reserved `campaign` tag settable).
+    /// Issue 49: a board's name is bounded like a label (it becomes the `board` tag), in a
+    /// targets file and as the host of an address; the refusal quotes it clipped.
+    #[test]
+    fn board_names_are_bounded_like_labels() {
+        let long = "b".repeat(5000);
+        let e = parse_address(&format!("root@{long}:22"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("5000 bytes, at most 256"), "{e}");
+        assert!(e.len() < 300, "{e}");
+        let ok = "b".repeat(256);
+        assert_eq!(parse_address(&ok).unwrap().name, ok);
+        let text = format!("[boards.{long}]\nhost = \"h\"\n");
+        let e = Targets::parse(&text, Path::new("t.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("5000 bytes, at most 256"), "{e}");
+        assert!(e.len() < 300, "{e}");
+    }
+
     #[test]
     fn board_tags_go_through_the_tag_validator() {
         for (text, words) in [

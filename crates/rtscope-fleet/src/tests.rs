@@ -167,6 +167,58 @@ fn lava_cases_have_no_whitespace_in_names_and_carry_verdicts() {
     )));
 }
 
+/// Issue 51: a fleet's LAVA file named every board's set `idle`, with board-less case ids.
+/// A board's run (its `board` tag) is in the set `BOARD-LABEL`, its case ids `BOARD.…`; two
+/// boards' runs share no set and no case id, and a board without a run is its own set.
+#[test]
+fn lava_sets_and_case_ids_are_per_board() {
+    let (mut s, dir) = store("lava-boards");
+    let mut text = Vec::new();
+    for board in ["rpi4", "imx8"] {
+        let spec = SyntheticRun {
+            label: "idle".into(),
+            samples: 2_000,
+            monitors: false,
+            tags: vec![("board".into(), board.into())],
+            ..SyntheticRun::default()
+        };
+        let id = write_run(&mut s, &spec).unwrap();
+        let r = Report::from_bundle(&s.bundle(id, false).unwrap(), &[]).unwrap();
+        assert!(r.from_board && r.board == board);
+        lava::write(&mut text, &r).unwrap();
+    }
+    let gone = MissingBoard {
+        board: "rpi3".into(),
+        end: BoardEnd::Interrupted,
+        reason: "not run: interrupted before it started".into(),
+    };
+    lava::write_missing(&mut text, &gone).unwrap();
+    let text = String::from_utf8(text).unwrap();
+    let sets: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("<LAVA_SIGNAL_TESTSET START "))
+        .collect();
+    assert_eq!(sets, ["rpi4-idle>", "imx8-idle>", "rpi3>"]);
+    let ids: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split("TEST_CASE_ID=").nth(1))
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    let of = |b: &str| {
+        ids.iter()
+            .filter(|i| i.starts_with(&format!("{b}.")))
+            .count()
+    };
+    assert_eq!(of("rpi4") + of("imx8") + of("rpi3"), ids.len(), "{ids:?}");
+    assert_eq!(of("rpi4"), of("imx8"));
+    assert!(text.contains("<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=rpi4.cpuall-max RESULT=pass"));
+    assert!(text.contains(
+        "<LAVA_SIGNAL_TESTCASE TEST_CASE_ID=rpi3.run RESULT=fail>\n<LAVA_SIGNAL_TESTSET STOP>\n\
+         # rpi3: board rpi3 interrupted: not run: interrupted before it started\n"
+    ));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// Two CI jobs with fresh databases both record "run 1": their KCIDB test ids used the run
 /// number and overwrote each other in KernelCI. Ids that leave the machine use the run's UUID.
 #[test]
@@ -190,9 +242,7 @@ fn two_fresh_databases_never_submit_the_same_kcidb_ids() {
     junit::write(&mut out, &a).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert!(
-        text.contains(&format!(
-            r#"<property name="rtscope.run_uuid" value="{ua}"/>"#
-        )),
+        text.contains(&format!(r#".run1.run_uuid" value="{ua}"/>"#)),
         "{text}"
     );
 }
@@ -200,7 +250,7 @@ fn two_fresh_databases_never_submit_the_same_kcidb_ids() {
 #[test]
 fn an_empty_junit_document_says_zero_time_not_minus_zero() {
     let mut out = Vec::new();
-    junit::write_all(&mut out, &[]).unwrap();
+    junit::write_all(&mut out, &[], &[]).unwrap();
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains(r#"time="0.000""#), "{text}");
 }

@@ -97,8 +97,9 @@ pub fn for_command(key: &str) -> Notes {
             see_also: &["rtscope-runs(1)", "rtscope-report(1)", "cyclictest(8)"],
         },
         "cyclictest" => Notes {
-            exit_0: "Success, also when SIGINT, SIGTERM or SIGHUP ended the run before its -l/-D length (as cyclictest: everything measured so far is still printed).",
-            exit_1: Some("The -b/--breaktrace threshold was exceeded."),
+            exit_0: "Success, also when SIGINT, SIGTERM or SIGHUP ended the run before its -l/-D length, and when the -b/--breaktrace threshold was exceeded (as cyclictest: everything measured so far is still printed; the break is in the trailer and the JSON). Gate with rtscope measure --limit.",
+            // Like cyclictest: a fired -b exits 0 (issue 51).
+            exit_1: None,
             // Like cyclictest: a run stopped by SIGINT, SIGTERM or SIGHUP exits 0 (harnesses
             // stop it with a signal and read the summary), so this page has no code 3.
             exit_3: None,

@@ -169,7 +169,8 @@ pub fn figure<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     fig: &Figure,
 ) -> Result<Vec<(String, String)>, ReportError> {
-    draw_cells(root, fig, &fig.panels, &layouts(fig))
+    let fig = fig.printable();
+    draw_cells(root, &fig, &fig.panels, &layouts(&fig))
 }
 
 /// The layout of every panel of `fig`, with one legend headroom for the panels whose y range
@@ -596,6 +597,7 @@ pub const PNG_STRIP_ROWS: usize = 4;
 /// Renders a figure as PNG bytes (RGB, 8 bit), [`PNG_STRIP_ROWS`] rows of panels at a time.
 pub fn to_png(fig: &Figure) -> Result<Vec<u8>, ReportError> {
     ensure_font();
+    let fig = &*fig.printable();
     let (w, h) = fig.size();
     let layouts = layouts(fig);
     let mut png_bytes = Vec::new();

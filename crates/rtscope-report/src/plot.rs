@@ -248,6 +248,41 @@ impl Figure {
             panels: vec![panel],
         }
     }
+    /// This figure with every text it draws (panel titles, axis labels, legend names) safe for
+    /// SVG and terminals: control characters, which XML 1.0 cannot hold and plotters writes as
+    /// they are, shown as `\x1b` ([`rtscope_core::text::escape`]). Labels and tags from a
+    /// database (a merged board's, an older rtscope's, any SQLite writer's) reach titles and
+    /// legends; borrowed when nothing needs escaping.
+    pub fn printable(&self) -> std::borrow::Cow<'_, Figure> {
+        use rtscope_core::text::escape;
+        let control = |s: &str| s.chars().any(char::is_control);
+        let axis_bad = |a: &Axis| control(&a.label);
+        let bad = self.panels.iter().any(|p| {
+            control(&p.title)
+                || axis_bad(&p.x)
+                || axis_bad(&p.y)
+                || p.y2.as_ref().is_some_and(axis_bad)
+                || p.series.iter().any(|s| control(&s.name))
+        });
+        if !bad {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let mut fig = self.clone();
+        let fix = |s: &mut String| *s = escape(s).into_owned();
+        for p in &mut fig.panels {
+            fix(&mut p.title);
+            fix(&mut p.x.label);
+            fix(&mut p.y.label);
+            if let Some(a) = p.y2.as_mut() {
+                fix(&mut a.label);
+            }
+            for s in &mut p.series {
+                fix(&mut s.name);
+            }
+        }
+        std::borrow::Cow::Owned(fig)
+    }
+
     /// Total size in pixels.
     pub fn size(&self) -> (u32, u32) {
         let rows = (self.panels.len() as u32)

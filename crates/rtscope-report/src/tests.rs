@@ -95,6 +95,41 @@ fn svg_is_one_document_with_axis_labels_and_legend() {
     assert!(svg.contains(plot::FONT_FAMILY));
 }
 
+/// Issue 49: a label or tag holding ESC, BEL or NUL (written into a database by anything but
+/// rtscope) reaches panel titles, axis labels and legends; the SVG holds none of them raw (XML
+/// 1.0 cannot) and shows them as `\x1b`.
+#[test]
+fn control_characters_in_titles_legends_and_axes_never_reach_the_svg_raw() {
+    let hostile = "kernel=rt\u{1b}[31m\u{7}\u{0}<b>&";
+    let mut axis = Axis::linear(format!("latency {hostile} (µs)"));
+    axis.range = Some((0.0, 10.0));
+    let panel = Panel {
+        title: format!("Latency — {hostile}"),
+        x: axis.clone(),
+        y: Axis::linear("samples"),
+        y2: Some(Axis::linear(hostile)),
+        series: vec![Series::new(hostile, 0, vec![(1.0, 1.0), (5.0, 3.0)])],
+        legend: Corner::UpperRight,
+    };
+    let fig = Figure::single(panel);
+    let svg = crate::to_svg(&fig).unwrap();
+    let raw: Vec<char> = svg
+        .chars()
+        .filter(|&c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+        .collect();
+    assert!(raw.is_empty(), "raw control characters {raw:?} in the SVG");
+    assert!(
+        svg.contains("kernel=rt\\x1b[31m\\x07\\x00&lt;b&gt;&amp;"),
+        "{svg}"
+    );
+    // The figure itself is left as it was (the escaping is the drawing's), and a clean figure
+    // is not copied.
+    assert!(fig.panels[0].title.contains('\u{1b}'));
+    let clean = Figure::single(figures::histogram(&run_data("clean-svg", "idle")));
+    assert!(matches!(clean.printable(), std::borrow::Cow::Borrowed(_)));
+    assert!(crate::to_png(&fig).unwrap().starts_with(b"\x89PNG"));
+}
+
 #[test]
 fn empty_bins_are_drawn_at_the_bottom_of_a_log_axis() {
     let mut h = Histogram::new();

@@ -265,8 +265,10 @@ fn hist_sparse_prints_the_upstream_histogram_form() {
 
 // ---------------------------------------------------------------- -b
 
+/// Issue 51: a fired `-b` exits 0 with `return_code` 0, as cyclictest does (a CI harness that
+/// runs `-b` failed on rtscope's 1); the break is in the trailer and JSON's `rtscope.break`.
 #[test]
-fn a_break_that_fires_prints_cyclictests_trailer_and_exits_1() {
+fn a_break_that_fires_prints_cyclictests_trailer_and_exits_0_as_cyclictest() {
     rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let args = ["-b1", "-l200", "-m", "-S", "-p90", "-i200", "-q"];
     let json = temp_path("break.json");
@@ -274,7 +276,7 @@ fn a_break_that_fires_prints_cyclictests_trailer_and_exits_1() {
     let mut with_json = args.to_vec();
     with_json.push(&json_arg);
     let r = rtscope_run(&with_json);
-    r.expect_exit(1);
+    r.expect_exit(0);
     let s = passes(
         "-b1",
         &r.stdout,
@@ -287,10 +289,11 @@ fn a_break_that_fires_prints_cyclictests_trailer_and_exits_1() {
     // rtscope's JSON avg exceeds max (see
     // json_avg_lies_between_min_and_max_with_one_sample in compat_json.rs).
     let (text, v) = take_json(&json);
-    assert_eq!(v["return_code"], 1, "{text}");
+    assert_eq!(v["return_code"], 0, "{text}");
     assert_eq!(v["rtscope"]["break"]["thread_id"], tid, "{text}");
     assert_eq!(v["rtscope"]["break"]["value"], value, "{text}");
-    // cyclictest exits 0 here, by design rtscope exits 1; the text is alike.
+    // The real cyclictest on the same arguments: the same exit code (its helper requires 0)
+    // and text of the same shape.
     let (c, _) = cyclictest(&args);
     assert_same_shape("-b1", &r.stdout, &c);
 }

@@ -44,7 +44,9 @@ pub fn cpus_for(text: Option<&str>, root: &Path) -> Result<Vec<u32>, UsageError>
 /// Runs `rtscope check`.
 pub fn run(a: &CheckArgs, argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     if !a.fleet.targets.is_empty() {
-        return crate::commands::fleet::remote(&a.fleet, argv, None, None, out);
+        // `check` records nothing and has no CI outputs: a board's failure is its exit code.
+        let mut missing = Vec::new();
+        return crate::commands::fleet::remote(&a.fleet, argv, None, None, out, &mut missing);
     }
     if !a.root.is_dir() {
         return Err(

@@ -7,7 +7,7 @@ use rtscope_analysis::compare::analysis::Comparison;
 use rtscope_fleet::fanout::{self, file_arg};
 use rtscope_fleet::output::{self, CiOutput, Format};
 use rtscope_fleet::remote::{Job, Ssh};
-use rtscope_fleet::{kcidb, targets::Targets};
+use rtscope_fleet::{kcidb, targets::Targets, MissingBoard};
 use rtscope_session::record;
 use rtscope_store::{RunId, Store};
 use std::io::Write;
@@ -44,6 +44,7 @@ pub fn export(
     let sub = kcidb::Submission {
         origin: a.kcidb_origin.clone(),
         build_id: a.kcidb_build_id.clone(),
+        ..kcidb::Submission::default()
     };
     let extra = output::parse_limits(&a.limits).map_err(usage)?;
     let path = output::export(format, store, id, &a.output, &extra, &sub)
@@ -53,13 +54,15 @@ pub fn export(
 }
 
 /// `--target`: the command line `argv` on the boards; `file` (a campaign) is copied there;
-/// `record`: their runs are fetched and merged into `db`.
+/// `record`: their runs are fetched and merged into `db`. The boards that recorded no run are
+/// added to `missing` (for `--ci-output`).
 pub fn remote(
     f: &FleetArgs,
     argv: &[String],
     file: Option<&Path>,
     db: Option<&Path>,
     out: &mut dyn Write,
+    missing: &mut Vec<MissingBoard>,
 ) -> anyhow::Result<ExitStatus> {
     let targets = Targets::load(f.targets_file.as_deref())
         .and_then(|t| t.resolve(&f.targets))
@@ -96,12 +99,9 @@ pub fn remote(
         out,
         &mut std::io::stderr(),
     )?;
-    Ok(fanout::merge(
-        store.as_mut(),
-        results,
-        out,
-        &mut std::io::stderr(),
-    )?)
+    let merged = fanout::merge(store.as_mut(), results, out, &mut std::io::stderr())?;
+    missing.extend(merged.missing);
+    Ok(merged.status)
 }
 
 /// Parses and checks `--ci-output` options before anything runs.
@@ -128,24 +128,26 @@ pub fn compare_ci(outs: &[String], c: &Comparison, out: &mut dyn Write) -> anyho
     Ok(())
 }
 
-/// `--ci-output FORMAT=FILE`: `body` runs, then the runs it recorded into `db` are written.
+/// `--ci-output FORMAT=FILE`: `body` runs, then the runs it recorded into `db` are written,
+/// and the boards it ran on that recorded no run (which `body` adds to its second argument)
+/// as failed cases.
 pub fn with_ci(
     outs: &[String],
     db: Option<&Path>,
     out: &mut dyn Write,
-    body: impl FnOnce(&mut dyn Write) -> anyhow::Result<ExitStatus>,
+    body: impl FnOnce(&mut dyn Write, &mut Vec<MissingBoard>) -> anyhow::Result<ExitStatus>,
 ) -> anyhow::Result<ExitStatus> {
+    let mut missing = Vec::new();
     if outs.is_empty() {
-        return body(out);
+        return body(out, &mut missing);
     }
     let outs = ci_outputs(outs)?;
     let path = db.map_or_else(record::default_db, Path::to_path_buf);
     let mark = output::mark(&record::open(&path)?).map_err(usage)?;
-    let status = body(out)?;
+    let status = body(out, &mut missing)?;
     let store = record::open(&path)?;
-    for p in
-        output::write_ci(&store, mark, &outs, out, &kcidb::Submission::default()).map_err(usage)?
-    {
+    let sub = kcidb::Submission::default();
+    for p in output::write_ci(&store, mark, &missing, &outs, out, &sub).map_err(usage)? {
         rtscope_session::output::warn(&format!("rtscope: wrote {}", p.display()));
     }
     Ok(status)

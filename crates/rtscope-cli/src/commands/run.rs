@@ -6,11 +6,18 @@ use crate::exit::ExitStatus;
 use rtscope_campaign::CampaignOptions;
 use std::io::Write;
 
-/// Runs `rtscope run`.
-pub fn run(a: &RunArgs, argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+/// Runs `rtscope run`; with `--target`, the boards that recorded no run are added to
+/// `missing`.
+pub fn run(
+    a: &RunArgs,
+    argv: &[String],
+    out: &mut dyn Write,
+    missing: &mut Vec<rtscope_fleet::MissingBoard>,
+) -> anyhow::Result<ExitStatus> {
     if !a.fleet.targets.is_empty() && !a.dry_run {
         let file = a.file.as_deref();
-        return crate::commands::fleet::remote(&a.fleet, argv, file, a.db.as_deref(), out);
+        let db = a.db.as_deref();
+        return crate::commands::fleet::remote(&a.fleet, argv, file, db, out, missing);
     }
     let resumed;
     let a = if a.resume && !a.dry_run {

@@ -12,8 +12,8 @@ pub fn measure_with_ci(
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
     if !a.rec.no_db || a.ci_output.is_empty() {
-        return fleet::with_ci(&a.ci_output, a.rec.db.as_deref(), out, |o| {
-            super::run(a, argv.to_vec(), o)
+        return fleet::with_ci(&a.ci_output, a.rec.db.as_deref(), out, |o, missing| {
+            super::run(a, argv.to_vec(), o, missing)
         });
     }
     fleet::check_ci_outputs(&a.ci_output)?;
@@ -24,8 +24,8 @@ pub fn measure_with_ci(
     let mut recorded = a.clone();
     recorded.rec.no_db = false;
     recorded.rec.db = Some(db.clone());
-    let status = fleet::with_ci(&a.ci_output, Some(&db), out, |o| {
-        super::run(&recorded, argv.to_vec(), o)
+    let status = fleet::with_ci(&a.ci_output, Some(&db), out, |o, missing| {
+        super::run(&recorded, argv.to_vec(), o, missing)
     });
     let _ = std::fs::remove_dir_all(&dir);
     rtscope_session::output::warn("rtscope: --no-db: the run was kept only for --ci-output, in a temporary database now removed");

@@ -157,14 +157,16 @@ impl Lowered {
     }
 }
 
-/// Runs `rtscope measure`.
+/// Runs `rtscope measure`; with `--target`, the boards that recorded no run are added to
+/// `missing`.
 pub fn run(
     a: &MeasureArgs,
     command_line: Vec<String>,
     out: &mut dyn Write,
+    missing: &mut Vec<rtscope_fleet::MissingBoard>,
 ) -> anyhow::Result<ExitStatus> {
     if !a.fleet.targets.is_empty() {
-        return on_targets(a, &command_line, out);
+        return on_targets(a, &command_line, out, missing);
     }
     // Before any thread starts: a signal is taken by the control loop or by nobody.
     rtscope_session::drive::hold_signals();
@@ -222,13 +224,15 @@ fn on_targets(
     a: &MeasureArgs,
     command_line: &[String],
     out: &mut dyn Write,
+    missing: &mut Vec<rtscope_fleet::MissingBoard>,
 ) -> anyhow::Result<ExitStatus> {
     if a.metrics_file.is_some() || a.rec.no_db || a.json.is_some() {
         return Err(crate::usage(
             "--metrics-file, --json and --no-db cannot be used with --target: export the merged runs",
         ));
     }
-    crate::commands::fleet::remote(&a.fleet, command_line, None, a.rec.db.as_deref(), out)
+    let db = a.rec.db.as_deref();
+    crate::commands::fleet::remote(&a.fleet, command_line, None, db, out, missing)
 }
 
 /// `--metrics-file`, checked before the run.
