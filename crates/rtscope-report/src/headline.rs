@@ -23,8 +23,9 @@ pub struct Answer {
     pub samples: u64,
     /// The worst wake-up (ns), its run and seconds into that run.
     pub worst: Option<(u64, RunId, Option<f64>)>,
-    /// p99.99 over all the group's samples (ns), and whether it is a lower bound.
-    pub p9999: Option<(u64, bool)>,
+    /// p99.99 over all the group's samples (ns), whether it is a lower bound, and whether
+    /// fewer than 10 samples lie beyond it (too few for a meaningful value).
+    pub p9999: Option<(u64, bool, bool)>,
     /// Deadlines missed (`None`: unknown for some run, e.g. an import).
     pub missed: Option<u64>,
     /// What caused the worst explained spike of the worst run, and its share of that spike.
@@ -86,7 +87,7 @@ fn answer(name: String, runs: &[&RunData]) -> Answer {
         name,
         runs: runs.iter().map(|r| r.id()).collect(),
         samples: runs.iter().map(|r| r.detail.summary.samples).sum(),
-        p9999: p.value.map(|v| (v.0, p.lower_bound)),
+        p9999: p.value.map(|v| (v.0, p.lower_bound, p.tail_samples < 10.0)),
         missed,
         cause: worst_run.and_then(|r| cause(r, worst.map_or(0, |w| w.0))),
         worst,
@@ -132,8 +133,12 @@ pub fn sentence(a: &Answer) -> String {
         }
         None => "no wake-up measured".into(),
     };
-    if let Some((v, lower)) = a.p9999 {
-        let _ = write!(o, ", p99.99 {}{}", if lower { "≥ " } else { "" }, human(v));
+    if let Some((v, lower, thin)) = a.p9999 {
+        let ge = if lower { "≥ " } else { "" };
+        let _ = write!(o, ", p99.99 {ge}{}", human(v));
+        if thin {
+            o.push_str(" (fewer than 10 samples beyond it: measure longer)");
+        }
     }
     match a.missed {
         Some(0) => o.push_str(", no deadline missed"),
@@ -238,7 +243,7 @@ mod tests {
             assert!(members.iter().any(|r| r.id() == run));
             let samples: u64 = members.iter().map(|r| r.detail.summary.samples).sum();
             assert_eq!(ans.samples, samples);
-            let (p, _) = ans.p9999.unwrap();
+            let (p, _, _) = ans.p9999.unwrap();
             assert!(p <= max.unwrap());
             let s = sentence(ans);
             assert!(

@@ -204,6 +204,16 @@ fn a_campaign_records_every_run_with_its_loads_and_monitors_and_leaves_nothing_r
     assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
     let out = text(&o.stdout);
     assert!(out.contains("campaign whole complete"), "{out}");
+    // The answer first on the terminal too: each case's worst, p99.99 and missed deadlines,
+    // then the loaded case against the idle one.
+    let answers: Vec<&str> = out.lines().filter(|l| l.starts_with("answer: ")).collect();
+    assert_eq!(answers.len(), 3, "{out}");
+    assert!(answers[0].starts_with("answer: idle: worst ") && answers[0].contains("p99.99"));
+    assert!(answers[1].starts_with("answer: load: worst "), "{out}");
+    assert!(
+        answers[2].starts_with("answer: load against idle: worst "),
+        "{out}"
+    );
     // Not a terminal: one plain status line (a minute apart, so one per run here).
     let err = text(&o.stderr);
     assert!(

@@ -111,7 +111,7 @@ fn add_tails(store: &Store, runs: &mut [RunData]) -> anyhow::Result<()> {
 
 /// The runs the arguments name, in order, each once.
 /// The newest run; when it belongs to a campaign, every run of that campaign.
-fn last_with_campaign(store: &Store) -> Result<Vec<RunId>, UsageError> {
+pub(crate) fn last_with_campaign(store: &Store) -> Result<Vec<RunId>, UsageError> {
     let err = |e: rtscope_store::StoreError| UsageError::from_error(e);
     let Some(last) = store.last_run().map_err(err)? else {
         return Ok(Vec::new());

@@ -27,7 +27,49 @@ pub fn run(
         a
     };
     let opts = options(a)?;
-    rtscope_campaign::run(&opts, argv, out).map_err(crate::lift)
+    let status = rtscope_campaign::run(&opts, argv, out).map_err(crate::lift)?;
+    if !a.dry_run && !a.quiet {
+        answer(a.db.as_deref(), out)?;
+    }
+    Ok(status)
+}
+
+/// The answer first, on the terminal too: per load case (or group) of the campaign just run,
+/// its worst wake-up, p99.99, missed deadlines and the worst spike's cause, then each case
+/// against the first — the report's headline (`rtscope_report::headline`). Nothing when the
+/// database cannot be read back (the campaign's own lines said where it is).
+fn answer(db: Option<&std::path::Path>, out: &mut dyn Write) -> std::io::Result<()> {
+    let Ok(store) = rtscope_session::record::open_existing(db) else {
+        return Ok(());
+    };
+    let Ok(ids) = super::report::last_with_campaign(&store) else {
+        return Ok(());
+    };
+    let Ok(bundles) = store.bundles(&ids, false) else {
+        return Ok(());
+    };
+    let runs: Vec<rtscope_report::RunData> = bundles
+        .into_iter()
+        .map(rtscope_report::RunData::from)
+        .filter(|r| !rtscope_report::noise::is_noise(r))
+        .collect();
+    if runs.is_empty() {
+        return Ok(());
+    }
+    let grouping = rtscope_report::group::Grouping::new(&runs, None);
+    let answers = rtscope_report::headline::answers(&runs, &grouping);
+    for a in &answers {
+        let line = format!(
+            "answer: {}: {}",
+            a.name,
+            rtscope_report::headline::sentence(a)
+        );
+        writeln!(out, "{}", rtscope_core::text::escape(&line))?;
+    }
+    for v in rtscope_report::headline::verdicts(&answers) {
+        writeln!(out, "answer: {}", rtscope_core::text::escape(&v))?;
+    }
+    Ok(())
 }
 
 fn options(a: &RunArgs) -> anyhow::Result<CampaignOptions> {
