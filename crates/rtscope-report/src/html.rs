@@ -113,7 +113,11 @@ fn latency(
         if let Some(m) = crate::matrix::MaxMatrix::of(runs, grouping) {
             max_matrix(h, &m);
         }
-        cases(h, &crate::table::case_rows(runs));
+        if crate::table::has_cases(runs) {
+            cases(h, "load case", &crate::table::case_rows(runs));
+        } else {
+            cases(h, "group", &crate::table::group_rows(runs, grouping));
+        }
     }
     stats(h, rows);
     h.push_str("<h2 id=\"latency\">Latency plots</h2>\n");
@@ -273,8 +277,12 @@ fn max_matrix(h: &mut String, m: &crate::matrix::MaxMatrix) {
     h.push_str("</table>\n<p class=\"muted\">The largest latency of the runs of each load case and group; (n): runs merged.</p>\n");
 }
 
-fn cases(h: &mut String, rows: &[crate::table::CaseRow]) {
-    h.push_str("<h2 id=\"cases\">Maximum latency per load case (µs)</h2>\n<table><tr><th class=\"t\">case</th><th>runs</th><th>samples</th><th>p99</th><th>p99.99</th><th>max</th><th>worst run</th><th>missed</th></tr>\n");
+fn cases(h: &mut String, by: &str, rows: &[crate::table::CaseRow]) {
+    let _ = write!(
+        h,
+        "<h2 id=\"cases\">Maximum latency per {by} (µs)</h2>\n<table><tr><th class=\"t\">{by}</th>"
+    );
+    h.push_str("<th>runs</th><th>samples</th><th>p99</th><th>p99.99</th><th>max</th><th>worst run</th><th>missed</th></tr>\n");
     for r in rows {
         h.push_str("<tr>");
         cell(h, &r.case);

@@ -206,8 +206,13 @@ pub fn build_each(
 fn summary_md(runs: &[RunData], g: &group::Grouping, rows: &[table::SummaryRow]) -> String {
     let mut md = table::markdown(rows);
     if runs.len() > 1 {
-        md.push_str("\n## Maximum latency per load case (µs)\n\n");
-        md.push_str(&table::case_markdown(&table::case_rows(runs)));
+        if table::has_cases(runs) {
+            md.push_str("\n## Maximum latency per load case (µs)\n\n");
+            md.push_str(&table::case_markdown(&table::case_rows(runs)));
+        } else {
+            md.push_str("\n## Maximum latency per group (µs)\n\n");
+            md.push_str(&table::case_markdown(&table::group_rows(runs, g)));
+        }
         if let Some(m) = matrix::MaxMatrix::of(runs, g) {
             md.push_str(&format!(
                 "\n## Maximum latency per {} and group (µs)\n\n",

@@ -236,12 +236,38 @@ pub struct CaseRow {
 /// One row per load case, in order of first appearance: the table of maximum latency per load
 /// case.
 pub fn case_rows(runs: &[RunData]) -> Vec<CaseRow> {
-    let mut out: Vec<(CaseRow, Histogram, Overflow)> = Vec::new();
-    for r in runs {
-        let case = match r.case() {
+    let names: Vec<String> = runs
+        .iter()
+        .map(|r| match r.case() {
             c if c.is_empty() => r.name(),
             c => c,
-        };
+        })
+        .collect();
+    rows_named(runs, &names)
+}
+
+/// Whether any run was measured under a load case (a campaign's, or a `case` tag): else the
+/// per-case table would list labels as cases, and [`group_rows`] is the table to show.
+pub fn has_cases(runs: &[RunData]) -> bool {
+    runs.iter().any(|r| !r.case().is_empty())
+}
+
+/// [`case_rows`] with one row per group of `g` (the grouping every plot uses), for runs
+/// without load cases.
+pub fn group_rows(runs: &[RunData], g: &crate::group::Grouping) -> Vec<CaseRow> {
+    let mut names: Vec<String> = runs.iter().map(RunData::name).collect();
+    for grp in &g.groups {
+        for &i in &grp.runs {
+            names[i] = grp.name.clone();
+        }
+    }
+    rows_named(runs, &names)
+}
+
+/// One row per distinct name in `names` (the name of each run, in order).
+fn rows_named(runs: &[RunData], names: &[String]) -> Vec<CaseRow> {
+    let mut out: Vec<(CaseRow, Histogram, Overflow)> = Vec::new();
+    for (r, case) in runs.iter().zip(names.iter().cloned()) {
         let s = &r.detail.summary;
         let i = match out.iter().position(|(c, _, _)| c.case == case) {
             Some(i) => i,

@@ -688,3 +688,25 @@ fn a_report_of_many_runs_links_its_figures_instead_of_holding_them() {
         );
     }
 }
+
+/// Seeds 000/001: runs without load cases (two kernels, two repeats each) are summarised per
+/// group, the grouping of every plot, not per label as if labels were cases.
+#[test]
+fn runs_without_load_cases_are_summarised_per_group_not_per_label() {
+    let runs: Vec<RunData> = [(1, "std"), (2, "std"), (3, "rt"), (4, "rt")]
+        .iter()
+        .map(|&(id, k)| run_with(id, &[("kernel", k)]))
+        .collect();
+    assert!(!crate::table::has_cases(&runs));
+    let g = crate::group::Grouping::new(&runs, None);
+    let rows = crate::table::group_rows(&runs, &g);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(rows.iter().all(|r| r.runs == 2));
+    let names: Vec<&str> = g.groups.iter().map(|g| g.name.as_str()).collect();
+    assert_eq!(
+        rows.iter().map(|r| r.case.as_str()).collect::<Vec<_>>(),
+        names
+    );
+    let with_cases = study_runs();
+    assert!(crate::table::has_cases(&with_cases));
+}
