@@ -327,7 +327,7 @@ impl NotTraced {
         match self {
             NotTraced::TracerNotLive => "tracer not yet live",
             NotTraced::LostEvents => "events lost (buffer overrun)",
-            NotTraced::OutOfWindow => "trace not kept (more spikes than memory for their trace)",
+            NotTraced::OutOfWindow => "trace not kept (memory for it was full)",
             NotTraced::CpuNotTraced => "CPU not traced",
             NotTraced::QueueFull => "queue full",
             NotTraced::TimedOut => "trace late",
@@ -346,15 +346,15 @@ impl NotTraced {
                  for rtscope's reader (e.g. --cpus 1-N), or run lighter loads"
             }
             NotTraced::OutOfWindow => {
-                "the smallest spikes' trace was let go to bound memory: raise the explain \
-                 threshold (--explain DUR) so fewer spikes are kept"
+                "the trace of the smallest was let go to bound memory: raise the explain \
+                 threshold (--explain DUR) so that fewer are kept"
             }
             NotTraced::CpuNotTraced => {
                 "the thread ran on a CPU that is not traced: pin each thread to one CPU"
             }
             NotTraced::QueueFull => {
-                "more spikes waited than the explainer holds (16,384), the smallest were dropped: \
-                 raise the explain threshold (--explain DUR)"
+                "more waited than the explainer holds (16,384), the smallest were dropped: raise \
+                 the explain threshold (--explain DUR)"
             }
             NotTraced::TimedOut => {
                 "the trace reader fell behind: leave one CPU unmeasured for it (e.g. --cpus 1-N)"

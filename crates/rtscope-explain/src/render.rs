@@ -64,19 +64,58 @@ fn escaped(s: &str) -> String {
         .collect()
 }
 
+/// What a run's explanation is about: a measurement's late wake-ups (spikes) or a noise run's
+/// gaps (the busy loop's lost time), in the words each is printed with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    /// `measure`, campaigns, `watch`: wake-ups later than the threshold.
+    WakeUps,
+    /// `noise`: gaps of the busy loop longer than the threshold.
+    Gaps,
+}
+
+impl Subject {
+    fn title(self) -> &'static str {
+        match self {
+            Subject::WakeUps => "Why were the worst wake-ups late?",
+            Subject::Gaps => "What took the CPU in the longest gaps?",
+        }
+    }
+
+    fn many(self) -> &'static str {
+        match self {
+            Subject::WakeUps => "spikes",
+            Subject::Gaps => "gaps",
+        }
+    }
+
+    fn one(self) -> &'static str {
+        match self {
+            Subject::WakeUps => "spike",
+            Subject::Gaps => "gap",
+        }
+    }
+}
+
 /// How much of the run the trace explains: `traced X of Y spikes above the threshold (Z % of
 /// spike time)`, then why the others were not traced. A summary recorded before spike time
 /// was counted says the share is unknown.
 pub fn coverage(c: &Counts) -> String {
+    coverage_of(c, Subject::WakeUps)
+}
+
+/// [`coverage`] in the words of `what` (`traced X of Y gaps … (Z % of gap time)`).
+pub fn coverage_of(c: &Counts, what: Subject) -> String {
+    let (many, one) = (what.many(), what.one());
     let mut o = format!(
-        "traced {} of {} spikes above the threshold",
+        "traced {} of {} {many} above the threshold",
         c.traced, c.spikes
     );
     if c.spikes > 0 && c.spike_ns == 0 {
-        o.push_str(" (share of spike time unknown)");
+        let _ = write!(o, " (share of {one} time unknown)");
     } else if c.spikes > 0 {
         let share = c.traced_ns as f64 * 100.0 / c.spike_ns as f64;
-        let _ = write!(o, " ({share:.1} % of spike time)");
+        let _ = write!(o, " ({share:.1} % of {one} time)");
     }
     let why: Vec<String> = c
         .not_traced
@@ -103,11 +142,23 @@ pub fn coverage_hints(c: &Counts) -> Vec<String> {
 /// The whole section. `run_start_ns` (CLOCK_MONOTONIC at the run's start) turns wake-up times
 /// into seconds into the run; `max_spikes` limits the spike list.
 pub fn summary(s: &ExplainSummary, run_start_ns: u64, max_spikes: usize) -> String {
+    summary_of(s, run_start_ns, max_spikes, Subject::WakeUps)
+}
+
+/// [`summary`] in the words of `what` (a noise run's gaps: "What took the CPU in the longest
+/// gaps?", "worst gaps").
+pub fn summary_of(
+    s: &ExplainSummary,
+    run_start_ns: u64,
+    max_spikes: usize,
+    what: Subject,
+) -> String {
     let mut o = String::new();
     let c = &s.counts;
     let _ = writeln!(
         o,
-        "Why were the worst wake-ups late? (tier {}, threshold {})",
+        "{} (tier {}, threshold {})",
+        what.title(),
         s.tier.name(),
         dur(s.threshold_ns)
     );
@@ -116,10 +167,15 @@ pub fn summary(s: &ExplainSummary, run_start_ns: u64, max_spikes: usize) -> Stri
     }
     let _ = writeln!(
         o,
-        "  {} spikes: {} traced ({} partial), {} from the monitors only, {} without context",
-        c.spikes, c.traced, c.partial, c.coarse, c.no_context
+        "  {} {}: {} traced ({} partial), {} from the monitors only, {} without context",
+        c.spikes,
+        what.many(),
+        c.traced,
+        c.partial,
+        c.coarse,
+        c.no_context
     );
-    let _ = writeln!(o, "  {}", coverage(c));
+    let _ = writeln!(o, "  {}", coverage_of(c, what));
     for hint in coverage_hints(c) {
         let _ = writeln!(o, "  hint: {hint}");
     }
@@ -133,7 +189,7 @@ pub fn summary(s: &ExplainSummary, run_start_ns: u64, max_spikes: usize) -> Stri
     let mut worst: Vec<&Explained> = s.worst.iter().collect();
     rtscope_core::order::sort_by_key(&mut worst, |e| std::cmp::Reverse(e.latency_ns()));
     if !worst.is_empty() {
-        let _ = writeln!(o, "\n  worst spikes");
+        let _ = writeln!(o, "\n  worst {}", what.many());
     }
     for e in worst.into_iter().take(max_spikes) {
         let at = e.wakeup_ns().saturating_sub(run_start_ns) as f64 / 1e9;
@@ -430,6 +486,18 @@ mod tests {
         let mut old = s.counts;
         (old.spike_ns, old.traced_ns) = (0, 0);
         assert!(coverage(&old).contains("(share of spike time unknown)"));
+        // A noise run speaks of gaps, never of wake-ups or spikes.
+        let gaps = coverage_of(&s.counts, Subject::Gaps);
+        assert!(gaps.starts_with("traced 1 of 3 gaps above the threshold (50.0 % of gap time)"));
+        let text = summary_of(&s, 0, 5, Subject::Gaps);
+        assert!(
+            text.starts_with("What took the CPU in the longest gaps?"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("spike") && !text.contains("wake-up"),
+            "{text}"
+        );
     }
 
     #[test]

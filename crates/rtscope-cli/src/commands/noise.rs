@@ -198,7 +198,12 @@ fn finish(
         ));
     }
     if let Some(x) = &o.explained {
-        text.push_str(&rtscope_trace::render::summary(x, meta.clock_start.0, 10));
+        text.push_str(&rtscope_trace::render::summary_of(
+            x,
+            meta.clock_start.0,
+            10,
+            rtscope_trace::render::Subject::Gaps,
+        ));
         text.push_str(&noise::class_line(&x.class_totals()));
         text.push_str(&noise::interference_table(&x.interference));
         text.push_str(&noise::class_histogram_table(&x.class_histograms));

@@ -4,6 +4,7 @@
 use rtscope_session::UsageError;
 use rtscope_store::{RunId, Store};
 use rtscope_trace::book::ExplainSummary;
+use rtscope_trace::render::{summary_of, Subject};
 use std::io::Write;
 
 /// The stored explanation of a run and the run's clock start (ns), if it was explained.
@@ -16,10 +17,19 @@ pub fn load(store: &Store, id: RunId) -> Result<Option<(ExplainSummary, u64)>, U
     Ok(Some((s, row.clock_start_ns)))
 }
 
+/// What the run's explanation is about: a noise run's gaps, else late wake-ups.
+fn subject(store: &Store, id: RunId) -> Subject {
+    match store.summary(id) {
+        Ok(s) if s.kind == rtscope_store::RunKind::Noise => Subject::Gaps,
+        _ => Subject::WakeUps,
+    }
+}
+
 /// The section of `runs show` (empty when the run was not explained).
 pub fn section(store: &Store, id: RunId) -> Result<String, UsageError> {
+    let what = subject(store, id);
     Ok(load(store, id)?.map_or_else(String::new, |(s, start)| {
-        format!("\n{}", rtscope_trace::render::summary(&s, start, 5))
+        format!("\n{}", summary_of(&s, start, 5, what))
     }))
 }
 
@@ -28,7 +38,8 @@ pub fn run(store: &Store, id: RunId, json: bool, out: &mut dyn Write) -> anyhow:
     match load(store, id)? {
         Some((s, _)) if json => writeln!(out, "{}", serde_json::to_string_pretty(&s)?)?,
         Some((s, start)) => {
-            out.write_all(rtscope_trace::render::summary(&s, start, 50).as_bytes())?
+            let what = subject(store, id);
+            out.write_all(summary_of(&s, start, 50, what).as_bytes())?
         }
         None => {
             return Err(UsageError::new(format!(
