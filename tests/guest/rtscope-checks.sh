@@ -90,12 +90,12 @@ if [ "${EXPLAIN:-0}" = 1 ] && grep -qw osnoise $T/available_tracers 2>/dev/null;
     /root/culprit 1 20 100 60 /tmp/culprit-spins.txt &
     npid=$!
     mark culprit-pid "$npid"
-    check noise rtscope noise -D 4s --cpus 1 --runtime 950ms --period 1s --threshold 5us -q \
+    check noise rtscope noise -D 4s --cpus 1 --runtime 950ms --period 1s --threshold 5us -q --explain off \
         --no-db --json /tmp/noise.json
     [ -f /tmp/noise.json ] && put_file noise.json /tmp/noise.json
     # The default threshold (1 us) where a clock read takes about as long: the pre-heat must
     # raise it, visibly, instead of counting every iteration as noise.
-    check noise-default rtscope noise -D 1s --cpus 0 --no-db --json /tmp/noise-default.json
+    check noise-default rtscope noise -D 1s --cpus 0 --explain off --no-db --json /tmp/noise-default.json
     [ -f /tmp/noise-default.json ] && put_file noise-default.json /tmp/noise-default.json
     ocpus=$(cat $T/osnoise/cpus) orun=$(cat $T/osnoise/runtime_us) oper=$(cat $T/osnoise/period_us)
     othresh=$(cat $T/tracing_thresh)
@@ -118,7 +118,7 @@ if [ "${EXPLAIN:-0}" = 1 ] && grep -qw osnoise $T/available_tracers 2>/dev/null;
     mark osnoise-restored "$ocpus $orun $oper $othresh -> $(cat $T/osnoise/cpus) $(cat $T/osnoise/runtime_us) $(cat $T/osnoise/period_us) $(cat $T/tracing_thresh)"
     # rtscope noise again after osnoise: the two rtscope runs bracket the osnoise run, so the
     # host's share of the emulated CPU, which drifts on a loaded host, is seen on both sides.
-    check noise-after rtscope noise -D 4s --cpus 1 --runtime 950ms --period 1s --threshold 5us -q \
+    check noise-after rtscope noise -D 4s --cpus 1 --runtime 950ms --period 1s --threshold 5us -q --explain off \
         --no-db --json /tmp/noise-after.json
     [ -f /tmp/noise-after.json ] && put_file noise-after.json /tmp/noise-after.json
     # A third run charges its gaps to causes (--explain) and counts the interference in

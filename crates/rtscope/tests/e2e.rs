@@ -38,6 +38,7 @@ mod loads;
 mod manual;
 mod noise;
 mod noise_culprits;
+mod noise_default;
 mod noise_irqs_off;
 mod observer;
 mod overflow_percentiles;

@@ -82,12 +82,14 @@ pub struct NoiseArgs {
     )]
     pub keep_gaps: usize,
     /// Charge every gap at or above this length to its causes (IRQ, softirq, thread, NMI,
-    /// unexplained) from a private tracefs instance, as `measure --explain` (root; docs/noise.md)
-    #[arg(long, value_name = "DUR", help_heading = "Output")]
+    /// hypervisor, unexplained) from a private tracefs instance, as `measure --explain`, or
+    /// `off` [default: the gap threshold, at least 5us, where tracefs is usable; where it is
+    /// not, the run says why and how to fix it] (docs/noise.md)
+    #[arg(long, value_name = "DUR|off", help_heading = "Output")]
     pub explain: Option<String>,
     /// Gaps kept fully explained (with their charges, in the JSON and the database) per minute
     /// of the clock, the worst first (1-1000; the rest are counted and in the totals) [default: 5]
-    #[arg(long, value_name = "N", requires = "explain", help_heading = "Output")]
+    #[arg(long, value_name = "N", help_heading = "Output")]
     pub explain_keep: Option<usize>,
     /// Hardware-only mode: the kernel's hwlat tracer (per-CPU mode) spins --runtime of every
     /// --period with interrupts off on each CPU [default 500ms of 1s, hwlat's own], so a gap

@@ -24,6 +24,33 @@ fn dur(text: &str, flag: &str, unit: &str) -> Result<Nanos, UsageError> {
         .map_err(|e| UsageError::new(format!("invalid value for '{flag}': {e}")))
 }
 
+/// The least gap explained by default: rtla osnoise's default noise threshold.
+const EXPLAIN_FLOOR: Nanos = Nanos(5_000);
+
+/// `--explain DUR|off`; by default the gap threshold (at least [`EXPLAIN_FLOOR`]) where
+/// tracefs is usable, as `osnoise top` counts its causes by default; where it is not, off with
+/// the reason and the fix said at the start (docs/noise.md).
+fn explain_threshold(a: &NoiseArgs, c: &NoiseConfig) -> Result<Option<Nanos>, UsageError> {
+    match a.explain.as_deref().map(str::trim) {
+        Some("off") => Ok(None),
+        Some(t) => dur(t, "--explain", "us").map(Some),
+        None => match rtscope_session::explain::default_choice() {
+            Ok(_) => {
+                let gap = match c.threshold {
+                    Threshold::Given(t) | Threshold::Default(t) => t,
+                };
+                Ok(Some(gap.max(EXPLAIN_FLOOR)))
+            }
+            Err(why) => {
+                if !a.quiet {
+                    rtscope_session::output::warn(&format!("explain: off — {why}"));
+                }
+                Ok(None)
+            }
+        },
+    }
+}
+
 /// The checked configuration of the run.
 fn config(a: &NoiseArgs, online: &CpuSet) -> Result<NoiseConfig, UsageError> {
     let cpus = match &a.cpus {
@@ -115,12 +142,8 @@ pub fn run(
     if let Some(note) = noise::rt_throttle_note(&c, std::path::Path::new("/")) {
         rtscope_session::output::warn(&note);
     }
-    let explain = a
-        .explain
-        .as_deref()
-        .map(|t| dur(t, "--explain", "us"))
-        .transpose()?
-        .map(|t| NoiseExplainer::start(t, &c.cpus, hk.as_ref(), keep));
+    let explain =
+        explain_threshold(a, &c)?.map(|t| NoiseExplainer::start(t, &c.cpus, hk.as_ref(), keep));
     if let (Some(x), false) = (&explain, a.quiet) {
         rtscope_session::output::warn(&x.tier_line());
     }
