@@ -31,21 +31,31 @@ pub const LIVE_WAIT: Duration = Duration::from_secs(5);
 /// How long the run waited for the trace to be live, and the CPUs it never was live on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LiveWait {
-    /// From the recorder's start to the trace live on every measured CPU (or to giving up).
+    /// How long creating the instance and starting the tracer took (allocating the per-CPU
+    /// ring buffers: seconds under QEMU beside a load), before the wait.
+    pub setup: Duration,
+    /// From the tracer's start to its first event on every measured CPU (or to giving up):
+    /// at most [`LIVE_WAIT`].
     pub waited: Duration,
     /// Measured CPUs the tracer was still not live on after [`LIVE_WAIT`].
     pub not_live: Vec<usize>,
 }
 
 impl LiveWait {
-    /// The wait in words, for the tier line.
+    /// The wait in words, for the tier line; the set-up before it when it took 100 ms or
+    /// more (under load in the RT guest, 16 s of "trace live after" were the set-up's).
     pub fn describe(&self) -> String {
+        let setup = if self.setup >= Duration::from_millis(100) {
+            format!(", set up in {} ms before", self.setup.as_millis())
+        } else {
+            String::new()
+        };
         if self.not_live.is_empty() {
-            return format!("trace live after {} ms", self.waited.as_millis());
+            return format!("trace live after {} ms{setup}", self.waited.as_millis());
         }
         let cpus: Vec<String> = self.not_live.iter().map(usize::to_string).collect();
         format!(
-            "trace not live on CPU {} after {} s: spikes there are not traced until it is",
+            "trace not live on CPU {} after {} s{setup}: spikes there are not traced until it is",
             cpus.join(","),
             self.waited.as_secs()
         )
@@ -128,16 +138,22 @@ impl Explainer {
     pub fn start(cfg: ExplainConfig) -> Explainer {
         let t0 = Instant::now();
         let (tier, reason, recorder) = choose(&cfg);
+        let setup = t0.elapsed();
         let live = recorder
             .as_ref()
             .filter(|_| tier == Tier::Timerlat)
             .map(|r| {
+                let t1 = Instant::now();
                 let not_live = r.wait_live(&cfg.cpus, LIVE_WAIT);
-                let waited = t0.elapsed();
+                let waited = t1.elapsed();
                 // Then whether interrupt exits reach the trace (a tracer period more), so
                 // the run's first spikes are not charged to the hypervisor for a lost exit.
                 r.wait_checked(&cfg.cpus, LIVE_WAIT.saturating_sub(waited));
-                LiveWait { waited, not_live }
+                LiveWait {
+                    setup,
+                    waited,
+                    not_live,
+                }
             });
         Explainer {
             live,
@@ -396,11 +412,21 @@ mod tests {
     #[test]
     fn the_wait_for_the_tracer_is_said_in_words() {
         let live = LiveWait {
+            setup: Duration::from_millis(20),
             waited: Duration::from_millis(1234),
             not_live: vec![],
         };
         assert_eq!(live.describe(), "trace live after 1234 ms");
+        let slow = LiveWait {
+            setup: Duration::from_millis(14_900),
+            ..live
+        };
+        assert_eq!(
+            slow.describe(),
+            "trace live after 1234 ms, set up in 14900 ms before"
+        );
         let not = LiveWait {
+            setup: Duration::ZERO,
             waited: LIVE_WAIT,
             not_live: vec![1, 3],
         };
