@@ -76,7 +76,7 @@ pub fn run(a: &WatchArgs, argv: &[String], out: &mut dyn Write) -> anyhow::Resul
             stopped.lost,
             rtscope_core::text::escape(&db.display().to_string())
         ))
-        .hint("free space on the database's file system (or give another --db); the rows written before are kept")
+        .hint("free space on the database's file system (or give another --db); the rows written before stay in the database")
         .into());
     }
     Ok(ExitStatus::Success)
