@@ -75,7 +75,7 @@ struct Conn {
     deadline: Instant,
 }
 
-/// One round: waits (at most 1 s, or to the nearest deadline) for a connection or a client
+/// One round: waits (until the nearest deadline, if any) for a connection or a client
 /// to be ready, moves every ready connection on, closes those past their deadline and
 /// accepts the new ones.
 fn step(listener: &TcpListener, conns: &mut Vec<Conn>, page: &Page) {
@@ -96,21 +96,15 @@ fn step(listener: &TcpListener, conns: &mut Vec<Conn>, page: &Page) {
             revents: 0,
         });
     }
+    // No connection: wait for one, however long (no wake-up of an idle watch).
     let now = Instant::now();
-    let wait = conns
+    let timeout = conns
         .iter()
         .map(|c| c.deadline.saturating_duration_since(now))
         .min()
-        .unwrap_or(Duration::from_secs(1))
-        .min(Duration::from_secs(1));
+        .map_or(-1, |d| d.as_millis() as libc::c_int + 1);
     // SAFETY: `fds` is a valid array of `fds.len()` pollfd records for the call's duration.
-    let n = unsafe {
-        libc::poll(
-            fds.as_mut_ptr(),
-            fds.len() as libc::nfds_t,
-            wait.as_millis() as libc::c_int + 1,
-        )
-    };
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
     if n < 0 {
         return;
     }
