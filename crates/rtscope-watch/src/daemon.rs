@@ -17,10 +17,7 @@ use rtscope_common::error::UsageError;
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, ClockKind, Run, Sample};
 use rtscope_session::record::RecordSpec;
-use rtscope_session::{
-    ConfigDoc, Event, Naming, Observer, PlanSpec, PolicyChoice, Recorded, RunPlan, Session,
-    SystemSettings,
-};
+use rtscope_session::{ConfigDoc, Event, Observer, Recorded, Session, SystemSettings};
 use rtscope_store::watch::{SeriesId, WatchWindow};
 use rtscope_store::Store;
 use std::io;
@@ -61,31 +58,6 @@ fn unix_now() -> i64 {
 
 fn mono_now() -> i64 {
     sys::now(sys::clock_id(ClockKind::Monotonic)).0 as i64
-}
-
-/// The plan of a watch: SCHED_FIFO on the chosen CPUs, until stopped, with a sample ring per
-/// thread (the worst wake-up of each window and its time).
-pub fn plan(c: &Config, online: &rtscope_engine::CpuSet) -> Result<RunPlan, UsageError> {
-    let cpus = |t: &Option<String>, flag| {
-        t.as_deref()
-            .map(|t| rtscope_session::cpus::cpu_list(t, online, flag))
-            .transpose()
-    };
-    let spec = PlanSpec {
-        cpus: cpus(&c.cpus, "--cpus")?,
-        policy: PolicyChoice::Fifo,
-        priority: c.priority,
-        interval: c.interval,
-        // Checked as a run of one window; the watch then runs until stopped (below).
-        duration: Some(c.window),
-        raw: true,
-        housekeeping_cpus: cpus(&c.housekeeping, "--housekeeping")?,
-        ..PlanSpec::default()
-    };
-    let mut plan = RunPlan::build(&spec, online).map_err(|e| e.usage(Naming::Flags))?;
-    plan.config.duration = None;
-    plan.config.loops = None;
-    Ok(plan)
 }
 
 /// What outlives a session: the database, the series, `/metrics`.
@@ -424,7 +396,7 @@ impl Observer for Watcher<'_> {
 /// Runs one session of the watch until a signal; returns the signal.
 pub fn session(c: &Config, shared: &mut Shared) -> Result<Option<i32>, UsageError> {
     let online = sys::online_cpus();
-    let plan = plan(c, &online)?;
+    let plan = crate::start::plan(c, &online)?;
     let settings = SystemSettings::apply(&plan).map_err(UsageError::from_error)?;
     let spec = RecordSpec {
         kind: rtscope_store::RunKind::Measure,

@@ -1,5 +1,6 @@
 //! What a watch checks and takes before its banner, before anything is created: the database's
-//! directory, the `--textfile` path, the CPU lists, the `--listen` port (bound here, so a port
+//! directory, the `--textfile` path, the CPU lists and the plan ([`plan`], which each session
+//! builds again), the `--listen` port (bound here, so a port
 //! in use is refused now) and, last, the series' lock ([`crate::lock`]), the only thing this
 //! creates (the lock file beside the database). A refusal here is exit 2 with nothing written:
 //! no series row, no empty database, no banner.
@@ -8,6 +9,7 @@ use crate::config::Config;
 use crate::lock::{LockError, SeriesLock};
 use rtscope_common::error::UsageError;
 use rtscope_common::outfile::Dest;
+use rtscope_session::{Naming, PlanSpec, PolicyChoice, RunPlan};
 use std::net::TcpListener;
 use std::path::Path;
 
@@ -65,6 +67,31 @@ pub fn check_textfile(path: &Path) -> Result<(), UsageError> {
     }
 }
 
+/// The plan of a watch: SCHED_FIFO on the chosen CPUs, until stopped, with a sample ring per
+/// thread (the worst wake-up of each window and its time).
+pub fn plan(c: &Config, online: &rtscope_engine::CpuSet) -> Result<RunPlan, UsageError> {
+    let cpus = |t: &Option<String>, flag| {
+        t.as_deref()
+            .map(|t| rtscope_session::cpus::cpu_list(t, online, flag))
+            .transpose()
+    };
+    let spec = PlanSpec {
+        cpus: cpus(&c.cpus, "--cpus")?,
+        policy: PolicyChoice::Fifo,
+        priority: c.priority,
+        interval: c.interval,
+        // Checked as a run of one window; the watch then runs until stopped (below).
+        duration: Some(c.window),
+        raw: true,
+        housekeeping_cpus: cpus(&c.housekeeping, "--housekeeping")?,
+        ..PlanSpec::default()
+    };
+    let mut plan = RunPlan::build(&spec, online).map_err(|e| e.usage(Naming::Flags))?;
+    plan.config.duration = None;
+    plan.config.loops = None;
+    Ok(plan)
+}
+
 /// Checks `config` and takes what the watch holds (see the module docs).
 pub fn prepare(config: Config) -> Result<Ready, UsageError> {
     check_db(&config.db)?;
@@ -72,7 +99,7 @@ pub fn prepare(config: Config) -> Result<Ready, UsageError> {
         check_textfile(t)?;
     }
     // The CPU lists and the plan, as each session builds it.
-    crate::daemon::plan(&config, &rtscope_engine::sys::online_cpus())?;
+    plan(&config, &rtscope_engine::sys::online_cpus())?;
     let listener = match &config.listen {
         Some(addr) => Some(crate::http::bind(addr).map_err(|e| {
             UsageError::new(format!("--listen {addr}: {e}")).hint(
