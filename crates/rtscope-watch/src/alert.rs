@@ -252,21 +252,25 @@ impl Notifier {
         self.groups.retain(|&g| group_alive(g));
     }
 
-    /// Ends every command's process group: SIGTERM, then SIGKILL to what is left after
-    /// `grace`. Returns once no member is left (or 1 s after the SIGKILL). The leader of the
-    /// running command is reaped here, so its PID, which names the group, stays ours until
-    /// the group is gone.
-    pub fn stop(&mut self, grace: Duration) {
-        self.reap_leader();
-        if self.groups.is_empty() {
-            return;
+    /// Ends every command's process group: what has not ended by itself within `finish`
+    /// (a command started for the last window) gets SIGTERM, then SIGKILL after `grace`.
+    /// Returns once no member is left (or 1 s after the SIGKILL) with the number of groups
+    /// that had to be signalled. The leader of the running command is reaped here, so its
+    /// PID, which names the group, stays ours until the group is gone.
+    pub fn stop(&mut self, finish: Duration, grace: Duration) -> usize {
+        self.reap();
+        if self.groups.is_empty() || self.wait_groups(Instant::now() + finish) {
+            self.groups.clear();
+            return 0;
         }
+        let ended = self.groups.len();
         self.signal_groups(libc::SIGTERM);
         if !self.wait_groups(Instant::now() + grace) {
             self.signal_groups(libc::SIGKILL);
             self.wait_groups(Instant::now() + Duration::from_secs(1));
         }
         self.groups.clear();
+        ended
     }
 
     fn signal_groups(&self, sig: i32) {
@@ -302,7 +306,7 @@ impl Notifier {
 
 impl Drop for Notifier {
     fn drop(&mut self) {
-        self.stop(Duration::from_secs(2));
+        self.stop(Duration::ZERO, Duration::from_secs(2));
     }
 }
 

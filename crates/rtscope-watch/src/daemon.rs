@@ -465,9 +465,22 @@ pub fn session(c: &Config, shared: &mut Shared) -> Result<Option<i32>, UsageErro
     Ok(measured.signal)
 }
 
-/// How long the alert command's process group has after SIGTERM at the end of the watch,
-/// before SIGKILL.
+/// How long the alert commands still running at the end of the watch have to end by
+/// themselves (one started for the last window), before SIGTERM to their process groups.
+pub const ALERT_FINISH: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long the alert commands' process groups have after SIGTERM, before SIGKILL.
 pub const ALERT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Ends the alert commands still running (see [`Notifier::stop`]) and says so.
+fn end_alerts(shared: &mut Shared) {
+    let ended = shared.notifier.stop(ALERT_FINISH, ALERT_GRACE);
+    if ended > 0 {
+        (shared.warn)(&format!(
+            "rtscope watch: {ended} alert command(s) still running at the stop ended with their process group (SIGTERM, SIGKILL after {} s)",
+            ALERT_GRACE.as_secs()
+        ));
+    }
+}
 
 /// Runs the watch ([`crate::prepare`]d: checked, its series locked): sessions until SIGINT or
 /// SIGTERM, re-reading the configuration on SIGHUP.
@@ -489,12 +502,12 @@ pub fn run(
         let signal = match session(&c, &mut shared) {
             Ok(s) => s,
             Err(e) => {
-                shared.notifier.stop(ALERT_GRACE);
+                end_alerts(&mut shared);
                 return Err(e);
             }
         };
         if signal != Some(libc::SIGHUP) {
-            shared.notifier.stop(ALERT_GRACE);
+            end_alerts(&mut shared);
             let unwritten = shared.pending.len() as u64;
             return Ok(Stopped {
                 signal,

@@ -331,6 +331,13 @@ fn the_alert_commands_process_group_ends_with_the_watch() {
     w.signal(libc::SIGTERM);
     let o = w.finish();
     assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains(
+            "1 alert command(s) still running at the stop ended with their process group"
+        ),
+        "{}",
+        common::dump(&o)
+    );
     // Ended: no member runs. (A killed member may stay a zombie until init reaps it.)
     let live: Vec<_> = members(g).into_iter().filter(|m| m.1 != "Z").collect();
     assert!(
