@@ -520,9 +520,13 @@ pub fn run(
             });
         }
         reloads += 1;
-        let checked = load().and_then(|new| match &new.textfile {
-            Some(t) => crate::start::check_textfile(t).map(|()| new),
-            None => Ok(new),
+        // A new configuration is checked as at the start (its paths and CPU lists too).
+        let checked = load().and_then(|new| {
+            if let Some(t) = &new.textfile {
+                crate::start::check_textfile(t)?;
+            }
+            crate::start::plan(&new, &sys::online_cpus())?;
+            Ok(new)
         });
         match checked {
             Ok(new) if new.db == c.db && new.series == c.series && new.listen == c.listen => {

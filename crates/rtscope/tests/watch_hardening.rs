@@ -11,7 +11,7 @@
 //! - the alert command's process group is ended at the stop (SIGTERM, then SIGKILL for one
 //!   that ignores it);
 //! - every bad path, port, CPU list and series name is refused before the banner, with
-//!   nothing created.
+//!   nothing created, and a SIGHUP's new configuration is checked the same way.
 //!
 //! No time, latency or ratio is asserted: the waits are the tests' own bounds.
 
@@ -430,4 +430,48 @@ fn every_bad_path_port_cpu_list_and_series_is_refused_before_anything_is_created
         "{err}"
     );
     assert!(!dir.join("nope").exists());
+}
+
+/// A SIGHUP's new configuration is checked as at the start: an unusable `--textfile` or CPU
+/// list is refused, the old configuration stays and the watch runs on.
+#[test]
+fn a_reload_refuses_a_bad_textfile_or_cpu_list_and_keeps_the_old_configuration() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
+    let _rt = common::rt_lock();
+    let dir = common::fresh_dir("watch-reload-refused");
+    let (db, conf, err) = (dir.join("w.db"), dir.join("w.toml"), dir.join("stderr"));
+    let write = |cpus: &str, extra: &str| {
+        let text = format!(
+            "series = \"e2e\"\ndb = \"{}\"\ncpus = \"{cpus}\"\nwindow = \"1s\"\n{extra}",
+            db.display()
+        );
+        std::fs::write(&conf, text).unwrap();
+    };
+    write("0", "");
+    let mut w = Watch::adopt(start_logged(&["--config", conf.to_str().unwrap()], &err));
+    until(&mut w, "a window", || !rows_of(&db, "e2e").is_empty());
+    let refusals = || {
+        std::fs::read_to_string(&err)
+            .unwrap_or_default()
+            .matches("SIGHUP: the new configuration is refused")
+            .count()
+    };
+    let textfile = format!("textfile = \"{}\"\n", dir.join("nope/w.prom").display());
+    for (i, (cpus, extra)) in [("0", textfile.as_str()), ("4096", "")].iter().enumerate() {
+        write(cpus, extra);
+        w.signal(libc::SIGHUP);
+        until(&mut w, "the refusal", || refusals() > i);
+        let before = rows_of(&db, "e2e").len();
+        until(&mut w, "a window after the refusal", || {
+            rows_of(&db, "e2e").len() > before
+        });
+    }
+    w.signal(libc::SIGTERM);
+    let o = w.finish();
+    let log = std::fs::read_to_string(&err).unwrap_or_default();
+    assert_eq!(o.status.code(), Some(0), "{log}");
+    assert!(
+        log.contains("--textfile") && log.contains("--cpus") && !dir.join("nope").exists(),
+        "{log}"
+    );
 }
