@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
     /// Another process holds the series' lock.
-    #[error("series '{series}' in {db} is already watched by PID {pid} (lock {lock})")]
+    #[error("series '{series}' in {db} is already watched by {} (lock {lock})", holder(*.pid))]
     Held {
         /// The series (escaped).
         series: String,
@@ -29,7 +29,7 @@ pub enum LockError {
         db: String,
         /// The lock file (escaped).
         lock: String,
-        /// The process holding it.
+        /// The process holding it (0: one in another PID namespace, whose PID is not seen here).
         pid: i32,
     },
     /// The lock file is not a regular file (a symlink, a directory, a device).
@@ -83,6 +83,15 @@ fn offset(series: &str) -> i64 {
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
     (h >> 2) as i64
+}
+
+/// The holder as the message names it.
+fn holder(pid: i32) -> String {
+    if pid > 0 {
+        format!("PID {pid}")
+    } else {
+        "a process of another PID namespace (a container)".to_string()
+    }
 }
 
 fn escape(s: &str) -> String {

@@ -110,9 +110,12 @@ pub fn prepare(config: Config) -> Result<Ready, UsageError> {
     };
     let lock = SeriesLock::take(&config.db, &config.series).map_err(|e| match &e {
         LockError::Held { pid, .. } => {
-            let pid = *pid;
+            let stop = match *pid {
+                p if p > 0 => format!("kill -TERM {p}"),
+                _ => "in its container".to_string(),
+            };
             UsageError::from_error(e).hint(format!(
-                "one watch per series and database: stop that watch first (kill -TERM {pid}), \
+                "one watch per series and database: stop that watch first ({stop}), \
                  or give another --series or --db"
             ))
         }
