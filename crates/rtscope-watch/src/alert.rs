@@ -244,11 +244,7 @@ impl Notifier {
 
     /// Reaps the last command if it ended, and forgets the groups that have no member left.
     pub fn reap(&mut self) {
-        if let Some(ch) = self.running.as_mut() {
-            if !matches!(ch.try_wait(), Ok(None)) {
-                self.running = None;
-            }
-        }
+        self.reap_leader();
         self.groups.retain(|&g| group_alive(g));
     }
 

@@ -197,6 +197,7 @@ fn advance(c: &mut Conn, page: &Page, now: Instant) -> bool {
                 Err(e) => return pending(&e),
             },
             Phase::Writing { out, at } => match c.s.write(&out[*at..]) {
+                Ok(0) => return false,
                 Ok(n) => {
                     *at += n;
                     if *at == out.len() {
