@@ -4,13 +4,17 @@
 //! `--alert-command` through `sh -c` with the facts in its environment (`RTSCOPE_ALERT`,
 //! `RTSCOPE_SERIES`, `RTSCOPE_CPU`, `RTSCOPE_WINDOW_START`, `RTSCOPE_MAX_NS`, …). One command
 //! runs at a time: a breach while the last one still runs is logged, its command skipped and
-//! counted, so a slow hook never piles up processes on a board.
+//! counted, so a slow hook never piles up processes on a board. Each command runs in a process
+//! group of its own, which the watch ends when it stops ([`Notifier::stop`]: SIGTERM, then
+//! SIGKILL after a grace period), so nothing it started outlives the watch.
 
 use crate::error::ConfigError;
 use rtscope_core::Nanos;
 use rtscope_store::watch::WatchWindow;
 use std::os::unix::net::UnixDatagram;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 /// A statistic of a window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,6 +136,9 @@ pub struct Notifier {
     /// `--alert-command`.
     pub command: Option<String>,
     running: Option<Child>,
+    /// The process groups of the commands started that may still have members (a command's
+    /// own children can outlive it), each named by its leader's PID.
+    groups: Vec<i32>,
     /// Commands skipped because the previous one still ran.
     pub skipped: u64,
 }
@@ -186,7 +193,9 @@ impl Notifier {
     pub fn new(command: Option<String>) -> Notifier {
         Notifier {
             command,
-            ..Notifier::default()
+            running: None,
+            groups: Vec::new(),
+            skipped: 0,
         }
     }
 
@@ -223,18 +232,84 @@ impl Notifier {
         if let Some(cause) = b.cause {
             c.env("RTSCOPE_CAUSE", cause);
         }
+        // A group of its own: the watch ends it, and a Ctrl-C at a terminal reaches the
+        // watch (which stops in order), not the command.
+        c.process_group(0);
         self.running = c.spawn().ok();
+        if let Some(ch) = &self.running {
+            self.groups.push(ch.id() as i32);
+        }
         logged
     }
 
-    /// Reaps the last command if it ended.
+    /// Reaps the last command if it ended, and forgets the groups that have no member left.
     pub fn reap(&mut self) {
+        self.reap_leader();
+        self.groups.retain(|&g| group_alive(g));
+    }
+
+    /// Ends every command's process group: what has not ended by itself within `finish`
+    /// (a command started for the last window) gets SIGTERM, then SIGKILL after `grace`.
+    /// Returns once no member is left (or 1 s after the SIGKILL) with the number of groups
+    /// that had to be signalled. The leader of the running command is reaped here, so its
+    /// PID, which names the group, stays ours until the group is gone.
+    pub fn stop(&mut self, finish: Duration, grace: Duration) -> usize {
+        self.reap();
+        if self.groups.is_empty() || self.wait_groups(Instant::now() + finish) {
+            self.groups.clear();
+            return 0;
+        }
+        let ended = self.groups.len();
+        self.signal_groups(libc::SIGTERM);
+        if !self.wait_groups(Instant::now() + grace) {
+            self.signal_groups(libc::SIGKILL);
+            self.wait_groups(Instant::now() + Duration::from_secs(1));
+        }
+        self.groups.clear();
+        ended
+    }
+
+    fn signal_groups(&self, sig: i32) {
+        for &g in &self.groups {
+            // SAFETY: kill(2) with a negative PID signals a process group; no pointers.
+            unsafe { libc::kill(-g, sig) };
+        }
+    }
+
+    /// Reaps the running leader if it ended (without forgetting its group).
+    fn reap_leader(&mut self) {
         if let Some(ch) = self.running.as_mut() {
             if !matches!(ch.try_wait(), Ok(None)) {
                 self.running = None;
             }
         }
     }
+
+    /// Waits until every group is empty or `until`; whether they all are.
+    fn wait_groups(&mut self, until: Instant) -> bool {
+        loop {
+            self.reap_leader();
+            if self.running.is_none() && !self.groups.iter().any(|&g| group_alive(g)) {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Notifier {
+    fn drop(&mut self) {
+        self.stop(Duration::ZERO, Duration::from_secs(2));
+    }
+}
+
+/// Whether process group `g` still has a member (a zombie leader not yet reaped counts).
+fn group_alive(g: i32) -> bool {
+    // SAFETY: kill(2) with signal 0 only checks; a negative PID names the group.
+    unsafe { libc::kill(-g, 0) == 0 }
 }
 
 /// Sends `msg` to the local syslog socket (facility daemon, severity warning, RFC 3164 as

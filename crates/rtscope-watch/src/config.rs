@@ -256,6 +256,12 @@ impl Config {
         };
         retention.check().map_err(UsageError::from_error)?;
         let series = s.series.clone().unwrap_or_else(|| host.to_string());
+        if series.trim().is_empty() {
+            return Err(UsageError::new(format!(
+                "invalid value '{series}' for '--series': a series needs a name"
+            ))
+            .hint("name it, e.g. --series press-7 (the default is the host name)"));
+        }
         rtscope_common::names::check_name(
             &series,
             "--series",
@@ -368,6 +374,13 @@ mod tests {
                 ..Default::default()
             },
             "--alert",
+        );
+        bad(
+            Settings {
+                series: Some(String::new()),
+                ..Default::default()
+            },
+            "a series needs a name",
         );
         bad(
             Settings {

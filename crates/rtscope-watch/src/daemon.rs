@@ -3,7 +3,9 @@
 //! `/metrics` and the textfile, then the retention applied. SIGHUP closes the open window,
 //! reads the configuration again and starts a new session on the same series (a bad new
 //! configuration is logged and the old one kept); SIGINT and SIGTERM close the open window
-//! and end the watch with exit 0, its normal end.
+//! and end the watch with exit 0, its normal end — unless windows could not be written by
+//! then ([`Stopped::lost`]: the caller says how many and exits 2). At the end the alert
+//! command's process groups are ended ([`Notifier::stop`]).
 
 use crate::alert::{self, Breach, Held, Notifier};
 use crate::config::Config;
@@ -15,10 +17,7 @@ use rtscope_common::error::UsageError;
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, ClockKind, Run, Sample};
 use rtscope_session::record::RecordSpec;
-use rtscope_session::{
-    ConfigDoc, Event, Naming, Observer, PlanSpec, PolicyChoice, Recorded, RunPlan, Session,
-    SystemSettings,
-};
+use rtscope_session::{ConfigDoc, Event, Observer, Recorded, Session, SystemSettings};
 use rtscope_store::watch::{SeriesId, WatchWindow};
 use rtscope_store::Store;
 use std::io;
@@ -44,6 +43,11 @@ pub struct Stopped {
     pub windows: u64,
     /// Configuration reloads (SIGHUP).
     pub reloads: u32,
+    /// Window rows the database did not take: dropped while it could not be written (more
+    /// than [`MAX_PENDING`] waiting) and still unwritten at the stop. Lost.
+    pub lost: u64,
+    /// Why the last write failed, when windows were lost.
+    pub error: Option<String>,
 }
 
 fn unix_now() -> i64 {
@@ -54,31 +58,6 @@ fn unix_now() -> i64 {
 
 fn mono_now() -> i64 {
     sys::now(sys::clock_id(ClockKind::Monotonic)).0 as i64
-}
-
-/// The plan of a watch: SCHED_FIFO on the chosen CPUs, until stopped, with a sample ring per
-/// thread (the worst wake-up of each window and its time).
-pub fn plan(c: &Config, online: &rtscope_engine::CpuSet) -> Result<RunPlan, UsageError> {
-    let cpus = |t: &Option<String>, flag| {
-        t.as_deref()
-            .map(|t| rtscope_session::cpus::cpu_list(t, online, flag))
-            .transpose()
-    };
-    let spec = PlanSpec {
-        cpus: cpus(&c.cpus, "--cpus")?,
-        policy: PolicyChoice::Fifo,
-        priority: c.priority,
-        interval: c.interval,
-        // Checked as a run of one window; the watch then runs until stopped (below).
-        duration: Some(c.window),
-        raw: true,
-        housekeeping_cpus: cpus(&c.housekeeping, "--housekeeping")?,
-        ..PlanSpec::default()
-    };
-    let mut plan = RunPlan::build(&spec, online).map_err(|e| e.usage(Naming::Flags))?;
-    plan.config.duration = None;
-    plan.config.loops = None;
-    Ok(plan)
 }
 
 /// What outlives a session: the database, the series, `/metrics`.
@@ -97,13 +76,22 @@ pub struct Shared {
     held: Vec<Held>,
     /// Windows written.
     pub windows: u64,
+    /// Windows dropped while the database could not be written (more than [`MAX_PENDING`]).
+    dropped: u64,
+    /// The last write error.
+    last_error: Option<String>,
     /// Where warnings go (stderr, which the journal keeps under systemd).
     pub warn: fn(&str),
 }
 
 impl Shared {
-    /// Opens the database and the series, and starts `/metrics` if asked.
-    pub fn open(c: &Config, command_line: &[String], warn: fn(&str)) -> Result<Shared, UsageError> {
+    /// Opens the database and the series, and serves `/metrics` on `listener` if bound.
+    pub fn open(
+        c: &Config,
+        listener: Option<std::net::TcpListener>,
+        command_line: &[String],
+        warn: fn(&str),
+    ) -> Result<Shared, UsageError> {
         let store = Store::open(&c.db).map_err(UsageError::from_error)?;
         // A power loss may cost the open window only: each window's commit reaches the disk
         // (tests/guest/watch-systemd cuts a guest's power 3 s after a commit).
@@ -134,11 +122,7 @@ impl Shared {
             ));
         }
         let page: Page = Arc::new(Mutex::new(Exposition::new(&c.series)));
-        if let Some(addr) = &c.listen {
-            let l = http::bind(addr).map_err(|e| {
-                UsageError::new(format!("--listen {addr}: {e}"))
-                    .hint("give a free ADDR:PORT, e.g. 127.0.0.1:9464 (0.0.0.0 exposes it to the network)")
-            })?;
+        if let Some(l) = listener {
             let at = http::serve(l, Arc::clone(&page)).map_err(UsageError::from_error)?;
             warn(&format!("rtscope watch: metrics at http://{at}/metrics"));
         }
@@ -150,6 +134,8 @@ impl Shared {
             pending: Vec::new(),
             held: Vec::new(),
             windows: 0,
+            dropped: 0,
+            last_error: None,
             warn,
         })
     }
@@ -268,11 +254,19 @@ impl Shared {
             }
             Err(e) => {
                 (self.warn)(&format!(
-                    "rtscope watch: cannot write {} window(s) yet (kept, retried at the next window): {e}",
+                    "rtscope watch: cannot write {} window row(s) yet (held in memory, retried at the next window): {e}",
                     self.pending.len()
                 ));
+                self.last_error = Some(e.to_string());
                 let over = self.pending.len().saturating_sub(MAX_PENDING);
-                self.pending.drain(..over);
+                if over > 0 {
+                    self.pending.drain(..over);
+                    self.dropped += over as u64;
+                    (self.warn)(&format!(
+                        "rtscope watch: {over} window row(s) dropped, the oldest ({} lost so far): more than {MAX_PENDING} waited for the database",
+                        self.dropped
+                    ));
+                }
             }
         }
         if let Some(path) = &c.textfile {
@@ -402,7 +396,7 @@ impl Observer for Watcher<'_> {
 /// Runs one session of the watch until a signal; returns the signal.
 pub fn session(c: &Config, shared: &mut Shared) -> Result<Option<i32>, UsageError> {
     let online = sys::online_cpus();
-    let plan = plan(c, &online)?;
+    let plan = crate::start::plan(c, &online)?;
     let settings = SystemSettings::apply(&plan).map_err(UsageError::from_error)?;
     let spec = RecordSpec {
         kind: rtscope_store::RunKind::Measure,
@@ -471,27 +465,70 @@ pub fn session(c: &Config, shared: &mut Shared) -> Result<Option<i32>, UsageErro
     Ok(measured.signal)
 }
 
-/// Runs the watch: sessions until SIGINT or SIGTERM, re-reading the configuration on SIGHUP.
+/// How long the alert commands still running at the end of the watch have to end by
+/// themselves (one started for the last window), before SIGTERM to their process groups.
+pub const ALERT_FINISH: std::time::Duration = std::time::Duration::from_secs(1);
+/// How long the alert commands' process groups have after SIGTERM, before SIGKILL.
+pub const ALERT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Ends the alert commands still running (see [`Notifier::stop`]) and says so.
+fn end_alerts(shared: &mut Shared) {
+    let ended = shared.notifier.stop(ALERT_FINISH, ALERT_GRACE);
+    if ended > 0 {
+        (shared.warn)(&format!(
+            "rtscope watch: {ended} alert command(s) still running at the stop ended with their process group (SIGTERM, SIGKILL after {} s)",
+            ALERT_GRACE.as_secs()
+        ));
+    }
+}
+
+/// Runs the watch ([`crate::prepare`]d: checked, its series locked): sessions until SIGINT or
+/// SIGTERM, re-reading the configuration on SIGHUP.
 pub fn run(
+    ready: crate::Ready,
     load: &dyn Fn() -> Result<Config, UsageError>,
     command_line: &[String],
     warn: fn(&str),
 ) -> Result<Stopped, UsageError> {
     rtscope_session::drive::hold_signals();
-    let mut c = load()?;
-    let mut shared = Shared::open(&c, command_line, warn)?;
+    let crate::Ready {
+        config: mut c,
+        lock: _lock,
+        listener,
+    } = ready;
+    let mut shared = Shared::open(&c, listener, command_line, warn)?;
     let mut reloads = 0;
     loop {
-        let signal = session(&c, &mut shared)?;
+        let signal = match session(&c, &mut shared) {
+            Ok(s) => s,
+            Err(e) => {
+                end_alerts(&mut shared);
+                return Err(e);
+            }
+        };
         if signal != Some(libc::SIGHUP) {
+            end_alerts(&mut shared);
+            let unwritten = shared.pending.len() as u64;
             return Ok(Stopped {
                 signal,
                 windows: shared.windows,
                 reloads,
+                lost: shared.dropped + unwritten,
+                error: (shared.dropped + unwritten > 0)
+                    .then(|| shared.last_error.clone())
+                    .flatten(),
             });
         }
         reloads += 1;
-        match load() {
+        // A new configuration is checked as at the start (its paths and CPU lists too).
+        let checked = load().and_then(|new| {
+            if let Some(t) = &new.textfile {
+                crate::start::check_textfile(t)?;
+            }
+            crate::start::plan(&new, &sys::online_cpus())?;
+            Ok(new)
+        });
+        match checked {
             Ok(new) if new.db == c.db && new.series == c.series && new.listen == c.listen => {
                 c = new;
                 warn("rtscope watch: SIGHUP: configuration reloaded");

@@ -1,22 +1,35 @@
 //! `--listen ADDR:PORT`: `/metrics` over HTTP for Prometheus to scrape directly.
 //!
 //! Requests are parsed by `httparse` (the parser under hyper: a few tens of KB) and answered
-//! here, one connection at a time with `Connection: close`: a full HTTP server crate would cost
-//! more of the board binaries' 4.0 MB budget than everything else of `watch` (scripts/
-//! budgets.sh), and a scrape every few seconds needs none of its features. A client gets 5 s
-//! to send its request head (at most 8 KiB) and to take the answer, so a stalled or hostile
-//! client delays a scrape by at most that and never stops the watch. GET and HEAD only.
+//! here with `Connection: close`: a full HTTP server crate would cost more of the board
+//! binaries' 4.0 MB budget than everything else of `watch` (scripts/budgets.sh), and a scrape
+//! every few seconds needs none of its features.
+//!
+//! No client can delay another: one thread (`rtscope-http`) serves every connection without
+//! blocking, from one `poll(2)` loop, so a scrape is answered as soon as its request head has
+//! arrived, whatever the other connections do. Each connection has [`HEAD_DEADLINE`] from its
+//! accept to send its request head (at most 8 KiB; a client sending a byte a second is cut at
+//! the deadline) and [`WRITE_DEADLINE`] to take the answer. At most [`MAX_CONNECTIONS`] are
+//! open: beyond it the oldest one still without a complete request is closed for the new one,
+//! so a thousand idle connections cannot hold a scrape out. GET and HEAD only.
 
 use crate::metrics::{Exposition, Format};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The largest request head read.
 const MAX_HEAD: usize = 8 << 10;
-/// How long a client may take to send its request or take the answer.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a client has from its connection to a complete request head.
+pub const HEAD_DEADLINE: Duration = Duration::from_secs(5);
+/// How long a client has to take the answer.
+pub const WRITE_DEADLINE: Duration = Duration::from_secs(5);
+/// How long what a client sends after its answer is read and dropped before the close.
+const LINGER: Duration = Duration::from_secs(1);
+/// The most open connections.
+pub const MAX_CONNECTIONS: usize = 256;
 
 /// The shared page: the control thread updates it once per window.
 pub type Page = Arc<Mutex<Exposition>>;
@@ -30,20 +43,187 @@ pub fn bind(addr: &str) -> io::Result<TcpListener> {
 /// the process. Returns the address it listens on.
 pub fn serve(listener: TcpListener, page: Page) -> io::Result<SocketAddr> {
     let addr = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
     std::thread::Builder::new()
         .name("rtscope-http".into())
         .spawn(move || {
-            for conn in listener.incoming() {
-                match conn {
-                    Ok(s) => {
-                        let _ = answer(s, &page);
-                    }
-                    // EMFILE and the like: back off instead of spinning.
-                    Err(_) => std::thread::sleep(Duration::from_millis(100)),
-                }
+            let mut conns = Vec::new();
+            loop {
+                step(&listener, &mut conns, &page);
             }
         })?;
     Ok(addr)
+}
+
+/// Where a connection is.
+enum Phase {
+    /// Reading the request head (what has come so far).
+    Reading(Vec<u8>),
+    /// Writing the answer (from `at`).
+    Writing { out: Vec<u8>, at: usize },
+    /// Answered and shut for writing: reading and dropping what the client still sends (at
+    /// most `left` bytes), or the kernel would answer it with a reset that can discard the
+    /// answer at the client.
+    Draining { left: usize },
+}
+
+/// One open connection.
+struct Conn {
+    s: TcpStream,
+    phase: Phase,
+    /// When it is closed whatever its phase.
+    deadline: Instant,
+}
+
+/// One round: waits (until the nearest deadline, if any) for a connection or a client
+/// to be ready, moves every ready connection on, closes those past their deadline and
+/// accepts the new ones.
+fn step(listener: &TcpListener, conns: &mut Vec<Conn>, page: &Page) {
+    let mut fds = Vec::with_capacity(conns.len() + 1);
+    fds.push(libc::pollfd {
+        fd: listener.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    for c in conns.iter() {
+        let events = match c.phase {
+            Phase::Writing { .. } => libc::POLLOUT,
+            _ => libc::POLLIN,
+        };
+        fds.push(libc::pollfd {
+            fd: c.s.as_raw_fd(),
+            events,
+            revents: 0,
+        });
+    }
+    // No connection: wait for one, however long (no wake-up of an idle watch).
+    let now = Instant::now();
+    let timeout = conns
+        .iter()
+        .map(|c| c.deadline.saturating_duration_since(now))
+        .min()
+        .map_or(-1, |d| d.as_millis() as libc::c_int + 1);
+    // SAFETY: `fds` is a valid array of `fds.len()` pollfd records for the call's duration.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+    if n < 0 {
+        return;
+    }
+    let now = Instant::now();
+    let mut keep = Vec::with_capacity(conns.len());
+    for (mut c, fd) in conns.drain(..).zip(fds.iter().skip(1)) {
+        let alive = if fd.revents != 0 {
+            advance(&mut c, page, now)
+        } else {
+            true
+        };
+        if alive && c.deadline > now {
+            keep.push(c);
+        }
+    }
+    *conns = keep;
+    if fds[0].revents != 0 {
+        accept(listener, conns, now);
+    }
+}
+
+/// Accepts every waiting connection, closing the oldest still-unanswered one for each beyond
+/// [`MAX_CONNECTIONS`].
+fn accept(listener: &TcpListener, conns: &mut Vec<Conn>, now: Instant) {
+    loop {
+        match listener.accept() {
+            Ok((s, _)) => {
+                if s.set_nonblocking(true).is_err() {
+                    continue;
+                }
+                if conns.len() >= MAX_CONNECTIONS {
+                    evict(conns);
+                }
+                conns.push(Conn {
+                    s,
+                    phase: Phase::Reading(Vec::new()),
+                    deadline: now + HEAD_DEADLINE,
+                });
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => {}
+            // EMFILE and the like: free a descriptor, or back off instead of spinning.
+            Err(_) => {
+                if conns.is_empty() {
+                    std::thread::sleep(Duration::from_millis(100));
+                } else {
+                    evict(conns);
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Closes the oldest connection still reading its request (else the oldest of all).
+fn evict(conns: &mut Vec<Conn>) {
+    let i = conns
+        .iter()
+        .position(|c| matches!(c.phase, Phase::Reading(_)))
+        .unwrap_or(0);
+    if i < conns.len() {
+        conns.remove(i);
+    }
+}
+
+/// Moves `c` on as far as it goes without blocking; whether it stays open.
+fn advance(c: &mut Conn, page: &Page, now: Instant) -> bool {
+    let mut chunk = [0u8; 4096];
+    loop {
+        match &mut c.phase {
+            Phase::Reading(buf) => match c.s.read(&mut chunk) {
+                Ok(0) if buf.is_empty() => return false,
+                Ok(n) => {
+                    let asked = if n == 0 {
+                        // The client ended its side before a complete head.
+                        Some(Asked::Bad)
+                    } else {
+                        buf.extend_from_slice(&chunk[..n]);
+                        parse(buf).or((buf.len() > MAX_HEAD).then_some(Asked::Bad))
+                    };
+                    if let Some(a) = asked {
+                        c.phase = Phase::Writing {
+                            out: respond(a, page),
+                            at: 0,
+                        };
+                        c.deadline = now + WRITE_DEADLINE;
+                    }
+                }
+                Err(e) => return pending(&e),
+            },
+            Phase::Writing { out, at } => match c.s.write(&out[*at..]) {
+                Ok(0) => return false,
+                Ok(n) => {
+                    *at += n;
+                    if *at == out.len() {
+                        let _ = c.s.shutdown(std::net::Shutdown::Write);
+                        c.phase = Phase::Draining { left: 64 << 10 };
+                        c.deadline = now + LINGER;
+                    }
+                }
+                Err(e) => return pending(&e),
+            },
+            Phase::Draining { left } => match c.s.read(&mut chunk) {
+                Ok(0) => return false,
+                Ok(n) if n >= *left => return false,
+                Ok(n) => *left -= n,
+                Err(e) => return pending(&e),
+            },
+        }
+    }
+}
+
+/// Whether `e` only says "not now" (the connection stays open).
+fn pending(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+    )
 }
 
 /// What a request asks for.
@@ -86,28 +266,9 @@ fn parse(buf: &[u8]) -> Option<Asked> {
     })
 }
 
-fn read_head(s: &mut TcpStream) -> io::Result<Asked> {
-    let mut buf = Vec::with_capacity(1024);
-    let mut chunk = [0u8; 1024];
-    loop {
-        let n = s.read(&mut chunk)?;
-        if n == 0 {
-            return Ok(Asked::Bad);
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(a) = parse(&buf) {
-            return Ok(a);
-        }
-        if buf.len() > MAX_HEAD {
-            return Ok(Asked::Bad);
-        }
-    }
-}
-
-fn answer(mut s: TcpStream, page: &Page) -> io::Result<()> {
-    s.set_read_timeout(Some(CLIENT_TIMEOUT))?;
-    s.set_write_timeout(Some(CLIENT_TIMEOUT))?;
-    let (status, ctype, body, head_only) = match read_head(&mut s)? {
+/// The whole answer to `asked`.
+fn respond(asked: Asked, page: &Page) -> Vec<u8> {
+    let (status, ctype, body, head_only) = match asked {
         Asked::Metrics { format, head_only } => {
             let body = page.lock().map(|p| p.render(format)).unwrap_or_default();
             ("200 OK", format.content_type(), body, head_only)
@@ -132,38 +293,21 @@ fn answer(mut s: TcpStream, page: &Page) -> io::Result<()> {
             false,
         ),
     };
-    write!(
-        s,
+    let mut out = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
-    )?;
+    )
+    .into_bytes();
     if !head_only {
-        s.write_all(body.as_bytes())?;
+        out.extend_from_slice(body.as_bytes());
     }
-    s.flush()?;
-    linger(s);
-    Ok(())
-}
-
-/// Closes the connection after the client has the answer: what it sent beyond the head read
-/// (a refused oversized head, say) is read and dropped first (up to 64 KiB, for 1 s), or the
-/// kernel would answer it with a reset that can discard the answer at the client.
-fn linger(mut s: TcpStream) {
-    let _ = s.shutdown(std::net::Shutdown::Write);
-    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
-    let mut sink = [0u8; 4096];
-    let mut left = 64usize << 10;
-    while left > 0 {
-        match s.read(&mut sink) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => left = left.saturating_sub(n),
-        }
-    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     fn get(addr: SocketAddr, req: &str) -> String {
         let mut s = TcpStream::connect(addr).unwrap();
@@ -203,5 +347,45 @@ mod tests {
         assert!(get(addr, "\x01\x02 garbage\r\n\r\n").starts_with("HTTP/1.1 400"));
         let huge = format!("GET /metrics HTTP/1.1\r\nX: {}", "a".repeat(20_000));
         assert!(get(addr, &huge).starts_with("HTTP/1.1 400"));
+    }
+
+    /// More idle connections than the server keeps open and a client that never ends its
+    /// head: a scrape is still answered, and the slow client is cut (at its deadline; the
+    /// wait here is the test's own bound, not a claim about time).
+    #[test]
+    fn idle_and_slow_clients_do_not_hold_a_scrape_out() {
+        let page: Page = Arc::new(Mutex::new(Exposition::new("s")));
+        let addr = serve(bind("127.0.0.1:0").unwrap(), page).unwrap();
+        let idle: Vec<TcpStream> = (0..MAX_CONNECTIONS + 50)
+            .filter_map(|_| TcpStream::connect(addr).ok())
+            .collect();
+        assert!(idle.len() > MAX_CONNECTIONS, "{} connected", idle.len());
+        let mut slow = TcpStream::connect(addr).unwrap();
+        slow.write_all(b"GET /metrics HTTP/1.1\r\nX-Slow: ")
+            .unwrap();
+        let t = get(addr, "GET /metrics HTTP/1.1\r\n\r\n");
+        assert!(
+            t.starts_with("HTTP/1.1 200 OK\r\n") && t.contains("rtscope_watch_latency_seconds"),
+            "{t}"
+        );
+        // The slow client goes on, a byte at a time, until the server closes it.
+        slow.set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let t0 = Instant::now();
+        let cut = loop {
+            assert!(t0.elapsed() < Duration::from_secs(120), "never cut");
+            if slow.write_all(b"a").is_err() {
+                break true;
+            }
+            let mut b = [0u8; 64];
+            match slow.read(&mut b) {
+                Ok(0) => break true,
+                Ok(_) => break false,
+                Err(e) if pending(&e) || e.kind() == io::ErrorKind::TimedOut => {}
+                Err(_) => break true,
+            }
+        };
+        assert!(cut, "the slow client got an answer instead of being cut");
+        drop(idle);
     }
 }

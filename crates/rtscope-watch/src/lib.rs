@@ -9,7 +9,9 @@
 //! - [`metrics`] the exposition (Prometheus text 0.0.4 or OpenMetrics 1.0);
 //! - [`http`] serves it; [`alert`] thresholds, syslog and the alert command;
 //! - [`explain`] each window's worst wake-up charged to its causes (`--explain`);
-//! - [`config`] the configuration file and flags; [`daemon`] the loop around the session.
+//! - [`config`] the configuration file and flags; [`start`] what is checked and taken before
+//!   the banner, with [`lock`] (one watch per series and database); [`daemon`] the loop around
+//!   the session.
 
 pub mod alert;
 pub mod config;
@@ -17,10 +19,13 @@ pub mod daemon;
 pub mod error;
 pub mod explain;
 pub mod http;
+pub mod lock;
 pub mod metrics;
 pub mod retention;
 pub mod roller;
+pub mod start;
 pub mod toml_lite;
 
 pub use config::{Config, Settings};
 pub use daemon::{run, Stopped};
+pub use start::{prepare, Ready};

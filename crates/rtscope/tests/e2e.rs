@@ -54,3 +54,4 @@ mod stop_wake;
 mod tail;
 mod usage_round3;
 mod watch;
+mod watch_hardening;

@@ -32,6 +32,16 @@ impl Watch {
         assert_eq!(unsafe { libc::kill(pid, sig) }, 0);
     }
 
+    /// A watch started by the caller (with its own redirections).
+    pub fn adopt(child: Child) -> Watch {
+        let reaper = Reaper::new(child.id());
+        Watch(Some(child), reaper)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.as_ref().unwrap().id()
+    }
+
     pub fn alive(&mut self) -> bool {
         matches!(self.0.as_mut().unwrap().try_wait(), Ok(None))
     }

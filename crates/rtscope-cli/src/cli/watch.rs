@@ -6,7 +6,7 @@ use clap::Args;
 /// Options of `rtscope watch`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rtscope watch --cpus 1-3 --listen 127.0.0.1:9464\n  rtscope watch --config /etc/rtscope/watch.toml\n  rtscope watch --window 10s --alert 'max>200us' --alert-command 'logger -t rt \"$RTSCOPE_ALERT\"'\n\nRuns until SIGINT or SIGTERM (exit 0, the open window is written); SIGHUP re-reads the configuration.\nExit status: 0 stopped, 2 bad input or set-up. See docs/watch.md (the service, the tables, the metrics)."
+    after_help = "Examples:\n  rtscope watch --cpus 1-3 --listen 127.0.0.1:9464\n  rtscope watch --config /etc/rtscope/watch.toml\n  rtscope watch --window 10s --alert 'max>200us' --alert-command 'logger -t rt \"$RTSCOPE_ALERT\"'\n\nRuns until SIGINT or SIGTERM (exit 0, the open window is written); SIGHUP re-reads the configuration.\nExit status: 0 stopped, every window written; 2 bad input or set-up (before anything starts; another watch of the series and database names its PID), or window rows the database could not take by the stop (their number is printed). See docs/watch.md (the service, the tables, the metrics)."
 )]
 pub struct WatchArgs {
     /// Configuration file (TOML; keys are these options' long names with _ for -) [the service: /etc/rtscope/watch.toml]

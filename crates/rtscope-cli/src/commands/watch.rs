@@ -46,8 +46,10 @@ fn warn(line: &str) {
 
 /// Runs `rtscope watch`.
 pub fn run(a: &WatchArgs, argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    // Checked before anything starts: a bad file or flag is exit 2 at once.
-    let first = load(a)?;
+    // Checked and taken before the banner: a bad file, flag, path, port or a series another
+    // watch holds is exit 2 at once, with nothing created.
+    let ready = rtscope_watch::prepare(load(a)?)?;
+    let first = &ready.config;
     writeln!(
         out,
         "rtscope watch: series '{}' in {}, SCHED_FIFO {} every {}, windows of {}, until stopped",
@@ -58,7 +60,8 @@ pub fn run(a: &WatchArgs, argv: &[String], out: &mut dyn Write) -> anyhow::Resul
         first.window
     )?;
     out.flush()?;
-    let stopped = rtscope_watch::run(&|| load(a), argv, warn)?;
+    let db = first.db.clone();
+    let stopped = rtscope_watch::run(ready, &|| load(a), argv, warn)?;
     writeln!(
         out,
         "rtscope watch: stopped by signal {}: {} window row(s) written, {} reload(s)",
@@ -66,5 +69,15 @@ pub fn run(a: &WatchArgs, argv: &[String], out: &mut dyn Write) -> anyhow::Resul
         stopped.windows,
         stopped.reloads
     )?;
+    if stopped.lost > 0 {
+        let why = stopped.error.map(|e| format!(": {e}")).unwrap_or_default();
+        return Err(UsageError::new(format!(
+            "{} window row(s) could not be written to {} and are lost{why}",
+            stopped.lost,
+            rtscope_core::text::escape(&db.display().to_string())
+        ))
+        .hint("free space on the database's file system (or give another --db); the rows written before stay in the database")
+        .into());
+    }
     Ok(ExitStatus::Success)
 }

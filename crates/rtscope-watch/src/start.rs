@@ -1,0 +1,130 @@
+//! What a watch checks and takes before its banner, before anything is created: the database's
+//! directory, the `--textfile` path, the CPU lists and the plan ([`plan`], which each session
+//! builds again), the `--listen` port (bound here, so a port
+//! in use is refused now) and, last, the series' lock ([`crate::lock`]), the only thing this
+//! creates (the lock file beside the database). A refusal here is exit 2 with nothing written:
+//! no series row, no empty database, no banner.
+
+use crate::config::Config;
+use crate::lock::{LockError, SeriesLock};
+use rtscope_common::error::UsageError;
+use rtscope_common::outfile::Dest;
+use rtscope_session::{Naming, PlanSpec, PolicyChoice, RunPlan};
+use std::net::TcpListener;
+use std::path::Path;
+
+/// A checked configuration with what the watch holds for its whole life.
+#[derive(Debug)]
+pub struct Ready {
+    /// The configuration.
+    pub config: Config,
+    /// The series' lock, held until the process ends.
+    pub lock: SeriesLock,
+    /// `/metrics`' socket, bound.
+    pub listener: Option<TcpListener>,
+}
+
+fn shown(p: &Path) -> String {
+    rtscope_core::text::escape(&p.display().to_string()).into_owned()
+}
+
+/// The database: its directory exists and it is not a directory.
+fn check_db(db: &Path) -> Result<(), UsageError> {
+    let dir = match db.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    if !dir.is_dir() {
+        return Err(UsageError::new(format!(
+            "--db {}: the directory {} does not exist",
+            shown(db),
+            shown(dir)
+        ))
+        .hint("create the directory, or give --db a path in an existing one"));
+    }
+    if db.is_dir() {
+        return Err(
+            UsageError::new(format!("--db {}: it is a directory", shown(db)))
+                .hint("give --db a file, e.g. --db /var/lib/rtscope/watch.db"),
+        );
+    }
+    Ok(())
+}
+
+/// `--textfile`: a regular file (new or replaced whole) in an existing directory, or a device
+/// or FIFO written through; never a directory, a symlink or standard output.
+pub fn check_textfile(path: &Path) -> Result<(), UsageError> {
+    let hint = "give a file in node_exporter's textfile directory, e.g. \
+                --textfile /var/lib/node_exporter/textfile_collector/rtscope.prom";
+    match Dest::resolve(path) {
+        Ok(Dest::Stdout) => Err(UsageError::new(format!(
+            "--textfile {}: standard output is not a textfile",
+            shown(path)
+        ))
+        .hint(hint)),
+        Ok(_) => Ok(()),
+        Err(e) => Err(UsageError::new(format!("--textfile: {e}")).hint(hint)),
+    }
+}
+
+/// The plan of a watch: SCHED_FIFO on the chosen CPUs, until stopped, with a sample ring per
+/// thread (the worst wake-up of each window and its time).
+pub fn plan(c: &Config, online: &rtscope_engine::CpuSet) -> Result<RunPlan, UsageError> {
+    let cpus = |t: &Option<String>, flag| {
+        t.as_deref()
+            .map(|t| rtscope_session::cpus::cpu_list(t, online, flag))
+            .transpose()
+    };
+    let spec = PlanSpec {
+        cpus: cpus(&c.cpus, "--cpus")?,
+        policy: PolicyChoice::Fifo,
+        priority: c.priority,
+        interval: c.interval,
+        // Checked as a run of one window; the watch then runs until stopped (below).
+        duration: Some(c.window),
+        raw: true,
+        housekeeping_cpus: cpus(&c.housekeeping, "--housekeeping")?,
+        ..PlanSpec::default()
+    };
+    let mut plan = RunPlan::build(&spec, online).map_err(|e| e.usage(Naming::Flags))?;
+    plan.config.duration = None;
+    plan.config.loops = None;
+    Ok(plan)
+}
+
+/// Checks `config` and takes what the watch holds (see the module docs).
+pub fn prepare(config: Config) -> Result<Ready, UsageError> {
+    check_db(&config.db)?;
+    if let Some(t) = &config.textfile {
+        check_textfile(t)?;
+    }
+    // The CPU lists and the plan, as each session builds it.
+    plan(&config, &rtscope_engine::sys::online_cpus())?;
+    let listener = match &config.listen {
+        Some(addr) => Some(crate::http::bind(addr).map_err(|e| {
+            UsageError::new(format!("--listen {addr}: {e}")).hint(
+                "give a free ADDR:PORT, e.g. 127.0.0.1:9464 (0.0.0.0 exposes it to the network)",
+            )
+        })?),
+        None => None,
+    };
+    let lock = SeriesLock::take(&config.db, &config.series).map_err(|e| match &e {
+        LockError::Held { pid, .. } => {
+            let stop = match *pid {
+                p if p > 0 => format!("kill -TERM {p}"),
+                _ => "in its container".to_string(),
+            };
+            UsageError::from_error(e).hint(format!(
+                "one watch per series and database: stop that watch first ({stop}), \
+                 or give another --series or --db"
+            ))
+        }
+        _ => UsageError::from_error(e)
+            .hint("the lock file beside the database must be a regular file the watch can write"),
+    })?;
+    Ok(Ready {
+        config,
+        lock,
+        listener,
+    })
+}
