@@ -53,11 +53,18 @@ pub fn parse_tag(text: &str) -> Result<(String, String), UsageError> {
     }
 }
 
-/// [`parse_tag`] for a tag a user sets on a recorded run: the campaign's own tags
-/// ([`RESERVED_TAGS`]) are refused, as with `--tag`.
+/// Whether `key` is one of the tags campaigns set on their runs ([`RESERVED_TAGS`]): no user
+/// input may set it (a run tagged `campaign=x` by hand would join campaign x in selectors).
+pub fn is_reserved_tag(key: &str) -> bool {
+    RESERVED_TAGS.contains(&key.trim())
+}
+
+/// [`parse_tag`] for a tag a user sets — `--tag` of `measure`, `noise`, `respond`,
+/// `cyclictest`, `import`, `run`, `runs merge`, and `runs tag`: the campaign's own tags
+/// ([`RESERVED_TAGS`]) are refused. The one check of every user-given tag.
 pub fn parse_user_tag(text: &str) -> Result<(String, String), UsageError> {
     let (k, v) = parse_tag(text)?;
-    if RESERVED_TAGS.contains(&k.as_str()) {
+    if is_reserved_tag(&k) {
         return Err(UsageError::new(format!(
             "invalid value '{}' for '--tag': '{k}' is set by campaigns",
             rtscope_core::text::escape(text)
@@ -67,13 +74,14 @@ pub fn parse_user_tag(text: &str) -> Result<(String, String), UsageError> {
     Ok((k, v))
 }
 
-/// Checks `--label` and every `--tag` before anything is measured.
+/// Checks `--label` and every `--tag` before anything is measured (a reserved tag is refused:
+/// [`parse_user_tag`]).
 pub fn check_label_and_tags(label: Option<&str>, tags: &[String]) -> Result<(), UsageError> {
     if let Some(l) = label {
         check_name(l, "--label", MAX_NAME_BYTES)?;
     }
     for t in tags {
-        parse_tag(t)?;
+        parse_user_tag(t)?;
     }
     Ok(())
 }
