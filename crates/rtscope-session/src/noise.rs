@@ -72,6 +72,57 @@ pub fn check(c: &NoiseConfig, online: &CpuSet) -> Result<(), UsageError> {
     Ok(())
 }
 
+/// The most gaps a CPU's ring (`--gap-capacity`) or its kept set (`--keep-gaps`) may hold:
+/// 16,777,216, 24 bytes each (384 MiB per CPU). Within that, all the rings together must fit
+/// in half of the memory available ([`check_sizes`]).
+pub const MAX_GAPS: usize = 1 << 24;
+
+/// Bytes one gap takes in a ring or in the kept set (its start, length and SMI count).
+const GAP_BYTES: u64 = 24;
+
+/// `MemAvailable` of `root`/proc/meminfo in bytes (`None` where unknown: kernels before 3.14).
+pub fn mem_available(root: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(root.join("proc/meminfo")).ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb.saturating_mul(1024))
+}
+
+/// Checks `--gap-capacity` and `--keep-gaps` before anything is allocated: each at most
+/// [`MAX_GAPS`], and the rings of all `cpus` (allocated and touched before the loops start)
+/// within half of `available` bytes (`MemAvailable`, when known). A larger size would abort
+/// the process on a failed allocation or wake the out-of-memory killer.
+pub fn check_sizes(
+    gap_capacity: usize,
+    keep_gaps: usize,
+    cpus: usize,
+    available: Option<u64>,
+) -> Result<(), UsageError> {
+    for (flag, n) in [("--gap-capacity", gap_capacity), ("--keep-gaps", keep_gaps)] {
+        if n > MAX_GAPS {
+            return Err(UsageError::new(format!(
+                "invalid value '{n}' for '{flag}': at most {MAX_GAPS} gaps per CPU ({GAP_BYTES} bytes each, {} MiB)",
+                (MAX_GAPS as u64 * GAP_BYTES) >> 20
+            ))
+            .hint("the defaults are --gap-capacity 65536 (the ring is read every 100 ms) and --keep-gaps 100000"));
+        }
+    }
+    let Some(available) = available else {
+        return Ok(());
+    };
+    let cpus = cpus.max(1) as u64;
+    let most = (available / 2 / (GAP_BYTES * cpus)).min(MAX_GAPS as u64);
+    if gap_capacity as u64 > most {
+        return Err(UsageError::new(format!(
+            "invalid value '{gap_capacity}' for '--gap-capacity': at most {most} gaps per CPU here \
+             ({GAP_BYTES} bytes each, on {cpus} CPU(s), within half of the {} MiB available: MemAvailable of /proc/meminfo)",
+            available >> 20
+        ))
+        .hint("give a smaller --gap-capacity, or fewer --cpus"));
+    }
+    Ok(())
+}
+
 /// One CPU's summary, `rtla osnoise top`'s columns.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CpuNoise {

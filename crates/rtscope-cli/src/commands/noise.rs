@@ -38,6 +38,12 @@ fn config(a: &NoiseArgs, online: &CpuSet) -> Result<NoiseConfig, UsageError> {
         NoisePolicyArg::Fifo => (Policy::Fifo, 95),
         NoisePolicyArg::Rr => (Policy::Rr, 95),
     };
+    noise::check_sizes(
+        a.gap_capacity,
+        a.keep_gaps,
+        cpus.len(),
+        noise::mem_available(std::path::Path::new("/")),
+    )?;
     let priority = a.priority.unwrap_or(default_prio);
     rtscope_session::plan::check_priority(policy, priority).map_err(plan_error)?;
     let c = NoiseConfig {
