@@ -26,6 +26,7 @@ mod grammar_verbose_live_json;
 mod hostile;
 mod hostile_cases;
 mod hostile_memory;
+mod hostile_round4;
 mod housekeeping;
 mod import;
 mod import_oslat;

@@ -24,7 +24,7 @@ fn tmp(name: &str) -> std::path::PathBuf {
 }
 
 /// Whether a tracing test can run here, or why not (for `rtscope_testkit::require_ok!`).
-fn traceable() -> Result<(), String> {
+pub(crate) fn traceable() -> Result<(), String> {
     if !rtscope_testkit::is_root() {
         return Err("needs root (tracefs and SCHED_FIFO)".into());
     }
