@@ -166,7 +166,7 @@ fn a_noise_run_is_recorded_with_its_gaps_as_events() {
         smis: None,
     }]];
     let id = record::record(store, &meta, &[t], &gaps, None, (RunStatus::Complete, 0)).unwrap();
-    let mut store = Store::open(&path).unwrap();
+    let store = Store::open(&path).unwrap();
     let b = store.bundle(id, false).unwrap();
     assert_eq!(b.detail.summary.kind, RunKind::Noise);
     assert_eq!(b.events.len(), 1);
