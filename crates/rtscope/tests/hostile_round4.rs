@@ -127,7 +127,7 @@ fn sigkill_leaves_an_incomplete_run(case: &str, extra: &[&str]) -> u32 {
     let dir = scratch(case);
     let db = dir.join("r.db");
     let dbs = db.to_str().unwrap();
-    let mut more = vec!["-D", "60s", "--threshold", "1us"];
+    let mut more = vec!["-D", "60s", "--threshold", "1us", "--keep-gaps", "3"];
     more.extend_from_slice(extra);
     let (child, mut reaper) = spawn(&noise_args(loop_cpu(), dbs, &more));
     let pid = child.id();
@@ -147,8 +147,9 @@ fn sigkill_leaves_an_incomplete_run(case: &str, extra: &[&str]) -> u32 {
     assert_eq!(run["kind"], "noise", "{case}: {run}");
     assert!(run["samples"].as_u64().unwrap() > 0, "{case}: {run}");
     assert!(run["measured_ns"].as_u64().unwrap() > 0, "{case}: {run}");
+    // The checkpoints wrote the gaps as they came, never more than --keep-gaps.
     let events: u64 = query(&db, "SELECT count(*) FROM events").parse().unwrap();
-    assert!(events > 0, "{case}");
+    assert!(events > 0 && events <= 3, "{case}: {events} events");
     // Readable as a run: shown, with its gaps as events.
     let shown = rtscope(&["runs", "--db", dbs, "show", "1", "--json"]);
     assert_eq!(code(&shown), 0, "{case}: {:?}", texts(&shown));
@@ -185,6 +186,49 @@ fn a_sigkilled_explained_noise_run_is_incomplete_with_its_gaps_and_histogram() {
         0,
         "the tracefs instance of process {pid} was left behind"
     );
+}
+
+/// Item 1: a run longer than a checkpoint ends with the longest `--keep-gaps` gaps in its
+/// record (the checkpoints' gaps replaced), the same ones as its JSON, and its steal time and
+/// SMIs in its settings.
+#[test]
+fn a_noise_run_ends_with_its_longest_gaps_in_place_of_its_checkpoints() {
+    let dir = scratch("noise-restate");
+    let (db, out) = (dir.join("r.db"), dir.join("n.json"));
+    let (dbs, outs) = (db.to_str().unwrap(), out.to_str().unwrap());
+    let o = rtscope(&noise_args(
+        loop_cpu(),
+        dbs,
+        &[
+            "-D",
+            "2500ms",
+            "--threshold",
+            "1us",
+            "--keep-gaps",
+            "3",
+            "--json",
+            outs,
+        ],
+    ));
+    assert_eq!(code(&o), 0, "{:?}", texts(&o));
+    assert_eq!(query(&db, "SELECT status FROM runs"), "complete");
+    let doc = json(&out);
+    let mut from_json: Vec<u64> = doc["cpus"][0]["gaps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["duration_ns"].as_u64().unwrap())
+        .collect();
+    from_json.sort_unstable();
+    let from_db: Vec<u64> = query(&db, "SELECT latency_ns FROM events ORDER BY latency_ns")
+        .lines()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    assert_eq!(from_db, from_json);
+    assert!(from_db.len() <= 3, "{from_db:?}");
+    let config: serde_json::Value =
+        serde_json::from_str(&query(&db, "SELECT config FROM runs")).unwrap();
+    assert!(config["platform"]["cpus"].is_array(), "{config}");
 }
 
 /// Item 2: a gap ring or kept set larger than memory allows is a usage error naming the bound,
