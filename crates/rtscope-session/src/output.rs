@@ -51,16 +51,20 @@ impl<W: Write> Guarded<W> {
     /// own code); otherwise `status` as it is. The one rule of every command whose stdout is
     /// guarded.
     pub fn verdict(&self, status: crate::ExitStatus, what: &str, kept: &str) -> crate::ExitStatus {
-        let Some(e) = self.lost() else {
-            return status;
-        };
-        warn(&format!(
-            "error: cannot write {what} to standard output: {e}{kept}"
-        ));
-        if status == crate::ExitStatus::Success {
-            crate::ExitStatus::Usage
-        } else {
-            status
+        if let Some(e) = self.lost() {
+            warn(&format!(
+                "error: cannot write {what} to standard output: {e}{kept}"
+            ));
+        }
+        self.status_after(status)
+    }
+
+    /// [`Guarded::verdict`]'s exit status without a word: for a document that states the exit
+    /// code it will end with (a JSON file written before the end).
+    pub fn status_after(&self, status: crate::ExitStatus) -> crate::ExitStatus {
+        match (self.lost(), status) {
+            (Some(_), crate::ExitStatus::Success) => crate::ExitStatus::Usage,
+            _ => status,
         }
     }
 

@@ -298,10 +298,11 @@ fn measurements_on_a_full_stdout_exit_2_and_keep_their_record() {
     );
     assert_eq!(query(&ct_db, "SELECT exit_code FROM runs"), "2");
 
-    let noise_db = dir.join("noise.db");
+    let (noise_db, noise_json) = (dir.join("noise.db"), dir.join("noise.json"));
     let noise = bash(&format!(
-        "\"$RTSCOPE\" noise --no-mlock -q --cpus 0 -D 300ms --db {} > /dev/full",
-        noise_db.display()
+        "\"$RTSCOPE\" noise --no-mlock -q --cpus 0 -D 300ms --db {} --json {} > /dev/full",
+        noise_db.display(),
+        noise_json.display()
     ));
     let (_, stderr) = texts(&noise);
     assert_eq!(code(&noise), 2, "noise: {stderr}");
@@ -311,6 +312,11 @@ fn measurements_on_a_full_stdout_exit_2_and_keep_their_record() {
     );
     assert_eq!(query(&noise_db, "SELECT status FROM runs"), "complete");
     assert_eq!(query(&noise_db, "SELECT exit_code FROM runs"), "2");
+    assert_eq!(
+        json(&noise_json)["exit_code"],
+        2,
+        "the JSON states the exit code"
+    );
 
     let run_db = dir.join("run.db");
     let file = campaign_file(&dir, "full", "200ms", "");

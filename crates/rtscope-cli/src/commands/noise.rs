@@ -245,7 +245,8 @@ fn finish(
             config,
             clock_start: meta.clock_start.0,
             limits: &checks,
-            exit_code: status.code(),
+            // The code the run ends with: a stdout the table was lost on makes it 2.
+            exit_code: out.status_after(status).code(),
         },
     )?;
     if let Err(e) = file.write(&body, out, "--json") {
