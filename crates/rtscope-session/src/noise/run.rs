@@ -98,7 +98,12 @@ pub fn drive(
     };
     let stop = StopWatch::default();
     std::thread::scope(|s| {
-        let watcher = s.spawn(|| stop.watch(&run));
+        // Without the watcher (no thread to be had) the control thread takes the signals
+        // between two drains, as before.
+        let watcher = std::thread::Builder::new()
+            .name("rtscope-stop".into())
+            .spawn_scoped(s, || stop.watch(&run))
+            .ok();
         loop {
             let wake = run.wait(DRAIN_EVERY);
             if let Wake::Signal(sig) = wake {
@@ -109,7 +114,9 @@ pub fn drive(
                 break;
             }
         }
-        stop.end(&watcher);
+        if let Some(w) = &watcher {
+            stop.end(w);
+        }
     });
     drain(&run, &mut gaps);
     let threads = run.finish();
