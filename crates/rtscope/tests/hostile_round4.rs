@@ -347,9 +347,10 @@ fn a_closed_pipe_is_the_quiet_exit_of_cyclictest() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
-/// Item 4: the tags campaigns set (`campaign`, `scenario`, `case`, `repeat`, `until_tail`) are
-/// refused by every command that sets tags, as `runs tag` refuses them: exit 2, the key named,
-/// nothing recorded.
+/// Item 4: the tags only campaigns set (`campaign`, `repeat`, `until_tail`) are refused by
+/// every command that sets tags, as `runs tag` refuses them: exit 2, the key named, nothing
+/// recorded; `run` and `runs merge`, whose runs are or may be a campaign's, refuse `scenario`
+/// and `case` too. A single run may still carry `case` (compare's load-case matrix reads it).
 #[test]
 fn reserved_tags_are_refused_by_every_command_that_sets_tags() {
     let dir = scratch("reserved-tags");
@@ -382,13 +383,7 @@ fn reserved_tags_are_refused_by_every_command_that_sets_tags() {
             "until_tail=x",
         ],
         vec![
-            "respond",
-            "--ipc",
-            "eventfd",
-            "-D",
-            "1s",
-            "--tag",
-            "scenario=x",
+            "respond", "--ipc", "eventfd", "-D", "1s", "--tag", "repeat=1",
         ],
         vec![
             "cyclictest",
@@ -396,18 +391,19 @@ fn reserved_tags_are_refused_by_every_command_that_sets_tags() {
             "-l",
             "10",
             "--tag",
-            "case=x",
+            "campaign=x",
             "--db",
             &dbs,
         ],
         vec!["import", &fixture, "--tag", "repeat=1"],
         vec!["run", file.to_str().unwrap(), "--tag", "campaign=x"],
+        vec!["run", file.to_str().unwrap(), "--tag", "case=x"],
         vec![
             "runs",
             "merge",
             other.to_str().unwrap(),
             "--tag",
-            "campaign=x",
+            "scenario=x",
         ],
     ]
     .into_iter()
@@ -437,4 +433,10 @@ fn reserved_tags_are_refused_by_every_command_that_sets_tags() {
             assert_eq!(query(&db, "SELECT count(*) FROM runs"), "0", "{args:?}");
         }
     }
+    let out = rtscope(&["import", &fixture, "--tag", "case=idle", "--db", &dbs]);
+    assert_eq!(code(&out), 0, "{:?}", texts(&out));
+    assert_eq!(
+        query(&db, "SELECT value FROM tags WHERE key = 'case'"),
+        "idle"
+    );
 }
