@@ -162,8 +162,16 @@ pub fn run(
     meta.config_json = stored.to_string();
     // A closed stdout loses the text, never the run nor the exit code.
     let mut out = Guarded::new(out);
-    let status = finish(&config, &limits, &o, &meta, json_file, &mut out)?;
-    let status = out.verdict(status, "the results", " (the run is still recorded)");
+    let status = match finish(&config, &limits, &o, &meta, json_file, &mut out) {
+        Ok(status) => out.verdict(status, "the results", " (the run is still recorded)"),
+        // The run is recorded all the same, with the exit code it ends with.
+        Err(e) => {
+            rtscope_session::output::warn(&rtscope_common::errors::render(
+                e.chain().map(|c| c.to_string()),
+            ));
+            ExitStatus::Usage
+        }
+    };
     Ok(match recorder {
         Some(r) => save(r, &meta, &o, status, &mut out),
         None => status,
