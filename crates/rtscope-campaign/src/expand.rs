@@ -347,7 +347,7 @@ fn tags(
 ) -> Result<Vec<(String, String)>, UsageError> {
     let mut out = Vec::new();
     for (k, v) in &raw.campaign.tags {
-        if RESERVED_TAGS.contains(&k.as_str()) {
+        if rtscope_common::names::is_reserved_tag(k) {
             return Err(src
                 .error(
                     v.span(),
@@ -358,19 +358,8 @@ fn tags(
         out.push((k.clone(), v.get_ref().clone()));
     }
     for t in &a.tags {
-        match t.split_once('=') {
-            Some((k, v)) if !k.trim().is_empty() && !RESERVED_TAGS.contains(&k.trim()) => {
-                out.push((k.trim().to_string(), v.to_string()))
-            }
-            _ => {
-                return Err(
-                    UsageError::new(format!("invalid value '{t}' for '--tag'")).hint(format!(
-                        "use KEY=VALUE, e.g. --tag kernel=rt (reserved keys: {})",
-                        RESERVED_TAGS.join(", ")
-                    )),
-                )
-            }
-        }
+        // The one check of a user's tag (bounded, no control characters, not reserved).
+        out.push(rtscope_common::names::parse_user_tag(t)?);
     }
     Ok(out)
 }

@@ -27,9 +27,25 @@ pub fn execute(
     // Blocked for the rest of the process, before any thread starts: taken by sigtimedwait
     // only, so a late signal never kills the campaign while a run's end is written.
     rtscope_session::drive::hold_signals();
-    // A closed stdout loses the text, never a run nor the exit code.
+    // A closed stdout loses the text, never a run nor the exit code; any other failure (a
+    // full disk, /dev/full) lost the progress and summary asked for: exit 2, said on stderr.
     let mut guarded = rtscope_session::output::Guarded::new(out);
-    let out: &mut dyn Write = &mut guarded;
+    let status = execute_guarded(c, a, argv, &mut guarded)?;
+    let _ = guarded.flush();
+    Ok(guarded.verdict(
+        status,
+        "the campaign's progress and summary",
+        " (its runs are still recorded)",
+    ))
+}
+
+/// [`execute`] with its standard output guarded.
+fn execute_guarded(
+    c: Campaign,
+    a: &CampaignOptions,
+    argv: &[String],
+    out: &mut dyn Write,
+) -> Result<ExitStatus, RunError> {
     let clock = rtscope_common::clock::system();
     let monitor_interval = a.monitor_interval;
     let db = a.db.clone().unwrap_or_else(record::default_db);

@@ -27,7 +27,12 @@ use std::io::Write;
 pub fn main_with_args(argv: Vec<std::ffi::OsString>) -> ExitStatus {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let result = dispatch(&argv, &mut out);
+    // What is still buffered is written here, through the same path as every other write: a
+    // closed pipe is the quiet exit, any other error (a full disk) exit 2 with the message.
+    let result = dispatch(&argv, &mut out).and_then(|s| {
+        out.flush()?;
+        Ok(s)
+    });
     match result {
         Ok(s) => s,
         Err(e) if exit::is_broken_pipe(&e) => ExitStatus::Success,
@@ -106,11 +111,23 @@ fn dispatch(argv_os: &[std::ffi::OsString], out: &mut dyn Write) -> anyhow::Resu
         cli::Command::Completions { shell } => {
             use clap_complete::shells::{Bash, Fish, Zsh};
             let (mut cmd, bin) = (cli::command(), "rtscope");
+            // Into memory first: clap_complete panics when its writer fails (a full disk, a
+            // pipe closed by `head`); a write error here takes the one path of every other
+            // output (a closed pipe is the quiet exit, any other error exit 2).
+            let mut script = Vec::new();
             match shell {
-                cli::CompletionShell::Bash => clap_complete::generate(Bash, &mut cmd, bin, out),
-                cli::CompletionShell::Zsh => clap_complete::generate(Zsh, &mut cmd, bin, out),
-                cli::CompletionShell::Fish => clap_complete::generate(Fish, &mut cmd, bin, out),
+                cli::CompletionShell::Bash => {
+                    clap_complete::generate(Bash, &mut cmd, bin, &mut script)
+                }
+                cli::CompletionShell::Zsh => {
+                    clap_complete::generate(Zsh, &mut cmd, bin, &mut script)
+                }
+                cli::CompletionShell::Fish => {
+                    clap_complete::generate(Fish, &mut cmd, bin, &mut script)
+                }
             }
+            out.write_all(&script)?;
+            out.flush()?;
             Ok(ExitStatus::Success)
         }
         cli::Command::Man(a) => manual::run(&a, out),

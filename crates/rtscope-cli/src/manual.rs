@@ -30,5 +30,6 @@ pub fn run(a: &ManArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let page =
         rtscope_manual::page(&cmd, &path, inputs()).map_err(|e| crate::usage(e.to_string()))?;
     out.write_all(page.roff.as_bytes())?;
+    out.flush()?;
     Ok(ExitStatus::Success)
 }

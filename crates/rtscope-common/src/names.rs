@@ -61,27 +61,75 @@ pub fn parse_tag(text: &str) -> Result<(String, String), UsageError> {
     }
 }
 
-/// [`parse_tag`] for a tag a user sets on a recorded run: the campaign's own tags
-/// ([`RESERVED_TAGS`]) are refused, as with `--tag`.
-pub fn parse_user_tag(text: &str) -> Result<(String, String), UsageError> {
+/// Of [`RESERVED_TAGS`], those that say where a run stands in a campaign — which campaign,
+/// which repeat, how its `until_tail` check ended: no single run may claim them (a run tagged
+/// `campaign=x` by hand would join campaign x in selectors). `scenario` and `case` say what a
+/// run measured, and a single run may carry them: `compare`'s strata and load-case matrix read
+/// them (docs/compare.md), so `measure`, `import` and the like accept them with `--tag`.
+pub const CAMPAIGN_ONLY_TAGS: &[&str] = &["campaign", "repeat", "until_tail"];
+
+/// Whether `key` is one of the tags campaigns set on their runs ([`RESERVED_TAGS`]).
+pub fn is_reserved_tag(key: &str) -> bool {
+    RESERVED_TAGS.contains(&key.trim())
+}
+
+/// [`parse_tag`], refusing a key of `refused` (named in the hint).
+fn parse_tag_but(text: &str, refused: &[&str]) -> Result<(String, String), UsageError> {
     let (k, v) = parse_tag(text)?;
-    if RESERVED_TAGS.contains(&k.as_str()) {
+    if refused.contains(&k.as_str()) {
         return Err(UsageError::new(format!(
             "invalid value '{}' for '--tag': '{k}' is set by campaigns",
             rtscope_core::text::escape(text)
         ))
-        .hint(format!("reserved tags: {}", RESERVED_TAGS.join(", "))));
+        .hint(format!("reserved tags: {}", refused.join(", "))));
     }
     Ok((k, v))
 }
 
-/// Checks `--label` and every `--tag` before anything is measured.
+/// [`parse_tag`] for a tag a user sets on runs that are, or may be, a campaign's — `runs tag`,
+/// `run --tag`, `runs merge --tag`: every tag a campaign sets ([`RESERVED_TAGS`]) is refused.
+pub fn parse_user_tag(text: &str) -> Result<(String, String), UsageError> {
+    parse_tag_but(text, RESERVED_TAGS)
+}
+
+/// [`parse_tag`] for `--tag` of a single run — `measure`, `noise`, `respond`, `cyclictest`,
+/// `import`: the tags only a campaign may set ([`CAMPAIGN_ONLY_TAGS`]) are refused. The one
+/// check of every such `--tag`.
+pub fn parse_run_tag(text: &str) -> Result<(String, String), UsageError> {
+    parse_tag_but(text, CAMPAIGN_ONLY_TAGS)
+}
+
+/// Checks `--label` and every `--tag` of a single run before anything is measured (a tag only
+/// campaigns set is refused: [`parse_run_tag`]).
 pub fn check_label_and_tags(label: Option<&str>, tags: &[String]) -> Result<(), UsageError> {
     if let Some(l) = label {
         check_name(l, "--label", MAX_NAME_BYTES)?;
     }
     for t in tags {
-        parse_tag(t)?;
+        parse_run_tag(t)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_single_run_may_carry_its_case_but_never_a_campaign_s_place() {
+        for key in CAMPAIGN_ONLY_TAGS {
+            let e = parse_run_tag(&format!("{key}=x")).unwrap_err();
+            assert!(e.to_string().contains("is set by campaigns"), "{e}");
+        }
+        assert_eq!(
+            parse_run_tag(" case = idle").unwrap(),
+            ("case".into(), "idle".into())
+        );
+        assert!(parse_run_tag("scenario=1:1").is_ok());
+        for key in RESERVED_TAGS {
+            assert!(parse_user_tag(&format!("{key}=x")).is_err(), "{key}");
+        }
+        assert!(check_label_and_tags(None, &["campaign=x".into()]).is_err());
+        assert!(check_label_and_tags(None, &["case=x".into()]).is_ok());
+    }
 }

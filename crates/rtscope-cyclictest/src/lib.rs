@@ -132,12 +132,14 @@ fn recorded(
 }
 
 /// The JSON file written (a failure makes the exit status 2), the record's end, the status.
+/// A stdout that failed other than by a closed pipe (a full disk, `/dev/full`) lost the text
+/// the user asked for: exit 2, said on stderr; a closed pipe keeps the run's status.
 fn conclude(
     session: &mut Session,
     measured: &rtscope_session::Measured,
     mut status: ExitStatus,
     json: Option<(OutputFile, String)>,
-    out: &mut dyn Write,
+    out: &mut Guarded<&mut dyn Write>,
 ) -> ExitStatus {
     if let Some((file, body)) = json {
         if let Err(e) = file.write(body.as_bytes(), out, "--json") {
@@ -145,6 +147,8 @@ fn conclude(
             status = ExitStatus::Usage;
         }
     }
+    let _ = out.flush();
+    let status = out.verdict(status, "the results", " (the run is still recorded)");
     let rec = session.finish(measured, status.code());
     if let Some(line) = rec.line {
         rtscope_session::output::warn(&format!("rtscope: {line}"));

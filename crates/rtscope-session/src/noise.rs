@@ -1,22 +1,15 @@
 //! `rtscope noise` below the command line: the checks of a noise run's settings (each error
 //! names its option), the per-CPU summary (`rtla osnoise top`'s columns), its limits
-//! (`max_single`, `available`) and its record in the run database (`kind = noise`: one
-//! "thread" per CPU, whose samples are the loop's gaps and whose events are the gaps over the
-//! threshold, with their start).
+//! (`max_single`, `available`) and its record in the run database ([`record`]: `kind =
+//! noise`, one "thread" per CPU, whose samples are the loop's gaps and whose events are the
+//! gaps over the threshold, with their start).
 
-use crate::record::unix_ns;
 use crate::UsageError;
 use rtscope_core::Nanos;
 use rtscope_engine::noise::{Gap, NoiseConfig, NoiseThread};
 use rtscope_engine::CpuSet;
-use rtscope_engine::Sample;
-use rtscope_store::{
-    Checkpoint, EventRow, NewRun, RunId, RunKind, RunStatus, SeriesPoint, Store, StoreError,
-    ThreadInfo, ThreadStats,
-};
 use serde::Serialize;
 use std::path::Path;
-use std::time::SystemTime;
 
 /// The default duty cycle: 950 ms of every second, the kernel's default RT throttling budget
 /// (`sched_rt_runtime_us` 950000 of `sched_rt_period_us` 1000000). A SCHED_FIFO loop at this
@@ -68,6 +61,57 @@ pub fn check(c: &NoiseConfig, online: &CpuSet) -> Result<(), UsageError> {
         return Err(UsageError::new(
             "invalid value for '--duration': it must be above 0",
         ));
+    }
+    Ok(())
+}
+
+/// The most gaps a CPU's ring (`--gap-capacity`) or its kept set (`--keep-gaps`) may hold:
+/// 16,777,216, 24 bytes each (384 MiB per CPU). Within that, all the rings together must fit
+/// in half of the memory available ([`check_sizes`]).
+pub const MAX_GAPS: usize = 1 << 24;
+
+/// Bytes one gap takes in a ring or in the kept set (its start, length and SMI count).
+const GAP_BYTES: u64 = 24;
+
+/// `MemAvailable` of `root`/proc/meminfo in bytes (`None` where unknown: kernels before 3.14).
+pub fn mem_available(root: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(root.join("proc/meminfo")).ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb.saturating_mul(1024))
+}
+
+/// Checks `--gap-capacity` and `--keep-gaps` before anything is allocated: each at most
+/// [`MAX_GAPS`], and the rings of all `cpus` (allocated and touched before the loops start)
+/// within half of `available` bytes (`MemAvailable`, when known). A larger size would abort
+/// the process on a failed allocation or wake the out-of-memory killer.
+pub fn check_sizes(
+    gap_capacity: usize,
+    keep_gaps: usize,
+    cpus: usize,
+    available: Option<u64>,
+) -> Result<(), UsageError> {
+    for (flag, n) in [("--gap-capacity", gap_capacity), ("--keep-gaps", keep_gaps)] {
+        if n > MAX_GAPS {
+            return Err(UsageError::new(format!(
+                "invalid value '{n}' for '{flag}': at most {MAX_GAPS} gaps per CPU ({GAP_BYTES} bytes each, {} MiB)",
+                (MAX_GAPS as u64 * GAP_BYTES) >> 20
+            ))
+            .hint("the defaults are --gap-capacity 65536 (the ring is read every 100 ms) and --keep-gaps 100000"));
+        }
+    }
+    let Some(available) = available else {
+        return Ok(());
+    };
+    let cpus = cpus.max(1) as u64;
+    let most = (available / 2 / (GAP_BYTES * cpus)).min(MAX_GAPS as u64);
+    if gap_capacity as u64 > most {
+        return Err(UsageError::new(format!(
+            "invalid value '{gap_capacity}' for '--gap-capacity': at most {most} gaps per CPU here \
+             ({GAP_BYTES} bytes each, on {cpus} CPU(s), within half of the {} MiB available: MemAvailable of /proc/meminfo)",
+            available >> 20
+        ))
+        .hint("give a smaller --gap-capacity, or fewer --cpus"));
     }
     Ok(())
 }
@@ -208,165 +252,14 @@ pub fn check_limits(limits: &[NoiseLimit], cpus: &[CpuNoise]) -> Vec<NoiseCheck>
     out
 }
 
-/// What a noise run's record says besides its threads.
-#[derive(Debug, Clone)]
-pub struct NoiseMeta {
-    /// `--label`.
-    pub label: Option<String>,
-    /// `--tag` pairs.
-    pub tags: Vec<(String, String)>,
-    /// The command line.
-    pub command_line: Vec<String>,
-    /// The configuration as JSON.
-    pub config_json: String,
-    /// Wall-clock start.
-    pub started: SystemTime,
-    /// Wall-clock end.
-    pub ended: SystemTime,
-    /// CLOCK_MONOTONIC at the start.
-    pub clock_start: Nanos,
-    /// Policy name and priority of the loops.
-    pub policy: &'static str,
-    /// Priority.
-    pub priority: i32,
-    /// The duty-cycle period (stored as the threads' interval).
-    pub period: Nanos,
-}
-
-/// Writes a noise run: per CPU its gap histogram as the samples and its gaps over the
-/// threshold as events (`cycle` is the gap's number, `latency` its length, the offset its
-/// start). Returns the run's id.
-pub fn record(
-    store: &mut Store,
-    meta: &NoiseMeta,
-    threads: &[NoiseThread],
-    gaps: &[Vec<Gap>],
-    explained: Option<&rtscope_trace::book::ExplainSummary>,
-    status: RunStatus,
-    exit_code: i32,
-) -> Result<RunId, StoreError> {
-    let id = store.begin_run(&new_run(meta, threads))?;
-    let length = meta
-        .ended
-        .duration_since(meta.started)
-        .map_or(0, |d| d.as_nanos() as u64);
-    let mut cp = Checkpoint {
-        progress_ns: length,
-        at_unix_ns: unix_ns(SystemTime::now()),
-        ..Checkpoint::default()
-    };
-    for (i, t) in threads.iter().enumerate() {
-        add_thread(&mut cp, meta, i, t, length);
-        add_gaps(&mut cp, meta, i, gaps.get(i).map_or(&[][..], Vec::as_slice));
-    }
-    store.finish_run(
-        id,
-        &cp,
-        status,
-        &crate::sysinfo::rfc3339(meta.ended),
-        exit_code,
-    )?;
-    if let Some(x) = explained {
-        let (summary, rows) = crate::explain::store_rows(x, meta.clock_start);
-        store.write_spikes(id, &summary, &rows)?;
-    }
-    Ok(id)
-}
-
-/// The run's row: kind `noise`, one thread per measured CPU (its interval the duty period).
-fn new_run(meta: &NoiseMeta, threads: &[NoiseThread]) -> NewRun {
-    NewRun {
-        kind: RunKind::Noise,
-        label: meta.label.clone(),
-        tags: meta.tags.clone(),
-        started: crate::sysinfo::rfc3339(meta.started),
-        started_unix_ns: unix_ns(meta.started),
-        pid: std::process::id(),
-        tool_version: env!("CARGO_PKG_VERSION").into(),
-        command_line_json: serde_json::to_string(&meta.command_line)
-            .unwrap_or_else(|_| "[]".into()),
-        config_json: meta.config_json.clone(),
-        environment: crate::environment::capture(Path::new("/")),
-        threads: threads
-            .iter()
-            .enumerate()
-            .map(|(i, t)| ThreadInfo {
-                thread: i as u32,
-                cpu: Some(t.cpu as u32),
-                policy: meta.policy.to_string(),
-                priority: meta.priority,
-                interval_ns: meta.period.0,
-            })
-            .collect(),
-    }
-}
-
-/// Thread `i`'s statistics and its one series point (the whole run) into `cp`.
-fn add_thread<'a>(
-    cp: &mut Checkpoint<'a>,
-    meta: &NoiseMeta,
-    i: usize,
-    t: &'a NoiseThread,
-    length: u64,
-) {
-    let h = &t.totals.histogram;
-    let (n, min, max) = (h.count(), h.min().map(|m| m.0), h.max().map(|m| m.0));
-    // Within a window the gaps add up to the time spun: the mean is exact.
-    let mean = (n > 0).then(|| t.totals.runtime.0 as f64 / n as f64);
-    cp.threads.push(ThreadStats {
-        thread: i as u32,
-        tid: t.tid,
-        samples: n,
-        min_ns: min,
-        mean_ns: mean,
-        max_ns: t.totals.max.map(|g| g.duration.0).or(max),
-        max_cycle: None,
-        max_offset_ns: t
-            .totals
-            .max
-            .map(|g| g.start.0.saturating_sub(meta.clock_start.0)),
-        missed: 0,
-        raw_dropped: t.gaps_dropped,
-        histogram: h,
-    });
-    cp.series.push(SeriesPoint {
-        thread: i as u32,
-        offset_ns: length,
-        length_ns: length,
-        samples: n,
-        min_ns: min,
-        max_ns: max,
-        mean_ns: mean,
-        p99_ns: h.value_at_quantile(0.99).map(|v| v.0),
-        missed: 0,
-    });
-}
-
-/// Thread `i`'s recorded gaps as events: the latency is the gap's length, the time its start.
-fn add_gaps(cp: &mut Checkpoint<'_>, meta: &NoiseMeta, i: usize, gaps: &[Gap]) {
-    let start_unix = unix_ns(meta.started);
-    for (k, g) in gaps.iter().enumerate() {
-        let s = Sample {
-            cycle: k as u64,
-            latency: g.duration,
-            time: g.start,
-        };
-        let offset = s.time.0.saturating_sub(meta.clock_start.0);
-        cp.events.push(EventRow {
-            thread: i as u32,
-            cycle: s.cycle,
-            latency_ns: s.latency.0,
-            offset_ns: offset,
-            unix_ns: start_unix.saturating_add(i64::try_from(offset).unwrap_or(0)),
-        });
-    }
-}
-
 pub mod hwlat;
 pub mod json;
 pub mod kept;
 pub mod platform;
+pub mod record;
 pub mod run;
+
+pub use record::{NoiseMeta, NoiseRecorder};
 
 #[cfg(test)]
 mod tests;

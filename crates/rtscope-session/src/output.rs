@@ -37,6 +37,37 @@ impl<W: Write> Guarded<W> {
         self.error.is_some()
     }
 
+    /// The error that lost text the user asked for: any but a closed pipe (`| head -1` is the
+    /// reader's choice: the documented quiet exit, which changes no exit code).
+    pub fn lost(&self) -> Option<&io::Error> {
+        self.error
+            .as_ref()
+            .filter(|e| e.kind() != io::ErrorKind::BrokenPipe)
+    }
+
+    /// The exit status once the output is done: after a lost output ([`Guarded::lost`]: a
+    /// full disk, `/dev/full`, EIO) says so on stderr (`what` names the output, `kept` what was
+    /// not lost) and turns a success into exit 2 (a failed limit or an interruption keeps its
+    /// own code); otherwise `status` as it is. The one rule of every command whose stdout is
+    /// guarded.
+    pub fn verdict(&self, status: crate::ExitStatus, what: &str, kept: &str) -> crate::ExitStatus {
+        if let Some(e) = self.lost() {
+            warn(&format!(
+                "error: cannot write {what} to standard output: {e}{kept}"
+            ));
+        }
+        self.status_after(status)
+    }
+
+    /// [`Guarded::verdict`]'s exit status without a word: for a document that states the exit
+    /// code it will end with (a JSON file written before the end).
+    pub fn status_after(&self, status: crate::ExitStatus) -> crate::ExitStatus {
+        match (self.lost(), status) {
+            (Some(_), crate::ExitStatus::Success) => crate::ExitStatus::Usage,
+            _ => status,
+        }
+    }
+
     fn keep(&mut self, r: io::Result<()>) {
         if let Err(e) = r {
             self.error.get_or_insert(e);

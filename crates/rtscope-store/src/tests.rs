@@ -124,6 +124,30 @@ fn a_run_round_trips_with_its_statistics_series_and_events() {
 }
 
 #[test]
+fn a_restated_run_keeps_only_the_events_and_settings_of_its_end() {
+    let path = tmpdb("restate");
+    let mut s = Store::open(&path).unwrap();
+    let id = s.begin_run(&new_run("noise")).unwrap();
+    let h = hist(&[4, 5, 6]);
+    // Two checkpoints wrote an event each; the end keeps its own one, with new settings.
+    s.checkpoint(id, &checkpoint(&h, 1_000_000_000)).unwrap();
+    s.checkpoint(id, &checkpoint(&h, 2_000_000_000)).unwrap();
+    assert_eq!(s.run(id).unwrap().events, 2);
+    s.restate_run(id, r#"{"platform":{}}"#).unwrap();
+    let mut last = checkpoint(&h, 3_000_000_000);
+    last.events[0].latency_ns = 77;
+    s.finish_run(id, &last, RunStatus::Interrupted, "2026-11-22T03:00:03Z", 3)
+        .unwrap();
+    drop(s);
+    let s = Store::open(&path).unwrap();
+    let d = s.run(id).unwrap();
+    assert_eq!(d.summary.status, RunStatus::Interrupted);
+    assert_eq!(d.events, 1);
+    assert_eq!(s.events(id).unwrap()[0].latency_ns, 77);
+    assert_eq!(d.config_json, r#"{"platform":{}}"#);
+}
+
+#[test]
 fn a_running_run_whose_writer_is_gone_reads_as_incomplete() {
     let path = tmpdb("incomplete");
     let mut s = Store::open(&path).unwrap();

@@ -314,6 +314,27 @@ impl Store {
         Ok(())
     }
 
+    /// Before the last checkpoint of a run whose record is decided at its end (`rtscope noise`
+    /// keeps its longest gaps, and learns its steal time and SMIs as it ends): deletes the
+    /// events its checkpoints wrote and replaces its settings, in one transaction. The caller
+    /// then writes the final events with [`Store::finish_run`].
+    pub fn restate_run(&mut self, run: RunId, config_json: &str) -> Result<()> {
+        let path = self.path.clone();
+        let err = move |source| StoreError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(&err)?;
+        tx.execute("DELETE FROM events WHERE run_id=?1", params![run])
+            .map_err(&err)?;
+        tx.execute(
+            "UPDATE runs SET config=?2 WHERE id=?1",
+            params![run, config_json],
+        )
+        .map_err(&err)?;
+        tx.commit().map_err(&err)
+    }
+
     /// Sets (or with `None`, removes) a tag.
     pub fn set_tag(&mut self, run: RunId, key: &str, value: Option<&str>) -> Result<()> {
         self.require(run)?;

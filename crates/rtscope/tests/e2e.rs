@@ -29,6 +29,7 @@ mod hostile;
 mod hostile_cases;
 mod hostile_db;
 mod hostile_memory;
+mod hostile_round4;
 mod housekeeping;
 mod import;
 mod import_oslat;

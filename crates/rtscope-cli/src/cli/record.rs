@@ -26,11 +26,11 @@ impl RecordArgs {
         rtscope_session::record::check_label_and_tags(self.label.as_deref(), &self.tags)
     }
 
-    /// The `--tag KEY=VALUE` pairs.
+    /// The `--tag KEY=VALUE` pairs (a tag only campaigns set is refused).
     pub fn tag_pairs(&self) -> Result<Vec<(String, String)>, rtscope_session::UsageError> {
         self.tags
             .iter()
-            .map(|t| rtscope_session::record::parse_tag(t))
+            .map(|t| rtscope_common::names::parse_run_tag(t))
             .collect()
     }
 

@@ -2,7 +2,7 @@
 //! imported into this one by UUID (rtscope-store's `merge_from`).
 
 use crate::exit::{ExitStatus, UsageError};
-use rtscope_session::record::{self, parse_tag};
+use rtscope_session::record::{self, parse_user_tag};
 use rtscope_store::{RunId, Store, StoreError};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -17,7 +17,7 @@ pub fn run(
 ) -> anyhow::Result<ExitStatus> {
     let tags = tags
         .iter()
-        .map(|t| parse_tag(t))
+        .map(|t| parse_user_tag(t))
         .collect::<Result<Vec<_>, _>>()?;
     let path = db.map_or_else(record::default_db, Path::to_path_buf);
     let mut store = record::open(&path)?;

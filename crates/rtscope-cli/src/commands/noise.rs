@@ -13,11 +13,12 @@ use rtscope_session::noise::json::{document, DocMeta};
 use rtscope_session::noise::run::{
     config_json, counter_line, drive, raised_threshold_note, render_checks, table, Outcome,
 };
-use rtscope_session::noise::{self as noise, CpuNoise, NoiseExplainer, NoiseLimit, NoiseMeta};
-use rtscope_session::output::OutputFile;
+use rtscope_session::noise::{
+    self as noise, CpuNoise, NoiseExplainer, NoiseLimit, NoiseMeta, NoiseRecorder,
+};
+use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::RunStatus;
 use std::io::Write;
-use std::time::SystemTime;
 
 fn dur(text: &str, flag: &str, unit: &str) -> Result<Nanos, UsageError> {
     Nanos::parse_with_default_unit(text, unit)
@@ -65,6 +66,12 @@ fn config(a: &NoiseArgs, online: &CpuSet) -> Result<NoiseConfig, UsageError> {
         NoisePolicyArg::Fifo => (Policy::Fifo, 95),
         NoisePolicyArg::Rr => (Policy::Rr, 95),
     };
+    noise::check_sizes(
+        a.gap_capacity,
+        a.keep_gaps,
+        cpus.len(),
+        noise::mem_available(std::path::Path::new("/")),
+    )?;
     let priority = a.priority.unwrap_or(default_prio);
     rtscope_session::plan::check_priority(policy, priority).map_err(plan_error)?;
     let c = NoiseConfig {
@@ -117,12 +124,17 @@ fn housekeeping(
     Ok(Some(hk))
 }
 
-/// Runs `rtscope noise`.
+/// Runs `rtscope noise`. The run is recorded as `measure` records its runs: its row as the
+/// loops start, checkpoints while they spin, the end whatever ended them (a closed or full
+/// stdout, a second signal, a locked database lose no run).
 pub fn run(
     a: &NoiseArgs,
     command_line: Vec<String>,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
+    // Before any thread starts (the trace reader, the loops): a signal is taken by the run's
+    // control (the first stops the loops, another changes nothing) or by nobody.
+    rtscope_session::drive::hold_signals();
     let online = sys::online_cpus();
     let c = config(a, &online)?;
     if a.irqs_off {
@@ -148,27 +160,45 @@ pub fn run(
         rtscope_session::output::warn(&x.tier_line());
     }
     let run = NoiseRun::start(c.clone()).map_err(UsageError::from_error)?;
-    let (started, clock_start) = (run.started(), run.clock_start());
     let config = config_json(&run, a.keep_gaps);
-    announce(a, &c, &run, hk.as_ref());
-    let o = drive(run, explain, a.keep_gaps);
-    // The store keeps the steal time and SMIs of the run with its settings.
-    let mut stored = config.clone();
-    stored["platform"] = o.platform.stored(&c.cpus);
-    let meta = NoiseMeta {
+    let mut meta = NoiseMeta {
         label: a.rec.label.clone(),
         tags,
-        command_line: command_line.clone(),
-        config_json: stored.to_string(),
-        started,
-        ended: SystemTime::now(),
-        clock_start,
+        command_line,
+        config_json: config.to_string(),
+        started: run.started(),
+        ended: run.started(),
+        clock_start: run.clock_start(),
         policy: c.policy.name(),
         priority: c.priority,
         period: c.period,
     };
-    let status = finish(&config, &limits, &o, &meta, json_file, out)?;
-    Ok(store.map_or(status, |s| save(s, &meta, &o, status, out)))
+    let mut recorder = store
+        .map(|s| NoiseRecorder::begin(s, &meta, &c.cpus, a.keep_gaps))
+        .transpose()?;
+    announce(a, &c, &run, hk.as_ref());
+    let o = drive(run, explain, a.keep_gaps, recorder.as_mut());
+    meta.ended = o.ended;
+    // The store keeps the steal time and SMIs of the run with its settings.
+    let mut stored = config.clone();
+    stored["platform"] = o.platform.stored(&c.cpus);
+    meta.config_json = stored.to_string();
+    // A closed stdout loses the text, never the run nor the exit code.
+    let mut out = Guarded::new(out);
+    let status = match finish(&config, &limits, &o, &meta, json_file, &mut out) {
+        Ok(status) => out.verdict(status, "the results", " (the run is still recorded)"),
+        // The run is recorded all the same, with the exit code it ends with.
+        Err(e) => {
+            rtscope_session::output::warn(&rtscope_common::errors::render(
+                e.chain().map(|c| c.to_string()),
+            ));
+            ExitStatus::Usage
+        }
+    };
+    Ok(match recorder {
+        Some(r) => save(r, &meta, &o, status, &mut out),
+        None => status,
+    })
 }
 
 /// The run's settings on stderr (unless `-q`), and always the note that the default threshold
@@ -208,7 +238,7 @@ fn finish(
     o: &Outcome,
     meta: &NoiseMeta,
     json_file: Option<OutputFile>,
-    out: &mut dyn Write,
+    out: &mut Guarded<&mut dyn Write>,
 ) -> anyhow::Result<ExitStatus> {
     let rows: Vec<CpuNoise> = o.rows();
     let checks = noise::check_limits(limits, &rows);
@@ -251,7 +281,8 @@ fn finish(
             config,
             clock_start: meta.clock_start.0,
             limits: &checks,
-            exit_code: status.code(),
+            // The code the run ends with: a stdout the table was lost on makes it 2.
+            exit_code: out.status_after(status).code(),
         },
     )?;
     if let Err(e) = file.write(&body, out, "--json") {
@@ -261,9 +292,10 @@ fn finish(
     Ok(status)
 }
 
-/// Records the run; a database failure is reported and turns the exit code into 2.
+/// Writes the end of the recorded run; a database failure is reported and turns the exit
+/// code into 2.
 fn save(
-    mut store: rtscope_store::Store,
+    recorder: NoiseRecorder,
     meta: &NoiseMeta,
     o: &Outcome,
     status: ExitStatus,
@@ -274,21 +306,21 @@ fn save(
     } else {
         RunStatus::Complete
     };
-    match noise::record(
-        &mut store,
+    let path = recorder.path().to_path_buf();
+    match recorder.finish(
         meta,
         &o.threads,
         &o.gaps,
         o.explained.as_ref(),
-        run_status,
-        status.code(),
+        (run_status, status.code()),
     ) {
         Ok(id) => {
-            let _ = writeln!(out, "recorded as run {id} in {}", store.path().display());
+            let _ = writeln!(out, "recorded as run {id} in {}", path.display());
+            let _ = out.flush();
             status
         }
         Err(e) => {
-            rtscope_session::output::warn(&format!("error: the run could not be recorded: {e}"));
+            rtscope_session::output::warn(&format!("error: {e}"));
             ExitStatus::Usage
         }
     }

@@ -4,13 +4,15 @@
 
 use super::kept::KeptGaps;
 use super::platform::{PlatformCounters, PlatformTotals};
-use super::{CpuNoise, NoiseCheck, NoiseExplainer};
+use super::{CpuNoise, NoiseCheck, NoiseExplainer, NoiseRecorder};
 use rtscope_core::text::{count, short, us_or_dash};
 use rtscope_core::Nanos;
 use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, NoiseThread, Threshold};
 use rtscope_engine::{sys, Wake};
 use rtscope_trace::book::ExplainSummary;
 use serde_json::json;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::time::SystemTime;
 
 /// How often the gap rings are drained.
 pub const DRAIN_EVERY: Nanos = Nanos::from_ms(100);
@@ -26,6 +28,9 @@ pub struct Outcome {
     pub not_kept: Vec<u64>,
     /// The stop signal that ended it early.
     pub signal: Option<i32>,
+    /// When the loops stopped (wall clock): the end of the measured time, before the
+    /// `--explain` analysis of what was left.
+    pub ended: SystemTime,
     /// The `--explain` summary.
     pub explained: Option<ExplainSummary>,
     /// Steal time and SMIs per CPU over the run.
@@ -48,13 +53,23 @@ impl Outcome {
 }
 
 /// Runs the loops to their end or a stop signal, draining the gap rings as it goes (handing
-/// the new gaps to the explainer when it analyses live) and keeping the longest `keep` gaps of
-/// each loop.
-pub fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>, keep: usize) -> Outcome {
+/// the new gaps to the explainer when it analyses live, and to the recorder, which writes a
+/// checkpoint about once a second) and keeping the longest `keep` gaps of each loop.
+///
+/// A stop signal (SIGINT, SIGTERM, SIGHUP; blocked in every thread, see
+/// [`crate::drive::hold_signals`]) stops the loops at once, whatever the control thread is
+/// doing: a watcher thread waits for it, so attributing gaps or writing a checkpoint never
+/// keeps the loops spinning. The trace is analysed to its end only after the loops stopped;
+/// the run's end ([`Outcome::ended`]) is when they did.
+pub fn drive(
+    run: NoiseRun,
+    mut explain: Option<NoiseExplainer>,
+    keep: usize,
+    mut recorder: Option<&mut NoiseRecorder>,
+) -> Outcome {
     let mut gaps: Vec<KeptGaps> = (0..run.threads().len())
         .map(|_| KeptGaps::new(keep))
         .collect();
-    let mut signal = None;
     let cpus = run.config().cpus.clone();
     let root = std::path::Path::new("/");
     let platform = PlatformCounters::start(root, &cpus);
@@ -73,23 +88,40 @@ pub fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>, keep: usize) ->
             if let Some(x) = explain.as_mut() {
                 x.push(cpus[i], sh.tid(), &fresh);
             }
+            if let Some(r) = recorder.as_deref_mut() {
+                r.add_gaps(i, &fresh);
+            }
             fresh.iter().for_each(|&g| kept.push(g));
         }
-    };
-    loop {
-        let wake = run.wait(DRAIN_EVERY);
-        drain(&run, &mut gaps);
-        match wake {
-            Wake::Finished => break,
-            Wake::Signal(s) if sys::is_stop_signal(s) && signal.is_none() => {
-                signal = Some(s);
-                run.stop();
-            }
-            _ => {}
+        if let Some(r) = recorder.as_deref_mut() {
+            r.tick(run.threads(), &cpus);
         }
-    }
+    };
+    let stop = StopWatch::default();
+    std::thread::scope(|s| {
+        // Without the watcher (no thread to be had) the control thread takes the signals
+        // between two drains, as before.
+        let watcher = std::thread::Builder::new()
+            .name("rtscope-stop".into())
+            .spawn_scoped(s, || stop.watch(&run))
+            .ok();
+        loop {
+            let wake = run.wait(DRAIN_EVERY);
+            if let Wake::Signal(sig) = wake {
+                stop.take(sig, &run);
+            }
+            drain(&run, &mut gaps);
+            if wake == Wake::Finished {
+                break;
+            }
+        }
+        if let Some(w) = &watcher {
+            stop.end(w);
+        }
+    });
     drain(&run, &mut gaps);
     let threads = run.finish();
+    let ended = SystemTime::now();
     let platform = platform.finish(root);
     let not_kept = gaps.iter().map(KeptGaps::not_kept).collect();
     let gaps: Vec<Vec<Gap>> = gaps.into_iter().map(KeptGaps::into_sorted).collect();
@@ -101,9 +133,63 @@ pub fn drive(run: NoiseRun, mut explain: Option<NoiseExplainer>, keep: usize) ->
         threads,
         gaps,
         not_kept,
-        signal,
+        signal: stop.signal(),
+        ended,
         explained,
         platform,
+    }
+}
+
+/// The first stop signal of a run, taken by whichever thread waits for it first: the control
+/// thread between two drains, or the watcher while the control thread is busy.
+#[derive(Default)]
+struct StopWatch {
+    /// The first stop signal (0: none yet).
+    first: AtomicI32,
+    /// Set when the loops have ended: the watcher returns.
+    done: AtomicBool,
+    /// The watcher's thread id (0 until it runs).
+    tid: AtomicI32,
+}
+
+impl StopWatch {
+    /// The watcher's body: waits for the run's signals and stops the loops at the first stop
+    /// signal. Woken to return by [`StopWatch::end`] (a signal to its own thread), so it does
+    /// not wake on a timer meanwhile.
+    fn watch(&self, run: &NoiseRun) {
+        self.tid.store(sys::gettid(), Ordering::Release);
+        while !self.done.load(Ordering::Acquire) {
+            if let Some(sig) = sys::wait_run_signal(Nanos::from_secs(1)) {
+                self.take(sig, run);
+            }
+        }
+    }
+
+    /// Keeps `sig` when it is the first stop signal and stops the loops (a repeated one
+    /// changes nothing: the loops are stopping already).
+    fn take(&self, sig: i32, run: &NoiseRun) {
+        if sys::is_stop_signal(sig) {
+            let _ = self
+                .first
+                .compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire);
+            run.stop();
+        }
+    }
+
+    /// Ends the watcher once the loops have ended.
+    fn end(&self, watcher: &std::thread::ScopedJoinHandle<'_, ()>) {
+        self.done.store(true, Ordering::Release);
+        while !watcher.is_finished() {
+            let tid = self.tid.load(Ordering::Acquire);
+            if tid != 0 {
+                sys::signal_thread(tid, libc::SIGUSR2);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    fn signal(&self) -> Option<i32> {
+        Some(self.first.load(Ordering::Acquire)).filter(|&s| s != 0)
     }
 }
 

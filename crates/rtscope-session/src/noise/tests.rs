@@ -2,6 +2,8 @@ use super::*;
 use rtscope_core::Histogram;
 use rtscope_engine::noise::{NoiseTotals, Threshold};
 use rtscope_engine::Policy;
+use rtscope_store::{RunKind, RunStatus, Store};
+use std::time::SystemTime;
 
 fn config() -> NoiseConfig {
     NoiseConfig {
@@ -143,7 +145,7 @@ fn a_noise_run_is_recorded_with_its_gaps_as_events() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("runs.db");
     let _ = std::fs::remove_file(&path);
-    let mut store = Store::open(&path).unwrap();
+    let store = Store::open(&path).unwrap();
     let now = SystemTime::now();
     let meta = NoiseMeta {
         label: Some("n".into()),
@@ -163,7 +165,8 @@ fn a_noise_run_is_recorded_with_its_gaps_as_events() {
         duration: Nanos(5_000),
         smis: None,
     }]];
-    let id = record(&mut store, &meta, &[t], &gaps, None, RunStatus::Complete, 0).unwrap();
+    let id = record::record(store, &meta, &[t], &gaps, None, (RunStatus::Complete, 0)).unwrap();
+    let store = Store::open(&path).unwrap();
     let b = store.bundle(id, false).unwrap();
     assert_eq!(b.detail.summary.kind, RunKind::Noise);
     assert_eq!(b.events.len(), 1);

@@ -296,18 +296,9 @@ fn conclude(
     }
     // A closed pipe is the reader's choice; any other failure (a full disk, /dev/full, EIO)
     // lost the results the user asked for: not a success (issue 26, N11).
-    if let Some(e) = streams
+    let status = streams
         .stdout
-        .error()
-        .filter(|e| e.kind() != std::io::ErrorKind::BrokenPipe)
-    {
-        rtscope_session::output::warn(&format!(
-            "error: cannot write the results to standard output: {e} (the run is still recorded)"
-        ));
-        if status == ExitStatus::Success {
-            status = ExitStatus::Usage;
-        }
-    }
+        .verdict(status, "the results", " (the run is still recorded)");
     let rec = session.finish(measured, status.code());
     match rec.line {
         Some(line) if rec.failed => rtscope_session::output::warn(&line),
