@@ -395,8 +395,17 @@ impl FlightRecorder {
         sibs.iter()
             .filter_map(|&cpu| {
                 let c = s.cpus.get(&cpu)?;
-                let from = spike.deadline_ns.saturating_sub(LOOKBACK_NS);
-                let events = c.range(from, u64::MAX);
+                // The window itself when it still holds the spike (the names may come from a
+                // switch long before it); else the kept trace and the window.
+                if c.events.front().is_some_and(|e| e.ts <= spike.deadline_ns) {
+                    return crate::sibling::activity(
+                        cpu,
+                        &c.events,
+                        spike.deadline_ns,
+                        spike.wakeup_ns,
+                    );
+                }
+                let events = c.range(0, u64::MAX);
                 crate::sibling::activity(cpu, &events, spike.deadline_ns, spike.wakeup_ns)
             })
             .collect()
