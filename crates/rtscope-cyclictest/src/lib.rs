@@ -103,6 +103,9 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
 
 /// What records the run: the database of `--db` (none without it), the command line and the
 /// arguments as given.
+/// How often a run recorded with `--db` samples the monitors (`measure`'s default).
+const MONITOR_INTERVAL: Duration = Duration::from_secs(1);
+
 fn recorded(
     o: &CtOptions,
     args: &[String],
@@ -120,10 +123,18 @@ fn recorded(
             "cpu_dma_latency_us": plan.latency,
         })
         .to_string(),
-        monitor_interval: None,
+        // With a database, the system monitors of `measure` (temperatures, frequencies,
+        // interrupts, …, every second): the study's first figure is the temperature over the
+        // run. Said on stderr, which cyclictest's own output does not use.
+        monitor_interval: store.is_some().then_some(MONITOR_INTERVAL),
         checks: Vec::new(),
         raw: o.raw,
     };
+    if store.is_some() {
+        rtscope_session::output::warn(
+            "rtscope: recording the system monitors every 1 s with the run (--db)",
+        );
+    }
     Ok(Recorded {
         store,
         spec,

@@ -545,3 +545,39 @@ fn runs_show_names_the_sample_rule_and_marks_runs_of_the_old_rule() {
     let t = show(false);
     assert!(t.contains("samples:  OLD RULE"), "{t}");
 }
+
+/// Seed 001's first figure is the temperature over the run: `rtscope cyclictest --db` records
+/// the system monitors as `measure` does, and says so on stderr (cyclictest's stdout is left
+/// as cyclictest's).
+#[test]
+fn cyclictest_with_a_database_records_the_monitors_and_says_so() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
+    let _rt = crate::common::rt_lock();
+    let d = dir("ct-monitors");
+    let db = d.join("ct.db");
+    let o = Command::new(bin())
+        .args(["cyclictest", "-m", "-p", "80", "-D", "3", "-q", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("recording the system monitors every 1 s with the run (--db)"),
+        "{err}"
+    );
+    assert!(!text(&o.stdout).contains("monitors"));
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let (values, busy): (i64, i64) = conn
+        .query_row(
+            "select count(*), (select count(*) from monitor_metrics where name like 'cpu_busy.%') \
+             from monitor_values",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert!(
+        values > 0 && busy > 0,
+        "{values} monitor values, {busy} cpu_busy metrics"
+    );
+}
