@@ -526,6 +526,10 @@ pub struct ExportArgs {
     /// A limit checked besides the run's own --limit options (prometheus, lava, kcidb, junit)
     #[arg(long = "limit", value_name = "STAT=VALUE")]
     pub limits: Vec<String>,
+    /// Also the histogram as the studies tabulate it: one row per microsecond of latency, one
+    /// count column per CPU, then `all` (`run-ID-histogram-wide.csv`; docs/export.md)
+    #[arg(long)]
+    pub wide: bool,
     /// KCIDB origin: the submitting CI system's name
     #[arg(long, value_name = "NAME", default_value = "rtscope")]
     pub kcidb_origin: String,

@@ -15,6 +15,7 @@ pub mod parquet;
 pub mod table;
 pub mod tables;
 pub mod thrift;
+pub mod wide;
 
 use rtscope_common::error::UsageError;
 use rtscope_store::codec::RawSample;

@@ -375,3 +375,37 @@ fn formats_are_written_once_each_as_asked() {
         .contains(&format!("run-{id}.json")));
     assert!(!out.join(format!("run-{id}-run.csv")).exists());
 }
+
+/// Seed 001's table: `export --wide` writes the histogram one row per microsecond, one count
+/// column per CPU and `all`, each column holding every sample of its thread.
+#[test]
+fn export_wide_gives_one_row_per_microsecond_and_a_column_per_cpu() {
+    let d = dir("wide");
+    let db = d.join("w.db");
+    let id = synthetic(&db);
+    let out = d.join("out");
+    let o = export(&db, &id, &out, &["-f", "csv", "--wide"]);
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    let csv = std::fs::read_to_string(out.join(format!("run-{id}-histogram-wide.csv"))).unwrap();
+    let mut lines = csv.lines();
+    let head: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(head[0], "latency_us");
+    assert_eq!(*head.last().unwrap(), "all");
+    assert!(head[1..head.len() - 1]
+        .iter()
+        .all(|c| c.starts_with("cpu") || c.starts_with("thread")));
+    let rows: Vec<Vec<u64>> = lines
+        .map(|l| l.split(',').map(|v| v.parse().unwrap()).collect())
+        .collect();
+    // Consecutive microseconds from 0.
+    assert!(rows.iter().enumerate().all(|(i, r)| r[0] == i as u64));
+    let show = runs_show(&db, &id);
+    let samples = show["samples"].as_u64().unwrap();
+    let all: u64 = rows.iter().map(|r| r[head.len() - 1]).sum();
+    let threads: u64 = rows
+        .iter()
+        .map(|r| r[1..head.len() - 1].iter().sum::<u64>())
+        .sum();
+    assert_eq!(all, samples, "{show}");
+    assert_eq!(threads, samples);
+}

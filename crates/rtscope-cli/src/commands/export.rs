@@ -45,9 +45,14 @@ pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         };
         let tables = match &mut tables {
             Some(t) => t,
-            None => tables.insert(rtscope_export::tables::all(
-                &rtscope_export::load_without_samples(&store, id)?,
-            )),
+            None => tables.insert({
+                let data = rtscope_export::load_without_samples(&store, id)?;
+                let mut all = rtscope_export::tables::all(&data);
+                if a.wide {
+                    all.push(rtscope_export::wide::histogram_wide(&data));
+                }
+                all
+            }),
         };
         rtscope_export::write_format_streamed(format, &a.output, id, tables, &store, out)
             .map_err(crate::lift_export)?;
