@@ -350,7 +350,14 @@ fn explain_keep_out_of_range_or_alone_exits_2() {
                 &["--explain", "1ms", "--explain-keep", "1001"][..],
                 "--explain-keep: 1001 is not 1-1000",
             ),
-            (&["--explain-keep", "10"][..], "--explain"),
+            // measure explains only when asked; noise by default, unless `--explain off`.
+            match c {
+                "measure" => (&["--explain-keep", "10"][..], "--explain"),
+                _ => (
+                    &["--explain", "off", "--explain-keep", "10"][..],
+                    "--explain off explains none",
+                ),
+            },
         ]
         .map(|(a, s)| (c, a, s))
     }) {

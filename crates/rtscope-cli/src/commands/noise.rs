@@ -33,6 +33,10 @@ const EXPLAIN_FLOOR: Nanos = Nanos(5_000);
 /// the reason and the fix said at the start (docs/noise.md).
 fn explain_threshold(a: &NoiseArgs, c: &NoiseConfig) -> Result<Option<Nanos>, UsageError> {
     match a.explain.as_deref().map(str::trim) {
+        Some("off") if a.explain_keep.is_some() => Err(UsageError::new(
+            "--explain-keep keeps explained gaps, and --explain off explains none",
+        )
+        .hint("drop one of them")),
         Some("off") => Ok(None),
         Some(t) => dur(t, "--explain", "us").map(Some),
         None => match rtscope_session::explain::default_choice() {
