@@ -116,6 +116,17 @@ fn loadcases_preset_has_the_five_cases_of_the_study() {
         );
     }
     assert!(out.contains("5 runs, about"), "{out}");
+    // The I/O and network threads are case 5's only, as in the study.
+    let loads: Vec<&str> = out
+        .lines()
+        .filter(|l| l.trim_start().starts_with(char::is_numeric) && l.contains("N:N"))
+        .map(|l| l.split("  ").filter(|c| !c.is_empty()).last().unwrap().trim())
+        .collect();
+    assert_eq!(
+        loads,
+        ["-", "messaging", "memory", "memory", "memory, io, network"],
+        "{out}"
+    );
 }
 
 #[test]
