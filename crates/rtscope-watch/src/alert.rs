@@ -171,10 +171,13 @@ impl Breach<'_> {
             format!("\"{clean}\"")
         };
         let w = self.window;
+        // The time for people (UTC, to the second) first; the nanoseconds for programs.
+        let at = rtscope_core::civil::utc_text(w.start_ns.div_euclid(1_000_000_000));
         let mut l = format!(
-            "alert series={} cpu={} window_start_ns={} breach={}",
+            "alert series={} cpu={} window_start={} window_start_ns={} breach={}",
             q(self.series),
             cpu_text(w),
+            q(&format!("{at} UTC")),
             w.start_ns,
             q(w.alert.as_deref().unwrap_or(""))
         );
@@ -388,6 +391,12 @@ mod tests {
             cause: Some("thread x\n"),
         };
         assert!(b.line().contains("cause=\"thread x?\""), "{}", b.line());
+        assert!(
+            b.line()
+                .contains("window_start=\"1970-01-01 00:00:00 UTC\" window_start_ns=0"),
+            "{}",
+            b.line()
+        );
         n.notify(&b);
         n.notify(&b);
         assert_eq!(n.skipped, 1);

@@ -120,7 +120,13 @@ fn loadcases_preset_has_the_five_cases_of_the_study() {
     let loads: Vec<&str> = out
         .lines()
         .filter(|l| l.trim_start().starts_with(char::is_numeric) && l.contains("N:N"))
-        .map(|l| l.split("  ").filter(|c| !c.is_empty()).last().unwrap().trim())
+        .map(|l| {
+            l.split("  ")
+                .filter(|c| !c.is_empty())
+                .last()
+                .unwrap()
+                .trim()
+        })
         .collect();
     assert_eq!(
         loads,
