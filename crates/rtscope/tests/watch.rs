@@ -546,3 +546,63 @@ fn prometheus_scrapes_the_watch_and_returns_the_windows_values() {
             && count as u64 <= rows.iter().map(|x| x.histogram.count()).sum::<u64>()
     );
 }
+
+/// From a source build, `scripts/install-watch.sh` puts the binary, the unit (its ExecStart on
+/// that binary, not the package's /usr/bin), the configuration and the man pages in place; the
+/// unit it writes passes systemd's own check. Staged under DESTDIR: nothing on this machine is
+/// touched.
+#[test]
+fn the_install_script_writes_a_unit_that_runs_the_installed_binary() {
+    rtscope_testkit::require!(
+        rtscope_testkit::have("systemd-analyze", "--version"),
+        "`systemd-analyze` is not installed (apt-get install systemd; .ci/run installs it)"
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let stage = common::fresh_dir("watch-install");
+    let o = Command::new("bash")
+        .arg(root.join("scripts/install-watch.sh"))
+        .arg(env!("CARGO_BIN_EXE_rtscope"))
+        .env("DESTDIR", &stage)
+        .env("PREFIX", "/opt/rt")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bin = stage.join("opt/rt/bin/rtscope");
+    assert!(bin.is_file());
+    assert!(stage.join("etc/rtscope/watch.toml").is_file());
+    assert!(stage.join("opt/rt/share/man/man1/rtscope-watch.1").is_file());
+    let unit_path = stage.join("etc/systemd/system/rtscope-watch.service");
+    let unit = std::fs::read_to_string(&unit_path).unwrap();
+    assert!(
+        unit.contains("ExecStart=/opt/rt/bin/rtscope watch --config /etc/rtscope/watch.toml")
+            && !unit.contains("/usr/bin/rtscope"),
+        "{unit}"
+    );
+    // On the target the path is /opt/rt/bin/rtscope; here, the staged copy.
+    let check = stage.join("check.service");
+    let staged = unit.replace("/opt/rt/bin/rtscope", bin.to_str().unwrap());
+    std::fs::write(&check, staged).unwrap();
+    let v = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(&check)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&v.stderr);
+    let other: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.contains("man rtscope-watch(1)"))
+        .collect();
+    assert!(other.is_empty(), "{err}");
+    // Again: the configuration a user edited is kept.
+    std::fs::write(stage.join("etc/rtscope/watch.toml"), "# mine\n").unwrap();
+    let again = Command::new("bash")
+        .arg(root.join("scripts/install-watch.sh"))
+        .arg(env!("CARGO_BIN_EXE_rtscope"))
+        .env("DESTDIR", &stage)
+        .env("PREFIX", "/opt/rt")
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    let conf = std::fs::read_to_string(stage.join("etc/rtscope/watch.toml")).unwrap();
+    assert_eq!(conf, "# mine\n");
+}
