@@ -6,7 +6,6 @@
 use crate::alert::{self, Threshold};
 use crate::error::ConfigError;
 use crate::retention::Retention;
-use crate::toml_lite::Value;
 use rtscope_common::error::UsageError;
 use rtscope_core::Nanos;
 use std::path::{Path, PathBuf};
@@ -56,6 +55,65 @@ pub struct Settings {
     pub explain: Option<bool>,
 }
 
+/// The file as TOML: the keys of [`Settings`], nothing else.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    series: Option<String>,
+    db: Option<String>,
+    cpus: Option<String>,
+    interval: Option<String>,
+    priority: Option<i32>,
+    window: Option<String>,
+    spike: Option<String>,
+    keep_windows: Option<String>,
+    keep_hours: Option<String>,
+    keep: Option<String>,
+    disk_budget: Option<String>,
+    listen: Option<String>,
+    textfile: Option<String>,
+    alert: Option<Vec<String>>,
+    alert_command: Option<String>,
+    housekeeping: Option<String>,
+    explain: Option<bool>,
+}
+
+/// The line (from 1) of byte `at` of `text`.
+fn line_of(text: &str, at: usize) -> usize {
+    text.as_bytes()[..at.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// `e` as the watch says it: an unknown key or a value of the wrong kind by its key and line,
+/// anything else with the parser's own words and the line.
+fn file_error(text: &str, e: &toml::de::Error) -> ConfigError {
+    let line = e.span().map_or(0, |s| line_of(text, s.start));
+    let msg = e.message().trim().to_string();
+    if let Some(rest) = msg.strip_prefix("unknown field `") {
+        let key = rest.split('`').next().unwrap_or_default().to_string();
+        return ConfigError::UnknownKey { line, key };
+    }
+    if msg.starts_with("invalid type") || msg.starts_with("invalid value") {
+        let key = text
+            .lines()
+            .nth(line.saturating_sub(1))
+            .and_then(|l| l.split('=').next())
+            .map(|k| k.trim().to_string())
+            .unwrap_or_default();
+        let want = match key.as_str() {
+            "priority" => "an integer",
+            "explain" => "true or false",
+            "alert" => "an array of strings",
+            _ => "a quoted string",
+        };
+        return ConfigError::WrongType { line, key, want };
+    }
+    ConfigError::Syntax { line, error: msg }
+}
+
 impl Settings {
     /// Reads a configuration file (at most 64 KiB, a regular file).
     pub fn read(path: &Path) -> Result<Settings, UsageError> {
@@ -78,52 +136,30 @@ impl Settings {
         })
     }
 
-    /// Reads the text of a configuration file (crate::toml_lite's subset of TOML).
+    /// Reads the text of a configuration file (TOML, read by the `toml` crate the binary
+    /// links for campaign files): every key a flag's long name with `_` for `-`, unknown keys
+    /// and values of the wrong kind refused with their line.
     pub fn parse(text: &str) -> Result<Settings, ConfigError> {
-        let mut s = Settings::default();
-        for (line, key, v) in crate::toml_lite::parse(text)? {
-            let wrong = |want: &'static str| ConfigError::WrongType {
-                line,
-                key: key.clone(),
-                want,
-            };
-            let text = |v: Value| match v {
-                Value::Str(t) => Ok(Some(t)),
-                _ => Err(wrong("a quoted string")),
-            };
-            match key.as_str() {
-                "series" => s.series = text(v)?,
-                "db" => s.db = text(v)?,
-                "cpus" => s.cpus = text(v)?,
-                "interval" => s.interval = text(v)?,
-                "window" => s.window = text(v)?,
-                "spike" => s.spike = text(v)?,
-                "keep_windows" => s.keep_windows = text(v)?,
-                "keep_hours" => s.keep_hours = text(v)?,
-                "keep" => s.keep = text(v)?,
-                "disk_budget" => s.disk_budget = text(v)?,
-                "listen" => s.listen = text(v)?,
-                "textfile" => s.textfile = text(v)?,
-                "alert_command" => s.alert_command = text(v)?,
-                "housekeeping" => s.housekeeping = text(v)?,
-                "priority" => match v {
-                    Value::Int(p) => {
-                        s.priority = Some(i32::try_from(p).map_err(|_| wrong("1-99"))?)
-                    }
-                    _ => return Err(wrong("an integer")),
-                },
-                "explain" => match v {
-                    Value::Bool(b) => s.explain = Some(b),
-                    _ => return Err(wrong("true or false")),
-                },
-                "alert" => match v {
-                    Value::List(l) => s.alert = l,
-                    _ => return Err(wrong("an array of strings")),
-                },
-                _ => return Err(ConfigError::UnknownKey { line, key }),
-            }
-        }
-        Ok(s)
+        let f: File = toml::from_str(text).map_err(|e| file_error(text, &e))?;
+        Ok(Settings {
+            series: f.series,
+            db: f.db,
+            cpus: f.cpus,
+            interval: f.interval,
+            priority: f.priority,
+            window: f.window,
+            spike: f.spike,
+            keep_windows: f.keep_windows,
+            keep_hours: f.keep_hours,
+            keep: f.keep,
+            disk_budget: f.disk_budget,
+            listen: f.listen,
+            textfile: f.textfile,
+            alert: f.alert.unwrap_or_default(),
+            alert_command: f.alert_command,
+            housekeeping: f.housekeeping,
+            explain: f.explain,
+        })
     }
 
     /// `self` with every value that `over` sets replaced (alerts: `over`'s list if not empty).

@@ -24,7 +24,6 @@ pub mod metrics;
 pub mod retention;
 pub mod roller;
 pub mod start;
-pub mod toml_lite;
 
 pub use config::{Config, Settings};
 pub use daemon::{run, Stopped};

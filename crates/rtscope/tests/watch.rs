@@ -570,7 +570,9 @@ fn the_install_script_writes_a_unit_that_runs_the_installed_binary() {
     let bin = stage.join("opt/rt/bin/rtscope");
     assert!(bin.is_file());
     assert!(stage.join("etc/rtscope/watch.toml").is_file());
-    assert!(stage.join("opt/rt/share/man/man1/rtscope-watch.1").is_file());
+    assert!(stage
+        .join("opt/rt/share/man/man1/rtscope-watch.1")
+        .is_file());
     let unit_path = stage.join("etc/systemd/system/rtscope-watch.service");
     let unit = std::fs::read_to_string(&unit_path).unwrap();
     assert!(
