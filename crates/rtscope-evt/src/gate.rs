@@ -1,7 +1,8 @@
 //! `--limit pwcet@P=LATENCY`: a gate on the estimate. It passes only when an estimate was made
 //! and the upper confidence bound of the latency exceeded with probability `P` per wake-up is
 //! at or below the limit; a refused estimate or an unbounded upper end fails it (nothing shows
-//! the tail is below the limit).
+//! the tail is below the limit), and so does an estimate printed under `--assume-stationary`
+//! (its tests did not run: [`Verdict::Untested`], exit 1 like any failed limit).
 
 use crate::Analysis;
 use rtscope_core::Nanos;
@@ -68,18 +69,29 @@ pub enum Verdict {
     },
     /// No estimate: refused, or `P` lies within the data (no extrapolated level).
     NoEstimate,
+    /// An estimate whose stationarity was assumed, not tested (`--assume-stationary`): shown,
+    /// never passing.
+    Untested {
+        /// Upper confidence bound, ns (`None`: unbounded or `P` within the data).
+        upper_ns: Option<f64>,
+    },
 }
 
 impl PwcetLimit {
     /// Checks `a` (which must have been made with this limit's probability among its own).
     pub fn check(&self, a: &Analysis) -> Verdict {
-        if !a.accepted() {
-            return Verdict::NoEstimate;
-        }
         let level = a
             .levels
             .iter()
             .find(|l| (l.probability / self.probability - 1.0).abs() < 1e-9);
+        if a.assumed_stationary {
+            return Verdict::Untested {
+                upper_ns: level.and_then(|l| l.upper_ns),
+            };
+        }
+        if !a.accepted() {
+            return Verdict::NoEstimate;
+        }
         match level {
             None => Verdict::NoEstimate,
             Some(l) => match l.upper_ns {

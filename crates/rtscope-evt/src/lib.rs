@@ -8,9 +8,12 @@
 //! disturbance counts once ([`threshold`]), are fitted with a generalized Pareto distribution
 //! by maximum likelihood ([`gpd`]); the level exceeded by a cluster with probability `p` per
 //! wake-up is `u + σ/ξ ((λ/p)^ξ − 1)`, `λ` the clusters per wake-up, with a profile-likelihood
-//! interval. The sample must pass the tests of [`diag`] or the estimate is refused.
+//! interval. The sample must pass the tests of [`diag`] or the estimate is refused; a sample
+//! the tests could not check (a histogram) is refused too unless stationarity is assumed
+//! explicitly, and a heavy or unstable tail gets no far-tail number at all ([`far`]).
 
 pub mod diag;
+pub mod far;
 pub mod figure;
 pub mod gate;
 pub mod gpd;
@@ -42,6 +45,9 @@ pub struct Options {
     /// "How long must I measure": the relative distance of the upper bound from the estimate
     /// wanted (0.1: within 10 %), answered per level in [`Level::longer`].
     pub precision: Option<f64>,
+    /// Print the levels of a fit whose stationarity tests could not run (a histogram), labelled
+    /// as untested (`--assume-stationary`); a gate never passes on them.
+    pub assume_stationary: bool,
 }
 
 impl Default for Options {
@@ -55,6 +61,7 @@ impl Default for Options {
             seed: 0x7a11,
             allow_bounded: false,
             precision: None,
+            assume_stationary: false,
         }
     }
 }
@@ -74,8 +81,8 @@ pub struct Tail {
     /// How the input was read when not every exact value in order: how binned values were
     /// spread, or raw samples the writer dropped (`None`: exact values, all of them).
     pub binning: Option<String>,
-    /// The width of the source's bins, ns (`None`: exact values).
-    pub bin_ns: Option<f64>,
+    /// How the source binned the values (`None`: exact values).
+    pub bins: Option<diag::Bins>,
     /// The largest value observed, ns.
     pub max: f64,
 }
@@ -96,7 +103,7 @@ impl Tail {
                 .collect(),
             ordered: true,
             binning: None,
-            bin_ns: None,
+            bins: None,
             max: values.iter().copied().fold(0.0, f64::max),
         }
     }
@@ -205,6 +212,26 @@ pub enum Refusal {
         /// Which.
         test: Test,
     },
+    /// Tests of stationarity (independence, identical distribution) could not run: a histogram
+    /// keeps no time order ([`far::untested`]).
+    NotTested {
+        /// How many tests did not run.
+        tests: usize,
+    },
+    /// No level beyond the data from this run: its tail is too heavy or not stable across
+    /// thresholds ([`far::not_estimable`]); never shown, even as unreliable.
+    NotEstimable {
+        /// Heavy or unstable.
+        why: far::Why,
+        /// The largest latency observed, ns.
+        observed_max_ns: f64,
+        /// The fitted shape (`None`: no fit).
+        xi: Option<f64>,
+        /// The smallest shape fitted across the candidate thresholds (NaN: none fitted).
+        xi_low: f64,
+        /// The largest.
+        xi_high: f64,
+    },
 }
 
 impl std::fmt::Display for Refusal {
@@ -232,6 +259,38 @@ impl std::fmt::Display for Refusal {
                 "the run kept no histogram and no raw samples (summary statistics only): nothing to fit",
             ),
             Refusal::Failed { test } => write!(f, "failed: {}", test.question()),
+            Refusal::NotTested { tests } => write!(
+                f,
+                "not tested for stationarity — no estimate: {tests} tests need the wake-ups in time order (independence, the same tail in both halves), which a histogram does not keep (measure with `rtscope measure --raw`; --assume-stationary prints the estimate labelled UNTESTED, and no --limit passes on it)"
+            ),
+            Refusal::NotEstimable {
+                why,
+                observed_max_ns,
+                xi,
+                xi_low,
+                xi_high,
+            } => {
+                let seen = if xi_low.is_nan() {
+                    "no shape fitted".to_string()
+                } else {
+                    format!("ξ {xi_low:+.2} .. {xi_high:+.2} across thresholds")
+                };
+                write!(
+                    f,
+                    "not estimable from this run (observed max {}, {seen}): ",
+                    render::us(*observed_max_ns)
+                )?;
+                match (why, xi) {
+                    (far::Why::Heavy, Some(xi)) => write!(
+                        f,
+                        "the fitted shape ξ = {xi:+.2} is above {}, a tail too heavy to bound beyond the data (no number, even with --unreliable)",
+                        far::MAX_XI
+                    ),
+                    _ => f.write_str(
+                        "the shape changes with the threshold, so the tail is not one distribution (no number, even with --unreliable)",
+                    ),
+                }
+            }
         }
     }
 }
@@ -319,6 +378,9 @@ pub struct Analysis {
     pub refusals: Vec<Refusal>,
     /// Whether `levels` are shown although refused.
     pub unreliable: bool,
+    /// Whether `levels` are shown because stationarity was assumed (`--assume-stationary`),
+    /// not tested: labelled UNTESTED, and no gate passes on them.
+    pub assumed_stationary: bool,
 }
 
 impl Analysis {
@@ -336,6 +398,7 @@ impl Analysis {
             levels: Vec::new(),
             refusals: vec![why],
             unreliable: false,
+            assumed_stationary: false,
         }
     }
 
@@ -364,6 +427,7 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
         levels: Vec::new(),
         refusals: Vec::new(),
         unreliable: false,
+        assumed_stationary: false,
     };
     let have = a.stability.first().map_or(
         desc.len()
@@ -380,8 +444,10 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
     }
     // Without a stable threshold, an unreliable estimate (asked for) uses the lowest fitted
     // candidate: the most data, and the label says what it is worth.
+    // It gets no level (far::not_estimable), but its fit and diagnostics are shown.
     let lowest_fitted = a.stability.iter().position(|c| c.fit.is_some());
-    let chosen = match (threshold::choose(&a.stability), unreliable) {
+    let stable = threshold::choose(&a.stability);
+    let chosen = match (stable, unreliable) {
         (Some(c), _) => c,
         (None, true) => {
             a.refusals.push(Refusal::NoStableThreshold);
@@ -389,6 +455,8 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
         }
         (None, false) => {
             a.refusals.push(Refusal::NoStableThreshold);
+            a.refusals
+                .extend(far::not_estimable(&a.stability, false, None, tail.max));
             return a;
         }
     };
@@ -417,8 +485,22 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
             a.refusals.push(Refusal::Failed { test: d.test });
         }
     }
-    if a.refusals.is_empty() || unreliable {
+    a.refusals.extend(far::untested(&a.diagnostics));
+    a.refusals.extend(far::not_estimable(
+        &a.stability,
+        stable.is_some(),
+        a.model.as_ref(),
+        tail.max,
+    ));
+    let untested = |r: &Refusal| matches!(r, Refusal::NotTested { .. });
+    let estimable = !a
+        .refusals
+        .iter()
+        .any(|r| matches!(r, Refusal::NotEstimable { .. }));
+    let assumed = o.assume_stationary && a.refusals.iter().all(untested);
+    if a.refusals.is_empty() || (estimable && (unreliable || assumed)) {
         a.unreliable = !a.refusals.is_empty();
+        a.assumed_stationary = a.unreliable && assumed;
         a.levels = levels(tail, &clusters, &used, u, rate, o);
     }
     a
@@ -466,7 +548,7 @@ fn diagnostics(
     fit: &gpd::Fit,
     o: &Options,
 ) -> Vec<Diagnostic> {
-    let binned = tail.bin_ns.map(|w| (u, w));
+    let binned = tail.bins.map(|b| (u, b));
     let gof = diag::goodness_of_fit(&c.maxima, fit, o.replicates, o.seed, binned);
     let mut out = vec![
         Diagnostic {

@@ -64,10 +64,16 @@ pub fn text(title: &str, a: &Analysis) -> String {
             return o;
         }
         if !a.unreliable {
-            let _ = writeln!(
-                o,
-                "  (--unreliable prints the numbers anyway, labelled UNRELIABLE)"
-            );
+            let estimable = !a
+                .refusals
+                .iter()
+                .any(|r| matches!(r, crate::Refusal::NotEstimable { .. }));
+            if estimable {
+                let _ = writeln!(
+                    o,
+                    "  (--unreliable prints the numbers anyway, labelled UNRELIABLE)"
+                );
+            }
             return o;
         }
     }
@@ -128,7 +134,11 @@ fn model(o: &mut String, a: &Analysis) {
 }
 
 fn levels(o: &mut String, a: &Analysis) {
-    let label = if a.unreliable { "UNRELIABLE " } else { "" };
+    let label = match (a.assumed_stationary, a.unreliable) {
+        (true, _) => "UNTESTED (stationarity assumed, not tested) ",
+        (false, true) => "UNRELIABLE ",
+        (false, false) => "",
+    };
     let _ = writeln!(
         o,
         "  {label}latency exceeded with probability p per wake-up ({:.0} % confidence interval):",
@@ -178,6 +188,10 @@ pub fn limit(l: &PwcetLimit, v: &Verdict) -> String {
             upper_ns.map_or("unbounded".to_string(), us)
         ),
         Verdict::NoEstimate => "FAILED: no estimate to check".to_string(),
+        Verdict::Untested { upper_ns } => format!(
+            "FAILED: the estimate is untested (--assume-stationary; upper bound {}), and no limit passes on an untested estimate",
+            upper_ns.map_or("unbounded".to_string(), us)
+        ),
     };
     format!(
         "  limit pwcet@{:e} ≤ {}: {said}",

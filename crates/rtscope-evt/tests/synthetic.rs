@@ -2,7 +2,10 @@
 //! should, its intervals cover the truth about as often as they claim, and it refuses samples
 //! that break the model.
 
+use rtscope_core::Nanos;
 use rtscope_evt::diag::generator;
+use rtscope_evt::far::Why;
+use rtscope_evt::gate::{PwcetLimit, Verdict};
 use rtscope_evt::gpd::{self, Gpd};
 use rtscope_evt::{analyse, Options, Refusal, Shape, Tail, Test};
 
@@ -116,10 +119,14 @@ fn periodic_spikes_are_refused() {
         "{:?}",
         a.refusals
     );
-    // With the flag the numbers of the fit are there, and marked.
+    // With the flag the numbers of the fit are there, and marked, unless the tail is not
+    // estimable at all (unstable or heavy): then there is no number even so.
     let b = analyse(&periodic(), &Options::default(), true);
-    assert_eq!(b.refusals, a.refusals);
-    if b.model.is_some() {
+    let not_estimable = |r: &Refusal| matches!(r, Refusal::NotEstimable { .. });
+    if b.refusals.iter().any(not_estimable) {
+        assert!(!b.unreliable && b.levels.is_empty(), "{:?}", b.refusals);
+    } else if b.model.is_some() {
+        assert_eq!(b.refusals, a.refusals);
         assert!(b.unreliable && !b.levels.is_empty());
     }
 }
@@ -168,19 +175,23 @@ fn a_short_run_is_refused_for_too_few_exceedances() {
     assert!(a.model.is_none() && a.levels.is_empty());
 }
 
-#[test]
-fn a_histogram_is_fitted_with_its_order_tests_marked_untested() {
-    // 200,000 wake-ups of 5 µs + GPD, binned at 1 µs as cyclictest does.
-    let truth = Gpd {
-        sigma: 2000.0,
-        xi: -0.1,
-    };
+/// 200,000 wake-ups of 5 µs + GPD, binned at 1 µs as cyclictest does.
+fn cyclictest_histogram(truth: Gpd) -> Tail {
     let mut counts = std::collections::BTreeMap::new();
     for v in gpd_run(truth, 200_000, 7) {
         *counts.entry((v / 1000.0) as u64 * 1000).or_insert(0u64) += 1;
     }
     let bins: Vec<(u64, u64, u64)> = counts.into_iter().map(|(lo, c)| (lo, 1, c)).collect();
-    let tail = rtscope_evt::input::from_bins(&bins, Some(1000), Some(1000.0)).unwrap();
+    rtscope_evt::input::from_bins(&bins, Some(1000), Some(1000.0)).unwrap()
+}
+
+#[test]
+fn a_histogram_is_not_tested_for_stationarity_so_it_gets_no_estimate() {
+    let truth = Gpd {
+        sigma: 2000.0,
+        xi: -0.1,
+    };
+    let tail = cyclictest_histogram(truth);
     let a = analyse(&tail, &Options::default(), false);
     let untested = a
         .diagnostics
@@ -188,8 +199,164 @@ fn a_histogram_is_fitted_with_its_order_tests_marked_untested() {
         .filter(|d| matches!(d.outcome, rtscope_evt::Outcome::Untested { .. }))
         .count();
     assert_eq!(untested, 4);
-    assert!(a.accepted(), "{:?}", a.refusals);
-    assert!((a.model.unwrap().gpd.xi - truth.xi).abs() < 0.1);
+    // The fit is made and its goodness-of-fit tests run, but the estimate is not accepted.
+    assert!((a.model.as_ref().unwrap().gpd.xi - truth.xi).abs() < 0.1);
+    assert_eq!(a.refusals, vec![Refusal::NotTested { tests: 4 }]);
+    assert!(a.levels.is_empty() && !a.unreliable && !a.assumed_stationary);
+    let text = rtscope_evt::render::text("CPU 0", &a);
+    assert!(
+        text.contains("not tested for stationarity — no estimate"),
+        "{text}"
+    );
+    assert!(text.contains("rtscope measure --raw"), "{text}");
+    assert!(!text.contains("latency exceeded with"), "{text}");
+    // A gate on it fails: there is no estimate.
+    let generous = PwcetLimit {
+        probability: 1e-9,
+        limit: Nanos(60_000_000_000),
+    };
+    let o = Options {
+        probabilities: vec![1e-9],
+        ..Options::default()
+    };
+    assert_eq!(
+        generous.check(&analyse(&tail, &o, false)),
+        Verdict::NoEstimate
+    );
+}
+
+#[test]
+fn assumed_stationary_a_histogram_prints_labelled_levels_and_never_passes_a_gate() {
+    let truth = Gpd {
+        sigma: 2000.0,
+        xi: -0.1,
+    };
+    let tail = cyclictest_histogram(truth);
+    let o = Options {
+        probabilities: vec![1e-9],
+        assume_stationary: true,
+        ..Options::default()
+    };
+    let a = analyse(&tail, &o, false);
+    assert!(!a.accepted(), "still not accepted: {:?}", a.refusals);
+    assert!(a.assumed_stationary && a.unreliable);
+    let l = a.levels.iter().find(|l| l.probability == 1e-9).unwrap();
+    let upper = l.upper_ns.expect("an exponential tail is bounded at 1e-9");
+    let text = rtscope_evt::render::text("CPU 0", &a);
+    assert!(
+        text.contains("UNTESTED (stationarity assumed, not tested) latency exceeded"),
+        "{text}"
+    );
+    assert!(!text.contains("UNRELIABLE"), "{text}");
+    // A limit far above the upper bound still fails, naming why.
+    let generous = PwcetLimit {
+        probability: 1e-9,
+        limit: Nanos((upper * 1000.0) as u64),
+    };
+    let v = generous.check(&a);
+    assert_eq!(
+        v,
+        Verdict::Untested {
+            upper_ns: Some(upper)
+        }
+    );
+    let said = rtscope_evt::render::limit(&generous, &v);
+    assert!(said.contains("FAILED: the estimate is untested"), "{said}");
+    let json = serde_json::to_value(&a).unwrap();
+    assert_eq!(json["assumed_stationary"], true);
+    assert_eq!(json["refusals"][0]["reason"], "not-tested");
+    // Raw samples in time order are tested: the option changes nothing there.
+    let raw = analyse(&ordered(gpd_run(truth, 60_000, 11)), &o, false);
+    assert!(
+        raw.accepted() && !raw.assumed_stationary,
+        "{:?}",
+        raw.refusals
+    );
+}
+
+#[test]
+fn a_heavy_tail_gets_no_far_tail_number_even_when_unreliable_is_asked() {
+    // ξ = 0.8: infinite variance; every threshold sees the same heavy shape.
+    let truth = Gpd {
+        sigma: 500.0,
+        xi: 0.8,
+    };
+    let tail = ordered(gpd_run(truth, 60_000, 13));
+    let o = Options {
+        probabilities: vec![1e-9],
+        ..Options::default()
+    };
+    for unreliable in [false, true] {
+        let a = analyse(&tail, &o, unreliable);
+        let m = a.model.as_ref().expect("a fit");
+        assert!(m.gpd.xi > 0.5, "ξ {}", m.gpd.xi);
+        let r = a
+            .refusals
+            .iter()
+            .find(|r| matches!(r, Refusal::NotEstimable { .. }))
+            .unwrap_or_else(|| panic!("{:?}", a.refusals));
+        assert!(
+            matches!(r, Refusal::NotEstimable { why: Why::Heavy, observed_max_ns, xi: Some(_), .. }
+                if *observed_max_ns == tail.max),
+            "{r:?}"
+        );
+        assert!(
+            a.levels.is_empty() && !a.unreliable,
+            "no number, unreliable {unreliable}"
+        );
+        let text = rtscope_evt::render::text("CPU 0", &a);
+        assert!(
+            text.contains("not estimable from this run (observed max "),
+            "{text}"
+        );
+        assert!(text.contains("across thresholds"), "{text}");
+        assert!(!text.contains("latency exceeded with"), "{text}");
+        assert!(!text.contains("UNRELIABLE"), "{text}");
+        let limit = PwcetLimit {
+            probability: 1e-9,
+            limit: Nanos(u64::MAX / 2),
+        };
+        assert_eq!(limit.check(&a), Verdict::NoEstimate);
+    }
+    // A moderate heavy tail (ξ = 0.2) is still estimated.
+    let moderate = Gpd {
+        sigma: 500.0,
+        xi: 0.2,
+    };
+    let a = analyse(&ordered(gpd_run(moderate, 60_000, 14)), &o, false);
+    assert!(a.accepted() && !a.levels.is_empty(), "{:?}", a.refusals);
+}
+
+#[test]
+fn a_shape_that_drifts_with_the_threshold_gets_no_far_tail_number_and_the_drift_is_named() {
+    // A log-Weibull tail (1 µs × e^(0.2 W), W Weibull of shape 0.5): heavier than any GPD, so
+    // the fitted shape keeps growing with the threshold (from about 0.1 to about 3 here).
+    let mut r = generator(17);
+    let v: Vec<f64> = (0..60_000)
+        .map(|_| 1000.0 * (0.2 * (-r.unit().ln()).powi(2)).exp())
+        .collect();
+    let tail = ordered(v);
+    for unreliable in [false, true] {
+        let a = analyse(&tail, &Options::default(), unreliable);
+        let Some(Refusal::NotEstimable {
+            xi_low,
+            xi_high,
+            observed_max_ns,
+            ..
+        }) = a
+            .refusals
+            .iter()
+            .find(|r| matches!(r, Refusal::NotEstimable { .. }))
+        else {
+            panic!("{:?}", a.refusals)
+        };
+        assert!(*xi_low < 0.5 && *xi_high > 2.0, "{xi_low} .. {xi_high}");
+        assert_eq!(*observed_max_ns, tail.max);
+        assert!(
+            a.levels.is_empty() && !a.unreliable,
+            "unreliable {unreliable}"
+        );
+    }
 }
 
 /// Fit on the first 10 % of a run, predict how often the other 90 % exceed each level: the

@@ -28,9 +28,15 @@ pub struct TailArgs {
     /// upper bound within PCT of the estimate (e.g. 10%; a rough guide, docs/worst-case.md)
     #[arg(long, value_name = "PCT", value_parser = percent)]
     pub precision: Option<f64>,
-    /// Print the estimate of a refused fit too, labelled UNRELIABLE (a --limit still fails on it)
+    /// Print the estimate of a refused fit too, labelled UNRELIABLE (a --limit still fails on
+    /// it; a heavy or unstable tail gets no number even so)
     #[arg(long)]
     pub unreliable: bool,
+    /// Print the estimate of a histogram (a run without --raw, an imported cyclictest
+    /// histogram), whose stationarity tests cannot run, labelled UNTESTED; a --limit never
+    /// passes on it (exit 1)
+    #[arg(long)]
+    pub assume_stationary: bool,
     /// Exit 1 when the upper confidence bound of the latency exceeded with probability P per
     /// wake-up is above LATENCY, or when no estimate can be made: `pwcet@1e-9=200us`
     /// (repeatable)

@@ -38,6 +38,7 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     o.confidence = a.confidence;
     o.allow_bounded = a.allow_bounded;
     o.precision = a.precision;
+    o.assume_stationary = a.assume_stationary;
     let mut status = ExitStatus::Success;
     let mut json = Vec::new();
     for t in threads {
