@@ -1,5 +1,6 @@
 //! `rtscope tail`: the estimate beyond the measured maximum on a real `--raw` run (SCHED_FIFO,
-//! under the test lock), on an imported cyclictest histogram, the `pwcet@` gate and bad input.
+//! under the test lock), on an imported cyclictest histogram (refused as not tested for
+//! stationarity, or labelled UNTESTED when assumed), the `pwcet@` gate and bad input.
 //! Nothing here asserts a latency: only the structure of the answer and its consistency.
 
 use crate::common::{self, rt_lock};
@@ -117,11 +118,27 @@ fn a_raw_run_gets_an_estimate_or_a_named_refusal_and_the_gate_agrees() {
         );
     }
 
-    // --unreliable shows the levels of a refused fit, marked.
+    // --unreliable shows the levels of a refused fit, marked, unless the tail is not estimable
+    // at all (too heavy, or its shape unstable across thresholds): no number even so.
     let doc = json(&db, &["tail", "last", "--json", "--unreliable"]);
     let a = &doc["threads"][0]["analysis"];
-    let refused = !a["refusals"].as_array().unwrap().is_empty();
-    assert_eq!(a["unreliable"], refused && !a["model"].is_null());
+    let refusals = a["refusals"].as_array().unwrap();
+    let not_estimable = refusals.iter().any(|r| r["reason"] == "not-estimable");
+    assert_eq!(
+        a["unreliable"],
+        !refusals.is_empty() && !a["model"].is_null() && !not_estimable,
+        "{a}"
+    );
+    if not_estimable {
+        assert!(a["levels"].as_array().unwrap().is_empty(), "{a}");
+    }
+    // Raw samples are tested: never "not tested", and the opt-in changes nothing.
+    assert!(refusals.iter().all(|r| r["reason"] != "not-tested"), "{a}");
+    let assumed = json(&db, &["tail", "last", "--json", "--assume-stationary"]);
+    assert_eq!(
+        assumed["threads"][0]["analysis"]["assumed_stationary"],
+        false
+    );
 }
 
 /// The page's text of an HTML element's content, unescaped.
@@ -182,7 +199,7 @@ fn a_report_of_a_raw_run_draws_the_tail_that_tail_prints_or_its_refusal() {
 }
 
 #[test]
-fn a_cyclictest_histogram_is_analysed_without_its_order_tests() {
+fn a_cyclictest_histogram_gets_no_estimate_unless_assumed_stationary_and_never_passes_a_gate() {
     // A synthetic cyclictest -h 2000 histogram (no overflow): an exponential tail over 1 µs bins.
     let dir = common::fresh_dir("tail-hist");
     let db = dir.join("r.db");
@@ -207,15 +224,78 @@ fn a_cyclictest_histogram_is_analysed_without_its_order_tests() {
     std::fs::write(&file, body).unwrap();
     let o = rtscope(&db, &["import", file.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let doc = json(&db, &["tail", "last", "--json"]);
+    // Not tested for stationarity (no time order): no estimate, the fix named, exit 0.
+    let doc = json(&db, &["tail", "last", "--json", "-p", "1e-9"]);
     let a = &doc["threads"][0]["analysis"];
     assert_eq!(a["observations"], total);
     assert!(a["binning"].as_str().unwrap().contains("1000 ns"), "{a}");
+    assert_eq!(a["refusals"][0]["reason"], "not-tested", "{a}");
+    assert!(a["levels"].as_array().unwrap().is_empty(), "{a}");
     check_consistent(a, false);
     let o = rtscope(&db, &["tail", "last"]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = text(&o.stdout);
     assert!(
-        text(&o.stdout).contains("a histogram keeps no time order")
-            || text(&o.stdout).contains("REFUSED")
+        out.contains("not tested for stationarity — no estimate") && out.contains("--raw"),
+        "{out}"
+    );
+    assert!(!out.contains("latency exceeded with"), "{out}");
+    // A gate fails on it, however generous.
+    let o = rtscope(&db, &["tail", "last", "--limit", "pwcet@1e-9=60s"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
+    assert!(text(&o.stdout).contains("FAILED: no estimate"));
+    // Assumed stationary: the levels, labelled UNTESTED; the same gate still fails, naming why.
+    let doc = json(&db, &["tail", "last", "--json", "--assume-stationary"]);
+    let a = &doc["threads"][0]["analysis"];
+    assert_eq!(a["assumed_stationary"], true, "{a}");
+    assert_eq!(a["unreliable"], true, "{a}");
+    let levels = a["levels"].as_array().unwrap();
+    assert!(!levels.is_empty(), "{a}");
+    let u = a["model"]["threshold_ns"].as_f64().unwrap();
+    for l in levels {
+        let (e, lo) = (
+            l["estimate_ns"].as_f64().unwrap(),
+            l["lower_ns"].as_f64().unwrap(),
+        );
+        assert!(u < lo && lo <= e, "{l}");
+    }
+    let out = text(&rtscope(&db, &["tail", "last", "--assume-stationary"]).stdout);
+    assert!(
+        out.contains("UNTESTED (stationarity assumed, not tested) latency exceeded"),
+        "{out}"
+    );
+    let o = rtscope(
+        &db,
+        &[
+            "tail",
+            "last",
+            "--json",
+            "--assume-stationary",
+            "--limit",
+            "pwcet@1e-9=60s",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        doc["threads"][0]["limits"][0]["result"]["verdict"],
+        "untested"
+    );
+    let o = rtscope(
+        &db,
+        &[
+            "tail",
+            "last",
+            "--assume-stationary",
+            "--limit",
+            "pwcet@1e-9=60s",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stdout).contains("FAILED: the estimate is untested"),
+        "{}",
+        text(&o.stdout)
     );
 }
 
