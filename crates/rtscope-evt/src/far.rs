@@ -97,6 +97,8 @@ mod tests {
             exceedances: 200,
             clusters: 150,
             extremal_index: 0.75,
+            run_length: 3.0,
+            wakeups_per_episode: 1.33,
             cluster_rate: 1e-3,
             gpd: Gpd { sigma: 1.0, xi },
             shape: Shape::Gpd,

@@ -341,6 +341,11 @@ pub struct Model {
     pub clusters: usize,
     /// Extremal index (clusters per exceedance, 1 without order).
     pub extremal_index: f64,
+    /// The episode's definition: exceedances of the threshold at most this many wake-ups apart
+    /// are one episode (a cluster; 0 without order: each exceedance its own).
+    pub run_length: f64,
+    /// Wake-ups above the threshold per episode, on average (exceedances / clusters).
+    pub wakeups_per_episode: f64,
     /// Clusters per wake-up.
     pub cluster_rate: f64,
     /// The GPD of the cluster maxima's excesses, as fitted.
@@ -372,8 +377,14 @@ pub struct Analysis {
     pub model: Option<Model>,
     /// The diagnostics at the chosen threshold.
     pub diagnostics: Vec<Diagnostic>,
-    /// Return levels (empty when refused, unless asked for as unreliable).
+    /// Return levels per episode: with probability `p` per wake-up an episode starts whose
+    /// maximum exceeds the level; the per-time levels (`once_per_s` of an hour, a day, …) are
+    /// these at `p = 1 / (rate × time)` (empty when refused, unless shown as unreliable).
     pub levels: Vec<Level>,
+    /// Return levels per wake-up at the asked probabilities: each wake-up exceeds the level with
+    /// probability `p` (the marginal level: the episode level at `θ p`, `θ` the clusters per
+    /// exceedance of the threshold, one over [`Model::wakeups_per_episode`]; Coles 2001, §5.3).
+    pub wakeup_levels: Vec<Level>,
     /// Why the estimate is refused (empty: accepted).
     pub refusals: Vec<Refusal>,
     /// Whether `levels` are shown although refused.
@@ -396,6 +407,7 @@ impl Analysis {
             model: None,
             diagnostics: Vec::new(),
             levels: Vec::new(),
+            wakeup_levels: Vec::new(),
             refusals: vec![why],
             unreliable: false,
             assumed_stationary: false,
@@ -425,6 +437,7 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
         model: None,
         diagnostics: Vec::new(),
         levels: Vec::new(),
+        wakeup_levels: Vec::new(),
         refusals: Vec::new(),
         unreliable: false,
         assumed_stationary: false,
@@ -473,6 +486,8 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
         exceedances: clusters.exceedances,
         clusters: clusters.maxima.len(),
         extremal_index: clusters.extremal_index,
+        run_length: clusters.run_length,
+        wakeups_per_episode: clusters.exceedances as f64 / clusters.maxima.len().max(1) as f64,
         cluster_rate: rate,
         gpd: fit.gpd,
         shape,
@@ -501,10 +516,24 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
     if a.refusals.is_empty() || (estimable && (unreliable || assumed)) {
         a.unreliable = !a.refusals.is_empty();
         a.assumed_stationary = a.unreliable && assumed;
-        a.levels = levels(tail, &clusters, &used, u, rate, o);
+        let mut probs = o.probabilities.clone();
+        if let Some(hz) = tail.rate_hz {
+            // Once an hour, a day, a year and ten years at the run's rate.
+            probs.extend(PER_TIME_S.iter().map(|s| 1.0 / (hz * s)));
+        }
+        let episodes = probs.iter().map(|&p| (p, p));
+        a.levels = levels(tail, &clusters, &used, u, rate, o, episodes);
+        // Coles 2001, §5.3.2: θ as the clusters per exceedance of the threshold, so that a
+        // wake-up exceeds a level as often as the episodes above it times their mean size.
+        let theta = clusters.maxima.len() as f64 / clusters.exceedances.max(1) as f64;
+        let wakeups = o.probabilities.iter().map(|&p| (p, theta * p));
+        a.wakeup_levels = levels(tail, &clusters, &used, u, rate, o, wakeups);
     }
     a
 }
+
+/// The per-time levels' spans, s: an hour, a day, a year and ten years.
+pub const PER_TIME_S: [f64; 4] = [3600.0, 86400.0, 365.25 * 86400.0, 3652.5 * 86400.0];
 
 /// The exponential instead of a GPD with `ξ̂ < 0` unless `allow_bounded`; with the
 /// likelihood-ratio statistic `2 (l̂ − l_exp)` of `ξ = 0` for the report.
@@ -600,6 +629,8 @@ fn diagnostics(
     out
 }
 
+/// The levels at `(p, q)`: labelled with probability `p`, estimated as the level an episode
+/// exceeds with probability `q` per wake-up (`q = p` per episode, `θ p` per wake-up).
 fn levels(
     tail: &Tail,
     c: &threshold::Clusters,
@@ -607,21 +638,14 @@ fn levels(
     u: f64,
     rate: f64,
     o: &Options,
+    probs: impl Iterator<Item = (f64, f64)>,
 ) -> Vec<Level> {
     let chi2 = diag::chi2_1(o.confidence);
-    let mut probs = o.probabilities.clone();
-    if let Some(hz) = tail.rate_hz {
-        // Once an hour, a day, a year and ten years at the run's rate.
-        for s in [3600.0, 86400.0, 365.25 * 86400.0, 3652.5 * 86400.0] {
-            probs.push(1.0 / (hz * s));
-        }
-    }
     probs
-        .into_iter()
-        .filter(|&p| p > 0.0 && p < rate)
-        .map(|p| {
-            let (lo, hi) = gpd::return_interval(&c.maxima, fit, rate, p, chi2);
-            let e = u + gpd::return_excess(&fit.gpd, rate, p);
+        .filter(|&(_, q)| q > 0.0 && q < rate)
+        .map(|(p, q)| {
+            let (lo, hi) = gpd::return_interval(&c.maxima, fit, rate, q, chi2);
+            let e = u + gpd::return_excess(&fit.gpd, rate, q);
             Level {
                 probability: p,
                 once_per_s: tail.rate_hz.map(|hz| 1.0 / (p * hz)),

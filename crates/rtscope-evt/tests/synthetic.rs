@@ -5,7 +5,7 @@
 use rtscope_core::Nanos;
 use rtscope_evt::diag::generator;
 use rtscope_evt::far::Why;
-use rtscope_evt::gate::{PwcetLimit, Verdict};
+use rtscope_evt::gate::{Per, TailLimit, Verdict};
 use rtscope_evt::gpd::{self, Gpd};
 use rtscope_evt::{analyse, Options, Refusal, Shape, Tail, Test};
 
@@ -211,8 +211,9 @@ fn a_histogram_is_not_tested_for_stationarity_so_it_gets_no_estimate() {
     assert!(text.contains("rtscope measure --raw"), "{text}");
     assert!(!text.contains("latency exceeded with"), "{text}");
     // A gate on it fails: there is no estimate.
-    let generous = PwcetLimit {
-        probability: 1e-9,
+    let generous = TailLimit {
+        per: Per::Episode(1e-9),
+        deprecated: false,
         limit: Nanos(60_000_000_000),
     };
     let o = Options {
@@ -244,13 +245,15 @@ fn assumed_stationary_a_histogram_prints_labelled_levels_and_never_passes_a_gate
     let upper = l.upper_ns.expect("an exponential tail is bounded at 1e-9");
     let text = rtscope_evt::render::text("CPU 0", &a);
     assert!(
-        text.contains("UNTESTED (stationarity assumed, not tested) latency exceeded"),
+        text.contains("UNTESTED (stationarity assumed, not tested) per wake-up: the latency"),
         "{text}"
     );
     assert!(!text.contains("UNRELIABLE"), "{text}");
+    assert!(text.contains("an episode: each wake-up above"), "{text}");
     // A limit far above the upper bound still fails, naming why.
-    let generous = PwcetLimit {
-        probability: 1e-9,
+    let generous = TailLimit {
+        per: Per::Episode(1e-9),
+        deprecated: false,
         limit: Nanos((upper * 1000.0) as u64),
     };
     let v = generous.check(&a);
@@ -312,8 +315,9 @@ fn a_heavy_tail_gets_no_far_tail_number_even_when_unreliable_is_asked() {
         assert!(text.contains("across thresholds"), "{text}");
         assert!(!text.contains("latency exceeded with"), "{text}");
         assert!(!text.contains("UNRELIABLE"), "{text}");
-        let limit = PwcetLimit {
-            probability: 1e-9,
+        let limit = TailLimit {
+            per: Per::Episode(1e-9),
+            deprecated: false,
             limit: Nanos(u64::MAX / 2),
         };
         assert_eq!(limit.check(&a), Verdict::NoEstimate);
@@ -357,6 +361,76 @@ fn a_shape_that_drifts_with_the_threshold_gets_no_far_tail_number_and_the_drift_
             "unreliable {unreliable}"
         );
     }
+}
+
+/// A run whose disturbances each delay 4 wake-ups in a row by the same excess: the level
+/// each wake-up exceeds with probability `p` is the level an episode exceeds with `p / 4`,
+/// and both are printed, each covering its own truth.
+#[test]
+fn per_wake_up_and_per_episode_levels_each_cover_their_own_truth() {
+    // 400,000 wake-ups of 3 µs + Exp(200 ns); at each wake-up, with probability 0.005, a burst
+    // of 4 wake-ups at 5 µs + Exp(2 µs) (one excess per burst) starts. Bursts start at
+    // s = 0.005 / 1.015 per wake-up (a burst takes 4 wake-ups, a quiet trial 1); beyond 5 µs a
+    // wake-up exceeds z with 4 s e^(−(z − 5 µs)/2 µs), an episode above z starts with
+    // s e^(−(z − 5 µs)/2 µs).
+    let mut r = generator(23);
+    let mut v = Vec::with_capacity(400_004);
+    while v.len() < 400_000 {
+        if r.unit() < 0.005 {
+            let x = 5000.0 - 2000.0 * r.unit().ln();
+            v.extend([x; 4]);
+        } else {
+            v.push(3000.0 - 200.0 * r.unit().ln());
+        }
+    }
+    let s: f64 = 0.005 / 1.015;
+    let o = Options {
+        probabilities: vec![1e-6],
+        ..Options::default()
+    };
+    let a = analyse(&ordered(v), &o, true);
+    let m = a
+        .model
+        .as_ref()
+        .unwrap_or_else(|| panic!("{:?}", a.refusals));
+    assert!((3.0..=5.0).contains(&m.wakeups_per_episode), "{m:?}");
+    assert!(m.run_length >= 1.0, "{m:?}");
+    let truth_wakeup = 5000.0 + 2000.0 * (4.0 * s / 1e-6).ln();
+    let truth_episode = 5000.0 + 2000.0 * (s / 1e-6).ln();
+    let w = &a.wakeup_levels[0];
+    let e = a.levels.iter().find(|l| l.probability == 1e-6).unwrap();
+    for (l, truth) in [(w, truth_wakeup), (e, truth_episode)] {
+        let hi = l.upper_ns.unwrap_or(f64::INFINITY);
+        assert!(l.lower_ns <= truth && truth <= hi, "{truth} not in {l:?}");
+    }
+    assert!(w.estimate_ns > e.estimate_ns);
+    // The gates name which: the same limit passes per episode and fails per wake-up.
+    let between = Nanos(((truth_wakeup + truth_episode) / 2.0) as u64);
+    let limit = |per| TailLimit {
+        per,
+        limit: between,
+        deprecated: false,
+    };
+    assert!(a.accepted(), "{:?}", a.refusals);
+    assert!(e.upper_ns.unwrap() < between.0 as f64 && (between.0 as f64) < w.lower_ns);
+    assert!(matches!(
+        limit(Per::Episode(1e-6)).check(&a),
+        Verdict::Pass { .. }
+    ));
+    assert!(matches!(
+        limit(Per::Wakeup(1e-6)).check(&a),
+        Verdict::Exceeded { .. }
+    ));
+    let text = rtscope_evt::render::text("CPU 0", &a);
+    assert!(text.contains("an episode: the wake-ups above"), "{text}");
+    assert!(
+        text.contains("per wake-up: the latency each wake-up exceeds"),
+        "{text}"
+    );
+    assert!(
+        text.contains("per episode: with probability p per wake-up"),
+        "{text}"
+    );
 }
 
 /// Fit on the first 10 % of a run, predict how often the other 90 % exceed each level: the

@@ -1,6 +1,7 @@
 //! `rtscope tail`: the estimate beyond the measured maximum on a real `--raw` run (SCHED_FIFO,
 //! under the test lock), on an imported cyclictest histogram (refused as not tested for
-//! stationarity, or labelled UNTESTED when assumed), the `pwcet@` gate and bad input.
+//! stationarity, or labelled UNTESTED when assumed), the `tail@` gates (per wake-up, per
+//! episode, per time; `pwcet@` their old spelling) and bad input.
 //! Nothing here asserts a latency: only the structure of the answer and its consistency.
 
 use crate::common::{self, rt_lock};
@@ -87,21 +88,48 @@ fn a_raw_run_gets_an_estimate_or_a_named_refusal_and_the_gate_agrees() {
     assert!(!a["stability"].as_array().unwrap().is_empty());
     check_consistent(a, true);
 
-    // The gate: a limit of 1 ns is never met (exceeded, or no estimate); exit 1 either way.
-    let o = rtscope(&db, &["tail", "last", "--limit", "pwcet@1e-9=1ns"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
-    assert!(
-        text(&o.stdout).contains("limit pwcet@1e-9"),
-        "{}",
-        text(&o.stdout)
-    );
+    // Per wake-up and per episode: the same probabilities, an episode definition, and the
+    // wake-up level at least the episode level (a wake-up exceeds it at least as often).
+    let a = &doc["threads"][0]["analysis"];
+    if !a["levels"].as_array().unwrap().is_empty() {
+        let w = &a["wakeup_levels"][0];
+        assert_eq!(w["probability"], 1e-9, "{a}");
+        let e = a["levels"].as_array().unwrap();
+        let e = e.iter().find(|l| l["probability"] == 1e-9).unwrap();
+        assert!(
+            w["estimate_ns"].as_f64() >= e["estimate_ns"].as_f64(),
+            "{a}"
+        );
+        let m = &a["model"];
+        assert!(m["wakeups_per_episode"].as_f64().unwrap() >= 1.0, "{m}");
+        assert!(m["run_length"].as_f64().unwrap() >= 0.0, "{m}");
+    }
+    // The gates: a limit of 1 ns is never met (exceeded, or no estimate); exit 1 either way,
+    // whichever level it names; the old spelling is the episode level, with a note.
+    for (limit, says) in [
+        ("tail@1e-9/wakeup=1ns", "limit tail@1e-9/wakeup"),
+        ("tail@1e-9/episode=1ns", "limit tail@1e-9/episode"),
+        ("tail@1/day=1ns", "limit tail@1/day"),
+        ("pwcet@1e-9=1ns", "limit tail@1e-9/episode"),
+    ] {
+        let o = rtscope(&db, &["tail", "last", "--limit", limit]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
+        assert!(text(&o.stdout).contains(says), "{}", text(&o.stdout));
+        assert_eq!(
+            text(&o.stderr).contains("old spelling of tail@P/episode"),
+            limit.starts_with("pwcet@"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
     // A generous limit passes exactly when there is an estimate whose upper bound is within
     // it (a heavy tail on a loaded machine can put the bound past 60 s: seen, 2.1e15 ns).
     let o = rtscope(
         &db,
-        &["tail", "last", "--json", "--limit", "pwcet@1e-9=60s"],
+        &["tail", "last", "--json", "--limit", "tail@1e-9/episode=60s"],
     );
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["threads"][0]["limits"][0]["limit"], "tail@1e-9/episode");
     let v = &doc["threads"][0]["limits"][0]["result"];
     let within = doc["threads"][0]["analysis"]["levels"]
         .as_array()
@@ -241,7 +269,7 @@ fn a_cyclictest_histogram_gets_no_estimate_unless_assumed_stationary_and_never_p
     );
     assert!(!out.contains("latency exceeded with"), "{out}");
     // A gate fails on it, however generous.
-    let o = rtscope(&db, &["tail", "last", "--limit", "pwcet@1e-9=60s"]);
+    let o = rtscope(&db, &["tail", "last", "--limit", "tail@1e-9/wakeup=60s"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
     assert!(text(&o.stdout).contains("FAILED: no estimate"));
     // Assumed stationary: the levels, labelled UNTESTED; the same gate still fails, naming why.
@@ -261,7 +289,7 @@ fn a_cyclictest_histogram_gets_no_estimate_unless_assumed_stationary_and_never_p
     }
     let out = text(&rtscope(&db, &["tail", "last", "--assume-stationary"]).stdout);
     assert!(
-        out.contains("UNTESTED (stationarity assumed, not tested) latency exceeded"),
+        out.contains("UNTESTED (stationarity assumed, not tested) per wake-up: the latency"),
         "{out}"
     );
     let o = rtscope(
@@ -272,7 +300,7 @@ fn a_cyclictest_histogram_gets_no_estimate_unless_assumed_stationary_and_never_p
             "--json",
             "--assume-stationary",
             "--limit",
-            "pwcet@1e-9=60s",
+            "tail@1e-9/wakeup=60s",
         ],
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
@@ -288,7 +316,7 @@ fn a_cyclictest_histogram_gets_no_estimate_unless_assumed_stationary_and_never_p
             "last",
             "--assume-stationary",
             "--limit",
-            "pwcet@1e-9=60s",
+            "tail@1e-9/episode=60s",
         ],
     );
     assert_eq!(o.status.code(), Some(1));
@@ -318,7 +346,7 @@ fn bad_input_exits_2_naming_the_fix() {
     for (args, says) in [
         (
             vec!["tail", "last", "--limit", "max=3us"],
-            "hint: --limit pwcet@",
+            "hint: --limit tail@",
         ),
         (vec!["tail", "last", "--cpu", "99"], "no thread on CPU 99"),
         (

@@ -100,7 +100,9 @@ pub fn side(m: &Merged, o: &Options) -> Side {
     if !a.accepted() && !a.assumed_stationary {
         return Side::Refused(a.refusals);
     }
-    a.levels
+    // The level per wake-up (a merged histogram has no episodes to tell apart: the same number
+    // as per episode, θ = 1).
+    a.wakeup_levels
         .into_iter()
         .next()
         .map_or(Side::Within, Side::Level)
