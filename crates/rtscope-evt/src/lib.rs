@@ -358,6 +358,26 @@ pub struct Model {
     pub endpoint_ns: Option<f64>,
 }
 
+impl Model {
+    /// The GPD `gpd` fitted to `c`, the clusters of threshold `u` at `rate` per wake-up, taken as
+    /// fitted (shape [`Shape::Gpd`], no endpoint, no likelihood ratio).
+    fn of(c: &threshold::Clusters, gpd: gpd::Gpd, u: f64, rate: f64) -> Model {
+        Model {
+            threshold_ns: u,
+            exceedances: c.exceedances,
+            clusters: c.maxima.len(),
+            extremal_index: c.extremal_index,
+            run_length: c.run_length,
+            wakeups_per_episode: c.exceedances as f64 / c.maxima.len().max(1) as f64,
+            cluster_rate: rate,
+            gpd,
+            shape: Shape::Gpd,
+            lr_exponential: 0.0,
+            endpoint_ns: None,
+        }
+    }
+}
+
 /// The whole answer for one thread.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Analysis {
@@ -482,19 +502,58 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
     let rate = clusters.maxima.len() as f64 / tail.observations as f64;
     let (used, shape, lr) = shape_of(&clusters.maxima, fit, o.allow_bounded);
     a.model = Some(Model {
-        threshold_ns: u,
-        exceedances: clusters.exceedances,
-        clusters: clusters.maxima.len(),
-        extremal_index: clusters.extremal_index,
-        run_length: clusters.run_length,
-        wakeups_per_episode: clusters.exceedances as f64 / clusters.maxima.len().max(1) as f64,
-        cluster_rate: rate,
-        gpd: fit.gpd,
         shape,
         lr_exponential: lr,
         endpoint_ns: used.gpd.endpoint().map(|e| u + e),
+        ..Model::of(&clusters, fit.gpd, u, rate)
     });
     a.diagnostics = diagnostics(tail, u, &clusters, &fit, o);
+    judge(&mut a, tail.max, stable.is_some());
+    let assumed = o.assume_stationary
+        && a.refusals
+            .iter()
+            .all(|r| matches!(r, Refusal::NotTested { .. }));
+    let estimable = !a
+        .refusals
+        .iter()
+        .any(|r| matches!(r, Refusal::NotEstimable { .. }));
+    if a.refusals.is_empty() || (estimable && (unreliable || assumed)) {
+        a.unreliable = !a.refusals.is_empty();
+        a.assumed_stationary = a.unreliable && assumed;
+        (a.levels, a.wakeup_levels) = both_levels(tail, &clusters, &used, u, rate, o);
+    }
+    a
+}
+
+/// The levels per episode (with the per-time ones) and per wake-up.
+fn both_levels(
+    tail: &Tail,
+    c: &threshold::Clusters,
+    fit: &gpd::Fit,
+    u: f64,
+    rate: f64,
+    o: &Options,
+) -> (Vec<Level>, Vec<Level>) {
+    let mut probs = o.probabilities.clone();
+    if let Some(hz) = tail.rate_hz {
+        // Once an hour, a day, a year and ten years at the run's rate.
+        probs.extend(PER_TIME_S.iter().map(|s| 1.0 / (hz * s)));
+    }
+    let episodes = probs.iter().map(|&p| (p, p));
+    // Coles 2001, §5.3.2: θ as the clusters per exceedance of the threshold, so that a wake-up
+    // exceeds a level as often as the episodes above it times their mean size.
+    let theta = c.maxima.len() as f64 / c.exceedances.max(1) as f64;
+    let wakeups = o.probabilities.iter().map(|&p| (p, theta * p));
+    (
+        levels(tail, c, fit, u, rate, o, episodes),
+        levels(tail, c, fit, u, rate, o, wakeups),
+    )
+}
+
+/// The refusals of a fitted analysis: its failed diagnostics, the tests that could not run
+/// ([`far::untested`]) and a tail that allows no far-tail level ([`far::not_estimable`]; the
+/// run's largest value `max`, whether the threshold was `stable`).
+fn judge(a: &mut Analysis, max: f64, stable: bool) {
     for d in &a.diagnostics {
         if matches!(d.outcome, Outcome::Fail { .. }) {
             a.refusals.push(Refusal::Failed { test: d.test });
@@ -503,33 +562,10 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
     a.refusals.extend(far::untested(&a.diagnostics));
     a.refusals.extend(far::not_estimable(
         &a.stability,
-        stable.is_some(),
+        stable,
         a.model.as_ref(),
-        tail.max,
+        max,
     ));
-    let untested = |r: &Refusal| matches!(r, Refusal::NotTested { .. });
-    let estimable = !a
-        .refusals
-        .iter()
-        .any(|r| matches!(r, Refusal::NotEstimable { .. }));
-    let assumed = o.assume_stationary && a.refusals.iter().all(untested);
-    if a.refusals.is_empty() || (estimable && (unreliable || assumed)) {
-        a.unreliable = !a.refusals.is_empty();
-        a.assumed_stationary = a.unreliable && assumed;
-        let mut probs = o.probabilities.clone();
-        if let Some(hz) = tail.rate_hz {
-            // Once an hour, a day, a year and ten years at the run's rate.
-            probs.extend(PER_TIME_S.iter().map(|s| 1.0 / (hz * s)));
-        }
-        let episodes = probs.iter().map(|&p| (p, p));
-        a.levels = levels(tail, &clusters, &used, u, rate, o, episodes);
-        // Coles 2001, §5.3.2: θ as the clusters per exceedance of the threshold, so that a
-        // wake-up exceeds a level as often as the episodes above it times their mean size.
-        let theta = clusters.maxima.len() as f64 / clusters.exceedances.max(1) as f64;
-        let wakeups = o.probabilities.iter().map(|&p| (p, theta * p));
-        a.wakeup_levels = levels(tail, &clusters, &used, u, rate, o, wakeups);
-    }
-    a
 }
 
 /// The per-time levels' spans, s: an hour, a day, a year and ten years.
