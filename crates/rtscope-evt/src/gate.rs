@@ -166,7 +166,7 @@ pub enum Verdict {
     /// An estimate whose stationarity was assumed, not tested (`--assume-stationary`): shown,
     /// never passing.
     Untested {
-        /// Upper confidence bound, ns (`None`: unbounded or `P` within the data).
+        /// Upper confidence bound, ns (`None`: unbounded).
         upper_ns: Option<f64>,
     },
 }
@@ -197,9 +197,9 @@ impl TailLimit {
     /// Checks `a` (which must have been made with this limit's probability among its own).
     pub fn check(&self, a: &Analysis) -> Verdict {
         let level = self.level(a);
-        if a.assumed_stationary {
+        if let (true, Some(l)) = (a.assumed_stationary, level) {
             return Verdict::Untested {
-                upper_ns: level.and_then(|l| l.upper_ns),
+                upper_ns: l.upper_ns,
             };
         }
         if !a.accepted() {

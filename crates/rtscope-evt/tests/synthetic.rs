@@ -263,6 +263,20 @@ fn assumed_stationary_a_histogram_prints_labelled_levels_and_never_passes_a_gate
             upper_ns: Some(upper)
         }
     );
+    // A level the analysis does not have (a per-time level of a histogram without a rate) is
+    // no estimate, not an untested one.
+    let daily = TailLimit {
+        per: Per::Time(rtscope_evt::gate::Span::Day),
+        limit: Nanos(u64::MAX / 2),
+        deprecated: false,
+    };
+    let mut no_rate = tail.clone();
+    no_rate.rate_hz = None;
+    assert_eq!(
+        daily.check(&analyse(&no_rate, &o, false)),
+        Verdict::NoEstimate
+    );
+    assert!(matches!(daily.check(&a), Verdict::Untested { .. }));
     let said = rtscope_evt::render::limit(&generous, &v);
     assert!(said.contains("FAILED: the estimate is untested"), "{said}");
     let json = serde_json::to_value(&a).unwrap();

@@ -299,12 +299,21 @@ fn a_cyclictest_histogram_gets_no_estimate_unless_assumed_stationary_and_never_p
             "last",
             "--json",
             "--assume-stationary",
+            "-p",
+            "1e-9",
             "--limit",
             "tail@1e-9/wakeup=60s",
         ],
     );
     assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The limit's probability, also asked for, is one row, not two.
+    let a = &doc["threads"][0]["analysis"];
+    for table in ["levels", "wakeup_levels"] {
+        let rows = a[table].as_array().unwrap();
+        let at = rows.iter().filter(|l| l["probability"] == 1e-9).count();
+        assert_eq!(at, 1, "{table}: {a}");
+    }
     assert_eq!(
         doc["threads"][0]["limits"][0]["result"]["verdict"],
         "untested"

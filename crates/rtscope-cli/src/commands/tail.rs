@@ -37,8 +37,12 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     if !a.probabilities.is_empty() {
         o.probabilities = a.probabilities.clone();
     }
-    o.probabilities
-        .extend(limits.iter().filter_map(|l| l.probability()));
+    for p in limits.iter().filter_map(|l| l.probability()) {
+        // Once each: a limit at a probability also asked for adds no second row.
+        if !o.probabilities.iter().any(|q| (q / p - 1.0).abs() < 1e-9) {
+            o.probabilities.push(p);
+        }
+    }
     o.confidence = a.confidence;
     o.allow_bounded = a.allow_bounded;
     o.precision = a.precision;
