@@ -188,8 +188,8 @@ impl Bins {
 }
 
 /// Binned data drawn again as the source binned them: each value `u + y` put in its own bin
-/// (`bins`, with that bin's width, not the widest's: re-binned at the widest, simulated samples
-/// fitted worse than the data and the p-values were 1.0 whatever the data) and the bin's count
+/// (`bins`, with that bin's width, not the widest's: re-binned at the widest, the p-values were
+/// 1.0 in 40 of 40 simulated fits, issue 50) and the bin's count
 /// spread evenly over it (see `input`); the bin holding `u` spreads its values over its part
 /// above `u`, so every excess stays one. The bootstrap of binned data goes through this, so its
 /// p-values account for the binning (tests/calibration.rs).
