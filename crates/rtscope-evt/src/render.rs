@@ -216,7 +216,10 @@ pub fn limit(l: &TailLimit, v: &Verdict) -> String {
             "EXCEEDED: upper bound {}",
             upper_ns.map_or("unbounded".to_string(), us)
         ),
-        Verdict::NoEstimate => "FAILED: no estimate to check".to_string(),
+        Verdict::NoEstimate => match l.per {
+            crate::gate::Per::Time(_) => "FAILED: no estimate to check (refused, or the run's wake-up rate is unknown: no per-time level)".to_string(),
+            _ => "FAILED: no estimate to check".to_string(),
+        },
         Verdict::Untested { upper_ns } => format!(
             "FAILED: the estimate is untested (--assume-stationary; upper bound {}), and no limit passes on an untested estimate",
             upper_ns.map_or("unbounded".to_string(), us)

@@ -272,10 +272,10 @@ fn assumed_stationary_a_histogram_prints_labelled_levels_and_never_passes_a_gate
     };
     let mut no_rate = tail.clone();
     no_rate.rate_hz = None;
-    assert_eq!(
-        daily.check(&analyse(&no_rate, &o, false)),
-        Verdict::NoEstimate
-    );
+    let none = daily.check(&analyse(&no_rate, &o, false));
+    assert_eq!(none, Verdict::NoEstimate);
+    let said = rtscope_evt::render::limit(&daily, &none);
+    assert!(said.contains("wake-up rate is unknown"), "{said}");
     assert!(matches!(daily.check(&a), Verdict::Untested { .. }));
     let said = rtscope_evt::render::limit(&generous, &v);
     assert!(said.contains("FAILED: the estimate is untested"), "{said}");
