@@ -279,6 +279,42 @@ mod tests {
     }
 
     #[test]
+    fn a_heavy_tail_gets_no_level_and_no_verdict_even_assumed_stationary() {
+        // ξ = 0.8: the rule of `rtscope tail` (rtscope_evt::far) refuses a far-tail number.
+        let heavy = Gpd {
+            sigma: 2000.0,
+            xi: 0.8,
+        };
+        let light = Gpd {
+            sigma: 500.0,
+            xi: 0.0,
+        };
+        let t = Thresholds::parse(&[], "1us").unwrap();
+        let groups = vec![
+            Group::new(0, "x", vec![run(0, light, 100_000, 4)]),
+            Group::new(1, "y", vec![run(1, heavy, 100_000, 5)]),
+        ];
+        let c = Comparison::new(groups, &[], t, Stat::Max, None).with_tail_level(1e-9, true);
+        let row = c.tail.as_ref().unwrap();
+        assert!(matches!(row.sides[0], Side::Level(_)), "{:?}", row.sides[0]);
+        let Side::Refused(why) = &row.sides[1] else {
+            panic!("{:?}", row.sides[1])
+        };
+        assert!(
+            why.iter()
+                .any(|r| matches!(r, Refusal::NotEstimable { .. })),
+            "{why:?}"
+        );
+        assert_eq!(row.changes[0].verdict, Verdict::Unknown);
+        let text = super::super::text::render(&c);
+        assert!(
+            text.contains("not estimable from this run (observed max"),
+            "{text}"
+        );
+        assert_eq!(c.regressions(), 0);
+    }
+
+    #[test]
     fn known_tails_give_the_expected_verdicts() {
         let light = Gpd {
             sigma: 500.0,
