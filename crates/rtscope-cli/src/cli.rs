@@ -235,6 +235,11 @@ pub struct CompareArgs {
     /// `rtscope tail` estimates it; a refused estimate gets no verdict
     #[arg(long, value_name = "P", value_parser = crate::cli::tail::probability)]
     pub tail_level: Option<f64>,
+    /// With --tail-level: show the levels of the merged histograms, whose stationarity cannot
+    /// be tested (no time order), labelled UNTESTED; their verdicts are untested (a rise is
+    /// `worse`, failing only with --fail-untested)
+    #[arg(long, requires = "tail_level")]
+    pub assume_stationary: bool,
     /// The statistic in the cells of the load-case matrix
     #[arg(long, value_name = "STAT", default_value = "max")]
     pub matrix: String,

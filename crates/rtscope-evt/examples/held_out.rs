@@ -123,7 +123,7 @@ fn tail_of(v: &[f64], rate_hz: Option<f64>) -> Tail {
         points,
         ordered: true,
         binning: None,
-        bin_ns: None,
+        bins: None,
         max: max(v),
     }
 }

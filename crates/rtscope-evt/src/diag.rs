@@ -157,38 +157,66 @@ pub struct GoodnessOfFit {
     pub ad_p: f64,
 }
 
-/// Binned data drawn again as the source binned them: each value `u + y` truncated to a
-/// multiple of `step` and the bin's count spread evenly over it (see `input`), the excesses
-/// over `u` kept. The bootstrap of binned data goes through this, so its p-values account for
-/// the binning.
-pub fn rebin(y: &mut Vec<f64>, u: f64, step: f64) {
-    let mut bins: Vec<(i64, u64)> = Vec::new();
-    let mut lows: Vec<i64> = y.iter().map(|v| ((u + v) / step).floor() as i64).collect();
-    lows.sort_unstable();
-    for b in lows {
-        match bins.last_mut() {
-            Some(last) if last.0 == b => last.1 += 1,
-            _ => bins.push((b, 1)),
-        }
-    }
-    y.clear();
-    for (b, c) in bins {
-        for i in 0..c {
-            let v = (b as f64 + (i as f64 + 0.5) / c as f64) * step - u;
-            if v > 0.0 {
-                y.push(v);
+/// How a histogram binned its values, so that simulated values can be binned the same way.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[serde(rename_all = "kebab-case", tag = "bins")]
+pub enum Bins {
+    /// Bins of one width, ns, at its multiples (cyclictest's 1 µs bins: 1000).
+    Step {
+        /// The width, ns.
+        width: f64,
+    },
+    /// rtscope's log-linear buckets ([`rtscope_core::layout`]): each value's bucket has its own
+    /// width (1 ns below 2,048 ns, 1/1024 of the power of two above).
+    Layout,
+}
+
+impl Bins {
+    /// The bin holding value `v` (ns): its lowest value and width.
+    pub fn bin_of(self, v: f64) -> (f64, f64) {
+        match self {
+            Bins::Step { width } => ((v / width).floor() * width, width),
+            Bins::Layout => {
+                let i = rtscope_core::layout::index_of(v.max(0.0) as u64);
+                (
+                    rtscope_core::layout::lowest_of(i) as f64,
+                    rtscope_core::layout::width_of(i) as f64,
+                )
             }
         }
     }
 }
 
-/// Computes [`GoodnessOfFit`]; `binned` is `(threshold, bin width)` for binned data.
+/// Binned data drawn again as the source binned them: each value `u + y` put in its own bin
+/// (`bins`, with that bin's width, not the widest's: re-binned at the widest, the p-values were
+/// 1.0 in 40 of 40 simulated fits, issue 50) and the bin's count
+/// spread evenly over it (see `input`); the bin holding `u` spreads its values over its part
+/// above `u`, so every excess stays one. The bootstrap of binned data goes through this, so its
+/// p-values account for the binning (tests/calibration.rs).
+pub fn rebin(y: &mut Vec<f64>, u: f64, bins: Bins) {
+    let mut held: Vec<(f64, f64)> = y.iter().map(|v| bins.bin_of(u + v)).collect();
+    held.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    y.clear();
+    let mut i = 0;
+    while i < held.len() {
+        let (lo, w) = held[i];
+        let c = held[i..].iter().take_while(|b| b.0 == lo).count();
+        // The bin holding the threshold: its values lie above it, spread over its part above.
+        let (lo, w) = if lo < u { (u, lo + w - u) } else { (lo, w) };
+        for j in 0..c {
+            y.push(lo + w * (j as f64 + 0.5) / c as f64 - u);
+        }
+        i += c;
+    }
+}
+
+/// Computes [`GoodnessOfFit`]; `binned` is `(threshold, bins)` for binned data.
 pub fn goodness_of_fit(
     y: &[f64],
     fit: &Fit,
     replicates: usize,
     seed: u64,
-    binned: Option<(f64, f64)>,
+    binned: Option<(f64, Bins)>,
 ) -> GoodnessOfFit {
     let stats = |y: &[f64], g: &Gpd| {
         let mut s = y.to_vec();
@@ -203,8 +231,8 @@ pub fn goodness_of_fit(
     for _ in 0..replicates {
         sim.clear();
         sim.extend((0..y.len()).map(|_| fit.gpd.draw(r.unit())));
-        if let Some((u, step)) = binned {
-            rebin(&mut sim, u, step);
+        if let Some((u, bins)) = binned {
+            rebin(&mut sim, u, bins);
         }
         let Some(f) = gpd::fit(&sim) else {
             continue;
@@ -286,10 +314,21 @@ mod tests {
     #[test]
     fn rebinning_spreads_each_bin_over_its_width() {
         // Threshold 10.5, bins of 1: 11.2 and 11.7 share [11, 12); 10.6 lies in [10, 11),
-        // spread to 10.5, which is not above the threshold.
+        // the bin holding the threshold, spread over its part above it, (10.5, 11): no value
+        // is lost.
         let mut y = vec![0.7, 1.2, 0.1];
-        rebin(&mut y, 10.5, 1.0);
-        assert_eq!(y, vec![0.75, 1.25]);
+        rebin(&mut y, 10.5, Bins::Step { width: 1.0 });
+        assert_eq!(y, vec![0.25, 0.75, 1.25]);
+        // rtscope's buckets: each value in its own bucket with that bucket's width, not the
+        // widest's. 1,000 ns has a bucket of 1 ns; 40,000 ns one of 32 ns ([39,968, 40,000)
+        // holds 39,990); 4,000,000 ns one of 2,048 ns.
+        assert_eq!(Bins::Layout.bin_of(1000.4), (1000.0, 1.0));
+        assert_eq!(Bins::Layout.bin_of(39_990.0), (39_968.0, 32.0));
+        assert_eq!(Bins::Layout.bin_of(4_000_000.0).1, 2048.0);
+        let mut y = vec![1.0, 39_000.0, 3_999_000.0];
+        rebin(&mut y, 990.0, Bins::Layout);
+        let lo = |v: f64| Bins::Layout.bin_of(v).0 - 990.0;
+        assert_eq!(y, vec![1.5, lo(39_990.0) + 16.0, lo(3_999_990.0) + 1024.0]);
     }
 
     #[test]

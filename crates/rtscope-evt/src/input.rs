@@ -9,6 +9,7 @@
 //! independence and identical distribution cannot be tested and clusters cannot be found
 //! (extremal index 1); the report says so.
 
+use crate::diag::Bins;
 use crate::threshold::{Point, MAX_EXCEEDANCES};
 use crate::{analyse, Analysis, Options, Refusal, Tail};
 use rtscope_store::{RunDetail, Store, ThreadRow};
@@ -155,14 +156,15 @@ fn from_raw(
                 t.raw_dropped
             )
         }),
-        bin_ns: None,
+        bins: None,
         max,
     })
 }
 
-/// A tail from histogram bins `(lowest ns, width ns, count)` in ascending order, whose values
-/// were binned at `source_step` ns by their source (cyclictest: 1000) when each bin used holds
-/// a multiple of it; `None` when they hold no sample.
+/// A tail from histogram bins `(lowest ns, width ns, count)` of rtscope's layout
+/// ([`rtscope_core::layout`]) in ascending order, whose values were binned at `source_step` ns
+/// by their source (cyclictest: 1000) when each bin used holds a multiple of it; `None` when
+/// they hold no sample. The tail's [`Bins`] say which binning the bootstrap repeats.
 pub fn from_bins(
     bins: &[(u64, u64, u64)],
     source_step: Option<u64>,
@@ -210,7 +212,13 @@ pub fn from_bins(
         max: chosen[0].0 as f64 + if coarse { step } else { chosen[0].1 } as f64,
         points,
         ordered: false,
-        bin_ns: Some(width as f64),
+        bins: Some(if coarse {
+            Bins::Step {
+                width: step as f64,
+            }
+        } else {
+            Bins::Layout
+        }),
         binning: Some(format!(
             "histogram: each bin's count spread evenly over its width ({width} ns{}); no time order",
             if coarse { ", the source's bin" } else { " at most" }

@@ -8,9 +8,12 @@
 //! disturbance counts once ([`threshold`]), are fitted with a generalized Pareto distribution
 //! by maximum likelihood ([`gpd`]); the level exceeded by a cluster with probability `p` per
 //! wake-up is `u + σ/ξ ((λ/p)^ξ − 1)`, `λ` the clusters per wake-up, with a profile-likelihood
-//! interval. The sample must pass the tests of [`diag`] or the estimate is refused.
+//! interval. The sample must pass the tests of [`diag`] or the estimate is refused; a sample
+//! the tests could not check (a histogram) is refused too unless stationarity is assumed
+//! explicitly, and a heavy or unstable tail gets no far-tail number at all ([`far`]).
 
 pub mod diag;
+pub mod far;
 pub mod figure;
 pub mod gate;
 pub mod gpd;
@@ -42,6 +45,9 @@ pub struct Options {
     /// "How long must I measure": the relative distance of the upper bound from the estimate
     /// wanted (0.1: within 10 %), answered per level in [`Level::longer`].
     pub precision: Option<f64>,
+    /// Print the levels of a fit whose stationarity tests could not run (a histogram), labelled
+    /// as untested (`--assume-stationary`); a gate never passes on them.
+    pub assume_stationary: bool,
 }
 
 impl Default for Options {
@@ -55,6 +61,7 @@ impl Default for Options {
             seed: 0x7a11,
             allow_bounded: false,
             precision: None,
+            assume_stationary: false,
         }
     }
 }
@@ -74,8 +81,8 @@ pub struct Tail {
     /// How the input was read when not every exact value in order: how binned values were
     /// spread, or raw samples the writer dropped (`None`: exact values, all of them).
     pub binning: Option<String>,
-    /// The width of the source's bins, ns (`None`: exact values).
-    pub bin_ns: Option<f64>,
+    /// How the source binned the values (`None`: exact values).
+    pub bins: Option<diag::Bins>,
     /// The largest value observed, ns.
     pub max: f64,
 }
@@ -96,7 +103,7 @@ impl Tail {
                 .collect(),
             ordered: true,
             binning: None,
-            bin_ns: None,
+            bins: None,
             max: values.iter().copied().fold(0.0, f64::max),
         }
     }
@@ -205,6 +212,26 @@ pub enum Refusal {
         /// Which.
         test: Test,
     },
+    /// Tests of stationarity (independence, identical distribution) could not run: a histogram
+    /// keeps no time order ([`far::untested`]).
+    NotTested {
+        /// How many tests did not run.
+        tests: usize,
+    },
+    /// No level beyond the data from this run: its tail is too heavy or not stable across
+    /// thresholds ([`far::not_estimable`]); never shown, even as unreliable.
+    NotEstimable {
+        /// Heavy or unstable.
+        why: far::Why,
+        /// The largest latency observed, ns.
+        observed_max_ns: f64,
+        /// The fitted shape (`None`: no fit).
+        xi: Option<f64>,
+        /// The smallest shape fitted across the candidate thresholds (NaN: none fitted).
+        xi_low: f64,
+        /// The largest.
+        xi_high: f64,
+    },
 }
 
 impl std::fmt::Display for Refusal {
@@ -232,6 +259,38 @@ impl std::fmt::Display for Refusal {
                 "the run kept no histogram and no raw samples (summary statistics only): nothing to fit",
             ),
             Refusal::Failed { test } => write!(f, "failed: {}", test.question()),
+            Refusal::NotTested { tests } => write!(
+                f,
+                "not tested for stationarity — no estimate: {tests} tests need the wake-ups in time order (independence, the same tail in both halves), which a histogram does not keep (measure with `rtscope measure --raw`; --assume-stationary prints the estimate labelled UNTESTED, and no --limit passes on it)"
+            ),
+            Refusal::NotEstimable {
+                why,
+                observed_max_ns,
+                xi,
+                xi_low,
+                xi_high,
+            } => {
+                let seen = if xi_low.is_nan() {
+                    "no shape fitted".to_string()
+                } else {
+                    format!("ξ {xi_low:+.2} .. {xi_high:+.2} across thresholds")
+                };
+                write!(
+                    f,
+                    "not estimable from this run (observed max {}, {seen}): ",
+                    render::us(*observed_max_ns)
+                )?;
+                match (why, xi) {
+                    (far::Why::Heavy, Some(xi)) => write!(
+                        f,
+                        "the fitted shape ξ = {xi:+.2} is above {}, a tail too heavy to bound beyond the data (no number, even with --unreliable)",
+                        far::MAX_XI
+                    ),
+                    _ => f.write_str(
+                        "the shape changes with the threshold, so the tail is not one distribution (no number, even with --unreliable)",
+                    ),
+                }
+            }
         }
     }
 }
@@ -282,6 +341,11 @@ pub struct Model {
     pub clusters: usize,
     /// Extremal index (clusters per exceedance, 1 without order).
     pub extremal_index: f64,
+    /// The episode's definition: exceedances of the threshold at most this many wake-ups apart
+    /// are one episode (a cluster; 0 without order: each exceedance its own).
+    pub run_length: f64,
+    /// Wake-ups above the threshold per episode, on average (exceedances / clusters).
+    pub wakeups_per_episode: f64,
     /// Clusters per wake-up.
     pub cluster_rate: f64,
     /// The GPD of the cluster maxima's excesses, as fitted.
@@ -292,6 +356,26 @@ pub struct Model {
     pub lr_exponential: f64,
     /// The estimated upper end of the latency (`None`: unbounded, `ξ ≥ 0`), ns.
     pub endpoint_ns: Option<f64>,
+}
+
+impl Model {
+    /// The GPD `gpd` fitted to `c`, the clusters of threshold `u` at `rate` per wake-up, taken as
+    /// fitted (shape [`Shape::Gpd`], no endpoint, no likelihood ratio).
+    fn of(c: &threshold::Clusters, gpd: gpd::Gpd, u: f64, rate: f64) -> Model {
+        Model {
+            threshold_ns: u,
+            exceedances: c.exceedances,
+            clusters: c.maxima.len(),
+            extremal_index: c.extremal_index,
+            run_length: c.run_length,
+            wakeups_per_episode: c.exceedances as f64 / c.maxima.len().max(1) as f64,
+            cluster_rate: rate,
+            gpd,
+            shape: Shape::Gpd,
+            lr_exponential: 0.0,
+            endpoint_ns: None,
+        }
+    }
 }
 
 /// The whole answer for one thread.
@@ -313,12 +397,21 @@ pub struct Analysis {
     pub model: Option<Model>,
     /// The diagnostics at the chosen threshold.
     pub diagnostics: Vec<Diagnostic>,
-    /// Return levels (empty when refused, unless asked for as unreliable).
+    /// Return levels per episode: with probability `p` per wake-up an episode starts whose
+    /// maximum exceeds the level; the per-time levels (`once_per_s` of an hour, a day, …) are
+    /// these at `p = 1 / (rate × time)` (empty when refused, unless shown as unreliable).
     pub levels: Vec<Level>,
+    /// Return levels per wake-up at the asked probabilities: each wake-up exceeds the level with
+    /// probability `p` (the marginal level: the episode level at `θ p`, `θ` the clusters per
+    /// exceedance of the threshold, one over [`Model::wakeups_per_episode`]; Coles 2001, §5.3).
+    pub wakeup_levels: Vec<Level>,
     /// Why the estimate is refused (empty: accepted).
     pub refusals: Vec<Refusal>,
     /// Whether `levels` are shown although refused.
     pub unreliable: bool,
+    /// Whether `levels` are shown because stationarity was assumed (`--assume-stationary`),
+    /// not tested: labelled UNTESTED, and no gate passes on them.
+    pub assumed_stationary: bool,
 }
 
 impl Analysis {
@@ -334,8 +427,10 @@ impl Analysis {
             model: None,
             diagnostics: Vec::new(),
             levels: Vec::new(),
+            wakeup_levels: Vec::new(),
             refusals: vec![why],
             unreliable: false,
+            assumed_stationary: false,
         }
     }
 
@@ -362,8 +457,10 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
         model: None,
         diagnostics: Vec::new(),
         levels: Vec::new(),
+        wakeup_levels: Vec::new(),
         refusals: Vec::new(),
         unreliable: false,
+        assumed_stationary: false,
     };
     let have = a.stability.first().map_or(
         desc.len()
@@ -380,8 +477,10 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
     }
     // Without a stable threshold, an unreliable estimate (asked for) uses the lowest fitted
     // candidate: the most data, and the label says what it is worth.
+    // It gets no level (far::not_estimable), but its fit and diagnostics are shown.
     let lowest_fitted = a.stability.iter().position(|c| c.fit.is_some());
-    let chosen = match (threshold::choose(&a.stability), unreliable) {
+    let stable = threshold::choose(&a.stability);
+    let chosen = match (stable, unreliable) {
         (Some(c), _) => c,
         (None, true) => {
             a.refusals.push(Refusal::NoStableThreshold);
@@ -389,6 +488,8 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
         }
         (None, false) => {
             a.refusals.push(Refusal::NoStableThreshold);
+            a.refusals
+                .extend(far::not_estimable(&a.stability, false, None, tail.max));
             return a;
         }
     };
@@ -401,28 +502,74 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
     let rate = clusters.maxima.len() as f64 / tail.observations as f64;
     let (used, shape, lr) = shape_of(&clusters.maxima, fit, o.allow_bounded);
     a.model = Some(Model {
-        threshold_ns: u,
-        exceedances: clusters.exceedances,
-        clusters: clusters.maxima.len(),
-        extremal_index: clusters.extremal_index,
-        cluster_rate: rate,
-        gpd: fit.gpd,
         shape,
         lr_exponential: lr,
         endpoint_ns: used.gpd.endpoint().map(|e| u + e),
+        ..Model::of(&clusters, fit.gpd, u, rate)
     });
     a.diagnostics = diagnostics(tail, u, &clusters, &fit, o);
+    judge(&mut a, tail.max, stable.is_some());
+    let assumed = o.assume_stationary
+        && a.refusals
+            .iter()
+            .all(|r| matches!(r, Refusal::NotTested { .. }));
+    let estimable = !a
+        .refusals
+        .iter()
+        .any(|r| matches!(r, Refusal::NotEstimable { .. }));
+    if a.refusals.is_empty() || (estimable && (unreliable || assumed)) {
+        a.unreliable = !a.refusals.is_empty();
+        a.assumed_stationary = a.unreliable && assumed;
+        (a.levels, a.wakeup_levels) = both_levels(tail, &clusters, &used, u, rate, o);
+    }
+    a
+}
+
+/// The levels per episode (with the per-time ones) and per wake-up.
+fn both_levels(
+    tail: &Tail,
+    c: &threshold::Clusters,
+    fit: &gpd::Fit,
+    u: f64,
+    rate: f64,
+    o: &Options,
+) -> (Vec<Level>, Vec<Level>) {
+    let mut probs = o.probabilities.clone();
+    if let Some(hz) = tail.rate_hz {
+        // Once an hour, a day, a year and ten years at the run's rate.
+        probs.extend(PER_TIME_S.iter().map(|s| 1.0 / (hz * s)));
+    }
+    let episodes = probs.iter().map(|&p| (p, p));
+    // Coles 2001, §5.3.2: θ as the clusters per exceedance of the threshold, so that a wake-up
+    // exceeds a level as often as the episodes above it times their mean size.
+    let theta = c.maxima.len() as f64 / c.exceedances.max(1) as f64;
+    let wakeups = o.probabilities.iter().map(|&p| (p, theta * p));
+    (
+        levels(tail, c, fit, u, rate, o, episodes),
+        levels(tail, c, fit, u, rate, o, wakeups),
+    )
+}
+
+/// The refusals of a fitted analysis: its failed diagnostics, the tests that could not run
+/// ([`far::untested`]) and a tail that allows no far-tail level ([`far::not_estimable`]; the
+/// run's largest value `max`, whether the threshold was `stable`).
+fn judge(a: &mut Analysis, max: f64, stable: bool) {
     for d in &a.diagnostics {
         if matches!(d.outcome, Outcome::Fail { .. }) {
             a.refusals.push(Refusal::Failed { test: d.test });
         }
     }
-    if a.refusals.is_empty() || unreliable {
-        a.unreliable = !a.refusals.is_empty();
-        a.levels = levels(tail, &clusters, &used, u, rate, o);
-    }
-    a
+    a.refusals.extend(far::untested(&a.diagnostics));
+    a.refusals.extend(far::not_estimable(
+        &a.stability,
+        stable,
+        a.model.as_ref(),
+        max,
+    ));
 }
+
+/// The per-time levels' spans, s: an hour, a day, a year and ten years.
+pub const PER_TIME_S: [f64; 4] = [3600.0, 86400.0, 365.25 * 86400.0, 3652.5 * 86400.0];
 
 /// The exponential instead of a GPD with `ξ̂ < 0` unless `allow_bounded`; with the
 /// likelihood-ratio statistic `2 (l̂ − l_exp)` of `ξ = 0` for the report.
@@ -466,7 +613,7 @@ fn diagnostics(
     fit: &gpd::Fit,
     o: &Options,
 ) -> Vec<Diagnostic> {
-    let binned = tail.bin_ns.map(|w| (u, w));
+    let binned = tail.bins.map(|b| (u, b));
     let gof = diag::goodness_of_fit(&c.maxima, fit, o.replicates, o.seed, binned);
     let mut out = vec![
         Diagnostic {
@@ -518,6 +665,8 @@ fn diagnostics(
     out
 }
 
+/// The levels at `(p, q)`: labelled with probability `p`, estimated as the level an episode
+/// exceeds with probability `q` per wake-up (`q = p` per episode, `θ p` per wake-up).
 fn levels(
     tail: &Tail,
     c: &threshold::Clusters,
@@ -525,21 +674,14 @@ fn levels(
     u: f64,
     rate: f64,
     o: &Options,
+    probs: impl Iterator<Item = (f64, f64)>,
 ) -> Vec<Level> {
     let chi2 = diag::chi2_1(o.confidence);
-    let mut probs = o.probabilities.clone();
-    if let Some(hz) = tail.rate_hz {
-        // Once an hour, a day, a year and ten years at the run's rate.
-        for s in [3600.0, 86400.0, 365.25 * 86400.0, 3652.5 * 86400.0] {
-            probs.push(1.0 / (hz * s));
-        }
-    }
     probs
-        .into_iter()
-        .filter(|&p| p > 0.0 && p < rate)
-        .map(|p| {
-            let (lo, hi) = gpd::return_interval(&c.maxima, fit, rate, p, chi2);
-            let e = u + gpd::return_excess(&fit.gpd, rate, p);
+        .filter(|&(_, q)| q > 0.0 && q < rate)
+        .map(|(p, q)| {
+            let (lo, hi) = gpd::return_interval(&c.maxima, fit, rate, q, chi2);
+            let e = u + gpd::return_excess(&fit.gpd, rate, q);
             Level {
                 probability: p,
                 once_per_s: tail.rate_hz.map(|hz| 1.0 / (p * hz)),

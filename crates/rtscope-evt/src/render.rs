@@ -1,8 +1,8 @@
 //! The analysis as text for people (`rtscope tail`); JSON is the serde form of
 //! [`crate::Analysis`].
 
-use crate::gate::{PwcetLimit, Verdict};
-use crate::{Analysis, Outcome};
+use crate::gate::{TailLimit, Verdict};
+use crate::{Analysis, Level, Outcome};
 use std::fmt::Write;
 
 /// A latency for people: `850 ns`, `12.3 µs`, `38.5 ms`, `6.80 s`.
@@ -64,10 +64,16 @@ pub fn text(title: &str, a: &Analysis) -> String {
             return o;
         }
         if !a.unreliable {
-            let _ = writeln!(
-                o,
-                "  (--unreliable prints the numbers anyway, labelled UNRELIABLE)"
-            );
+            let estimable = !a
+                .refusals
+                .iter()
+                .any(|r| matches!(r, crate::Refusal::NotEstimable { .. }));
+            if estimable {
+                let _ = writeln!(
+                    o,
+                    "  (--unreliable prints the numbers anyway, labelled UNRELIABLE)"
+                );
+            }
             return o;
         }
     }
@@ -128,15 +134,48 @@ fn model(o: &mut String, a: &Analysis) {
 }
 
 fn levels(o: &mut String, a: &Analysis) {
-    let label = if a.unreliable { "UNRELIABLE " } else { "" };
+    let label = match (a.assumed_stationary, a.unreliable) {
+        (true, _) => "UNTESTED (stationarity assumed, not tested) ",
+        (false, true) => "UNRELIABLE ",
+        (false, false) => "",
+    };
+    if let Some(m) = a.model.as_ref().filter(|m| m.run_length < 1.0) {
+        let _ = writeln!(
+            o,
+            "  an episode: each wake-up above {} on its own (no clusters: none found, or no time order to find them in)",
+            us(m.threshold_ns)
+        );
+    } else if let Some(m) = &a.model {
+        let _ = writeln!(
+            o,
+            "  an episode: the wake-ups above {} no more than {:.0} wake-ups apart; {:.2} wake-ups above it per episode on average (extremal index {:.2})",
+            us(m.threshold_ns),
+            m.run_length,
+            m.wakeups_per_episode,
+            m.extremal_index
+        );
+    }
+    let conf = a.confidence * 100.0;
+    if !a.wakeup_levels.is_empty() {
+        let _ = writeln!(
+            o,
+            "  {label}per wake-up: the latency each wake-up exceeds with probability p ({conf:.0} % confidence interval):"
+        );
+        rows(o, &a.wakeup_levels, false);
+    }
     let _ = writeln!(
         o,
-        "  {label}latency exceeded with probability p per wake-up ({:.0} % confidence interval):",
-        a.confidence * 100.0
+        "  {label}per episode: with probability p per wake-up an episode starts whose maximum exceeds the latency; per time: an episode above it once per that time of this workload ({conf:.0} % confidence interval):"
     );
-    for l in &a.levels {
+    rows(o, &a.levels, true);
+}
+
+/// The rows of one table of levels; `per_time`: say "once per" of each (the episode table).
+fn rows(o: &mut String, levels: &[Level], per_time: bool) {
+    for l in levels {
         let once = l
             .once_per_s
+            .filter(|_| per_time)
             .map_or(String::new(), |s| format!("once per {}", span(s)));
         let upper = l.upper_ns.map_or("unbounded".to_string(), us);
         let beyond = if l.extrapolation >= 1000.0 {
@@ -161,7 +200,7 @@ fn levels(o: &mut String, a: &Analysis) {
             upper
         );
     }
-    if a.levels.is_empty() {
+    if levels.is_empty() {
         let _ = writeln!(
             o,
             "    (every probability asked for lies within the measured data)"
@@ -169,19 +208,22 @@ fn levels(o: &mut String, a: &Analysis) {
     }
 }
 
-/// One limit's verdict: `  limit pwcet@1e-9 ≤ 200.0 µs: ok: upper bound 91.2 µs`.
-pub fn limit(l: &PwcetLimit, v: &Verdict) -> String {
+/// One limit's verdict: `  limit tail@1e-9/wakeup ≤ 200.0 µs: ok: upper bound 91.2 µs`.
+pub fn limit(l: &TailLimit, v: &Verdict) -> String {
     let said = match v {
         Verdict::Pass { upper_ns } => format!("ok: upper bound {}", us(*upper_ns)),
         Verdict::Exceeded { upper_ns } => format!(
             "EXCEEDED: upper bound {}",
             upper_ns.map_or("unbounded".to_string(), us)
         ),
-        Verdict::NoEstimate => "FAILED: no estimate to check".to_string(),
+        Verdict::NoEstimate => match l.per {
+            crate::gate::Per::Time(_) => "FAILED: no estimate to check (refused, or the run's wake-up rate is unknown: no per-time level)".to_string(),
+            _ => "FAILED: no estimate to check".to_string(),
+        },
+        Verdict::Untested { upper_ns } => format!(
+            "FAILED: the estimate is untested (--assume-stationary; upper bound {}), and no limit passes on an untested estimate",
+            upper_ns.map_or("unbounded".to_string(), us)
+        ),
     };
-    format!(
-        "  limit pwcet@{:e} ≤ {}: {said}",
-        l.probability,
-        us(l.limit.0 as f64)
-    )
+    format!("  limit {l} ≤ {}: {said}", us(l.limit.0 as f64))
 }

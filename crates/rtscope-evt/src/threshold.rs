@@ -41,6 +41,9 @@ pub struct Clusters {
     pub gaps: Vec<f64>,
     /// The extremal index estimate (1 for binned data: no order, no clusters).
     pub extremal_index: f64,
+    /// The run length: exceedances at most this many wake-ups apart are one cluster (0 for
+    /// binned data).
+    pub run_length: f64,
 }
 
 /// Ferro & Segers' (2003) intervals estimator of the extremal index from inter-exceedance
@@ -76,6 +79,7 @@ pub fn decluster(points: &[Point], u: f64) -> Clusters {
             starts: Vec::new(),
             gaps: Vec::new(),
             extremal_index: 1.0,
+            run_length: 0.0,
         };
     }
     let idx: Vec<u64> = above.iter().map(|p| p.index.unwrap_or(0)).collect();
@@ -110,6 +114,7 @@ pub fn decluster(points: &[Point], u: f64) -> Clusters {
         starts,
         gaps,
         extremal_index: theta,
+        run_length: run,
     }
 }
 

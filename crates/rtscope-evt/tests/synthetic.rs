@@ -2,7 +2,10 @@
 //! should, its intervals cover the truth about as often as they claim, and it refuses samples
 //! that break the model.
 
+use rtscope_core::Nanos;
 use rtscope_evt::diag::generator;
+use rtscope_evt::far::Why;
+use rtscope_evt::gate::{Per, TailLimit, Verdict};
 use rtscope_evt::gpd::{self, Gpd};
 use rtscope_evt::{analyse, Options, Refusal, Shape, Tail, Test};
 
@@ -116,10 +119,14 @@ fn periodic_spikes_are_refused() {
         "{:?}",
         a.refusals
     );
-    // With the flag the numbers of the fit are there, and marked.
+    // With the flag the numbers of the fit are there, and marked, unless the tail is not
+    // estimable at all (unstable or heavy): then there is no number even so.
     let b = analyse(&periodic(), &Options::default(), true);
-    assert_eq!(b.refusals, a.refusals);
-    if b.model.is_some() {
+    let not_estimable = |r: &Refusal| matches!(r, Refusal::NotEstimable { .. });
+    if b.refusals.iter().any(not_estimable) {
+        assert!(!b.unreliable && b.levels.is_empty(), "{:?}", b.refusals);
+    } else if b.model.is_some() {
+        assert_eq!(b.refusals, a.refusals);
         assert!(b.unreliable && !b.levels.is_empty());
     }
 }
@@ -168,19 +175,23 @@ fn a_short_run_is_refused_for_too_few_exceedances() {
     assert!(a.model.is_none() && a.levels.is_empty());
 }
 
-#[test]
-fn a_histogram_is_fitted_with_its_order_tests_marked_untested() {
-    // 200,000 wake-ups of 5 µs + GPD, binned at 1 µs as cyclictest does.
-    let truth = Gpd {
-        sigma: 2000.0,
-        xi: -0.1,
-    };
+/// 200,000 wake-ups of 5 µs + GPD, binned at 1 µs as cyclictest does.
+fn cyclictest_histogram(truth: Gpd) -> Tail {
     let mut counts = std::collections::BTreeMap::new();
     for v in gpd_run(truth, 200_000, 7) {
         *counts.entry((v / 1000.0) as u64 * 1000).or_insert(0u64) += 1;
     }
     let bins: Vec<(u64, u64, u64)> = counts.into_iter().map(|(lo, c)| (lo, 1, c)).collect();
-    let tail = rtscope_evt::input::from_bins(&bins, Some(1000), Some(1000.0)).unwrap();
+    rtscope_evt::input::from_bins(&bins, Some(1000), Some(1000.0)).unwrap()
+}
+
+#[test]
+fn a_histogram_is_not_tested_for_stationarity_so_it_gets_no_estimate() {
+    let truth = Gpd {
+        sigma: 2000.0,
+        xi: -0.1,
+    };
+    let tail = cyclictest_histogram(truth);
     let a = analyse(&tail, &Options::default(), false);
     let untested = a
         .diagnostics
@@ -188,8 +199,252 @@ fn a_histogram_is_fitted_with_its_order_tests_marked_untested() {
         .filter(|d| matches!(d.outcome, rtscope_evt::Outcome::Untested { .. }))
         .count();
     assert_eq!(untested, 4);
+    // The fit is made and its goodness-of-fit tests run, but the estimate is not accepted.
+    assert!((a.model.as_ref().unwrap().gpd.xi - truth.xi).abs() < 0.1);
+    assert_eq!(a.refusals, vec![Refusal::NotTested { tests: 4 }]);
+    assert!(a.levels.is_empty() && !a.unreliable && !a.assumed_stationary);
+    let text = rtscope_evt::render::text("CPU 0", &a);
+    assert!(
+        text.contains("not tested for stationarity — no estimate"),
+        "{text}"
+    );
+    assert!(text.contains("rtscope measure --raw"), "{text}");
+    assert!(!text.contains("latency exceeded with"), "{text}");
+    // A gate on it fails: there is no estimate.
+    let generous = TailLimit {
+        per: Per::Episode(1e-9),
+        deprecated: false,
+        limit: Nanos(60_000_000_000),
+    };
+    let o = Options {
+        probabilities: vec![1e-9],
+        ..Options::default()
+    };
+    assert_eq!(
+        generous.check(&analyse(&tail, &o, false)),
+        Verdict::NoEstimate
+    );
+}
+
+#[test]
+fn assumed_stationary_a_histogram_prints_labelled_levels_and_never_passes_a_gate() {
+    let truth = Gpd {
+        sigma: 2000.0,
+        xi: -0.1,
+    };
+    let tail = cyclictest_histogram(truth);
+    let o = Options {
+        probabilities: vec![1e-9],
+        assume_stationary: true,
+        ..Options::default()
+    };
+    let a = analyse(&tail, &o, false);
+    assert!(!a.accepted(), "still not accepted: {:?}", a.refusals);
+    assert!(a.assumed_stationary && a.unreliable);
+    let l = a.levels.iter().find(|l| l.probability == 1e-9).unwrap();
+    let upper = l.upper_ns.expect("an exponential tail is bounded at 1e-9");
+    let text = rtscope_evt::render::text("CPU 0", &a);
+    assert!(
+        text.contains("UNTESTED (stationarity assumed, not tested) per wake-up: the latency"),
+        "{text}"
+    );
+    assert!(!text.contains("UNRELIABLE"), "{text}");
+    assert!(text.contains("an episode: each wake-up above"), "{text}");
+    // A limit far above the upper bound still fails, naming why.
+    let generous = TailLimit {
+        per: Per::Episode(1e-9),
+        deprecated: false,
+        limit: Nanos((upper * 1000.0) as u64),
+    };
+    let v = generous.check(&a);
+    assert_eq!(
+        v,
+        Verdict::Untested {
+            upper_ns: Some(upper)
+        }
+    );
+    // A level the analysis does not have (a per-time level of a histogram without a rate) is
+    // no estimate, not an untested one.
+    let daily = TailLimit {
+        per: Per::Time(rtscope_evt::gate::Span::Day),
+        limit: Nanos(u64::MAX / 2),
+        deprecated: false,
+    };
+    let mut no_rate = tail.clone();
+    no_rate.rate_hz = None;
+    let none = daily.check(&analyse(&no_rate, &o, false));
+    assert_eq!(none, Verdict::NoEstimate);
+    let said = rtscope_evt::render::limit(&daily, &none);
+    assert!(said.contains("wake-up rate is unknown"), "{said}");
+    assert!(matches!(daily.check(&a), Verdict::Untested { .. }));
+    let said = rtscope_evt::render::limit(&generous, &v);
+    assert!(said.contains("FAILED: the estimate is untested"), "{said}");
+    let json = serde_json::to_value(&a).unwrap();
+    assert_eq!(json["assumed_stationary"], true);
+    assert_eq!(json["refusals"][0]["reason"], "not-tested");
+    // Raw samples in time order are tested: the option changes nothing there.
+    let raw = analyse(&ordered(gpd_run(truth, 60_000, 11)), &o, false);
+    assert!(
+        raw.accepted() && !raw.assumed_stationary,
+        "{:?}",
+        raw.refusals
+    );
+}
+
+#[test]
+fn a_heavy_tail_gets_no_far_tail_number_even_when_unreliable_is_asked() {
+    // ξ = 0.8: infinite variance; every threshold sees the same heavy shape.
+    let truth = Gpd {
+        sigma: 500.0,
+        xi: 0.8,
+    };
+    let tail = ordered(gpd_run(truth, 60_000, 13));
+    let o = Options {
+        probabilities: vec![1e-9],
+        ..Options::default()
+    };
+    for unreliable in [false, true] {
+        let a = analyse(&tail, &o, unreliable);
+        let m = a.model.as_ref().expect("a fit");
+        assert!(m.gpd.xi > 0.5, "ξ {}", m.gpd.xi);
+        let r = a
+            .refusals
+            .iter()
+            .find(|r| matches!(r, Refusal::NotEstimable { .. }))
+            .unwrap_or_else(|| panic!("{:?}", a.refusals));
+        assert!(
+            matches!(r, Refusal::NotEstimable { why: Why::Heavy, observed_max_ns, xi: Some(_), .. }
+                if *observed_max_ns == tail.max),
+            "{r:?}"
+        );
+        assert!(
+            a.levels.is_empty() && !a.unreliable,
+            "no number, unreliable {unreliable}"
+        );
+        let text = rtscope_evt::render::text("CPU 0", &a);
+        assert!(
+            text.contains("not estimable from this run (observed max "),
+            "{text}"
+        );
+        assert!(text.contains("across thresholds"), "{text}");
+        assert!(!text.contains("latency exceeded with"), "{text}");
+        assert!(!text.contains("UNRELIABLE"), "{text}");
+        let limit = TailLimit {
+            per: Per::Episode(1e-9),
+            deprecated: false,
+            limit: Nanos(u64::MAX / 2),
+        };
+        assert_eq!(limit.check(&a), Verdict::NoEstimate);
+    }
+    // A moderate heavy tail (ξ = 0.2) is still estimated.
+    let moderate = Gpd {
+        sigma: 500.0,
+        xi: 0.2,
+    };
+    let a = analyse(&ordered(gpd_run(moderate, 60_000, 14)), &o, false);
+    assert!(a.accepted() && !a.levels.is_empty(), "{:?}", a.refusals);
+}
+
+#[test]
+fn a_shape_that_drifts_with_the_threshold_gets_no_far_tail_number_and_the_drift_is_named() {
+    // A log-Weibull tail (1 µs × e^(0.2 W), W Weibull of shape 0.5): heavier than any GPD, so
+    // the fitted shape keeps growing with the threshold (from about 0.1 to about 3 here).
+    let mut r = generator(17);
+    let v: Vec<f64> = (0..60_000)
+        .map(|_| 1000.0 * (0.2 * (-r.unit().ln()).powi(2)).exp())
+        .collect();
+    let tail = ordered(v);
+    for unreliable in [false, true] {
+        let a = analyse(&tail, &Options::default(), unreliable);
+        let Some(Refusal::NotEstimable {
+            xi_low,
+            xi_high,
+            observed_max_ns,
+            ..
+        }) = a
+            .refusals
+            .iter()
+            .find(|r| matches!(r, Refusal::NotEstimable { .. }))
+        else {
+            panic!("{:?}", a.refusals)
+        };
+        assert!(*xi_low < 0.5 && *xi_high > 2.0, "{xi_low} .. {xi_high}");
+        assert_eq!(*observed_max_ns, tail.max);
+        assert!(
+            a.levels.is_empty() && !a.unreliable,
+            "unreliable {unreliable}"
+        );
+    }
+}
+
+/// A run whose disturbances each delay 4 wake-ups in a row by the same excess: the level
+/// each wake-up exceeds with probability `p` is the level an episode exceeds with `p / 4`,
+/// and both are printed, each covering its own truth.
+#[test]
+fn per_wake_up_and_per_episode_levels_each_cover_their_own_truth() {
+    // 400,000 wake-ups of 3 µs + Exp(200 ns); at each wake-up, with probability 0.005, a burst
+    // of 4 wake-ups at 5 µs + Exp(2 µs) (one excess per burst) starts. Bursts start at
+    // s = 0.005 / 1.015 per wake-up (a burst takes 4 wake-ups, a quiet trial 1); beyond 5 µs a
+    // wake-up exceeds z with 4 s e^(−(z − 5 µs)/2 µs), an episode above z starts with
+    // s e^(−(z − 5 µs)/2 µs).
+    let mut r = generator(23);
+    let mut v = Vec::with_capacity(400_004);
+    while v.len() < 400_000 {
+        if r.unit() < 0.005 {
+            let x = 5000.0 - 2000.0 * r.unit().ln();
+            v.extend([x; 4]);
+        } else {
+            v.push(3000.0 - 200.0 * r.unit().ln());
+        }
+    }
+    let s: f64 = 0.005 / 1.015;
+    let o = Options {
+        probabilities: vec![1e-6],
+        ..Options::default()
+    };
+    let a = analyse(&ordered(v), &o, true);
+    let m = a
+        .model
+        .as_ref()
+        .unwrap_or_else(|| panic!("{:?}", a.refusals));
+    assert!((3.0..=5.0).contains(&m.wakeups_per_episode), "{m:?}");
+    assert!(m.run_length >= 1.0, "{m:?}");
+    let truth_wakeup = 5000.0 + 2000.0 * (4.0 * s / 1e-6).ln();
+    let truth_episode = 5000.0 + 2000.0 * (s / 1e-6).ln();
+    let w = &a.wakeup_levels[0];
+    let e = a.levels.iter().find(|l| l.probability == 1e-6).unwrap();
+    for (l, truth) in [(w, truth_wakeup), (e, truth_episode)] {
+        let hi = l.upper_ns.unwrap_or(f64::INFINITY);
+        assert!(l.lower_ns <= truth && truth <= hi, "{truth} not in {l:?}");
+    }
+    assert!(w.estimate_ns > e.estimate_ns);
+    // The gates name which: the same limit passes per episode and fails per wake-up.
+    let between = Nanos(((truth_wakeup + truth_episode) / 2.0) as u64);
+    let limit = |per| TailLimit {
+        per,
+        limit: between,
+        deprecated: false,
+    };
     assert!(a.accepted(), "{:?}", a.refusals);
-    assert!((a.model.unwrap().gpd.xi - truth.xi).abs() < 0.1);
+    assert!(e.upper_ns.unwrap() < between.0 as f64 && (between.0 as f64) < w.lower_ns);
+    assert!(matches!(
+        limit(Per::Episode(1e-6)).check(&a),
+        Verdict::Pass { .. }
+    ));
+    assert!(matches!(
+        limit(Per::Wakeup(1e-6)).check(&a),
+        Verdict::Exceeded { .. }
+    ));
+    let text = rtscope_evt::render::text("CPU 0", &a);
+    assert!(text.contains("an episode: the wake-ups above"), "{text}");
+    assert!(
+        text.contains("per wake-up: the latency each wake-up exceeds"),
+        "{text}"
+    );
+    assert!(
+        text.contains("per episode: with probability p per wake-up"),
+        "{text}"
+    );
 }
 
 /// Fit on the first 10 % of a run, predict how often the other 90 % exceed each level: the

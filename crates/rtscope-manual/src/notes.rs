@@ -174,14 +174,14 @@ pub fn for_command(key: &str) -> Notes {
         },
         "tail" => Notes {
             exit_0: "Success: every thread was analysed (an estimate or a refusal; a refusal alone is not an error).",
-            exit_1: Some("A --limit pwcet@P=LATENCY failed: the upper confidence bound at P is above LATENCY or unbounded, or no estimate could be made (refused, or P within the data)."),
+            exit_1: Some("A --limit tail@LEVEL=LATENCY failed: the upper confidence bound of the level is above LATENCY or unbounded, or no estimate could be made (refused, not estimable, or P within the data), or the estimate is untested (--assume-stationary)."),
             exit_3: None,
             environment: DB_ENV,
             files: DB_FILE,
             examples: &[
                 ("rtscope tail last", "The newest run: per CPU the latency exceeded with probability 1e-6 … 1e-12 per wake-up and once an hour, day, year and ten years, with 95 % intervals, the threshold-stability table and the diagnostics, or the refusal."),
                 ("rtscope tail 12 --cpu 3 --probability 1e-9 --json", "One CPU, one probability, as JSON."),
-                ("rtscope tail last --limit pwcet@1e-9=200us", "A CI gate on the estimated tail."),
+                ("rtscope tail last --limit tail@1e-9/wakeup=200us", "A CI gate on the estimated tail: each wake-up exceeds 200 µs with probability 1e-9 at most (tail@1/day=… per time, tail@P/episode=… per episode)."),
             ],
             see_also: &["rtscope-measure(1)", "rtscope-runs(1)"],
         },

@@ -313,7 +313,10 @@ mod tests {
         let files = crate::build(std::slice::from_ref(&run), &opts).unwrap();
         let html = page(&files);
         let section = &html[html.find("id=\"worst-case\"").unwrap()..];
-        assert!(section.contains("CPU 0") && section.contains("latency exceeded with probability"));
+        assert!(
+            section.contains("CPU 0")
+                && section.contains("per wake-up: the latency each wake-up exceeds")
+        );
         assert!(section.contains("REFUSED: no worst-case estimate"));
         // The text of `rtscope tail`, line by line.
         assert!(section.contains("\n  model: peaks over threshold"));

@@ -51,13 +51,15 @@ fn show(db: &Path, id: i64) -> Value {
     serde_json::from_slice(&o.stdout).unwrap()
 }
 
-/// The lines `rtscope tail ID -p 1e-6` prints for the level at 1e-6, or its refusal reasons.
+/// The lines `rtscope tail ID -p 1e-6` prints for the level at 1e-6 per episode (the level
+/// `until_tail` watches), or its refusal reasons.
 fn tail_says(db: &Path, id: i64) -> (Option<String>, Vec<String>, Value) {
     let o = rtscope(db, &["tail", &id.to_string(), "-p", "1e-6"]);
     assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
     let t = text(&o.stdout);
     let level = t
         .lines()
+        .skip_while(|l| !l.contains("per episode: "))
         .find(|l| l.trim_start().starts_with("p = 1e-6"))
         .map(str::to_string);
     let reasons = t

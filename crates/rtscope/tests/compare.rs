@@ -631,10 +631,11 @@ fn a_clear_rise_on_enough_runs_fails_without_fail_untested() {
     assert!(stdout(&o).contains("verdict: REGRESSION against A: B on p50"));
 }
 
-/// `--tail-level`: each group's level beyond the data, or its refusal; a verdict only
-/// between two estimates, a regression only with the intervals apart.
+/// `--tail-level`: the merged histograms are not tested for stationarity, so by default each
+/// group is refused and gets no verdict; `--assume-stationary` shows the levels and verdicts
+/// that rest on the assumption (untested), a regression only with the intervals apart.
 #[test]
-fn tail_levels_are_compared_by_their_intervals_and_a_refusal_gets_no_verdict() {
+fn tail_levels_are_refused_untested_and_compared_only_under_assumed_stationarity() {
     let d = synthetic_db("tail-level", &[("a", 5_000), ("b", 20_000)], 2);
     let o = compare(
         &d,
@@ -643,20 +644,50 @@ fn tail_levels_are_compared_by_their_intervals_and_a_refusal_gets_no_verdict() {
     let doc: Value = serde_json::from_slice(&o.stdout).expect("JSON");
     let tail = &doc["tail"];
     assert_eq!(tail["probability"], 1e-7, "{tail}");
+    assert_eq!(tail["assumed_stationary"], false, "{tail}");
+    for g in tail["groups"].as_array().unwrap() {
+        assert!(g["level"].is_null(), "{g}");
+        let reasons = g["refusals"].as_array().unwrap();
+        assert!(reasons.iter().any(|r| r["reason"] == "not-tested"), "{g}");
+    }
+    assert_eq!(tail["changes"][0]["verdict"], "n/a", "{tail}");
+    assert_eq!(o.status.code(), Some(0), "no verdict, nothing fails");
+    let text = stdout(&compare(
+        &d,
+        &["kernel=a", "kernel=b", "--tail-level", "1e-7"],
+    ));
+    assert!(
+        text.contains("REFUSED: not tested for stationarity — no estimate"),
+        "{text}"
+    );
+    // Assumed: a level with its estimate, or a refusal for another reason, or neither.
+    let o = compare(
+        &d,
+        &[
+            "kernel=a",
+            "kernel=b",
+            "--tail-level",
+            "1e-7",
+            "--assume-stationary",
+            "--json",
+        ],
+    );
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    let tail = &doc["tail"];
+    assert_eq!(tail["assumed_stationary"], true, "{tail}");
     let groups = tail["groups"].as_array().unwrap();
     assert_eq!(groups.len(), 2);
     let refused = |g: &Value| !g["refusals"].as_array().unwrap().is_empty();
     for g in groups {
-        // A level with its estimate, or the refusal's reasons, or neither: within the data.
         let level = g["level"]["estimate_ns"].is_number();
-        assert!(
-            !(level && refused(g)) && (level || g["level"].is_null()),
-            "{g}"
-        );
+        assert!(level != refused(g) || g["level"].is_null(), "{g}");
     }
     let change = &tail["changes"][0];
-    if groups.iter().any(refused) {
+    if groups.iter().any(|g| g["level"].is_null()) {
         assert_eq!(change["verdict"], "n/a", "{tail}");
+    } else {
+        // Both levels: the verdict rests on the assumption.
+        assert_eq!(change["untested"], true, "{tail}");
     }
     if change["verdict"] == "REGRESSION" {
         let (a, b) = (&groups[0], &groups[1]);

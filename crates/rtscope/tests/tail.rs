@@ -1,5 +1,7 @@
 //! `rtscope tail`: the estimate beyond the measured maximum on a real `--raw` run (SCHED_FIFO,
-//! under the test lock), on an imported cyclictest histogram, the `pwcet@` gate and bad input.
+//! under the test lock), on an imported cyclictest histogram (refused as not tested for
+//! stationarity, or labelled UNTESTED when assumed), the `tail@` gates (per wake-up, per
+//! episode, per time; `pwcet@` their old spelling) and bad input.
 //! Nothing here asserts a latency: only the structure of the answer and its consistency.
 
 use crate::common::{self, rt_lock};
@@ -86,21 +88,48 @@ fn a_raw_run_gets_an_estimate_or_a_named_refusal_and_the_gate_agrees() {
     assert!(!a["stability"].as_array().unwrap().is_empty());
     check_consistent(a, true);
 
-    // The gate: a limit of 1 ns is never met (exceeded, or no estimate); exit 1 either way.
-    let o = rtscope(&db, &["tail", "last", "--limit", "pwcet@1e-9=1ns"]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
-    assert!(
-        text(&o.stdout).contains("limit pwcet@1e-9"),
-        "{}",
-        text(&o.stdout)
-    );
+    // Per wake-up and per episode: the same probabilities, an episode definition, and the
+    // wake-up level at least the episode level (a wake-up exceeds it at least as often).
+    let a = &doc["threads"][0]["analysis"];
+    if !a["levels"].as_array().unwrap().is_empty() {
+        let w = &a["wakeup_levels"][0];
+        assert_eq!(w["probability"], 1e-9, "{a}");
+        let e = a["levels"].as_array().unwrap();
+        let e = e.iter().find(|l| l["probability"] == 1e-9).unwrap();
+        assert!(
+            w["estimate_ns"].as_f64() >= e["estimate_ns"].as_f64(),
+            "{a}"
+        );
+        let m = &a["model"];
+        assert!(m["wakeups_per_episode"].as_f64().unwrap() >= 1.0, "{m}");
+        assert!(m["run_length"].as_f64().unwrap() >= 0.0, "{m}");
+    }
+    // The gates: a limit of 1 ns is never met (exceeded, or no estimate); exit 1 either way,
+    // whichever level it names; the old spelling is the episode level, with a note.
+    for (limit, says) in [
+        ("tail@1e-9/wakeup=1ns", "limit tail@1e-9/wakeup"),
+        ("tail@1e-9/episode=1ns", "limit tail@1e-9/episode"),
+        ("tail@1/day=1ns", "limit tail@1/day"),
+        ("pwcet@1e-9=1ns", "limit tail@1e-9/episode"),
+    ] {
+        let o = rtscope(&db, &["tail", "last", "--limit", limit]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
+        assert!(text(&o.stdout).contains(says), "{}", text(&o.stdout));
+        assert_eq!(
+            text(&o.stderr).contains("old spelling of tail@P/episode"),
+            limit.starts_with("pwcet@"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
     // A generous limit passes exactly when there is an estimate whose upper bound is within
     // it (a heavy tail on a loaded machine can put the bound past 60 s: seen, 2.1e15 ns).
     let o = rtscope(
         &db,
-        &["tail", "last", "--json", "--limit", "pwcet@1e-9=60s"],
+        &["tail", "last", "--json", "--limit", "tail@1e-9/episode=60s"],
     );
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["threads"][0]["limits"][0]["limit"], "tail@1e-9/episode");
     let v = &doc["threads"][0]["limits"][0]["result"];
     let within = doc["threads"][0]["analysis"]["levels"]
         .as_array()
@@ -117,11 +146,27 @@ fn a_raw_run_gets_an_estimate_or_a_named_refusal_and_the_gate_agrees() {
         );
     }
 
-    // --unreliable shows the levels of a refused fit, marked.
+    // --unreliable shows the levels of a refused fit, marked, unless the tail is not estimable
+    // at all (too heavy, or its shape unstable across thresholds): no number even so.
     let doc = json(&db, &["tail", "last", "--json", "--unreliable"]);
     let a = &doc["threads"][0]["analysis"];
-    let refused = !a["refusals"].as_array().unwrap().is_empty();
-    assert_eq!(a["unreliable"], refused && !a["model"].is_null());
+    let refusals = a["refusals"].as_array().unwrap();
+    let not_estimable = refusals.iter().any(|r| r["reason"] == "not-estimable");
+    assert_eq!(
+        a["unreliable"],
+        !refusals.is_empty() && !a["model"].is_null() && !not_estimable,
+        "{a}"
+    );
+    if not_estimable {
+        assert!(a["levels"].as_array().unwrap().is_empty(), "{a}");
+    }
+    // Raw samples are tested: never "not tested", and the opt-in changes nothing.
+    assert!(refusals.iter().all(|r| r["reason"] != "not-tested"), "{a}");
+    let assumed = json(&db, &["tail", "last", "--json", "--assume-stationary"]);
+    assert_eq!(
+        assumed["threads"][0]["analysis"]["assumed_stationary"],
+        false
+    );
 }
 
 /// The page's text of an HTML element's content, unescaped.
@@ -182,7 +227,7 @@ fn a_report_of_a_raw_run_draws_the_tail_that_tail_prints_or_its_refusal() {
 }
 
 #[test]
-fn a_cyclictest_histogram_is_analysed_without_its_order_tests() {
+fn a_cyclictest_histogram_gets_no_estimate_unless_assumed_stationary_and_never_passes_a_gate() {
     // A synthetic cyclictest -h 2000 histogram (no overflow): an exponential tail over 1 µs bins.
     let dir = common::fresh_dir("tail-hist");
     let db = dir.join("r.db");
@@ -207,15 +252,87 @@ fn a_cyclictest_histogram_is_analysed_without_its_order_tests() {
     std::fs::write(&file, body).unwrap();
     let o = rtscope(&db, &["import", file.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let doc = json(&db, &["tail", "last", "--json"]);
+    // Not tested for stationarity (no time order): no estimate, the fix named, exit 0.
+    let doc = json(&db, &["tail", "last", "--json", "-p", "1e-9"]);
     let a = &doc["threads"][0]["analysis"];
     assert_eq!(a["observations"], total);
     assert!(a["binning"].as_str().unwrap().contains("1000 ns"), "{a}");
+    assert_eq!(a["refusals"][0]["reason"], "not-tested", "{a}");
+    assert!(a["levels"].as_array().unwrap().is_empty(), "{a}");
     check_consistent(a, false);
     let o = rtscope(&db, &["tail", "last"]);
+    assert_eq!(o.status.code(), Some(0));
+    let out = text(&o.stdout);
     assert!(
-        text(&o.stdout).contains("a histogram keeps no time order")
-            || text(&o.stdout).contains("REFUSED")
+        out.contains("not tested for stationarity — no estimate") && out.contains("--raw"),
+        "{out}"
+    );
+    assert!(!out.contains("latency exceeded with"), "{out}");
+    // A gate fails on it, however generous.
+    let o = rtscope(&db, &["tail", "last", "--limit", "tail@1e-9/wakeup=60s"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
+    assert!(text(&o.stdout).contains("FAILED: no estimate"));
+    // Assumed stationary: the levels, labelled UNTESTED; the same gate still fails, naming why.
+    let doc = json(&db, &["tail", "last", "--json", "--assume-stationary"]);
+    let a = &doc["threads"][0]["analysis"];
+    assert_eq!(a["assumed_stationary"], true, "{a}");
+    assert_eq!(a["unreliable"], true, "{a}");
+    let levels = a["levels"].as_array().unwrap();
+    assert!(!levels.is_empty(), "{a}");
+    let u = a["model"]["threshold_ns"].as_f64().unwrap();
+    for l in levels {
+        let (e, lo) = (
+            l["estimate_ns"].as_f64().unwrap(),
+            l["lower_ns"].as_f64().unwrap(),
+        );
+        assert!(u < lo && lo <= e, "{l}");
+    }
+    let out = text(&rtscope(&db, &["tail", "last", "--assume-stationary"]).stdout);
+    assert!(
+        out.contains("UNTESTED (stationarity assumed, not tested) per wake-up: the latency"),
+        "{out}"
+    );
+    let o = rtscope(
+        &db,
+        &[
+            "tail",
+            "last",
+            "--json",
+            "--assume-stationary",
+            "-p",
+            "1e-9",
+            "--limit",
+            "tail@1e-9/wakeup=60s",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    // The limit's probability, also asked for, is one row, not two.
+    let a = &doc["threads"][0]["analysis"];
+    for table in ["levels", "wakeup_levels"] {
+        let rows = a[table].as_array().unwrap();
+        let at = rows.iter().filter(|l| l["probability"] == 1e-9).count();
+        assert_eq!(at, 1, "{table}: {a}");
+    }
+    assert_eq!(
+        doc["threads"][0]["limits"][0]["result"]["verdict"],
+        "untested"
+    );
+    let o = rtscope(
+        &db,
+        &[
+            "tail",
+            "last",
+            "--assume-stationary",
+            "--limit",
+            "tail@1e-9/episode=60s",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        text(&o.stdout).contains("FAILED: the estimate is untested"),
+        "{}",
+        text(&o.stdout)
     );
 }
 
@@ -238,7 +355,7 @@ fn bad_input_exits_2_naming_the_fix() {
     for (args, says) in [
         (
             vec!["tail", "last", "--limit", "max=3us"],
-            "hint: --limit pwcet@",
+            "hint: --limit tail@",
         ),
         (vec!["tail", "last", "--cpu", "99"], "no thread on CPU 99"),
         (

@@ -119,12 +119,14 @@ impl Comparison {
         }
     }
 
-    /// Adds the groups' tail levels at `probability` and their verdicts ([`super::tail`]).
-    pub fn with_tail_level(mut self, probability: f64) -> Comparison {
+    /// Adds the groups' tail levels at `probability` and their verdicts ([`super::tail`]);
+    /// `assume_stationary` shows the levels of the untested histograms, verdicts untested.
+    pub fn with_tail_level(mut self, probability: f64, assume_stationary: bool) -> Comparison {
         self.tail = Some(super::tail::TailRow::new(
             &self.groups,
             probability,
             &self.thresholds,
+            assume_stationary,
         ));
         self
     }

@@ -102,6 +102,7 @@ fn tail(t: &TailRow, names: &[&str]) -> Value {
     json!({
         "probability": t.probability,
         "confidence": t.confidence,
+        "assumed_stationary": t.assumed_stationary,
         "groups": groups,
         "changes": changes(&t.changes, names),
     })

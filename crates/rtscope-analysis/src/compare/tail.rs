@@ -6,6 +6,13 @@
 //! difference` (the two cannot be told apart); an interval the data do not bound above leaves
 //! the verdict `untested`. A group whose estimate is refused gets no verdict (`n/a`), and its
 //! refusal is named.
+//!
+//! A merged histogram keeps no time order, so its stationarity cannot be tested: every level is
+//! refused (`not tested for stationarity`) unless `--assume-stationary` asks for it, and then
+//! every verdict rests on that assumption (`untested`: a rise is `worse`, failing only with
+//! `--fail-untested`; nothing passes as tested). A heavy or unstable tail gets no level at all,
+//! by the rule `rtscope tail` follows ([`rtscope_evt::far::not_estimable`], applied in
+//! [`rtscope_evt::analyse`]).
 
 use super::change::Change;
 use super::group::Group;
@@ -34,6 +41,8 @@ pub struct TailRow {
     pub probability: f64,
     /// Confidence level of the intervals.
     pub confidence: f64,
+    /// Whether stationarity was assumed (`--assume-stationary`): the levels are untested.
+    pub assumed_stationary: bool,
     /// Per group, in order.
     pub sides: Vec<Side>,
     /// Per candidate against the baseline (`delta` in ns; `test` is always `None`: the
@@ -42,17 +51,28 @@ pub struct TailRow {
 }
 
 impl TailRow {
-    /// The tail levels of `groups` at `probability` and each candidate's verdict.
-    pub fn new(groups: &[Group], probability: f64, t: &Thresholds) -> TailRow {
+    /// The tail levels of `groups` at `probability` and each candidate's verdict; with
+    /// `assume_stationary`, the levels of the untested histograms too (their verdicts untested).
+    pub fn new(
+        groups: &[Group],
+        probability: f64,
+        t: &Thresholds,
+        assume_stationary: bool,
+    ) -> TailRow {
         let o = Options {
             probabilities: vec![probability],
+            assume_stationary,
             ..Options::default()
         };
         let sides: Vec<Side> = groups.iter().map(|g| side(&g.merged, &o)).collect();
-        let changes = sides[1..].iter().map(|c| change(t, &sides[0], c)).collect();
+        let changes = sides[1..]
+            .iter()
+            .map(|c| change(t, &sides[0], c, assume_stationary))
+            .collect();
         TailRow {
             probability,
             confidence: o.confidence,
+            assumed_stationary: assume_stationary,
             sides,
             changes,
         }
@@ -77,18 +97,21 @@ pub fn side(m: &Merged, o: &Options) -> Side {
         return refused(Refusal::NoDistribution);
     };
     let a = rtscope_evt::analyse(&tail, o, false);
-    if !a.accepted() {
+    if !a.accepted() && !a.assumed_stationary {
         return Side::Refused(a.refusals);
     }
-    a.levels
+    // The level per wake-up (a merged histogram has no episodes to tell apart: the same number
+    // as per episode, θ = 1).
+    a.wakeup_levels
         .into_iter()
         .next()
         .map_or(Side::Within, Side::Level)
 }
 
 /// A candidate's level against the baseline's: the threshold on the estimates, then the
-/// intervals in place of the significance test.
-pub fn change(t: &Thresholds, base: &Side, cand: &Side) -> Change {
+/// intervals in place of the significance test; `assumed`: the levels' stationarity was
+/// assumed, not tested, so the verdict is untested whatever the intervals say.
+pub fn change(t: &Thresholds, base: &Side, cand: &Side, assumed: bool) -> Change {
     let (Side::Level(b), Side::Level(c)) = (base, cand) else {
         return Change {
             delta: None,
@@ -104,7 +127,7 @@ pub fn change(t: &Thresholds, base: &Side, cand: &Side) -> Change {
     // Unbounded above on either side: no rise can be told from the baseline's interval, and
     // no fall from the candidate's: the data cannot decide (measure longer).
     let basis = match (b.upper_ns, c.upper_ns) {
-        (Some(_), Some(_)) => Basis::Tested,
+        (Some(_), Some(_)) if !assumed => Basis::Tested,
         _ => Basis::Untested,
     };
     let apart = disjoint(b, c);
@@ -127,9 +150,14 @@ pub fn disjoint(a: &Level, b: &Level) -> bool {
 /// The tail block of the text report.
 pub fn text(groups: &[Group], row: &TailRow) -> String {
     let mut s = format!(
-        "tail level: the latency exceeded with probability {:e} per wake-up ({:.0} % interval; the runs merged):\n",
+        "tail level: the latency exceeded with probability {:e} per wake-up ({:.0} % interval; the runs merged{}):\n",
         row.probability,
-        row.confidence * 100.0
+        row.confidence * 100.0,
+        if row.assumed_stationary {
+            "; UNTESTED: stationarity assumed, not tested"
+        } else {
+            ""
+        }
     );
     for (i, (g, side)) in groups.iter().zip(&row.sides).enumerate() {
         let value = match side {
@@ -147,7 +175,11 @@ pub fn text(groups: &[Group], row: &TailRow) -> String {
         };
         let _ = write!(s, "  {:<3} {value}", g.name);
         if let Some(ch) = i.checked_sub(1).map(|k| &row.changes[k]) {
-            let _ = write!(s, "  {}", verdict(ch, &row.sides[0], side));
+            let _ = write!(
+                s,
+                "  {}",
+                verdict(ch, &row.sides[0], side, row.assumed_stationary)
+            );
         }
         s.push('\n');
     }
@@ -155,12 +187,13 @@ pub fn text(groups: &[Group], row: &TailRow) -> String {
 }
 
 /// A candidate's verdict in words: the change, the verdict and what it rests on.
-fn verdict(ch: &Change, base: &Side, cand: &Side) -> String {
+fn verdict(ch: &Change, base: &Side, cand: &Side, assumed: bool) -> String {
     let why = match (base, cand) {
         (Side::Refused(_), _) | (_, Side::Refused(_)) => {
             return "n/a: no verdict on a refused estimate".into()
         }
         (Side::Within, _) | (_, Side::Within) => return "n/a: nothing to extrapolate".into(),
+        _ if ch.untested() && assumed => "untested: stationarity assumed, not tested",
         _ if ch.untested() => "untested: an interval unbounded above, measure longer",
         _ if ch.verdict == Verdict::NotSignificant => "the intervals overlap: not distinguishable",
         (Side::Level(b), Side::Level(c)) if disjoint(b, c) => "the intervals are apart",
@@ -196,7 +229,7 @@ mod tests {
     fn the_intervals_decide_beyond_the_threshold() {
         let mut t = Thresholds::parse(&[], "1us").unwrap();
         let base = level(50_000.0, 45_000.0, Some(60_000.0));
-        let v = |t: &Thresholds, c: &Side| change(t, &base, c).verdict;
+        let v = |t: &Thresholds, c: &Side| change(t, &base, c, false).verdict;
         use Verdict::*;
         // Apart: a rise is a regression, a fall better.
         assert_eq!(
@@ -212,7 +245,7 @@ mod tests {
         assert_eq!(v(&t, &level(52_000.0, 47_000.0, Some(58_000.0))), Same);
         // Unbounded above: untested, a rise worse (not failing) unless --fail-untested.
         let open = level(80_000.0, 58_000.0, None);
-        let ch = change(&t, &base, &open);
+        let ch = change(&t, &base, &open, false);
         assert_eq!((ch.verdict, ch.basis), (Worse, Basis::Untested));
         assert!(ch.untested_rise());
         t.fail_untested = true;
@@ -220,8 +253,16 @@ mod tests {
         // A refusal on either side is no verdict.
         let refused = Side::Refused(vec![Refusal::NoStableThreshold]);
         assert_eq!(v(&t, &refused), Unknown);
-        assert_eq!(change(&t, &refused, &base).verdict, Unknown);
+        assert_eq!(change(&t, &refused, &base, false).verdict, Unknown);
         assert_eq!(v(&t, &Side::Within), Unknown);
+        // Stationarity assumed: even intervals apart are an untested verdict (a rise worse,
+        // a regression only with --fail-untested).
+        t.fail_untested = false;
+        let apart = level(80_000.0, 70_000.0, Some(95_000.0));
+        let ch = change(&t, &base, &apart, true);
+        assert_eq!((ch.verdict, ch.basis), (Worse, Basis::Untested));
+        t.fail_untested = true;
+        assert_eq!(change(&t, &base, &apart, true).verdict, Regression);
     }
 
     /// A run of `n` wake-ups of 10 µs plus a GPD tail, as compare reads it.
@@ -238,6 +279,42 @@ mod tests {
     }
 
     #[test]
+    fn a_heavy_tail_gets_no_level_and_no_verdict_even_assumed_stationary() {
+        // ξ = 0.8: the rule of `rtscope tail` (rtscope_evt::far) refuses a far-tail number.
+        let heavy = Gpd {
+            sigma: 2000.0,
+            xi: 0.8,
+        };
+        let light = Gpd {
+            sigma: 500.0,
+            xi: 0.0,
+        };
+        let t = Thresholds::parse(&[], "1us").unwrap();
+        let groups = vec![
+            Group::new(0, "x", vec![run(0, light, 100_000, 4)]),
+            Group::new(1, "y", vec![run(1, heavy, 100_000, 5)]),
+        ];
+        let c = Comparison::new(groups, &[], t, Stat::Max, None).with_tail_level(1e-9, true);
+        let row = c.tail.as_ref().unwrap();
+        assert!(matches!(row.sides[0], Side::Level(_)), "{:?}", row.sides[0]);
+        let Side::Refused(why) = &row.sides[1] else {
+            panic!("{:?}", row.sides[1])
+        };
+        assert!(
+            why.iter()
+                .any(|r| matches!(r, Refusal::NotEstimable { .. })),
+            "{why:?}"
+        );
+        assert_eq!(row.changes[0].verdict, Verdict::Unknown);
+        let text = super::super::text::render(&c);
+        assert!(
+            text.contains("not estimable from this run (observed max"),
+            "{text}"
+        );
+        assert_eq!(c.regressions(), 0);
+    }
+
+    #[test]
     fn known_tails_give_the_expected_verdicts() {
         let light = Gpd {
             sigma: 500.0,
@@ -247,12 +324,30 @@ mod tests {
             sigma: 2000.0,
             xi: 0.0,
         };
-        let t = Thresholds::parse(&[], "1us").unwrap();
+        let mut t = Thresholds::parse(&[], "1us").unwrap();
         let group =
             |i: usize, g: Gpd, seed: u64| Group::new(i, "x", vec![run(i as i64, g, 200_000, seed)]);
-        let groups = vec![group(0, light, 1), group(1, heavy, 2), group(2, light, 3)];
-        let c =
-            Comparison::new(groups, &[Stat::Max], t.clone(), Stat::Max, None).with_tail_level(1e-9);
+        let groups = || vec![group(0, light, 1), group(1, heavy, 2), group(2, light, 3)];
+        // A merged histogram is not tested for stationarity: no level, no verdict, by default.
+        let c = Comparison::new(groups(), &[Stat::Max], t.clone(), Stat::Max, None)
+            .with_tail_level(1e-9, false);
+        let row = c.tail.as_ref().unwrap();
+        for s in &row.sides {
+            assert!(
+                matches!(s, Side::Refused(r) if matches!(r[..], [Refusal::NotTested { tests: 4 }])),
+                "{s:?}"
+            );
+        }
+        assert!(row.changes.iter().all(|c| c.verdict == Verdict::Unknown));
+        let text = super::super::text::render(&c);
+        assert!(
+            text.contains("REFUSED: not tested for stationarity — no estimate"),
+            "{text}"
+        );
+        // Assumed stationary: the levels, labelled, and verdicts that rest on the assumption.
+        t.fail_untested = true;
+        let c = Comparison::new(groups(), &[Stat::Max], t.clone(), Stat::Max, None)
+            .with_tail_level(1e-9, true);
         let row = c.tail.as_ref().unwrap();
         for s in &row.sides {
             assert!(matches!(s, Side::Level(_)), "{s:?}");
@@ -262,23 +357,33 @@ mod tests {
             let Side::Level(l) = side else { unreachable!() };
             assert!(l.lower_ns < truth && truth < l.upper_ns.unwrap(), "{l:?}");
         }
-        // The heavier tail is a regression and fails; the same tail again is not.
+        // The heavier tail is a regression (untested: it fails with --fail-untested only); the
+        // same tail again is not.
         assert_eq!(row.changes[0].verdict, Verdict::Regression);
+        assert_eq!(row.changes[0].basis, Basis::Untested);
         assert!(matches!(
             row.changes[1].verdict,
-            Verdict::Same | Verdict::NotSignificant
+            Verdict::Same | Verdict::NotSignificant | Verdict::Worse | Verdict::Better
         ));
         assert!(c.regressions() >= 1);
         let text = super::super::text::render(&c);
         assert!(
-            text.contains("REGRESSION (the intervals are apart)"),
+            text.contains("REGRESSION (untested: stationarity assumed, not tested)"),
             "{text}"
         );
+        assert!(text.contains("UNTESTED: stationarity assumed"), "{text}");
         assert!(text.contains("B on tail@1e-9"), "{text}");
         assert!(!text.contains("C on tail@1e-9"), "{text}");
         let doc = super::super::json::document(&c, 1);
         assert_eq!(doc["tail"]["changes"][0]["verdict"], "REGRESSION");
+        assert_eq!(doc["tail"]["assumed_stationary"], true);
         assert_eq!(doc["tail"]["groups"][1]["group"], "B");
+        // Without --fail-untested the rise is worse, and nothing fails.
+        t.fail_untested = false;
+        let c = Comparison::new(groups(), &[Stat::Max], t.clone(), Stat::Max, None)
+            .with_tail_level(1e-9, true);
+        assert_eq!(c.tail.as_ref().unwrap().changes[0].verdict, Verdict::Worse);
+        assert_eq!(c.regressions(), 0);
         // A group with nothing to fit (a summary without histogram) is refused: no verdict.
         let empty = Group::new(
             1,
@@ -286,7 +391,7 @@ mod tests {
             vec![tests_support::run(9, Histogram::new(), 1000, None)],
         );
         let c = Comparison::new(vec![group(0, light, 1), empty], &[], t, Stat::Max, None)
-            .with_tail_level(1e-9);
+            .with_tail_level(1e-9, true);
         let row = c.tail.as_ref().unwrap();
         assert!(matches!(&row.sides[1], Side::Refused(r) if r[0] == Refusal::NoDistribution));
         assert_eq!(row.changes[0].verdict, Verdict::Unknown);

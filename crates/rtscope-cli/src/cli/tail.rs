@@ -11,9 +11,9 @@ pub struct TailArgs {
     /// Only the thread that measured this CPU [default: every thread]
     #[arg(long, value_name = "N")]
     pub cpu: Option<u32>,
-    /// Exceedance probabilities per wake-up (repeatable or comma-separated) [default: 1e-6,
-    /// 1e-7, …, 1e-12; once an hour, a day, a year and ten years at the run's rate are always
-    /// added]
+    /// Exceedance probabilities, each giving a level per wake-up and one per episode
+    /// (repeatable or comma-separated) [default: 1e-6, 1e-7, …, 1e-12; once an hour, a day, a
+    /// year and ten years of episodes at the run's rate are always added]
     #[arg(long = "probability", short = 'p', value_name = "P", value_delimiter = ',', value_parser = probability)]
     pub probabilities: Vec<f64>,
     /// Two-sided confidence level of the intervals
@@ -28,13 +28,20 @@ pub struct TailArgs {
     /// upper bound within PCT of the estimate (e.g. 10%; a rough guide, docs/worst-case.md)
     #[arg(long, value_name = "PCT", value_parser = percent)]
     pub precision: Option<f64>,
-    /// Print the estimate of a refused fit too, labelled UNRELIABLE (a --limit still fails on it)
+    /// Print the estimate of a refused fit too, labelled UNRELIABLE (a --limit still fails on
+    /// it; a heavy or unstable tail gets no number even so)
     #[arg(long)]
     pub unreliable: bool,
-    /// Exit 1 when the upper confidence bound of the latency exceeded with probability P per
-    /// wake-up is above LATENCY, or when no estimate can be made: `pwcet@1e-9=200us`
-    /// (repeatable)
-    #[arg(long = "limit", value_name = "pwcet@P=LATENCY")]
+    /// Print the estimate of a histogram (a run without --raw, an imported cyclictest
+    /// histogram), whose stationarity tests cannot run, labelled UNTESTED; a --limit never
+    /// passes on it (exit 1)
+    #[arg(long)]
+    pub assume_stationary: bool,
+    /// Exit 1 when the upper confidence bound of the named level is above LATENCY, or when no
+    /// estimate can be made: `tail@1e-9/wakeup=200us` (each wake-up), `tail@1e-9/episode=200us`
+    /// (per episode), `tail@1/day=200us` (once a day of this workload); `pwcet@P=` is the old
+    /// spelling of `tail@P/episode=` (repeatable)
+    #[arg(long = "limit", value_name = "tail@LEVEL=LATENCY")]
     pub limits: Vec<String>,
     /// Print JSON instead of text
     #[arg(long)]

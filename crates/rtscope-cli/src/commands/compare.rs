@@ -45,7 +45,7 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     };
     let mut c = Comparison::new(groups, &stats, thresholds, matrix_stat, a.rows.as_deref());
     if let Some(p) = a.tail_level {
-        c = c.with_tail_level(p);
+        c = c.with_tail_level(p, a.assume_stationary);
     }
     if let (Some(key), None) = (&a.rows, &c.matrix) {
         rtscope_session::output::warn(&format!("note: --rows {key}: no load-case matrix, as no run has a `case` tag or a campaign load case"));

@@ -4,7 +4,7 @@
 use crate::cli::TailArgs;
 use crate::commands::runs;
 use crate::exit::ExitStatus;
-use rtscope_evt::gate::{PwcetLimit, Verdict};
+use rtscope_evt::gate::{TailLimit, Verdict};
 use rtscope_evt::{input, render, Options};
 use rtscope_session::{record, UsageError};
 use std::io::Write;
@@ -15,10 +15,13 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         .limits
         .iter()
         .map(|l| {
-            l.parse::<PwcetLimit>()
+            l.parse::<TailLimit>()
                 .map_err(|e| UsageError::new(e.to_string()))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    if limits.iter().any(|l| l.deprecated) {
+        rtscope_session::output::warn(rtscope_evt::gate::DEPRECATED);
+    }
     let store = record::open_existing(a.db.as_deref())?;
     let id = runs::resolve(&store, &a.run)?;
     let detail = store.run(id).map_err(UsageError::from_error)?;
@@ -34,10 +37,16 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     if !a.probabilities.is_empty() {
         o.probabilities = a.probabilities.clone();
     }
-    o.probabilities.extend(limits.iter().map(|l| l.probability));
+    for p in limits.iter().filter_map(|l| l.probability()) {
+        // Once each: a limit at a probability also asked for adds no second row.
+        if !o.probabilities.iter().any(|q| (q / p - 1.0).abs() < 1e-9) {
+            o.probabilities.push(p);
+        }
+    }
     o.confidence = a.confidence;
     o.allow_bounded = a.allow_bounded;
     o.precision = a.precision;
+    o.assume_stationary = a.assume_stationary;
     let mut status = ExitStatus::Success;
     let mut json = Vec::new();
     for t in threads {
@@ -60,7 +69,8 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 "cpu": t.cpu,
                 "analysis": analysis,
                 "limits": verdicts.iter().map(|(l, v)| serde_json::json!({
-                    "probability": l.probability,
+                    "limit": l.to_string(),
+                    "probability": l.probability(),
                     "limit_ns": l.limit.0,
                     "result": v,
                 })).collect::<Vec<_>>(),
