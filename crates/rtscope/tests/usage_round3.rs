@@ -151,7 +151,8 @@ fn page_exit_codes(page: &str) -> Vec<(u8, String)> {
 #[test]
 fn man_pages_list_the_exit_codes_the_commands_return() {
     let codes = |page| -> Vec<u8> { page_exit_codes(page).iter().map(|c| c.0).collect() };
-    assert_eq!(codes("cyclictest"), [0, 1, 2]);
+    // cyclictest exits 0 when -b fires (issue 51: as the real one does).
+    assert_eq!(codes("cyclictest"), [0, 2]);
     assert!(page_exit_codes("cyclictest")[0].1.contains("SIGINT"));
     assert_eq!(codes("check"), [0, 1, 2]);
     assert_eq!(codes("respond"), [0, 1, 2, 3]);
@@ -212,7 +213,7 @@ fn ci_output_without_a_database_still_reports_the_run_and_its_limits() {
     let text = std::fs::read_to_string(&junit).unwrap();
     assert!(!text.contains(r#"tests="0""#), "{text}");
     assert!(
-        text.contains("limit") && text.contains("rtscope.run_uuid"),
+        text.contains("limit") && text.contains(".run_uuid\""),
         "{text}"
     );
     assert_eq!(
