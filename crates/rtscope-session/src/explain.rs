@@ -106,6 +106,9 @@ impl Explaining {
             crate::housekeeping::Housekeeping::Fifo(p) => Some(p),
             crate::housekeeping::Housekeeping::Normal(_) => None,
         };
+        if !placed.live_analysis() {
+            cfg.trace_window_ns = rtscope_trace::explain::DEFERRED_TRACE_WINDOW_NS;
+        }
         cfg.housekeeping = placed
             .cpus()
             .map(|c| c.iter().collect())

@@ -304,6 +304,9 @@ impl NoiseExplainer {
         cfg.siblings = siblings;
         cfg.per_window = keep;
         cfg.housekeeping = housekeeping.map(|h| h.iter().collect()).unwrap_or_default();
+        if housekeeping.is_none() {
+            cfg.trace_window_ns = rtscope_trace::explain::DEFERRED_TRACE_WINDOW_NS;
+        }
         // The trace reader at SCHED_FIFO (the housekeeping priority) when it runs apart from
         // every measured CPU, where it cannot take time from a loop: at SCHED_OTHER beside a
         // network load on the housekeeping CPU of a 2-CPU rt-arm64 guest it fell seconds

@@ -22,6 +22,11 @@ pub const MAX_PENDING: usize = 16384;
 /// How long a spike waits for the trace of its CPU to pass its wake-up.
 pub const PATIENCE: Duration = Duration::from_secs(2);
 
+/// The recorder's window where the analysis is deferred to the end of the run
+/// ([`ExplainConfig::trace_window_ns`]): in the 1 GB QEMU guests, beside a load, the largest
+/// spikes of a campaign run (up to 217 ms) were handed over after a 3 s window had passed them.
+pub const DEFERRED_TRACE_WINDOW_NS: u64 = 10_000_000_000;
+
 /// How long [`Explainer::start`] waits for the timerlat tracer to be live on every measured
 /// CPU. The tier knows what ran only from the tracer's own events, which begin once its
 /// per-CPU thread has run; under QEMU TCG a third of `rtscope noise`'s gaps (3,326 of 9,009
@@ -78,6 +83,12 @@ pub struct ExplainConfig {
     pub hrtimer_events: bool,
     /// Ring-buffer size per measured CPU (KiB).
     pub buffer_kb: usize,
+    /// How much of each CPU's trace the recorder keeps behind its newest event (ns), beside
+    /// what waiting spikes pin ([`crate::keep`]): a spike handed over later than this after
+    /// its wake-up finds its trace gone. 3 s; longer where the analysis is deferred to the end
+    /// of the run (the hand-off then waits for a control thread that shares the measured,
+    /// possibly stalled, CPUs).
+    pub trace_window_ns: u64,
     /// Book: window length (ns), spikes kept per window, windows kept at most.
     pub window_ns: u64,
     /// Spikes kept per window.
@@ -105,6 +116,7 @@ impl ExplainConfig {
             reader_fifo: None,
             hrtimer_events: false,
             buffer_kb: 2048,
+            trace_window_ns: 3_000_000_000,
             window_ns: 60_000_000_000,
             per_window: 5,
             max_windows: 1440,
@@ -377,6 +389,7 @@ fn choose(cfg: &ExplainConfig) -> (Tier, Option<String>, Option<FlightRecorder>)
         .machine
         .unwrap_or_else(|| Machine::read(std::path::Path::new("/"), &cfg.cpus));
     rc.housekeeping = cfg.housekeeping.clone();
+    rc.window_ns = cfg.trace_window_ns;
     rc.siblings = cfg
         .siblings
         .clone()

@@ -187,10 +187,12 @@ fn inside(spans: &[(u64, u64)], from: u64, to: u64) -> bool {
     spans.get(i).is_some_and(|s| s.0 <= to)
 }
 
-/// Events the recorder keeps around spikes at most, over all CPUs: a 64th of the memory
-/// available at start at about 128 bytes an event (a decoded event and its share of the
-/// containers), at least 64 Ki and at most 2 Mi events (256 MB). A 25 s `run --preset quick`
-/// on this project's 2-CPU VM kept up to 0.54 Mi events.
+/// Events the recorder keeps around spikes at most, over all CPUs: a 32nd of the memory
+/// available at start at 96 bytes an event (a decoded event is 72 bytes on 64-bit, an IRQ's
+/// name a small allocation more), at least 64 Ki and at most 2 Mi events (about 200 MB). A
+/// 25 s `run --preset quick` on this project's 2-CPU VM kept up to 0.54 Mi events; the 1 GB
+/// QEMU guests' 22 s campaign runs, whose wake-ups are nearly all spikes under emulation
+/// (11,000–17,500 a run), reached a 64th's 64–114 Ki and let the smallest spikes go.
 pub fn kept_budget() -> usize {
     let avail = std::fs::read_to_string("/proc/meminfo")
         .ok()
@@ -200,7 +202,7 @@ pub fn kept_budget() -> usize {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<usize>().ok())
         })
         .map_or(0, |kb| kb.saturating_mul(1024));
-    (avail / 64 / 128).clamp(1 << 16, 1 << 21)
+    (avail / 32 / 96).clamp(1 << 16, 1 << 21)
 }
 
 #[cfg(test)]
