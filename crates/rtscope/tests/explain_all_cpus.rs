@@ -77,11 +77,9 @@ fn with_every_cpu_measured_the_early_spikes_are_traced_at_the_end() {
 /// recorded with --explain".
 #[test]
 fn a_campaign_whose_default_explanation_cannot_run_says_why_and_how_to_fix_it() {
-    rtscope_testkit::require_root!("a mount namespace hiding tracefs, SCHED_FIFO");
-    rtscope_testkit::require!(
-        rtscope_testkit::have("unshare", "--version"),
-        "unshare (apt-get install util-linux)"
-    );
+    let Some(mut hidden) = without_tracefs() else {
+        return;
+    };
     let _rt = rtscope_testkit::rt_lock();
     let dir = crate::common::fresh_dir("explain-off");
     let (file, db, rep) = (dir.join("c.toml"), dir.join("r.db"), dir.join("rep"));
@@ -91,14 +89,7 @@ fn a_campaign_whose_default_explanation_cannot_run_says_why_and_how_to_fix_it() 
          [[scenario]]\nname = \"1:1\"\nthreads = 1\ncpus = \"0\"\n[[load_case]]\nname = \"idle\"\n",
     )
     .unwrap();
-    let o = Command::new("unshare")
-        .args([
-            "-m",
-            "sh",
-            "-c",
-            "mount -t tmpfs none /sys/kernel && exec \"$0\" \"$@\"",
-        ])
-        .arg(env!("CARGO_BIN_EXE_rtscope"))
+    let o = hidden
         .args(["run", "--db"])
         .args([&db, &file])
         .output()
@@ -133,4 +124,24 @@ fn a_campaign_whose_default_explanation_cannot_run_says_why_and_how_to_fix_it() 
         "{}",
         &html[html.find("id=\"why\"").unwrap_or(0)..][..400]
     );
+}
+
+/// `rtscope` in a private mount namespace whose /sys/kernel is an empty tmpfs: tracefs is not
+/// there and cannot be mounted, as on a kernel without it (`None` where that cannot be made:
+/// not root, no `unshare`; the testkit says why).
+pub(crate) fn without_tracefs() -> Option<Command> {
+    rtscope_testkit::require_root!("a mount namespace hiding tracefs");
+    rtscope_testkit::require!(
+        rtscope_testkit::have("unshare", "--version"),
+        "unshare (apt-get install util-linux)"
+    );
+    let mut c = Command::new("unshare");
+    c.args([
+        "-m",
+        "sh",
+        "-c",
+        "mount -t tmpfs none /sys/kernel && exec \"$0\" \"$@\"",
+    ])
+    .arg(env!("CARGO_BIN_EXE_rtscope"));
+    Some(c)
 }

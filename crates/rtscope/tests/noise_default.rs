@@ -34,20 +34,11 @@ fn noise_without_flags_names_the_injected_culprit() {
 
 #[test]
 fn noise_where_tracefs_cannot_be_used_says_explain_is_off_and_the_fix() {
-    rtscope_testkit::require_root!("a mount namespace hiding tracefs, the noise loop");
-    rtscope_testkit::require!(
-        rtscope_testkit::have("unshare", "--version"),
-        "unshare (apt-get install util-linux)"
-    );
+    let Some(mut hidden) = crate::explain_all_cpus::without_tracefs() else {
+        return;
+    };
     let _rt = rtscope_testkit::rt_lock();
-    let o = Command::new("unshare")
-        .args([
-            "-m",
-            "sh",
-            "-c",
-            "mount -t tmpfs none /sys/kernel && exec \"$0\" \"$@\"",
-        ])
-        .arg(env!("CARGO_BIN_EXE_rtscope"))
+    let o = hidden
         .args(["noise", "-D", "1s", "--cpus", "0", "--no-db"])
         .output()
         .unwrap();

@@ -319,6 +319,21 @@ fn bad_input_is_refused_before_anything_starts() {
     assert!(!Path::new(db).exists() || windows(Path::new(db)).is_empty());
 }
 
+/// What `systemd-analyze verify` says of the unit at `path`, but for its man page (installed
+/// by the package, not where the tests run).
+fn verify_unit(path: &Path) -> Vec<String> {
+    let o = Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(path)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|l| !l.contains("man rtscope-watch(1)"))
+        .map(str::to_string)
+        .collect()
+}
+
 /// The shipped unit passes systemd's own check with the binary in place, and runs the watch
 /// with the configuration file the package installs (a conffile, every line a comment).
 #[test]
@@ -334,18 +349,7 @@ fn the_service_unit_and_its_configuration_are_valid() {
     let unit = unit.replace("/usr/bin/rtscope", env!("CARGO_BIN_EXE_rtscope"));
     let path = dir.join("rtscope-watch.service");
     std::fs::write(&path, unit).unwrap();
-    let o = Command::new("systemd-analyze")
-        .arg("verify")
-        .arg(&path)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    // The man page is installed by the package, not here.
-    let other: Vec<&str> = err
-        .lines()
-        .filter(|l| !l.contains("man rtscope-watch(1)"))
-        .collect();
-    assert!(other.is_empty(), "{err}");
+    assert_eq!(verify_unit(&path), Vec::<String>::new());
     // As shipped every key is commented out; with each example uncommented it is valid.
     let conf = root.join("packaging/watch.toml");
     let file = Settings::read(&conf).unwrap();
@@ -584,17 +588,7 @@ fn the_install_script_writes_a_unit_that_runs_the_installed_binary() {
     let check = stage.join("check.service");
     let staged = unit.replace("/opt/rt/bin/rtscope", bin.to_str().unwrap());
     std::fs::write(&check, staged).unwrap();
-    let v = Command::new("systemd-analyze")
-        .arg("verify")
-        .arg(&check)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&v.stderr);
-    let other: Vec<&str> = err
-        .lines()
-        .filter(|l| !l.contains("man rtscope-watch(1)"))
-        .collect();
-    assert!(other.is_empty(), "{err}");
+    assert_eq!(verify_unit(&check), Vec::<String>::new());
     // Again: the configuration a user edited is kept.
     std::fs::write(stage.join("etc/rtscope/watch.toml"), "# mine\n").unwrap();
     let again = Command::new("bash")
