@@ -286,29 +286,25 @@ fn completions_and_man_pages_survive_a_full_device_and_a_closed_pipe() {
 fn measurements_on_a_full_stdout_exit_2_and_keep_their_record() {
     let dir = scratch("full-stdout");
     let ct_db = dir.join("ct.db");
-    let ct = bash(&format!(
-        "\"$RTSCOPE\" cyclictest -q -l 100 -i 1000 --policy other --db {} > /dev/full",
-        ct_db.display()
-    ));
-    let (_, stderr) = texts(&ct);
-    assert_eq!(code(&ct), 2, "cyclictest: {stderr}");
-    assert!(
-        stderr.contains("cannot write the results to standard output"),
-        "{stderr}"
+    full_stdout(
+        "cyclictest",
+        &format!(
+            "\"$RTSCOPE\" cyclictest -q -l 100 -i 1000 --policy other --db {} > /dev/full",
+            ct_db.display()
+        ),
+        "cannot write the results to standard output",
     );
     assert_eq!(query(&ct_db, "SELECT exit_code FROM runs"), "2");
 
     let (noise_db, noise_json) = (dir.join("noise.db"), dir.join("noise.json"));
-    let noise = bash(&format!(
-        "\"$RTSCOPE\" noise --no-mlock -q --cpus 0 -D 300ms --db {} --json {} > /dev/full",
-        noise_db.display(),
-        noise_json.display()
-    ));
-    let (_, stderr) = texts(&noise);
-    assert_eq!(code(&noise), 2, "noise: {stderr}");
-    assert!(
-        stderr.contains("cannot write the results to standard output"),
-        "{stderr}"
+    full_stdout(
+        "noise",
+        &format!(
+            "\"$RTSCOPE\" noise --no-mlock -q --cpus 0 -D 300ms --db {} --json {} > /dev/full",
+            noise_db.display(),
+            noise_json.display()
+        ),
+        "cannot write the results to standard output",
     );
     assert_eq!(query(&noise_db, "SELECT status FROM runs"), "complete");
     assert_eq!(query(&noise_db, "SELECT exit_code FROM runs"), "2");
@@ -320,18 +316,24 @@ fn measurements_on_a_full_stdout_exit_2_and_keep_their_record() {
 
     let run_db = dir.join("run.db");
     let file = campaign_file(&dir, "full", "200ms", "");
-    let run = bash(&format!(
-        "\"$RTSCOPE\" run {} --db {} > /dev/full",
-        file.display(),
-        run_db.display()
-    ));
-    let (_, stderr) = texts(&run);
-    assert_eq!(code(&run), 2, "run: {stderr}");
-    assert!(
-        stderr.contains("cannot write the campaign's progress and summary to standard output"),
-        "{stderr}"
+    full_stdout(
+        "run",
+        &format!(
+            "\"$RTSCOPE\" run {} --db {} > /dev/full",
+            file.display(),
+            run_db.display()
+        ),
+        "cannot write the campaign's progress and summary to standard output",
     );
     assert_eq!(query(&run_db, "SELECT status FROM runs"), "complete");
+}
+
+/// `cmd` (its stdout on /dev/full) exits 2 with `says` on stderr.
+fn full_stdout(what: &str, cmd: &str, says: &str) {
+    let o = bash(cmd);
+    let (_, stderr) = texts(&o);
+    assert_eq!(code(&o), 2, "{what}: {stderr}");
+    assert!(stderr.contains(says), "{what}: {stderr}");
 }
 
 /// Item 3: a pipe closed by `head` ends cyclictest's text quietly: the run's own exit code
