@@ -192,6 +192,27 @@ pub fn verdicts(answers: &[Answer]) -> Vec<String> {
         .collect()
 }
 
+/// The answer as terminal lines (`mixed: worst 2.45 ms …`, then `mixed against idle: …`), over
+/// the latency runs of `runs` grouped as a report groups them; control characters escaped.
+pub fn lines(runs: &[RunData]) -> Vec<String> {
+    let runs: Vec<RunData> = runs
+        .iter()
+        .filter(|r| !crate::noise::is_noise(r))
+        .cloned()
+        .collect();
+    if runs.is_empty() {
+        return Vec::new();
+    }
+    let grouping = Grouping::new(&runs, None);
+    let all = answers(&runs, &grouping);
+    let text = all
+        .iter()
+        .map(|a| format!("{}: {}", a.name, sentence(a)))
+        .chain(verdicts(&all));
+    text.map(|l| rtscope_core::text::escape(&l).into_owned())
+        .collect()
+}
+
 /// The section: one line per group, then the comparisons.
 pub fn section(h: &mut String, runs: &[RunData], grouping: &Grouping) {
     let all = answers(runs, grouping);

@@ -261,6 +261,21 @@ pub mod run;
 
 pub use record::{NoiseMeta, NoiseRecorder};
 
+/// The least gap explained by default: rtla osnoise's default noise threshold.
+pub const EXPLAIN_FLOOR: Nanos = Nanos(5_000);
+
+/// What `rtscope noise` explains without `--explain`, as `osnoise top` counts its causes by
+/// default: every gap from the run's gap threshold, at least [`EXPLAIN_FLOOR`], where tracefs
+/// is usable; else why not, with the fix ([`crate::explain::default_choice`]).
+pub fn default_explain(c: &NoiseConfig) -> Result<Nanos, String> {
+    crate::explain::default_choice()?;
+    let gap = match c.threshold {
+        rtscope_engine::noise::Threshold::Given(t)
+        | rtscope_engine::noise::Threshold::Default(t) => t,
+    };
+    Ok(gap.max(EXPLAIN_FLOOR))
+}
+
 #[cfg(test)]
 mod tests;
 

@@ -25,12 +25,9 @@ fn dur(text: &str, flag: &str, unit: &str) -> Result<Nanos, UsageError> {
         .map_err(|e| UsageError::new(format!("invalid value for '{flag}': {e}")))
 }
 
-/// The least gap explained by default: rtla osnoise's default noise threshold.
-const EXPLAIN_FLOOR: Nanos = Nanos(5_000);
-
-/// `--explain DUR|off`; by default the gap threshold (at least [`EXPLAIN_FLOOR`]) where
-/// tracefs is usable, as `osnoise top` counts its causes by default; where it is not, off with
-/// the reason and the fix said at the start (docs/noise.md).
+/// `--explain DUR|off`; by default [`noise::default_explain`] (every gap from the gap
+/// threshold where tracefs is usable); where it is not, off with the reason and the fix said at
+/// the start (docs/noise.md).
 fn explain_threshold(a: &NoiseArgs, c: &NoiseConfig) -> Result<Option<Nanos>, UsageError> {
     match a.explain.as_deref().map(str::trim) {
         Some("off") if a.explain_keep.is_some() => Err(UsageError::new(
@@ -39,13 +36,8 @@ fn explain_threshold(a: &NoiseArgs, c: &NoiseConfig) -> Result<Option<Nanos>, Us
         .hint("drop one of them")),
         Some("off") => Ok(None),
         Some(t) => dur(t, "--explain", "us").map(Some),
-        None => match rtscope_session::explain::default_choice() {
-            Ok(_) => {
-                let gap = match c.threshold {
-                    Threshold::Given(t) | Threshold::Default(t) => t,
-                };
-                Ok(Some(gap.max(EXPLAIN_FLOOR)))
-            }
+        None => match noise::default_explain(c) {
+            Ok(t) => Ok(Some(t)),
             Err(why) => {
                 if !a.quiet {
                     rtscope_session::output::warn(&format!("explain: off — {why}"));

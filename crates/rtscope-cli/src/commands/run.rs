@@ -51,23 +51,9 @@ fn answer(db: Option<&std::path::Path>, out: &mut dyn Write) -> std::io::Result<
     let runs: Vec<rtscope_report::RunData> = bundles
         .into_iter()
         .map(rtscope_report::RunData::from)
-        .filter(|r| !rtscope_report::noise::is_noise(r))
         .collect();
-    if runs.is_empty() {
-        return Ok(());
-    }
-    let grouping = rtscope_report::group::Grouping::new(&runs, None);
-    let answers = rtscope_report::headline::answers(&runs, &grouping);
-    for a in &answers {
-        let line = format!(
-            "answer: {}: {}",
-            a.name,
-            rtscope_report::headline::sentence(a)
-        );
-        writeln!(out, "{}", rtscope_core::text::escape(&line))?;
-    }
-    for v in rtscope_report::headline::verdicts(&answers) {
-        writeln!(out, "answer: {}", rtscope_core::text::escape(&v))?;
+    for line in rtscope_report::headline::lines(&runs) {
+        writeln!(out, "answer: {line}")?;
     }
     Ok(())
 }
