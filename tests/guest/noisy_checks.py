@@ -68,29 +68,24 @@ def guest_files(kernel: str, modes: list[str], out: Path) -> tuple[dict[str, Pat
 
 
 # The two runs of each mode (guest-noisy.sh): the file prefix of rtscope's output and of its
-# reference trace, the words of the check, and whether `--reference-bar` requires its bar.
-# Both are required. (The noise run's was printed only for a while: beside the hog rt-arm64's
-# network run failed it, and the cause was neither trace's reading but the kernel: its
-# interrupt exit events stopped for the whole run, in both instances; see exits_reached.)
-RUNS = (("explain", "", "rtscope measure --explain", True),
-        ("noise", "noise-", "rtscope noise --explain", True))
+# reference trace, the words of the check.
+RUNS = (("explain", "", "rtscope measure --explain"),
+        ("noise", "noise-", "rtscope noise --explain"))
 
 
-def verify(c, kernel: str, r: guest.BootResult, modes: list[str], bar: bool) -> None:
-    """Each mode's two runs (exit 0, spikes compared, interrupt exits in both traces) and,
-    with `bar`, reference.bar, as PASS/FAIL lines through `c.expect(kernel, name, ok,
-    detail)`; without `bar` the bar's figures as INFO."""
+def verify(c, kernel: str, r: guest.BootResult, modes: list[str]) -> None:
+    """Each mode's two runs: exit 0, spikes compared, interrupt exits in both traces and the
+    culprit named (`reference.named`) as PASS/FAIL lines through `c.expect(kernel, name, ok,
+    detail)`; reference.bar's agreement through `c.figure` (required with `--figures`)."""
     for mode in modes:
         for run in RUNS:
-            verify_run(c, kernel, r, mode, run, bar)
+            verify_run(c, kernel, r, mode, run)
 
 
-def verify_run(c, kernel: str, r: guest.BootResult, mode: str, run: tuple[str, str, str, bool],
-               bar: bool) -> None:
+def verify_run(c, kernel: str, r: guest.BootResult, mode: str, run: tuple[str, str, str]) -> None:
     """One run of one mode: `measure --explain`'s spikes or `noise --explain`'s gaps, each
     kept one compared with the reference trace recorded over the same run."""
-    check, prefix, words, required = run
-    bar = bar and required
+    check, prefix, words = run
     rc = r.checks().get(f"{check}-{mode}")
     x = json.loads(r.files.get(f"{check}-{mode}.json") or b"{}").get("explain") or {}
     ref = reference.parse((r.files.get(f"reference-{prefix}{mode}.txt") or b"").decode(
@@ -111,10 +106,9 @@ def verify_run(c, kernel: str, r: guest.BootResult, mode: str, run: tuple[str, s
         c.expect(kernel, f"{label}: no spike before the timerlat tracer was live", ok, detail)
     ok, detail = reference.exits_reached(x, ref, r.values("noisy-retry"), f"{check}-{mode}")
     c.expect(kernel, f"{label}: the kernel's interrupt exits reached both traces", ok, detail)
+    ok, detail = reference.named(cmp)
+    c.expect(kernel, f"{label}: the injected {culprit} is named for most of the time it ran",
+             ok, detail)
     met, text = reference.bar(cmp)
-    what = f"{label} ({culprit}): the reference bar"
-    if bar:
-        c.expect(kernel, what, met, f"{text}; {reference.summary(cmp)}")
-    else:
-        print(f"INFO {kernel}: {what}: {'met' if met else 'not met'} - {text}; "
-              f"{reference.summary(cmp)}", flush=True)
+    c.figure(kernel, f"{label} ({culprit}): the reference bar", met,
+             f"{text}; {reference.summary(cmp)}")

@@ -635,6 +635,20 @@ def bar(c: Compared) -> tuple[bool, str]:
     return ok, text
 
 
+def named(c: Compared) -> tuple[bool, str]:
+    """The function the guest checks always require of an injected culprit (the figures are
+    `bar`'s, required on a quiet host): the reference saw it run in a spike, and rtscope
+    charged it most of the time it ran there (at least half, the undecidable time counting
+    for neither side) — rtscope names the culprit, where and how much, whatever the host's
+    load did to the agreement's last points."""
+    pct = c.pct
+    ok = (c.culprit_spikes >= 1 and c.culprit_ref_ns > 0
+          and (c.culprit_both_ns + c.culprit_apart_ns) * 2 >= c.culprit_ref_ns)
+    return ok, (f"culprit in {c.culprit_spikes} spikes per the reference; rtscope charged it "
+                f"{pct(c.culprit_both_ns + c.culprit_apart_ns, c.culprit_ref_ns)} of the time "
+                "it ran there (with the undecidable time)")
+
+
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)

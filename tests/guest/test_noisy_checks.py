@@ -1,6 +1,7 @@
 """Unit tests of noisy_checks.verify on a boot result written here: both runs of a mode
 (`measure --explain` and `noise --explain`) are compared, each with its own reference trace and
-JSON, and a wrong cause in one fails that run's bar alone. Run by tests/guest/ci.sh before the
+JSON, and a wrong cause in one fails that run's naming check and bar alone (the bar is a
+figure: Checker.figure, required only with --figures). Run by tests/guest/ci.sh before the
 guests boot (`python3 -m unittest` in this folder).
 """
 
@@ -47,9 +48,13 @@ def explain(starts_us: list[int], pid: int) -> bytes:
 class Checker:
     def __init__(self):
         self.seen: dict[str, bool] = {}
+        self.figures: dict[str, bool] = {}
 
     def expect(self, kernel: str, name: str, ok: bool, detail: str) -> None:
         self.seen[name] = ok
+
+    def figure(self, kernel: str, name: str, ok: bool, detail: str) -> None:
+        self.figures[name] = ok
 
 
 def boot(noise_pid: int) -> guest.BootResult:
@@ -63,25 +68,32 @@ def boot(noise_pid: int) -> guest.BootResult:
 
 
 class BothRuns(unittest.TestCase):
-    def test_both_runs_are_compared_and_both_bars_required(self):
+    def test_both_runs_are_compared_and_both_bars_given_as_figures(self):
         c = Checker()
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            noisy_checks.verify(c, "rt-amd64", boot(CULPRIT), ["preempt"], bar=True)
-        bars = {k: v for k, v in c.seen.items() if "reference bar" in k}
-        self.assertEqual(list(bars), ["noise preempt (noisy-preempt): the reference bar",
-                                      "noise preempt, rtscope noise (noisy-preempt): the "
-                                      "reference bar"])
-        # Per run: compared, tracer live, interrupt exits, the bar.
+            noisy_checks.verify(c, "rt-amd64", boot(CULPRIT), ["preempt"])
+        self.assertEqual(list(c.figures), ["noise preempt (noisy-preempt): the reference bar",
+                                           "noise preempt, rtscope noise (noisy-preempt): the "
+                                           "reference bar"])
+        self.assertTrue(all(c.figures.values()), c.figures)
+        # Per run, required: compared, tracer live, interrupt exits, the culprit named.
         self.assertEqual(len(c.seen), 8, c.seen)
         self.assertTrue(all(c.seen.values()), c.seen)
+        self.assertTrue(c.seen["noise preempt: the injected noisy-preempt is named for most of "
+                               "the time it ran"])
 
-    def test_a_wrong_cause_in_the_noise_run_fails_its_bar_alone(self):
+    def test_a_wrong_cause_in_the_noise_run_fails_its_naming_and_bar_alone(self):
         c = Checker()
         with contextlib.redirect_stdout(io.StringIO()):
-            noisy_checks.verify(c, "rt-amd64", boot(OTHER), ["preempt"], bar=True)
-        self.assertFalse(c.seen["noise preempt, rtscope noise (noisy-preempt): the reference bar"])
-        self.assertTrue(c.seen["noise preempt (noisy-preempt): the reference bar"])
+            noisy_checks.verify(c, "rt-amd64", boot(OTHER), ["preempt"])
+        self.assertFalse(c.figures["noise preempt, rtscope noise (noisy-preempt): the reference "
+                                   "bar"])
+        self.assertFalse(c.seen["noise preempt, rtscope noise: the injected noisy-preempt is "
+                                "named for most of the time it ran"])
+        self.assertTrue(c.figures["noise preempt (noisy-preempt): the reference bar"])
+        self.assertTrue(c.seen["noise preempt: the injected noisy-preempt is named for most of "
+                               "the time it ran"])
         self.assertTrue(c.seen["noise preempt, rtscope noise: rtscope noise --explain exits 0 "
                                "and its spikes are compared"])
 
@@ -99,7 +111,7 @@ class MissingExits(unittest.TestCase):
         c.expect = lambda k, name, ok, detail: (c.seen.__setitem__(name, ok),
                                                 self.details.__setitem__(name, detail))
         with contextlib.redirect_stdout(io.StringIO()):
-            noisy_checks.verify(c, "rt-arm64", r, ["preempt"], bar=True)
+            noisy_checks.verify(c, "rt-arm64", r, ["preempt"])
         return c.seen
 
     def test_rtscope_reporting_missing_exits_fails_the_run_and_names_the_retry(self):
@@ -122,6 +134,25 @@ class MissingExits(unittest.TestCase):
         seen = self.verify(r)
         self.assertFalse(seen[self.EXITS])
         self.assertIn("reference: 1 interrupt(s) open at a switch", self.details[self.EXITS])
+
+
+class Figures(unittest.TestCase):
+    """checks.Checker: a figure fails the guests only with --figures (a quiet host); without,
+    it is printed and kept for figures.json, and the function checks still fail."""
+
+    def test_a_missed_figure_fails_only_when_figures_are_required(self):
+        import checks
+        for required in (False, True):
+            c = checks.Checker(figures=required)
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                c.figure("amd64", "the reference bar", False, "84.8 %")
+                c.figure("amd64", "the rates agree", True)
+            self.assertEqual(c.failed, ["amd64: the reference bar"] if required else [])
+            self.assertEqual([f["met"] for f in c.figures_seen], [False, True])
+            if not required:
+                self.assertIn("FIGURE NOT MET amd64: the reference bar - 84.8 %", out.getvalue())
+            c.expect("amd64", "rtscope noise exits 0", False)
+            self.assertIn("amd64: rtscope noise exits 0", c.failed)
 
 
 if __name__ == "__main__":
