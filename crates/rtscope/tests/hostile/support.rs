@@ -20,6 +20,11 @@ pub fn scratch(case: &str) -> PathBuf {
     d
 }
 
+/// How long a command of these tests may run before it counts as hung: a hang detector, not a
+/// time the tests assert (a streamed 60 MB histogram import under `ulimit -v` took over 60 s
+/// in a debug build beside CI's other jobs; issue 52).
+const HANG: Duration = Duration::from_secs(240);
+
 /// Waits for `child` at most `limit`, reading its output meanwhile (a full pipe never blocks
 /// it); kills it and panics after that (a hang is a failure).
 pub fn wait_output(mut child: Child, limit: Duration, what: &str) -> Output {
@@ -67,7 +72,7 @@ pub fn wait_output(mut child: Child, limit: Duration, what: &str) -> Output {
 /// Runs rtscope with `args` (stdin from /dev/null), killed after 60 s.
 pub fn rtscope(args: &[&str]) -> Output {
     let (child, mut reaper) = spawn(args);
-    let out = wait_output(child, Duration::from_secs(60), &format!("rtscope {args:?}"));
+    let out = wait_output(child, HANG, &format!("rtscope {args:?}"));
     reaper.disarm();
     out
 }
@@ -82,7 +87,7 @@ pub fn bash(script: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_output(child, Duration::from_secs(60), script)
+    wait_output(child, HANG, script)
 }
 
 /// The exit code, or a panic naming the signal that killed the process.
