@@ -7,7 +7,7 @@
 //! that is invalid JSON only for those reasons is repaired (and says so). The interval and
 //! priority come from the recorded command line when it parses.
 
-use super::model::{parse_u64, Bad, Counter, Imported, ThreadRow};
+use super::model::{numbered_threads, parse_u64, whole_field, Bad, Counter, Imported, ThreadRow};
 use super::rtjson::{environment, json_error, times};
 use rtscope_ctopts::args::{self, CtOptions};
 use serde_json::{json, Map, Value};
@@ -30,18 +30,7 @@ pub fn parse(text: &str) -> Result<Imported, Bad> {
         _ => 1000,
     };
     let opts = cmdline.and_then(options);
-    let threads = obj
-        .get("thread")
-        .and_then(Value::as_object)
-        .ok_or_else(|| Bad::field("thread", "missing, or not an object"))?;
-    let mut keyed = Vec::new();
-    for (k, v) in threads {
-        let i = parse_u64(k).filter(|&i| i < 4096).ok_or_else(|| {
-            Bad::field(format!("thread.\"{k}\""), "the key is not a thread number")
-        })?;
-        keyed.push((i as u32, k.as_str(), v));
-    }
-    rtscope_core::order::sort_by_key(&mut keyed, |(i, _, _)| *i);
+    let keyed = numbered_threads(obj)?;
     let mut out = Imported::default();
     let mut overflows = Vec::new();
     for (i, key, v) in keyed {
@@ -152,11 +141,7 @@ fn thread(
     opts: Option<&CtOptions>,
 ) -> Result<(ThreadRow, Option<u64>), Bad> {
     let f = |name: &str| format!("thread.\"{key}\".{name}");
-    let int = |name: &str| {
-        v.get(name)
-            .and_then(Value::as_u64)
-            .ok_or_else(|| Bad::field(f(name), "missing, or not a whole number"))
-    };
+    let int = |name: &str| whole_field(v, name, f);
     let cycles = int("cycles")?;
     let hist = v
         .get("histogram")

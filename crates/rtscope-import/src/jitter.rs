@@ -9,7 +9,7 @@
 //! are overflows kept as a count. With samples the run gets a per-second time series and an
 //! interval inferred from the wake-up times.
 
-use super::model::{parse_u64, Bad, Counter, Imported, ThreadRow};
+use super::model::{parse_u64, whole_field, Bad, Counter, Imported, ThreadRow};
 use super::rtjson::json_error;
 use super::series::Series;
 use serde_json::{json, Map, Value};
@@ -147,11 +147,7 @@ fn results_json(doc: &Value) -> Result<(Vec<JdThread>, u64), Bad> {
 
 fn jd_thread(k: &str, v: &Value) -> Result<JdThread, Bad> {
     let f = |name: &str| format!("cpu.\"{k}\".{name}");
-    let int = |name: &str| {
-        v.get(name)
-            .and_then(Value::as_u64)
-            .ok_or_else(|| Bad::field(f(name), "missing, or not a whole number"))
-    };
+    let int = |name: &str| whole_field(v, name, f);
     let hist = v
         .get("histogram")
         .and_then(Value::as_object)

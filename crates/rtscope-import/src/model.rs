@@ -252,6 +252,31 @@ pub fn parse_u64(s: &str) -> Option<u64> {
     s.parse().ok()
 }
 
+/// The `"thread"` object of rt-tests' JSON (cyclictest's and oslat's): its entries keyed by
+/// thread number (below 4096), in the order of their numbers.
+pub fn numbered_threads(obj: &Map<String, Value>) -> Result<Vec<(u32, &str, &Value)>, Bad> {
+    let threads = obj
+        .get("thread")
+        .and_then(Value::as_object)
+        .ok_or_else(|| Bad::field("thread", "missing, or not an object"))?;
+    let mut keyed = Vec::new();
+    for (k, v) in threads {
+        let i = parse_u64(k).filter(|&i| i < 4096).ok_or_else(|| {
+            Bad::field(format!("thread.\"{k}\""), "the key is not a thread number")
+        })?;
+        keyed.push((i as u32, k.as_str(), v));
+    }
+    rtscope_core::order::sort_by_key(&mut keyed, |(i, _, _)| *i);
+    Ok(keyed)
+}
+
+/// A whole-number field `name` of the JSON object `v`, or an error naming it by `path(name)`.
+pub fn whole_field(v: &Value, name: &str, path: impl Fn(&str) -> String) -> Result<u64, Bad> {
+    v.get(name)
+        .and_then(Value::as_u64)
+        .ok_or_else(|| Bad::field(path(name), "missing, or not a whole number"))
+}
+
 /// `text` cut to `max` characters for an error message, with `…` when cut.
 pub fn excerpt(text: &str, max: usize) -> String {
     let t = text.trim_end_matches(['\r', '\n']);

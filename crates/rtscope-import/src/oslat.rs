@@ -8,7 +8,7 @@
 //! it. Buckets are recorded at their key (the rounded-up value oslat prints); the last bucket is
 //! kept out of the histogram as overflows with only a lower bound, as cyclictest's are.
 
-use super::model::{parse_u64, Bad, Counter, Imported, ThreadRow};
+use super::model::{numbered_threads, parse_u64, Bad, Counter, Imported, ThreadRow};
 use super::rtjson::is_oslat;
 use rtscope_store::RunKind;
 use serde_json::{json, Map, Value};
@@ -30,18 +30,7 @@ pub fn parse(text: &str) -> Result<Imported, Bad> {
         ));
     }
     let buckets = cmdline.map_or(DEFAULT_BUCKETS, bucket_size);
-    let threads = obj
-        .get("thread")
-        .and_then(Value::as_object)
-        .ok_or_else(|| Bad::field("thread", "missing, or not an object"))?;
-    let mut keyed = Vec::new();
-    for (k, v) in threads {
-        let i = parse_u64(k).filter(|&i| i < 4096).ok_or_else(|| {
-            Bad::field(format!("thread.\"{k}\""), "the key is not a thread number")
-        })?;
-        keyed.push((i as u32, k.as_str(), v));
-    }
-    rtscope_core::order::sort_by_key(&mut keyed, |(i, _, _)| *i);
+    let keyed = numbered_threads(obj)?;
     let mut out = Imported {
         kind: Some(RunKind::Noise),
         ..Imported::default()
