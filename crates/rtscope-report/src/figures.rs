@@ -1,6 +1,7 @@
 //! The report's charts as [`Figure`]s, computed from stored histograms, series and monitor data
 //! (raw samples only for the CDF, when asked for and stored). Latencies are shown in µs.
 
+use crate::encoding::{line_groups, Encoding};
 use crate::group::Grouping;
 use crate::model::RunData;
 use crate::monitors::{campaign_monitor_panels, monitor_panels};
@@ -10,8 +11,9 @@ use rtscope_core::{Histogram, Overflow};
 
 use crate::histogram::share_counts;
 pub use crate::histogram::{
-    fd_width_us, histogram, histogram_points, histogram_points_log, histogram_with, HistScale,
-    LOG_BINS_PER_DECADE, MAX_BINS, SMALL_N,
+    fd_width_ns, fd_width_us, histogram, histogram_points, histogram_points_log,
+    histogram_points_log_res, histogram_points_ns, histogram_with, log_edges_ns, resolution_ns,
+    HistScale, LOG_BINS_PER_DECADE, MAX_BINS, MIN_BIN_NS, SMALL_N,
 };
 
 /// Most runs drawn as lines of their own on the shared plots; beyond, or when runs repeat, one
@@ -48,9 +50,9 @@ impl Line {
         match self.over.count {
             0 => self.name.clone(),
             n => format!(
-                "{} ({n} overflows ≥{} µs)",
+                "{} ({n} overflows ≥{})",
                 self.name,
-                crate::us(self.over.floor.0)
+                crate::units::latency(self.over.floor.0)
             ),
         }
     }
@@ -124,14 +126,27 @@ pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> 
         out.push(named("histogram", Latency, &caption, grid(hist, columns)));
     }
     let lines = lines(runs, grouping);
+    let merged = runs.len() > 1 && merges(runs, grouping);
+    // Two keys or more: colour per load case (or scenario), dash per kernel (the others).
+    let encoding = Encoding::of(grouping).filter(|_| runs.len() > 1);
+    let line_group = line_groups(grouping, runs.len(), merged);
     let mut tail = tail_of(&lines);
-    if runs.len() > 1 && merges(runs, grouping) {
+    if merged {
         crate::repeats::add_tail_bands(&mut tail, runs, grouping);
     }
-    out.push(named("tail", Latency, TAIL_CAPTION, Figure::single(tail)));
+    let mut tail_caption = TAIL_CAPTION.to_string();
+    if let Some(enc) = &encoding {
+        enc.apply(&mut tail, &line_group);
+        tail_caption.push_str(&encoding_note(enc, grouping));
+    }
+    out.push(named("tail", Latency, &tail_caption, Figure::single(tail)));
     let (mut c, mut e) = cdf_of(lines);
-    if runs.len() > 1 && merges(runs, grouping) {
+    if merged {
         crate::repeats::add_cdf_bands(&mut c, &mut e, runs, grouping);
+    }
+    if let Some(enc) = &encoding {
+        enc.apply(&mut c, &line_group);
+        enc.apply(&mut e, &line_group);
     }
     let source = if runs.iter().any(|r| r.raw.is_some()) && runs.len() <= MAX_RUN_LINES {
         " Drawn from raw samples (exact) where the run stored them, else from the histogram."
@@ -186,7 +201,17 @@ pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> 
 }
 
 const HIST_CAPTION: &str = "Latency histogram (OSADL style): samples per latency bin, one line per CPU, counts on a log axis (linear below 2,000 samples per CPU); the legend gives each CPU's maximum. Panels share their bin width (Freedman–Diaconis, at least 1 µs) and axes.";
-const TAIL_CAPTION: &str = "Tail latency: the latency below which 90 %, 99 %, … 99.9999 % of the wake-ups fell. Lines further right rest on fewer samples; a percentile is drawn only when at least one sample lies beyond it, hollow when fewer than 10 do. × marks the exact maximum (at log10 of the sample count). Runs that repeat (equal in every tag and load case that differs) are merged into one line per group; the shaded band spans the repeats' own percentiles (lowest to highest run).";
+/// The tail caption's sentence on an [`Encoding`]: which key is colour and which is dash.
+fn encoding_note(enc: &Encoding, g: &Grouping) -> String {
+    let names: Vec<&str> = enc.dash_keys.iter().map(|&k| g.keys[k].name()).collect();
+    format!(
+        " Colour is the {} and the line's dash the {} (the legend names each once); the CDF and exceedance plots use the same.",
+        g.keys[enc.colour_key].name(),
+        names.join(" and ")
+    )
+}
+
+const TAIL_CAPTION: &str = "Tail latency: the latency below which 90 %, 99 %, … 99.9999 % of the wake-ups fell. Lines further right rest on fewer samples; a percentile is drawn only when at least one sample lies beyond it, hollow when fewer than 10 do. × marks the exact maximum (at log10 of the sample count; maxima that would fall on one spot are set side by side). Runs that repeat (equal in every tag and load case that differs) are merged into one line per group; the shaded band spans the repeats' own percentiles (lowest to highest run).";
 const SAMPLES_CAPTION: &str = "Every sample over time (runs recorded with --raw; the first run of each group): each thread's samples cut into columns that keep their largest and smallest, so no maximum is lost.";
 const SPIKES_CAPTION: &str = "The --spike lines of imported cyclictest summaries: each wake-up above cyclictest's spike threshold, at its time stamp from the run's first spike (all of them are also listed under Events).";
 const CDF_CAPTION: &str =
@@ -460,12 +485,18 @@ pub fn tail_of(lines: &[Line]) -> Panel {
             right = right.max(x);
         }
     }
+    crate::encoding::dodge_max_markers(&mut series);
+    let right = series
+        .iter()
+        .filter(|s| s.shape == Shape::MaxMarker)
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .fold(right, f64::max);
     Panel {
         title: "Tail latency".into(),
         x: Axis {
-            label: "percentile (\"nines\"); × = exact max".into(),
             scale: Scale::Nines,
             range: Some((0.0, right.ceil().min(8.0) + 0.25)),
+            ..Axis::linear("percentile (\"nines\"); × = exact max")
         },
         y: Axis::log("latency (µs)"),
         y2: None,

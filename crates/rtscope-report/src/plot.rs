@@ -80,6 +80,9 @@ pub enum Scale {
     /// [`DATE_DAYS_S`], else in hours, or minutes under [`DATE_MINUTES_S`], labelled
     /// `MM-DD HH:MM` (so ticks fall on whole units).
     Date,
+    /// Categories (runs, CPUs): category `i` at `x = i`, each labelled by its name from
+    /// [`Axis::categories`], no numbers.
+    Category,
 }
 
 /// Date axes longer than this (s) are drawn in days.
@@ -99,6 +102,8 @@ pub struct Axis {
     pub scale: Scale,
     /// Range in data units; `None` fits the data.
     pub range: Option<(f64, f64)>,
+    /// The names of a [`Scale::Category`] axis, in order (empty for other scales).
+    pub categories: Vec<String>,
 }
 
 impl Axis {
@@ -108,6 +113,17 @@ impl Axis {
             label: label.into(),
             scale: Scale::Linear,
             range: None,
+            categories: Vec::new(),
+        }
+    }
+    /// A categorical axis: one slot per name, from −0.5 to `names.len()` − 0.5, labelled by
+    /// the names (bars of runs or CPUs, never a numeric −0.5…0.5 axis).
+    pub fn categories(label: impl Into<String>, names: Vec<String>) -> Axis {
+        Axis {
+            scale: Scale::Category,
+            range: Some((-0.5, names.len().max(1) as f64 - 0.5)),
+            categories: names,
+            ..Axis::linear(label)
         }
     }
     /// A log axis fitted to the data.
@@ -156,6 +172,38 @@ pub struct Series {
     /// Points of value 0 are left out and break the line (rates: "nothing happened" is a gap,
     /// not a saw-tooth down to the floor of a log axis).
     pub gaps_at_zero: bool,
+    /// The line's dash pattern (a second key of the grouping: [`crate::encoding`]).
+    pub dash: Dash,
+}
+
+/// The dash pattern of a line: with colour, the second channel that carries a grouping
+/// (kernel by dash, load case by colour).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dash {
+    /// Unbroken.
+    #[default]
+    Solid,
+    /// Dashes of 8 px, 5 px apart.
+    Dashed,
+    /// Dots: 2 px, 4 px apart.
+    Dotted,
+    /// Long dashes of 16 px, 6 px apart.
+    Long,
+}
+
+impl Dash {
+    /// The patterns in the order they are handed out.
+    pub const ALL: [Dash; 4] = [Dash::Solid, Dash::Dashed, Dash::Dotted, Dash::Long];
+
+    /// (dash, gap) in px; `None` for a solid line.
+    pub fn pattern(self) -> Option<(i32, i32)> {
+        match self {
+            Dash::Solid => None,
+            Dash::Dashed => Some((8, 5)),
+            Dash::Dotted => Some((2, 4)),
+            Dash::Long => Some((16, 6)),
+        }
+    }
 }
 
 /// How a series is drawn.
@@ -188,6 +236,7 @@ impl Series {
             weak: Vec::new(),
             shape: Shape::Line,
             gaps_at_zero: false,
+            dash: Dash::Solid,
         }
     }
 }
@@ -335,6 +384,7 @@ pub(crate) fn drawn_range(axis: &Axis, values: impl Iterator<Item = f64>) -> (f6
             let pad = ((hi - lo) * 0.02).max(30.0);
             (lo - pad, hi + pad)
         }
+        Scale::Category => (-0.5, hi.max(0.0).round() + 0.5),
         Scale::Linear | Scale::Time => {
             let pad = ((hi - lo) * 0.05).max(hi.abs() * 0.05).max(1e-9);
             (if lo >= 0.0 { 0.0 } else { lo - pad }, hi + pad)
@@ -346,6 +396,8 @@ pub(crate) fn drawn_range(axis: &Axis, values: impl Iterator<Item = f64>) -> (f6
 pub fn tick_label(scale: Scale, v: f64) -> String {
     match scale {
         Scale::Linear | Scale::Time => crate::fmt_num(v),
+        // Named by the axis (draw.rs), never by a number.
+        Scale::Category => String::new(),
         Scale::Date => date_label(v, 86_400.0),
         Scale::Log => {
             if (v - v.round()).abs() > 1e-6 {
