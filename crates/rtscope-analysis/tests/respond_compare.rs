@@ -170,3 +170,37 @@ fn measure_runs_keep_missed_and_load_cases() {
         "{out}"
     );
 }
+
+/// A respond campaign's runs of one mechanism each keep their load cases as the matrix's
+/// columns (`idle`, `cpu`), their lost events still `lost`.
+#[test]
+fn a_respond_campaign_keeps_its_load_cases_as_columns() {
+    let mut groups = operands("campaign");
+    for (k, (_, runs)) in groups.iter_mut().enumerate() {
+        runs.retain(|r| r.tag("mechanism") == Some(MECHANISMS[0]));
+        for r in runs.iter_mut() {
+            r.tags.retain(|(key, _)| key != "mechanism");
+            r.case = Some(["idle", "cpu"][k].into());
+        }
+    }
+    let groups = groups
+        .into_iter()
+        .enumerate()
+        .map(|(i, (sel, runs))| Group::new(i, &sel, runs))
+        .collect();
+    let c = Comparison::new(
+        groups,
+        &[Stat::Missed],
+        Thresholds::parse(&[], "1us").unwrap(),
+        Stat::Max,
+        None,
+    );
+    assert!(c.events && !c.mechanisms);
+    assert_eq!(c.matrix.as_ref().unwrap().columns, ["idle", "cpu"]);
+    let out = text::render(&c);
+    assert!(
+        out.contains("load cases (max of each group and load case):"),
+        "{out}"
+    );
+    assert!(out.lines().any(|l| l.starts_with("lost ")), "{out}");
+}

@@ -5,9 +5,9 @@
 pub(crate) mod legend;
 
 use crate::plot::{
-    colour, date_label, drawn_range, hours_label, plot_err, project, tick_label, Corner, Dash,
-    Figure, Panel, Scale, Series, Shape, DATE_DAYS_S, DATE_MINUTES_S, FONT_FAMILY, LONG_RUN_S,
-    NEUTRAL, NINES_P50,
+    colour, date_label, drawn_range, hours_label, latency_decade, plot_err, project, tick_label,
+    without_us, Corner, Dash, Figure, Panel, Scale, Series, Shape, DATE_DAYS_S, DATE_MINUTES_S,
+    FONT_FAMILY, LONG_RUN_S, NEUTRAL, NINES_P50,
 };
 use crate::ReportError;
 use plotters::coord::types::RangedCoordf64;
@@ -330,22 +330,40 @@ fn mesh<'a, DB: DrawingBackend + 'a>(
 ) -> Result<(), ReportError> {
     let (xs, ys) = (p.x.scale, p.y.scale);
     let unit = l.x_unit;
+    // A log latency axis labels its decades with their unit (`1 ms`, not `1000`).
+    let (x_us, y_us) = (
+        xs == Scale::Log && p.x.latency_us,
+        ys == Scale::Log && p.y.latency_us,
+    );
     let xf = move |v: &f64| match (xs, unit) {
         (Scale::Time, XUnit::Hours) => hours_label(*v),
         (Scale::Date, _) => date_label(*v, unit.seconds()),
+        _ if x_us => latency_decade(*v),
         _ => tick_label(xs, *v),
     };
-    let yf = move |v: &f64| tick_label(ys, *v);
+    let yf = move |v: &f64| {
+        if y_us {
+            latency_decade(*v)
+        } else {
+            tick_label(ys, *v)
+        }
+    };
     let x_desc = match (xs, unit) {
         (Scale::Time, XUnit::Hours) => format!("{} (h:mm)", p.x.label),
         (Scale::Time, _) => format!("{} (s)", p.x.label),
         (Scale::Date, _) => format!("{} (UTC)", p.x.label),
+        _ if x_us => without_us(&p.x.label),
         _ => p.x.label.clone(),
+    };
+    let y_desc = if y_us {
+        without_us(&p.y.label)
+    } else {
+        p.y.label.clone()
     };
     let (y0, y1) = l.y;
     let mut mesh = chart.configure_mesh();
     mesh.x_desc(x_desc)
-        .y_desc(p.y.label.as_str())
+        .y_desc(y_desc)
         .label_style(font(12))
         .axis_desc_style(font(13))
         .x_label_formatter(&xf)
@@ -363,7 +381,18 @@ fn mesh<'a, DB: DrawingBackend + 'a>(
         mesh.x_labels(((l.x.1 - l.x.0).ceil() as usize + 1).max(2));
     }
     mesh.draw().map_err(plot_err)?;
-    match xs {
+    hand_ticks(chart, area, p, l)
+}
+
+/// The x ticks plotters does not draw: a "nines" axis's p50, p90, p99, …; a categorical
+/// axis's names, each cut to its slot.
+fn hand_ticks<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    area: &DrawingArea<DB, Shift>,
+    p: &Panel,
+    l: &Layout,
+) -> Result<(), ReportError> {
+    match p.x.scale {
         Scale::Nines => {
             let (x0, x1) = l.x;
             let ticks = std::iter::once(NINES_P50)
@@ -588,6 +617,9 @@ fn legend_box<DB: DrawingBackend>(
         let yy = y + legend::ROW as i32 * k as i32 + legend::ROW as i32 / 2 + 4;
         let c = colour(s.colour);
         let c = if s.faint { c.mix(0.45) } else { c.mix(1.0) };
+        // A dash key of a plot with maxima keeps the swatch's right end for its marker.
+        let key_mark = s.points.is_empty() && s.colour == NEUTRAL && has_max;
+        let end = if key_mark { x + 18 } else { x + 28 };
         let swatch = if s.shape == Shape::Dots {
             area.draw(&Circle::new((x + 16, yy), 3, c.filled()))
         } else if s.shape == Shape::Cells {
@@ -598,7 +630,7 @@ fn legend_box<DB: DrawingBackend>(
         } else if let Some((dash, gap)) = s.dash.pattern() {
             // The line's own pattern, at its width.
             area.draw(&plotters::element::DashedPathElement::new(
-                [(x + 4, yy), (x + 28, yy)],
+                [(x + 2, yy), (end, yy)],
                 dash,
                 gap,
                 c.stroke_width(2),
@@ -607,18 +639,18 @@ fn legend_box<DB: DrawingBackend>(
             area.draw(&Cross::new((x + 16, yy), 5, c.stroke_width(2)))
         } else {
             area.draw(&Rectangle::new(
-                [(x + 6, yy - 2), (x + 26, yy + 2)],
+                [(x + 6, yy - 2), (end.min(x + 26), yy + 2)],
                 c.filled(),
             ))
         };
         swatch.map_err(plot_err)?;
-        if s.points.is_empty() && s.colour == NEUTRAL && has_max {
-            // A dash key of a plot with maxima: its marker on the swatch (× solid, + dashed).
+        if key_mark {
+            // Its marker after the swatch (× solid, + dashed).
             let mark = c.stroke_width(2);
             let r = if s.dash == Dash::Solid {
-                area.draw(&Cross::new((x + 16, yy), 4, mark))
+                area.draw(&Cross::new((x + 24, yy), 4, mark))
             } else {
-                area.draw(&plus!((x + 16, yy), 5, mark))
+                area.draw(&plus!((x + 24, yy), 4, mark))
             };
             r.map_err(plot_err)?;
         }

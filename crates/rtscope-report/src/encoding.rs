@@ -106,6 +106,16 @@ impl Encoding {
                 _ => {}
             }
         }
+        let plus = panel
+            .series
+            .iter()
+            .any(|s| s.shape == Shape::MaxMarker && s.dash != Dash::Solid);
+        if plus {
+            panel.x.label = panel
+                .x
+                .label
+                .replace("× = exact max", "× and + = exact max");
+        }
         panel.series.extend(self.key());
     }
 

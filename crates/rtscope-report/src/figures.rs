@@ -125,43 +125,7 @@ pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> 
         );
         out.push(named("histogram", Latency, &caption, grid(hist, columns)));
     }
-    let lines = lines(runs, grouping);
-    let merged = runs.len() > 1 && merges(runs, grouping);
-    // Two keys or more: colour per load case (or scenario), dash per kernel (the others).
-    let encoding = Encoding::of(grouping).filter(|_| runs.len() > 1);
-    let line_group = line_groups(grouping, runs.len(), merged);
-    let mut tail = tail_of(&lines);
-    if merged {
-        crate::repeats::add_tail_bands(&mut tail, runs, grouping);
-    }
-    let mut tail_caption = TAIL_CAPTION.to_string();
-    if let Some(enc) = &encoding {
-        enc.apply(&mut tail, &line_group);
-        tail_caption.push_str(&encoding_note(enc, grouping));
-    }
-    out.push(named("tail", Latency, &tail_caption, Figure::single(tail)));
-    let (mut c, mut e) = cdf_of(lines);
-    if merged {
-        crate::repeats::add_cdf_bands(&mut c, &mut e, runs, grouping);
-    }
-    if let Some(enc) = &encoding {
-        enc.apply(&mut c, &line_group);
-        enc.apply(&mut e, &line_group);
-    }
-    let source = if runs.iter().any(|r| r.raw.is_some()) && runs.len() <= MAX_RUN_LINES {
-        " Drawn from raw samples (exact) where the run stored them, else from the histogram."
-    } else {
-        " Drawn from the histogram (exact below 2,048 ns, within 0.1 % above)."
-    };
-    let cdf_caption = format!("{CDF_CAPTION}{source}");
-    let exc_caption = format!("{EXC_CAPTION}{source}");
-    out.push(named("cdf", Latency, &cdf_caption, Figure::single(c)));
-    out.push(named(
-        "exceedance",
-        Latency,
-        &exc_caption,
-        Figure::single(e),
-    ));
+    shared_plots(runs, grouping, &mut out);
     let mut time: Vec<Panel> = order
         .iter()
         .filter_map(|&i| over_time_named(&runs[i], &grouping.run_name(runs, i)))
@@ -205,7 +169,7 @@ const HIST_CAPTION: &str = "Latency histogram (OSADL style): samples per latency
 fn encoding_note(enc: &Encoding, g: &Grouping) -> String {
     let names: Vec<&str> = enc.dash_keys.iter().map(|&k| g.keys[k].name()).collect();
     format!(
-        " Colour is the {} and the line's dash the {} (the legend names each once); the CDF and exceedance plots use the same.",
+        " Colour is the {} and the line's dash the {} (the legend names each once; a dashed line's maximum is a + instead of a ×); the CDF and exceedance plots use the same.",
         g.keys[enc.colour_key].name(),
         names.join(" and ")
     )
@@ -218,6 +182,49 @@ const CDF_CAPTION: &str =
     "Cumulative distribution: the fraction of wake-ups with at most this latency; a shaded band spans a group's repeats (lowest to highest run at each fraction).";
 const EXC_CAPTION: &str = "Exceedance (1 − CDF, log axis): the fraction of wake-ups later than this latency; the tail's shape shows how rare the worst cases are.";
 const TIME_CAPTION: &str = "Latency over the run: the maximum (solid) and p99 (faint) of each interval, per CPU; black dots mark the largest events (samples above the run's event threshold); temperature or frequency on the right-hand axis when recorded.";
+
+/// The plots every line of which is a run or a group (tail, CDF, exceedance), with the
+/// repeats' bands and, for two keys or more, colour per load case and dash per kernel.
+fn shared_plots(runs: &[RunData], grouping: &Grouping, out: &mut Vec<NamedFigure>) {
+    use Section::Latency;
+    let lines = lines(runs, grouping);
+    let merged = runs.len() > 1 && merges(runs, grouping);
+    // Two keys or more: colour per load case (or scenario), dash per kernel (the others).
+    let encoding = Encoding::of(grouping).filter(|_| runs.len() > 1);
+    let line_group = line_groups(grouping, runs.len(), merged);
+    let mut tail = tail_of(&lines);
+    if merged {
+        crate::repeats::add_tail_bands(&mut tail, runs, grouping);
+    }
+    let mut tail_caption = TAIL_CAPTION.to_string();
+    if let Some(enc) = &encoding {
+        enc.apply(&mut tail, &line_group);
+        tail_caption.push_str(&encoding_note(enc, grouping));
+    }
+    out.push(named("tail", Latency, &tail_caption, Figure::single(tail)));
+    let (mut c, mut e) = cdf_of(lines);
+    if merged {
+        crate::repeats::add_cdf_bands(&mut c, &mut e, runs, grouping);
+    }
+    if let Some(enc) = &encoding {
+        enc.apply(&mut c, &line_group);
+        enc.apply(&mut e, &line_group);
+    }
+    let source = if runs.iter().any(|r| r.raw.is_some()) && runs.len() <= MAX_RUN_LINES {
+        " Drawn from raw samples (exact) where the run stored them, else from the histogram."
+    } else {
+        " Drawn from the histogram (exact below 2,048 ns, within 0.1 % above)."
+    };
+    let cdf_caption = format!("{CDF_CAPTION}{source}");
+    let exc_caption = format!("{EXC_CAPTION}{source}");
+    out.push(named("cdf", Latency, &cdf_caption, Figure::single(c)));
+    out.push(named(
+        "exceedance",
+        Latency,
+        &exc_caption,
+        Figure::single(e),
+    ));
+}
 
 /// The caption's note naming the runs drawn in no histogram panel (summary-only imports).
 fn summary_only_note(runs: &[RunData], g: &Grouping, without: &[usize]) -> String {
@@ -498,7 +505,7 @@ pub fn tail_of(lines: &[Line]) -> Panel {
             range: Some((0.0, right.ceil().min(8.0) + 0.25)),
             ..Axis::linear("percentile (\"nines\"); × = exact max")
         },
-        y: Axis::log("latency (µs)"),
+        y: Axis::latency_log("latency (µs)"),
         y2: None,
         legend: Corner::UpperLeft,
         series,
@@ -593,7 +600,7 @@ pub fn latency_axis<'a>(hists: impl Iterator<Item = &'a Histogram>) -> Axis {
         }
     }
     if p50 != u64::MAX && max as f64 / p50 as f64 > LOG_X_RATIO {
-        Axis::log("latency (µs, log axis)")
+        Axis::latency_log("latency (µs, log axis)")
     } else {
         Axis::linear("latency (µs)")
     }

@@ -227,7 +227,7 @@ pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
             title,
             x: Axis {
                 range: Some((lo, max_us as f64 * 1.05)),
-                ..Axis::log("latency (µs, log axis)")
+                ..Axis::latency_log("latency (µs, log axis)")
             },
             y: Axis::log(format!(
                 "samples per bin ({LOG_BINS_PER_DECADE} per decade{whole})"

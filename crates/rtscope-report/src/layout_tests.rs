@@ -308,9 +308,12 @@ fn a_histogram_with_ms_outliers_gets_log_bins_unless_cut_by_xmax() {
         .count();
     assert!(body >= 10, "{body} bins below 100 µs");
     let t = texts(&crate::to_svg(&Figure::single(p)).unwrap());
-    for label in ["10", "100", "1000", "10k"] {
+    // Decades of latency read with their unit (issue 51: not `1000` and `10k` µs).
+    for label in ["10 µs", "100 µs", "1 ms", "10 ms"] {
         assert!(t.iter().any(|l| l == label), "{label} missing: {t:?}");
     }
+    assert!(!t.iter().any(|l| l == "10k" || l == "1000"), "{t:?}");
+    assert!(t.iter().any(|l| l == "latency (log axis)"), "{t:?}");
     assert_eq!(figures::HistScale::fit(&runs, Some(100)).log_from_us, None);
 }
 

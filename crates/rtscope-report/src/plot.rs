@@ -104,6 +104,9 @@ pub struct Axis {
     pub range: Option<(f64, f64)>,
     /// The names of a [`Scale::Category`] axis, in order (empty for other scales).
     pub categories: Vec<String>,
+    /// Its values are latencies in µs: on a log scale each decade is labelled with its unit
+    /// (`10 µs`, `100 µs`, `1 ms`, `10 ms`), never `10k` µs ([`latency_decade`]).
+    pub latency_us: bool,
 }
 
 impl Axis {
@@ -114,6 +117,15 @@ impl Axis {
             scale: Scale::Linear,
             range: None,
             categories: Vec::new(),
+            latency_us: false,
+        }
+    }
+    /// A log axis of latencies in µs, fitted to the data, its decades labelled with their
+    /// unit (`100 µs`, `1 ms`).
+    pub fn latency_log(label: impl Into<String>) -> Axis {
+        Axis {
+            latency_us: true,
+            ..Axis::log(label)
         }
     }
     /// A categorical axis: one slot per name, from −0.5 to `names.len()` − 0.5, labelled by
@@ -416,6 +428,29 @@ pub fn tick_label(scale: Scale, v: f64) -> String {
             format!("p{}", nines_label(nines))
         }
     }
+}
+
+/// The label of decade `v` (log10 of µs) of a latency axis: `100 ns`, `1 µs`, `10 µs`, `1 ms`,
+/// `10 s`; empty between decades.
+pub fn latency_decade(v: f64) -> String {
+    if (v - v.round()).abs() > 1e-6 {
+        return String::new();
+    }
+    let ns_exp = v.round() as i32 + 3;
+    let (unit, base) = match ns_exp {
+        i32::MIN..=2 => ("ns", 0),
+        3..=5 => ("µs", 3),
+        6..=8 => ("ms", 6),
+        _ => ("s", 9),
+    };
+    let mantissa = 10f64.powi(ns_exp - base);
+    format!("{} {unit}", crate::fmt_num(mantissa))
+}
+
+/// An axis label as drawn when its ticks carry the unit: `latency (µs)` → `latency`,
+/// `latency (µs, log axis)` → `latency (log axis)`.
+pub fn without_us(label: &str) -> String {
+    label.replace("(µs, ", "(").replace(" (µs)", "")
 }
 
 /// Where p50 sits on a "nines" axis: `−log10(0.5)`.

@@ -246,6 +246,7 @@ fn exact_maxima_of_runs_of_one_length_are_set_side_by_side() {
         .map(|s| s.dash)
         .collect();
     assert_eq!(dashes.iter().filter(|&&d| d == Dash::Dashed).count(), 5);
+    assert!(p.x.label.ends_with("× and + = exact max"), "{}", p.x.label);
     xs.sort_by(f64::total_cmp);
     // Every group holds 2 runs × 2 CPUs × 2,000 samples: all ten at log10(8,000) before.
     let at = 8_000f64.log10();
@@ -256,4 +257,27 @@ fn exact_maxima_of_runs_of_one_length_are_set_side_by_side() {
     assert!((mid - at).abs() < 1e-9, "centred on log10(n): {xs:?}");
     let (_, hi) = p.x.range.unwrap();
     assert!(xs[9] <= hi, "inside the axis: {xs:?} to {hi}");
+}
+
+#[test]
+fn latency_decades_read_with_their_unit_on_every_log_latency_axis() {
+    use crate::plot::{latency_decade, without_us};
+    let labels: Vec<String> = (-1..=6).map(|d| latency_decade(f64::from(d))).collect();
+    assert_eq!(
+        labels,
+        ["100 ns", "1 µs", "10 µs", "100 µs", "1 ms", "10 ms", "100 ms", "1 s"]
+    );
+    assert_eq!(latency_decade(2.5), "", "no label between decades");
+    assert_eq!(without_us("latency (µs, log axis)"), "latency (log axis)");
+    assert_eq!(without_us("latency (µs)"), "latency");
+    // The tail's latency axis, a long tail's histogram and CDF axes are latency axes.
+    let runs = &loadcase_runs()[..4];
+    let figs = figures::all(runs, &Grouping::new(runs, None));
+    let tail = &figs.iter().find(|f| f.name == "tail").unwrap().figure;
+    assert!(tail.panels[0].y.latency_us);
+    let run = whole_us_import();
+    let scale = HistScale::fit(std::slice::from_ref(&run), None);
+    assert!(figures::histogram_with(&run, "h", scale).x.latency_us);
+    let axis = figures::latency_axis(std::iter::once(run.merged()));
+    assert!(axis.latency_us && axis.scale == crate::plot::Scale::Log);
 }

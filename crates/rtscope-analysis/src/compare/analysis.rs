@@ -74,8 +74,11 @@ pub struct Comparison {
     /// The tail levels at a probability (`--tail-level`; `None`: not asked).
     pub tail: Option<super::tail::TailRow>,
     /// Every run compared is a `respond` run: its missed deadlines are events lost (named
-    /// `lost`, [`Comparison::stat_name`]) and its load cases are mechanisms.
+    /// `lost`, [`Comparison::stat_name`]).
     pub events: bool,
+    /// Every run's load case is its respond mechanism (runs of several mechanisms split into
+    /// one operand each): the matrix's columns are mechanisms ([`Comparison::case_word`]).
+    pub mechanisms: bool,
 }
 
 impl Comparison {
@@ -97,6 +100,11 @@ impl Comparison {
         let differences = super::differences::differences(&groups);
         let mut all = groups.iter().flat_map(|g| &g.runs).peekable();
         let events = all.peek().is_some() && all.all(|r| r.kind == RunKind::Respond);
+        let mechanisms = events
+            && groups
+                .iter()
+                .flat_map(|g| &g.runs)
+                .all(|r| r.case.is_some() && r.case.as_deref() == r.tag("mechanism"));
         let strata = groups[1..]
             .iter()
             .map(|g| {
@@ -123,6 +131,7 @@ impl Comparison {
             thresholds,
             tail: None,
             events,
+            mechanisms,
         }
     }
 
@@ -135,10 +144,10 @@ impl Comparison {
         }
     }
 
-    /// What the matrix's columns are: `mechanism` for respond runs (each mechanism is its
-    /// run's load case), else `load case`.
+    /// What the matrix's columns are: `mechanism` when each operand is one mechanism of a
+    /// respond run (its load case), else `load case` (a respond campaign's load cases too).
     pub fn case_word(&self) -> &'static str {
-        if self.events {
+        if self.mechanisms {
             "mechanism"
         } else {
             "load case"
