@@ -281,3 +281,37 @@ fn latency_decades_read_with_their_unit_on_every_log_latency_axis() {
     let axis = figures::latency_axis(std::iter::once(run.merged()));
     assert!(axis.latency_us && axis.scale == crate::plot::Scale::Log);
 }
+
+#[test]
+fn runs_drawn_one_line_each_take_their_groups_colour_and_dash() {
+    // 2 kernels × 2 load cases, one run each: a line per run (no repeats to merge).
+    let runs: Vec<RunData> = [
+        ("std", "idle"),
+        ("rt", "idle"),
+        ("std", "cpu"),
+        ("rt", "cpu"),
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, (k, c))| run_with(440 + i as i64, &[("kernel", k), ("case", c)]))
+    .collect();
+    let g = Grouping::new(&runs, None);
+    let figs = figures::all(&runs, &g);
+    let p = &figs
+        .iter()
+        .find(|f| f.name == "tail")
+        .unwrap()
+        .figure
+        .panels[0];
+    let drawn: Vec<(usize, Dash)> = lines(p).iter().map(|s| (s.colour, s.dash)).collect();
+    assert_eq!(
+        drawn,
+        [
+            (0, Dash::Solid),
+            (0, Dash::Dashed),
+            (1, Dash::Solid),
+            (1, Dash::Dashed)
+        ]
+    );
+    assert_eq!(legend_names(p), ["idle", "cpu", "kernel=std", "kernel=rt"]);
+}
