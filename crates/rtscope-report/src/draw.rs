@@ -5,8 +5,9 @@
 pub(crate) mod legend;
 
 use crate::plot::{
-    colour, date_label, drawn_range, hours_label, plot_err, project, tick_label, Corner, Figure,
-    Panel, Scale, Series, Shape, DATE_DAYS_S, DATE_MINUTES_S, FONT_FAMILY, LONG_RUN_S, NINES_P50,
+    colour, date_label, drawn_range, hours_label, latency_decade, plot_err, project, tick_label,
+    without_us, Corner, Dash, Figure, Panel, Scale, Series, Shape, DATE_DAYS_S, DATE_MINUTES_S,
+    FONT_FAMILY, LONG_RUN_S, NEUTRAL, NINES_P50,
 };
 use crate::ReportError;
 use plotters::coord::types::RangedCoordf64;
@@ -15,6 +16,15 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::FontStyle;
 use std::sync::Once;
+
+/// An upright cross (+) of half-size `r` px centred on `at`, drawn with `style`.
+macro_rules! plus {
+    ($at:expr, $r:expr, $style:expr) => {
+        EmptyElement::at($at)
+            + PathElement::new([(-$r, 0), (($r), 0)], $style)
+            + PathElement::new([(0, -$r), (0, ($r))], $style)
+    };
+}
 
 /// Outer margin of a panel, px.
 pub(crate) const MARGIN: u32 = 12;
@@ -320,30 +330,48 @@ fn mesh<'a, DB: DrawingBackend + 'a>(
 ) -> Result<(), ReportError> {
     let (xs, ys) = (p.x.scale, p.y.scale);
     let unit = l.x_unit;
+    // A log latency axis labels its decades with their unit (`1 ms`, not `1000`).
+    let (x_us, y_us) = (
+        xs == Scale::Log && p.x.latency_us,
+        ys == Scale::Log && p.y.latency_us,
+    );
     let xf = move |v: &f64| match (xs, unit) {
         (Scale::Time, XUnit::Hours) => hours_label(*v),
         (Scale::Date, _) => date_label(*v, unit.seconds()),
+        _ if x_us => latency_decade(*v),
         _ => tick_label(xs, *v),
     };
-    let yf = move |v: &f64| tick_label(ys, *v);
+    let yf = move |v: &f64| {
+        if y_us {
+            latency_decade(*v)
+        } else {
+            tick_label(ys, *v)
+        }
+    };
     let x_desc = match (xs, unit) {
         (Scale::Time, XUnit::Hours) => format!("{} (h:mm)", p.x.label),
         (Scale::Time, _) => format!("{} (s)", p.x.label),
         (Scale::Date, _) => format!("{} (UTC)", p.x.label),
+        _ if x_us => without_us(&p.x.label),
         _ => p.x.label.clone(),
+    };
+    let y_desc = if y_us {
+        without_us(&p.y.label)
+    } else {
+        p.y.label.clone()
     };
     let (y0, y1) = l.y;
     let mut mesh = chart.configure_mesh();
     mesh.x_desc(x_desc)
-        .y_desc(p.y.label.as_str())
+        .y_desc(y_desc)
         .label_style(font(12))
         .axis_desc_style(font(13))
         .x_label_formatter(&xf)
         .y_label_formatter(&yf)
         .light_line_style(WHITE)
         .bold_line_style(RGBColor(225, 225, 225));
-    if xs == Scale::Nines {
-        // Ticks at p50 and every whole "nine", each labelled, drawn below.
+    if matches!(xs, Scale::Nines | Scale::Category) {
+        // Ticks at p50 and every whole "nine", or at each category, each labelled, drawn below.
         mesh.x_labels(0).disable_x_mesh();
     }
     if ys == Scale::Log {
@@ -353,45 +381,75 @@ fn mesh<'a, DB: DrawingBackend + 'a>(
         mesh.x_labels(((l.x.1 - l.x.0).ceil() as usize + 1).max(2));
     }
     mesh.draw().map_err(plot_err)?;
-    if xs == Scale::Nines {
-        nines_ticks(chart, area, l)?;
+    hand_ticks(chart, area, p, l)
+}
+
+/// The x ticks plotters does not draw: a "nines" axis's p50, p90, p99, …; a categorical
+/// axis's names, each cut to its slot.
+fn hand_ticks<DB: DrawingBackend>(
+    chart: &mut Chart<'_, DB>,
+    area: &DrawingArea<DB, Shift>,
+    p: &Panel,
+    l: &Layout,
+) -> Result<(), ReportError> {
+    match p.x.scale {
+        Scale::Nines => {
+            let (x0, x1) = l.x;
+            let ticks = std::iter::once(NINES_P50)
+                .chain((1..=x1.floor() as i32).map(f64::from))
+                .filter(|&v| v >= x0 && v <= x1)
+                .map(|v| (v, tick_label(Scale::Nines, v)))
+                .collect();
+            labelled_ticks(chart, area, l, ticks, true)?;
+        }
+        Scale::Category => {
+            // Each name cut to its slot's width (≈ 7 px a character at 12 px).
+            let n = p.x.categories.len().max(1) as i32;
+            let (left, _) = chart.backend_coord(&(l.x.0, l.y.0));
+            let (right, _) = chart.backend_coord(&(l.x.1, l.y.0));
+            let room = (((right - left) / n) / 7).max(3) as usize;
+            let ticks =
+                p.x.categories
+                    .iter()
+                    .enumerate()
+                    .map(|(i, name)| (i as f64, rtscope_core::text::clip(name, room).into_owned()))
+                    .collect();
+            labelled_ticks(chart, area, l, ticks, false)?;
+        }
+        _ => {}
     }
     Ok(())
 }
 
-/// The ticks of a "nines" axis: p50, p90, p99, … up to the end of the axis, each with a grid
-/// line and a label.
-fn nines_ticks<DB: DrawingBackend>(
+/// Ticks of an axis drawn by hand (a "nines" axis: p50, p90, p99, …; a categorical axis: one
+/// per name), each with its label below and, with `grid`, a grid line.
+fn labelled_ticks<DB: DrawingBackend>(
     chart: &mut Chart<'_, DB>,
     area: &DrawingArea<DB, Shift>,
     l: &Layout,
+    ticks: Vec<(f64, String)>,
+    grid: bool,
 ) -> Result<(), ReportError> {
-    let ((x0, x1), (y0, y1)) = (l.x, l.y);
-    let ticks: Vec<f64> = std::iter::once(NINES_P50)
-        .chain((1..=x1.floor() as i32).map(f64::from))
-        .filter(|&v| v >= x0 && v <= x1)
-        .collect();
-    let grid = RGBColor(225, 225, 225).stroke_width(1);
-    for &v in &ticks {
-        chart
-            .draw_series(LineSeries::new([(v, y0), (v, y1)], grid))
-            .map_err(plot_err)?;
+    let (y0, y1) = l.y;
+    if grid {
+        let line = RGBColor(225, 225, 225).stroke_width(1);
+        for (v, _) in &ticks {
+            chart
+                .draw_series(LineSeries::new([(*v, y0), (*v, y1)], line))
+                .map_err(plot_err)?;
+        }
     }
     let base = area.get_base_pixel();
     let style = font(12)
         .color(&BLACK)
         .pos(Pos::new(HPos::Center, VPos::Top));
-    for &v in &ticks {
+    for (v, label) in ticks {
         let (px, py) = chart.backend_coord(&(v, y0));
         let (x, y) = (px - base.0, py - base.1);
         area.draw(&PathElement::new([(x, y), (x, y + 5)], BLACK))
             .map_err(plot_err)?;
-        area.draw(&Text::new(
-            tick_label(Scale::Nines, v),
-            (x, y + 7),
-            style.clone(),
-        ))
-        .map_err(plot_err)?;
+        area.draw(&Text::new(label, (x, y + 7), style.clone()))
+            .map_err(plot_err)?;
     }
     Ok(())
 }
@@ -413,8 +471,15 @@ fn draw_series<DB: DrawingBackend>(
     let style = style_of(s);
     match s.shape {
         Shape::MaxMarker => {
-            let marks = pts.iter().map(|&p| Cross::new(p, 6, style.stroke_width(3)));
-            chart.draw_series(marks).map_err(plot_err)?;
+            let thick = style.stroke_width(3);
+            if s.dash == Dash::Solid {
+                let marks = pts.iter().map(|&p| Cross::new(p, 6, thick));
+                chart.draw_series(marks).map_err(plot_err)?;
+            } else {
+                // The max of a dashed line: an upright cross, so each kernel's maxima read apart.
+                let marks = pts.iter().map(|&p| plus!(p, 7, thick));
+                chart.draw_series(marks).map_err(plot_err)?;
+            }
             return Ok(());
         }
         Shape::Band => {
@@ -461,9 +526,14 @@ fn draw_series<DB: DrawingBackend>(
         chart.draw_series(dots).map_err(plot_err)?;
     }
     for seg in segments(s, pts) {
-        chart
-            .draw_series(LineSeries::new(seg, style))
-            .map_err(plot_err)?;
+        match s.dash.pattern() {
+            Some((dash, gap)) => chart
+                .draw_series(DashedLineSeries::new(seg, dash, gap, style))
+                .map_err(plot_err)?,
+            None => chart
+                .draw_series(LineSeries::new(seg, style))
+                .map_err(plot_err)?,
+        };
     }
     Ok(())
 }
@@ -529,6 +599,7 @@ fn legend_box<DB: DrawingBackend>(
     (x, y): (i32, i32),
 ) -> Result<(), ReportError> {
     let entries = legend::entries(p);
+    let has_max = p.series.iter().any(|s| s.shape == Shape::MaxMarker);
     let (w, h) = legend::size(&entries);
     let (w, h) = (w as i32, h as i32);
     let frame = [(x, y), (x + w, y + h)];
@@ -546,6 +617,9 @@ fn legend_box<DB: DrawingBackend>(
         let yy = y + legend::ROW as i32 * k as i32 + legend::ROW as i32 / 2 + 4;
         let c = colour(s.colour);
         let c = if s.faint { c.mix(0.45) } else { c.mix(1.0) };
+        // A dash key of a plot with maxima keeps the swatch's right end for its marker.
+        let key_mark = s.points.is_empty() && s.colour == NEUTRAL && has_max;
+        let end = if key_mark { x + 18 } else { x + 28 };
         let swatch = if s.shape == Shape::Dots {
             area.draw(&Circle::new((x + 16, yy), 3, c.filled()))
         } else if s.shape == Shape::Cells {
@@ -553,13 +627,33 @@ fn legend_box<DB: DrawingBackend>(
                 [(x + 10, yy - 6), (x + 22, yy + 6)],
                 c.filled(),
             ))
+        } else if let Some((dash, gap)) = s.dash.pattern() {
+            // The line's own pattern, at its width.
+            area.draw(&plotters::element::DashedPathElement::new(
+                [(x + 2, yy), (end, yy)],
+                dash,
+                gap,
+                c.stroke_width(2),
+            ))
+        } else if s.shape == Shape::MaxMarker {
+            area.draw(&Cross::new((x + 16, yy), 5, c.stroke_width(2)))
         } else {
             area.draw(&Rectangle::new(
-                [(x + 6, yy - 2), (x + 26, yy + 2)],
+                [(x + 6, yy - 2), (end.min(x + 26), yy + 2)],
                 c.filled(),
             ))
         };
         swatch.map_err(plot_err)?;
+        if key_mark {
+            // Its marker after the swatch (× solid, + dashed).
+            let mark = c.stroke_width(2);
+            let r = if s.dash == Dash::Solid {
+                area.draw(&Cross::new((x + 24, yy), 4, mark))
+            } else {
+                area.draw(&plus!((x + 24, yy), 4, mark))
+            };
+            r.map_err(plot_err)?;
+        }
         area.draw(&Text::new(s.name.clone(), (x + 32, yy), text.clone()))
             .map_err(plot_err)?;
     }

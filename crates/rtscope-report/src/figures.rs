@@ -1,6 +1,7 @@
 //! The report's charts as [`Figure`]s, computed from stored histograms, series and monitor data
 //! (raw samples only for the CDF, when asked for and stored). Latencies are shown in µs.
 
+use crate::encoding::{line_groups, Encoding};
 use crate::group::Grouping;
 use crate::model::RunData;
 use crate::monitors::{campaign_monitor_panels, monitor_panels};
@@ -10,8 +11,9 @@ use rtscope_core::{Histogram, Overflow};
 
 use crate::histogram::share_counts;
 pub use crate::histogram::{
-    fd_width_us, histogram, histogram_points, histogram_points_log, histogram_with, HistScale,
-    LOG_BINS_PER_DECADE, MAX_BINS, SMALL_N,
+    fd_width_ns, fd_width_us, histogram, histogram_points, histogram_points_log,
+    histogram_points_log_res, histogram_points_ns, histogram_with, log_edges_ns, resolution_ns,
+    HistScale, LOG_BINS_PER_DECADE, MAX_BINS, MIN_BIN_NS, SMALL_N,
 };
 
 /// Most runs drawn as lines of their own on the shared plots; beyond, or when runs repeat, one
@@ -48,9 +50,9 @@ impl Line {
         match self.over.count {
             0 => self.name.clone(),
             n => format!(
-                "{} ({n} overflows ≥{} µs)",
+                "{} ({n} overflows ≥{})",
                 self.name,
-                crate::us(self.over.floor.0)
+                crate::units::latency(self.over.floor.0)
             ),
         }
     }
@@ -123,30 +125,7 @@ pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> 
         );
         out.push(named("histogram", Latency, &caption, grid(hist, columns)));
     }
-    let lines = lines(runs, grouping);
-    let mut tail = tail_of(&lines);
-    if runs.len() > 1 && merges(runs, grouping) {
-        crate::repeats::add_tail_bands(&mut tail, runs, grouping);
-    }
-    out.push(named("tail", Latency, TAIL_CAPTION, Figure::single(tail)));
-    let (mut c, mut e) = cdf_of(lines);
-    if runs.len() > 1 && merges(runs, grouping) {
-        crate::repeats::add_cdf_bands(&mut c, &mut e, runs, grouping);
-    }
-    let source = if runs.iter().any(|r| r.raw.is_some()) && runs.len() <= MAX_RUN_LINES {
-        " Drawn from raw samples (exact) where the run stored them, else from the histogram."
-    } else {
-        " Drawn from the histogram (exact below 2,048 ns, within 0.1 % above)."
-    };
-    let cdf_caption = format!("{CDF_CAPTION}{source}");
-    let exc_caption = format!("{EXC_CAPTION}{source}");
-    out.push(named("cdf", Latency, &cdf_caption, Figure::single(c)));
-    out.push(named(
-        "exceedance",
-        Latency,
-        &exc_caption,
-        Figure::single(e),
-    ));
+    shared_plots(runs, grouping, &mut out);
     let mut time: Vec<Panel> = order
         .iter()
         .filter_map(|&i| over_time_named(&runs[i], &grouping.run_name(runs, i)))
@@ -186,13 +165,66 @@ pub fn all_with(runs: &[RunData], grouping: &Grouping, xmax_us: Option<u64>) -> 
 }
 
 const HIST_CAPTION: &str = "Latency histogram (OSADL style): samples per latency bin, one line per CPU, counts on a log axis (linear below 2,000 samples per CPU); the legend gives each CPU's maximum. Panels share their bin width (Freedman–Diaconis, at least 1 µs) and axes.";
-const TAIL_CAPTION: &str = "Tail latency: the latency below which 90 %, 99 %, … 99.9999 % of the wake-ups fell. Lines further right rest on fewer samples; a percentile is drawn only when at least one sample lies beyond it, hollow when fewer than 10 do. × marks the exact maximum (at log10 of the sample count). Runs that repeat (equal in every tag and load case that differs) are merged into one line per group; the shaded band spans the repeats' own percentiles (lowest to highest run).";
+/// The tail caption's sentence on an [`Encoding`]: which key is colour and which is dash.
+fn encoding_note(enc: &Encoding, g: &Grouping) -> String {
+    let names: Vec<&str> = enc.dash_keys.iter().map(|&k| g.keys[k].name()).collect();
+    format!(
+        " Colour is the {} and the line's dash the {} (the legend names each once; a dashed line's maximum is a + instead of a ×); the CDF and exceedance plots use the same.",
+        g.keys[enc.colour_key].name(),
+        names.join(" and ")
+    )
+}
+
+const TAIL_CAPTION: &str = "Tail latency: the latency below which 90 %, 99 %, … 99.9999 % of the wake-ups fell. Lines further right rest on fewer samples; a percentile is drawn only when at least one sample lies beyond it, hollow when fewer than 10 do. × marks the exact maximum (at log10 of the sample count; maxima that would fall on one spot are set side by side). Runs that repeat (equal in every tag and load case that differs) are merged into one line per group; the shaded band spans the repeats' own percentiles (lowest to highest run).";
 const SAMPLES_CAPTION: &str = "Every sample over time (runs recorded with --raw; the first run of each group): each thread's samples cut into columns that keep their largest and smallest, so no maximum is lost.";
 const SPIKES_CAPTION: &str = "The --spike lines of imported cyclictest summaries: each wake-up above cyclictest's spike threshold, at its time stamp from the run's first spike (all of them are also listed under Events).";
 const CDF_CAPTION: &str =
     "Cumulative distribution: the fraction of wake-ups with at most this latency; a shaded band spans a group's repeats (lowest to highest run at each fraction).";
 const EXC_CAPTION: &str = "Exceedance (1 − CDF, log axis): the fraction of wake-ups later than this latency; the tail's shape shows how rare the worst cases are.";
 const TIME_CAPTION: &str = "Latency over the run: the maximum (solid) and p99 (faint) of each interval, per CPU; black dots mark the largest events (samples above the run's event threshold); temperature or frequency on the right-hand axis when recorded.";
+
+/// The plots every line of which is a run or a group (tail, CDF, exceedance), with the
+/// repeats' bands and, for two keys or more, colour per load case and dash per kernel.
+fn shared_plots(runs: &[RunData], grouping: &Grouping, out: &mut Vec<NamedFigure>) {
+    use Section::Latency;
+    let lines = lines(runs, grouping);
+    let merged = runs.len() > 1 && merges(runs, grouping);
+    // Two keys or more: colour per load case (or scenario), dash per kernel (the others).
+    let encoding = Encoding::of(grouping).filter(|_| runs.len() > 1);
+    let line_group = line_groups(grouping, runs.len(), merged);
+    let mut tail = tail_of(&lines);
+    if merged {
+        crate::repeats::add_tail_bands(&mut tail, runs, grouping);
+    }
+    let mut tail_caption = TAIL_CAPTION.to_string();
+    if let Some(enc) = &encoding {
+        enc.apply(&mut tail, &line_group);
+        tail_caption.push_str(&encoding_note(enc, grouping));
+    }
+    out.push(named("tail", Latency, &tail_caption, Figure::single(tail)));
+    let (mut c, mut e) = cdf_of(lines);
+    if merged {
+        crate::repeats::add_cdf_bands(&mut c, &mut e, runs, grouping);
+    }
+    if let Some(enc) = &encoding {
+        enc.apply(&mut c, &line_group);
+        enc.apply(&mut e, &line_group);
+    }
+    let source = if runs.iter().any(|r| r.raw.is_some()) && runs.len() <= MAX_RUN_LINES {
+        " Drawn from raw samples (exact) where the run stored them, else from the histogram."
+    } else {
+        " Drawn from the histogram (exact below 2,048 ns, within 0.1 % above)."
+    };
+    let cdf_caption = format!("{CDF_CAPTION}{source}");
+    let exc_caption = format!("{EXC_CAPTION}{source}");
+    out.push(named("cdf", Latency, &cdf_caption, Figure::single(c)));
+    out.push(named(
+        "exceedance",
+        Latency,
+        &exc_caption,
+        Figure::single(e),
+    ));
+}
 
 /// The caption's note naming the runs drawn in no histogram panel (summary-only imports).
 fn summary_only_note(runs: &[RunData], g: &Grouping, without: &[usize]) -> String {
@@ -460,14 +492,20 @@ pub fn tail_of(lines: &[Line]) -> Panel {
             right = right.max(x);
         }
     }
+    crate::encoding::dodge_max_markers(&mut series);
+    let right = series
+        .iter()
+        .filter(|s| s.shape == Shape::MaxMarker)
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .fold(right, f64::max);
     Panel {
         title: "Tail latency".into(),
         x: Axis {
-            label: "percentile (\"nines\"); × = exact max".into(),
             scale: Scale::Nines,
             range: Some((0.0, right.ceil().min(8.0) + 0.25)),
+            ..Axis::linear("percentile (\"nines\"); × = exact max")
         },
-        y: Axis::log("latency (µs)"),
+        y: Axis::latency_log("latency (µs)"),
         y2: None,
         legend: Corner::UpperLeft,
         series,
@@ -562,7 +600,7 @@ pub fn latency_axis<'a>(hists: impl Iterator<Item = &'a Histogram>) -> Axis {
         }
     }
     if p50 != u64::MAX && max as f64 / p50 as f64 > LOG_X_RATIO {
-        Axis::log("latency (µs, log axis)")
+        Axis::latency_log("latency (µs, log axis)")
     } else {
         Axis::linear("latency (µs)")
     }

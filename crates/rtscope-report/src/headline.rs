@@ -126,6 +126,12 @@ pub fn human(ns: u64) -> String {
 /// The sentence of one answer: `worst 4.65 ms (run 2, 11.1 s in), p99.99 412 µs, 745 of 249,255
 /// deadlines missed; the worst was caused by blocking by rust-lld:5156 (99 %)`.
 pub fn sentence(a: &Answer) -> String {
+    sentence_with(a, true)
+}
+
+/// [`sentence`]; `thin_note` false leaves out the note on a p99.99 resting on fewer than 10
+/// samples (said once for all groups instead, [`thin_note`]).
+pub fn sentence_with(a: &Answer, thin_note: bool) -> String {
     let mut o = match a.worst {
         Some((ns, run, at)) => {
             let at = at.map_or(String::new(), |s| format!(", {s:.1} s in"));
@@ -136,7 +142,7 @@ pub fn sentence(a: &Answer) -> String {
     if let Some((v, lower, thin)) = a.p9999 {
         let ge = if lower { "≥ " } else { "" };
         let _ = write!(o, ", p99.99 {ge}{}", human(v));
-        if thin {
+        if thin && thin_note {
             o.push_str(" (fewer than 10 samples beyond it: measure longer)");
         }
     }
@@ -168,6 +174,14 @@ pub fn verdicts(answers: &[Answer]) -> Vec<String> {
     let Some(base) = answers.first() else {
         return Vec::new();
     };
+    answers[1..]
+        .iter()
+        .filter_map(|a| against(a, base, &a.name, &base.name))
+        .collect()
+}
+
+/// `a` against `base` (named so): `NAME against BASE: worst 3.95× higher, p99.99 1.05× higher`.
+fn against(a: &Answer, base: &Answer, name: &str, base_name: &str) -> Option<String> {
     let ratio = |a: Option<u64>, b: Option<u64>| match (a, b) {
         (Some(a), Some(b)) if b > 0 => Some(a as f64 / b as f64),
         _ => None,
@@ -179,17 +193,77 @@ pub fn verdicts(answers: &[Answer]) -> Vec<String> {
             format!("{:.2}× lower", 1.0 / r)
         }
     };
-    answers[1..]
+    let w = ratio(a.worst.map(|w| w.0), base.worst.map(|w| w.0))?;
+    let mut o = format!("{name} against {base_name}: worst {}", words(w));
+    if let Some(p) = ratio(a.p9999.map(|p| p.0), base.p9999.map(|p| p.0)) {
+        let _ = write!(o, ", p99.99 {}", words(p));
+    }
+    Some(o)
+}
+
+/// With a row key beside other keys (load case × kernel, the seed-002 design): per load case,
+/// each group of the case against the case's first group, named by the other keys' values
+/// (`idle: kernel=rt against kernel=regular: worst 3.95× higher, …`) — like with like, where
+/// [`verdicts`] would set every group against the first case. `None` without such a grouping
+/// (or when `answers` are not one per group).
+pub fn verdicts_by_row(answers: &[Answer], g: &Grouping) -> Option<Vec<String>> {
+    let row = g.row_key()?;
+    if answers.len() != g.groups.len() {
+        return None;
+    }
+    let others: Vec<usize> = (0..g.keys.len()).filter(|&k| k != row).collect();
+    let name = |i: usize| {
+        let parts: Vec<String> = others
+            .iter()
+            .map(|&k| match &g.keys[k] {
+                crate::group::Key::Tag(t) => format!("{t}={}", g.groups[i].values[k]),
+                _ => g.groups[i].values[k].clone(),
+            })
+            .collect();
+        parts.join(" · ")
+    };
+    let mut rows: Vec<&str> = Vec::new();
+    for x in &g.groups {
+        if !rows.contains(&x.values[row].as_str()) {
+            rows.push(&x.values[row]);
+        }
+    }
+    let mut out = Vec::new();
+    for r in rows {
+        let members: Vec<usize> = (0..g.groups.len())
+            .filter(|&i| g.groups[i].values[row] == r)
+            .collect();
+        let Some((&base, rest)) = members.split_first() else {
+            continue;
+        };
+        for &i in rest {
+            let line = against(&answers[i], &answers[base], &name(i), &name(base));
+            out.extend(line.map(|l| format!("{r}: {l}")));
+        }
+    }
+    Some(out)
+}
+
+/// The comparisons of a report's answer: per load case ([`verdicts_by_row`]) when the groups
+/// form a grid of load cases, else each group against the first ([`verdicts`]).
+pub fn comparisons(answers: &[Answer], g: &Grouping) -> Vec<String> {
+    verdicts_by_row(answers, g)
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| verdicts(answers))
+}
+
+/// Said once when several groups' p99.99 rest on fewer than 10 samples beyond it.
+pub fn thin_note(answers: &[Answer]) -> Option<String> {
+    let thin = answers
         .iter()
-        .filter_map(|a| {
-            let w = ratio(a.worst.map(|w| w.0), base.worst.map(|w| w.0))?;
-            let mut o = format!("{} against {}: worst {}", a.name, base.name, words(w));
-            if let Some(p) = ratio(a.p9999.map(|p| p.0), base.p9999.map(|p| p.0)) {
-                let _ = write!(o, ", p99.99 {}", words(p));
-            }
-            Some(o)
-        })
-        .collect()
+        .filter(|a| a.p9999.is_some_and(|p| p.2))
+        .count();
+    (thin > 1).then(|| {
+        format!(
+            "p99.99 of {thin} of the {} groups rests on fewer than 10 samples beyond it: measure longer.",
+            answers.len()
+        )
+    })
 }
 
 /// The answer as terminal lines (`mixed: worst 2.45 ms …`, then `mixed against idle: …`), over
@@ -208,7 +282,7 @@ pub fn lines(runs: &[RunData]) -> Vec<String> {
     let text = all
         .iter()
         .map(|a| format!("{}: {}", a.name, sentence(a)))
-        .chain(verdicts(&all));
+        .chain(comparisons(&all, &grouping));
     text.map(|l| rtscope_core::text::escape(&l).into_owned())
         .collect()
 }
@@ -220,17 +294,27 @@ pub fn section(h: &mut String, runs: &[RunData], grouping: &Grouping) {
         return;
     }
     h.push_str("<div class=\"answer\" id=\"answer\"><h2>The answer</h2>\n<ul>\n");
+    let note = thin_note(&all);
     for a in &all {
         let _ = writeln!(
             h,
             "<li><b>{}</b>: {}</li>",
             escape(&a.name),
-            escape(&sentence(a))
+            escape(&sentence_with(a, note.is_none()))
         );
     }
     h.push_str("</ul>\n");
-    let v = verdicts(&all);
-    if !v.is_empty() {
+    if let Some(n) = note {
+        let _ = writeln!(h, "<p class=\"thin\">{}</p>", escape(&n));
+    }
+    let v = comparisons(&all, grouping);
+    if verdicts_by_row(&all, grouping).is_some_and(|r| !r.is_empty()) {
+        h.push_str("<ul class=\"verdicts\">\n");
+        for line in &v {
+            let _ = writeln!(h, "<li>{}</li>", escape(line));
+        }
+        h.push_str("</ul>\n");
+    } else if !v.is_empty() {
         h.push_str("<p>");
         h.push_str(&escape(&v.join("; ")));
         h.push_str(".</p>\n");
@@ -278,11 +362,41 @@ mod tests {
             v[0].contains(&format!("against {}: worst ", a[0].name)),
             "{v:?}"
         );
+        // Load cases × kernels: each case's kernels compared, like with like.
+        let rows = comparisons(&a, &g);
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        assert!(rows[0].starts_with("idle: kernel=rt against kernel=std: worst "));
+        assert!(rows[1].starts_with("cpu: kernel=rt against kernel=std: worst "));
         let mut h = String::new();
         section(&mut h, &runs, &g);
         assert!(
-            h.contains("id=\"answer\"") && h.contains(&escape(&v[0])),
+            h.contains("id=\"answer\"") && h.contains(&format!("<li>{}</li>", escape(&rows[0]))),
             "{h}"
         );
+    }
+
+    /// Ten groups whose p99.99 each rest on fewer than 10 samples: the page says so once, not
+    /// in every line (the seed-002 design's answer was a wall of the same note).
+    #[test]
+    fn a_thin_p99_99_is_noted_once_for_all_groups() {
+        let runs = study_runs();
+        let g = Grouping::new(&runs, None);
+        let mut a = answers(&runs, &g);
+        for x in &mut a {
+            if let Some(p) = x.p9999.as_mut() {
+                p.2 = true;
+            }
+        }
+        let note = thin_note(&a).unwrap();
+        assert_eq!(
+            note,
+            "p99.99 of 4 of the 4 groups rests on fewer than 10 samples beyond it: measure longer."
+        );
+        assert!(!sentence_with(&a[0], false).contains("measure longer"));
+        assert!(sentence(&a[0]).contains("measure longer"));
+        a[1].p9999.as_mut().unwrap().2 = false;
+        a[2].p9999.as_mut().unwrap().2 = false;
+        a[3].p9999.as_mut().unwrap().2 = false;
+        assert_eq!(thin_note(&a), None, "one group: said in its own line");
     }
 }

@@ -37,20 +37,27 @@ pub(crate) fn share_counts(panels: &mut [Panel]) {
     }
 }
 
-/// The bin width and range shared by the histograms of one figure, µs.
+/// The bins shared by the histograms of one figure.
 #[derive(Debug, Clone, Copy)]
 pub struct HistScale {
-    /// Bin width, µs.
-    pub width: u64,
+    /// Width of the linear bins, ns: a whole number of [`HistScale::resolution_ns`].
+    pub width_ns: u64,
     /// Upper end of the x axis, µs.
     pub max_us: u64,
     /// With a long tail: the lower end (µs, a power of ten) of a log latency axis binned
-    /// [`LOG_BINS_PER_DECADE`] bins per decade; `None`: linear bins of `width`.
+    /// [`LOG_BINS_PER_DECADE`] bins per decade; `None`: linear bins of `width_ns`.
     pub log_from_us: Option<f64>,
+    /// The coarsest resolution of the runs' samples, ns ([`resolution_ns`]): 1,000 when they
+    /// hold whole microseconds (an imported cyclictest histogram), else 1. No bin is narrower.
+    pub resolution_ns: u64,
 }
 
 /// Bins per decade of a histogram on a log latency axis.
 pub const LOG_BINS_PER_DECADE: u32 = 50;
+
+/// The narrowest linear bin of samples measured to the nanosecond, ns: a respond run's body of
+/// 3–6 µs gets a few dozen bins, not one or two.
+pub const MIN_BIN_NS: u64 = 100;
 
 impl HistScale {
     /// The scale that holds every thread of every run in at most [`MAX_BINS`] bins.
@@ -59,8 +66,9 @@ impl HistScale {
     }
 
     /// The scale of a histogram figure: from 0 to the largest latency of any thread (or to
-    /// `xmax_us`), in bins as wide as the widest Freedman–Diaconis width of the runs
-    /// ([`fd_width_us`]), and at least wide enough for [`MAX_BINS`] bins.
+    /// `xmax_us`), in bins as wide as the narrowest Freedman–Diaconis width of the runs
+    /// ([`fd_width_ns`]: the run with the tightest body keeps it readable), at least the
+    /// data's resolution and wide enough for [`MAX_BINS`] bins.
     pub fn fit(runs: &[RunData], xmax_us: Option<u64>) -> HistScale {
         let max_us = xmax_us.unwrap_or_else(|| {
             runs.iter()
@@ -69,11 +77,17 @@ impl HistScale {
                 .map_or(1, |m| m / 1000 + 1)
         });
         let max_us = max_us.max(1);
-        let fd = runs
+        let resolution = runs
             .iter()
-            .map(|r| fd_width_us(r.merged()))
+            .map(|r| resolution_ns(r.merged()))
             .max()
             .unwrap_or(1);
+        let fd = runs
+            .iter()
+            .filter_map(|r| fd_width_ns(r.merged(), resolution))
+            .min()
+            .unwrap_or(1000);
+        let fewest = nice_up((max_us * 1000).div_ceil(MAX_BINS) as f64);
         // A long tail (max over the lowest median beyond LOG_X_RATIO) and no --xmax: log bins,
         // so a µs body and ms outliers both read.
         let p50 = runs
@@ -92,10 +106,42 @@ impl HistScale {
             10f64.powf(min_us.log10().floor())
         });
         HistScale {
-            width: fd.max(max_us.div_ceil(MAX_BINS)).max(1),
+            width_ns: round_up(fd.max(fewest).max(MIN_BIN_NS), resolution),
             max_us,
             log_from_us,
+            resolution_ns: resolution,
         }
+    }
+
+    /// The width of the linear bins for people: `1 µs`, `0.5 µs`, `20 µs`.
+    pub fn width_text(&self) -> String {
+        format!("{} µs", crate::fmt_num(self.width_ns as f64 / 1000.0))
+    }
+}
+
+/// `v` rounded up to a multiple of `step` (at least one step).
+fn round_up(v: u64, step: u64) -> u64 {
+    let step = step.max(1);
+    v.div_ceil(step).max(1) * step
+}
+
+/// The resolution of a histogram's samples, ns: 1,000 when every sample can be a whole number
+/// of microseconds (each non-empty bucket holds a multiple of 1,000 ns: an imported cyclictest
+/// `-h` histogram, or `-v` samples), else 1. Bins narrower than the resolution would leave
+/// every other bin empty (a picket fence), so none is drawn.
+pub fn resolution_ns(h: &Histogram) -> u64 {
+    let mut any = false;
+    for (lo, w, _) in h.buckets() {
+        any = true;
+        let hi = lo.0 + w.0.max(1) - 1;
+        if (hi / 1000) * 1000 < lo.0 {
+            return 1;
+        }
+    }
+    if any {
+        1000
+    } else {
+        1
     }
 }
 
@@ -109,6 +155,20 @@ pub fn fd_width_us(h: &Histogram) -> u64 {
     let n = h.count().max(1) as f64;
     let w = 2.0 * (q3.0.saturating_sub(q1.0)) as f64 / 1000.0 / n.cbrt();
     nice_up(w)
+}
+
+/// The Freedman–Diaconis width of a distribution in ns, rounded up to 1, 2 or 5 × 10^k ns and
+/// to a multiple of `resolution_ns` (no narrower than [`MIN_BIN_NS`]); `None` without a
+/// spread (no samples, or an interquartile range of 0).
+pub fn fd_width_ns(h: &Histogram, resolution_ns: u64) -> Option<u64> {
+    let (q1, q3) = (h.value_at_quantile(0.25)?, h.value_at_quantile(0.75)?);
+    let iqr = q3.0.saturating_sub(q1.0);
+    if iqr == 0 {
+        return None;
+    }
+    let n = h.count().max(1) as f64;
+    let w = nice_up(2.0 * iqr as f64 / n.cbrt()).max(MIN_BIN_NS);
+    Some(round_up(w, resolution_ns))
 }
 
 /// The smallest 1, 2 or 5 × 10^k (k ≥ 0) at or above `v`.
@@ -136,40 +196,51 @@ pub fn histogram(run: &RunData) -> Panel {
 /// The OSADL-style histogram of one run named `name`, on a scale shared with other panels.
 pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
     let threads = &run.detail.threads;
-    let HistScale { width, max_us, .. } = scale;
+    let HistScale {
+        width_ns, max_us, ..
+    } = scale;
     let mut series = Vec::new();
     for (i, t) in threads.iter().enumerate() {
-        let max = t
-            .max_ns
-            .map_or("-".into(), |m| format!("{} µs", crate::us(m)));
+        let max = t.max_ns.map_or("-".into(), crate::units::latency);
         let name = format!("{} (max {max})", run.cpu_name(t.thread));
         let pts = match scale.log_from_us {
-            Some(lo) => histogram_points_log(&t.histogram, lo, max_us),
-            None => histogram_points(&t.histogram, width, max_us),
+            Some(lo) => histogram_points_log_res(&t.histogram, lo, max_us, scale.resolution_ns),
+            None => histogram_points_ns(&t.histogram, width_ns, max_us),
         };
         series.push(Series::new(name, i, pts));
-        series.extend(overflow_bar(run, t, i, width, scale.log_from_us.is_some()));
+        series.extend(overflow_bar(
+            run,
+            t,
+            i,
+            width_ns,
+            scale.log_from_us.is_some(),
+        ));
     }
     let title = format!("Latency histogram — {name} (run {})", run.id());
     if let Some(lo) = scale.log_from_us {
+        let whole = if scale.resolution_ns >= 1000 {
+            ", at least 1 µs: the data's resolution"
+        } else {
+            ""
+        };
         return Panel {
             title,
             x: Axis {
                 range: Some((lo, max_us as f64 * 1.05)),
-                ..Axis::log("latency (µs, log axis)")
+                ..Axis::latency_log("latency (µs, log axis)")
             },
             y: Axis::log(format!(
-                "samples per bin ({LOG_BINS_PER_DECADE} per decade)"
+                "samples per bin ({LOG_BINS_PER_DECADE} per decade{whole})"
             )),
             y2: None,
             legend: Corner::UpperRight,
             series,
         };
     }
-    let unit = if width == 1 {
+    let unit = if width_ns == 1000 {
         "samples per µs".to_string()
     } else {
-        format!("samples per {width} µs")
+        format!("samples per {}", scale.width_text())
     };
     let beyond = threads
         .iter()
@@ -179,10 +250,11 @@ pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
     } else {
         "latency (µs)".into()
     };
+    let end_ns = round_up(max_us * 1000, width_ns);
     Panel {
         title,
         x: Axis {
-            range: Some((0.0, (max_us.div_ceil(width) * width) as f64)),
+            range: Some((0.0, end_ns as f64 / 1000.0)),
             ..Axis::linear(x_label)
         },
         y: Axis::log(unit),
@@ -196,31 +268,65 @@ pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
 /// (bin start µs, count), each bucket counted in the bin of its highest value; runs of empty
 /// bins are reduced to their first and last bin.
 pub fn histogram_points_log(h: &Histogram, lo_us: f64, max_us: u64) -> Vec<(f64, f64)> {
+    histogram_points_log_res(h, lo_us, max_us, 1)
+}
+
+/// The edges (ns) of log bins from `lo_us` to `max_us`, [`LOG_BINS_PER_DECADE`] per decade,
+/// each rounded up to a multiple of `resolution_ns`; edges that fall together are one, so where
+/// the log spacing is finer than the resolution (below about 21 µs for whole-µs data) the bins
+/// are one resolution wide instead of alternately full and empty.
+pub fn log_edges_ns(lo_us: f64, max_us: u64, resolution_ns: u64) -> Vec<u64> {
     let per = f64::from(LOG_BINS_PER_DECADE);
     let bins = ((max_us as f64 / lo_us).max(1.0).log10() * per).ceil() as usize + 2;
-    let mut counts = vec![0u64; bins];
-    for (lo, w, c) in h.buckets() {
-        let us = (lo.0 + w.0 - 1) as f64 / 1000.0;
-        let b = ((us / lo_us).max(1.0).log10() * per).floor() as usize;
-        counts[b.min(bins - 1)] += c;
+    let res = resolution_ns.max(1);
+    let mut edges: Vec<u64> = Vec::with_capacity(bins + 1);
+    for i in 0..=bins {
+        let ns = (lo_us * 1000.0 * 10f64.powf(i as f64 / per)).round() as u64;
+        let e = ns.div_ceil(res) * res;
+        if edges.last().is_none_or(|&l| e > l) {
+            edges.push(e);
+        }
     }
-    thin_empty(&counts, |i| lo_us * 10f64.powf(i as f64 / per))
+    edges
+}
+
+/// [`histogram_points_log`] on bins no narrower than `resolution_ns` ([`log_edges_ns`]).
+pub fn histogram_points_log_res(
+    h: &Histogram,
+    lo_us: f64,
+    max_us: u64,
+    resolution_ns: u64,
+) -> Vec<(f64, f64)> {
+    let edges = log_edges_ns(lo_us, max_us, resolution_ns);
+    let mut counts = vec![0u64; edges.len()];
+    for (lo, w, c) in h.buckets() {
+        let hi = lo.0 + w.0.max(1) - 1;
+        let b = edges.partition_point(|&e| e <= hi).saturating_sub(1);
+        counts[b] += c;
+    }
+    thin_empty(&counts, |i| edges[i] as f64 / 1000.0)
 }
 
 /// Histogram counts in bins of `width` µs from 0 to `max_us`, as (bin start µs, count), each
 /// bucket counted in the bin of its highest value; runs of empty bins are reduced to their first
 /// and last bin (drawn at the bottom of the log axis).
 pub fn histogram_points(h: &Histogram, width: u64, max_us: u64) -> Vec<(f64, f64)> {
-    let bins = (max_us / width + 2) as usize;
+    histogram_points_ns(h, width.max(1) * 1000, max_us)
+}
+
+/// [`histogram_points`] with bins `width_ns` wide (a 0.5 µs bin is 500).
+pub fn histogram_points_ns(h: &Histogram, width_ns: u64, max_us: u64) -> Vec<(f64, f64)> {
+    let width_ns = width_ns.max(1);
+    let bins = ((max_us * 1000) / width_ns + 2) as usize;
     let mut counts = vec![0u64; bins];
     for (lo, w, c) in h.buckets() {
         // By the bucket's highest value: above 2,048 ns a bucket is wider than 1 ns, and one
         // that straddles a bin edge goes to the upper bin (an error of at most its width, under
         // 0.1 %), so whole-µs samples (cyclictest histograms) land in their own bins.
-        let b = (((lo.0 + w.0 - 1) / 1000) / width) as usize;
+        let b = ((lo.0 + w.0.max(1) - 1) / width_ns) as usize;
         counts[b.min(bins - 1)] += c;
     }
-    thin_empty(&counts, |i| (i as u64 * width) as f64)
+    thin_empty(&counts, |i| (i as u64 * width_ns) as f64 / 1000.0)
 }
 
 /// Bin counts as (bin start, count) with runs of empty bins reduced to their ends.
@@ -243,24 +349,23 @@ fn overflow_bar(
     run: &RunData,
     t: &rtscope_store::ThreadRow,
     i: usize,
-    width: u64,
+    width_ns: u64,
     log_x: bool,
 ) -> Option<Series> {
     let over = run.detail.overflow(t);
     if over.count == 0 {
         return None;
     }
-    let floor_us = over.floor.0 / 1000;
     let at = if log_x {
-        floor_us.max(1) as f64
+        (over.floor.0 / 1000).max(1) as f64
     } else {
-        (floor_us / width * width) as f64
+        (over.floor.0 / width_ns.max(1) * width_ns.max(1)) as f64 / 1000.0
     };
     let name = format!(
-        "{}: {} overflows ≥{} µs (values unknown)",
+        "{}: {} overflows ≥{} (values unknown)",
         run.cpu_name(t.thread),
         over.count,
-        crate::us(over.floor.0)
+        crate::units::latency(over.floor.0)
     );
     Some(Series {
         markers: true,

@@ -3,6 +3,7 @@
 //! * [`model`]: [`RunData`], everything the report needs about one run, read from the store;
 //! * [`figures`]: the charts (OSADL-style histogram, tail latency, CDF and exceedance, latency
 //!   over time, monitors) as [`plot::Figure`]s;
+//! * [`encoding`]: a grouping of two keys as colour and dash in the shared plots;
 //! * [`plot`]: rendering of a figure to SVG text and to PNG bytes with an embedded font;
 //! * [`table`]: per-CPU statistics and `summary.csv` / `summary.md`;
 //! * [`noise`]: runs of kind `noise` (busy-loop gaps, never drawn as latency): % available,
@@ -19,6 +20,7 @@
 
 pub(crate) mod draw;
 pub use draw::{to_png, to_svg};
+pub mod encoding;
 mod escape;
 pub mod explain;
 pub mod figures;
@@ -37,6 +39,7 @@ pub mod repeats;
 pub mod samples;
 pub mod scale;
 pub mod table;
+pub mod units;
 pub mod warnings;
 pub mod watch;
 pub mod worst;
@@ -324,3 +327,6 @@ mod layout_tests;
 
 #[cfg(test)]
 mod naming_tests;
+
+#[cfg(test)]
+mod plots_tests;

@@ -80,6 +80,9 @@ pub enum Scale {
     /// [`DATE_DAYS_S`], else in hours, or minutes under [`DATE_MINUTES_S`], labelled
     /// `MM-DD HH:MM` (so ticks fall on whole units).
     Date,
+    /// Categories (runs, CPUs): category `i` at `x = i`, each labelled by its name from
+    /// [`Axis::categories`], no numbers.
+    Category,
 }
 
 /// Date axes longer than this (s) are drawn in days.
@@ -99,6 +102,11 @@ pub struct Axis {
     pub scale: Scale,
     /// Range in data units; `None` fits the data.
     pub range: Option<(f64, f64)>,
+    /// The names of a [`Scale::Category`] axis, in order (empty for other scales).
+    pub categories: Vec<String>,
+    /// Its values are latencies in µs: on a log scale each decade is labelled with its unit
+    /// (`10 µs`, `100 µs`, `1 ms`, `10 ms`), never `10k` µs ([`latency_decade`]).
+    pub latency_us: bool,
 }
 
 impl Axis {
@@ -108,6 +116,26 @@ impl Axis {
             label: label.into(),
             scale: Scale::Linear,
             range: None,
+            categories: Vec::new(),
+            latency_us: false,
+        }
+    }
+    /// A log axis of latencies in µs, fitted to the data, its decades labelled with their
+    /// unit (`100 µs`, `1 ms`).
+    pub fn latency_log(label: impl Into<String>) -> Axis {
+        Axis {
+            latency_us: true,
+            ..Axis::log(label)
+        }
+    }
+    /// A categorical axis: one slot per name, from −0.5 to `names.len()` − 0.5, labelled by
+    /// the names (bars of runs or CPUs, never a numeric −0.5…0.5 axis).
+    pub fn categories(label: impl Into<String>, names: Vec<String>) -> Axis {
+        Axis {
+            scale: Scale::Category,
+            range: Some((-0.5, names.len().max(1) as f64 - 0.5)),
+            categories: names,
+            ..Axis::linear(label)
         }
     }
     /// A log axis fitted to the data.
@@ -156,6 +184,38 @@ pub struct Series {
     /// Points of value 0 are left out and break the line (rates: "nothing happened" is a gap,
     /// not a saw-tooth down to the floor of a log axis).
     pub gaps_at_zero: bool,
+    /// The line's dash pattern (a second key of the grouping: [`crate::encoding`]).
+    pub dash: Dash,
+}
+
+/// The dash pattern of a line: with colour, the second channel that carries a grouping
+/// (kernel by dash, load case by colour).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Dash {
+    /// Unbroken.
+    #[default]
+    Solid,
+    /// Dashes of 8 px, 5 px apart.
+    Dashed,
+    /// Dots: 2 px, 4 px apart.
+    Dotted,
+    /// Long dashes of 16 px, 6 px apart.
+    Long,
+}
+
+impl Dash {
+    /// The patterns in the order they are handed out.
+    pub const ALL: [Dash; 4] = [Dash::Solid, Dash::Dashed, Dash::Dotted, Dash::Long];
+
+    /// (dash, gap) in px; `None` for a solid line.
+    pub fn pattern(self) -> Option<(i32, i32)> {
+        match self {
+            Dash::Solid => None,
+            Dash::Dashed => Some((8, 5)),
+            Dash::Dotted => Some((2, 4)),
+            Dash::Long => Some((16, 6)),
+        }
+    }
 }
 
 /// How a series is drawn.
@@ -188,6 +248,7 @@ impl Series {
             weak: Vec::new(),
             shape: Shape::Line,
             gaps_at_zero: false,
+            dash: Dash::Solid,
         }
     }
 }
@@ -335,6 +396,7 @@ pub(crate) fn drawn_range(axis: &Axis, values: impl Iterator<Item = f64>) -> (f6
             let pad = ((hi - lo) * 0.02).max(30.0);
             (lo - pad, hi + pad)
         }
+        Scale::Category => (-0.5, hi.max(0.0).round() + 0.5),
         Scale::Linear | Scale::Time => {
             let pad = ((hi - lo) * 0.05).max(hi.abs() * 0.05).max(1e-9);
             (if lo >= 0.0 { 0.0 } else { lo - pad }, hi + pad)
@@ -346,6 +408,8 @@ pub(crate) fn drawn_range(axis: &Axis, values: impl Iterator<Item = f64>) -> (f6
 pub fn tick_label(scale: Scale, v: f64) -> String {
     match scale {
         Scale::Linear | Scale::Time => crate::fmt_num(v),
+        // Named by the axis (draw.rs), never by a number.
+        Scale::Category => String::new(),
         Scale::Date => date_label(v, 86_400.0),
         Scale::Log => {
             if (v - v.round()).abs() > 1e-6 {
@@ -364,6 +428,29 @@ pub fn tick_label(scale: Scale, v: f64) -> String {
             format!("p{}", nines_label(nines))
         }
     }
+}
+
+/// The label of decade `v` (log10 of µs) of a latency axis: `100 ns`, `1 µs`, `10 µs`, `1 ms`,
+/// `10 s`; empty between decades.
+pub fn latency_decade(v: f64) -> String {
+    if (v - v.round()).abs() > 1e-6 {
+        return String::new();
+    }
+    let ns_exp = v.round() as i32 + 3;
+    let (unit, base) = match ns_exp {
+        i32::MIN..=2 => ("ns", 0),
+        3..=5 => ("µs", 3),
+        6..=8 => ("ms", 6),
+        _ => ("s", 9),
+    };
+    let mantissa = 10f64.powi(ns_exp - base);
+    format!("{} {unit}", crate::fmt_num(mantissa))
+}
+
+/// An axis label as drawn when its ticks carry the unit: `latency (µs)` → `latency`,
+/// `latency (µs, log axis)` → `latency (log axis)`.
+pub fn without_us(label: &str) -> String {
+    label.replace("(µs, ", "(").replace(" (µs)", "")
 }
 
 /// Where p50 sits on a "nines" axis: `−log10(0.5)`.

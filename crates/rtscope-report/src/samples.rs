@@ -96,7 +96,7 @@ pub fn scatter(run: &RunData, name: &str) -> Option<Panel> {
     Some(Panel {
         title: format!("Every sample — {name} (run {})", run.id()),
         x: Axis::time("time since start"),
-        y: Axis::log("latency (µs)"),
+        y: Axis::latency_log("latency (µs)"),
         y2: None,
         legend: Corner::UpperRight,
         series,

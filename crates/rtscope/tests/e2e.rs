@@ -47,6 +47,7 @@ mod readme;
 mod records;
 mod report;
 mod report_layout;
+mod report_loadcases;
 mod report_noise;
 mod report_watch;
 mod respond;

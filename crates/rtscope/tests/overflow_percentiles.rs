@@ -118,7 +118,7 @@ fn percentiles_rank_over_every_sample_and_overflowed_ranks_are_lower_bounds() {
     assert!(html.contains("from p99.99 up are lower bounds"));
     let svg = std::fs::read_to_string(out.join("histogram.svg")).unwrap();
     assert!(
-        svg.contains("6 overflows ≥400.0 µs"),
+        svg.contains("6 overflows ≥400 µs"),
         "the overflow bar is labelled"
     );
 }

@@ -56,7 +56,10 @@ fn a_recorded_noise_run_is_reported_as_noise_with_its_stored_figures() {
     // not explained (the run was recorded without --explain).
     let bar = format!("CPU 0: {} %", pct(c.available_percent().unwrap()));
     assert!(read(&dir, "noise-available.svg").contains(&bar), "{bar}");
-    let noise = format!("not explained: {}", rtscope_report::us(c.noise_ns.unwrap()));
+    let noise = format!(
+        "not explained: {}",
+        rtscope_report::units::latency(c.noise_ns.unwrap())
+    );
     assert!(read(&dir, "noise-causes.svg").contains(&noise), "{noise}");
     // The histogram draws every stored bucket of the loop's gaps.
     let panel = rtscope_report::noise::figures::histogram_panel(std::slice::from_ref(&r));

@@ -8,6 +8,7 @@ use super::model::{Merged, RunData, Stat};
 use super::significance::Test;
 use super::strata::{Key, Pairing};
 use super::verdict::{delta_pct, Thresholds, Verdict};
+use rtscope_store::RunKind;
 
 /// How a candidate's runs were matched with the baseline's.
 #[derive(Debug, Clone)]
@@ -72,6 +73,12 @@ pub struct Comparison {
     pub strata: Vec<StrataSummary>,
     /// The tail levels at a probability (`--tail-level`; `None`: not asked).
     pub tail: Option<super::tail::TailRow>,
+    /// Every run compared is a `respond` run: its missed deadlines are events lost (named
+    /// `lost`, [`Comparison::stat_name`]).
+    pub events: bool,
+    /// Every run's load case is its respond mechanism (runs of several mechanisms split into
+    /// one operand each): the matrix's columns are mechanisms ([`Comparison::case_word`]).
+    pub mechanisms: bool,
 }
 
 impl Comparison {
@@ -91,6 +98,13 @@ impl Comparison {
             .collect();
         let matrix = matrix(&groups, matrix_stat, rows_by, &thresholds, &keys);
         let differences = super::differences::differences(&groups);
+        let mut all = groups.iter().flat_map(|g| &g.runs).peekable();
+        let events = all.peek().is_some() && all.all(|r| r.kind == RunKind::Respond);
+        let mechanisms = events
+            && groups
+                .iter()
+                .flat_map(|g| &g.runs)
+                .all(|r| r.case.is_some() && r.case.as_deref() == r.tag("mechanism"));
         let strata = groups[1..]
             .iter()
             .map(|g| {
@@ -116,6 +130,27 @@ impl Comparison {
             matrix,
             thresholds,
             tail: None,
+            events,
+            mechanisms,
+        }
+    }
+
+    /// The name a statistic is shown by: `lost` for [`Stat::Missed`] of respond runs (an
+    /// event is lost, not late: no deadline is missed), else [`Stat::name`].
+    pub fn stat_name(&self, stat: Stat) -> &'static str {
+        match stat {
+            Stat::Missed if self.events => "lost",
+            _ => stat.name(),
+        }
+    }
+
+    /// What the matrix's columns are: `mechanism` when each operand is one mechanism of a
+    /// respond run (its load case), else `load case` (a respond campaign's load cases too).
+    pub fn case_word(&self) -> &'static str {
+        if self.mechanisms {
+            "mechanism"
+        } else {
+            "load case"
         }
     }
 
@@ -265,9 +300,11 @@ fn matrix(
     t: &Thresholds,
     keys: &[Key],
 ) -> Option<Matrix> {
+    // A run selected by two groups counts once; a respond run's mechanisms share its id and
+    // are told apart by their load case (each its own column).
     let mut unique: Vec<&RunData> = Vec::new();
     for r in groups.iter().flat_map(|g| &g.runs) {
-        if !unique.iter().any(|u| u.id == r.id) {
+        if !unique.iter().any(|u| u.id == r.id && u.case == r.case) {
             unique.push(r);
         }
     }

@@ -23,8 +23,8 @@ pub fn document(c: &Comparison, exit_code: i32) -> Value {
             "threshold_only": c.thresholds.threshold_only,
             "fail_untested": c.thresholds.fail_untested,
         },
-        "statistics": c.stats.iter().map(|r| stat(r, &names)).collect::<Vec<_>>(),
-        "matrix": c.matrix.as_ref().map(matrix),
+        "statistics": c.stats.iter().map(|r| stat(c, r, &names)).collect::<Vec<_>>(),
+        "matrix": c.matrix.as_ref().map(|m| matrix(c, m)),
         "differences": c.differences.iter().map(|d| json!({
             "kind": d.kind.as_str(),
             "setting": d.setting,
@@ -61,9 +61,10 @@ fn group(g: &Group) -> Value {
     })
 }
 
-fn stat(r: &StatRow, names: &[&str]) -> Value {
+fn stat(c: &Comparison, r: &StatRow, names: &[&str]) -> Value {
     json!({
         "stat": r.stat.name(),
+        "label": c.stat_name(r.stat),
         "unit": r.stat.unit(),
         "threshold_pct": r.threshold_pct,
         "floor": r.floor,
@@ -123,10 +124,12 @@ fn change(ch: &Change) -> Value {
     })
 }
 
-fn matrix(m: &Matrix) -> Value {
+fn matrix(c: &Comparison, m: &Matrix) -> Value {
     json!({
         "stat": m.stat.name(),
+        "label": c.stat_name(m.stat),
         "unit": m.stat.unit(),
+        "columns_are": c.case_word(),
         "rows_by": m.rows_by,
         "columns": m.columns,
         "rows": m.rows.iter().map(|(name, cells)| json!({"name": name, "cells": cells})).collect::<Vec<_>>(),

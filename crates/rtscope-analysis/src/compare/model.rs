@@ -56,7 +56,8 @@ impl Stat {
             "min" => Stat::Min,
             "mean" | "avg" => Stat::Mean,
             "max" => Stat::Max,
-            "missed" => Stat::Missed,
+            // A respond run's lost events are its missed deadlines.
+            "missed" | "lost" => Stat::Missed,
             "available" => Stat::Available,
             "noise/s" | "noise_per_s" => Stat::NoisePerSec,
             other => match PERCENTILES.iter().find(|(l, _)| *l == other) {

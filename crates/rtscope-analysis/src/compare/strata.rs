@@ -23,7 +23,8 @@ fn value(key: &Key, r: &RunData) -> String {
 }
 
 /// The keys that take more than one value within some group: scenario, then other tags in
-/// first-seen order, then the load case.
+/// first-seen order, then the load case; a key equal to an earlier one in every run is left
+/// out (its strata would be named twice: `eventfd 1->1 same · eventfd 1->1 same`).
 pub fn keys(groups: &[Group]) -> Vec<Key> {
     let mut candidates = vec![Key::Scenario];
     for (k, _) in groups.iter().flat_map(|g| &g.runs).flat_map(|r| &r.tags) {
@@ -34,7 +35,7 @@ pub fn keys(groups: &[Group]) -> Vec<Key> {
         }
     }
     candidates.push(Key::Case);
-    candidates
+    let varying: Vec<Key> = candidates
         .into_iter()
         .filter(|k| {
             groups.iter().any(|g| {
@@ -42,7 +43,20 @@ pub fn keys(groups: &[Group]) -> Vec<Key> {
                 g.runs.iter().any(|r| Some(value(k, r)) != first)
             })
         })
-        .collect()
+        .collect();
+    let runs = || groups.iter().flat_map(|g| &g.runs);
+    // A key that holds an earlier key's value in every run names the same strata twice (a
+    // respond mechanism is both its `mechanism` tag and its load case): kept once.
+    let mut kept: Vec<Key> = Vec::new();
+    for k in varying {
+        if !kept
+            .iter()
+            .any(|e| runs().all(|r| value(e, r) == value(&k, r)))
+        {
+            kept.push(k);
+        }
+    }
+    kept
 }
 
 /// A stratum's name: its values joined with ` · ` (`N:N · idle`), `all` without keys.

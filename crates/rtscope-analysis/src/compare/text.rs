@@ -18,7 +18,7 @@ pub fn render(c: &Comparison) -> String {
     }
     if let Some(m) = &c.matrix {
         s.push('\n');
-        s.push_str(&matrix(m));
+        s.push_str(&matrix(c, m));
     }
     if !c.differences.is_empty() {
         s.push('\n');
@@ -127,7 +127,7 @@ fn side_by_side(c: &Comparison) -> String {
     }
     let mut rows = vec![header];
     for r in &c.stats {
-        let mut row = vec![r.stat.name().to_string()];
+        let mut row = vec![c.stat_name(r.stat).to_string()];
         row.extend(r.values.iter().map(|v| r.stat.show(*v)));
         for ch in &r.changes {
             row.push(change_text(r.stat, ch));
@@ -181,9 +181,11 @@ fn thresholds_line(c: &Comparison) -> String {
         s.push_str("; min, mean and percentiles are - (not comparable): some histograms hold every gap of the loop, others only the noises over the threshold (rtla osnoise hist)");
     }
     if c.stats.iter().any(|r| r.stat == Stat::Missed) {
-        s.push_str(
-            "; missed = missed deadlines in % of all deadlines (missed / (samples + missed))",
-        );
+        s.push_str(if c.events {
+            "; lost = events lost in % of all events sent (lost / (received + lost))"
+        } else {
+            "; missed = missed deadlines in % of all deadlines (missed / (samples + missed))"
+        });
     }
     if all_changes(c).any(|ch| ch.verdict == Verdict::Worse) {
         s.push_str("; worse = higher beyond the threshold but not failing (a percentile on too few samples, or untested)");
@@ -259,7 +261,7 @@ fn strata_lines(c: &Comparison) -> String {
     s
 }
 
-fn matrix(m: &Matrix) -> String {
+fn matrix(c: &Comparison, m: &Matrix) -> String {
     let mut header = vec![m.rows_by.clone()];
     header.extend(m.columns.iter().cloned());
     let mut rows = vec![header];
@@ -273,9 +275,10 @@ fn matrix(m: &Matrix) -> String {
         row.extend(verdicts.iter().map(|v| v.label(false)));
         rows.push(row);
     }
+    let word = c.case_word();
     format!(
-        "load cases ({} of each {} and load case):\n{}",
-        m.stat.name(),
+        "{word}s ({} of each {} and {word}):\n{}",
+        c.stat_name(m.stat),
         m.rows_by,
         table::columns(&rows, 1)
     )
@@ -289,7 +292,7 @@ pub fn verdict_line(c: &Comparison) -> String {
             .stats
             .iter()
             .filter(|r| r.changes[i - 1].verdict == Verdict::Regression)
-            .map(|r| r.stat.name())
+            .map(|r| c.stat_name(r.stat))
             .collect();
         if !stats.is_empty() {
             bad.push(format!("{} on {}", g.name, stats.join(", ")));
@@ -297,7 +300,11 @@ pub fn verdict_line(c: &Comparison) -> String {
     }
     if let Some(m) = &c.matrix {
         for (g, cases) in c.case_regressions() {
-            bad.push(format!("{g} on {} in {}", m.stat.name(), cases.join(", ")));
+            bad.push(format!(
+                "{g} on {} in {}",
+                c.stat_name(m.stat),
+                cases.join(", ")
+            ));
         }
     }
     let (tail, names) = c.tail_where(|ch| ch.verdict == Verdict::Regression);
@@ -333,7 +340,7 @@ fn untested_rises(c: &Comparison) -> Vec<String> {
             .stats
             .iter()
             .filter(|r| r.changes[i - 1].untested_rise())
-            .map(|r| r.stat.name())
+            .map(|r| c.stat_name(r.stat))
             .collect();
         if !stats.is_empty() {
             out.push(format!("{} on {}", g.name, stats.join(", ")));
@@ -341,7 +348,11 @@ fn untested_rises(c: &Comparison) -> Vec<String> {
     }
     if let Some(m) = &c.matrix {
         for (g, cases) in c.cases_where(Change::untested_rise) {
-            out.push(format!("{g} on {} in {}", m.stat.name(), cases.join(", ")));
+            out.push(format!(
+                "{g} on {} in {}",
+                c.stat_name(m.stat),
+                cases.join(", ")
+            ));
         }
     }
     let (tail, names) = c.tail_where(Change::untested_rise);

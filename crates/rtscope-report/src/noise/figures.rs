@@ -108,23 +108,31 @@ pub fn available_panel(runs: &[RunData], cpus: &[Vec<CpuNoise>]) -> Panel {
         .filter_map(|(k, c)| Some((k, c, c.available_percent()?)))
         .collect();
     let floor = available_floor(shares.iter().map(|s| s.2).fold(100.0, f64::min));
+    let who = |k: usize, c: &CpuNoise| {
+        if several {
+            format!("{} {}", run_name(&runs[k], true), c.cpu_name())
+        } else {
+            c.cpu_name()
+        }
+    };
     let series = shares
         .iter()
         .enumerate()
         .map(|(i, &(k, c, p))| {
-            let who = if several {
-                format!("{} {}", run_name(&runs[k], true), c.cpu_name())
-            } else {
-                c.cpu_name()
-            };
             let colour = if several { k } else { i };
-            bar(format!("{who}: {} %", pct(p)), colour, i as f64, floor, p)
+            bar(
+                format!("{}: {} %", who(k, c), pct(p)),
+                colour,
+                i as f64,
+                floor,
+                p,
+            )
         })
         .collect();
     let mut y = Axis::linear("available (%)");
     y.range = Some((floor, 100.0));
-    let mut x = Axis::linear("bar (one per CPU, as in the table)");
-    x.range = Some((-0.5, shares.len().max(1) as f64 - 0.5));
+    let names = shares.iter().map(|&(k, c, _)| who(k, c)).collect();
+    let x = Axis::categories("CPU (as in the table)", names);
     panel("% CPU available to the loop".into(), x, y, series)
 }
 
@@ -156,25 +164,35 @@ pub fn histogram_panel(runs: &[RunData]) -> Panel {
     panel("Gap histogram".into(), x, y, series)
 }
 
-/// Noise time per cause, stacked, one bar per run (µs).
+/// Noise time per cause, stacked, one bar per run on a categorical axis of the runs, in the
+/// unit of the tallest bar (µs, ms or s); a single run's legend gives each cause's time
+/// (`softirq: 47.6 s`).
 pub fn causes_panel(runs: &[RunData], cpus: &[Vec<CpuNoise>]) -> Panel {
     let mut series: Vec<Series> = Vec::new();
     let single = runs.len() == 1;
-    for (k, r) in runs.iter().enumerate() {
+    let per_run: Vec<_> = runs
+        .iter()
+        .enumerate()
+        .map(|(k, r)| causes(r, &cpus[k]))
+        .collect();
+    let tallest = per_run
+        .iter()
+        .map(|c| c.iter().map(|x| x.2).sum::<u64>())
+        .max()
+        .unwrap_or(0);
+    let (unit, per) = crate::units::unit_of(tallest as f64);
+    for (k, list) in per_run.into_iter().enumerate() {
         let x = k as f64;
         let mut bottom = 0.0;
         // A class without time draws nothing and takes no legend row (a run's "not explained"
         // bar is drawn even at 0: its noise is known to be none).
-        for (name, colour, ns) in causes(r, &cpus[k])
-            .into_iter()
-            .filter(|c| c.2 > 0 || c.0 == NOT_EXPLAINED)
-        {
-            let top = bottom + ns as f64 / 1000.0;
+        for (name, colour, ns) in list.into_iter().filter(|c| c.2 > 0 || c.0 == NOT_EXPLAINED) {
+            let top = bottom + ns as f64 / per;
             let cells = [(x - HALF_BAR, bottom), (x + HALF_BAR, top)];
             match series.iter_mut().find(|s| s.colour == colour) {
                 Some(s) => s.points.extend(cells),
                 None if single => series.push(bar(
-                    format!("{name}: {}", crate::us(ns)),
+                    format!("{name}: {}", crate::units::latency(ns)),
                     colour,
                     x,
                     bottom,
@@ -185,12 +203,11 @@ pub fn causes_panel(runs: &[RunData], cpus: &[Vec<CpuNoise>]) -> Panel {
             bottom = top;
         }
     }
-    let mut x = Axis::linear("run (one bar each, in the table's order)");
-    x.range = Some((-0.5, runs.len() as f64 - 0.5));
+    let names = runs.iter().map(|r| run_name(r, !single)).collect();
     panel(
         "Noise time per cause".into(),
-        x,
-        Axis::linear("noise time (µs)"),
+        Axis::categories("run", names),
+        Axis::linear(format!("noise time ({unit})")),
         series,
     )
 }

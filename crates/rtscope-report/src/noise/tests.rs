@@ -164,10 +164,10 @@ fn the_cause_bars_stack_the_stored_class_totals() {
     assert_eq!(height(nmi), 2.2);
     let svg = crate::to_svg(&figs[2].figure).unwrap();
     for name in [
-        "nmi: 2.2",
-        "irq: 1.3",
-        "switch back: 0.4",
-        "unexplained: 0.8",
+        "nmi: 2.20 µs",
+        "irq: 1.30 µs",
+        "switch back: 400 ns",
+        "unexplained: 800 ns",
     ] {
         assert!(svg.contains(name), "{name} missing");
     }
@@ -358,5 +358,53 @@ fn an_rtla_import_shows_rtla_s_figures_and_leaves_the_unknown_unknown() {
             super::NOT_EXPLAINED_COLOUR,
             12_746_544_000
         )]
+    );
+}
+
+/// Issue 51: `noise-causes.png` drew one bar on a numeric −0.5…0.5 axis with 8-digit µs in
+/// its legend. Bars stand on categorical axes named by their run or CPU, and times read in
+/// the unit of the tallest bar with 3 significant digits.
+#[test]
+fn noise_bars_stand_on_categorical_axes_with_times_in_readable_units() {
+    use crate::plot::Scale;
+    let mut s = spec("busy");
+    // 47.6 s of noise on CPU 0 (two gaps), none more on CPU 1.
+    s.gaps = vec![
+        vec![(100_000_000, 40_000_000_000), (500_000_000, 7_621_777_600)],
+        vec![(300_000_000, 1500)],
+    ];
+    let r = noise_run("noise-categories", &s);
+    let figs = all(std::slice::from_ref(&r));
+    let avail = &figs[0].figure.panels[0];
+    assert_eq!(avail.x.scale, Scale::Category);
+    assert_eq!(avail.x.categories, ["CPU 0", "CPU 1"]);
+    assert_eq!(avail.x.range, Some((-0.5, 1.5)));
+    let causes = &figs[2].figure.panels[0];
+    assert_eq!(causes.x.scale, Scale::Category);
+    assert_eq!(causes.x.categories, ["busy"]);
+    assert_eq!(causes.y.label, "noise time (s)");
+    let bar = &causes.series[0];
+    assert_eq!(bar.name, "not explained: 47.6 s");
+    let stored: u64 = CpuNoise::of_run(&r).iter().filter_map(|c| c.noise_ns).sum();
+    assert!(
+        (bar.points[1].1 - stored as f64 / 1e9).abs() < 1e-9,
+        "{:?}",
+        bar.points
+    );
+    let svg = crate::to_svg(&figs[2].figure).unwrap();
+    assert!(
+        svg.contains(">busy<") || svg.contains(">\nbusy\n<"),
+        "the run names its bar"
+    );
+    for numeric in ["-0.5", "0.5", "47621779.1", "47621777.6"] {
+        assert!(
+            !svg.contains(&format!(">{numeric}<")) && !svg.contains(&format!("\n{numeric}\n")),
+            "{numeric} drawn"
+        );
+    }
+    let svg = crate::to_svg(&figs[0].figure).unwrap();
+    assert!(
+        svg.contains("CPU 1\n") || svg.contains(">CPU 1<"),
+        "CPU 1 names its bar"
     );
 }

@@ -118,7 +118,7 @@ pub fn long_term(cells: &[Cell]) -> Panel {
     Panel {
         title: "Worst wake-up and tail per period".into(),
         x: Axis::date(TIME),
-        y: Axis::log(LATENCY),
+        y: Axis::latency_log(LATENCY),
         y2: None,
         series,
         legend: Corner::UpperRight,
@@ -139,7 +139,7 @@ pub fn per_cpu(cells: &[Cell]) -> Panel {
     Panel {
         title: "Worst wake-up per CPU and period".into(),
         x: Axis::date(TIME),
-        y: Axis::log(LATENCY),
+        y: Axis::latency_log(LATENCY),
         y2: None,
         series,
         legend: Corner::UpperRight,
@@ -216,7 +216,7 @@ pub fn heat_map(cells: &[Cell]) -> Panel {
     Panel {
         title: "Share of each period's wake-ups per latency bin".into(),
         x: Axis::date(TIME),
-        y: Axis::log(LATENCY),
+        y: Axis::latency_log(LATENCY),
         y2: None,
         series,
         legend: Corner::UpperRight,
@@ -286,7 +286,7 @@ pub fn spikes(cells: &[Cell]) -> Option<Panel> {
     Some(Panel {
         title: "Each period's worst wake-up and its largest cause".into(),
         x: Axis::date(TIME),
-        y: Axis::log(LATENCY),
+        y: Axis::latency_log(LATENCY),
         y2: None,
         series,
         legend: Corner::UpperRight,
