@@ -41,8 +41,8 @@ pub mod sysinfo;
 pub use drive::Event;
 pub use error::{ExitStatus, UsageError};
 pub use plan::{
-    ConfigDoc, Field, Naming, PlanError, PlanSpec, PolicyChoice, RespondPlan, RespondSpec, RunPlan,
-    Workload, WorkloadSpec,
+    ConfigDoc, Field, Naming, NoisePlan, NoiseSpec, PlanError, PlanSpec, PolicyChoice, RespondPlan,
+    RespondSpec, RunPlan, Workload, WorkloadSpec,
 };
 pub use respond::{RespondMeasured, RespondSession};
 pub use rtscope_store::{RunKind, RunStatus};

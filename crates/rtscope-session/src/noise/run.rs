@@ -1,6 +1,6 @@
 //! Driving a noise run and its text: the loop that drains the gap rings (feeding a live
 //! explainer) until the run ends or a stop signal comes, the per-CPU table, the limit lines.
-//! The CLI's `rtscope noise` only parses its options and calls these.
+//! [`super::NoiseSession`] drives the loops with these; front ends print the text.
 
 use super::kept::KeptGaps;
 use super::platform::{PlatformCounters, PlatformTotals};
@@ -54,7 +54,8 @@ impl Outcome {
 
 /// Runs the loops to their end or a stop signal, draining the gap rings as it goes (handing
 /// the new gaps to the explainer when it analyses live, and to the recorder, which writes a
-/// checkpoint about once a second) and keeping the longest `keep` gaps of each loop.
+/// checkpoint about once a second) and keeping the longest `keep` gaps of each loop; `tick`
+/// sees the loops after every drain (progress for people).
 ///
 /// A stop signal (SIGINT, SIGTERM, SIGHUP; blocked in every thread, see
 /// [`crate::drive::hold_signals`]) stops the loops at once, whatever the control thread is
@@ -66,6 +67,7 @@ pub fn drive(
     mut explain: Option<NoiseExplainer>,
     keep: usize,
     mut recorder: Option<&mut NoiseRecorder>,
+    tick: &mut dyn FnMut(&NoiseRun),
 ) -> Outcome {
     let mut gaps: Vec<KeptGaps> = (0..run.threads().len())
         .map(|_| KeptGaps::new(keep))
@@ -114,6 +116,7 @@ pub fn drive(
             if wake == Wake::Finished {
                 break;
             }
+            tick(&run);
         }
         if let Some(w) = &watcher {
             stop.end(w);
