@@ -534,6 +534,10 @@ fn settings(
         m.event_capacity = c;
     }
     (m.explain, m.explain_off) = explain(src, s, a, &m.workload).map_err(Located::Yes)?;
+    if let WorkloadSpec::Noise(n) = &mut m.workload {
+        // Unless the file or the command line says `explain`, the plan explains by default.
+        n.explain_by_default = a.explain.is_none() && s.explain.is_none();
+    }
     if let Some(l) = s.latency.as_ref().filter(|l| *l.get_ref() < 0) {
         let msg = format!("latency {} is negative: use 0 or more µs", l.get_ref());
         return Err(Located::Yes(src.error(l.span(), msg)));
@@ -583,16 +587,8 @@ fn explain(
         ),
         (None, Some(d)) if d.get_ref().0.trim() == "off" => (None, None),
         (None, Some(d)) => (Some(duration(src, d, "explain", "us")?), None),
-        // A noise scenario explains every gap from its threshold, as `rtscope noise`.
-        (None, None) if matches!(workload, WorkloadSpec::Noise(_)) => {
-            let WorkloadSpec::Noise(n) = workload else {
-                return Ok((None, None));
-            };
-            match rtscope_session::noise::default_explain(n.threshold) {
-                Ok(t) => (Some(t), None),
-                Err(why) => (None, Some(why)),
-            }
-        }
+        // A noise scenario's plan explains by default from its gap threshold.
+        (None, None) if matches!(workload, WorkloadSpec::Noise(_)) => (None, None),
         (None, None) => match rtscope_session::explain::default_choice() {
             Ok(t) => (Some(t), None),
             Err(why) => (None, Some(why)),

@@ -38,22 +38,16 @@ pub fn parse_limit(text: &str) -> Result<NoiseLimit, UsageError> {
     })
 }
 
-/// `--explain DUR|off`; by default [`noise::default_explain`] (every gap from the gap
-/// threshold where tracefs is usable; never with `--irqs-off`). `Err` of the `Ok`: why it is
-/// off by default here, with the fix (said at the start: docs/noise.md).
-fn explain(a: &NoiseArgs, gap: Option<Nanos>) -> Result<Result<Option<Nanos>, String>, UsageError> {
-    Ok(match a.explain.as_deref().map(str::trim) {
-        Some("off") if a.explain_keep.is_some() => {
-            return Err(UsageError::new(
-                "--explain-keep keeps explained gaps, and --explain off explains none",
-            )
-            .hint("drop one of them"))
-        }
-        Some("off") => Ok(None),
-        Some(t) => Ok(Some(dur(t, "--explain", "us")?)),
-        None if a.irqs_off => Ok(None),
-        None => noise::default_explain(gap).map(Some),
-    })
+/// `--explain DUR|off` (`None`: not given; the plan then explains by default, docs/noise.md).
+fn explain(a: &NoiseArgs) -> Result<Option<Nanos>, UsageError> {
+    match a.explain.as_deref().map(str::trim) {
+        Some("off") if a.explain_keep.is_some() => Err(UsageError::new(
+            "--explain-keep keeps explained gaps, and --explain off explains none",
+        )
+        .hint("drop one of them")),
+        Some("off") | None => Ok(None),
+        Some(t) => dur(t, "--explain", "us").map(Some),
+    }
 }
 
 /// Lowers the options into the typed plan spec, with its noise workload: text is parsed here,
@@ -71,10 +65,8 @@ pub fn spec(a: &NoiseArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         NoisePolicyArg::Fifo => (PolicyChoice::Fifo, 95),
         NoisePolicyArg::Rr => (PolicyChoice::Rr, 95),
     };
-    let threshold = opt_dur(&a.threshold, "--threshold", "us")?;
-    let explained = explain(a, threshold)?;
     let workload = NoiseSpec {
-        threshold,
+        threshold: opt_dur(&a.threshold, "--threshold", "us")?,
         preheat: dur(&a.preheat, "--preheat", "ms")?,
         runtime: opt_dur(&a.runtime, "--runtime", "us")?,
         period: opt_dur(&a.period, "--period", "us")?,
@@ -87,6 +79,7 @@ pub fn spec(a: &NoiseArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
             .map(|l| parse_limit(l))
             .collect::<Result<_, _>>()?,
         irqs_off: a.irqs_off,
+        explain_by_default: a.explain.is_none(),
     };
     Ok(PlanSpec {
         cpus: Some(cpus),
@@ -96,9 +89,8 @@ pub fn spec(a: &NoiseArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         interval: rtscope_session::plan::MIN_INTERVAL,
         duration: Some(dur(&a.duration, "--duration", "s")?),
         mlock: !a.no_mlock,
-        explain: explained.clone().ok().flatten(),
+        explain: explain(a)?,
         explain_keep: rtscope_session::plan::explain_keep(a.explain_keep)?,
-        explain_off: explained.err(),
         housekeeping_cpus: a
             .housekeeping
             .as_deref()

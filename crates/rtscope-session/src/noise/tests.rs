@@ -385,3 +385,48 @@ fn a_raised_default_threshold_is_said_with_the_cpu_and_resolution_that_raised_it
         "{note}"
     );
 }
+
+#[test]
+fn each_session_refuses_a_plan_of_another_workload() {
+    use crate::plan::NoiseSpec;
+    use crate::record::RecordSpec;
+    use crate::{Session, SessionError, SystemSettings};
+    let spec = || RecordSpec {
+        kind: RunKind::Noise,
+        label: None,
+        tags: Vec::new(),
+        command_line: Vec::new(),
+        config_json: String::new(),
+        monitor_interval: None,
+        checks: Vec::new(),
+        raw: false,
+    };
+    let noise = plan(&[0], NoiseSpec::default()).unwrap();
+    let recorded = crate::Recorded {
+        store: None,
+        spec: spec(),
+        checkpoint_period: std::time::Duration::ZERO,
+    };
+    let timer = Session::start(noise, SystemSettings::default(), recorded);
+    assert!(matches!(timer, Err(SessionError::Workload("a timer"))));
+    let timer_plan = crate::RunPlan::build(
+        &crate::PlanSpec {
+            duration: Some(Nanos::from_secs(1)),
+            ..crate::PlanSpec::default()
+        },
+        &CpuSet::from_cpus([0, 1]),
+    )
+    .unwrap();
+    let hwlat = plan(
+        &[0],
+        NoiseSpec {
+            irqs_off: true,
+            ..NoiseSpec::default()
+        },
+    )
+    .unwrap();
+    for p in [timer_plan, hwlat] {
+        let s = NoiseSession::start(p, SystemSettings::default(), None, spec());
+        assert!(matches!(s, Err(SessionError::Workload(w)) if w.contains("noise")));
+    }
+}

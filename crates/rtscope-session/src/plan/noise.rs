@@ -46,6 +46,11 @@ pub struct NoiseSpec {
     pub limits: Vec<NoiseLimit>,
     /// The kernel's hwlat tracer instead of the busy loops in user space.
     pub irqs_off: bool,
+    /// Explain by default: when the plan's `explain` is not set, every gap from the gap
+    /// threshold (at least [`noise::EXPLAIN_FLOOR`]) where tracefs is usable, else the
+    /// reason and the fix in the plan's `explain_off` ([`noise::default_explain`]). Never
+    /// with `irqs_off`.
+    pub explain_by_default: bool,
 }
 
 impl Default for NoiseSpec {
@@ -61,6 +66,7 @@ impl Default for NoiseSpec {
             keep_gaps: noise::kept::DEFAULT_KEEP_GAPS,
             limits: Vec::new(),
             irqs_off: false,
+            explain_by_default: true,
         }
     }
 }
@@ -303,6 +309,12 @@ pub(super) fn lower(
     };
     check(&config)?;
     let hwlat = s.irqs_off.then(|| hwlat(s, plan, &config)).transpose()?;
+    if s.explain_by_default && !s.irqs_off && plan.explain.is_none() {
+        match noise::default_explain(s.threshold) {
+            Ok(t) => plan.explain = Some(t),
+            Err(why) => plan.explain_off = Some(why),
+        }
+    }
     plan.config.sample_ring = None;
     plan.config.event_threshold = None;
     plan.workload = super::Workload::Noise(Box::new(NoisePlan {
