@@ -543,6 +543,22 @@ fn settings(
         return Err(Located::Yes(src.error(l.span(), msg)));
     }
     m.latency = s.latency.as_ref().map(|l| *l.get_ref());
+    limits_of(src, s, &mut m)?;
+    let settle = match &s.settle {
+        Some(d) => duration(src, d, "settle", "s").map_err(Located::Yes)?,
+        None => DEFAULT_SETTLE,
+    };
+    let first = until
+        .map(|u| until_tail::lengthen(src, s, u, &mut m))
+        .transpose()
+        .map_err(Located::Yes)?;
+    let plan = RunPlan::build(&m, online).map_err(Located::No)?;
+    Ok((plan, settle, first))
+}
+
+/// The scenario's `limits`: a noise scenario's in noise's words (`max_single=`, `available=`),
+/// any other's in measure's.
+fn limits_of(src: &Source, s: &RawSettings, m: &mut PlanSpec) -> Result<(), Located> {
     for l in s.limits.iter().flatten() {
         if let WorkloadSpec::Noise(n) = &mut m.workload {
             n.limits.push(noise::limit(src, l).map_err(Located::Yes)?);
@@ -555,16 +571,7 @@ fn settings(
         })?;
         m.limits.push(lim);
     }
-    let settle = match &s.settle {
-        Some(d) => duration(src, d, "settle", "s").map_err(Located::Yes)?,
-        None => DEFAULT_SETTLE,
-    };
-    let first = until
-        .map(|u| until_tail::lengthen(src, s, u, &mut m))
-        .transpose()
-        .map_err(Located::Yes)?;
-    let plan = RunPlan::build(&m, online).map_err(Located::No)?;
-    Ok((plan, settle, first))
+    Ok(())
 }
 
 /// The `--explain` threshold: on by default where tracefs is usable (docs/explain.md);

@@ -330,7 +330,7 @@ fn noise(
     if let Some(off) = &p.plan.explain_off {
         rtscope_session::output::warn(&format!("[{number}] explain: off — {off}"));
     }
-    for note in session.notes() {
+    for note in session.notes(rtscope_session::Naming::Keys) {
         rtscope_session::output::warn(&format!("[{number}] {note}"));
     }
     if let Some(id) = session.run_id() {

@@ -18,8 +18,8 @@ use rtscope_session::noise::NoiseSession;
 use rtscope_session::noise::{self as noise, NoiseLimit, NoiseLimitError, NoiseMeasured};
 use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::record::RecordSpec;
-use rtscope_session::WorkloadSpec;
 use rtscope_session::{preflight, NoiseSpec, PlanSpec, PolicyChoice, RunPlan, SystemSettings};
+use rtscope_session::{Naming, WorkloadSpec};
 use std::io::{IsTerminal, Write};
 
 fn dur(text: &str, flag: &str, unit: &str) -> Result<Nanos, UsageError> {
@@ -224,7 +224,7 @@ fn announce(a: &NoiseArgs, s: &NoiseSession) {
             )),
         ));
     }
-    for note in s.notes() {
+    for note in s.notes(Naming::Flags) {
         rtscope_session::output::warn(&note);
     }
     if !a.quiet {
@@ -244,7 +244,7 @@ fn finish(
 ) -> anyhow::Result<ExitStatus> {
     let o = &m.outcome;
     let mut status = ExitStatus::of_run(o.signal.is_some(), m.limits_failed());
-    let mut text = table(&m.rows) + &o.platform.notes();
+    let mut text = table(&m.rows, Naming::Flags) + &o.platform.notes();
     if let Some(s) = o.signal {
         text.push_str(&format!(
             "interrupted by {}: the results cover the part that ran\n",

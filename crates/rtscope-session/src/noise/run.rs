@@ -219,11 +219,13 @@ pub fn config_json(run: &NoiseRun, keep: usize) -> serde_json::Value {
     })
 }
 
-/// The line that says the default threshold was raised, and why; `None` when it was not.
+/// The line that says the default threshold was raised, and why (the threshold's setting
+/// named the front end's way); `None` when it was not.
 pub fn raised_threshold_note(
     c: &NoiseConfig,
     threshold: Nanos,
     resolutions: &[Nanos],
+    naming: crate::Naming,
 ) -> Option<String> {
     let requested = c.threshold.requested();
     if threshold == requested {
@@ -233,15 +235,18 @@ pub fn raised_threshold_note(
     Some(format!(
         "note: threshold raised from the default {} to {}: the loop's resolution on CPU {cpu} is {} ns \
          (its shortest gap in the pre-heat), and a threshold at or near it would count the loop's \
-         own iterations as noise; give --threshold to choose another",
+         own iterations as noise; give {} to choose another",
         short(requested),
         short(threshold),
-        slowest.0
+        slowest.0,
+        naming.name(crate::Field::Threshold)
     ))
 }
 
-/// The per-CPU table, `rtla osnoise top`'s columns.
-pub fn table(rows: &[CpuNoise]) -> String {
+/// The per-CPU table, `rtla osnoise top`'s columns (the settings its notes name spelt the
+/// front end's way).
+pub fn table(rows: &[CpuNoise], naming: crate::Naming) -> String {
+    let n = |f: crate::Field| naming.name(f);
     let mut s = format!(
         "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10} {:>8} {:>5}\n",
         "CPU",
@@ -277,13 +282,15 @@ pub fn table(rows: &[CpuNoise]) -> String {
     let dropped: u64 = rows.iter().map(|r| r.gaps_dropped).sum();
     if dropped > 0 {
         s.push_str(&format!(
-            "{dropped} gaps over the threshold were counted but not kept (the ring was full: raise --gap-capacity)\n"
+            "{dropped} gaps over the threshold were counted but not kept (the ring was full: raise {})\n",
+            n(crate::Field::GapCapacity)
         ));
     }
     let not_kept: u64 = rows.iter().map(|r| r.gaps_not_kept).sum();
     if not_kept > 0 {
         s.push_str(&format!(
-            "{not_kept} shorter gaps over the threshold were counted but not kept (only the longest --keep-gaps per CPU are)\n"
+            "{not_kept} shorter gaps over the threshold were counted but not kept (only the longest {} per CPU are)\n",
+            n(crate::Field::KeepGaps)
         ));
     }
     s.push_str("RESOLUTION is the loop's shortest gap: one counter read and a histogram store.\n");

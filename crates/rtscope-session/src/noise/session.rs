@@ -161,13 +161,15 @@ impl NoiseSession {
     }
 
     /// What a reader of the results must know of the run's settings: the default threshold
-    /// raised to the loops' resolution, a duty cycle over the kernel's RT throttling budget.
-    pub fn notes(&self) -> Vec<String> {
+    /// raised to the loops' resolution, a duty cycle over the kernel's RT throttling budget
+    /// (settings named the front end's way).
+    pub fn notes(&self, naming: crate::Naming) -> Vec<String> {
         let (Some(n), Some(run)) = (self.plan.workload.noise(), &self.run) else {
             return Vec::new();
         };
         let c = &n.config;
-        let raised = noise_run::raised_threshold_note(c, run.threshold(), run.resolutions());
+        let raised =
+            noise_run::raised_threshold_note(c, run.threshold(), run.resolutions(), naming);
         let throttle = super::rt_throttle_note(c, Path::new("/"));
         throttle.into_iter().chain(raised).collect()
     }

@@ -374,16 +374,21 @@ fn a_raised_default_threshold_is_said_with_the_cpu_and_resolution_that_raised_it
         ..config()
     };
     let res = [Nanos(40), Nanos(1080)];
+    let flags = crate::Naming::Flags;
     assert_eq!(
-        raised_threshold_note(&c, DEFAULT_THRESHOLD, &res[..1]),
+        raised_threshold_note(&c, DEFAULT_THRESHOLD, &res[..1], flags),
         None
     );
-    let note = raised_threshold_note(&c, Nanos(3000), &res).unwrap();
+    let note = raised_threshold_note(&c, Nanos(3000), &res, flags).unwrap();
     assert!(
         note.contains("threshold raised from the default 1us to 3us")
-            && note.contains("resolution on CPU 3 is 1080 ns"),
+            && note.contains("resolution on CPU 3 is 1080 ns")
+            && note.contains("give --threshold to choose another"),
         "{note}"
     );
+    // A campaign's note names its key.
+    let keys = raised_threshold_note(&c, Nanos(3000), &res, crate::Naming::Keys).unwrap();
+    assert!(keys.contains("give threshold to choose another"), "{keys}");
 }
 
 #[test]
