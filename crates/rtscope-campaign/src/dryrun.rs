@@ -172,6 +172,10 @@ fn layout(r: &PlannedRun) -> String {
 }
 
 fn interval(r: &PlannedRun) -> String {
+    // A noise run's loops never sleep: its duty cycle instead.
+    if let Some(n) = r.plan.workload.noise() {
+        return format!("{}/{}", short(n.config.runtime), short(n.config.period));
+    }
     let first = r.plan.config.threads.first().map(|t| t.interval);
     let spread = r
         .plan

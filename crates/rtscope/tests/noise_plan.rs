@@ -46,6 +46,14 @@ fn a_campaign_noise_scenario_is_recorded_as_a_noise_run_and_its_limit_gates_the_
     let dir = fresh_dir("noise-campaign");
     let (file, db) = (dir.join("noise.toml"), dir.join("noise.db"));
     std::fs::write(&file, CAMPAIGN).unwrap();
+    let dry = run(BIN, &["run", file.to_str().unwrap(), "--dry-run"]);
+    assert_eq!(dry.status.code(), Some(0), "{}", dump(&dry));
+    let plan = String::from_utf8_lossy(&dry.stdout);
+    // The layout and the duty cycle of a noise run, not a timer interval.
+    assert!(
+        plan.contains("noise on 0") && plan.contains("950ms/1s"),
+        "{plan}"
+    );
     let o = run(
         BIN,
         &[
