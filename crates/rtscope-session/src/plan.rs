@@ -18,7 +18,7 @@ mod limits;
 mod noise;
 mod workload;
 pub use config_doc::{clock_name, ConfigDoc};
-pub use noise::{NoisePlan, NoiseProblem, NoiseSpec};
+pub use noise::{NoisePlan, NoiseProblem, NoiseSpec, HWLAT_WIDTH, HWLAT_WINDOW};
 pub use workload::{RespondPlan, RespondProblem, RespondSpec, Workload, WorkloadSpec};
 
 /// Default run length when neither a duration nor a loop count is given: 60 s.
