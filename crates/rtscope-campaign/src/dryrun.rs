@@ -158,6 +158,10 @@ fn layout(r: &PlannedRun) -> String {
             .map(|c| format!("{} {}", c.kind, c.placement.path()));
         return format!("respond {}", each.collect::<Vec<_>>().join(", "));
     }
+    if let Some(n) = r.plan.workload.noise() {
+        let cpus = rtscope_engine::CpuSet::from_cpus(n.config.cpus.iter().copied());
+        return format!("noise on {cpus}");
+    }
     let n = r.plan.config.threads.len();
     let pinned = r.plan.config.pinned_cpus();
     if pinned.is_empty() {
@@ -168,6 +172,10 @@ fn layout(r: &PlannedRun) -> String {
 }
 
 fn interval(r: &PlannedRun) -> String {
+    // A noise run's loops never sleep: its duty cycle instead.
+    if let Some(n) = r.plan.workload.noise() {
+        return format!("{}/{}", short(n.config.runtime), short(n.config.period));
+    }
     let first = r.plan.config.threads.first().map(|t| t.interval);
     let spread = r
         .plan

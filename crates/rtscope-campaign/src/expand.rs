@@ -21,6 +21,7 @@ use std::path::Path;
 use std::time::Duration;
 use toml::Spanned;
 
+mod noise;
 mod respond;
 use respond::respond;
 
@@ -389,9 +390,10 @@ fn scenarios(
         };
         check_name(src, name, out.iter().map(|s| s.name.as_str()), "scenario")?;
         let merged = raw.measure.overlaid(s);
-        let workload = match respond(src, &merged, online)? {
-            Some(r) => WorkloadSpec::Respond(r),
-            None => WorkloadSpec::Timer,
+        let workload = match (respond(src, &merged, online)?, noise::noise(src, &merged)?) {
+            (Some(r), _) => WorkloadSpec::Respond(r),
+            (None, Some(n)) => WorkloadSpec::Noise(n),
+            (None, None) => WorkloadSpec::Timer,
         };
         let until = until.map(|(rule, at)| (rule, at.as_ref()));
         let settings = settings(src, &merged, (a, until), online, workload);
@@ -516,6 +518,9 @@ fn settings(
     length(src, s, a, &mut m)?;
     if let Some(p) = &s.policy {
         m.policy = choice(src, p, "policy", &POLICIES).map_err(Located::Yes)?;
+    } else if matches!(m.workload, WorkloadSpec::Noise(_)) {
+        // The loops spin at SCHED_OTHER unless the file says otherwise, as `rtscope noise`.
+        m.policy = PolicyChoice::Other;
     }
     if let Some(c) = &s.clock {
         m.clock = choice(src, c, "clock", &CLOCKS).map_err(Located::Yes)?;
@@ -528,20 +533,17 @@ fn settings(
     if let Some(c) = s.event_capacity {
         m.event_capacity = c;
     }
-    (m.explain, m.explain_off) = explain(src, s, a).map_err(Located::Yes)?;
+    (m.explain, m.explain_off) = explain(src, s, a, &m.workload).map_err(Located::Yes)?;
+    if let WorkloadSpec::Noise(n) = &mut m.workload {
+        // Unless the file or the command line says `explain`, the plan explains by default.
+        n.explain_by_default = a.explain.is_none() && s.explain.is_none();
+    }
     if let Some(l) = s.latency.as_ref().filter(|l| *l.get_ref() < 0) {
         let msg = format!("latency {} is negative: use 0 or more µs", l.get_ref());
         return Err(Located::Yes(src.error(l.span(), msg)));
     }
     m.latency = s.latency.as_ref().map(|l| *l.get_ref());
-    for l in s.limits.iter().flatten() {
-        let lim = limits::parse(l.get_ref()).map_err(|e| {
-            let mut u = src.error(l.span(), format!("invalid limit '{}'", l.get_ref()));
-            u.hint = e.hint;
-            Located::Yes(u)
-        })?;
-        m.limits.push(lim);
-    }
+    limits_of(src, s, &mut m)?;
     let settle = match &s.settle {
         Some(d) => duration(src, d, "settle", "s").map_err(Located::Yes)?,
         None => DEFAULT_SETTLE,
@@ -554,6 +556,24 @@ fn settings(
     Ok((plan, settle, first))
 }
 
+/// The scenario's `limits`: a noise scenario's in noise's words (`max_single=`, `available=`),
+/// any other's in measure's.
+fn limits_of(src: &Source, s: &RawSettings, m: &mut PlanSpec) -> Result<(), Located> {
+    for l in s.limits.iter().flatten() {
+        if let WorkloadSpec::Noise(n) = &mut m.workload {
+            n.limits.push(noise::limit(src, l).map_err(Located::Yes)?);
+            continue;
+        }
+        let lim = limits::parse(l.get_ref()).map_err(|e| {
+            let mut u = src.error(l.span(), format!("invalid limit '{}'", l.get_ref()));
+            u.hint = e.hint;
+            Located::Yes(u)
+        })?;
+        m.limits.push(lim);
+    }
+    Ok(())
+}
+
 /// The `--explain` threshold: on by default where tracefs is usable (docs/explain.md);
 /// "off" turns it off; `--explain` replaces the file's `explain`. With it, why the default
 /// could not be on here (the reason and the fix), which each run says and records.
@@ -561,6 +581,7 @@ fn explain(
     src: &Source,
     s: &RawSettings,
     a: &CampaignOptions,
+    workload: &WorkloadSpec,
 ) -> Result<(Option<Nanos>, Option<String>), UsageError> {
     Ok(match (&a.explain, &s.explain) {
         (Some(t), _) if t.trim() == "off" => (None, None),
@@ -573,6 +594,8 @@ fn explain(
         ),
         (None, Some(d)) if d.get_ref().0.trim() == "off" => (None, None),
         (None, Some(d)) => (Some(duration(src, d, "explain", "us")?), None),
+        // A noise scenario's plan explains by default from its gap threshold.
+        (None, None) if matches!(workload, WorkloadSpec::Noise(_)) => (None, None),
         (None, None) => match rtscope_session::explain::default_choice() {
             Ok(t) => (Some(t), None),
             Err(why) => (None, Some(why)),

@@ -80,6 +80,15 @@ pub(crate) struct RawSettings {
     pub placement: Option<Spanned<String>>,
     /// Events per interval of a respond scenario.
     pub burst: Option<Spanned<u32>>,
+    /// What the scenario measures: `timer` (the default) or `noise` (`rtscope noise`'s busy
+    /// loops; a respond scenario names its mechanism in `respond`).
+    pub workload: Option<Spanned<String>>,
+    /// A noise scenario's gap threshold.
+    pub threshold: Option<Spanned<DurText>>,
+    /// A noise scenario's time spun per period.
+    pub runtime: Option<Spanned<DurText>>,
+    /// A noise scenario's duty-cycle period.
+    pub period: Option<Spanned<DurText>>,
 }
 
 impl RawSettings {
@@ -133,7 +142,11 @@ impl RawSettings {
             settle,
             respond,
             placement,
-            burst
+            burst,
+            workload,
+            threshold,
+            runtime,
+            period
         )
     }
 }

@@ -11,6 +11,7 @@ use rtscope_common::clock::{Clock, SharedClock};
 use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{sys, Run, RunResult};
 use rtscope_load::LoadReport;
+use rtscope_session::noise::{NoiseMeasured, NoiseSession};
 use rtscope_session::record::{self, RecordSpec};
 use rtscope_session::{preflight, ConfigDoc, Event, Measured, Recorded, Session, SystemSettings};
 use rtscope_session::{RecordOutcome, RespondMeasured, RespondSession, Workload};
@@ -111,6 +112,7 @@ pub(super) fn one_run(
     let mut m = match p.plan.workload {
         Workload::Timer => timer(ctx, (p, number), settings, spec, (loads.as_ref(), out))?,
         Workload::Respond(_) => respond(ctx, p, settings, spec)?,
+        Workload::Noise(_) => noise(ctx, (p, number), settings, spec)?,
     };
     if m.interrupted() {
         ctx.signals += 1;
@@ -163,6 +165,7 @@ enum Done {
     /// With the `until_tail` checks of the run, when it has them.
     Timer(Box<Session>, Box<Measured>, Option<Box<Watch>>),
     Respond(Box<RespondSession>, Box<RespondMeasured>),
+    Noise(Box<NoiseSession>, Box<NoiseMeasured>),
 }
 
 impl Done {
@@ -170,7 +173,7 @@ impl Done {
     fn take_watch(&mut self) -> Option<Box<Watch>> {
         match self {
             Done::Timer(_, _, w) => w.take(),
-            Done::Respond(..) => None,
+            Done::Respond(..) | Done::Noise(..) => None,
         }
     }
 
@@ -178,6 +181,7 @@ impl Done {
         match self {
             Done::Timer(_, m, _) => m.interrupted(),
             Done::Respond(_, m) => m.interrupted(),
+            Done::Noise(_, m) => m.interrupted(),
         }
     }
 
@@ -186,6 +190,7 @@ impl Done {
         match self {
             Done::Timer(_, m, _) => m.signal.or(m.output_error.as_ref().map(|_| libc::SIGPIPE)),
             Done::Respond(_, m) => m.outcome.signal,
+            Done::Noise(_, m) => m.outcome.signal,
         }
     }
 
@@ -193,27 +198,29 @@ impl Done {
         match self {
             Done::Timer(_, m, _) => m.limits_failed(),
             Done::Respond(_, m) => m.limits_failed(),
+            Done::Noise(_, m) => m.limits_failed(),
         }
     }
 
     /// A failure during a respond run (the rows cover the part that ran).
     fn run_error(&self) -> Option<&str> {
         match self {
-            Done::Timer(..) => None,
+            Done::Timer(..) | Done::Noise(..) => None,
             Done::Respond(_, m) => m.outcome.error.as_deref(),
         }
     }
 
     /// Whether the run was filed into the campaign when it started (a timer run is recorded
-    /// from its start; a respond run at its end).
+    /// and a noise run are recorded from their start; a respond run at its end).
     fn filed_at_start(&self) -> bool {
-        matches!(self, Done::Timer(..))
+        matches!(self, Done::Timer(..) | Done::Noise(..))
     }
 
     fn run_id(&self) -> Option<RunId> {
         match self {
             Done::Timer(s, _, _) => s.run_id(),
             Done::Respond(s, _) => s.run_id(),
+            Done::Noise(s, _) => s.run_id(),
         }
     }
 
@@ -221,6 +228,7 @@ impl Done {
         match self {
             Done::Timer(s, m, _) => s.finish(m, code),
             Done::Respond(s, m) => s.finish(m, code, respond_config_json(&m.outcome.rows)),
+            Done::Noise(s, m) => s.finish(m, code),
         }
     }
 
@@ -229,6 +237,7 @@ impl Done {
         match self {
             Done::Timer(_, m, _) => timer_head(number, p, &m.result),
             Done::Respond(_, m) => respond_head(number, p, &m.outcome.rows),
+            Done::Noise(_, m) => noise_head(number, p, &m.rows),
         }
     }
 }
@@ -304,6 +313,49 @@ fn respond(
         .drive(&mut |_| Ok(()))
         .map_err(|e| UsageError::new(format!("run {}: {e}", p.label)))?;
     Ok(Done::Respond(Box::new(session), Box::new(measured)))
+}
+
+/// A noise run: the loops started (the run recorded from its start and filed into the
+/// campaign), measured to its length or the first stop signal.
+fn noise(
+    ctx: &mut Ctx,
+    (p, number): (&PlannedRun, usize),
+    settings: SystemSettings,
+    mut spec: RecordSpec,
+) -> Result<Done, RunError> {
+    spec.kind = rtscope_store::RunKind::Noise;
+    let store = Some(record::open(&ctx.db)?);
+    let mut session = NoiseSession::start(p.plan.clone(), settings, store, spec)
+        .map_err(|e| UsageError::new(format!("run {}: {e}", p.label)))?;
+    if let Some(off) = &p.plan.explain_off {
+        rtscope_session::output::warn(&format!("[{number}] explain: off — {off}"));
+    }
+    for note in session.notes(rtscope_session::Naming::Keys) {
+        rtscope_session::output::warn(&format!("[{number}] {note}"));
+    }
+    if let Some(id) = session.run_id() {
+        add_to_campaign(ctx, p, id)?;
+    }
+    let measured = session.drive(&mut |_| {});
+    Ok(Done::Noise(Box::new(session), Box::new(measured)))
+}
+
+/// The head of a noise run's result line: over its CPUs, the longest gap, the least time
+/// available and the gaps over the threshold.
+fn noise_head(number: usize, p: &PlannedRun, rows: &[rtscope_session::noise::CpuNoise]) -> String {
+    let max = rows.iter().filter_map(|r| r.max_single_ns).max();
+    let available = rows
+        .iter()
+        .filter_map(|r| r.available_percent)
+        .reduce(f64::min);
+    let gaps: u64 = rows.iter().map(|r| r.gaps_over_threshold).sum();
+    format!(
+        "[{number}] {}: noise on {} CPU(s), longest gap {}, available {}, {gaps} gaps over the threshold",
+        p.label,
+        rows.len(),
+        us(max.map(Nanos)),
+        available.map_or("unknown".into(), |a| format!("{a:.3}%"))
+    )
 }
 
 /// A respond run's settings as recorded: its mechanism, placement and counts (the first

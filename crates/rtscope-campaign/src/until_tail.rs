@@ -214,6 +214,13 @@ pub(crate) fn lengthen(
         )
         .hint("measure respond scenarios in a campaign of their own, without until_tail"));
     }
+    if matches!(m.workload, WorkloadSpec::Noise(_)) {
+        return Err(locate(
+            s.workload.as_ref().map(|w| w.span()),
+            "until_tail measures timer wake-ups; this is a noise scenario".into(),
+        )
+        .hint("measure noise scenarios in a campaign of their own, without until_tail"));
+    }
     if m.loops.is_some() {
         return Err(locate(
             s.loops.as_ref().map(|l| l.span()),

@@ -194,7 +194,7 @@ pub fn summary_of(
     for e in worst.into_iter().take(max_spikes) {
         let at = e.wakeup_ns().saturating_sub(run_start_ns) as f64 / 1e9;
         let _ = match e {
-            Explained::Traced(a) => writeln!(o, "  {at:>9.3}s {}", traced_line(a)),
+            Explained::Traced(a) => writeln!(o, "  {at:>9.3}s {}", traced_line_of(a, what)),
             Explained::Coarse(x) => writeln!(o, "  {at:>9.3}s {}", coarse_line(x)),
         };
     }
@@ -273,11 +273,23 @@ pub fn merge_note(culprits: &[CulpritRow]) -> Option<String> {
 }
 
 /// A traced spike: `cpu1 1.2ms [partial]: its four largest charges (share)`.
-fn traced_line(a: &Attribution) -> String {
+/// The time of `a` charged to no cause: its `unexplained` charges and what no charge covers.
+pub fn unexplained_rest_ns(a: &Attribution) -> u64 {
+    let charged: u64 = a.charges.iter().map(|c| c.ns).sum();
+    let unexplained = a.ns_where(|c| matches!(c, Category::Unexplained));
+    unexplained + a.spike.latency_ns().saturating_sub(charged)
+}
+
+/// A traced spike or gap: its four largest charges; a gap's line ends with its unexplained
+/// rest (the time charged to no cause, [`unexplained_rest_ns`]), so each line accounts for
+/// the whole gap.
+fn traced_line_of(a: &Attribution, what: Subject) -> String {
     let lat = a.spike.latency_ns().max(1);
-    let parts: Vec<String> = a
+    let gaps = what == Subject::Gaps;
+    let mut parts: Vec<String> = a
         .charges
         .iter()
+        .filter(|ch| !(gaps && matches!(ch.category, Category::Unexplained)))
         .take(4)
         .map(|ch| {
             format!(
@@ -288,6 +300,14 @@ fn traced_line(a: &Attribution) -> String {
             )
         })
         .collect();
+    if gaps {
+        let rest = unexplained_rest_ns(a);
+        parts.push(format!(
+            "unexplained rest {} ({}%)",
+            dur(rest),
+            rest * 100 / lat
+        ));
+    }
     let flags = match (a.complete, a.lost_events) {
         (true, false) => "",
         (false, _) => " [partial]",
@@ -501,6 +521,49 @@ mod tests {
     }
 
     #[test]
+    fn each_worst_gap_ends_with_its_unexplained_rest_and_a_spike_does_not() {
+        let mut b = SpikeBook::new(60_000_000_000, 5, 10);
+        // 3 µs: five causes (four shown), 400 ns unexplained and 500 ns no charge covers.
+        let charges = [
+            (Category::Nmi, 1_000),
+            (Category::RtThrottling, 500),
+            (Category::ReturnToUser, 300),
+            (Category::Hypervisor, 200),
+            (Category::TimerIrqHandler, 100),
+            (Category::Unexplained, 400),
+        ];
+        let a = Attribution {
+            spike: Spike {
+                cpu: 2,
+                tid: 9,
+                deadline_ns: 1_000_000,
+                wakeup_ns: 1_003_000,
+                smis: None,
+            },
+            charges: charges
+                .into_iter()
+                .map(|(c, ns)| Charge::new(c, ns))
+                .collect(),
+            complete: true,
+            lost_events: false,
+            siblings: Vec::new(),
+        };
+        assert_eq!(unexplained_rest_ns(&a), 900);
+        b.add(Explained::Traced(a));
+        let s = b.summary(Tier::Timerlat, None, 1_000);
+        let gaps = summary_of(&s, 0, 5, Subject::Gaps);
+        let line = gaps.lines().find(|l| l.contains("cpu2")).unwrap();
+        assert!(
+            line.ends_with(&format!("unexplained rest {} (30%)", dur(900))),
+            "{line}"
+        );
+        // The rest is said once, not also among the causes.
+        assert_eq!(line.matches("unexplained").count(), 1, "{line}");
+        let spikes = summary(&s, 0, 5);
+        assert!(!spikes.contains("unexplained rest"), "{spikes}");
+    }
+
+    #[test]
     fn an_smt_sibling_is_shown_beside_time_below_the_kernel_and_counted() {
         let mut b = SpikeBook::new(60_000_000_000, 5, 10);
         let gap = |at: u64, category: Category, busy_ns: u64| Attribution {
@@ -526,7 +589,7 @@ mod tests {
             }],
         };
         let busy = gap(1_000_000, Category::Hypervisor, 98_000);
-        let line = traced_line(&busy);
+        let line = traced_line_of(&busy, Subject::WakeUps);
         assert!(
             line.ends_with(
                 "hypervisor/steal 100.0 µs (100%); SMT sibling cpu5 busy 98 % (spin\\u{1b}:77:nice0)"
@@ -544,7 +607,7 @@ mod tests {
         };
         let in_kernel = gap(3_000_000, thread, 100_000);
         assert!(
-            !traced_line(&in_kernel).contains("SMT"),
+            !traced_line_of(&in_kernel, Subject::WakeUps).contains("SMT"),
             "only beside time below the kernel"
         );
         b.add(Explained::Traced(in_kernel));

@@ -1,10 +1,12 @@
-//! rtscope-session: one measurement (timer wake-ups or event response), end to end, for every
-//! front end.
+//! rtscope-session: one measurement (timer wake-ups, event response or OS noise), end to end,
+//! for every front end.
 //!
 //! * [`plan`]: the typed [`RunPlan`] (built from a [`PlanSpec`]; errors name the [`Field`]);
 //! * [`session`]: [`Session`] — system settings, the engine, monitors, recording, limits;
 //! * [`respond`]: [`RespondSession`] — the same for a respond workload (rtscope-respond's
 //!   IPC pairs and GPIO edges);
+//! * [`noise`]: [`noise::NoiseSession`] — the same for a noise workload (the engine's busy
+//!   loops), its summary, limits, record and `--explain` of gaps; the hwlat mode;
 //! * [`record`]: checkpoints of a running run into the store, from the control thread;
 //! * [`monitoring`]: the monitor thread on a housekeeping CPU;
 //! * [`housekeeping`]: the control and monitor threads' priority and cadence;
@@ -41,8 +43,8 @@ pub mod sysinfo;
 pub use drive::Event;
 pub use error::{ExitStatus, UsageError};
 pub use plan::{
-    ConfigDoc, Field, Naming, PlanError, PlanSpec, PolicyChoice, RespondPlan, RespondSpec, RunPlan,
-    Workload, WorkloadSpec,
+    ConfigDoc, Field, Naming, NoisePlan, NoiseSpec, PlanError, PlanSpec, PolicyChoice, RespondPlan,
+    RespondSpec, RunPlan, Workload, WorkloadSpec,
 };
 pub use respond::{RespondMeasured, RespondSession};
 pub use rtscope_store::{RunKind, RunStatus};

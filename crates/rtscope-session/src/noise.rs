@@ -1,10 +1,9 @@
-//! `rtscope noise` below the command line: the checks of a noise run's settings (each error
-//! names its option), the per-CPU summary (`rtla osnoise top`'s columns), its limits
+//! `rtscope noise` below the command line (its plan is [`crate::plan::NoiseSpec`], its
+//! session [`session::NoiseSession`]): the per-CPU summary (`rtla osnoise top`'s columns), its limits
 //! (`max_single`, `available`) and its record in the run database ([`record`]: `kind =
 //! noise`, one "thread" per CPU, whose samples are the loop's gaps and whose events are the
 //! gaps over the threshold, with their start).
 
-use crate::UsageError;
 use rtscope_core::Nanos;
 use rtscope_engine::noise::{Gap, NoiseConfig, NoiseThread};
 use rtscope_engine::CpuSet;
@@ -21,57 +20,13 @@ pub const DEFAULT_PERIOD: Nanos = Nanos::from_secs(1);
 /// The default threshold: 1 µs, the kernel osnoise tracer's since 2024.
 pub const DEFAULT_THRESHOLD: Nanos = Nanos::from_us(1);
 
-/// Checks a noise run's settings against the online CPUs; every error names its option.
-pub fn check(c: &NoiseConfig, online: &CpuSet) -> Result<(), UsageError> {
-    if let Some(cpu) = c.cpus.iter().find(|&&cpu| !online.contains(cpu)) {
-        return Err(UsageError::new(format!(
-            "invalid value for '--cpus': CPU {cpu} is not online (online: {online})"
-        ))
-        .hint("pick online CPUs (see /sys/devices/system/cpu/online)"));
-    }
-    let threshold = c.threshold.requested();
-    if threshold.0 == 0 {
-        return Err(
-            UsageError::new("invalid value for '--threshold': it must be above 0")
-                .hint("use e.g. --threshold 1us (every gap is in the histogram anyway)"),
-        );
-    }
-    if c.period.0 == 0 {
-        return Err(UsageError::new(
-            "invalid value for '--period': it must be above 0",
-        ));
-    }
-    if threshold >= c.period {
-        return Err(UsageError::new(format!(
-            "invalid value for '--threshold': {} is not below the period ({})",
-            rtscope_core::text::short(threshold),
-            rtscope_core::text::short(c.period)
-        ))
-        .hint("a gap can never be longer than the period the loop spins in"));
-    }
-    if c.runtime.0 == 0 || c.runtime > c.period {
-        return Err(UsageError::new(format!(
-            "invalid value for '--runtime': {} must be above 0 and at most the period ({})",
-            rtscope_core::text::short(c.runtime),
-            rtscope_core::text::short(c.period)
-        ))
-        .hint("the duty cycle is --runtime of every --period; it cannot exceed 100 %"));
-    }
-    if c.duration.0 == 0 {
-        return Err(UsageError::new(
-            "invalid value for '--duration': it must be above 0",
-        ));
-    }
-    Ok(())
-}
-
-/// The most gaps a CPU's ring (`--gap-capacity`) or its kept set (`--keep-gaps`) may hold:
-/// 16,777,216, 24 bytes each (384 MiB per CPU). Within that, all the rings together must fit
-/// in half of the memory available ([`check_sizes`]).
+/// The most gaps a CPU's ring or its kept set may hold: 16,777,216, 24 bytes each (384 MiB
+/// per CPU). Within that, all the rings together must fit in half of the memory available
+/// ([`crate::plan::NoiseSpec`]'s checks).
 pub const MAX_GAPS: usize = 1 << 24;
 
 /// Bytes one gap takes in a ring or in the kept set (its start, length and SMI count).
-const GAP_BYTES: u64 = 24;
+pub const GAP_BYTES: u64 = 24;
 
 /// `MemAvailable` of `root`/proc/meminfo in bytes (`None` where unknown: kernels before 3.14).
 pub fn mem_available(root: &Path) -> Option<u64> {
@@ -79,41 +34,6 @@ pub fn mem_available(root: &Path) -> Option<u64> {
     let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb.saturating_mul(1024))
-}
-
-/// Checks `--gap-capacity` and `--keep-gaps` before anything is allocated: each at most
-/// [`MAX_GAPS`], and the rings of all `cpus` (allocated and touched before the loops start)
-/// within half of `available` bytes (`MemAvailable`, when known). A larger size would abort
-/// the process on a failed allocation or wake the out-of-memory killer.
-pub fn check_sizes(
-    gap_capacity: usize,
-    keep_gaps: usize,
-    cpus: usize,
-    available: Option<u64>,
-) -> Result<(), UsageError> {
-    for (flag, n) in [("--gap-capacity", gap_capacity), ("--keep-gaps", keep_gaps)] {
-        if n > MAX_GAPS {
-            return Err(UsageError::new(format!(
-                "invalid value '{n}' for '{flag}': at most {MAX_GAPS} gaps per CPU ({GAP_BYTES} bytes each, {} MiB)",
-                (MAX_GAPS as u64 * GAP_BYTES) >> 20
-            ))
-            .hint("the defaults are --gap-capacity 65536 (the ring is read every 100 ms) and --keep-gaps 100000"));
-        }
-    }
-    let Some(available) = available else {
-        return Ok(());
-    };
-    let cpus = cpus.max(1) as u64;
-    let most = (available / 2 / (GAP_BYTES * cpus)).min(MAX_GAPS as u64);
-    if gap_capacity as u64 > most {
-        return Err(UsageError::new(format!(
-            "invalid value '{gap_capacity}' for '--gap-capacity': at most {most} gaps per CPU here \
-             ({GAP_BYTES} bytes each, on {cpus} CPU(s), within half of the {} MiB available: MemAvailable of /proc/meminfo)",
-            available >> 20
-        ))
-        .hint("give a smaller --gap-capacity, or fewer --cpus"));
-    }
-    Ok(())
 }
 
 /// One CPU's summary, `rtla osnoise top`'s columns.
@@ -179,11 +99,26 @@ pub enum NoiseLimit {
     Available(f64),
 }
 
-/// Parses `--limit`.
-pub fn parse_limit(text: &str) -> Result<NoiseLimit, UsageError> {
-    let bad = |why: String| {
-        UsageError::new(format!("invalid value for '--limit': {text:?}: {why}"))
-            .hint("use max_single=DURATION (e.g. max_single=20us) or available=PERCENT (e.g. available=99.99%)")
+/// A noise limit that cannot be read: the text and why (the front end names its setting).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?}: {why}")]
+pub struct NoiseLimitError {
+    /// The text given.
+    pub text: String,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+impl NoiseLimitError {
+    /// How a limit is written.
+    pub const HINT: &'static str = "use max_single=DURATION (e.g. max_single=20us) or available=PERCENT (e.g. available=99.99%)";
+}
+
+/// Parses a limit: `max_single=20us` or `available=99.99%`.
+pub fn parse_limit(text: &str) -> Result<NoiseLimit, NoiseLimitError> {
+    let bad = |why: String| NoiseLimitError {
+        text: text.to_string(),
+        why,
     };
     let (key, value) = text
         .split_once('=')
@@ -258,8 +193,10 @@ pub mod kept;
 pub mod platform;
 pub mod record;
 pub mod run;
+pub mod session;
 
 pub use record::{NoiseMeta, NoiseRecorder};
+pub use session::{NoiseMeasured, NoiseSession};
 
 /// The least gap explained by default: rtla osnoise's default noise threshold.
 pub const EXPLAIN_FLOOR: Nanos = Nanos(5_000);
@@ -267,13 +204,12 @@ pub const EXPLAIN_FLOOR: Nanos = Nanos(5_000);
 /// What `rtscope noise` explains without `--explain`, as `osnoise top` counts its causes by
 /// default: every gap from the run's gap threshold, at least [`EXPLAIN_FLOOR`], where tracefs
 /// is usable; else why not, with the fix ([`crate::explain::default_choice`]).
-pub fn default_explain(c: &NoiseConfig) -> Result<Nanos, String> {
+/// `gap_threshold` is the one given (`None`: [`DEFAULT_THRESHOLD`]).
+pub fn default_explain(gap_threshold: Option<Nanos>) -> Result<Nanos, String> {
     crate::explain::default_choice()?;
-    let gap = match c.threshold {
-        rtscope_engine::noise::Threshold::Given(t)
-        | rtscope_engine::noise::Threshold::Default(t) => t,
-    };
-    Ok(gap.max(EXPLAIN_FLOOR))
+    Ok(gap_threshold
+        .unwrap_or(DEFAULT_THRESHOLD)
+        .max(EXPLAIN_FLOOR))
 }
 
 #[cfg(test)]

@@ -12,9 +12,13 @@ use rtscope_engine::{ClockKind, CpuSet, Policy, RunConfig, SleepMode, ThreadSpec
 use std::fmt;
 
 mod config_doc;
+mod field;
+pub use field::{Field, Naming};
 mod limits;
+mod noise;
 mod workload;
 pub use config_doc::{clock_name, ConfigDoc};
+pub use noise::{NoisePlan, NoiseProblem, NoiseSpec, HWLAT_WIDTH, HWLAT_WINDOW};
 pub use workload::{RespondPlan, RespondProblem, RespondSpec, Workload, WorkloadSpec};
 
 /// Default run length when neither a duration nor a loop count is given: 60 s.
@@ -42,97 +46,6 @@ impl PolicyChoice {
     /// Whether the priority is a real-time priority (1..99) rather than a nice value.
     pub fn is_realtime(self) -> bool {
         matches!(self, PolicyChoice::Fifo | PolicyChoice::Rr)
-    }
-}
-
-/// A setting of the plan, for error messages: each front end names it its own way.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Field {
-    /// The CPUs to measure.
-    Cpus,
-    /// The number of measuring threads.
-    Threads,
-    /// The scheduling policy.
-    Policy,
-    /// The priority.
-    Priority,
-    /// SCHED_DEADLINE runtime.
-    DlRuntime,
-    /// SCHED_DEADLINE deadline.
-    DlDeadline,
-    /// SCHED_DEADLINE period.
-    DlPeriod,
-    /// The interval between wake-ups.
-    Interval,
-    /// The extra interval per further thread.
-    Distance,
-    /// The run length.
-    Duration,
-    /// The wake-ups per thread.
-    Loops,
-    /// The events kept per thread.
-    EventCapacity,
-    /// The CPUs of rtscope's own threads (`--housekeeping`).
-    Housekeeping,
-    /// What a respond workload measures (`--ipc`, a campaign's `respond`).
-    Mechanism,
-    /// Where a respond workload's threads run.
-    Placement,
-    /// Events per interval of a respond workload.
-    Burst,
-    /// How a respond workload's sender is paced.
-    Pacing,
-}
-
-impl Field {
-    /// The setting's name without decoration, as in a campaign file (`dl_runtime`).
-    pub fn key(self) -> &'static str {
-        match self {
-            Field::Cpus => "cpus",
-            Field::Threads => "threads",
-            Field::Policy => "policy",
-            Field::Priority => "priority",
-            Field::DlRuntime => "dl_runtime",
-            Field::DlDeadline => "dl_deadline",
-            Field::DlPeriod => "dl_period",
-            Field::Interval => "interval",
-            Field::Distance => "distance",
-            Field::Duration => "duration",
-            Field::Loops => "loops",
-            Field::EventCapacity => "event_capacity",
-            Field::Housekeeping => "housekeeping",
-            Field::Mechanism => "respond",
-            Field::Placement => "placement",
-            Field::Burst => "burst",
-            Field::Pacing => "pacing",
-        }
-    }
-
-    /// The option of `rtscope measure` or `rtscope respond` (`--dl-runtime`, `--ipc`).
-    pub fn flag(self) -> String {
-        if self == Field::Mechanism {
-            return "--ipc".into();
-        }
-        format!("--{}", self.key().replace('_', "-"))
-    }
-}
-
-/// How a front end spells the fields in its messages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Naming {
-    /// Command-line options: `--dl-runtime`.
-    Flags,
-    /// Campaign file keys: `dl_runtime`.
-    Keys,
-}
-
-impl Naming {
-    /// The name of `f`.
-    pub fn name(self, f: Field) -> String {
-        match self {
-            Naming::Flags => f.flag(),
-            Naming::Keys => f.key().to_string(),
-        }
     }
 }
 
@@ -216,6 +129,8 @@ pub enum Problem {
     },
     /// A respond workload's own settings ([`RespondProblem`]).
     Respond(RespondProblem),
+    /// A noise workload's own settings ([`NoiseProblem`]).
+    Noise(NoiseProblem),
 }
 
 /// The most events (wake-ups above `--event-above`) kept per thread: 24 bytes each, 24 MB.
@@ -320,12 +235,14 @@ impl PlanError {
                 n(Field::Duration)
             ),
             Problem::Respond(p) => p.message(naming),
+            Problem::Noise(p) => p.message(self.field, naming),
         }
     }
 
     /// How to fix it, where there is more to say than the message.
     pub fn hint(&self, naming: Naming) -> Option<String> {
-        match self.problem {
+        match &self.problem {
+            Problem::Noise(p) => p.hint(self.field, naming),
             Problem::DeadlinePinned => Some(format!(
                 "use {} N to choose how many deadline threads run; isolate CPUs with cpusets for deadline tasks",
                 naming.name(Field::Threads)
@@ -496,6 +413,7 @@ impl RunPlan {
     pub fn build(s: &PlanSpec, online: &CpuSet) -> Result<RunPlan, PlanError> {
         let mut plan = RunPlan::build_timer(s, online)?;
         workload::lower(&s.workload, &mut plan, online)?;
+        noise::lower(&s.workload, &mut plan, online)?;
         Ok(plan)
     }
 

@@ -129,7 +129,9 @@ impl RespondSession {
             }) => measuring::measure_gpio((**config).clone(), responder_cmd.as_deref(), &mut |c| {
                 announce(&format!("gpio {}", c.mode().name()))
             }),
-            Workload::Timer => unreachable!("checked by RespondSession::start"),
+            Workload::Timer | Workload::Noise(_) => {
+                unreachable!("checked by RespondSession::start")
+            }
         };
         self.unlock();
         let outcome = measured?;

@@ -211,7 +211,7 @@ impl Session {
         settings: SystemSettings,
         recorded: Recorded,
     ) -> Result<Session, SessionError> {
-        if plan.workload.respond().is_some() {
+        if !matches!(plan.workload, crate::plan::Workload::Timer) {
             return Err(SessionError::Workload("a timer"));
         }
         let online = sys::online_cpus();
@@ -382,7 +382,7 @@ impl Session {
 }
 
 /// Pins the calling thread to the housekeeping CPUs `cpus` (the error names the setting).
-fn pin_current(cpus: &CpuSet) -> Result<Pinned, SessionError> {
+pub(crate) fn pin_current(cpus: &CpuSet) -> Result<Pinned, SessionError> {
     Pinned::current(cpus).map_err(|source| SessionError::MainAffinity {
         cpus: cpus.clone(),
         option: HOUSEKEEPING,

@@ -41,6 +41,7 @@ mod noise;
 mod noise_culprits;
 mod noise_default;
 mod noise_irqs_off;
+mod noise_plan;
 mod observer;
 mod overflow_percentiles;
 mod readme;

@@ -14,6 +14,7 @@
 //! under RTSCOPE_TEST_STRICT=1 and skip with the reason printed otherwise.
 
 mod boards;
+mod noise_board;
 
 use crate::common;
 use boards::*;

@@ -109,6 +109,9 @@ pub struct NoiseArgs {
     /// Where the run is recorded.
     #[command(flatten)]
     pub rec: crate::cli::record::RecordArgs,
+    /// Runs on boards over ssh.
+    #[command(flatten)]
+    pub fleet: crate::cli::FleetArgs,
 }
 
 /// Scheduling policies of the noise loops.

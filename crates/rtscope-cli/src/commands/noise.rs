@@ -1,55 +1,58 @@
-//! `rtscope noise`: OS noise on busy-looping CPUs (the loop lives in `rtscope-engine::noise`,
-//! the checks, summary, limits and record in `rtscope-session::noise`; this file parses the
-//! flags, drives the run, prints the table and the JSON).
+//! `rtscope noise`: OS noise on busy-looping CPUs. The flags are lowered once into a typed
+//! plan with a noise workload ([`NoiseSpec`]), checked by [`RunPlan::build`] as measure's
+//! are; the run goes through the session as measure's and respond's do (the pre-run audit,
+//! the settings guard, placement, recording, signals: [`NoiseSession`]); with `--target` it
+//! runs on the boards through the fleet. This file prints the table and the JSON (the loop
+//! lives in `rtscope-engine::noise`, the summary and record in `rtscope-session::noise`).
 
-use crate::cli::{NoiseArgs, NoisePolicyArg};
+use crate::cli::{CounterArg, NoiseArgs, NoisePolicyArg};
 use crate::commands::measure::plan_error;
 use crate::exit::{ExitStatus, UsageError};
 use rtscope_core::text::short;
 use rtscope_core::Nanos;
-use rtscope_engine::noise::{NoiseConfig, NoiseRun, Threshold};
-use rtscope_engine::{sys, CpuSet, Policy};
+use rtscope_engine::noise::NoiseRun;
+use rtscope_engine::{sys, CpuSet};
 use rtscope_session::noise::json::{document, DocMeta};
-use rtscope_session::noise::run::{
-    config_json, counter_line, drive, raised_threshold_note, render_checks, table, Outcome,
-};
-use rtscope_session::noise::{
-    self as noise, CpuNoise, NoiseExplainer, NoiseLimit, NoiseMeta, NoiseRecorder,
-};
+use rtscope_session::noise::run::{counter_line, render_checks, table};
+use rtscope_session::noise::NoiseSession;
+use rtscope_session::noise::{self as noise, NoiseLimit, NoiseLimitError, NoiseMeasured};
 use rtscope_session::output::{Guarded, OutputFile};
-use rtscope_session::RunStatus;
-use std::io::Write;
+use rtscope_session::record::RecordSpec;
+use rtscope_session::{preflight, NoiseSpec, PlanSpec, PolicyChoice, RunPlan, SystemSettings};
+use rtscope_session::{Naming, WorkloadSpec};
+use std::io::{IsTerminal, Write};
 
 fn dur(text: &str, flag: &str, unit: &str) -> Result<Nanos, UsageError> {
     Nanos::parse_with_default_unit(text, unit)
         .map_err(|e| UsageError::new(format!("invalid value for '{flag}': {e}")))
 }
 
-/// `--explain DUR|off`; by default [`noise::default_explain`] (every gap from the gap
-/// threshold where tracefs is usable); where it is not, off with the reason and the fix said at
-/// the start (docs/noise.md).
-fn explain_threshold(a: &NoiseArgs, c: &NoiseConfig) -> Result<Option<Nanos>, UsageError> {
+fn opt_dur(text: &Option<String>, flag: &str, unit: &str) -> Result<Option<Nanos>, UsageError> {
+    text.as_deref().map(|t| dur(t, flag, unit)).transpose()
+}
+
+/// `--limit` in the words of this command line.
+pub fn parse_limit(text: &str) -> Result<NoiseLimit, UsageError> {
+    noise::parse_limit(text).map_err(|e: NoiseLimitError| {
+        UsageError::new(format!("invalid value for '--limit': {e}")).hint(NoiseLimitError::HINT)
+    })
+}
+
+/// `--explain DUR|off` (`None`: not given; the plan then explains by default, docs/noise.md).
+fn explain(a: &NoiseArgs) -> Result<Option<Nanos>, UsageError> {
     match a.explain.as_deref().map(str::trim) {
         Some("off") if a.explain_keep.is_some() => Err(UsageError::new(
             "--explain-keep keeps explained gaps, and --explain off explains none",
         )
         .hint("drop one of them")),
-        Some("off") => Ok(None),
+        Some("off") | None => Ok(None),
         Some(t) => dur(t, "--explain", "us").map(Some),
-        None => match noise::default_explain(c) {
-            Ok(t) => Ok(Some(t)),
-            Err(why) => {
-                if !a.quiet {
-                    rtscope_session::output::warn(&format!("explain: off — {why}"));
-                }
-                Ok(None)
-            }
-        },
     }
 }
 
-/// The checked configuration of the run.
-fn config(a: &NoiseArgs, online: &CpuSet) -> Result<NoiseConfig, UsageError> {
+/// Lowers the options into the typed plan spec, with its noise workload: text is parsed here,
+/// and only here; [`RunPlan::build`] checks the values as it checks measure's.
+pub fn spec(a: &NoiseArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
     let cpus = match &a.cpus {
         Some(text) => rtscope_session::cpus::cpu_list(text, online, "--cpus")?,
         None => {
@@ -58,66 +61,51 @@ fn config(a: &NoiseArgs, online: &CpuSet) -> Result<NoiseConfig, UsageError> {
         }
     };
     let (policy, default_prio) = match a.policy {
-        NoisePolicyArg::Other => (Policy::Other, 0),
-        NoisePolicyArg::Fifo => (Policy::Fifo, 95),
-        NoisePolicyArg::Rr => (Policy::Rr, 95),
+        NoisePolicyArg::Other => (PolicyChoice::Other, 0),
+        NoisePolicyArg::Fifo => (PolicyChoice::Fifo, 95),
+        NoisePolicyArg::Rr => (PolicyChoice::Rr, 95),
     };
-    noise::check_sizes(
-        a.gap_capacity,
-        a.keep_gaps,
-        cpus.len(),
-        noise::mem_available(std::path::Path::new("/")),
-    )?;
-    let priority = a.priority.unwrap_or(default_prio);
-    rtscope_session::plan::check_priority(policy, priority).map_err(plan_error)?;
-    let c = NoiseConfig {
-        cpus: cpus.iter().collect(),
-        policy,
-        priority,
-        threshold: match &a.threshold {
-            Some(t) => Threshold::Given(dur(t, "--threshold", "us")?),
-            None => Threshold::Default(noise::DEFAULT_THRESHOLD),
-        },
+    let workload = NoiseSpec {
+        threshold: opt_dur(&a.threshold, "--threshold", "us")?,
         preheat: dur(&a.preheat, "--preheat", "ms")?,
-        runtime: match &a.runtime {
-            Some(t) => dur(t, "--runtime", "us")?,
-            None => noise::DEFAULT_RUNTIME,
-        },
-        period: match &a.period {
-            Some(t) => dur(t, "--period", "us")?,
-            None => noise::DEFAULT_PERIOD,
-        },
-        duration: dur(&a.duration, "--duration", "s")?,
-        gap_capacity: a.gap_capacity.max(1),
-        mlock: !a.no_mlock,
-        prefault_stack: 32 * 1024,
+        runtime: opt_dur(&a.runtime, "--runtime", "us")?,
+        period: opt_dur(&a.period, "--period", "us")?,
         counter: a.counter.into(),
-        smi_files: noise::smi_files(std::path::Path::new("/"), &cpus.iter().collect::<Vec<_>>()),
+        gap_capacity: a.gap_capacity,
+        keep_gaps: a.keep_gaps,
+        limits: a
+            .limits
+            .iter()
+            .map(|l| parse_limit(l))
+            .collect::<Result<_, _>>()?,
+        irqs_off: a.irqs_off,
+        explain_by_default: a.explain.is_none(),
     };
-    noise::check(&c, online)?;
-    Ok(c)
+    Ok(PlanSpec {
+        cpus: Some(cpus),
+        policy,
+        priority: a.priority.unwrap_or(default_prio),
+        // The loops spin; the plan's timer interval only has to fit in the run.
+        interval: rtscope_session::plan::MIN_INTERVAL,
+        duration: Some(dur(&a.duration, "--duration", "s")?),
+        mlock: !a.no_mlock,
+        explain: explain(a)?,
+        explain_keep: rtscope_session::plan::explain_keep(a.explain_keep)?,
+        housekeeping_cpus: a
+            .housekeeping
+            .as_deref()
+            .map(|t| rtscope_session::cpus::cpu_list(t, online, "--housekeeping"))
+            .transpose()?,
+        workload: WorkloadSpec::Noise(workload),
+        ..PlanSpec::default()
+    })
 }
 
-/// Pins the control thread to the housekeeping CPUs: `--housekeeping`, else the online CPUs
-/// not measured (none left: it stays where it is). Returns the CPUs it was pinned to.
-fn housekeeping(
-    a: &NoiseArgs,
-    c: &NoiseConfig,
-    online: &CpuSet,
-) -> Result<Option<CpuSet>, UsageError> {
-    let hk = match &a.housekeeping {
-        Some(text) => rtscope_session::cpus::cpu_list(text, online, "--housekeeping")?,
-        None => CpuSet::from_cpus(online.iter().filter(|cpu| !c.cpus.contains(cpu))),
-    };
-    if hk.is_empty() {
-        return Ok(None);
-    }
-    sys::set_affinity_current(&hk).map_err(|e| {
-        UsageError::new(format!(
-            "cannot pin rtscope's control thread to CPUs {hk}: {e}"
-        ))
-    })?;
-    Ok(Some(hk))
+/// Checks the whole invocation before anything starts (no database, no loops): the label and
+/// tags, then the plan.
+pub fn plan(a: &NoiseArgs, online: &CpuSet) -> Result<RunPlan, UsageError> {
+    a.rec.check()?;
+    RunPlan::build(&spec(a, online)?, online).map_err(plan_error)
 }
 
 /// Runs `rtscope noise`. The run is recorded as `measure` records its runs: its row as the
@@ -128,60 +116,49 @@ pub fn run(
     command_line: Vec<String>,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
+    if !a.fleet.targets.is_empty() {
+        return on_targets(a, &command_line, out);
+    }
     // Before any thread starts (the trace reader, the loops): a signal is taken by the run's
     // control (the first stops the loops, another changes nothing) or by nobody.
     rtscope_session::drive::hold_signals();
     let online = sys::online_cpus();
-    let c = config(a, &online)?;
-    if a.irqs_off {
-        return super::noise_hwlat::run(a, &c, out);
+    let plan = plan(a, &online)?;
+    if let Some(hw) = plan.workload.noise().and_then(|n| n.hwlat.clone()) {
+        return super::noise_hwlat::run(a, &plan, &hw, out);
     }
-    a.rec.check()?;
-    let keep = rtscope_session::plan::explain_keep(a.explain_keep)?;
-    let limits: Vec<NoiseLimit> = a
-        .limits
-        .iter()
-        .map(|l| noise::parse_limit(l))
-        .collect::<Result<_, _>>()?;
-    let tags = a.rec.tag_pairs()?;
-    let store = a.rec.open_store()?;
     let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
-    let hk = housekeeping(a, &c, &online)?;
-    if let Some(note) = noise::rt_throttle_note(&c, std::path::Path::new("/")) {
-        rtscope_session::output::warn(&note);
+    let store = a.rec.open_store()?;
+    if let (Some(why), false) = (&plan.explain_off, a.quiet) {
+        rtscope_session::output::warn(&format!("explain: off — {why}"));
     }
-    let explain =
-        explain_threshold(a, &c)?.map(|t| NoiseExplainer::start(t, &c.cpus, hk.as_ref(), keep));
-    if let (Some(x), false) = (&explain, a.quiet) {
-        rtscope_session::output::warn(&x.tier_line());
+    // Before the loops, which it would otherwise audit.
+    let audit = preflight::audit(&plan);
+    for line in preflight::bad_lines(&audit) {
+        rtscope_session::output::warn(&line);
     }
-    let run = NoiseRun::start(c.clone()).map_err(UsageError::from_error)?;
-    let config = config_json(&run, a.keep_gaps);
-    let mut meta = NoiseMeta {
+    let settings = SystemSettings::apply(&plan)?;
+    let spec = RecordSpec {
+        kind: rtscope_store::RunKind::Noise,
         label: a.rec.label.clone(),
-        tags,
+        tags: a.rec.tags.clone(),
         command_line,
-        config_json: config.to_string(),
-        started: run.started(),
-        ended: run.started(),
-        clock_start: run.clock_start(),
-        policy: c.policy.name(),
-        priority: c.priority,
-        period: c.period,
+        config_json: String::new(),
+        monitor_interval: None,
+        checks: preflight::rows(&audit),
+        raw: false,
     };
-    let mut recorder = store
-        .map(|s| NoiseRecorder::begin(s, &meta, &c.cpus, a.keep_gaps))
-        .transpose()?;
-    announce(a, &c, &run, hk.as_ref());
-    let o = drive(run, explain, a.keep_gaps, recorder.as_mut());
-    meta.ended = o.ended;
-    // The store keeps the steal time and SMIs of the run with its settings.
-    let mut stored = config.clone();
-    stored["platform"] = o.platform.stored(&c.cpus);
-    meta.config_json = stored.to_string();
+    let mut session = NoiseSession::start(plan, settings, store, spec).map_err(|e| match e {
+        rtscope_session::SessionError::Engine(e) => UsageError::from_error(e).into(),
+        e => anyhow::Error::from(e),
+    })?;
+    announce(a, &session);
+    let mut progress = Progress::new(!a.quiet, session.plan());
+    let m = session.drive(&mut |run| progress.update(run));
+    progress.clear();
     // A closed stdout loses the text, never the run nor the exit code.
     let mut out = Guarded::new(out);
-    let status = match finish(&config, &limits, &o, &meta, json_file, &mut out) {
+    let status = match finish(&m, json_file, &mut out) {
         Ok(status) => out.verdict(status, "the results", " (the run is still recorded)"),
         // The run is recorded all the same, with the exit code it ends with.
         Err(e) => {
@@ -191,16 +168,48 @@ pub fn run(
             ExitStatus::Usage
         }
     };
-    Ok(match recorder {
-        Some(r) => save(r, &meta, &o, status, &mut out),
+    let rec = session.finish(&m, status.code());
+    Ok(match rec.line {
+        Some(line) if rec.failed => {
+            rtscope_session::output::warn(&line);
+            ExitStatus::Usage
+        }
+        Some(line) => {
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+            status
+        }
         None => status,
     })
 }
 
-/// The run's settings on stderr (unless `-q`), and always the note that the default threshold
-/// was raised: a setting rtscope chose is never silent.
-fn announce(a: &NoiseArgs, c: &NoiseConfig, run: &NoiseRun, hk: Option<&CpuSet>) {
+/// `noise --target`: the run on the boards, through the fleet (their runs merged here).
+fn on_targets(
+    a: &NoiseArgs,
+    command_line: &[String],
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitStatus> {
+    if a.rec.no_db || a.json.is_some() {
+        return Err(UsageError::new(
+            "--json and --no-db cannot be used with --target: the boards' runs are merged into the database here",
+        )
+        .hint("export the merged runs (rtscope export)")
+        .into());
+    }
+    let db = a.rec.db.as_deref();
+    let mut missing = Vec::new();
+    crate::commands::fleet::remote(&a.fleet, command_line, None, db, out, &mut missing)
+}
+
+/// The run's settings on stderr (unless `-q`), and always the notes on settings rtscope chose
+/// or the kernel imposes: a setting is never silent.
+fn announce(a: &NoiseArgs, s: &NoiseSession) {
+    let (Some(n), Some(run)) = (s.plan().workload.noise(), s.run()) else {
+        return;
+    };
+    let c = &n.config;
     if !a.quiet {
+        let hk = s.placement().cpus();
         rtscope_session::output::warn(&format!(
             "noise: CPUs {} for {}, spinning {} of every {}, threshold {}, policy {} priority {}{}",
             CpuSet::from_cpus(c.cpus.iter().copied()),
@@ -215,31 +224,27 @@ fn announce(a: &NoiseArgs, c: &NoiseConfig, run: &NoiseRun, hk: Option<&CpuSet>)
             )),
         ));
     }
-    if let Some(note) = raised_threshold_note(c, run.threshold(), run.resolutions()) {
+    for note in s.notes(Naming::Flags) {
         rtscope_session::output::warn(&note);
     }
     if !a.quiet {
-        rtscope_session::output::warn(&counter_line(
-            a.counter == crate::cli::CounterArg::Auto,
-            run,
-        ));
+        if let Some(line) = s.explain_line() {
+            rtscope_session::output::warn(&line);
+        }
+        rtscope_session::output::warn(&counter_line(a.counter == CounterArg::Auto, run));
     }
 }
 
 /// Prints the table (to stderr when the JSON goes to stdout), writes the JSON, checks the
 /// limits; a JSON file that cannot be written is reported and makes the exit code 2.
 fn finish(
-    config: &serde_json::Value,
-    limits: &[NoiseLimit],
-    o: &Outcome,
-    meta: &NoiseMeta,
+    m: &NoiseMeasured,
     json_file: Option<OutputFile>,
     out: &mut Guarded<&mut dyn Write>,
 ) -> anyhow::Result<ExitStatus> {
-    let rows: Vec<CpuNoise> = o.rows();
-    let checks = noise::check_limits(limits, &rows);
-    let mut status = ExitStatus::of_run(o.signal.is_some(), checks.iter().any(|c| !c.passed));
-    let mut text = table(&rows) + &o.platform.notes();
+    let o = &m.outcome;
+    let mut status = ExitStatus::of_run(o.signal.is_some(), m.limits_failed());
+    let mut text = table(&m.rows, Naming::Flags) + &o.platform.notes();
     if let Some(s) = o.signal {
         text.push_str(&format!(
             "interrupted by {}: the results cover the part that ran\n",
@@ -249,7 +254,7 @@ fn finish(
     if let Some(x) = &o.explained {
         text.push_str(&rtscope_trace::render::summary_of(
             x,
-            meta.clock_start.0,
+            m.meta.clock_start.0,
             10,
             rtscope_trace::render::Subject::Gaps,
         ));
@@ -257,7 +262,7 @@ fn finish(
         text.push_str(&noise::interference_table(&x.interference));
         text.push_str(&noise::class_histogram_table(&x.class_histograms));
     }
-    text.push_str(&render_checks(&checks));
+    text.push_str(&render_checks(&m.checks));
     let Some(file) = json_file else {
         out.write_all(text.as_bytes())?;
         out.flush()?;
@@ -271,12 +276,12 @@ fn finish(
     }
     let body = document(
         o,
-        &rows,
+        &m.rows,
         &DocMeta {
-            command_line: &meta.command_line,
-            config,
-            clock_start: meta.clock_start.0,
-            limits: &checks,
+            command_line: &m.meta.command_line,
+            config: &m.config,
+            clock_start: m.meta.clock_start.0,
+            limits: &m.checks,
             // The code the run ends with: a stdout the table was lost on makes it 2.
             exit_code: out.status_after(status).code(),
         },
@@ -288,36 +293,61 @@ fn finish(
     Ok(status)
 }
 
-/// Writes the end of the recorded run; a database failure is reported and turns the exit
-/// code into 2.
-fn save(
-    recorder: NoiseRecorder,
-    meta: &NoiseMeta,
-    o: &Outcome,
-    status: ExitStatus,
-    out: &mut dyn Write,
-) -> ExitStatus {
-    let run_status = if o.signal.is_some() {
-        RunStatus::Interrupted
-    } else {
-        RunStatus::Complete
-    };
-    let path = recorder.path().to_path_buf();
-    match recorder.finish(
-        meta,
-        &o.threads,
-        &o.gaps,
-        o.explained.as_ref(),
-        (run_status, status.code()),
-    ) {
-        Ok(id) => {
-            let _ = writeln!(out, "recorded as run {id} in {}", path.display());
-            let _ = out.flush();
-            status
+/// The progress line on a terminal (stderr, redrawn about once a second): the time run, the
+/// longest gap and the gaps over the threshold so far. Nothing off a terminal.
+struct Progress {
+    enabled: bool,
+    shown: bool,
+    duration: Nanos,
+    start: std::time::Instant,
+    last: u64,
+}
+
+impl Progress {
+    fn new(enabled: bool, plan: &RunPlan) -> Self {
+        Progress {
+            enabled: enabled && std::io::stderr().is_terminal(),
+            shown: false,
+            duration: plan
+                .workload
+                .noise()
+                .map_or(Nanos::ZERO, |n| n.config.duration),
+            start: std::time::Instant::now(),
+            last: 0,
         }
-        Err(e) => {
-            rtscope_session::output::warn(&format!("error: {e}"));
-            ExitStatus::Usage
+    }
+
+    /// Redraws the line once a second; a failing stderr is silence, never the end of the run.
+    fn update(&mut self, run: &NoiseRun) {
+        let secs = self.start.elapsed().as_secs();
+        if !self.enabled || secs == self.last {
+            return;
+        }
+        self.last = secs;
+        let (mut over, mut max) = (0u64, Nanos::ZERO);
+        for t in run.threads() {
+            let tot = t.totals();
+            over += tot.over;
+            max = max.max(tot.max.map_or(Nanos::ZERO, |g| g.duration));
+        }
+        let line = format!(
+            "[{secs}s/{:.0}s] gaps over the threshold {over}, longest {}",
+            self.duration.as_secs_f64(),
+            short(max)
+        );
+        let mut e = std::io::stderr();
+        self.shown = true;
+        if write!(e, "\r\x1b[2K{line}")
+            .and_then(|()| e.flush())
+            .is_err()
+        {
+            self.enabled = false;
+        }
+    }
+
+    fn clear(&mut self) {
+        if self.shown {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
         }
     }
 }

@@ -1,72 +1,44 @@
-//! `rtscope noise --irqs-off`: the hardware-only mode through the kernel's hwlat tracer (the
-//! run, the table and the JSON live in `rtscope-session::noise::hwlat`; this file checks the
-//! flags that have no meaning there, drives the run and prints).
+//! `rtscope noise --irqs-off`: the hardware-only mode through the kernel's hwlat tracer. The
+//! plan checked the flags that have no meaning there ([`rtscope_session::NoisePlan::hwlat`]);
+//! the run, the table and the JSON live in `rtscope-session::noise::hwlat`; this file words
+//! its errors and prints.
 
-use crate::cli::{CounterArg, NoiseArgs, NoisePolicyArg};
+use crate::cli::NoiseArgs;
 use crate::exit::{ExitStatus, UsageError};
-use rtscope_core::Nanos;
-use rtscope_engine::noise::NoiseConfig;
-use rtscope_session::noise::hwlat;
-use rtscope_session::noise::{self as noise, NoiseLimit};
+use rtscope_session::noise::hwlat::{self, HwlatError};
 use rtscope_session::output::OutputFile;
+use rtscope_session::RunPlan;
 use rtscope_trace::hwlat::HwlatConfig;
 use std::io::Write;
 
-/// hwlat's own default width and window: half of every second with interrupts off.
-const DEFAULT_WIDTH: Nanos = Nanos::from_ms(500);
-const DEFAULT_WINDOW: Nanos = Nanos::from_secs(1);
-
-/// Options of the busy loop in user space that mean nothing when the kernel spins.
-fn refuse_user_loop_options(a: &NoiseArgs) -> Result<(), UsageError> {
-    let given = [
-        (a.explain.is_some(), "--explain"),
-        (a.counter != CounterArg::Auto, "--counter"),
-        (a.policy != NoisePolicyArg::Other, "--policy"),
-        (a.priority.is_some(), "--priority"),
-        (a.housekeeping.is_some(), "--housekeeping"),
-    ];
-    match given.iter().find(|(g, _)| *g) {
-        Some((_, flag)) => Err(UsageError::new(format!(
-            "{flag} cannot be used with --irqs-off: with --irqs-off the kernel's hwlat thread \
-             spins with interrupts off (its own policy and counter, no trace to explain: a gap \
-             there is the hardware, firmware, the hypervisor or an NMI)\n\nhint: leave out \
-             {flag}, or --irqs-off for the busy loop in user space"
-        ))),
-        None => Ok(()),
+/// The usage error of `e`, its hint as the tracer gives it.
+fn usage(e: HwlatError) -> UsageError {
+    let hint = e.hint().map(str::to_owned);
+    let u = UsageError::new(format!("--irqs-off: {e}"));
+    match hint {
+        Some(h) => u.hint(h),
+        None => u,
     }
 }
 
-/// Runs the hardware-only mode.
-pub fn run(a: &NoiseArgs, c: &NoiseConfig, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    refuse_user_loop_options(a)?;
-    let limits: Vec<NoiseLimit> = a
-        .limits
-        .iter()
-        .map(|l| noise::parse_limit(l))
-        .collect::<Result<_, _>>()?;
-    if limits.iter().any(|l| matches!(l, NoiseLimit::Available(_))) {
-        return Err(UsageError::new(
-            "--limit available=... cannot be checked with --irqs-off: the hwlat tracer reports \
-             each window's longest gap, not the time lost in all of them\n\nhint: use --limit \
-             max_single=DUR, or leave out --irqs-off",
-        )
-        .into());
-    }
-    let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
-    let tfs = hwlat::check().map_err(UsageError::new)?;
-    let us = |n: Nanos| n.0.div_ceil(1000).max(1);
-    let cfg = HwlatConfig {
-        cpus: c.cpus.clone(),
-        width_us: us(a.runtime.as_ref().map_or(DEFAULT_WIDTH, |_| c.runtime)),
-        window_us: us(a.period.as_ref().map_or(DEFAULT_WINDOW, |_| c.period)),
-        threshold_us: us(c.threshold.requested()),
+/// Runs the hardware-only mode of `plan`.
+pub fn run(
+    a: &NoiseArgs,
+    plan: &RunPlan,
+    cfg: &HwlatConfig,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitStatus> {
+    let Some(n) = plan.workload.noise() else {
+        return Err(UsageError::new("--irqs-off: not a noise plan").into());
     };
+    let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
+    let tfs = hwlat::check().map_err(usage)?;
     if !a.quiet {
         rtscope_session::output::warn(&format!(
             "noise --irqs-off: the kernel's hwlat tracer on CPUs {:?} for {}, {} us of every {} \
              us with interrupts off, threshold {} us",
             cfg.cpus,
-            rtscope_core::text::short(c.duration),
+            rtscope_core::text::short(n.config.duration),
             cfg.width_us,
             cfg.window_us,
             cfg.threshold_us
@@ -78,5 +50,6 @@ pub fn run(a: &NoiseArgs, c: &NoiseConfig, out: &mut dyn Write) -> anyhow::Resul
              window's longest gap, not the gaps a noise record holds); use --json to keep it",
         );
     }
-    Ok(hwlat::run(&tfs, &cfg, c.duration, &limits, json_file, out)?)
+    let status = hwlat::run(&tfs, cfg, n.config.duration, &n.limits, json_file, out);
+    Ok(status.map_err(usage)?)
 }

@@ -70,24 +70,70 @@ pub struct HwlatOutcome {
     pub ran: Nanos,
 }
 
-/// Why `--irqs-off` cannot run here, with the fix; `Ok` with the tracefs to use.
-pub fn check() -> Result<Tracefs, String> {
-    let tfs = Tracefs::discover().map_err(|e| {
-        format!(
-            "--irqs-off needs the kernel's tracefs: {e}\n\nhint: run as root; mount it with \
-             `mount -t tracefs nodev /sys/kernel/tracing`"
-        )
-    })?;
-    rtscope_trace::hwlat::check(&tfs)?;
+/// Why the hardware-only mode cannot run or failed: the message, with the fix as data
+/// ([`HwlatError::hint`]) for the front end to word.
+#[derive(Debug, thiserror::Error)]
+pub enum HwlatError {
+    /// No usable tracefs.
+    #[error("the hardware-only mode needs the kernel's tracefs: {0}")]
+    NoTracefs(String),
+    /// The kernel cannot run the tracer as the mode needs (no hwlat tracer, no per-CPU mode,
+    /// the top-level tracer in use).
+    #[error("{why}")]
+    Unsupported {
+        /// What is missing.
+        why: String,
+        /// The fix.
+        hint: Option<String>,
+    },
+    /// The tracer failed while it ran.
+    #[error("the kernel's hwlat tracer failed: {0}")]
+    Tracer(String),
+    /// The results could not be written.
+    #[error("cannot write the results: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+impl HwlatError {
+    /// How to fix it, where there is more to say than the message.
+    pub fn hint(&self) -> Option<&str> {
+        match self {
+            HwlatError::NoTracefs(_) => {
+                Some("run as root; mount it with `mount -t tracefs nodev /sys/kernel/tracing`")
+            }
+            HwlatError::Unsupported { hint, .. } => hint.as_deref(),
+            HwlatError::Tracer(_) | HwlatError::Output(_) => None,
+        }
+    }
+
+    /// The tracer's refusal: its text, the fix after its `hint:` apart.
+    fn unsupported(text: &str) -> Self {
+        let (why, hint) = match text.split_once("\n\nhint: ") {
+            Some((w, h)) => (w.to_string(), Some(h.to_string())),
+            None => (text.to_string(), None),
+        };
+        HwlatError::Unsupported { why, hint }
+    }
+}
+
+/// Why the hardware-only mode cannot run here, with the fix; `Ok` with the tracefs to use.
+pub fn check() -> Result<Tracefs, HwlatError> {
+    let tfs = Tracefs::discover().map_err(|e| HwlatError::NoTracefs(e.to_string()))?;
+    rtscope_trace::hwlat::check(&tfs).map_err(|e| HwlatError::unsupported(&e))?;
     Ok(tfs)
 }
 
 /// Runs the tracer for `duration` (a stop signal ends it early) and reads the samples.
-pub fn drive(tfs: &Tracefs, cfg: &HwlatConfig, duration: Nanos) -> Result<HwlatOutcome, String> {
+pub fn drive(
+    tfs: &Tracefs,
+    cfg: &HwlatConfig,
+    duration: Nanos,
+) -> Result<HwlatOutcome, HwlatError> {
     let smi = SmiCounter::open(Path::new("/"), &cfg.cpus);
     let old_mask = sys::block_run_signals();
     let started = sys::now(libc::CLOCK_MONOTONIC);
-    let run = HwlatRun::start(tfs, cfg, true).map_err(|e| e.to_string());
+    let failed = |e: &dyn std::fmt::Display| HwlatError::Tracer(e.to_string());
+    let run = HwlatRun::start(tfs, cfg, true).map_err(|e| failed(&e));
     let result = run.and_then(|run| {
         let mut poll = Poll::new(smi.as_ref().ok());
         let mut signal = None;
@@ -100,11 +146,11 @@ pub fn drive(tfs: &Tracefs, cfg: &HwlatConfig, duration: Nanos) -> Result<HwlatO
             }
             match sys::wait_run_signal(Nanos(left.min(POLL.0))) {
                 Some(s) if sys::is_stop_signal(s) => signal = Some(s),
-                _ => poll.read(&run.samples().map_err(|e| e.to_string())?),
+                _ => poll.read(&run.samples().map_err(|e| failed(&e))?),
             }
         }
         let ran = Nanos(sys::now(libc::CLOCK_MONOTONIC).0 - started.0);
-        poll.read(&run.finish().map_err(|e| e.to_string())?);
+        poll.read(&run.finish().map_err(|e| failed(&e))?);
         Ok(HwlatOutcome {
             samples: poll.samples,
             signal,
@@ -291,7 +337,7 @@ pub fn document<'a>(
 
 /// Runs the tracer for `duration` and reports: the table (to stderr when the JSON goes to
 /// stdout), the limits checked, the JSON written. A JSON file that cannot be written is
-/// reported and makes the status 2; a tracer that cannot be run is a usage error.
+/// reported and makes the status 2; a tracer that cannot be run is an error.
 pub fn run(
     tfs: &Tracefs,
     cfg: &HwlatConfig,
@@ -299,11 +345,10 @@ pub fn run(
     limits: &[super::NoiseLimit],
     json_file: Option<crate::output::OutputFile>,
     out: &mut dyn std::io::Write,
-) -> Result<crate::ExitStatus, crate::UsageError> {
+) -> Result<crate::ExitStatus, HwlatError> {
     use crate::ExitStatus;
-    let io = |e: std::io::Error| crate::UsageError::new(format!("cannot write the results: {e}"));
     let platform = PlatformCounters::start(Path::new("/"), &cfg.cpus);
-    let o = drive(tfs, cfg, duration).map_err(crate::UsageError::new)?;
+    let o = drive(tfs, cfg, duration)?;
     let rows = rows(cfg, &o, &smis_over_run(platform));
     let views: Vec<_> = rows.iter().map(limit_view).collect();
     let checks = super::check_limits(limits, &views);
@@ -318,14 +363,11 @@ pub fn run(
     text.push_str(&super::run::render_checks(&checks));
     match &json_file {
         Some(f) if f.is_stdout() => crate::output::warn(text.trim_end()),
-        _ => out
-            .write_all(text.as_bytes())
-            .and_then(|()| out.flush())
-            .map_err(io)?,
+        _ => out.write_all(text.as_bytes()).and_then(|()| out.flush())?,
     }
     if let Some(file) = json_file {
         let doc = document(cfg, &rows, &o, &checks, status.code());
-        let body = serde_json::to_string_pretty(&doc).map_err(|e| io(e.into()))? + "\n";
+        let body = serde_json::to_string_pretty(&doc).map_err(std::io::Error::from)? + "\n";
         if let Err(e) = file.write(body.as_bytes(), out, "--json") {
             crate::output::warn(&e.to_string());
             status = ExitStatus::Usage;

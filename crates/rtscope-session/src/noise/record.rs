@@ -105,6 +105,13 @@ impl NoiseRecorder {
         })
     }
 
+    /// Stores the preflight audit's verdicts with the run.
+    pub fn set_checks(&mut self, checks: &[rtscope_store::CheckRow]) -> Result<(), UsageError> {
+        self.store
+            .set_checks(self.id, checks)
+            .map_err(UsageError::from_error)
+    }
+
     /// The run's id.
     pub fn id(&self) -> RunId {
         self.id

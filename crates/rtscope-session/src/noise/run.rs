@@ -1,6 +1,6 @@
 //! Driving a noise run and its text: the loop that drains the gap rings (feeding a live
 //! explainer) until the run ends or a stop signal comes, the per-CPU table, the limit lines.
-//! The CLI's `rtscope noise` only parses its options and calls these.
+//! [`super::NoiseSession`] drives the loops with these; front ends print the text.
 
 use super::kept::KeptGaps;
 use super::platform::{PlatformCounters, PlatformTotals};
@@ -54,7 +54,8 @@ impl Outcome {
 
 /// Runs the loops to their end or a stop signal, draining the gap rings as it goes (handing
 /// the new gaps to the explainer when it analyses live, and to the recorder, which writes a
-/// checkpoint about once a second) and keeping the longest `keep` gaps of each loop.
+/// checkpoint about once a second) and keeping the longest `keep` gaps of each loop; `tick`
+/// sees the loops after every drain (progress for people).
 ///
 /// A stop signal (SIGINT, SIGTERM, SIGHUP; blocked in every thread, see
 /// [`crate::drive::hold_signals`]) stops the loops at once, whatever the control thread is
@@ -66,6 +67,7 @@ pub fn drive(
     mut explain: Option<NoiseExplainer>,
     keep: usize,
     mut recorder: Option<&mut NoiseRecorder>,
+    tick: &mut dyn FnMut(&NoiseRun),
 ) -> Outcome {
     let mut gaps: Vec<KeptGaps> = (0..run.threads().len())
         .map(|_| KeptGaps::new(keep))
@@ -114,6 +116,7 @@ pub fn drive(
             if wake == Wake::Finished {
                 break;
             }
+            tick(&run);
         }
         if let Some(w) = &watcher {
             stop.end(w);
@@ -216,11 +219,13 @@ pub fn config_json(run: &NoiseRun, keep: usize) -> serde_json::Value {
     })
 }
 
-/// The line that says the default threshold was raised, and why; `None` when it was not.
+/// The line that says the default threshold was raised, and why (the threshold's setting
+/// named the front end's way); `None` when it was not.
 pub fn raised_threshold_note(
     c: &NoiseConfig,
     threshold: Nanos,
     resolutions: &[Nanos],
+    naming: crate::Naming,
 ) -> Option<String> {
     let requested = c.threshold.requested();
     if threshold == requested {
@@ -230,15 +235,18 @@ pub fn raised_threshold_note(
     Some(format!(
         "note: threshold raised from the default {} to {}: the loop's resolution on CPU {cpu} is {} ns \
          (its shortest gap in the pre-heat), and a threshold at or near it would count the loop's \
-         own iterations as noise; give --threshold to choose another",
+         own iterations as noise; give {} to choose another",
         short(requested),
         short(threshold),
-        slowest.0
+        slowest.0,
+        naming.name(crate::Field::Threshold)
     ))
 }
 
-/// The per-CPU table, `rtla osnoise top`'s columns.
-pub fn table(rows: &[CpuNoise]) -> String {
+/// The per-CPU table, `rtla osnoise top`'s columns (the settings its notes name spelt the
+/// front end's way).
+pub fn table(rows: &[CpuNoise], naming: crate::Naming) -> String {
+    let n = |f: crate::Field| naming.name(f);
     let mut s = format!(
         "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10} {:>8} {:>5}\n",
         "CPU",
@@ -274,13 +282,15 @@ pub fn table(rows: &[CpuNoise]) -> String {
     let dropped: u64 = rows.iter().map(|r| r.gaps_dropped).sum();
     if dropped > 0 {
         s.push_str(&format!(
-            "{dropped} gaps over the threshold were counted but not kept (the ring was full: raise --gap-capacity)\n"
+            "{dropped} gaps over the threshold were counted but not kept (the ring was full: raise {})\n",
+            n(crate::Field::GapCapacity)
         ));
     }
     let not_kept: u64 = rows.iter().map(|r| r.gaps_not_kept).sum();
     if not_kept > 0 {
         s.push_str(&format!(
-            "{not_kept} shorter gaps over the threshold were counted but not kept (only the longest --keep-gaps per CPU are)\n"
+            "{not_kept} shorter gaps over the threshold were counted but not kept (only the longest {} per CPU are)\n",
+            n(crate::Field::KeepGaps)
         ));
     }
     s.push_str("RESOLUTION is the loop's shortest gap: one counter read and a histogram store.\n");

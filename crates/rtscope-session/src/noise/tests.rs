@@ -23,41 +23,110 @@ fn config() -> NoiseConfig {
     }
 }
 
-fn message(c: &NoiseConfig) -> String {
-    check(c, &CpuSet::from_cpus([0, 1])).unwrap_err().message
+/// The plan of a noise run on CPU 0 of CPUs 0-1 with `spec` (one second).
+fn plan(cpus: &[usize], spec: crate::plan::NoiseSpec) -> Result<crate::RunPlan, crate::PlanError> {
+    let s = crate::PlanSpec {
+        cpus: Some(CpuSet::from_cpus(cpus.iter().copied())),
+        policy: crate::PolicyChoice::Other,
+        priority: 0,
+        duration: Some(Nanos::from_secs(1)),
+        workload: crate::WorkloadSpec::Noise(spec),
+        ..crate::PlanSpec::default()
+    };
+    crate::RunPlan::build(&s, &CpuSet::from_cpus([0, 1]))
+}
+
+fn message(spec: crate::plan::NoiseSpec, naming: crate::Naming) -> String {
+    plan(&[0], spec).unwrap_err().message(naming)
 }
 
 #[test]
-fn bad_settings_are_refused_naming_the_option() {
-    assert!(check(&config(), &CpuSet::from_cpus([0, 1])).is_ok());
-    let c = NoiseConfig {
-        threshold: Threshold::Given(Nanos::ZERO),
-        ..config()
-    };
-    assert!(message(&c).contains("'--threshold'"));
-    let c = NoiseConfig {
-        threshold: Threshold::Given(Nanos::from_secs(1)),
-        ..config()
-    };
-    assert!(message(&c).contains("'--threshold': 1s is not below the period (1s)"));
-    let c = NoiseConfig {
-        runtime: Nanos::from_secs(2),
-        ..config()
-    };
-    assert!(message(&c).contains("'--runtime'"));
-    let c = NoiseConfig {
-        cpus: vec![7],
-        ..config()
-    };
-    assert!(message(&c).contains("'--cpus': CPU 7 is not online"));
-    let c = NoiseConfig {
-        runtime: DEFAULT_PERIOD,
-        ..config()
-    };
-    assert!(
-        check(&c, &CpuSet::from_cpus([0])).is_ok(),
-        "a 100 % duty cycle is allowed"
+fn bad_settings_are_refused_naming_the_setting_as_each_front_end_spells_it() {
+    use crate::plan::NoiseSpec;
+    use crate::Naming::{Flags, Keys};
+    let ok = plan(&[0], NoiseSpec::default()).unwrap();
+    let n = ok.workload.noise().expect("a noise plan");
+    assert_eq!(n.config.cpus, vec![0]);
+    assert_eq!(
+        (n.config.runtime, n.config.period),
+        (DEFAULT_RUNTIME, DEFAULT_PERIOD)
     );
+    assert_eq!(n.config.threshold, Threshold::Default(DEFAULT_THRESHOLD));
+    assert_eq!(n.config.duration, Nanos::from_secs(1));
+    let zero = NoiseSpec {
+        threshold: Some(Nanos::ZERO),
+        ..NoiseSpec::default()
+    };
+    assert!(message(zero.clone(), Flags).contains("'--threshold'"));
+    assert!(message(zero.clone(), Keys).contains("'threshold'"));
+    let hint = plan(&[0], zero).unwrap_err().hint(Keys).unwrap();
+    assert!(hint.contains("threshold = \"1us\""), "{hint}");
+    assert!(!hint.contains("--"), "{hint}");
+    let long = NoiseSpec {
+        threshold: Some(Nanos::from_secs(1)),
+        ..NoiseSpec::default()
+    };
+    assert!(message(long, Flags).contains("'--threshold': 1s is not below the period (1s)"));
+    let runtime = NoiseSpec {
+        runtime: Some(Nanos::from_secs(2)),
+        ..NoiseSpec::default()
+    };
+    assert!(message(runtime.clone(), Flags).contains("'--runtime'"));
+    assert!(message(runtime, Keys).contains("'runtime'"));
+    let ring = NoiseSpec {
+        gap_capacity: MAX_GAPS + 1,
+        ..NoiseSpec::default()
+    };
+    assert!(message(ring.clone(), Flags).contains("'--gap-capacity'"));
+    assert!(message(ring, Keys).contains("'gap_capacity'"));
+    let offline = plan(&[7], NoiseSpec::default()).unwrap_err();
+    assert!(offline
+        .message(Flags)
+        .contains("'--cpus': CPU 7 is not online"));
+    let full = NoiseSpec {
+        runtime: Some(DEFAULT_PERIOD),
+        ..NoiseSpec::default()
+    };
+    assert!(plan(&[0], full).is_ok(), "a 100 % duty cycle is allowed");
+}
+
+#[test]
+fn irqs_off_refuses_the_loops_own_settings_and_the_available_limit() {
+    use crate::plan::NoiseSpec;
+    use crate::Naming::{Flags, Keys};
+    let hw = plan(
+        &[0],
+        NoiseSpec {
+            irqs_off: true,
+            ..NoiseSpec::default()
+        },
+    )
+    .unwrap();
+    let h = hw.workload.noise().unwrap().hwlat.clone().expect("hwlat");
+    // hwlat's own width and window unless given.
+    assert_eq!(
+        (h.width_us, h.window_us, h.threshold_us),
+        (500_000, 1_000_000, 1)
+    );
+    let counter = NoiseSpec {
+        irqs_off: true,
+        counter: rtscope_engine::noise::CounterChoice::Raw,
+        ..NoiseSpec::default()
+    };
+    let m = message(counter.clone(), Flags);
+    assert!(
+        m.starts_with("--counter cannot be used with --irqs-off"),
+        "{m}"
+    );
+    assert!(message(counter, Keys).starts_with("counter cannot be used with irqs_off"));
+    let available = NoiseSpec {
+        irqs_off: true,
+        limits: vec![NoiseLimit::Available(99.0)],
+        ..NoiseSpec::default()
+    };
+    let e = plan(&[0], available).unwrap_err();
+    assert!(e.message(Flags).contains("--limit available=..."));
+    assert!(e.hint(Flags).unwrap().contains("--limit max_single=DUR"));
 }
 
 #[test]
@@ -77,7 +146,7 @@ fn limits_parse_and_unknown_ones_are_refused() {
     assert!(parse_limit("available=101%").is_err());
     assert!(parse_limit("max=1us")
         .unwrap_err()
-        .message
+        .why
         .contains("unknown statistic"));
     assert!(parse_limit("max_single").is_err());
 }
@@ -305,14 +374,64 @@ fn a_raised_default_threshold_is_said_with_the_cpu_and_resolution_that_raised_it
         ..config()
     };
     let res = [Nanos(40), Nanos(1080)];
+    let flags = crate::Naming::Flags;
     assert_eq!(
-        raised_threshold_note(&c, DEFAULT_THRESHOLD, &res[..1]),
+        raised_threshold_note(&c, DEFAULT_THRESHOLD, &res[..1], flags),
         None
     );
-    let note = raised_threshold_note(&c, Nanos(3000), &res).unwrap();
+    let note = raised_threshold_note(&c, Nanos(3000), &res, flags).unwrap();
     assert!(
         note.contains("threshold raised from the default 1us to 3us")
-            && note.contains("resolution on CPU 3 is 1080 ns"),
+            && note.contains("resolution on CPU 3 is 1080 ns")
+            && note.contains("give --threshold to choose another"),
         "{note}"
     );
+    // A campaign's note names its key.
+    let keys = raised_threshold_note(&c, Nanos(3000), &res, crate::Naming::Keys).unwrap();
+    assert!(keys.contains("give threshold to choose another"), "{keys}");
+}
+
+#[test]
+fn each_session_refuses_a_plan_of_another_workload() {
+    use crate::plan::NoiseSpec;
+    use crate::record::RecordSpec;
+    use crate::{Session, SessionError, SystemSettings};
+    let spec = || RecordSpec {
+        kind: RunKind::Noise,
+        label: None,
+        tags: Vec::new(),
+        command_line: Vec::new(),
+        config_json: String::new(),
+        monitor_interval: None,
+        checks: Vec::new(),
+        raw: false,
+    };
+    let noise = plan(&[0], NoiseSpec::default()).unwrap();
+    let recorded = crate::Recorded {
+        store: None,
+        spec: spec(),
+        checkpoint_period: std::time::Duration::ZERO,
+    };
+    let timer = Session::start(noise, SystemSettings::default(), recorded);
+    assert!(matches!(timer, Err(SessionError::Workload("a timer"))));
+    let timer_plan = crate::RunPlan::build(
+        &crate::PlanSpec {
+            duration: Some(Nanos::from_secs(1)),
+            ..crate::PlanSpec::default()
+        },
+        &CpuSet::from_cpus([0, 1]),
+    )
+    .unwrap();
+    let hwlat = plan(
+        &[0],
+        NoiseSpec {
+            irqs_off: true,
+            ..NoiseSpec::default()
+        },
+    )
+    .unwrap();
+    for p in [timer_plan, hwlat] {
+        let s = NoiseSession::start(p, SystemSettings::default(), None, spec());
+        assert!(matches!(s, Err(SessionError::Workload(w)) if w.contains("noise")));
+    }
 }

@@ -1,6 +1,7 @@
-//! What a plan's threads measure: timer wake-ups (the engine's measuring threads) or the
+//! What a plan's threads measure: timer wake-ups (the engine's measuring threads), the
 //! response to events (`rtscope respond`, a campaign's `respond = "..."` scenario: IPC
-//! sender/receiver pairs or GPIO wiring, measured by rtscope-respond).
+//! sender/receiver pairs or GPIO wiring, measured by rtscope-respond) or OS noise (the
+//! [`super::noise`] module).
 //!
 //! Every front end lowers its own words into a [`WorkloadSpec`] beside the rest of the
 //! [`PlanSpec`](super::PlanSpec); [`RunPlan::build`](super::RunPlan::build) checks the shared
@@ -8,6 +9,7 @@
 //! [`lower`] checks what is the workload's own and builds its measurement from the plan's
 //! settings. Errors name a [`Field`], spelled by each front end (`--burst`, `burst`).
 
+use super::noise::{NoisePlan, NoiseSpec};
 use super::{Field, Naming, PlanError, Problem, RunPlan};
 use rtscope_engine::{CpuSet, Policy, ThreadSpec};
 use rtscope_respond::gpio::GpioConfig;
@@ -21,6 +23,8 @@ pub enum WorkloadSpec {
     Timer,
     /// Event response latency.
     Respond(RespondSpec),
+    /// OS noise on busy-looping CPUs (`rtscope noise`, a campaign's `workload = "noise"`).
+    Noise(NoiseSpec),
 }
 
 /// An event response measurement as a front end says it. The plan's policy, priority,
@@ -57,6 +61,10 @@ pub enum Workload {
     /// Event response latency; the plan's `config.threads` are then its receivers or
     /// responder (what the pre-run audit checks), never started by the engine.
     Respond(RespondPlan),
+    /// OS noise; the plan's `config.threads` are one per measured CPU (what the pre-run
+    /// audit checks), never started by the engine: [`crate::noise::NoiseSession`] runs the
+    /// loops.
+    Noise(Box<NoisePlan>),
 }
 
 /// A checked event response measurement.
@@ -229,7 +237,15 @@ impl Workload {
     pub fn respond(&self) -> Option<&RespondPlan> {
         match self {
             Workload::Respond(r) => Some(r),
-            Workload::Timer => None,
+            Workload::Timer | Workload::Noise(_) => None,
+        }
+    }
+
+    /// The noise measurement, if this is one.
+    pub fn noise(&self) -> Option<&NoisePlan> {
+        match self {
+            Workload::Noise(n) => Some(n),
+            Workload::Timer | Workload::Respond(_) => None,
         }
     }
 }
