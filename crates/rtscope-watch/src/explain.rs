@@ -223,3 +223,67 @@ impl WindowExplainer {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_trace::model::{Attribution, Category, Charge, Task};
+
+    fn thread(comm: &str, pid: i32) -> Category {
+        Category::Thread {
+            task: Task {
+                comm: comm.into(),
+                pid,
+                prio: 0,
+            },
+        }
+    }
+
+    #[test]
+    fn the_threads_of_one_command_are_one_cause_with_their_pids_listed() {
+        let charges = [
+            (thread("stress-ng", 811), 400),
+            (Category::TimerIrqHandler, 350),
+            (thread("stress-ng", 812), 300),
+            (thread("culprit", 4711), 200),
+            (thread("stress-ng", 815), 100),
+            (thread("stress-ng", 816), 50),
+            (thread("stress-ng", 817), 40),
+            (thread("stress-ng", 818), 30),
+        ];
+        let e = Explained::Traced(Attribution {
+            spike: Spike {
+                cpu: 1,
+                tid: 9,
+                deadline_ns: 1_000,
+                wakeup_ns: 3_000,
+                smis: None,
+            },
+            charges: charges
+                .iter()
+                .map(|(c, ns)| Charge::new(c.clone(), *ns))
+                .collect(),
+            complete: true,
+            lost_events: false,
+            siblings: Vec::new(),
+        });
+        let c = causes(&e);
+        let names: Vec<&str> = c.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["thread stress-ng", "timer IRQ handler", "thread culprit"]
+        );
+        assert_eq!(c[0].time, Nanos(920));
+        assert_eq!(
+            (c[0].pids.as_slice(), c[0].more_pids),
+            (&[811, 812, 815, 816][..], 2)
+        );
+        assert_eq!(
+            c[0].text(),
+            "thread stress-ng (6 PIDs: 811, 812, 815, 816 +2 more)"
+        );
+        assert_eq!(c[2].text(), "thread culprit (PID 4711)");
+        assert_eq!(c[1].text(), "timer IRQ handler");
+        assert!(c[1].pids.is_empty());
+    }
+}
