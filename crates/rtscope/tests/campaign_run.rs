@@ -726,3 +726,50 @@ name = "slow"
     assert_eq!(wait.unit, "s");
     assert!(wait.value > 0.0, "{wait:?}");
 }
+
+/// SIGTERM while the run waits for a load that never works (a shell that only sleeps): the
+/// wait ends at once, nothing is measured or left running, exit 3.
+#[test]
+fn sigterm_while_the_run_waits_for_its_load_stops_everything() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
+    let _rt = common::rt_lock();
+    let s = setup("waitterm");
+    let file = r#"
+[campaign]
+name = "waitterm"
+[measure]
+interval = "1ms"
+duration = "1s"
+[[scenario]]
+name = "1:1"
+threads = 1
+cpus = "0"
+[[load_case]]
+name = "asleep"
+  [[load_case.load]]
+  kind = "external"
+  program = "sh"
+  args = ["-c", "sleep 600"]
+"#;
+    std::fs::write(&s.file, file).unwrap();
+    let child = command(&s, &[]).spawn().unwrap();
+    let end = Instant::now() + Duration::from_secs(20);
+    while survivors(&s.mark).len() < 3 && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Past the first second of the wait, when it is said.
+    std::thread::sleep(Duration::from_millis(2500));
+    signal(&child, libc::SIGTERM);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", dump(&o));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("[1] waitterm/1:1/asleep/1: waiting for load sh to start (")
+            && out.contains("interrupted before measuring"),
+        "{}",
+        dump(&o)
+    );
+    assert!(!out.contains("started working"), "{out}");
+    assert_no_survivors(&s.mark);
+    assert!(!s.db.exists() || runs(&s.db).is_empty());
+}
