@@ -27,6 +27,9 @@ use respond::respond;
 
 /// Warm-up of the loads before measuring starts, unless `settle` says otherwise.
 pub const DEFAULT_SETTLE: Nanos = Nanos::from_secs(2);
+/// The longest wait for a load to start working, unless `load_start` says otherwise: longer
+/// than the 50 s a memory load took to start in the published five-case study's setting.
+pub const DEFAULT_LOAD_START: Nanos = Nanos::from_secs(120);
 
 /// Tag keys rtscope sets on every run of a campaign.
 use rtscope_common::names::RESERVED_TAGS;
@@ -71,6 +74,9 @@ pub struct PlannedRun {
     pub loads: Vec<LoadSpec>,
     /// Load warm-up before measuring starts (zero when there are no loads).
     pub settle: Nanos,
+    /// The longest wait for each load to start working before the warm-up (`load_start`;
+    /// zero: no wait).
+    pub load_start: Nanos,
     /// `campaign/scenario/case/repeat`, e.g. `loadcases/N:N/hackbench/2`.
     pub label: String,
     /// `campaign`, `scenario`, `case`, `repeat`, then the campaign's tags and `--tag`s.
@@ -274,6 +280,7 @@ struct Scenario {
     name: String,
     plan: RunPlan,
     settle: Nanos,
+    load_start: Nanos,
     until_tail: Option<UntilTailRun>,
 }
 
@@ -306,6 +313,7 @@ fn planned(
         } else {
             s.settle
         },
+        load_start: s.load_start,
         label: format!("{campaign}/{}/{}/{repeat}", s.name, c.0),
         tags,
         until_tail: s.until_tail,
@@ -397,7 +405,7 @@ fn scenarios(
         };
         let until = until.map(|(rule, at)| (rule, at.as_ref()));
         let settings = settings(src, &merged, (a, until), online, workload);
-        let (plan, settle, first) = settings.map_err(|e| match e {
+        let (plan, (settle, load_start), first) = settings.map_err(|e| match e {
             Located::Yes(e) => e,
             Located::No(e) => {
                 let mut u = src.error(
@@ -415,6 +423,7 @@ fn scenarios(
                 .map(|((&rule, _), first_check)| UntilTailRun { rule, first_check }),
             plan,
             settle,
+            load_start,
         });
     }
     Ok(out)
@@ -480,6 +489,10 @@ enum Located {
     No(PlanError),
 }
 
+/// A scenario's plan, its warm-up and longest wait for a load to work (`settle`,
+/// `load_start`), and its first until-tail check.
+type Settings = (RunPlan, (Nanos, Nanos), Option<Nanos>);
+
 /// Validates one scenario's merged settings (with the command-line overrides) into a
 /// [`PlanSpec`] and builds its plan as `rtscope measure` does.
 fn settings(
@@ -488,7 +501,7 @@ fn settings(
     (a, until): (&CampaignOptions, Option<WrittenRef>),
     online: &CpuSet,
     workload: WorkloadSpec,
-) -> Result<(RunPlan, Nanos, Option<Nanos>), Located> {
+) -> Result<Settings, Located> {
     let mut m = PlanSpec {
         workload,
         ..PlanSpec::default()
@@ -548,12 +561,16 @@ fn settings(
         Some(d) => duration(src, d, "settle", "s").map_err(Located::Yes)?,
         None => DEFAULT_SETTLE,
     };
+    let load_start = match &s.load_start {
+        Some(d) => duration(src, d, "load_start", "s").map_err(Located::Yes)?,
+        None => DEFAULT_LOAD_START,
+    };
     let first = until
         .map(|u| until_tail::lengthen(src, s, u, &mut m))
         .transpose()
         .map_err(Located::Yes)?;
     let plan = RunPlan::build(&m, online).map_err(Located::No)?;
-    Ok((plan, settle, first))
+    Ok((plan, (settle, load_start), first))
 }
 
 /// The scenario's `limits`: a noise scenario's in noise's words (`max_single=`, `available=`),

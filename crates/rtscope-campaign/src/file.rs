@@ -73,6 +73,8 @@ pub(crate) struct RawSettings {
     pub explain: Option<Spanned<DurText>>,
     pub raw: Option<bool>,
     pub settle: Option<Spanned<DurText>>,
+    /// The longest wait for a load to start working (`0`: none).
+    pub load_start: Option<Spanned<DurText>>,
     /// An IPC mechanism: the scenario measures event response latency (`rtscope respond`)
     /// instead of timer latency.
     pub respond: Option<Spanned<String>>,
@@ -140,6 +142,7 @@ impl RawSettings {
             explain,
             raw,
             settle,
+            load_start,
             respond,
             placement,
             burst,

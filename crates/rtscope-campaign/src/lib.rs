@@ -14,6 +14,7 @@
 pub mod dryrun;
 pub mod expand;
 mod file;
+mod load_wait;
 pub mod loads;
 mod one_run;
 mod pos;

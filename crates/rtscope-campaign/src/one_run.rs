@@ -374,22 +374,32 @@ fn respond_config_json(rows: &[rtscope_respond::record::Row]) -> String {
     .to_string()
 }
 
-/// Starts the loads of `p` and waits for them to settle: `Ok(Err(end))` when a stop signal
-/// came first (the loads are stopped and the run is not measured).
+/// Starts the loads of `p`, waits for each to work (crate::load_wait, said when it takes more
+/// than a second) and for them to settle: `Ok(Err(end))` when a stop signal came first (the
+/// loads are stopped and the run is not measured).
 pub(super) fn start_loads(
     ctx: &mut Ctx,
     p: &PlannedRun,
     number: usize,
     out: &mut dyn Write,
 ) -> Result<Result<Option<rtscope_load::RunningLoads>, RunEnd>, RunError> {
-    let loads = if p.loads.is_empty() {
+    let mut loads = if p.loads.is_empty() {
         None
     } else {
         Some(rtscope_load::start(&p.loads, &ctx.exe).map_err(|e| {
             UsageError::new(format!("cannot start the loads of run {}: {e}", p.label))
         })?)
     };
-    let Some(sig) = settle(p.settle, &*ctx.clock) else {
+    let waited = match loads.as_mut() {
+        Some(l) => {
+            let names: Vec<String> = p.loads.iter().map(rtscope_load::LoadSpec::name).collect();
+            let head = format!("[{number}] {}", p.label);
+            let most = Duration::from_nanos(p.load_start.0);
+            super::load_wait::wait_for_loads(l, (&names, most), &head, &*ctx.clock, out)?
+        }
+        None => None,
+    };
+    let Some(sig) = waited.or_else(|| settle(p.settle, &*ctx.clock)) else {
         return Ok(Ok(loads));
     };
     ctx.signals += 1;

@@ -36,6 +36,7 @@ const MEASURE_KEYS: &[&str] = &[
     "event_capacity",
     "explain",
     "raw",
+    "load_start",
     "settle",
 ];
 const CASE_KEYS: &[&str] = &["name", "description", "load"];
@@ -184,8 +185,8 @@ fn keys_of(table: &str) -> &'static [&'static str] {
     }
 }
 
-const SCENARIO_KEYS: [&str; 25] = {
-    let mut k = [""; 25];
+const SCENARIO_KEYS: [&str; 26] = {
+    let mut k = [""; 26];
     k[0] = "name";
     k[1] = "description";
     let mut i = 0;

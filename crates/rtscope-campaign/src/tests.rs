@@ -242,6 +242,28 @@ fn loads_take_the_peer_tools_defaults() {
 }
 
 #[test]
+fn load_start_bounds_the_wait_for_a_load_and_a_scenario_may_set_its_own() {
+    let c = plan(TWO_BY_TWO, &[]);
+    assert!(c.runs.iter().all(|r| r.load_start == Nanos::from_secs(120)));
+    let text = TWO_BY_TWO
+        .replace(
+            "duration = \"10s\"\n",
+            "duration = \"10s\"\nload_start = 0\n",
+        )
+        .replace("cpus = \"2\"\n", "cpus = \"2\"\nload_start = \"30s\"\n");
+    let c = plan(&text, &[]);
+    for r in &c.runs {
+        let want = if r.scenario == "1:1" { 30 } else { 0 };
+        assert_eq!(r.load_start, Nanos::from_secs(want), "{}", r.label);
+    }
+    assert!(err(&TWO_BY_TWO.replace(
+        "duration = \"10s\"\n",
+        "duration = \"10s\"\nload_start = \"soon\"\n"
+    ))
+    .contains("load_start"));
+}
+
+#[test]
 fn errors_point_at_the_offending_value() {
     let both = TWO_BY_TWO.replace("loops = 1000", "loops = 1000\nduration = \"1s\"");
     assert!(

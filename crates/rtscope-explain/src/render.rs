@@ -22,6 +22,17 @@ pub fn label(c: &Category) -> String {
     escaped(&c.to_string())
 }
 
+/// A category's label with its task named by command only (`thread cc1` for `thread
+/// cc1:4101:nice0`), escaped: the name of the threads of one command together. Other
+/// categories' labels as [`label`].
+pub fn command_label(c: &Category) -> String {
+    let l = label(c);
+    match c.named_task() {
+        Some(t) => l.replacen(&escaped(&t.to_string()), &escaped(&t.comm), 1),
+        None => l,
+    }
+}
+
 /// A culprit row's label, escaped: its category's for one culprit; for the threads of one
 /// command, the command name with the number of PIDs and the first ones (`thread cc1 (212
 /// PIDs: 4101, 4107, 4111, 4120 +208 more)`); for the rest of a class beyond the table's bounds,
@@ -30,10 +41,7 @@ pub fn culprit_label(r: &CulpritRow) -> String {
     match &r.merged {
         Merge::Single => label(&r.category),
         Merge::Command { pids, more_pids } => {
-            let mut l = label(&r.category);
-            if let Some(t) = r.category.named_task() {
-                l = l.replacen(&escaped(&t.to_string()), &escaped(&t.comm), 1);
-            }
+            let l = command_label(&r.category);
             let n = pids.len() as u64 + more_pids;
             let list: Vec<String> = pids.iter().map(i32::to_string).collect();
             let more = if *more_pids > 0 {
@@ -434,6 +442,28 @@ mod tests {
         // Absent from older summaries and from runs that lost none.
         s.missing_exits.clear();
         assert!(!serde_json::to_string(&s).unwrap().contains("missing_exits"));
+    }
+
+    #[test]
+    fn a_command_label_names_the_threads_command_without_its_pid() {
+        let task = |comm: &str| Task {
+            comm: comm.into(),
+            pid: 4711,
+            prio: 0,
+        };
+        let t = Category::Thread {
+            task: task("culprit"),
+        };
+        assert_eq!(label(&t), "thread culprit:4711:rt99");
+        assert_eq!(command_label(&t), "thread culprit");
+        let odd = Category::Blocking { task: task("a\nb") };
+        assert!(
+            !command_label(&odd).contains('\n'),
+            "{}",
+            command_label(&odd)
+        );
+        assert!(!command_label(&odd).contains("4711"));
+        assert_eq!(command_label(&Category::Nmi), label(&Category::Nmi));
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! prometheus package), and the Grafana dashboard: its structure (it uses the data source chosen
 //! at import and draws per-bucket counts in its heat map, issue 28) and Grafana's own dashboard
 //! schema (npm's `@grafana/schema`, checked by `tsc`: no Grafana server can be installed from
-//! Debian or the other registries CI uses; .ci/run installs both in $RTSCOPE_NODE).
+//! Debian or the other registries CI uses; .ci/run installs both in $RTSCOPE_NODE) and the rules
+//! of Grafana's dashboard linter (rtscope_testkit::grafana says why not the linter itself).
 
 use rtscope_common::limits;
 use rtscope_fleet::{prometheus, Report};
@@ -62,11 +63,7 @@ fn promtool_accepts_the_textfile() {
 
 #[test]
 fn the_dashboard_uses_its_import_input_and_per_bucket_heatmap_counts() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/grafana-rtscope-fleet.json"
-    );
-    let text = std::fs::read_to_string(path).unwrap();
+    let text = std::fs::read_to_string(DASHBOARD).unwrap();
     let d: serde_json::Value = serde_json::from_str(&text).unwrap();
     // Every input declared is referenced: Grafana substitutes `${NAME}` at import.
     for input in d["__inputs"].as_array().unwrap() {
@@ -96,55 +93,33 @@ fn the_dashboard_uses_its_import_input_and_per_bucket_heatmap_counts() {
     }
 }
 
-/// Where .ci/run installs `tsc` and `@grafana/schema` (`$RTSCOPE_NODE`).
-fn node_dir() -> std::path::PathBuf {
-    std::env::var_os("RTSCOPE_NODE").map_or_else(|| "/var/cache/rtscope-node".into(), Into::into)
-}
+const DASHBOARD: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../docs/grafana-rtscope-fleet.json"
+);
 
 #[test]
 fn the_dashboard_passes_grafanas_own_schema() {
-    let node = node_dir();
-    let tsc = node.join("node_modules/.bin/tsc");
+    use rtscope_testkit::grafana;
     rtscope_testkit::require!(
-        tsc.exists() && node.join("node_modules/@grafana/schema").is_dir(),
+        grafana::have_schema(),
         "no tsc and @grafana/schema in {} (npm install --prefix {0} @grafana/schema@13.2.3 typescript@5.9.3)",
-        node.display()
+        grafana::node_dir().display()
     );
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../docs/grafana-rtscope-fleet.json"
-    );
-    let mut d: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    // The import wrapper's fields are not the dashboard model's: Grafana strips them at import.
-    for k in ["__inputs", "__requires", "__elements"] {
-        d.as_object_mut().unwrap().remove(k);
-    }
-    let dir = std::env::temp_dir().join(format!("rtscope-grafana-schema-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    // An object literal checked with `satisfies`: literal types (panel types, variable kinds)
-    // and unknown properties are checked too, which an imported .json module would not be.
-    let ts = format!(
-        "import type {{ Dashboard }} from \"@grafana/schema\";\nexport const d = {} satisfies Dashboard;\n",
-        serde_json::to_string_pretty(&d).unwrap()
-    );
-    std::fs::write(dir.join("dashboard.ts"), ts).unwrap();
-    let modules = node.join("node_modules");
-    let config = serde_json::json!({
-        "compilerOptions": {
-            "strict": true, "noEmit": true, "skipLibCheck": true,
-            "module": "commonjs", "moduleResolution": "node", "baseUrl": ".",
-            "typeRoots": [modules.join("@types")],
-            "paths": { "@grafana/schema": [modules.join("@grafana/schema")] },
-        },
-        "files": ["dashboard.ts"],
-    });
-    std::fs::write(dir.join("tsconfig.json"), config.to_string()).unwrap();
-    let o = Command::new(&tsc).arg("-p").arg(&dir).output().unwrap();
-    let said = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
-    let _ = std::fs::remove_dir_all(&dir);
+    let said = grafana::schema_errors(std::path::Path::new(DASHBOARD));
     assert!(
-        o.status.success(),
-        "Grafana's dashboard schema refuses the dashboard:\n{said}"
+        said.is_none(),
+        "Grafana's dashboard schema refuses the dashboard:\n{}",
+        said.unwrap_or_default()
     );
+}
+
+/// Grafana's dashboard linter counted 26 errors here (issue 51: no `job` and `instance`
+/// variables or matchers, panels without a description, editable); its rules now find none.
+#[test]
+fn the_dashboard_breaks_no_rule_of_grafanas_dashboard_linter() {
+    let d: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(DASHBOARD).unwrap()).unwrap();
+    let found = rtscope_testkit::grafana::lint(&d);
+    assert!(found.is_empty(), "{}", found.join("\n"));
 }

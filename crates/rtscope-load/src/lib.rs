@@ -10,7 +10,9 @@
 //!   rtscope, however it ends (see [`shepherd`] for the design);
 //! * [`worker_main`] and [`shepherd_main`]: the hidden `rtscope __load` and
 //!   `rtscope __shepherd` entry points;
-//! * [`builtin`]: the built-in loads themselves, usable in-process too.
+//! * [`builtin`]: the built-in loads themselves, usable in-process too;
+//! * [`working`]: whether a started load works yet (the CPU time of its processes), so a run
+//!   can wait for a load that is slow to start.
 //!
 //! Units: durations in nanoseconds (`ran_ns`), sizes in bytes or MiB as named, rates per second.
 
@@ -25,6 +27,7 @@ pub mod spec;
 pub mod supervise;
 pub mod sys;
 pub mod worker;
+pub mod working;
 
 pub use error::LoadError;
 pub use external::validate;

@@ -9,7 +9,7 @@
 //! pipe and waits for the shepherd.
 
 use crate::shepherd::{Event, Plan, DEFAULT_GRACE};
-use crate::{validate, LoadError, LoadReport, LoadSpec, LoadStatus};
+use crate::{validate, LoadError, LoadReport, LoadSpec, LoadStatus, Metric};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -42,6 +42,8 @@ pub struct RunningLoads {
     specs: Vec<LoadSpec>,
     pids: Vec<u32>,
     started: Instant,
+    /// How long each load took to start working, where waited for.
+    start_waits: Vec<Option<Duration>>,
 }
 
 /// Validates `specs` (see [`validate`]) and starts them under a shepherd, `exe` being the
@@ -82,6 +84,7 @@ pub fn start(specs: &[LoadSpec], exe: &Path) -> Result<RunningLoads, LoadError> 
         specs: specs.to_vec(),
         pids: Vec::new(),
         started: Instant::now(),
+        start_waits: vec![None; specs.len()],
     };
     match running.events.recv_timeout(START_TIMEOUT) {
         Ok(Event::Started { pids, .. }) => running.pids = pids,
@@ -139,6 +142,20 @@ impl RunningLoads {
         out
     }
 
+    /// The CPU time each load's processes have used so far (in spec order; `None` for a load
+    /// with no process left): [`crate::working`].
+    pub fn cpu_used(&self) -> Vec<Option<Duration>> {
+        crate::working::group_cpu(Path::new("/proc"), &self.pids)
+    }
+
+    /// Records that load `index` took `wait` to start working: its report gets the metric
+    /// `start_wait` (seconds).
+    pub fn set_start_wait(&mut self, index: usize, wait: Duration) {
+        if let Some(w) = self.start_waits.get_mut(index) {
+            *w = Some(wait);
+        }
+    }
+
     /// Stops every load: SIGTERM, up to `grace` (milliseconds resolution) for them to end,
     /// then SIGKILL for the rest and all they started. Returns one report per spec, in order.
     pub fn stop(mut self, grace: Duration) -> Vec<LoadReport> {
@@ -156,7 +173,17 @@ impl RunningLoads {
             }
         }
         self.reap_shepherd(Duration::from_secs(1));
-        reports.unwrap_or_else(|| self.missing_reports())
+        let mut reports = reports.unwrap_or_else(|| self.missing_reports());
+        for (r, w) in reports.iter_mut().zip(&self.start_waits) {
+            if let Some(w) = w {
+                r.metrics.push(Metric {
+                    name: "start_wait".into(),
+                    value: w.as_secs_f64(),
+                    unit: "s".into(),
+                });
+            }
+        }
+        reports
     }
 
     fn missing_reports(&self) -> Vec<LoadReport> {

@@ -6,6 +6,17 @@ use crate::{codec, Result, Store};
 use rtscope_core::{Histogram, Nanos};
 use rusqlite::{params, OptionalExtension};
 
+/// The largest cause of a window's worst wake-up, as [`Store::explain_window`] stores it.
+#[derive(Debug, Clone, Copy)]
+pub struct Culprit<'a> {
+    /// Its name (a thread named by its command: the threads of one command are one cause).
+    pub name: &'a str,
+    /// The time charged to it (ns).
+    pub ns: u64,
+    /// The PIDs of its threads (empty for a cause that is no thread).
+    pub pids: &'a [i32],
+}
+
 /// A watch series' id.
 pub type SeriesId = i64;
 
@@ -277,7 +288,9 @@ impl Store {
 
     /// Adds the explanation of a measured window's worst wake-up (`latency_ns` on `cpu`) to its
     /// row, and to the all-CPUs row when that wake-up is its maximum: `explained` (JSON), the
-    /// largest cause and its time are set in the row's `explain` object, its `worst` kept.
+    /// largest cause (`culprit`), its time (`culprit_ns`) and its threads' PIDs
+    /// (`culprit_pids`, absent for a cause that is no thread) are set in the row's `explain`
+    /// object, its `worst` kept.
     /// (The bundled SQLite has no JSON functions: the object is edited here.)
     pub fn explain_window(
         &self,
@@ -286,7 +299,7 @@ impl Store {
         cpu: u32,
         latency_ns: u64,
         explained: &str,
-        culprit: Option<(&str, u64)>,
+        culprit: Option<Culprit<'_>>,
     ) -> Result<()> {
         let mut st = self
             .conn
@@ -311,8 +324,14 @@ impl Store {
                 .filter(serde_json::Value::is_object)
                 .unwrap_or_else(|| serde_json::json!({}));
             v["explained"] = attribution.clone();
-            v["culprit"] = culprit.map(|c| c.0).into();
-            v["culprit_ns"] = culprit.map(|c| c.1).into();
+            v["culprit"] = culprit.map(|c| c.name).into();
+            v["culprit_ns"] = culprit.map(|c| c.ns).into();
+            match culprit.filter(|c| !c.pids.is_empty()) {
+                Some(c) => v["culprit_pids"] = c.pids.into(),
+                None => {
+                    v.as_object_mut().map(|o| o.remove("culprit_pids"));
+                }
+            }
             self.conn
                 .execute(
                     "UPDATE watch_windows SET explain = ?2 WHERE id = ?1",

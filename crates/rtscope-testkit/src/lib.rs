@@ -9,10 +9,12 @@
 //!   a privilege or a kernel feature missing) fails under `RTSCOPE_TEST_STRICT=1` (CI) and
 //!   prints `SKIP: reason` and returns otherwise;
 //! * [`image`]: the facts of a PNG (size, colours, ink) for the report tests;
+//! * [`grafana`]: the shipped Grafana dashboards against Grafana's schema and its linter's rules;
 //! * [`now_ns`]: CLOCK_MONOTONIC, the clock of spike and gap times.
 
 #![warn(missing_docs)]
 
+pub mod grafana;
 pub mod image;
 mod lock;
 mod require;

@@ -18,7 +18,7 @@ use rtscope_core::Nanos;
 use rtscope_engine::{sys, ClockKind, Run, Sample};
 use rtscope_session::record::RecordSpec;
 use rtscope_session::{ConfigDoc, Event, Observer, Recorded, Session, SystemSettings};
-use rtscope_store::watch::{SeriesId, WatchWindow};
+use rtscope_store::watch::{Culprit, SeriesId, WatchWindow};
 use rtscope_store::Store;
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -213,8 +213,8 @@ impl Shared {
     /// alerts held for them with their largest cause.
     fn explained(&mut self, series: &str, found: Vec<Found>) {
         for f in found {
-            let culprit = f.causes.first().map(|(n, t)| (n.as_str(), t.0));
-            let cause = culprit.map(|(n, t)| format!("{n} {}", Nanos(t)));
+            let first = f.causes.first();
+            let cause = first.map(|c| format!("{} {}", c.text(), c.time));
             let (mine, kept): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.held)
                 .into_iter()
                 .partition(|h| h.is_for(f.start_ns, f.cpu, f.latency));
@@ -228,7 +228,11 @@ impl Shared {
                 f.cpu,
                 f.latency.0,
                 &f.json,
-                culprit,
+                first.map(|c| Culprit {
+                    name: &c.name,
+                    ns: c.time.0,
+                    pids: &c.pids,
+                }),
             );
             if let Err(e) = r {
                 (self.warn)(&format!("rtscope watch: cannot store an explanation: {e}"));

@@ -28,8 +28,8 @@ pub struct Found {
     pub cpu: u32,
     /// The wake-up's latency.
     pub latency: Nanos,
-    /// The largest causes, largest first: label and time.
-    pub causes: Vec<(String, Nanos)>,
+    /// The largest causes, largest first (at most [`MAX_CAUSES`]), threads grouped by command.
+    pub causes: Vec<Cause>,
     /// The whole explanation (JSON, as `runs explain` stores it).
     pub json: String,
 }
@@ -51,17 +51,82 @@ fn spike_of(e: &Explained) -> &Spike {
     }
 }
 
-fn causes(e: &Explained) -> Vec<(String, Nanos)> {
-    match e {
-        Explained::Traced(a) => a
-            .charges
-            .iter()
-            .take(3)
-            .map(|c| (render::label(&c.category), Nanos(c.ns)))
-            .collect(),
-        // The monitors name no time: their busiest thread is a lead, not a charge.
-        Explained::Coarse(_) => Vec::new(),
+/// Causes kept per explained wake-up.
+pub const MAX_CAUSES: usize = 3;
+/// PIDs listed per cause; the others are counted.
+pub const MAX_PIDS: usize = 4;
+
+/// What a wake-up was charged to: a category, the threads of one command together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cause {
+    /// The category's label, a thread named by its command (`thread culprit`), escaped.
+    pub name: String,
+    /// The PIDs of its threads, largest charge first (at most [`MAX_PIDS`]; none for a cause
+    /// that is no thread).
+    pub pids: Vec<i32>,
+    /// PIDs beyond the list.
+    pub more_pids: usize,
+    /// The time charged to it.
+    pub time: Nanos,
+}
+
+impl Cause {
+    /// The name with its PIDs, for people: `thread culprit (PID 4711)`, `thread stress-ng (3
+    /// PIDs: 811, 812, 815)`, `irq eth0 (irq 24)`.
+    pub fn text(&self) -> String {
+        let list: Vec<String> = self.pids.iter().map(i32::to_string).collect();
+        let more = match self.more_pids {
+            0 => String::new(),
+            n => format!(" +{n} more"),
+        };
+        match self.pids.len() + self.more_pids {
+            0 => self.name.clone(),
+            1 => format!("{} (PID {})", self.name, list.join(", ")),
+            n => format!("{} ({n} PIDs: {}{more})", self.name, list.join(", ")),
+        }
     }
+}
+
+/// The largest causes of an explanation: the charges of one command's threads added up under
+/// its name (a command of many short-lived threads is one cause, not one per PID).
+pub fn causes(e: &Explained) -> Vec<Cause> {
+    let Explained::Traced(a) = e else {
+        // The monitors name no time: their busiest thread is a lead, not a charge.
+        return Vec::new();
+    };
+    let mut out: Vec<Cause> = Vec::new();
+    // Charges come largest first, so each cause's PIDs do too.
+    for c in &a.charges {
+        let name = render::command_label(&c.category);
+        let i = match out.iter().position(|x| x.name == name) {
+            Some(i) => i,
+            None => {
+                out.push(Cause {
+                    name,
+                    pids: Vec::new(),
+                    more_pids: 0,
+                    time: Nanos(0),
+                });
+                out.len() - 1
+            }
+        };
+        let x = &mut out[i];
+        x.time = Nanos(x.time.0 + c.ns);
+        if let Some(t) = c.category.named_task() {
+            if x.pids.len() < MAX_PIDS {
+                if !x.pids.contains(&t.pid) {
+                    x.pids.push(t.pid);
+                }
+            } else if !x.pids.contains(&t.pid) {
+                x.more_pids += 1;
+            }
+        }
+    }
+    rtscope_core::order::sort_by(&mut out, |a, b| {
+        b.time.cmp(&a.time).then(a.name.cmp(&b.name))
+    });
+    out.truncate(MAX_CAUSES);
+    out
 }
 
 impl WindowExplainer {
@@ -156,5 +221,69 @@ impl WindowExplainer {
             });
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_trace::model::{Attribution, Category, Charge, Task};
+
+    fn thread(comm: &str, pid: i32) -> Category {
+        Category::Thread {
+            task: Task {
+                comm: comm.into(),
+                pid,
+                prio: 0,
+            },
+        }
+    }
+
+    #[test]
+    fn the_threads_of_one_command_are_one_cause_with_their_pids_listed() {
+        let charges = [
+            (thread("stress-ng", 811), 400),
+            (Category::TimerIrqHandler, 350),
+            (thread("stress-ng", 812), 300),
+            (thread("culprit", 4711), 200),
+            (thread("stress-ng", 815), 100),
+            (thread("stress-ng", 816), 50),
+            (thread("stress-ng", 817), 40),
+            (thread("stress-ng", 818), 30),
+        ];
+        let e = Explained::Traced(Attribution {
+            spike: Spike {
+                cpu: 1,
+                tid: 9,
+                deadline_ns: 1_000,
+                wakeup_ns: 3_000,
+                smis: None,
+            },
+            charges: charges
+                .iter()
+                .map(|(c, ns)| Charge::new(c.clone(), *ns))
+                .collect(),
+            complete: true,
+            lost_events: false,
+            siblings: Vec::new(),
+        });
+        let c = causes(&e);
+        let names: Vec<&str> = c.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["thread stress-ng", "timer IRQ handler", "thread culprit"]
+        );
+        assert_eq!(c[0].time, Nanos(920));
+        assert_eq!(
+            (c[0].pids.as_slice(), c[0].more_pids),
+            (&[811, 812, 815, 816][..], 2)
+        );
+        assert_eq!(
+            c[0].text(),
+            "thread stress-ng (6 PIDs: 811, 812, 815, 816 +2 more)"
+        );
+        assert_eq!(c[2].text(), "thread culprit (PID 4711)");
+        assert_eq!(c[1].text(), "timer IRQ handler");
+        assert!(c[1].pids.is_empty());
     }
 }

@@ -8,9 +8,11 @@
 //! max (exact, or its bucket bound within 0.1 % when a sample ring overflowed), p99, p99.99
 //! (nearest rank over the window's samples), wake-ups, and its end time. The cause of the
 //! worst spike of the last window as `rtscope_watch_window_cause_seconds{cause}`: at most the
-//! three largest causes, names bounded to 64 bytes, so cardinality stays bounded. Labels:
-//! `series`, `cpu`, `le`, `cause`.
+//! three largest causes, the threads of one command one cause (its PIDs in a `pids` label),
+//! names bounded to 64 bytes, so cardinality stays bounded. Labels: `series`, `cpu`, `le`,
+//! `cause`, `pids`.
 
+use crate::explain::Cause;
 use rtscope_core::{Histogram, Nanos};
 use rtscope_fleet::prometheus::{escape, BUCKETS_NS};
 use rtscope_store::watch::WatchWindow;
@@ -60,7 +62,8 @@ struct Cpu {
 pub struct Exposition {
     series: String,
     cpus: BTreeMap<String, Cpu>,
-    causes: Vec<(String, Nanos)>,
+    /// (cause, its PIDs as the label shows them, time).
+    causes: Vec<(String, String, Nanos)>,
 }
 
 fn cpu_label(w: &WatchWindow) -> String {
@@ -87,12 +90,19 @@ impl Exposition {
     }
 
     /// The largest causes of the latest explained worst wake-up (at most three, names bounded
-    /// to 64 characters).
-    pub fn set_causes(&mut self, causes: &[(String, Nanos)]) {
+    /// to 64 characters): the threads of one command are one cause, its PIDs in the `pids`
+    /// label (`4711,4712`, at most four, then `+N`; empty for a cause that is no thread).
+    pub fn set_causes(&mut self, causes: &[Cause]) {
         self.causes = causes
             .iter()
             .take(3)
-            .map(|(name, t)| (name.chars().take(64).collect(), *t))
+            .map(|c| {
+                let mut pids: Vec<String> = c.pids.iter().map(i32::to_string).collect();
+                if c.more_pids > 0 {
+                    pids.push(format!("+{}", c.more_pids));
+                }
+                (c.name.chars().take(64).collect(), pids.join(","), c.time)
+            })
             .collect();
     }
 
@@ -230,8 +240,12 @@ impl Exposition {
         }
         let name = "rtscope_watch_window_cause_seconds";
         Self::family(o, name, "gauge", "Time of the latest explained worst wake-up of a window charged to each of its largest causes, seconds.");
-        for (cause, t) in &self.causes {
-            let l = format!("{{series=\"{}\",cause=\"{}\"}}", self.series, escape(cause));
+        for (cause, pids, t) in &self.causes {
+            let l = format!(
+                "{{series=\"{}\",cause=\"{}\",pids=\"{pids}\"}}",
+                self.series,
+                escape(cause)
+            );
             let _ = writeln!(o, "{name}{l} {}", secs(t.0));
         }
     }
@@ -263,7 +277,12 @@ mod tests {
         let mut e = Exposition::new("board \"7\"");
         e.add(&[window(Some(1), &[1_500, 150_000], 2)], &[151_500]);
         e.add(&[window(Some(1), &[3_000], 0)], &[3_000]);
-        e.set_causes(&[("thread culprit:379:rt99".into(), Nanos::from_us(90))]);
+        e.set_causes(&[Cause {
+            name: "thread culprit".into(),
+            pids: vec![379, 380, 381, 382],
+            more_pids: 2,
+            time: Nanos::from_us(90),
+        }]);
         let t = e.render(Format::Text);
         let l = r#"{series="board \"7\"",cpu="1""#;
         assert!(
@@ -299,7 +318,7 @@ mod tests {
             "{t}"
         );
         assert!(
-            t.contains(r#"cause="thread culprit:379:rt99"} 0.00009"#),
+            t.contains(r#"cause="thread culprit",pids="379,380,381,382,+2"} 0.00009"#),
             "{t}"
         );
         assert!(

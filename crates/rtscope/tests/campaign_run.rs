@@ -15,7 +15,7 @@ fn bin() -> &'static str {
 
 /// A two-run campaign on CPU 0: idle, then a messaging load in processes (grandchildren of the
 /// supervisor) plus an external shell whose own child sleeps (a grandchild no signal reaches
-/// by itself).
+/// by itself). That shell does no work on purpose: the run does not wait for it (`load_start`).
 const CAMPAIGN: &str = r#"
 [campaign]
 name = "NAME"
@@ -23,6 +23,7 @@ name = "NAME"
 interval = "1ms"
 duration = "1500ms"
 settle = "500ms"
+load_start = 0
 [[scenario]]
 name = "1:1"
 threads = 1
@@ -469,7 +470,11 @@ fn the_five_load_cases_run_in_order_and_each_load_proves_it_ran() {
             "{out}"
         );
     }
-    let m8 = out.lines().find(|l| l.contains("/stress-m8/")).unwrap();
+    // Its result line (a line saying that the run waits for a load may come first).
+    let m8 = out
+        .lines()
+        .find(|l| l.contains("/stress-m8/") && l.contains(" samples, "))
+        .unwrap();
     assert!(m8.contains("io ok") && m8.contains("network ok"), "{m8}");
 }
 
@@ -668,4 +673,103 @@ name = "load"
     for l in &loads {
         assert!(l[2] == "ok" || l[2] == "killed", "{l:?}");
     }
+}
+
+/// Seed 002: a load that does nothing for its first 2 s (a shell that sleeps, then spins) is
+/// waited for before the run settles and measures, visibly, and its wait is recorded with the
+/// run (the load's `start_wait`, seconds). No time is asserted beyond "a wait was recorded".
+#[test]
+fn a_run_waits_visibly_for_a_load_slow_to_start_and_records_the_wait() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
+    let _rt = common::rt_lock();
+    let s = setup("slow-load");
+    let file = r#"
+[campaign]
+name = "slow"
+[measure]
+interval = "1ms"
+duration = "1s"
+settle = "100ms"
+[[scenario]]
+name = "1:1"
+threads = 1
+cpus = "0"
+[[load_case]]
+name = "slow"
+  [[load_case.load]]
+  kind = "external"
+  program = "sh"
+  args = ["-c", "sleep 2; while :; do :; done"]
+"#;
+    std::fs::write(&s.file, file).unwrap();
+    let o = command(&s, &[]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("[1] slow/1:1/slow/1: waiting for load sh to start (1 s)…"),
+        "{out}"
+    );
+    assert!(
+        out.contains("[1] slow/1:1/slow/1: load sh started working after "),
+        "{out}"
+    );
+    assert_no_survivors(&s.mark);
+    let r = runs(&s.db);
+    assert_eq!(r.len(), 1, "{r:#?}");
+    let store = rtscope_store::Store::open(&s.db).unwrap();
+    let loads = store.loads(r[0]["id"].as_i64().unwrap()).unwrap();
+    let wait = loads[0]
+        .metrics
+        .iter()
+        .find(|m| m.name == "start_wait")
+        .unwrap_or_else(|| panic!("no start_wait in {:?}", loads[0].metrics));
+    assert_eq!(wait.unit, "s");
+    assert!(wait.value > 0.0, "{wait:?}");
+}
+
+/// SIGTERM while the run waits for a load that never works (a shell that only sleeps): the
+/// wait ends at once, nothing is measured or left running, exit 3.
+#[test]
+fn sigterm_while_the_run_waits_for_its_load_stops_everything() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
+    let _rt = common::rt_lock();
+    let s = setup("waitterm");
+    let file = r#"
+[campaign]
+name = "waitterm"
+[measure]
+interval = "1ms"
+duration = "1s"
+[[scenario]]
+name = "1:1"
+threads = 1
+cpus = "0"
+[[load_case]]
+name = "asleep"
+  [[load_case.load]]
+  kind = "external"
+  program = "sh"
+  args = ["-c", "sleep 600"]
+"#;
+    std::fs::write(&s.file, file).unwrap();
+    let child = command(&s, &[]).spawn().unwrap();
+    let end = Instant::now() + Duration::from_secs(20);
+    while survivors(&s.mark).len() < 3 && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Past the first second of the wait, when it is said.
+    std::thread::sleep(Duration::from_millis(2500));
+    signal(&child, libc::SIGTERM);
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{}", dump(&o));
+    let out = text(&o.stdout);
+    assert!(
+        out.contains("[1] waitterm/1:1/asleep/1: waiting for load sh to start (")
+            && out.contains("interrupted before measuring"),
+        "{}",
+        dump(&o)
+    );
+    assert!(!out.contains("started working"), "{out}");
+    assert_no_survivors(&s.mark);
+    assert!(!s.db.exists() || runs(&s.db).is_empty());
 }

@@ -57,4 +57,5 @@ mod stop_wake;
 mod tail;
 mod usage_round3;
 mod watch;
+mod watch_dashboard;
 mod watch_hardening;

@@ -257,6 +257,8 @@ fn prometheus_scrapes_the_textfile_and_the_dashboard_queries_return_rtscopes_num
         for t in panel["targets"].as_array().unwrap() {
             let expr = t["expr"].as_str().unwrap();
             let q = expr
+                .replace("$job", ".+")
+                .replace("$instance", ".+")
                 .replace("$board", ".+")
                 .replace("$__rate_interval", "1m");
             let r = poll(server, &q, limit, &mut alive);

@@ -434,7 +434,7 @@ fn explain_names_the_injected_culprit_in_the_windows_it_made_worst() {
             .filter(|r| {
                 r.explain
                     .as_deref()
-                    .is_some_and(|e| e.contains("\"culprit\":\"thread culprit:"))
+                    .is_some_and(|e| e.contains("\"culprit\":\"thread culprit\""))
             })
             .count()
     };
@@ -442,7 +442,7 @@ fn explain_names_the_injected_culprit_in_the_windows_it_made_worst() {
     until(
         &mut w,
         "a window and an alert charged to the culprit",
-        || named(&windows(&db)) >= 1 && alerted().contains("|1|thread culprit:"),
+        || named(&windows(&db)) >= 1 && alerted().contains("|1|thread culprit (PID"),
     );
     w.signal(libc::SIGTERM);
     let o = w.finish();
@@ -458,7 +458,7 @@ fn explain_names_the_injected_culprit_in_the_windows_it_made_worst() {
     let v: serde_json::Value = serde_json::from_str(
         rows.iter()
             .filter_map(|r| r.explain.as_deref())
-            .find(|e| e.contains("thread culprit:"))
+            .find(|e| e.contains("\"culprit\":\"thread culprit\""))
             .unwrap(),
     )
     .unwrap();
@@ -487,6 +487,16 @@ fn explain_names_the_injected_culprit_in_the_windows_it_made_worst() {
             cause.starts_with(&format!("{name} ")),
             "alert {line}, row {stored}"
         );
+        // A thread cause is its command, its PIDs listed beside it, not one cause per PID.
+        if name.starts_with("thread ") {
+            let pids = stored["culprit_pids"].as_array().unwrap();
+            assert!(!name.contains(':'), "{stored}");
+            assert!(
+                cause.contains(&format!("PID {}", pids[0]))
+                    || cause.contains(&format!("PIDs: {}", pids[0])),
+                "alert {line}, row {stored}"
+            );
+        }
     }
     eprintln!(
         "{} of {} windows name the culprit",

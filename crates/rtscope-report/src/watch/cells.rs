@@ -35,6 +35,9 @@ pub struct Worst {
     pub culprit: Option<String>,
     /// The time charged to that cause.
     pub culprit_ns: Option<u64>,
+    /// The PIDs of that cause's threads (a thread cause is its command; older rows name one
+    /// thread with its PID in `culprit` and have none).
+    pub culprit_pids: Vec<i64>,
 }
 
 impl Worst {
@@ -47,6 +50,23 @@ impl Worst {
             at_ns: w.get("at_unix_ns")?.as_i64()?,
             culprit: v.get("culprit").and_then(|c| c.as_str()).map(String::from),
             culprit_ns: v.get("culprit_ns").and_then(serde_json::Value::as_u64),
+            culprit_pids: v
+                .get("culprit_pids")
+                .and_then(|p| p.as_array())
+                .map(|p| p.iter().filter_map(serde_json::Value::as_i64).collect())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// The largest cause with its PIDs, for a table: `thread culprit (PID 4711)`,
+    /// `thread stress-ng (2 PIDs: 811, 812)`; `None`: not explained.
+    pub fn culprit_text(&self) -> Option<String> {
+        let name = self.culprit.as_deref()?;
+        let pids: Vec<String> = self.culprit_pids.iter().map(i64::to_string).collect();
+        Some(match pids.len() {
+            0 => name.to_string(),
+            1 => format!("{name} (PID {})", pids[0]),
+            n => format!("{name} ({n} PIDs: {})", pids.join(", ")),
         })
     }
 }
@@ -166,7 +186,7 @@ pub fn csv(cells: &[Cell]) -> String {
             c.missed,
             c.spikes,
             w.map_or(String::new(), |w| w.at_ns.to_string()),
-            csv_text(w.and_then(|w| w.culprit.as_deref()).unwrap_or("")),
+            csv_text(&w.and_then(Worst::culprit_text).unwrap_or_default()),
             us(w.and_then(|w| w.culprit_ns).map(Nanos)),
             csv_text(c.alert.as_deref().unwrap_or("")),
         ));

@@ -160,7 +160,7 @@ fn worst(h: &mut String, cells: &[Cell]) {
             c.cpu.unwrap_or_default(),
             us(c.histogram.max()),
             w.map_or("-".into(), |w| when(w.at_ns)),
-            escape(w.and_then(|w| w.culprit.as_deref()).unwrap_or("-")),
+            escape(&w.and_then(|w| w.culprit_text()).unwrap_or_else(|| "-".into())),
             us(w.and_then(|w| w.culprit_ns).map(rtscope_core::Nanos)),
             escape(c.alert.as_deref().unwrap_or("")),
         );

@@ -206,8 +206,18 @@ fn spikes_are_grouped_by_their_largest_cause() {
             latency: Nanos(500_000),
             at_ns: 7,
             culprit: Some("x".into()),
-            culprit_ns: Some(450_000)
+            culprit_ns: Some(450_000),
+            culprit_pids: Vec::new(),
         })
+    );
+    // A thread cause is its command, its PIDs beside it: one colour per command, the PIDs in
+    // the tables.
+    let grouped = r#"{"worst":{"latency_ns":9,"at_unix_ns":1},"culprit":"thread sh","culprit_ns":8,"culprit_pids":[811,812]}"#;
+    let w = Worst::parse(grouped).unwrap();
+    assert_eq!(w.culprit.as_deref(), Some("thread sh"));
+    assert_eq!(
+        w.culprit_text().as_deref(),
+        Some("thread sh (2 PIDs: 811, 812)")
     );
     assert_eq!(Worst::parse("{}"), None);
     assert_eq!(Worst::parse("not json"), None);

@@ -239,9 +239,10 @@ pub fn measure_args<'a>(db: &'a str, length: &'a [&'a str]) -> Vec<&'a str> {
 /// A one-run campaign file `NAME.toml` in `dir` (SCHED_OTHER, one thread at 1 ms for
 /// `duration`) with one load case `case` made of the TOML lines `load`.
 pub fn campaign_file(dir: &Path, name: &str, duration: &str, load: &str) -> PathBuf {
+    // The loads of these cases sleep or fail on purpose: no wait for them to work.
     let text = format!(
         "[campaign]\nname = \"{name}\"\n[measure]\ninterval = \"1ms\"\nduration = \"{duration}\"\n\
-         settle = \"100ms\"\npolicy = \"other\"\nmlock = false\n[[scenario]]\nname = \"s\"\n\
+         settle = \"100ms\"\nload_start = 0\npolicy = \"other\"\nmlock = false\n[[scenario]]\nname = \"s\"\n\
          threads = 1\n[[load_case]]\nname = \"case\"\n{load}"
     );
     let file = dir.join(format!("{name}.toml"));
