@@ -14,7 +14,8 @@ use crate::machine::Machine;
 use crate::model::{Attribution, MissingExits, NotTraced, SiblingActivity, Spike};
 use crate::page::parse_page;
 use crate::reaper::Reaper;
-use crate::tracefs::{Instance, InstanceConfig, Tracefs};
+use crate::stacks::Kallsyms;
+use crate::tracefs::{Instance, InstanceConfig, Stacks, Tracefs};
 use crate::TraceError;
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -63,6 +64,7 @@ impl RecorderConfig {
                 buffer_kb: 2048,
                 hrtimer_events: false,
                 timerlat: false,
+                stacks: false,
             },
             housekeeping: Vec::new(),
             reader_fifo: None,
@@ -237,6 +239,9 @@ pub struct FlightRecorder {
     timerlat: bool,
     machine: Machine,
     siblings: Vec<(usize, Vec<usize>)>,
+    /// Whether spikes get kernel stacks, and the symbols they are named with.
+    stacks: Stacks,
+    kallsyms: Kallsyms,
     _reaper: Reaper,
 }
 
@@ -249,6 +254,18 @@ impl FlightRecorder {
         let timerlat = cfg.instance.timerlat;
         let cfg_machine = cfg.machine;
         let siblings = cfg.siblings.clone();
+        // Symbols first: without them a stack would name no function, so none is taken.
+        let mut cfg = cfg;
+        let (kallsyms, no_symbols) = match cfg.instance.stacks {
+            false => (Kallsyms::default(), None),
+            true => match Kallsyms::read(std::path::Path::new("/proc/kallsyms")) {
+                Ok(k) => (k, None),
+                Err(e) => (Kallsyms::default(), Some(e)),
+            },
+        };
+        if no_symbols.is_some() {
+            cfg.instance.stacks = false;
+        }
         let saved = if timerlat {
             crate::timerlat::saved_settings(tfs)?
         } else {
@@ -281,6 +298,10 @@ impl FlightRecorder {
                 .map_err(|source| TraceError::Io { path: p, source })?;
             files.push((cpu, f));
         }
+        let stacks = match no_symbols {
+            Some(e) => Stacks::Unavailable(format!("no kernel symbols: {e}")),
+            None => instance.stacks.clone(),
+        };
         let instance = Arc::new(instance);
         let shared = Arc::new(Mutex::new(Shared {
             buffer_kb: cfg.instance.buffer_kb,
@@ -306,6 +327,8 @@ impl FlightRecorder {
             timerlat,
             machine: cfg_machine,
             siblings,
+            stacks,
+            kallsyms,
             _reaper: reaper,
         })
     }
@@ -313,6 +336,11 @@ impl FlightRecorder {
     /// The instance directory.
     pub fn instance_dir(&self) -> &std::path::Path {
         &self.instance.dir
+    }
+
+    /// Whether spikes get kernel stacks (why not, when asked for and impossible).
+    pub fn stacks(&self) -> &Stacks {
+        &self.stacks
     }
 
     /// Pages read and pages that failed to parse so far.
@@ -347,6 +375,10 @@ impl FlightRecorder {
             analyze::attribute_on(&events, spike, lost, machine)
         };
         a.siblings = siblings;
+        if self.stacks == Stacks::On {
+            a.stack = crate::stacks::find(&events, spike)
+                .map(|(task, addrs)| self.kallsyms.stack(task, &addrs));
+        }
         Outcome::Done(a)
     }
 

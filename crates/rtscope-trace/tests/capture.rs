@@ -26,6 +26,7 @@ fn record(
         buffer_kb: 4096,
         hrtimer_events: false,
         timerlat: false,
+        stacks: std::env::var_os("RTSCOPE_CAPTURE_STACKS").is_some(),
     };
     let inst = Instance::create(&tfs, &cfg).unwrap();
     let stop = Arc::new(AtomicBool::new(false));

@@ -1,0 +1,304 @@
+//! Kernel stacks for spikes: the `stacktrace` trigger the instance sets, finding a spike's
+//! stack among its CPU's events, and naming its addresses from `/proc/kallsyms`.
+//!
+//! The trigger (on the instance's own `sched_switch`, never the top-level one) takes a stack
+//! only on a switch into a measured thread (`rtscope-m*`, `rtscope-n*`) from a task other than
+//! the idle task. On an isolated, idle measured CPU a wake-up on time comes from the idle task
+//! and takes none; a late one waited for a task (a preempt-off or interrupts-off section, a
+//! thread of its priority or above), and the kernel writes that task's stack, in its
+//! `__schedule`, as a `kernel_stack` entry right after the `sched_switch` record. A measured
+//! CPU shared with a load takes one at every wake-up that preempts the load (docs/explain.md).
+//!
+//! Symbolizing reads `/proc/kallsyms` once (bounded: [`MAX_KALLSYMS`]), on the analysing
+//! thread, never in the measured path.
+
+use crate::decode::{Event, Kind};
+use crate::model::{Spike, Task};
+use rtscope_explain::stack::{KernelStack, MAX_FRAMES};
+use std::borrow::Cow;
+use std::io::Read;
+use std::path::Path;
+
+/// The trigger written to the instance's `events/sched/sched_switch/trigger`.
+pub const TRIGGER: &str = "stacktrace if next_comm ~ \"rtscope-[mn]*\" && prev_pid != 0";
+
+/// The most of `/proc/kallsyms` read (bytes): about 15 MB on a distribution kernel with its
+/// modules loaded; a larger file is read this far and its later symbols are not named.
+pub const MAX_KALLSYMS: u64 = 64 << 20;
+
+/// How long after the switch into the measured thread its stack entry may come (ns): the
+/// trigger writes it in the same `__schedule`, interrupts off.
+const STACK_AFTER_SWITCH_NS: u64 = 200_000;
+
+/// The events without the `kernel_stack` entries (the analyzers read tasks and contexts from
+/// events; a stack entry is written in the switched-out task's name after the switch).
+pub fn without_stacks(events: &[Event]) -> Cow<'_, [Event]> {
+    if events
+        .iter()
+        .any(|e| matches!(e.kind, Kind::KernelStack { .. }))
+    {
+        Cow::Owned(
+            events
+                .iter()
+                .filter(|e| !matches!(e.kind, Kind::KernelStack { .. }))
+                .cloned()
+                .collect(),
+        )
+    } else {
+        Cow::Borrowed(events)
+    }
+}
+
+/// The stack taken when `spike`'s thread last got its CPU back within the spike (the switch
+/// into it at or after the deadline, up to the wake-up): the task switched out and the return
+/// addresses. `None` when no such switch took a stack (it came from the idle task, or the
+/// spike is an interrupt's).
+pub fn find(events: &[Event], spike: &Spike) -> Option<(Task, Vec<u64>)> {
+    let until = spike.wakeup_ns;
+    let (i, sw) = events
+        .iter()
+        .enumerate()
+        .take_while(|(_, e)| e.ts <= until)
+        .filter(|(_, e)| e.ts >= spike.deadline_ns)
+        .filter(|(_, e)| matches!(e.kind, Kind::Switch { next_pid, .. } if next_pid == spike.tid))
+        .last()?;
+    let Kind::Switch {
+        prev_pid,
+        prev_prio,
+        prev_comm,
+        ..
+    } = &sw.kind
+    else {
+        return None;
+    };
+    let frames = events[i + 1..]
+        .iter()
+        .take_while(|e| e.ts <= sw.ts + STACK_AFTER_SWITCH_NS)
+        .take_while(|e| !matches!(e.kind, Kind::Switch { .. }))
+        .find_map(|e| match &e.kind {
+            Kind::KernelStack { frames } if e.pid == *prev_pid => Some(frames.clone()),
+            _ => None,
+        })?;
+    let task = Task {
+        comm: prev_comm.as_string(),
+        pid: *prev_pid,
+        prio: *prev_prio,
+    };
+    Some((task, frames))
+}
+
+/// The kernel's symbols: start addresses and names (`name [module]` for a module's), sorted.
+#[derive(Debug, Clone, Default)]
+pub struct Kallsyms {
+    syms: Vec<(u64, String)>,
+}
+
+/// Why addresses cannot be named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoSymbols {
+    /// The file could not be read.
+    Unreadable(String),
+    /// Every address is 0: `kptr_restrict` hides them from this process.
+    Hidden,
+}
+
+impl std::fmt::Display for NoSymbols {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoSymbols::Unreadable(e) => write!(f, "/proc/kallsyms unreadable: {e}"),
+            NoSymbols::Hidden => f.write_str(
+                "/proc/kallsyms shows no addresses (kptr_restrict); \
+                 fix: sysctl kernel.kptr_restrict=1 and run as root",
+            ),
+        }
+    }
+}
+
+impl Kallsyms {
+    /// Reads `path` (`/proc/kallsyms`), at most [`MAX_KALLSYMS`] bytes.
+    pub fn read(path: &Path) -> Result<Kallsyms, NoSymbols> {
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_KALLSYMS).read_to_string(&mut text))
+            .map_err(|e| NoSymbols::Unreadable(e.to_string()))?;
+        let k = Kallsyms::parse(&text);
+        if k.syms.is_empty() {
+            return Err(NoSymbols::Hidden);
+        }
+        Ok(k)
+    }
+
+    /// Parses the text of `/proc/kallsyms` (`ffffffff81000000 T _stext`, `… t fn\t[mod]`):
+    /// text symbols only (`t`, `T`, `w`, `W`), zero addresses skipped; names at most 128
+    /// bytes, escaped when not printable.
+    pub fn parse(text: &str) -> Kallsyms {
+        let mut syms: Vec<(u64, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.split_whitespace();
+                let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+                let kind = it.next()?;
+                let name = it.next()?;
+                if addr == 0 || !matches!(kind, "t" | "T" | "w" | "W") {
+                    return None;
+                }
+                let name = clean(name);
+                let name = match it.next() {
+                    Some(m) => format!("{name} {}", clean(m)),
+                    None => name,
+                };
+                Some((addr, name))
+            })
+            .collect();
+        syms.sort_unstable_by_key(|s| s.0);
+        Kallsyms { syms }
+    }
+
+    /// How many symbols.
+    pub fn len(&self) -> usize {
+        self.syms.len()
+    }
+
+    /// Whether it has none.
+    pub fn is_empty(&self) -> bool {
+        self.syms.is_empty()
+    }
+
+    /// The function containing `addr` (a return address: the call is just before it, so
+    /// `addr - 1` is looked up), or `0x…` before the first symbol.
+    pub fn name(&self, addr: u64) -> String {
+        let at = addr.saturating_sub(1);
+        let i = self.syms.partition_point(|s| s.0 <= at);
+        match i.checked_sub(1).map(|i| &self.syms[i]) {
+            Some((_, name)) => name.clone(),
+            None => format!("{addr:#x}"),
+        }
+    }
+
+    /// The named stack of `task` from return addresses (innermost first, at most
+    /// [`MAX_FRAMES`]).
+    pub fn stack(&self, task: Task, addrs: &[u64]) -> KernelStack {
+        KernelStack {
+            task,
+            frames: addrs
+                .iter()
+                .take(MAX_FRAMES)
+                .map(|&a| self.name(a))
+                .collect(),
+        }
+    }
+}
+
+/// A symbol or module name as printed: at most 128 characters, control and non-ASCII ones
+/// escaped (`\u{1b}`).
+fn clean(s: &str) -> String {
+    s.chars()
+        .take(128)
+        .flat_map(|c| {
+            let keep = c.is_ascii_graphic();
+            let escaped = (!keep).then(|| c.escape_default());
+            keep.then_some(c)
+                .into_iter()
+                .chain(escaped.into_iter().flatten())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{Comm, TaskState};
+
+    const SYMS: &str = "\
+0000000000000000 A fixed_percpu_data
+ffffffff81000000 T _stext
+ffffffff81100000 T __schedule
+ffffffff81100800 t preempt_schedule_common
+ffffffff81101000 D some_data
+ffffffffc0a00000 t noisy_hold_preempt_off\t[noisy]
+ffffffffc0a00100 t noisy_thread\t[noisy]
+";
+
+    #[test]
+    fn return_addresses_are_named_by_the_function_before_them_with_their_module() {
+        let k = Kallsyms::parse(SYMS);
+        assert_eq!(k.len(), 5);
+        assert_eq!(k.name(0xffff_ffff_8110_0010), "__schedule");
+        // A return address right after a call at the end of a function is still that one.
+        assert_eq!(k.name(0xffff_ffff_8110_0800), "__schedule");
+        assert_eq!(
+            k.name(0xffff_ffff_c0a0_0042),
+            "noisy_hold_preempt_off [noisy]"
+        );
+        assert_eq!(k.name(0x1000), "0x1000");
+        let s = k.stack(
+            Task {
+                comm: "noisy".into(),
+                pid: 9,
+                prio: 120,
+            },
+            &[
+                0xffff_ffff_8110_0010,
+                0xffff_ffff_c0a0_0042,
+                0xffff_ffff_c0a0_0110,
+            ],
+        );
+        assert_eq!(s.function(), Some("noisy_hold_preempt_off [noisy]"));
+        assert!(Kallsyms::parse("0000000000000000 T _stext\n").is_empty());
+        assert_eq!(
+            Kallsyms::parse("ffffffff81000000 T evil\x1b[2J\n").name(0xffff_ffff_8100_0001),
+            "evil\\u{1b}[2J"
+        );
+    }
+
+    fn ev(ts: u64, pid: i32, kind: Kind) -> Event {
+        Event { ts, pid, kind }
+    }
+
+    fn switch(ts: u64, prev: i32, next: i32) -> Event {
+        ev(
+            ts,
+            prev,
+            Kind::Switch {
+                prev_pid: prev,
+                prev_prio: 120,
+                prev_comm: Comm::new(b"culprit"),
+                prev_state: TaskState::Preempted,
+                next_pid: next,
+                next_prio: 1,
+                next_comm: Comm::new(b"rtscope-m0"),
+            },
+        )
+    }
+
+    #[test]
+    fn the_stack_of_the_switch_that_ended_the_spike_is_found_and_others_are_not() {
+        let spike = Spike {
+            cpu: 1,
+            tid: 7,
+            deadline_ns: 1_000,
+            wakeup_ns: 9_000,
+            smis: None,
+        };
+        let stack = |ts, pid, a| ev(ts, pid, Kind::KernelStack { frames: vec![a] });
+        let events = vec![
+            switch(500, 40, 7), // before the deadline: another wake-up's
+            stack(501, 40, 0xa),
+            switch(700, 7, 40),
+            switch(8_000, 41, 7),
+            stack(8_001, 41, 0xb),
+            stack(9_500, 41, 0xc),
+        ];
+        let (task, frames) = find(&events, &spike).unwrap();
+        assert_eq!(
+            (task.pid, task.comm.as_str(), frames),
+            (41, "culprit", vec![0xb])
+        );
+        // A switch from the idle task takes no stack: nothing is found.
+        let idle = vec![switch(500, 40, 7), stack(501, 40, 0xa), switch(8_000, 0, 7)];
+        assert_eq!(find(&idle, &spike), None);
+        let plain = without_stacks(&events);
+        assert_eq!(plain.len(), 3);
+        assert!(matches!(without_stacks(&plain), Cow::Borrowed(_)));
+    }
+}
