@@ -376,7 +376,8 @@ impl FlightRecorder {
         };
         a.siblings = siblings;
         if self.stacks == Stacks::On {
-            a.stack = crate::stacks::find(&events, spike)
+            let culprit = a.culprit().and_then(crate::Category::task).map(|t| t.pid);
+            a.stack = crate::stacks::find(&events, spike, culprit)
                 .map(|(task, addrs)| self.kallsyms.stack(task, &addrs));
         }
         Outcome::Done(a)

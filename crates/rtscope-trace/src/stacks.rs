@@ -49,19 +49,43 @@ pub fn without_stacks(events: &[Event]) -> Cow<'_, [Event]> {
     }
 }
 
-/// The stack taken when `spike`'s thread last got its CPU back within the spike (the switch
-/// into it at or after the deadline, up to the wake-up): the task switched out and the return
-/// addresses. `None` when no such switch took a stack (it came from the idle task, or the
-/// spike is an interrupt's).
-pub fn find(events: &[Event], spike: &Spike) -> Option<(Task, Vec<u64>)> {
-    let until = spike.wakeup_ns;
-    let (i, sw) = events
+/// The stack of the task charged the most of `spike` (`culprit`: its PID, from the
+/// attribution), taken when it gave its CPU up within the spike (to the measured thread or to
+/// another measured thread, the one the trigger fires for); else the stack taken when the
+/// spike's thread last got its CPU back (the switch into it at or after the deadline, up to
+/// the wake-up). Returns the task switched out and the return addresses; `None` when no such
+/// switch took a stack (it came from the idle task, or the spike is an interrupt's).
+pub fn find(events: &[Event], spike: &Spike, culprit: Option<i32>) -> Option<(Task, Vec<u64>)> {
+    let within: Vec<(usize, &Event)> = events
         .iter()
         .enumerate()
-        .take_while(|(_, e)| e.ts <= until)
+        .take_while(|(_, e)| e.ts <= spike.wakeup_ns)
         .filter(|(_, e)| e.ts >= spike.deadline_ns)
-        .filter(|(_, e)| matches!(e.kind, Kind::Switch { next_pid, .. } if next_pid == spike.tid))
-        .last()?;
+        .collect();
+    let switch_from = |pid: i32| {
+        within.iter().rev().find_map(|&(i, e)| match &e.kind {
+            Kind::Switch { prev_pid, .. } if *prev_pid == pid && pid != 0 => Some((i, e)),
+            _ => None,
+        })
+    };
+    let into_spike = || {
+        within.iter().rev().find_map(|&(i, e)| match &e.kind {
+            Kind::Switch { next_pid, .. } if *next_pid == spike.tid => Some((i, e)),
+            _ => None,
+        })
+    };
+    let of_culprit = culprit
+        .and_then(switch_from)
+        .and_then(|(i, sw)| stack_after(events, i, sw));
+    of_culprit.or_else(|| {
+        let (i, sw) = into_spike()?;
+        stack_after(events, i, sw)
+    })
+}
+
+/// The stack entry the trigger wrote right after the switch `sw` (index `i`), in the name of
+/// the task it switched out.
+fn stack_after(events: &[Event], i: usize, sw: &Event) -> Option<(Task, Vec<u64>)> {
     let Kind::Switch {
         prev_pid,
         prev_prio,
@@ -289,14 +313,25 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
             stack(8_001, 41, 0xb),
             stack(9_500, 41, 0xc),
         ];
-        let (task, frames) = find(&events, &spike).unwrap();
+        let (task, frames) = find(&events, &spike, None).unwrap();
         assert_eq!(
             (task.pid, task.comm.as_str(), frames),
             (41, "culprit", vec![0xb])
         );
         // A switch from the idle task takes no stack: nothing is found.
         let idle = vec![switch(500, 40, 7), stack(501, 40, 0xa), switch(8_000, 0, 7)];
-        assert_eq!(find(&idle, &spike), None);
+        assert_eq!(find(&idle, &spike, None), None);
+        // The task charged the most gave the CPU to another measured thread (another
+        // rtscope's), which then gave it to the spike's: the culprit's stack is the one.
+        let relay = vec![
+            switch(3_000, 40, 99),
+            stack(3_001, 40, 0xd),
+            switch(8_000, 99, 7),
+            stack(8_001, 99, 0xe),
+        ];
+        assert_eq!(find(&relay, &spike, Some(40)).unwrap().1, vec![0xd]);
+        assert_eq!(find(&relay, &spike, None).unwrap().1, vec![0xe]);
+        assert_eq!(find(&relay, &spike, Some(55)).unwrap().1, vec![0xe]);
         let plain = without_stacks(&events);
         assert_eq!(plain.len(), 3);
         assert!(matches!(without_stacks(&plain), Cow::Borrowed(_)));

@@ -148,9 +148,8 @@ fn each_captured_spike_has_the_culprits_stack_named_from_the_fixture_kallsyms() 
     assert!(stacks
         .iter()
         .all(|s| !s.is_empty() && s.len() <= rtscope_trace::decode::MAX_STACK_FRAMES));
-    let syms = Kallsyms::parse(
-        &std::fs::read_to_string(fixture::dir("stacks").join("kallsyms")).unwrap(),
-    );
+    let syms =
+        Kallsyms::parse(&std::fs::read_to_string(fixture::dir("stacks").join("kallsyms")).unwrap());
     assert!(!f.spikes.is_empty());
     for s in &f.spikes {
         let ev: Vec<Event> = f
@@ -159,7 +158,7 @@ fn each_captured_spike_has_the_culprits_stack_named_from_the_fixture_kallsyms() 
             .filter(|e| e.ts + 5_000_000 >= s.deadline_ns && e.ts <= s.wakeup_ns)
             .cloned()
             .collect();
-        let (task, addrs) = find(&ev, s).unwrap_or_else(|| panic!("no stack for {s:?}"));
+        let (task, addrs) = find(&ev, s, None).unwrap_or_else(|| panic!("no stack for {s:?}"));
         assert_eq!(task.comm, "culprit");
         let stack = syms.stack(task, &addrs);
         // The culprit gave the CPU back in its clock_nanosleep: the first frame past the
@@ -170,7 +169,10 @@ fn each_captured_spike_has_the_culprits_stack_named_from_the_fixture_kallsyms() 
             Some("trace_event_raw_event_sched_switch"),
             "{stack:?}"
         );
-        assert!(stack.frames.iter().any(|f| f == "__x64_sys_clock_nanosleep"));
+        assert!(stack
+            .frames
+            .iter()
+            .any(|f| f == "__x64_sys_clock_nanosleep"));
         // The analyzer never reads a stack entry as an event of the culprit.
         let a = attribute(&ev, s, false);
         let Some(Category::Thread { task }) = a.culprit() else {
