@@ -36,6 +36,7 @@ pub mod raw;
 pub mod repeats;
 pub mod samples;
 pub mod scale;
+mod stacks;
 pub mod table;
 pub mod warnings;
 pub mod watch;
