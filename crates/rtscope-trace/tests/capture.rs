@@ -130,7 +130,7 @@ fn save(name: &str, inst: &Instance, pages: &[Vec<u8>], spikes: &[Spike]) {
     )
     .unwrap();
     if inst.stacks == rtscope_trace::tracefs::Stacks::On {
-        save_symbols(&dir, &inst, &keep);
+        save_symbols(&dir, inst, &keep);
     }
     eprintln!(
         "{name}: {} spikes, {} of {} pages kept",
