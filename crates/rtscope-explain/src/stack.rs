@@ -70,13 +70,18 @@ pub fn is_plumbing(frame: &str) -> bool {
         "__preempt_schedule",
         "schedule_",
         "irqentry_",
+        "exit_to_user_mode",
+        "syscall_exit_to_user_mode",
         "asm_",
         "sysvec_",
         "__sysvec_",
-        "el0_",
-        "el1_",
-        "el1h_",
+        "el0",
+        "el1",
         "__el1_",
+        "do_syscall_",
+        "entry_SYSCALL",
+        "do_el0_svc",
+        "invoke_syscall",
         "_raw_spin_unlock",
         "__raw_spin_unlock",
         "_raw_read_unlock",
@@ -88,27 +93,44 @@ pub fn is_plumbing(frame: &str) -> bool {
     EXACT.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
+/// The function a stack names when its task was in user space: every kernel frame is the way
+/// back to user mode from an interrupt (a user-space task preempted there).
+pub const USER_SPACE: &str = "(user space)";
+
+/// Whether a frame is the kernel's way back to user space (x86 `irqentry_exit_to_user_mode`,
+/// `exit_to_user_mode_loop`, arm64 `el0_*`, `ret_to_user`).
+fn is_user_return(frame: &str) -> bool {
+    let name = frame.split(' ').next().unwrap_or(frame);
+    name.contains("to_user_mode")
+        || name.starts_with("el0")
+        || name.starts_with("entry_SYSCALL")
+        || name.starts_with("do_syscall_")
+        || name == "ret_to_user"
+        || name == "ret_from_intr"
+}
+
 impl KernelStack {
-    /// The frames from the first one outside [`is_plumbing`] code, innermost first (all of
-    /// them when every frame is plumbing: the stack is then said whole, not emptied).
-    pub fn folded(&self) -> &[String] {
-        let first = self
-            .frames
-            .iter()
-            .position(|f| !is_plumbing(f))
-            .unwrap_or(0);
-        &self.frames[first..]
+    /// The frames from the first one outside [`is_plumbing`] code, innermost first; a stack
+    /// of plumbing only is [`USER_SPACE`] when it returns to user mode, else said whole (not
+    /// emptied).
+    pub fn folded(&self) -> Vec<&str> {
+        match self.frames.iter().position(|f| !is_plumbing(f)) {
+            Some(first) => self.frames[first..].iter().map(String::as_str).collect(),
+            None if self.frames.iter().any(|f| is_user_return(f)) => vec![USER_SPACE],
+            None => self.frames.iter().map(String::as_str).collect(),
+        }
     }
 
-    /// The function the stack names: the first frame outside the plumbing.
+    /// The function the stack names: the first frame outside the plumbing, or [`USER_SPACE`].
     pub fn function(&self) -> Option<&str> {
-        self.folded().first().map(String::as_str)
+        self.folded().first().copied()
     }
 
     /// The first `n` folded frames, innermost first.
-    pub fn top(&self, n: usize) -> &[String] {
-        let f = self.folded();
-        &f[..n.min(f.len())]
+    pub fn top(&self, n: usize) -> Vec<&str> {
+        let mut f = self.folded();
+        f.truncate(n);
+        f
     }
 }
 
@@ -286,11 +308,33 @@ mod tests {
     }
 
     #[test]
-    fn a_stack_of_plumbing_only_is_kept_whole_not_emptied() {
+    fn a_stack_of_plumbing_only_is_kept_whole_or_named_user_space() {
         let s = stack(&["__schedule", "schedule"]);
         assert_eq!(s.folded().len(), 2);
         assert_eq!(s.function(), Some("__schedule"));
         assert_eq!(stack(&[]).function(), None);
+        // A user-space task preempted on its way back from the timer interrupt (x86, arm64).
+        for user in [
+            &[
+                "trace_event_raw_event_sched_switch",
+                "__traceiter_sched_switch",
+                "__schedule",
+                "schedule",
+                "irqentry_exit_to_user_mode",
+                "asm_sysvec_apic_timer_interrupt",
+            ][..],
+            &[
+                "__schedule",
+                "schedule",
+                "exit_to_user_mode_loop",
+                "el0_interrupt",
+                "el0t_64_irq",
+            ],
+        ] {
+            let s = stack(user);
+            assert_eq!(s.function(), Some(USER_SPACE), "{user:?}");
+            assert_eq!(s.to_string(), "(user space) (noisy:88:nice0)");
+        }
     }
 
     #[test]
