@@ -41,8 +41,9 @@ CULPRITS = {
 # "Kernel stacks"). For the interrupt storm and the tasklet the handler is named by the
 # charge's category (vector, IRQ, softirq), not by a stack.
 STACK_MODES = {"preempt", "irq"}
-# Raw frames looked at: the tracer's and the scheduler's come first (about 4 to 8 of them).
-TOP_FRAMES = 12
+# Raw frames looked at: the tracer's, the scheduler's or the timer interrupt's come first (4 to
+# 10 of them: the waking's stack is taken inside the timer interrupt).
+TOP_FRAMES = 16
 
 
 def stack_check(x: dict, thread: str) -> tuple[bool, str]:

@@ -57,6 +57,17 @@ pub fn is_plumbing(frame: &str) -> bool {
         "arm64_preempt_schedule_irq",
         "finish_task_switch",
         "stack_trace_save",
+        "try_to_wake_up",
+        "wake_up_process",
+        "hrtimer_wakeup",
+        "__hrtimer_run_queues",
+        "hrtimer_interrupt",
+        "hrtimer_run_queues",
+        "local_apic_timer_interrupt",
+        "handle_percpu_devid_irq",
+        "generic_handle_domain_irq",
+        "handle_irq_desc",
+        "__handle_domain_irq",
     ];
     const PREFIXES: &[&str] = &[
         "trace_",
@@ -89,6 +100,8 @@ pub fn is_plumbing(frame: &str) -> bool {
         "rt_spin_unlock",
         "preempt_count_",
         "arch_stack_walk",
+        "ttwu_",
+        "arch_timer_handler_",
     ];
     EXACT.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
 }
@@ -97,11 +110,15 @@ pub fn is_plumbing(frame: &str) -> bool {
 /// back to user mode from an interrupt (a user-space task preempted there).
 pub const USER_SPACE: &str = "(user space)";
 
-/// Whether a frame is the kernel's way back to user space (x86 `irqentry_exit_to_user_mode`,
-/// `exit_to_user_mode_loop`, arm64 `el0_*`, `ret_to_user`).
+/// Whether a frame is the kernel's entry from or way back to user space (x86
+/// `irqentry_exit_to_user_mode`, `exit_to_user_mode_loop`, `entry_SYSCALL_64*`, an interrupt's
+/// `asm_*` entry, arm64 `el0_*`, `ret_to_user`). In a stack of such frames only, the task was
+/// in user space: an interrupt taken in the kernel would have the interrupted function under
+/// its entry.
 fn is_user_return(frame: &str) -> bool {
     let name = frame.split(' ').next().unwrap_or(frame);
     name.contains("to_user_mode")
+        || name.starts_with("asm_")
         || name.starts_with("el0")
         || name.starts_with("entry_SYSCALL")
         || name.starts_with("do_syscall_")
@@ -301,6 +318,21 @@ mod tests {
             "noisy_hold_irqs_off [noisy]",
         ]);
         assert_eq!(irq.function(), Some("noisy_hold_irqs_off [noisy]"));
+        // The waking's stack: the timer interrupt found the section.
+        let woke = stack(&[
+            "trace_event_raw_event_sched_waking",
+            "__traceiter_sched_waking",
+            "try_to_wake_up",
+            "hrtimer_wakeup",
+            "__hrtimer_run_queues",
+            "hrtimer_interrupt",
+            "__sysvec_apic_timer_interrupt",
+            "sysvec_apic_timer_interrupt",
+            "asm_sysvec_apic_timer_interrupt",
+            "noisy_hold_preempt_off [noisy]",
+            "noisy_thread [noisy]",
+        ]);
+        assert_eq!(woke.function(), Some("noisy_hold_preempt_off [noisy]"));
         assert_eq!(
             s.to_string(),
             "noisy_hold_preempt_off [noisy] ← noisy_thread [noisy] ← kthread (noisy:88:nice0)"

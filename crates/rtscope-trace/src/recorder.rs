@@ -14,7 +14,7 @@ use crate::machine::Machine;
 use crate::model::{Attribution, MissingExits, NotTraced, SiblingActivity, Spike};
 use crate::page::parse_page;
 use crate::reaper::Reaper;
-use crate::stacks::Kallsyms;
+use crate::stacks::Namer;
 use crate::tracefs::{Instance, InstanceConfig, Stacks, Tracefs};
 use crate::TraceError;
 use std::collections::{HashMap, VecDeque};
@@ -240,8 +240,7 @@ pub struct FlightRecorder {
     machine: Machine,
     siblings: Vec<(usize, Vec<usize>)>,
     /// Whether spikes get kernel stacks, and the symbols they are named with.
-    stacks: Stacks,
-    kallsyms: Kallsyms,
+    namer: Namer,
     _reaper: Reaper,
 }
 
@@ -256,16 +255,8 @@ impl FlightRecorder {
         let siblings = cfg.siblings.clone();
         // Symbols first: without them a stack would name no function, so none is taken.
         let mut cfg = cfg;
-        let (kallsyms, no_symbols) = match cfg.instance.stacks {
-            false => (Kallsyms::default(), None),
-            true => match Kallsyms::read(std::path::Path::new("/proc/kallsyms")) {
-                Ok(k) => (k, None),
-                Err(e) => (Kallsyms::default(), Some(e)),
-            },
-        };
-        if no_symbols.is_some() {
-            cfg.instance.stacks = false;
-        }
+        let mut namer = Namer::load(cfg.instance.stacks);
+        cfg.instance.stacks = namer.wants_trigger();
         let saved = if timerlat {
             crate::timerlat::saved_settings(tfs)?
         } else {
@@ -298,10 +289,7 @@ impl FlightRecorder {
                 .map_err(|source| TraceError::Io { path: p, source })?;
             files.push((cpu, f));
         }
-        let stacks = match no_symbols {
-            Some(e) => Stacks::Unavailable(format!("no kernel symbols: {e}")),
-            None => instance.stacks.clone(),
-        };
+        namer.settle(&instance.stacks);
         let instance = Arc::new(instance);
         let shared = Arc::new(Mutex::new(Shared {
             buffer_kb: cfg.instance.buffer_kb,
@@ -327,8 +315,7 @@ impl FlightRecorder {
             timerlat,
             machine: cfg_machine,
             siblings,
-            stacks,
-            kallsyms,
+            namer,
             _reaper: reaper,
         })
     }
@@ -340,7 +327,7 @@ impl FlightRecorder {
 
     /// Whether spikes get kernel stacks (why not, when asked for and impossible).
     pub fn stacks(&self) -> &Stacks {
-        &self.stacks
+        self.namer.state()
     }
 
     /// Pages read and pages that failed to parse so far.
@@ -375,11 +362,7 @@ impl FlightRecorder {
             analyze::attribute_on(&events, spike, lost, machine)
         };
         a.siblings = siblings;
-        if self.stacks == Stacks::On {
-            let culprit = a.culprit().and_then(crate::Category::task).map(|t| t.pid);
-            a.stack = crate::stacks::find(&events, spike, culprit)
-                .map(|(task, addrs)| self.kallsyms.stack(task, &addrs));
-        }
+        self.namer.attach(&mut a, &events);
         Outcome::Done(a)
     }
 

@@ -13,14 +13,25 @@
 //! thread, never in the measured path.
 
 use crate::decode::{Event, Kind};
-use crate::model::{Spike, Task};
+use crate::model::{Attribution, Spike, Task};
+use crate::tracefs::Stacks;
 use rtscope_explain::stack::{KernelStack, MAX_FRAMES};
 use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
 
-/// The trigger written to the instance's `events/sched/sched_switch/trigger`.
+/// The trigger written to the instance's `events/sched/sched_switch/trigger`: the stack of a
+/// task switched out for a measured thread.
 pub const TRIGGER: &str = "stacktrace if next_comm ~ \"rtscope-[mn]*\" && prev_pid != 0";
+
+/// The trigger written to the instance's `events/sched/sched_waking/trigger`: where the CPU
+/// was when a measured thread became runnable, unless it was idle (the stack of the task the
+/// waking interrupt found: a preempt-off section, the code that just turned interrupts back
+/// on, a thread that went on running).
+pub const WAKE_TRIGGER: &str = "stacktrace if comm ~ \"rtscope-[mn]*\" && common_pid != 0";
+
+/// How far before the deadline the waking of a spike's thread is looked for (ns).
+const WAKE_SLACK_NS: u64 = 50_000;
 
 /// The most of `/proc/kallsyms` read (bytes): about 15 MB on a distribution kernel with its
 /// modules loaded; a larger file is read this far and its later symbols are not named.
@@ -49,66 +60,115 @@ pub fn without_stacks(events: &[Event]) -> Cow<'_, [Event]> {
     }
 }
 
-/// The stack of the task charged the most of `spike` (`culprit`: its PID, from the
-/// attribution), taken when it gave its CPU up within the spike (to the measured thread or to
-/// another measured thread, the one the trigger fires for); else the stack taken when the
-/// spike's thread last got its CPU back (the switch into it at or after the deadline, up to
-/// the wake-up). Returns the task switched out and the return addresses; `None` when no such
-/// switch took a stack (it came from the idle task, or the spike is an interrupt's).
+/// The stack a spike gets, and the task it is of: where the CPU was when the spike's thread
+/// became runnable (its `sched_waking`, from the deadline on), if that was the task charged
+/// the most (`culprit`: its PID, from the attribution); else the culprit's stack where it gave
+/// its CPU up within the spike (to the measured thread or another measured one); else the
+/// waking's stack of whatever ran; else the stack taken when the spike's thread last got its
+/// CPU back. `None` when none was taken (the CPU was idle and the thread came from the idle
+/// task, or the spike is an interrupt's on an idle CPU).
 pub fn find(events: &[Event], spike: &Spike, culprit: Option<i32>) -> Option<(Task, Vec<u64>)> {
     let within: Vec<(usize, &Event)> = events
         .iter()
         .enumerate()
         .take_while(|(_, e)| e.ts <= spike.wakeup_ns)
-        .filter(|(_, e)| e.ts >= spike.deadline_ns)
+        .filter(|(_, e)| e.ts + WAKE_SLACK_NS >= spike.deadline_ns)
         .collect();
-    let switch_from = |pid: i32| {
+    let mut tasks = crate::decode::Tasks::default();
+    events.iter().for_each(|e| tasks.learn(e));
+    let at_wake = within
+        .iter()
+        .rev()
+        .find_map(|&(i, e)| match e.kind {
+            Kind::Waking { pid, .. } if pid == spike.tid && e.pid != 0 => Some((i, e)),
+            _ => None,
+        })
+        .and_then(|(i, e)| Some((tasks.task(e.pid), stack_of(events, i, e.pid)?)));
+    let switched = |pid: Option<i32>| {
         within.iter().rev().find_map(|&(i, e)| match &e.kind {
-            Kind::Switch { prev_pid, .. } if *prev_pid == pid && pid != 0 => Some((i, e)),
+            Kind::Switch {
+                prev_pid, next_pid, ..
+            } if pid.map_or(*next_pid == spike.tid, |p| *prev_pid == p && p != 0) => {
+                Some((tasks.task(*prev_pid), stack_of(events, i, *prev_pid)?))
+            }
             _ => None,
         })
     };
-    let into_spike = || {
-        within.iter().rev().find_map(|&(i, e)| match &e.kind {
-            Kind::Switch { next_pid, .. } if *next_pid == spike.tid => Some((i, e)),
-            _ => None,
-        })
-    };
-    let of_culprit = culprit
-        .and_then(switch_from)
-        .and_then(|(i, sw)| stack_after(events, i, sw));
-    of_culprit.or_else(|| {
-        let (i, sw) = into_spike()?;
-        stack_after(events, i, sw)
-    })
+    let culprit = culprit.filter(|&p| p != 0);
+    match at_wake {
+        Some(w) if culprit == Some(w.0.pid) => Some(w),
+        w => culprit
+            .and_then(|p| switched(Some(p)))
+            .or(w)
+            .or_else(|| switched(None)),
+    }
 }
 
-/// The stack entry the trigger wrote right after the switch `sw` (index `i`), in the name of
-/// the task it switched out.
-fn stack_after(events: &[Event], i: usize, sw: &Event) -> Option<(Task, Vec<u64>)> {
-    let Kind::Switch {
-        prev_pid,
-        prev_prio,
-        prev_comm,
-        ..
-    } = &sw.kind
-    else {
-        return None;
-    };
-    let frames = events[i + 1..]
+/// The stack entry a trigger wrote right after the record at index `i`, in the name of `pid`
+/// (the task switched out, or the one the waking interrupted): before any other switch and
+/// within [`STACK_AFTER_SWITCH_NS`].
+fn stack_of(events: &[Event], i: usize, pid: i32) -> Option<Vec<u64>> {
+    let ts = events.get(i)?.ts;
+    events[i + 1..]
         .iter()
-        .take_while(|e| e.ts <= sw.ts + STACK_AFTER_SWITCH_NS)
+        .take_while(|e| e.ts <= ts + STACK_AFTER_SWITCH_NS)
         .take_while(|e| !matches!(e.kind, Kind::Switch { .. }))
         .find_map(|e| match &e.kind {
-            Kind::KernelStack { frames } if e.pid == *prev_pid => Some(frames.clone()),
+            Kind::KernelStack { frames } if e.pid == pid => Some(frames.clone()),
             _ => None,
-        })?;
-    let task = Task {
-        comm: prev_comm.as_string(),
-        pid: *prev_pid,
-        prio: *prev_prio,
-    };
-    Some((task, frames))
+        })
+}
+
+/// What a recorder names its spikes' stacks with: whether they get one, and the symbols.
+#[derive(Debug, Clone)]
+pub struct Namer {
+    state: Stacks,
+    kallsyms: Kallsyms,
+}
+
+impl Namer {
+    /// Reads `/proc/kallsyms` when stacks are `asked` for (before the instance: without
+    /// symbols no trigger is set).
+    pub fn load(asked: bool) -> Namer {
+        let (state, kallsyms) = match asked {
+            false => (Stacks::Off, Kallsyms::default()),
+            true => match Kallsyms::read(Path::new("/proc/kallsyms")) {
+                Ok(k) => (Stacks::On, k),
+                Err(e) => (
+                    Stacks::Unavailable(format!("no kernel symbols: {e}")),
+                    Kallsyms::default(),
+                ),
+            },
+        };
+        Namer { state, kallsyms }
+    }
+
+    /// Whether the instance should set the trigger.
+    pub fn wants_trigger(&self) -> bool {
+        self.state == Stacks::On
+    }
+
+    /// Takes the instance's state (the trigger set, or why not) unless the symbols failed.
+    pub fn settle(&mut self, instance: &Stacks) {
+        if self.state == Stacks::On {
+            self.state = instance.clone();
+        }
+    }
+
+    /// Whether spikes get stacks, or why not.
+    pub fn state(&self) -> &Stacks {
+        &self.state
+    }
+
+    /// Gives `a` the stack [`find`] finds in `events` (its CPU's, around the spike), named.
+    pub fn attach(&self, a: &mut Attribution, events: &[Event]) {
+        if self.state != Stacks::On {
+            return;
+        }
+        let culprit = a.culprit().and_then(crate::Category::task).map(|t| t.pid);
+        a.stack =
+            find(events, &a.spike, culprit).map(|(task, addrs)| self.kallsyms.stack(task, &addrs));
+    }
 }
 
 /// The kernel's symbols: start addresses and names (`name [module]` for a module's), sorted.
@@ -300,18 +360,18 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
         let spike = Spike {
             cpu: 1,
             tid: 7,
-            deadline_ns: 1_000,
-            wakeup_ns: 9_000,
+            deadline_ns: 1_000_000,
+            wakeup_ns: 9_000_000,
             smis: None,
         };
         let stack = |ts, pid, a| ev(ts, pid, Kind::KernelStack { frames: vec![a] });
         let events = vec![
-            switch(500, 40, 7), // before the deadline: another wake-up's
-            stack(501, 40, 0xa),
-            switch(700, 7, 40),
-            switch(8_000, 41, 7),
-            stack(8_001, 41, 0xb),
-            stack(9_500, 41, 0xc),
+            switch(500_000, 40, 7), // before the deadline: another wake-up's
+            stack(501_000, 40, 0xa),
+            switch(700_000, 7, 40),
+            switch(8_000_000, 41, 7),
+            stack(8_001_000, 41, 0xb),
+            stack(9_500_000, 41, 0xc),
         ];
         let (task, frames) = find(&events, &spike, None).unwrap();
         assert_eq!(
@@ -319,19 +379,45 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
             (41, "culprit", vec![0xb])
         );
         // A switch from the idle task takes no stack: nothing is found.
-        let idle = vec![switch(500, 40, 7), stack(501, 40, 0xa), switch(8_000, 0, 7)];
+        let idle = vec![
+            switch(500_000, 40, 7),
+            stack(501_000, 40, 0xa),
+            switch(8_000_000, 0, 7),
+        ];
         assert_eq!(find(&idle, &spike, None), None);
         // The task charged the most gave the CPU to another measured thread (another
         // rtscope's), which then gave it to the spike's: the culprit's stack is the one.
         let relay = vec![
-            switch(3_000, 40, 99),
-            stack(3_001, 40, 0xd),
-            switch(8_000, 99, 7),
-            stack(8_001, 99, 0xe),
+            switch(3_000_000, 40, 99),
+            stack(3_001_000, 40, 0xd),
+            switch(8_000_000, 99, 7),
+            stack(8_001_000, 99, 0xe),
         ];
         assert_eq!(find(&relay, &spike, Some(40)).unwrap().1, vec![0xd]);
         assert_eq!(find(&relay, &spike, None).unwrap().1, vec![0xe]);
         assert_eq!(find(&relay, &spike, Some(55)).unwrap().1, vec![0xe]);
+        // The waking found the culprit running: its stack there is the one (where the timer
+        // interrupt found the section); another task's waking stack yields to the culprit's
+        // switch.
+        let waking = |ts, pid| {
+            ev(
+                ts,
+                pid,
+                Kind::Waking {
+                    pid: 7,
+                    prio: 1,
+                    comm: Comm::new(b"rtscope-m0"),
+                    target_cpu: 1,
+                },
+            )
+        };
+        let mut woke = vec![waking(1_000_000, 40), stack(1_000_500, 40, 0xf)];
+        woke.extend(relay.iter().cloned());
+        assert_eq!(find(&woke, &spike, Some(40)).unwrap().1, vec![0xf]);
+        woke[0].pid = 41;
+        woke[1].pid = 41;
+        assert_eq!(find(&woke, &spike, Some(40)).unwrap().1, vec![0xd]);
+        assert_eq!(find(&woke, &spike, None).unwrap().1, vec![0xf]);
         let plain = without_stacks(&events);
         assert_eq!(plain.len(), 3);
         assert!(matches!(without_stacks(&plain), Cow::Borrowed(_)));

@@ -389,7 +389,8 @@ impl Instance {
         write_file(&d.join("tracing_on"), "1")
     }
 
-    /// Sets [`crate::stacks::TRIGGER`] on the instance's own `sched_switch` (removed with the
+    /// Sets [`crate::stacks::TRIGGER`] and [`crate::stacks::WAKE_TRIGGER`] on the instance's own
+    /// `sched_switch` and `sched_waking` (removed with the
     /// instance; the top-level events are never touched); says why not where it cannot.
     fn set_stack_trigger(&mut self, tfs: &Tracefs) -> Stacks {
         let Some(format) = tfs.event_format("ftrace", "kernel_stack") else {
@@ -399,12 +400,17 @@ impl Instance {
                     .into(),
             );
         };
-        let trigger = self.dir.join("events/sched/sched_switch/trigger");
-        if let Err(e) = write_file(&trigger, crate::stacks::TRIGGER) {
-            return Stacks::Unavailable(format!(
-                "the stacktrace trigger was refused ({e}); fix: a kernel with event triggers \
-                 (CONFIG_STACKTRACE=y, 3.14 or later), or --explain-stacks off"
-            ));
+        for (event, trigger) in [
+            ("sched_switch", crate::stacks::TRIGGER),
+            ("sched_waking", crate::stacks::WAKE_TRIGGER),
+        ] {
+            let file = self.dir.join("events/sched").join(event).join("trigger");
+            if let Err(e) = write_file(&file, trigger) {
+                return Stacks::Unavailable(format!(
+                    "the stacktrace trigger was refused ({e}); fix: a kernel with event \
+                     triggers (CONFIG_STACKTRACE=y, 3.14 or later), or --explain-stacks off"
+                ));
+            }
         }
         self.formats.push(format);
         Stacks::On
