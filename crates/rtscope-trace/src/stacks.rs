@@ -67,7 +67,9 @@ pub fn without_stacks(events: &[Event]) -> Cow<'_, [Event]> {
 /// waking's stack of whatever ran; else the stack taken when the spike's thread last got its
 /// CPU back. `None` when none was taken (the CPU was idle and the thread came from the idle
 /// task, or the spike is an interrupt's on an idle CPU).
-pub fn find(events: &[Event], spike: &Spike, culprit: Option<i32>) -> Option<(Task, Vec<u64>)> {
+pub fn find(events: &[Event], spike: &Spike, culprit: Option<&Task>) -> Option<(Task, Vec<u64>)> {
+    let named = culprit;
+    let culprit = culprit.map(|t| t.pid);
     let within: Vec<(usize, &Event)> = events
         .iter()
         .enumerate()
@@ -76,6 +78,11 @@ pub fn find(events: &[Event], spike: &Spike, culprit: Option<i32>) -> Option<(Ta
         .collect();
     let mut tasks = crate::decode::Tasks::default();
     events.iter().for_each(|e| tasks.learn(e));
+    // A task no switch or waking of the window named (one running since before it) is
+    // named as the attribution named it.
+    if let Some(t) = named {
+        tasks.name(t.pid, crate::decode::Comm::new(t.comm.as_bytes()));
+    }
     let at_wake = within
         .iter()
         .rev()
@@ -165,9 +172,9 @@ impl Namer {
         if self.state != Stacks::On {
             return;
         }
-        let culprit = a.culprit().and_then(crate::Category::task).map(|t| t.pid);
-        a.stack =
-            find(events, &a.spike, culprit).map(|(task, addrs)| self.kallsyms.stack(task, &addrs));
+        let culprit = a.culprit().and_then(crate::Category::task).cloned();
+        a.stack = find(events, &a.spike, culprit.as_ref())
+            .map(|(task, addrs)| self.kallsyms.stack(task, &addrs));
     }
 }
 
@@ -339,6 +346,14 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
         Event { ts, pid, kind }
     }
 
+    fn named_task(pid: i32) -> Task {
+        Task {
+            comm: "spinner".into(),
+            pid,
+            prio: 120,
+        }
+    }
+
     fn switch(ts: u64, prev: i32, next: i32) -> Event {
         ev(
             ts,
@@ -393,9 +408,15 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
             switch(8_000_000, 99, 7),
             stack(8_001_000, 99, 0xe),
         ];
-        assert_eq!(find(&relay, &spike, Some(40)).unwrap().1, vec![0xd]);
+        assert_eq!(
+            find(&relay, &spike, Some(&named_task(40))).unwrap().1,
+            vec![0xd]
+        );
         assert_eq!(find(&relay, &spike, None).unwrap().1, vec![0xe]);
-        assert_eq!(find(&relay, &spike, Some(55)).unwrap().1, vec![0xe]);
+        assert_eq!(
+            find(&relay, &spike, Some(&named_task(55))).unwrap().1,
+            vec![0xe]
+        );
         // The waking found the culprit running: its stack there is the one (where the timer
         // interrupt found the section); another task's waking stack yields to the culprit's
         // switch.
@@ -413,10 +434,26 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
         };
         let mut woke = vec![waking(1_000_000, 40), stack(1_000_500, 40, 0xf)];
         woke.extend(relay.iter().cloned());
-        assert_eq!(find(&woke, &spike, Some(40)).unwrap().1, vec![0xf]);
+        assert_eq!(
+            find(&woke, &spike, Some(&named_task(40))).unwrap().1,
+            vec![0xf]
+        );
+        // The waking's task is named by the switches of the window, else by the attribution.
+        assert_eq!(
+            find(&woke, &spike, Some(&named_task(40))).unwrap().0.comm,
+            "culprit"
+        );
+        let alone = vec![woke[0].clone(), woke[1].clone()];
+        assert_eq!(
+            find(&alone, &spike, Some(&named_task(40))).unwrap().0.comm,
+            "spinner"
+        );
         woke[0].pid = 41;
         woke[1].pid = 41;
-        assert_eq!(find(&woke, &spike, Some(40)).unwrap().1, vec![0xd]);
+        assert_eq!(
+            find(&woke, &spike, Some(&named_task(40))).unwrap().1,
+            vec![0xd]
+        );
         assert_eq!(find(&woke, &spike, None).unwrap().1, vec![0xf]);
         let plain = without_stacks(&events);
         assert_eq!(plain.len(), 3);
