@@ -19,5 +19,10 @@ fuzz_target!(|data: &[u8]| {
         "sched_switch", "sched_waking", "irq_handler_entry", "irq_handler_exit", "softirq_entry",
         "softirq_exit", "local_timer_entry", "local_timer_exit", "reschedule_entry", "nmi_handler"
     );
+    // The kernel stack entries of `--explain`'s stacks (same kernel, the `stacks` fixture).
+    let stack = include_str!(
+        "../../crates/rtscope-trace/tests/fixtures/stacks/formats/kernel_stack.format"
+    );
+    let texts: Vec<&str> = texts.iter().copied().chain([stack]).collect();
     common::decode_and_attribute(data, &texts, rtscope_trace::analyze::attribute);
 });

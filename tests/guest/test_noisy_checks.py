@@ -34,11 +34,20 @@ def trace(starts_us: list[int]) -> bytes:
     return "\n".join(lines).encode()
 
 
-def explain(starts_us: list[int], pid: int) -> bytes:
-    """rtscope's JSON: each 10 ms gap charged whole to thread `pid`."""
+# A preempt-off section's stack as the trigger takes it (the tracer's and scheduler's frames
+# first).
+STACK = ["trace_event_raw_event_sched_switch", "__traceiter_sched_switch", "__schedule",
+         "preempt_schedule_common", "noisy_hold_preempt_off [noisy]", "noisy_thread [noisy]",
+         "kthread", "ret_from_fork"]
+
+
+def explain(starts_us: list[int], pid: int, frames: list[str] = STACK) -> bytes:
+    """rtscope's JSON: each 10 ms gap charged whole to thread `pid`, with the stack of
+    `noisy-preempt`."""
+    stack = {"task": {"comm": "noisy-preempt", "pid": CULPRIT, "prio": 120}, "frames": frames}
     worst = [{"tier": "trace", "spike": {"cpu": 1, "tid": LOOP, "deadline_ns": s * 1000,
                                          "wakeup_ns": (s + 10_000) * 1000},
-              "charges": [{"kind": "thread", "pid": pid, "ns": 10_000_000}]}
+              "charges": [{"kind": "thread", "pid": pid, "ns": 10_000_000}], "stack": stack}
              for s in starts_us]
     return json.dumps({"explain": {"tier": "trace", "worst": worst,
                                    "counts": {"spikes": len(worst),
@@ -77,8 +86,9 @@ class BothRuns(unittest.TestCase):
                                            "noise preempt, rtscope noise (noisy-preempt): the "
                                            "reference bar"])
         self.assertTrue(all(c.figures.values()), c.figures)
-        # Per run, required: compared, tracer live, interrupt exits, the culprit named.
-        self.assertEqual(len(c.seen), 8, c.seen)
+        # Per run, required: compared, tracer live, the stacks' function, interrupt exits, the
+        # culprit named.
+        self.assertEqual(len(c.seen), 10, c.seen)
         self.assertTrue(all(c.seen.values()), c.seen)
         self.assertTrue(c.seen["noise preempt: the injected noisy-preempt is named for most of "
                                "the time it ran"])
@@ -96,6 +106,34 @@ class BothRuns(unittest.TestCase):
                                "the time it ran"])
         self.assertTrue(c.seen["noise preempt, rtscope noise: rtscope noise --explain exits 0 "
                                "and its spikes are compared"])
+
+
+class Stacks(unittest.TestCase):
+    STACK = "noise preempt: the kernel stacks name the module's function"
+
+    def test_a_stack_without_the_modules_function_or_no_stack_fails_the_check(self):
+        ok, detail = noisy_checks.stack_check(json.loads(explain([1_000], CULPRIT))["explain"],
+                                              "noisy-preempt")
+        self.assertTrue(ok, detail)
+        self.assertIn("1 the section's own (noisy_hold_*)", detail)
+        # One stack in ten outside the module still passes; two do not.
+        elsewhere = ["__schedule", "schedule", "do_nanosleep", "hrtimer_nanosleep"]
+        doc = json.loads(explain(list(range(1_000, 1_001_000, 100_000)), CULPRIT))["explain"]
+        doc["worst"][0]["stack"] = dict(doc["worst"][0]["stack"], frames=elsewhere)
+        self.assertTrue(noisy_checks.stack_check(doc, "noisy-preempt")[0])
+        doc["worst"][1]["stack"] = dict(doc["worst"][1]["stack"], frames=elsewhere)
+        self.assertFalse(noisy_checks.stack_check(doc, "noisy-preempt")[0])
+        r = boot(CULPRIT)
+        r.files["explain-preempt.json"] = explain([1_000, 101_000], CULPRIT, elsewhere)
+        c = Checker()
+        with contextlib.redirect_stdout(io.StringIO()):
+            noisy_checks.verify(c, "rt-amd64", r, ["preempt"])
+        self.assertFalse(c.seen[self.STACK])
+        doc = json.loads(explain([1_000], CULPRIT))
+        del doc["explain"]["worst"][0]["stack"]
+        ok, detail = noisy_checks.stack_check(doc["explain"], "noisy-preempt")
+        self.assertFalse(ok)
+        self.assertIn("0 stack(s)", detail)
 
 
 class MissingExits(unittest.TestCase):

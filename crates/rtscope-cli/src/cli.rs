@@ -734,6 +734,17 @@ pub struct MeasureArgs {
         help_heading = "Recording"
     )]
     pub explain_keep: Option<usize>,
+    /// Kernel stacks for the spikes explained: where in the kernel the CPU was held [default:
+    /// off: where a load shares a measured CPU, every wake-up that preempts it takes two stacks
+    /// on the measured thread's path; docs/explain.md]
+    #[arg(
+        long,
+        value_name = "on|off",
+        requires = "explain",
+        value_parser = ["on", "off"],
+        help_heading = "Recording"
+    )]
+    pub explain_stacks: Option<String>,
     /// Keep every sample with its timestamp (compressed in the database; see docs/store-schema.md)
     #[arg(long, conflicts_with = "no_db", help_heading = "Recording")]
     pub raw: bool,

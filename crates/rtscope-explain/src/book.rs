@@ -152,6 +152,11 @@ pub struct ExplainSummary {
     /// that no longer fires): their time below the kernel is unexplained from then on.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing_exits: Vec<MissingExits>,
+    /// Time by kernel function over every traced spike with a kernel stack
+    /// ([`crate::stack::FunctionTable`]), largest first; empty without stacks and in
+    /// summaries recorded before they were taken.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub functions: Vec<crate::stack::FunctionTime>,
 }
 
 /// Traced spikes (gaps) with time below the kernel (hypervisor, firmware, unexplained) on a CPU
@@ -215,6 +220,7 @@ impl ExplainSummary {
             class_histograms: Vec::new(),
             smt: None,
             missing_exits: Vec::new(),
+            functions: Vec::new(),
             culprits: totals
                 .into_iter()
                 .map(|(category, total_ns)| CulpritRow {
@@ -241,6 +247,7 @@ pub struct SpikeBook {
     interference: BTreeMap<usize, Interference>,
     class_hist: ClassHistograms,
     smt: Option<SmtCounts>,
+    functions: crate::stack::FunctionTable,
     /// Counts so far.
     pub counts: Counts,
 }
@@ -257,6 +264,7 @@ impl SpikeBook {
             interference: BTreeMap::new(),
             class_hist: ClassHistograms::default(),
             smt: None,
+            functions: crate::stack::FunctionTable::default(),
             counts: Counts::default(),
         }
     }
@@ -285,6 +293,7 @@ impl SpikeBook {
                 self.counts.partial += u64::from(!a.complete);
                 self.culprits.add(a);
                 self.class_hist.add(a);
+                self.functions.add(a);
                 if !a.siblings.is_empty() {
                     self.smt.get_or_insert_with(SmtCounts::default).add(a);
                 }
@@ -351,6 +360,7 @@ impl SpikeBook {
             class_histograms: self.class_hist.finish(),
             smt: self.smt,
             missing_exits: Vec::new(),
+            functions: self.functions.rows(),
         }
     }
 }
@@ -382,6 +392,7 @@ mod tests {
             complete: true,
             lost_events: false,
             siblings: Vec::new(),
+            stack: None,
         })
     }
 
@@ -398,6 +409,7 @@ mod tests {
             complete: true,
             lost_events: false,
             siblings: Vec::new(),
+            stack: None,
         })
     }
 

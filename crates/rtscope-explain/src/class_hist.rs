@@ -110,6 +110,7 @@ mod tests {
             complete: true,
             lost_events: false,
             siblings: Vec::new(),
+            stack: None,
         }
     }
 

@@ -426,6 +426,7 @@ mod tests {
             complete: true,
             lost_events: false,
             siblings: Vec::new(),
+            stack: None,
         })
     }
 

@@ -9,6 +9,7 @@
 //! - [`classes`]: noise time per class (thread, irq, …, unexplained);
 //! - [`class_hist`]: per CPU and class, a histogram of each traced gap's time in it;
 //! - [`coarse`]: the fallback tier fed by monitor samples;
+//! - [`stack`]: where in the kernel: a spike's kernel stack folded, time by kernel function;
 //! - [`render`]: their text.
 //!
 //! Pure data and rendering, no tracefs and no I/O: `rtscope-trace` fills these from a trace,
@@ -24,6 +25,7 @@ pub mod culprits;
 pub mod interference;
 pub mod model;
 pub mod render;
+pub mod stack;
 
 pub use model::{
     Attribution, Category, Charge, LateCause, NotTraced, SiblingActivity, Softirq, Spike, Task,

@@ -456,6 +456,12 @@ pub struct Attribution {
     /// them); empty without SMT, and in summaries recorded before they were traced.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub siblings: Vec<SiblingActivity>,
+    /// Where in the kernel: the stack of the task the measured thread got the CPU back from,
+    /// when the kernel took one ([`crate::stack`]); none without a switch from a task (an
+    /// interrupt or the idle task), on kernels without stack triggers, with
+    /// `--explain-stacks off`, and in explanations stored before stacks were taken.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<crate::stack::KernelStack>,
 }
 
 /// What an SMT sibling of a spike's CPU ran over the spike's interval (`rtscope noise`: a gap).

@@ -205,8 +205,50 @@ pub fn summary_of(
             Explained::Traced(a) => writeln!(o, "  {at:>9.3}s {}", traced_line_of(a, what)),
             Explained::Coarse(x) => writeln!(o, "  {at:>9.3}s {}", coarse_line(x)),
         };
+        if let Explained::Traced(Attribution {
+            stack: Some(st), ..
+        }) = e
+        {
+            let _ = writeln!(o, "             kernel stack: {}", escaped(&st.to_string()));
+        }
     }
+    functions(&mut o, &s.functions);
     o
+}
+
+/// The time-by-kernel-function table (the first 10 rows, then what the others hold).
+fn functions(o: &mut String, rows: &[crate::stack::FunctionTime]) {
+    if rows.is_empty() {
+        return;
+    }
+    let shown: Vec<(String, &crate::stack::FunctionTime)> = rows
+        .iter()
+        .take(10)
+        .map(|r| (escaped(&r.function), r))
+        .collect();
+    let w = shown
+        .iter()
+        .map(|r| r.0.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(20, 72);
+    let _ = writeln!(
+        o,
+        "\n  {:<w$}  spikes  total time",
+        "time by kernel function"
+    );
+    for (name, r) in shown {
+        let _ = writeln!(o, "  {name:<w$}  {:>6}  {}", r.spikes, dur(r.ns));
+    }
+    if rows.len() > 10 {
+        let ns: u64 = rows[10..].iter().map(|r| r.ns).sum();
+        let _ = writeln!(
+            o,
+            "  … {} more functions, {} in all",
+            rows.len() - 10,
+            dur(ns)
+        );
+    }
 }
 
 /// The culprits over the run (the first 15, then what the others hold): spikes each was the
@@ -467,6 +509,58 @@ mod tests {
     }
 
     #[test]
+    fn a_spike_with_a_kernel_stack_shows_its_folded_frames_and_the_time_by_function() {
+        let mut b = SpikeBook::new(60_000_000_000, 5, 10);
+        let task = Task {
+            comm: "noisy".into(),
+            pid: 88,
+            prio: 120,
+        };
+        let frames = [
+            "__schedule",
+            "preempt_schedule_common",
+            "noisy_hold_preempt_off [noisy]",
+        ];
+        b.add(Explained::Traced(Attribution {
+            spike: Spike {
+                cpu: 1,
+                tid: 9,
+                deadline_ns: 5_000_000_000,
+                wakeup_ns: 5_002_000_000,
+                smis: None,
+            },
+            charges: vec![Charge::new(
+                Category::Thread { task: task.clone() },
+                2_000_000,
+            )],
+            complete: true,
+            lost_events: false,
+            siblings: Vec::new(),
+            stack: Some(crate::stack::KernelStack {
+                task,
+                frames: frames.iter().map(|f| f.to_string()).collect(),
+            }),
+        }));
+        let s = b.summary(Tier::FlightRecorder, None, 100_000);
+        assert_eq!(s.functions.len(), 1);
+        let text = summary(&s, 5_000_000_000, 5);
+        assert!(
+            text.contains("kernel stack: noisy_hold_preempt_off [noisy] (noisy:88:nice0)"),
+            "{text}"
+        );
+        assert!(text.contains("time by kernel function"), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.contains("noisy_hold_preempt_off [noisy]")
+                    && l.contains("     1  2.00 ms")),
+            "{text}"
+        );
+        let back: ExplainSummary =
+            serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+        assert_eq!(back, s);
+    }
+
+    #[test]
     fn the_section_names_the_culprit_with_shares() {
         let mut b = SpikeBook::new(60_000_000_000, 5, 10);
         let spike = Spike {
@@ -490,6 +584,7 @@ mod tests {
             complete: true,
             lost_events: false,
             siblings: Vec::new(),
+            stack: None,
         }));
         let text = summary(
             &b.summary(Tier::FlightRecorder, None, 1_500_000),
@@ -520,6 +615,7 @@ mod tests {
             complete: true,
             lost_events: false,
             siblings: Vec::new(),
+            stack: None,
         }));
         b.not_traced(crate::NotTraced::LostEvents);
         b.no_context(1_000_000);
@@ -617,6 +713,7 @@ mod tests {
                     prio: 120,
                 }),
             }],
+            stack: None,
         };
         let busy = gap(1_000_000, Category::Hypervisor, 98_000);
         let line = traced_line_of(&busy, Subject::WakeUps);
@@ -662,6 +759,7 @@ mod tests {
         let mut plain = SpikeBook::new(60_000_000_000, 5, 10);
         plain.add(Explained::Traced(Attribution {
             siblings: Vec::new(),
+            stack: None,
             ..gap(1_000_000, Category::Hypervisor, 0)
         }));
         assert_eq!(plain.summary(Tier::FlightRecorder, None, 50_000).smt, None);

@@ -108,7 +108,13 @@ fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
     let _ = writeln!(h, "<br>{}.</p>", escape(&coverage(c)));
     let mut worst: Vec<&Explained> = s.worst.iter().collect();
     rtscope_core::order::sort_by_key(&mut worst, |e| std::cmp::Reverse(e.latency_ns()));
-    h.push_str("<table><tr><th>at (s)</th><th>CPU</th><th>latency</th><th class=\"t\">where the time went</th><th class=\"t\">main culprit</th></tr>\n");
+    let stacks = crate::stacks::any(s);
+    let stack_th = if stacks {
+        "<th class=\"t\">kernel stack (first frames)</th>"
+    } else {
+        ""
+    };
+    let _ = writeln!(h, "<table><tr><th>at (s)</th><th>CPU</th><th>latency</th><th class=\"t\">where the time went</th><th class=\"t\">main culprit</th>{stack_th}</tr>");
     for e in worst.into_iter().take(MAX_BARS) {
         let at = e.wakeup_ns().saturating_sub(start) as f64 / 1e9;
         let _ = write!(h, "<tr><td><a href=\"#latency\">{at:.3}</a></td>");
@@ -129,7 +135,7 @@ fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
                 let main = a.charges.first().map_or(String::new(), |ch| {
                     format!("{} ({} %)", label(&ch.category), ch.ns * 100 / lat)
                 });
-                let _ = writeln!(h, "</div></td><td class=\"t\">{}</td></tr>", escape(&main));
+                let _ = write!(h, "</div></td><td class=\"t\">{}</td>", escape(&main));
             }
             Explained::Coarse(x) => {
                 let irqs: Vec<String> = x
@@ -145,9 +151,9 @@ fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
                 let why = x.not_traced.map_or(String::new(), |w| {
                     format!(" (not traced: {})", w.describe())
                 });
-                let _ = writeln!(
+                let _ = write!(
                     h,
-                    "<td>{}</td><td>{}</td><td class=\"t\">monitors only{}: IRQs {}</td><td class=\"t\">busiest: {}</td></tr>",
+                    "<td>{}</td><td>{}</td><td class=\"t\">monitors only{}: IRQs {}</td><td class=\"t\">busiest: {}</td>",
                     x.spike.cpu,
                     escape(&dur(x.spike.latency_ns())),
                     escape(&why),
@@ -156,10 +162,19 @@ fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
                 );
             }
         }
+        if stacks {
+            let _ = write!(
+                h,
+                "<td class=\"t\"><code>{}</code></td>",
+                escape(&crate::stacks::cell(e))
+            );
+        }
+        h.push_str("</tr>\n");
     }
     h.push_str("</table>\n");
     legend(h, s);
     culprit_table(h, &s.culprits);
+    crate::stacks::section(h, s);
 }
 
 /// The culprits over the run (the first 15, then what the others hold, and what merged rows

@@ -38,6 +38,7 @@ pub mod raw;
 pub mod repeats;
 pub mod samples;
 pub mod scale;
+mod stacks;
 pub mod table;
 pub mod units;
 pub mod warnings;

@@ -102,6 +102,7 @@ impl Explaining {
         };
         let mut cfg = ExplainConfig::new(threshold.0, measured.clone());
         cfg.per_window = plan.explain_keep;
+        cfg.stacks = plan.explain_stacks;
         cfg.reader_fifo = match sched {
             crate::housekeeping::Housekeeping::Fifo(p) => Some(p),
             crate::housekeeping::Housekeeping::Normal(_) => None,

@@ -310,6 +310,8 @@ pub struct PlanSpec {
     pub explain: Option<Nanos>,
     /// Spikes kept fully explained per minute (`--explain-keep`).
     pub explain_keep: usize,
+    /// Take kernel stacks for spikes where the kernel can (`--explain-stacks`, on by default).
+    pub explain_stacks: bool,
     /// Why explaining, on by default, is off for this run: the reason and the fix (tracefs
     /// unusable here); `None` when it is on or was turned off on purpose.
     pub explain_off: Option<String>,
@@ -351,6 +353,7 @@ impl Default for PlanSpec {
             event_capacity: 10_000,
             explain: None,
             explain_keep: 5,
+            explain_stacks: false,
             explain_off: None,
             raw: false,
             limits: Vec::new(),
@@ -376,6 +379,8 @@ pub struct RunPlan {
     pub explain: Option<Nanos>,
     /// Spikes kept fully explained per minute.
     pub explain_keep: usize,
+    /// Take kernel stacks for spikes ([`PlanSpec::explain_stacks`]).
+    pub explain_stacks: bool,
     /// Why explaining, on by default, is off ([`PlanSpec::explain_off`]).
     pub explain_off: Option<String>,
     /// SCHED_FIFO priority asked for rtscope's control and monitor threads (`None`: off).
@@ -397,6 +402,7 @@ impl RunPlan {
             per_cpu: false,
             explain: None,
             explain_keep: 5,
+            explain_stacks: false,
             explain_off: None,
             housekeeping: Some(crate::housekeeping::DEFAULT_PRIORITY),
             housekeeping_cpus: None,
@@ -491,6 +497,7 @@ impl RunPlan {
             per_cpu: s.threads.is_none(),
             explain: s.explain,
             explain_keep: s.explain_keep,
+            explain_stacks: s.explain_stacks,
             explain_off: s.explain_off.clone(),
             housekeeping: s.housekeeping_prio,
             housekeeping_cpus: s.housekeeping_cpus.clone(),

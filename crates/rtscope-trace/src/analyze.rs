@@ -71,7 +71,8 @@ impl Cpu {
             | Kind::HrtimerEntry
             | Kind::HrtimerExit
             | Kind::Noise { .. }
-            | Kind::TimerlatSample { .. } => {}
+            | Kind::TimerlatSample { .. }
+            | Kind::KernelStack { .. } => {}
         }
     }
 
@@ -158,6 +159,8 @@ pub fn attribute_on(
     lost_events: bool,
     machine: Machine,
 ) -> Attribution {
+    // Stack entries are read by the recorder (crate::stacks), not charged.
+    let events = &*crate::stacks::without_stacks(events);
     let wake = find_wake_irq(events, spike);
     let mut cpu = Cpu::default();
     let (mut base, mut overlays) = (Vec::new(), Vec::new());
@@ -199,6 +202,7 @@ pub fn attribute_on(
         complete: wake.is_some() || machine.busy_loop,
         lost_events,
         siblings: Vec::new(),
+        stack: None,
     }
 }
 

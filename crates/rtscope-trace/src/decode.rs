@@ -188,6 +188,13 @@ pub enum Kind {
         /// Net duration (ns).
         duration_ns: u64,
     },
+    /// A `ftrace/kernel_stack` entry: the kernel stack a `stacktrace` trigger took (on
+    /// `sched_switch` into a measured thread, [`crate::stacks`]), innermost return address
+    /// first, at most [`MAX_STACK_FRAMES`].
+    KernelStack {
+        /// The return addresses.
+        frames: Vec<u64>,
+    },
     /// A `ftrace/timerlat` sample of the timerlat tracer's own thread on this CPU.
     TimerlatSample {
         /// True when taken in the thread (wake-up latency), false in the timer IRQ.
@@ -308,6 +315,7 @@ enum Which {
     NmiNoise,
     ThreadNoise,
     TimerlatSample,
+    KernelStack,
 }
 
 fn which(name: &str) -> Option<Which> {
@@ -328,6 +336,7 @@ fn which(name: &str) -> Option<Which> {
         "nmi_noise" => Which::NmiNoise,
         "thread_noise" => Which::ThreadNoise,
         "timerlat" => Which::TimerlatSample,
+        "kernel_stack" => Which::KernelStack,
         _ => {
             let (stem, entry) = match (name.strip_suffix("_entry"), name.strip_suffix("_exit")) {
                 (Some(s), _) => (s, true),
@@ -469,6 +478,9 @@ impl Schema {
                 thread: get("context")? != 0,
                 latency_ns: get("timer_latency")?.max(0) as u64,
             },
+            Which::KernelStack => Kind::KernelStack {
+                frames: stack_frames(r.data, get("size")?, f.field("caller")?)?,
+            },
         };
         Some(Event {
             ts: r.ts,
@@ -498,6 +510,40 @@ pub fn decode_pages(
         }
     }
     (events, lost, bad)
+}
+
+/// The most return addresses kept of one `kernel_stack` entry (the kernel takes up to 64 on
+/// x86 with ORC; the ones past this are the outermost, far from the code that held the CPU).
+pub const MAX_STACK_FRAMES: usize = 64;
+
+/// The addresses of a `kernel_stack` entry: `size` of them from the `caller` field's offset,
+/// each of the field's element size (its `format` declares `caller[8]`: 8 bytes each on a
+/// 64-bit kernel, 4 on a 32-bit one), bounded by the record and by [`MAX_STACK_FRAMES`];
+/// the zero or `ULONG_MAX` addresses older kernels end a short stack with are dropped.
+fn stack_frames(data: &[u8], size: i64, caller: &Field) -> Option<Vec<u64>> {
+    let word = if caller.size == 32 { 4 } else { 8 };
+    // Kernels before 5.2 end a short stack with ULONG_MAX.
+    let end_marker = if word == 4 {
+        u64::from(u32::MAX)
+    } else {
+        u64::MAX
+    };
+    let body = data.get(caller.offset..)?;
+    let n = usize::try_from(size.max(0))
+        .ok()?
+        .min(body.len() / word)
+        .min(MAX_STACK_FRAMES);
+    let frames: Vec<u64> = body
+        .chunks_exact(word)
+        .take(n)
+        .map(|c| {
+            let mut a = [0u8; 8];
+            a[..word].copy_from_slice(c);
+            u64::from_le_bytes(a)
+        })
+        .take_while(|&a| a != 0 && a != end_marker)
+        .collect();
+    Some(frames)
 }
 
 /// Reads an integer field (1, 2, 4 or 8 bytes, little-endian), sign-extended when signed.

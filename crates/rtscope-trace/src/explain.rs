@@ -99,6 +99,9 @@ pub struct ExplainConfig {
     pub tracefs_root: Option<PathBuf>,
     /// Use only the coarse tier.
     pub force_coarse: bool,
+    /// Take kernel stacks for spikes where the kernel can ([`crate::stacks`]; on by default,
+    /// `--explain-stacks off`).
+    pub stacks: bool,
     /// The idle facts (`None`: read from `/sys` and `/proc` at start).
     pub machine: Option<Machine>,
     /// Each measured CPU's SMT siblings, traced beside it (`None`: from the kernel's topology
@@ -122,6 +125,7 @@ impl ExplainConfig {
             max_windows: 1440,
             tracefs_root: None,
             force_coarse: false,
+            stacks: true,
             machine: None,
             siblings: None,
         }
@@ -234,6 +238,10 @@ impl Explainer {
             .map(str::to_owned)
             .into_iter()
             .chain(self.live.as_ref().map(LiveWait::describe))
+            .chain(
+                self.stacks_off()
+                    .map(|why| format!("kernel stacks off: {why}")),
+            )
             .collect();
         let tier = self.tier.name();
         if notes.is_empty() {
@@ -241,6 +249,22 @@ impl Explainer {
         } else {
             format!("explaining {what}: tier {tier} ({})", notes.join("; "))
         }
+    }
+
+    /// Why spikes get no kernel stack although they were asked for (`None`: they do, or they
+    /// were not asked for, or no trace is recorded).
+    pub fn stacks_off(&self) -> Option<&str> {
+        match self.recorder.as_ref().map(FlightRecorder::stacks) {
+            Some(crate::tracefs::Stacks::Unavailable(why)) => Some(why),
+            _ => None,
+        }
+    }
+
+    /// Whether spikes get kernel stacks.
+    pub fn stacks_on(&self) -> bool {
+        self.recorder
+            .as_ref()
+            .is_some_and(|r| *r.stacks() == crate::tracefs::Stacks::On)
     }
 
     /// The instance directory, when recording.
@@ -397,6 +421,7 @@ fn choose(cfg: &ExplainConfig) -> (Tier, Option<String>, Option<FlightRecorder>)
     rc.reader_fifo = cfg.reader_fifo;
     rc.instance.hrtimer_events = cfg.hrtimer_events;
     rc.instance.buffer_kb = cfg.buffer_kb;
+    rc.instance.stacks = cfg.stacks;
     let mut reason = None;
     if tfs.has_timerlat() && !cfg.hrtimer_events {
         match crate::timerlat::in_use(&tfs) {

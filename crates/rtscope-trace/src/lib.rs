@@ -9,6 +9,7 @@
 //!   events per measured CPU; [`exits`] checks on them that the kernel's interrupt exits
 //!   reach the trace (else no time is named the hypervisor's); [`keep`] holds what the
 //!   window drops while a spike that needs it waits for its analysis.
+//! - [`stacks`]: the `stacktrace` trigger, a spike's kernel stack, `/proc/kallsyms`.
 //! - [`analyze`] charges each nanosecond of a spike to a [`model::Category`]; [`book`] keeps
 //!   the worst spikes per time window and the culprit totals; [`coarse`] is the fallback tier
 //!   fed by the monitors (these three data modules are the `rtscope-explain` crate's,
@@ -30,6 +31,7 @@ pub mod page;
 pub mod reaper;
 pub mod recorder;
 pub mod sibling;
+pub mod stacks;
 mod timeline;
 pub mod timerlat;
 pub mod tracefs;

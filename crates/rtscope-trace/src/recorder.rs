@@ -14,7 +14,8 @@ use crate::machine::Machine;
 use crate::model::{Attribution, MissingExits, NotTraced, SiblingActivity, Spike};
 use crate::page::parse_page;
 use crate::reaper::Reaper;
-use crate::tracefs::{Instance, InstanceConfig, Tracefs};
+use crate::stacks::Namer;
+use crate::tracefs::{Instance, InstanceConfig, Stacks, Tracefs};
 use crate::TraceError;
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -63,6 +64,7 @@ impl RecorderConfig {
                 buffer_kb: 2048,
                 hrtimer_events: false,
                 timerlat: false,
+                stacks: false,
             },
             housekeeping: Vec::new(),
             reader_fifo: None,
@@ -237,6 +239,8 @@ pub struct FlightRecorder {
     timerlat: bool,
     machine: Machine,
     siblings: Vec<(usize, Vec<usize>)>,
+    /// Whether spikes get kernel stacks, and the symbols they are named with.
+    namer: Namer,
     _reaper: Reaper,
 }
 
@@ -249,6 +253,10 @@ impl FlightRecorder {
         let timerlat = cfg.instance.timerlat;
         let cfg_machine = cfg.machine;
         let siblings = cfg.siblings.clone();
+        // Symbols first: without them a stack would name no function, so none is taken.
+        let mut cfg = cfg;
+        let mut namer = Namer::load(cfg.instance.stacks);
+        cfg.instance.stacks = namer.wants_trigger();
         let saved = if timerlat {
             crate::timerlat::saved_settings(tfs)?
         } else {
@@ -281,6 +289,7 @@ impl FlightRecorder {
                 .map_err(|source| TraceError::Io { path: p, source })?;
             files.push((cpu, f));
         }
+        namer.settle(&instance.stacks);
         let instance = Arc::new(instance);
         let shared = Arc::new(Mutex::new(Shared {
             buffer_kb: cfg.instance.buffer_kb,
@@ -306,6 +315,7 @@ impl FlightRecorder {
             timerlat,
             machine: cfg_machine,
             siblings,
+            namer,
             _reaper: reaper,
         })
     }
@@ -313,6 +323,11 @@ impl FlightRecorder {
     /// The instance directory.
     pub fn instance_dir(&self) -> &std::path::Path {
         &self.instance.dir
+    }
+
+    /// Whether spikes get kernel stacks (why not, when asked for and impossible).
+    pub fn stacks(&self) -> &Stacks {
+        self.namer.state()
     }
 
     /// Pages read and pages that failed to parse so far.
@@ -347,6 +362,7 @@ impl FlightRecorder {
             analyze::attribute_on(&events, spike, lost, machine)
         };
         a.siblings = siblings;
+        self.namer.attach(&mut a, &events);
         Outcome::Done(a)
     }
 

@@ -179,6 +179,8 @@ pub fn attribute_on(
     lost_events: bool,
     machine: Machine,
 ) -> Attribution {
+    // Stack entries are read by the recorder (crate::stacks), not charged.
+    let events = &*crate::stacks::without_stacks(events);
     let (noise, tasks) = spans(events);
     let wake = wake_irq(events, &noise, spike);
     let (threads, mut overlays): (Vec<Span>, Vec<Span>) = noise
@@ -220,6 +222,7 @@ pub fn attribute_on(
         complete: wake.is_some() || machine.busy_loop,
         lost_events,
         siblings: Vec::new(),
+        stack: None,
     }
 }
 

@@ -262,6 +262,19 @@ pub struct InstanceConfig {
     /// Run the timerlat tracer in the instance with the timerlat tier's events
     /// ([`TIMERLAT_EVENTS`]) instead of the lean set.
     pub timerlat: bool,
+    /// Take kernel stacks: the [`crate::stacks::TRIGGER`] on the instance's `sched_switch`.
+    pub stacks: bool,
+}
+
+/// Whether the instance takes kernel stacks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stacks {
+    /// Not asked for (`--explain-stacks off`).
+    Off,
+    /// The trigger is set.
+    On,
+    /// Asked for, but this kernel cannot: why, with the fix.
+    Unavailable(String),
 }
 
 /// A private tracefs instance, removed on drop.
@@ -277,6 +290,8 @@ pub struct Instance {
     pub page_size: usize,
     /// The traced CPUs.
     pub cpus: Vec<usize>,
+    /// Whether it takes kernel stacks.
+    pub stacks: Stacks,
 }
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
@@ -313,6 +328,7 @@ impl Instance {
             layout: PageLayout::default(),
             page_size: page_size(),
             cpus: cfg.cpus.clone(),
+            stacks: Stacks::Off,
         };
         inst.setup(tfs, cfg)?; // on error, drop removes the directory
         Ok(inst)
@@ -367,7 +383,37 @@ impl Instance {
             }
             write_file(&d.join("current_tracer"), "timerlat")?;
         }
+        if cfg.stacks {
+            self.stacks = self.set_stack_trigger(tfs);
+        }
         write_file(&d.join("tracing_on"), "1")
+    }
+
+    /// Sets [`crate::stacks::TRIGGER`] and [`crate::stacks::WAKE_TRIGGER`] on the instance's own
+    /// `sched_switch` and `sched_waking` (removed with the
+    /// instance; the top-level events are never touched); says why not where it cannot.
+    fn set_stack_trigger(&mut self, tfs: &Tracefs) -> Stacks {
+        let Some(format) = tfs.event_format("ftrace", "kernel_stack") else {
+            return Stacks::Unavailable(
+                "the kernel has no ftrace/kernel_stack event (CONFIG_STACKTRACE); \
+                 fix: a kernel built with CONFIG_STACKTRACE=y"
+                    .into(),
+            );
+        };
+        for (event, trigger) in [
+            ("sched_switch", crate::stacks::TRIGGER),
+            ("sched_waking", crate::stacks::WAKE_TRIGGER),
+        ] {
+            let file = self.dir.join("events/sched").join(event).join("trigger");
+            if let Err(e) = write_file(&file, trigger) {
+                return Stacks::Unavailable(format!(
+                    "the stacktrace trigger was refused ({e}); fix: a kernel with event \
+                     triggers (CONFIG_STACKTRACE=y, 3.14 or later), or --explain-stacks off"
+                ));
+            }
+        }
+        self.formats.push(format);
+        Stacks::On
     }
 
     /// The `trace_pipe_raw` file of a CPU.

@@ -20,12 +20,22 @@ fn record(
     cpu: usize,
     scenario: impl FnOnce() -> Vec<Spike>,
 ) -> (Instance, Vec<Vec<u8>>, Vec<Spike>) {
+    record_with(cpu, false, scenario)
+}
+
+/// [`record`], with the kernel stack trigger when `stacks`.
+fn record_with(
+    cpu: usize,
+    stacks: bool,
+    scenario: impl FnOnce() -> Vec<Spike>,
+) -> (Instance, Vec<Vec<u8>>, Vec<Spike>) {
     let tfs = Tracefs::discover().unwrap();
     let cfg = InstanceConfig {
         cpus: vec![cpu],
         buffer_kb: 4096,
         hrtimer_events: false,
         timerlat: false,
+        stacks,
     };
     let inst = Instance::create(&tfs, &cfg).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
@@ -71,6 +81,7 @@ fn save(name: &str, inst: &Instance, pages: &[Vec<u8>], spikes: &[Spike]) {
     for f in &inst.formats {
         let (sys, _) = rtscope_trace::tracefs::lean_events(true)
             .into_iter()
+            .chain([("ftrace", "kernel_stack")])
             .find(|e| e.1 == f.name)
             .unwrap();
         let text = rtscope_trace::tracefs::read_bounded(
@@ -118,12 +129,48 @@ fn save(name: &str, inst: &Instance, pages: &[Vec<u8>], spikes: &[Spike]) {
         format!("[\n{}\n]\n", json.join(",\n")),
     )
     .unwrap();
+    if inst.stacks == rtscope_trace::tracefs::Stacks::On {
+        save_symbols(&dir, inst, &keep);
+    }
     eprintln!(
         "{name}: {} spikes, {} of {} pages kept",
         spikes.len(),
         keep.len(),
         pages.len()
     );
+}
+
+/// The lines of `/proc/kallsyms` naming the addresses of the kept pages' stacks (`kallsyms`):
+/// the fixture names its stacks as this kernel did, without the whole file.
+fn save_symbols(dir: &Path, inst: &Instance, pages: &[&Vec<u8>]) {
+    use rtscope_trace::decode::Kind;
+    let schema = Schema::new(inst.formats.iter().cloned());
+    let text = std::fs::read_to_string("/proc/kallsyms").unwrap();
+    let mut syms: Vec<(u64, &str)> = text
+        .lines()
+        .filter_map(|l| {
+            let a = u64::from_str_radix(l.split_whitespace().next()?, 16).ok()?;
+            let kind = l.split_whitespace().nth(1)?;
+            (a != 0 && matches!(kind, "t" | "T" | "w" | "W")).then_some((a, l))
+        })
+        .collect();
+    syms.sort_unstable_by_key(|s| s.0);
+    let mut lines = std::collections::BTreeSet::new();
+    for p in pages {
+        let (ev, _, _) = decode_pages(p, p.len(), &inst.layout, &schema);
+        for e in ev {
+            if let Kind::KernelStack { frames } = e.kind {
+                for a in frames {
+                    let i = syms.partition_point(|s| s.0 < a);
+                    if let Some(s) = i.checked_sub(1).map(|i| syms[i]) {
+                        lines.insert(s);
+                    }
+                }
+            }
+        }
+    }
+    let out: Vec<&str> = lines.into_iter().map(|s| s.1).collect();
+    std::fs::write(dir.join("kallsyms"), out.join("\n") + "\n").unwrap();
 }
 
 /// The spikes at whose deadline the CPU ran the idle task (the last scheduler switch before it).
@@ -174,6 +221,24 @@ fn capture_fixtures() {
             })
             .collect();
         save("culprit", &inst, &pages, &spikes);
+    }
+    if wanted("stacks") {
+        // The culprit again, with the kernel stack trigger: each spike's switch back to the
+        // measuring thread comes with the culprit's stack.
+        let bursts = Arc::new(Mutex::new(Vec::new()));
+        let (inst, pages, spikes) = record_with(cpu, true, || {
+            let _c = culprit(cpu, 3, bursts.clone());
+            measure(cpu, 1, 1_500_000, |_| {})
+        });
+        let b = bursts.lock().unwrap().clone();
+        let spikes: Vec<Spike> = spikes
+            .into_iter()
+            .filter(|s| {
+                b.iter()
+                    .any(|&(x, y)| s.deadline_ns >= x && s.deadline_ns <= y)
+            })
+            .collect();
+        save("stacks", &inst, &pages, &spikes);
     }
     if wanted("timer_storm") {
         let targets = Arc::new(Mutex::new(Vec::new()));

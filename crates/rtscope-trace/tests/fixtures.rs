@@ -130,3 +130,54 @@ fn the_timer_storm_is_charged_to_the_timer_interrupt() {
         );
     }
 }
+
+#[test]
+fn each_captured_spike_has_the_culprits_stack_named_from_the_fixture_kallsyms() {
+    use rtscope_trace::stacks::{find, Kallsyms};
+    let f = load("stacks");
+    assert_eq!(f.bad_pages, 0);
+    let stacks: Vec<&Vec<u64>> = f
+        .events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            Kind::KernelStack { frames } => Some(frames),
+            _ => None,
+        })
+        .collect();
+    assert!(!stacks.is_empty(), "no kernel_stack entry decoded");
+    assert!(stacks
+        .iter()
+        .all(|s| !s.is_empty() && s.len() <= rtscope_trace::decode::MAX_STACK_FRAMES));
+    let syms =
+        Kallsyms::parse(&std::fs::read_to_string(fixture::dir("stacks").join("kallsyms")).unwrap());
+    assert!(!f.spikes.is_empty());
+    for s in &f.spikes {
+        let ev: Vec<Event> = f
+            .events
+            .iter()
+            .filter(|e| e.ts + 5_000_000 >= s.deadline_ns && e.ts <= s.wakeup_ns)
+            .cloned()
+            .collect();
+        let (task, addrs) = find(&ev, s, None).unwrap_or_else(|| panic!("no stack for {s:?}"));
+        assert_eq!(task.comm, "culprit");
+        let stack = syms.stack(task, &addrs);
+        // The culprit gave the CPU back in its clock_nanosleep: the first frame past the
+        // scheduler and the tracer is the sleep; the raw stack starts in the tracer.
+        assert_eq!(stack.function(), Some("do_nanosleep"), "{stack:?}");
+        assert_eq!(
+            stack.frames.first().map(String::as_str),
+            Some("trace_event_raw_event_sched_switch"),
+            "{stack:?}"
+        );
+        assert!(stack
+            .frames
+            .iter()
+            .any(|f| f == "__x64_sys_clock_nanosleep"));
+        // The analyzer never reads a stack entry as an event of the culprit.
+        let a = attribute(&ev, s, false);
+        let Some(Category::Thread { task }) = a.culprit() else {
+            panic!("{a:?}")
+        };
+        assert_eq!(task.comm, "culprit");
+    }
+}

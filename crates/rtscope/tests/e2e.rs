@@ -17,6 +17,7 @@ mod compat_text;
 mod drop_in;
 mod explain;
 mod explain_all_cpus;
+mod explain_stacks;
 mod export;
 mod fidelity;
 mod fleet_ci;

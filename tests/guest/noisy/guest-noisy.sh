@@ -77,7 +77,7 @@ for mode in ${MODES:-preempt irq storm softirq net}; do
     # RTSCOPE_TRACE_DUMP: every event rtscope's own recorder read, to set beside the reference.
     traced_run "explain-$mode" "reference-$mode.txt" "/tmp/explain-$mode.json" \
         env RTSCOPE_TRACE_DUMP="/tmp/dump-$mode.txt" rtscope measure -D 6s -i 1ms --cpus 1 -p 80 \
-        --explain 1.5ms --explain-keep 100 -q --no-db --json "/tmp/explain-$mode.json"
+        --explain 1.5ms --explain-keep 100 --explain-stacks on -q --no-db --json "/tmp/explain-$mode.json"
     # The same noise under `rtscope noise --explain`: a busy loop at SCHED_OTHER on CPU 1 whose
     # gaps of 20 us and more are charged, the worst 200 kept whole for the comparison.
     traced_run "noise-$mode" "reference-noise-$mode.txt" "/tmp/noise-$mode.json" \

@@ -60,18 +60,38 @@ static void spin_us(int us)
 		cpu_relax();
 }
 
-static void tasklet_fn(struct tasklet_struct *t)
+/*
+ * The functions below are noinline and named noisy_*: `--explain`'s kernel stacks must name
+ * them (noisy_checks.py: the stacks' first frames name this module's functions).
+ */
+static noinline void noisy_long_softirq(struct tasklet_struct *t)
 {
 	spin_us(irq_us);
 }
 
 /* Runs on `cpu` in the function-call IPI. */
-static void ipi_fn(void *unused)
+static noinline void noisy_long_irq_handler(void *unused)
 {
 	if (kind == STORM)
 		spin_us(irq_us);
 	else
 		tasklet_schedule(&tasklet);
+}
+
+static noinline void noisy_hold_preempt_off(void)
+{
+	preempt_disable();
+	spin_us(busy_ms * USEC_PER_MSEC);
+	preempt_enable();
+}
+
+static noinline void noisy_hold_irqs_off(void)
+{
+	unsigned long flags;
+
+	local_irq_save(flags);
+	spin_us(busy_ms * USEC_PER_MSEC);
+	local_irq_restore(flags);
 }
 
 /* busy_ms of IPIs to `cpu`, each sent when the last one's handler has returned. */
@@ -80,27 +100,21 @@ static void send_ipis(void)
 	unsigned long end = jiffies + msecs_to_jiffies(busy_ms);
 
 	while (time_before(jiffies, end) && !kthread_should_stop()) {
-		smp_call_function_single(cpu, ipi_fn, NULL, 1);
+		smp_call_function_single(cpu, noisy_long_irq_handler, NULL, 1);
 		if (kind == SOFTIRQ)
 			spin_us(irq_us); /* about the tasklet's time: one pending at a time */
 	}
 }
 
-static int noisy_fn(void *unused)
+static noinline int noisy_thread(void *unused)
 {
 	while (!kthread_should_stop()) {
-		unsigned long flags = 0;
-
 		switch (kind) {
 		case PREEMPT:
-			preempt_disable();
-			spin_us(busy_ms * USEC_PER_MSEC);
-			preempt_enable();
+			noisy_hold_preempt_off();
 			break;
 		case IRQ:
-			local_irq_save(flags);
-			spin_us(busy_ms * USEC_PER_MSEC);
-			local_irq_restore(flags);
+			noisy_hold_irqs_off();
 			break;
 		default:
 			send_ipis();
@@ -133,8 +147,8 @@ static int __init noisy_init(void)
 		if (home >= nr_cpu_ids)
 			return -EINVAL;
 	}
-	tasklet_setup(&tasklet, tasklet_fn);
-	task = kthread_create(noisy_fn, NULL, "noisy-%s", mode);
+	tasklet_setup(&tasklet, noisy_long_softirq);
+	task = kthread_create(noisy_thread, NULL, "noisy-%s", mode);
 	if (IS_ERR(task))
 		return PTR_ERR(task);
 	kthread_bind(task, home);

@@ -89,6 +89,7 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         },
         explain: opt_dur(a.explain.as_deref(), "--explain")?,
         explain_keep: rtscope_session::plan::explain_keep(a.explain_keep)?,
+        explain_stacks: a.explain_stacks.as_deref() == Some("on"),
         explain_off: None,
         housekeeping_cpus: a
             .housekeeping

@@ -1,0 +1,273 @@
+//! Where in the kernel, in the report's "Why" section: the time by kernel function over every
+//! traced spike of a run with kernel stacks, and a flame graph of the kept spikes' folded
+//! stacks weighted by their latency (inline SVG, drawn here: no script, no dependency).
+
+use crate::escape::escape;
+use rtscope_explain::book::{ExplainSummary, Explained};
+use rtscope_explain::render::dur;
+use rtscope_explain::stack::{folded_weights, FunctionTime, KernelStack, SHOWN_FRAMES};
+use std::fmt::Write;
+
+/// Rows of the function table shown.
+const MAX_ROWS: usize = 15;
+/// The flame graph's width and the height of one frame (px).
+const WIDTH: f64 = 960.0;
+const ROW: f64 = 17.0;
+/// Frames drawn per stack at most (the outermost first).
+const MAX_DEPTH: usize = 32;
+
+/// The folded first frames of a kept spike's stack, for the worst-spikes table's cell.
+pub fn cell(e: &Explained) -> String {
+    match e {
+        Explained::Traced(a) => a.stack.as_ref().map_or(String::new(), |s| {
+            format!("{} ({})", s.top(SHOWN_FRAMES).join(" ← "), s.task)
+        }),
+        Explained::Coarse(_) => String::new(),
+    }
+}
+
+/// The table and the flame graph of `s`, when its spikes have kernel stacks.
+pub fn section(h: &mut String, s: &ExplainSummary) {
+    if s.functions.is_empty() {
+        return;
+    }
+    function_table(h, &s.functions);
+    let stacks: Vec<_> = s
+        .worst
+        .iter()
+        .filter_map(|e| match e {
+            Explained::Traced(a) => Some(a),
+            Explained::Coarse(_) => None,
+        })
+        .collect();
+    flame_graph(h, &folded_weights(stacks));
+}
+
+fn function_table(h: &mut String, rows: &[FunctionTime]) {
+    h.push_str("<table class=\"functions\"><tr><th class=\"t\">time by kernel function</th><th>spikes</th><th>total time</th></tr>\n");
+    for r in rows.iter().take(MAX_ROWS) {
+        let _ = writeln!(
+            h,
+            "<tr><td class=\"t\"><code>{}</code></td><td>{}</td><td>{}</td></tr>",
+            escape(&r.function),
+            r.spikes,
+            escape(&dur(r.ns))
+        );
+    }
+    h.push_str("</table>\n");
+    if rows.len() > MAX_ROWS {
+        let ns: u64 = rows[MAX_ROWS..].iter().map(|r| r.ns).sum();
+        let _ = writeln!(
+            h,
+            "<p class=\"muted\">… {} more functions, {} in all.</p>",
+            rows.len() - MAX_ROWS,
+            escape(&dur(ns))
+        );
+    }
+    h.push_str("<p class=\"muted\">Each traced spike's latency counted once, under the first function of its kernel stack outside the scheduler, tracing and interrupt-entry code (docs/explain.md, \"Kernel stacks\").</p>\n");
+}
+
+/// A frame of the flame graph and its callees.
+#[derive(Default)]
+struct Node {
+    name: String,
+    ns: u64,
+    kids: Vec<Node>,
+}
+
+impl Node {
+    fn insert(&mut self, frames: &[&str], ns: u64) {
+        self.ns = self.ns.saturating_add(ns);
+        let Some((first, rest)) = frames.split_first() else {
+            return;
+        };
+        let i = match self.kids.iter().position(|k| k.name == *first) {
+            Some(i) => i,
+            None => {
+                self.kids.push(Node {
+                    name: first.to_string(),
+                    ..Node::default()
+                });
+                self.kids.len() - 1
+            }
+        };
+        self.kids[i].insert(rest, ns);
+    }
+
+    fn depth(&self) -> usize {
+        1 + self.kids.iter().map(Node::depth).max().unwrap_or(0)
+    }
+}
+
+/// The flame graph of `folded` (outermost frame first, `;`-separated; weights in ns): the
+/// outermost frames at the bottom, each frame as wide as the spike time under it.
+fn flame_graph(h: &mut String, folded: &[(String, u64)]) {
+    let mut root = Node::default();
+    for (stack, ns) in folded {
+        let frames: Vec<&str> = stack.split(';').take(MAX_DEPTH).collect();
+        root.insert(&frames, *ns);
+    }
+    if root.ns == 0 {
+        return;
+    }
+    let depth = root.depth() - 1;
+    let height = depth as f64 * ROW + 2.0;
+    let _ = writeln!(
+        h,
+        "<p>Kernel stacks of the kept spikes, weighted by their latency ({} in all; hover a frame for its time):</p>\n<svg class=\"flame\" width=\"{WIDTH}\" height=\"{height}\" viewBox=\"0 0 {WIDTH} {height}\" role=\"img\" aria-label=\"flame graph of the kept spikes' kernel stacks\" font-family=\"monospace\" font-size=\"11\">",
+        escape(&dur(root.ns))
+    );
+    let scale = WIDTH / root.ns as f64;
+    let mut x = 0.0;
+    for k in &root.kids {
+        draw(h, k, x, 0, height, scale, root.ns);
+        x += k.ns as f64 * scale;
+    }
+    h.push_str("</svg>\n");
+}
+
+fn draw(h: &mut String, n: &Node, x: f64, level: usize, height: f64, scale: f64, total: u64) {
+    let w = n.ns as f64 * scale;
+    if w < 0.5 {
+        return;
+    }
+    let y = height - (level + 1) as f64 * ROW;
+    // Warm colours by name, stable across reports.
+    let hash = n
+        .name
+        .bytes()
+        .fold(0u32, |a, b| a.wrapping_mul(31).wrapping_add(u32::from(b)));
+    let (r, g) = (205 + hash % 50, 80 + (hash / 50) % 120);
+    let name = escape(&n.name);
+    let _ = write!(
+        h,
+        "<g><title>{name}: {} ({:.1} %)</title><rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{:.1}\" fill=\"rgb({r},{g},60)\" stroke=\"#fff\" stroke-width=\"0.5\"/>",
+        escape(&dur(n.ns)),
+        n.ns as f64 * 100.0 / total as f64,
+        ROW - 1.0
+    );
+    let fits = ((w - 4.0) / 6.6).floor().max(0.0) as usize;
+    if fits >= 3 {
+        let label: String = if n.name.chars().count() > fits {
+            let mut s: String = n.name.chars().take(fits.saturating_sub(1)).collect();
+            s.push('…');
+            s
+        } else {
+            n.name.clone()
+        };
+        let _ = write!(
+            h,
+            "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
+            x + 2.0,
+            y + ROW - 5.0,
+            escape(&label)
+        );
+    }
+    h.push_str("</g>\n");
+    let mut at = x;
+    for k in &n.kids {
+        draw(h, k, at, level + 1, height, scale, total);
+        at += k.ns as f64 * scale;
+    }
+}
+
+/// Whether a stack was recorded for any of `s`'s kept spikes.
+pub fn any(s: &ExplainSummary) -> bool {
+    s.worst
+        .iter()
+        .any(|e| matches!(e, Explained::Traced(a) if a.stack.as_ref().is_some_and(|k: &KernelStack| !k.frames.is_empty())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_explain::book::SpikeBook;
+    use rtscope_explain::model::{Attribution, Spike, Task, Tier};
+
+    fn spike(at: u64, latency: u64, frames: &[&str]) -> Explained {
+        Explained::Traced(Attribution {
+            spike: Spike {
+                cpu: 1,
+                tid: 9,
+                deadline_ns: at,
+                wakeup_ns: at + latency,
+                smis: None,
+            },
+            charges: Vec::new(),
+            complete: true,
+            lost_events: false,
+            siblings: Vec::new(),
+            stack: Some(KernelStack {
+                task: Task {
+                    comm: "noisy<x>".into(),
+                    pid: 5,
+                    prio: 120,
+                },
+                frames: frames.iter().map(|f| f.to_string()).collect(),
+            }),
+        })
+    }
+
+    #[test]
+    fn the_function_table_and_the_flame_graph_show_every_stack_weighted_and_escaped() {
+        let mut b = SpikeBook::new(60_000_000_000, 10, 10);
+        b.add(spike(
+            1_000_000,
+            3_000_000,
+            &[
+                "__schedule",
+                "noisy_hold_preempt_off [noisy]",
+                "noisy_thread [noisy]",
+                "kthread",
+            ],
+        ));
+        b.add(spike(
+            9_000_000,
+            1_000_000,
+            &["__schedule", "do_nanosleep", "hrtimer_nanosleep"],
+        ));
+        b.add(spike(
+            20_000_000,
+            2_000_000,
+            &["__schedule", "<script>", "kthread"],
+        ));
+        let s = b.summary(Tier::FlightRecorder, None, 100_000);
+        assert!(any(&s));
+        let mut h = String::new();
+        section(&mut h, &s);
+        assert!(
+            h.contains("<code>noisy_hold_preempt_off [noisy]</code></td><td>1</td><td>3.00 ms"),
+            "{h}"
+        );
+        assert!(h.contains("<svg class=\"flame\""), "{h}");
+        assert!(
+            h.contains("<title>noisy_hold_preempt_off [noisy]: 3.00 ms (50.0 %)</title>"),
+            "{h}"
+        );
+        // kthread is the outermost frame of two stacks: one frame, 5 ms wide of 6.
+        assert!(
+            h.contains("<title>kthread: 5.00 ms (83.3 %)</title>"),
+            "{h}"
+        );
+        assert!(
+            h.contains("&lt;script&gt;") && !h.contains("<script>"),
+            "{h}"
+        );
+        // Three levels at most above the bottom: no frame of the scheduler is drawn.
+        assert!(!h.contains("__schedule"), "{h}");
+        assert!(h.contains("height=\"53\""), "{h}");
+        assert_eq!(
+            cell(&s.worst[1]),
+            "do_nanosleep ← hrtimer_nanosleep (noisy<x>:5:nice0)"
+        );
+    }
+
+    #[test]
+    fn a_run_without_stacks_gets_neither_table_nor_graph() {
+        let s = SpikeBook::new(60_000_000_000, 10, 10).summary(Tier::FlightRecorder, None, 1);
+        let mut h = String::new();
+        section(&mut h, &s);
+        assert!(h.is_empty());
+        assert!(!any(&s));
+    }
+}

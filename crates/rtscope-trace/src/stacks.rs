@@ -1,0 +1,462 @@
+//! Kernel stacks for spikes: the `stacktrace` trigger the instance sets, finding a spike's
+//! stack among its CPU's events, and naming its addresses from `/proc/kallsyms`.
+//!
+//! The trigger (on the instance's own `sched_switch`, never the top-level one) takes a stack
+//! only on a switch into a measured thread (`rtscope-m*`, `rtscope-n*`) from a task other than
+//! the idle task. On an isolated, idle measured CPU a wake-up on time comes from the idle task
+//! and takes none; a late one waited for a task (a preempt-off or interrupts-off section, a
+//! thread of its priority or above), and the kernel writes that task's stack, in its
+//! `__schedule`, as a `kernel_stack` entry right after the `sched_switch` record. A measured
+//! CPU shared with a load takes one at every wake-up that preempts the load (docs/explain.md).
+//!
+//! Symbolizing reads `/proc/kallsyms` once (bounded: [`MAX_KALLSYMS`]), on the analysing
+//! thread, never in the measured path.
+
+use crate::decode::{Event, Kind};
+use crate::model::{Attribution, Spike, Task};
+use crate::tracefs::Stacks;
+use rtscope_explain::stack::{KernelStack, MAX_FRAMES};
+use std::borrow::Cow;
+use std::io::Read;
+use std::path::Path;
+
+/// The trigger written to the instance's `events/sched/sched_switch/trigger`: the stack of a
+/// task switched out for a measured thread.
+pub const TRIGGER: &str = "stacktrace if next_comm ~ \"rtscope-[mn]*\" && prev_pid != 0";
+
+/// The trigger written to the instance's `events/sched/sched_waking/trigger`: where the CPU
+/// was when a measured thread became runnable, unless it was idle (the stack of the task the
+/// waking interrupt found: a preempt-off section, the code that just turned interrupts back
+/// on, a thread that went on running).
+pub const WAKE_TRIGGER: &str = "stacktrace if comm ~ \"rtscope-[mn]*\" && common_pid != 0";
+
+/// How far before the deadline the waking of a spike's thread is looked for (ns).
+const WAKE_SLACK_NS: u64 = 50_000;
+
+/// The most of `/proc/kallsyms` read (bytes): about 15 MB on a distribution kernel with its
+/// modules loaded; a larger file is read this far and its later symbols are not named.
+pub const MAX_KALLSYMS: u64 = 64 << 20;
+
+/// How long after the switch into the measured thread its stack entry may come (ns): the
+/// trigger writes it in the same `__schedule`, interrupts off.
+const STACK_AFTER_SWITCH_NS: u64 = 200_000;
+
+/// The events without the `kernel_stack` entries (the analyzers read tasks and contexts from
+/// events; a stack entry is written in the switched-out task's name after the switch).
+pub fn without_stacks(events: &[Event]) -> Cow<'_, [Event]> {
+    if events
+        .iter()
+        .any(|e| matches!(e.kind, Kind::KernelStack { .. }))
+    {
+        Cow::Owned(
+            events
+                .iter()
+                .filter(|e| !matches!(e.kind, Kind::KernelStack { .. }))
+                .cloned()
+                .collect(),
+        )
+    } else {
+        Cow::Borrowed(events)
+    }
+}
+
+/// The stack a spike gets, and the task it is of: where the CPU was when the spike's thread
+/// became runnable (its `sched_waking`, from the deadline on), if that was the task charged
+/// the most (`culprit`: its PID, from the attribution); else the culprit's stack where it gave
+/// its CPU up within the spike (to the measured thread or another measured one); else the
+/// waking's stack of whatever ran; else the stack taken when the spike's thread last got its
+/// CPU back. `None` when none was taken (the CPU was idle and the thread came from the idle
+/// task, or the spike is an interrupt's on an idle CPU).
+pub fn find(events: &[Event], spike: &Spike, culprit: Option<&Task>) -> Option<(Task, Vec<u64>)> {
+    let named = culprit;
+    let culprit = culprit.map(|t| t.pid);
+    let within: Vec<(usize, &Event)> = events
+        .iter()
+        .enumerate()
+        .take_while(|(_, e)| e.ts <= spike.wakeup_ns)
+        .filter(|(_, e)| e.ts + WAKE_SLACK_NS >= spike.deadline_ns)
+        .collect();
+    let mut tasks = crate::decode::Tasks::default();
+    events.iter().for_each(|e| tasks.learn(e));
+    // A task no switch or waking of the window named (one running since before it) is
+    // named as the attribution named it.
+    if let Some(t) = named {
+        tasks.name(t.pid, crate::decode::Comm::new(t.comm.as_bytes()));
+    }
+    let at_wake = within
+        .iter()
+        .rev()
+        .find_map(|&(i, e)| match e.kind {
+            Kind::Waking { pid, .. } if pid == spike.tid && e.pid != 0 => Some((i, e)),
+            _ => None,
+        })
+        .and_then(|(i, e)| Some((tasks.task(e.pid), stack_of(events, i, e.pid)?)));
+    let switched = |pid: Option<i32>| {
+        within.iter().rev().find_map(|&(i, e)| match &e.kind {
+            Kind::Switch {
+                prev_pid, next_pid, ..
+            } if pid.map_or(*next_pid == spike.tid, |p| *prev_pid == p && p != 0) => {
+                Some((tasks.task(*prev_pid), stack_of(events, i, *prev_pid)?))
+            }
+            _ => None,
+        })
+    };
+    let culprit = culprit.filter(|&p| p != 0);
+    match at_wake {
+        Some(w) if culprit == Some(w.0.pid) => Some(w),
+        w => culprit
+            .and_then(|p| switched(Some(p)))
+            .or(w)
+            .or_else(|| switched(None)),
+    }
+}
+
+/// The stack entry a trigger wrote right after the record at index `i`, in the name of `pid`
+/// (the task switched out, or the one the waking interrupted): before any other switch and
+/// within [`STACK_AFTER_SWITCH_NS`].
+fn stack_of(events: &[Event], i: usize, pid: i32) -> Option<Vec<u64>> {
+    let ts = events.get(i)?.ts;
+    events[i + 1..]
+        .iter()
+        .take_while(|e| e.ts <= ts + STACK_AFTER_SWITCH_NS)
+        .take_while(|e| !matches!(e.kind, Kind::Switch { .. }))
+        .find_map(|e| match &e.kind {
+            Kind::KernelStack { frames } if e.pid == pid => Some(frames.clone()),
+            _ => None,
+        })
+}
+
+/// What a recorder names its spikes' stacks with: whether they get one, and the symbols.
+#[derive(Debug, Clone)]
+pub struct Namer {
+    state: Stacks,
+    kallsyms: Kallsyms,
+}
+
+impl Namer {
+    /// Reads `/proc/kallsyms` when stacks are `asked` for (before the instance: without
+    /// symbols no trigger is set).
+    pub fn load(asked: bool) -> Namer {
+        let (state, kallsyms) = match asked {
+            false => (Stacks::Off, Kallsyms::default()),
+            true => match Kallsyms::read(Path::new("/proc/kallsyms")) {
+                Ok(k) => (Stacks::On, k),
+                Err(e) => (
+                    Stacks::Unavailable(format!("no kernel symbols: {e}")),
+                    Kallsyms::default(),
+                ),
+            },
+        };
+        Namer { state, kallsyms }
+    }
+
+    /// Whether the instance should set the trigger.
+    pub fn wants_trigger(&self) -> bool {
+        self.state == Stacks::On
+    }
+
+    /// Takes the instance's state (the trigger set, or why not) unless the symbols failed.
+    pub fn settle(&mut self, instance: &Stacks) {
+        if self.state == Stacks::On {
+            self.state = instance.clone();
+        }
+    }
+
+    /// Whether spikes get stacks, or why not.
+    pub fn state(&self) -> &Stacks {
+        &self.state
+    }
+
+    /// Gives `a` the stack [`find`] finds in `events` (its CPU's, around the spike), named.
+    pub fn attach(&self, a: &mut Attribution, events: &[Event]) {
+        if self.state != Stacks::On {
+            return;
+        }
+        let culprit = a.culprit().and_then(crate::Category::task).cloned();
+        a.stack = find(events, &a.spike, culprit.as_ref())
+            .map(|(task, addrs)| self.kallsyms.stack(task, &addrs));
+    }
+}
+
+/// The kernel's symbols: start addresses and names (`name [module]` for a module's), sorted.
+#[derive(Debug, Clone, Default)]
+pub struct Kallsyms {
+    syms: Vec<(u64, String)>,
+}
+
+/// Why addresses cannot be named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoSymbols {
+    /// The file could not be read.
+    Unreadable(String),
+    /// Every address is 0: `kptr_restrict` hides them from this process.
+    Hidden,
+}
+
+impl std::fmt::Display for NoSymbols {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoSymbols::Unreadable(e) => write!(f, "/proc/kallsyms unreadable: {e}"),
+            NoSymbols::Hidden => f.write_str(
+                "/proc/kallsyms shows no addresses (kptr_restrict); \
+                 fix: sysctl kernel.kptr_restrict=1 and run as root",
+            ),
+        }
+    }
+}
+
+impl Kallsyms {
+    /// Reads `path` (`/proc/kallsyms`), at most [`MAX_KALLSYMS`] bytes.
+    pub fn read(path: &Path) -> Result<Kallsyms, NoSymbols> {
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_KALLSYMS).read_to_string(&mut text))
+            .map_err(|e| NoSymbols::Unreadable(e.to_string()))?;
+        let k = Kallsyms::parse(&text);
+        if k.syms.is_empty() {
+            return Err(NoSymbols::Hidden);
+        }
+        Ok(k)
+    }
+
+    /// Parses the text of `/proc/kallsyms` (`ffffffff81000000 T _stext`, `… t fn\t[mod]`):
+    /// text symbols only (`t`, `T`, `w`, `W`), zero addresses skipped; names at most 128
+    /// bytes, escaped when not printable.
+    pub fn parse(text: &str) -> Kallsyms {
+        let mut syms: Vec<(u64, String)> = text
+            .lines()
+            .filter_map(|l| {
+                let mut it = l.split_whitespace();
+                let addr = u64::from_str_radix(it.next()?, 16).ok()?;
+                let kind = it.next()?;
+                let name = it.next()?;
+                if addr == 0 || !matches!(kind, "t" | "T" | "w" | "W") {
+                    return None;
+                }
+                let name = clean(name);
+                let name = match it.next() {
+                    Some(m) => format!("{name} {}", clean(m)),
+                    None => name,
+                };
+                Some((addr, name))
+            })
+            .collect();
+        syms.sort_unstable_by_key(|s| s.0);
+        Kallsyms { syms }
+    }
+
+    /// How many symbols.
+    pub fn len(&self) -> usize {
+        self.syms.len()
+    }
+
+    /// Whether it has none.
+    pub fn is_empty(&self) -> bool {
+        self.syms.is_empty()
+    }
+
+    /// The function containing `addr` (a return address: the call is just before it, so
+    /// `addr - 1` is looked up), or `0x…` before the first symbol.
+    pub fn name(&self, addr: u64) -> String {
+        let at = addr.saturating_sub(1);
+        let i = self.syms.partition_point(|s| s.0 <= at);
+        match i.checked_sub(1).map(|i| &self.syms[i]) {
+            Some((_, name)) => name.clone(),
+            None => format!("{addr:#x}"),
+        }
+    }
+
+    /// The named stack of `task` from return addresses (innermost first, at most
+    /// [`MAX_FRAMES`]).
+    pub fn stack(&self, task: Task, addrs: &[u64]) -> KernelStack {
+        KernelStack {
+            task,
+            frames: addrs
+                .iter()
+                .take(MAX_FRAMES)
+                .map(|&a| self.name(a))
+                .collect(),
+        }
+    }
+}
+
+/// A symbol or module name as printed: at most 128 characters, control and non-ASCII ones
+/// escaped (`\u{1b}`).
+fn clean(s: &str) -> String {
+    s.chars()
+        .take(128)
+        .flat_map(|c| {
+            let keep = c.is_ascii_graphic();
+            let escaped = (!keep).then(|| c.escape_default());
+            keep.then_some(c)
+                .into_iter()
+                .chain(escaped.into_iter().flatten())
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{Comm, TaskState};
+
+    const SYMS: &str = "\
+0000000000000000 A fixed_percpu_data
+ffffffff81000000 T _stext
+ffffffff81100000 T __schedule
+ffffffff81100800 t preempt_schedule_common
+ffffffff81101000 D some_data
+ffffffffc0a00000 t noisy_hold_preempt_off\t[noisy]
+ffffffffc0a00100 t noisy_thread\t[noisy]
+";
+
+    #[test]
+    fn return_addresses_are_named_by_the_function_before_them_with_their_module() {
+        let k = Kallsyms::parse(SYMS);
+        assert_eq!(k.len(), 5);
+        assert_eq!(k.name(0xffff_ffff_8110_0010), "__schedule");
+        // A return address right after a call at the end of a function is still that one.
+        assert_eq!(k.name(0xffff_ffff_8110_0800), "__schedule");
+        assert_eq!(
+            k.name(0xffff_ffff_c0a0_0042),
+            "noisy_hold_preempt_off [noisy]"
+        );
+        assert_eq!(k.name(0x1000), "0x1000");
+        let s = k.stack(
+            Task {
+                comm: "noisy".into(),
+                pid: 9,
+                prio: 120,
+            },
+            &[
+                0xffff_ffff_8110_0010,
+                0xffff_ffff_c0a0_0042,
+                0xffff_ffff_c0a0_0110,
+            ],
+        );
+        assert_eq!(s.function(), Some("noisy_hold_preempt_off [noisy]"));
+        assert!(Kallsyms::parse("0000000000000000 T _stext\n").is_empty());
+        assert_eq!(
+            Kallsyms::parse("ffffffff81000000 T evil\x1b[2J\n").name(0xffff_ffff_8100_0001),
+            "evil\\u{1b}[2J"
+        );
+    }
+
+    fn ev(ts: u64, pid: i32, kind: Kind) -> Event {
+        Event { ts, pid, kind }
+    }
+
+    fn named_task(pid: i32) -> Task {
+        Task {
+            comm: "spinner".into(),
+            pid,
+            prio: 120,
+        }
+    }
+
+    fn switch(ts: u64, prev: i32, next: i32) -> Event {
+        ev(
+            ts,
+            prev,
+            Kind::Switch {
+                prev_pid: prev,
+                prev_prio: 120,
+                prev_comm: Comm::new(b"culprit"),
+                prev_state: TaskState::Preempted,
+                next_pid: next,
+                next_prio: 1,
+                next_comm: Comm::new(b"rtscope-m0"),
+            },
+        )
+    }
+
+    #[test]
+    fn the_stack_of_the_switch_that_ended_the_spike_is_found_and_others_are_not() {
+        let spike = Spike {
+            cpu: 1,
+            tid: 7,
+            deadline_ns: 1_000_000,
+            wakeup_ns: 9_000_000,
+            smis: None,
+        };
+        let stack = |ts, pid, a| ev(ts, pid, Kind::KernelStack { frames: vec![a] });
+        let events = vec![
+            switch(500_000, 40, 7), // before the deadline: another wake-up's
+            stack(501_000, 40, 0xa),
+            switch(700_000, 7, 40),
+            switch(8_000_000, 41, 7),
+            stack(8_001_000, 41, 0xb),
+            stack(9_500_000, 41, 0xc),
+        ];
+        let (task, frames) = find(&events, &spike, None).unwrap();
+        assert_eq!(
+            (task.pid, task.comm.as_str(), frames),
+            (41, "culprit", vec![0xb])
+        );
+        // A switch from the idle task takes no stack: nothing is found.
+        let idle = vec![
+            switch(500_000, 40, 7),
+            stack(501_000, 40, 0xa),
+            switch(8_000_000, 0, 7),
+        ];
+        assert_eq!(find(&idle, &spike, None), None);
+        // The task charged the most gave the CPU to another measured thread (another
+        // rtscope's), which then gave it to the spike's: the culprit's stack is the one.
+        let relay = vec![
+            switch(3_000_000, 40, 99),
+            stack(3_001_000, 40, 0xd),
+            switch(8_000_000, 99, 7),
+            stack(8_001_000, 99, 0xe),
+        ];
+        assert_eq!(
+            find(&relay, &spike, Some(&named_task(40))).unwrap().1,
+            vec![0xd]
+        );
+        assert_eq!(find(&relay, &spike, None).unwrap().1, vec![0xe]);
+        assert_eq!(
+            find(&relay, &spike, Some(&named_task(55))).unwrap().1,
+            vec![0xe]
+        );
+        // The waking found the culprit running: its stack there is the one (where the timer
+        // interrupt found the section); another task's waking stack yields to the culprit's
+        // switch.
+        let waking = |ts, pid| {
+            ev(
+                ts,
+                pid,
+                Kind::Waking {
+                    pid: 7,
+                    prio: 1,
+                    comm: Comm::new(b"rtscope-m0"),
+                    target_cpu: 1,
+                },
+            )
+        };
+        let mut woke = vec![waking(1_000_000, 40), stack(1_000_500, 40, 0xf)];
+        woke.extend(relay.iter().cloned());
+        assert_eq!(
+            find(&woke, &spike, Some(&named_task(40))).unwrap().1,
+            vec![0xf]
+        );
+        // The waking's task is named by the switches of the window, else by the attribution.
+        assert_eq!(
+            find(&woke, &spike, Some(&named_task(40))).unwrap().0.comm,
+            "culprit"
+        );
+        let alone = vec![woke[0].clone(), woke[1].clone()];
+        assert_eq!(
+            find(&alone, &spike, Some(&named_task(40))).unwrap().0.comm,
+            "spinner"
+        );
+        woke[0].pid = 41;
+        woke[1].pid = 41;
+        assert_eq!(
+            find(&woke, &spike, Some(&named_task(40))).unwrap().1,
+            vec![0xd]
+        );
+        assert_eq!(find(&woke, &spike, None).unwrap().1, vec![0xf]);
+        let plain = without_stacks(&events);
+        assert_eq!(plain.len(), 3);
+        assert!(matches!(without_stacks(&plain), Cow::Borrowed(_)));
+    }
+}

@@ -1,0 +1,147 @@
+//! `--explain`'s kernel stacks end to end, as root on this host: a busy SCHED_FIFO 99 thread
+//! on the measured CPU delays the wake-ups; the spikes it caused carry its kernel stack (where
+//! the timer interrupt that woke the measured thread found it: in user space, spinning; or
+//! where it gave the CPU back: its clock_nanosleep) in the JSON, the text and `runs explain`,
+//! with the time by kernel function; the trigger lives in rtscope's instance only; without
+//! `--explain-stacks on` (the default) or with `off` none is taken. A test that cannot run here fails under
+//! RTSCOPE_TEST_STRICT=1 and skips with the reason printed otherwise.
+
+use crate::explain::{culprit, traceable};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs `measure --explain 1.5ms` for 3 s on the last CPU beside the culprit; `extra` args
+/// added. Returns (stdout, stderr, JSON, database).
+fn run_with_culprit(
+    name: &str,
+    extra: &[&str],
+) -> (String, String, serde_json::Value, std::path::PathBuf) {
+    let d = std::env::temp_dir().join(format!("rtscope-stacks-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let (db, json) = (d.join("x.db"), d.join("x.json"));
+    let cpu = std::thread::available_parallelism().unwrap().get() - 1;
+    let stop = Arc::new(AtomicBool::new(false));
+    let c = culprit(cpu, stop.clone());
+    let o = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .args([
+            "measure",
+            "-D",
+            "3s",
+            "-i",
+            "1ms",
+            "--cpus",
+            &cpu.to_string(),
+        ])
+        .args(["--explain", "1.5ms", "--explain-keep", "40", "-q"])
+        .args(extra)
+        .arg("--db")
+        .arg(&db)
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    stop.store(true, Ordering::Relaxed);
+    c.join().unwrap();
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let v = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (out, err, v, db)
+}
+
+fn top_level_trigger() -> String {
+    std::fs::read_to_string("/sys/kernel/tracing/events/sched/sched_switch/trigger")
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_spikes_a_busy_fifo_thread_caused_carry_its_kernel_stack_in_json_text_and_runs_explain() {
+    rtscope_testkit::require_ok!(traceable());
+    let _rt = rtscope_testkit::rt_lock();
+    let before = top_level_trigger();
+    let (out, err, v, db) = run_with_culprit("on", &["--explain-stacks", "on"]);
+    assert!(!err.contains("kernel stacks off"), "{err}");
+    let x = &v["explain"];
+    let worst = x["worst"].as_array().unwrap();
+    let culprit_stacks: Vec<&serde_json::Value> = worst
+        .iter()
+        .filter_map(|w| w.get("stack"))
+        .filter(|s| s["task"]["comm"] == "culprit")
+        .collect();
+    assert!(
+        !culprit_stacks.is_empty(),
+        "no spike with the culprit's stack: {x}"
+    );
+    for s in &culprit_stacks {
+        let frames: Vec<&str> = s["frames"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .collect();
+        assert!(!frames.is_empty() && frames.len() <= 64, "{s}");
+        // The timer interrupt that woke the measured thread found the culprit spinning (the
+        // waking's stack), or the culprit slept in clock_nanosleep between its bursts (the
+        // switch's): nothing else.
+        assert!(
+            frames.contains(&"hrtimer_wakeup") || frames.contains(&"do_nanosleep"),
+            "{s}"
+        );
+    }
+    // Spinning in user space: its function is "(user space)", the task names the culprit.
+    let functions = x["functions"].as_array().unwrap();
+    let row = functions.iter().find(|r| r["function"] == "(user space)");
+    assert!(
+        row.is_some_and(|r| r["spikes"].as_u64() >= Some(1)),
+        "{functions:?}"
+    );
+    assert!(
+        out.contains("kernel stack: (user space) (culprit:"),
+        "{out}"
+    );
+    assert!(out.contains("time by kernel function"), "{out}");
+    let o = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .args(["runs", "explain", "last", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let explained = text(&o.stdout);
+    assert!(
+        explained.contains("kernel stack: (user space) (culprit:")
+            && explained.contains("time by kernel function"),
+        "{explained}"
+    );
+    // The trigger was set in rtscope's instance, never on the top-level event.
+    assert_eq!(top_level_trigger(), before);
+    let _ = std::fs::remove_dir_all(db.parent().unwrap());
+}
+
+/// Off by default (where a load shares a measured CPU, every wake-up that preempts it would
+/// take stacks on the measured thread's path), and with `--explain-stacks off`: the culprit is
+/// named, no stack is taken.
+#[test]
+fn by_default_and_with_explain_stacks_off_the_culprit_is_explained_without_any_stack() {
+    rtscope_testkit::require_ok!(traceable());
+    let _rt = rtscope_testkit::rt_lock();
+    for (name, flags) in [("default", &[][..]), ("off", &["--explain-stacks", "off"][..])] {
+        let (out, _err, v, db) = run_with_culprit(name, flags);
+        let x = &v["explain"];
+        assert!(out.contains("thread culprit:"), "{name}: {out}");
+        assert!(
+            x["worst"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|w| w.get("stack").is_none()),
+            "{name}: {x}"
+        );
+        assert!(x.get("functions").is_none(), "{name}: {x}");
+        assert!(!out.contains("kernel stack:"), "{name}: {out}");
+        let _ = std::fs::remove_dir_all(db.parent().unwrap());
+    }
+}
