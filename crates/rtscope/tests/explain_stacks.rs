@@ -128,7 +128,10 @@ fn the_spikes_a_busy_fifo_thread_caused_carry_its_kernel_stack_in_json_text_and_
 fn by_default_and_with_explain_stacks_off_the_culprit_is_explained_without_any_stack() {
     rtscope_testkit::require_ok!(traceable());
     let _rt = rtscope_testkit::rt_lock();
-    for (name, flags) in [("default", &[][..]), ("off", &["--explain-stacks", "off"][..])] {
+    for (name, flags) in [
+        ("default", &[][..]),
+        ("off", &["--explain-stacks", "off"][..]),
+    ] {
         let (out, _err, v, db) = run_with_culprit(name, flags);
         let x = &v["explain"];
         assert!(out.contains("thread culprit:"), "{name}: {out}");
