@@ -673,6 +673,7 @@ mod tests {
             complete: true,
             lost_events: false,
             siblings: Vec::new(),
+            stack: None,
         };
         assert_eq!(unexplained_rest_ns(&a), 900);
         b.add(Explained::Traced(a));
