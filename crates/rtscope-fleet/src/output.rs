@@ -142,9 +142,20 @@ impl CiOutput {
     }
 }
 
+/// The `--ci-output FORMAT=FILE` options `texts`, parsed and checked before anything runs
+/// (see [`check_outputs`]).
+pub fn parse_outputs(texts: &[String]) -> Result<Vec<CiOutput>, FleetError> {
+    let outs = texts
+        .iter()
+        .map(|t| CiOutput::parse(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_outputs(&outs)?;
+    Ok(outs)
+}
+
 /// Checks `outs` before anything runs (issue 26, N9/N10): each file's directory exists, and no
 /// two outputs name the same file (or both stdout), which would keep only the last silently.
-pub fn check_outputs(outs: &[CiOutput]) -> Result<(), FleetError> {
+fn check_outputs(outs: &[CiOutput]) -> Result<(), FleetError> {
     let mut seen: Vec<Option<PathBuf>> = Vec::new();
     for o in outs {
         let key = match &o.path {
@@ -285,5 +296,31 @@ mod tests {
         assert!(e.to_string().contains("two --ci-output"), "{e}");
         let e = check_outputs(&parse(&["junit=-", "lava=-"])).unwrap_err();
         assert!(e.to_string().contains("write stdout"), "{e}");
+    }
+
+    #[test]
+    fn ci_output_options_are_parsed_and_checked_together_or_refused_naming_the_option() {
+        let texts = |v: &[&str]| -> Vec<String> { v.iter().map(|t| t.to_string()).collect() };
+        let outs = parse_outputs(&texts(&["junit=-", "kcidb=r.json"])).unwrap();
+        assert_eq!(
+            outs[0],
+            CiOutput {
+                format: Format::Junit,
+                path: None
+            }
+        );
+        assert_eq!(outs[1].path, Some(PathBuf::from("r.json")));
+        assert!(parse_outputs(&[]).unwrap().is_empty());
+        let e = parse_outputs(&texts(&["junit=-", "xml=r.xml"])).unwrap_err();
+        assert!(
+            e.to_string().starts_with("invalid --ci-output 'xml=r.xml'"),
+            "{e}"
+        );
+        let e = parse_outputs(&texts(&["lava=-", "junit=-"])).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("two --ci-output options write stdout"),
+            "{e}"
+        );
     }
 }

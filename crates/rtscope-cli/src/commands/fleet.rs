@@ -110,13 +110,7 @@ pub fn check_ci_outputs(outs: &[String]) -> Result<(), UsageError> {
 }
 
 fn ci_outputs(outs: &[String]) -> Result<Vec<CiOutput>, UsageError> {
-    let outs = outs
-        .iter()
-        .map(|o| CiOutput::parse(o))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(usage)?;
-    output::check_outputs(&outs).map_err(usage)?;
-    Ok(outs)
+    output::parse_outputs(outs).map_err(usage)
 }
 
 /// `compare --ci-output FORMAT=FILE`: the verdicts of `c`.
