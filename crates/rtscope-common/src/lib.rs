@@ -4,7 +4,9 @@
 //! tags checked one way; [`limits`], the `--limit STAT=VALUE` gates and their checks; [`outfile`],
 //! the one way rtscope writes an output file; [`keeper`], the forked child that cleans up after
 //! rtscope however it ends; [`signals`], the signals a run waits for; [`clock`], the control
-//! side's time behind a seam (a fake clock for tests).
+//! side's time behind a seam (a fake clock for tests); [`prometheus`], the exposition's
+//! buckets, label escaping and bucket rule, shared by the fleet's textfile and watch's
+//! `/metrics`.
 
 #![warn(missing_docs)]
 
@@ -15,4 +17,5 @@ pub mod keeper;
 pub mod limits;
 pub mod names;
 pub mod outfile;
+pub mod prometheus;
 pub mod signals;
