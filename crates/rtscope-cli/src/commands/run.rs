@@ -12,7 +12,7 @@ pub fn run(
     a: &RunArgs,
     argv: &[String],
     out: &mut dyn Write,
-    missing: &mut Vec<rtscope_fleet::MissingBoard>,
+    missing: &mut Vec<rtscope_formats::missing::MissingBoard>,
 ) -> anyhow::Result<ExitStatus> {
     if !a.fleet.targets.is_empty() && !a.dry_run {
         let file = a.file.as_deref();

@@ -118,7 +118,7 @@ struct Lowered {
     tick: Nanos,
     json_file: Option<OutputFile>,
     store: Option<rtscope_store::Store>,
-    textfile: Option<rtscope_fleet::metrics_file::MetricsFile>,
+    textfile: Option<rtscope_formats::metrics_file::MetricsFile>,
     /// What records the run (the audit's rows are added once it ran).
     record: RecordSpec,
     quiet: bool,
@@ -163,7 +163,7 @@ pub fn run(
     a: &MeasureArgs,
     command_line: Vec<String>,
     out: &mut dyn Write,
-    missing: &mut Vec<rtscope_fleet::MissingBoard>,
+    missing: &mut Vec<rtscope_formats::missing::MissingBoard>,
 ) -> anyhow::Result<ExitStatus> {
     if !a.fleet.targets.is_empty() {
         return on_targets(a, &command_line, out, missing);
@@ -224,7 +224,7 @@ fn on_targets(
     a: &MeasureArgs,
     command_line: &[String],
     out: &mut dyn Write,
-    missing: &mut Vec<rtscope_fleet::MissingBoard>,
+    missing: &mut Vec<rtscope_formats::missing::MissingBoard>,
 ) -> anyhow::Result<ExitStatus> {
     if a.metrics_file.is_some() || a.rec.no_db || a.json.is_some() {
         return Err(crate::usage(
@@ -238,11 +238,11 @@ fn on_targets(
 /// `--metrics-file`, checked before the run.
 fn metrics_file(
     a: &MeasureArgs,
-) -> Result<Option<rtscope_fleet::metrics_file::MetricsFile>, UsageError> {
+) -> Result<Option<rtscope_formats::metrics_file::MetricsFile>, UsageError> {
     a.metrics_file
         .as_deref()
         .map(|p| {
-            rtscope_fleet::metrics_file::MetricsFile::new(
+            rtscope_formats::metrics_file::MetricsFile::new(
                 p,
                 &a.rec.tags,
                 a.rec.label.as_deref(),

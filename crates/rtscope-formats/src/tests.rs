@@ -1,9 +1,10 @@
 use super::*;
+use crate::missing::{BoardEnd, MissingBoard};
 use rtscope_store::Store;
 use rtscope_testkit::synthetic::{write_run, SyntheticRun};
 
 fn store(name: &str) -> (Store, std::path::PathBuf) {
-    let dir = std::env::temp_dir().join(format!("rtscope-fleet-{name}-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("rtscope-formats-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     (Store::open(&dir.join("r.db")).unwrap(), dir)

@@ -5,7 +5,7 @@
 //! Debian or the other registries CI uses; .ci/run installs both in $RTSCOPE_NODE).
 
 use rtscope_common::limits;
-use rtscope_fleet::{prometheus, Report};
+use rtscope_formats::{prometheus, Report};
 use rtscope_store::Store;
 use rtscope_testkit::synthetic::{write_run, SyntheticRun};
 use std::io::Write;
