@@ -28,7 +28,8 @@ mod until_tail_tests;
 
 pub use expand::{estimate, load, Campaign, PlannedRun};
 
-use rtscope_session::{record, ExitStatus, RunError, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
+use rtscope_session::{record, RunError};
 use rtscope_store::RunStatus;
 use std::io::Write;
 use std::path::PathBuf;

@@ -3,8 +3,8 @@
 
 use super::file::RawLoad;
 use super::pos::{suggest, Source};
+use rtscope_common::error::UsageError;
 use rtscope_load::{LoadSpec, MsgMode, MsgTransport};
-use rtscope_session::UsageError;
 use std::path::{Path, PathBuf};
 
 /// Every `kind` a load can have.

@@ -8,13 +8,14 @@ use super::until_tail::watch::Watch;
 use super::CampaignOptions;
 use super::PlannedRun;
 use rtscope_common::clock::{Clock, SharedClock};
+use rtscope_common::error::UsageError;
 use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{sys, Run, RunResult};
 use rtscope_load::LoadReport;
 use rtscope_session::record::{self, RecordSpec};
+use rtscope_session::RunError;
 use rtscope_session::{preflight, ConfigDoc, Event, Measured, Recorded, Session, SystemSettings};
 use rtscope_session::{RecordOutcome, RespondMeasured, RespondSession, Workload};
-use rtscope_session::{RunError, UsageError};
 use rtscope_store::{CampaignId, Store};
 use rtscope_store::{CampaignRun, LoadMetric, LoadRow, RunId};
 use std::io::Write;
@@ -75,7 +76,7 @@ fn audit(ctx: &mut Ctx, p: &PlannedRun, number: usize) -> Vec<rtscope_store::Che
         .collect();
     if bad != ctx.bad_checks {
         for line in preflight::bad_lines(&audit) {
-            rtscope_session::output::warn(&format!("[{number}] {line}"));
+            rtscope_common::error::warn(&format!("[{number}] {line}"));
         }
         ctx.bad_checks = bad;
     }
@@ -141,13 +142,13 @@ pub(super) fn one_run(
         writeln!(out, "[{number}] {}: {line}", p.label)?;
     }
     if let Some(e) = m.run_error() {
-        rtscope_session::output::warn(&format!(
+        rtscope_common::error::warn(&format!(
             "[{number}] {}: error during the run: {e}",
             p.label
         ));
     }
     if let Some(line) = rec.line.filter(|_| record_failed) {
-        rtscope_session::output::warn(&line);
+        rtscope_common::error::warn(&line);
     }
     out.flush()?;
     Ok(RunEnd {
@@ -249,7 +250,7 @@ fn timer(
     };
     let mut session = Session::start(p.plan.clone(), settings, recorded)?;
     if let Some(off) = &p.plan.explain_off {
-        rtscope_session::output::warn(&format!("[{number}] explain: off — {off}"));
+        rtscope_common::error::warn(&format!("[{number}] explain: off — {off}"));
     }
     if let Some(l) = loads {
         // The shepherd is rtscope's; the loads it started keep their CPUs.
@@ -367,7 +368,7 @@ pub(super) fn failed_loads(reports: &[LoadReport]) -> Vec<String> {
 pub(super) fn file_loads(ctx: &mut Ctx, id: RunId, reports: &[LoadReport]) {
     let rows: Vec<LoadRow> = reports.iter().map(load_row).collect();
     if let Err(e) = ctx.store.set_loads(id, &rows) {
-        rtscope_session::output::warn(&format!(
+        rtscope_common::error::warn(&format!(
             "error: the loads of run {id} could not be recorded: {e}"
         ));
     }
@@ -375,7 +376,7 @@ pub(super) fn file_loads(ctx: &mut Ctx, id: RunId, reports: &[LoadReport]) {
     if !failed.is_empty() {
         let names = failed.join(",");
         if let Err(e) = ctx.store.set_tag(id, LOAD_FAILED_TAG, Some(&names)) {
-            rtscope_session::output::warn(&format!("error: run {id} could not be tagged: {e}"));
+            rtscope_common::error::warn(&format!("error: run {id} could not be tagged: {e}"));
         }
     }
 }
@@ -413,7 +414,7 @@ pub(super) fn settle(d: Nanos, clock: &dyn Clock) -> Option<i32> {
 
 /// Says that a second stop signal ends the loads at once.
 fn skipping_grace() {
-    rtscope_session::output::warn(
+    rtscope_common::error::warn(
         "rtscope: second stop signal: the loads are killed now, without their grace period",
     );
 }

@@ -9,9 +9,10 @@
 use super::one_run::{one_run, Ctx, RunEnd};
 use super::progress::Progress;
 use super::{Campaign, CampaignOptions, PlannedRun};
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_session::record;
 use rtscope_session::sysinfo;
-use rtscope_session::{ExitStatus, RunError, UsageError};
+use rtscope_session::RunError;
 use rtscope_store::RunStatus;
 use rtscope_store::{CampaignId, NewCampaign, Store};
 use std::io::Write;

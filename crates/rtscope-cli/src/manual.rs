@@ -2,7 +2,7 @@
 //! (generation in the `rtscope-manual` crate).
 
 use crate::cli::ManArgs;
-use crate::exit::ExitStatus;
+use rtscope_common::error::ExitStatus;
 use std::io::Write;
 
 /// What the pages need besides the clap command.

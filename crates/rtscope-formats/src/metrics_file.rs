@@ -97,7 +97,7 @@ impl MetricsFile {
         );
         if let Err(e) = self.write(&r) {
             if !self.warned {
-                rtscope_common::errors::warn(&format!(
+                rtscope_common::error::warn(&format!(
                     "rtscope: warning: --metrics-file: {e} (the run goes on)"
                 ));
                 self.warned = true;

@@ -1,10 +1,10 @@
 //! The versioned JSON result of `rtscope measure` (schema `rtscope.measure/1`,
 //! documented in docs/json-schema.md). All latencies are integer nanoseconds.
 
+use rtscope_common::limits::Check;
 use rtscope_core::order::collect_map;
 use rtscope_core::{layout, Histogram, Stats};
 use rtscope_engine::sys;
-use rtscope_session::limits::Check;
 use rtscope_session::sysinfo::{self, SysInfo};
 use rtscope_session::{ConfigDoc, RunPlan};
 use serde::Serialize;

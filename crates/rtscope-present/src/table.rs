@@ -1,7 +1,7 @@
 //! The human summary of `rtscope measure`: one row per thread and one for all threads.
 
+use rtscope_common::limits::Check;
 use rtscope_core::{text, Histogram, Nanos, Overflow, Stats, PERCENTILES};
-use rtscope_session::limits::Check;
 use std::fmt::Write;
 
 /// One row of the table.

@@ -4,7 +4,7 @@
 //! noise`, one "thread" per CPU, whose samples are the loop's gaps and whose events are the
 //! gaps over the threshold, with their start).
 
-use crate::UsageError;
+use rtscope_common::error::UsageError;
 use rtscope_core::Nanos;
 use rtscope_engine::noise::{Gap, NoiseConfig, NoiseThread};
 use rtscope_engine::CpuSet;

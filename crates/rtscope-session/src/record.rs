@@ -2,11 +2,11 @@
 //! thread (at least once a second), never from a measuring thread.
 
 use crate::environment;
-use crate::error::UsageError;
 use crate::housekeeping::Housekeeping;
 use crate::monitoring::{MonitorRows, MonitorThread, TimeAxis};
 use crate::sysinfo;
 use rtscope_common::clock::SharedClock;
+use rtscope_common::error::UsageError;
 use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{CpuSet, Run, RunConfig, RunResult, Sample, ThreadShared};
 use rtscope_store::codec::{self, RawSample};
@@ -607,7 +607,7 @@ impl Recording {
     ) {
         if let Some(r) = &mut self.recorder {
             if let Err(e) = r.store.write_spikes(r.id, summary, rows) {
-                crate::output::warn(&format!("rtscope: error: recording stopped: {e}"));
+                rtscope_common::error::warn(&format!("rtscope: error: recording stopped: {e}"));
                 self.error = Some(e.to_string());
                 self.recorder = None;
             }
@@ -645,7 +645,7 @@ impl Recording {
                 Ok(()) => self.busy = 0,
                 Err(e) if e.is_busy() => {
                     if self.busy == 0 {
-                        crate::output::warn(&format!(
+                        rtscope_common::error::warn(&format!(
                             "rtscope: warning: {} is locked by another process: checkpoints wait in memory and are retried",
                             r.path().display()
                         ));
@@ -653,7 +653,7 @@ impl Recording {
                     self.busy += 1;
                 }
                 Err(e) => {
-                    crate::output::warn(&format!("rtscope: error: recording stopped: {e}"));
+                    rtscope_common::error::warn(&format!("rtscope: error: recording stopped: {e}"));
                     self.error = Some(e.to_string());
                     self.recorder = None;
                 }

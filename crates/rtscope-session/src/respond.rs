@@ -12,11 +12,11 @@
 //!    audit's verdicts with it) with the front end's exit code; the settings restored when the
 //!    session is dropped.
 
-use crate::error::UsageError;
-use crate::limits::{self, Check};
 use crate::plan::{RespondPlan, RunPlan, Workload};
 use crate::record::{unix_ns, RecordSpec};
 use crate::session::{RecordOutcome, SessionError, SystemSettings};
+use rtscope_common::error::UsageError;
+use rtscope_common::limits::{self, Check};
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, EngineError};
 use rtscope_respond::record::Row;

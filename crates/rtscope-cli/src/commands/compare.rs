@@ -6,11 +6,11 @@
 //! reads the options and prints.
 
 use crate::cli::CompareArgs;
-use crate::exit::ExitStatus;
 use rtscope_analysis::compare::analysis::Comparison;
 use rtscope_analysis::compare::model::{Stat, DEFAULT_STATS};
 use rtscope_analysis::compare::verdict::Thresholds;
 use rtscope_analysis::compare::{json, load, plot, text};
+use rtscope_common::error::ExitStatus;
 use rtscope_session::record;
 use std::io::Write;
 
@@ -28,7 +28,7 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let store = record::open_existing(a.db.as_deref())?;
     let loaded = load::groups(&store, &a.selectors)?;
     for note in &loaded.notes {
-        rtscope_session::output::warn(note);
+        rtscope_common::error::warn(note);
     }
     let groups = loaded.groups;
     let stats = load::stats_for(&groups, stats, a.stats.join(",") == DEFAULT_STATS)?;
@@ -37,7 +37,7 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         c = c.with_tail_level(p, a.assume_stationary);
     }
     if let (Some(key), None) = (&a.rows, &c.matrix) {
-        rtscope_session::output::warn(&format!("note: --rows {key}: no load-case matrix, as no run has a `case` tag or a campaign load case"));
+        rtscope_common::error::warn(&format!("note: --rows {key}: no load-case matrix, as no run has a `case` tag or a campaign load case"));
     }
     let status = if c.regressions() > 0 && !a.no_fail {
         ExitStatus::LimitExceeded
@@ -46,7 +46,7 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     };
     if let Some(dir) = &a.plot {
         for path in plot::write(&c, dir)? {
-            rtscope_session::output::warn(&format!("wrote {}", path.display()));
+            rtscope_common::error::warn(&format!("wrote {}", path.display()));
         }
     }
     crate::commands::fleet::compare_ci(&a.ci_output, &c, out)?;

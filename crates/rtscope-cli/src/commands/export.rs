@@ -3,7 +3,7 @@
 
 use crate::cli::{ExportArgs, ExportFormat};
 use crate::commands::{fleet, runs};
-use crate::exit::ExitStatus;
+use rtscope_common::error::ExitStatus;
 use rtscope_export::ExportFormat as Format;
 use rtscope_session::record;
 use std::io::Write;

@@ -2,8 +2,8 @@
 //! `--target` of `measure`, `run` and `check`, and `--ci-output` of `measure` and `run`.
 
 use crate::cli::{ExportArgs, ExportFormat, FleetArgs};
-use crate::exit::{ExitStatus, UsageError};
 use rtscope_analysis::compare::analysis::Comparison;
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_fleet::fanout::{self, file_arg};
 use rtscope_fleet::remote::{Job, Ssh};
 use rtscope_fleet::targets::Targets;
@@ -119,7 +119,7 @@ fn ci_outputs(outs: &[String]) -> Result<Vec<CiOutput>, UsageError> {
 pub fn compare_ci(outs: &[String], c: &Comparison, out: &mut dyn Write) -> anyhow::Result<()> {
     let sub = kcidb::Submission::default();
     for p in output::write_compare(c, &ci_outputs(outs)?, out, &sub).map_err(usage)? {
-        rtscope_session::output::warn(&format!("rtscope: wrote {}", p.display()));
+        rtscope_common::error::warn(&format!("rtscope: wrote {}", p.display()));
     }
     Ok(())
 }
@@ -144,7 +144,7 @@ pub fn with_ci(
     let store = record::open(&path)?;
     let sub = kcidb::Submission::default();
     for p in output::write_ci(&store, mark, &missing, &outs, out, &sub).map_err(usage)? {
-        rtscope_session::output::warn(&format!("rtscope: wrote {}", p.display()));
+        rtscope_common::error::warn(&format!("rtscope: wrote {}", p.display()));
     }
     Ok(status)
 }

@@ -1,7 +1,7 @@
 //! `rtscope import FILE…`: other tools' results as runs (rtscope-import).
 
 use crate::cli::{ImportArgs, ImportFormat};
-use crate::exit::ExitStatus;
+use rtscope_common::error::ExitStatus;
 use rtscope_import::ImportOptions;
 use std::io::Write;
 

@@ -7,7 +7,7 @@
 //! 3 interrupted before `--for` ran out.
 
 use crate::cli::LoadArgs;
-use crate::exit::{ExitStatus, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_core::Nanos;
 use rtscope_load::sys::{SigSet, STOP_SIGNALS};
 use rtscope_load::{LoadError, LoadReport, LoadSpec};
@@ -64,7 +64,7 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             && r.metrics.is_empty()
     };
     for r in reports.iter().filter(lost) {
-        rtscope_session::output::warn(&format!(
+        rtscope_common::error::warn(&format!(
             "rtscope load: {}: its report was lost (SIGKILLed when --grace {} ran out after SIGTERM); on a busy machine raise --grace",
             r.name, a.grace
         ));

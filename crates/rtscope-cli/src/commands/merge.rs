@@ -1,7 +1,7 @@
 //! `rtscope runs merge OTHER.db`: the runs of another database (a board's, a colleague's)
 //! imported into this one by UUID (rtscope-store's `merge_from`).
 
-use crate::exit::{ExitStatus, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_session::record::{self, parse_user_tag};
 use rtscope_store::{RunId, Store, StoreError};
 use serde_json::{json, Value};

@@ -4,7 +4,7 @@
 
 use crate::cli::{NoiseArgs, NoisePolicyArg};
 use crate::commands::measure::plan_error;
-use crate::exit::{ExitStatus, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_core::text::short;
 use rtscope_core::Nanos;
 use rtscope_engine::noise::{NoiseConfig, NoiseRun, Threshold};
@@ -17,7 +17,7 @@ use rtscope_session::noise::{
     self as noise, CpuNoise, NoiseExplainer, NoiseLimit, NoiseMeta, NoiseRecorder,
 };
 use rtscope_session::output::{Guarded, OutputFile};
-use rtscope_session::RunStatus;
+use rtscope_store::RunStatus;
 use std::io::Write;
 
 fn dur(text: &str, flag: &str, unit: &str) -> Result<Nanos, UsageError> {
@@ -40,7 +40,7 @@ fn explain_threshold(a: &NoiseArgs, c: &NoiseConfig) -> Result<Option<Nanos>, Us
             Ok(t) => Ok(Some(t)),
             Err(why) => {
                 if !a.quiet {
-                    rtscope_session::output::warn(&format!("explain: off — {why}"));
+                    rtscope_common::error::warn(&format!("explain: off — {why}"));
                 }
                 Ok(None)
             }
@@ -148,12 +148,12 @@ pub fn run(
     let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
     let hk = housekeeping(a, &c, &online)?;
     if let Some(note) = noise::rt_throttle_note(&c, std::path::Path::new("/")) {
-        rtscope_session::output::warn(&note);
+        rtscope_common::error::warn(&note);
     }
     let explain =
         explain_threshold(a, &c)?.map(|t| NoiseExplainer::start(t, &c.cpus, hk.as_ref(), keep));
     if let (Some(x), false) = (&explain, a.quiet) {
-        rtscope_session::output::warn(&x.tier_line());
+        rtscope_common::error::warn(&x.tier_line());
     }
     let run = NoiseRun::start(c.clone()).map_err(UsageError::from_error)?;
     let config = config_json(&run, a.keep_gaps);
@@ -185,7 +185,7 @@ pub fn run(
         Ok(status) => out.verdict(status, "the results", " (the run is still recorded)"),
         // The run is recorded all the same, with the exit code it ends with.
         Err(e) => {
-            rtscope_session::output::warn(&rtscope_common::errors::render(
+            rtscope_common::error::warn(&rtscope_common::error::render(
                 e.chain().map(|c| c.to_string()),
             ));
             ExitStatus::Usage
@@ -201,7 +201,7 @@ pub fn run(
 /// was raised: a setting rtscope chose is never silent.
 fn announce(a: &NoiseArgs, c: &NoiseConfig, run: &NoiseRun, hk: Option<&CpuSet>) {
     if !a.quiet {
-        rtscope_session::output::warn(&format!(
+        rtscope_common::error::warn(&format!(
             "noise: CPUs {} for {}, spinning {} of every {}, threshold {}, policy {} priority {}{}",
             CpuSet::from_cpus(c.cpus.iter().copied()),
             short(c.duration),
@@ -216,10 +216,10 @@ fn announce(a: &NoiseArgs, c: &NoiseConfig, run: &NoiseRun, hk: Option<&CpuSet>)
         ));
     }
     if let Some(note) = raised_threshold_note(c, run.threshold(), run.resolutions()) {
-        rtscope_session::output::warn(&note);
+        rtscope_common::error::warn(&note);
     }
     if !a.quiet {
-        rtscope_session::output::warn(&counter_line(
+        rtscope_common::error::warn(&counter_line(
             a.counter == crate::cli::CounterArg::Auto,
             run,
         ));
@@ -264,7 +264,7 @@ fn finish(
         return Ok(status);
     };
     if file.is_stdout() {
-        rtscope_session::output::warn(text.trim_end());
+        rtscope_common::error::warn(text.trim_end());
     } else {
         out.write_all(text.as_bytes())?;
         out.flush()?;
@@ -282,7 +282,7 @@ fn finish(
         },
     )?;
     if let Err(e) = file.write(&body, out, "--json") {
-        rtscope_session::output::warn(&e.to_string());
+        rtscope_common::error::warn(&e.to_string());
         status = ExitStatus::Usage;
     }
     Ok(status)
@@ -316,7 +316,7 @@ fn save(
             status
         }
         Err(e) => {
-            rtscope_session::output::warn(&format!("error: {e}"));
+            rtscope_common::error::warn(&format!("error: {e}"));
             ExitStatus::Usage
         }
     }

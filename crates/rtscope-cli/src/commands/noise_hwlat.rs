@@ -3,7 +3,7 @@
 //! flags that have no meaning there, drives the run and prints).
 
 use crate::cli::{CounterArg, NoiseArgs, NoisePolicyArg};
-use crate::exit::{ExitStatus, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_core::Nanos;
 use rtscope_engine::noise::NoiseConfig;
 use rtscope_session::noise::hwlat;
@@ -62,7 +62,7 @@ pub fn run(a: &NoiseArgs, c: &NoiseConfig, out: &mut dyn Write) -> anyhow::Resul
         threshold_us: us(c.threshold.requested()),
     };
     if !a.quiet {
-        rtscope_session::output::warn(&format!(
+        rtscope_common::error::warn(&format!(
             "noise --irqs-off: the kernel's hwlat tracer on CPUs {:?} for {}, {} us of every {} \
              us with interrupts off, threshold {} us",
             cfg.cpus,
@@ -73,7 +73,7 @@ pub fn run(a: &NoiseArgs, c: &NoiseConfig, out: &mut dyn Write) -> anyhow::Resul
         ));
     }
     if !a.rec.no_db {
-        rtscope_session::output::warn(
+        rtscope_common::error::warn(
             "note: an --irqs-off run is not recorded in the run database (hwlat gives each \
              window's longest gap, not the gaps a noise record holds); use --json to keep it",
         );

@@ -3,8 +3,8 @@
 //! chooses the runs, reads them and writes the files. See docs/report.md.
 
 use crate::cli::ReportArgs;
-use crate::exit::{ExitStatus, UsageError};
 use rtscope_analysis::select::{self, Selector};
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_report::{ReportOptions, RunData};
 use rtscope_session::record;
 use rtscope_store::{RunId, Store};

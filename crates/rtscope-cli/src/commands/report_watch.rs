@@ -4,8 +4,8 @@
 //! the files.
 
 use crate::cli::{ReportArgs, WatchLevel};
-use crate::exit::{ExitStatus, UsageError};
 use rtscope_analysis::series::{period, rows, series};
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_report::watch::{WatchData, WatchOptions};
 use rtscope_store::watch::Level;
 use rtscope_store::Store;

@@ -2,8 +2,8 @@
 
 use crate::cli::RunArgs;
 use crate::commands::measure::monitor_interval;
-use crate::exit::ExitStatus;
 use rtscope_campaign::CampaignOptions;
+use rtscope_common::error::ExitStatus;
 use std::io::Write;
 
 /// Runs `rtscope run`; with `--target`, the boards that recorded no run are added to
@@ -120,14 +120,14 @@ fn keep<T: Clone + PartialEq + std::fmt::Debug>(
     flag: &str,
     now: &mut Option<T>,
     started: &Option<T>,
-) -> Result<(), crate::exit::UsageError> {
+) -> Result<(), rtscope_common::error::UsageError> {
     match (now.as_ref(), started) {
         (None, _) => {
             now.clone_from(started);
             Ok(())
         }
         (Some(n), Some(s)) if n == s => Ok(()),
-        (Some(n), s) => Err(crate::exit::UsageError::new(format!(
+        (Some(n), s) => Err(rtscope_common::error::UsageError::new(format!(
             "{flag} {n:?} contradicts the campaign being resumed, which was started with {}",
             s.as_ref().map_or_else(|| format!("no {flag}"), |s| format!("{flag} {s:?}"))
         ))

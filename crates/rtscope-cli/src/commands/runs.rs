@@ -2,7 +2,7 @@
 
 use crate::cli::{RunsAction, RunsArgs};
 use crate::commands::runs_explain;
-use crate::exit::{ExitStatus, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_present::runs::{
     detail_json, detail_text, list_text, summary_json, watch_text, Extras,
 };

@@ -1,7 +1,7 @@
 //! `rtscope runs explain RUN` and the explanation section of `rtscope runs show`: why the worst
 //! wake-ups of a run recorded with `--explain` were late (docs/explain.md).
 
-use rtscope_session::UsageError;
+use rtscope_common::error::UsageError;
 use rtscope_store::{RunId, Store};
 use rtscope_trace::book::ExplainSummary;
 use rtscope_trace::render::{summary_of, Subject};

@@ -2,7 +2,7 @@
 //! `rtscope-watch` (docs/watch.md).
 
 use crate::cli::WatchArgs;
-use crate::exit::{ExitStatus, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_watch::{Config, Settings};
 use std::io::Write;
 use std::path::Path;
@@ -41,7 +41,7 @@ fn load(a: &WatchArgs) -> Result<Config, UsageError> {
 }
 
 fn warn(line: &str) {
-    rtscope_session::output::warn(line);
+    rtscope_common::error::warn(line);
 }
 
 /// Runs `rtscope watch`.

@@ -299,11 +299,13 @@ pub fn run(
     limits: &[super::NoiseLimit],
     json_file: Option<crate::output::OutputFile>,
     out: &mut dyn std::io::Write,
-) -> Result<crate::ExitStatus, crate::UsageError> {
-    use crate::ExitStatus;
-    let io = |e: std::io::Error| crate::UsageError::new(format!("cannot write the results: {e}"));
+) -> Result<rtscope_common::error::ExitStatus, rtscope_common::error::UsageError> {
+    use rtscope_common::error::ExitStatus;
+    let io = |e: std::io::Error| {
+        rtscope_common::error::UsageError::new(format!("cannot write the results: {e}"))
+    };
     let platform = PlatformCounters::start(Path::new("/"), &cfg.cpus);
-    let o = drive(tfs, cfg, duration).map_err(crate::UsageError::new)?;
+    let o = drive(tfs, cfg, duration).map_err(rtscope_common::error::UsageError::new)?;
     let rows = rows(cfg, &o, &smis_over_run(platform));
     let views: Vec<_> = rows.iter().map(limit_view).collect();
     let checks = super::check_limits(limits, &views);
@@ -317,7 +319,7 @@ pub fn run(
     }
     text.push_str(&super::run::render_checks(&checks));
     match &json_file {
-        Some(f) if f.is_stdout() => crate::output::warn(text.trim_end()),
+        Some(f) if f.is_stdout() => rtscope_common::error::warn(text.trim_end()),
         _ => out
             .write_all(text.as_bytes())
             .and_then(|()| out.flush())
@@ -327,7 +329,7 @@ pub fn run(
         let doc = document(cfg, &rows, &o, &checks, status.code());
         let body = serde_json::to_string_pretty(&doc).map_err(|e| io(e.into()))? + "\n";
         if let Err(e) = file.write(body.as_bytes(), out, "--json") {
-            crate::output::warn(&e.to_string());
+            rtscope_common::error::warn(&e.to_string());
             status = ExitStatus::Usage;
         }
     }

@@ -10,7 +10,7 @@
 //! steal time and SMIs).
 
 use crate::record::unix_ns;
-use crate::UsageError;
+use rtscope_common::error::UsageError;
 use rtscope_core::Nanos;
 use rtscope_engine::noise::{Gap, NoiseShared, NoiseThread};
 use rtscope_engine::Sample;
@@ -164,7 +164,7 @@ impl NoiseRecorder {
             }
             Err(e) if e.is_busy() => {
                 if self.busy == 0 {
-                    crate::output::warn(&format!(
+                    rtscope_common::error::warn(&format!(
                         "rtscope: warning: {} is locked by another process: checkpoints wait in memory and are retried",
                         self.path().display()
                     ));
@@ -172,7 +172,7 @@ impl NoiseRecorder {
                 self.busy += 1;
             }
             Err(e) => {
-                crate::output::warn(&format!("rtscope: error: recording stopped: {e}"));
+                rtscope_common::error::warn(&format!("rtscope: error: recording stopped: {e}"));
                 self.error = Some(e.to_string());
             }
         }

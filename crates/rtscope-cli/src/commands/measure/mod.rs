@@ -5,12 +5,12 @@ pub mod ci;
 pub mod metrics;
 
 use crate::cli::{ClockArg, MeasureArgs, PolicyArg};
-use crate::exit::{ExitStatus, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
+use rtscope_common::limits;
 use rtscope_core::{Nanos, Stats};
 use rtscope_engine::{sys, ClockKind, CpuSet, Policy, Run, SleepMode};
 use rtscope_present::{measure_json as json, table};
 use rtscope_session::cpus::cpu_list;
-use rtscope_session::limits;
 use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::record::RecordSpec;
 
@@ -200,9 +200,9 @@ pub fn run(
         checkpoint_period: std::time::Duration::ZERO,
     };
     let mut session = Session::start(plan, settings, recorded)?;
-    rtscope_session::output::warn(&format!("rtscope: {}", session.placement_line()));
+    rtscope_common::error::warn(&format!("rtscope: {}", session.placement_line()));
     if let Some(line) = session.explain_line() {
-        rtscope_session::output::warn(&format!("rtscope: {line}"));
+        rtscope_common::error::warn(&format!("rtscope: {line}"));
     }
     let mut progress = Progress::new(!quiet, session.plan().config.duration);
     let measured = session.drive(tick, &mut |run: &Run, ev| {
@@ -290,7 +290,7 @@ fn conclude(
     streams.human().flush()?;
     if let (Some(file), Some(body)) = (json_file, json) {
         if let Err(e) = file.write(body.as_bytes(), &mut streams.stdout, "--json") {
-            rtscope_session::output::warn(&e.to_string());
+            rtscope_common::error::warn(&e.to_string());
             status = ExitStatus::Usage;
         }
     }
@@ -301,7 +301,7 @@ fn conclude(
         .verdict(status, "the results", " (the run is still recorded)");
     let rec = session.finish(measured, status.code());
     match rec.line {
-        Some(line) if rec.failed => rtscope_session::output::warn(&line),
+        Some(line) if rec.failed => rtscope_common::error::warn(&line),
         Some(line) => writeln!(streams.human(), "{line}")?,
         None => {}
     }
