@@ -73,7 +73,9 @@ pub struct CampaignOptions {
 /// `None` when there is none to resume (the resume itself then says why).
 pub fn started_command_line(a: &CampaignOptions) -> Result<Option<Vec<String>>, RunError> {
     let c = load(a, &rtscope_engine::sys::online_cpus())?;
-    let db = a.db.clone().unwrap_or_else(record::default_db);
+    let db =
+        a.db.clone()
+            .unwrap_or_else(rtscope_store::Store::default_path);
     if !db.exists() {
         return Ok(None);
     }

@@ -49,7 +49,9 @@ fn execute_guarded(
 ) -> Result<ExitStatus, RunError> {
     let clock = rtscope_common::clock::system();
     let monitor_interval = a.monitor_interval;
-    let db = a.db.clone().unwrap_or_else(record::default_db);
+    let db =
+        a.db.clone()
+            .unwrap_or_else(rtscope_store::Store::default_path);
     let mut store = record::open(&db)?;
     let (cid, done) = if a.resume {
         resume(&mut store, &c)?

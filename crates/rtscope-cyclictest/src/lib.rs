@@ -39,7 +39,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
         return help_or_version(&o, out);
     }
     let ct = lower::lower(&o, &lower::online())?;
-    record::check_label_and_tags(o.label.as_deref(), &o.tags)?;
+    rtscope_common::names::check_label_and_tags(o.label.as_deref(), &o.tags)?;
     // Opened before anything is set or started: the counts begin with the run.
     let smi = o
         .smi

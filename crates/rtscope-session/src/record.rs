@@ -14,13 +14,8 @@ use rtscope_store::{
     Checkpoint, EventRow, NewRun, RawChunk, RunId, RunKind, RunStatus, SeriesPoint, Store,
     StoreError, ThreadInfo, ThreadStats,
 };
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// The default database: `$RTSCOPE_DB`, else `./rtscope.db`.
-pub fn default_db() -> PathBuf {
-    Store::default_path()
-}
 
 /// Opens the store, turning its errors into usage errors that name the file (exit 2).
 pub fn open(path: &Path) -> Result<Store, UsageError> {
@@ -29,29 +24,6 @@ pub fn open(path: &Path) -> Result<Store, UsageError> {
             .hint("pass --db PATH (or set RTSCOPE_DB) for another database file")
     })
 }
-
-/// Opens an existing database for reading commands (`--db PATH`, else the default): a missing
-/// file is a usage error with a hint, never a new empty database; a file on read-only media
-/// (or in a directory this user cannot write) is opened read-only and left untouched.
-pub fn open_existing(db: Option<&Path>) -> Result<Store, UsageError> {
-    let path = db.map_or_else(default_db, Path::to_path_buf);
-    if !path.exists() {
-        return Err(
-            UsageError::new(format!("no run database at {}", path.display())).hint(
-                "record runs with `rtscope measure`, `rtscope run` or `rtscope import`, or pass --db PATH",
-            ),
-        );
-    }
-    if !Store::is_writable(&path) {
-        return Store::open_read_only(&path).map_err(UsageError::from_error);
-    }
-    open(&path)
-}
-
-pub use rtscope_common::names::{
-    check_label_and_tags, check_name, parse_tag, parse_user_tag, MAX_NAME_BYTES, MAX_TAG_KEY_BYTES,
-    RESERVED_TAGS,
-};
 
 /// Unix time in ns (0 before the epoch, saturating far after it): every run record's start.
 pub(crate) fn unix_ns(t: SystemTime) -> i64 {
@@ -514,7 +486,7 @@ impl Recording {
         let tags = spec
             .tags
             .iter()
-            .map(|t| parse_tag(t))
+            .map(|t| rtscope_common::names::parse_tag(t))
             .collect::<Result<Vec<_>, _>>()?;
         let threads = config
             .threads

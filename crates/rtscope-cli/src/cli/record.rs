@@ -23,7 +23,7 @@ pub struct RecordArgs {
 impl RecordArgs {
     /// `--label` and every `--tag` checked before anything is measured.
     pub fn check(&self) -> Result<(), rtscope_common::error::UsageError> {
-        rtscope_session::record::check_label_and_tags(self.label.as_deref(), &self.tags)
+        rtscope_common::names::check_label_and_tags(self.label.as_deref(), &self.tags)
     }
 
     /// The `--tag KEY=VALUE` pairs (a tag only campaigns set is refused).
@@ -43,7 +43,10 @@ impl RecordArgs {
         if self.no_db {
             return Ok(None);
         }
-        let path = self.db.clone().unwrap_or_else(record::default_db);
+        let path = self
+            .db
+            .clone()
+            .unwrap_or_else(rtscope_store::Store::default_path);
         record::open(&path).map(Some)
     }
 }

@@ -11,7 +11,6 @@ use rtscope_analysis::compare::model::{Stat, DEFAULT_STATS};
 use rtscope_analysis::compare::verdict::Thresholds;
 use rtscope_analysis::compare::{json, load, plot, text};
 use rtscope_common::error::ExitStatus;
-use rtscope_session::record;
 use std::io::Write;
 
 /// Runs `rtscope compare …`: exit 0, or 1 when a candidate regresses against the baseline.
@@ -25,7 +24,7 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     thresholds.threshold_only = a.threshold_only;
     thresholds.fail_untested = a.fail_untested;
     let matrix_stat = Stat::parse(&a.matrix, "--matrix")?;
-    let store = record::open_existing(a.db.as_deref())?;
+    let store = super::open_db(a.db.as_deref())?;
     let loaded = load::groups(&store, &a.selectors)?;
     for note in &loaded.notes {
         rtscope_common::error::warn(note);

@@ -89,7 +89,9 @@ pub fn remote(
         record,
     };
     let mut store = record
-        .then(|| record::open(&db.map_or_else(record::default_db, Path::to_path_buf)))
+        .then(|| {
+            record::open(&db.map_or_else(rtscope_store::Store::default_path, Path::to_path_buf))
+        })
         .transpose()?;
     let bare = !record && targets.len() == 1;
     let results = fanout::fan_out(
@@ -138,7 +140,7 @@ pub fn with_ci(
         return body(out, &mut missing);
     }
     let outs = ci_outputs(outs)?;
-    let path = db.map_or_else(record::default_db, Path::to_path_buf);
+    let path = db.map_or_else(rtscope_store::Store::default_path, Path::to_path_buf);
     let mark = output::mark(&record::open(&path)?).map_err(usage)?;
     let status = body(out, &mut missing)?;
     let store = record::open(&path)?;

@@ -6,13 +6,12 @@ use crate::cli::ReportArgs;
 use rtscope_analysis::select::{self, Selector};
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_report::{ReportOptions, RunData};
-use rtscope_session::record;
 use rtscope_store::{RunId, Store};
 use std::io::Write;
 
 /// Runs `rtscope report`.
 pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    let store = record::open_existing(a.db.as_deref())?;
+    let store = super::open_db(a.db.as_deref())?;
     if let Some(series) = &a.watch {
         return super::report_watch::run(&store, series, a, out);
     }

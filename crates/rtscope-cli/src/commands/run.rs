@@ -39,7 +39,7 @@ pub fn run(
 /// against the first — the report's headline (`rtscope_report::headline`). Nothing when the
 /// database cannot be read back (the campaign's own lines said where it is).
 fn answer(db: Option<&std::path::Path>, out: &mut dyn Write) -> std::io::Result<()> {
-    let Ok(store) = rtscope_session::record::open_existing(db) else {
+    let Ok(store) = super::open_db(db) else {
         return Ok(());
     };
     let Ok(ids) = super::report::last_with_campaign(&store) else {
