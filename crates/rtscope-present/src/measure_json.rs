@@ -49,7 +49,7 @@ pub struct Doc {
     pub housekeeping: Option<rtscope_session::placement::PlacementDoc>,
     /// Why the spikes were late (`--explain`; absent without it; docs/explain.md).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub explain: Option<rtscope_trace::book::ExplainSummary>,
+    pub explain: Option<rtscope_explain::book::ExplainSummary>,
 }
 
 /// Tool identity.

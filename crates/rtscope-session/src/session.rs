@@ -156,7 +156,7 @@ pub struct Measured {
     /// The plan's limits, checked per thread and over all threads.
     pub checks: Vec<Check>,
     /// Why the spikes were late (`--explain`).
-    pub explain: Option<rtscope_trace::book::ExplainSummary>,
+    pub explain: Option<rtscope_explain::book::ExplainSummary>,
 }
 
 impl Measured {

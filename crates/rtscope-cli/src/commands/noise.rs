@@ -247,11 +247,11 @@ fn finish(
         ));
     }
     if let Some(x) = &o.explained {
-        text.push_str(&rtscope_trace::render::summary_of(
+        text.push_str(&rtscope_explain::render::summary_of(
             x,
             meta.clock_start.0,
             10,
-            rtscope_trace::render::Subject::Gaps,
+            rtscope_explain::render::Subject::Gaps,
         ));
         text.push_str(&noise::class_line(&x.class_totals()));
         text.push_str(&noise::interference_table(&x.interference));

@@ -5,7 +5,7 @@
 use super::run::Outcome;
 use super::{ClassTotals, CpuNoise, NoiseCheck};
 use rtscope_engine::noise::Gap;
-use rtscope_trace::book::ExplainSummary;
+use rtscope_explain::book::ExplainSummary;
 use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
 

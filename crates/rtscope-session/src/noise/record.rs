@@ -191,7 +191,7 @@ impl NoiseRecorder {
         meta: &NoiseMeta,
         threads: &[NoiseThread],
         gaps: &[Vec<Gap>],
-        explained: Option<&rtscope_trace::book::ExplainSummary>,
+        explained: Option<&rtscope_explain::book::ExplainSummary>,
         (status, exit_code): (RunStatus, i32),
     ) -> Result<RunId, String> {
         if let Some(e) = self.error.take() {
@@ -247,7 +247,7 @@ pub fn record(
     meta: &NoiseMeta,
     threads: &[NoiseThread],
     gaps: &[Vec<Gap>],
-    explained: Option<&rtscope_trace::book::ExplainSummary>,
+    explained: Option<&rtscope_explain::book::ExplainSummary>,
     end: (RunStatus, i32),
 ) -> Result<RunId, String> {
     let cpus: Vec<usize> = threads.iter().map(|t| t.cpu).collect();

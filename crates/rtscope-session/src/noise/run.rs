@@ -9,7 +9,7 @@ use rtscope_core::text::{count, short, us_or_dash};
 use rtscope_core::Nanos;
 use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, NoiseThread, Threshold};
 use rtscope_engine::{sys, Wake};
-use rtscope_trace::book::ExplainSummary;
+use rtscope_explain::book::ExplainSummary;
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::SystemTime;

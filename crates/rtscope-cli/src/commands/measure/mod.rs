@@ -421,7 +421,7 @@ fn report(
     text.push_str(&table::render_checks(checks));
     if let Some(x) = &m.explain {
         text.push('\n');
-        text.push_str(&rtscope_trace::render::summary(x, r.clock_start.0, 10));
+        text.push_str(&rtscope_explain::render::summary(x, r.clock_start.0, 10));
     }
     let json = if let Some(placed) = json_with {
         let mut doc = json::document(
