@@ -10,7 +10,7 @@ use super::PlannedRun;
 use rtscope_common::clock::{Clock, SharedClock};
 use rtscope_common::error::UsageError;
 use rtscope_core::{Histogram, Nanos, Stats};
-use rtscope_engine::{sys, Run, RunResult};
+use rtscope_engine::{Run, RunResult};
 use rtscope_load::LoadReport;
 use rtscope_session::record::{self, RecordSpec};
 use rtscope_session::RunError;
@@ -406,7 +406,7 @@ pub(super) fn settle(d: Nanos, clock: &dyn Clock) -> Option<i32> {
             return None;
         }
         match clock.wait_signal(left.min(Duration::from_millis(200))) {
-            Some(s) if sys::is_stop_signal(s) => return Some(s),
+            Some(s) if rtscope_common::signals::is_stop_signal(s) => return Some(s),
             _ => {}
         }
     }
@@ -421,8 +421,8 @@ fn skipping_grace() {
 
 /// The loads' grace period: none once a second signal came (or comes now).
 fn grace(ctx: &mut Ctx) -> Duration {
-    if let Some(s) = sys::wait_run_signal(Nanos::ZERO) {
-        if sys::is_stop_signal(s) {
+    if let Some(s) = rtscope_common::signals::wait_run_signal(Nanos::ZERO) {
+        if rtscope_common::signals::is_stop_signal(s) {
             ctx.signals += 1;
         }
     }
@@ -447,8 +447,8 @@ pub(super) fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Ve
         let done = Arc::clone(&done);
         std::thread::spawn(move || {
             while !done.load(Ordering::Acquire) {
-                match sys::wait_run_signal(Nanos::from_ms(20)) {
-                    Some(s) if sys::is_stop_signal(s) => {
+                match rtscope_common::signals::wait_run_signal(Nanos::from_ms(20)) {
+                    Some(s) if rtscope_common::signals::is_stop_signal(s) => {
                         // The pid is our child's; stop() may reap it just before `done` is
                         // set, and only a wrap-around of the pid space in that window could
                         // make it another's.

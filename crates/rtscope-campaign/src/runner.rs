@@ -11,7 +11,6 @@ use super::progress::Progress;
 use super::{Campaign, CampaignOptions, PlannedRun};
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_session::record;
-use rtscope_session::sysinfo;
 use rtscope_session::RunError;
 use rtscope_store::RunStatus;
 use rtscope_store::{CampaignId, NewCampaign, Store};
@@ -27,7 +26,7 @@ pub fn execute(
 ) -> Result<ExitStatus, RunError> {
     // Blocked for the rest of the process, before any thread starts: taken by sigtimedwait
     // only, so a late signal never kills the campaign while a run's end is written.
-    rtscope_session::drive::hold_signals();
+    rtscope_common::signals::hold_signals();
     // A closed stdout loses the text, never a run nor the exit code; any other failure (a
     // full disk, /dev/full) lost the progress and summary asked for: exit 2, said on stderr.
     let mut guarded = rtscope_session::output::Guarded::new(out);
@@ -88,7 +87,7 @@ fn execute_guarded(
                 // The campaign cannot go on (no RT privilege, a load that cannot start, …):
                 // its record says so; the loads of this run are already stopped.
                 ctx.progress.clear();
-                let ended = sysinfo::rfc3339(ctx.clock.wall());
+                let ended = rtscope_core::civil::rfc3339(ctx.clock.wall());
                 let _ = ctx
                     .store
                     .finish_campaign(ctx.cid, RunStatus::Failed, &ended);
@@ -175,7 +174,7 @@ fn begin(
             name: c.name.clone(),
             source: c.source.clone(),
             definition: c.text.clone(),
-            started: sysinfo::rfc3339(now),
+            started: rtscope_core::civil::rfc3339(now),
             planned_runs: c.runs.len() as u32,
             command_line: argv.to_vec(),
         })
@@ -226,7 +225,7 @@ fn finish(
     out: &mut dyn Write,
 ) -> Result<ExitStatus, RunError> {
     ctx.progress.clear();
-    let ended = sysinfo::rfc3339(ctx.clock.wall());
+    let ended = rtscope_core::civil::rfc3339(ctx.clock.wall());
     if let Err(e) = ctx.store.finish_campaign(ctx.cid, state, &ended) {
         {
             use std::io::Write as _;

@@ -10,8 +10,6 @@
 //! And the CLI's own errors: a closed pipe is no error, an argument that must be text and is
 //! not is named (the error chain itself is rendered by `rtscope_common::error::render`).
 
-pub use rtscope_common::error::{ExitStatus, UsageError};
-
 /// Whether an error chain ends in a closed pipe (`rtscope ... | head`), which is not an error.
 pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
     err.chain().any(|e| {

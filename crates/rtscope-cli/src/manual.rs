@@ -8,7 +8,7 @@ use std::io::Write;
 /// What the pages need besides the clap command.
 pub fn inputs() -> rtscope_manual::Inputs<'static> {
     rtscope_manual::Inputs {
-        cyclictest_usage: rtscope_cyclictest::USAGE,
+        cyclictest_usage: rtscope_ctopts::help::USAGE,
         date: "",
     }
 }

@@ -2,16 +2,13 @@
 //! and prints cyclictest's formats. Where cyclictest misbehaves the format stays and the
 //! behaviour is fixed (see docs/cyclictest-differences.md).
 
-pub use rtscope_ctopts::{args, getopt, help};
+use rtscope_ctopts::{args, help};
 pub mod json;
 pub mod lower;
 pub mod pm_qos;
 pub mod smi;
 pub mod status_file;
 pub mod text;
-
-/// `rtscope cyclictest --help`: cyclictest's usage text (also the man page's OPTIONS).
-pub use help::USAGE;
 
 use args::CtOptions;
 use lower::Plan;
@@ -33,7 +30,7 @@ const DATE_FORMAT: &str = "%a, %d %b %Y %H:%M:%S %z";
 /// Runs `rtscope cyclictest ARGS`. `cmdline` is the whole command line as typed (for JSON).
 pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitStatus, RunError> {
     // Before any thread starts: a signal is taken by the control loop or by nobody.
-    rtscope_session::drive::hold_signals();
+    rtscope_common::signals::hold_signals();
     let o = args::parse(args)?;
     if o.help || o.version {
         return help_or_version(&o, out);

@@ -389,8 +389,8 @@ impl NoiseExplainer {
     }
 }
 
-pub use rtscope_explain::classes::ClassTotals;
-pub use rtscope_explain::interference::Interference;
+use rtscope_explain::classes::ClassTotals;
+use rtscope_explain::interference::Interference;
 
 /// One line: each class's share of the traced gap time.
 pub fn class_line(t: &ClassTotals) -> String {

@@ -4,7 +4,6 @@
 use crate::environment;
 use crate::housekeeping::Housekeeping;
 use crate::monitoring::{MonitorRows, MonitorThread, TimeAxis};
-use crate::sysinfo;
 use rtscope_common::clock::SharedClock;
 use rtscope_common::error::UsageError;
 use rtscope_core::{Histogram, Nanos, Stats};
@@ -89,7 +88,7 @@ impl Recorder {
         run: &Run,
         raw: bool,
     ) -> Result<Recorder, UsageError> {
-        new.started = sysinfo::rfc3339(run.started());
+        new.started = rtscope_core::civil::rfc3339(run.started());
         new.started_unix_ns = unix_ns(run.started());
         let id = store.begin_run(&new).map_err(UsageError::from_error)?;
         store
@@ -222,7 +221,7 @@ impl Recorder {
         self.commit(
             end,
             &views,
-            Some((status, sysinfo::rfc3339(r.ended), exit_code)),
+            Some((status, rtscope_core::civil::rfc3339(r.ended), exit_code)),
         )
     }
 

@@ -490,7 +490,7 @@ pub fn run(
     command_line: &[String],
     warn: fn(&str),
 ) -> Result<Stopped, UsageError> {
-    rtscope_session::drive::hold_signals();
+    rtscope_common::signals::hold_signals();
     let crate::Ready {
         config: mut c,
         lock: _lock,

@@ -6,8 +6,9 @@ pub use super::group::Group;
 pub use super::model::per_run;
 use super::model::{Merged, RunData, Stat};
 use super::significance::Test;
-use super::strata::{Key, Pairing};
+use super::strata::Pairing;
 use super::verdict::{delta_pct, Thresholds, Verdict};
+use rtscope_report::group::Key;
 
 /// How a candidate's runs were matched with the baseline's.
 #[derive(Debug, Clone)]

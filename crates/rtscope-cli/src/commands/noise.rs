@@ -130,7 +130,7 @@ pub fn run(
 ) -> anyhow::Result<ExitStatus> {
     // Before any thread starts (the trace reader, the loops): a signal is taken by the run's
     // control (the first stops the loops, another changes nothing) or by nobody.
-    rtscope_session::drive::hold_signals();
+    rtscope_common::signals::hold_signals();
     let online = sys::online_cpus();
     let c = config(a, &online)?;
     if a.irqs_off {
@@ -243,7 +243,7 @@ fn finish(
     if let Some(s) = o.signal {
         text.push_str(&format!(
             "interrupted by {}: the results cover the part that ran\n",
-            sys::signal_name(s)
+            rtscope_common::signals::signal_name(s)
         ));
     }
     if let Some(x) = &o.explained {

@@ -240,7 +240,7 @@ pub fn run(
         return Ok(ExitStatus::Success);
     }
     // Before any thread starts: a stop signal is taken by the measurement or by nobody.
-    rtscope_session::drive::hold_signals();
+    rtscope_common::signals::hold_signals();
     let online = sys::online_cpus();
     let plan = plan(a, &online)?;
     let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
@@ -350,7 +350,7 @@ fn finish(
     };
     let mut text = respond::table(&o.rows);
     if let Some(s) = o.signal {
-        let name = sys::signal_name(s);
+        let name = rtscope_common::signals::signal_name(s);
         text.push_str(&format!(
             "interrupted by {name}: the results cover the part that ran\n"
         ));
@@ -384,7 +384,7 @@ fn finish(
             v
         }).collect::<Vec<_>>(),
         "limits": checks.iter().map(rtscope_present::measure_json::LimitJson::from).collect::<Vec<_>>(),
-        "interrupted": o.signal.map(sys::signal_name),
+        "interrupted": o.signal.map(rtscope_common::signals::signal_name),
         "error": o.error,
         "exit_code": status.code(),
     });

@@ -85,7 +85,7 @@ pub fn check() -> Result<Tracefs, String> {
 /// Runs the tracer for `duration` (a stop signal ends it early) and reads the samples.
 pub fn drive(tfs: &Tracefs, cfg: &HwlatConfig, duration: Nanos) -> Result<HwlatOutcome, String> {
     let smi = SmiCounter::open(Path::new("/"), &cfg.cpus);
-    let old_mask = sys::block_run_signals();
+    let old_mask = rtscope_common::signals::block_run_signals();
     let started = sys::now(libc::CLOCK_MONOTONIC);
     let run = HwlatRun::start(tfs, cfg, true).map_err(|e| e.to_string());
     let result = run.and_then(|run| {
@@ -98,8 +98,8 @@ pub fn drive(tfs: &Tracefs, cfg: &HwlatConfig, duration: Nanos) -> Result<HwlatO
             if left == 0 {
                 break;
             }
-            match sys::wait_run_signal(Nanos(left.min(POLL.0))) {
-                Some(s) if sys::is_stop_signal(s) => signal = Some(s),
+            match rtscope_common::signals::wait_run_signal(Nanos(left.min(POLL.0))) {
+                Some(s) if rtscope_common::signals::is_stop_signal(s) => signal = Some(s),
                 _ => poll.read(&run.samples().map_err(|e| e.to_string())?),
             }
         }
@@ -112,7 +112,7 @@ pub fn drive(tfs: &Tracefs, cfg: &HwlatConfig, duration: Nanos) -> Result<HwlatO
             ran,
         })
     });
-    sys::restore_signal_mask(&old_mask);
+    rtscope_common::signals::restore_signal_mask(&old_mask);
     result
 }
 
@@ -314,7 +314,7 @@ pub fn run(
     if let Some(s) = o.signal {
         text.push_str(&format!(
             "interrupted by {}: the results cover the part that ran\n",
-            sys::signal_name(s)
+            rtscope_common::signals::signal_name(s)
         ));
     }
     text.push_str(&super::run::render_checks(&checks));

@@ -212,7 +212,7 @@ impl NoiseRecorder {
             let kept = gaps.get(i).map_or(&[][..], Vec::as_slice);
             add_gaps(&mut cp, self.at(), i, 0, kept);
         }
-        let ended = crate::sysinfo::rfc3339(meta.ended);
+        let ended = rtscope_core::civil::rfc3339(meta.ended);
         let _ = self.store.set_busy_timeout(Duration::from_secs(5));
         let start = Instant::now();
         let id = self.id;
@@ -263,7 +263,7 @@ fn new_run(meta: &NoiseMeta, cpus: &[usize]) -> NewRun {
         kind: RunKind::Noise,
         label: meta.label.clone(),
         tags: meta.tags.clone(),
-        started: crate::sysinfo::rfc3339(meta.started),
+        started: rtscope_core::civil::rfc3339(meta.started),
         started_unix_ns: unix_ns(meta.started),
         pid: std::process::id(),
         tool_version: env!("CARGO_PKG_VERSION").into(),

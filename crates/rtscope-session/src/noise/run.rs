@@ -57,7 +57,7 @@ impl Outcome {
 /// checkpoint about once a second) and keeping the longest `keep` gaps of each loop.
 ///
 /// A stop signal (SIGINT, SIGTERM, SIGHUP; blocked in every thread, see
-/// [`crate::drive::hold_signals`]) stops the loops at once, whatever the control thread is
+/// [`rtscope_common::signals::hold_signals`]) stops the loops at once, whatever the control thread is
 /// doing: a watcher thread waits for it, so attributing gaps or writing a checkpoint never
 /// keeps the loops spinning. The trace is analysed to its end only after the loops stopped;
 /// the run's end ([`Outcome::ended`]) is when they did.
@@ -159,7 +159,7 @@ impl StopWatch {
     fn watch(&self, run: &NoiseRun) {
         self.tid.store(sys::gettid(), Ordering::Release);
         while !self.done.load(Ordering::Acquire) {
-            if let Some(sig) = sys::wait_run_signal(Nanos::from_secs(1)) {
+            if let Some(sig) = rtscope_common::signals::wait_run_signal(Nanos::from_secs(1)) {
                 self.take(sig, run);
             }
         }
@@ -168,7 +168,7 @@ impl StopWatch {
     /// Keeps `sig` when it is the first stop signal and stops the loops (a repeated one
     /// changes nothing: the loops are stopping already).
     fn take(&self, sig: i32, run: &NoiseRun) {
-        if sys::is_stop_signal(sig) {
+        if rtscope_common::signals::is_stop_signal(sig) {
             let _ = self
                 .first
                 .compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire);
@@ -182,7 +182,7 @@ impl StopWatch {
         while !watcher.is_finished() {
             let tid = self.tid.load(Ordering::Acquire);
             if tid != 0 {
-                sys::signal_thread(tid, libc::SIGUSR2);
+                rtscope_common::signals::signal_thread(tid, libc::SIGUSR2);
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
         }

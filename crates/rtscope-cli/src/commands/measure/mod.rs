@@ -169,7 +169,7 @@ pub fn run(
         return on_targets(a, &command_line, out, missing);
     }
     // Before any thread starts: a signal is taken by the control loop or by nobody.
-    rtscope_session::drive::hold_signals();
+    rtscope_common::signals::hold_signals();
     let Lowered {
         plan,
         tick,
@@ -401,11 +401,13 @@ fn report(
         ExitStatus::Success
     };
     let mut text = table::of_run(r, &total_stats, &total_hist);
-    let cut_by = signal.map(sys::signal_name).or_else(|| {
-        m.output_error
-            .as_ref()
-            .map(|e| format!("an output error ({e})"))
-    });
+    let cut_by = signal
+        .map(rtscope_common::signals::signal_name)
+        .or_else(|| {
+            m.output_error
+                .as_ref()
+                .map(|e| format!("an output error ({e})"))
+        });
     if let Some(by) = &cut_by {
         text.push_str(&format!(
             "interrupted by {by} after {:.3}s: the results cover the part that ran\n",
