@@ -359,7 +359,7 @@ pub(super) fn start_loads(
 pub(super) fn failed_loads(reports: &[LoadReport]) -> Vec<String> {
     reports
         .iter()
-        .filter(|r| r.status == rtscope_load::LoadStatus::Failed)
+        .filter(|r| r.status == rtscope_core::LoadStatus::Failed)
         .map(|r| r.name.clone())
         .collect()
 }

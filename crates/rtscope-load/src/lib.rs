@@ -29,6 +29,6 @@ pub mod worker;
 pub use error::LoadError;
 pub use external::validate;
 pub use shepherd::shepherd_main;
-pub use spec::{LoadReport, LoadSpec, LoadStatus, Metric, MsgMode, MsgTransport};
+pub use spec::{LoadReport, LoadSpec, Metric, MsgMode, MsgTransport};
 pub use supervise::{start, EarlyExit, RunningLoads};
 pub use worker::worker_main;

@@ -122,7 +122,7 @@ pub fn render_checks(checks: &[Check]) -> String {
     s
 }
 
-pub use rtscope_core::text::{columns, count};
+pub(crate) use rtscope_core::text::{columns, count};
 
 /// The table of a finished run: a row per thread and one for all of them.
 pub fn of_run(

@@ -59,7 +59,7 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     // A built-in load SIGKILLed after the grace period lost its report (a memory load's
     // miscompare count with it): that is not a success (issue 26).
     let lost = |r: &&LoadReport| {
-        r.status == rtscope_load::LoadStatus::Killed
+        r.status == rtscope_core::LoadStatus::Killed
             && !matches!(r.spec, LoadSpec::External { .. })
             && r.metrics.is_empty()
     };
@@ -72,7 +72,7 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     Ok(
         if reports
             .iter()
-            .any(|r| r.status == rtscope_load::LoadStatus::Failed || lost(&r))
+            .any(|r| r.status == rtscope_core::LoadStatus::Failed || lost(&r))
         {
             ExitStatus::LimitExceeded
         } else if interrupted && limit.is_some() {
