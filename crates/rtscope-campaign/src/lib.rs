@@ -1,8 +1,8 @@
 //! `rtscope run`: campaigns — scenarios × load cases × repeats, with loads and monitors.
 //!
 //! * `file`: the TOML format as written (docs/campaigns.md), every key checked;
-//! * [`expand`]: the file plus command-line overrides become a [`Campaign`] of
-//!   [`PlannedRun`]s, each with a [`rtscope_session::RunPlan`] checked as `rtscope measure` checks its options;
+//! * [`expand`]: the file plus command-line overrides become an [`expand::Campaign`] of
+//!   [`expand::PlannedRun`]s, each with a [`rtscope_session::RunPlan`] checked as `rtscope measure` checks its options;
 //! * [`presets`]: `quick`, `scenarios`, `loadcases`, `osadl` (the files in examples/);
 //! * [`dryrun`]: `--dry-run`'s matrix; `runner` and `one_run`: the execution, each run a
 //!   [`rtscope_session::Session`] with its loads around it.
@@ -26,7 +26,7 @@ pub mod until_tail;
 #[cfg(test)]
 mod until_tail_tests;
 
-pub use expand::{estimate, load, Campaign, PlannedRun};
+use expand::load;
 
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_session::{record, RunError};

@@ -2,11 +2,11 @@
 //! its loads, let them settle, audit, measure with monitors and recording, stop the loads,
 //! store what they did; the exit code of every run is computed here, once.
 
+use super::expand::PlannedRun;
 use super::progress::Progress;
 use super::progress::{us, Current};
 use super::until_tail::watch::Watch;
 use super::CampaignOptions;
-use super::PlannedRun;
 use rtscope_common::clock::{Clock, SharedClock};
 use rtscope_common::error::UsageError;
 use rtscope_core::{Histogram, Nanos, Stats};
@@ -266,7 +266,7 @@ fn timer(
     let cur = Current {
         number,
         what: &what,
-        estimate: super::estimate(p).saturating_sub(Duration::from_nanos(p.settle.0)),
+        estimate: super::expand::estimate(p).saturating_sub(Duration::from_nanos(p.settle.0)),
         started: ctx.clock.now(),
     };
     let mut watch = p

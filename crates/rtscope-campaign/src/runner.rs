@@ -6,9 +6,10 @@
 //! grace period, still saving. The loads run under a supervisor that kills them whatever
 //! happens to rtscope (see rtscope-load).
 
+use super::expand::{Campaign, PlannedRun};
 use super::one_run::{one_run, Ctx, RunEnd};
 use super::progress::Progress;
-use super::{Campaign, CampaignOptions, PlannedRun};
+use super::CampaignOptions;
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_session::record;
 use rtscope_session::RunError;
@@ -58,7 +59,7 @@ fn execute_guarded(
         (begin(&mut store, &c, argv, clock.wall())?, Vec::new())
     };
     let todo: Vec<&PlannedRun> = c.runs.iter().filter(|p| !done.contains(&p.seq)).collect();
-    let total: Duration = todo.iter().map(|p| super::estimate(p)).sum();
+    let total: Duration = todo.iter().map(|p| super::expand::estimate(p)).sum();
     announce(&c, todo.len(), done.len(), total, out)?;
     let exe = std::env::current_exe().map_err(|e| {
         UsageError::new(format!(
@@ -94,7 +95,7 @@ fn execute_guarded(
                 return Err(e);
             }
         };
-        ctx.progress.run_done(super::estimate(p));
+        ctx.progress.run_done(super::expand::estimate(p));
         without_load += usize::from(end.load_failed);
         status = with_run(status, &end);
         // A signal after the last run was measured (while its loads stopped) interrupts

@@ -7,10 +7,13 @@
 //! * [`LoadReport`]: what a load did (messages, bytes, operations, miscompares), recorded with
 //!   the run so a run "under load" can prove the load ran;
 //! * [`start`] / [`RunningLoads`]: run loads under a shepherd process, so none survives
-//!   rtscope, however it ends (see [`shepherd`] for the design);
+//!   rtscope, however it ends (the shepherd module's documentation gives the design);
 //! * [`worker_main`] and [`shepherd_main`]: the hidden `rtscope __load` and
 //!   `rtscope __shepherd` entry points;
-//! * [`builtin`]: the built-in loads themselves, usable in-process too.
+//! * [`builtin`]: the built-in loads themselves, usable in-process too;
+//! * [`validate`] and [`find_program`]: an external tool checked and found before a run.
+//!
+//! These are the crate's one door: its modules behind them are private.
 //!
 //! Units: durations in nanoseconds (`ran_ns`), sizes in bytes or MiB as named, rates per second.
 
@@ -19,15 +22,15 @@
 pub mod builtin;
 pub mod cgroup;
 mod error;
-pub mod external;
-pub mod shepherd;
-pub mod spec;
-pub mod supervise;
+mod external;
+mod shepherd;
+mod spec;
+mod supervise;
 pub mod sys;
-pub mod worker;
+mod worker;
 
 pub use error::LoadError;
-pub use external::validate;
+pub use external::{find_program, validate};
 pub use shepherd::shepherd_main;
 pub use spec::{LoadReport, LoadSpec, Metric, MsgMode, MsgTransport};
 pub use supervise::{start, EarlyExit, RunningLoads};

@@ -1,9 +1,7 @@
 //! The comparison itself, as plain data that the text and JSON renderers print.
 
-pub use super::change::Change;
-use super::group::distinct;
-pub use super::group::Group;
-pub use super::model::per_run;
+use super::change::Change;
+use super::group::{distinct, Group};
 use super::model::{Merged, RunData, Stat};
 use super::significance::Test;
 use super::strata::Pairing;

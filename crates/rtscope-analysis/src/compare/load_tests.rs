@@ -3,7 +3,8 @@
 //! deadlines as a rate, and the one-pass reading against the run-by-run one.
 
 use super::groups;
-use crate::compare::analysis::{Comparison, Group};
+use crate::compare::analysis::Comparison;
+use crate::compare::group::Group;
 use crate::compare::model::{RunData, Stat, DEFAULT_STATS};
 use crate::compare::verdict::Thresholds;
 use crate::compare::{json, text};
