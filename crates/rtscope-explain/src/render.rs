@@ -2,9 +2,11 @@
 //! `rtscope runs show`. Pure functions returning strings; task names are escaped (they come
 //! from the traced system).
 
-use crate::book::{Counts, CulpritRow, ExplainSummary, Explained, Merge, SmtCounts};
+use crate::book::{Counts, ExplainSummary, Explained, SmtCounts};
 use crate::classes::Class;
 use crate::coarse::CoarseExplanation;
+use crate::culprits::CulpritRow;
+use crate::culprits::Merge;
 use crate::model::{Attribution, Category, MissingExits};
 use std::fmt::Write;
 

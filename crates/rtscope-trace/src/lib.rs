@@ -34,7 +34,6 @@ mod timeline;
 pub mod timerlat;
 pub mod tracefs;
 
-pub use machine::Machine;
 // The explanation model (rtscope-explain), where the analyzer's results live: used here by
 // these paths, reached from outside only as `rtscope_explain::…`.
 use rtscope_explain::{book, coarse, model};
