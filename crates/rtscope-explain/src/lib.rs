@@ -24,8 +24,3 @@ pub mod culprits;
 pub mod interference;
 pub mod model;
 pub mod render;
-
-pub use model::{
-    Attribution, Category, Charge, LateCause, NotTraced, SiblingActivity, Softirq, Spike, Task,
-    Tier,
-};

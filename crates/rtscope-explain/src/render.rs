@@ -473,9 +473,9 @@ mod tests {
             lost_events: false,
             siblings: Vec::new(),
         }));
-        b.not_traced(crate::NotTraced::LostEvents);
+        b.not_traced(crate::model::NotTraced::LostEvents);
         b.no_context(1_000_000);
-        b.not_traced(crate::NotTraced::TracerNotLive);
+        b.not_traced(crate::model::NotTraced::TracerNotLive);
         b.no_context(2_000_000);
         let s = b.summary(Tier::Timerlat, None, 500_000);
         assert_eq!(
@@ -516,7 +516,7 @@ mod tests {
             charges: vec![Charge::new(category, 100_000)],
             complete: true,
             lost_events: false,
-            siblings: vec![crate::SiblingActivity {
+            siblings: vec![crate::model::SiblingActivity {
                 cpu: 5,
                 busy_ns,
                 span_ns: 100_000,
