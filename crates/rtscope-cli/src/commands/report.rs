@@ -5,7 +5,8 @@
 use crate::cli::ReportArgs;
 use rtscope_analysis::select::{self, Selector};
 use rtscope_common::error::{ExitStatus, UsageError};
-use rtscope_report::{ReportOptions, RunData};
+use rtscope_report::model::RunData;
+use rtscope_report::ReportOptions;
 use rtscope_store::{RunId, Store};
 use std::io::Write;
 
@@ -97,7 +98,7 @@ fn add_tails(store: &Store, runs: &mut [RunData]) -> anyhow::Result<()> {
             let figures = tail.map_or_else(Default::default, |tail| {
                 rtscope_evt::figure::figures(&tail, &analysis)
             });
-            r.tails.push(rtscope_report::worst::ThreadTail {
+            r.tails.push(rtscope_report::model::ThreadTail {
                 thread: t.thread,
                 cpu: t.cpu,
                 analysis,

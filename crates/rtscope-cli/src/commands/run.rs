@@ -48,9 +48,9 @@ fn answer(db: Option<&std::path::Path>, out: &mut dyn Write) -> std::io::Result<
     let Ok(bundles) = store.bundles(&ids, false) else {
         return Ok(());
     };
-    let runs: Vec<rtscope_report::RunData> = bundles
+    let runs: Vec<rtscope_report::model::RunData> = bundles
         .into_iter()
-        .map(rtscope_report::RunData::from)
+        .map(rtscope_report::model::RunData::from)
         .collect();
     for line in rtscope_report::headline::lines(&runs) {
         writeln!(out, "answer: {line}")?;
