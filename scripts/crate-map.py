@@ -5,13 +5,16 @@ Checks, for the workspace's own crates (normal dependencies; dev-dependencies ar
   * each crate's "May depend on:" list names exactly the rtscope crates it depends on
     ("every crate above" for the CLI: only crates listed before it);
   * every arrow drawn in the diagram (a crate under its parent) is a real dependency, and every
-    workspace crate is drawn.
+    workspace crate is drawn;
+  * README.md's layout table (issue 52) has one row per workspace crate, by its directory, and
+    no row for a crate that is not one.
 Prints every difference and exits 1 if there is any.
 
-Usage: python3 scripts/crate-map.py [crates/README.md]"""
+Usage: python3 scripts/crate-map.py [crates/README.md [README.md]]"""
 import json, re, subprocess, sys
 
 readme_path = sys.argv[1] if len(sys.argv) > 1 else 'crates/README.md'
+layout_path = sys.argv[2] if len(sys.argv) > 2 else 'README.md'
 meta = json.loads(subprocess.run(
     ['cargo', 'metadata', '--format-version', '1', '--no-deps', '--offline'],
     check=True, capture_output=True, text=True).stdout)
@@ -81,9 +84,25 @@ for line in diagram.splitlines():
 for m in sorted(members - drawn):
     problems.append(f'diagram: {m} is not drawn')
 
+# README.md's layout table: "| `crates/NAME` | what |" rows under "## Layout".
+root = meta['workspace_root'].rstrip('/') + '/'
+dirs = {p['manifest_path'][len(root):].rsplit('/', 1)[0]: p['name'] for p in meta['packages']}
+layout = open(layout_path).read()
+section = re.search(r'^## Layout\n(.*?)(?=^## |\Z)', layout, re.S | re.M)
+rows = re.findall(r'^\| `(crates/[^`]+)` \|', section.group(1), re.M) if section else []
+if not section:
+    problems.append(f'{layout_path}: no "## Layout" section')
+for d in sorted(set(dirs) - set(rows)):
+    problems.append(f'{layout_path}: layout table has no row for {d} ({dirs[d]})')
+for d in sorted(set(rows) - set(dirs)):
+    problems.append(f'{layout_path}: layout table row {d} is not a workspace crate')
+for d in sorted({d for d in rows if rows.count(d) > 1}):
+    problems.append(f'{layout_path}: layout table lists {d} twice')
+
 for p in problems:
     print(p)
 if problems:
-    print(f'{len(problems)} difference(s) between {readme_path} and cargo metadata')
+    print(f'{len(problems)} difference(s) between {readme_path} or {layout_path} and cargo metadata')
     sys.exit(1)
-print(f'{readme_path}: {len(members)} crates, every allow-list and arrow matches cargo metadata')
+print(f'{readme_path}: {len(members)} crates, every allow-list and arrow matches cargo metadata; '
+      f'{layout_path}: the layout table lists each of them once')

@@ -3,7 +3,8 @@
 
 use rtscope_trace::decode::{decode_pages, Event, Schema};
 use rtscope_trace::format::{EventFormat, PageLayout};
-use rtscope_trace::{Attribution, Spike};
+use rtscope_explain::model::Attribution;
+use rtscope_explain::model::Spike;
 
 pub fn decode_and_attribute(
     data: &[u8],

@@ -3,7 +3,8 @@
 //! cells marked, and a noise group beside a latency group refused. Synthetic noise runs with
 //! known gaps, written through the real store.
 
-use rtscope_analysis::compare::analysis::{Comparison, Group};
+use rtscope_analysis::compare::analysis::Comparison;
+use rtscope_analysis::compare::group::Group;
 use rtscope_analysis::compare::group::{same_kind, GroupKind};
 use rtscope_analysis::compare::model::{RunData, Stat, NOISE_STATS};
 use rtscope_analysis::compare::verdict::{Basis, Thresholds, Verdict};

@@ -2,7 +2,8 @@
 //! is an operand, every mechanism is a column of the matrix, strata are named once and lost
 //! events are called `lost`, in the text and in the JSON.
 
-use rtscope_analysis::compare::analysis::{Comparison, Group};
+use rtscope_analysis::compare::analysis::Comparison;
+use rtscope_analysis::compare::group::Group;
 use rtscope_analysis::compare::model::{RunData, Stat};
 use rtscope_analysis::compare::verdict::Thresholds;
 use rtscope_analysis::compare::{json, text};

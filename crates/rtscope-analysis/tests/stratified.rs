@@ -2,7 +2,8 @@
 //! like with like (van Elteren's stratified test), and too few runs give an `untested` verdict
 //! of the threshold that fails only with `--fail-untested` (or `--threshold-only`).
 
-use rtscope_analysis::compare::analysis::{Comparison, Group};
+use rtscope_analysis::compare::analysis::Comparison;
+use rtscope_analysis::compare::group::Group;
 use rtscope_analysis::compare::model::{RunData, Stat};
 use rtscope_analysis::compare::significance::mann_whitney;
 use rtscope_analysis::compare::verdict::{Thresholds, Verdict};
@@ -113,7 +114,7 @@ fn same_distribution_in_another_scenario_mix_is_no_significant_difference() {
         let runs = runs
             .iter()
             .filter(|r| r.tag("kernel") == Some(k) && r.tag("scenario") != Some("only-b"));
-        rtscope_analysis::compare::analysis::per_run(runs, Stat::parse("p50", "").unwrap())
+        rtscope_analysis::compare::model::per_run(runs, Stat::parse("p50", "").unwrap())
     };
     assert!(mann_whitney(&p50("a"), &p50("b")).unwrap().significant());
 }

@@ -4,7 +4,9 @@
 //! 2·(1/2)² = 0.5), so every per-case cell is `untested`; the statistics rows (10 strata of 1
 //! vs 1, smallest p 2/2¹⁰) are tested.
 
-use rtscope_analysis::compare::analysis::{Change, Comparison, Group};
+use rtscope_analysis::compare::analysis::Comparison;
+use rtscope_analysis::compare::change::Change;
+use rtscope_analysis::compare::group::Group;
 use rtscope_analysis::compare::model::{RunData, Stat};
 use rtscope_analysis::compare::verdict::{Thresholds, Verdict};
 use rtscope_store::Store;

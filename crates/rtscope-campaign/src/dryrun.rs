@@ -3,8 +3,8 @@
 
 use super::expand::{estimate, Campaign, PlannedRun};
 use super::loads;
+use rtscope_common::limits::Stat;
 use rtscope_core::Nanos;
-use rtscope_session::limits::Stat;
 use std::fmt::Write as _;
 use std::time::Duration;
 

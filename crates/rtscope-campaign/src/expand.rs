@@ -9,12 +9,11 @@ use super::file::{RawCase, RawFile, RawSettings, Threads};
 use super::pos::Source;
 use super::until_tail::{self, UntilTail, UntilTailRun, Written, WrittenRef};
 use super::{loads, presets, CampaignOptions};
+use rtscope_common::error::UsageError;
+use rtscope_common::limits;
 use rtscope_core::Nanos;
 use rtscope_engine::{ClockKind, CpuSet};
 use rtscope_load::LoadSpec;
-use rtscope_session::limits;
-use rtscope_session::record;
-use rtscope_session::UsageError;
 use rtscope_session::WorkloadSpec;
 use rtscope_session::{Naming, PlanError, PlanSpec, PolicyChoice, RunPlan};
 use std::path::Path;
@@ -215,7 +214,11 @@ fn expand(
     if name.trim().is_empty() {
         return Err(UsageError::new("the campaign name is empty").hint("name it with --name"));
     }
-    record::check_name(&name, "campaign name", record::MAX_NAME_BYTES)?;
+    rtscope_common::names::check_name(
+        &name,
+        "campaign name",
+        rtscope_common::names::MAX_NAME_BYTES,
+    )?;
     if name.contains('/') {
         return Err(UsageError::new(format!(
             "invalid campaign name '{}': names have no '/' (run labels are campaign/scenario/case/repeat)",
@@ -439,7 +442,7 @@ fn check_name<'a>(
     if n.trim().is_empty()
         || n.contains('/')
         || n.chars().any(char::is_control)
-        || n.len() > record::MAX_NAME_BYTES
+        || n.len() > rtscope_common::names::MAX_NAME_BYTES
     {
         return Err(src
             .error(

@@ -1,8 +1,8 @@
 //! `rtscope run`: campaigns — scenarios × load cases × repeats, with loads and monitors.
 //!
 //! * `file`: the TOML format as written (docs/campaigns.md), every key checked;
-//! * [`expand`]: the file plus command-line overrides become a [`Campaign`] of
-//!   [`PlannedRun`]s, each with a [`rtscope_session::RunPlan`] checked as `rtscope measure` checks its options;
+//! * [`expand`]: the file plus command-line overrides become an [`expand::Campaign`] of
+//!   [`expand::PlannedRun`]s, each with a [`rtscope_session::RunPlan`] checked as `rtscope measure` checks its options;
 //! * [`presets`]: `quick`, `scenarios`, `loadcases`, `osadl` (the files in examples/);
 //! * [`dryrun`]: `--dry-run`'s matrix; `runner` and `one_run`: the execution, each run a
 //!   [`rtscope_session::Session`] with its loads around it.
@@ -27,9 +27,10 @@ pub mod until_tail;
 #[cfg(test)]
 mod until_tail_tests;
 
-pub use expand::{estimate, load, Campaign, PlannedRun};
+use expand::load;
 
-use rtscope_session::{record, ExitStatus, RunError, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
+use rtscope_session::{record, RunError};
 use rtscope_store::RunStatus;
 use std::io::Write;
 use std::path::PathBuf;
@@ -73,7 +74,9 @@ pub struct CampaignOptions {
 /// `None` when there is none to resume (the resume itself then says why).
 pub fn started_command_line(a: &CampaignOptions) -> Result<Option<Vec<String>>, RunError> {
     let c = load(a, &rtscope_engine::sys::online_cpus())?;
-    let db = a.db.clone().unwrap_or_else(record::default_db);
+    let db =
+        a.db.clone()
+            .unwrap_or_else(rtscope_store::Store::default_path);
     if !db.exists() {
         return Ok(None);
     }

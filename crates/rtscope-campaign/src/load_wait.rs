@@ -83,7 +83,7 @@ pub(crate) fn wait_for_loads(
             said = Some(waited);
         }
         if let Some(s) = clock.wait_signal(POLL) {
-            if rtscope_engine::sys::is_stop_signal(s) {
+            if rtscope_common::signals::is_stop_signal(s) {
                 return Ok(Some(s));
             }
         }

@@ -3,8 +3,8 @@
 
 use super::file::RawLoad;
 use super::pos::{suggest, Source};
+use rtscope_common::error::UsageError;
 use rtscope_load::{LoadSpec, MsgMode, MsgTransport};
-use rtscope_session::UsageError;
 use std::path::{Path, PathBuf};
 
 /// Every `kind` a load can have.
@@ -216,7 +216,7 @@ fn mode(src: &Source, l: &RawLoad) -> Result<MsgMode, UsageError> {
 /// The executable `program` names: itself if it contains a `/`, else the first match on
 /// `PATH` (the lookup the load supervisor uses to start it).
 pub fn find_on_path(program: &str) -> Option<PathBuf> {
-    rtscope_load::external::find_program(program).ok()
+    rtscope_load::find_program(program).ok()
 }
 
 /// A short name for tables: `messaging`, `memory`, …, or the external program's file name.

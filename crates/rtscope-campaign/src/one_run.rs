@@ -2,20 +2,21 @@
 //! its loads, let them settle, audit, measure with monitors and recording, stop the loads,
 //! store what they did; the exit code of every run is computed here, once.
 
+use super::expand::PlannedRun;
 use super::progress::Progress;
 use super::progress::{us, Current};
 use super::until_tail::watch::Watch;
 use super::CampaignOptions;
-use super::PlannedRun;
 use rtscope_common::clock::{Clock, SharedClock};
+use rtscope_common::error::UsageError;
 use rtscope_core::{Histogram, Nanos, Stats};
-use rtscope_engine::{sys, Run, RunResult};
+use rtscope_engine::{Run, RunResult};
 use rtscope_load::LoadReport;
 use rtscope_session::noise::{NoiseMeasured, NoiseSession};
 use rtscope_session::record::{self, RecordSpec};
+use rtscope_session::RunError;
 use rtscope_session::{preflight, ConfigDoc, Event, Measured, Recorded, Session, SystemSettings};
 use rtscope_session::{RecordOutcome, RespondMeasured, RespondSession, Workload};
-use rtscope_session::{RunError, UsageError};
 use rtscope_store::{CampaignId, Store};
 use rtscope_store::{CampaignRun, LoadMetric, LoadRow, RunId};
 use std::io::Write;
@@ -76,7 +77,7 @@ fn audit(ctx: &mut Ctx, p: &PlannedRun, number: usize) -> Vec<rtscope_store::Che
         .collect();
     if bad != ctx.bad_checks {
         for line in preflight::bad_lines(&audit) {
-            rtscope_session::output::warn(&format!("[{number}] {line}"));
+            rtscope_common::error::warn(&format!("[{number}] {line}"));
         }
         ctx.bad_checks = bad;
     }
@@ -143,13 +144,13 @@ pub(super) fn one_run(
         writeln!(out, "[{number}] {}: {line}", p.label)?;
     }
     if let Some(e) = m.run_error() {
-        rtscope_session::output::warn(&format!(
+        rtscope_common::error::warn(&format!(
             "[{number}] {}: error during the run: {e}",
             p.label
         ));
     }
     if let Some(line) = rec.line.filter(|_| record_failed) {
-        rtscope_session::output::warn(&line);
+        rtscope_common::error::warn(&line);
     }
     out.flush()?;
     Ok(RunEnd {
@@ -258,7 +259,7 @@ fn timer(
     };
     let mut session = Session::start(p.plan.clone(), settings, recorded)?;
     if let Some(off) = &p.plan.explain_off {
-        rtscope_session::output::warn(&format!("[{number}] explain: off — {off}"));
+        rtscope_common::error::warn(&format!("[{number}] explain: off — {off}"));
     }
     if let Some(l) = loads {
         // The shepherd is rtscope's; the loads it started keep their CPUs.
@@ -274,7 +275,7 @@ fn timer(
     let cur = Current {
         number,
         what: &what,
-        estimate: super::estimate(p).saturating_sub(Duration::from_nanos(p.settle.0)),
+        estimate: super::expand::estimate(p).saturating_sub(Duration::from_nanos(p.settle.0)),
         started: ctx.clock.now(),
     };
     let mut watch = p
@@ -328,10 +329,10 @@ fn noise(
     let mut session = NoiseSession::start(p.plan.clone(), settings, store, spec)
         .map_err(|e| UsageError::new(format!("run {}: {e}", p.label)))?;
     if let Some(off) = &p.plan.explain_off {
-        rtscope_session::output::warn(&format!("[{number}] explain: off — {off}"));
+        rtscope_common::error::warn(&format!("[{number}] explain: off — {off}"));
     }
     for note in session.notes(rtscope_session::Naming::Keys) {
-        rtscope_session::output::warn(&format!("[{number}] {note}"));
+        rtscope_common::error::warn(&format!("[{number}] {note}"));
     }
     if let Some(id) = session.run_id() {
         add_to_campaign(ctx, p, id)?;
@@ -420,7 +421,7 @@ pub(super) fn start_loads(
 pub(super) fn failed_loads(reports: &[LoadReport]) -> Vec<String> {
     reports
         .iter()
-        .filter(|r| r.status == rtscope_load::LoadStatus::Failed)
+        .filter(|r| r.status == rtscope_core::LoadStatus::Failed)
         .map(|r| r.name.clone())
         .collect()
 }
@@ -429,7 +430,7 @@ pub(super) fn failed_loads(reports: &[LoadReport]) -> Vec<String> {
 pub(super) fn file_loads(ctx: &mut Ctx, id: RunId, reports: &[LoadReport]) {
     let rows: Vec<LoadRow> = reports.iter().map(load_row).collect();
     if let Err(e) = ctx.store.set_loads(id, &rows) {
-        rtscope_session::output::warn(&format!(
+        rtscope_common::error::warn(&format!(
             "error: the loads of run {id} could not be recorded: {e}"
         ));
     }
@@ -437,7 +438,7 @@ pub(super) fn file_loads(ctx: &mut Ctx, id: RunId, reports: &[LoadReport]) {
     if !failed.is_empty() {
         let names = failed.join(",");
         if let Err(e) = ctx.store.set_tag(id, LOAD_FAILED_TAG, Some(&names)) {
-            rtscope_session::output::warn(&format!("error: run {id} could not be tagged: {e}"));
+            rtscope_common::error::warn(&format!("error: run {id} could not be tagged: {e}"));
         }
     }
 }
@@ -467,7 +468,7 @@ pub(super) fn settle(d: Nanos, clock: &dyn Clock) -> Option<i32> {
             return None;
         }
         match clock.wait_signal(left.min(Duration::from_millis(200))) {
-            Some(s) if sys::is_stop_signal(s) => return Some(s),
+            Some(s) if rtscope_common::signals::is_stop_signal(s) => return Some(s),
             _ => {}
         }
     }
@@ -475,15 +476,15 @@ pub(super) fn settle(d: Nanos, clock: &dyn Clock) -> Option<i32> {
 
 /// Says that a second stop signal ends the loads at once.
 fn skipping_grace() {
-    rtscope_session::output::warn(
+    rtscope_common::error::warn(
         "rtscope: second stop signal: the loads are killed now, without their grace period",
     );
 }
 
 /// The loads' grace period: none once a second signal came (or comes now).
 fn grace(ctx: &mut Ctx) -> Duration {
-    if let Some(s) = sys::wait_run_signal(Nanos::ZERO) {
-        if sys::is_stop_signal(s) {
+    if let Some(s) = rtscope_common::signals::wait_run_signal(Nanos::ZERO) {
+        if rtscope_common::signals::is_stop_signal(s) {
             ctx.signals += 1;
         }
     }
@@ -508,8 +509,8 @@ pub(super) fn stop_loads(ctx: &mut Ctx, loads: rtscope_load::RunningLoads) -> Ve
         let done = Arc::clone(&done);
         std::thread::spawn(move || {
             while !done.load(Ordering::Acquire) {
-                match sys::wait_run_signal(Nanos::from_ms(20)) {
-                    Some(s) if sys::is_stop_signal(s) => {
+                match rtscope_common::signals::wait_run_signal(Nanos::from_ms(20)) {
+                    Some(s) if rtscope_common::signals::is_stop_signal(s) => {
                         // The pid is our child's; stop() may reap it just before `done` is
                         // set, and only a wrap-around of the pid space in that window could
                         // make it another's.

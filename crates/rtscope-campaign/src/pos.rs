@@ -1,7 +1,7 @@
 //! Positions in a campaign file: `file:line:column` for every complaint, and the translation
 //! of the TOML parser's errors into rtscope's `error:` / `hint:` form.
 
-use rtscope_session::UsageError;
+use rtscope_common::error::UsageError;
 use std::ops::Range;
 
 /// Keys of each table, for "did you mean" hints (docs/campaigns.md lists the same).

@@ -6,12 +6,13 @@
 //! grace period, still saving. The loads run under a supervisor that kills them whatever
 //! happens to rtscope (see rtscope-load).
 
+use super::expand::{Campaign, PlannedRun};
 use super::one_run::{one_run, Ctx, RunEnd};
 use super::progress::Progress;
-use super::{Campaign, CampaignOptions, PlannedRun};
+use super::CampaignOptions;
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_session::record;
-use rtscope_session::sysinfo;
-use rtscope_session::{ExitStatus, RunError, UsageError};
+use rtscope_session::RunError;
 use rtscope_store::RunStatus;
 use rtscope_store::{CampaignId, NewCampaign, Store};
 use std::io::Write;
@@ -26,7 +27,7 @@ pub fn execute(
 ) -> Result<ExitStatus, RunError> {
     // Blocked for the rest of the process, before any thread starts: taken by sigtimedwait
     // only, so a late signal never kills the campaign while a run's end is written.
-    rtscope_session::drive::hold_signals();
+    rtscope_common::signals::hold_signals();
     // A closed stdout loses the text, never a run nor the exit code; any other failure (a
     // full disk, /dev/full) lost the progress and summary asked for: exit 2, said on stderr.
     let mut guarded = rtscope_session::output::Guarded::new(out);
@@ -48,7 +49,9 @@ fn execute_guarded(
 ) -> Result<ExitStatus, RunError> {
     let clock = rtscope_common::clock::system();
     let monitor_interval = a.monitor_interval;
-    let db = a.db.clone().unwrap_or_else(record::default_db);
+    let db =
+        a.db.clone()
+            .unwrap_or_else(rtscope_store::Store::default_path);
     let mut store = record::open(&db)?;
     let (cid, done) = if a.resume {
         resume(&mut store, &c)?
@@ -56,7 +59,7 @@ fn execute_guarded(
         (begin(&mut store, &c, argv, clock.wall())?, Vec::new())
     };
     let todo: Vec<&PlannedRun> = c.runs.iter().filter(|p| !done.contains(&p.seq)).collect();
-    let total: Duration = todo.iter().map(|p| super::estimate(p)).sum();
+    let total: Duration = todo.iter().map(|p| super::expand::estimate(p)).sum();
     announce(&c, todo.len(), done.len(), total, out)?;
     let exe = std::env::current_exe().map_err(|e| {
         UsageError::new(format!(
@@ -85,14 +88,14 @@ fn execute_guarded(
                 // The campaign cannot go on (no RT privilege, a load that cannot start, …):
                 // its record says so; the loads of this run are already stopped.
                 ctx.progress.clear();
-                let ended = sysinfo::rfc3339(ctx.clock.wall());
+                let ended = rtscope_core::civil::rfc3339(ctx.clock.wall());
                 let _ = ctx
                     .store
                     .finish_campaign(ctx.cid, RunStatus::Failed, &ended);
                 return Err(e);
             }
         };
-        ctx.progress.run_done(super::estimate(p));
+        ctx.progress.run_done(super::expand::estimate(p));
         without_load += usize::from(end.load_failed);
         status = with_run(status, &end);
         // A signal after the last run was measured (while its loads stopped) interrupts
@@ -172,7 +175,7 @@ fn begin(
             name: c.name.clone(),
             source: c.source.clone(),
             definition: c.text.clone(),
-            started: sysinfo::rfc3339(now),
+            started: rtscope_core::civil::rfc3339(now),
             planned_runs: c.runs.len() as u32,
             command_line: argv.to_vec(),
         })
@@ -223,7 +226,7 @@ fn finish(
     out: &mut dyn Write,
 ) -> Result<ExitStatus, RunError> {
     ctx.progress.clear();
-    let ended = sysinfo::rfc3339(ctx.clock.wall());
+    let ended = rtscope_core::civil::rfc3339(ctx.clock.wall());
     if let Err(e) = ctx.store.finish_campaign(ctx.cid, state, &ended) {
         {
             use std::io::Write as _;

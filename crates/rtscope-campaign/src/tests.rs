@@ -3,10 +3,10 @@
 
 use super::expand::{estimate, from_text, Campaign, DEFAULT_SETTLE};
 use super::{presets, CampaignOptions};
+use rtscope_common::error::UsageError;
 use rtscope_core::Nanos;
 use rtscope_engine::{CpuSet, Policy};
 use rtscope_load::{LoadSpec, MsgMode, MsgTransport};
-use rtscope_session::UsageError;
 use std::time::Duration;
 
 /// The options a command line would give: `--duration`, `--loops`, `--repeats`, `--name` and

@@ -16,9 +16,10 @@
 
 use super::file::RawSettings;
 use super::pos::Source;
+use rtscope_common::error::UsageError;
 use rtscope_core::Nanos;
 use rtscope_evt::precision::Standing;
-use rtscope_session::{PlanSpec, UsageError, WorkloadSpec};
+use rtscope_session::{PlanSpec, WorkloadSpec};
 use std::fmt::Write as _;
 use std::ops::Range;
 use std::time::Duration;

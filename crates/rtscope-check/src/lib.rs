@@ -21,8 +21,8 @@ mod sys;
 
 pub use diff::{differing_settings, RunSettings, SettingDifference, SettingsGroup, NOT_RECORDED};
 pub use sys::{
-    cmdline_value, format_cpulist, isolcpus_list, parse_cpulist, FixedProbe, KernelConfig,
-    LiveProbe, Probe, Resource, Rlimit, System, Uname,
+    cmdline_value, isolcpus_list, FixedProbe, KernelConfig, LiveProbe, Probe, Resource, Rlimit,
+    System, Uname,
 };
 
 use serde::Serialize;

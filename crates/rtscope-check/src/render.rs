@@ -46,7 +46,7 @@ pub fn table(audit: &Audit) -> String {
         out,
         "rtscope check: {} checks for CPUs {}: {}",
         audit.findings.len(),
-        crate::format_cpulist(&audit.cpus),
+        rtscope_core::cpulist::format(&audit.cpus),
         summary(audit)
     );
     let _ = writeln!(out);

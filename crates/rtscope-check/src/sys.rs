@@ -293,7 +293,7 @@ impl KernelConfig {
     }
 }
 
-pub use rtscope_core::cpulist::{format as format_cpulist, parse as parse_cpulist};
+pub(crate) use rtscope_core::cpulist::{format as format_cpulist, parse as parse_cpulist};
 
 /// The value of `key` on a kernel command line: `Some("2-3")` for `key=2-3`, `Some("")` for a
 /// bare `key`, `None` when absent. The last occurrence wins, as in the kernel.

@@ -12,12 +12,11 @@
 
 pub mod cli;
 pub mod commands;
-mod errors;
 pub mod exit;
 pub mod manual;
 
 use clap::Parser;
-use exit::{ExitStatus, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
 use std::io::Write;
 
 /// Runs rtscope with the process arguments (`argv[0]` included) and returns the exit status.
@@ -45,7 +44,7 @@ pub fn main_with_args(argv: Vec<std::ffi::OsString>) -> ExitStatus {
 }
 
 fn report_error(e: &anyhow::Error) {
-    let msg = rtscope_common::errors::render(e.chain().map(|c| c.to_string()));
+    let msg = rtscope_common::error::render(e.chain().map(|c| c.to_string()));
     let _ = writeln!(std::io::stderr(), "{msg}");
 }
 
@@ -69,7 +68,7 @@ fn dispatch(argv_os: &[std::ffi::OsString], out: &mut dyn Write) -> anyhow::Resu
         _ => {}
     }
     if argv.first().is_some_and(|a| invoked_as_cyclictest(a)) {
-        errors::require_utf8(argv_os, "cyclictest's options")?;
+        exit::require_utf8(argv_os, "cyclictest's options")?;
         return commands::cyclictest::run(&argv[1..], &argv.join(" "), out);
     }
     let cli = match cli::Cli::try_parse_from(argv_os) {

@@ -2,13 +2,13 @@
 //! (generation in the `rtscope-manual` crate).
 
 use crate::cli::ManArgs;
-use crate::exit::ExitStatus;
+use rtscope_common::error::ExitStatus;
 use std::io::Write;
 
 /// What the pages need besides the clap command.
 pub fn inputs() -> rtscope_manual::Inputs<'static> {
     rtscope_manual::Inputs {
-        cyclictest_usage: rtscope_cyclictest::USAGE,
+        cyclictest_usage: rtscope_ctopts::help::USAGE,
         date: "",
     }
 }

@@ -13,5 +13,3 @@
 pub mod args;
 pub mod getopt;
 pub mod help;
-
-pub use help::USAGE;

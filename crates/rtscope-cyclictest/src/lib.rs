@@ -2,7 +2,7 @@
 //! and prints cyclictest's formats. Where cyclictest misbehaves the format stays and the
 //! behaviour is fixed (see docs/cyclictest-differences.md).
 
-pub use rtscope_ctopts::{args, getopt, help};
+use rtscope_ctopts::{args, help};
 pub mod json;
 pub mod lower;
 pub mod pm_qos;
@@ -10,18 +10,16 @@ pub mod smi;
 pub mod status_file;
 pub mod text;
 
-/// `rtscope cyclictest --help`: cyclictest's usage text (also the man page's OPTIONS).
-pub use help::USAGE;
-
 use args::CtOptions;
 use lower::Plan;
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_core::{Nanos, Stats};
 use rtscope_engine::{Run, RunResult, Sample, ThreadShared};
 use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::record::{self, RecordSpec};
 use rtscope_session::sysinfo::{self, SysInfo};
+use rtscope_session::RunError;
 use rtscope_session::{Event, Observer, Recorded, RunPlan, Session};
-use rtscope_session::{ExitStatus, RunError, UsageError};
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
@@ -32,13 +30,13 @@ const DATE_FORMAT: &str = "%a, %d %b %Y %H:%M:%S %z";
 /// Runs `rtscope cyclictest ARGS`. `cmdline` is the whole command line as typed (for JSON).
 pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitStatus, RunError> {
     // Before any thread starts: a signal is taken by the control loop or by nobody.
-    rtscope_session::drive::hold_signals();
+    rtscope_common::signals::hold_signals();
     let o = args::parse(args)?;
     if o.help || o.version {
         return help_or_version(&o, out);
     }
     let ct = lower::lower(&o, &lower::online())?;
-    record::check_label_and_tags(o.label.as_deref(), &o.tags)?;
+    rtscope_common::names::check_label_and_tags(o.label.as_deref(), &o.tags)?;
     // Opened before anything is set or started: the counts begin with the run.
     let smi = o
         .smi
@@ -57,7 +55,7 @@ pub fn run(args: &[String], cmdline: &str, out: &mut dyn Write) -> Result<ExitSt
     let mut out = Guarded::new(out);
     let out = &mut out;
     if let Some(n) = dma.notice() {
-        rtscope_session::output::warn(n);
+        rtscope_common::error::warn(n);
     }
     let settings = pm_qos::apply(dma, &mut plan)?;
     if let Some(us) = settings.dma_latency_us() {
@@ -114,7 +112,7 @@ fn recorded(
 ) -> Result<Recorded, RunError> {
     let store = o.db.as_deref().map(record::open).transpose()?;
     let spec = RecordSpec {
-        kind: rtscope_session::RunKind::Cyclictest,
+        kind: rtscope_store::RunKind::Cyclictest,
         label: o.label.clone(),
         tags: o.tags.clone(),
         command_line: cmdline.split(' ').map(String::from).collect(),
@@ -131,7 +129,7 @@ fn recorded(
         raw: o.raw,
     };
     if store.is_some() {
-        rtscope_session::output::warn(
+        rtscope_common::error::warn(
             "rtscope: recording the system monitors every 1 s with the run (--db)",
         );
     }
@@ -154,7 +152,7 @@ fn conclude(
 ) -> ExitStatus {
     if let Some((file, body)) = json {
         if let Err(e) = file.write(body.as_bytes(), out, "--json") {
-            rtscope_session::output::warn(&format!("rtscope: {e}"));
+            rtscope_common::error::warn(&format!("rtscope: {e}"));
             status = ExitStatus::Usage;
         }
     }
@@ -162,7 +160,7 @@ fn conclude(
     let status = out.verdict(status, "the results", " (the run is still recorded)");
     let rec = session.finish(measured, status.code());
     if let Some(line) = rec.line {
-        rtscope_session::output::warn(&format!("rtscope: {line}"));
+        rtscope_common::error::warn(&format!("rtscope: {line}"));
     }
     if rec.failed {
         ExitStatus::Usage
@@ -220,7 +218,7 @@ fn verbose_threads(ct: &Plan, out: &mut dyn Write) -> std::io::Result<()> {
 fn status_file() -> Option<status_file::StatusFile> {
     status_file::StatusFile::create()
         .map_err(|e| {
-            rtscope_session::output::warn(&format!(
+            rtscope_common::error::warn(&format!(
                 "rtscope: warning: no status file for SIGUSR2 (get_cyclictest_snapshot): cannot create {}/cyclictest{}: {e}",
                 status_file::SHM_DIR,
                 std::process::id()
@@ -385,7 +383,7 @@ impl<'p> Live<'p> {
                     let lines = t_lines(self.plan, run.threads(), self.smi);
                     let s = text::current_status(&lines, self.plan.unit);
                     if let Err(e) = f.write(&s) {
-                        rtscope_session::output::warn(&format!(
+                        rtscope_common::error::warn(&format!(
                             "rtscope: warning: cannot write the status to {}: {e}",
                             f.path().display()
                         ));

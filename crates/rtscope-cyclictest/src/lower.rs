@@ -2,11 +2,11 @@
 //! cyclictest's rules (thread count, CPU placement, priorities, distance) and rtscope's checks.
 
 use super::args::{CtOptions, Threads};
+use rtscope_common::error::UsageError;
 use rtscope_core::Nanos;
 use rtscope_engine::{
     sys, Alignment, ClockKind, CpuSet, LinearSpec, Policy, RunConfig, SleepMode, ThreadSpec,
 };
-use rtscope_session::UsageError;
 
 /// Largest histogram accepted (`-h`, buckets); a larger size is refused.
 pub const HIST_MAX: usize = 1_000_000;

@@ -71,7 +71,7 @@ pub fn apply(req: DmaRequest, plan: &mut RunPlan) -> Result<SystemSettings, RunE
                     explicit: false,
                 }) =>
         {
-            rtscope_session::output::warn(&format!(
+            rtscope_common::error::warn(&format!(
                 "rtscope: warning: {e}: /dev/cpu_dma_latency is not held at 0us as cyclictest \
                  holds it, so deeper idle states stay allowed during this run"
             ));

@@ -10,9 +10,9 @@
 //! the counts of the final lines. A CPU whose counter is not open (the status drawn on a CPU
 //! whose `msr` would not open) keeps the last live count.
 
+use rtscope_common::error::UsageError;
 use rtscope_engine::sys;
 use rtscope_monitor::smi::{smis_between, SmiCounter};
-use rtscope_session::UsageError;
 use std::cell::RefCell;
 use std::path::Path;
 

@@ -40,7 +40,7 @@ impl StatusFile {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
             _ => {}
         }
-        let file = rtscope_session::output::create_new(&path)?;
+        let file = rtscope_common::outfile::create_new(&path)?;
         let m = file.metadata()?;
         Ok(StatusFile {
             file,

@@ -9,7 +9,7 @@
 #![warn(missing_docs)]
 
 mod config;
-pub mod cpuset;
+mod cpuset;
 pub mod knobs;
 pub mod noise;
 mod run;

@@ -3,9 +3,9 @@
 use crate::config::{ClockKind, Policy};
 use crate::cpuset::CpuSet;
 use rtscope_common::signals::timespec as to_timespec;
-pub use rtscope_common::signals::{
-    block_run_signals, done_signal, drain_done_signal, is_stop_signal, restore_signal_mask,
-    run_signals, signal_name, signal_thread, sigset_of, wait_run_signal,
+pub(crate) use rtscope_common::signals::{
+    block_run_signals, done_signal, drain_done_signal, restore_signal_mask, signal_thread,
+    sigset_of, wait_run_signal,
 };
 use rtscope_core::Nanos;
 use std::io;

@@ -5,7 +5,7 @@ use crate::class_hist::{ClassHistogram, ClassHistograms};
 use crate::classes::ClassTotals;
 use crate::coarse::CoarseExplanation;
 use crate::culprits::CulpritTable;
-pub use crate::culprits::{CulpritRow, Merge};
+use crate::culprits::{CulpritRow, Merge};
 use crate::interference::Interference;
 use crate::model::{Attribution, Category, MissingExits, NotTraced, Tier};
 use serde::{Deserialize, Serialize};

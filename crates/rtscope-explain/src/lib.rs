@@ -26,8 +26,3 @@ pub mod interference;
 pub mod model;
 pub mod render;
 pub mod stack;
-
-pub use model::{
-    Attribution, Category, Charge, LateCause, NotTraced, SiblingActivity, Softirq, Spike, Task,
-    Tier,
-};

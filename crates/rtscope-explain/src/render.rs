@@ -2,9 +2,11 @@
 //! `rtscope runs show`. Pure functions returning strings; task names are escaped (they come
 //! from the traced system).
 
-use crate::book::{Counts, CulpritRow, ExplainSummary, Explained, Merge, SmtCounts};
+use crate::book::{Counts, ExplainSummary, Explained, SmtCounts};
 use crate::classes::Class;
 use crate::coarse::CoarseExplanation;
+use crate::culprits::CulpritRow;
+use crate::culprits::Merge;
 use crate::model::{Attribution, Category, MissingExits};
 use std::fmt::Write;
 
@@ -617,9 +619,9 @@ mod tests {
             siblings: Vec::new(),
             stack: None,
         }));
-        b.not_traced(crate::NotTraced::LostEvents);
+        b.not_traced(crate::model::NotTraced::LostEvents);
         b.no_context(1_000_000);
-        b.not_traced(crate::NotTraced::TracerNotLive);
+        b.not_traced(crate::model::NotTraced::TracerNotLive);
         b.no_context(2_000_000);
         let s = b.summary(Tier::Timerlat, None, 500_000);
         assert_eq!(
@@ -704,7 +706,7 @@ mod tests {
             charges: vec![Charge::new(category, 100_000)],
             complete: true,
             lost_events: false,
-            siblings: vec![crate::SiblingActivity {
+            siblings: vec![crate::model::SiblingActivity {
                 cpu: 5,
                 busy_ns,
                 span_ns: 100_000,

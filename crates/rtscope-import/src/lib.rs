@@ -36,7 +36,7 @@ mod summary;
 mod verbose;
 mod write;
 
-pub use model::{Bad, Imported, ThreadRow};
+pub use model::{Bad, Imported};
 use rtscope_common::error::UsageError;
 use rtscope_common::names::parse_tag;
 use rtscope_store::Store;

@@ -64,7 +64,7 @@ impl std::fmt::Display for Bad {
 /// ([`rtscope_store::ThreadRow`]), filled in with what the source says (`policy` is `unknown`,
 /// numbers 0 and options `None` where it says nothing; `samples` includes any the histogram
 /// could not hold; `max_ns` is exact also beyond the source's histogram).
-pub use rtscope_store::ThreadRow;
+pub(crate) use rtscope_store::ThreadRow;
 
 /// One parsed source: everything a run of the store needs except what the importer adds
 /// (label, tags, command line, file path and format).

@@ -28,7 +28,8 @@
 use crate::cgroup::{self, Cgroup};
 use crate::external::{find_program, hackbench_times};
 use crate::sys::{self, Ended, SigSet, STOP_SIGNALS};
-use crate::{LoadError, LoadReport, LoadSpec, LoadStatus, Metric};
+use crate::{LoadError, LoadReport, LoadSpec, Metric};
+use rtscope_core::LoadStatus;
 use serde::{Deserialize, Serialize};
 use std::io::{BufRead, Read, Write};
 use std::os::unix::process::CommandExt;

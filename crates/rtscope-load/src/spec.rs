@@ -97,7 +97,7 @@ pub struct Metric {
     pub unit: String,
 }
 
-pub use rtscope_core::LoadStatus;
+pub(crate) use rtscope_core::LoadStatus;
 
 /// [`LoadStatus`] in the shepherd's JSON reports: its name (`ok`, `failed`, …).
 mod status_json {

@@ -9,7 +9,8 @@
 //! pipe and waits for the shepherd.
 
 use crate::shepherd::{Event, Plan, DEFAULT_GRACE};
-use crate::{validate, LoadError, LoadReport, LoadSpec, LoadStatus, Metric};
+use crate::{validate, LoadError, LoadReport, LoadSpec, Metric};
+use rtscope_core::LoadStatus;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;

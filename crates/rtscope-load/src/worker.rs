@@ -9,7 +9,8 @@
 
 use crate::builtin::{self, Stop};
 use crate::sys::{SigSet, STOP_SIGNALS};
-use crate::{LoadError, LoadReport, LoadSpec, LoadStatus};
+use crate::{LoadError, LoadReport, LoadSpec};
+use rtscope_core::LoadStatus;
 use std::io::Write;
 use std::time::{Duration, Instant};
 

@@ -1,11 +1,10 @@
 //! The versioned JSON result of `rtscope measure` (schema `rtscope.measure/1`,
 //! documented in docs/json-schema.md). All latencies are integer nanoseconds.
 
+use rtscope_common::limits::Check;
 use rtscope_core::order::collect_map;
 use rtscope_core::{layout, Histogram, Stats};
-use rtscope_engine::sys;
-use rtscope_session::limits::Check;
-use rtscope_session::sysinfo::{self, SysInfo};
+use rtscope_session::sysinfo::SysInfo;
 use rtscope_session::{ConfigDoc, RunPlan};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -49,7 +48,7 @@ pub struct Doc {
     pub housekeeping: Option<rtscope_session::placement::PlacementDoc>,
     /// Why the spikes were late (`--explain`; absent without it; docs/explain.md).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub explain: Option<rtscope_trace::book::ExplainSummary>,
+    pub explain: Option<rtscope_explain::book::ExplainSummary>,
 }
 
 /// Tool identity.
@@ -209,15 +208,15 @@ pub fn document(
             version: env!("CARGO_PKG_VERSION"),
         },
         command_line,
-        started: sysinfo::rfc3339(r.started),
-        ended: sysinfo::rfc3339(r.ended),
+        started: rtscope_core::civil::rfc3339(r.started),
+        ended: rtscope_core::civil::rfc3339(r.ended),
         duration_ns: r
             .ended
             .duration_since(r.started)
             .unwrap_or_default()
             .as_nanos() as u64,
         complete: signal.is_none(),
-        interrupted_by: signal.map(sys::signal_name),
+        interrupted_by: signal.map(rtscope_common::signals::signal_name),
         exit_code,
         system: SysInfo::read(),
         config: ConfigDoc::of(plan),

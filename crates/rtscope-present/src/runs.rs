@@ -58,7 +58,7 @@ pub fn list_text(runs: &[RunSummary]) -> String {
 pub fn watch_text(series: &[rtscope_store::watch::SeriesSummary]) -> String {
     let time = |ns: i64| {
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(ns.max(0) as u64);
-        let s = rtscope_session::sysinfo::rfc3339(t);
+        let s = rtscope_core::civil::rfc3339(t);
         s.get(..19).unwrap_or(&s).replace('T', " ")
     };
     let mut rows = vec![[

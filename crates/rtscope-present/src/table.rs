@@ -1,7 +1,7 @@
 //! The human summary of `rtscope measure`: one row per thread and one for all threads.
 
+use rtscope_common::limits::Check;
 use rtscope_core::{text, Histogram, Nanos, Overflow, Stats, PERCENTILES};
-use rtscope_session::limits::Check;
 use std::fmt::Write;
 
 /// One row of the table.
@@ -122,7 +122,7 @@ pub fn render_checks(checks: &[Check]) -> String {
     s
 }
 
-pub use rtscope_core::text::{columns, count};
+pub(crate) use rtscope_core::text::{columns, count};
 
 /// The table of a finished run: a row per thread and one for all of them.
 pub fn of_run(

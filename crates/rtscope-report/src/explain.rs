@@ -4,7 +4,8 @@
 
 use crate::escape::escape;
 use crate::model::RunData;
-use rtscope_explain::book::{CulpritRow, ExplainSummary, Explained};
+use rtscope_explain::book::{ExplainSummary, Explained};
+use rtscope_explain::culprits::CulpritRow;
 use rtscope_explain::model::{Category, LateCause};
 use rtscope_explain::render::{coverage, culprit_label, dur, label, merge_note};
 use std::fmt::Write;
@@ -253,7 +254,7 @@ fn legend(h: &mut String, s: &ExplainSummary) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtscope_explain::book::Merge;
+    use rtscope_explain::culprits::Merge;
     use rtscope_explain::model::Task;
 
     fn row(comm: &str, pid: i32, total_ns: u64, merged: Merge) -> CulpritRow {

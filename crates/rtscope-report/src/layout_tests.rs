@@ -269,7 +269,7 @@ fn a_raw_run_gets_a_sample_scatter_that_keeps_every_maximum() {
     for s in &p.series {
         assert_eq!(s.shape, plot::Shape::Dots);
         assert!(
-            s.points.len() <= crate::samples::SCATTER_COLUMNS + 2,
+            s.points.len() <= crate::raw::SCATTER_COLUMNS + 2,
             "{}",
             s.points.len()
         );

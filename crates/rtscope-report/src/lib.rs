@@ -45,7 +45,7 @@ pub mod warnings;
 pub mod watch;
 pub mod worst;
 
-pub use model::RunData;
+use model::RunData;
 
 /// Why a report could not be made.
 #[derive(Debug, thiserror::Error)]

@@ -4,9 +4,10 @@
 
 use crate::figures;
 use crate::group::Grouping;
+use crate::model::RunData;
 use crate::plot::{Axis, Corner, Figure, Panel, Series};
 use crate::tests::{run_data, run_with};
-use crate::{html, table, warnings, RunData};
+use crate::{html, table, warnings};
 use rtscope_store::{LoadRow, RunKind};
 
 /// A respond run of `ipc eventfd,pipe,signal`: three rows, all received on CPU 1.

@@ -13,7 +13,6 @@ use std::fmt::Write;
 pub const MAX_EVENT_ROWS: usize = 50;
 /// Most events marked on one run's latency-over-time panel (the largest).
 pub const MAX_EVENT_MARKS: usize = 100;
-pub use crate::raw::SCATTER_COLUMNS;
 
 /// The events of a run as marks for its over-time panel: its largest [`MAX_EVENT_MARKS`] at
 /// (s from the start, µs); `None` when it has none.

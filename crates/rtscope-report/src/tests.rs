@@ -2,8 +2,9 @@
 //! through the real store.
 
 use crate::figures::{self, histogram_points, nines};
+use crate::model::RunData;
 use crate::plot::{self, colour, project, tick_label, Axis, Corner, Figure, Panel, Scale, Series};
-use crate::{html, table, warnings, RunData};
+use crate::{html, table, warnings};
 use rtscope_core::{Histogram, Nanos};
 use rtscope_store::{LoadRow, Store};
 use rtscope_testkit::synthetic::{write_run, SyntheticRun};

@@ -15,8 +15,6 @@ use std::fmt::Write;
 /// and the rest named as not analysed.
 pub const MAX_TAILS: usize = 16;
 
-pub use crate::model::ThreadTail;
-
 const CAPTION: &str = "Left: the probability per wake-up of a latency beyond x, past the data: the fitted tail, its interval at the table's levels, the observed cluster maxima. Middle: observed against fitted quantiles (on y = x when the model fits). Right: the shape ξ per candidate threshold, × the one chosen.";
 const REFUSED: &str = "REFUSED: no level is drawn; the plots show why the tests above failed.";
 
@@ -217,6 +215,7 @@ pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)], 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ThreadTail;
     use rtscope_evt::gpd::Gpd;
     use rtscope_evt::{analyse, Options, Refusal, Tail, Test};
 

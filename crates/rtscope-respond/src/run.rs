@@ -10,7 +10,6 @@ use crate::record::Row;
 use crate::RespondError;
 use rtscope_core::text::{columns, us, us_or_dash};
 use rtscope_core::{Nanos, PERCENTILES};
-use rtscope_engine::sys;
 use serde_json::json;
 use std::process::{Child, Command};
 
@@ -30,13 +29,14 @@ pub struct Outcome {
 /// the process exits, so a signal ends the measurement instead of the process, also while the
 /// result is written; [`wait_stop`] takes them.
 pub fn hold_signals() {
-    let _previous = sys::block_run_signals();
+    let _previous = rtscope_common::signals::block_run_signals();
 }
 
 /// Waits up to `timeout` for a stop signal held by [`hold_signals`]; returns it. Other run
 /// signals (SIGUSR1/2) are taken and ignored.
 pub fn wait_stop(timeout: Nanos) -> Option<i32> {
-    sys::wait_run_signal(timeout).filter(|&s| sys::is_stop_signal(s))
+    rtscope_common::signals::wait_run_signal(timeout)
+        .filter(|&s| rtscope_common::signals::is_stop_signal(s))
 }
 
 /// Runs `configs` one after another; `announce` is told of each before it starts (a closed

@@ -1,6 +1,6 @@
 //! Validation shared by the front ends: CPU lists and thread counts.
 
-use crate::error::UsageError;
+use rtscope_common::error::UsageError;
 use rtscope_engine::CpuSet;
 
 /// Parses a CPU list given to `flag` and checks every CPU is online.

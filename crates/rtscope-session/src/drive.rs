@@ -7,7 +7,7 @@
 //! changes nothing.
 
 use rtscope_core::Nanos;
-use rtscope_engine::{sys, Run, RunResult, Wake};
+use rtscope_engine::{Run, RunResult, Wake};
 use std::io;
 
 /// What the control thread is woken for.
@@ -57,8 +57,6 @@ pub struct Outcome<R = RunResult> {
     pub output_error: Option<io::Error>,
 }
 
-pub use rtscope_common::signals::hold_signals;
-
 /// Runs the control loop until the run ends, calling `on` every `tick` and on user signals.
 /// An error from `on` (a closed stdout, say) stops the run like a signal would, and is
 /// returned in the outcome; `on` is not called again.
@@ -80,7 +78,7 @@ pub fn drive<R: Driven>(
     loop {
         match run.wait(tick) {
             Wake::Finished => break,
-            Wake::Signal(s) if sys::is_stop_signal(s) => {
+            Wake::Signal(s) if rtscope_common::signals::is_stop_signal(s) => {
                 signal.get_or_insert(s);
                 run.stop();
             }

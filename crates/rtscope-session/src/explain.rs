@@ -14,11 +14,13 @@ use crate::plan::RunPlan;
 use crate::smi_sampler::SmiState;
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, CpuSet, Run, RunResult};
+use rtscope_explain::book::{ExplainSummary, Explained};
+use rtscope_explain::coarse::{CoarseSample, CoarseThread};
+use rtscope_explain::model::Softirq;
+use rtscope_explain::model::Spike;
+use rtscope_explain::render;
 use rtscope_store::{SpikeRow, SpikeSummaryRow};
-use rtscope_trace::book::{ExplainSummary, Explained};
-use rtscope_trace::coarse::{CoarseSample, CoarseThread};
 use rtscope_trace::explain::{ExplainConfig, Explainer};
-use rtscope_trace::{render, Softirq, Spike};
 use std::path::Path;
 use std::time::Duration;
 
@@ -286,9 +288,9 @@ pub fn coarse_samples(
 pub fn store_rows(s: &ExplainSummary, clock_start: Nanos) -> (SpikeSummaryRow, Vec<SpikeRow>) {
     let tier = |e: &Explained| match e {
         Explained::Traced(_) => s.tier,
-        Explained::Coarse(_) => rtscope_trace::Tier::Coarse,
+        Explained::Coarse(_) => rtscope_explain::model::Tier::Coarse,
     };
-    let tier_key = |t: rtscope_trace::Tier| {
+    let tier_key = |t: rtscope_explain::model::Tier| {
         serde_json::to_value(t)
             .ok()
             .and_then(|v| v.as_str().map(String::from))

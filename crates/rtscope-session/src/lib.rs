@@ -11,10 +11,10 @@
 //! * [`monitoring`]: the monitor thread on a housekeeping CPU;
 //! * [`housekeeping`]: the control and monitor threads' priority and cadence;
 //! * [`placement`]: the CPUs of rtscope's own threads (never a measured one);
-//! * [`limits`]: `--limit STAT=VALUE` gates;
 //! * [`preflight`]: the system audit (rtscope-check) run before a measurement and stored with it;
-//! * [`environment`], [`sysinfo`]: what is recorded about the machine;
-//! * [`error`]: the exit codes and the usage error every front end returns.
+//! * [`environment`], [`sysinfo`]: what is recorded about the machine.
+//!
+//! The exit codes, the usage error and the `--limit` gates are rtscope-common's.
 //!
 //! Depends on core, engine, respond, store, monitor and check; never on clap, a front end or the
 //! report.
@@ -24,10 +24,8 @@
 pub mod cpus;
 pub mod drive;
 pub mod environment;
-pub use rtscope_common::error;
 pub mod explain;
 pub mod housekeeping;
-pub use rtscope_common::limits;
 pub mod monitoring;
 pub mod noise;
 pub mod output;
@@ -41,13 +39,11 @@ pub mod smi_sampler;
 pub mod sysinfo;
 
 pub use drive::Event;
-pub use error::{ExitStatus, UsageError};
 pub use plan::{
     ConfigDoc, Field, Naming, NoisePlan, NoiseSpec, PlanError, PlanSpec, PolicyChoice, RespondPlan,
     RespondSpec, RunPlan, Workload, WorkloadSpec,
 };
 pub use respond::{RespondMeasured, RespondSession};
-pub use rtscope_store::{RunKind, RunStatus};
 pub use session::{
     Measured, Observer, RecordOutcome, Recorded, RunError, Session, SessionError, SystemSettings,
 };

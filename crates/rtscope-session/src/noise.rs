@@ -302,7 +302,7 @@ impl NoiseExplainer {
     /// number); deferred, the gaps wait for [`NoiseExplainer::finish`], their trace kept
     /// (the worst first when the queue or the memory for their trace is full).
     pub fn push(&mut self, cpu: usize, tid: i32, gaps: &[Gap]) {
-        let spike = |g: &Gap| rtscope_trace::Spike {
+        let spike = |g: &Gap| rtscope_explain::model::Spike {
             cpu,
             tid,
             deadline_ns: g.start.0,
@@ -320,13 +320,13 @@ impl NoiseExplainer {
     }
 
     /// Attributes what is left and returns the summary (the trace instance is removed).
-    pub fn finish(self) -> rtscope_trace::book::ExplainSummary {
+    pub fn finish(self) -> rtscope_explain::book::ExplainSummary {
         self.ex.finish(std::time::Duration::from_millis(1500))
     }
 }
 
-pub use rtscope_trace::classes::ClassTotals;
-pub use rtscope_trace::interference::Interference;
+use rtscope_explain::classes::ClassTotals;
+use rtscope_explain::interference::Interference;
 
 /// One line: each class's share of the traced gap time.
 pub fn class_line(t: &ClassTotals) -> String {
@@ -382,7 +382,7 @@ pub fn interference_table(rows: &[Interference]) -> String {
 /// Per CPU and class, how long one traced gap's time in that class was: gaps with some,
 /// and the power-of-two buckets (at least – below) holding its median, 99th percentile and
 /// maximum; empty when no gap was traced.
-pub fn class_histogram_table(hists: &[rtscope_trace::class_hist::ClassHistogram]) -> String {
+pub fn class_histogram_table(hists: &[rtscope_explain::class_hist::ClassHistogram]) -> String {
     if hists.is_empty() {
         return String::new();
     }
@@ -400,8 +400,8 @@ pub fn class_histogram_table(hists: &[rtscope_trace::class_hist::ClassHistogram]
         "CPU", "class", "gaps", "median", "p99", "max"
     );
     for h in hists {
-        let name =
-            rtscope_trace::classes::Class::of_key(&h.class).map_or(h.class.as_str(), |c| c.name());
+        let name = rtscope_explain::classes::Class::of_key(&h.class)
+            .map_or(h.class.as_str(), |c| c.name());
         s.push_str(&format!(
             "{:>4} {:<15} {:>8} {:>17} {:>17} {:>17}\n",
             h.cpu,

@@ -4,12 +4,12 @@
 //! * [`Guarded`]: a writer whose failures (a closed pipe, `rtscope measure | head -1`) are
 //!   remembered instead of returned, so that the run is still recorded and the exit code is
 //!   still the gate's;
-//! * [`AtomicFile`] (rtscope-common's): a new file written under a temporary name created
+//! * `rtscope_common::outfile::AtomicFile`: a new file written under a temporary name created
 //!   with `O_CREAT|O_EXCL|O_NOFOLLOW`, renamed over the target once complete;
 //! * [`OutputFile`]: `--json PATH` and the like, opened before measuring (exit 2 on a missing
 //!   directory or a directory), `-` meaning standard output.
 
-use crate::error::UsageError;
+use rtscope_common::error::UsageError;
 use std::fs::File;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -50,9 +50,14 @@ impl<W: Write> Guarded<W> {
     /// not lost) and turns a success into exit 2 (a failed limit or an interruption keeps its
     /// own code); otherwise `status` as it is. The one rule of every command whose stdout is
     /// guarded.
-    pub fn verdict(&self, status: crate::ExitStatus, what: &str, kept: &str) -> crate::ExitStatus {
+    pub fn verdict(
+        &self,
+        status: rtscope_common::error::ExitStatus,
+        what: &str,
+        kept: &str,
+    ) -> rtscope_common::error::ExitStatus {
         if let Some(e) = self.lost() {
-            warn(&format!(
+            rtscope_common::error::warn(&format!(
                 "error: cannot write {what} to standard output: {e}{kept}"
             ));
         }
@@ -61,9 +66,14 @@ impl<W: Write> Guarded<W> {
 
     /// [`Guarded::verdict`]'s exit status without a word: for a document that states the exit
     /// code it will end with (a JSON file written before the end).
-    pub fn status_after(&self, status: crate::ExitStatus) -> crate::ExitStatus {
+    pub fn status_after(
+        &self,
+        status: rtscope_common::error::ExitStatus,
+    ) -> rtscope_common::error::ExitStatus {
         match (self.lost(), status) {
-            (Some(_), crate::ExitStatus::Success) => crate::ExitStatus::Usage,
+            (Some(_), rtscope_common::error::ExitStatus::Success) => {
+                rtscope_common::error::ExitStatus::Usage
+            }
             _ => status,
         }
     }
@@ -93,10 +103,7 @@ impl<W: Write> Write for Guarded<W> {
     }
 }
 
-pub use rtscope_common::errors::warn;
-
-pub use rtscope_common::outfile::{create_new, AtomicFile};
-use rtscope_common::outfile::{open_special, Dest};
+use rtscope_common::outfile::{open_special, AtomicFile, Dest};
 
 /// A result file that could not be written at the end of a run.
 #[derive(Debug, thiserror::Error)]

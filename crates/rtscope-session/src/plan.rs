@@ -6,7 +6,7 @@
 //! name the [`Field`] at fault; each front end spells the field its own way (`--interval` on
 //! the command line, `interval` in a campaign file), so no message is ever rewritten.
 
-use crate::limits::Limit;
+use rtscope_common::limits::Limit;
 use rtscope_core::Nanos;
 use rtscope_engine::{ClockKind, CpuSet, Policy, RunConfig, SleepMode, ThreadSpec};
 use std::fmt;
@@ -257,8 +257,8 @@ impl PlanError {
     }
 
     /// The usage error (message and hint) in the words of `naming`.
-    pub fn usage(&self, naming: Naming) -> crate::UsageError {
-        let u = crate::UsageError::new(self.message(naming));
+    pub fn usage(&self, naming: Naming) -> rtscope_common::error::UsageError {
+        let u = rtscope_common::error::UsageError::new(self.message(naming));
         match self.hint(naming) {
             Some(h) => u.hint(h),
             None => u,
@@ -678,11 +678,11 @@ impl fmt::Display for PolicyChoice {
 
 /// `--explain-keep` of `measure` and `noise`: spikes (gaps) kept fully explained per minute,
 /// 1-1000 [default: the plan's, 5].
-pub fn explain_keep(given: Option<usize>) -> Result<usize, crate::UsageError> {
+pub fn explain_keep(given: Option<usize>) -> Result<usize, rtscope_common::error::UsageError> {
     match given {
         None => Ok(PlanSpec::default().explain_keep),
         Some(n @ 1..=1000) => Ok(n),
-        Some(n) => Err(crate::UsageError::new(format!(
+        Some(n) => Err(rtscope_common::error::UsageError::new(format!(
             "--explain-keep: {n} is not 1-1000 (spikes kept per minute)"
         ))),
     }

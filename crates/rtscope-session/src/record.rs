@@ -2,11 +2,10 @@
 //! thread (at least once a second), never from a measuring thread.
 
 use crate::environment;
-use crate::error::UsageError;
 use crate::housekeeping::Housekeeping;
 use crate::monitoring::{MonitorRows, MonitorThread, TimeAxis};
-use crate::sysinfo;
 use rtscope_common::clock::SharedClock;
+use rtscope_common::error::UsageError;
 use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{CpuSet, Run, RunConfig, RunResult, Sample, ThreadShared};
 use rtscope_store::codec::{self, RawSample};
@@ -14,13 +13,8 @@ use rtscope_store::{
     Checkpoint, EventRow, NewRun, RawChunk, RunId, RunKind, RunStatus, SeriesPoint, Store,
     StoreError, ThreadInfo, ThreadStats,
 };
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// The default database: `$RTSCOPE_DB`, else `./rtscope.db`.
-pub fn default_db() -> PathBuf {
-    Store::default_path()
-}
 
 /// Opens the store, turning its errors into usage errors that name the file (exit 2).
 pub fn open(path: &Path) -> Result<Store, UsageError> {
@@ -29,29 +23,6 @@ pub fn open(path: &Path) -> Result<Store, UsageError> {
             .hint("pass --db PATH (or set RTSCOPE_DB) for another database file")
     })
 }
-
-/// Opens an existing database for reading commands (`--db PATH`, else the default): a missing
-/// file is a usage error with a hint, never a new empty database; a file on read-only media
-/// (or in a directory this user cannot write) is opened read-only and left untouched.
-pub fn open_existing(db: Option<&Path>) -> Result<Store, UsageError> {
-    let path = db.map_or_else(default_db, Path::to_path_buf);
-    if !path.exists() {
-        return Err(
-            UsageError::new(format!("no run database at {}", path.display())).hint(
-                "record runs with `rtscope measure`, `rtscope run` or `rtscope import`, or pass --db PATH",
-            ),
-        );
-    }
-    if !Store::is_writable(&path) {
-        return Store::open_read_only(&path).map_err(UsageError::from_error);
-    }
-    open(&path)
-}
-
-pub use rtscope_common::names::{
-    check_label_and_tags, check_name, parse_tag, parse_user_tag, MAX_NAME_BYTES, MAX_TAG_KEY_BYTES,
-    RESERVED_TAGS,
-};
 
 /// Unix time in ns (0 before the epoch, saturating far after it): every run record's start.
 pub(crate) fn unix_ns(t: SystemTime) -> i64 {
@@ -117,7 +88,7 @@ impl Recorder {
         run: &Run,
         raw: bool,
     ) -> Result<Recorder, UsageError> {
-        new.started = sysinfo::rfc3339(run.started());
+        new.started = rtscope_core::civil::rfc3339(run.started());
         new.started_unix_ns = unix_ns(run.started());
         let id = store.begin_run(&new).map_err(UsageError::from_error)?;
         store
@@ -250,7 +221,7 @@ impl Recorder {
         self.commit(
             end,
             &views,
-            Some((status, sysinfo::rfc3339(r.ended), exit_code)),
+            Some((status, rtscope_core::civil::rfc3339(r.ended), exit_code)),
         )
     }
 
@@ -514,7 +485,7 @@ impl Recording {
         let tags = spec
             .tags
             .iter()
-            .map(|t| parse_tag(t))
+            .map(|t| rtscope_common::names::parse_tag(t))
             .collect::<Result<Vec<_>, _>>()?;
         let threads = config
             .threads
@@ -607,7 +578,7 @@ impl Recording {
     ) {
         if let Some(r) = &mut self.recorder {
             if let Err(e) = r.store.write_spikes(r.id, summary, rows) {
-                crate::output::warn(&format!("rtscope: error: recording stopped: {e}"));
+                rtscope_common::error::warn(&format!("rtscope: error: recording stopped: {e}"));
                 self.error = Some(e.to_string());
                 self.recorder = None;
             }
@@ -645,7 +616,7 @@ impl Recording {
                 Ok(()) => self.busy = 0,
                 Err(e) if e.is_busy() => {
                     if self.busy == 0 {
-                        crate::output::warn(&format!(
+                        rtscope_common::error::warn(&format!(
                             "rtscope: warning: {} is locked by another process: checkpoints wait in memory and are retried",
                             r.path().display()
                         ));
@@ -653,7 +624,7 @@ impl Recording {
                     self.busy += 1;
                 }
                 Err(e) => {
-                    crate::output::warn(&format!("rtscope: error: recording stopped: {e}"));
+                    rtscope_common::error::warn(&format!("rtscope: error: recording stopped: {e}"));
                     self.error = Some(e.to_string());
                     self.recorder = None;
                 }

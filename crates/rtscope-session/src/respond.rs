@@ -6,17 +6,17 @@
 //!
 //! 1. [`RespondSession::start`]: memory locked (the plan's `mlock`);
 //! 2. [`RespondSession::drive`]: the measurements, one after another, until they end or a stop
-//!    signal (SIGINT, SIGTERM, SIGHUP, held by [`crate::drive::hold_signals`]); the plan's
+//!    signal (SIGINT, SIGTERM, SIGHUP, held by [`rtscope_common::signals::hold_signals`]); the plan's
 //!    limits checked on every row;
 //! 3. [`RespondSession::finish`]: the run recorded (kind `respond`, one "thread" per row, the
 //!    audit's verdicts with it) with the front end's exit code; the settings restored when the
 //!    session is dropped.
 
-use crate::error::UsageError;
-use crate::limits::{self, Check};
 use crate::plan::{RespondPlan, RunPlan, Workload};
 use crate::record::{unix_ns, RecordSpec};
 use crate::session::{RecordOutcome, SessionError, SystemSettings};
+use rtscope_common::error::UsageError;
+use rtscope_common::limits::{self, Check};
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, EngineError};
 use rtscope_respond::record::Row;
@@ -260,7 +260,7 @@ fn record(
         kind: spec.kind,
         label: spec.label.clone(),
         tags,
-        started: crate::sysinfo::rfc3339(m.started),
+        started: rtscope_core::civil::rfc3339(m.started),
         started_unix_ns: unix_ns(m.started),
         pid: std::process::id(),
         tool_version: env!("CARGO_PKG_VERSION").into(),
@@ -275,7 +275,7 @@ fn record(
         store.set_checks(id, &spec.checks)?;
     }
     let cp = checkpoint(m);
-    let ended = crate::sysinfo::rfc3339(m.ended);
+    let ended = rtscope_core::civil::rfc3339(m.ended);
     store.finish_run(id, &cp, status, &ended, exit_code)?;
     Ok(id)
 }

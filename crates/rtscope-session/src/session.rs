@@ -12,13 +12,13 @@
 //! 4. [`Session::finish`]: the end is written with the front end's exit code.
 
 use crate::drive::{self, Event};
-use crate::error::UsageError;
 use crate::explain::{self, Explaining};
 use crate::housekeeping::{Cadence, Housekeeping};
-use crate::limits::Check;
 use crate::placement::{Pinned, Placement};
 use crate::plan::RunPlan;
 use crate::record::{RecordSpec, Recording};
+use rtscope_common::error::UsageError;
+use rtscope_common::limits::Check;
 use rtscope_core::Nanos;
 use rtscope_engine::{knobs::DmaLatencyGuard, sys, CpuSet, Run, RunResult, Sample};
 use rtscope_store::{RunId, Store};
@@ -156,7 +156,7 @@ pub struct Measured {
     /// The plan's limits, checked per thread and over all threads.
     pub checks: Vec<Check>,
     /// Why the spikes were late (`--explain`).
-    pub explain: Option<rtscope_trace::book::ExplainSummary>,
+    pub explain: Option<rtscope_explain::book::ExplainSummary>,
 }
 
 impl Measured {

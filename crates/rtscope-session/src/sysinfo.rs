@@ -75,9 +75,6 @@ pub fn strftime_local(t: SystemTime, format: &str) -> String {
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
-/// RFC 3339 UTC timestamp with nanoseconds (core's, which imports write too).
-pub use rtscope_core::civil::rfc3339;
-
 /// `/proc/loadavg` without its newline.
 pub fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")

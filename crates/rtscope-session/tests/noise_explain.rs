@@ -9,11 +9,11 @@
 use rtscope_core::Nanos;
 use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, Threshold};
 use rtscope_engine::{sys, CpuSet, Policy, Wake};
+use rtscope_explain::book::{ExplainSummary, Explained};
+use rtscope_explain::class_hist::bucket_of;
+use rtscope_explain::classes::Class;
+use rtscope_explain::model::Category;
 use rtscope_session::noise::NoiseExplainer;
-use rtscope_trace::book::{ExplainSummary, Explained};
-use rtscope_trace::class_hist::bucket_of;
-use rtscope_trace::classes::Class;
-use rtscope_trace::Category;
 
 const INJECT_MS: [(u64, u64); 3] = [(150, 1), (400, 2), (650, 3)];
 
@@ -185,7 +185,11 @@ fn injected_gaps_are_charged_to_the_injecting_thread_by_name_and_pid() {
 }
 
 /// The traced gap of `summary` that covers `t0..t1`.
-fn covering(summary: &ExplainSummary, t0: Nanos, t1: Nanos) -> &rtscope_trace::Attribution {
+fn covering(
+    summary: &ExplainSummary,
+    t0: Nanos,
+    t1: Nanos,
+) -> &rtscope_explain::model::Attribution {
     summary
         .worst
         .iter()

@@ -90,6 +90,9 @@ pub enum StoreError {
     /// No such run.
     #[error("no run {0} in the database")]
     NoSuchRun(i64),
+    /// A reading command's database does not exist (it is never created empty).
+    #[error("no run database at {}", .0.display())]
+    Missing(PathBuf),
     /// Any other SQLite error (disk full, permissions, corruption).
     #[error("database {path}: {source}")]
     Sqlite {
@@ -98,6 +101,18 @@ pub enum StoreError {
         /// SQLite's error.
         source: rusqlite::Error,
     },
+}
+
+impl StoreError {
+    /// How to fix it, for the line after the message.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            StoreError::Missing(_) => {
+                "record runs with `rtscope measure`, `rtscope run` or `rtscope import`, or pass --db PATH"
+            }
+            _ => "pass --db PATH (or set RTSCOPE_DB) for another database file",
+        }
+    }
 }
 
 /// How long opening waits for another process's lock (also the busy timeout after open).
@@ -131,6 +146,21 @@ impl Store {
     /// The database every command uses without `--db`: `$RTSCOPE_DB`, else `./rtscope.db`.
     pub fn default_path() -> PathBuf {
         std::env::var_os("RTSCOPE_DB").map_or_else(|| PathBuf::from("rtscope.db"), PathBuf::from)
+    }
+
+    /// Opens an existing database for a command that reads (`db`, else [`Store::default_path`]):
+    /// a missing file is [`StoreError::Missing`], never a new empty database; a file on
+    /// read-only media (or in a directory this user cannot write) is opened read-only and left
+    /// untouched.
+    pub fn open_existing(db: Option<&Path>) -> Result<Store> {
+        let path = db.map_or_else(Store::default_path, Path::to_path_buf);
+        if !path.exists() {
+            return Err(StoreError::Missing(path));
+        }
+        if !Store::is_writable(&path) {
+            return Store::open_read_only(&path);
+        }
+        Store::open(&path)
     }
 
     /// Opens (creating if needed) the database at `path`, upgrading its schema.

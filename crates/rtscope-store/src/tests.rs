@@ -643,3 +643,28 @@ fn durable_commits_sync_each_transaction() {
     s.set_durable_commits().unwrap();
     assert_eq!(mode(&s), 2);
 }
+
+#[test]
+fn a_reading_command_never_creates_a_database_and_names_the_missing_one_with_its_fix() {
+    let path = tmpdb("open-existing");
+    let e = Store::open_existing(Some(&path)).err().unwrap();
+    assert!(matches!(&e, StoreError::Missing(p) if *p == path), "{e}");
+    assert_eq!(
+        e.to_string(),
+        format!("no run database at {}", path.display())
+    );
+    assert!(e.hint().contains("pass --db PATH"), "{}", e.hint());
+    assert!(
+        !path.exists(),
+        "a reading command created {}",
+        path.display()
+    );
+    let mut s = Store::open(&path).unwrap();
+    let id = s.begin_run(&new_run("existing")).unwrap();
+    drop(s);
+    let s = Store::open_existing(Some(&path)).unwrap();
+    assert_eq!(
+        s.run(id).unwrap().summary.label.as_deref(),
+        Some("existing")
+    );
+}

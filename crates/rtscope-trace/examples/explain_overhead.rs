@@ -8,8 +8,8 @@
 
 use rtscope_core::Nanos;
 use rtscope_engine::{CpuSet, Policy, Run, RunConfig, ThreadSpec, Wake};
+use rtscope_explain::model::Spike;
 use rtscope_trace::explain::{ExplainConfig, Explainer};
-use rtscope_trace::Spike;
 use std::time::Duration;
 
 struct Result {

@@ -12,8 +12,8 @@
 //! - [`stacks`]: the `stacktrace` trigger, a spike's kernel stack, `/proc/kallsyms`.
 //! - [`analyze`] charges each nanosecond of a spike to a [`model::Category`]; [`book`] keeps
 //!   the worst spikes per time window and the culprit totals; [`coarse`] is the fallback tier
-//!   fed by the monitors (these three data modules are the `rtscope-explain` crate's,
-//!   re-exported: a report draws them without linking the tracer).
+//!   fed by the monitors (these three data modules are the `rtscope-explain` crate's, reached
+//!   only there: a report draws them without linking the tracer).
 //!
 //! Depends on `libc`, `thiserror`, `serde` and `rtscope-core`. See docs/explain.md.
 
@@ -36,13 +36,9 @@ mod timeline;
 pub mod timerlat;
 pub mod tracefs;
 
-pub use machine::Machine;
-pub use model::{
-    Attribution, Category, Charge, LateCause, NotTraced, SiblingActivity, Softirq, Spike, Task,
-    Tier,
-};
-/// The explanation model (the `rtscope-explain` crate), where the analyzer's results live.
-pub use rtscope_explain::{book, class_hist, classes, coarse, interference, model, render};
+// The explanation model (rtscope-explain), where the analyzer's results live: used here by
+// these paths, reached from outside only as `rtscope_explain::…`.
+use rtscope_explain::{book, coarse, model};
 
 /// Errors of the trace layer.
 #[derive(Debug, thiserror::Error)]

@@ -172,7 +172,7 @@ impl Namer {
         if self.state != Stacks::On {
             return;
         }
-        let culprit = a.culprit().and_then(crate::Category::task).cloned();
+        let culprit = a.culprit().and_then(crate::model::Category::task).cloned();
         a.stack = find(events, &a.spike, culprit.as_ref())
             .map(|(task, addrs)| self.kallsyms.stack(task, &addrs));
     }

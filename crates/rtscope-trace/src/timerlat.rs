@@ -24,9 +24,6 @@ use crate::tracefs::{read_bounded, write_file, Tracefs};
 use crate::TraceError;
 use std::path::{Path, PathBuf};
 
-/// The events the timerlat tier enables besides the tracer: (system, event).
-pub use crate::tracefs::TIMERLAT_EVENTS as EVENTS;
-
 /// A span of noise, on the trace clock.
 #[derive(Debug, Clone)]
 struct Span {

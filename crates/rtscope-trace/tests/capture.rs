@@ -5,10 +5,10 @@
 
 mod support;
 
+use rtscope_explain::model::Spike;
 use rtscope_trace::decode::decode_pages;
 use rtscope_trace::decode::Schema;
 use rtscope_trace::tracefs::{Instance, InstanceConfig, Tracefs};
-use rtscope_trace::Spike;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;

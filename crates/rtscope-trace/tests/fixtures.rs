@@ -4,9 +4,11 @@
 #[path = "common/fixture.rs"]
 mod fixture;
 
+use rtscope_explain::model::Attribution;
+use rtscope_explain::model::Category;
+use rtscope_explain::model::Spike;
 use rtscope_trace::analyze::attribute;
 use rtscope_trace::decode::{Event, Kind};
-use rtscope_trace::{Attribution, Category, Spike};
 
 struct Fixture {
     events: Vec<Event>,

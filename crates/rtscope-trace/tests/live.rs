@@ -4,11 +4,13 @@
 
 mod support;
 
+use rtscope_explain::book::{ExplainSummary, Explained};
+use rtscope_explain::model::Attribution;
+use rtscope_explain::model::Category;
+use rtscope_explain::model::Tier;
 use rtscope_testkit::require_ok;
-use rtscope_trace::book::{ExplainSummary, Explained};
 use rtscope_trace::explain::{ExplainConfig, Explainer};
 use rtscope_trace::tracefs::Tracefs;
-use rtscope_trace::{Attribution, Category, Tier};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use support::*;
@@ -125,8 +127,9 @@ fn a_timerfd_storm_before_the_deadline_is_charged_to_the_timer_interrupt() {
     let (cpu, hk) = require_ok!(cpus_or_skip());
     let mut ex = require_ok!(explainer(cpu, hk, 0));
     let targets = Arc::new(Mutex::new(Vec::new()));
-    let is_storm =
-        |s: &rtscope_trace::Spike, t: &[u64]| t.iter().any(|&t| s.deadline_ns.abs_diff(t) < 1_000);
+    let is_storm = |s: &rtscope_explain::model::Spike, t: &[u64]| {
+        t.iter().any(|&t| s.deadline_ns.abs_diff(t) < 1_000)
+    };
     let spikes = {
         let _storm = timer_storm(cpu, 4000, targets.clone());
         measure(cpu, 10, 40_000, |new| {

@@ -5,10 +5,11 @@
 #[path = "common/fixture.rs"]
 mod fixture;
 
+use rtscope_explain::model::Category;
+use rtscope_explain::model::LateCause;
 use rtscope_trace::decode::{Event, Kind, NoiseSource};
 use rtscope_trace::machine::Machine;
 use rtscope_trace::timerlat::{attribute, attribute_on, sample_spikes};
-use rtscope_trace::{Category, LateCause};
 
 fn load() -> (Vec<Event>, usize) {
     let (events, types, bad) = fixture::events("timerlat_rt");
@@ -52,7 +53,7 @@ fn the_noise_events_and_samples_of_a_real_rt_kernel_decode() {
     assert!(events.windows(2).all(|w| w[0].ts <= w[1].ts), "time order");
 }
 
-fn window(events: &[Event], s: &rtscope_trace::Spike) -> Vec<Event> {
+fn window(events: &[Event], s: &rtscope_explain::model::Spike) -> Vec<Event> {
     let from = s.deadline_ns.saturating_sub(50_000_000);
     events
         .iter()

@@ -486,16 +486,16 @@ fn end_alerts(shared: &mut Shared) {
     }
 }
 
-/// Runs the watch ([`crate::prepare`]d: checked, its series locked): sessions until SIGINT or
+/// Runs the watch ([`crate::start::prepare`]d: checked, its series locked): sessions until SIGINT or
 /// SIGTERM, re-reading the configuration on SIGHUP.
 pub fn run(
-    ready: crate::Ready,
+    ready: crate::start::Ready,
     load: &dyn Fn() -> Result<Config, UsageError>,
     command_line: &[String],
     warn: fn(&str),
 ) -> Result<Stopped, UsageError> {
-    rtscope_session::drive::hold_signals();
-    let crate::Ready {
+    rtscope_common::signals::hold_signals();
+    let crate::start::Ready {
         config: mut c,
         lock: _lock,
         listener,

@@ -8,11 +8,12 @@
 use crate::roller::Closed;
 use rtscope_core::Nanos;
 use rtscope_engine::CpuSet;
+use rtscope_explain::book::Explained;
+use rtscope_explain::model::Spike;
+use rtscope_explain::render;
 use rtscope_session::housekeeping::{Housekeeping, NormalWhy};
 use rtscope_session::smi_sampler::SmiState;
-use rtscope_trace::book::Explained;
 use rtscope_trace::explain::{ExplainConfig, Explainer};
-use rtscope_trace::{render, Spike};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -227,7 +228,7 @@ impl WindowExplainer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtscope_trace::model::{Attribution, Category, Charge, Task};
+    use rtscope_explain::model::{Attribution, Category, Charge, Task};
 
     fn thread(comm: &str, pid: i32) -> Category {
         Category::Thread {

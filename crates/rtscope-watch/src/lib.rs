@@ -24,7 +24,3 @@ pub mod metrics;
 pub mod retention;
 pub mod roller;
 pub mod start;
-
-pub use config::{Config, Settings};
-pub use daemon::{run, Stopped};
-pub use start::{prepare, Ready};

@@ -13,8 +13,8 @@
 //! `cause`, `pids`.
 
 use crate::explain::Cause;
+use rtscope_common::prometheus::{escape, BUCKETS_NS};
 use rtscope_core::{Histogram, Nanos};
-use rtscope_fleet::prometheus::{escape, BUCKETS_NS};
 use rtscope_store::watch::WatchWindow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -77,7 +77,7 @@ fn secs(ns: u64) -> f64 {
 /// Samples at or below `le_ns`, by the fleet textfile's rule.
 fn at_or_below(h: &Histogram, le_ns: u64) -> u64 {
     let (min, max) = (h.min().map_or(0, |n| n.0), h.max().map_or(0, |n| n.0));
-    rtscope_fleet::prometheus::at_or_below(h, min, max, le_ns)
+    rtscope_common::prometheus::at_or_below(h, min, max, le_ns)
 }
 
 impl Exposition {

@@ -188,7 +188,7 @@ fn a_killed_ssh_master_leaves_no_remote_process_nor_socket() {
 pub(crate) fn xsd_valid(doc: &Path) {
     let xsd = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../rtscope-fleet/tests/fixtures/junit-10.xsd"
+        "/../rtscope-formats/tests/fixtures/junit-10.xsd"
     );
     rtscope_testkit::require!(
         rtscope_testkit::have("xmllint", "--version"),

@@ -6,9 +6,9 @@
 //! noise run is asserted, only that the stored figures are what is shown.
 
 use crate::common::{dump, fresh_dir, import_refused as refused, ok_json, run};
+use rtscope_report::model::RunData;
 use rtscope_report::noise::html::{cells, row};
 use rtscope_report::noise::CpuNoise;
-use rtscope_report::RunData;
 use rtscope_store::Store;
 use serde_json::Value;
 use std::path::{Path, PathBuf};

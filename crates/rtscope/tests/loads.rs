@@ -465,7 +465,7 @@ fn start_poll_stop_report_every_load_in_order() {
     assert!(
         reports
             .iter()
-            .all(|r| r.status == rtscope_load::LoadStatus::Ok),
+            .all(|r| r.status == rtscope_core::LoadStatus::Ok),
         "{reports:#?}"
     );
     assert!(reports[0].metric("ops").unwrap() > 0.0);
@@ -494,7 +494,7 @@ fn poll_reports_a_load_that_ended_early() {
     assert_eq!(exits[0].status, "exit status 1");
     assert_eq!(
         loads.stop(Duration::ZERO)[0].status,
-        rtscope_load::LoadStatus::Failed
+        rtscope_core::LoadStatus::Failed
     );
 }
 

@@ -5,9 +5,9 @@
 
 use crate::common::browser::rendered_dom;
 use crate::common::{dump, fresh_dir, run, temp_path};
+use rtscope_report::model::RunData;
 use rtscope_report::noise::html::{cells, row};
 use rtscope_report::noise::{pct, CpuNoise};
-use rtscope_report::RunData;
 use rtscope_store::Store;
 use std::path::{Path, PathBuf};
 

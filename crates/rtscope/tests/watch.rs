@@ -10,7 +10,7 @@ use crate::fleet_prometheus::{free_port, get_with};
 use crate::hostile_support::{spawn, Reaper};
 use rtscope_store::watch::Level;
 use rtscope_store::Store;
-use rtscope_watch::Settings;
+use rtscope_watch::config::Settings;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant};
@@ -387,7 +387,7 @@ fn the_service_unit_and_its_configuration_are_valid() {
         s.listen.is_some() && s.alert.len() == 2 && s.disk_budget.is_some(),
         "{s:?}"
     );
-    rtscope_watch::Config::build(&s, "host").unwrap();
+    rtscope_watch::config::Config::build(&s, "host").unwrap();
 }
 
 /// `--explain`: with a SCHED_FIFO 99 `culprit` busy 20 ms every 100 ms on the measured CPU,

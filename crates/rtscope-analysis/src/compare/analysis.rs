@@ -1,13 +1,12 @@
 //! The comparison itself, as plain data that the text and JSON renderers print.
 
-pub use super::change::Change;
-use super::group::distinct;
-pub use super::group::Group;
-pub use super::model::per_run;
+use super::change::Change;
+use super::group::{distinct, Group};
 use super::model::{Merged, RunData, Stat};
 use super::significance::Test;
-use super::strata::{Key, Pairing};
+use super::strata::Pairing;
 use super::verdict::{delta_pct, Thresholds, Verdict};
+use rtscope_report::group::Key;
 use rtscope_store::RunKind;
 
 /// How a candidate's runs were matched with the baseline's.

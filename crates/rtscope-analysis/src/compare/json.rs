@@ -1,7 +1,9 @@
 //! `compare --json`: the comparison as one JSON document, schema `rtscope.compare/2`
 //! (documented in docs/compare.md).
 
-use super::analysis::{Change, Comparison, Group, Matrix, StatRow};
+use super::analysis::{Comparison, Matrix, StatRow};
+use super::change::Change;
+use super::group::Group;
 use super::tail::{Side, TailRow};
 use rtscope_core::order::collect_map;
 use serde_json::{json, Map, Value};

@@ -1,6 +1,7 @@
 //! `rtscope compare`'s analysis: groups of recorded runs side by side, a load-case matrix, and
 //! a verdict per statistic against the first group (the baseline). See docs/compare.md.
 //!
+//! * [`load`]: the groups read from the store (selectors and watch series' periods);
 //! * [`model`]: statistics and groups of runs merged losslessly;
 //! * [`verdict`]: thresholds and the verdict rule;
 //! * [`significance`]: the Mann–Whitney U test on per-run values, stratified (van Elteren);
@@ -15,6 +16,7 @@ pub mod change;
 pub mod differences;
 pub mod group;
 pub mod json;
+pub mod load;
 pub mod model;
 pub mod plot;
 pub mod significance;

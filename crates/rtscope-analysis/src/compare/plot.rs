@@ -2,7 +2,8 @@
 //! and exceedance (the fraction of samples above each latency, log scale) — as SVG and PNG,
 //! drawn by rtscope-report exactly like `rtscope report`'s plots, one line per group.
 
-use super::analysis::{Comparison, Group};
+use super::analysis::Comparison;
+use super::group::Group;
 use rtscope_common::error::UsageError;
 use rtscope_report::figures::{self, Line};
 use rtscope_report::plot::Figure;

@@ -10,7 +10,7 @@
 use super::group::{distinct, Group};
 use super::model::{per_run, RunData, Stat};
 use super::significance::{van_elteren, Test};
-pub use rtscope_report::group::Key;
+use rtscope_report::group::Key;
 
 /// A stratum key's value for a run (`-` when absent); keys are the report's grouping keys.
 fn value(key: &Key, r: &RunData) -> String {

@@ -1,6 +1,8 @@
 //! The text report of `compare`: groups, side-by-side statistics, load-case matrix, verdict.
 
-use super::analysis::{Change, Comparison, Group, Matrix};
+use super::analysis::{Comparison, Matrix};
+use super::change::Change;
+use super::group::Group;
 use super::model::Stat;
 use super::verdict::Verdict;
 use rtscope_core::text as table;

@@ -4,7 +4,7 @@
 //! repeats: per-statistic verdicts with the significance test over the hours (docs/compare.md).
 
 use super::model::{RunData, RunSettings};
-use rtscope_report::watch::{cells, Cell};
+use rtscope_report::watch::cells::{self, Cell};
 use rtscope_store::watch::{Level, WatchWindow};
 use rtscope_store::RunStatus;
 

@@ -90,7 +90,7 @@ impl Watch {
 
     fn failed(&mut self, at: Nanos, why: &str) {
         self.checks.skip(at);
-        rtscope_session::output::warn(&format!(
+        rtscope_common::error::warn(&format!(
             "rtscope: warning: the tail check of run {} at {} could not be made: {why}",
             self.id,
             super::when(at)
@@ -123,7 +123,7 @@ impl Watch {
             .set_tag(self.id, super::TAG, Some(tag))
             .and_then(|()| store.set_environment(self.id, &facts));
         if let Err(e) = recorded {
-            rtscope_session::output::warn(&format!(
+            rtscope_common::error::warn(&format!(
                 "error: the until_tail outcome of run {} could not be recorded: {e}",
                 self.id
             ));

@@ -22,12 +22,12 @@ pub struct RecordArgs {
 
 impl RecordArgs {
     /// `--label` and every `--tag` checked before anything is measured.
-    pub fn check(&self) -> Result<(), rtscope_session::UsageError> {
-        rtscope_session::record::check_label_and_tags(self.label.as_deref(), &self.tags)
+    pub fn check(&self) -> Result<(), rtscope_common::error::UsageError> {
+        rtscope_common::names::check_label_and_tags(self.label.as_deref(), &self.tags)
     }
 
     /// The `--tag KEY=VALUE` pairs (a tag only campaigns set is refused).
-    pub fn tag_pairs(&self) -> Result<Vec<(String, String)>, rtscope_session::UsageError> {
+    pub fn tag_pairs(&self) -> Result<Vec<(String, String)>, rtscope_common::error::UsageError> {
         self.tags
             .iter()
             .map(|t| rtscope_common::names::parse_run_tag(t))
@@ -36,12 +36,17 @@ impl RecordArgs {
 
     /// The database the run is recorded in (`--db`, else `$RTSCOPE_DB`, else ./rtscope.db);
     /// `None` with `--no-db`.
-    pub fn open_store(&self) -> Result<Option<rtscope_store::Store>, rtscope_session::UsageError> {
+    pub fn open_store(
+        &self,
+    ) -> Result<Option<rtscope_store::Store>, rtscope_common::error::UsageError> {
         use rtscope_session::record;
         if self.no_db {
             return Ok(None);
         }
-        let path = self.db.clone().unwrap_or_else(record::default_db);
+        let path = self
+            .db
+            .clone()
+            .unwrap_or_else(rtscope_store::Store::default_path);
         record::open(&path).map(Some)
     }
 }

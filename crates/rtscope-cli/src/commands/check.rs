@@ -2,8 +2,8 @@
 //! JSON. Exit 0 when no check is bad, 1 when one is, 2 on a usage error. See docs/check.md.
 
 use crate::cli::CheckArgs;
-use crate::exit::{ExitStatus, UsageError};
 use rtscope_check::{audit, LiveProbe, Options, System};
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_engine::CpuSet;
 use serde::Serialize;
 use std::io::Write;

@@ -1,7 +1,7 @@
 //! `rtscope cyclictest ARGS` and the `cyclictest` symlink (rtscope-cyclictest): the arguments
 //! are cyclictest's, parsed by its getopt-compatible parser, not by clap.
 
-use crate::exit::ExitStatus;
+use rtscope_common::error::ExitStatus;
 use std::io::Write;
 
 /// Runs `rtscope cyclictest`; `cmdline` is the whole command line as typed (for JSON).

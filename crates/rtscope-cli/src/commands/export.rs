@@ -3,14 +3,13 @@
 
 use crate::cli::{ExportArgs, ExportFormat};
 use crate::commands::{fleet, runs};
-use crate::exit::ExitStatus;
+use rtscope_common::error::ExitStatus;
 use rtscope_export::ExportFormat as Format;
-use rtscope_session::record;
 use std::io::Write;
 
 /// Runs `rtscope export`.
 pub fn run(a: &ExportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    let store = record::open_existing(a.db.as_deref())?;
+    let store = super::open_db(a.db.as_deref())?;
     let id = runs::resolve(&store, &a.run)?;
     // `-o -`: the JSON document on standard output (one document, so JSON only).
     if a.output.as_os_str() == "-" {

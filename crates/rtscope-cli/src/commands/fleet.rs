@@ -2,12 +2,14 @@
 //! `--target` of `measure`, `run` and `check`, and `--ci-output` of `measure` and `run`.
 
 use crate::cli::{ExportArgs, ExportFormat, FleetArgs};
-use crate::exit::{ExitStatus, UsageError};
 use rtscope_analysis::compare::analysis::Comparison;
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_fleet::fanout::{self, file_arg};
-use rtscope_fleet::output::{self, CiOutput, Format};
 use rtscope_fleet::remote::{Job, Ssh};
-use rtscope_fleet::{kcidb, targets::Targets, MissingBoard};
+use rtscope_fleet::targets::Targets;
+use rtscope_formats::kcidb;
+use rtscope_formats::missing::MissingBoard;
+use rtscope_formats::output::{self, CiOutput, Format};
 use rtscope_session::record;
 use rtscope_store::{RunId, Store};
 use std::io::Write;
@@ -87,7 +89,9 @@ pub fn remote(
         record,
     };
     let mut store = record
-        .then(|| record::open(&db.map_or_else(record::default_db, Path::to_path_buf)))
+        .then(|| {
+            record::open(&db.map_or_else(rtscope_store::Store::default_path, Path::to_path_buf))
+        })
         .transpose()?;
     let bare = !record && targets.len() == 1;
     let results = fanout::fan_out(
@@ -110,20 +114,14 @@ pub fn check_ci_outputs(outs: &[String]) -> Result<(), UsageError> {
 }
 
 fn ci_outputs(outs: &[String]) -> Result<Vec<CiOutput>, UsageError> {
-    let outs = outs
-        .iter()
-        .map(|o| CiOutput::parse(o))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(usage)?;
-    output::check_outputs(&outs).map_err(usage)?;
-    Ok(outs)
+    output::parse_outputs(outs).map_err(usage)
 }
 
 /// `compare --ci-output FORMAT=FILE`: the verdicts of `c`.
 pub fn compare_ci(outs: &[String], c: &Comparison, out: &mut dyn Write) -> anyhow::Result<()> {
     let sub = kcidb::Submission::default();
     for p in output::write_compare(c, &ci_outputs(outs)?, out, &sub).map_err(usage)? {
-        rtscope_session::output::warn(&format!("rtscope: wrote {}", p.display()));
+        rtscope_common::error::warn(&format!("rtscope: wrote {}", p.display()));
     }
     Ok(())
 }
@@ -142,13 +140,13 @@ pub fn with_ci(
         return body(out, &mut missing);
     }
     let outs = ci_outputs(outs)?;
-    let path = db.map_or_else(record::default_db, Path::to_path_buf);
+    let path = db.map_or_else(rtscope_store::Store::default_path, Path::to_path_buf);
     let mark = output::mark(&record::open(&path)?).map_err(usage)?;
     let status = body(out, &mut missing)?;
     let store = record::open(&path)?;
     let sub = kcidb::Submission::default();
     for p in output::write_ci(&store, mark, &missing, &outs, out, &sub).map_err(usage)? {
-        rtscope_session::output::warn(&format!("rtscope: wrote {}", p.display()));
+        rtscope_common::error::warn(&format!("rtscope: wrote {}", p.display()));
     }
     Ok(status)
 }

@@ -1,13 +1,13 @@
 //! `rtscope import FILE…`: other tools' results as runs (rtscope-import).
 
 use crate::cli::{ImportArgs, ImportFormat};
-use crate::exit::ExitStatus;
+use rtscope_common::error::ExitStatus;
 use rtscope_import::ImportOptions;
 use std::io::Write;
 
 /// Runs `rtscope import`.
 pub fn run(a: &ImportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    rtscope_session::record::check_label_and_tags(a.label.as_deref(), &a.tags)?;
+    rtscope_common::names::check_label_and_tags(a.label.as_deref(), &a.tags)?;
     let opts = ImportOptions {
         files: a.files.clone(),
         format: a.format.map(ImportFormat::lower),

@@ -7,7 +7,7 @@
 //! 3 interrupted before `--for` ran out.
 
 use crate::cli::LoadArgs;
-use crate::exit::{ExitStatus, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_core::Nanos;
 use rtscope_load::sys::{SigSet, STOP_SIGNALS};
 use rtscope_load::{LoadError, LoadReport, LoadSpec};
@@ -59,12 +59,12 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     // A built-in load SIGKILLed after the grace period lost its report (a memory load's
     // miscompare count with it): that is not a success (issue 26).
     let lost = |r: &&LoadReport| {
-        r.status == rtscope_load::LoadStatus::Killed
+        r.status == rtscope_core::LoadStatus::Killed
             && !matches!(r.spec, LoadSpec::External { .. })
             && r.metrics.is_empty()
     };
     for r in reports.iter().filter(lost) {
-        rtscope_session::output::warn(&format!(
+        rtscope_common::error::warn(&format!(
             "rtscope load: {}: its report was lost (SIGKILLed when --grace {} ran out after SIGTERM); on a busy machine raise --grace",
             r.name, a.grace
         ));
@@ -72,7 +72,7 @@ pub fn run(a: &LoadArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     Ok(
         if reports
             .iter()
-            .any(|r| r.status == rtscope_load::LoadStatus::Failed || lost(&r))
+            .any(|r| r.status == rtscope_core::LoadStatus::Failed || lost(&r))
         {
             ExitStatus::LimitExceeded
         } else if interrupted && limit.is_some() {

@@ -1,8 +1,9 @@
 //! `rtscope runs merge OTHER.db`: the runs of another database (a board's, a colleague's)
 //! imported into this one by UUID (rtscope-store's `merge_from`).
 
-use crate::exit::{ExitStatus, UsageError};
-use rtscope_session::record::{self, parse_user_tag};
+use rtscope_common::error::{ExitStatus, UsageError};
+use rtscope_common::names::parse_user_tag;
+use rtscope_session::record;
 use rtscope_store::{RunId, Store, StoreError};
 use serde_json::{json, Value};
 use std::io::Write;
@@ -19,7 +20,7 @@ pub fn run(
         .iter()
         .map(|t| parse_user_tag(t))
         .collect::<Result<Vec<_>, _>>()?;
-    let path = db.map_or_else(record::default_db, Path::to_path_buf);
+    let path = db.map_or_else(rtscope_store::Store::default_path, Path::to_path_buf);
     let mut store = record::open(&path)?;
     let report = store.merge_from(other, &tags).map_err(|e| {
         let hint = match &e {

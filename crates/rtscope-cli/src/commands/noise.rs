@@ -7,7 +7,7 @@
 
 use crate::cli::{CounterArg, NoiseArgs, NoisePolicyArg};
 use crate::commands::measure::plan_error;
-use crate::exit::{ExitStatus, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_core::text::short;
 use rtscope_core::Nanos;
 use rtscope_engine::noise::NoiseRun;
@@ -121,7 +121,7 @@ pub fn run(
     }
     // Before any thread starts (the trace reader, the loops): a signal is taken by the run's
     // control (the first stops the loops, another changes nothing) or by nobody.
-    rtscope_session::drive::hold_signals();
+    rtscope_common::signals::hold_signals();
     let online = sys::online_cpus();
     let plan = plan(a, &online)?;
     if let Some(hw) = plan.workload.noise().and_then(|n| n.hwlat.clone()) {
@@ -130,12 +130,12 @@ pub fn run(
     let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
     let store = a.rec.open_store()?;
     if let (Some(why), false) = (&plan.explain_off, a.quiet) {
-        rtscope_session::output::warn(&format!("explain: off — {why}"));
+        rtscope_common::error::warn(&format!("explain: off — {why}"));
     }
     // Before the loops, which it would otherwise audit.
     let audit = preflight::audit(&plan);
     for line in preflight::bad_lines(&audit) {
-        rtscope_session::output::warn(&line);
+        rtscope_common::error::warn(&line);
     }
     let settings = SystemSettings::apply(&plan)?;
     let spec = RecordSpec {
@@ -162,7 +162,7 @@ pub fn run(
         Ok(status) => out.verdict(status, "the results", " (the run is still recorded)"),
         // The run is recorded all the same, with the exit code it ends with.
         Err(e) => {
-            rtscope_session::output::warn(&rtscope_common::errors::render(
+            rtscope_common::error::warn(&rtscope_common::error::render(
                 e.chain().map(|c| c.to_string()),
             ));
             ExitStatus::Usage
@@ -171,7 +171,7 @@ pub fn run(
     let rec = session.finish(&m, status.code());
     Ok(match rec.line {
         Some(line) if rec.failed => {
-            rtscope_session::output::warn(&line);
+            rtscope_common::error::warn(&line);
             ExitStatus::Usage
         }
         Some(line) => {
@@ -210,7 +210,7 @@ fn announce(a: &NoiseArgs, s: &NoiseSession) {
     let c = &n.config;
     if !a.quiet {
         let hk = s.placement().cpus();
-        rtscope_session::output::warn(&format!(
+        rtscope_common::error::warn(&format!(
             "noise: CPUs {} for {}, spinning {} of every {}, threshold {}, policy {} priority {}{}",
             CpuSet::from_cpus(c.cpus.iter().copied()),
             short(c.duration),
@@ -225,13 +225,13 @@ fn announce(a: &NoiseArgs, s: &NoiseSession) {
         ));
     }
     for note in s.notes(Naming::Flags) {
-        rtscope_session::output::warn(&note);
+        rtscope_common::error::warn(&note);
     }
     if !a.quiet {
         if let Some(line) = s.explain_line() {
-            rtscope_session::output::warn(&line);
+            rtscope_common::error::warn(&line);
         }
-        rtscope_session::output::warn(&counter_line(a.counter == CounterArg::Auto, run));
+        rtscope_common::error::warn(&counter_line(a.counter == CounterArg::Auto, run));
     }
 }
 
@@ -248,15 +248,15 @@ fn finish(
     if let Some(s) = o.signal {
         text.push_str(&format!(
             "interrupted by {}: the results cover the part that ran\n",
-            sys::signal_name(s)
+            rtscope_common::signals::signal_name(s)
         ));
     }
     if let Some(x) = &o.explained {
-        text.push_str(&rtscope_trace::render::summary_of(
+        text.push_str(&rtscope_explain::render::summary_of(
             x,
             m.meta.clock_start.0,
             10,
-            rtscope_trace::render::Subject::Gaps,
+            rtscope_explain::render::Subject::Gaps,
         ));
         text.push_str(&noise::class_line(&x.class_totals()));
         text.push_str(&noise::interference_table(&x.interference));
@@ -269,7 +269,7 @@ fn finish(
         return Ok(status);
     };
     if file.is_stdout() {
-        rtscope_session::output::warn(text.trim_end());
+        rtscope_common::error::warn(text.trim_end());
     } else {
         out.write_all(text.as_bytes())?;
         out.flush()?;
@@ -287,7 +287,7 @@ fn finish(
         },
     )?;
     if let Err(e) = file.write(&body, out, "--json") {
-        rtscope_session::output::warn(&e.to_string());
+        rtscope_common::error::warn(&e.to_string());
         status = ExitStatus::Usage;
     }
     Ok(status)

@@ -4,7 +4,7 @@
 //! its errors and prints.
 
 use crate::cli::NoiseArgs;
-use crate::exit::{ExitStatus, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_session::noise::hwlat::{self, HwlatError};
 use rtscope_session::output::OutputFile;
 use rtscope_session::RunPlan;
@@ -34,7 +34,7 @@ pub fn run(
     let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
     let tfs = hwlat::check().map_err(usage)?;
     if !a.quiet {
-        rtscope_session::output::warn(&format!(
+        rtscope_common::error::warn(&format!(
             "noise --irqs-off: the kernel's hwlat tracer on CPUs {:?} for {}, {} us of every {} \
              us with interrupts off, threshold {} us",
             cfg.cpus,
@@ -45,7 +45,7 @@ pub fn run(
         ));
     }
     if !a.rec.no_db {
-        rtscope_session::output::warn(
+        rtscope_common::error::warn(
             "note: an --irqs-off run is not recorded in the run database (hwlat gives each \
              window's longest gap, not the gaps a noise record holds); use --json to keep it",
         );

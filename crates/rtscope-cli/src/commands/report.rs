@@ -3,16 +3,16 @@
 //! chooses the runs, reads them and writes the files. See docs/report.md.
 
 use crate::cli::ReportArgs;
-use crate::exit::{ExitStatus, UsageError};
 use rtscope_analysis::select::{self, Selector};
-use rtscope_report::{ReportOptions, RunData};
-use rtscope_session::record;
+use rtscope_common::error::{ExitStatus, UsageError};
+use rtscope_report::model::RunData;
+use rtscope_report::ReportOptions;
 use rtscope_store::{RunId, Store};
 use std::io::Write;
 
 /// Runs `rtscope report`.
 pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    let store = record::open_existing(a.db.as_deref())?;
+    let store = super::open_db(a.db.as_deref())?;
     if let Some(series) = &a.watch {
         return super::report_watch::run(&store, series, a, out);
     }
@@ -98,7 +98,7 @@ fn add_tails(store: &Store, runs: &mut [RunData]) -> anyhow::Result<()> {
             let figures = tail.map_or_else(Default::default, |tail| {
                 rtscope_evt::figure::figures(&tail, &analysis)
             });
-            r.tails.push(rtscope_report::worst::ThreadTail {
+            r.tails.push(rtscope_report::model::ThreadTail {
                 thread: t.thread,
                 cpu: t.cpu,
                 analysis,

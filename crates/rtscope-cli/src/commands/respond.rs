@@ -6,7 +6,8 @@
 
 use crate::cli::{BiasArg, EdgesArg, EventClockArg, PacingArg, RespondArgs, RespondPolicyArg};
 use crate::commands::measure::plan_error;
-use crate::exit::{ExitStatus, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
+use rtscope_common::limits::{self, Check};
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, CpuSet};
 use rtscope_present::table::render_checks;
@@ -14,7 +15,6 @@ use rtscope_respond::gpio::{self, GpioConfig, LineId, Responder};
 use rtscope_respond::ipc::{IpcKind, Pacing, Placement};
 use rtscope_respond::record::Row;
 use rtscope_respond::run as respond;
-use rtscope_session::limits::{self, Check};
 use rtscope_session::output::OutputFile;
 use rtscope_session::record::RecordSpec;
 use rtscope_session::{preflight, RespondMeasured, RespondSession, RespondSpec, SystemSettings};
@@ -240,7 +240,7 @@ pub fn run(
         return Ok(ExitStatus::Success);
     }
     // Before any thread starts: a stop signal is taken by the measurement or by nobody.
-    rtscope_session::drive::hold_signals();
+    rtscope_common::signals::hold_signals();
     let online = sys::online_cpus();
     let plan = plan(a, &online)?;
     let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
@@ -248,7 +248,7 @@ pub fn run(
     // Before the cpu_dma_latency request and the threads, which it would otherwise audit.
     let audit = preflight::audit(&plan);
     for line in preflight::bad_lines(&audit) {
-        rtscope_session::output::warn(&line);
+        rtscope_common::error::warn(&line);
     }
     let settings = apply_settings(a, &plan, out)?;
     let priority = plan.config.threads[0].priority;
@@ -282,7 +282,7 @@ pub fn run(
     let rec = session.finish(&measured, status.code(), config);
     Ok(match rec.line {
         Some(line) if rec.failed => {
-            rtscope_session::output::warn(&line);
+            rtscope_common::error::warn(&line);
             ExitStatus::Usage
         }
         Some(line) => {
@@ -350,7 +350,7 @@ fn finish(
     };
     let mut text = respond::table(&o.rows);
     if let Some(s) = o.signal {
-        let name = sys::signal_name(s);
+        let name = rtscope_common::signals::signal_name(s);
         text.push_str(&format!(
             "interrupted by {name}: the results cover the part that ran\n"
         ));
@@ -365,7 +365,7 @@ fn finish(
         return Ok(status);
     };
     if file.is_stdout() {
-        rtscope_session::output::warn(text.trim_end());
+        rtscope_common::error::warn(text.trim_end());
     } else {
         out.write_all(text.as_bytes())?;
         out.flush()?;
@@ -384,13 +384,13 @@ fn finish(
             v
         }).collect::<Vec<_>>(),
         "limits": checks.iter().map(rtscope_present::measure_json::LimitJson::from).collect::<Vec<_>>(),
-        "interrupted": o.signal.map(sys::signal_name),
+        "interrupted": o.signal.map(rtscope_common::signals::signal_name),
         "error": o.error,
         "exit_code": status.code(),
     });
     let body = serde_json::to_string_pretty(&doc)? + "\n";
     if let Err(e) = file.write(body.as_bytes(), out, "--json") {
-        rtscope_session::output::warn(&e.to_string());
+        rtscope_common::error::warn(&e.to_string());
         status = ExitStatus::Usage;
     }
     Ok(status)

@@ -2,8 +2,8 @@
 
 use crate::cli::RunArgs;
 use crate::commands::measure::monitor_interval;
-use crate::exit::ExitStatus;
 use rtscope_campaign::CampaignOptions;
+use rtscope_common::error::ExitStatus;
 use std::io::Write;
 
 /// Runs `rtscope run`; with `--target`, the boards that recorded no run are added to
@@ -12,7 +12,7 @@ pub fn run(
     a: &RunArgs,
     argv: &[String],
     out: &mut dyn Write,
-    missing: &mut Vec<rtscope_fleet::MissingBoard>,
+    missing: &mut Vec<rtscope_formats::missing::MissingBoard>,
 ) -> anyhow::Result<ExitStatus> {
     if !a.fleet.targets.is_empty() && !a.dry_run {
         let file = a.file.as_deref();
@@ -39,7 +39,7 @@ pub fn run(
 /// against the first — the report's headline (`rtscope_report::headline`). Nothing when the
 /// database cannot be read back (the campaign's own lines said where it is).
 fn answer(db: Option<&std::path::Path>, out: &mut dyn Write) -> std::io::Result<()> {
-    let Ok(store) = rtscope_session::record::open_existing(db) else {
+    let Ok(store) = super::open_db(db) else {
         return Ok(());
     };
     let Ok(ids) = super::report::last_with_campaign(&store) else {
@@ -48,9 +48,9 @@ fn answer(db: Option<&std::path::Path>, out: &mut dyn Write) -> std::io::Result<
     let Ok(bundles) = store.bundles(&ids, false) else {
         return Ok(());
     };
-    let runs: Vec<rtscope_report::RunData> = bundles
+    let runs: Vec<rtscope_report::model::RunData> = bundles
         .into_iter()
-        .map(rtscope_report::RunData::from)
+        .map(rtscope_report::model::RunData::from)
         .collect();
     for line in rtscope_report::headline::lines(&runs) {
         writeln!(out, "answer: {line}")?;
@@ -120,14 +120,14 @@ fn keep<T: Clone + PartialEq + std::fmt::Debug>(
     flag: &str,
     now: &mut Option<T>,
     started: &Option<T>,
-) -> Result<(), crate::exit::UsageError> {
+) -> Result<(), rtscope_common::error::UsageError> {
     match (now.as_ref(), started) {
         (None, _) => {
             now.clone_from(started);
             Ok(())
         }
         (Some(n), Some(s)) if n == s => Ok(()),
-        (Some(n), s) => Err(crate::exit::UsageError::new(format!(
+        (Some(n), s) => Err(rtscope_common::error::UsageError::new(format!(
             "{flag} {n:?} contradicts the campaign being resumed, which was started with {}",
             s.as_ref().map_or_else(|| format!("no {flag}"), |s| format!("{flag} {s:?}"))
         ))

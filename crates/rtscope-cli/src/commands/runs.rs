@@ -2,11 +2,10 @@
 
 use crate::cli::{RunsAction, RunsArgs};
 use crate::commands::runs_explain;
-use crate::exit::{ExitStatus, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_present::runs::{
     detail_json, detail_text, list_text, summary_json, watch_text, Extras,
 };
-use rtscope_session::record;
 use rtscope_store::{RunId, Store};
 use serde_json::Value;
 use std::io::Write;
@@ -16,7 +15,7 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     if let Some(RunsAction::Merge { other, tags }) = &a.action {
         return crate::commands::merge::run(a.db.as_deref(), other, tags, out);
     }
-    let mut store = record::open_existing(a.db.as_deref())?;
+    let mut store = super::open_db(a.db.as_deref())?;
     let store_err = |e: rtscope_store::StoreError| UsageError::from_error(e);
     match a.action.clone().unwrap_or(RunsAction::List) {
         RunsAction::List => {
@@ -69,7 +68,7 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         RunsAction::Tag { run, tags, remove } => {
             let id = resolve(&store, &run)?;
             for t in &tags {
-                let (k, v) = record::parse_user_tag(t)?;
+                let (k, v) = rtscope_common::names::parse_user_tag(t)?;
                 store.set_tag(id, &k, Some(&v)).map_err(store_err)?;
             }
             for k in &remove {

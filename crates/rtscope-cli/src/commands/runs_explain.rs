@@ -1,10 +1,10 @@
 //! `rtscope runs explain RUN` and the explanation section of `rtscope runs show`: why the worst
 //! wake-ups of a run recorded with `--explain` were late (docs/explain.md).
 
-use rtscope_session::UsageError;
+use rtscope_common::error::UsageError;
+use rtscope_explain::book::ExplainSummary;
+use rtscope_explain::render::{summary_of, Subject};
 use rtscope_store::{RunId, Store};
-use rtscope_trace::book::ExplainSummary;
-use rtscope_trace::render::{summary_of, Subject};
 use std::io::Write;
 
 /// The stored explanation of a run and the run's clock start (ns), if it was explained.

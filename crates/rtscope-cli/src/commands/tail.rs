@@ -3,10 +3,10 @@
 
 use crate::cli::TailArgs;
 use crate::commands::runs;
-use crate::exit::ExitStatus;
+use rtscope_common::error::ExitStatus;
+use rtscope_common::error::UsageError;
 use rtscope_evt::gate::{TailLimit, Verdict};
 use rtscope_evt::{input, render, Options};
-use rtscope_session::{record, UsageError};
 use std::io::Write;
 
 /// Runs `rtscope tail`.
@@ -20,9 +20,9 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     if limits.iter().any(|l| l.deprecated) {
-        rtscope_session::output::warn(rtscope_evt::gate::DEPRECATED);
+        rtscope_common::error::warn(rtscope_evt::gate::DEPRECATED);
     }
-    let store = record::open_existing(a.db.as_deref())?;
+    let store = super::open_db(a.db.as_deref())?;
     let id = runs::resolve(&store, &a.run)?;
     let detail = store.run(id).map_err(UsageError::from_error)?;
     let threads: Vec<_> = detail

@@ -2,8 +2,9 @@
 //! `rtscope-watch` (docs/watch.md).
 
 use crate::cli::WatchArgs;
-use crate::exit::{ExitStatus, UsageError};
-use rtscope_watch::{Config, Settings};
+use rtscope_common::error::{ExitStatus, UsageError};
+use rtscope_watch::config::Config;
+use rtscope_watch::config::Settings;
 use std::io::Write;
 use std::path::Path;
 
@@ -41,14 +42,14 @@ fn load(a: &WatchArgs) -> Result<Config, UsageError> {
 }
 
 fn warn(line: &str) {
-    rtscope_session::output::warn(line);
+    rtscope_common::error::warn(line);
 }
 
 /// Runs `rtscope watch`.
 pub fn run(a: &WatchArgs, argv: &[String], out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     // Checked and taken before the banner: a bad file, flag, path, port or a series another
     // watch holds is exit 2 at once, with nothing created.
-    let ready = rtscope_watch::prepare(load(a)?)?;
+    let ready = rtscope_watch::start::prepare(load(a)?)?;
     let first = &ready.config;
     writeln!(
         out,
@@ -61,7 +62,7 @@ pub fn run(a: &WatchArgs, argv: &[String], out: &mut dyn Write) -> anyhow::Resul
     )?;
     out.flush()?;
     let db = first.db.clone();
-    let stopped = rtscope_watch::run(ready, &|| load(a), argv, warn)?;
+    let stopped = rtscope_watch::daemon::run(ready, &|| load(a), argv, warn)?;
     writeln!(
         out,
         "rtscope watch: stopped by signal {}: {} window row(s) written, {} reload(s)",

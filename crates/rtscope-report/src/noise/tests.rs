@@ -4,11 +4,12 @@
 
 use super::figures::{all, available_floor};
 use super::{classes, CpuNoise};
+use crate::model::RunData;
 use crate::plot::Shape;
 use crate::tests::{run_data, temp_db};
-use crate::{build, ReportOptions, RunData};
+use crate::{build, ReportOptions};
 use rtscope_explain::book::ExplainSummary;
-use rtscope_explain::Category;
+use rtscope_explain::model::Category;
 use rtscope_store::Store;
 use rtscope_testkit::synthetic_noise::{write_noise_run, SyntheticNoise};
 

@@ -13,8 +13,6 @@ pub mod cells;
 pub mod figures;
 pub mod html;
 
-pub use cells::{Cell, Worst};
-
 use crate::{file, render_all, ReportError, ReportFile};
 use rtscope_store::watch::{Level, SeriesSummary, WatchWindow};
 

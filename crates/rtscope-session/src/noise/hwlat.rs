@@ -130,7 +130,7 @@ pub fn drive(
     duration: Nanos,
 ) -> Result<HwlatOutcome, HwlatError> {
     let smi = SmiCounter::open(Path::new("/"), &cfg.cpus);
-    let old_mask = sys::block_run_signals();
+    let old_mask = rtscope_common::signals::block_run_signals();
     let started = sys::now(libc::CLOCK_MONOTONIC);
     let failed = |e: &dyn std::fmt::Display| HwlatError::Tracer(e.to_string());
     let run = HwlatRun::start(tfs, cfg, true).map_err(|e| failed(&e));
@@ -144,8 +144,8 @@ pub fn drive(
             if left == 0 {
                 break;
             }
-            match sys::wait_run_signal(Nanos(left.min(POLL.0))) {
-                Some(s) if sys::is_stop_signal(s) => signal = Some(s),
+            match rtscope_common::signals::wait_run_signal(Nanos(left.min(POLL.0))) {
+                Some(s) if rtscope_common::signals::is_stop_signal(s) => signal = Some(s),
                 _ => poll.read(&run.samples().map_err(|e| failed(&e))?),
             }
         }
@@ -158,7 +158,7 @@ pub fn drive(
             ran,
         })
     });
-    sys::restore_signal_mask(&old_mask);
+    rtscope_common::signals::restore_signal_mask(&old_mask);
     result
 }
 
@@ -345,8 +345,8 @@ pub fn run(
     limits: &[super::NoiseLimit],
     json_file: Option<crate::output::OutputFile>,
     out: &mut dyn std::io::Write,
-) -> Result<crate::ExitStatus, HwlatError> {
-    use crate::ExitStatus;
+) -> Result<rtscope_common::error::ExitStatus, HwlatError> {
+    use rtscope_common::error::ExitStatus;
     let platform = PlatformCounters::start(Path::new("/"), &cfg.cpus);
     let o = drive(tfs, cfg, duration)?;
     let rows = rows(cfg, &o, &smis_over_run(platform));
@@ -357,19 +357,19 @@ pub fn run(
     if let Some(s) = o.signal {
         text.push_str(&format!(
             "interrupted by {}: the results cover the part that ran\n",
-            sys::signal_name(s)
+            rtscope_common::signals::signal_name(s)
         ));
     }
     text.push_str(&super::run::render_checks(&checks));
     match &json_file {
-        Some(f) if f.is_stdout() => crate::output::warn(text.trim_end()),
+        Some(f) if f.is_stdout() => rtscope_common::error::warn(text.trim_end()),
         _ => out.write_all(text.as_bytes()).and_then(|()| out.flush())?,
     }
     if let Some(file) = json_file {
         let doc = document(cfg, &rows, &o, &checks, status.code());
         let body = serde_json::to_string_pretty(&doc).map_err(std::io::Error::from)? + "\n";
         if let Err(e) = file.write(body.as_bytes(), out, "--json") {
-            crate::output::warn(&e.to_string());
+            rtscope_common::error::warn(&e.to_string());
             status = ExitStatus::Usage;
         }
     }

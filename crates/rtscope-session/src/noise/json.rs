@@ -5,7 +5,7 @@
 use super::run::Outcome;
 use super::{ClassTotals, CpuNoise, NoiseCheck};
 use rtscope_engine::noise::Gap;
-use rtscope_trace::book::ExplainSummary;
+use rtscope_explain::book::ExplainSummary;
 use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
 
@@ -118,7 +118,7 @@ pub fn document(o: &Outcome, rows: &[CpuNoise], meta: &DocMeta<'_>) -> serde_jso
         explain: o.explained.as_ref(),
         explain_classes: o.explained.as_ref().map(|x| x.class_totals()),
         smi_unavailable: o.platform.smi_unavailable.as_deref(),
-        interrupted: o.signal.map(rtscope_engine::sys::signal_name),
+        interrupted: o.signal.map(rtscope_common::signals::signal_name),
         exit_code: meta.exit_code,
     };
     let mut body = serde_json::to_vec_pretty(&doc)?;

@@ -10,7 +10,7 @@
 //! steal time and SMIs).
 
 use crate::record::unix_ns;
-use crate::UsageError;
+use rtscope_common::error::UsageError;
 use rtscope_core::Nanos;
 use rtscope_engine::noise::{Gap, NoiseShared, NoiseThread};
 use rtscope_engine::Sample;
@@ -171,7 +171,7 @@ impl NoiseRecorder {
             }
             Err(e) if e.is_busy() => {
                 if self.busy == 0 {
-                    crate::output::warn(&format!(
+                    rtscope_common::error::warn(&format!(
                         "rtscope: warning: {} is locked by another process: checkpoints wait in memory and are retried",
                         self.path().display()
                     ));
@@ -179,7 +179,7 @@ impl NoiseRecorder {
                 self.busy += 1;
             }
             Err(e) => {
-                crate::output::warn(&format!("rtscope: error: recording stopped: {e}"));
+                rtscope_common::error::warn(&format!("rtscope: error: recording stopped: {e}"));
                 self.error = Some(e.to_string());
             }
         }
@@ -198,7 +198,7 @@ impl NoiseRecorder {
         meta: &NoiseMeta,
         threads: &[NoiseThread],
         gaps: &[Vec<Gap>],
-        explained: Option<&rtscope_trace::book::ExplainSummary>,
+        explained: Option<&rtscope_explain::book::ExplainSummary>,
         (status, exit_code): (RunStatus, i32),
     ) -> Result<RunId, String> {
         if let Some(e) = self.error.take() {
@@ -219,7 +219,7 @@ impl NoiseRecorder {
             let kept = gaps.get(i).map_or(&[][..], Vec::as_slice);
             add_gaps(&mut cp, self.at(), i, 0, kept);
         }
-        let ended = crate::sysinfo::rfc3339(meta.ended);
+        let ended = rtscope_core::civil::rfc3339(meta.ended);
         let _ = self.store.set_busy_timeout(Duration::from_secs(5));
         let start = Instant::now();
         let id = self.id;
@@ -254,7 +254,7 @@ pub fn record(
     meta: &NoiseMeta,
     threads: &[NoiseThread],
     gaps: &[Vec<Gap>],
-    explained: Option<&rtscope_trace::book::ExplainSummary>,
+    explained: Option<&rtscope_explain::book::ExplainSummary>,
     end: (RunStatus, i32),
 ) -> Result<RunId, String> {
     let cpus: Vec<usize> = threads.iter().map(|t| t.cpu).collect();
@@ -270,7 +270,7 @@ fn new_run(meta: &NoiseMeta, cpus: &[usize]) -> NewRun {
         kind: RunKind::Noise,
         label: meta.label.clone(),
         tags: meta.tags.clone(),
-        started: crate::sysinfo::rfc3339(meta.started),
+        started: rtscope_core::civil::rfc3339(meta.started),
         started_unix_ns: unix_ns(meta.started),
         pid: std::process::id(),
         tool_version: env!("CARGO_PKG_VERSION").into(),

@@ -9,7 +9,7 @@ use rtscope_core::text::{count, short, us_or_dash};
 use rtscope_core::Nanos;
 use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, NoiseThread, Threshold};
 use rtscope_engine::{sys, Wake};
-use rtscope_trace::book::ExplainSummary;
+use rtscope_explain::book::ExplainSummary;
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::SystemTime;
@@ -58,7 +58,7 @@ impl Outcome {
 /// sees the loops after every drain (progress for people).
 ///
 /// A stop signal (SIGINT, SIGTERM, SIGHUP; blocked in every thread, see
-/// [`crate::drive::hold_signals`]) stops the loops at once, whatever the control thread is
+/// [`rtscope_common::signals::hold_signals`]) stops the loops at once, whatever the control thread is
 /// doing: a watcher thread waits for it, so attributing gaps or writing a checkpoint never
 /// keeps the loops spinning. The trace is analysed to its end only after the loops stopped;
 /// the run's end ([`Outcome::ended`]) is when they did.
@@ -162,7 +162,7 @@ impl StopWatch {
     fn watch(&self, run: &NoiseRun) {
         self.tid.store(sys::gettid(), Ordering::Release);
         while !self.done.load(Ordering::Acquire) {
-            if let Some(sig) = sys::wait_run_signal(Nanos::from_secs(1)) {
+            if let Some(sig) = rtscope_common::signals::wait_run_signal(Nanos::from_secs(1)) {
                 self.take(sig, run);
             }
         }
@@ -171,7 +171,7 @@ impl StopWatch {
     /// Keeps `sig` when it is the first stop signal and stops the loops (a repeated one
     /// changes nothing: the loops are stopping already).
     fn take(&self, sig: i32, run: &NoiseRun) {
-        if sys::is_stop_signal(sig) {
+        if rtscope_common::signals::is_stop_signal(sig) {
             let _ = self
                 .first
                 .compare_exchange(0, sig, Ordering::AcqRel, Ordering::Acquire);
@@ -185,7 +185,7 @@ impl StopWatch {
         while !watcher.is_finished() {
             let tid = self.tid.load(Ordering::Acquire);
             if tid != 0 {
-                sys::signal_thread(tid, libc::SIGUSR2);
+                rtscope_common::signals::signal_thread(tid, libc::SIGUSR2);
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
         }

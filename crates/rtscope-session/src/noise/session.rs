@@ -240,7 +240,7 @@ impl NoiseSession {
 }
 
 /// `KEY=VALUE` tags as pairs, each checked as a user's tag.
-fn tag_pairs(tags: &[String]) -> Result<Vec<(String, String)>, crate::UsageError> {
+fn tag_pairs(tags: &[String]) -> Result<Vec<(String, String)>, rtscope_common::error::UsageError> {
     tags.iter()
         .map(|t| rtscope_common::names::parse_tag(t))
         .collect()

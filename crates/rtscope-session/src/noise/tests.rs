@@ -248,8 +248,9 @@ fn a_noise_run_is_recorded_with_its_gaps_as_events() {
 
 #[test]
 fn explained_time_is_summed_by_class_and_unexplained_kept_apart() {
-    use rtscope_trace::book::ExplainSummary;
-    use rtscope_trace::{Category, Task};
+    use rtscope_explain::book::ExplainSummary;
+    use rtscope_explain::model::Category;
+    use rtscope_explain::model::Task;
     let task = Task {
         comm: "x".into(),
         pid: 7,
@@ -283,7 +284,7 @@ fn explained_time_is_summed_by_class_and_unexplained_kept_apart() {
 
 #[test]
 fn the_class_histogram_table_gives_each_class_its_buckets_as_bounds() {
-    use rtscope_trace::class_hist::ClassHistogram;
+    use rtscope_explain::class_hist::ClassHistogram;
     assert_eq!(class_histogram_table(&[]), "");
     let h = |class: &str, buckets: Vec<(u64, u64)>| ClassHistogram {
         cpu: 1,

@@ -4,7 +4,7 @@
 
 use rtscope_core::Nanos;
 use rtscope_engine::{Alignment, CpuSet, Policy, Run, RunConfig, ThreadSpec, Wake};
-use rtscope_trace::Spike;
+use rtscope_explain::model::Spike;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;

@@ -1,7 +1,7 @@
 //! `measure --ci-output`: the run reported to CI even without a database.
 
 use crate::commands::fleet;
-use crate::exit::{ExitStatus, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
 use std::io::Write;
 
 /// `measure --ci-output` (with [`fleet::with_ci`]). With `--no-db` the run is still reported: it is
@@ -28,7 +28,7 @@ pub fn measure_with_ci(
         super::run(&recorded, argv.to_vec(), o, missing)
     });
     let _ = std::fs::remove_dir_all(&dir);
-    rtscope_session::output::warn("rtscope: --no-db: the run was kept only for --ci-output, in a temporary database now removed");
+    rtscope_common::error::warn("rtscope: --no-db: the run was kept only for --ci-output, in a temporary database now removed");
     status
 }
 

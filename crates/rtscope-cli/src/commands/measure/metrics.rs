@@ -2,7 +2,7 @@
 //! works on plain data (the fleet crate does not link the engine).
 
 use rtscope_engine::{Run, RunResult};
-use rtscope_fleet::metrics_file::{unix_s, MetricsFile};
+use rtscope_formats::metrics_file::{unix_s, MetricsFile};
 use rtscope_store::RunStatus;
 use std::time::SystemTime;
 

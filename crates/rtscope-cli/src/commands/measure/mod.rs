@@ -5,12 +5,12 @@ pub mod ci;
 pub mod metrics;
 
 use crate::cli::{ClockArg, MeasureArgs, PolicyArg};
-use crate::exit::{ExitStatus, UsageError};
+use rtscope_common::error::{ExitStatus, UsageError};
+use rtscope_common::limits;
 use rtscope_core::{Nanos, Stats};
 use rtscope_engine::{sys, ClockKind, CpuSet, Policy, Run, SleepMode};
 use rtscope_present::{measure_json as json, table};
 use rtscope_session::cpus::cpu_list;
-use rtscope_session::limits;
 use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::record::RecordSpec;
 
@@ -119,7 +119,7 @@ struct Lowered {
     tick: Nanos,
     json_file: Option<OutputFile>,
     store: Option<rtscope_store::Store>,
-    textfile: Option<rtscope_fleet::metrics_file::MetricsFile>,
+    textfile: Option<rtscope_formats::metrics_file::MetricsFile>,
     /// What records the run (the audit's rows are added once it ran).
     record: RecordSpec,
     quiet: bool,
@@ -164,13 +164,13 @@ pub fn run(
     a: &MeasureArgs,
     command_line: Vec<String>,
     out: &mut dyn Write,
-    missing: &mut Vec<rtscope_fleet::MissingBoard>,
+    missing: &mut Vec<rtscope_formats::missing::MissingBoard>,
 ) -> anyhow::Result<ExitStatus> {
     if !a.fleet.targets.is_empty() {
         return on_targets(a, &command_line, out, missing);
     }
     // Before any thread starts: a signal is taken by the control loop or by nobody.
-    rtscope_session::drive::hold_signals();
+    rtscope_common::signals::hold_signals();
     let Lowered {
         plan,
         tick,
@@ -201,9 +201,9 @@ pub fn run(
         checkpoint_period: std::time::Duration::ZERO,
     };
     let mut session = Session::start(plan, settings, recorded)?;
-    rtscope_session::output::warn(&format!("rtscope: {}", session.placement_line()));
+    rtscope_common::error::warn(&format!("rtscope: {}", session.placement_line()));
     if let Some(line) = session.explain_line() {
-        rtscope_session::output::warn(&format!("rtscope: {line}"));
+        rtscope_common::error::warn(&format!("rtscope: {line}"));
     }
     let mut progress = Progress::new(!quiet, session.plan().config.duration);
     let measured = session.drive(tick, &mut |run: &Run, ev| {
@@ -225,7 +225,7 @@ fn on_targets(
     a: &MeasureArgs,
     command_line: &[String],
     out: &mut dyn Write,
-    missing: &mut Vec<rtscope_fleet::MissingBoard>,
+    missing: &mut Vec<rtscope_formats::missing::MissingBoard>,
 ) -> anyhow::Result<ExitStatus> {
     if a.metrics_file.is_some() || a.rec.no_db || a.json.is_some() {
         return Err(crate::usage(
@@ -239,11 +239,11 @@ fn on_targets(
 /// `--metrics-file`, checked before the run.
 fn metrics_file(
     a: &MeasureArgs,
-) -> Result<Option<rtscope_fleet::metrics_file::MetricsFile>, UsageError> {
+) -> Result<Option<rtscope_formats::metrics_file::MetricsFile>, UsageError> {
     a.metrics_file
         .as_deref()
         .map(|p| {
-            rtscope_fleet::metrics_file::MetricsFile::new(
+            rtscope_formats::metrics_file::MetricsFile::new(
                 p,
                 &a.rec.tags,
                 a.rec.label.as_deref(),
@@ -291,7 +291,7 @@ fn conclude(
     streams.human().flush()?;
     if let (Some(file), Some(body)) = (json_file, json) {
         if let Err(e) = file.write(body.as_bytes(), &mut streams.stdout, "--json") {
-            rtscope_session::output::warn(&e.to_string());
+            rtscope_common::error::warn(&e.to_string());
             status = ExitStatus::Usage;
         }
     }
@@ -302,7 +302,7 @@ fn conclude(
         .verdict(status, "the results", " (the run is still recorded)");
     let rec = session.finish(measured, status.code());
     match rec.line {
-        Some(line) if rec.failed => rtscope_session::output::warn(&line),
+        Some(line) if rec.failed => rtscope_common::error::warn(&line),
         Some(line) => writeln!(streams.human(), "{line}")?,
         None => {}
     }
@@ -402,11 +402,13 @@ fn report(
         ExitStatus::Success
     };
     let mut text = table::of_run(r, &total_stats, &total_hist);
-    let cut_by = signal.map(sys::signal_name).or_else(|| {
-        m.output_error
-            .as_ref()
-            .map(|e| format!("an output error ({e})"))
-    });
+    let cut_by = signal
+        .map(rtscope_common::signals::signal_name)
+        .or_else(|| {
+            m.output_error
+                .as_ref()
+                .map(|e| format!("an output error ({e})"))
+        });
     if let Some(by) = &cut_by {
         text.push_str(&format!(
             "interrupted by {by} after {:.3}s: the results cover the part that ran\n",
@@ -422,7 +424,7 @@ fn report(
     text.push_str(&table::render_checks(checks));
     if let Some(x) = &m.explain {
         text.push('\n');
-        text.push_str(&rtscope_trace::render::summary(x, r.clock_start.0, 10));
+        text.push_str(&rtscope_explain::render::summary(x, r.clock_start.0, 10));
     }
     let json = if let Some(placed) = json_with {
         let mut doc = json::document(

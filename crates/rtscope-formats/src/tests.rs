@@ -1,9 +1,10 @@
 use super::*;
+use crate::missing::{BoardEnd, MissingBoard};
 use rtscope_store::Store;
 use rtscope_testkit::synthetic::{write_run, SyntheticRun};
 
 fn store(name: &str) -> (Store, std::path::PathBuf) {
-    let dir = std::env::temp_dir().join(format!("rtscope-fleet-{name}-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("rtscope-formats-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     (Store::open(&dir.join("r.db")).unwrap(), dir)
@@ -85,7 +86,7 @@ fn prometheus_histogram_is_cumulative_and_gauges_are_exact() {
         .filter(|l| l.starts_with("rtscope_latency_seconds_bucket{") && l.contains("cpu=\"0\""))
         .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
         .collect();
-    assert_eq!(cpu0.len(), prometheus::BUCKETS_NS.len() + 1);
+    assert_eq!(cpu0.len(), rtscope_common::prometheus::BUCKETS_NS.len() + 1);
     assert!(cpu0.windows(2).all(|w| w[0] <= w[1]), "{cpu0:?}");
     assert_eq!(*cpu0.last().unwrap(), r.scopes[0].stats.count as f64);
     let max = r.all().stats.max.0 as f64 / 1e9;
@@ -123,7 +124,6 @@ fn prometheus_histogram_is_cumulative_and_gauges_are_exact() {
 
 #[test]
 fn label_values_are_escaped() {
-    assert_eq!(prometheus::escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     assert_eq!(
         junit::escape("<a & \"b\">\u{1}"),
         "&lt;a &amp; &quot;b&quot;&gt;\u{FFFD}"

@@ -3,7 +3,8 @@
 //! command recorded, or merged from its boards, in one file or on stdout, with the boards asked
 //! for that recorded no run as failed cases).
 
-use crate::{kcidb, name_part, FleetError, MissingBoard, Report};
+use crate::missing::MissingBoard;
+use crate::{kcidb, name_part, FormatError, Report};
 use rtscope_common::limits::{self, Limit};
 use rtscope_store::{RunId, Store};
 use std::io::Write;
@@ -46,16 +47,16 @@ impl Format {
 }
 
 /// `--limit STAT=VALUE` texts.
-pub fn parse_limits(texts: &[String]) -> Result<Vec<Limit>, FleetError> {
+pub fn parse_limits(texts: &[String]) -> Result<Vec<Limit>, FormatError> {
     texts
         .iter()
-        .map(|l| limits::parse(l).map_err(|e| FleetError::Limit(e.to_string())))
+        .map(|l| limits::parse(l).map_err(|e| FormatError::Limit(e.to_string())))
         .collect()
 }
 
 /// Run `id` of `store` as a report, `extra` limits checked besides its own.
-pub fn report(store: &Store, id: RunId, extra: &[Limit]) -> Result<Report, FleetError> {
-    let run = |e: String| FleetError::Run(format!("run {id}: {e}"));
+pub fn report(store: &Store, id: RunId, extra: &[Limit]) -> Result<Report, FormatError> {
+    let run = |e: String| FormatError::Run(format!("run {id}: {e}"));
     let bundle = store.bundle(id, false).map_err(|e| run(e.to_string()))?;
     Report::from_bundle(&bundle, extra).map_err(|e| run(e.to_string()))
 }
@@ -104,10 +105,10 @@ pub fn export(
     dir: &Path,
     extra: &[Limit],
     sub: &kcidb::Submission,
-) -> Result<PathBuf, FleetError> {
+) -> Result<PathBuf, FormatError> {
     let r = report(store, id, extra)?;
     let path = dir.join(file_name(f, &r, id));
-    crate::write_atomic(&path, |w| write(w, f, std::slice::from_ref(&r), &[], sub))?;
+    crate::atomic::write_atomic(&path, |w| write(w, f, std::slice::from_ref(&r), &[], sub))?;
     Ok(path)
 }
 
@@ -122,9 +123,9 @@ pub struct CiOutput {
 
 impl CiOutput {
     /// Parses `FORMAT=FILE`.
-    pub fn parse(text: &str) -> Result<CiOutput, FleetError> {
+    pub fn parse(text: &str) -> Result<CiOutput, FormatError> {
         let bad = || {
-            FleetError::Usage(format!(
+            FormatError::Usage(format!(
                 "invalid --ci-output '{text}': expected lava=FILE, kcidb=FILE or junit=FILE (FILE - for stdout)"
             ))
         };
@@ -142,9 +143,20 @@ impl CiOutput {
     }
 }
 
+/// The `--ci-output FORMAT=FILE` options `texts`, parsed and checked before anything runs
+/// (see [`check_outputs`]).
+pub fn parse_outputs(texts: &[String]) -> Result<Vec<CiOutput>, FormatError> {
+    let outs = texts
+        .iter()
+        .map(|t| CiOutput::parse(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_outputs(&outs)?;
+    Ok(outs)
+}
+
 /// Checks `outs` before anything runs (issue 26, N9/N10): each file's directory exists, and no
 /// two outputs name the same file (or both stdout), which would keep only the last silently.
-pub fn check_outputs(outs: &[CiOutput]) -> Result<(), FleetError> {
+fn check_outputs(outs: &[CiOutput]) -> Result<(), FormatError> {
     let mut seen: Vec<Option<PathBuf>> = Vec::new();
     for o in outs {
         let key = match &o.path {
@@ -155,7 +167,7 @@ pub fn check_outputs(outs: &[CiOutput]) -> Result<(), FleetError> {
                     _ => PathBuf::from("."),
                 };
                 let dir = dir.canonicalize().ok().filter(|d| d.is_dir()).ok_or_else(|| {
-                    FleetError::Usage(format!(
+                    FormatError::Usage(format!(
                         "--ci-output {}={}: the directory {} does not exist; create it first or name another file",
                         o.format.name(),
                         p.display(),
@@ -167,7 +179,7 @@ pub fn check_outputs(outs: &[CiOutput]) -> Result<(), FleetError> {
         };
         if seen.contains(&key) {
             let what = key.map_or_else(|| "stdout".into(), |k| k.display().to_string());
-            return Err(FleetError::Usage(format!(
+            return Err(FormatError::Usage(format!(
                 "two --ci-output options write {what}; give each format its own file"
             )));
         }
@@ -178,10 +190,10 @@ pub fn check_outputs(outs: &[CiOutput]) -> Result<(), FleetError> {
 
 /// The highest run id of `store` (runs recorded later have higher ids): taken before a
 /// command, it tells which runs the command added.
-pub fn mark(store: &Store) -> Result<RunId, FleetError> {
+pub fn mark(store: &Store) -> Result<RunId, FormatError> {
     let runs = store
         .list_runs()
-        .map_err(|e| FleetError::Run(e.to_string()))?;
+        .map_err(|e| FormatError::Run(e.to_string()))?;
     Ok(runs.iter().map(|r| r.id).max().unwrap_or(0))
 }
 
@@ -192,7 +204,7 @@ pub fn write_compare(
     outs: &[CiOutput],
     stdout: &mut dyn Write,
     sub: &kcidb::Submission,
-) -> Result<Vec<PathBuf>, FleetError> {
+) -> Result<Vec<PathBuf>, FormatError> {
     let cases = crate::compare::cases(c);
     let body = |w: &mut dyn Write, f: Format| match f {
         Format::Lava => crate::compare::lava(w, &cases),
@@ -207,16 +219,16 @@ fn each(
     outs: &[CiOutput],
     stdout: &mut dyn Write,
     body: impl Fn(&mut dyn Write, Format) -> std::io::Result<()>,
-) -> Result<Vec<PathBuf>, FleetError> {
+) -> Result<Vec<PathBuf>, FormatError> {
     let mut written = Vec::new();
     for o in outs {
         match &o.path {
-            None => body(stdout, o.format).map_err(|e| FleetError::Write {
+            None => body(stdout, o.format).map_err(|e| FormatError::Write {
                 path: "stdout".into(),
                 source: e,
             })?,
             Some(p) => {
-                crate::write_atomic(p, |w| body(w, o.format))?;
+                crate::atomic::write_atomic(p, |w| body(w, o.format))?;
                 written.push(p.clone());
             }
         }
@@ -233,10 +245,10 @@ pub fn write_ci(
     outs: &[CiOutput],
     stdout: &mut dyn Write,
     sub: &kcidb::Submission,
-) -> Result<Vec<PathBuf>, FleetError> {
+) -> Result<Vec<PathBuf>, FormatError> {
     let mut ids: Vec<RunId> = store
         .list_runs()
-        .map_err(|e| FleetError::Run(e.to_string()))?
+        .map_err(|e| FormatError::Run(e.to_string()))?
         .iter()
         .map(|r| r.id)
         .filter(|&id| id > mark)
@@ -285,5 +297,31 @@ mod tests {
         assert!(e.to_string().contains("two --ci-output"), "{e}");
         let e = check_outputs(&parse(&["junit=-", "lava=-"])).unwrap_err();
         assert!(e.to_string().contains("write stdout"), "{e}");
+    }
+
+    #[test]
+    fn ci_output_options_are_parsed_and_checked_together_or_refused_naming_the_option() {
+        let texts = |v: &[&str]| -> Vec<String> { v.iter().map(|t| t.to_string()).collect() };
+        let outs = parse_outputs(&texts(&["junit=-", "kcidb=r.json"])).unwrap();
+        assert_eq!(
+            outs[0],
+            CiOutput {
+                format: Format::Junit,
+                path: None
+            }
+        );
+        assert_eq!(outs[1].path, Some(PathBuf::from("r.json")));
+        assert!(parse_outputs(&[]).unwrap().is_empty());
+        let e = parse_outputs(&texts(&["junit=-", "xml=r.xml"])).unwrap_err();
+        assert!(
+            e.to_string().starts_with("invalid --ci-output 'xml=r.xml'"),
+            "{e}"
+        );
+        let e = parse_outputs(&texts(&["lava=-", "junit=-"])).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("two --ci-output options write stdout"),
+            "{e}"
+        );
     }
 }

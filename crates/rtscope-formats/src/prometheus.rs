@@ -15,42 +15,9 @@
 //! time, so a board's next run replaces its series instead of adding new ones.
 
 use crate::{Report, Scope, ScopeKind};
+use rtscope_common::prometheus::{at_or_below, escape, BUCKETS_NS};
 use rtscope_store::RunStatus;
 use std::io::{self, Write};
-
-/// Upper bounds of the histogram buckets, ns (then `+Inf`).
-pub const BUCKETS_NS: [u64; 16] = [
-    1_000,
-    2_000,
-    5_000,
-    10_000,
-    20_000,
-    50_000,
-    100_000,
-    200_000,
-    500_000,
-    1_000_000,
-    2_000_000,
-    5_000_000,
-    10_000_000,
-    20_000_000,
-    50_000_000,
-    100_000_000,
-];
-
-/// A label value with `\`, `"` and newlines escaped.
-pub fn escape(value: &str) -> String {
-    let mut s = String::with_capacity(value.len());
-    for c in value.chars() {
-        match c {
-            '\\' => s.push_str("\\\\"),
-            '"' => s.push_str("\\\""),
-            '\n' => s.push_str("\\n"),
-            c => s.push(c),
-        }
-    }
-    s
-}
 
 fn secs(ns: u64) -> f64 {
     ns as f64 / 1e9
@@ -60,15 +27,6 @@ fn secs(ns: u64) -> f64 {
 /// (clamped to the exact min and max), the value rtscope reports for it.
 fn cumulative(s: &Scope, le_ns: u64) -> u64 {
     at_or_below(&s.histogram, s.stats.min.0, s.stats.max.0, le_ns)
-}
-
-/// Samples of `h` at or below `le_ns`, each bucket counted at its midpoint clamped to
-/// `min..=max` (the exact extremes): the rule of every `le` bucket rtscope exposes.
-pub fn at_or_below(h: &rtscope_core::Histogram, min: u64, max: u64, le_ns: u64) -> u64 {
-    h.buckets()
-        .filter(|(low, width, _)| (low.0 + (width.0.max(1) - 1) / 2).clamp(min, max) <= le_ns)
-        .map(|(_, _, c)| c)
-        .sum()
 }
 
 struct Writer<'a> {

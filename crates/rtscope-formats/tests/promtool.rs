@@ -6,7 +6,7 @@
 //! of Grafana's dashboard linter (rtscope_testkit::grafana says why not the linter itself).
 
 use rtscope_common::limits;
-use rtscope_fleet::{prometheus, Report};
+use rtscope_formats::{prometheus, Report};
 use rtscope_store::Store;
 use rtscope_testkit::synthetic::{write_run, SyntheticRun};
 use std::io::Write;

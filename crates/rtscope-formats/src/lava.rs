@@ -7,7 +7,8 @@
 //! a name. A board that recorded no run ([`MissingBoard`]) is a set `BOARD` with one case
 //! `BOARD.run`, `fail`, its reason on a comment line. Test-case ids hold only `[A-Za-z0-9_.-]`.
 
-use crate::{check_text, measurements, name_part, MissingBoard, Report};
+use crate::missing::MissingBoard;
+use crate::{check_text, measurements, name_part, Report};
 use rtscope_store::RunStatus;
 use std::io::{self, Write};
 

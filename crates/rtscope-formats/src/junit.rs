@@ -6,7 +6,8 @@
 //! (`SUITE.run_uuid`): a common Python parser crashed on a name repeated across suites.
 //! Every attribute and text is XML-escaped.
 
-use crate::{check_text, measurements, MissingBoard, Report};
+use crate::missing::MissingBoard;
+use crate::{check_text, measurements, Report};
 use rtscope_store::RunStatus;
 use std::io::{self, Write};
 

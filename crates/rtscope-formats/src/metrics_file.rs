@@ -4,7 +4,7 @@
 //! ([`MetricsFile::put`]); the measurement reads them from its live threads.
 
 use crate::output::parse_limits;
-use crate::{FleetError, Report};
+use crate::{FormatError, Report};
 use rtscope_common::limits::Limit;
 use rtscope_common::names::parse_tag;
 use rtscope_core::{Histogram, Stats};
@@ -50,7 +50,7 @@ impl MetricsFile {
         tags: &[String],
         label: Option<&str>,
         limit_texts: &[String],
-    ) -> Result<MetricsFile, FleetError> {
+    ) -> Result<MetricsFile, FormatError> {
         let m = MetricsFile {
             path: path.to_path_buf(),
             board: board(tags),
@@ -71,8 +71,8 @@ impl MetricsFile {
         Ok(m)
     }
 
-    fn write(&self, r: &Report) -> Result<(), FleetError> {
-        crate::write_atomic(&self.path, |w| crate::prometheus::write(w, r))
+    fn write(&self, r: &Report) -> Result<(), FormatError> {
+        crate::atomic::write_atomic(&self.path, |w| crate::prometheus::write(w, r))
     }
 
     /// Writes the report of `threads` (index, CPU, statistics, histogram) measured for
@@ -97,7 +97,7 @@ impl MetricsFile {
         );
         if let Err(e) = self.write(&r) {
             if !self.warned {
-                rtscope_common::errors::warn(&format!(
+                rtscope_common::error::warn(&format!(
                     "rtscope: warning: --metrics-file: {e} (the run goes on)"
                 ));
                 self.warned = true;

@@ -6,7 +6,8 @@
 //! recorded no run ([`MissingBoard`]) is one test `rtscope`, `ERROR` (failed) or `FAIL`
 //! (interrupted), its reason in `log_excerpt`, its id made unique by the invocation's UUID.
 
-use crate::{measurements, name_part, BoardEnd, MissingBoard, Report};
+use crate::missing::{BoardEnd, MissingBoard};
+use crate::{measurements, name_part, Report};
 use rtscope_store::RunStatus;
 use serde_json::{json, Map, Value};
 

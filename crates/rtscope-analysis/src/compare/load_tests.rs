@@ -1,14 +1,14 @@
-//! Campaign selectors, on a store written through its API (`rtscope run` records campaigns;
-//! here they are made directly): load cases come from the campaign plan.
+//! Groups read from a store written through its API (`rtscope run` records campaigns; here
+//! they are made directly): campaign selectors with the load cases of their plan, missed
+//! deadlines as a rate, and the one-pass reading against the run-by-run one.
 
-use super::run;
-use crate::cli::CompareArgs;
-use clap::Parser;
-use rtscope_analysis::compare::analysis::{Comparison, Group};
-use rtscope_analysis::compare::model::{RunData, Stat};
-use rtscope_analysis::compare::verdict::Thresholds;
-use rtscope_analysis::compare::{json, text};
-use rtscope_analysis::select;
+use super::groups;
+use crate::compare::analysis::Comparison;
+use crate::compare::group::Group;
+use crate::compare::model::{RunData, Stat, DEFAULT_STATS};
+use crate::compare::verdict::Thresholds;
+use crate::compare::{json, text};
+use crate::select;
 use rtscope_core::{Histogram, Nanos};
 use rtscope_store::{
     CampaignRun, Checkpoint, MonitorBatch, NewCampaign, NewRun, RunKind, RunStatus, Store,
@@ -118,10 +118,25 @@ fn add_campaign(s: &mut Store, name: &str, idle_us: u64, load_us: u64) {
     }
 }
 
-#[derive(Parser)]
-struct Wrap {
-    #[command(flatten)]
-    args: CompareArgs,
+/// The comparison of the groups `selectors` name in the store at `path`, with the options of
+/// `rtscope compare` (`stats`, `--threshold-only`) and its defaults otherwise.
+fn compare(
+    path: &std::path::Path,
+    selectors: &[&str],
+    stats: &str,
+    threshold_only: bool,
+) -> Comparison {
+    let s = Store::open(path).unwrap();
+    let selectors: Vec<String> = selectors.iter().map(|t| t.to_string()).collect();
+    let loaded = groups(&s, &selectors).unwrap();
+    let stats: Vec<Stat> = stats
+        .split(',')
+        .map(|t| Stat::parse(t, "--stat").unwrap())
+        .collect();
+    let mut thresholds = Thresholds::parse(&[], "1us").unwrap();
+    thresholds.threshold_only = threshold_only;
+    let matrix = Stat::parse("max", "--matrix").unwrap();
+    Comparison::new(loaded.groups, &stats, thresholds, matrix, None)
 }
 
 #[test]
@@ -131,22 +146,13 @@ fn campaigns_are_groups_and_their_plan_gives_the_load_cases() {
     add_campaign(&mut s, "stock", 10, 40);
     add_campaign(&mut s, "rt", 10, 12);
     drop(s);
-    let db = path.to_str().unwrap();
     // One run per load case: only the threshold can gate (`--threshold-only`).
-    let argv = [
-        "compare",
-        "--db",
-        db,
-        "campaign:rt",
-        "stock",
-        "--json",
-        "--threshold-only",
-    ];
-    let a = Wrap::parse_from(argv).args;
-    let mut out = Vec::new();
-    let status = run(&a, &mut out).unwrap();
-    assert_eq!(status, crate::exit::ExitStatus::LimitExceeded);
-    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let c = compare(&path, &["campaign:rt", "stock"], DEFAULT_STATS, true);
+    assert!(
+        c.regressions() > 0,
+        "stock's hackbench max is 40 us against rt's 12 us"
+    );
+    let doc = json::document(&c, 1);
     assert_eq!(doc["groups"][0]["campaigns"], serde_json::json!(["rt"]));
     assert_eq!(doc["groups"][1]["run_ids"], serde_json::json!([1, 2]));
     assert_eq!(doc["groups"][1]["kernels"], serde_json::json!(["6.18-rt"]));
@@ -167,12 +173,9 @@ fn missed_deadlines_compare_per_deadline_not_as_counts() {
         }
     }
     drop(s);
-    let db = path.to_str().unwrap();
-    let argv = ["compare", "--db", db, "kernel=a", "kernel=b", "--json"];
-    let a = Wrap::parse_from(argv).args;
-    let mut out = Vec::new();
-    assert_eq!(run(&a, &mut out).unwrap(), crate::exit::ExitStatus::Success);
-    let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let c = compare(&path, &["kernel=a", "kernel=b"], DEFAULT_STATS, false);
+    assert_eq!(c.regressions(), 0);
+    let doc = json::document(&c, 0);
     let missed = &doc["statistics"][4];
     assert_eq!(missed["stat"], "missed");
     assert_eq!(missed["unit"], "ppb");
@@ -182,10 +185,7 @@ fn missed_deadlines_compare_per_deadline_not_as_counts() {
     );
     assert_eq!(missed["changes"][0]["delta"], 0);
     assert_eq!(missed["changes"][0]["verdict"], "same");
-    let a = Wrap::parse_from(&argv[..5]).args;
-    let mut out = Vec::new();
-    run(&a, &mut out).unwrap();
-    let text = String::from_utf8(out).unwrap();
+    let text = text::render(&c);
     let row = text.lines().find(|l| l.starts_with("missed ")).unwrap();
     let row = row.split_whitespace().collect::<Vec<_>>().join(" ");
     assert_eq!(
@@ -224,17 +224,15 @@ fn groups_run_by_run(s: &Store, selectors: &[&str]) -> Vec<Group> {
     groups.map(|(i, t)| Group::new(i, t, load(t))).collect()
 }
 
-/// Text and JSON of a comparison of `groups` with the options of `argv`.
-fn rendered(argv: &[&str], groups: Vec<Group>) -> (String, String) {
-    let a = Wrap::parse_from(argv).args;
-    let stats: Vec<Stat> = a
-        .stats
-        .iter()
+/// Text and JSON of a comparison of `groups` with compare's default options.
+fn rendered(groups: Vec<Group>) -> (String, String) {
+    let stats: Vec<Stat> = DEFAULT_STATS
+        .split(',')
         .map(|s| Stat::parse(s, "--stat").unwrap())
         .collect();
-    let thresholds = Thresholds::parse(&a.thresholds, &a.min_delta).unwrap();
-    let matrix = Stat::parse(&a.matrix, "--matrix").unwrap();
-    let c = Comparison::new(groups, &stats, thresholds, matrix, a.rows.as_deref());
+    let thresholds = Thresholds::parse(&[], "1us").unwrap();
+    let matrix = Stat::parse("max", "--matrix").unwrap();
+    let c = Comparison::new(groups, &stats, thresholds, matrix, None);
     let doc = json::document(&c, 0);
     (
         text::render(&c),
@@ -301,18 +299,14 @@ fn mixed_store(name: &str, rounds: u64) -> PathBuf {
 #[test]
 fn groups_read_in_one_pass_compare_exactly_as_run_by_run() {
     let path = mixed_store("one-pass", 4);
-    let db = path.to_str().unwrap();
     let s = Store::open(&path).unwrap();
     for selectors in [
         &["campaign:stock", "rt"][..],
         &["kernel=a", "kernel=b", "stock"],
     ] {
-        let mut argv = vec!["compare", "--db", db];
-        argv.extend(selectors);
-        let before = rendered(&argv, groups_run_by_run(&s, selectors));
-        let groups = selectors.iter().enumerate();
-        let now = groups.map(|(i, t)| Group::new(i, t, super::load_group(&s, t).unwrap()));
-        let now = rendered(&argv, now.collect());
+        let before = rendered(groups_run_by_run(&s, selectors));
+        let texts: Vec<String> = selectors.iter().map(|t| t.to_string()).collect();
+        let now = rendered(groups(&s, &texts).unwrap().groups);
         assert_eq!(now.0, before.0, "text of {selectors:?}");
         assert_eq!(now.1, before.1, "JSON of {selectors:?}");
         assert!(
@@ -329,8 +323,9 @@ fn a_group_takes_as_many_statements_for_6_runs_as_for_60() {
         let path = mixed_store(&format!("statements-{rounds}"), rounds);
         let s = Store::open(&path).unwrap();
         let before = s.statements();
-        let runs = super::load_group(&s, "campaign:stock").unwrap();
-        let runs_b = super::load_group(&s, "kernel=b").unwrap();
+        let mut notes = Vec::new();
+        let runs = super::group(&s, "campaign:stock", &mut notes).unwrap();
+        let runs_b = super::group(&s, "kernel=b", &mut notes).unwrap();
         assert_eq!(runs.len(), 2, "the newest campaign named stock");
         assert_eq!(runs_b.len() as u64, rounds + 1);
         s.statements() - before
@@ -342,4 +337,46 @@ fn a_group_takes_as_many_statements_for_6_runs_as_for_60() {
         large <= small,
         "{small} statements for 3 rounds, {large} for 30"
     );
+}
+
+#[test]
+fn a_run_that_did_not_complete_is_read_with_a_note_naming_it() {
+    let path = mixed_store("notes", 1);
+    let s = Store::open(&path).unwrap();
+    let loaded = groups(&s, &["kernel=b".to_string()]).unwrap();
+    assert_eq!(
+        loaded.groups[0].runs.len(),
+        2,
+        "the finished run and the dead one"
+    );
+    assert_eq!(loaded.notes.len(), 1, "{:?}", loaded.notes);
+    let note = &loaded.notes[0];
+    assert!(note.starts_with("note: run 7 ('kernel=b') is "), "{note}");
+    assert!(
+        note.ends_with(": its statistics cover what was recorded"),
+        "{note}"
+    );
+}
+
+#[test]
+fn a_watch_selector_without_its_period_range_or_series_is_a_usage_error_with_a_hint() {
+    let path = mixed_store("watch-selector", 1);
+    let s = Store::open(&path).unwrap();
+    let mut notes = Vec::new();
+    let e = super::group(&s, "watch:board@2026-11-01", &mut notes).unwrap_err();
+    assert_eq!(
+        e.message,
+        "watch:board@2026-11-01: expected SERIES@FROM..TO"
+    );
+    assert!(e
+        .hint
+        .unwrap()
+        .contains("watch:board-7@2026-11-01..2026-11-15"));
+    let e = super::group(&s, "watch:board", &mut notes).unwrap_err();
+    assert!(
+        e.message.starts_with("no watch series named 'board' in "),
+        "{}",
+        e.message
+    );
+    assert!(notes.is_empty(), "{notes:?}");
 }

@@ -3,7 +3,7 @@
 //! new one, never half), a device written through, a symlink refused — rtscope-common's
 //! `outfile`, the one writer of every front end.
 
-use crate::FleetError;
+use crate::FormatError;
 use std::io::Write;
 use std::path::Path;
 
@@ -13,9 +13,9 @@ use std::path::Path;
 pub fn write_atomic(
     path: &Path,
     body: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
-) -> Result<(), FleetError> {
+) -> Result<(), FormatError> {
     rtscope_common::outfile::write(path, &mut std::io::stdout(), body).map_err(|e| {
-        FleetError::Write {
+        FormatError::Write {
             path: path.display().to_string(),
             source: std::io::Error::other(e),
         }
@@ -29,7 +29,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn dir(name: &str) -> PathBuf {
-        let d = std::env::temp_dir().join(format!("rtscope-fleet-{name}-{}", std::process::id()));
+        let d = std::env::temp_dir().join(format!("rtscope-formats-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d

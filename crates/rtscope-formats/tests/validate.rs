@@ -4,7 +4,7 @@
 //! schemas are fixtures: tests/fixtures/README.md says where they come from.
 
 use rtscope_common::limits;
-use rtscope_fleet::{junit, kcidb, Report};
+use rtscope_formats::{junit, kcidb, Report};
 use rtscope_store::Store;
 use rtscope_testkit::synthetic::{write_run, SyntheticRun};
 use rtscope_testkit::{have, python3_imports, require};
@@ -18,7 +18,7 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("rtscope-fleet-v-{name}-{}", std::process::id()));
+    let d = std::env::temp_dir().join(format!("rtscope-formats-v-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
@@ -222,9 +222,9 @@ fn several_runs_and_a_missing_board_make_one_junit_file_the_python_parsers_read(
         let id = write_run(&mut s, &spec).unwrap();
         rs.push(Report::from_bundle(&s.bundle(id, false).unwrap(), &[]).unwrap());
     }
-    let missing = [rtscope_fleet::MissingBoard {
+    let missing = [rtscope_formats::missing::MissingBoard {
         board: "rpi4".into(),
-        end: rtscope_fleet::BoardEnd::Failed,
+        end: rtscope_formats::missing::BoardEnd::Failed,
         reason: "connect failed: Connection refused".into(),
     }];
     let path = d.join("all.xml");
