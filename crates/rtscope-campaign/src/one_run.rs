@@ -12,7 +12,7 @@ use rtscope_common::error::UsageError;
 use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{Run, RunResult};
 use rtscope_load::LoadReport;
-use rtscope_session::noise::{NoiseMeasured, NoiseSession};
+use rtscope_session::noise_session::{NoiseMeasured, NoiseSession};
 use rtscope_session::record::{self, RecordSpec};
 use rtscope_session::RunError;
 use rtscope_session::{preflight, ConfigDoc, Event, Measured, Recorded, Session, SystemSettings};

@@ -51,6 +51,13 @@ pub fn rfc3339(t: std::time::SystemTime) -> String {
     format!("{}.{:09}Z", date_time(secs, 'T'), d.subsec_nanos())
 }
 
+/// Nanoseconds since the Unix epoch of `t` (0 before it, `i64::MAX` past 2262): how run
+/// records store wall-clock times as numbers.
+pub fn unix_ns(t: std::time::SystemTime) -> i64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
 /// A UTC time as people type it: `2026-11-24`, `2026-11-24 13:05`, `2026-11-24T13:05:09`,
 /// an RFC 3339 timestamp with its offset, or `@SECONDS` since the Unix epoch. Unix seconds.
 pub fn parse_utc(text: &str) -> Option<i64> {

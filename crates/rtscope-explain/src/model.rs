@@ -457,11 +457,11 @@ pub struct Attribution {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub siblings: Vec<SiblingActivity>,
     /// Where in the kernel: the stack of the task the measured thread got the CPU back from,
-    /// when the kernel took one ([`crate::stack`]); none without a switch from a task (an
+    /// when the kernel took one (folded by the `stack` module); none without a switch from a task (an
     /// interrupt or the idle task), on kernels without stack triggers, with
     /// `--explain-stacks off`, and in explanations stored before stacks were taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stack: Option<crate::stack::KernelStack>,
+    pub stack: Option<KernelStack>,
 }
 
 /// What an SMT sibling of a spike's CPU ran over the spike's interval (`rtscope noise`: a gap).
@@ -581,4 +581,16 @@ mod tests {
             "timer IRQ late: IRQs off or hypervisor, softirq TIMER running"
         );
     }
+}
+
+/// The kernel stack of the context that held the CPU when the measured thread got it back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelStack {
+    /// The task the stack is of: the one switched out for the measured thread (a preempt-off
+    /// or interrupts-off section ends in its `__schedule`; a thread that blocked the measured
+    /// one is where it gave the CPU up).
+    pub task: Task,
+    /// Function names, innermost first (`name [module]` for a module's; `0x…` where the
+    /// address is in no known symbol); at most 64 (`stack::MAX_FRAMES`).
+    pub frames: Vec<String>,
 }

@@ -538,7 +538,7 @@ mod tests {
             complete: true,
             lost_events: false,
             siblings: Vec::new(),
-            stack: Some(crate::stack::KernelStack {
+            stack: Some(crate::model::KernelStack {
                 task,
                 frames: frames.iter().map(|f| f.to_string()).collect(),
             }),

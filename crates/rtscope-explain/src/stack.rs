@@ -6,7 +6,7 @@
 //! thread from any task but the idle one, docs/explain.md "Kernel stacks"), symbolized by the
 //! tracer crate; this module only reads it. Pure data, no I/O.
 
-use crate::model::{Attribution, Task};
+use crate::model::{Attribution, KernelStack};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -16,18 +16,6 @@ pub const MAX_FRAMES: usize = 64;
 
 /// Frames shown of a folded stack in text (`a ← b ← c`).
 pub const SHOWN_FRAMES: usize = 3;
-
-/// The kernel stack of the context that held the CPU when the measured thread got it back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct KernelStack {
-    /// The task the stack is of: the one switched out for the measured thread (a preempt-off
-    /// or interrupts-off section ends in its `__schedule`; a thread that blocked the measured
-    /// one is where it gave the CPU up).
-    pub task: Task,
-    /// Function names, innermost first (`name [module]` for a module's; `0x…` where the
-    /// address is in no known symbol); at most [`MAX_FRAMES`].
-    pub frames: Vec<String>,
-}
 
 /// Whether a frame is of the code every stack of a switch passes through: the tracer that
 /// took it, the scheduler, interrupt and exception entry and return, lock release (the
@@ -260,7 +248,7 @@ pub fn folded_weights<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Spike;
+    use crate::model::{Spike, Task};
 
     fn stack(frames: &[&str]) -> KernelStack {
         KernelStack {

@@ -184,7 +184,7 @@ pub struct Series {
     /// Points of value 0 are left out and break the line (rates: "nothing happened" is a gap,
     /// not a saw-tooth down to the floor of a log axis).
     pub gaps_at_zero: bool,
-    /// The line's dash pattern (a second key of the grouping: [`crate::encoding`]).
+    /// The line's dash pattern (a second key of the grouping: the `encoding` module).
     pub dash: Dash,
 }
 

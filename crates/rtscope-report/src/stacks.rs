@@ -4,8 +4,9 @@
 
 use crate::escape::escape;
 use rtscope_explain::book::{ExplainSummary, Explained};
+use rtscope_explain::model::KernelStack;
 use rtscope_explain::render::dur;
-use rtscope_explain::stack::{folded_weights, FunctionTime, KernelStack, SHOWN_FRAMES};
+use rtscope_explain::stack::{folded_weights, FunctionTime, SHOWN_FRAMES};
 use std::fmt::Write;
 
 /// Rows of the function table shown.

@@ -10,9 +10,9 @@
 //! which is stored with the run.
 
 use crate::placement::Placement;
-use crate::plan::RunPlan;
 use crate::smi_sampler::SmiState;
 use rtscope_core::Nanos;
+use rtscope_engine::RunConfig;
 use rtscope_engine::{sys, CpuSet, Run, RunResult};
 use rtscope_explain::book::{ExplainSummary, Explained};
 use rtscope_explain::coarse::{CoarseSample, CoarseThread};
@@ -86,25 +86,37 @@ pub struct Explaining {
 /// deferred (the explainer queues at most `MAX_PENDING`).
 const DEFERRED_BATCH: usize = 1024;
 
+/// What a run asks of `--explain` (the plan's `explain`, `explain_keep`, `explain_stacks`).
+#[derive(Debug, Clone, Copy)]
+pub struct ExplainAsk {
+    /// Explain every wake-up at or above this latency (`None`: no explaining).
+    pub threshold: Option<Nanos>,
+    /// Spikes kept fully explained per minute.
+    pub keep: usize,
+    /// Take kernel stacks.
+    pub stacks: bool,
+}
+
 impl Explaining {
-    /// Starts explaining for `plan` when it asks for it, rtscope's threads placed as `placed`,
-    /// the trace reader scheduled as the other housekeeping threads (`sched`).
+    /// Starts explaining the run of `config` when `ask` says so, rtscope's threads placed as
+    /// `placed`, the trace reader scheduled as the other housekeeping threads (`sched`).
     pub fn start(
-        plan: &RunPlan,
+        ask: &ExplainAsk,
+        config: &RunConfig,
         placed: &Placement,
         sched: crate::housekeeping::Housekeeping,
     ) -> Option<Explaining> {
-        let threshold = plan.explain?;
+        let threshold = ask.threshold?;
         let online = sys::online_cpus();
-        let pinned = plan.config.pinned_cpus();
+        let pinned = config.pinned_cpus();
         let measured: Vec<usize> = if pinned.is_empty() {
             online.iter().collect()
         } else {
             pinned.iter().collect()
         };
         let mut cfg = ExplainConfig::new(threshold.0, measured.clone());
-        cfg.per_window = plan.explain_keep;
-        cfg.stacks = plan.explain_stacks;
+        cfg.per_window = ask.keep;
+        cfg.stacks = ask.stacks;
         cfg.reader_fifo = match sched {
             crate::housekeeping::Housekeeping::Fifo(p) => Some(p),
             crate::housekeeping::Housekeeping::Normal(_) => None,
@@ -116,8 +128,7 @@ impl Explaining {
             .cpus()
             .map(|c| c.iter().collect())
             .unwrap_or_default();
-        let cpus = plan
-            .config
+        let cpus = config
             .threads
             .iter()
             .map(|t| {
@@ -130,7 +141,7 @@ impl Explaining {
         let smi = SmiState::start(Path::new("/"), placed.cpus(), &measured, sched);
         Some(Explaining {
             ex: Explainer::start(cfg),
-            taken: vec![0; plan.config.threads.len()],
+            taken: vec![0; config.threads.len()],
             cpus,
             measured,
             kept_peak: 0,

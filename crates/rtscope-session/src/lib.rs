@@ -5,7 +5,7 @@
 //! * [`session`]: [`Session`] — system settings, the engine, monitors, recording, limits;
 //! * [`respond`]: [`RespondSession`] — the same for a respond workload (rtscope-respond's
 //!   IPC pairs and GPIO edges);
-//! * [`noise`]: [`noise::NoiseSession`] — the same for a noise workload (the engine's busy
+//! * [`noise`]: [`noise_session::NoiseSession`] — the same for a noise workload (the engine's busy
 //!   loops), its summary, limits, record and `--explain` of gaps; the hwlat mode;
 //! * [`record`]: checkpoints of a running run into the store, from the control thread;
 //! * [`monitoring`]: the monitor thread on a housekeeping CPU;
@@ -28,6 +28,7 @@ pub mod explain;
 pub mod housekeeping;
 pub mod monitoring;
 pub mod noise;
+pub mod noise_session;
 pub mod output;
 pub mod placement;
 pub mod plan;

@@ -1,5 +1,5 @@
-//! `rtscope noise` below the command line (its plan is [`crate::plan::NoiseSpec`], its
-//! session [`session::NoiseSession`]): the per-CPU summary (`rtla osnoise top`'s columns), its limits
+//! `rtscope noise` below the command line (its plan is the `plan` module's `NoiseSpec`, its
+//! session: the `noise_session` module): the per-CPU summary (`rtla osnoise top`'s columns), its limits
 //! (`max_single`, `available`) and its record in the run database ([`record`]: `kind =
 //! noise`, one "thread" per CPU, whose samples are the loop's gaps and whose events are the
 //! gaps over the threshold, with their start).
@@ -22,7 +22,7 @@ pub const DEFAULT_THRESHOLD: Nanos = Nanos::from_us(1);
 
 /// The most gaps a CPU's ring or its kept set may hold: 16,777,216, 24 bytes each (384 MiB
 /// per CPU). Within that, all the rings together must fit in half of the memory available
-/// ([`crate::plan::NoiseSpec`]'s checks).
+/// (the `NoiseSpec` checks of the `plan` module).
 pub const MAX_GAPS: usize = 1 << 24;
 
 /// Bytes one gap takes in a ring or in the kept set (its start, length and SMI count).
@@ -193,10 +193,8 @@ pub mod kept;
 pub mod platform;
 pub mod record;
 pub mod run;
-pub mod session;
 
 pub use record::{NoiseMeta, NoiseRecorder};
-pub use session::{NoiseMeasured, NoiseSession};
 
 /// The least gap explained by default: rtla osnoise's default noise threshold.
 pub const EXPLAIN_FLOOR: Nanos = Nanos(5_000);

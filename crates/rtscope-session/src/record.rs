@@ -6,6 +6,7 @@ use crate::housekeeping::Housekeeping;
 use crate::monitoring::{MonitorRows, MonitorThread, TimeAxis};
 use rtscope_common::clock::SharedClock;
 use rtscope_common::error::UsageError;
+use rtscope_core::civil::unix_ns;
 use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{CpuSet, Run, RunConfig, RunResult, Sample, ThreadShared};
 use rtscope_store::codec::{self, RawSample};
@@ -14,7 +15,7 @@ use rtscope_store::{
     StoreError, ThreadInfo, ThreadStats,
 };
 use std::path::Path;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Opens the store, turning its errors into usage errors that name the file (exit 2).
 pub fn open(path: &Path) -> Result<Store, UsageError> {
@@ -22,12 +23,6 @@ pub fn open(path: &Path) -> Result<Store, UsageError> {
         UsageError::from_error(e)
             .hint("pass --db PATH (or set RTSCOPE_DB) for another database file")
     })
-}
-
-/// Unix time in ns (0 before the epoch, saturating far after it): every run record's start.
-pub(crate) fn unix_ns(t: SystemTime) -> i64 {
-    t.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
 }
 
 struct Previous {

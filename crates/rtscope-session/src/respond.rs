@@ -13,10 +13,11 @@
 //!    session is dropped.
 
 use crate::plan::{RespondPlan, RunPlan, Workload};
-use crate::record::{unix_ns, RecordSpec};
+use crate::record::RecordSpec;
 use crate::session::{RecordOutcome, SessionError, SystemSettings};
 use rtscope_common::error::UsageError;
 use rtscope_common::limits::{self, Check};
+use rtscope_core::civil::unix_ns;
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, EngineError};
 use rtscope_respond::record::Row;

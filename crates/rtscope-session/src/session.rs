@@ -228,7 +228,12 @@ impl Session {
             _ => None,
         };
         let sched = Housekeeping::for_run(plan.housekeeping, &plan.config);
-        let explaining = Explaining::start(&plan, &placement, sched);
+        let ask = explain::ExplainAsk {
+            threshold: plan.explain,
+            keep: plan.explain_keep,
+            stacks: plan.explain_stacks,
+        };
+        let explaining = Explaining::start(&ask, &plan.config, &placement, sched);
         let run = Run::start(plan.config.clone())?;
         if let Placement::Shared { cpus, .. } = &placement {
             // After the measuring threads started: an unpinned one must not inherit it.

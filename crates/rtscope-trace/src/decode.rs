@@ -189,7 +189,7 @@ pub enum Kind {
         duration_ns: u64,
     },
     /// A `ftrace/kernel_stack` entry: the kernel stack a `stacktrace` trigger took (on
-    /// `sched_switch` into a measured thread, [`crate::stacks`]), innermost return address
+    /// `sched_switch` into a measured thread: the `stacks` module), innermost return address
     /// first, at most [`MAX_STACK_FRAMES`].
     KernelStack {
         /// The return addresses.

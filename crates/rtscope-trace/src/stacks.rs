@@ -15,20 +15,11 @@
 use crate::decode::{Event, Kind};
 use crate::model::{Attribution, Spike, Task};
 use crate::tracefs::Stacks;
-use rtscope_explain::stack::{KernelStack, MAX_FRAMES};
+use rtscope_explain::model::KernelStack;
+use rtscope_explain::stack::MAX_FRAMES;
 use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
-
-/// The trigger written to the instance's `events/sched/sched_switch/trigger`: the stack of a
-/// task switched out for a measured thread.
-pub const TRIGGER: &str = "stacktrace if next_comm ~ \"rtscope-[mn]*\" && prev_pid != 0";
-
-/// The trigger written to the instance's `events/sched/sched_waking/trigger`: where the CPU
-/// was when a measured thread became runnable, unless it was idle (the stack of the task the
-/// waking interrupt found: a preempt-off section, the code that just turned interrupts back
-/// on, a thread that went on running).
-pub const WAKE_TRIGGER: &str = "stacktrace if comm ~ \"rtscope-[mn]*\" && common_pid != 0";
 
 /// How far before the deadline the waking of a spike's thread is looked for (ns).
 const WAKE_SLACK_NS: u64 = 50_000;

@@ -14,6 +14,16 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+/// The trigger written to the instance's `events/sched/sched_switch/trigger`: the stack of a
+/// task switched out for a measured thread.
+pub const STACK_TRIGGER: &str = "stacktrace if next_comm ~ \"rtscope-[mn]*\" && prev_pid != 0";
+
+/// The trigger written to the instance's `events/sched/sched_waking/trigger`: where the CPU
+/// was when a measured thread became runnable, unless it was idle (the stack of the task the
+/// waking interrupt found: a preempt-off section, the code that just turned interrupts back
+/// on, a thread that went on running).
+pub const WAKE_STACK_TRIGGER: &str = "stacktrace if comm ~ \"rtscope-[mn]*\" && common_pid != 0";
+
 /// The events the timerlat tier enables besides the tracer: (system, event) — what rtla's
 /// auto-analysis reads (the timerlat tier).
 pub const TIMERLAT_EVENTS: [(&str, &str); 6] = [
@@ -262,7 +272,7 @@ pub struct InstanceConfig {
     /// Run the timerlat tracer in the instance with the timerlat tier's events
     /// ([`TIMERLAT_EVENTS`]) instead of the lean set.
     pub timerlat: bool,
-    /// Take kernel stacks: the [`crate::stacks::TRIGGER`] on the instance's `sched_switch`.
+    /// Take kernel stacks: the [`STACK_TRIGGER`] on the instance's `sched_switch`.
     pub stacks: bool,
 }
 
@@ -389,7 +399,7 @@ impl Instance {
         write_file(&d.join("tracing_on"), "1")
     }
 
-    /// Sets [`crate::stacks::TRIGGER`] and [`crate::stacks::WAKE_TRIGGER`] on the instance's own
+    /// Sets [`STACK_TRIGGER`] and [`WAKE_STACK_TRIGGER`] on the instance's own
     /// `sched_switch` and `sched_waking` (removed with the
     /// instance; the top-level events are never touched); says why not where it cannot.
     fn set_stack_trigger(&mut self, tfs: &Tracefs) -> Stacks {
@@ -401,8 +411,8 @@ impl Instance {
             );
         };
         for (event, trigger) in [
-            ("sched_switch", crate::stacks::TRIGGER),
-            ("sched_waking", crate::stacks::WAKE_TRIGGER),
+            ("sched_switch", STACK_TRIGGER),
+            ("sched_waking", WAKE_STACK_TRIGGER),
         ] {
             let file = self.dir.join("events/sched").join(event).join("trigger");
             if let Err(e) = write_file(&file, trigger) {

@@ -9,8 +9,8 @@
 //! them with the longest ones (`Store::restate_run`, with the settings that learnt the run's
 //! steal time and SMIs).
 
-use crate::record::unix_ns;
 use rtscope_common::error::UsageError;
+use rtscope_core::civil::unix_ns;
 use rtscope_core::Nanos;
 use rtscope_engine::noise::{Gap, NoiseShared, NoiseThread};
 use rtscope_engine::Sample;

@@ -408,3 +408,120 @@ fn hwlat(s: &NoiseSpec, plan: &RunPlan, c: &NoiseConfig) -> Result<HwlatConfig, 
         threshold_us: us(c.threshold.requested()),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    //! The noise workload's checks, each error worded as each front end spells the setting.
+    use crate::noise::{NoiseLimit, DEFAULT_PERIOD, DEFAULT_RUNTIME, DEFAULT_THRESHOLD, MAX_GAPS};
+    use rtscope_core::Nanos;
+    use rtscope_engine::noise::Threshold;
+    use rtscope_engine::CpuSet;
+    /// The plan of a noise run on CPU 0 of CPUs 0-1 with `spec` (one second).
+    fn plan(
+        cpus: &[usize],
+        spec: crate::plan::NoiseSpec,
+    ) -> Result<crate::RunPlan, crate::PlanError> {
+        let s = crate::PlanSpec {
+            cpus: Some(CpuSet::from_cpus(cpus.iter().copied())),
+            policy: crate::PolicyChoice::Other,
+            priority: 0,
+            duration: Some(Nanos::from_secs(1)),
+            workload: crate::WorkloadSpec::Noise(spec),
+            ..crate::PlanSpec::default()
+        };
+        crate::RunPlan::build(&s, &CpuSet::from_cpus([0, 1]))
+    }
+
+    fn message(spec: crate::plan::NoiseSpec, naming: crate::Naming) -> String {
+        plan(&[0], spec).unwrap_err().message(naming)
+    }
+
+    #[test]
+    fn bad_settings_are_refused_naming_the_setting_as_each_front_end_spells_it() {
+        use crate::plan::NoiseSpec;
+        use crate::Naming::{Flags, Keys};
+        let ok = plan(&[0], NoiseSpec::default()).unwrap();
+        let n = ok.workload.noise().expect("a noise plan");
+        assert_eq!(n.config.cpus, vec![0]);
+        assert_eq!(
+            (n.config.runtime, n.config.period),
+            (DEFAULT_RUNTIME, DEFAULT_PERIOD)
+        );
+        assert_eq!(n.config.threshold, Threshold::Default(DEFAULT_THRESHOLD));
+        assert_eq!(n.config.duration, Nanos::from_secs(1));
+        let zero = NoiseSpec {
+            threshold: Some(Nanos::ZERO),
+            ..NoiseSpec::default()
+        };
+        assert!(message(zero.clone(), Flags).contains("'--threshold'"));
+        assert!(message(zero.clone(), Keys).contains("'threshold'"));
+        let hint = plan(&[0], zero).unwrap_err().hint(Keys).unwrap();
+        assert!(hint.contains("threshold = \"1us\""), "{hint}");
+        assert!(!hint.contains("--"), "{hint}");
+        let long = NoiseSpec {
+            threshold: Some(Nanos::from_secs(1)),
+            ..NoiseSpec::default()
+        };
+        assert!(message(long, Flags).contains("'--threshold': 1s is not below the period (1s)"));
+        let runtime = NoiseSpec {
+            runtime: Some(Nanos::from_secs(2)),
+            ..NoiseSpec::default()
+        };
+        assert!(message(runtime.clone(), Flags).contains("'--runtime'"));
+        assert!(message(runtime, Keys).contains("'runtime'"));
+        let ring = NoiseSpec {
+            gap_capacity: MAX_GAPS + 1,
+            ..NoiseSpec::default()
+        };
+        assert!(message(ring.clone(), Flags).contains("'--gap-capacity'"));
+        assert!(message(ring, Keys).contains("'gap_capacity'"));
+        let offline = plan(&[7], NoiseSpec::default()).unwrap_err();
+        assert!(offline
+            .message(Flags)
+            .contains("'--cpus': CPU 7 is not online"));
+        let full = NoiseSpec {
+            runtime: Some(DEFAULT_PERIOD),
+            ..NoiseSpec::default()
+        };
+        assert!(plan(&[0], full).is_ok(), "a 100 % duty cycle is allowed");
+    }
+
+    #[test]
+    fn irqs_off_refuses_the_loops_own_settings_and_the_available_limit() {
+        use crate::plan::NoiseSpec;
+        use crate::Naming::{Flags, Keys};
+        let hw = plan(
+            &[0],
+            NoiseSpec {
+                irqs_off: true,
+                ..NoiseSpec::default()
+            },
+        )
+        .unwrap();
+        let h = hw.workload.noise().unwrap().hwlat.clone().expect("hwlat");
+        // hwlat's own width and window unless given.
+        assert_eq!(
+            (h.width_us, h.window_us, h.threshold_us),
+            (500_000, 1_000_000, 1)
+        );
+        let counter = NoiseSpec {
+            irqs_off: true,
+            counter: rtscope_engine::noise::CounterChoice::Raw,
+            ..NoiseSpec::default()
+        };
+        let m = message(counter.clone(), Flags);
+        assert!(
+            m.starts_with("--counter cannot be used with --irqs-off"),
+            "{m}"
+        );
+        assert!(message(counter, Keys).starts_with("counter cannot be used with irqs_off"));
+        let available = NoiseSpec {
+            irqs_off: true,
+            limits: vec![NoiseLimit::Available(99.0)],
+            ..NoiseSpec::default()
+        };
+        let e = plan(&[0], available).unwrap_err();
+        assert!(e.message(Flags).contains("--limit available=..."));
+        assert!(e.hint(Flags).unwrap().contains("--limit max_single=DUR"));
+    }
+}

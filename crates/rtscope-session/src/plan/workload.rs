@@ -62,7 +62,7 @@ pub enum Workload {
     /// responder (what the pre-run audit checks), never started by the engine.
     Respond(RespondPlan),
     /// OS noise; the plan's `config.threads` are one per measured CPU (what the pre-run
-    /// audit checks), never started by the engine: [`crate::noise::NoiseSession`] runs the
+    /// audit checks), never started by the engine: the `noise_session` module's `NoiseSession` runs the
     /// loops.
     Noise(Box<NoisePlan>),
 }

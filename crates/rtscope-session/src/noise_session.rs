@@ -15,10 +15,11 @@
 //!    and the thread's affinity restored when the session is dropped.
 //!
 //! The hardware-only mode (`irqs_off`, the kernel's hwlat tracer) has no loops of rtscope's:
-//! [`super::hwlat::run`] measures it.
+//! [`crate::noise::hwlat::run`] measures it.
 
-use super::run::{self as noise_run, Outcome};
-use super::{CpuNoise, NoiseCheck, NoiseExplainer, NoiseMeta, NoiseRecorder};
+use crate::noise::record::{NoiseMeta, NoiseRecorder};
+use crate::noise::run::{self as noise_run, Outcome};
+use crate::noise::{CpuNoise, NoiseCheck, NoiseExplainer};
 use crate::placement::{Pinned, Placement};
 use crate::plan::{RunPlan, Workload};
 use crate::record::RecordSpec;
@@ -93,7 +94,7 @@ impl NoiseSession {
         let explainer = plan
             .explain
             .map(|t| NoiseExplainer::start(t, &config.cpus, placement.cpus(), plan.explain_keep));
-        config.smi_files = super::smi_files(Path::new("/"), &config.cpus);
+        config.smi_files = crate::noise::smi_files(Path::new("/"), &config.cpus);
         let run = NoiseRun::start(config.clone())?;
         let json = noise_run::config_json(&run, keep);
         let meta = NoiseMeta {
@@ -170,7 +171,7 @@ impl NoiseSession {
         let c = &n.config;
         let raised =
             noise_run::raised_threshold_note(c, run.threshold(), run.resolutions(), naming);
-        let throttle = super::rt_throttle_note(c, Path::new("/"));
+        let throttle = crate::noise::rt_throttle_note(c, Path::new("/"));
         throttle.into_iter().chain(raised).collect()
     }
 
@@ -199,7 +200,7 @@ impl NoiseSession {
         meta.config_json = stored.to_string();
         let rows = o.rows();
         let limits = self.plan.workload.noise().map_or(&[][..], |n| &n.limits);
-        let checks = super::check_limits(limits, &rows);
+        let checks = crate::noise::check_limits(limits, &rows);
         NoiseMeasured {
             outcome: o,
             rows,
@@ -244,4 +245,73 @@ fn tag_pairs(tags: &[String]) -> Result<Vec<(String, String)>, rtscope_common::e
     tags.iter()
         .map(|t| rtscope_common::names::parse_tag(t))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_core::Nanos;
+    use rtscope_engine::CpuSet;
+    use rtscope_store::RunKind;
+
+    /// The plan of a noise run on CPU 0 of CPUs 0-1 with `spec` (one second).
+    fn plan(
+        cpus: &[usize],
+        spec: crate::plan::NoiseSpec,
+    ) -> Result<crate::RunPlan, crate::PlanError> {
+        let s = crate::PlanSpec {
+            cpus: Some(CpuSet::from_cpus(cpus.iter().copied())),
+            policy: crate::PolicyChoice::Other,
+            priority: 0,
+            duration: Some(Nanos::from_secs(1)),
+            workload: crate::WorkloadSpec::Noise(spec),
+            ..crate::PlanSpec::default()
+        };
+        crate::RunPlan::build(&s, &CpuSet::from_cpus([0, 1]))
+    }
+
+    #[test]
+    fn each_session_refuses_a_plan_of_another_workload() {
+        use crate::plan::NoiseSpec;
+        use crate::record::RecordSpec;
+        use crate::{Session, SessionError, SystemSettings};
+        let spec = || RecordSpec {
+            kind: RunKind::Noise,
+            label: None,
+            tags: Vec::new(),
+            command_line: Vec::new(),
+            config_json: String::new(),
+            monitor_interval: None,
+            checks: Vec::new(),
+            raw: false,
+        };
+        let noise = plan(&[0], NoiseSpec::default()).unwrap();
+        let recorded = crate::Recorded {
+            store: None,
+            spec: spec(),
+            checkpoint_period: std::time::Duration::ZERO,
+        };
+        let timer = Session::start(noise, SystemSettings::default(), recorded);
+        assert!(matches!(timer, Err(SessionError::Workload("a timer"))));
+        let timer_plan = crate::RunPlan::build(
+            &crate::PlanSpec {
+                duration: Some(Nanos::from_secs(1)),
+                ..crate::PlanSpec::default()
+            },
+            &CpuSet::from_cpus([0, 1]),
+        )
+        .unwrap();
+        let hwlat = plan(
+            &[0],
+            NoiseSpec {
+                irqs_off: true,
+                ..NoiseSpec::default()
+            },
+        )
+        .unwrap();
+        for p in [timer_plan, hwlat] {
+            let s = NoiseSession::start(p, SystemSettings::default(), None, spec());
+            assert!(matches!(s, Err(SessionError::Workload(w)) if w.contains("noise")));
+        }
+    }
 }
