@@ -16,6 +16,7 @@ pub mod diag;
 pub mod far;
 pub mod figure;
 pub mod gate;
+pub mod gev;
 pub mod gpd;
 pub mod input;
 pub mod precision;
