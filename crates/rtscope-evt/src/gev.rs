@@ -53,21 +53,88 @@ impl Gev {
     }
 }
 
-/// The log-likelihood of block maxima `x` under `(μ, σ, ξ)`; −∞ outside the support.
-pub fn log_likelihood(x: &[f64], mu: f64, sigma: f64, xi: f64) -> f64 {
+/// Block maxima as fitted: those above a censoring level exactly, the others only as "at or
+/// below it" (left-censored). Most 1 s blocks of a quiet machine hold no disturbance, and their
+/// maxima are the body of the latency distribution, not its tail; fitted exactly they pull the
+/// GEV to the body and its far levels too low (on a Markov-switching tail, the once-per-hour
+/// level's 95 % interval held the truth in 11 of 60 runs). Censored at the median, the fit
+/// follows the upper half, where the tail is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    /// The maxima above the censoring level.
+    pub above: Vec<f64>,
+    /// How many are at or below it.
+    pub censored: usize,
+    /// The censoring level (−∞: none).
+    pub at: f64,
+}
+
+/// The share of the block maxima censored ([`Sample`]).
+pub const CENSORED_SHARE: f64 = 0.5;
+
+impl Sample {
+    /// `x` left-censored at its `share` quantile (0: not censored).
+    pub fn censored(x: &[f64], share: f64) -> Sample {
+        let mut s = x.to_vec();
+        rtscope_core::order::sort_f64(&mut s);
+        let k = (share * s.len() as f64).floor() as usize;
+        if k == 0 {
+            return Sample {
+                above: s,
+                censored: 0,
+                at: f64::NEG_INFINITY,
+            };
+        }
+        let at = s[k - 1];
+        let censored = s.iter().take_while(|&&v| v <= at).count();
+        Sample {
+            above: s.split_off(censored),
+            censored,
+            at,
+        }
+    }
+
+    /// Every maximum exact.
+    pub fn exact(x: &[f64]) -> Sample {
+        Sample::censored(x, 0.0)
+    }
+
+    /// How many maxima, censored or not.
+    pub fn len(&self) -> usize {
+        self.above.len() + self.censored
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The log-likelihood of block maxima under `(μ, σ, ξ)`: the density of each exact maximum and
+/// the probability of the censored ones' level; −∞ outside the support.
+pub fn log_likelihood(x: &Sample, mu: f64, sigma: f64, xi: f64) -> f64 {
     if sigma <= 0.0 || !sigma.is_finite() || !mu.is_finite() {
         return f64::NEG_INFINITY;
     }
-    let n = x.len() as f64;
+    let n = x.above.len() as f64;
     let mut s = 0.0;
+    let censored = if x.censored == 0 {
+        0.0
+    } else {
+        let f = Gev { mu, sigma, xi }.cdf(x.at);
+        if f <= 0.0 {
+            return f64::NEG_INFINITY;
+        }
+        x.censored as f64 * f.ln()
+    };
     if xi.abs() < XI_ZERO {
-        for &v in x {
+        for &v in &x.above {
             let z = (v - mu) / sigma;
             s += z + (-z).exp();
         }
-        return -n * sigma.ln() - s;
+        return -n * sigma.ln() - s + censored;
     }
-    for &v in x {
+    for &v in &x.above {
         let t = 1.0 + xi * (v - mu) / sigma;
         if t <= 0.0 {
             return f64::NEG_INFINITY;
@@ -75,7 +142,7 @@ pub fn log_likelihood(x: &[f64], mu: f64, sigma: f64, xi: f64) -> f64 {
         let lt = t.ln();
         s += (1.0 + 1.0 / xi) * lt + (-lt / xi).exp();
     }
-    -n * sigma.ln() - s
+    -n * sigma.ln() - s + censored
 }
 
 /// The fit: parameters and the maximised log-likelihood.
@@ -197,13 +264,16 @@ pub fn nelder_mead<const D: usize>(
     simplex[0]
 }
 
-/// The maximum-likelihood fit of block maxima `x` (at least 10, not all equal), `None` when
-/// none has a finite likelihood in the shape range.
-pub fn fit(x: &[f64]) -> Option<Fit> {
-    if x.len() < 10 {
+/// The maximum-likelihood fit of block maxima `x` (at least 10, ten of them exact and not all
+/// equal), `None` when none has a finite likelihood in the shape range. The start is the PWM
+/// estimate of every maximum, censored or not.
+pub fn fit(x: &Sample) -> Option<Fit> {
+    if x.len() < 10 || x.above.len() < 10 {
         return None;
     }
-    let start = pwm(x)?;
+    let mut all = x.above.clone();
+    all.extend(std::iter::repeat_n(x.at, x.censored));
+    let start = pwm(&all)?;
     let scale = start.sigma;
     let nll = |p: &[f64; 3]| {
         let xi = p[2];
@@ -240,7 +310,7 @@ pub fn fit(x: &[f64]) -> Option<Fit> {
 /// The profile log-likelihood of the level `z` exceeded with probability `q` per block: the
 /// likelihood maximised over `(ln σ, ξ)` with `μ = z − σ/ξ (y^(−ξ) − 1)`, `y = −ln(1 − q)`,
 /// from `start` (which the search updates: neighbouring levels have neighbouring optima).
-fn profile_level(x: &[f64], z: f64, q: f64, scale: f64, start: &mut [f64; 2]) -> f64 {
+fn profile_level(x: &Sample, z: f64, q: f64, scale: f64, start: &mut [f64; 2]) -> f64 {
     let ly = (-(-q).ln_1p()).ln();
     let nll = |p: &[f64; 2]| {
         let (sigma, xi) = (p[0].exp() * scale, p[1]);
@@ -254,7 +324,7 @@ fn profile_level(x: &[f64], z: f64, q: f64, scale: f64, start: &mut [f64; 2]) ->
         };
         -log_likelihood(x, mu, sigma, xi)
     };
-    let (p, v) = nelder_mead(&nll, *start, [0.2, 0.1], 600);
+    let (p, v) = nelder_mead(&nll, *start, [0.05, 0.02], 400);
     if v.is_finite() {
         *start = p;
     }
@@ -264,17 +334,16 @@ fn profile_level(x: &[f64], z: f64, q: f64, scale: f64, start: &mut [f64; 2]) ->
 /// The profile-likelihood confidence interval of the level exceeded with probability `q` per
 /// block: the levels whose profile log-likelihood lies within `chi2 / 2` of the maximum. The
 /// upper end is `None` when the profile stays above the cut beyond 10⁴ scales above the
-/// estimate (the data do not bound it).
-pub fn level_interval(x: &[f64], fit: &Fit, q: f64, chi2: f64) -> (f64, Option<f64>) {
+/// estimate (the data do not bound it). Each side is found to a thousandth of the scale, the
+/// profile's search started from the optimum of the level tried before it.
+pub fn level_interval(x: &Sample, fit: &Fit, q: f64, chi2: f64) -> (f64, Option<f64>) {
     let g = fit.gev;
     let z_hat = g.level(q);
     let cut = fit.log_likelihood - chi2 / 2.0;
     let scale = g.sigma;
-    let below = |z: f64| {
-        let mut s = [0.0, g.xi];
-        profile_level(x, z, q, scale, &mut s) < cut
-    };
     let edge = |sign: f64| -> Option<f64> {
+        let mut start = [0.0, g.xi];
+        let mut below = |z: f64| profile_level(x, z, q, scale, &mut start) < cut;
         let mut d = scale;
         while !below(z_hat + sign * d) {
             d *= 2.0;
@@ -283,7 +352,7 @@ pub fn level_interval(x: &[f64], fit: &Fit, q: f64, chi2: f64) -> (f64, Option<f
             }
         }
         let (mut inside, mut out) = (if d > scale { d / 2.0 } else { 0.0 }, d);
-        while out - inside > 1e-4 * scale {
+        while out - inside > 1e-3 * scale {
             let m = (inside + out) / 2.0;
             if below(z_hat + sign * m) {
                 out = m;
@@ -330,13 +399,13 @@ mod tests {
                 xi,
             };
             let x = sample(&truth, 3000, seed);
-            let f = fit(&x).expect("fits");
+            let f = fit(&Sample::exact(&x)).expect("fits");
             assert!((f.gev.xi - xi).abs() < 0.05, "ξ {} vs {xi}", f.gev.xi);
             assert!((f.gev.sigma / 5000.0 - 1.0).abs() < 0.06, "σ {}", f.gev.sigma);
             assert!((f.gev.mu / 50_000.0 - 1.0).abs() < 0.01, "μ {}", f.gev.mu);
             let g = f.gev;
             for (dm, ds, dx) in [(50.0, 1.0, 0.0), (-50.0, 1.0, 0.0), (0.0, 1.01, 0.0), (0.0, 1.0, 0.01)] {
-                let near = log_likelihood(&x, g.mu + dm, g.sigma * ds, g.xi + dx);
+                let near = log_likelihood(&Sample::exact(&x), g.mu + dm, g.sigma * ds, g.xi + dx);
                 assert!(near <= f.log_likelihood + 1e-6);
             }
             // The start is close to the maximum-likelihood estimate.
@@ -353,21 +422,42 @@ mod tests {
             xi: 0.1,
         };
         let x = sample(&truth, 400, 8);
-        let f = fit(&x).unwrap();
-        let mut last = 0.0;
-        for q in [1e-1, 1e-2, 1e-3] {
-            let z = f.gev.level(q);
-            let (lo, hi) = level_interval(&x, &f, q, 3.841);
-            let hi = hi.expect("bounded");
-            assert!(lo < z && z < hi, "{lo} {z} {hi}");
-            assert!(hi - lo > last);
-            last = hi - lo;
+        for share in [0.0, CENSORED_SHARE] {
+            let x = Sample::censored(&x, share);
+            let f = fit(&x).unwrap();
+            let mut last = 0.0;
+            for q in [1e-1, 1e-2, 1e-3] {
+                let z = f.gev.level(q);
+                let (lo, hi) = level_interval(&x, &f, q, 3.841);
+                let hi = hi.expect("bounded");
+                assert!(lo < z && z < hi, "{lo} {z} {hi}");
+                assert!(hi - lo > last);
+                last = hi - lo;
+            }
         }
     }
 
     #[test]
+    fn censoring_keeps_the_upper_maxima_and_counts_the_rest() {
+        let x = [5.0, 1.0, 3.0, 2.0, 4.0, 3.0];
+        let s = Sample::censored(&x, 0.5);
+        assert_eq!((s.at, s.censored), (3.0, 4));
+        assert_eq!(s.above, vec![4.0, 5.0]);
+        assert_eq!(Sample::exact(&x).censored, 0);
+        // The censored maxima enter as F(at): the likelihood of the exact ones times F(at)^4.
+        let g = Gev {
+            mu: 2.0,
+            sigma: 1.0,
+            xi: 0.1,
+        };
+        let exact = log_likelihood(&Sample { above: s.above.clone(), censored: 0, at: f64::NEG_INFINITY }, 2.0, 1.0, 0.1);
+        let want = exact + 4.0 * g.cdf(3.0).ln();
+        assert!((log_likelihood(&s, 2.0, 1.0, 0.1) - want).abs() < 1e-12);
+    }
+
+    #[test]
     fn too_few_or_equal_maxima_do_not_fit() {
-        assert!(fit(&[1.0; 5]).is_none());
-        assert!(fit(&[3.0; 50]).is_none());
+        assert!(fit(&Sample::exact(&[1.0; 5])).is_none());
+        assert!(fit(&Sample::exact(&[3.0; 50])).is_none());
     }
 }
