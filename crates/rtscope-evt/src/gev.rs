@@ -57,8 +57,8 @@ impl Gev {
 /// below it" (left-censored). Most 1 s blocks of a quiet machine hold no disturbance, and their
 /// maxima are the body of the latency distribution, not its tail; fitted exactly they pull the
 /// GEV to the body and its far levels too low (on a Markov-switching tail, the once-per-hour
-/// level's 95 % interval held the truth in 11 of 60 runs). Censored at the median, the fit
-/// follows the upper half, where the tail is.
+/// level's 95 % interval held the truth in 11 of 60 runs). Censored below a high quantile
+/// ([`choose`]), the fit follows the upper maxima, where the tail is.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
     /// The maxima above the censoring level.
@@ -69,8 +69,34 @@ pub struct Sample {
     pub at: f64,
 }
 
-/// The share of the block maxima censored ([`Sample`]).
-pub const CENSORED_SHARE: f64 = 0.5;
+/// The shares of the block maxima that may be censored ([`choose`]), lowest first.
+pub const CENSORED_SHARES: [f64; 3] = [0.7, 0.8, 0.9];
+
+/// The fewest exact maxima a censored fit keeps.
+const MIN_EXACT: usize = 30;
+
+/// The censoring of `x` and its fit, chosen as the peaks-over-threshold threshold is
+/// ([`crate::threshold`]): the lowest share of [`CENSORED_SHARES`] whose fitted `ξ` agrees with
+/// the fit at every higher share within 1.96 of that fit's standard error `(1 + ξ)/√k` (`k` its
+/// exact maxima); the highest share that keeps [`MIN_EXACT`] when none agrees. On a periodic
+/// burst process (a burst in one block of ten) the median censoring gave `ξ > 0.5` in 20 of 20
+/// runs and the 90 % one covered the truth in 18 of 20. `None` when nothing fits.
+pub fn choose(x: &[f64]) -> Option<(Sample, Fit)> {
+    let fits: Vec<(Sample, Fit)> = CENSORED_SHARES
+        .iter()
+        .map(|&q| Sample::censored(x, q))
+        .filter(|s| s.above.len() >= MIN_EXACT)
+        .filter_map(|s| fit(&s).map(|f| (s, f)))
+        .collect();
+    let agrees = |i: usize| {
+        fits[i + 1..].iter().all(|(s, f)| {
+            let se = (1.0 + f.gev.xi).max(0.1) / (s.above.len() as f64).sqrt();
+            (fits[i].1.gev.xi - f.gev.xi).abs() <= 1.96 * se
+        })
+    };
+    let i = (0..fits.len()).find(|&i| agrees(i))?;
+    fits.into_iter().nth(i)
+}
 
 impl Sample {
     /// `x` left-censored at its `share` quantile (0: not censored).
@@ -401,10 +427,19 @@ mod tests {
             let x = sample(&truth, 3000, seed);
             let f = fit(&Sample::exact(&x)).expect("fits");
             assert!((f.gev.xi - xi).abs() < 0.05, "ξ {} vs {xi}", f.gev.xi);
-            assert!((f.gev.sigma / 5000.0 - 1.0).abs() < 0.06, "σ {}", f.gev.sigma);
+            assert!(
+                (f.gev.sigma / 5000.0 - 1.0).abs() < 0.06,
+                "σ {}",
+                f.gev.sigma
+            );
             assert!((f.gev.mu / 50_000.0 - 1.0).abs() < 0.01, "μ {}", f.gev.mu);
             let g = f.gev;
-            for (dm, ds, dx) in [(50.0, 1.0, 0.0), (-50.0, 1.0, 0.0), (0.0, 1.01, 0.0), (0.0, 1.0, 0.01)] {
+            for (dm, ds, dx) in [
+                (50.0, 1.0, 0.0),
+                (-50.0, 1.0, 0.0),
+                (0.0, 1.01, 0.0),
+                (0.0, 1.0, 0.01),
+            ] {
                 let near = log_likelihood(&Sample::exact(&x), g.mu + dm, g.sigma * ds, g.xi + dx);
                 assert!(near <= f.log_likelihood + 1e-6);
             }
@@ -422,7 +457,7 @@ mod tests {
             xi: 0.1,
         };
         let x = sample(&truth, 400, 8);
-        for share in [0.0, CENSORED_SHARE] {
+        for share in [0.0, CENSORED_SHARES[0]] {
             let x = Sample::censored(&x, share);
             let f = fit(&x).unwrap();
             let mut last = 0.0;
@@ -450,7 +485,16 @@ mod tests {
             sigma: 1.0,
             xi: 0.1,
         };
-        let exact = log_likelihood(&Sample { above: s.above.clone(), censored: 0, at: f64::NEG_INFINITY }, 2.0, 1.0, 0.1);
+        let exact = log_likelihood(
+            &Sample {
+                above: s.above.clone(),
+                censored: 0,
+                at: f64::NEG_INFINITY,
+            },
+            2.0,
+            1.0,
+            0.1,
+        );
         let want = exact + 4.0 * g.cdf(3.0).ln();
         assert!((log_likelihood(&s, 2.0, 1.0, 0.1) - want).abs() < 1e-12);
     }

@@ -23,6 +23,7 @@ pub mod precision;
 pub mod regimes;
 pub mod render;
 pub mod threshold;
+pub mod words;
 
 use threshold::{Candidate, Point};
 
@@ -122,9 +123,8 @@ impl Tail {
             binning: None,
             bins: None,
             max: values.iter().copied().fold(0.0, f64::max),
-            block_maxima: rate_hz.map_or_else(Vec::new, |hz| {
-                block_maxima(values, hz.round() as usize)
-            }),
+            block_maxima: rate_hz
+                .map_or_else(Vec::new, |hz| block_maxima(values, hz.round() as usize)),
         }
     }
 

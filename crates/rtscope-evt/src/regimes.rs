@@ -26,8 +26,8 @@ const HOLD_SHARE: f64 = 0.8;
 const ENVELOPE_EXCEEDANCES: usize = 100;
 /// The fewest episodes the envelope's fit is made from.
 const ENVELOPE_EPISODES: usize = 30;
-/// The fewest blocks a GEV is fitted to (the held-out check fits half of them).
-pub const MIN_BLOCKS: usize = 40;
+/// The fewest blocks a GEV is fitted to: 30 exact maxima above the lowest censoring (70 %).
+pub const MIN_BLOCKS: usize = 100;
 /// One-minute blocks from this many one-second blocks on (200 minutes: 200 blocks of a minute).
 const MINUTE_BLOCKS_FROM: usize = 12_000;
 
@@ -161,8 +161,10 @@ pub struct BlockMaxima {
     pub block_s: f64,
     /// Blocks fitted.
     pub blocks: usize,
-    /// The fit (left-censored at the median block maximum: [`gev::Sample`]).
+    /// The fit (left-censored below a quantile of the block maxima: [`gev::choose`]).
     pub gev: gev::Gev,
+    /// The share of the block maxima censored.
+    pub censored_share: f64,
     /// Once per hour, day and year of this workload.
     pub levels: Vec<TimeLevel>,
     /// The held-out check (`None`: too few blocks for a level with five expected in the half).
@@ -201,7 +203,9 @@ fn level_of(tail: &Tail) -> Option<f64> {
     let mut desc: Vec<f64> = tail.points.iter().map(|p| p.value).collect();
     rtscope_core::order::sort_f64(&mut desc);
     desc.reverse();
-    let k = (n / 1000).max(200.min(n / 100)).min(desc.len().saturating_sub(1));
+    let k = (n / 1000)
+        .max(200.min(n / 100))
+        .min(desc.len().saturating_sub(1));
     if k < 20 {
         return None;
     }
@@ -232,7 +236,9 @@ fn level_of(tail: &Tail) -> Option<f64> {
 fn segments(tail: &Tail, hz: f64) -> Answer<Segments> {
     let n = tail.observations;
     if n < (SEGMENTS * 100) as u64 {
-        return not(format!("{n} wake-ups: too few to cut into {SEGMENTS} segments"));
+        return not(format!(
+            "{n} wake-ups: too few to cut into {SEGMENTS} segments"
+        ));
     }
     let Some(level) = level_of(tail) else {
         return not("too few large latencies to count per segment");
@@ -278,50 +284,45 @@ fn same_rate_p(counts: &[u64]) -> f64 {
     if mean <= 0.0 {
         return 1.0;
     }
-    let x: f64 = counts.iter().map(|&c| (c as f64 - mean).powi(2) / mean).sum();
+    let x: f64 = counts
+        .iter()
+        .map(|&c| (c as f64 - mean).powi(2) / mean)
+        .sum();
     let chi = ChiSquared::new((counts.len() - 1) as f64).expect("segments > 1");
     1.0 - chi.cdf(x)
 }
 
 fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Answer<Envelope> {
-    let mut order: Vec<usize> = (0..SEGMENTS).collect();
-    order.sort_by(|&a, &b| s.counts[b].cmp(&s.counts[a]).then(a.cmp(&b)));
-    let (mut chosen, mut held) = (Vec::new(), 0u64);
-    for i in order {
-        if held as usize >= ENVELOPE_EXCEEDANCES {
-            break;
-        }
-        held += s.counts[i];
-        chosen.push(i);
-    }
-    chosen.sort_unstable();
-    if (held as usize) < ENVELOPE_EXCEEDANCES {
+    let total: u64 = s.counts.iter().sum();
+    if (total as usize) < ENVELOPE_EXCEEDANCES {
         return not(format!(
-            "{held} wake-ups above {} in the whole run, {ENVELOPE_EXCEEDANCES} needed",
+            "{total} wake-ups above {} in the whole run, {ENVELOPE_EXCEEDANCES} needed",
             crate::render::us(s.level_ns)
         ));
     }
-    // The chosen segments' points, one after the other (their gaps closed).
-    let per = s.wakeups_per_segment;
-    let last = SEGMENTS as u64 - 1;
-    let mut points = Vec::new();
-    let mut wakeups = 0u64;
-    for &i in &chosen {
-        let (from, to) = (i as u64 * per, if i as u64 == last { tail.observations } else { (i as u64 + 1) * per });
-        points.extend(tail.points.iter().filter_map(|p| {
-            let at = p.index?;
-            (from..to).contains(&at).then(|| Point {
-                index: Some(wakeups + at - from),
-                value: p.value,
-            })
-        }));
-        wakeups += to - from;
-    }
+    let mut order: Vec<usize> = (0..SEGMENTS).collect();
+    order.sort_by(|&a, &b| s.counts[b].cmp(&s.counts[a]).then(a.cmp(&b)));
+    // The worst segments, one more at a time, until they hold enough wake-ups above the level
+    // and enough episodes (a burst is one episode however many wake-ups it spans).
     let u = s.level_ns;
-    let c = threshold::decluster(&points, u);
+    let mut taken = None;
+    for m in 1..=SEGMENTS {
+        let mut chosen = order[..m].to_vec();
+        chosen.sort_unstable();
+        let (points, wakeups) = points_of(tail, s, &chosen);
+        let c = threshold::decluster(&points, u);
+        let enough = c.exceedances >= ENVELOPE_EXCEEDANCES && c.maxima.len() >= ENVELOPE_EPISODES;
+        if enough || m == SEGMENTS {
+            taken = Some((chosen, wakeups, c));
+            break;
+        }
+    }
+    let Some((chosen, wakeups, c)) = taken else {
+        return not("no segments");
+    };
     if c.maxima.len() < ENVELOPE_EPISODES {
         return not(format!(
-            "{} episodes above {} in the worst segments, {ENVELOPE_EPISODES} needed",
+            "{} episodes above {} in the whole run, {ENVELOPE_EPISODES} needed",
             c.maxima.len(),
             crate::render::us(u)
         ));
@@ -358,6 +359,32 @@ fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Answer<Envelope> {
     })
 }
 
+/// The points of segments `chosen` (0-based, ascending), one segment after the other (their
+/// gaps closed), and how many wake-ups they hold.
+fn points_of(tail: &Tail, s: &Segments, chosen: &[usize]) -> (Vec<Point>, u64) {
+    let per = s.wakeups_per_segment;
+    let last = SEGMENTS as u64 - 1;
+    let mut points = Vec::new();
+    let mut wakeups = 0u64;
+    for &i in chosen {
+        let from = i as u64 * per;
+        let to = if i as u64 == last {
+            tail.observations
+        } else {
+            (i as u64 + 1) * per
+        };
+        points.extend(tail.points.iter().filter_map(|p| {
+            let at = p.index?;
+            (from..to).contains(&at).then(|| Point {
+                index: Some(wakeups + at - from),
+                value: p.value,
+            })
+        }));
+        wakeups += to - from;
+    }
+    (points, wakeups)
+}
+
 /// `tail`'s description without its data.
 fn tail_shell(tail: &Tail) -> Tail {
     Tail {
@@ -392,9 +419,8 @@ fn blocks(tail: &Tail, hz: f64, o: &Options) -> Answer<BlockMaxima> {
             x.len()
         ));
     }
-    let sample = gev::Sample::censored(&x, gev::CENSORED_SHARE);
-    let Some(fit) = gev::fit(&sample) else {
-        return not("the block maxima do not fit a GEV (all equal?)");
+    let Some((sample, fit)) = gev::choose(&x) else {
+        return not("the block maxima do not fit a GEV (too many of them equal)");
     };
     if fit.gev.xi > far::MAX_XI {
         return not(format!(
@@ -425,6 +451,7 @@ fn blocks(tail: &Tail, hz: f64, o: &Options) -> Answer<BlockMaxima> {
         block_s,
         blocks: x.len(),
         gev: fit.gev,
+        censored_share: sample.censored as f64 / x.len() as f64,
         levels,
         held_out: held_out(&x),
     })
@@ -438,7 +465,7 @@ pub fn held_out(x: &[f64]) -> Option<HeldOut> {
     let q = [1e-3, 1e-2, 1e-1]
         .into_iter()
         .find(|q| q * odd.len() as f64 >= 5.0)?;
-    let fit = gev::fit(&gev::Sample::censored(&even, gev::CENSORED_SHARE))?;
+    let (_, fit) = gev::choose(&even)?;
     let level = fit.gev.level(q);
     Some(HeldOut {
         fitted: even.len(),
@@ -448,6 +475,142 @@ pub fn held_out(x: &[f64]) -> Option<HeldOut> {
         expected: q * odd.len() as f64,
         observed: odd.iter().filter(|&&v| v > level).count(),
     })
+}
+
+/// "segments 3 and 7", "segments 2, 5 and 9", "segment 4".
+fn named(segments: &[usize]) -> String {
+    let n: Vec<String> = segments.iter().map(|s| s.to_string()).collect();
+    match n.as_slice() {
+        [one] => format!("segment {one}"),
+        [rest @ .., last] => format!("segments {} and {last}", rest.join(", ")),
+        [] => "no segment".to_string(),
+    }
+}
+
+/// The answers as `rtscope tail` prints them, below the thread's analysis.
+pub fn text(o: &mut String, r: &Regimes, confidence: f64) {
+    use crate::render::{span, us};
+    use std::fmt::Write;
+    let conf = confidence * 100.0;
+    let _ = writeln!(
+        o,
+        "  while the run ran (answers that do not assume one stationary tail):"
+    );
+    match &r.segments {
+        Answer::Given(s) => segments_text(o, s),
+        Answer::NotGiven { why } => {
+            let _ = writeln!(o, "    segments: not given: {why}");
+        }
+    }
+    match &r.envelope {
+        Answer::Given(e) => {
+            let _ = writeln!(
+                o,
+                "    worst-segment envelope: per wake-up, as if every moment were like {} ({:.0} % of the run; {conf:.0} % confidence interval):",
+                named(&e.segments),
+                e.share_of_run * 100.0
+            );
+            let mut rows = String::new();
+            crate::render::rows(&mut rows, &e.levels, false);
+            for line in rows.lines() {
+                let _ = writeln!(o, "  {line}");
+            }
+            let _ = writeln!(
+                o,
+                "      assumes: those segments hold this workload's worst conditions, and above {} their {} episodes' maxima follow one GPD (ξ = {:+.2}); conditions the run did not see are not covered",
+                us(e.threshold_ns),
+                e.episodes,
+                e.gpd.xi
+            );
+        }
+        Answer::NotGiven { why } => {
+            let _ = writeln!(o, "    worst-segment envelope: not given: {why}");
+        }
+    }
+    let b = match &r.blocks {
+        Answer::Given(b) => b,
+        Answer::NotGiven { why } => {
+            let _ = writeln!(o, "    block maxima: not given: {why}");
+            return;
+        }
+    };
+    let _ = writeln!(
+        o,
+        "    block maxima: the largest latency of each of {} blocks of {}, a GEV (ξ = {:+.2}, fitted to the largest {:.0} % of them); per time of this workload ({conf:.0} % confidence interval):",
+        b.blocks,
+        span(b.block_s),
+        b.gev.xi,
+        100.0 * (1.0 - b.censored_share)
+    );
+    for l in &b.levels {
+        let beyond = if l.extrapolation > 1.0 {
+            format!("{:.0} × the run", l.extrapolation)
+        } else {
+            "within the run".to_string()
+        };
+        let _ = writeln!(
+            o,
+            "      once per {:<8} {:>12}  [{} .. {}]  {beyond}",
+            span(l.once_per_s),
+            us(l.estimate_ns),
+            us(l.lower_ns),
+            l.upper_ns.map_or("unbounded".to_string(), us)
+        );
+    }
+    if let Some(h) = &b.held_out {
+        let _ = writeln!(
+            o,
+            "      held out: fitted on {} alternate blocks, the level a block exceeds with probability {} ({}) was exceeded by {} of the other {}, {:.1} expected: {:.2} ×",
+            h.fitted,
+            h.per_block,
+            us(h.level_ns),
+            h.observed,
+            h.checked,
+            h.expected,
+            h.ratio()
+        );
+    }
+    let _ = writeln!(
+        o,
+        "      assumes: the run's mix of conditions goes on in the same proportions (the blocks come from that mix, not from one regime)"
+    );
+}
+
+fn segments_text(o: &mut String, s: &Segments) {
+    use crate::render::{span, us};
+    use std::fmt::Write;
+    let level = us(s.level_ns);
+    let each = span(s.seconds_per_segment);
+    let held = format!(
+        "{} of {SEGMENTS} hold {:.0} % of them; {each} each",
+        named(&s.holding),
+        s.holding_share * 100.0
+    );
+    let said = match s.change {
+        _ if s.same_rate_p >= 0.01 => format!(
+            "the rate of latencies above {level} stayed about the same across the run's {SEGMENTS} segments of {each} (p = {:.2} for one rate)",
+            s.same_rate_p
+        ),
+        Some(c) => format!(
+            "the rate of latencies above {level} changed {c:.0} × during the run ({held})"
+        ),
+        None => format!(
+            "the rate of latencies above {level} went from none in some segments to {} in one ({held})",
+            s.counts.iter().max().unwrap_or(&0)
+        ),
+    };
+    let _ = writeln!(o, "    segments: {said}");
+    let cells = |v: Vec<String>| v.iter().map(|c| format!("{c:>6}")).collect::<String>();
+    let _ = writeln!(
+        o,
+        "      segment {}",
+        cells((1..=SEGMENTS).map(|i| i.to_string()).collect())
+    );
+    let _ = writeln!(
+        o,
+        "      above   {}",
+        cells(s.counts.iter().map(|c| c.to_string()).collect())
+    );
 }
 
 #[cfg(test)]
@@ -469,7 +632,11 @@ mod tests {
         let mut r = crate::diag::generator(11);
         let v: Vec<f64> = (0..100_000)
             .map(|i| {
-                let every = if matches!(i / 10_000, 2 | 6) { 30.0 } else { 2000.0 };
+                let every = if matches!(i / 10_000, 2 | 6) {
+                    30.0
+                } else {
+                    2000.0
+                };
                 if r.unit() * every < 1.0 {
                     30_000.0 / r.unit().sqrt()
                 } else {
@@ -481,15 +648,31 @@ mod tests {
         let Answer::Given(s) = segments(&tail, 1000.0) else {
             panic!("no segments")
         };
-        assert_eq!(round_up(s.level_ns), s.level_ns, "a round level: {}", s.level_ns);
-        let quiet = s.counts.iter().enumerate().filter(|(i, _)| !matches!(i, 2 | 6));
+        assert_eq!(
+            round_up(s.level_ns),
+            s.level_ns,
+            "a round level: {}",
+            s.level_ns
+        );
+        let quiet = s
+            .counts
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !matches!(i, 2 | 6));
         let most = quiet.map(|(_, &c)| c).max().unwrap();
-        assert!(s.counts[2] > 10 * most && s.counts[6] > 10 * most, "{:?}", s.counts);
+        assert!(
+            s.counts[2] > 10 * most && s.counts[6] > 10 * most,
+            "{:?}",
+            s.counts
+        );
         assert_eq!(s.holding, vec![3, 7]);
         assert!(s.holding_share >= 0.8);
         assert!(s.same_rate_p < 1e-9);
         assert_eq!(s.seconds_per_segment, 10.0);
-        assert_eq!(s.counts.iter().sum::<u64>() as usize, v.iter().filter(|&&x| x > s.level_ns).count());
+        assert_eq!(
+            s.counts.iter().sum::<u64>() as usize,
+            v.iter().filter(|&&x| x > s.level_ns).count()
+        );
     }
 
     #[test]
@@ -504,7 +687,14 @@ mod tests {
         let h = held_out(&x).unwrap();
         assert_eq!((h.fitted, h.checked, h.per_block), (1000, 1000, 1e-2));
         assert_eq!(h.expected, 10.0);
-        assert_eq!(h.observed, x.iter().skip(1).step_by(2).filter(|&&v| v > h.level_ns).count());
+        assert_eq!(
+            h.observed,
+            x.iter()
+                .skip(1)
+                .step_by(2)
+                .filter(|&&v| v > h.level_ns)
+                .count()
+        );
         assert!(held_out(&x[..40]).is_none());
     }
 }

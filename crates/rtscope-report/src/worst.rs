@@ -189,7 +189,13 @@ pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)], 
         }
         for t in &r.tails {
             // Line by line: the escape shows control characters, a newline too, as `\n`.
-            let text = rtscope_evt::render::text(&t.title(), &t.analysis);
+            let who = rtscope_evt::words::Who {
+                run: r.id().to_string(),
+                thread: t.thread,
+                cpu: t.cpu,
+                shared_cpu: r.tails.iter().filter(|u| u.cpu == t.cpu).count() > 1,
+            };
+            let text = rtscope_evt::render::text(&who, &t.analysis);
             let lines: Vec<String> = text.lines().map(crate::escape::escape).collect();
             let _ = writeln!(
                 h,
