@@ -326,7 +326,10 @@ mod tests {
         assert!(section.contains("REFUSED: no worst-case estimate"));
         // The text of `rtscope tail`, line by line.
         assert!(section.contains("\n  model: peaks over threshold"));
-        assert!(section.contains("failed: the excesses follow the fitted GPD in its tail"));
+        // Its refusals in plain words, each with its fix.
+        assert!(section
+            .contains("- the largest latencies do not follow the fitted tail (Anderson-Darling"));
+        assert!(section.contains("fix: measure about"));
         let id = run.id();
         for name in [
             format!("worst-case-run{id}-cpu0"),
