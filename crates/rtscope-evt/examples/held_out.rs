@@ -125,5 +125,6 @@ fn tail_of(v: &[f64], rate_hz: Option<f64>) -> Tail {
         binning: None,
         bins: None,
         max: max(v),
+        block_maxima: Vec::new(),
     }
 }

@@ -170,7 +170,13 @@ mod tests {
         let f = figures(&tail, &a);
         let m = a.model.as_ref().unwrap();
         // The stability path is the table `rtscope tail` prints, row by row.
-        let text = crate::render::text("CPU 0", &a);
+        let who = crate::words::Who {
+            run: "1".into(),
+            thread: 0,
+            cpu: Some(0),
+            shared_cpu: false,
+        };
+        let text = crate::render::text(&who, &a);
         let fitted = a.stability.iter().filter(|c| c.fit.is_some()).count();
         assert!(fitted > 2);
         assert_eq!(f.stability.len(), fitted);

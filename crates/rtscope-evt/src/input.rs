@@ -66,12 +66,16 @@ pub fn read_and_analyse(
         }) => {
             let max = t.max_ns.unwrap_or(floor_ns) as f64;
             let why = Refusal::BeyondHistogram { count, floor_ns };
-            Ok((Analysis::refused(t.samples, max, why, o), None))
+            let mut a = Analysis::refused(t.samples, max, why, o);
+            a.rate_hz = (t.interval_ns > 0).then(|| 1e9 / t.interval_ns as f64);
+            Ok((a, None))
         }
         Err(InputError::Empty { .. }) => {
             let max = t.max_ns.unwrap_or(0) as f64;
             let why = Refusal::NoDistribution;
-            Ok((Analysis::refused(t.samples, max, why, o), None))
+            let mut a = Analysis::refused(t.samples, max, why, o);
+            a.rate_hz = (t.interval_ns > 0).then(|| 1e9 / t.interval_ns as f64);
+            Ok((a, None))
         }
         Err(e) => Err(e),
     }
@@ -128,8 +132,18 @@ fn from_raw(
         }
     }
     let (mut points, mut n, mut max) = (Vec::new(), 0u64, 0f64);
+    // The largest of each whole second (the block maxima of `regimes`).
+    let per_block = rate_hz.map_or(0, |hz| (hz.round() as u64).max(1));
+    let (mut blocks, mut block_max) = (Vec::new(), f64::MIN);
     store.for_each_raw_chunk(detail.summary.id, t.thread, &mut |chunk| {
         for (_, latency, _) in chunk {
+            if per_block > 0 {
+                block_max = block_max.max(latency as f64);
+                if (n + 1) % per_block == 0 {
+                    blocks.push(block_max);
+                    block_max = f64::MIN;
+                }
+            }
             if latency >= floor {
                 points.push(Point {
                     index: Some(n),
@@ -158,6 +172,7 @@ fn from_raw(
         }),
         bins: None,
         max,
+        block_maxima: blocks,
     })
 }
 
@@ -212,6 +227,7 @@ pub fn from_bins(
         max: chosen[0].0 as f64 + if coarse { step } else { chosen[0].1 } as f64,
         points,
         ordered: false,
+        block_maxima: Vec::new(),
         bins: Some(if coarse {
             Bins::Step {
                 width: step as f64,

@@ -16,11 +16,14 @@ pub mod diag;
 pub mod far;
 pub mod figure;
 pub mod gate;
+pub mod gev;
 pub mod gpd;
 pub mod input;
 pub mod precision;
+pub mod regimes;
 pub mod render;
 pub mod threshold;
+pub mod words;
 
 use threshold::{Candidate, Point};
 
@@ -48,6 +51,9 @@ pub struct Options {
     /// Print the levels of a fit whose stationarity tests could not run (a histogram), labelled
     /// as untested (`--assume-stationary`); a gate never passes on them.
     pub assume_stationary: bool,
+    /// Add the answers that do not assume one stationary tail (segments, worst-segment
+    /// envelope, block maxima: [`regimes`]) for an input in time order with a wake-up rate.
+    pub regimes: bool,
 }
 
 impl Default for Options {
@@ -62,6 +68,7 @@ impl Default for Options {
             allow_bounded: false,
             precision: None,
             assume_stationary: false,
+            regimes: false,
         }
     }
 }
@@ -85,6 +92,17 @@ pub struct Tail {
     pub bins: Option<diag::Bins>,
     /// The largest value observed, ns.
     pub max: f64,
+    /// The largest wake-up of each whole second of the run, ns, in time order (empty: no time
+    /// order or no rate), for the block maxima of [`regimes`].
+    pub block_maxima: Vec<f64>,
+}
+
+/// The largest of each whole block of `per_block` values.
+pub fn block_maxima(values: &[f64], per_block: usize) -> Vec<f64> {
+    values
+        .chunks_exact(per_block.max(1))
+        .map(|c| c.iter().copied().fold(f64::MIN, f64::max))
+        .collect()
 }
 
 impl Tail {
@@ -105,6 +123,8 @@ impl Tail {
             binning: None,
             bins: None,
             max: values.iter().copied().fold(0.0, f64::max),
+            block_maxima: rate_hz
+                .map_or_else(Vec::new, |hz| block_maxima(values, hz.round() as usize)),
         }
     }
 
@@ -412,6 +432,11 @@ pub struct Analysis {
     /// Whether `levels` are shown because stationarity was assumed (`--assume-stationary`),
     /// not tested: labelled UNTESTED, and no gate passes on them.
     pub assumed_stationary: bool,
+    /// The run's wake-ups per second (`None`: unknown), for the fixes of refusals in time.
+    pub rate_hz: Option<f64>,
+    /// The answers that do not assume one stationary tail (`None`: not asked, or the input has
+    /// no time order or no rate).
+    pub regimes: Option<regimes::Regimes>,
 }
 
 impl Analysis {
@@ -431,6 +456,8 @@ impl Analysis {
             refusals: vec![why],
             unreliable: false,
             assumed_stationary: false,
+            rate_hz: None,
+            regimes: None,
         }
     }
 
@@ -461,6 +488,8 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
         refusals: Vec::new(),
         unreliable: false,
         assumed_stationary: false,
+        rate_hz: tail.rate_hz,
+        regimes: o.regimes.then(|| regimes::regimes(tail, o)).flatten(),
     };
     let have = a.stability.first().map_or(
         desc.len()
@@ -573,7 +602,7 @@ pub const PER_TIME_S: [f64; 4] = [3600.0, 86400.0, 365.25 * 86400.0, 3652.5 * 86
 
 /// The exponential instead of a GPD with `ξ̂ < 0` unless `allow_bounded`; with the
 /// likelihood-ratio statistic `2 (l̂ − l_exp)` of `ξ = 0` for the report.
-fn shape_of(y: &[f64], fit: gpd::Fit, allow_bounded: bool) -> (gpd::Fit, Shape, f64) {
+pub(crate) fn shape_of(y: &[f64], fit: gpd::Fit, allow_bounded: bool) -> (gpd::Fit, Shape, f64) {
     match gpd::fit_exponential(y) {
         Some(e) => {
             let lr = 2.0 * (fit.log_likelihood - e.log_likelihood).max(0.0);
@@ -667,7 +696,7 @@ fn diagnostics(
 
 /// The levels at `(p, q)`: labelled with probability `p`, estimated as the level an episode
 /// exceeds with probability `q` per wake-up (`q = p` per episode, `θ p` per wake-up).
-fn levels(
+pub(crate) fn levels(
     tail: &Tail,
     c: &threshold::Clusters,
     fit: &gpd::Fit,

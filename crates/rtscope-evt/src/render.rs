@@ -1,7 +1,9 @@
-//! The analysis as text for people (`rtscope tail`); JSON is the serde form of
-//! [`crate::Analysis`].
+//! The analysis as text for people (`rtscope tail`, the report's tail section); JSON is the
+//! serde form of [`crate::Analysis`]. Refusals in plain words with their fixes come from
+//! [`crate::words`], the answers for a changing tail from [`crate::regimes::text`].
 
 use crate::gate::{TailLimit, Verdict};
+use crate::words::{self, Fix, Who};
 use crate::{Analysis, Level, Outcome};
 use std::fmt::Write;
 
@@ -16,7 +18,7 @@ pub fn us(ns: f64) -> String {
 }
 
 /// A time in words: `1 h`, `2.5 d`, `3.2 y`.
-fn span(s: f64) -> String {
+pub fn span(s: f64) -> String {
     let year = 365.25 * 86400.0;
     match s {
         s if s < 120.0 => format!("{s:.0} s"),
@@ -27,12 +29,13 @@ fn span(s: f64) -> String {
     }
 }
 
-/// The report of one thread under `title` (e.g. `CPU 2`).
-pub fn text(title: &str, a: &Analysis) -> String {
+/// The report of one thread (`run 12, CPU 2: …`).
+pub fn text(who: &Who, a: &Analysis) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{title}: {} wake-ups, largest observed {}",
+        "{}: {} wake-ups, largest observed {}",
+        who.title(),
         a.observations,
         us(a.observed_max_ns)
     );
@@ -55,30 +58,66 @@ pub fn text(title: &str, a: &Analysis) -> String {
         };
         let _ = writeln!(o, "    {mark:<8} {}: {detail}", d.test.question());
     }
-    if !a.accepted() {
-        let _ = writeln!(o, "  REFUSED: no worst-case estimate, because");
-        for r in &a.refusals {
-            let _ = writeln!(o, "    - {r}");
+    if a.accepted() || a.unreliable {
+        if !a.accepted() {
+            refused(&mut o, who, a);
         }
-        if a.model.is_none() {
-            return o;
-        }
-        if !a.unreliable {
-            let estimable = !a
-                .refusals
-                .iter()
-                .any(|r| matches!(r, crate::Refusal::NotEstimable { .. }));
-            if estimable {
-                let _ = writeln!(
-                    o,
-                    "  (--unreliable prints the numbers anyway, labelled UNRELIABLE)"
-                );
-            }
-            return o;
+        levels(&mut o, a);
+    } else {
+        refused(&mut o, who, a);
+        let estimable = !a
+            .refusals
+            .iter()
+            .any(|r| matches!(r, crate::Refusal::NotEstimable { .. }));
+        if a.model.is_some() && estimable {
+            let _ = writeln!(
+                o,
+                "  (--unreliable prints the numbers anyway, labelled UNRELIABLE)"
+            );
         }
     }
-    levels(&mut o, a);
+    if let Some(r) = &a.regimes {
+        crate::regimes::text(&mut o, r, a.confidence);
+    }
     o
+}
+
+/// The refusal: each failed assumption in plain words with its fix, and what the run supports
+/// when only one stationary tail was refused.
+fn refused(o: &mut String, who: &Who, a: &Analysis) {
+    let stationarity = a.refusals.iter().any(words::of_stationarity);
+    if stationarity {
+        let _ = writeln!(
+            o,
+            "  REFUSED: one stationary tail for the whole run, which every level above assumes, because"
+        );
+    } else {
+        let _ = writeln!(o, "  REFUSED: no worst-case estimate, because");
+    }
+    let mut last = None;
+    for r in &a.refusals {
+        let (said, fix) = words::refusal(r, a, who.cpu);
+        let _ = writeln!(o, "    - {said}");
+        // A fix once where refusals in a row share it.
+        if last != Some(fix) {
+            let _ = writeln!(o, "      fix: {}", fix.text());
+        }
+        last = Some(fix);
+    }
+    if stationarity && a.regimes.is_some() {
+        let _ = writeln!(
+            o,
+            "  what the run supports without that assumption: the segments, the worst-segment envelope and the block maxima below"
+        );
+    }
+}
+
+/// The fixes of an analysis's refusals, for [`words::hints`] over all threads.
+pub fn fixes(who: &Who, a: &Analysis) -> Vec<Fix> {
+    a.refusals
+        .iter()
+        .map(|r| words::refusal(r, a, who.cpu).1)
+        .collect()
 }
 
 fn model(o: &mut String, a: &Analysis) {
@@ -171,7 +210,7 @@ fn levels(o: &mut String, a: &Analysis) {
 }
 
 /// The rows of one table of levels; `per_time`: say "once per" of each (the episode table).
-fn rows(o: &mut String, levels: &[Level], per_time: bool) {
+pub(crate) fn rows(o: &mut String, levels: &[Level], per_time: bool) {
     for l in levels {
         let once = l
             .once_per_s

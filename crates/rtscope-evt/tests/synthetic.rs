@@ -9,6 +9,16 @@ use rtscope_evt::gate::{Per, TailLimit, Verdict};
 use rtscope_evt::gpd::{self, Gpd};
 use rtscope_evt::{analyse, Options, Refusal, Shape, Tail, Test};
 
+/// Run 1's thread on CPU 0, as the text names it.
+fn cpu0() -> rtscope_evt::words::Who {
+    rtscope_evt::words::Who {
+        run: "1".into(),
+        thread: 0,
+        cpu: Some(0),
+        shared_cpu: false,
+    }
+}
+
 fn ordered(values: Vec<f64>) -> Tail {
     Tail::ordered(&values, Some(1000.0))
 }
@@ -203,7 +213,7 @@ fn a_histogram_is_not_tested_for_stationarity_so_it_gets_no_estimate() {
     assert!((a.model.as_ref().unwrap().gpd.xi - truth.xi).abs() < 0.1);
     assert_eq!(a.refusals, vec![Refusal::NotTested { tests: 4 }]);
     assert!(a.levels.is_empty() && !a.unreliable && !a.assumed_stationary);
-    let text = rtscope_evt::render::text("CPU 0", &a);
+    let text = rtscope_evt::render::text(&cpu0(), &a);
     assert!(
         text.contains("not tested for stationarity — no estimate"),
         "{text}"
@@ -243,7 +253,7 @@ fn assumed_stationary_a_histogram_prints_labelled_levels_and_never_passes_a_gate
     assert!(a.assumed_stationary && a.unreliable);
     let l = a.levels.iter().find(|l| l.probability == 1e-9).unwrap();
     let upper = l.upper_ns.expect("an exponential tail is bounded at 1e-9");
-    let text = rtscope_evt::render::text("CPU 0", &a);
+    let text = rtscope_evt::render::text(&cpu0(), &a);
     assert!(
         text.contains("UNTESTED (stationarity assumed, not tested) per wake-up: the latency"),
         "{text}"
@@ -321,7 +331,7 @@ fn a_heavy_tail_gets_no_far_tail_number_even_when_unreliable_is_asked() {
             a.levels.is_empty() && !a.unreliable,
             "no number, unreliable {unreliable}"
         );
-        let text = rtscope_evt::render::text("CPU 0", &a);
+        let text = rtscope_evt::render::text(&cpu0(), &a);
         assert!(
             text.contains("not estimable from this run (observed max "),
             "{text}"
@@ -435,7 +445,7 @@ fn per_wake_up_and_per_episode_levels_each_cover_their_own_truth() {
         limit(Per::Wakeup(1e-6)).check(&a),
         Verdict::Exceeded { .. }
     ));
-    let text = rtscope_evt::render::text("CPU 0", &a);
+    let text = rtscope_evt::render::text(&cpu0(), &a);
     assert!(text.contains("an episode: the wake-ups above"), "{text}");
     assert!(
         text.contains("per wake-up: the latency each wake-up exceeds"),

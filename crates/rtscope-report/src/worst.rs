@@ -187,7 +187,13 @@ pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)], 
         }
         for t in &r.tails {
             // Line by line: the escape shows control characters, a newline too, as `\n`.
-            let text = rtscope_evt::render::text(&t.title(), &t.analysis);
+            let who = rtscope_evt::words::Who {
+                run: r.id().to_string(),
+                thread: t.thread,
+                cpu: t.cpu,
+                shared_cpu: r.tails.iter().filter(|u| u.cpu == t.cpu).count() > 1,
+            };
+            let text = rtscope_evt::render::text(&who, &t.analysis);
             let lines: Vec<String> = text.lines().map(crate::escape::escape).collect();
             let _ = writeln!(
                 h,
@@ -319,7 +325,10 @@ mod tests {
         assert!(section.contains("REFUSED: no worst-case estimate"));
         // The text of `rtscope tail`, line by line.
         assert!(section.contains("\n  model: peaks over threshold"));
-        assert!(section.contains("failed: the excesses follow the fitted GPD in its tail"));
+        // Its refusals in plain words, each with its fix.
+        assert!(section
+            .contains("- the largest latencies do not follow the fitted tail (Anderson-Darling"));
+        assert!(section.contains("fix: measure about"));
         let id = run.id();
         for name in [
             format!("worst-case-run{id}-cpu0"),

@@ -76,13 +76,30 @@ fn tail_says(db: &Path, id: i64) -> (Option<String>, Vec<String>, Value) {
 /// `rtscope tail`'s own analysis of the recorded run; returns the standing's word.
 fn check_against_tail(db: &Path, id: i64, said: &str) -> &'static str {
     let (level, reasons, a) = tail_says(db, id);
+    // The campaign names the failed tests as the analysis states them; `rtscope tail` says the
+    // same refusals in plain words, one line each, with the tests' reasons in its JSON.
+    let json_reasons = a["refusals"].as_array().unwrap();
     if let Some(r) = said.strip_prefix("refused: ") {
-        assert_eq!(r, reasons.join("; "), "the refusal is tail's");
+        assert_eq!(
+            r.split("; ").count(),
+            reasons.len(),
+            "the refusal is tail's: {r} / {reasons:?}"
+        );
+        assert_eq!(reasons.len(), json_reasons.len(), "{a}");
         return "refused";
     }
     if let Some(r) = said.strip_prefix("no estimate yet: ") {
-        if r.starts_with("too few exceedances") {
-            assert_eq!(reasons, [r], "the shortage is tail's");
+        if let Some(rest) = r.strip_prefix("too few exceedances: ") {
+            // `37 clusters above …, 100 needed` against tail's `37 episodes above …, 100 needed`.
+            let have = rest.split(' ').next().unwrap();
+            let need = rest.split(", ").nth(1).unwrap().split(' ').next().unwrap();
+            assert_eq!(reasons.len(), 1, "the shortage is tail's: {reasons:?}");
+            assert!(
+                reasons[0].starts_with("too few large latencies to fit a tail: ")
+                    && reasons[0].contains(&format!(": {have} episodes above"))
+                    && reasons[0].contains(&format!(", {need} needed")),
+                "the shortage is tail's: {r} / {reasons:?}"
+            );
         } else {
             assert!(level.is_none() && reasons.is_empty(), "{a}");
         }

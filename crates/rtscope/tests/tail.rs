@@ -87,6 +87,37 @@ fn a_raw_run_gets_an_estimate_or_a_named_refusal_and_the_gate_agrees() {
     assert!(a["binning"].is_null(), "raw samples are exact values");
     assert!(!a["stability"].as_array().unwrap().is_empty());
     check_consistent(a, true);
+    // The answers that do not assume one stationary tail: 2 s of wake-ups cut into 10 segments
+    // counted above one level; too short for block maxima, and it says so.
+    let seg = &a["regimes"]["segments"];
+    assert_eq!(seg["outcome"], "given", "{a}");
+    assert_eq!(seg["counts"].as_array().unwrap().len(), 10, "{seg}");
+    assert_eq!(seg["wakeups_per_segment"], 2000, "{seg}");
+    let blocks = &a["regimes"]["blocks"];
+    assert_eq!(blocks["outcome"], "not-given", "{blocks}");
+    assert!(
+        blocks["why"].as_str().unwrap().contains("100 needed"),
+        "{blocks}"
+    );
+    let o = rtscope(&db, &["tail", "last"]);
+    let out = text(&o.stdout);
+    let run = doc["run"].as_i64().unwrap();
+    assert!(
+        out.starts_with(&format!("run {run}, CPU 0: 20000 wake-ups")),
+        "{out}"
+    );
+    assert!(
+        out.contains("while the run ran (answers that do not assume one stationary tail):"),
+        "{out}"
+    );
+    assert!(
+        out.contains("    segments: the rate of latencies above "),
+        "{out}"
+    );
+    assert!(
+        out.contains("    block maxima: not given: 2 blocks of 1 s, 100 needed"),
+        "{out}"
+    );
 
     // Per wake-up and per episode: the same probabilities, an episode definition, and the
     // wake-up level at least the episode level (a wake-up exceeds it at least as often).
@@ -377,8 +408,13 @@ fn bad_input_exits_2_naming_the_fix() {
     assert_eq!(o.status.code(), Some(0));
     let out = text(&o.stdout);
     assert!(
-        out.contains("REFUSED") && out.contains("too few exceedances"),
+        out.contains("REFUSED: no worst-case estimate")
+            && out.contains("- too few large latencies to fit a tail:"),
         "{out}"
     );
+    // The fix on the refusal, and once more below every thread (an import: its rate unknown,
+    // so how many times as long, not minutes).
+    assert!(out.contains("      fix: measure "), "{out}");
+    assert!(out.contains("what to do:\n  - measure "), "{out}");
     assert!(!out.contains("p = "), "{out}");
 }

@@ -80,7 +80,10 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
 /// The tail analysis of each thread (`--tail`), in the report's order, of the first
 /// [`rtscope_report::worst::MAX_TAILS`] threads.
 fn add_tails(store: &Store, runs: &mut [RunData]) -> anyhow::Result<()> {
-    let o = rtscope_evt::Options::default();
+    let o = rtscope_evt::Options {
+        regimes: true,
+        ..rtscope_evt::Options::default()
+    };
     let mut left = rtscope_report::worst::MAX_TAILS;
     // Noise runs (ordered last) have gaps, not wake-ups: no tail of theirs is estimated.
     for r in runs

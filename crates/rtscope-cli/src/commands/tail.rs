@@ -6,6 +6,7 @@ use crate::commands::runs;
 use rtscope_common::error::ExitStatus;
 use rtscope_common::error::UsageError;
 use rtscope_evt::gate::{TailLimit, Verdict};
+use rtscope_evt::words::{self, Who};
 use rtscope_evt::{input, render, Options};
 use std::io::Write;
 
@@ -47,14 +48,23 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     o.allow_bounded = a.allow_bounded;
     o.precision = a.precision;
     o.assume_stationary = a.assume_stationary;
+    o.regimes = true;
     let mut status = ExitStatus::Success;
     let mut json = Vec::new();
+    let mut fixes = Vec::new();
     for t in threads {
         let analysis = input::analyse_thread(&store, &detail, t, &o, a.unreliable)
             .map_err(|e| UsageError::new(format!("run {id}: {e}")))?;
-        let title = t
-            .cpu
-            .map_or(format!("thread {}", t.thread), |c| format!("CPU {c}"));
+        // M:N: threads sharing a CPU are named by thread.
+        let shared_cpu =
+            t.cpu.is_some() && detail.threads.iter().filter(|u| u.cpu == t.cpu).count() > 1;
+        let who = Who {
+            run: id.to_string(),
+            thread: t.thread,
+            cpu: t.cpu,
+            shared_cpu,
+        };
+        fixes.extend(render::fixes(&who, &analysis));
         let mut verdicts = Vec::new();
         for l in &limits {
             let v = l.check(&analysis);
@@ -77,7 +87,7 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             }));
             continue;
         }
-        out.write_all(render::text(&title, &analysis).as_bytes())?;
+        out.write_all(render::text(&who, &analysis).as_bytes())?;
         for (l, v) in verdicts {
             writeln!(out, "{}", render::limit(l, &v))?;
         }
@@ -86,6 +96,15 @@ pub fn run(a: &TailArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     if a.json {
         let doc = serde_json::json!({ "schema": "rtscope.tail/1", "run": id, "threads": json });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(status);
+    }
+    // Each fix once, for every thread it concerns.
+    let hints = words::hints(&fixes);
+    if !hints.is_empty() {
+        writeln!(out, "what to do:")?;
+        for h in hints {
+            writeln!(out, "  - {h}")?;
+        }
     }
     Ok(status)
 }

@@ -1,0 +1,212 @@
+//! Held-out validation of every answer of `rtscope tail` on a recorded `--raw` run (a benchmark,
+//! run by `bench/tail-heldout.sh`, issue 50): per thread the run is cut into segments of
+//! SEGMENT seconds; the even segments, joined, are fitted as `rtscope tail` fits a run and the
+//! odd ones are held out. Each level is checked by counting what exceeded it in the held-out
+//! part against what its probability predicts:
+//!
+//! - pot/wakeup: the peaks-over-threshold level per wake-up — held-out wake-ups above it;
+//! - pot/episode: the level per episode — held-out episodes (wake-ups above it no more than the
+//!   model's run length apart) whose maximum exceeds it, per held-out wake-up;
+//! - pot/hour: the per-episode level once per hour — episodes above it per hour held out;
+//! - envelope/wakeup: the worst-segment envelope's level per wake-up;
+//! - gev/block: the block maxima's level per block — held-out blocks above it;
+//! - gev/hour: its once-per-hour level — held-out blocks above it per hour held out.
+//!
+//! A refused fit's POT levels are checked too (what `--unreliable` prints), marked "refused".
+//!
+//!     cargo run --release -p rtscope-evt --example held_out_methods -- DB RUN [SEGMENT_S]
+
+use rtscope_evt::regimes::Answer;
+use rtscope_evt::threshold::{Point, MAX_EXCEEDANCES};
+use rtscope_evt::{analyse, block_maxima, gev, Options, Tail};
+use rtscope_store::{RunId, Store};
+use std::path::Path;
+
+/// A tail of `v` (in time order) as `rtscope tail` reads a raw run: the largest tenth (at most
+/// the threshold search's most) as points, every whole second's maximum.
+fn tail_of(v: &[f64], hz: f64) -> Tail {
+    let keep = (v.len() / 10).min(MAX_EXCEEDANCES) + 1;
+    let mut sorted = v.to_vec();
+    rtscope_core::order::sort_f64(&mut sorted);
+    let floor = sorted[sorted.len().saturating_sub(keep)];
+    Tail {
+        observations: v.len() as u64,
+        rate_hz: Some(hz),
+        points: (0..)
+            .zip(v)
+            .filter(|(_, &x)| x >= floor)
+            .map(|(i, &value)| Point {
+                index: Some(i),
+                value,
+            })
+            .collect(),
+        ordered: true,
+        binning: None,
+        bins: None,
+        max: sorted.last().copied().unwrap_or(0.0),
+        block_maxima: block_maxima(v, hz.round() as usize),
+    }
+}
+
+/// Episodes of `v` above `z`: runs of exceedances no more than `run` wake-ups apart.
+fn episodes(v: &[f64], z: f64, run: f64) -> usize {
+    let (mut n, mut last) = (0, None::<usize>);
+    for (i, _) in v.iter().enumerate().filter(|(_, &x)| x > z) {
+        if last.is_none_or(|l| (i - l) as f64 > run) {
+            n += 1;
+        }
+        last = Some(i);
+    }
+    n
+}
+
+fn row(thread: &str, method: &str, status: &str, p: f64, z: f64, expected: f64, observed: usize) {
+    println!(
+        "| {thread} | {method} | {status} | {p:.0e} | {:.1} | {expected:.1} | {observed} | {:.2} |",
+        z / 1e3,
+        observed as f64 / expected
+    );
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.len() < 2 {
+        eprintln!("usage: held_out_methods DB RUN [SEGMENT_S (60)]");
+        std::process::exit(2);
+    }
+    let segment_s: f64 = args.get(2).map_or(60.0, |s| s.parse().expect("SEGMENT_S"));
+    let store = Store::open_read_only(Path::new(&args[0])).expect("open the database");
+    let id: RunId = args[1].parse().expect("RUN");
+    let detail = store.run(id).expect("the run");
+    assert!(
+        detail.raw_samples > 0,
+        "run {id} has no raw samples (measure --raw)"
+    );
+    println!("| thread | method | fit | p | level µs | expected | observed | ratio |");
+    println!("|---|---|---|---|---|---|---|---|");
+    for t in &detail.threads {
+        assert!(t.interval_ns > 0, "thread {} has no interval", t.thread);
+        let hz = 1e9 / t.interval_ns as f64;
+        let mut all = Vec::with_capacity(t.samples as usize);
+        store
+            .for_each_raw_chunk(id, t.thread, &mut |chunk| {
+                all.extend(chunk.iter().map(|(_, latency, _)| *latency as f64));
+                Ok(())
+            })
+            .expect("raw samples");
+        // Segments of whole seconds, so that blocks do not straddle the joins.
+        let per = ((segment_s * hz).round() as usize).max(hz.round() as usize);
+        let (mut fit, mut held) = (Vec::new(), Vec::new());
+        for (k, s) in all.chunks(per).enumerate() {
+            if k % 2 == 0 { &mut fit } else { &mut held }.extend_from_slice(s);
+        }
+        let name = t
+            .cpu
+            .map_or(format!("thread {}", t.thread), |c| format!("CPU {c}"));
+        eprintln!(
+            "{name}: {} wake-ups fitted, {} held out, segments of {segment_s} s",
+            fit.len(),
+            held.len()
+        );
+        let o = Options {
+            probabilities: vec![1e-3, 1e-4, 1e-5],
+            regimes: true,
+            ..Options::default()
+        };
+        let a = analyse(&tail_of(&fit, hz), &o, true);
+        let status = if a.accepted() { "accepted" } else { "refused" };
+        let n_held = held.len() as f64;
+        let hours_held = n_held / hz / 3600.0;
+        for l in &a.wakeup_levels {
+            let seen = held.iter().filter(|&&x| x > l.estimate_ns).count();
+            row(
+                &name,
+                "pot/wakeup",
+                status,
+                l.probability,
+                l.estimate_ns,
+                l.probability * n_held,
+                seen,
+            );
+        }
+        if let Some(m) = &a.model {
+            for l in &a.levels {
+                let seen = episodes(&held, l.estimate_ns, m.run_length);
+                match l.once_per_s {
+                    Some(s) if (s - 3600.0).abs() < 1e-6 => row(
+                        &name,
+                        "pot/hour",
+                        status,
+                        l.probability,
+                        l.estimate_ns,
+                        hours_held,
+                        seen,
+                    ),
+                    _ if o.probabilities.contains(&l.probability) => row(
+                        &name,
+                        "pot/episode",
+                        status,
+                        l.probability,
+                        l.estimate_ns,
+                        l.probability * n_held,
+                        seen,
+                    ),
+                    _ => {}
+                }
+            }
+        }
+        if a.refusals
+            .iter()
+            .any(|r| matches!(r, rtscope_evt::Refusal::NotEstimable { .. }))
+        {
+            eprintln!("{name}: POT not estimable: no POT levels");
+        }
+        let Some(r) = &a.regimes else { continue };
+        match &r.envelope {
+            Answer::Given(e) => {
+                for l in &e.levels {
+                    let seen = held.iter().filter(|&&x| x > l.estimate_ns).count();
+                    row(
+                        &name,
+                        "envelope/wakeup",
+                        "given",
+                        l.probability,
+                        l.estimate_ns,
+                        l.probability * n_held,
+                        seen,
+                    );
+                }
+            }
+            Answer::NotGiven { why } => eprintln!("{name}: no envelope: {why}"),
+        }
+        let held_blocks = block_maxima(&held, hz.round() as usize);
+        match (
+            &r.blocks,
+            gev::choose(&block_maxima(&fit, hz.round() as usize)),
+        ) {
+            (Answer::Given(b), Some((_, f))) if b.block_s == 1.0 => {
+                let nb = held_blocks.len() as f64;
+                for q in [1e-1, 1e-2, 1e-3] {
+                    let z = f.gev.level(q);
+                    let seen = held_blocks.iter().filter(|&&x| x > z).count();
+                    row(&name, "gev/block", "given", q, z, q * nb, seen);
+                }
+                let z = f.gev.level(1.0 / 3600.0);
+                let seen = held_blocks.iter().filter(|&&x| x > z).count();
+                row(
+                    &name,
+                    "gev/hour",
+                    "given",
+                    1.0 / 3600.0,
+                    z,
+                    nb / 3600.0,
+                    seen,
+                );
+            }
+            (Answer::NotGiven { why }, _) => eprintln!("{name}: no block maxima: {why}"),
+            _ => eprintln!(
+                "{name}: block maxima of 1 min (a run of 200 min or more): not checked per second"
+            ),
+        }
+    }
+}
