@@ -23,6 +23,7 @@ pub mod precision;
 pub mod regimes;
 pub mod render;
 pub mod threshold;
+pub mod units;
 pub mod words;
 
 use threshold::{Candidate, Point};
@@ -298,7 +299,7 @@ impl std::fmt::Display for Refusal {
                 write!(
                     f,
                     "not estimable from this run (observed max {}, {seen}): ",
-                    render::us(*observed_max_ns)
+                    units::us(*observed_max_ns)
                 )?;
                 match (why, xi) {
                     (far::Why::Heavy, Some(xi)) => write!(

@@ -13,7 +13,7 @@
 //! 5,000 wake-ups fitted with ξ̂ < 0 and read as exponential: 6 % wide, then 33 % at 10,000),
 //! and a sample that fits the model is refused by chance about 6 % of the time.
 
-use crate::render::us;
+use crate::units::us;
 use crate::{Analysis, Level, Refusal};
 
 /// An analysis at one probability against a precision.

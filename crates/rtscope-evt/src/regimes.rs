@@ -298,7 +298,7 @@ fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Answer<Envelope> {
     if (total as usize) < ENVELOPE_EXCEEDANCES {
         return not(format!(
             "{total} wake-ups above {} in the whole run, {ENVELOPE_EXCEEDANCES} needed",
-            crate::render::us(s.level_ns)
+            crate::units::us(s.level_ns)
         ));
     }
     let mut order: Vec<usize> = (0..SEGMENTS).collect();
@@ -325,7 +325,7 @@ fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Answer<Envelope> {
         return not(format!(
             "{} episodes above {} in the whole run, {ENVELOPE_EPISODES} needed",
             c.maxima.len(),
-            crate::render::us(u)
+            crate::units::us(u)
         ));
     }
     let heavy = |c: &threshold::Clusters| {
@@ -449,7 +449,7 @@ fn blocks(tail: &Tail, hz: f64, o: &Options) -> Answer<BlockMaxima> {
             "the block maxima's tail is too heavy to bound beyond the data (GEV ξ = {:+.2} > {}; largest block maximum {})",
             fit.gev.xi,
             far::MAX_XI,
-            crate::render::us(x.iter().copied().fold(0.0, f64::max))
+            crate::units::us(x.iter().copied().fold(0.0, f64::max))
         ));
     }
     let chi2 = crate::diag::chi2_1(o.confidence);
@@ -497,146 +497,6 @@ pub fn held_out(x: &[f64]) -> Option<HeldOut> {
         expected: q * odd.len() as f64,
         observed: odd.iter().filter(|&&v| v > level).count(),
     })
-}
-
-/// "segments 3 and 7", "segments 2, 5 and 9", "segment 4".
-fn named(segments: &[usize]) -> String {
-    let n: Vec<String> = segments.iter().map(|s| s.to_string()).collect();
-    match n.as_slice() {
-        [one] => format!("segment {one}"),
-        [rest @ .., last] => format!("segments {} and {last}", rest.join(", ")),
-        [] => "no segment".to_string(),
-    }
-}
-
-/// The answers as `rtscope tail` prints them, below the thread's analysis.
-pub fn text(o: &mut String, r: &Regimes, confidence: f64) {
-    use crate::render::us;
-    use std::fmt::Write;
-    let conf = confidence * 100.0;
-    let _ = writeln!(
-        o,
-        "  while the run ran (answers that do not assume one stationary tail):"
-    );
-    match &r.segments {
-        Answer::Given(s) => segments_text(o, s),
-        Answer::NotGiven { why } => {
-            let _ = writeln!(o, "    segments: not given: {why}");
-        }
-    }
-    match &r.envelope {
-        Answer::Given(e) => {
-            let _ = writeln!(
-                o,
-                "    worst-segment envelope: per wake-up, as if every moment were like {} ({:.0} % of the run; {conf:.0} % confidence interval):",
-                named(&e.segments),
-                e.share_of_run * 100.0
-            );
-            let mut rows = String::new();
-            crate::render::rows(&mut rows, &e.levels, false);
-            for line in rows.lines() {
-                let _ = writeln!(o, "  {line}");
-            }
-            let _ = writeln!(
-                o,
-                "      assumes: those segments hold this workload's worst conditions, and above {} their {} episodes' maxima follow one GPD (ξ = {:+.2}); conditions the run did not see are not covered",
-                us(e.threshold_ns),
-                e.episodes,
-                e.gpd.xi
-            );
-        }
-        Answer::NotGiven { why } => {
-            let _ = writeln!(o, "    worst-segment envelope: not given: {why}");
-        }
-    }
-    match &r.blocks {
-        Answer::Given(b) => blocks_text(o, b, conf),
-        Answer::NotGiven { why } => {
-            let _ = writeln!(o, "    block maxima: not given: {why}");
-        }
-    }
-}
-
-fn blocks_text(o: &mut String, b: &BlockMaxima, conf: f64) {
-    use crate::render::{span, us};
-    use std::fmt::Write;
-    let _ = writeln!(
-        o,
-        "    block maxima: the largest latency of each of {} blocks of {}, a GEV (ξ = {:+.2}, fitted to the largest {:.0} % of them); per time of this workload ({conf:.0} % confidence interval):",
-        b.blocks,
-        span(b.block_s),
-        b.gev.xi,
-        100.0 * (1.0 - b.censored_share)
-    );
-    for l in &b.levels {
-        let beyond = if l.extrapolation > 1.0 {
-            format!("{:.0} × the run", l.extrapolation)
-        } else {
-            "within the run".to_string()
-        };
-        let _ = writeln!(
-            o,
-            "      once per {:<8} {:>12}  [{} .. {}]  {beyond}",
-            span(l.once_per_s),
-            us(l.estimate_ns),
-            us(l.lower_ns),
-            l.upper_ns.map_or("unbounded".to_string(), us)
-        );
-    }
-    if let Some(h) = &b.held_out {
-        let _ = writeln!(
-            o,
-            "      held out: fitted on {} alternate blocks, the level a block exceeds with probability {} ({}) was exceeded by {} of the other {}, {:.1} expected: {:.2} ×",
-            h.fitted,
-            h.per_block,
-            us(h.level_ns),
-            h.observed,
-            h.checked,
-            h.expected,
-            h.ratio()
-        );
-    }
-    let _ = writeln!(
-        o,
-        "      assumes: the run's mix of conditions goes on in the same proportions (the blocks come from that mix, not from one regime)"
-    );
-}
-
-fn segments_text(o: &mut String, s: &Segments) {
-    use crate::render::{span, us};
-    use std::fmt::Write;
-    let level = us(s.level_ns);
-    let each = span(s.seconds_per_segment);
-    let held = format!(
-        "{} of {SEGMENTS} hold {:.0} % of them; {each} each",
-        named(&s.holding),
-        s.holding_share * 100.0
-    );
-    let said = match s.change {
-        _ if s.same_rate_p >= 0.01 => format!(
-            "the rate of latencies above {level} stayed about the same across the run's {SEGMENTS} segments of {each} (p = {:.2} for one rate)",
-            s.same_rate_p
-        ),
-        Some(c) => format!(
-            "the rate of latencies above {level} changed {c:.0} × during the run ({held})"
-        ),
-        None => format!(
-            "the rate of latencies above {level} went from none in some segments to {} in one ({held})",
-            s.counts.iter().max().unwrap_or(&0)
-        ),
-    };
-    let _ = writeln!(o, "    segments: {said}");
-    let cells = |v: Vec<String>| v.iter().map(|c| format!("{c:>6}")).collect::<String>();
-    let _ = writeln!(
-        o,
-        "      segment {}",
-        cells((1..=SEGMENTS).map(|i| i.to_string()).collect())
-    );
-    let _ = writeln!(
-        o,
-        "      above   {}",
-        cells(s.counts.iter().map(|c| c.to_string()).collect())
-    );
 }
 
 #[cfg(test)]

@@ -1,33 +1,13 @@
 //! The analysis as text for people (`rtscope tail`, the report's tail section); JSON is the
 //! serde form of [`crate::Analysis`]. Refusals in plain words with their fixes come from
-//! [`crate::words`], the answers for a changing tail from [`crate::regimes::text`].
+//! [`crate::words`], the answers for a changing tail at the end of this file ([`regimes_text`]).
 
 use crate::gate::{TailLimit, Verdict};
+use crate::regimes::{Answer, BlockMaxima, Regimes, Segments, SEGMENTS};
+use crate::units::{span, us};
 use crate::words::{self, Fix, Who};
 use crate::{Analysis, Level, Outcome};
 use std::fmt::Write;
-
-/// A latency for people: `850 ns`, `12.3 µs`, `38.5 ms`, `6.80 s`.
-pub fn us(ns: f64) -> String {
-    match ns {
-        ns if ns < 1e3 => format!("{ns:.0} ns"),
-        ns if ns < 1e7 => format!("{:.1} µs", ns / 1e3),
-        ns if ns < 1e9 => format!("{:.1} ms", ns / 1e6),
-        ns => format!("{:.2} s", ns / 1e9),
-    }
-}
-
-/// A time in words: `1 h`, `2.5 d`, `3.2 y`.
-pub fn span(s: f64) -> String {
-    let year = 365.25 * 86400.0;
-    match s {
-        s if s < 120.0 => format!("{s:.0} s"),
-        s if s < 7200.0 => format!("{:.0} min", s / 60.0),
-        s if s < 2.0 * 86400.0 => format!("{:.1} h", s / 3600.0),
-        s if s < year => format!("{:.1} d", s / 86400.0),
-        s => format!("{:.1} y", s / year),
-    }
-}
 
 /// The report of one thread (`run 12, CPU 2: …`).
 pub fn text(who: &Who, a: &Analysis) -> String {
@@ -77,7 +57,7 @@ pub fn text(who: &Who, a: &Analysis) -> String {
         }
     }
     if let Some(r) = &a.regimes {
-        crate::regimes::text(&mut o, r, a.confidence);
+        regimes_text(&mut o, r, a.confidence);
     }
     o
 }
@@ -265,4 +245,143 @@ pub fn limit(l: &TailLimit, v: &Verdict) -> String {
         ),
     };
     format!("  limit {l} ≤ {}: {said}", us(l.limit.0 as f64))
+}
+
+// ---- the answers for a changing tail (crate::regimes) ----
+
+/// "segments 3 and 7", "segments 2, 5 and 9", "segment 4".
+fn named(segments: &[usize]) -> String {
+    let n: Vec<String> = segments.iter().map(|s| s.to_string()).collect();
+    match n.as_slice() {
+        [one] => format!("segment {one}"),
+        [rest @ .., last] => format!("segments {} and {last}", rest.join(", ")),
+        [] => "no segment".to_string(),
+    }
+}
+
+/// The answers as `rtscope tail` prints them, below the thread's analysis.
+pub fn regimes_text(o: &mut String, r: &Regimes, confidence: f64) {
+    use std::fmt::Write;
+    let conf = confidence * 100.0;
+    let _ = writeln!(
+        o,
+        "  while the run ran (answers that do not assume one stationary tail):"
+    );
+    match &r.segments {
+        Answer::Given(s) => segments_text(o, s),
+        Answer::NotGiven { why } => {
+            let _ = writeln!(o, "    segments: not given: {why}");
+        }
+    }
+    match &r.envelope {
+        Answer::Given(e) => {
+            let _ = writeln!(
+                o,
+                "    worst-segment envelope: per wake-up, as if every moment were like {} ({:.0} % of the run; {conf:.0} % confidence interval):",
+                named(&e.segments),
+                e.share_of_run * 100.0
+            );
+            let mut table = String::new();
+            rows(&mut table, &e.levels, false);
+            for line in table.lines() {
+                let _ = writeln!(o, "  {line}");
+            }
+            let _ = writeln!(
+                o,
+                "      assumes: those segments hold this workload's worst conditions, and above {} their {} episodes' maxima follow one GPD (ξ = {:+.2}); conditions the run did not see are not covered",
+                us(e.threshold_ns),
+                e.episodes,
+                e.gpd.xi
+            );
+        }
+        Answer::NotGiven { why } => {
+            let _ = writeln!(o, "    worst-segment envelope: not given: {why}");
+        }
+    }
+    match &r.blocks {
+        Answer::Given(b) => blocks_text(o, b, conf),
+        Answer::NotGiven { why } => {
+            let _ = writeln!(o, "    block maxima: not given: {why}");
+        }
+    }
+}
+
+fn blocks_text(o: &mut String, b: &BlockMaxima, conf: f64) {
+    use std::fmt::Write;
+    let _ = writeln!(
+        o,
+        "    block maxima: the largest latency of each of {} blocks of {}, a GEV (ξ = {:+.2}, fitted to the largest {:.0} % of them); per time of this workload ({conf:.0} % confidence interval):",
+        b.blocks,
+        span(b.block_s),
+        b.gev.xi,
+        100.0 * (1.0 - b.censored_share)
+    );
+    for l in &b.levels {
+        let beyond = if l.extrapolation > 1.0 {
+            format!("{:.0} × the run", l.extrapolation)
+        } else {
+            "within the run".to_string()
+        };
+        let _ = writeln!(
+            o,
+            "      once per {:<8} {:>12}  [{} .. {}]  {beyond}",
+            span(l.once_per_s),
+            us(l.estimate_ns),
+            us(l.lower_ns),
+            l.upper_ns.map_or("unbounded".to_string(), us)
+        );
+    }
+    if let Some(h) = &b.held_out {
+        let _ = writeln!(
+            o,
+            "      held out: fitted on {} alternate blocks, the level a block exceeds with probability {} ({}) was exceeded by {} of the other {}, {:.1} expected: {:.2} ×",
+            h.fitted,
+            h.per_block,
+            us(h.level_ns),
+            h.observed,
+            h.checked,
+            h.expected,
+            h.ratio()
+        );
+    }
+    let _ = writeln!(
+        o,
+        "      assumes: the run's mix of conditions goes on in the same proportions (the blocks come from that mix, not from one regime)"
+    );
+}
+
+fn segments_text(o: &mut String, s: &Segments) {
+    use std::fmt::Write;
+    let level = us(s.level_ns);
+    let each = span(s.seconds_per_segment);
+    let held = format!(
+        "{} of {SEGMENTS} hold {:.0} % of them; {each} each",
+        named(&s.holding),
+        s.holding_share * 100.0
+    );
+    let said = match s.change {
+        _ if s.same_rate_p >= 0.01 => format!(
+            "the rate of latencies above {level} stayed about the same across the run's {SEGMENTS} segments of {each} (p = {:.2} for one rate)",
+            s.same_rate_p
+        ),
+        Some(c) => format!(
+            "the rate of latencies above {level} changed {c:.0} × during the run ({held})"
+        ),
+        None => format!(
+            "the rate of latencies above {level} went from none in some segments to {} in one ({held})",
+            s.counts.iter().max().unwrap_or(&0)
+        ),
+    };
+    let _ = writeln!(o, "    segments: {said}");
+    let cells = |v: Vec<String>| v.iter().map(|c| format!("{c:>6}")).collect::<String>();
+    let _ = writeln!(
+        o,
+        "      segment {}",
+        cells((1..=SEGMENTS).map(|i| i.to_string()).collect())
+    );
+    let _ = writeln!(
+        o,
+        "      above   {}",
+        cells(s.counts.iter().map(|c| c.to_string()).collect())
+    );
 }

@@ -18,7 +18,7 @@ use super::change::Change;
 use super::group::Group;
 use super::model::Merged;
 use super::verdict::{delta_pct, Basis, Thresholds, Verdict};
-use rtscope_evt::render::us;
+use rtscope_evt::units::us;
 use rtscope_evt::{Level, Options, Refusal};
 use std::fmt::Write;
 
