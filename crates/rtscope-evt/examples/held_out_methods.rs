@@ -1,5 +1,5 @@
 //! Held-out validation of every answer of `rtscope tail` on a recorded `--raw` run (a benchmark,
-//! run by `bench/tail-heldout.sh`, issue 50): per thread the run is cut into segments of
+//! run by `bench/tail-answers-held-out.sh`, issue 50): per thread the run is cut into segments of
 //! SEGMENT seconds; the even segments, joined, are fitted as `rtscope tail` fits a run and the
 //! odd ones are held out. Each level is checked by counting what exceeded it in the held-out
 //! part against what its probability predicts:

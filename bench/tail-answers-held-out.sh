@@ -7,14 +7,14 @@
 # block and per hour (GEV of 1 s block maxima). A ratio near 1 is a level that held; above 1,
 # a level exceeded more often than it said.
 #
-# Usage: bash bench/tail-heldout.sh DB RUN [SEGMENT_S]
+# Usage: bash bench/tail-answers-held-out.sh DB RUN [SEGMENT_S]
 #   The run must have raw samples. BENCHMARKS.md's table is to come from
 #     rtscope measure --cpus 1 -p 95 -i 1ms -D 40m --raw --db heldout.db --label heldout-40m
-#     bash bench/tail-heldout.sh heldout.db 1
+#     bash bench/tail-answers-held-out.sh heldout.db 1
 #   on a quiet machine; a 60 s run checks that the script works (its counts are too small to
 #   mean anything):
 #     rtscope measure --cpus 1 -p 95 -i 1ms -D 60s --raw --db heldout-short.db
-#     bash bench/tail-heldout.sh heldout-short.db 1 10
+#     bash bench/tail-answers-held-out.sh heldout-short.db 1 10
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $# -ge 2 ]] || { sed -n '2,19p' "$0" >&2; exit 2; }
