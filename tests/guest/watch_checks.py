@@ -92,7 +92,9 @@ def _verify_db(c, kernel: str, db: Path, killed: list[str], explain: bool) -> No
              f"{lost:.1f} s between the last stored end and the kill")
     if explain:
         culprits = [json.loads(x[3]).get("culprit") for x in rows if x[3]]
-        named = [n for n in culprits if n and "culprit:" in n]
+        # By command (`thread culprit`, its PIDs in `culprit_pids`; before 27 Nov 2026 by PID:
+        # `thread culprit:4711:rt99`).
+        named = [n for n in culprits if n and n.startswith("thread culprit")]
         c.expect(kernel, "watch --explain names the injected culprit in its windows",
                  bool(named), f"culprits {culprits[:8]}")
 
