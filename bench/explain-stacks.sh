@@ -13,12 +13,12 @@ pairs=${1:-10}
 secs=${2:-30}
 interval=${3:-200}
 threshold=${4:-50us}
-bin=./target/release/rtscope
+bin=${RTSCOPE:-./target/release/rtscope}
 [ -x "$bin" ] || { echo "build first: cargo build --release -p rtscope" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "run as root (tracefs, SCHED_FIFO)" >&2; exit 2; }
 out=$(mktemp -d /tmp/rtscope-bench-stacks.XXXXXX)
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$out"' EXIT
+trap '[ ${#pids[@]} -eq 0 ] || kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$out"; true' EXIT
 if [ "${LOAD:-}" = hog ]; then
   total=$(( pairs * 2 * (secs + 3) + 30 ))
   taskset -c 1 timeout "$total" sh -c 'while :; do :; done' & pids+=($!)
