@@ -38,6 +38,8 @@ pub mod respond;
 pub mod session;
 pub mod smi_sampler;
 pub mod sysinfo;
+#[cfg(test)]
+mod test_plans;
 
 pub use drive::Event;
 pub use plan::{

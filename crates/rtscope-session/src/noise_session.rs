@@ -254,21 +254,7 @@ mod tests {
     use rtscope_engine::CpuSet;
     use rtscope_store::RunKind;
 
-    /// The plan of a noise run on CPU 0 of CPUs 0-1 with `spec` (one second).
-    fn plan(
-        cpus: &[usize],
-        spec: crate::plan::NoiseSpec,
-    ) -> Result<crate::RunPlan, crate::PlanError> {
-        let s = crate::PlanSpec {
-            cpus: Some(CpuSet::from_cpus(cpus.iter().copied())),
-            policy: crate::PolicyChoice::Other,
-            priority: 0,
-            duration: Some(Nanos::from_secs(1)),
-            workload: crate::WorkloadSpec::Noise(spec),
-            ..crate::PlanSpec::default()
-        };
-        crate::RunPlan::build(&s, &CpuSet::from_cpus([0, 1]))
-    }
+    use crate::test_plans::noise_plan as plan;
 
     #[test]
     fn each_session_refuses_a_plan_of_another_workload() {

@@ -413,24 +413,9 @@ fn hwlat(s: &NoiseSpec, plan: &RunPlan, c: &NoiseConfig) -> Result<HwlatConfig, 
 mod tests {
     //! The noise workload's checks, each error worded as each front end spells the setting.
     use crate::noise::{NoiseLimit, DEFAULT_PERIOD, DEFAULT_RUNTIME, DEFAULT_THRESHOLD, MAX_GAPS};
+    use crate::test_plans::noise_plan as plan;
     use rtscope_core::Nanos;
     use rtscope_engine::noise::Threshold;
-    use rtscope_engine::CpuSet;
-    /// The plan of a noise run on CPU 0 of CPUs 0-1 with `spec` (one second).
-    fn plan(
-        cpus: &[usize],
-        spec: crate::plan::NoiseSpec,
-    ) -> Result<crate::RunPlan, crate::PlanError> {
-        let s = crate::PlanSpec {
-            cpus: Some(CpuSet::from_cpus(cpus.iter().copied())),
-            policy: crate::PolicyChoice::Other,
-            priority: 0,
-            duration: Some(Nanos::from_secs(1)),
-            workload: crate::WorkloadSpec::Noise(spec),
-            ..crate::PlanSpec::default()
-        };
-        crate::RunPlan::build(&s, &CpuSet::from_cpus([0, 1]))
-    }
 
     fn message(spec: crate::plan::NoiseSpec, naming: crate::Naming) -> String {
         plan(&[0], spec).unwrap_err().message(naming)
