@@ -191,6 +191,7 @@ pub mod hwlat;
 pub mod json;
 pub mod kept;
 pub mod platform;
+pub mod progress;
 pub mod record;
 pub mod run;
 

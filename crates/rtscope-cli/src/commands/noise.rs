@@ -10,9 +10,9 @@ use crate::commands::measure::plan_error;
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_core::text::short;
 use rtscope_core::Nanos;
-use rtscope_engine::noise::NoiseRun;
 use rtscope_engine::{sys, CpuSet};
 use rtscope_session::noise::json::{document, DocMeta};
+use rtscope_session::noise::progress::NoiseProgress;
 use rtscope_session::noise::run::{counter_line, render_checks, table};
 use rtscope_session::noise::{self as noise, NoiseLimit, NoiseLimitError};
 use rtscope_session::noise_session::{NoiseMeasured, NoiseSession};
@@ -20,7 +20,7 @@ use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::record::RecordSpec;
 use rtscope_session::{preflight, NoiseSpec, PlanSpec, PolicyChoice, RunPlan, SystemSettings};
 use rtscope_session::{Naming, WorkloadSpec};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 
 fn dur(text: &str, flag: &str, unit: &str) -> Result<Nanos, UsageError> {
     Nanos::parse_with_default_unit(text, unit)
@@ -153,7 +153,12 @@ pub fn run(
         e => anyhow::Error::from(e),
     })?;
     announce(a, &session);
-    let mut progress = Progress::new(!a.quiet, session.plan());
+    let duration = session
+        .plan()
+        .workload
+        .noise()
+        .map_or(Nanos::ZERO, |n| n.config.duration);
+    let mut progress = NoiseProgress::new(!a.quiet, duration);
     let m = session.drive(&mut |run| progress.update(run));
     progress.clear();
     // A closed stdout loses the text, never the run nor the exit code.
@@ -291,63 +296,4 @@ fn finish(
         status = ExitStatus::Usage;
     }
     Ok(status)
-}
-
-/// The progress line on a terminal (stderr, redrawn about once a second): the time run, the
-/// longest gap and the gaps over the threshold so far. Nothing off a terminal.
-struct Progress {
-    enabled: bool,
-    shown: bool,
-    duration: Nanos,
-    start: std::time::Instant,
-    last: u64,
-}
-
-impl Progress {
-    fn new(enabled: bool, plan: &RunPlan) -> Self {
-        Progress {
-            enabled: enabled && std::io::stderr().is_terminal(),
-            shown: false,
-            duration: plan
-                .workload
-                .noise()
-                .map_or(Nanos::ZERO, |n| n.config.duration),
-            start: std::time::Instant::now(),
-            last: 0,
-        }
-    }
-
-    /// Redraws the line once a second; a failing stderr is silence, never the end of the run.
-    fn update(&mut self, run: &NoiseRun) {
-        let secs = self.start.elapsed().as_secs();
-        if !self.enabled || secs == self.last {
-            return;
-        }
-        self.last = secs;
-        let (mut over, mut max) = (0u64, Nanos::ZERO);
-        for t in run.threads() {
-            let tot = t.totals();
-            over += tot.over;
-            max = max.max(tot.max.map_or(Nanos::ZERO, |g| g.duration));
-        }
-        let line = format!(
-            "[{secs}s/{:.0}s] gaps over the threshold {over}, longest {}",
-            self.duration.as_secs_f64(),
-            short(max)
-        );
-        let mut e = std::io::stderr();
-        self.shown = true;
-        if write!(e, "\r\x1b[2K{line}")
-            .and_then(|()| e.flush())
-            .is_err()
-        {
-            self.enabled = false;
-        }
-    }
-
-    fn clear(&mut self) {
-        if self.shown {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
-        }
-    }
 }
