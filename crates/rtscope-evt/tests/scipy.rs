@@ -58,30 +58,7 @@ fn the_fit_agrees_with_scipy_genpareto() {
         .iter()
         .map(|y| format!("{}\n", serde_json_line(y)))
         .collect();
-    let mut child = Command::new("python3")
-        .args(["-c", SCRIPT])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run python3");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
-    assert!(
-        o.status.success(),
-        "scipy failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = scipy_lines(SCRIPT, &input);
     assert_eq!(lines.len(), data.len());
     for (y, s) in data.iter().zip(&lines) {
         let f = gpd::fit(y).unwrap();
@@ -199,30 +176,7 @@ fn the_block_maxima_fit_agrees_with_scipy_genextreme() {
         .iter()
         .map(|(x, c)| format!("{}\n", serde_json::json!({"x": x, "censor": c})))
         .collect();
-    let mut child = Command::new("python3")
-        .args(["-c", GEV_SCRIPT])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("run python3");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
-    assert!(
-        o.status.success(),
-        "scipy failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&o.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let lines = scipy_lines(GEV_SCRIPT, &input);
     assert_eq!(lines.len(), data.len());
     for ((x, censor), s) in data.iter().zip(&lines) {
         let f = gev::fit(&gev::Sample::censored(x, *censor)).unwrap();
@@ -256,4 +210,33 @@ fn the_block_maxima_fit_agrees_with_scipy_genextreme() {
             );
         }
     }
+}
+
+/// Runs the Python `script` with `input` on its stdin and reads one JSON value per line it
+/// prints (the scipy side of each comparison).
+fn scipy_lines(script: &str, input: &str) -> Vec<serde_json::Value> {
+    use std::io::Write;
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run python3");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        o.status.success(),
+        "scipy failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
