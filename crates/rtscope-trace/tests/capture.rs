@@ -202,43 +202,36 @@ fn wanted(name: &str) -> bool {
     std::env::var("RTSCOPE_CAPTURE").map_or(true, |v| v.split(',').any(|x| x == name))
 }
 
+/// The fixture `name`: the culprit's bursts on `cpu` during `secs` s of measurement (with the
+/// stack trigger when `stacks`), the spikes kept those inside a burst.
+fn capture_culprit(cpu: usize, name: &str, stacks: bool, secs: u64) {
+    let bursts = Arc::new(Mutex::new(Vec::new()));
+    let (inst, pages, spikes) = record_with(cpu, stacks, || {
+        let _c = culprit(cpu, 3, bursts.clone());
+        measure(cpu, secs, 1_500_000, |_| {})
+    });
+    let b = bursts.lock().unwrap().clone();
+    let spikes: Vec<Spike> = spikes
+        .into_iter()
+        .filter(|s| {
+            b.iter()
+                .any(|&(x, y)| s.deadline_ns >= x && s.deadline_ns <= y)
+        })
+        .collect();
+    save(name, &inst, &pages, &spikes);
+}
+
 #[test]
 #[ignore = "writes the fixtures; run as root on purpose"]
 fn capture_fixtures() {
     let (cpu, _) = cpus_or_skip().unwrap();
     if wanted("culprit") {
-        let bursts = Arc::new(Mutex::new(Vec::new()));
-        let (inst, pages, spikes) = record(cpu, || {
-            let _c = culprit(cpu, 3, bursts.clone());
-            measure(cpu, 2, 1_500_000, |_| {})
-        });
-        let b = bursts.lock().unwrap().clone();
-        let spikes: Vec<Spike> = spikes
-            .into_iter()
-            .filter(|s| {
-                b.iter()
-                    .any(|&(x, y)| s.deadline_ns >= x && s.deadline_ns <= y)
-            })
-            .collect();
-        save("culprit", &inst, &pages, &spikes);
+        capture_culprit(cpu, "culprit", false, 2);
     }
     if wanted("stacks") {
         // The culprit again, with the kernel stack trigger: each spike's switch back to the
         // measuring thread comes with the culprit's stack.
-        let bursts = Arc::new(Mutex::new(Vec::new()));
-        let (inst, pages, spikes) = record_with(cpu, true, || {
-            let _c = culprit(cpu, 3, bursts.clone());
-            measure(cpu, 1, 1_500_000, |_| {})
-        });
-        let b = bursts.lock().unwrap().clone();
-        let spikes: Vec<Spike> = spikes
-            .into_iter()
-            .filter(|s| {
-                b.iter()
-                    .any(|&(x, y)| s.deadline_ns >= x && s.deadline_ns <= y)
-            })
-            .collect();
-        save("stacks", &inst, &pages, &spikes);
+        capture_culprit(cpu, "stacks", true, 1);
     }
     if wanted("timer_storm") {
         let targets = Arc::new(Mutex::new(Vec::new()));
