@@ -192,7 +192,7 @@ impl LeftOut {
             LeftOut::NotAsked => "explained without kernel stacks",
             LeftOut::NoneTaken => "stacks asked for, none taken",
             LeftOut::Unreadable => "explanation unreadable",
-            LeftOut::NoExposure => "no wake-ups recorded to divide by",
+            LeftOut::NoExposure => "nothing to divide by (no wake-ups or runtime recorded)",
         }
     }
 

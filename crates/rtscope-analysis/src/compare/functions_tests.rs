@@ -338,3 +338,41 @@ fn more_stored_rows_than_the_bound_are_summed_not_dropped() {
     assert_eq!(b[MAX_READ - 1].function, OTHER_FUNCTIONS);
     assert_eq!(b.iter().map(|r| r.ns).sum::<u64>(), MAX_READ as u64 + 10);
 }
+
+#[test]
+fn noise_runs_are_compared_per_second_of_runtime_and_a_run_without_runtime_is_left_out() {
+    let noise = |id: RunId, runtime_ns: Option<u64>| {
+        let mut r = measured(id);
+        r.kind = RunKind::Noise;
+        r.noise = runtime_ns.map(|runtime_ns| crate::compare::model::NoiseTime {
+            noise_ns: 0,
+            runtime_ns,
+        });
+        r
+    };
+    let mut map = HashMap::new();
+    for id in [1, 2, 11, 12] {
+        map.insert(id, stacks(&[("f", 4_000)]));
+    }
+    let groups = vec![
+        Group::new(0, "a", vec![noise(1, Some(2_000_000_000))]),
+        Group::new(
+            1,
+            "b",
+            vec![noise(11, Some(1_000_000_000)), noise(12, None)],
+        ),
+    ];
+    let c =
+        Comparison::new(groups, &[Stat::Max], thresholds(), Stat::Max, None).with_functions(&map);
+    let fc = c.functions.as_ref().unwrap();
+    assert_eq!(fc.exposure, Exposure::Runtime);
+    assert_eq!(fc.coverage[1].left_out, vec![(12, LeftOut::NoExposure)]);
+    let f = row(&c, "f");
+    assert_eq!((f.base.rate, f.cand.rate), (2_000.0, 4_000.0));
+    let text = crate::compare::text::render(&c);
+    assert!(text.contains("per s of runtime"), "{text}");
+    assert!(
+        text.contains("run 12 nothing to divide by (no wake-ups or runtime recorded)"),
+        "{text}"
+    );
+}
