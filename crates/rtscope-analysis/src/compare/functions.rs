@@ -50,6 +50,8 @@ pub enum RunStacks {
         functions: Vec<FunctionTime>,
         /// Latency of its traced spikes (ns), with a stack or not.
         traced_ns: u64,
+        /// Its `--explain` threshold (ns): only spikes above it are charged.
+        threshold_ns: u64,
     },
 }
 
@@ -86,6 +88,7 @@ impl RunStacks {
                 (true, 0) => RunStacks::Stacks {
                     functions: Vec::new(),
                     traced_ns: 0,
+                    threshold_ns: e.summary.threshold_ns,
                 },
                 (true, traced) => RunStacks::NoneTaken { traced },
             };
@@ -93,6 +96,7 @@ impl RunStacks {
         RunStacks::Stacks {
             functions: bounded(stored.functions),
             traced_ns,
+            threshold_ns: e.summary.threshold_ns,
         }
     }
 }
@@ -225,6 +229,8 @@ pub struct Coverage {
     pub function_ns: u64,
     /// Exposure of the runs with stacks, in [`Exposure`] units.
     pub exposure: f64,
+    /// The distinct `--explain` thresholds of the runs with stacks (ns), smallest first.
+    pub thresholds_ns: Vec<u64>,
 }
 
 /// A function's time in one group.
@@ -354,6 +360,13 @@ pub struct FunctionComparison {
 }
 
 impl FunctionComparison {
+    /// Whether the runs with stacks were explained at more than one threshold (a function's
+    /// time counts only the spikes above its run's threshold).
+    pub fn thresholds_differ(&self) -> bool {
+        let mut all = self.coverage.iter().flat_map(|c| &c.thresholds_ns);
+        all.next().is_some_and(|first| all.any(|t| t != first))
+    }
+
     /// The comparison of `groups` by function, from what each run stored (`stacks`, by run
     /// id; a run absent was not explained); runs matched by stratum under `keys` for the
     /// test. `None` when no run of any group was explained (nothing to say).
@@ -406,6 +419,7 @@ impl<'a> GroupSide<'a> {
                 traced_ns: 0,
                 function_ns: 0,
                 exposure: 0.0,
+                thresholds_ns: Vec::new(),
             },
             runs: Vec::new(),
         };
@@ -418,10 +432,16 @@ impl<'a> GroupSide<'a> {
                 Some(RunStacks::Stacks {
                     functions,
                     traced_ns,
+                    threshold_ns,
                 }) => match exposure.units(r) {
                     None => LeftOut::NoExposure,
                     Some(units) => {
                         s.add(r, functions, *traced_ns, units);
+                        let t = &mut s.coverage.thresholds_ns;
+                        if !t.contains(threshold_ns) {
+                            t.push(*threshold_ns);
+                            rtscope_core::order::sort(t);
+                        }
                         continue;
                     }
                 },

@@ -29,6 +29,7 @@ fn stacks(functions: &[(&str, u64)]) -> RunStacks {
             })
             .collect(),
         traced_ns: functions.iter().map(|f| f.1).sum(),
+        threshold_ns: 100_000,
     }
 }
 
@@ -288,7 +289,7 @@ fn a_stored_summary_reads_as_stacks_only_when_stacks_were_taken() {
     let m = RunKind::Measure;
     assert!(matches!(
         RunStacks::of(&explained(with, &off), m),
-        RunStacks::Stacks { ref functions, traced_ns: 900 } if functions.len() == 1
+        RunStacks::Stacks { ref functions, traced_ns: 900, threshold_ns: 100_000 } if functions.len() == 1
     ));
     assert_eq!(
         RunStacks::of(&explained(none, &off), m),
@@ -310,7 +311,8 @@ fn a_stored_summary_reads_as_stacks_only_when_stacks_were_taken() {
         RunStacks::of(&explained(quiet, &on), m),
         RunStacks::Stacks {
             functions: vec![],
-            traced_ns: 0
+            traced_ns: 0,
+            threshold_ns: 100_000,
         }
     );
     // noise takes stacks whenever it explains.
@@ -374,5 +376,35 @@ fn noise_runs_are_compared_per_second_of_runtime_and_a_run_without_runtime_is_le
     assert!(
         text.contains("run 12 nothing to divide by (no wake-ups or runtime recorded)"),
         "{text}"
+    );
+}
+
+#[test]
+fn runs_explained_at_different_thresholds_are_warned_about() {
+    let at = |threshold_ns| RunStacks::Stacks {
+        functions: vec![FunctionTime {
+            function: "f".into(),
+            ns: 5_000_000,
+            spikes: 2,
+        }],
+        traced_ns: 5_000_000,
+        threshold_ns,
+    };
+    let same = compare(2, |_| at(1_500_000), |_| at(1_500_000));
+    assert!(!same.functions.as_ref().unwrap().thresholds_differ());
+    assert!(!crate::compare::text::render(&same).contains("thresholds differ"));
+    let c = compare(2, |_| at(1_500_000), |_| at(100_000));
+    assert!(c.functions.as_ref().unwrap().thresholds_differ());
+    let text = crate::compare::text::render(&c);
+    assert!(
+        text.contains(
+            "note: the runs were explained at different thresholds (A 1.50ms, B 100.0us)"
+        ),
+        "{text}"
+    );
+    let json = crate::compare::json::document(&c, 0);
+    assert_eq!(
+        json["kernel_functions"]["groups"][1]["explain_thresholds_ns"],
+        serde_json::json!([100_000])
     );
 }

@@ -126,6 +126,7 @@ fn functions(f: &FunctionComparison) -> Value {
             "traced_spike_ns": c.traced_ns,
             "charged_to_functions_ns": c.function_ns,
             "exposure": c.exposure,
+            "explain_thresholds_ns": c.thresholds_ns,
         })
     });
     let side = |s: &GroupTime| json!({"ns": s.ns, "spikes": s.spikes, "rate_ns": s.rate, "share": s.share});
@@ -160,6 +161,7 @@ fn functions(f: &FunctionComparison) -> Value {
     });
     json!({
         "per": f.exposure.json_name(),
+        "thresholds_differ": f.thresholds_differ(),
         "groups": coverage.collect::<Vec<_>>(),
         "candidates": candidates.collect::<Vec<_>>(),
     })

@@ -51,6 +51,26 @@ fn functions(f: &FunctionComparison) -> String {
     for c in &f.coverage {
         s.push_str(&coverage_line(c));
     }
+    if f.thresholds_differ() {
+        let each: Vec<String> = f
+            .coverage
+            .iter()
+            .filter(|c| !c.thresholds_ns.is_empty())
+            .map(|c| {
+                let t: Vec<String> = c
+                    .thresholds_ns
+                    .iter()
+                    .map(|&t| Nanos(t).to_string())
+                    .collect();
+                format!("{} {}", c.group, t.join("/"))
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "  note: the runs were explained at different thresholds ({}): a function's time counts only the spikes above its run's threshold; compare runs explained at one threshold",
+            each.join(", ")
+        );
+    }
     for cand in &f.candidates {
         if !cand.compared {
             let _ = writeln!(
