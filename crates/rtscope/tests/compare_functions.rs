@@ -119,6 +119,12 @@ fn compare_lists_the_kernel_functions_stored_runs_charged_and_names_a_group_with
     let v: serde_json::Value = serde_json::from_str(&compare(true)).unwrap();
     let kf = &v["kernel_functions"];
     assert_eq!(kf["per"], "per_million_wakeups");
+    // Every run explained at 1.5 ms: like with like, no note.
+    assert_eq!(kf["thresholds_differ"], false);
+    assert_eq!(
+        kf["groups"][0]["explain_thresholds_ns"],
+        serde_json::json!([1_500_000])
+    );
     assert_eq!(kf["groups"][2]["left_out"][0]["reason"], "no_stacks");
     assert_eq!(kf["candidates"][1]["compared"], false);
     let listed: Vec<&str> = kf["candidates"][0]["functions"]
