@@ -10,7 +10,8 @@
 //! function's per-run rates (0 in a run with stacks that never named it: a real zero) are
 //! ranked by the same stratified Mann–Whitney test as the statistics
 //! ([`super::significance`], its minimum-runs rule: with too few runs it is *not tested*,
-//! never significant).
+//! never significant), the p-values adjusted by Holm's method over the candidate's functions
+//! (a list of many functions tested at 5 % each would find some change by chance).
 //!
 //! A run without stacks (explained without `--explain-stacks on`, stacks asked for but none
 //! taken, or not explained) is left out and named, never counted as zero; a group with no run
@@ -19,7 +20,7 @@
 
 use super::group::Group;
 use super::model::RunData;
-use super::significance::{van_elteren, Test};
+use super::significance::{van_elteren, Test, ALPHA};
 use super::strata::Pairing;
 use rtscope_explain::stack::{FunctionTime, OTHER_FUNCTIONS};
 use rtscope_report::group::Key;
@@ -246,15 +247,28 @@ pub struct GroupTime {
     pub share: Option<f64>,
 }
 
+/// A function's decidable test, with its p-value adjusted for the candidate's other
+/// functions (Holm's step-down: a list of 50 functions tested at 5 % each would call some
+/// change significant by chance).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tested {
+    /// The stratified Mann–Whitney test of the per-run rates.
+    pub test: Test,
+    /// Its p-value adjusted by Holm's method over the candidate's decidable tests.
+    pub holm_p: f64,
+    /// How many decidable tests the adjustment is over.
+    pub tests: usize,
+}
+
 /// Whether a function's change is beyond run-to-run noise.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Outcome {
-    /// Significantly higher in the candidate (p < 0.05).
-    Higher(Test),
+    /// Significantly higher in the candidate (Holm-adjusted p < 0.05).
+    Higher(Tested),
     /// Significantly lower in the candidate.
-    Lower(Test),
-    /// The per-run rates overlap.
-    NotSignificant(Test),
+    Lower(Tested),
+    /// The per-run rates overlap (adjusted p ≥ 0.05).
+    NotSignificant(Tested),
     /// Too few runs for any outcome to be significant (`3 vs 2`), or no stratum in common.
     NotTested(Option<Test>),
 }
@@ -265,12 +279,14 @@ impl Outcome {
         matches!(self, Outcome::Higher(_) | Outcome::Lower(_))
     }
 
-    /// The outcome as text: `higher (p=0.029)`, `not tested: too few runs (n=3 per side)`.
+    /// The outcome as text: `higher (p=0.008, Holm 0.016)`, `not tested: too few runs (n=3
+    /// per side)`.
     pub fn text(&self) -> String {
+        let p = |t: &Tested| format!("p={:.3}, Holm {:.3}", t.test.p, t.holm_p);
         match self {
-            Outcome::Higher(t) => format!("higher (p={:.3})", t.p),
-            Outcome::Lower(t) => format!("lower (p={:.3})", t.p),
-            Outcome::NotSignificant(t) => format!("no significant difference (p={:.2})", t.p),
+            Outcome::Higher(t) => format!("higher ({})", p(t)),
+            Outcome::Lower(t) => format!("lower ({})", p(t)),
+            Outcome::NotSignificant(t) => format!("no significant difference ({})", p(t)),
             Outcome::NotTested(Some(t)) => {
                 format!("not tested: too few runs (n={})", t.runs_text())
             }
@@ -291,8 +307,16 @@ impl Outcome {
     /// The test, when one ran.
     pub fn test(&self) -> Option<&Test> {
         match self {
-            Outcome::Higher(t) | Outcome::Lower(t) | Outcome::NotSignificant(t) => Some(t),
+            Outcome::Higher(t) | Outcome::Lower(t) | Outcome::NotSignificant(t) => Some(&t.test),
             Outcome::NotTested(t) => t.as_ref(),
+        }
+    }
+
+    /// The Holm-adjusted p-value, when the test could decide.
+    pub fn holm_p(&self) -> Option<f64> {
+        match self {
+            Outcome::Higher(t) | Outcome::Lower(t) | Outcome::NotSignificant(t) => Some(t.holm_p),
+            Outcome::NotTested(_) => None,
         }
     }
 }
@@ -519,9 +543,16 @@ fn candidate(base: &GroupSide, cand: &GroupSide, keys: &[Key]) -> Candidate {
         .collect();
     let (base_runs, cand_runs) = (base.run_refs(), cand.run_refs());
     let pairing = Pairing::new(keys, &base_runs, &cand_runs);
+    let names: Vec<&str> = names.into_iter().collect();
+    let tests: Vec<Option<Test>> = names
+        .iter()
+        .map(|f| test(&pairing, base, cand, f))
+        .collect();
+    let outcomes = outcomes(tests);
     let mut rows: Vec<FunctionRow> = names
         .into_iter()
-        .map(|f| {
+        .zip(outcomes)
+        .map(|(f, outcome)| {
             let (b, c) = (base.side(f), cand.side(f));
             let presence = match (b.ns > 0 || b.spikes > 0, c.ns > 0 || c.spikes > 0) {
                 (false, true) => Presence::New,
@@ -531,7 +562,7 @@ fn candidate(base: &GroupSide, cand: &GroupSide, keys: &[Key]) -> Candidate {
             FunctionRow {
                 function: f.to_string(),
                 change: c.rate - b.rate,
-                outcome: outcome(&pairing, base, cand, f),
+                outcome,
                 base: b,
                 cand: c,
                 presence,
@@ -551,29 +582,56 @@ fn candidate(base: &GroupSide, cand: &GroupSide, keys: &[Key]) -> Candidate {
     }
 }
 
-/// The stratified rank test of `function`'s per-run rates.
-fn outcome(pairing: &Pairing, base: &GroupSide, cand: &GroupSide, function: &str) -> Outcome {
+/// The stratified rank test of `function`'s per-run rates (`None`: no stratum in common).
+fn test(pairing: &Pairing, base: &GroupSide, cand: &GroupSide, function: &str) -> Option<Test> {
     let strata: Vec<(Vec<f64>, Vec<f64>)> = pairing
         .matched
         .iter()
         .map(|(_, b, c)| (base.rates(b, function), cand.rates(c, function)))
         .collect();
-    let Some(test) = van_elteren(&strata) else {
-        return Outcome::NotTested(None);
-    };
-    if !test.decidable() {
-        return Outcome::NotTested(Some(test));
+    van_elteren(&strata)
+}
+
+/// Each test's outcome: not tested when its design cannot reach p < 0.05; else significant
+/// when its p-value, adjusted by Holm's step-down method over the decidable tests, is below
+/// [`ALPHA`] (the k-th smallest of m p-values times m − k + 1, never below an earlier one).
+fn outcomes(tests: Vec<Option<Test>>) -> Vec<Outcome> {
+    let mut decidable: Vec<(usize, f64)> = tests
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| t.as_ref().filter(|t| t.decidable()).map(|t| (i, t.p)))
+        .collect();
+    rtscope_core::order::sort_by(&mut decidable, |a, b| a.1.total_cmp(&b.1));
+    let m = decidable.len();
+    let mut holm = vec![1.0; tests.len()];
+    let mut running: f64 = 0.0;
+    for (k, &(i, p)) in decidable.iter().enumerate() {
+        running = running.max((p * (m - k) as f64).min(1.0));
+        holm[i] = running;
     }
-    if !test.significant() {
-        return Outcome::NotSignificant(test);
-    }
-    // U above its mean (half of the pairs): the candidate's rates rank higher.
-    let mean: f64 = test.sizes.iter().map(|(b, c)| (b * c) as f64 / 2.0).sum();
-    if test.u > mean {
-        Outcome::Higher(test)
-    } else {
-        Outcome::Lower(test)
-    }
+    tests
+        .into_iter()
+        .zip(holm)
+        .map(|(t, holm_p)| match t {
+            None => Outcome::NotTested(None),
+            Some(test) if !test.decidable() => Outcome::NotTested(Some(test)),
+            Some(test) => {
+                // U above its mean (half of the pairs): the candidate's rates rank higher.
+                let mean: f64 = test.sizes.iter().map(|(b, c)| (b * c) as f64 / 2.0).sum();
+                let higher = test.u > mean;
+                let t = Tested {
+                    test,
+                    holm_p,
+                    tests: m,
+                };
+                match (holm_p < ALPHA, higher) {
+                    (false, _) => Outcome::NotSignificant(t),
+                    (true, true) => Outcome::Higher(t),
+                    (true, false) => Outcome::Lower(t),
+                }
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -114,7 +114,7 @@ fn a_function_ten_times_higher_in_b_is_listed_first_as_significantly_higher() {
 #[test]
 fn a_function_that_appears_or_disappears_is_marked_new_or_gone() {
     let c = compare(
-        4,
+        5,
         |_| stacks(&[("only_in_a", 300_000), ("both", 10)]),
         |_| stacks(&[("only_in_b", 200_000), ("both", 10)]),
     );
@@ -407,4 +407,36 @@ fn runs_explained_at_different_thresholds_are_warned_about() {
         json["kernel_functions"]["groups"][1]["explain_thresholds_ns"],
         serde_json::json!([100_000])
     );
+}
+
+#[test]
+fn p_values_are_adjusted_over_the_functions_tested_so_many_borderline_changes_are_not_called_significant(
+) {
+    // 4 runs per side fully separated: p = 2/70 ≈ 0.029 for each function. Alone, significant;
+    // one of three, Holm's adjustment (×3) puts it above 0.05.
+    let one = compare(
+        4,
+        |i| stacks(&[("f", 100 + i)]),
+        |i| stacks(&[("f", 1_000 + i)]),
+    );
+    let f = row(&one, "f");
+    assert!(matches!(f.outcome, Outcome::Higher(_)), "{f:?}");
+    assert_eq!(f.outcome.holm_p(), f.outcome.test().map(|t| t.p));
+    let three = compare(
+        4,
+        |i| stacks(&[("f", 100 + i), ("g", 200 + i), ("h", 300 + i)]),
+        |i| stacks(&[("f", 1_000 + i), ("g", 2_000 + i), ("h", 3_000 + i)]),
+    );
+    for name in ["f", "g", "h"] {
+        let r = row(&three, name);
+        let (p, holm) = (r.outcome.test().unwrap().p, r.outcome.holm_p().unwrap());
+        assert!(p < 0.05 && holm > 0.05, "{r:?}");
+        assert!(matches!(r.outcome, Outcome::NotSignificant(_)), "{r:?}");
+    }
+    let text = crate::compare::text::render(&three);
+    assert!(
+        text.contains("no significant difference (p=0.029, Holm 0.086)"),
+        "{text}"
+    );
+    assert!(text.contains("changed significantly: none"), "{text}");
 }

@@ -139,6 +139,7 @@ fn functions(f: &FunctionComparison) -> Value {
             "presence": match r.presence { Presence::Both => "both", Presence::New => "new", Presence::Gone => "gone" },
             "outcome": r.outcome.word(),
             "significant": r.outcome.significant(),
+            "holm_p": r.outcome.holm_p(),
             "mann_whitney": r.outcome.test().map(|t| json!({
                 "u": t.u, "p": t.p, "min_p": t.min_p, "decidable": t.decidable(),
                 "strata": t.sizes.iter().map(|(b, c)| json!([b, c])).collect::<Vec<_>>(),
@@ -150,6 +151,7 @@ fn functions(f: &FunctionComparison) -> Value {
         json!({
             "group": c.group,
             "compared": c.compared,
+            "holm_tests": c.rows.iter().filter(|r| r.outcome.holm_p().is_some()).count(),
             "functions": c.rows.iter().take(FUNCTION_ROWS).map(row).collect::<Vec<_>>(),
             "rest": (!rest.is_empty()).then(|| json!({
                 "functions": rest.len(),
