@@ -37,7 +37,7 @@ pub use monitor::{
 };
 pub use read::{RunDetail, RunSummary, SeriesRow, ThreadRow};
 pub use sample_rule::{SampleRule, SAMPLE_RULE_KEY};
-pub use spikes::{SpikeRow, SpikeSummaryRow};
+pub use spikes::{ExplainedRun, SpikeRow, SpikeSummaryRow};
 pub use status::{RunKind, RunStatus};
 pub use write::{Checkpoint, EventRow, NewRun, RawChunk, SeriesPoint, ThreadInfo, ThreadStats};
 

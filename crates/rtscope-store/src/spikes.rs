@@ -41,6 +41,17 @@ pub struct SpikeSummaryRow {
     pub summary: String,
 }
 
+/// A run's explanation summary as `compare` reads it, with the command line it was run by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExplainedRun {
+    /// The run.
+    pub run: RunId,
+    /// Its explanation summary.
+    pub summary: SpikeSummaryRow,
+    /// Its command line (JSON array of strings).
+    pub command_line_json: String,
+}
+
 impl Store {
     /// Writes the explanation of a run (replacing an earlier one).
     pub fn write_spikes(
@@ -103,6 +114,45 @@ impl Store {
                 },
             )
             .optional()
+            .map_err(self.err())
+    }
+
+    /// The explanation summaries of `runs` with each run's command line (JSON array), in one
+    /// statement however many runs there are (`compare` reads a group's); runs not explained
+    /// are absent.
+    pub fn spike_summaries(&self, runs: &[RunId]) -> Result<Vec<ExplainedRun>> {
+        if runs.is_empty() {
+            return Ok(Vec::new());
+        }
+        // Ids are integers: written into the statement, they need no parameter per run.
+        let list = runs
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut st = self
+            .sql()
+            .prepare(&format!(
+                "SELECT s.run_id, s.tier, s.tier_reason, s.threshold_ns, s.clock_start_ns, s.summary, r.command_line \
+                 FROM spike_summaries s JOIN runs r ON r.id = s.run_id WHERE s.run_id IN ({list}) ORDER BY s.run_id"
+            ))
+            .map_err(self.err())?;
+        let rows = st
+            .query_map([], |r| {
+                Ok(ExplainedRun {
+                    run: r.get(0)?,
+                    summary: SpikeSummaryRow {
+                        tier: r.get(1)?,
+                        tier_reason: r.get(2)?,
+                        threshold_ns: r.get::<_, i64>(3)?.max(0) as u64,
+                        clock_start_ns: r.get::<_, i64>(4)?.max(0) as u64,
+                        summary: r.get(5)?,
+                    },
+                    command_line_json: r.get(6)?,
+                })
+            })
+            .map_err(self.err())?;
+        rows.collect::<std::result::Result<Vec<_>, _>>()
             .map_err(self.err())
     }
 
@@ -184,7 +234,12 @@ mod tests {
             .unwrap();
         s.write_spikes(id, &summary, std::slice::from_ref(&spike))
             .unwrap();
-        assert_eq!(s.spike_summary(id).unwrap(), Some(summary));
+        assert_eq!(s.spike_summary(id).unwrap(), Some(summary.clone()));
+        let batch = s.spike_summaries(&[id, id + 1000]).unwrap();
+        assert_eq!(batch.len(), 1, "the run not in the store is absent");
+        assert_eq!((batch[0].run, &batch[0].summary), (id, &summary));
+        assert_eq!(batch[0].command_line_json, "[]");
+        assert!(s.spike_summaries(&[]).unwrap().is_empty());
         assert_eq!(s.spikes(id).unwrap(), vec![spike]);
         s.delete_run(id).unwrap();
         assert!(s.spikes(id).unwrap().is_empty());

@@ -12,6 +12,7 @@ mod campaign_tail;
 mod check;
 mod cli;
 mod compare;
+mod compare_functions;
 mod compat_json;
 mod compat_text;
 mod drop_in;

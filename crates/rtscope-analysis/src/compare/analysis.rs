@@ -78,6 +78,9 @@ pub struct Comparison {
     /// Every run's load case is its respond mechanism (runs of several mechanisms split into
     /// one operand each): the matrix's columns are mechanisms ([`Comparison::case_word`]).
     pub mechanisms: bool,
+    /// Kernel functions whose charged time changed ([`Comparison::with_functions`]; `None`:
+    /// not asked, or no run explained).
+    pub functions: Option<super::functions::FunctionComparison>,
 }
 
 impl Comparison {
@@ -131,6 +134,7 @@ impl Comparison {
             tail: None,
             events,
             mechanisms,
+            functions: None,
         }
     }
 
@@ -162,6 +166,18 @@ impl Comparison {
             &self.thresholds,
             assume_stationary,
         ));
+        self
+    }
+
+    /// Adds the comparison by kernel function from what each run stored about kernel stacks
+    /// (`stacks`, by run id: [`super::load::stacks`]); informative, it never changes the
+    /// verdict.
+    pub fn with_functions(
+        mut self,
+        stacks: &std::collections::HashMap<rtscope_store::RunId, super::functions::RunStacks>,
+    ) -> Comparison {
+        self.functions =
+            super::functions::FunctionComparison::new(&self.groups, stacks, &self.strata_keys);
         self
     }
 

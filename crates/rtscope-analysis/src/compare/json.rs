@@ -3,6 +3,7 @@
 
 use super::analysis::{Comparison, Matrix, StatRow};
 use super::change::Change;
+use super::functions::{FunctionComparison, FunctionRow, GroupTime, Presence};
 use super::group::Group;
 use super::tail::{Side, TailRow};
 use rtscope_core::order::collect_map;
@@ -42,6 +43,7 @@ pub fn document(c: &Comparison, exit_code: i32) -> Value {
             })).collect::<Vec<_>>(),
         },
         "tail": c.tail.as_ref().map(|t| tail(t, &names)),
+        "kernel_functions": c.functions.as_ref().map(functions),
         "regressions": c.regressions(),
         "verdict": if c.regressions() > 0 { "regression" } else { "ok" },
         "exit_code": exit_code,
@@ -108,6 +110,62 @@ fn tail(t: &TailRow, names: &[&str]) -> Value {
         "assumed_stationary": t.assumed_stationary,
         "groups": groups,
         "changes": changes(&t.changes, names),
+    })
+}
+
+/// Function rows written per candidate; the rest are summed in `rest`.
+const FUNCTION_ROWS: usize = 200;
+
+/// The comparison by kernel function ([`super::functions`]).
+fn functions(f: &FunctionComparison) -> Value {
+    let coverage = f.coverage.iter().map(|c| {
+        json!({
+            "group": c.group,
+            "runs_with_stacks": c.with_stacks,
+            "left_out": c.left_out.iter().map(|(id, why)| json!({"run": id, "reason": why.json_name()})).collect::<Vec<_>>(),
+            "traced_spike_ns": c.traced_ns,
+            "charged_to_functions_ns": c.function_ns,
+            "exposure": c.exposure,
+            "explain_thresholds_ns": c.thresholds_ns,
+        })
+    });
+    let side = |s: &GroupTime| json!({"ns": s.ns, "spikes": s.spikes, "rate_ns": s.rate, "share": s.share});
+    let row = |r: &FunctionRow| {
+        json!({
+            "function": r.function,
+            "baseline": side(&r.base),
+            "candidate": side(&r.cand),
+            "change_ns": r.change,
+            "presence": match r.presence { Presence::Both => "both", Presence::New => "new", Presence::Gone => "gone" },
+            "outcome": r.outcome.word(),
+            "significant": r.outcome.significant(),
+            "holm_p": r.outcome.holm_p(),
+            "mann_whitney": r.outcome.test().map(|t| json!({
+                "u": t.u, "p": t.p, "min_p": t.min_p, "decidable": t.decidable(),
+                "strata": t.sizes.iter().map(|(b, c)| json!([b, c])).collect::<Vec<_>>(),
+            })),
+        })
+    };
+    let candidates = f.candidates.iter().map(|c| {
+        let rest = c.rows.get(FUNCTION_ROWS..).unwrap_or_default();
+        json!({
+            "group": c.group,
+            "compared": c.compared,
+            "holm_tests": c.rows.iter().filter(|r| r.outcome.holm_p().is_some()).count(),
+            "functions": c.rows.iter().take(FUNCTION_ROWS).map(row).collect::<Vec<_>>(),
+            "rest": (!rest.is_empty()).then(|| json!({
+                "functions": rest.len(),
+                "baseline_rate_ns": rest.iter().map(|r| r.base.rate).sum::<f64>(),
+                "candidate_rate_ns": rest.iter().map(|r| r.cand.rate).sum::<f64>(),
+                "significant": rest.iter().filter(|r| r.outcome.significant()).count(),
+            })),
+        })
+    });
+    json!({
+        "per": f.exposure.json_name(),
+        "thresholds_differ": f.thresholds_differ(),
+        "groups": coverage.collect::<Vec<_>>(),
+        "candidates": candidates.collect::<Vec<_>>(),
     })
 }
 

@@ -7,12 +7,14 @@
 #[path = "load_tests.rs"]
 mod tests;
 
+use super::functions::RunStacks;
 use super::group::{same_kind, Group, GroupKind};
 use super::model::{RunData, Stat, NOISE_STATS};
 use crate::{select, series};
 use rtscope_common::error::UsageError;
 use rtscope_core::text::escape;
-use rtscope_store::{RunFacts, RunStatus, Store};
+use rtscope_store::{RunFacts, RunId, RunKind, RunStatus, Store};
+use std::collections::HashMap;
 
 /// The groups of a comparison, with the notes to print about them.
 #[derive(Debug)]
@@ -46,6 +48,24 @@ pub fn stats_for(
         GroupKind::Noise if defaulted => NOISE_STATS.to_vec(),
         _ => asked,
     })
+}
+
+/// What each run of `groups` stored about kernel stacks, by run id, read in one statement
+/// however many runs there are; a run not explained is absent ([`super::functions`]).
+pub fn stacks(store: &Store, groups: &[Group]) -> Result<HashMap<RunId, RunStacks>, UsageError> {
+    let mut kinds: HashMap<RunId, RunKind> = HashMap::new();
+    for r in groups.iter().flat_map(|g| &g.runs) {
+        kinds.insert(r.id, r.kind);
+    }
+    let mut ids: Vec<RunId> = kinds.keys().copied().collect();
+    rtscope_core::order::sort(&mut ids);
+    let rows = store
+        .spike_summaries(&ids)
+        .map_err(UsageError::from_error)?;
+    Ok(rows
+        .iter()
+        .filter_map(|e| Some((e.run, RunStacks::of(e, *kinds.get(&e.run)?))))
+        .collect())
 }
 
 /// The runs one selector names, read from the store in one pass; `notes` gets a line per run

@@ -9,11 +9,13 @@
 //! * [`tail`]: the groups' tail levels beyond the measured time (`--tail-level`), rtscope-evt's;
 //! * [`analysis`]: the comparison as data;
 //! * [`differences`]: checked system settings and run settings that differ between groups;
+//! * [`functions`]: kernel functions whose charged time changed between groups (kernel stacks);
 //! * [`text`] and [`json`]: the two renderings; [`plot`]: the overlaid plots.
 
 pub mod analysis;
 pub mod change;
 pub mod differences;
+pub mod functions;
 pub mod group;
 pub mod json;
 pub mod load;

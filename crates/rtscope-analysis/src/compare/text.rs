@@ -2,6 +2,7 @@
 
 use super::analysis::{Comparison, Matrix};
 use super::change::Change;
+use super::functions::{Coverage, FunctionComparison, FunctionRow, Presence};
 use super::group::Group;
 use super::model::Stat;
 use super::verdict::Verdict;
@@ -26,8 +27,190 @@ pub fn render(c: &Comparison) -> String {
         s.push('\n');
         s.push_str(&differences(c));
     }
+    if let Some(f) = &c.functions {
+        s.push('\n');
+        s.push_str(&functions(f));
+    }
     s.push('\n');
     s.push_str(&verdict_line(c));
+    s
+}
+
+/// Function rows listed per candidate in the text; the rest are summed in one row.
+const FUNCTION_ROWS: usize = 15;
+
+/// Runs named per group among those left out of the comparison by function.
+const LEFT_OUT_IDS: usize = 8;
+
+/// The kernel functions whose charged time changed ([`super::functions`]).
+fn functions(f: &FunctionComparison) -> String {
+    let unit = f.exposure.unit();
+    let mut s = format!(
+        "kernel functions (time of the traced spikes by the first function of their kernel stack, per {unit}; share of the group's traced spike time):\n"
+    );
+    for c in &f.coverage {
+        s.push_str(&coverage_line(c));
+    }
+    if f.thresholds_differ() {
+        let each: Vec<String> = f
+            .coverage
+            .iter()
+            .filter(|c| !c.thresholds_ns.is_empty())
+            .map(|c| {
+                let t: Vec<String> = c
+                    .thresholds_ns
+                    .iter()
+                    .map(|&t| Nanos(t).to_string())
+                    .collect();
+                format!("{} {}", c.group, t.join("/"))
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "  note: the runs were explained at different thresholds ({}): a function's time counts only the spikes above its run's threshold; compare runs explained at one threshold",
+            each.join(", ")
+        );
+    }
+    for cand in &f.candidates {
+        if !cand.compared {
+            let _ = writeln!(
+                s,
+                "{} vs A: not compared (a side has no run with kernel stacks)",
+                cand.group
+            );
+            continue;
+        }
+        s.push_str(&function_table(&cand.group, unit, &cand.rows));
+    }
+    s.push_str("(informative: the listing by function does not change the verdict)\n");
+    s
+}
+
+/// One group's runs with kernel stacks, and those left out (never counted as zero).
+fn coverage_line(c: &Coverage) -> String {
+    let n = c.with_stacks.len() + c.left_out.len();
+    let mut s = if c.with_stacks.is_empty() {
+        format!(
+            "  no kernel stacks in group {} ('{}'): run with --explain DUR --explain-stacks on\n",
+            c.group,
+            rtscope_core::text::escape(&c.selector)
+        )
+    } else {
+        let charged = if c.traced_ns > 0 {
+            format!(
+                ", {:.1}% of it charged to a function",
+                100.0 * c.function_ns as f64 / c.traced_ns as f64
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "  {}: {} of {n} runs with kernel stacks; traced spike time {}{charged}\n",
+            c.group,
+            c.with_stacks.len(),
+            Nanos(c.traced_ns)
+        )
+    };
+    if !c.left_out.is_empty() {
+        let mut named: Vec<String> = c
+            .left_out
+            .iter()
+            .take(LEFT_OUT_IDS)
+            .map(|(id, why)| format!("run {id} {}", why.describe()))
+            .collect();
+        if c.left_out.len() > LEFT_OUT_IDS {
+            named.push(format!("… {} more", c.left_out.len() - LEFT_OUT_IDS));
+        }
+        let _ = writeln!(
+            s,
+            "     left out (not counted as zero): {}",
+            named.join(", ")
+        );
+    }
+    s
+}
+
+/// A duration in ns per unit, rounded; `-` for none.
+fn rate(ns: f64) -> String {
+    if ns == 0.0 {
+        "-".into()
+    } else {
+        Nanos(ns.round() as u64).to_string()
+    }
+}
+
+fn signed(ns: f64) -> String {
+    let sign = if ns < 0.0 { "-" } else { "+" };
+    format!("{sign}{}", Nanos(ns.abs().round() as u64))
+}
+
+fn share(s: Option<f64>) -> String {
+    s.map_or("-".into(), |v| format!("{:.1}%", 100.0 * v))
+}
+
+/// A candidate's functions: the first [`FUNCTION_ROWS`] by absolute change, the rest summed.
+fn function_table(group: &str, unit: &str, rows: &[FunctionRow]) -> String {
+    let mut table = vec![vec![
+        "function".to_string(),
+        format!("A /{unit}"),
+        "A share".into(),
+        format!("{group} /{unit}"),
+        format!("{group} share"),
+        "change".into(),
+        "test".into(),
+    ]];
+    for r in rows.iter().take(FUNCTION_ROWS) {
+        let mut test = r.outcome.text();
+        if r.presence != Presence::Both {
+            test = format!("{}; {test}", r.presence.word());
+        }
+        table.push(vec![
+            r.function.clone(),
+            rate(r.base.rate),
+            share(r.base.share),
+            rate(r.cand.rate),
+            share(r.cand.share),
+            signed(r.change),
+            test,
+        ]);
+    }
+    let mut s = format!("{group} vs A:\n{}", table::columns(&table, 1));
+    if rows.len() > FUNCTION_ROWS {
+        let rest = &rows[FUNCTION_ROWS..];
+        let sum = |f: fn(&FunctionRow) -> f64| rest.iter().map(f).sum::<f64>();
+        let _ = writeln!(
+            s,
+            "  … {} more functions: A {}, {group} {} per {unit} ({} of them significant)",
+            rest.len(),
+            rate(sum(|r| r.base.rate)),
+            rate(sum(|r| r.cand.rate)),
+            rest.iter().filter(|r| r.outcome.significant()).count()
+        );
+    }
+    let all: Vec<&FunctionRow> = rows.iter().filter(|r| r.outcome.significant()).collect();
+    let mut significant: Vec<String> = all
+        .iter()
+        .take(FUNCTION_ROWS)
+        .map(|r| {
+            format!(
+                "{} ({} in {group})",
+                rtscope_core::text::escape(&r.function),
+                r.outcome.word()
+            )
+        })
+        .collect();
+    if all.len() > FUNCTION_ROWS {
+        significant.push(format!("… {} more", all.len() - FUNCTION_ROWS));
+    }
+    let _ = writeln!(
+        s,
+        "  changed significantly: {}",
+        if significant.is_empty() {
+            "none".to_string()
+        } else {
+            significant.join(", ")
+        }
+    );
     s
 }
 

@@ -35,6 +35,22 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     if let Some(p) = a.tail_level {
         c = c.with_tail_level(p, a.assume_stationary);
     }
+    let stacks = load::stacks(&store, &c.groups)?;
+    let mut unreadable: Vec<_> = stacks
+        .iter()
+        .filter_map(|(id, s)| match s {
+            rtscope_analysis::compare::functions::RunStacks::Unreadable(why) => Some((id, why)),
+            _ => None,
+        })
+        .collect();
+    rtscope_core::order::sort(&mut unreadable);
+    for (id, why) in unreadable {
+        rtscope_common::error::warn(&format!(
+            "note: run {id}: its explanation summary is unreadable ({}): left out of the kernel functions",
+            rtscope_core::text::escape(why)
+        ));
+    }
+    c = c.with_functions(&stacks);
     if let (Some(key), None) = (&a.rows, &c.matrix) {
         rtscope_common::error::warn(&format!("note: --rows {key}: no load-case matrix, as no run has a `case` tag or a campaign load case"));
     }
