@@ -1,12 +1,18 @@
-//! The options of `rtscope noise` (kept beside cli.rs so that file stays short).
+//! The options of `rtscope noise`.
 
+use crate::cli::sched::{self, SchedArgs};
 use clap::{Args, ValueEnum};
+use rtscope_session::PolicyChoice::{Fifo, Other, Rr};
 use std::path::PathBuf;
+
+/// `--policy`'s help.
+const POLICY_HELP: &str = "Scheduling policy of the loops (SCHED_OTHER by default, like oslat)";
 
 /// Options of `rtscope noise`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rtscope noise -D 10s\n  rtscope noise --cpus 1 --policy fifo -p 95 -D 1m --limit max_single=20us --limit available=99.99%\n  rtscope noise --cpus 2-3 --threshold 500ns --json noise.json\n\nExit status: 0 ok, 1 a --limit failed, 2 bad input or set-up, 3 interrupted (the results cover the part that ran).\nSee docs/noise.md for what is measured and the loop's resolution."
+    after_help = "Examples:\n  rtscope noise -D 10s\n  rtscope noise --cpus 1 --policy fifo -p 95 -D 1m --limit max_single=20us --limit available=99.99%\n  rtscope noise --cpus 2-3 --threshold 500ns --json noise.json\n\nExit status: 0 ok, 1 a --limit failed, 2 bad input or set-up, 3 interrupted (the results cover the part that ran).\nSee docs/noise.md for what is measured and the loop's resolution.",
+    mut_args(sched::narrowed(&[Other, Fifo, Rr], POLICY_HELP))
 )]
 pub struct NoiseArgs {
     /// CPUs to measure, one busy loop each, e.g. 1,3 or 2-5 [default: every CPU this process may use]
@@ -50,17 +56,9 @@ pub struct NoiseArgs {
         help_heading = "Measurement"
     )]
     pub duration: String,
-    /// Scheduling policy of the loops (SCHED_OTHER by default, like oslat)
-    #[arg(long, value_enum, default_value = "other", help_heading = "Scheduling")]
-    pub policy: NoisePolicyArg,
-    /// Real-time priority (1-99) for fifo/rr; nice value (-20..19) for other [default: 95 for fifo/rr, 0 for other]
-    #[arg(
-        long,
-        short = 'p',
-        allow_negative_numbers = true,
-        help_heading = "Scheduling"
-    )]
-    pub priority: Option<i32>,
+    /// `--policy` and `--priority`.
+    #[command(flatten)]
+    pub sched: SchedArgs,
     /// Do not lock memory (mlockall is on by default)
     #[arg(long, help_heading = "Scheduling")]
     pub no_mlock: bool,
@@ -111,18 +109,7 @@ pub struct NoiseArgs {
     pub rec: crate::cli::record::RecordArgs,
     /// Runs on boards over ssh.
     #[command(flatten)]
-    pub fleet: crate::cli::FleetArgs,
-}
-
-/// Scheduling policies of the noise loops.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum NoisePolicyArg {
-    /// SCHED_OTHER.
-    Other,
-    /// SCHED_FIFO.
-    Fifo,
-    /// SCHED_RR.
-    Rr,
+    pub fleet: crate::cli::fleet::FleetArgs,
 }
 
 /// The counter the noise loops read.

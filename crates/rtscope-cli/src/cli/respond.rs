@@ -1,12 +1,19 @@
-//! The options of `rtscope respond` (kept beside cli.rs so that file stays short).
+//! The options of `rtscope respond`.
 
+use crate::cli::sched::{self, SchedArgs};
 use clap::{Args, ValueEnum};
+use rtscope_session::PolicyChoice::{Fifo, Other, Rr};
 use std::path::PathBuf;
+
+/// `--policy`'s help.
+const POLICY_HELP: &str = "Scheduling policy of the receiver / responder (a timer-paced sender \
+                           or the stimulus runs one priority lower)";
 
 /// Options of `rtscope respond`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rtscope respond --ipc eventfd -D 5s\n  rtscope respond --ipc all --placement same,cross -D 10s --json ipc.json\n  rtscope respond --chip gpiochip0 --stimulus 17 --input 27 --response 22 --watch 23 -l 500\n  rtscope respond --list-lines gpiochip0\n\nSee docs/respond.md for the wiring and what each interval means."
+    after_help = "Examples:\n  rtscope respond --ipc eventfd -D 5s\n  rtscope respond --ipc all --placement same,cross -D 10s --json ipc.json\n  rtscope respond --chip gpiochip0 --stimulus 17 --input 27 --response 22 --watch 23 -l 500\n  rtscope respond --list-lines gpiochip0\n\nSee docs/respond.md for the wiring and what each interval means.",
+    mut_args(sched::narrowed(&[Fifo, Rr, Other], POLICY_HELP))
 )]
 pub struct RespondArgs {
     /// IPC mechanisms, comma-separated: eventfd, pipe, futex, mqueue, signal, sysvsem,
@@ -87,19 +94,9 @@ pub struct RespondArgs {
     /// Intervals (IPC) or stimulus periods / external edges (GPIO) per measurement
     #[arg(long, short = 'l', value_name = "N", help_heading = "Timing")]
     pub loops: Option<u64>,
-    /// Scheduling policy of the receiver / responder (a timer-paced sender or the stimulus runs
-    /// one priority lower)
-    #[arg(long, value_enum, default_value = "fifo", help_heading = "Scheduling")]
-    pub policy: RespondPolicyArg,
-    /// Real-time priority (1-99) for fifo/rr; nice value (-20..19) for other
-    /// [default: 95 for fifo/rr, 0 for other]
-    #[arg(
-        long,
-        short = 'p',
-        allow_negative_numbers = true,
-        help_heading = "Scheduling"
-    )]
-    pub priority: Option<i32>,
+    /// `--policy` and `--priority`.
+    #[command(flatten)]
+    pub sched: SchedArgs,
     /// Do not lock memory (mlockall is on by default)
     #[arg(long, help_heading = "Scheduling")]
     pub no_mlock: bool,
@@ -129,17 +126,6 @@ pub struct RespondArgs {
     /// Where the run is recorded.
     #[command(flatten)]
     pub rec: crate::cli::record::RecordArgs,
-}
-
-/// Scheduling policies a responder can use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RespondPolicyArg {
-    /// SCHED_FIFO.
-    Fifo,
-    /// SCHED_RR.
-    Rr,
-    /// SCHED_OTHER.
-    Other,
 }
 
 /// Pacing of the IPC sender.

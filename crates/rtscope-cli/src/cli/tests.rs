@@ -7,10 +7,10 @@ fn clap_definition_is_consistent() {
 
 #[test]
 fn measure_defaults_are_clap_defaults() {
-    let d = crate::cli::MeasureArgs::default();
+    let d = crate::cli::measure::MeasureArgs::default();
     assert_eq!(d.interval, "1ms");
-    assert_eq!(d.priority, None, "90 for fifo/rr, 0 for other/batch");
-    assert_eq!(d.policy, crate::cli::PolicyArg::Fifo);
+    assert_eq!(d.sched.priority, None, "90 for fifo/rr, 0 for other/batch");
+    assert_eq!(d.sched.policy, rtscope_session::PolicyChoice::Fifo);
     assert_eq!(d.event_capacity, 10_000);
     assert!(d.duration.is_none() && d.cpus.is_none());
 }

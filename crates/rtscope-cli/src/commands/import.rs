@@ -1,6 +1,6 @@
 //! `rtscope import FILE…`: other tools' results as runs (rtscope-import).
 
-use crate::cli::{ImportArgs, ImportFormat};
+use crate::cli::import_export::{ImportArgs, ImportFormat};
 use rtscope_common::error::ExitStatus;
 use rtscope_import::ImportOptions;
 use std::io::Write;

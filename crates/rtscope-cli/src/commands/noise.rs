@@ -5,7 +5,7 @@
 //! runs on the boards through the fleet. This file prints the table and the JSON (the loop
 //! lives in `rtscope-engine::noise`, the summary and record in `rtscope-session::noise`).
 
-use crate::cli::{CounterArg, NoiseArgs, NoisePolicyArg};
+use crate::cli::noise::{CounterArg, NoiseArgs};
 use crate::commands::measure::plan_error;
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_core::text::short;
@@ -18,7 +18,7 @@ use rtscope_session::noise::{self as noise, NoiseLimit, NoiseLimitError};
 use rtscope_session::noise_session::{NoiseMeasured, NoiseSession};
 use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::record::RecordSpec;
-use rtscope_session::{preflight, NoiseSpec, PlanSpec, PolicyChoice, RunPlan, SystemSettings};
+use rtscope_session::{preflight, NoiseSpec, PlanSpec, RunPlan, SystemSettings};
 use rtscope_session::{Naming, WorkloadSpec};
 use std::io::Write;
 
@@ -60,11 +60,6 @@ pub fn spec(a: &NoiseArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
             CpuSet::from_cpus(allowed.iter().filter(|&c| online.contains(c)))
         }
     };
-    let (policy, default_prio) = match a.policy {
-        NoisePolicyArg::Other => (PolicyChoice::Other, 0),
-        NoisePolicyArg::Fifo => (PolicyChoice::Fifo, 95),
-        NoisePolicyArg::Rr => (PolicyChoice::Rr, 95),
-    };
     let workload = NoiseSpec {
         threshold: opt_dur(&a.threshold, "--threshold", "us")?,
         preheat: dur(&a.preheat, "--preheat", "ms")?,
@@ -83,8 +78,8 @@ pub fn spec(a: &NoiseArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
     };
     Ok(PlanSpec {
         cpus: Some(cpus),
-        policy,
-        priority: a.priority.unwrap_or(default_prio),
+        policy: a.sched.policy,
+        priority: a.sched.priority_or(95),
         // The loops spin; the plan's timer interval only has to fit in the run.
         interval: rtscope_session::plan::MIN_INTERVAL,
         duration: Some(dur(&a.duration, "--duration", "s")?),

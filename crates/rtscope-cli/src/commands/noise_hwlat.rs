@@ -3,7 +3,7 @@
 //! the run, the table and the JSON live in `rtscope-session::noise::hwlat`; this file words
 //! its errors and prints.
 
-use crate::cli::NoiseArgs;
+use crate::cli::noise::NoiseArgs;
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_session::noise::hwlat::{self, HwlatError};
 use rtscope_session::output::OutputFile;

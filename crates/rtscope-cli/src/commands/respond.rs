@@ -4,7 +4,7 @@
 //! (the pre-run audit, the settings guard, limits, recording, signals: [`RespondSession`]);
 //! this file prints the table and the JSON (the measuring lives in `rtscope-respond`).
 
-use crate::cli::{BiasArg, EdgesArg, EventClockArg, PacingArg, RespondArgs, RespondPolicyArg};
+use crate::cli::respond::{BiasArg, EdgesArg, EventClockArg, PacingArg, RespondArgs};
 use crate::commands::measure::plan_error;
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_common::limits::{self, Check};
@@ -18,7 +18,7 @@ use rtscope_respond::run as respond;
 use rtscope_session::output::OutputFile;
 use rtscope_session::record::RecordSpec;
 use rtscope_session::{preflight, RespondMeasured, RespondSession, RespondSpec, SystemSettings};
-use rtscope_session::{PlanSpec, PolicyChoice, RunPlan, SessionError, WorkloadSpec};
+use rtscope_session::{PlanSpec, RunPlan, SessionError, WorkloadSpec};
 use serde_json::json;
 use std::io::Write;
 
@@ -40,15 +40,8 @@ pub fn spec(a: &RespondArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         .transpose()?;
     Ok(PlanSpec {
         threads: Some(1),
-        policy: match a.policy {
-            RespondPolicyArg::Fifo => PolicyChoice::Fifo,
-            RespondPolicyArg::Rr => PolicyChoice::Rr,
-            RespondPolicyArg::Other => PolicyChoice::Other,
-        },
-        priority: a.priority.unwrap_or(match a.policy {
-            RespondPolicyArg::Fifo | RespondPolicyArg::Rr => 95,
-            RespondPolicyArg::Other => 0,
-        }),
+        policy: a.sched.policy,
+        priority: a.sched.priority_or(95),
         interval: dur(
             a.interval.as_deref().unwrap_or(default_interval),
             "--interval",
@@ -317,7 +310,7 @@ fn apply_settings(
 
 fn config_json(a: &RespondArgs, priority: i32, rows: &[Row]) -> serde_json::Value {
     json!({
-        "policy": format!("{:?}", a.policy).to_lowercase(),
+        "policy": a.sched.policy.name(),
         "priority": priority,
         "mlock": !a.no_mlock, "cpu_dma_latency_us": a.latency, "loops": a.loops,
         "duration": a.duration, "interval": a.interval, "burst": a.burst,

@@ -4,7 +4,7 @@
 pub mod ci;
 pub mod metrics;
 
-use crate::cli::{ClockArg, MeasureArgs, PolicyArg};
+use crate::cli::measure::{ClockArg, MeasureArgs};
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_common::limits;
 use rtscope_core::{Nanos, Stats};
@@ -15,8 +15,8 @@ use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::record::RecordSpec;
 
 use rtscope_session::{
-    ConfigDoc, Event, Measured, Naming, PlanError, PlanSpec, PolicyChoice, Recorded, RunPlan,
-    Session, SystemSettings,
+    ConfigDoc, Event, Measured, Naming, PlanError, PlanSpec, Recorded, RunPlan, Session,
+    SystemSettings,
 };
 use std::io::{IsTerminal, Write};
 
@@ -43,18 +43,8 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
             .map(|t| cpu_list(t, online, "--cpus"))
             .transpose()?,
         threads: a.threads,
-        policy: match a.policy {
-            PolicyArg::Fifo => PolicyChoice::Fifo,
-            PolicyArg::Rr => PolicyChoice::Rr,
-            PolicyArg::Other => PolicyChoice::Other,
-            PolicyArg::Batch => PolicyChoice::Batch,
-            PolicyArg::Idle => PolicyChoice::Idle,
-            PolicyArg::Deadline => PolicyChoice::Deadline,
-        },
-        priority: a.priority.unwrap_or(match a.policy {
-            PolicyArg::Fifo | PolicyArg::Rr => 90,
-            _ => 0,
-        }),
+        policy: a.sched.policy,
+        priority: a.sched.priority_or(90),
         priospread: a.priospread,
         dl_runtime: opt_dur(a.dl_runtime.as_deref(), "--dl-runtime")?,
         dl_deadline: opt_dur(a.dl_deadline.as_deref(), "--dl-deadline")?,
