@@ -2,6 +2,7 @@
 
 use crate::cli::fleet::FleetArgs;
 use crate::cli::sched::SchedArgs;
+use crate::cli::values::reworded;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -16,6 +17,10 @@ pub enum ClockArg {
 
 /// Options of `rtscope measure`.
 #[derive(Debug, Clone, Args)]
+#[command(mut_args(reworded(&[
+    ("json", "Write the results as JSON (schema rtscope.measure/1, docs/json-schema.md)"),
+    ("quiet", "No progress line"),
+])))]
 pub struct MeasureArgs {
     /// CPUs to measure, e.g. `0-3`, `1,3`, `!0` [default: all online CPUs]
     #[arg(
@@ -100,14 +105,8 @@ pub struct MeasureArgs {
     /// p99.99=50us, p99=20us, mean=10us, missed=0 (repeatable)
     #[arg(long = "limit", value_name = "STAT=VALUE", help_heading = "Output")]
     pub limits: Vec<String>,
-    /// Write the results as JSON (schema rtscope.measure/1, docs/json-schema.md)
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
-    pub json: Option<PathBuf>,
-    /// No progress line
-    #[arg(long, short = 'q', help_heading = "Output")]
-    pub quiet: bool,
 
-    /// Where the run is recorded.
+    /// `--json`, `--quiet` and where the run is recorded.
     #[command(flatten)]
     pub rec: crate::cli::record::RecordArgs,
     /// Record every sample above this latency as an event with its time, CPU and cycle

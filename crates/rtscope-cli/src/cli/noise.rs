@@ -1,9 +1,9 @@
 //! The options of `rtscope noise`.
 
-use crate::cli::sched::{self, SchedArgs};
+use crate::cli::sched::{self, ThreadArgs};
+use crate::cli::values::reworded;
 use clap::{Args, ValueEnum};
 use rtscope_session::PolicyChoice::{Fifo, Other, Rr};
-use std::path::PathBuf;
 
 /// `--policy`'s help.
 const POLICY_HELP: &str = "Scheduling policy of the loops (SCHED_OTHER by default, like oslat)";
@@ -12,7 +12,11 @@ const POLICY_HELP: &str = "Scheduling policy of the loops (SCHED_OTHER by defaul
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  rtscope noise -D 10s\n  rtscope noise --cpus 1 --policy fifo -p 95 -D 1m --limit max_single=20us --limit available=99.99%\n  rtscope noise --cpus 2-3 --threshold 500ns --json noise.json\n\nExit status: 0 ok, 1 a --limit failed, 2 bad input or set-up, 3 interrupted (the results cover the part that ran).\nSee docs/noise.md for what is measured and the loop's resolution.",
-    mut_args(sched::narrowed(&[Other, Fifo, Rr], POLICY_HELP))
+    mut_args(sched::narrowed(&[Other, Fifo, Rr], POLICY_HELP)),
+    mut_args(reworded(&[(
+        "json",
+        "Write the results as JSON (schema rtscope.noise/1), with every gap over the threshold"
+    )]))
 )]
 pub struct NoiseArgs {
     /// CPUs to measure, one busy loop each, e.g. 1,3 or 2-5 [default: every CPU this process may use]
@@ -56,12 +60,9 @@ pub struct NoiseArgs {
         help_heading = "Measurement"
     )]
     pub duration: String,
-    /// `--policy` and `--priority`.
+    /// `--policy`, `--priority` and `--no-mlock`.
     #[command(flatten)]
-    pub sched: SchedArgs,
-    /// Do not lock memory (mlockall is on by default)
-    #[arg(long, help_heading = "Scheduling")]
-    pub no_mlock: bool,
+    pub threads: ThreadArgs,
     /// Gaps over the threshold each CPU's ring holds between two reads (every 100 ms); more are counted as dropped
     #[arg(
         long,
@@ -98,13 +99,7 @@ pub struct NoiseArgs {
     /// Fail (exit 1) when a CPU exceeds a limit: max_single=20us, available=99.99% (repeatable)
     #[arg(long = "limit", value_name = "STAT=VALUE", help_heading = "Output")]
     pub limits: Vec<String>,
-    /// Write the results as JSON (schema rtscope.noise/1), with every gap over the threshold
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
-    pub json: Option<PathBuf>,
-    /// No progress output
-    #[arg(long, short = 'q', help_heading = "Output")]
-    pub quiet: bool,
-    /// Where the run is recorded.
+    /// `--json`, `--quiet` and where the run is recorded.
     #[command(flatten)]
     pub rec: crate::cli::record::RecordArgs,
     /// Runs on boards over ssh.

@@ -1,11 +1,19 @@
-//! Where a run is recorded: the options `measure`, `noise` and `respond` share.
+//! Where a run's results go: the options `measure`, `noise` and `respond` share.
 
 use clap::Args;
 use std::path::PathBuf;
 
-/// `--db`, `--no-db`, `--label`, `--tag`.
+/// `--json`, `--quiet`, and where the run is recorded: `--db`, `--no-db`, `--label`, `--tag`.
+/// A command words `--json` (and `--quiet`) for its own document with
+/// [`crate::cli::values::reworded`].
 #[derive(Debug, Clone, Default, Args)]
 pub struct RecordArgs {
+    /// Write the results as JSON
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub json: Option<PathBuf>,
+    /// No progress output
+    #[arg(long, short = 'q', help_heading = "Output")]
+    pub quiet: bool,
     /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
     #[arg(long, value_name = "PATH", help_heading = "Recording")]
     pub db: Option<PathBuf>,

@@ -1,9 +1,9 @@
 //! The options of `rtscope respond`.
 
-use crate::cli::sched::{self, SchedArgs};
+use crate::cli::sched::{self, ThreadArgs};
+use crate::cli::values::reworded;
 use clap::{Args, ValueEnum};
 use rtscope_session::PolicyChoice::{Fifo, Other, Rr};
-use std::path::PathBuf;
 
 /// `--policy`'s help.
 const POLICY_HELP: &str = "Scheduling policy of the receiver / responder (a timer-paced sender \
@@ -13,7 +13,8 @@ const POLICY_HELP: &str = "Scheduling policy of the receiver / responder (a time
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  rtscope respond --ipc eventfd -D 5s\n  rtscope respond --ipc all --placement same,cross -D 10s --json ipc.json\n  rtscope respond --chip gpiochip0 --stimulus 17 --input 27 --response 22 --watch 23 -l 500\n  rtscope respond --list-lines gpiochip0\n\nSee docs/respond.md for the wiring and what each interval means.",
-    mut_args(sched::narrowed(&[Fifo, Rr, Other], POLICY_HELP))
+    mut_args(sched::narrowed(&[Fifo, Rr, Other], POLICY_HELP)),
+    mut_args(reworded(&[("json", "Write the results as JSON (schema rtscope.respond/1)")]))
 )]
 pub struct RespondArgs {
     /// IPC mechanisms, comma-separated: eventfd, pipe, futex, mqueue, signal, sysvsem,
@@ -94,12 +95,9 @@ pub struct RespondArgs {
     /// Intervals (IPC) or stimulus periods / external edges (GPIO) per measurement
     #[arg(long, short = 'l', value_name = "N", help_heading = "Timing")]
     pub loops: Option<u64>,
-    /// `--policy` and `--priority`.
+    /// `--policy`, `--priority` and `--no-mlock`.
     #[command(flatten)]
-    pub sched: SchedArgs,
-    /// Do not lock memory (mlockall is on by default)
-    #[arg(long, help_heading = "Scheduling")]
-    pub no_mlock: bool,
+    pub threads: ThreadArgs,
     /// Request this CPU wake-up latency (us) via /dev/cpu_dma_latency for the run; restored at exit
     #[arg(
         long,
@@ -117,13 +115,7 @@ pub struct RespondArgs {
     /// to 10,000 per row
     #[arg(long, value_name = "DUR", help_heading = "Output")]
     pub event_above: Option<String>,
-    /// Write the results as JSON (schema rtscope.respond/1)
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
-    pub json: Option<PathBuf>,
-    /// No progress output
-    #[arg(long, short = 'q', help_heading = "Output")]
-    pub quiet: bool,
-    /// Where the run is recorded.
+    /// `--json`, `--quiet` and where the run is recorded.
     #[command(flatten)]
     pub rec: crate::cli::record::RecordArgs,
 }

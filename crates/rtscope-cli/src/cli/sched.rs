@@ -32,6 +32,18 @@ pub struct SchedArgs {
     pub priority: Option<i32>,
 }
 
+/// The group as `noise` and `respond` have it: [`SchedArgs`] (worded with [`narrowed`]) and
+/// `--no-mlock` beside them (`measure` lists it among its system settings).
+#[derive(Debug, Clone, Args)]
+pub struct ThreadArgs {
+    /// `--policy` and `--priority`.
+    #[command(flatten)]
+    pub sched: SchedArgs,
+    /// Do not lock memory (mlockall is on by default)
+    #[arg(long, help_heading = "Scheduling")]
+    pub no_mlock: bool,
+}
+
 impl SchedArgs {
     /// The priority given, else `realtime` for fifo and rr and nice 0 for the others.
     pub fn priority_or(&self, realtime: i32) -> i32 {

@@ -7,6 +7,7 @@
 
 use crate::cli::noise::{CounterArg, NoiseArgs};
 use crate::commands::measure::plan_error;
+use crate::commands::{dur, opt_dur};
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_core::text::short;
 use rtscope_core::Nanos;
@@ -21,15 +22,6 @@ use rtscope_session::record::RecordSpec;
 use rtscope_session::{preflight, NoiseSpec, PlanSpec, RunPlan, SystemSettings};
 use rtscope_session::{Naming, WorkloadSpec};
 use std::io::Write;
-
-fn dur(text: &str, flag: &str, unit: &str) -> Result<Nanos, UsageError> {
-    Nanos::parse_with_default_unit(text, unit)
-        .map_err(|e| UsageError::new(format!("invalid value for '{flag}': {e}")))
-}
-
-fn opt_dur(text: &Option<String>, flag: &str, unit: &str) -> Result<Option<Nanos>, UsageError> {
-    text.as_deref().map(|t| dur(t, flag, unit)).transpose()
-}
 
 /// `--limit` in the words of this command line.
 pub fn parse_limit(text: &str) -> Result<NoiseLimit, UsageError> {
@@ -61,10 +53,10 @@ pub fn spec(a: &NoiseArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         }
     };
     let workload = NoiseSpec {
-        threshold: opt_dur(&a.threshold, "--threshold", "us")?,
+        threshold: opt_dur(a.threshold.as_deref(), "--threshold", "us")?,
         preheat: dur(&a.preheat, "--preheat", "ms")?,
-        runtime: opt_dur(&a.runtime, "--runtime", "us")?,
-        period: opt_dur(&a.period, "--period", "us")?,
+        runtime: opt_dur(a.runtime.as_deref(), "--runtime", "us")?,
+        period: opt_dur(a.period.as_deref(), "--period", "us")?,
         counter: a.counter.into(),
         gap_capacity: a.gap_capacity,
         keep_gaps: a.keep_gaps,
@@ -78,12 +70,12 @@ pub fn spec(a: &NoiseArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
     };
     Ok(PlanSpec {
         cpus: Some(cpus),
-        policy: a.sched.policy,
-        priority: a.sched.priority_or(95),
+        policy: a.threads.sched.policy,
+        priority: a.threads.sched.priority_or(95),
         // The loops spin; the plan's timer interval only has to fit in the run.
         interval: rtscope_session::plan::MIN_INTERVAL,
         duration: Some(dur(&a.duration, "--duration", "s")?),
-        mlock: !a.no_mlock,
+        mlock: !a.threads.no_mlock,
         explain: explain(a)?,
         explain_keep: rtscope_session::plan::explain_keep(a.explain_keep)?,
         housekeeping_cpus: a
@@ -122,9 +114,9 @@ pub fn run(
     if let Some(hw) = plan.workload.noise().and_then(|n| n.hwlat.clone()) {
         return super::noise_hwlat::run(a, &plan, &hw, out);
     }
-    let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
+    let json_file = OutputFile::prepare_given(a.rec.json.as_deref(), "--json")?;
     let store = a.rec.open_store()?;
-    if let (Some(why), false) = (&plan.explain_off, a.quiet) {
+    if let (Some(why), false) = (&plan.explain_off, a.rec.quiet) {
         rtscope_common::error::warn(&format!("explain: off — {why}"));
     }
     // Before the loops, which it would otherwise audit.
@@ -153,7 +145,7 @@ pub fn run(
         .workload
         .noise()
         .map_or(Nanos::ZERO, |n| n.config.duration);
-    let mut progress = NoiseProgress::new(!a.quiet, duration);
+    let mut progress = NoiseProgress::new(!a.rec.quiet, duration);
     let m = session.drive(&mut |run| progress.update(run));
     progress.clear();
     // A closed stdout loses the text, never the run nor the exit code.
@@ -169,18 +161,7 @@ pub fn run(
         }
     };
     let rec = session.finish(&m, status.code());
-    Ok(match rec.line {
-        Some(line) if rec.failed => {
-            rtscope_common::error::warn(&line);
-            ExitStatus::Usage
-        }
-        Some(line) => {
-            let _ = writeln!(out, "{line}");
-            let _ = out.flush();
-            status
-        }
-        None => status,
-    })
+    Ok(super::recorded(rec, status, &mut out))
 }
 
 /// `noise --target`: the run on the boards, through the fleet (their runs merged here).
@@ -189,7 +170,7 @@ fn on_targets(
     command_line: &[String],
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
-    if a.rec.no_db || a.json.is_some() {
+    if a.rec.no_db || a.rec.json.is_some() {
         return Err(UsageError::new(
             "--json and --no-db cannot be used with --target: the boards' runs are merged into the database here",
         )
@@ -208,7 +189,7 @@ fn announce(a: &NoiseArgs, s: &NoiseSession) {
         return;
     };
     let c = &n.config;
-    if !a.quiet {
+    if !a.rec.quiet {
         let hk = s.placement().cpus();
         rtscope_common::error::warn(&format!(
             "noise: CPUs {} for {}, spinning {} of every {}, threshold {}, policy {} priority {}{}",
@@ -227,7 +208,7 @@ fn announce(a: &NoiseArgs, s: &NoiseSession) {
     for note in s.notes(Naming::Flags) {
         rtscope_common::error::warn(&note);
     }
-    if !a.quiet {
+    if !a.rec.quiet {
         if let Some(line) = s.explain_line() {
             rtscope_common::error::warn(&line);
         }
@@ -263,17 +244,10 @@ fn finish(
         text.push_str(&noise::class_histogram_table(&x.class_histograms));
     }
     text.push_str(&render_checks(&m.checks));
+    super::print_text(&text, json_file.as_ref(), out)?;
     let Some(file) = json_file else {
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
         return Ok(status);
     };
-    if file.is_stdout() {
-        rtscope_common::error::warn(text.trim_end());
-    } else {
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
-    }
     let body = document(
         o,
         &m.rows,

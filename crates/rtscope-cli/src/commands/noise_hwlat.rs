@@ -31,9 +31,9 @@ pub fn run(
     let Some(n) = plan.workload.noise() else {
         return Err(UsageError::new("--irqs-off: not a noise plan").into());
     };
-    let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
+    let json_file = OutputFile::prepare_given(a.rec.json.as_deref(), "--json")?;
     let tfs = hwlat::check().map_err(usage)?;
-    if !a.quiet {
+    if !a.rec.quiet {
         rtscope_common::error::warn(&format!(
             "noise --irqs-off: the kernel's hwlat tracer on CPUs {:?} for {}, {} us of every {} \
              us with interrupts off, threshold {} us",

@@ -6,6 +6,7 @@
 
 use crate::cli::respond::{BiasArg, EdgesArg, EventClockArg, PacingArg, RespondArgs};
 use crate::commands::measure::plan_error;
+use crate::commands::{dur, opt_dur};
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_common::limits::{self, Check};
 use rtscope_core::Nanos;
@@ -22,26 +23,17 @@ use rtscope_session::{PlanSpec, RunPlan, SessionError, WorkloadSpec};
 use serde_json::json;
 use std::io::Write;
 
-fn dur(text: &str, flag: &str, default_unit: &str) -> Result<Nanos, UsageError> {
-    Nanos::parse_with_default_unit(text, default_unit)
-        .map_err(|e| UsageError::new(format!("invalid value for '{flag}': {e}")))
-}
-
 /// Lowers the options into the typed plan spec, with its respond workload: text is parsed
 /// here, and only here; [`RunPlan::build`] checks the values as it checks measure's.
 pub fn spec(a: &RespondArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
     let workload = workload(a, online)?;
     let gpio = matches!(workload, RespondSpec::Gpio { .. });
     let default_interval = if gpio { "10ms" } else { "1ms" };
-    let duration = a
-        .duration
-        .as_deref()
-        .map(|d| dur(d, "--duration", "s"))
-        .transpose()?;
+    let duration = opt_dur(a.duration.as_deref(), "--duration", "s")?;
     Ok(PlanSpec {
         threads: Some(1),
-        policy: a.sched.policy,
-        priority: a.sched.priority_or(95),
+        policy: a.threads.sched.policy,
+        priority: a.threads.sched.priority_or(95),
         interval: dur(
             a.interval.as_deref().unwrap_or(default_interval),
             "--interval",
@@ -52,13 +44,9 @@ pub fn spec(a: &RespondArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
             (d, _) => d,
         },
         loops: a.loops,
-        mlock: !a.no_mlock,
+        mlock: !a.threads.no_mlock,
         latency: a.latency,
-        event_above: a
-            .event_above
-            .as_deref()
-            .map(|d| dur(d, "--event-above", "us"))
-            .transpose()?,
+        event_above: opt_dur(a.event_above.as_deref(), "--event-above", "us")?,
         event_capacity: 10_000,
         limits: a
             .limits
@@ -151,11 +139,7 @@ fn gpio_spec(a: &RespondArgs, input: &str, online: &CpuSet) -> Result<RespondSpe
             BiasArg::PullDown => gpio::Bias::PullDown,
             BiasArg::Disabled => gpio::Bias::Disabled,
         },
-        debounce: a
-            .debounce
-            .as_deref()
-            .map(|d| dur(d, "--debounce", "us"))
-            .transpose()?,
+        debounce: opt_dur(a.debounce.as_deref(), "--debounce", "us")?,
         clock: match a.event_clock {
             EventClockArg::Monotonic => gpio::EventClock::Monotonic,
             EventClockArg::Realtime => gpio::EventClock::Realtime,
@@ -236,7 +220,7 @@ pub fn run(
     rtscope_common::signals::hold_signals();
     let online = sys::online_cpus();
     let plan = plan(a, &online)?;
-    let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
+    let json_file = OutputFile::prepare_given(a.rec.json.as_deref(), "--json")?;
     let store = a.rec.open_store()?;
     // Before the cpu_dma_latency request and the threads, which it would otherwise audit.
     let audit = preflight::audit(&plan);
@@ -258,7 +242,7 @@ pub fn run(
     let mut session = RespondSession::start(plan, settings, store, spec)?;
     let measured = session
         .drive(&mut |what| {
-            if !a.quiet {
+            if !a.rec.quiet {
                 writeln!(out, "# {what} ...")?;
                 out.flush()?;
             }
@@ -273,17 +257,7 @@ pub fn run(
     let status = finish(a, priority, &measured, json_file, command_line, out)?;
     let config = config_json(a, priority, &measured.outcome.rows).to_string();
     let rec = session.finish(&measured, status.code(), config);
-    Ok(match rec.line {
-        Some(line) if rec.failed => {
-            rtscope_common::error::warn(&line);
-            ExitStatus::Usage
-        }
-        Some(line) => {
-            let _ = writeln!(out, "{line}");
-            status
-        }
-        None => status,
-    })
+    Ok(super::recorded(rec, status, out))
 }
 
 /// The settings guard, as measure's: the `--latency` PM QoS request, held until the session
@@ -299,7 +273,7 @@ fn apply_settings(
             .into(),
         e => anyhow::Error::from(e),
     })?;
-    if let (Some(us), false) = (settings.dma_latency_us(), a.quiet) {
+    if let (Some(us), false) = (settings.dma_latency_us(), a.rec.quiet) {
         let was = settings
             .dma_previous_us()
             .map_or("unknown".into(), |p| format!("{p} us"));
@@ -310,9 +284,9 @@ fn apply_settings(
 
 fn config_json(a: &RespondArgs, priority: i32, rows: &[Row]) -> serde_json::Value {
     json!({
-        "policy": a.sched.policy.name(),
+        "policy": a.threads.sched.policy.name(),
         "priority": priority,
-        "mlock": !a.no_mlock, "cpu_dma_latency_us": a.latency, "loops": a.loops,
+        "mlock": !a.threads.no_mlock, "cpu_dma_latency_us": a.latency, "loops": a.loops,
         "duration": a.duration, "interval": a.interval, "burst": a.burst,
         "pacing": format!("{:?}", a.pacing).to_lowercase(), "placement": a.placement,
         "ipc": a.ipc, "input": a.input, "stimulus": a.stimulus, "response": a.response,
@@ -352,17 +326,10 @@ fn finish(
         text.push_str(&format!("error during the run: {e}\n"));
     }
     text.push_str(&render_checks(checks));
+    super::print_text(&text, json_file.as_ref(), out)?;
     let Some(file) = json_file else {
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
         return Ok(status);
     };
-    if file.is_stdout() {
-        rtscope_common::error::warn(text.trim_end());
-    } else {
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
-    }
     let doc = json!({
         "schema": "rtscope.respond/1",
         "tool": {"name": "rtscope", "version": env!("CARGO_PKG_VERSION"), "command_line": command_line},

@@ -5,6 +5,7 @@ pub mod ci;
 pub mod metrics;
 
 use crate::cli::measure::{ClockArg, MeasureArgs};
+use crate::commands::{dur, opt_dur};
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_common::limits;
 use rtscope_core::{Nanos, Stats};
@@ -19,15 +20,6 @@ use rtscope_session::{
     SystemSettings,
 };
 use std::io::{IsTerminal, Write};
-
-fn dur(text: &str, flag: &str, default_unit: &str) -> Result<Nanos, UsageError> {
-    Nanos::parse_with_default_unit(text, default_unit)
-        .map_err(|e| UsageError::new(format!("invalid value for '{flag}': {e}")))
-}
-
-fn opt_dur(text: Option<&str>, flag: &str) -> Result<Option<Nanos>, UsageError> {
-    text.map(|t| dur(t, flag, "us")).transpose()
-}
 
 /// A plan error in the command line's words.
 pub fn plan_error(e: PlanError) -> UsageError {
@@ -46,16 +38,12 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         policy: a.sched.policy,
         priority: a.sched.priority_or(90),
         priospread: a.priospread,
-        dl_runtime: opt_dur(a.dl_runtime.as_deref(), "--dl-runtime")?,
-        dl_deadline: opt_dur(a.dl_deadline.as_deref(), "--dl-deadline")?,
-        dl_period: opt_dur(a.dl_period.as_deref(), "--dl-period")?,
+        dl_runtime: opt_dur(a.dl_runtime.as_deref(), "--dl-runtime", "us")?,
+        dl_deadline: opt_dur(a.dl_deadline.as_deref(), "--dl-deadline", "us")?,
+        dl_period: opt_dur(a.dl_period.as_deref(), "--dl-period", "us")?,
         interval: dur(&a.interval, "--interval", "us")?,
         distance: dur(&a.distance, "--distance", "us")?,
-        duration: a
-            .duration
-            .as_deref()
-            .map(|d| dur(d, "--duration", "s"))
-            .transpose()?,
+        duration: opt_dur(a.duration.as_deref(), "--duration", "s")?,
         loops: a.loops,
         clock: match a.clock {
             ClockArg::Realtime => ClockKind::Realtime,
@@ -64,7 +52,7 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         relative: a.relative,
         mlock: !a.no_mlock,
         latency: a.latency,
-        event_above: opt_dur(a.event_above.as_deref(), "--event-above")?,
+        event_above: opt_dur(a.event_above.as_deref(), "--event-above", "us")?,
         event_capacity: a.event_capacity,
         housekeeping_prio: match a.housekeeping_prio.as_str() {
             "off" => None,
@@ -77,7 +65,7 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
                     })?,
             ),
         },
-        explain: opt_dur(a.explain.as_deref(), "--explain")?,
+        explain: opt_dur(a.explain.as_deref(), "--explain", "us")?,
         explain_keep: rtscope_session::plan::explain_keep(a.explain_keep)?,
         explain_stacks: a.explain_stacks.as_deref() == Some("on"),
         explain_off: None,
@@ -122,7 +110,7 @@ impl Lowered {
         a.rec.check()?;
         let tick = series_interval(a)?;
         let monitor_interval = monitor_interval(&a.monitor_interval, "--monitor-interval")?;
-        let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
+        let json_file = OutputFile::prepare_given(a.rec.json.as_deref(), "--json")?;
         // Opened before the run, so a bad file fails before anything starts.
         let store = a.rec.open_store()?;
         let textfile = metrics_file(a)?;
@@ -143,7 +131,7 @@ impl Lowered {
             store,
             textfile,
             record,
-            quiet: a.quiet,
+            quiet: a.rec.quiet,
         })
     }
 }
@@ -217,7 +205,7 @@ fn on_targets(
     out: &mut dyn Write,
     missing: &mut Vec<rtscope_formats::missing::MissingBoard>,
 ) -> anyhow::Result<ExitStatus> {
-    if a.metrics_file.is_some() || a.rec.no_db || a.json.is_some() {
+    if a.metrics_file.is_some() || a.rec.no_db || a.rec.json.is_some() {
         return Err(crate::usage(
             "--metrics-file, --json and --no-db cannot be used with --target: export the merged runs",
         ));
