@@ -68,21 +68,6 @@ pub enum ImportFormat {
     RtlaOsnoiseHist,
 }
 
-impl ImportFormat {
-    /// Every format, in the order `rtscope import --help` lists them.
-    pub const ALL: [ImportFormat; 9] = [
-        ImportFormat::CyclictestHist,
-        ImportFormat::CyclictestVerbose,
-        ImportFormat::CyclictestJson,
-        ImportFormat::Jitterdebugger,
-        ImportFormat::StressNg,
-        ImportFormat::CyclictestSummary,
-        ImportFormat::Oslat,
-        ImportFormat::RtlaOsnoiseTop,
-        ImportFormat::RtlaOsnoiseHist,
-    ];
-}
-
 /// What `rtscope import` is asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct ImportOptions {

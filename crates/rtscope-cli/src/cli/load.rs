@@ -1,6 +1,7 @@
 //! The options of `rtscope load`, and the load spec they describe.
 
-use clap::{Args, Subcommand, ValueEnum};
+use crate::cli::values::{one_of, Named};
+use clap::{Args, Subcommand};
 use rtscope_load::{LoadSpec, MsgMode, MsgTransport};
 use std::path::PathBuf;
 
@@ -22,13 +23,18 @@ pub struct LoadArgs {
 }
 
 /// Tasks of the messaging load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ModeArg {
-    /// Processes (hackbench's default)
-    Processes,
-    /// Threads of one process (hackbench --threads)
-    Threads,
-}
+const MODES: [Named<MsgMode>; 2] = [
+    (
+        MsgMode::Processes,
+        "processes",
+        "Processes (hackbench's default)",
+    ),
+    (
+        MsgMode::Threads,
+        "threads",
+        "Threads of one process (hackbench --threads)",
+    ),
+];
 
 /// The kinds of load `rtscope load` runs.
 #[derive(Debug, Clone, Subcommand)]
@@ -48,8 +54,8 @@ pub enum LoadKind {
         #[arg(long, short = 'p')]
         pipe: bool,
         /// Processes or threads
-        #[arg(long, value_enum, default_value_t = ModeArg::Processes)]
-        mode: ModeArg,
+        #[arg(long, value_parser = one_of(MODES), default_value = "processes")]
+        mode: MsgMode,
     },
     /// Buffer copies with verification, like stressapptest
     Memory {
@@ -115,10 +121,7 @@ impl LoadKind {
                 } else {
                     MsgTransport::Socket
                 },
-                mode: match mode {
-                    ModeArg::Processes => MsgMode::Processes,
-                    ModeArg::Threads => MsgMode::Threads,
-                },
+                mode,
             },
             LoadKind::Memory { threads, megabytes } => LoadSpec::Memory {
                 threads: threads.unwrap_or_else(cpus),

@@ -2,18 +2,16 @@
 
 use crate::cli::fleet::FleetArgs;
 use crate::cli::sched::SchedArgs;
-use crate::cli::values::reworded;
-use clap::{Args, ValueEnum};
+use crate::cli::values::{one_of, reworded, Named};
+use clap::Args;
+use rtscope_engine::ClockKind;
 use std::path::PathBuf;
 
-/// Clock of the deadlines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ClockArg {
-    /// CLOCK_MONOTONIC.
-    Monotonic,
-    /// CLOCK_REALTIME.
-    Realtime,
-}
+/// Clocks of the deadlines.
+const CLOCKS: [Named<ClockKind>; 2] = [
+    (ClockKind::Monotonic, "monotonic", "CLOCK_MONOTONIC"),
+    (ClockKind::Realtime, "realtime", "CLOCK_REALTIME"),
+];
 
 /// Options of `rtscope measure`.
 #[derive(Debug, Clone, Args)]
@@ -88,8 +86,13 @@ pub struct MeasureArgs {
     #[arg(long, short = 'l', value_name = "N", help_heading = "Timing")]
     pub loops: Option<u64>,
     /// Clock of the deadlines
-    #[arg(long, value_enum, default_value = "monotonic", help_heading = "Timing")]
-    pub clock: ClockArg,
+    #[arg(
+        long,
+        value_parser = one_of(CLOCKS),
+        default_value = "monotonic",
+        help_heading = "Timing"
+    )]
+    pub clock: ClockKind,
     /// Relative sleeps instead of absolute deadlines (drifts; no missed periods)
     #[arg(long, help_heading = "Timing")]
     pub relative: bool,

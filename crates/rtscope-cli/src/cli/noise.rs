@@ -1,8 +1,9 @@
 //! The options of `rtscope noise`.
 
 use crate::cli::sched::{self, ThreadArgs};
-use crate::cli::values::reworded;
-use clap::{Args, ValueEnum};
+use crate::cli::values::{one_of, reworded, Named};
+use clap::Args;
+use rtscope_engine::noise::CounterChoice;
 use rtscope_session::PolicyChoice::{Fifo, Other, Rr};
 
 /// `--policy`'s help.
@@ -49,8 +50,13 @@ pub struct NoiseArgs {
     /// The counter each loop reads: auto (the raw counter where the kernel keeps time with
     /// it, else the vDSO clock), raw (the TSC with lfence; CNTVCT_EL0 with isb; calibrated
     /// against CLOCK_MONOTONIC in the pre-heat), clock (clock_gettime through the vDSO)
-    #[arg(long, value_enum, default_value = "auto", help_heading = "Measurement")]
-    pub counter: CounterArg,
+    #[arg(
+        long,
+        value_parser = one_of(COUNTERS),
+        default_value = "auto",
+        help_heading = "Measurement"
+    )]
+    pub counter: CounterChoice,
     /// Length of the run: 30 (seconds), 500ms, 10m
     #[arg(
         long,
@@ -107,23 +113,21 @@ pub struct NoiseArgs {
     pub fleet: crate::cli::fleet::FleetArgs,
 }
 
-/// The counter the noise loops read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CounterArg {
-    /// The raw counter where the kernel keeps time with it, else the vDSO clock.
-    Auto,
-    /// The TSC (x86-64) or CNTVCT_EL0 (arm64), calibrated.
-    Raw,
-    /// clock_gettime(CLOCK_MONOTONIC) through the vDSO.
-    Clock,
-}
-
-impl From<CounterArg> for rtscope_engine::noise::CounterChoice {
-    fn from(a: CounterArg) -> Self {
-        match a {
-            CounterArg::Auto => Self::Auto,
-            CounterArg::Raw => Self::Raw,
-            CounterArg::Clock => Self::Clock,
-        }
-    }
-}
+/// The counters the noise loops read.
+const COUNTERS: [Named<CounterChoice>; 3] = [
+    (
+        CounterChoice::Auto,
+        "auto",
+        "The raw counter where the kernel keeps time with it, else the vDSO clock",
+    ),
+    (
+        CounterChoice::Raw,
+        "raw",
+        "The TSC (x86-64) or CNTVCT_EL0 (arm64), calibrated",
+    ),
+    (
+        CounterChoice::Clock,
+        "clock",
+        "clock_gettime(CLOCK_MONOTONIC) through the vDSO",
+    ),
+];

@@ -1,8 +1,10 @@
 //! The options of `rtscope respond`.
 
 use crate::cli::sched::{self, ThreadArgs};
-use crate::cli::values::reworded;
-use clap::{Args, ValueEnum};
+use crate::cli::values::{one_of, reworded, Named};
+use clap::Args;
+use rtscope_respond::gpio::{Bias, EdgeSelect, EventClock};
+use rtscope_respond::ipc::Pacing;
 use rtscope_session::PolicyChoice::{Fifo, Other, Rr};
 
 /// `--policy`'s help.
@@ -40,12 +42,12 @@ pub struct RespondArgs {
     /// the interval ptsematest, pmqtest, sigwaittest and svsematest measure; docs/respond.md)
     #[arg(
         long,
-        value_enum,
+        value_parser = one_of(PACINGS),
         default_value = "timer",
         value_name = "PACING",
         help_heading = "IPC"
     )]
-    pub pacing: PacingArg,
+    pub pacing: Pacing,
     /// Print the lines of a GPIO chip (gpioinfo style) and exit
     #[arg(long, value_name = "CHIP", help_heading = "GPIO")]
     pub list_lines: Option<String>,
@@ -71,17 +73,22 @@ pub struct RespondArgs {
     #[arg(long, value_name = "CMD", help_heading = "GPIO")]
     pub responder_cmd: Option<String>,
     /// Edges the inputs report
-    #[arg(long, value_enum, default_value = "both", help_heading = "GPIO")]
-    pub edges: EdgesArg,
+    #[arg(long, value_parser = one_of(EDGES), default_value = "both", help_heading = "GPIO")]
+    pub edges: EdgeSelect,
     /// Bias of the inputs
-    #[arg(long, value_enum, default_value = "as-is", help_heading = "GPIO")]
-    pub bias: BiasArg,
+    #[arg(long, value_parser = one_of(BIASES), default_value = "as-is", help_heading = "GPIO")]
+    pub bias: Bias,
     /// Debounce period of the inputs, e.g. 10us
     #[arg(long, value_name = "DUR", help_heading = "GPIO")]
     pub debounce: Option<String>,
     /// Clock of the kernel's edge timestamps
-    #[arg(long, value_enum, default_value = "monotonic", help_heading = "GPIO")]
-    pub event_clock: EventClockArg,
+    #[arg(
+        long,
+        value_parser = one_of(EVENT_CLOCKS),
+        default_value = "monotonic",
+        help_heading = "GPIO"
+    )]
+    pub event_clock: EventClock,
     /// Kernel event buffer per request, in events [default: the kernel's, 16 per line]
     #[arg(long, value_name = "N", help_heading = "GPIO")]
     pub event_buffer: Option<u32>,
@@ -121,45 +128,37 @@ pub struct RespondArgs {
 }
 
 /// Pacing of the IPC sender.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PacingArg {
-    /// The sender's own timer, every interval.
-    Timer,
-    /// The receiver's ready token after sleeping the interval (rt-tests' pattern).
-    Handshake,
-}
+const PACINGS: [Named<Pacing>; 2] = [
+    (
+        Pacing::Timer,
+        "timer",
+        "The sender's own timer, every interval",
+    ),
+    (
+        Pacing::Handshake,
+        "handshake",
+        "The receiver's ready token after sleeping the interval (rt-tests' pattern)",
+    ),
+];
 
 /// Edge selection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EdgesArg {
-    /// Rising edges only.
-    Rising,
-    /// Falling edges only.
-    Falling,
-    /// Both.
-    Both,
-}
+const EDGES: [Named<EdgeSelect>; 3] = [
+    (EdgeSelect::Rising, "rising", "Rising edges only"),
+    (EdgeSelect::Falling, "falling", "Falling edges only"),
+    (EdgeSelect::Both, "both", "Both"),
+];
 
 /// Input bias.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BiasArg {
-    /// Leave as configured.
-    AsIs,
-    /// Pull-up.
-    PullUp,
-    /// Pull-down.
-    PullDown,
-    /// No bias.
-    Disabled,
-}
+const BIASES: [Named<Bias>; 4] = [
+    (Bias::AsIs, "as-is", "Leave as configured"),
+    (Bias::PullUp, "pull-up", "Pull-up"),
+    (Bias::PullDown, "pull-down", "Pull-down"),
+    (Bias::Disabled, "disabled", "No bias"),
+];
 
 /// Edge timestamp clock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EventClockArg {
-    /// CLOCK_MONOTONIC.
-    Monotonic,
-    /// CLOCK_REALTIME.
-    Realtime,
-    /// Hardware timestamp engine.
-    Hte,
-}
+const EVENT_CLOCKS: [Named<EventClock>; 3] = [
+    (EventClock::Monotonic, "monotonic", "CLOCK_MONOTONIC"),
+    (EventClock::Realtime, "realtime", "CLOCK_REALTIME"),
+    (EventClock::Hte, "hte", "Hardware timestamp engine"),
+];

@@ -5,8 +5,7 @@
 //! A command flattens [`SchedArgs`]; one whose threads accept fewer policies or another
 //! default says so with [`narrowed`].
 
-use crate::cli::values::one_of;
-use clap::builder::PossibleValue;
+use crate::cli::values::{one_of, Named};
 use clap::{Arg, Args};
 use rtscope_session::PolicyChoice;
 
@@ -17,7 +16,7 @@ pub struct SchedArgs {
     #[arg(
         long,
         default_value = "fifo",
-        value_parser = one_of(&PolicyChoice::ALL, described),
+        value_parser = one_of(PolicyChoice::ALL.map(named)),
         help_heading = "Scheduling"
     )]
     pub policy: PolicyChoice,
@@ -63,7 +62,7 @@ impl SchedArgs {
 pub fn narrowed(accepted: &'static [PolicyChoice], help: &'static str) -> impl FnMut(Arg) -> Arg {
     move |arg| match arg.get_id().as_str() {
         "policy" => arg
-            .value_parser(one_of(accepted, described))
+            .value_parser(one_of(accepted.iter().map(|&p| named(p))))
             .default_value(accepted[0].name())
             .help(help),
         "priority" => arg.help(
@@ -74,14 +73,15 @@ pub fn narrowed(accepted: &'static [PolicyChoice], help: &'static str) -> impl F
     }
 }
 
-/// A policy's name and help.
-fn described(p: PolicyChoice) -> PossibleValue {
-    PossibleValue::new(p.name()).help(match p {
+/// A policy with its name and help.
+fn named(p: PolicyChoice) -> Named<PolicyChoice> {
+    let help = match p {
         PolicyChoice::Fifo => "SCHED_FIFO",
         PolicyChoice::Rr => "SCHED_RR",
         PolicyChoice::Other => "SCHED_OTHER",
         PolicyChoice::Batch => "SCHED_BATCH",
         PolicyChoice::Idle => "SCHED_IDLE",
         PolicyChoice::Deadline => "SCHED_DEADLINE (set --dl-runtime, --dl-deadline, --dl-period)",
-    })
+    };
+    (p, p.name(), help)
 }

@@ -15,22 +15,24 @@ pub fn reworded(helps: &'static [(&'static str, &'static str)]) -> impl FnMut(Ar
     }
 }
 
-/// A parser that accepts the values in `values` by their names (`describe` gives each its
-/// name and help, listed by `--help`, the man pages and the completions, in this order) and
-/// yields the value named.
-pub fn one_of<T>(
-    values: &'static [T],
-    describe: fn(T) -> PossibleValue,
-) -> impl TypedValueParser<Value = T>
+/// A parser of the values in `table` (each with its name and help, listed by `--help`, the man
+/// pages and the completions in this order), yielding the value named.
+pub fn one_of<T>(table: impl IntoIterator<Item = Named<T>>) -> impl TypedValueParser<Value = T>
 where
     T: Copy + Send + Sync + 'static,
 {
-    PossibleValuesParser::new(values.iter().map(|&v| describe(v))).try_map(move |name| {
+    let table: Vec<Named<T>> = table.into_iter().collect();
+    let possible = table
+        .iter()
+        .map(|&(_, name, help)| PossibleValue::new(name).help(help));
+    PossibleValuesParser::new(possible).try_map(move |name| {
         // The possible values parser let only these names through.
-        values
-            .iter()
-            .copied()
-            .find(|&v| describe(v).matches(&name, false))
+        let found = table.iter().find(|(_, n, _)| *n == name);
+        found
+            .map(|&(v, _, _)| v)
             .ok_or("not one of the possible values")
     })
 }
+
+/// A value with its name on the command line and its help.
+pub type Named<T> = (T, &'static str, &'static str);

@@ -5,7 +5,7 @@
 //! runs on the boards through the fleet. This file prints the table and the JSON (the loop
 //! lives in `rtscope-engine::noise`, the summary and record in `rtscope-session::noise`).
 
-use crate::cli::noise::{CounterArg, NoiseArgs};
+use crate::cli::noise::NoiseArgs;
 use crate::commands::measure::plan_error;
 use crate::commands::{dur, opt_dur};
 use rtscope_common::error::{ExitStatus, UsageError};
@@ -57,7 +57,7 @@ pub fn spec(a: &NoiseArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         preheat: dur(&a.preheat, "--preheat", "ms")?,
         runtime: opt_dur(a.runtime.as_deref(), "--runtime", "us")?,
         period: opt_dur(a.period.as_deref(), "--period", "us")?,
-        counter: a.counter.into(),
+        counter: a.counter,
         gap_capacity: a.gap_capacity,
         keep_gaps: a.keep_gaps,
         limits: a
@@ -212,7 +212,10 @@ fn announce(a: &NoiseArgs, s: &NoiseSession) {
         if let Some(line) = s.explain_line() {
             rtscope_common::error::warn(&line);
         }
-        rtscope_common::error::warn(&counter_line(a.counter == CounterArg::Auto, run));
+        rtscope_common::error::warn(&counter_line(
+            a.counter == rtscope_engine::noise::CounterChoice::Auto,
+            run,
+        ));
     }
 }
 

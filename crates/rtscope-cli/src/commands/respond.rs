@@ -4,7 +4,7 @@
 //! (the pre-run audit, the settings guard, limits, recording, signals: [`RespondSession`]);
 //! this file prints the table and the JSON (the measuring lives in `rtscope-respond`).
 
-use crate::cli::respond::{BiasArg, EdgesArg, EventClockArg, PacingArg, RespondArgs};
+use crate::cli::respond::RespondArgs;
 use crate::commands::measure::plan_error;
 use crate::commands::{dur, opt_dur};
 use rtscope_common::error::{ExitStatus, UsageError};
@@ -13,7 +13,7 @@ use rtscope_core::Nanos;
 use rtscope_engine::{sys, CpuSet};
 use rtscope_present::table::render_checks;
 use rtscope_respond::gpio::{self, GpioConfig, LineId, Responder};
-use rtscope_respond::ipc::{IpcKind, Pacing, Placement};
+use rtscope_respond::ipc::{IpcKind, Placement};
 use rtscope_respond::record::Row;
 use rtscope_respond::run as respond;
 use rtscope_session::output::OutputFile;
@@ -114,10 +114,7 @@ fn ipc_spec(a: &RespondArgs, list: &str, online: &CpuSet) -> Result<RespondSpec,
         kinds,
         placements: placements(a, online)?,
         burst: a.burst,
-        pacing: match a.pacing {
-            PacingArg::Timer => Pacing::Timer,
-            PacingArg::Handshake => Pacing::Handshake,
-        },
+        pacing: a.pacing,
     })
 }
 
@@ -133,23 +130,10 @@ fn gpio_spec(a: &RespondArgs, input: &str, online: &CpuSet) -> Result<RespondSpe
             .transpose()
     };
     let options = gpio::InputOptions {
-        bias: match a.bias {
-            BiasArg::AsIs => gpio::Bias::AsIs,
-            BiasArg::PullUp => gpio::Bias::PullUp,
-            BiasArg::PullDown => gpio::Bias::PullDown,
-            BiasArg::Disabled => gpio::Bias::Disabled,
-        },
+        bias: a.bias,
         debounce: opt_dur(a.debounce.as_deref(), "--debounce", "us")?,
-        clock: match a.event_clock {
-            EventClockArg::Monotonic => gpio::EventClock::Monotonic,
-            EventClockArg::Realtime => gpio::EventClock::Realtime,
-            EventClockArg::Hte => gpio::EventClock::Hte,
-        },
-        edges: match a.edges {
-            EdgesArg::Rising => gpio::EdgeSelect::Rising,
-            EdgesArg::Falling => gpio::EdgeSelect::Falling,
-            EdgesArg::Both => gpio::EdgeSelect::Both,
-        },
+        clock: a.event_clock,
+        edges: a.edges,
         kernel_buffer: a.event_buffer,
     };
     let responder = match &a.responder_cmd {

@@ -4,7 +4,7 @@
 pub mod ci;
 pub mod metrics;
 
-use crate::cli::measure::{ClockArg, MeasureArgs};
+use crate::cli::measure::MeasureArgs;
 use crate::commands::{dur, opt_dur};
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_common::limits;
@@ -45,10 +45,7 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         distance: dur(&a.distance, "--distance", "us")?,
         duration: opt_dur(a.duration.as_deref(), "--duration", "s")?,
         loops: a.loops,
-        clock: match a.clock {
-            ClockArg::Realtime => ClockKind::Realtime,
-            ClockArg::Monotonic => ClockKind::Monotonic,
-        },
+        clock: a.clock,
         relative: a.relative,
         mlock: !a.no_mlock,
         latency: a.latency,
