@@ -15,67 +15,59 @@ fn measure_defaults_are_clap_defaults() {
     assert!(d.duration.is_none() && d.cpus.is_none());
 }
 
-fn parse(args: &[&str]) -> Result<crate::cli::Cli, clap::Error> {
-    <crate::cli::Cli as clap::Parser>::try_parse_from(args)
+fn command(args: &[&str]) -> crate::cli::Command {
+    let cli = <crate::cli::Cli as clap::Parser>::try_parse_from(args);
+    cli.unwrap_or_else(|e| panic!("{args:?}: {e}")).command
 }
 
 #[test]
-fn each_measuring_command_takes_its_own_policies_and_default_into_the_one_policy_type() {
-    use crate::cli::Command;
-    use rtscope_session::PolicyChoice;
-    let policy = |args: &[&str]| match parse(args).map(|c| c.command) {
-        Ok(Command::Measure(a)) => Some(a.sched.policy),
-        Ok(Command::Noise(a)) => Some(a.threads.sched.policy),
-        Ok(Command::Respond(a)) => Some(a.threads.sched.policy),
-        _ => None,
+fn each_measuring_command_takes_its_own_policies_and_defaults_into_the_plans_types() {
+    use crate::cli::Command::{Measure, Noise, Respond};
+    use rtscope_session::PolicyChoice::{Deadline, Fifo, Other, Rr};
+    let sched = |args: &[&str]| match command(args) {
+        Measure(a) => (a.sched.policy, a.sched.priority_or(90)),
+        Noise(a) => (a.threads.sched.policy, a.threads.sched.priority_or(95)),
+        Respond(a) => (a.threads.sched.policy, a.threads.sched.priority_or(95)),
+        c => panic!("{c:?}"),
     };
-    assert_eq!(policy(&["rtscope", "measure"]), Some(PolicyChoice::Fifo));
-    assert_eq!(policy(&["rtscope", "noise"]), Some(PolicyChoice::Other));
-    assert_eq!(policy(&["rtscope", "respond"]), Some(PolicyChoice::Fifo));
-    let deadline = ["rtscope", "measure", "--policy", "deadline"];
-    assert_eq!(policy(&deadline), Some(PolicyChoice::Deadline));
-    let rr = ["rtscope", "noise", "--policy", "rr"];
-    assert_eq!(policy(&rr), Some(PolicyChoice::Rr));
+    assert_eq!(sched(&["rtscope", "measure"]), (Fifo, 90));
+    assert_eq!(
+        sched(&["rtscope", "measure", "--policy", "deadline"]),
+        (Deadline, 0)
+    );
+    assert_eq!(sched(&["rtscope", "noise"]), (Other, 0));
+    assert_eq!(sched(&["rtscope", "noise", "--policy", "rr"]), (Rr, 95));
+    assert_eq!(sched(&["rtscope", "respond", "-p", "-5"]), (Fifo, -5));
     for sub in ["noise", "respond"] {
-        let e = parse(&["rtscope", sub, "--policy", "batch"]).unwrap_err();
-        assert_eq!(e.kind(), clap::error::ErrorKind::InvalidValue, "{sub}");
+        let e = <crate::cli::Cli as clap::Parser>::try_parse_from([
+            "rtscope", sub, "--policy", "batch",
+        ]);
+        assert_eq!(
+            e.unwrap_err().kind(),
+            clap::error::ErrorKind::InvalidValue,
+            "{sub}"
+        );
     }
 }
 
 #[test]
-fn the_priority_default_follows_the_policy() {
-    let Ok(crate::cli::Command::Noise(a)) = parse(&["rtscope", "noise"]).map(|c| c.command) else {
-        panic!("rtscope noise parses");
-    };
-    assert_eq!(a.threads.sched.priority_or(95), 0, "nice 0 for other");
-    let Ok(crate::cli::Command::Respond(a)) =
-        parse(&["rtscope", "respond", "-p", "-5"]).map(|c| c.command)
-    else {
-        panic!("rtscope respond -p -5 parses");
-    };
-    assert_eq!(
-        a.threads.sched.priority_or(95),
-        -5,
-        "a priority given is kept"
-    );
-    let d = crate::cli::measure::MeasureArgs::default();
-    assert_eq!(d.sched.priority_or(90), 90, "fifo's real-time default");
-}
-
-#[test]
-fn an_import_format_is_parsed_into_the_importers_type() {
-    let args = [
+fn a_value_of_a_lower_crate_is_parsed_into_its_type() {
+    let crate::cli::Command::Import(a) = command(&[
         "rtscope",
         "import",
         "--format",
         "rtla-osnoise-hist",
         "x.txt",
-    ];
-    let Ok(crate::cli::Command::Import(a)) = parse(&args).map(|c| c.command) else {
-        panic!("rtscope import --format rtla-osnoise-hist parses");
+    ]) else {
+        panic!("not import");
     };
     assert_eq!(
         a.format,
         Some(rtscope_import::ImportFormat::RtlaOsnoiseHist)
     );
+    let crate::cli::Command::Respond(a) = command(&["rtscope", "respond", "--bias", "pull-up"])
+    else {
+        panic!("not respond");
+    };
+    assert_eq!(a.bias, rtscope_respond::gpio::Bias::PullUp);
 }

@@ -18,9 +18,8 @@ use rtscope_session::noise::run::{counter_line, render_checks, table};
 use rtscope_session::noise::{self as noise, NoiseLimit, NoiseLimitError};
 use rtscope_session::noise_session::{NoiseMeasured, NoiseSession};
 use rtscope_session::output::{Guarded, OutputFile};
-use rtscope_session::record::RecordSpec;
-use rtscope_session::{preflight, NoiseSpec, PlanSpec, RunPlan, SystemSettings};
 use rtscope_session::{Naming, WorkloadSpec};
+use rtscope_session::{NoiseSpec, PlanSpec, RunPlan, SystemSettings};
 use std::io::Write;
 
 /// `--limit` in the words of this command line.
@@ -114,27 +113,14 @@ pub fn run(
     if let Some(hw) = plan.workload.noise().and_then(|n| n.hwlat.clone()) {
         return super::noise_hwlat::run(a, &plan, &hw, out);
     }
-    let json_file = OutputFile::prepare_given(a.rec.json.as_deref(), "--json")?;
-    let store = a.rec.open_store()?;
     if let (Some(why), false) = (&plan.explain_off, a.rec.quiet) {
         rtscope_common::error::warn(&format!("explain: off — {why}"));
     }
-    // Before the loops, which it would otherwise audit.
-    let audit = preflight::audit(&plan);
-    for line in preflight::bad_lines(&audit) {
-        rtscope_common::error::warn(&line);
-    }
+    // Before the loops, which the audit would otherwise see.
+    let (json_file, store, spec) =
+        a.rec
+            .prepare(&plan, rtscope_store::RunKind::Noise, command_line)?;
     let settings = SystemSettings::apply(&plan)?;
-    let spec = RecordSpec {
-        kind: rtscope_store::RunKind::Noise,
-        label: a.rec.label.clone(),
-        tags: a.rec.tags.clone(),
-        command_line,
-        config_json: String::new(),
-        monitor_interval: None,
-        checks: preflight::rows(&audit),
-        raw: false,
-    };
     let mut session = NoiseSession::start(plan, settings, store, spec).map_err(|e| match e {
         rtscope_session::SessionError::Engine(e) => UsageError::from_error(e).into(),
         e => anyhow::Error::from(e),

@@ -17,9 +17,8 @@ use rtscope_respond::ipc::{IpcKind, Placement};
 use rtscope_respond::record::Row;
 use rtscope_respond::run as respond;
 use rtscope_session::output::OutputFile;
-use rtscope_session::record::RecordSpec;
-use rtscope_session::{preflight, RespondMeasured, RespondSession, RespondSpec, SystemSettings};
 use rtscope_session::{PlanSpec, RunPlan, SessionError, WorkloadSpec};
+use rtscope_session::{RespondMeasured, RespondSession, RespondSpec, SystemSettings};
 use serde_json::json;
 use std::io::Write;
 
@@ -204,25 +203,11 @@ pub fn run(
     rtscope_common::signals::hold_signals();
     let online = sys::online_cpus();
     let plan = plan(a, &online)?;
-    let json_file = OutputFile::prepare_given(a.rec.json.as_deref(), "--json")?;
-    let store = a.rec.open_store()?;
-    // Before the cpu_dma_latency request and the threads, which it would otherwise audit.
-    let audit = preflight::audit(&plan);
-    for line in preflight::bad_lines(&audit) {
-        rtscope_common::error::warn(&line);
-    }
+    // Before the cpu_dma_latency request and the threads, which the audit would otherwise see.
+    let kind = rtscope_store::RunKind::Respond;
+    let (json_file, store, spec) = a.rec.prepare(&plan, kind, command_line.clone())?;
     let settings = apply_settings(a, &plan, out)?;
     let priority = plan.config.threads[0].priority;
-    let spec = RecordSpec {
-        kind: rtscope_store::RunKind::Respond,
-        label: a.rec.label.clone(),
-        tags: a.rec.tags.clone(),
-        command_line: command_line.clone(),
-        config_json: String::new(),
-        monitor_interval: None,
-        checks: preflight::rows(&audit),
-        raw: false,
-    };
     let mut session = RespondSession::start(plan, settings, store, spec)?;
     let measured = session
         .drive(&mut |what| {
