@@ -31,18 +31,6 @@ pub struct SchedArgs {
     pub priority: Option<i32>,
 }
 
-/// The group as `noise` and `respond` have it: [`SchedArgs`] (worded with [`narrowed`]) and
-/// `--no-mlock` beside them (`measure` lists it among its system settings).
-#[derive(Debug, Clone, Args)]
-pub struct ThreadArgs {
-    /// `--policy` and `--priority`.
-    #[command(flatten)]
-    pub sched: SchedArgs,
-    /// Do not lock memory (mlockall is on by default)
-    #[arg(long, help_heading = "Scheduling")]
-    pub no_mlock: bool,
-}
-
 impl SchedArgs {
     /// The priority given, else `realtime` for fifo and rr and nice 0 for the others.
     pub fn priority_or(&self, realtime: i32) -> i32 {
@@ -53,6 +41,18 @@ impl SchedArgs {
         };
         self.priority.unwrap_or(default)
     }
+}
+
+/// The group as `noise` and `respond` have it: [`SchedArgs`] (worded with [`narrowed`]) and
+/// `--no-mlock` beside them (`measure` lists it among its system settings).
+#[derive(Debug, Clone, Args)]
+pub struct ThreadArgs {
+    /// `--policy` and `--priority`.
+    #[command(flatten)]
+    pub sched: SchedArgs,
+    /// Do not lock memory (mlockall is on by default)
+    #[arg(long, help_heading = "Scheduling")]
+    pub no_mlock: bool,
 }
 
 /// The group as `noise` and `respond` word it (in their `#[command(mut_args(..))]`): threads

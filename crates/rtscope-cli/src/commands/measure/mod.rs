@@ -107,20 +107,14 @@ impl Lowered {
         a.rec.check()?;
         let tick = series_interval(a)?;
         let monitor_interval = monitor_interval(&a.monitor_interval, "--monitor-interval")?;
-        let json_file = OutputFile::prepare_given(a.rec.json.as_deref(), "--json")?;
-        // Opened before the run, so a bad file fails before anything starts.
-        let store = a.rec.open_store()?;
         let textfile = metrics_file(a)?;
-        let record = RecordSpec {
-            kind: rtscope_store::RunKind::Measure,
-            label: a.rec.label.clone(),
-            tags: a.rec.tags.clone(),
-            command_line: command_line.to_vec(),
-            config_json: serde_json::to_string(&ConfigDoc::of(&plan))?,
-            monitor_interval,
-            checks: Vec::new(),
-            raw: a.raw,
-        };
+        // Before the cpu_dma_latency request and the threads, which the audit would otherwise
+        // see.
+        let kind = rtscope_store::RunKind::Measure;
+        let (json_file, store, mut record) = a.rec.prepare(&plan, kind, command_line.to_vec())?;
+        record.config_json = serde_json::to_string(&ConfigDoc::of(&plan))?;
+        record.monitor_interval = monitor_interval;
+        record.raw = a.raw;
         Ok(Lowered {
             plan,
             tick,
@@ -152,15 +146,9 @@ pub fn run(
         json_file,
         store,
         mut textfile,
-        mut record,
+        record,
         quiet,
     } = Lowered::of(a, &command_line)?;
-    // Before the cpu_dma_latency request and the threads, which it would otherwise audit.
-    let audit = rtscope_session::preflight::audit(&plan);
-    for line in rtscope_session::preflight::bad_lines(&audit) {
-        let _ = writeln!(std::io::stderr(), "{line}");
-    }
-    record.checks = rtscope_session::preflight::rows(&audit);
     let settings = SystemSettings::apply(&plan)?;
     // A closed stdout (`| head -1`) loses the text, never the run nor the exit code.
     let mut streams = Streams {
