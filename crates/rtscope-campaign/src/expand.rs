@@ -473,7 +473,8 @@ fn settings(
     m.event_above = dur(&s.event_above, "event_above", "us")?;
     length(src, s, a, &mut m)?;
     if let Some(p) = &s.policy {
-        m.policy = choice(src, p, "policy", &POLICIES).map_err(Located::Yes)?;
+        let policies = PolicyChoice::ALL.map(|p| (p.name(), p));
+        m.policy = choice(src, p, "policy", &policies).map_err(Located::Yes)?;
     } else if matches!(m.workload, WorkloadSpec::Noise(_)) {
         // The loops spin at SCHED_OTHER unless the file says otherwise, as `rtscope noise`.
         m.policy = PolicyChoice::Other;
@@ -562,15 +563,6 @@ fn explain(
         },
     })
 }
-
-const POLICIES: [(&str, PolicyChoice); 6] = [
-    ("fifo", PolicyChoice::Fifo),
-    ("rr", PolicyChoice::Rr),
-    ("other", PolicyChoice::Other),
-    ("batch", PolicyChoice::Batch),
-    ("idle", PolicyChoice::Idle),
-    ("deadline", PolicyChoice::Deadline),
-];
 
 const CLOCKS: [(&str, ClockKind); 2] = [
     ("monotonic", ClockKind::Monotonic),

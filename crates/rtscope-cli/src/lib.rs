@@ -90,7 +90,7 @@ fn dispatch(argv_os: &[std::ffi::OsString], out: &mut dyn Write) -> anyhow::Resu
     rtscope_common::outfile::set_follow_symlinks(cli.follow_symlinks);
     match cli.command {
         cli::Command::Measure(a) => commands::measure::ci::measure_with_ci(&a, argv, out),
-        cli::Command::Cyclictest { args } => commands::cyclictest::run(&args, &argv.join(" "), out),
+        cli::Command::Cyclictest(a) => commands::cyclictest::run(&a.args, &argv.join(" "), out),
         cli::Command::Runs(a) => commands::runs::run(&a, out),
         cli::Command::Import(a) => commands::import::run(&a, out),
         cli::Command::Export(a) => commands::export::run(&a, out),
@@ -115,13 +115,13 @@ fn dispatch(argv_os: &[std::ffi::OsString], out: &mut dyn Write) -> anyhow::Resu
             // output (a closed pipe is the quiet exit, any other error exit 2).
             let mut script = Vec::new();
             match shell {
-                cli::CompletionShell::Bash => {
+                cli::man::CompletionShell::Bash => {
                     clap_complete::generate(Bash, &mut cmd, bin, &mut script)
                 }
-                cli::CompletionShell::Zsh => {
+                cli::man::CompletionShell::Zsh => {
                     clap_complete::generate(Zsh, &mut cmd, bin, &mut script)
                 }
-                cli::CompletionShell::Fish => {
+                cli::man::CompletionShell::Fish => {
                     clap_complete::generate(Fish, &mut cmd, bin, &mut script)
                 }
             }

@@ -1,7 +1,7 @@
 //! `rtscope man`: prints one man page, or writes every page, from the clap definition
 //! (generation in the `rtscope-manual` crate).
 
-use crate::cli::ManArgs;
+use crate::cli::man::ManArgs;
 use rtscope_common::error::ExitStatus;
 use std::io::Write;
 

@@ -22,11 +22,11 @@ use crate::noise::run::{self as noise_run, Outcome};
 use crate::noise::{CpuNoise, NoiseCheck, NoiseExplainer};
 use crate::placement::{Pinned, Placement};
 use crate::plan::{RunPlan, Workload};
-use crate::record::RecordSpec;
+use crate::record::{end_status, RecordSpec};
 use crate::session::{pin_current, RecordOutcome, SessionError, SystemSettings};
 use rtscope_engine::noise::NoiseRun;
 use rtscope_engine::sys;
-use rtscope_store::{RunId, RunStatus, Store};
+use rtscope_store::{RunId, Store};
 use std::path::Path;
 
 /// A measured noise run, before its end is recorded.
@@ -46,12 +46,12 @@ pub struct NoiseMeasured {
 }
 
 impl NoiseMeasured {
-    /// Whether a stop signal ended it early (it is then recorded as interrupted).
+    /// Whether a stop signal ended the loops early (the run is then recorded as interrupted).
     pub fn interrupted(&self) -> bool {
         self.outcome.signal.is_some()
     }
 
-    /// Whether a limit was exceeded.
+    /// Whether a CPU exceeded a limit.
     pub fn limits_failed(&self) -> bool {
         self.checks.iter().any(|c| !c.passed)
     }
@@ -214,29 +214,13 @@ impl NoiseSession {
     /// went wrong.
     pub fn finish(&mut self, m: &NoiseMeasured, exit_code: i32) -> RecordOutcome {
         let Some(recorder) = self.recorder.take() else {
-            return RecordOutcome {
-                line: None,
-                failed: false,
-            };
-        };
-        let status = if m.interrupted() {
-            RunStatus::Interrupted
-        } else {
-            RunStatus::Complete
+            return RecordOutcome::not_recorded();
         };
         let path = recorder.path().to_path_buf();
         let o = &m.outcome;
-        let end = (status, exit_code);
-        match recorder.finish(&m.meta, &o.threads, &o.gaps, o.explained.as_ref(), end) {
-            Ok(id) => RecordOutcome {
-                line: Some(format!("recorded as run {id} in {}", path.display())),
-                failed: false,
-            },
-            Err(e) => RecordOutcome {
-                line: Some(format!("error: {e}")),
-                failed: true,
-            },
-        }
+        let end = (end_status(m.interrupted()), exit_code);
+        let written = recorder.finish(&m.meta, &o.threads, &o.gaps, o.explained.as_ref(), end);
+        RecordOutcome::written(written.map_err(|e| e.to_string()), &path)
     }
 }
 

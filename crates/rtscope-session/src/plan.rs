@@ -43,6 +43,29 @@ pub enum PolicyChoice {
 }
 
 impl PolicyChoice {
+    /// Every policy, in the order the command line and the campaign files list them.
+    pub const ALL: [PolicyChoice; 6] = [
+        PolicyChoice::Fifo,
+        PolicyChoice::Rr,
+        PolicyChoice::Other,
+        PolicyChoice::Batch,
+        PolicyChoice::Idle,
+        PolicyChoice::Deadline,
+    ];
+
+    /// Its name on the command line and in campaign files (`fifo`, `rr`, `other`, `batch`,
+    /// `idle`, `deadline`).
+    pub fn name(self) -> &'static str {
+        match self {
+            PolicyChoice::Fifo => "fifo",
+            PolicyChoice::Rr => "rr",
+            PolicyChoice::Other => "other",
+            PolicyChoice::Batch => "batch",
+            PolicyChoice::Idle => "idle",
+            PolicyChoice::Deadline => "deadline",
+        }
+    }
+
     /// Whether the priority is a real-time priority (1..99) rather than a nice value.
     pub fn is_realtime(self) -> bool {
         matches!(self, PolicyChoice::Fifo | PolicyChoice::Rr)
@@ -665,14 +688,7 @@ fn policy(s: &PlanSpec) -> Result<Policy, PlanError> {
 
 impl fmt::Display for PolicyChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            PolicyChoice::Fifo => "fifo",
-            PolicyChoice::Rr => "rr",
-            PolicyChoice::Other => "other",
-            PolicyChoice::Batch => "batch",
-            PolicyChoice::Idle => "idle",
-            PolicyChoice::Deadline => "deadline",
-        })
+        f.write_str(self.name())
     }
 }
 

@@ -635,11 +635,7 @@ impl Recording {
         exit_code: i32,
     ) -> (Option<String>, bool) {
         self.collect_monitor(true);
-        let status = if interrupted {
-            RunStatus::Interrupted
-        } else {
-            RunStatus::Complete
-        };
+        let status = end_status(interrupted);
         match (self.recorder.as_mut(), &self.error) {
             (Some(rec), None) => match rec.finish(r, status, exit_code) {
                 Ok(()) if rec.lost_samples() > 0 => (
@@ -671,6 +667,16 @@ impl Recording {
             ),
             (None, None) => (None, false),
         }
+    }
+}
+
+/// How a run that ended is recorded: `Interrupted` when a stop signal (or a failed output)
+/// ended it early, else `Complete`.
+pub(crate) fn end_status(interrupted: bool) -> RunStatus {
+    if interrupted {
+        RunStatus::Interrupted
+    } else {
+        RunStatus::Complete
     }
 }
 

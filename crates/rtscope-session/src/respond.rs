@@ -13,7 +13,7 @@
 //!    session is dropped.
 
 use crate::plan::{RespondPlan, RunPlan, Workload};
-use crate::record::RecordSpec;
+use crate::record::{end_status, RecordSpec};
 use crate::session::{RecordOutcome, SessionError, SystemSettings};
 use rtscope_common::error::UsageError;
 use rtscope_common::limits::{self, Check};
@@ -47,12 +47,13 @@ pub struct RespondMeasured {
 }
 
 impl RespondMeasured {
-    /// Whether a stop signal ended it early (it is then recorded as interrupted).
+    /// Whether a stop signal ended the measurements early (the run is then recorded as
+    /// interrupted; a failure during the run is the outcome's `error`).
     pub fn interrupted(&self) -> bool {
         self.outcome.signal.is_some()
     }
 
-    /// Whether a limit was exceeded.
+    /// Whether a row exceeded a limit.
     pub fn limits_failed(&self) -> bool {
         self.checks.iter().any(|c| !c.passed)
     }
@@ -168,33 +169,13 @@ impl RespondSession {
         config_json: String,
     ) -> RecordOutcome {
         let Some(store) = self.store.as_mut() else {
-            return RecordOutcome {
-                line: None,
-                failed: false,
-            };
+            return RecordOutcome::not_recorded();
         };
-        let status = if m.interrupted() {
-            RunStatus::Interrupted
-        } else {
-            RunStatus::Complete
-        };
+        let status = end_status(m.interrupted());
         let written = record(store, &self.spec, config_json, m, status, exit_code);
-        match written {
-            Ok(id) => {
-                self.run_id = Some(id);
-                RecordOutcome {
-                    line: Some(format!(
-                        "recorded as run {id} in {}",
-                        store.path().display()
-                    )),
-                    failed: false,
-                }
-            }
-            Err(e) => RecordOutcome {
-                line: Some(format!("error: the run could not be recorded: {e}")),
-                failed: true,
-            },
-        }
+        self.run_id = written.as_ref().ok().copied();
+        let written = written.map_err(|e| format!("the run could not be recorded: {e}"));
+        RecordOutcome::written(written, store.path())
     }
 }
 

@@ -23,6 +23,7 @@ use rtscope_core::Nanos;
 use rtscope_engine::{knobs::DmaLatencyGuard, sys, CpuSet, Run, RunResult, Sample};
 use rtscope_store::{RunId, Store};
 use std::io;
+use std::path::Path;
 use std::time::Duration;
 
 /// Why a session could not start.
@@ -383,6 +384,31 @@ impl Session {
         }
         self.recording.note_environment(env);
         RecordOutcome { line, failed }
+    }
+}
+
+impl RecordOutcome {
+    /// A run not recorded (`--no-db`): nothing to show.
+    pub(crate) fn not_recorded() -> RecordOutcome {
+        RecordOutcome {
+            line: None,
+            failed: false,
+        }
+    }
+
+    /// A run's end written to the database at `path` (`recorded as run ID in PATH`), or what
+    /// kept it out (`error: …`).
+    pub(crate) fn written(id: Result<RunId, String>, path: &Path) -> RecordOutcome {
+        match id {
+            Ok(id) => RecordOutcome {
+                line: Some(format!("recorded as run {id} in {}", path.display())),
+                failed: false,
+            },
+            Err(e) => RecordOutcome {
+                line: Some(format!("error: {e}")),
+                failed: true,
+            },
+        }
     }
 }
 

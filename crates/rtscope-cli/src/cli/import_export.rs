@@ -1,48 +1,58 @@
 //! `rtscope import` and `rtscope export`: their flags.
 
+use crate::cli::values::{one_of, Named};
 use clap::{Args, ValueEnum};
+use rtscope_import::ImportFormat;
 use std::path::PathBuf;
 
-/// Formats `rtscope import` reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ImportFormat {
-    /// cyclictest `-h`/`-H` histogram text (with or without empty buckets and `# Total:`).
-    CyclictestHist,
-    /// cyclictest `-v` verbose output (`thread:cycle:latency` lines).
-    CyclictestVerbose,
-    /// cyclictest `--json` output.
-    CyclictestJson,
-    /// A jitterdebugger output directory (results.json and samples.raw).
-    Jitterdebugger,
-    /// A stress-ng `--cyclic` log.
-    StressNg,
-    /// cyclictest's summary without a histogram: `-q`, a live status, `--spike` output
-    CyclictestSummary,
-    /// oslat `--json` output (busy-loop gaps), recorded as a run of kind `noise`.
-    Oslat,
-    /// `rtla osnoise top` (or `rtla hwnoise`) text, recorded as a run of kind `noise`.
-    RtlaOsnoiseTop,
-    /// `rtla osnoise hist` text (noises over the threshold), recorded as a run of kind `noise`.
-    RtlaOsnoiseHist,
-}
-
-impl ImportFormat {
-    /// The importer's format.
-    pub fn lower(self) -> rtscope_import::ImportFormat {
-        use rtscope_import::ImportFormat as F;
-        match self {
-            ImportFormat::CyclictestHist => F::CyclictestHist,
-            ImportFormat::CyclictestVerbose => F::CyclictestVerbose,
-            ImportFormat::CyclictestJson => F::CyclictestJson,
-            ImportFormat::Jitterdebugger => F::Jitterdebugger,
-            ImportFormat::StressNg => F::StressNg,
-            ImportFormat::CyclictestSummary => F::CyclictestSummary,
-            ImportFormat::Oslat => F::Oslat,
-            ImportFormat::RtlaOsnoiseTop => F::RtlaOsnoiseTop,
-            ImportFormat::RtlaOsnoiseHist => F::RtlaOsnoiseHist,
-        }
-    }
-}
+/// The formats `rtscope import` reads.
+const FORMATS: [Named<ImportFormat>; 9] = [
+    (
+        ImportFormat::CyclictestHist,
+        "cyclictest-hist",
+        "cyclictest `-h`/`-H` histogram text (with or without empty buckets and `# Total:`)",
+    ),
+    (
+        ImportFormat::CyclictestVerbose,
+        "cyclictest-verbose",
+        "cyclictest `-v` verbose output (`thread:cycle:latency` lines)",
+    ),
+    (
+        ImportFormat::CyclictestJson,
+        "cyclictest-json",
+        "cyclictest `--json` output",
+    ),
+    (
+        ImportFormat::Jitterdebugger,
+        "jitterdebugger",
+        "A jitterdebugger output directory (results.json and samples.raw)",
+    ),
+    (
+        ImportFormat::StressNg,
+        "stress-ng",
+        "A stress-ng `--cyclic` log",
+    ),
+    (
+        ImportFormat::CyclictestSummary,
+        "cyclictest-summary",
+        "cyclictest's summary without a histogram: `-q`, a live status, `--spike` output",
+    ),
+    (
+        ImportFormat::Oslat,
+        "oslat",
+        "oslat `--json` output (busy-loop gaps), recorded as a run of kind `noise`",
+    ),
+    (
+        ImportFormat::RtlaOsnoiseTop,
+        "rtla-osnoise-top",
+        "`rtla osnoise top` (or `rtla hwnoise`) text, recorded as a run of kind `noise`",
+    ),
+    (
+        ImportFormat::RtlaOsnoiseHist,
+        "rtla-osnoise-hist",
+        "`rtla osnoise hist` text (noises over the threshold), recorded as a run of kind `noise`",
+    ),
+];
 
 /// Options of `rtscope import`.
 #[derive(Debug, Clone, Args)]
@@ -51,7 +61,7 @@ pub struct ImportArgs {
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// The format [default: detected from the content]
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = one_of(FORMATS))]
     pub format: Option<ImportFormat>,
     /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
     #[arg(long, value_name = "PATH")]

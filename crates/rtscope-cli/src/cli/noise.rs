@@ -1,12 +1,23 @@
-//! The options of `rtscope noise` (kept beside cli.rs so that file stays short).
+//! The options of `rtscope noise`.
 
-use clap::{Args, ValueEnum};
-use std::path::PathBuf;
+use crate::cli::sched::{self, ThreadArgs};
+use crate::cli::values::{one_of, reworded, Named};
+use clap::Args;
+use rtscope_engine::noise::CounterChoice;
+use rtscope_session::PolicyChoice::{Fifo, Other, Rr};
+
+/// `--policy`'s help.
+const POLICY_HELP: &str = "Scheduling policy of the loops (SCHED_OTHER by default, like oslat)";
 
 /// Options of `rtscope noise`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rtscope noise -D 10s\n  rtscope noise --cpus 1 --policy fifo -p 95 -D 1m --limit max_single=20us --limit available=99.99%\n  rtscope noise --cpus 2-3 --threshold 500ns --json noise.json\n\nExit status: 0 ok, 1 a --limit failed, 2 bad input or set-up, 3 interrupted (the results cover the part that ran).\nSee docs/noise.md for what is measured and the loop's resolution."
+    after_help = "Examples:\n  rtscope noise -D 10s\n  rtscope noise --cpus 1 --policy fifo -p 95 -D 1m --limit max_single=20us --limit available=99.99%\n  rtscope noise --cpus 2-3 --threshold 500ns --json noise.json\n\nExit status: 0 ok, 1 a --limit failed, 2 bad input or set-up, 3 interrupted (the results cover the part that ran).\nSee docs/noise.md for what is measured and the loop's resolution.",
+    mut_args(sched::narrowed(&[Other, Fifo, Rr], POLICY_HELP)),
+    mut_args(reworded(&[(
+        "json",
+        "Write the results as JSON (schema rtscope.noise/1), with every gap over the threshold"
+    )]))
 )]
 pub struct NoiseArgs {
     /// CPUs to measure, one busy loop each, e.g. 1,3 or 2-5 [default: every CPU this process may use]
@@ -39,8 +50,13 @@ pub struct NoiseArgs {
     /// The counter each loop reads: auto (the raw counter where the kernel keeps time with
     /// it, else the vDSO clock), raw (the TSC with lfence; CNTVCT_EL0 with isb; calibrated
     /// against CLOCK_MONOTONIC in the pre-heat), clock (clock_gettime through the vDSO)
-    #[arg(long, value_enum, default_value = "auto", help_heading = "Measurement")]
-    pub counter: CounterArg,
+    #[arg(
+        long,
+        value_parser = one_of(COUNTERS),
+        default_value = "auto",
+        help_heading = "Measurement"
+    )]
+    pub counter: CounterChoice,
     /// Length of the run: 30 (seconds), 500ms, 10m
     #[arg(
         long,
@@ -50,20 +66,9 @@ pub struct NoiseArgs {
         help_heading = "Measurement"
     )]
     pub duration: String,
-    /// Scheduling policy of the loops (SCHED_OTHER by default, like oslat)
-    #[arg(long, value_enum, default_value = "other", help_heading = "Scheduling")]
-    pub policy: NoisePolicyArg,
-    /// Real-time priority (1-99) for fifo/rr; nice value (-20..19) for other [default: 95 for fifo/rr, 0 for other]
-    #[arg(
-        long,
-        short = 'p',
-        allow_negative_numbers = true,
-        help_heading = "Scheduling"
-    )]
-    pub priority: Option<i32>,
-    /// Do not lock memory (mlockall is on by default)
-    #[arg(long, help_heading = "Scheduling")]
-    pub no_mlock: bool,
+    /// `--policy`, `--priority` and `--no-mlock`.
+    #[command(flatten)]
+    pub threads: ThreadArgs,
     /// Gaps over the threshold each CPU's ring holds between two reads (every 100 ms); more are counted as dropped
     #[arg(
         long,
@@ -100,48 +105,29 @@ pub struct NoiseArgs {
     /// Fail (exit 1) when a CPU exceeds a limit: max_single=20us, available=99.99% (repeatable)
     #[arg(long = "limit", value_name = "STAT=VALUE", help_heading = "Output")]
     pub limits: Vec<String>,
-    /// Write the results as JSON (schema rtscope.noise/1), with every gap over the threshold
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
-    pub json: Option<PathBuf>,
-    /// No progress output
-    #[arg(long, short = 'q', help_heading = "Output")]
-    pub quiet: bool,
-    /// Where the run is recorded.
+    /// `--json`, `--quiet` and where the run is recorded.
     #[command(flatten)]
     pub rec: crate::cli::record::RecordArgs,
     /// Runs on boards over ssh.
     #[command(flatten)]
-    pub fleet: crate::cli::FleetArgs,
+    pub fleet: crate::cli::fleet::FleetArgs,
 }
 
-/// Scheduling policies of the noise loops.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum NoisePolicyArg {
-    /// SCHED_OTHER.
-    Other,
-    /// SCHED_FIFO.
-    Fifo,
-    /// SCHED_RR.
-    Rr,
-}
-
-/// The counter the noise loops read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CounterArg {
-    /// The raw counter where the kernel keeps time with it, else the vDSO clock.
-    Auto,
-    /// The TSC (x86-64) or CNTVCT_EL0 (arm64), calibrated.
-    Raw,
-    /// clock_gettime(CLOCK_MONOTONIC) through the vDSO.
-    Clock,
-}
-
-impl From<CounterArg> for rtscope_engine::noise::CounterChoice {
-    fn from(a: CounterArg) -> Self {
-        match a {
-            CounterArg::Auto => Self::Auto,
-            CounterArg::Raw => Self::Raw,
-            CounterArg::Clock => Self::Clock,
-        }
-    }
-}
+/// The counters the noise loops read.
+const COUNTERS: [Named<CounterChoice>; 3] = [
+    (
+        CounterChoice::Auto,
+        "auto",
+        "The raw counter where the kernel keeps time with it, else the vDSO clock",
+    ),
+    (
+        CounterChoice::Raw,
+        "raw",
+        "The TSC (x86-64) or CNTVCT_EL0 (arm64), calibrated",
+    ),
+    (
+        CounterChoice::Clock,
+        "clock",
+        "clock_gettime(CLOCK_MONOTONIC) through the vDSO",
+    ),
+];

@@ -1,11 +1,24 @@
-//! Where a run is recorded: the options `measure`, `noise` and `respond` share.
+//! Where a run's results go: the options `measure`, `noise` and `respond` share.
 
 use clap::Args;
+use rtscope_common::error::UsageError;
+use rtscope_session::output::OutputFile;
+use rtscope_session::record::RecordSpec;
+use rtscope_session::{preflight, RunPlan};
+use rtscope_store::{RunKind, Store};
 use std::path::PathBuf;
 
-/// `--db`, `--no-db`, `--label`, `--tag`.
+/// `--json`, `--quiet`, and where the run is recorded: `--db`, `--no-db`, `--label`, `--tag`.
+/// A command words `--json` (and `--quiet`) for its own document with
+/// [`crate::cli::values::reworded`].
 #[derive(Debug, Clone, Default, Args)]
 pub struct RecordArgs {
+    /// Write the results as JSON
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub json: Option<PathBuf>,
+    /// No progress output
+    #[arg(long, short = 'q', help_heading = "Output")]
+    pub quiet: bool,
     /// The run database [default: $RTSCOPE_DB, else ./rtscope.db]
     #[arg(long, value_name = "PATH", help_heading = "Recording")]
     pub db: Option<PathBuf>,
@@ -48,5 +61,35 @@ impl RecordArgs {
             .clone()
             .unwrap_or_else(rtscope_store::Store::default_path);
         record::open(&path).map(Some)
+    }
+
+    /// What a measuring command does before its session starts, in this order: the `--json`
+    /// file prepared, the database opened (a bad one fails before anything starts) and the
+    /// preflight audit of `plan`, before any setting is applied (its bad verdicts warned, its
+    /// rows in the record of the run, of `kind`). Returns the `--json` file, the database
+    /// (`None`: `--no-db`) and what the run is recorded as.
+    pub fn prepare(
+        &self,
+        plan: &RunPlan,
+        kind: RunKind,
+        command_line: Vec<String>,
+    ) -> Result<(Option<OutputFile>, Option<Store>, RecordSpec), UsageError> {
+        let json_file = OutputFile::prepare_given(self.json.as_deref(), "--json")?;
+        let store = self.open_store()?;
+        let audit = preflight::audit(plan);
+        for line in preflight::bad_lines(&audit) {
+            rtscope_common::error::warn(&line);
+        }
+        let spec = RecordSpec {
+            kind,
+            label: self.label.clone(),
+            tags: self.tags.clone(),
+            command_line,
+            config_json: String::new(),
+            monitor_interval: None,
+            checks: preflight::rows(&audit),
+            raw: false,
+        };
+        Ok((json_file, store, spec))
     }
 }

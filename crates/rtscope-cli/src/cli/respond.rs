@@ -1,12 +1,22 @@
-//! The options of `rtscope respond` (kept beside cli.rs so that file stays short).
+//! The options of `rtscope respond`.
 
-use clap::{Args, ValueEnum};
-use std::path::PathBuf;
+use crate::cli::sched::{self, ThreadArgs};
+use crate::cli::values::{one_of, reworded, Named};
+use clap::Args;
+use rtscope_respond::gpio::{Bias, EdgeSelect, EventClock};
+use rtscope_respond::ipc::Pacing;
+use rtscope_session::PolicyChoice::{Fifo, Other, Rr};
+
+/// `--policy`'s help.
+const POLICY_HELP: &str = "Scheduling policy of the receiver / responder (a timer-paced sender \
+                           or the stimulus runs one priority lower)";
 
 /// Options of `rtscope respond`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  rtscope respond --ipc eventfd -D 5s\n  rtscope respond --ipc all --placement same,cross -D 10s --json ipc.json\n  rtscope respond --chip gpiochip0 --stimulus 17 --input 27 --response 22 --watch 23 -l 500\n  rtscope respond --list-lines gpiochip0\n\nSee docs/respond.md for the wiring and what each interval means."
+    after_help = "Examples:\n  rtscope respond --ipc eventfd -D 5s\n  rtscope respond --ipc all --placement same,cross -D 10s --json ipc.json\n  rtscope respond --chip gpiochip0 --stimulus 17 --input 27 --response 22 --watch 23 -l 500\n  rtscope respond --list-lines gpiochip0\n\nSee docs/respond.md for the wiring and what each interval means.",
+    mut_args(sched::narrowed(&[Fifo, Rr, Other], POLICY_HELP)),
+    mut_args(reworded(&[("json", "Write the results as JSON (schema rtscope.respond/1)")]))
 )]
 pub struct RespondArgs {
     /// IPC mechanisms, comma-separated: eventfd, pipe, futex, mqueue, signal, sysvsem,
@@ -32,12 +42,12 @@ pub struct RespondArgs {
     /// the interval ptsematest, pmqtest, sigwaittest and svsematest measure; docs/respond.md)
     #[arg(
         long,
-        value_enum,
+        value_parser = one_of(PACINGS),
         default_value = "timer",
         value_name = "PACING",
         help_heading = "IPC"
     )]
-    pub pacing: PacingArg,
+    pub pacing: Pacing,
     /// Print the lines of a GPIO chip (gpioinfo style) and exit
     #[arg(long, value_name = "CHIP", help_heading = "GPIO")]
     pub list_lines: Option<String>,
@@ -63,17 +73,22 @@ pub struct RespondArgs {
     #[arg(long, value_name = "CMD", help_heading = "GPIO")]
     pub responder_cmd: Option<String>,
     /// Edges the inputs report
-    #[arg(long, value_enum, default_value = "both", help_heading = "GPIO")]
-    pub edges: EdgesArg,
+    #[arg(long, value_parser = one_of(EDGES), default_value = "both", help_heading = "GPIO")]
+    pub edges: EdgeSelect,
     /// Bias of the inputs
-    #[arg(long, value_enum, default_value = "as-is", help_heading = "GPIO")]
-    pub bias: BiasArg,
+    #[arg(long, value_parser = one_of(BIASES), default_value = "as-is", help_heading = "GPIO")]
+    pub bias: Bias,
     /// Debounce period of the inputs, e.g. 10us
     #[arg(long, value_name = "DUR", help_heading = "GPIO")]
     pub debounce: Option<String>,
     /// Clock of the kernel's edge timestamps
-    #[arg(long, value_enum, default_value = "monotonic", help_heading = "GPIO")]
-    pub event_clock: EventClockArg,
+    #[arg(
+        long,
+        value_parser = one_of(EVENT_CLOCKS),
+        default_value = "monotonic",
+        help_heading = "GPIO"
+    )]
+    pub event_clock: EventClock,
     /// Kernel event buffer per request, in events [default: the kernel's, 16 per line]
     #[arg(long, value_name = "N", help_heading = "GPIO")]
     pub event_buffer: Option<u32>,
@@ -87,22 +102,9 @@ pub struct RespondArgs {
     /// Intervals (IPC) or stimulus periods / external edges (GPIO) per measurement
     #[arg(long, short = 'l', value_name = "N", help_heading = "Timing")]
     pub loops: Option<u64>,
-    /// Scheduling policy of the receiver / responder (a timer-paced sender or the stimulus runs
-    /// one priority lower)
-    #[arg(long, value_enum, default_value = "fifo", help_heading = "Scheduling")]
-    pub policy: RespondPolicyArg,
-    /// Real-time priority (1-99) for fifo/rr; nice value (-20..19) for other
-    /// [default: 95 for fifo/rr, 0 for other]
-    #[arg(
-        long,
-        short = 'p',
-        allow_negative_numbers = true,
-        help_heading = "Scheduling"
-    )]
-    pub priority: Option<i32>,
-    /// Do not lock memory (mlockall is on by default)
-    #[arg(long, help_heading = "Scheduling")]
-    pub no_mlock: bool,
+    /// `--policy`, `--priority` and `--no-mlock`.
+    #[command(flatten)]
+    pub threads: ThreadArgs,
     /// Request this CPU wake-up latency (us) via /dev/cpu_dma_latency for the run; restored at exit
     #[arg(
         long,
@@ -120,68 +122,43 @@ pub struct RespondArgs {
     /// to 10,000 per row
     #[arg(long, value_name = "DUR", help_heading = "Output")]
     pub event_above: Option<String>,
-    /// Write the results as JSON (schema rtscope.respond/1)
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
-    pub json: Option<PathBuf>,
-    /// No progress output
-    #[arg(long, short = 'q', help_heading = "Output")]
-    pub quiet: bool,
-    /// Where the run is recorded.
+    /// `--json`, `--quiet` and where the run is recorded.
     #[command(flatten)]
     pub rec: crate::cli::record::RecordArgs,
 }
 
-/// Scheduling policies a responder can use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum RespondPolicyArg {
-    /// SCHED_FIFO.
-    Fifo,
-    /// SCHED_RR.
-    Rr,
-    /// SCHED_OTHER.
-    Other,
-}
-
 /// Pacing of the IPC sender.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum PacingArg {
-    /// The sender's own timer, every interval.
-    Timer,
-    /// The receiver's ready token after sleeping the interval (rt-tests' pattern).
-    Handshake,
-}
+const PACINGS: [Named<Pacing>; 2] = [
+    (
+        Pacing::Timer,
+        "timer",
+        "The sender's own timer, every interval",
+    ),
+    (
+        Pacing::Handshake,
+        "handshake",
+        "The receiver's ready token after sleeping the interval (rt-tests' pattern)",
+    ),
+];
 
 /// Edge selection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EdgesArg {
-    /// Rising edges only.
-    Rising,
-    /// Falling edges only.
-    Falling,
-    /// Both.
-    Both,
-}
+const EDGES: [Named<EdgeSelect>; 3] = [
+    (EdgeSelect::Rising, "rising", "Rising edges only"),
+    (EdgeSelect::Falling, "falling", "Falling edges only"),
+    (EdgeSelect::Both, "both", "Both"),
+];
 
 /// Input bias.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum BiasArg {
-    /// Leave as configured.
-    AsIs,
-    /// Pull-up.
-    PullUp,
-    /// Pull-down.
-    PullDown,
-    /// No bias.
-    Disabled,
-}
+const BIASES: [Named<Bias>; 4] = [
+    (Bias::AsIs, "as-is", "Leave as configured"),
+    (Bias::PullUp, "pull-up", "Pull-up"),
+    (Bias::PullDown, "pull-down", "Pull-down"),
+    (Bias::Disabled, "disabled", "No bias"),
+];
 
 /// Edge timestamp clock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum EventClockArg {
-    /// CLOCK_MONOTONIC.
-    Monotonic,
-    /// CLOCK_REALTIME.
-    Realtime,
-    /// Hardware timestamp engine.
-    Hte,
-}
+const EVENT_CLOCKS: [Named<EventClock>; 3] = [
+    (EventClock::Monotonic, "monotonic", "CLOCK_MONOTONIC"),
+    (EventClock::Realtime, "realtime", "CLOCK_REALTIME"),
+    (EventClock::Hte, "hte", "Hardware timestamp engine"),
+];

@@ -1,7 +1,7 @@
 //! `rtscope check [--cpus LIST] [--json]`: the preflight audit of rtscope-check, as a table or
 //! JSON. Exit 0 when no check is bad, 1 when one is, 2 on a usage error. See docs/check.md.
 
-use crate::cli::CheckArgs;
+use crate::cli::check::CheckArgs;
 use rtscope_check::{audit, LiveProbe, Options, System};
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_engine::CpuSet;

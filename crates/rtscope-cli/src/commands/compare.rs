@@ -5,7 +5,7 @@
 //! The analysis is rtscope-analysis's (reading the groups too: `compare::load`); this file
 //! reads the options and prints.
 
-use crate::cli::CompareArgs;
+use crate::cli::compare::CompareArgs;
 use rtscope_analysis::compare::analysis::Comparison;
 use rtscope_analysis::compare::model::{Stat, DEFAULT_STATS};
 use rtscope_analysis::compare::verdict::Thresholds;

@@ -1,7 +1,7 @@
 //! `rtscope export RUN`: a recorded run as CSV, JSON and Parquet (rtscope-export), and as
 //! Prometheus, LAVA, KCIDB and JUnit (rtscope-fleet, via `commands::fleet`).
 
-use crate::cli::{ExportArgs, ExportFormat};
+use crate::cli::import_export::{ExportArgs, ExportFormat};
 use crate::commands::{fleet, runs};
 use rtscope_common::error::ExitStatus;
 use rtscope_export::ExportFormat as Format;

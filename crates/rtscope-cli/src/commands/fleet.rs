@@ -1,7 +1,8 @@
 //! Glue to rtscope-fleet: `export -f prometheus|lava|kcidb|junit`, `measure --metrics-file`,
 //! `--target` of `measure`, `run` and `check`, and `--ci-output` of `measure` and `run`.
 
-use crate::cli::{ExportArgs, ExportFormat, FleetArgs};
+use crate::cli::fleet::FleetArgs;
+use crate::cli::import_export::{ExportArgs, ExportFormat};
 use rtscope_analysis::compare::analysis::Comparison;
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_fleet::fanout::{self, file_arg};

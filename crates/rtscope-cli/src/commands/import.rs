@@ -1,6 +1,6 @@
 //! `rtscope import FILE…`: other tools' results as runs (rtscope-import).
 
-use crate::cli::{ImportArgs, ImportFormat};
+use crate::cli::import_export::ImportArgs;
 use rtscope_common::error::ExitStatus;
 use rtscope_import::ImportOptions;
 use std::io::Write;
@@ -10,7 +10,7 @@ pub fn run(a: &ImportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     rtscope_common::names::check_label_and_tags(a.label.as_deref(), &a.tags)?;
     let opts = ImportOptions {
         files: a.files.clone(),
-        format: a.format.map(ImportFormat::lower),
+        format: a.format,
         db: a.db.clone(),
         label: a.label.clone(),
         tags: a.tags.clone(),

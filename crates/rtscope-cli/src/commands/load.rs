@@ -6,7 +6,7 @@
 //! early with an error, miscompares), 2 bad option or the program is not installed,
 //! 3 interrupted before `--for` ran out.
 
-use crate::cli::LoadArgs;
+use crate::cli::load::LoadArgs;
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_core::Nanos;
 use rtscope_load::sys::{SigSet, STOP_SIGNALS};

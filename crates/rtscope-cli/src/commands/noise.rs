@@ -5,8 +5,9 @@
 //! runs on the boards through the fleet. This file prints the table and the JSON (the loop
 //! lives in `rtscope-engine::noise`, the summary and record in `rtscope-session::noise`).
 
-use crate::cli::{CounterArg, NoiseArgs, NoisePolicyArg};
+use crate::cli::noise::NoiseArgs;
 use crate::commands::measure::plan_error;
+use crate::commands::{dur, opt_dur};
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_core::text::short;
 use rtscope_core::Nanos;
@@ -17,19 +18,9 @@ use rtscope_session::noise::run::{counter_line, render_checks, table};
 use rtscope_session::noise::{self as noise, NoiseLimit, NoiseLimitError};
 use rtscope_session::noise_session::{NoiseMeasured, NoiseSession};
 use rtscope_session::output::{Guarded, OutputFile};
-use rtscope_session::record::RecordSpec;
-use rtscope_session::{preflight, NoiseSpec, PlanSpec, PolicyChoice, RunPlan, SystemSettings};
 use rtscope_session::{Naming, WorkloadSpec};
+use rtscope_session::{NoiseSpec, PlanSpec, RunPlan, SystemSettings};
 use std::io::Write;
-
-fn dur(text: &str, flag: &str, unit: &str) -> Result<Nanos, UsageError> {
-    Nanos::parse_with_default_unit(text, unit)
-        .map_err(|e| UsageError::new(format!("invalid value for '{flag}': {e}")))
-}
-
-fn opt_dur(text: &Option<String>, flag: &str, unit: &str) -> Result<Option<Nanos>, UsageError> {
-    text.as_deref().map(|t| dur(t, flag, unit)).transpose()
-}
 
 /// `--limit` in the words of this command line.
 pub fn parse_limit(text: &str) -> Result<NoiseLimit, UsageError> {
@@ -60,17 +51,12 @@ pub fn spec(a: &NoiseArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
             CpuSet::from_cpus(allowed.iter().filter(|&c| online.contains(c)))
         }
     };
-    let (policy, default_prio) = match a.policy {
-        NoisePolicyArg::Other => (PolicyChoice::Other, 0),
-        NoisePolicyArg::Fifo => (PolicyChoice::Fifo, 95),
-        NoisePolicyArg::Rr => (PolicyChoice::Rr, 95),
-    };
     let workload = NoiseSpec {
-        threshold: opt_dur(&a.threshold, "--threshold", "us")?,
+        threshold: opt_dur(a.threshold.as_deref(), "--threshold", "us")?,
         preheat: dur(&a.preheat, "--preheat", "ms")?,
-        runtime: opt_dur(&a.runtime, "--runtime", "us")?,
-        period: opt_dur(&a.period, "--period", "us")?,
-        counter: a.counter.into(),
+        runtime: opt_dur(a.runtime.as_deref(), "--runtime", "us")?,
+        period: opt_dur(a.period.as_deref(), "--period", "us")?,
+        counter: a.counter,
         gap_capacity: a.gap_capacity,
         keep_gaps: a.keep_gaps,
         limits: a
@@ -83,12 +69,12 @@ pub fn spec(a: &NoiseArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
     };
     Ok(PlanSpec {
         cpus: Some(cpus),
-        policy,
-        priority: a.priority.unwrap_or(default_prio),
+        policy: a.threads.sched.policy,
+        priority: a.threads.sched.priority_or(95),
         // The loops spin; the plan's timer interval only has to fit in the run.
         interval: rtscope_session::plan::MIN_INTERVAL,
         duration: Some(dur(&a.duration, "--duration", "s")?),
-        mlock: !a.no_mlock,
+        mlock: !a.threads.no_mlock,
         explain: explain(a)?,
         explain_keep: rtscope_session::plan::explain_keep(a.explain_keep)?,
         housekeeping_cpus: a
@@ -127,27 +113,14 @@ pub fn run(
     if let Some(hw) = plan.workload.noise().and_then(|n| n.hwlat.clone()) {
         return super::noise_hwlat::run(a, &plan, &hw, out);
     }
-    let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
-    let store = a.rec.open_store()?;
-    if let (Some(why), false) = (&plan.explain_off, a.quiet) {
+    if let (Some(why), false) = (&plan.explain_off, a.rec.quiet) {
         rtscope_common::error::warn(&format!("explain: off — {why}"));
     }
-    // Before the loops, which it would otherwise audit.
-    let audit = preflight::audit(&plan);
-    for line in preflight::bad_lines(&audit) {
-        rtscope_common::error::warn(&line);
-    }
+    // Before the loops, which the audit would otherwise see.
+    let (json_file, store, spec) =
+        a.rec
+            .prepare(&plan, rtscope_store::RunKind::Noise, command_line)?;
     let settings = SystemSettings::apply(&plan)?;
-    let spec = RecordSpec {
-        kind: rtscope_store::RunKind::Noise,
-        label: a.rec.label.clone(),
-        tags: a.rec.tags.clone(),
-        command_line,
-        config_json: String::new(),
-        monitor_interval: None,
-        checks: preflight::rows(&audit),
-        raw: false,
-    };
     let mut session = NoiseSession::start(plan, settings, store, spec).map_err(|e| match e {
         rtscope_session::SessionError::Engine(e) => UsageError::from_error(e).into(),
         e => anyhow::Error::from(e),
@@ -158,7 +131,7 @@ pub fn run(
         .workload
         .noise()
         .map_or(Nanos::ZERO, |n| n.config.duration);
-    let mut progress = NoiseProgress::new(!a.quiet, duration);
+    let mut progress = NoiseProgress::new(!a.rec.quiet, duration);
     let m = session.drive(&mut |run| progress.update(run));
     progress.clear();
     // A closed stdout loses the text, never the run nor the exit code.
@@ -174,18 +147,7 @@ pub fn run(
         }
     };
     let rec = session.finish(&m, status.code());
-    Ok(match rec.line {
-        Some(line) if rec.failed => {
-            rtscope_common::error::warn(&line);
-            ExitStatus::Usage
-        }
-        Some(line) => {
-            let _ = writeln!(out, "{line}");
-            let _ = out.flush();
-            status
-        }
-        None => status,
-    })
+    Ok(super::recorded(rec, status, &mut out))
 }
 
 /// `noise --target`: the run on the boards, through the fleet (their runs merged here).
@@ -194,7 +156,7 @@ fn on_targets(
     command_line: &[String],
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {
-    if a.rec.no_db || a.json.is_some() {
+    if a.rec.no_db || a.rec.json.is_some() {
         return Err(UsageError::new(
             "--json and --no-db cannot be used with --target: the boards' runs are merged into the database here",
         )
@@ -213,7 +175,7 @@ fn announce(a: &NoiseArgs, s: &NoiseSession) {
         return;
     };
     let c = &n.config;
-    if !a.quiet {
+    if !a.rec.quiet {
         let hk = s.placement().cpus();
         rtscope_common::error::warn(&format!(
             "noise: CPUs {} for {}, spinning {} of every {}, threshold {}, policy {} priority {}{}",
@@ -232,11 +194,14 @@ fn announce(a: &NoiseArgs, s: &NoiseSession) {
     for note in s.notes(Naming::Flags) {
         rtscope_common::error::warn(&note);
     }
-    if !a.quiet {
+    if !a.rec.quiet {
         if let Some(line) = s.explain_line() {
             rtscope_common::error::warn(&line);
         }
-        rtscope_common::error::warn(&counter_line(a.counter == CounterArg::Auto, run));
+        rtscope_common::error::warn(&counter_line(
+            a.counter == rtscope_engine::noise::CounterChoice::Auto,
+            run,
+        ));
     }
 }
 
@@ -268,17 +233,10 @@ fn finish(
         text.push_str(&noise::class_histogram_table(&x.class_histograms));
     }
     text.push_str(&render_checks(&m.checks));
+    super::print_text(&text, json_file.as_ref(), out)?;
     let Some(file) = json_file else {
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
         return Ok(status);
     };
-    if file.is_stdout() {
-        rtscope_common::error::warn(text.trim_end());
-    } else {
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
-    }
     let body = document(
         o,
         &m.rows,

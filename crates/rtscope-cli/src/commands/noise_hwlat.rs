@@ -3,7 +3,7 @@
 //! the run, the table and the JSON live in `rtscope-session::noise::hwlat`; this file words
 //! its errors and prints.
 
-use crate::cli::NoiseArgs;
+use crate::cli::noise::NoiseArgs;
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_session::noise::hwlat::{self, HwlatError};
 use rtscope_session::output::OutputFile;
@@ -31,9 +31,9 @@ pub fn run(
     let Some(n) = plan.workload.noise() else {
         return Err(UsageError::new("--irqs-off: not a noise plan").into());
     };
-    let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
+    let json_file = OutputFile::prepare_given(a.rec.json.as_deref(), "--json")?;
     let tfs = hwlat::check().map_err(usage)?;
-    if !a.quiet {
+    if !a.rec.quiet {
         rtscope_common::error::warn(&format!(
             "noise --irqs-off: the kernel's hwlat tracer on CPUs {:?} for {}, {} us of every {} \
              us with interrupts off, threshold {} us",

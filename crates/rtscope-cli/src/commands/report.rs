@@ -2,7 +2,7 @@
 //! `report.html` from recorded runs. The rendering lives in rtscope-report; this module only
 //! chooses the runs, reads them and writes the files. See docs/report.md.
 
-use crate::cli::ReportArgs;
+use crate::cli::report::ReportArgs;
 use rtscope_analysis::select::{self, Selector};
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_report::model::RunData;

@@ -3,7 +3,7 @@
 //! the series and its rows in the period in rtscope-analysis's `series`; this module writes
 //! the files.
 
-use crate::cli::{ReportArgs, WatchLevel};
+use crate::cli::report::{ReportArgs, WatchLevel};
 use rtscope_analysis::series::{period, rows, series};
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_report::watch::{WatchData, WatchOptions};

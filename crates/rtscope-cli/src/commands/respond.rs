@@ -4,28 +4,23 @@
 //! (the pre-run audit, the settings guard, limits, recording, signals: [`RespondSession`]);
 //! this file prints the table and the JSON (the measuring lives in `rtscope-respond`).
 
-use crate::cli::{BiasArg, EdgesArg, EventClockArg, PacingArg, RespondArgs, RespondPolicyArg};
+use crate::cli::respond::RespondArgs;
 use crate::commands::measure::plan_error;
+use crate::commands::{dur, opt_dur};
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_common::limits::{self, Check};
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, CpuSet};
 use rtscope_present::table::render_checks;
 use rtscope_respond::gpio::{self, GpioConfig, LineId, Responder};
-use rtscope_respond::ipc::{IpcKind, Pacing, Placement};
+use rtscope_respond::ipc::{IpcKind, Placement};
 use rtscope_respond::record::Row;
 use rtscope_respond::run as respond;
 use rtscope_session::output::OutputFile;
-use rtscope_session::record::RecordSpec;
-use rtscope_session::{preflight, RespondMeasured, RespondSession, RespondSpec, SystemSettings};
-use rtscope_session::{PlanSpec, PolicyChoice, RunPlan, SessionError, WorkloadSpec};
+use rtscope_session::{PlanSpec, RunPlan, SessionError, WorkloadSpec};
+use rtscope_session::{RespondMeasured, RespondSession, RespondSpec, SystemSettings};
 use serde_json::json;
 use std::io::Write;
-
-fn dur(text: &str, flag: &str, default_unit: &str) -> Result<Nanos, UsageError> {
-    Nanos::parse_with_default_unit(text, default_unit)
-        .map_err(|e| UsageError::new(format!("invalid value for '{flag}': {e}")))
-}
 
 /// Lowers the options into the typed plan spec, with its respond workload: text is parsed
 /// here, and only here; [`RunPlan::build`] checks the values as it checks measure's.
@@ -33,22 +28,11 @@ pub fn spec(a: &RespondArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
     let workload = workload(a, online)?;
     let gpio = matches!(workload, RespondSpec::Gpio { .. });
     let default_interval = if gpio { "10ms" } else { "1ms" };
-    let duration = a
-        .duration
-        .as_deref()
-        .map(|d| dur(d, "--duration", "s"))
-        .transpose()?;
+    let duration = opt_dur(a.duration.as_deref(), "--duration", "s")?;
     Ok(PlanSpec {
         threads: Some(1),
-        policy: match a.policy {
-            RespondPolicyArg::Fifo => PolicyChoice::Fifo,
-            RespondPolicyArg::Rr => PolicyChoice::Rr,
-            RespondPolicyArg::Other => PolicyChoice::Other,
-        },
-        priority: a.priority.unwrap_or(match a.policy {
-            RespondPolicyArg::Fifo | RespondPolicyArg::Rr => 95,
-            RespondPolicyArg::Other => 0,
-        }),
+        policy: a.threads.sched.policy,
+        priority: a.threads.sched.priority_or(95),
         interval: dur(
             a.interval.as_deref().unwrap_or(default_interval),
             "--interval",
@@ -59,13 +43,9 @@ pub fn spec(a: &RespondArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
             (d, _) => d,
         },
         loops: a.loops,
-        mlock: !a.no_mlock,
+        mlock: !a.threads.no_mlock,
         latency: a.latency,
-        event_above: a
-            .event_above
-            .as_deref()
-            .map(|d| dur(d, "--event-above", "us"))
-            .transpose()?,
+        event_above: opt_dur(a.event_above.as_deref(), "--event-above", "us")?,
         event_capacity: 10_000,
         limits: a
             .limits
@@ -133,10 +113,7 @@ fn ipc_spec(a: &RespondArgs, list: &str, online: &CpuSet) -> Result<RespondSpec,
         kinds,
         placements: placements(a, online)?,
         burst: a.burst,
-        pacing: match a.pacing {
-            PacingArg::Timer => Pacing::Timer,
-            PacingArg::Handshake => Pacing::Handshake,
-        },
+        pacing: a.pacing,
     })
 }
 
@@ -152,27 +129,10 @@ fn gpio_spec(a: &RespondArgs, input: &str, online: &CpuSet) -> Result<RespondSpe
             .transpose()
     };
     let options = gpio::InputOptions {
-        bias: match a.bias {
-            BiasArg::AsIs => gpio::Bias::AsIs,
-            BiasArg::PullUp => gpio::Bias::PullUp,
-            BiasArg::PullDown => gpio::Bias::PullDown,
-            BiasArg::Disabled => gpio::Bias::Disabled,
-        },
-        debounce: a
-            .debounce
-            .as_deref()
-            .map(|d| dur(d, "--debounce", "us"))
-            .transpose()?,
-        clock: match a.event_clock {
-            EventClockArg::Monotonic => gpio::EventClock::Monotonic,
-            EventClockArg::Realtime => gpio::EventClock::Realtime,
-            EventClockArg::Hte => gpio::EventClock::Hte,
-        },
-        edges: match a.edges {
-            EdgesArg::Rising => gpio::EdgeSelect::Rising,
-            EdgesArg::Falling => gpio::EdgeSelect::Falling,
-            EdgesArg::Both => gpio::EdgeSelect::Both,
-        },
+        bias: a.bias,
+        debounce: opt_dur(a.debounce.as_deref(), "--debounce", "us")?,
+        clock: a.event_clock,
+        edges: a.edges,
         kernel_buffer: a.event_buffer,
     };
     let responder = match &a.responder_cmd {
@@ -243,29 +203,15 @@ pub fn run(
     rtscope_common::signals::hold_signals();
     let online = sys::online_cpus();
     let plan = plan(a, &online)?;
-    let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
-    let store = a.rec.open_store()?;
-    // Before the cpu_dma_latency request and the threads, which it would otherwise audit.
-    let audit = preflight::audit(&plan);
-    for line in preflight::bad_lines(&audit) {
-        rtscope_common::error::warn(&line);
-    }
+    // Before the cpu_dma_latency request and the threads, which the audit would otherwise see.
+    let kind = rtscope_store::RunKind::Respond;
+    let (json_file, store, spec) = a.rec.prepare(&plan, kind, command_line.clone())?;
     let settings = apply_settings(a, &plan, out)?;
     let priority = plan.config.threads[0].priority;
-    let spec = RecordSpec {
-        kind: rtscope_store::RunKind::Respond,
-        label: a.rec.label.clone(),
-        tags: a.rec.tags.clone(),
-        command_line: command_line.clone(),
-        config_json: String::new(),
-        monitor_interval: None,
-        checks: preflight::rows(&audit),
-        raw: false,
-    };
     let mut session = RespondSession::start(plan, settings, store, spec)?;
     let measured = session
         .drive(&mut |what| {
-            if !a.quiet {
+            if !a.rec.quiet {
                 writeln!(out, "# {what} ...")?;
                 out.flush()?;
             }
@@ -280,17 +226,7 @@ pub fn run(
     let status = finish(a, priority, &measured, json_file, command_line, out)?;
     let config = config_json(a, priority, &measured.outcome.rows).to_string();
     let rec = session.finish(&measured, status.code(), config);
-    Ok(match rec.line {
-        Some(line) if rec.failed => {
-            rtscope_common::error::warn(&line);
-            ExitStatus::Usage
-        }
-        Some(line) => {
-            let _ = writeln!(out, "{line}");
-            status
-        }
-        None => status,
-    })
+    Ok(super::recorded(rec, status, out))
 }
 
 /// The settings guard, as measure's: the `--latency` PM QoS request, held until the session
@@ -306,7 +242,7 @@ fn apply_settings(
             .into(),
         e => anyhow::Error::from(e),
     })?;
-    if let (Some(us), false) = (settings.dma_latency_us(), a.quiet) {
+    if let (Some(us), false) = (settings.dma_latency_us(), a.rec.quiet) {
         let was = settings
             .dma_previous_us()
             .map_or("unknown".into(), |p| format!("{p} us"));
@@ -317,9 +253,9 @@ fn apply_settings(
 
 fn config_json(a: &RespondArgs, priority: i32, rows: &[Row]) -> serde_json::Value {
     json!({
-        "policy": format!("{:?}", a.policy).to_lowercase(),
+        "policy": a.threads.sched.policy.name(),
         "priority": priority,
-        "mlock": !a.no_mlock, "cpu_dma_latency_us": a.latency, "loops": a.loops,
+        "mlock": !a.threads.no_mlock, "cpu_dma_latency_us": a.latency, "loops": a.loops,
         "duration": a.duration, "interval": a.interval, "burst": a.burst,
         "pacing": format!("{:?}", a.pacing).to_lowercase(), "placement": a.placement,
         "ipc": a.ipc, "input": a.input, "stimulus": a.stimulus, "response": a.response,
@@ -359,17 +295,10 @@ fn finish(
         text.push_str(&format!("error during the run: {e}\n"));
     }
     text.push_str(&render_checks(checks));
+    super::print_text(&text, json_file.as_ref(), out)?;
     let Some(file) = json_file else {
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
         return Ok(status);
     };
-    if file.is_stdout() {
-        rtscope_common::error::warn(text.trim_end());
-    } else {
-        out.write_all(text.as_bytes())?;
-        out.flush()?;
-    }
     let doc = json!({
         "schema": "rtscope.respond/1",
         "tool": {"name": "rtscope", "version": env!("CARGO_PKG_VERSION"), "command_line": command_line},

@@ -1,6 +1,6 @@
 //! `rtscope run`: a campaign (rtscope-campaign).
 
-use crate::cli::RunArgs;
+use crate::cli::run::RunArgs;
 use crate::commands::measure::monitor_interval;
 use rtscope_campaign::CampaignOptions;
 use rtscope_common::error::ExitStatus;

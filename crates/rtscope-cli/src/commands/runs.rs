@@ -1,6 +1,6 @@
 //! `rtscope runs`: list, show, tag and delete recorded runs.
 
-use crate::cli::{RunsAction, RunsArgs};
+use crate::cli::runs::{RunsAction, RunsArgs};
 use crate::commands::runs_explain;
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_present::runs::{

@@ -1,7 +1,7 @@
 //! `rtscope tail RUN`: the latency a run did not see, estimated with extreme value theory
 //! (rtscope-evt), per thread, with its diagnostics — or the refusal (docs/worst-case.md).
 
-use crate::cli::TailArgs;
+use crate::cli::tail::TailArgs;
 use crate::commands::runs;
 use rtscope_common::error::ExitStatus;
 use rtscope_common::error::UsageError;

@@ -1,7 +1,7 @@
 //! `rtscope watch`: the flags over the configuration file, then the watch loop of
 //! `rtscope-watch` (docs/watch.md).
 
-use crate::cli::WatchArgs;
+use crate::cli::watch::WatchArgs;
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_watch::config::Config;
 use rtscope_watch::config::Settings;

@@ -7,7 +7,7 @@ use std::io::Write;
 /// `measure --ci-output` (with [`fleet::with_ci`]). With `--no-db` the run is still reported: it is
 /// recorded in a private temporary database that only the CI outputs read, removed after.
 pub fn measure_with_ci(
-    a: &crate::cli::MeasureArgs,
+    a: &crate::cli::measure::MeasureArgs,
     argv: &[String],
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitStatus> {

@@ -4,7 +4,8 @@
 pub mod ci;
 pub mod metrics;
 
-use crate::cli::{ClockArg, MeasureArgs, PolicyArg};
+use crate::cli::measure::MeasureArgs;
+use crate::commands::{dur, opt_dur};
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_common::limits;
 use rtscope_core::{Nanos, Stats};
@@ -15,19 +16,10 @@ use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::record::RecordSpec;
 
 use rtscope_session::{
-    ConfigDoc, Event, Measured, Naming, PlanError, PlanSpec, PolicyChoice, Recorded, RunPlan,
-    Session, SystemSettings,
+    ConfigDoc, Event, Measured, Naming, PlanError, PlanSpec, Recorded, RunPlan, Session,
+    SystemSettings,
 };
 use std::io::{IsTerminal, Write};
-
-fn dur(text: &str, flag: &str, default_unit: &str) -> Result<Nanos, UsageError> {
-    Nanos::parse_with_default_unit(text, default_unit)
-        .map_err(|e| UsageError::new(format!("invalid value for '{flag}': {e}")))
-}
-
-fn opt_dur(text: Option<&str>, flag: &str) -> Result<Option<Nanos>, UsageError> {
-    text.map(|t| dur(t, flag, "us")).transpose()
-}
 
 /// A plan error in the command line's words.
 pub fn plan_error(e: PlanError) -> UsageError {
@@ -43,38 +35,21 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
             .map(|t| cpu_list(t, online, "--cpus"))
             .transpose()?,
         threads: a.threads,
-        policy: match a.policy {
-            PolicyArg::Fifo => PolicyChoice::Fifo,
-            PolicyArg::Rr => PolicyChoice::Rr,
-            PolicyArg::Other => PolicyChoice::Other,
-            PolicyArg::Batch => PolicyChoice::Batch,
-            PolicyArg::Idle => PolicyChoice::Idle,
-            PolicyArg::Deadline => PolicyChoice::Deadline,
-        },
-        priority: a.priority.unwrap_or(match a.policy {
-            PolicyArg::Fifo | PolicyArg::Rr => 90,
-            _ => 0,
-        }),
+        policy: a.sched.policy,
+        priority: a.sched.priority_or(90),
         priospread: a.priospread,
-        dl_runtime: opt_dur(a.dl_runtime.as_deref(), "--dl-runtime")?,
-        dl_deadline: opt_dur(a.dl_deadline.as_deref(), "--dl-deadline")?,
-        dl_period: opt_dur(a.dl_period.as_deref(), "--dl-period")?,
+        dl_runtime: opt_dur(a.dl_runtime.as_deref(), "--dl-runtime", "us")?,
+        dl_deadline: opt_dur(a.dl_deadline.as_deref(), "--dl-deadline", "us")?,
+        dl_period: opt_dur(a.dl_period.as_deref(), "--dl-period", "us")?,
         interval: dur(&a.interval, "--interval", "us")?,
         distance: dur(&a.distance, "--distance", "us")?,
-        duration: a
-            .duration
-            .as_deref()
-            .map(|d| dur(d, "--duration", "s"))
-            .transpose()?,
+        duration: opt_dur(a.duration.as_deref(), "--duration", "s")?,
         loops: a.loops,
-        clock: match a.clock {
-            ClockArg::Realtime => ClockKind::Realtime,
-            ClockArg::Monotonic => ClockKind::Monotonic,
-        },
+        clock: a.clock,
         relative: a.relative,
         mlock: !a.no_mlock,
         latency: a.latency,
-        event_above: opt_dur(a.event_above.as_deref(), "--event-above")?,
+        event_above: opt_dur(a.event_above.as_deref(), "--event-above", "us")?,
         event_capacity: a.event_capacity,
         housekeeping_prio: match a.housekeeping_prio.as_str() {
             "off" => None,
@@ -87,7 +62,7 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
                     })?,
             ),
         },
-        explain: opt_dur(a.explain.as_deref(), "--explain")?,
+        explain: opt_dur(a.explain.as_deref(), "--explain", "us")?,
         explain_keep: rtscope_session::plan::explain_keep(a.explain_keep)?,
         explain_stacks: a.explain_stacks.as_deref() == Some("on"),
         explain_off: None,
@@ -132,20 +107,14 @@ impl Lowered {
         a.rec.check()?;
         let tick = series_interval(a)?;
         let monitor_interval = monitor_interval(&a.monitor_interval, "--monitor-interval")?;
-        let json_file = OutputFile::prepare_given(a.json.as_deref(), "--json")?;
-        // Opened before the run, so a bad file fails before anything starts.
-        let store = a.rec.open_store()?;
         let textfile = metrics_file(a)?;
-        let record = RecordSpec {
-            kind: rtscope_store::RunKind::Measure,
-            label: a.rec.label.clone(),
-            tags: a.rec.tags.clone(),
-            command_line: command_line.to_vec(),
-            config_json: serde_json::to_string(&ConfigDoc::of(&plan))?,
-            monitor_interval,
-            checks: Vec::new(),
-            raw: a.raw,
-        };
+        // Before the cpu_dma_latency request and the threads, which the audit would otherwise
+        // see.
+        let kind = rtscope_store::RunKind::Measure;
+        let (json_file, store, mut record) = a.rec.prepare(&plan, kind, command_line.to_vec())?;
+        record.config_json = serde_json::to_string(&ConfigDoc::of(&plan))?;
+        record.monitor_interval = monitor_interval;
+        record.raw = a.raw;
         Ok(Lowered {
             plan,
             tick,
@@ -153,7 +122,7 @@ impl Lowered {
             store,
             textfile,
             record,
-            quiet: a.quiet,
+            quiet: a.rec.quiet,
         })
     }
 }
@@ -177,15 +146,9 @@ pub fn run(
         json_file,
         store,
         mut textfile,
-        mut record,
+        record,
         quiet,
     } = Lowered::of(a, &command_line)?;
-    // Before the cpu_dma_latency request and the threads, which it would otherwise audit.
-    let audit = rtscope_session::preflight::audit(&plan);
-    for line in rtscope_session::preflight::bad_lines(&audit) {
-        let _ = writeln!(std::io::stderr(), "{line}");
-    }
-    record.checks = rtscope_session::preflight::rows(&audit);
     let settings = SystemSettings::apply(&plan)?;
     // A closed stdout (`| head -1`) loses the text, never the run nor the exit code.
     let mut streams = Streams {
@@ -227,7 +190,7 @@ fn on_targets(
     out: &mut dyn Write,
     missing: &mut Vec<rtscope_formats::missing::MissingBoard>,
 ) -> anyhow::Result<ExitStatus> {
-    if a.metrics_file.is_some() || a.rec.no_db || a.json.is_some() {
+    if a.metrics_file.is_some() || a.rec.no_db || a.rec.json.is_some() {
         return Err(crate::usage(
             "--metrics-file, --json and --no-db cannot be used with --target: export the merged runs",
         ));
