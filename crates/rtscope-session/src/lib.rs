@@ -2,17 +2,17 @@
 //! for every front end.
 //!
 //! * [`plan`]: the typed [`RunPlan`] (built from a [`PlanSpec`]; errors name the [`Field`]);
-//! * [`session`]: [`Session`] — system settings, the engine, monitors, recording, limits;
-//! * [`respond`]: [`RespondSession`] — the same for a respond workload (rtscope-respond's
+//! * `session`: [`Session`] — system settings, the engine, monitors, recording, limits;
+//! * `respond`: [`RespondSession`] — the same for a respond workload (rtscope-respond's
 //!   IPC pairs and GPIO edges);
 //! * [`noise`]: [`noise_session::NoiseSession`] — the same for a noise workload (the engine's busy
 //!   loops), its summary, limits, record and `--explain` of gaps; the hwlat mode;
 //! * [`record`]: checkpoints of a running run into the store, from the control thread;
-//! * [`monitoring`]: the monitor thread on a housekeeping CPU;
+//! * `monitoring`: the monitor thread on a housekeeping CPU;
 //! * [`housekeeping`]: the control and monitor threads' priority and cadence;
 //! * [`placement`]: the CPUs of rtscope's own threads (never a measured one);
 //! * [`preflight`]: the system audit (rtscope-check) run before a measurement and stored with it;
-//! * [`environment`], [`sysinfo`]: what is recorded about the machine.
+//! * `environment`, [`sysinfo`]: what is recorded about the machine.
 //!
 //! The exit codes, the usage error and the `--limit` gates are rtscope-common's.
 //!
@@ -22,11 +22,11 @@
 #![warn(missing_docs)]
 
 pub mod cpus;
-pub mod drive;
-pub mod environment;
+mod drive;
+mod environment;
 pub mod explain;
 pub mod housekeeping;
-pub mod monitoring;
+mod monitoring;
 pub mod noise;
 pub mod noise_session;
 pub mod output;
@@ -34,8 +34,8 @@ pub mod placement;
 pub mod plan;
 pub mod preflight;
 pub mod record;
-pub mod respond;
-pub mod session;
+mod respond;
+mod session;
 pub mod smi_sampler;
 pub mod sysinfo;
 #[cfg(test)]
