@@ -601,14 +601,7 @@ fn without_rt_privilege_the_campaign_fails_clearly_is_recorded_as_failed_and_sto
     for p in [&s.dir, &s.file] {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
     }
-    let o = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-        ])
-        .arg(bin())
+    let o = crate::common::as_nobody()
         .arg("run")
         .arg(&s.file)
         .args(["--db", s.db.to_str().unwrap()])

@@ -58,6 +58,34 @@ pub fn run(cmd: &str, args: &[&str]) -> Output {
     out
 }
 
+/// `rtscope ARGS` with `RTSCOPE_DB=db` (stdin inherited, no time limit), its output captured.
+pub fn rtscope_with_db(db: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .args(args)
+        .env("RTSCOPE_DB", db)
+        .output()
+        .expect("run rtscope")
+}
+
+/// The rtscope binary run as user and group nobody (65534) without supplementary groups or
+/// capabilities (`setpriv`, util-linux): give it its arguments, then run it.
+pub fn as_nobody() -> Command {
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+        env!("CARGO_BIN_EXE_rtscope"),
+    ]);
+    c
+}
+
+/// Bytes a program printed, as text (invalid UTF-8 replaced).
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
 /// The run database tests use: a per-process file in the temp dir, so no test writes
 /// `./rtscope.db` into the source tree.
 pub fn test_db() -> std::path::PathBuf {
@@ -132,6 +160,14 @@ fn tail(bytes: &[u8], max: usize) -> String {
         .find(|&i| s.is_char_boundary(i))
         .unwrap_or(s.len());
     s[start..].to_string()
+}
+
+/// Whether process `pid` is still running (not yet a zombie).
+pub fn pid_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(") ")
+            .is_some_and(|(_, r)| !r.starts_with('Z'))
+    })
 }
 
 /// A fresh, empty directory for one test (under [`temp_path`]).
