@@ -140,13 +140,7 @@ fn junit_documents_validate_against_the_xsd() {
             text.matches("<failure ").count(),
             if i == 0 { 0 } else { 3 }
         );
-        let o = Command::new("xmllint")
-            .args(["--noout", "--schema"])
-            .arg(fixture("junit-10.xsd"))
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_valid_junit(&path);
     }
     // Many runs in one document (a campaign's `--ci-output junit=FILE`): a suite each.
     let all = d.join("all.xml");
@@ -157,13 +151,7 @@ fn junit_documents_validate_against_the_xsd() {
         2
     );
     std::fs::write(&all, &out).unwrap();
-    let o = Command::new("xmllint")
-        .args(["--noout", "--schema"])
-        .arg(fixture("junit-10.xsd"))
-        .arg(&all)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_valid_junit(&all);
     std::fs::remove_dir_all(d).unwrap();
 }
 
@@ -193,6 +181,17 @@ const XUNITPARSER: &str = "import sys,xunitparser\n\
 /// document valid against the XSD, whose property names are unique, read by junitparser and
 /// xunitparser with the board's `run` case an error carrying its reason and every case
 /// counted in the totals.
+/// The JUnit file at `path` must validate against the JUnit 10 XSD (xmllint).
+fn assert_valid_junit(path: &Path) {
+    let o = Command::new("xmllint")
+        .args(["--noout", "--schema"])
+        .arg(fixture("junit-10.xsd"))
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 /// What the Python `script` printed of the file at `path`; it must succeed.
 fn parsed(script: &str, path: &Path) -> String {
     let o = Command::new("python3")
@@ -262,13 +261,7 @@ fn several_runs_and_a_missing_board_make_one_junit_file_the_python_parsers_read(
         names.len(),
         "repeated property names: {names:?}"
     );
-    let o = Command::new("xmllint")
-        .args(["--noout", "--schema"])
-        .arg(fixture("junit-10.xsd"))
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_valid_junit(&path);
     let read = parsed(JUNITPARSER, &path);
     assert_eq!(read.matches("suite ").count(), 4, "{read}");
     assert!(read.contains("suite rtscope.rpi4 \n"), "{read}");

@@ -326,14 +326,7 @@ fn a_campaign_whose_load_failed_is_not_complete() {
         "lf",
         "  [[load_case.load]]\n  kind = \"external\"\n  program = \"false\"\n",
     );
-    let out = rtscope(&[
-        "run",
-        file.to_str().unwrap(),
-        "--db",
-        db.to_str().unwrap(),
-        "--monitor-interval",
-        "0",
-    ]);
+    let out = rtscope(&crate::common::campaign_run_args(&file, &db));
     let (stdout, stderr) = texts(&out);
     assert_eq!(code(&out), 2, "{stdout}\n{stderr}");
     assert!(stdout.contains("without its load"), "{stdout}");

@@ -26,6 +26,15 @@ pub use rtscope_testkit::{rt_lock, RtLock};
 
 pub use rtscope_testkit::now_ns;
 
+/// The campaign files' one scenario (one thread on CPU 0, named `1:1`) and first load case
+/// (`idle`, no load), as TOML: a string literal, for `concat!`.
+#[macro_export]
+macro_rules! one_thread_on_cpu0_then_idle {
+    () => {
+        "[[scenario]]\nname = \"1:1\"\nthreads = 1\ncpus = \"0\"\n[[load_case]]\nname = \"idle\"\n"
+    };
+}
+
 /// Threads `-S` starts: one per CPU available to this process.
 pub fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -84,6 +93,17 @@ pub fn as_nobody() -> Command {
 /// Bytes a program printed, as text (invalid UTF-8 replaced).
 pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
+}
+
+/// A short, quiet real measurement (300 wake-ups at 200 µs): the start of the records',
+/// exports' and fleet's `measure` command lines.
+pub const SHORT_MEASURE: [&str; 6] = ["measure", "-l", "300", "-i", "200us", "-q"];
+
+/// `run FILE --db DB --monitor-interval 0`: the campaign in `file` run without monitors,
+/// recorded in `db`.
+pub fn campaign_run_args<'a>(file: &'a Path, db: &'a Path) -> [&'a str; 6] {
+    let (file, db) = (file.to_str().unwrap(), db.to_str().unwrap());
+    ["run", file, "--db", db, "--monitor-interval", "0"]
 }
 
 /// The run database tests use: a per-process file in the temp dir, so no test writes
