@@ -15,13 +15,8 @@
 #   copy is what runs here and is copied to the boards, as a release binary would be),
 #   KEEP=1 (keep the work directory and print it).
 # Needs root (the boards' mount namespaces), openssh-server and openssh-client, unshare.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-check=0
-if [[ ${1:-} == --check ]]; then
-  check=1
-  shift
-fi
+. "$(dirname "$0")/lib.sh" "$@"
+shift "$check"
 if ((check)); then boards=2 duration=1; else boards=8 duration=2; fi
 sshd=/usr/sbin/sshd
 [[ $(id -u) == 0 ]] || { echo "bench/fleet.sh: needs root (the boards' sshd run in their own mount namespace)" >&2; exit 2; }
@@ -29,8 +24,7 @@ sshd=/usr/sbin/sshd
   echo "bench/fleet.sh: needs $sshd, ssh and unshare (apt-get install openssh-server openssh-client util-linux)" >&2
   exit 2
 }
-bin=${RTSCOPE:-target/release/rtscope}
-[[ -n ${RTSCOPE:-} ]] || cargo build --release -q -p rtscope
+release_bin
 
 # Directly under /tmp: the boards' namespaces mount it back at its own path inside their /tmp.
 work=$(mktemp -d /tmp/rtscope-fleet-bench.XXXXXX)

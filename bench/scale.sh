@@ -14,20 +14,14 @@
 # Environment: RTSCOPE (binary, default target/release/rtscope, built if missing),
 #   SAMPLES (per CPU and run, default 5000), KEEP (a directory to keep the databases in:
 #   they are reused when there, so two binaries can be timed on the same data back to back).
-set -euo pipefail
-cd "$(dirname "$0")/.."
-check=0
-if [[ ${1:-} == --check ]]; then
-  check=1
-  shift
-fi
+. "$(dirname "$0")/lib.sh" "$@"
+shift "$check"
 sizes=("$@")
 if ((${#sizes[@]} == 0)); then
   if ((check)); then sizes=(20 80); else sizes=(50 200 1000); fi
 fi
 samples=${SAMPLES:-5000}
-bin=${RTSCOPE:-target/release/rtscope}
-[[ -n ${RTSCOPE:-} ]] || cargo build --release -q -p rtscope
+release_bin
 cargo build --release -q -p rtscope-testkit --example synth_db
 work=${KEEP:-$(mktemp -d)}
 mkdir -p "$work"

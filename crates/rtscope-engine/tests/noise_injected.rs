@@ -18,7 +18,7 @@
 //! max(1 µs, 2 %) at the short end (the bar) and cover it.
 
 use rtscope_core::Nanos;
-use rtscope_engine::noise::{CounterChoice, Gap, NoiseConfig, NoiseRun, Threshold};
+use rtscope_engine::noise::{CounterChoice, Gap, NoiseRun};
 use rtscope_engine::{sys, CpuSet, Policy, Wake};
 
 fn is_root() -> bool {
@@ -135,21 +135,7 @@ fn run_injected(
     smi: Option<&std::path::Path>,
 ) -> (Vec<Gap>, Vec<(Nanos, Nanos, Nanos)>) {
     let cpu = sys::current_affinity().unwrap().iter().last().unwrap();
-    let config = NoiseConfig {
-        cpus: vec![cpu],
-        policy: Policy::Fifo,
-        priority: 10,
-        threshold: Threshold::Given(Nanos::from_us(1)),
-        preheat: Nanos::from_ms(10),
-        runtime: Nanos::from_ms(950),
-        period: Nanos::from_secs(1),
-        duration: Nanos::from_secs(1),
-        gap_capacity: 1 << 16,
-        mlock: false,
-        prefault_stack: 16 * 1024,
-        counter,
-        smi_files,
-    };
+    let config = rtscope_testkit::noise_config::one_second_on(cpu, counter, smi_files);
     let smi = smi.map(|p| {
         std::fs::OpenOptions::new()
             .read(true)

@@ -8,36 +8,19 @@
 //!
 //! Prints one table per thread (markdown rows) and the diagnostics' verdict of the fit.
 
-use rtscope_evt::threshold::{Point, MAX_EXCEEDANCES};
+mod raw_run;
+
 use rtscope_evt::{analyse, Options, Tail};
-use rtscope_store::{RunId, Store};
-use std::path::Path;
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.len() < 2 {
-        eprintln!("usage: held_out DB RUN [FRACTION (0.1)] [P,P,... (1e-3,1e-4,1e-5,1e-6)]");
-        std::process::exit(2);
-    }
+    let (args, store, id, detail) =
+        raw_run::open("usage: held_out DB RUN [FRACTION (0.1)] [P,P,... (1e-3,1e-4,1e-5,1e-6)]");
     let fraction: f64 = args.get(2).map_or(0.1, |f| f.parse().expect("FRACTION"));
     let probabilities: Vec<f64> = args.get(3).map_or(vec![1e-3, 1e-4, 1e-5, 1e-6], |p| {
         p.split(',').map(|x| x.parse().expect("P")).collect()
     });
-    let store = Store::open_read_only(Path::new(&args[0])).expect("open the database");
-    let id: RunId = args[1].parse().expect("RUN");
-    let detail = store.run(id).expect("the run");
-    assert!(
-        detail.raw_samples > 0,
-        "run {id} has no raw samples (measure --raw)"
-    );
     for t in &detail.threads {
-        let mut all = Vec::with_capacity(t.samples as usize);
-        store
-            .for_each_raw_chunk(id, t.thread, &mut |chunk| {
-                all.extend(chunk.iter().map(|(_, latency, _)| *latency as f64));
-                Ok(())
-            })
-            .expect("raw samples");
+        let all = raw_run::wakeups(&store, id, t.thread, t.samples);
         let cut = (all.len() as f64 * fraction) as usize;
         let (fit_part, held) = all.split_at(cut);
         let rate_hz = (t.interval_ns > 0).then(|| 1e9 / t.interval_ns as f64);
@@ -101,26 +84,13 @@ fn max(v: &[f64]) -> f64 {
     v.iter().copied().fold(0.0, f64::max)
 }
 
-/// The tail `rtscope tail` reads from raw samples: the largest tenth of the run (at most
-/// [`MAX_EXCEEDANCES`] + 1 values) with their positions, in time order.
+/// The tail `rtscope tail` reads from raw samples: the largest tenth of the run
+/// ([`raw_run::largest_tenth`]) with their positions, in time order.
 fn tail_of(v: &[f64], rate_hz: Option<f64>) -> Tail {
-    let keep = (v.len() / 10).min(MAX_EXCEEDANCES) + 1;
-    let mut sorted = v.to_vec();
-    sorted.sort_by(|a, b| b.total_cmp(a));
-    let floor = sorted[keep.min(sorted.len()) - 1];
-    let points = v
-        .iter()
-        .enumerate()
-        .filter(|(_, &x)| x >= floor)
-        .map(|(i, &x)| Point {
-            index: Some(i as u64),
-            value: x,
-        })
-        .collect();
     Tail {
         observations: v.len() as u64,
         rate_hz,
-        points,
+        points: raw_run::largest_tenth(v),
         ordered: true,
         binning: None,
         bins: None,

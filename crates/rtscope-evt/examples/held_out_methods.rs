@@ -16,34 +16,22 @@
 //!
 //!     cargo run --release -p rtscope-evt --example held_out_methods -- DB RUN [SEGMENT_S]
 
+mod raw_run;
+
 use rtscope_evt::regimes::Answer;
-use rtscope_evt::threshold::{Point, MAX_EXCEEDANCES};
 use rtscope_evt::{analyse, block_maxima, gev, Options, Tail};
-use rtscope_store::{RunId, Store};
-use std::path::Path;
 
 /// A tail of `v` (in time order) as `rtscope tail` reads a raw run: the largest tenth (at most
 /// the threshold search's most) as points, every whole second's maximum.
 fn tail_of(v: &[f64], hz: f64) -> Tail {
-    let keep = (v.len() / 10).min(MAX_EXCEEDANCES) + 1;
-    let mut sorted = v.to_vec();
-    rtscope_core::order::sort_f64(&mut sorted);
-    let floor = sorted[sorted.len().saturating_sub(keep)];
     Tail {
         observations: v.len() as u64,
         rate_hz: Some(hz),
-        points: (0..)
-            .zip(v)
-            .filter(|(_, &x)| x >= floor)
-            .map(|(i, &value)| Point {
-                index: Some(i),
-                value,
-            })
-            .collect(),
+        points: raw_run::largest_tenth(v),
         ordered: true,
         binning: None,
         bins: None,
-        max: sorted.last().copied().unwrap_or(0.0),
+        max: v.iter().copied().fold(0.0, f64::max),
         block_maxima: block_maxima(v, hz.round() as usize),
     }
 }
@@ -69,31 +57,15 @@ fn row(thread: &str, method: &str, status: &str, p: f64, z: f64, expected: f64, 
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.len() < 2 {
-        eprintln!("usage: held_out_methods DB RUN [SEGMENT_S (60)]");
-        std::process::exit(2);
-    }
+    let (args, store, id, detail) =
+        raw_run::open("usage: held_out_methods DB RUN [SEGMENT_S (60)]");
     let segment_s: f64 = args.get(2).map_or(60.0, |s| s.parse().expect("SEGMENT_S"));
-    let store = Store::open_read_only(Path::new(&args[0])).expect("open the database");
-    let id: RunId = args[1].parse().expect("RUN");
-    let detail = store.run(id).expect("the run");
-    assert!(
-        detail.raw_samples > 0,
-        "run {id} has no raw samples (measure --raw)"
-    );
     println!("| thread | method | fit | p | level µs | expected | observed | ratio |");
     println!("|---|---|---|---|---|---|---|---|");
     for t in &detail.threads {
         assert!(t.interval_ns > 0, "thread {} has no interval", t.thread);
         let hz = 1e9 / t.interval_ns as f64;
-        let mut all = Vec::with_capacity(t.samples as usize);
-        store
-            .for_each_raw_chunk(id, t.thread, &mut |chunk| {
-                all.extend(chunk.iter().map(|(_, latency, _)| *latency as f64));
-                Ok(())
-            })
-            .expect("raw samples");
+        let all = raw_run::wakeups(&store, id, t.thread, t.samples);
         // Segments of whole seconds, so that blocks do not straddle the joins.
         let per = ((segment_s * hz).round() as usize).max(hz.round() as usize);
         let (mut fit, mut held) = (Vec::new(), Vec::new());

@@ -47,10 +47,7 @@ fn samples() -> Vec<Vec<f64>> {
 #[test]
 fn the_fit_agrees_with_scipy_genpareto() {
     rtscope_testkit::require!(
-        Command::new("python3")
-            .args(["-c", "import scipy"])
-            .output()
-            .is_ok_and(|o| o.status.success()),
+        rtscope_testkit::python3_imports("scipy"),
         "python3 with scipy (pip install scipy; .ci/run installs it in its venv)"
     );
     let data = samples();
@@ -162,10 +159,7 @@ fn block_samples() -> Vec<Vec<f64>> {
 fn the_block_maxima_fit_agrees_with_scipy_genextreme() {
     use rtscope_evt::gev;
     rtscope_testkit::require!(
-        Command::new("python3")
-            .args(["-c", "import scipy"])
-            .output()
-            .is_ok_and(|o| o.status.success()),
+        rtscope_testkit::python3_imports("scipy"),
         "python3 with scipy (pip install scipy; .ci/run installs it in its venv)"
     );
     let data: Vec<(Vec<f64>, f64)> = block_samples()

@@ -100,18 +100,7 @@ const DASHBOARD: &str = concat!(
 
 #[test]
 fn the_dashboard_passes_grafanas_own_schema() {
-    use rtscope_testkit::grafana;
-    rtscope_testkit::require!(
-        grafana::have_schema(),
-        "no tsc and @grafana/schema in {} (npm install --prefix {0} @grafana/schema@13.2.3 typescript@5.9.3)",
-        grafana::node_dir().display()
-    );
-    let said = grafana::schema_errors(std::path::Path::new(DASHBOARD));
-    assert!(
-        said.is_none(),
-        "Grafana's dashboard schema refuses the dashboard:\n{}",
-        said.unwrap_or_default()
-    );
+    rtscope_testkit::grafana::assert_schema_accepts(std::path::Path::new(DASHBOARD));
 }
 
 /// Grafana's dashboard linter counted 26 errors here (issue 51: no `job` and `instance`

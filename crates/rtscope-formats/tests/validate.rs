@@ -140,13 +140,7 @@ fn junit_documents_validate_against_the_xsd() {
             text.matches("<failure ").count(),
             if i == 0 { 0 } else { 3 }
         );
-        let o = Command::new("xmllint")
-            .args(["--noout", "--schema"])
-            .arg(fixture("junit-10.xsd"))
-            .arg(&path)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_valid_junit(&path);
     }
     // Many runs in one document (a campaign's `--ci-output junit=FILE`): a suite each.
     let all = d.join("all.xml");
@@ -157,13 +151,7 @@ fn junit_documents_validate_against_the_xsd() {
         2
     );
     std::fs::write(&all, &out).unwrap();
-    let o = Command::new("xmllint")
-        .args(["--noout", "--schema"])
-        .arg(fixture("junit-10.xsd"))
-        .arg(&all)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_valid_junit(&all);
     std::fs::remove_dir_all(d).unwrap();
 }
 
@@ -193,6 +181,33 @@ const XUNITPARSER: &str = "import sys,xunitparser\n\
 /// document valid against the XSD, whose property names are unique, read by junitparser and
 /// xunitparser with the board's `run` case an error carrying its reason and every case
 /// counted in the totals.
+/// The JUnit file at `path` must validate against the JUnit 10 XSD (xmllint).
+fn assert_valid_junit(path: &Path) {
+    let o = Command::new("xmllint")
+        .args(["--noout", "--schema"])
+        .arg(fixture("junit-10.xsd"))
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// What the Python `script` printed of the file at `path`; it must succeed.
+fn parsed(script: &str, path: &Path) -> String {
+    let o = Command::new("python3")
+        .args(["-c", script])
+        .arg(path)
+        .output()
+        .unwrap();
+    let read = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        o.status.success(),
+        "{read}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    read
+}
+
 #[test]
 fn several_runs_and_a_missing_board_make_one_junit_file_the_python_parsers_read() {
     require!(
@@ -246,24 +261,8 @@ fn several_runs_and_a_missing_board_make_one_junit_file_the_python_parsers_read(
         names.len(),
         "repeated property names: {names:?}"
     );
-    let o = Command::new("xmllint")
-        .args(["--noout", "--schema"])
-        .arg(fixture("junit-10.xsd"))
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let o = Command::new("python3")
-        .args(["-c", JUNITPARSER])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let read = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{read}{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert_valid_junit(&path);
+    let read = parsed(JUNITPARSER, &path);
     assert_eq!(read.matches("suite ").count(), 4, "{read}");
     assert!(read.contains("suite rtscope.rpi4 \n"), "{read}");
     assert!(
@@ -273,17 +272,7 @@ fn several_runs_and_a_missing_board_make_one_junit_file_the_python_parsers_read(
     // Each run: `run` and 3 scopes; the board: `run`. No limits, so no failures.
     assert!(read.contains("totals 13 0 1"), "{read}");
     assert!(text.contains(r#"<testsuites name="rtscope" tests="13" failures="0" errors="1""#));
-    let o = Command::new("python3")
-        .args(["-c", XUNITPARSER])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let read = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{read}{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let read = parsed(XUNITPARSER, &path);
     assert!(read.starts_with("tests 1 0 13\n"), "{read}");
     assert!(
         read.contains("case rtscope.rpi4 run error board rpi4 failed: connect failed"),

@@ -126,6 +126,14 @@ fn loadcase_runs() -> Vec<RunData> {
     runs
 }
 
+/// The first panel of the `tail` figure of `runs`, grouped as the report groups them.
+fn tail_panel(runs: &[RunData]) -> Panel {
+    let g = Grouping::new(runs, None);
+    let mut figs = figures::all(runs, &g);
+    let at = figs.iter().position(|f| f.name == "tail").unwrap();
+    figs.swap_remove(at).figure.panels.swap_remove(0)
+}
+
 fn lines(p: &Panel) -> Vec<&Series> {
     p.series
         .iter()
@@ -223,14 +231,7 @@ fn one_key_or_too_many_values_keep_a_colour_per_group() {
 #[test]
 fn exact_maxima_of_runs_of_one_length_are_set_side_by_side() {
     let runs = loadcase_runs();
-    let g = Grouping::new(&runs, None);
-    let figs = figures::all(&runs, &g);
-    let p = &figs
-        .iter()
-        .find(|f| f.name == "tail")
-        .unwrap()
-        .figure
-        .panels[0];
+    let p = &tail_panel(&runs);
     let mut xs: Vec<f64> = p
         .series
         .iter()
@@ -295,14 +296,7 @@ fn runs_drawn_one_line_each_take_their_groups_colour_and_dash() {
     .enumerate()
     .map(|(i, (k, c))| run_with(440 + i as i64, &[("kernel", k), ("case", c)]))
     .collect();
-    let g = Grouping::new(&runs, None);
-    let figs = figures::all(&runs, &g);
-    let p = &figs
-        .iter()
-        .find(|f| f.name == "tail")
-        .unwrap()
-        .figure
-        .panels[0];
+    let p = &tail_panel(&runs);
     let drawn: Vec<(usize, Dash)> = lines(p).iter().map(|s| (s.colour, s.dash)).collect();
     assert_eq!(
         drawn,

@@ -7,7 +7,7 @@
 //! asserted: only which category the trace charges.
 
 use rtscope_core::Nanos;
-use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, Threshold};
+use rtscope_engine::noise::{CounterChoice, Gap, NoiseConfig, NoiseRun};
 use rtscope_engine::{sys, CpuSet, Policy, Wake};
 use rtscope_explain::book::{ExplainSummary, Explained};
 use rtscope_explain::class_hist::bucket_of;
@@ -18,21 +18,7 @@ use rtscope_session::noise::NoiseExplainer;
 const INJECT_MS: [(u64, u64); 3] = [(150, 1), (400, 2), (650, 3)];
 
 fn config(cpu: usize) -> NoiseConfig {
-    NoiseConfig {
-        cpus: vec![cpu],
-        policy: Policy::Fifo,
-        priority: 10,
-        threshold: Threshold::Given(Nanos::from_us(1)),
-        preheat: Nanos::from_ms(10),
-        runtime: Nanos::from_ms(950),
-        period: Nanos::from_secs(1),
-        duration: Nanos::from_secs(1),
-        gap_capacity: 1 << 16,
-        mlock: false,
-        prefault_stack: 16 * 1024,
-        counter: rtscope_engine::noise::CounterChoice::Auto,
-        smi_files: Vec::new(),
-    }
+    rtscope_testkit::noise_config::one_second_on(cpu, CounterChoice::Auto, Vec::new())
 }
 
 /// The helper: FIFO 20 on `cpu`, spins at the times of [`INJECT_MS`]; returns its tid and

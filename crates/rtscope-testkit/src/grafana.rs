@@ -27,6 +27,22 @@ pub fn have_schema() -> bool {
         && node.join("node_modules/@grafana/schema").is_dir()
 }
 
+/// The test that Grafana's own schema accepts the dashboard at `path`: it fails naming what
+/// `tsc` said; without `tsc` and `@grafana/schema` it cannot run ([`require!`](crate::require)).
+pub fn assert_schema_accepts(path: &Path) {
+    crate::require!(
+        have_schema(),
+        "no tsc and @grafana/schema in {} (npm install --prefix {0} @grafana/schema@13.2.3 typescript@5.9.3)",
+        node_dir().display()
+    );
+    let said = schema_errors(path);
+    assert!(
+        said.is_none(),
+        "Grafana's dashboard schema refuses the dashboard:\n{}",
+        said.unwrap_or_default()
+    );
+}
+
 /// What `tsc` says against the dashboard at `path` checked as Grafana's `Dashboard` type (an
 /// object literal with `satisfies`: literal types and unknown properties are checked too), or
 /// `None` when it accepts it. The import wrapper's fields (`__inputs`, …) are removed first:

@@ -8,6 +8,7 @@
 //! * [`require!`], [`require_ok!`] and [`skip_or_fail`]: a test that cannot run here (a tool,
 //!   a privilege or a kernel feature missing) fails under `RTSCOPE_TEST_STRICT=1` (CI) and
 //!   prints `SKIP: reason` and returns otherwise;
+//! * [`noise_config`]: the one-second noise loop of the injection tests;
 //! * [`image`]: the facts of a PNG (size, colours, ink) for the report tests;
 //! * [`grafana`]: the shipped Grafana dashboards against Grafana's schema and its linter's rules;
 //! * [`now_ns`]: CLOCK_MONOTONIC, the clock of spike and gap times.
@@ -17,6 +18,7 @@
 pub mod grafana;
 pub mod image;
 mod lock;
+pub mod noise_config;
 mod require;
 pub mod synthetic;
 pub mod synthetic_noise;

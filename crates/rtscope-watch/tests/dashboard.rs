@@ -115,17 +115,7 @@ fn buckets_are_drawn_as_counts_and_all_cpus_are_never_summed_with_each_cpu() {
 
 #[test]
 fn the_dashboard_passes_grafanas_own_schema() {
-    rtscope_testkit::require!(
-        grafana::have_schema(),
-        "no tsc and @grafana/schema in {} (npm install --prefix {0} @grafana/schema@13.2.3 typescript@5.9.3)",
-        grafana::node_dir().display()
-    );
-    let said = grafana::schema_errors(Path::new(DASHBOARD));
-    assert!(
-        said.is_none(),
-        "Grafana's dashboard schema refuses the dashboard:\n{}",
-        said.unwrap_or_default()
-    );
+    rtscope_testkit::grafana::assert_schema_accepts(Path::new(DASHBOARD));
 }
 
 #[test]

@@ -16,7 +16,8 @@ fn bin() -> &'static str {
 /// A two-run campaign on CPU 0: idle, then a messaging load in processes (grandchildren of the
 /// supervisor) plus an external shell whose own child sleeps (a grandchild no signal reaches
 /// by itself). That shell does no work on purpose: the run does not wait for it (`load_start`).
-const CAMPAIGN: &str = r#"
+const CAMPAIGN: &str = concat!(
+    r#"
 [campaign]
 name = "NAME"
 [measure]
@@ -24,13 +25,9 @@ interval = "1ms"
 duration = "1500ms"
 settle = "500ms"
 load_start = 0
-[[scenario]]
-name = "1:1"
-threads = 1
-cpus = "0"
-[[load_case]]
-name = "idle"
-[[load_case]]
+"#,
+    crate::one_thread_on_cpu0_then_idle!(),
+    r#"[[load_case]]
 name = "load"
   [[load_case.load]]
   kind = "messaging"
@@ -41,7 +38,8 @@ name = "load"
   kind = "external"
   program = "sh"
   args = ["-c", "sleep 600 & sleep 600"]
-"#;
+"#
+);
 
 struct Setup {
     dir: PathBuf,
@@ -601,14 +599,7 @@ fn without_rt_privilege_the_campaign_fails_clearly_is_recorded_as_failed_and_sto
     for p in [&s.dir, &s.file] {
         std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o777)).unwrap();
     }
-    let o = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-        ])
-        .arg(bin())
+    let o = crate::common::as_nobody()
         .arg("run")
         .arg(&s.file)
         .args(["--db", s.db.to_str().unwrap()])

@@ -5,6 +5,7 @@
 //! that the checks, the stop and `--resume` are consistent with the rule.
 
 use crate::common;
+use crate::common::compat::rtscope_bin as bin;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -12,12 +13,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_rtscope")
-}
-
 /// One thread on CPU 0 every 200 µs, first checked after 2 s, at most 8 s.
-const CAMPAIGN: &str = r#"
+const CAMPAIGN: &str = concat!(
+    r#"
 [campaign]
 name = "NAME"
 until_tail = "probability=1e-6,precision=10%,max_duration=8s"
@@ -25,13 +23,9 @@ until_tail = "probability=1e-6,precision=10%,max_duration=8s"
 interval = "200us"
 duration = "2s"
 explain = "off"
-[[scenario]]
-name = "1:1"
-threads = 1
-cpus = "0"
-[[load_case]]
-name = "idle"
-"#;
+"#,
+    crate::one_thread_on_cpu0_then_idle!()
+);
 
 fn rtscope(db: &Path, args: &[&str]) -> Output {
     Command::new(bin())
@@ -139,14 +133,7 @@ fn until_tail_records_the_outcome_that_rtscope_tail_gives_the_recorded_run() {
     let dir = common::fresh_dir("campaign-tail");
     let (file, db) = (dir.join("c.toml"), dir.join("r.db"));
     std::fs::write(&file, CAMPAIGN.replace("NAME", "ut")).unwrap();
-    let args = [
-        "run",
-        file.to_str().unwrap(),
-        "--db",
-        db.to_str().unwrap(),
-        "--monitor-interval",
-        "0",
-    ];
+    let args = common::campaign_run_args(&file, &db);
     let (o, timed_out) = common::run_for(bin(), &args, Duration::from_secs(120));
     assert!(
         !timed_out && o.status.code() == Some(0),

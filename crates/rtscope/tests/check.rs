@@ -173,16 +173,8 @@ fn names_from_the_system_cannot_drive_the_terminal() {
 fn an_unprivileged_user_is_told_rt_scheduling_is_refused() {
     rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     // RLIMIT_RTPRIO is 0 for nobody here and in CI; if a machine grants it, skip the verdict.
-    let o = std::process::Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-            env!("CARGO_BIN_EXE_rtscope"),
-            "check",
-            "--json",
-        ])
+    let o = crate::common::as_nobody()
+        .args(["check", "--json"])
         .output()
         .expect("setpriv (util-linux) is needed: apt-get install util-linux");
     let err = String::from_utf8_lossy(&o.stderr);

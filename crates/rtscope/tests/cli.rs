@@ -217,19 +217,8 @@ fn legacy_n_flag_is_accepted_with_a_notice() {
 fn missing_rt_privilege_names_the_fix() {
     rtscope_testkit::require_root!("setpriv to run a step as another user");
     let _rt = crate::common::rt_lock();
-    let o = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-            bin(),
-            "measure",
-            "-l",
-            "5",
-            "--no-mlock",
-            "--no-db",
-        ])
+    let o = crate::common::as_nobody()
+        .args(["measure", "-l", "5", "--no-mlock", "--no-db"])
         .output()
         .expect("setpriv (util-linux) is needed: apt-get install util-linux");
     let err = text(&o.stderr);
@@ -484,7 +473,7 @@ fn cpu_dma_latency_is_written_only_when_asked_and_restored() {
         }
         let child = cmd().args(&args).stdout(Stdio::null()).spawn().unwrap();
         let (mut seen, mut value) = (false, None);
-        while child_alive(child.id()) && !seen {
+        while crate::common::pid_alive(child.id()) && !seen {
             seen = dma_latency_fd_open(child.id());
             if seen {
                 // The system-wide value is the smallest request: ours bounds it.
@@ -508,14 +497,6 @@ fn cpu_dma_latency_is_written_only_when_asked_and_restored() {
         !seen,
         "without --latency rtscope opened /dev/cpu_dma_latency"
     );
-}
-
-/// Whether process `pid` is still running (not yet a zombie).
-fn child_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(") ")
-            .is_some_and(|(_, r)| !r.starts_with('Z'))
-    })
 }
 
 /// Whether process `pid` has a file descriptor open on /dev/cpu_dma_latency.

@@ -175,40 +175,23 @@ fn the_load_case_matrix_has_a_row_per_kernel_and_a_column_per_case() {
     import(&d, BASE, "b-load", &["kernel=b", "case=load"]);
     // One run per kernel and case: the worse case is an untested rise (worse, not failing),
     // the better one undecided; with --fail-untested the rise fails...
-    let o = compare(&d, &["kernel=a", "kernel=b", "--rows", "kernel"]);
-    assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
-    assert!(
-        stdout(&o).contains("worse (untested)  undecided (untested)"),
-        "{}",
-        stdout(&o)
-    );
-    let o = compare(
-        &d,
-        &[
-            "kernel=a",
-            "kernel=b",
-            "--rows",
-            "kernel",
-            "--fail-untested",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(1), "{}", common::dump(&o));
-    assert!(
-        stdout(&o).contains("REGRESSION (untested)  undecided (untested)"),
-        "{}",
-        stdout(&o)
+    let by_kernel = |extra: &[&str]| {
+        let mut args = vec!["kernel=a", "kernel=b", "--rows", "kernel"];
+        args.extend_from_slice(extra);
+        compare(&d, &args)
+    };
+    let says = |o: &Output, code: i32, want: &str| {
+        assert_eq!(o.status.code(), Some(code), "{}", common::dump(o));
+        assert!(stdout(o).contains(want), "{}", stdout(o));
+    };
+    says(&by_kernel(&[]), 0, "worse (untested)  undecided (untested)");
+    says(
+        &by_kernel(&["--fail-untested"]),
+        1,
+        "REGRESSION (untested)  undecided (untested)",
     );
     // ... and the threshold alone says the same, with better for the better case.
-    let o = compare(
-        &d,
-        &[
-            "kernel=a",
-            "kernel=b",
-            "--rows",
-            "kernel",
-            "--threshold-only",
-        ],
-    );
+    let o = by_kernel(&["--threshold-only"]);
     let text = stdout(&o);
     let squeeze = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
     let lines: Vec<String> = text.lines().map(squeeze).collect();

@@ -5,7 +5,6 @@
 //! signals (SIGUSR2) and prints — gone when the run ends, however it ends.
 
 use crate::common;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -38,28 +37,9 @@ fn finish(mut child: Child) -> (Option<i32>, String, String) {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-    let (mut out, mut err) = (String::new(), String::new());
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    (child.wait().unwrap().code(), out, err)
-}
-
-/// Whether process `pid` is running (not yet a zombie).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        s.rsplit_once(") ")
-            .is_some_and(|(_, r)| !r.starts_with('Z'))
-    })
+    let o = child.wait_with_output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (o.status.code(), text(&o.stdout), text(&o.stderr))
 }
 
 /// Whether process `pid` has a descriptor open on /dev/cpu_dma_latency (its PM QoS request).
@@ -76,7 +56,7 @@ fn holds_dma_latency(pid: u32) -> bool {
 /// value read while it did.
 fn watch_dma_latency(pid: u32) -> (bool, Option<i32>) {
     let (mut seen, mut value) = (false, None);
-    while alive(pid) {
+    while common::pid_alive(pid) {
         if holds_dma_latency(pid) {
             seen = true;
             let v = std::fs::read("/dev/cpu_dma_latency").unwrap();
@@ -218,7 +198,7 @@ fn get_cyclictest_snapshot_finds_a_running_rtscope_and_prints_its_status() {
     let pid = child.id();
     let file = status_file(pid);
     let t0 = Instant::now();
-    while !file.exists() && alive(pid) && t0.elapsed() < PATIENCE {
+    while !file.exists() && common::pid_alive(pid) && t0.elapsed() < PATIENCE {
         std::thread::sleep(Duration::from_millis(5));
     }
     let listed = snapshot_tool(&["-l"]);

@@ -79,12 +79,15 @@ pub(crate) fn culprit_busy(
     })
 }
 
-#[test]
-fn an_injected_culprit_is_named_in_output_json_runs_explain_and_report() {
-    rtscope_testkit::require_ok!(traceable());
-    let _rt = rtscope_testkit::rt_lock();
-    let d = tmp("culprit");
-    let (db, json) = (d.join("x.db"), d.join("x.json"));
+/// `measure --explain 1.5ms --explain-keep 40 -q` for `duration` on the last CPU beside the
+/// [`culprit`], `extra` args added, recorded in `db` with its JSON document in `json`; it must
+/// exit 0. Returns (stdout, stderr, the JSON document).
+pub(crate) fn measure_beside_culprit(
+    db: &std::path::Path,
+    json: &std::path::Path,
+    duration: &str,
+    extra: &[&str],
+) -> (String, String, serde_json::Value) {
     let cpu = std::thread::available_parallelism().unwrap().get() - 1;
     let stop = Arc::new(AtomicBool::new(false));
     let c = culprit(cpu, stop.clone());
@@ -92,27 +95,35 @@ fn an_injected_culprit_is_named_in_output_json_runs_explain_and_report() {
         .args([
             "measure",
             "-D",
-            "6s",
+            duration,
             "-i",
             "1ms",
             "--cpus",
             &cpu.to_string(),
-            "--explain",
-            "1.5ms",
-            "--explain-keep",
-            "40",
-            "-q",
         ])
+        .args(["--explain", "1.5ms", "--explain-keep", "40", "-q"])
+        .args(extra)
         .arg("--db")
-        .arg(&db)
+        .arg(db)
         .arg("--json")
-        .arg(&json)
+        .arg(json)
         .output()
         .unwrap();
     stop.store(true, Ordering::Relaxed);
     c.join().unwrap();
     let (out, err) = (text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
+    let v = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
+    (out, err, v)
+}
+
+#[test]
+fn an_injected_culprit_is_named_in_output_json_runs_explain_and_report() {
+    rtscope_testkit::require_ok!(traceable());
+    let _rt = rtscope_testkit::rt_lock();
+    let d = tmp("culprit");
+    let (db, json) = (d.join("x.db"), d.join("x.json"));
+    let (out, err, v) = measure_beside_culprit(&db, &json, "6s", &[]);
     assert!(
         err.contains("explaining spikes: tier flight-recorder"),
         "{err}"
@@ -129,8 +140,6 @@ fn an_injected_culprit_is_named_in_output_json_runs_explain_and_report() {
         out.contains("Why were the worst wake-ups late?") && out.contains("thread culprit:"),
         "{out}"
     );
-    let v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let x = &v["explain"];
     assert_eq!(x["tier"], "flight_recorder");
     // The culprit is the main cause of traced spikes. Not necessarily the largest total: at
@@ -235,14 +244,7 @@ fn without_tracefs_access_the_coarse_tier_is_used_and_the_run_exits_0() {
     let d = tmp("coarse");
     std::fs::set_permissions(&d, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
     let json = d.join("x.json");
-    let o = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-            bin(),
-        ])
+    let o = crate::common::as_nobody()
         .args([
             "measure",
             "-l",

@@ -6,10 +6,8 @@
 //! `--explain-stacks on` (the default) or with `off` none is taken. A test that cannot run here fails under
 //! RTSCOPE_TEST_STRICT=1 and skips with the reason printed otherwise.
 
-use crate::explain::{culprit, traceable};
+use crate::explain::{measure_beside_culprit, traceable};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -25,32 +23,7 @@ fn run_with_culprit(
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     let (db, json) = (d.join("x.db"), d.join("x.json"));
-    let cpu = std::thread::available_parallelism().unwrap().get() - 1;
-    let stop = Arc::new(AtomicBool::new(false));
-    let c = culprit(cpu, stop.clone());
-    let o = Command::new(env!("CARGO_BIN_EXE_rtscope"))
-        .args([
-            "measure",
-            "-D",
-            "3s",
-            "-i",
-            "1ms",
-            "--cpus",
-            &cpu.to_string(),
-        ])
-        .args(["--explain", "1.5ms", "--explain-keep", "40", "-q"])
-        .args(extra)
-        .arg("--db")
-        .arg(&db)
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    stop.store(true, Ordering::Relaxed);
-    c.join().unwrap();
-    let (out, err) = (text(&o.stdout), text(&o.stderr));
-    assert_eq!(o.status.code(), Some(0), "{out}{err}");
-    let v = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let (out, err, v) = measure_beside_culprit(&db, &json, "3s", extra);
     (out, err, v, db)
 }
 

@@ -43,23 +43,23 @@ fn record(db: &Path, label: &str) -> String {
     let db = db.to_str().unwrap();
     let o = {
         let _rt = common::rt_lock();
-        rtscope(&[
-            "measure",
-            "-l",
-            "300",
-            "-i",
-            "200us",
-            "-q",
-            "--raw",
-            "--db",
-            db,
-            "--label",
-            label,
-            "--tag",
-            "k=v",
-            "--event-above",
-            "1us",
-        ])
+        rtscope(
+            &[
+                &common::SHORT_MEASURE[..],
+                &[
+                    "--raw",
+                    "--db",
+                    db,
+                    "--label",
+                    label,
+                    "--tag",
+                    "k=v",
+                    "--event-above",
+                    "1us",
+                ],
+            ]
+            .concat(),
+        )
     };
     assert_eq!(o.status.code(), Some(0), "measure failed\n{}", dump(&o));
     let show = runs_show(Path::new(db), "last");

@@ -29,51 +29,28 @@ fn boards_merge_once_into_a_lab_database_and_compare_by_board() {
     let db = |n: &str| dir.join(n).to_str().unwrap().to_string();
     for board in ["a", "b"] {
         let _rt = common::rt_lock();
-        ok(rtscope(&[
-            "measure",
-            "-l",
-            "300",
-            "-i",
-            "200us",
-            "-q",
-            "--db",
-            &db(&format!("{board}.db")),
-            "--label",
-            "idle",
-        ]));
+        let to = db(&format!("{board}.db"));
+        ok(rtscope(
+            &[
+                &common::SHORT_MEASURE[..],
+                &["--db", &to, "--label", "idle"],
+            ]
+            .concat(),
+        ));
     }
+    // `runs --db lab.db merge BOARD.db --tag TAG`.
+    let merge = |board: &str, tag: &str| {
+        let (lab, from) = (db("lab.db"), db(&format!("{board}.db")));
+        rtscope(&["runs", "--db", &lab, "merge", &from, "--tag", tag])
+    };
     let a = show(&dir.join("a.db"), "last");
     let uuid = a["uuid"].as_str().unwrap().to_string();
     assert_eq!(uuid.len(), 36);
     assert!(a["host"].is_string());
-    let out = ok(rtscope(&[
-        "runs",
-        "--db",
-        &db("lab.db"),
-        "merge",
-        &db("a.db"),
-        "--tag",
-        "board=a",
-    ]));
+    let out = ok(merge("a", "board=a"));
     assert!(out.contains("1 run(s) added, 0 already here"), "{out}");
-    ok(rtscope(&[
-        "runs",
-        "--db",
-        &db("lab.db"),
-        "merge",
-        &db("b.db"),
-        "--tag",
-        "board=b",
-    ]));
-    let again = ok(rtscope(&[
-        "runs",
-        "--db",
-        &db("lab.db"),
-        "merge",
-        &db("a.db"),
-        "--tag",
-        "board=a",
-    ]));
+    ok(merge("b", "board=b"));
+    let again = ok(merge("a", "board=a"));
     assert!(again.contains("0 run(s) added, 1 already here"), "{again}");
     let list: Value =
         serde_json::from_str(&ok(rtscope(&["runs", "--db", &db("lab.db"), "--json"]))).unwrap();

@@ -34,10 +34,9 @@ fn three_boards_measure_merge_and_one_unreachable_board_fails_alone() {
     let db = b.dir.join("lab.db");
     let dead = format!("root@127.0.0.5:{}", free_port("127.0.0.5"));
     let mut c = rtscope(&b);
-    c.args([
-        "measure", "-l", "300", "-i", "200us", "-q", "--label", "idle", "--db",
-    ])
-    .arg(&db);
+    c.args(common::SHORT_MEASURE)
+        .args(["--label", "idle", "--db"])
+        .arg(&db);
     for t in b.targets.iter().chain([&dead]) {
         c.args(["--target", t]);
     }
@@ -481,16 +480,8 @@ fn an_emulated_arm64_board_runs_the_aarch64_binary() {
     std::fs::write(&file, text).unwrap();
     let db = b.dir.join("arm.db");
     let o = rtscope(&b)
-        .args([
-            "measure",
-            "-l",
-            "300",
-            "-i",
-            "200us",
-            "-q",
-            "--target",
-            "arch=arm64",
-        ])
+        .args(common::SHORT_MEASURE)
+        .args(["--target", "arch=arm64"])
         .args(["--target", "a", "--targets-file"])
         .arg(&file)
         .arg("--db")

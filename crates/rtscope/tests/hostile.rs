@@ -95,14 +95,7 @@ fn sighup_interrupts_measure_like_sigint() {
     rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let dir = scratch("sighup");
     let db = dir.join("r.db");
-    let child = Command::new(exe())
-        .args(measure_args(db.to_str().unwrap(), &["-D", "1h"]))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut reaper = Reaper::new(child.id());
+    let (child, mut reaper) = spawn(&measure_args(db.to_str().unwrap(), &["-D", "1h"]));
     wait_for(&db, "SELECT count(*) FROM runs");
     kill(child.id(), libc::SIGHUP);
     let out = wait_output(child, Duration::from_secs(30), "sighup");
@@ -232,14 +225,7 @@ fn a_long_lock_loses_no_checkpoint_and_no_raw_sample() {
     rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let dir = scratch("long-lock");
     let db = dir.join("r.db");
-    let child = Command::new(exe())
-        .args(measure_args(db.to_str().unwrap(), &["-D", "3s", "--raw"]))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut reaper = Reaper::new(child.id());
+    let (child, mut reaper) = spawn(&measure_args(db.to_str().unwrap(), &["-D", "3s", "--raw"]));
     wait_for(&db, "SELECT count(*) FROM runs");
     let locker = Locker::hold(&db, Duration::from_secs(8));
     let out = wait_output(child, Duration::from_secs(90), "long lock");
@@ -256,14 +242,7 @@ fn a_long_lock_loses_no_checkpoint_and_no_raw_sample() {
 }
 
 fn as_nobody(args: &[&str]) -> std::process::Output {
-    let child = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all",
-        ])
-        .arg(exe())
+    let child = crate::common::as_nobody()
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -347,14 +326,7 @@ fn a_campaign_whose_load_failed_is_not_complete() {
         "lf",
         "  [[load_case.load]]\n  kind = \"external\"\n  program = \"false\"\n",
     );
-    let out = rtscope(&[
-        "run",
-        file.to_str().unwrap(),
-        "--db",
-        db.to_str().unwrap(),
-        "--monitor-interval",
-        "0",
-    ]);
+    let out = rtscope(&crate::common::campaign_run_args(&file, &db));
     let (stdout, stderr) = texts(&out);
     assert_eq!(code(&out), 2, "{stdout}\n{stderr}");
     assert!(stdout.contains("without its load"), "{stdout}");
@@ -545,6 +517,21 @@ fn export_and_report_never_write_through_planted_symlinks() {
     assert!(rep.join("report.html").is_symlink());
 }
 
+/// Exports run 1 of `db` into `exp` as `format`; it must exit 0.
+fn export_ok(db: &str, exp: &Path, format: &str) {
+    let out = rtscope(&[
+        "export",
+        "1",
+        "--db",
+        db,
+        "-o",
+        exp.to_str().unwrap(),
+        "--format",
+        format,
+    ]);
+    assert_eq!(code(&out), 0, "{:?}", texts(&out));
+}
+
 /// Case 17: control characters in a label make no invalid SVG, no raw ESC/BEL in the HTML,
 /// and a label that looks like a formula gets a leading ' in CSV.
 #[test]
@@ -572,17 +559,7 @@ fn hostile_labels_are_escaped_in_svg_html_and_csv() {
         }
     }
     let exp = dir.join("exp");
-    let out = rtscope(&[
-        "export",
-        "1",
-        "--db",
-        dbs,
-        "-o",
-        exp.to_str().unwrap(),
-        "--format",
-        "csv",
-    ]);
-    assert_eq!(code(&out), 0, "{:?}", texts(&out));
+    export_ok(dbs, &exp, "csv");
     let mut seen = false;
     for e in std::fs::read_dir(&exp).unwrap() {
         let body = std::fs::read_to_string(e.unwrap().path()).unwrap();
@@ -765,17 +742,7 @@ fn streamed_exports_hold_every_raw_sample() {
     let chunks: usize = query(&db, "SELECT count(*) FROM samples").parse().unwrap();
     assert!(chunks > 1, "several chunks to stream: {chunks}");
     let exp = dir.join("exp");
-    let out = rtscope(&[
-        "export",
-        "1",
-        "--db",
-        dbs,
-        "-o",
-        exp.to_str().unwrap(),
-        "--format",
-        "csv,json",
-    ]);
-    assert_eq!(code(&out), 0, "{:?}", texts(&out));
+    export_ok(dbs, &exp, "csv,json");
     let csv = std::fs::read_to_string(exp.join("run-1-samples.csv")).unwrap();
     assert_eq!(csv.lines().count(), n + 1, "header and every sample");
     let doc: serde_json::Value =

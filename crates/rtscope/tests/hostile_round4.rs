@@ -364,26 +364,11 @@ fn reserved_tags_are_refused_by_every_command_that_sets_tags() {
         env!("CARGO_MANIFEST_DIR")
     );
     let other = dir.join("other.db");
+    let measure = |tag| vec!["measure", "-D", "1s", "--policy", "other", "--tag", tag];
     let cases: Vec<Vec<String>> = vec![
         vec!["noise", "--cpus", "0", "-D", "1s", "--tag", "campaign=x"],
-        vec![
-            "measure",
-            "-D",
-            "1s",
-            "--policy",
-            "other",
-            "--tag",
-            "campaign=x",
-        ],
-        vec![
-            "measure",
-            "-D",
-            "1s",
-            "--policy",
-            "other",
-            "--tag",
-            "until_tail=x",
-        ],
+        measure("campaign=x"),
+        measure("until_tail=x"),
         vec![
             "respond", "--ipc", "eventfd", "-D", "1s", "--tag", "repeat=1",
         ],

@@ -92,11 +92,27 @@ fn io_writes_and_fsyncs_and_leaves_no_scratch_directory() {
     let r = load_json(&["io", "--dir", d, "--file-mb", "1", "--for", "1s"]);
     assert_eq!(r["status"], "ok", "{r}");
     assert!(metric(&r, "fsyncs") >= 1.0, "{r}");
-    assert_eq!(
-        std::fs::read_dir(&dir).unwrap().count(),
-        0,
-        "scratch dir left"
-    );
+    assert_eq!(files_in(&dir), 0, "scratch dir left");
+}
+
+/// How many entries the directory `dir` holds.
+fn files_in(dir: &std::path::Path) -> usize {
+    std::fs::read_dir(dir).unwrap().count()
+}
+
+/// `load external -- hackbench -g 2 -f FDS -l LOOPS`'s arguments after `load`.
+fn hackbench(fds: &'static str, loops: &'static str) -> [&'static str; 9] {
+    [
+        "external",
+        "--",
+        "hackbench",
+        "-g",
+        "2",
+        "-f",
+        fds,
+        "-l",
+        loops,
+    ]
 }
 
 /// Starts an io load in a fresh directory, ends rtscope with `sig`, checks that every process
@@ -115,26 +131,17 @@ fn io_ended_by(name: &str, sig: libc::c_int) {
                                                       // The worker makes its scratch directory once it runs: on a loaded machine, a while after
                                                       // it exists.
     let made = Instant::now();
-    while std::fs::read_dir(&dir).unwrap().count() == 0 && made.elapsed() < Duration::from_secs(30)
-    {
+    while files_in(&dir) == 0 && made.elapsed() < Duration::from_secs(30) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(
-        std::fs::read_dir(&dir).unwrap().count(),
-        1,
-        "scratch dir made"
-    );
+    assert_eq!(files_in(&dir), 1, "scratch dir made");
     signal(child.0.id() as i32, sig);
     let status = child.0.wait().unwrap();
     if sig != libc::SIGKILL {
         assert_eq!(status.code(), Some(0));
     }
     assert_gone(&tree);
-    assert_eq!(
-        std::fs::read_dir(&dir).unwrap().count(),
-        0,
-        "scratch dir left"
-    );
+    assert_eq!(files_in(&dir), 0, "scratch dir left");
 }
 
 #[test]
@@ -195,17 +202,7 @@ fn real_hackbench_runs_as_an_external_load_and_its_time_is_read() {
         std::path::Path::new("/usr/bin/hackbench").exists(),
         "/usr/bin/hackbench is not installed (apt-get install rt-tests; .ci/run installs it)"
     );
-    let r = load_json(&[
-        "external",
-        "--",
-        "hackbench",
-        "-g",
-        "2",
-        "-f",
-        "5",
-        "-l",
-        "100",
-    ]);
+    let r = load_json(&hackbench("5", "100"));
     assert_eq!(r["status"], "finished", "{r}");
     assert_eq!(r["command_line"][0], "/usr/bin/hackbench");
     assert_eq!(metric(&r, "exit_code"), 0.0);
@@ -378,17 +375,7 @@ fn no_hackbench_process_survives_sigkill_of_rtscope() {
         std::path::Path::new("/usr/bin/hackbench").exists(),
         "/usr/bin/hackbench is not installed (apt-get install rt-tests; .ci/run installs it)"
     );
-    let args = [
-        "external",
-        "--",
-        "hackbench",
-        "-g",
-        "2",
-        "-f",
-        "3",
-        "-l",
-        "100000000",
-    ];
+    let args = hackbench("3", "100000000");
     // shepherd + hackbench + 2 × (3 + 3) tasks
     survivors(&[&["load"][..], &args].concat(), 14, Some(libc::SIGKILL));
 }

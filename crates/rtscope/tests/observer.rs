@@ -398,42 +398,34 @@ fn with_every_cpu_measured_the_run_says_its_analysis_waits_for_the_end() {
     assert_eq!(env["rtscope.explain.analysis"], "deferred", "{env}");
 }
 
+/// `measure --cpus 1 --housekeeping HOUSEKEEPING` must be refused with exit 2 and `want` in its
+/// message.
+fn housekeeping_refused(housekeeping: &str, want: &str) {
+    let o = common::run(
+        BIN,
+        &[
+            "measure",
+            "-D",
+            "1s",
+            "--cpus",
+            "1",
+            "--housekeeping",
+            housekeeping,
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", common::dump(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(want), "{err}");
+}
+
 #[test]
 fn housekeeping_cpus_offline_or_measured_are_usage_errors() {
-    let o = common::run(
-        BIN,
-        &[
-            "measure",
-            "-D",
-            "1s",
-            "--cpus",
-            "1",
-            "--housekeeping",
-            "4095",
-        ],
+    housekeeping_refused(
+        "4095",
+        "invalid value for '--housekeeping': CPU 4095 is not online (online CPUs: ",
     );
-    assert_eq!(o.status.code(), Some(2), "{}", common::dump(&o));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("invalid value for '--housekeeping': CPU 4095 is not online (online CPUs: "),
-        "{err}"
-    );
-    let o = common::run(
-        BIN,
-        &[
-            "measure",
-            "-D",
-            "1s",
-            "--cpus",
-            "1",
-            "--housekeeping",
-            "0-1",
-        ],
-    );
-    assert_eq!(o.status.code(), Some(2), "{}", common::dump(&o));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("invalid value for '--housekeeping': CPU 1 is measured"),
-        "{err}"
+    housekeeping_refused(
+        "0-1",
+        "invalid value for '--housekeeping': CPU 1 is measured",
     );
 }

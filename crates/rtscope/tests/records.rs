@@ -3,8 +3,9 @@
 //! default SCHED_FIFO 90 and must not overlap another test's, e.g. `check`'s audit of the
 //! machine's real-time tasks.
 
+use crate::common::{rtscope_with_db as rtscope, text};
 use serde_json::Value;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn bin() -> &'static str {
@@ -16,18 +17,6 @@ fn dir(name: &str) -> std::path::PathBuf {
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
-}
-
-fn rtscope(db: &std::path::Path, args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .env("RTSCOPE_DB", db)
-        .output()
-        .expect("run rtscope")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn runs_json(db: &std::path::Path) -> Vec<Value> {

@@ -5,7 +5,7 @@
 //! has a plot area of real size (no empty panel, no squashed one).
 
 use crate::common;
-use crate::common::browser::chromium;
+use crate::common::browser::{chromium, layout_check};
 
 use rtscope_store::Store;
 use rtscope_testkit::synthetic::{write_run, SyntheticRun};
@@ -178,17 +178,7 @@ fn a_mixed_report_names_mechanisms_and_lays_out_in_chromium_without_overlap() {
     let Some(o) = chromium(&check, &["--dump-dom"], "chromium-report-layout") else {
         return;
     };
-    let dom = String::from_utf8_lossy(&o.stdout);
-    let json = dom
-        .split("<pre id=\"layout-check\">")
-        .nth(1)
-        .and_then(|s| s.split("</pre>").next())
-        .unwrap_or_else(|| panic!("no layout check in the DOM:\n{}", common::dump(&o)));
-    let json = json
-        .replace("&amp;", "&")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">");
-    let figs: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let figs = layout_check(&o);
     let hist = figs
         .as_array()
         .unwrap()

@@ -5,7 +5,7 @@
 //! one counted line, then the runs; the page never wider than the window.
 
 use crate::common;
-use crate::common::browser::{assert_no_console_errors, chromium, png_facts};
+use crate::common::browser::{assert_no_console_errors, chromium, layout_check, png_facts};
 use std::path::Path;
 use std::time::Duration;
 
@@ -99,17 +99,7 @@ fn the_loadcases_report_reads_answer_then_warnings_on_the_first_screen_in_chromi
         return;
     };
     assert_no_console_errors(&o);
-    let dom = String::from_utf8_lossy(&o.stdout);
-    let json = dom
-        .split("<pre id=\"layout-check\">")
-        .nth(1)
-        .and_then(|s| s.split("</pre>").next())
-        .unwrap_or_else(|| panic!("no layout check in the DOM:\n{}", common::dump(&o)));
-    let json = json
-        .replace("&amp;", "&")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">");
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let v = layout_check(&o);
     let n = |p: &str| {
         v.pointer(p)
             .and_then(serde_json::Value::as_f64)

@@ -4,22 +4,9 @@
 //! episode, per time; `pwcet@` their old spelling) and bad input.
 //! Nothing here asserts a latency: only the structure of the answer and its consistency.
 
-use crate::common::{self, rt_lock};
+use crate::common::{self, rt_lock, rtscope_with_db as rtscope, text};
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output};
-
-fn rtscope(db: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rtscope"))
-        .args(args)
-        .env("RTSCOPE_DB", db)
-        .output()
-        .expect("run rtscope")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 fn json(db: &Path, args: &[&str]) -> Value {
     let o = rtscope(db, args);

@@ -17,6 +17,13 @@ fn fixture(name: &str) -> String {
     )
 }
 
+/// A fresh directory for one test and the path of the database `file` in it.
+fn dir_and_db(name: &str, file: &str) -> (std::path::PathBuf, String) {
+    let dir = fresh_dir(name);
+    let db = dir.join(file).to_str().unwrap().to_string();
+    (dir, db)
+}
+
 fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -57,9 +64,8 @@ fn a_non_utf8_database_path_is_used_as_given() {
 /// then the hint.
 #[test]
 fn an_error_prints_its_causes_before_its_hint_and_no_cause_twice() {
-    let dir = fresh_dir("error-order");
-    let db = dir.join("m.db");
-    let db = db.to_str().unwrap();
+    let (dir, db) = dir_and_db("error-order", "m.db");
+    let db = db.as_str();
     let o = run(BIN, &["import", &fixture("hist-h400.txt"), "--db", db]);
     assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
     let afile = dir.join("afile");
@@ -228,9 +234,8 @@ fn ci_output_without_a_database_still_reports_the_run_and_its_limits() {
 /// the run (nothing is measured or recorded), not after it.
 #[test]
 fn ci_outputs_are_checked_before_the_run() {
-    let dir = fresh_dir("ci-check");
-    let db = dir.join("c.db");
-    let db = db.to_str().unwrap();
+    let (dir, db) = dir_and_db("ci-check", "c.db");
+    let db = db.as_str();
     let same = dir.join("r.out");
     let same = same.to_str().unwrap();
     for outs in [
@@ -274,19 +279,13 @@ fn outputs_never_replace_devices_or_symlinks_and_write_errors_fail() {
     let db = db.to_str().unwrap();
     let _lock = crate::common::rt_lock();
     let junit = format!("junit={}", node.display());
-    let o = run(
-        BIN,
-        &[
-            "measure",
-            "-q",
-            "-D",
-            "0.2",
-            "--db",
-            db,
-            "--ci-output",
-            &junit,
-        ],
-    );
+    // A short measurement with `out` options.
+    let short = |out: &[&str]| {
+        let mut args = vec!["measure", "-q", "-D", "0.2"];
+        args.extend_from_slice(out);
+        run(BIN, &args)
+    };
+    let o = short(&["--db", db, "--ci-output", &junit]);
     assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
     use std::os::unix::fs::FileTypeExt;
     assert!(std::fs::symlink_metadata(&node)
@@ -294,18 +293,7 @@ fn outputs_never_replace_devices_or_symlinks_and_write_errors_fail() {
         .file_type()
         .is_char_device());
 
-    let o = run(
-        BIN,
-        &[
-            "measure",
-            "-q",
-            "-D",
-            "0.2",
-            "--no-db",
-            "--json",
-            "/dev/stdout",
-        ],
-    );
+    let o = short(&["--no-db", "--json", "/dev/stdout"]);
     assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("\"schema\": \"rtscope.measure/1\""));
 
@@ -314,23 +302,11 @@ fn outputs_never_replace_devices_or_symlinks_and_write_errors_fail() {
     let link = dir.join("out.json");
     std::os::unix::fs::symlink(&victim, &link).unwrap();
     let l = link.to_str().unwrap();
-    let o = run(BIN, &["measure", "-q", "-D", "0.2", "--no-db", "--json", l]);
+    let o = short(&["--no-db", "--json", l]);
     assert_eq!(o.status.code(), Some(2), "{}", dump(&o));
     assert!(stderr(&o).contains("symlink") && stderr(&o).contains("--follow-symlinks"));
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
-    let o = run(
-        BIN,
-        &[
-            "measure",
-            "-q",
-            "-D",
-            "0.2",
-            "--no-db",
-            "--json",
-            l,
-            "--follow-symlinks",
-        ],
-    );
+    let o = short(&["--no-db", "--json", l, "--follow-symlinks"]);
     assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
     assert!(std::fs::read_to_string(&victim)
         .unwrap()

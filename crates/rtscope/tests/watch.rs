@@ -26,6 +26,20 @@ impl Watch {
         Watch(Some(child), reaper)
     }
 
+    /// A watch of the series `e2e` into `db` on `cpus`, with `more` options after those.
+    pub fn start_e2e(db: &Path, cpus: &str, more: &[&str]) -> Watch {
+        let mut a = vec![
+            "--series",
+            "e2e",
+            "--db",
+            db.to_str().unwrap(),
+            "--cpus",
+            cpus,
+        ];
+        a.extend_from_slice(more);
+        Watch::start(&a)
+    }
+
     pub fn signal(&self, sig: i32) {
         let pid = self.0.as_ref().unwrap().id() as i32;
         // SAFETY: kill(2) on our own child, which is not reaped yet.
@@ -66,6 +80,11 @@ impl Watch {
 /// The measured windows in `db` (none before the watch created it). Opened as the watch opens
 /// it (a read-only open sees nothing of the WAL the live watch writes to).
 pub fn windows(db: &Path) -> Vec<rtscope_store::watch::WatchWindow> {
+    windows_of(db, None)
+}
+
+/// The measured windows of the series `name` in `db` (of every series with `None`).
+pub fn windows_of(db: &Path, name: Option<&str>) -> Vec<rtscope_store::watch::WatchWindow> {
     if !db.exists() {
         return Vec::new();
     }
@@ -73,6 +92,7 @@ pub fn windows(db: &Path) -> Vec<rtscope_store::watch::WatchWindow> {
     let series = s.watch_series().unwrap();
     series
         .iter()
+        .filter(|x| name.is_none_or(|n| x.name == n))
         .flat_map(|x| s.windows(x.id, Level::Window, i64::MIN, i64::MAX).unwrap())
         .collect()
 }
@@ -123,26 +143,24 @@ fn a_watch_serves_and_stores_its_windows_alerts_and_stops_cleanly() {
         "echo \"$RTSCOPE_CPU|$RTSCOPE_ALERT\" >> {}",
         alerts.display()
     );
-    let mut w = Watch::start(&[
-        "--series",
-        "e2e",
-        "--db",
-        db.to_str().unwrap(),
-        "--cpus",
+    let mut w = Watch::start_e2e(
+        &db,
         "0",
-        "--interval",
-        "500us",
-        "--window",
-        "1s",
-        "--listen",
-        &listen,
-        "--textfile",
-        text.to_str().unwrap(),
-        "--alert",
-        "max>1ns",
-        "--alert-command",
-        &cmd,
-    ]);
+        &[
+            "--interval",
+            "500us",
+            "--window",
+            "1s",
+            "--listen",
+            &listen,
+            "--textfile",
+            text.to_str().unwrap(),
+            "--alert",
+            "max>1ns",
+            "--alert-command",
+            &cmd,
+        ],
+    );
     let mut page = String::new();
     until(&mut w, "a served window", || {
         page = get_with(port, "/metrics", "").unwrap_or_default();
@@ -412,23 +430,21 @@ fn explain_names_the_injected_culprit_in_the_windows_it_made_worst() {
         "echo \"$RTSCOPE_WINDOW_START|$RTSCOPE_CPU|$RTSCOPE_CAUSE\" >> {}",
         alerts.display()
     );
-    let mut w = Watch::start(&[
-        "--series",
-        "e2e",
-        "--db",
-        db.to_str().unwrap(),
-        "--cpus",
+    let mut w = Watch::start_e2e(
+        &db,
         "1",
-        "--window",
-        "1s",
-        "--spike",
-        "1ms",
-        "--explain",
-        "--alert",
-        "max>1ms",
-        "--alert-command",
-        &cmd,
-    ]);
+        &[
+            "--window",
+            "1s",
+            "--spike",
+            "1ms",
+            "--explain",
+            "--alert",
+            "max>1ms",
+            "--alert-command",
+            &cmd,
+        ],
+    );
     let named = |rows: &[rtscope_store::watch::WatchWindow]| {
         rows.iter()
             .filter(|r| {
@@ -521,18 +537,7 @@ fn prometheus_scrapes_the_watch_and_returns_the_windows_values() {
     let db = dir.join("w.db");
     let (port, server) = (free_port(), free_port());
     let listen = format!("127.0.0.1:{port}");
-    let mut w = Watch::start(&[
-        "--series",
-        "e2e",
-        "--db",
-        db.to_str().unwrap(),
-        "--cpus",
-        "0",
-        "--window",
-        "2s",
-        "--listen",
-        &listen,
-    ]);
+    let mut w = Watch::start_e2e(&db, "0", &["--window", "2s", "--listen", &listen]);
     let (mut prom, plog) = prometheus(&dir, port, server);
     let q =
         r#"{__name__=~"rtscope_watch_window_(max|end_timestamp)_seconds",series="e2e",cpu="0"}"#;

@@ -66,23 +66,21 @@ fn every_query_of_the_watch_dashboard_returns_data_from_a_scraped_watch() {
     let listen = format!("127.0.0.1:{port}");
     // Every window's worst wake-up is a spike (1 µs): each is explained, so the cause panel
     // has data; every window breaches the alert, so its counter moves.
-    let mut w = Watch::start(&[
-        "--series",
-        "e2e",
-        "--db",
-        db.to_str().unwrap(),
-        "--cpus",
+    let mut w = Watch::start_e2e(
+        &db,
         "1",
-        "--window",
-        "1s",
-        "--listen",
-        &listen,
-        "--explain",
-        "--spike",
-        "1us",
-        "--alert",
-        "max>1us",
-    ]);
+        &[
+            "--window",
+            "1s",
+            "--listen",
+            &listen,
+            "--explain",
+            "--spike",
+            "1us",
+            "--alert",
+            "max>1us",
+        ],
+    );
     let (mut prom, plog) = prometheus(&dir, port, server);
     let limit = Duration::from_secs(120);
     let mut alive = || prom.check_alive(&plog);

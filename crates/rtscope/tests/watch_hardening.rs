@@ -19,8 +19,6 @@ use crate::common;
 use crate::fleet_prometheus::{free_port, get_with};
 use crate::hostile_support;
 use crate::watch::{until, Watch};
-use rtscope_store::watch::Level;
-use rtscope_store::Store;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -29,16 +27,7 @@ use std::time::{Duration, Instant};
 
 /// The window rows of the series `name` in `db`.
 fn rows_of(db: &Path, name: &str) -> Vec<rtscope_store::watch::WatchWindow> {
-    if !db.exists() {
-        return Vec::new();
-    }
-    let s = Store::open(db).unwrap();
-    let series = s.watch_series().unwrap();
-    series
-        .iter()
-        .filter(|x| x.name == name)
-        .flat_map(|x| s.windows(x.id, Level::Window, i64::MIN, i64::MAX).unwrap())
-        .collect()
+    crate::watch::windows_of(db, Some(name))
 }
 
 fn watch_args<'a>(series: &'a str, db: &'a str) -> Vec<&'a str> {

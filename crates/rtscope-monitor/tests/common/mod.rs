@@ -3,7 +3,7 @@
 
 #![allow(dead_code)] // each test binary uses a different subset
 
-use rtscope_monitor::Sample;
+use rtscope_monitor::{Monitor, Sample};
 use std::fs;
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
@@ -159,4 +159,21 @@ pub fn top(s: &Sample) -> Vec<(&str, f64)> {
         .iter()
         .map(|t| (t.comm.as_str(), t.cpu_percent))
         .collect()
+}
+
+/// The fixture `name`'s source availability must be `hardware` (its thermal, hwmon, cpufreq
+/// and throttling lines, then its interrupts) followed by the /proc sources every fixture
+/// has: its 10 softirqs, stat, loadavg, meminfo and the threads.
+pub fn assert_availability(name: &str, hardware: &[&str]) {
+    let m = Monitor::new(&fixture(name)).expect("monitor");
+    let lines: Vec<String> = m.availability().iter().map(|s| s.to_string()).collect();
+    let mut want: Vec<&str> = hardware.to_vec();
+    want.extend([
+        "softirqs: available (10 sources)",
+        "stat: available (/proc/stat)",
+        "loadavg: available (/proc/loadavg)",
+        "meminfo: available (/proc/meminfo)",
+        "threads: available (/proc/<pid>/task/<tid>/stat)",
+    ]);
+    assert_eq!(lines, want);
 }

@@ -60,3 +60,19 @@ pub fn rendered_dom(page: &Path, profile: &str) -> Option<String> {
     assert_no_console_errors(&out);
     Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
+
+/// The JSON a test page's script put into `<pre id="layout-check">`, read from the DOM that
+/// Chromium dumped (`--dump-dom`) into `o`.
+pub fn layout_check(o: &Output) -> serde_json::Value {
+    let dom = String::from_utf8_lossy(&o.stdout);
+    let json = dom
+        .split("<pre id=\"layout-check\">")
+        .nth(1)
+        .and_then(|s| s.split("</pre>").next())
+        .unwrap_or_else(|| panic!("no layout check in the DOM:\n{}", dump(o)));
+    let json = json
+        .replace("&amp;", "&")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">");
+    serde_json::from_str(&json).unwrap()
+}

@@ -26,6 +26,15 @@ pub use rtscope_testkit::{rt_lock, RtLock};
 
 pub use rtscope_testkit::now_ns;
 
+/// The campaign files' one scenario (one thread on CPU 0, named `1:1`) and first load case
+/// (`idle`, no load), as TOML: a string literal, for `concat!`.
+#[macro_export]
+macro_rules! one_thread_on_cpu0_then_idle {
+    () => {
+        "[[scenario]]\nname = \"1:1\"\nthreads = 1\ncpus = \"0\"\n[[load_case]]\nname = \"idle\"\n"
+    };
+}
+
 /// Threads `-S` starts: one per CPU available to this process.
 pub fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -56,6 +65,45 @@ pub fn run(cmd: &str, args: &[&str]) -> Output {
         );
     }
     out
+}
+
+/// `rtscope ARGS` with `RTSCOPE_DB=db` (stdin inherited, no time limit), its output captured.
+pub fn rtscope_with_db(db: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .args(args)
+        .env("RTSCOPE_DB", db)
+        .output()
+        .expect("run rtscope")
+}
+
+/// The rtscope binary run as user and group nobody (65534) without supplementary groups or
+/// capabilities (`setpriv`, util-linux): give it its arguments, then run it.
+pub fn as_nobody() -> Command {
+    let mut c = Command::new("setpriv");
+    c.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--inh-caps=-all",
+        env!("CARGO_BIN_EXE_rtscope"),
+    ]);
+    c
+}
+
+/// Bytes a program printed, as text (invalid UTF-8 replaced).
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A short, quiet real measurement (300 wake-ups at 200 µs): the start of the records',
+/// exports' and fleet's `measure` command lines.
+pub const SHORT_MEASURE: [&str; 6] = ["measure", "-l", "300", "-i", "200us", "-q"];
+
+/// `run FILE --db DB --monitor-interval 0`: the campaign in `file` run without monitors,
+/// recorded in `db`.
+pub fn campaign_run_args<'a>(file: &'a Path, db: &'a Path) -> [&'a str; 6] {
+    let (file, db) = (file.to_str().unwrap(), db.to_str().unwrap());
+    ["run", file, "--db", db, "--monitor-interval", "0"]
 }
 
 /// The run database tests use: a per-process file in the temp dir, so no test writes
@@ -132,6 +180,14 @@ fn tail(bytes: &[u8], max: usize) -> String {
         .find(|&i| s.is_char_boundary(i))
         .unwrap_or(s.len());
     s[start..].to_string()
+}
+
+/// Whether process `pid` is still running (not yet a zombie).
+pub fn pid_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        s.rsplit_once(") ")
+            .is_some_and(|(_, r)| !r.starts_with('Z'))
+    })
 }
 
 /// A fresh, empty directory for one test (under [`temp_path`]).
