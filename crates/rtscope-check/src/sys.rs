@@ -194,7 +194,7 @@ impl<'a> System<'a> {
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
             .take(MAX_PROC_ENTRIES)
             .collect();
-        rtscope_core::order::sort(&mut names);
+        names.sort();
         names
     }
 

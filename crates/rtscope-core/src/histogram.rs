@@ -139,7 +139,7 @@ impl Histogram {
     /// one sort ([`crate::order`]); a repeated index's counts are added up, so the order among
     /// equal indices does not matter.
     fn from_buckets(mut buckets: Vec<(u32, u64)>, min: Nanos, max: Nanos) -> Self {
-        crate::order::sort_by_key(&mut buckets, |&(i, _)| i);
+        buckets.sort_by_key(|&(i, _)| i);
         buckets.dedup_by(|b, a| {
             let same = a.0 == b.0;
             if same {

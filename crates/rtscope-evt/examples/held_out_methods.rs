@@ -27,7 +27,7 @@ use std::path::Path;
 fn tail_of(v: &[f64], hz: f64) -> Tail {
     let keep = (v.len() / 10).min(MAX_EXCEEDANCES) + 1;
     let mut sorted = v.to_vec();
-    rtscope_core::order::sort_f64(&mut sorted);
+    sorted.sort_by(f64::total_cmp);
     let floor = sorted[sorted.len().saturating_sub(keep)];
     Tail {
         observations: v.len() as u64,

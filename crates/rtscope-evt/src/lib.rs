@@ -471,7 +471,7 @@ impl Analysis {
 /// Analyses `tail`. With `unreliable`, the levels of a refused fit are kept (and marked).
 pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
     let mut desc: Vec<f64> = tail.points.iter().map(|p| p.value).collect();
-    rtscope_core::order::sort_f64(&mut desc);
+    desc.sort_by(f64::total_cmp);
     desc.reverse();
     let thresholds = threshold::candidates(&desc, tail.observations, o.min_clusters);
     let stability = threshold::stability(&tail.points, &thresholds, o.min_clusters);

@@ -347,7 +347,7 @@ impl SpikeBook {
         threshold_ns: u64,
     ) -> ExplainSummary {
         let mut worst: Vec<Explained> = self.windows.values().flatten().cloned().collect();
-        rtscope_core::order::sort_by_key(&mut worst, |e| e.wakeup_ns());
+        worst.sort_by_key(|e| e.wakeup_ns());
         ExplainSummary {
             tier,
             tier_reason,
@@ -367,7 +367,7 @@ impl SpikeBook {
 
 fn trim(w: &mut Vec<Explained>, keep: usize) {
     if w.len() > keep {
-        rtscope_core::order::sort_by_key(w, |e| std::cmp::Reverse(e.latency_ns()));
+        w.sort_by_key(|e| std::cmp::Reverse(e.latency_ns()));
         w.truncate(keep);
     }
 }

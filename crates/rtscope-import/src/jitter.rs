@@ -128,7 +128,7 @@ fn results_json(doc: &Value) -> Result<(Vec<JdThread>, u64), Bad> {
             .ok_or_else(|| Bad::field(format!("cpu.\"{k}\""), "the key is not a thread number"))?;
         keyed.push((i, k, v));
     }
-    rtscope_core::order::sort_by_key(&mut keyed, |(i, _, _)| *i);
+    keyed.sort_by_key(|(i, _, _)| *i);
     let mut threads = Vec::new();
     for (n, (i, k, v)) in keyed.into_iter().enumerate() {
         if i != n as u64 {

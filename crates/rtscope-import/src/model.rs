@@ -266,7 +266,7 @@ pub fn numbered_threads(obj: &Map<String, Value>) -> Result<Vec<(u32, &str, &Val
         })?;
         keyed.push((i as u32, k.as_str(), v));
     }
-    rtscope_core::order::sort_by_key(&mut keyed, |(i, _, _)| *i);
+    keyed.sort_by_key(|(i, _, _)| *i);
     Ok(keyed)
 }
 

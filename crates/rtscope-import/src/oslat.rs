@@ -174,7 +174,7 @@ fn read_buckets(v: &Value, f: &dyn Fn(&str) -> String) -> Result<Vec<(u64, u64)>
             .ok_or_else(|| Bad::field(at(), "the count is not a whole number"))?;
         pairs.push((k, n));
     }
-    rtscope_core::order::sort(&mut pairs);
+    pairs.sort();
     Ok(pairs)
 }
 

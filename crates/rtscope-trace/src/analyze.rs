@@ -318,7 +318,7 @@ mod tests {
         let mut all = vec![switch(D - 900_000, (TID, 1), (0, 120), "swapper/1")];
         all.append(&mut events);
         all.push(switch(back, prev, (TID, 1), "rtscope-m0"));
-        rtscope_core::order::sort_by_key(&mut all, |e| e.ts);
+        all.sort_by_key(|e| e.ts);
         let a = attribute(&all, &spike(wakeup), false);
         sums(&a);
         a

@@ -156,13 +156,13 @@ impl Timeline<'_> {
             cuts.extend([p.from, p.to]);
         }
         cuts.retain(|&t| t >= d && t <= w);
-        rtscope_core::order::sort(&mut cuts);
+        cuts.sort();
         cuts.dedup();
         let [overlays, mut base, fallback]: [Vec<Piece>; 3] =
             layers.map(|l| l.into_iter().cloned().collect());
         // The base layer does not overlap itself: one binary search per cut.
         base.retain(|p| p.from < p.to);
-        rtscope_core::order::sort_by_key(&mut base, |p| p.from);
+        base.sort_by_key(|p| p.from);
         let in_base = |from: u64, to: u64| {
             let i = base.partition_point(|p| p.from <= from);
             i.checked_sub(1).map(|i| &base[i]).filter(|p| to <= p.to)
@@ -186,9 +186,7 @@ impl Timeline<'_> {
             }
         }
         self.below_the_kernel(&mut charges);
-        rtscope_core::order::sort_by(&mut charges, |a, b| {
-            b.ns.cmp(&a.ns).then_with(|| a.category.cmp(&b.category))
-        });
+        charges.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.category.cmp(&b.category)));
         charges
     }
 
@@ -422,7 +420,7 @@ mod tests {
             };
             out.push(Event { ts, pid, kind });
         }
-        rtscope_core::order::sort_by_key(&mut out, |e| e.ts);
+        out.sort_by_key(|e| e.ts);
         out
     }
 

@@ -383,7 +383,7 @@ mod tests {
     }
 
     fn check(mut e: Vec<Event>, wakeup: u64) -> Attribution {
-        rtscope_core::order::sort_by_key(&mut e, |e| e.ts);
+        e.sort_by_key(|e| e.ts);
         let a = attribute(&e, &spike(wakeup), false);
         assert_eq!(
             a.charges.iter().map(|c| c.ns).sum::<u64>(),
@@ -657,7 +657,7 @@ mod tests {
             .map(|i| in_loop(irq(D - i * 900_000, "arch_timer", 11, 8_000)))
             .collect();
         e.push(in_loop(irq(D + 204_000, "arch_timer", 11, 8_000)));
-        rtscope_core::order::sort_by_key(&mut e, |e| e.ts);
+        e.sort_by_key(|e| e.ts);
         let m = |guest| Machine {
             idle_exit_max_ns: Some(0),
             guest,
@@ -697,7 +697,7 @@ mod tests {
         e.push(in_loop(irq(D - 900_000, "arch_timer", 11, 8_000)));
         e.push(in_loop(irq(D + 40_000, "IPI", 2, 5_000)));
         e.push(in_loop(irq(D + 204_000, "arch_timer", 11, 8_000)));
-        rtscope_core::order::sort_by_key(&mut e, |e| e.ts);
+        e.sort_by_key(|e| e.ts);
         let a = attribute_on(&e, &spike(D + 180_000), false, no_idle_states(true, true));
         let times = |name: &str| {
             a.charges
@@ -715,7 +715,7 @@ mod tests {
         let mut e = vec![switch(D - 500_000, TID, (0, 120), "swapper/1")];
         e.extend(timer(D + 76_000_000, D + 76_005_000));
         e.push(switch(D + 76_006_000, 0, (TID, 10), "rtscope-m0"));
-        rtscope_core::order::sort_by_key(&mut e, |e| e.ts);
+        e.sort_by_key(|e| e.ts);
         let a = attribute_on(
             &e,
             &spike(D + 76_007_000),
