@@ -161,21 +161,13 @@ fn wake_irq(events: &[Event], spans: &[Span], spike: &Spike) -> Option<(u64, u64
     Some(irq.map_or((at, at), |s| (s.from.min(at), s.to)))
 }
 
-/// Charges the time from the deadline to the wake-up of `spike` from the timerlat tier's
-/// events of its CPU (time order, starting before the deadline), idle states unknown.
-pub fn attribute(events: &[Event], spike: &Spike, lost_events: bool) -> Attribution {
-    attribute_on(events, spike, lost_events, Machine::default())
-}
-
-/// [`attribute`] on `machine`. Interrupt, softirq and NMI noise is charged over its span,
-/// the time between them to the task the context switches say ran (cut at every switch),
-/// thread noise only where no switch says; time nothing covers is unexplained.
-pub fn attribute_on(
-    events: &[Event],
-    spike: &Spike,
-    lost_events: bool,
-    machine: Machine,
-) -> Attribution {
+/// Charges the time from the deadline to the wake-up of `spike` on `machine`
+/// (`Machine::default()`: idle states unknown) from the timerlat tier's events of its CPU (time
+/// order, starting before the deadline). Interrupt, softirq and NMI
+/// noise is charged over its span, the time between them to the task the context switches say
+/// ran (cut at every switch), thread noise only where no switch says; time nothing covers is
+/// unexplained.
+pub fn attribute_on(events: &[Event], spike: &Spike, lost: bool, machine: Machine) -> Attribution {
     // Stack entries are read by the recorder (crate::stacks), not charged.
     let events = &*crate::stacks::without_stacks(events);
     let (noise, tasks) = spans(events);
@@ -217,7 +209,7 @@ pub fn attribute_on(
         charges,
         // A busy loop never sleeps: it has no waking to find (rtscope noise's gaps).
         complete: wake.is_some() || machine.busy_loop,
-        lost_events,
+        lost_events: lost,
         siblings: Vec::new(),
         stack: None,
     }
@@ -384,7 +376,7 @@ mod tests {
 
     fn check(mut e: Vec<Event>, wakeup: u64) -> Attribution {
         e.sort_by_key(|e| e.ts);
-        let a = attribute(&e, &spike(wakeup), false);
+        let a = attribute_on(&e, &spike(wakeup), false, Machine::default());
         assert_eq!(
             a.charges.iter().map(|c| c.ns).sum::<u64>(),
             wakeup - D,
@@ -467,7 +459,7 @@ mod tests {
             deadline_ns: d,
             ..spike(203_100_263_296)
         };
-        let a = attribute(&e, &s, false);
+        let a = attribute_on(&e, &s, false, Machine::default());
         let handler = a.ns_where(|c| *c == Category::TimerIrqHandler);
         assert_eq!(handler, 203_095_936_128 - 203_051_737_952, "{a:?}");
         assert_eq!(
@@ -506,7 +498,7 @@ mod tests {
             deadline_ns: d,
             ..spike(204_780_776_960)
         };
-        let a = attribute(&e, &s, false);
+        let a = attribute_on(&e, &s, false, Machine::default());
         let handler = a.ns_where(|c| *c == Category::TimerIrqHandler);
         assert_eq!(handler, 204_779_956_080 - 204_743_562_096, "{a:?}");
         assert_eq!(
