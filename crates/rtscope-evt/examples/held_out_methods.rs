@@ -17,7 +17,7 @@
 //!     cargo run --release -p rtscope-evt --example held_out_methods -- DB RUN [SEGMENT_S]
 
 use rtscope_evt::regimes::Answer;
-use rtscope_evt::threshold::{Point, MAX_EXCEEDANCES};
+use rtscope_evt::threshold::MAX_EXCEEDANCES;
 use rtscope_evt::{analyse, block_maxima, gev, Options, Tail};
 use rtscope_store::{RunId, Store};
 use std::path::Path;
@@ -29,23 +29,9 @@ fn tail_of(v: &[f64], hz: f64) -> Tail {
     let mut sorted = v.to_vec();
     sorted.sort_by(f64::total_cmp);
     let floor = sorted[sorted.len().saturating_sub(keep)];
-    Tail {
-        observations: v.len() as u64,
-        rate_hz: Some(hz),
-        points: (0..)
-            .zip(v)
-            .filter(|(_, &x)| x >= floor)
-            .map(|(i, &value)| Point {
-                index: Some(i),
-                value,
-            })
-            .collect(),
-        ordered: true,
-        binning: None,
-        bins: None,
-        max: sorted.last().copied().unwrap_or(0.0),
-        block_maxima: block_maxima(v, hz.round() as usize),
-    }
+    let mut tail = Tail::ordered(v, Some(hz));
+    tail.points.retain(|p| p.value >= floor);
+    tail
 }
 
 /// Episodes of `v` above `z`: runs of exceedances no more than `run` wake-ups apart.

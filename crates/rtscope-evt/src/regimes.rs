@@ -369,7 +369,17 @@ fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Answer<Envelope> {
     let rate = c.maxima.len() as f64 / wakeups as f64;
     let theta = c.maxima.len() as f64 / c.exceedances.max(1) as f64;
     let probs = o.probabilities.iter().map(|&p| (p, theta * p));
-    let levels = crate::levels(&sub, &c, &used, u, rate, o, probs);
+    let levels = crate::levels(
+        crate::Fitted {
+            tail: &sub,
+            clusters: &c,
+            fit: &used,
+            u,
+            rate,
+        },
+        o,
+        probs,
+    );
     Answer::Given(Envelope {
         segments: chosen.iter().map(|i| i + 1).collect(),
         share_of_run: wakeups as f64 / tail.observations as f64,
