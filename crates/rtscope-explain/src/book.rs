@@ -312,26 +312,24 @@ impl SpikeBook {
     }
 
     fn keep(&mut self, e: Explained) {
+        self.place(e);
+        while self.windows.len() > self.max_windows {
+            self.window_ns = self.window_ns.saturating_mul(2);
+            let old = std::mem::take(&mut self.windows);
+            for e in old.into_values().flatten() {
+                self.place(e);
+            }
+        }
+    }
+
+    /// Puts `e` into its window, which keeps its `per_window` worst.
+    fn place(&mut self, e: Explained) {
         let w = self
             .windows
             .entry(e.wakeup_ns() / self.window_ns)
             .or_default();
         w.push(e);
         trim(w, self.per_window);
-        while self.windows.len() > self.max_windows {
-            self.window_ns = self.window_ns.saturating_mul(2);
-            let old = std::mem::take(&mut self.windows);
-            for (_, v) in old {
-                for e in v {
-                    let w = self
-                        .windows
-                        .entry(e.wakeup_ns() / self.window_ns)
-                        .or_default();
-                    w.push(e);
-                    trim(w, self.per_window);
-                }
-            }
-        }
     }
 
     /// Window length now in force (ns).
