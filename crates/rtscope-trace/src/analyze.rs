@@ -174,7 +174,7 @@ pub fn attribute_on(events: &[Event], spike: &Spike, lost: bool, machine: Machin
     if let Some(p) = prev {
         base.extend(piece(&cpu, wake, p, spike.wakeup_ns));
     }
-    let charges = Timeline {
+    Timeline {
         spike,
         overlays,
         base,
@@ -184,16 +184,7 @@ pub fn attribute_on(events: &[Event], spike: &Spike, lost: bool, machine: Machin
         machine,
         own: Own::from_events(events, spike.tid, wake.map_or(spike.wakeup_ns, |w| w.entry)),
     }
-    .charge();
-    Attribution {
-        spike: *spike,
-        charges,
-        // A busy loop never sleeps: it has no waking to find (rtscope noise's gaps).
-        complete: wake.is_some() || machine.busy_loop,
-        lost_events: lost,
-        siblings: Vec::new(),
-        stack: None,
-    }
+    .attribute(lost)
 }
 
 /// What ran from `from` to `to` in the state `cpu` (nothing when the task is unknown).

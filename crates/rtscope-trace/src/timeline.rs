@@ -11,7 +11,7 @@
 
 use crate::decode::{Event, Kind, TaskState, Tasks};
 use crate::machine::Machine;
-use crate::model::{Category, Charge, LateCause, Softirq, Spike};
+use crate::model::{Attribution, Category, Charge, LateCause, Softirq, Spike};
 use std::collections::HashSet;
 
 /// What the CPU ran over a piece of time.
@@ -137,6 +137,20 @@ fn covering(layer: &[Piece], from: u64, to: u64) -> Option<&Piece> {
 }
 
 impl Timeline<'_> {
+    /// The spike's attribution: its charges ([`Timeline::charge`]), complete when the waking
+    /// was found or the CPU ran a busy loop (rtscope noise's gaps: it never sleeps, so it has
+    /// no waking to find); `lost`: the tracer lost events in the window.
+    pub fn attribute(&self, lost: bool) -> Attribution {
+        Attribution {
+            spike: *self.spike,
+            charges: self.charge(),
+            complete: self.wake.is_some() || self.machine.busy_loop,
+            lost_events: lost,
+            siblings: Vec::new(),
+            stack: None,
+        }
+    }
+
     /// Every nanosecond from the deadline to the wake-up, by category, largest first; the
     /// charges sum to the spike's latency exactly.
     pub fn charge(&self) -> Vec<Charge> {

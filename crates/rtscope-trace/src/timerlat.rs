@@ -193,7 +193,7 @@ pub fn attribute_on(events: &[Event], spike: &Spike, lost: bool, machine: Machin
             ctx: Ctx::WakeIrq,
         });
     }
-    let charges = Timeline {
+    Timeline {
         spike,
         overlays,
         base: switched(events, spike.wakeup_ns),
@@ -203,16 +203,7 @@ pub fn attribute_on(events: &[Event], spike: &Spike, lost: bool, machine: Machin
         machine,
         own: Own::from_events(events, spike.tid, wake.map_or(spike.wakeup_ns, |w| w.0)),
     }
-    .charge();
-    Attribution {
-        spike: *spike,
-        charges,
-        // A busy loop never sleeps: it has no waking to find (rtscope noise's gaps).
-        complete: wake.is_some() || machine.busy_loop,
-        lost_events: lost,
-        siblings: Vec::new(),
-        stack: None,
-    }
+    .attribute(lost)
 }
 
 /// The first event of the tracer itself (noise or a sample) in `events`: before it, the
