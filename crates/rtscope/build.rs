@@ -1,8 +1,8 @@
 //! Release size on the boards: the static release binary drops the unwind tables of the Rust code.
 //!
 //! The release profile aborts on panic and strips symbols, so `.eh_frame` serves only the
-//! address-only backtrace of a panic (`RUST_BACKTRACE=1`); on x86-64 it was 420 KB of the
-//! 4.0 MB budget (BENCHMARKS.md, "Release binaries"). rustc cannot leave it out under LTO
+//! address-only backtrace of a panic (`RUST_BACKTRACE=1`); on x86-64 it was 420 KB
+//! (BENCHMARKS.md, "Release binaries"). rustc cannot leave it out under LTO
 //! (`-C force-unwind-tables=no` is lost when the standard library's bitcode is linked in), so
 //! the link discards the `.eh_frame` input sections of the Rust objects (`*.rcgu.o`; on 32-bit
 //! ARM their `.ARM.exidx`/`.ARM.extab` unwind index and table, 66 KB); the C

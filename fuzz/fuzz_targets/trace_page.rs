@@ -24,5 +24,5 @@ fuzz_target!(|data: &[u8]| {
         "../../crates/rtscope-trace/tests/fixtures/stacks/formats/kernel_stack.format"
     );
     let texts: Vec<&str> = texts.iter().copied().chain([stack]).collect();
-    common::decode_and_attribute(data, &texts, rtscope_trace::analyze::attribute);
+    common::decode_and_attribute(data, &texts, rtscope_trace::analyze::attribute_on);
 });

@@ -20,5 +20,5 @@ fuzz_target!(|data: &[u8]| {
         "sched_switch", "sched_waking", "irq_noise", "softirq_noise", "nmi_noise", "thread_noise",
         "timerlat"
     );
-    common::decode_and_attribute(data, &texts, rtscope_trace::timerlat::attribute);
+    common::decode_and_attribute(data, &texts, rtscope_trace::timerlat::attribute_on);
 });

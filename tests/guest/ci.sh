@@ -60,6 +60,15 @@ times+=("build (both musl targets): $(elapsed "$t") s")
 for triple in x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
   within_budget "$triple" "target/$triple/release/rtscope"
 done
+# Beside the budget, each crate's share against the last main build on this machine
+# (scripts/crate-sizes.sh: the rlibs the build above left; saved here when this is main).
+# Printed, never failing: growth is seen, not fought line by line.
+sizes=${RTSCOPE_GUEST_CACHE:-/var/cache/rtscope-guest}/crate-sizes
+save=0
+[ "$(git rev-parse --abbrev-ref HEAD 2>/dev/null || true)" != main ] || save=1
+for triple in x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
+  RTSCOPE_SIZES_SAVE=$save bash scripts/crate-sizes.sh "$triple" "$sizes/$triple.tsv" || true
+done
 # The static binary hands no memory back to the kernel gap by gap (crates/rtscope/src/alloc.rs:
 # each munmap interrupts the measured CPU with a TLB flush): counted with strace on the host.
 munmaps_status=0

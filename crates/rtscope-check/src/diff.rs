@@ -4,7 +4,6 @@
 //! says so before anyone reads a latency difference as a kernel's merit.
 
 use crate::CheckId;
-use rtscope_core::order::collect_map;
 use std::collections::BTreeSet;
 
 impl CheckId {
@@ -52,11 +51,14 @@ pub fn differing_settings(groups: &[SettingsGroup]) -> Vec<SettingDifference> {
         let values: Vec<(String, Vec<String>)> = groups
             .iter()
             .map(|(name, runs)| {
-                let set: BTreeSet<String> = collect_map(runs.iter().map(|run| {
-                    run.iter()
-                        .find(|(c, _)| c == id)
-                        .map_or_else(|| NOT_RECORDED.to_owned(), |(_, s)| s.clone())
-                }));
+                let set: BTreeSet<String> = runs
+                    .iter()
+                    .map(|run| {
+                        run.iter()
+                            .find(|(c, _)| c == id)
+                            .map_or_else(|| NOT_RECORDED.to_owned(), |(_, s)| s.clone())
+                    })
+                    .collect();
                 (name.clone(), set.into_iter().collect())
             })
             .collect();

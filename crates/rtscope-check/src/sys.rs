@@ -14,9 +14,13 @@ pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
 /// The most /proc entries (processes, or threads of one process) a scan looks at.
 pub const MAX_PROC_ENTRIES: usize = 200_000;
 
-/// `uname(2)`'s fields the checks use.
+/// `uname(2)`'s fields (the checks use release, version and machine; results carry all five).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Uname {
+    /// Kernel name (`Linux`), as in `uname -s`.
+    pub sysname: String,
+    /// Host name, as in `uname -n`.
+    pub nodename: String,
     /// Kernel release (`6.18.44-fc-v669`), as in `uname -r`.
     pub release: String,
     /// Kernel version (`#1 SMP PREEMPT_DYNAMIC ...`), as in `uname -v`.
@@ -60,6 +64,7 @@ fn c_field(chars: &[libc::c_char]) -> String {
     let bytes: Vec<u8> = chars
         .iter()
         .take_while(|&&c| c != 0)
+        // c_char is i8 on x86 and u8 on ARM: the byte itself, without a cast either way.
         .map(|&c| c.to_ne_bytes()[0])
         .collect();
     String::from_utf8_lossy(&bytes).into_owned()
@@ -74,6 +79,8 @@ impl Probe for LiveProbe {
             return None;
         }
         Some(Uname {
+            sysname: c_field(&u.sysname),
+            nodename: c_field(&u.nodename),
             release: c_field(&u.release),
             version: c_field(&u.version),
             machine: c_field(&u.machine),
@@ -194,7 +201,7 @@ impl<'a> System<'a> {
             .filter_map(|e| e.ok()?.file_name().into_string().ok())
             .take(MAX_PROC_ENTRIES)
             .collect();
-        rtscope_core::order::sort(&mut names);
+        names.sort();
         names
     }
 

@@ -25,6 +25,7 @@ fn probe(
             release: release.into(),
             version: version.into(),
             machine: machine.into(),
+            ..Uname::default()
         }),
         memlock: Some(Rlimit {
             soft: memlock,

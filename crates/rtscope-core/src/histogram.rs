@@ -127,19 +127,14 @@ impl Histogram {
         min: Nanos,
         max: Nanos,
     ) -> Self {
-        let buckets: Vec<(u32, u64)> = pairs
+        let mut buckets: Vec<(u32, u64)> = pairs
             .into_iter()
             .filter(|&(i, c)| i < BUCKETS && c > 0)
             .map(|(i, c)| (i as u32, c))
             .collect();
-        Self::from_buckets(buckets, min, max)
-    }
-
-    /// [`Histogram::from_sparse`] past its generic part. The buckets go through the binary's
-    /// one sort ([`crate::order`]); a repeated index's counts are added up, so the order among
-    /// equal indices does not matter.
-    fn from_buckets(mut buckets: Vec<(u32, u64)>, min: Nanos, max: Nanos) -> Self {
-        crate::order::sort_by_key(&mut buckets, |&(i, _)| i);
+        // A repeated index's counts are added up, so the order among equal indices does not
+        // matter.
+        buckets.sort_unstable_by_key(|&(i, _)| i);
         buckets.dedup_by(|b, a| {
             let same = a.0 == b.0;
             if same {

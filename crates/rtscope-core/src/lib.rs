@@ -18,7 +18,6 @@ mod histogram;
 pub mod layout;
 mod load_status;
 mod nanos;
-pub mod order;
 pub mod rng;
 mod stats;
 pub mod text;

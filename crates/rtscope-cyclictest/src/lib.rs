@@ -537,7 +537,7 @@ fn spike_text(r: &RunResult, unit: Nanos) -> String {
         .iter()
         .flat_map(|t| t.events.iter().map(move |e| (t.index, *e)))
         .collect();
-    rtscope_core::order::sort_by_key(&mut all, |(_, e)| e.time);
+    all.sort_by_key(|(_, e)| e.time);
     let total: u64 = r
         .threads
         .iter()

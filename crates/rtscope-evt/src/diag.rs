@@ -86,8 +86,8 @@ pub fn kolmogorov_p(d: f64, n: f64) -> f64 {
 pub fn ks_two_sample(a: &[f64], b: &[f64]) -> (f64, f64) {
     let mut a = a.to_vec();
     let mut b = b.to_vec();
-    rtscope_core::order::sort_f64(&mut a);
-    rtscope_core::order::sort_f64(&mut b);
+    a.sort_by(f64::total_cmp);
+    b.sort_by(f64::total_cmp);
     let (n, m) = (a.len() as f64, b.len() as f64);
     let (mut i, mut j, mut d) = (0, 0, 0.0f64);
     while i < a.len() && j < b.len() {
@@ -220,7 +220,7 @@ pub fn goodness_of_fit(
 ) -> GoodnessOfFit {
     let stats = |y: &[f64], g: &Gpd| {
         let mut s = y.to_vec();
-        rtscope_core::order::sort_f64(&mut s);
+        s.sort_by(f64::total_cmp);
         let cdf = |v: f64| g.cdf(v);
         (ks_statistic(&s, &cdf), ad_statistic(&s, &cdf))
     };
@@ -258,7 +258,7 @@ pub fn arrivals(gaps: &[f64], replicates: usize, seed: u64) -> (f64, f64) {
     let d_of = |g: &[f64]| {
         let q = 1.0 - g.len() as f64 / g.iter().sum::<f64>();
         let mut s = g.to_vec();
-        rtscope_core::order::sort_f64(&mut s);
+        s.sort_by(f64::total_cmp);
         ks_statistic(&s, &|v: f64| 1.0 - q.powf(v))
     };
     if gaps.len() < 2 {

@@ -68,7 +68,7 @@ pub fn stability_path(a: &Analysis) -> Vec<StabilityPoint> {
 /// evenly spaced ones below.
 fn thinned(maxima: &[f64], point: &dyn Fn(usize, usize, f64) -> (f64, f64)) -> Vec<(f64, f64)> {
     let mut y = maxima.to_vec();
-    rtscope_core::order::sort_f64(&mut y);
+    y.sort_by(f64::total_cmp);
     let k = y.len();
     let step = if k <= MAX_POINTS {
         1

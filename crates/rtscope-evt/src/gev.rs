@@ -102,7 +102,7 @@ impl Sample {
     /// `x` left-censored at its `share` quantile (0: not censored).
     pub fn censored(x: &[f64], share: f64) -> Sample {
         let mut s = x.to_vec();
-        rtscope_core::order::sort_f64(&mut s);
+        s.sort_by(f64::total_cmp);
         let k = (share * s.len() as f64).floor() as usize;
         if k == 0 {
             return Sample {
@@ -188,7 +188,7 @@ pub fn pwm(x: &[f64]) -> Option<Gev> {
         return None;
     }
     let mut s = x.to_vec();
-    rtscope_core::order::sort_f64(&mut s);
+    s.sort_by(f64::total_cmp);
     let nf = n as f64;
     let (mut b0, mut b1, mut b2) = (0.0, 0.0, 0.0);
     for (i, &v) in s.iter().enumerate() {

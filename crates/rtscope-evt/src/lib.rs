@@ -471,7 +471,7 @@ impl Analysis {
 /// Analyses `tail`. With `unreliable`, the levels of a refused fit are kept (and marked).
 pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
     let mut desc: Vec<f64> = tail.points.iter().map(|p| p.value).collect();
-    rtscope_core::order::sort_f64(&mut desc);
+    desc.sort_by(f64::total_cmp);
     desc.reverse();
     let thresholds = threshold::candidates(&desc, tail.observations, o.min_clusters);
     let stability = threshold::stability(&tail.points, &thresholds, o.min_clusters);
@@ -550,20 +550,34 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
     if a.refusals.is_empty() || (estimable && (unreliable || assumed)) {
         a.unreliable = !a.refusals.is_empty();
         a.assumed_stationary = a.unreliable && assumed;
-        (a.levels, a.wakeup_levels) = both_levels(tail, &clusters, &used, u, rate, o);
+        (a.levels, a.wakeup_levels) = both_levels(
+            Fitted {
+                tail,
+                clusters: &clusters,
+                fit: &used,
+                u,
+                rate,
+            },
+            o,
+        );
     }
     a
 }
 
+/// A tail fitted above threshold `u`: its clusters, the fit and the clusters' rate per
+/// wake-up, what a level is estimated from.
+#[derive(Clone, Copy)]
+pub(crate) struct Fitted<'a> {
+    pub(crate) tail: &'a Tail,
+    pub(crate) clusters: &'a threshold::Clusters,
+    pub(crate) fit: &'a gpd::Fit,
+    pub(crate) u: f64,
+    pub(crate) rate: f64,
+}
+
 /// The levels per episode (with the per-time ones) and per wake-up.
-fn both_levels(
-    tail: &Tail,
-    c: &threshold::Clusters,
-    fit: &gpd::Fit,
-    u: f64,
-    rate: f64,
-    o: &Options,
-) -> (Vec<Level>, Vec<Level>) {
+fn both_levels(f: Fitted, o: &Options) -> (Vec<Level>, Vec<Level>) {
+    let (tail, c) = (f.tail, f.clusters);
     let mut probs = o.probabilities.clone();
     if let Some(hz) = tail.rate_hz {
         // Once an hour, a day, a year and ten years at the run's rate.
@@ -574,10 +588,7 @@ fn both_levels(
     // exceeds a level as often as the episodes above it times their mean size.
     let theta = c.maxima.len() as f64 / c.exceedances.max(1) as f64;
     let wakeups = o.probabilities.iter().map(|&p| (p, theta * p));
-    (
-        levels(tail, c, fit, u, rate, o, episodes),
-        levels(tail, c, fit, u, rate, o, wakeups),
-    )
+    (levels(f, o, episodes), levels(f, o, wakeups))
 }
 
 /// The refusals of a fitted analysis: its failed diagnostics, the tests that could not run
@@ -698,14 +709,17 @@ fn diagnostics(
 /// The levels at `(p, q)`: labelled with probability `p`, estimated as the level an episode
 /// exceeds with probability `q` per wake-up (`q = p` per episode, `θ p` per wake-up).
 pub(crate) fn levels(
-    tail: &Tail,
-    c: &threshold::Clusters,
-    fit: &gpd::Fit,
-    u: f64,
-    rate: f64,
+    f: Fitted,
     o: &Options,
     probs: impl Iterator<Item = (f64, f64)>,
 ) -> Vec<Level> {
+    let Fitted {
+        tail,
+        clusters: c,
+        fit,
+        u,
+        rate,
+    } = f;
     let chi2 = diag::chi2_1(o.confidence);
     probs
         .filter(|&(_, q)| q > 0.0 && q < rate)

@@ -202,7 +202,7 @@ pub fn round_up(v: f64) -> f64 {
 fn level_of(tail: &Tail) -> Option<f64> {
     let n = tail.observations as usize;
     let mut desc: Vec<f64> = tail.points.iter().map(|p| p.value).collect();
-    rtscope_core::order::sort_f64(&mut desc);
+    desc.sort_by(f64::total_cmp);
     desc.reverse();
     let k = (n / 1000)
         .max(200.min(n / 100))
@@ -342,7 +342,7 @@ fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Answer<Envelope> {
         // which no one GPD fits (ξ 0.6–0.9 on a burst process, 31 of 40 runs): the threshold
         // in those segments as `analyse` chooses one, the lowest with a stable shape above it.
         let mut desc: Vec<f64> = points.iter().map(|p| p.value).collect();
-        rtscope_core::order::sort_f64(&mut desc);
+        desc.sort_by(f64::total_cmp);
         desc.reverse();
         let candidates = threshold::candidates(&desc, wakeups, ENVELOPE_EPISODES);
         let table = threshold::stability(&points, &candidates, ENVELOPE_EPISODES);
@@ -369,7 +369,17 @@ fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Answer<Envelope> {
     let rate = c.maxima.len() as f64 / wakeups as f64;
     let theta = c.maxima.len() as f64 / c.exceedances.max(1) as f64;
     let probs = o.probabilities.iter().map(|&p| (p, theta * p));
-    let levels = crate::levels(&sub, &c, &used, u, rate, o, probs);
+    let levels = crate::levels(
+        crate::Fitted {
+            tail: &sub,
+            clusters: &c,
+            fit: &used,
+            u,
+            rate,
+        },
+        o,
+        probs,
+    );
     Answer::Given(Envelope {
         segments: chosen.iter().map(|i| i + 1).collect(),
         share_of_run: wakeups as f64 / tail.observations as f64,

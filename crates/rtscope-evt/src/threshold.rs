@@ -88,7 +88,7 @@ pub fn decluster(points: &[Point], u: f64) -> Clusters {
     // The C − 1 largest gaps separate C clusters; gaps up to the C-th largest stay inside.
     let c = ((theta * k as f64).floor() as usize).max(1);
     let mut sorted = t.clone();
-    rtscope_core::order::sort_f64(&mut sorted);
+    sorted.sort_by(f64::total_cmp);
     sorted.reverse();
     let run = if c > sorted.len() { 0.0 } else { sorted[c - 1] };
     let (mut maxima, mut starts, mut gaps) = (Vec::new(), Vec::new(), Vec::new());

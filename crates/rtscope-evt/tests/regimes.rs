@@ -156,7 +156,7 @@ fn on_a_markov_switching_tail_the_block_maxima_and_envelope_cover_the_truth() {
         "per hour {hour_up} of {reps} (truth {hour})"
     );
     // And not a bound by being far off: the median estimate within 0.8–1.6 × the truth.
-    rtscope_core::order::sort_f64(&mut hours);
+    hours.sort_by(f64::total_cmp);
     let median = hours[hours.len() / 2];
     assert!(
         (0.8..1.6).contains(&median),
@@ -173,7 +173,7 @@ fn on_a_markov_switching_tail_the_block_maxima_and_envelope_cover_the_truth() {
         "below the worst {below_worst} of {given}"
     );
     // Conservative, not the mix: the median estimate lies above the mix's level.
-    rtscope_core::order::sort_f64(&mut estimates);
+    estimates.sort_by(f64::total_cmp);
     assert!(
         estimates[estimates.len() / 2] > mix,
         "median {}",

@@ -312,26 +312,24 @@ impl SpikeBook {
     }
 
     fn keep(&mut self, e: Explained) {
+        self.place(e);
+        while self.windows.len() > self.max_windows {
+            self.window_ns = self.window_ns.saturating_mul(2);
+            let old = std::mem::take(&mut self.windows);
+            for e in old.into_values().flatten() {
+                self.place(e);
+            }
+        }
+    }
+
+    /// Puts `e` into its window, which keeps its `per_window` worst.
+    fn place(&mut self, e: Explained) {
         let w = self
             .windows
             .entry(e.wakeup_ns() / self.window_ns)
             .or_default();
         w.push(e);
         trim(w, self.per_window);
-        while self.windows.len() > self.max_windows {
-            self.window_ns = self.window_ns.saturating_mul(2);
-            let old = std::mem::take(&mut self.windows);
-            for (_, v) in old {
-                for e in v {
-                    let w = self
-                        .windows
-                        .entry(e.wakeup_ns() / self.window_ns)
-                        .or_default();
-                    w.push(e);
-                    trim(w, self.per_window);
-                }
-            }
-        }
     }
 
     /// Window length now in force (ns).
@@ -347,7 +345,7 @@ impl SpikeBook {
         threshold_ns: u64,
     ) -> ExplainSummary {
         let mut worst: Vec<Explained> = self.windows.values().flatten().cloned().collect();
-        rtscope_core::order::sort_by_key(&mut worst, |e| e.wakeup_ns());
+        worst.sort_by_key(|e| e.wakeup_ns());
         ExplainSummary {
             tier,
             tier_reason,
@@ -367,7 +365,7 @@ impl SpikeBook {
 
 fn trim(w: &mut Vec<Explained>, keep: usize) {
     if w.len() > keep {
-        rtscope_core::order::sort_by_key(w, |e| std::cmp::Reverse(e.latency_ns()));
+        w.sort_by_key(|e| std::cmp::Reverse(e.latency_ns()));
         w.truncate(keep);
     }
 }

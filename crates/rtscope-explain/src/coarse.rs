@@ -72,7 +72,7 @@ pub struct CoarseContext {
 
 fn top<T: Clone>(v: &[(T, u64)], n: usize) -> Vec<(T, u64)> {
     let mut v: Vec<(T, u64)> = v.iter().filter(|x| x.1 > 0).cloned().collect();
-    rtscope_core::order::sort_by_key(&mut v, |x| std::cmp::Reverse(x.1));
+    v.sort_by_key(|x| std::cmp::Reverse(x.1));
     v.truncate(n);
     v
 }

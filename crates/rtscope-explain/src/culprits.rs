@@ -278,13 +278,13 @@ impl CulpritTable {
             .filter(|(c, _)| command_key(c).is_some())
             .map(|(c, o)| (o.row.total_ns, o.last, c.clone()))
             .collect();
-        rtscope_core::order::sort_by(&mut threads, |a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
+        threads.sort_by(|a, b| b.0.cmp(&a.0).then(a.2.cmp(&b.2)));
         let mut movable: Vec<(u64, Category)> = threads
             .into_iter()
             .skip(KEEP_BIG)
             .map(|(_, last, c)| (last, c))
             .collect();
-        rtscope_core::order::sort_by(&mut movable, |a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+        movable.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
         for (_, c) in movable.into_iter().take(MAX_ROWS / 2) {
             if let Some(o) = self.own.remove(&c) {
                 self.fold(o.row);
@@ -354,7 +354,7 @@ impl CulpritTable {
                 out.push(rows[0].clone());
                 continue;
             }
-            rtscope_core::order::sort_by(&mut rows, |a, b| a.category.cmp(&b.category));
+            rows.sort_by(|a, b| a.category.cmp(&b.category));
             let mut m = merged.cloned();
             for r in rows {
                 if big(r) {
@@ -373,7 +373,7 @@ impl CulpritTable {
             out.extend(m.map(single_if_one));
         }
         out.extend(self.other.values().map(|o| o.row.clone()));
-        rtscope_core::order::sort_by(&mut out, |a, b| {
+        out.sort_by(|a, b| {
             b.total_ns
                 .cmp(&a.total_ns)
                 .then_with(|| a.category.cmp(&b.category))

@@ -197,7 +197,7 @@ pub fn summary_of(
     }
     culprits(&mut o, &s.culprits);
     let mut worst: Vec<&Explained> = s.worst.iter().collect();
-    rtscope_core::order::sort_by_key(&mut worst, |e| std::cmp::Reverse(e.latency_ns()));
+    worst.sort_by_key(|e| std::cmp::Reverse(e.latency_ns()));
     if !worst.is_empty() {
         let _ = writeln!(o, "\n  worst {}", what.many());
     }

@@ -202,9 +202,7 @@ impl FunctionTable {
                 spikes,
             })
             .collect();
-        rtscope_core::order::sort_by(&mut v, |a, b| {
-            b.ns.cmp(&a.ns).then(a.function.cmp(&b.function))
-        });
+        v.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.function.cmp(&b.function)));
         v
     }
 }

@@ -7,8 +7,7 @@
 //! No compression codec: on the `samples` table, which is nearly all of a `--raw` run's bytes,
 //! the delta encoding leaves only the latency noise, bit-packed: 4.65 B per sample on a noisy
 //! run against 40 PLAIN. pyarrow's snappy and zstd on top of the same delta encoding took 1.3 %
-//! more off (BENCHMARKS.md, "Export and raw-sample sizes"): not worth a codec crate in the 1 GB
-//! boards' 4.0 MB binary budget.
+//! more off (BENCHMARKS.md, "Export and raw-sample sizes"): not worth a codec crate.
 //!
 //! Column types: integers INT64, floats DOUBLE, text BYTE_ARRAY annotated STRING (logical
 //! type) and UTF8 (converted type, for older readers); a nullable column is OPTIONAL, the

@@ -2,7 +2,6 @@
 //! docs/export.md.
 
 use super::table::{int, Table};
-use rtscope_core::order::collect_map;
 use rtscope_core::{Histogram, PERCENTILES};
 use rtscope_store::codec::RawSample;
 use rtscope_store::{EventRow, LoadRow, MonitorSeries, RunDetail, RunId, SeriesRow, TopThread};
@@ -61,8 +60,11 @@ pub fn all(d: &RunData) -> Vec<Table> {
 /// One row: the run itself.
 fn run(d: &RunData) -> Table {
     let s = &d.detail.summary;
-    let tags: BTreeMap<&str, &str> =
-        collect_map(s.tags.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let tags: BTreeMap<&str, &str> = s
+        .tags
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
     let tags = serde_json::to_string(&tags).unwrap_or_else(|_| "{}".into());
     Table::new("run")
         .int("run_id", [s.id])

@@ -243,7 +243,7 @@ fn scopes(threads: impl IntoIterator<Item = (u32, Option<u32>, Stats, Histogram)
             }),
         }
     }
-    rtscope_core::order::sort_by_key(&mut out, |s| s.kind);
+    out.sort_by_key(|s| s.kind);
     let mut all = Scope {
         kind: ScopeKind::All,
         stats: Stats::default(),

@@ -7,8 +7,8 @@
 //! that is invalid JSON only for those reasons is repaired (and says so). The interval and
 //! priority come from the recorded command line when it parses.
 
-use super::model::{numbered_threads, parse_u64, whole_field, Bad, Counter, Imported, ThreadRow};
-use super::rtjson::{environment, json_error, times};
+use super::model::{histogram_field, numbered_threads, whole_field, Bad, Imported, ThreadRow};
+use super::rtjson::{envelope, environment, json_error, times};
 use rtscope_ctopts::args::{self, CtOptions};
 use serde_json::{json, Map, Value};
 
@@ -143,27 +143,7 @@ fn thread(
     let f = |name: &str| format!("thread.\"{key}\".{name}");
     let int = |name: &str| whole_field(v, name, f);
     let cycles = int("cycles")?;
-    let hist = v
-        .get("histogram")
-        .and_then(Value::as_object)
-        .ok_or_else(|| Bad::field(f("histogram"), "missing, or not an object"))?;
-    let mut c = Counter::new();
-    for (b, n) in hist {
-        let bucket = parse_u64(b).ok_or_else(|| {
-            Bad::field(
-                f(&format!("histogram.\"{b}\"")),
-                "the key is not a bucket number",
-            )
-        })?;
-        let n = n.as_u64().ok_or_else(|| {
-            Bad::field(
-                f(&format!("histogram.\"{b}\"")),
-                "the count is not a whole number",
-            )
-        })?;
-        c.add_n(bucket, n);
-    }
-    c.plausible(|| Bad::field(f("histogram"), "the counts"))?;
+    let c = histogram_field(v, f)?;
     if c.count > cycles {
         return Err(Bad::field(
             f("histogram"),
@@ -214,14 +194,7 @@ fn source(
     out: &Imported,
     opts: Option<&CtOptions>,
 ) -> Map<String, Value> {
-    let mut m = Map::new();
-    let get = |k: &str| obj.get(k).cloned().unwrap_or(Value::Null);
-    m.insert("original_command_line".into(), get("cmdline:"));
-    m.insert("tool_version".into(), get("rt_test_version:"));
-    m.insert("file_version".into(), get("file_version"));
-    m.insert("start_time".into(), get("start_time"));
-    m.insert("end_time".into(), get("end_time"));
-    m.insert("return_code".into(), get("return_code"));
+    let mut m = envelope(obj);
     m.insert("unit".into(), json!(if unit == 1 { "ns" } else { "us" }));
     m.insert("overflows".into(), json!(overflows));
     if let Some(o) = opts {

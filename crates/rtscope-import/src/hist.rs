@@ -8,7 +8,6 @@
 //! else cyclictest's truncated integer `# Avg Latencies:` value.
 
 use super::model::{excerpt, parse_u64, Bad, Imported, ThreadRow, MAX_COUNT};
-use rtscope_core::order::collect_map;
 use rtscope_core::{Histogram, Nanos};
 use serde_json::{json, Map, Value};
 use std::io::{BufRead, Read};
@@ -470,11 +469,11 @@ fn source(rows: &Rows, tr: &Trailer, histofall: bool, out: &Imported) -> Map<Str
     m.insert("histogram_size_us".into(), json!(full_size(rows)));
     m.insert("histofall".into(), json!(histofall));
     m.insert("overflows".into(), json!(pick(&tr.overflows)));
-    let cycles: Map<String, Value> = collect_map(
-        tr.cycles
-            .iter()
-            .map(|(t, c, others)| (t.to_string(), json!({"listed": c, "not_listed": others}))),
-    );
+    let cycles: Map<String, Value> = tr
+        .cycles
+        .iter()
+        .map(|(t, c, others)| (t.to_string(), json!({"listed": c, "not_listed": others})))
+        .collect();
     m.insert("overflow_cycles".into(), Value::Object(cycles));
     m.insert("avg_latencies_us".into(), json!(pick(&tr.avg)));
     if let Some(ids) = &tr.thread_ids {

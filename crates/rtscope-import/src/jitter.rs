@@ -9,7 +9,7 @@
 //! are overflows kept as a count. With samples the run gets a per-second time series and an
 //! interval inferred from the wake-up times.
 
-use super::model::{parse_u64, whole_field, Bad, Counter, Imported, ThreadRow};
+use super::model::{histogram_field, parse_u64, whole_field, Bad, Counter, Imported, ThreadRow};
 use super::rtjson::json_error;
 use super::series::Series;
 use serde_json::{json, Map, Value};
@@ -128,7 +128,7 @@ fn results_json(doc: &Value) -> Result<(Vec<JdThread>, u64), Bad> {
             .ok_or_else(|| Bad::field(format!("cpu.\"{k}\""), "the key is not a thread number"))?;
         keyed.push((i, k, v));
     }
-    rtscope_core::order::sort_by_key(&mut keyed, |(i, _, _)| *i);
+    keyed.sort_by_key(|(i, _, _)| *i);
     let mut threads = Vec::new();
     for (n, (i, k, v)) in keyed.into_iter().enumerate() {
         if i != n as u64 {
@@ -148,21 +148,7 @@ fn results_json(doc: &Value) -> Result<(Vec<JdThread>, u64), Bad> {
 fn jd_thread(k: &str, v: &Value) -> Result<JdThread, Bad> {
     let f = |name: &str| format!("cpu.\"{k}\".{name}");
     let int = |name: &str| whole_field(v, name, f);
-    let hist = v
-        .get("histogram")
-        .and_then(Value::as_object)
-        .ok_or_else(|| Bad::field(f("histogram"), "missing, or not an object"))?;
-    let mut c = Counter::new();
-    for (b, n) in hist {
-        let at = || f(&format!("histogram.\"{b}\""));
-        let bucket =
-            parse_u64(b).ok_or_else(|| Bad::field(at(), "the key is not a bucket number"))?;
-        let n = n
-            .as_u64()
-            .ok_or_else(|| Bad::field(at(), "the count is not a whole number"))?;
-        c.add_n(bucket, n);
-    }
-    c.plausible(|| Bad::field(f("histogram"), "the counts"))?;
+    let c = histogram_field(v, f)?;
     let count = int("count")?;
     if c.count > count {
         return Err(Bad::field(

@@ -266,7 +266,7 @@ pub fn numbered_threads(obj: &Map<String, Value>) -> Result<Vec<(u32, &str, &Val
         })?;
         keyed.push((i as u32, k.as_str(), v));
     }
-    rtscope_core::order::sort_by_key(&mut keyed, |(i, _, _)| *i);
+    keyed.sort_by_key(|(i, _, _)| *i);
     Ok(keyed)
 }
 
@@ -275,6 +275,27 @@ pub fn whole_field(v: &Value, name: &str, path: impl Fn(&str) -> String) -> Resu
     v.get(name)
         .and_then(Value::as_u64)
         .ok_or_else(|| Bad::field(path(name), "missing, or not a whole number"))
+}
+
+/// The `histogram` object of `v` (bucket number → whole count) counted, plausible, or an
+/// error naming the field by `path`.
+pub fn histogram_field(v: &Value, path: impl Fn(&str) -> String) -> Result<Counter, Bad> {
+    let hist = v
+        .get("histogram")
+        .and_then(Value::as_object)
+        .ok_or_else(|| Bad::field(path("histogram"), "missing, or not an object"))?;
+    let mut c = Counter::new();
+    for (b, n) in hist {
+        let at = || path(&format!("histogram.\"{b}\""));
+        let bucket =
+            parse_u64(b).ok_or_else(|| Bad::field(at(), "the key is not a bucket number"))?;
+        let n = n
+            .as_u64()
+            .ok_or_else(|| Bad::field(at(), "the count is not a whole number"))?;
+        c.add_n(bucket, n);
+    }
+    c.plausible(|| Bad::field(path("histogram"), "the counts"))?;
+    Ok(c)
 }
 
 /// `text` cut to `max` characters for an error message, with `…` when cut.

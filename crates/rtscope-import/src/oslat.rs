@@ -9,7 +9,7 @@
 //! kept out of the histogram as overflows with only a lower bound, as cyclictest's are.
 
 use super::model::{numbered_threads, parse_u64, Bad, Counter, Imported, ThreadRow};
-use super::rtjson::is_oslat;
+use super::rtjson::{envelope, is_oslat};
 use rtscope_store::RunKind;
 use serde_json::{json, Map, Value};
 
@@ -174,7 +174,7 @@ fn read_buckets(v: &Value, f: &dyn Fn(&str) -> String) -> Result<Vec<(u64, u64)>
             .ok_or_else(|| Bad::field(at(), "the count is not a whole number"))?;
         pairs.push((k, n));
     }
-    rtscope_core::order::sort(&mut pairs);
+    pairs.sort();
     Ok(pairs)
 }
 
@@ -188,15 +188,8 @@ fn times(obj: &Map<String, Value>, out: &mut Imported, per: &[Facts]) {
 }
 
 fn source(obj: &Map<String, Value>, per: &[Facts]) -> Map<String, Value> {
-    let mut m = Map::new();
-    let get = |k: &str| obj.get(k).cloned().unwrap_or(Value::Null);
+    let mut m = envelope(obj);
     m.insert("tool".into(), json!("oslat"));
-    m.insert("original_command_line".into(), get("cmdline:"));
-    m.insert("tool_version".into(), get("rt_test_version:"));
-    m.insert("file_version".into(), get("file_version"));
-    m.insert("start_time".into(), get("start_time"));
-    m.insert("end_time".into(), get("end_time"));
-    m.insert("return_code".into(), get("return_code"));
     m.insert("unit".into(), json!("us"));
     let col = |f: &dyn Fn(&Facts) -> Value| Value::Array(per.iter().map(f).collect());
     m.insert("bucket_width_us".into(), col(&|f| json!(f.width)));

@@ -12,6 +12,20 @@ pub fn is_oslat(cmdline: &str) -> bool {
     first.rsplit('/').next() == Some("oslat")
 }
 
+/// The envelope's facts a run's `source` keeps: the command line, rt-tests' version, the file
+/// version, start and end time and the return code (`null` where missing).
+pub fn envelope(obj: &Map<String, Value>) -> Map<String, Value> {
+    let get = |k: &str| obj.get(k).cloned().unwrap_or(Value::Null);
+    let mut m = Map::new();
+    m.insert("original_command_line".into(), get("cmdline:"));
+    m.insert("tool_version".into(), get("rt_test_version:"));
+    m.insert("file_version".into(), get("file_version"));
+    m.insert("start_time".into(), get("start_time"));
+    m.insert("end_time".into(), get("end_time"));
+    m.insert("return_code".into(), get("return_code"));
+    m
+}
+
 /// A serde_json error as a failure at its line and column.
 pub fn json_error(e: &serde_json::Error) -> Bad {
     let msg = e.to_string();

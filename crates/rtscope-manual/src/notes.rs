@@ -63,6 +63,28 @@ const fn reader(examples: &'static [(&'static str, &'static str)]) -> Notes {
     }
 }
 
+/// A command that measures and records a run (exits 1 on a limit, 3 when interrupted); `files`
+/// says how it records.
+const fn recorder(
+    files: &'static str,
+    examples: &'static [(&'static str, &'static str)],
+    see_also: &'static [&'static str],
+) -> Notes {
+    Notes {
+        exit_0: "Success.",
+        exit_1: Some(LIMIT_EXCEEDED),
+        exit_3: Some(INTERRUPTED_RUN),
+        environment: DB_ENV,
+        files,
+        examples,
+        see_also,
+    }
+}
+
+/// Where `measure` and `respond` record their run.
+const RECORDED: &str =
+    "The run is recorded here unless --no-db or --db PATH is given (see RTSCOPE_DB).";
+
 /// The notes of the command at `key` (space-separated subcommand path; `""` is rtscope).
 pub fn for_command(key: &str) -> Notes {
     match key {
@@ -80,13 +102,9 @@ pub fn for_command(key: &str) -> Notes {
             ],
             see_also: &["cyclictest(8)", "chrt(1)", "taskset(1)"],
         },
-        "measure" => Notes {
-            exit_0: "Success.",
-            exit_1: Some(LIMIT_EXCEEDED),
-            exit_3: Some(INTERRUPTED_RUN),
-            environment: DB_ENV,
-            files: "The run is recorded here unless --no-db or --db PATH is given (see RTSCOPE_DB).",
-            examples: &[
+        "measure" => recorder(
+            RECORDED,
+            &[
                 ("rtscope measure", "All online CPUs, SCHED_FIFO 90, 1 ms interval, 60 s; one table per run."),
                 ("rtscope measure -c 2-3 -i 200us -D 2h --json run.json", "CPUs 2 and 3 for two hours at 200 us, with a JSON result file."),
                 ("rtscope measure -D 5m --limit max=100us --limit p99.99=50us", "A CI gate: exit 1 when a limit is exceeded."),
@@ -94,8 +112,8 @@ pub fn for_command(key: &str) -> Notes {
                 ("rtscope measure --policy deadline --dl-runtime 50us -i 1ms", "SCHED_DEADLINE threads."),
                 ("rtscope measure -D 2h --label idle --tag kernel=rt --event-above 100us", "Label, tag and keep every sample above 100 us as an event."),
             ],
-            see_also: &["rtscope-runs(1)", "rtscope-report(1)", "cyclictest(8)"],
-        },
+            &["rtscope-runs(1)", "rtscope-report(1)", "cyclictest(8)"],
+        ),
         "cyclictest" => Notes {
             exit_0: "Success, also when SIGINT, SIGTERM or SIGHUP ended the run before its -l/-D length, and when the -b/--breaktrace threshold was exceeded (as cyclictest: everything measured so far is still printed; the break is in the trailer and the JSON). Gate with rtscope measure --limit.",
             // Like cyclictest: a fired -b exits 0 (issue 51).
@@ -197,28 +215,20 @@ pub fn for_command(key: &str) -> Notes {
             ],
             see_also: &["rtscope-measure(1)"],
         },
-        "respond" => Notes {
-            exit_0: "Success.",
-            exit_1: Some(LIMIT_EXCEEDED),
-            exit_3: Some(INTERRUPTED_RUN),
-            environment: DB_ENV,
-            files: "The run is recorded here unless --no-db or --db PATH is given (see RTSCOPE_DB).",
-            examples: &[
+        "respond" => recorder(
+            RECORDED,
+            &[
                 ("rtscope respond --ipc futex,pipe -D 30s", "Event response latency of two IPC mechanisms for 30 seconds."),
             ],
-            see_also: &["rtscope-measure(1)", "pmqtest(8)", "ptsematest(8)", "sigwaittest(8)", "svsematest(8)"],
-        },
-        "noise" => Notes {
-            exit_0: "Success.",
-            exit_1: Some(LIMIT_EXCEEDED),
-            exit_3: Some(INTERRUPTED_RUN),
-            environment: DB_ENV,
-            files: "The run is recorded here as a run of kind noise unless --no-db or --db PATH is given (see RTSCOPE_DB).",
-            examples: &[
+            &["rtscope-measure(1)", "pmqtest(8)", "ptsematest(8)", "sigwaittest(8)", "svsematest(8)"],
+        ),
+        "noise" => recorder(
+            "The run is recorded here as a run of kind noise unless --no-db or --db PATH is given (see RTSCOPE_DB).",
+            &[
                 ("rtscope noise --cpus 1 -D 1m --limit max_single=20us", "OS noise on CPU 1 for a minute; exit 1 if any gap exceeds 20 us."),
             ],
-            see_also: &["rtscope-measure(1)", "oslat(8)", "rtla-osnoise(1)"],
-        },
+            &["rtscope-measure(1)", "oslat(8)", "rtla-osnoise(1)"],
+        ),
         "report" => reader(&[
             ("rtscope report", "The newest run, or its whole campaign, into ./rtscope-report/ (report.html, PNG and SVG plots, summary.csv)."),
             ("rtscope report --campaign loadcases -o out", "Every run of a campaign on shared plots."),

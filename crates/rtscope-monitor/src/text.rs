@@ -108,7 +108,7 @@ pub(crate) fn numbered_entries(dir: &Path, prefix: &str) -> Vec<(u32, String)> {
             Some((numbered(&name, prefix)?, name))
         })
         .collect();
-    rtscope_core::order::sort(&mut out);
+    out.sort();
     out
 }
 

@@ -259,7 +259,7 @@ struct Walk {
 /// process), then up to `n` of the own threads below them, in the same order. Drains `busy`.
 fn select(busy: &mut Vec<(u64, ThreadShare)>, n: usize) -> Vec<ThreadShare> {
     // Stable: equal deltas stay in walk order.
-    rtscope_core::order::sort_by_key(busy, |(d, _)| std::cmp::Reverse(*d));
+    busy.sort_by_key(|(d, _)| std::cmp::Reverse(*d));
     let mut own_below = 0;
     busy.drain(..)
         .enumerate()

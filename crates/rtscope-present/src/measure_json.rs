@@ -2,7 +2,6 @@
 //! documented in docs/json-schema.md). All latencies are integer nanoseconds.
 
 use rtscope_common::limits::Check;
-use rtscope_core::order::collect_map;
 use rtscope_core::{layout, Histogram, Stats};
 use rtscope_session::sysinfo::SysInfo;
 use rtscope_session::{ConfigDoc, RunPlan};
@@ -157,13 +156,14 @@ pub fn series(stats: &Stats, hist: &Histogram, max_offset_ns: Option<u64>) -> Se
         missed_periods: stats.missed,
         deadlines: stats.deadlines(),
         miss_ratio: stats.miss_ratio(),
-        percentiles_ns: collect_map(
-            p.iter()
-                .map(|p| (p.label.to_string(), p.value.map(|v| v.0))),
-        ),
-        percentile_tail_samples: collect_map(
-            p.iter().map(|p| (p.label.to_string(), p.tail_samples)),
-        ),
+        percentiles_ns: p
+            .iter()
+            .map(|p| (p.label.to_string(), p.value.map(|v| v.0)))
+            .collect(),
+        percentile_tail_samples: p
+            .iter()
+            .map(|p| (p.label.to_string(), p.tail_samples))
+            .collect(),
         histogram: HistJson {
             layout: "log-linear-1024",
             buckets: hist

@@ -2,7 +2,6 @@
 //! after it, a run's detail (its table, campaign, loads and monitors) and the same as JSON.
 
 use crate::table;
-use rtscope_core::order::collect_map;
 use rtscope_core::text::escape;
 use rtscope_core::{Nanos, Stats};
 use rtscope_store::{
@@ -193,7 +192,7 @@ impl Extras {
                 None => top.push((t.comm, t.cpu_percent)),
             }
         }
-        rtscope_core::order::sort_by(&mut top, |a, b| b.1.total_cmp(&a.1));
+        top.sort_by(|a, b| b.1.total_cmp(&a.1));
         top.truncate(5);
         Ok(Extras {
             campaign: store.campaign_of(id)?,
@@ -297,7 +296,7 @@ pub fn summary_json(s: &RunSummary) -> Value {
         "id": s.id, "kind": s.kind, "label": s.label, "status": s.status,
         "complete": s.status == RunStatus::Complete, "started": s.started, "ended": s.ended,
         "measured_ns": s.progress_ns, "exit_code": s.exit_code,
-        "tags": collect_map::<BTreeMap<_, _>, _>(s.tags.iter().cloned()),
+        "tags": s.tags.iter().cloned().collect::<BTreeMap<_, _>>(),
         "threads": s.threads, "samples": s.samples, "max_ns": s.max_ns, "missed_periods": s.missed_periods(),
         "percentiles_ns": pct_json(&s.percentiles(), false), "percentiles_lower_bound_ns": pct_json(&s.percentiles(), true),
     })
@@ -309,9 +308,10 @@ fn pct_json(ps: &[rtscope_core::Percentile], bounds: bool) -> Value {
     let pick =
         |p: &rtscope_core::Percentile| (p.lower_bound == bounds).then_some(p.value).flatten();
     let m = ps.iter().filter(|p| !bounds || p.lower_bound);
-    Value::Object(collect_map(
-        m.map(|p| (p.label.into(), json!(pick(p).map(|v| v.0)))),
-    ))
+    Value::Object(
+        m.map(|p| (p.label.into(), json!(pick(p).map(|v| v.0))))
+            .collect(),
+    )
 }
 
 /// `rtscope runs show --json`: the summary with the configuration, environment and threads.
@@ -342,9 +342,7 @@ pub fn detail_json(d: &RunDetail) -> Value {
     );
     obj.insert(
         "environment".into(),
-        json!(collect_map::<BTreeMap<_, _>, _>(
-            d.environment.iter().cloned()
-        )),
+        json!(d.environment.iter().cloned().collect::<BTreeMap<_, _>>()),
     );
     obj.insert("sample_rule".into(), json!(d.sample_rule().as_str()));
     obj.insert("thread_stats".into(), Value::Array(threads));

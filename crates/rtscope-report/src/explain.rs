@@ -108,7 +108,7 @@ fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
     }
     let _ = writeln!(h, "<br>{}.</p>", escape(&coverage(c)));
     let mut worst: Vec<&Explained> = s.worst.iter().collect();
-    rtscope_core::order::sort_by_key(&mut worst, |e| std::cmp::Reverse(e.latency_ns()));
+    worst.sort_by_key(|e| std::cmp::Reverse(e.latency_ns()));
     let stacks = crate::stacks::any(s);
     let stack_th = if stacks {
         "<th class=\"t\">kernel stack (first frames)</th>"

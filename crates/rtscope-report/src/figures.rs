@@ -266,14 +266,8 @@ fn grid_order(g: &Grouping, n: usize) -> Vec<usize> {
             .chain((0..n).filter(|i| !g.groups.iter().any(|x| x.runs.contains(i))))
             .collect();
     };
-    let mut rows: Vec<&str> = Vec::new();
-    for x in &g.groups {
-        if !rows.contains(&x.values[row].as_str()) {
-            rows.push(&x.values[row]);
-        }
-    }
     let mut out = Vec::new();
-    for r in rows {
+    for r in g.row_values(row) {
         for x in g.groups.iter().filter(|x| x.values[row] == r) {
             out.extend(&x.runs);
         }

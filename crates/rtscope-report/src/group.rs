@@ -217,6 +217,17 @@ impl Grouping {
         let pos = |k: &Key| self.keys.iter().position(|x| x == k);
         pos(&Key::Case).or_else(|| pos(&Key::Scenario))
     }
+
+    /// The distinct values of key `row` in the groups, in the order they first appear.
+    pub fn row_values(&self, row: usize) -> Vec<&str> {
+        let mut rows: Vec<&str> = Vec::new();
+        for x in &self.groups {
+            if !rows.contains(&x.values[row].as_str()) {
+                rows.push(&x.values[row]);
+            }
+        }
+        rows
+    }
 }
 
 #[cfg(test)]

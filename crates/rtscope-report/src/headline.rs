@@ -222,14 +222,8 @@ pub fn verdicts_by_row(answers: &[Answer], g: &Grouping) -> Option<Vec<String>> 
             .collect();
         parts.join(" · ")
     };
-    let mut rows: Vec<&str> = Vec::new();
-    for x in &g.groups {
-        if !rows.contains(&x.values[row].as_str()) {
-            rows.push(&x.values[row]);
-        }
-    }
     let mut out = Vec::new();
-    for r in rows {
+    for r in g.row_values(row) {
         let members: Vec<usize> = (0..g.groups.len())
             .filter(|&i| g.groups[i].values[row] == r)
             .collect();

@@ -360,7 +360,7 @@ fn environment(h: &mut String, runs: &[RunData]) {
         .iter()
         .flat_map(|r| r.detail.environment.iter().map(|(k, _)| k.as_str()))
         .collect();
-    rtscope_core::order::sort(&mut keys);
+    keys.sort();
     keys.dedup();
     for k in keys {
         let mut vals: Vec<&str> = runs.iter().filter_map(|r| r.env(k)).collect();

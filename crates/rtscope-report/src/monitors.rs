@@ -95,7 +95,7 @@ fn interrupt_lines(run: &RunData) -> Vec<Series> {
         add_points(entry, &m.points);
     }
     let mean = |p: &[(u64, f64)]| p.iter().map(|x| x.1).sum::<f64>() / p.len().max(1) as f64;
-    rtscope_core::order::sort_by(&mut sums, |a, b| mean(&b.1).total_cmp(&mean(&a.1)));
+    sums.sort_by(|a, b| mean(&b.1).total_cmp(&mean(&a.1)));
     sums.into_iter()
         .take(MAX_LINES)
         .enumerate()
@@ -326,7 +326,7 @@ pub fn top_consumers(run: &RunData, n: usize) -> Vec<Consumer> {
             a
         })
         .collect();
-    rtscope_core::order::sort_by(&mut out, |a, b| b.mean.total_cmp(&a.mean));
+    out.sort_by(|a, b| b.mean.total_cmp(&a.mean));
     // rtscope's own threads (and its loads') below the first `n` still get up to `n` rows:
     // under a heavier load than rtscope's their cost (the observer effect) stays in view.
     let mut own_below = 0;

@@ -21,7 +21,7 @@ pub fn event_marks(run: &RunData) -> Option<Series> {
         return None;
     }
     let mut ev: Vec<&rtscope_store::EventRow> = run.events.iter().collect();
-    rtscope_core::order::sort_by_key(&mut ev, |e| std::cmp::Reverse(e.latency_ns));
+    ev.sort_by_key(|e| std::cmp::Reverse(e.latency_ns));
     ev.truncate(MAX_EVENT_MARKS);
     let pts = ev
         .iter()
@@ -49,7 +49,7 @@ pub fn section(h: &mut String, runs: &[RunData], g: &Grouping) {
         .enumerate()
         .flat_map(|(i, r)| r.events.iter().map(move |e| (i, e)))
         .collect();
-    rtscope_core::order::sort_by_key(&mut all, |(_, e)| std::cmp::Reverse(e.latency_ns));
+    all.sort_by_key(|(_, e)| std::cmp::Reverse(e.latency_ns));
     let shown = all.len().min(MAX_EVENT_ROWS);
     let _ = writeln!(
         h,

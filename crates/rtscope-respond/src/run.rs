@@ -58,12 +58,12 @@ pub fn measure_ipc(
         }
         let r = run.finish();
         if let Some(e) = &r.error {
-            o.error.get_or_insert(format!("{}: {e}", r.kind));
+            o.error.get_or_insert(format!("{}: {e}", r.config.kind));
         }
         if !r.accounting_consistent() {
             o.error.get_or_insert(format!(
                 "{}: the event counts disagree (sent {}, refused {}, received {}, gaps {}, overruns {})",
-                r.kind, r.sent, r.send_failed, r.received(), r.gaps, r.overruns
+                r.config.kind, r.sent, r.send_failed, r.received(), r.gaps, r.overruns
             ));
         }
         o.rows.push(ipc_row(r));
@@ -79,28 +79,32 @@ pub fn ipc_row(r: IpcResult) -> Row {
     let mut stats = r.stats;
     stats.missed = r.lost();
     Row {
-        source: r.kind.name().into(),
-        path: format!("{} {}", r.placement.path(), r.placement.kind()),
+        source: r.config.kind.name().into(),
+        path: format!(
+            "{} {}",
+            r.config.placement.path(),
+            r.config.placement.kind()
+        ),
         extra: json!({
-            "mechanism": r.kind.name(), "placement": r.placement.kind(),
-            "sender_cpu": r.placement.sender, "receiver_cpu": r.placement.receiver,
-            "interval_ns": r.interval.0, "burst": r.burst, "pacing": r.pacing.name(),
+            "mechanism": r.config.kind.name(), "placement": r.config.placement.kind(),
+            "sender_cpu": r.config.placement.sender, "receiver_cpu": r.config.placement.receiver,
+            "interval_ns": r.config.interval.0, "burst": r.config.burst, "pacing": r.config.pacing.name(),
             "sent": r.sent,
             "send_failed": r.send_failed, "received": r.received(), "lost": r.lost(),
             "sequence_gaps": r.gaps, "wakeups": r.wakeups, "overruns": r.overruns,
             "skipped_intervals": r.skipped_intervals,
             "accounting_consistent": r.accounting_consistent(),
-            "rt_tests_peer": r.kind.rt_tests_peer(),
+            "rt_tests_peer": r.config.kind.rt_tests_peer(),
             "events_above": r.events.iter().map(|e| json!({
                 "seq": e.cycle, "latency_ns": e.latency.0,
                 "offset_ns": e.time.0.saturating_sub(r.clock_start.0),
             })).collect::<Vec<_>>(),
         }),
         stats,
-        cpu: r.placement.receiver,
-        policy: r.policy.name(),
-        priority: r.priority,
-        interval_ns: r.interval.0,
+        cpu: r.config.placement.receiver,
+        policy: r.config.policy.name(),
+        priority: r.config.priority,
+        interval_ns: r.config.interval.0,
         histogram: r.histogram,
         events: r.events,
     }

@@ -52,9 +52,9 @@ fn run(kind: IpcKind, placement: Placement, loops: u64, burst: u32) -> IpcResult
 }
 
 fn assert_accounted(r: &IpcResult, attempted: u64) {
-    let k = r.kind;
+    let k = r.config.kind;
     // Intervals the sender was held off past are skipped (and counted), not sent late.
-    let skipped = r.skipped_intervals * u64::from(r.burst);
+    let skipped = r.skipped_intervals * u64::from(r.config.burst);
     assert_eq!(
         r.sent + r.send_failed + skipped,
         attempted,
@@ -91,7 +91,7 @@ fn every_mechanism_delivers_and_accounts_for_every_event_on_one_cpu_and_across()
             );
             assert!(r.received() >= 150, "{kind} {}: {r:?}", p.kind());
             assert!(r.stats.min.0 > 0 && r.stats.min <= r.stats.max, "{kind}");
-            assert_eq!(r.placement, p);
+            assert_eq!(r.config.placement, p);
         }
     }
 }
@@ -111,7 +111,10 @@ fn bursts_that_overflow_a_queue_are_counted_as_lost_not_hidden() {
     for kind in IpcKind::ALL {
         let r = run(kind, p, 50, 64);
         assert_accounted(&r, 50 * 64);
-        if r.kind == IpcKind::Mqueue || r.kind == IpcKind::UnixDgram || r.kind == IpcKind::Pipe {
+        if r.config.kind == IpcKind::Mqueue
+            || r.config.kind == IpcKind::UnixDgram
+            || r.config.kind == IpcKind::Pipe
+        {
             assert_eq!(
                 r.gaps, r.send_failed,
                 "{kind}: receiver gaps = sender refusals"

@@ -132,7 +132,7 @@ pub fn capture(root: &Path) -> Vec<(String, String)> {
             env.push((format!("kernel.config.{k}"), v));
         }
     }
-    rtscope_core::order::sort(&mut env);
+    env.sort();
     env
 }
 
@@ -176,7 +176,7 @@ fn per_cpu(root: &Path, file: &str) -> Option<String> {
             ))
         })
         .collect();
-    rtscope_core::order::sort(&mut vals);
+    vals.sort();
     match vals.first() {
         None => None,
         Some((_, first)) if vals.iter().all(|(_, v)| v == first) => Some(first.clone()),

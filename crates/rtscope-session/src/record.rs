@@ -312,7 +312,7 @@ impl Recorder {
 fn with_sample_rule(mut env: Vec<(String, String)>) -> Vec<(String, String)> {
     let rule = rtscope_store::SampleRule::WakeUp;
     env.push((rtscope_store::SAMPLE_RULE_KEY.into(), rule.as_str().into()));
-    rtscope_core::order::sort(&mut env);
+    env.sort();
     env
 }
 

@@ -1,5 +1,6 @@
 //! Facts about the machine that results carry: uname, PREEMPT_RT state, times.
 
+use rtscope_check::{LiveProbe, Probe};
 use serde::Serialize;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -20,32 +21,19 @@ pub struct SysInfo {
     pub realtime: u8,
 }
 
-fn field(chars: &[libc::c_char]) -> String {
-    let bytes: Vec<u8> = chars
-        .iter()
-        .take_while(|&&c| c != 0)
-        // c_char is i8 on x86 and u8 on ARM: the byte itself, without a cast either way.
-        .map(|&c| c.to_ne_bytes()[0])
-        .collect();
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 impl SysInfo {
-    /// Reads it from this machine.
+    /// Reads it from this machine (empty names where `uname(2)` failed).
     pub fn read() -> SysInfo {
-        // SAFETY: utsname is plain data; uname fills it.
-        let mut u: libc::utsname = unsafe { std::mem::zeroed() };
-        // SAFETY: `u` is a valid, writable utsname.
-        unsafe { libc::uname(&mut u) };
+        let u = LiveProbe.uname().unwrap_or_default();
         let realtime = std::fs::read_to_string("/sys/kernel/realtime")
             .map(|s| u8::from(s.trim() == "1"))
             .unwrap_or(0);
         SysInfo {
-            sysname: field(&u.sysname),
-            nodename: field(&u.nodename),
-            release: field(&u.release),
-            version: field(&u.version),
-            machine: field(&u.machine),
+            sysname: u.sysname,
+            nodename: u.nodename,
+            release: u.release,
+            version: u.version,
+            machine: u.machine,
             realtime,
         }
     }

@@ -34,13 +34,12 @@ impl Store {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        // Ids are integers: written into the statement, they need no parameter per run.
-        let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
         let Parts {
+            list,
             mut threads,
             mut tags,
             mut rows,
-        } = self.parts(&list)?;
+        } = self.parts(ids)?;
         let pair = |r: &rusqlite::Row| Ok((r.get(0)?, r.get(1)?));
         let mut environment = self.grouped(
             &format!("SELECT key, value, run_id FROM environment WHERE run_id IN ({list}) ORDER BY run_id, key"),
@@ -109,12 +108,12 @@ impl Store {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
         let Parts {
             mut threads,
             mut tags,
             rows,
-        } = self.parts(&list)?;
+            ..
+        } = self.parts(ids)?;
         let mut out = Vec::with_capacity(ids.len());
         for &id in ids {
             out.push(match rows.get(&id) {
@@ -129,8 +128,10 @@ impl Store {
         Ok(out)
     }
 
-    /// What a summary is made of, for the listed runs: three statements.
-    fn parts(&self, list: &str) -> Result<Parts> {
+    /// What a summary is made of, for runs `ids`: three statements.
+    fn parts(&self, ids: &[RunId]) -> Result<Parts> {
+        // Ids are integers: written into the statement, they need no parameter per run.
+        let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(",");
         Ok(Parts {
             threads: self.grouped(
                 &format!("SELECT thread, tid, cpu, policy, priority, interval_ns, samples, min_ns, mean_ns, max_ns, max_cycle, max_offset_ns, missed, histogram, raw_dropped, run_id FROM threads WHERE run_id IN ({list}) ORDER BY run_id, thread"),
@@ -142,7 +143,8 @@ impl Store {
                 2,
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?,
-            rows: self.run_rows(list)?,
+            rows: self.run_rows(&list)?,
+            list,
         })
     }
 
@@ -229,6 +231,8 @@ impl Store {
 
 /// The rows a summary is made of, by run.
 struct Parts {
+    /// The ids, comma-separated, for `WHERE run_id IN (…)`.
+    list: String,
     threads: HashMap<RunId, Vec<ThreadRow>>,
     tags: HashMap<RunId, Vec<(String, String)>>,
     rows: HashMap<RunId, RunRow>,

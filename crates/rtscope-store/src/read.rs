@@ -308,7 +308,7 @@ impl Store {
             id,
         )?;
         // The config is parsed here, not with SQLite's JSON functions: the bundled SQLite is
-        // built without them (the board binaries' size budget, .cargo/config.toml).
+        // built without them (.cargo/config.toml).
         let q = "SELECT kind, label, status, started, ended, progress_ns, exit_code, pid, checkpoint_unix_ns, started_unix_ns, config, uuid FROM runs WHERE id=?1";
         self.sql()
             .query_row(q, params![id], |r| {

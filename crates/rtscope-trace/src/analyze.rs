@@ -144,21 +144,11 @@ fn find_wake_irq(events: &[Event], spike: &Spike) -> Option<WakeIrq> {
     })
 }
 
-/// Charges the time from `deadline_ns` to `wakeup_ns` of `spike` on a machine whose idle
-/// states are unknown. `events` are the decoded events of the spike's CPU in time order,
-/// starting before the deadline.
-pub fn attribute(events: &[Event], spike: &Spike, lost_events: bool) -> Attribution {
-    attribute_on(events, spike, lost_events, Machine::default())
-}
-
-/// [`attribute`] on `machine`: an idle exit longer than its idle states allow is not charged
-/// as one.
-pub fn attribute_on(
-    events: &[Event],
-    spike: &Spike,
-    lost_events: bool,
-    machine: Machine,
-) -> Attribution {
+/// Charges the time from `deadline_ns` to `wakeup_ns` of `spike` on `machine`
+/// (`Machine::default()`: idle states unknown). `events` are the decoded events of the spike's
+/// CPU in time order, starting before the deadline. An idle exit longer than its idle states
+/// allow is not charged as one.
+pub fn attribute_on(events: &[Event], spike: &Spike, lost: bool, machine: Machine) -> Attribution {
     // Stack entries are read by the recorder (crate::stacks), not charged.
     let events = &*crate::stacks::without_stacks(events);
     let wake = find_wake_irq(events, spike);
@@ -184,7 +174,7 @@ pub fn attribute_on(
     if let Some(p) = prev {
         base.extend(piece(&cpu, wake, p, spike.wakeup_ns));
     }
-    let charges = Timeline {
+    Timeline {
         spike,
         overlays,
         base,
@@ -194,16 +184,7 @@ pub fn attribute_on(
         machine,
         own: Own::from_events(events, spike.tid, wake.map_or(spike.wakeup_ns, |w| w.entry)),
     }
-    .charge();
-    Attribution {
-        spike: *spike,
-        charges,
-        // A busy loop never sleeps: it has no waking to find (rtscope noise's gaps).
-        complete: wake.is_some() || machine.busy_loop,
-        lost_events,
-        siblings: Vec::new(),
-        stack: None,
-    }
+    .attribute(lost)
 }
 
 /// What ran from `from` to `to` in the state `cpu` (nothing when the task is unknown).
@@ -318,8 +299,8 @@ mod tests {
         let mut all = vec![switch(D - 900_000, (TID, 1), (0, 120), "swapper/1")];
         all.append(&mut events);
         all.push(switch(back, prev, (TID, 1), "rtscope-m0"));
-        rtscope_core::order::sort_by_key(&mut all, |e| e.ts);
-        let a = attribute(&all, &spike(wakeup), false);
+        all.sort_by_key(|e| e.ts);
+        let a = attribute_on(&all, &spike(wakeup), false, Machine::default());
         sums(&a);
         a
     }
@@ -477,11 +458,11 @@ mod tests {
     #[test]
     fn time_before_the_first_event_is_unexplained() {
         let events = timer(D + 40_000, D + 41_000, 0);
-        let a = attribute(&events, &spike(D + 42_000), false);
+        let a = attribute_on(&events, &spike(D + 42_000), false, Machine::default());
         sums(&a);
         assert!(ns(&a, &Category::Unexplained) >= 40_000, "{a:?}");
         assert_eq!(
-            attribute(&[], &spike(D + 5), true).charges[0].category,
+            attribute_on(&[], &spike(D + 5), true, Machine::default()).charges[0].category,
             Category::Unexplained
         );
     }
@@ -505,7 +486,7 @@ mod tests {
         };
         assert_eq!(ns(&a, &idle), 0);
         // The same trace with the idle states unknown keeps the old reading.
-        let a = attribute(&all, &spike(D + 76_006_000), false);
+        let a = attribute_on(&all, &spike(D + 76_006_000), false, Machine::default());
         assert_eq!(ns(&a, &idle), 76_000_000);
     }
 
@@ -580,7 +561,7 @@ mod tests {
         let mut e = timer(D + 1_000, D + 2_000, 0);
         e.push(ev(D - 400_000, 0, Kind::VectorEntry(Vector::Reschedule)));
         e.push(ev(D + 9_000, 0, Kind::VectorExit(Vector::Reschedule)));
-        let a = attribute(&e, &spike(D + 10_000), false);
+        let a = attribute_on(&e, &spike(D + 10_000), false, Machine::default());
         sums(&a);
     }
 
@@ -611,7 +592,7 @@ mod tests {
         ];
         all.extend(timer(us(211_783), us(211_818), 0));
         all.push(switch(us(211_833), (0, 120), (TID, 1), "rtscope-m0"));
-        let a = attribute(&all, &spike(us(225_108)), false);
+        let a = attribute_on(&all, &spike(us(225_108)), false, Machine::default());
         sums(&a);
         assert_eq!(ns(&a, &Category::MeasuringThreadBlocked), 210_878_000);
         assert_eq!(a.culprit(), Some(&Category::MeasuringThreadBlocked));
@@ -664,7 +645,7 @@ mod tests {
         ];
         all.extend(timer(D + 3_200_000, D + 3_210_000, 0));
         all.push(switch(D + 3_250_000, (0, 120), (TID, 1), "rtscope-m0"));
-        let a = attribute(&all, &spike(D + 3_260_000), false);
+        let a = attribute_on(&all, &spike(D + 3_260_000), false, Machine::default());
         sums(&a);
         assert_eq!(ns(&a, &Category::Thread { task }), 3_000_000);
         assert_eq!(ns(&a, &Category::MeasuringThreadBlocked), 0);

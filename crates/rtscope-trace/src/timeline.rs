@@ -11,7 +11,7 @@
 
 use crate::decode::{Event, Kind, TaskState, Tasks};
 use crate::machine::Machine;
-use crate::model::{Category, Charge, LateCause, Softirq, Spike};
+use crate::model::{Attribution, Category, Charge, LateCause, Softirq, Spike};
 use std::collections::HashSet;
 
 /// What the CPU ran over a piece of time.
@@ -137,6 +137,20 @@ fn covering(layer: &[Piece], from: u64, to: u64) -> Option<&Piece> {
 }
 
 impl Timeline<'_> {
+    /// The spike's attribution: its charges ([`Timeline::charge`]), complete when the waking
+    /// was found or the CPU ran a busy loop (rtscope noise's gaps: it never sleeps, so it has
+    /// no waking to find); `lost`: the tracer lost events in the window.
+    pub fn attribute(&self, lost: bool) -> Attribution {
+        Attribution {
+            spike: *self.spike,
+            charges: self.charge(),
+            complete: self.wake.is_some() || self.machine.busy_loop,
+            lost_events: lost,
+            siblings: Vec::new(),
+            stack: None,
+        }
+    }
+
     /// Every nanosecond from the deadline to the wake-up, by category, largest first; the
     /// charges sum to the spike's latency exactly.
     pub fn charge(&self) -> Vec<Charge> {
@@ -156,13 +170,13 @@ impl Timeline<'_> {
             cuts.extend([p.from, p.to]);
         }
         cuts.retain(|&t| t >= d && t <= w);
-        rtscope_core::order::sort(&mut cuts);
+        cuts.sort();
         cuts.dedup();
         let [overlays, mut base, fallback]: [Vec<Piece>; 3] =
             layers.map(|l| l.into_iter().cloned().collect());
         // The base layer does not overlap itself: one binary search per cut.
         base.retain(|p| p.from < p.to);
-        rtscope_core::order::sort_by_key(&mut base, |p| p.from);
+        base.sort_by_key(|p| p.from);
         let in_base = |from: u64, to: u64| {
             let i = base.partition_point(|p| p.from <= from);
             i.checked_sub(1).map(|i| &base[i]).filter(|p| to <= p.to)
@@ -186,9 +200,7 @@ impl Timeline<'_> {
             }
         }
         self.below_the_kernel(&mut charges);
-        rtscope_core::order::sort_by(&mut charges, |a, b| {
-            b.ns.cmp(&a.ns).then_with(|| a.category.cmp(&b.category))
-        });
+        charges.sort_by(|a, b| b.ns.cmp(&a.ns).then_with(|| a.category.cmp(&b.category)));
         charges
     }
 
@@ -422,7 +434,7 @@ mod tests {
             };
             out.push(Event { ts, pid, kind });
         }
-        rtscope_core::order::sort_by_key(&mut out, |e| e.ts);
+        out.sort_by_key(|e| e.ts);
         out
     }
 

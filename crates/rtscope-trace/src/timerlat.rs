@@ -161,21 +161,13 @@ fn wake_irq(events: &[Event], spans: &[Span], spike: &Spike) -> Option<(u64, u64
     Some(irq.map_or((at, at), |s| (s.from.min(at), s.to)))
 }
 
-/// Charges the time from the deadline to the wake-up of `spike` from the timerlat tier's
-/// events of its CPU (time order, starting before the deadline), idle states unknown.
-pub fn attribute(events: &[Event], spike: &Spike, lost_events: bool) -> Attribution {
-    attribute_on(events, spike, lost_events, Machine::default())
-}
-
-/// [`attribute`] on `machine`. Interrupt, softirq and NMI noise is charged over its span,
-/// the time between them to the task the context switches say ran (cut at every switch),
-/// thread noise only where no switch says; time nothing covers is unexplained.
-pub fn attribute_on(
-    events: &[Event],
-    spike: &Spike,
-    lost_events: bool,
-    machine: Machine,
-) -> Attribution {
+/// Charges the time from the deadline to the wake-up of `spike` on `machine`
+/// (`Machine::default()`: idle states unknown) from the timerlat tier's events of its CPU (time
+/// order, starting before the deadline). Interrupt, softirq and NMI
+/// noise is charged over its span, the time between them to the task the context switches say
+/// ran (cut at every switch), thread noise only where no switch says; time nothing covers is
+/// unexplained.
+pub fn attribute_on(events: &[Event], spike: &Spike, lost: bool, machine: Machine) -> Attribution {
     // Stack entries are read by the recorder (crate::stacks), not charged.
     let events = &*crate::stacks::without_stacks(events);
     let (noise, tasks) = spans(events);
@@ -201,7 +193,7 @@ pub fn attribute_on(
             ctx: Ctx::WakeIrq,
         });
     }
-    let charges = Timeline {
+    Timeline {
         spike,
         overlays,
         base: switched(events, spike.wakeup_ns),
@@ -211,16 +203,7 @@ pub fn attribute_on(
         machine,
         own: Own::from_events(events, spike.tid, wake.map_or(spike.wakeup_ns, |w| w.0)),
     }
-    .charge();
-    Attribution {
-        spike: *spike,
-        charges,
-        // A busy loop never sleeps: it has no waking to find (rtscope noise's gaps).
-        complete: wake.is_some() || machine.busy_loop,
-        lost_events,
-        siblings: Vec::new(),
-        stack: None,
-    }
+    .attribute(lost)
 }
 
 /// The first event of the tracer itself (noise or a sample) in `events`: before it, the
@@ -383,8 +366,8 @@ mod tests {
     }
 
     fn check(mut e: Vec<Event>, wakeup: u64) -> Attribution {
-        rtscope_core::order::sort_by_key(&mut e, |e| e.ts);
-        let a = attribute(&e, &spike(wakeup), false);
+        e.sort_by_key(|e| e.ts);
+        let a = attribute_on(&e, &spike(wakeup), false, Machine::default());
         assert_eq!(
             a.charges.iter().map(|c| c.ns).sum::<u64>(),
             wakeup - D,
@@ -467,7 +450,7 @@ mod tests {
             deadline_ns: d,
             ..spike(203_100_263_296)
         };
-        let a = attribute(&e, &s, false);
+        let a = attribute_on(&e, &s, false, Machine::default());
         let handler = a.ns_where(|c| *c == Category::TimerIrqHandler);
         assert_eq!(handler, 203_095_936_128 - 203_051_737_952, "{a:?}");
         assert_eq!(
@@ -506,7 +489,7 @@ mod tests {
             deadline_ns: d,
             ..spike(204_780_776_960)
         };
-        let a = attribute(&e, &s, false);
+        let a = attribute_on(&e, &s, false, Machine::default());
         let handler = a.ns_where(|c| *c == Category::TimerIrqHandler);
         assert_eq!(handler, 204_779_956_080 - 204_743_562_096, "{a:?}");
         assert_eq!(
@@ -657,7 +640,7 @@ mod tests {
             .map(|i| in_loop(irq(D - i * 900_000, "arch_timer", 11, 8_000)))
             .collect();
         e.push(in_loop(irq(D + 204_000, "arch_timer", 11, 8_000)));
-        rtscope_core::order::sort_by_key(&mut e, |e| e.ts);
+        e.sort_by_key(|e| e.ts);
         let m = |guest| Machine {
             idle_exit_max_ns: Some(0),
             guest,
@@ -697,7 +680,7 @@ mod tests {
         e.push(in_loop(irq(D - 900_000, "arch_timer", 11, 8_000)));
         e.push(in_loop(irq(D + 40_000, "IPI", 2, 5_000)));
         e.push(in_loop(irq(D + 204_000, "arch_timer", 11, 8_000)));
-        rtscope_core::order::sort_by_key(&mut e, |e| e.ts);
+        e.sort_by_key(|e| e.ts);
         let a = attribute_on(&e, &spike(D + 180_000), false, no_idle_states(true, true));
         let times = |name: &str| {
             a.charges
@@ -715,7 +698,7 @@ mod tests {
         let mut e = vec![switch(D - 500_000, TID, (0, 120), "swapper/1")];
         e.extend(timer(D + 76_000_000, D + 76_005_000));
         e.push(switch(D + 76_006_000, 0, (TID, 10), "rtscope-m0"));
-        rtscope_core::order::sort_by_key(&mut e, |e| e.ts);
+        e.sort_by_key(|e| e.ts);
         let a = attribute_on(
             &e,
             &spike(D + 76_007_000),

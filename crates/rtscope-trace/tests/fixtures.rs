@@ -7,8 +7,9 @@ mod fixture;
 use rtscope_explain::model::Attribution;
 use rtscope_explain::model::Category;
 use rtscope_explain::model::Spike;
-use rtscope_trace::analyze::attribute;
+use rtscope_trace::analyze::attribute_on;
 use rtscope_trace::decode::{Event, Kind};
+use rtscope_trace::machine::Machine;
 
 struct Fixture {
     events: Vec<Event>,
@@ -40,7 +41,7 @@ fn attribute_all(f: &Fixture) -> Vec<Attribution> {
                 .filter(|e| e.ts >= from && e.ts <= s.wakeup_ns)
                 .cloned()
                 .collect();
-            attribute(&ev, s, false)
+            attribute_on(&ev, s, false, Machine::default())
         })
         .collect()
 }
@@ -176,7 +177,7 @@ fn each_captured_spike_has_the_culprits_stack_named_from_the_fixture_kallsyms() 
             .iter()
             .any(|f| f == "__x64_sys_clock_nanosleep"));
         // The analyzer never reads a stack entry as an event of the culprit.
-        let a = attribute(&ev, s, false);
+        let a = attribute_on(&ev, s, false, Machine::default());
         let Some(Category::Thread { task }) = a.culprit() else {
             panic!("{a:?}")
         };

@@ -9,7 +9,7 @@ use rtscope_explain::model::Category;
 use rtscope_explain::model::LateCause;
 use rtscope_trace::decode::{Event, Kind, NoiseSource};
 use rtscope_trace::machine::Machine;
-use rtscope_trace::timerlat::{attribute, attribute_on, sample_spikes};
+use rtscope_trace::timerlat::{attribute_on, sample_spikes};
 
 fn load() -> (Vec<Event>, usize) {
     let (events, types, bad) = fixture::events("timerlat_rt");
@@ -98,7 +98,7 @@ fn the_culprit_thread_is_charged_the_time_its_noise_event_reports() {
         .into_iter()
         .find(|s| s.latency_ns() < 23_000_000)
         .expect("the 22.65 ms spike");
-    let a = attribute(&window(&events, &s), &s, false);
+    let a = attribute_on(&window(&events, &s), &s, false, Machine::default());
     let culprit = a.ns_where(
         |c| matches!(c, Category::Thread { task } if task.comm == "culprit" && task.prio == 0),
     );
@@ -137,7 +137,7 @@ fn an_idle_cpu_before_the_wake_up_interrupt_is_exit_from_idle() {
                 .filter(|e| e.ts >= from && e.ts <= s.wakeup_ns)
                 .cloned()
                 .collect();
-            attribute(&ev, s, false).ns_where(|c| {
+            attribute_on(&ev, s, false, Machine::default()).ns_where(|c| {
                 *c == Category::TimerIrqLate {
                     cause: LateCause::ExitFromIdle,
                 }

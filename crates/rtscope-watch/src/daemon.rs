@@ -99,18 +99,16 @@ impl Shared {
             .set_durable_commits()
             .map_err(UsageError::from_error)?;
         let host = rtscope_session::sysinfo::SysInfo::read().nodename;
-        // Written by hand, not with json!: every byte counts on the x86-64 binary's budget.
-        let text = |v: &str| serde_json::to_string(v).unwrap_or_default();
-        let config = format!(
-            r#"{{"command_line":{},"series":{},"interval_ns":{},"window_ns":{},"priority":{},"cpus":{},"spike_ns":{}}}"#,
-            serde_json::to_string(command_line).unwrap_or_default(),
-            text(&c.series),
-            c.interval.0,
-            c.window.0,
-            c.priority,
-            c.cpus.as_deref().map_or("null".into(), text),
-            c.spike.0
-        );
+        let config = serde_json::json!({
+            "command_line": command_line,
+            "series": c.series,
+            "interval_ns": c.interval.0,
+            "window_ns": c.window.0,
+            "priority": c.priority,
+            "cpus": c.cpus,
+            "spike_ns": c.spike.0,
+        })
+        .to_string();
         let (series, resumed) = store
             .open_series(&c.series, Some(&host), unix_now(), &config)
             .map_err(UsageError::from_error)?;

@@ -123,9 +123,7 @@ pub fn causes(e: &Explained) -> Vec<Cause> {
             }
         }
     }
-    rtscope_core::order::sort_by(&mut out, |a, b| {
-        b.time.cmp(&a.time).then(a.name.cmp(&b.name))
-    });
+    out.sort_by(|a, b| b.time.cmp(&a.time).then(a.name.cmp(&b.name)));
     out.truncate(MAX_CAUSES);
     out
 }

@@ -1,9 +1,8 @@
 //! `--listen ADDR:PORT`: `/metrics` over HTTP for Prometheus to scrape directly.
 //!
 //! Requests are parsed by `httparse` (the parser under hyper: a few tens of KB) and answered
-//! here with `Connection: close`: a full HTTP server crate would cost more of the board
-//! binaries' 4.0 MB budget than everything else of `watch` (scripts/budgets.sh), and a scrape
-//! every few seconds needs none of its features.
+//! here with `Connection: close`: a scrape every few seconds needs none of a full HTTP server
+//! crate's features (nor its async runtime).
 //!
 //! No client can delay another: one thread (`rtscope-http`) serves every connection without
 //! blocking, from one `poll(2)` loop, so a scrape is answered as soon as its request head has

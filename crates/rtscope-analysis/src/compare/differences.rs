@@ -6,7 +6,6 @@
 use super::group::Group;
 use super::model::RunData;
 use rtscope_check::{differing_settings, SettingsGroup};
-use rtscope_core::order::collect_map;
 use std::collections::BTreeSet;
 
 /// A setting whose values differ between groups.
@@ -92,7 +91,7 @@ pub fn differences(groups: &[Group]) -> Vec<Difference> {
             .filter(|g| !g.runs.is_empty())
             .map(|g| {
                 let set: BTreeSet<String> =
-                    collect_map(g.runs.iter().map(read).filter(|v| !v.is_empty()));
+                    g.runs.iter().map(read).filter(|v| !v.is_empty()).collect();
                 (g.name.clone(), set.into_iter().collect())
             })
             .filter(|(_, v): &(String, Vec<String>)| !v.is_empty())

@@ -464,7 +464,7 @@ impl<'a> GroupSide<'a> {
                         let t = &mut s.coverage.thresholds_ns;
                         if !t.contains(threshold_ns) {
                             t.push(*threshold_ns);
-                            rtscope_core::order::sort(t);
+                            t.sort();
                         }
                         continue;
                     }
@@ -569,7 +569,7 @@ fn candidate(base: &GroupSide, cand: &GroupSide, keys: &[Key]) -> Candidate {
             }
         })
         .collect();
-    rtscope_core::order::sort_by(&mut rows, |a, b| {
+    rows.sort_by(|a, b| {
         b.change
             .abs()
             .total_cmp(&a.change.abs())
@@ -601,7 +601,7 @@ fn outcomes(tests: Vec<Option<Test>>) -> Vec<Outcome> {
         .enumerate()
         .filter_map(|(i, t)| t.as_ref().filter(|t| t.decidable()).map(|t| (i, t.p)))
         .collect();
-    rtscope_core::order::sort_by(&mut decidable, |a, b| a.1.total_cmp(&b.1));
+    decidable.sort_by(|a, b| a.1.total_cmp(&b.1));
     let m = decidable.len();
     let mut holm = vec![1.0; tests.len()];
     let mut running: f64 = 0.0;

@@ -6,7 +6,6 @@ use super::change::Change;
 use super::functions::{FunctionComparison, FunctionRow, GroupTime, Presence};
 use super::group::Group;
 use super::tail::{Side, TailRow};
-use rtscope_core::order::collect_map;
 use serde_json::{json, Map, Value};
 
 /// The schema name and version written into every document.
@@ -21,7 +20,7 @@ pub fn document(c: &Comparison, exit_code: i32) -> Value {
         "groups": c.groups.iter().map(group).collect::<Vec<_>>(),
         "thresholds": {
             "default_pct": c.thresholds.default_pct,
-            "per_stat_pct": collect_map::<Map<_, _>, _>(c.thresholds.per_stat.iter().map(|(s, p)| (s.to_string(), json!(p)))),
+            "per_stat_pct": c.thresholds.per_stat.iter().map(|(s, p)| (s.to_string(), json!(p))).collect::<Map<_, _>>(),
             "min_delta_ns": c.thresholds.min_delta_ns,
             "threshold_only": c.thresholds.threshold_only,
             "fail_untested": c.thresholds.fail_untested,
@@ -31,7 +30,7 @@ pub fn document(c: &Comparison, exit_code: i32) -> Value {
         "differences": c.differences.iter().map(|d| json!({
             "kind": d.kind.as_str(),
             "setting": d.setting,
-            "values": collect_map::<Map<_, _>, _>(d.values.iter().map(|(g, v)| (g.clone(), json!(v)))),
+            "values": d.values.iter().map(|(g, v)| (g.clone(), json!(v))).collect::<Map<_, _>>(),
         })).collect::<Vec<_>>(),
         "strata": {
             "keys": c.strata_keys.iter().map(|k| k.name()).collect::<Vec<_>>(),
@@ -72,7 +71,7 @@ fn stat(c: &Comparison, r: &StatRow, names: &[&str]) -> Value {
         "unit": r.stat.unit(),
         "threshold_pct": r.threshold_pct,
         "floor": r.floor,
-        "values": collect_map::<Map<_, _>, _>(names.iter().zip(&r.values).map(|(n, v)| (n.to_string(), json!(v)))),
+        "values": names.iter().zip(&r.values).map(|(n, v)| (n.to_string(), json!(v))).collect::<Map<_, _>>(),
         "changes": changes(&r.changes, names),
     })
 }

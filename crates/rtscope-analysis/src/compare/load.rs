@@ -58,7 +58,7 @@ pub fn stacks(store: &Store, groups: &[Group]) -> Result<HashMap<RunId, RunStack
         kinds.insert(r.id, r.kind);
     }
     let mut ids: Vec<RunId> = kinds.keys().copied().collect();
-    rtscope_core::order::sort(&mut ids);
+    ids.sort();
     let rows = store
         .spike_summaries(&ids)
         .map_err(UsageError::from_error)?;

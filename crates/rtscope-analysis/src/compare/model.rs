@@ -160,7 +160,7 @@ pub struct RunSettings {
 impl RunSettings {
     fn of(d: &RunDetail) -> RunSettings {
         let join = |mut v: Vec<String>| {
-            rtscope_core::order::sort(&mut v);
+            v.sort();
             v.dedup();
             v.join("/")
         };

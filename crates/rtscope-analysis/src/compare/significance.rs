@@ -159,7 +159,7 @@ fn stratified_distribution(strata: impl Iterator<Item = (f64, Vec<f64>)>) -> Vec
                 next.push((v + w * k as f64, p * c / total));
             }
         }
-        rtscope_core::order::sort_by(&mut next, |a, b| a.0.total_cmp(&b.0));
+        next.sort_by(|a, b| a.0.total_cmp(&b.0));
         dist.clear();
         for (v, p) in next {
             match dist.last_mut() {
@@ -263,7 +263,7 @@ fn u_variance(base: &[f64], cand: &[f64]) -> f64 {
     let (n1, n2) = (base.len() as f64, cand.len() as f64);
     let n = n1 + n2;
     let mut all: Vec<f64> = base.iter().chain(cand).copied().collect();
-    rtscope_core::order::sort_f64(&mut all);
+    all.sort_by(f64::total_cmp);
     let mut ties = 0.0;
     let mut i = 0;
     while i < all.len() {

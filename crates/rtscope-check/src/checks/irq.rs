@@ -135,7 +135,7 @@ fn handlers(ctx: &Ctx, n: u32) -> Vec<String> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .filter_map(|e| e.file_name().into_string().ok())
         .collect();
-    rtscope_core::order::sort(&mut names);
+    names.sort();
     names
 }
 
@@ -190,7 +190,7 @@ pub(crate) fn irq_affinity(ctx: &Ctx) -> Finding {
             ),
         ));
     }
-    rtscope_core::order::sort_by_key(&mut hits, |h| std::cmp::Reverse(h.0));
+    hits.sort_by_key(|h| std::cmp::Reverse(h.0));
     let list: Vec<String> = hits.iter().map(|(_, s)| s.clone()).collect();
     let verdict = if list.is_empty() {
         Verdict::Ok

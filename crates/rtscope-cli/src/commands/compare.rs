@@ -43,7 +43,7 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             _ => None,
         })
         .collect();
-    rtscope_core::order::sort(&mut unreadable);
+    unreadable.sort();
     for (id, why) in unreadable {
         rtscope_common::error::warn(&format!(
             "note: run {id}: its explanation summary is unreadable ({}): left out of the kernel functions",

@@ -47,9 +47,7 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 if let (Some(obj), Some((s, _))) =
                     (v.as_object_mut(), runs_explain::load(&store, id)?)
                 {
-                    // Not `to_value`: a second serializer of the summary (10.8 KB, BENCHMARKS.md).
-                    let e: serde_json::Value = serde_json::from_str(&serde_json::to_string(&s)?)?;
-                    obj.insert("explain".into(), e);
+                    obj.insert("explain".into(), serde_json::to_value(&s)?);
                 }
                 writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
             } else {

@@ -41,7 +41,7 @@ pub fn wakeups(store: &Store, id: RunId, thread: u32, capacity: u64) -> Vec<f64>
 pub fn largest_tenth(v: &[f64]) -> Vec<Point> {
     let keep = (v.len() / 10).min(MAX_EXCEEDANCES) + 1;
     let mut sorted = v.to_vec();
-    rtscope_core::order::sort_f64(&mut sorted);
+    sorted.sort_by(f64::total_cmp);
     let floor = sorted[sorted.len().saturating_sub(keep)];
     (0..)
         .zip(v)

@@ -30,9 +30,9 @@ pub fn is_noise(r: &RunData) -> bool {
 }
 
 /// Puts the latency runs first and the noise runs after them, each in the order given (what
-/// [`crate::build`] expects; stable, through `rtscope_core::order`).
+/// [`crate::build`] expects; the sort is stable).
 pub fn order(runs: &mut [RunData]) {
-    rtscope_core::order::sort_by_key(runs, is_noise);
+    runs.sort_by_key(is_noise);
 }
 
 /// The threshold a noise run's loops ran with (`config_json.threshold_ns`); `None` when its

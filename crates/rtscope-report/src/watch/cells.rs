@@ -86,14 +86,6 @@ fn cell_start(w: &WatchWindow, level: Level) -> i64 {
     }
 }
 
-/// Sorts `(key, key, index)` triples. Every ordering of the watch report goes through this one
-/// function, and it through the binary's one sort (`rtscope_core::order`; the triples are
-/// distinct, so stable and unstable sorting agree): each generic sort or map costs the x86-64
-/// binary kilobytes of its 4.5 MB budget.
-pub fn sort_keys(keys: &mut [(i64, i64, usize)]) {
-    rtscope_core::order::sort(keys);
-}
-
 /// The rows shown at `level`: per CPU (and for all CPUs), oldest first, the all-CPUs row of a
 /// period before its CPUs'.
 pub fn at(rows: &[WatchWindow], level: Level) -> Vec<Cell> {
@@ -103,7 +95,7 @@ pub fn at(rows: &[WatchWindow], level: Level) -> Vec<Cell> {
         .enumerate()
         .map(|(i, w)| (cell_start(w, level), cpu(w), i))
         .collect();
-    sort_keys(&mut keys);
+    keys.sort();
     let mut out: Vec<Cell> = Vec::new();
     for (start, c, i) in keys {
         let w = &rows[i];
@@ -133,7 +125,7 @@ pub fn resolution(rows: &[WatchWindow], max_columns: usize) -> Level {
     for level in [Level::Window, Level::Hour] {
         let mut keys: Vec<(i64, i64, usize)> =
             rows.iter().map(|w| (cell_start(w, level), 0, 0)).collect();
-        sort_keys(&mut keys);
+        keys.sort();
         keys.dedup();
         if keys.len() <= max_columns {
             return level;
@@ -155,7 +147,7 @@ pub fn cpus(cells: &[Cell]) -> Vec<u32> {
         .iter()
         .filter_map(|c| Some((i64::from(c.cpu?), 0, 0)))
         .collect();
-    sort_keys(&mut keys);
+    keys.sort();
     keys.dedup();
     keys.into_iter().map(|k| k.0 as u32).collect()
 }

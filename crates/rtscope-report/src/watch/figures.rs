@@ -254,7 +254,7 @@ pub fn spikes(cells: &[Cell]) -> Option<Panel> {
         .enumerate()
         .map(|(j, e)| (-(e.1 as i64), e.2 as i64, j))
         .collect();
-    super::cells::sort_keys(&mut keys);
+    keys.sort();
     let named: Vec<&str> = keys
         .iter()
         .take(MAX_CAUSES)

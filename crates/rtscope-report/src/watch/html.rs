@@ -142,7 +142,7 @@ fn worst(h: &mut String, cells: &[Cell]) {
             )
         })
         .collect();
-    super::cells::sort_keys(&mut keys);
+    keys.sort();
     let ranked: Vec<&Cell> = keys.iter().map(|k| &cells[k.2]).collect();
     h.push_str("<h2 id=\"worst\">Worst periods</h2>\n");
     if ranked.is_empty() {

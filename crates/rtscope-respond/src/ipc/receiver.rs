@@ -8,7 +8,7 @@
 //! sleeps the interval and hands a ready token back; the sender waits for it and sends at once.
 
 use super::transport::{Got, Sent, Transport};
-use super::{IpcConfig, IpcKind, Pacing, Placement};
+use super::{IpcConfig, IpcKind, Pacing};
 use crate::gate::Gate;
 use crate::RespondError;
 use rtscope_core::{Histogram, Nanos, Stats};
@@ -78,20 +78,8 @@ pub struct IpcRun {
 /// The outcome of one IPC measurement.
 #[derive(Debug, Clone)]
 pub struct IpcResult {
-    /// The mechanism.
-    pub kind: IpcKind,
-    /// The CPUs of the two threads.
-    pub placement: Placement,
-    /// The receiver's policy.
-    pub policy: Policy,
-    /// The receiver's priority.
-    pub priority: i32,
-    /// Time between bursts.
-    pub interval: Nanos,
-    /// Events per burst.
-    pub burst: u32,
-    /// How the sender was paced.
-    pub pacing: Pacing,
+    /// What was measured: the mechanism, placement, policy, priority, interval, burst, pacing.
+    pub config: IpcConfig,
     /// Wall-clock start and end.
     pub started: SystemTime,
     /// Wall-clock end.
@@ -143,7 +131,7 @@ impl IpcResult {
 
     fn kind_carries_messages(&self) -> bool {
         matches!(
-            self.kind,
+            self.config.kind,
             IpcKind::Pipe | IpcKind::Mqueue | IpcKind::UnixDgram
         )
     }
@@ -309,13 +297,7 @@ impl IpcRun {
         let sh = &self.shared;
         let error = sh.io_error.lock().unwrap_or_else(|p| p.into_inner()).take();
         IpcResult {
-            kind: self.config.kind,
-            placement: self.config.placement,
-            policy: self.config.policy,
-            priority: self.config.priority,
-            interval: self.config.interval,
-            burst: self.config.burst,
-            pacing: self.config.pacing,
+            config: self.config.clone(),
             started: self.started,
             ended: SystemTime::now(),
             clock_start: self.clock_start,

@@ -62,7 +62,7 @@ impl KeptGaps {
                 smis,
             })
             .collect();
-        rtscope_core::order::sort_by_key(&mut v, |g| (g.start, g.duration));
+        v.sort_by_key(|g| (g.start, g.duration));
         v
     }
 }
