@@ -41,10 +41,24 @@ impl Reaper {
         dir: &Path,
         restore: &[(PathBuf, String)],
     ) -> Result<Reaper, TraceError> {
-        let restore = restore
-            .iter()
-            .map(|(p, v)| Ok((cstr(p)?, v.clone().into_bytes())))
-            .collect::<Result<Vec<_>, TraceError>>()?;
+        Reaper::spawn_cleaning(dir, restore, &[])
+    }
+
+    /// Starts a reaper for `dir` that, once the instance is gone, appends each `(file, line)`
+    /// of `appends` (the `!name` lines deleting the late-only stacks' synthetic events, never
+    /// truncating `synthetic_events`), then writes `restore` back.
+    pub fn spawn_cleaning(
+        dir: &Path,
+        restore: &[(PathBuf, String)],
+        appends: &[(PathBuf, String)],
+    ) -> Result<Reaper, TraceError> {
+        let prepare = |v: &[(PathBuf, String)]| {
+            v.iter()
+                .map(|(p, v)| Ok((cstr(p)?, v.clone().into_bytes())))
+                .collect::<Result<Vec<_>, TraceError>>()
+        };
+        let restore = prepare(restore)?;
+        let appends = prepare(appends)?;
         let dir_c = cstr(dir)?;
         let off_c = cstr(&dir.join("tracing_on"))?;
         // SAFETY: `clean_up` makes only system calls on memory prepared here, before the fork.
@@ -53,7 +67,7 @@ impl Reaper {
                 c"rtscope-reaper",
                 None,
                 || {},
-                || clean_up(&dir_c, &off_c, &restore),
+                || clean_up(&dir_c, &off_c, &appends, &restore),
             )
         }
         .map_err(|e| TraceError::Io {
@@ -84,7 +98,12 @@ impl Reaper {
 /// What the reaper does once rtscope is gone: tracing off, the directory removed (retried
 /// while the dead process's `trace_pipe_raw` files are still being released), the saved
 /// settings written back. Runs in the forked keeper: system calls only.
-fn clean_up(dir: &CString, tracing_on: &CString, restore: &[(CString, Vec<u8>)]) {
+fn clean_up(
+    dir: &CString,
+    tracing_on: &CString,
+    appends: &[(CString, Vec<u8>)],
+    restore: &[(CString, Vec<u8>)],
+) {
     // SAFETY: only async-signal-safe system calls on memory allocated before the fork.
     unsafe {
         let fd = libc::open(tracing_on.as_ptr(), libc::O_WRONLY | libc::O_NOFOLLOW);
@@ -101,6 +120,16 @@ fn clean_up(dir: &CString, tracing_on: &CString, restore: &[(CString, Vec<u8>)])
                 tv_nsec: 20_000_000,
             };
             libc::nanosleep(&ts, std::ptr::null_mut());
+        }
+        for (path, value) in appends {
+            let fd = libc::open(
+                path.as_ptr(),
+                libc::O_WRONLY | libc::O_APPEND | libc::O_NOFOLLOW,
+            );
+            if fd >= 0 {
+                libc::write(fd, value.as_ptr().cast(), value.len());
+                libc::close(fd);
+            }
         }
         for (path, value) in restore {
             let fd = libc::open(
@@ -131,16 +160,29 @@ mod restore_tests {
     }
 
     #[test]
-    fn the_reaper_writes_saved_settings_back_after_removing_the_directory() {
+    fn the_reaper_deletes_synthetic_events_and_writes_saved_settings_back_after_removing_the_directory(
+    ) {
         let base = std::env::temp_dir().join(format!("rtscope-reaper-{}", std::process::id()));
         let dir = base.join("instance");
         std::fs::create_dir_all(&dir).unwrap();
         let setting = base.join("cpus");
         std::fs::write(&setting, "1").unwrap();
-        let r = Reaper::spawn_restoring(&dir, &[(setting.clone(), "0-3".into())]).unwrap();
+        let defs = base.join("synthetic_events");
+        std::fs::write(&defs, "rtscope_1_0_switch pid_t pid; u64 lat\n").unwrap();
+        let r = Reaper::spawn_cleaning(
+            &dir,
+            &[(setting.clone(), "0-3".into())],
+            &[(defs.clone(), "!rtscope_1_0_switch".into())],
+        )
+        .unwrap();
         drop(r); // as if rtscope had died: the pipe closes, the child cleans up
         assert!(!dir.exists());
         assert_eq!(std::fs::read_to_string(&setting).unwrap(), "0-3");
+        // Appended, never truncated: the other synthetic events stay.
+        assert_eq!(
+            std::fs::read_to_string(&defs).unwrap(),
+            "rtscope_1_0_switch pid_t pid; u64 lat\n!rtscope_1_0_switch"
+        );
         std::fs::remove_dir_all(base).unwrap();
     }
 }
