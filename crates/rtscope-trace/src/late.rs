@@ -160,15 +160,14 @@ impl Late {
             .collect()
     }
 
-    /// The `!name` lines deleting every synthetic event an instance `dir` may define (for
-    /// the reaper, started before it is known which are).
-    pub fn every_deletion(dir: &Path) -> Vec<String> {
-        prefix(dir).map_or_else(Vec::new, |p| {
-            ["switch", "timer", "held", "ran"]
-                .iter()
-                .map(|c| format!("!{p}_{c}"))
-                .collect()
-        })
+    /// The `!` lines taking every trigger back, last set first (a variable's readers before
+    /// the trigger that sets it), with their files below the instance `dir`.
+    pub fn undo(&self, dir: &Path) -> Vec<(std::path::PathBuf, String)> {
+        self.triggers
+            .iter()
+            .rev()
+            .map(|(f, t)| (dir.join(f), format!("!{t}")))
+            .collect()
     }
 
     /// The chains set up (`switch`, `timer`, `held`), for the tier line.
@@ -232,6 +231,36 @@ pub fn remove(tfs: &Tracefs, late: &Late) {
     let defs = tfs.root.join("synthetic_events");
     for d in late.deletions() {
         let _ = append_file(&defs, &d);
+    }
+}
+
+/// Takes back the late-only triggers of a dead owner's instance `dir` (as its trigger files
+/// list them, without ` [active]`; readers before setters), so that the instance can be
+/// removed: the kernel refuses while hist triggers hold variables.
+pub fn untrigger(dir: &Path) {
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir.join("events/synthetic"))
+        .map(|r| r.flatten().map(|e| e.path().join("trigger")).collect())
+        .unwrap_or_default();
+    files.extend(
+        [
+            "timer/hrtimer_expire_entry",
+            "sched/sched_switch",
+            "timer/hrtimer_start",
+            "sched/sched_waking",
+        ]
+        .iter()
+        .map(|e| dir.join("events").join(e).join("trigger")),
+    );
+    for file in files {
+        let Ok(text) = read_bounded(&file) else {
+            continue;
+        };
+        for line in text.lines().filter(|l| !l.starts_with('#')) {
+            let line = line.trim_end().trim_end_matches("[active]").trim_end();
+            if line.starts_with("hist:") || line.starts_with("stacktrace") {
+                let _ = append_file(&file, &format!("!{line}"));
+            }
+        }
     }
 }
 

@@ -41,15 +41,18 @@ impl Reaper {
         dir: &Path,
         restore: &[(PathBuf, String)],
     ) -> Result<Reaper, TraceError> {
-        Reaper::spawn_cleaning(dir, restore, &[])
+        Reaper::spawn_cleaning(dir, restore, &[], &[])
     }
 
-    /// Starts a reaper for `dir` that, once the instance is gone, appends each `(file, line)`
-    /// of `appends` (the `!name` lines deleting the late-only stacks' synthetic events, never
-    /// truncating `synthetic_events`), then writes `restore` back.
+    /// Starts a reaper for `dir` that first appends each `(file, line)` of `undo` (the `!`
+    /// lines taking the late-only stacks' hist triggers back: the kernel refuses to remove an
+    /// instance whose hist triggers hold variables), and once the instance is gone each of
+    /// `appends` (the `!name` lines deleting their synthetic events, never truncating
+    /// `synthetic_events`), then writes `restore` back.
     pub fn spawn_cleaning(
         dir: &Path,
         restore: &[(PathBuf, String)],
+        undo: &[(PathBuf, String)],
         appends: &[(PathBuf, String)],
     ) -> Result<Reaper, TraceError> {
         let prepare = |v: &[(PathBuf, String)]| {
@@ -59,6 +62,7 @@ impl Reaper {
         };
         let restore = prepare(restore)?;
         let appends = prepare(appends)?;
+        let undo = prepare(undo)?;
         let dir_c = cstr(dir)?;
         let off_c = cstr(&dir.join("tracing_on"))?;
         // SAFETY: `clean_up` makes only system calls on memory prepared here, before the fork.
@@ -67,7 +71,7 @@ impl Reaper {
                 c"rtscope-reaper",
                 None,
                 || {},
-                || clean_up(&dir_c, &off_c, &appends, &restore),
+                || clean_up(&dir_c, &off_c, [&undo, &appends], &restore),
             )
         }
         .map_err(|e| TraceError::Io {
@@ -101,7 +105,7 @@ impl Reaper {
 fn clean_up(
     dir: &CString,
     tracing_on: &CString,
-    appends: &[(CString, Vec<u8>)],
+    [undo, appends]: [&[(CString, Vec<u8>)]; 2],
     restore: &[(CString, Vec<u8>)],
 ) {
     // SAFETY: only async-signal-safe system calls on memory allocated before the fork.
@@ -111,6 +115,7 @@ fn clean_up(
             libc::write(fd, b"0".as_ptr().cast(), 1);
             libc::close(fd);
         }
+        append_each(undo);
         for _ in 0..250 {
             if libc::rmdir(dir.as_ptr()) == 0 || *libc::__errno_location() != libc::EBUSY {
                 break;
@@ -121,20 +126,29 @@ fn clean_up(
             };
             libc::nanosleep(&ts, std::ptr::null_mut());
         }
-        for (path, value) in appends {
+        append_each(appends);
+        for (path, value) in restore {
             let fd = libc::open(
                 path.as_ptr(),
-                libc::O_WRONLY | libc::O_APPEND | libc::O_NOFOLLOW,
+                libc::O_WRONLY | libc::O_TRUNC | libc::O_NOFOLLOW,
             );
             if fd >= 0 {
                 libc::write(fd, value.as_ptr().cast(), value.len());
                 libc::close(fd);
             }
         }
-        for (path, value) in restore {
+    }
+}
+
+/// Appends each line to its file (one write each, as the kernel takes a trigger or a
+/// synthetic event). Runs in the forked keeper: system calls only.
+fn append_each(lines: &[(CString, Vec<u8>)]) {
+    for (path, value) in lines {
+        // SAFETY: only async-signal-safe system calls on memory allocated before the fork.
+        unsafe {
             let fd = libc::open(
                 path.as_ptr(),
-                libc::O_WRONLY | libc::O_TRUNC | libc::O_NOFOLLOW,
+                libc::O_WRONLY | libc::O_APPEND | libc::O_NOFOLLOW,
             );
             if fd >= 0 {
                 libc::write(fd, value.as_ptr().cast(), value.len());
@@ -169,14 +183,21 @@ mod restore_tests {
         std::fs::write(&setting, "1").unwrap();
         let defs = base.join("synthetic_events");
         std::fs::write(&defs, "rtscope_1_0_switch pid_t pid; u64 lat\n").unwrap();
+        // A file inside the instance stands for its trigger files: the directory can be
+        // removed only once the reaper took the trigger back (here: removed the file).
+        let trigger = dir.join("trigger");
+        std::fs::write(&trigger, "").unwrap();
         let r = Reaper::spawn_cleaning(
             &dir,
             &[(setting.clone(), "0-3".into())],
+            &[(trigger.clone(), "!hist:keys=pid".into())],
             &[(defs.clone(), "!rtscope_1_0_switch".into())],
         )
         .unwrap();
         drop(r); // as if rtscope had died: the pipe closes, the child cleans up
-        assert!(!dir.exists());
+        assert!(dir.exists(), "a directory with a file is not removed");
+        assert_eq!(std::fs::read_to_string(&trigger).unwrap(), "!hist:keys=pid");
+        std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(std::fs::read_to_string(&setting).unwrap(), "0-3");
         // Appended, never truncated: the other synthetic events stay.
         assert_eq!(

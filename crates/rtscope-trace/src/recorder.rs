@@ -267,15 +267,24 @@ impl FlightRecorder {
         } else {
             Vec::new()
         };
-        // The late-only stacks' synthetic events are global: the reaper deletes them too.
-        let deletions = match cfg.instance.stacks {
-            StackChoice::On | StackChoice::Auto => crate::late::Late::every_deletion(&dir)
-                .into_iter()
-                .map(|d| (tfs.root.join("synthetic_events"), d))
-                .collect(),
-            StackChoice::Off | StackChoice::Every => Vec::new(),
+        // The late-only stacks' hist triggers hold the instance (the kernel refuses its
+        // removal while they are set) and their synthetic events are global: the reaper takes
+        // both back.
+        let late = match cfg.instance.stacks {
+            StackChoice::On | StackChoice::Auto => crate::late::Late::new(
+                &dir,
+                cfg.instance.late_threshold_ns,
+                cfg.instance.timer_functions,
+            ),
+            StackChoice::Off | StackChoice::Every => None,
         };
-        let reaper = Reaper::spawn_cleaning(&dir, &saved, &deletions)?;
+        let undo = late.as_ref().map_or_else(Vec::new, |l| l.undo(&dir));
+        let deletions: Vec<_> = late
+            .iter()
+            .flat_map(|l| l.deletions())
+            .map(|d| (tfs.root.join("synthetic_events"), d))
+            .collect();
+        let reaper = Reaper::spawn_cleaning(&dir, &saved, &undo, &deletions)?;
         // The siblings are traced with the measured CPUs; the timerlat tracer runs on the
         // measured ones only.
         let mut traced = cfg.instance.clone();

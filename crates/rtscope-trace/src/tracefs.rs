@@ -224,7 +224,11 @@ pub fn remove_stale(tfs: &Tracefs) -> Vec<String> {
     };
     for entry in dir.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if owner_of(&name).is_some_and(|pid| !alive(pid)) && fs::remove_dir(entry.path()).is_ok() {
+        if owner_of(&name).is_none_or(alive) {
+            continue;
+        }
+        crate::late::untrigger(&entry.path());
+        if fs::remove_dir(entry.path()).is_ok() {
             removed.push(name);
         }
     }
@@ -485,16 +489,15 @@ impl Instance {
             Ok(chains) => return Stacks::Late(chains),
             Err(why) => why,
         };
-        match (cfg.stacks, self.set_stack_trigger(tfs)) {
-            (StackChoice::On, Stacks::On) => Stacks::EveryNotLate(why),
-            (StackChoice::On, other) => other,
-            _ => {
-                self.clear_stack_triggers();
-                Stacks::Unavailable(format!(
-                    "late-only stacks unavailable: {why}; --explain-stacks on takes them at \
-                     every wake-up"
-                ))
-            }
+        match cfg.stacks {
+            StackChoice::On => match self.set_stack_trigger(tfs) {
+                Stacks::On => Stacks::EveryNotLate(why),
+                other => other,
+            },
+            _ => Stacks::Unavailable(format!(
+                "late-only stacks unavailable: {why}; --explain-stacks on takes them at every \
+                 wake-up"
+            )),
         }
     }
 
@@ -530,8 +533,8 @@ impl Instance {
         let Some((_, late)) = &self.late else {
             return;
         };
-        for (file, trigger) in late.triggers.iter().rev() {
-            let _ = crate::late::append_file(&self.dir.join(file), &format!("!{trigger}"));
+        for (file, line) in late.undo(&self.dir) {
+            let _ = crate::late::append_file(&file, &line);
         }
     }
 
@@ -540,18 +543,6 @@ impl Instance {
         if let Some((root, late)) = &self.late {
             crate::late::remove(&Tracefs { root: root.clone() }, late);
         }
-    }
-
-    /// Takes the triggers at every wake-up back (`auto` without late-only stacks).
-    fn clear_stack_triggers(&mut self) {
-        for (event, trigger) in [
-            ("sched_switch", STACK_TRIGGER),
-            ("sched_waking", WAKE_STACK_TRIGGER),
-        ] {
-            let file = self.dir.join("events/sched").join(event).join("trigger");
-            let _ = crate::late::append_file(&file, &format!("!{trigger}"));
-        }
-        self.formats.retain(|f| f.name != "kernel_stack");
     }
 
     /// The `trace_pipe_raw` file of a CPU.
