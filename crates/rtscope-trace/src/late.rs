@@ -21,6 +21,10 @@
 //!   listens to; only the first tick after the waking looks, so a tick that comes before the
 //!   threshold takes none.
 //!
+//! Every trigger with `common_timestamp` names the instance's clock (`clock=mono`): without
+//! it the kernel switches the instance's trace clock to `global` (seen on Debian's 6.1), and
+//! the trace's times would no longer be the measured thread's `CLOCK_MONOTONIC`.
+//!
 //! A prompt wake-up fires the synthetic events with a lateness under the threshold: no stack.
 //! The hist triggers live on the instance's own events (removed with it); the synthetic
 //! events are global (`synthetic_events` has no per-instance file), named after the instance
@@ -74,13 +78,13 @@ impl Late {
         let mut triggers = vec![
             (
                 "events/sched/sched_waking/trigger".to_string(),
-                format!("hist:keys=pid:{p}_ts=common_timestamp if comm ~ {MEASURED}"),
+                format!("hist:keys=pid:{p}_ts=common_timestamp:clock=mono if comm ~ {MEASURED}"),
             ),
             (
                 "events/sched/sched_switch/trigger".to_string(),
                 format!(
                     "hist:keys=next_pid:{p}_wait=common_timestamp-${p}_ts:\
-                     onmatch(sched.sched_waking).trace({p}_switch,next_pid,${p}_wait) \
+                     onmatch(sched.sched_waking).trace({p}_switch,next_pid,${p}_wait):clock=mono \
                      if next_comm ~ {MEASURED}"
                 ),
             ),
@@ -119,13 +123,13 @@ impl Late {
             triggers.extend([
                 (
                     "events/sched/sched_waking/trigger".to_string(),
-                    format!("hist:keys=target_cpu:{p}_woke=common_timestamp if comm ~ {MEASURED}"),
+                    format!("hist:keys=target_cpu:{p}_woke=common_timestamp:clock=mono if comm ~ {MEASURED}"),
                 ),
                 (
                     "events/sched/sched_switch/trigger".to_string(),
                     format!(
                         "hist:keys=common_cpu:{p}_rv=common_timestamp-${p}_woke:\
-                         onmatch(sched.sched_waking).trace({p}_ran,${p}_rv) \
+                         onmatch(sched.sched_waking).trace({p}_ran,${p}_rv):clock=mono \
                          if next_comm ~ {MEASURED}"
                     ),
                 ),
@@ -133,7 +137,7 @@ impl Late {
                     "events/timer/hrtimer_expire_entry/trigger".to_string(),
                     format!(
                         "hist:keys=common_cpu:{p}_hv=common_timestamp-${p}_woke:\
-                         onmatch(sched.sched_waking).trace({p}_held,${p}_hv) \
+                         onmatch(sched.sched_waking).trace({p}_held,${p}_hv):clock=mono \
                          if function == {a:#x}"
                     ),
                 ),
@@ -318,14 +322,14 @@ mod tests {
             [
                 (
                     "events/sched/sched_waking/trigger".to_string(),
-                    "hist:keys=pid:rtscope_4711_2_ts=common_timestamp if comm ~ \"rtscope-m*\""
+                    "hist:keys=pid:rtscope_4711_2_ts=common_timestamp:clock=mono if comm ~ \"rtscope-m*\""
                         .to_string()
                 ),
                 (
                     "events/sched/sched_switch/trigger".to_string(),
                     "hist:keys=next_pid:rtscope_4711_2_wait=common_timestamp-$rtscope_4711_2_ts:\
                      onmatch(sched.sched_waking).trace(rtscope_4711_2_switch,next_pid,\
-                     $rtscope_4711_2_wait) if next_comm ~ \"rtscope-m*\""
+                     $rtscope_4711_2_wait):clock=mono if next_comm ~ \"rtscope-m*\""
                         .to_string()
                 ),
                 (
@@ -376,7 +380,7 @@ mod tests {
         assert_eq!(
             find("events/timer/hrtimer_expire_entry/trigger", "common_cpu"),
             "hist:keys=common_cpu:rtscope_4711_2_hv=common_timestamp-$rtscope_4711_2_woke:\
-             onmatch(sched.sched_waking).trace(rtscope_4711_2_held,$rtscope_4711_2_hv) \
+             onmatch(sched.sched_waking).trace(rtscope_4711_2_held,$rtscope_4711_2_hv):clock=mono \
              if function == 0xffffffff81200000"
         );
         // The switch into the thread clears the tick chain's variable, taking no stack.
