@@ -134,6 +134,23 @@ def verify(c, kernel: str, r: guest.BootResult, modes: list[str]) -> None:
     for mode in modes:
         for run in RUNS:
             verify_run(c, kernel, r, mode, run)
+    kill = r.value("late-sigkill")
+    if kill is not None:
+        ok, detail = sigkill_check(kill)
+        c.expect(kernel, "late-only stacks: a SIGKILL leaves no instance and no synthetic event",
+                 ok, detail)
+
+
+def sigkill_check(marker: str) -> tuple[bool, str]:
+    """The `late-sigkill` marker (`set=N instances=N left=N instances-left=N`): the late-only
+    stacks' synthetic events and the instance were there while `measure --explain` recorded,
+    and none is left after its SIGKILL (the reaper's work)."""
+    v = dict(kv.split("=", 1) for kv in marker.split() if "=" in kv)
+    n = {k: int(x) if x.isdigit() else -1 for k, x in v.items()}
+    ok = (n.get("set", 0) > 0 and n.get("instances", 0) > 0 and n.get("left") == 0
+          and n.get("instances-left") == 0)
+    return ok, (f"while recording: {v.get('set')} synthetic event(s), {v.get('instances')} "
+                f"instance(s); after the SIGKILL: {v.get('left')} and {v.get('instances-left')}")
 
 
 def verify_run(c, kernel: str, r: guest.BootResult, mode: str, run: tuple[str, str, str]) -> None:

@@ -165,6 +165,13 @@ class MissingExits(unittest.TestCase):
         # No stack at all is no evidence either.
         self.assertFalse(noisy_checks.late_stack_check(x, wake * 100)[0])
 
+    def test_a_sigkill_must_leave_no_synthetic_event_and_no_instance(self):
+        ok, detail = noisy_checks.sigkill_check("set=4 instances=1 left=0 instances-left=0")
+        self.assertTrue(ok, detail)
+        self.assertIn("after the SIGKILL: 0 and 0", detail)
+        self.assertFalse(noisy_checks.sigkill_check("set=4 instances=1 left=4 instances-left=1")[0])
+        self.assertFalse(noisy_checks.sigkill_check("set=0 instances=1 left=0 instances-left=0")[0])
+
     def test_rtscope_reporting_missing_exits_fails_the_run_and_names_the_retry(self):
         r = boot(CULPRIT)
         doc = json.loads(r.files["noise-preempt.json"])

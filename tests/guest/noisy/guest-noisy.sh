@@ -125,3 +125,19 @@ for mode in ${MODES:-preempt irq storm softirq net}; do
     [ -f "/tmp/noise-dump-$mode.txt" ] && put_file "noise-dump-$mode.txt" "/tmp/noise-dump-$mode.txt" \
         && rm "/tmp/noise-dump-$mode.txt"
 done
+
+# The late-only stacks after a SIGKILL of `measure --explain` while it records (`auto`, the
+# default): the reaper takes the instance's hist triggers back (the kernel refuses to remove an
+# instance whose hist triggers hold variables), removes it and deletes the global synthetic
+# events (docs/explain.md, "Kernel stacks"). Marker: what was set, what is left.
+_t=/sys/kernel/tracing
+rtscope measure -D 30s -i 1ms --cpus 1 -p 80 --explain 1.5ms -q --no-db >/tmp/late-kill.log 2>&1 &
+_kpid=$!
+sleep 4
+_kset=$(grep -c '^rtscope_' "$_t/synthetic_events")
+_kinst=$(ls "$_t/instances" | grep -c '^rtscope-')
+kill -9 "$_kpid"
+wait "$_kpid" 2>/dev/null
+sleep 3
+mark late-sigkill "set=$_kset instances=$_kinst left=$(grep -c '^rtscope_' "$_t/synthetic_events") instances-left=$(ls "$_t/instances" | grep -c '^rtscope-')"
+put_log late-kill
