@@ -151,15 +151,20 @@ fn stack_before(events: &[Event], i: usize, pid: i32) -> Option<Vec<u64>> {
         })
 }
 
-/// Whether the stack entry at `i` belongs to no switch or waking record (those of the
-/// triggers at every wake-up come right after theirs): a late-only trigger's, taken at an
-/// interrupt. The first event of a window has no known record before it: not loose.
+/// Whether the stack entry at `i` belongs to no record before it: the triggers at every
+/// wake-up write theirs right after a waking of a measured thread or a switch into one, and
+/// the late-only switch chain right after a switch into one; any other stack is a late-only
+/// trigger's, taken at an interrupt (the timerlat tier records no interrupt entry, so the
+/// record before it can be a switch long before). The first event of a window has no known
+/// record before it: not loose.
 fn loose(events: &[Event], i: usize) -> bool {
-    i.checked_sub(1).is_some_and(|j| {
-        !matches!(
-            events[j].kind,
-            Kind::Switch { .. } | Kind::Waking { .. } | Kind::KernelStack { .. }
-        )
+    let measured =
+        |c: &crate::decode::Comm| c.starts_with(b"rtscope-m") || c.starts_with(b"rtscope-n");
+    i.checked_sub(1).is_some_and(|j| match &events[j].kind {
+        Kind::Waking { comm, .. } => !measured(comm),
+        Kind::Switch { next_comm, .. } => !measured(next_comm),
+        Kind::KernelStack { .. } => false,
+        _ => true,
     })
 }
 
@@ -554,6 +559,26 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
         let culprit = named_task(40);
         assert_eq!(find(&timer, &spike, Some(&culprit)).unwrap().1, vec![0xa]);
         assert_eq!(find(&timer, &spike, None).unwrap().1, vec![0xa]);
+        // The timerlat tier records no interrupt entry: the record before the timer's stack
+        // is the switch that let the culprit run, 6 ms before (rt-amd64, irq mode).
+        let mut timerlat = timer.clone();
+        timerlat[0] = ev(
+            1_000_000,
+            28,
+            Kind::Switch {
+                prev_pid: 28,
+                prev_prio: 98,
+                prev_comm: Comm::new(b"ktimers/1"),
+                prev_state: TaskState::Asleep,
+                next_pid: 40,
+                next_prio: 120,
+                next_comm: Comm::new(b"culprit"),
+            },
+        );
+        assert_eq!(
+            find(&timerlat, &spike, Some(&culprit)).unwrap().1,
+            vec![0xa]
+        );
         // The wake-up was on time; the tick found the culprit holding the CPU before the
         // switch (which, late too, took the culprit's `__schedule` stack): the tick's is the
         // one.
