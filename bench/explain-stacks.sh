@@ -4,8 +4,10 @@
 # every pair), one SCHED_FIFO 95 thread on CPU 1, release build. Prints p99 and max of each
 # run, the spikes that got a stack, and the median p99 and max ratios (on/off); the target is
 # a p99 ratio <= 1.05 on a quiet machine (load average < 1). Figures: BENCHMARKS.md.
-#   LOAD=hog   adds a SCHED_OTHER spinning thread on CPU 1: every wake-up then preempts it and
-#              takes a stack (the trigger's worst case, docs/explain.md "Kernel stacks").
+# `on` takes the late-only stacks on a kernel with hist triggers, else the triggers at every
+# wake-up (the run's tier line says which; docs/explain.md "Kernel stacks").
+#   LOAD=hog   adds a SCHED_OTHER spinning thread on CPU 1: every wake-up then preempts it and,
+#              with the triggers at every wake-up, takes a stack (their worst case).
 # Usage: bench/explain-stacks.sh [PAIRS] [SECONDS] [INTERVAL_US] [THRESHOLD]   (root)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -72,6 +72,24 @@ def stack_check(x: dict, thread: str) -> tuple[bool, str]:
     return bool(stacks) and len(named) * 100 >= len(stacks) * STACK_SHARE, detail
 
 
+# Each late wake-up takes at most this many late-only stacks (docs/explain.md, "Kernel
+# stacks"): the switch's, the late timer's and the tick's; a prompt one takes none.
+LATE_CHAINS = 3
+
+
+def late_stack_check(x: dict, dump: str) -> tuple[bool, str]:
+    """Whether the late-only stacks came with late wake-ups only: the kernel stacks in
+    rtscope's own trace (its RTSCOPE_TRACE_DUMP) at most LATE_CHAINS per spike at or above the
+    threshold, far fewer than the measured thread's wake-ups."""
+    wakings = sum(1 for ln in dump.splitlines() if " Waking {" in ln and 'comm: "rtscope-m' in ln)
+    stacks = sum(1 for ln in dump.splitlines() if " KernelStack {" in ln)
+    spikes = (x.get("counts") or {}).get("spikes", 0)
+    detail = (f"{stacks} kernel stack(s) in the trace for {spikes} spike(s) at or above the "
+              f"threshold among {wakings} wake-up(s) of the measured thread (at most "
+              f"{LATE_CHAINS} per late one; a prompt one takes none)")
+    return 0 < stacks <= LATE_CHAINS * spikes and spikes < wakings, detail
+
+
 def parse_modes(text: str) -> list[str]:
     """The comma-separated modes; ValueError names the unknown ones."""
     modes = [m for m in text.split(",") if m]
@@ -116,6 +134,23 @@ def verify(c, kernel: str, r: guest.BootResult, modes: list[str]) -> None:
     for mode in modes:
         for run in RUNS:
             verify_run(c, kernel, r, mode, run)
+    kill = r.value("late-sigkill")
+    if kill is not None:
+        ok, detail = sigkill_check(kill)
+        c.expect(kernel, "late-only stacks: a SIGKILL leaves no instance and no synthetic event",
+                 ok, detail)
+
+
+def sigkill_check(marker: str) -> tuple[bool, str]:
+    """The `late-sigkill` marker (`set=N instances=N left=N instances-left=N`): the late-only
+    stacks' synthetic events and the instance were there while `measure --explain` recorded,
+    and none is left after its SIGKILL (the reaper's work)."""
+    v = dict(kv.split("=", 1) for kv in marker.split() if "=" in kv)
+    n = {k: int(x) if x.isdigit() else -1 for k, x in v.items()}
+    ok = (n.get("set", 0) > 0 and n.get("instances", 0) > 0 and n.get("left") == 0
+          and n.get("instances-left") == 0)
+    return ok, (f"while recording: {v.get('set')} synthetic event(s), {v.get('instances')} "
+                f"instance(s); after the SIGKILL: {v.get('left')} and {v.get('instances-left')}")
 
 
 def verify_run(c, kernel: str, r: guest.BootResult, mode: str, run: tuple[str, str, str]) -> None:
@@ -143,6 +178,10 @@ def verify_run(c, kernel: str, r: guest.BootResult, mode: str, run: tuple[str, s
     if mode in STACK_MODES:
         ok, detail = stack_check(x, culprit)
         c.expect(kernel, f"{label}: the kernel stacks name the module's function", ok, detail)
+    log = (r.files.get(f"{check}-{mode}.log") or b"").decode(errors="replace")
+    if mode in STACK_MODES and "kernel stacks when late" in log:
+        ok, detail = late_stack_check(x, text)
+        c.expect(kernel, f"{label}: late-only stacks: prompt wake-ups took none", ok, detail)
     ok, detail = reference.exits_reached(x, ref, r.values("noisy-retry"), f"{check}-{mode}")
     c.expect(kernel, f"{label}: the kernel's interrupt exits reached both traces", ok, detail)
     ok, detail = reference.named(cmp)

@@ -152,6 +152,26 @@ class MissingExits(unittest.TestCase):
             noisy_checks.verify(c, "rt-arm64", r, ["preempt"])
         return c.seen
 
+    def test_late_only_stacks_are_at_most_three_per_spike_and_fail_beyond(self):
+        wake = '1 5 0 Waking { pid: 7, prio: 1, comm: "rtscope-m0", target_cpu: 1 }\n'
+        stack = "1 6 0 KernelStack { frames: [1, 2] }\n"
+        x = {"counts": {"spikes": 2}}
+        ok, detail = noisy_checks.late_stack_check(x, wake * 100 + stack * 6)
+        self.assertTrue(ok, detail)
+        self.assertIn("6 kernel stack(s) in the trace for 2 spike(s)", detail)
+        self.assertIn("among 100 wake-up(s)", detail)
+        # A stack at every wake-up: far more than three per late one.
+        self.assertFalse(noisy_checks.late_stack_check(x, (wake + stack) * 100)[0])
+        # No stack at all is no evidence either.
+        self.assertFalse(noisy_checks.late_stack_check(x, wake * 100)[0])
+
+    def test_a_sigkill_must_leave_no_synthetic_event_and_no_instance(self):
+        ok, detail = noisy_checks.sigkill_check("set=4 instances=1 left=0 instances-left=0")
+        self.assertTrue(ok, detail)
+        self.assertIn("after the SIGKILL: 0 and 0", detail)
+        self.assertFalse(noisy_checks.sigkill_check("set=4 instances=1 left=4 instances-left=1")[0])
+        self.assertFalse(noisy_checks.sigkill_check("set=0 instances=1 left=0 instances-left=0")[0])
+
     def test_rtscope_reporting_missing_exits_fails_the_run_and_names_the_retry(self):
         r = boot(CULPRIT)
         doc = json.loads(r.files["noise-preempt.json"])

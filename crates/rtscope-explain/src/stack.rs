@@ -56,6 +56,9 @@ pub fn is_plumbing(frame: &str) -> bool {
         "generic_handle_domain_irq",
         "handle_irq_desc",
         "__handle_domain_irq",
+        "__run_hrtimer",
+        "event_hist_trigger",
+        "action_trace",
     ];
     const PREFIXES: &[&str] = &[
         "trace_",
@@ -90,6 +93,9 @@ pub fn is_plumbing(frame: &str) -> bool {
         "arch_stack_walk",
         "ttwu_",
         "arch_timer_handler_",
+        // The late-only stacks' hist trigger and synthetic event (rtscope_trace::late).
+        "hist_trigger_",
+        "synth_event_",
     ];
     EXACT.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
 }
@@ -319,6 +325,26 @@ mod tests {
             "noisy_thread [noisy]",
         ]);
         assert_eq!(woke.function(), Some("noisy_hold_preempt_off [noisy]"));
+        // A late-only stack (rtscope_trace::late): the late timer's hist trigger fired the
+        // synthetic event whose trigger took it, inside the interrupt.
+        let late = stack(&[
+            "event_triggers_post_call",
+            "trace_event_buffer_commit",
+            "trace_event_raw_event_synth",
+            "action_trace",
+            "event_hist_trigger",
+            "event_triggers_call",
+            "trace_event_buffer_commit",
+            "trace_event_raw_event_hrtimer_expire_entry",
+            "__run_hrtimer",
+            "__hrtimer_run_queues",
+            "hrtimer_interrupt",
+            "__sysvec_apic_timer_interrupt",
+            "sysvec_apic_timer_interrupt",
+            "asm_sysvec_apic_timer_interrupt",
+            "noisy_hold_irqs_off [noisy]",
+        ]);
+        assert_eq!(late.function(), Some("noisy_hold_irqs_off [noisy]"));
         assert_eq!(
             s.to_string(),
             "noisy_hold_preempt_off [noisy] ← noisy_thread [noisy] ← kthread (noisy:88:nice0)"

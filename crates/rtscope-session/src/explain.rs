@@ -93,8 +93,8 @@ pub struct ExplainAsk {
     pub threshold: Option<Nanos>,
     /// Spikes kept fully explained per minute.
     pub keep: usize,
-    /// Take kernel stacks.
-    pub stacks: bool,
+    /// Which kernel stacks.
+    pub stacks: rtscope_trace::tracefs::StackChoice,
 }
 
 impl Explaining {

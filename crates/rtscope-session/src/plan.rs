@@ -9,6 +9,7 @@
 use rtscope_common::limits::Limit;
 use rtscope_core::Nanos;
 use rtscope_engine::{ClockKind, CpuSet, Policy, RunConfig, SleepMode, ThreadSpec};
+use rtscope_trace::tracefs::StackChoice;
 use std::fmt;
 
 mod config_doc;
@@ -333,8 +334,9 @@ pub struct PlanSpec {
     pub explain: Option<Nanos>,
     /// Spikes kept fully explained per minute (`--explain-keep`).
     pub explain_keep: usize,
-    /// Take kernel stacks for spikes where the kernel can (`--explain-stacks`, on by default).
-    pub explain_stacks: bool,
+    /// Which kernel stacks spikes get where the kernel can (`--explain-stacks`: `auto` by
+    /// default, late-only where the kernel has hist triggers).
+    pub explain_stacks: StackChoice,
     /// Why explaining, on by default, is off for this run: the reason and the fix (tracefs
     /// unusable here); `None` when it is on or was turned off on purpose.
     pub explain_off: Option<String>,
@@ -376,7 +378,7 @@ impl Default for PlanSpec {
             event_capacity: 10_000,
             explain: None,
             explain_keep: 5,
-            explain_stacks: false,
+            explain_stacks: StackChoice::Auto,
             explain_off: None,
             raw: false,
             limits: Vec::new(),
@@ -402,8 +404,8 @@ pub struct RunPlan {
     pub explain: Option<Nanos>,
     /// Spikes kept fully explained per minute.
     pub explain_keep: usize,
-    /// Take kernel stacks for spikes ([`PlanSpec::explain_stacks`]).
-    pub explain_stacks: bool,
+    /// Which kernel stacks spikes get ([`PlanSpec::explain_stacks`]).
+    pub explain_stacks: StackChoice,
     /// Why explaining, on by default, is off ([`PlanSpec::explain_off`]).
     pub explain_off: Option<String>,
     /// SCHED_FIFO priority asked for rtscope's control and monitor threads (`None`: off).
@@ -425,7 +427,7 @@ impl RunPlan {
             per_cpu: false,
             explain: None,
             explain_keep: 5,
-            explain_stacks: false,
+            explain_stacks: StackChoice::Auto,
             explain_off: None,
             housekeeping: Some(crate::housekeeping::DEFAULT_PRIORITY),
             housekeeping_cpus: None,

@@ -23,6 +23,11 @@ impl Comm {
         Comm(c)
     }
 
+    /// Whether the name begins with `prefix`.
+    pub fn starts_with(&self, prefix: &[u8]) -> bool {
+        self.0.starts_with(prefix)
+    }
+
     /// The name, lossily decoded.
     pub fn as_string(&self) -> String {
         let n = self.0.iter().position(|&b| b == 0).unwrap_or(16);

@@ -99,9 +99,9 @@ pub struct ExplainConfig {
     pub tracefs_root: Option<PathBuf>,
     /// Use only the coarse tier.
     pub force_coarse: bool,
-    /// Take kernel stacks for spikes where the kernel can ([`crate::stacks`]; on by default,
-    /// `--explain-stacks off`).
-    pub stacks: bool,
+    /// Which kernel stacks spikes get where the kernel can ([`crate::stacks`]; at every
+    /// wake-up by default, as `noise` takes them; `measure` asks for `--explain-stacks`'s).
+    pub stacks: crate::tracefs::StackChoice,
     /// The idle facts (`None`: read from `/sys` and `/proc` at start).
     pub machine: Option<Machine>,
     /// Each measured CPU's SMT siblings, traced beside it (`None`: from the kernel's topology
@@ -125,7 +125,7 @@ impl ExplainConfig {
             max_windows: 1440,
             tracefs_root: None,
             force_coarse: false,
-            stacks: true,
+            stacks: crate::tracefs::StackChoice::Every,
             machine: None,
             siblings: None,
         }
@@ -238,10 +238,7 @@ impl Explainer {
             .map(str::to_owned)
             .into_iter()
             .chain(self.live.as_ref().map(LiveWait::describe))
-            .chain(
-                self.stacks_off()
-                    .map(|why| format!("kernel stacks off: {why}")),
-            )
+            .chain(self.recorder.as_ref().and_then(|r| r.stacks().note()))
             .collect();
         let tier = self.tier.name();
         if notes.is_empty() {
@@ -262,9 +259,7 @@ impl Explainer {
 
     /// Whether spikes get kernel stacks.
     pub fn stacks_on(&self) -> bool {
-        self.recorder
-            .as_ref()
-            .is_some_and(|r| *r.stacks() == crate::tracefs::Stacks::On)
+        self.recorder.as_ref().is_some_and(|r| r.stacks().taking())
     }
 
     /// The instance directory, when recording.
@@ -422,6 +417,7 @@ fn choose(cfg: &ExplainConfig) -> (Tier, Option<String>, Option<FlightRecorder>)
     rc.instance.hrtimer_events = cfg.hrtimer_events;
     rc.instance.buffer_kb = cfg.buffer_kb;
     rc.instance.stacks = cfg.stacks;
+    rc.instance.late_threshold_ns = cfg.threshold_ns;
     let mut reason = None;
     if tfs.has_timerlat() && !cfg.hrtimer_events {
         match crate::timerlat::in_use(&tfs) {

@@ -41,10 +41,28 @@ impl Reaper {
         dir: &Path,
         restore: &[(PathBuf, String)],
     ) -> Result<Reaper, TraceError> {
-        let restore = restore
-            .iter()
-            .map(|(p, v)| Ok((cstr(p)?, v.clone().into_bytes())))
-            .collect::<Result<Vec<_>, TraceError>>()?;
+        Reaper::spawn_cleaning(dir, restore, &[], &[])
+    }
+
+    /// Starts a reaper for `dir` that first appends each `(file, line)` of `undo` (the `!`
+    /// lines taking the late-only stacks' hist triggers back: the kernel refuses to remove an
+    /// instance whose hist triggers hold variables), and once the instance is gone each of
+    /// `appends` (the `!name` lines deleting their synthetic events, never truncating
+    /// `synthetic_events`), then writes `restore` back.
+    pub fn spawn_cleaning(
+        dir: &Path,
+        restore: &[(PathBuf, String)],
+        undo: &[(PathBuf, String)],
+        appends: &[(PathBuf, String)],
+    ) -> Result<Reaper, TraceError> {
+        let prepare = |v: &[(PathBuf, String)]| {
+            v.iter()
+                .map(|(p, v)| Ok((cstr(p)?, v.clone().into_bytes())))
+                .collect::<Result<Vec<_>, TraceError>>()
+        };
+        let restore = prepare(restore)?;
+        let appends = prepare(appends)?;
+        let undo = prepare(undo)?;
         let dir_c = cstr(dir)?;
         let off_c = cstr(&dir.join("tracing_on"))?;
         // SAFETY: `clean_up` makes only system calls on memory prepared here, before the fork.
@@ -53,7 +71,7 @@ impl Reaper {
                 c"rtscope-reaper",
                 None,
                 || {},
-                || clean_up(&dir_c, &off_c, &restore),
+                || clean_up(&dir_c, &off_c, [&undo, &appends], &restore),
             )
         }
         .map_err(|e| TraceError::Io {
@@ -84,7 +102,12 @@ impl Reaper {
 /// What the reaper does once rtscope is gone: tracing off, the directory removed (retried
 /// while the dead process's `trace_pipe_raw` files are still being released), the saved
 /// settings written back. Runs in the forked keeper: system calls only.
-fn clean_up(dir: &CString, tracing_on: &CString, restore: &[(CString, Vec<u8>)]) {
+fn clean_up(
+    dir: &CString,
+    tracing_on: &CString,
+    [undo, appends]: [&[(CString, Vec<u8>)]; 2],
+    restore: &[(CString, Vec<u8>)],
+) {
     // SAFETY: only async-signal-safe system calls on memory allocated before the fork.
     unsafe {
         let fd = libc::open(tracing_on.as_ptr(), libc::O_WRONLY | libc::O_NOFOLLOW);
@@ -92,6 +115,7 @@ fn clean_up(dir: &CString, tracing_on: &CString, restore: &[(CString, Vec<u8>)])
             libc::write(fd, b"0".as_ptr().cast(), 1);
             libc::close(fd);
         }
+        append_each(undo);
         for _ in 0..250 {
             if libc::rmdir(dir.as_ptr()) == 0 || *libc::__errno_location() != libc::EBUSY {
                 break;
@@ -102,10 +126,29 @@ fn clean_up(dir: &CString, tracing_on: &CString, restore: &[(CString, Vec<u8>)])
             };
             libc::nanosleep(&ts, std::ptr::null_mut());
         }
+        append_each(appends);
         for (path, value) in restore {
             let fd = libc::open(
                 path.as_ptr(),
                 libc::O_WRONLY | libc::O_TRUNC | libc::O_NOFOLLOW,
+            );
+            if fd >= 0 {
+                libc::write(fd, value.as_ptr().cast(), value.len());
+                libc::close(fd);
+            }
+        }
+    }
+}
+
+/// Appends each line to its file (one write each, as the kernel takes a trigger or a
+/// synthetic event). Runs in the forked keeper: system calls only.
+fn append_each(lines: &[(CString, Vec<u8>)]) {
+    for (path, value) in lines {
+        // SAFETY: only async-signal-safe system calls on memory allocated before the fork.
+        unsafe {
+            let fd = libc::open(
+                path.as_ptr(),
+                libc::O_WRONLY | libc::O_APPEND | libc::O_NOFOLLOW,
             );
             if fd >= 0 {
                 libc::write(fd, value.as_ptr().cast(), value.len());
@@ -131,16 +174,36 @@ mod restore_tests {
     }
 
     #[test]
-    fn the_reaper_writes_saved_settings_back_after_removing_the_directory() {
+    fn the_reaper_deletes_synthetic_events_and_writes_saved_settings_back_after_removing_the_directory(
+    ) {
         let base = std::env::temp_dir().join(format!("rtscope-reaper-{}", std::process::id()));
         let dir = base.join("instance");
         std::fs::create_dir_all(&dir).unwrap();
         let setting = base.join("cpus");
         std::fs::write(&setting, "1").unwrap();
-        let r = Reaper::spawn_restoring(&dir, &[(setting.clone(), "0-3".into())]).unwrap();
+        let defs = base.join("synthetic_events");
+        std::fs::write(&defs, "rtscope_1_0_switch pid_t pid; u64 lat\n").unwrap();
+        // A file inside the instance stands for its trigger files: the directory can be
+        // removed only once the reaper took the trigger back (here: removed the file).
+        let trigger = dir.join("trigger");
+        std::fs::write(&trigger, "").unwrap();
+        let r = Reaper::spawn_cleaning(
+            &dir,
+            &[(setting.clone(), "0-3".into())],
+            &[(trigger.clone(), "!hist:keys=pid".into())],
+            &[(defs.clone(), "!rtscope_1_0_switch".into())],
+        )
+        .unwrap();
         drop(r); // as if rtscope had died: the pipe closes, the child cleans up
-        assert!(!dir.exists());
+        assert!(dir.exists(), "a directory with a file is not removed");
+        assert_eq!(std::fs::read_to_string(&trigger).unwrap(), "!hist:keys=pid");
+        std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(std::fs::read_to_string(&setting).unwrap(), "0-3");
+        // Appended, never truncated: the other synthetic events stay.
+        assert_eq!(
+            std::fs::read_to_string(&defs).unwrap(),
+            "rtscope_1_0_switch pid_t pid; u64 lat\n!rtscope_1_0_switch"
+        );
         std::fs::remove_dir_all(base).unwrap();
     }
 }

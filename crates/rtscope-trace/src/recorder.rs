@@ -15,7 +15,7 @@ use crate::model::{Attribution, MissingExits, NotTraced, SiblingActivity, Spike}
 use crate::page::parse_page;
 use crate::reaper::Reaper;
 use crate::stacks::Namer;
-use crate::tracefs::{Instance, InstanceConfig, Stacks, Tracefs};
+use crate::tracefs::{Instance, InstanceConfig, StackChoice, Stacks, Tracefs};
 use crate::TraceError;
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -64,7 +64,9 @@ impl RecorderConfig {
                 buffer_kb: 2048,
                 hrtimer_events: false,
                 timerlat: false,
-                stacks: false,
+                stacks: crate::tracefs::StackChoice::Off,
+                late_threshold_ns: u64::MAX,
+                timer_functions: crate::late::TimerFunctions::default(),
             },
             housekeeping: Vec::new(),
             reader_fifo: None,
@@ -255,14 +257,34 @@ impl FlightRecorder {
         let siblings = cfg.siblings.clone();
         // Symbols first: without them a stack would name no function, so none is taken.
         let mut cfg = cfg;
-        let mut namer = Namer::load(cfg.instance.stacks);
-        cfg.instance.stacks = namer.wants_trigger();
+        let mut namer = Namer::load(cfg.instance.stacks != StackChoice::Off);
+        if !namer.wants_trigger() {
+            cfg.instance.stacks = StackChoice::Off;
+        }
+        cfg.instance.timer_functions = namer.timer_functions();
         let saved = if timerlat {
             crate::timerlat::saved_settings(tfs)?
         } else {
             Vec::new()
         };
-        let reaper = Reaper::spawn_restoring(&dir, &saved)?;
+        // The late-only stacks' hist triggers hold the instance (the kernel refuses its
+        // removal while they are set) and their synthetic events are global: the reaper takes
+        // both back.
+        let late = match cfg.instance.stacks {
+            StackChoice::On | StackChoice::Auto => crate::late::Late::new(
+                &dir,
+                cfg.instance.late_threshold_ns,
+                cfg.instance.timer_functions,
+            ),
+            StackChoice::Off | StackChoice::Every => None,
+        };
+        let undo = late.as_ref().map_or_else(Vec::new, |l| l.undo(&dir));
+        let deletions: Vec<_> = late
+            .iter()
+            .flat_map(|l| l.deletions())
+            .map(|d| (tfs.root.join("synthetic_events"), d))
+            .collect();
+        let reaper = Reaper::spawn_cleaning(&dir, &saved, &undo, &deletions)?;
         // The siblings are traced with the measured CPUs; the timerlat tracer runs on the
         // measured ones only.
         let mut traced = cfg.instance.clone();

@@ -13,6 +13,7 @@
 //! thread, never in the measured path.
 
 use crate::decode::{Event, Kind};
+use crate::late::TimerFunctions;
 use crate::model::{Attribution, Spike, Task};
 use crate::tracefs::Stacks;
 use rtscope_explain::model::KernelStack;
@@ -81,7 +82,20 @@ pub fn find(events: &[Event], spike: &Spike, culprit: Option<&Task>) -> Option<(
             Kind::Waking { pid, .. } if pid == spike.tid && e.pid != 0 => Some((i, e)),
             _ => None,
         })
-        .and_then(|(i, e)| Some((tasks.task(e.pid), stack_of(events, i, e.pid)?)));
+        .and_then(|(i, e)| {
+            let stack = stack_of(events, i, e.pid).or_else(|| stack_before(events, i, e.pid))?;
+            Some((tasks.task(e.pid), stack))
+        });
+    // A late-only trigger's stack at an interrupt between the waking and the switch (the
+    // scheduler tick found the culprit holding the CPU).
+    let held = |pid: i32| {
+        within.iter().find_map(|&(i, e)| match &e.kind {
+            Kind::KernelStack { frames } if e.pid == pid && pid != 0 && loose(events, i) => {
+                Some((tasks.task(pid), frames.clone()))
+            }
+            _ => None,
+        })
+    };
     let switched = |pid: Option<i32>| {
         within.iter().rev().find_map(|&(i, e)| match &e.kind {
             Kind::Switch {
@@ -96,7 +110,8 @@ pub fn find(events: &[Event], spike: &Spike, culprit: Option<&Task>) -> Option<(
     match at_wake {
         Some(w) if culprit == Some(w.0.pid) => Some(w),
         w => culprit
-            .and_then(|p| switched(Some(p)))
+            .and_then(held)
+            .or_else(|| culprit.and_then(|p| switched(Some(p))))
             .or(w)
             .or_else(|| switched(None)),
     }
@@ -115,6 +130,42 @@ fn stack_of(events: &[Event], i: usize, pid: i32) -> Option<Vec<u64>> {
             Kind::KernelStack { frames } if e.pid == pid => Some(frames.clone()),
             _ => None,
         })
+}
+
+/// The stack a late-only trigger took at the timer interrupt that woke the thread, just before
+/// the waking at index `i` ([`crate::late`]: the interrupt's `hrtimer_expire_entry` comes
+/// first), in the name of `pid` (the task the interrupt found): within
+/// [`STACK_AFTER_SWITCH_NS`], no switch or other waking between, and not a stack of an
+/// earlier record.
+fn stack_before(events: &[Event], i: usize, pid: i32) -> Option<Vec<u64>> {
+    let ts = events.get(i)?.ts;
+    (0..i)
+        .rev()
+        .take_while(|&j| events[j].ts + STACK_AFTER_SWITCH_NS >= ts)
+        .take_while(|&j| !matches!(events[j].kind, Kind::Switch { .. } | Kind::Waking { .. }))
+        .find_map(|j| match &events[j].kind {
+            Kind::KernelStack { frames } if events[j].pid == pid && loose(events, j) => {
+                Some(frames.clone())
+            }
+            _ => None,
+        })
+}
+
+/// Whether the stack entry at `i` belongs to no record before it: the triggers at every
+/// wake-up write theirs right after a waking of a measured thread or a switch into one, and
+/// the late-only switch chain right after a switch into one; any other stack is a late-only
+/// trigger's, taken at an interrupt (the timerlat tier records no interrupt entry, so the
+/// record before it can be a switch long before). The first event of a window has no known
+/// record before it: not loose.
+fn loose(events: &[Event], i: usize) -> bool {
+    let measured =
+        |c: &crate::decode::Comm| c.starts_with(b"rtscope-m") || c.starts_with(b"rtscope-n");
+    i.checked_sub(1).is_some_and(|j| match &events[j].kind {
+        Kind::Waking { comm, .. } => !measured(comm),
+        Kind::Switch { next_comm, .. } => !measured(next_comm),
+        Kind::KernelStack { .. } => false,
+        _ => true,
+    })
 }
 
 /// What a recorder names its spikes' stacks with: whether they get one, and the symbols.
@@ -146,6 +197,14 @@ impl Namer {
         self.state == Stacks::On
     }
 
+    /// The timer functions the late-only triggers filter on, from the symbols.
+    pub fn timer_functions(&self) -> TimerFunctions {
+        TimerFunctions {
+            hrtimer_wakeup: self.kallsyms.address("hrtimer_wakeup"),
+            tick_sched_timer: self.kallsyms.address("tick_sched_timer"),
+        }
+    }
+
     /// Takes the instance's state (the trigger set, or why not) unless the symbols failed.
     pub fn settle(&mut self, instance: &Stacks) {
         if self.state == Stacks::On {
@@ -160,7 +219,7 @@ impl Namer {
 
     /// Gives `a` the stack [`find`] finds in `events` (its CPU's, around the spike), named.
     pub fn attach(&self, a: &mut Attribution, events: &[Event]) {
-        if self.state != Stacks::On {
+        if !self.state.taking() {
             return;
         }
         let culprit = a.culprit().and_then(crate::model::Category::task).cloned();
@@ -234,6 +293,11 @@ impl Kallsyms {
             .collect();
         syms.sort_unstable_by_key(|s| s.0);
         Kallsyms { syms }
+    }
+
+    /// The address of the kernel's own text symbol `name` (not a module's), if it has one.
+    pub fn address(&self, name: &str) -> Option<u64> {
+        self.syms.iter().find(|s| s.1 == name).map(|s| s.0)
     }
 
     /// How many symbols.
@@ -449,5 +513,131 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
         let plain = without_stacks(&events);
         assert_eq!(plain.len(), 3);
         assert!(matches!(without_stacks(&plain), Cow::Borrowed(_)));
+    }
+
+    fn irq(ts: u64, pid: i32) -> Event {
+        ev(
+            ts,
+            pid,
+            Kind::IrqEntry {
+                irq: 0,
+                name: "timer".into(),
+            },
+        )
+    }
+
+    #[test]
+    fn late_only_stacks_taken_at_the_late_timer_or_the_tick_are_found_for_the_culprit() {
+        let spike = Spike {
+            cpu: 1,
+            tid: 7,
+            deadline_ns: 1_000_000,
+            wakeup_ns: 9_000_000,
+            smis: None,
+        };
+        let stack = |ts, pid, a| ev(ts, pid, Kind::KernelStack { frames: vec![a] });
+        let waking = |ts, pid| {
+            ev(
+                ts,
+                pid,
+                Kind::Waking {
+                    pid: 7,
+                    prio: 1,
+                    comm: Comm::new(b"rtscope-m0"),
+                    target_cpu: 1,
+                },
+            )
+        };
+        // The timer interrupt came late: its stack (where it found the culprit, interrupts
+        // off) comes before the waking, after the interrupt's entry.
+        let timer = vec![
+            irq(7_000_000, 40),
+            stack(7_000_010, 40, 0xa),
+            waking(7_000_020, 40),
+            switch(8_000_000, 40, 7),
+        ];
+        let culprit = named_task(40);
+        assert_eq!(find(&timer, &spike, Some(&culprit)).unwrap().1, vec![0xa]);
+        assert_eq!(find(&timer, &spike, None).unwrap().1, vec![0xa]);
+        // The timerlat tier records no interrupt entry: the record before the timer's stack
+        // is the switch that let the culprit run, 6 ms before (rt-amd64, irq mode).
+        let mut timerlat = timer.clone();
+        timerlat[0] = ev(
+            1_000_000,
+            28,
+            Kind::Switch {
+                prev_pid: 28,
+                prev_prio: 98,
+                prev_comm: Comm::new(b"ktimers/1"),
+                prev_state: TaskState::Asleep,
+                next_pid: 40,
+                next_prio: 120,
+                next_comm: Comm::new(b"culprit"),
+            },
+        );
+        assert_eq!(
+            find(&timerlat, &spike, Some(&culprit)).unwrap().1,
+            vec![0xa]
+        );
+        // The wake-up was on time; the tick found the culprit holding the CPU before the
+        // switch (which, late too, took the culprit's `__schedule` stack): the tick's is the
+        // one.
+        let held = vec![
+            waking(1_000_100, 40),
+            irq(3_000_000, 40),
+            stack(3_000_010, 40, 0xb),
+            switch(8_000_000, 40, 7),
+            stack(8_000_010, 40, 0xc),
+        ];
+        assert_eq!(find(&held, &spike, Some(&culprit)).unwrap().1, vec![0xb]);
+        // Without the tick's, the switch's.
+        let switched: Vec<Event> = held
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| ![1, 2].contains(i))
+            .map(|(_, e)| e.clone())
+            .collect();
+        assert_eq!(
+            find(&switched, &spike, Some(&culprit)).unwrap().1,
+            vec![0xc]
+        );
+        // A prompt wake-up took no stack: nothing is found, and the stack of a waking at
+        // every wake-up is never taken for a late-only one.
+        assert_eq!(find(&[waking(1_000_100, 40)], &spike, None), None);
+        let every = vec![
+            waking(1_000_100, 40),
+            stack(1_000_110, 40, 0xd),
+            waking(1_000_120, 40),
+        ];
+        assert_eq!(find(&every, &spike, None), None);
+        assert_eq!(find(&every[1..], &spike, Some(&culprit)), None);
+    }
+
+    #[test]
+    fn the_tier_line_says_which_stacks_are_taken_and_why_not_late_only() {
+        assert_eq!(Stacks::Off.note(), None);
+        assert_eq!(Stacks::On.note(), None);
+        assert_eq!(
+            Stacks::Late("switch, timer, held".into()).note().unwrap(),
+            "kernel stacks when late: switch, timer, held"
+        );
+        assert!(Stacks::EveryNotLate("no hist triggers".into())
+            .note()
+            .unwrap()
+            .starts_with("kernel stacks at every wake-up: late-only stacks unavailable: no hist"));
+        assert!(Stacks::Unavailable("x".into())
+            .note()
+            .unwrap()
+            .starts_with("kernel stacks off: x"));
+        assert!(Stacks::Late(String::new()).taking());
+        assert!(!Stacks::Unavailable(String::new()).taking());
+    }
+
+    #[test]
+    fn kernel_symbols_are_found_by_name_for_the_timer_filters() {
+        let k = Kallsyms::parse(SYMS);
+        assert_eq!(k.address("__schedule"), Some(0xffff_ffff_8110_0000));
+        assert_eq!(k.address("noisy_thread"), None); // a module's is named with its module
+        assert_eq!(k.address("some_data"), None);
     }
 }

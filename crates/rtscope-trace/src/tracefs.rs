@@ -6,6 +6,7 @@
 //! [`remove_stale`]).
 
 use crate::format::{EventFormat, PageLayout};
+use crate::late::{Late, TimerFunctions};
 use crate::TraceError;
 use std::ffi::CString;
 use std::fs;
@@ -200,7 +201,7 @@ pub fn cpumask(cpus: &[usize]) -> String {
 }
 
 /// Whether a process exists.
-fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     // SAFETY: kill with signal 0 only checks existence and permission.
     let r = unsafe { libc::kill(pid, 0) };
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
@@ -223,7 +224,11 @@ pub fn remove_stale(tfs: &Tracefs) -> Vec<String> {
     };
     for entry in dir.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if owner_of(&name).is_some_and(|pid| !alive(pid)) && fs::remove_dir(entry.path()).is_ok() {
+        if owner_of(&name).is_none_or(alive) {
+            continue;
+        }
+        crate::late::untrigger(&entry.path());
+        if fs::remove_dir(entry.path()).is_ok() {
             removed.push(name);
         }
     }
@@ -272,8 +277,27 @@ pub struct InstanceConfig {
     /// Run the timerlat tracer in the instance with the timerlat tier's events
     /// ([`TIMERLAT_EVENTS`]) instead of the lean set.
     pub timerlat: bool,
-    /// Take kernel stacks: the [`STACK_TRIGGER`] on the instance's `sched_switch`.
-    pub stacks: bool,
+    /// Which kernel stacks to take.
+    pub stacks: StackChoice,
+    /// The lateness at which the late-only triggers take a stack (ns; the explain threshold).
+    pub late_threshold_ns: u64,
+    /// The timer functions the late-only timer chains filter on (from `/proc/kallsyms`).
+    pub timer_functions: TimerFunctions,
+}
+
+/// Which kernel stacks a run asks for (`--explain-stacks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StackChoice {
+    /// None (`off`).
+    Off,
+    /// At every switch into and waking of a measured thread ([`STACK_TRIGGER`],
+    /// [`WAKE_STACK_TRIGGER`]): `noise --explain`, whose loop is switched in only after a gap.
+    Every,
+    /// Late-only ([`crate::late`]) where the kernel has hist triggers, else at every wake-up
+    /// (`on`).
+    On,
+    /// Late-only where the kernel has hist triggers, else none (`auto`, `measure`'s default).
+    Auto,
 }
 
 /// Whether the instance takes kernel stacks.
@@ -281,10 +305,35 @@ pub struct InstanceConfig {
 pub enum Stacks {
     /// Not asked for (`--explain-stacks off`).
     Off,
-    /// The trigger is set.
+    /// The triggers at every wake-up are set ([`StackChoice::Every`]).
     On,
+    /// The late-only triggers are set: their chains (`switch, timer, held`).
+    Late(String),
+    /// `on` on a kernel without late-only stacks: the triggers at every wake-up are set; why
+    /// not late-only.
+    EveryNotLate(String),
     /// Asked for, but this kernel cannot: why, with the fix.
     Unavailable(String),
+}
+
+impl Stacks {
+    /// Whether a trigger takes stacks.
+    pub fn taking(&self) -> bool {
+        matches!(self, Stacks::On | Stacks::Late(_) | Stacks::EveryNotLate(_))
+    }
+
+    /// The tier line's note (`None`: nothing to say: off as asked, or at every wake-up as
+    /// `noise` always does).
+    pub fn note(&self) -> Option<String> {
+        match self {
+            Stacks::Off | Stacks::On => None,
+            Stacks::Late(chains) => Some(format!("kernel stacks when late: {chains}")),
+            Stacks::EveryNotLate(why) => Some(format!(
+                "kernel stacks at every wake-up: late-only stacks unavailable: {why}"
+            )),
+            Stacks::Unavailable(why) => Some(format!("kernel stacks off: {why}")),
+        }
+    }
 }
 
 /// A private tracefs instance, removed on drop.
@@ -302,6 +351,9 @@ pub struct Instance {
     pub cpus: Vec<usize>,
     /// Whether it takes kernel stacks.
     pub stacks: Stacks,
+    /// The late-only stacks' synthetic events and triggers, when set (removed with it), and
+    /// the tracefs root whose `synthetic_events` defines them.
+    late: Option<(PathBuf, Late)>,
 }
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
@@ -331,6 +383,7 @@ impl Instance {
             return Err(TraceError::Unavailable("no CPU to trace".into()));
         }
         remove_stale(tfs);
+        crate::late::remove_stale(tfs, alive);
         fs::create_dir(&dir).map_err(io(&dir))?;
         let mut inst = Instance {
             dir,
@@ -339,6 +392,7 @@ impl Instance {
             page_size: page_size(),
             cpus: cfg.cpus.clone(),
             stacks: Stacks::Off,
+            late: None,
         };
         inst.setup(tfs, cfg)?; // on error, drop removes the directory
         Ok(inst)
@@ -393,9 +447,11 @@ impl Instance {
             }
             write_file(&d.join("current_tracer"), "timerlat")?;
         }
-        if cfg.stacks {
-            self.stacks = self.set_stack_trigger(tfs);
-        }
+        self.stacks = match cfg.stacks {
+            StackChoice::Off => Stacks::Off,
+            StackChoice::Every => self.set_stack_trigger(tfs),
+            StackChoice::On | StackChoice::Auto => self.set_late_or(tfs, cfg),
+        };
         write_file(&d.join("tracing_on"), "1")
     }
 
@@ -426,6 +482,69 @@ impl Instance {
         Stacks::On
     }
 
+    /// Sets the late-only triggers ([`crate::late`]); where the kernel cannot, the triggers
+    /// at every wake-up (`on`) or none (`auto`), saying why.
+    fn set_late_or(&mut self, tfs: &Tracefs, cfg: &InstanceConfig) -> Stacks {
+        let why = match self.set_late(tfs, cfg) {
+            Ok(chains) => return Stacks::Late(chains),
+            Err(why) => why,
+        };
+        match cfg.stacks {
+            StackChoice::On => match self.set_stack_trigger(tfs) {
+                Stacks::On => Stacks::EveryNotLate(why),
+                other => other,
+            },
+            _ => Stacks::Unavailable(format!(
+                "late-only stacks unavailable: {why}; --explain-stacks on takes them at every \
+                 wake-up"
+            )),
+        }
+    }
+
+    /// The late-only triggers set, their chains named; or why not (every trigger and
+    /// synthetic event already set is taken back).
+    fn set_late(&mut self, tfs: &Tracefs, cfg: &InstanceConfig) -> Result<String, String> {
+        if let Some(why) = crate::late::unsupported(tfs) {
+            return Err(why);
+        }
+        let format = tfs
+            .event_format("ftrace", "kernel_stack")
+            .ok_or("the kernel has no ftrace/kernel_stack event (CONFIG_STACKTRACE)".to_string())?;
+        let late = Late::new(&self.dir, cfg.late_threshold_ns, cfg.timer_functions)
+            .ok_or("the instance's name makes no synthetic event name".to_string())?;
+        let set = late.set_up(tfs, &self.dir);
+        self.late = Some((tfs.root.clone(), late));
+        if let Err(e) = set {
+            self.unset_late_triggers();
+            self.delete_synthetic();
+            self.late = None;
+            return Err(format!("a hist trigger was refused ({e})"));
+        }
+        self.formats.push(format);
+        Ok(self
+            .late
+            .as_ref()
+            .map_or(String::new(), |(_, l)| l.chains().join(", ")))
+    }
+
+    /// Removes the late-only triggers (last set first: a variable's readers before the
+    /// trigger that sets it); errors ignored (the instance's removal clears them anyway).
+    fn unset_late_triggers(&self) {
+        let Some((_, late)) = &self.late else {
+            return;
+        };
+        for (file, line) in late.undo(&self.dir) {
+            let _ = crate::late::append_file(&file, &line);
+        }
+    }
+
+    /// Deletes the late-only synthetic events (once no trigger uses them).
+    fn delete_synthetic(&self) {
+        if let Some((root, late)) = &self.late {
+            crate::late::remove(&Tracefs { root: root.clone() }, late);
+        }
+    }
+
     /// The `trace_pipe_raw` file of a CPU.
     pub fn pipe_raw(&self, cpu: usize) -> PathBuf {
         self.dir.join(format!("per_cpu/cpu{cpu}/trace_pipe_raw"))
@@ -435,6 +554,13 @@ impl Instance {
     /// first, or the kernel refuses with EBUSY).
     pub fn remove(&self) -> Result<(), TraceError> {
         let _ = write_file(&self.dir.join("tracing_on"), "0");
+        self.unset_late_triggers();
+        let removed = self.remove_dir();
+        self.delete_synthetic();
+        removed
+    }
+
+    fn remove_dir(&self) -> Result<(), TraceError> {
         for _ in 0..50 {
             match fs::remove_dir(&self.dir) {
                 Ok(()) => return Ok(()),

@@ -35,7 +35,12 @@ fn record_with(
         buffer_kb: 4096,
         hrtimer_events: false,
         timerlat: false,
-        stacks,
+        stacks: match stacks {
+            true => rtscope_trace::tracefs::StackChoice::Every,
+            false => rtscope_trace::tracefs::StackChoice::Off,
+        },
+        late_threshold_ns: u64::MAX,
+        timer_functions: Default::default(),
     };
     let inst = Instance::create(&tfs, &cfg).unwrap();
     let stop = Arc::new(AtomicBool::new(false));

@@ -71,13 +71,43 @@ traced_run() {
     done
 }
 
+# late_snapshot MODE: 4 s into `measure --explain`, what its late-only stacks set up
+# (docs/explain.md, "Kernel stacks"): the synthetic events, the instance's hist triggers and
+# their maps' totals (each hitcount: the wake-ups each chain judged), sent back as late-MODE.log.
+late_snapshot() {
+    sleep 4
+    _t=/sys/kernel/tracing
+    {
+        echo "== synthetic_events"
+        cat "$_t/synthetic_events"
+        for _f in "$_t"/instances/rtscope-*/events/sched/sched_waking/trigger \
+            "$_t"/instances/rtscope-*/events/sched/sched_switch/trigger \
+            "$_t"/instances/rtscope-*/events/timer/hrtimer_start/trigger \
+            "$_t"/instances/rtscope-*/events/timer/hrtimer_expire_entry/trigger \
+            "$_t"/instances/rtscope-*/events/synthetic/*/trigger; do
+            echo "== $_f"
+            cat "$_f"
+        done
+        for _f in "$_t"/instances/rtscope-*/events/sched/sched_switch/hist \
+            "$_t"/instances/rtscope-*/events/timer/hrtimer_expire_entry/hist; do
+            echo "== $_f"
+            head -c 20000 "$_f" | grep -v '^$' | tail -n 40
+        done
+    } >"/tmp/late-$1.log" 2>&1
+}
+
 mark clocksource "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 for mode in ${MODES:-preempt irq storm softirq net}; do
     start_noise "$mode"
+    late_snapshot "$mode" &
+    LATE_SNAP=$!
     # RTSCOPE_TRACE_DUMP: every event rtscope's own recorder read, to set beside the reference.
     traced_run "explain-$mode" "reference-$mode.txt" "/tmp/explain-$mode.json" \
         env RTSCOPE_TRACE_DUMP="/tmp/dump-$mode.txt" rtscope measure -D 6s -i 1ms --cpus 1 -p 80 \
         --explain 1.5ms --explain-keep 100 --explain-stacks on -q --no-db --json "/tmp/explain-$mode.json"
+    wait "$LATE_SNAP"
+    mark late-synthetic-left "$mode $(grep -c '^rtscope_' /sys/kernel/tracing/synthetic_events 2>/dev/null)"
+    put_log "late-$mode"
     # The same noise under `rtscope noise --explain`: a busy loop at SCHED_OTHER on CPU 1 whose
     # gaps of 20 us and more are charged, the worst 200 kept whole for the comparison.
     traced_run "noise-$mode" "reference-noise-$mode.txt" "/tmp/noise-$mode.json" \
@@ -95,3 +125,19 @@ for mode in ${MODES:-preempt irq storm softirq net}; do
     [ -f "/tmp/noise-dump-$mode.txt" ] && put_file "noise-dump-$mode.txt" "/tmp/noise-dump-$mode.txt" \
         && rm "/tmp/noise-dump-$mode.txt"
 done
+
+# The late-only stacks after a SIGKILL of `measure --explain` while it records (`auto`, the
+# default): the reaper takes the instance's hist triggers back (the kernel refuses to remove an
+# instance whose hist triggers hold variables), removes it and deletes the global synthetic
+# events (docs/explain.md, "Kernel stacks"). Marker: what was set, what is left.
+_t=/sys/kernel/tracing
+rtscope measure -D 30s -i 1ms --cpus 1 -p 80 --explain 1.5ms -q --no-db >/tmp/late-kill.log 2>&1 &
+_kpid=$!
+sleep 4
+_kset=$(grep -c '^rtscope_' "$_t/synthetic_events")
+_kinst=$(ls "$_t/instances" | grep -c '^rtscope-')
+kill -9 "$_kpid"
+wait "$_kpid" 2>/dev/null
+sleep 3
+mark late-sigkill "set=$_kset instances=$_kinst left=$(grep -c '^rtscope_' "$_t/synthetic_events") instances-left=$(ls "$_t/instances" | grep -c '^rtscope-')"
+put_log late-kill

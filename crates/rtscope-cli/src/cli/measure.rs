@@ -129,13 +129,13 @@ pub struct MeasureArgs {
     )]
     pub explain_keep: Option<usize>,
     /// Kernel stacks for the spikes explained: where in the kernel the CPU was held [default:
-    /// off: where a load shares a measured CPU, every wake-up that preempts it takes two stacks
-    /// on the measured thread's path; docs/explain.md]
+    /// auto: only for late wake-ups, where the kernel has hist triggers, else none; on: the
+    /// same, else at every wake-up; docs/explain.md]
     #[arg(
         long,
-        value_name = "on|off",
+        value_name = "auto|on|off",
         requires = "explain",
-        value_parser = ["on", "off"],
+        value_parser = ["auto", "on", "off"],
         help_heading = "Recording"
     )]
     pub explain_stacks: Option<String>,

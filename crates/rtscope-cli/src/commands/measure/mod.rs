@@ -14,6 +14,7 @@ use rtscope_present::{measure_json as json, table};
 use rtscope_session::cpus::cpu_list;
 use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::record::RecordSpec;
+use rtscope_trace::tracefs::StackChoice;
 
 use rtscope_session::{
     ConfigDoc, Event, Measured, Naming, PlanError, PlanSpec, Recorded, RunPlan, Session,
@@ -64,7 +65,11 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         },
         explain: opt_dur(a.explain.as_deref(), "--explain", "us")?,
         explain_keep: rtscope_session::plan::explain_keep(a.explain_keep)?,
-        explain_stacks: a.explain_stacks.as_deref() == Some("on"),
+        explain_stacks: match a.explain_stacks.as_deref() {
+            Some("on") => StackChoice::On,
+            Some("off") => StackChoice::Off,
+            _ => StackChoice::Auto,
+        },
         explain_off: None,
         housekeeping_cpus: a
             .housekeeping
