@@ -93,7 +93,7 @@ pub fn is_plumbing(frame: &str) -> bool {
         "arch_stack_walk",
         "ttwu_",
         "arch_timer_handler_",
-        // The late-only stacks' hist trigger and synthetic event (rtscope_trace::late).
+        // The late-only stacks' hist trigger and synthetic event (rtscope_trace::tracefs::late).
         "hist_trigger_",
         "synth_event_",
     ];
@@ -325,7 +325,7 @@ mod tests {
             "noisy_thread [noisy]",
         ]);
         assert_eq!(woke.function(), Some("noisy_hold_preempt_off [noisy]"));
-        // A late-only stack (rtscope_trace::late): the late timer's hist trigger fired the
+        // A late-only stack (rtscope_trace::tracefs::late): the late timer's hist trigger fired the
         // synthetic event whose trigger took it, inside the interrupt.
         let late = stack(&[
             "event_triggers_post_call",

@@ -26,7 +26,6 @@ pub mod explain;
 pub mod format;
 pub mod hwlat;
 pub mod keep;
-pub mod late;
 pub mod machine;
 pub mod page;
 pub mod reaper;

@@ -66,7 +66,7 @@ impl RecorderConfig {
                 timerlat: false,
                 stacks: crate::tracefs::StackChoice::Off,
                 late_threshold_ns: u64::MAX,
-                timer_functions: crate::late::TimerFunctions::default(),
+                timer_functions: crate::tracefs::late::TimerFunctions::default(),
             },
             housekeeping: Vec::new(),
             reader_fifo: None,
@@ -271,7 +271,7 @@ impl FlightRecorder {
         // removal while they are set) and their synthetic events are global: the reaper takes
         // both back.
         let late = match cfg.instance.stacks {
-            StackChoice::On | StackChoice::Auto => crate::late::Late::new(
+            StackChoice::On | StackChoice::Auto => crate::tracefs::late::Late::new(
                 &dir,
                 cfg.instance.late_threshold_ns,
                 cfg.instance.timer_functions,

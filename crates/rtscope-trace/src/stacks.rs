@@ -13,8 +13,8 @@
 //! thread, never in the measured path.
 
 use crate::decode::{Event, Kind};
-use crate::late::TimerFunctions;
 use crate::model::{Attribution, Spike, Task};
+use crate::tracefs::late::TimerFunctions;
 use crate::tracefs::Stacks;
 use rtscope_explain::model::KernelStack;
 use rtscope_explain::stack::MAX_FRAMES;

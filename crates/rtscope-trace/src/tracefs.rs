@@ -5,9 +5,11 @@
 //! carries the owner's PID so a later run removes instances whose owner died (see
 //! [`remove_stale`]).
 
+pub mod late;
+
 use crate::format::{EventFormat, PageLayout};
-use crate::late::{Late, TimerFunctions};
 use crate::TraceError;
+use late::{Late, TimerFunctions};
 use std::ffi::CString;
 use std::fs;
 use std::io::ErrorKind;
@@ -227,7 +229,7 @@ pub fn remove_stale(tfs: &Tracefs) -> Vec<String> {
         if owner_of(&name).is_none_or(alive) {
             continue;
         }
-        crate::late::untrigger(&entry.path());
+        late::untrigger(&entry.path());
         if fs::remove_dir(entry.path()).is_ok() {
             removed.push(name);
         }
@@ -293,7 +295,7 @@ pub enum StackChoice {
     /// At every switch into and waking of a measured thread ([`STACK_TRIGGER`],
     /// [`WAKE_STACK_TRIGGER`]): `noise --explain`, whose loop is switched in only after a gap.
     Every,
-    /// Late-only ([`crate::late`]) where the kernel has hist triggers, else at every wake-up
+    /// Late-only ([`late`]) where the kernel has hist triggers, else at every wake-up
     /// (`on`).
     On,
     /// Late-only where the kernel has hist triggers, else none (`auto`, `measure`'s default).
@@ -383,7 +385,7 @@ impl Instance {
             return Err(TraceError::Unavailable("no CPU to trace".into()));
         }
         remove_stale(tfs);
-        crate::late::remove_stale(tfs, alive);
+        late::remove_stale(tfs, alive);
         fs::create_dir(&dir).map_err(io(&dir))?;
         let mut inst = Instance {
             dir,
@@ -482,7 +484,7 @@ impl Instance {
         Stacks::On
     }
 
-    /// Sets the late-only triggers ([`crate::late`]); where the kernel cannot, the triggers
+    /// Sets the late-only triggers ([`late`]); where the kernel cannot, the triggers
     /// at every wake-up (`on`) or none (`auto`), saying why.
     fn set_late_or(&mut self, tfs: &Tracefs, cfg: &InstanceConfig) -> Stacks {
         let why = match self.set_late(tfs, cfg) {
@@ -504,7 +506,7 @@ impl Instance {
     /// The late-only triggers set, their chains named; or why not (every trigger and
     /// synthetic event already set is taken back).
     fn set_late(&mut self, tfs: &Tracefs, cfg: &InstanceConfig) -> Result<String, String> {
-        if let Some(why) = crate::late::unsupported(tfs) {
+        if let Some(why) = late::unsupported(tfs) {
             return Err(why);
         }
         let format = tfs
@@ -534,14 +536,14 @@ impl Instance {
             return;
         };
         for (file, line) in late.undo(&self.dir) {
-            let _ = crate::late::append_file(&file, &line);
+            let _ = late::append_file(&file, &line);
         }
     }
 
     /// Deletes the late-only synthetic events (once no trigger uses them).
     fn delete_synthetic(&self) {
         if let Some((root, late)) = &self.late {
-            crate::late::remove(&Tracefs { root: root.clone() }, late);
+            late::remove(&Tracefs { root: root.clone() }, late);
         }
     }
 
