@@ -164,7 +164,7 @@ fn main() {
         let Some(r) = &a.regimes else { continue };
         match &r.envelope {
             Answer::Given(e) => {
-                for l in &e.levels {
+                for l in e.levels.iter().map(|w| &w.level) {
                     let seen = held.iter().filter(|&&x| x > l.estimate_ns).count();
                     row(
                         &name,
@@ -178,6 +178,14 @@ fn main() {
                 }
             }
             Answer::NotGiven { why } => eprintln!("{name}: no envelope: {why}"),
+        }
+        if let Answer::Given(e) = &r.envelope {
+            for n in &e.not_given {
+                eprintln!(
+                    "{name}: envelope at {:.0e}: not given: {}",
+                    n.probability, n.why
+                );
+            }
         }
         let held_blocks = block_maxima(&held, hz.round() as usize);
         match (

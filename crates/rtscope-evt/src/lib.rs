@@ -13,6 +13,7 @@
 //! explicitly, and a heavy or unstable tail gets no far-tail number at all ([`far`]).
 
 pub mod diag;
+pub mod envelope;
 pub mod far;
 pub mod figure;
 pub mod gate;

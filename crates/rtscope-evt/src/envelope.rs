@@ -1,0 +1,343 @@
+//! The worst-segment envelope of [`crate::regimes`]: per wake-up, the level of the worst of the
+//! run's segments at each probability, as if every moment were like that segment — or, at
+//! that probability, why none is given.
+//!
+//! Which segment is worst depends on the level. On a loaded VM (issue 50, a 40-minute 1 ms
+//! run, its alternate minutes fitted) the segments with the most latencies above 2 ms were not
+//! those with the stalls of 20–54 ms: the tail fitted on the former gave 12.6 ms at 1e-5 per
+//! wake-up, where the fitted half itself held 80 wake-ups above 12.6 ms in 1.2 million, and the
+//! held-out half 12 × the expected count. So the envelope has two parts:
+//!
+//! - **The fit**: the GPD of the episodes' maxima in the segments with the most wake-ups above
+//!   the segment report's level (the worst first, one more until they hold
+//!   [`EXCEEDANCES`] wake-ups above it and [`EPISODES`] episodes), converted to per wake-up by
+//!   their episodes per exceedance `θ` (Coles 2001, §5.3), with its profile-likelihood
+//!   interval. Where that fit is too heavy (two populations meeting at the level: a base tail
+//!   and bursts), the threshold in those segments is chosen as [`crate::analyse`] chooses one.
+//! - **Every segment's own values**: at a probability `p` within one segment's wake-ups
+//!   (`p · N_s ≥ 1`), each segment's level is read off its values (the `⌈p N_s⌉`-th largest;
+//!   bounds at the ranks two standard deviations of a Poisson count of its episodes either
+//!   side), and the envelope is the largest of the fit's level and every segment's: no segment
+//!   of the run is worse than it says, at the stated confidence.
+//!
+//! Beyond one segment's wake-ups only the fit speaks, and only where the segments do not
+//! contradict it: where the level some segment shows at `p = 3 / N_s` is above the fit's upper
+//! bound there (even its lower bound is, the confidence divided among the segments), the fit
+//! does not describe the worst segment's far tail, and no level beyond the segments is given;
+//! nor more than [`REACH`] × beyond one segment (no segment showed the tail that far), nor
+//! from a fit whose shape is above [`far::MAX_XI`] (the rule of [`far`]).
+
+use crate::regimes::{points_of, Segments};
+use crate::threshold::{self, Clusters, Point};
+use crate::{diag, far, gpd, Level, Options, Tail};
+
+/// The fit takes the worst segments until they hold this many wake-ups above the level.
+pub const EXCEEDANCES: usize = 100;
+/// The fewest episodes the fit is made from.
+pub const EPISODES: usize = 30;
+/// No level beyond this many times one segment's wake-ups (`p · N_s ≥ 1 / REACH`).
+pub const REACH: f64 = 10.0;
+/// The segments are checked against the fit at the level they exceed this many times.
+const CHECK_AT: f64 = 3.0;
+
+/// The GPD fitted on the worst segments.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Fit {
+    /// The segments fitted (1-based, ascending).
+    pub segments: Vec<usize>,
+    /// Their share of the run.
+    pub share_of_run: f64,
+    /// The threshold, ns.
+    pub threshold_ns: f64,
+    /// Wake-ups above it in those segments.
+    pub exceedances: usize,
+    /// Episodes (declustered) fitted.
+    pub episodes: usize,
+    /// The GPD of the episodes' maxima as used (the exponential for a fitted `ξ < 0`, unless
+    /// bounded tails are allowed, as in [`crate::Shape`]).
+    pub gpd: gpd::Gpd,
+}
+
+/// A level of the envelope and where it comes from.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct EnvelopeLevel {
+    /// The level per wake-up.
+    #[serde(flatten)]
+    pub level: Level,
+    /// The segment whose own values give it (1-based; `None`: the fit).
+    pub from_segment: Option<usize>,
+}
+
+/// A probability asked for without a level, and why.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct NotGiven {
+    /// The probability per wake-up.
+    pub probability: f64,
+    /// Why (for people).
+    pub why: String,
+}
+
+/// The worst segment's level at each probability.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Envelope {
+    /// Wake-ups per segment.
+    pub wakeups_per_segment: u64,
+    /// The smallest probability a level is given at: `1 / (REACH · wake-ups per segment)`.
+    pub smallest_probability: f64,
+    /// The fit on the worst segments (`None`: too few episodes there).
+    pub fit: Option<Fit>,
+    /// Why the fit gives no level beyond one segment (`None`: it does).
+    pub fit_refused: Option<String>,
+    /// Levels per wake-up at the asked probabilities.
+    pub levels: Vec<EnvelopeLevel>,
+    /// The probabilities asked for without a level, and why.
+    pub not_given: Vec<NotGiven>,
+}
+
+/// A level: estimate, lower bound, upper bound (`None`: unbounded).
+type Bounds = (f64, f64, Option<f64>);
+
+/// The fit's parts for its levels.
+struct Fitted {
+    fit: Fit,
+    used: gpd::Fit,
+    clusters: Clusters,
+    wakeups: u64,
+}
+
+/// The envelope of `tail` cut as `s` says.
+pub fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Envelope {
+    let n_s = s.wakeups_per_segment;
+    let fitted = fit(tail, s, o);
+    let chi2 = diag::chi2_1(o.confidence);
+    let chi2_lower = diag::chi2_1(1.0 - (1.0 - o.confidence) / s.counts.len() as f64);
+    let own: Vec<Own> = (0..s.counts.len())
+        .map(|i| own_values(tail, s, i))
+        .collect();
+    let at = |p: f64| fitted.as_ref().ok().map(|f| fit_level(f, p, chi2));
+    let mut fit_refused = fitted.as_ref().err().cloned();
+    if fit_refused.is_none() {
+        let p = CHECK_AT / n_s as f64;
+        if let (Some(fl), Some((seg, (_, lo, _)))) = (at(p), worst(&own, p, chi2, chi2_lower)) {
+            if fl.2.is_some_and(|hi| lo > hi) {
+                fit_refused = Some(format!(
+                    "segment {seg} contradicts the fit: the level it exceeds {CHECK_AT:.0} times ({} at least) is above the fit's upper bound there ({}), so the fit does not describe its far tail",
+                    crate::units::us(lo),
+                    crate::units::us(fl.2.unwrap_or(0.0))
+                ));
+            }
+        }
+    }
+    let smallest = 1.0 / (REACH * n_s as f64);
+    let (mut levels, mut not_given) = (Vec::new(), Vec::new());
+    for &p in &o.probabilities {
+        let within = p * n_s as f64 >= 1.0;
+        let from_fit = at(p).filter(|_| fit_refused.is_none() || within);
+        let from_own = within.then(|| worst(&own, p, chi2, chi2_lower)).flatten();
+        let why = if p < smallest {
+            Some(format!(
+                "a level exceeded once in {:.0e} wake-ups lies more than {REACH:.0} × beyond one segment's {n_s} wake-ups, where no segment showed the tail (measure {:.0} × longer)",
+                1.0 / p,
+                smallest / p
+            ))
+        } else if within {
+            None
+        } else {
+            fit_refused.clone()
+        };
+        let level = |(e, lo, hi): Bounds, from_segment| EnvelopeLevel {
+            level: Level {
+                probability: p,
+                once_per_s: tail.rate_hz.map(|hz| 1.0 / (p * hz)),
+                estimate_ns: e,
+                lower_ns: lo,
+                upper_ns: hi,
+                extrapolation: 1.0 / (p * n_s as f64),
+                longer: None,
+            },
+            from_segment,
+        };
+        match (why, from_fit, from_own) {
+            (Some(why), _, _) => not_given.push(NotGiven {
+                probability: p,
+                why,
+            }),
+            (None, Some(f), Some((seg, w))) => levels.push(if w.0 > f.0 {
+                level(larger(w, f), Some(seg))
+            } else {
+                level(larger(f, w), None)
+            }),
+            (None, Some(f), None) => levels.push(level(f, None)),
+            (None, None, Some((seg, w))) => levels.push(level(w, Some(seg))),
+            (None, None, None) => not_given.push(NotGiven {
+                probability: p,
+                why: "no segment's values nor a fit give it".into(),
+            }),
+        }
+    }
+    let (fit, fit_refused) = match fitted {
+        Ok(f) => (Some(f.fit), fit_refused),
+        Err(why) => (None, Some(why)),
+    };
+    Envelope {
+        wakeups_per_segment: n_s,
+        smallest_probability: smallest,
+        fit,
+        fit_refused,
+        levels,
+        not_given,
+    }
+}
+
+/// `a`'s estimate with the larger of both bounds.
+fn larger(a: Bounds, b: Bounds) -> Bounds {
+    (a.0, a.1.max(b.1), a.2.zip(b.2).map(|(x, y)| x.max(y)))
+}
+
+/// The fit's level per wake-up at `p` (the episode level at `θ p`).
+fn fit_level(f: &Fitted, p: f64, chi2: f64) -> Bounds {
+    let c = &f.clusters;
+    let u = f.fit.threshold_ns;
+    let rate = c.maxima.len() as f64 / f.wakeups as f64;
+    let theta = c.maxima.len() as f64 / c.exceedances.max(1) as f64;
+    let q = (theta * p).min(rate * 0.999_999);
+    let e = u + gpd::return_excess(&f.used.gpd, rate, q);
+    let (lo, hi) = gpd::return_interval(&c.maxima, &f.used, rate, q, chi2);
+    (e, (u + lo).min(e), hi.map(|h| (u + h).max(e)))
+}
+
+/// The fit on the worst segments, or why there is none.
+fn fit(tail: &Tail, s: &Segments, o: &Options) -> Result<Fitted, String> {
+    let k = s.counts.len();
+    let mut order: Vec<usize> = (0..k).collect();
+    order.sort_by(|&a, &b| s.counts[b].cmp(&s.counts[a]).then(a.cmp(&b)));
+    // The worst segments, one more at a time, until they hold enough wake-ups above the level
+    // and enough episodes (a burst is one episode however many wake-ups it spans).
+    let mut u = s.level_ns;
+    let (mut chosen, mut points, mut wakeups, mut c) = (Vec::new(), Vec::new(), 0, None);
+    for m in 1..=k {
+        chosen = order[..m].to_vec();
+        chosen.sort_unstable();
+        (points, wakeups) = points_of(tail, s, &chosen);
+        let d = threshold::decluster(&points, u);
+        let enough = d.exceedances >= EXCEEDANCES && d.maxima.len() >= EPISODES;
+        c = Some(d);
+        if enough {
+            break;
+        }
+    }
+    let mut c = c.ok_or("no segments")?;
+    if c.maxima.len() < EPISODES {
+        return Err(format!(
+            "{} episodes above {} in the whole run, {EPISODES} needed for a fit",
+            c.maxima.len(),
+            crate::units::us(u)
+        ));
+    }
+    let heavy = |c: &Clusters| {
+        let fit = gpd::fit(&c.maxima)?;
+        let (used, _, _) = crate::shape_of(&c.maxima, fit, o.allow_bounded);
+        Some((used, used.gpd.xi > far::MAX_XI))
+    };
+    let (mut used, mut too_heavy) =
+        heavy(&c).ok_or("the worst segments' excesses do not fit a GPD")?;
+    if too_heavy {
+        // At the segments' level two populations can meet (the base's tail and a burst's),
+        // which no one GPD fits (ξ 0.6–0.9 on a burst process, 31 of 40 runs): the threshold
+        // in those segments as `analyse` chooses one, the lowest with a stable shape above it.
+        let mut desc: Vec<f64> = points.iter().map(|p| p.value).collect();
+        rtscope_core::order::sort_f64(&mut desc);
+        desc.reverse();
+        let candidates = threshold::candidates(&desc, wakeups, EPISODES);
+        let table = threshold::stability(&points, &candidates, EPISODES);
+        if let Some(i) = threshold::choose(&table) {
+            let above = threshold::decluster(&points, table[i].threshold);
+            if let Some((f, h)) = heavy(&above) {
+                (u, c, used, too_heavy) = (table[i].threshold, above, f, h);
+            }
+        }
+    }
+    if too_heavy {
+        return Err(format!(
+            "the worst segments' tail is too heavy to extrapolate (ξ = {:+.2} > {})",
+            used.gpd.xi,
+            far::MAX_XI
+        ));
+    }
+    Ok(Fitted {
+        fit: Fit {
+            segments: chosen.iter().map(|i| i + 1).collect(),
+            share_of_run: wakeups as f64 / tail.observations as f64,
+            threshold_ns: u,
+            exceedances: c.exceedances,
+            episodes: c.maxima.len(),
+            gpd: used.gpd,
+        },
+        used,
+        clusters: c,
+        wakeups,
+    })
+}
+
+/// One segment's values among the run's largest.
+struct Own {
+    /// Descending.
+    desc: Vec<f64>,
+    /// Its wake-ups.
+    wakeups: u64,
+    /// Its episodes per exceedance above its [`EXCEEDANCES`] largest (1 with fewer).
+    theta: f64,
+}
+
+fn own_values(tail: &Tail, s: &Segments, i: usize) -> Own {
+    let (points, wakeups): (Vec<Point>, u64) = points_of(tail, s, &[i]);
+    let mut desc: Vec<f64> = points.iter().map(|p| p.value).collect();
+    rtscope_core::order::sort_f64(&mut desc);
+    desc.reverse();
+    let theta = desc.get(EXCEEDANCES).map_or(1.0, |&u| {
+        let c = threshold::decluster(&points, u);
+        (c.maxima.len() as f64 / c.exceedances.max(1) as f64).clamp(0.01, 1.0)
+    });
+    Own {
+        desc,
+        wakeups,
+        theta,
+    }
+}
+
+/// The worst segment's own level at `p` (1-based; `None`: none reaches it): the largest
+/// estimate, the largest lower bound (at the confidence of `chi2_lower`), the largest upper
+/// bound (unbounded if any segment's is).
+fn worst(own: &[Own], p: f64, chi2: f64, chi2_lower: f64) -> Option<(usize, Bounds)> {
+    let each: Vec<(usize, Bounds)> = own
+        .iter()
+        .enumerate()
+        .filter_map(|(i, w)| Some((i + 1, empirical(w, p, chi2, chi2_lower)?)))
+        .collect();
+    let &(seg, (e, _, _)) = each.iter().max_by(|a, b| a.1 .0.total_cmp(&b.1 .0))?;
+    let lo = each.iter().map(|w| w.1 .1).fold(f64::MIN, f64::max);
+    let hi = each.iter().try_fold(e, |m, w| w.1 .2.map(|h| m.max(h)));
+    Some((seg, (e, lo.min(e), hi)))
+}
+
+/// The level of a segment's values exceeded with probability `p`, read off them (`None`: below
+/// them all, or `p` beyond its wake-ups); its bounds the values at the ranks `z` standard
+/// deviations of a Poisson count of `p N_s θ` episodes either side (`z² = chi2`, `chi2_lower`
+/// for the lower bound), in wake-ups; the upper unbounded when its rank is above the largest.
+fn empirical(w: &Own, p: f64, chi2: f64, chi2_lower: f64) -> Option<Bounds> {
+    let expected = p * w.wakeups as f64;
+    if expected < 1.0 {
+        return None;
+    }
+    let at = |r: f64| w.desc.get((r.ceil() as usize).max(1) - 1).copied();
+    let e = at(expected)?;
+    // A count of k episodes of 1/θ wake-ups each: its standard deviation in wake-ups.
+    let sd = |c: f64| c.sqrt() * (expected / w.theta).sqrt();
+    let lo = at(expected + sd(chi2_lower))
+        .or(w.desc.last().copied())
+        .unwrap_or(e);
+    let hi = (expected - sd(chi2) >= 1.0)
+        .then(|| at(expected - sd(chi2)))
+        .flatten();
+    Some((e, lo.min(e), hi.map(|h| h.max(e))))
+}
