@@ -8,7 +8,8 @@
 //! - pot/episode: the level per episode — held-out episodes (wake-ups above it no more than the
 //!   model's run length apart) whose maximum exceeds it, per held-out wake-up;
 //! - pot/hour: the per-episode level once per hour — episodes above it per hour held out;
-//! - envelope/wakeup: the worst-segment envelope's level per wake-up;
+//! - envelope/wakeup: the worst-segment envelope's level per wake-up (its estimate: the
+//!   largest of the worst segments' fit and every segment's own values);
 //! - gev/block: the block maxima's level per block — held-out blocks above it;
 //! - gev/hour: its once-per-hour level — held-out blocks above it per hour held out.
 //!
@@ -180,6 +181,9 @@ fn main() {
             Answer::NotGiven { why } => eprintln!("{name}: no envelope: {why}"),
         }
         if let Answer::Given(e) = &r.envelope {
+            if let Some(why) = &e.fit_refused {
+                eprintln!("{name}: envelope: no fit beyond one segment: {why}");
+            }
             for n in &e.not_given {
                 eprintln!(
                     "{name}: envelope at {:.0e}: not given: {}",

@@ -341,3 +341,88 @@ fn empirical(w: &Own, p: f64, chi2: f64, chi2_lower: f64) -> Option<Bounds> {
         .flatten();
     Some((e, lo.min(e), hi.map(|h| h.max(e))))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::regimes::{regimes, Answer};
+    use crate::{gpd::Gpd, Options, Tail};
+
+    fn envelope_of(v: &[f64], probabilities: Vec<f64>) -> super::Envelope {
+        let o = Options {
+            probabilities,
+            regimes: true,
+            ..Options::default()
+        };
+        let r = regimes(&Tail::ordered(v, Some(1000.0)), &o).unwrap();
+        let Answer::Given(e) = r.envelope else {
+            panic!("no envelope: {:?}", r.envelope)
+        };
+        e
+    }
+
+    #[test]
+    fn the_envelope_is_never_below_a_segments_own_values_and_no_fit_they_contradict_extrapolates() {
+        // 10 segments of 20,000 wake-ups of about 10 µs. Segment 3 has the most large
+        // latencies (one in 50 of 600–1,000 µs; one in 2,000 elsewhere), segment 8 the largest:
+        // 30 stalls of 50 ms, 500 wake-ups apart — the held-out run's pattern (issue 50).
+        let mut r = crate::diag::generator(3);
+        let v: Vec<f64> = (0..200_000)
+            .map(|i| {
+                let (seg, at) = (i / 20_000, i % 20_000);
+                let every = if seg == 2 { 50.0 } else { 2000.0 };
+                if seg == 7 && at % 500 == 250 && at < 15_000 {
+                    50e6 + 1e3 * r.unit()
+                } else if r.unit() * every < 1.0 {
+                    600e3 + 400e3 * r.unit()
+                } else {
+                    10e3 + 1e3 * r.unit()
+                }
+            })
+            .collect();
+        let e = envelope_of(&v, vec![1e-3, 1e-5, 1e-7]);
+        assert_eq!(e.wakeups_per_segment, 20_000);
+        assert_eq!(e.fit.as_ref().unwrap().segments, vec![3]);
+        // Within one segment (20 wake-ups of 20,000 at 1e-3): segment 8's own 20th largest.
+        let l = &e.levels[0];
+        assert_eq!((l.level.probability, l.from_segment), (1e-3, Some(8)));
+        assert!(l.level.estimate_ns >= 50e6, "{l:?}");
+        assert!(l.level.lower_ns <= l.level.estimate_ns);
+        // Beyond it the fit on segment 3 (a few ms at most) is contradicted by segment 8: no
+        // level, and why; beyond 10 × a segment no level at all.
+        let why = e.fit_refused.as_deref().unwrap();
+        assert!(why.contains("segment 8 contradicts the fit"), "{why}");
+        assert_eq!(e.levels.len(), 1, "{:?}", e.levels);
+        assert_eq!(e.not_given[0].probability, 1e-5);
+        assert_eq!(e.not_given[0].why, why);
+        assert_eq!(e.not_given[1].probability, 1e-7);
+        assert!(
+            e.not_given[1]
+                .why
+                .contains("more than 10 × beyond one segment's 20000 wake-ups"),
+            "{}",
+            e.not_given[1].why
+        );
+        assert_eq!(e.smallest_probability, 1.0 / 200_000.0);
+    }
+
+    #[test]
+    fn on_one_stationary_tail_the_fit_gives_the_levels_beyond_a_segment() {
+        let g = Gpd {
+            sigma: 2_000.0,
+            xi: 0.1,
+        };
+        let tail = Tail::with_gpd_tail(10_000.0, g, 200_000, 8);
+        let v: Vec<f64> = tail.points.iter().map(|p| p.value).collect();
+        let e = envelope_of(&v, vec![1e-5, 1e-7]);
+        assert_eq!(e.fit_refused, None);
+        let l = &e.levels[0];
+        assert_eq!((l.level.probability, l.from_segment), (1e-5, None));
+        let truth = 10_000.0 + g.excess_at(1e-5);
+        assert!(
+            l.level.lower_ns <= truth && l.level.upper_ns.is_some_and(|u| truth <= u),
+            "{l:?} (truth {truth})"
+        );
+        assert_eq!(e.not_given.len(), 1);
+        assert_eq!(e.not_given[0].probability, 1e-7);
+    }
+}
