@@ -165,12 +165,16 @@ fn main() {
         let Some(r) = &a.regimes else { continue };
         match &r.envelope {
             Answer::Given(e) => {
-                for l in e.levels.iter().map(|w| &w.level) {
+                for w in &e.levels {
+                    let l = &w.level;
                     let seen = held.iter().filter(|&&x| x > l.estimate_ns).count();
+                    let from = w.from_segment.map_or("given (the fit)".to_string(), |s| {
+                        format!("given (segment {s}'s values)")
+                    });
                     row(
                         &name,
                         "envelope/wakeup",
-                        "given",
+                        &from,
                         l.probability,
                         l.estimate_ns,
                         l.probability * n_held,
