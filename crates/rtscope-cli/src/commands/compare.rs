@@ -33,7 +33,9 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let stats = load::stats_for(&groups, stats, a.stats.join(",") == DEFAULT_STATS)?;
     let mut c = Comparison::new(groups, &stats, thresholds, matrix_stat, a.rows.as_deref());
     if let Some(p) = a.tail_level {
-        c = c.with_tail_level(p, a.assume_stationary);
+        c = c
+            .with_tail_level(p, a.assume_stationary)
+            .with_tail_envelopes(&store)?;
     }
     if let (Some(key), None) = (&a.rows, &c.matrix) {
         rtscope_common::error::warn(&format!("note: --rows {key}: no load-case matrix, as no run has a `case` tag or a campaign load case"));
