@@ -115,19 +115,10 @@ pub fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Envelope {
         .map(|i| own_values(tail, s, i))
         .collect();
     let at = |p: f64| fitted.as_ref().ok().map(|f| fit_level(f, p, chi2));
-    let mut fit_refused = fitted.as_ref().err().cloned();
-    if fit_refused.is_none() {
-        let p = CHECK_AT / n_s as f64;
-        if let (Some(fl), Some((seg, (_, lo, _)))) = (at(p), worst(&own, p, chi2, chi2_lower)) {
-            if fl.2.is_some_and(|hi| lo > hi) {
-                fit_refused = Some(format!(
-                    "segment {seg} contradicts the fit: the level it exceeds {CHECK_AT:.0} times ({} at least) is above the fit's upper bound there ({}), so the fit does not describe its far tail",
-                    crate::units::us(lo),
-                    crate::units::us(fl.2.unwrap_or(0.0))
-                ));
-            }
-        }
-    }
+    let fit_refused = match &fitted {
+        Err(why) => Some(why.clone()),
+        Ok(f) => contradicted(f, &own, CHECK_AT / n_s as f64, chi2, chi2_lower),
+    };
     let smallest = 1.0 / (REACH * n_s as f64);
     let (mut levels, mut not_given) = (Vec::new(), Vec::new());
     for &p in &o.probabilities {
@@ -187,6 +178,19 @@ pub fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Envelope {
         levels,
         not_given,
     }
+}
+
+/// Why the fit `f` is not extrapolated beyond one segment: some segment's level at `p` (even
+/// its lower bound, at the confidence of `chi2_lower`) above the fit's upper bound there.
+fn contradicted(f: &Fitted, own: &[Own], p: f64, chi2: f64, chi2_lower: f64) -> Option<String> {
+    let (_, _, hi) = fit_level(f, p, chi2);
+    let (seg, (_, lo, _)) = worst(own, p, chi2, chi2_lower)?;
+    let hi = hi.filter(|&hi| lo > hi)?;
+    Some(format!(
+        "segment {seg} contradicts the fit: the level it exceeds {CHECK_AT:.0} times ({} at least) is above the fit's upper bound there ({}), so the fit does not describe its far tail",
+        crate::units::us(lo),
+        crate::units::us(hi)
+    ))
 }
 
 /// `a`'s estimate with the larger of both bounds.
