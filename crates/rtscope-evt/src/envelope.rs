@@ -16,8 +16,8 @@
 //!   and bursts), the threshold in those segments is chosen as [`crate::analyse`] chooses one.
 //! - **Every segment's own values**: at a probability `p` within one segment's wake-ups
 //!   (`p · N_s ≥ 1`), each segment's level is read off its values (the `⌈p N_s⌉`-th largest;
-//!   bounds at the ranks two standard deviations of a Poisson count of its episodes either
-//!   side), and the envelope is the largest of the fit's level and every segment's: no segment
+//!   bounds at the ranks `z` standard deviations of a Poisson count of its episodes either
+//!   side, the lower's `z` at the confidence divided among the segments), and the envelope is the largest of the fit's level and every segment's: no segment
 //!   of the run is worse than it says, at the stated confidence.
 //!
 //! Beyond one segment's wake-ups only the fit speaks, and only where the segments do not
