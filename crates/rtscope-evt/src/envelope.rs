@@ -129,7 +129,7 @@ pub fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Envelope {
             Some(format!(
                 "a level exceeded once in {:.0e} wake-ups lies more than {REACH:.0} × beyond one segment's {n_s} wake-ups, where no segment showed the tail (measure {:.0} × longer)",
                 1.0 / p,
-                smallest / p
+                (smallest / p).ceil()
             ))
         } else if within {
             None

@@ -311,7 +311,10 @@ fn envelope_text(o: &mut String, e: &Envelope, conf: f64) {
             named(&f.segments),
             f.gpd.xi
         ),
-        (_, Some(why)) => format!("no fit beyond one segment: {why}"),
+        (_, Some(why)) if e.not_given.iter().any(|n| &n.why == why) => {
+            "no level (why above)".to_string()
+        }
+        (_, Some(why)) => format!("no level: {why}"),
         (None, None) => "no fit".to_string(),
     };
     let _ = writeln!(
