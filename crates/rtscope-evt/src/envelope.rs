@@ -123,8 +123,6 @@ pub fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Envelope {
     let (mut levels, mut not_given) = (Vec::new(), Vec::new());
     for &p in &o.probabilities {
         let within = p * n_s as f64 >= 1.0;
-        let from_fit = at(p).filter(|_| fit_refused.is_none() || within);
-        let from_own = within.then(|| worst(&own, p, chi2, chi2_lower)).flatten();
         let why = if p < smallest {
             Some(format!(
                 "a level exceeded once in {:.0e} wake-ups lies more than {REACH:.0} × beyond one segment's {n_s} wake-ups, where no segment showed the tail (measure {:.0} × longer)",
@@ -148,6 +146,14 @@ pub fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Envelope {
             },
             from_segment,
         };
+        // Only the levels given are computed (a profile interval each).
+        let given = why.is_none();
+        let from_fit = (given && (fit_refused.is_none() || within))
+            .then(|| at(p))
+            .flatten();
+        let from_own = (given && within)
+            .then(|| worst(&own, p, chi2, chi2_lower))
+            .flatten();
         match (why, from_fit, from_own) {
             (Some(why), _, _) => not_given.push(NotGiven {
                 probability: p,
