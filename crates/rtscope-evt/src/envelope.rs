@@ -111,8 +111,12 @@ pub fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Envelope {
     let fitted = fit(tail, s, o);
     let chi2 = diag::chi2_1(o.confidence);
     let chi2_lower = diag::chi2_1(1.0 - (1.0 - o.confidence) / s.counts.len() as f64);
+    // The ranks read: up to the largest probability's count `E` and its lower bound's margin,
+    // `z √(E / θ)` with `θ ≥ 0.01` and `z < 4`.
+    let e_max = o.probabilities.iter().copied().fold(0.0, f64::max) * n_s as f64;
+    let keep = (e_max + 40.0 * e_max.sqrt()).ceil() as usize + 2 * EXCEEDANCES;
     let own: Vec<Own> = (0..s.counts.len())
-        .map(|i| own_values(tail, s, i))
+        .map(|i| own_values(tail, s, i, keep))
         .collect();
     let at = |p: f64| fitted.as_ref().ok().map(|f| fit_level(f, p, chi2));
     let fit_refused = match &fitted {
@@ -299,9 +303,15 @@ struct Own {
     theta: f64,
 }
 
-fn own_values(tail: &Tail, s: &Segments, i: usize) -> Own {
+/// Only its `keep` largest values are kept (sorted): the ranks the levels and their bounds
+/// read lie among them.
+fn own_values(tail: &Tail, s: &Segments, i: usize, keep: usize) -> Own {
     let (points, wakeups): (Vec<Point>, u64) = points_of(tail, s, &[i]);
     let mut desc: Vec<f64> = points.iter().map(|p| p.value).collect();
+    if desc.len() > keep {
+        desc.select_nth_unstable_by(keep, |a, b| b.total_cmp(a));
+        desc.truncate(keep);
+    }
     rtscope_core::order::sort_f64(&mut desc);
     desc.reverse();
     let theta = desc.get(EXCEEDANCES).map_or(1.0, |&u| {
@@ -333,7 +343,8 @@ fn worst(own: &[Own], p: f64, chi2: f64, chi2_lower: f64) -> Option<(usize, Boun
 /// The level of a segment's values exceeded with probability `p`, read off them (`None`: below
 /// them all, or `p` beyond its wake-ups); its bounds the values at the ranks `z` standard
 /// deviations of a Poisson count of `p N_s θ` episodes either side (`z² = chi2`, `chi2_lower`
-/// for the lower bound), in wake-ups; the upper unbounded when its rank is above the largest.
+/// for the lower bound), in wake-ups; the upper unbounded when its rank is above the largest,
+/// the lower 0 when its rank is past the values kept.
 fn empirical(w: &Own, p: f64, chi2: f64, chi2_lower: f64) -> Option<Bounds> {
     let expected = p * w.wakeups as f64;
     if expected < 1.0 {
@@ -343,9 +354,8 @@ fn empirical(w: &Own, p: f64, chi2: f64, chi2_lower: f64) -> Option<Bounds> {
     let e = at(expected)?;
     // A count of k episodes of 1/θ wake-ups each: its standard deviation in wake-ups.
     let sd = |c: f64| c.sqrt() * (expected / w.theta).sqrt();
-    let lo = at(expected + sd(chi2_lower))
-        .or(w.desc.last().copied())
-        .unwrap_or(e);
+    // Past the values kept the level is below them all: no lower bound but 0.
+    let lo = at(expected + sd(chi2_lower)).unwrap_or(0.0);
     let hi = (expected - sd(chi2) >= 1.0)
         .then(|| at(expected - sd(chi2)))
         .flatten();
