@@ -8,7 +8,8 @@
 //! - pot/episode: the level per episode — held-out episodes (wake-ups above it no more than the
 //!   model's run length apart) whose maximum exceeds it, per held-out wake-up;
 //! - pot/hour: the per-episode level once per hour — episodes above it per hour held out;
-//! - envelope/wakeup: the worst-segment envelope's level per wake-up;
+//! - envelope/wakeup: the worst-segment envelope's level per wake-up (its estimate: the
+//!   largest of the worst segments' fit and every segment's own values);
 //! - gev/block: the block maxima's level per block — held-out blocks above it;
 //! - gev/hour: its once-per-hour level — held-out blocks above it per hour held out.
 //!
@@ -136,12 +137,16 @@ fn main() {
         let Some(r) = &a.regimes else { continue };
         match &r.envelope {
             Answer::Given(e) => {
-                for l in &e.levels {
+                for w in &e.levels {
+                    let l = &w.level;
                     let seen = held.iter().filter(|&&x| x > l.estimate_ns).count();
+                    let from = w.from_segment.map_or("given (the fit)".to_string(), |s| {
+                        format!("given (segment {s}'s values)")
+                    });
                     row(
                         &name,
                         "envelope/wakeup",
-                        "given",
+                        &from,
                         l.probability,
                         l.estimate_ns,
                         l.probability * n_held,
@@ -150,6 +155,17 @@ fn main() {
                 }
             }
             Answer::NotGiven { why } => eprintln!("{name}: no envelope: {why}"),
+        }
+        if let Answer::Given(e) = &r.envelope {
+            if let Some(why) = &e.fit_refused {
+                eprintln!("{name}: envelope: no fit beyond one segment: {why}");
+            }
+            for n in &e.not_given {
+                eprintln!(
+                    "{name}: envelope at {:.0e}: not given: {}",
+                    n.probability, n.why
+                );
+            }
         }
         let held_blocks = block_maxima(&held, hz.round() as usize);
         match (

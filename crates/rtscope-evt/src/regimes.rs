@@ -4,28 +4,29 @@
 //! - The segment report ([`Segments`]): the run cut into [`SEGMENTS`] equal parts and the
 //!   wake-ups above one level counted in each — how much the rate of large latencies changed,
 //!   and which segments hold most of them.
-//! - The worst-segment envelope ([`Envelope`]): the tail fitted on the segments with the most
-//!   large latencies only, as if they held all the time: a conservative level per wake-up for
-//!   the conditions the run saw.
+//! - The worst-segment envelope ([`Envelope`], [`envelope`]): every segment's tail
+//!   fitted on its own wake-ups, and at each probability the level of the worst of them, as if
+//!   every moment were like it: a conservative level per wake-up for the conditions the run
+//!   saw, given no further than the segments' data reach.
 //! - Block maxima ([`BlockMaxima`]): the GEV of the largest latency of each 1 s block (1 min on
 //!   long runs), whose levels say how high a latency goes once per hour or day of this mix of
 //!   conditions, checked on held-out blocks (fitted on alternate blocks, counted on the others).
 //!
 //! Each needs the wake-ups in time order (raw samples) and the run's wake-up rate.
 
-use crate::gpd;
-use crate::threshold::{self, Point};
-use crate::{far, gev, Level, Options, Tail};
+mod envelope;
+
+use crate::threshold::Point;
+use crate::{far, gev, Options, Tail};
+pub use envelope::Envelope;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
 /// The run is cut into this many segments.
 pub const SEGMENTS: usize = 10;
 /// The segments holding at least this share of the large latencies are named.
 const HOLD_SHARE: f64 = 0.8;
-/// The envelope takes the worst segments until they hold this many wake-ups above the level.
+/// The envelope needs this many wake-ups above the segments' level in the whole run.
 const ENVELOPE_EXCEEDANCES: usize = 100;
-/// The fewest episodes the envelope's fit is made from.
-const ENVELOPE_EPISODES: usize = 30;
 /// The fewest blocks a GEV is fitted to: 30 exact maxima above the lowest censoring (70 %).
 pub const MIN_BLOCKS: usize = 100;
 /// One-minute blocks from this many one-second blocks on (200 minutes: 200 blocks of a minute).
@@ -90,28 +91,6 @@ pub struct Segments {
     /// The p-value of "every segment has the same rate" (χ² of the counts; clusters make it
     /// smaller than for independent wake-ups, so a small one is a hint, not a proof).
     pub same_rate_p: f64,
-}
-
-/// The tail of the worst segments, taken to hold all the time.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
-pub struct Envelope {
-    /// The segments fitted (1-based, ascending).
-    pub segments: Vec<usize>,
-    /// Their share of the run.
-    pub share_of_run: f64,
-    /// The threshold: the segment report's level, or where the fit there is too heavy the one
-    /// chosen in those segments as [`crate::analyse`] chooses one, ns.
-    pub threshold_ns: f64,
-    /// Wake-ups above it in those segments.
-    pub exceedances: usize,
-    /// Episodes (declustered) fitted.
-    pub episodes: usize,
-    /// The GPD of the episodes' maxima as used (the exponential for a fitted `ξ < 0`, unless
-    /// bounded tails are allowed, as in [`crate::Shape`]).
-    pub gpd: gpd::Gpd,
-    /// Levels per wake-up at the asked probabilities, as if every moment were like those
-    /// segments.
-    pub levels: Vec<Level>,
 }
 
 /// A per-time level of the block maxima.
@@ -301,99 +280,12 @@ fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Answer<Envelope> {
             crate::units::us(s.level_ns)
         ));
     }
-    let mut order: Vec<usize> = (0..SEGMENTS).collect();
-    order.sort_by(|&a, &b| s.counts[b].cmp(&s.counts[a]).then(a.cmp(&b)));
-    // The worst segments, one more at a time, until they hold enough wake-ups above the level
-    // and enough episodes (a burst is one episode however many wake-ups it spans).
-    let u = s.level_ns;
-    let mut taken = None;
-    for m in 1..=SEGMENTS {
-        let mut chosen = order[..m].to_vec();
-        chosen.sort_unstable();
-        let (points, wakeups) = points_of(tail, s, &chosen);
-        let c = threshold::decluster(&points, u);
-        let enough = c.exceedances >= ENVELOPE_EXCEEDANCES && c.maxima.len() >= ENVELOPE_EPISODES;
-        if enough || m == SEGMENTS {
-            taken = Some((chosen, wakeups, points, c));
-            break;
-        }
-    }
-    let Some((chosen, wakeups, points, c)) = taken else {
-        return not("no segments");
-    };
-    if c.maxima.len() < ENVELOPE_EPISODES {
-        return not(format!(
-            "{} episodes above {} in the whole run, {ENVELOPE_EPISODES} needed",
-            c.maxima.len(),
-            crate::units::us(u)
-        ));
-    }
-    let heavy = |c: &threshold::Clusters| {
-        let fit = gpd::fit(&c.maxima)?;
-        let (used, _, _) = crate::shape_of(&c.maxima, fit, o.allow_bounded);
-        Some((used, used.gpd.xi > far::MAX_XI))
-    };
-    let Some((mut used, mut too_heavy)) = heavy(&c) else {
-        return not("the worst segments' excesses do not fit a GPD");
-    };
-    let (mut u, mut c) = (u, c);
-    if too_heavy {
-        // At the segments' level two populations can meet (the base's tail and a burst's),
-        // which no one GPD fits (ξ 0.6–0.9 on a burst process, 31 of 40 runs): the threshold
-        // in those segments as `analyse` chooses one, the lowest with a stable shape above it.
-        let mut desc: Vec<f64> = points.iter().map(|p| p.value).collect();
-        desc.sort_by(f64::total_cmp);
-        desc.reverse();
-        let candidates = threshold::candidates(&desc, wakeups, ENVELOPE_EPISODES);
-        let table = threshold::stability(&points, &candidates, ENVELOPE_EPISODES);
-        if let Some(i) = threshold::choose(&table) {
-            let above = threshold::decluster(&points, table[i].threshold);
-            if let Some((f, h)) = heavy(&above) {
-                (u, c, used, too_heavy) = (table[i].threshold, above, f, h);
-            }
-        }
-    }
-    if too_heavy {
-        return not(format!(
-            "the worst segments' tail is too heavy to bound beyond the data (ξ = {:+.2} > {})",
-            used.gpd.xi,
-            far::MAX_XI
-        ));
-    }
-    let sub = Tail {
-        observations: wakeups,
-        points: Vec::new(),
-        block_maxima: Vec::new(),
-        ..tail_shell(tail)
-    };
-    let rate = c.maxima.len() as f64 / wakeups as f64;
-    let theta = c.maxima.len() as f64 / c.exceedances.max(1) as f64;
-    let probs = o.probabilities.iter().map(|&p| (p, theta * p));
-    let levels = crate::levels(
-        crate::Fitted {
-            tail: &sub,
-            clusters: &c,
-            fit: &used,
-            u,
-            rate,
-        },
-        o,
-        probs,
-    );
-    Answer::Given(Envelope {
-        segments: chosen.iter().map(|i| i + 1).collect(),
-        share_of_run: wakeups as f64 / tail.observations as f64,
-        threshold_ns: u,
-        exceedances: c.exceedances,
-        episodes: c.maxima.len(),
-        gpd: used.gpd,
-        levels,
-    })
+    Answer::Given(envelope::envelope(tail, s, o))
 }
 
 /// The points of segments `chosen` (0-based, ascending), one segment after the other (their
 /// gaps closed), and how many wake-ups they hold.
-fn points_of(tail: &Tail, s: &Segments, chosen: &[usize]) -> (Vec<Point>, u64) {
+pub(crate) fn points_of(tail: &Tail, s: &Segments, chosen: &[usize]) -> (Vec<Point>, u64) {
     let per = s.wakeups_per_segment;
     let last = SEGMENTS as u64 - 1;
     let mut points = Vec::new();
@@ -415,20 +307,6 @@ fn points_of(tail: &Tail, s: &Segments, chosen: &[usize]) -> (Vec<Point>, u64) {
         wakeups += to - from;
     }
     (points, wakeups)
-}
-
-/// `tail`'s description without its data.
-fn tail_shell(tail: &Tail) -> Tail {
-    Tail {
-        observations: tail.observations,
-        rate_hz: tail.rate_hz,
-        points: Vec::new(),
-        ordered: tail.ordered,
-        binning: None,
-        bins: None,
-        max: tail.max,
-        block_maxima: Vec::new(),
-    }
 }
 
 /// The blocks' maxima: one-second ones, or one-minute ones of a run of 200 minutes or more.

@@ -3,7 +3,7 @@
 //! [`crate::words`], the answers for a changing tail at the end of this file ([`regimes_text`]).
 
 use crate::gate::{TailLimit, Verdict};
-use crate::regimes::{Answer, BlockMaxima, Regimes, Segments, SEGMENTS};
+use crate::regimes::{Answer, BlockMaxima, Envelope, Regimes, Segments, SEGMENTS};
 use crate::units::{span, us};
 use crate::words::{self, Fix, Who};
 use crate::{Analysis, Level, Outcome};
@@ -274,26 +274,7 @@ pub fn regimes_text(o: &mut String, r: &Regimes, confidence: f64) {
         }
     }
     match &r.envelope {
-        Answer::Given(e) => {
-            let _ = writeln!(
-                o,
-                "    worst-segment envelope: per wake-up, as if every moment were like {} ({:.0} % of the run; {conf:.0} % confidence interval):",
-                named(&e.segments),
-                e.share_of_run * 100.0
-            );
-            let mut table = String::new();
-            rows(&mut table, &e.levels, false);
-            for line in table.lines() {
-                let _ = writeln!(o, "  {line}");
-            }
-            let _ = writeln!(
-                o,
-                "      assumes: those segments hold this workload's worst conditions, and above {} their {} episodes' maxima follow one GPD (ξ = {:+.2}); conditions the run did not see are not covered",
-                us(e.threshold_ns),
-                e.episodes,
-                e.gpd.xi
-            );
-        }
+        Answer::Given(e) => envelope_text(o, e, conf),
         Answer::NotGiven { why } => {
             let _ = writeln!(o, "    worst-segment envelope: not given: {why}");
         }
@@ -304,6 +285,44 @@ pub fn regimes_text(o: &mut String, r: &Regimes, confidence: f64) {
             let _ = writeln!(o, "    block maxima: not given: {why}");
         }
     }
+}
+
+fn envelope_text(o: &mut String, e: &Envelope, conf: f64) {
+    let _ = writeln!(
+        o,
+        "    worst-segment envelope: per wake-up, as if every moment were like the worst segment at that probability ({conf:.0} % confidence interval):"
+    );
+    for w in &e.levels {
+        let mut line = String::new();
+        rows(&mut line, std::slice::from_ref(&w.level), false);
+        let from = w
+            .from_segment
+            .map_or("the fit".to_string(), |s| format!("segment {s}'s values"));
+        let _ = writeln!(o, "  {}  from {from}", line.trim_end());
+    }
+    for n in &e.not_given {
+        let _ = writeln!(o, "      p = {:<8.0e} not given: {}", n.probability, n.why);
+    }
+    let fit = match (&e.fit, &e.fit_refused) {
+        (Some(f), None) => format!(
+            "above {} the {} episodes' maxima of {} follow one GPD (ξ = {:+.2})",
+            us(f.threshold_ns),
+            f.episodes,
+            named(&f.segments),
+            f.gpd.xi
+        ),
+        (_, Some(why)) if e.not_given.iter().any(|n| &n.why == why) => {
+            "no level (why above)".to_string()
+        }
+        (_, Some(why)) => format!("no level: {why}"),
+        (None, None) => "no fit".to_string(),
+    };
+    let _ = writeln!(
+        o,
+        "      assumes: the worst segment at each probability shows this workload's worst conditions there; within one segment ({} wake-ups) the levels are read off every segment's values, beyond it {fit}; nothing below {:.0e}; conditions the run did not see are not covered",
+        e.wakeups_per_segment,
+        e.smallest_probability
+    );
 }
 
 fn blocks_text(o: &mut String, b: &BlockMaxima, conf: f64) {

@@ -141,8 +141,15 @@ fn on_a_markov_switching_tail_the_block_maxima_and_envelope_cover_the_truth() {
         let Answer::Given(e) = &r.envelope else {
             continue;
         };
+        let Some(l) = e
+            .levels
+            .iter()
+            .map(|w| &w.level)
+            .find(|l| l.probability == p)
+        else {
+            continue;
+        };
         given += 1;
-        let l = e.levels.iter().find(|l| l.probability == p).unwrap();
         above_mix += usize::from(l.upper_ns.is_none_or(|u| u >= mix));
         below_worst += usize::from(l.lower_ns <= worst);
         estimates.push(l.estimate_ns);
@@ -225,8 +232,15 @@ fn on_a_periodic_burst_process_the_block_maxima_and_envelope_cover_the_truth() {
         let l = &b.levels[0];
         hour_in += usize::from(l.lower_ns <= hour && l.upper_ns.is_some_and(|u| hour <= u));
         if let Answer::Given(e) = &r.envelope {
+            let Some(l) = e
+                .levels
+                .iter()
+                .map(|w| &w.level)
+                .find(|l| l.probability == p)
+            else {
+                continue;
+            };
             given += 1;
-            let l = e.levels.iter().find(|l| l.probability == p).unwrap();
             above_mix += usize::from(l.upper_ns.is_none_or(|u| u >= mix));
         }
     }

@@ -181,6 +181,18 @@ impl Comparison {
         self
     }
 
+    /// The tail row's refused groups answered by the worst-segment envelope of their `--raw`
+    /// runs ([`super::tail::TailRow::with_envelopes`]); nothing without a tail row.
+    pub fn with_tail_envelopes(
+        mut self,
+        store: &rtscope_store::Store,
+    ) -> Result<Comparison, rtscope_store::StoreError> {
+        if let Some(row) = self.tail.take() {
+            self.tail = Some(row.with_envelopes(store, &self.groups, &self.thresholds)?);
+        }
+        Ok(self)
+    }
+
     /// The candidates' tail changes whose verdict satisfies `pred`, by group name, and the
     /// row's name (`tail@1e-9`).
     pub fn tail_where(&self, pred: fn(&Change) -> bool) -> (String, Vec<&str>) {

@@ -97,10 +97,15 @@ fn tail(t: &TailRow, names: &[&str]) -> Value {
         .map(|(n, s)| {
             let (level, refusals) = match s {
                 Side::Level(l) => (Some(l), &[][..]),
+                Side::Envelope { level, refused, .. } => (Some(level), &refused[..]),
                 Side::Refused(r) => (None, &r[..]),
                 Side::Within => (None, &[][..]),
             };
-            json!({"group": n, "level": level, "refusals": refusals})
+            let envelope = match s {
+                Side::Envelope { from, .. } => Some(from.as_str()),
+                _ => None,
+            };
+            json!({"group": n, "level": level, "refusals": refusals, "envelope": envelope})
         })
         .collect();
     json!({

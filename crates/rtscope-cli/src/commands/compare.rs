@@ -33,7 +33,9 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
     let stats = load::stats_for(&groups, stats, a.stats.join(",") == DEFAULT_STATS)?;
     let mut c = Comparison::new(groups, &stats, thresholds, matrix_stat, a.rows.as_deref());
     if let Some(p) = a.tail_level {
-        c = c.with_tail_level(p, a.assume_stationary);
+        c = c
+            .with_tail_level(p, a.assume_stationary)
+            .with_tail_envelopes(&store)?;
     }
     let stacks = load::stacks(&store, &c.groups)?;
     let mut unreadable: Vec<_> = stacks
