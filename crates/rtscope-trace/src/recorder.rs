@@ -257,7 +257,16 @@ impl FlightRecorder {
         let siblings = cfg.siblings.clone();
         // Symbols first: without them a stack would name no function, so none is taken.
         let mut cfg = cfg;
-        let mut namer = Namer::load(cfg.instance.stacks != StackChoice::Off);
+        // `auto` on a kernel that cannot take stacks only when late takes none: the symbols are
+        // then not read (no start-up cost for what the run will not use).
+        let auto_unsupported = match cfg.instance.stacks {
+            StackChoice::Auto => crate::tracefs::late::unsupported(tfs),
+            _ => None,
+        };
+        let mut namer = match auto_unsupported {
+            Some(why) => Namer::unavailable(crate::tracefs::late_unavailable(&why)),
+            None => Namer::load(cfg.instance.stacks != StackChoice::Off),
+        };
         if !namer.wants_trigger() {
             cfg.instance.stacks = StackChoice::Off;
         }

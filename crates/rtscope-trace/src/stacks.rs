@@ -192,6 +192,14 @@ impl Namer {
         Namer { state, kallsyms }
     }
 
+    /// No stacks, for the reason given (the symbols are not read).
+    pub fn unavailable(reason: String) -> Namer {
+        Namer {
+            state: Stacks::Unavailable(reason),
+            kallsyms: Kallsyms::default(),
+        }
+    }
+
     /// Whether the instance should set the trigger.
     pub fn wants_trigger(&self) -> bool {
         self.state == Stacks::On

@@ -496,10 +496,7 @@ impl Instance {
                 Stacks::On => Stacks::EveryNotLate(why),
                 other => other,
             },
-            _ => Stacks::Unavailable(format!(
-                "late-only stacks unavailable: {why}; --explain-stacks on takes them at every \
-                 wake-up"
-            )),
+            _ => Stacks::Unavailable(late_unavailable(&why)),
         }
     }
 
@@ -593,6 +590,12 @@ fn page_size() -> usize {
     } else {
         4096
     }
+}
+
+/// The tier line's words where `auto` takes no stack because the kernel cannot take them only
+/// when late (`why`).
+pub(crate) fn late_unavailable(why: &str) -> String {
+    format!("late-only stacks unavailable: {why}; --explain-stacks on takes them at every wake-up")
 }
 
 #[cfg(test)]
