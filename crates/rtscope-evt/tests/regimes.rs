@@ -10,7 +10,7 @@
 
 use rtscope_evt::diag::generator;
 use rtscope_evt::regimes::{Answer, Regimes};
-use rtscope_evt::{analyse, Options, Refusal, Tail, Test};
+use rtscope_evt::{analyse, Level, Options, Refusal, Tail, Test};
 
 /// The threshold above which the disturbances' latencies are GPD, ns.
 const U0: f64 = 20_000.0;
@@ -107,6 +107,17 @@ fn analysed(v: &[f64]) -> Regimes {
 /// Of `n` replications, how many `hit`: at least `want` (a fraction) less a tolerance of three
 /// binomial standard deviations, so that the fixed seeds make it deterministic and a method
 /// that covers less than it says fails.
+/// The envelope's level at `p`, where the envelope was given and gave that level.
+fn envelope_at(r: &Regimes, p: f64) -> Option<&Level> {
+    let Answer::Given(e) = &r.envelope else {
+        return None;
+    };
+    e.levels
+        .iter()
+        .map(|w| &w.level)
+        .find(|l| l.probability == p)
+}
+
 fn covers(hits: usize, n: usize, want: f64) -> bool {
     let sd = (want * (1.0 - want) / n as f64).sqrt();
     hits as f64 / n as f64 >= want - 3.0 * sd
@@ -138,15 +149,7 @@ fn on_a_markov_switching_tail_the_block_maxima_and_envelope_cover_the_truth() {
         assert_eq!(l.once_per_s, 3600.0);
         hour_up += usize::from(l.upper_ns.is_none_or(|u| hour <= u));
         hours.push(l.estimate_ns / hour);
-        let Answer::Given(e) = &r.envelope else {
-            continue;
-        };
-        let Some(l) = e
-            .levels
-            .iter()
-            .map(|w| &w.level)
-            .find(|l| l.probability == p)
-        else {
+        let Some(l) = envelope_at(&r, p) else {
             continue;
         };
         given += 1;
@@ -231,15 +234,7 @@ fn on_a_periodic_burst_process_the_block_maxima_and_envelope_cover_the_truth() {
         let b = r.blocks.given().expect("1,200 blocks fit");
         let l = &b.levels[0];
         hour_in += usize::from(l.lower_ns <= hour && l.upper_ns.is_some_and(|u| hour <= u));
-        if let Answer::Given(e) = &r.envelope {
-            let Some(l) = e
-                .levels
-                .iter()
-                .map(|w| &w.level)
-                .find(|l| l.probability == p)
-            else {
-                continue;
-            };
+        if let Some(l) = envelope_at(&r, p) {
             given += 1;
             above_mix += usize::from(l.upper_ns.is_none_or(|u| u >= mix));
         }

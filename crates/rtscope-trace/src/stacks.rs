@@ -409,6 +409,20 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
         Event { ts, pid, kind }
     }
 
+    /// The waking of the measured thread `rtscope-m0` (PID 7, CPU 1), seen by `pid` at `ts`.
+    fn waking(ts: u64, pid: i32) -> Event {
+        ev(
+            ts,
+            pid,
+            Kind::Waking {
+                pid: 7,
+                prio: 1,
+                comm: Comm::new(b"rtscope-m0"),
+                target_cpu: 1,
+            },
+        )
+    }
+
     fn named_task(pid: i32) -> Task {
         Task {
             comm: "spinner".into(),
@@ -483,18 +497,6 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
         // The waking found the culprit running: its stack there is the one (where the timer
         // interrupt found the section); another task's waking stack yields to the culprit's
         // switch.
-        let waking = |ts, pid| {
-            ev(
-                ts,
-                pid,
-                Kind::Waking {
-                    pid: 7,
-                    prio: 1,
-                    comm: Comm::new(b"rtscope-m0"),
-                    target_cpu: 1,
-                },
-            )
-        };
         let mut woke = vec![waking(1_000_000, 40), stack(1_000_500, 40, 0xf)];
         woke.extend(relay.iter().cloned());
         assert_eq!(
@@ -544,18 +546,6 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
             smis: None,
         };
         let stack = |ts, pid, a| ev(ts, pid, Kind::KernelStack { frames: vec![a] });
-        let waking = |ts, pid| {
-            ev(
-                ts,
-                pid,
-                Kind::Waking {
-                    pid: 7,
-                    prio: 1,
-                    comm: Comm::new(b"rtscope-m0"),
-                    target_cpu: 1,
-                },
-            )
-        };
         // The timer interrupt came late: its stack (where it found the culprit, interrupts
         // off) comes before the waking, after the interrupt's entry.
         let timer = vec![
