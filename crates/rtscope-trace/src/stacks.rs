@@ -409,6 +409,22 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
         Event { ts, pid, kind }
     }
 
+    /// A spike of the measured thread (PID 7) on CPU 1: due at 1 ms, woken at 9 ms.
+    fn late_spike() -> Spike {
+        Spike {
+            cpu: 1,
+            tid: 7,
+            deadline_ns: 1_000_000,
+            wakeup_ns: 9_000_000,
+            smis: None,
+        }
+    }
+
+    /// A kernel stack of one frame `a`, taken in `pid` at `ts`.
+    fn stack(ts: u64, pid: i32, a: u64) -> Event {
+        ev(ts, pid, Kind::KernelStack { frames: vec![a] })
+    }
+
     /// The waking of the measured thread `rtscope-m0` (PID 7, CPU 1), seen by `pid` at `ts`.
     fn waking(ts: u64, pid: i32) -> Event {
         ev(
@@ -449,14 +465,7 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
 
     #[test]
     fn the_stack_of_the_switch_that_ended_the_spike_is_found_and_others_are_not() {
-        let spike = Spike {
-            cpu: 1,
-            tid: 7,
-            deadline_ns: 1_000_000,
-            wakeup_ns: 9_000_000,
-            smis: None,
-        };
-        let stack = |ts, pid, a| ev(ts, pid, Kind::KernelStack { frames: vec![a] });
+        let spike = late_spike();
         let events = vec![
             switch(500_000, 40, 7), // before the deadline: another wake-up's
             stack(501_000, 40, 0xa),
@@ -538,14 +547,7 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
 
     #[test]
     fn late_only_stacks_taken_at_the_late_timer_or_the_tick_are_found_for_the_culprit() {
-        let spike = Spike {
-            cpu: 1,
-            tid: 7,
-            deadline_ns: 1_000_000,
-            wakeup_ns: 9_000_000,
-            smis: None,
-        };
-        let stack = |ts, pid, a| ev(ts, pid, Kind::KernelStack { frames: vec![a] });
+        let spike = late_spike();
         // The timer interrupt came late: its stack (where it found the culprit, interrupts
         // off) comes before the waking, after the interrupt's entry.
         let timer = vec![
