@@ -33,21 +33,5 @@ run() { # run MODE N
 for n in $(seq 1 "$pairs"); do
   if [ $((n % 2)) = 1 ]; then run off "$n"; run on "$n"; else run on "$n"; run off "$n"; fi
 done
-python3 - "$out" "$pairs" <<'PY'
-import json, statistics, sys
-out, pairs = sys.argv[1], int(sys.argv[2])
-def figs(path):
-    v = json.load(open(path))
-    t = v["threads"][0]
-    worst = v.get("explain", {}).get("worst", [])
-    return t["percentiles_ns"]["p99"], t["max_ns"], sum(1 for w in worst if w.get("stack"))
-r99, rmax = [], []
-print("pair | off: p99 / max (us) | on: p99 / max (us) | kept spikes with a stack (on)")
-for n in range(1, pairs + 1):
-    (o99, omax, _), (n99, nmax, st) = figs(f"{out}/off-{n}.json"), figs(f"{out}/on-{n}.json")
-    r99.append(n99 / o99); rmax.append(nmax / omax)
-    print(f"{n} | {o99/1e3:.1f} / {omax/1e3:.1f} | {n99/1e3:.1f} / {nmax/1e3:.1f} | {st}")
-print(f"p99 ratio on/off: median {statistics.median(r99):.3f} (pairs {min(r99):.2f}-{max(r99):.2f})")
-print(f"max ratio on/off: median {statistics.median(rmax):.3f}")
-PY
+python3 bench/stacks-ratio.py "$out" "$pairs"
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
