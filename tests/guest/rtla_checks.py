@@ -108,7 +108,8 @@ def trace_stacks(text: str) -> list[list[str]]:
             continue
         m = re.match(r"\s*=>\s+(\S+)", line)
         if m and current is not None:
-            current.append(m.group(1).split("+")[0])
+            if m.group(1) != "0":  # the kernel pads a short stack with zero entries
+                current.append(m.group(1).split("+")[0])
         elif line.strip():
             current = None
     return stacks

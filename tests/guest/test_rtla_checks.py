@@ -45,8 +45,8 @@ OURS = ["trace_event_raw_event_sched_switch", "__schedule", "preempt_schedule",
 
 
 class Stacks(unittest.TestCase):
-    def test_each_stack_is_read_innermost_first_without_offsets(self):
-        text = rtla_trace(["timerlat_irq+0x10/0x40", "noisy_hold_irqs_off+0x8/0x30"])
+    def test_each_stack_is_read_innermost_first_without_offsets_or_padding(self):
+        text = rtla_trace(["timerlat_irq+0x10/0x40", "noisy_hold_irqs_off+0x8/0x30", "0", "0"])
         self.assertEqual(rtla_checks.trace_stacks(text),
                          [["timerlat_irq", "noisy_hold_irqs_off"]])
 
