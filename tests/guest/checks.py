@@ -1,14 +1,17 @@
 """The rtscope guest tests: boot each kernel, run rtscope-checks.sh inside, verify on the host.
 
     guest.py check --rtscope-amd64 BIN --rtscope-arm64 BIN [--kernels amd64,rt-amd64,rt-arm64]
-                   [--out DIR] [--timeout S]
+                   [--out DIR] [--timeout S] [--noisy MODES] [--stacks-only KERNELS]
+                   [--rtla KERNELS]
 
 Per kernel: `rtscope check` (check-in-guest.sh: verdicts with fixes, preempt_rt ok exactly on
 the RT kernels), `rtscope measure -D 2s` with SCHED_FIFO, `rtscope runs` and `rtscope report`
 succeed in the guest; also the guests' campaign (campaign.toml: 20 s, built-in loads). On the host:
 the run's environment says PREEMPT_RT exactly on the RT kernels; on an RT kernel the monitors
 saw `irq/…` threads among the top CPU consumers under load; the guest's database opens with
-`rtscope runs` and `rtscope report`. Prints one PASS/FAIL line per check and a timing table;
+`rtscope runs` and `rtscope report`. A --stacks-only kernel (the standard arm64 one in CI)
+runs only the noisy modes whose kernel stacks are checked; --rtla sets Debian's `rtla timerlat
+-a` beside them (rtla_checks.py). Prints one PASS/FAIL line per check and a timing table;
 exit 0 only if every check passed.
 """
 

@@ -33,7 +33,7 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kernel", default="rt-amd64",
-                   help="amd64, rt-amd64 or rt-arm64")
+                   help="amd64, rt-amd64, arm64 or rt-arm64")
     p.add_argument("--rtscope", type=Path, required=True)
     p.add_argument("--modes", default=",".join(noisy_checks.CULPRITS))
     p.add_argument("--out", type=Path, default=Path("target/guest/noisy"))
