@@ -1,14 +1,17 @@
 """The rtscope guest tests: boot each kernel, run rtscope-checks.sh inside, verify on the host.
 
     guest.py check --rtscope-amd64 BIN --rtscope-arm64 BIN [--kernels amd64,rt-amd64,rt-arm64]
-                   [--out DIR] [--timeout S]
+                   [--out DIR] [--timeout S] [--noisy MODES] [--stacks-only KERNELS]
+                   [--rtla KERNELS]
 
 Per kernel: `rtscope check` (check-in-guest.sh: verdicts with fixes, preempt_rt ok exactly on
 the RT kernels), `rtscope measure -D 2s` with SCHED_FIFO, `rtscope runs` and `rtscope report`
 succeed in the guest; also the guests' campaign (campaign.toml: 20 s, built-in loads). On the host:
 the run's environment says PREEMPT_RT exactly on the RT kernels; on an RT kernel the monitors
 saw `irq/…` threads among the top CPU consumers under load; the guest's database opens with
-`rtscope runs` and `rtscope report`. Prints one PASS/FAIL line per check and a timing table;
+`rtscope runs` and `rtscope report`. A --stacks-only kernel (the standard arm64 one in CI)
+runs only the noisy modes whose kernel stacks are checked; --rtla sets Debian's `rtla timerlat
+-a` beside them (rtla_checks.py). Prints one PASS/FAIL line per check and a timing table;
 exit 0 only if every check passed.
 """
 
@@ -30,6 +33,7 @@ import guest
 import noise_checks
 import noisy_checks
 import reference
+import rtla_checks
 import watch_checks
 
 HERE = Path(__file__).resolve().parent
@@ -219,11 +223,11 @@ def verify(c: Checker, kernel: str, r: guest.BootResult, host_bin: Path, out: Pa
 
 
 def extras(c: Checker, a: argparse.Namespace, kernel: str, out: Path, files: dict[str, Path],
-           env: dict[str, str]) -> tuple[list[str], bool]:
-    """The checks that share the kernel's boot when asked for: noise of known kinds (--noisy)
-    and gpio-sim (--gpio-sim). Adds their files and environment; returns (the noise modes,
-    whether gpio-sim runs)."""
-    modes = a.noisy_modes
+           env: dict[str, str], modes: list[str] | None = None) -> tuple[list[str], bool]:
+    """The checks that share the kernel's boot when asked for: noise of known kinds (--noisy,
+    or MODES), rtla beside them (--rtla) and gpio-sim (--gpio-sim). Adds their files and
+    environment; returns (the noise modes, whether gpio-sim runs)."""
+    modes = a.noisy_modes if modes is None else modes
     if modes:
         more, why = noisy_checks.guest_files(kernel, modes, out / "noisy")
         if why:
@@ -231,7 +235,14 @@ def extras(c: Checker, a: argparse.Namespace, kernel: str, out: Path, files: dic
             modes = []
         files.update(more)
         env["MODES"] = " ".join(modes)
-    gpio = kernel in a.gpio_sim.split(",")
+    if modes and kernel in a.rtla.split(","):
+        try:
+            more, rtla_env = rtla_checks.guest_files(kernel, out)
+            files.update(more)
+            env.update(rtla_env)
+        except (guest.GuestError, subprocess.SubprocessError, OSError) as e:
+            c.expect(kernel, "Debian's rtla for the guest", False, str(e)[-500:])
+    gpio = kernel in a.gpio_sim.split(",") and "NOISY_ONLY" not in env
     if gpio:
         try:
             ko, line = gpio_checks.build_module(guest.fetch_kernel(kernel).abi, out / "gpio-sim")
@@ -259,6 +270,23 @@ class Prepared:
     gpio: bool
     irq_load: bool
     fetched: float
+    stacks_only: bool = False
+    rtla: bool = False
+
+
+def prepare_stacks_only(c: Checker, a: argparse.Namespace, kernel: str, binary: Path,
+                        out: Path, fetched: float) -> Prepared:
+    """A --stacks-only kernel: its boot runs only the --noisy modes whose kernel stacks are
+    checked (noisy_checks.STACK_MODES: the preempt-off and irq-off sections of noisy.ko),
+    `measure --explain` and `noise --explain` each (issue 53's function checks), and rtla's
+    runs when asked; none of the other checks (rtscope-checks.sh with NOISY_ONLY=1)."""
+    stack_modes = ["preempt", "irq"]
+    modes = [m for m in a.noisy_modes if m in stack_modes] or stack_modes
+    env = {"KIND": "rt" if kernel.startswith("rt-") else "stock", "NOISY_ONLY": "1"}
+    files: dict[str, Path] = {}
+    modes, _ = extras(c, a, kernel, out, files, env, modes)
+    return Prepared(kernel, binary, out, env, files, None, modes, False, False, fetched,
+                    stacks_only=True, rtla=env.get("RTLA") == "1")
 
 
 def prepare_kernel(c: Checker, a: argparse.Namespace, kernel: str, binary: Path) -> Prepared:
@@ -271,6 +299,8 @@ def prepare_kernel(c: Checker, a: argparse.Namespace, kernel: str, binary: Path)
     t0 = time.monotonic()
     guest.fetch_kernel(kernel)
     fetched = time.monotonic() - t0
+    if kernel in a.stacks_only.split(","):
+        return prepare_stacks_only(c, a, kernel, binary, out, fetched)
     # On the RT kernels the campaign reads a scratch disk meanwhile: interrupt traffic for
     # their threaded IRQ handlers (lib.sh irq_start). Not on the standard kernel, which has
     # no IRQ threads to see: there, under TCG on a loaded host, the tight direct-I/O loop
@@ -293,7 +323,8 @@ def prepare_kernel(c: Checker, a: argparse.Namespace, kernel: str, binary: Path)
         files["/root/culprit"] = culprit
         env["EXPLAIN"] = "1"
     modes, gpio = extras(c, a, kernel, out, files, env)
-    return Prepared(kernel, binary, out, env, files, culprit, modes, gpio, irq_load, fetched)
+    return Prepared(kernel, binary, out, env, files, culprit, modes, gpio, irq_load, fetched,
+                    rtla=env.get("RTLA") == "1")
 
 
 def check_kernel(c: Checker, a: argparse.Namespace, p: Prepared) -> tuple[float, float]:
@@ -303,6 +334,15 @@ def check_kernel(c: Checker, a: argparse.Namespace, p: Prepared) -> tuple[float,
     r = guest.boot(kernel, (HERE / "rtscope-checks.sh").read_text(), p.binary, env=p.env,
                    files=p.files, modules=["configfs"] if p.gpio else None, timeout=a.timeout,
                    console_log=p.out / "console.log", scratch_disk_mb=64 if p.irq_load else 0)
+    if p.stacks_only:
+        c.expect(kernel, "guest finished within the outer timeout", r.finished and not r.timed_out,
+                 f"{r.seconds:.0f} s")
+        for name, data in r.files.items():
+            (p.out / name).write_bytes(data)
+        noisy_checks.verify(c, kernel, r, p.modes)
+        if p.rtla:
+            rtla_checks.verify(c, kernel, r, p.modes)
+        return p.fetched, r.seconds
     host = a.host_rtscope or a.rtscope_amd64
     verify(c, kernel, r, host, p.out, not a.no_campaign)
     if p.culprit is not None:
@@ -312,6 +352,8 @@ def check_kernel(c: Checker, a: argparse.Namespace, p: Prepared) -> tuple[float,
     watch_checks.verify_watch(c, kernel, r, host, p.out, p.culprit is not None)
     if p.modes:
         noisy_checks.verify(c, kernel, r, p.modes)
+    if p.rtla:
+        rtla_checks.verify(c, kernel, r, p.modes)
     if p.gpio:
         gpio_checks.verify(c, kernel, r, gpio_checks.EDGES, p.out / "gpio-sim", host, own_boot=False)
     return p.fetched, r.seconds
@@ -361,6 +403,14 @@ def main(argv: list[str]) -> int:
     p.add_argument("--noisy", default="", metavar="MODES",
                    help="noise of known kinds against the reference in each kernel's boot "
                    f"(comma-separated, of {','.join(noisy_checks.CULPRITS)}; noisy_checks.py)")
+    p.add_argument("--stacks-only", default="", metavar="KERNELS",
+                   help="these kernels' boots run only the --noisy modes whose kernel stacks "
+                   "are checked (preempt, irq; both if --noisy names neither): issue 53's "
+                   "function checks, for a kernel CI adds at the least cost")
+    p.add_argument("--rtla", default="", metavar="KERNELS",
+                   help="after the preempt and irq --noisy runs, Debian's rtla timerlat -a on "
+                   "the same section; its stack must name the function rtscope's stacks name "
+                   "(RT kernels: the timerlat tracer; rtla_checks.py)")
     p.add_argument("--gpio-sim", default="", metavar="KERNELS",
                    help="rtscope respond on a gpio-sim chip in these kernels' boots (gpio_checks.py)")
     a = p.parse_args(argv)

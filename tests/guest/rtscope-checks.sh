@@ -3,13 +3,21 @@
 # markers and the database this script sends back.
 #
 # Environment (guest.py --env): CAMPAIGN=1 runs the 20 s quick campaign with built-in loads;
-# EXPLAIN=1 runs the --explain check with the injected culprit (/root/culprit, culprit.c).
+# EXPLAIN=1 runs the --explain check with the injected culprit (/root/culprit, culprit.c);
+# MODES, the noise of known kinds (noisy/guest-noisy.sh), alone with NOISY_ONLY=1.
 export RTSCOPE_DB=/tmp/guest.db
 mark uname "$(uname -a)"
 mark realtime "$(cat /sys/kernel/realtime 2>/dev/null || echo absent)"
 mark version "$(rtscope --version)"
 mark irq-threads "$(ps -o comm | grep -c '^irq/')"
 mark tracers "$(cat /sys/kernel/tracing/available_tracers 2>/dev/null)"
+
+# NOISY_ONLY=1 (`guest.py check --stacks-only`): only the noise of known kinds (MODES: the
+# preempt-off and irq-off sections, whose kernel stacks are checked), nothing else.
+if [ "${NOISY_ONLY:-0}" = 1 ]; then
+    . /guest/guest-noisy.sh
+    exit 0
+fi
 
 # The preflight audit first, on the untouched system (issue 13): verdicts with fixes, exit 0/1,
 # and preempt_rt ok exactly on the RT kernel (KIND comes from the host: rt or stock).

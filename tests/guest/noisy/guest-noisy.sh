@@ -96,6 +96,34 @@ late_snapshot() {
     } >"/tmp/late-$1.log" 2>&1
 }
 
+# rtla_run MODE: Debian's own `rtla timerlat top -a` on CPU 1 beside the same injected section,
+# right after rtscope's runs of MODE (rtla_checks.py: the two cannot trace at once). Its auto
+# mode stops at the first thread latency of RTLA_THRESHOLD_US or more and saves the trace with
+# the stack the timer interrupt found the CPU in; run again (at most RTLA_TRIES times) while
+# that stack names no function of the module. Marker `rtla-MODE TRY RC STOP-LINE`; the output
+# and the saved trace's end go back as rtla-MODE.txt and rtla-trace-MODE.txt (the last try),
+# rtla-trace-MODE-tryN.txt (the ones before).
+rtla_run() {
+    _rd=/tmp/rtla-$1
+    mkdir -p "$_rd"
+    _try=1
+    while :; do
+        rm -f "$_rd/timerlat_trace.txt"
+        (cd "$_rd" && LD_LIBRARY_PATH=$RTLA_LIB timeout 90 rtla timerlat top -q -c 1 \
+            -a "${RTLA_THRESHOLD_US:-8000}" -d 20s >"$_rd/out.txt" 2>&1)
+        _rrc=$?
+        mark "rtla-$1" "$_try $_rrc $(grep -m 1 'stop tracing' "$_rd/out.txt" | tr -s ' ')"
+        [ -f "$_rd/timerlat_trace.txt" ] && tail -n 150 "$_rd/timerlat_trace.txt" >"$_rd/tail.txt"
+        grep -q '=> noisy_' "$_rd/tail.txt" 2>/dev/null && break
+        [ "$_try" -lt "${RTLA_TRIES:-3}" ] || break
+        [ -f "$_rd/tail.txt" ] && put_file "rtla-trace-$1-try$_try.txt" "$_rd/tail.txt"
+        rm -f "$_rd/tail.txt"
+        _try=$((_try + 1))
+    done
+    put_file "rtla-$1.txt" "$_rd/out.txt"
+    [ -f "$_rd/tail.txt" ] && put_file "rtla-trace-$1.txt" "$_rd/tail.txt"
+}
+
 mark clocksource "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
 for mode in ${MODES:-preempt irq storm softirq net}; do
     start_noise "$mode"
@@ -115,6 +143,9 @@ for mode in ${MODES:-preempt irq storm softirq net}; do
         --runtime 950ms --period 1s --threshold 5us --explain 20us --explain-keep 200 -q \
         --no-db --json "/tmp/noise-$mode.json"
     grep -E '^ *(CPU1|[0-9]+:)|NET_RX|TASKLET|CAL' /proc/softirqs /proc/interrupts 2>/dev/null | sed 's/^/| /'
+    if [ "${RTLA:-0}" = 1 ]; then
+        case "$mode" in preempt | irq) rtla_run "$mode" ;; esac
+    fi
     stop_noise "$mode"
     mark noisy-tier "$mode $(sed -n 's/.*explaining spikes: tier \([a-z-]*\).*/\1/p' /tmp/explain-$mode.log | head -n 1)"
     [ -f "/tmp/explain-$mode.json" ] && put_file "explain-$mode.json" "/tmp/explain-$mode.json"

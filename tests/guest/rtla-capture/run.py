@@ -16,7 +16,6 @@ printed and written to --out/capture.log. The guest has loopback networking only
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -27,40 +26,7 @@ sys.path.insert(0, str(HERE.parent))
 
 import checks  # noqa: E402  (the culprit's build)
 import guest  # noqa: E402
-
-#: rtla and what it links (ldd of Debian 12's rtla: libtracefs, libtraceevent, libc).
-PACKAGES = ["rtla", "libtracefs1", "libtraceevent1", "libc6"]
-
-
-def rtla_root(tmp: Path, arch: guest.Arch) -> tuple[Path, list[str]]:
-    """A tree with /usr/bin/rtla, its libraries in /lib/x86_64-linux-gnu and the loader at
-    /lib64 (its ELF interpreter); returns it and the .deb files used."""
-    unpacked = tmp / "unpacked"
-    debs = []
-    for p in PACKAGES:
-        deb = guest.download(p, arch)
-        debs.append(deb.name)
-        unpacked.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["dpkg-deb", "-x", str(deb), str(unpacked)], check=True)
-    root = tmp / "root"
-    lib = root / "lib" / "x86_64-linux-gnu"
-    lib.mkdir(parents=True)
-    (root / "lib64").mkdir()
-    (root / "usr" / "bin").mkdir(parents=True)
-    for d in [unpacked / "lib" / "x86_64-linux-gnu", unpacked / "usr" / "lib" / "x86_64-linux-gnu"]:
-        for name in ["libc.so.6", "ld-linux-x86-64.so.2", "libtracefs.so.1",
-                     "libtraceevent.so.1"]:
-            f = d / name
-            if f.exists():
-                (lib / name).write_bytes(f.resolve().read_bytes())
-    (root / "lib64" / "ld-linux-x86-64.so.2").write_bytes(
-        (lib / "ld-linux-x86-64.so.2").read_bytes())
-    (root / "usr" / "bin" / "rtla").write_bytes((unpacked / "usr/bin/rtla").read_bytes())
-    for f in [root / "usr/bin/rtla", lib / "ld-linux-x86-64.so.2",
-              root / "lib64/ld-linux-x86-64.so.2"]:
-        f.chmod(0o755)
-    return root, debs
-
+from rtla_checks import rtla_root  # noqa: E402  (rtla, its libraries and loader)
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__,
