@@ -2,11 +2,13 @@
 //! on the measured CPU delays the wake-ups; the spikes it caused carry its kernel stack (where
 //! the timer interrupt that woke the measured thread found it: in user space, spinning; or
 //! where it gave the CPU back: its clock_nanosleep) in the JSON, the text and `runs explain`,
-//! with the time by kernel function; the trigger lives in rtscope's instance only; by default
+//! with the time by kernel function, and the report shows that table and the flame graph of the
+//! kept stacks as headless Chromium renders it; the trigger lives in rtscope's instance only; by default
 //! (`auto`: late-only stacks, which need hist triggers this host's kernel lacks) or with `off`
 //! none is taken here. A test that cannot run here fails under
 //! RTSCOPE_TEST_STRICT=1 and skips with the reason printed otherwise.
 
+use crate::common::browser::rendered_dom;
 use crate::explain::{measure_beside_culprit, traceable};
 use std::process::Command;
 
@@ -34,7 +36,8 @@ fn top_level_trigger() -> String {
 }
 
 #[test]
-fn the_spikes_a_busy_fifo_thread_caused_carry_its_kernel_stack_in_json_text_and_runs_explain() {
+fn the_spikes_a_busy_fifo_thread_caused_carry_its_kernel_stack_in_json_text_runs_explain_and_the_report(
+) {
     rtscope_testkit::require_ok!(traceable());
     let _rt = rtscope_testkit::rt_lock();
     let before = top_level_trigger();
@@ -98,7 +101,51 @@ fn the_spikes_a_busy_fifo_thread_caused_carry_its_kernel_stack_in_json_text_and_
     );
     // The trigger was set in rtscope's instance, never on the top-level event.
     assert_eq!(top_level_trigger(), before);
+    report_shows_the_stacks(&db, &culprit_stacks);
     let _ = std::fs::remove_dir_all(db.parent().unwrap());
+}
+
+/// The report of the run, as Chromium renders it: the time-by-function table with the culprit's
+/// row, and the flame graph of the kept stacks.
+fn report_shows_the_stacks(db: &std::path::Path, stacks: &[&serde_json::Value]) {
+    let dir = db.parent().unwrap().join("report");
+    let o = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .args(["report", "--last", "--db"])
+        .arg(db)
+        .arg("-o")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let Some(dom) = rendered_dom(&dir.join("report.html"), "chromium-stacks") else {
+        return;
+    };
+    let table = dom
+        .split("<table class=\"functions\">")
+        .nth(1)
+        .and_then(|t| t.split("</table>").next())
+        .unwrap_or_else(|| panic!("no time-by-function table in the rendered page"));
+    assert!(table.contains("<code>(user space)</code>"), "{table}");
+    let flame = dom
+        .split("<svg class=\"flame\"")
+        .nth(1)
+        .and_then(|t| t.split("</svg>").next())
+        .unwrap_or_else(|| panic!("no flame graph in the rendered page"));
+    assert!(flame.contains("<rect"), "{flame}");
+    // The graph's bottom row is the kept stacks' outermost frames (a stack of scheduler and
+    // entry code only that returns to user space is "(user space)"): together 960 px wide, so
+    // at least one is drawn, its time in its title.
+    let mut outermost: Vec<&str> = stacks
+        .iter()
+        .filter_map(|s| s["frames"].as_array()?.last()?.as_str())
+        .collect();
+    outermost.push("(user space)");
+    assert!(
+        outermost
+            .iter()
+            .any(|f| flame.contains(&format!("<title>{f}: "))),
+        "none of {outermost:?} in the flame graph"
+    );
 }
 
 /// Whether this kernel can take late-only stacks (synthetic events and hist triggers).
