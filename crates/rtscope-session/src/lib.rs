@@ -16,8 +16,8 @@
 //!
 //! The exit codes, the usage error and the `--limit` gates are rtscope-common's.
 //!
-//! Depends on core, engine, respond, store, monitor and check; never on clap, a front end or the
-//! report.
+//! Depends on core, engine, respond, store, monitor, check and export (its error type); never on
+//! clap, a front end or the report.
 
 #![warn(missing_docs)]
 
