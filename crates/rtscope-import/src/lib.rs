@@ -616,7 +616,7 @@ mod tests {
         assert!(
             full.threads
                 .iter()
-                .all(|t| t.samples > 0 && t.histogram.count() == t.samples),
+                .all(|t| t.figures.samples > 0 && t.histogram.count() == t.figures.samples),
             "the lossless path"
         );
         // With the fixture's results.json (parsed once: counts above the records) and with one
@@ -657,7 +657,7 @@ mod tests {
         assert!(r
             .threads
             .iter()
-            .all(|t| t.max_ns == Some(1_048_575_000) && t.histogram.count() == 1));
+            .all(|t| t.figures.max_ns == Some(1_048_575_000) && t.histogram.count() == 1));
         let n = 300;
         let row = |label: &str, v: &str| format!("# {label} {}\n", vec![v; n].join(" "));
         let hist = format!(

@@ -288,7 +288,7 @@ fn a_histogram_with_ms_outliers_gets_log_bins_unless_cut_by_xmax() {
     let mut r = run_with(90, &[]);
     for t in &mut r.detail.threads {
         t.histogram.record(Nanos(12_000_000));
-        t.max_ns = Some(12_000_000);
+        t.figures.max_ns = Some(12_000_000);
     }
     r.detail.summary.histogram.record(Nanos(12_000_000));
     let runs = [r];

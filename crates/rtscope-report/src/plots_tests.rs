@@ -14,8 +14,8 @@ use rtscope_core::{Histogram, Nanos};
 fn with_histogram(mut run: RunData, h: Histogram) -> RunData {
     run.detail.threads.truncate(1);
     let t = &mut run.detail.threads[0];
-    t.max_ns = h.max().map(|m| m.0);
-    t.samples = h.count();
+    t.figures.max_ns = h.max().map(|m| m.0);
+    t.figures.samples = h.count();
     t.histogram = h.clone();
     run.detail.summary.histogram = h;
     run

@@ -39,7 +39,9 @@ pub use read::{RunDetail, RunSummary, SeriesRow, ThreadRow};
 pub use sample_rule::{SampleRule, SAMPLE_RULE_KEY};
 pub use spikes::{ExplainedRun, SpikeRow, SpikeSummaryRow};
 pub use status::{RunKind, RunStatus};
-pub use write::{Checkpoint, EventRow, NewRun, RawChunk, SeriesPoint, ThreadInfo, ThreadStats};
+pub use write::{
+    Checkpoint, EventRow, NewRun, RawChunk, SampleFigures, SeriesPoint, ThreadInfo, ThreadStats,
+};
 
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};

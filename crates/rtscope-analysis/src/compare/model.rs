@@ -330,12 +330,12 @@ impl RunData {
             totals: Totals {
                 hist: s.histogram.clone(),
                 samples: s.samples,
-                min_ns: d.threads.iter().filter_map(|t| t.min_ns).min(),
+                min_ns: d.threads.iter().filter_map(|t| t.figures.min_ns).min(),
                 max_ns: s.max_ns,
                 sum_ns: d
                     .threads
                     .iter()
-                    .map(|t| t.mean_ns.unwrap_or(0.0) * t.samples as f64)
+                    .map(|t| t.figures.mean_ns.unwrap_or(0.0) * t.figures.samples as f64)
                     .sum(),
                 missed: s.missed,
                 deadlines: match d.sample_rule() {
@@ -380,8 +380,8 @@ impl RunData {
                 one.threads = vec![t.clone()];
                 let s = &mut one.summary;
                 s.threads = 1;
-                s.samples = t.samples;
-                s.max_ns = t.max_ns;
+                s.samples = t.figures.samples;
+                s.max_ns = t.figures.max_ns;
                 s.missed = t.missed;
                 s.histogram = t.histogram.clone();
                 let mut r = RunData::from_detail(&one, campaign.clone());
@@ -632,7 +632,7 @@ mod tests {
         for (r, t) in per.iter().zip(&d.threads) {
             assert_eq!(
                 (r.totals.samples, r.totals.max_ns, r.totals.hist.count()),
-                (t.samples, t.max_ns, t.histogram.count())
+                (t.figures.samples, t.figures.max_ns, t.histogram.count())
             );
             assert_eq!(r.tag("mechanism"), r.case.as_deref());
         }
