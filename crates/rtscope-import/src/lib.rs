@@ -20,6 +20,9 @@
 //! [`parse_bytes`] and [`parse_jitterdebugger`] run the parsers on bytes in memory, with no file
 //! system and no database (the fuzz targets in `fuzz/` call them). Whatever the input, they
 //! return a result: a parser never panics.
+//!
+//! Re-exports (its facade): `Imported` and `Bad`, what an import gives back, are named at the root
+//! for the CLI; their module (`model`) is private.
 
 mod civil;
 mod ctjson;

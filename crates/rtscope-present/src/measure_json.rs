@@ -4,7 +4,7 @@
 use rtscope_common::limits::Check;
 use rtscope_core::{layout, Histogram, Stats};
 use rtscope_session::sysinfo::SysInfo;
-use rtscope_session::{ConfigDoc, RunPlan};
+use rtscope_session::{plan::ConfigDoc, plan::RunPlan};
 use rtscope_store::SampleFigures;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -36,7 +36,7 @@ pub struct Doc {
     /// uname and PREEMPT_RT flag.
     pub system: SysInfo,
     /// The settings the run used.
-    pub config: rtscope_session::ConfigDoc,
+    pub config: rtscope_session::plan::ConfigDoc,
     /// Per thread.
     pub threads: Vec<Series>,
     /// All threads together.

@@ -9,6 +9,11 @@
 //! * [`Store::list_runs`], [`Store::run`] and friends read it back, also while a run is writing.
 //!
 //! Schema: docs/store-schema.md.
+//!
+//! Re-exports (its facade): the record types (`NewRun`, `Checkpoint`, `ThreadStats`,
+//! `SampleFigures`, `RunDetail`, `ThreadRow`, …) are named at the root for every reader and writer;
+//! their modules (`read`, `write`, `batch`, `bundle`, …) are private, so the root is their one
+//! path. `codec`, `schema` and `watch` are public modules and are not re-exported.
 
 #![warn(missing_docs)]
 

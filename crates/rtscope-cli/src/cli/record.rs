@@ -4,7 +4,7 @@ use clap::Args;
 use rtscope_common::error::UsageError;
 use rtscope_session::output::OutputFile;
 use rtscope_session::record::RecordSpec;
-use rtscope_session::{preflight, RunPlan};
+use rtscope_session::{plan::RunPlan, preflight};
 use rtscope_store::{RunKind, Store};
 use std::path::PathBuf;
 

@@ -17,8 +17,8 @@ use rtscope_respond::ipc::{IpcKind, Placement};
 use rtscope_respond::record::Row;
 use rtscope_respond::run as respond;
 use rtscope_session::output::OutputFile;
-use rtscope_session::{PlanSpec, RunPlan, SessionError, WorkloadSpec};
-use rtscope_session::{RespondMeasured, RespondSession, RespondSpec, SystemSettings};
+use rtscope_session::{plan::PlanSpec, plan::RunPlan, plan::WorkloadSpec, SessionError};
+use rtscope_session::{plan::RespondSpec, RespondMeasured, RespondSession, SystemSettings};
 use serde_json::json;
 use std::io::Write;
 

@@ -17,8 +17,8 @@ use rtscope_session::record::RecordSpec;
 use rtscope_trace::tracefs::StackChoice;
 
 use rtscope_session::{
-    ConfigDoc, Event, Measured, Naming, PlanError, PlanSpec, Recorded, RunPlan, Session,
-    SystemSettings,
+    field::Naming, plan::ConfigDoc, plan::PlanError, plan::PlanSpec, plan::RunPlan, Event,
+    Measured, Recorded, Session, SystemSettings,
 };
 use std::io::{IsTerminal, Write};
 
@@ -82,7 +82,7 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
             .iter()
             .map(|l| limits::parse(l))
             .collect::<Result<Vec<_>, _>>()?,
-        workload: rtscope_session::WorkloadSpec::Timer,
+        workload: rtscope_session::plan::WorkloadSpec::Timer,
     })
 }
 
