@@ -39,14 +39,6 @@ impl RecordArgs {
         rtscope_common::names::check_label_and_tags(self.label.as_deref(), &self.tags)
     }
 
-    /// The `--tag KEY=VALUE` pairs (a tag only campaigns set is refused).
-    pub fn tag_pairs(&self) -> Result<Vec<(String, String)>, rtscope_common::error::UsageError> {
-        self.tags
-            .iter()
-            .map(|t| rtscope_common::names::parse_run_tag(t))
-            .collect()
-    }
-
     /// The database the run is recorded in (`--db`, else `$RTSCOPE_DB`, else ./rtscope.db);
     /// `None` with `--no-db`.
     pub fn open_store(
@@ -76,10 +68,6 @@ impl RecordArgs {
     ) -> Result<(Option<OutputFile>, Option<Store>, RecordSpec), UsageError> {
         let json_file = OutputFile::prepare_given(self.json.as_deref(), "--json")?;
         let store = self.open_store()?;
-        let audit = preflight::audit(plan);
-        for line in preflight::bad_lines(&audit) {
-            rtscope_common::error::warn(&line);
-        }
         let spec = RecordSpec {
             kind,
             label: self.label.clone(),
@@ -87,7 +75,7 @@ impl RecordArgs {
             command_line,
             config_json: String::new(),
             monitor_interval: None,
-            checks: preflight::rows(&audit),
+            checks: preflight::warned_rows(plan),
             raw: false,
         };
         Ok((json_file, store, spec))
