@@ -25,6 +25,11 @@ pub fn open(path: &Path) -> Result<Store, UsageError> {
     })
 }
 
+/// [`open`] of `db`, else of [`Store::default_path`] (`$RTSCOPE_DB`, else ./rtscope.db).
+pub fn open_given(db: Option<&Path>) -> Result<Store, UsageError> {
+    open(&db.map_or_else(Store::default_path, Path::to_path_buf))
+}
+
 struct Previous {
     hist: Histogram,
     stats: Stats,

@@ -44,15 +44,10 @@ impl RecordArgs {
     pub fn open_store(
         &self,
     ) -> Result<Option<rtscope_store::Store>, rtscope_common::error::UsageError> {
-        use rtscope_session::record;
         if self.no_db {
             return Ok(None);
         }
-        let path = self
-            .db
-            .clone()
-            .unwrap_or_else(rtscope_store::Store::default_path);
-        record::open(&path).map(Some)
+        rtscope_session::record::open_given(self.db.as_deref()).map(Some)
     }
 
     /// What a measuring command does before its session starts, in this order: the `--json`

@@ -89,11 +89,7 @@ pub fn remote(
         files,
         record,
     };
-    let mut store = record
-        .then(|| {
-            record::open(&db.map_or_else(rtscope_store::Store::default_path, Path::to_path_buf))
-        })
-        .transpose()?;
+    let mut store = record.then(|| record::open_given(db)).transpose()?;
     let bare = !record && targets.len() == 1;
     let results = fanout::fan_out(
         &Ssh::from_env(),
@@ -141,10 +137,9 @@ pub fn with_ci(
         return body(out, &mut missing);
     }
     let outs = ci_outputs(outs)?;
-    let path = db.map_or_else(rtscope_store::Store::default_path, Path::to_path_buf);
-    let mark = output::mark(&record::open(&path)?).map_err(usage)?;
+    let mark = output::mark(&record::open_given(db)?).map_err(usage)?;
     let status = body(out, &mut missing)?;
-    let store = record::open(&path)?;
+    let store = record::open_given(db)?;
     let sub = kcidb::Submission::default();
     for p in output::write_ci(&store, mark, &missing, &outs, out, &sub).map_err(usage)? {
         rtscope_common::error::warn(&format!("rtscope: wrote {}", p.display()));
