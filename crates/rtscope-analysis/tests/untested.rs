@@ -193,8 +193,8 @@ fn missed_deadlines_compare_as_a_rate_whatever_the_run_length() {
         } else {
             (1_010, 99_990)
         };
-        r.missed = missed;
-        r.deadlines = missed + samples;
+        r.totals.missed = missed;
+        r.totals.deadlines = missed + samples;
     }
     let c = compare(&runs, false);
     let row = c.stats.iter().find(|r| r.stat.is_rate()).unwrap();

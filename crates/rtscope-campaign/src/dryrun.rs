@@ -152,7 +152,7 @@ fn limits(runs: &[PlannedRun]) -> String {
 }
 
 fn layout(r: &PlannedRun) -> String {
-    if let Some(rtscope_session::RespondPlan::Ipc(c)) = r.plan.workload.respond() {
+    if let Some(rtscope_session::plan::RespondPlan::Ipc(c)) = r.plan.workload.respond() {
         let each = c
             .iter()
             .map(|c| format!("{} {}", c.kind, c.placement.path()));
@@ -210,9 +210,8 @@ fn summary(r: &PlannedRun) -> String {
     names.join(", ")
 }
 
+use crate::progress::human;
 use rtscope_core::text::short;
-
-pub use super::progress::human;
 
 #[cfg(test)]
 mod tests {

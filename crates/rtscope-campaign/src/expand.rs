@@ -14,8 +14,10 @@ use rtscope_common::limits;
 use rtscope_core::Nanos;
 use rtscope_engine::{ClockKind, CpuSet};
 use rtscope_load::LoadSpec;
-use rtscope_session::WorkloadSpec;
-use rtscope_session::{Naming, PlanError, PlanSpec, PolicyChoice, RunPlan};
+use rtscope_session::plan::WorkloadSpec;
+use rtscope_session::{
+    field::Naming, plan::PlanError, plan::PlanSpec, plan::PolicyChoice, plan::RunPlan,
+};
 use std::time::Duration;
 use toml::Spanned;
 

@@ -2,7 +2,7 @@
 //!
 //! * `file`: the TOML format as written (docs/campaigns.md), every key checked;
 //! * [`expand`]: the file plus command-line overrides become an [`expand::Campaign`] of
-//!   [`expand::PlannedRun`]s, each with a [`rtscope_session::RunPlan`] checked as `rtscope measure` checks its options;
+//!   [`expand::PlannedRun`]s, each with a [`rtscope_session::plan::RunPlan`] checked as `rtscope measure` checks its options;
 //! * [`presets`]: `quick`, `scenarios`, `loadcases`, `osadl` (the files in examples/);
 //! * [`dryrun`]: `--dry-run`'s matrix; `runner` and `one_run`: the execution, each run a
 //!   [`rtscope_session::Session`] with its loads around it.

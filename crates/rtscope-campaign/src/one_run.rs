@@ -15,8 +15,10 @@ use rtscope_load::LoadReport;
 use rtscope_session::noise_session::{NoiseMeasured, NoiseSession};
 use rtscope_session::record::{self, RecordSpec};
 use rtscope_session::RunError;
-use rtscope_session::{preflight, ConfigDoc, Event, Measured, Recorded, Session, SystemSettings};
-use rtscope_session::{RecordOutcome, RespondMeasured, RespondSession, Workload};
+use rtscope_session::{
+    plan::ConfigDoc, preflight, Event, Measured, Recorded, Session, SystemSettings,
+};
+use rtscope_session::{plan::Workload, RecordOutcome, RespondMeasured, RespondSession};
 use rtscope_store::{CampaignId, Store};
 use rtscope_store::{CampaignRun, LoadMetric, LoadRow, RunId};
 use std::io::Write;
@@ -331,7 +333,7 @@ fn noise(
     if let Some(off) = &p.plan.explain_off {
         rtscope_common::error::warn(&format!("[{number}] explain: off — {off}"));
     }
-    for note in session.notes(rtscope_session::Naming::Keys) {
+    for note in session.notes(rtscope_session::field::Naming::Keys) {
         rtscope_common::error::warn(&format!("[{number}] {note}"));
     }
     if let Some(id) = session.run_id() {

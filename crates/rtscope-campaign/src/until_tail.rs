@@ -19,7 +19,7 @@ use super::pos::Source;
 use rtscope_common::error::UsageError;
 use rtscope_core::Nanos;
 use rtscope_evt::precision::Standing;
-use rtscope_session::{PlanSpec, WorkloadSpec};
+use rtscope_session::{plan::PlanSpec, plan::WorkloadSpec};
 use std::fmt::Write as _;
 use std::ops::Range;
 use std::time::Duration;

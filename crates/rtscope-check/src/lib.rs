@@ -11,6 +11,11 @@
 //! IRQ names) are kept verbatim; [`render::table`] escapes them for a terminal.
 //!
 //! The checks, what each reads and the source of each recommendation: docs/check.md.
+//!
+//! Re-exports (its facade): the settings comparison (`differing_settings`, `RunSettings`, …)
+//! and the system seam (`Probe`, `LiveProbe`, `FixedProbe`, `System`, …) are named at the root for
+//! the front ends and the session; their modules (`diff`, `sys`) are private, so the root is their
+//! one path.
 
 #![warn(missing_docs)]
 

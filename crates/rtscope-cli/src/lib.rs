@@ -147,11 +147,8 @@ fn hidden_status(code: i32) -> ExitStatus {
 pub fn lift(e: rtscope_session::RunError) -> anyhow::Error {
     use rtscope_session::RunError;
     match e {
-        RunError::Usage(e) => e.into(),
         RunError::Session(e) => e.into(),
-        RunError::Io(e) => e.into(),
-        RunError::Json(e) => e.into(),
-        RunError::Store(e) => e.into(),
+        RunError::Output(e) => lift_export(e),
     }
 }
 

@@ -9,6 +9,11 @@
 //! * [`Stats`]: count, min, mean, max, time and cycle of the max, missed periods.
 //!
 //! This crate does no I/O and has no dependencies.
+//!
+//! Re-exports (its facade): `Histogram`, `Overflow`, `Percentile`, `PERCENTILES`, `LoadStatus`,
+//! `Nanos`, `ParseDurationError` and `Stats` are named at the root, where every crate reaches them;
+//! their modules (`histogram`, `load_status`, `nanos`, `stats`) are private, so the root is their one
+//! path.
 
 #![warn(missing_docs)]
 

@@ -19,7 +19,7 @@ use rtscope_session::output::{Guarded, OutputFile};
 use rtscope_session::record::{self, RecordSpec};
 use rtscope_session::sysinfo::{self, SysInfo};
 use rtscope_session::RunError;
-use rtscope_session::{Event, Observer, Recorded, RunPlan, Session};
+use rtscope_session::{plan::RunPlan, Event, Observer, Recorded, Session};
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;

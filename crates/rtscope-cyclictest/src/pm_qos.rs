@@ -7,7 +7,7 @@
 //! `rtscope measure` keeps its own default: no request unless `--latency` is given.
 
 use super::args::CtOptions;
-use rtscope_session::{RunError, RunPlan, SystemSettings};
+use rtscope_session::{plan::RunPlan, RunError, SystemSettings};
 
 /// What the drop-in does with `/dev/cpu_dma_latency`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

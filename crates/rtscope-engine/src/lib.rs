@@ -5,6 +5,12 @@
 //! wake-up time minus the programmed deadline — into memory allocated before it turned
 //! real-time. See [`thread`](crate::thread) for what the timing loop does and the exact rule for
 //! missed periods. Depends on `libc`, `thiserror` and `rtscope-core` only.
+//!
+//! Re-exports (its facade): the run configuration (`RunConfig`, `Policy`, …), `CpuSet`, the run
+//! (`Run`, `RunResult`, …) and the per-thread state (`ThreadShared`, `Recorder`, …) are named at
+//! the root for the session and the respond crate; their modules (`config`, `cpuset`, `run`,
+//! `state`) are private, so the root is their one path. [`noise`] does the same for its private
+//! `counter`, `state` and `threshold` modules.
 
 #![warn(missing_docs)]
 

@@ -20,7 +20,7 @@ fn main() {
         p.split(',').map(|x| x.parse().expect("P")).collect()
     });
     for t in &detail.threads {
-        let all = raw_run::wakeups(&store, id, t.thread, t.samples);
+        let all = raw_run::wakeups(&store, id, t.thread, t.figures.samples);
         let cut = (all.len() as f64 * fraction) as usize;
         let (fit_part, held) = all.split_at(cut);
         let rate_hz = (t.interval_ns > 0).then(|| 1e9 / t.interval_ns as f64);

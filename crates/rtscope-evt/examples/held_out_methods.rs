@@ -66,7 +66,7 @@ fn main() {
     for t in &detail.threads {
         assert!(t.interval_ns > 0, "thread {} has no interval", t.thread);
         let hz = 1e9 / t.interval_ns as f64;
-        let all = raw_run::wakeups(&store, id, t.thread, t.samples);
+        let all = raw_run::wakeups(&store, id, t.thread, t.figures.samples);
         // Segments of whole seconds, so that blocks do not straddle the joins.
         let per = ((segment_s * hz).round() as usize).max(hz.round() as usize);
         let (mut fit, mut held) = (Vec::new(), Vec::new());

@@ -64,16 +64,16 @@ pub fn read_and_analyse(
         Err(InputError::Overflow {
             count, floor_ns, ..
         }) => {
-            let max = t.max_ns.unwrap_or(floor_ns) as f64;
+            let max = t.figures.max_ns.unwrap_or(floor_ns) as f64;
             let why = Refusal::BeyondHistogram { count, floor_ns };
-            let mut a = Analysis::refused(t.samples, max, why, o);
+            let mut a = Analysis::refused(t.figures.samples, max, why, o);
             a.rate_hz = (t.interval_ns > 0).then(|| 1e9 / t.interval_ns as f64);
             Ok((a, None))
         }
         Err(InputError::Empty { .. }) => {
-            let max = t.max_ns.unwrap_or(0) as f64;
+            let max = t.figures.max_ns.unwrap_or(0) as f64;
             let why = Refusal::NoDistribution;
-            let mut a = Analysis::refused(t.samples, max, why, o);
+            let mut a = Analysis::refused(t.figures.samples, max, why, o);
             a.rate_hz = (t.interval_ns > 0).then(|| 1e9 / t.interval_ns as f64);
             Ok((a, None))
         }
@@ -120,7 +120,7 @@ fn from_raw(
 ) -> Result<Tail, InputError> {
     // The floor from the histogram (the same samples): the lowest bin that, with those above
     // it, holds `keep` samples. Without a histogram every sample is kept.
-    let want = keep(t.samples);
+    let want = keep(t.figures.samples);
     let mut floor = 0u64;
     let mut above = 0u64;
     let bins: Vec<_> = t.histogram.buckets().collect();

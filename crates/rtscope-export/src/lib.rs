@@ -25,7 +25,8 @@ use std::path::Path;
 use table::Table;
 use tables::RunData;
 
-/// What writing an export can fail with.
+/// What writing an export, or any run out, can fail with (a session's front ends' too:
+/// rtscope-session's `RunError::Output`).
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     /// Bad input: no such run, an unusable directory.

@@ -100,12 +100,12 @@ fn threads(d: &RunData) -> Table {
         .text("policy", t.iter().map(|r| r.policy.clone()))
         .int("priority", t.iter().map(|r| i64::from(r.priority)))
         .int("interval_ns", t.iter().map(|r| int(r.interval_ns)))
-        .int("samples", t.iter().map(|r| int(r.samples)))
-        .opt_int("min_ns", opt(|r| r.min_ns))
-        .opt_float("mean_ns", t.iter().map(|r| r.mean_ns))
-        .opt_int("max_ns", opt(|r| r.max_ns))
-        .opt_int("max_cycle", opt(|r| r.max_cycle))
-        .opt_int("max_offset_ns", opt(|r| r.max_offset_ns));
+        .int("samples", t.iter().map(|r| int(r.figures.samples)))
+        .opt_int("min_ns", opt(|r| r.figures.min_ns))
+        .opt_float("mean_ns", t.iter().map(|r| r.figures.mean_ns))
+        .opt_int("max_ns", opt(|r| r.figures.max_ns))
+        .opt_int("max_cycle", opt(|r| r.figures.max_cycle))
+        .opt_int("max_offset_ns", opt(|r| r.figures.max_offset_ns));
     // Ranked over all samples; null where the rank falls among an import's histogram
     // overflows (only a lower bound is known: `overflow_floor_ns`).
     let percentiles: Vec<Vec<Option<i64>>> = t
@@ -136,7 +136,7 @@ fn threads(d: &RunData) -> Table {
         .int("missed_periods", t.iter().map(|r| int(r.missed)))
         .opt_float(
             "miss_ratio",
-            t.iter().map(|r| miss_ratio(r.samples, r.missed)),
+            t.iter().map(|r| miss_ratio(r.figures.samples, r.missed)),
         )
 }
 

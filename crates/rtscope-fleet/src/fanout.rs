@@ -9,14 +9,14 @@
 use crate::board::{BoardRun, Progress};
 use crate::master::ControlDir;
 use crate::remote::{self, Job, RemoteError, RemoteOutcome, Ssh, Stop};
-use crate::targets::Target;
-use rtscope_common::error::ExitStatus;
+use crate::targets::{Target, Targets};
+use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_common::signals;
 use rtscope_core::Nanos;
 use rtscope_formats::missing::{BoardEnd, MissingBoard};
 use rtscope_store::Store;
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 
@@ -351,6 +351,50 @@ pub fn merge(
     })
 }
 
+/// Options that name local files or the fan-out: not passed to the boards.
+pub const LOCAL_ONLY: [&str; 6] = [
+    "--target",
+    "--targets-file",
+    "--target-jobs",
+    "--db",
+    "--metrics-file",
+    "--ci-output",
+];
+
+/// What `--target` runs: the boards named by `texts` (with `targets_file`, else its default
+/// place: [`Targets::load`]) and the job for them: `argv` without [`LOCAL_ONLY`]'s options,
+/// `file` (a campaign) copied there, recorded and fetched unless the command is `check`. Every
+/// local input is checked here, before any board is touched (nothing to clean up there).
+pub fn plan(
+    targets_file: Option<&Path>,
+    texts: &[String],
+    argv: &[String],
+    file: Option<&Path>,
+) -> Result<(Vec<Target>, Job), UsageError> {
+    let usage = |e: &dyn std::fmt::Display| UsageError::new(e.to_string());
+    let targets = Targets::load(targets_file)
+        .and_then(|t| t.resolve(texts))
+        .map_err(|e| usage(&e))?;
+    for t in &targets {
+        t.check_local_files()
+            .map_err(|e| usage(&e).hint("fix the board's entry in targets.toml"))?;
+    }
+    if let Some(p) = file {
+        crate::targets::regular_file(p)
+            .map_err(|why| usage(&format!("campaign file {}: {why}", p.display())))?;
+    }
+    let (files, rename): (Vec<_>, Vec<_>) = file
+        .map(|p| file_arg(p, "campaign.toml"))
+        .into_iter()
+        .unzip();
+    let job = Job {
+        args: remote_args(argv, &LOCAL_ONLY, &rename),
+        files,
+        record: argv.get(1).is_some_and(|c| c != "check"),
+    };
+    Ok((targets, job))
+}
+
 /// The arguments for the boards: `command_line` (argv, its first word dropped) without the
 /// options in `local_only` (each taking a value: `--db X`, `--db=X`), and with `rename`'s
 /// words replaced (a local file by its name in the remote directory).
@@ -383,6 +427,43 @@ pub fn file_arg(path: &std::path::Path, name: &str) -> ((PathBuf, String), (Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn words(w: &[&str]) -> Vec<String> {
+        w.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// A targets file with no boards (so neither `$RTSCOPE_TARGETS` nor ./targets.toml counts).
+    fn no_boards(name: &str) -> PathBuf {
+        let p = std::env::temp_dir().join(format!("rtscope-plan-{}-{name}", std::process::id()));
+        std::fs::write(&p, "").unwrap();
+        p
+    }
+
+    #[test]
+    fn a_plan_resolves_the_boards_and_records_every_command_but_check() {
+        let t = no_boards("resolve");
+        let argv = words(&[
+            "rtscope", "measure", "--target", "root@b1", "--db", "x.db", "-d", "1s",
+        ]);
+        let (targets, job) = plan(Some(&t), &words(&["root@b1"]), &argv, None).unwrap();
+        assert_eq!(targets.len(), 1);
+        assert_eq!(job.args, words(&["measure", "-d", "1s"]));
+        assert!(job.record && job.files.is_empty());
+        let check = words(&["rtscope", "check", "--target", "root@b1"]);
+        let (_, job) = plan(Some(&t), &words(&["root@b1"]), &check, None).unwrap();
+        assert!(!job.record);
+        let _ = std::fs::remove_file(t);
+    }
+
+    #[test]
+    fn a_plan_refuses_a_campaign_file_that_is_not_a_regular_file_before_any_board() {
+        let t = no_boards("dir");
+        let dir = std::env::temp_dir();
+        let argv = words(&["rtscope", "run", "c.toml", "--target", "root@b1"]);
+        let e = plan(Some(&t), &words(&["root@b1"]), &argv, Some(&dir)).unwrap_err();
+        assert!(e.to_string().starts_with("campaign file "), "{e}");
+        let _ = std::fs::remove_file(t);
+    }
 
     #[test]
     fn local_only_options_stay_here_and_files_are_renamed() {

@@ -61,7 +61,7 @@ fn essence(b: &RunBundle) -> String {
         d.environment,
         d.threads
             .iter()
-            .map(|t| (&t.histogram, t.max_ns, t.samples))
+            .map(|t| (&t.histogram, t.figures.max_ns, t.figures.samples))
             .collect::<Vec<_>>(),
         b.series,
         b.events,

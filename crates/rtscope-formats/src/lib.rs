@@ -141,11 +141,12 @@ impl Report {
         let s = &d.summary;
         let threads = d.threads.iter().map(|t| {
             let stats = Stats {
-                count: t.samples,
-                min: Nanos(t.min_ns.unwrap_or(0)),
-                max: Nanos(t.max_ns.unwrap_or(0)),
-                sum_ns: (t.mean_ns.unwrap_or(0.0) * t.samples as f64).round() as u128,
-                max_cycle: t.max_cycle.unwrap_or(0),
+                count: t.figures.samples,
+                min: Nanos(t.figures.min_ns.unwrap_or(0)),
+                max: Nanos(t.figures.max_ns.unwrap_or(0)),
+                sum_ns: (t.figures.mean_ns.unwrap_or(0.0) * t.figures.samples as f64).round()
+                    as u128,
+                max_cycle: t.figures.max_cycle.unwrap_or(0),
                 max_time: Nanos(0),
                 missed: t.missed,
             };

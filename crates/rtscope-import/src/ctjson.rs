@@ -156,7 +156,7 @@ fn thread(
     let has_hist = c.count > 0 || opts.is_some_and(|o| o.histogram.is_some());
     let overflows = has_hist.then_some(cycles - c.count);
     let mut d = ThreadRow::new(i);
-    d.samples = cycles;
+    d.figures.samples = cycles;
     if cycles > 0 {
         let (min, max) = (int("min")?, int("max")?);
         if c.count > 0 && (min > c.min || max < c.max) {
@@ -168,9 +168,9 @@ fn thread(
                 ),
             ));
         }
-        d.min_ns = Some(min.saturating_mul(unit));
-        d.max_ns = Some(max.saturating_mul(unit));
-        d.mean_ns = match v.get("avg") {
+        d.figures.min_ns = Some(min.saturating_mul(unit));
+        d.figures.max_ns = Some(max.saturating_mul(unit));
+        d.figures.mean_ns = match v.get("avg") {
             _ if overflows == Some(0) => c.mean_ns(unit),
             Some(a) if a.is_number() => a.as_f64().map(|a| a * unit as f64),
             _ => return Err(Bad::field(f("avg"), "missing, or not a number")),
@@ -257,13 +257,13 @@ mod tests {
     fn threads_statistics_times_and_setup_are_read() {
         let r = parse(DOC).unwrap();
         let t0 = &r.threads[0];
-        assert_eq!((t0.samples, t0.histogram.count()), (4, 3));
+        assert_eq!((t0.figures.samples, t0.histogram.count()), (4, 3));
         assert_eq!(
-            (t0.min_ns, t0.max_ns, t0.mean_ns),
+            (t0.figures.min_ns, t0.figures.max_ns, t0.figures.mean_ns),
             (Some(10_000), Some(725_000), Some(189_250.0))
         );
         let t1 = &r.threads[1];
-        assert_eq!(t1.mean_ns, Some(11_000.0));
+        assert_eq!(t1.figures.mean_ns, Some(11_000.0));
         assert_eq!(
             (t1.policy.as_str(), t1.priority, t1.interval_ns, t1.cpu),
             ("fifo", 90, 200_000, Some(1))
@@ -285,7 +285,7 @@ mod tests {
         let r = parse(&doc).unwrap();
         assert!(r.notes[0].contains("repaired"), "{:?}", r.notes);
         assert_eq!(
-            r.threads[1].mean_ns,
+            r.threads[1].figures.mean_ns,
             Some(11_000.0),
             "exact mean from the histogram"
         );
@@ -294,7 +294,7 @@ mod tests {
     #[test]
     fn nanosecond_resolution_scales_every_value() {
         let doc = DOC.replace("\"resolution_in_ns\": 0", "\"resolution_in_ns\": 1");
-        assert_eq!(parse(&doc).unwrap().threads[0].max_ns, Some(725));
+        assert_eq!(parse(&doc).unwrap().threads[0].figures.max_ns, Some(725));
     }
 
     #[test]

@@ -417,7 +417,7 @@ fn thread(
     let overflows = over.v[t];
     let samples = c.count.saturating_add(overflows);
     let mut d = ThreadRow::new(t as u32);
-    d.samples = samples;
+    d.figures.samples = samples;
     if samples > 0 {
         if c.count > 0 && (max.v[t] < c.max || min.v[t] > c.min) {
             return Err(Bad::line(
@@ -428,9 +428,9 @@ fn thread(
                 ),
             ));
         }
-        d.min_ns = Some(min.v[t].saturating_mul(1000));
-        d.max_ns = Some(max.v[t].saturating_mul(1000));
-        d.mean_ns = if overflows == 0 {
+        d.figures.min_ns = Some(min.v[t].saturating_mul(1000));
+        d.figures.max_ns = Some(max.v[t].saturating_mul(1000));
+        d.figures.mean_ns = if overflows == 0 {
             c.mean_ns()
         } else {
             Some(avg.v[t] as f64 * 1000.0)
@@ -492,8 +492,14 @@ fn notes(out: &mut Imported, rows: &Rows) {
     let over: Vec<String> = out
         .threads
         .iter()
-        .filter(|t| t.samples > t.histogram.count())
-        .map(|t| format!("thread {}: {}", t.thread, t.samples - t.histogram.count()))
+        .filter(|t| t.figures.samples > t.histogram.count())
+        .map(|t| {
+            format!(
+                "thread {}: {}",
+                t.thread,
+                t.figures.samples - t.histogram.count()
+            )
+        })
         .collect();
     if !over.is_empty() {
         let range = full_size(rows).map_or(String::new(), |n| format!(" (>= {n} µs)"));
@@ -529,18 +535,22 @@ mod tests {
         assert_eq!(r.threads.len(), 2);
         let t0 = &r.threads[0];
         assert_eq!(
-            (t0.samples, t0.min_ns, t0.max_ns),
+            (t0.figures.samples, t0.figures.min_ns, t0.figures.max_ns),
             (3, Some(1000), Some(2000))
         );
         assert_eq!(
-            t0.mean_ns,
+            t0.figures.mean_ns,
             Some(4000.0 / 3.0),
             "exact mean without overflows"
         );
         let t1 = &r.threads[1];
-        assert_eq!((t1.samples, t1.histogram.count()), (4, 3));
-        assert_eq!(t1.max_ns, Some(950_000));
-        assert_eq!(t1.mean_ns, Some(2000.0), "truncated avg with overflows");
+        assert_eq!((t1.figures.samples, t1.histogram.count()), (4, 3));
+        assert_eq!(t1.figures.max_ns, Some(950_000));
+        assert_eq!(
+            t1.figures.mean_ns,
+            Some(2000.0),
+            "truncated avg with overflows"
+        );
         assert_eq!(r.source["overflows"], json!([0, 1]));
         assert_eq!(r.source["histogram_size_us"], json!(4));
         assert_eq!(r.source["overflow_cycles"]["1"]["listed"], json!([3]));
@@ -550,7 +560,7 @@ mod tests {
     fn the_upstream_sparse_form_without_total_imports() {
         let text = "# Histogram\n000013 004376\n000399 000002\n# Min Latencies: 00013\n# Avg Latencies: 00014\n# Max Latencies: 00399\n# Histogram Overflows: 00000\n# Histogram Overflow at cycle number:\n# Thread 0:\n";
         let r = parse(text).unwrap();
-        assert_eq!(r.threads[0].samples, 4378);
+        assert_eq!(r.threads[0].figures.samples, 4378);
         assert_eq!(r.source["histogram_size_us"], Value::Null);
     }
 

@@ -263,15 +263,15 @@ fn build(threads: &[JdThread], unit: u64, raw: Option<&Raw>, out: &mut Imported)
     for (i, jd) in threads.iter().enumerate() {
         let mut d = ThreadRow::new(i as u32);
         d.policy = "fifo".into();
-        d.samples = jd.count;
+        d.figures.samples = jd.count;
         let full = raw
             .map(|r| &r.counters[i])
             .filter(|c| c.count == jd.count && c.count > 0);
         if let Some(c) = full {
-            d.min_ns = Some(c.min.saturating_mul(unit));
-            d.max_ns = Some(c.max.saturating_mul(unit));
-            d.mean_ns = c.mean_ns(unit);
-            d.max_cycle = Some(c.max_cycle);
+            d.figures.min_ns = Some(c.min.saturating_mul(unit));
+            d.figures.max_ns = Some(c.max.saturating_mul(unit));
+            d.figures.mean_ns = c.mean_ns(unit);
+            d.figures.max_cycle = Some(c.max_cycle);
             d.histogram = c.histogram(unit);
         } else if jd.count > 0 {
             if let Some(r) = raw {
@@ -280,9 +280,9 @@ fn build(threads: &[JdThread], unit: u64, raw: Option<&Raw>, out: &mut Imported)
                     r.counters[i].count, jd.count
                 ));
             }
-            d.min_ns = Some(jd.min.saturating_mul(unit));
-            d.max_ns = Some(jd.max.saturating_mul(unit));
-            d.mean_ns = if jd.hist.count == jd.count {
+            d.figures.min_ns = Some(jd.min.saturating_mul(unit));
+            d.figures.max_ns = Some(jd.max.saturating_mul(unit));
+            d.figures.mean_ns = if jd.hist.count == jd.count {
                 jd.hist.mean_ns(unit)
             } else {
                 Some(jd.avg * unit as f64)
@@ -291,7 +291,7 @@ fn build(threads: &[JdThread], unit: u64, raw: Option<&Raw>, out: &mut Imported)
         }
         if let Some(r) = raw {
             d.interval_ns = r.series[i].interval_ns();
-            d.max_offset_ns = full
+            d.figures.max_offset_ns = full
                 .and(r.series[i].max_at())
                 .map(|ts| (ts - t0).max(0) as u64);
             out.series.extend(r.series[i].points(i as u32, t0));
@@ -433,12 +433,12 @@ mod tests {
         let r = parse(&dir("full", RESULTS, Some(&raw))).unwrap();
         let t = &r.threads[0];
         assert_eq!(
-            (t.samples, t.histogram.count(), t.max_ns),
+            (t.figures.samples, t.histogram.count(), t.figures.max_ns),
             (4, 4, Some(1_500_000))
         );
-        assert_eq!(t.mean_ns, Some(392_500.0));
+        assert_eq!(t.figures.mean_ns, Some(392_500.0));
         assert_eq!(t.interval_ns, 700_000_000);
-        assert_eq!(t.max_cycle, Some(2));
+        assert_eq!(t.figures.max_cycle, Some(2));
         assert_eq!(r.series.len(), 3, "{:?}", r.series);
         assert_eq!(r.series.iter().map(|p| p.samples).sum::<u64>(), 4);
     }
@@ -447,8 +447,8 @@ mod tests {
     fn without_samples_the_results_json_histogram_keeps_overflows_as_a_count() {
         let r = parse(&dir("nosamples", RESULTS, None)).unwrap();
         let t = &r.threads[0];
-        assert_eq!((t.samples, t.histogram.count()), (4, 3));
-        assert_eq!(t.mean_ns, Some(392_500.0));
+        assert_eq!((t.figures.samples, t.histogram.count()), (4, 3));
+        assert_eq!(t.figures.mean_ns, Some(392_500.0));
         assert!(r.series.is_empty());
         assert_eq!(r.environment[0], ("uname.release".into(), "6.18".into()));
     }

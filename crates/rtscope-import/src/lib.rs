@@ -20,6 +20,9 @@
 //! [`parse_bytes`] and [`parse_jitterdebugger`] run the parsers on bytes in memory, with no file
 //! system and no database (the fuzz targets in `fuzz/` call them). Whatever the input, they
 //! return a result: a parser never panics.
+//!
+//! Re-exports (its facade): `Imported` and `Bad`, what an import gives back, are named at the root
+//! for the CLI; their module (`model`) is private.
 
 mod civil;
 mod ctjson;
@@ -616,7 +619,7 @@ mod tests {
         assert!(
             full.threads
                 .iter()
-                .all(|t| t.samples > 0 && t.histogram.count() == t.samples),
+                .all(|t| t.figures.samples > 0 && t.histogram.count() == t.figures.samples),
             "the lossless path"
         );
         // With the fixture's results.json (parsed once: counts above the records) and with one
@@ -657,7 +660,7 @@ mod tests {
         assert!(r
             .threads
             .iter()
-            .all(|t| t.max_ns == Some(1_048_575_000) && t.histogram.count() == 1));
+            .all(|t| t.figures.max_ns == Some(1_048_575_000) && t.histogram.count() == 1));
         let n = 300;
         let row = |label: &str, v: &str| format!("# {label} {}\n", vec![v; n].join(" "));
         let hist = format!(

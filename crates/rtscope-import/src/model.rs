@@ -96,7 +96,7 @@ pub struct Imported {
 impl Imported {
     /// Samples over all threads.
     pub fn samples(&self) -> u64 {
-        self.threads.iter().map(|t| t.samples).sum()
+        self.threads.iter().map(|t| t.figures.samples).sum()
     }
 }
 

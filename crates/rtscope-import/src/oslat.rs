@@ -114,7 +114,7 @@ fn thread(i: u32, key: &str, v: &Value, buckets: u64) -> Result<(ThreadRow, Fact
         .filter(|&s| s <= super::model::MAX_COUNT)
         .ok_or_else(|| Bad::field(f("histogram"), "the counts are not plausible"))?;
     let mut d = ThreadRow::new(i);
-    d.samples = samples;
+    d.figures.samples = samples;
     if samples > 0 {
         let int = |name: &str| {
             v.get(name)
@@ -131,9 +131,9 @@ fn thread(i: u32, key: &str, v: &Value, buckets: u64) -> Result<(ThreadRow, Fact
                 format!("min {min} / max {max} µs do not cover the histogram"),
             ));
         }
-        d.min_ns = Some(min.saturating_mul(1000));
-        d.max_ns = Some(max.saturating_mul(1000));
-        d.mean_ns = match v.get("avg").and_then(Value::as_f64) {
+        d.figures.min_ns = Some(min.saturating_mul(1000));
+        d.figures.max_ns = Some(max.saturating_mul(1000));
+        d.figures.mean_ns = match v.get("avg").and_then(Value::as_f64) {
             Some(a) if a.is_finite() && a >= 0.0 => Some(a * 1000.0),
             _ => return Err(Bad::field(f("avg"), "missing, or not a number")),
         };

@@ -172,11 +172,11 @@ fn thread(k: u32, pid: &str, e: &Instance) -> Result<ThreadRow, Bad> {
             ),
         )
     };
-    d.samples = e.samples.ok_or_else(|| missing("sched … samples"))?;
-    if d.samples > 0 {
-        d.mean_ns = Some(e.mean.ok_or_else(|| missing("mean:"))?);
-        d.min_ns = Some(e.min.ok_or_else(|| missing("min: … max:"))?);
-        d.max_ns = e.max;
+    d.figures.samples = e.samples.ok_or_else(|| missing("sched … samples"))?;
+    if d.figures.samples > 0 {
+        d.figures.mean_ns = Some(e.mean.ok_or_else(|| missing("mean:"))?);
+        d.figures.min_ns = Some(e.min.ok_or_else(|| missing("min: … max:"))?);
+        d.figures.max_ns = e.max;
     }
     Ok(d)
 }
@@ -248,7 +248,12 @@ stress-ng: info:  [13207] successful run completed in 5.00s
         let r = parse(LOG).unwrap();
         let t = &r.threads[0];
         assert_eq!(
-            (t.samples, t.min_ns, t.max_ns, t.mean_ns),
+            (
+                t.figures.samples,
+                t.figures.min_ns,
+                t.figures.max_ns,
+                t.figures.mean_ns
+            ),
             (10000, Some(10855), Some(854_110), Some(24451.04))
         );
         assert_eq!(

@@ -155,11 +155,11 @@ fn thread(t: u32, s: &Status) -> ThreadRow {
     d.tid = i32::try_from(s.tid).ok().filter(|&v| v != 0);
     d.priority = i32::try_from(s.prio).unwrap_or(0);
     d.interval_ns = s.interval_us.saturating_mul(1000);
-    d.samples = s.cycles;
+    d.figures.samples = s.cycles;
     if s.cycles > 0 {
-        d.min_ns = Some(s.min.saturating_mul(1000));
-        d.max_ns = Some(s.max.saturating_mul(1000));
-        d.mean_ns = Some(s.avg as f64 * 1000.0);
+        d.figures.min_ns = Some(s.min.saturating_mul(1000));
+        d.figures.max_ns = Some(s.max.saturating_mul(1000));
+        d.figures.mean_ns = Some(s.avg as f64 * 1000.0);
     }
     d.policy = "unknown".into();
     d
@@ -206,10 +206,10 @@ mod tests {
             (Some(8957), 90, 700_000)
         );
         assert_eq!(
-            (t1.samples, t1.min_ns, t1.max_ns),
+            (t1.figures.samples, t1.figures.min_ns, t1.figures.max_ns),
             (5754, Some(11_000), Some(6_292_000))
         );
-        assert_eq!(t1.mean_ns, Some(36_000.0));
+        assert_eq!(t1.figures.mean_ns, Some(36_000.0));
         assert_eq!(t1.histogram.count(), 0);
         assert_eq!(r.source["summary_only"], json!(true));
         assert!(r.source.get("spikes").is_none());
@@ -229,7 +229,7 @@ mod tests {
     #[test]
     fn the_last_block_of_a_live_status_wins_and_bad_lines_are_refused() {
         let live = "T: 0 ( 1) P:90 I:200 C:      5 Min:      8 Act:    9 Avg:    9 Max:      10\n\x1b[1AT: 0 ( 1) P:90 I:200 C:     50 Min:      7 Act:    9 Avg:    9 Max:      12\n";
-        assert_eq!(parse(live).unwrap().threads[0].samples, 50);
+        assert_eq!(parse(live).unwrap().threads[0].figures.samples, 50);
         let bad = "T: 0 ( 1) P:90 I:200 C: x Min: 1 Act: 1 Avg: 1 Max: 1\n";
         assert_eq!(parse(bad).unwrap_err().at.as_deref(), Some("line 1"));
         assert!(parse("nothing here\n").is_err());

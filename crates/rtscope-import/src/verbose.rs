@@ -266,12 +266,12 @@ impl State {
         for t in 0..self.counters.len().max(last) {
             let c = self.counters.get(t).unwrap_or(&empty);
             let mut d = ThreadRow::new(t as u32);
-            d.samples = c.count;
+            d.figures.samples = c.count;
             if c.count > 0 {
-                d.min_ns = Some(c.min.saturating_mul(unit));
-                d.max_ns = Some(c.max.saturating_mul(unit));
-                d.mean_ns = c.mean_ns(unit);
-                d.max_cycle = Some(c.max_cycle);
+                d.figures.min_ns = Some(c.min.saturating_mul(unit));
+                d.figures.max_ns = Some(c.max.saturating_mul(unit));
+                d.figures.mean_ns = c.mean_ns(unit);
+                d.figures.max_cycle = Some(c.max_cycle);
             }
             d.histogram = c.histogram(unit);
             d.cpu = self.cpus.get(&(t as u32)).copied();
@@ -395,12 +395,12 @@ mod tests {
         assert_eq!(r.threads.len(), 2);
         let t0 = &r.threads[0];
         assert_eq!(
-            (t0.samples, t0.min_ns, t0.max_ns),
+            (t0.figures.samples, t0.figures.min_ns, t0.figures.max_ns),
             (3, Some(5000), Some(12000))
         );
-        assert_eq!(t0.mean_ns, Some(25000.0 / 3.0));
+        assert_eq!(t0.figures.mean_ns, Some(25000.0 / 3.0));
         assert_eq!(
-            (t0.max_cycle, t0.tid, t0.priority, t0.interval_ns),
+            (t0.figures.max_cycle, t0.tid, t0.priority, t0.interval_ns),
             (Some(1), Some(27975), 80, 200_000)
         );
         assert_eq!(t0.cpu, Some(1));
@@ -439,17 +439,17 @@ mod tests {
             .collect();
         let r = p(&format!("{long}{samples}")).unwrap();
         assert_eq!(
-            (r.threads[0].samples, r.threads[1].samples),
+            (r.threads[0].figures.samples, r.threads[1].figures.samples),
             (20_000, 20_000)
         );
-        assert_eq!(r.threads[0].max_ns, Some(96_000));
+        assert_eq!(r.threads[0].figures.max_ns, Some(96_000));
     }
 
     #[test]
     fn nanosecond_output_is_recognised_by_its_wide_act_field() {
         let text = "       0:       0:   14091\n       0:       1:    9347\nT: 0 (29393) P:80 I:200 C:      2 Min:   9347 Act:    9347 Avg:   11719 Max:   14091\n";
         let r = p(text).unwrap();
-        assert_eq!(r.threads[0].max_ns, Some(14091));
+        assert_eq!(r.threads[0].figures.max_ns, Some(14091));
         assert_eq!(r.source["unit"], json!("ns"));
     }
 
@@ -458,7 +458,10 @@ mod tests {
         let text = "       0:       0:      12       0\r\n       0:       1:      -3\n# Histogram\n000000 000001\n\n       0:       2:       7";
         let r = p(text).unwrap();
         let t = &r.threads[0];
-        assert_eq!((t.samples, t.min_ns, t.max_ns), (3, Some(0), Some(12000)));
+        assert_eq!(
+            (t.figures.samples, t.figures.min_ns, t.figures.max_ns),
+            (3, Some(0), Some(12000))
+        );
         assert_eq!(r.source["negative_latencies"], json!(1));
         assert!(r.notes.iter().any(|n| n.contains("truncated")));
     }

@@ -18,6 +18,11 @@
 //! These are the crate's one door: its modules behind them are private.
 //!
 //! Units: durations in nanoseconds (`ran_ns`), sizes in bytes or MiB as named, rates per second.
+//!
+//! Re-exports (its facade): the load specs, the supervisor (`start`, `RunningLoads`, …), the
+//! hidden entry points (`worker_main`, `shepherd_main`), `LoadError` and the external-program
+//! checks are named at the root for the campaign and the CLI; their modules are private, so the
+//! root is their one path.
 
 #![warn(missing_docs)]
 

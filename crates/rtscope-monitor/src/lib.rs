@@ -45,6 +45,9 @@
 //! `ksoftirqd/0`, `rcu_preempt`) included.
 //!
 //! Table and per-platform availability: docs/monitors.md.
+//!
+//! Re-exports (its facade): `housekeeping_cpus` and `steal_ticks` are named at the root for the
+//! session; their modules (`cpus`, `procfs`) are private.
 
 #![warn(missing_docs)]
 

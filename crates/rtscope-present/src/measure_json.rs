@@ -4,7 +4,8 @@
 use rtscope_common::limits::Check;
 use rtscope_core::{layout, Histogram, Stats};
 use rtscope_session::sysinfo::SysInfo;
-use rtscope_session::{ConfigDoc, RunPlan};
+use rtscope_session::{plan::ConfigDoc, plan::RunPlan};
+use rtscope_store::SampleFigures;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -35,7 +36,7 @@ pub struct Doc {
     /// uname and PREEMPT_RT flag.
     pub system: SysInfo,
     /// The settings the run used.
-    pub config: rtscope_session::ConfigDoc,
+    pub config: rtscope_session::plan::ConfigDoc,
     /// Per thread.
     pub threads: Vec<Series>,
     /// All threads together.
@@ -74,18 +75,10 @@ pub struct Series {
     pub priority: Option<i32>,
     /// Interval, ns.
     pub interval_ns: Option<u64>,
-    /// Number of samples: one per wake-up (missed deadlines are not samples).
-    pub samples: u64,
-    /// Minimum, ns.
-    pub min_ns: Option<u64>,
-    /// Mean, ns.
-    pub mean_ns: Option<f64>,
-    /// Maximum, ns (exact).
-    pub max_ns: Option<u64>,
-    /// Cycle (0-based) of the maximum.
-    pub max_cycle: Option<u64>,
-    /// Offset of the maximum from the start of the run, ns.
-    pub max_offset_ns: Option<u64>,
+    /// Number of samples (one per wake-up: missed deadlines are not samples) and the
+    /// extremes; the mean to 0.1 ns.
+    #[serde(flatten)]
+    pub figures: SampleFigures,
     /// Deadlines that passed without a wake-up.
     pub missed_periods: u64,
     /// Deadlines due: `samples + missed_periods`.
@@ -138,8 +131,8 @@ impl From<&Check> for LimitJson {
 
 /// Statistics and histogram as a [`Series`] without the per-thread identity.
 pub fn series(stats: &Stats, hist: &Histogram, max_offset_ns: Option<u64>) -> Series {
-    let has = stats.count > 0;
     let p = hist.percentiles();
+    let figures = SampleFigures::of(stats, max_offset_ns);
     Series {
         thread: None,
         tid: None,
@@ -147,12 +140,10 @@ pub fn series(stats: &Stats, hist: &Histogram, max_offset_ns: Option<u64>) -> Se
         policy: None,
         priority: None,
         interval_ns: None,
-        samples: stats.count,
-        min_ns: has.then_some(stats.min.0),
-        mean_ns: stats.mean_ns().map(|m| (m * 10.0).round() / 10.0),
-        max_ns: has.then_some(stats.max.0),
-        max_cycle: has.then_some(stats.max_cycle),
-        max_offset_ns: if has { max_offset_ns } else { None },
+        figures: SampleFigures {
+            mean_ns: figures.mean_ns.map(|m| (m * 10.0).round() / 10.0),
+            ..figures
+        },
         missed_periods: stats.missed,
         deadlines: stats.deadlines(),
         miss_ratio: stats.miss_ratio(),

@@ -97,12 +97,12 @@ pub fn watch_text(series: &[rtscope_store::watch::SeriesSummary]) -> String {
 
 fn stats_of(t: &ThreadRow) -> Stats {
     Stats {
-        count: t.samples,
-        min: Nanos(t.min_ns.unwrap_or(0)),
-        max: Nanos(t.max_ns.unwrap_or(0)),
-        sum_ns: (t.mean_ns.unwrap_or(0.0) * t.samples as f64).round() as u128,
-        max_cycle: t.max_cycle.unwrap_or(0),
-        max_time: Nanos(t.max_offset_ns.unwrap_or(0)),
+        count: t.figures.samples,
+        min: Nanos(t.figures.min_ns.unwrap_or(0)),
+        max: Nanos(t.figures.max_ns.unwrap_or(0)),
+        sum_ns: (t.figures.mean_ns.unwrap_or(0.0) * t.figures.samples as f64).round() as u128,
+        max_cycle: t.figures.max_cycle.unwrap_or(0),
+        max_time: Nanos(t.figures.max_offset_ns.unwrap_or(0)),
         missed: t.missed,
     }
 }
@@ -125,7 +125,7 @@ pub fn detail_text(d: &RunDetail) -> String {
         d.sample_rule().describe(),
     );
     let stats: Vec<Stats> = d.threads.iter().map(stats_of).collect();
-    let total_max = d.threads.iter().filter_map(|t| t.max_ns).max();
+    let total_max = d.threads.iter().filter_map(|t| t.figures.max_ns).max();
     let total = stats.iter().fold(Stats::default(), |a, b| a.merge(b));
     let mut rows: Vec<table::Row> = d
         .threads
@@ -137,7 +137,7 @@ pub fn detail_text(d: &RunDetail) -> String {
             stats: st,
             hist: &t.histogram,
             over: d.overflow(t),
-            max_at: t.max_offset_ns.map(Nanos),
+            max_at: t.figures.max_offset_ns.map(Nanos),
         })
         .collect();
     rows.push(table::Row {
@@ -149,8 +149,8 @@ pub fn detail_text(d: &RunDetail) -> String {
         max_at: d
             .threads
             .iter()
-            .filter(|t| t.max_ns == total_max)
-            .find_map(|t| t.max_offset_ns)
+            .filter(|t| t.figures.max_ns == total_max)
+            .find_map(|t| t.figures.max_offset_ns)
             .map(Nanos),
     });
     out.push_str(&table::render(&rows));
@@ -323,8 +323,8 @@ pub fn detail_json(d: &RunDetail) -> Value {
         .map(|t| {
             json!({
                 "thread": t.thread, "tid": t.tid, "cpu": t.cpu, "policy": t.policy, "priority": t.priority,
-                "interval_ns": t.interval_ns, "samples": t.samples, "min_ns": t.min_ns, "mean_ns": t.mean_ns,
-                "max_ns": t.max_ns, "max_cycle": t.max_cycle, "max_offset_ns": t.max_offset_ns, "missed_periods": t.missed,
+                "interval_ns": t.interval_ns, "samples": t.figures.samples, "min_ns": t.figures.min_ns, "mean_ns": t.figures.mean_ns,
+                "max_ns": t.figures.max_ns, "max_cycle": t.figures.max_cycle, "max_offset_ns": t.figures.max_offset_ns, "missed_periods": t.missed,
                 "miss_ratio": stats_of(t).miss_ratio(),
                 "percentiles_ns": pct_json(&d.percentiles(t), false), "percentiles_lower_bound_ns": pct_json(&d.percentiles(t), true),
             })

@@ -1,7 +1,10 @@
-//! The human summary of `rtscope measure`: one row per thread and one for all threads.
+//! The human summary of `rtscope measure`: its headline (the plan in one line), one row per
+//! thread and one for all threads.
 
 use rtscope_common::limits::Check;
 use rtscope_core::{text, Histogram, Nanos, Overflow, Stats, PERCENTILES};
+use rtscope_engine::{ClockKind, Policy, SleepMode};
+use rtscope_session::plan::RunPlan;
 use std::fmt::Write;
 
 /// One row of the table.
@@ -152,4 +155,79 @@ pub fn of_run(
         max_at: (total_stats.count > 0).then(|| offset(total_stats)),
     });
     render(&rows)
+}
+
+/// The line `rtscope measure` starts with: what the plan measures, how, where and for how long.
+pub fn headline(plan: &RunPlan) -> String {
+    let (c, latency) = (&plan.config, plan.latency);
+    let t = &c.threads[0];
+    let cpus = c.pinned_cpus();
+    let length = match (c.duration, c.loops) {
+        (Some(d), Some(l)) => format!("{d} or {l} loops"),
+        (Some(d), None) => d.to_string(),
+        (None, Some(l)) => format!("{l} loops"),
+        (None, None) => "until stopped".into(),
+    };
+    let sleep = if c.sleep == SleepMode::Absolute {
+        "absolute"
+    } else {
+        "relative"
+    };
+    let clock = if c.clock == ClockKind::Monotonic {
+        "CLOCK_MONOTONIC"
+    } else {
+        "CLOCK_REALTIME"
+    };
+    let dma = latency.map_or("cpu_dma_latency untouched".to_string(), |l| {
+        format!("cpu_dma_latency={l}us")
+    });
+    let sched = match t.policy {
+        Policy::Deadline {
+            runtime,
+            deadline,
+            period,
+        } => {
+            format!("SCHED_DEADLINE runtime {runtime} deadline {deadline} period {period}")
+        }
+        p => format!("SCHED_{} prio {}", p.name().to_uppercase(), t.priority),
+    };
+    let place = if cpus.is_empty() {
+        "unpinned".to_string()
+    } else {
+        format!("on CPUs {cpus}")
+    };
+    format!(
+        "rtscope measure: {} thread{} {place}, {sched}, interval {}, {length}, {sleep} clock_nanosleep on {clock}, mlock {}, {dma}",
+        c.threads.len(),
+        if c.threads.len() == 1 { "" } else { "s" },
+        t.interval,
+        if c.mlock { "on" } else { "off" }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_engine::CpuSet;
+    use rtscope_session::plan::{PlanSpec, PolicyChoice};
+
+    #[test]
+    fn the_headline_names_threads_placement_policy_interval_length_and_settings() {
+        let spec = PlanSpec {
+            cpus: Some(CpuSet::from_cpus([0, 1])),
+            policy: PolicyChoice::Fifo,
+            priority: 90,
+            interval: Nanos::from_ms(1),
+            duration: Some(Nanos::from_secs(10)),
+            mlock: true,
+            latency: Some(0),
+            ..PlanSpec::default()
+        };
+        let plan = RunPlan::build(&spec, &CpuSet::from_cpus([0, 1])).unwrap();
+        assert_eq!(
+            headline(&plan),
+            "rtscope measure: 2 threads on CPUs 0-1, SCHED_FIFO prio 90, interval 1.00ms, \
+             10.000s, absolute clock_nanosleep on CLOCK_MONOTONIC, mlock on, cpu_dma_latency=0us"
+        );
+    }
 }

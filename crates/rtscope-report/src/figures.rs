@@ -6,15 +6,11 @@ use crate::group::Grouping;
 use crate::model::RunData;
 use crate::monitors::{campaign_monitor_panels, monitor_panels};
 use crate::plot::{Axis, Corner, Figure, Panel, Scale, Series, Shape};
-pub use crate::scale::{nines, LOG_X_RATIO, MAX_CDF_POINTS};
+use crate::scale::{nines, LOG_X_RATIO, MAX_CDF_POINTS};
 use rtscope_core::{Histogram, Overflow};
 
 use crate::histogram::share_counts;
-pub use crate::histogram::{
-    fd_width_ns, fd_width_us, histogram, histogram_points, histogram_points_log,
-    histogram_points_log_res, histogram_points_ns, histogram_with, log_edges_ns, resolution_ns,
-    HistScale, LOG_BINS_PER_DECADE, MAX_BINS, MIN_BIN_NS, SMALL_N,
-};
+use crate::histogram::{histogram_with, HistScale};
 
 /// Most runs drawn as lines of their own on the shared plots; beyond, or when runs repeat, one
 /// line per group (runs equal in every key that differs, see [`crate::group`]).

@@ -75,8 +75,8 @@ fn answer(name: String, runs: &[&RunData]) -> Answer {
                 .detail
                 .threads
                 .iter()
-                .filter(|t| t.max_ns == Some(m))
-                .find_map(|t| t.max_offset_ns)
+                .filter(|t| t.figures.max_ns == Some(m))
+                .find_map(|t| t.figures.max_offset_ns)
                 .map(|ns| ns as f64 / 1e9);
             worst = Some((m, r.id(), at));
             worst_run = Some(r);

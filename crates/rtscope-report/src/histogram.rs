@@ -72,7 +72,7 @@ impl HistScale {
     pub fn fit(runs: &[RunData], xmax_us: Option<u64>) -> HistScale {
         let max_us = xmax_us.unwrap_or_else(|| {
             runs.iter()
-                .flat_map(|r| r.detail.threads.iter().filter_map(|t| t.max_ns))
+                .flat_map(|r| r.detail.threads.iter().filter_map(|t| t.figures.max_ns))
                 .max()
                 .map_or(1, |m| m / 1000 + 1)
         });
@@ -201,7 +201,7 @@ pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
     } = scale;
     let mut series = Vec::new();
     for (i, t) in threads.iter().enumerate() {
-        let max = t.max_ns.map_or("-".into(), crate::units::latency);
+        let max = t.figures.max_ns.map_or("-".into(), crate::units::latency);
         let name = format!("{} (max {max})", run.cpu_name(t.thread));
         let pts = match scale.log_from_us {
             Some(lo) => histogram_points_log_res(&t.histogram, lo, max_us, scale.resolution_ns),
@@ -244,7 +244,7 @@ pub fn histogram_with(run: &RunData, name: &str, scale: HistScale) -> Panel {
     };
     let beyond = threads
         .iter()
-        .any(|t| t.max_ns.is_some_and(|m| m / 1000 >= max_us));
+        .any(|t| t.figures.max_ns.is_some_and(|m| m / 1000 >= max_us));
     let x_label = if beyond {
         format!("latency (µs); later samples counted at {max_us} µs")
     } else {

@@ -10,7 +10,7 @@ use crate::ReportOptions;
 use rtscope_core::PERCENTILES;
 use std::fmt::Write;
 
-pub use crate::escape::escape;
+use crate::escape::escape;
 
 pub(crate) const CSS: &str = "body{font-family:'DejaVu Sans',Verdana,Arial,sans-serif;margin:1.5em auto;max-width:1280px;padding:0 1em;color:#222}\
 h1{font-size:1.6em;margin-bottom:.2em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:1.6em}\

@@ -120,13 +120,13 @@ fn bins_follow_freedman_diaconis_and_small_runs_count_linearly() {
         small.record(Nanos(10_000 + (i % 20) * 1_000));
     }
     // IQR 10 µs, n = 500: 2 · 10 / 7.9 = 2.5 µs, rounded up to 5 µs.
-    assert_eq!(figures::fd_width_us(&small), 5);
+    assert_eq!(crate::histogram::fd_width_us(&small), 5);
     let mut big = Histogram::new();
     for i in 0..1_000_000u64 {
         big.record(Nanos(10_000 + (i % 20) * 1_000));
     }
     assert_eq!(
-        figures::fd_width_us(&big),
+        crate::histogram::fd_width_us(&big),
         1,
         "a million samples: 1 µs bins"
     );
@@ -288,17 +288,17 @@ fn a_histogram_with_ms_outliers_gets_log_bins_unless_cut_by_xmax() {
     let mut r = run_with(90, &[]);
     for t in &mut r.detail.threads {
         t.histogram.record(Nanos(12_000_000));
-        t.max_ns = Some(12_000_000);
+        t.figures.max_ns = Some(12_000_000);
     }
     r.detail.summary.histogram.record(Nanos(12_000_000));
     let runs = [r];
-    let scale = figures::HistScale::fit(&runs, None);
+    let scale = crate::histogram::HistScale::fit(&runs, None);
     assert_eq!(
         scale.log_from_us,
         Some(10.0),
         "a 12 ms tail over a ~50 µs body"
     );
-    let p = figures::histogram_with(&runs[0], "x", scale);
+    let p = crate::histogram::histogram_with(&runs[0], "x", scale);
     assert_eq!(p.x.scale, Scale::Log);
     // The body spreads over many bins instead of one 12 µs bin.
     let body = p.series[0]
@@ -315,7 +315,10 @@ fn a_histogram_with_ms_outliers_gets_log_bins_unless_cut_by_xmax() {
     // (`1000` stays: the count axis's.)
     assert!(!t.iter().any(|l| l == "10k"), "{t:?}");
     assert!(t.iter().any(|l| l == "latency (log axis)"), "{t:?}");
-    assert_eq!(figures::HistScale::fit(&runs, Some(100)).log_from_us, None);
+    assert_eq!(
+        crate::histogram::HistScale::fit(&runs, Some(100)).log_from_us,
+        None
+    );
 }
 
 #[test]

@@ -15,6 +15,9 @@
 //!
 //! [`build`] puts it all together and returns the files of a report; nothing here prints or
 //! touches the terminal. Latencies are stored in ns and shown in µs.
+//!
+//! Re-exports (its facade): `to_png` and `to_svg` are named at the root for the CLI and compare;
+//! their module (`draw`) is crate-private, so the root is their one path.
 
 #![warn(missing_docs)]
 
@@ -157,7 +160,7 @@ pub fn build_each(
     let linked: Vec<String> = figs
         .iter()
         .map(|f| {
-            let n = html::escape(&f.name);
+            let n = escape::escape(&f.name);
             format!("<img src=\"{n}.svg\" alt=\"{n}\">")
         })
         .collect();

@@ -58,7 +58,7 @@ fn respond_threads_are_named_by_their_mechanism_in_figures_and_tables() {
     let r = respond_run(201);
     assert_eq!(r.cpu_name(0), "eventfd 0->1 cross (CPU 1)");
     assert_eq!(r.cpu_name(2), "signal 0->1 cross (CPU 1)");
-    let svg = crate::to_svg(&Figure::single(figures::histogram(&r))).unwrap();
+    let svg = crate::to_svg(&Figure::single(crate::histogram::histogram(&r))).unwrap();
     for m in [
         "eventfd 0-&gt;1 cross (CPU 1)",
         "pipe 0-&gt;1",

@@ -3,8 +3,9 @@
 //! names each once, and exact maxima that do not pile up.
 
 use crate::encoding::{Encoding, MARKER_STEP};
-use crate::figures::{self, HistScale};
+use crate::figures;
 use crate::group::Grouping;
+use crate::histogram::HistScale;
 use crate::plot::{Dash, Panel, Series, Shape, NEUTRAL};
 use crate::tests::{legend_names, run_with};
 use crate::RunData;
@@ -14,8 +15,8 @@ use rtscope_core::{Histogram, Nanos};
 fn with_histogram(mut run: RunData, h: Histogram) -> RunData {
     run.detail.threads.truncate(1);
     let t = &mut run.detail.threads[0];
-    t.max_ns = h.max().map(|m| m.0);
-    t.samples = h.count();
+    t.figures.max_ns = h.max().map(|m| m.0);
+    t.figures.samples = h.count();
     t.histogram = h.clone();
     run.detail.summary.histogram = h;
     run
@@ -41,12 +42,12 @@ fn whole_microsecond_imports_get_whole_microsecond_bins_without_a_picket_fence()
         .log_from_us
         .expect("a 12 ms outlier over a µs body: log bins");
     // Every edge a whole µs, none repeated.
-    let edges = figures::log_edges_ns(lo, scale.max_us, scale.resolution_ns);
+    let edges = crate::histogram::log_edges_ns(lo, scale.max_us, scale.resolution_ns);
     assert!(edges.iter().all(|e| e % 1000 == 0), "{edges:?}");
     assert!(edges.windows(2).all(|w| w[1] > w[0]));
     // Below ~21 µs the log spacing is finer than 1 µs: bins of exactly 1 µs there.
     assert!(edges.windows(2).take(15).all(|w| w[1] - w[0] == 1000));
-    let panel = figures::histogram_with(&run, "h400", scale);
+    let panel = crate::histogram::histogram_with(&run, "h400", scale);
     let body: Vec<(f64, f64)> = panel.series[0]
         .points
         .iter()
@@ -60,14 +61,14 @@ fn whole_microsecond_imports_get_whole_microsecond_bins_without_a_picket_fence()
     );
     assert!(panel.y.label.contains("at least 1 µs"), "{}", panel.y.label);
     // Without the resolution the same samples leave every other bin empty below ~25 µs.
-    let fence = figures::histogram_points_log(&run.detail.threads[0].histogram, lo, 400);
+    let fence = crate::histogram::histogram_points_log(&run.detail.threads[0].histogram, lo, 400);
     assert!(fence.iter().any(|p| p.0 > 2.0 && p.0 < 20.0 && p.1 == 0.0));
     // Cut at 300 µs the figure is linear, its bins whole µs (Freedman–Diaconis's width
     // rounded to the resolution), and every sample in the bin of its µs.
     let cut = HistScale::fit(std::slice::from_ref(&run), Some(300));
     assert_eq!(cut.log_from_us, None);
     assert_eq!(cut.width_ns % 1000, 0, "{} ns bins", cut.width_ns);
-    let one_us = figures::histogram_points_ns(&run.detail.threads[0].histogram, 1000, 300);
+    let one_us = crate::histogram::histogram_points_ns(&run.detail.threads[0].histogram, 1000, 300);
     assert!(one_us
         .iter()
         .filter(|p| (2.0..300.0).contains(&p.0))
@@ -95,7 +96,7 @@ fn a_tight_body_measured_to_the_nanosecond_gets_bins_narrower_than_a_microsecond
     let scale = HistScale::fit(&runs, None);
     assert_eq!((scale.resolution_ns, scale.log_from_us), (1, None));
     assert!(scale.width_ns < 1000, "{} ns bins", scale.width_ns);
-    let panel = figures::histogram_with(&runs[0], "ipc", scale);
+    let panel = crate::histogram::histogram_with(&runs[0], "ipc", scale);
     let filled = panel.series[0]
         .points
         .iter()
@@ -278,7 +279,11 @@ fn latency_decades_read_with_their_unit_on_every_log_latency_axis() {
     assert!(tail.panels[0].y.latency_us);
     let run = whole_us_import();
     let scale = HistScale::fit(std::slice::from_ref(&run), None);
-    assert!(figures::histogram_with(&run, "h", scale).x.latency_us);
+    assert!(
+        crate::histogram::histogram_with(&run, "h", scale)
+            .x
+            .latency_us
+    );
     let axis = figures::latency_axis(std::iter::once(run.merged()));
     assert!(axis.latency_us && axis.scale == crate::plot::Scale::Log);
 }

@@ -64,11 +64,11 @@ pub fn summary_rows(runs: &[RunData]) -> Vec<SummaryRow> {
                 None => t.cpu.map_or(format!("t{}", t.thread), |c| c.to_string()),
             };
             let mut x = row(cpu, &t.histogram, r.detail.overflow(t));
-            x.samples = t.samples.max(x.samples);
-            x.min_ns = t.min_ns.or(x.min_ns);
-            x.max_ns = t.max_ns.or(x.max_ns);
-            x.mean_ns = t.mean_ns;
-            x.max_offset_ns = t.max_offset_ns;
+            x.samples = t.figures.samples.max(x.samples);
+            x.min_ns = t.figures.min_ns.or(x.min_ns);
+            x.max_ns = t.figures.max_ns.or(x.max_ns);
+            x.mean_ns = t.figures.mean_ns;
+            x.max_offset_ns = t.figures.max_offset_ns;
             x.missed = r.missed_known().then_some(t.missed);
             out.push(x);
         }
@@ -79,14 +79,14 @@ pub fn summary_rows(runs: &[RunData]) -> Vec<SummaryRow> {
         all.missed = r.missed();
         let weighted: f64 = threads
             .iter()
-            .filter_map(|t| t.mean_ns.map(|m| m * t.samples as f64))
+            .filter_map(|t| t.figures.mean_ns.map(|m| m * t.figures.samples as f64))
             .sum();
-        all.mean_ns = (s.samples > 0 && threads.iter().any(|t| t.mean_ns.is_some()))
+        all.mean_ns = (s.samples > 0 && threads.iter().any(|t| t.figures.mean_ns.is_some()))
             .then(|| weighted / s.samples as f64);
         let worst = threads
             .iter()
-            .filter(|t| t.max_ns == s.max_ns)
-            .find_map(|t| t.max_offset_ns);
+            .filter(|t| t.figures.max_ns == s.max_ns)
+            .find_map(|t| t.figures.max_offset_ns);
         all.max_offset_ns = worst;
         out.push(all);
     }

@@ -1,10 +1,12 @@
 //! Unit tests: figures, rendering, tables, warnings and escaping, on synthetic runs written
 //! through the real store.
 
-use crate::figures::{self, histogram_points, nines};
+use crate::figures;
+use crate::histogram::histogram_points;
 use crate::model::RunData;
 use crate::plot::{self, colour, project, tick_label, Axis, Corner, Figure, Panel, Scale, Series};
-use crate::{html, table, warnings};
+use crate::scale::nines;
+use crate::{table, warnings};
 use rtscope_core::{Histogram, Nanos};
 use rtscope_store::{LoadRow, Store};
 use rtscope_testkit::synthetic::{write_run, SyntheticRun};
@@ -74,7 +76,7 @@ fn a_run_reads_back_with_series_monitors_loads_and_top_threads() {
 #[test]
 fn histogram_png_has_the_right_size_and_is_not_blank() {
     let r = run_data("png", "idle");
-    let png = crate::to_png(&Figure::single(figures::histogram(&r))).unwrap();
+    let png = crate::to_png(&Figure::single(crate::histogram::histogram(&r))).unwrap();
     let (w, h, colours, ink) = rtscope_testkit::image::png_facts(&png);
     assert_eq!((w, h), (960, 540));
     assert!(
@@ -87,7 +89,7 @@ fn histogram_png_has_the_right_size_and_is_not_blank() {
 #[test]
 fn svg_is_one_document_with_axis_labels_and_legend() {
     let r = run_data("svg", "idle");
-    let svg = crate::to_svg(&Figure::single(figures::histogram(&r))).unwrap();
+    let svg = crate::to_svg(&Figure::single(crate::histogram::histogram(&r))).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
     assert_eq!(svg.matches("<svg").count(), 1);
     assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
@@ -127,7 +129,7 @@ fn control_characters_in_titles_legends_and_axes_never_reach_the_svg_raw() {
     // The figure itself is left as it was (the escaping is the drawing's), and a clean figure
     // is not copied.
     assert!(fig.panels[0].title.contains('\u{1b}'));
-    let clean = Figure::single(figures::histogram(&run_data("clean-svg", "idle")));
+    let clean = Figure::single(crate::histogram::histogram(&run_data("clean-svg", "idle")));
     assert!(matches!(clean.printable(), std::borrow::Cow::Borrowed(_)));
     assert!(crate::to_png(&fig).unwrap().starts_with(b"\x89PNG"));
 }
@@ -186,7 +188,7 @@ fn labels_are_escaped_in_the_page_and_tables() {
     assert!(csv.contains("\"<script>alert(1)</script>, \"\"x\"\" | y\""));
     let md = table::markdown(&rows);
     assert!(md.contains("\\| y") && !md.contains("<script>"));
-    assert_eq!(html::escape("a&b'"), "a&amp;b&#39;");
+    assert_eq!(crate::escape::escape("a&b'"), "a&amp;b&#39;");
 }
 
 #[test]

@@ -13,6 +13,11 @@
 //! affinity, policy, priority, prefaulted stack) and record into the engine's preallocated
 //! [`rtscope_engine::ThreadShared`] (lossless histogram, statistics, event log) through a
 //! [`rtscope_engine::Recorder`]. All latencies are in nanoseconds.
+//!
+//! Re-exports (facades of its modules): `gpio` names its private `session` module's types
+//! (`GpioRun`, `GpioConfig`, …) and `ipc` its private `receiver` and `sysv` modules' (`IpcRun`,
+//! `IpcResult`, and `sysv_keys_of`, sysv's `keys_of` named for its place), so `gpio::X` and
+//! `ipc::X` are their one path.
 
 #![warn(missing_docs)]
 

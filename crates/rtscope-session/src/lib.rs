@@ -1,7 +1,9 @@
 //! rtscope-session: one measurement (timer wake-ups, event response or OS noise), end to end,
 //! for every front end.
 //!
-//! * [`plan`]: the typed [`RunPlan`] (built from a [`PlanSpec`]; errors name the [`Field`]);
+//! * [`plan`]: the typed [`plan::RunPlan`] (built from a [`plan::PlanSpec`]; errors name the
+//!   [`field::Field`]);
+//! * [`field`]: the settings as errors name them, each front end its own way ([`field::Naming`]);
 //! * `session`: [`Session`] — system settings, the engine, monitors, recording, limits;
 //! * `respond`: [`RespondSession`] — the same for a respond workload (rtscope-respond's
 //!   IPC pairs and GPIO edges);
@@ -16,8 +18,14 @@
 //!
 //! The exit codes, the usage error and the `--limit` gates are rtscope-common's.
 //!
-//! Depends on core, engine, respond, store, monitor and check; never on clap, a front end or the
-//! report.
+//! Depends on core, engine, respond, store, monitor, check and export (its error type); never on
+//! clap, a front end or the report.
+//!
+//! Re-exports (its facade): the sessions and their errors (`Session`, `SystemSettings`, `Observer`,
+//! `RunError`, …, `RespondSession`, `RespondMeasured`) and `Event` are named at the root for the
+//! front ends; their modules (`session`, `respond`, `drive`) are private, so the root is their one
+//! path. [`plan`] names its private modules' types (`plan::RunPlan`, `plan::Workload`, …) the same
+//! way. Everything else is reached through its public module only.
 
 #![warn(missing_docs)]
 
@@ -25,6 +33,7 @@ pub mod cpus;
 mod drive;
 mod environment;
 pub mod explain;
+pub mod field;
 pub mod housekeeping;
 mod monitoring;
 pub mod noise;
@@ -42,10 +51,6 @@ pub mod sysinfo;
 mod test_plans;
 
 pub use drive::Event;
-pub use plan::{
-    ConfigDoc, Field, Naming, NoisePlan, NoiseSpec, PlanError, PlanSpec, PolicyChoice, RespondPlan,
-    RespondSpec, RunPlan, Workload, WorkloadSpec,
-};
 pub use respond::{RespondMeasured, RespondSession};
 pub use session::{
     Measured, Observer, RecordOutcome, Recorded, RunError, Session, SessionError, SystemSettings,

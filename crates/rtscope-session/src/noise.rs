@@ -195,8 +195,6 @@ pub mod progress;
 pub mod record;
 pub mod run;
 
-pub use record::{NoiseMeta, NoiseRecorder};
-
 /// The least gap explained by default: rtla osnoise's default noise threshold.
 pub const EXPLAIN_FLOOR: Nanos = Nanos(5_000);
 

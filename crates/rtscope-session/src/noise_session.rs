@@ -164,7 +164,7 @@ impl NoiseSession {
     /// What a reader of the results must know of the run's settings: the default threshold
     /// raised to the loops' resolution, a duty cycle over the kernel's RT throttling budget
     /// (settings named the front end's way).
-    pub fn notes(&self, naming: crate::Naming) -> Vec<String> {
+    pub fn notes(&self, naming: crate::field::Naming) -> Vec<String> {
         let (Some(n), Some(run)) = (self.plan.workload.noise(), &self.run) else {
             return Vec::new();
         };
@@ -263,10 +263,10 @@ mod tests {
         };
         let timer = Session::start(noise, SystemSettings::default(), recorded);
         assert!(matches!(timer, Err(SessionError::Workload("a timer"))));
-        let timer_plan = crate::RunPlan::build(
-            &crate::PlanSpec {
+        let timer_plan = crate::plan::RunPlan::build(
+            &crate::plan::PlanSpec {
                 duration: Some(Nanos::from_secs(1)),
-                ..crate::PlanSpec::default()
+                ..crate::plan::PlanSpec::default()
             },
             &CpuSet::from_cpus([0, 1]),
         )

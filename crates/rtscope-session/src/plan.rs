@@ -5,7 +5,11 @@
 //! the spec against the online CPUs and lowers it into the engine's [`RunConfig`]. Its errors
 //! name the [`Field`] at fault; each front end spells the field its own way (`--interval` on
 //! the command line, `interval` in a campaign file), so no message is ever rewritten.
+//!
+//! Re-exports (a facade): the config document, the noise and respond workloads'
+//! specs and plans are named here; their modules are private, so `plan::X` is their one path.
 
+use crate::field::{Field, Naming};
 use rtscope_common::limits::Limit;
 use rtscope_core::Nanos;
 use rtscope_engine::{ClockKind, CpuSet, Policy, RunConfig, SleepMode, ThreadSpec};
@@ -13,8 +17,6 @@ use rtscope_trace::tracefs::StackChoice;
 use std::fmt;
 
 mod config_doc;
-mod field;
-pub use field::{Field, Naming};
 mod limits;
 mod noise;
 mod workload;

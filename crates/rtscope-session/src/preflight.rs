@@ -47,3 +47,13 @@ pub fn rows(audit: &Audit) -> Vec<CheckRow> {
 pub fn bad_lines(audit: &Audit) -> Vec<String> {
     rtscope_check::render::bad_lines(audit)
 }
+
+/// What a front end runs before anything of its run starts: the audit of `plan` ([`audit`]),
+/// each bad verdict warned on stderr ([`bad_lines`]), and the rows the store records ([`rows`]).
+pub fn warned_rows(plan: &RunPlan) -> Vec<CheckRow> {
+    let audit = audit(plan);
+    for line in bad_lines(&audit) {
+        rtscope_common::error::warn(&line);
+    }
+    rows(&audit)
+}

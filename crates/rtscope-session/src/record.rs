@@ -11,8 +11,8 @@ use rtscope_core::{Histogram, Nanos, Stats};
 use rtscope_engine::{CpuSet, Run, RunConfig, RunResult, Sample, ThreadShared};
 use rtscope_store::codec::{self, RawSample};
 use rtscope_store::{
-    Checkpoint, EventRow, NewRun, RawChunk, RunId, RunKind, RunStatus, SeriesPoint, Store,
-    StoreError, ThreadInfo, ThreadStats,
+    Checkpoint, EventRow, NewRun, RawChunk, RunId, RunKind, RunStatus, SampleFigures, SeriesPoint,
+    Store, StoreError, ThreadInfo, ThreadStats,
 };
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
@@ -23,6 +23,11 @@ pub fn open(path: &Path) -> Result<Store, UsageError> {
         UsageError::from_error(e)
             .hint("pass --db PATH (or set RTSCOPE_DB) for another database file")
     })
+}
+
+/// [`open`] of `db`, else of [`Store::default_path`] (`$RTSCOPE_DB`, else ./rtscope.db).
+pub fn open_given(db: Option<&Path>) -> Result<Store, UsageError> {
+    open(&db.map_or_else(Store::default_path, Path::to_path_buf))
 }
 
 struct Previous {
@@ -344,17 +349,12 @@ fn start_monitor(
 }
 
 fn thread_stats(thread: u32, v: &View, clock_start: Nanos) -> ThreadStats<'_> {
-    let (s, has) = (&v.stats, v.stats.count > 0);
+    let offset = v.stats.max_time.0.saturating_sub(clock_start.0);
     ThreadStats {
         thread,
         tid: v.tid,
-        samples: s.count,
-        min_ns: has.then_some(s.min.0),
-        mean_ns: s.mean_ns(),
-        max_ns: has.then_some(s.max.0),
-        max_cycle: has.then_some(s.max_cycle),
-        max_offset_ns: has.then(|| s.max_time.0.saturating_sub(clock_start.0)),
-        missed: s.missed,
+        figures: SampleFigures::of(&v.stats, Some(offset)),
+        missed: v.stats.missed,
         raw_dropped: v.raw_dropped,
         histogram: &v.hist,
     }

@@ -24,8 +24,8 @@ use rtscope_respond::record::Row;
 use rtscope_respond::run::{self as measuring, Outcome};
 use rtscope_respond::RespondError;
 use rtscope_store::{
-    Checkpoint, EventRow, NewRun, RunId, RunStatus, SeriesPoint, Store, StoreError, ThreadInfo,
-    ThreadStats,
+    Checkpoint, EventRow, NewRun, RunId, RunStatus, SampleFigures, SeriesPoint, Store, StoreError,
+    ThreadInfo, ThreadStats,
 };
 use std::io;
 use std::path::Path;
@@ -195,16 +195,10 @@ enum RecordError {
 }
 
 fn thread_stats(i: u32, r: &Row) -> ThreadStats<'_> {
-    let has = r.stats.count > 0;
     ThreadStats {
         thread: i,
         tid: 0,
-        samples: r.stats.count,
-        min_ns: has.then_some(r.stats.min.0),
-        mean_ns: r.stats.mean_ns(),
-        max_ns: has.then_some(r.stats.max.0),
-        max_cycle: has.then_some(r.stats.max_cycle),
-        max_offset_ns: None,
+        figures: SampleFigures::of(&r.stats, None),
         missed: r.stats.missed,
         raw_dropped: 0,
         histogram: &r.histogram,

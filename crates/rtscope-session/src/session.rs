@@ -21,6 +21,7 @@ use rtscope_common::error::UsageError;
 use rtscope_common::limits::Check;
 use rtscope_core::Nanos;
 use rtscope_engine::{knobs::DmaLatencyGuard, sys, CpuSet, Run, RunResult, Sample};
+use rtscope_export::ExportError;
 use rtscope_store::{RunId, Store};
 use std::io;
 use std::path::Path;
@@ -55,26 +56,35 @@ pub enum SessionError {
     Workload(&'static str),
 }
 
-/// What a front end that runs a session (cyclictest, campaigns, imports, exports) can fail
-/// with. Each variant keeps its cause whole, so the top level still recognises a closed pipe.
+/// What a front end that runs a session (cyclictest, campaigns) can fail with. Each variant
+/// keeps its cause whole, so the top level still recognises a closed pipe.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// Bad input or setup.
-    #[error(transparent)]
-    Usage(#[from] UsageError),
     /// The session could not start.
     #[error(transparent)]
     Session(#[from] SessionError),
-    /// Writing output failed.
+    /// Bad input or setup, writing output, encoding JSON or the store: what writing a run out
+    /// can fail with, one type with rtscope-export's.
     #[error(transparent)]
-    Io(#[from] std::io::Error),
-    /// Encoding JSON failed.
-    #[error(transparent)]
-    Json(#[from] serde_json::Error),
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] rtscope_store::StoreError),
+    Output(#[from] ExportError),
 }
+
+/// `?` on the causes an [`ExportError`] holds gives a [`RunError::Output`].
+macro_rules! output_cause {
+    ($($cause:ty),*) => {$(
+        impl From<$cause> for RunError {
+            fn from(e: $cause) -> Self {
+                RunError::Output(e.into())
+            }
+        }
+    )*};
+}
+output_cause!(
+    UsageError,
+    std::io::Error,
+    serde_json::Error,
+    rtscope_store::StoreError
+);
 
 /// Settings of the system that a run changes, held for its whole length and restored when
 /// dropped, on every exit path (the kernel restores them even after SIGKILL).

@@ -7,14 +7,14 @@ use rtscope_engine::CpuSet;
 pub(crate) fn noise_plan(
     cpus: &[usize],
     spec: crate::plan::NoiseSpec,
-) -> Result<crate::RunPlan, crate::PlanError> {
-    let s = crate::PlanSpec {
+) -> Result<crate::plan::RunPlan, crate::plan::PlanError> {
+    let s = crate::plan::PlanSpec {
         cpus: Some(CpuSet::from_cpus(cpus.iter().copied())),
-        policy: crate::PolicyChoice::Other,
+        policy: crate::plan::PolicyChoice::Other,
         priority: 0,
         duration: Some(Nanos::from_secs(1)),
-        workload: crate::WorkloadSpec::Noise(spec),
-        ..crate::PlanSpec::default()
+        workload: crate::plan::WorkloadSpec::Noise(spec),
+        ..crate::plan::PlanSpec::default()
     };
-    crate::RunPlan::build(&s, &CpuSet::from_cpus([0, 1]))
+    crate::plan::RunPlan::build(&s, &CpuSet::from_cpus([0, 1]))
 }

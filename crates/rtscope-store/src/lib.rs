@@ -9,6 +9,11 @@
 //! * [`Store::list_runs`], [`Store::run`] and friends read it back, also while a run is writing.
 //!
 //! Schema: docs/store-schema.md.
+//!
+//! Re-exports (its facade): the record types (`NewRun`, `Checkpoint`, `ThreadStats`,
+//! `SampleFigures`, `RunDetail`, `ThreadRow`, …) are named at the root for every reader and writer;
+//! their modules (`read`, `write`, `batch`, `bundle`, …) are private, so the root is their one
+//! path. `codec`, `schema` and `watch` are public modules and are not re-exported.
 
 #![warn(missing_docs)]
 
@@ -39,7 +44,9 @@ pub use read::{RunDetail, RunSummary, SeriesRow, ThreadRow};
 pub use sample_rule::{SampleRule, SAMPLE_RULE_KEY};
 pub use spikes::{ExplainedRun, SpikeRow, SpikeSummaryRow};
 pub use status::{RunKind, RunStatus};
-pub use write::{Checkpoint, EventRow, NewRun, RawChunk, SeriesPoint, ThreadInfo, ThreadStats};
+pub use write::{
+    Checkpoint, EventRow, NewRun, RawChunk, SampleFigures, SeriesPoint, ThreadInfo, ThreadStats,
+};
 
 use rusqlite::{Connection, OpenFlags};
 use std::path::{Path, PathBuf};

@@ -81,18 +81,8 @@ pub struct ThreadRow {
     pub priority: i32,
     /// Interval, ns.
     pub interval_ns: u64,
-    /// Samples.
-    pub samples: u64,
-    /// Minimum, ns.
-    pub min_ns: Option<u64>,
-    /// Mean, ns.
-    pub mean_ns: Option<f64>,
-    /// Maximum, ns.
-    pub max_ns: Option<u64>,
-    /// Cycle of the maximum.
-    pub max_cycle: Option<u64>,
-    /// Offset of the maximum, ns.
-    pub max_offset_ns: Option<u64>,
+    /// Samples and extremes.
+    pub figures: crate::SampleFigures,
     /// Missed periods.
     pub missed: u64,
     /// Raw samples the writer could not keep (`--raw`).
@@ -111,12 +101,7 @@ impl ThreadRow {
             policy: "unknown".into(),
             priority: 0,
             interval_ns: 0,
-            samples: 0,
-            min_ns: None,
-            mean_ns: None,
-            max_ns: None,
-            max_cycle: None,
-            max_offset_ns: None,
+            figures: crate::SampleFigures::default(),
             missed: 0,
             raw_dropped: 0,
             histogram: Histogram::new(),
@@ -139,12 +124,7 @@ impl ThreadRow {
         crate::ThreadStats {
             thread: self.thread,
             tid: self.tid.unwrap_or(0),
-            samples: self.samples,
-            min_ns: self.min_ns,
-            mean_ns: self.mean_ns,
-            max_ns: self.max_ns,
-            max_cycle: self.max_cycle,
-            max_offset_ns: self.max_offset_ns,
+            figures: self.figures,
             missed: self.missed,
             raw_dropped: self.raw_dropped,
             histogram: &self.histogram,
@@ -196,7 +176,11 @@ impl RunDetail {
 
     /// The samples of thread `t` its histogram does not hold (an import's overflows).
     pub fn overflow(&self, t: &ThreadRow) -> Overflow {
-        Overflow::of(&t.histogram, t.samples, self.summary.histogram_limit)
+        Overflow::of(
+            &t.histogram,
+            t.figures.samples,
+            self.summary.histogram_limit,
+        )
     }
 
     /// Thread `t`'s percentiles ranked over all its samples (see [`RunSummary::percentiles`]).
@@ -256,12 +240,14 @@ pub(crate) fn thread_row(r: &Row) -> rusqlite::Result<ThreadRow> {
         policy: r.get(3)?,
         priority: r.get(4)?,
         interval_ns: r.get::<_, i64>(5)?.max(0) as u64,
-        samples: r.get::<_, i64>(6)?.max(0) as u64,
-        min_ns: u(r.get(7)?),
-        mean_ns: r.get(8)?,
-        max_ns: u(r.get(9)?),
-        max_cycle: u(r.get(10)?),
-        max_offset_ns: u(r.get(11)?),
+        figures: crate::SampleFigures {
+            samples: r.get::<_, i64>(6)?.max(0) as u64,
+            min_ns: u(r.get(7)?),
+            mean_ns: r.get(8)?,
+            max_ns: u(r.get(9)?),
+            max_cycle: u(r.get(10)?),
+            max_offset_ns: u(r.get(11)?),
+        },
         missed: r.get::<_, i64>(12)?.max(0) as u64,
         raw_dropped: r.get::<_, i64>(14)?.max(0) as u64,
         histogram: blob.as_deref().and_then(codec::decode).unwrap_or_default(),
@@ -326,8 +312,8 @@ impl Store {
                     exit_code: r.get(6)?,
                     tags: tags.clone(),
                     threads: threads.len() as u32,
-                    samples: threads.iter().map(|t| t.samples).sum(),
-                    max_ns: threads.iter().filter_map(|t| t.max_ns).max(),
+                    samples: threads.iter().map(|t| t.figures.samples).sum(),
+                    max_ns: threads.iter().filter_map(|t| t.figures.max_ns).max(),
                     missed: threads.iter().map(|t| t.missed).sum(),
                     histogram: histogram.clone(),
                     histogram_limit: histogram_limit(&r.get::<_, String>(10)?),

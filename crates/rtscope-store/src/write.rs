@@ -1,7 +1,7 @@
 //! Writing runs: begin, checkpoint, finish; tags and deletion.
 
 use crate::{codec, Result, RunId, RunKind, RunStatus, Store, StoreError};
-use rtscope_core::Histogram;
+use rtscope_core::{Histogram, Stats};
 use rusqlite::{params, OptionalExtension};
 
 /// A measuring thread as configured.
@@ -46,6 +46,41 @@ pub struct NewRun {
     pub threads: Vec<ThreadInfo>,
 }
 
+/// A thread's (or all threads') samples and their extremes: one type for what a checkpoint
+/// writes ([`ThreadStats`]), what a stored thread reads back ([`crate::ThreadRow`]) and what
+/// measure's JSON shows (rtscope-present flattens it into its series).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
+pub struct SampleFigures {
+    /// Samples.
+    pub samples: u64,
+    /// Minimum, ns.
+    pub min_ns: Option<u64>,
+    /// Mean, ns.
+    pub mean_ns: Option<f64>,
+    /// Maximum, ns (exact).
+    pub max_ns: Option<u64>,
+    /// Cycle (0-based) of the maximum.
+    pub max_cycle: Option<u64>,
+    /// Offset of the maximum from the start of the run, ns.
+    pub max_offset_ns: Option<u64>,
+}
+
+impl SampleFigures {
+    /// The figures of a thread's statistics, `max_offset_ns` where the maximum's time is known
+    /// (all `None` but the count without samples).
+    pub fn of(s: &Stats, max_offset_ns: Option<u64>) -> SampleFigures {
+        let has = s.count > 0;
+        SampleFigures {
+            samples: s.count,
+            min_ns: has.then_some(s.min.0),
+            mean_ns: s.mean_ns(),
+            max_ns: has.then_some(s.max.0),
+            max_cycle: has.then_some(s.max_cycle),
+            max_offset_ns: max_offset_ns.filter(|_| has),
+        }
+    }
+}
+
 /// Statistics of one thread so far.
 #[derive(Debug, Clone)]
 pub struct ThreadStats<'a> {
@@ -53,18 +88,8 @@ pub struct ThreadStats<'a> {
     pub thread: u32,
     /// Kernel thread id.
     pub tid: i32,
-    /// Samples.
-    pub samples: u64,
-    /// Minimum, ns.
-    pub min_ns: Option<u64>,
-    /// Mean, ns.
-    pub mean_ns: Option<f64>,
-    /// Maximum, ns.
-    pub max_ns: Option<u64>,
-    /// Cycle of the maximum.
-    pub max_cycle: Option<u64>,
-    /// Offset of the maximum from the start, ns.
-    pub max_offset_ns: Option<u64>,
+    /// Samples and extremes.
+    pub figures: SampleFigures,
     /// Missed periods.
     pub missed: u64,
     /// Raw samples the writer could not keep (`--raw`).
@@ -203,7 +228,7 @@ impl Store {
         for t in &c.threads {
             tx.execute(
                 "UPDATE threads SET tid=?3, samples=?4, min_ns=?5, mean_ns=?6, max_ns=?7, max_cycle=?8, max_offset_ns=?9, missed=?10, histogram=?11, raw_dropped=?12 WHERE run_id=?1 AND thread=?2",
-                params![run, t.thread, t.tid, i(t.samples), oi(t.min_ns), t.mean_ns, oi(t.max_ns), oi(t.max_cycle), oi(t.max_offset_ns), i(t.missed), codec::encode(t.histogram), i(t.raw_dropped)],
+                params![run, t.thread, t.tid, i(t.figures.samples), oi(t.figures.min_ns), t.figures.mean_ns, oi(t.figures.max_ns), oi(t.figures.max_cycle), oi(t.figures.max_offset_ns), i(t.missed), codec::encode(t.histogram), i(t.raw_dropped)],
             )
             .map_err(&err)?;
         }

@@ -12,6 +12,9 @@
 //! * [`image`]: the facts of a PNG (size, colours, ink) for the report tests;
 //! * [`grafana`]: the shipped Grafana dashboards against Grafana's schema and its linter's rules;
 //! * [`now_ns`]: CLOCK_MONOTONIC, the clock of spike and gap times.
+//!
+//! Re-exports (its facade): `rt_lock`/`RtLock` and the `require` helpers (`have`, `strict`,
+//! `skip_or_fail`, …) are named at the root for every test; their modules are private.
 
 #![warn(missing_docs)]
 

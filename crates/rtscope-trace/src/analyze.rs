@@ -205,13 +205,15 @@ fn piece(cpu: &Cpu, wake: Option<WakeIrq>, from: u64, to: u64) -> Option<Piece> 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::decode::{Comm, TaskState};
     use crate::model::{Category, LateCause, Task};
 
-    const TID: i32 = 500;
-    const D: u64 = 10_000_000; // the deadline
+    /// The measuring thread of these tests (and timerlat's).
+    pub(crate) const TID: i32 = 500;
+    /// The deadline, ns.
+    pub(crate) const D: u64 = 10_000_000;
 
     fn ev(ts: u64, pid: i32, kind: Kind) -> Event {
         Event { ts, pid, kind }
@@ -264,7 +266,8 @@ mod tests {
         ]
     }
 
-    fn spike(wakeup: u64) -> Spike {
+    /// A spike of thread [`TID`] on CPU 1, due at [`D`] and woken at `wakeup`.
+    pub(crate) fn spike(wakeup: u64) -> Spike {
         Spike {
             cpu: 1,
             tid: TID,

@@ -301,8 +301,7 @@ mod tests {
     use crate::decode::{Comm, Kind, TaskState};
     use crate::model::{Category, LateCause, Softirq};
 
-    const TID: i32 = 500;
-    const D: u64 = 10_000_000;
+    use crate::analyze::tests::{spike, D, TID};
 
     fn ev(ts: u64, kind: Kind) -> Event {
         Event { ts, pid: 0, kind }
@@ -353,16 +352,6 @@ mod tests {
                 exit - entry,
             ),
         ]
-    }
-
-    fn spike(wakeup: u64) -> Spike {
-        Spike {
-            cpu: 1,
-            tid: TID,
-            deadline_ns: D,
-            wakeup_ns: wakeup,
-            smis: None,
-        }
     }
 
     fn check(mut e: Vec<Event>, wakeup: u64) -> Attribution {

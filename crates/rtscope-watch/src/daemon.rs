@@ -17,7 +17,7 @@ use rtscope_common::error::UsageError;
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, ClockKind, Run, Sample};
 use rtscope_session::record::RecordSpec;
-use rtscope_session::{ConfigDoc, Event, Observer, Recorded, Session, SystemSettings};
+use rtscope_session::{plan::ConfigDoc, Event, Observer, Recorded, Session, SystemSettings};
 use rtscope_store::watch::{Culprit, SeriesId, WatchWindow};
 use rtscope_store::Store;
 use std::io;

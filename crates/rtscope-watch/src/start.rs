@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::lock::{LockError, SeriesLock};
 use rtscope_common::error::UsageError;
 use rtscope_common::outfile::Dest;
-use rtscope_session::{Naming, PlanSpec, PolicyChoice, RunPlan};
+use rtscope_session::{field::Naming, plan::PlanSpec, plan::PolicyChoice, plan::RunPlan};
 use std::net::TcpListener;
 use std::path::Path;
 

@@ -65,7 +65,7 @@ fn a_recorded_noise_run_is_reported_as_noise_with_its_stored_figures() {
     let panel = rtscope_report::noise::figures::histogram_panel(std::slice::from_ref(&r));
     let drawn: f64 = panel.series[0].points.iter().map(|p| p.1).sum();
     assert_eq!(drawn as u64, r.detail.threads[0].histogram.count());
-    assert_eq!(drawn as u64, r.detail.threads[0].samples);
+    assert_eq!(drawn as u64, r.detail.threads[0].figures.samples);
     // Never as wake-up latency.
     for latency in ["histogram.svg", "tail.svg", "cdf.svg", "over-time.svg"] {
         assert!(

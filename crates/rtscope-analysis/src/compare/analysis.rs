@@ -346,7 +346,7 @@ fn matrix(
                 .copied()
                 .filter(|r| r.case.as_deref() == Some(case)),
         );
-        (m.samples > 0 || m.max_ns.is_some())
+        (m.totals.samples > 0 || m.totals.max_ns.is_some())
             .then(|| m.value(stat))
             .flatten()
     };

@@ -155,8 +155,7 @@ pub fn describe(d: &Difference) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::model::RunSettings;
-    use rtscope_core::Histogram;
+    use crate::compare::model::{RunSettings, Totals};
     use rtscope_store::RunStatus;
 
     fn run(id: i64, interval: &str, governor: Option<&str>) -> RunData {
@@ -170,13 +169,7 @@ mod tests {
             case: None,
             scenario: None,
             started: format!("2026-11-22T03:00:{id:02}Z"),
-            hist: Histogram::new(),
-            samples: 0,
-            min_ns: None,
-            max_ns: None,
-            sum_ns: 0.0,
-            missed: 0,
-            deadlines: 0,
+            totals: Totals::default(),
             run: RunSettings {
                 interval: interval.into(),
                 priority: "90".into(),

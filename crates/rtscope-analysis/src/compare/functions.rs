@@ -151,7 +151,7 @@ impl Exposure {
     /// A run's exposure in this unit (`None`: unknown or none).
     fn units(self, r: &RunData) -> Option<f64> {
         let v = match self {
-            Exposure::Wakeups => r.deadlines as f64 / 1e6,
+            Exposure::Wakeups => r.totals.deadlines as f64 / 1e6,
             Exposure::Runtime => r.noise?.runtime_ns as f64 / 1e9,
         };
         (v > 0.0).then_some(v)

@@ -55,7 +55,7 @@ impl Group {
 
     /// The smallest and largest per-run max, ns (run-to-run spread).
     pub fn run_max_spread(&self) -> Option<(u64, u64)> {
-        let maxes = self.runs.iter().filter_map(|r| r.max_ns);
+        let maxes = self.runs.iter().filter_map(|r| r.totals.max_ns);
         Some((maxes.clone().min()?, maxes.max()?))
     }
 }

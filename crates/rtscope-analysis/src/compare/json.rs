@@ -59,7 +59,7 @@ fn group(g: &Group) -> Value {
         "kernels": g.distinct(|r| r.kernel.as_deref()),
         "campaigns": g.distinct(|r| r.campaign.as_deref()),
         "load_cases": g.distinct(|r| r.case.as_deref()),
-        "samples": g.merged.samples,
+        "samples": g.merged.totals.samples,
         "run_max_ns": spread.map(|(lo, hi)| json!({"min": lo, "max": hi})),
     })
 }

@@ -181,6 +181,57 @@ impl RunSettings {
     }
 }
 
+/// A distribution as `compare` adds it up: one run's ([`RunData`]) or a group's ([`Merged`]).
+#[derive(Debug, Clone, Default)]
+pub struct Totals {
+    /// The histograms merged.
+    pub hist: Histogram,
+    /// Samples (may exceed the histogram's count for imports with overflows).
+    pub samples: u64,
+    /// Exact smallest latency, ns.
+    pub min_ns: Option<u64>,
+    /// Exact largest latency, ns.
+    pub max_ns: Option<u64>,
+    /// Sum of all latencies, ns (a stored run's from its per-thread means).
+    pub sum_ns: f64,
+    /// Missed deadlines.
+    pub missed: u64,
+    /// Deadlines: samples + missed (runs of the old sample rule, which sampled each missed
+    /// deadline, have one sample per deadline).
+    pub deadlines: u64,
+}
+
+impl Totals {
+    /// A histogram's samples with `missed` deadlines besides them; the sum of the latencies
+    /// taken at the middle of each bucket.
+    pub fn of_histogram(hist: Histogram, missed: u64) -> Totals {
+        let samples = hist.count();
+        Totals {
+            samples,
+            min_ns: hist.min().map(|v| v.0),
+            max_ns: hist.max().map(|v| v.0),
+            sum_ns: hist
+                .buckets()
+                .map(|(lo, w, n)| (lo.0 as f64 + (w.0 as f64 - 1.0) / 2.0) * n as f64)
+                .sum(),
+            missed,
+            deadlines: samples.saturating_add(missed),
+            hist,
+        }
+    }
+
+    /// Adds another distribution: histograms bucket by bucket, exact extremes, counts summed.
+    pub fn add(&mut self, o: &Totals) {
+        self.hist.merge(&o.hist);
+        self.samples += o.samples;
+        self.min_ns = self.min_ns.into_iter().chain(o.min_ns).min();
+        self.max_ns = self.max_ns.into_iter().chain(o.max_ns).max();
+        self.sum_ns += o.sum_ns;
+        self.missed += o.missed;
+        self.deadlines += o.deadlines;
+    }
+}
+
 /// One run, reduced to what a comparison needs.
 #[derive(Debug, Clone)]
 pub struct RunData {
@@ -202,21 +253,8 @@ pub struct RunData {
     pub scenario: Option<String>,
     /// When it started (RFC 3339, UTC, as stored).
     pub started: String,
-    /// All threads' histograms merged.
-    pub hist: Histogram,
-    /// Samples (may exceed the histogram's count for imports with overflows).
-    pub samples: u64,
-    /// Exact smallest latency, ns.
-    pub min_ns: Option<u64>,
-    /// Exact largest latency, ns.
-    pub max_ns: Option<u64>,
-    /// Sum of all latencies, ns (from the per-thread means).
-    pub sum_ns: f64,
-    /// Missed deadlines.
-    pub missed: u64,
-    /// Deadlines: samples + missed (runs of the old sample rule, which sampled each missed
-    /// deadline, have one sample per deadline).
-    pub deadlines: u64,
+    /// Its distribution: all threads' histograms merged, samples, extremes and deadlines.
+    pub totals: Totals,
     /// How it measured (interval, priority, threads, policy).
     pub run: RunSettings,
     /// The `(check id, setting)` pairs of its stored preflight audit (empty: none stored).
@@ -289,19 +327,21 @@ impl RunData {
             case: tag("case").or(campaign_case.filter(|c| !c.is_empty())),
             scenario: scenario.filter(|s| !s.is_empty()),
             started: s.started.clone(),
-            hist: s.histogram.clone(),
-            samples: s.samples,
-            min_ns: d.threads.iter().filter_map(|t| t.min_ns).min(),
-            max_ns: s.max_ns,
-            sum_ns: d
-                .threads
-                .iter()
-                .map(|t| t.mean_ns.unwrap_or(0.0) * t.samples as f64)
-                .sum(),
-            missed: s.missed,
-            deadlines: match d.sample_rule() {
-                SampleRule::WakeUp => s.samples.saturating_add(s.missed),
-                SampleRule::Deadline => s.samples,
+            totals: Totals {
+                hist: s.histogram.clone(),
+                samples: s.samples,
+                min_ns: d.threads.iter().filter_map(|t| t.figures.min_ns).min(),
+                max_ns: s.max_ns,
+                sum_ns: d
+                    .threads
+                    .iter()
+                    .map(|t| t.figures.mean_ns.unwrap_or(0.0) * t.figures.samples as f64)
+                    .sum(),
+                missed: s.missed,
+                deadlines: match d.sample_rule() {
+                    SampleRule::WakeUp => s.samples.saturating_add(s.missed),
+                    SampleRule::Deadline => s.samples,
+                },
             },
             run: RunSettings::of(d),
             settings: Vec::new(),
@@ -340,8 +380,8 @@ impl RunData {
                 one.threads = vec![t.clone()];
                 let s = &mut one.summary;
                 s.threads = 1;
-                s.samples = t.samples;
-                s.max_ns = t.max_ns;
+                s.samples = t.figures.samples;
+                s.max_ns = t.figures.max_ns;
                 s.missed = t.missed;
                 s.histogram = t.histogram.clone();
                 let mut r = RunData::from_detail(&one, campaign.clone());
@@ -371,20 +411,8 @@ impl RunData {
 /// Several runs merged into one distribution.
 #[derive(Debug, Clone, Default)]
 pub struct Merged {
-    /// Merged histogram.
-    pub hist: Histogram,
-    /// Samples.
-    pub samples: u64,
-    /// Smallest latency, ns.
-    pub min_ns: Option<u64>,
-    /// Largest latency, ns.
-    pub max_ns: Option<u64>,
-    /// Sum of latencies, ns.
-    pub sum_ns: f64,
-    /// Missed deadlines.
-    pub missed: u64,
-    /// Deadlines (samples + missed).
-    pub deadlines: u64,
+    /// The runs' distributions added up.
+    pub totals: Totals,
     /// Some run has samples but no histogram: percentiles are unknown.
     pub missing_hist: bool,
     /// The lowest histogram max of the runs whose histogram lacks some samples (imported
@@ -435,13 +463,8 @@ impl Merged {
                 noise_ns: a.noise_ns + b.noise_ns,
                 runtime_ns: a.runtime_ns + b.runtime_ns,
             });
-            m.hist.merge(&r.hist);
-            m.samples += r.samples;
-            m.min_ns = m.min_ns.into_iter().chain(r.min_ns).min();
-            m.max_ns = m.max_ns.into_iter().chain(r.max_ns).max();
-            m.sum_ns += r.sum_ns;
-            m.missed += r.missed;
-            m.deadlines += r.deadlines;
+            let r = &r.totals;
+            m.totals.add(r);
             let placed = r.hist.count();
             m.missing_hist |= placed == 0 && r.samples > 0;
             if placed > 0 && placed < r.samples {
@@ -465,38 +488,37 @@ impl Merged {
             return None;
         }
         match stat {
-            Stat::Min => self.min_ns,
-            Stat::Max => self.max_ns,
+            Stat::Min => self.totals.min_ns,
+            Stat::Max => self.totals.max_ns,
             Stat::Missed => self.miss_rate(),
             Stat::Available | Stat::NoisePerSec => self.noise?.ppb(),
-            Stat::Mean => {
-                (self.samples > 0).then(|| (self.sum_ns / self.samples as f64).round() as u64)
-            }
+            Stat::Mean => (self.totals.samples > 0)
+                .then(|| (self.totals.sum_ns / self.totals.samples as f64).round() as u64),
             Stat::Quantile(q, _) => self.quantile(q),
         }
     }
 
     /// Missed deadlines per 10⁹ deadlines, rounded to the nearest (`None` without deadlines).
     pub fn miss_rate(&self) -> Option<u64> {
-        let d = u128::from(self.deadlines);
-        (d > 0).then(|| ((u128::from(self.missed) * u128::from(PPB) + d / 2) / d) as u64)
+        let d = u128::from(self.totals.deadlines);
+        (d > 0).then(|| ((u128::from(self.totals.missed) * u128::from(PPB) + d / 2) / d) as u64)
     }
 
     fn quantile(&self, q: f64) -> Option<u64> {
-        let in_hist = self.hist.count();
+        let in_hist = self.totals.hist.count();
         if self.missing_hist || in_hist == 0 {
             return None;
         }
-        let rank = ((q * self.samples as f64).ceil() as u64).clamp(1, self.samples);
+        let rank = ((q * self.totals.samples as f64).ceil() as u64).clamp(1, self.totals.samples);
         if rank > in_hist {
             return None;
         }
-        let q_hist = if in_hist == self.samples {
+        let q_hist = if in_hist == self.totals.samples {
             q
         } else {
             (rank as f64 - 0.5) / in_hist as f64
         };
-        let v = self.hist.value_at_quantile(q_hist)?.0;
+        let v = self.totals.hist.value_at_quantile(q_hist)?.0;
         match self.overflow_floor {
             Some(floor) if v > floor => None,
             _ => Some(v),
@@ -511,7 +533,7 @@ impl Merged {
                 label,
                 quantile,
                 value: None,
-                tail_samples: self.samples as f64 * (1.0 - quantile),
+                tail_samples: self.totals.samples as f64 * (1.0 - quantile),
                 lower_bound: false,
             }
             .is_supported(),
@@ -544,13 +566,15 @@ pub(crate) mod tests_support {
             case: None,
             scenario: None,
             started: String::new(),
-            min_ns: hist.min().map(|n| n.0),
-            hist,
-            samples,
-            max_ns: max,
-            sum_ns: 0.0,
-            missed: 0,
-            deadlines: samples,
+            totals: Totals {
+                min_ns: hist.min().map(|n| n.0),
+                hist,
+                samples,
+                max_ns: max,
+                sum_ns: 0.0,
+                missed: 0,
+                deadlines: samples,
+            },
             run: RunSettings::default(),
             settings: Vec::new(),
             kind: RunKind::Measure,
@@ -570,9 +594,9 @@ mod tests {
             hist.record_n(Nanos(v), n);
         }
         let mut r = tests_support::run(1, hist, samples, Some(max));
-        r.min_ns = Some(values[0].0);
-        r.missed = 2;
-        r.deadlines = samples + 2;
+        r.totals.min_ns = Some(values[0].0);
+        r.totals.missed = 2;
+        r.totals.deadlines = samples + 2;
         r
     }
 
@@ -607,8 +631,8 @@ mod tests {
         );
         for (r, t) in per.iter().zip(&d.threads) {
             assert_eq!(
-                (r.samples, r.max_ns, r.hist.count()),
-                (t.samples, t.max_ns, t.histogram.count())
+                (r.totals.samples, r.totals.max_ns, r.totals.hist.count()),
+                (t.figures.samples, t.figures.max_ns, t.histogram.count())
             );
             assert_eq!(r.tag("mechanism"), r.case.as_deref());
         }

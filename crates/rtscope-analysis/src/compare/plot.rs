@@ -31,7 +31,7 @@ pub fn files(c: &Comparison) -> Result<Vec<ReportFile>, rtscope_report::ReportEr
     let lines: Vec<Line> = c
         .groups
         .iter()
-        .map(|g| Line::new(legend(g), g.merged.hist.clone()))
+        .map(|g| Line::new(legend(g), g.merged.totals.hist.clone()))
         .collect();
     let tail = figures::tail_of(&lines);
     let (_, exceedance) = figures::cdf_of(lines);

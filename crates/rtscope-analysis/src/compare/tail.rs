@@ -98,16 +98,21 @@ impl TailRow {
 /// wake-ups as one sample; a histogram keeps no time order, so the tests that need it are
 /// untested, as for `rtscope tail` on a run without `--raw`).
 pub fn side(m: &Merged, o: &Options) -> Side {
-    let placed = m.hist.count();
+    let placed = m.totals.hist.count();
     let refused = |why: Refusal| Side::Refused(vec![why]);
     if m.missing_hist || placed == 0 {
         return refused(Refusal::NoDistribution);
     }
     if let Some(floor_ns) = m.overflow_floor {
-        let count = m.samples.saturating_sub(placed);
+        let count = m.totals.samples.saturating_sub(placed);
         return refused(Refusal::BeyondHistogram { count, floor_ns });
     }
-    let bins: Vec<(u64, u64, u64)> = m.hist.buckets().map(|(lo, w, c)| (lo.0, w.0, c)).collect();
+    let bins: Vec<(u64, u64, u64)> = m
+        .totals
+        .hist
+        .buckets()
+        .map(|(lo, w, c)| (lo.0, w.0, c))
+        .collect();
     let Some(tail) = rtscope_evt::input::from_bins(&bins, None, None) else {
         return refused(Refusal::NoDistribution);
     };
@@ -574,12 +579,14 @@ mod tests {
             threads: vec![ThreadStats {
                 thread: 0,
                 tid: 1,
-                samples: v.len() as u64,
-                min_ns: hist.min().map(|n| n.0),
-                mean_ns: None,
-                max_ns: hist.max().map(|n| n.0),
-                max_cycle: None,
-                max_offset_ns: None,
+                figures: rtscope_store::SampleFigures {
+                    samples: v.len() as u64,
+                    min_ns: hist.min().map(|n| n.0),
+                    mean_ns: None,
+                    max_ns: hist.max().map(|n| n.0),
+                    max_cycle: None,
+                    max_offset_ns: None,
+                },
                 missed: 0,
                 raw_dropped: 0,
                 histogram: &hist,

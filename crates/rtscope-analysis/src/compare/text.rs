@@ -284,7 +284,7 @@ fn groups(groups: &[Group]) -> String {
             "     campaign: {}",
             list(&g.distinct(|r| r.campaign.as_deref()))
         );
-        let mut line = format!("     samples:  {}", g.merged.samples);
+        let mut line = format!("     samples:  {}", g.merged.totals.samples);
         if let (true, Some((lo, hi))) = (n > 1, g.run_max_spread()) {
             let _ = write!(line, "; max per run {}..{}", Nanos(lo), Nanos(hi));
         }

@@ -3,7 +3,7 @@
 //! they are), so two periods — before and after an update — are compared as two groups of
 //! repeats: per-statistic verdicts with the significance test over the hours (docs/compare.md).
 
-use super::model::{RunData, RunSettings};
+use super::model::{RunData, RunSettings, Totals};
 use rtscope_report::watch::cells::{self, Cell};
 use rtscope_store::watch::{Level, WatchWindow};
 use rtscope_store::RunStatus;
@@ -32,8 +32,6 @@ fn operand(series: &str, c: &Cell) -> RunData {
     let start_s = c.start_ns.div_euclid(1_000_000_000);
     let kind = if c.level > OPERAND { "day" } else { "hour" };
     let when = rtscope_core::civil::utc_text(start_s);
-    let h = &c.histogram;
-    let samples = h.count();
     RunData {
         id: start_s,
         label: Some(format!("{series} {kind} {}", &when[..16])),
@@ -44,16 +42,7 @@ fn operand(series: &str, c: &Cell) -> RunData {
         case: Some(kind.to_string()),
         scenario: None,
         started: when,
-        hist: h.clone(),
-        samples,
-        min_ns: h.min().map(|v| v.0),
-        max_ns: h.max().map(|v| v.0),
-        sum_ns: h
-            .buckets()
-            .map(|(lo, w, n)| (lo.0 as f64 + (w.0 as f64 - 1.0) / 2.0) * n as f64)
-            .sum(),
-        missed: c.missed,
-        deadlines: samples.saturating_add(c.missed),
+        totals: Totals::of_histogram(c.histogram.clone(), c.missed),
         run: RunSettings::default(),
         settings: Vec::new(),
         kind: rtscope_store::RunKind::Measure,

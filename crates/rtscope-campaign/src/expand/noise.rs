@@ -6,7 +6,7 @@ use crate::file::{DurText, RawSettings};
 use crate::pos::Source;
 use rtscope_common::error::UsageError;
 use rtscope_session::noise::{NoiseLimit, NoiseLimitError};
-use rtscope_session::NoiseSpec;
+use rtscope_session::plan::NoiseSpec;
 use toml::Spanned;
 
 /// A noise scenario's workload (`workload = "noise"`) from its own keys; `None` for a timer

@@ -6,7 +6,7 @@ use crate::pos::Source;
 use rtscope_common::error::UsageError;
 use rtscope_engine::CpuSet;
 use rtscope_respond::ipc::{parse_placements, IpcKind, Pacing};
-use rtscope_session::RespondSpec;
+use rtscope_session::plan::RespondSpec;
 
 /// A respond scenario's workload (`respond = "eventfd"`) from its own keys: the plan gives it
 /// the scenario's interval, length, policy and priority, and checks them as measure's.

@@ -4,7 +4,7 @@ use crate::cli::sched::{self, ThreadArgs};
 use crate::cli::values::{one_of, reworded, Named};
 use clap::Args;
 use rtscope_engine::noise::CounterChoice;
-use rtscope_session::PolicyChoice::{Fifo, Other, Rr};
+use rtscope_session::plan::PolicyChoice::{Fifo, Other, Rr};
 
 /// `--policy`'s help.
 const POLICY_HELP: &str = "Scheduling policy of the loops (SCHED_OTHER by default, like oslat)";

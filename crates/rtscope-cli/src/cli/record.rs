@@ -4,7 +4,7 @@ use clap::Args;
 use rtscope_common::error::UsageError;
 use rtscope_session::output::OutputFile;
 use rtscope_session::record::RecordSpec;
-use rtscope_session::{preflight, RunPlan};
+use rtscope_session::{plan::RunPlan, preflight};
 use rtscope_store::{RunKind, Store};
 use std::path::PathBuf;
 
@@ -39,28 +39,15 @@ impl RecordArgs {
         rtscope_common::names::check_label_and_tags(self.label.as_deref(), &self.tags)
     }
 
-    /// The `--tag KEY=VALUE` pairs (a tag only campaigns set is refused).
-    pub fn tag_pairs(&self) -> Result<Vec<(String, String)>, rtscope_common::error::UsageError> {
-        self.tags
-            .iter()
-            .map(|t| rtscope_common::names::parse_run_tag(t))
-            .collect()
-    }
-
     /// The database the run is recorded in (`--db`, else `$RTSCOPE_DB`, else ./rtscope.db);
     /// `None` with `--no-db`.
     pub fn open_store(
         &self,
     ) -> Result<Option<rtscope_store::Store>, rtscope_common::error::UsageError> {
-        use rtscope_session::record;
         if self.no_db {
             return Ok(None);
         }
-        let path = self
-            .db
-            .clone()
-            .unwrap_or_else(rtscope_store::Store::default_path);
-        record::open(&path).map(Some)
+        rtscope_session::record::open_given(self.db.as_deref()).map(Some)
     }
 
     /// What a measuring command does before its session starts, in this order: the `--json`
@@ -76,10 +63,6 @@ impl RecordArgs {
     ) -> Result<(Option<OutputFile>, Option<Store>, RecordSpec), UsageError> {
         let json_file = OutputFile::prepare_given(self.json.as_deref(), "--json")?;
         let store = self.open_store()?;
-        let audit = preflight::audit(plan);
-        for line in preflight::bad_lines(&audit) {
-            rtscope_common::error::warn(&line);
-        }
         let spec = RecordSpec {
             kind,
             label: self.label.clone(),
@@ -87,7 +70,7 @@ impl RecordArgs {
             command_line,
             config_json: String::new(),
             monitor_interval: None,
-            checks: preflight::rows(&audit),
+            checks: preflight::warned_rows(plan),
             raw: false,
         };
         Ok((json_file, store, spec))

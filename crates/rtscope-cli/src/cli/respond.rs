@@ -5,7 +5,7 @@ use crate::cli::values::{one_of, reworded, Named};
 use clap::Args;
 use rtscope_respond::gpio::{Bias, EdgeSelect, EventClock};
 use rtscope_respond::ipc::Pacing;
-use rtscope_session::PolicyChoice::{Fifo, Other, Rr};
+use rtscope_session::plan::PolicyChoice::{Fifo, Other, Rr};
 
 /// `--policy`'s help.
 const POLICY_HELP: &str = "Scheduling policy of the receiver / responder (a timer-paced sender \

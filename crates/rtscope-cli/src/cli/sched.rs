@@ -7,7 +7,7 @@
 
 use crate::cli::values::{one_of, Named};
 use clap::{Arg, Args};
-use rtscope_session::PolicyChoice;
+use rtscope_session::plan::PolicyChoice;
 
 /// `--policy` and `--priority`, as `rtscope measure` words them.
 #[derive(Debug, Clone, Args)]

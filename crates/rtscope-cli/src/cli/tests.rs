@@ -10,7 +10,7 @@ fn measure_defaults_are_clap_defaults() {
     let d = crate::cli::measure::MeasureArgs::default();
     assert_eq!(d.interval, "1ms");
     assert_eq!(d.sched.priority, None, "90 for fifo/rr, 0 for other/batch");
-    assert_eq!(d.sched.policy, rtscope_session::PolicyChoice::Fifo);
+    assert_eq!(d.sched.policy, rtscope_session::plan::PolicyChoice::Fifo);
     assert_eq!(d.event_capacity, 10_000);
     assert!(d.duration.is_none() && d.cpus.is_none());
 }
@@ -23,7 +23,7 @@ fn command(args: &[&str]) -> crate::cli::Command {
 #[test]
 fn each_measuring_command_takes_its_own_policies_and_defaults_into_the_plans_types() {
     use crate::cli::Command::{Measure, Noise, Respond};
-    use rtscope_session::PolicyChoice::{Deadline, Fifo, Other, Rr};
+    use rtscope_session::plan::PolicyChoice::{Deadline, Fifo, Other, Rr};
     let sched = |args: &[&str]| match command(args) {
         Measure(a) => (a.sched.policy, a.sched.priority_or(90)),
         Noise(a) => (a.threads.sched.policy, a.threads.sched.priority_or(95)),

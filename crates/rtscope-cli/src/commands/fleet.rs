@@ -5,9 +5,8 @@ use crate::cli::fleet::FleetArgs;
 use crate::cli::import_export::{ExportArgs, ExportFormat};
 use rtscope_analysis::compare::analysis::Comparison;
 use rtscope_common::error::{ExitStatus, UsageError};
-use rtscope_fleet::fanout::{self, file_arg};
-use rtscope_fleet::remote::{Job, Ssh};
-use rtscope_fleet::targets::Targets;
+use rtscope_fleet::fanout;
+use rtscope_fleet::remote::Ssh;
 use rtscope_formats::kcidb;
 use rtscope_formats::missing::MissingBoard;
 use rtscope_formats::output::{self, CiOutput, Format};
@@ -15,16 +14,6 @@ use rtscope_session::record;
 use rtscope_store::{RunId, Store};
 use std::io::Write;
 use std::path::Path;
-
-/// Options that name local files or the fan-out: not passed to the boards.
-const LOCAL_ONLY: [&str; 6] = [
-    "--target",
-    "--targets-file",
-    "--target-jobs",
-    "--db",
-    "--metrics-file",
-    "--ci-output",
-];
 
 fn usage(e: impl std::fmt::Display) -> UsageError {
     UsageError::new(e.to_string())
@@ -67,33 +56,9 @@ pub fn remote(
     out: &mut dyn Write,
     missing: &mut Vec<MissingBoard>,
 ) -> anyhow::Result<ExitStatus> {
-    let targets = Targets::load(f.targets_file.as_deref())
-        .and_then(|t| t.resolve(&f.targets))
-        .map_err(usage)?;
-    // Every local input is checked before any board is touched (nothing to clean up there).
-    for t in &targets {
-        t.check_local_files()
-            .map_err(|e| usage(e).hint("fix the board's entry in targets.toml"))?;
-    }
-    if let Some(p) = file {
-        rtscope_fleet::targets::regular_file(p)
-            .map_err(|why| usage(format!("campaign file {}: {why}", p.display())))?;
-    }
-    let (files, rename): (Vec<_>, Vec<_>) = file
-        .map(|p| file_arg(p, "campaign.toml"))
-        .into_iter()
-        .unzip();
-    let record = argv.get(1).is_some_and(|c| c != "check");
-    let job = Job {
-        args: fanout::remote_args(argv, &LOCAL_ONLY, &rename),
-        files,
-        record,
-    };
-    let mut store = record
-        .then(|| {
-            record::open(&db.map_or_else(rtscope_store::Store::default_path, Path::to_path_buf))
-        })
-        .transpose()?;
+    let (targets, job) = fanout::plan(f.targets_file.as_deref(), &f.targets, argv, file)?;
+    let record = job.record;
+    let mut store = record.then(|| record::open_given(db)).transpose()?;
     let bare = !record && targets.len() == 1;
     let results = fanout::fan_out(
         &Ssh::from_env(),
@@ -141,10 +106,9 @@ pub fn with_ci(
         return body(out, &mut missing);
     }
     let outs = ci_outputs(outs)?;
-    let path = db.map_or_else(rtscope_store::Store::default_path, Path::to_path_buf);
-    let mark = output::mark(&record::open(&path)?).map_err(usage)?;
+    let mark = output::mark(&record::open_given(db)?).map_err(usage)?;
     let status = body(out, &mut missing)?;
-    let store = record::open(&path)?;
+    let store = record::open_given(db)?;
     let sub = kcidb::Submission::default();
     for p in output::write_ci(&store, mark, &missing, &outs, out, &sub).map_err(usage)? {
         rtscope_common::error::warn(&format!("rtscope: wrote {}", p.display()));

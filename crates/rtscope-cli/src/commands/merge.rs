@@ -20,8 +20,7 @@ pub fn run(
         .iter()
         .map(|t| parse_user_tag(t))
         .collect::<Result<Vec<_>, _>>()?;
-    let path = db.map_or_else(rtscope_store::Store::default_path, Path::to_path_buf);
-    let mut store = record::open(&path)?;
+    let mut store = record::open_given(db)?;
     let report = store.merge_from(other, &tags).map_err(|e| {
         let hint = match &e {
             StoreError::UuidConflict { .. } => {

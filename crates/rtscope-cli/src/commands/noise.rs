@@ -18,8 +18,8 @@ use rtscope_session::noise::run::{counter_line, render_checks, table};
 use rtscope_session::noise::{self as noise, NoiseLimit, NoiseLimitError};
 use rtscope_session::noise_session::{NoiseMeasured, NoiseSession};
 use rtscope_session::output::{Guarded, OutputFile};
-use rtscope_session::{Naming, WorkloadSpec};
-use rtscope_session::{NoiseSpec, PlanSpec, RunPlan, SystemSettings};
+use rtscope_session::{field::Naming, plan::WorkloadSpec};
+use rtscope_session::{plan::NoiseSpec, plan::PlanSpec, plan::RunPlan, SystemSettings};
 use std::io::Write;
 
 /// `--limit` in the words of this command line.

@@ -1,5 +1,5 @@
 //! `rtscope noise --irqs-off`: the hardware-only mode through the kernel's hwlat tracer. The
-//! plan checked the flags that have no meaning there ([`rtscope_session::NoisePlan::hwlat`]);
+//! plan checked the flags that have no meaning there ([`rtscope_session::plan::NoisePlan::hwlat`]);
 //! the run, the table and the JSON live in `rtscope-session::noise::hwlat`; this file words
 //! its errors and prints.
 
@@ -7,7 +7,7 @@ use crate::cli::noise::NoiseArgs;
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_session::noise::hwlat::{self, HwlatError};
 use rtscope_session::output::OutputFile;
-use rtscope_session::RunPlan;
+use rtscope_session::plan::RunPlan;
 use rtscope_trace::hwlat::HwlatConfig;
 use std::io::Write;
 

@@ -11,14 +11,15 @@ use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_common::limits::{self, Check};
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, CpuSet};
+use rtscope_present::respond_json;
 use rtscope_present::table::render_checks;
 use rtscope_respond::gpio::{self, GpioConfig, LineId, Responder};
 use rtscope_respond::ipc::{IpcKind, Placement};
 use rtscope_respond::record::Row;
 use rtscope_respond::run as respond;
 use rtscope_session::output::OutputFile;
-use rtscope_session::{PlanSpec, RunPlan, SessionError, WorkloadSpec};
-use rtscope_session::{RespondMeasured, RespondSession, RespondSpec, SystemSettings};
+use rtscope_session::{plan::PlanSpec, plan::RunPlan, plan::WorkloadSpec, SessionError};
+use rtscope_session::{plan::RespondSpec, RespondMeasured, RespondSession, SystemSettings};
 use serde_json::json;
 use std::io::Write;
 
@@ -299,24 +300,13 @@ fn finish(
     let Some(file) = json_file else {
         return Ok(status);
     };
-    let doc = json!({
-        "schema": "rtscope.respond/1",
-        "tool": {"name": "rtscope", "version": env!("CARGO_PKG_VERSION"), "command_line": command_line},
-        "config": config_json(a, priority, &o.rows),
-        "results": o.rows.iter().map(|r| {
-            let mut v = serde_json::to_value(rtscope_present::measure_json::series(&r.stats, &r.histogram, None)).unwrap_or_default();
-            if let (Some(m), Some(e)) = (v.as_object_mut(), r.extra.as_object()) {
-                m.insert("source".into(), json!(r.source));
-                m.insert("path".into(), json!(r.path));
-                m.extend(e.clone());
-            }
-            v
-        }).collect::<Vec<_>>(),
-        "limits": checks.iter().map(rtscope_present::measure_json::LimitJson::from).collect::<Vec<_>>(),
-        "interrupted": o.signal.map(rtscope_common::signals::signal_name),
-        "error": o.error,
-        "exit_code": status.code(),
-    });
+    let end = respond_json::Ending {
+        signal: o.signal,
+        error: o.error.as_deref(),
+        exit_code: status.code(),
+    };
+    let config = config_json(a, priority, &o.rows);
+    let doc = respond_json::document(&command_line, config, &o.rows, checks, end);
     let body = serde_json::to_string_pretty(&doc)? + "\n";
     if let Err(e) = file.write(body.as_bytes(), out, "--json") {
         rtscope_common::error::warn(&e.to_string());

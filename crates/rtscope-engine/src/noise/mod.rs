@@ -7,6 +7,9 @@
 //! [`state`] for the loop). [`NoiseRun`] starts the threads with the same set-up as the latency
 //! engine's (affinity, policy, priority, prefaulted stack, mlock), releases them together, and
 //! stops them through the run's stop flag and the wake signal that cuts a sleep short.
+//!
+//! Re-exports (a facade): the counter, gap-state and threshold types are named here; their
+//! modules are private, so `noise::X` is their one path.
 
 mod counter;
 mod state;

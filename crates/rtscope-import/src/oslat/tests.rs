@@ -13,7 +13,7 @@ fn the_real_file_gives_exact_buckets_an_overflow_bound_and_the_exact_max() {
     let doc: Value = serde_json::from_str(REAL).unwrap();
     let hist = doc["thread"]["0"]["histogram"].as_object().unwrap();
     let total: u64 = hist.values().map(|v| v.as_u64().unwrap()).sum();
-    assert_eq!(t.samples, total, "every iteration is a sample");
+    assert_eq!(t.figures.samples, total, "every iteration is a sample");
     assert_eq!(total, 377_654_680);
     assert_eq!(t.histogram.count() + 3742, total, "the last bucket is out");
     // Buckets 1..=31 µs exactly, each in the histogram's bucket of its value.
@@ -36,10 +36,10 @@ fn the_real_file_gives_exact_buckets_an_overflow_bound_and_the_exact_max() {
     assert_eq!(r.source["overflow_bucket_us"], json!([32]));
     assert_eq!(r.source["bucket_width_us"], json!([1]));
     assert_eq!(
-        (t.cpu, t.max_ns, t.min_ns),
+        (t.cpu, t.figures.max_ns, t.figures.min_ns),
         (Some(1), Some(9_641_000), Some(1000))
     );
-    assert_eq!(t.mean_ns, Some(1.002519 * 1000.0));
+    assert_eq!(t.figures.mean_ns, Some(1.002519 * 1000.0));
     assert_eq!(r.progress_ns, 9_996_000_000, "oslat's duration");
     assert_eq!(r.started_unix_ns, Some(1_795_311_816_000_000_000));
     assert_eq!(r.ended_unix_ns, Some(1_795_311_827_000_000_000));
@@ -69,7 +69,7 @@ fn bucket_size_and_width_come_from_the_command_line_and_the_keys() {
         json!([0]),
         "32 of 64 buckets: none is the last"
     );
-    assert_eq!(r.threads[0].histogram.count(), r.threads[0].samples);
+    assert_eq!(r.threads[0].histogram.count(), r.threads[0].figures.samples);
 }
 
 #[test]
@@ -105,7 +105,7 @@ fn wider_buckets_are_recorded_at_their_upper_bound_and_said_to_be_binned() {
         "histogram": {"2": 5, "4": 1, "6": 0, "8": 2}}}}"#;
     let r = parse(doc).unwrap();
     let t = &r.threads[0];
-    assert_eq!((t.samples, t.histogram.count()), (8, 6));
+    assert_eq!((t.figures.samples, t.histogram.count()), (8, 6));
     assert_eq!(t.histogram.max(), Some(Nanos::from_us(4)));
     assert_eq!(r.source["bucket_width_us"], json!([2]));
     assert_eq!(r.source["overflows"], json!([2]));

@@ -332,23 +332,23 @@ fn thread(i: usize, c: &Column, unit: u64, floor: u64) -> Result<(ThreadRow, Rep
     let rows = (h.count > 0).then_some((h.min, h.max));
     let mut t = ThreadRow::new(i as u32);
     t.cpu = c.cpu;
-    t.samples = total;
+    t.figures.samples = total;
     t.histogram = h.histogram(unit);
     // Indices and rtla's min and max are at most 2^47 units: no overflow in ns.
-    t.min_ns = min.or(rows.map(|r| r.0)).map(|v| v * unit);
-    t.max_ns = max
+    t.figures.min_ns = min.or(rows.map(|r| r.0)).map(|v| v * unit);
+    t.figures.max_ns = max
         .or(rows.filter(|_| over == 0).map(|r| r.1))
         .map(|v| v * unit);
-    t.mean_ns = match avg100 {
+    t.figures.mean_ns = match avg100 {
         Some(a) => Some(a as f64 * unit as f64 / 100.0),
         None if over == 0 => h.mean_ns(unit),
         None => None,
     };
-    let noise = t.mean_ns.map(|m| (m * total as f64).round() as u64);
+    let noise = t.figures.mean_ns.map(|m| (m * total as f64).round() as u64);
     let r = Reported {
         cpu: c.cpu,
         noise_ns: noise,
-        max_single_ns: t.max_ns,
+        max_single_ns: t.figures.max_ns,
         noise_events: Some(total),
         ..Reported::default()
     };
@@ -397,7 +397,7 @@ fn notes(out: &mut Imported, st: &State, unit: &str, width: u64, floor: u64) {
     let over: u64 = out
         .threads
         .iter()
-        .map(|t| t.samples - t.histogram.count())
+        .map(|t| t.figures.samples - t.histogram.count())
         .sum();
     if over > 0 {
         out.notes.push(format!(

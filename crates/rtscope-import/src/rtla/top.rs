@@ -202,7 +202,7 @@ impl State {
         for (i, (cpu, r)) in table.rows.iter().enumerate() {
             let mut t = ThreadRow::new(i as u32);
             t.cpu = Some(*cpu);
-            t.max_ns = r.max_single_ns;
+            t.figures.max_ns = r.max_single_ns;
             out.threads.push(t);
             per_cpu.push(r.json(i));
         }

@@ -125,7 +125,10 @@ impl CpuNoise {
                 let low = layout::lowest_of(i);
                 if low > thr {
                     let mid = low + (layout::width_of(i) - 1) / 2;
-                    let mid = mid.clamp(t.min_ns.unwrap_or(0), t.max_ns.unwrap_or(u64::MAX));
+                    let mid = mid.clamp(
+                        t.figures.min_ns.unwrap_or(0),
+                        t.figures.max_ns.unwrap_or(u64::MAX),
+                    );
                     n += c;
                     sum += u128::from(mid) * u128::from(c);
                 }
@@ -136,12 +139,15 @@ impl CpuNoise {
             run,
             thread: t.thread,
             cpu: t.cpu,
-            runtime_ns: t.mean_ns.map(|m| (m * t.samples as f64).round() as u64),
+            runtime_ns: t
+                .figures
+                .mean_ns
+                .map(|m| (m * t.figures.samples as f64).round() as u64),
             noise_ns: over.map(|o| o.1),
             gaps_over: over.map(|o| o.0),
-            max_single_ns: t.max_ns,
-            iterations: Some(t.samples),
-            resolution_ns: t.min_ns,
+            max_single_ns: t.figures.max_ns,
+            iterations: Some(t.figures.samples),
+            resolution_ns: t.figures.min_ns,
             threshold_ns: threshold,
             counts: [None; 5],
             steal_ns: None,
@@ -158,7 +164,7 @@ impl CpuNoise {
             runtime_ns: r.runtime_ns,
             noise_ns: r.noise_ns,
             gaps_over: r.noise_events,
-            max_single_ns: t.max_ns,
+            max_single_ns: t.figures.max_ns,
             iterations: None,
             resolution_ns: None,
             threshold_ns: None,

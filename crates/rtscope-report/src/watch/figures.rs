@@ -2,7 +2,8 @@
 //! each period over months), with the distribution and the causes behind it.
 
 use super::cells::{all_cpus, cpus, Cell};
-use crate::figures::{NamedFigure, Section, LOG_BINS_PER_DECADE};
+use crate::figures::{NamedFigure, Section};
+use crate::histogram::LOG_BINS_PER_DECADE;
 use crate::plot::{heat, Axis, Corner, Figure, Panel, Series, Shape, HEAT, NEUTRAL};
 
 const LATENCY: &str = "latency (µs)";

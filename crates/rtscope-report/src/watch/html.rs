@@ -4,8 +4,9 @@
 
 use super::cells::{cpus, Cell};
 use super::{WatchData, WatchOptions};
+use crate::escape::escape;
 use crate::figures::{NamedFigure, Section};
-use crate::html::{escape, CSS};
+use crate::html::CSS;
 use crate::markup::figures;
 use rtscope_core::civil::utc_text;
 use rtscope_core::Histogram;

@@ -31,6 +31,9 @@
 //! the receiver counts gaps on its own and the two counts must agree. eventfd and the futex word
 //! coalesce events that arrive before the receiver reads them: each still gets its own latency
 //! (receiver time minus that event's send time), and `wakeups` counts the receives.
+//!
+//! Re-exports (a facade): `IpcRun`, `IpcResult` and `sysv_keys_of` (sysv's `keys_of`) are named
+//! here; their modules are private, so `ipc::X` is their one path.
 
 mod receiver;
 mod sysv;

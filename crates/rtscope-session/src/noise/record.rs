@@ -15,8 +15,8 @@ use rtscope_core::Nanos;
 use rtscope_engine::noise::{Gap, NoiseShared, NoiseThread};
 use rtscope_engine::Sample;
 use rtscope_store::{
-    Checkpoint, EventRow, NewRun, RunId, RunKind, RunStatus, SeriesPoint, Store, StoreError,
-    ThreadInfo, ThreadStats,
+    Checkpoint, EventRow, NewRun, RunId, RunKind, RunStatus, SampleFigures, SeriesPoint, Store,
+    StoreError, ThreadInfo, ThreadStats,
 };
 use std::path::Path;
 use std::sync::Arc;
@@ -299,15 +299,17 @@ fn thread_stats(i: usize, t: &NoiseThread, clock_start: Nanos) -> ThreadStats<'_
     ThreadStats {
         thread: i as u32,
         tid: t.tid,
-        samples: n,
-        min_ns: min,
-        mean_ns: mean(t),
-        max_ns: t.totals.max.map(|g| g.duration.0).or(max),
-        max_cycle: None,
-        max_offset_ns: t
-            .totals
-            .max
-            .map(|g| g.start.0.saturating_sub(clock_start.0)),
+        figures: SampleFigures {
+            samples: n,
+            min_ns: min,
+            mean_ns: mean(t),
+            max_ns: t.totals.max.map(|g| g.duration.0).or(max),
+            max_cycle: None,
+            max_offset_ns: t
+                .totals
+                .max
+                .map(|g| g.start.0.saturating_sub(clock_start.0)),
+        },
         missed: 0,
         raw_dropped: t.gaps_dropped,
         histogram: h,

@@ -4,7 +4,8 @@
 
 use super::kept::KeptGaps;
 use super::platform::{PlatformCounters, PlatformTotals};
-use super::{CpuNoise, NoiseCheck, NoiseExplainer, NoiseRecorder};
+use super::record::NoiseRecorder;
+use super::{CpuNoise, NoiseCheck, NoiseExplainer};
 use rtscope_core::text::{count, short, us_or_dash};
 use rtscope_core::Nanos;
 use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, NoiseThread, Threshold};
@@ -225,7 +226,7 @@ pub fn raised_threshold_note(
     c: &NoiseConfig,
     threshold: Nanos,
     resolutions: &[Nanos],
-    naming: crate::Naming,
+    naming: crate::field::Naming,
 ) -> Option<String> {
     let requested = c.threshold.requested();
     if threshold == requested {
@@ -239,14 +240,14 @@ pub fn raised_threshold_note(
         short(requested),
         short(threshold),
         slowest.0,
-        naming.name(crate::Field::Threshold)
+        naming.name(crate::field::Field::Threshold)
     ))
 }
 
 /// The per-CPU table, `rtla osnoise top`'s columns (the settings its notes name spelt the
 /// front end's way).
-pub fn table(rows: &[CpuNoise], naming: crate::Naming) -> String {
-    let n = |f: crate::Field| naming.name(f);
+pub fn table(rows: &[CpuNoise], naming: crate::field::Naming) -> String {
+    let n = |f: crate::field::Field| naming.name(f);
     let mut s = format!(
         "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10} {:>8} {:>5}\n",
         "CPU",
@@ -283,14 +284,14 @@ pub fn table(rows: &[CpuNoise], naming: crate::Naming) -> String {
     if dropped > 0 {
         s.push_str(&format!(
             "{dropped} gaps over the threshold were counted but not kept (the ring was full: raise {})\n",
-            n(crate::Field::GapCapacity)
+            n(crate::field::Field::GapCapacity)
         ));
     }
     let not_kept: u64 = rows.iter().map(|r| r.gaps_not_kept).sum();
     if not_kept > 0 {
         s.push_str(&format!(
             "{not_kept} shorter gaps over the threshold were counted but not kept (only the longest {} per CPU are)\n",
-            n(crate::Field::KeepGaps)
+            n(crate::field::Field::KeepGaps)
         ));
     }
     s.push_str("RESOLUTION is the loop's shortest gap: one counter read and a histogram store.\n");

@@ -1,3 +1,4 @@
+use super::record::NoiseMeta;
 use super::*;
 use rtscope_core::Histogram;
 use rtscope_engine::noise::{NoiseTotals, Threshold};
@@ -269,7 +270,7 @@ fn a_raised_default_threshold_is_said_with_the_cpu_and_resolution_that_raised_it
         ..config()
     };
     let res = [Nanos(40), Nanos(1080)];
-    let flags = crate::Naming::Flags;
+    let flags = crate::field::Naming::Flags;
     assert_eq!(
         raised_threshold_note(&c, DEFAULT_THRESHOLD, &res[..1], flags),
         None
@@ -282,6 +283,6 @@ fn a_raised_default_threshold_is_said_with_the_cpu_and_resolution_that_raised_it
         "{note}"
     );
     // A campaign's note names its key.
-    let keys = raised_threshold_note(&c, Nanos(3000), &res, crate::Naming::Keys).unwrap();
+    let keys = raised_threshold_note(&c, Nanos(3000), &res, crate::field::Naming::Keys).unwrap();
     assert!(keys.contains("give threshold to choose another"), "{keys}");
 }

@@ -417,14 +417,14 @@ mod tests {
     use rtscope_core::Nanos;
     use rtscope_engine::noise::Threshold;
 
-    fn message(spec: crate::plan::NoiseSpec, naming: crate::Naming) -> String {
+    fn message(spec: crate::plan::NoiseSpec, naming: crate::field::Naming) -> String {
         plan(&[0], spec).unwrap_err().message(naming)
     }
 
     #[test]
     fn bad_settings_are_refused_naming_the_setting_as_each_front_end_spells_it() {
+        use crate::field::Naming::{Flags, Keys};
         use crate::plan::NoiseSpec;
-        use crate::Naming::{Flags, Keys};
         let ok = plan(&[0], NoiseSpec::default()).unwrap();
         let n = ok.workload.noise().expect("a noise plan");
         assert_eq!(n.config.cpus, vec![0]);
@@ -473,8 +473,8 @@ mod tests {
 
     #[test]
     fn irqs_off_refuses_the_loops_own_settings_and_the_available_limit() {
+        use crate::field::Naming::{Flags, Keys};
         use crate::plan::NoiseSpec;
-        use crate::Naming::{Flags, Keys};
         let hw = plan(
             &[0],
             NoiseSpec {

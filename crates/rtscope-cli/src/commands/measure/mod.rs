@@ -1,5 +1,5 @@
 //! `rtscope measure`: the native front end. Its options become a [`PlanSpec`]; the run is a
-//! [`Session`]; this module prints the headline, the progress line, the table and the JSON.
+//! [`Session`]; this module prints the headline (rtscope-present's), the progress line, the table and the JSON.
 
 pub mod ci;
 pub mod metrics;
@@ -9,7 +9,7 @@ use crate::commands::{dur, opt_dur};
 use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_common::limits;
 use rtscope_core::{Nanos, Stats};
-use rtscope_engine::{sys, ClockKind, CpuSet, Policy, Run, SleepMode};
+use rtscope_engine::{sys, CpuSet, Run};
 use rtscope_present::{measure_json as json, table};
 use rtscope_session::cpus::cpu_list;
 use rtscope_session::output::{Guarded, OutputFile};
@@ -17,8 +17,8 @@ use rtscope_session::record::RecordSpec;
 use rtscope_trace::tracefs::StackChoice;
 
 use rtscope_session::{
-    ConfigDoc, Event, Measured, Naming, PlanError, PlanSpec, Recorded, RunPlan, Session,
-    SystemSettings,
+    field::Naming, plan::ConfigDoc, plan::PlanError, plan::PlanSpec, plan::RunPlan, Event,
+    Measured, Recorded, Session, SystemSettings,
 };
 use std::io::{IsTerminal, Write};
 
@@ -82,7 +82,7 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
             .iter()
             .map(|l| limits::parse(l))
             .collect::<Result<Vec<_>, _>>()?,
-        workload: rtscope_session::WorkloadSpec::Timer,
+        workload: rtscope_session::plan::WorkloadSpec::Timer,
     })
 }
 
@@ -161,7 +161,7 @@ pub fn run(
         stdout: Guarded::new(out),
         stderr: Guarded::new(std::io::stderr()),
     };
-    writeln!(streams.human(), "{}", headline(&plan))?;
+    writeln!(streams.human(), "{}", table::headline(&plan))?;
     streams.human().flush()?;
     let recorded = Recorded {
         store,
@@ -301,53 +301,6 @@ pub fn monitor_interval(text: &str, flag: &str) -> Result<Option<std::time::Dura
         )));
     }
     Ok(Some(std::time::Duration::from_nanos(d.0)))
-}
-
-fn headline(plan: &RunPlan) -> String {
-    let (c, latency) = (&plan.config, plan.latency);
-    let t = &c.threads[0];
-    let cpus = c.pinned_cpus();
-    let length = match (c.duration, c.loops) {
-        (Some(d), Some(l)) => format!("{d} or {l} loops"),
-        (Some(d), None) => d.to_string(),
-        (None, Some(l)) => format!("{l} loops"),
-        (None, None) => "until stopped".into(),
-    };
-    let sleep = if c.sleep == SleepMode::Absolute {
-        "absolute"
-    } else {
-        "relative"
-    };
-    let clock = if c.clock == ClockKind::Monotonic {
-        "CLOCK_MONOTONIC"
-    } else {
-        "CLOCK_REALTIME"
-    };
-    let dma = latency.map_or("cpu_dma_latency untouched".to_string(), |l| {
-        format!("cpu_dma_latency={l}us")
-    });
-    let sched = match t.policy {
-        Policy::Deadline {
-            runtime,
-            deadline,
-            period,
-        } => {
-            format!("SCHED_DEADLINE runtime {runtime} deadline {deadline} period {period}")
-        }
-        p => format!("SCHED_{} prio {}", p.name().to_uppercase(), t.priority),
-    };
-    let place = if cpus.is_empty() {
-        "unpinned".to_string()
-    } else {
-        format!("on CPUs {cpus}")
-    };
-    format!(
-        "rtscope measure: {} thread{} {place}, {sched}, interval {}, {length}, {sleep} clock_nanosleep on {clock}, mlock {}, {dma}",
-        c.threads.len(),
-        if c.threads.len() == 1 { "" } else { "s" },
-        t.interval,
-        if c.mlock { "on" } else { "off" }
-    )
 }
 
 /// The exit status, the table (with the interruption line and the limit checks) and the JSON

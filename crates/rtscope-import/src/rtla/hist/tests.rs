@@ -61,28 +61,28 @@ fn assert_every_number(name: &str, text: &str, r: &Imported) {
             "{name}: every row is in the histogram"
         );
         assert_eq!(
-            th.samples,
+            th.figures.samples,
             rows + over,
             "{name}: rows + over are the samples"
         );
         assert_eq!(r.source["overflows"][c], json!(over), "{name}");
         if let Some(count) = t.footer.get("count:") {
             assert_eq!(
-                count[c] as u64, th.samples,
+                count[c] as u64, th.figures.samples,
                 "{name}: rtla's count: is rows + over"
             );
-            assert_eq!(p["noise_events"], json!(th.samples));
+            assert_eq!(p["noise_events"], json!(th.figures.samples));
             let (min, avg, max) = (
                 t.footer["min:"][c],
                 t.footer["avg:"][c],
                 t.footer["max:"][c],
             );
-            assert_eq!(th.min_ns, Some(min as u64 * 1000), "{name}");
-            assert_eq!(th.max_ns, Some(max as u64 * 1000), "{name}");
-            assert_eq!(th.mean_ns, Some(avg * 1000.0), "{name}");
+            assert_eq!(th.figures.min_ns, Some(min as u64 * 1000), "{name}");
+            assert_eq!(th.figures.max_ns, Some(max as u64 * 1000), "{name}");
+            assert_eq!(th.figures.mean_ns, Some(avg * 1000.0), "{name}");
             assert_eq!(
                 p["noise_ns"],
-                json!((avg * 1000.0 * th.samples as f64).round() as u64)
+                json!((avg * 1000.0 * th.figures.samples as f64).round() as u64)
             );
         }
         let mut held = BTreeMap::new();
@@ -151,7 +151,7 @@ fn options_of_the_real_captures_are_recorded() {
         "-E 50 of 10 us"
     );
     assert_eq!(
-        b10.threads[0].min_ns,
+        b10.threads[0].figures.min_ns,
         Some(0),
         "rtla's min: the lowest bucket's bound"
     );
@@ -173,9 +173,12 @@ fn options_of_the_real_captures_are_recorded() {
     let ns = parse(NO_SUMMARY).unwrap();
     assert_eq!(ns.source["summary"], json!(false));
     for t in &ns.threads {
-        assert_eq!(t.max_ns, None, "the max is among the overflows: unknown");
-        assert_eq!(t.mean_ns, None);
-        assert_eq!(t.min_ns, Some(5000), "the lowest row");
+        assert_eq!(
+            t.figures.max_ns, None,
+            "the max is among the overflows: unknown"
+        );
+        assert_eq!(t.figures.mean_ns, None);
+        assert_eq!(t.figures.min_ns, Some(5000), "the lowest row");
     }
     let stop = parse(STOP).unwrap();
     assert_eq!(stop.source["stopped"], json!(true));
@@ -191,8 +194,8 @@ fn mainline_averages_and_rtla_s_empty_form() {
     // Mainline prints avg with two decimals; 6.1 cuts it to a whole.
     let two = HIST.replace("avg:       3046      3047", "avg:    3046.57   3047.04");
     let r = parse(&two).unwrap();
-    assert_eq!(r.threads[0].mean_ns, Some(3_046_570.0));
-    assert_eq!(r.threads[1].mean_ns, Some(3_047_040.0));
+    assert_eq!(r.threads[0].figures.mean_ns, Some(3_046_570.0));
+    assert_eq!(r.threads[1].figures.mean_ns, Some(3_047_040.0));
     // No noise at all: rtla prints no CPU column.
     let empty = "# RTLA osnoise histogram\n# Time unit is microseconds (us)\n# Duration:   0 00:00:10\nIndex\nover: 0\ncount: 0\nmin: 0\navg: 0\nmax: 0\n";
     assert!(parse(empty).unwrap_err().what.contains("no noise"));

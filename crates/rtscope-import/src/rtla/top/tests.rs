@@ -67,7 +67,11 @@ fn every_number_of_the_real_tables_is_in_the_record() {
             assert_eq!(p["available_pct"], json!(row[4]), "{name}");
             assert_eq!(p["max_noise_ns"].as_u64(), us(5), "{name}");
             assert_eq!(p["max_single_ns"].as_u64(), us(6), "{name}");
-            assert_eq!(t.max_ns, us(6), "the longest single noise is the max");
+            assert_eq!(
+                t.figures.max_ns,
+                us(6),
+                "the longest single noise is the max"
+            );
             for (k, class) in super::super::CLASSES.iter().enumerate() {
                 assert_eq!(
                     p["counts"][class],
@@ -80,8 +84,8 @@ fn every_number_of_the_real_tables_is_in_the_record() {
             let printed: f64 = row[4].parse().unwrap();
             assert!((100.0 * (rt - noise) / rt - printed).abs() < 1e-5, "{name}");
             // No gap histogram, no iteration count: nothing made up.
-            assert_eq!((t.samples, t.histogram.count()), (0, 0));
-            assert_eq!((t.min_ns, t.mean_ns), (None, None));
+            assert_eq!((t.figures.samples, t.histogram.count()), (0, 0));
+            assert_eq!((t.figures.min_ns, t.figures.mean_ns), (None, None));
         }
         assert!(r.ends_at_mtime);
         assert_eq!(r.source["tool"], "rtla osnoise top");
