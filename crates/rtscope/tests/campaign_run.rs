@@ -743,21 +743,32 @@ name = "asleep"
   args = ["-c", "sleep 600"]
 "#;
     std::fs::write(&s.file, file).unwrap();
-    let child = command(&s, &[]).spawn().unwrap();
-    let end = Instant::now() + Duration::from_secs(20);
-    while survivors(&s.mark).len() < 3 && Instant::now() < end {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    // Past the first second of the wait, when it is said.
-    std::thread::sleep(Duration::from_millis(2500));
+    let mut child = command(&s, &[]).spawn().unwrap();
+    // The run says it waits once the wait has lasted a second: SIGTERM after that line (read as
+    // it comes; a loaded host may take seconds to get there), at most 60 s on.
+    let (lines, said) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)) {
+            let Ok(line) = line else { break };
+            all.push_str(&line);
+            all.push('\n');
+            if line.contains("waiting for load sh to start (") {
+                let _ = lines.send(());
+            }
+        }
+        all
+    });
+    let _ = said.recv_timeout(Duration::from_secs(60));
     signal(&child, libc::SIGTERM);
     let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(3), "{}", dump(&o));
-    let out = text(&o.stdout);
+    let out = reader.join().unwrap();
+    assert_eq!(o.status.code(), Some(3), "{out}{}", dump(&o));
     assert!(
         out.contains("[1] waitterm/1:1/asleep/1: waiting for load sh to start (")
             && out.contains("interrupted before measuring"),
-        "{}",
+        "{out}{}",
         dump(&o)
     );
     assert!(!out.contains("started working"), "{out}");

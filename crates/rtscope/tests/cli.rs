@@ -293,7 +293,7 @@ fn sigint_mid_run_still_yields_complete_outputs_and_exit_3() {
     rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
     let _rt = crate::common::rt_lock();
     let json = tmp("sigint").join("m.json");
-    let (o, took) = spawn_and_signal(
+    let (o, _) = spawn_and_signal(
         &[
             "measure",
             "-D",
@@ -308,9 +308,6 @@ fn sigint_mid_run_still_yields_complete_outputs_and_exit_3() {
         libc::SIGINT,
     );
     assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
-    // Stopped early: well before the 30 s it was asked for (a loaded machine may be slow to
-    // write the outputs, so no tighter absolute bound).
-    assert!(took < Duration::from_secs(15), "{took:?}");
     let out = text(&o.stdout);
     assert!(
         out.contains("interrupted by SIGINT") && out.lines().any(|l| l.starts_with("all ")),
@@ -320,7 +317,21 @@ fn sigint_mid_run_still_yields_complete_outputs_and_exit_3() {
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert_eq!(v["complete"], false);
     assert_eq!(v["interrupted_by"], "SIGINT");
-    assert!(v["total"]["samples"].as_u64().unwrap() > 100);
+    // Complete outputs of what was measured: the total is the threads' samples, some were taken
+    // (the signal came after the threads measured), and it stopped early: fewer than the 30 s
+    // at 1 ms asked for (counts, not the command's time, which a loaded host stretches).
+    let per_thread: u64 = v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["samples"].as_u64().unwrap())
+        .sum();
+    let total = v["total"]["samples"].as_u64().unwrap();
+    let threads = v["threads"].as_array().unwrap().len() as u64;
+    assert!(
+        total == per_thread && total > 0 && total < 30_000 * threads,
+        "{total} samples, the threads' {per_thread}"
+    );
 }
 
 #[test]
