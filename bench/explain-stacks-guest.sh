@@ -5,11 +5,12 @@
 # the same `rtscope measure --explain THRESHOLD` (one SCHED_FIFO 95 thread on CPU 1) with
 # `--explain-stacks auto` (late-only stacks: the run's tier line must say "kernel stacks when
 # late", else the pair is not counted and the script fails) and `off`, the order flipping
-# every pair. Prints p99 and max of each run and the median ratios auto/off
+# every pair. Prints p50, p99 and max of each run and the median ratios auto/off
 # (bench/stacks-ratio.py); the target is a p99 ratio <= 1.05 on a quiet host. Under TCG every
 # guest instruction is emulated: the ratio, not the guest's microseconds, is the figure.
 # Usage: bench/explain-stacks-guest.sh [KERNEL] [PAIRS] [SECONDS] [INTERVAL_US] [THRESHOLD]
-#        RTSCOPE=static binary for the guest's architecture (default: the x86_64 musl build)
+#        RTSCOPE=static binary for the guest's architecture (default: the x86_64 musl build),
+#        KEEP=directory to keep the runs' JSON in
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kernel=${1:-rt-amd64}
@@ -48,6 +49,9 @@ if grep -q "not-late" "$out/markers.txt" || ! grep -q "done pairs" "$out/markers
   grep -E "rc |not-late|done" "$out/markers.txt" >&2 || true
   echo "a run failed or took no late-only stacks: no figure" >&2
   exit 1
+fi
+if [ -n "${KEEP:-}" ]; then   # the runs' JSON and the markers, kept for a second look
+  mkdir -p "$KEEP" && cp "$out"/*.json "$out/markers.txt" "$KEEP"/
 fi
 python3 bench/stacks-ratio.py "$out" "$pairs" auto off
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"

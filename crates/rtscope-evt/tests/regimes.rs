@@ -126,6 +126,48 @@ fn covers(hits: usize, n: usize, want: f64) -> bool {
     hits as f64 / n as f64 >= want - 3.0 * sd
 }
 
+/// How often a two-sided 95 % interval held the truth over replications, and each of its sides.
+#[derive(Default)]
+struct Coverage {
+    inside: usize,
+    up: usize,
+    down: usize,
+    n: usize,
+}
+
+impl Coverage {
+    /// One replication: whether its upper bound is at or above the truth (`up`), its lower at or
+    /// below (`down`).
+    fn add(&mut self, up: bool, down: bool) {
+        self.up += usize::from(up);
+        self.down += usize::from(down);
+        self.inside += usize::from(up && down);
+        self.n += 1;
+    }
+
+    /// The truth inside in 95 %, each side beyond it in 2.5 % ([`covers`]' tolerance).
+    fn assert_95(&self, what: &str, truth: f64) {
+        assert!(
+            covers(self.inside, self.n, 0.95),
+            "{what}: {self} (truth {truth})"
+        );
+        assert!(
+            covers(self.up, self.n, 0.975) && covers(self.down, self.n, 0.975),
+            "{what}: {self} (truth {truth})"
+        );
+    }
+}
+
+impl std::fmt::Display for Coverage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "covered {}/{} (upper ≥ truth {}, lower ≤ truth {})",
+            self.inside, self.n, self.up, self.down
+        )
+    }
+}
+
 #[test]
 fn on_a_markov_switching_tail_the_block_maxima_and_envelope_cover_the_truth() {
     // The true once-per-hour level of the 1 s maxima: a second of the mix exceeds it with
@@ -142,7 +184,7 @@ fn on_a_markov_switching_tail_the_block_maxima_and_envelope_cover_the_truth() {
     let worst = solve(&|z| NOISY.survival(z), p);
     assert!(worst > mix * 1.2, "the regimes differ: {mix} vs {worst}");
     let reps = 40;
-    let (mut hour_up, mut hour_down, mut hour_in) = (0, 0, 0);
+    let mut per_hour = Coverage::default();
     let (mut above_mix, mut below_worst, mut given) = (0, 0, 0);
     let (mut estimates, mut hours) = (Vec::new(), Vec::new());
     for seed in 0..reps {
@@ -151,11 +193,7 @@ fn on_a_markov_switching_tail_the_block_maxima_and_envelope_cover_the_truth() {
         assert_eq!((b.block_s, b.blocks), (1.0, 1200));
         let l = &b.levels[0];
         assert_eq!(l.once_per_s, 3600.0);
-        let up = l.upper_ns.is_none_or(|u| hour <= u);
-        let down = l.lower_ns <= hour;
-        hour_up += usize::from(up);
-        hour_down += usize::from(down);
-        hour_in += usize::from(up && down);
+        per_hour.add(l.upper_ns.is_none_or(|u| hour <= u), l.lower_ns <= hour);
         hours.push(l.estimate_ns / hour);
         let Some(l) = envelope_at(&r, p) else {
             continue;
@@ -166,18 +204,9 @@ fn on_a_markov_switching_tail_the_block_maxima_and_envelope_cover_the_truth() {
         estimates.push(l.estimate_ns);
     }
     eprintln!(
-        "switching: per hour covered {hour_in}/{reps} (upper ≥ truth {hour_up}, lower ≤ truth {hour_down}); envelope given {given}/{reps}, upper ≥ mix {above_mix}, lower ≤ worst {below_worst}"
+        "switching: per hour {per_hour}; envelope given {given}/{reps}, upper ≥ mix {above_mix}, lower ≤ worst {below_worst}"
     );
-    // The two-sided 95 % interval: the truth inside in 95 %, each side beyond it in 2.5 %.
-    let n = reps as usize;
-    assert!(
-        covers(hour_in, n, 0.95),
-        "per hour {hour_in} of {reps} (truth {hour})"
-    );
-    assert!(
-        covers(hour_up, n, 0.975) && covers(hour_down, n, 0.975),
-        "per hour: upper ≥ truth {hour_up}, lower ≤ truth {hour_down} of {reps} (truth {hour})"
-    );
+    per_hour.assert_95("per hour", hour);
     // And not by being wide: the median estimate within 0.8–1.25 × the truth.
     hours.sort_by(f64::total_cmp);
     let median = hours[hours.len() / 2];
@@ -238,7 +267,7 @@ fn on_a_periodic_burst_process_the_block_maxima_and_envelope_cover_the_truth() {
     // The marginal level per wake-up: 200 of every 10,000 wake-ups are in a burst.
     let mix = solve(&|z| 0.02 * BURST.survival(z) + 0.98 * QUIET.survival(z), p);
     let reps = 40;
-    let (mut hour_in, mut hour_up, mut hour_down) = (0, 0, 0);
+    let mut per_hour = Coverage::default();
     let (mut above_mix, mut given) = (0, 0);
     for seed in 0..reps {
         let r = analysed(&bursts(1200, 500 + seed));
@@ -247,26 +276,16 @@ fn on_a_periodic_burst_process_the_block_maxima_and_envelope_cover_the_truth() {
         assert!(s.holding.len() >= 6, "{:?}", s.counts);
         let b = r.blocks.given().expect("1,200 blocks fit");
         let l = &b.levels[0];
-        let up = l.upper_ns.is_some_and(|u| hour <= u);
-        let down = l.lower_ns <= hour;
-        hour_up += usize::from(up);
-        hour_down += usize::from(down);
-        hour_in += usize::from(up && down);
+        per_hour.add(l.upper_ns.is_some_and(|u| hour <= u), l.lower_ns <= hour);
         if let Some(l) = envelope_at(&r, p) {
             given += 1;
             above_mix += usize::from(l.upper_ns.is_none_or(|u| u >= mix));
         }
     }
-    eprintln!("bursts: per hour covered {hour_in}/{reps} (upper ≥ truth {hour_up}, lower ≤ truth {hour_down}); envelope given {given}/{reps}, upper ≥ mix {above_mix}");
-    let n = reps as usize;
-    assert!(
-        covers(hour_in, n, 0.95),
-        "per hour {hour_in} of {reps} (truth {hour})"
+    eprintln!(
+        "bursts: per hour {per_hour}; envelope given {given}/{reps}, upper ≥ mix {above_mix}"
     );
-    assert!(
-        covers(hour_up, n, 0.975) && covers(hour_down, n, 0.975),
-        "per hour: upper ≥ truth {hour_up}, lower ≤ truth {hour_down} of {reps} (truth {hour})"
-    );
+    per_hour.assert_95("per hour", hour);
     // Where the base's tail and the bursts' meet no one GPD fits: some runs get no envelope
     // (too heavy, said so) rather than a wrong one.
     assert!(given >= reps * 3 / 5, "an envelope in {given} of {reps}");
