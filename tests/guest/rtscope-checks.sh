@@ -76,8 +76,8 @@ if [ "${EXPLAIN:-0}" = 1 ] && [ "${KIND:-}" = rt ]; then
     # and writes the osnoise settings back (the tracer is running, so they were changed).
     rtscope measure -D 30s -i 1ms --cpus 1 --explain 1.5ms -q --no-db >/dev/null 2>&1 &
     kpid=$!
-    n=0
-    while [ "$(ls $T/instances | wc -l)" = 0 ] && [ $n -lt 100 ]; do usleep 100000; n=$((n + 1)); done
+    n=0   # up to 120 s: a guest starved by a loaded host sets its tracing up late
+    while [ "$(ls $T/instances | wc -l)" = 0 ] && [ $n -lt 1200 ]; do usleep 100000; n=$((n + 1)); done
     mark explain-kill-during "$(ls $T/instances | wc -l) $(cat $T/osnoise/cpus) $(cat $T/osnoise/timerlat_period_us)"
     kill -9 "$kpid"
     n=0

@@ -71,11 +71,27 @@ traced_run() {
     done
 }
 
-# late_snapshot MODE: 4 s into `measure --explain`, what its late-only stacks set up
+# late_set [SECONDS]: waits until `measure --explain`'s late-only stacks are set up (an rtscope
+# instance and its synthetic events), SECONDS at most (default 120: a guest starved by a loaded
+# host took more than 4 s to get there); returns 1 if they never were.
+late_set() {
+    _ls_n=0
+    while [ "$_ls_n" -lt $((${1:-120} * 5)) ]; do
+        if ls /sys/kernel/tracing/instances 2>/dev/null | grep -q '^rtscope-' &&
+            grep -q '^rtscope_' /sys/kernel/tracing/synthetic_events 2>/dev/null; then
+            return 0
+        fi
+        usleep 200000
+        _ls_n=$((_ls_n + 1))
+    done
+    return 1
+}
+
+# late_snapshot MODE: 2 s after `measure --explain`'s late-only stacks were set up, what they are
 # (docs/explain.md, "Kernel stacks"): the synthetic events, the instance's hist triggers and
 # their maps' totals (each hitcount: the wake-ups each chain judged), sent back as late-MODE.log.
 late_snapshot() {
-    sleep 4
+    late_set 60 && sleep 2
     _t=/sys/kernel/tracing
     {
         echo "== synthetic_events"
@@ -164,7 +180,7 @@ done
 _t=/sys/kernel/tracing
 rtscope measure -D 30s -i 1ms --cpus 1 -p 80 --explain 1.5ms -q --no-db >/tmp/late-kill.log 2>&1 &
 _kpid=$!
-sleep 4
+late_set
 _kset=$(grep -c '^rtscope_' "$_t/synthetic_events")
 _kinst=$(ls "$_t/instances" | grep -c '^rtscope-')
 kill -9 "$_kpid"
