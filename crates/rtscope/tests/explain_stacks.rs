@@ -120,17 +120,16 @@ fn report_shows_the_stacks(db: &std::path::Path, stacks: &[&serde_json::Value]) 
     let Some(dom) = rendered_dom(&dir.join("report.html"), "chromium-stacks") else {
         return;
     };
-    let table = dom
-        .split("<table class=\"functions\">")
-        .nth(1)
-        .and_then(|t| t.split("</table>").next())
-        .unwrap_or_else(|| panic!("no time-by-function table in the rendered page"));
+    // What the page holds between `open` and the next `close`.
+    let inside = |open: &str, close: &str| -> String {
+        let (_, rest) = dom
+            .split_once(open)
+            .unwrap_or_else(|| panic!("no {open} in the rendered page"));
+        rest.split(close).next().unwrap_or_default().to_string()
+    };
+    let table = inside("<table class=\"functions\">", "</table>");
     assert!(table.contains("<code>(user space)</code>"), "{table}");
-    let flame = dom
-        .split("<svg class=\"flame\"")
-        .nth(1)
-        .and_then(|t| t.split("</svg>").next())
-        .unwrap_or_else(|| panic!("no flame graph in the rendered page"));
+    let flame = inside("<svg class=\"flame\"", "</svg>");
     assert!(flame.contains("<rect"), "{flame}");
     // The graph's bottom row is the kept stacks' outermost frames (a stack of scheduler and
     // entry code only that returns to user space is "(user space)"): together 960 px wide, so
