@@ -327,6 +327,28 @@ def prepare_kernel(c: Checker, a: argparse.Namespace, kernel: str, binary: Path)
                     rtla=env.get("RTLA") == "1")
 
 
+def where_time_went(kernel: str, r: guest.BootResult, top: int = 8) -> None:
+    """INFO lines from the guest's `took` markers (lib.sh): the guest seconds before the script
+    started, the slowest steps, and the files sent over the console (gzip, base64, serial). Guest
+    time runs with the host's clock under TCG, so on a loaded host every figure is larger."""
+    steps = []
+    for v in r.values("took"):
+        name, _, secs = v.rpartition(" ")
+        try:
+            steps.append((float(secs), name))
+        except ValueError:
+            continue
+    start = r.value("script-start")
+    script = [s for s, n in steps if n == "script"]
+    puts = [s for s in steps if s[1].startswith("put ")]
+    runs = sorted((s for s in steps if s[1] != "script" and not s[1].startswith("put ")),
+                  reverse=True)
+    print(f"INFO {kernel}: guest time: script started at {start or '?'} s and ran "
+          f"{script[0] if script else '?'} s; {sum(s for s, _ in runs):.0f} s in {len(runs)} checks, "
+          f"{sum(s for s, _ in puts):.0f} s sending {len(puts)} files; slowest: "
+          + ", ".join(f"{n} {s:.0f} s" for s, n in runs[:top]))
+
+
 def check_kernel(c: Checker, a: argparse.Namespace, p: Prepared) -> tuple[float, float]:
     """One boot of the prepared kernel that runs all of its checks, which print their
     PASS/FAIL lines through `c`; returns the seconds of the kernel's fetch and of the boot."""
@@ -334,6 +356,7 @@ def check_kernel(c: Checker, a: argparse.Namespace, p: Prepared) -> tuple[float,
     r = guest.boot(kernel, (HERE / "rtscope-checks.sh").read_text(), p.binary, env=p.env,
                    files=p.files, modules=["configfs"] if p.gpio else None, timeout=a.timeout,
                    console_log=p.out / "console.log", scratch_disk_mb=64 if p.irq_load else 0)
+    where_time_went(kernel, r)
     if p.stacks_only:
         c.expect(kernel, "guest finished within the outer timeout", r.finished and not r.timed_out,
                  f"{r.seconds:.0f} s")

@@ -25,9 +25,13 @@ while read -r m; do
     mark module "$m $?"
 done < /guest/modules
 cd /root
+_script_t0=$(uptime_s)
+mark script-start "$_script_t0"
 # A subshell: an `exit` in the script ends the script, not init.
 (. /guest/script.sh)
-mark script-exit "$?"
+_script_rc=$?
+took script "$_script_t0"
+mark script-exit "$_script_rc"
 mark done
 sync
 poweroff -f

@@ -5,14 +5,27 @@ mark() {
     echo "@@RTSCOPE-GUEST $*"
 }
 
+# uptime_s: the guest's seconds since boot (/proc/uptime), for the `took` markers.
+uptime_s() {
+    cut -d' ' -f1 /proc/uptime
+}
+
+# took NAME T0: marks `took NAME SECONDS`, the guest time since T0 (uptime_s), so the host can
+# say where a boot's time went (checks.py: the slowest steps of each kernel).
+took() {
+    mark took "$1 $(awk -v a="$2" -v b="$(uptime_s)" 'BEGIN { printf "%.1f", b - a }')"
+}
+
 # check NAME CMD...: runs CMD with its output in /tmp/NAME.log, marks `check NAME RC`; on
 # failure prints the log's last 40 lines (prefixed with "| ") to the console. Returns RC.
 check() {
     _name=$1
+    _ck_t0=$(uptime_s)
     shift
     "$@" >"/tmp/$_name.log" 2>&1
     _rc=$?
     mark check "$_name $_rc"
+    took "$_name" "$_ck_t0"
     if [ "$_rc" -ne 0 ]; then
         echo "| $*"
         tail -n 40 "/tmp/$_name.log" | sed 's/^/| /'
@@ -68,9 +81,11 @@ check_within() {
 # put_file NAME PATH: sends a file to the host (gzip, base64 between markers); guest.py returns
 # it as BootResult.files[NAME] (`guest.py boot --save-dir DIR` writes it to DIR/NAME).
 put_file() {
+    _pf_t0=$(uptime_s)
     mark file-begin "$1 $(wc -c <"$2")"
     gzip -c "$2" | base64
     mark file-end "$1"
+    took "put $1" "$_pf_t0"
 }
 
 # put_log NAME: sends /tmp/NAME.log (from check) to the host.

@@ -10,8 +10,9 @@
 //! measuring priority of 1) they stay SCHED_OTHER. `--housekeeping-prio N` changes the
 //! priority, `--housekeeping-prio off` keeps them SCHED_OTHER. The policy is set with
 //! `SCHED_RESET_ON_FORK`: loads, programs and threads started from the control thread start
-//! as SCHED_OTHER, never inherit it; the control thread goes back to SCHED_OTHER once the
-//! measurement and the spikes' analysis have ended (a campaign's loads run until then). Which CPUs they run on is [`crate::placement`]'s: the housekeeping CPUs,
+//! as SCHED_OTHER, never inherit it; the control thread takes its priority before it sets up
+//! `--explain`'s tracing (a campaign's loads already run then) and goes back to SCHED_OTHER once the
+//! measurement and the spikes' analysis have ended (the loads run until then). Which CPUs they run on is [`crate::placement`]'s: the housekeeping CPUs,
 //! never a measured one. What was applied and the cadence gaps (periods
 //! more than 1.5× the planned one) of the control thread's ticks and of the monitor samples are stored in
 //! the run's environment (`rtscope.housekeeping`, `rtscope.cadence.control`,
