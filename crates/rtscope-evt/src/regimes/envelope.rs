@@ -92,10 +92,13 @@ pub struct Envelope {
     pub levels: Vec<EnvelopeLevel>,
     /// The probabilities asked for without a level, and why.
     pub not_given: Vec<NotGiven>,
+    /// The same envelope per time: the level a 1 s block's maximum exceeds once per minute,
+    /// 10 minutes, … of the worst segment at that time.
+    pub per_time: super::per_time::TimeEnvelope,
 }
 
 /// A level: estimate, lower bound, upper bound (`None`: unbounded).
-type Bounds = (f64, f64, Option<f64>);
+pub(super) type Bounds = (f64, f64, Option<f64>);
 
 /// The fit's parts for its levels.
 struct Fitted {
@@ -181,6 +184,7 @@ pub fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Envelope {
         Err(why) => (None, Some(why)),
     };
     Envelope {
+        per_time: super::per_time::per_time(tail, s, chi2, chi2_lower),
         wakeups_per_segment: n_s,
         smallest_probability: smallest,
         fit,
@@ -293,42 +297,49 @@ fn fit(tail: &Tail, s: &Segments, o: &Options) -> Result<Fitted, String> {
     })
 }
 
-/// One segment's values among the run's largest.
-struct Own {
+/// One segment's largest values — its wake-ups, or its blocks' maxima for the per-time levels
+/// ([`super::per_time`]) — and how many it holds: what [`worst`] and [`empirical`] read, for
+/// both.
+pub(super) struct Own {
     /// Descending.
     desc: Vec<f64>,
-    /// Its wake-ups.
-    wakeups: u64,
-    /// Its episodes per exceedance above its [`EXCEEDANCES`] largest (1 with fewer).
+    /// How many values the segment holds (wake-ups or blocks).
+    count: u64,
+    /// Its episodes per exceedance above its `theta_at`-th largest (1 with fewer): how many
+    /// values one Poisson count of episodes stands for.
     theta: f64,
 }
 
-/// Only its `keep` largest values are kept (sorted): the ranks the levels and their bounds
-/// read lie among them.
+impl Own {
+    /// The segment of `points` (indexed in its own order) holding `count` values: only its
+    /// `keep` largest are kept (sorted), the ranks the levels and their bounds read lie among
+    /// them; `θ` from the episodes above its `theta_at`-th largest.
+    pub(super) fn of(points: &[Point], count: u64, keep: usize, theta_at: usize) -> Own {
+        let mut desc: Vec<f64> = points.iter().map(|p| p.value).collect();
+        if desc.len() > keep {
+            desc.select_nth_unstable_by(keep, |a, b| b.total_cmp(a));
+            desc.truncate(keep);
+        }
+        desc.sort_by(f64::total_cmp);
+        desc.reverse();
+        let theta = desc.get(theta_at).map_or(1.0, |&u| {
+            let c = threshold::decluster(points, u);
+            (c.maxima.len() as f64 / c.exceedances.max(1) as f64).clamp(0.01, 1.0)
+        });
+        Own { desc, count, theta }
+    }
+}
+
+/// Segment `i`'s wake-ups among the run's largest.
 fn own_values(tail: &Tail, s: &Segments, i: usize, keep: usize) -> Own {
     let (points, wakeups): (Vec<Point>, u64) = points_of(tail, s, &[i]);
-    let mut desc: Vec<f64> = points.iter().map(|p| p.value).collect();
-    if desc.len() > keep {
-        desc.select_nth_unstable_by(keep, |a, b| b.total_cmp(a));
-        desc.truncate(keep);
-    }
-    desc.sort_by(f64::total_cmp);
-    desc.reverse();
-    let theta = desc.get(EXCEEDANCES).map_or(1.0, |&u| {
-        let c = threshold::decluster(&points, u);
-        (c.maxima.len() as f64 / c.exceedances.max(1) as f64).clamp(0.01, 1.0)
-    });
-    Own {
-        desc,
-        wakeups,
-        theta,
-    }
+    Own::of(&points, wakeups, keep, EXCEEDANCES)
 }
 
 /// The worst segment's own level at `p` (1-based; `None`: none reaches it): the largest
 /// estimate, the largest lower bound (at the confidence of `chi2_lower`), the largest upper
 /// bound (unbounded if any segment's is).
-fn worst(own: &[Own], p: f64, chi2: f64, chi2_lower: f64) -> Option<(usize, Bounds)> {
+pub(super) fn worst(own: &[Own], p: f64, chi2: f64, chi2_lower: f64) -> Option<(usize, Bounds)> {
     let each: Vec<(usize, Bounds)> = own
         .iter()
         .enumerate()
@@ -340,13 +351,14 @@ fn worst(own: &[Own], p: f64, chi2: f64, chi2_lower: f64) -> Option<(usize, Boun
     Some((seg, (e, lo.min(e), hi)))
 }
 
-/// The level of a segment's values exceeded with probability `p`, read off them (`None`: below
-/// them all, or `p` beyond its wake-ups); its bounds the values at the ranks `z` standard
-/// deviations of a Poisson count of `p N_s θ` episodes either side (`z² = chi2`, `chi2_lower`
-/// for the lower bound), in wake-ups; the upper unbounded when its rank is above the largest,
+/// The level of a segment's values exceeded with probability `p` per value (a wake-up, or a
+/// block), read off them (`None`: below them all, or `p` beyond its count `N_s`): the
+/// `⌈p N_s⌉`-th largest; its bounds the values at the ranks `z` standard deviations of a
+/// Poisson count of `p N_s θ` episodes either side (`z² = chi2`, `chi2_lower` for the lower
+/// bound), in values; the upper unbounded when its rank is above the largest (below rank 1),
 /// the lower 0 when its rank is past the values kept.
 fn empirical(w: &Own, p: f64, chi2: f64, chi2_lower: f64) -> Option<Bounds> {
-    let expected = p * w.wakeups as f64;
+    let expected = p * w.count as f64;
     if expected < 1.0 {
         return None;
     }
