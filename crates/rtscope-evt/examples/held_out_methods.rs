@@ -10,6 +10,9 @@
 //! - pot/hour: the per-episode level once per hour — episodes above it per hour held out;
 //! - envelope/wakeup: the worst-segment envelope's level per wake-up (its estimate: the
 //!   largest of the worst segments' fit and every segment's own values);
+//! - envelope/time: the envelope's per-time level, once per minute or 10 minutes of the worst
+//!   segment (the level a 1 s block's maximum exceeds once per that time) — held-out blocks
+//!   above it against the held-out minutes (or 10-minute spans), as gev/hour;
 //! - gev/block: the block maxima's level per block — held-out blocks above it;
 //! - gev/hour: its once-per-hour level — held-out blocks above it per hour held out.
 //!
@@ -156,7 +159,31 @@ fn main() {
             }
             Answer::NotGiven { why } => eprintln!("{name}: no envelope: {why}"),
         }
+        let held_blocks = block_maxima(&held, hz.round() as usize);
         if let Answer::Given(e) = &r.envelope {
+            let nb = held_blocks.len() as f64;
+            for w in &e.per_time.levels {
+                let l = &w.level;
+                let seen = held_blocks.iter().filter(|&&x| x > l.estimate_ns).count();
+                row(
+                    &name,
+                    "envelope/time",
+                    &format!(
+                        "given (segment {}'s blocks), once per {:.0} s",
+                        w.from_segment, l.once_per_s
+                    ),
+                    l.per_block,
+                    l.estimate_ns,
+                    l.per_block * nb,
+                    seen,
+                );
+            }
+            for n in &e.per_time.not_given {
+                eprintln!(
+                    "{name}: envelope once per {:.0} s: not given: {}",
+                    n.once_per_s, n.why
+                );
+            }
             if let Some(why) = &e.fit_refused {
                 eprintln!("{name}: envelope: no fit beyond one segment: {why}");
             }
@@ -167,7 +194,6 @@ fn main() {
                 );
             }
         }
-        let held_blocks = block_maxima(&held, hz.round() as usize);
         match (
             &r.blocks,
             gev::choose(&block_maxima(&fit, hz.round() as usize)),

@@ -8,10 +8,10 @@
 //! of 1 s exceeds the level with probability `q = 1 s / T`, so one block in `T` is above it — the
 //! two answers are comparable, the GEV's for the run's mix of conditions, this one for its worst
 //! segment at that time. Each segment's level is its `⌈q B_s⌉`-th largest block maximum (`B_s`
-//! its blocks); the bounds are the ranks `z` standard deviations of a Poisson count of its
-//! episodes of high blocks either side (consecutive high blocks are one episode: a load regime
-//! raises every block it spans), the lower bound's `z` at the confidence divided among the
-//! segments; the envelope is the largest of every segment's.
+//! its blocks); the bounds are at the ranks of the Poisson count of its episodes of high blocks
+//! at the confidence either side (consecutive high blocks are one episode: a load regime raises
+//! every block it spans), the lower bound's at the confidence divided among the segments; the
+//! envelope is the largest of every segment's.
 //!
 //! A time longer than one segment is not given: no segment's blocks show a level that rare, and
 //! nothing says the worst segment's conditions last longer than the segment they were seen in —
@@ -124,17 +124,28 @@ pub fn per_time(tail: &Tail, s: &Segments, chi2: f64, chi2_lower: f64) -> TimeEn
     }
 }
 
+/// A time of [`SPANS_S`] in words: "minute", "10 minutes", "hour", "day" (others as
+/// [`span`] says them).
+pub fn words(t: f64) -> String {
+    match t {
+        60.0 => "minute".into(),
+        600.0 => "10 minutes".into(),
+        3600.0 => "hour".into(),
+        86_400.0 => "day".into(),
+        t => span(t),
+    }
+}
+
 /// Why no level once per `t` s with segments of `segment_s` of a run of `run_s`.
 fn why_not(t: f64, segment_s: f64, run_s: f64) -> String {
     if segment_s <= 0.0 {
         return "the run has no whole 1 s blocks in some segment".to_string();
     }
     format!(
-        "once per {} is longer than one segment ({}): no segment's blocks show a level that rare, and nothing says the worst segment's conditions last longer than it (measure {:.0} × as long for segments of {})",
-        span(t),
+        "once per {} is longer than one segment ({}): no segment's blocks show a level that rare, and nothing says the worst segment's conditions last longer than it (a run {:.0} × as long has segments that long)",
+        words(t),
         span(segment_s),
-        (t * SEGMENTS as f64 / run_s).ceil().max(2.0),
-        span(t)
+        (t * SEGMENTS as f64 / run_s).ceil().max(2.0)
     )
 }
 
@@ -181,8 +192,9 @@ mod tests {
         assert_eq!(e.blocks_per_segment, 600);
         assert_eq!(e.definition, DEFINITION);
         // Once per minute: 10 of segment 4's 600 blocks above it, its 10th largest, 3,050 ns;
-        // the upper bound at rank ⌈10 − 1.96 √10⌉ = 4 (3,056), the lower at rank
-        // ⌈10 + 2.81 √10⌉ = 19 (3,041; z at 99.5 %, the 95 % divided among 10 segments).
+        // of a Poisson count of mean 10, P(N < 4) = 0.010 ≤ 2.5 % < P(N < 5) = 0.029: the upper
+        // bound the 4th largest (3,056); P(N ≥ 21) = 0.0016 ≤ 0.25 % < P(N ≥ 20) = 0.0035 (the
+        // 95 % divided among 10 segments): the lower the 21st largest (3,039).
         let minute = &e.levels[0];
         assert_eq!(minute.from_segment, 4);
         assert_eq!(
@@ -191,14 +203,15 @@ mod tests {
         );
         assert_eq!(minute.level.estimate_ns, 3_050.0);
         assert_eq!(minute.level.upper_ns, Some(3_056.0));
-        assert_eq!(minute.level.lower_ns, 3_041.0);
-        // Once per 10 minutes: 1 of 600 blocks, the largest (3,059); no upper bound (rank
-        // 1 − 1.96 < 1), the lower at rank ⌈1 + 2.81⌉ = 4 (3,056).
+        assert_eq!(minute.level.lower_ns, 3_039.0);
+        // Once per 10 minutes: 1 of 600 blocks, the largest (3,059); no upper bound (P(N = 0) =
+        // 0.37 of a mean of 1), the lower the 6th largest (P(N ≥ 6) = 0.0006, P(N ≥ 5) =
+        // 0.0037): 3,054.
         let ten = &e.levels[1];
         assert_eq!((ten.level.once_per_s, ten.from_segment), (600.0, 4));
         assert_eq!(ten.level.estimate_ns, 3_059.0);
         assert_eq!(ten.level.upper_ns, None);
-        assert_eq!(ten.level.lower_ns, 3_056.0);
+        assert_eq!(ten.level.lower_ns, 3_054.0);
         // An hour and a day are longer than a segment: not given, and why.
         assert_eq!(e.levels.len(), 2);
         assert_eq!(e.not_given.len(), 2);
