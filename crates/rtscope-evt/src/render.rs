@@ -238,7 +238,7 @@ pub fn limit(l: &TailLimit, v: &Verdict) -> String {
             upper_ns.map_or("unbounded".to_string(), us),
             used.words()
         ),
-        Verdict::NoEstimate { why } => format!("FAILED: no level to check: {why}"),
+        Verdict::NoEstimate { why } => format!("FAILED: no estimate to check: {why}"),
         Verdict::Untested { upper_ns } => format!(
             "FAILED: the estimate is untested (--assume-stationary; upper bound {}), and no limit passes on an untested estimate",
             upper_ns.map_or("unbounded".to_string(), us)
