@@ -52,9 +52,10 @@ fn episodes(v: &[f64], z: f64, run: f64) -> usize {
     n
 }
 
-fn row(thread: &str, method: &str, status: &str, p: f64, z: f64, expected: f64, observed: usize) {
+/// One row; `p` as printed (`1e-4`, or `1/60` per block).
+fn row(thread: &str, method: &str, status: &str, p: &str, z: f64, expected: f64, observed: usize) {
     println!(
-        "| {thread} | {method} | {status} | {p:.0e} | {:.1} | {expected:.1} | {observed} | {:.2} |",
+        "| {thread} | {method} | {status} | {p} | {:.1} | {expected:.1} | {observed} | {:.2} |",
         z / 1e3,
         observed as f64 / expected
     );
@@ -99,7 +100,7 @@ fn main() {
                 &name,
                 "pot/wakeup",
                 status,
-                l.probability,
+                &format!("{:.0e}", l.probability),
                 l.estimate_ns,
                 l.probability * n_held,
                 seen,
@@ -113,7 +114,7 @@ fn main() {
                         &name,
                         "pot/hour",
                         status,
-                        l.probability,
+                        &format!("{:.0e}", l.probability),
                         l.estimate_ns,
                         hours_held,
                         seen,
@@ -122,7 +123,7 @@ fn main() {
                         &name,
                         "pot/episode",
                         status,
-                        l.probability,
+                        &format!("{:.0e}", l.probability),
                         l.estimate_ns,
                         l.probability * n_held,
                         seen,
@@ -150,7 +151,7 @@ fn main() {
                         &name,
                         "envelope/wakeup",
                         &from,
-                        l.probability,
+                        &format!("{:.0e}", l.probability),
                         l.estimate_ns,
                         l.probability * n_held,
                         seen,
@@ -172,7 +173,7 @@ fn main() {
                         "given (segment {}'s blocks), once per {:.0} s",
                         w.from_segment, l.once_per_s
                     ),
-                    l.per_block,
+                    &format!("1/{:.0} per block", l.once_per_s),
                     l.estimate_ns,
                     l.per_block * nb,
                     seen,
@@ -203,7 +204,7 @@ fn main() {
                 for q in [1e-1, 1e-2, 1e-3] {
                     let z = f.gev.level(q);
                     let seen = held_blocks.iter().filter(|&&x| x > z).count();
-                    row(&name, "gev/block", "given", q, z, q * nb, seen);
+                    row(&name, "gev/block", "given", &format!("{q:.0e}"), z, q * nb, seen);
                 }
                 let z = f.gev.level(1.0 / 3600.0);
                 let seen = held_blocks.iter().filter(|&&x| x > z).count();
@@ -211,7 +212,7 @@ fn main() {
                     &name,
                     "gev/hour",
                     "given",
-                    1.0 / 3600.0,
+                    "1/3600 per block",
                     z,
                     nb / 3600.0,
                     seen,
