@@ -204,7 +204,15 @@ fn main() {
                 for q in [1e-1, 1e-2, 1e-3] {
                     let z = f.gev.level(q);
                     let seen = held_blocks.iter().filter(|&&x| x > z).count();
-                    row(&name, "gev/block", "given", &format!("{q:.0e}"), z, q * nb, seen);
+                    row(
+                        &name,
+                        "gev/block",
+                        "given",
+                        &format!("{q:.0e}"),
+                        z,
+                        q * nb,
+                        seen,
+                    );
                 }
                 let z = f.gev.level(1.0 / 3600.0);
                 let seen = held_blocks.iter().filter(|&&x| x > z).count();
