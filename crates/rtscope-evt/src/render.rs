@@ -355,7 +355,7 @@ fn per_time_text(o: &mut String, t: &crate::regimes::TimeEnvelope, conf: f64) {
     }
     let _ = writeln!(
         o,
-        "      (a 1 s block exceeds the level once per that time in the segment of {} blocks worst there — the block maxima's meaning below; within one segment only)",
+        "      assumes: the worst segment at each time shows this workload's worst conditions; a 1 s block of it exceeds the level once per that time (what the block maxima's levels mean); times within one segment ({} blocks) only",
         t.blocks_per_segment
     );
 }

@@ -228,5 +228,15 @@ mod tests {
             panic!("{:?}", r.envelope)
         };
         assert_eq!(env.per_time, e);
+        // And as `rtscope tail` prints it: the answer first.
+        let mut text = String::new();
+        crate::render::regimes_text(&mut text, &r, 0.95);
+        for line in [
+            "      once per minute of the worst conditions seen: above 3.0 µs  [3.0 µs .. 3.1 µs]  from segment 4's blocks",
+            "      once per 10 minutes of the worst conditions seen: above 3.1 µs  [3.1 µs .. unbounded]  from segment 4's blocks",
+            "      once per hour: not given: once per hour is longer than one segment (10 min)",
+        ] {
+            assert!(text.contains(line), "{line}\n{text}");
+        }
     }
 }
