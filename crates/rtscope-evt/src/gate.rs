@@ -345,9 +345,9 @@ mod tests {
         }
     }
 
-    /// A refused analysis of 6,000 s at 10 Hz whose 1 s block maxima are Pareto (GEV ξ ≈ 1:
-    /// the block maxima give no level), with the answers that do not assume one tail.
-    fn refused_with_regimes() -> Analysis {
+    /// A refused analysis of 6,000 s at 10 Hz whose 1 s block maxima are `block(u)` of a
+    /// uniform `u`, with the answers that do not assume one tail.
+    fn refused_with_regimes(block: impl Fn(f64) -> f64) -> Analysis {
         let o = crate::Options {
             regimes: true,
             ..crate::Options::default()
@@ -356,7 +356,7 @@ mod tests {
         let v: Vec<f64> = (0..60_000)
             .map(|i| {
                 if i % 10 == 3 {
-                    10_000.0 / r.unit().max(1e-9)
+                    block(r.unit().max(1e-9))
                 } else {
                     1_000.0
                 }
@@ -373,7 +373,8 @@ mod tests {
 
     #[test]
     fn a_gate_on_a_per_time_level_no_answer_gives_does_not_pass() {
-        let a = refused_with_regimes();
+        // Pareto block maxima (GEV ξ ≈ 1): the block maxima give no level.
+        let a = refused_with_regimes(|u| 10_000.0 / u);
         let r = a.regimes.as_ref().unwrap();
         assert!(r.blocks.given().is_none(), "{:?}", r.blocks);
         let e = r.envelope.given().expect("an envelope");
@@ -426,5 +427,32 @@ mod tests {
             panic!("no regimes, yet a verdict")
         };
         assert!(why.contains("no answer per time"), "{why}");
+    }
+
+    #[test]
+    fn a_per_time_gate_beyond_a_segment_reads_the_block_maxima_where_they_are_given() {
+        // Exponential block maxima (GEV ξ ≈ 0): once per hour from the GEV, named.
+        let a = refused_with_regimes(|u| 10_000.0 - 2_000.0 * u.ln());
+        let b = a.regimes.as_ref().unwrap().blocks.given().expect("a GEV");
+        let hour = b.levels.iter().find(|l| l.once_per_s == 3600.0).unwrap();
+        let upper = hour.upper_ns.expect("bounded");
+        let t = |ns: f64| format!("tail@1/hour={}ns", ns.ceil() as u64).parse::<TailLimit>();
+        let v = t(upper).unwrap().check(&a);
+        assert_eq!(
+            v,
+            Verdict::Pass {
+                upper_ns: upper,
+                used: Used::BlockMaxima
+            }
+        );
+        let said = crate::render::limit(&t(upper).unwrap(), &v);
+        assert!(said.contains("(the block maxima's GEV"), "{said}");
+        assert!(matches!(
+            t(upper / 2.0).unwrap().check(&a),
+            Verdict::Exceeded {
+                used: Used::BlockMaxima,
+                ..
+            }
+        ));
     }
 }
