@@ -3,12 +3,13 @@
 # is cut into segments (60 s unless SEGMENT_S says otherwise); the even segments, joined, are
 # fitted as `rtscope tail` fits a run, the odd ones held out; each level is checked by counting
 # what exceeded it in the held-out part against what its probability predicts — per wake-up,
-# per episode and per hour (peaks over threshold), per wake-up (worst-segment envelope), per
-# block and per hour (GEV of 1 s block maxima). A ratio near 1 is a level that held; above 1,
-# a level exceeded more often than it said.
+# per episode and per hour (peaks over threshold), per wake-up and per time (worst-segment
+# envelope: once per minute or 10 minutes of the worst segment, held-out 1 s blocks above it
+# against the minutes held out), per block and per hour (GEV of 1 s block maxima). A ratio
+# near 1 is a level that held; above 1, a level exceeded more often than it said.
 #
 # Usage: bash bench/tail-answers-held-out.sh DB RUN [SEGMENT_S]
-#   The run must have raw samples. BENCHMARKS.md's table is to come from
+#   The run must have raw samples. BENCHMARKS.md's tables come from
 #     rtscope measure --cpus 1 -p 95 -i 1ms -D 40m --raw --db heldout.db --label heldout-40m
 #     bash bench/tail-answers-held-out.sh heldout.db 1
 #   on a quiet machine; a 60 s run checks that the script works (its counts are too small to
@@ -17,6 +18,6 @@
 #     bash bench/tail-answers-held-out.sh heldout-short.db 1 10
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[[ $# -ge 2 ]] || { sed -n '2,19p' "$0" >&2; exit 2; }
+[[ $# -ge 2 ]] || { sed -n '2,18p' "$0" >&2; exit 2; }
 cargo build --release -q -p rtscope-evt --example held_out_methods
 exec "${CARGO_TARGET_DIR:-target}/release/examples/held_out_methods" "$@"

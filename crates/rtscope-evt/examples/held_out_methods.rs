@@ -10,6 +10,9 @@
 //! - pot/hour: the per-episode level once per hour — episodes above it per hour held out;
 //! - envelope/wakeup: the worst-segment envelope's level per wake-up (its estimate: the
 //!   largest of the worst segments' fit and every segment's own values);
+//! - envelope/time: the envelope's per-time level, once per minute or 10 minutes of the worst
+//!   segment (the level a 1 s block's maximum exceeds once per that time) — held-out blocks
+//!   above it against the held-out minutes (or 10-minute spans), as gev/hour;
 //! - gev/block: the block maxima's level per block — held-out blocks above it;
 //! - gev/hour: its once-per-hour level — held-out blocks above it per hour held out.
 //!
@@ -49,9 +52,10 @@ fn episodes(v: &[f64], z: f64, run: f64) -> usize {
     n
 }
 
-fn row(thread: &str, method: &str, status: &str, p: f64, z: f64, expected: f64, observed: usize) {
+/// One row; `p` as printed (`1e-4`, or `1/60` per block).
+fn row(thread: &str, method: &str, status: &str, p: &str, z: f64, expected: f64, observed: usize) {
     println!(
-        "| {thread} | {method} | {status} | {p:.0e} | {:.1} | {expected:.1} | {observed} | {:.2} |",
+        "| {thread} | {method} | {status} | {p} | {:.1} | {expected:.1} | {observed} | {:.2} |",
         z / 1e3,
         observed as f64 / expected
     );
@@ -96,7 +100,7 @@ fn main() {
                 &name,
                 "pot/wakeup",
                 status,
-                l.probability,
+                &format!("{:.0e}", l.probability),
                 l.estimate_ns,
                 l.probability * n_held,
                 seen,
@@ -110,7 +114,7 @@ fn main() {
                         &name,
                         "pot/hour",
                         status,
-                        l.probability,
+                        &format!("{:.0e}", l.probability),
                         l.estimate_ns,
                         hours_held,
                         seen,
@@ -119,7 +123,7 @@ fn main() {
                         &name,
                         "pot/episode",
                         status,
-                        l.probability,
+                        &format!("{:.0e}", l.probability),
                         l.estimate_ns,
                         l.probability * n_held,
                         seen,
@@ -147,7 +151,7 @@ fn main() {
                         &name,
                         "envelope/wakeup",
                         &from,
-                        l.probability,
+                        &format!("{:.0e}", l.probability),
                         l.estimate_ns,
                         l.probability * n_held,
                         seen,
@@ -156,7 +160,31 @@ fn main() {
             }
             Answer::NotGiven { why } => eprintln!("{name}: no envelope: {why}"),
         }
+        let held_blocks = block_maxima(&held, hz.round() as usize);
         if let Answer::Given(e) = &r.envelope {
+            let nb = held_blocks.len() as f64;
+            for w in &e.per_time.levels {
+                let l = &w.level;
+                let seen = held_blocks.iter().filter(|&&x| x > l.estimate_ns).count();
+                row(
+                    &name,
+                    "envelope/time",
+                    &format!(
+                        "given (segment {}'s blocks), once per {:.0} s",
+                        w.from_segment, l.once_per_s
+                    ),
+                    &format!("1/{:.0} per block", l.once_per_s),
+                    l.estimate_ns,
+                    l.per_block * nb,
+                    seen,
+                );
+            }
+            for n in &e.per_time.not_given {
+                eprintln!(
+                    "{name}: envelope once per {:.0} s: not given: {}",
+                    n.once_per_s, n.why
+                );
+            }
             if let Some(why) = &e.fit_refused {
                 eprintln!("{name}: envelope: no fit beyond one segment: {why}");
             }
@@ -167,7 +195,6 @@ fn main() {
                 );
             }
         }
-        let held_blocks = block_maxima(&held, hz.round() as usize);
         match (
             &r.blocks,
             gev::choose(&block_maxima(&fit, hz.round() as usize)),
@@ -177,7 +204,15 @@ fn main() {
                 for q in [1e-1, 1e-2, 1e-3] {
                     let z = f.gev.level(q);
                     let seen = held_blocks.iter().filter(|&&x| x > z).count();
-                    row(&name, "gev/block", "given", q, z, q * nb, seen);
+                    row(
+                        &name,
+                        "gev/block",
+                        "given",
+                        &format!("{q:.0e}"),
+                        z,
+                        q * nb,
+                        seen,
+                    );
                 }
                 let z = f.gev.level(1.0 / 3600.0);
                 let seen = held_blocks.iter().filter(|&&x| x > z).count();
@@ -185,7 +220,7 @@ fn main() {
                     &name,
                     "gev/hour",
                     "given",
-                    1.0 / 3600.0,
+                    "1/3600 per block",
                     z,
                     nb / 3600.0,
                     seen,

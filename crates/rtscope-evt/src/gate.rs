@@ -3,13 +3,18 @@
 //! - `tail@P/wakeup=LATENCY`: the latency each wake-up exceeds with probability `P`;
 //! - `tail@P/episode=LATENCY`: the latency an episode's maximum exceeds, an episode starting
 //!   with probability `P` per wake-up;
-//! - `tail@1/hour=`, `tail@1/day=`, `tail@1/year=LATENCY`: the latency an episode exceeds once
-//!   per hour, day or year of this workload (at the run's wake-up rate).
+//! - `tail@1/minute=`, `tail@1/hour=`, `tail@1/day=`, `tail@1/year=LATENCY`: the latency
+//!   exceeded once per that time of this workload, from the first answer that gives it, named in
+//!   the verdict ([`Used`]): the estimate's episode level (at the run's wake-up rate) when the
+//!   estimate is accepted; else the worst-segment envelope per time (a 1 s block's maximum above
+//!   it once per that time of the worst segment: [`crate::regimes::per_time`]); else the block
+//!   maxima's GEV level (the run's mix of conditions). A time none of them gives fails, and
+//!   says why each did not.
 //!
 //! `pwcet@P=LATENCY`, the old spelling, is `tail@P/episode` (what it always measured), kept with
 //! a deprecation note. A limit passes only when an estimate was made and the upper confidence
-//! bound of its level is at or below the limit; a refused estimate or an unbounded upper end
-//! fails it (nothing shows the tail is below the limit), and so does an estimate printed under
+//! bound of its level is at or below the limit; a refused estimate (with no other answer giving
+//! a per-time level) or an unbounded upper end fails it (nothing shows the tail is below the limit), and so does an estimate printed under
 //! `--assume-stationary` (its tests did not run: [`Verdict::Untested`], exit 1 like any failed
 //! limit).
 
@@ -30,6 +35,8 @@ pub enum Per {
 /// The times a per-time limit names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Span {
+    /// A minute.
+    Minute,
     /// An hour.
     Hour,
     /// A day.
@@ -39,9 +46,10 @@ pub enum Span {
 }
 
 impl Span {
-    /// Its length, s (one of [`crate::PER_TIME_S`]).
+    /// Its length, s (a minute, or one of [`crate::PER_TIME_S`]).
     pub fn seconds(self) -> f64 {
         match self {
+            Span::Minute => 60.0,
             Span::Hour => crate::PER_TIME_S[0],
             Span::Day => crate::PER_TIME_S[1],
             Span::Year => crate::PER_TIME_S[2],
@@ -51,6 +59,7 @@ impl Span {
     /// Its word.
     pub fn word(self) -> &'static str {
         match self {
+            Span::Minute => "minute",
             Span::Hour => "hour",
             Span::Day => "day",
             Span::Year => "year",
@@ -71,7 +80,7 @@ pub struct TailLimit {
 
 /// A limit that does not parse.
 #[derive(Debug, thiserror::Error, PartialEq)]
-#[error("'{text}' is not a tail limit: {why}\n\nhint: --limit tail@1e-9/wakeup=200us (each wake-up exceeds 200 µs with probability 1e-9 at most), tail@1e-9/episode=200us (per episode) or tail@1/day=200us (once a day of this workload)")]
+#[error("'{text}' is not a tail limit: {why}\n\nhint: --limit tail@1e-9/wakeup=200us (each wake-up exceeds 200 µs with probability 1e-9 at most), tail@1e-9/episode=200us (per episode) or tail@1/day=200us (once a day of this workload; also 1/minute, 1/hour, 1/year)")]
 pub struct LimitError {
     /// What was given.
     pub text: String,
@@ -109,20 +118,21 @@ impl std::str::FromStr for TailLimit {
             (true, Some(_)) => return Err(err("pwcet@ takes a probability only: tail@P/wakeup")),
             (false, None) => {
                 return Err(err(
-                    "name the level: /wakeup, /episode, or 1/hour, 1/day, 1/year",
+                    "name the level: /wakeup, /episode, or 1/minute, 1/hour, 1/day, 1/year",
                 ))
             }
             (false, Some(("1", span))) => Per::Time(match span {
+                "minute" => Span::Minute,
                 "hour" => Span::Hour,
                 "day" => Span::Day,
                 "year" => Span::Year,
-                _ => return Err(err("the time is hour, day or year: tail@1/day")),
+                _ => return Err(err("the time is minute, hour, day or year: tail@1/day")),
             }),
             (false, Some((p, "wakeup"))) => Per::Wakeup(probability(p)?),
             (false, Some((p, "episode"))) => Per::Episode(probability(p)?),
             (false, Some(_)) => {
                 return Err(err(
-                    "the level is P/wakeup, P/episode, 1/hour, 1/day or 1/year",
+                    "the level is P/wakeup, P/episode, 1/minute, 1/hour, 1/day or 1/year",
                 ))
             }
         };
@@ -146,6 +156,32 @@ impl std::fmt::Display for TailLimit {
     }
 }
 
+/// Which answer a verdict used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Used {
+    /// The estimate of one stationary tail (accepted): its per-wake-up or per-episode level, or
+    /// per time the episode level once per that time.
+    Estimate,
+    /// The worst-segment envelope per time ([`crate::regimes::per_time`]).
+    Envelope,
+    /// The block maxima's GEV ([`crate::regimes::BlockMaxima`]): the run's mix of conditions.
+    BlockMaxima,
+}
+
+impl Used {
+    /// Its words.
+    pub fn words(self) -> &'static str {
+        match self {
+            Used::Estimate => "the estimate (one stationary tail)",
+            Used::Envelope => "the worst-segment envelope per time (a 1 s block's maximum)",
+            Used::BlockMaxima => {
+                "the block maxima's GEV (a 1 s block's maximum, the run's mix of conditions)"
+            }
+        }
+    }
+}
+
 /// The verdict of one limit on one analysis.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "kebab-case", tag = "verdict")]
@@ -154,15 +190,22 @@ pub enum Verdict {
     Pass {
         /// Upper confidence bound, ns.
         upper_ns: f64,
+        /// The answer whose level it is.
+        used: Used,
     },
     /// The upper bound is above the limit, or unbounded (`None`).
     Exceeded {
         /// Upper confidence bound, ns.
         upper_ns: Option<f64>,
+        /// The answer whose level it is.
+        used: Used,
     },
-    /// No estimate: refused, `P` within the data (no extrapolated level), or a per-time level of
-    /// a run whose wake-up rate is unknown.
-    NoEstimate,
+    /// No answer gives the level: refused, `P` within the data (no extrapolated level), a
+    /// per-time level no answer gives, or a run whose wake-up rate is unknown.
+    NoEstimate {
+        /// Why (for people).
+        why: String,
+    },
     /// An estimate whose stationarity was assumed, not tested (`--assume-stationary`): shown,
     /// never passing.
     Untested {
@@ -181,7 +224,7 @@ impl TailLimit {
         }
     }
 
-    /// The level of `a` this limit holds (`None`: not estimated).
+    /// The level of `a`'s estimate this limit holds (`None`: not estimated).
     pub fn level<'a>(&self, a: &'a Analysis) -> Option<&'a Level> {
         let near = |x: f64, y: f64| (x / y - 1.0).abs() < 1e-9;
         match self.per {
@@ -202,17 +245,65 @@ impl TailLimit {
                 upper_ns: l.upper_ns,
             };
         }
-        if !a.accepted() {
-            return Verdict::NoEstimate;
+        let against = |upper: Option<f64>, used| match upper {
+            Some(u) if u <= self.limit.0 as f64 => Verdict::Pass { upper_ns: u, used },
+            upper_ns => Verdict::Exceeded { upper_ns, used },
+        };
+        if let (true, Some(l)) = (a.accepted(), level) {
+            return against(l.upper_ns, Used::Estimate);
         }
-        match level {
-            None => Verdict::NoEstimate,
-            Some(l) => match l.upper_ns {
-                Some(u) if u <= self.limit.0 as f64 => Verdict::Pass { upper_ns: u },
-                upper_ns => Verdict::Exceeded { upper_ns },
-            },
+        let mut why = vec![if a.accepted() {
+            "the estimate has no level there (none is given within the measured data)".to_string()
+        } else {
+            "the estimate (one stationary tail) was refused".to_string()
+        }];
+        if let Per::Time(s) = self.per {
+            match per_time(a, s.seconds(), &mut why) {
+                Some((upper, used)) => return against(upper, used),
+                None if a.regimes.is_none() => why.push(
+                    "no answer per time (no raw samples in time order, or the run's wake-up rate is unknown)".into(),
+                ),
+                None => {}
+            }
+        }
+        Verdict::NoEstimate {
+            why: why.join("; "),
         }
     }
+}
+
+/// The upper bound of `a`'s level once per `t` s from the worst-segment envelope, else the block
+/// maxima; why each did not give it pushed on `why`.
+fn per_time(a: &Analysis, t: f64, why: &mut Vec<String>) -> Option<(Option<f64>, Used)> {
+    use crate::regimes::Answer;
+    let r = a.regimes.as_ref()?;
+    let near = |x: f64| (x / t - 1.0).abs() < 1e-9;
+    let when = crate::regimes::per_time::words(t);
+    match &r.envelope {
+        Answer::Given(e) => {
+            if let Some(l) = e.per_time.levels.iter().find(|l| near(l.level.once_per_s)) {
+                return Some((l.level.upper_ns, Used::Envelope));
+            }
+            let said = e.per_time.not_given.iter().find(|n| near(n.once_per_s));
+            why.push(match said {
+                Some(n) => format!("the worst-segment envelope: {}", n.why),
+                None => format!(
+                    "the worst-segment envelope has no level once per {when} (it gives levels once per minute, 10 minutes, hour or day, within one segment's length)"
+                ),
+            });
+        }
+        Answer::NotGiven { why: w } => why.push(format!("no worst-segment envelope: {w}")),
+    }
+    match &r.blocks {
+        Answer::Given(b) => {
+            if let Some(l) = b.levels.iter().find(|l| near(l.once_per_s)) {
+                return Some((l.upper_ns, Used::BlockMaxima));
+            }
+            why.push(format!("the block maxima give no level once per {when}"));
+        }
+        Answer::NotGiven { why: w } => why.push(format!("no block maxima: {w}")),
+    }
+    None
 }
 
 #[cfg(test)]
@@ -242,6 +333,7 @@ mod tests {
             "tail@2/wakeup=1us",
             "tail@x/episode=1us",
             "tail@1/week=1us",
+            "tail@1/10minutes=1us",
             "tail@1e-9/cluster=1us",
             "tail@1e-9/wakeup",
             "tail@1e-9/wakeup=fast",
@@ -251,5 +343,116 @@ mod tests {
             let e = bad.parse::<TailLimit>().unwrap_err();
             assert!(e.to_string().contains("hint: --limit tail@"), "{e}");
         }
+    }
+
+    /// A refused analysis of 6,000 s at 10 Hz whose 1 s block maxima are `block(u)` of a
+    /// uniform `u`, with the answers that do not assume one tail.
+    fn refused_with_regimes(block: impl Fn(f64) -> f64) -> Analysis {
+        let o = crate::Options {
+            regimes: true,
+            ..crate::Options::default()
+        };
+        let mut r = crate::diag::generator(9);
+        let v: Vec<f64> = (0..60_000)
+            .map(|i| {
+                if i % 10 == 3 {
+                    block(r.unit().max(1e-9))
+                } else {
+                    1_000.0
+                }
+            })
+            .collect();
+        let tail = crate::Tail::ordered(&v, Some(10.0));
+        let why = crate::Refusal::Failed {
+            test: crate::Test::SameRate,
+        };
+        let mut a = Analysis::refused(60_000, tail.max, why, &o);
+        a.regimes = crate::regimes::regimes(&tail, &o);
+        a
+    }
+
+    #[test]
+    fn a_gate_on_a_per_time_level_no_answer_gives_does_not_pass() {
+        // Pareto block maxima (GEV ξ ≈ 1): the block maxima give no level.
+        let a = refused_with_regimes(|u| 10_000.0 / u);
+        let r = a.regimes.as_ref().unwrap();
+        assert!(r.blocks.given().is_none(), "{:?}", r.blocks);
+        let e = r.envelope.given().expect("an envelope");
+        // Segments of 600 s: once per minute given, once per hour not.
+        let minute = e.per_time.levels[0].level.upper_ns.expect("bounded");
+        let t = |s: &str| s.parse::<TailLimit>().unwrap();
+        // Even a limit of 1,000 s does not pass on a level no answer gives.
+        for limit in ["tail@1/hour=1000s", "tail@1/day=1000s", "tail@1/year=1000s"] {
+            let Verdict::NoEstimate { why } = t(limit).check(&a) else {
+                panic!("{limit}: {:?}", t(limit).check(&a))
+            };
+            assert!(why.contains("was refused"), "{why}");
+            let envelope = if limit.contains("year") {
+                "the worst-segment envelope has no level once per"
+            } else {
+                "is longer than one segment (10 min)"
+            };
+            assert!(why.contains(envelope), "{why}");
+            assert!(
+                why.contains("no block maxima: the block maxima's tail is too heavy"),
+                "{why}"
+            );
+        }
+        // Once per minute the envelope answers, and says so: within its upper bound it passes,
+        // below it it is exceeded.
+        let limit = |ns: f64| t(&format!("tail@1/minute={}ns", ns.ceil() as u64));
+        assert_eq!(
+            limit(minute).check(&a),
+            Verdict::Pass {
+                upper_ns: minute,
+                used: Used::Envelope
+            }
+        );
+        assert_eq!(
+            limit(minute / 2.0).check(&a),
+            Verdict::Exceeded {
+                upper_ns: Some(minute),
+                used: Used::Envelope
+            }
+        );
+        // The per-wake-up and per-episode gates never read the envelope: refused is refused.
+        assert!(matches!(
+            t("tail@1e-6/wakeup=1000s").check(&a),
+            Verdict::NoEstimate { .. }
+        ));
+        // Without the answers in time (no raw samples), no per-time level either.
+        let mut b = a.clone();
+        b.regimes = None;
+        let Verdict::NoEstimate { why } = limit(minute).check(&b) else {
+            panic!("no regimes, yet a verdict")
+        };
+        assert!(why.contains("no answer per time"), "{why}");
+    }
+
+    #[test]
+    fn a_per_time_gate_beyond_a_segment_reads_the_block_maxima_where_they_are_given() {
+        // Exponential block maxima (GEV ξ ≈ 0): once per hour from the GEV, named.
+        let a = refused_with_regimes(|u| 10_000.0 - 2_000.0 * u.ln());
+        let b = a.regimes.as_ref().unwrap().blocks.given().expect("a GEV");
+        let hour = b.levels.iter().find(|l| l.once_per_s == 3600.0).unwrap();
+        let upper = hour.upper_ns.expect("bounded");
+        let t = |ns: f64| format!("tail@1/hour={}ns", ns.ceil() as u64).parse::<TailLimit>();
+        let v = t(upper).unwrap().check(&a);
+        assert_eq!(
+            v,
+            Verdict::Pass {
+                upper_ns: upper,
+                used: Used::BlockMaxima
+            }
+        );
+        let said = crate::render::limit(&t(upper).unwrap(), &v);
+        assert!(said.contains("(the block maxima's GEV"), "{said}");
+        assert!(matches!(
+            t(upper / 2.0).unwrap().check(&a),
+            Verdict::Exceeded {
+                used: Used::BlockMaxima,
+                ..
+            }
+        ));
     }
 }

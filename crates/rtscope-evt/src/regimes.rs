@@ -7,7 +7,9 @@
 //! - The worst-segment envelope ([`Envelope`], [`envelope`]): every segment's tail
 //!   fitted on its own wake-ups, and at each probability the level of the worst of them, as if
 //!   every moment were like it: a conservative level per wake-up for the conditions the run
-//!   saw, given no further than the segments' data reach.
+//!   saw, given no further than the segments' data reach; and per time ([`per_time`]): the
+//!   level a 1 s block's maximum exceeds once per minute or 10 minutes of the worst segment,
+//!   read off the segments' block maxima the same way, for times within one segment.
 //! - Block maxima ([`BlockMaxima`]): the GEV of the largest latency of each 1 s block (1 min on
 //!   long runs), whose levels say how high a latency goes once per hour or day of this mix of
 //!   conditions, checked on held-out blocks (fitted on alternate blocks, counted on the others).
@@ -15,10 +17,12 @@
 //! Each needs the wake-ups in time order (raw samples) and the run's wake-up rate.
 
 mod envelope;
+pub mod per_time;
 
 use crate::threshold::Point;
 use crate::{far, gev, Options, Tail};
 pub use envelope::Envelope;
+pub use per_time::{EnvelopeTimeLevel, TimeEnvelope, TimeNotGiven};
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
 /// The run is cut into this many segments.

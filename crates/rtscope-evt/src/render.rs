@@ -230,15 +230,15 @@ pub(crate) fn rows(o: &mut String, levels: &[Level], per_time: bool) {
 /// One limit's verdict: `  limit tail@1e-9/wakeup ≤ 200.0 µs: ok: upper bound 91.2 µs`.
 pub fn limit(l: &TailLimit, v: &Verdict) -> String {
     let said = match v {
-        Verdict::Pass { upper_ns } => format!("ok: upper bound {}", us(*upper_ns)),
-        Verdict::Exceeded { upper_ns } => format!(
-            "EXCEEDED: upper bound {}",
-            upper_ns.map_or("unbounded".to_string(), us)
+        Verdict::Pass { upper_ns, used } => {
+            format!("ok: upper bound {} ({})", us(*upper_ns), used.words())
+        }
+        Verdict::Exceeded { upper_ns, used } => format!(
+            "EXCEEDED: upper bound {} ({})",
+            upper_ns.map_or("unbounded".to_string(), us),
+            used.words()
         ),
-        Verdict::NoEstimate => match l.per {
-            crate::gate::Per::Time(_) => "FAILED: no estimate to check (refused, or the run's wake-up rate is unknown: no per-time level)".to_string(),
-            _ => "FAILED: no estimate to check".to_string(),
-        },
+        Verdict::NoEstimate { why } => format!("FAILED: no estimate to check: {why}"),
         Verdict::Untested { upper_ns } => format!(
             "FAILED: the estimate is untested (--assume-stationary; upper bound {}), and no limit passes on an untested estimate",
             upper_ns.map_or("unbounded".to_string(), us)
@@ -322,6 +322,41 @@ fn envelope_text(o: &mut String, e: &Envelope, conf: f64) {
         "      assumes: the worst segment at each probability shows this workload's worst conditions there; within one segment ({} wake-ups) the levels are read off every segment's values, beyond it {fit}; nothing below {:.0e}; conditions the run did not see are not covered",
         e.wakeups_per_segment,
         e.smallest_probability
+    );
+    per_time_text(o, &e.per_time, conf);
+}
+
+/// The envelope per time: "once per 1 min of the worst conditions seen: above 12.3 ms".
+fn per_time_text(o: &mut String, t: &crate::regimes::TimeEnvelope, conf: f64) {
+    let _ = writeln!(
+        o,
+        "    worst-segment envelope per time: the largest latency of a {} block, as if every moment were like the worst segment at that time ({conf:.0} % confidence interval):",
+        span(t.block_s)
+    );
+    for w in &t.levels {
+        let l = &w.level;
+        let _ = writeln!(
+            o,
+            "      once per {} of the worst conditions seen: above {}  [{} .. {}]  from segment {}'s blocks",
+            crate::regimes::per_time::words(l.once_per_s),
+            us(l.estimate_ns),
+            us(l.lower_ns),
+            l.upper_ns.map_or("unbounded".to_string(), us),
+            w.from_segment
+        );
+    }
+    for n in &t.not_given {
+        let _ = writeln!(
+            o,
+            "      once per {}: not given: {}",
+            crate::regimes::per_time::words(n.once_per_s),
+            n.why
+        );
+    }
+    let _ = writeln!(
+        o,
+        "      assumes: the worst segment at each time shows this workload's worst conditions; a 1 s block of it exceeds the level once per that time (what the block maxima's levels mean); times within one segment ({} blocks) only",
+        t.blocks_per_segment
     );
 }
 

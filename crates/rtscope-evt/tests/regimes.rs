@@ -82,16 +82,21 @@ fn solve(f: &dyn Fn(f64) -> f64, target: f64) -> f64 {
 /// noisy with probability 1/50 per second and back with 1/12.5 (a fifth of the time noisy,
 /// for 12.5 s on average: about 19 noisy spells in 20 minutes).
 fn switching(seconds: usize, seed: u64) -> Vec<f64> {
+    switching_at(seconds, HZ, seed)
+}
+
+/// [`switching`] at `hz` wake-ups per second.
+fn switching_at(seconds: usize, hz: usize, seed: u64) -> Vec<f64> {
     let mut r = generator(seed);
     let mut noisy = false;
-    let mut v = Vec::with_capacity(seconds * HZ);
+    let mut v = Vec::with_capacity(seconds * hz);
     for _ in 0..seconds {
         let flip = if noisy { 0.08 } else { 0.02 };
         if r.unit() < flip {
             noisy = !noisy;
         }
         let g = if noisy { NOISY } else { QUIET };
-        v.extend((0..HZ).map(|_| g.draw(&mut r)));
+        v.extend((0..hz).map(|_| g.draw(&mut r)));
     }
     v
 }
@@ -107,6 +112,16 @@ fn analysed(v: &[f64]) -> Regimes {
         .expect("an ordered run with a rate has regimes")
 }
 
+/// The answers of `v` at `hz` wake-ups per second.
+fn analysed_at(v: &[f64], hz: usize) -> Regimes {
+    let o = Options {
+        regimes: true,
+        ..Options::default()
+    };
+    rtscope_evt::regimes::regimes(&Tail::ordered(v, Some(hz as f64)), &o)
+        .expect("an ordered run with a rate has regimes")
+}
+
 /// The envelope's level at `p`, where the envelope was given and gave that level.
 fn envelope_at(r: &Regimes, p: f64) -> Option<&Level> {
     let Answer::Given(e) = &r.envelope else {
@@ -116,6 +131,18 @@ fn envelope_at(r: &Regimes, p: f64) -> Option<&Level> {
         .iter()
         .map(|w| &w.level)
         .find(|l| l.probability == p)
+}
+
+/// The envelope's per-time level once per `t` s, where given.
+fn per_time_at(r: &Regimes, t: f64) -> Option<&rtscope_evt::regimes::TimeLevel> {
+    let Answer::Given(e) = &r.envelope else {
+        return None;
+    };
+    e.per_time
+        .levels
+        .iter()
+        .map(|w| &w.level)
+        .find(|l| l.once_per_s == t)
 }
 
 /// Of `n` replications, how many `hit`: at least `want` (a fraction) less a tolerance of three
@@ -183,8 +210,18 @@ fn on_a_markov_switching_tail_the_block_maxima_and_envelope_cover_the_truth() {
     );
     let worst = solve(&|z| NOISY.survival(z), p);
     assert!(worst > mix * 1.2, "the regimes differ: {mix} vs {worst}");
+    // Once per minute per block: the mix's level, and the noisy regime's (every second noisy).
+    let minute_mix = solve(&per_block, 1.0 / 60.0);
+    let minute_worst = solve(&|z| block(NOISY, z), 1.0 / 60.0);
+    assert!(
+        minute_worst > minute_mix * 1.2,
+        "{minute_mix} vs {minute_worst}"
+    );
     let reps = 40;
     let mut per_hour = Coverage::default();
+    // The per-time envelope: its upper bound at or above the mix's level, its lower at or below
+    // the worst regime's.
+    let mut minute = Coverage::default();
     let (mut above_mix, mut below_worst, mut given) = (0, 0, 0);
     let (mut estimates, mut hours) = (Vec::new(), Vec::new());
     for seed in 0..reps {
@@ -195,6 +232,11 @@ fn on_a_markov_switching_tail_the_block_maxima_and_envelope_cover_the_truth() {
         assert_eq!(l.once_per_s, 3600.0);
         per_hour.add(l.upper_ns.is_none_or(|u| hour <= u), l.lower_ns <= hour);
         hours.push(l.estimate_ns / hour);
+        let m = per_time_at(&r, 60.0).expect("once per minute within a segment of 120 s");
+        minute.add(
+            m.upper_ns.is_none_or(|u| u >= minute_mix),
+            m.lower_ns <= minute_worst,
+        );
         let Some(l) = envelope_at(&r, p) else {
             continue;
         };
@@ -204,9 +246,10 @@ fn on_a_markov_switching_tail_the_block_maxima_and_envelope_cover_the_truth() {
         estimates.push(l.estimate_ns);
     }
     eprintln!(
-        "switching: per hour {per_hour}; envelope given {given}/{reps}, upper ≥ mix {above_mix}, lower ≤ worst {below_worst}"
+        "switching: per hour {per_hour}; envelope given {given}/{reps}, upper ≥ mix {above_mix}, lower ≤ worst {below_worst}; per-time envelope once per minute: upper ≥ mix, lower ≤ worst: {minute}"
     );
     per_hour.assert_95("per hour", hour);
+    minute.assert_95("the per-time envelope once per minute", minute_mix);
     // And not by being wide: the median estimate within 0.8–1.25 × the truth.
     hours.sort_by(f64::total_cmp);
     let median = hours[hours.len() / 2];
@@ -236,11 +279,17 @@ fn on_a_markov_switching_tail_the_block_maxima_and_envelope_cover_the_truth() {
 /// A run of `seconds` with a burst of 200 wake-ups every 10 s (from 300 ms into the second):
 /// in a burst one wake-up in 20 is above [`U0`] with scale 8 µs; elsewhere the quiet regime.
 fn bursts(seconds: usize, seed: u64) -> Vec<f64> {
+    bursts_at(seconds, HZ, seed)
+}
+
+/// [`bursts`] at `hz` wake-ups per second: the burst a fifth of the second from 30 % into it.
+fn bursts_at(seconds: usize, hz: usize, seed: u64) -> Vec<f64> {
     let mut r = generator(seed);
-    let mut v = Vec::with_capacity(seconds * HZ);
+    let mut v = Vec::with_capacity(seconds * hz);
+    let burst = 3 * hz / 10..5 * hz / 10;
     for s in 0..seconds {
-        for i in 0..HZ {
-            let g = if s % 10 == 0 && (300..500).contains(&i) {
+        for i in 0..hz {
+            let g = if s % 10 == 0 && burst.contains(&i) {
                 BURST
             } else {
                 QUIET
@@ -266,8 +315,12 @@ fn on_a_periodic_burst_process_the_block_maxima_and_envelope_cover_the_truth() {
     let p = 1e-6;
     // The marginal level per wake-up: 200 of every 10,000 wake-ups are in a burst.
     let mix = solve(&|z| 0.02 * BURST.survival(z) + 0.98 * QUIET.survival(z), p);
+    // Every 10 s alike: each segment's blocks have the same distribution, whose level once per
+    // minute is the truth of every segment (the worst regime at the scale of a block).
+    let minute = solve(&per_block, 1.0 / 60.0);
     let reps = 40;
     let mut per_hour = Coverage::default();
+    let mut per_minute = Coverage::default();
     let (mut above_mix, mut given) = (0, 0);
     for seed in 0..reps {
         let r = analysed(&bursts(1200, 500 + seed));
@@ -277,15 +330,18 @@ fn on_a_periodic_burst_process_the_block_maxima_and_envelope_cover_the_truth() {
         let b = r.blocks.given().expect("1,200 blocks fit");
         let l = &b.levels[0];
         per_hour.add(l.upper_ns.is_some_and(|u| hour <= u), l.lower_ns <= hour);
+        let m = per_time_at(&r, 60.0).expect("once per minute within a segment of 120 s");
+        per_minute.add(m.upper_ns.is_none_or(|u| minute <= u), m.lower_ns <= minute);
         if let Some(l) = envelope_at(&r, p) {
             given += 1;
             above_mix += usize::from(l.upper_ns.is_none_or(|u| u >= mix));
         }
     }
     eprintln!(
-        "bursts: per hour {per_hour}; envelope given {given}/{reps}, upper ≥ mix {above_mix}"
+        "bursts: per hour {per_hour}; envelope given {given}/{reps}, upper ≥ mix {above_mix}; per-time envelope once per minute {per_minute}"
     );
     per_hour.assert_95("per hour", hour);
+    per_minute.assert_95("the per-time envelope once per minute", minute);
     // Where the base's tail and the bursts' meet no one GPD fits: some runs get no envelope
     // (too heavy, said so) rather than a wrong one.
     assert!(given >= reps * 3 / 5, "an envelope in {given} of {reps}");
@@ -293,6 +349,69 @@ fn on_a_periodic_burst_process_the_block_maxima_and_envelope_cover_the_truth() {
         covers(above_mix, given as usize, 0.975),
         "above the mix {above_mix} of {given}"
     );
+}
+
+#[test]
+fn the_per_time_envelope_bounds_the_worst_conditions_once_per_minute_on_both_sides() {
+    // Runs of 6,000 s at 100 wake-ups per second: segments of 600 blocks, ten of them above the
+    // level once per minute, so the upper bound is bounded too (a Poisson count of 10 is below
+    // 4 with 1 %); once per 10 minutes is one block of a segment: an estimate, a lower bound,
+    // no upper.
+    let hz = 100;
+    let block = |g: Regime, n: usize, z: f64| 1.0 - (1.0 - g.survival(z)).powi(n as i32);
+    let per_block = |z: f64| {
+        let (b, q) = (1.0 - BURST.survival(z), 1.0 - QUIET.survival(z));
+        0.1 * (1.0 - b.powi(20) * q.powi(80)) + 0.9 * block(QUIET, hz, z)
+    };
+    let switched =
+        |z: f64| NOISY_SHARE * block(NOISY, hz, z) + (1.0 - NOISY_SHARE) * block(QUIET, hz, z);
+    let burst_minute = solve(&per_block, 1.0 / 60.0);
+    let (mix, worst) = (
+        solve(&switched, 1.0 / 60.0),
+        solve(&|z| block(NOISY, hz, z), 1.0 / 60.0),
+    );
+    let reps = 40;
+    let (mut bursts_minute, mut switching_minute) = (Coverage::default(), Coverage::default());
+    let mut ten = Coverage::default();
+    let burst_ten = solve(&per_block, 1.0 / 600.0);
+    let (mut ratios, mut above_worst) = (Vec::new(), 0);
+    for seed in 0..reps {
+        let r = analysed_at(&bursts_at(6000, hz, 900 + seed), hz);
+        let m = per_time_at(&r, 60.0).expect("once per minute");
+        assert!(m.upper_ns.is_some(), "bounded: {m:?}");
+        ratios.push(m.estimate_ns / burst_minute);
+        bursts_minute.add(
+            m.upper_ns.is_some_and(|u| burst_minute <= u),
+            m.lower_ns <= burst_minute,
+        );
+        let t = per_time_at(&r, 600.0).expect("once per 10 minutes");
+        ten.add(
+            t.upper_ns.is_none_or(|u| burst_ten <= u),
+            t.lower_ns <= burst_ten,
+        );
+        assert!(per_time_at(&r, 3600.0).is_none(), "an hour is 6 segments");
+        let r = analysed_at(&switching_at(6000, hz, 1300 + seed), hz);
+        let m = per_time_at(&r, 60.0).expect("once per minute");
+        switching_minute.add(m.upper_ns.is_some_and(|u| u >= mix), m.lower_ns <= worst);
+        // Not asserted: a segment of 600 s holds about 120 s of the noisy regime, so the worst
+        // segment is not the noisy regime itself.
+        above_worst += usize::from(m.upper_ns.is_some_and(|u| u >= worst));
+    }
+    eprintln!(
+        "switching once per minute: upper ≥ the noisy regime's level in {above_worst} of {reps}"
+    );
+    eprintln!(
+        "100 Hz, 6,000 s: bursts once per minute {bursts_minute}, once per 10 minutes {ten}; switching once per minute (upper ≥ the mix, lower ≤ the noisy regime) {switching_minute}"
+    );
+    bursts_minute.assert_95("bursts once per minute", burst_minute);
+    // And not by being wide: the largest of ten segments' estimates, its median within
+    // 0.9–1.3 × the truth of every segment.
+    ratios.sort_by(f64::total_cmp);
+    let median = ratios[ratios.len() / 2];
+    eprintln!("bursts once per minute: median estimate {median:.3} × the truth");
+    assert!((0.9..1.3).contains(&median), "{median} × the truth");
+    ten.assert_95("bursts once per 10 minutes", burst_ten);
+    switching_minute.assert_95("switching once per minute", mix);
 }
 
 #[test]

@@ -86,6 +86,28 @@ fn a_raw_run_gets_an_estimate_or_a_named_refusal_and_the_gate_agrees() {
         blocks["why"].as_str().unwrap().contains("100 needed"),
         "{blocks}"
     );
+    // The envelope per time, defined in the JSON: 2 s have no 1 s block in a segment of 0.2 s,
+    // so no time is given, each with why, and a gate on it does not pass even at 1,000 s.
+    let env = &a["regimes"]["envelope"];
+    if env["outcome"] == "given" {
+        let t = &env["per_time"];
+        assert!(
+            t["definition"]
+                .as_str()
+                .unwrap()
+                .starts_with("the level the largest latency of a 1 s block exceeds once per"),
+            "{t}"
+        );
+        assert!(t["levels"].as_array().unwrap().is_empty(), "{t}");
+        assert_eq!(t["not_given"].as_array().unwrap().len(), 4, "{t}");
+    }
+    let o = rtscope(&db, &["tail", "last", "--limit", "tail@1/minute=1000s"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stdout).contains("limit tail@1/minute ≤ 1000.00 s: FAILED: no estimate to check:"),
+        "{}",
+        text(&o.stdout)
+    );
     let o = rtscope(&db, &["tail", "last"]);
     let out = text(&o.stdout);
     let run = doc["run"].as_i64().unwrap();

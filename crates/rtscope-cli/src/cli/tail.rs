@@ -38,9 +38,10 @@ pub struct TailArgs {
     #[arg(long)]
     pub assume_stationary: bool,
     /// Exit 1 when the upper confidence bound of the named level is above LATENCY, or when no
-    /// estimate can be made: `tail@1e-9/wakeup=200us` (each wake-up), `tail@1e-9/episode=200us`
-    /// (per episode), `tail@1/day=200us` (once a day of this workload); `pwcet@P=` is the old
-    /// spelling of `tail@P/episode=` (repeatable)
+    /// answer gives it: `tail@1e-9/wakeup=200us` (each wake-up), `tail@1e-9/episode=200us`
+    /// (per episode), `tail@1/day=200us` (once a day of this workload; also 1/minute, 1/hour,
+    /// 1/year: from the estimate, else the worst-segment envelope or the block maxima, named);
+    /// `pwcet@P=` is the old spelling of `tail@P/episode=` (repeatable)
     #[arg(long = "limit", value_name = "tail@LEVEL=LATENCY")]
     pub limits: Vec<String>,
     /// Print JSON instead of text

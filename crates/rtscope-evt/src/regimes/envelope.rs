@@ -16,8 +16,8 @@
 //!   and bursts), the threshold in those segments is chosen as [`crate::analyse`] chooses one.
 //! - **Every segment's own values**: at a probability `p` within one segment's wake-ups
 //!   (`p · N_s ≥ 1`), each segment's level is read off its values (the `⌈p N_s⌉`-th largest;
-//!   bounds at the ranks `z` standard deviations of a Poisson count of its episodes either
-//!   side, the lower's `z` at the confidence divided among the segments), and the envelope is the largest of the fit's level and every segment's: no segment
+//!   bounds at the ranks of the Poisson count of its episodes at the confidence either side,
+//!   the lower's at the confidence divided among the segments), and the envelope is the largest of the fit's level and every segment's: no segment
 //!   of the run is worse than it says, at the stated confidence.
 //!
 //! Beyond one segment's wake-ups only the fit speaks, and only where the segments do not
@@ -30,6 +30,7 @@
 use super::{points_of, Segments};
 use crate::threshold::{self, Clusters, Point};
 use crate::{diag, far, gpd, Level, Options, Tail};
+use statrs::distribution::{ChiSquared, ContinuousCDF, DiscreteCDF, Poisson};
 
 /// The fit takes the worst segments until they hold this many wake-ups above the level.
 pub const EXCEEDANCES: usize = 100;
@@ -92,10 +93,13 @@ pub struct Envelope {
     pub levels: Vec<EnvelopeLevel>,
     /// The probabilities asked for without a level, and why.
     pub not_given: Vec<NotGiven>,
+    /// The same envelope per time: the level a 1 s block's maximum exceeds once per minute,
+    /// 10 minutes, … of the worst segment at that time.
+    pub per_time: super::per_time::TimeEnvelope,
 }
 
 /// A level: estimate, lower bound, upper bound (`None`: unbounded).
-type Bounds = (f64, f64, Option<f64>);
+pub(super) type Bounds = (f64, f64, Option<f64>);
 
 /// The fit's parts for its levels.
 struct Fitted {
@@ -181,6 +185,7 @@ pub fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Envelope {
         Err(why) => (None, Some(why)),
     };
     Envelope {
+        per_time: super::per_time::per_time(tail, s, chi2, chi2_lower),
         wakeups_per_segment: n_s,
         smallest_probability: smallest,
         fit,
@@ -293,42 +298,49 @@ fn fit(tail: &Tail, s: &Segments, o: &Options) -> Result<Fitted, String> {
     })
 }
 
-/// One segment's values among the run's largest.
-struct Own {
+/// One segment's largest values — its wake-ups, or its blocks' maxima for the per-time levels
+/// ([`super::per_time`]) — and how many it holds: what [`worst`] and [`empirical`] read, for
+/// both.
+pub(super) struct Own {
     /// Descending.
     desc: Vec<f64>,
-    /// Its wake-ups.
-    wakeups: u64,
-    /// Its episodes per exceedance above its [`EXCEEDANCES`] largest (1 with fewer).
+    /// How many values the segment holds (wake-ups or blocks).
+    count: u64,
+    /// Its episodes per exceedance above its `theta_at`-th largest (1 with fewer): how many
+    /// values one Poisson count of episodes stands for.
     theta: f64,
 }
 
-/// Only its `keep` largest values are kept (sorted): the ranks the levels and their bounds
-/// read lie among them.
+impl Own {
+    /// The segment of `points` (indexed in its own order) holding `count` values: only its
+    /// `keep` largest are kept (sorted), the ranks the levels and their bounds read lie among
+    /// them; `θ` from the episodes above its `theta_at`-th largest.
+    pub(super) fn of(points: &[Point], count: u64, keep: usize, theta_at: usize) -> Own {
+        let mut desc: Vec<f64> = points.iter().map(|p| p.value).collect();
+        if desc.len() > keep {
+            desc.select_nth_unstable_by(keep, |a, b| b.total_cmp(a));
+            desc.truncate(keep);
+        }
+        desc.sort_by(f64::total_cmp);
+        desc.reverse();
+        let theta = desc.get(theta_at).map_or(1.0, |&u| {
+            let c = threshold::decluster(points, u);
+            (c.maxima.len() as f64 / c.exceedances.max(1) as f64).clamp(0.01, 1.0)
+        });
+        Own { desc, count, theta }
+    }
+}
+
+/// Segment `i`'s wake-ups among the run's largest.
 fn own_values(tail: &Tail, s: &Segments, i: usize, keep: usize) -> Own {
     let (points, wakeups): (Vec<Point>, u64) = points_of(tail, s, &[i]);
-    let mut desc: Vec<f64> = points.iter().map(|p| p.value).collect();
-    if desc.len() > keep {
-        desc.select_nth_unstable_by(keep, |a, b| b.total_cmp(a));
-        desc.truncate(keep);
-    }
-    desc.sort_by(f64::total_cmp);
-    desc.reverse();
-    let theta = desc.get(EXCEEDANCES).map_or(1.0, |&u| {
-        let c = threshold::decluster(&points, u);
-        (c.maxima.len() as f64 / c.exceedances.max(1) as f64).clamp(0.01, 1.0)
-    });
-    Own {
-        desc,
-        wakeups,
-        theta,
-    }
+    Own::of(&points, wakeups, keep, EXCEEDANCES)
 }
 
 /// The worst segment's own level at `p` (1-based; `None`: none reaches it): the largest
 /// estimate, the largest lower bound (at the confidence of `chi2_lower`), the largest upper
 /// bound (unbounded if any segment's is).
-fn worst(own: &[Own], p: f64, chi2: f64, chi2_lower: f64) -> Option<(usize, Bounds)> {
+pub(super) fn worst(own: &[Own], p: f64, chi2: f64, chi2_lower: f64) -> Option<(usize, Bounds)> {
     let each: Vec<(usize, Bounds)> = own
         .iter()
         .enumerate()
@@ -340,26 +352,63 @@ fn worst(own: &[Own], p: f64, chi2: f64, chi2_lower: f64) -> Option<(usize, Boun
     Some((seg, (e, lo.min(e), hi)))
 }
 
-/// The level of a segment's values exceeded with probability `p`, read off them (`None`: below
-/// them all, or `p` beyond its wake-ups); its bounds the values at the ranks `z` standard
-/// deviations of a Poisson count of `p N_s θ` episodes either side (`z² = chi2`, `chi2_lower`
-/// for the lower bound), in wake-ups; the upper unbounded when its rank is above the largest,
-/// the lower 0 when its rank is past the values kept.
+/// The level of a segment's values exceeded with probability `p` per value (a wake-up, or a
+/// block), read off them (`None`: below them all, or `p` beyond its count `N_s`): the
+/// `⌈p N_s⌉`-th largest. Its bounds are the values at the ranks of a Poisson count of
+/// `λ = p N_s θ` episodes of `1/θ` values each, in values: the `r`-th largest is above the true
+/// level exactly when `r` or more values are, so the lower bound is at the smallest count `k`
+/// with `P(N ≥ k) ≤ α`, the upper at the largest with `P(N < k) ≤ α` (`α` the one-sided share
+/// of `z² = chi2`, `chi2_lower` for the lower bound) — exact where counts are small (a segment's
+/// blocks once per minute: `λ` = 2), where a normal approximation put the lower bound too high
+/// (the truth below it in 4 of 40 runs of the burst process). The upper is unbounded when no
+/// count is that unlikely (its rank above the largest), the lower 0 when its rank is past the
+/// values kept.
 fn empirical(w: &Own, p: f64, chi2: f64, chi2_lower: f64) -> Option<Bounds> {
-    let expected = p * w.wakeups as f64;
+    let expected = p * w.count as f64;
     if expected < 1.0 {
         return None;
     }
     let at = |r: f64| w.desc.get((r.ceil() as usize).max(1) - 1).copied();
     let e = at(expected)?;
-    // A count of k episodes of 1/θ wake-ups each: its standard deviation in wake-ups.
-    let sd = |c: f64| c.sqrt() * (expected / w.theta).sqrt();
+    let lambda = expected * w.theta;
     // Past the values kept the level is below them all: no lower bound but 0.
-    let lo = at(expected + sd(chi2_lower)).unwrap_or(0.0);
-    let hi = (expected - sd(chi2) >= 1.0)
-        .then(|| at(expected - sd(chi2)))
-        .flatten();
+    let lo = at(count_above(lambda, chi2_lower) as f64 / w.theta).unwrap_or(0.0);
+    let hi = count_below(lambda, chi2).and_then(|k| at(k as f64 / w.theta));
     Some((e, lo.min(e), hi.map(|h| h.max(e))))
+}
+
+/// The one-sided share of a two-sided interval whose `z² = chi2`.
+fn one_sided(chi2: f64) -> f64 {
+    let chi = ChiSquared::new(1.0).expect("one degree of freedom");
+    (1.0 - chi.cdf(chi2)) / 2.0
+}
+
+/// The smallest count `k` of a Poisson of mean `lambda` with `P(N ≥ k) ≤ α` (`α` of `chi2`).
+fn count_above(lambda: f64, chi2: f64) -> u64 {
+    let (alpha, n) = (
+        one_sided(chi2),
+        Poisson::new(lambda.max(1e-9)).expect("λ > 0"),
+    );
+    let mut k = lambda.floor() as u64;
+    // P(N ≥ k) = 1 − P(N ≤ k − 1).
+    while k == 0 || 1.0 - n.cdf(k - 1) > alpha {
+        k += 1;
+    }
+    k
+}
+
+/// The largest count `k ≥ 1` of a Poisson of mean `lambda` with `P(N < k) ≤ α` (`None`: even
+/// `P(N = 0)` is more likely).
+fn count_below(lambda: f64, chi2: f64) -> Option<u64> {
+    let (alpha, n) = (
+        one_sided(chi2),
+        Poisson::new(lambda.max(1e-9)).expect("λ > 0"),
+    );
+    let mut k = 0;
+    while n.cdf(k) <= alpha {
+        k += 1;
+    }
+    (k >= 1).then_some(k)
 }
 
 #[cfg(test)]
