@@ -10,7 +10,8 @@
 # wake-ups in between (its voluntary_ctxt_switches). Prints per wake-up, on the measured
 # CPU: events and trigger evaluations; over the run's triggers: map updates and synthetic
 # events fired. A quiet guest: on CPU 1 nearly every wake-up is a prompt one.
-# Usage: bench/explain-stacks-work.sh [KERNEL]   RTSCOPE=static binary (default: x86_64 musl)
+# Usage: bench/explain-stacks-work.sh [KERNEL]   RTSCOPE=static binary (default: x86_64 musl),
+#        APPEND=extra kernel command line (e.g. preempt=full)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kernel=${1:-amd64}
@@ -58,7 +59,7 @@ put_file tier.txt /tmp/tier.txt
 mark done work
 GUEST
 python3 tests/guest/guest.py boot "$kernel" --rtscope "$bin" --script "$out/work.sh" \
-  --save-dir "$out" --timeout 600 --console "$out/console.log" >"$out/markers.txt"
+  --append "${APPEND:-}" --save-dir "$out" --timeout 600 --console "$out/console.log" >"$out/markers.txt"
 grep -q "done work" "$out/markers.txt" || { tail -n 30 "$out/console.log" >&2; exit 1; }
 grep -q "^wakeups [0-9]" "$out/snap2.txt" || { cat "$out/tier.txt" "$out/snap2.txt" >&2; exit 1; }
 cat "$out/tier.txt" "$out/snap2.txt"
