@@ -117,6 +117,7 @@ impl Explaining {
         let mut cfg = ExplainConfig::new(threshold.0, measured.clone());
         cfg.per_window = ask.keep;
         cfg.stacks = ask.stacks;
+        cfg.monotonic = config.clock == rtscope_engine::ClockKind::Monotonic;
         cfg.reader_fifo = match sched {
             crate::housekeeping::Housekeeping::Fifo(p) => Some(p),
             crate::housekeeping::Housekeeping::Normal(_) => None,

@@ -107,6 +107,10 @@ pub struct ExplainConfig {
     /// Each measured CPU's SMT siblings, traced beside it (`None`: from the kernel's topology
     /// at start, [`crate::sibling::smt_siblings`]).
     pub siblings: Option<Vec<(usize, Vec<usize>)>>,
+    /// Whether the measured threads sleep on `CLOCK_MONOTONIC` (the trace's clock): the
+    /// late-only switch chain is then measured from their timers' expiry
+    /// ([`crate::tracefs::late`]).
+    pub monotonic: bool,
 }
 
 impl ExplainConfig {
@@ -128,6 +132,7 @@ impl ExplainConfig {
             stacks: crate::tracefs::StackChoice::Every,
             machine: None,
             siblings: None,
+            monotonic: true,
         }
     }
 }
@@ -417,7 +422,8 @@ fn choose(cfg: &ExplainConfig) -> (Tier, Option<String>, Option<FlightRecorder>)
     rc.instance.hrtimer_events = cfg.hrtimer_events;
     rc.instance.buffer_kb = cfg.buffer_kb;
     rc.instance.stacks = cfg.stacks;
-    rc.instance.late_threshold_ns = cfg.threshold_ns;
+    rc.instance.late.threshold_ns = cfg.threshold_ns;
+    rc.instance.late.monotonic = cfg.monotonic;
     let mut reason = None;
     if tfs.has_timerlat() && !cfg.hrtimer_events {
         match crate::timerlat::in_use(&tfs) {

@@ -65,8 +65,11 @@ impl RecorderConfig {
                 hrtimer_events: false,
                 timerlat: false,
                 stacks: crate::tracefs::StackChoice::Off,
-                late_threshold_ns: u64::MAX,
-                timer_functions: crate::tracefs::late::TimerFunctions::default(),
+                late: crate::tracefs::late::Setting {
+                    threshold_ns: u64::MAX,
+                    monotonic: true,
+                    ..Default::default()
+                },
             },
             housekeeping: Vec::new(),
             reader_fifo: None,
@@ -270,7 +273,11 @@ impl FlightRecorder {
         if !namer.wants_trigger() {
             cfg.instance.stacks = StackChoice::Off;
         }
-        cfg.instance.timer_functions = namer.timer_functions();
+        cfg.instance.late.functions = namer.timer_functions();
+        if cfg.instance.stacks != StackChoice::Off {
+            cfg.instance.late.preemption =
+                crate::tracefs::late::Preemption::read(std::path::Path::new("/"));
+        }
         let saved = if timerlat {
             crate::timerlat::saved_settings(tfs)?
         } else {
@@ -280,11 +287,9 @@ impl FlightRecorder {
         // removal while they are set) and their synthetic events are global: the reaper takes
         // both back.
         let late = match cfg.instance.stacks {
-            StackChoice::On | StackChoice::Auto => crate::tracefs::late::Late::new(
-                &dir,
-                cfg.instance.late_threshold_ns,
-                cfg.instance.timer_functions,
-            ),
+            StackChoice::On | StackChoice::Auto => {
+                crate::tracefs::late::Late::new(&dir, &cfg.instance.late)
+            }
             StackChoice::Off | StackChoice::Every => None,
         };
         let undo = late.as_ref().map_or_else(Vec::new, |l| l.undo(&dir));

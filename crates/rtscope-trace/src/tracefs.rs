@@ -9,7 +9,7 @@ pub mod late;
 
 use crate::format::{EventFormat, PageLayout};
 use crate::TraceError;
-use late::{Late, TimerFunctions};
+use late::Late;
 use std::ffi::CString;
 use std::fs;
 use std::io::ErrorKind;
@@ -281,10 +281,9 @@ pub struct InstanceConfig {
     pub timerlat: bool,
     /// Which kernel stacks to take.
     pub stacks: StackChoice,
-    /// The lateness at which the late-only triggers take a stack (ns; the explain threshold).
-    pub late_threshold_ns: u64,
-    /// The timer functions the late-only timer chains filter on (from `/proc/kallsyms`).
-    pub timer_functions: TimerFunctions,
+    /// What the late-only triggers are set for: the threshold (the explain threshold), the
+    /// timer functions (from `/proc/kallsyms`), the measured clock, the preemption model.
+    pub late: late::Setting,
 }
 
 /// Which kernel stacks a run asks for (`--explain-stacks`).
@@ -509,7 +508,7 @@ impl Instance {
         let format = tfs
             .event_format("ftrace", "kernel_stack")
             .ok_or("the kernel has no ftrace/kernel_stack event (CONFIG_STACKTRACE)".to_string())?;
-        let late = Late::new(&self.dir, cfg.late_threshold_ns, cfg.timer_functions)
+        let late = Late::new(&self.dir, &cfg.late)
             .ok_or("the instance's name makes no synthetic event name".to_string())?;
         let set = late.set_up(tfs, &self.dir);
         self.late = Some((tfs.root.clone(), late));
@@ -523,7 +522,7 @@ impl Instance {
         Ok(self
             .late
             .as_ref()
-            .map_or(String::new(), |(_, l)| l.chains().join(", ")))
+            .map_or(String::new(), |(_, l)| l.describe()))
     }
 
     /// Removes the late-only triggers (last set first: a variable's readers before the

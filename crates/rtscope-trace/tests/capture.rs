@@ -39,8 +39,7 @@ fn record_with(
             true => rtscope_trace::tracefs::StackChoice::Every,
             false => rtscope_trace::tracefs::StackChoice::Off,
         },
-        late_threshold_ns: u64::MAX,
-        timer_functions: Default::default(),
+        late: Default::default(),
     };
     let inst = Instance::create(&tfs, &cfg).unwrap();
     let stop = Arc::new(AtomicBool::new(false));

@@ -45,6 +45,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rtla", action="store_true",
                    help="after the preempt and irq runs, Debian's rtla timerlat -a on the same "
                    "section: its stack names the function rtscope's name (RT kernels)")
+    p.add_argument("--append", default="",
+                   help="extra kernel command line (e.g. preempt=full: the late-only stacks "
+                   "then leave the held chain out)")
     a = p.parse_args(argv)
     out = a.out / a.kernel
     out.mkdir(parents=True, exist_ok=True)
@@ -65,7 +68,7 @@ def main(argv: list[str]) -> int:
     if a.storm_irq_us is not None:
         env["STORM_IRQ_US"] = str(a.storm_irq_us)
     r = guest.boot(a.kernel, (HERE / "guest-noisy.sh").read_text(), a.rtscope,
-                   env=env, files=files,
+                   env=env, files=files, append=a.append,
                    timeout=a.timeout, console_log=out / "console.log")
     for name, data in r.files.items():
         (out / name).write_bytes(data)

@@ -2,30 +2,38 @@
 //! measured thread's wake-up is late, on kernels with `CONFIG_HIST_TRIGGERS` (Debian's,
 //! Fedora's; not every custom kernel).
 //!
-//! Three chains, each a variable saved by a hist trigger on one event and read (once: the
-//! kernel resets a variable another event reads) by a hist trigger on a later one, which fires
-//! a synthetic event with the lateness; a `stacktrace` trigger on the synthetic event,
-//! filtered `lat >= threshold`, takes the stack of whatever the CPU runs in that context:
+//! Up to three chains, each a variable saved by a hist trigger on one event and read (once:
+//! the kernel resets a variable another event's trigger reads in an expression) by a hist
+//! trigger on a later one, which fires a synthetic event with the lateness; a `stacktrace`
+//! trigger on the synthetic event, filtered `lat >= threshold`, takes the stack of whatever
+//! the CPU runs in that context:
 //!
-//! - **switch** (keyed by the measured thread's PID): `sched_waking` saves the time, the
-//!   `sched_switch` into the thread computes how long it waited to run. The stack is of the
-//!   task switched out, in its `__schedule` (a blocking thread; on a preemptible kernel the
-//!   `preempt_enable` that ended a section).
+//! - **switch** (keyed by the measured thread's PID): the thread's `hrtimer_start` saves its
+//!   timer's expiry (off the wake-up path: the thread arms it after its sample), the
+//!   `sched_switch` into the thread computes how late it runs. Threads on another clock than
+//!   the trace's `CLOCK_MONOTONIC` (or no `hrtimer_wakeup` symbol): `sched_waking` saves the
+//!   time instead. The stack is of the task switched out, in its `__schedule` (a blocking
+//!   thread; on a preemptible kernel the `preempt_enable` that ended a section).
 //! - **timer** (keyed by the sleep's hrtimer): `hrtimer_start` of a measured thread saves the
 //!   timer's expiry, `hrtimer_expire_entry` computes how late the interrupt came. The stack
 //!   is where the interrupt found the CPU (the `local_irq_restore` that let it in).
-//! - **held** (keyed by the CPU): `sched_waking` saves the time, the CPU's scheduler tick
-//!   (`tick_sched_timer`) reads it while the thread still waits. The stack is where the tick
-//!   found the CPU: a preempt-off section on a kernel that does not preempt at its end. The
-//!   switch into the thread reads (and so clears) it too, through a synthetic event nothing
-//!   listens to; only the first tick after the waking looks, so a tick that comes before the
-//!   threshold takes none.
+//! - **held** (keyed by the CPU), only where the kernel does not preempt at a section's end
+//!   ([`Preemption`]; on PREEMPT_RT and `preempt=full` the switch's stack names the section):
+//!   `sched_waking` saves the time, the CPU's scheduler tick (`tick_sched_timer`) reads it
+//!   while the thread still waits. The stack is where the tick found the CPU: a preempt-off
+//!   section. The switch into the thread reads (and so clears) it too, by a hist trigger
+//!   without an action: no synthetic event. Only the first tick after the waking looks, so a
+//!   tick that comes before the threshold takes none.
+//!
+//! A prompt wake-up on a kernel that preempts at a section's end thus costs one hist trigger
+//! at the timer interrupt and one at the switch (each a variable read and a map update) and
+//! two synthetic events that take no stack; with the held chain, one trigger more at the
+//! waking and one at the switch (docs/explain.md, "Kernel stacks").
 //!
 //! Every trigger with `common_timestamp` names the instance's clock (`clock=mono`): without
 //! it the kernel switches the instance's trace clock to `global` (seen on Debian's 6.1), and
 //! the trace's times would no longer be the measured thread's `CLOCK_MONOTONIC`.
 //!
-//! A prompt wake-up fires the synthetic events with a lateness under the threshold: no stack.
 //! The hist triggers live on the instance's own events (removed with it); the synthetic
 //! events are global (`synthetic_events` has no per-instance file), named after the instance
 //! (`rtscope_<pid>_<n>_<chain>`), and deleted after it on every exit path: by
@@ -45,6 +53,9 @@ pub struct Late {
     pub synthetic: Vec<String>,
     /// (file below the instance, trigger) appended in order.
     pub triggers: Vec<(String, String)>,
+    /// Why the held chain is not set where it could be: the preemption model that makes it
+    /// unneeded.
+    pub held_skipped: Option<String>,
 }
 
 /// Kernel text addresses the timer chains filter on (`None`: that chain is left out).
@@ -68,90 +79,202 @@ pub fn prefix(dir: &Path) -> Option<String> {
 /// The filter on measured threads that sleep (`rtscope-m*`; the noise loop never sleeps).
 const MEASURED: &str = "\"rtscope-m*\"";
 
+/// The most a switch chain measured from the timer's expiry reads as late (ns): a thread
+/// switched in after arming its timer and before sleeping reads its expiry ahead, which the
+/// kernel's unsigned arithmetic turns into a huge lateness; this bound leaves those out.
+const MAX_LATE_NS: u64 = 1_000_000_000_000;
+
+/// Whether the kernel switches to a woken real-time thread at the end of a preempt-off
+/// section (where the **held** chain is not needed: the switch's stack names the section).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Preemption {
+    /// It does: the model that says so (`PREEMPT_RT`, `preempt=full`).
+    AtSectionEnd(String),
+    /// It does not (`none`, `voluntary`), or the model could not be read.
+    #[default]
+    Later,
+}
+
+impl Preemption {
+    /// The kernel's preemption model as files below `root` say: `/sys/kernel/realtime`, the
+    /// build flags in `/proc/sys/kernel/version` (`uname -v`), for a `PREEMPT_DYNAMIC` kernel
+    /// the model in force (`/sys/kernel/debug/sched/preempt`, else `preempt=` on
+    /// `/proc/cmdline`). Unknown is [`Preemption::Later`]: the held chain is then set.
+    pub fn read(root: &Path) -> Preemption {
+        let read = |p: &str| read_bounded(&root.join(p)).unwrap_or_default();
+        let version = read("proc/sys/kernel/version");
+        let flags: Vec<&str> = version.split_whitespace().collect();
+        if read("sys/kernel/realtime").trim() == "1" || flags.contains(&"PREEMPT_RT") {
+            return Preemption::AtSectionEnd("PREEMPT_RT".into());
+        }
+        if flags.contains(&"PREEMPT") {
+            return Preemption::AtSectionEnd("PREEMPT".into());
+        }
+        if !flags.contains(&"PREEMPT_DYNAMIC") {
+            return Preemption::Later;
+        }
+        let debugfs = read("sys/kernel/debug/sched/preempt");
+        let model = match debugfs.split_once('(') {
+            Some((_, rest)) => rest.split(')').next().map(str::to_string),
+            None => read("proc/cmdline")
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("preempt=").map(str::to_string)),
+        };
+        match model.as_deref() {
+            Some("full") => Preemption::AtSectionEnd("preempt=full".into()),
+            _ => Preemption::Later,
+        }
+    }
+}
+
+/// What the late-only triggers are set for.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Setting {
+    /// The lateness at which a stack is taken (ns).
+    pub threshold_ns: u64,
+    /// The timer functions the timer chains filter on.
+    pub functions: TimerFunctions,
+    /// Whether the measured threads sleep on `CLOCK_MONOTONIC`: the expiry their
+    /// `hrtimer_start` shows is then on the trace's clock, and the switch chain is measured
+    /// from it (no trigger on `sched_waking`).
+    pub monotonic: bool,
+    /// The kernel's preemption model: the held chain only where it does not preempt at a
+    /// section's end.
+    pub preemption: Preemption,
+}
+
 impl Late {
-    /// The synthetic events and triggers for the instance `dir`, a stack taken at a lateness
-    /// of `threshold_ns` or more.
-    pub fn new(dir: &Path, threshold_ns: u64, f: TimerFunctions) -> Option<Late> {
+    /// The synthetic events and triggers for the instance `dir`.
+    pub fn new(dir: &Path, s: &Setting) -> Option<Late> {
         let p = prefix(dir)?;
-        let t = threshold_ns;
-        let mut synthetic = vec![format!("{p}_switch pid_t pid; u64 lat")];
-        let mut triggers = vec![
-            (
-                "events/sched/sched_waking/trigger".to_string(),
-                format!("hist:keys=pid:{p}_ts=common_timestamp:clock=mono if comm ~ {MEASURED}"),
-            ),
-            (
-                "events/sched/sched_switch/trigger".to_string(),
-                format!(
-                    "hist:keys=next_pid:{p}_wait=common_timestamp-${p}_ts:\
-                     onmatch(sched.sched_waking).trace({p}_switch,next_pid,${p}_wait):clock=mono \
-                     if next_comm ~ {MEASURED}"
-                ),
-            ),
-            (
-                format!("events/synthetic/{p}_switch/trigger"),
-                format!("stacktrace if lat >= {t}"),
-            ),
-        ];
-        if let Some(a) = f.hrtimer_wakeup {
-            synthetic.push(format!("{p}_timer s64 lat"));
-            triggers.extend([
-                (
-                    "events/timer/hrtimer_start/trigger".to_string(),
-                    format!(
-                        "hist:keys=hrtimer:{p}_exp=expires \
-                         if function == {a:#x} && comm ~ {MEASURED}"
-                    ),
-                ),
-                (
-                    "events/timer/hrtimer_expire_entry/trigger".to_string(),
-                    format!(
-                        "hist:keys=hrtimer:{p}_late=now-${p}_exp:\
-                         onmatch(timer.hrtimer_start).trace({p}_timer,${p}_late) \
-                         if function == {a:#x}"
-                    ),
-                ),
-                (
-                    format!("events/synthetic/{p}_timer/trigger"),
-                    format!("stacktrace if lat >= {t}"),
-                ),
-            ]);
-        }
-        if let Some(a) = f.tick_sched_timer {
-            synthetic.push(format!("{p}_held u64 lat"));
-            synthetic.push(format!("{p}_ran u64 lat"));
-            triggers.extend([
-                (
-                    "events/sched/sched_waking/trigger".to_string(),
-                    format!("hist:keys=target_cpu:{p}_woke=common_timestamp:clock=mono if comm ~ {MEASURED}"),
-                ),
-                (
-                    "events/sched/sched_switch/trigger".to_string(),
-                    format!(
-                        "hist:keys=common_cpu:{p}_rv=common_timestamp-${p}_woke:\
-                         onmatch(sched.sched_waking).trace({p}_ran,${p}_rv):clock=mono \
-                         if next_comm ~ {MEASURED}"
-                    ),
-                ),
-                (
-                    "events/timer/hrtimer_expire_entry/trigger".to_string(),
-                    format!(
-                        "hist:keys=common_cpu:{p}_hv=common_timestamp-${p}_woke:\
-                         onmatch(sched.sched_waking).trace({p}_held,${p}_hv):clock=mono \
-                         if function == {a:#x}"
-                    ),
-                ),
-                (
-                    format!("events/synthetic/{p}_held/trigger"),
-                    format!("stacktrace if lat >= {t}"),
-                ),
-            ]);
-        }
-        Some(Late {
+        let mut late = Late {
+            synthetic: Vec::new(),
+            triggers: Vec::new(),
+            held_skipped: match &s.preemption {
+                Preemption::AtSectionEnd(m) if s.functions.tick_sched_timer.is_some() => {
+                    Some(m.clone())
+                }
+                _ => None,
+            },
             prefix: p,
-            synthetic,
-            triggers,
-        })
+        };
+        match s.functions.hrtimer_wakeup {
+            Some(a) if s.monotonic => late.switch_from_expiry(a, s.threshold_ns),
+            _ => late.switch_from_waking(s.threshold_ns),
+        }
+        if let Some(a) = s.functions.hrtimer_wakeup {
+            late.timer(a, s.threshold_ns);
+        }
+        if let (Some(a), None) = (s.functions.tick_sched_timer, &late.held_skipped) {
+            late.held(a, s.threshold_ns);
+        }
+        Some(late)
+    }
+
+    fn add(&mut self, file: &str, trigger: String) {
+        self.triggers.push((file.to_string(), trigger));
+    }
+
+    /// A synthetic event and its `stacktrace` trigger, taken at `filter`.
+    fn stack_at(&mut self, chain: &str, fields: &str, filter: String) {
+        let p = &self.prefix;
+        self.synthetic.push(format!("{p}_{chain} {fields}"));
+        let file = format!("events/synthetic/{p}_{chain}/trigger");
+        self.add(&file, format!("stacktrace if {filter}"));
+    }
+
+    /// **switch**, from the thread's timer: `hrtimer_start` of a measured thread saves the
+    /// expiry under its PID, the `sched_switch` into it computes how late it runs.
+    fn switch_from_expiry(&mut self, a: u64, t: u64) {
+        let p = self.prefix.clone();
+        self.add(
+            "events/timer/hrtimer_start/trigger",
+            format!(
+                "hist:keys=common_pid:{p}_dl=expires if function == {a:#x} && comm ~ {MEASURED}"
+            ),
+        );
+        self.add(
+            "events/sched/sched_switch/trigger",
+            format!(
+                "hist:keys=next_pid:{p}_wait=common_timestamp-${p}_dl:\
+                 onmatch(timer.hrtimer_start).trace({p}_switch,next_pid,${p}_wait):clock=mono \
+                 if next_comm ~ {MEASURED}"
+            ),
+        );
+        self.stack_at(
+            "switch",
+            "pid_t pid; u64 lat",
+            format!("lat >= {t} && lat < {MAX_LATE_NS}"),
+        );
+    }
+
+    /// **switch**, from the waking (another clock, or no `hrtimer_wakeup` symbol):
+    /// `sched_waking` saves the time under the thread's PID, the `sched_switch` into it
+    /// computes how long it waited.
+    fn switch_from_waking(&mut self, t: u64) {
+        let p = self.prefix.clone();
+        self.add(
+            "events/sched/sched_waking/trigger",
+            format!("hist:keys=pid:{p}_ts=common_timestamp:clock=mono if comm ~ {MEASURED}"),
+        );
+        self.add(
+            "events/sched/sched_switch/trigger",
+            format!(
+                "hist:keys=next_pid:{p}_wait=common_timestamp-${p}_ts:\
+                 onmatch(sched.sched_waking).trace({p}_switch,next_pid,${p}_wait):clock=mono \
+                 if next_comm ~ {MEASURED}"
+            ),
+        );
+        self.stack_at("switch", "pid_t pid; u64 lat", format!("lat >= {t}"));
+    }
+
+    /// **timer**: `hrtimer_start` saves the expiry under the timer, `hrtimer_expire_entry`
+    /// computes how late the interrupt came.
+    fn timer(&mut self, a: u64, t: u64) {
+        let p = self.prefix.clone();
+        self.add(
+            "events/timer/hrtimer_start/trigger",
+            format!("hist:keys=hrtimer:{p}_exp=expires if function == {a:#x} && comm ~ {MEASURED}"),
+        );
+        self.add(
+            "events/timer/hrtimer_expire_entry/trigger",
+            format!(
+                "hist:keys=hrtimer:{p}_late=now-${p}_exp:\
+                 onmatch(timer.hrtimer_start).trace({p}_timer,${p}_late) \
+                 if function == {a:#x}"
+            ),
+        );
+        self.stack_at("timer", "s64 lat", format!("lat >= {t}"));
+    }
+
+    /// **held**: `sched_waking` saves the time under the CPU, the CPU's scheduler tick reads
+    /// how long the thread has waited. The switch into the thread reads (and so clears) it
+    /// too: a variable in an expression is read once, whether or not an action follows, so
+    /// that trigger fires no event.
+    fn held(&mut self, a: u64, t: u64) {
+        let p = self.prefix.clone();
+        self.add(
+            "events/sched/sched_waking/trigger",
+            format!(
+                "hist:keys=target_cpu:{p}_woke=common_timestamp:clock=mono if comm ~ {MEASURED}"
+            ),
+        );
+        self.add(
+            "events/sched/sched_switch/trigger",
+            format!(
+                "hist:keys=common_cpu:{p}_rv=common_timestamp-${p}_woke:clock=mono \
+                 if next_comm ~ {MEASURED}"
+            ),
+        );
+        self.add(
+            "events/timer/hrtimer_expire_entry/trigger",
+            format!(
+                "hist:keys=common_cpu:{p}_hv=common_timestamp-${p}_woke:\
+                 onmatch(sched.sched_waking).trace({p}_held,${p}_hv):clock=mono \
+                 if function == {a:#x}"
+            ),
+        );
+        self.stack_at("held", "u64 lat", format!("lat >= {t}"));
     }
 
     /// The lines that delete the synthetic events (`!name`), appended to `synthetic_events`
@@ -180,8 +303,17 @@ impl Late {
             .iter()
             .filter_map(|l| l.split_whitespace().next())
             .filter_map(|n| n.strip_prefix(&self.prefix)?.strip_prefix('_'))
-            .filter(|c| *c != "ran")
             .collect()
+    }
+
+    /// The tier line's words: the chains set, and why the held chain is not
+    /// (`switch, timer (no held: PREEMPT_RT preempts at a section's end)`).
+    pub fn describe(&self) -> String {
+        let chains = self.chains().join(", ");
+        match &self.held_skipped {
+            Some(model) => format!("{chains} (no held: {model} preempts at a section's end)"),
+            None => chains,
+        }
     }
 
     /// Defines the synthetic events and appends the triggers to the instance `dir`. On an
@@ -313,9 +445,35 @@ mod tests {
         assert_eq!(owner_of("wakeup_latency"), None);
     }
 
+    fn setting(f: TimerFunctions, monotonic: bool, preemption: Preemption) -> Setting {
+        Setting {
+            threshold_ns: 20_000,
+            functions: f,
+            monotonic,
+            preemption,
+        }
+    }
+
+    const BOTH: TimerFunctions = TimerFunctions {
+        hrtimer_wakeup: Some(0xffff_ffff_8110_0000),
+        tick_sched_timer: Some(0xffff_ffff_8120_0000),
+    };
+
+    /// The triggers on one event file (`sched/sched_waking` …).
+    fn on<'a>(l: &'a Late, event: &str) -> Vec<&'a str> {
+        let file = format!("events/{event}/trigger");
+        l.triggers
+            .iter()
+            .filter(|(f, _)| *f == file)
+            .map(|(_, t)| t.as_str())
+            .collect()
+    }
+
     #[test]
     fn the_switch_chain_alone_is_set_without_timer_symbols() {
-        let l = Late::new(&dir(), 1_500_000, TimerFunctions::default()).unwrap();
+        let mut s = setting(TimerFunctions::default(), true, Preemption::Later);
+        s.threshold_ns = 1_500_000;
+        let l = Late::new(&dir(), &s).unwrap();
         assert_eq!(l.synthetic, ["rtscope_4711_2_switch pid_t pid; u64 lat"]);
         assert_eq!(
             l.triggers,
@@ -340,65 +498,161 @@ mod tests {
         );
         assert_eq!(l.deletions(), ["!rtscope_4711_2_switch"]);
         assert_eq!(l.chains(), ["switch"]);
+        assert_eq!(l.describe(), "switch");
     }
 
     #[test]
-    fn the_timer_chains_filter_on_the_timer_functions_address() {
-        let f = TimerFunctions {
-            hrtimer_wakeup: Some(0xffff_ffff_8110_0000),
-            tick_sched_timer: Some(0xffff_ffff_8120_0000),
-        };
-        let l = Late::new(&dir(), 20_000, f).unwrap();
+    fn a_kernel_that_does_not_preempt_at_a_sections_end_gets_all_three_chains() {
+        let l = Late::new(&dir(), &setting(BOTH, true, Preemption::Later)).unwrap();
         assert_eq!(l.chains(), ["switch", "timer", "held"]);
+        assert_eq!(l.describe(), "switch, timer, held");
         assert_eq!(
             l.deletions(),
             [
                 "!rtscope_4711_2_switch",
                 "!rtscope_4711_2_timer",
-                "!rtscope_4711_2_held",
-                "!rtscope_4711_2_ran"
+                "!rtscope_4711_2_held"
             ]
         );
-        let find = |file: &str, what: &str| {
-            l.triggers
-                .iter()
-                .find(|(f, t)| f == file && t.contains(what))
-                .map(|(_, t)| t.clone())
-                .unwrap_or_else(|| panic!("no {what} on {file}"))
-        };
+        // The switch chain reads the thread's own timer's expiry: no trigger of its own on
+        // the waking; the waking saves only the held chain's time.
         assert_eq!(
-            find("events/timer/hrtimer_start/trigger", "expires"),
-            "hist:keys=hrtimer:rtscope_4711_2_exp=expires if function == 0xffffffff81100000 \
-             && comm ~ \"rtscope-m*\""
+            on(&l, "timer/hrtimer_start"),
+            [
+                "hist:keys=common_pid:rtscope_4711_2_dl=expires if function == \
+                 0xffffffff81100000 && comm ~ \"rtscope-m*\"",
+                "hist:keys=hrtimer:rtscope_4711_2_exp=expires if function == 0xffffffff81100000 \
+                 && comm ~ \"rtscope-m*\""
+            ]
         );
         assert_eq!(
-            find("events/timer/hrtimer_expire_entry/trigger", "keys=hrtimer"),
-            "hist:keys=hrtimer:rtscope_4711_2_late=now-$rtscope_4711_2_exp:\
-             onmatch(timer.hrtimer_start).trace(rtscope_4711_2_timer,$rtscope_4711_2_late) \
-             if function == 0xffffffff81100000"
+            on(&l, "sched/sched_waking"),
+            [
+                "hist:keys=target_cpu:rtscope_4711_2_woke=common_timestamp:clock=mono \
+              if comm ~ \"rtscope-m*\""
+            ]
+        );
+        // At the switch into the thread: the switch chain fires its event; the held
+        // chain's variable is read (and so cleared) by a trigger that fires none.
+        assert_eq!(
+            on(&l, "sched/sched_switch"),
+            [
+                "hist:keys=next_pid:rtscope_4711_2_wait=common_timestamp-$rtscope_4711_2_dl:\
+                 onmatch(timer.hrtimer_start).trace(rtscope_4711_2_switch,next_pid,\
+                 $rtscope_4711_2_wait):clock=mono if next_comm ~ \"rtscope-m*\"",
+                "hist:keys=common_cpu:rtscope_4711_2_rv=common_timestamp-$rtscope_4711_2_woke:\
+                 clock=mono if next_comm ~ \"rtscope-m*\""
+            ]
         );
         assert_eq!(
-            find("events/timer/hrtimer_expire_entry/trigger", "common_cpu"),
-            "hist:keys=common_cpu:rtscope_4711_2_hv=common_timestamp-$rtscope_4711_2_woke:\
-             onmatch(sched.sched_waking).trace(rtscope_4711_2_held,$rtscope_4711_2_hv):clock=mono \
-             if function == 0xffffffff81200000"
+            on(&l, "timer/hrtimer_expire_entry"),
+            [
+                "hist:keys=hrtimer:rtscope_4711_2_late=now-$rtscope_4711_2_exp:\
+                 onmatch(timer.hrtimer_start).trace(rtscope_4711_2_timer,$rtscope_4711_2_late) \
+                 if function == 0xffffffff81100000",
+                "hist:keys=common_cpu:rtscope_4711_2_hv=common_timestamp-$rtscope_4711_2_woke:\
+                 onmatch(sched.sched_waking).trace(rtscope_4711_2_held,$rtscope_4711_2_hv):\
+                 clock=mono if function == 0xffffffff81200000"
+            ]
         );
-        // The switch into the thread clears the tick chain's variable, taking no stack.
-        let ran = find("events/sched/sched_switch/trigger", "common_cpu");
-        assert!(ran.contains(".trace(rtscope_4711_2_ran,"), "{ran}");
-        assert!(!l
-            .triggers
-            .iter()
-            .any(|(f, _)| f.contains("synthetic/rtscope_4711_2_ran")));
-        for chain in ["switch", "timer", "held"] {
+        assert_eq!(
+            on(&l, "synthetic/rtscope_4711_2_switch"),
+            ["stacktrace if lat >= 20000 && lat < 1000000000000"]
+        );
+        for chain in ["timer", "held"] {
             assert_eq!(
-                find(
-                    &format!("events/synthetic/rtscope_4711_2_{chain}/trigger"),
-                    "stacktrace"
-                ),
-                "stacktrace if lat >= 20000"
+                on(&l, &format!("synthetic/rtscope_4711_2_{chain}")),
+                ["stacktrace if lat >= 20000"]
             );
         }
+        // Taken back readers first: every trigger reading a variable before its setter.
+        let undo = l.undo(&dir());
+        let pos = |what: &str| undo.iter().position(|(_, t)| t.contains(what)).unwrap();
+        assert!(pos("_wait=") < pos("_dl=expires"));
+        assert!(pos("_late=") < pos("_exp=expires"));
+        assert!(pos("_rv=") < pos("_woke=common") && pos("_hv=") < pos("_woke=common"));
+    }
+
+    #[test]
+    fn a_kernel_that_preempts_at_a_sections_end_gets_no_held_chain_and_says_why() {
+        for model in ["PREEMPT_RT", "preempt=full"] {
+            let p = Preemption::AtSectionEnd(model.into());
+            let l = Late::new(&dir(), &setting(BOTH, true, p)).unwrap();
+            assert_eq!(l.chains(), ["switch", "timer"]);
+            assert_eq!(
+                l.describe(),
+                format!("switch, timer (no held: {model} preempts at a section's end)")
+            );
+            // Nothing on the waking; one trigger each on the switch and the timer interrupt.
+            assert!(on(&l, "sched/sched_waking").is_empty());
+            assert_eq!(on(&l, "sched/sched_switch").len(), 1);
+            assert_eq!(on(&l, "timer/hrtimer_expire_entry").len(), 1);
+            assert!(!l.triggers.iter().any(|(_, t)| t.contains("woke")));
+        }
+        // Without the tick's symbol there is no held chain to leave out.
+        let f = TimerFunctions {
+            tick_sched_timer: None,
+            ..BOTH
+        };
+        let p = Preemption::AtSectionEnd("PREEMPT_RT".into());
+        let l = Late::new(&dir(), &setting(f, true, p)).unwrap();
+        assert_eq!(l.describe(), "switch, timer");
+    }
+
+    #[test]
+    fn threads_on_another_clock_are_measured_from_their_waking() {
+        let l = Late::new(&dir(), &setting(BOTH, false, Preemption::Later)).unwrap();
+        assert_eq!(l.chains(), ["switch", "timer", "held"]);
+        assert_eq!(on(&l, "sched/sched_waking").len(), 2);
+        assert!(on(&l, "sched/sched_switch")[0].contains("onmatch(sched.sched_waking)"));
+        assert_eq!(on(&l, "timer/hrtimer_start").len(), 1);
+        assert_eq!(
+            on(&l, "synthetic/rtscope_4711_2_switch"),
+            ["stacktrace if lat >= 20000"]
+        );
+    }
+
+    #[test]
+    fn the_preemption_model_is_read_from_the_kernels_files() {
+        let base = std::env::temp_dir().join(format!("rtscope-preempt-{}", std::process::id()));
+        let write = |p: &str, text: &str| {
+            let f = base.join(p);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, text).unwrap();
+        };
+        let model = || Preemption::read(&base);
+        assert_eq!(model(), Preemption::Later, "nothing readable");
+        write(
+            "proc/sys/kernel/version",
+            "#1 SMP Debian 6.1.158-1 (2025-11-09)\n",
+        );
+        assert_eq!(model(), Preemption::Later);
+        write(
+            "proc/sys/kernel/version",
+            "#1 SMP PREEMPT Debian 6.1.158-1\n",
+        );
+        assert_eq!(model(), Preemption::AtSectionEnd("PREEMPT".into()));
+        write(
+            "proc/sys/kernel/version",
+            "#1 SMP PREEMPT_RT Debian 6.1.158-1\n",
+        );
+        assert_eq!(model(), Preemption::AtSectionEnd("PREEMPT_RT".into()));
+        write(
+            "proc/sys/kernel/version",
+            "#1 SMP PREEMPT_DYNAMIC Debian 6.1.158-1\n",
+        );
+        assert_eq!(model(), Preemption::Later, "dynamic, model unknown");
+        write("proc/cmdline", "root=/dev/vda preempt=full quiet\n");
+        assert_eq!(model(), Preemption::AtSectionEnd("preempt=full".into()));
+        // debugfs says what is in force now (written after boot), over the command line.
+        write("sys/kernel/debug/sched/preempt", "none (voluntary) full\n");
+        assert_eq!(model(), Preemption::Later);
+        write("sys/kernel/debug/sched/preempt", "none voluntary (full)\n");
+        assert_eq!(model(), Preemption::AtSectionEnd("preempt=full".into()));
+        write("proc/sys/kernel/version", "#1 SMP Debian 6.1.158-1\n");
+        write("sys/kernel/realtime", "1\n");
+        assert_eq!(model(), Preemption::AtSectionEnd("PREEMPT_RT".into()));
+        std::fs::remove_dir_all(base).unwrap();
     }
 
     #[test]
