@@ -18,6 +18,7 @@
 
 mod envelope;
 pub mod per_time;
+mod ranks;
 
 use crate::threshold::Point;
 use crate::{far, gev, Options, Tail};

@@ -1,7 +1,7 @@
 //! The worst-segment envelope per time: the level the largest latency of a 1 s block exceeds
 //! once per minute, 10 minutes, hour or day of the worst conditions the run saw — the per-time
-//! counterpart of the per-wake-up envelope of [`super::envelope`], read the same way by the same
-//! code ([`super::envelope::Own`], [`super::envelope::worst`]) from each segment's block maxima
+//! counterpart of the per-wake-up envelope (`envelope.rs`), read the same way by the same
+//! code ([`super::ranks::Own`], [`super::ranks::worst`]) from each segment's block maxima
 //! instead of its wake-ups.
 //!
 //! "Once per `T`" means what the block maxima's GEV level means ([`super::TimeLevel`]): a block
@@ -19,7 +19,7 @@
 //! worst segments' block maxima extends it: on the runs of issue 50 they are far too heavy
 //! (GEV ξ = +1.10 over the whole run), and a segment holds too few blocks for a fit of its own.
 
-use super::envelope::{worst, Own};
+use super::ranks::{worst, Own};
 use super::{Segments, TimeLevel, SEGMENTS};
 use crate::threshold::Point;
 use crate::units::span;
