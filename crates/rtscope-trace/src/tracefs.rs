@@ -297,7 +297,7 @@ pub enum StackChoice {
     /// Late-only ([`late`]) where the kernel has hist triggers, else at every wake-up
     /// (`on`).
     On,
-    /// Late-only where the kernel has hist triggers, else none (`auto`, `measure`'s default).
+    /// Late-only where the kernel has hist triggers, else none (`auto`).
     Auto,
 }
 

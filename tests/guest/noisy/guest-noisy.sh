@@ -173,12 +173,13 @@ for mode in ${MODES:-preempt irq storm softirq net}; do
         && rm "/tmp/noise-dump-$mode.txt"
 done
 
-# The late-only stacks after a SIGKILL of `measure --explain` while it records (`auto`, the
-# default): the reaper takes the instance's hist triggers back (the kernel refuses to remove an
+# The late-only stacks after a SIGKILL of `measure --explain --explain-stacks auto` while it
+# records: the reaper takes the instance's hist triggers back (the kernel refuses to remove an
 # instance whose hist triggers hold variables), removes it and deletes the global synthetic
 # events (docs/explain.md, "Kernel stacks"). Marker: what was set, what is left.
 _t=/sys/kernel/tracing
-rtscope measure -D 30s -i 1ms --cpus 1 -p 80 --explain 1.5ms -q --no-db >/tmp/late-kill.log 2>&1 &
+rtscope measure -D 30s -i 1ms --cpus 1 -p 80 --explain 1.5ms --explain-stacks auto -q --no-db \
+    >/tmp/late-kill.log 2>&1 &
 _kpid=$!
 late_set
 _kset=$(grep -c '^rtscope_' "$_t/synthetic_events")

@@ -67,8 +67,8 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         explain_keep: rtscope_session::plan::explain_keep(a.explain_keep)?,
         explain_stacks: match a.explain_stacks.as_deref() {
             Some("on") => StackChoice::On,
-            Some("off") => StackChoice::Off,
-            _ => StackChoice::Auto,
+            Some("auto") => StackChoice::Auto,
+            _ => StackChoice::Off,
         },
         explain_off: None,
         housekeeping_cpus: a
