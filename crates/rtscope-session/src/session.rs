@@ -241,7 +241,8 @@ impl Session {
         let sched = Housekeeping::for_run(plan.housekeeping, &plan.config);
         // Before `--explain`'s set-up: at SCHED_OTHER beside a campaign's loads (started before
         // the session), reading /proc/kallsyms and writing the trace instance's triggers took
-        // 41 s of a 2 s run in an emulated guest (issue 52); at the housekeeping priority, 2 s.
+        // 41 s before a 2 s run in an emulated guest (issue 52); at the housekeeping priority
+        // the whole command took 10.7 s there (52.1 s before), measured beside other builds.
         let applied = sched.apply_current();
         let ask = explain::ExplainAsk {
             threshold: plan.explain,
