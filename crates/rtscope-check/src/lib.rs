@@ -308,6 +308,14 @@ impl Audit {
     }
 }
 
+/// The kernel's preemption model as the `preemption` check reads it (its setting: `rt`,
+/// `full`, `lazy`, `voluntary`, `none`, …; `None`: not readable here).
+pub fn preemption_model(sys: &System<'_>) -> Option<String> {
+    checks::Ctx::new(sys, &Options::default())
+        .run(CheckId::Preemption)
+        .setting
+}
+
 /// Runs every check on `sys` for `opts`. CPUs that are not online are audited as given (the
 /// caller validates CPU lists); an empty list means every online CPU.
 pub fn audit(sys: &System<'_>, opts: &Options) -> Audit {

@@ -118,6 +118,13 @@ impl Explaining {
         cfg.per_window = ask.keep;
         cfg.stacks = ask.stacks;
         cfg.monotonic = config.clock == rtscope_engine::ClockKind::Monotonic;
+        if ask.stacks != rtscope_trace::tracefs::StackChoice::Off {
+            let probe = rtscope_check::LiveProbe;
+            let sys = rtscope_check::System::new(std::path::Path::new("/"), &probe);
+            cfg.preemption = rtscope_trace::tracefs::late::Preemption::of_model(
+                rtscope_check::preemption_model(&sys).as_deref(),
+            );
+        }
         cfg.reader_fifo = match sched {
             crate::housekeeping::Housekeeping::Fifo(p) => Some(p),
             crate::housekeeping::Housekeeping::Normal(_) => None,

@@ -111,6 +111,9 @@ pub struct ExplainConfig {
     /// late-only switch chain is then measured from their timers' expiry
     /// ([`crate::tracefs::late`]).
     pub monotonic: bool,
+    /// The kernel's preemption model, for the late-only stacks' held chain
+    /// ([`crate::tracefs::late::Preemption`]; the caller reads it, as `rtscope check` does).
+    pub preemption: crate::tracefs::late::Preemption,
 }
 
 impl ExplainConfig {
@@ -133,6 +136,7 @@ impl ExplainConfig {
             machine: None,
             siblings: None,
             monotonic: true,
+            preemption: crate::tracefs::late::Preemption::Later,
         }
     }
 }
@@ -424,6 +428,7 @@ fn choose(cfg: &ExplainConfig) -> (Tier, Option<String>, Option<FlightRecorder>)
     rc.instance.stacks = cfg.stacks;
     rc.instance.late.threshold_ns = cfg.threshold_ns;
     rc.instance.late.monotonic = cfg.monotonic;
+    rc.instance.late.preemption = cfg.preemption.clone();
     let mut reason = None;
     if tfs.has_timerlat() && !cfg.hrtimer_events {
         match crate::timerlat::in_use(&tfs) {

@@ -274,10 +274,6 @@ impl FlightRecorder {
             cfg.instance.stacks = StackChoice::Off;
         }
         cfg.instance.late.functions = namer.timer_functions();
-        if cfg.instance.stacks != StackChoice::Off {
-            cfg.instance.late.preemption =
-                crate::tracefs::late::Preemption::read(std::path::Path::new("/"));
-        }
         let saved = if timerlat {
             crate::timerlat::saved_settings(tfs)?
         } else {

@@ -96,31 +96,12 @@ pub enum Preemption {
 }
 
 impl Preemption {
-    /// The kernel's preemption model as files below `root` say: `/sys/kernel/realtime`, the
-    /// build flags in `/proc/sys/kernel/version` (`uname -v`), for a `PREEMPT_DYNAMIC` kernel
-    /// the model in force (`/sys/kernel/debug/sched/preempt`, else `preempt=` on
-    /// `/proc/cmdline`). Unknown is [`Preemption::Later`]: the held chain is then set.
-    pub fn read(root: &Path) -> Preemption {
-        let read = |p: &str| read_bounded(&root.join(p)).unwrap_or_default();
-        let version = read("proc/sys/kernel/version");
-        let flags: Vec<&str> = version.split_whitespace().collect();
-        if read("sys/kernel/realtime").trim() == "1" || flags.contains(&"PREEMPT_RT") {
-            return Preemption::AtSectionEnd("PREEMPT_RT".into());
-        }
-        if flags.contains(&"PREEMPT") {
-            return Preemption::AtSectionEnd("PREEMPT".into());
-        }
-        if !flags.contains(&"PREEMPT_DYNAMIC") {
-            return Preemption::Later;
-        }
-        let debugfs = read("sys/kernel/debug/sched/preempt");
-        let model = match debugfs.split_once('(') {
-            Some((_, rest)) => rest.split(')').next().map(str::to_string),
-            None => read("proc/cmdline")
-                .split_whitespace()
-                .find_map(|w| w.strip_prefix("preempt=").map(str::to_string)),
-        };
-        match model.as_deref() {
+    /// From the kernel's preemption model as `rtscope check` reads it
+    /// (`rtscope_check::preemption_model`: `rt`, `full`, …). Unknown is [`Preemption::Later`]:
+    /// the held chain is then set.
+    pub fn of_model(model: Option<&str>) -> Preemption {
+        match model {
+            Some("rt") => Preemption::AtSectionEnd("PREEMPT_RT".into()),
             Some("full") => Preemption::AtSectionEnd("preempt=full".into()),
             _ => Preemption::Later,
         }
@@ -193,17 +174,9 @@ impl Late {
                 "hist:keys=common_pid:{p}_dl=expires if function == {a:#x} && comm ~ {MEASURED}"
             ),
         );
-        self.add(
-            "events/sched/sched_switch/trigger",
-            format!(
-                "hist:keys=next_pid:{p}_wait=common_timestamp-${p}_dl:\
-                 onmatch(timer.hrtimer_start).trace({p}_switch,next_pid,${p}_wait):clock=mono \
-                 if next_comm ~ {MEASURED}"
-            ),
-        );
-        self.stack_at(
-            "switch",
-            "pid_t pid; u64 lat",
+        self.switch_from(
+            "dl",
+            "timer.hrtimer_start",
             format!("lat >= {t} && lat < {MAX_LATE_NS}"),
         );
     }
@@ -217,15 +190,23 @@ impl Late {
             "events/sched/sched_waking/trigger",
             format!("hist:keys=pid:{p}_ts=common_timestamp:clock=mono if comm ~ {MEASURED}"),
         );
+        self.switch_from("ts", "sched.sched_waking", format!("lat >= {t}"));
+    }
+
+    /// The **switch** chain's reader: the `sched_switch` into a measured thread computes how
+    /// late it runs from the variable `var` (saved under its PID by the `from` event), and its
+    /// synthetic event takes a stack at `filter`.
+    fn switch_from(&mut self, var: &str, from: &str, filter: String) {
+        let p = self.prefix.clone();
         self.add(
             "events/sched/sched_switch/trigger",
             format!(
-                "hist:keys=next_pid:{p}_wait=common_timestamp-${p}_ts:\
-                 onmatch(sched.sched_waking).trace({p}_switch,next_pid,${p}_wait):clock=mono \
+                "hist:keys=next_pid:{p}_wait=common_timestamp-${p}_{var}:\
+                 onmatch({from}).trace({p}_switch,next_pid,${p}_wait):clock=mono \
                  if next_comm ~ {MEASURED}"
             ),
         );
-        self.stack_at("switch", "pid_t pid; u64 lat", format!("lat >= {t}"));
+        self.stack_at("switch", "pid_t pid; u64 lat", filter);
     }
 
     /// **timer**: `hrtimer_start` saves the expiry under the timer, `hrtimer_expire_entry`
@@ -613,46 +594,23 @@ mod tests {
     }
 
     #[test]
-    fn the_preemption_model_is_read_from_the_kernels_files() {
-        let base = std::env::temp_dir().join(format!("rtscope-preempt-{}", std::process::id()));
-        let write = |p: &str, text: &str| {
-            let f = base.join(p);
-            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
-            std::fs::write(f, text).unwrap();
-        };
-        let model = || Preemption::read(&base);
-        assert_eq!(model(), Preemption::Later, "nothing readable");
-        write(
-            "proc/sys/kernel/version",
-            "#1 SMP Debian 6.1.158-1 (2025-11-09)\n",
+    fn the_preemption_model_of_rtscope_check_says_whether_the_held_chain_is_needed() {
+        assert_eq!(
+            Preemption::of_model(Some("rt")),
+            Preemption::AtSectionEnd("PREEMPT_RT".into())
         );
-        assert_eq!(model(), Preemption::Later);
-        write(
-            "proc/sys/kernel/version",
-            "#1 SMP PREEMPT Debian 6.1.158-1\n",
+        assert_eq!(
+            Preemption::of_model(Some("full")),
+            Preemption::AtSectionEnd("preempt=full".into())
         );
-        assert_eq!(model(), Preemption::AtSectionEnd("PREEMPT".into()));
-        write(
-            "proc/sys/kernel/version",
-            "#1 SMP PREEMPT_RT Debian 6.1.158-1\n",
-        );
-        assert_eq!(model(), Preemption::AtSectionEnd("PREEMPT_RT".into()));
-        write(
-            "proc/sys/kernel/version",
-            "#1 SMP PREEMPT_DYNAMIC Debian 6.1.158-1\n",
-        );
-        assert_eq!(model(), Preemption::Later, "dynamic, model unknown");
-        write("proc/cmdline", "root=/dev/vda preempt=full quiet\n");
-        assert_eq!(model(), Preemption::AtSectionEnd("preempt=full".into()));
-        // debugfs says what is in force now (written after boot), over the command line.
-        write("sys/kernel/debug/sched/preempt", "none (voluntary) full\n");
-        assert_eq!(model(), Preemption::Later);
-        write("sys/kernel/debug/sched/preempt", "none voluntary (full)\n");
-        assert_eq!(model(), Preemption::AtSectionEnd("preempt=full".into()));
-        write("proc/sys/kernel/version", "#1 SMP Debian 6.1.158-1\n");
-        write("sys/kernel/realtime", "1\n");
-        assert_eq!(model(), Preemption::AtSectionEnd("PREEMPT_RT".into()));
-        std::fs::remove_dir_all(base).unwrap();
+        for other in [
+            Some("voluntary"),
+            Some("none"),
+            Some("none or voluntary"),
+            None,
+        ] {
+            assert_eq!(Preemption::of_model(other), Preemption::Later, "{other:?}");
+        }
     }
 
     #[test]
