@@ -382,6 +382,24 @@ def check_kernel(c: Checker, a: argparse.Namespace, p: Prepared) -> tuple[float,
     return p.fetched, r.seconds
 
 
+def binary_ready(c: Checker, ready: Path, p: Prepared, timeout: float = 5400) -> bool:
+    """Waits until the kernel's static rtscope is built: READY/ARCH exists (ci.sh touches it
+    once its build of that target ends; READY/ARCH.failed if it failed). So the kernels are
+    fetched and their helpers built while the binaries build, and the amd64 guests boot while
+    the arm64 binary builds. False (a failed check) if the build failed or took too long."""
+    arch = guest.arch_of(p.kernel).debian
+    t0 = time.monotonic()
+    while not (ready / arch).exists():
+        if (ready / f"{arch}.failed").exists() or time.monotonic() - t0 > timeout:
+            c.expect(p.kernel, f"the static rtscope for {arch} is built", False,
+                     f"{ready / arch} did not appear (build failed or over {timeout:.0f} s)")
+            return False
+        time.sleep(2)
+    print(f"INFO {p.kernel}: its rtscope was ready after {time.monotonic() - t0:.0f} s of waiting",
+          flush=True)
+    return True
+
+
 def boot_all(c: Checker, a: argparse.Namespace, prepared: list[Prepared]) -> list[tuple[str, float, float]]:
     """Boots the prepared kernels one after the other, or all at once with --parallel (each
     guest is one QEMU process: on a loaded host three of them get about three times the CPU
@@ -391,6 +409,8 @@ def boot_all(c: Checker, a: argparse.Namespace, prepared: list[Prepared]) -> lis
     time). A boot that raises is a failed check of its kernel; the others go on."""
     def one(p: Prepared) -> tuple[str, float, float]:
         try:
+            if a.binaries_ready is not None and not binary_ready(c, a.binaries_ready, p):
+                return p.kernel, p.fetched, float("nan")
             fetched, seconds = check_kernel(c, a, p)
             return p.kernel, fetched, seconds
         except (guest.GuestError, subprocess.SubprocessError, OSError) as e:
@@ -434,6 +454,10 @@ def main(argv: list[str]) -> int:
                    help="after the preempt and irq --noisy runs, Debian's rtla timerlat -a on "
                    "the same section; its stack must name the function rtscope's stacks name "
                    "(RT kernels: the timerlat tracer; rtla_checks.py)")
+    p.add_argument("--binaries-ready", type=Path, metavar="DIR",
+                   help="the binaries are still being built: boot a kernel only once DIR/ARCH "
+                   "exists (amd64, arm64; DIR/ARCH.failed: its build failed), fetching the "
+                   "kernels and building their helpers meanwhile (tests/guest/ci.sh)")
     p.add_argument("--gpio-sim", default="", metavar="KERNELS",
                    help="rtscope respond on a gpio-sim chip in these kernels' boots (gpio_checks.py)")
     a = p.parse_args(argv)

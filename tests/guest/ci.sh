@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The boards block of CI (.ci/run calls it; self-contained, runs as root on Debian 12):
 #  1. installs the cross toolchains and QEMU (only what is missing),
-#  2. builds the static x86_64 and aarch64 musl release binaries,
+#  2. builds the static x86_64 and aarch64 musl release binaries, one after the other, while
+#     step 4 fetches the kernels and builds their helpers (each kernel boots once its binary exists),
 #  3. lints the musl targets' own code (clippy -D warnings on rtscope-engine, the only crate
 #     with target-specific code),
 #  4. boots Debian's standard and PREEMPT_RT kernels for amd64 and arm64 under QEMU (TCG) and
@@ -45,62 +46,33 @@ times+=("tools: $(elapsed "$t") s")
 export CC_x86_64_unknown_linux_musl=x86_64-linux-musl-gcc
 export CC_aarch64_unknown_linux_musl=aarch64-linux-musl-gcc
 export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER=aarch64-linux-gnu-gcc
-# Both targets in one cargo invocation: its jobs interleave the two builds (no idle tail of
-# the first while it links).
-t=$(secs)
-cargo build --release --locked -p rtscope \
-  --target x86_64-unknown-linux-musl --target aarch64-unknown-linux-musl
-for triple in x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
-  times+=("build $triple: $(stat -c %s "target/$triple/release/rtscope") bytes")
-done
-times+=("build (both musl targets): $(elapsed "$t") s")
-# The release binaries within their size budgets (scripts/budgets.sh), checked where they are
-# built: a feature that grows them past the budget fails CI, not a board's flash.
-# shellcheck source=scripts/budgets.sh
-. scripts/budgets.sh
-for triple in x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
-  within_budget "$triple" "target/$triple/release/rtscope"
-done
-# Beside the budget, each crate's share against the last main build on this machine
-# (scripts/crate-sizes.sh: the rlibs the build above left; saved here when this is main).
-# Printed, never failing: growth is seen, not fought line by line.
-sizes=${RTSCOPE_GUEST_CACHE:-/var/cache/rtscope-guest}/crate-sizes
-save=0
-[ "$(git rev-parse --abbrev-ref HEAD 2>/dev/null || true)" != main ] || save=1
-for triple in x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
-  RTSCOPE_SIZES_SAVE=$save bash scripts/crate-sizes.sh "$triple" "$sizes/$triple.tsv" || true
-done
-# The static binary hands no memory back to the kernel gap by gap (crates/rtscope/src/alloc.rs:
-# each munmap interrupts the measured CPU with a TLB flush): counted with strace on the host.
-munmaps_status=0
-python3 tests/host/munmaps.py target/x86_64-unknown-linux-musl/release/rtscope || munmaps_status=1
-
-# Clippy for the musl targets lints only what differs from the host's: the target-specific code
-# lives in rtscope-engine alone (checked below), the binary's musl allocator is linted on every
-# target (cfg(clippy), crates/rtscope/src/main.rs), and both targets' release builds above
-# compile everything else. The whole workspace's clippy for both musl targets took 523 s beside
-# the guests; this takes seconds.
 logs=target/guest/ci-logs
 rm -rf "$logs" && mkdir -p "$logs"
-t=$(secs)
-outside=$(grep -rlE 'cfg!?\(.*target_(arch|env|os)' crates/*/src | grep -v '^crates/rtscope-engine/' |
-  grep -vx 'crates/rtscope/src/main.rs' || true)
-if [ -n "$outside" ]; then
-  echo "target-specific code outside rtscope-engine (the musl targets' clippy would not see it):" >&2
-  echo "$outside" >&2
-  status_lint=1
-else
-  status_lint=0
-fi
-# Its own target directory: no lock shared with the test stage's build, which .ci/run runs at
-# the same time.
-CARGO_TARGET_DIR=target/lint-musl cargo clippy --locked -p rtscope-engine --lib \
-  --target x86_64-unknown-linux-musl --target aarch64-unknown-linux-musl -- -D warnings ||
-  status_lint=1
-times+=("clippy (rtscope-engine, musl targets): $(elapsed "$t") s")
+# The two targets one after the other, in the background, while the guest checks fetch the
+# kernels and build their helpers (noisy.ko, gpio-sim, the culprit): each kernel boots as soon
+# as its architecture's binary exists (guest.py check --binaries-ready), so the amd64 guests run
+# while the arm64 binary builds. Built together (one cargo invocation), both binaries came at
+# the end of 1,386 s beside the hog, and nothing else of this block started before (27 Nov 2026).
+ready=$(mktemp -d)
+build_musl() {
+  local triple=$1 arch=$2 t0
+  t0=$(secs)
+  if cargo build --release --locked -p rtscope --target "$triple"; then
+    echo "build $triple: $(elapsed "$t0") s, $(stat -c %s "target/$triple/release/rtscope") bytes" \
+      >>"$logs/build-times"
+    touch "$ready/$arch"
+  else
+    echo "build $triple: FAILED after $(elapsed "$t0") s" >>"$logs/build-times"
+    touch "$ready/$arch.failed"
+    return 1
+  fi
+}
+t_build=$(secs)
+{ build_musl x86_64-unknown-linux-musl amd64 && build_musl aarch64-unknown-linux-musl arm64 ||
+    touch "$ready/arm64.failed"; } >"$logs/musl-build.log" 2>&1 &
+builder=$!
 
-t=$(secs)
-status=$((munmaps_status | status_lint))
+status=0
 # The host-side replay of the reference instance (reference.py) on small traces and the noise
 # comparison's figures (noise_checks.py), first.
 (cd tests/guest && python3 -m unittest test_reference test_noise_checks test_noisy_checks test_rtla_checks) || status=1
@@ -118,6 +90,7 @@ status=$((munmaps_status | status_lint))
 # and irq-off sections under `measure --explain` and `noise --explain`: 73 s of boot and checks
 # beside the other three, 27 Nov 2026); the RT kernels also run Debian's `rtla timerlat -a` on
 # the same sections, whose stack must name the function rtscope's stacks name (rtla_checks.py).
+t=$(secs)
 python3 tests/guest/guest.py check \
   --timeout 1800 \
   --kernels amd64,rt-amd64,rt-arm64,arm64 \
@@ -126,19 +99,80 @@ python3 tests/guest/guest.py check \
   --stacks-only arm64 \
   --rtla rt-amd64,rt-arm64 \
   --gpio-sim amd64 \
+  --binaries-ready "$ready" \
   --rtscope-amd64 target/x86_64-unknown-linux-musl/release/rtscope \
   --rtscope-arm64 target/aarch64-unknown-linux-musl/release/rtscope \
-  --out target/guest || status=$?
-times+=("guest tests (4 kernels, one boot each): $(elapsed "$t") s")
+  --out target/guest >"$logs/guests.log" 2>&1 &
+guests=$!
+
+build_status=0
+wait "$builder" || build_status=1
+cat "$logs/musl-build.log"
+while read -r line; do times+=("$line"); done <"$logs/build-times"
+times+=("build (both musl targets, one after the other): $(elapsed "$t_build") s")
+[ "$build_status" -eq 0 ] || status=1
+
+if [ "$build_status" -eq 0 ]; then
+  # The release binaries within their size budgets (scripts/budgets.sh), checked where they are
+  # built: a feature that grows them past the budget fails CI, not a board's flash.
+  # shellcheck source=scripts/budgets.sh
+  . scripts/budgets.sh
+  for triple in x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
+    within_budget "$triple" "target/$triple/release/rtscope" || status=1
+  done
+  # Beside the budget, each crate's share against the last main build on this machine
+  # (scripts/crate-sizes.sh: the rlibs the build above left; saved here when this is main).
+  # Printed, never failing: growth is seen, not fought line by line.
+  sizes=${RTSCOPE_GUEST_CACHE:-/var/cache/rtscope-guest}/crate-sizes
+  save=0
+  [ "$(git rev-parse --abbrev-ref HEAD 2>/dev/null || true)" != main ] || save=1
+  for triple in x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
+    RTSCOPE_SIZES_SAVE=$save bash scripts/crate-sizes.sh "$triple" "$sizes/$triple.tsv" || true
+  done
+  # The static binary hands no memory back to the kernel gap by gap (crates/rtscope/src/alloc.rs:
+  # each munmap interrupts the measured CPU with a TLB flush): counted with strace on the host.
+  python3 tests/host/munmaps.py target/x86_64-unknown-linux-musl/release/rtscope || status=1
+fi
+
+# Clippy for the musl targets lints only what differs from the host's: the target-specific code
+# lives in rtscope-engine alone (checked below), the binary's musl allocator is linted on every
+# target (cfg(clippy), crates/rtscope/src/main.rs), and both targets' release builds above
+# compile everything else. The whole workspace's clippy for both musl targets took 523 s beside
+# the guests; this takes seconds.
+t_lint=$(secs)
+outside=$(grep -rlE 'cfg!?\(.*target_(arch|env|os)' crates/*/src | grep -v '^crates/rtscope-engine/' |
+  grep -vx 'crates/rtscope/src/main.rs' || true)
+if [ -n "$outside" ]; then
+  echo "target-specific code outside rtscope-engine (the musl targets' clippy would not see it):" >&2
+  echo "$outside" >&2
+  status=1
+fi
+# Its own target directory: no lock shared with the test stage's build, which .ci/run runs at
+# the same time.
+CARGO_TARGET_DIR=target/lint-musl cargo clippy --locked -p rtscope-engine --lib \
+  --target x86_64-unknown-linux-musl --target aarch64-unknown-linux-musl -- -D warnings ||
+  status=1
+times+=("clippy (rtscope-engine, musl targets): $(elapsed "$t_lint") s")
+
 # rtscope watch as a systemd service in a Debian 12 guest (tests/guest/watch-systemd/run.py):
 # systemctl start, a real Prometheus scraping /metrics from the host, kill -9, a power cut.
 # About 3 minutes with the root file system cached; its first build (mmdebstrap) downloads
 # ~140 MB of packages once. The timeout covers that first build (at most 900 s) and two boots
 # at their own timeout (900 s each: beside the hog and the musl clippy one boot took over 600).
-t=$(secs)
-timeout -k 30 2700 python3 tests/guest/watch-systemd/run.py \
-  --rtscope target/x86_64-unknown-linux-musl/release/rtscope \
-  --out target/guest/watch-systemd || status=1
-times+=("watch under systemd (2 boots, Prometheus): $(elapsed "$t") s")
+# It runs beside the arm64 guests, once the binaries are built.
+t_watch=$(secs)
+if [ "$build_status" -eq 0 ]; then
+  timeout -k 30 2700 python3 tests/guest/watch-systemd/run.py \
+    --rtscope target/x86_64-unknown-linux-musl/release/rtscope \
+    --out target/guest/watch-systemd || status=1
+else
+  echo "watch under systemd: not run, the x86-64 binary was not built" >&2
+  status=1
+fi
+times+=("watch under systemd (2 boots, Prometheus): $(elapsed "$t_watch") s")
+
+wait "$guests" || status=1
+cat "$logs/guests.log"
+times+=("guest tests (4 kernels, one boot each, from before the builds): $(elapsed "$t") s")
 printf 'boards CI block: %s\n' "${times[@]}"
 exit "$status"
