@@ -20,6 +20,7 @@
 #![warn(missing_docs)]
 
 pub mod analyze;
+pub mod bpf_stacks;
 pub mod decode;
 pub mod exits;
 pub mod explain;

@@ -7,7 +7,8 @@
 //! CPU are dropped, and each CPU keeps at most `max_events`.
 
 use crate::analyze;
-use crate::decode::{Event, Schema};
+use crate::bpf_stacks::BpfStacks;
+use crate::decode::{Event, Kind, Schema};
 use crate::exits::ExitWatch;
 use crate::keep::{Keep, PinKey};
 use crate::machine::Machine;
@@ -246,7 +247,38 @@ pub struct FlightRecorder {
     siblings: Vec<(usize, Vec<usize>)>,
     /// Whether spikes get kernel stacks, and the symbols they are named with.
     namer: Namer,
+    /// The late-only stacks' eBPF programs, where they take them.
+    bpf: Option<Arc<BpfStacks>>,
     _reaper: Reaper,
+}
+
+/// The late-only chains in eBPF ([`BpfStacks`]) where the run asks for late-only stacks and
+/// the kernel can: the instance then sets only the softirq chain's trigger. Else the hist
+/// triggers; for `auto` on a kernel without them either, no stacks, saying why.
+fn late_in_bpf(
+    tfs: &Tracefs,
+    cfg: &mut RecorderConfig,
+    namer: &mut Namer,
+) -> Option<Arc<BpfStacks>> {
+    let asked = matches!(cfg.instance.stacks, StackChoice::On | StackChoice::Auto);
+    if !asked || !namer.wants_trigger() {
+        return None;
+    }
+    match BpfStacks::start(tfs, &cfg.instance.late) {
+        Ok(b) => {
+            cfg.instance.late.bpf = Some(b.chains());
+            Some(Arc::new(b))
+        }
+        Err(why) => {
+            if let (StackChoice::Auto, Some(hist)) =
+                (cfg.instance.stacks, crate::tracefs::late::unsupported(tfs))
+            {
+                let both = format!("{hist}; eBPF: {why}");
+                *namer = Namer::unavailable(crate::tracefs::late_unavailable(&both));
+            }
+            None
+        }
+    }
 }
 
 impl FlightRecorder {
@@ -260,20 +292,12 @@ impl FlightRecorder {
         let siblings = cfg.siblings.clone();
         // Symbols first: without them a stack would name no function, so none is taken.
         let mut cfg = cfg;
-        // `auto` on a kernel that cannot take stacks only when late takes none: the symbols are
-        // then not read (no start-up cost for what the run will not use).
-        let auto_unsupported = match cfg.instance.stacks {
-            StackChoice::Auto => crate::tracefs::late::unsupported(tfs),
-            _ => None,
-        };
-        let mut namer = match auto_unsupported {
-            Some(why) => Namer::unavailable(crate::tracefs::late_unavailable(&why)),
-            None => Namer::load(cfg.instance.stacks != StackChoice::Off),
-        };
+        let mut namer = Namer::load(cfg.instance.stacks != StackChoice::Off);
+        cfg.instance.late.functions = namer.timer_functions();
+        let bpf = late_in_bpf(tfs, &mut cfg, &mut namer);
         if !namer.wants_trigger() {
             cfg.instance.stacks = StackChoice::Off;
         }
-        cfg.instance.late.functions = namer.timer_functions();
         let saved = if timerlat {
             crate::timerlat::saved_settings(tfs)?
         } else {
@@ -330,9 +354,20 @@ impl FlightRecorder {
         let stop = Arc::new(AtomicBool::new(false));
         let reader = {
             let (shared, stop, inst) = (shared.clone(), stop.clone(), instance.clone());
+            let bpf = bpf.clone();
             std::thread::Builder::new()
                 .name("rtscope-trace".into())
-                .spawn(move || read_loop(files, &inst, &schema, &shared, &stop, &cfg))
+                .spawn(move || {
+                    let reading = Reading {
+                        inst: &inst,
+                        schema: &schema,
+                        shared: &shared,
+                        stop: &stop,
+                        cfg: &cfg,
+                        bpf: bpf.as_deref(),
+                    };
+                    read_loop(files, reading)
+                })
                 .map_err(|source| TraceError::Io {
                     path: instance.dir.clone(),
                     source,
@@ -348,6 +383,7 @@ impl FlightRecorder {
             machine: cfg_machine,
             siblings,
             namer,
+            bpf,
             _reaper: reaper,
         })
     }
@@ -394,7 +430,14 @@ impl FlightRecorder {
             analyze::attribute_on(&events, spike, lost, machine)
         };
         a.siblings = siblings;
-        self.namer.attach(&mut a, &events);
+        match &self.bpf {
+            Some(b) => {
+                let until = spike.wakeup_ns + crate::stacks::STACK_AFTER_SWITCH_NS;
+                self.namer
+                    .attach(&mut a, &b.merged(spike.cpu, &events, until));
+            }
+            None => self.namer.attach(&mut a, &events),
+        }
         Outcome::Done(a)
     }
 
@@ -582,14 +625,25 @@ fn fifo(priority: i32) {
     };
 }
 
-fn read_loop(
-    mut files: Vec<(usize, File)>,
-    inst: &Instance,
-    schema: &Schema,
-    shared: &Mutex<Shared>,
-    stop: &AtomicBool,
-    cfg: &RecorderConfig,
-) {
+/// What the reader thread reads with and into.
+struct Reading<'a> {
+    inst: &'a Instance,
+    schema: &'a Schema,
+    shared: &'a Mutex<Shared>,
+    stop: &'a AtomicBool,
+    cfg: &'a RecorderConfig,
+    bpf: Option<&'a BpfStacks>,
+}
+
+fn read_loop(mut files: Vec<(usize, File)>, r: Reading) {
+    let Reading {
+        inst,
+        schema,
+        shared,
+        stop,
+        cfg,
+        bpf,
+    } = r;
     pin_to(&cfg.housekeeping);
     if let Some(p) = cfg.reader_fifo {
         fifo(p);
@@ -601,6 +655,9 @@ fn read_loop(
     let mut sizes: HashMap<usize, usize> = HashMap::new();
     loop {
         let stopping = stop.load(Ordering::Relaxed);
+        if let Some(b) = bpf {
+            scratch.dump.stacks(&b.drain());
+        }
         for (cpu, f) in &mut files {
             if drain_cpu(*cpu, f, &mut scratch, inst, schema, shared, cfg) {
                 let kb = sizes.entry(*cpu).or_insert(cfg.instance.buffer_kb.max(64));
@@ -642,6 +699,25 @@ impl Dump {
     fn from_env() -> Dump {
         let file = std::env::var_os("RTSCOPE_TRACE_DUMP").and_then(|p| File::create(p).ok());
         Dump(file.map(std::io::BufWriter::new))
+    }
+
+    /// The eBPF programs' stacks, as the trace's own stack entries are written, with their
+    /// chain and lateness after them (`ebpf=switch lat=1600000`).
+    fn stacks(&mut self, stacks: &[rtscope_bpf::StackRecord]) {
+        use std::io::Write;
+        let Some(w) = &mut self.0 else { return };
+        for r in stacks {
+            let kind = Kind::KernelStack {
+                frames: r.frames.clone(),
+            };
+            let (chain, lat) = (r.chain.name(), r.lat);
+            let _ = writeln!(
+                w,
+                "{} {} {} {kind:?} ebpf={chain} lat={lat}",
+                r.cpu, r.ts, r.pid
+            );
+        }
+        let _ = w.flush();
     }
 
     fn page(&mut self, cpu: usize, timestamp: u64, missed: bool, events: &[Event]) {

@@ -31,7 +31,7 @@ pub const MAX_KALLSYMS: u64 = 64 << 20;
 
 /// How long after the switch into the measured thread its stack entry may come (ns): the
 /// trigger writes it in the same `__schedule`, interrupts off.
-const STACK_AFTER_SWITCH_NS: u64 = 200_000;
+pub const STACK_AFTER_SWITCH_NS: u64 = 200_000;
 
 /// The events without the `kernel_stack` entries (the analyzers read tasks and contexts from
 /// events; a stack entry is written in the switched-out task's name after the switch).
@@ -163,16 +163,22 @@ fn stack_before(events: &[Event], i: usize, pid: i32) -> Option<Vec<u64>> {
 /// wake-up write theirs right after a waking of a measured thread or a switch into one, and
 /// the late-only switch chain right after a switch into one; any other stack is a late-only
 /// trigger's, taken at an interrupt (the timerlat tier records no interrupt entry, so the
-/// record before it can be a switch long before). The first event of a window has no known
-/// record before it: not loose.
+/// record before it can be a switch long before). A trigger writes its entry within
+/// [`STACK_AFTER_SWITCH_NS`] of its record, so a stack later than that after a waking or a
+/// switch is loose too (an eBPF program's held stack, [`crate::bpf_stacks`], comes with no
+/// interrupt entry of its own). The first event of a window has no known record before it:
+/// not loose.
 fn loose(events: &[Event], i: usize) -> bool {
     let measured =
         |c: &crate::decode::Comm| c.starts_with(b"rtscope-m") || c.starts_with(b"rtscope-n");
-    i.checked_sub(1).is_some_and(|j| match &events[j].kind {
-        Kind::Waking { comm, .. } => !measured(comm),
-        Kind::Switch { next_comm, .. } => !measured(next_comm),
-        Kind::KernelStack { .. } => false,
-        _ => true,
+    i.checked_sub(1).is_some_and(|j| {
+        let long_after = events[i].ts > events[j].ts + STACK_AFTER_SWITCH_NS;
+        match &events[j].kind {
+            Kind::Waking { comm, .. } => !measured(comm) || long_after,
+            Kind::Switch { next_comm, .. } => !measured(next_comm) || long_after,
+            Kind::KernelStack { .. } => false,
+            _ => true,
+        }
     })
 }
 
@@ -217,7 +223,14 @@ impl Namer {
     pub fn timer_functions(&self) -> TimerFunctions {
         TimerFunctions {
             hrtimer_wakeup: self.kallsyms.address("hrtimer_wakeup"),
-            tick_sched_timer: self.kallsyms.address("tick_sched_timer"),
+            // Renamed `tick_nohz_highres_handler` in 6.8 and `tick_nohz_handler` in 6.10.
+            tick_sched_timer: [
+                "tick_sched_timer",
+                "tick_nohz_highres_handler",
+                "tick_nohz_handler",
+            ]
+            .iter()
+            .find_map(|name| self.kallsyms.address(name)),
         }
     }
 

@@ -502,7 +502,9 @@ impl Instance {
     /// The late-only triggers set, their chains named; or why not (every trigger and
     /// synthetic event already set is taken back).
     fn set_late(&mut self, tfs: &Tracefs, cfg: &InstanceConfig) -> Result<String, String> {
-        if let Some(why) = late::unsupported(tfs) {
+        // With the chains in eBPF only the softirq chain's `stacktrace` trigger is set here:
+        // no hist trigger.
+        if let (Some(why), None) = (late::unsupported(tfs), &cfg.late.bpf) {
             return Err(why);
         }
         let format = tfs

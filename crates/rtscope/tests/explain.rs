@@ -88,6 +88,17 @@ pub(crate) fn measure_beside_culprit(
     duration: &str,
     extra: &[&str],
 ) -> (String, String, serde_json::Value) {
+    measure_beside_culprit_env(db, json, duration, extra, &[])
+}
+
+/// [`measure_beside_culprit`] with `env` set for rtscope.
+pub(crate) fn measure_beside_culprit_env(
+    db: &std::path::Path,
+    json: &std::path::Path,
+    duration: &str,
+    extra: &[&str],
+    env: &[(&str, &std::path::Path)],
+) -> (String, String, serde_json::Value) {
     let cpu = std::thread::available_parallelism().unwrap().get() - 1;
     let stop = Arc::new(AtomicBool::new(false));
     let c = culprit(cpu, stop.clone());
@@ -107,6 +118,7 @@ pub(crate) fn measure_beside_culprit(
         .arg(db)
         .arg("--json")
         .arg(json)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     stop.store(true, Ordering::Relaxed);

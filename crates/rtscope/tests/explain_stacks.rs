@@ -4,12 +4,12 @@
 //! where it gave the CPU back: its clock_nanosleep) in the JSON, the text and `runs explain`,
 //! with the time by kernel function, and the report shows that table and the flame graph of the
 //! kept stacks as headless Chromium renders it; the trigger lives in rtscope's instance only; by default
-//! (`auto`: late-only stacks, which need hist triggers this host's kernel lacks) or with `off`
-//! none is taken here. A test that cannot run here fails under
-//! RTSCOPE_TEST_STRICT=1 and skips with the reason printed otherwise.
+//! or with `off` none is taken; `auto` takes late-only stacks, here with eBPF programs (this
+//! host's 6.18 has no hist triggers), and a prompt wake-up takes none. A test that cannot run
+//! here fails under RTSCOPE_TEST_STRICT=1 and skips with the reason printed otherwise.
 
 use crate::common::browser::rendered_dom;
-use crate::explain::{measure_beside_culprit, traceable};
+use crate::explain::{measure_beside_culprit, measure_beside_culprit_env, traceable};
 use std::process::Command;
 
 fn text(b: &[u8]) -> String {
@@ -69,10 +69,13 @@ fn the_spikes_a_busy_fifo_thread_caused_carry_its_kernel_stack_in_json_text_runs
             .collect();
         assert!(!frames.is_empty() && frames.len() <= 64, "{s}");
         // The timer interrupt that woke the measured thread found the culprit spinning (the
-        // waking's stack), or the culprit slept in clock_nanosleep between its bursts (the
-        // switch's): nothing else.
+        // waking's stack), the scheduler tick found it spinning while the woken thread waited
+        // (the late-only held chain's), or the culprit slept in clock_nanosleep between its
+        // bursts (the switch's): nothing else.
         assert!(
-            frames.contains(&"hrtimer_wakeup") || frames.contains(&"do_nanosleep"),
+            ["hrtimer_wakeup", "hrtimer_interrupt", "do_nanosleep"]
+                .iter()
+                .any(|f| frames.contains(f)),
             "{s}"
         );
     }
@@ -147,17 +150,94 @@ fn report_shows_the_stacks(db: &std::path::Path, stacks: &[&serde_json::Value]) 
     );
 }
 
-/// Whether this kernel can take late-only stacks (synthetic events and hist triggers).
+/// Whether this kernel runs BPF programs on trace events with a BPF ring buffer (its symbols:
+/// `CONFIG_BPF_EVENTS`, Linux 5.8).
+fn bpf_here() -> bool {
+    let syms = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    [" perf_event_attach_bpf_prog\n", " bpf_ringbuf_reserve\n"]
+        .iter()
+        .all(|s| syms.contains(s))
+}
+
+/// Whether this kernel can take late-only stacks: eBPF programs on trace events, or
+/// synthetic events and hist triggers.
 fn late_only_here() -> bool {
     let t = std::path::Path::new("/sys/kernel/tracing");
-    t.join("synthetic_events").exists() && t.join("events/sched/sched_waking/hist").exists()
+    bpf_here()
+        || t.join("synthetic_events").exists() && t.join("events/sched/sched_waking/hist").exists()
+}
+
+/// `auto` where the kernel runs BPF programs on trace events takes the late-only stacks with
+/// them: the tier line says so, the culprit's spikes carry its stack (its clock_nanosleep where
+/// it gave the CPU back; user space where the tick found it spinning), and a prompt wake-up
+/// takes none: of the programs' stacks in rtscope's own trace (`RTSCOPE_TRACE_DUMP`, marked
+/// `ebpf=CHAIN lat=NS`), each chain took at most one per spike at or above the threshold (a
+/// stack is taken at a lateness the wake-up's own latency includes), far fewer than the
+/// wake-ups. The measured thread's sleeps before its first sample (its set-up, beside the
+/// load) can be late too and take one: later than any sample, they are not counted.
+#[test]
+fn auto_takes_late_only_stacks_with_ebpf_programs_and_a_prompt_wake_up_takes_none() {
+    rtscope_testkit::require_ok!(traceable());
+    rtscope_testkit::require!(
+        bpf_here(),
+        "a kernel that runs BPF programs on trace events"
+    );
+    let _rt = rtscope_testkit::rt_lock();
+    let d = std::env::temp_dir().join(format!("rtscope-stacks-{}-ebpf", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let (db, json, dump) = (d.join("x.db"), d.join("x.json"), d.join("dump.txt"));
+    let flags = ["--explain-stacks", "auto"];
+    let env = [("RTSCOPE_TRACE_DUMP", dump.as_path())];
+    let (_, err, v) = measure_beside_culprit_env(&db, &json, "3s", &flags, &env);
+    assert!(
+        err.contains("kernel stacks when late: switch, timer"),
+        "{err}"
+    );
+    assert!(err.contains(" (eBPF), softirq"), "{err}");
+    let x = &v["explain"];
+    let culprit: Vec<&serde_json::Value> = x["worst"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|w| w.get("stack"))
+        .filter(|s| s["task"]["comm"] == "culprit")
+        .collect();
+    assert!(
+        !culprit.is_empty(),
+        "no spike with the culprit's stack: {x}"
+    );
+    let spikes = x["counts"]["spikes"].as_u64().unwrap();
+    let max_ns = v["total"]["max_ns"].as_u64().unwrap();
+    let text = std::fs::read_to_string(&dump).unwrap();
+    let of_samples = |l: &&str| {
+        l.rsplit_once(" lat=")
+            .and_then(|(_, n)| n.parse::<u64>().ok())
+            .is_some_and(|n| n <= max_ns)
+    };
+    let wakings = text
+        .lines()
+        .filter(|l| l.contains(" Waking {") && l.contains("comm: \"rtscope-m"))
+        .count() as u64;
+    for chain in ["switch", "timer", "held"] {
+        let n = text
+            .lines()
+            .filter(|l| l.contains(&format!(" ebpf={chain} ")))
+            .filter(of_samples)
+            .count() as u64;
+        assert!(n <= spikes, "{n} {chain} stacks for {spikes} spikes");
+    }
+    let switches = text.lines().filter(|l| l.contains(" ebpf=switch ")).count() as u64;
+    assert!(
+        switches >= 1 && spikes * 10 < wakings,
+        "{switches} {spikes} {wakings}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 /// By default and with `--explain-stacks off` no stack is taken (the late-only stacks' triggers
-/// cost every wake-up: BENCHMARKS.md); `auto` takes late-only stacks where the kernel has hist
-/// triggers, else none. Each run names the culprit; on a kernel without hist triggers (this
-/// host's 6.18) `auto` explains as without stacks and the tier line says why (that fallback is
-/// this host's expected behaviour, so it passes under RTSCOPE_TEST_STRICT).
+/// cost every wake-up: BENCHMARKS.md); `auto` takes late-only stacks where the kernel can (eBPF
+/// programs, or hist triggers), else none, saying why. Each run names the culprit.
 #[test]
 fn by_default_and_off_no_stack_is_taken_and_auto_says_why_late_only_stacks_are_unavailable() {
     rtscope_testkit::require_ok!(traceable());

@@ -64,6 +64,8 @@ pub struct Late {
     /// Why the held chain is not set where it could be: the preemption model that makes it
     /// unneeded.
     pub held_skipped: Option<String>,
+    /// The chains eBPF programs take (only the softirq chain is set here then).
+    pub bpf: Option<String>,
 }
 
 /// Kernel text addresses the timer chains filter on (`None`: that chain is left out).
@@ -134,6 +136,9 @@ pub struct Setting {
     /// The kernel's preemption model: the held chain only where it does not preempt at a
     /// section's end.
     pub preemption: Preemption,
+    /// The chains eBPF programs take instead (`switch, timer, held`: [`crate::bpf_stacks`]):
+    /// then only the softirq chain is set here.
+    pub bpf: Option<String>,
 }
 
 impl Late {
@@ -150,7 +155,14 @@ impl Late {
                 _ => None,
             },
             prefix: p,
+            bpf: None,
         };
+        if let Some(chains) = &s.bpf {
+            late.bpf = Some(chains.clone());
+            late.held_skipped = None;
+            late.softirq();
+            return Some(late);
+        }
         match s.functions.hrtimer_wakeup {
             Some(a) if s.monotonic => late.switch_from_expiry(a, s.threshold_ns),
             _ => late.switch_from_waking(s.threshold_ns),
@@ -317,7 +329,11 @@ impl Late {
     /// The tier line's words: the chains set, and why the held chain is not
     /// (`switch, timer (no held: PREEMPT_RT preempts at a section's end)`).
     pub fn describe(&self) -> String {
-        let chains = self.chains().join(", ");
+        let own = self.chains().join(", ");
+        let chains = match &self.bpf {
+            Some(bpf) => format!("{bpf} (eBPF), {own}"),
+            None => own,
+        };
         match &self.held_skipped {
             Some(model) => format!("{chains} (no held: {model} preempts at a section's end)"),
             None => chains,
@@ -459,6 +475,7 @@ mod tests {
             functions: f,
             monotonic,
             preemption,
+            bpf: None,
         }
     }
 
@@ -614,6 +631,17 @@ mod tests {
         let p = Preemption::AtSectionEnd("PREEMPT_RT".into());
         let l = Late::new(&dir(), &setting(f, true, p)).unwrap();
         assert_eq!(l.describe(), "switch, timer, softirq");
+    }
+
+    #[test]
+    fn with_the_chains_in_ebpf_only_the_softirq_trigger_is_set() {
+        let mut s = setting(BOTH, true, Preemption::AtSectionEnd("PREEMPT_RT".into()));
+        s.bpf = Some("switch, timer".into());
+        let l = Late::new(&dir(), &s).unwrap();
+        assert!(l.synthetic.is_empty() && l.deletions().is_empty());
+        assert_eq!(on(&l, "sched/sched_waking").len(), 1);
+        assert_eq!(l.triggers.len(), 1);
+        assert_eq!(l.describe(), "switch, timer (eBPF), softirq");
     }
 
     #[test]

@@ -1,0 +1,273 @@
+//! Late-only kernel stacks taken by eBPF programs ([`rtscope_bpf::late`]): the switch, timer
+//! and held chains of [`crate::tracefs::late`] where the kernel runs BPF programs on trace
+//! events, at less cost to a prompt wake-up than hist triggers, and on kernels without hist
+//! triggers. The reader thread drains their ring buffer; a spike's events get the stacks of
+//! its CPU merged in where the `stacktrace` trigger of the same chain would have written them
+//! (after the switch into the thread; before its waking; between the two), so that
+//! [`crate::stacks::find`] reads them the same way.
+
+use crate::decode::{Event, Kind};
+use crate::format::EventFormat;
+use crate::tracefs::late::{Preemption, Setting};
+use crate::tracefs::Tracefs;
+use rtscope_bpf::late::Programs;
+use rtscope_bpf::{Chain, Formats, StackRecord};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+
+/// Stacks kept per CPU for the spikes still to be explained (late wake-ups only: far more
+/// than a window holds).
+const KEPT: usize = 4096;
+
+/// How far from a switch into the measured thread its switch chain's stack may be (ns): the
+/// program runs in the same tracepoint call as the trace's record.
+const SWITCH_SLACK_NS: u64 = 200_000;
+
+/// The tracefs `format` files of the events the programs read.
+struct TracefsFormats(Vec<EventFormat>);
+
+impl Formats for TracefsFormats {
+    fn id(&self, name: &str) -> Option<u64> {
+        self.0
+            .iter()
+            .find(|f| f.name == name)
+            .map(|f| u64::from(f.id))
+    }
+
+    fn offset(&self, event: &str, field: &str) -> Option<usize> {
+        let f = self.0.iter().find(|f| f.name == event)?;
+        f.fields.iter().find(|x| x.name == field).map(|x| x.offset)
+    }
+}
+
+/// The loaded programs and the stacks they took, per CPU.
+pub struct BpfStacks {
+    programs: Mutex<Programs>,
+    kept: Mutex<Kept>,
+}
+
+/// The stacks drained: per CPU, and those the reader has not yet written to its dump.
+#[derive(Default)]
+struct Kept {
+    cpus: HashMap<usize, VecDeque<StackRecord>>,
+    undumped: Vec<StackRecord>,
+}
+
+impl BpfStacks {
+    /// Loads and attaches the programs for `s`; why not, when the kernel or the run cannot.
+    pub fn start(tfs: &Tracefs, s: &Setting) -> Result<BpfStacks, String> {
+        let wakeup = s
+            .functions
+            .hrtimer_wakeup
+            .ok_or("no hrtimer_wakeup symbol in /proc/kallsyms")?;
+        if !s.monotonic {
+            return Err("the measured threads sleep on another clock than the trace's".into());
+        }
+        let tick = match s.preemption {
+            Preemption::Later => s.functions.tick_sched_timer,
+            Preemption::AtSectionEnd(_) => None,
+        };
+        let formats = TracefsFormats(
+            [
+                ("timer", "hrtimer_start"),
+                ("timer", "hrtimer_expire_entry"),
+                ("sched", "sched_switch"),
+                ("sched", "sched_waking"),
+            ]
+            .iter()
+            .filter_map(|(system, event)| tfs.event_format(system, event))
+            .collect(),
+        );
+        let setting = rtscope_bpf::late::Setting {
+            threshold_ns: s.threshold_ns,
+            hrtimer_wakeup: wakeup,
+            tick_sched_timer: tick,
+            tgid: std::process::id(),
+        };
+        let programs = Programs::start(&setting, &formats).map_err(|e| e.to_string())?;
+        Ok(BpfStacks {
+            programs: Mutex::new(programs),
+            kept: Mutex::new(Kept::default()),
+        })
+    }
+
+    /// The chains set (`switch, timer, held`).
+    pub fn chains(&self) -> String {
+        let p = self.programs.lock().unwrap_or_else(|e| e.into_inner());
+        let names: Vec<&str> = p.chains().iter().map(|c| c.name()).collect();
+        names.join(", ")
+    }
+
+    /// Takes the stacks the programs wrote since the last call and keeps them (by the reader
+    /// thread at each poll, and before a spike's stacks are looked for: a stack written just
+    /// before its switch was read is not missed).
+    fn drain_into(&self, kept: &mut Kept) {
+        let mut new = Vec::new();
+        self.programs
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(&mut new);
+        for r in &new {
+            let q = kept.cpus.entry(r.cpu as usize).or_default();
+            if q.len() == KEPT {
+                q.pop_front();
+            }
+            q.push_back(r.clone());
+        }
+        kept.undumped.extend(new);
+    }
+
+    /// Drains the programs' stacks; returns those not yet handed out here (for the reader's
+    /// dump).
+    pub fn drain(&self) -> Vec<StackRecord> {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        self.drain_into(&mut kept);
+        std::mem::take(&mut kept.undumped)
+    }
+
+    /// `events` (one CPU's, in time order, up to a spike's wake-up) with that CPU's stacks
+    /// from the first event to `until` merged in ([`merge`]).
+    pub fn merged(&self, cpu: usize, events: &[Event], until: u64) -> Vec<Event> {
+        let from = events.first().map_or(0, |e| e.ts);
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        self.drain_into(&mut kept);
+        let stacks: Vec<&StackRecord> = kept
+            .cpus
+            .get(&cpu)
+            .into_iter()
+            .flatten()
+            .filter(|r| r.ts >= from && r.ts <= until)
+            .collect();
+        merge(events, &stacks)
+    }
+}
+
+/// The events with each stack placed where the `stacktrace` trigger of its chain writes its
+/// entry: a switch stack right after the switch into its measured thread nearest in time (the
+/// program and the trace's record come from the same tracepoint call, in either order), the
+/// others by time (a late timer's before the waking it causes, the tick's where it came).
+pub fn merge(events: &[Event], stacks: &[&StackRecord]) -> Vec<Event> {
+    let mut out = events.to_vec();
+    for r in stacks {
+        let stack = Event {
+            ts: r.ts,
+            pid: r.pid as i32,
+            kind: Kind::KernelStack {
+                frames: r.frames.clone(),
+            },
+        };
+        let by_time = out.partition_point(|e| e.ts <= r.ts);
+        let at = match r.chain {
+            Chain::Switch => out
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| {
+                    matches!(e.kind, Kind::Switch { next_pid, .. } if next_pid == r.tid as i32)
+                        && e.ts.abs_diff(r.ts) <= SWITCH_SLACK_NS
+                })
+                .min_by_key(|(_, e)| e.ts.abs_diff(r.ts))
+                .map_or(by_time, |(i, _)| i + 1),
+            Chain::Timer | Chain::Held => by_time,
+        };
+        out.insert(at, stack);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{Comm, TaskState};
+    use crate::model::Spike;
+
+    fn record(ts: u64, pid: u32, chain: Chain, frame: u64) -> StackRecord {
+        StackRecord {
+            ts,
+            lat: 2_000_000,
+            cpu: 1,
+            pid,
+            tid: 7,
+            chain,
+            frames: vec![frame],
+        }
+    }
+
+    fn switch(ts: u64, prev: i32, next: i32) -> Event {
+        Event {
+            ts,
+            pid: prev,
+            kind: Kind::Switch {
+                prev_pid: prev,
+                prev_prio: 120,
+                prev_comm: Comm::new(b"culprit"),
+                prev_state: TaskState::Preempted,
+                next_pid: next,
+                next_prio: 1,
+                next_comm: Comm::new(b"rtscope-m0"),
+            },
+        }
+    }
+
+    fn waking(ts: u64, pid: i32) -> Event {
+        Event {
+            ts,
+            pid,
+            kind: Kind::Waking {
+                pid: 7,
+                prio: 1,
+                comm: Comm::new(b"rtscope-m0"),
+                target_cpu: 1,
+            },
+        }
+    }
+
+    #[test]
+    fn stacks_land_where_the_triggers_would_write_them_and_find_reads_them() {
+        let spike = Spike {
+            cpu: 1,
+            tid: 7,
+            deadline_ns: 1_000_000,
+            wakeup_ns: 9_000_000,
+            smis: None,
+        };
+        let events = vec![waking(1_000_100, 40), switch(8_000_000, 40, 7)];
+        // The program ran before the trace's probe: its stack's time is before the switch's,
+        // and it still lands after it.
+        let sw = record(7_999_990, 40, Chain::Switch, 0xb);
+        let merged = merge(&events, &[&sw]);
+        assert!(matches!(merged[2].kind, Kind::KernelStack { .. }));
+        let culprit = crate::model::Task {
+            comm: "culprit".into(),
+            pid: 40,
+            prio: 120,
+        };
+        assert_eq!(
+            crate::stacks::find(&merged, &spike, Some(&culprit))
+                .unwrap()
+                .1,
+            vec![0xb]
+        );
+        // The tick found the culprit between the waking and the switch: its stack wins.
+        let held = record(3_000_000, 40, Chain::Held, 0xc);
+        let merged = merge(&events, &[&held, &sw]);
+        assert_eq!(
+            crate::stacks::find(&merged, &spike, Some(&culprit))
+                .unwrap()
+                .1,
+            vec![0xc]
+        );
+        // A late timer's stack comes before the waking it causes.
+        let late = vec![
+            switch(600_000, 7, 40),
+            waking(7_000_020, 40),
+            switch(8_000_000, 40, 7),
+        ];
+        let timer = record(7_000_010, 40, Chain::Timer, 0xa);
+        let merged = merge(&late, &[&timer]);
+        assert!(matches!(merged[1].kind, Kind::KernelStack { .. }));
+        assert_eq!(
+            crate::stacks::find(&merged, &spike, None).unwrap().1,
+            vec![0xa]
+        );
+    }
+}
