@@ -165,7 +165,7 @@ fn stack_before(events: &[Event], i: usize, pid: i32) -> Option<Vec<u64>> {
 /// trigger's, taken at an interrupt (the timerlat tier records no interrupt entry, so the
 /// record before it can be a switch long before). A trigger writes its entry within
 /// [`STACK_AFTER_SWITCH_NS`] of its record, so a stack later than that after a waking or a
-/// switch is loose too (an eBPF program's held stack, [`crate::bpf_stacks`], comes with no
+/// switch is loose too (an eBPF program's held stack, `bpf_stacks`, comes with no
 /// interrupt entry of its own). The first event of a window has no known record before it:
 /// not loose.
 fn loose(events: &[Event], i: usize) -> bool {

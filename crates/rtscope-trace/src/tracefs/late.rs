@@ -136,7 +136,7 @@ pub struct Setting {
     /// The kernel's preemption model: the held chain only where it does not preempt at a
     /// section's end.
     pub preemption: Preemption,
-    /// The chains eBPF programs take instead (`switch, timer, held`: [`crate::bpf_stacks`]):
+    /// The chains eBPF programs take instead (`switch, timer, held`: the `bpf_stacks` module):
     /// then only the softirq chain is set here.
     pub bpf: Option<String>,
 }
