@@ -169,15 +169,17 @@ def verify(c, kernel: str, r: guest.BootResult, modes: list[str]) -> None:
 
 
 def sigkill_check(marker: str) -> tuple[bool, str]:
-    """The `late-sigkill` marker (`set=N instances=N left=N instances-left=N`): the late-only
-    stacks' synthetic events and the instance were there while `measure --explain` recorded,
-    and none is left after its SIGKILL (the reaper's work)."""
+    """The `late-sigkill` marker (`set=N bpf=N instances=N left=N instances-left=N`): the
+    late-only stacks (hist triggers' synthetic events, or eBPF programs held by the process)
+    and the instance were there while `measure --explain` recorded, and no synthetic event or
+    instance is left after its SIGKILL (the reaper's work; the programs go with the process)."""
     v = dict(kv.split("=", 1) for kv in marker.split() if "=" in kv)
     n = {k: int(x) if x.isdigit() else -1 for k, x in v.items()}
-    ok = (n.get("set", 0) > 0 and n.get("instances", 0) > 0 and n.get("left") == 0
-          and n.get("instances-left") == 0)
-    return ok, (f"while recording: {v.get('set')} synthetic event(s), {v.get('instances')} "
-                f"instance(s); after the SIGKILL: {v.get('left')} and {v.get('instances-left')}")
+    ok = ((n.get("set", 0) > 0 or n.get("bpf", 0) > 0) and n.get("instances", 0) > 0
+          and n.get("left") == 0 and n.get("instances-left") == 0)
+    return ok, (f"while recording: {v.get('set')} synthetic event(s), {v.get('bpf', 0)} eBPF "
+                f"program(s), {v.get('instances')} instance(s); after the SIGKILL: "
+                f"{v.get('left')} synthetic event(s) and {v.get('instances-left')} instance(s)")
 
 
 def verify_run(c, kernel: str, r: guest.BootResult, mode: str, run: tuple[str, str, str]) -> None:

@@ -202,9 +202,13 @@ class MissingExits(unittest.TestCase):
     def test_a_sigkill_must_leave_no_synthetic_event_and_no_instance(self):
         ok, detail = noisy_checks.sigkill_check("set=4 instances=1 left=0 instances-left=0")
         self.assertTrue(ok, detail)
-        self.assertIn("after the SIGKILL: 0 and 0", detail)
+        self.assertIn("after the SIGKILL: 0 synthetic event(s) and 0 instance(s)", detail)
         self.assertFalse(noisy_checks.sigkill_check("set=4 instances=1 left=4 instances-left=1")[0])
         self.assertFalse(noisy_checks.sigkill_check("set=0 instances=1 left=0 instances-left=0")[0])
+        # eBPF programs instead of synthetic events: they go with the process.
+        ok, detail = noisy_checks.sigkill_check("set=0 bpf=4 instances=1 left=0 instances-left=0")
+        self.assertTrue(ok, detail)
+        self.assertIn("4 eBPF program(s)", detail)
 
     def test_rtscope_reporting_missing_exits_fails_the_run_and_names_the_retry(self):
         r = boot(CULPRIT)

@@ -72,13 +72,14 @@ traced_run() {
 }
 
 # late_set [SECONDS]: waits until `measure --explain`'s late-only stacks are set up (an rtscope
-# instance and its synthetic events), SECONDS at most (default 120: a guest starved by a loaded
+# instance with the softirq chain's stacktrace trigger, set last whether the other chains are
+# eBPF programs or hist triggers), SECONDS at most (default 120: a guest starved by a loaded
 # host took more than 4 s to get there); returns 1 if they never were.
 late_set() {
     _ls_n=0
     while [ "$_ls_n" -lt $((${1:-120} * 5)) ]; do
-        if ls /sys/kernel/tracing/instances 2>/dev/null | grep -q '^rtscope-' &&
-            grep -q '^rtscope_' /sys/kernel/tracing/synthetic_events 2>/dev/null; then
+        if cat /sys/kernel/tracing/instances/rtscope-*/events/sched/sched_waking/trigger \
+            2>/dev/null | grep -q '^stacktrace'; then
             return 0
         fi
         usleep 200000
@@ -174,9 +175,10 @@ for mode in ${MODES:-preempt irq storm softirq net}; do
 done
 
 # The late-only stacks after a SIGKILL of `measure --explain --explain-stacks auto` while it
-# records: the reaper takes the instance's hist triggers back (the kernel refuses to remove an
+# records: the reaper takes the instance's triggers back (the kernel refuses to remove an
 # instance whose hist triggers hold variables), removes it and deletes the global synthetic
-# events (docs/explain.md, "Kernel stacks"). Marker: what was set, what is left.
+# events; eBPF programs (the process's `bpf-prog` file descriptors) go with the process
+# (docs/explain.md, "Kernel stacks"). Marker: what was set, what is left.
 _t=/sys/kernel/tracing
 rtscope measure -D 30s -i 1ms --cpus 1 -p 80 --explain 1.5ms --explain-stacks auto -q --no-db \
     >/tmp/late-kill.log 2>&1 &
@@ -184,8 +186,9 @@ _kpid=$!
 late_set
 _kset=$(grep -c '^rtscope_' "$_t/synthetic_events")
 _kinst=$(ls "$_t/instances" | grep -c '^rtscope-')
+_kbpf=$(ls -l "/proc/$_kpid/fd" 2>/dev/null | grep -c 'bpf-prog')
 kill -9 "$_kpid"
 wait "$_kpid" 2>/dev/null
 sleep 3
-mark late-sigkill "set=$_kset instances=$_kinst left=$(grep -c '^rtscope_' "$_t/synthetic_events") instances-left=$(ls "$_t/instances" | grep -c '^rtscope-')"
+mark late-sigkill "set=$_kset bpf=$_kbpf instances=$_kinst left=$(grep -c '^rtscope_' "$_t/synthetic_events") instances-left=$(ls "$_t/instances" | grep -c '^rtscope-')"
 put_log late-kill
