@@ -294,10 +294,10 @@ pub enum StackChoice {
     /// At every switch into and waking of a measured thread ([`STACK_TRIGGER`],
     /// [`WAKE_STACK_TRIGGER`]): `noise --explain`, whose loop is switched in only after a gap.
     Every,
-    /// Late-only ([`late`]) where the kernel has hist triggers, else at every wake-up
-    /// (`on`).
+    /// Late-only (eBPF programs, or the hist triggers of [`late`]) where the kernel can,
+    /// else at every wake-up (`on`).
     On,
-    /// Late-only where the kernel has hist triggers, else none (`auto`).
+    /// Late-only where the kernel can, else none (`auto`).
     Auto,
 }
 

@@ -129,9 +129,8 @@ pub struct MeasureArgs {
     )]
     pub explain_keep: Option<usize>,
     /// Kernel stacks for the spikes explained: where in the kernel the CPU was held [default:
-    /// off; auto: only for late wake-ups, where the kernel has hist triggers, else none (their
-    /// triggers cost every wake-up: BENCHMARKS.md); on: the same, else at every wake-up;
-    /// docs/explain.md]
+    /// off; auto: only for late wake-ups (eBPF programs, or hist triggers), else none; on: the
+    /// same, else at every wake-up; their cost: BENCHMARKS.md; docs/explain.md]
     #[arg(
         long,
         value_name = "auto|on|off",
