@@ -59,22 +59,27 @@ TOP_FRAMES = 24
 STACK_SHARE = 90
 
 
+def named_share(frames: list[list[str]], own: str, what: str) -> tuple[bool, str]:
+    """Whether STACK_SHARE % of `frames` (each stack's first TOP_FRAMES frames; empty: no
+    stack) name a function of the module (` [noisy]`), at least one: the verdict and its
+    detail, with how many name `own` (the injected section's function, a prefix)."""
+    named = [f for f in frames if any(fr.endswith(" [noisy]") for fr in f)]
+    owned = [f for f in named if any(fr.startswith(own) for fr in f)]
+    detail = (f"{what}, {len(named)} name a noisy function in the first {TOP_FRAMES} frames "
+              f"(at least {STACK_SHARE} % needed), {len(owned)} the section's own ({own}*)")
+    if frames and len(named) < len(frames):
+        bad = next(f for f in frames if f not in named)
+        detail += f"; first without: {' <- '.join(bad) or 'no stack'}"
+    return bool(frames) and len(named) * 100 >= len(frames) * STACK_SHARE, detail
+
+
 def stack_check(x: dict, thread: str) -> tuple[bool, str]:
     """Whether the kept spikes' kernel stacks of the module's thread `thread` name a function
-    of the module (` [noisy]`: noisy_hold_preempt_off, noisy_hold_irqs_off, noisy_thread) in
-    their first TOP_FRAMES frames: at least one such stack, and STACK_SHARE % of them."""
-    stacks = [w["stack"] for w in x.get("worst") or []
+    of the module (noisy_hold_preempt_off, noisy_hold_irqs_off, noisy_thread) in their first
+    TOP_FRAMES frames: at least one such stack, and STACK_SHARE % of them."""
+    stacks = [w["stack"]["frames"][:TOP_FRAMES] for w in x.get("worst") or []
               if (w.get("stack") or {}).get("task", {}).get("comm") == thread]
-    named = [s for s in stacks if any(f.endswith(" [noisy]") for f in s["frames"][:TOP_FRAMES])]
-    holders = [s for s in named
-               if any(f.startswith("noisy_hold_") for f in s["frames"][:TOP_FRAMES])]
-    detail = (f"{len(stacks)} stack(s) of {thread}, {len(named)} name a noisy function in the "
-              f"first {TOP_FRAMES} frames (at least {STACK_SHARE} % needed), {len(holders)} the "
-              f"section's own (noisy_hold_*)")
-    if stacks and len(named) < len(stacks):
-        bad = next(s for s in stacks if s not in named)
-        detail += f"; first without: {' <- '.join(bad['frames'][:TOP_FRAMES])}"
-    return bool(stacks) and len(named) * 100 >= len(stacks) * STACK_SHARE, detail
+    return named_share(stacks, "noisy_hold_", f"{len(stacks)} stack(s) of {thread}")
 
 
 def softirq_stack_check(x: dict, vec: str = "TASKLET") -> tuple[bool, str]:
@@ -86,16 +91,9 @@ def softirq_stack_check(x: dict, vec: str = "TASKLET") -> tuple[bool, str]:
     spikes = [w for w in x.get("worst") or []
               if top(w).get("kind") == "softirq" and top(w).get("vec") == vec]
     frames = [((w.get("stack") or {}).get("frames") or [])[:TOP_FRAMES] for w in spikes]
-    named = [f for f in frames if any(fr.endswith(" [noisy]") for fr in f)]
-    own = [f for f in named if any(fr.startswith("noisy_long_softirq") for fr in f)]
-    detail = (f"{len(spikes)} kept spike(s) charged the most to softirq {vec}, "
-              f"{sum(1 for f in frames if f)} with a stack, {len(named)} name a noisy function in "
-              f"the first {TOP_FRAMES} frames (at least {STACK_SHARE} % needed), {len(own)} the "
-              f"tasklet's own (noisy_long_softirq)")
-    if spikes and len(named) < len(spikes):
-        bad = next(f for f in frames if f not in named)
-        detail += f"; first without: {' <- '.join(bad) or 'no stack'}"
-    return bool(spikes) and len(named) * 100 >= len(spikes) * STACK_SHARE, detail
+    return named_share(frames, "noisy_long_softirq",
+                       f"{len(spikes)} kept spike(s) charged the most to softirq {vec}, "
+                       f"{sum(1 for f in frames if f)} with a stack")
 
 
 # Each late wake-up takes at most this many late-only stacks (docs/explain.md, "Kernel

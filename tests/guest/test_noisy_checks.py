@@ -159,7 +159,7 @@ class SoftirqStacks(unittest.TestCase):
         self.assertTrue(ok, detail)
         self.assertIn("9 kept spike(s) charged the most to softirq TASKLET, 9 with a stack, 9 "
                       "name a noisy function", detail)
-        self.assertIn("9 the tasklet's own", detail)
+        self.assertIn("9 the section's own (noisy_long_softirq*)", detail)
         x["worst"].append(self.spike(None))
         ok, detail = noisy_checks.softirq_stack_check(x)
         self.assertTrue(ok, detail)   # 9 of 10: the share holds

@@ -177,8 +177,8 @@ pub fn merge(events: &[Event], stacks: &[&StackRecord]) -> Vec<Event> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::{Comm, TaskState};
     use crate::model::Spike;
+    use crate::stacks::tests::{switch, waking};
 
     fn record(ts: u64, pid: u32, chain: Chain, frame: u64) -> StackRecord {
         StackRecord {
@@ -189,35 +189,6 @@ mod tests {
             tid: 7,
             chain,
             frames: vec![frame],
-        }
-    }
-
-    fn switch(ts: u64, prev: i32, next: i32) -> Event {
-        Event {
-            ts,
-            pid: prev,
-            kind: Kind::Switch {
-                prev_pid: prev,
-                prev_prio: 120,
-                prev_comm: Comm::new(b"culprit"),
-                prev_state: TaskState::Preempted,
-                next_pid: next,
-                next_prio: 1,
-                next_comm: Comm::new(b"rtscope-m0"),
-            },
-        }
-    }
-
-    fn waking(ts: u64, pid: i32) -> Event {
-        Event {
-            ts,
-            pid,
-            kind: Kind::Waking {
-                pid: 7,
-                prio: 1,
-                comm: Comm::new(b"rtscope-m0"),
-                target_cpu: 1,
-            },
         }
     }
 

@@ -380,7 +380,7 @@ fn clean(s: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::decode::{Comm, TaskState};
 
@@ -447,7 +447,7 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
     }
 
     /// The waking of the measured thread `rtscope-m0` (PID 7, CPU 1), seen by `pid` at `ts`.
-    fn waking(ts: u64, pid: i32) -> Event {
+    pub(crate) fn waking(ts: u64, pid: i32) -> Event {
         ev(
             ts,
             pid,
@@ -468,7 +468,7 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
         }
     }
 
-    fn switch(ts: u64, prev: i32, next: i32) -> Event {
+    pub(crate) fn switch(ts: u64, prev: i32, next: i32) -> Event {
         ev(
             ts,
             prev,
