@@ -277,10 +277,10 @@ class Prepared:
 def prepare_stacks_only(c: Checker, a: argparse.Namespace, kernel: str, binary: Path,
                         out: Path, fetched: float) -> Prepared:
     """A --stacks-only kernel: its boot runs only the --noisy modes whose kernel stacks are
-    checked (noisy_checks.STACK_MODES: the preempt-off and irq-off sections and the tasklet of
-    noisy.ko), `measure --explain` and `noise --explain` each (issue 53's function checks), and
-    rtla's runs when asked; none of the other checks (rtscope-checks.sh with NOISY_ONLY=1)."""
-    stack_modes = ["preempt", "irq", "softirq"]
+    checked (noisy_checks.STACK_MODES: the preempt-off and irq-off sections of noisy.ko),
+    `measure --explain` and `noise --explain` each (issue 53's function checks), and rtla's
+    runs when asked; none of the other checks (rtscope-checks.sh with NOISY_ONLY=1)."""
+    stack_modes = ["preempt", "irq"]
     modes = [m for m in a.noisy_modes if m in stack_modes] or stack_modes
     env = {"KIND": "rt" if kernel.startswith("rt-") else "stock", "NOISY_ONLY": "1"}
     files: dict[str, Path] = {}

@@ -361,11 +361,24 @@ pub struct Programs {
     chains: Vec<Chain>,
 }
 
-/// The number of CPUs the kernel may have (the held chain's map has an entry each).
+/// The number of CPUs the kernel may have (the held chain's map has an entry each): the
+/// highest in `/sys/devices/system/cpu/possible` plus one. Not `sysconf(_SC_NPROCESSORS_CONF)`:
+/// musl counts the CPUs of the caller's affinity mask there (a housekeeping CPU's thread sees
+/// one), which left the measured CPUs out of the map.
 fn possible_cpus() -> u32 {
-    // SAFETY: sysconf has no preconditions.
-    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) };
-    u32::try_from(n).unwrap_or(1).clamp(1, 8192)
+    let text = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap_or_default();
+    highest_cpu(&text).map_or(MAX_CPUS, |n| (n + 1).min(MAX_CPUS))
+}
+
+/// The held chain's map size where the kernel's list of possible CPUs cannot be read.
+const MAX_CPUS: u32 = 8192;
+
+/// The highest CPU of a kernel CPU list (`0-3,8-11`).
+fn highest_cpu(list: &str) -> Option<u32> {
+    list.trim()
+        .split(',')
+        .filter_map(|r| r.rsplit('-').next()?.trim().parse::<u32>().ok())
+        .max()
 }
 
 impl Programs {
@@ -427,5 +440,19 @@ impl Programs {
                 out.push(r);
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_highest_possible_cpu_is_read_from_the_kernels_list() {
+        assert_eq!(highest_cpu("0-1\n"), Some(1));
+        assert_eq!(highest_cpu("0-3,8-11"), Some(11));
+        assert_eq!(highest_cpu("0"), Some(0));
+        assert_eq!(highest_cpu(""), None);
+        assert!(possible_cpus() >= 1);
     }
 }

@@ -253,7 +253,7 @@ pub struct FlightRecorder {
 }
 
 /// The late-only chains in eBPF ([`BpfStacks`]) where the run asks for late-only stacks and
-/// the kernel can: the instance then sets only the softirq chain's trigger. Else the hist
+/// the kernel can: the instance then sets no trigger of its own. Else the hist
 /// triggers; for `auto` on a kernel without them either, no stacks, saying why.
 fn late_in_bpf(
     tfs: &Tracefs,

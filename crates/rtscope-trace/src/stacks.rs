@@ -75,23 +75,15 @@ pub fn find(events: &[Event], spike: &Spike, culprit: Option<&Task>) -> Option<(
     if let Some(t) = named {
         tasks.name(t.pid, crate::decode::Comm::new(t.comm.as_bytes()));
     }
-    // The waking's stack: written right after it (the triggers at every wake-up, or the
-    // late-only softirq chain's, which comes from the idle task too when the softirq ran on
-    // an idle CPU's interrupt exit), or a late-only timer's just before it (never the idle
-    // task's: that is a late timer that found the CPU idle).
     let at_wake = within
         .iter()
         .rev()
-        .find(|&&(i, e)| {
-            matches!(e.kind, Kind::Waking { pid, .. } if pid == spike.tid)
-                && (e.pid != 0 || stack_of(events, i, 0).is_some())
+        .find_map(|&(i, e)| match e.kind {
+            Kind::Waking { pid, .. } if pid == spike.tid && e.pid != 0 => Some((i, e)),
+            _ => None,
         })
-        .and_then(|&(i, e)| {
-            let stack = match stack_of(events, i, e.pid) {
-                Some(s) => s,
-                None if e.pid != 0 => stack_before(events, i, e.pid)?,
-                None => return None,
-            };
+        .and_then(|(i, e)| {
+            let stack = stack_of(events, i, e.pid).or_else(|| stack_before(events, i, e.pid))?;
             Some((tasks.task(e.pid), stack))
         });
     // A late-only trigger's stack at an interrupt between the waking and the switch (the
@@ -632,32 +624,6 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
         ];
         assert_eq!(find(&every, &spike, None), None);
         assert_eq!(find(&every[1..], &spike, Some(&culprit)), None);
-    }
-
-    #[test]
-    fn a_waking_inside_a_softirq_of_an_idle_cpu_gives_its_stack_to_a_spike_of_no_task() {
-        let spike = late_spike();
-        // The timer interrupt found CPU 1 serving a tasklet on the idle task's interrupt exit:
-        // the softirq chain's stack comes right after the waking, in the idle task's name. The
-        // spike is charged to the softirq (no task): the waking's stack is the one, not the
-        // idle task's at the switch.
-        let softirq = vec![
-            waking(1_000_100, 0),
-            stack(1_000_110, 0, 0xe),
-            switch(3_000_000, 0, 7),
-            stack(3_000_010, 0, 0xf),
-        ];
-        let (task, frames) = find(&softirq, &spike, None).unwrap();
-        assert_eq!((task.pid, frames), (0, vec![0xe]));
-        // A waking from the idle task with no stack after it is passed over; a late timer's
-        // stack before it is the idle CPU's, never taken for the waking's.
-        let idle = vec![
-            irq(960_000, 0),
-            stack(960_010, 0, 0xa),
-            waking(1_000_100, 0),
-            switch(3_000_000, 0, 7),
-        ];
-        assert_eq!(find(&idle, &spike, None), None);
     }
 
     #[test]

@@ -502,8 +502,7 @@ impl Instance {
     /// The late-only triggers set, their chains named; or why not (every trigger and
     /// synthetic event already set is taken back).
     fn set_late(&mut self, tfs: &Tracefs, cfg: &InstanceConfig) -> Result<String, String> {
-        // With the chains in eBPF only the softirq chain's `stacktrace` trigger is set here:
-        // no hist trigger.
+        // With the chains in eBPF nothing is set here (no hist trigger needed).
         if let (Some(why), None) = (late::unsupported(tfs), &cfg.late.bpf) {
             return Err(why);
         }

@@ -72,14 +72,15 @@ traced_run() {
 }
 
 # late_set [SECONDS]: waits until `measure --explain`'s late-only stacks are set up (an rtscope
-# instance with the softirq chain's stacktrace trigger, set last whether the other chains are
-# eBPF programs or hist triggers), SECONDS at most (default 120: a guest starved by a loaded
-# host took more than 4 s to get there); returns 1 if they never were.
+# instance, and eBPF programs held by a process or the hist triggers' synthetic events),
+# SECONDS at most (default 120: a guest starved by a loaded host took more than 4 s to get
+# there); returns 1 if they never were.
 late_set() {
     _ls_n=0
     while [ "$_ls_n" -lt $((${1:-120} * 5)) ]; do
-        if cat /sys/kernel/tracing/instances/rtscope-*/events/sched/sched_waking/trigger \
-            2>/dev/null | grep -q '^stacktrace'; then
+        if ls /sys/kernel/tracing/instances 2>/dev/null | grep -q '^rtscope-' && {
+            ls -l /proc/[0-9]*/fd 2>/dev/null | grep -q 'bpf-prog' ||
+                grep -q '^rtscope_' /sys/kernel/tracing/synthetic_events 2>/dev/null; }; then
             return 0
         fi
         usleep 200000

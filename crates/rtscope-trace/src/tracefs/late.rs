@@ -2,7 +2,7 @@
 //! measured thread's wake-up is late, on kernels with `CONFIG_HIST_TRIGGERS` (Debian's,
 //! Fedora's; not every custom kernel).
 //!
-//! Up to three chains (and the softirq one below, which needs no variable), each a variable saved by a hist trigger on one event and read (once:
+//! Up to three chains, each a variable saved by a hist trigger on one event and read (once:
 //! the kernel resets a variable another event's trigger reads in an expression) by a hist
 //! trigger on a later one, which fires a synthetic event with the lateness; a `stacktrace`
 //! trigger on the synthetic event, filtered `lat >= threshold`, takes the stack of whatever
@@ -24,14 +24,6 @@
 //!   section. The switch into the thread reads (and so clears) it too, by a hist trigger
 //!   without an action: no synthetic event. Only the first tick after the waking looks, so a
 //!   tick that comes before the threshold takes none.
-//! - **softirq** (no variable): a `stacktrace` trigger on `sched_waking` of a measured thread
-//!   woken by an interrupt that found its CPU serving a softirq (the record's `common_flags`
-//!   has `TRACE_FLAG_SOFTIRQ`, 0x10, the same bit on every kernel since 2.6). A softirq is not
-//!   preempted (on PREEMPT_RT its thread holds the CPU's bottom-half lock), so the thread waits
-//!   for its end, and no later event runs inside it: the stack at the waking is the only one
-//!   that names the handler (a tasklet's function, a timer's callback). Taken whether or not
-//!   the wake-up turns out late; a wake-up inside a softirq is rare, and the check above a
-//!   prompt one costs one more predicate.
 //!
 //! A prompt wake-up on a kernel that preempts at a section's end thus costs one hist trigger
 //! at the timer interrupt and one at the switch (each a variable read and a map update) and
@@ -64,7 +56,7 @@ pub struct Late {
     /// Why the held chain is not set where it could be: the preemption model that makes it
     /// unneeded.
     pub held_skipped: Option<String>,
-    /// The chains eBPF programs take (only the softirq chain is set here then).
+    /// The chains eBPF programs take (no trigger is set here then).
     pub bpf: Option<String>,
 }
 
@@ -88,10 +80,6 @@ pub fn prefix(dir: &Path) -> Option<String> {
 
 /// The filter on measured threads that sleep (`rtscope-m*`; the noise loop never sleeps).
 const MEASURED: &str = "\"rtscope-m*\"";
-
-/// The bit of a trace record's `common_flags` set when the CPU was serving a softirq
-/// (`TRACE_FLAG_SOFTIRQ` of the kernel's `enum trace_flag_type`).
-const TRACE_FLAG_SOFTIRQ: u8 = 0x10;
 
 /// The most a switch chain measured from the timer's expiry reads as late (ns): a thread
 /// switched in after arming its timer and before sleeping reads its expiry ahead, which the
@@ -137,7 +125,7 @@ pub struct Setting {
     /// section's end.
     pub preemption: Preemption,
     /// The chains eBPF programs take instead (`switch, timer, held`: the `bpf_stacks` module):
-    /// then only the softirq chain is set here.
+    /// then no trigger is set here.
     pub bpf: Option<String>,
 }
 
@@ -160,7 +148,6 @@ impl Late {
         if let Some(chains) = &s.bpf {
             late.bpf = Some(chains.clone());
             late.held_skipped = None;
-            late.softirq();
             return Some(late);
         }
         match s.functions.hrtimer_wakeup {
@@ -173,7 +160,6 @@ impl Late {
         if let (Some(a), None) = (s.functions.tick_sched_timer, &late.held_skipped) {
             late.held(a, s.threshold_ns);
         }
-        late.softirq();
         Some(late)
     }
 
@@ -283,15 +269,6 @@ impl Late {
         self.stack_at("held", "u64 lat", format!("lat >= {t}"));
     }
 
-    /// **softirq**: the stack where a measured thread was woken inside a softirq (the waking's
-    /// `common_flags` has `TRACE_FLAG_SOFTIRQ`): the handler it waits for.
-    fn softirq(&mut self) {
-        self.add(
-            "events/sched/sched_waking/trigger",
-            format!("stacktrace if comm ~ {MEASURED} && common_flags & {TRACE_FLAG_SOFTIRQ:#x}"),
-        );
-    }
-
     /// The lines that delete the synthetic events (`!name`), appended to `synthetic_events`
     /// once the instance (whose triggers use them) is gone.
     pub fn deletions(&self) -> Vec<String> {
@@ -312,27 +289,21 @@ impl Late {
             .collect()
     }
 
-    /// The chains set up (`switch`, `timer`, `held`, `softirq`), for the tier line.
+    /// The chains set up with hist triggers (`switch`, `timer`, `held`), for the tier line.
     pub fn chains(&self) -> Vec<&str> {
-        let softirq = self
-            .triggers
-            .iter()
-            .any(|(f, t)| f.ends_with("sched_waking/trigger") && t.starts_with("stacktrace"));
         self.synthetic
             .iter()
             .filter_map(|l| l.split_whitespace().next())
             .filter_map(|n| n.strip_prefix(&self.prefix)?.strip_prefix('_'))
-            .chain(softirq.then_some("softirq"))
             .collect()
     }
 
     /// The tier line's words: the chains set, and why the held chain is not
     /// (`switch, timer (no held: PREEMPT_RT preempts at a section's end)`).
     pub fn describe(&self) -> String {
-        let own = self.chains().join(", ");
         let chains = match &self.bpf {
-            Some(bpf) => format!("{bpf} (eBPF), {own}"),
-            None => own,
+            Some(bpf) => format!("{bpf} (eBPF)"),
+            None => self.chains().join(", "),
         };
         match &self.held_skipped {
             Some(model) => format!("{chains} (no held: {model} preempts at a section's end)"),
@@ -499,10 +470,6 @@ mod tests {
         let mut s = setting(TimerFunctions::default(), true, Preemption::Later);
         s.threshold_ns = 1_500_000;
         let l = Late::new(&dir(), &s).unwrap();
-        let softirq = (
-            "events/sched/sched_waking/trigger".to_string(),
-            "stacktrace if comm ~ \"rtscope-m*\" && common_flags & 0x10".to_string(),
-        );
         assert_eq!(l.synthetic, ["rtscope_4711_2_switch pid_t pid; u64 lat"]);
         assert_eq!(
             l.triggers,
@@ -523,19 +490,18 @@ mod tests {
                     "events/synthetic/rtscope_4711_2_switch/trigger".to_string(),
                     "stacktrace if lat >= 1500000".to_string()
                 ),
-                softirq,
             ]
         );
         assert_eq!(l.deletions(), ["!rtscope_4711_2_switch"]);
-        assert_eq!(l.chains(), ["switch", "softirq"]);
-        assert_eq!(l.describe(), "switch, softirq");
+        assert_eq!(l.chains(), ["switch"]);
+        assert_eq!(l.describe(), "switch");
     }
 
     #[test]
-    fn a_kernel_that_does_not_preempt_at_a_sections_end_gets_all_four_chains() {
+    fn a_kernel_that_does_not_preempt_at_a_sections_end_gets_all_three_chains() {
         let l = Late::new(&dir(), &setting(BOTH, true, Preemption::Later)).unwrap();
-        assert_eq!(l.chains(), ["switch", "timer", "held", "softirq"]);
-        assert_eq!(l.describe(), "switch, timer, held, softirq");
+        assert_eq!(l.chains(), ["switch", "timer", "held"]);
+        assert_eq!(l.describe(), "switch, timer, held");
         assert_eq!(
             l.deletions(),
             [
@@ -545,8 +511,7 @@ mod tests {
             ]
         );
         // The switch chain reads the thread's own timer's expiry: no trigger of its own on
-        // the waking; the waking saves only the held chain's time, and takes the softirq
-        // chain's stack where the waking interrupt found a softirq.
+        // the waking; the waking saves only the held chain's time.
         assert_eq!(
             on(&l, "timer/hrtimer_start"),
             [
@@ -560,8 +525,7 @@ mod tests {
             on(&l, "sched/sched_waking"),
             [
                 "hist:keys=target_cpu:rtscope_4711_2_woke=common_timestamp:clock=mono \
-              if comm ~ \"rtscope-m*\"",
-                "stacktrace if comm ~ \"rtscope-m*\" && common_flags & 0x10"
+              if comm ~ \"rtscope-m*\""
             ]
         );
         // At the switch into the thread: the switch chain fires its event; the held
@@ -610,15 +574,13 @@ mod tests {
         for model in ["PREEMPT_RT", "preempt=full"] {
             let p = Preemption::AtSectionEnd(model.into());
             let l = Late::new(&dir(), &setting(BOTH, true, p)).unwrap();
-            assert_eq!(l.chains(), ["switch", "timer", "softirq"]);
+            assert_eq!(l.chains(), ["switch", "timer"]);
             assert_eq!(
                 l.describe(),
-                format!("switch, timer, softirq (no held: {model} preempts at a section's end)")
+                format!("switch, timer (no held: {model} preempts at a section's end)")
             );
-            // On the waking only the softirq chain's stack, which no variable needs; one
-            // trigger each on the switch and the timer interrupt.
-            assert_eq!(on(&l, "sched/sched_waking").len(), 1);
-            assert!(on(&l, "sched/sched_waking")[0].starts_with("stacktrace if"));
+            // Nothing on the waking; one trigger each on the switch and the timer interrupt.
+            assert!(on(&l, "sched/sched_waking").is_empty());
             assert_eq!(on(&l, "sched/sched_switch").len(), 1);
             assert_eq!(on(&l, "timer/hrtimer_expire_entry").len(), 1);
             assert!(!l.triggers.iter().any(|(_, t)| t.contains("woke")));
@@ -630,25 +592,23 @@ mod tests {
         };
         let p = Preemption::AtSectionEnd("PREEMPT_RT".into());
         let l = Late::new(&dir(), &setting(f, true, p)).unwrap();
-        assert_eq!(l.describe(), "switch, timer, softirq");
+        assert_eq!(l.describe(), "switch, timer");
     }
 
     #[test]
-    fn with_the_chains_in_ebpf_only_the_softirq_trigger_is_set() {
+    fn with_the_chains_in_ebpf_no_trigger_or_synthetic_event_is_set() {
         let mut s = setting(BOTH, true, Preemption::AtSectionEnd("PREEMPT_RT".into()));
         s.bpf = Some("switch, timer".into());
         let l = Late::new(&dir(), &s).unwrap();
-        assert!(l.synthetic.is_empty() && l.deletions().is_empty());
-        assert_eq!(on(&l, "sched/sched_waking").len(), 1);
-        assert_eq!(l.triggers.len(), 1);
-        assert_eq!(l.describe(), "switch, timer (eBPF), softirq");
+        assert!(l.synthetic.is_empty() && l.deletions().is_empty() && l.triggers.is_empty());
+        assert_eq!(l.describe(), "switch, timer (eBPF)");
     }
 
     #[test]
     fn threads_on_another_clock_are_measured_from_their_waking() {
         let l = Late::new(&dir(), &setting(BOTH, false, Preemption::Later)).unwrap();
-        assert_eq!(l.chains(), ["switch", "timer", "held", "softirq"]);
-        assert_eq!(on(&l, "sched/sched_waking").len(), 3);
+        assert_eq!(l.chains(), ["switch", "timer", "held"]);
+        assert_eq!(on(&l, "sched/sched_waking").len(), 2);
         assert!(on(&l, "sched/sched_switch")[0].contains("onmatch(sched.sched_waking)"));
         assert_eq!(on(&l, "timer/hrtimer_start").len(), 1);
         assert_eq!(
