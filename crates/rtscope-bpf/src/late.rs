@@ -117,6 +117,17 @@ fn measured_name(a: &mut Asm, base: Reg, off: i16, out: &'static str) {
     a.jump(insn::jump_imm(Cond::Gt, R1, i32::from(b'9'), 0), out);
 }
 
+/// `R7 = now - R7` (the lateness since the time R7 held), `now` in the register given; jumps
+/// to `out` when `now` is before it (`before`: `Lt`, or `Slt` for the kernel's signed
+/// `ktime_t`).
+fn since(a: &mut Asm, now: Reg, before: Cond, out: &'static str) {
+    a.jump(insn::jump_reg(before, now, R7, 0), out);
+    a.op([
+        insn::alu_reg(Alu::Sub, now, R7),
+        insn::alu_reg(Alu::Mov, R7, now),
+    ]);
+}
+
 /// Jumps to `out` when R7 (the lateness) is below the threshold.
 fn below(a: &mut Asm, threshold: u64, out: &'static str) {
     a.op(insn::mov64(R1, threshold));
@@ -247,11 +258,7 @@ fn on_switch(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
     a.op([insn::load(Size::Dw, R7, R0, 0), insn::call(KTIME_GET_NS)]);
     // Switched in before its timer's expiry (after arming it, before sleeping): not this
     // sleep's wake-up; the entry stays for it.
-    a.jump(insn::jump_reg(Cond::Lt, R0, R7, 0), "out");
-    a.op([
-        insn::alu_reg(Alu::Sub, R0, R7),
-        insn::alu_reg(Alu::Mov, R7, R0),
-    ]);
+    since(&mut a, R0, Cond::Lt, "out");
     map_call(&mut a, MAP_DELETE_ELEM, &m.by_pid, -4, None);
     a.op([insn::load(Size::W, R8, R10, -4)]);
     below(&mut a, s.threshold_ns, "out");
@@ -289,11 +296,7 @@ fn on_expire(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
     ]);
     map_call(&mut a, MAP_DELETE_ELEM, &m.by_timer, -8, None);
     a.op([insn::load(Size::Dw, R1, R6, e.at("now", 8)?)]);
-    a.jump(insn::jump_reg(Cond::Slt, R1, R7, 0), "out");
-    a.op([
-        insn::alu_reg(Alu::Sub, R1, R7),
-        insn::alu_reg(Alu::Mov, R7, R1),
-    ]);
+    since(&mut a, R1, Cond::Slt, "out");
     below(&mut a, s.threshold_ns, "out");
     take_stack(&mut a, m, Chain::Timer, "out");
     if s.tick_sched_timer.is_some() {
@@ -316,11 +319,7 @@ fn on_expire(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
             insn::store_imm(Size::Dw, R9, 0, 0),
             insn::call(KTIME_GET_NS),
         ]);
-        a.jump(insn::jump_reg(Cond::Lt, R0, R7, 0), "out");
-        a.op([
-            insn::alu_reg(Alu::Sub, R0, R7),
-            insn::alu_reg(Alu::Mov, R7, R0),
-        ]);
+        since(&mut a, R0, Cond::Lt, "out");
         below(&mut a, s.threshold_ns, "out");
         take_stack(&mut a, m, Chain::Held, "out");
     }
