@@ -8,6 +8,8 @@
 # wake-up (the run's tier line says which; docs/explain.md "Kernel stacks").
 #   LOAD=hog   adds a SCHED_OTHER spinning thread on CPU 1: every wake-up then preempts it and,
 #              with the triggers at every wake-up, takes a stack (their worst case).
+#   AA=1       the control: both runs of a pair are `off` (the second is reported as `on`), so
+#              the ratios show what this host's own scatter makes of no difference at all.
 # Usage: bench/explain-stacks.sh [PAIRS] [SECONDS] [INTERVAL_US] [THRESHOLD]   (root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,9 +28,12 @@ if [ "${LOAD:-}" = hog ]; then
   taskset -c 1 timeout "$total" sh -c 'while :; do :; done' & pids+=($!)
 fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-run() { # run MODE N
+[ "${AA:-}" = 1 ] && echo "A/A control: --explain-stacks off in both runs of each pair"
+run() { # run on|off N
+  local mode=$1
+  [ "${AA:-}" = 1 ] && mode=off
   "$bin" measure -D "${secs}s" -i "${interval}us" --cpus 1 -p 95 --explain "$threshold" \
-    --explain-stacks "$1" --no-db -q --json "$out/$1-$2.json" >/dev/null
+    --explain-stacks "$mode" --no-db -q --json "$out/$1-$2.json" >/dev/null
 }
 for n in $(seq 1 "$pairs"); do
   if [ $((n % 2)) = 1 ]; then run off "$n"; run on "$n"; else run on "$n"; run off "$n"; fi

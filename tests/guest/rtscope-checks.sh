@@ -132,8 +132,17 @@ if [ "${EXPLAIN:-0}" = 1 ] && grep -qw osnoise $T/available_tracers 2>/dev/null;
     # A third run charges its gaps to causes (--explain) and counts the interference in
     # osnoise's columns: the host compares the counts with osnoise's per class. Apart from the
     # two above: tracing costs the emulated CPU several points of its available share.
-    check noise-explained rtscope noise -D 4s --cpus 1 --runtime 950ms --period 1s \
-        --threshold 5us -q --explain 5us --explain-keep 200 --no-db --json /tmp/noise-explained.json
+    # Run once more (marker `noise-retry`) when its JSON says the kernel's interrupt exits
+    # stopped reaching the trace (`missing_exits`, as guest-noisy.sh's traced_run): right after
+    # the osnoise run, beside the hog, a rt-arm64 guest's timerlat instance got no `irq_noise`
+    # for one whole run (28 Nov 2026), and then rtscope rightly names none of the host's time
+    # (noise_checks.verify_interference fails a second such run).
+    for _try in 1 2; do
+        check noise-explained rtscope noise -D 4s --cpus 1 --runtime 950ms --period 1s \
+            --threshold 5us -q --explain 5us --explain-keep 200 --no-db --json /tmp/noise-explained.json
+        grep -q '"missing_exits"' /tmp/noise-explained.json 2>/dev/null || break
+        [ "$_try" = 1 ] && mark noise-retry "noise-explained missing-exits"
+    done
     [ -f /tmp/noise-explained.json ] && put_file noise-explained.json /tmp/noise-explained.json
     kill "$npid" 2>/dev/null
     wait "$npid" 2>/dev/null

@@ -128,6 +128,19 @@ class RcuThread(unittest.TestCase):
 
 
 class Hypervisor(unittest.TestCase):
+    def test_a_run_whose_interrupt_exits_were_lost_fails_and_names_the_retry(self):
+        ok, detail = noise_checks.exits_reached({"explain": {}}, [])
+        self.assertTrue(ok, detail)
+        self.assertEqual(detail, "rtscope: none missed")
+        lost = {"explain": {"missing_exits": [{"cpu": 1, "since_ns": 5, "missed": 5}]}}
+        ok, detail = noise_checks.exits_reached(lost, ["noise-explained missing-exits"])
+        self.assertFalse(ok)
+        self.assertIn("CPU 1: 5 missed", detail)
+        self.assertIn("run again", detail)
+        ok, detail = noise_checks.exits_reached({"explain": {}}, ["noise-explained missing-exits"])
+        self.assertTrue(ok, detail)
+        self.assertIn("run again", detail)
+
     def test_time_below_the_kernel_of_a_guest_is_the_hypervisors(self):
         doc = {"explain_classes": {"irq_ns": 100, "softirq_ns": 0, "thread_ns": 700,
                                    "hypervisor_ns": 200, "unexplained_ns": 0},
