@@ -19,7 +19,10 @@ of the module (a host stall over the threshold stops it elsewhere: the emulated 
 The check (`verify`): rtla ran and stopped on a sample over the threshold, its stack names an
 injected `noisy_*` function in its frames, and the kept spikes' stacks rtscope took for the
 module's thread in `measure --explain` name that same function in their first
-noisy_checks.TOP_FRAMES frames (the function most of them name). Function, not latency.
+noisy_checks.TOP_FRAMES frames (the function most of them name). Function, not latency. When
+every try stopped with the CPU idle (beside the hog, host stalls over 8 ms won three tries in
+a row on rt-arm64, 28 Nov 2026), there is nothing to compare: the agreement is then a
+load-dependent figure, shown as not met, and required only with `--figures`.
 """
 
 from __future__ import annotations
@@ -172,10 +175,28 @@ def verify(c, kernel: str, r: guest.BootResult, modes: list[str]) -> None:
         c.expect(kernel, f"noise {mode}: rtla timerlat -a {RTLA_THRESHOLD_US} ran and saved "
                  "its trace", ran, f"tries (try rc stop-line): {'; '.join(tries) or 'none'}")
         ok, detail = agree(text, x, thread)
+        last = [trace_stacks(text)]
         for n in range(1, len(tries)):
             before = (r.files.get(f"rtla-trace-{mode}-try{n}.txt") or b"").decode(errors="replace")
             stacks = trace_stacks(before)
+            last.append(stacks)
             detail += (f"; try {n} stopped in {' <- '.join(shown(stacks[-1]))}" if stacks
                        else f"; try {n}: no stack")
-        c.expect(kernel, f"noise {mode}: rtla timerlat -a's stack and rtscope's name the same "
-                 "injected function", ran and ok, detail)
+        name = f"noise {mode}: rtla timerlat -a's stack and rtscope's name the same injected function"
+        if ran and not ok and all(s and idle(s[-1]) for s in last):
+            # Every try stopped on a latency of the host's (the guest's CPU idle): nothing to
+            # compare, so the agreement is a load-dependent figure for that run.
+            c.figure(kernel, name, False, detail + "; every try stopped with the CPU idle "
+                     "(a host stall over the threshold), nothing to compare")
+        else:
+            c.expect(kernel, name, ran and ok, detail)
+
+
+#: Frames of the idle loop: a timer interrupt that found the CPU there was late for the host.
+IDLE_FRAMES = ("do_idle", "cpu_startup_entry")
+
+
+def idle(stack: list[str]) -> bool:
+    """Whether the stack rtla saved is the idle loop's: the guest ran nothing that could have
+    made its timer late (under the hog, the host did not run the emulated CPU)."""
+    return any(f in IDLE_FRAMES for f in stack)

@@ -88,9 +88,15 @@ class Verify(unittest.TestCase):
         seen: dict[str, bool] = {}
         self.details: list[str] = []
 
+        self.figures: dict[str, bool] = {}
+
         class C:
             def expect(c, kernel, name, ok, detail=""):
                 seen[name] = ok
+                self.details.append(detail)
+
+            def figure(c, kernel, name, ok, detail=""):
+                self.figures[name] = ok
                 self.details.append(detail)
         rtla_checks.verify(C(), "rt-arm64", r, ["preempt", "storm"])
         return seen
@@ -109,6 +115,24 @@ class Verify(unittest.TestCase):
         self.assertTrue(all(seen.values()), seen)
         self.assertIn("try 1 stopped in timerlat_irq <- __hrtimer_run_queues", self.details[-1])
         self.assertIn("do_idle", self.details[-1])
+
+    def test_every_try_stopped_in_idle_is_a_figure_not_met_and_says_so(self):
+        r = self.result(rtla_trace(IDLE), [("rtla-preempt", "1 0 rtla timerlat hit stop tracing"),
+                                           ("rtla-preempt", "2 0 rtla timerlat hit stop tracing")])
+        r.files["rtla-trace-preempt-try1.txt"] = rtla_trace(IDLE).encode()
+        seen = self.lines(r)
+        self.assertEqual(list(seen.values()), [True])
+        self.assertEqual(list(self.figures.values()), [False])
+        self.assertIn("every try stopped with the CPU idle", self.details[-1])
+
+    def test_a_try_that_stopped_elsewhere_than_idle_still_fails_the_function(self):
+        other = [f.replace("preempt_off", "irqs_off") for f in AT_IRQ]
+        r = self.result(rtla_trace(other), [("rtla-preempt", "1 0 rtla timerlat hit stop tracing"),
+                                            ("rtla-preempt", "2 0 rtla timerlat hit stop tracing")])
+        r.files["rtla-trace-preempt-try1.txt"] = rtla_trace(IDLE).encode()
+        seen = self.lines(r)
+        self.assertEqual(list(seen.values()), [True, False])
+        self.assertEqual(self.figures, {})
 
     def test_no_run_of_rtla_fails_both(self):
         seen = self.lines(self.result("", []))

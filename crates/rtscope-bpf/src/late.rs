@@ -9,13 +9,17 @@
 //!   late it runs; the stack is of the task switched out, in its `__schedule`.
 //! - **timer**: the same expiry under the timer; on `hrtimer_expire_entry`, how late the
 //!   interrupt came; the stack is where the interrupt found the CPU.
-//! - **held** (a kernel that does not preempt at a section's end): on `sched_waking` of a
-//!   measured thread, the time under its CPU; at the CPU's next tick (`tick_sched_timer`),
-//!   how long it has waited; the switch into it clears the time.
+//! - **held** (a kernel that does not preempt at a section's end): when a measured thread's
+//!   timer expires (its waking: `hrtimer_wakeup` wakes it right after), the time under the
+//!   CPU; at the CPU's next tick (`tick_sched_timer`), how long it has waited; the switch into
+//!   it clears the time.
 //!
 //! The programs read the events' records at the offsets their tracefs `format` files give
-//! (no BTF needed), and run on every CPU; their cost on a measured thread's prompt wake-up is
-//! a hash lookup at the timer interrupt and one at the switch.
+//! (no BTF needed), and run on every CPU. On a measured thread's prompt wake-up they cost a
+//! hash lookup at the timer interrupt and one at the switch, each entry marked used in place
+//! (no delete: a hash delete takes the bucket's lock), and an array store for the held chain;
+//! nothing runs at the waking (a `sched_waking` program cost a third tracepoint call on each
+//! wake-up's path: BENCHMARKS.md).
 
 use crate::asm::Asm;
 use crate::insn::{self, Alu, Cond, Insn, Reg, Size, R0, R1, R10, R2, R3, R4, R6, R7, R8, R9};
@@ -25,7 +29,6 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 const MAP_LOOKUP_ELEM: i32 = 1;
 const MAP_UPDATE_ELEM: i32 = 2;
-const MAP_DELETE_ELEM: i32 = 3;
 const KTIME_GET_NS: i32 = 5;
 const GET_SMP_PROCESSOR_ID: i32 = 8;
 const GET_CURRENT_PID_TGID: i32 = 14;
@@ -63,9 +66,9 @@ pub struct Setting {
 
 /// The maps the programs share.
 struct Maps {
-    /// PID → the expiry of its sleep's timer (switch chain).
+    /// PID → the expiry of its sleep's timer (switch chain; 0 once used).
     by_pid: OwnedFd,
-    /// hrtimer → its expiry and the PID (timer chain).
+    /// hrtimer → its expiry (0 once used) and the PID (timer and held chains).
     by_timer: OwnedFd,
     /// CPU → when a measured thread was woken for it, and its PID (held chain).
     woke: OwnedFd,
@@ -255,12 +258,19 @@ fn on_switch(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
     ]);
     map_call(&mut a, MAP_LOOKUP_ELEM, &m.by_pid, -4, None);
     a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), "out");
-    a.op([insn::load(Size::Dw, R7, R0, 0), insn::call(KTIME_GET_NS)]);
+    a.op([
+        insn::alu_reg(Alu::Mov, R9, R0),
+        insn::load(Size::Dw, R7, R9, 0),
+    ]);
+    a.jump(insn::jump_imm(Cond::Eq, R7, 0, 0), "out");
+    a.op([insn::call(KTIME_GET_NS)]);
     // Switched in before its timer's expiry (after arming it, before sleeping): not this
-    // sleep's wake-up; the entry stays for it.
+    // sleep's wake-up; the entry stays for it. Else it is used (in place: no delete).
     since(&mut a, R0, Cond::Lt, "out");
-    map_call(&mut a, MAP_DELETE_ELEM, &m.by_pid, -4, None);
-    a.op([insn::load(Size::W, R8, R10, -4)]);
+    a.op([
+        insn::store_imm(Size::Dw, R9, 0, 0),
+        insn::load(Size::W, R8, R10, -4),
+    ]);
     below(&mut a, s.threshold_ns, "out");
     a.op(insn::mov64(R1, MAX_LATE_NS));
     a.jump(insn::jump_reg(Cond::Ge, R7, R1, 0), "out");
@@ -268,8 +278,9 @@ fn on_switch(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
     done(a, e.name)
 }
 
-/// `hrtimer_expire_entry`: a measured thread's timer (how late it came) or, with the held
-/// chain, the CPU's tick (how long a woken measured thread has waited).
+/// `hrtimer_expire_entry`: a measured thread's timer (how late it came; with the held chain,
+/// the time its thread is woken, under the CPU) or, with the held chain, the CPU's tick (how
+/// long a woken measured thread has waited).
 fn on_expire(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
     let mut a = Asm::default();
     a.op([
@@ -290,11 +301,27 @@ fn on_expire(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
     ]);
     map_call(&mut a, MAP_LOOKUP_ELEM, &m.by_timer, -8, None);
     a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), "out");
+    a.op([insn::load(Size::Dw, R7, R0, 0)]);
+    a.jump(insn::jump_imm(Cond::Eq, R7, 0, 0), "out");
     a.op([
-        insn::load(Size::Dw, R7, R0, 0),
         insn::load(Size::Dw, R8, R0, 8),
+        insn::store_imm(Size::Dw, R0, 0, 0),
     ]);
-    map_call(&mut a, MAP_DELETE_ELEM, &m.by_timer, -8, None);
+    if s.tick_sched_timer.is_some() {
+        // The waking (`hrtimer_wakeup` runs next): its time and the thread under the CPU.
+        a.op([
+            insn::call(GET_SMP_PROCESSOR_ID),
+            insn::store(Size::W, R10, -12, R0),
+        ]);
+        map_call(&mut a, MAP_LOOKUP_ELEM, &m.woke, -12, None);
+        a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), "late");
+        a.op([
+            insn::load(Size::Dw, R1, R6, e.at("now", 8)?),
+            insn::store(Size::Dw, R0, 0, R1),
+            insn::store(Size::Dw, R0, 8, R8),
+        ]);
+        a.label("late");
+    }
     a.op([insn::load(Size::Dw, R1, R6, e.at("now", 8)?)]);
     since(&mut a, R1, Cond::Slt, "out");
     below(&mut a, s.threshold_ns, "out");
@@ -323,30 +350,6 @@ fn on_expire(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
         below(&mut a, s.threshold_ns, "out");
         take_stack(&mut a, m, Chain::Held, "out");
     }
-    done(a, e.name)
-}
-
-/// `sched_waking` of a measured thread of this process (its PID has a sleep's expiry, held
-/// chain): the time, and its PID, under its CPU.
-fn on_waking(e: &Event, m: &Maps) -> Result<Vec<Insn>, BpfError> {
-    let mut a = Asm::default();
-    a.op([insn::alu_reg(Alu::Mov, R6, R1)]);
-    measured_name(&mut a, R6, e.at("comm", 8)?, "out");
-    // Stack: the PID key at -32, the CPU key at -4, the value {time, PID} at -24.
-    a.op([
-        insn::load(Size::W, R8, R6, e.at("pid", 4)?),
-        insn::store(Size::W, R10, -32, R8),
-    ]);
-    map_call(&mut a, MAP_LOOKUP_ELEM, &m.by_pid, -32, None);
-    a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), "out");
-    a.op([
-        insn::load(Size::W, R1, R6, e.at("target_cpu", 4)?),
-        insn::store(Size::W, R10, -4, R1),
-        insn::call(KTIME_GET_NS),
-        insn::store(Size::Dw, R10, -24, R0),
-        insn::store(Size::Dw, R10, -16, R8),
-    ]);
-    map_call(&mut a, MAP_UPDATE_ELEM, &m.woke, -4, Some(-24));
     done(a, e.name)
 }
 
@@ -394,15 +397,13 @@ impl Programs {
         let start = Event::new(f, "hrtimer_start")?;
         let switch = Event::new(f, "sched_switch")?;
         let expire = Event::new(f, "hrtimer_expire_entry")?;
-        let mut built = vec![
+        let built = [
             ("rtscope_start", on_hrtimer_start(&start, s, &m)?, start.id),
             ("rtscope_switch", on_switch(&switch, s, &m)?, switch.id),
             ("rtscope_expire", on_expire(&expire, s, &m)?, expire.id),
         ];
         let mut chains = vec![Chain::Switch, Chain::Timer];
         if s.tick_sched_timer.is_some() {
-            let waking = Event::new(f, "sched_waking")?;
-            built.push(("rtscope_waking", on_waking(&waking, &m)?, waking.id));
             chains.push(Chain::Held);
         }
         let mut progs = Vec::new();

@@ -72,7 +72,6 @@ impl BpfStacks {
                 ("timer", "hrtimer_start"),
                 ("timer", "hrtimer_expire_entry"),
                 ("sched", "sched_switch"),
-                ("sched", "sched_waking"),
             ]
             .iter()
             .filter_map(|(system, event)| tfs.event_format(system, event))
