@@ -154,6 +154,17 @@ fn map_call(a: &mut Asm, helper: i32, map: &OwnedFd, key: i16, value: Option<i16
     a.op([insn::call(helper)]);
 }
 
+/// `R0 =` this CPU's entry of the held chain's map (key at `R10 + key`); jumps to `miss`
+/// when there is none.
+fn this_cpu_woke(a: &mut Asm, m: &Maps, key: i16, miss: &'static str) {
+    a.op([
+        insn::call(GET_SMP_PROCESSOR_ID),
+        insn::store(Size::W, R10, key, R0),
+    ]);
+    map_call(a, MAP_LOOKUP_ELEM, &m.woke, key, None);
+    a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), miss);
+}
+
 /// Takes the stack of what the CPU runs into the ring buffer, as a [`StackRecord`]: R6 the
 /// context, R7 the lateness, R8 the measured thread. Jumps to `out` when the buffer is full.
 fn take_stack(a: &mut Asm, m: &Maps, chain: Chain, out: &'static str) {
@@ -243,12 +254,7 @@ fn on_switch(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
     // Any other switch ends at the name: one 8-byte compare.
     measured_name(&mut a, R6, e.at("next_comm", 8)?, "out");
     if s.tick_sched_timer.is_some() {
-        a.op([
-            insn::call(GET_SMP_PROCESSOR_ID),
-            insn::store(Size::W, R10, -8, R0),
-        ]);
-        map_call(&mut a, MAP_LOOKUP_ELEM, &m.woke, -8, None);
-        a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), "switch");
+        this_cpu_woke(&mut a, m, -8, "switch");
         a.op([insn::store_imm(Size::Dw, R0, 0, 0)]);
         a.label("switch");
     }
@@ -309,12 +315,7 @@ fn on_expire(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
     ]);
     if s.tick_sched_timer.is_some() {
         // The waking (`hrtimer_wakeup` runs next): its time and the thread under the CPU.
-        a.op([
-            insn::call(GET_SMP_PROCESSOR_ID),
-            insn::store(Size::W, R10, -12, R0),
-        ]);
-        map_call(&mut a, MAP_LOOKUP_ELEM, &m.woke, -12, None);
-        a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), "late");
+        this_cpu_woke(&mut a, m, -12, "late");
         a.op([
             insn::load(Size::Dw, R1, R6, e.at("now", 8)?),
             insn::store(Size::Dw, R0, 0, R1),
@@ -329,12 +330,7 @@ fn on_expire(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
     if s.tick_sched_timer.is_some() {
         a.jump(insn::goto(0), "out");
         a.label("held");
-        a.op([
-            insn::call(GET_SMP_PROCESSOR_ID),
-            insn::store(Size::W, R10, -8, R0),
-        ]);
-        map_call(&mut a, MAP_LOOKUP_ELEM, &m.woke, -8, None);
-        a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), "out");
+        this_cpu_woke(&mut a, m, -8, "out");
         a.op([
             insn::alu_reg(Alu::Mov, R9, R0),
             insn::load(Size::Dw, R7, R9, 0),
