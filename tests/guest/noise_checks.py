@@ -278,11 +278,9 @@ def exits_reached(doc: dict, retries: list[str]) -> tuple[bool, str]:
     empty). Without them rtscope cannot tell an interrupt from the host's time and names none
     of it hypervisor (rtscope-trace's `exits`), so the hypervisor check below cannot judge such
     a run: the guest runs it once more (`noise-retry`), and a second such run fails here."""
-    missing = (doc.get("explain") or {}).get("missing_exits") or []
-    lost = ", ".join(f"CPU {m.get('cpu')}: {m.get('missed')} missed" for m in missing)
-    again = " (run again: the first run had lost them)" \
-        if any(v.split()[0] == "noise-explained" for v in retries) else ""
-    return not missing, f"rtscope: {lost or 'none missed'}{again}"
+    ok, detail, again = reference.rtscope_exits(doc.get("explain") or {}, retries,
+                                                "noise-explained")
+    return ok, detail + again
 
 
 def hypervisor_seen(doc: dict) -> bool:

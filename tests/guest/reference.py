@@ -603,13 +603,19 @@ def exits_reached(x: dict, ref: Reference, retries: list[str],
     neither trace can say what ran: the bar cannot judge that run. In a rt-arm64 guest beside
     the hog that happened for one whole run (26 Nov 2026). `retries`: the guest's `noisy-retry`
     markers (guest-noisy.sh runs such a run once more), named in the detail when `run` is one."""
+    ok, ours, again = rtscope_exits(x, retries, run)
+    detail = f"{ours}; reference: {len(ref.unexited)} interrupt(s) open at a switch{again}"
+    return ok and not ref.unexited, detail
+
+
+def rtscope_exits(x: dict, retries: list[str], run: str) -> tuple[bool, str, str]:
+    """rtscope's side of `exits_reached`: whether its summary `x` lists no `missing_exits`,
+    what it lists, and the retry's words when the guest ran `run` once more for it."""
     missing = x.get("missing_exits") or []
     again = f" (run again: {run} had lost them)" if any(v.split()[0] == run for v in retries) \
         else ""
     lost = ", ".join(f"CPU {m.get('cpu')}: {m.get('missed')} missed" for m in missing)
-    detail = (f"rtscope: {lost or 'none missed'}; reference: {len(ref.unexited)} "
-              f"interrupt(s) open at a switch{again}")
-    return not missing and not ref.unexited, detail
+    return not missing, f"rtscope: {lost or 'none missed'}", again
 
 
 def bar(c: Compared) -> tuple[bool, str]:

@@ -309,22 +309,22 @@ fn on_expire(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
     a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), "out");
     a.op([insn::load(Size::Dw, R7, R0, 0)]);
     a.jump(insn::jump_imm(Cond::Eq, R7, 0, 0), "out");
+    // R9: the interrupt's time, read once (take_stack reuses R9 after).
     a.op([
         insn::load(Size::Dw, R8, R0, 8),
         insn::store_imm(Size::Dw, R0, 0, 0),
+        insn::load(Size::Dw, R9, R6, e.at("now", 8)?),
     ]);
     if s.tick_sched_timer.is_some() {
         // The waking (`hrtimer_wakeup` runs next): its time and the thread under the CPU.
         this_cpu_woke(&mut a, m, -12, "late");
         a.op([
-            insn::load(Size::Dw, R1, R6, e.at("now", 8)?),
-            insn::store(Size::Dw, R0, 0, R1),
+            insn::store(Size::Dw, R0, 0, R9),
             insn::store(Size::Dw, R0, 8, R8),
         ]);
         a.label("late");
     }
-    a.op([insn::load(Size::Dw, R1, R6, e.at("now", 8)?)]);
-    since(&mut a, R1, Cond::Slt, "out");
+    since(&mut a, R9, Cond::Slt, "out");
     below(&mut a, s.threshold_ns, "out");
     take_stack(&mut a, m, Chain::Timer, "out");
     if s.tick_sched_timer.is_some() {
