@@ -9,8 +9,9 @@ the RT kernels), `rtscope measure -D 2s` with SCHED_FIFO, `rtscope runs` and `rt
 succeed in the guest; also the guests' campaign (campaign.toml: 20 s, built-in loads). On the host:
 the run's environment says PREEMPT_RT exactly on the RT kernels; on an RT kernel the monitors
 saw `irq/…` threads among the top CPU consumers under load; the guest's database opens with
-`rtscope runs` and `rtscope report`. A --stacks-only kernel (the standard arm64 one in CI)
-runs only the noisy modes whose kernel stacks are checked; --rtla sets Debian's `rtla timerlat
+`rtscope runs` and `rtscope report`. A --stacks-only kernel (in CI the standard arm64 one and
+the backported 6.12 kernels, `bpo-…`) runs only the noisy modes whose kernel stacks or handler
+functions are checked; --rtla sets Debian's `rtla timerlat
 -a` beside them (rtla_checks.py). Prints one PASS/FAIL line per check and a timing table;
 exit 0 only if every check passed.
 """
@@ -92,7 +93,7 @@ def build_culprit(out: Path, arch: str) -> Path | None:
 def verify_explain(c: Checker, kernel: str, r: guest.BootResult) -> None:
     """--explain with the injected culprit: function, not latency (see rtscope-checks.sh).
     The timerlat tier on the RT kernels, the flight recorder on the standard one."""
-    rt = kernel.startswith("rt-")
+    rt = guest.is_rt(kernel)
     tier = "timerlat" if rt else "flight-recorder"
     c.expect(kernel, "rtscope measure --explain exits 0", r.checks().get("explain") == 0,
              f"rc {r.checks().get('explain')}")
@@ -159,7 +160,7 @@ def verify_reference(c: Checker, kernel: str, r: guest.BootResult, x: dict) -> N
 
 def verify(c: Checker, kernel: str, r: guest.BootResult, host_bin: Path, out: Path,
            campaign: bool) -> None:
-    rt = kernel.startswith("rt-")
+    rt = guest.is_rt(kernel)
     c.expect(kernel, "guest finished within the outer timeout", r.finished and not r.timed_out,
              f"{r.seconds:.0f} s")
     checks = r.checks()
@@ -276,13 +277,14 @@ class Prepared:
 
 def prepare_stacks_only(c: Checker, a: argparse.Namespace, kernel: str, binary: Path,
                         out: Path, fetched: float) -> Prepared:
-    """A --stacks-only kernel: its boot runs only the --noisy modes whose kernel stacks are
-    checked (noisy_checks.STACK_MODES: the preempt-off and irq-off sections of noisy.ko),
+    """A --stacks-only kernel: its boot runs only the --noisy modes whose code is named
+    (noisy_checks.STACK_MODES: the preempt-off and irq-off sections of noisy.ko, by their
+    kernel stacks; HANDLER_MODES: its IPI handler and tasklet, by the handler's function),
     `measure --explain` and `noise --explain` each (issue 53's function checks), and rtla's
     runs when asked; none of the other checks (rtscope-checks.sh with NOISY_ONLY=1)."""
-    stack_modes = ["preempt", "irq"]
-    modes = [m for m in a.noisy_modes if m in stack_modes] or stack_modes
-    env = {"KIND": "rt" if kernel.startswith("rt-") else "stock", "NOISY_ONLY": "1"}
+    where = sorted(noisy_checks.STACK_MODES) + sorted(noisy_checks.HANDLER_MODES)
+    modes = [m for m in a.noisy_modes if m in where] or ["preempt", "irq"]
+    env = {"KIND": "rt" if guest.is_rt(kernel) else "stock", "NOISY_ONLY": "1"}
     files: dict[str, Path] = {}
     modes, _ = extras(c, a, kernel, out, files, env, modes)
     return Prepared(kernel, binary, out, env, files, None, modes, False, False, fetched,
@@ -306,8 +308,8 @@ def prepare_kernel(c: Checker, a: argparse.Namespace, kernel: str, binary: Path)
     # no IRQ threads to see: there, under TCG on a loaded host, the tight direct-I/O loop
     # once wedged the guest (soft lockups on both vCPUs, `dd` stuck in the kernel, 1,200 s
     # outer timeout).
-    irq_load = campaign and kernel.startswith("rt-")
-    env = {"CAMPAIGN": "1" if campaign else "0", "KIND": "rt" if kernel.startswith("rt-") else "stock"}
+    irq_load = campaign and guest.is_rt(kernel)
+    env = {"CAMPAIGN": "1" if campaign else "0", "KIND": "rt" if guest.is_rt(kernel) else "stock"}
     files = {"/guest/check-in-guest.sh": HERE / "check-in-guest.sh",
              "/guest/campaign.toml": HERE / "campaign.toml",
              "/guest/watch-in-guest.sh": HERE / "watch-in-guest.sh",
@@ -400,23 +402,40 @@ def binary_ready(c: Checker, ready: Path, p: Prepared, timeout: float = 5400) ->
     return True
 
 
-def boot_all(c: Checker, a: argparse.Namespace, prepared: list[Prepared]) -> list[tuple[str, float, float]]:
-    """Boots the prepared kernels one after the other, or all at once with --parallel (each
-    guest is one QEMU process: on a loaded host three of them get about three times the CPU
-    share of one, so the stage takes about one boot's time instead of three; but beside
-    stress-ng and CI's other work the starved guests then failed timing-sensitive checks — the
-    rt-amd64 network-noise reference bar at 74.7 %, the bar 90 % — so CI boots them one at a
-    time). A boot that raises is a failed check of its kernel; the others go on."""
-    def one(p: Prepared) -> tuple[str, float, float]:
+@dataclasses.dataclass
+class Timing:
+    """Where one kernel's time went (s; `at` and `done` from the start of `check`)."""
+
+    kernel: str
+    fetched: float
+    at: float = float("nan")
+    boot: float = float("nan")
+    host: float = float("nan")
+    done: float = float("nan")
+
+
+def boot_all(c: Checker, a: argparse.Namespace, prepared: list[Prepared],
+             t0: float) -> list[Timing]:
+    """Boots the prepared kernels one after the other, or at once with --parallel: all, or N
+    at a time in the order given. Each guest is one QEMU process: on a loaded host three of
+    them get about three times the CPU share of one, so the stage takes about one boot's time
+    instead of three; the starved guests' timing-sensitive results are figures, not required
+    beside a load (FIGURE lines). A boot that raises is a failed check of its kernel; the
+    others go on."""
+    def one(p: Prepared) -> Timing:
+        t = Timing(p.kernel, p.fetched)
         try:
             if a.binaries_ready is not None and not binary_ready(c, a.binaries_ready, p):
-                return p.kernel, p.fetched, float("nan")
-            fetched, seconds = check_kernel(c, a, p)
-            return p.kernel, fetched, seconds
+                return t
+            t.at = time.monotonic() - t0
+            t.fetched, t.boot = check_kernel(c, a, p)
+            t.done = time.monotonic() - t0
+            t.host = t.done - t.at - t.boot
         except (guest.GuestError, subprocess.SubprocessError, OSError) as e:
             c.expect(p.kernel, "the guest boots and runs its checks", False, str(e)[-500:])
-            return p.kernel, p.fetched, float("nan")
-    workers = max(1, len(prepared)) if a.parallel else 1
+        return t
+    workers = 1 if a.parallel is None else a.parallel or len(prepared)
+    workers = max(1, min(workers, len(prepared)))
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(one, prepared))
 
@@ -430,8 +449,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--host-rtscope", type=Path, help="reads the databases [--rtscope-amd64]")
     p.add_argument("--out", type=Path, default=Path("target/guest"))
     p.add_argument("--timeout", type=float, default=600, help="outer timeout per boot, s")
-    p.add_argument("--parallel", action="store_true",
-                   help="boot the kernels all at once (default: one after the other)")
+    p.add_argument("--parallel", nargs="?", type=int, const=0, metavar="N",
+                   help="boot the kernels all at once, or N at a time in the order of --kernels "
+                   "(default: one after the other)")
     p.add_argument("--no-campaign", action="store_true", help="skip the 20 s campaign")
     p.add_argument("--explain-kernels", default="rt-amd64",
                    help="kernels where --explain is checked with the injected culprit and the "
@@ -447,9 +467,10 @@ def main(argv: list[str]) -> int:
                    help="noise of known kinds against the reference in each kernel's boot "
                    f"(comma-separated, of {','.join(noisy_checks.CULPRITS)}; noisy_checks.py)")
     p.add_argument("--stacks-only", default="", metavar="KERNELS",
-                   help="these kernels' boots run only the --noisy modes whose kernel stacks "
-                   "are checked (preempt, irq; both if --noisy names neither): issue 53's "
-                   "function checks, for a kernel CI adds at the least cost")
+                   help="these kernels' boots run only the --noisy modes whose code is named "
+                   "(preempt, irq by kernel stacks; storm, softirq by their handler's "
+                   "function; preempt and irq if --noisy names none): issue 53's function "
+                   "checks, for a kernel CI adds at the least cost")
     p.add_argument("--rtla", default="", metavar="KERNELS",
                    help="after the preempt and irq --noisy runs, Debian's rtla timerlat -a on "
                    "the same section; its stack must name the function rtscope's stacks name "
@@ -466,6 +487,7 @@ def main(argv: list[str]) -> int:
     except ValueError as e:
         p.error(str(e))
     c = Checker(figures=a.figures)
+    t0 = time.monotonic()
     prepared = []
     for kernel in [k for k in a.kernels.split(",") if k]:
         arch = guest.arch_of(kernel).debian
@@ -474,16 +496,19 @@ def main(argv: list[str]) -> int:
             c.expect(kernel, "a static rtscope for " + arch, False, f"pass --rtscope-{arch}")
             continue
         prepared.append(prepare_kernel(c, a, kernel, binary))
-    timings = boot_all(c, a, prepared)
+    prepared_at = time.monotonic() - t0
+    timings = boot_all(c, a, prepared, t0)
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "figures.json").write_text(json.dumps(c.figures_seen, indent=1) + "\n")
     missed = [f for f in c.figures_seen if not f["met"]]
     if missed and not a.figures:
         print(f"\n{len(missed)} figure(s) not met (load-dependent, not required without "
               f"--figures): " + "; ".join(f"{f['kernel']}: {f['check']}" for f in missed))
-    print("\nkernel       fetch+unpack s   boot+checks s")
-    for k, f, s in timings:
-        print(f"{k:<12} {f:>14.1f}   {s:>13.1f}")
+    print(f"\nall kernels fetched and their helpers built {prepared_at:.0f} s after the start")
+    print("kernel        fetch+unpack s  booted at s  boot+checks s  host checks s  done at s")
+    for t in timings:
+        print(f"{t.kernel:<13} {t.fetched:>14.1f} {t.at:>12.0f} {t.boot:>14.1f} {t.host:>14.1f} "
+              f"{t.done:>10.0f}")
     if c.failed:
         print(f"\n{len(c.failed)} guest check(s) failed; consoles in {a.out}/KERNEL/console.log",
               file=sys.stderr)

@@ -7,7 +7,8 @@ Library and command line (see tests/guest/README.md):
     guest.py boot KERNEL --rtscope BIN --script FILE [--file SRC:DEST]... [--module NAME]...
     guest.py check [--kernels amd64,rt-amd64,rt-arm64] --rtscope-amd64 BIN --rtscope-arm64 BIN
 
-KERNEL is a Debian flavour: amd64, rt-amd64, arm64, rt-arm64 (cloud-amd64 … work too). The
+KERNEL is a Debian flavour: amd64, rt-amd64, arm64, rt-arm64 (cloud-amd64 … work too), or one
+prefixed `bpo-` for the suite's backported kernel (bpo-rt-arm64: Linux 6.12 on bookworm). The
 current ABI is found at run time with `apt-cache depends linux-image-FLAVOUR`, the packages
 are fetched with `apt-get download` (nothing is installed on the host) into a cache directory
 outside the repository ($RTSCOPE_GUEST_CACHE, default /var/cache/rtscope-guest).
@@ -143,9 +144,43 @@ def ensure_arch(arch: Arch) -> None:
         run(["apt-get", "update", "-qq"])
 
 
-def apt_package(meta: str, arch: Arch) -> str:
-    """The package a metapackage (linux-image-rt-arm64) depends on: the current ABI's."""
-    out = run(["apt-cache", "depends", f"{meta}:{arch.debian}"]).stdout
+# A flavour prefixed `bpo-` (bpo-rt-arm64) is the suite's backported kernel (Linux 6.12 for
+# bookworm): its events name an IPI's function call and a tasklet (`csd:csd_function_entry`,
+# `irq:tasklet_entry`), which 6.1 lacks (issue 53's handler checks).
+BPO = "bpo-"
+
+
+def backports() -> str:
+    """The host's Debian suite's backports (bookworm-backports), added to apt's sources from
+    the same archive as the suite's own when missing (apt-get update then); its packages are
+    only fetched by name, never installed over the suite's (backports' default priority)."""
+    targets = run(["apt-get", "indextargets", "--format", "$(REPO_URI) $(RELEASE)"]).stdout.split("\n")
+    pairs = [t.split() for t in targets if len(t.split()) == 2]
+    suites = {rel for _, rel in pairs}
+    codename = next((rel for _, rel in pairs if "-" not in rel and "/" not in rel), None)
+    if codename is None:
+        raise GuestError("apt knows no Debian suite to take a backports kernel from")
+    bpo = f"{codename}-backports"
+    if bpo not in suites:
+        uri = next(u for u, rel in pairs if rel == codename)
+        keyring = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+        signed = f" [signed-by={keyring}]" if keyring.exists() else ""
+        Path("/etc/apt/sources.list.d/rtscope-guest-backports.list").write_text(
+            f"deb{signed} {uri} {bpo} main\n")
+        run(["apt-get", "update", "-qq"])
+    return bpo
+
+
+def is_rt(flavour: str) -> bool:
+    """A PREEMPT_RT flavour (rt-amd64, bpo-rt-arm64)."""
+    return flavour.removeprefix(BPO).startswith("rt-")
+
+
+def apt_package(meta: str, arch: Arch, release: str | None = None) -> str:
+    """The package a metapackage (linux-image-rt-arm64) depends on: the current ABI's (of
+    `release`'s version of it when given)."""
+    name = f"{meta}:{arch.debian}" + (f"/{release}" if release else "")
+    out = run(["apt-cache", "depends", name]).stdout
     for line in out.splitlines():
         m = re.match(r"\s*Depends:\s*(\S+)", line)
         if m:
@@ -184,7 +219,8 @@ def fetch_kernel(flavour: str) -> Kernel:
     """The current Debian kernel of a flavour, downloaded and unpacked (cached)."""
     arch = arch_of(flavour)
     ensure_arch(arch)
-    package = apt_package(f"linux-image-{flavour}", arch)
+    release = backports() if flavour.startswith(BPO) else None
+    package = apt_package(f"linux-image-{flavour.removeprefix(BPO)}", arch, release)
     abi = package.removeprefix("linux-image-")
     deb = download(package, arch)
     root = CACHE / "unpacked" / deb.stem

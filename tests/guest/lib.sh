@@ -117,7 +117,8 @@ irq_stop() {
 
 # reference_start / reference_stop NAME: the independent reference of the --explain checks
 # (reference.py on the host). A tracefs instance of the script's own, `instances/reference`,
-# records CPU 1: sched_switch, the IRQ, x86 vector and softirq entries and exits, on CLOCK_MONOTONIC
+# records CPU 1: sched_switch, the IRQ, x86 vector and softirq entries and exits, the IPI
+# function calls and tasklets by function (where the kernel has the events), on CLOCK_MONOTONIC
 # (trace_clock mono), the clock of rtscope's spike times. reference_stop sends its text trace
 # as NAME and removes the instance.
 reference_start() {
@@ -136,6 +137,11 @@ reference_start() {
     done
     # x86: the vector interrupts (local timer, IPIs, irq_work) have no irq_handler events.
     [ -d $_r/events/irq_vectors ] && echo 1 > $_r/events/irq_vectors/enable
+    # The handlers' functions, where the kernel names them (not 6.1's IPI function calls):
+    # the truth of the handler checks (noisy_checks.handler_check).
+    for _e in csd/csd_function_entry csd/csd_function_exit irq/tasklet_entry irq/tasklet_exit; do
+        [ -d $_r/events/$_e ] && echo 1 > $_r/events/$_e/enable
+    done
     # Where a measuring thread blocks (leaves the CPU in D): its kernel stack, for the host.
     echo "$REFERENCE_BLOCKED" > $_r/events/sched/sched_switch/trigger \
         || mark reference-enable-failed stacktrace

@@ -58,6 +58,7 @@ import bisect
 import json
 import re
 
+import guest
 import reference
 
 # `  osnoise/1-215   [001] .....   123.456: 1000000  200315  79.96850   20012   0   0   1041   35   12`
@@ -251,7 +252,7 @@ def verify_interference(c, kernel: str, r, text: str) -> None:
     c.expect(kernel, "rtscope noise --explain exits 0 in the guest",
              r.checks().get("noise-explained") == 0, f"rc {r.checks().get('noise-explained')}")
     doc = json.loads(r.files.get("noise-explained.json") or b"{}")
-    if kernel.startswith("rt-"):
+    if guest.is_rt(kernel):
         ok, detail = reference.traced_from_start(doc.get("explain") or {})
         c.expect(kernel, "noise --explain measures once the timerlat tracer is live: no gap "
                  "before it", ok, detail)
@@ -260,7 +261,7 @@ def verify_interference(c, kernel: str, r, text: str) -> None:
         c.expect(kernel, "rtscope noise --explain and osnoise both count interference per class",
                  False, f"rtscope counts: {rt is not None}, osnoise periods: {o is not None}")
         return
-    ok, detail = rates_agree(rt, o, None, kernel.startswith("rt-"))
+    ok, detail = rates_agree(rt, o, None, guest.is_rt(kernel))
     print(f"INFO {kernel}: interference per second of runtime, {detail}", flush=True)
     c.figure(kernel, f"each of the guest's interference classes of osnoise's within a factor of "
              f"{RATE_FACTOR:.0f} (or {RATE_SLACK:.0f}/s) of rtscope's", ok, detail)

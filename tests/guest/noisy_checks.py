@@ -38,11 +38,11 @@ CULPRITS = {
 
 # The modes whose injected section is held by the module's thread: a spike it caused ends in a
 # switch from that thread, and `--explain` takes its kernel stack there (docs/explain.md,
-# "Kernel stacks"). For the interrupt storm and the tasklet the handler is named by the
-# charge's category (vector, IRQ, softirq), not by a stack: no late-only stack samples them
-# (a hard IRQ handler runs with interrupts off; a stack at the waking named the tasklet in 4
-# of 24 spikes on arm64 and 0 of 3 on amd64, the measured timer firing where the softirq
-# began, before the tasklet ran: 27 Nov 2026).
+# "Kernel stacks"). The interrupt storm's and the tasklet's handlers are named by their
+# function (HANDLER_MODES below), not by a stack: no late-only stack samples them (a hard IRQ
+# handler runs with interrupts off; a stack at the waking named the tasklet in 4 of 24 spikes
+# on arm64 and 0 of 3 on amd64, the measured timer firing where the softirq began, before the
+# tasklet ran: 27 Nov 2026).
 STACK_MODES = {"preempt", "irq"}
 
 
@@ -80,6 +80,60 @@ def stack_check(x: dict, thread: str) -> tuple[bool, str]:
     stacks = [w["stack"]["frames"][:TOP_FRAMES] for w in x.get("worst") or []
               if (w.get("stack") or {}).get("task", {}).get("comm") == thread]
     return named_share(stacks, "noisy_hold_", f"{len(stacks)} stack(s) of {thread}")
+
+
+# The modes whose injected section is a handler in interrupt context, named by the function the
+# kernel's events give (a spike's `handler`: docs/explain.md, "Handlers"), never by a stack: the
+# handler kind and the module's function.
+HANDLER_MODES = {"storm": ("csd", "noisy_long_irq_handler"),
+                 "softirq": ("tasklet", "noisy_long_softirq")}
+
+
+# The reference's event stem of each handler kind (csd_function_entry, tasklet_entry).
+REF_STEM = {"csd": "csd_function", "tasklet": "tasklet"}
+
+
+def handler_check(x: dict, mode: str, ref: reference.Reference,
+                  has_events: bool) -> tuple[bool, str]:
+    """Against the reference instance, which records the same handler events: every kept
+    spike that names the module's function (HANDLER_MODES) as its handler is one where the
+    reference saw that function run, at least one does, and STACK_SHARE % of the spikes the
+    reference saw it run for at least half of (the spikes it caused) name it. Where the
+    kernel has no such events (`has_events`: 6.1's IPI function calls) no spike names a
+    handler of that kind."""
+    kind, own = HANDLER_MODES[mode]
+    worst = [w for w in x.get("worst") or [] if "charges" in w]
+    of_kind = [w for w in worst if (w.get("handler") or {}).get("kind") == kind]
+    if not has_events:
+        return not of_kind, f"no {kind} events on this kernel: {len(of_kind)} spike(s) name one"
+    spans = reference.handler_spans(ref, REF_STEM[kind], own)
+    first, last = ref.first_ns or 0, ref.events[-1].ts_ns if ref.events else 0
+
+    def truth(w: dict) -> int | None:
+        a, b = w["spike"]["deadline_ns"], w["spike"]["wakeup_ns"]
+        if a < first or b > last or any(t < b for t in ref.lost):
+            return None  # not covered by the reference
+        return reference.overlap(spans, a, b)
+
+    covered = [(w, t) for w in worst if (t := truth(w)) is not None]
+    named = [(w, t) for w, t in covered if w in of_kind
+             and str(w["handler"].get("function", "")).startswith(own)]
+    wrong = [w for w, t in named if t == 0]
+    caused = [w for w, t in covered
+              if 2 * t >= w["spike"]["wakeup_ns"] - w["spike"]["deadline_ns"]]
+    caught = [w for w in caused if any(w is n for n, _ in named)]
+    rt_ns, ref_ns = sum(w["handler"].get("ns", 0) for w, _ in named), sum(t for _, t in named)
+    detail = (f"{len(covered)} kept spike(s) the reference covers, {len(named)} name {own} "
+              f"({kind}; {len(wrong)} where the reference saw it not run; its time there "
+              f"{rt_ns / 1e6:.3f} ms, the reference's {ref_ns / 1e6:.3f} ms); the reference saw it "
+              f"take half or more of {len(caused)}, {len(caught)} of them name it (at least "
+              f"{STACK_SHARE} % needed)")
+    missed = [w for w in caused if w not in caught]
+    if missed:
+        detail += (f"; first missed: handler {missed[0].get('handler')}, "
+                   f"{missed[0]['charges'][0]}")
+    ok = bool(named) and not wrong and len(caught) * 100 >= len(caused) * STACK_SHARE
+    return ok, detail
 
 
 # Each late wake-up takes at most this many late-only stacks (docs/explain.md, "Kernel
@@ -184,13 +238,26 @@ def verify_run(c, kernel: str, r: guest.BootResult, mode: str, run: tuple[str, s
     c.expect(kernel, f"{label}: {words} exits 0 and its spikes are compared",
              rc == 0 and cmp.spikes > 0,
              f"rc {rc}, tier {x.get('tier')}, {cmp.spikes} spikes")
-    if kernel.startswith("rt-"):
+    if guest.is_rt(kernel):
         ok, detail = reference.traced_from_start(x)
         c.expect(kernel, f"{label}: no spike before the timerlat tracer was live", ok, detail)
     if mode in STACK_MODES:
         ok, detail = stack_check(x, culprit)
         c.expect(kernel, f"{label}: the kernel stacks name the module's function", ok, detail)
     log = (r.files.get(f"{check}-{mode}.log") or b"").decode(errors="replace")
+    events = dict(kv.split("=", 1) for kv in (r.value("handler-events") or "").split()
+                  if "=" in kv)
+    if mode in HANDLER_MODES and events:
+        kind = HANDLER_MODES[mode][0]
+        has = events.get(kind) == "1"
+        ok, detail = handler_check(x, mode, ref, has)
+        # The tier line (`measure`'s; `noise -q` prints none) says which kinds are named.
+        word = {"csd": "IPI function call", "tasklet": "tasklet"}[kind]
+        at = log.find("handlers named:")
+        named = log[at:].split(";")[0].split("\n")[0] if at >= 0 else ""
+        said = check != "explain" or bool(named) and (word in named) == has
+        c.expect(kernel, f"{label}: the handler named is the module's function", ok and said,
+                 f"{detail}; the tier line says which handlers are named: {said}")
     if mode in STACK_MODES and "kernel stacks when late" in log:
         ok, detail = late_stack_check(x, text)
         c.expect(kernel, f"{label}: late-only stacks: prompt wake-ups took none", ok, detail)

@@ -479,6 +479,23 @@ def overlap(spans: list[tuple[int, int]], a: int, b: int) -> int:
     return total
 
 
+HANDLER = re.compile(r"\bfunc(?:tion)?=(\S+)")
+
+
+def handler_spans(ref: Reference, kind: str, own: str) -> list[tuple[int, int]]:
+    """When the reference saw a `kind` handler (`csd_function`, `tasklet`: its events, where
+    the kernel has them) whose function starts with `own` run: from its entry to its exit or
+    the next switch (a tasklet in a preempted softirq thread), sorted."""
+    spans, since = [], None
+    for e in ref.events:
+        if e.kind == f"{kind}_entry" and (m := HANDLER.search(e.args)):
+            since = e.ts_ns if m.group(1).startswith(own) else None
+        elif since is not None and e.kind in (f"{kind}_exit", "sched_switch"):
+            spans.append((since, e.ts_ns))
+            since = None
+    return spans
+
+
 def culprit_matcher(spec: str, ref: Reference):
     """Which causes are the injected noise: `noisy-preempt` (a thread by name, the default
     form), `vector:call_function_single` (an x86 vector), `irq:IPI` (hard interrupts by the

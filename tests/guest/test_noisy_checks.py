@@ -14,6 +14,7 @@ import unittest
 
 import guest
 import noisy_checks
+import reference
 from test_reference import line
 
 LOOP, CULPRIT, OTHER = 700, 50, 60
@@ -134,6 +135,64 @@ class Stacks(unittest.TestCase):
         ok, detail = noisy_checks.stack_check(doc["explain"], "noisy-preempt")
         self.assertFalse(ok)
         self.assertIn("0 stack(s)", detail)
+
+
+def handler_spike(at_us: int, handler: dict | None) -> dict:
+    """A kept 2 ms spike from `at_us`, its handler `handler`."""
+    w = {"tier": "trace", "spike": {"cpu": 1, "tid": LOOP, "deadline_ns": at_us * 1000,
+                                     "wakeup_ns": (at_us + 2_000) * 1000},
+         "charges": [{"kind": "irq", "name": "call_function_single", "ns": 1_900_000}]}
+    if handler is not None:
+        w["handler"] = handler
+    return w
+
+
+def handler_trace(runs_us: list[tuple[int, str]]) -> str:
+    """The reference: the loop on CPU 1, an IPI function call of 1.5 ms from each start."""
+    lines = [switch(0, ("swapper/1", 0), ("rtscope-n1", LOOP))]
+    for at, fn in runs_us:
+        lines += [line(at, "csd_function_entry", f"func={fn} csd=00000000a1b2c3d4"),
+                  line(at + 1_500, "csd_function_exit", f"func={fn} csd=00000000a1b2c3d4")]
+    lines.append(line(runs_us[-1][0] + 50_000, "sched_switch", "prev_comm=x prev_pid=1 "
+                      "prev_prio=120 prev_state=S ==> next_comm=y next_pid=2 next_prio=120"))
+    return "\n".join(lines)
+
+
+class Handlers(unittest.TestCase):
+    """The storm's handler is named by its function where the reference saw it run, and
+    every spike it caused names it; where the kernel has no such event none is named."""
+
+    OWN = {"kind": "csd", "function": "noisy_long_irq_handler [noisy]", "ns": 1_500_000}
+
+    def check(self, worst: list[dict], runs: list[tuple[int, str]], has: bool = True):
+        ref = reference.parse(handler_trace(runs), 1)
+        return noisy_checks.handler_check({"worst": worst}, "storm", ref, has)
+
+    def test_every_spike_the_handler_caused_names_it_and_only_those(self):
+        runs = [(1_000 + 10_000 * i, "noisy_long_irq_handler") for i in range(10)]
+        worst = [handler_spike(at, self.OWN) for at, _ in runs]
+        ok, detail = self.check(worst, runs)
+        self.assertTrue(ok, detail)
+        self.assertIn("10 name noisy_long_irq_handler (csd; 0 where", detail)
+        # One caused spike in ten without the handler still passes; two do not.
+        worst[0] = handler_spike(runs[0][0], None)
+        self.assertTrue(self.check(worst, runs)[0])
+        worst[1] = handler_spike(runs[1][0], dict(self.OWN, function="flush_tlb_func"))
+        ok, detail = self.check(worst, runs)
+        self.assertFalse(ok)
+        self.assertIn("first missed", detail)
+
+    def test_a_handler_named_where_the_reference_saw_none_fails(self):
+        runs = [(1_000, "noisy_long_irq_handler"), (11_000, "flush_tlb_func")]
+        worst = [handler_spike(1_000, self.OWN), handler_spike(11_000, self.OWN)]
+        ok, detail = self.check(worst, runs)
+        self.assertFalse(ok)
+        self.assertIn("1 where the reference saw it not run", detail)
+
+    def test_without_the_events_no_spike_may_name_such_a_handler(self):
+        runs = [(1_000, "x")]
+        self.assertTrue(self.check([handler_spike(1_000, None)], runs, has=False)[0])
+        self.assertFalse(self.check([handler_spike(1_000, self.OWN)], runs, has=False)[0])
 
 
 class MissingExits(unittest.TestCase):

@@ -391,6 +391,7 @@ mod tests {
             lost_events: false,
             siblings: Vec::new(),
             stack: None,
+            handler: None,
         })
     }
 
@@ -408,6 +409,7 @@ mod tests {
             lost_events: false,
             siblings: Vec::new(),
             stack: None,
+            handler: None,
         })
     }
 

@@ -427,6 +427,7 @@ mod tests {
             lost_events: false,
             siblings: Vec::new(),
             stack: None,
+            handler: None,
         })
     }
 

@@ -462,6 +462,14 @@ pub struct Attribution {
     /// `--explain-stacks off`, and in explanations stored before stacks were taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<KernelStack>,
+    /// Where in the kernel, for time in interrupt context: the handler function that ran the
+    /// longest over the spike (an IPI's function call, a tasklet, a `timer_list` callback),
+    /// named by the kernel's own events where it has them (`csd:csd_function_entry`: not in
+    /// Linux 6.1, in 6.12; `irq:tasklet_entry`: in Debian's 6.1 and later;
+    /// `timer:timer_expire_entry`: every kernel); none elsewhere, when no such handler ran,
+    /// and in explanations stored before handlers were traced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handler: Option<Handler>,
 }
 
 /// What an SMT sibling of a spike's CPU ran over the spike's interval (`rtscope noise`: a gap).
@@ -593,4 +601,41 @@ pub struct KernelStack {
     /// Function names, innermost first (`name [module]` for a module's; `0x…` where the
     /// address is in no known symbol); at most 64 (`stack::MAX_FRAMES`).
     pub frames: Vec<String>,
+}
+
+/// The kind of an interrupt-context handler the kernel names by its function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HandlerKind {
+    /// A function called on this CPU by another one's IPI (`smp_call_function*`):
+    /// `csd:csd_function_entry/exit`, in the hard interrupt.
+    Csd,
+    /// A tasklet (`irq:tasklet_entry/exit`), in softirq TASKLET or HI.
+    Tasklet,
+    /// A `timer_list` callback (`timer:timer_expire_entry/exit`), in softirq TIMER.
+    Timer,
+}
+
+impl HandlerKind {
+    /// Where it runs, as a frame of a folded stack: `IPI function call`, `tasklet`, `timer`.
+    pub fn context(self) -> &'static str {
+        match self {
+            HandlerKind::Csd => "IPI function call",
+            HandlerKind::Tasklet => "tasklet",
+            HandlerKind::Timer => "timer_list",
+        }
+    }
+}
+
+/// The handler that ran the longest in interrupt context over one spike.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Handler {
+    /// What kind of handler.
+    pub kind: HandlerKind,
+    /// Its function (`name [module]` for a module's, `0x…` where no symbol has the address).
+    pub function: String,
+    /// Its time within the spike, nested handlers' time apart (ns).
+    pub ns: u64,
+    /// How many runs of it that time took.
+    pub times: u32,
 }

@@ -7,7 +7,7 @@ use crate::classes::Class;
 use crate::coarse::CoarseExplanation;
 use crate::culprits::CulpritRow;
 use crate::culprits::Merge;
-use crate::model::{Attribution, Category, MissingExits};
+use crate::model::{Attribution, Category, Handler, MissingExits};
 use std::fmt::Write;
 
 /// A duration for people: `812 ns`, `41.3 µs`, `2.38 ms`.
@@ -207,15 +207,29 @@ pub fn summary_of(
             Explained::Traced(a) => writeln!(o, "  {at:>9.3}s {}", traced_line_of(a, what)),
             Explained::Coarse(x) => writeln!(o, "  {at:>9.3}s {}", coarse_line(x)),
         };
-        if let Explained::Traced(Attribution {
-            stack: Some(st), ..
-        }) = e
-        {
-            let _ = writeln!(o, "             kernel stack: {}", escaped(&st.to_string()));
+        if let Explained::Traced(a) = e {
+            if let Some(h) = &a.handler {
+                let _ = writeln!(o, "             handler: {}", handler_line(h));
+            }
+            if let Some(st) = &a.stack {
+                let _ = writeln!(o, "             kernel stack: {}", escaped(&st.to_string()));
+            }
         }
     }
     functions(&mut o, &s.functions);
     o
+}
+
+/// `noisy_long_softirq [noisy] (tasklet, 480.0 µs in 1 run)`: a spike's handler, escaped.
+pub fn handler_line(h: &Handler) -> String {
+    let runs = if h.times == 1 { "run" } else { "runs" };
+    format!(
+        "{} ({}, {} in {} {runs})",
+        escaped(&h.function),
+        h.kind.context(),
+        dur(h.ns),
+        h.times
+    )
 }
 
 /// The time-by-kernel-function table (the first 10 rows, then what the others hold).
@@ -542,6 +556,7 @@ mod tests {
                 task,
                 frames: frames.iter().map(|f| f.to_string()).collect(),
             }),
+            handler: None,
         }));
         let s = b.summary(Tier::FlightRecorder, None, 100_000);
         assert_eq!(s.functions.len(), 1);
@@ -587,6 +602,7 @@ mod tests {
             lost_events: false,
             siblings: Vec::new(),
             stack: None,
+            handler: None,
         }));
         let text = summary(
             &b.summary(Tier::FlightRecorder, None, 1_500_000),
@@ -618,6 +634,7 @@ mod tests {
             lost_events: false,
             siblings: Vec::new(),
             stack: None,
+            handler: None,
         }));
         b.not_traced(crate::model::NotTraced::LostEvents);
         b.no_context(1_000_000);
@@ -676,6 +693,7 @@ mod tests {
             lost_events: false,
             siblings: Vec::new(),
             stack: None,
+            handler: None,
         };
         assert_eq!(unexplained_rest_ns(&a), 900);
         b.add(Explained::Traced(a));
@@ -717,6 +735,7 @@ mod tests {
                 }),
             }],
             stack: None,
+            handler: None,
         };
         let busy = gap(1_000_000, Category::Hypervisor, 98_000);
         let line = traced_line_of(&busy, Subject::WakeUps);
@@ -763,6 +782,7 @@ mod tests {
         plain.add(Explained::Traced(Attribution {
             siblings: Vec::new(),
             stack: None,
+            handler: None,
             ..gap(1_000_000, Category::Hypervisor, 0)
         }));
         assert_eq!(plain.summary(Tier::FlightRecorder, None, 50_000).smt, None);

@@ -6,7 +6,7 @@
 //! thread from any task but the idle one, docs/explain.md "Kernel stacks"), symbolized by the
 //! tracer crate; this module only reads it. Pure data, no I/O.
 
-use crate::model::{Attribution, KernelStack};
+use crate::model::{Attribution, Handler, KernelStack};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -156,10 +156,37 @@ impl fmt::Display for KernelStack {
     }
 }
 
-/// Time charged to spikes, summed by the kernel function their stacks name.
+/// The handler a spike's time is named by instead of its stack: one that ran in interrupt
+/// context for at least half the time of the spike's largest charge (an IPI's function call
+/// inside the interrupt that delayed the timer, a tasklet in the softirq the measured thread
+/// waited for). A shorter one leaves the spike to its stack.
+pub fn leading_handler(a: &Attribution) -> Option<&Handler> {
+    let largest = a.charges.first().map_or(0, |c| c.ns);
+    a.handler
+        .as_ref()
+        .filter(|h| h.ns > 0 && h.ns.saturating_mul(2) >= largest)
+}
+
+/// Where in the kernel a spike's time went, folded, innermost first: its
+/// [`leading_handler`] under the context it ran in (`noisy_long_softirq [noisy]`,
+/// `tasklet`), else its stack's [`KernelStack::folded`] frames; empty with neither.
+pub fn folded_of(a: &Attribution) -> Vec<&str> {
+    match (leading_handler(a), &a.stack) {
+        (Some(h), _) => vec![h.function.as_str(), h.kind.context()],
+        (None, Some(s)) => s.folded(),
+        (None, None) => Vec::new(),
+    }
+}
+
+/// The function a spike's time is summed under: the first of [`folded_of`].
+pub fn function_of(a: &Attribution) -> Option<&str> {
+    folded_of(a).first().copied()
+}
+
+/// Time charged to spikes, summed by the kernel function their stacks or handlers name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FunctionTime {
-    /// The function ([`KernelStack::function`]).
+    /// The function ([`function_of`]).
     pub function: String,
     /// The summed time (ns): each spike's latency counts once, under its stack's function.
     pub ns: u64,
@@ -182,9 +209,10 @@ pub struct FunctionTable {
 }
 
 impl FunctionTable {
-    /// Counts `a` under its stack's function (a spike without stack is not counted).
+    /// Counts `a` under its [`function_of`] (a spike with neither a stack nor a leading
+    /// handler is not counted).
     pub fn add(&mut self, a: &Attribution) {
-        let Some(f) = a.stack.as_ref().and_then(KernelStack::function) else {
+        let Some(f) = function_of(a) else {
             return;
         };
         let key = if self.rows.contains_key(f) || self.rows.len() < MAX_FUNCTIONS {
@@ -213,8 +241,9 @@ impl FunctionTable {
     }
 }
 
-/// Sums `attributions`' latencies by the function their stack names, largest first (ties by
-/// name); spikes without a stack are left out (they are counted by the caller's coverage).
+/// Sums `attributions`' latencies by the function their stack or handler names
+/// ([`function_of`]), largest first (ties by name); spikes with neither are left out (they
+/// are counted by the caller's coverage).
 pub fn by_function<'a>(
     attributions: impl IntoIterator<Item = &'a Attribution>,
 ) -> Vec<FunctionTime> {
@@ -225,15 +254,14 @@ pub fn by_function<'a>(
     t.rows()
 }
 
-/// Folded stacks for a flame graph: each spike's folded frames, outermost first and joined by
-/// `;`, with its latency (ns) as the weight; equal stacks summed, in name order.
+/// Folded stacks for a flame graph: each spike's [`folded_of`] frames, outermost first and
+/// joined by `;`, with its latency (ns) as the weight; equal stacks summed, in name order.
 pub fn folded_weights<'a>(
     attributions: impl IntoIterator<Item = &'a Attribution>,
 ) -> Vec<(String, u64)> {
     let mut m: BTreeMap<String, u64> = BTreeMap::new();
     for a in attributions {
-        let Some(s) = &a.stack else { continue };
-        let frames = s.folded();
+        let frames = folded_of(a);
         if frames.is_empty() {
             continue;
         }
@@ -279,7 +307,40 @@ mod tests {
             lost_events: false,
             siblings: Vec::new(),
             stack: s,
+            handler: None,
         }
+    }
+
+    /// A tasklet that ran most of the largest charge names the spike, under its context,
+    /// before the stack; one that ran less than half of it leaves the spike to the stack.
+    #[test]
+    fn a_handler_that_ran_most_of_the_largest_charge_names_the_spike() {
+        use crate::model::{Category, Charge, Handler, HandlerKind, Softirq};
+        let mut a = attribution(500_000, Some(stack(PREEMPT_OFF)));
+        a.charges = vec![Charge {
+            category: Category::Softirq {
+                vec: Softirq::Tasklet,
+            },
+            ns: 480_000,
+            times: 1,
+        }];
+        a.handler = Some(Handler {
+            kind: HandlerKind::Tasklet,
+            function: "noisy_long_softirq [noisy]".into(),
+            ns: 470_000,
+            times: 1,
+        });
+        assert_eq!(function_of(&a), Some("noisy_long_softirq [noisy]"));
+        assert_eq!(
+            folded_weights([&a]),
+            vec![("tasklet;noisy_long_softirq [noisy]".to_string(), 500_000)]
+        );
+        assert_eq!(by_function([&a])[0].function, "noisy_long_softirq [noisy]");
+        a.handler.as_mut().unwrap().ns = 200_000;
+        assert!(leading_handler(&a).is_none());
+        assert_eq!(function_of(&a), Some("noisy_hold_preempt_off [noisy]"));
+        a.stack = None;
+        assert_eq!(function_of(&a), None);
     }
 
     const PREEMPT_OFF: &[&str] = &[

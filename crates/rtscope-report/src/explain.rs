@@ -111,7 +111,7 @@ fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
     worst.sort_by_key(|e| std::cmp::Reverse(e.latency_ns()));
     let stacks = crate::stacks::any(s);
     let stack_th = if stacks {
-        "<th class=\"t\">kernel stack (first frames)</th>"
+        "<th class=\"t\">where in the kernel (handler, or stack: first frames)</th>"
     } else {
         ""
     };

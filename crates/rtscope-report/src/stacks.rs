@@ -5,8 +5,8 @@
 use crate::escape::escape;
 use rtscope_explain::book::{ExplainSummary, Explained};
 use rtscope_explain::model::KernelStack;
-use rtscope_explain::render::dur;
-use rtscope_explain::stack::{folded_weights, FunctionTime, SHOWN_FRAMES};
+use rtscope_explain::render::{dur, handler_line};
+use rtscope_explain::stack::{folded_weights, leading_handler, FunctionTime, SHOWN_FRAMES};
 use std::fmt::Write;
 
 /// Rows of the function table shown.
@@ -17,14 +17,18 @@ const ROW: f64 = 17.0;
 /// Frames drawn per stack at most (the outermost first).
 const MAX_DEPTH: usize = 32;
 
-/// The folded first frames of a kept spike's stack, for the worst-spikes table's cell.
+/// Where in the kernel, for the worst-spikes table's cell: the spike's handler where one led
+/// it, else the folded first frames of its stack.
 pub fn cell(e: &Explained) -> String {
-    match e {
-        Explained::Traced(a) => a.stack.as_ref().map_or(String::new(), |s| {
-            format!("{} ({})", s.top(SHOWN_FRAMES).join(" ← "), s.task)
-        }),
-        Explained::Coarse(_) => String::new(),
+    let Explained::Traced(a) = e else {
+        return String::new();
+    };
+    if leading_handler(a).is_some() || a.stack.is_none() {
+        return a.handler.as_ref().map_or(String::new(), handler_line);
     }
+    a.stack.as_ref().map_or(String::new(), |s| {
+        format!("{} ({})", s.top(SHOWN_FRAMES).join(" ← "), s.task)
+    })
 }
 
 /// The table and the flame graph of `s`, when its spikes have kernel stacks.
@@ -172,11 +176,12 @@ fn draw(h: &mut String, n: &Node, x: f64, level: usize, height: f64, scale: f64,
     }
 }
 
-/// Whether a stack was recorded for any of `s`'s kept spikes.
+/// Whether a stack or a handler was recorded for any of `s`'s kept spikes.
 pub fn any(s: &ExplainSummary) -> bool {
-    s.worst
-        .iter()
-        .any(|e| matches!(e, Explained::Traced(a) if a.stack.as_ref().is_some_and(|k: &KernelStack| !k.frames.is_empty())))
+    s.worst.iter().any(|e| {
+        matches!(e, Explained::Traced(a) if a.handler.is_some()
+            || a.stack.as_ref().is_some_and(|k: &KernelStack| !k.frames.is_empty()))
+    })
 }
 
 #[cfg(test)]
@@ -206,6 +211,7 @@ mod tests {
                 },
                 frames: frames.iter().map(|f| f.to_string()).collect(),
             }),
+            handler: None,
         })
     }
 
@@ -261,6 +267,50 @@ mod tests {
             cell(&s.worst[1]),
             "do_nanosleep ← hrtimer_nanosleep (noisy<x>:5:nice0)"
         );
+    }
+
+    /// A spike led by a tasklet shows it in its cell, the table and the graph, under its
+    /// context; one whose handler ran briefly keeps its stack.
+    #[test]
+    fn a_leading_handler_names_its_spike_in_the_cell_the_table_and_the_graph() {
+        use rtscope_explain::model::{Category, Charge, Handler, HandlerKind, Softirq};
+        let lead = |e: &mut Explained, ns: u64| {
+            if let Explained::Traced(a) = e {
+                a.charges = vec![Charge {
+                    category: Category::Softirq {
+                        vec: Softirq::Tasklet,
+                    },
+                    ns: 400_000,
+                    times: 1,
+                }];
+                a.handler = Some(Handler {
+                    kind: HandlerKind::Tasklet,
+                    function: "noisy_long_softirq [noisy]".into(),
+                    ns,
+                    times: 1,
+                });
+            }
+        };
+        let mut led = spike(1_000_000, 500_000, &["__schedule", "do_idle"]);
+        lead(&mut led, 390_000);
+        let mut brief = spike(5_000_000, 600_000, &["__schedule", "do_nanosleep"]);
+        lead(&mut brief, 10_000);
+        assert_eq!(
+            cell(&led),
+            "noisy_long_softirq [noisy] (tasklet, 390.0 µs in 1 run)"
+        );
+        assert_eq!(cell(&brief), "do_nanosleep (noisy<x>:5:nice0)");
+        let mut b = SpikeBook::new(60_000_000_000, 10, 10);
+        b.add(led);
+        b.add(brief);
+        let s = b.summary(Tier::FlightRecorder, None, 100_000);
+        let mut h = String::new();
+        section(&mut h, &s);
+        assert!(
+            h.contains("<code>noisy_long_softirq [noisy]</code></td><td>1</td><td>500.0 µs"),
+            "{h}"
+        );
+        assert!(h.contains("<title>tasklet: 500.0 µs"), "{h}");
     }
 
     #[test]

@@ -72,6 +72,8 @@ impl Cpu {
             Kind::IpiExit => self.pop(|c| *c == Ctx::Ipi),
             Kind::SoftirqExit { vec } => self.pop(|c| *c == Ctx::Softirq(*vec)),
             Kind::Nmi { .. }
+            | Kind::HandlerEntry { .. }
+            | Kind::HandlerExit { .. }
             | Kind::HrtimerEntry
             | Kind::HrtimerExit
             | Kind::Noise { .. }

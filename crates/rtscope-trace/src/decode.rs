@@ -1,6 +1,7 @@
 //! Typed trace events: the records of a page decoded with the field offsets of the `format` files.
 
 use crate::format::{EventFormat, Field};
+use crate::model::HandlerKind;
 use crate::page::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -181,6 +182,19 @@ pub enum Kind {
         /// Handler duration (ns).
         delta_ns: u64,
     },
+    /// A handler the kernel names by its function begins: `csd/csd_function_entry`,
+    /// `irq/tasklet_entry`, `timer/timer_expire_entry`.
+    HandlerEntry {
+        /// Which kind.
+        kind: HandlerKind,
+        /// The function's address.
+        func: u64,
+    },
+    /// That handler returns (`*_exit`).
+    HandlerExit {
+        /// Which kind.
+        kind: HandlerKind,
+    },
     /// `timer/hrtimer_expire_entry` (only when requested).
     HrtimerEntry,
     /// `timer/hrtimer_expire_exit` (only when requested).
@@ -313,6 +327,8 @@ enum Which {
     IpiEntry,
     IpiExit,
     Nmi,
+    HandlerEntry(HandlerKind),
+    HandlerExit(HandlerKind),
     HrtimerEntry,
     HrtimerExit,
     IrqNoise,
@@ -336,6 +352,12 @@ fn which(name: &str) -> Option<Which> {
         "nmi_handler" => Which::Nmi,
         "hrtimer_expire_entry" => Which::HrtimerEntry,
         "hrtimer_expire_exit" => Which::HrtimerExit,
+        "csd_function_entry" => Which::HandlerEntry(HandlerKind::Csd),
+        "csd_function_exit" => Which::HandlerExit(HandlerKind::Csd),
+        "tasklet_entry" => Which::HandlerEntry(HandlerKind::Tasklet),
+        "tasklet_exit" => Which::HandlerExit(HandlerKind::Tasklet),
+        "timer_expire_entry" => Which::HandlerEntry(HandlerKind::Timer),
+        "timer_expire_exit" => Which::HandlerExit(HandlerKind::Timer),
         "irq_noise" => Which::IrqNoise,
         "softirq_noise" => Which::SoftirqNoise,
         "nmi_noise" => Which::NmiNoise,
@@ -454,6 +476,12 @@ impl Schema {
             Which::Nmi => Kind::Nmi {
                 delta_ns: get("delta_ns")?.max(0) as u64,
             },
+            Which::HandlerEntry(kind) => Kind::HandlerEntry {
+                kind,
+                // `func` (csd, tasklet) or `function` (timer).
+                func: get("func").or_else(|| get("function"))? as u64,
+            },
+            Which::HandlerExit(kind) => Kind::HandlerExit { kind },
             Which::HrtimerEntry => Kind::HrtimerEntry,
             Which::HrtimerExit => Kind::HrtimerExit,
             Which::IrqNoise | Which::SoftirqNoise | Which::NmiNoise | Which::ThreadNoise => {

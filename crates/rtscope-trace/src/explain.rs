@@ -248,6 +248,7 @@ impl Explainer {
             .into_iter()
             .chain(self.live.as_ref().map(LiveWait::describe))
             .chain(self.recorder.as_ref().and_then(|r| r.stacks().note()))
+            .chain(self.recorder.as_ref().map(|r| r.handlers().note()))
             .collect();
         let tier = self.tier.name();
         if notes.is_empty() {

@@ -9,7 +9,9 @@
 //!   events per measured CPU; [`exits`] checks on them that the kernel's interrupt exits
 //!   reach the trace (else no time is named the hypervisor's); [`keep`] holds what the
 //!   window drops while a spike that needs it waits for its analysis.
-//! - [`stacks`]: the `stacktrace` trigger, a spike's kernel stack, `/proc/kallsyms`.
+//! - [`stacks`]: the `stacktrace` trigger, a spike's kernel stack, `/proc/kallsyms`;
+//!   [`handlers`]: the interrupt-context handler that ran the longest over a spike, by the
+//!   function its events name.
 //! - [`analyze`] charges each nanosecond of a spike to a [`model::Category`]; [`book`] keeps
 //!   the worst spikes per time window and the culprit totals; [`coarse`] is the fallback tier
 //!   fed by the monitors (these three data modules are the `rtscope-explain` crate's, reached
@@ -25,6 +27,7 @@ pub mod decode;
 pub mod exits;
 pub mod explain;
 pub mod format;
+pub mod handlers;
 pub mod hwlat;
 pub mod keep;
 pub mod machine;

@@ -247,6 +247,8 @@ pub struct FlightRecorder {
     siblings: Vec<(usize, Vec<usize>)>,
     /// Whether spikes get kernel stacks, and the symbols they are named with.
     namer: Namer,
+    /// The handlers spikes' time in interrupt context went to, and their names.
+    handlers: crate::handlers::Handlers,
     /// The late-only stacks' eBPF programs, where they take them.
     bpf: Option<Arc<BpfStacks>>,
     _reaper: Reaper,
@@ -346,6 +348,7 @@ impl FlightRecorder {
             files.push((cpu, f));
         }
         namer.settle(&instance.stacks);
+        let handlers = crate::handlers::Handlers::new(&instance.formats);
         let instance = Arc::new(instance);
         let shared = Arc::new(Mutex::new(Shared {
             buffer_kb: cfg.instance.buffer_kb,
@@ -383,6 +386,7 @@ impl FlightRecorder {
             machine: cfg_machine,
             siblings,
             namer,
+            handlers,
             bpf,
             _reaper: reaper,
         })
@@ -396,6 +400,11 @@ impl FlightRecorder {
     /// Whether spikes get kernel stacks (why not, when asked for and impossible).
     pub fn stacks(&self) -> &Stacks {
         self.namer.state()
+    }
+
+    /// The handlers spikes are named by.
+    pub fn handlers(&self) -> &crate::handlers::Handlers {
+        &self.handlers
     }
 
     /// Pages read and pages that failed to parse so far.
@@ -430,6 +439,7 @@ impl FlightRecorder {
             analyze::attribute_on(&events, spike, lost, machine)
         };
         a.siblings = siblings;
+        a.handler = self.handlers.of(&events, spike, self.namer.symbols());
         match &self.bpf {
             Some(b) => {
                 let until = spike.wakeup_ns + crate::stacks::STACK_AFTER_SWITCH_NS;

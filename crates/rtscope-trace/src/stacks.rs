@@ -238,6 +238,11 @@ impl Namer {
         &self.state
     }
 
+    /// The symbols read for the stacks (none when no stack is taken).
+    pub fn symbols(&self) -> &Kallsyms {
+        &self.kallsyms
+    }
+
     /// Gives `a` the stack [`find`] finds in `events` (its CPU's, around the spike), named.
     pub fn attach(&self, a: &mut Attribution, events: &[Event]) {
         if !self.state.taking() {
@@ -334,12 +339,20 @@ impl Kallsyms {
     /// The function containing `addr` (a return address: the call is just before it, so
     /// `addr - 1` is looked up), or `0x…` before the first symbol.
     pub fn name(&self, addr: u64) -> String {
-        let at = addr.saturating_sub(1);
+        self.containing(addr.saturating_sub(1))
+            .unwrap_or_else(|| format!("{addr:#x}"))
+    }
+
+    /// The function a function pointer `addr` points into (a handler's, from its event:
+    /// the symbol at or before `addr` itself), or `0x…` before the first symbol.
+    pub fn function(&self, addr: u64) -> String {
+        self.containing(addr)
+            .unwrap_or_else(|| format!("{addr:#x}"))
+    }
+
+    fn containing(&self, at: u64) -> Option<String> {
         let i = self.syms.partition_point(|s| s.0 <= at);
-        match i.checked_sub(1).map(|i| &self.syms[i]) {
-            Some((_, name)) => name.clone(),
-            None => format!("{addr:#x}"),
-        }
+        i.checked_sub(1).map(|i| self.syms[i].1.clone())
     }
 
     /// The named stack of `task` from return addresses (innermost first, at most

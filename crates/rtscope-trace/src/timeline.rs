@@ -148,6 +148,7 @@ impl Timeline<'_> {
             lost_events: lost,
             siblings: Vec::new(),
             stack: None,
+            handler: None,
         }
     }
 

@@ -38,6 +38,19 @@ pub const TIMERLAT_EVENTS: [(&str, &str); 6] = [
     ("osnoise", "thread_noise"),
 ];
 
+/// The events that name an interrupt-context handler by its function, enabled with either
+/// set where the kernel has them (read by the `handlers` module): an IPI's function call (not in Linux
+/// 6.1), a tasklet, a `timer_list` callback. They fire where the
+/// handlers run, never on a measured thread's own wake-up path.
+pub const HANDLER_EVENTS: [(&str, &str); 6] = [
+    ("csd", "csd_function_entry"),
+    ("csd", "csd_function_exit"),
+    ("irq", "tasklet_entry"),
+    ("irq", "tasklet_exit"),
+    ("timer", "timer_expire_entry"),
+    ("timer", "timer_expire_exit"),
+];
+
 /// Where tracefs is usually mounted, in the order tried.
 pub const MOUNT_POINTS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 /// Prefix of the instances rtscope creates.
@@ -427,7 +440,7 @@ impl Instance {
         } else {
             lean_events(cfg.hrtimer_events)
         };
-        for (system, event) in events {
+        for (system, event) in events.into_iter().chain(HANDLER_EVENTS) {
             let Some(format) = tfs.event_format(system, event) else {
                 continue;
             };
@@ -618,7 +631,9 @@ mod tests {
 
     #[test]
     fn the_lean_set_has_hrtimers_only_on_request() {
-        assert!(!lean_events(false).iter().any(|e| e.0 == "timer"));
+        assert!(!lean_events(false)
+            .iter()
+            .any(|e| e.1.starts_with("hrtimer")));
         assert!(lean_events(true)
             .iter()
             .any(|e| e.1 == "hrtimer_expire_entry"));

@@ -266,6 +266,7 @@ mod tests {
             lost_events: false,
             siblings: Vec::new(),
             stack: None,
+            handler: None,
         });
         let c = causes(&e);
         let names: Vec<&str> = c.iter().map(|c| c.name.as_str()).collect();

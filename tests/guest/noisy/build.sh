@@ -31,6 +31,8 @@ case "$ABI" in
     command -v aarch64-linux-gnu-gcc-12 >/dev/null || need+=(gcc-aarch64-linux-gnu)
     [ -e /usr/bin/qemu-aarch64-static ] || need+=(qemu-user-static)
     [ -e /lib/ld-linux-aarch64.so.1 ] || need+=(libc6:arm64)
+    # 6.12's kbuild tools (objtool's and modpost's helpers) link libelf.
+    [ -e /usr/lib/aarch64-linux-gnu/libelf.so.1 ] || need+=(libelf1:arm64)
     dpkg --print-foreign-architectures | grep -qx arm64 || { dpkg --add-architecture arm64; apt-get update -qq; }
     [ ${#need[@]} -eq 0 ] || apt_need "${need[@]}"
     ROOT=$OUT/arm64-headers

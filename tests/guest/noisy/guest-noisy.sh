@@ -143,6 +143,11 @@ rtla_run() {
 }
 
 mark clocksource "$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
+# Whether the kernel has the events that name an IPI's function call (not 6.1) and a tasklet:
+# what the handler checks (noisy_checks.handler_check) hold rtscope's tier line and spikes to.
+_ev=/sys/kernel/tracing/events
+mark handler-events "csd=$([ -d $_ev/csd/csd_function_entry ] && echo 1 || echo 0)" \
+    "tasklet=$([ -d $_ev/irq/tasklet_entry ] && echo 1 || echo 0)"
 for mode in ${MODES:-preempt irq storm softirq net}; do
     start_noise "$mode"
     late_snapshot "$mode" &
