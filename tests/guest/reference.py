@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import itertools
 import json
 import re
 import sys
@@ -111,6 +112,47 @@ def unexited(events: list[Event], lost: list[int]) -> list[tuple[int, int]]:
     return out
 
 
+def index(ref: Reference) -> tuple[list[int], list[int], dict[int, str]]:
+    """The reference's timestamps, the indices of its `sched_switch` events and each task's
+    last name (`next_comm`), computed once: a spike's replay starts at the last switch before
+    it (where the task is known and no interrupt is open) instead of the trace's start."""
+    cached = getattr(ref, "_index", None)
+    if cached is None or cached[0] is not ref.events:
+        ts = [e.ts_ns for e in ref.events]
+        switches = [i for i, e in enumerate(ref.events) if e.kind == "sched_switch"]
+        comm: dict[int, str] = {}
+        for i in switches:
+            if m := SWITCH_NEXT.search(ref.events[i].args):
+                comm[int(m.group(2))] = m.group(1)
+        cached = (ref.events, (ts, switches, comm))
+        ref._index = cached  # type: ignore[attr-defined]
+    return cached[1]
+
+
+def switch_before(ref: Reference, at: int) -> int:
+    """The index of the last `sched_switch` at or before `at` (0 when there is none): the
+    replay of the events from it knows the task, and no interrupt is open there."""
+    ts, switches, _ = index(ref)
+    n = bisect.bisect_right(ts, at)
+    k = bisect.bisect_left(switches, n) - 1
+    return switches[k] if k >= 0 else 0
+
+
+def blocked_at(ref: Reference, k: int, tid: int | None) -> bool:
+    """Whether `tid` was blocked (out with `D`) before event `k`: by the last switch before
+    it that took `tid` off the CPU or put it on."""
+    if tid is None:
+        return False
+    _, switches, _ = index(ref)
+    for i in reversed(switches[:bisect.bisect_left(switches, k)]):
+        args = ref.events[i].args
+        if (m := SWITCH_NEXT.search(args)) and int(m.group(2)) == tid:
+            return False
+        if (p := SWITCH_PREV.search(args)) and int(p.group(1)) == tid:
+            return p.group(2).startswith("D")
+    return False
+
+
 def reference_causes(ref: Reference, start: int, end: int,
                      tid: int | None = None) -> dict[tuple, int] | None:
     """ns per cause in [start, end) from the reference, or None when it does not cover it
@@ -124,11 +166,13 @@ def reference_causes(ref: Reference, start: int, end: int,
         return None
     wake = waking_irq(ref, start, end, tid)
     task: tuple | None = None
-    blocked = False
+    k = switch_before(ref, start)
+    blocked = blocked_at(ref, k, tid)
     stack: list[tuple[tuple, int]] = []  # (cause, index of its entry event)
     out: dict[tuple, int] = {}
     prev = None
-    for i, e in enumerate(ref.events + [Event(end, "end", "")]):
+    for i, e in enumerate(itertools.chain(itertools.islice(ref.events, k, None),
+                                          [Event(end, "end", "")]), start=k):
         if prev is not None and e.ts_ns > start:
             a, b = max(prev, start), min(e.ts_ns, end)
             if b > a:
@@ -178,7 +222,8 @@ def waking_irq(ref: Reference, start: int, end: int, tid: int | None) -> int | N
     found = None
     stack: list[tuple[tuple, int]] = []
     task: tuple | None = None
-    for i, e in enumerate(ref.events):
+    k = switch_before(ref, start - 1_000_000)
+    for i, e in enumerate(itertools.islice(ref.events, k, None), start=k):
         if e.ts_ns > end:
             break
         if e.kind == "sched_switch":
@@ -579,12 +624,7 @@ def comm_of(ref: Reference, key: tuple) -> str | None:
     """The task's last name in the reference (a forked child first runs as its parent)."""
     if key[0] != "thread":
         return None
-    for e in reversed(ref.events):
-        if e.kind == "sched_switch":
-            m = SWITCH_NEXT.search(e.args)
-            if m and int(m.group(2)) == key[1]:
-                return m.group(1)
-    return None
+    return index(ref)[2].get(key[1])
 
 
 def fmt(causes: dict[tuple, int], ref: Reference) -> str:

@@ -169,12 +169,21 @@ fn spawn(spec: &LoadSpec, exe: &Path, me: i32, cg: Option<&Cgroup>) -> Result<Lo
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let cg_fd = cg.map(Cgroup::procs_fd);
-    let unblock = SigSet::of(&STOP_SIGNALS);
+    let stop = SigSet::of(&STOP_SIGNALS);
+    // A built-in load's worker gets the stop signals blocked through the exec: a stop that
+    // comes before its own `block` (a Ctrl-C right after the start, on a busy machine) waits
+    // for it and gets its report, instead of killing it without one. Another program starts
+    // with them unblocked, as programs expect.
+    let builtin = !matches!(spec, LoadSpec::External { .. });
     // SAFETY: the closure runs between fork and exec and only makes async-signal-safe calls
     // (sigprocmask, write, prctl, getppid, setpgid, _exit); it allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
-            unblock.unblock();
+            if builtin {
+                stop.block_in_child();
+            } else {
+                stop.unblock();
+            }
             if let Some(fd) = cg_fd {
                 cgroup::join_self(fd);
             }

@@ -35,8 +35,18 @@ impl SigSet {
     /// Unblocks these signals in the calling thread. Async-signal-safe (used between fork and
     /// exec).
     pub fn unblock(&self) {
+        self.mask(libc::SIG_UNBLOCK);
+    }
+
+    /// Blocks these signals with `sigprocmask`: async-signal-safe, for between fork and exec
+    /// (the mask survives the exec).
+    pub fn block_in_child(&self) {
+        self.mask(libc::SIG_BLOCK);
+    }
+
+    fn mask(&self, how: libc::c_int) {
         // SAFETY: a valid set; sigprocmask is async-signal-safe.
-        unsafe { libc::sigprocmask(libc::SIG_UNBLOCK, &self.0, std::ptr::null_mut()) };
+        unsafe { libc::sigprocmask(how, &self.0, std::ptr::null_mut()) };
     }
 
     /// Waits up to `timeout` for one of these (blocked) signals and takes it.
