@@ -144,8 +144,8 @@ def blocked_at(ref: Reference, k: int, tid: int | None) -> bool:
     if tid is None:
         return False
     _, switches, _ = index(ref)
-    for i in reversed(switches[:bisect.bisect_left(switches, k)]):
-        args = ref.events[i].args
+    for j in range(bisect.bisect_left(switches, k) - 1, -1, -1):
+        args = ref.events[switches[j]].args
         if (m := SWITCH_NEXT.search(args)) and int(m.group(2)) == tid:
             return False
         if (p := SWITCH_PREV.search(args)) and int(p.group(1)) == tid:
