@@ -345,6 +345,7 @@ class Compared:
     culprit_differ_apart_ns: int = 0  # of its spikes' time not agreed, likewise
     culprit_over_apart_ns: int = 0  # of rtscope's charge beyond the reference's, likewise
     apart_ns: int = 0  # spike time between two stamps of one event (stamped_apart)
+    current_ns: int = 0  # spike time the reference gives the idle task or the measured thread
     differ_ns: int = 0  # spike time not on the same cause
     differ_apart_ns: int = 0  # of that, per spike at most its time stamped apart
     lines: list[str] = field(default_factory=list)
@@ -595,6 +596,7 @@ def compare(explain: dict, ref: Reference, cpu: int, culprit: str = "culprit",
         agree = agreement(rt_ns, ref_ns, s.get("tid"))
         c.spikes += 1
         c.spike_ns += lat
+        c.current_ns += sum(ref_ns.get(("thread", t), 0) for t in {0, s.get("tid")})
         c.agree_ns += agree
         amb = overlap(apart or [], s["deadline_ns"], s["wakeup_ns"])
         c.apart_ns += amb
@@ -710,6 +712,20 @@ def named(c: Compared) -> tuple[bool, str]:
     return ok, (f"culprit in {c.culprit_spikes} spikes per the reference; rtscope charged it "
                 f"{pct(c.culprit_both_ns + c.culprit_apart_ns, c.culprit_ref_ns)} of the time "
                 "it ran there (with the undecidable time)")
+
+
+def host_only(c: Compared) -> tuple[bool, str]:
+    """Whether the kept spikes say nothing of the culprit because the host made them all: the
+    reference saw the culprit run in none, and over 90 % of their time it had only the idle
+    task or the measured thread on the CPU (no interrupt, softirq or other task: the vCPU was
+    not run). Beside the hog an amd64 `noise` run kept 200 gaps, every one the host's, and the
+    injected NET_RX in none (28 Nov 2026). Whether the culprit is named then depends on the
+    host's load, not on rtscope: the guest checks give it as a figure, not a failure."""
+    ok = (c.spikes > 0 and c.culprit_spikes == 0
+          and c.current_ns * 10 > c.spike_ns * 9)
+    return ok, (f"the culprit ran in {c.culprit_spikes} of {c.spikes} spikes compared; only "
+                f"the idle task or the measured thread on the CPU for "
+                f"{c.pct(c.current_ns, c.spike_ns)} of their time (the host's when over 90 %)")
 
 
 def main(argv: list[str]) -> int:
