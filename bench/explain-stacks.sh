@@ -10,6 +10,9 @@
 #              with the triggers at every wake-up, takes a stack (their worst case).
 #   AA=1       the control: both runs of a pair are `off` (the second is reported as `on`), so
 #              the ratios show what this host's own scatter makes of no difference at all.
+#   VS=BINARY  two builds against each other, both `off`: RTSCOPE is reported as `on`, BINARY
+#              as `off` (the handler events of the default path: RTSCOPE with them, BINARY the
+#              commit before them).
 # Usage: bench/explain-stacks.sh [PAIRS] [SECONDS] [INTERVAL_US] [THRESHOLD]   (root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,10 +32,17 @@ if [ "${LOAD:-}" = hog ]; then
 fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ "${AA:-}" = 1 ] && echo "A/A control: --explain-stacks off in both runs of each pair"
+vs=${VS:-}
+[ -z "$vs" ] || [ -x "$vs" ] || { echo "VS=$vs: not an executable" >&2; exit 2; }
+[ -z "$vs" ] || echo "two builds, --explain-stacks off in both: on = $bin, off = $vs"
 run() { # run on|off N
-  local mode=$1
+  local mode=$1 exe=$bin
   [ "${AA:-}" = 1 ] && mode=off
-  "$bin" measure -D "${secs}s" -i "${interval}us" --cpus 1 -p 95 --explain "$threshold" \
+  if [ -n "$vs" ]; then
+    [ "$mode" = off ] && exe=$vs
+    mode=off
+  fi
+  "$exe" measure -D "${secs}s" -i "${interval}us" --cpus 1 -p 95 --explain "$threshold" \
     --explain-stacks "$mode" --no-db -q --json "$out/$1-$2.json" >/dev/null
 }
 for n in $(seq 1 "$pairs"); do
