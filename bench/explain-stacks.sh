@@ -10,6 +10,7 @@
 #              with the triggers at every wake-up, takes a stack (their worst case).
 #   AA=1       the control: both runs of a pair are `off` (the second is reported as `on`), so
 #              the ratios show what this host's own scatter makes of no difference at all.
+#   KEEP=DIR   keeps the runs' JSON in DIR (on-N.json, off-N.json: stacks-ratio.py DIR PAIRS).
 #   VS=BINARY  two builds against each other, both `off`: RTSCOPE is reported as `on`, BINARY
 #              as `off` (the handler events of the default path: RTSCOPE with them, BINARY the
 #              commit before them).
@@ -49,4 +50,5 @@ for n in $(seq 1 "$pairs"); do
   if [ $((n % 2)) = 1 ]; then run off "$n"; run on "$n"; else run on "$n"; run off "$n"; fi
 done
 python3 bench/stacks-ratio.py "$out" "$pairs"
+if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$out"/*.json "$KEEP"/; fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
