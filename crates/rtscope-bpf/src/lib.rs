@@ -15,8 +15,6 @@ pub mod late;
 pub mod ringbuf;
 pub mod sys;
 
-pub use late::{Programs, Setting};
-
 /// Frames a stack holds at most (the hist triggers' `stacktrace` takes as many).
 pub const FRAMES: usize = 64;
 

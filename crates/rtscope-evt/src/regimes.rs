@@ -23,7 +23,6 @@ mod ranks;
 use crate::threshold::Point;
 use crate::{far, gev, Options, Tail};
 pub use envelope::Envelope;
-pub use per_time::{EnvelopeTimeLevel, TimeEnvelope, TimeNotGiven};
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
 /// The run is cut into this many segments.

@@ -327,7 +327,7 @@ fn envelope_text(o: &mut String, e: &Envelope, conf: f64) {
 }
 
 /// The envelope per time: "once per 1 min of the worst conditions seen: above 12.3 ms".
-fn per_time_text(o: &mut String, t: &crate::regimes::TimeEnvelope, conf: f64) {
+fn per_time_text(o: &mut String, t: &crate::regimes::per_time::TimeEnvelope, conf: f64) {
     let _ = writeln!(
         o,
         "    worst-segment envelope per time: the largest latency of a {} block, as if every moment were like the worst segment at that time ({conf:.0} % confidence interval):",
