@@ -28,8 +28,9 @@ sysctl -q -w kernel.bpf_stats_enabled=1
   --explain-stacks on --no-db -q --json "$out/run.json" >"$out/run.log" 2>&1 &
 pid=$!
 
-# snapshot FILE: each BPF program of the run (name from its fdinfo's prog_id is not there: the
-# fd number stands for it) as "fd run_cnt run_time_ns", then the measured thread's wake-ups.
+# snapshot FILE: each BPF program of the run as "prog FD run_cnt run_time_ns" (fdinfo names no
+# program; the fds ascend in the order rtscope_bpf::late loads them: hrtimer_start,
+# sched_switch, hrtimer_expire_entry), then the measured thread's wake-ups.
 snapshot() {
   local f fd cnt ns tid
   : >"$1"

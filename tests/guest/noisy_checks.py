@@ -207,14 +207,13 @@ def verify(c, kernel: str, r: guest.BootResult, modes: list[str]) -> None:
                  ok, detail)
 
 
-def unless_host(c, kernel: str, name: str, verdict: tuple[bool, str, bool],
-                host: tuple[bool, str]) -> None:
-    """A function check of the culprit's naming (`verdict`: ok, detail, and whether what was
-    named is sound — no spike names it where it did not run), required through `c.expect`
-    unless the host made every kept spike (`host`: reference.host_only): then the culprit ran in
-    none of them, there was nothing to name, and a miss is a load-dependent figure through
-    `c.figure` (required with `--figures`), as long as nothing was named wrongly."""
-    ok, detail, sound = verdict
+def unless_host(c, kernel: str, name: str, ok: bool, detail: str, host: tuple[bool, str],
+                sound: bool = True) -> None:
+    """A function check of the culprit's naming (`sound`: no spike names it where it did not
+    run), required through `c.expect` unless the host made every kept spike (`host`:
+    reference.host_only): then the culprit ran in none of them, there was nothing to name, and
+    a miss is a load-dependent figure through `c.figure` (required with `--figures`), as long
+    as nothing was named wrongly."""
     if not ok and sound and host[0]:
         c.figure(kernel, name, False, f"{detail}; {host[1]}")
     else:
@@ -261,7 +260,7 @@ def verify_run(c, kernel: str, r: guest.BootResult, mode: str, run: tuple[str, s
     if mode in STACK_MODES:
         ok, detail = stack_check(x, culprit)
         unless_host(c, kernel, f"{label}: the kernel stacks name the module's function",
-                    (ok, detail, True), host)
+                    ok, detail, host)
     log = (r.files.get(f"{check}-{mode}.log") or b"").decode(errors="replace")
     events = dict(kv.split("=", 1) for kv in (r.value("handler-events") or "").split()
                   if "=" in kv)
@@ -275,8 +274,8 @@ def verify_run(c, kernel: str, r: guest.BootResult, mode: str, run: tuple[str, s
         named = log[at:].split(";")[0].split("\n")[0] if at >= 0 else ""
         said = check != "explain" or bool(named) and (word in named) == has
         unless_host(c, kernel, f"{label}: the handler named is the module's function",
-                    (ok and said, f"{detail}; the tier line says which handlers are named: "
-                     f"{said}", sound and said), host)
+                    ok and said, f"{detail}; the tier line says which handlers are named: {said}",
+                    host, sound=sound and said)
     if mode in STACK_MODES and "kernel stacks when late" in log:
         ok, detail = late_stack_check(x, text)
         c.expect(kernel, f"{label}: late-only stacks: prompt wake-ups took none", ok, detail)
@@ -284,7 +283,7 @@ def verify_run(c, kernel: str, r: guest.BootResult, mode: str, run: tuple[str, s
     c.expect(kernel, f"{label}: the kernel's interrupt exits reached both traces", ok, detail)
     ok, detail = reference.named(cmp)
     unless_host(c, kernel, f"{label}: the injected {culprit} is named for most of the time it ran",
-                (ok, detail, True), host)
+                ok, detail, host)
     met, text = reference.bar(cmp)
     c.figure(kernel, f"{label} ({culprit}): the reference bar", met,
              f"{text}; {reference.summary(cmp)}")

@@ -561,6 +561,12 @@ def culprit_matcher(spec: str, ref: Reference):
     return lambda k: comm_of(ref, k) == spec
 
 
+def current(tid: int | None) -> list[tuple]:
+    """The reference's causes that are the task current when the vCPU is not run: the idle
+    task, and the measured thread `tid` where known."""
+    return [("thread", 0), ("thread", tid)] if tid is not None else [("thread", 0)]
+
+
 def agreement(rt_ns: dict[tuple, int], ref_ns: dict[tuple, int], tid: int | None) -> int:
     """The time both put on the same cause. rtscope's return to user space (the idle task
     switching to the woken measuring thread, then the thread on its way back) and its
@@ -568,8 +574,7 @@ def agreement(rt_ns: dict[tuple, int], ref_ns: dict[tuple, int], tid: int | None
     gives the task that was current, the idle task or the measuring thread, as far as rtscope
     did not claim that time otherwise."""
     agree = sum(min(v, ref_ns.get(k, 0)) for k, v in rt_ns.items())
-    current = [("thread", 0), ("thread", tid)] if tid is not None else [("thread", 0)]
-    left = sum(max(0, ref_ns.get(k, 0) - rt_ns.get(k, 0)) for k in current)
+    left = sum(max(0, ref_ns.get(k, 0) - rt_ns.get(k, 0)) for k in current(tid))
     return agree + min(rt_ns.get(("return",), 0) + rt_ns.get(("below",), 0), left)
 
 
@@ -596,7 +601,7 @@ def compare(explain: dict, ref: Reference, cpu: int, culprit: str = "culprit",
         agree = agreement(rt_ns, ref_ns, s.get("tid"))
         c.spikes += 1
         c.spike_ns += lat
-        c.current_ns += sum(ref_ns.get(("thread", t), 0) for t in {0, s.get("tid")})
+        c.current_ns += sum(ref_ns.get(k, 0) for k in current(s.get("tid")))
         c.agree_ns += agree
         amb = overlap(apart or [], s["deadline_ns"], s["wakeup_ns"])
         c.apart_ns += amb
