@@ -14,16 +14,21 @@
 //!   CPU; at the CPU's next tick (`tick_sched_timer`), how long it has waited; the switch into
 //!   it clears the time.
 //!
-//! The programs read the events' records at the offsets their tracefs `format` files give
-//! (no BTF needed), and run on every CPU. On a measured thread's prompt wake-up they cost a
+//! Where the kernel describes its types (BTF), the programs hang on the raw tracepoints and
+//! read the tracepoints' arguments: the task switched in, the timer, with the fields they
+//! point to read at the offsets BTF gives ([`crate::btf::Layout`]); no trace event's record is
+//! built for them, which on a prompt wake-up was most of their cost (BENCHMARKS.md). Without
+//! BTF they hang on the trace events and read the events' records at the offsets their
+//! tracefs `format` files give. Either way they run on every CPU. On a measured thread's prompt wake-up they cost a
 //! hash lookup at the timer interrupt and one at the switch, each entry marked used in place
 //! (no delete: a hash delete takes the bucket's lock), and an array store for the held chain;
 //! nothing runs at the waking (a `sched_waking` program cost a third tracepoint call on each
 //! wake-up's path: BENCHMARKS.md).
 
 use crate::asm::Asm;
+use crate::btf::Layout;
 use crate::insn::{self, Alu, Cond, Insn, Reg, Size, R0, R1, R10, R2, R3, R4, R6, R7, R8, R9};
-use crate::sys::{self, MapType};
+use crate::sys::{self, MapType, ProgType};
 use crate::{BpfError, Chain, Formats, StackRecord, FRAMES, RECORD};
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -34,6 +39,7 @@ const GET_SMP_PROCESSOR_ID: i32 = 8;
 const GET_CURRENT_PID_TGID: i32 = 14;
 const GET_CURRENT_COMM: i32 = 16;
 const GET_STACK: i32 = 67;
+const PROBE_READ_KERNEL: i32 = 113;
 const RINGBUF_RESERVE: i32 = 131;
 const RINGBUF_SUBMIT: i32 = 132;
 
@@ -45,6 +51,11 @@ const NINTH: i32 = b'm' as i32;
 
 /// The most a switch is counted late (ns), as the hist triggers' bound.
 const MAX_LATE_NS: u64 = 1_000_000_000_000;
+
+/// Stack slots of the raw-tracepoint programs' reads (below every slot the programs use
+/// themselves): 8 bytes for a field, 16 for a task's name.
+const SCRATCH: i16 = -56;
+const COMM: i16 = -72;
 
 /// Entries of the expiry maps: one per measured thread, far more than any run has.
 const THREADS: u32 = 4096;
@@ -75,36 +86,172 @@ struct Maps {
     ring: OwnedFd,
 }
 
-/// The fields a program reads from one event's record.
+/// Where the programs read the tracepoints' values.
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    /// The raw tracepoints' arguments, and the fields they point to at these offsets.
+    Raw(&'a Layout),
+    /// The trace events' records, at the offsets of their `format` files.
+    Events(&'a dyn Formats),
+}
+
+impl Source<'_> {
+    /// How the tier line says it.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Source::Raw(_) => "raw tracepoints",
+            Source::Events(_) => "trace events",
+        }
+    }
+}
+
+/// A value a program reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Field {
+    /// The timer (its address: the maps' key).
+    Timer,
+    /// The timer's function.
+    Function,
+    /// The timer's expiry.
+    Expires,
+    /// The interrupt's time (`hrtimer_expire_entry`).
+    Now,
+    /// The name of the task switched in.
+    NextComm,
+    /// The PID of the task switched in.
+    NextPid,
+}
+
+/// Where a field is: in the context at an offset (a record's field, an argument), or in the
+/// kernel object an argument points to (read with `bpf_probe_read_kernel`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Context(i16, Size),
+    Behind { arg: i16, off: i16, len: i32 },
+}
+
+/// One tracepoint, and where its program reads.
 struct Event<'a> {
     name: &'a str,
-    id: u64,
-    f: &'a dyn Formats,
+    source: Source<'a>,
 }
 
 impl Event<'_> {
-    fn new<'a>(f: &'a dyn Formats, name: &'a str) -> Result<Event<'a>, BpfError> {
-        let id = f
-            .id(name)
-            .ok_or_else(|| BpfError::Event(format!("no event {name}")))?;
-        Ok(Event { name, id, f })
+    fn new<'a>(source: Source<'a>, name: &'a str) -> Result<Event<'a>, BpfError> {
+        if let Source::Events(f) = source {
+            f.id(name)
+                .ok_or_else(|| BpfError::Event(format!("no event {name}")))?;
+        }
+        Ok(Event { name, source })
     }
 
-    /// The offset of `field`, checked aligned to `size` (the kernel refuses a misaligned
-    /// read of a trace event's record).
-    fn at(&self, field: &str, size: usize) -> Result<i16, BpfError> {
-        let off = self
-            .f
-            .offset(self.name, field)
-            .ok_or_else(|| BpfError::Event(format!("{}: no field {field}", self.name)))?;
-        if off % size != 0 || off > 4096 {
-            return Err(BpfError::Event(format!(
-                "{}: field {field} at {off}, not {size}-aligned",
-                self.name
-            )));
+    /// The event's ID (trace events only).
+    fn id(&self) -> Option<u64> {
+        match self.source {
+            Source::Events(f) => f.id(self.name),
+            Source::Raw(_) => None,
         }
-        Ok(off as i16)
     }
+
+    /// Where `field` is.
+    fn place(&self, field: Field) -> Result<Place, BpfError> {
+        match self.source {
+            Source::Events(f) => {
+                let (name, size) = match field {
+                    Field::Timer => ("hrtimer", Size::Dw),
+                    Field::Function => ("function", Size::Dw),
+                    Field::Expires => ("expires", Size::Dw),
+                    Field::Now => ("now", Size::Dw),
+                    Field::NextComm => ("next_comm", Size::Dw),
+                    Field::NextPid => ("next_pid", Size::W),
+                };
+                Ok(Place::Context(
+                    record_offset(f, self.name, name, size)?,
+                    size,
+                ))
+            }
+            Source::Raw(l) => {
+                let timer = match self.name {
+                    "hrtimer_start" => l.start_timer,
+                    _ => l.expire_timer,
+                };
+                let behind = |arg, off, len| Place::Behind { arg, off, len };
+                Ok(match field {
+                    Field::Timer => Place::Context(timer, Size::Dw),
+                    Field::Function => behind(timer, l.timer_function, 8),
+                    Field::Expires => behind(timer, l.timer_expires, 8),
+                    Field::Now => behind(l.expire_now, 0, 8),
+                    Field::NextComm => behind(l.switch_next, l.task_comm, 16),
+                    Field::NextPid => behind(l.switch_next, l.task_pid, 4),
+                })
+            }
+        }
+    }
+
+    /// Copies `field` to the stack at `R10 + slot` (`len` bytes from the object behind an
+    /// argument; a context field as it is). May clobber R0–R5.
+    fn to_stack(&self, a: &mut Asm, field: Field, slot: i16) -> Result<(), BpfError> {
+        match self.place(field)? {
+            Place::Context(off, size) => a.op([
+                insn::load(size, R1, R6, off),
+                insn::store(size, R10, slot, R1),
+            ]),
+            Place::Behind { arg, off, len } => a.op([
+                insn::load(Size::Dw, R3, R6, arg),
+                insn::alu_imm(Alu::Add, R3, off.into()),
+                insn::alu_reg(Alu::Mov, R1, R10),
+                insn::alu_imm(Alu::Add, R1, slot.into()),
+                insn::alu_imm(Alu::Mov, R2, len),
+                insn::call(PROBE_READ_KERNEL),
+            ]),
+        }
+        Ok(())
+    }
+
+    /// `dst = field` (8 bytes, or 4 for a PID). May clobber R0–R5 (then `dst` is not one of
+    /// them but R1).
+    fn load(&self, a: &mut Asm, field: Field, dst: Reg) -> Result<(), BpfError> {
+        match self.place(field)? {
+            Place::Context(off, size) => a.op([insn::load(size, dst, R6, off)]),
+            Place::Behind { len, .. } => {
+                self.to_stack(a, field, SCRATCH)?;
+                let size = if len == 4 { Size::W } else { Size::Dw };
+                a.op([insn::load(size, dst, R10, SCRATCH)]);
+            }
+        }
+        Ok(())
+    }
+
+    /// Where the name of the task switched in can be compared: a record's field, or the
+    /// stack it is read to.
+    fn next_comm(&self, a: &mut Asm) -> Result<(Reg, i16), BpfError> {
+        match self.place(Field::NextComm)? {
+            Place::Context(off, _) => Ok((R6, off)),
+            Place::Behind { .. } => {
+                self.to_stack(a, Field::NextComm, COMM)?;
+                Ok((R10, COMM))
+            }
+        }
+    }
+}
+
+/// The offset of `field` in the records of `event`, checked aligned to `size` (the kernel
+/// refuses a misaligned read of a trace event's record).
+fn record_offset(f: &dyn Formats, event: &str, field: &str, size: Size) -> Result<i16, BpfError> {
+    let off = f
+        .offset(event, field)
+        .ok_or_else(|| BpfError::Event(format!("{event}: no field {field}")))?;
+    let align = match size {
+        Size::B => 1,
+        Size::W => 4,
+        Size::Dw => 8,
+    };
+    if off % align != 0 || off > 4096 {
+        return Err(BpfError::Event(format!(
+            "{event}: field {field} at {off}, not {align}-aligned"
+        )));
+    }
+    Ok(off as i16)
 }
 
 /// Jumps to `out` unless the name at `R?+off` is a measured thread's (`rtscope-m` and a
@@ -210,10 +357,8 @@ fn done(mut a: Asm, what: &str) -> Result<Vec<Insn>, BpfError> {
 /// `hrtimer_start` of a measured thread's sleep: its expiry under its PID and its timer.
 fn on_hrtimer_start(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
     let mut a = Asm::default();
-    a.op([
-        insn::alu_reg(Alu::Mov, R6, R1),
-        insn::load(Size::Dw, R1, R6, e.at("function", 8)?),
-    ]);
+    a.op([insn::alu_reg(Alu::Mov, R6, R1)]);
+    e.load(&mut a, Field::Function, R1)?;
     a.op(insn::mov64(R2, s.hrtimer_wakeup));
     a.jump(insn::jump_reg(Cond::Ne, R1, R2, 0), "out");
     a.op([
@@ -236,11 +381,9 @@ fn on_hrtimer_start(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfEr
         insn::store(Size::W, R10, -20, R1),
         insn::load(Size::W, R1, R10, -24),
         insn::store(Size::Dw, R10, -32, R1),
-        insn::load(Size::Dw, R1, R6, e.at("expires", 8)?),
-        insn::store(Size::Dw, R10, -40, R1),
-        insn::load(Size::Dw, R1, R6, e.at("hrtimer", 8)?),
-        insn::store(Size::Dw, R10, -48, R1),
     ]);
+    e.to_stack(&mut a, Field::Expires, -40)?;
+    e.to_stack(&mut a, Field::Timer, -48)?;
     map_call(&mut a, MAP_UPDATE_ELEM, &m.by_pid, -24, Some(-40));
     map_call(&mut a, MAP_UPDATE_ELEM, &m.by_timer, -48, Some(-40));
     done(a, e.name)
@@ -252,16 +395,14 @@ fn on_switch(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
     let mut a = Asm::default();
     a.op([insn::alu_reg(Alu::Mov, R6, R1)]);
     // Any other switch ends at the name: one 8-byte compare.
-    measured_name(&mut a, R6, e.at("next_comm", 8)?, "out");
+    let (base, off) = e.next_comm(&mut a)?;
+    measured_name(&mut a, base, off, "out");
     if s.tick_sched_timer.is_some() {
         this_cpu_woke(&mut a, m, -8, "switch");
         a.op([insn::store_imm(Size::Dw, R0, 0, 0)]);
         a.label("switch");
     }
-    a.op([
-        insn::load(Size::W, R1, R6, e.at("next_pid", 4)?),
-        insn::store(Size::W, R10, -4, R1),
-    ]);
+    e.to_stack(&mut a, Field::NextPid, -4)?;
     map_call(&mut a, MAP_LOOKUP_ELEM, &m.by_pid, -4, None);
     a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), "out");
     a.op([
@@ -289,10 +430,8 @@ fn on_switch(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
 /// long a woken measured thread has waited).
 fn on_expire(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
     let mut a = Asm::default();
-    a.op([
-        insn::alu_reg(Alu::Mov, R6, R1),
-        insn::load(Size::Dw, R1, R6, e.at("function", 8)?),
-    ]);
+    a.op([insn::alu_reg(Alu::Mov, R6, R1)]);
+    e.load(&mut a, Field::Function, R1)?;
     a.op(insn::mov64(R2, s.hrtimer_wakeup));
     a.jump(insn::jump_reg(Cond::Eq, R1, R2, 0), "timer");
     if let Some(tick) = s.tick_sched_timer {
@@ -301,20 +440,18 @@ fn on_expire(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
     }
     a.jump(insn::goto(0), "out");
     a.label("timer");
-    a.op([
-        insn::load(Size::Dw, R1, R6, e.at("hrtimer", 8)?),
-        insn::store(Size::Dw, R10, -8, R1),
-    ]);
+    e.to_stack(&mut a, Field::Timer, -8)?;
     map_call(&mut a, MAP_LOOKUP_ELEM, &m.by_timer, -8, None);
     a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), "out");
     a.op([insn::load(Size::Dw, R7, R0, 0)]);
     a.jump(insn::jump_imm(Cond::Eq, R7, 0, 0), "out");
-    // R9: the interrupt's time, read once (take_stack reuses R9 after).
+    // R9: the interrupt's time, read once (take_stack reuses R9 after), last: reading it
+    // may clobber R0.
     a.op([
         insn::load(Size::Dw, R8, R0, 8),
         insn::store_imm(Size::Dw, R0, 0, 0),
-        insn::load(Size::Dw, R9, R6, e.at("now", 8)?),
     ]);
+    e.load(&mut a, Field::Now, R9)?;
     if s.tick_sched_timer.is_some() {
         // The waking (`hrtimer_wakeup` runs next): its time and the thread under the CPU.
         this_cpu_woke(&mut a, m, -12, "late");
@@ -351,12 +488,28 @@ fn on_expire(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
 
 /// The loaded and attached programs, and the ring buffer their stacks come through.
 pub struct Programs {
-    /// The perf events holding the programs on their trace events (closed: detached).
+    /// The attachments (raw tracepoints' links, or the perf events holding the programs on
+    /// their trace events): closed, the programs are detached.
     _links: Vec<OwnedFd>,
     _progs: Vec<OwnedFd>,
     _maps: [OwnedFd; 3],
     ring: crate::ringbuf::RingBuf,
     chains: Vec<Chain>,
+    /// Where the programs' machine code is (first address, length): a raw tracepoint's
+    /// program takes its stack from inside itself, and those frames are cut.
+    code: Vec<(u64, u32)>,
+    source: &'static str,
+}
+
+/// Cuts the stack's first frames while they are return addresses in the programs' code
+/// (`(start, length)`): the stack of a raw tracepoint's program starts inside it.
+fn cut_own_frames(frames: &mut Vec<u64>, code: &[(u64, u32)]) {
+    let own = |f: u64| {
+        code.iter()
+            .any(|&(at, len)| f > at && f <= at + u64::from(len))
+    };
+    let n = frames.iter().take_while(|&&f| own(f)).count();
+    frames.drain(..n);
 }
 
 /// The number of CPUs the kernel may have (the held chain's map has an entry each): the
@@ -380,33 +533,44 @@ fn highest_cpu(list: &str) -> Option<u32> {
 }
 
 impl Programs {
-    /// Creates the maps, builds the programs for `s` with the offsets of `f`, loads them and
-    /// attaches them to their events. Any step failing drops what was made (file
+    /// Creates the maps, builds the programs for `s` reading from `source`, loads them and
+    /// attaches them to their tracepoints. Any step failing drops what was made (file
     /// descriptors: the kernel frees it all).
-    pub fn start(s: &Setting, f: &dyn Formats) -> Result<Programs, BpfError> {
+    pub fn start(s: &Setting, source: Source) -> Result<Programs, BpfError> {
         let m = Maps {
             by_pid: sys::create_map("rtscope_pid", MapType::Hash, 4, 8, THREADS)?,
             by_timer: sys::create_map("rtscope_timer", MapType::Hash, 8, 16, THREADS)?,
             woke: sys::create_map("rtscope_woke", MapType::Array, 4, 16, possible_cpus())?,
             ring: sys::create_map("rtscope_stacks", MapType::RingBuf, 0, 0, RING_BYTES as u32)?,
         };
-        let start = Event::new(f, "hrtimer_start")?;
-        let switch = Event::new(f, "sched_switch")?;
-        let expire = Event::new(f, "hrtimer_expire_entry")?;
+        let start = Event::new(source, "hrtimer_start")?;
+        let switch = Event::new(source, "sched_switch")?;
+        let expire = Event::new(source, "hrtimer_expire_entry")?;
         let built = [
-            ("rtscope_start", on_hrtimer_start(&start, s, &m)?, start.id),
-            ("rtscope_switch", on_switch(&switch, s, &m)?, switch.id),
-            ("rtscope_expire", on_expire(&expire, s, &m)?, expire.id),
+            ("rtscope_start", on_hrtimer_start(&start, s, &m)?, &start),
+            ("rtscope_switch", on_switch(&switch, s, &m)?, &switch),
+            ("rtscope_expire", on_expire(&expire, s, &m)?, &expire),
         ];
         let mut chains = vec![Chain::Switch, Chain::Timer];
         if s.tick_sched_timer.is_some() {
             chains.push(Chain::Held);
         }
-        let mut progs = Vec::new();
-        let mut links = Vec::new();
-        for (name, code, id) in built {
-            let prog = sys::load_program(name, &code)?;
-            links.push(sys::attach_tracepoint(id, &prog, name)?);
+        let (mut progs, mut links, mut code) = (Vec::new(), Vec::new(), Vec::new());
+        for (name, insns, event) in built {
+            let (prog, link) = match event.id() {
+                Some(id) => {
+                    let prog = sys::load_program(name, ProgType::Tracepoint, &insns)?;
+                    let link = sys::attach_tracepoint(id, &prog, name)?;
+                    (prog, link)
+                }
+                None => {
+                    let prog = sys::load_program(name, ProgType::RawTracepoint, &insns)?;
+                    let link = sys::attach_raw_tracepoint(event.name, &prog)?;
+                    (prog, link)
+                }
+            };
+            code.extend(sys::jited_range(&prog));
+            links.push(link);
             progs.push(prog);
         }
         let Maps {
@@ -421,7 +585,14 @@ impl Programs {
             _maps: [by_pid, by_timer, woke],
             ring: crate::ringbuf::RingBuf::new(ring, RING_BYTES)?,
             chains,
+            code,
+            source: source.describe(),
         })
+    }
+
+    /// Where the programs read (`raw tracepoints`, `trace events`).
+    pub fn source(&self) -> &'static str {
+        self.source
     }
 
     /// The chains set.
@@ -429,10 +600,13 @@ impl Programs {
         &self.chains
     }
 
-    /// Appends the stacks taken since the last call to `out`.
+    /// Appends the stacks taken since the last call to `out`, each without its frames in the
+    /// programs' own code.
     pub fn drain(&mut self, out: &mut Vec<StackRecord>) -> usize {
+        let code = &self.code;
         self.ring.drain(|bytes| {
-            if let Some(r) = StackRecord::parse(bytes) {
+            if let Some(mut r) = StackRecord::parse(bytes) {
+                cut_own_frames(&mut r.frames, code);
                 out.push(r);
             }
         })
@@ -450,5 +624,17 @@ mod tests {
         assert_eq!(highest_cpu("0"), Some(0));
         assert_eq!(highest_cpu(""), None);
         assert!(possible_cpus() >= 1);
+    }
+
+    #[test]
+    fn a_stacks_frames_in_the_programs_code_are_cut_and_only_at_its_top() {
+        let code = [(0x1000, 0x100), (0x3000, 0x80)];
+        let mut f = vec![0x1010, 0x3080, 0x9000, 0x1020];
+        cut_own_frames(&mut f, &code);
+        assert_eq!(f, [0x9000, 0x1020]);
+        // The first address is the program's entry, not a return into it.
+        let mut g = vec![0x1000, 0x9000];
+        cut_own_frames(&mut g, &code);
+        assert_eq!(g, [0x1000, 0x9000]);
     }
 }

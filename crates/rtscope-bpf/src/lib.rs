@@ -10,6 +10,7 @@
 //! it exits. Depends on `libc` only.
 
 pub mod asm;
+pub mod btf;
 pub mod insn;
 pub mod late;
 pub mod ringbuf;
@@ -54,6 +55,10 @@ pub enum BpfError {
     /// An event or a field the programs read is missing or unusable.
     #[error("{0}")]
     Event(String),
+    /// The kernel's BTF is missing, unreadable, or lacks a type the raw-tracepoint programs
+    /// read.
+    #[error("BTF: {0}")]
+    Btf(String),
 }
 
 /// Where the kernel's trace events are described: each event's ID and its fields' offsets in

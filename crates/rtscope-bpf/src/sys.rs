@@ -1,5 +1,5 @@
-//! The system calls: `bpf(2)` (a map, a program), `perf_event_open(2)` on a tracepoint with the
-//! program attached. Every object is a file descriptor, closed when its owner drops: the
+//! The system calls: `bpf(2)` (a map, a program, a raw tracepoint's attachment, a program's
+//! place in memory), `perf_event_open(2)` on a trace event with the program attached. Every object is a file descriptor, closed when its owner drops: the
 //! kernel then detaches and frees it, so nothing outlives the process, not even after a
 //! SIGKILL.
 
@@ -9,8 +9,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 const BPF_MAP_CREATE: libc::c_long = 0;
 const BPF_PROG_LOAD: libc::c_long = 5;
-/// `BPF_PROG_TYPE_TRACEPOINT`: a program on a trace event, its context the event's record.
-const PROG_TYPE_TRACEPOINT: u32 = 5;
+const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
+const BPF_RAW_TRACEPOINT_OPEN: libc::c_long = 17;
 const PERF_TYPE_TRACEPOINT: u32 = 2;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 /// `_IOW('$', 8, __u32)`.
@@ -21,6 +21,17 @@ const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
 const LOG_SIZE: usize = 64 << 10;
 /// A license the kernel counts GPL-compatible: `bpf_get_stack` is a GPL-only helper.
 const LICENSE: &[u8] = b"Dual MIT/GPL\0";
+
+/// A program type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgType {
+    /// `BPF_PROG_TYPE_TRACEPOINT`: on a trace event, its context the event's record, built
+    /// for it by the perf event the program hangs on.
+    Tracepoint = 5,
+    /// `BPF_PROG_TYPE_RAW_TRACEPOINT` (Linux 4.17): on the tracepoint itself, its context the
+    /// tracepoint's arguments as they are passed (no record is built).
+    RawTracepoint = 17,
+}
 
 /// A map type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +75,33 @@ struct ProgAttr {
     prog_name: [u8; 16],
 }
 
+/// `union bpf_attr` as `BPF_RAW_TRACEPOINT_OPEN` reads it.
+#[repr(C)]
+struct RawTpAttr {
+    name: u64,
+    prog_fd: u32,
+    pad: u32,
+}
+
+/// `union bpf_attr` as `BPF_OBJ_GET_INFO_BY_FD` reads it.
+#[repr(C)]
+struct InfoAttr {
+    bpf_fd: u32,
+    info_len: u32,
+    info: u64,
+}
+
+/// `struct bpf_prog_info` up to `jited_func_lens` (the kernel takes a shorter one).
+#[repr(C)]
+#[derive(Default)]
+struct ProgInfo {
+    before: [u64; 13],
+    nr_jited_ksyms: u32,
+    nr_jited_func_lens: u32,
+    jited_ksyms: u64,
+    jited_func_lens: u64,
+}
+
 /// `struct perf_event_attr`, its first version (`PERF_ATTR_SIZE_VER0`, 64 bytes).
 #[repr(C)]
 #[derive(Default)]
@@ -80,19 +118,25 @@ struct PerfAttr {
     config1: u64,
 }
 
-/// `bpf(cmd, attr, size)`: a new file descriptor, or the error.
-fn bpf<T>(cmd: libc::c_long, attr: &T) -> std::io::Result<OwnedFd> {
+/// `bpf(cmd, attr, size)`: what the call returns (`-1`: the error in `errno`).
+fn bpf_call<T>(cmd: libc::c_long, attr: &mut T) -> libc::c_long {
     // SAFETY: `attr` is a live, initialised `#[repr(C)]` value of the layout the kernel reads
-    // for `cmd`, and its size is passed; the kernel copies it and keeps no pointer to it.
-    let fd = unsafe {
+    // for `cmd`, and its size is passed; the kernel copies it (and for some commands writes
+    // it back within that size) and keeps no pointer to it. Any pointer inside it is to
+    // memory the caller keeps alive and writable for the call.
+    unsafe {
         libc::syscall(
             libc::SYS_bpf,
             cmd,
-            attr as *const T,
+            attr as *mut T,
             std::mem::size_of::<T>() as libc::c_uint,
         )
-    };
-    owned(fd)
+    }
+}
+
+/// `bpf(cmd, attr, size)`: a new file descriptor, or the error.
+fn bpf<T>(cmd: libc::c_long, mut attr: T) -> std::io::Result<OwnedFd> {
+    owned(bpf_call(cmd, &mut attr))
 }
 
 /// A file descriptor a system call returned, owned (or the error it reported).
@@ -129,25 +173,25 @@ pub fn create_map(
         map_name: name16(name),
         ..MapAttr::default()
     };
-    bpf(BPF_MAP_CREATE, &attr).map_err(|source| BpfError::Map {
+    bpf(BPF_MAP_CREATE, attr).map_err(|source| BpfError::Map {
         name: name.to_string(),
         source,
     })
 }
 
-/// Loads a tracepoint program; on a refusal, loads it again with the verifier's log and
+/// Loads a program of type `kind`; on a refusal, loads it again with the verifier's log and
 /// gives its last lines.
-pub fn load_program(name: &str, insns: &[Insn]) -> Result<OwnedFd, BpfError> {
+pub fn load_program(name: &str, kind: ProgType, insns: &[Insn]) -> Result<OwnedFd, BpfError> {
     let words = encode(insns);
     let mut attr = ProgAttr {
-        prog_type: PROG_TYPE_TRACEPOINT,
+        prog_type: kind as u32,
         insn_cnt: words.len() as u32,
         insns: words.as_ptr() as u64,
         license: LICENSE.as_ptr() as u64,
         prog_name: name16(name),
         ..ProgAttr::default()
     };
-    let first = match bpf(BPF_PROG_LOAD, &attr) {
+    let first = match owned(bpf_call(BPF_PROG_LOAD, &mut attr)) {
         Ok(fd) => return Ok(fd),
         Err(e) => e,
     };
@@ -155,7 +199,7 @@ pub fn load_program(name: &str, insns: &[Insn]) -> Result<OwnedFd, BpfError> {
     attr.log_level = 1;
     attr.log_size = LOG_SIZE as u32;
     attr.log_buf = log.as_mut_ptr() as u64;
-    let again = bpf(BPF_PROG_LOAD, &attr);
+    let again = owned(bpf_call(BPF_PROG_LOAD, &mut attr));
     let text = String::from_utf8_lossy(&log[..log.iter().position(|&b| b == 0).unwrap_or(0)]);
     let tail: Vec<&str> = text.lines().rev().take(6).collect();
     match again {
@@ -166,6 +210,43 @@ pub fn load_program(name: &str, insns: &[Insn]) -> Result<OwnedFd, BpfError> {
             log: tail.into_iter().rev().collect::<Vec<_>>().join(" | "),
         }),
     }
+}
+
+/// Attaches a raw-tracepoint program to the tracepoint `name` (`sched_switch`): it then runs
+/// on every CPU where the tracepoint fires. The returned file descriptor holds the attachment.
+pub fn attach_raw_tracepoint(name: &str, prog: &OwnedFd) -> Result<OwnedFd, BpfError> {
+    let err = |source| BpfError::Attach {
+        event: name.to_string(),
+        source,
+    };
+    let c_name = std::ffi::CString::new(name)
+        .map_err(|_| err(std::io::Error::from(std::io::ErrorKind::InvalidInput)))?;
+    let attr = RawTpAttr {
+        name: c_name.as_ptr() as u64,
+        prog_fd: prog.as_raw_fd() as u32,
+        pad: 0,
+    };
+    bpf(BPF_RAW_TRACEPOINT_OPEN, attr).map_err(err)
+}
+
+/// Where the kernel put `prog`'s machine code: its first address and length (bytes). `None`
+/// where the kernel does not say (no JIT, or addresses hidden from this process).
+pub fn jited_range(prog: &OwnedFd) -> Option<(u64, u32)> {
+    let (mut start, mut len) = (0u64, 0u32);
+    let mut info = ProgInfo {
+        nr_jited_ksyms: 1,
+        nr_jited_func_lens: 1,
+        jited_ksyms: &mut start as *mut u64 as u64,
+        jited_func_lens: &mut len as *mut u32 as u64,
+        ..ProgInfo::default()
+    };
+    let mut attr = InfoAttr {
+        bpf_fd: prog.as_raw_fd() as u32,
+        info_len: std::mem::size_of::<ProgInfo>() as u32,
+        info: &mut info as *mut ProgInfo as u64,
+    };
+    let ok = bpf_call(BPF_OBJ_GET_INFO_BY_FD, &mut attr) == 0;
+    (ok && info.jited_ksyms != 0 && start != 0 && len != 0).then_some((start, len))
 }
 
 /// Attaches `prog` to the trace event of ID `id` (its `events/SYSTEM/EVENT/id`) through a
@@ -222,6 +303,10 @@ mod tests {
         assert_eq!(std::mem::offset_of!(ProgAttr, log_buf), 32);
         assert_eq!(std::mem::offset_of!(ProgAttr, prog_name), 48);
         assert_eq!(std::mem::offset_of!(PerfAttr, flags), 40);
+        assert_eq!(std::mem::size_of::<RawTpAttr>(), 16);
+        assert_eq!(std::mem::size_of::<InfoAttr>(), 16);
+        assert_eq!(std::mem::offset_of!(ProgInfo, nr_jited_ksyms), 104);
+        assert_eq!(std::mem::offset_of!(ProgInfo, jited_func_lens), 120);
         assert_eq!(name16("rtscope_switch_chain"), *b"rtscope_switch_\0");
     }
 }

@@ -96,6 +96,13 @@ pub fn is_plumbing(frame: &str) -> bool {
         // The late-only stacks' hist trigger and synthetic event (rtscope_trace::tracefs::late).
         "hist_trigger_",
         "synth_event_",
+        // A raw tracepoint's BPF program's callers and the helper that took its stack
+        // (rtscope_bpf::late; the program's own frames are cut).
+        "bpf_trace_run",
+        "__bpf_trace_",
+        "__bpf_prog_run",
+        "bpf_dispatcher_",
+        "bpf_get_stack",
     ];
     EXACT.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
 }

@@ -1,7 +1,9 @@
 //! Late-only kernel stacks taken by eBPF programs ([`rtscope_bpf::late`]): the switch, timer
 //! and held chains of [`crate::tracefs::late`] where the kernel runs BPF programs on trace
 //! events, at less cost to a prompt wake-up than hist triggers, and on kernels without hist
-//! triggers. The reader thread drains their ring buffer; a spike's events get the stacks of
+//! triggers. The programs hang on the raw tracepoints where the kernel's BTF
+//! ([`rtscope_bpf::btf`], `RTSCOPE_BTF` or `/sys/kernel/btf/vmlinux`) gives what they read,
+//! else on the trace events. The reader thread drains their ring buffer; a spike's events get the stacks of
 //! its CPU merged in where the `stacktrace` trigger of the same chain would have written them
 //! (after the switch into the thread; before its waking; between the two), so that
 //! [`crate::stacks::find`] reads them the same way.
@@ -10,7 +12,8 @@ use crate::decode::{Event, Kind};
 use crate::format::EventFormat;
 use crate::tracefs::late::{Preemption, Setting};
 use crate::tracefs::Tracefs;
-use rtscope_bpf::late::Programs;
+use rtscope_bpf::btf::Layout;
+use rtscope_bpf::late::{Programs, Source};
 use rtscope_bpf::{Chain, Formats, StackRecord};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -22,6 +25,11 @@ const KEPT: usize = 4096;
 /// How far from a switch into the measured thread its switch chain's stack may be (ns): the
 /// program runs in the same tracepoint call as the trace's record.
 const SWITCH_SLACK_NS: u64 = 200_000;
+
+/// Where the kernel's BTF is read from instead of [`rtscope_bpf::btf::VMLINUX`] (as
+/// bpftrace's `BPFTRACE_BTF`): a kernel whose BTF is elsewhere, or a path that does not exist
+/// to hang the programs on the trace events.
+pub const BTF_VAR: &str = "RTSCOPE_BTF";
 
 /// The tracefs `format` files of the events the programs read.
 struct TracefsFormats(Vec<EventFormat>);
@@ -43,6 +51,8 @@ impl Formats for TracefsFormats {
 /// The loaded programs and the stacks they took, per CPU.
 pub struct BpfStacks {
     programs: Mutex<Programs>,
+    /// Why the programs are not on the raw tracepoints (`None`: they are).
+    not_raw: Option<String>,
     kept: Mutex<Kept>,
 }
 
@@ -54,8 +64,20 @@ struct Kept {
 }
 
 impl BpfStacks {
-    /// Loads and attaches the programs for `s`; why not, when the kernel or the run cannot.
+    /// Loads and attaches the programs for `s`, on the raw tracepoints where the kernel's BTF
+    /// ([`BTF_VAR`], else [`rtscope_bpf::btf::VMLINUX`]) serves; why not, when the kernel or
+    /// the run cannot.
     pub fn start(tfs: &Tracefs, s: &Setting) -> Result<BpfStacks, String> {
+        let btf = std::env::var_os(BTF_VAR).unwrap_or_else(|| rtscope_bpf::btf::VMLINUX.into());
+        BpfStacks::start_with(tfs, s, std::path::Path::new(&btf))
+    }
+
+    /// [`BpfStacks::start`] with the kernel's BTF read from `btf`.
+    pub fn start_with(
+        tfs: &Tracefs,
+        s: &Setting,
+        btf: &std::path::Path,
+    ) -> Result<BpfStacks, String> {
         let wakeup = s
             .functions
             .hrtimer_wakeup
@@ -67,34 +89,49 @@ impl BpfStacks {
             Preemption::Later => s.functions.tick_sched_timer,
             Preemption::AtSectionEnd(_) => None,
         };
-        let formats = TracefsFormats(
-            [
-                ("timer", "hrtimer_start"),
-                ("timer", "hrtimer_expire_entry"),
-                ("sched", "sched_switch"),
-            ]
-            .iter()
-            .filter_map(|(system, event)| tfs.event_format(system, event))
-            .collect(),
-        );
         let setting = rtscope_bpf::late::Setting {
             threshold_ns: s.threshold_ns,
             hrtimer_wakeup: wakeup,
             tick_sched_timer: tick,
             tgid: std::process::id(),
         };
-        let programs = Programs::start(&setting, &formats).map_err(|e| e.to_string())?;
+        let raw =
+            Layout::read(btf).and_then(|layout| Programs::start(&setting, Source::Raw(&layout)));
+        let (programs, not_raw) = match raw {
+            Ok(p) => (p, None),
+            Err(why) => {
+                let formats = TracefsFormats(
+                    [
+                        ("timer", "hrtimer_start"),
+                        ("timer", "hrtimer_expire_entry"),
+                        ("sched", "sched_switch"),
+                    ]
+                    .iter()
+                    .filter_map(|(system, event)| tfs.event_format(system, event))
+                    .collect(),
+                );
+                let p = Programs::start(&setting, Source::Events(&formats))
+                    .map_err(|e| format!("{e} (raw tracepoints: {why})"))?;
+                (p, Some(why.to_string()))
+            }
+        };
         Ok(BpfStacks {
             programs: Mutex::new(programs),
+            not_raw,
             kept: Mutex::new(Kept::default()),
         })
     }
 
-    /// The chains set (`switch, timer, held`).
-    pub fn chains(&self) -> String {
+    /// The tier line's words: the chains set, and where the programs hang
+    /// (`switch, timer (eBPF on raw tracepoints)`; on trace events, why not raw).
+    pub fn describe(&self) -> String {
         let p = self.programs.lock().unwrap_or_else(|e| e.into_inner());
         let names: Vec<&str> = p.chains().iter().map(|c| c.name()).collect();
-        names.join(", ")
+        let on = match &self.not_raw {
+            None => p.source().to_string(),
+            Some(why) => format!("{}; not raw tracepoints: {why}", p.source()),
+        };
+        format!("{} (eBPF on {on})", names.join(", "))
     }
 
     /// Takes the stacks the programs wrote since the last call and keeps them (by the reader

@@ -264,3 +264,96 @@ fn a_normal_end_removes_the_instance_and_touches_no_top_level_state() {
     );
     assert_eq!(before, after);
 }
+
+/// Whether this kernel runs BPF programs on trace events with a BPF ring buffer (its symbols:
+/// `CONFIG_BPF_EVENTS`, Linux 5.8).
+fn bpf_here() -> bool {
+    let syms = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    [" perf_event_attach_bpf_prog\n", " bpf_ringbuf_reserve\n"]
+        .iter()
+        .all(|s| syms.contains(s))
+}
+
+/// The late-only programs take a late measured thread's stacks wherever they hang: on the raw
+/// tracepoints, with this kernel's BTF, and on the trace events, with the BTF withheld (a path
+/// that does not exist, as `RTSCOPE_BTF` can give). With the threshold at 1 ns every wake-up
+/// is late: a thread of this process named `rtscope-m0` sleeps 300 µs 300 times on
+/// CLOCK_MONOTONIC, and each way gives switch and timer stacks for that thread (and for no
+/// other), each starting in kernel text outside the programs (the raw programs' own frames
+/// cut: the first frame is the tracepoint's plumbing), and says where it hangs.
+#[test]
+fn the_programs_take_a_late_threads_stacks_on_raw_tracepoints_and_on_trace_events() {
+    use rtscope_bpf::Chain;
+    use rtscope_trace::bpf_stacks::BpfStacks;
+    use rtscope_trace::tracefs::late::{Preemption, Setting};
+    let _serial = serial();
+    let (cpu, _) = require_ok!(cpus_or_skip());
+    let tfs = require_ok!(Tracefs::discover().map_err(|e| e.to_string()));
+    rtscope_testkit::require!(
+        bpf_here(),
+        "a kernel that runs BPF programs on trace events"
+    );
+    let vmlinux = std::path::Path::new(rtscope_bpf::btf::VMLINUX);
+    rtscope_testkit::require!(
+        vmlinux.exists(),
+        "a kernel with BTF ({})",
+        vmlinux.display()
+    );
+    let namer = rtscope_trace::stacks::Namer::load(true);
+    let s = Setting {
+        threshold_ns: 1,
+        functions: namer.timer_functions(),
+        monotonic: true,
+        preemption: Preemption::Later,
+        bpf: None,
+    };
+    for (btf, on) in [
+        (vmlinux, "eBPF on raw tracepoints)"),
+        (
+            std::path::Path::new("/nonexistent/vmlinux"),
+            "eBPF on trace events; not raw",
+        ),
+    ] {
+        let b = BpfStacks::start_with(&tfs, &s, btf).unwrap();
+        assert!(b.describe().contains(on), "{}", b.describe());
+        let sleeper = std::thread::spawn(move || {
+            pin_and_name(cpu, c"rtscope-m0", None);
+            for _ in 0..300 {
+                std::thread::sleep(Duration::from_micros(300));
+            }
+            // SAFETY: gettid has no preconditions.
+            unsafe { libc::gettid() as u32 }
+        });
+        let tid = sleeper.join().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let stacks = b.drain();
+        let of = |c: Chain| {
+            stacks
+                .iter()
+                .filter(|r| r.chain == c && r.tid == tid)
+                .count()
+        };
+        assert!(
+            of(Chain::Switch) >= 10 && of(Chain::Timer) >= 10,
+            "{on}: {} switch, {} timer stacks of {tid} in {}",
+            of(Chain::Switch),
+            of(Chain::Timer),
+            stacks.len()
+        );
+        assert!(
+            stacks.iter().all(|r| r.tid == tid),
+            "{on}: another thread's stack"
+        );
+        for r in &stacks {
+            let Some(&frame) = r.frames.first() else {
+                panic!("{on}: a {:?} stack without frames", r.chain)
+            };
+            let first = namer.symbols().name(frame);
+            assert!(
+                rtscope_explain::stack::is_plumbing(&first),
+                "{on}: a {:?} stack starts in {first}",
+                r.chain
+            );
+        }
+    }
+}

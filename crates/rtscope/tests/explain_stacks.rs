@@ -201,7 +201,7 @@ fn auto_takes_late_only_stacks_with_ebpf_programs_and_a_prompt_wake_up_takes_non
         err.contains("kernel stacks when late: switch, timer"),
         "{err}"
     );
-    assert!(err.contains(" (eBPF)"), "{err}");
+    assert!(err.contains(" (eBPF on "), "{err}");
     let x = &v["explain"];
     let culprit: Vec<&serde_json::Value> = x["worst"]
         .as_array()

@@ -56,7 +56,8 @@ pub struct Late {
     /// Why the held chain is not set where it could be: the preemption model that makes it
     /// unneeded.
     pub held_skipped: Option<String>,
-    /// The chains eBPF programs take (no trigger is set here then).
+    /// The chains eBPF programs take, and where they hang, as the tier line says it (no
+    /// trigger is set here then).
     pub bpf: Option<String>,
 }
 
@@ -124,8 +125,8 @@ pub struct Setting {
     /// The kernel's preemption model: the held chain only where it does not preempt at a
     /// section's end.
     pub preemption: Preemption,
-    /// The chains eBPF programs take instead (`switch, timer, held`: the `bpf_stacks` module):
-    /// then no trigger is set here.
+    /// The chains eBPF programs take instead, as the tier line says them (`switch, timer, held
+    /// (eBPF on raw tracepoints)`: the `bpf_stacks` module): then no trigger is set here.
     pub bpf: Option<String>,
 }
 
@@ -302,7 +303,7 @@ impl Late {
     /// (`switch, timer (no held: PREEMPT_RT preempts at a section's end)`).
     pub fn describe(&self) -> String {
         let chains = match &self.bpf {
-            Some(bpf) => format!("{bpf} (eBPF)"),
+            Some(bpf) => bpf.clone(),
             None => self.chains().join(", "),
         };
         match &self.held_skipped {
@@ -598,10 +599,10 @@ mod tests {
     #[test]
     fn with_the_chains_in_ebpf_no_trigger_or_synthetic_event_is_set() {
         let mut s = setting(BOTH, true, Preemption::AtSectionEnd("PREEMPT_RT".into()));
-        s.bpf = Some("switch, timer".into());
+        s.bpf = Some("switch, timer (eBPF on raw tracepoints)".into());
         let l = Late::new(&dir(), &s).unwrap();
         assert!(l.synthetic.is_empty() && l.deletions().is_empty() && l.triggers.is_empty());
-        assert_eq!(l.describe(), "switch, timer (eBPF)");
+        assert_eq!(l.describe(), "switch, timer (eBPF on raw tracepoints)");
     }
 
     #[test]

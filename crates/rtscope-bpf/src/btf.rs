@@ -1,0 +1,241 @@
+//! The kernel's own description of its types (BTF: `/sys/kernel/btf/vmlinux`, parsed by the
+//! `btfparse` crate): what the raw-tracepoint programs of [`crate::late`] need to read the
+//! tracepoints' arguments without a trace event's record. For each tracepoint the argument's
+//! place comes from the tracepoint's prototype (`btf_trace_sched_switch`: `void *, bool
+//! preempt, struct task_struct *prev, struct task_struct *next, …`), found by name and checked
+//! for its type, and the fields read through it (`task_struct.comm`, `hrtimer.function`, …)
+//! come with their offsets and checked sizes. Anything missing or of another shape is an
+//! error: the programs on the trace events' records serve instead.
+
+use crate::BpfError;
+use btfparse::{Offset, TypeInformation, TypeVariant};
+use std::io::Read;
+use std::path::Path;
+
+/// Where the running kernel describes its types.
+pub const VMLINUX: &str = "/sys/kernel/btf/vmlinux";
+
+/// The most of a BTF file read (bytes): a distribution kernel's is about 6 MB.
+const MAX_BTF: u64 = 64 << 20;
+
+/// What the raw-tracepoint programs read, as offsets: of an argument in the program's context
+/// (8 bytes each), or of a field in the kernel object the argument points to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// `sched_switch`: the argument `next` (the task switched in).
+    pub switch_next: i16,
+    /// `hrtimer_start`: the argument `hrtimer`.
+    pub start_timer: i16,
+    /// `hrtimer_expire_entry`: the argument `hrtimer`.
+    pub expire_timer: i16,
+    /// `hrtimer_expire_entry`: the argument `now` (a pointer to the interrupt's time).
+    pub expire_now: i16,
+    /// `task_struct.comm` (at least 10 bytes: `rtscope-m` and a digit).
+    pub task_comm: i16,
+    /// `task_struct.pid` (4 bytes).
+    pub task_pid: i16,
+    /// `hrtimer.function` (a pointer, 8 bytes).
+    pub timer_function: i16,
+    /// `hrtimer.node.expires` (`ktime_t`, 8 bytes): the expiry the trace event's `expires` gives.
+    pub timer_expires: i16,
+}
+
+impl Layout {
+    /// Reads the kernel's BTF at `path` (bounded by [`MAX_BTF`]).
+    pub fn read(path: &Path) -> Result<Layout, BpfError> {
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_BTF).read_to_end(&mut bytes))
+            .map_err(|e| BpfError::Btf(format!("{}: {e}", path.display())))?;
+        Layout::parse(&bytes).map_err(|e| match e {
+            BpfError::Btf(why) => BpfError::Btf(format!("{}: {why}", path.display())),
+            other => other,
+        })
+    }
+
+    /// The layout from BTF bytes.
+    pub fn parse(bytes: &[u8]) -> Result<Layout, BpfError> {
+        let ti = TypeInformation::new(&Bytes(bytes))
+            .map_err(|e| BpfError::Btf(format!("not BTF the parser reads: {e:?}")))?;
+        let t = Types(&ti);
+        let task = t.struct_id("task_struct")?;
+        let timer = t.struct_id("hrtimer")?;
+        Ok(Layout {
+            switch_next: t.arg("sched_switch", "next", Arg::To(task))?,
+            start_timer: t.arg("hrtimer_start", "hrtimer", Arg::To(timer))?,
+            expire_timer: t.arg("hrtimer_expire_entry", "hrtimer", Arg::To(timer))?,
+            expire_now: t.arg("hrtimer_expire_entry", "now", Arg::ToInt(8))?,
+            task_comm: t.field(task, "task_struct", "comm", 10..=64)?,
+            task_pid: t.field(task, "task_struct", "pid", 4..=4)?,
+            timer_function: t.field(timer, "hrtimer", "function", 8..=8)?,
+            timer_expires: t.field(timer, "hrtimer", "node.expires", 8..=8)?,
+        })
+    }
+}
+
+/// A byte slice as the parser reads it.
+struct Bytes<'a>(&'a [u8]);
+
+impl btfparse::Readable for Bytes<'_> {
+    fn read(&self, offset: u64, buffer: &mut [u8]) -> btfparse::Result<()> {
+        let at = usize::try_from(offset).ok();
+        match at.and_then(|a| self.0.get(a..a.checked_add(buffer.len())?)) {
+            Some(src) => {
+                buffer.copy_from_slice(src);
+                Ok(())
+            }
+            None => Err(btfparse::Error::new(
+                btfparse::ErrorKind::InvalidOffset,
+                "read past the end of the BTF",
+            )),
+        }
+    }
+}
+
+/// What an argument must point to.
+#[derive(Debug, Clone, Copy)]
+enum Arg {
+    /// The struct of this type ID.
+    To(u32),
+    /// An integer of this size (`ktime_t`).
+    ToInt(usize),
+}
+
+/// The parsed types, and the lookups the layout needs.
+struct Types<'a>(&'a TypeInformation);
+
+impl Types<'_> {
+    /// The type under typedefs and qualifiers.
+    fn resolved(&self, mut tid: u32) -> Option<(u32, TypeVariant)> {
+        for _ in 0..32 {
+            match self.0.from_id(tid)? {
+                TypeVariant::Typedef(t) => tid = *t.tid(),
+                TypeVariant::Const(t) => tid = *t.tid(),
+                TypeVariant::Volatile(t) => tid = *t.tid(),
+                TypeVariant::Restrict(t) => tid = *t.tid(),
+                TypeVariant::TypeTag(t) => tid = *t.tid(),
+                v => return Some((tid, v)),
+            }
+        }
+        None
+    }
+
+    /// The prototype's type ID of the function named `name`.
+    fn func(&self, name: &str) -> Option<u32> {
+        self.0.get().values().find_map(|v| match v {
+            TypeVariant::Func(f) if f.name().as_deref() == Some(name) => Some(*f.prototype_tid()),
+            _ => None,
+        })
+    }
+
+    /// The ID of the struct named `name` (not a forward declaration of it).
+    fn struct_id(&self, name: &str) -> Result<u32, BpfError> {
+        self.0
+            .get()
+            .iter()
+            .find_map(|(id, v)| match v {
+                TypeVariant::Struct(s) if s.name().as_deref() == Some(name) => Some(*id),
+                _ => None,
+            })
+            .ok_or_else(|| BpfError::Btf(format!("no struct {name}")))
+    }
+
+    /// The context offset of the tracepoint's argument `param`, checked to point to `to`. The
+    /// names are in the prototype of a function the tracepoint's definition makes with the
+    /// same parameters (the raw tracepoint's own prototype, `btf_trace_*`, is a function
+    /// pointer's: its parameters have no names); its first parameter is the probe's data, not
+    /// an argument.
+    fn arg(&self, tracepoint: &str, param: &str, to: Arg) -> Result<i16, BpfError> {
+        let what = format!("the tracepoint {tracepoint}'s argument {param}");
+        let miss = |why: &str| BpfError::Btf(format!("{what}: {why}"));
+        let named = ["__bpf_trace_", "trace_event_raw_event_", "perf_trace_"]
+            .iter()
+            .map(|p| format!("{p}{tracepoint}"))
+            .find_map(|name| self.func(&name))
+            .ok_or_else(|| miss("no function with its prototype"))?;
+        let proto = match self.resolved(named) {
+            Some((_, TypeVariant::FuncProto(f))) => f,
+            _ => return Err(miss("the prototype is not a function's")),
+        };
+        let params = proto.parameter_list();
+        let at = params
+            .iter()
+            .position(|p| p.name().as_deref() == Some(param))
+            .filter(|&i| i >= 1)
+            .ok_or_else(|| miss("no such parameter"))?;
+        let pointee = match self.resolved(params[at].tid()) {
+            Some((_, TypeVariant::Ptr(p))) => self.resolved(*p.tid()),
+            _ => None,
+        };
+        let shape = match (pointee, to) {
+            (Some((id, TypeVariant::Struct(_))), Arg::To(want)) => id == want,
+            (Some((_, TypeVariant::Int(i))), Arg::ToInt(size)) => *i.size() == size,
+            _ => false,
+        };
+        if !shape {
+            return Err(miss("not a pointer of the type read"));
+        }
+        i16::try_from((at - 1) * 8).map_err(|_| miss("too far in the context"))
+    }
+
+    /// The byte offset of `path` in the struct `tid`, its size checked within `size`.
+    fn field(
+        &self,
+        tid: u32,
+        name: &str,
+        path: &str,
+        size: std::ops::RangeInclusive<usize>,
+    ) -> Result<i16, BpfError> {
+        let miss = |why: String| BpfError::Btf(format!("{name}.{path}: {why}"));
+        let (ftid, off) = self
+            .0
+            .offset_of(tid, path)
+            .map_err(|e| miss(format!("{e:?}")))?;
+        let Offset::ByteOffset(off) = off else {
+            return Err(miss("a bit field".into()));
+        };
+        let got = self.0.size_of(ftid).map_err(|e| miss(format!("{e:?}")))?;
+        if !size.contains(&got) {
+            return Err(miss(format!("{got} bytes")));
+        }
+        i16::try_from(off)
+            .ok()
+            .filter(|&o| o < i16::MAX - 64)
+            .ok_or_else(|| miss(format!("at {off}, too far")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// This kernel's BTF, where it has one: the places the programs read are found, and
+    /// agree with what the kernel's own trace event formats and headers say of them.
+    #[test]
+    fn the_running_kernels_btf_gives_the_programs_places() {
+        let path = Path::new(VMLINUX);
+        if !path.exists() {
+            rtscope_testkit::skip_or_fail("a kernel with BTF (/sys/kernel/btf/vmlinux)");
+            return;
+        }
+        let l = Layout::read(path).unwrap();
+        // The prototypes: sched_switch(preempt, prev, next, …), hrtimer_start(hrtimer, mode),
+        // hrtimer_expire_entry(hrtimer, now).
+        assert_eq!(
+            (l.switch_next, l.start_timer, l.expire_timer, l.expire_now),
+            (16, 0, 0, 8)
+        );
+        // hrtimer starts with its timerqueue node, whose rb_node comes before expires.
+        assert_eq!(l.timer_expires, 24);
+        assert!(l.timer_function > l.timer_expires);
+        assert!(l.task_comm > l.task_pid && l.task_pid > 0);
+    }
+
+    #[test]
+    fn what_is_not_btf_is_refused_with_its_reason() {
+        assert!(matches!(Layout::parse(b"not btf"), Err(BpfError::Btf(_))));
+        assert!(matches!(Layout::parse(&[]), Err(BpfError::Btf(_))));
+        let e = Layout::read(Path::new("/nonexistent/vmlinux")).unwrap_err();
+        assert!(e.to_string().contains("/nonexistent/vmlinux"), "{e}");
+    }
+}
