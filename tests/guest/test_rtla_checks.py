@@ -71,6 +71,24 @@ class Agree(unittest.TestCase):
         ok, _ = rtla_checks.agree(rtla_trace(other), explain(OURS), "noisy-preempt")
         self.assertFalse(ok)
 
+    def test_a_stack_that_lost_the_holds_frame_in_the_clock_reads_prologue_names_the_hold(self):
+        # rt-arm64: the interrupt in ktime_get's first instructions, the hold's frame lost.
+        lost = [f for f in AT_IRQ if f != "noisy_hold_preempt_off"]
+        ok, detail = rtla_checks.agree(rtla_trace(lost), explain(OURS), "noisy-preempt",
+                                       "preempt")
+        self.assertTrue(ok, detail)
+        self.assertIn("names noisy_hold_preempt_off (its own frame lost", detail)
+        # Not in a mode whose thread calls the clock read itself (softirq: send_ipis), nor
+        # under another frame than the clock read, nor for another hold than rtscope's.
+        self.assertFalse(rtla_checks.agree(rtla_trace(lost), explain(OURS), "noisy-preempt",
+                                           "softirq")[0])
+        elsewhere = [f if f != "ktime_get" else "msleep_interruptible" for f in lost]
+        self.assertFalse(rtla_checks.agree(rtla_trace(elsewhere), explain(OURS),
+                                           "noisy-preempt", "preempt")[0])
+        self.assertFalse(rtla_checks.agree(rtla_trace(lost), explain(OURS), "noisy-preempt",
+                                           "irq")[0])
+        self.assertFalse(rtla_checks.lost_hold(AT_IRQ, "preempt"))
+
     def test_no_stack_of_the_thread_in_rtscope_does_not_agree(self):
         ok, detail = rtla_checks.agree(rtla_trace(AT_IRQ), explain(OURS, comm="kworker/1:1"),
                                        "noisy-preempt")

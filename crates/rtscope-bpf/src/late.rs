@@ -15,15 +15,15 @@
 //!   it clears the time.
 //!
 //! Where the kernel describes its types (BTF), the programs hang on the raw tracepoints and
-//! read the tracepoints' arguments: the task switched in, the timer, with the fields they
-//! point to read at the offsets BTF gives ([`crate::btf::Layout`]); no trace event's record is
-//! built for them, which on a prompt wake-up was most of their cost (BENCHMARKS.md). Without
-//! BTF they hang on the trace events and read the events' records at the offsets their
-//! tracefs `format` files give. Either way they run on every CPU. On a measured thread's prompt wake-up they cost a
-//! hash lookup at the timer interrupt and one at the switch, each entry marked used in place
-//! (no delete: a hash delete takes the bucket's lock), and an array store for the held chain;
-//! nothing runs at the waking (a `sched_waking` program cost a third tracepoint call on each
-//! wake-up's path: BENCHMARKS.md).
+//! read the tracepoints' arguments (the task switched in, the timer), and the fields behind
+//! them with `bpf_probe_read_kernel` at the offsets BTF gives ([`crate::btf::Layout`]): no
+//! trace event's record is built for them, which on a prompt wake-up was most of their cost
+//! (BENCHMARKS.md). Without BTF they hang on the trace events and read the events' records at
+//! the offsets of their tracefs `format` files. Either way they run on every CPU. On a
+//! measured thread's prompt wake-up they cost a hash lookup at the timer interrupt and one at
+//! the switch, each entry marked used in place (no delete: a hash delete takes the bucket's
+//! lock), and an array store for the held chain; nothing runs at the waking (a `sched_waking`
+//! program cost a third tracepoint call on each wake-up's path: BENCHMARKS.md).
 
 use crate::asm::Asm;
 use crate::btf::Layout;
@@ -172,14 +172,15 @@ impl Event<'_> {
             }
             Source::Raw(l) => {
                 let timer = match self.name {
-                    "hrtimer_start" => l.start_timer,
-                    _ => l.expire_timer,
+                    "hrtimer_start" => Ok(l.start_timer),
+                    "hrtimer_expire_entry" => Ok(l.expire_timer),
+                    other => Err(BpfError::Event(format!("{other}: no timer argument"))),
                 };
                 let behind = |arg, off, len| Place::Behind { arg, off, len };
                 Ok(match field {
-                    Field::Timer => Place::Context(timer, Size::Dw),
-                    Field::Function => behind(timer, l.timer_function, 8),
-                    Field::Expires => behind(timer, l.timer_expires, 8),
+                    Field::Timer => Place::Context(timer?, Size::Dw),
+                    Field::Function => behind(timer?, l.timer_function, 8),
+                    Field::Expires => behind(timer?, l.timer_expires, 8),
                     Field::Now => behind(l.expire_now, 0, 8),
                     Field::NextComm => behind(l.switch_next, l.task_comm, 16),
                     Field::NextPid => behind(l.switch_next, l.task_pid, 4),
@@ -624,6 +625,92 @@ mod tests {
         assert_eq!(highest_cpu("0"), Some(0));
         assert_eq!(highest_cpu(""), None);
         assert!(possible_cpus() >= 1);
+    }
+
+    /// Trace event offsets, as a `format` file would give them.
+    struct Records;
+
+    impl Formats for Records {
+        fn id(&self, _: &str) -> Option<u64> {
+            Some(1)
+        }
+
+        fn offset(&self, _: &str, field: &str) -> Option<usize> {
+            Some(match field {
+                "next_comm" => 56,
+                "next_pid" => 72,
+                _ => 16,
+            })
+        }
+    }
+
+    /// The builders' output for `source`: each program's calls of `bpf_probe_read_kernel`,
+    /// and the context reads (offset, size) it makes.
+    fn built(source: Source) -> Vec<(usize, Vec<(i16, u8)>)> {
+        let fd = || OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
+        let m = Maps {
+            by_pid: fd(),
+            by_timer: fd(),
+            woke: fd(),
+            ring: fd(),
+        };
+        let s = Setting {
+            threshold_ns: 1_000,
+            hrtimer_wakeup: 0xffff_ffff_8100_0000,
+            tick_sched_timer: Some(0xffff_ffff_8100_1000),
+            tgid: 1,
+        };
+        let ev = |n| Event::new(source, n).unwrap();
+        let programs = [
+            on_hrtimer_start(&ev("hrtimer_start"), &s, &m).unwrap(),
+            on_switch(&ev("sched_switch"), &s, &m).unwrap(),
+            on_expire(&ev("hrtimer_expire_entry"), &s, &m).unwrap(),
+        ];
+        let call = insn::call(PROBE_READ_KERNEL);
+        programs
+            .iter()
+            .map(|p| {
+                let reads = p.iter().filter(|i| **i == call).count();
+                // Loads (class LDX) whose base is R6, the context kept from R1.
+                let ctx = p
+                    .iter()
+                    .filter(|i| i.code & 0x07 == 0x01 && i.src == 6)
+                    .map(|i| (i.off, i.code))
+                    .collect();
+                (reads, ctx)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn raw_programs_read_the_arguments_and_behind_them_and_event_programs_the_record() {
+        let layout = Layout {
+            switch_next: 16,
+            start_timer: 0,
+            expire_timer: 0,
+            expire_now: 8,
+            task_comm: 3000,
+            task_pid: 2000,
+            timer_function: 40,
+            timer_expires: 24,
+        };
+        let dw = insn::load(Size::Dw, R1, R6, 0).code;
+        let raw = built(Source::Raw(&layout));
+        // hrtimer_start: the function, the expiry; sched_switch: the name, the PID;
+        // hrtimer_expire_entry: the function, the time.
+        assert_eq!(raw.iter().map(|p| p.0).collect::<Vec<_>>(), [2, 2, 2]);
+        for (_, ctx) in &raw {
+            assert!(ctx
+                .iter()
+                .all(|&(off, code)| code == dw && [0, 8, 16].contains(&off)));
+        }
+        assert!(raw[1].1.iter().all(|&(off, _)| off == 16), "{:?}", raw[1]);
+        let events = built(Source::Events(&Records));
+        assert!(events.iter().all(|p| p.0 == 0));
+        assert!(events[1].1.iter().any(|&(off, _)| off == 72));
+        assert_eq!(Source::Raw(&layout).describe(), "raw tracepoints");
+        let e = Event::new(Source::Raw(&layout), "sched_switch").unwrap();
+        assert!(e.place(Field::Timer).is_err());
     }
 
     #[test]

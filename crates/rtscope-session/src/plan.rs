@@ -338,8 +338,9 @@ pub struct PlanSpec {
     pub explain_keep: usize,
     /// Which kernel stacks spikes get where the kernel can (`--explain-stacks`: `off` by
     /// default — with hist triggers the late-only stacks cost the measured wake-ups 1.26–1.31×
-    /// at p50 in the guests; with eBPF 1.01× at p50 and an unresolved 1.08× at p99 on this
-    /// host, BENCHMARKS.md; `auto`: late-only where the kernel can).
+    /// at p50 in the guests; with eBPF on raw tracepoints 1.025× at p50 and 1.040×
+    /// (0.997–1.079) at p99 on this host, BENCHMARKS.md; `auto`: late-only where the kernel
+    /// can).
     pub explain_stacks: StackChoice,
     /// Why explaining, on by default, is off for this run: the reason and the fix (tracefs
     /// unusable here); `None` when it is on or was turned off on purpose.
