@@ -1,10 +1,11 @@
 //! The kernel's own description of its types (BTF: `/sys/kernel/btf/vmlinux`, parsed by the
-//! `btfparse` crate): what the raw-tracepoint programs of [`crate::late`] need to read the
+//! `btfparse` crate): what the late-only stacks' raw-tracepoint programs need to read the
 //! tracepoints' arguments without a trace event's record. For each tracepoint the argument's
-//! place comes from the tracepoint's prototype (`btf_trace_sched_switch`: `void *, bool
-//! preempt, struct task_struct *prev, struct task_struct *next, …`), found by name and checked
-//! for its type, and the fields read through it (`task_struct.comm`, `hrtimer.function`, …)
-//! come with their offsets and checked sizes. Anything missing or of another shape is an
+//! place comes from the prototype of the function the tracepoint's definition makes for BPF
+//! programs (`__bpf_trace_sched_switch(void *__data, bool preempt, struct task_struct *prev,
+//! struct task_struct *next, …)`), found by the parameter's name and checked for its type, and
+//! the fields read through it (`task_struct.comm`, `hrtimer.function`, …) come with their
+//! offsets and checked sizes. Anything missing or of another shape is an
 //! error: the programs on the trace events' records serve instead.
 
 use crate::BpfError;
