@@ -1,7 +1,7 @@
 //! The system calls: `bpf(2)` (a map, a program, a raw tracepoint's attachment, a program's
-//! place in memory), `perf_event_open(2)` on a trace event with the program attached. Every object is a file descriptor, closed when its owner drops: the
-//! kernel then detaches and frees it, so nothing outlives the process, not even after a
-//! SIGKILL.
+//! place in memory), `perf_event_open(2)` on a trace event with the program attached. Every
+//! object is a file descriptor, closed when its owner drops: the kernel then detaches and
+//! frees it, so nothing outlives the process, not even after a SIGKILL.
 
 use crate::insn::{encode, Insn};
 use crate::BpfError;

@@ -3,10 +3,10 @@
 //! events, at less cost to a prompt wake-up than hist triggers, and on kernels without hist
 //! triggers. The programs hang on the raw tracepoints where the kernel's BTF
 //! ([`rtscope_bpf::btf`], `RTSCOPE_BTF` or `/sys/kernel/btf/vmlinux`) gives what they read,
-//! else on the trace events. The reader thread drains their ring buffer; a spike's events get the stacks of
-//! its CPU merged in where the `stacktrace` trigger of the same chain would have written them
-//! (after the switch into the thread; before its waking; between the two), so that
-//! [`crate::stacks::find`] reads them the same way.
+//! else on the trace events. The reader thread drains their ring buffer; a spike's events get
+//! the stacks of its CPU merged in where the `stacktrace` trigger of the same chain would have
+//! written them (after the switch into the thread; before its waking; between the two), so
+//! that [`crate::stacks::find`] reads them the same way.
 
 use crate::decode::{Event, Kind};
 use crate::format::EventFormat;
