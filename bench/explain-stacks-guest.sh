@@ -10,7 +10,9 @@
 # guest instruction is emulated: the ratio, not the guest's microseconds, is the figure.
 # Usage: bench/explain-stacks-guest.sh [KERNEL] [PAIRS] [SECONDS] [INTERVAL_US] [THRESHOLD]
 #        RTSCOPE=static binary for the guest's architecture (default: the x86_64 musl build),
-#        KEEP=directory to keep the runs' JSON in
+#        KEEP=directory to keep the runs' JSON in,
+#        BTF=FILE sets RTSCOPE_BTF=FILE for the guest's runs (a FILE that does not exist: the
+#        eBPF programs on the trace events instead of the raw tracepoints)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kernel=${1:-rt-amd64}
@@ -22,9 +24,11 @@ bin=${RTSCOPE:-target/x86_64-unknown-linux-musl/release/rtscope}
 [ -x "$bin" ] || { echo "build the static binary first (tests/guest/README.md)" >&2; exit 2; }
 out=$(mktemp -d /tmp/rtscope-bench-stacks-guest.XXXXXX)
 trap 'rm -rf "$out"' EXIT
+btf_env=
+[ -z "${BTF:-}" ] || btf_env="RTSCOPE_BTF=$BTF"
 cat >"$out/pairs.sh" <<GUEST
 run() { # run MODE N
-    rtscope measure -D ${secs}s -i ${interval}us --cpus 1 -p 95 --explain $threshold \\
+    $btf_env rtscope measure -D ${secs}s -i ${interval}us --cpus 1 -p 95 --explain $threshold \\
         --explain-stacks "\$1" --no-db --json "/tmp/\$1-\$2.json" >"/tmp/\$1-\$2.log" 2>&1
     mark rc "\$1-\$2 \$?"
     if [ "\$1" = auto ] && ! grep -q "kernel stacks when late" "/tmp/\$1-\$2.log"; then
