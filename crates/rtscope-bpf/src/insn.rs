@@ -66,6 +66,15 @@ pub enum Size {
 }
 
 impl Size {
+    /// The access's width in bytes.
+    pub fn bytes(self) -> usize {
+        match self {
+            Size::B => 1,
+            Size::W => 4,
+            Size::Dw => 8,
+        }
+    }
+
     fn bits(self) -> u8 {
         match self {
             Size::W => 0x00,

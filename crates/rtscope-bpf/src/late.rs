@@ -134,23 +134,20 @@ enum Place {
 struct Event<'a> {
     name: &'a str,
     source: Source<'a>,
+    /// The trace event's ID (`None` on a raw tracepoint: attached by name).
+    id: Option<u64>,
 }
 
 impl Event<'_> {
     fn new<'a>(source: Source<'a>, name: &'a str) -> Result<Event<'a>, BpfError> {
-        if let Source::Events(f) = source {
-            f.id(name)
-                .ok_or_else(|| BpfError::Event(format!("no event {name}")))?;
-        }
-        Ok(Event { name, source })
-    }
-
-    /// The event's ID (trace events only).
-    fn id(&self) -> Option<u64> {
-        match self.source {
-            Source::Events(f) => f.id(self.name),
+        let id = match source {
+            Source::Events(f) => Some(
+                f.id(name)
+                    .ok_or_else(|| BpfError::Event(format!("no event {name}")))?,
+            ),
             Source::Raw(_) => None,
-        }
+        };
+        Ok(Event { name, source, id })
     }
 
     /// Where `field` is.
@@ -242,11 +239,7 @@ fn record_offset(f: &dyn Formats, event: &str, field: &str, size: Size) -> Resul
     let off = f
         .offset(event, field)
         .ok_or_else(|| BpfError::Event(format!("{event}: no field {field}")))?;
-    let align = match size {
-        Size::B => 1,
-        Size::W => 4,
-        Size::Dw => 8,
-    };
+    let align = size.bytes();
     if off % align != 0 || off > 4096 {
         return Err(BpfError::Event(format!(
             "{event}: field {field} at {off}, not {align}-aligned"
@@ -558,7 +551,7 @@ impl Programs {
         }
         let (mut progs, mut links, mut code) = (Vec::new(), Vec::new(), Vec::new());
         for (name, insns, event) in built {
-            let (prog, link) = match event.id() {
+            let (prog, link) = match event.id {
                 Some(id) => {
                     let prog = sys::load_program(name, ProgType::Tracepoint, &insns)?;
                     let link = sys::attach_tracepoint(id, &prog, name)?;

@@ -27,7 +27,9 @@ pub mod synthetic;
 pub mod synthetic_noise;
 
 pub use lock::{rt_lock, RtLock};
-pub use require::{have, is_root, python3_imports, skip_or_fail, strict, STRICT_VAR};
+pub use require::{
+    bpf_events_here, have, is_root, python3_imports, skip_or_fail, strict, STRICT_VAR,
+};
 
 /// CLOCK_MONOTONIC now, in ns: the clock of rtscope's spike and gap times, read by tests that
 /// set their own events beside a run.

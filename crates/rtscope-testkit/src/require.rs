@@ -91,6 +91,15 @@ pub fn python3_imports(modules: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// Whether this kernel runs BPF programs on trace events with a BPF ring buffer (its symbols
+/// in `/proc/kallsyms`: `CONFIG_BPF_EVENTS`, Linux 5.8), for the late-only stacks' tests.
+pub fn bpf_events_here() -> bool {
+    let syms = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
+    [" perf_event_attach_bpf_prog\n", " bpf_ringbuf_reserve\n"]
+        .iter()
+        .all(|s| syms.contains(s))
+}
+
 /// Whether this process runs as root (uid 0), for [`require!`](crate::require).
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.

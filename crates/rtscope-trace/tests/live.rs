@@ -265,15 +265,6 @@ fn a_normal_end_removes_the_instance_and_touches_no_top_level_state() {
     assert_eq!(before, after);
 }
 
-/// Whether this kernel runs BPF programs on trace events with a BPF ring buffer (its symbols:
-/// `CONFIG_BPF_EVENTS`, Linux 5.8).
-fn bpf_here() -> bool {
-    let syms = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-    [" perf_event_attach_bpf_prog\n", " bpf_ringbuf_reserve\n"]
-        .iter()
-        .all(|s| syms.contains(s))
-}
-
 /// The late-only programs take a late measured thread's stacks wherever they hang: on the raw
 /// tracepoints, with this kernel's BTF, and on the trace events, with the BTF withheld (a path
 /// that does not exist, as `RTSCOPE_BTF` can give). With the threshold at 1 ns every wake-up
@@ -290,7 +281,7 @@ fn the_programs_take_a_late_threads_stacks_on_raw_tracepoints_and_on_trace_event
     let (cpu, _) = require_ok!(cpus_or_skip());
     let tfs = require_ok!(Tracefs::discover().map_err(|e| e.to_string()));
     rtscope_testkit::require!(
-        bpf_here(),
+        rtscope_testkit::bpf_events_here(),
         "a kernel that runs BPF programs on trace events"
     );
     let vmlinux = std::path::Path::new(rtscope_bpf::btf::VMLINUX);

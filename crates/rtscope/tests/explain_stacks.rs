@@ -157,20 +157,11 @@ fn report_shows_the_stacks(db: &std::path::Path, stacks: &[&serde_json::Value], 
     );
 }
 
-/// Whether this kernel runs BPF programs on trace events with a BPF ring buffer (its symbols:
-/// `CONFIG_BPF_EVENTS`, Linux 5.8).
-fn bpf_here() -> bool {
-    let syms = std::fs::read_to_string("/proc/kallsyms").unwrap_or_default();
-    [" perf_event_attach_bpf_prog\n", " bpf_ringbuf_reserve\n"]
-        .iter()
-        .all(|s| syms.contains(s))
-}
-
 /// Whether this kernel can take late-only stacks: eBPF programs on trace events, or
 /// synthetic events and hist triggers.
 fn late_only_here() -> bool {
     let t = std::path::Path::new("/sys/kernel/tracing");
-    bpf_here()
+    rtscope_testkit::bpf_events_here()
         || t.join("synthetic_events").exists() && t.join("events/sched/sched_waking/hist").exists()
 }
 
@@ -186,7 +177,7 @@ fn late_only_here() -> bool {
 fn auto_takes_late_only_stacks_with_ebpf_programs_and_a_prompt_wake_up_takes_none() {
     rtscope_testkit::require_ok!(traceable());
     rtscope_testkit::require!(
-        bpf_here(),
+        rtscope_testkit::bpf_events_here(),
         "a kernel that runs BPF programs on trace events"
     );
     let _rt = rtscope_testkit::rt_lock();
