@@ -42,12 +42,13 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// Reads the kernel's BTF at `path` (bounded by [`MAX_BTF`]).
+    /// Reads the kernel's BTF at `path` (bounded by [`MAX_BTF`]). Only a regular file is read:
+    /// the path is opened without blocking (a FIFO's open would wait for a writer) and a FIFO,
+    /// device, directory or socket is refused before any read, so an odd `RTSCOPE_BTF` falls
+    /// back to the trace events like any other file that is not BTF.
     pub fn read(path: &Path) -> Result<Layout, BpfError> {
-        let mut bytes = Vec::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_BTF).read_to_end(&mut bytes))
-            .map_err(|e| BpfError::Btf(format!("{}: {e}", path.display())))?;
+        let bytes =
+            read_regular(path).map_err(|e| BpfError::Btf(format!("{}: {e}", path.display())))?;
         Layout::parse(&bytes).map_err(|e| match e {
             BpfError::Btf(why) => BpfError::Btf(format!("{}: {why}", path.display())),
             other => other,
@@ -71,6 +72,45 @@ impl Layout {
             timer_function: t.field(timer, "hrtimer", "function", 8..=8)?,
             timer_expires: t.field(timer, "hrtimer", "node.expires", 8..=8)?,
         })
+    }
+}
+
+/// The bytes of the regular file at `path`, at most [`MAX_BTF`] of them. Opened with
+/// `O_NONBLOCK` (std adds `O_CLOEXEC`) and checked on the open descriptor, so neither the
+/// open nor the read can wait on a FIFO or a device.
+fn read_regular(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("not a regular file (a {})", kind_name(kind)),
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(MAX_BTF).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// What a file that is not a regular one is, in words.
+fn kind_name(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        "directory"
+    } else if kind.is_fifo() {
+        "FIFO"
+    } else if kind.is_char_device() {
+        "character device"
+    } else if kind.is_block_device() {
+        "block device"
+    } else if kind.is_socket() {
+        "socket"
+    } else {
+        "special file"
     }
 }
 
@@ -238,5 +278,32 @@ mod tests {
         assert!(matches!(Layout::parse(&[]), Err(BpfError::Btf(_))));
         let e = Layout::read(Path::new("/nonexistent/vmlinux")).unwrap_err();
         assert!(e.to_string().contains("/nonexistent/vmlinux"), "{e}");
+    }
+
+    /// A FIFO (which no one writes), a directory and a device are refused at once, each named,
+    /// instead of blocking in the open or the read.
+    #[test]
+    fn only_a_regular_file_is_read_as_btf() {
+        let dir = std::env::temp_dir().join(format!("rtscope-btf-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("f");
+        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo reads it only.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for (path, kind) in [
+            (fifo.as_path(), "a FIFO"),
+            (dir.as_path(), "a directory"),
+            (Path::new("/dev/null"), "a character device"),
+        ] {
+            let e = Layout::read(path).unwrap_err();
+            assert!(matches!(e, BpfError::Btf(_)), "{e:?}");
+            let text = e.to_string();
+            assert!(text.contains(&path.display().to_string()), "{text}");
+            assert!(
+                text.contains(&format!("not a regular file ({kind})")),
+                "{text}"
+            );
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
