@@ -10,6 +10,10 @@
 //! - [`class_hist`]: per CPU and class, a histogram of each traced gap's time in it;
 //! - [`coarse`]: the fallback tier fed by monitor samples;
 //! - [`stack`]: where in the kernel: a spike's kernel stack folded, time by kernel function;
+//! - [`parts`]: a spike's or gap's time in parts that add up (its largest causes, the others,
+//!   its unexplained rest) with shares that sum to 100 %;
+//! - [`unexplained`]: why a spike or a watch window's worst wake-up was not explained, one
+//!   vocabulary for JSON, text and report;
 //! - [`render`]: their text.
 //!
 //! Pure data and rendering, no tracefs and no I/O: `rtscope-trace` fills these from a trace,
@@ -24,5 +28,7 @@ pub mod coarse;
 pub mod culprits;
 pub mod interference;
 pub mod model;
+pub mod parts;
 pub mod render;
 pub mod stack;
+pub mod unexplained;

@@ -338,42 +338,28 @@ pub fn merge_note(culprits: &[CulpritRow]) -> Option<String> {
     })
 }
 
-/// A traced spike: `cpu1 1.2ms [partial]: its four largest charges (share)`.
-/// The time of `a` charged to no cause: its `unexplained` charges and what no charge covers.
+/// The time of `a` charged to no cause: its `unexplained` charges and what no charge covers
+/// ([`crate::parts::rest_ns`]).
 pub fn unexplained_rest_ns(a: &Attribution) -> u64 {
-    let charged: u64 = a.charges.iter().map(|c| c.ns).sum();
-    let unexplained = a.ns_where(|c| matches!(c, Category::Unexplained));
-    unexplained + a.spike.latency_ns().saturating_sub(charged)
+    crate::parts::rest_ns(a)
 }
 
-/// A traced spike or gap: its four largest charges; a gap's line ends with its unexplained
-/// rest (the time charged to no cause, [`unexplained_rest_ns`]), so each line accounts for
-/// the whole gap.
+/// A traced spike or gap, `cpu1 1.2ms [partial]: ` and its parts ([`crate::parts::parts`]):
+/// its four largest charges, `+ N other causes` together, and for a gap its unexplained rest
+/// (the time charged to no cause, [`unexplained_rest_ns`]), so a gap's line accounts for the
+/// whole gap and its shares sum to 100 %.
 fn traced_line_of(a: &Attribution, what: Subject) -> String {
-    let lat = a.spike.latency_ns().max(1);
-    let gaps = what == Subject::Gaps;
-    let mut parts: Vec<String> = a
-        .charges
+    let parts: Vec<String> = crate::parts::parts(a, what == Subject::Gaps)
         .iter()
-        .filter(|ch| !(gaps && matches!(ch.category, Category::Unexplained)))
-        .take(4)
-        .map(|ch| {
-            format!(
-                "{} {} ({}%)",
-                label(&ch.category),
-                dur(ch.ns),
-                ch.ns * 100 / lat
-            )
+        .map(|p| {
+            let name = match &p.kind {
+                crate::parts::PartKind::Cause(c) => label(c),
+                crate::parts::PartKind::Others(n) => format!("+ {n} other causes"),
+                crate::parts::PartKind::Rest => "unexplained rest".to_string(),
+            };
+            format!("{name} {} ({}%)", dur(p.ns), p.percent)
         })
         .collect();
-    if gaps {
-        let rest = unexplained_rest_ns(a);
-        parts.push(format!(
-            "unexplained rest {} ({}%)",
-            dur(rest),
-            rest * 100 / lat
-        ));
-    }
     let flags = match (a.complete, a.lost_events) {
         (true, false) => "",
         (false, _) => " [partial]",
@@ -613,7 +599,7 @@ mod tests {
             text.contains("tier flight-recorder, threshold 1.50 ms"),
             "{text}"
         );
-        assert!(text.contains("1.002s cpu1 2.38 ms: thread cul\\nprit:4711:rt99 2.30 ms (96%), timer IRQ handler 80.0 µs (3%)"), "{text}");
+        assert!(text.contains("1.002s cpu1 2.38 ms: thread cul\\nprit:4711:rt99 2.30 ms (97%), timer IRQ handler 80.0 µs (3%)"), "{text}");
         assert_eq!(dur(812), "812 ns");
     }
 
@@ -708,6 +694,58 @@ mod tests {
         assert_eq!(line.matches("unexplained").count(), 1, "{line}");
         let spikes = summary(&s, 0, 5);
         assert!(!spikes.contains("unexplained rest"), "{spikes}");
+    }
+
+    #[test]
+    fn a_gap_of_many_causes_names_four_then_the_others_and_its_shares_sum_to_100() {
+        let thread = |pid: i32| Category::Thread {
+            task: Task {
+                comm: format!("w{pid}"),
+                pid,
+                prio: 120,
+            },
+        };
+        // 40 ms: causes of 8, 4, 3 and 1.5 ms, 100 threads of 200 µs and 3.5 ms uncovered.
+        let mut charges: Vec<Charge> = [8_000_000, 4_000_000, 3_000_000, 1_500_000]
+            .into_iter()
+            .enumerate()
+            .map(|(i, ns)| Charge::new(thread(i as i32 + 1), ns))
+            .collect();
+        charges.extend((100..200).map(|pid| Charge::new(thread(pid), 200_000)));
+        let a = Attribution {
+            spike: Spike {
+                cpu: 3,
+                tid: 9,
+                deadline_ns: 1_000_000,
+                wakeup_ns: 41_000_000,
+                smis: None,
+            },
+            charges,
+            complete: true,
+            lost_events: false,
+            siblings: Vec::new(),
+            stack: None,
+            handler: None,
+        };
+        let line = traced_line_of(&a, Subject::Gaps);
+        assert_eq!(
+            line,
+            "cpu3 40.00 ms: thread w1:1:nice0 8.00 ms (20%), thread w2:2:nice0 4.00 ms (10%), \
+             thread w3:3:nice0 3.00 ms (7%), thread w4:4:nice0 1.50 ms (4%), \
+             + 100 other causes 20.00 ms (50%), unexplained rest 3.50 ms (9%)"
+        );
+        let shares: u64 = line
+            .split('(')
+            .skip(1)
+            .map(|p| p.split('%').next().unwrap().parse::<u64>().unwrap())
+            .sum();
+        assert_eq!(shares, 100, "{line}");
+        // A spike's line sums its other causes too.
+        let spike = traced_line_of(&a, Subject::WakeUps);
+        assert!(
+            spike.ends_with("+ 100 other causes 20.00 ms (50%)"),
+            "{spike}"
+        );
     }
 
     #[test]
