@@ -4,6 +4,7 @@
 //!   not traced;
 //! - [`book`]: the worst spikes per time window, culprit totals and the coverage ("traced X of
 //!   Y spikes");
+//! - [`cause`]: the one rule for naming a spike's cause in a line, with its share;
 //! - [`culprits`]: the culprit table, bounded without folding a known cause into
 //!   "unexplained";
 //! - [`classes`]: noise time per class (thread, irq, …, unexplained);
@@ -22,6 +23,7 @@
 #![warn(missing_docs)]
 
 pub mod book;
+pub mod cause;
 pub mod class_hist;
 pub mod classes;
 pub mod coarse;

@@ -62,7 +62,7 @@ pub fn culprit_label(r: &CulpritRow) -> String {
 }
 
 /// `s` with control characters escaped (task names come from the traced system).
-fn escaped(s: &str) -> String {
+pub(crate) fn escaped(s: &str) -> String {
     s.chars()
         .flat_map(|ch| {
             if ch.is_control() {
