@@ -412,6 +412,27 @@ pub fn class_histogram_table(hists: &[rtscope_explain::class_hist::ClassHistogra
     s
 }
 
+/// Below SCHED_FIFO/RR (`policy` named as the run's configuration names it: `other`, noise's
+/// default like oslat, `batch`, `idle`), the hint that every normal thread on the measured CPUs
+/// takes turns with the loops and its time counts as noise, and how to count only what can
+/// preempt a real-time thread (the settings named the front end's way). `None` at `fifo`,
+/// `rr` and `deadline`.
+pub fn policy_hint(policy: &str, naming: crate::field::Naming) -> Option<String> {
+    use crate::field::Field;
+    if !matches!(policy, "other" | "batch" | "idle") {
+        return None;
+    }
+    Some(format!(
+        "hint: the loops ran at SCHED_{} ({}): every normal thread on their CPUs takes turns \
+         with them, and its time counts as noise; {} {} counts only what can preempt a \
+         real-time thread",
+        policy.to_uppercase(),
+        naming.setting(Field::Policy, policy),
+        naming.setting(Field::Policy, "fifo"),
+        naming.setting(Field::Priority, "95"),
+    ))
+}
+
 /// At SCHED_FIFO/RR, the note that the duty cycle exceeds the kernel's RT throttling budget
 /// (`sched_rt_runtime_us` of `sched_rt_period_us` below `root`/proc/sys/kernel; -1 is no
 /// throttling): the throttle will then take the CPU from the loop every period, and those gaps

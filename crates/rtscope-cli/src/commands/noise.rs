@@ -215,6 +215,14 @@ fn finish(
     let o = &m.outcome;
     let mut status = ExitStatus::of_run(o.signal.is_some(), m.limits_failed());
     let mut text = table(&m.rows, Naming::Flags) + &o.platform.notes();
+    // Below a real-time policy every normal thread's time is noise: say so beside the total.
+    if let Some(hint) = m.config["policy"]
+        .as_str()
+        .and_then(|p| noise::policy_hint(p, Naming::Flags))
+    {
+        text.push_str(&hint);
+        text.push('\n');
+    }
     if let Some(s) = o.signal {
         text.push_str(&format!(
             "interrupted by {}: the results cover the part that ran\n",

@@ -252,7 +252,7 @@ pub fn table(rows: &[CpuNoise], naming: crate::field::Naming) -> String {
         "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10} {:>8} {:>5}\n",
         "CPU",
         "RUNTIME",
-        "NOISE (us)",
+        "NOISE",
         "AVAILABLE",
         "MAX SINGLE",
         "GAPS>THR",
@@ -266,11 +266,10 @@ pub fn table(rows: &[CpuNoise], naming: crate::field::Naming) -> String {
             "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10} {:>8} {:>5}\n",
             r.cpu,
             short(Nanos(r.runtime_ns / 1_000_000 * 1_000_000)),
-            us_or_dash(Some(Nanos(r.noise_ns))),
+            time_cell(r.noise_ns),
             r.available_percent
                 .map_or("unknown".into(), |p| format!("{p:.5}%")),
-            r.max_single_ns
-                .map_or("-".into(), |v| format!("{}us", us_or_dash(Some(Nanos(v))))),
+            r.max_single_ns.map_or("-".into(), time_cell),
             r.gaps_over_threshold,
             r.iterations_per_s.map_or("-".into(), count),
             r.resolution_ns.map_or("-".into(), |v| format!("{v}ns")),
@@ -296,6 +295,16 @@ pub fn table(rows: &[CpuNoise], naming: crate::field::Naming) -> String {
     }
     s.push_str("RESOLUTION is the loop's shortest gap: one counter read and a histogram store.\n");
     s
+}
+
+/// A time of the table with its unit, in the unit that keeps it short: µs below 1 ms
+/// (`412.3us`), ms below 1 s (`35.412ms`), seconds above (`8.792s`, not `8791850.0us`).
+pub fn time_cell(ns: u64) -> String {
+    match ns {
+        0..=999_999 => format!("{}us", us_or_dash(Some(Nanos(ns)))),
+        1_000_000..=999_999_999 => format!("{:.3}ms", ns as f64 / 1e6),
+        _ => format!("{:.3}s", ns as f64 / 1e9),
+    }
 }
 
 /// The limit verdicts, one line each.

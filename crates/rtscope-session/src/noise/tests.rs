@@ -286,3 +286,38 @@ fn a_raised_default_threshold_is_said_with_the_cpu_and_resolution_that_raised_it
     let keys = raised_threshold_note(&c, Nanos(3000), &res, crate::field::Naming::Keys).unwrap();
     assert!(keys.contains("give threshold to choose another"), "{keys}");
 }
+
+#[test]
+fn below_a_real_time_policy_a_hint_says_normal_threads_count_as_noise() {
+    use crate::field::Naming;
+    let hint = policy_hint(Policy::Other.name(), Naming::Flags).unwrap();
+    assert_eq!(
+        hint,
+        "hint: the loops ran at SCHED_OTHER (--policy other): every normal thread on their CPUs \
+         takes turns with them, and its time counts as noise; --policy fifo --priority 95 \
+         counts only what can preempt a real-time thread"
+    );
+    assert!(policy_hint("idle", Naming::Keys)
+        .unwrap()
+        .contains("(policy = \"idle\")"));
+    for rt in [Policy::Fifo, Policy::Rr] {
+        assert_eq!(policy_hint(rt.name(), Naming::Flags), None);
+    }
+    assert_eq!(policy_hint("deadline", Naming::Flags), None);
+}
+
+#[test]
+fn the_table_writes_long_times_in_seconds_and_short_ones_in_microseconds() {
+    use super::run::{table, time_cell};
+    assert_eq!(time_cell(412_345), "412.3us");
+    assert_eq!(time_cell(35_412_000), "35.412ms");
+    assert_eq!(time_cell(8_791_850_000), "8.792s");
+    let mut row = CpuNoise::of(&thread(10_000_000_000, &[500, 8_791_850_000], 1_000));
+    row.max_single_ns = Some(103_050_000);
+    let t = table(&[row], crate::field::Naming::Flags);
+    let line = t.lines().nth(1).unwrap();
+    assert!(line.contains(" 8.792s "), "{t}");
+    assert!(line.contains(" 103.050ms "), "{t}");
+    assert!(!t.contains("8791850"), "{t}");
+    assert!(t.lines().next().unwrap().contains("NOISE "), "{t}");
+}
