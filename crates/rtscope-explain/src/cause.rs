@@ -19,8 +19,9 @@
 //! "50 %". Task names are escaped (they come from the traced system). The terminal's and the
 //! report's answer, `runs explain` and watch print causes through this module.
 
+use crate::book::{ExplainSummary, Explained};
 use crate::model::{Attribution, Category};
-use crate::render::{escaped, label};
+use crate::render::{dur, escaped, label};
 use std::fmt;
 
 /// Time of a spike charged to one category.
@@ -242,6 +243,25 @@ impl CauseLine {
     fn part(&self, p: &Part) -> String {
         format!("{} {} %", label(&p.category), self.percent(p.ns))
     }
+}
+
+/// `the worst spike (51.67 ms) was caused by …`: the line of the worst traced spike of a run's
+/// explanation, `one` naming what a spike is (`spike`, `gap`); `the worst traced spike (…)`
+/// when a larger one was explained from the monitors only. None without a traced spike.
+pub fn worst_line(s: &ExplainSummary, one: &str) -> Option<String> {
+    let worst = s.worst.iter().map(Explained::latency_ns).max()?;
+    let traced = s
+        .worst
+        .iter()
+        .filter_map(|e| match e {
+            Explained::Traced(a) => Some(a),
+            Explained::Coarse(_) => None,
+        })
+        .max_by_key(|a| a.spike.latency_ns())?;
+    let ns = traced.spike.latency_ns();
+    let which = if ns >= worst { "worst" } else { "worst traced" };
+    let line = CauseLine::of(traced)?;
+    Some(line.sentence(&format!("the {which} {one} ({})", dur(ns))))
 }
 
 /// Whole percent of `total`, rounded down.

@@ -290,3 +290,57 @@ fn every_category_but_unexplained_has_a_kind_within_its_class() {
     assert_eq!(Kind::Softirq.count(1), "1 softirq");
     assert_eq!(Kind::Irq.count(3), "3 interrupt causes");
 }
+
+fn spike(at: u64, latency: u64, charges: Vec<Charge>) -> Attribution {
+    Attribution {
+        spike: Spike {
+            cpu: 1,
+            tid: 9,
+            deadline_ns: at,
+            wakeup_ns: at + latency,
+            smis: None,
+        },
+        charges,
+        complete: true,
+        lost_events: false,
+        siblings: Vec::new(),
+        stack: None,
+        handler: None,
+    }
+}
+
+/// `runs explain` and `runs show`: the section says what caused the worst spike by the rule,
+/// a group with its share rather than its largest member as "the" cause.
+#[test]
+fn the_explanation_section_gives_the_worst_spikes_cause_line() {
+    use crate::book::{Explained, SpikeBook};
+    use crate::render::{summary, summary_of, Subject};
+    let mut b = SpikeBook::new(60_000_000_000, 5, 10);
+    let four = vec![
+        Charge::new(blocking("synth_db", 9843), 7_800_000),
+        Charge::new(blocking("kworker/1:2", 88), 7_300_000),
+        Charge::new(blocking("synth_db", 9844), 6_300_000),
+        Charge::new(blocking("rsyslogd", 612), 5_000_000),
+        Charge::new(irq("eth0 (irq 24)"), 15_000_000),
+        Charge::new(Category::ReturnToUser, 10_270_000),
+    ];
+    b.add(Explained::Traced(spike(5_000_000_000, 51_670_000, four)));
+    let one = vec![Charge::new(thread("hog", 5), 900_000)];
+    b.add(Explained::Traced(spike(6_000_000_000, 1_000_000, one)));
+    let s = b.summary(crate::model::Tier::FlightRecorder, None, 300_000);
+    let line = "  the worst spike (51.67 ms) was caused by 4 lower-priority tasks holding the CPU \
+                (51 % together, largest synth_db:9843:nice0 15 %)\n";
+    let text = summary(&s, 4_000_000_000, 10);
+    assert!(text.contains(line), "{text}");
+    assert!(!text.contains("caused by blocking by synth_db"), "{text}");
+    assert_eq!(
+        worst_line(&s, "gap"),
+        Some(line.trim().replacen("worst spike", "worst gap", 1))
+    );
+    assert!(summary_of(&s, 4_000_000_000, 10, Subject::Gaps).contains("the worst gap (51.67 ms)"));
+    // No traced spike: no line.
+    let empty =
+        SpikeBook::new(60_000_000_000, 5, 10).summary(crate::model::Tier::Timerlat, None, 1);
+    assert_eq!(worst_line(&empty, "spike"), None);
+    assert!(!summary(&empty, 0, 5).contains("caused by"));
+}

@@ -195,6 +195,9 @@ pub fn summary_of(
     for m in &s.missing_exits {
         let _ = writeln!(o, "  {}", missing_exits_line(m, run_start_ns));
     }
+    if let Some(line) = crate::cause::worst_line(s, what.one()) {
+        let _ = writeln!(o, "  {line}");
+    }
     culprits(&mut o, &s.culprits);
     let mut worst: Vec<&Explained> = s.worst.iter().collect();
     worst.sort_by_key(|e| std::cmp::Reverse(e.latency_ns()));
