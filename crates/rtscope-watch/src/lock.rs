@@ -6,6 +6,16 @@
 //! (the alert command, the explainer's reaper), unlike `flock`, so no child keeps a series
 //! locked after its watch.
 //!
+//! A lock file goes by path, and two paths can lead to one database without a symlink (a hard
+//! link, a bind mount): the series is therefore locked a second time on the database file
+//! itself, keyed by what the kernel keys it by (its device and inode), with an open file
+//! description lock (`F_OFD_SETLK`) on the same byte. SQLite's own locks are POSIX record
+//! locks near 1 GiB, far from these bytes; an OFD lock is not released when SQLite closes its
+//! descriptors, and the descriptor is close-on-exec (the alert command does not keep it). Such
+//! a lock does not name its holder, so the lock file's record lock is taken first and names it
+//! whenever the two paths agree; a database created here is an empty file, which SQLite then
+//! makes a database.
+//!
 //! The lock file is opened without following a symlink and must be a regular file: rtscope
 //! runs as root, and a planted symlink or device must not be created or written through. It
 //! is left in place at the end (removing it would race with a watch taking it) and holds no
@@ -38,6 +48,21 @@ pub enum LockError {
         /// The lock file (escaped).
         lock: String,
     },
+    /// Another process holds the series' lock on the database file through another path to
+    /// it (a hard link or a bind mount: the lock file beside it is another one).
+    #[error("series '{series}' in {db} is already watched by another process, through another path to the same database file (a hard link or a bind mount)")]
+    HeldElsewhere {
+        /// The series (escaped).
+        series: String,
+        /// The database (escaped).
+        db: String,
+    },
+    /// The database is not a regular file (a FIFO, a device, a socket).
+    #[error("the database {db} is not a regular file")]
+    DbNotRegular {
+        /// The database (escaped).
+        db: String,
+    },
     /// Opening or locking failed.
     #[error("cannot lock {lock}: {source}")]
     Io {
@@ -54,6 +79,8 @@ pub enum LockError {
 pub struct SeriesLock {
     /// Held open: closing it (or any descriptor of the file in this process) releases the lock.
     _file: File,
+    /// The database file, its series byte under an OFD lock released when this closes.
+    _db: File,
     path: PathBuf,
 }
 
@@ -108,6 +135,42 @@ fn record(kind: i32, start: i64) -> libc::flock {
     l
 }
 
+/// The database file `db` (created empty if missing), its byte of `series` locked with an
+/// open file description lock: the lock of the file itself, whatever path led to it.
+fn lock_database(db: &Path, series: &str) -> Result<File, LockError> {
+    let shown = escape(&db.display().to_string());
+    let io_err = |source| LockError::Io {
+        lock: shown.clone(),
+        source,
+    };
+    // O_NONBLOCK: a FIFO put in the database's place is never waited on (it is refused below).
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(db)
+        .map_err(io_err)?;
+    if !file.metadata().map_err(io_err)?.is_file() {
+        return Err(LockError::DbNotRegular { db: shown });
+    }
+    let l = record(libc::F_WRLCK, offset(series));
+    // SAFETY: F_OFD_SETLK reads the `flock` record `l` points to (l_pid 0, as it requires),
+    // which outlives the call.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &l) } == 0 {
+        return Ok(file);
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EACCES | libc::EAGAIN) => Err(LockError::HeldElsewhere {
+            series: escape(series),
+            db: shown,
+        }),
+        _ => Err(io_err(e)),
+    }
+}
+
 impl SeriesLock {
     /// Takes the lock of `series` in `db`, creating the lock file if needed. Refuses at once
     /// (never waits) when another process holds it, naming that process.
@@ -141,7 +204,12 @@ impl SeriesLock {
             let l = record(libc::F_WRLCK, at);
             // SAFETY: F_SETLK reads the `flock` record `l` points to, which outlives the call.
             if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETLK, &l) } == 0 {
-                return Ok(SeriesLock { _file: file, path });
+                let db_file = lock_database(db, series)?;
+                return Ok(SeriesLock {
+                    _file: file,
+                    _db: db_file,
+                    path,
+                });
             }
             let e = io::Error::last_os_error();
             if !matches!(e.raw_os_error(), Some(libc::EACCES | libc::EAGAIN)) {
@@ -211,6 +279,28 @@ mod tests {
             SeriesLock::take(&db2, "a"),
             Err(LockError::NotRegular { .. })
         ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Issue 67 item 7: a hard link to the database is another path, so another lock file,
+    /// but the same file: its series is refused while the first lock is held, and free after.
+    #[test]
+    fn a_hard_link_to_a_watched_database_is_refused() {
+        let dir = std::env::temp_dir().join(format!("rtscope-lock-hl-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("other")).unwrap();
+        let db = dir.join("w.db");
+        let first = SeriesLock::take(&db, "a").unwrap();
+        let link = dir.join("other").join("link.db");
+        std::fs::hard_link(&db, &link).unwrap();
+        assert_ne!(lock_path(&db), lock_path(&link));
+        let e = SeriesLock::take(&link, "a").unwrap_err();
+        assert!(matches!(e, LockError::HeldElsewhere { .. }), "{e:?}");
+        assert!(e.to_string().contains("hard link"), "{e}");
+        // Another series of the same file is free through the link.
+        drop(SeriesLock::take(&link, "b").unwrap());
+        drop(first);
+        drop(SeriesLock::take(&link, "a").unwrap());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
