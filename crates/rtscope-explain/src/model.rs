@@ -301,7 +301,9 @@ pub enum NotTraced {
     /// The kernel overwrote or lost events between the deadline and the wake-up (the reader
     /// fell behind: buffer overrun).
     LostEvents,
-    /// The events of the spike had already left the recorder's window.
+    /// The events of the spike had already left the recorder's window when it was analysed:
+    /// it was handed over after the window had passed it, or its trace was let go when the
+    /// memory kept for waiting spikes was full (rtscope-trace's `keep`).
     OutOfWindow,
     /// The spike's CPU is not traced.
     CpuNotTraced,
@@ -327,10 +329,10 @@ impl NotTraced {
         match self {
             NotTraced::TracerNotLive => "tracer not yet live",
             NotTraced::LostEvents => "events lost (buffer overrun)",
-            NotTraced::OutOfWindow => "trace not kept (memory for it was full)",
+            NotTraced::OutOfWindow => "out of the trace window (dropped before its analysis)",
             NotTraced::CpuNotTraced => "CPU not traced",
             NotTraced::QueueFull => "queue full",
-            NotTraced::TimedOut => "trace late",
+            NotTraced::TimedOut => "trace late (timed out)",
         }
     }
 
@@ -346,8 +348,9 @@ impl NotTraced {
                  for rtscope's reader (e.g. --cpus 1-N), or run lighter loads"
             }
             NotTraced::OutOfWindow => {
-                "the trace of the smallest was let go to bound memory: raise the explain \
-                 threshold (--explain DUR) so that fewer are kept"
+                "the trace was dropped before the spike was analysed (the trace of the smallest \
+                 is let go to bound memory): raise the explain threshold (--explain DUR) so \
+                 that fewer are kept"
             }
             NotTraced::CpuNotTraced => {
                 "the thread ran on a CPU that is not traced: pin each thread to one CPU"
