@@ -7,6 +7,15 @@
 //! counted, so a slow hook never piles up processes on a board. Each command runs in a process
 //! group of its own, which the watch ends when it stops ([`Notifier::stop`]: SIGTERM, then
 //! SIGKILL after a grace period), so nothing it started outlives the watch.
+//!
+//! A process group is easy to leave (`setsid …`, GNU `timeout …` makes a group of its own, a
+//! daemon's double fork), so each command also carries a mark in its environment,
+//! `RTSCOPE_ALERT_OF=<watch PID>:<its start time>`, which its descendants inherit whatever
+//! group or session they move to: at the stop, every process with this watch's mark (found in
+//! `/proc/*/environ`) is ended with the groups. What is guaranteed: everything an alert
+//! command starts that keeps its environment (every fork, `exec`, `setsid`, `nohup`,
+//! `timeout`, a double fork); not a program started with a cleared environment (`env -i`,
+//! `sudo`, a service manager's start), which is no longer the command's.
 
 use crate::error::ConfigError;
 use rtscope_core::Nanos;
@@ -141,6 +150,44 @@ pub struct Notifier {
     groups: Vec<i32>,
     /// Commands skipped because the previous one still ran.
     pub skipped: u64,
+    /// This watch's mark in its commands' environment (`RTSCOPE_ALERT_OF=…`).
+    mark: String,
+}
+
+/// The environment variable that marks a command's descendants as this watch's.
+const MARK: &str = "RTSCOPE_ALERT_OF";
+
+/// The mark of this process: `PID:start time` (clock ticks after boot, from `/proc/self/stat`),
+/// so a later process given the same PID is not this one.
+fn own_mark() -> String {
+    let start = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|s| {
+            // The fields after the command name (which may hold spaces) in parentheses;
+            // starttime is field 22, the 20th after it.
+            let rest = s.get(s.rfind(')')? + 2..)?.to_owned();
+            rest.split(' ').nth(19).map(str::to_owned)
+        })
+        .unwrap_or_default();
+    format!("{}:{start}", std::process::id())
+}
+
+/// The processes (other than this one) whose environment holds `MARK=mark`: the alert
+/// commands' descendants, in whatever group or session. A zombie's environment reads empty,
+/// so only the living are listed.
+fn marked(mark: &str) -> Vec<i32> {
+    let want = format!("{MARK}={mark}");
+    let me = std::process::id() as i32;
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|v| v == want.as_bytes()))
+        })
+        .collect()
 }
 
 /// The facts of one breach.
@@ -199,6 +246,7 @@ impl Notifier {
             running: None,
             groups: Vec::new(),
             skipped: 0,
+            mark: own_mark(),
         }
     }
 
@@ -219,6 +267,7 @@ impl Notifier {
         c.arg("-c")
             .arg(&cmd)
             .stdin(Stdio::null())
+            .env(MARK, &self.mark)
             .env("RTSCOPE_ALERT", w.alert.as_deref().unwrap_or(""))
             .env("RTSCOPE_SERIES", b.series)
             .env("RTSCOPE_CPU", cpu_text(w))
@@ -251,18 +300,21 @@ impl Notifier {
         self.groups.retain(|&g| group_alive(g));
     }
 
-    /// Ends every command's process group: what has not ended by itself within `finish`
-    /// (a command started for the last window) gets SIGTERM, then SIGKILL after `grace`.
-    /// Returns once no member is left (or 1 s after the SIGKILL) with the number of groups
-    /// that had to be signalled. The leader of the running command is reaped here, so its
-    /// PID, which names the group, stays ours until the group is gone.
+    /// Ends every command's process group and every process that carries this watch's mark
+    /// (a command's descendant that left its group): what has not ended by itself within
+    /// `finish` (a command started for the last window) gets SIGTERM, then SIGKILL after
+    /// `grace`. Returns once none is left (or 1 s after the SIGKILL) with the number of groups
+    /// and marked processes outside them that had to be signalled. The leader of the running
+    /// command is reaped here, so its PID, which names the group, stays ours until the group
+    /// is gone.
     pub fn stop(&mut self, finish: Duration, grace: Duration) -> usize {
         self.reap();
-        if self.groups.is_empty() || self.wait_groups(Instant::now() + finish) {
+        let started = self.command.is_some() || !self.groups.is_empty();
+        if !started || self.wait_groups(Instant::now() + finish) {
             self.groups.clear();
             return 0;
         }
-        let ended = self.groups.len();
+        let ended = self.groups.len() + self.strays().len();
         self.signal_groups(libc::SIGTERM);
         if !self.wait_groups(Instant::now() + grace) {
             self.signal_groups(libc::SIGKILL);
@@ -272,10 +324,29 @@ impl Notifier {
         ended
     }
 
+    /// The marked processes outside the groups still known (those left them).
+    fn strays(&self) -> Vec<i32> {
+        if self.command.is_none() {
+            return Vec::new();
+        }
+        let pgid = |pid: i32| {
+            // SAFETY: getpgid(2) takes a PID; no pointers.
+            unsafe { libc::getpgid(pid) }
+        };
+        marked(&self.mark)
+            .into_iter()
+            .filter(|&p| !self.groups.contains(&pgid(p)))
+            .collect()
+    }
+
     fn signal_groups(&self, sig: i32) {
         for &g in &self.groups {
             // SAFETY: kill(2) with a negative PID signals a process group; no pointers.
             unsafe { libc::kill(-g, sig) };
+        }
+        for p in self.strays() {
+            // SAFETY: kill(2) signals one process, found by its mark just now; no pointers.
+            unsafe { libc::kill(p, sig) };
         }
     }
 
@@ -292,7 +363,10 @@ impl Notifier {
     fn wait_groups(&mut self, until: Instant) -> bool {
         loop {
             self.reap_leader();
-            if self.running.is_none() && !self.groups.iter().any(|&g| group_alive(g)) {
+            if self.running.is_none()
+                && !self.groups.iter().any(|&g| group_alive(g))
+                && self.strays().is_empty()
+            {
                 return true;
             }
             if Instant::now() >= until {
@@ -370,6 +444,61 @@ mod tests {
         assert_eq!(w[0].alert.as_deref(), Some("max 250.0us > 200.0us"));
         assert_eq!(w[1].alert.as_deref(), Some("missed 3 > 0"));
         assert_eq!(w[2].alert, None, "at the threshold is not over it");
+    }
+
+    /// The PIDs whose command line holds `word` (found without the watch's mark).
+    fn with_arg(word: &str) -> Vec<i32> {
+        let dir = std::fs::read_dir("/proc").unwrap();
+        dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                let state =
+                    std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let zombie = state
+                    .rsplit_once(") ")
+                    .is_some_and(|(_, r)| r.starts_with('Z'));
+                !zombie
+                    && std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .is_ok_and(|c| c.split(|&b| b == 0).any(|a| a == word.as_bytes()))
+            })
+            .collect()
+    }
+
+    /// Issue 67 item 9: commands that leave their process group (`setsid`, GNU `timeout` in a
+    /// group of its own) are ended at the stop all the same.
+    #[test]
+    fn a_command_that_leaves_its_group_does_not_outlive_the_stop() {
+        // A length no other process uses, to find the sleeps by their command line.
+        let n = std::process::id();
+        let (a, b) = (format!("1000.{n}1"), format!("1000.{n}2"));
+        let mut w = window(&[250_000], 0);
+        mark(std::slice::from_mut(&mut w), &[parse("max>200us").unwrap()]);
+        let breach = Breach {
+            series: "s",
+            window: &w,
+            worst: None,
+            cause: None,
+        };
+        // The command as the issue gave it (the shell waits for it), and one that leaves a
+        // GNU timeout in a group of its own behind the shell that started it.
+        for (cmd, word) in [
+            (format!("setsid sleep {a}"), &a),
+            (format!("timeout 2000 sleep {b} & exit 0"), &b),
+        ] {
+            let mut notifier = Notifier::new(Some(cmd.clone()));
+            notifier.notify(&breach);
+            let end = Instant::now() + Duration::from_secs(30);
+            while with_arg(word).is_empty() {
+                assert!(Instant::now() < end, "{cmd}: never started");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let ended = notifier.stop(Duration::ZERO, Duration::from_secs(2));
+            assert!(ended >= 1, "{cmd}: {ended}");
+            assert_eq!(
+                with_arg(word),
+                Vec::<i32>::new(),
+                "{cmd}: outlived the stop"
+            );
+        }
     }
 
     #[test]
