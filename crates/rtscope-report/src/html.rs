@@ -23,7 +23,21 @@ code{font-size:.9em;word-break:break-all}.muted{color:#777}\
 .answer{background:#eef3fb;border:1px solid #7a9cd0;border-radius:4px;padding:.2em 1em;margin:1em 0}.answer h2{border:0;margin:.4em 0}\
 details.warn summary{cursor:pointer;font-weight:bold}";
 
-const NAV: &str = "<nav><a href=\"#answer\">Answer</a> · <a href=\"#warnings\">Warnings</a> · <a href=\"#runs\">Runs</a> · <a href=\"#statistics\">Statistics</a> · <a href=\"#latency\">Latency plots</a> · <a href=\"#events\">Events</a> · <a href=\"#why\">Why late</a> · <a href=\"#monitors\">Monitors</a> · <a href=\"#loads\">Loads</a> · <a href=\"#environment\">Environment</a> · <a href=\"summary.csv\">summary.csv</a></nav>\n";
+/// The sections the navigation may link to, in its order: `(id, link text)`.
+const NAV: [(&str, &str); 12] = [
+    ("answer", "Answer"),
+    ("noise-answer", "Noise answer"),
+    ("warnings", "Warnings"),
+    ("runs", "Runs"),
+    ("noise", "OS noise"),
+    ("statistics", "Statistics"),
+    ("latency", "Latency plots"),
+    ("events", "Events"),
+    ("why", "Why late"),
+    ("monitors", "Monitors"),
+    ("loads", "Loads"),
+    ("environment", "Environment"),
+];
 
 /// The runs of a report: all of them (runs, warnings, loads, environment), those with
 /// wake-up latencies and those of kind `noise` (busy-loop gaps, [`crate::noise`]).
@@ -67,15 +81,18 @@ pub fn page(
          <title>{t}</title><style>{CSS}</style></head><body>\n<h1>{t}</h1>\n",
         t = escape(&title)
     );
-    if sel.noise.is_empty() {
-        h.push_str(NAV);
-    } else {
-        let link = "<a href=\"#noise\">OS noise</a> · <a href=\"#latency\">";
-        h.push_str(&NAV.replace("<a href=\"#latency\">", link));
-    }
+    // The navigation is written last, with a link to each section the page has.
+    let nav_at = h.len();
     if !runs.is_empty() {
         crate::headline::section(&mut h, runs, grouping);
     }
+    // Noise runs' answer: the page's own on a page of noise runs alone.
+    let noise_answer = if runs.is_empty() {
+        "answer"
+    } else {
+        "noise-answer"
+    };
+    crate::noise::answer::section(&mut h, sel.noise, noise_answer);
     // The warnings, collapsed to one line with their count, right below the answer: the
     // Runs table of a campaign (20 rows in the seed-002 design) would push them off the first
     // screen.
@@ -100,7 +117,21 @@ pub fn page(
         "<p class=\"muted\">Made by rtscope {}.</p>\n</body></html>\n",
         env!("CARGO_PKG_VERSION")
     );
+    let nav = nav(&h);
+    h.insert_str(nav_at, &nav);
     h
+}
+
+/// The navigation: a link to each of [`NAV`]'s sections the page has (an `id` of it), in
+/// that order, and to `summary.csv`.
+fn nav(page: &str) -> String {
+    let links: Vec<String> = NAV
+        .iter()
+        .filter(|(id, _)| page.contains(&format!(" id=\"{id}\"")))
+        .map(|(id, name)| format!("<a href=\"#{id}\">{name}</a>"))
+        .chain(["<a href=\"summary.csv\">summary.csv</a>".to_string()])
+        .collect();
+    format!("<nav>{}</nav>\n", links.join(" · "))
 }
 
 /// The latency sections: per-case tables, statistics, plots, samples and why late.

@@ -1,5 +1,6 @@
 //! The noise section of `report.html` and of `summary.md`: `rtla osnoise top`'s columns per
-//! run and CPU, the time per cause, and the section's figures.
+//! run and CPU, the time per cause, the worst gaps with their causes ([`super::answer`]), and
+//! the section's figures.
 
 use super::{pct, CpuNoise, NOT_EXPLAINED};
 use crate::figures::{NamedFigure, Section};
@@ -72,7 +73,7 @@ fn rows(runs: &[RunData]) -> Vec<[String; 18]> {
     runs.iter().flat_map(each).collect()
 }
 
-/// The noise section: the per-CPU table, the time per cause and the figures.
+/// The noise section: the per-CPU table, the time per cause, the worst gaps and the figures.
 pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)]) {
     if runs.is_empty() {
         return;
@@ -88,6 +89,7 @@ pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)]) 
     }
     h.push_str("</table>\n<p class=\"muted\">Busy-loop gaps, not wake-ups. Noise is from the gap histogram and the run's threshold (an oslat import has none: -); an rtla import's figures are rtla's (an osnoise hist import's gaps are its noises over the threshold). HW, NMI, IRQ, softirq, thread: counts of interference, not times — rtla osnoise top's for an rtla import, the traced gaps' culprits for a run of rtscope noise --explain (every interrupt entry, softirq, NMI and thread run, as osnoise counts; runs recorded before 26 Nov 2026 count a gap once per distinct culprit; HW: a gap with no kernel context); - where the run did not count them. Steal (the hypervisor's, /proc/stat in 10 ms ticks) and SMI (MSR 0x34) over the run as rtscope noise read them; - where the run did not read them (imports, runs recorded before they were stored, no SMI counter on the CPU).</p>\n");
     causes(h, runs);
+    super::answer::worst_gaps(h, runs);
     crate::markup::figures(h, figs, Section::Noise);
 }
 

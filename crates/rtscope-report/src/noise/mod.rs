@@ -16,6 +16,7 @@
 //! `hw`, `nmi`, `irq`, `softirq`, `thread`, each `null` where rtla does not say): those are its
 //! figures, and what rtla does not print (iterations, resolution, threshold) is unknown.
 
+pub mod answer;
 pub mod figures;
 pub mod html;
 

@@ -409,3 +409,214 @@ fn noise_bars_stand_on_categorical_axes_with_times_in_readable_units() {
         "CPU 1 names its bar"
     );
 }
+
+/// A thread of command `comm` (PID `pid`) at nice 0.
+fn task(comm: &str, pid: i32) -> Category {
+    Category::Thread {
+        task: rtscope_explain::model::Task {
+            comm: comm.into(),
+            pid,
+            prio: 120,
+        },
+    }
+}
+
+/// A traced gap on `cpu` ending at `end_ns`, `uncovered` ns of it charged to nothing.
+fn traced_gap(
+    cpu: usize,
+    end_ns: u64,
+    charges: Vec<(Category, u64)>,
+    uncovered: u64,
+) -> rtscope_explain::book::Explained {
+    use rtscope_explain::model::{Attribution, Charge, Spike};
+    let ns: u64 = charges.iter().map(|c| c.1).sum::<u64>() + uncovered;
+    rtscope_explain::book::Explained::Traced(Attribution {
+        spike: Spike {
+            cpu,
+            tid: 7,
+            deadline_ns: end_ns - ns,
+            wakeup_ns: end_ns,
+            smis: None,
+        },
+        charges: charges
+            .into_iter()
+            .map(|(c, ns)| Charge::new(c, ns))
+            .collect(),
+        complete: true,
+        lost_events: false,
+        siblings: Vec::new(),
+        stack: None,
+        handler: None,
+    })
+}
+
+/// The issue's shape: a 40 ms gap on CPU 0 of four large causes (the first a task whose name
+/// holds markup), 100 small threads and 3.5 ms no event covers; a 2 ms gap on CPU 1 of one
+/// thread.
+fn many_causes() -> String {
+    let mut big = vec![
+        (task("<b>spin", 1), 8_000_000),
+        (task("w2", 2), 4_000_000),
+        (task("w3", 3), 3_000_000),
+        (task("w4", 4), 1_500_000),
+    ];
+    big.extend((100..200).map(|pid| (task(&format!("s{pid}"), pid), 200_000)));
+    let mut b = rtscope_explain::book::SpikeBook::new(60_000_000_000, 5, 10);
+    b.add(traced_gap(0, 2_000_000_000, big, 3_500_000));
+    b.add(traced_gap(
+        1,
+        3_000_000_000,
+        vec![(task("w2", 2), 2_000_000)],
+        0,
+    ));
+    let s = b.summary(rtscope_explain::model::Tier::FlightRecorder, None, 5_000);
+    serde_json::to_string(&s).unwrap()
+}
+
+/// Every `href="#x"` of a page has an element with `id="x"`.
+fn assert_links_resolve(html: &str) {
+    for part in html.split("href=\"#").skip(1) {
+        let id = &part[..part.find('"').unwrap()];
+        assert!(
+            html.contains(&format!(" id=\"{id}\"")),
+            "a link to #{id}, a section the page lacks"
+        );
+    }
+}
+
+/// The whole-percent shares of a parts text (`… (20 %), … (9 %)`).
+fn shares(parts: &str) -> Vec<u64> {
+    parts
+        .split(" (")
+        .skip(1)
+        .filter_map(|p| p.split(" %)").next()?.parse().ok())
+        .collect()
+}
+
+#[test]
+fn a_noise_report_answers_first_with_the_worst_gap_its_parts_and_the_culprits() {
+    let mut s = spec("many");
+    s.explain_json = Some(many_causes());
+    let mut r = noise_run("noise-answer", &s);
+    // As rtscope noise stores it: the loops' policy beside the threshold.
+    r.detail.config_json = r#"{"threshold_ns":1000,"policy":"other"}"#.into();
+    let files = build(std::slice::from_ref(&r), &ReportOptions::default()).unwrap();
+    let html = text(&files, "report.html");
+    // The answer box comes first, before the warnings.
+    let answer = html.find("<div class=\"answer\" id=\"answer\"><h2>The answer</h2>");
+    assert!(answer.is_some_and(|a| a < html.find("id=\"warnings\"").unwrap()));
+    let (head, lines) = super::answer::answer_of(&r);
+    // 4.7 µs of gaps over 870 µs of loop iterations and the gaps themselves.
+    assert_eq!(
+        head,
+        "4.70 µs of noise in 875 µs spun on 2 CPU(s), 99.4627 % available"
+    );
+    let gap = &lines[0];
+    assert_eq!(
+        gap,
+        "the longest traced gap, 40.0 ms on CPU 0 at 2.000 s: thread <b>spin:1:nice0 8.00 ms \
+         (20 %), thread w2:2:nice0 4.00 ms (10 %), thread w3:3:nice0 3.00 ms (7 %), thread \
+         w4:4:nice0 1.50 ms (4 %), + 100 other causes 20.0 ms (50 %), unexplained rest 3.50 ms \
+         (9 %)"
+    );
+    assert_eq!(shares(gap).iter().sum::<u64>(), 100);
+    // No culprit took half: the spread, its largest named with shares.
+    assert!(
+        lines[1].starts_with("no culprit took half of the traced gap time (42.0 ms): spread over "),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[1].contains("thread <b>spin:1:nice0 19 %"),
+        "{}",
+        lines[1]
+    );
+    // SCHED_OTHER: every normal thread counts; then each CPU.
+    assert!(lines
+        .iter()
+        .any(|l| l.starts_with("the loops ran at SCHED_OTHER")));
+    assert!(lines
+        .iter()
+        .any(|l| l.starts_with("CPU 1: 1.50 µs of noise")));
+    // On the page, escaped, the task's markup as text.
+    assert!(html.contains("thread &lt;b&gt;spin:1:nice0 8.00 ms (20 %)"));
+    assert!(!html.contains("<b>spin"));
+    // The worst gaps, each row's parts adding up to the gap, and the culprits' table.
+    let section = &html[html.find("id=\"noise-gaps\"").unwrap()..];
+    let rows: Vec<&str> = section
+        .split("<tr><td>")
+        .skip(1)
+        .take_while(|r| r.contains("</td><td class=\"t\">"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{section}");
+    for row in &rows {
+        assert_eq!(shares(row).iter().sum::<u64>(), 100, "{row}");
+    }
+    assert!(rows[1].starts_with("3.000</td><td>1</td><td>2.00 ms</td>"));
+    assert!(rows[1].contains("thread w2:2:nice0 2.00 ms (100 %), unexplained rest 0 ns (0 %)"));
+    assert!(section.contains("<th class=\"t\">culprit over the run</th>"));
+    assert!(section.contains(
+        "<td class=\"t\">thread w2:2:nice0</td><td>1</td><td>2</td><td>6.00 ms</td><td>14 %</td>"
+    ));
+    assert_links_resolve(&html);
+}
+
+#[test]
+fn the_one_culprit_of_most_gap_time_is_named_and_an_unexplained_run_says_so() {
+    let mut b = rtscope_explain::book::SpikeBook::new(60_000_000_000, 5, 10);
+    b.add(traced_gap(
+        0,
+        1_000_000_000,
+        vec![
+            (
+                Category::Irq {
+                    name: "eth0".into(),
+                },
+                700_000,
+            ),
+            (Category::Nmi, 300_000),
+        ],
+        0,
+    ));
+    let x = b.summary(rtscope_explain::model::Tier::FlightRecorder, None, 5_000);
+    assert_eq!(
+        super::answer::culprits_phrase(&x).unwrap(),
+        "IRQ eth0 took 70 % of the traced gap time (1.00 ms)".replace(
+            "IRQ eth0",
+            &rtscope_explain::render::culprit_label(&x.culprits[0])
+        )
+    );
+    // Without --explain: the longest gap, not explained, and no culprit.
+    let r = noise_run("noise-answer-plain", &spec("plain"));
+    let (_, lines) = super::answer::answer_of(&r);
+    assert!(
+        lines[0].starts_with("the longest gap, 2.00 µs on CPU 0: not explained"),
+        "{lines:?}"
+    );
+    assert!(!lines.iter().any(|l| l.contains("culprit")));
+    let files = build(std::slice::from_ref(&r), &ReportOptions::default()).unwrap();
+    let html = text(&files, "report.html");
+    assert!(html.contains("its gaps were not explained"));
+    assert_links_resolve(&html);
+}
+
+#[test]
+fn every_navigation_link_has_its_section_on_noise_latency_and_mixed_pages() {
+    let noise = noise_run("noise-nav", &spec("quiet"));
+    let lat = run_data("noise-nav-lat", "latency");
+    for runs in [vec![noise.clone()], vec![lat.clone()], vec![lat, noise]] {
+        let files = build(&runs, &ReportOptions::default()).unwrap();
+        let html = text(&files, "report.html");
+        let nav = &html[html.find("<nav>").unwrap()..html.find("</nav>").unwrap()];
+        assert!(nav.contains("summary.csv"));
+        assert_links_resolve(&html);
+        // A page of noise runs alone links no latency section; one with latency runs does.
+        let latency = runs.iter().any(|r| !super::is_noise(r));
+        for id in ["statistics", "latency", "events", "why"] {
+            assert_eq!(nav.contains(&format!("#{id}\"")), latency, "{id}: {nav}");
+        }
+        let noisy = runs.iter().any(super::is_noise);
+        assert_eq!(nav.contains("#noise\""), noisy, "{nav}");
+        assert!(nav.contains("#answer\""), "{nav}");
+    }
+}
