@@ -115,7 +115,7 @@ fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
     } else {
         ""
     };
-    let _ = writeln!(h, "<table><tr><th>at (s)</th><th>CPU</th><th>latency</th><th class=\"t\">where the time went</th><th class=\"t\">main culprit</th>{stack_th}</tr>");
+    let _ = writeln!(h, "<table><tr><th>at (s)</th><th>CPU</th><th>latency</th><th class=\"t\">where the time went</th><th class=\"t\">cause</th>{stack_th}</tr>");
     for e in worst.into_iter().take(MAX_BARS) {
         let at = e.wakeup_ns().saturating_sub(start) as f64 / 1e9;
         let _ = write!(h, "<tr><td><a href=\"#latency\">{at:.3}</a></td>");
@@ -133,9 +133,9 @@ fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
                         colour(&ch.category)
                     );
                 }
-                let main = a.charges.first().map_or(String::new(), |ch| {
-                    format!("{} ({} %)", label(&ch.category), ch.ns * 100 / lat)
-                });
+                // The cause by the one rule: a culprit only with half of the spike.
+                let main = rtscope_explain::cause::CauseLine::of(a)
+                    .map_or(String::new(), |c| c.to_string());
                 let _ = write!(h, "</div></td><td class=\"t\">{}</td>", escape(&main));
             }
             Explained::Coarse(x) => {

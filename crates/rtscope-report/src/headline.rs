@@ -8,7 +8,8 @@ use crate::group::Grouping;
 use crate::model::RunData;
 use rtscope_core::Histogram;
 use rtscope_explain::book::Explained;
-use rtscope_explain::render::{dur, label};
+use rtscope_explain::cause::CauseLine;
+use rtscope_explain::render::dur;
 use rtscope_store::RunId;
 use std::fmt::Write;
 
@@ -28,21 +29,30 @@ pub struct Answer {
     pub p9999: Option<(u64, bool, bool)>,
     /// Deadlines missed (`None`: unknown for some run, e.g. an import).
     pub missed: Option<u64>,
-    /// What caused the worst explained spike of the worst run, and its share of that spike.
+    /// What caused the worst explained spike of the worst run, with the shares of that spike.
     pub cause: Option<Cause>,
 }
 
-/// The main cause of a spike, as `--explain` charged it.
+/// The cause of a spike, as `--explain` charged it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cause {
     /// The spike (ns).
     pub spike_ns: u64,
-    /// The category that took most of it, in words.
-    pub what: String,
-    /// Its share of the spike (0–1).
-    pub share: f64,
+    /// What caused it, by the one rule of `rtscope_explain::cause`.
+    pub why: Why,
     /// The spike is the run's worst wake-up (else a smaller one: the worst was not explained).
     pub is_worst: bool,
+}
+
+/// What a spike's cause line can say.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Why {
+    /// Traced: a culprit with at least half of the spike, else a group, a spread or mostly
+    /// unexplained, every share given.
+    Traced(CauseLine),
+    /// From the monitors only: the busiest thread of the interval, when there was one (its
+    /// share of the spike is not known).
+    Monitors(Option<String>),
 }
 
 /// One answer per group of `grouping` (per run when there is one group).
@@ -94,26 +104,21 @@ fn answer(name: String, runs: &[&RunData]) -> Answer {
     }
 }
 
-/// The main cause of the worst spike `r`'s explanation kept.
+/// The cause of the worst spike `r`'s explanation kept.
 fn cause(r: &RunData, max_ns: u64) -> Option<Cause> {
     let (s, _) = r.explain.as_ref()?;
     let top = s.worst.iter().max_by_key(|e| e.latency_ns())?;
     let spike_ns = top.latency_ns();
-    let (what, part) = match top {
-        Explained::Traced(a) => {
-            let c = a.charges.iter().max_by_key(|c| c.ns)?;
-            (label(&c.category), c.ns)
-        }
+    let why = match top {
+        Explained::Traced(a) => Why::Traced(CauseLine::of(a)?),
         Explained::Coarse(c) => {
             let t = c.top_threads.iter().max_by_key(|(_, ns)| *ns);
-            let t = t.map_or("nothing traced".to_string(), |(t, _)| t.to_string());
-            (format!("(from the monitors only) {t}"), 0)
+            Why::Monitors(t.map(|(t, _)| t.to_string()))
         }
     };
     Some(Cause {
         spike_ns,
-        what,
-        share: part as f64 / spike_ns.max(1) as f64,
+        why,
         is_worst: spike_ns >= max_ns,
     })
 }
@@ -124,7 +129,10 @@ pub fn human(ns: u64) -> String {
 }
 
 /// The sentence of one answer: `worst 4.65 ms (run 2, 11.1 s in), p99.99 412 µs, 745 of 249,255
-/// deadlines missed; the worst was caused by blocking by rust-lld:5156 (99 %)`.
+/// deadlines missed; the worst was caused by blocking by rust-lld:5156 (99 %)`. A culprit is
+/// named as the cause only with at least half of the spike; else the line names its kind as a
+/// group, or says the spike was spread or mostly unexplained, every share given
+/// (`rtscope_explain::cause`).
 pub fn sentence(a: &Answer) -> String {
     sentence_with(a, true)
 }
@@ -159,12 +167,17 @@ pub fn sentence_with(a: &Answer, thin_note: bool) -> String {
         } else {
             format!("the worst explained spike ({})", human(c.spike_ns))
         };
-        let _ = write!(
-            o,
-            "; {which} was caused by {} ({:.0} %)",
-            c.what,
-            c.share * 100.0
-        );
+        let _ = match &c.why {
+            Why::Traced(line) => write!(o, "; {}", line.sentence(&which)),
+            Why::Monitors(Some(t)) => write!(
+                o,
+                "; {which} was not traced (from the monitors only: the busiest thread {t}, its \
+                 share unknown)"
+            ),
+            Why::Monitors(None) => {
+                write!(o, "; {which} was not traced (nothing from the monitors)")
+            }
+        };
     }
     o
 }
@@ -324,6 +337,8 @@ pub fn section(h: &mut String, runs: &[RunData], grouping: &Grouping) {
 mod tests {
     use super::*;
     use crate::tests::study_runs;
+    use rtscope_explain::book::SpikeBook;
+    use rtscope_explain::model::{Attribution, Category, Charge, Spike, Task, Tier};
 
     /// The seed-000 design (two kernels × two cases, two repeats): one answer per group with
     /// the group's own worst run and every sample, and each group compared with the first.
@@ -392,5 +407,138 @@ mod tests {
         a[2].p9999.as_mut().unwrap().2 = false;
         a[3].p9999.as_mut().unwrap().2 = false;
         assert_eq!(thin_note(&a), None, "one group: said in its own line");
+    }
+
+    /// A run explained by one traced spike of `latency` ns charged as `charges`, above the
+    /// run's own worst wake-up.
+    fn explained(charges: &[(Category, u64)], latency: u64) -> RunData {
+        let mut r = crate::tests::run_with(1, &[]);
+        let mut b = SpikeBook::new(60_000_000_000, 5, 10);
+        b.add(Explained::Traced(Attribution {
+            spike: Spike {
+                cpu: 1,
+                tid: 9,
+                deadline_ns: 5_000_000_000,
+                wakeup_ns: 5_000_000_000 + latency,
+                smis: None,
+            },
+            charges: charges
+                .iter()
+                .map(|(c, ns)| Charge::new(c.clone(), *ns))
+                .collect(),
+            complete: true,
+            lost_events: false,
+            siblings: Vec::new(),
+            stack: None,
+            handler: None,
+        }));
+        r.detail.summary.max_ns = Some(latency);
+        r.explain = Some((b.summary(Tier::FlightRecorder, None, 300_000), 0));
+        r
+    }
+
+    fn task(comm: &str, pid: i32, prio: i32) -> Task {
+        Task {
+            comm: comm.into(),
+            pid,
+            prio,
+        }
+    }
+
+    /// The sentence's cause, from `; ` on.
+    fn cause_of(r: &RunData) -> String {
+        let s = sentence(
+            &answers(
+                std::slice::from_ref(r),
+                &Grouping::new(std::slice::from_ref(r), None),
+            )[0],
+        );
+        s[s.find("; the worst").expect(&s)..].to_string()
+    }
+
+    /// Issue 65: two busy culprits sharing the worst spike. Neither is "the" cause: threads of
+    /// one kind are named together with their share; two of different kinds make a spread
+    /// line with both shares.
+    #[test]
+    fn two_culprits_sharing_the_worst_spike_are_never_named_as_the_cause() {
+        let a = Category::Thread {
+            task: task("busy_a", 4711, 0),
+        };
+        let b = Category::Thread {
+            task: task("busy_b", 4712, 0),
+        };
+        let r = explained(
+            &[
+                (a.clone(), 480_000),
+                (b, 450_000),
+                (Category::TimerIrqHandler, 70_000),
+            ],
+            1_000_000,
+        );
+        assert_eq!(
+            cause_of(&r),
+            "; the worst was caused by 2 threads of higher or equal priority (93 % together, \
+             largest busy_a:4711:rt99 48 %)"
+        );
+        let irq = Category::Irq {
+            name: "eth0 (irq 24)".into(),
+        };
+        let r = explained(&[(a, 500_000), (irq, 500_000)], 1_000_000);
+        let text = cause_of(&r);
+        assert_eq!(
+            text,
+            "; the worst had no main cause, spread over 2 causes (largest thread \
+             busy_a:4711:rt99 50 %, then IRQ eth0 (irq 24) 50 %)"
+        );
+        assert!(!text.contains("caused by"), "{text}");
+    }
+
+    /// Issue 65: the 51.67 ms spike split over four lower-priority tasks of 9–15 % each. The
+    /// answer names the group with its share, in the report's box and on the terminal, and
+    /// a single culprit holding most of a spike is still named, with its share.
+    #[test]
+    fn four_blocking_tasks_make_a_group_line_and_a_majority_culprit_is_still_named() {
+        let blocking = |comm: &str, pid| Category::Blocking {
+            task: task(comm, pid, 120),
+        };
+        let r = explained(
+            &[
+                (blocking("synth_db", 9843), 7_800_000),
+                (blocking("kworker/1:2", 88), 7_300_000),
+                (blocking("synth_db", 9844), 6_300_000),
+                (blocking("rsyslogd", 612), 5_000_000),
+                (
+                    Category::Irq {
+                        name: "eth0".into(),
+                    },
+                    15_000_000,
+                ),
+                (Category::ReturnToUser, 10_270_000),
+            ],
+            51_670_000,
+        );
+        let group = "; the worst was caused by 4 lower-priority tasks holding the CPU (51 % \
+                     together, largest synth_db:9843:nice0 15 %)";
+        assert_eq!(cause_of(&r), group);
+        let terminal = lines(std::slice::from_ref(&r));
+        assert!(terminal[0].ends_with(group), "{terminal:?}");
+        let mut h = String::new();
+        section(
+            &mut h,
+            std::slice::from_ref(&r),
+            &Grouping::new(std::slice::from_ref(&r), None),
+        );
+        assert!(h.contains(&escape(group)), "{h}");
+        let r = explained(
+            &[
+                (blocking("rust-lld", 5156), 4_600_000),
+                (Category::Unexplained, 50_000),
+            ],
+            4_650_000,
+        );
+        assert_eq!(
+            cause_of(&r),
+            "; the worst was caused by blocking by rust-lld:5156:nice0 (98 %; 1 % unexplained)"
+        );
     }
 }
