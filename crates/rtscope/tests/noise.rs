@@ -64,8 +64,22 @@ fn a_noise_limit_fails_with_exit_1_and_the_summary_adds_up() {
     assert_eq!(o.status.code(), Some(1), "{}", dump(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("limit FAIL: CPU 0 max_single"), "{text}");
+    // The loops ran at SCHED_OTHER (the default): every normal thread counts as noise, and the
+    // text says so; the noise total carries its unit.
+    assert!(
+        text.contains("hint: the loops ran at SCHED_OTHER (--policy other)"),
+        "{text}"
+    );
+    let row = text.lines().nth(1).unwrap_or_default();
+    assert!(
+        row.split_whitespace()
+            .nth(2)
+            .is_some_and(|c| c.ends_with("us") || c.ends_with("ms") || c.ends_with('s')),
+        "{text}"
+    );
     for col in [
         "RUNTIME",
+        "NOISE",
         "AVAILABLE",
         "MAX SINGLE",
         "GAPS>THR",
