@@ -9,6 +9,7 @@ mod hostile_support;
 mod campaign_file;
 mod campaign_run;
 mod campaign_tail;
+mod cause_line;
 mod check;
 mod cli;
 mod compare;
