@@ -301,6 +301,50 @@ impl Store {
         explained: &str,
         culprit: Option<Culprit<'_>>,
     ) -> Result<()> {
+        let attribution: serde_json::Value =
+            serde_json::from_str(explained).unwrap_or(serde_json::Value::Null);
+        self.edit_explain(series, start_ns, cpu, latency_ns, |v| {
+            v["explained"] = attribution.clone();
+            v["culprit"] = culprit.map(|c| c.name).into();
+            v["culprit_ns"] = culprit.map(|c| c.ns).into();
+            match culprit.filter(|c| !c.pids.is_empty()) {
+                Some(c) => v["culprit_pids"] = c.pids.into(),
+                None => {
+                    v.as_object_mut().map(|o| o.remove("culprit_pids"));
+                }
+            }
+            v.as_object_mut().map(|o| o.remove("unexplained"));
+        })
+    }
+
+    /// Says why a measured window's worst wake-up (its maximum `latency_ns` on `cpu`) has no
+    /// explanation: `unexplained` (a reason's JSON name, rtscope-explain's `Unexplained`) is
+    /// set in its row's `explain` object, and in the all-CPUs row's when that wake-up is its
+    /// maximum; the rest of the object is kept. Rows stored before the reason was recorded
+    /// have none: read back, their reason is unknown.
+    pub fn unexplained_window(
+        &self,
+        series: SeriesId,
+        start_ns: i64,
+        cpu: u32,
+        latency_ns: u64,
+        why: &str,
+    ) -> Result<()> {
+        self.edit_explain(series, start_ns, cpu, latency_ns, |v| {
+            v["unexplained"] = why.into();
+        })
+    }
+
+    /// Edits the `explain` object of a measured window's row of `cpu` and of the all-CPUs row
+    /// when `latency_ns` is its maximum (an object is made for a row without one).
+    fn edit_explain(
+        &self,
+        series: SeriesId,
+        start_ns: i64,
+        cpu: u32,
+        latency_ns: u64,
+        edit: impl Fn(&mut serde_json::Value),
+    ) -> Result<()> {
         let mut st = self
             .conn
             .prepare(
@@ -316,22 +360,12 @@ impl Store {
             .map_err(self.err())?
             .collect::<std::result::Result<_, _>>()
             .map_err(self.err())?;
-        let attribution: serde_json::Value =
-            serde_json::from_str(explained).unwrap_or(serde_json::Value::Null);
         for (id, old) in rows {
             let mut v: serde_json::Value = old
                 .and_then(|o| serde_json::from_str(&o).ok())
                 .filter(serde_json::Value::is_object)
                 .unwrap_or_else(|| serde_json::json!({}));
-            v["explained"] = attribution.clone();
-            v["culprit"] = culprit.map(|c| c.name).into();
-            v["culprit_ns"] = culprit.map(|c| c.ns).into();
-            match culprit.filter(|c| !c.pids.is_empty()) {
-                Some(c) => v["culprit_pids"] = c.pids.into(),
-                None => {
-                    v.as_object_mut().map(|o| o.remove("culprit_pids"));
-                }
-            }
+            edit(&mut v);
             self.conn
                 .execute(
                     "UPDATE watch_windows SET explain = ?2 WHERE id = ?1",

@@ -152,6 +152,9 @@ pub struct Explainer {
     book: SpikeBook,
     /// Each spike as it is explained, for [`Explainer::take_explained`] (`None`: the book only).
     done: Option<Vec<Explained>>,
+    /// Each spike that got no explanation at all, with the trace's reason (`None`: no trace
+    /// is recorded), for [`Explainer::take_unexplained`] (with [`Explainer::keep_explained`]).
+    unexplained: Option<Vec<(Spike, Option<NotTraced>)>>,
     /// The wait for the timerlat tracer ([`LIVE_WAIT`]); `None` in the other tiers.
     live: Option<LiveWait>,
 }
@@ -189,6 +192,7 @@ impl Explainer {
             pending: VecDeque::new(),
             book: SpikeBook::new(cfg.window_ns, cfg.per_window, cfg.max_windows),
             done: None,
+            unexplained: None,
             cfg,
         }
     }
@@ -197,6 +201,17 @@ impl Explainer {
     /// stores each window's worst spike with its window).
     pub fn keep_explained(&mut self) {
         self.done.get_or_insert_with(Vec::new);
+        self.unexplained.get_or_insert_with(Vec::new);
+    }
+
+    /// The spikes that got no explanation at all since the last call, with the trace's reason
+    /// (`None`: no trace is recorded and no monitor sample covers them; with
+    /// [`Explainer::keep_explained`]).
+    pub fn take_unexplained(&mut self) -> Vec<(Spike, Option<NotTraced>)> {
+        self.unexplained
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// The spikes explained since the last call (with [`Explainer::keep_explained`]).
@@ -374,7 +389,12 @@ impl Explainer {
                 not_traced: why,
                 ..c
             })),
-            None => self.book.no_context(spike.latency_ns()),
+            None => {
+                if let Some(u) = self.unexplained.as_mut() {
+                    u.push((*spike, why));
+                }
+                self.book.no_context(spike.latency_ns());
+            }
         }
     }
 

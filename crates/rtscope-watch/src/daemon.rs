@@ -8,8 +8,9 @@
 //! command's process groups are ended ([`Notifier::stop`]).
 
 use crate::alert::{self, Breach, Held, Notifier};
+use crate::asked::Answer;
 use crate::config::Config;
-use crate::explain::{Found, WindowExplainer};
+use crate::explain::WindowExplainer;
 use crate::http::{self, Page};
 use crate::metrics::{Exposition, Format};
 use crate::roller::{Closed, Roller, Snap};
@@ -208,9 +209,16 @@ impl Shared {
     }
 
     /// Adds explanations to their windows' rows and their causes to `/metrics`, and sends the
-    /// alerts held for them with their largest cause.
-    fn explained(&mut self, series: &str, found: Vec<Found>) {
-        for f in found {
+    /// alerts held for them with their largest cause; a window with none gets its reason.
+    fn explained(&mut self, series: &str, answers: Vec<Answer>) {
+        for a in answers {
+            let f = match a {
+                Answer::Found(f) => f,
+                Answer::Missed(m) => {
+                    self.missed(series, m);
+                    continue;
+                }
+            };
             let first = f.causes.first();
             let cause = first.map(|c| format!("{} {}", c.text(), c.time));
             let (mine, kept): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.held)
@@ -238,6 +246,33 @@ impl Shared {
             if let Ok(mut p) = self.page.lock() {
                 p.set_causes(&f.causes);
             }
+        }
+    }
+
+    /// Stores why a window's worst wake-up has no explanation and sends the alerts held for
+    /// it without a cause.
+    fn missed(&mut self, series: &str, m: crate::asked::Missed) {
+        let (mine, kept): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|h| h.is_for(m.start_ns, m.cpu, m.latency));
+        self.held = kept;
+        for h in mine {
+            self.notify(series, &h.window, Some(h.worst), None);
+        }
+        let r = self.store.unexplained_window(
+            self.series,
+            m.start_ns,
+            m.cpu,
+            m.latency.0,
+            m.why.name(),
+        );
+        if let Err(e) = r {
+            (self.warn)(&format!(
+                "rtscope watch: cannot store why a window is not explained: {e}"
+            ));
+        }
+        if let Ok(mut p) = self.page.lock() {
+            p.add_unexplained(m.why);
         }
     }
 
@@ -337,17 +372,19 @@ impl Watcher<'_> {
     fn close(&mut self, run_snaps: Vec<Snap>, tids: &[(Option<usize>, i32)]) {
         if let Some(r) = self.roller.as_mut() {
             let closed = r.close(unix_now(), run_snaps);
-            if let Some(x) = self.explainer.as_mut() {
-                x.ask(&closed, |cpu| {
+            let answers = self.explainer.as_mut().map(|x| {
+                x.close(&closed, |cpu| {
                     tids.iter().find(|t| t.0 == Some(cpu as usize)).map(|t| t.1)
-                });
-            }
+                })
+            });
             let explaining = self.explainer.is_some();
             self.shared.take(self.config, closed, explaining);
+            self.shared
+                .explained(&self.config.series, answers.unwrap_or_default());
         }
         if let Some(mut x) = self.explainer.take() {
-            let found = x.drain(FINISH_PATIENCE);
-            self.shared.explained(&self.config.series, found);
+            let answers = x.drain(FINISH_PATIENCE);
+            self.shared.explained(&self.config.series, answers);
         }
         self.shared.release(&self.config.series, None);
     }
@@ -361,7 +398,20 @@ impl Observer for Watcher<'_> {
         let now = unix_now();
         self.offset = now - mono_now();
         let offset = self.offset;
-        let r = self.roller(run, now);
+        self.roller(run, now);
+        let Some(r) = self.roller.as_mut() else {
+            return Ok(());
+        };
+        let mut answers = Vec::new();
+        if let Some(x) = self.explainer.as_mut() {
+            // The open window's worst so far, while the trace still holds it.
+            let start = r.start_ns();
+            for (cpu, worst) in r.running_worst() {
+                if let Some((cpu, tid)) = cpu.and_then(|c| tid_on(run, c).map(|t| (c, t))) {
+                    x.hand(cpu, tid, start, worst, &mut answers);
+                }
+            }
+        }
         if r.due(now) {
             // The rings first, then the snapshot: every wake-up noted is in it.
             for (i, t) in run.threads().iter().enumerate() {
@@ -371,15 +421,15 @@ impl Observer for Watcher<'_> {
             }
             let closed = r.close(now, snaps(run));
             if let Some(x) = self.explainer.as_mut() {
-                x.ask(&closed, |cpu| tid_on(run, cpu));
+                answers.extend(x.close(&closed, |cpu| tid_on(run, cpu)));
             }
             let explaining = self.explainer.is_some();
             self.shared.take(self.config, closed, explaining);
         }
         if let Some(x) = self.explainer.as_mut() {
-            let found = x.poll();
-            self.shared.explained(&self.config.series, found);
+            answers.extend(x.poll());
         }
+        self.shared.explained(&self.config.series, answers);
         self.shared.release(&self.config.series, Some(now));
         self.shared.notifier.reap();
         Ok(())

@@ -5,44 +5,51 @@
 //! each window's worst wake-up is looked at: one spike per CPU per window is handed over, and
 //! its explanation reaches the window's row when the trace has passed it (within about 2 s).
 
-use crate::roller::Closed;
+use crate::asked::{Answer, Explanation, Ledger, Missed};
+use crate::roller::{Closed, Worst};
 use rtscope_core::Nanos;
 use rtscope_engine::CpuSet;
 use rtscope_explain::book::Explained;
 use rtscope_explain::model::Spike;
+use rtscope_explain::model::Tier;
 use rtscope_explain::render;
+use rtscope_explain::unexplained::Unexplained;
 use rtscope_session::housekeeping::{Housekeeping, NormalWhy};
 use rtscope_session::smi_sampler::SmiState;
 use rtscope_trace::explain::{ExplainConfig, Explainer};
+use rtscope_trace::tracefs::StackChoice;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-/// Windows whose worst wake-up still waits for its explanation, at most.
+/// Wake-ups waiting for their explanation, at most (about one per measured CPU and window
+/// closed in the last seconds, and the running worst of each open window).
 const MAX_ASKED: usize = 256;
-
-/// A window's worst wake-up, explained.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Found {
-    /// The window's start (Unix ns).
-    pub start_ns: i64,
-    /// Its CPU.
-    pub cpu: u32,
-    /// The wake-up's latency.
-    pub latency: Nanos,
-    /// The largest causes, largest first (at most [`MAX_CAUSES`]), threads grouped by command.
-    pub causes: Vec<Cause>,
-    /// The whole explanation (JSON, as `runs explain` stores it).
-    pub json: String,
-}
 
 /// The explainer of a watch session.
 pub struct WindowExplainer {
     ex: Explainer,
     threshold: Nanos,
-    /// (CPU, wake-up on the trace clock, window start).
-    asked: Vec<(usize, u64, i64)>,
+    /// What was handed over for which window.
+    ledger: Ledger,
     /// The SMIs placed in time for the worst wake-ups (rtscope-session's sampler).
     smi: SmiState,
+    /// Whether a trace is recorded (else no wake-up can be explained: watch feeds no monitor
+    /// samples to the coarse tier).
+    tracing: bool,
+}
+
+/// The explainer's configuration for a watch: `cpus` traced, the reader on `housekeeping`,
+/// and no kernel stacks — a watch neither asks for nor stores them, and the stack triggers
+/// would fire at every wake-up of the measured threads.
+pub fn explain_config(
+    threshold: Nanos,
+    cpus: Vec<usize>,
+    housekeeping: Vec<usize>,
+) -> ExplainConfig {
+    let mut cfg = ExplainConfig::new(threshold.0, cpus);
+    cfg.housekeeping = housekeeping;
+    cfg.stacks = StackChoice::Off;
+    cfg
 }
 
 fn spike_of(e: &Explained) -> &Spike {
@@ -137,14 +144,13 @@ impl WindowExplainer {
         let normal = Housekeeping::Normal(NormalWhy::Asked);
         let ours = CpuSet::from_cpus(housekeeping.iter().copied());
         let smi = SmiState::start(Path::new("/"), Some(&ours), &cpus, normal);
-        let mut cfg = ExplainConfig::new(threshold.0, cpus);
-        cfg.housekeeping = housekeeping;
-        let mut ex = Explainer::start(cfg);
+        let mut ex = Explainer::start(explain_config(threshold, cpus, housekeeping));
         ex.keep_explained();
         WindowExplainer {
+            tracing: ex.tier() != Tier::Coarse,
             ex,
             threshold,
-            asked: Vec::new(),
+            ledger: Ledger::new(MAX_ASKED),
             smi,
         }
     }
@@ -155,69 +161,104 @@ impl WindowExplainer {
             .with_line(self.ex.tier_line("each window's worst wake-up"))
     }
 
-    /// Hands over the worst wake-up of each CPU's row of `closed` at or above the threshold;
-    /// `tid` gives the measuring thread of a CPU.
-    pub fn ask(&mut self, closed: &Closed, tid: impl Fn(u32) -> Option<i32>) {
+    /// Hands over `worst`, the running worst wake-up of `cpu`'s open window starting at
+    /// `start_ns`, when at or above the threshold and not handed before (`tid`: the CPU's
+    /// measuring thread): its trace is pinned now, while the recorder still holds it. `out`
+    /// gets the answers of closed windows let go to stay within [`MAX_ASKED`].
+    pub fn hand(&mut self, cpu: u32, tid: i32, start_ns: i64, worst: Worst, out: &mut Vec<Answer>) {
+        if worst.latency < self.threshold
+            || !self
+                .ledger
+                .hand(cpu, start_ns, worst.mono_ns, worst.latency, out)
+        {
+            return;
+        }
+        let deadline_ns = worst.mono_ns.saturating_sub(worst.latency.0);
+        self.ex.push_spike(Spike {
+            cpu: cpu as usize,
+            tid,
+            deadline_ns,
+            wakeup_ns: worst.mono_ns,
+            smis: self.smi.smis_over(deadline_ns, worst.mono_ns),
+        });
+    }
+
+    /// The windows of `closed` are final: each CPU's row at or above the threshold gets its
+    /// worst wake-up's answer (now, when it came already, else from [`WindowExplainer::poll`]),
+    /// or the reason it cannot have one. `tid` gives the measuring thread of a CPU.
+    pub fn close(&mut self, closed: &Closed, tid: impl Fn(u32) -> Option<i32>) -> Vec<Answer> {
+        let mut out = Vec::new();
         for (w, worst) in closed.windows.iter().zip(&closed.worst) {
-            let (Some(cpu), Some(worst)) = (w.cpu, worst) else {
+            let Some(cpu) = w.cpu else { continue };
+            let max = w.histogram.max().unwrap_or(Nanos(0));
+            if max < self.threshold {
+                continue;
+            }
+            let missed = |why| {
+                Answer::Missed(Missed {
+                    start_ns: w.start_ns,
+                    cpu,
+                    latency: max,
+                    why,
+                })
+            };
+            let (Some(worst), Some(tid)) = (worst, tid(cpu)) else {
+                self.ledger.forget(cpu, w.start_ns);
+                let why = match worst {
+                    None => Unexplained::WorstUnknown,
+                    Some(_) => Unexplained::CpuNotTraced,
+                };
+                out.push(missed(why));
                 continue;
             };
-            if worst.latency < self.threshold {
+            if !self.tracing {
+                self.ledger.forget(cpu, w.start_ns);
+                out.push(missed(Unexplained::NoTrace));
                 continue;
             }
-            let Some(tid) = tid(cpu) else { continue };
-            if self.asked.len() >= MAX_ASKED {
-                self.asked.remove(0);
-            }
-            self.asked.push((cpu as usize, worst.mono_ns, w.start_ns));
-            let deadline_ns = worst.mono_ns.saturating_sub(worst.latency.0);
-            self.ex.push_spike(Spike {
-                cpu: cpu as usize,
-                tid,
-                deadline_ns,
-                wakeup_ns: worst.mono_ns,
-                smis: self.smi.smis_over(deadline_ns, worst.mono_ns),
-            });
+            self.hand(cpu, tid, w.start_ns, *worst, &mut out);
+            out.extend(self.ledger.close(cpu, w.start_ns, worst.mono_ns));
         }
+        out
     }
 
-    /// The windows whose worst wake-up was explained since the last call.
-    pub fn poll(&mut self) -> Vec<Found> {
+    /// The answers for closed windows that came since the last call.
+    pub fn poll(&mut self) -> Vec<Answer> {
         self.ex.poll();
-        self.found()
+        self.answers()
     }
 
-    /// At the end of a session: waits up to `patience` for the last traces, then gives the
-    /// rest the monitors' explanation.
-    pub fn drain(&mut self, patience: Duration) -> Vec<Found> {
+    /// At the end of a session (every window closed): waits up to `patience` for the last
+    /// traces, then gives the rest their reason.
+    pub fn drain(&mut self, patience: Duration) -> Vec<Answer> {
         let until = Instant::now() + patience;
         while self.ex.pending() > 0 && Instant::now() < until {
             self.ex.poll();
             std::thread::sleep(Duration::from_millis(20));
         }
         self.ex.give_up();
-        self.found()
+        let mut out = self.answers();
+        out.extend(self.ledger.give_up(Unexplained::TimedOut));
+        out
     }
 
-    fn found(&mut self) -> Vec<Found> {
+    fn answers(&mut self) -> Vec<Answer> {
         let mut out = Vec::new();
         for e in self.ex.take_explained() {
             let s = spike_of(&e);
-            let Some(i) = self
-                .asked
-                .iter()
-                .position(|&(c, w, _)| c == s.cpu && w == s.wakeup_ns)
-            else {
-                continue;
+            let outcome = match &e {
+                Explained::Traced(_) => Ok(Explanation {
+                    causes: causes(&e),
+                    json: serde_json::to_string(&e).unwrap_or_default(),
+                }),
+                // The monitors name no time: their busiest thread is a lead, not a charge.
+                Explained::Coarse(c) => Err(c.not_traced.map_or(Unexplained::NoTrace, Into::into)),
             };
-            let (cpu, _, start_ns) = self.asked.remove(i);
-            out.push(Found {
-                start_ns,
-                cpu: cpu as u32,
-                latency: Nanos(s.latency_ns()),
-                causes: causes(&e),
-                json: serde_json::to_string(&e).unwrap_or_default(),
-            });
+            out.extend(self.ledger.answer(s.cpu as u32, s.wakeup_ns, outcome));
+        }
+        for (s, why) in self.ex.take_unexplained() {
+            let why = why.map_or(Unexplained::NoTrace, Into::into);
+            out.extend(self.ledger.answer(s.cpu as u32, s.wakeup_ns, Err(why)));
         }
         out
     }
@@ -236,6 +277,16 @@ mod tests {
                 prio: 0,
             },
         }
+    }
+
+    #[test]
+    fn the_watchs_explain_config_takes_no_kernel_stacks() {
+        let cfg = explain_config(Nanos::from_us(100), vec![1, 2], vec![0]);
+        assert_eq!(cfg.stacks, StackChoice::Off, "a watch stores no stacks");
+        assert_eq!((cfg.threshold_ns, cfg.cpus.as_slice()), (100_000, &[1, 2][..]));
+        assert_eq!(cfg.housekeeping, vec![0]);
+        // The default it overrides takes them at every wake-up.
+        assert_ne!(ExplainConfig::new(1, vec![1]).stacks, StackChoice::Off);
     }
 
     #[test]

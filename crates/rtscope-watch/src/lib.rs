@@ -8,12 +8,14 @@
 //! - [`retention`] what is kept, applied through the store after every window;
 //! - [`metrics`] the exposition (Prometheus text 0.0.4 or OpenMetrics 1.0);
 //! - [`http`] serves it; [`alert`] thresholds, syslog and the alert command;
-//! - [`explain`] each window's worst wake-up charged to its causes (`--explain`);
+//! - [`explain`] each window's worst wake-up charged to its causes (`--explain`), [`asked`]
+//!   which wake-ups wait for which window's answer (an explanation, or why there is none);
 //! - [`config`] the configuration file and flags; [`start`] what is checked and taken before
 //!   the banner, with [`lock`] (one watch per series and database); [`daemon`] the loop around
 //!   the session.
 
 pub mod alert;
+pub mod asked;
 pub mod config;
 pub mod daemon;
 pub mod error;

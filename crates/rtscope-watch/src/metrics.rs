@@ -9,12 +9,14 @@
 //! (nearest rank over the window's samples), wake-ups, and its end time. The cause of the
 //! worst spike of the last window as `rtscope_watch_window_cause_seconds{cause}`: at most the
 //! three largest causes, the threads of one command one cause (its PIDs in a `pids` label),
-//! names bounded to 64 bytes, so cardinality stays bounded. Labels: `series`, `cpu`, `le`,
-//! `cause`, `pids`.
+//! names bounded to 64 bytes, so cardinality stays bounded; the windows whose worst wake-up
+//! got no explanation, by reason, as `rtscope_watch_unexplained_windows_total{reason}` (the
+//! reasons' JSON names: a fixed set). Labels: `series`, `cpu`, `le`, `cause`, `pids`, `reason`.
 
 use crate::explain::Cause;
 use rtscope_common::prometheus::{escape, BUCKETS_NS};
 use rtscope_core::{Histogram, Nanos};
+use rtscope_explain::unexplained::Unexplained;
 use rtscope_store::watch::WatchWindow;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -64,6 +66,8 @@ pub struct Exposition {
     cpus: BTreeMap<String, Cpu>,
     /// (cause, its PIDs as the label shows them, time).
     causes: Vec<(String, String, Nanos)>,
+    /// Windows whose worst wake-up got no explanation, by reason.
+    unexplained: BTreeMap<Unexplained, u64>,
 }
 
 fn cpu_label(w: &WatchWindow) -> String {
@@ -104,6 +108,11 @@ impl Exposition {
                 (c.name.chars().take(64).collect(), pids.join(","), c.time)
             })
             .collect();
+    }
+
+    /// Counts one more window whose worst wake-up got no explanation, for `why`.
+    pub fn add_unexplained(&mut self, why: Unexplained) {
+        *self.unexplained.entry(why).or_default() += 1;
     }
 
     /// Adds a closed window's rows with the exact sums of their latencies (ns, same order).
@@ -198,6 +207,19 @@ impl Exposition {
             for (cpu, c) in &self.cpus {
                 let _ = writeln!(o, "{base}_total{} {}", self.labels(cpu, ""), get(c));
             }
+        }
+        if self.unexplained.is_empty() {
+            return;
+        }
+        let base = "rtscope_watch_unexplained_windows";
+        let family = match format {
+            Format::Text => format!("{base}_total"),
+            Format::OpenMetrics => base.to_string(),
+        };
+        Self::family(o, &family, "counter", "Windows whose worst wake-up at or above the spike threshold got no explanation (--explain), by reason.");
+        for (why, n) in &self.unexplained {
+            let l = format!("{{series=\"{}\",reason=\"{}\"}}", self.series, why.name());
+            let _ = writeln!(o, "{base}_total{l} {n}");
         }
     }
 
@@ -328,6 +350,38 @@ mod tests {
         assert!(!t.contains("# EOF"));
         let om = e.render(Format::OpenMetrics);
         assert!(om.contains("# TYPE rtscope_watch_spikes counter") && om.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn windows_not_explained_are_counted_by_their_reasons_json_name() {
+        let mut e = Exposition::new("b");
+        e.add(&[window(Some(1), &[150_000], 0)], &[150_000]);
+        assert!(!e.render(Format::Text).contains("unexplained"), "none yet");
+        e.add_unexplained(Unexplained::WorstUnknown);
+        e.add_unexplained(Unexplained::OutOfWindow);
+        e.add_unexplained(Unexplained::WorstUnknown);
+        let t = e.render(Format::Text);
+        assert!(
+            t.contains("# TYPE rtscope_watch_unexplained_windows_total counter"),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                r#"rtscope_watch_unexplained_windows_total{series="b",reason="worst_unknown"} 2"#
+            ),
+            "{t}"
+        );
+        assert!(
+            t.contains(
+                r#"rtscope_watch_unexplained_windows_total{series="b",reason="out_of_window"} 1"#
+            ),
+            "{t}"
+        );
+        let om = e.render(Format::OpenMetrics);
+        assert!(
+            om.contains("# TYPE rtscope_watch_unexplained_windows counter"),
+            "{om}"
+        );
     }
 
     #[test]

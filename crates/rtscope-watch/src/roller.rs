@@ -125,6 +125,15 @@ impl Roller {
         }
     }
 
+    /// The open window's worst wake-up so far of each thread, with the thread's CPU: what
+    /// `--explain` hands over before the window closes.
+    pub fn running_worst(&self) -> impl Iterator<Item = (Option<u32>, Worst)> + '_ {
+        self.cpus
+            .iter()
+            .zip(&self.worst)
+            .filter_map(|(&cpu, w)| w.map(|w| (cpu, w)))
+    }
+
     /// Closes the open window at `now_ns` with the threads' state `now` and opens the next
     /// (aligned; a clock that jumped opens the window holding `now_ns`).
     pub fn close(&mut self, now_ns: i64, now: Vec<Snap>) -> Closed {

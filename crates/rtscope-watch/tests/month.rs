@@ -208,3 +208,69 @@ fn a_restart_within_a_window_adds_to_its_row_and_resumes_the_series() {
     assert_eq!(w[0].histogram.count(), 100);
     assert_eq!(store.watch_series().unwrap()[0].resumed, 1);
 }
+
+/// A window whose worst wake-up got no explanation stores the reason's JSON name in its
+/// row's `explain` object (and in the all-CPUs row when it is that row's maximum), beside its
+/// worst wake-up; an explanation that comes later replaces it; rows stored before reasons
+/// were (no `unexplained` key) read back unchanged.
+#[test]
+fn a_window_not_explained_stores_its_reason_and_an_explanation_replaces_it() {
+    use rtscope_explain::unexplained::Unexplained;
+    let path = db("unexplained");
+    let mut store = Store::open(&path).unwrap();
+    let (s, _) = store.open_series("s", None, T0, "{}").unwrap();
+    let mut rows = minute(999);
+    let max = rows[1].histogram.max().unwrap().0;
+    rows[1].explain = Some(format!(
+        r#"{{"worst":{{"latency_ns":{max},"at_unix_ns":7}}}}"#
+    ));
+    let old = minute(1999);
+    store.add_windows(s, &rows).unwrap();
+    store.add_windows(s, &old).unwrap();
+    let why = Unexplained::OutOfWindow.name();
+    store
+        .unexplained_window(s, T0 + 999 * MIN, 1, max, why)
+        .unwrap();
+    let json = |w: &WatchWindow| -> serde_json::Value {
+        serde_json::from_str(w.explain.as_deref().unwrap_or("null")).unwrap()
+    };
+    let w = kept(&store, Level::Window);
+    let at = |m: i64, cpu: Option<u32>| {
+        w.iter()
+            .find(|r| r.start_ns == T0 + m * MIN && r.cpu == cpu)
+            .unwrap()
+    };
+    let cpu1 = json(at(999, Some(1)));
+    assert_eq!(cpu1["unexplained"], why, "{cpu1}");
+    assert_eq!(
+        cpu1["worst"]["latency_ns"], max,
+        "the worst is kept: {cpu1}"
+    );
+    assert_eq!(json(at(999, None))["unexplained"], why, "its maximum");
+    assert_eq!(
+        at(999, Some(0)).explain,
+        None,
+        "another CPU's row is not touched"
+    );
+    let back = Unexplained::from_name(cpu1["unexplained"].as_str().unwrap());
+    assert_eq!(back, Some(Unexplained::OutOfWindow));
+    // An older row has no reason: read back as stored.
+    assert_eq!(
+        at(1999, Some(1)).explain.as_deref(),
+        Some("{\"minute\":1999}")
+    );
+    // A late explanation replaces the reason.
+    store
+        .explain_window(s, T0 + 999 * MIN, 1, max, "{\"charges\":[]}", None)
+        .unwrap();
+    let w = kept(&store, Level::Window);
+    let v: serde_json::Value = serde_json::from_str(
+        w.iter()
+            .find(|r| r.start_ns == T0 + 999 * MIN && r.cpu == Some(1))
+            .and_then(|r| r.explain.as_deref())
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(v.get("unexplained").is_none(), "{v}");
+    assert_eq!(v["explained"]["charges"], serde_json::json!([]), "{v}");
+}

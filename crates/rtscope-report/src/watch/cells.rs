@@ -5,6 +5,7 @@
 
 use rtscope_core::text::csv_text;
 use rtscope_core::Nanos;
+use rtscope_explain::unexplained::Unexplained;
 use rtscope_store::watch::{merge_into, Level, WatchWindow};
 
 /// One cell: a stored row, or the rows finer than the resolution merged into its span (its
@@ -15,6 +16,9 @@ pub struct Cell {
     pub window: WatchWindow,
     /// Its worst wake-up, when its time is known.
     pub worst: Option<Worst>,
+    /// Why its worst wake-up has no explanation, as `watch --explain` stored it (`None`:
+    /// explained, below the spike threshold, or not recorded).
+    pub unexplained: Option<Unexplained>,
 }
 
 impl std::ops::Deref for Cell {
@@ -72,6 +76,19 @@ impl Worst {
 }
 
 impl Cell {
+    /// Why the cell's worst wake-up has no largest cause, in the reasons' words (one
+    /// vocabulary with the stored JSON and the terminal): `None` when it has one.
+    pub fn why_not_explained(&self) -> Option<&'static str> {
+        if self.worst.as_ref().is_some_and(|w| w.culprit.is_some()) {
+            return None;
+        }
+        Some(match self.unexplained {
+            Some(u) => u.describe(),
+            None if self.spikes == 0 => "below --spike",
+            None => "reason not recorded (no --explain, or stored before reasons were)",
+        })
+    }
+
     /// The middle of the cell, Unix s (where its points are drawn).
     pub fn mid_s(&self) -> f64 {
         (self.start_ns as f64 + self.end_ns as f64) / 2e9
@@ -110,14 +127,23 @@ pub fn at(rows: &[WatchWindow], level: Level) -> Vec<Cell> {
                 out.push(Cell {
                     window,
                     worst: None,
+                    unexplained: None,
                 });
             }
         }
     }
     for c in &mut out {
         c.worst = c.explain.as_deref().and_then(Worst::parse);
+        c.unexplained = c.explain.as_deref().and_then(unexplained_of);
     }
     out
+}
+
+/// The stored reason of an `explain` object (`"unexplained":"out_of_window"`); `None` without
+/// one, or with a name this rtscope does not know.
+fn unexplained_of(json: &str) -> Option<Unexplained> {
+    let v: serde_json::Value = serde_json::from_str(json).ok()?;
+    Unexplained::from_name(v.get("unexplained")?.as_str()?)
 }
 
 /// The finest level at which the rows make at most `max_columns` cells per CPU.
@@ -160,13 +186,13 @@ fn us(v: Option<Nanos>) -> String {
 /// disarmed as spreadsheet formulas.
 pub fn csv(cells: &[Cell]) -> String {
     let mut out = String::from(
-        "start_unix_ns,end_unix_ns,level,cpu,wakeups,p99_us,p99.99_us,max_us,missed,spikes,worst_at_unix_ns,culprit,culprit_us,alert\n",
+        "start_unix_ns,end_unix_ns,level,cpu,wakeups,p99_us,p99.99_us,max_us,missed,spikes,worst_at_unix_ns,culprit,culprit_us,alert,not_explained\n",
     );
     for c in cells {
         let h = &c.histogram;
         let w = c.worst.as_ref();
         out.push_str(&format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
             c.start_ns,
             c.end_ns,
             c.level.name(),
@@ -181,6 +207,7 @@ pub fn csv(cells: &[Cell]) -> String {
             csv_text(&w.and_then(Worst::culprit_text).unwrap_or_default()),
             us(w.and_then(|w| w.culprit_ns).map(Nanos)),
             csv_text(c.alert.as_deref().unwrap_or("")),
+            c.unexplained.map_or("", Unexplained::name),
         ));
     }
     out

@@ -44,7 +44,7 @@ pub fn all(cells: &[Cell]) -> Vec<NamedFigure> {
     if let Some(p) = spikes(cells) {
         out.push(named(
             "watch-spikes",
-            "Each period's worst wake-up on each CPU, coloured by the largest cause it was charged to (watch --explain); grey: not explained (below --spike, or no trace).",
+            "Each period's worst wake-up on each CPU, coloured by the largest cause it was charged to (watch --explain); grey: not explained, with the reason (below --spike, or why the trace did not explain it: docs/watch.md).",
             p,
         ));
     }
@@ -228,12 +228,14 @@ pub fn heat_map(cells: &[Cell]) -> Panel {
 pub const MAX_CAUSES: usize = 6;
 
 /// Each CPU cell's worst wake-up at its time, one series per largest cause (the most frequent
-/// [`MAX_CAUSES`], then "other"), the unexplained in grey. `None` when no worst is known.
+/// [`MAX_CAUSES`], then "other"), the unexplained in grey, one series per reason ("not
+/// explained: out of the trace window …", in the reasons' words). `None` when no worst is
+/// known.
 pub fn spikes(cells: &[Cell]) -> Option<Panel> {
-    let worst: Vec<_> = cells
+    let worst: Vec<(&Cell, &super::cells::Worst)> = cells
         .iter()
         .filter(|c| c.cpu.is_some())
-        .filter_map(|c| c.worst.as_ref())
+        .filter_map(|c| Some((c, c.worst.as_ref()?)))
         .collect();
     if worst.is_empty() {
         return None;
@@ -242,7 +244,7 @@ pub fn spikes(cells: &[Cell]) -> Option<Panel> {
     let mut counts: Vec<(&str, usize, usize)> = Vec::new();
     for (i, c) in worst
         .iter()
-        .filter_map(|w| w.culprit.as_deref())
+        .filter_map(|(_, w)| w.culprit.as_deref())
         .enumerate()
     {
         match counts.iter_mut().find(|e| e.0 == c) {
@@ -261,11 +263,21 @@ pub fn spikes(cells: &[Cell]) -> Option<Panel> {
         .take(MAX_CAUSES)
         .map(|k| counts[k.2].0)
         .collect();
-    let mut groups: Vec<Vec<(f64, f64)>> = vec![Vec::new(); MAX_CAUSES + 2];
-    for w in &worst {
-        let g = match w.culprit.as_deref() {
-            Some(c) => named.iter().position(|n| *n == c).unwrap_or(MAX_CAUSES),
-            None => MAX_CAUSES + 1,
+    // The causes, "other", then each reason a worst wake-up was not explained for.
+    let mut reasons: Vec<&str> = Vec::new();
+    let mut groups: Vec<Vec<(f64, f64)>> = vec![Vec::new(); MAX_CAUSES + 1];
+    for (c, w) in &worst {
+        let g = match (w.culprit.as_deref(), c.why_not_explained()) {
+            (Some(c), _) => named.iter().position(|n| *n == c).unwrap_or(MAX_CAUSES),
+            (None, why) => {
+                let why = why.unwrap_or_default();
+                let i = reasons.iter().position(|r| *r == why).unwrap_or_else(|| {
+                    reasons.push(why);
+                    groups.push(Vec::new());
+                    reasons.len() - 1
+                });
+                MAX_CAUSES + 1 + i
+            }
         };
         groups[g].push((w.at_ns as f64 / 1e9, us(w.latency.0)));
     }
@@ -277,7 +289,7 @@ pub fn spikes(cells: &[Cell]) -> Option<Panel> {
             let (name, colour) = match g {
                 g if g < named.len() => (named[g].to_string(), g),
                 g if g == MAX_CAUSES => ("other".to_string(), 7),
-                _ => ("not explained".to_string(), 6),
+                g => (format!("not explained: {}", reasons[g - MAX_CAUSES - 1]), 6),
             };
             let mut s = Series::new(name, colour, pts);
             s.shape = Shape::MaxMarker;

@@ -161,7 +161,10 @@ fn worst(h: &mut String, cells: &[Cell]) {
             c.cpu.unwrap_or_default(),
             us(c.histogram.max()),
             w.map_or("-".into(), |w| when(w.at_ns)),
-            escape(&w.and_then(|w| w.culprit_text()).unwrap_or_else(|| "-".into())),
+            escape(&w.and_then(|w| w.culprit_text()).unwrap_or_else(|| {
+                c.why_not_explained()
+                    .map_or("-".into(), |why| format!("not explained: {why}"))
+            })),
             us(w.and_then(|w| w.culprit_ns).map(rtscope_core::Nanos)),
             escape(c.alert.as_deref().unwrap_or("")),
         );

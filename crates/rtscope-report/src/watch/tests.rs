@@ -171,8 +171,11 @@ fn the_heat_map_covers_each_periods_wake_ups_once() {
 #[test]
 fn spikes_are_grouped_by_their_largest_cause() {
     let mut rows = month();
+    // A worst wake-up not explained carries its reason's JSON name, as the watch stores it.
     let explain = |at: i64, us: u64, culprit: Option<&str>| {
-        let c = culprit.map_or("null".to_string(), |c| format!("\"{c}\""));
+        let c = culprit.map_or(r#"null,"unexplained":"out_of_window""#.to_string(), |c| {
+            format!("\"{c}\"")
+        });
         format!(
             r#"{{"worst":{{"latency_ns":{},"at_unix_ns":{at}}},"culprit":{c},"culprit_ns":{}}}"#,
             us * 1000,
@@ -191,7 +194,13 @@ fn spikes_are_grouped_by_their_largest_cause() {
     let shown = cells::at(&rows, Level::Day);
     let p = figures::spikes(&shown).expect("worst wake-ups known");
     let names: Vec<&str> = p.series.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, ["culprit:183", "ksoftirqd/1", "not explained"]);
+    // The legend says why, in the words the terminal and the JSON's name use.
+    let why = format!(
+        "not explained: {}",
+        rtscope_explain::unexplained::Unexplained::OutOfWindow.describe()
+    );
+    assert_eq!(names, ["culprit:183", "ksoftirqd/1", why.as_str()]);
+    assert!(why.contains("out of the trace window"), "{why}");
     let n: usize = p.series.iter().map(|s| s.points.len()).sum();
     assert_eq!(
         n,
@@ -274,4 +283,72 @@ fn the_page_escapes_the_databases_texts_and_the_files_are_made() {
     assert!(html.contains("drawn per</th><td class=\"t\">window"));
     let csv = String::from_utf8_lossy(&files[1].bytes);
     assert_eq!(csv.lines().count(), 1 + 3 * (28 + 24 + 60));
+}
+
+#[test]
+fn a_worst_wake_up_not_explained_shows_its_stored_reason_in_the_table_and_the_csv() {
+    use rtscope_explain::unexplained::Unexplained;
+    let mut rows = vec![
+        window(Level::Window, T0, 60 * S, Some(1), 900),
+        window(Level::Window, T0 + 60 * S, 60 * S, Some(1), 800),
+        window(Level::Window, T0 + 120 * S, 60 * S, Some(1), 700),
+        window(Level::Window, T0 + 180 * S, 60 * S, Some(1), 40),
+    ];
+    // The worst wake-up's time unknown: no `worst`, only the reason.
+    rows[0].explain = Some(r#"{"unexplained":"worst_unknown"}"#.into());
+    rows[1].explain = Some(format!(
+        r#"{{"worst":{{"latency_ns":800000,"at_unix_ns":{}}},"unexplained":"lost_events"}}"#,
+        T0 + 61 * S
+    ));
+    // Stored before reasons were (or without --explain): said so, not guessed.
+    rows[2].explain = Some(format!(
+        r#"{{"worst":{{"latency_ns":700000,"at_unix_ns":{}}}}}"#,
+        T0 + 121 * S
+    ));
+    let shown = cells::at(&rows, Level::Window);
+    let why: Vec<Option<&str>> = shown.iter().map(|c| c.why_not_explained()).collect();
+    assert_eq!(
+        why,
+        [
+            Some(Unexplained::WorstUnknown.describe()),
+            Some(Unexplained::LostEvents.describe()),
+            Some("reason not recorded (no --explain, or stored before reasons were)"),
+            Some("below --spike"),
+        ]
+    );
+    assert_eq!(shown[1].unexplained, Some(Unexplained::LostEvents));
+    let csv = cells::csv(&shown);
+    let last: Vec<&str> = csv.lines().map(|l| l.rsplit(',').next().unwrap()).collect();
+    assert_eq!(
+        last,
+        ["not_explained", "worst_unknown", "lost_events", "", ""]
+    );
+    let data = WatchData {
+        series: rtscope_store::watch::SeriesSummary {
+            id: 1,
+            name: "b".into(),
+            host: None,
+            created_ns: T0,
+            resumed: 0,
+            windows: [4, 0, 0],
+            span_ns: Some((T0, T0 + 240 * S)),
+            max_ns: Some(900_000),
+            alerts: 0,
+        },
+        windows: rows,
+        period: None,
+    };
+    let files = build(&data, &WatchOptions::default()).unwrap();
+    let html = String::from_utf8_lossy(&files[0].bytes);
+    let lost = format!(
+        "not explained: {}",
+        crate::escape::escape(Unexplained::LostEvents.describe())
+    );
+    assert!(html.contains(&lost), "{lost} in the worst periods' table");
+    let spikes = files.iter().find(|f| f.name == "watch-spikes.svg").unwrap();
+    let svg = String::from_utf8_lossy(&spikes.bytes);
+    assert!(
+        svg.contains("not explained: events lost"),
+        "the legend says why"
+    );
 }
