@@ -25,27 +25,16 @@ use std::io::Write;
 /// panic. Errors are printed to stderr as `error: …`, the `caused by:` chain, then `hint:`.
 pub fn main_with_args(argv: Vec<std::ffi::OsString>) -> ExitStatus {
     let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    // What is still buffered is written here, through the same path as every other write: a
-    // closed pipe is the quiet exit, any other error (a full disk) exit 2 with the message.
-    let result = dispatch(&argv, &mut out).and_then(|s| {
-        out.flush()?;
-        Ok(s)
-    });
-    match result {
-        Ok(s) => s,
-        Err(e) if exit::is_broken_pipe(&e) => ExitStatus::Success,
-        Err(e) => {
-            let _ = out.flush();
-            report_error(&e);
-            ExitStatus::Usage
-        }
+    // Every command writes standard output through the one rule of `exit::StdoutGuard`: a
+    // closed pipe keeps the command's own exit code and prints nothing, any other failure is
+    // printed once; what is still buffered is flushed by the verdict, through the same rule.
+    let mut out = exit::StdoutGuard::new(stdout.lock());
+    let result = dispatch(&argv, &mut out);
+    let (status, message) = out.verdict(result);
+    if let Some(m) = message {
+        let _ = writeln!(std::io::stderr(), "{m}");
     }
-}
-
-fn report_error(e: &anyhow::Error) {
-    let msg = rtscope_common::error::render(e.chain().map(|c| c.to_string()));
-    let _ = writeln!(std::io::stderr(), "{msg}");
+    status
 }
 
 fn invoked_as_cyclictest(argv0: &str) -> bool {

@@ -94,6 +94,16 @@ pub enum StoreError {
         /// Why.
         why: String,
     },
+    /// The path names something that is not a regular file (a FIFO, a device, a directory, a
+    /// socket): refused before SQLite opens it, for reading and writing alike, because opening
+    /// a FIFO waits for a writer and a device or directory is no database.
+    #[error("{} is not a regular file (a {kind}); a run database must be one", .path.display())]
+    NotRegular {
+        /// The path given.
+        path: PathBuf,
+        /// What it is, in words.
+        kind: &'static str,
+    },
     /// No such run.
     #[error("no run {0} in the database")]
     NoSuchRun(i64),
@@ -161,7 +171,7 @@ impl Store {
     /// untouched.
     pub fn open_existing(db: Option<&Path>) -> Result<Store> {
         let path = db.map_or_else(Store::default_path, Path::to_path_buf);
-        if !path.exists() {
+        if !Store::check_regular(&path)? {
             return Err(StoreError::Missing(path));
         }
         if !Store::is_writable(&path) {
@@ -172,6 +182,7 @@ impl Store {
 
     /// Opens (creating if needed) the database at `path`, upgrading its schema.
     pub fn open(path: &Path) -> Result<Store> {
+        Store::check_regular(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
             | OpenFlags::SQLITE_OPEN_CREATE
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -209,6 +220,7 @@ impl Store {
     /// (no WAL switch, no migration, no `-shm` file): for a database on read-only media or in
     /// a directory this user cannot write. Its schema must be this rtscope's.
     pub fn open_read_only(path: &Path) -> Result<Store> {
+        Store::check_regular(path)?;
         let mut uri = String::from("file:");
         for b in path.as_os_str().as_encoded_bytes() {
             match b {
@@ -247,10 +259,45 @@ impl Store {
         Ok(store)
     }
 
+    /// The one check of a database path before anything opens it, for every command: `Ok(true)`
+    /// for a regular file (also through a symlink), `Ok(false)` for nothing there (a writer
+    /// creates it, a reader says [`StoreError::Missing`]), [`StoreError::NotRegular`] for a
+    /// FIFO, device, directory or socket. It only `stat`s the path, so it never waits on a FIFO.
+    pub fn check_regular(path: &Path) -> Result<bool> {
+        use std::os::unix::fs::FileTypeExt;
+        let kind = match std::fs::metadata(path) {
+            Ok(m) => m.file_type(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            // Unreadable metadata (a permission on the way): SQLite's open says why.
+            Err(_) => return Ok(true),
+        };
+        let what = if kind.is_file() {
+            return Ok(true);
+        } else if kind.is_dir() {
+            "directory"
+        } else if kind.is_fifo() {
+            "FIFO"
+        } else if kind.is_char_device() {
+            "character device"
+        } else if kind.is_block_device() {
+            "block device"
+        } else if kind.is_socket() {
+            "socket"
+        } else {
+            "special file"
+        };
+        Err(StoreError::NotRegular {
+            path: path.to_path_buf(),
+            kind: what,
+        })
+    }
+
     /// Whether `path` can be written here: the file opened for writing and its directory
-    /// writable (SQLite creates its `-wal` and `-shm` files there).
+    /// writable (SQLite creates its `-wal` and `-shm` files there). Only a regular file is
+    /// opened ([`Store::check_regular`] first), so a FIFO is never waited on.
     pub fn is_writable(path: &Path) -> bool {
-        let file_ok = std::fs::OpenOptions::new().append(true).open(path).is_ok();
+        let file_ok = matches!(Store::check_regular(path), Ok(true))
+            && std::fs::OpenOptions::new().append(true).open(path).is_ok();
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),

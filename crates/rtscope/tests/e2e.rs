@@ -33,6 +33,7 @@ mod hostile_cases;
 mod hostile_db;
 mod hostile_memory;
 mod hostile_round4;
+mod hostile_round5;
 mod housekeeping;
 mod import;
 mod import_oslat;

@@ -1,0 +1,164 @@
+//! The hostile suite, round 5 (issue 67, "nothing lost, nothing let in"): a run database that
+//! is a FIFO (or a device, a directory) refused at once by every command, reading or writing;
+//! a closed standard output that never changes a command's own exit code, and a full one said
+//! once; the smaller items (units of `report --xmax`, `runs tag` saying what it did). Each case
+//! runs the built binary and asserts exit codes and messages; the only bound on time is the
+//! hang guard (a regression fails instead of hanging), never an assertion.
+
+use crate::hostile_support as support;
+
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+use support::*;
+
+/// How long one command may take before it counts as hung (a hang guard, not a timing).
+const HANG: Duration = Duration::from_secs(60);
+
+/// Runs the binary with `args`, stdout to `stdout`, under the hang guard.
+fn run_with(args: &[&str], stdout: Stdio) -> Output {
+    let child = Command::new(exe())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reaper = Reaper::new(child.id());
+    let o = wait_output(child, HANG, &format!("rtscope {args:?}"));
+    reaper.disarm();
+    o
+}
+
+/// The write end of a pipe whose read end is already closed: every write is EPIPE, as after
+/// `| head -c 100` has read its fill.
+fn closed_pipe() -> Stdio {
+    let mut fds = [0; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: pipe2 succeeded: both descriptors are open and owned by nobody else.
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    drop(read);
+    Stdio::from(write)
+}
+
+/// A database of two short runs (SCHED_OTHER, no root needed).
+fn two_runs(dir: &Path) -> std::path::PathBuf {
+    let db = dir.join("r.db");
+    let dbs = db.to_str().unwrap();
+    for _ in 0..2 {
+        let o = rtscope(&measure_args(dbs, &["-D", "300ms", "-q"]));
+        assert_eq!(code(&o), 0, "{:?}", texts(&o));
+    }
+    db
+}
+
+/// Item 4: every command that only reads a database, and the writing ones, end at once on a
+/// FIFO given as `--db` (also through a symlink), with exit 2 and the one message; a device
+/// and a directory the same; a symlink to a regular database is read.
+#[test]
+fn every_command_refuses_a_fifo_database_at_once() {
+    let dir = scratch("round5-fifo-db");
+    let db = two_runs(&dir);
+    let fifo = dir.join("fifo.db");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let link = dir.join("link-to-fifo.db");
+    std::os::unix::fs::symlink(&fifo, &link).unwrap();
+    let reading: &[&[&str]] = &[
+        &["runs"],
+        &["runs", "list"],
+        &["runs", "show", "1"],
+        &["runs", "tag", "1", "k=v"],
+        &["runs", "delete", "1"],
+        &["runs", "explain", "1"],
+        &["export", "1"],
+        &["report", "1"],
+        &["tail", "1"],
+        &["compare", "1", "2"],
+    ];
+    let writing: &[&[&str]] = &[&["measure", "--policy", "other", "-t", "1", "-D", "100ms"]];
+    for (path, kind) in [
+        (fifo.as_path(), "a FIFO"),
+        (link.as_path(), "a FIFO"),
+        (Path::new("/dev/null"), "a character device"),
+        (dir.as_path(), "a directory"),
+    ] {
+        for args in reading.iter().chain(writing) {
+            let mut a = args.to_vec();
+            a.extend(["--db", path.to_str().unwrap()]);
+            let o = run_with(&a, Stdio::piped());
+            let (_, stderr) = texts(&o);
+            assert_eq!(code(&o), 2, "{a:?}: {stderr}");
+            let want = format!("{} is not a regular file ({kind})", path.display());
+            assert!(stderr.contains(&want), "{a:?}: {stderr}");
+        }
+    }
+    // A symlink to a regular database is one.
+    let good = dir.join("link.db");
+    std::os::unix::fs::symlink(&db, &good).unwrap();
+    let o = rtscope(&["runs", "--db", good.to_str().unwrap(), "--json"]);
+    assert_eq!(code(&o), 0, "{:?}", texts(&o));
+    let list: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(list.as_array().map(Vec::len), Some(2), "{list}");
+}
+
+/// Item 11: every command that prints keeps its own exit code (as with stdout on /dev/null)
+/// when its standard output is a pipe already closed by its reader, and prints no error.
+#[test]
+fn a_closed_standard_output_keeps_every_commands_own_exit_code() {
+    let dir = scratch("round5-closed-pipe");
+    let db = two_runs(&dir);
+    let dbs = db.to_str().unwrap();
+    let cases: &[&[&str]] = &[
+        &["check", "--json"],
+        &["check"],
+        &["tail", "1", "--db", dbs],
+        &["tail", "1", "--db", dbs, "--json"],
+        &["compare", "1", "2", "--db", dbs, "--json"],
+        &["compare", "1", "2", "--db", dbs],
+        &["runs", "--db", dbs],
+        &["runs", "--db", dbs, "--json"],
+        &["runs", "show", "1", "--db", dbs],
+        &["export", "1", "--db", dbs, "--format", "json", "-o", "-"],
+        &["man", "measure"],
+    ];
+    for args in cases {
+        let own = code(&run_with(args, Stdio::null()));
+        let o = run_with(args, closed_pipe());
+        let (_, stderr) = texts(&o);
+        assert_eq!(code(&o), own, "{args:?}: {stderr}");
+        assert!(!stderr.contains("error"), "{args:?}: {stderr}");
+    }
+}
+
+/// Item 11: a standard output on a full device is said once, exit 2, for a measurement (whose
+/// run is still recorded) and for a command that only prints.
+#[test]
+fn a_full_standard_output_is_one_error_line() {
+    let dir = scratch("round5-dev-full");
+    let db = two_runs(&dir);
+    let dbs = db.to_str().unwrap();
+    let full = || std::fs::OpenOptions::new().write(true).open("/dev/full");
+    let cases: Vec<Vec<&str>> = vec![
+        measure_args(dbs, &["-D", "300ms"]),
+        vec!["runs", "--db", dbs],
+        vec!["check", "--json"],
+    ];
+    for args in &cases {
+        let o = run_with(args, Stdio::from(full().unwrap()));
+        let (_, stderr) = texts(&o);
+        assert_eq!(code(&o), 2, "{args:?}: {stderr}");
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "{args:?}: {stderr}");
+        assert!(
+            errors[0].contains("standard output") && errors[0].contains("No space left"),
+            "{args:?}: {stderr}"
+        );
+    }
+    assert_eq!(query(&db, "SELECT count(*) FROM runs"), "3");
+}
