@@ -173,6 +173,34 @@ fn noise_explain_beside_thousands_of_short_lived_processes_names_the_injector_an
             "runs explain lacks {want}:\n{stored}"
         );
     }
+    worst_gaps_add_up(&out, x);
+    // The report answers with the run's worst gap and names the injector among the culprits.
+    let dir = crate::common::fresh_dir("noise-culprits-report");
+    let (o, _) = run_for(
+        BIN,
+        &["report", "--db", db_arg, "-o", dir.to_str().unwrap()],
+        Duration::from_secs(60),
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", dump(&o));
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let answer = &html[html
+        .find("<div class=\"answer\" id=\"answer\">")
+        .expect("no answer box")..];
+    let answer = &answer[..answer.find("</div>").unwrap()];
+    assert!(answer.contains("the longest traced gap, "), "{answer}");
+    assert!(answer.contains("of the traced gap time"), "{answer}");
+    let gaps = &html[html.find("id=\"noise-gaps\"").expect("no worst gaps")..];
+    assert!(
+        gaps.contains(&format!("thread inject:{pid}:rt50")),
+        "{gaps}"
+    );
+    for link in html.split("href=\"#").skip(1) {
+        let id = &link[..link.find('"').unwrap()];
+        assert!(
+            html.contains(&format!(" id=\"{id}\"")),
+            "a link to #{id}, which the page lacks"
+        );
+    }
     let classes = &x["classes"];
     let class_ns: u64 = classes
         .as_object()
@@ -201,4 +229,44 @@ fn noise_explain_beside_thousands_of_short_lived_processes_names_the_injector_an
         rows.len(),
         comm(merged)
     );
+}
+
+/// Each worst-gap line of the text accounts for its gap: its shares sum to 100 % (±1), it ends
+/// with the unexplained rest, and the JSON's charges of each worst gap are within the gap.
+fn worst_gaps_add_up(out: &str, x: &serde_json::Value) {
+    let lines: Vec<&str> = out
+        .lines()
+        .skip_while(|l| l.trim() != "worst gaps")
+        .skip(1)
+        .filter(|l| {
+            l.trim_start()
+                .split_once("s cpu")
+                .is_some_and(|(at, _)| at.parse::<f64>().is_ok())
+        })
+        .collect();
+    assert!(!lines.is_empty(), "no worst gap printed:\n{out}");
+    for l in lines {
+        let shares: u64 = l
+            .split(" (")
+            .skip(1)
+            .filter_map(|p| p.split("%)").next()?.parse::<u64>().ok())
+            .sum();
+        assert!((99..=101).contains(&shares), "{shares} %: {l}");
+        assert!(
+            l.contains(", unexplained rest ") || l.contains(": unexplained rest "),
+            "{l}"
+        );
+    }
+    for g in x["worst"].as_array().expect("explain.worst") {
+        let Some(charges) = g["charges"].as_array() else {
+            continue; // from the monitors only
+        };
+        let len =
+            g["spike"]["wakeup_ns"].as_u64().unwrap() - g["spike"]["deadline_ns"].as_u64().unwrap();
+        let charged: u64 = charges.iter().map(|c| c["ns"].as_u64().unwrap()).sum();
+        assert!(
+            charged <= len,
+            "charges {charged} ns of a {len} ns gap: {g}"
+        );
+    }
 }

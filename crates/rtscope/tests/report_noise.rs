@@ -74,6 +74,12 @@ fn a_recorded_noise_run_is_reported_as_noise_with_its_stored_figures() {
         );
     }
     assert!(!html.contains("Latency per CPU"));
+    // The answer first: the run's noise, and its longest gap not explained (no --explain);
+    // every link of the page has its section.
+    let answer = answer_box(&html);
+    assert!(answer.contains(" of noise in "), "{answer}");
+    assert!(answer.contains("not explained"), "{answer}");
+    links_resolve(&html);
     let Some(dom) = rendered_dom(&dir.join("report.html"), "chromium-noise") else {
         return;
     };
@@ -137,8 +143,9 @@ fn an_explained_noise_runs_per_cause_histograms_are_stored_and_drawn() {
         let stop = stop.clone();
         std::thread::spawn(move || {
             // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET and
-            // sched_setaffinity(0, …) act on this thread only.
+            // sched_setaffinity(0, …) act on this thread only; the name is NUL-terminated.
             unsafe {
+                libc::prctl(libc::PR_SET_NAME, c"spinner".as_ptr(), 0, 0, 0);
                 let mut set: libc::cpu_set_t = std::mem::zeroed();
                 libc::CPU_SET(0, &mut set);
                 libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
@@ -195,5 +202,48 @@ fn an_explained_noise_runs_per_cause_histograms_are_stored_and_drawn() {
     );
     assert!(o.status.success(), "{}", dump(&o));
     assert!(read(&dir, "noise-cause-histograms.svg").contains("thread"));
-    assert!(read(&dir, "report.html").contains("noise-cause-histograms"));
+    let html = read(&dir, "report.html");
+    assert!(html.contains("noise-cause-histograms"));
+    // The answer names the longest gap's parts and who took the gap time; the worst gaps'
+    // rows add up to 100 % (±1) and the spinner is among the culprits over the run.
+    let answer = answer_box(&html);
+    assert!(answer.contains("the longest traced gap, "), "{answer}");
+    assert!(answer.contains("of the traced gap time"), "{answer}");
+    let gaps = &html[html.find("id=\"noise-gaps\"").expect("no worst gaps")..];
+    let rows: Vec<&str> = gaps
+        .split("<tr><td>")
+        .skip(1)
+        .take_while(|r| r.contains("unexplained rest"))
+        .collect();
+    assert!(!rows.is_empty(), "{gaps}");
+    for row in rows {
+        let shares: u64 = row
+            .split(" (")
+            .skip(1)
+            .filter_map(|p| p.split(" %)").next()?.parse::<u64>().ok())
+            .sum();
+        assert!((99..=101).contains(&shares), "{shares} %: {row}");
+    }
+    assert!(gaps.contains("thread spinner:"), "{gaps}");
+    links_resolve(&html);
+}
+
+/// The page's answer box.
+fn answer_box(html: &str) -> &str {
+    let at = html
+        .find("<div class=\"answer\" id=\"answer\">")
+        .expect("no answer box");
+    let a = &html[at..];
+    &a[..a.find("</div>").unwrap()]
+}
+
+/// Every `href="#x"` of the page has an element `id="x"`.
+fn links_resolve(html: &str) {
+    for link in html.split("href=\"#").skip(1) {
+        let id = &link[..link.find('"').unwrap()];
+        assert!(
+            html.contains(&format!(" id=\"{id}\"")),
+            "a link to #{id}, which the page lacks"
+        );
+    }
 }

@@ -156,7 +156,9 @@ pub fn answer_of(r: &RunData) -> (String, Vec<String>) {
         None => "noise unknown (the run has no threshold)".to_string(),
     };
     if let Some(rt) = runtime {
-        let _ = write!(head, " in {} spun on {} CPU(s)", latency(rt), cpus.len());
+        let n = cpus.len();
+        let cpu_s = if n == 1 { "CPU" } else { "CPUs" };
+        let _ = write!(head, " in {} spun on {n} {cpu_s}", latency(rt));
     }
     if let Some(a) = noise
         .zip(runtime)
@@ -191,13 +193,12 @@ pub fn section(h: &mut String, runs: &[RunData], id: &str) {
     );
     for r in runs {
         let (head, lines) = answer_of(r);
-        let _ = write!(
-            h,
-            "<li><b>{} (run {})</b>: {}",
-            escape(&r.name()),
-            r.id(),
-            escape(&head)
-        );
+        // A run without a label is named `run N` already.
+        let name = match r.name() {
+            n if n == format!("run {}", r.id()) => n,
+            n => format!("{n} (run {})", r.id()),
+        };
+        let _ = write!(h, "<li><b>{}</b>: {}", escape(&name), escape(&head));
         if !lines.is_empty() {
             h.push_str("<ul>");
             for l in &lines {

@@ -509,7 +509,7 @@ fn a_noise_report_answers_first_with_the_worst_gap_its_parts_and_the_culprits() 
     // 4.7 µs of gaps over 870 µs of loop iterations and the gaps themselves.
     assert_eq!(
         head,
-        "4.70 µs of noise in 875 µs spun on 2 CPU(s), 99.4627 % available"
+        "4.70 µs of noise in 875 µs spun on 2 CPUs, 99.4627 % available"
     );
     let gap = &lines[0];
     assert_eq!(
