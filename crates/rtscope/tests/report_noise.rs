@@ -207,7 +207,10 @@ fn an_explained_noise_runs_per_cause_histograms_are_stored_and_drawn() {
     // The answer names the longest gap's parts and who took the gap time; the worst gaps'
     // rows add up to 100 % (±1) and the spinner is among the culprits over the run.
     let answer = answer_box(&html);
-    assert!(answer.contains("the longest traced gap, "), "{answer}");
+    assert!(
+        answer.contains("the longest traced gap (") && answer.contains("its parts: "),
+        "{answer}"
+    );
     assert!(answer.contains("of the traced gap time"), "{answer}");
     let gaps = &html[html.find("id=\"noise-gaps\"").expect("no worst gaps")..];
     let rows: Vec<&str> = gaps

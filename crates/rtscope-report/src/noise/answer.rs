@@ -10,6 +10,7 @@ use crate::escape::escape;
 use crate::model::RunData;
 use crate::units::latency;
 use rtscope_explain::book::{ExplainSummary, Explained};
+use rtscope_explain::cause::CauseLine;
 use rtscope_explain::model::Attribution;
 use rtscope_explain::parts::{parts, PartKind};
 use rtscope_explain::render::{culprit_label, label};
@@ -80,37 +81,51 @@ pub fn culprits_phrase(s: &ExplainSummary) -> Option<String> {
     ))
 }
 
-/// The longest gap of a run, as a sentence: its parts when it was traced.
-fn longest_gap(r: &RunData, cpus: &[CpuNoise]) -> Option<String> {
+/// The longest gap of a run as sentences: for a traced one, its cause by the cause rule
+/// ([`rtscope_explain::cause`]: a culprit only with half of the gap, else the group or the
+/// spread with every share), then its parts that add up to it.
+fn longest_gap(r: &RunData, cpus: &[CpuNoise]) -> Vec<String> {
     let traced = r.explain.as_ref().and_then(|(s, start)| {
         let worst = s.worst.iter().max_by_key(|e| e.latency_ns())?;
         let at = worst.wakeup_ns().saturating_sub(*start) as f64 / 1e9;
         Some(match worst {
-            Explained::Traced(a) => format!(
-                "the longest traced gap, {} on CPU {} at {at:.3} s: {}",
-                latency(a.spike.latency_ns()),
-                a.spike.cpu,
-                gap_parts(a)
-            ),
-            Explained::Coarse(x) => format!(
+            Explained::Traced(a) => {
+                let subject = format!(
+                    "the longest traced gap ({} on CPU {} at {at:.3} s)",
+                    latency(a.spike.latency_ns()),
+                    a.spike.cpu
+                );
+                let cause = match CauseLine::of(a) {
+                    Some(c) => c.sentence(&subject),
+                    None => subject,
+                };
+                vec![cause, format!("its parts: {}", gap_parts(a))]
+            }
+            Explained::Coarse(x) => vec![format!(
                 "the longest gap explained, {} on CPU {} at {at:.3} s, from the monitors only",
                 latency(x.spike.latency_ns()),
                 x.spike.cpu
-            ),
+            )],
         })
     });
-    traced.or_else(|| {
-        let c = cpus.iter().max_by_key(|c| c.max_single_ns)?;
+    traced.unwrap_or_else(|| {
+        let Some((c, max)) = cpus
+            .iter()
+            .filter_map(|c| Some((c, c.max_single_ns?)))
+            .max_by_key(|(_, m)| *m)
+        else {
+            return Vec::new();
+        };
         let why = if r.explain.is_some() {
             "no gap was traced"
         } else {
             "not explained (the run stored no explanation: recorded without --explain, or imported)"
         };
-        Some(format!(
+        vec![format!(
             "the longest gap, {} on {}: {why}",
-            latency(c.max_single_ns?),
+            latency(max),
             c.cpu_name()
-        ))
+        )]
     })
 }
 
@@ -166,7 +181,7 @@ pub fn answer_of(r: &RunData) -> (String, Vec<String>) {
     {
         let _ = write!(head, ", {} % available", pct(a));
     }
-    let mut lines: Vec<String> = longest_gap(r, &cpus).into_iter().collect();
+    let mut lines = longest_gap(r, &cpus);
     if let Some(p) = r.explain.as_ref().and_then(|(s, _)| culprits_phrase(s)) {
         lines.push(p);
     }

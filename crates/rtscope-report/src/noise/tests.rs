@@ -511,25 +511,30 @@ fn a_noise_report_answers_first_with_the_worst_gap_its_parts_and_the_culprits() 
         head,
         "4.70 µs of noise in 875 µs spun on 2 CPUs, 99.4627 % available"
     );
-    let gap = &lines[0];
+    // The cause by the cause rule (no thread took half; together they did), then the parts.
+    assert_eq!(
+        lines[0],
+        "the longest traced gap (40.0 ms on CPU 0 at 2.000 s) was caused by 104 threads of \
+         higher or equal priority (91 % together, largest <b>spin:1:nice0 20 %; 8 % unexplained)"
+    );
+    let gap = &lines[1];
     assert_eq!(
         gap,
-        "the longest traced gap, 40.0 ms on CPU 0 at 2.000 s: thread <b>spin:1:nice0 8.00 ms \
-         (20 %), thread w2:2:nice0 4.00 ms (10 %), thread w3:3:nice0 3.00 ms (7 %), thread \
-         w4:4:nice0 1.50 ms (4 %), + 100 other causes 20.0 ms (50 %), unexplained rest 3.50 ms \
-         (9 %)"
+        "its parts: thread <b>spin:1:nice0 8.00 ms (20 %), thread w2:2:nice0 4.00 ms (10 %), \
+         thread w3:3:nice0 3.00 ms (7 %), thread w4:4:nice0 1.50 ms (4 %), + 100 other causes \
+         20.0 ms (50 %), unexplained rest 3.50 ms (9 %)"
     );
     assert_eq!(shares(gap).iter().sum::<u64>(), 100);
     // No culprit took half: the spread, its largest named with shares.
     assert!(
-        lines[1].starts_with("no culprit took half of the traced gap time (42.0 ms): spread over "),
+        lines[2].starts_with("no culprit took half of the traced gap time (42.0 ms): spread over "),
         "{}",
-        lines[1]
+        lines[2]
     );
     assert!(
-        lines[1].contains("thread <b>spin:1:nice0 19 %"),
+        lines[2].contains("thread <b>spin:1:nice0 19 %"),
         "{}",
-        lines[1]
+        lines[2]
     );
     // SCHED_OTHER: every normal thread counts; then each CPU.
     assert!(lines
