@@ -541,4 +541,39 @@ mod tests {
             "; the worst was caused by blocking by rust-lld:5156:nice0 (98 %; 1 % unexplained)"
         );
     }
+
+    /// A worst spike explained from the monitors only has no share to give: the answer names
+    /// the busiest thread and says its share is unknown, never "(0 %)".
+    #[test]
+    fn a_spike_from_the_monitors_only_names_its_busiest_thread_with_its_share_unknown() {
+        use rtscope_explain::coarse::{CoarseExplanation, CoarseThread};
+        let mut r = explained(&[], 2_000_000);
+        let mut b = SpikeBook::new(60_000_000_000, 5, 10);
+        let thread = |comm: &str, tid| CoarseThread {
+            comm: comm.into(),
+            tid,
+        };
+        b.add(Explained::Coarse(CoarseExplanation {
+            spike: Spike {
+                cpu: 0,
+                tid: 9,
+                deadline_ns: 1_000_000_000,
+                wakeup_ns: 1_002_000_000,
+                smis: None,
+            },
+            start_ns: 0,
+            end_ns: 1_000_000_000,
+            top_irqs: Vec::new(),
+            top_softirqs: Vec::new(),
+            steal_ns: 0,
+            top_threads: vec![(thread("make", 41), 300_000), (thread("cc1", 40), 900_000)],
+            not_traced: None,
+        }));
+        r.explain = Some((b.summary(Tier::Coarse, None, 300_000), 0));
+        assert_eq!(
+            cause_of(&r),
+            "; the worst was not traced (from the monitors only: the busiest thread cc1:40, its \
+             share unknown)"
+        );
+    }
 }
