@@ -37,8 +37,9 @@ pub fn run(
 /// The answer first, on the terminal too: per load case (or group) of the campaign just run,
 /// its worst wake-up, p99.99, missed deadlines and the worst spike's cause (a culprit only with
 /// half of the spike, else its group or the spread, every share given:
-/// `rtscope_explain::cause`), then each case against the first — the report's headline (`rtscope_report::headline`). Nothing when the
-/// database cannot be read back (the campaign's own lines said where it is).
+/// `rtscope_explain::cause`), then each case against the first — the report's headline
+/// (`rtscope_report::headline`). Nothing when the database cannot be read back (the
+/// campaign's own lines said where it is).
 fn answer(db: Option<&std::path::Path>, out: &mut dyn Write) -> std::io::Result<()> {
     let Ok(store) = super::open_db(db) else {
         return Ok(());
