@@ -122,7 +122,7 @@ fn one_run_each_is_untested_and_fails_only_with_fail_untested() {
     let row = &c.stats[1];
     assert_eq!(row.stat, Stat::Available);
     assert!(row.changes[0].untested());
-    assert_eq!(row.changes[0].verdict, Verdict::Worse);
+    assert_eq!(row.changes[0].verdict, Verdict::Higher);
     assert_eq!(c.regressions(), 0);
     let c = compare(quiet, noisy, true);
     assert_eq!(c.stats[1].changes[0].verdict, Verdict::Regression);

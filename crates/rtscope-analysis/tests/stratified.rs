@@ -1,6 +1,7 @@
 //! `compare`'s significance test on synthetic stores: runs of several scenarios are compared
 //! like with like (van Elteren's stratified test), and too few runs give an `untested` verdict
-//! of the threshold that fails only with `--fail-untested` (or `--threshold-only`).
+//! of the threshold, in words that say only the direction (`higher`, `lower`), a rise failing
+//! only with `--fail-untested` (or `--threshold-only`).
 
 use rtscope_analysis::compare::analysis::Comparison;
 use rtscope_analysis::compare::group::Group;
@@ -141,7 +142,7 @@ fn a_shift_in_every_stratum_is_a_regression() {
     assert!(c.regressions() > 0);
 }
 
-/// One run per side: the test cannot decide, so a rise beyond the threshold is `worse
+/// One run per side: the test cannot decide, so a rise beyond the threshold is `higher
 /// (untested)` and does not fail; `--fail-untested` makes it a failing `REGRESSION (untested)`,
 /// and `--threshold-only` gives the threshold's verdicts without the test.
 #[test]
@@ -149,7 +150,7 @@ fn one_run_per_side_is_an_untested_rise_that_fails_only_when_asked() {
     let runs = runs("single", &[("a", "1:1", 5_000), ("b", "1:1", 10_000)]);
     let c = compare(&runs, false);
     for stat in ["p50", "p99", "max"] {
-        assert_eq!(verdict(&c, stat), Verdict::Worse, "{stat}");
+        assert_eq!(verdict(&c, stat), Verdict::Higher, "{stat}");
         let ch = &c
             .stats
             .iter()
@@ -162,10 +163,10 @@ fn one_run_per_side_is_an_untested_rise_that_fails_only_when_asked() {
     }
     assert_eq!(c.regressions(), 0);
     let text = rtscope_analysis::compare::text::render(&c);
-    assert!(text.contains("worse (untested, n=1 per side)"), "{text}");
+    assert!(text.contains("higher (untested, n=1 per side)"), "{text}");
     assert!(text.contains("verdict: no regression against A"), "{text}");
     assert!(text.contains("untested: B on p50, p99, max"), "{text}");
-    assert!(!text.contains("undecided"), "{text}");
+    assert!(!text.contains("worse"), "{text}");
 
     let mut strict = compare(&runs, false);
     strict.thresholds.fail_untested = true;
@@ -187,4 +188,33 @@ fn one_run_per_side_is_an_untested_rise_that_fails_only_when_asked() {
     let gate = compare(&runs, true);
     assert_eq!(verdict(&gate, "p99"), Verdict::Regression);
     assert!(gate.regressions() > 0);
+}
+
+/// One run per side the other way round: the fall is `lower (untested)`, the word of the rise
+/// mirrored — not `better`, which only a test decides — and it never fails, with
+/// `--fail-untested` too.
+#[test]
+fn one_run_per_side_is_an_untested_fall_that_never_fails() {
+    let runs = runs("fall", &[("a", "1:1", 10_000), ("b", "1:1", 5_000)]);
+    for fail_untested in [false, true] {
+        let mut c = compare(&runs, false);
+        c.thresholds.fail_untested = fail_untested;
+        let c = Comparison::new(
+            c.groups,
+            &["p50", "p99", "max"].map(|s| Stat::parse(s, "").unwrap()),
+            c.thresholds,
+            Stat::Max,
+            None,
+        );
+        for stat in ["p50", "p99", "max"] {
+            assert_eq!(verdict(&c, stat), Verdict::Lower, "{stat}");
+        }
+        assert_eq!(c.regressions(), 0);
+        let text = rtscope_analysis::compare::text::render(&c);
+        assert!(text.contains("lower (untested, n=1 per side)"), "{text}");
+        assert!(
+            !text.contains("better") && !text.contains("untested: B"),
+            "{text}"
+        );
+    }
 }

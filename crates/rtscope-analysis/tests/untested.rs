@@ -83,12 +83,18 @@ fn cells(c: &Comparison) -> &[Change] {
     &c.matrix.as_ref().unwrap().verdicts[0].1
 }
 
-/// A rise (candidate above the baseline) is never `undecided`, in any cell.
-fn no_rise_is_undecided(c: &Comparison) {
+/// The words are symmetric and say what was tested, in every cell: an untested change beyond
+/// the threshold is `lower` or `higher` by its sign (or a `REGRESSION` with `--fail-untested`),
+/// never `better` or `worse`; a tested one is never `lower` or `higher`.
+fn words_say_what_was_tested(c: &Comparison) {
     let all = c.stats.iter().flat_map(|r| &r.changes).chain(cells(c));
     for ch in all {
-        if ch.delta.is_some_and(|d| d > 0) {
-            assert_ne!(ch.verdict, Verdict::Undecided, "{ch:?}");
+        let rise = ch.delta.is_some_and(|d| d > 0);
+        match ch.verdict {
+            Verdict::Lower => assert!(ch.untested() && !rise, "{ch:?}"),
+            Verdict::Higher => assert!(ch.untested() && rise, "{ch:?}"),
+            Verdict::Better | Verdict::Worse => assert!(!ch.untested(), "{ch:?}"),
+            _ => {}
         }
     }
 }
@@ -117,7 +123,7 @@ fn the_same_kernel_twice_never_fails_on_untested_load_cases() {
         }
         assert!(c.case_regressions().is_empty(), "seed {seed}");
         assert_eq!(c.regressions(), 0, "seed {seed}: {}", text(&c));
-        no_rise_is_undecided(&c);
+        words_say_what_was_tested(&c);
         let out = text(&c);
         let verdict_row = out
             .lines()
@@ -151,7 +157,7 @@ fn the_same_kernel_twice_never_fails_on_untested_load_cases() {
             assert_eq!(ch.verdict, Verdict::Regression);
             assert!(ch.label(false).starts_with("REGRESSION (untested)"));
         }
-        no_rise_is_undecided(&strict);
+        words_say_what_was_tested(&strict);
     }
     // The design does produce noise beyond the threshold (the failing gate).
     assert!(untested_rises > 0);
@@ -174,12 +180,12 @@ fn a_clear_rise_on_enough_runs_is_a_regression_regardless() {
             assert!(ch.test.as_ref().unwrap().significant());
         }
         assert!(c.regressions() >= 2);
-        // The load cases stay untested: worse, reported, not failing.
+        // The load cases stay untested: higher, reported, not failing.
         for ch in cells(&c) {
             assert!(ch.untested());
             assert_ne!(ch.verdict, Verdict::Regression);
         }
-        no_rise_is_undecided(&c);
+        words_say_what_was_tested(&c);
     }
 }
 

@@ -195,3 +195,86 @@ pub fn kcidb(out: &mut dyn Write, cases: &[Case], sub: &Submission) -> io::Resul
     serde_json::to_writer_pretty(&mut *out, &doc)?;
     writeln!(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtscope_analysis::compare::group::Group;
+    use rtscope_analysis::compare::model::RunData;
+    use rtscope_analysis::compare::verdict::Thresholds;
+    use rtscope_store::Store;
+    use rtscope_testkit::synthetic::{write_run, SyntheticRun};
+
+    /// Kernel `a` 5 µs in both load cases; kernel `b` twice that in `idle`, half in `load`: one
+    /// run per kernel and case, so every verdict is untested.
+    fn comparison(fail_untested: bool) -> Comparison {
+        let path = std::env::temp_dir().join(format!(
+            "rtscope-formats-compare-{}-{fail_untested}.db",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&path);
+        let mut store = Store::open(&path).unwrap();
+        let mut group = |kernel: &str, cases: [(&str, u64); 2]| {
+            let runs = cases.map(|(case, base_ns)| {
+                let spec = SyntheticRun {
+                    label: format!("{kernel}-{case}"),
+                    cpus: 1,
+                    samples: 5_000,
+                    base_ns,
+                    seed: base_ns,
+                    monitors: false,
+                    tags: vec![
+                        ("kernel".into(), kernel.into()),
+                        ("case".into(), case.into()),
+                    ],
+                    ..SyntheticRun::default()
+                };
+                let id = write_run(&mut store, &spec).unwrap();
+                RunData::from_detail(&store.run(id).unwrap(), None)
+            });
+            runs.to_vec()
+        };
+        let a = group("a", [("idle", 5_000), ("load", 5_001)]);
+        let b = group("b", [("idle", 10_000), ("load", 2_500)]);
+        drop(store);
+        let _ = std::fs::remove_file(&path);
+        let mut t = Thresholds::parse(&[], "1us").unwrap();
+        t.fail_untested = fail_untested;
+        let groups = vec![Group::new(0, "kernel=a", a), Group::new(1, "kernel=b", b)];
+        Comparison::new(groups, &[Stat::Max], t, Stat::Max, None)
+    }
+
+    /// An untested rise passes with its words (`higher (untested)`), failing only with
+    /// `--fail-untested`; an untested fall is no case of its own and never fails.
+    #[test]
+    fn untested_rises_pass_unless_asked_and_falls_never_fail() {
+        let c = comparison(false);
+        let all = cases(&c);
+        let idle = all
+            .iter()
+            .find(|c| c.stat == "case idle")
+            .expect("the rise");
+        assert!(idle.passed);
+        assert!(
+            idle.message.ends_with("higher (untested, n=1 per side)"),
+            "{idle:?}"
+        );
+        assert!(all.iter().all(|c| c.stat != "case load"), "{all:?}");
+        assert!(all.iter().all(|c| c.passed), "{all:?}");
+        let strict = cases(&comparison(true));
+        let idle = strict.iter().find(|c| c.stat == "case idle").unwrap();
+        assert!(!idle.passed);
+        assert!(
+            idle.message
+                .ends_with("REGRESSION (untested, n=1 per side)"),
+            "{idle:?}"
+        );
+        assert!(strict.iter().all(|c| c.stat != "case load"), "{strict:?}");
+        for word in ["worse", "undecided"] {
+            assert!(
+                all.iter().chain(&strict).all(|c| !c.message.contains(word)),
+                "{word}"
+            );
+        }
+    }
+}

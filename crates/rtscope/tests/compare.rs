@@ -98,13 +98,13 @@ fn groups_are_chosen_by_id_label_and_tag_filter() {
 #[test]
 fn a_worse_candidate_is_a_regression_and_exits_1() {
     let d = two_runs("regression");
-    // One run per side: no test can decide, so the threshold's rise is reported as worse and
+    // One run per side: no test can decide, so the threshold's rise is reported as higher and
     // marked untested; it fails the gate only with --fail-untested.
     let o = compare(&d, &["base", "cand"]);
     assert_eq!(o.status.code(), Some(0), "{}", common::dump(&o));
     let text = stdout(&o);
     let max = text.lines().find(|l| l.starts_with("max ")).unwrap();
-    assert!(max.ends_with("worse (untested, n=1 per side)"), "{text}");
+    assert!(max.ends_with("higher (untested, n=1 per side)"), "{text}");
     assert!(text.contains("untested: B on p50, p99, max"), "{text}");
     assert!(text.contains("verdict: no regression against A"), "{text}");
     let o = compare(&d, &["base", "cand", "--fail-untested"]);
@@ -173,8 +173,8 @@ fn the_load_case_matrix_has_a_row_per_kernel_and_a_column_per_case() {
     import(&d, WORSE, "a-load", &["kernel=a", "case=load"]);
     import(&d, WORSE, "b-idle", &["kernel=b", "case=idle"]);
     import(&d, BASE, "b-load", &["kernel=b", "case=load"]);
-    // One run per kernel and case: the worse case is an untested rise (worse, not failing),
-    // the better one undecided; with --fail-untested the rise fails...
+    // One run per kernel and case: the case that rose is an untested rise (higher, not
+    // failing), the one that fell lower; with --fail-untested the rise fails...
     let by_kernel = |extra: &[&str]| {
         let mut args = vec!["kernel=a", "kernel=b", "--rows", "kernel"];
         args.extend_from_slice(extra);
@@ -184,11 +184,11 @@ fn the_load_case_matrix_has_a_row_per_kernel_and_a_column_per_case() {
         assert_eq!(o.status.code(), Some(code), "{}", common::dump(o));
         assert!(stdout(o).contains(want), "{}", stdout(o));
     };
-    says(&by_kernel(&[]), 0, "worse (untested)  undecided (untested)");
+    says(&by_kernel(&[]), 0, "higher (untested)  lower (untested)");
     says(
         &by_kernel(&["--fail-untested"]),
         1,
-        "REGRESSION (untested)  undecided (untested)",
+        "REGRESSION (untested)  lower (untested)",
     );
     // ... and the threshold alone says the same, with better for the better case.
     let o = by_kernel(&["--threshold-only"]);
@@ -256,7 +256,7 @@ fn bad_selectors_and_options_exit_2_naming_them() {
 fn json_has_the_documented_fields() {
     let d = two_runs("json");
     let doc = compare_json(&d, &["base", "cand", "--threshold-only"], 1);
-    assert_eq!(doc["schema"], "rtscope.compare/2");
+    assert_eq!(doc["schema"], "rtscope.compare/3");
     assert_eq!(doc["baseline"], "A");
     assert_eq!(doc["exit_code"], 1);
     assert_eq!(doc["verdict"], "regression");
@@ -279,7 +279,7 @@ fn json_has_the_documented_fields() {
     assert_eq!(doc["strata"]["keys"], serde_json::json!([]));
     let doc = compare_json(&d, &["base", "cand"], 0);
     let max = &doc["statistics"][3]["changes"][0];
-    assert_eq!(max["verdict"], "worse");
+    assert_eq!(max["verdict"], "higher");
     assert_eq!(max["untested"], true);
     assert_eq!(doc["statistics"][4]["unit"], "ppb");
     assert_eq!(max["mann_whitney"]["decidable"], false);
@@ -543,7 +543,8 @@ fn verdict_cells(doc: &Value) -> Vec<&Value> {
 
 /// The same kernel twice (seed 002's design, one distribution): no load case holds enough runs
 /// for the test, so every per-case cell is untested and none fails the gate; `--fail-untested`
-/// fails exactly when some load case rose beyond the threshold; a rise is never `undecided`.
+/// fails exactly when some load case rose beyond the threshold; an untested cell says `higher`
+/// or `lower` by its sign, never `better` or `worse`.
 #[test]
 fn the_same_kernel_twice_passes_and_marks_every_load_case_untested() {
     let mut strict_failures = 0;
@@ -574,8 +575,12 @@ fn the_same_kernel_twice_passes_and_marks_every_load_case_untested() {
         }
         let mut untested_rise = false;
         for cell in verdict_cells(&doc) {
-            if cell["delta"].as_i64().is_some_and(|d| d > 0) {
-                assert_ne!(cell["verdict"], "undecided", "seed {seed}: {cell}");
+            let rise = cell["delta"].as_i64().is_some_and(|d| d > 0);
+            let wrong = if rise { "lower" } else { "higher" };
+            assert_ne!(cell["verdict"], wrong, "seed {seed}: {cell}");
+            if cell["untested"] == true {
+                assert_ne!(cell["verdict"], "better", "seed {seed}: {cell}");
+                assert_ne!(cell["verdict"], "worse", "seed {seed}: {cell}");
             }
             untested_rise |= cell["untested"] == true && cell["threshold_verdict"] == "REGRESSION";
         }

@@ -25,7 +25,7 @@ pub struct Change {
 impl Change {
     /// The verdict as people read it, in every text output: the word, and `(untested)` on a
     /// verdict the test could not decide; `runs` adds the runs per side
-    /// (`worse (untested, n=1 per side × 2 strata)`).
+    /// (`higher (untested, n=1 per side × 2 strata)`).
     pub fn label(&self, runs: bool) -> String {
         let word = self.verdict.word();
         if !self.untested() {

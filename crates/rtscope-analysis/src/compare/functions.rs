@@ -13,10 +13,18 @@
 //! never significant), the p-values adjusted by Holm's method over the candidate's functions
 //! (a list of many functions tested at 5 % each would find some change by chance).
 //!
-//! A run without stacks (explained without `--explain-stacks on`, stacks asked for but none
-//! taken, or not explained) is left out and named, never counted as zero; a group with no run
-//! with stacks says so and is not compared. The listing is informative: it never changes the
-//! verdict or the exit code.
+//! A run took kernel stacks when it asked for them (`--explain-stacks on` or `auto` on its
+//! command line; `noise --explain` always does) or, stored before stacks were off by default,
+//! when a kept spike carries one. Function rows of a run that took none name handlers only
+//! (timer callbacks such as `tcp_delack_timer`, tasklets, IPI function calls): they are no
+//! kernel stacks, and the run counts as explained without them.
+//!
+//! A run without stacks (explained without them, stacks asked for but none taken, or not
+//! explained) is left out and named, never counted as zero. The comparison by function is
+//! made only between groups that both took stacks: a group without any is not compared and
+//! is said in one line (with how to take them, where its runs' command line could ask), and
+//! when no group took any there is nothing to say. The listing is informative: it never
+//! changes the verdict or the exit code.
 
 use super::group::Group;
 use super::model::RunData;
@@ -63,6 +71,15 @@ struct Stored {
     functions: Vec<FunctionTime>,
     #[serde(default)]
     counts: Option<StoredCounts>,
+    #[serde(default)]
+    worst: Vec<StoredSpike>,
+}
+
+/// A kept spike: only whether it carries a kernel stack.
+#[derive(serde::Deserialize)]
+struct StoredSpike {
+    #[serde(default)]
+    stack: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(serde::Deserialize)]
@@ -81,17 +98,22 @@ impl RunStacks {
             Err(err) => return RunStacks::Unreadable(err.to_string()),
         };
         let (traced, traced_ns) = stored.counts.map_or((0, 0), |c| (c.traced, c.traced_ns));
+        let asked = kind == RunKind::Noise || stacks_asked(&e.command_line_json);
+        // Stored before stacks were off by default: taken without being asked for.
+        let kept_one = stored.worst.iter().any(|w| w.stack.is_some());
+        if !asked && !kept_one {
+            // Rows, if any, name handlers only (timer callbacks, tasklets): no kernel stack.
+            return RunStacks::NotAsked;
+        }
         if stored.functions.is_empty() {
-            let asked = kind == RunKind::Noise || stacks_asked(&e.command_line_json);
-            return match (asked, traced) {
-                (false, _) => RunStacks::NotAsked,
+            return match traced {
                 // Asked and nothing traced: no spike to charge, every function's time is 0.
-                (true, 0) => RunStacks::Stacks {
+                0 => RunStacks::Stacks {
                     functions: Vec::new(),
                     traced_ns: 0,
                     threshold_ns: e.summary.threshold_ns,
                 },
-                (true, traced) => RunStacks::NoneTaken { traced },
+                traced => RunStacks::NoneTaken { traced },
             };
         }
         RunStacks::Stacks {
@@ -102,13 +124,22 @@ impl RunStacks {
     }
 }
 
-/// Whether a command line (JSON array) asked for kernel stacks (`--explain-stacks on`).
+/// Whether a command line (JSON array) asked for kernel stacks (`--explain-stacks on` or
+/// `auto`, the last one given).
 fn stacks_asked(command_line_json: &str) -> bool {
     let args: Vec<String> = serde_json::from_str(command_line_json).unwrap_or_default();
-    args.iter().enumerate().any(|(i, a)| {
-        a == "--explain-stacks=on"
-            || (a == "--explain-stacks" && args.get(i + 1).is_some_and(|v| v == "on"))
-    })
+    let mut asked = false;
+    for (i, a) in args.iter().enumerate() {
+        let value = match a.strip_prefix("--explain-stacks") {
+            Some("") => args.get(i + 1).map(String::as_str),
+            Some(v) => v.strip_prefix('='),
+            None => None,
+        };
+        if let Some(v) = value {
+            asked = matches!(v, "on" | "auto");
+        }
+    }
+    asked
 }
 
 /// At most [`MAX_READ`] rows, the rest summed into [`OTHER_FUNCTIONS`] (never dropped).
@@ -232,6 +263,17 @@ pub struct Coverage {
     pub exposure: f64,
     /// The distinct `--explain` thresholds of the runs with stacks (ns), smallest first.
     pub thresholds_ns: Vec<u64>,
+    /// Whether a run left out is a `measure` run outside a campaign that took no stacks
+    /// because it did not ask (or was not explained): `--explain DUR --explain-stacks on` on
+    /// its command line would take them. A campaign file cannot ask for them.
+    pub askable: bool,
+}
+
+impl Coverage {
+    /// Whether some run of the group took kernel stacks.
+    pub fn took_stacks(&self) -> bool {
+        !self.with_stacks.is_empty()
+    }
 }
 
 /// A function's time in one group.
@@ -391,26 +433,28 @@ impl FunctionComparison {
         all.next().is_some_and(|first| all.any(|t| t != first))
     }
 
+    /// Whether some candidate is compared with the baseline (both took kernel stacks): the
+    /// block of functions is shown only then.
+    pub fn compared(&self) -> bool {
+        self.candidates.iter().any(|c| c.compared)
+    }
+
     /// The comparison of `groups` by function, from what each run stored (`stacks`, by run
     /// id; a run absent was not explained); runs matched by stratum under `keys` for the
-    /// test. `None` when no run of any group was explained (nothing to say).
+    /// test. `None` when no run of any group took kernel stacks (nothing both sides measured).
     pub fn new(
         groups: &[Group],
         stacks: &HashMap<RunId, RunStacks>,
         keys: &[Key],
     ) -> Option<FunctionComparison> {
-        let explained = groups
-            .iter()
-            .flat_map(|g| &g.runs)
-            .any(|r| stacks.contains_key(&r.id));
-        if !explained {
-            return None;
-        }
         let exposure = Exposure::of(groups);
         let sides: Vec<GroupSide> = groups
             .iter()
             .map(|g| GroupSide::of(g, stacks, exposure))
             .collect();
+        if !sides.iter().any(|s| s.coverage.took_stacks()) {
+            return None;
+        }
         let candidates = sides[1..]
             .iter()
             .map(|c| candidate(&sides[0], c, keys))
@@ -444,6 +488,7 @@ impl<'a> GroupSide<'a> {
                 function_ns: 0,
                 exposure: 0.0,
                 thresholds_ns: Vec::new(),
+                askable: false,
             },
             runs: Vec::new(),
         };
@@ -470,6 +515,8 @@ impl<'a> GroupSide<'a> {
                     }
                 },
             };
+            let unasked = matches!(why, LeftOut::NotExplained | LeftOut::NotAsked);
+            s.coverage.askable |= unasked && r.kind == RunKind::Measure && r.campaign.is_none();
             s.coverage.left_out.push((r.id, why));
         }
         s

@@ -150,7 +150,7 @@ fn with_too_few_runs_a_tenfold_change_is_not_tested_rather_than_significant() {
 }
 
 #[test]
-fn a_group_without_stacks_is_named_and_never_compared_as_zero() {
+fn a_group_without_stacks_is_one_line_never_a_block_nor_compared_as_zero() {
     let c = compare(
         4,
         |_| stacks(&[("grows", 100_000)]),
@@ -164,30 +164,100 @@ fn a_group_without_stacks_is_named_and_never_compared_as_zero() {
     );
     let fc = c.functions.as_ref().unwrap();
     let b = &fc.coverage[1];
-    assert!(b.with_stacks.is_empty());
+    assert!(b.with_stacks.is_empty() && !b.took_stacks());
     assert_eq!(b.left_out.len(), 4);
-    assert!(!fc.candidates[0].compared);
+    assert!(
+        b.askable,
+        "measure runs outside a campaign can ask for stacks"
+    );
+    assert!(!fc.candidates[0].compared && !fc.compared());
     assert!(fc.candidates[0].rows.is_empty(), "no row of zeros for B");
     let text = crate::compare::text::render(&c);
-    assert!(
-        text.contains(
-            "no kernel stacks in group B ('kernel=rt'): run with --explain DUR --explain-stacks on"
-        ),
+    let said: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("kernel functions"))
+        .collect();
+    assert_eq!(
+        said,
+        ["kernel functions not compared: B ('kernel=rt') took no kernel stacks (explained without kernel stacks: runs 101, 103; stacks asked for, none taken: runs 102, 104); to compare them, measure with --explain DUR --explain-stacks on"],
         "{text}"
     );
-    assert!(
-        text.contains("run 101 explained without kernel stacks"),
-        "{text}"
-    );
-    assert!(
-        text.contains("run 102 stacks asked for, none taken"),
-        "{text}"
-    );
-    assert!(text.contains("B vs A: not compared"), "{text}");
+    assert!(!text.contains("grows"), "no table: {text}");
     let json = crate::compare::json::document(&c, 0);
     let kf = &json["kernel_functions"];
     assert_eq!(kf["candidates"][0]["compared"], false);
     assert_eq!(kf["groups"][1]["left_out"][0]["reason"], "no_stacks");
+}
+
+/// A baseline without stacks: nothing is compared, one line for it; the candidates that took
+/// stacks have nothing to be compared with and get no line.
+#[test]
+fn a_baseline_without_stacks_is_its_one_line() {
+    let c = compare(2, |_| RunStacks::NotAsked, |_| stacks(&[("f", 1_000)]));
+    let text = crate::compare::text::render(&c);
+    let said: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("kernel functions"))
+        .collect();
+    assert_eq!(
+        said,
+        ["kernel functions not compared: A ('kernel=stock') took no kernel stacks (explained without kernel stacks: runs 1, 2); to compare them, measure with --explain DUR --explain-stacks on"],
+        "{text}"
+    );
+}
+
+/// Campaign runs cannot ask for stacks (a campaign file has no `--explain-stacks`): their line
+/// gives no advice; nor does one of runs that asked and got none.
+#[test]
+fn no_advice_that_cannot_be_followed() {
+    let mut map = HashMap::new();
+    let a: Vec<RunData> = (1..=2).map(measured).collect();
+    let mut b: Vec<RunData> = (11..=12).map(measured).collect();
+    for r in &mut b {
+        r.campaign = Some("nightly".into());
+    }
+    let taken: Vec<RunData> = (21..=22).map(measured).collect();
+    for id in [1, 2] {
+        map.insert(id, stacks(&[("f", 1_000)]));
+    }
+    for id in [11, 12] {
+        map.insert(id, RunStacks::NotAsked);
+    }
+    for id in [21, 22] {
+        map.insert(id, RunStacks::NoneTaken { traced: 4 });
+    }
+    let groups = vec![
+        Group::new(0, "a", a),
+        Group::new(1, "campaign:nightly", b),
+        Group::new(2, "c", taken),
+    ];
+    let c =
+        Comparison::new(groups, &[Stat::Max], thresholds(), Stat::Max, None).with_functions(&map);
+    let text = crate::compare::text::render(&c);
+    let said: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("kernel functions"))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "kernel functions not compared: B ('campaign:nightly') took no kernel stacks (explained without kernel stacks: runs 11, 12)",
+            "kernel functions not compared: C ('c') took no kernel stacks (stacks asked for, none taken: runs 21, 22)",
+        ],
+        "{text}"
+    );
+}
+
+/// Both groups explained, neither took stacks (a campaign explained by default, whose function
+/// rows name timer callbacks only): nothing both sides measured, nothing said.
+#[test]
+fn no_section_when_no_group_took_stacks() {
+    let c = compare(2, |_| RunStacks::NotAsked, |_| RunStacks::NotAsked);
+    assert!(c.functions.is_none());
+    let text = crate::compare::text::render(&c);
+    assert!(!text.contains("kernel functions"), "{text}");
+    assert!(!text.contains("kernel stacks"), "{text}");
+    assert!(crate::compare::json::document(&c, 0)["kernel_functions"].is_null());
 }
 
 #[test]
@@ -287,10 +357,12 @@ fn a_stored_summary_reads_as_stacks_only_when_stacks_were_taken() {
     ];
     let off = ["rtscope", "measure", "--explain", "100us"];
     let m = RunKind::Measure;
-    assert!(matches!(
-        RunStacks::of(&explained(with, &off), m),
-        RunStacks::Stacks { ref functions, traced_ns: 900, threshold_ns: 100_000 } if functions.len() == 1
-    ));
+    let is_stacks = |r: RunStacks| matches!(r, RunStacks::Stacks { ref functions, traced_ns: 900, threshold_ns: 100_000 } if functions.len() == 1);
+    assert!(is_stacks(RunStacks::of(&explained(with, &on), m)));
+    assert!(is_stacks(RunStacks::of(
+        &explained(with, &["rtscope", "measure", "--explain-stacks=auto"]),
+        m
+    )));
     assert_eq!(
         RunStacks::of(&explained(none, &off), m),
         RunStacks::NotAsked
@@ -305,6 +377,18 @@ fn a_stored_summary_reads_as_stacks_only_when_stacks_were_taken() {
             m
         ),
         RunStacks::NoneTaken { traced: 2 }
+    );
+    // The last --explain-stacks given counts.
+    let on_then_off = [
+        "rtscope",
+        "measure",
+        "--explain-stacks",
+        "on",
+        "--explain-stacks=off",
+    ];
+    assert_eq!(
+        RunStacks::of(&explained(with, &on_then_off), m),
+        RunStacks::NotAsked
     );
     // Stacks on and nothing traced: every function's time is a real 0.
     assert_eq!(
@@ -323,6 +407,25 @@ fn a_stored_summary_reads_as_stacks_only_when_stacks_were_taken() {
     assert!(matches!(
         RunStacks::of(&explained("{not json", &on), m),
         RunStacks::Unreadable(_)
+    ));
+}
+
+/// Function rows of a run that did not ask for stacks name the handlers that led its spikes
+/// (timer callbacks, tasklets): no kernel stack, so the run is explained without stacks — unless
+/// a kept spike carries a stack (stored before stacks were off by default).
+#[test]
+fn handler_names_without_stacks_are_no_kernel_stacks() {
+    let handlers = r#"{"counts":{"traced":2,"traced_ns":900},"functions":[{"function":"tcp_delack_timer","ns":115800,"spikes":2}],"worst":[{"tier":"traced","handler":{"function":"tcp_delack_timer"}},{"tier":"coarse"}]}"#;
+    let off = ["rtscope", "measure", "--explain", "100us"];
+    let m = RunKind::Measure;
+    assert_eq!(
+        RunStacks::of(&explained(handlers, &off), m),
+        RunStacks::NotAsked
+    );
+    let kept = r#"{"counts":{"traced":2,"traced_ns":900},"functions":[{"function":"f","ns":800,"spikes":2}],"worst":[{"tier":"traced","stack":{"task":{"comm":"x","pid":1,"prio":120},"frames":["f"]}}]}"#;
+    assert!(matches!(
+        RunStacks::of(&explained(kept, &off), m),
+        RunStacks::Stacks { ref functions, .. } if functions[0].function == "f"
     ));
 }
 

@@ -1,4 +1,4 @@
-//! `compare --json`: the comparison as one JSON document, schema `rtscope.compare/2`
+//! `compare --json`: the comparison as one JSON document, schema `rtscope.compare/3`
 //! (documented in docs/compare.md).
 
 use super::analysis::{Comparison, Matrix, StatRow};
@@ -9,7 +9,7 @@ use super::tail::{Side, TailRow};
 use serde_json::{json, Map, Value};
 
 /// The schema name and version written into every document.
-pub const SCHEMA: &str = "rtscope.compare/2";
+pub const SCHEMA: &str = "rtscope.compare/3";
 
 /// Builds the document; `exit_code` is the code the command exits with.
 pub fn document(c: &Comparison, exit_code: i32) -> Value {

@@ -9,7 +9,7 @@ mod tests;
 
 use super::functions::RunStacks;
 use super::group::{same_kind, Group, GroupKind};
-use super::model::{RunData, Stat, NOISE_STATS};
+use super::model::{RunData, Stat, DEFAULT_STATS, NOISE_STATS};
 use crate::{select, series};
 use rtscope_common::error::UsageError;
 use rtscope_core::text::escape;
@@ -36,18 +36,24 @@ pub fn groups(store: &Store, selectors: &[String]) -> Result<Loaded, UsageError>
     Ok(Loaded { groups, notes })
 }
 
-/// The statistics compared: `asked`, unless they were the default (`defaulted`) and the
-/// groups hold noise runs, which are compared by noise's own default statistics. Groups of
-/// both kinds are refused.
-pub fn stats_for(
-    groups: &[Group],
-    asked: Vec<Stat>,
-    defaulted: bool,
-) -> Result<Vec<Stat>, UsageError> {
-    Ok(match same_kind(groups)? {
-        GroupKind::Noise if defaulted => NOISE_STATS.to_vec(),
-        _ => asked,
+/// The statistics compared: `asked` when `--stat` was given (always honoured, whatever it
+/// lists), else the groups' defaults — noise's own for noise runs ([`NOISE_STATS`]),
+/// [`DEFAULT_STATS`] otherwise. Groups of both kinds are refused.
+pub fn stats_for(groups: &[Group], asked: Option<Vec<Stat>>) -> Result<Vec<Stat>, UsageError> {
+    let kind = same_kind(groups)?;
+    Ok(match (asked, kind) {
+        (Some(asked), _) => asked,
+        (None, GroupKind::Noise) => NOISE_STATS.to_vec(),
+        (None, _) => default_stats(),
     })
+}
+
+/// [`DEFAULT_STATS`] parsed: the statistics compared for latency groups without `--stat`.
+pub fn default_stats() -> Vec<Stat> {
+    DEFAULT_STATS
+        .split(',')
+        .filter_map(|s| Stat::parse(s, "--stat").ok())
+        .collect()
 }
 
 /// What each run of `groups` stored about kernel stacks, by run id, read in one statement

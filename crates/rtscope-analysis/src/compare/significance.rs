@@ -11,8 +11,8 @@
 //! Exact p-values (the distribution of U counted by recursion, ties given mid-ranks) for up to
 //! [`EXACT_MAX`] runs per group, else the normal approximation with the tie correction. With
 //! α = 0.05 a test needs at least 4 runs per group (4 vs 4: the smallest two-sided p is
-//! 2/70 ≈ 0.029); with fewer, no difference can be significant, and the test is *undecided*
-//! ([`Test::decidable`]).
+//! 2/70 ≈ 0.029); with fewer, no difference can be significant, and the test cannot decide
+//! ([`Test::decidable`]: the verdict is *untested*).
 //!
 //! Runs of different scenarios or load cases are not exchangeable: pooling them lets a level
 //! difference between scenarios, or load that changed between two campaigns, pass for a

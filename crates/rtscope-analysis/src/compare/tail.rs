@@ -11,8 +11,8 @@
 //!
 //! A merged histogram keeps no time order, so its stationarity cannot be tested: every level is
 //! refused (`not tested for stationarity`) unless `--assume-stationary` asks for it, and then
-//! every verdict rests on that assumption (`untested`: a rise is `worse`, failing only with
-//! `--fail-untested`; nothing passes as tested). A heavy or unstable tail gets no level at all,
+//! every verdict rests on that assumption (`untested`: a rise is `higher`, a fall `lower`, a
+//! rise failing only with `--fail-untested`; nothing passes as tested). A heavy or unstable tail gets no level at all,
 //! by the rule `rtscope tail` follows ([`rtscope_evt::far::not_estimable`], applied in
 //! [`rtscope_evt::analyse`]).
 
@@ -362,10 +362,10 @@ mod tests {
             NotSignificant
         );
         assert_eq!(v(&t, &level(52_000.0, 47_000.0, Some(58_000.0))), Same);
-        // Unbounded above: untested, a rise worse (not failing) unless --fail-untested.
+        // Unbounded above: untested, a rise higher (not failing) unless --fail-untested.
         let open = level(80_000.0, 58_000.0, None);
         let ch = change(&t, &base, &open, false);
-        assert_eq!((ch.verdict, ch.basis), (Worse, Basis::Untested));
+        assert_eq!((ch.verdict, ch.basis), (Higher, Basis::Untested));
         assert!(ch.untested_rise());
         t.fail_untested = true;
         assert_eq!(v(&t, &open), Regression);
@@ -374,12 +374,14 @@ mod tests {
         assert_eq!(v(&t, &refused), Unknown);
         assert_eq!(change(&t, &refused, &base, false).verdict, Unknown);
         assert_eq!(v(&t, &Side::Within), Unknown);
-        // Stationarity assumed: even intervals apart are an untested verdict (a rise worse,
-        // a regression only with --fail-untested).
+        // Stationarity assumed: even intervals apart are an untested verdict (a rise higher,
+        // a regression only with --fail-untested; a fall lower, never better).
         t.fail_untested = false;
         let apart = level(80_000.0, 70_000.0, Some(95_000.0));
         let ch = change(&t, &base, &apart, true);
-        assert_eq!((ch.verdict, ch.basis), (Worse, Basis::Untested));
+        assert_eq!((ch.verdict, ch.basis), (Higher, Basis::Untested));
+        let below = level(20_000.0, 15_000.0, Some(30_000.0));
+        assert_eq!(change(&t, &base, &below, true).verdict, Lower);
         t.fail_untested = true;
         assert_eq!(change(&t, &base, &apart, true).verdict, Regression);
     }
@@ -482,7 +484,7 @@ mod tests {
         assert_eq!(row.changes[0].basis, Basis::Untested);
         assert!(matches!(
             row.changes[1].verdict,
-            Verdict::Same | Verdict::NotSignificant | Verdict::Worse | Verdict::Better
+            Verdict::Same | Verdict::Higher | Verdict::Lower
         ));
         assert!(c.regressions() >= 1);
         let text = super::super::text::render(&c);
@@ -497,11 +499,11 @@ mod tests {
         assert_eq!(doc["tail"]["changes"][0]["verdict"], "REGRESSION");
         assert_eq!(doc["tail"]["assumed_stationary"], true);
         assert_eq!(doc["tail"]["groups"][1]["group"], "B");
-        // Without --fail-untested the rise is worse, and nothing fails.
+        // Without --fail-untested the rise is higher, and nothing fails.
         t.fail_untested = false;
         let c = Comparison::new(groups(), &[Stat::Max], t.clone(), Stat::Max, None)
             .with_tail_level(1e-9, true);
-        assert_eq!(c.tail.as_ref().unwrap().changes[0].verdict, Verdict::Worse);
+        assert_eq!(c.tail.as_ref().unwrap().changes[0].verdict, Verdict::Higher);
         assert_eq!(c.regressions(), 0);
         // A group with nothing to fit (a summary without histogram) is refused: no verdict.
         let empty = Group::new(
@@ -661,7 +663,7 @@ mod tests {
         let said = format!("worst-segment envelope ({from}; one stationary tail refused)");
         assert!(b.estimate_ns >= 2_000_000.0, "{b:?}");
         // Not one stationary tail's level: the rise is an untested verdict.
-        assert_eq!(row.changes[0].verdict, Verdict::Worse);
+        assert_eq!(row.changes[0].verdict, Verdict::Higher);
         assert_eq!(row.changes[0].basis, Basis::Untested);
         assert_eq!(c.regressions(), 0);
         // Without raw samples the merged histogram's refusal stands.
@@ -674,7 +676,7 @@ mod tests {
         let text = super::super::text::render(&c);
         assert!(text.contains(&said), "{text}");
         assert!(
-            text.contains("worse (untested: a worst-segment envelope, not one stationary tail)"),
+            text.contains("higher (untested: a worst-segment envelope, not one stationary tail)"),
             "{text}"
         );
         let doc = super::super::json::document(&c, 0);

@@ -2,12 +2,13 @@
 
 use super::analysis::{Comparison, Matrix};
 use super::change::Change;
-use super::functions::{Coverage, FunctionComparison, FunctionRow, Presence};
+use super::functions::{Coverage, FunctionComparison, FunctionRow, LeftOut, Presence};
 use super::group::Group;
 use super::model::Stat;
 use super::verdict::Verdict;
 use rtscope_core::text as table;
 use rtscope_core::Nanos;
+use rtscope_store::RunId;
 use std::fmt::Write;
 
 /// Renders the whole report.
@@ -42,13 +43,28 @@ const FUNCTION_ROWS: usize = 15;
 /// Runs named per group among those left out of the comparison by function.
 const LEFT_OUT_IDS: usize = 8;
 
-/// The kernel functions whose charged time changed ([`super::functions`]).
+/// The kernel functions whose charged time changed ([`super::functions`]): the block only
+/// where a candidate and the baseline both took kernel stacks, then one line per group that
+/// took none.
 fn functions(f: &FunctionComparison) -> String {
+    let mut s = if f.compared() {
+        compared_functions(f)
+    } else {
+        String::new()
+    };
+    for c in f.coverage.iter().filter(|c| !c.took_stacks()) {
+        s.push_str(&without_stacks(c));
+    }
+    s
+}
+
+/// The block: the groups with stacks, and each candidate compared.
+fn compared_functions(f: &FunctionComparison) -> String {
     let unit = f.exposure.unit();
     let mut s = format!(
         "kernel functions (time of the traced spikes by the first function of their kernel stack, per {unit}; share of the group's traced spike time):\n"
     );
-    for c in &f.coverage {
+    for c in f.coverage.iter().filter(|c| c.took_stacks()) {
         s.push_str(&coverage_line(c));
     }
     if f.thresholds_differ() {
@@ -71,46 +87,71 @@ fn functions(f: &FunctionComparison) -> String {
             each.join(", ")
         );
     }
-    for cand in &f.candidates {
-        if !cand.compared {
-            let _ = writeln!(
-                s,
-                "{} vs A: not compared (a side has no run with kernel stacks)",
-                cand.group
-            );
-            continue;
-        }
+    for cand in f.candidates.iter().filter(|c| c.compared) {
         s.push_str(&function_table(&cand.group, unit, &cand.rows));
     }
     s.push_str("(informative: the listing by function does not change the verdict)\n");
     s
 }
 
+/// One line for a group that took no kernel stacks: not compared, why (its runs by reason),
+/// and how to take them only where its runs' command line could ask.
+fn without_stacks(c: &Coverage) -> String {
+    let mut reasons: Vec<(&LeftOut, Vec<RunId>)> = Vec::new();
+    for (id, why) in &c.left_out {
+        match reasons.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, ids)) => ids.push(*id),
+            None => reasons.push((why, vec![*id])),
+        }
+    }
+    let said: Vec<String> = reasons
+        .iter()
+        .map(|(why, ids)| format!("{}: {}", why.describe(), run_ids(ids)))
+        .collect();
+    let mut s = format!(
+        "kernel functions not compared: {} ('{}') took no kernel stacks ({})",
+        c.group,
+        rtscope_core::text::escape(&c.selector),
+        said.join("; ")
+    );
+    if c.askable {
+        s.push_str("; to compare them, measure with --explain DUR --explain-stacks on");
+    }
+    s.push('\n');
+    s
+}
+
+/// `run 3` or `runs 3, 4`, at most [`LEFT_OUT_IDS`] ids and the count of the rest.
+fn run_ids(ids: &[RunId]) -> String {
+    let mut named: Vec<String> = ids
+        .iter()
+        .take(LEFT_OUT_IDS)
+        .map(|id| id.to_string())
+        .collect();
+    if ids.len() > LEFT_OUT_IDS {
+        named.push(format!("… {} more", ids.len() - LEFT_OUT_IDS));
+    }
+    let word = if ids.len() == 1 { "run" } else { "runs" };
+    format!("{word} {}", named.join(", "))
+}
+
 /// One group's runs with kernel stacks, and those left out (never counted as zero).
 fn coverage_line(c: &Coverage) -> String {
     let n = c.with_stacks.len() + c.left_out.len();
-    let mut s = if c.with_stacks.is_empty() {
+    let charged = if c.traced_ns > 0 {
         format!(
-            "  no kernel stacks in group {} ('{}'): run with --explain DUR --explain-stacks on\n",
-            c.group,
-            rtscope_core::text::escape(&c.selector)
+            ", {:.1}% of it charged to a function",
+            100.0 * c.function_ns as f64 / c.traced_ns as f64
         )
     } else {
-        let charged = if c.traced_ns > 0 {
-            format!(
-                ", {:.1}% of it charged to a function",
-                100.0 * c.function_ns as f64 / c.traced_ns as f64
-            )
-        } else {
-            String::new()
-        };
-        format!(
-            "  {}: {} of {n} runs with kernel stacks; traced spike time {}{charged}\n",
-            c.group,
-            c.with_stacks.len(),
-            Nanos(c.traced_ns)
-        )
+        String::new()
     };
+    let mut s = format!(
+        "  {}: {} of {n} runs with kernel stacks; traced spike time {}{charged}\n",
+        c.group,
+        c.with_stacks.len(),
+        Nanos(c.traced_ns)
+    );
     if !c.left_out.is_empty() {
         let mut named: Vec<String> = c
             .left_out
@@ -373,16 +414,18 @@ fn thresholds_line(c: &Comparison) -> String {
         });
     }
     if all_changes(c).any(|ch| ch.verdict == Verdict::Worse) {
-        s.push_str("; worse = higher beyond the threshold but not failing (a percentile on too few samples, or untested)");
+        s.push_str("; worse = higher beyond the threshold but not failing (a percentile on too few samples)");
     }
     if all_changes(c).any(Change::untested) {
         let _ = write!(
             s,
             "; untested = too few runs for the significance test, judged by the threshold alone ({})",
-            if t.fail_untested || t.threshold_only {
+            if t.threshold_only {
                 "a rise fails"
+            } else if t.fail_untested {
+                "said lower or higher; a rise fails"
             } else {
-                "a rise is worse and does not fail; --fail-untested fails it"
+                "said lower or higher; a rise does not fail; --fail-untested fails it"
             }
         );
     }
@@ -505,7 +548,7 @@ pub fn verdict_line(c: &Comparison) -> String {
         let effect = if t.fail_untested || t.threshold_only {
             "it fails the gate"
         } else {
-            "reported as worse, not failing; --fail-untested fails it"
+            "reported as higher, not failing; --fail-untested fails it"
         };
         let _ = writeln!(
             line,

@@ -14,13 +14,17 @@
 //! stratified by scenario, load case and tags, see [`super::significance`]) decides a change
 //! beyond the threshold, in ONE function, [`Thresholds::decide`], used for every cell
 //! (statistics rows, per-case matrix, JSON, CI outputs):
-//! * the test can decide ([`Basis::Tested`]): a significant change keeps its verdict, else it
-//!   is `no significant difference` (run-to-run noise, never fails);
+//! * the test can decide ([`Basis::Tested`]): a significant change keeps its verdict
+//!   (`better`, `worse`, `REGRESSION`), else it is `no significant difference` (run-to-run
+//!   noise, never fails);
 //! * the groups hold fewer runs than the test needs to reach p < 0.05 whatever the values, or
 //!   no stratum in common ([`Basis::Untested`], shown `(untested)` on every such cell): the
-//!   threshold alone judges it; a rise is `worse` (reported, not failing) unless
-//!   `--fail-untested` makes it a `REGRESSION`; a fall is `undecided` (never a rise);
-//! * `--threshold-only`: the threshold's verdict stands, a rise is a `REGRESSION`.
+//!   threshold alone judges it, and the words say only the direction, the same both ways: a
+//!   fall is `lower`, a rise `higher` — never `better` or `worse`, which only a test decides.
+//!   A rise does not fail unless `--fail-untested` makes it a `REGRESSION`; a fall never
+//!   fails;
+//! * `--threshold-only`: the threshold is the test asked for, and its verdict stands (`better`,
+//!   `REGRESSION`).
 
 use super::model::Stat;
 use super::significance::Test;
@@ -36,8 +40,8 @@ pub enum Verdict {
     Better,
     /// Within the threshold or the floor.
     Same,
-    /// Worse beyond both, but not failing: a percentile on too few samples, or an untested rise
-    /// without `--fail-untested`.
+    /// Worse beyond both and significant (or `--threshold-only`), but not failing: a percentile
+    /// on too few samples.
     Worse,
     /// Worse beyond both: fails the comparison.
     Regression,
@@ -46,9 +50,13 @@ pub enum Verdict {
     /// Beyond the threshold on the merged runs, but the per-run values of the two groups
     /// overlap (not significant at 5 %).
     NotSignificant,
-    /// *Lower* beyond the threshold on the merged runs, with too few runs for the significance
-    /// test to decide: not called better. Never a rise.
-    Undecided,
+    /// Lower beyond the threshold on the merged runs, with too few runs for the significance
+    /// test to decide: not called better. Never a rise; never fails.
+    Lower,
+    /// Higher beyond the threshold on the merged runs, with too few runs for the significance
+    /// test to decide: not called worse, and not failing (`--fail-untested` makes it a
+    /// [`Verdict::Regression`]). Never a fall.
+    Higher,
 }
 
 impl Verdict {
@@ -61,7 +69,8 @@ impl Verdict {
             Verdict::Regression => "REGRESSION",
             Verdict::Unknown => "n/a",
             Verdict::NotSignificant => "no significant difference",
-            Verdict::Undecided => "undecided",
+            Verdict::Lower => "lower",
+            Verdict::Higher => "higher",
         }
     }
 }
@@ -110,7 +119,7 @@ pub struct Thresholds {
     /// single runs, `--threshold-only`).
     pub threshold_only: bool,
     /// Fail on a rise beyond the threshold that the test could not decide (`--fail-untested`);
-    /// by default it is `worse`, reported and not failing.
+    /// by default it is `higher`, reported and not failing.
     pub fail_untested: bool,
 }
 
@@ -224,9 +233,9 @@ impl Thresholds {
             Basis::Tested if significant => threshold,
             Basis::Tested => Verdict::NotSignificant,
             Basis::Untested => match threshold {
-                Verdict::Better => Verdict::Undecided,
+                Verdict::Better => Verdict::Lower,
                 Verdict::Regression if self.fail_untested => Verdict::Regression,
-                _ => Verdict::Worse,
+                _ => Verdict::Higher,
             },
         }
     }
@@ -294,7 +303,7 @@ mod tests {
     }
 
     #[test]
-    fn one_rule_decides_every_cell_and_a_rise_is_never_undecided() {
+    fn one_rule_decides_every_cell_with_symmetric_words_where_no_test_decided() {
         use super::super::significance::mann_whitney;
         let shifted = mann_whitney(&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0]).unwrap();
         let mixed = mann_whitney(&[1.0, 3.0, 5.0, 7.0], &[2.0, 4.0, 6.0, 8.0]).unwrap();
@@ -305,11 +314,14 @@ mod tests {
         for (threshold, test, want) in [
             (Regression, Some(&shifted), Regression),
             (Regression, Some(&mixed), NotSignificant),
-            (Regression, Some(&single), Worse),
-            (Regression, None, Worse),
-            (Worse, Some(&single), Worse),
-            (Better, Some(&single), Undecided),
+            (Regression, Some(&single), Higher),
+            (Regression, None, Higher),
+            (Worse, Some(&single), Higher),
+            (Worse, Some(&shifted), Worse),
+            (Better, Some(&single), Lower),
+            (Better, None, Lower),
             (Better, Some(&shifted), Better),
+            (Better, Some(&mixed), NotSignificant),
             (Same, Some(&single), Same),
             (Unknown, None, Unknown),
         ] {
@@ -319,12 +331,15 @@ mod tests {
         assert_eq!(t.decide(Same, Some(&mixed)).1, Basis::Tested);
         t.fail_untested = true;
         assert_eq!(d(&t, Regression, Some(&single)), Regression);
-        assert_eq!(d(&t, Worse, Some(&single)), Worse);
+        assert_eq!(d(&t, Worse, Some(&single)), Higher);
+        // A fall never fails, --fail-untested or not.
+        assert_eq!(d(&t, Better, Some(&single)), Lower);
         assert_eq!(d(&t, Regression, Some(&mixed)), NotSignificant);
         t.fail_untested = false;
         t.threshold_only = true;
         assert_eq!(d(&t, Regression, Some(&mixed)), Regression);
         assert_eq!(d(&t, Better, None), Better);
         assert_eq!(Regression.to_string(), "REGRESSION");
+        assert_eq!((Lower.word(), Higher.word()), ("lower", "higher"));
     }
 }

@@ -15,15 +15,11 @@ pub struct CompareArgs {
     #[arg(long, value_name = "PATH")]
     pub db: Option<PathBuf>,
     /// Statistics to compare (repeatable or comma-separated): min, mean, p50, p90, p99, p99.9,
-    /// p99.99, p99.999, p99.9999, max, missed; for noise runs also available and noise/s
-    /// (noise groups default to max, available, noise/s, p50, p99, p99.99)
-    #[arg(
-        long = "stat",
-        value_name = "STAT",
-        value_delimiter = ',',
-        default_value = rtscope_analysis::compare::model::DEFAULT_STATS
-    )]
-    pub stats: Vec<String>,
+    /// p99.99, p99.999, p99.9999, max, missed; for noise runs also available and noise/s. A list
+    /// given is always compared as given [default: p50,p99,p99.99,max,missed; noise groups: max,
+    /// available, noise/s, p50, p99, p99.99]
+    #[arg(long = "stat", value_name = "STAT", value_delimiter = ',')]
+    pub stats: Option<Vec<String>>,
     /// A candidate statistic higher than the baseline's by more than this % (and by more than
     /// --min-delta) is a regression; STAT=PCT sets one statistic's threshold (repeatable)
     /// [default: 10%]
@@ -34,11 +30,12 @@ pub struct CompareArgs {
     pub min_delta: String,
     /// Judge by --threshold and --min-delta alone, without the significance test; a rise beyond
     /// them fails (by default runs with repeats are tested, and a rise on too few runs to test
-    /// is `worse (untested)` and does not fail)
+    /// is `higher (untested)` and does not fail)
     #[arg(long)]
     pub threshold_only: bool,
     /// Fail also on a rise beyond the threshold that rests on too few runs for the significance
-    /// test (a cell marked untested): `REGRESSION (untested)` instead of `worse (untested)`
+    /// test (a cell marked untested): `REGRESSION (untested)` instead of `higher (untested)`; a
+    /// fall (`lower (untested)`) never fails
     #[arg(long)]
     pub fail_untested: bool,
     /// Also compare the latency exceeded with this probability per wake-up (e.g. 1e-9), as
@@ -47,7 +44,7 @@ pub struct CompareArgs {
     pub tail_level: Option<f64>,
     /// With --tail-level: show the levels of the merged histograms, whose stationarity cannot
     /// be tested (no time order), labelled UNTESTED; their verdicts are untested (a rise is
-    /// `worse`, failing only with --fail-untested)
+    /// `higher`, failing only with --fail-untested)
     #[arg(long, requires = "tail_level")]
     pub assume_stationary: bool,
     /// The statistic in the cells of the load-case matrix
@@ -61,7 +58,7 @@ pub struct CompareArgs {
     /// PNG) into this directory
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
-    /// Print JSON (schema rtscope.compare/2) instead of text
+    /// Print JSON (schema rtscope.compare/3) instead of text
     #[arg(long)]
     pub json: bool,
     /// Exit 0 even when a candidate regresses (report only)

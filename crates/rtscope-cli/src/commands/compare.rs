@@ -7,7 +7,7 @@
 
 use crate::cli::compare::CompareArgs;
 use rtscope_analysis::compare::analysis::Comparison;
-use rtscope_analysis::compare::model::{Stat, DEFAULT_STATS};
+use rtscope_analysis::compare::model::Stat;
 use rtscope_analysis::compare::verdict::Thresholds;
 use rtscope_analysis::compare::{json, load, plot, text};
 use rtscope_common::error::ExitStatus;
@@ -15,11 +15,12 @@ use std::io::Write;
 
 /// Runs `rtscope compare …`: exit 0, or 1 when a candidate regresses against the baseline.
 pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+    // None: --stat not given, the groups' defaults (noise's own for noise runs).
     let stats = a
         .stats
-        .iter()
-        .map(|s| Stat::parse(s, "--stat"))
-        .collect::<Result<Vec<_>, _>>()?;
+        .as_ref()
+        .map(|v| v.iter().map(|s| Stat::parse(s, "--stat")).collect())
+        .transpose()?;
     let mut thresholds = Thresholds::parse(&a.thresholds, &a.min_delta)?;
     thresholds.threshold_only = a.threshold_only;
     thresholds.fail_untested = a.fail_untested;
@@ -30,7 +31,7 @@ pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         rtscope_common::error::warn(note);
     }
     let groups = loaded.groups;
-    let stats = load::stats_for(&groups, stats, a.stats.join(",") == DEFAULT_STATS)?;
+    let stats = load::stats_for(&groups, stats)?;
     let mut c = Comparison::new(groups, &stats, thresholds, matrix_stat, a.rows.as_deref());
     if let Some(p) = a.tail_level {
         c = c
