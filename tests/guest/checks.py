@@ -29,6 +29,7 @@ import threading
 import time
 from pathlib import Path
 
+import answer_checks
 import gpio_checks
 import guest
 import noise_checks
@@ -198,6 +199,9 @@ def verify(c: Checker, kernel: str, r: guest.BootResult, host_bin: Path, out: Pa
     rep = host_rtscope(host_bin, "report", "--db", str(db), "-o", str(out / "report"))
     c.expect(kernel, "rtscope report on the host", rep.returncode == 0
              and (out / "report" / "report.html").exists(), rep.stderr.strip()[-300:])
+    answer_checks.check(c, kernel, r.files.get("campaign.log"), out / "report" / "report.html",
+                        lambda i: host_rtscope(host_bin, "runs", "explain", str(i), "--db",
+                                               str(db)).stdout, listed)
     measure = [x for x in listed if x.get("label") == "guest-measure"]
     if measure:
         show = host_rtscope(host_bin, "runs", "show", str(measure[0]["id"]), "--db", str(db), "--json")
