@@ -13,6 +13,7 @@ mod cause_line;
 mod check;
 mod cli;
 mod compare;
+mod compare_both_sides;
 mod compare_functions;
 mod compat_json;
 mod compat_text;
