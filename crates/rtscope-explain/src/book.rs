@@ -157,6 +157,11 @@ pub struct ExplainSummary {
     /// summaries recorded before they were taken.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub functions: Vec<crate::stack::FunctionTime>,
+    /// The same time by folded stack over every traced spike with one, for a flame graph and
+    /// `runs explain --folded` ([`crate::folded`]); empty in summaries recorded before they
+    /// were kept (then drawn from the kept spikes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stacks: Vec<crate::folded::FoldedStack>,
 }
 
 /// Traced spikes (gaps) with time below the kernel (hypervisor, firmware, unexplained) on a CPU
@@ -221,6 +226,7 @@ impl ExplainSummary {
             smt: None,
             missing_exits: Vec::new(),
             functions: Vec::new(),
+            stacks: Vec::new(),
             culprits: totals
                 .into_iter()
                 .map(|(category, total_ns)| CulpritRow {
@@ -359,6 +365,7 @@ impl SpikeBook {
             smt: self.smt,
             missing_exits: Vec::new(),
             functions: self.functions.rows(),
+            stacks: self.functions.stacks(),
         }
     }
 }

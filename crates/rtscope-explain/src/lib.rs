@@ -11,6 +11,7 @@
 //! - [`class_hist`]: per CPU and class, a histogram of each traced gap's time in it;
 //! - [`coarse`]: the fallback tier fed by monitor samples;
 //! - [`stack`]: where in the kernel: a spike's kernel stack folded, time by kernel function;
+//! - [`folded`]: folded stacks for flame graphs (`flamegraph.pl`, inferno), by charged time;
 //! - [`parts`]: a spike's or gap's time in parts that add up (its largest causes, the others,
 //!   its unexplained rest) with shares that sum to 100 %;
 //! - [`unexplained`]: why a spike or a watch window's worst wake-up was not explained, one
@@ -28,6 +29,7 @@ pub mod class_hist;
 pub mod classes;
 pub mod coarse;
 pub mod culprits;
+pub mod folded;
 pub mod interference;
 pub mod model;
 pub mod parts;

@@ -215,11 +215,11 @@ pub fn summary_of(
                 let _ = writeln!(o, "             handler: {}", handler_line(h));
             }
             if let Some(st) = &a.stack {
-                let _ = writeln!(o, "             kernel stack: {}", escaped(&st.to_string()));
+                let _ = writeln!(o, "             {}", escaped(&st.line()));
             }
         }
     }
-    functions(&mut o, &s.functions);
+    functions(&mut o, s);
     o
 }
 
@@ -235,8 +235,11 @@ pub fn handler_line(h: &Handler) -> String {
     )
 }
 
-/// The time-by-kernel-function table (the first 10 rows, then what the others hold).
-fn functions(o: &mut String, rows: &[crate::stack::FunctionTime]) {
+/// The time-by-kernel-function table (the first 10 rows, then what the others hold), and
+/// how much of the traced spikes' time is under no kernel function (the hypervisor's, the
+/// idle CPU's, interrupts', contexts without a stack: the culprits say whose).
+fn functions(o: &mut String, s: &ExplainSummary) {
+    let rows = &s.functions;
     if rows.is_empty() {
         return;
     }
@@ -266,6 +269,19 @@ fn functions(o: &mut String, rows: &[crate::stack::FunctionTime]) {
             "  … {} more functions, {} in all",
             rows.len() - 10,
             dur(ns)
+        );
+    }
+    let under: u64 = rows.iter().map(|r| r.ns).sum();
+    let rest = s.counts.traced_ns.saturating_sub(under);
+    if rest > 0 {
+        let hv = s.class_totals().hypervisor_ns;
+        let _ = writeln!(
+            o,
+            "  under no kernel function: {} of {} traced (hypervisor {}; the rest idle, \
+             interrupts and contexts without a stack: the culprits above)",
+            dur(rest),
+            dur(s.counts.traced_ns),
+            dur(hv)
         );
     }
 }

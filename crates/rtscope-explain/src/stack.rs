@@ -107,9 +107,102 @@ pub fn is_plumbing(frame: &str) -> bool {
     EXACT.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
+/// Whether a frame is on the way of a task giving its CPU up by sleeping (`clock_nanosleep`,
+/// `futex` waits, `poll`/`select`/`epoll`, `msleep`, `schedule_timeout`): where it slept, not
+/// where it held the CPU. A user task's stack of these, system call entry and the scheduler
+/// only had entered the kernel to sleep: it ran in user space before.
+pub fn is_sleep(frame: &str) -> bool {
+    let name = frame.split(' ').next().unwrap_or(frame);
+    const EXACT: &[&str] = &[
+        "do_nanosleep",
+        "hrtimer_nanosleep",
+        "hrtimer_nanosleep_restart",
+        "common_nsleep",
+        "common_nsleep_timens",
+        "msleep",
+        "msleep_interruptible",
+        "usleep_range_state",
+        "do_sys_poll",
+        "do_poll",
+        "do_select",
+        "core_sys_select",
+        "kern_select",
+        "ep_poll",
+        "do_epoll_wait",
+        "do_epoll_pwait",
+        "do_futex",
+        "do_sigtimedwait",
+        "sigsuspend",
+        "do_wait",
+        "kernel_wait4",
+        "do_sched_yield",
+        "poll_schedule_timeout",
+    ];
+    const PREFIXES: &[&str] = &[
+        "schedule_hrtimeout",
+        "schedule_timeout",
+        "futex_wait",
+        "__futex_wait",
+    ];
+    // A sleeping system call's entry: `__x64_sys_clock_nanosleep`, `__arm64_sys_futex`,
+    // `__se_sys_…`, `__do_sys_…`, their `_time32` variants.
+    const CALLS: &[&str] = &[
+        "nanosleep",
+        "clock_nanosleep",
+        "futex",
+        "poll",
+        "ppoll",
+        "select",
+        "pselect6",
+        "epoll_wait",
+        "epoll_pwait",
+        "epoll_pwait2",
+        "wait4",
+        "waitid",
+        "pause",
+        "rt_sigsuspend",
+        "rt_sigtimedwait",
+        "sched_yield",
+    ];
+    let call = name
+        .split_once("sys_")
+        .map(|(_, c)| c.trim_end_matches("_time32"));
+    EXACT.contains(&name)
+        || PREFIXES.iter().any(|p| name.starts_with(p))
+        || call.is_some_and(|c| CALLS.contains(&c))
+}
+
+/// Whether a frame is the idle loop's (`do_idle`, a cpuidle driver, `default_idle`, a halt).
+pub fn is_idle(frame: &str) -> bool {
+    let name = frame.split(' ').next().unwrap_or(frame);
+    const PREFIXES: &[&str] = &[
+        "do_idle",
+        "cpu_startup_entry",
+        "default_idle",
+        "arch_cpu_idle",
+        "cpuidle_",
+        "cpu_idle_poll",
+        "acpi_idle_",
+        "acpi_safe_halt",
+        "intel_idle",
+        "mwait_idle",
+        "pv_native_safe_halt",
+        "native_safe_halt",
+        "poll_idle",
+        "psci_",
+        "cpu_do_idle",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
 /// The function a stack names when its task was in user space: every kernel frame is the way
-/// back to user mode from an interrupt (a user-space task preempted there).
+/// back to user mode from an interrupt (a user-space task preempted there), or the way into a
+/// sleep from a system call (it ran in user space, then slept).
 pub const USER_SPACE: &str = "(user space)";
+
+/// The function a stack names when its first frame outside the plumbing is the idle loop's:
+/// the CPU held nothing (never counted as a kernel function's time).
+pub const IDLE: &str = "(idle)";
 
 /// Whether a frame is the kernel's entry from or way back to user space (x86
 /// `irqentry_exit_to_user_mode`, `exit_to_user_mode_loop`, `entry_SYSCALL_64*`, an interrupt's
@@ -128,14 +221,20 @@ fn is_user_return(frame: &str) -> bool {
 }
 
 impl KernelStack {
-    /// The frames from the first one outside [`is_plumbing`] code, innermost first; a stack
-    /// of plumbing only is [`USER_SPACE`] when it returns to user mode, else said whole (not
-    /// emptied).
+    /// The frames from the first one outside [`is_plumbing`] and [`is_sleep`] code, innermost
+    /// first; a stack of those only is [`USER_SPACE`] when it returns to user mode (or came
+    /// from it by a system call), else said from its first sleep frame, or whole (not
+    /// emptied); one whose first such frame is the idle loop's is [`IDLE`].
     pub fn folded(&self) -> Vec<&str> {
-        match self.frames.iter().position(|f| !is_plumbing(f)) {
+        let skipped = |f: &String| is_plumbing(f) || is_sleep(f);
+        match self.frames.iter().position(|f| !skipped(f)) {
+            Some(first) if is_idle(&self.frames[first]) => vec![IDLE],
             Some(first) => self.frames[first..].iter().map(String::as_str).collect(),
             None if self.frames.iter().any(|f| is_user_return(f)) => vec![USER_SPACE],
-            None => self.frames.iter().map(String::as_str).collect(),
+            None => match self.frames.iter().position(|f| !is_plumbing(f)) {
+                Some(sleep) => self.frames[sleep..].iter().map(String::as_str).collect(),
+                None => self.frames.iter().map(String::as_str).collect(),
+            },
         }
     }
 
@@ -144,11 +243,25 @@ impl KernelStack {
         self.folded().first().copied()
     }
 
+    /// Whether the stack says its task ran in user space ([`USER_SPACE`]).
+    pub fn in_user_space(&self) -> bool {
+        self.function() == Some(USER_SPACE)
+    }
+
     /// The first `n` folded frames, innermost first.
     pub fn top(&self, n: usize) -> Vec<&str> {
         let mut f = self.folded();
         f.truncate(n);
         f
+    }
+
+    /// The line under a spike: `kernel stack: f1 ← f2 ← f3 (task)`, or `no kernel stack: it
+    /// ran in user space (task)` (not escaped: the caller escapes).
+    pub fn line(&self) -> String {
+        match self.in_user_space() {
+            true => format!("no kernel stack: it ran in user space ({})", self.task),
+            false => format!("kernel stack: {self}"),
+        }
     }
 }
 
@@ -190,12 +303,35 @@ pub fn function_of(a: &Attribution) -> Option<&str> {
     folded_of(a).first().copied()
 }
 
+/// The time of a spike charged to the context its [`folded_of`] names (ns): its leading
+/// handler's own time, else the charges of its stack's task (as a thread, a task holding the
+/// CPU, or the task that ran while the timer interrupt was late); 0 for a stack of a task
+/// charged nothing, or of the idle loop ([`IDLE`]).
+pub fn charged_ns(a: &Attribution) -> u64 {
+    if let Some(h) = leading_handler(a) {
+        return h.ns;
+    }
+    let Some(s) = &a.stack else {
+        return 0;
+    };
+    if s.function() == Some(IDLE) {
+        return 0;
+    }
+    a.charges
+        .iter()
+        .filter(|c| c.category.named_task().is_some_and(|t| t.pid == s.task.pid))
+        .map(|c| c.ns)
+        .sum()
+}
+
 /// Time charged to spikes, summed by the kernel function their stacks or handlers name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FunctionTime {
     /// The function ([`function_of`]).
     pub function: String,
-    /// The summed time (ns): each spike's latency counts once, under its stack's function.
+    /// The summed time (ns): each spike's time charged to the context its stack or handler is
+    /// of ([`charged_ns`]), under that stack's function (before issue 65: each spike's
+    /// latency).
     pub ns: u64,
     /// How many spikes.
     pub spikes: u64,
@@ -209,17 +345,21 @@ pub const MAX_FUNCTIONS: usize = 256;
 pub const OTHER_FUNCTIONS: &str = "(other functions)";
 
 /// Time by kernel function over every traced spike of a run (not only the kept worst ones),
-/// bounded: [`MAX_FUNCTIONS`] names, the rest summed in one row, never dropped.
+/// bounded: [`MAX_FUNCTIONS`] names, the rest summed in one row, never dropped; and the same
+/// time by folded stack ([`crate::folded::FoldedTable`]), for a flame graph of every spike.
 #[derive(Debug, Clone, Default)]
 pub struct FunctionTable {
     rows: BTreeMap<String, (u64, u64)>,
+    stacks: crate::folded::FoldedTable,
 }
 
 impl FunctionTable {
-    /// Counts `a` under its [`function_of`] (a spike with neither a stack nor a leading
-    /// handler is not counted).
+    /// Counts `a`'s [`charged_ns`] under its [`function_of`] and its folded stack (a spike
+    /// with neither a stack nor a leading handler, or whose stack's task was charged nothing,
+    /// is not counted).
     pub fn add(&mut self, a: &Attribution) {
-        let Some(f) = function_of(a) else {
+        let ns = charged_ns(a);
+        let Some(f) = function_of(a).filter(|_| ns > 0) else {
             return;
         };
         let key = if self.rows.contains_key(f) || self.rows.len() < MAX_FUNCTIONS {
@@ -228,8 +368,9 @@ impl FunctionTable {
             OTHER_FUNCTIONS
         };
         let e = self.rows.entry(key.to_string()).or_default();
-        e.0 = e.0.saturating_add(a.spike.latency_ns());
+        e.0 = e.0.saturating_add(ns);
         e.1 += 1;
+        self.stacks.add(a, ns);
     }
 
     /// The rows, largest time first (ties by name).
@@ -246,11 +387,16 @@ impl FunctionTable {
         v.sort_by(|a, b| b.ns.cmp(&a.ns).then(a.function.cmp(&b.function)));
         v
     }
+
+    /// The folded stacks of the spikes counted, in name order.
+    pub fn stacks(&self) -> Vec<crate::folded::FoldedStack> {
+        self.stacks.rows()
+    }
 }
 
-/// Sums `attributions`' latencies by the function their stack or handler names
-/// ([`function_of`]), largest first (ties by name); spikes with neither are left out (they
-/// are counted by the caller's coverage).
+/// Sums `attributions`' charged time by the function their stack or handler names
+/// ([`function_of`], [`charged_ns`]), largest first (ties by name); spikes with neither are
+/// left out (they are counted by the caller's coverage).
 pub fn by_function<'a>(
     attributions: impl IntoIterator<Item = &'a Attribution>,
 ) -> Vec<FunctionTime> {
@@ -261,27 +407,16 @@ pub fn by_function<'a>(
     t.rows()
 }
 
-/// Folded stacks for a flame graph: each spike's [`folded_of`] frames, outermost first and
-/// joined by `;`, with its latency (ns) as the weight; equal stacks summed, in name order.
+/// Folded stacks for a flame graph of `attributions` ([`crate::folded`]): root first, each
+/// weighted by its [`charged_ns`]; equal stacks summed, in name order.
 pub fn folded_weights<'a>(
     attributions: impl IntoIterator<Item = &'a Attribution>,
-) -> Vec<(String, u64)> {
-    let mut m: BTreeMap<String, u64> = BTreeMap::new();
+) -> Vec<crate::folded::FoldedStack> {
+    let mut t = FunctionTable::default();
     for a in attributions {
-        let frames = folded_of(a);
-        if frames.is_empty() {
-            continue;
-        }
-        let key = frames
-            .iter()
-            .rev()
-            .map(|f| f.replace(';', ":"))
-            .collect::<Vec<_>>()
-            .join(";");
-        let w = m.entry(key).or_default();
-        *w = w.saturating_add(a.spike.latency_ns());
+        t.add(a);
     }
-    m.into_iter().collect()
+    t.stacks()
 }
 
 #[cfg(test)]
@@ -300,7 +435,21 @@ mod tests {
         }
     }
 
+    /// A spike of `latency`, half of it charged to the task of its stack `s` (holding the
+    /// CPU), half to the hypervisor.
     fn attribution(latency: u64, s: Option<KernelStack>) -> Attribution {
+        use crate::model::{Category, Charge};
+        let charges = s.iter().flat_map(|s| {
+            [
+                Charge::new(
+                    Category::Blocking {
+                        task: s.task.clone(),
+                    },
+                    latency / 2,
+                ),
+                Charge::new(Category::Hypervisor, latency / 2),
+            ]
+        });
         Attribution {
             spike: Spike {
                 cpu: 1,
@@ -309,7 +458,7 @@ mod tests {
                 wakeup_ns: 1_000 + latency,
                 smis: None,
             },
-            charges: Vec::new(),
+            charges: charges.collect(),
             complete: true,
             lost_events: false,
             siblings: Vec::new(),
@@ -338,9 +487,11 @@ mod tests {
             times: 1,
         });
         assert_eq!(function_of(&a), Some("noisy_long_softirq [noisy]"));
+        // Weighted by the handler's own time.
+        let f = folded_weights([&a]);
         assert_eq!(
-            folded_weights([&a]),
-            vec![("tasklet;noisy_long_softirq [noisy]".to_string(), 500_000)]
+            (f[0].stack.as_str(), f[0].ns),
+            ("tasklet;noisy_long_softirq [noisy]", 470_000)
         );
         assert_eq!(by_function([&a])[0].function, "noisy_long_softirq [noisy]");
         a.handler.as_mut().unwrap().ns = 200_000;
@@ -450,32 +601,78 @@ mod tests {
     }
 
     #[test]
-    fn time_by_function_sums_latencies_largest_first_and_skips_spikes_without_stack() {
+    fn time_by_function_sums_charged_time_largest_first_and_skips_sleep_idle_and_uncharged() {
+        let nanosleep = [
+            "__schedule",
+            "schedule",
+            "do_nanosleep",
+            "hrtimer_nanosleep",
+            "common_nsleep_timens",
+            "__x64_sys_clock_nanosleep",
+            "do_syscall_64",
+            "entry_SYSCALL_64_after_hwframe",
+        ];
+        let idle = [
+            "__schedule",
+            "schedule_idle",
+            "do_idle",
+            "cpu_startup_entry",
+        ];
+        let mut uncharged = attribution(800, Some(stack(PREEMPT_OFF)));
+        uncharged.stack.as_mut().unwrap().task.pid = 89;
         let a = [
             attribution(300, Some(stack(PREEMPT_OFF))),
-            attribution(500, Some(stack(&["__schedule", "do_nanosleep"]))),
+            attribution(500, Some(stack(&nanosleep))),
             attribution(400, Some(stack(PREEMPT_OFF))),
+            attribution(600, Some(stack(&idle))),
+            uncharged,
             attribution(9_000, None),
         ];
         let t = by_function(&a);
-        assert_eq!(t.len(), 2);
+        assert_eq!(t.len(), 2, "{t:?}");
         assert_eq!(
             (t[0].function.as_str(), t[0].ns, t[0].spikes),
-            ("noisy_hold_preempt_off [noisy]", 700, 2)
+            ("noisy_hold_preempt_off [noisy]", 350, 2)
         );
-        assert_eq!((t[1].function.as_str(), t[1].ns), ("do_nanosleep", 500));
-        let f = folded_weights(&a);
+        // The user task's clock_nanosleep: it ran in user space, then slept.
+        assert_eq!((t[1].function.as_str(), t[1].ns), (USER_SPACE, 250));
+        let f: Vec<(String, u64)> = folded_weights(&a)
+            .into_iter()
+            .map(|f| (f.stack, f.ns))
+            .collect();
         assert_eq!(
             f,
             vec![
-                ("do_nanosleep".to_string(), 500),
+                ("noisy;(user space)".to_string(), 250),
                 (
-                    "ret_from_fork;kthread;noisy_thread [noisy];noisy_hold_preempt_off [noisy]"
+                    "noisy;ret_from_fork;kthread;noisy_thread [noisy];noisy_hold_preempt_off [noisy]"
                         .to_string(),
-                    700
+                    350
                 ),
             ]
         );
+        assert_eq!(stack(&idle).function(), Some(IDLE));
+        // A kernel thread's sleep names its own code, not the sleep.
+        let msleep = stack(&[
+            "__schedule",
+            "schedule",
+            "schedule_timeout",
+            "msleep",
+            "noisy_thread [noisy]",
+            "kthread",
+        ]);
+        assert_eq!(msleep.function(), Some("noisy_thread [noisy]"));
+        assert_eq!(
+            stack(&nanosleep).line(),
+            "no kernel stack: it ran in user space (noisy:88:nice0)"
+        );
+        assert_eq!(
+            stack(PREEMPT_OFF).line(),
+            "kernel stack: noisy_hold_preempt_off [noisy] ← noisy_thread [noisy] ← kthread (noisy:88:nice0)"
+        );
+        // A futex wake that the woken task preempted is not a sleep.
+        let wake = stack(&["__schedule", "preempt_schedule", "futex_wake", "do_futex"]);
+        assert_eq!(wake.function(), Some("futex_wake"));
     }
 
     #[test]
@@ -488,10 +685,10 @@ mod tests {
         assert_eq!(rows.len(), MAX_FUNCTIONS + 1);
         assert_eq!(
             rows.iter().map(|r| r.ns).sum::<u64>(),
-            10 * (MAX_FUNCTIONS as u64 + 10)
+            5 * (MAX_FUNCTIONS as u64 + 10)
         );
         let other = rows.iter().find(|r| r.function == OTHER_FUNCTIONS).unwrap();
-        assert_eq!((other.ns, other.spikes), (100, 10));
+        assert_eq!((other.ns, other.spikes), (50, 10));
     }
 
     #[test]

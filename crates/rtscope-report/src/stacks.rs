@@ -1,9 +1,12 @@
 //! Where in the kernel, in the report's "Why" section: the time by kernel function over every
-//! traced spike of a run with kernel stacks, and a flame graph of the kept spikes' folded
-//! stacks weighted by their latency (inline SVG, drawn here: no script, no dependency).
+//! traced spike of a run with kernel stacks, and a flame graph of the same spikes' folded
+//! stacks weighted by the time charged to their context (inline SVG, drawn here: no script,
+//! no dependency). A run recorded before every spike's stacks were kept draws its kept
+//! spikes'.
 
 use crate::escape::escape;
 use rtscope_explain::book::{ExplainSummary, Explained};
+use rtscope_explain::folded::FoldedStack;
 use rtscope_explain::model::KernelStack;
 use rtscope_explain::render::{dur, handler_line};
 use rtscope_explain::stack::{folded_weights, leading_handler, FunctionTime, SHOWN_FRAMES};
@@ -26,9 +29,12 @@ pub fn cell(e: &Explained) -> String {
     if leading_handler(a).is_some() || a.stack.is_none() {
         return a.handler.as_ref().map_or(String::new(), handler_line);
     }
-    a.stack.as_ref().map_or(String::new(), |s| {
-        format!("{} ({})", s.top(SHOWN_FRAMES).join(" ← "), s.task)
-    })
+    a.stack
+        .as_ref()
+        .map_or(String::new(), |s| match s.in_user_space() {
+            true => format!("no kernel stack: it ran in user space ({})", s.task),
+            false => format!("{} ({})", s.top(SHOWN_FRAMES).join(" ← "), s.task),
+        })
 }
 
 /// The table and the flame graph of `s`, when its spikes have kernel stacks.
@@ -37,15 +43,16 @@ pub fn section(h: &mut String, s: &ExplainSummary) {
         return;
     }
     function_table(h, &s.functions);
-    let stacks: Vec<_> = s
-        .worst
-        .iter()
-        .filter_map(|e| match e {
-            Explained::Traced(a) => Some(a),
-            Explained::Coarse(_) => None,
-        })
-        .collect();
-    flame_graph(h, &folded_weights(stacks));
+    match s.stacks.is_empty() {
+        false => flame_graph(h, &s.stacks, "every traced spike"),
+        true => {
+            let kept = s.worst.iter().filter_map(|e| match e {
+                Explained::Traced(a) => Some(a),
+                Explained::Coarse(_) => None,
+            });
+            flame_graph(h, &folded_weights(kept), "the kept spikes")
+        }
+    }
 }
 
 fn function_table(h: &mut String, rows: &[FunctionTime]) {
@@ -69,7 +76,7 @@ fn function_table(h: &mut String, rows: &[FunctionTime]) {
             escape(&dur(ns))
         );
     }
-    h.push_str("<p class=\"muted\">Each traced spike's latency counted once, under the first function of its kernel stack outside the scheduler, tracing and interrupt-entry code (docs/explain.md, \"Kernel stacks\").</p>\n");
+    h.push_str("<p class=\"muted\">Each traced spike's time charged to the context its kernel stack is of, under the stack's first function outside the scheduler, tracing, interrupt-entry and sleep code; \"(user space)\": the task held the CPU in user space (docs/explain.md, \"Kernel stacks\").</p>\n");
 }
 
 /// A frame of the flame graph and its callees.
@@ -104,13 +111,13 @@ impl Node {
     }
 }
 
-/// The flame graph of `folded` (outermost frame first, `;`-separated; weights in ns): the
-/// outermost frames at the bottom, each frame as wide as the spike time under it.
-fn flame_graph(h: &mut String, folded: &[(String, u64)]) {
+/// The flame graph of `folded` (root first, `;`-separated; weights in ns) of `which` spikes:
+/// the roots at the bottom, each frame as wide as the charged time under it.
+fn flame_graph(h: &mut String, folded: &[FoldedStack], which: &str) {
     let mut root = Node::default();
-    for (stack, ns) in folded {
-        let frames: Vec<&str> = stack.split(';').take(MAX_DEPTH).collect();
-        root.insert(&frames, *ns);
+    for f in folded {
+        let frames: Vec<&str> = f.stack.split(';').take(MAX_DEPTH).collect();
+        root.insert(&frames, f.ns);
     }
     if root.ns == 0 {
         return;
@@ -119,7 +126,7 @@ fn flame_graph(h: &mut String, folded: &[(String, u64)]) {
     let height = depth as f64 * ROW + 2.0;
     let _ = writeln!(
         h,
-        "<p>Kernel stacks of the kept spikes, weighted by their latency ({} in all; hover a frame for its time):</p>\n<svg class=\"flame\" width=\"{WIDTH}\" height=\"{height}\" viewBox=\"0 0 {WIDTH} {height}\" role=\"img\" aria-label=\"flame graph of the kept spikes' kernel stacks\" font-family=\"monospace\" font-size=\"11\">",
+        "<p>Kernel stacks of {which} under their task, weighted by the time charged to it ({} in all; hover a frame for its time):</p>\n<svg class=\"flame\" width=\"{WIDTH}\" height=\"{height}\" viewBox=\"0 0 {WIDTH} {height}\" role=\"img\" aria-label=\"flame graph of the kernel stacks of {which}\" font-family=\"monospace\" font-size=\"11\">",
         escape(&dur(root.ns))
     );
     let scale = WIDTH / root.ns as f64;
@@ -188,8 +195,17 @@ pub fn any(s: &ExplainSummary) -> bool {
 mod tests {
     use super::*;
     use rtscope_explain::book::SpikeBook;
-    use rtscope_explain::model::{Attribution, Spike, Task, Tier};
+    use rtscope_explain::model::{Attribution, Category, Charge, Spike, Task, Tier};
 
+    fn task() -> Task {
+        Task {
+            comm: "noisy<x>".into(),
+            pid: 5,
+            prio: 120,
+        }
+    }
+
+    /// A spike of `latency` at `at`, charged to `noisy<x>` whose stack is `frames`.
     fn spike(at: u64, latency: u64, frames: &[&str]) -> Explained {
         Explained::Traced(Attribution {
             spike: Spike {
@@ -199,16 +215,12 @@ mod tests {
                 wakeup_ns: at + latency,
                 smis: None,
             },
-            charges: Vec::new(),
+            charges: vec![Charge::new(Category::Blocking { task: task() }, latency)],
             complete: true,
             lost_events: false,
             siblings: Vec::new(),
             stack: Some(KernelStack {
-                task: Task {
-                    comm: "noisy<x>".into(),
-                    pid: 5,
-                    prio: 120,
-                },
+                task: task(),
                 frames: frames.iter().map(|f| f.to_string()).collect(),
             }),
             handler: None,
@@ -231,7 +243,15 @@ mod tests {
         b.add(spike(
             9_000_000,
             1_000_000,
-            &["__schedule", "do_nanosleep", "hrtimer_nanosleep"],
+            &[
+                "bpf_trace_run4",
+                "__schedule",
+                "do_nanosleep",
+                "hrtimer_nanosleep",
+                "__x64_sys_clock_nanosleep",
+                "do_syscall_64",
+                "entry_SYSCALL_64_after_hwframe",
+            ],
         ));
         b.add(spike(
             20_000_000,
@@ -251,21 +271,31 @@ mod tests {
             h.contains("<title>noisy_hold_preempt_off [noisy]: 3.00 ms (50.0 %)</title>"),
             "{h}"
         );
-        // kthread is the outermost frame of two stacks: one frame, 5 ms wide of 6.
+        // The task is the root, every spike's (not only the kept ones': one per window here);
+        // kthread the outermost kernel frame of two stacks: one frame, 5 ms wide of 6.
+        assert!(
+            h.contains("<title>noisy&lt;x&gt;: 6.00 ms (100.0 %)</title>"),
+            "{h}"
+        );
+        assert!(h.contains("every traced spike"), "{h}");
         assert!(
             h.contains("<title>kthread: 5.00 ms (83.3 %)</title>"),
             "{h}"
         );
+        assert!(h.contains("<title>(user space): 1.00 ms"), "{h}");
         assert!(
             h.contains("&lt;script&gt;") && !h.contains("<script>"),
             "{h}"
         );
-        // Three levels at most above the bottom: no frame of the scheduler is drawn.
-        assert!(!h.contains("__schedule"), "{h}");
-        assert!(h.contains("height=\"53\""), "{h}");
+        // The task and three levels at most above it: no frame of the scheduler, the sleep
+        // or the tracer is drawn.
+        for plumbing in ["__schedule", "do_nanosleep", "bpf_trace_run4"] {
+            assert!(!h.contains(plumbing), "{h}");
+        }
+        assert!(h.contains("height=\"70\""), "{h}");
         assert_eq!(
             cell(&s.worst[1]),
-            "do_nanosleep ← hrtimer_nanosleep (noisy<x>:5:nice0)"
+            "no kernel stack: it ran in user space (noisy<x>:5:nice0)"
         );
     }
 
@@ -307,10 +337,10 @@ mod tests {
         let mut h = String::new();
         section(&mut h, &s);
         assert!(
-            h.contains("<code>noisy_long_softirq [noisy]</code></td><td>1</td><td>500.0 µs"),
+            h.contains("<code>noisy_long_softirq [noisy]</code></td><td>1</td><td>390.0 µs"),
             "{h}"
         );
-        assert!(h.contains("<title>tasklet: 500.0 µs"), "{h}");
+        assert!(h.contains("<title>tasklet: 390.0 µs"), "{h}");
     }
 
     #[test]

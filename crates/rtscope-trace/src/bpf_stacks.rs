@@ -249,7 +249,7 @@ mod tests {
             prio: 120,
         };
         assert_eq!(
-            crate::stacks::find(&merged, &spike, Some(&culprit))
+            crate::stacks::find(&merged, &spike, std::slice::from_ref(&culprit))
                 .unwrap()
                 .1,
             vec![0xb]
@@ -258,7 +258,7 @@ mod tests {
         let held = record(3_000_000, 40, Chain::Held, 0xc);
         let merged = merge(&events, &[&held, &sw]);
         assert_eq!(
-            crate::stacks::find(&merged, &spike, Some(&culprit))
+            crate::stacks::find(&merged, &spike, std::slice::from_ref(&culprit))
                 .unwrap()
                 .1,
             vec![0xc]
@@ -273,7 +273,9 @@ mod tests {
         let merged = merge(&late, &[&timer]);
         assert!(matches!(merged[1].kind, Kind::KernelStack { .. }));
         assert_eq!(
-            crate::stacks::find(&merged, &spike, None).unwrap().1,
+            crate::stacks::find(&merged, &spike, std::slice::from_ref(&culprit))
+                .unwrap()
+                .1,
             vec![0xa]
         );
     }

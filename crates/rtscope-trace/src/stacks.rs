@@ -52,16 +52,25 @@ pub fn without_stacks(events: &[Event]) -> Cow<'_, [Event]> {
     }
 }
 
-/// The stack a spike gets, and the task it is of: where the CPU was when the spike's thread
-/// became runnable (its `sched_waking`, from the deadline on), if that was the task charged
-/// the most (`culprit`: its PID, from the attribution); else the culprit's stack where it gave
-/// its CPU up within the spike (to the measured thread or another measured one); else the
-/// waking's stack of whatever ran; else the stack taken when the spike's thread last got its
-/// CPU back. `None` when none was taken (the CPU was idle and the thread came from the idle
-/// task, or the spike is an interrupt's on an idle CPU).
-pub fn find(events: &[Event], spike: &Spike, culprit: Option<&Task>) -> Option<(Task, Vec<u64>)> {
-    let named = culprit;
-    let culprit = culprit.map(|t| t.pid);
+/// Whether a task is rtscope's: a measuring thread (`rtscope-m<N>`, `rtscope-n<N>`) or any
+/// other thread of an rtscope process (the main thread and the unnamed ones are `rtscope`,
+/// the named ones `rtscope-…`), of this process or another measuring beside it. Its stack is
+/// never a spike's: a measuring thread's is its own sleep, the others' are the tool's.
+pub fn is_rtscope(comm: &str) -> bool {
+    comm == "rtscope" || comm.starts_with("rtscope-")
+}
+
+/// The stack a spike gets, and the task it is of: that of the task charged the most of the
+/// spike (`charged`, most first, from the attribution) that has one in the window — where
+/// the CPU was when the spike's thread became runnable (its `sched_waking`, from the
+/// deadline on) if that task was running, else its stack taken at an interrupt between the
+/// waking and the switch (the tick found it holding the CPU), else its stack where it gave
+/// its CPU up within the spike (to the measured thread or another measured one), else any
+/// other stack of it taken inside the spike. Never the idle task's, the spike's own thread's
+/// (its own way into its sleep) or an rtscope thread's ([`is_rtscope`]), and never a task's
+/// the attribution charged nothing. `None` when none was taken (the CPU was idle and the
+/// thread came from the idle task, or the spike is an interrupt's on an idle CPU).
+pub fn find(events: &[Event], spike: &Spike, charged: &[Task]) -> Option<(Task, Vec<u64>)> {
     let within: Vec<(usize, &Event)> = events
         .iter()
         .enumerate()
@@ -72,49 +81,64 @@ pub fn find(events: &[Event], spike: &Spike, culprit: Option<&Task>) -> Option<(
     events.iter().for_each(|e| tasks.learn(e));
     // A task no switch or waking of the window named (one running since before it) is
     // named as the attribution named it.
-    if let Some(t) = named {
+    for t in charged {
         tasks.name(t.pid, crate::decode::Comm::new(t.comm.as_bytes()));
     }
-    let at_wake = within
-        .iter()
-        .rev()
-        .find_map(|&(i, e)| match e.kind {
-            Kind::Waking { pid, .. } if pid == spike.tid && e.pid != 0 => Some((i, e)),
-            _ => None,
-        })
-        .and_then(|(i, e)| {
-            let stack = stack_of(events, i, e.pid).or_else(|| stack_before(events, i, e.pid))?;
-            Some((tasks.task(e.pid), stack))
-        });
-    // A late-only trigger's stack at an interrupt between the waking and the switch (the
-    // scheduler tick found the culprit holding the CPU).
-    let held = |pid: i32| {
-        within.iter().find_map(|&(i, e)| match &e.kind {
-            Kind::KernelStack { frames } if e.pid == pid && pid != 0 && loose(events, i) => {
-                Some((tasks.task(pid), frames.clone()))
-            }
-            _ => None,
-        })
+    let at_wake = within.iter().rev().find_map(|&(i, e)| match e.kind {
+        Kind::Waking { pid, .. } if pid == spike.tid && e.pid != 0 => Some((i, e.pid)),
+        _ => None,
+    });
+    let shown = |t: &Task| {
+        t.pid != 0
+            && t.pid != spike.tid
+            && !is_rtscope(&t.comm)
+            && !is_rtscope(&tasks.task(t.pid).comm)
     };
-    let switched = |pid: Option<i32>| {
-        within.iter().rev().find_map(|&(i, e)| match &e.kind {
-            Kind::Switch {
-                prev_pid, next_pid, ..
-            } if pid.map_or(*next_pid == spike.tid, |p| *prev_pid == p && p != 0) => {
-                Some((tasks.task(*prev_pid), stack_of(events, i, *prev_pid)?))
-            }
-            _ => None,
-        })
-    };
-    let culprit = culprit.filter(|&p| p != 0);
-    match at_wake {
-        Some(w) if culprit == Some(w.0.pid) => Some(w),
-        w => culprit
-            .and_then(held)
-            .or_else(|| culprit.and_then(|p| switched(Some(p))))
-            .or(w)
-            .or_else(|| switched(None)),
+    charged.iter().filter(|t| shown(t)).find_map(|t| {
+        let pid = t.pid;
+        let woke = at_wake
+            .filter(|w| w.1 == pid)
+            .and_then(|(i, _)| stack_of(events, i, pid).or_else(|| stack_before(events, i, pid)));
+        // A late-only trigger's stack at an interrupt between the waking and the switch (the
+        // scheduler tick found the task holding the CPU).
+        let held = || {
+            within.iter().find_map(|&(i, e)| match &e.kind {
+                Kind::KernelStack { frames } if e.pid == pid && loose(events, i) => {
+                    Some(frames.clone())
+                }
+                _ => None,
+            })
+        };
+        let switched = || {
+            within.iter().rev().find_map(|&(i, e)| match &e.kind {
+                Kind::Switch { prev_pid, .. } if *prev_pid == pid => stack_of(events, i, pid),
+                _ => None,
+            })
+        };
+        let any = || {
+            within.iter().rev().find_map(|&(_, e)| match &e.kind {
+                Kind::KernelStack { frames } if e.pid == pid => Some(frames.clone()),
+                _ => None,
+            })
+        };
+        let frames = woke.or_else(held).or_else(switched).or_else(any)?;
+        Some((tasks.task(pid), frames))
+    })
+}
+
+/// The tasks `a`'s charges name ([`crate::model::Category::named_task`]: a thread, a task
+/// holding the CPU, the task that ran while the timer interrupt was late), most charged
+/// first, each once.
+pub fn charged(a: &Attribution) -> Vec<Task> {
+    let mut v: Vec<&crate::model::Charge> = a.charges.iter().collect();
+    v.sort_by_key(|c| std::cmp::Reverse(c.ns));
+    let mut tasks: Vec<Task> = Vec::new();
+    for t in v.iter().filter_map(|c| c.category.named_task()) {
+        if tasks.iter().all(|k| k.pid != t.pid) {
+            tasks.push(t.clone());
+        }
     }
+    tasks
 }
 
 /// The stack entry a trigger wrote right after the record at index `i`, in the name of `pid`
@@ -243,13 +267,13 @@ impl Namer {
         &self.kallsyms
     }
 
-    /// Gives `a` the stack [`find`] finds in `events` (its CPU's, around the spike), named.
+    /// Gives `a` the stack [`find`] finds in `events` (its CPU's, around the spike) for the
+    /// tasks its charges name, most charged first, named.
     pub fn attach(&self, a: &mut Attribution, events: &[Event]) {
         if !self.state.taking() {
             return;
         }
-        let culprit = a.culprit().and_then(crate::model::Category::task).cloned();
-        a.stack = find(events, &a.spike, culprit.as_ref())
+        a.stack = find(events, &a.spike, &charged(a))
             .map(|(task, addrs)| self.kallsyms.stack(task, &addrs));
     }
 }
@@ -473,24 +497,39 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
         }
     }
 
+    /// A switch from `prev` to `next` at `ts`: PIDs 7 (the spike's thread) and 99 (another
+    /// rtscope's) are measured threads, `rtscope-m0`; the others are `culprit`.
     pub(crate) fn switch(ts: u64, prev: i32, next: i32) -> Event {
+        let comm = |pid: i32| match pid {
+            7 | 99 => Comm::new(b"rtscope-m0"),
+            _ => Comm::new(b"culprit"),
+        };
         ev(
             ts,
             prev,
             Kind::Switch {
                 prev_pid: prev,
                 prev_prio: 120,
-                prev_comm: Comm::new(b"culprit"),
+                prev_comm: comm(prev),
                 prev_state: TaskState::Preempted,
                 next_pid: next,
                 next_prio: 1,
-                next_comm: Comm::new(b"rtscope-m0"),
+                next_comm: comm(next),
             },
         )
     }
 
+    /// A task named `comm` of PID `pid` (a normal one).
+    fn task(comm: &str, pid: i32) -> Task {
+        Task {
+            comm: comm.into(),
+            pid,
+            prio: 120,
+        }
+    }
+
     #[test]
-    fn the_stack_of_the_switch_that_ended_the_spike_is_found_and_others_are_not() {
+    fn the_stack_of_the_charged_task_that_ended_the_spike_is_found_and_others_are_not() {
         let spike = late_spike();
         let events = vec![
             switch(500_000, 40, 7), // before the deadline: another wake-up's
@@ -500,64 +539,105 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
             stack(8_001_000, 41, 0xb),
             stack(9_500_000, 41, 0xc),
         ];
-        let (task, frames) = find(&events, &spike, None).unwrap();
-        assert_eq!(
-            (task.pid, task.comm.as_str(), frames),
-            (41, "culprit", vec![0xb])
-        );
+        let (t, frames) = find(&events, &spike, &[named_task(41)]).unwrap();
+        assert_eq!((t.pid, t.comm.as_str(), frames), (41, "culprit", vec![0xb]));
+        // A task the attribution charged nothing gets no stack.
+        assert_eq!(find(&events, &spike, &[]), None);
+        assert_eq!(find(&events, &spike, &[named_task(40)]), None);
         // A switch from the idle task takes no stack: nothing is found.
         let idle = vec![
             switch(500_000, 40, 7),
             stack(501_000, 40, 0xa),
             switch(8_000_000, 0, 7),
         ];
-        assert_eq!(find(&idle, &spike, None), None);
-        // The task charged the most gave the CPU to another measured thread (another
-        // rtscope's), which then gave it to the spike's: the culprit's stack is the one.
+        assert_eq!(find(&idle, &spike, &[task("swapper", 0)]), None);
+        // The task charged the most gave the CPU to a measured thread of another rtscope
+        // (PID 99, `rtscope-m0`), which then gave it to the spike's: the culprit's stack is
+        // the one; the other rtscope's (its own sleep) never is, charged or not.
         let relay = vec![
             switch(3_000_000, 40, 99),
             stack(3_001_000, 40, 0xd),
             switch(8_000_000, 99, 7),
             stack(8_001_000, 99, 0xe),
         ];
-        assert_eq!(
-            find(&relay, &spike, Some(&named_task(40))).unwrap().1,
-            vec![0xd]
-        );
-        assert_eq!(find(&relay, &spike, None).unwrap().1, vec![0xe]);
-        assert_eq!(
-            find(&relay, &spike, Some(&named_task(55))).unwrap().1,
-            vec![0xe]
-        );
+        let beside = task("rtscope-m0", 99);
+        let both = [named_task(40), beside.clone()];
+        assert_eq!(find(&relay, &spike, &both).unwrap().1, vec![0xd]);
+        assert_eq!(find(&relay, &spike, std::slice::from_ref(&beside)), None);
+        // Named otherwise by the attribution, the trace's name still says it is rtscope's.
+        assert_eq!(find(&relay, &spike, &[named_task(99)]), None);
+        assert_eq!(find(&relay, &spike, &[named_task(55), beside]), None);
         // The waking found the culprit running: its stack there is the one (where the timer
         // interrupt found the section); another task's waking stack yields to the culprit's
         // switch.
         let mut woke = vec![waking(1_000_000, 40), stack(1_000_500, 40, 0xf)];
         woke.extend(relay.iter().cloned());
-        assert_eq!(
-            find(&woke, &spike, Some(&named_task(40))).unwrap().1,
-            vec![0xf]
-        );
+        assert_eq!(find(&woke, &spike, &[named_task(40)]).unwrap().1, vec![0xf]);
         // The waking's task is named by the switches of the window, else by the attribution.
         assert_eq!(
-            find(&woke, &spike, Some(&named_task(40))).unwrap().0.comm,
+            find(&woke, &spike, &[named_task(40)]).unwrap().0.comm,
             "culprit"
         );
         let alone = vec![woke[0].clone(), woke[1].clone()];
         assert_eq!(
-            find(&alone, &spike, Some(&named_task(40))).unwrap().0.comm,
+            find(&alone, &spike, &[named_task(40)]).unwrap().0.comm,
             "spinner"
         );
         woke[0].pid = 41;
         woke[1].pid = 41;
+        assert_eq!(find(&woke, &spike, &[named_task(40)]).unwrap().1, vec![0xd]);
+        // Charged second, its stack is the one where the first has none.
         assert_eq!(
-            find(&woke, &spike, Some(&named_task(40))).unwrap().1,
-            vec![0xd]
+            find(&woke, &spike, &[named_task(55), named_task(41)])
+                .unwrap()
+                .1,
+            vec![0xf]
         );
-        assert_eq!(find(&woke, &spike, None).unwrap().1, vec![0xf]);
         let plain = without_stacks(&events);
         assert_eq!(plain.len(), 3);
         assert!(matches!(without_stacks(&plain), Cow::Borrowed(_)));
+    }
+
+    /// The measured thread's timer expired while it was still on its way into its sleep (a
+    /// vCPU stalled there): the late timer's stack is the measured thread's own
+    /// `do_nanosleep`. It is never the spike's; the task charged after it, which held the CPU
+    /// until the switch, gives its stack; an rtscope process's other threads (`rtscope`)
+    /// never do.
+    #[test]
+    fn the_measured_threads_own_sleep_and_rtscope_threads_never_give_a_stack() {
+        let spike = late_spike();
+        let own = vec![
+            irq(7_000_000, 7),
+            stack(7_000_010, 7, 0x1),
+            waking(7_000_020, 7),
+            switch(7_000_030, 7, 40),
+            switch(8_000_000, 40, 7),
+            stack(8_000_010, 40, 0x2),
+        ];
+        let measured = task("rtscope-m0", 7);
+        assert_eq!(find(&own, &spike, std::slice::from_ref(&measured)), None);
+        let (t, frames) = find(&own, &spike, &[measured, named_task(40)]).unwrap();
+        assert_eq!((t.pid, frames), (40, vec![0x2]));
+        // Another thread of an rtscope process (its monitors, its trace reader): `rtscope`.
+        let mut reader = own.clone();
+        reader.truncate(4);
+        reader.push(ev(
+            8_000_000,
+            41,
+            Kind::Switch {
+                prev_pid: 41,
+                prev_prio: 120,
+                prev_comm: Comm::new(b"rtscope"),
+                prev_state: TaskState::Asleep,
+                next_pid: 7,
+                next_prio: 1,
+                next_comm: Comm::new(b"rtscope-m0"),
+            },
+        ));
+        reader.push(stack(8_000_010, 41, 0x3));
+        assert_eq!(find(&reader, &spike, &[task("rtscope", 41)]), None);
+        assert!(is_rtscope("rtscope") && is_rtscope("rtscope-n1") && is_rtscope("rtscope-m12"));
+        assert!(!is_rtscope("rtscopex") && !is_rtscope("python3"));
     }
 
     fn irq(ts: u64, pid: i32) -> Event {
@@ -583,8 +663,9 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
             switch(8_000_000, 40, 7),
         ];
         let culprit = named_task(40);
-        assert_eq!(find(&timer, &spike, Some(&culprit)).unwrap().1, vec![0xa]);
-        assert_eq!(find(&timer, &spike, None).unwrap().1, vec![0xa]);
+        let culprit = [culprit];
+        assert_eq!(find(&timer, &spike, &culprit).unwrap().1, vec![0xa]);
+        assert_eq!(find(&timer, &spike, &[]), None);
         // The timerlat tier records no interrupt entry: the record before the timer's stack
         // is the switch that let the culprit run, 6 ms before (rt-amd64, irq mode).
         let mut timerlat = timer.clone();
@@ -601,10 +682,7 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
                 next_comm: Comm::new(b"culprit"),
             },
         );
-        assert_eq!(
-            find(&timerlat, &spike, Some(&culprit)).unwrap().1,
-            vec![0xa]
-        );
+        assert_eq!(find(&timerlat, &spike, &culprit).unwrap().1, vec![0xa]);
         // The wake-up was on time; the tick found the culprit holding the CPU before the
         // switch (which, late too, took the culprit's `__schedule` stack): the tick's is the
         // one.
@@ -615,7 +693,7 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
             switch(8_000_000, 40, 7),
             stack(8_000_010, 40, 0xc),
         ];
-        assert_eq!(find(&held, &spike, Some(&culprit)).unwrap().1, vec![0xb]);
+        assert_eq!(find(&held, &spike, &culprit).unwrap().1, vec![0xb]);
         // Without the tick's, the switch's.
         let switched: Vec<Event> = held
             .iter()
@@ -623,20 +701,18 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
             .filter(|(i, _)| ![1, 2].contains(i))
             .map(|(_, e)| e.clone())
             .collect();
-        assert_eq!(
-            find(&switched, &spike, Some(&culprit)).unwrap().1,
-            vec![0xc]
-        );
-        // A prompt wake-up took no stack: nothing is found, and the stack of a waking at
-        // every wake-up is never taken for a late-only one.
-        assert_eq!(find(&[waking(1_000_100, 40)], &spike, None), None);
+        assert_eq!(find(&switched, &spike, &culprit).unwrap().1, vec![0xc]);
+        // A prompt wake-up took no stack: nothing is found. The stack of an earlier waking
+        // at every wake-up is not taken for the late one's, but it is the culprit's, taken
+        // inside the spike: the culprit's stack wins over none.
+        assert_eq!(find(&[waking(1_000_100, 40)], &spike, &culprit), None);
         let every = vec![
             waking(1_000_100, 40),
             stack(1_000_110, 40, 0xd),
             waking(1_000_120, 40),
         ];
-        assert_eq!(find(&every, &spike, None), None);
-        assert_eq!(find(&every[1..], &spike, Some(&culprit)), None);
+        assert_eq!(find(&every, &spike, &[]), None);
+        assert_eq!(find(&every[1..], &spike, &culprit).unwrap().1, vec![0xd]);
     }
 
     #[test]

@@ -136,7 +136,8 @@ fn the_timer_storm_is_charged_to_the_timer_interrupt() {
 
 #[test]
 fn each_captured_spike_has_the_culprits_stack_named_from_the_fixture_kallsyms() {
-    use rtscope_trace::stacks::{find, Kallsyms};
+    use rtscope_explain::stack::USER_SPACE;
+    use rtscope_trace::stacks::{charged, find, Kallsyms};
     let f = load("stacks");
     assert_eq!(f.bad_pages, 0);
     let stacks: Vec<&Vec<u64>> = f
@@ -161,12 +162,20 @@ fn each_captured_spike_has_the_culprits_stack_named_from_the_fixture_kallsyms() 
             .filter(|e| e.ts + 5_000_000 >= s.deadline_ns && e.ts <= s.wakeup_ns)
             .cloned()
             .collect();
-        let (task, addrs) = find(&ev, s, None).unwrap_or_else(|| panic!("no stack for {s:?}"));
+        // The analyzer never reads a stack entry as an event of the culprit.
+        let a = attribute_on(&ev, s, false, Machine::default());
+        let Some(Category::Thread { task }) = a.culprit() else {
+            panic!("{a:?}")
+        };
+        assert_eq!(task.comm, "culprit");
+        let (task, addrs) =
+            find(&ev, s, &charged(&a)).unwrap_or_else(|| panic!("no stack for {s:?}"));
         assert_eq!(task.comm, "culprit");
         let stack = syms.stack(task, &addrs);
-        // The culprit gave the CPU back in its clock_nanosleep: the first frame past the
-        // scheduler and the tracer is the sleep; the raw stack starts in the tracer.
-        assert_eq!(stack.function(), Some("do_nanosleep"), "{stack:?}");
+        // The culprit gave the CPU back in its clock_nanosleep: past the scheduler, the
+        // tracer and its way into the sleep, only its system call's entry from user space is
+        // left: it ran in user space. The raw stack starts in the tracer.
+        assert_eq!(stack.function(), Some(USER_SPACE), "{stack:?}");
         assert_eq!(
             stack.frames.first().map(String::as_str),
             Some("trace_event_raw_event_sched_switch"),
@@ -176,11 +185,5 @@ fn each_captured_spike_has_the_culprits_stack_named_from_the_fixture_kallsyms() 
             .frames
             .iter()
             .any(|f| f == "__x64_sys_clock_nanosleep"));
-        // The analyzer never reads a stack entry as an event of the culprit.
-        let a = attribute_on(&ev, s, false, Machine::default());
-        let Some(Category::Thread { task }) = a.culprit() else {
-            panic!("{a:?}")
-        };
-        assert_eq!(task.comm, "culprit");
     }
 }

@@ -31,6 +31,10 @@ pub enum RunsAction {
     Explain {
         /// Run id, or `last`
         run: String,
+        /// Print the spikes' kernel stacks as folded stacks (`task;outermost;…;function NS`,
+        /// weighted by the nanoseconds charged to the task) for flamegraph.pl or inferno
+        #[arg(long, conflicts_with = "json")]
+        folded: bool,
     },
     /// Set or remove tags of a run
     Tag {

@@ -59,9 +59,12 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
                 )?;
             }
         }
-        RunsAction::Explain { run } => {
+        RunsAction::Explain { run, folded } => {
             let id = resolve(&store, &run)?;
-            runs_explain::run(&store, id, a.json, out)?;
+            match folded {
+                true => runs_explain::folded(&store, id, out)?,
+                false => runs_explain::run(&store, id, a.json, out)?,
+            }
         }
         RunsAction::Tag { run, tags, remove } => {
             let id = resolve(&store, &run)?;
