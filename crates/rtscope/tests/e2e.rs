@@ -21,6 +21,7 @@ mod drop_in;
 mod explain;
 mod explain_all_cpus;
 mod explain_stacks;
+mod explain_stacks_causes;
 mod export;
 mod fidelity;
 mod fleet_ci;
