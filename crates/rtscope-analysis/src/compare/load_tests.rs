@@ -382,3 +382,40 @@ fn a_watch_selector_without_its_period_range_or_series_is_a_usage_error_with_a_h
     );
     assert!(notes.is_empty(), "{notes:?}");
 }
+
+/// `--stat` given is compared as given, even spelling out the latency default on noise runs
+/// (issue 65 item 3: it was silently replaced by noise's defaults); without it, each kind its
+/// own defaults.
+#[test]
+fn a_stat_list_given_is_always_honoured() {
+    use crate::compare::model::{tests_support::run, NOISE_STATS};
+    let runs = |kind: RunKind, ids: [i64; 2]| {
+        ids.map(|id| {
+            let mut r = run(id, Histogram::new(), 1_000, Some(1_000));
+            r.kind = kind;
+            r
+        })
+        .to_vec()
+    };
+    let noise = vec![
+        Group::new(0, "quiet", runs(RunKind::Noise, [1, 2])),
+        Group::new(1, "noisy", runs(RunKind::Noise, [3, 4])),
+    ];
+    let latency = vec![
+        Group::new(0, "a", runs(RunKind::Measure, [5, 6])),
+        Group::new(1, "b", runs(RunKind::Measure, [7, 8])),
+    ];
+    let default = super::default_stats();
+    let names = |s: &[Stat]| s.iter().map(|s| s.name()).collect::<Vec<_>>().join(",");
+    assert_eq!(names(&default), DEFAULT_STATS);
+    assert_eq!(
+        super::stats_for(&noise, Some(default.clone())).unwrap(),
+        default
+    );
+    assert_eq!(super::stats_for(&noise, None).unwrap(), NOISE_STATS);
+    assert_eq!(super::stats_for(&latency, None).unwrap(), default);
+    let max = vec![Stat::Max];
+    assert_eq!(super::stats_for(&latency, Some(max.clone())).unwrap(), max);
+    let mixed = vec![noise[0].clone(), latency[1].clone()];
+    assert!(super::stats_for(&mixed, None).is_err());
+}
