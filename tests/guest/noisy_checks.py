@@ -82,6 +82,54 @@ def stack_check(x: dict, thread: str) -> tuple[bool, str]:
     return named_share(stacks, "noisy_hold_", f"{len(stacks)} stack(s) of {thread}")
 
 
+# Frames of a context that was asleep or idle, not running: the measured thread's own
+# `clock_nanosleep`, another sleeper's, the idle loop. A spike's time is never theirs, so no
+# shown stack and no row of "time by kernel function" may be named by one (issue 65).
+SLEEP_OR_IDLE = ("do_nanosleep", "hrtimer_nanosleep", "common_nsleep", "clock_nanosleep",
+                 "__x64_sys_clock_nanosleep", "__arm64_sys_clock_nanosleep", "schedule_hrtimeout",
+                 "do_idle", "cpu_startup_entry", "default_idle", "arch_cpu_idle", "cpuidle_",
+                 "poll_idle", "cpu_idle_poll", "do_sys_poll", "ep_poll", "futex_wait")
+
+
+def asleep(frame: str) -> bool:
+    """Whether `frame` (`name [module]` or `name`) is a sleeping or idle path."""
+    name = frame.split(" ")[0]
+    return any(name == s or (s.endswith("_") and name.startswith(s)) for s in SLEEP_OR_IDLE)
+
+
+def shown_stacks_check(x: dict) -> tuple[bool, str]:
+    """No kept spike shows the stack of an rtscope thread (the measuring threads `rtscope-m*`,
+    noise's `rtscope-n*`, any rtscope process's) or of the spike's own thread (its way into
+    its sleep), as docs/explain.md's stack rule says: a stack is the charged context's."""
+    worst = [w for w in x.get("worst") or [] if w.get("stack")]
+    task = lambda w: w["stack"].get("task") or {}  # noqa: E731
+    ours = [w for w in worst if str(task(w).get("comm", "")).startswith("rtscope")]
+    own = [w for w in worst if task(w).get("pid") == w["spike"].get("tid")]
+    detail = (f"{len(worst)} kept stack(s): {len(ours)} of an rtscope thread, {len(own)} of "
+              "the spike's own thread")
+    bad = (ours or own)[:1]
+    if bad:
+        st = bad[0]["stack"]
+        detail += f"; first: {' <- '.join(st.get('frames', [])[:8])} ({st.get('task')})"
+    return not ours and not own, detail
+
+
+def functions_check(x: dict) -> tuple[bool, str]:
+    """"time by kernel function" ranks the code that held the CPU: its first row (most time)
+    is a function of the module (` [noisy]`, the injected section) and no row is a sleeping or
+    idle path."""
+    rows = sorted(x.get("functions") or [], key=lambda r: -int(r.get("ns", 0)))
+    total = sum(int(r.get("ns", 0)) for r in rows)
+    sleeping = [r["function"] for r in rows if asleep(str(r.get("function", "")))]
+    first = rows[0] if rows else {}
+    share = 100 * int(first.get("ns", 0)) / total if total else 0
+    detail = (f"{len(rows)} row(s); first {first.get('function')!r} ({share:.1f} % of "
+              f"{total / 1e6:.3f} ms); {len(sleeping)} sleeping or idle row(s)"
+              + (f": {', '.join(sleeping[:3])}" if sleeping else ""))
+    ok = bool(rows) and str(first.get("function", "")).endswith(" [noisy]") and not sleeping
+    return ok, detail
+
+
 # The modes whose injected section is a handler in interrupt context, named by the function the
 # kernel's events give (a spike's `handler`: docs/explain.md, "Handlers"), never by a stack: the
 # handler kind and the module's function.
@@ -260,6 +308,12 @@ def verify_run(c, kernel: str, r: guest.BootResult, mode: str, run: tuple[str, s
     if mode in STACK_MODES:
         ok, detail = stack_check(x, culprit)
         unless_host(c, kernel, f"{label}: the kernel stacks name the module's function",
+                    ok, detail, host)
+        ok, detail = shown_stacks_check(x)
+        c.expect(kernel, f"{label}: no shown stack is an rtscope thread's or a sleep's", ok,
+                 detail)
+        ok, detail = functions_check(x)
+        unless_host(c, kernel, f"{label}: time by kernel function ranks the module's first",
                     ok, detail, host)
     log = (r.files.get(f"{check}-{mode}.log") or b"").decode(errors="replace")
     events = dict(kv.split("=", 1) for kv in (r.value("handler-events") or "").split()

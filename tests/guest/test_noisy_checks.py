@@ -50,7 +50,9 @@ def explain(starts_us: list[int], pid: int, frames: list[str] = STACK) -> bytes:
                                          "wakeup_ns": (s + 10_000) * 1000},
               "charges": [{"kind": "thread", "pid": pid, "ns": 10_000_000}], "stack": stack}
              for s in starts_us]
-    return json.dumps({"explain": {"tier": "trace", "worst": worst,
+    functions = [{"function": "noisy_hold_preempt_off [noisy]", "spikes": len(worst),
+                  "ns": 10_000_000 * len(worst)}]
+    return json.dumps({"explain": {"tier": "trace", "worst": worst, "functions": functions,
                                    "counts": {"spikes": len(worst),
                                               "not_traced": {"tracer_not_live": 0}}}}).encode()
 
@@ -87,9 +89,9 @@ class BothRuns(unittest.TestCase):
                                            "noise preempt, rtscope noise (noisy-preempt): the "
                                            "reference bar"])
         self.assertTrue(all(c.figures.values()), c.figures)
-        # Per run, required: compared, tracer live, the stacks' function, interrupt exits, the
-        # culprit named.
-        self.assertEqual(len(c.seen), 10, c.seen)
+        # Per run, required: compared, tracer live, the stacks' function, no stack of rtscope's
+        # or of a sleep, the ranking by function, interrupt exits, the culprit named.
+        self.assertEqual(len(c.seen), 14, c.seen)
         self.assertTrue(all(c.seen.values()), c.seen)
         self.assertTrue(c.seen["noise preempt: the injected noisy-preempt is named for most of "
                                "the time it ran"])
@@ -135,6 +137,51 @@ class Stacks(unittest.TestCase):
         ok, detail = noisy_checks.stack_check(doc["explain"], "noisy-preempt")
         self.assertFalse(ok)
         self.assertIn("0 stack(s)", detail)
+
+
+# The measured thread's own sleep as a stack takes it: never a shown stack (issue 65).
+SLEEP = ["__schedule", "schedule", "do_nanosleep", "hrtimer_nanosleep", "common_nsleep",
+         "__x64_sys_clock_nanosleep", "do_syscall_64", "entry_SYSCALL_64_after_hwframe"]
+
+
+class Shown(unittest.TestCase):
+    """No shown stack of rtscope's or of a sleep; the time by function ranks the culprit's."""
+
+    def test_an_rtscope_threads_or_the_spikes_own_stack_fails_and_the_culprits_passes(self):
+        doc = json.loads(explain([1_000, 101_000], CULPRIT))["explain"]
+        ok, detail = noisy_checks.shown_stacks_check(doc)
+        self.assertTrue(ok, detail)
+        self.assertEqual("2 kept stack(s): 0 of an rtscope thread, 0 of the spike's own thread",
+                         detail)
+        doc["worst"][0]["stack"] = {"task": {"comm": "rtscope-m1", "pid": LOOP, "prio": 19},
+                                    "frames": SLEEP}
+        ok, detail = noisy_checks.shown_stacks_check(doc)
+        self.assertFalse(ok)
+        self.assertIn("1 of an rtscope thread, 1 of the spike's own thread; first: __schedule "
+                      "<- schedule <- do_nanosleep", detail)
+        doc = json.loads(explain([1_000], CULPRIT))["explain"]
+        doc["worst"][0]["stack"]["task"] = {"comm": "rtscope-m0", "pid": 7, "prio": 9}
+        ok, detail = noisy_checks.shown_stacks_check(doc)
+        self.assertFalse(ok)
+        self.assertIn("1 of an rtscope thread, 0 of", detail)
+
+    def test_the_ranking_must_put_the_module_first_and_hold_no_sleep(self):
+        doc = json.loads(explain([1_000], CULPRIT))["explain"]
+        self.assertTrue(noisy_checks.functions_check(doc)[0])
+        doc["functions"].append({"function": "do_nanosleep", "spikes": 40, "ns": 1_000})
+        ok, detail = noisy_checks.functions_check(doc)
+        self.assertFalse(ok)
+        self.assertIn("1 sleeping or idle row(s): do_nanosleep", detail)
+        doc["functions"] = [{"function": "process_one_work", "spikes": 3, "ns": 30_000_000},
+                            {"function": "noisy_hold_preempt_off [noisy]", "spikes": 1,
+                             "ns": 10_000_000}]
+        ok, detail = noisy_checks.functions_check(doc)
+        self.assertFalse(ok)
+        self.assertIn("first 'process_one_work' (75.0 % of 40.000 ms)", detail)
+        doc["functions"] = []
+        self.assertFalse(noisy_checks.functions_check(doc)[0])
+        self.assertTrue(noisy_checks.asleep("cpuidle_enter_state"))
+        self.assertFalse(noisy_checks.asleep("noisy_thread [noisy]"))
 
 
 def handler_spike(at_us: int, handler: dict | None) -> dict:
