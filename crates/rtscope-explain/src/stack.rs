@@ -675,6 +675,54 @@ mod tests {
         assert_eq!(wake.function(), Some("futex_wake"));
     }
 
+    /// A user-space task's sleep stack under a spike mostly of hypervisor time: the text says
+    /// it ran in user space, counts only its charged time under `(user space)`, and says where
+    /// the rest is.
+    #[test]
+    fn the_text_says_user_space_and_where_the_time_under_no_function_is() {
+        use crate::book::{Explained, SpikeBook};
+        use crate::model::Tier;
+        use crate::render::{summary_of, Subject};
+        let mut b = SpikeBook::new(60_000_000_000, 5, 10);
+        let sleep = [
+            "bpf_trace_run4",
+            "__schedule",
+            "schedule",
+            "do_nanosleep",
+            "hrtimer_nanosleep",
+            "__x64_sys_clock_nanosleep",
+            "do_syscall_64",
+            "entry_SYSCALL_64_after_hwframe",
+        ];
+        b.add(Explained::Traced(attribution(
+            4_000_000,
+            Some(stack(&sleep)),
+        )));
+        let s = b.summary(Tier::FlightRecorder, None, 1_000_000);
+        let text = summary_of(&s, 0, 5, Subject::WakeUps);
+        assert!(
+            text.contains("no kernel stack: it ran in user space (noisy:88:nice0)"),
+            "{text}"
+        );
+        assert!(!text.contains("do_nanosleep"), "{text}");
+        assert!(
+            text.lines()
+                .any(|l| l.contains("(user space)") && l.contains("     1  2.00 ms")),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "under no kernel function: 2.00 ms of 4.00 ms traced (hypervisor 2.00 ms;"
+            ),
+            "{text}"
+        );
+        assert_eq!(s.stacks.len(), 1);
+        assert_eq!(
+            crate::folded::text(&s.stacks),
+            "noisy;(user space) 2000000\n"
+        );
+    }
+
     #[test]
     fn functions_beyond_the_bound_are_summed_in_one_row_not_dropped() {
         let mut t = FunctionTable::default();

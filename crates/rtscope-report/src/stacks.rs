@@ -43,6 +43,17 @@ pub fn section(h: &mut String, s: &ExplainSummary) {
         return;
     }
     function_table(h, &s.functions);
+    let under: u64 = s.functions.iter().map(|r| r.ns).sum();
+    let rest = s.counts.traced_ns.saturating_sub(under);
+    if rest > 0 {
+        let _ = writeln!(
+            h,
+            "<p class=\"muted\">Under no kernel function: {} of {} traced (hypervisor {}; the rest idle, interrupts and contexts without a stack: the culprits above).</p>",
+            escape(&dur(rest)),
+            escape(&dur(s.counts.traced_ns)),
+            escape(&dur(s.class_totals().hypervisor_ns))
+        );
+    }
     match s.stacks.is_empty() {
         false => flame_graph(h, &s.stacks, "every traced spike"),
         true => {
@@ -278,6 +289,8 @@ mod tests {
             "{h}"
         );
         assert!(h.contains("every traced spike"), "{h}");
+        // Every spike's time is charged to its stack's task here: nothing is left apart.
+        assert!(!h.contains("Under no kernel function"), "{h}");
         assert!(
             h.contains("<title>kthread: 5.00 ms (83.3 %)</title>"),
             "{h}"
@@ -296,6 +309,18 @@ mod tests {
         assert_eq!(
             cell(&s.worst[1]),
             "no kernel stack: it ran in user space (noisy<x>:5:nice0)"
+        );
+        // A summary stored before every spike's stacks were kept draws its kept spikes'.
+        let old = ExplainSummary {
+            stacks: Vec::new(),
+            ..s.clone()
+        };
+        let mut h = String::new();
+        section(&mut h, &old);
+        assert!(h.contains("Kernel stacks of the kept spikes"), "{h}");
+        assert!(
+            h.contains("<title>kthread: 5.00 ms (83.3 %)</title>"),
+            "{h}"
         );
     }
 
@@ -341,6 +366,11 @@ mod tests {
             "{h}"
         );
         assert!(h.contains("<title>tasklet: 390.0 µs"), "{h}");
+        // The rest of the two spikes' 1.1 ms is apart, said under the table.
+        assert!(
+            h.contains("Under no kernel function: 710.0 µs of 1.10 ms traced (hypervisor 0 ns;"),
+            "{h}"
+        );
     }
 
     #[test]

@@ -250,7 +250,24 @@ fn by_default_and_off_no_stack_is_taken_and_auto_says_why_late_only_stacks_are_u
         let (out, err, v, db) = run_with_culprit(name, flags);
         let x = &v["explain"];
         assert!(out.contains("thread culprit:"), "{name}: {out}");
+        // `runs explain --folded` of a run without stacks says so, writing nothing.
+        let folded = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+            .args(["runs", "explain", "last", "--folded", "--db"])
+            .arg(&db)
+            .output()
+            .unwrap();
         let _ = std::fs::remove_dir_all(db.parent().unwrap());
+        if name != "auto" || !late {
+            assert!(
+                !folded.status.success() && folded.stdout.is_empty(),
+                "{name}"
+            );
+            assert!(
+                text(&folded.stderr).contains("has no kernel stacks"),
+                "{name}: {}",
+                text(&folded.stderr)
+            );
+        }
         if name == "auto" && late {
             assert!(
                 err.contains("kernel stacks when late: switch"),
