@@ -15,6 +15,9 @@ pub struct Culprit<'a> {
     pub ns: u64,
     /// The PIDs of its threads (empty for a cause that is no thread).
     pub pids: &'a [i32],
+    /// The wake-up's cause as the one rule states it (a culprit only with half of the
+    /// wake-up, else the group or the spread, every share printed).
+    pub line: Option<&'a str>,
 }
 
 /// A watch series' id.
@@ -289,8 +292,9 @@ impl Store {
     /// Adds the explanation of a measured window's worst wake-up (`latency_ns` on `cpu`) to its
     /// row, and to the all-CPUs row when that wake-up is its maximum: `explained` (JSON), the
     /// largest cause (`culprit`), its time (`culprit_ns`) and its threads' PIDs
-    /// (`culprit_pids`, absent for a cause that is no thread) are set in the row's `explain`
-    /// object, its `worst` kept.
+    /// (`culprit_pids`, absent for a cause that is no thread) and the cause as the one rule
+    /// states it (`cause`, [`Culprit::line`]) are set in the row's `explain` object, its
+    /// `worst` kept.
     /// (The bundled SQLite has no JSON functions: the object is edited here.)
     pub fn explain_window(
         &self,
@@ -307,6 +311,7 @@ impl Store {
             v["explained"] = attribution.clone();
             v["culprit"] = culprit.map(|c| c.name).into();
             v["culprit_ns"] = culprit.map(|c| c.ns).into();
+            v["cause"] = culprit.and_then(|c| c.line).into();
             match culprit.filter(|c| !c.pids.is_empty()) {
                 Some(c) => v["culprit_pids"] = c.pids.into(),
                 None => {

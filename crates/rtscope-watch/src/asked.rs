@@ -24,6 +24,9 @@ pub struct Found {
     pub causes: Vec<Cause>,
     /// The whole explanation (JSON, as `runs explain` stores it).
     pub json: String,
+    /// Its cause by the one rule of `rtscope_explain::cause` (a culprit only with half of the
+    /// wake-up, else the group or the spread, every share printed); `None` for no time.
+    pub line: Option<String>,
 }
 
 /// A window whose worst wake-up is at or above the spike threshold and got no explanation,
@@ -57,6 +60,8 @@ pub struct Explanation {
     pub causes: Vec<Cause>,
     /// As [`Found::json`].
     pub json: String,
+    /// As [`Found::line`].
+    pub line: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -80,6 +85,7 @@ impl Handed {
                 latency: self.latency,
                 causes: e.causes,
                 json: e.json,
+                line: e.line,
             }),
             Err(why) => Answer::Missed(Missed {
                 start_ns: self.start_ns,
@@ -219,6 +225,7 @@ mod tests {
         Ok(Explanation {
             causes: Vec::new(),
             json: json.into(),
+            line: None,
         })
     }
 

@@ -220,7 +220,8 @@ impl Shared {
                 }
             };
             let first = f.causes.first();
-            let cause = first.map(|c| format!("{} {}", c.text(), c.time));
+            // The cause by the one rule (a culprit only with half of the wake-up).
+            let cause = f.line.clone();
             let (mine, kept): (Vec<Held>, Vec<Held>) = std::mem::take(&mut self.held)
                 .into_iter()
                 .partition(|h| h.is_for(f.start_ns, f.cpu, f.latency));
@@ -238,6 +239,7 @@ impl Shared {
                     name: &c.name,
                     ns: c.time.0,
                     pids: &c.pids,
+                    line: f.line.as_deref(),
                 }),
             );
             if let Err(e) = r {

@@ -10,6 +10,7 @@ use crate::roller::{Closed, Worst};
 use rtscope_core::Nanos;
 use rtscope_engine::CpuSet;
 use rtscope_explain::book::Explained;
+use rtscope_explain::cause::CauseLine;
 use rtscope_explain::model::Spike;
 use rtscope_explain::model::Tier;
 use rtscope_explain::render;
@@ -135,6 +136,20 @@ pub fn causes(e: &Explained) -> Vec<Cause> {
     out
 }
 
+/// What a window's row gets for an explained wake-up: its causes, the whole explanation and
+/// its cause line; a wake-up explained from the monitors only is not explained (they name no
+/// time: their busiest thread is a lead, not a charge), with the trace's reason.
+pub fn explanation(e: &Explained) -> Result<Explanation, Unexplained> {
+    match e {
+        Explained::Traced(a) => Ok(Explanation {
+            causes: causes(e),
+            json: serde_json::to_string(e).unwrap_or_default(),
+            line: CauseLine::of(a).map(|l| l.to_string()),
+        }),
+        Explained::Coarse(c) => Err(c.not_traced.map_or(Unexplained::NoTrace, Into::into)),
+    }
+}
+
 impl WindowExplainer {
     /// Starts tracing `cpus` (the reader on `housekeeping`); wake-ups at or above `threshold`
     /// are explained. Before the measuring threads start: its reaper is forked while the
@@ -246,15 +261,10 @@ impl WindowExplainer {
         let mut out = Vec::new();
         for e in self.ex.take_explained() {
             let s = spike_of(&e);
-            let outcome = match &e {
-                Explained::Traced(_) => Ok(Explanation {
-                    causes: causes(&e),
-                    json: serde_json::to_string(&e).unwrap_or_default(),
-                }),
-                // The monitors name no time: their busiest thread is a lead, not a charge.
-                Explained::Coarse(c) => Err(c.not_traced.map_or(Unexplained::NoTrace, Into::into)),
-            };
-            out.extend(self.ledger.answer(s.cpu as u32, s.wakeup_ns, outcome));
+            out.extend(
+                self.ledger
+                    .answer(s.cpu as u32, s.wakeup_ns, explanation(&e)),
+            );
         }
         for (s, why) in self.ex.take_unexplained() {
             let why = why.map_or(Unexplained::NoTrace, Into::into);
@@ -283,7 +293,10 @@ mod tests {
     fn the_watchs_explain_config_takes_no_kernel_stacks() {
         let cfg = explain_config(Nanos::from_us(100), vec![1, 2], vec![0]);
         assert_eq!(cfg.stacks, StackChoice::Off, "a watch stores no stacks");
-        assert_eq!((cfg.threshold_ns, cfg.cpus.as_slice()), (100_000, &[1, 2][..]));
+        assert_eq!(
+            (cfg.threshold_ns, cfg.cpus.as_slice()),
+            (100_000, &[1, 2][..])
+        );
         assert_eq!(cfg.housekeeping, vec![0]);
         // The default it overrides takes them at every wake-up.
         assert_ne!(ExplainConfig::new(1, vec![1]).stacks, StackChoice::Off);
@@ -335,6 +348,17 @@ mod tests {
             "thread stress-ng (6 PIDs: 811, 812, 815, 816 +2 more)"
         );
         assert_eq!(c[2].text(), "thread culprit (PID 4711)");
+        // The printed cause follows the one rule: no cause holds half of the 2 µs wake-up, so
+        // none is named as "the" cause, and every share is printed.
+        let x = explanation(&e).unwrap();
+        let line = x.line.unwrap();
+        let Explained::Traced(a) = &e else {
+            unreachable!()
+        };
+        assert_eq!(line, CauseLine::of(a).unwrap().to_string());
+        assert!(CauseLine::of(a).unwrap().named().is_none(), "{line}");
+        assert!(line.contains(" %"), "{line}");
+        assert_eq!(x.causes, c);
         assert_eq!(c[1].text(), "timer IRQ handler");
         assert!(c[1].pids.is_empty());
     }

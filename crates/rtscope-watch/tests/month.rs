@@ -261,7 +261,19 @@ fn a_window_not_explained_stores_its_reason_and_an_explanation_replaces_it() {
     );
     // A late explanation replaces the reason.
     store
-        .explain_window(s, T0 + 999 * MIN, 1, max, "{\"charges\":[]}", None)
+        .explain_window(
+            s,
+            T0 + 999 * MIN,
+            1,
+            max,
+            "{\"charges\":[]}",
+            Some(rtscope_store::watch::Culprit {
+                name: "thread x",
+                ns: 9,
+                pids: &[1],
+                line: Some("thread x:1:nice0 (90 %)"),
+            }),
+        )
         .unwrap();
     let w = kept(&store, Level::Window);
     let v: serde_json::Value = serde_json::from_str(
@@ -272,5 +284,6 @@ fn a_window_not_explained_stores_its_reason_and_an_explanation_replaces_it() {
     )
     .unwrap();
     assert!(v.get("unexplained").is_none(), "{v}");
+    assert_eq!(v["cause"], "thread x:1:nice0 (90 %)", "{v}");
     assert_eq!(v["explained"]["charges"], serde_json::json!([]), "{v}");
 }

@@ -42,6 +42,10 @@ pub struct Worst {
     /// The PIDs of that cause's threads (a thread cause is its command; older rows name one
     /// thread with its PID in `culprit` and have none).
     pub culprit_pids: Vec<i64>,
+    /// The cause as the one rule states it (`watch --explain` since issue 65: a culprit only
+    /// with half of the wake-up, else the group or the spread, every share printed); `None`
+    /// in rows stored before.
+    pub cause: Option<String>,
 }
 
 impl Worst {
@@ -59,7 +63,14 @@ impl Worst {
                 .and_then(|p| p.as_array())
                 .map(|p| p.iter().filter_map(serde_json::Value::as_i64).collect())
                 .unwrap_or_default(),
+            cause: v.get("cause").and_then(|c| c.as_str()).map(String::from),
         })
+    }
+
+    /// The cause for a table: the rule's line when stored, else (older rows) the largest cause
+    /// with its PIDs; `None`: not explained.
+    pub fn cause_text(&self) -> Option<String> {
+        self.cause.clone().or_else(|| self.culprit_text())
     }
 
     /// The largest cause with its PIDs, for a table: `thread culprit (PID 4711)`,

@@ -150,7 +150,7 @@ fn worst(h: &mut String, cells: &[Cell]) {
         h.push_str("<p class=\"muted\">No period was measured.</p>\n");
         return;
     }
-    h.push_str("<table><tr><th class=\"t\">period start</th><th class=\"t\">kept as</th><th>CPU</th><th>max</th><th class=\"t\">worst wake-up at</th><th class=\"t\">largest cause</th><th>its time</th><th class=\"t\">alert</th></tr>\n");
+    h.push_str("<table><tr><th class=\"t\">period start</th><th class=\"t\">kept as</th><th>CPU</th><th>max</th><th class=\"t\">worst wake-up at</th><th class=\"t\">cause</th><th>largest cause's time</th><th class=\"t\">alert</th></tr>\n");
     for c in ranked.into_iter().take(WORST_ROWS) {
         let w = c.worst.as_ref();
         let _ = writeln!(
@@ -161,7 +161,7 @@ fn worst(h: &mut String, cells: &[Cell]) {
             c.cpu.unwrap_or_default(),
             us(c.histogram.max()),
             w.map_or("-".into(), |w| when(w.at_ns)),
-            escape(&w.and_then(|w| w.culprit_text()).unwrap_or_else(|| {
+            escape(&w.and_then(|w| w.cause_text()).unwrap_or_else(|| {
                 c.why_not_explained()
                     .map_or("-".into(), |why| format!("not explained: {why}"))
             })),

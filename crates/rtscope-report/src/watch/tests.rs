@@ -217,6 +217,7 @@ fn spikes_are_grouped_by_their_largest_cause() {
             culprit: Some("x".into()),
             culprit_ns: Some(450_000),
             culprit_pids: Vec::new(),
+            cause: None,
         })
     );
     // A thread cause is its command, its PIDs beside it: one colour per command, the PIDs in
@@ -227,6 +228,18 @@ fn spikes_are_grouped_by_their_largest_cause() {
     assert_eq!(
         w.culprit_text().as_deref(),
         Some("thread sh (2 PIDs: 811, 812)")
+    );
+    // A row stored since the cause rule: the table prints its line, not the largest cause.
+    let ruled = r#"{"worst":{"latency_ns":9,"at_unix_ns":1},"culprit":"thread sh","culprit_ns":4,"culprit_pids":[811],"cause":"2 threads (88 % together, largest sh:811:fifo50 44 %)"}"#;
+    let w = Worst::parse(ruled).unwrap();
+    assert_eq!(
+        w.cause_text().as_deref(),
+        Some("2 threads (88 % together, largest sh:811:fifo50 44 %)")
+    );
+    assert_eq!(
+        Worst::parse(grouped).unwrap().cause_text().as_deref(),
+        Some("thread sh (2 PIDs: 811, 812)"),
+        "older rows: the largest cause"
     );
     assert_eq!(Worst::parse("{}"), None);
     assert_eq!(Worst::parse("not json"), None);
