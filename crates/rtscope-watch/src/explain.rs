@@ -159,7 +159,13 @@ impl WindowExplainer {
         let normal = Housekeeping::Normal(NormalWhy::Asked);
         let ours = CpuSet::from_cpus(housekeeping.iter().copied());
         let smi = SmiState::start(Path::new("/"), Some(&ours), &cpus, normal);
-        let mut ex = Explainer::start(explain_config(threshold, cpus, housekeeping));
+        WindowExplainer::with(explain_config(threshold, cpus, housekeeping), smi)
+    }
+
+    /// The explainer of `cfg` (its threshold the watch's `--spike`), SMIs from `smi`.
+    fn with(cfg: ExplainConfig, smi: SmiState) -> Self {
+        let threshold = Nanos(cfg.threshold_ns);
+        let mut ex = Explainer::start(cfg);
         ex.keep_explained();
         WindowExplainer {
             tracing: ex.tier() != Tier::Coarse,
@@ -277,7 +283,7 @@ impl WindowExplainer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rtscope_explain::model::{Attribution, Category, Charge, Task};
+    use rtscope_explain::model::{Attribution, Category, Charge, NotTraced, Task};
 
     fn thread(comm: &str, pid: i32) -> Category {
         Category::Thread {
@@ -287,6 +293,85 @@ mod tests {
                 prio: 0,
             },
         }
+    }
+
+    #[test]
+    fn a_wake_up_explained_by_the_monitors_only_is_not_explained_and_says_why() {
+        let coarse = |why| {
+            Explained::Coarse(rtscope_explain::coarse::CoarseExplanation {
+                spike: Spike {
+                    cpu: 1,
+                    tid: 9,
+                    deadline_ns: 1_000,
+                    wakeup_ns: 3_000,
+                    smis: None,
+                },
+                start_ns: 0,
+                end_ns: 5_000,
+                top_irqs: Vec::new(),
+                top_softirqs: Vec::new(),
+                steal_ns: 0,
+                top_threads: Vec::new(),
+                not_traced: why,
+            })
+        };
+        assert_eq!(
+            explanation(&coarse(Some(NotTraced::LostEvents))),
+            Err(Unexplained::LostEvents)
+        );
+        assert_eq!(explanation(&coarse(None)), Err(Unexplained::NoTrace));
+    }
+
+    fn row(cpu: u32, max_ns: u64) -> rtscope_store::watch::WatchWindow {
+        let mut h = rtscope_core::Histogram::new();
+        h.record(Nanos(max_ns));
+        rtscope_store::watch::WatchWindow {
+            level: rtscope_store::watch::Level::Window,
+            start_ns: 60,
+            end_ns: 120,
+            cpu: Some(cpu),
+            spikes: u64::from(max_ns >= 100_000),
+            histogram: h,
+            missed: 0,
+            alert: None,
+            explain: None,
+        }
+    }
+
+    #[test]
+    fn every_window_at_or_above_the_threshold_that_cannot_be_explained_gets_its_reason() {
+        // No trace (the coarse tier, which a watch feeds no monitor samples).
+        let mut cfg = explain_config(Nanos::from_us(100), vec![1, 2, 3], vec![0]);
+        cfg.force_coarse = true;
+        let mut x = WindowExplainer::with(cfg, SmiState::Off("not counted in tests".into()));
+        let worst = |latency: u64| Worst {
+            latency: Nanos(latency),
+            at_ns: 70,
+            mono_ns: 5_000_000,
+        };
+        let closed = Closed {
+            windows: vec![row(1, 500_000), row(2, 300_000), row(3, 40_000)],
+            // CPU 2's worst wake-up is not known (its ring lost samples); CPU 3's is below
+            // the threshold.
+            worst: vec![Some(worst(500_000)), None, Some(worst(40_000))],
+            sums: vec![0, 0, 0],
+        };
+        let answers = x.close(&closed, |cpu| Some(100 + cpu as i32));
+        let got: Vec<(u32, Unexplained, u64)> = answers
+            .iter()
+            .map(|a| match a {
+                Answer::Missed(m) => (m.cpu, m.why, m.latency.0),
+                Answer::Found(f) => panic!("explained without a trace: {f:?}"),
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, Unexplained::NoTrace, 500_000),
+                (2, Unexplained::WorstUnknown, 300_000)
+            ]
+        );
+        assert!(x.drain(Duration::ZERO).is_empty(), "nothing left waiting");
     }
 
     #[test]
