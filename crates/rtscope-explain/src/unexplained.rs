@@ -162,4 +162,22 @@ mod tests {
         }
         assert_eq!(Unexplained::from_name("no_such_reason"), None);
     }
+
+    #[test]
+    fn the_run_summarys_counts_are_keyed_by_the_same_names() {
+        let mut counts = crate::book::NotTracedCounts::default();
+        for n in NotTraced::ALL {
+            counts.add(n);
+        }
+        let v = serde_json::to_value(counts).unwrap();
+        let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+        let mut names: Vec<&str> = NotTraced::ALL
+            .iter()
+            .map(|&n| Unexplained::from(n).name())
+            .collect();
+        keys.sort_unstable();
+        names.sort_unstable();
+        assert_eq!(keys, names);
+        assert!(v.as_object().unwrap().values().all(|c| c == 1), "{v}");
+    }
 }
