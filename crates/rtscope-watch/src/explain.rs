@@ -2,8 +2,12 @@
 //! explainer as `rtscope measure --explain` (a private tracefs instance: the flight recorder,
 //! or timerlat on PREEMPT_RT; the monitors' coarse tier where tracefs is not usable). The
 //! trace is a ring buffer per measured CPU, so its cost is bounded and only the trace around
-//! each window's worst wake-up is looked at: one spike per CPU per window is handed over, and
-//! its explanation reaches the window's row when the trace has passed it (within about 2 s).
+//! each window's worst wake-up is looked at. The recorder keeps 3 s of trace, so the running
+//! worst of each CPU's open window is handed over as it is seen (at each tick), not when the
+//! window closes (a 1-minute window's worst is then up to a minute old: its trace gone); a
+//! worse one replaces it ([`crate::asked`]). The window's row gets its worst wake-up's
+//! explanation when the trace has passed it (within about 2 s), or the reason there is none
+//! ([`Unexplained`]). No kernel stacks are taken ([`explain_config`]).
 
 use crate::asked::{Answer, Explanation, Ledger, Missed};
 use crate::roller::{Closed, Worst};
