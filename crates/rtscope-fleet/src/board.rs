@@ -216,14 +216,34 @@ impl BoardRun<'_> {
     }
 }
 
-/// The `prepare` step: the board's `uname -m` and a new private remote directory.
+/// The start time (clock ticks after boot) of process `$1` on the board, from its
+/// `/proc/PID/stat` (field 22, the 20th after the command name, which may hold spaces).
+const START_OF: &str = "sed 's/.*) //' \"/proc/$1/stat\" 2>/dev/null | cut -d' ' -f20";
+
+/// Removes the board's directories that no fan-out owns any more, this user's only: each
+/// directory's `.owner` names the process that owns it — the sshd process of its fan-out's
+/// connection, `PID START` — and a directory whose owner is gone (a local rtscope SIGKILLed
+/// during the copy: its connection closed) is removed. A directory without an owner (made by
+/// an older rtscope) is removed once a day old. A running board's directory is its watcher's
+/// to remove, and its connection lives, so it is kept.
+fn sweep_script() -> String {
+    format!(
+        "start_of() {{ {START_OF}; }}; \
+         for d in /tmp/rtscope.??????; do \
+         [ -d \"$d\" ] && [ ! -L \"$d\" ] && [ -O \"$d\" ] || continue; \
+         if [ -f \"$d/.owner\" ]; then read p s < \"$d/.owner\" || continue; \
+         case \"$p\" in ''|*[!0-9]*) continue;; esac; \
+         [ \"$(start_of \"$p\")\" = \"$s\" ] && continue; \
+         elif [ -z \"$(find \"$d\" -maxdepth 0 -mmin +1440 2>/dev/null)\" ]; then continue; fi; \
+         rm -rf \"$d\"; done"
+    )
+}
+
+/// The `prepare` step: the board's `uname -m` and a new private remote directory, owned by
+/// this connection's sshd process (`.owner`, see [`sweep_script`]); the directories of
+/// fan-outs that are gone are removed first.
 fn prepare(ssh: &Ssh, t: &Target) -> Result<(String, String), RemoteError> {
-    let out = ssh.output(
-        t,
-        "prepare",
-        "umask 077 && uname -m && mktemp -d /tmp/rtscope.XXXXXX",
-        None,
-    )?;
+    let out = ssh.output(t, "prepare", &prepare_script(), None)?;
     let text = String::from_utf8_lossy(&out);
     let mut lines = text.lines().map(str::trim);
     let (arch, dir) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""));
@@ -236,6 +256,16 @@ fn prepare(ssh: &Ssh, t: &Target) -> Result<(String, String), RemoteError> {
         });
     }
     Ok((arch.to_string(), dir.to_string()))
+}
+
+/// The `prepare` step's remote command (run by the shell sshd starts, whose parent is the
+/// connection's sshd process: `$PPID`).
+fn prepare_script() -> String {
+    format!(
+        "umask 077; {}; uname -m && d=$(mktemp -d /tmp/rtscope.XXXXXX) && \
+         echo \"$PPID $(start_of \"$PPID\")\" > \"$d/.owner\" && echo \"$d\"",
+        sweep_script()
+    )
 }
 
 fn cleanup(ssh: &Ssh, t: &Target, dir: &str) -> Result<(), RemoteError> {
@@ -333,6 +363,43 @@ fn fetch_and_clean(
 
 #[cfg(test)]
 mod tests {
+    /// Issue 67 item 10: the prepare step's directory names its owner (the shell's parent,
+    /// here this test), and the next prepare removes the directories whose owner is gone —
+    /// a partial binary left by a SIGKILLed rtscope — but keeps a living owner's and a fresh
+    /// one without an owner.
+    #[test]
+    fn prepare_removes_the_directories_of_gone_owners_only() {
+        use std::process::Command;
+        let sh = |script: &str| {
+            let o = Command::new("sh").arg("-c").arg(script).output().unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+            String::from_utf8(o.stdout).unwrap()
+        };
+        let out = sh(&super::prepare_script());
+        let mut lines = out.lines();
+        assert!(lines.next().is_some_and(|arch| !arch.is_empty()));
+        let live = std::path::PathBuf::from(lines.next().unwrap());
+        let owner = std::fs::read_to_string(live.join(".owner")).unwrap();
+        assert!(
+            owner.starts_with(&format!("{} ", std::process::id())),
+            "{owner}"
+        );
+        // A directory whose owner is gone (a PID with another start time), with the partial
+        // binary a killed copy leaves; and one made by an older rtscope, without an owner.
+        let gone = std::path::PathBuf::from(sh("mktemp -d /tmp/rtscope.XXXXXX").trim());
+        let (pid, start) = owner.trim().split_once(' ').unwrap();
+        std::fs::write(gone.join(".owner"), format!("{pid} 1{start}\n")).unwrap();
+        std::fs::write(gone.join("rtscope"), b"\x7fELF partial").unwrap();
+        let old = std::path::PathBuf::from(sh("mktemp -d /tmp/rtscope.XXXXXX").trim());
+        let again = sh(&super::prepare_script());
+        let newer = std::path::PathBuf::from(again.lines().nth(1).unwrap());
+        assert!(!gone.exists(), "{} was left", gone.display());
+        assert!(live.is_dir() && old.is_dir() && newer.is_dir());
+        for d in [live, old, newer] {
+            std::fs::remove_dir_all(d).unwrap();
+        }
+    }
+
     use super::*;
     use std::process::Command;
 

@@ -19,7 +19,11 @@ pub fn validate(spec: &LoadSpec) -> Result<(), LoadError> {
                 kind: "io",
                 field: "dir",
                 value: rtscope_core::text::escape(&d.display().to_string()).into_owned(),
-                expected: "an existing directory".into(),
+                expected: if d.exists() {
+                    "it must be a directory, and this is not one".into()
+                } else {
+                    "it must be an existing directory, and there is none".into()
+                },
             });
         }
         _ => {}
@@ -91,6 +95,27 @@ mod tests {
             e.hint().unwrap(),
             "install it (`apt install rt-tests`) or give its full path"
         );
+    }
+
+    /// Issue 67 item 12: the refusal says what `dir` must be, and why this one is not it.
+    #[test]
+    fn an_io_directory_that_is_not_one_is_refused_saying_it_must_be() {
+        let io = |dir: &str| LoadSpec::Io {
+            threads: 1,
+            dir: Some(PathBuf::from(dir)),
+            file_mb: 1,
+        };
+        let e = validate(&io("/nonexistent/dir")).unwrap_err().to_string();
+        assert!(
+            e.ends_with("(it must be an existing directory, and there is none)"),
+            "{e}"
+        );
+        let e = validate(&io("/dev/null")).unwrap_err().to_string();
+        assert!(
+            e.ends_with("(it must be a directory, and this is not one)"),
+            "{e}"
+        );
+        assert!(validate(&io("/tmp")).is_ok());
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //!    or a stop signal starts the shutdown. Meanwhile it reaps whatever ends and reports a
 //!    load that ended early with `{"event":"exited",…}`;
 //! 4. shutdown: SIGTERM to each load's process group, to each process in the cgroup and to
-//!    each child it has; waits up to the grace period for the loads; then SIGKILL to the
+//!    each child it has; waits up to the grace period for the loads, counted from the last
+//!    of their processes that ended (at most three times the grace in all: [`StopWork`]); then SIGKILL to the
 //!    process groups, `cgroup.kill`, and every remaining child, again and again, reaping until
 //!    it has no child left; removes the cgroup; prints `{"event":"reports",…}` and exits.
 //!
@@ -293,12 +294,13 @@ fn shutdown(
         }
     };
     signal_all(loads, libc::SIGTERM);
-    let until = Instant::now() + grace;
-    while loads.iter().any(|l| l.ended.is_none()) && Instant::now() < until {
+    let mut grace = StopWork::new(grace, members(loads, cgroup.as_ref()));
+    while loads.iter().any(|l| l.ended.is_none()) && !grace.over() {
         if signals.wait(Duration::from_millis(5)).is_some() {
             break;
         }
         reap(loads, false);
+        grace.progress(members(loads, cgroup.as_ref()));
     }
     loads
         .iter_mut()
@@ -320,6 +322,76 @@ fn shutdown(
     if let Some(c) = cgroup {
         c.remove(Duration::from_millis(500));
     }
+}
+
+/// How many times the grace period a shutdown may take in all while the loads keep ending
+/// processes ([`StopWork`]).
+pub const GRACE_STRETCH: u32 = 3;
+
+/// The grace period counted from the loads' last sign of stopping: the deadline is the grace
+/// after the SIGTERM, and again the grace after each process of theirs that ends (a messaging
+/// load's 400 tasks take their time to exit on a busy machine, and its worker reports once
+/// they are gone), never more than [`GRACE_STRETCH`] times the grace in all. A load that
+/// ignores SIGTERM makes no progress: it is SIGKILLed when the grace runs out, as before.
+struct StopWork {
+    grace: Duration,
+    until: Instant,
+    cap: Instant,
+    left: usize,
+}
+
+impl StopWork {
+    fn new(grace: Duration, left: usize) -> StopWork {
+        StopWork::new_at(grace, left, Instant::now())
+    }
+
+    fn new_at(grace: Duration, left: usize, now: Instant) -> StopWork {
+        StopWork {
+            grace,
+            until: now + grace,
+            cap: now + grace * GRACE_STRETCH,
+            left,
+        }
+    }
+
+    /// The loads have `left` processes now: fewer than before is progress.
+    fn progress(&mut self, left: usize) {
+        self.progress_at(left, Instant::now());
+    }
+
+    fn progress_at(&mut self, left: usize, now: Instant) {
+        if left < self.left {
+            self.until = self.until.max((now + self.grace).min(self.cap));
+        }
+        self.left = left;
+    }
+
+    fn over(&self) -> bool {
+        self.over_at(Instant::now())
+    }
+
+    fn over_at(&self, now: Instant) -> bool {
+        now >= self.until
+    }
+}
+
+/// The processes of the loads still running: those in the cgroup, else those in the process
+/// groups of the loads not reaped yet (a worker's forked tasks stay in its group).
+fn members(loads: &[Load], cgroup: Option<&Cgroup>) -> usize {
+    if let Some(c) = cgroup {
+        return c.pids().len();
+    }
+    let groups: Vec<i32> = loads
+        .iter()
+        .filter(|l| l.ended.is_none())
+        .map(|l| l.pid)
+        .collect();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return groups.len();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| sys::group_of(pid).is_some_and(|g| groups.contains(&g)))
+        .count()
 }
 
 fn text(c: &Captured, max: usize) -> String {
@@ -430,6 +502,32 @@ fn external_status(killed: bool, early: bool, ended: Ended) -> (LoadStatus, Opti
 
 #[cfg(test)]
 mod tests {
+
+    /// Issue 67 item 12: the grace counts from the loads' last process that ended (a
+    /// messaging load's tasks exiting one by one), within three times the grace; a load that
+    /// ends nothing (ignores SIGTERM) gets the plain grace. Instants are made up, not measured.
+    #[test]
+    fn the_grace_counts_from_the_last_process_that_ended_within_a_bound() {
+        let t0 = Instant::now();
+        let s = |n: u64| t0 + Duration::from_secs(n);
+        let grace = Duration::from_secs(2);
+        let mut stuck = StopWork::new_at(grace, 401, t0);
+        stuck.progress_at(401, s(1));
+        assert!(!stuck.over_at(s(1)) && stuck.over_at(s(2)));
+        let mut w = StopWork::new_at(grace, 401, t0);
+        w.progress_at(300, s(1));
+        assert!(
+            !w.over_at(s(2)) && w.over_at(s(3)),
+            "2 s after the last progress"
+        );
+        w.progress_at(300, s(2));
+        w.progress_at(1, s(5));
+        assert!(
+            !w.over_at(s(5)) && w.over_at(s(6)),
+            "never past 3 × the grace"
+        );
+    }
+
     use super::*;
 
     #[test]

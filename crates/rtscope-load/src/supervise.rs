@@ -8,7 +8,7 @@
 //! stops them explicitly in [`RunningLoads::stop`] and, when dropped without that, closes the
 //! pipe and waits for the shepherd.
 
-use crate::shepherd::{Event, Plan, DEFAULT_GRACE};
+use crate::shepherd::{Event, Plan, DEFAULT_GRACE, GRACE_STRETCH};
 use crate::{validate, LoadError, LoadReport, LoadSpec, Metric};
 use rtscope_core::LoadStatus;
 use std::io::{BufRead, BufReader, Write};
@@ -163,7 +163,9 @@ impl RunningLoads {
         let mut reports = None;
         if let Some(mut c) = self.control.take() {
             let _ = writeln!(c, "stop {}", grace.as_millis()).and_then(|_| c.flush());
-            let until = Instant::now() + grace + Duration::from_secs(5);
+            // The shepherd's grace stretches while the loads stop (GRACE_STRETCH), then up
+            // to 3 s of SIGKILLs.
+            let until = Instant::now() + grace * GRACE_STRETCH + Duration::from_secs(5);
             while reports.is_none() {
                 let left = until.saturating_duration_since(Instant::now());
                 match self.events.recv_timeout(left) {
@@ -224,7 +226,7 @@ impl Drop for RunningLoads {
     /// for the shepherd to finish.
     fn drop(&mut self) {
         if self.control.take().is_some() {
-            self.reap_shepherd(DEFAULT_GRACE + Duration::from_secs(4));
+            self.reap_shepherd(DEFAULT_GRACE * GRACE_STRETCH + Duration::from_secs(4));
         }
     }
 }

@@ -312,6 +312,13 @@ pub fn parent_of(pid: libc::pid_t) -> Option<libc::pid_t> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// The process group of `pid` (field 5 of `/proc/<pid>/stat`, after the parenthesised name).
+pub fn group_of(pid: libc::pid_t) -> Option<libc::pid_t> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(2)?.parse().ok()
+}
+
 /// Puts process `pid` into a process group of its own (from the parent; the child does the
 /// same, whichever runs first wins, the other fails harmlessly).
 pub fn set_group(pid: libc::pid_t) {

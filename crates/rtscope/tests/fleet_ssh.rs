@@ -15,6 +15,7 @@
 
 mod boards;
 mod noise_board;
+mod round5;
 
 use crate::common;
 use boards::*;

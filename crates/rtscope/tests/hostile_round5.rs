@@ -162,3 +162,66 @@ fn a_full_standard_output_is_one_error_line() {
     }
     assert_eq!(query(&db, "SELECT count(*) FROM runs"), "3");
 }
+
+/// Item 8 on this machine: `measure --ci-output junit=-` writes the JUnit document alone to
+/// stdout (it began with the table); the table goes to stderr.
+#[test]
+fn a_ci_output_on_stdout_is_the_document_alone() {
+    let dir = scratch("round5-ci-stdout");
+    let db = dir.join("r.db");
+    let mut args = measure_args(db.to_str().unwrap(), &["-D", "300ms"]);
+    args.extend(["--ci-output", "junit=-"]);
+    let o = rtscope(&args);
+    let (stdout, stderr) = texts(&o);
+    assert_eq!(code(&o), 0, "{stdout}{stderr}");
+    assert!(stdout.starts_with("<?xml"), "{stdout}");
+    assert!(stdout.trim_end().ends_with("</testsuites>"), "{stdout}");
+    assert!(stderr.contains("p99.99"), "the table: {stderr}");
+}
+
+/// Item 12: `runs tag` says what it did (text and JSON), a bad tag changes nothing, and
+/// `report --xmax` takes a latency with its unit like every other latency option.
+#[test]
+fn runs_tag_says_what_it_did_and_report_xmax_takes_units() {
+    let dir = scratch("round5-tag-xmax");
+    let db = two_runs(&dir);
+    let dbs = db.to_str().unwrap();
+    let o = rtscope(&["runs", "tag", "1", "kernel=rt", "board=b1", "--db", dbs]);
+    let (stdout, stderr) = texts(&o);
+    assert_eq!(code(&o), 0, "{stderr}");
+    assert_eq!(
+        stdout,
+        "run 1: set kernel=rt, board=b1; its tags now: board=b1, kernel=rt\n"
+    );
+    let o = rtscope(&[
+        "runs", "tag", "1", "--remove", "board", "--db", dbs, "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["removed"], serde_json::json!(["board"]), "{v}");
+    assert_eq!(v["tags"], serde_json::json!({"kernel": "rt"}), "{v}");
+    let o = rtscope(&["runs", "tag", "1", "x=1", "bad tag", "--db", dbs]);
+    assert_eq!(code(&o), 2, "{:?}", texts(&o));
+    assert_eq!(query(&db, "SELECT count(*) FROM tags WHERE key='x'"), "0");
+    for (xmax, ok) in [
+        ("400us", true),
+        ("0.4ms", true),
+        ("400", true),
+        ("0", false),
+    ] {
+        let out = dir.join(format!("rep-{xmax}"));
+        let o = rtscope(&[
+            "report",
+            "1",
+            "--db",
+            dbs,
+            "--xmax",
+            xmax,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        let (_, stderr) = texts(&o);
+        assert_eq!(code(&o), if ok { 0 } else { 2 }, "--xmax {xmax}: {stderr}");
+        assert_eq!(out.join("report.html").exists(), ok, "--xmax {xmax}");
+        assert!(!stderr.contains("invalid digit"), "{stderr}");
+    }
+}

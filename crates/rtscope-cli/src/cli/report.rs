@@ -45,10 +45,10 @@ pub struct ReportArgs {
     /// differ]
     #[arg(long, value_name = "KEY,…", value_delimiter = ',')]
     pub cols: Option<Vec<String>>,
-    /// End the histograms' latency axis here, in µs (OSADL's `-h400`: 400); later samples are
-    /// counted at the limit [default: the largest latency]
-    #[arg(long, value_name = "US")]
-    pub xmax: Option<u64>,
+    /// End the histograms' latency axis here (`400us`, `1.5ms`; a bare number is µs, OSADL's
+    /// `-h400`: 400); later samples are counted at the limit [default: the largest latency]
+    #[arg(long, value_name = "LATENCY")]
+    pub xmax: Option<String>,
     /// Add per run and CPU the estimate of `rtscope tail` (or its refusal) with its plots; at
     /// most 16 threads
     #[arg(long)]

@@ -94,7 +94,8 @@ pub fn compare_ci(outs: &[String], c: &Comparison, out: &mut dyn Write) -> anyho
 
 /// `--ci-output FORMAT=FILE`: `body` runs, then the runs it recorded into `db` are written,
 /// and the boards it ran on that recorded no run (which `body` adds to its second argument)
-/// as failed cases.
+/// as failed cases. When a CI output goes to standard output (`FORMAT=-`), `body`'s own text
+/// (the table, the boards' `[BOARD] …` lines) goes to stderr, so stdout is the document alone.
 pub fn with_ci(
     outs: &[String],
     db: Option<&Path>,
@@ -107,7 +108,11 @@ pub fn with_ci(
     }
     let outs = ci_outputs(outs)?;
     let mark = output::mark(&record::open_given(db)?).map_err(usage)?;
-    let status = body(out, &mut missing)?;
+    let status = if outs.iter().any(|o| o.path.is_none()) {
+        body(&mut std::io::stderr(), &mut missing)?
+    } else {
+        body(out, &mut missing)?
+    };
     let store = record::open_given(db)?;
     let sub = kcidb::Submission::default();
     for p in output::write_ci(&store, mark, &missing, &outs, out, &sub).map_err(usage)? {

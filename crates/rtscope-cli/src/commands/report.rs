@@ -50,7 +50,7 @@ pub fn run(a: &ReportArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         group_by: a.group_by.clone(),
         rows: a.rows.clone(),
         cols: a.cols.clone(),
-        xmax_us: a.xmax,
+        xmax_us: xmax_us(a.xmax.as_deref())?,
         tail: a.tail,
     };
     // Each file written as soon as it is made: the rendered figures are never all in memory.
@@ -157,4 +157,19 @@ fn chosen(store: &Store, a: &ReportArgs) -> Result<Vec<RunId>, UsageError> {
         );
     }
     Ok(ids)
+}
+
+/// `--xmax`: a latency with its unit through the shared duration parser (a bare number is
+/// µs), as whole microseconds rounded up; at least 1 µs.
+fn xmax_us(text: Option<&str>) -> Result<Option<u64>, UsageError> {
+    let Some(n) = crate::commands::opt_dur(text, "--xmax", "us")? else {
+        return Ok(None);
+    };
+    match n.as_ns().div_ceil(1000) {
+        0 => Err(
+            UsageError::new("invalid value for '--xmax': 0 (the axis needs at least 1us)")
+                .hint("write e.g. `--xmax 400us`"),
+        ),
+        us => Ok(Some(us)),
+    }
 }

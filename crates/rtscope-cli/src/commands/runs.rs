@@ -68,13 +68,19 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         }
         RunsAction::Tag { run, tags, remove } => {
             let id = resolve(&store, &run)?;
-            for t in &tags {
-                let (k, v) = rtscope_common::names::parse_user_tag(t)?;
-                store.set_tag(id, &k, Some(&v)).map_err(store_err)?;
+            // Every tag checked before any is set: a bad one changes nothing.
+            let set = tags
+                .iter()
+                .map(|t| rtscope_common::names::parse_user_tag(t))
+                .collect::<Result<Vec<_>, _>>()?;
+            for (k, v) in &set {
+                store.set_tag(id, k, Some(v)).map_err(store_err)?;
             }
             for k in &remove {
                 store.set_tag(id, k, None).map_err(store_err)?;
             }
+            let now = store.summary(id).map_err(store_err)?.tags;
+            tagged(out, id, &set, &remove, &now, a.json)?;
         }
         RunsAction::Delete { runs } => {
             let ids = runs
@@ -90,6 +96,59 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         RunsAction::Merge { .. } => {}
     }
     Ok(ExitStatus::Success)
+}
+
+/// What `runs tag` did: the tags set and removed, and the run's tags now (text escaped for
+/// the terminal; `--json`: one object).
+fn tagged(
+    out: &mut dyn Write,
+    id: RunId,
+    set: &[(String, String)],
+    removed: &[String],
+    now: &[(String, String)],
+    json: bool,
+) -> anyhow::Result<()> {
+    if json {
+        let pairs = |t: &[(String, String)]| {
+            Value::Object(
+                t.iter()
+                    .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                    .collect(),
+            )
+        };
+        let v = serde_json::json!({
+            "run": id,
+            "set": pairs(set),
+            "removed": removed,
+            "tags": pairs(now),
+        });
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(());
+    }
+    let esc = |s: &str| rtscope_core::text::escape(s).into_owned();
+    let list = |t: &[(String, String)]| {
+        t.iter()
+            .map(|(k, v)| format!("{}={}", esc(k), esc(v)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut did = Vec::new();
+    if !set.is_empty() {
+        did.push(format!("set {}", list(set)));
+    }
+    if !removed.is_empty() {
+        let keys: Vec<String> = removed.iter().map(|k| esc(k)).collect();
+        did.push(format!("removed {}", keys.join(", ")));
+    }
+    if did.is_empty() {
+        did.push("nothing to change".into());
+    }
+    let tags = match now.is_empty() {
+        true => "none".to_string(),
+        false => list(now),
+    };
+    writeln!(out, "run {id}: {}; its tags now: {tags}", did.join("; "))?;
+    Ok(())
 }
 
 /// A run given as an id or `last`.
