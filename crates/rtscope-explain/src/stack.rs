@@ -107,6 +107,40 @@ pub fn is_plumbing(frame: &str) -> bool {
     EXACT.contains(&name) || PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
+/// Whether a frame is of the tracing that took the stack, not of the task it is of: a raw
+/// tracepoint's BPF program's callers (`bpf_trace_run4`, `__bpf_trace_*`), a trace event's
+/// (`__traceiter_*`, `trace_event_*`, `perf_trace*`, `trace_call_bpf`), a trigger's
+/// (`event_triggers_*`, `event_hist_trigger`, `action_trace`, `synth_event_*`) and the
+/// stack walk. A stack's innermost run of them is cut when it is named
+/// (`rtscope_trace::stacks::Kallsyms::stack`).
+pub fn is_tracer(frame: &str) -> bool {
+    let name = frame.split(' ').next().unwrap_or(frame);
+    const PREFIXES: &[&str] = &[
+        "bpf_trace_run",
+        "__bpf_trace_",
+        "__bpf_prog_run",
+        "bpf_prog_",
+        "bpf_dispatcher_",
+        "bpf_get_stack",
+        "trace_call_bpf",
+        "__traceiter_",
+        "trace_event_",
+        "perf_trace",
+        "perf_tp_event",
+        "event_trigger",
+        "event_hist_trigger",
+        "action_trace",
+        "hist_trigger_",
+        "synth_event_",
+        "stack_trace_save",
+        "arch_stack_walk",
+        "__ftrace_trace_stack",
+        "__trace_stack",
+        "ftrace_",
+    ];
+    PREFIXES.iter().any(|p| name.starts_with(p))
+}
+
 /// Whether a frame is on the way of a task giving its CPU up by sleeping (`clock_nanosleep`,
 /// `futex` waits, `poll`/`select`/`epoll`, `msleep`, `schedule_timeout`): where it slept, not
 /// where it held the CPU. A user task's stack of these, system call entry and the scheduler

@@ -380,15 +380,22 @@ impl Kallsyms {
     }
 
     /// The named stack of `task` from return addresses (innermost first, at most
-    /// [`MAX_FRAMES`]).
+    /// [`MAX_FRAMES`]), from the first frame outside the tracing that took it
+    /// ([`rtscope_explain::stack::is_tracer`]: `bpf_trace_run4`, `__traceiter_sched_switch`,
+    /// `trace_event_raw_event_*`); a stack of tracing frames only is kept whole.
     pub fn stack(&self, task: Task, addrs: &[u64]) -> KernelStack {
+        let names: Vec<String> = addrs
+            .iter()
+            .take(MAX_FRAMES)
+            .map(|&a| self.name(a))
+            .collect();
+        let first = names
+            .iter()
+            .position(|f| !rtscope_explain::stack::is_tracer(f))
+            .unwrap_or(0);
         KernelStack {
             task,
-            frames: addrs
-                .iter()
-                .take(MAX_FRAMES)
-                .map(|&a| self.name(a))
-                .collect(),
+            frames: names[first..].to_vec(),
         }
     }
 }
@@ -448,6 +455,27 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
             ],
         );
         assert_eq!(s.function(), Some("noisy_hold_preempt_off [noisy]"));
+        // rtscope's own tracing frames at the tip (a raw tracepoint's BPF program's callers)
+        // are cut when named; a stack of them only is kept whole.
+        let traced = Kallsyms::parse(&format!(
+            "{SYMS}ffffffff81200000 T bpf_trace_run4\nffffffff81200100 T __traceiter_sched_switch\n"
+        ));
+        let task = || Task {
+            comm: "noisy".into(),
+            pid: 9,
+            prio: 120,
+        };
+        let cut = traced.stack(
+            task(),
+            &[
+                0xffff_ffff_8120_0010,
+                0xffff_ffff_8120_0110,
+                0xffff_ffff_8110_0010,
+            ],
+        );
+        assert_eq!(cut.frames, ["__schedule"]);
+        let only = traced.stack(task(), &[0xffff_ffff_8120_0010]);
+        assert_eq!(only.frames, ["bpf_trace_run4"]);
         assert!(Kallsyms::parse("0000000000000000 T _stext\n").is_empty());
         assert_eq!(
             Kallsyms::parse("ffffffff81000000 T evil\x1b[2J\n").name(0xffff_ffff_8100_0001),

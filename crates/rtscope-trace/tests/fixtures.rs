@@ -174,11 +174,17 @@ fn each_captured_spike_has_the_culprits_stack_named_from_the_fixture_kallsyms() 
         let stack = syms.stack(task, &addrs);
         // The culprit gave the CPU back in its clock_nanosleep: past the scheduler, the
         // tracer and its way into the sleep, only its system call's entry from user space is
-        // left: it ran in user space. The raw stack starts in the tracer.
+        // left: it ran in user space. The stack taken starts in the tracer (the trigger's
+        // `trace_event_raw_event_sched_switch`), cut when named: it starts at the scheduler.
         assert_eq!(stack.function(), Some(USER_SPACE), "{stack:?}");
         assert_eq!(
-            stack.frames.first().map(String::as_str),
-            Some("trace_event_raw_event_sched_switch"),
+            syms.name(addrs[0]),
+            "trace_event_raw_event_sched_switch",
+            "{stack:?}"
+        );
+        assert!(stack.frames.len() < addrs.len(), "{stack:?}");
+        assert!(
+            !rtscope_explain::stack::is_tracer(&stack.frames[0]),
             "{stack:?}"
         );
         assert!(stack

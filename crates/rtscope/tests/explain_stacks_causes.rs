@@ -169,6 +169,12 @@ fn a_user_space_spinner_beside_another_rtscope_is_said_to_be_in_user_space_and_n
             .iter()
             .any(|c| c["pid"] == s["task"]["pid"]);
         assert!(charged, "{w}");
+        // rtscope's own tracing frames are cut from the stored stack's tip.
+        let tip = frames(s).first().copied().unwrap_or("");
+        assert!(
+            !tip.starts_with("bpf_trace_run") && !tip.starts_with("__traceiter_"),
+            "{s}"
+        );
         if comm == "spinner" {
             spinner_stacks += 1;
             let f = frames(s);
