@@ -57,11 +57,12 @@ pub enum LockError {
         /// The database (escaped).
         db: String,
     },
-    /// The database is not a regular file (a FIFO, a device, a socket).
-    #[error("the database {db} is not a regular file")]
+    /// The database is not a regular file (a FIFO, a device, a socket): the store's one check
+    /// of a database path, as every command says it.
+    #[error("{why}")]
     DbNotRegular {
-        /// The database (escaped).
-        db: String,
+        /// What the check said (the path escaped).
+        why: String,
     },
     /// Opening or locking failed.
     #[error("cannot lock {lock}: {source}")]
@@ -143,7 +144,15 @@ fn lock_database(db: &Path, series: &str) -> Result<File, LockError> {
         lock: shown.clone(),
         source,
     };
-    // O_NONBLOCK: a FIFO put in the database's place is never waited on (it is refused below).
+    let not_regular = |kind: &str| LockError::DbNotRegular {
+        why: format!("{shown} is not a regular file (a {kind}); a run database must be one"),
+    };
+    if let Err(rtscope_store::StoreError::NotRegular { kind, .. }) =
+        rtscope_store::Store::check_regular(db)
+    {
+        return Err(not_regular(kind));
+    }
+    // O_NONBLOCK: a FIFO put in the database's place since is never waited on (refused below).
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -153,7 +162,7 @@ fn lock_database(db: &Path, series: &str) -> Result<File, LockError> {
         .open(db)
         .map_err(io_err)?;
     if !file.metadata().map_err(io_err)?.is_file() {
-        return Err(LockError::DbNotRegular { db: shown });
+        return Err(not_regular("special file"));
     }
     let l = record(libc::F_WRLCK, offset(series));
     // SAFETY: F_OFD_SETLK reads the `flock` record `l` points to (l_pid 0, as it requires),

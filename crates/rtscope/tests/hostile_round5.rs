@@ -225,3 +225,55 @@ fn runs_tag_says_what_it_did_and_report_xmax_takes_units() {
         assert!(!stderr.contains("invalid digit"), "{stderr}");
     }
 }
+
+/// Item 7: a second watch of the same series through a hard link to the database (another
+/// path, so another lock file beside it) is refused while the first runs, which runs on.
+#[test]
+fn a_watch_through_a_hard_link_to_a_watched_database_is_refused() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
+    let _rt = crate::common::rt_lock();
+    let dir = scratch("round5-watch-link");
+    std::fs::create_dir_all(dir.join("other")).unwrap();
+    let db = dir.join("w.db");
+    let link = dir.join("other").join("link.db");
+    let args = |db: &Path| -> Vec<String> {
+        [
+            "--series",
+            "e2e",
+            "--cpus",
+            "0",
+            "--interval",
+            "5ms",
+            "--window",
+            "1s",
+            "--db",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([db.to_str().unwrap().to_string()])
+        .collect()
+    };
+    let first_args = args(&db);
+    let first_args: Vec<&str> = first_args.iter().map(String::as_str).collect();
+    let mut first = crate::watch::Watch::start(&first_args);
+    crate::watch::until(&mut first, "a window of the first watch", || {
+        !crate::watch::windows_of(&db, Some("e2e")).is_empty()
+    });
+    std::fs::hard_link(&db, &link).unwrap();
+    let mut second = vec!["watch".to_string()];
+    second.extend(args(&link));
+    let second: Vec<&str> = second.iter().map(String::as_str).collect();
+    let o = rtscope(&second);
+    let (out, err) = texts(&o);
+    assert_eq!(code(&o), 2, "{out}{err}");
+    assert!(
+        err.contains("series 'e2e'")
+            && err.contains("through another path to the same database file"),
+        "{err}"
+    );
+    assert!(!out.contains("until stopped"), "no banner: {out}");
+    assert!(first.alive(), "the first watch runs on");
+    first.signal(libc::SIGTERM);
+    let o = first.finish();
+    assert_eq!(o.status.code(), Some(0), "{}", crate::common::dump(&o));
+}
