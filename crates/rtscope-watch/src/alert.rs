@@ -140,7 +140,7 @@ impl Held {
 }
 
 /// Where alerts go.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Notifier {
     /// `--alert-command`.
     pub command: Option<String>,
@@ -152,6 +152,14 @@ pub struct Notifier {
     pub skipped: u64,
     /// This watch's mark in its commands' environment (`RTSCOPE_ALERT_OF=…`).
     mark: String,
+    /// Whether a command was ever started (only then can a marked process exist).
+    started: bool,
+}
+
+impl Default for Notifier {
+    fn default() -> Self {
+        Notifier::new(None)
+    }
 }
 
 /// The environment variable that marks a command's descendants as this watch's.
@@ -247,6 +255,7 @@ impl Notifier {
             groups: Vec::new(),
             skipped: 0,
             mark: own_mark(),
+            started: false,
         }
     }
 
@@ -287,6 +296,7 @@ impl Notifier {
         // A group of its own: the watch ends it, and a Ctrl-C at a terminal reaches the
         // watch (which stops in order), not the command.
         c.process_group(0);
+        self.started = true;
         self.running = c.spawn().ok();
         if let Some(ch) = &self.running {
             self.groups.push(ch.id() as i32);
@@ -309,8 +319,7 @@ impl Notifier {
     /// is gone.
     pub fn stop(&mut self, finish: Duration, grace: Duration) -> usize {
         self.reap();
-        let started = self.command.is_some() || !self.groups.is_empty();
-        if !started || self.wait_groups(Instant::now() + finish) {
+        if !self.started || self.wait_groups(Instant::now() + finish) {
             self.groups.clear();
             return 0;
         }
@@ -326,7 +335,7 @@ impl Notifier {
 
     /// The marked processes outside the groups still known (those left them).
     fn strays(&self) -> Vec<i32> {
-        if self.command.is_none() {
+        if !self.started {
             return Vec::new();
         }
         let pgid = |pid: i32| {
