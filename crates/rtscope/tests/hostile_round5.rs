@@ -277,3 +277,60 @@ fn a_watch_through_a_hard_link_to_a_watched_database_is_refused() {
     let o = first.finish();
     assert_eq!(o.status.code(), Some(0), "{}", crate::common::dump(&o));
 }
+
+/// The live (not zombie) processes whose command line has the argument `word`.
+fn live_with_arg(word: &str) -> Vec<u32> {
+    let dir = std::fs::read_dir("/proc").unwrap();
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat
+                .rsplit_once(") ")
+                .is_some_and(|(_, r)| r.starts_with('Z'));
+            !zombie
+                && std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| c.split(|&b| b == 0).any(|a| a == word.as_bytes()))
+        })
+        .collect()
+}
+
+/// Item 9: an alert command that leaves its process group (`setsid sleep …`) does not
+/// outlive the watch.
+#[test]
+fn an_alert_command_that_leaves_its_group_ends_with_the_watch() {
+    rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
+    let _rt = crate::common::rt_lock();
+    let dir = scratch("round5-alert-setsid");
+    let db = dir.join("w.db");
+    // A length no other process has, to find the sleep by its command line.
+    let word = format!("1000.{}", std::process::id());
+    let cmd = format!("setsid sleep {word}");
+    let dbs = db.to_str().unwrap();
+    let mut w = crate::watch::Watch::start(&[
+        "--series",
+        "e2e",
+        "--cpus",
+        "0",
+        "--interval",
+        "5ms",
+        "--window",
+        "1s",
+        "--db",
+        dbs,
+        "--alert",
+        "max>1ns",
+        "--alert-command",
+        &cmd,
+    ]);
+    crate::watch::until(&mut w, "the alert command's sleep", || {
+        !live_with_arg(&word).is_empty()
+    });
+    w.signal(libc::SIGTERM);
+    let o = w.finish();
+    assert_eq!(o.status.code(), Some(0), "{}", crate::common::dump(&o));
+    assert_eq!(
+        live_with_arg(&word),
+        Vec::<u32>::new(),
+        "outlived the watch"
+    );
+}
