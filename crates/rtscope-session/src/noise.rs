@@ -187,6 +187,7 @@ pub fn check_limits(limits: &[NoiseLimit], cpus: &[CpuNoise]) -> Vec<NoiseCheck>
     out
 }
 
+pub mod analysis;
 pub mod hwlat;
 pub mod json;
 pub mod kept;
@@ -316,9 +317,20 @@ impl NoiseExplainer {
         }
     }
 
-    /// Attributes what is left and returns the summary (the trace instance is removed).
-    pub fn finish(self) -> rtscope_explain::book::ExplainSummary {
-        self.ex.finish(std::time::Duration::from_millis(1500))
+    /// Attributes what is left, within [`analysis::ANALYSIS_BOUND`] and until a stop signal
+    /// (`stop`, looked at between slices of gaps; [`analysis::analyse`]), and returns the
+    /// summary (the trace instance is removed) with the cut when the analysis ended early.
+    /// `announce` says on stderr that the analysis starts.
+    pub fn finish(
+        mut self,
+        announce: bool,
+        stop: &mut dyn FnMut() -> Option<i32>,
+    ) -> (
+        rtscope_explain::book::ExplainSummary,
+        Option<analysis::AnalysisCut>,
+    ) {
+        let cut = analysis::analyse(&mut self.ex, announce, analysis::ANALYSIS_BOUND, stop);
+        (self.ex.finish(std::time::Duration::ZERO), cut)
     }
 }
 

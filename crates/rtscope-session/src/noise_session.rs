@@ -67,6 +67,8 @@ pub struct NoiseSession {
     meta: NoiseMeta,
     config: serde_json::Value,
     placement: Placement,
+    /// Whether the analysis of the gaps after the loops says on stderr that it starts.
+    announce_analysis: bool,
     _pinned: Option<Pinned>,
     _settings: SystemSettings,
 }
@@ -91,25 +93,23 @@ impl NoiseSession {
         let placement = plan.placement(&online).within(&allowed);
         // Before the trace reader and the loops: what it starts is created there.
         let pinned = placement.cpus().map(pin_current).transpose()?;
-        let explainer = plan
-            .explain
-            .map(|t| NoiseExplainer::start(t, &config.cpus, placement.cpus(), plan.explain_keep));
         config.smi_files = crate::noise::smi_files(Path::new("/"), &config.cpus);
-        let run = NoiseRun::start(config.clone())?;
-        let json = noise_run::config_json(&run, keep);
-        let meta = NoiseMeta {
+        // The run's row first, before the trace's set-up (seconds under load) and the loops'
+        // pre-heat: a kill there leaves an `incomplete` run, and a lock held by another
+        // process is waited out before anything is measured.
+        let mut meta = NoiseMeta {
             label: spec.label.clone(),
             tags: tag_pairs(&spec.tags)?,
             command_line: spec.command_line.clone(),
-            config_json: json.to_string(),
-            started: run.started(),
-            ended: run.started(),
-            clock_start: run.clock_start(),
+            config_json: noise_run::setup_json(&config, keep).to_string(),
+            started: std::time::SystemTime::now(),
+            ended: std::time::SystemTime::now(),
+            clock_start: sys::now(libc::CLOCK_MONOTONIC),
             policy: config.policy.name(),
             priority: config.priority,
             period: config.period,
         };
-        let recorder = match store {
+        let mut recorder = match store {
             Some(s) => {
                 let mut r = NoiseRecorder::begin(s, &meta, &config.cpus, keep)?;
                 if !spec.checks.is_empty() {
@@ -119,6 +119,26 @@ impl NoiseSession {
             }
             None => None,
         };
+        let explainer = plan
+            .explain
+            .map(|t| NoiseExplainer::start(t, &config.cpus, placement.cpus(), plan.explain_keep));
+        let run = match NoiseRun::start(config.clone()) {
+            Ok(run) => run,
+            // Refused before the loops ran: nothing measured, nothing kept.
+            Err(e) => {
+                if let Some(r) = recorder {
+                    r.abandon();
+                }
+                return Err(e.into());
+            }
+        };
+        let json = noise_run::config_json(&run, keep);
+        meta.config_json = json.to_string();
+        (meta.started, meta.ended) = (run.started(), run.started());
+        meta.clock_start = run.clock_start();
+        if let Some(r) = recorder.as_mut() {
+            r.restart(&meta)?;
+        }
         if let Workload::Noise(n) = &mut plan.workload {
             n.config = config;
         }
@@ -131,9 +151,17 @@ impl NoiseSession {
             meta,
             config: json,
             placement,
+            announce_analysis: false,
             _pinned: pinned,
             _settings: settings,
         })
+    }
+
+    /// Has the analysis of the gaps after the loops (`--explain`) say on stderr that it
+    /// starts, how many gaps it attributes and how to stop it (a front end for people; the
+    /// lines after every 2 s of it come whatever this says).
+    pub fn announce_analysis(&mut self, on: bool) {
+        self.announce_analysis = on;
     }
 
     /// The plan (its noise configuration with the SMI counters the loops read).
@@ -182,7 +210,7 @@ impl NoiseSession {
         let keep = self.plan.workload.noise().map_or(1, |n| n.keep_gaps);
         let o = noise_run::drive(
             run,
-            self.explainer.take(),
+            (self.explainer.take(), self.announce_analysis),
             keep,
             self.recorder.as_mut(),
             tick,

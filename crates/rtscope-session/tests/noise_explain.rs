@@ -84,7 +84,7 @@ fn explained_run<T: Send + 'static>(
     let threads = run.finish();
     let out = helper.join().unwrap();
     explain.push(cpu, threads[0].tid, &gaps);
-    Some((explain.finish(), start, out))
+    Some((explain.finish(false, &mut || None).0, start, out))
 }
 
 #[test]

@@ -360,6 +360,25 @@ impl Store {
         tx.commit().map_err(&err)
     }
 
+    /// Moves a run's start to when its measuring began, with its settings: a run whose row is
+    /// written before its set-up (`rtscope noise` records itself before the trace is set up, so
+    /// a kill there leaves an `incomplete` run) learns its start and its settings after it.
+    pub fn restate_start(
+        &mut self,
+        run: RunId,
+        started: &str,
+        started_unix_ns: i64,
+        config_json: &str,
+    ) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE runs SET started=?2, started_unix_ns=?3, config=?4 WHERE id=?1",
+                params![run, started, started_unix_ns, config_json],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
     /// Sets (or with `None`, removes) a tag.
     pub fn set_tag(&mut self, run: RunId, key: &str, value: Option<&str>) -> Result<()> {
         self.require(run)?;

@@ -356,6 +356,16 @@ impl Explainer {
         self.pending = keep;
     }
 
+    /// [`Explainer::poll`] over the `n` oldest waiting spikes only; those still waiting go
+    /// behind the others. A caller that must answer a stop signal or keep a bound between two
+    /// slices (`rtscope noise` analysing a run's gaps after its loops) polls in slices.
+    pub fn poll_some(&mut self, n: usize) {
+        let rest = self.pending.split_off(n.min(self.pending.len()));
+        self.poll();
+        let waiting = std::mem::replace(&mut self.pending, rest);
+        self.pending.extend(waiting);
+    }
+
     fn unpin(&self, spike: &Spike) {
         if let Some(r) = &self.recorder {
             r.unpin(spike);

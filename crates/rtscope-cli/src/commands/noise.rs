@@ -126,6 +126,7 @@ pub fn run(
         e => anyhow::Error::from(e),
     })?;
     announce(a, &session);
+    session.announce_analysis(!a.rec.quiet);
     let duration = session
         .plan()
         .workload
@@ -228,6 +229,9 @@ fn finish(
             "interrupted by {}: the results cover the part that ran\n",
             rtscope_common::signals::signal_name(s)
         ));
+    }
+    if let Some(cut) = &o.analysis_cut {
+        text.push_str(&cut.line());
     }
     if let Some(x) = &o.explained {
         text.push_str(&rtscope_explain::render::summary_of(

@@ -403,9 +403,28 @@ fn open_shared(config: &NoiseConfig) -> Result<Vec<Arc<NoiseShared>>, EngineErro
                 })?),
                 None => None,
             };
-            Ok(Arc::new(NoiseShared::with_smi(config.gap_capacity, smi)))
+            let shared = NoiseShared::with_smi(config.gap_capacity, smi)
+                .map_err(|e| ring_error(config, i, &e))?;
+            Ok(Arc::new(shared))
         })
         .collect()
+}
+
+/// The gap ring of the loop on CPU number `i` could not be allocated: the error names the
+/// setting that sized it and the way out.
+fn ring_error(
+    config: &NoiseConfig,
+    i: usize,
+    e: &std::collections::TryReserveError,
+) -> EngineError {
+    let bytes = config.gap_capacity as u64 * 24;
+    EngineError::InvalidConfig(format!(
+        "cannot allocate the gap ring of CPU {}: --gap-capacity {} is {} MiB per CPU ({} CPUs), more memory than this process may have: {e}\n\nhint: lower --gap-capacity (default 65536), or raise the process's memory limit (ulimit -v, the cgroup's memory.max)",
+        config.cpus.get(i).copied().unwrap_or(i),
+        config.gap_capacity,
+        bytes >> 20,
+        config.cpus.len(),
+    ))
 }
 
 /// A thread's set-up result and what its pre-heat found, by its index.

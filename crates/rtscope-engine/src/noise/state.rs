@@ -55,15 +55,24 @@ pub struct GapRing {
 }
 
 impl GapRing {
-    pub(crate) fn new(capacity: usize) -> Self {
+    /// A ring of `capacity` gaps (at least one), its memory written through (resident before
+    /// the loop runs, as [`crate::resident_counters`] makes its arrays). Allocated fallibly:
+    /// memory the process may not have (`ulimit -v`, a cgroup) is an error to report, not an
+    /// abort (`noise --gap-capacity 16777216` under `ulimit -v 600000` aborted with "memory
+    /// allocation of 402653184 bytes failed", exit 134).
+    pub(crate) fn new(capacity: usize) -> Result<Self, std::collections::TryReserveError> {
         let capacity = capacity.max(1);
-        GapRing {
-            slots: crate::resident_counters(capacity * 3, 0),
+        let n = capacity.saturating_mul(3);
+        let mut slots = Vec::new();
+        slots.try_reserve_exact(n)?;
+        slots.extend(std::iter::repeat_with(|| AtomicU64::new(0)).take(n));
+        Ok(GapRing {
+            slots: slots.into_boxed_slice(),
             capacity: capacity as u64,
             head: AtomicU64::new(0),
             tail: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
-        }
+        })
     }
 
     #[inline(always)]
@@ -198,12 +207,16 @@ impl NoiseTotals {
 impl NoiseShared {
     #[cfg(test)]
     pub(crate) fn new(gap_capacity: usize) -> Self {
-        Self::with_smi(gap_capacity, None)
+        Self::with_smi(gap_capacity, None).expect("a test ring fits in memory")
     }
 
     /// A thread's memory, reading `smi` (an open `/dev/cpu/<N>/msr`) after every gap.
-    pub(crate) fn with_smi(gap_capacity: usize, smi: Option<std::fs::File>) -> Self {
-        NoiseShared {
+    /// Fails when the gap ring cannot be allocated.
+    pub(crate) fn with_smi(
+        gap_capacity: usize,
+        smi: Option<std::fs::File>,
+    ) -> Result<Self, std::collections::TryReserveError> {
+        Ok(NoiseShared {
             phase: AtomicU8::new(0),
             tid: AtomicI32::new(0),
             runtime: AtomicU64::new(0),
@@ -212,14 +225,14 @@ impl NoiseShared {
             max: AtomicU64::new(0),
             max_at: AtomicU64::new(0),
             hist: crate::resident_counters(layout::BUCKETS, 0),
-            ring: GapRing::new(gap_capacity),
+            ring: GapRing::new(gap_capacity)?,
             excluded: AtomicU64::new(0),
             smi: smi.map(|file| SmiMsr {
                 file,
                 last: AtomicU64::new(NO_SMIS),
                 floor: AtomicU64::new(u64::MAX),
             }),
-        }
+        })
     }
 
     /// Reads the SMI counter as the base of the next gap's count, and times a few reads for the
@@ -494,7 +507,7 @@ mod tests {
         let msr = std::fs::File::create(&path).unwrap();
         let set = |n: u64| msr.write_all_at(&n.to_le_bytes(), MSR_SMI_COUNT).unwrap();
         set(first);
-        let sh = NoiseShared::with_smi(8, Some(std::fs::File::open(&path).unwrap()));
+        let sh = NoiseShared::with_smi(8, Some(std::fs::File::open(&path).unwrap())).unwrap();
         std::fs::remove_file(&path).unwrap();
         sh.smi_base();
         if let Some(f) = floor {

@@ -85,9 +85,9 @@ impl NoiseRecorder {
         cpus: &[usize],
         keep: usize,
     ) -> Result<NoiseRecorder, UsageError> {
-        let id = store
-            .begin_run(&new_run(meta, cpus))
-            .map_err(UsageError::from_error)?;
+        let new = new_run(meta, cpus);
+        let id =
+            wait_out_lock(&mut store, |s| s.begin_run(&new)).map_err(UsageError::from_error)?;
         store
             .set_busy_timeout(CHECKPOINT_WAIT)
             .map_err(UsageError::from_error)?;
@@ -105,11 +105,37 @@ impl NoiseRecorder {
         })
     }
 
+    /// Moves the run's start to when the loops started (`meta.started`, `meta.clock_start`),
+    /// with the settings they run with (`meta.config_json`): the row is written before the
+    /// trace's set-up and the loops' pre-heat, and learns these after them. Waits out another
+    /// process's lock as [`NoiseRecorder::begin`] does.
+    pub fn restart(&mut self, meta: &NoiseMeta) -> Result<(), UsageError> {
+        let (id, started, unix) = (
+            self.id,
+            rtscope_core::civil::rfc3339(meta.started),
+            unix_ns(meta.started),
+        );
+        wait_out_lock(&mut self.store, |s| {
+            s.restate_start(id, &started, unix, &meta.config_json)
+        })
+        .map_err(UsageError::from_error)?;
+        self.clock_start = meta.clock_start;
+        self.started_unix_ns = unix;
+        self.last = Instant::now();
+        Ok(())
+    }
+
+    /// Deletes the run's row: the run was refused in its set-up (the loops never ran), so
+    /// nothing of it is kept. Best effort: a row left behind reads as `incomplete`.
+    pub fn abandon(mut self) {
+        let id = self.id;
+        let _ = wait_out_lock(&mut self.store, |s| s.delete_run(id));
+    }
+
     /// Stores the preflight audit's verdicts with the run.
     pub fn set_checks(&mut self, checks: &[rtscope_store::CheckRow]) -> Result<(), UsageError> {
-        self.store
-            .set_checks(self.id, checks)
-            .map_err(UsageError::from_error)
+        let id = self.id;
+        wait_out_lock(&mut self.store, |s| s.set_checks(id, checks)).map_err(UsageError::from_error)
     }
 
     /// The run's id.
@@ -244,6 +270,39 @@ impl NoiseRecorder {
             }
         }
     }
+}
+
+/// Runs `write` (one transaction) until it is not refused for another process's lock, for at
+/// most [`FINISH_WAIT`]: a run's row is written before anything is measured, and a lock held
+/// for seconds by another process (a `runs tag`, a long report) is waited out, said once on
+/// stderr, never taken as a failure (which lost the run: `noise` with its default `--explain`
+/// failed with "database is locked" while `--explain off`, its row written later, happened to
+/// miss the lock). The busy timeout is left at [`CHECKPOINT_WAIT`].
+fn wait_out_lock<T>(
+    store: &mut Store,
+    mut write: impl FnMut(&mut Store) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let _ = store.set_busy_timeout(Duration::from_secs(1));
+    let start = Instant::now();
+    let mut said = false;
+    let result = loop {
+        match write(store) {
+            Err(e) if e.is_busy() && start.elapsed() < FINISH_WAIT => {
+                if !said {
+                    said = true;
+                    rtscope_common::error::warn(&format!(
+                        "rtscope: {} is locked by another process: waiting for it (at most {} s)",
+                        store.path().display(),
+                        FINISH_WAIT.as_secs()
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            other => break other,
+        }
+    };
+    let _ = store.set_busy_timeout(CHECKPOINT_WAIT);
+    result
 }
 
 /// Writes a whole noise run at once (its row, then its end): per CPU its gap histogram as the

@@ -34,6 +34,9 @@ pub struct Outcome {
     pub ended: SystemTime,
     /// The `--explain` summary.
     pub explained: Option<ExplainSummary>,
+    /// The analysis of the gaps after the loops, when a stop signal or its bound ended it
+    /// before every gap was attributed.
+    pub analysis_cut: Option<super::analysis::AnalysisCut>,
     /// Steal time and SMIs per CPU over the run.
     pub platform: PlatformTotals,
 }
@@ -65,7 +68,7 @@ impl Outcome {
 /// the run's end ([`Outcome::ended`]) is when they did.
 pub fn drive(
     run: NoiseRun,
-    mut explain: Option<NoiseExplainer>,
+    (mut explain, announce): (Option<NoiseExplainer>, bool),
     keep: usize,
     mut recorder: Option<&mut NoiseRecorder>,
     tick: &mut dyn FnMut(&NoiseRun),
@@ -129,17 +132,32 @@ pub fn drive(
     let platform = platform.finish(root);
     let not_kept = gaps.iter().map(KeptGaps::not_kept).collect();
     let gaps: Vec<Vec<Gap>> = gaps.into_iter().map(KeptGaps::into_sorted).collect();
-    let explained = explain.map(NoiseExplainer::finish);
+    // The loops have stopped and nobody waits for the signals now: the analysis looks for a
+    // stop signal between its slices, and one that comes before the end of it (or of the
+    // trace's teardown) marks the run interrupted.
+    let mut stop_now = super::analysis::pending_stop_signal;
+    let (explained, analysis_cut) = match explain {
+        Some(x) => {
+            let (summary, cut) = x.finish(announce, &mut stop_now);
+            (Some(summary), cut)
+        }
+        None => (None, None),
+    };
     if fifo.is_some() {
         crate::housekeeping::reset_current();
     }
+    let signal = stop
+        .signal()
+        .or_else(|| analysis_cut.and_then(|c| c.signal()))
+        .or_else(stop_now);
     Outcome {
         threads,
         gaps,
         not_kept,
-        signal: stop.signal(),
+        signal,
         ended,
         explained,
+        analysis_cut,
         platform,
     }
 }
@@ -217,6 +235,19 @@ pub fn config_json(run: &NoiseRun, keep: usize) -> serde_json::Value {
         "duration_ns": c.duration.0, "gap_capacity": c.gap_capacity, "keep_gaps": keep,
         "mlock": c.mlock, "clock": run.counter().name(), "counter": run.counter().short(),
         "counter_hz": run.counter_hz(),
+    })
+}
+
+/// The run's configuration as its record keeps it from its row's start, before the loops ran
+/// their pre-heat (which decides the threshold, the resolution and the counter's rate):
+/// replaced by [`config_json`] once they start. A run killed in its set-up keeps this one.
+pub fn setup_json(c: &NoiseConfig, keep: usize) -> serde_json::Value {
+    json!({
+        "cpus": c.cpus, "policy": c.policy.name(), "priority": c.priority,
+        "threshold_requested_ns": c.threshold.requested().0, "preheat_ns": c.preheat.0,
+        "runtime_ns": c.runtime.0, "period_ns": c.period.0,
+        "duration_ns": c.duration.0, "gap_capacity": c.gap_capacity, "keep_gaps": keep,
+        "mlock": c.mlock, "set_up": false,
     })
 }
 
