@@ -34,6 +34,7 @@ mod hostile;
 mod hostile_cases;
 mod hostile_db;
 mod hostile_memory;
+mod hostile_noise;
 mod hostile_round4;
 mod hostile_round5;
 mod housekeeping;

@@ -418,12 +418,15 @@ fn ring_error(
     e: &std::collections::TryReserveError,
 ) -> EngineError {
     let bytes = config.gap_capacity as u64 * 24;
+    let cpus = match config.cpus.len() {
+        1 => "1 CPU".to_string(),
+        n => format!("{n} CPUs"),
+    };
     EngineError::InvalidConfig(format!(
-        "cannot allocate the gap ring of CPU {}: --gap-capacity {} is {} MiB per CPU ({} CPUs), more memory than this process may have: {e}\n\nhint: lower --gap-capacity (default 65536), or raise the process's memory limit (ulimit -v, the cgroup's memory.max)",
+        "cannot allocate the gap ring of CPU {}: --gap-capacity {} is {} MiB per CPU (on {cpus}), more memory than this process may have: {e}\n\nhint: lower --gap-capacity (default 65536), or raise the process's memory limit (ulimit -v, the cgroup's memory.max)",
         config.cpus.get(i).copied().unwrap_or(i),
         config.gap_capacity,
         bytes >> 20,
-        config.cpus.len(),
     ))
 }
 

@@ -42,6 +42,10 @@ struct Doc<'a> {
     limits: &'a [NoiseCheck],
     explain: Option<&'a ExplainSummary>,
     explain_classes: Option<ClassTotals>,
+    /// The analysis after the loops, when a stop signal or its bound cut it (absent when it
+    /// attributed every gap): `{by: "SIGTERM" | "bound", gaps, not_attributed}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    explain_cut: Option<serde_json::Value>,
     smi_unavailable: Option<&'a str>,
     interrupted: Option<String>,
     exit_code: i32,
@@ -117,6 +121,12 @@ pub fn document(o: &Outcome, rows: &[CpuNoise], meta: &DocMeta<'_>) -> serde_jso
         limits: meta.limits,
         explain: o.explained.as_ref(),
         explain_classes: o.explained.as_ref().map(|x| x.class_totals()),
+        explain_cut: o.analysis_cut.map(|c| {
+            let by = c
+                .signal()
+                .map_or_else(|| "bound".into(), rtscope_common::signals::signal_name);
+            serde_json::json!({"by": by, "gaps": c.total, "not_attributed": c.left})
+        }),
         smi_unavailable: o.platform.smi_unavailable.as_deref(),
         interrupted: o.signal.map(rtscope_common::signals::signal_name),
         exit_code: meta.exit_code,
