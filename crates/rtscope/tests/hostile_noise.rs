@@ -118,10 +118,19 @@ fn a_sigterm_in_the_analysis_after_the_loops_ends_noise_with_its_run_interrupted
     rtscope_testkit::require_ok!(crate::explain::traceable());
     let _rt = rtscope_testkit::rt_lock();
     let dir = scratch("noise-analysis-term");
-    let db = dir.join("n.db");
-    let dbs = db.to_str().unwrap();
+    let (db, json) = (dir.join("n.db"), dir.join("n.json"));
+    let (dbs, jsons) = (db.to_str().unwrap(), json.to_str().unwrap());
     let mut child = Command::new(exe())
-        .args(["noise", "--no-mlock", "-D", "2s", "--db", dbs])
+        .args([
+            "noise",
+            "--no-mlock",
+            "-D",
+            "2s",
+            "--db",
+            dbs,
+            "--json",
+            jsons,
+        ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -161,6 +170,17 @@ fn a_sigterm_in_the_analysis_after_the_loops_ends_noise_with_its_run_interrupted
     let run = listed(&db, 1);
     assert_eq!(run["status"], "interrupted", "{run}");
     assert_eq!(query(&db, "SELECT exit_code FROM runs WHERE id = 1"), "3");
+    // The JSON says the same: the cut, its gaps and those not attributed.
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cut = &doc["explain_cut"];
+    assert_eq!(cut["by"], "SIGTERM", "{cut}");
+    let (gaps, left) = (cut["gaps"].as_u64(), cut["not_attributed"].as_u64());
+    assert!(
+        matches!((gaps, left), (Some(g), Some(l)) if l <= g && g > 0),
+        "{cut}"
+    );
+    assert_eq!(doc["interrupted"], "SIGTERM", "{doc}");
 }
 
 /// Item 6: the documented largest `--gap-capacity` under a 300 MB address-space limit (the
