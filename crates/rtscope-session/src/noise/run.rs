@@ -132,24 +132,11 @@ pub fn drive(
     let platform = platform.finish(root);
     let not_kept = gaps.iter().map(KeptGaps::not_kept).collect();
     let gaps: Vec<Vec<Gap>> = gaps.into_iter().map(KeptGaps::into_sorted).collect();
-    // The loops have stopped and nobody waits for the signals now: the analysis looks for a
-    // stop signal between its slices, and one that comes before the end of it (or of the
-    // trace's teardown) marks the run interrupted.
-    let mut stop_now = super::analysis::pending_stop_signal;
-    let (explained, analysis_cut) = match explain {
-        Some(x) => {
-            let (summary, cut) = x.finish(announce, &mut stop_now);
-            (Some(summary), cut)
-        }
-        None => (None, None),
-    };
+    let (explained, analysis_cut, late) = analyse_rest(explain, announce);
     if fifo.is_some() {
         crate::housekeeping::reset_current();
     }
-    let signal = stop
-        .signal()
-        .or_else(|| analysis_cut.and_then(|c| c.signal()))
-        .or_else(stop_now);
+    let signal = stop.signal().or(late);
     Outcome {
         threads,
         gaps,
@@ -160,6 +147,28 @@ pub fn drive(
         analysis_cut,
         platform,
     }
+}
+
+/// The analysis of what is left once the loops have stopped ([`NoiseExplainer::finish`]):
+/// nobody waits for the signals now, so it looks for a stop signal between its slices, and one
+/// that comes before the end of it (or of the trace's teardown) is returned as the run's stop
+/// signal (the run is then recorded as interrupted). Returns the summary, the cut when the
+/// analysis ended early, and that signal.
+fn analyse_rest(
+    explain: Option<NoiseExplainer>,
+    announce: bool,
+) -> (
+    Option<ExplainSummary>,
+    Option<super::analysis::AnalysisCut>,
+    Option<i32>,
+) {
+    let Some(x) = explain else {
+        return (None, None, None);
+    };
+    let mut stop_now = super::analysis::pending_stop_signal;
+    let (summary, cut) = x.finish(announce, &mut stop_now);
+    let signal = cut.and_then(|c| c.signal()).or_else(stop_now);
+    (Some(summary), cut, signal)
 }
 
 /// The first stop signal of a run, taken by whichever thread waits for it first: the control
