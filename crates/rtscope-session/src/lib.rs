@@ -35,6 +35,7 @@ mod environment;
 pub mod explain;
 pub mod field;
 pub mod housekeeping;
+pub mod lock_wait;
 mod monitoring;
 pub mod noise;
 pub mod noise_session;

@@ -3,6 +3,7 @@
 
 use crate::environment;
 use crate::housekeeping::Housekeeping;
+use crate::lock_wait::wait_out_lock;
 use crate::monitoring::{MonitorRows, MonitorThread, TimeAxis};
 use rtscope_common::clock::SharedClock;
 use rtscope_common::error::UsageError;
@@ -77,9 +78,6 @@ pub const MAX_UNSENT_BYTES: usize = 64 << 20;
 /// (the control thread must keep draining the threads' sample rings).
 const CHECKPOINT_WAIT: Duration = Duration::from_millis(200);
 
-/// How long the end of a run keeps retrying while another process holds the lock.
-const FINISH_WAIT: Duration = Duration::from_secs(120);
-
 impl Recorder {
     /// Records the start of `run`; `new` holds everything known up front.
     pub fn begin(
@@ -90,9 +88,9 @@ impl Recorder {
     ) -> Result<Recorder, UsageError> {
         new.started = rtscope_core::civil::rfc3339(run.started());
         new.started_unix_ns = unix_ns(run.started());
-        let id = store.begin_run(&new).map_err(UsageError::from_error)?;
-        store
-            .set_busy_timeout(CHECKPOINT_WAIT)
+        // Waited out like every write outside the checkpoints: a lock another process holds
+        // for seconds must not lose the run (it failed after SQLite's 5 s before issue 67).
+        let id = wait_out_lock(&mut store, CHECKPOINT_WAIT, |s| s.begin_run(&new))
             .map_err(UsageError::from_error)?;
         let prev = run
             .threads()
@@ -225,7 +223,7 @@ impl Recorder {
         )
     }
 
-    /// The end, retried for up to [`FINISH_WAIT`] while another process holds the lock.
+    /// The end, retried while another process holds the lock ([`wait_out_lock`]).
     fn write_end(
         &mut self,
         cp: &Checkpoint,
@@ -233,18 +231,10 @@ impl Recorder {
         ended: &str,
         code: i32,
     ) -> Result<(), StoreError> {
-        let _ = self.store.set_busy_timeout(Duration::from_secs(5));
-        let start = Instant::now();
-        loop {
-            match self.store.finish_run(self.id, cp, status, ended, code) {
-                // SQLite returns some busy cases at once, without its busy handler (another
-                // connection's snapshot): a short sleep keeps the retry from spinning a CPU.
-                Err(e) if e.is_busy() && start.elapsed() < FINISH_WAIT => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                r => return r,
-            }
-        }
+        let id = self.id;
+        wait_out_lock(&mut self.store, CHECKPOINT_WAIT, |s| {
+            s.finish_run(id, cp, status, ended, code)
+        })
     }
 
     fn commit(
@@ -517,10 +507,10 @@ impl Recording {
         let mut recorder = Recorder::begin(store, new, run, raw)?;
         if !spec.checks.is_empty() {
             let id = recorder.id;
-            recorder
-                .store
-                .set_checks(id, &spec.checks)
-                .map_err(UsageError::from_error)?;
+            wait_out_lock(&mut recorder.store, CHECKPOINT_WAIT, |s| {
+                s.set_checks(id, &spec.checks)
+            })
+            .map_err(UsageError::from_error)?;
         }
         let recorder = Some(recorder);
         Ok(Recording {

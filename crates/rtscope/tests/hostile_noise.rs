@@ -2,7 +2,8 @@
 //! another process for seconds waited out by the default (explained) run; a SIGKILL in the
 //! run's set-up (the trace, the pre-heat) leaving an `incomplete` run; a SIGTERM in the
 //! analysis of the gaps after the loops ending it promptly, the run kept as `interrupted`;
-//! the largest `--gap-capacity` under a memory limit refused with exit 2 instead of an abort.
+//! the largest `--gap-capacity` under a memory limit refused with exit 2 instead of an abort;
+//! `measure --explain` waiting out the same lock the same way.
 //! Each case runs the built binary and waits for the state it needs by polling the database
 //! or the command's stderr; the only bounds on time are hang guards, never assertions.
 
@@ -75,6 +76,38 @@ fn noise_with_its_default_explain_waits_out_a_locked_database() {
 /// Item 2: the run's row is written before the trace's set-up and the loops' pre-heat (its
 /// settings say `set_up: false` until the loops start): a SIGKILL there leaves an
 /// `incomplete` run. A 2 s pre-heat keeps the set-up long enough for the kill to land in it.
+/// `measure --explain` waits out the same lock the same way (one path, `lock_wait`): its row
+/// was written with SQLite's 5 s wait and the run failed with "database is locked".
+#[test]
+fn measure_with_explain_waits_out_a_locked_database_like_noise() {
+    rtscope_testkit::require_ok!(crate::explain::traceable());
+    let db = made_db("measure-locked");
+    let dbs = db.to_str().unwrap();
+    let locker = Locker::hold(&db, Duration::from_secs(12));
+    let o = rtscope(&[
+        "measure",
+        "-q",
+        "--no-mlock",
+        "-D",
+        "1s",
+        "--cpus",
+        "0",
+        "--explain",
+        "100us",
+        "--db",
+        dbs,
+    ]);
+    locker.join();
+    let (out, err) = texts(&o);
+    assert_eq!(code(&o), 0, "{out}{err}");
+    assert!(
+        err.contains("is locked by another process: waiting for it"),
+        "{err}"
+    );
+    assert!(!err.contains("database is locked"), "{err}");
+    assert_eq!(listed(&db, 2)["status"], "complete", "{out}{err}");
+}
+
 #[test]
 fn a_sigkill_in_noise_set_up_leaves_an_incomplete_run() {
     rtscope_testkit::require_ok!(crate::explain::traceable());

@@ -9,6 +9,7 @@
 //! them with the longest ones (`Store::restate_run`, with the settings that learnt the run's
 //! steal time and SMIs).
 
+use crate::lock_wait::wait_out_lock;
 use rtscope_common::error::UsageError;
 use rtscope_core::civil::unix_ns;
 use rtscope_core::Nanos;
@@ -29,9 +30,6 @@ pub const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// How long a checkpoint waits for the database lock before it is retried at the next one
 /// (the control thread must keep draining the loops' rings).
 const CHECKPOINT_WAIT: Duration = Duration::from_millis(200);
-
-/// How long the end of a run keeps retrying while another process holds the lock.
-const FINISH_WAIT: Duration = Duration::from_secs(120);
 
 /// What a noise run's record says besides its threads.
 #[derive(Debug, Clone)]
@@ -86,8 +84,8 @@ impl NoiseRecorder {
         keep: usize,
     ) -> Result<NoiseRecorder, UsageError> {
         let new = new_run(meta, cpus);
-        let id =
-            wait_out_lock(&mut store, |s| s.begin_run(&new)).map_err(UsageError::from_error)?;
+        let id = wait_out_lock(&mut store, CHECKPOINT_WAIT, |s| s.begin_run(&new))
+            .map_err(UsageError::from_error)?;
         store
             .set_busy_timeout(CHECKPOINT_WAIT)
             .map_err(UsageError::from_error)?;
@@ -115,7 +113,7 @@ impl NoiseRecorder {
             rtscope_core::civil::rfc3339(meta.started),
             unix_ns(meta.started),
         );
-        wait_out_lock(&mut self.store, |s| {
+        wait_out_lock(&mut self.store, CHECKPOINT_WAIT, |s| {
             s.restate_start(id, &started, unix, &meta.config_json)
         })
         .map_err(UsageError::from_error)?;
@@ -129,13 +127,16 @@ impl NoiseRecorder {
     /// nothing of it is kept. Best effort: a row left behind reads as `incomplete`.
     pub fn abandon(mut self) {
         let id = self.id;
-        let _ = wait_out_lock(&mut self.store, |s| s.delete_run(id));
+        let _ = wait_out_lock(&mut self.store, CHECKPOINT_WAIT, |s| s.delete_run(id));
     }
 
     /// Stores the preflight audit's verdicts with the run.
     pub fn set_checks(&mut self, checks: &[rtscope_store::CheckRow]) -> Result<(), UsageError> {
         let id = self.id;
-        wait_out_lock(&mut self.store, |s| s.set_checks(id, checks)).map_err(UsageError::from_error)
+        wait_out_lock(&mut self.store, CHECKPOINT_WAIT, |s| {
+            s.set_checks(id, checks)
+        })
+        .map_err(UsageError::from_error)
     }
 
     /// The run's id.
@@ -246,8 +247,6 @@ impl NoiseRecorder {
             add_gaps(&mut cp, self.at(), i, 0, kept);
         }
         let ended = rtscope_core::civil::rfc3339(meta.ended);
-        let _ = self.store.set_busy_timeout(Duration::from_secs(5));
-        let start = Instant::now();
         let id = self.id;
         let write = |store: &mut Store| -> Result<(), StoreError> {
             store.restate_run(id, &meta.config_json)?;
@@ -258,51 +257,10 @@ impl NoiseRecorder {
             }
             Ok(())
         };
-        loop {
-            match write(&mut self.store) {
-                Ok(()) => return Ok(id),
-                // Some busy cases come back at once, without SQLite's busy handler: a short
-                // sleep keeps the retry from spinning a CPU.
-                Err(e) if e.is_busy() && start.elapsed() < FINISH_WAIT => {
-                    std::thread::sleep(Duration::from_millis(20));
-                }
-                Err(e) => return Err(format!("the run could not be recorded: {e}")),
-            }
-        }
+        wait_out_lock(&mut self.store, CHECKPOINT_WAIT, write)
+            .map(|()| id)
+            .map_err(|e| format!("the run could not be recorded: {e}"))
     }
-}
-
-/// Runs `write` (one transaction) until it is not refused for another process's lock, for at
-/// most [`FINISH_WAIT`]: a run's row is written before anything is measured, and a lock held
-/// for seconds by another process (a `runs tag`, a long report) is waited out, said once on
-/// stderr, never taken as a failure (which lost the run: `noise` with its default `--explain`
-/// failed with "database is locked" while `--explain off`, its row written later, happened to
-/// miss the lock). The busy timeout is left at [`CHECKPOINT_WAIT`].
-fn wait_out_lock<T>(
-    store: &mut Store,
-    mut write: impl FnMut(&mut Store) -> Result<T, StoreError>,
-) -> Result<T, StoreError> {
-    let _ = store.set_busy_timeout(Duration::from_secs(1));
-    let start = Instant::now();
-    let mut said = false;
-    let result = loop {
-        match write(store) {
-            Err(e) if e.is_busy() && start.elapsed() < FINISH_WAIT => {
-                if !said {
-                    said = true;
-                    rtscope_common::error::warn(&format!(
-                        "rtscope: {} is locked by another process: waiting for it (at most {} s)",
-                        store.path().display(),
-                        FINISH_WAIT.as_secs()
-                    ));
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            other => break other,
-        }
-    };
-    let _ = store.set_busy_timeout(CHECKPOINT_WAIT);
-    result
 }
 
 /// Writes a whole noise run at once (its row, then its end): per CPU its gap histogram as the
