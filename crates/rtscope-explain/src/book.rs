@@ -153,7 +153,7 @@ pub struct ExplainSummary {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub missing_exits: Vec<MissingExits>,
     /// Time by kernel function over every traced spike with a kernel stack
-    /// ([`crate::stack::FunctionTable`]), largest first; empty without stacks and in
+    /// ([`crate::tally::FunctionTable`]), largest first; empty without stacks and in
     /// summaries recorded before they were taken.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub functions: Vec<crate::stack::FunctionTime>,
@@ -253,7 +253,7 @@ pub struct SpikeBook {
     interference: BTreeMap<usize, Interference>,
     class_hist: ClassHistograms,
     smt: Option<SmtCounts>,
-    functions: crate::stack::FunctionTable,
+    functions: crate::tally::FunctionTable,
     /// Counts so far.
     pub counts: Counts,
 }
@@ -270,7 +270,7 @@ impl SpikeBook {
             interference: BTreeMap::new(),
             class_hist: ClassHistograms::default(),
             smt: None,
-            functions: crate::stack::FunctionTable::default(),
+            functions: crate::tally::FunctionTable::default(),
             counts: Counts::default(),
         }
     }

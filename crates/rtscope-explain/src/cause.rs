@@ -21,7 +21,7 @@
 
 use crate::book::{ExplainSummary, Explained};
 use crate::model::{Attribution, Category};
-use crate::render::{dur, escaped, label};
+use crate::words::{dur, escaped, label};
 use std::fmt;
 
 /// Time of a spike charged to one category.

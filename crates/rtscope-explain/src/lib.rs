@@ -35,4 +35,6 @@ pub mod model;
 pub mod parts;
 pub mod render;
 pub mod stack;
+pub mod tally;
 pub mod unexplained;
+pub mod words;

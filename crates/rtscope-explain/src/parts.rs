@@ -2,7 +2,7 @@
 //! together (`+ 107 other causes`), and for a gap what no cause covers (its unexplained rest),
 //! each with a whole-percent share. The shares are rounded by largest remainder, so the parts
 //! of a whole gap print as 100 % exactly, never 86 % hidden behind four causes. One rule for the
-//! terminal's worst-gap lines ([`crate::render`]) and the report's worst-gap table.
+//! terminal's worst-gap lines (`render`) and the report's worst-gap table.
 
 use crate::model::{Attribution, Category};
 

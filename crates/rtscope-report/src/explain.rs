@@ -7,7 +7,8 @@ use crate::model::RunData;
 use rtscope_explain::book::{ExplainSummary, Explained};
 use rtscope_explain::culprits::CulpritRow;
 use rtscope_explain::model::{Category, LateCause};
-use rtscope_explain::render::{coverage, culprit_label, dur, label, merge_note};
+use rtscope_explain::render::{coverage, culprit_label, merge_note};
+use rtscope_explain::words::{dur, label};
 use std::fmt::Write;
 
 /// Spikes drawn per run.

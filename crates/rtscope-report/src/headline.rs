@@ -9,7 +9,7 @@ use crate::model::RunData;
 use rtscope_core::Histogram;
 use rtscope_explain::book::Explained;
 use rtscope_explain::cause::CauseLine;
-use rtscope_explain::render::dur;
+use rtscope_explain::words::dur;
 use rtscope_store::RunId;
 use std::fmt::Write;
 

@@ -8,8 +8,10 @@ use crate::escape::escape;
 use rtscope_explain::book::{ExplainSummary, Explained};
 use rtscope_explain::folded::FoldedStack;
 use rtscope_explain::model::KernelStack;
-use rtscope_explain::render::{dur, handler_line};
-use rtscope_explain::stack::{folded_weights, leading_handler, FunctionTime, SHOWN_FRAMES};
+use rtscope_explain::render::handler_line;
+use rtscope_explain::stack::{leading_handler, FunctionTime, SHOWN_FRAMES};
+use rtscope_explain::tally::folded_weights;
+use rtscope_explain::words::dur;
 use std::fmt::Write;
 
 /// Rows of the function table shown.

@@ -18,7 +18,6 @@ use rtscope_explain::book::{ExplainSummary, Explained};
 use rtscope_explain::coarse::{CoarseSample, CoarseThread};
 use rtscope_explain::model::Softirq;
 use rtscope_explain::model::Spike;
-use rtscope_explain::render;
 use rtscope_store::{SpikeRow, SpikeSummaryRow};
 use rtscope_trace::explain::{ExplainConfig, Explainer};
 use std::path::Path;
@@ -326,7 +325,7 @@ pub fn store_rows(s: &ExplainSummary, clock_start: Nanos) -> (SpikeSummaryRow, V
                     a.spike.latency_ns(),
                     a.charges
                         .first()
-                        .map(|c| (render::label(&c.category), c.ns)),
+                        .map(|c| (rtscope_explain::words::label(&c.category), c.ns)),
                 ),
                 Explained::Coarse(c) => (c.spike.cpu, c.spike.tid, c.spike.latency_ns(), None),
             };

@@ -6,9 +6,9 @@
 //! when it came before the close, else when it comes. Pure bookkeeping, no trace: tests drive
 //! it with synthetic answers.
 
-use crate::explain::Cause;
+use crate::cause::Cause;
 use rtscope_core::Nanos;
-pub use rtscope_explain::unexplained::Unexplained;
+use rtscope_explain::unexplained::Unexplained;
 
 /// A window's worst wake-up, explained.
 #[derive(Debug, Clone, PartialEq)]
@@ -19,7 +19,7 @@ pub struct Found {
     pub cpu: u32,
     /// The wake-up's latency.
     pub latency: Nanos,
-    /// The largest causes, largest first (at most [`crate::explain::MAX_CAUSES`]), threads
+    /// The largest causes, largest first (at most [`crate::cause::MAX_CAUSES`]), threads
     /// grouped by command.
     pub causes: Vec<Cause>,
     /// The whole explanation (JSON, as `runs explain` stores it).

@@ -10,6 +10,7 @@
 //! ([`Unexplained`]). No kernel stacks are taken ([`explain_config`]).
 
 use crate::asked::{Answer, Explanation, Ledger, Missed};
+use crate::cause::{Cause, MAX_CAUSES, MAX_PIDS};
 use crate::roller::{Closed, Worst};
 use rtscope_core::Nanos;
 use rtscope_engine::CpuSet;
@@ -17,7 +18,6 @@ use rtscope_explain::book::Explained;
 use rtscope_explain::cause::CauseLine;
 use rtscope_explain::model::Spike;
 use rtscope_explain::model::Tier;
-use rtscope_explain::render;
 use rtscope_explain::unexplained::Unexplained;
 use rtscope_session::housekeeping::{Housekeeping, NormalWhy};
 use rtscope_session::smi_sampler::SmiState;
@@ -64,42 +64,6 @@ fn spike_of(e: &Explained) -> &Spike {
     }
 }
 
-/// Causes kept per explained wake-up.
-pub const MAX_CAUSES: usize = 3;
-/// PIDs listed per cause; the others are counted.
-pub const MAX_PIDS: usize = 4;
-
-/// What a wake-up was charged to: a category, the threads of one command together.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cause {
-    /// The category's label, a thread named by its command (`thread culprit`), escaped.
-    pub name: String,
-    /// The PIDs of its threads, largest charge first (at most [`MAX_PIDS`]; none for a cause
-    /// that is no thread).
-    pub pids: Vec<i32>,
-    /// PIDs beyond the list.
-    pub more_pids: usize,
-    /// The time charged to it.
-    pub time: Nanos,
-}
-
-impl Cause {
-    /// The name with its PIDs, for people: `thread culprit (PID 4711)`, `thread stress-ng (3
-    /// PIDs: 811, 812, 815)`, `irq eth0 (irq 24)`.
-    pub fn text(&self) -> String {
-        let list: Vec<String> = self.pids.iter().map(i32::to_string).collect();
-        let more = match self.more_pids {
-            0 => String::new(),
-            n => format!(" +{n} more"),
-        };
-        match self.pids.len() + self.more_pids {
-            0 => self.name.clone(),
-            1 => format!("{} (PID {})", self.name, list.join(", ")),
-            n => format!("{} ({n} PIDs: {}{more})", self.name, list.join(", ")),
-        }
-    }
-}
-
 /// The largest causes of an explanation: the charges of one command's threads added up under
 /// its name (a command of many short-lived threads is one cause, not one per PID).
 pub fn causes(e: &Explained) -> Vec<Cause> {
@@ -110,7 +74,7 @@ pub fn causes(e: &Explained) -> Vec<Cause> {
     let mut out: Vec<Cause> = Vec::new();
     // Charges come largest first, so each cause's PIDs do too.
     for c in &a.charges {
-        let name = render::command_label(&c.category);
+        let name = rtscope_explain::words::command_label(&c.category);
         let i = match out.iter().position(|x| x.name == name) {
             Some(i) => i,
             None => {

@@ -16,6 +16,7 @@
 
 pub mod alert;
 pub mod asked;
+pub mod cause;
 pub mod config;
 pub mod daemon;
 pub mod error;

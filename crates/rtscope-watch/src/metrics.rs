@@ -13,7 +13,7 @@
 //! got no explanation, by reason, as `rtscope_watch_unexplained_windows_total{reason}` (the
 //! reasons' JSON names: a fixed set). Labels: `series`, `cpu`, `le`, `cause`, `pids`, `reason`.
 
-use crate::explain::Cause;
+use crate::cause::Cause;
 use rtscope_common::prometheus::{escape, BUCKETS_NS};
 use rtscope_core::{Histogram, Nanos};
 use rtscope_explain::unexplained::Unexplained;

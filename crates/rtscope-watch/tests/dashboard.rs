@@ -9,7 +9,7 @@
 use rtscope_core::{Histogram, Nanos};
 use rtscope_store::watch::{Level, WatchWindow};
 use rtscope_testkit::grafana;
-use rtscope_watch::explain::Cause;
+use rtscope_watch::cause::Cause;
 use rtscope_watch::metrics::{Exposition, Format};
 use serde_json::Value;
 use std::path::Path;

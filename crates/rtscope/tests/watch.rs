@@ -531,7 +531,7 @@ fn explain_names_the_injected_culprit_in_the_windows_it_made_worst() {
         let name = v["unexplained"]
             .as_str()
             .unwrap_or_else(|| panic!("window {} neither explained nor says why: {v}", r.start_ns));
-        let known = rtscope_watch::asked::Unexplained::from_name(name);
+        let known = rtscope_explain::unexplained::Unexplained::from_name(name);
         assert!(known.is_some(), "unknown reason {name}");
         *why.entry(name.to_string()).or_insert(0) += 1;
     }

@@ -5,7 +5,7 @@
 use rtscope_common::error::UsageError;
 use rtscope_explain::book::{ExplainSummary, Explained};
 use rtscope_explain::render::{summary_of, Subject};
-use rtscope_explain::stack::folded_weights;
+use rtscope_explain::tally::folded_weights;
 use rtscope_store::{RunId, Store};
 use std::io::Write;
 

@@ -13,7 +13,8 @@ use rtscope_explain::book::{ExplainSummary, Explained};
 use rtscope_explain::cause::CauseLine;
 use rtscope_explain::model::Attribution;
 use rtscope_explain::parts::{parts, PartKind};
-use rtscope_explain::render::{culprit_label, label};
+use rtscope_explain::render::culprit_label;
+use rtscope_explain::words::label;
 use std::fmt::Write;
 
 /// Worst gaps listed per run.
