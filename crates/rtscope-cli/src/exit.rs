@@ -21,9 +21,13 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
 /// Standard output as every command writes it: the one rule for a write that fails, applied
 /// at the top for every command.
 ///
-/// * A closed pipe (`rtscope check --json | head -c 100`) is the reader's choice: the write
-///   is swallowed (it reports success and the rest of the output is dropped), so the command
-///   goes on to its own end and its own exit code, and nothing is printed.
+/// * A closed pipe (`rtscope check --json | head -c 100`) is the reader's choice and changes
+///   no exit code; nothing is printed. For a command that prints its result once (`check`,
+///   `runs`, `tail`, `compare`, `export`, …) the write is swallowed (it reports success and
+///   the rest of the output is dropped), so the command goes on to its own end and its own
+///   exit code. A measurement that streams (`measure`, `cyclictest -v`, `noise`, `run`,
+///   `watch`, [`StdoutGuard::streaming`]) is told instead: it stops its live output
+///   where the reader left, as cyclictest does, and ends with its own code (its record kept).
 /// * Any other failure (`> /dev/full`, EIO) is remembered and returned to the command, which
 ///   may say so itself (a measurement records exit code 2 and prints one line); the top
 ///   level ([`StdoutGuard::verdict`]) then prints the error once, never a second time for the
@@ -31,12 +35,25 @@ pub fn is_broken_pipe(err: &anyhow::Error) -> bool {
 pub struct StdoutGuard<W: std::io::Write> {
     inner: W,
     error: Option<std::io::Error>,
+    /// A closed pipe is returned to the command (a streaming one), not swallowed.
+    streaming: bool,
 }
 
 impl<W: std::io::Write> StdoutGuard<W> {
     /// Wraps standard output (or a test's writer).
     pub fn new(inner: W) -> Self {
-        StdoutGuard { inner, error: None }
+        StdoutGuard {
+            inner,
+            error: None,
+            streaming: false,
+        }
+    }
+
+    /// For a command that streams: a closed pipe is returned to it as `BrokenPipe` (every
+    /// time), so it stops its live output; it keeps its own exit code itself.
+    pub fn streaming(&mut self) -> &mut Self {
+        self.streaming = true;
+        self
     }
 
     /// The first error writing failed with.
@@ -55,13 +72,22 @@ impl<W: std::io::Write> StdoutGuard<W> {
             Ok(v) => Ok(v),
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
                 self.error.get_or_insert(e);
-                Ok(ok)
+                self.swallowed(ok)
             }
             Err(e) => {
                 let again = std::io::Error::new(e.kind(), e.to_string());
                 self.error.get_or_insert(e);
                 Err(again)
             }
+        }
+    }
+
+    /// What a write after the reader left returns: success, or for a streaming command the
+    /// closed pipe again.
+    fn swallowed<T>(&self, ok: T) -> std::io::Result<T> {
+        match self.streaming {
+            true => Err(std::io::ErrorKind::BrokenPipe.into()),
+            false => Ok(ok),
         }
     }
 
@@ -76,6 +102,7 @@ impl<W: std::io::Write> StdoutGuard<W> {
     ) -> (crate::ExitStatus, Option<String>) {
         use crate::ExitStatus;
         let told = self.error.is_some() && !self.closed();
+        self.streaming = false;
         let flushed = std::io::Write::flush(self);
         let cannot = |e: &std::io::Error| {
             rtscope_common::error::render([format!("cannot write to standard output: {e}")])
@@ -96,6 +123,9 @@ impl<W: std::io::Write> StdoutGuard<W> {
             },
             Err(e) if is_broken_pipe(&e) => (ExitStatus::Success, None),
             Err(e) => match self.error.as_ref() {
+                // A streaming command that stopped on the closed pipe (serde_json's error hides
+                // its `io::Error` from the chain): the quiet exit.
+                Some(w) if self.closed() && is_stdout_error(&e, w) => (ExitStatus::Success, None),
                 // The command stopped on standard output's own error: said once, as that.
                 Some(w) if !self.closed() && is_stdout_error(&e, w) => {
                     (ExitStatus::Usage, Some(cannot(w)))
@@ -125,7 +155,7 @@ fn is_stdout_error(err: &anyhow::Error, written: &std::io::Error) -> bool {
 impl<W: std::io::Write> std::io::Write for StdoutGuard<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         if self.closed() {
-            return Ok(buf.len());
+            return self.swallowed(buf.len());
         }
         let r = self.inner.write(buf);
         self.keep(r, buf.len())
@@ -133,7 +163,7 @@ impl<W: std::io::Write> std::io::Write for StdoutGuard<W> {
 
     fn flush(&mut self) -> std::io::Result<()> {
         if self.closed() {
-            return Ok(());
+            return self.swallowed(());
         }
         let r = self.inner.flush();
         self.keep(r, ())
@@ -183,6 +213,20 @@ mod tests {
         assert!(writeln!(out, "x").is_ok() && out.flush().is_ok());
         let (status, said) = out.verdict(Ok(crate::ExitStatus::LimitExceeded));
         assert_eq!((status, said), (crate::ExitStatus::LimitExceeded, None));
+    }
+
+    /// A streaming command is told of the closed pipe (it stops its live output) and still
+    /// ends with its own code, nothing said.
+    #[test]
+    fn a_streaming_command_is_told_of_a_closed_pipe() {
+        use std::io::Write;
+        let mut out = StdoutGuard::new(Failing(std::io::ErrorKind::BrokenPipe));
+        out.streaming();
+        let e = writeln!(out, "x").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe);
+        assert!(writeln!(out, "y").is_err(), "told again");
+        let status = crate::ExitStatus::Interrupted;
+        assert_eq!(out.verdict(Ok(status)), (status, None));
     }
 
     /// `> /dev/full`: the command is told (its `?` ends it), and the top level says it once.

@@ -43,7 +43,10 @@ fn invoked_as_cyclictest(argv0: &str) -> bool {
         .is_some_and(|n| n == "cyclictest")
 }
 
-fn dispatch(argv_os: &[std::ffi::OsString], out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
+fn dispatch<W: Write>(
+    argv_os: &[std::ffi::OsString],
+    guard: &mut exit::StdoutGuard<W>,
+) -> anyhow::Result<ExitStatus> {
     // The command line as text, for the run's record and the remote boards; a non-UTF-8 byte
     // shows as U+FFFD there (the options themselves are parsed from the bytes below).
     let argv: Vec<String> = argv_os
@@ -58,7 +61,7 @@ fn dispatch(argv_os: &[std::ffi::OsString], out: &mut dyn Write) -> anyhow::Resu
     }
     if argv.first().is_some_and(|a| invoked_as_cyclictest(a)) {
         exit::require_utf8(argv_os, "cyclictest's options")?;
-        return commands::cyclictest::run(&argv[1..], &argv.join(" "), out);
+        return commands::cyclictest::run(&argv[1..], &argv.join(" "), guard.streaming());
     }
     let cli = match cli::Cli::try_parse_from(argv_os) {
         Ok(c) => c,
@@ -68,7 +71,7 @@ fn dispatch(argv_os: &[std::ffi::OsString], out: &mut dyn Write) -> anyhow::Resu
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
             ) =>
         {
-            write!(out, "{e}")?;
+            write!(guard, "{e}")?;
             return Ok(ExitStatus::Success);
         }
         Err(e) => {
@@ -77,6 +80,19 @@ fn dispatch(argv_os: &[std::ffi::OsString], out: &mut dyn Write) -> anyhow::Resu
         }
     };
     rtscope_common::outfile::set_follow_symlinks(cli.follow_symlinks);
+    // The measurements stream: told of a closed pipe, they stop their live output there.
+    if matches!(
+        cli.command,
+        cli::Command::Measure(_)
+            | cli::Command::Cyclictest(_)
+            | cli::Command::Respond(_)
+            | cli::Command::Noise(_)
+            | cli::Command::Run(_)
+            | cli::Command::Watch(_)
+    ) {
+        guard.streaming();
+    }
+    let out: &mut dyn Write = guard;
     match cli.command {
         cli::Command::Measure(a) => commands::measure::ci::measure_with_ci(&a, argv, out),
         cli::Command::Cyclictest(a) => commands::cyclictest::run(&a.args, &argv.join(" "), out),
