@@ -16,7 +16,12 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         return crate::commands::merge::run(a.db.as_deref(), other, tags, out);
     }
     let mut store = super::open_db(a.db.as_deref())?;
-    let store_err = |e: rtscope_store::StoreError| UsageError::from_error(e);
+    // The store's hint with every error (a read-only database refused by `runs tag` said
+    // how to go on no more than that it was read-only).
+    let store_err = |e: rtscope_store::StoreError| {
+        let hint = e.hint();
+        UsageError::from_error(e).hint(hint)
+    };
     match a.action.clone().unwrap_or(RunsAction::List) {
         RunsAction::List => {
             let runs = store.list_runs().map_err(store_err)?;
