@@ -472,8 +472,8 @@ fn expected(c: &DbCmd, kind: Db, s: &Setup, o: &Output) -> Result<(), String> {
             }
         }
         Db::FullDisk => {
-            // FINDING (issue 67, reported): watch says a full disk without a hint (and, with
-            // RUST_BACKTRACE=1, a stack backtrace) after its banner; its hint not required.
+            // FINDING (issue 67, reported): watch prints its banner (`… until stopped`), then
+            // the full disk without a hint; its hint is not required here.
             let hint = c.name == "watch" || err.contains("hint:");
             if o.status.code() != Some(2) || !err.contains(&format!("database {dbs}")) || !hint {
                 return fail("exit 2 naming `database PATH`, with a hint");
