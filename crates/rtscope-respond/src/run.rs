@@ -10,6 +10,7 @@ use crate::record::Row;
 use crate::RespondError;
 use rtscope_core::text::{columns, us, us_or_dash};
 use rtscope_core::{Nanos, PERCENTILES};
+use rtscope_engine::ThreadShared;
 use serde_json::json;
 use std::process::{Child, Command};
 
@@ -40,16 +41,20 @@ pub fn wait_stop(timeout: Nanos) -> Option<i32> {
 }
 
 /// Runs `configs` one after another; `announce` is told of each before it starts (a closed
-/// output ends the whole measurement with that error).
+/// output ends the whole measurement with that error); `tick` is told every 100 ms of the
+/// index of the measurement running and its receiver's live statistics (a session checkpoints
+/// them).
 pub fn measure_ipc(
     configs: Vec<IpcConfig>,
     announce: &mut dyn FnMut(&IpcConfig) -> std::io::Result<()>,
+    tick: &mut dyn FnMut(usize, &ThreadShared),
 ) -> Result<Outcome, RespondError> {
     let mut o = Outcome::default();
-    for c in configs {
+    for (i, c) in configs.into_iter().enumerate() {
         announce(&c).map_err(RespondError::Output)?;
         let run = IpcRun::start(c)?;
         while !run.is_finished() {
+            tick(i, run.live());
             if let Some(s) = wait_stop(Nanos::from_ms(100)) {
                 o.signal = Some(s);
                 run.stop();
@@ -111,11 +116,13 @@ pub fn ipc_row(r: IpcResult) -> Row {
 }
 
 /// Runs one GPIO measurement on the character devices; with `responder_cmd`, that program
-/// (run by `sh -c`) is the responder and is stopped with SIGTERM at the end.
+/// (run by `sh -c`) is the responder and is stopped with SIGTERM at the end. `tick` is told
+/// every 100 ms that the measurement goes on (its rows are known only at its end).
 pub fn measure_gpio(
     c: GpioConfig,
     responder_cmd: Option<&str>,
     announce: &mut dyn FnMut(&GpioConfig) -> std::io::Result<()>,
+    tick: &mut dyn FnMut(),
 ) -> Result<Outcome, RespondError> {
     // Everything that can be refused is refused before the responder program starts.
     c.validate()?;
@@ -136,6 +143,7 @@ pub fn measure_gpio(
     };
     let mut signal = None;
     while !run.is_finished() {
+        tick();
         if let Some(s) = wait_stop(Nanos::from_ms(100)) {
             signal = Some(s);
             run.stop();

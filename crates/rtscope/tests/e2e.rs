@@ -36,6 +36,7 @@ mod hostile_db;
 mod hostile_matrix;
 mod hostile_memory;
 mod hostile_noise;
+mod hostile_respond;
 mod hostile_round4;
 mod hostile_round5;
 mod housekeeping;
