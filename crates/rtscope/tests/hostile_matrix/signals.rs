@@ -7,10 +7,9 @@ use super::*;
 /// What a long-running command leaves behind to check.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Record {
-    /// One run in `runs`, its row written at the start.
+    /// One run in `runs`, its row written at the start (respond's when its measurement
+    /// starts, docs/respond.md).
     Run,
-    /// One run in `runs`, written whole at the end (respond, docs/respond.md).
-    RunAtEnd,
     /// The windows of the watch series `m`.
     Windows,
     /// Nothing (`load`).
@@ -99,7 +98,7 @@ const LONG_CMDS: &[LongCmd] = &[
             "respond", "--ipc", "eventfd", "--policy", "other", "-D", "60s", "-q", "--db", "{db}",
         ],
         interrupted: 3,
-        record: Record::RunAtEnd,
+        record: Record::Run,
         rt: false,
     },
     LongCmd {
@@ -185,7 +184,7 @@ fn reach(c: &LongCmd, p: Phase, db: &Path, pid: u32) -> Result<(), String> {
             std::thread::sleep(Duration::from_millis(200));
             return Ok(());
         }
-        (Phase::At3s, _) | (Phase::Measuring, Record::Nothing | Record::RunAtEnd) => {
+        (Phase::At3s, _) | (Phase::Measuring, Record::Nothing) => {
             let d = if p == Phase::At3s { 3000 } else { 1000 };
             std::thread::sleep(Duration::from_millis(d));
             return Ok(());
@@ -265,11 +264,11 @@ fn signal_case(c: &LongCmd, sig: Sig, phase: Phase) -> Result<(), String> {
     };
     match c.record {
         Record::Nothing => Ok(()),
-        Record::Run | Record::RunAtEnd => {
+        Record::Run => {
             let st = statuses(&db);
             // At 0.2 s the run's row may not be written yet: nothing to keep then. Once it
             // is, it is kept, and kept as stopped.
-            let need_row = phase != Phase::At200ms || c.record == Record::RunAtEnd;
+            let need_row = phase != Phase::At200ms;
             if (need_row && st.is_empty()) || st.len() > 1 || st.iter().any(|s| s != want) {
                 return fail(&format!("one run, `{want}` (got {st:?})"));
             }
@@ -302,12 +301,6 @@ fn every_long_running_command_under_every_signal_at_every_phase() {
     let mut cases = Vec::new();
     for c in LONG_CMDS {
         for sig in [Sig::Int, Sig::IntTwice, Sig::Term, Sig::Kill] {
-            if c.record == Record::RunAtEnd && sig == Sig::Kill {
-                // FINDING (issue 67, reported): respond writes its run only when the
-                // measurement ends (docs/respond.md), so a SIGKILL at any phase leaves no run
-                // at all, where the issue wants it kept `incomplete`.
-                continue;
-            }
             for phase in [Phase::At200ms, Phase::Measuring, Phase::At3s] {
                 // The 3 s offset with one signal: the others at 3 s add time, not paths.
                 if phase != Phase::At3s || sig == Sig::Int {
