@@ -21,7 +21,7 @@ use rtscope_explain::model::Spike;
 use rtscope_store::{SpikeRow, SpikeSummaryRow};
 use rtscope_trace::explain::{ExplainConfig, Explainer};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The threshold campaigns explain from when their file does not say (`explain`).
 pub const DEFAULT_THRESHOLD: Nanos = Nanos(100_000);
@@ -63,6 +63,23 @@ fn off_reason(why: &str, root: bool) -> String {
 
 /// How long the end of a run waits for the trace of its last spikes.
 const FINISH_PATIENCE: Duration = Duration::from_millis(1500);
+
+/// The most time a control tick spends attributing spikes (live analysis); the spikes not
+/// looked at wait for the next tick, so the checkpoints and the signals keep their cadence
+/// however many spikes there are (docs/explain.md "Analysing").
+pub const TICK_BUDGET: Duration = Duration::from_millis(200);
+
+/// The longest the analysis at the end of a run takes; the spikes not attributed by then are
+/// counted as not traced (timed out), as a second stop signal does (docs/explain.md).
+pub const END_BOUND: Duration = Duration::from_secs(30);
+
+/// [`END_BOUND`] of a run stopped by a signal (SIGINT, SIGTERM, SIGHUP): its user wants it
+/// to end.
+pub const STOPPED_BOUND: Duration = Duration::from_secs(3);
+
+/// At the end of a run, how often the analysis looks at the stop signals (after the spike
+/// being attributed).
+const LOOK_EVERY: Duration = Duration::from_millis(50);
 
 /// The explainer of one session.
 pub struct Explaining {
@@ -216,7 +233,7 @@ impl Explaining {
             self.push_new(i, t.tid(), t.cpu(), &new);
         }
         if self.live {
-            self.ex.poll();
+            self.ex.poll_until(Instant::now() + TICK_BUDGET);
         }
         self.kept_peak = self.kept_peak.max(self.ex.kept_events());
     }
@@ -227,22 +244,115 @@ impl Explaining {
     }
 
     /// The last events, then the summary; the trace instance is removed. A deferred analysis
-    /// hands the events over in batches, attributing between them.
-    pub fn finish(mut self, r: &RunResult) -> ExplainSummary {
+    /// hands the events over in batches, attributing between them. The analysis is bounded
+    /// ([`END_BOUND`]) and a stop signal (the second SIGINT) ends it between two slices of
+    /// spikes: the spikes left are counted as not traced (timed out), the cut is said on
+    /// stderr and returned (its signal, when one cut it). A run `stopped` by a signal gets
+    /// [`STOPPED_BOUND`].
+    pub fn finish(mut self, r: &RunResult, stopped: bool) -> (ExplainSummary, Option<Cut>) {
         // Its last read covers the last wake-ups (the measuring threads have stopped).
         self.smi.stop();
+        let start = Instant::now();
+        let bound = if stopped { STOPPED_BOUND } else { END_BOUND };
+        let mut end = EndAnalysis {
+            until: start + bound,
+            bound,
+            cut: None,
+            handed: self.ex.pending(),
+            left: 0,
+        };
         for t in &r.threads {
-            let mut end = self.taken[t.index];
-            while end < t.events.len() {
-                end = (end + DEFERRED_BATCH).min(t.events.len());
-                self.push(t.index, t.tid, t.cpu, &t.events[..end]);
-                if !self.live {
-                    self.ex.poll();
+            let mut upto = self.taken[t.index];
+            while upto < t.events.len() {
+                upto = (upto + DEFERRED_BATCH).min(t.events.len());
+                let before = self.ex.pending();
+                self.push(t.index, t.tid, t.cpu, &t.events[..upto]);
+                end.handed += self.ex.pending().saturating_sub(before);
+                if !self.live || end.cut.is_some() {
+                    self.pass(&mut end);
                 }
             }
         }
-        self.ex.finish(FINISH_PATIENCE)
+        // The last spikes' trace may still be on its way.
+        let patience = Instant::now() + FINISH_PATIENCE;
+        while self.ex.pending() > 0 && self.pass(&mut end) && Instant::now() < patience {
+            if self.ex.pending() > 0 {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        if let Some(by) = end.cut {
+            rtscope_common::error::warn(&cut_line(by, end.bound, end.handed, end.left));
+        }
+        self.ex.give_up();
+        (self.ex.finish(Duration::ZERO), end.cut)
     }
+
+    /// One pass over the waiting spikes, a stop signal and the bound looked at every
+    /// [`LOOK_EVERY`]; once cut, the waiting spikes are given up (not traced, timed out).
+    /// Returns whether it was not cut.
+    fn pass(&mut self, end: &mut EndAnalysis) -> bool {
+        while end.cut.is_none() {
+            if let Some(sig) = crate::noise::analysis::pending_stop_signal() {
+                end.cut = Some(Cut::Signal(sig));
+            } else if Instant::now() >= end.until {
+                end.cut = Some(Cut::Bound);
+            } else if self
+                .ex
+                .poll_until(end.until.min(Instant::now() + LOOK_EVERY))
+            {
+                return true;
+            }
+        }
+        end.left += self.ex.pending();
+        self.ex.give_up();
+        false
+    }
+}
+
+/// What ended the analysis at the end of a run early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cut {
+    /// A stop signal (its number).
+    Signal(i32),
+    /// [`END_BOUND`] ran out.
+    Bound,
+}
+
+impl Cut {
+    /// The stop signal that cut the analysis, if one did.
+    pub fn signal(self) -> Option<i32> {
+        match self {
+            Cut::Signal(s) => Some(s),
+            Cut::Bound => None,
+        }
+    }
+}
+
+/// The analysis at the end of a run, as it goes.
+struct EndAnalysis {
+    /// Its bound.
+    bound: Duration,
+    /// When it runs out.
+    until: Instant,
+    /// What cut it, once something has.
+    cut: Option<Cut>,
+    /// Spikes handed to it (waiting at the stop, then the last events').
+    handed: usize,
+    /// Spikes given up once it was cut.
+    left: usize,
+}
+
+/// The line said when the end's analysis was cut: what cut it and what the rest counts as.
+fn cut_line(by: Cut, bound: Duration, handed: usize, left: usize) -> String {
+    let by = match by {
+        Cut::Signal(s) => format!("stopped by {}", rtscope_common::signals::signal_name(s)),
+        Cut::Bound => format!("stopped at its bound of {} s", bound.as_secs()),
+    };
+    format!(
+        "explain: the analysis of the spikes at the end of the run was {by}; the spikes not \
+         attributed ({left} of the {handed} handed to it) are counted as not traced (timed \
+         out)"
+    )
 }
 
 /// The coarse samples of one monitor sample for `cpus` (none for the first sample, which has
@@ -378,6 +488,23 @@ mod tests {
             user.ends_with("fix: run rtscope as root (tracefs instances need it)"),
             "{user}"
         );
+    }
+
+    #[test]
+    fn a_cut_analysis_says_what_cut_it_and_what_the_rest_counts_as() {
+        let by_signal = cut_line(Cut::Signal(libc::SIGINT), STOPPED_BOUND, 40, 7);
+        assert!(by_signal.contains("was stopped by SIGINT;"), "{by_signal}");
+        assert!(
+            by_signal.ends_with("(7 of the 40 handed to it) are counted as not traced (timed out)"),
+            "{by_signal}"
+        );
+        let by_bound = cut_line(Cut::Bound, END_BOUND, 5, 5);
+        assert!(
+            by_bound.contains("stopped at its bound of 30 s"),
+            "{by_bound}"
+        );
+        assert_eq!(Cut::Signal(libc::SIGTERM).signal(), Some(libc::SIGTERM));
+        assert_eq!(Cut::Bound.signal(), None);
     }
 
     #[test]

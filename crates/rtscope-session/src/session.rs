@@ -350,16 +350,22 @@ impl Session {
         let checks = self.plan.check_limits(&outcome.result);
         // Still at the housekeeping priority: the spikes' analysis must not wait behind the
         // loads, which run until the front end stops them after this returns.
+        let mut signal = outcome.signal;
         let explain = self.explaining.take().map(|x| {
             self.kept_peak = Some(x.kept_peak());
-            x.finish(&outcome.result)
+            let (summary, cut) = x.finish(&outcome.result, outcome.signal.is_some());
+            // A stop signal that cut the analysis of a run that ended by itself interrupts it.
+            if let Some(s) = cut.and_then(explain::Cut::signal) {
+                signal.get_or_insert(s);
+            }
+            summary
         });
         if matches!(self.housekeeping.0, Housekeeping::Fifo(_)) {
             crate::housekeeping::reset_current();
         }
         Ok(Measured {
             result: outcome.result,
-            signal: outcome.signal,
+            signal,
             output_error: outcome.output_error,
             checks,
             explain,

@@ -330,40 +330,71 @@ impl Explainer {
     /// Explains the queued spikes whose context has arrived; gives up on those older than
     /// [`PATIENCE`].
     pub fn poll(&mut self) {
-        let now = Instant::now();
-        let mut keep = VecDeque::new();
-        while let Some((spike, since)) = self.pending.pop_front() {
-            let waited = now.duration_since(since) >= PATIENCE;
-            let outcome = match &self.recorder {
-                Some(r) => r.attribute(&spike),
-                // The coarse tier explains a spike once a monitor sample covers it.
-                None if self.coarse.covers(&spike) => {
-                    self.explain_by_monitors(&spike, None);
-                    continue;
-                }
-                None => Outcome::Pending,
-            };
-            if outcome != Outcome::Pending || waited {
-                self.unpin(&spike);
-            }
-            match outcome {
-                Outcome::Done(a) => self.add(Explained::Traced(a)),
-                Outcome::NotTraced(why) => self.not_traced(&spike, why),
-                Outcome::Pending if waited => self.fallback(&spike),
-                Outcome::Pending => keep.push_back((spike, since)),
-            }
-        }
-        self.pending = keep;
+        let n = self.pending.len();
+        self.poll_front(n, None);
     }
 
     /// [`Explainer::poll`] over the `n` oldest waiting spikes only; those still waiting go
     /// behind the others. A caller that must answer a stop signal or keep a bound between two
     /// slices (`rtscope noise` analysing a run's gaps after its loops) polls in slices.
     pub fn poll_some(&mut self, n: usize) {
-        let rest = self.pending.split_off(n.min(self.pending.len()));
-        self.poll();
-        let waiting = std::mem::replace(&mut self.pending, rest);
-        self.pending.extend(waiting);
+        self.poll_front(n, None);
+    }
+
+    /// One pass of [`Explainer::poll`] over the waiting spikes, stopped before the first spike
+    /// looked at once `until` has come: the spikes not looked at wait, first, for the next
+    /// call. A control loop that must keep its cadence (the checkpoints and the signals of
+    /// `rtscope measure`/`run`) polls this way; one spike's attribution is the most it runs
+    /// past `until`. Returns whether the pass was whole.
+    pub fn poll_until(&mut self, until: Instant) -> bool {
+        let n = self.pending.len();
+        self.poll_front(n, Some(until))
+    }
+
+    /// Looks at the `n` oldest waiting spikes, or fewer when `until` comes first; those still
+    /// waiting go behind the others. Returns whether all `n` were looked at.
+    fn poll_front(&mut self, n: usize, until: Option<Instant>) -> bool {
+        let now = Instant::now();
+        let mut keep = VecDeque::new();
+        let mut whole = true;
+        for _ in 0..n.min(self.pending.len()) {
+            if until.is_some_and(|u| Instant::now() >= u) {
+                whole = false;
+                break;
+            }
+            let Some((spike, since)) = self.pending.pop_front() else {
+                break;
+            };
+            if self.look(spike, now.duration_since(since) >= PATIENCE) {
+                keep.push_back((spike, since));
+            }
+        }
+        self.pending.extend(keep);
+        whole
+    }
+
+    /// Attributes one spike if its context has arrived (`waited`: it waited past
+    /// [`PATIENCE`], so it gets the monitors' explanation instead); true when it still waits.
+    fn look(&mut self, spike: Spike, waited: bool) -> bool {
+        let outcome = match &self.recorder {
+            Some(r) => r.attribute(&spike),
+            // The coarse tier explains a spike once a monitor sample covers it.
+            None if self.coarse.covers(&spike) => {
+                self.explain_by_monitors(&spike, None);
+                return false;
+            }
+            None => Outcome::Pending,
+        };
+        if outcome != Outcome::Pending || waited {
+            self.unpin(&spike);
+        }
+        match outcome {
+            Outcome::Done(a) => self.add(Explained::Traced(a)),
+            Outcome::NotTraced(why) => self.not_traced(&spike, why),
+            Outcome::Pending if waited => self.fallback(&spike),
+            Outcome::Pending => return true,
+        }
+        false
     }
 
     fn unpin(&self, spike: &Spike) {
@@ -571,6 +602,37 @@ mod tests {
         assert_eq!(c.top_irqs[0], ("timer".to_string(), 1000));
         assert_eq!(c.steal_ns, 7);
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_poll_until_a_past_time_looks_at_nothing_and_one_in_time_at_all() {
+        let mut cfg = ExplainConfig::new(1000, vec![0]);
+        cfg.force_coarse = true;
+        let mut ex = Explainer::start(cfg);
+        for i in 0..3u64 {
+            ex.push_spike(Spike {
+                cpu: 0,
+                tid: 5,
+                deadline_ns: 1_000_000 * (i + 1),
+                wakeup_ns: 1_000_000 * (i + 1) + 50_000,
+                smis: None,
+            });
+        }
+        assert!(!ex.poll_until(Instant::now()), "cut before the first spike");
+        assert_eq!(ex.pending(), 3);
+        // Covered by a monitor sample: the coarse tier explains them once looked at.
+        ex.push_coarse(CoarseSample {
+            cpu: 0,
+            start_ns: 0,
+            end_ns: 10_000_000,
+            irqs: vec![],
+            softirqs: vec![],
+            steal_ns: 0,
+            threads: vec![],
+        });
+        assert!(ex.poll_until(Instant::now() + Duration::from_secs(3600)));
+        assert_eq!(ex.pending(), 0);
+        assert_eq!(ex.finish(Duration::ZERO).counts.spikes, 3);
     }
 
     #[test]

@@ -39,6 +39,7 @@ mod hostile_noise;
 mod hostile_respond;
 mod hostile_round4;
 mod hostile_round5;
+mod hostile_run_stop;
 mod housekeeping;
 mod import;
 mod import_oslat;
