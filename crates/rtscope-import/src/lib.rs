@@ -129,8 +129,10 @@ pub fn import(a: &ImportOptions) -> Result<Imports, UsageError> {
         return Err(failure_error(&failures, a.files.len(), a.format.is_none()));
     }
     let db = a.db.clone().unwrap_or_else(Store::default_path);
-    let mut store = Store::open(&db)
-        .map_err(|e| UsageError::from_error(e).hint("pass --db PATH for another database"))?;
+    let mut store = Store::open(&db).map_err(|e| {
+        let hint = e.hint();
+        UsageError::from_error(e).hint(hint)
+    })?;
     let argv: Vec<String> = std::env::args_os()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();

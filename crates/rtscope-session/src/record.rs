@@ -18,11 +18,12 @@ use rtscope_store::{
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-/// Opens the store, turning its errors into usage errors that name the file (exit 2).
+/// Opens the store, turning its errors into usage errors that name the file (exit 2), with the
+/// store's hint (a full disk: free space).
 pub fn open(path: &Path) -> Result<Store, UsageError> {
     Store::open(path).map_err(|e| {
-        UsageError::from_error(e)
-            .hint("pass --db PATH (or set RTSCOPE_DB) for another database file")
+        let hint = e.hint();
+        UsageError::from_error(e).hint(hint)
     })
 }
 

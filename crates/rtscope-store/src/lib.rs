@@ -110,7 +110,17 @@ pub enum StoreError {
     /// A reading command's database does not exist (it is never created empty).
     #[error("no run database at {}", .0.display())]
     Missing(PathBuf),
-    /// Any other SQLite error (disk full, permissions, corruption).
+    /// The file system holding the database has no space left (SQLite's `SQLITE_FULL`, an I/O
+    /// error whose system error is "no space" or "quota exceeded", or a `-shm` file that could
+    /// not grow): said as such, because SQLite's own words ("disk I/O error") hide the fix.
+    #[error("database {}: the disk holding it is full ({what})", .path.display())]
+    DiskFull {
+        /// The file.
+        path: PathBuf,
+        /// What could not be done, and SQLite's words.
+        what: String,
+    },
+    /// Any other SQLite error (permissions, corruption).
     #[error("database {path}: {source}")]
     Sqlite {
         /// The file.
@@ -126,6 +136,9 @@ impl StoreError {
         match self {
             StoreError::Missing(_) => {
                 "record runs with `rtscope measure`, `rtscope run` or `rtscope import`, or pass --db PATH"
+            }
+            StoreError::DiskFull { .. } => {
+                "free space on the file system holding the database (`df` on its directory), or pass --db PATH for a database on another one"
             }
             _ => "pass --db PATH (or set RTSCOPE_DB) for another database file",
         }
@@ -144,6 +157,9 @@ pub struct Store {
     path: PathBuf,
     /// Statements run through [`Store::sql`] (the readers) since the store was opened.
     statements: std::cell::Cell<u64>,
+    /// Opened read-only because the disk is full ([`Store::open_existing`]): a write's
+    /// "read-only database" is said as the full disk it is.
+    on_full_disk: bool,
 }
 
 /// A run's id.
@@ -168,7 +184,10 @@ impl Store {
     /// Opens an existing database for a command that reads (`db`, else [`Store::default_path`]):
     /// a missing file is [`StoreError::Missing`], never a new empty database; a file on
     /// read-only media (or in a directory this user cannot write) is opened read-only and left
-    /// untouched.
+    /// untouched. So is one on a full disk, where the read-write open cannot grow the `-shm`
+    /// file SQLite's WAL mode needs beside it, unless its `-wal` file holds changes a read-only
+    /// open would not see: then [`StoreError::DiskFull`] says so. A write through a store opened
+    /// so on a full disk fails with [`StoreError::DiskFull`].
     pub fn open_existing(db: Option<&Path>) -> Result<Store> {
         let path = db.map_or_else(Store::default_path, Path::to_path_buf);
         if !Store::check_regular(&path)? {
@@ -177,7 +196,41 @@ impl Store {
         if !Store::is_writable(&path) {
             return Store::open_read_only(&path);
         }
-        Store::open(&path)
+        match Store::open(&path) {
+            Err(StoreError::DiskFull { what, .. }) => Store::open_on_full_disk(&path, what),
+            r => r,
+        }
+    }
+
+    /// [`Store::open_existing`] of a database whose read-write open failed for a full disk
+    /// (`what`): read-only and immutable (nothing written beside it), unless its `-wal` file
+    /// holds frames, which an immutable open ignores.
+    fn open_on_full_disk(path: &Path, what: String) -> Result<Store> {
+        if let Some(wal) = Store::wal_with_frames(path) {
+            return Err(StoreError::DiskFull {
+                path: path.to_path_buf(),
+                what: format!(
+                    "{what}; its write-ahead log {} holds changes not yet in the database file, \
+                     which cannot be read without space beside it",
+                    wal.display()
+                ),
+            });
+        }
+        let mut store = Store::open_read_only(path)?;
+        store.on_full_disk = true;
+        Ok(store)
+    }
+
+    /// The `-wal` file of `path` when it holds frames (more than its 32-byte header): changes
+    /// that may not be in the database file yet. SQLite names it after the file a symlink
+    /// leads to.
+    fn wal_with_frames(path: &Path) -> Option<PathBuf> {
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let mut wal = real.into_os_string();
+        wal.push("-wal");
+        let wal = PathBuf::from(wal);
+        let len = std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+        (len > 32).then_some(wal)
     }
 
     /// Opens (creating if needed) the database at `path`, upgrading its schema.
@@ -191,9 +244,13 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             statements: std::cell::Cell::new(0),
+            on_full_disk: false,
         };
         store.setup().map_err(|e| match e {
-            StoreError::Sqlite { source, .. } => Self::classify(path, source),
+            StoreError::Sqlite { source, .. } => match store.sqlite_error(source) {
+                StoreError::Sqlite { source, .. } => Self::classify(path, source),
+                other => other,
+            },
             other => other,
         })?;
         Ok(store)
@@ -242,6 +299,7 @@ impl Store {
             conn,
             path: path.to_path_buf(),
             statements: std::cell::Cell::new(0),
+            on_full_disk: false,
         };
         let version = store.user_version().map_err(|e| match e {
             StoreError::Sqlite { source, .. } => Self::classify(path, source),
@@ -319,7 +377,12 @@ impl Store {
 
     fn classify(path: &Path, e: rusqlite::Error) -> StoreError {
         let not_db = matches!(&e, rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::NotADatabase);
-        if not_db {
+        if says_full(&e, None) {
+            StoreError::DiskFull {
+                path: path.to_path_buf(),
+                what: format!("SQLite: {e}"),
+            }
+        } else if not_db {
             StoreError::NotADatabase {
                 path: path.to_path_buf(),
                 why: e.to_string(),
@@ -345,7 +408,31 @@ impl Store {
     }
 
     pub(crate) fn err(&self) -> impl Fn(rusqlite::Error) -> StoreError + '_ {
-        move |source| StoreError::Sqlite {
+        move |source| self.sqlite_error(source)
+    }
+
+    /// SQLite's error `source` on this store: [`StoreError::DiskFull`] when it says the disk
+    /// is full (or a write was refused by a store opened read-only for a full disk), else
+    /// [`StoreError::Sqlite`].
+    fn sqlite_error(&self, source: rusqlite::Error) -> StoreError {
+        // SAFETY: the handle is this open connection's, used for one call that only reads
+        // the error number of its last failed system call; nothing keeps the pointer.
+        let errno = unsafe { rusqlite::ffi::sqlite3_system_errno(self.conn.handle()) };
+        let read_only = matches!(&source, rusqlite::Error::SqliteFailure(f, _)
+            if f.code == rusqlite::ErrorCode::ReadOnly);
+        if self.on_full_disk && read_only {
+            return StoreError::DiskFull {
+                path: self.path.clone(),
+                what: "no space for the write-ahead files a change makes beside it".into(),
+            };
+        }
+        if says_full(&source, Some(errno)) {
+            return StoreError::DiskFull {
+                path: self.path.clone(),
+                what: format!("SQLite: {source}"),
+            };
+        }
+        StoreError::Sqlite {
             path: self.path.clone(),
             source,
         }
@@ -451,5 +538,88 @@ impl Store {
     }
 }
 
+/// Whether SQLite's error `e` says the disk is full: `SQLITE_FULL`; a `-shm` file that could
+/// not grow (`SQLITE_IOERR_SHMSIZE`, its one cause being space); or an I/O error whose system
+/// error (`errno`, when the connection is there to ask) is ENOSPC or EDQUOT.
+fn says_full(e: &rusqlite::Error, errno: Option<i32>) -> bool {
+    const SQLITE_IOERR_SHMSIZE: i32 = rusqlite::ffi::SQLITE_IOERR | (19 << 8);
+    let rusqlite::Error::SqliteFailure(f, _) = e else {
+        return false;
+    };
+    let no_space = errno.is_some_and(|n| {
+        matches!(
+            std::io::Error::from_raw_os_error(n).kind(),
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+        )
+    });
+    match f.code {
+        rusqlite::ErrorCode::DiskFull => true,
+        rusqlite::ErrorCode::SystemIoFailure => f.extended_code == SQLITE_IOERR_SHMSIZE || no_space,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod full_disk_tests {
+    use super::*;
+
+    fn failure(code: i32) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)
+    }
+
+    #[test]
+    fn a_full_disk_is_told_from_other_io_errors() {
+        let full = rusqlite::ffi::SQLITE_FULL;
+        let io = rusqlite::ffi::SQLITE_IOERR;
+        let shm = io | (19 << 8); // SQLITE_IOERR_SHMSIZE: 4874, the reader's error of issue 67
+        assert_eq!(shm, 4874);
+        assert!(says_full(&failure(full), None));
+        assert!(says_full(&failure(shm), None));
+        // A plain write error is the full disk only when the system said "no space".
+        let write = io | (3 << 8);
+        assert!(!says_full(&failure(write), None));
+        assert!(!says_full(&failure(write), Some(5))); // EIO
+        assert!(says_full(&failure(write), Some(28))); // ENOSPC
+        assert!(says_full(&failure(write), Some(122))); // EDQUOT
+        assert!(!says_full(
+            &failure(rusqlite::ffi::SQLITE_READONLY),
+            Some(28)
+        ));
+        let path = Path::new("/d/x.db");
+        let e = Store::classify(path, failure(shm));
+        assert!(matches!(e, StoreError::DiskFull { .. }), "{e:?}");
+        assert!(
+            e.to_string()
+                .starts_with("database /d/x.db: the disk holding it is full"),
+            "{e}"
+        );
+        assert!(
+            e.hint().starts_with("free space on the file system"),
+            "{}",
+            e.hint()
+        );
+    }
+
+    /// A `-wal` file with frames is found (through a symlink, beside the file it leads to); a
+    /// header alone or none is not.
+    #[test]
+    fn a_wal_with_frames_is_found_beside_the_real_file() {
+        let dir = std::env::temp_dir().join(format!("rtscope-wal-frames-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = dir.join("r.db");
+        std::fs::write(&db, b"").unwrap();
+        let link = dir.join("l.db");
+        std::os::unix::fs::symlink(&db, &link).unwrap();
+        assert_eq!(Store::wal_with_frames(&link), None);
+        std::fs::write(dir.join("r.db-wal"), [0u8; 32]).unwrap();
+        assert_eq!(Store::wal_with_frames(&link), None);
+        std::fs::write(dir.join("r.db-wal"), [0u8; 33]).unwrap();
+        let wal = Store::wal_with_frames(&link).unwrap();
+        assert_eq!(wal, dir.canonicalize().unwrap().join("r.db-wal"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
