@@ -1,9 +1,10 @@
 //! What a watch checks and takes before its banner, before anything is created: the database's
 //! directory, the `--textfile` path, the CPU lists and the plan ([`plan`], which each session
 //! builds again), the `--listen` port (bound here, so a port
-//! in use is refused now) and, last, the series' lock ([`crate::lock`]), the only thing this
-//! creates (the lock file beside the database). A refusal here is exit 2 with nothing written:
-//! no series row, no empty database, no banner.
+//! in use is refused now), the series' lock ([`crate::lock`], the lock file beside the
+//! database) and, last, the database itself, opened once as the watch will open it (a full
+//! disk, a file of another program). A refusal here is exit 2 before the banner, naming the
+//! database and the fix; up to the lock nothing is written: no series row, no empty database.
 
 use crate::config::Config;
 use crate::lock::{LockError, SeriesLock};
@@ -28,7 +29,13 @@ fn shown(p: &Path) -> String {
     rtscope_core::text::escape(&p.display().to_string()).into_owned()
 }
 
-/// The database: its directory exists and it is not a directory.
+/// The fix of a database that cannot be written.
+const WRITABLE_HINT: &str = "a watch writes every window: give --db a database on a writable \
+                             file system, e.g. --db /var/lib/rtscope/watch.db";
+
+/// The database: its directory exists, it is a regular file (or nothing yet: the store's one
+/// check, which never opens a FIFO), and it and its directory can be written (SQLite and the
+/// series' lock make files beside it).
 fn check_db(db: &Path) -> Result<(), UsageError> {
     let dir = match db.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -48,7 +55,45 @@ fn check_db(db: &Path) -> Result<(), UsageError> {
                 .hint("give --db a file, e.g. --db /var/lib/rtscope/watch.db"),
         );
     }
+    let exists = rtscope_store::Store::check_regular(db).map_err(|e| {
+        UsageError::from_error(e).hint(
+            "give --db a regular file (a new path is created), e.g. --db /var/lib/rtscope/watch.db",
+        )
+    })?;
+    if exists {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(db)
+            .map_err(|e| {
+                UsageError::new(format!("--db {}: cannot be written: {e}", shown(db)))
+                    .hint(WRITABLE_HINT)
+            })?;
+    }
+    let probe = dir.join(format!(".rtscope-watch-probe-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .and_then(|_| std::fs::remove_file(&probe))
+        .map_err(|e| {
+            UsageError::new(format!(
+                "--db {}: its directory {} cannot be written ({e}); the database and its lock \
+                 need files there",
+                shown(db),
+                shown(dir)
+            ))
+            .hint(WRITABLE_HINT)
+        })?;
     Ok(())
+}
+
+/// The database opened once as the watch opens it, so what refuses it (a full disk, a file of
+/// another program, a newer schema) is said before the banner, with the store's hint.
+fn check_store(db: &Path) -> Result<(), UsageError> {
+    rtscope_store::Store::open(db).map(drop).map_err(|e| {
+        let hint = e.hint();
+        UsageError::from_error(e).hint(hint)
+    })
 }
 
 /// `--textfile`: a regular file (new or replaced whole) in an existing directory, or a device
@@ -119,12 +164,55 @@ pub fn prepare(config: Config) -> Result<Ready, UsageError> {
                  or give another --series or --db"
             ))
         }
-        _ => UsageError::from_error(e)
+        LockError::DbNotRegular { .. } => UsageError::from_error(e).hint(
+            "give --db a regular file (a new path is created), e.g. --db /var/lib/rtscope/watch.db",
+        ),
+        _ => UsageError::new(format!("--db {}: {e}", shown(&config.db)))
             .hint("the lock file beside the database must be a regular file the watch can write"),
     })?;
+    check_store(&config.db)?;
     Ok(Ready {
         config,
         lock,
         listener,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 67: a FIFO database is refused by the store's own check before any lock file is
+    /// made, naming the database and the fix (never "the lock file beside the database").
+    #[test]
+    fn a_fifo_database_is_refused_by_name_before_its_lock() {
+        let dir = std::env::temp_dir().join(format!("rtscope-start-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let db = dir.join("f.db");
+        let c = std::ffi::CString::new(db.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads the NUL-terminated path `c`, which outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = check_db(&db).unwrap_err();
+        assert_eq!(
+            e.message,
+            format!(
+                "{} is not a regular file (a FIFO); a run database must be one",
+                db.display()
+            )
+        );
+        assert!(
+            e.hint
+                .as_deref()
+                .unwrap()
+                .starts_with("give --db a regular file"),
+            "{e}"
+        );
+        assert!(!crate::lock::lock_path(&db).exists());
+        // A regular file, and a new path, in a writable directory pass.
+        assert!(check_db(&dir.join("new.db")).is_ok());
+        std::fs::write(dir.join("r.db"), b"").unwrap();
+        assert!(check_db(&dir.join("r.db")).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
