@@ -418,6 +418,10 @@ fn expected(c: &DbCmd, kind: Db, s: &Setup, o: &Output) -> Result<(), String> {
         }
         Ok(())
     };
+    // watch's refusals name the database, never only its lock file (issue 67's findings).
+    if c.name == "watch" && (err.contains("watch-lock") || err.contains("lock file")) {
+        return fail("watch's refusal naming the database, not its lock file");
+    }
     match kind {
         Db::Fifo => refused("FIFO"),
         Db::CharDevice => refused("character device"),
@@ -457,8 +461,8 @@ fn expected(c: &DbCmd, kind: Db, s: &Setup, o: &Output) -> Result<(), String> {
             match (writes, o.status.code()) {
                 (false, Some(0 | 1)) if c.name == "compare" => Ok(()),
                 (false, Some(0)) => Ok(()),
-                // watch says the lock file beside the database (`cannot lock PATH.watch-lock:
-                // Read-only file system`), the other writers `database PATH: …`.
+                // watch says `--db PATH: cannot be written: Read-only file system`, the other
+                // writers `database PATH: …`.
                 (true, Some(2)) if err.contains(&dbs) && err.contains("hint:") => {
                     // Nothing was changed: the mount is gone, the file is the same.
                     let n = query(&s.db, "SELECT count(*) FROM runs");
@@ -471,22 +475,48 @@ fn expected(c: &DbCmd, kind: Db, s: &Setup, o: &Output) -> Result<(), String> {
                 (true, _) => fail("exit 2 naming the database, with a hint"),
             }
         }
-        Db::FullDisk => {
-            // FINDING (issue 67, reported): watch prints its banner (`… until stopped`), then
-            // the full disk without a hint; its hint is not required here.
-            let hint = c.name == "watch" || err.contains("hint:");
-            if o.status.code() != Some(2) || !err.contains(&format!("database {dbs}")) || !hint {
-                return fail("exit 2 naming `database PATH`, with a hint");
-            }
-            Ok(())
-        }
+        Db::FullDisk => full_disk(c, o, &dbs),
     }
+}
+
+/// A full disk: a reader reads the database (opened read-only, nothing written beside it); a
+/// writer exits 2 saying the disk is full, with the fix (free space), watch before its banner.
+fn full_disk(c: &DbCmd, o: &Output, dbs: &str) -> Result<(), String> {
+    let (out, err) = texts(o);
+    let writes = c.records || matches!(c.name, "runs tag" | "runs delete");
+    if !writes {
+        let ok = matches!(
+            (c.name, o.status.code()),
+            ("compare", Some(0 | 1)) | (_, Some(0))
+        );
+        let read = match c.name {
+            "runs" => out.contains("s1") && out.contains("s2"),
+            "runs show" => out.contains("s1"),
+            _ => true,
+        };
+        if !ok || !read {
+            return Err("a reader reads a database on a full disk (exit 0, its runs)".into());
+        }
+        return Ok(());
+    }
+    let said = err.contains(&format!("database {dbs}: the disk holding it is full"))
+        && err.contains("hint: free space");
+    if o.status.code() != Some(2) || !said {
+        return Err(
+            "exit 2: `database PATH: the disk holding it is full`, hint: free space".into(),
+        );
+    }
+    if c.name == "watch" && (out.contains("until stopped") || err.contains("until stopped")) {
+        return Err("watch refuses a full disk before its banner".into());
+    }
+    Ok(())
 }
 
 /// Every command that takes `--db` × every hostile database of the issue: refused at once
 /// (exit 2, the path, the kind, a hint), read or written through a symlink, a locked
 /// database waited out (writers record their run, readers read), a read-only one read by the
-/// readers and refused by the writers, a full disk said by exit 2 naming the database.
+/// readers and refused by the writers; on a full disk the readers read (read-only, nothing
+/// written beside it) and the writers exit 2 saying the disk is full, with the fix.
 #[test]
 fn every_command_on_every_hostile_database() {
     rtscope_testkit::require_root!("mknod, mount namespaces and the measuring commands");
@@ -497,15 +527,59 @@ fn every_command_on_every_hostile_database() {
             if c.name == "watch" && good {
                 continue; // a watch on a usable database runs until stopped: the signal matrix
             }
-            if kind == Db::FullDisk && !c.records && !matches!(c.name, "runs tag" | "runs delete") {
-                // FINDING (issue 67, reported): a reader cannot read a database on a full
-                // disk — opening it in WAL mode must grow its `-shm` file: "database PATH:
-                // disk I/O error" (SQLITE_IOERR_SHMSIZE), exit 2, the hint not naming the
-                // full disk. Left out until the store's open path reads such a file.
-                continue;
-            }
             cases.push((c, kind));
         }
     }
     in_parallel(&cases, |(c, kind)| db_case(c, *kind));
+}
+
+/// A reader on a full disk whose database's `-wal` file holds commits not yet in the file: the
+/// read-only open that reads such a database writes nothing beside it but would not see them,
+/// so it is refused, naming the full disk and the write-ahead log (never a stale read).
+#[test]
+fn a_reader_on_a_full_disk_refuses_a_database_whose_wal_holds_commits() {
+    rtscope_testkit::require_root!("a tmpfs mount in a mount namespace");
+    let dir = scratch("matrix-full-wal");
+    let src = dir.join("src.db");
+    // The store stays open while its files are copied: its commits are still in `-wal`.
+    let mut store = rtscope_store::Store::open(&src).unwrap();
+    let spec = rtscope_testkit::synthetic::SyntheticRun {
+        label: "in-wal".into(),
+        samples: 300,
+        seed: 1,
+        ..Default::default()
+    };
+    rtscope_testkit::synthetic::write_run(&mut store, &spec).unwrap();
+    std::fs::copy(&src, dir.join("copy.db")).unwrap();
+    std::fs::copy(dir.join("src.db-wal"), dir.join("copy.db-wal")).unwrap();
+    drop(store);
+    let m = dir.join("m");
+    std::fs::create_dir(&m).unwrap();
+    let (ms, ds) = (m.display(), dir.display());
+    let script = format!(
+        "mount -t tmpfs -o size=4m tmpfs {ms} && cp {ds}/copy.db {ms}/w.db && \
+         cp {ds}/copy.db-wal {ms}/w.db-wal && \
+         {{ dd if=/dev/zero of={ms}/pad bs=4k 2>/dev/null; true; }} && exec \"$0\" \"$@\""
+    );
+    let db = m.join("w.db");
+    let args: Vec<String> = ["-m", "--propagation", "private", "sh", "-c", &script, exe()]
+        .iter()
+        .map(|s| s.to_string())
+        .chain(["runs".into(), "--db".into(), db.display().to_string()])
+        .collect();
+    let o = run_guarded("unshare", &args, HANG);
+    let (_, err) = texts(&o);
+    assert_eq!(code(&o), 2, "{err}");
+    assert!(
+        err.contains(&format!(
+            "database {}: the disk holding it is full",
+            db.display()
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains("w.db-wal holds changes not yet in the database file"),
+        "{err}"
+    );
+    assert!(err.contains("hint: free space"), "{err}");
 }
