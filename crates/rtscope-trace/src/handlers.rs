@@ -15,6 +15,7 @@ use crate::stacks::Kallsyms;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 /// A handler's time over a spike, its function an address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -174,15 +175,22 @@ impl Handlers {
 }
 
 /// Names handler functions: with the stacks' symbols where the run read them, else from
-/// `/proc/kallsyms` read once per function not seen before (a run meets a handful), kept.
+/// `/proc/kallsyms`, parsed when a function not seen before needs it and kept: read again only
+/// for a new function once the table is [`REREAD`] old (a module loaded since is named), never
+/// per spike. Parsing the file for every new function (122,153 lines on this VM) held the
+/// control thread for seconds under load, a stop signal waiting behind it (issue 67).
 #[derive(Debug)]
 pub struct Names {
     path: PathBuf,
     known: Mutex<HashMap<u64, String>>,
+    table: Mutex<Option<(Instant, Option<Kallsyms>)>>,
 }
 
-/// The most functions kept by name; past it each new one is read again (never wrong, slower).
+/// The most functions kept by name; past it each new one is named from the table again.
 const MAX_NAMES: usize = 1024;
+
+/// How old the kept table may be before a function not seen before reads the file again.
+pub const REREAD: Duration = Duration::from_secs(10);
 
 impl Default for Names {
     fn default() -> Names {
@@ -196,6 +204,7 @@ impl Names {
         Names {
             path,
             known: Mutex::new(HashMap::new()),
+            table: Mutex::new(None),
         }
     }
 
@@ -220,9 +229,13 @@ impl Names {
         if let Some(n) = known.get(&func) {
             return n.clone();
         }
-        let name = match Kallsyms::read(&self.path) {
-            Ok(k) => k.function(func),
-            Err(_) => format!("{func:#x}"),
+        let mut table = self.table.lock().unwrap_or_else(|p| p.into_inner());
+        if table.as_ref().is_none_or(|(at, _)| at.elapsed() >= REREAD) {
+            *table = Some((Instant::now(), Kallsyms::read(&self.path).ok()));
+        }
+        let name = match table.as_ref().and_then(|(_, k)| k.as_ref()) {
+            Some(k) => k.function(func),
+            None => format!("{func:#x}"),
         };
         if known.len() < MAX_NAMES {
             known.insert(func, name.clone());
@@ -358,7 +371,7 @@ mod tests {
     }
 
     /// Functions are named by the symbol they point into, from the file when the run read no
-    /// symbols (once per function), `0x…` where the file has none.
+    /// symbols (read once and kept), `0x…` where the file has none.
     #[test]
     fn functions_are_named_from_the_symbols_or_the_file() {
         let dir = std::env::temp_dir().join(format!("rtscope-handlers-{}", std::process::id()));
@@ -383,6 +396,13 @@ mod tests {
         assert_eq!(names.name(h, &Kallsyms::default()).function, named.function);
         let unknown = HandlerTime { func: 0x1000, ..h };
         assert_eq!(names.name(unknown, &Kallsyms::default()).function, "0x1000");
+        // A function not seen before is named from the table kept from the first read (the
+        // file is gone): no parse of the file per new function.
+        let other = HandlerTime {
+            func: 0xffff_ffff_8100_0040,
+            ..h
+        };
+        assert_eq!(names.name(other, &Kallsyms::default()).function, "_stext");
         let syms = Kallsyms::parse("ffffffff81000100 T tasklet_fn\n");
         let h = HandlerTime {
             func: 0xffff_ffff_8100_0100,
