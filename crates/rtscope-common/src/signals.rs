@@ -34,6 +34,18 @@ pub fn run_signals() -> [libc::c_int; 6] {
     ]
 }
 
+/// A stop signal taken without waiting (the run's signals are held in every thread), `None`
+/// when none is pending; another of the run's signals is taken and ignored. For work after the
+/// measuring (an analysis) that must end when the user stops it.
+pub fn pending_stop_signal() -> Option<i32> {
+    while let Some(sig) = wait_run_signal(Nanos::ZERO) {
+        if is_stop_signal(sig) {
+            return Some(sig);
+        }
+    }
+    None
+}
+
 /// Whether `s` asks a run to stop (SIGINT, SIGTERM or SIGHUP): the threads end after their
 /// current cycle and every output is still produced.
 pub fn is_stop_signal(s: libc::c_int) -> bool {

@@ -292,7 +292,7 @@ impl Explaining {
     /// Returns whether it was not cut.
     fn pass(&mut self, end: &mut EndAnalysis) -> bool {
         while end.cut.is_none() {
-            if let Some(sig) = crate::noise::analysis::pending_stop_signal() {
+            if let Some(sig) = rtscope_common::signals::pending_stop_signal() {
                 end.cut = Some(Cut::Signal(sig));
             } else if Instant::now() >= end.until {
                 end.cut = Some(Cut::Bound);

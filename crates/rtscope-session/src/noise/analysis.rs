@@ -131,17 +131,6 @@ pub fn analyse(
     }
 }
 
-/// A stop signal taken without waiting (the run's signals are held in every thread), `None`
-/// when none is pending; another of the run's signals is taken and ignored.
-pub fn pending_stop_signal() -> Option<i32> {
-    while let Some(sig) = rtscope_common::signals::wait_run_signal(rtscope_core::Nanos::ZERO) {
-        if rtscope_common::signals::is_stop_signal(sig) {
-            return Some(sig);
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

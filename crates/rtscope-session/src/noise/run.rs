@@ -165,7 +165,7 @@ fn analyse_rest(
     let Some(x) = explain else {
         return (None, None, None);
     };
-    let mut stop_now = super::analysis::pending_stop_signal;
+    let mut stop_now = rtscope_common::signals::pending_stop_signal;
     let (summary, cut) = x.finish(announce, &mut stop_now);
     let signal = cut.and_then(|c| c.signal()).or_else(stop_now);
     (Some(summary), cut, signal)
