@@ -35,8 +35,9 @@ impl Drop for Hog {
 
 /// The run's stored progress (0 before its first checkpoint).
 fn progress(db: &std::path::Path) -> u64 {
-    query(db, "SELECT coalesce(max(progress_ns), 0) FROM runs")
-        .parse()
+    // Polled from the first instants: no schema yet reads as no progress.
+    try_query(db, "SELECT coalesce(max(progress_ns), 0) FROM runs")
+        .and_then(|v| v.parse().ok())
         .unwrap_or(0)
 }
 
