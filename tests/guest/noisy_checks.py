@@ -116,8 +116,8 @@ def shown_stacks_check(x: dict) -> tuple[bool, str]:
 
 def functions_check(x: dict) -> tuple[bool, str]:
     """"time by kernel function" ranks the code that held the CPU: its first row (most time)
-    is a function of the module (` [noisy]`, the injected section) and no row is a sleeping or
-    idle path."""
+    is a function of the module (` [noisy]`, the injected section), or one the module called
+    on the heaviest folded stack, and no row is a sleeping or idle path."""
     rows = sorted(x.get("functions") or [], key=lambda r: -int(r.get("ns", 0)))
     total = sum(int(r.get("ns", 0)) for r in rows)
     sleeping = [r["function"] for r in rows if asleep(str(r.get("function", "")))]
@@ -126,7 +126,15 @@ def functions_check(x: dict) -> tuple[bool, str]:
     detail = (f"{len(rows)} row(s); first {first.get('function')!r} ({share:.1f} % of "
               f"{total / 1e6:.3f} ms); {len(sleeping)} sleeping or idle row(s)"
               + (f": {', '.join(sleeping[:3])}" if sleeping else ""))
-    ok = bool(rows) and str(first.get("function", "")).endswith(" [noisy]") and not sleeping
+    # The first row's function may be one the module's section calls (arm64's
+    # `arch_counter_read` under `noisy_hold_*`, bpo-arm64 in a CI pass, 28 Nov 2026): then the
+    # heaviest folded stack (the run's `stacks`, root first) must pass through the module.
+    folded = max(x.get("stacks") or [], key=lambda f: int(f.get("ns", 0)), default={})
+    under = " [noisy]" in str(folded.get("stack", ""))
+    if not str(first.get("function", "")).endswith(" [noisy]"):
+        detail += f"; heaviest folded stack {str(folded.get('stack'))[-120:]!r}"
+    ok = (bool(rows) and not sleeping
+          and (str(first.get("function", "")).endswith(" [noisy]") or under))
     return ok, detail
 
 
@@ -310,7 +318,7 @@ def verify_run(c, kernel: str, r: guest.BootResult, mode: str, run: tuple[str, s
         unless_host(c, kernel, f"{label}: the kernel stacks name the module's function",
                     ok, detail, host)
         ok, detail = shown_stacks_check(x)
-        c.expect(kernel, f"{label}: no shown stack is an rtscope thread's or a sleep's", ok,
+        c.expect(kernel, f"{label}: no shown stack is an rtscope thread's or the spike's own", ok,
                  detail)
         ok, detail = functions_check(x)
         unless_host(c, kernel, f"{label}: time by kernel function ranks the module's first",

@@ -178,6 +178,15 @@ class Shown(unittest.TestCase):
         ok, detail = noisy_checks.functions_check(doc)
         self.assertFalse(ok)
         self.assertIn("first 'process_one_work' (75.0 % of 40.000 ms)", detail)
+        # A function the module's section called, first, on a stack through the module.
+        doc["functions"][0]["function"] = "arch_counter_read"
+        doc["stacks"] = [{"stack": "noisy-irq;ret_from_fork;kthread;noisy_thread [noisy];"
+                                   "noisy_hold_irqs_off [noisy];arch_counter_read",
+                          "ns": 30_000_000, "spikes": 3},
+                         {"stack": "kworker;process_one_work", "ns": 1_000, "spikes": 1}]
+        self.assertTrue(noisy_checks.functions_check(doc)[0])
+        doc["stacks"][0]["ns"] = 1
+        self.assertFalse(noisy_checks.functions_check(doc)[0])
         doc["functions"] = []
         self.assertFalse(noisy_checks.functions_check(doc)[0])
         self.assertTrue(noisy_checks.asleep("cpuidle_enter_state"))
