@@ -10,7 +10,7 @@
 //!
 //! A process group is easy to leave (`setsid …`, GNU `timeout …` makes a group of its own, a
 //! daemon's double fork), so each command also carries a mark in its environment,
-//! `RTSCOPE_ALERT_OF=<watch PID>:<its start time>`, which its descendants inherit whatever
+//! `RTSCOPE_ALERT_OF=<watch PID>:<its start time>:<notifier>`, which its descendants inherit whatever
 //! group or session they move to: at the stop, every process with this watch's mark (found in
 //! `/proc/*/environ`) is ended with the groups. What is guaranteed: everything an alert
 //! command starts that keeps its environment (every fork, `exec`, `setsid`, `nohup`,
@@ -177,7 +177,11 @@ fn own_mark() -> String {
             rest.split(' ').nth(19).map(str::to_owned)
         })
         .unwrap_or_default();
-    format!("{}:{start}", std::process::id())
+    // One mark per notifier, not per process: two notifiers of one process (the tests' threads)
+    // must not end each other's commands at a stop.
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}:{start}:{n}", std::process::id())
 }
 
 /// The processes (other than this one) whose environment holds `MARK=mark`: the alert
