@@ -608,6 +608,9 @@ impl Programs {
 }
 
 #[cfg(test)]
+mod run;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

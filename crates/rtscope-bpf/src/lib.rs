@@ -13,6 +13,7 @@ pub mod asm;
 pub mod btf;
 pub mod insn;
 pub mod late;
+pub mod listing;
 pub mod ringbuf;
 pub mod sys;
 

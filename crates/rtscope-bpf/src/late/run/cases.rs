@@ -1,0 +1,279 @@
+//! The cases, each on every layout the loader can choose ([`VARIANTS`]: raw tracepoints or
+//! trace events, with or without the held chain), each judged by the maps and the ring
+//! buffer after the runs. Lateness on the switch and held chains is measured by the programs
+//! against `bpf_ktime_get_ns`, so those cases place the expiry seconds before or after now
+//! (never a bound that a loaded host could cross); the timer chain's lateness is the
+//! interrupt's time from the context, so its threshold edge is tested to the nanosecond.
+
+use super::rig::{self, Rig, TICK, VARIANTS, WAKEUP};
+use crate::late::RING_BYTES;
+use crate::{Chain, RECORD};
+use rtscope_testkit::require_ok;
+
+const MS: u64 = 1_000_000;
+const S: u64 = 1_000_000_000;
+
+/// A late wake-up's expiry: 5 s before now (or boot).
+fn five_seconds_ago() -> u64 {
+    rig::ktime().saturating_sub(5 * S).max(1)
+}
+
+#[test]
+fn a_late_switch_into_a_measured_thread_takes_the_stack_of_the_task_switched_out() {
+    require_ok!(rig::available());
+    for v in VARIANTS {
+        let mut r = Rig::new(v, MS);
+        let expires = five_seconds_ago();
+        r.start(WAKEUP, expires);
+        assert_eq!(r.pid_entry(r.tid), Some(expires), "{v:?}");
+        assert_eq!(r.timer_entry(), Some((expires, u64::from(r.tid))), "{v:?}");
+        let before = rig::ktime();
+        r.switch_to("rtscope-m0", r.tid);
+        let stacks = r.stacks();
+        assert_eq!(stacks.len(), 1, "{v:?}");
+        let s = &stacks[0];
+        assert_eq!(
+            (s.chain, s.tid, s.pid, s.cpu),
+            (Chain::Switch, r.tid, r.tid, r.cpu)
+        );
+        // Late by the time since the expiry: at least what had passed before the run.
+        assert!(s.lat >= before - expires, "{v:?}: {} ns", s.lat);
+        // The record's time is read after the lateness: no earlier than the expiry plus it.
+        assert!(s.ts >= before && s.ts - s.lat >= expires, "{v:?}");
+        // bpf_get_stack of the test run's own kernel path: some frames.
+        assert!(!s.frames.is_empty(), "{v:?}");
+        assert_eq!(r.pid_entry(r.tid), Some(0), "{v:?}: the entry is used");
+    }
+}
+
+#[test]
+fn a_prompt_switch_takes_nothing_and_marks_the_sleep_used() {
+    require_ok!(rig::available());
+    for v in VARIANTS {
+        // A threshold of 100 s: no host is that slow between two system calls.
+        let mut r = Rig::new(v, 100 * S);
+        r.start(WAKEUP, rig::ktime());
+        r.switch_to("rtscope-m0", r.tid);
+        assert_eq!(r.stacks(), [], "{v:?}");
+        assert_eq!(r.pid_entry(r.tid), Some(0), "{v:?}");
+    }
+}
+
+#[test]
+fn a_switch_before_the_expiry_is_not_the_wake_up_and_keeps_the_entry() {
+    require_ok!(rig::available());
+    for v in VARIANTS {
+        let mut r = Rig::new(v, MS);
+        let expires = rig::ktime() + 3600 * S;
+        r.start(WAKEUP, expires);
+        r.switch_to("rtscope-m0", r.tid);
+        assert_eq!(r.stacks(), [], "{v:?}");
+        assert_eq!(r.pid_entry(r.tid), Some(expires), "{v:?}");
+    }
+}
+
+#[test]
+fn a_switch_into_any_other_task_changes_nothing() {
+    require_ok!(rig::available());
+    for v in VARIANTS {
+        let mut r = Rig::new(v, MS);
+        let expires = five_seconds_ago();
+        r.start(WAKEUP, expires);
+        // The held chain's time, which a measured thread's switch would clear.
+        r.expire(WAKEUP, expires + 10);
+        let woke = r.woke();
+        r.start(WAKEUP, expires);
+        for name in [
+            "rtscope-monitor",
+            "rtscope-n0",
+            "rtscope-mx",
+            "rtscope-",
+            "bash",
+        ] {
+            r.switch_to(name, r.tid);
+        }
+        assert_eq!(r.stacks(), [], "{v:?}");
+        assert_eq!(r.pid_entry(r.tid), Some(expires), "{v:?}");
+        assert_eq!(r.woke(), woke, "{v:?}");
+    }
+}
+
+#[test]
+fn only_a_sleep_of_this_processs_measured_threads_is_followed() {
+    require_ok!(rig::available());
+    for v in VARIANTS {
+        let mut r = Rig::new(v, MS);
+        // Not a sleep: another function on the timer.
+        r.start(TICK, 5);
+        // Not a measured thread: the noise loop, a monitor.
+        for name in ["rtscope-n0", "rtscope-monitor", "rtscope-m"] {
+            rig::name_thread(name);
+            r.start(WAKEUP, 5);
+        }
+        assert_eq!((r.pid_entry(r.tid), r.timer_entry()), (None, None), "{v:?}");
+        rig::name_thread("rtscope-m7");
+        r.start(WAKEUP, 5);
+        assert_eq!(r.pid_entry(r.tid), Some(5), "{v:?}");
+        // Another rtscope's measured threads: programs built for another process.
+        let mut other = Rig::for_process(v, MS, std::process::id() + 1);
+        other.start(WAKEUP, 5);
+        assert_eq!(
+            (other.pid_entry(other.tid), other.timer_entry()),
+            (None, None)
+        );
+    }
+}
+
+#[test]
+fn a_late_timer_interrupt_takes_a_stack_from_the_threshold_exactly() {
+    require_ok!(rig::available());
+    for v in VARIANTS {
+        let threshold = 1_500_000;
+        let mut r = Rig::new(v, threshold);
+        let expires = 1_000 * S;
+        let mut taken = Vec::new();
+        for late in [threshold - 1, threshold, threshold + 1] {
+            r.start(WAKEUP, expires);
+            r.expire(WAKEUP, expires + late);
+            assert_eq!(r.timer_entry(), Some((0, u64::from(r.tid))), "{v:?}: used");
+            taken.extend(r.stacks().into_iter().map(|s| (s.chain, s.lat, s.tid)));
+        }
+        let want = [threshold, threshold + 1].map(|lat| (Chain::Timer, lat, r.tid));
+        assert_eq!(taken, want, "{v:?}");
+        // An interrupt before the expiry (ktime_t is signed): nothing, the entry used.
+        r.start(WAKEUP, expires);
+        r.expire(WAKEUP, expires - 1);
+        assert_eq!(
+            (r.stacks(), r.timer_entry()),
+            (vec![], Some((0, u64::from(r.tid))))
+        );
+        // A second interrupt of the same sleep: its entry is used, nothing more.
+        r.expire(WAKEUP, expires + 10 * threshold);
+        assert_eq!(r.stacks(), [], "{v:?}");
+        if v.held {
+            assert_eq!(
+                r.woke(),
+                (expires - 1, u64::from(r.tid)),
+                "{v:?}: the waking"
+            );
+        } else {
+            assert_eq!(r.woke(), (0, 0), "{v:?}: no held chain");
+        }
+    }
+}
+
+#[test]
+fn the_tick_takes_a_held_stack_while_a_woken_thread_waits_and_the_switch_ends_the_wait() {
+    require_ok!(rig::available());
+    for v in VARIANTS.into_iter().filter(|v| v.held) {
+        let mut r = Rig::new(v, MS);
+        let woken = five_seconds_ago();
+        r.start(WAKEUP, woken - 1);
+        r.expire(WAKEUP, woken);
+        assert_eq!(r.woke(), (woken, u64::from(r.tid)), "{v:?}");
+        r.stacks();
+        let before = rig::ktime();
+        r.expire(TICK, 0);
+        let held: Vec<_> = r.stacks().into_iter().map(|s| (s.chain, s.tid)).collect();
+        assert_eq!(held, [(Chain::Held, r.tid)], "{v:?}");
+        // Only the first tick after the waking looks.
+        assert_eq!(r.woke().0, 0, "{v:?}");
+        r.expire(TICK, 0);
+        assert_eq!(r.stacks(), [], "{v:?}");
+        // Woken, then switched in before the tick: nothing held.
+        r.start(WAKEUP, woken - 1);
+        r.expire(WAKEUP, woken);
+        r.stacks();
+        r.switch_to("rtscope-m0", r.tid);
+        assert_eq!(r.woke().0, 0, "{v:?}: the switch clears the waking");
+        r.expire(TICK, 0);
+        assert!(r.stacks().iter().all(|s| s.chain == Chain::Switch), "{v:?}");
+        // A wait shorter than the threshold: nothing held.
+        let mut prompt = Rig::new(v, 100 * S);
+        prompt.start(WAKEUP, before);
+        prompt.expire(WAKEUP, before);
+        prompt.expire(TICK, 0);
+        assert_eq!(prompt.stacks(), [], "{v:?}");
+        assert_eq!(prompt.woke().0, 0, "{v:?}");
+    }
+}
+
+#[test]
+fn without_the_held_chain_the_tick_is_not_looked_at() {
+    require_ok!(rig::available());
+    for v in VARIANTS.into_iter().filter(|v| !v.held) {
+        let mut r = Rig::new(v, MS);
+        let woken = five_seconds_ago();
+        r.start(WAKEUP, woken - 1);
+        r.expire(WAKEUP, woken);
+        r.stacks();
+        r.expire(TICK, 0);
+        assert_eq!((r.stacks(), r.woke()), (vec![], (0, 0)), "{v:?}");
+    }
+}
+
+#[test]
+fn a_full_pid_map_loses_a_new_thread_but_the_timer_chain_and_known_threads_go_on() {
+    require_ok!(rig::available());
+    for v in VARIANTS {
+        let mut r = Rig::new(v, MS);
+        let expires = five_seconds_ago();
+        r.fill_pid_map(crate::late::THREADS);
+        r.start(WAKEUP, expires);
+        // The update failed (E2BIG); the program went on to the timer's map.
+        assert_eq!(r.pid_entry(r.tid), None, "{v:?}");
+        assert_eq!(r.timer_entry(), Some((expires, u64::from(r.tid))), "{v:?}");
+        r.switch_to("rtscope-m0", r.tid);
+        assert_eq!(r.stacks(), [], "{v:?}: the thread is not followed");
+        r.expire(WAKEUP, expires + MS);
+        let timer: Vec<_> = r.stacks().into_iter().map(|s| (s.chain, s.lat)).collect();
+        assert_eq!(timer, [(Chain::Timer, MS)], "{v:?}");
+        // A thread already in the map is updated in place however full it is.
+        let mut known = Rig::new(v, MS);
+        known.fill_pid_map(crate::late::THREADS - 1);
+        known.start(WAKEUP, 1);
+        known.start(WAKEUP, expires);
+        assert_eq!(known.pid_entry(known.tid), Some(expires), "{v:?}");
+        known.switch_to("rtscope-m0", known.tid);
+        assert_eq!(known.stacks().len(), 1, "{v:?}");
+    }
+}
+
+#[test]
+fn a_full_ring_buffer_drops_the_stacks_it_has_no_room_for_and_the_programs_go_on() {
+    require_ok!(rig::available());
+    // A record's header is 8 bytes; records are 8-aligned (RECORD is).
+    let room = RING_BYTES / (RECORD + 8);
+    for v in [VARIANTS[0], VARIANTS[3]] {
+        let mut r = Rig::new(v, MS);
+        for i in 0..room as u64 + 5 {
+            r.start(WAKEUP, S + i);
+            r.expire(WAKEUP, S + i + MS);
+        }
+        let stacks = r.stacks();
+        assert_eq!(stacks.len(), room, "{v:?}");
+        assert!(
+            stacks
+                .iter()
+                .all(|s| s.chain == Chain::Timer && s.lat == MS),
+            "{v:?}"
+        );
+        r.start(WAKEUP, S);
+        r.expire(WAKEUP, S + 2 * MS);
+        let after: Vec<_> = r.stacks().into_iter().map(|s| s.lat).collect();
+        assert_eq!(after, [2 * MS], "{v:?}: room again once read");
+    }
+}
+
+#[test]
+fn the_programs_run_compiled_where_the_jit_is_on() {
+    require_ok!(rig::available());
+    // The kernel gives a program's machine code's address only to who may see addresses.
+    let shown =
+        std::fs::read_to_string("/proc/sys/kernel/kptr_restrict").is_ok_and(|t| t.trim() != "2");
+    let jit = rig::jit_enabled() && shown;
+    for v in VARIANTS {
+        let r = Rig::new(v, MS);
+        assert_eq!(r.jited(), [jit; 3], "{v:?}");
+    }
+}
