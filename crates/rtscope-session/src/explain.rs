@@ -130,9 +130,8 @@ impl Explaining {
         } else {
             pinned.iter().collect()
         };
-        let mut cfg = ExplainConfig::new(threshold.0, measured.clone());
+        let mut cfg = ExplainConfig::new(threshold.0, measured.clone(), ask.stacks);
         cfg.per_window = ask.keep;
-        cfg.stacks = ask.stacks;
         cfg.monotonic = config.clock == rtscope_engine::ClockKind::Monotonic;
         if ask.stacks != rtscope_trace::tracefs::StackChoice::Off {
             let probe = rtscope_check::LiveProbe;

@@ -249,7 +249,10 @@ impl NoiseExplainer {
         siblings: Option<Vec<(usize, Vec<usize>)>>,
         keep: usize,
     ) -> Self {
-        let mut cfg = rtscope_trace::explain::ExplainConfig::new(threshold.0, cpus.to_vec());
+        // Stacks at every switch into and waking of the loop: it is switched in only after a
+        // gap.
+        let every = rtscope_trace::tracefs::StackChoice::Every;
+        let mut cfg = rtscope_trace::explain::ExplainConfig::new(threshold.0, cpus.to_vec(), every);
         cfg.siblings = siblings;
         cfg.per_window = keep;
         cfg.housekeeping = housekeeping.map(|h| h.iter().collect()).unwrap_or_default();

@@ -55,7 +55,11 @@ fn one(cpus: &[usize], hk: &[usize], secs: u64, interval_us: u64, v: Variant) ->
     c.event_threshold = explain.then_some(Nanos::from_us(100));
     c.event_capacity = if explain { 100_000 } else { 0 };
     let mut ex = explain.then(|| {
-        let mut cfg = ExplainConfig::new(100_000, cpus.to_vec());
+        let mut cfg = ExplainConfig::new(
+            100_000,
+            cpus.to_vec(),
+            rtscope_trace::tracefs::StackChoice::Every,
+        );
         cfg.housekeeping = hk.to_vec();
         cfg.force_coarse = v == Variant::Coarse;
         if v == Variant::Buf256 {

@@ -10,11 +10,11 @@
 
 use crate::decode::{Event, Kind};
 use crate::format::EventFormat;
-use crate::tracefs::late::{Preemption, Setting};
+use crate::tracefs::late::{BpfChains, Preemption, Setting};
 use crate::tracefs::Tracefs;
 use rtscope_bpf::btf::Layout;
 use rtscope_bpf::late::{Programs, Source};
-use rtscope_bpf::{Chain, Formats, StackRecord};
+use rtscope_bpf::{BpfError, Chain, Formats, StackRecord};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
@@ -48,11 +48,30 @@ impl Formats for TracefsFormats {
     }
 }
 
+/// Why the late-only stacks' eBPF programs were not set: the tier line's words by `Display`.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The measured threads' hrtimer function has no address to filter on.
+    #[error("no hrtimer_wakeup symbol in /proc/kallsyms")]
+    NoHrtimerWakeup,
+    /// The programs measure from the timer's expiry, on the trace's clock.
+    #[error("the measured threads sleep on another clock than the trace's")]
+    OtherClock,
+    /// Neither on the trace events nor on the raw tracepoints (whose error comes second).
+    #[error("{events} (raw tracepoints: {raw})")]
+    Load {
+        /// Why not on the trace events.
+        events: BpfError,
+        /// Why not on the raw tracepoints.
+        raw: BpfError,
+    },
+}
+
 /// The loaded programs and the stacks they took, per CPU.
 pub struct BpfStacks {
     programs: Mutex<Programs>,
     /// Why the programs are not on the raw tracepoints (`None`: they are).
-    not_raw: Option<String>,
+    not_raw: Option<BpfError>,
     kept: Mutex<Kept>,
 }
 
@@ -67,7 +86,7 @@ impl BpfStacks {
     /// Loads and attaches the programs for `s`, on the raw tracepoints where the kernel's BTF
     /// ([`BTF_VAR`], else [`rtscope_bpf::btf::VMLINUX`]) serves; why not, when the kernel or
     /// the run cannot.
-    pub fn start(tfs: &Tracefs, s: &Setting) -> Result<BpfStacks, String> {
+    pub fn start(tfs: &Tracefs, s: &Setting) -> Result<BpfStacks, StartError> {
         let btf = std::env::var_os(BTF_VAR).unwrap_or_else(|| rtscope_bpf::btf::VMLINUX.into());
         BpfStacks::start_with(tfs, s, std::path::Path::new(&btf))
     }
@@ -77,13 +96,13 @@ impl BpfStacks {
         tfs: &Tracefs,
         s: &Setting,
         btf: &std::path::Path,
-    ) -> Result<BpfStacks, String> {
+    ) -> Result<BpfStacks, StartError> {
         let wakeup = s
             .functions
             .hrtimer_wakeup
-            .ok_or("no hrtimer_wakeup symbol in /proc/kallsyms")?;
+            .ok_or(StartError::NoHrtimerWakeup)?;
         if !s.monotonic {
-            return Err("the measured threads sleep on another clock than the trace's".into());
+            return Err(StartError::OtherClock);
         }
         let tick = match s.preemption {
             Preemption::Later => s.functions.tick_sched_timer,
@@ -110,9 +129,10 @@ impl BpfStacks {
                     .filter_map(|(system, event)| tfs.event_format(system, event))
                     .collect(),
                 );
-                let p = Programs::start(&setting, Source::Events(&formats))
-                    .map_err(|e| format!("{e} (raw tracepoints: {why})"))?;
-                (p, Some(why.to_string()))
+                match Programs::start(&setting, Source::Events(&formats)) {
+                    Ok(p) => (p, Some(why)),
+                    Err(events) => return Err(StartError::Load { events, raw: why }),
+                }
             }
         };
         Ok(BpfStacks {
@@ -122,16 +142,16 @@ impl BpfStacks {
         })
     }
 
-    /// The tier line's words: the chains set, and where the programs hang
-    /// (`switch, timer (eBPF on raw tracepoints)`; on trace events, why not raw).
-    pub fn describe(&self) -> String {
+    /// The chains set and where the programs hang (on trace events, why not raw): the late
+    /// stacks' mechanism, whose `Display` is the tier line's words
+    /// (`switch, timer (eBPF on raw tracepoints)`).
+    pub fn chains(&self) -> BpfChains {
         let p = self.programs.lock().unwrap_or_else(|e| e.into_inner());
-        let names: Vec<&str> = p.chains().iter().map(|c| c.name()).collect();
-        let on = match &self.not_raw {
-            None => p.source().to_string(),
-            Some(why) => format!("{}; not raw tracepoints: {why}", p.source()),
-        };
-        format!("{} (eBPF on {on})", names.join(", "))
+        BpfChains {
+            chains: p.chains().iter().map(|c| c.name()).collect(),
+            on: p.source(),
+            not_raw: self.not_raw.as_ref().map(ToString::to_string),
+        }
     }
 
     /// Takes the stacks the programs wrote since the last call and keeps them (by the reader
@@ -226,6 +246,41 @@ mod tests {
             chain,
             frames: vec![frame],
         }
+    }
+
+    #[test]
+    fn why_the_programs_were_not_set_reads_as_before() {
+        assert_eq!(
+            StartError::NoHrtimerWakeup.to_string(),
+            "no hrtimer_wakeup symbol in /proc/kallsyms"
+        );
+        assert_eq!(
+            StartError::OtherClock.to_string(),
+            "the measured threads sleep on another clock than the trace's"
+        );
+        let e = StartError::Load {
+            events: BpfError::Event("no event sched_switch".into()),
+            raw: BpfError::Btf("/x: No such file or directory (os error 2)".into()),
+        };
+        assert_eq!(
+            e.to_string(),
+            "no event sched_switch (raw tracepoints: BTF: /x: No such file or directory (os \
+             error 2))"
+        );
+    }
+
+    #[test]
+    fn a_setting_without_the_wakeup_symbol_or_on_another_clock_loads_nothing() {
+        let tfs = Tracefs {
+            root: "/nonexistent-rtscope-tracefs".into(),
+        };
+        let mut s = Setting::default();
+        let no_symbol = BpfStacks::start_with(&tfs, &s, std::path::Path::new("/nonexistent"));
+        assert!(matches!(no_symbol, Err(StartError::NoHrtimerWakeup)));
+        s.functions.hrtimer_wakeup = Some(0xffff_ffff_8110_0000);
+        s.monotonic = false;
+        let other_clock = BpfStacks::start_with(&tfs, &s, std::path::Path::new("/nonexistent"));
+        assert!(matches!(other_clock, Err(StartError::OtherClock)));
     }
 
     #[test]

@@ -99,8 +99,9 @@ pub struct ExplainConfig {
     pub tracefs_root: Option<PathBuf>,
     /// Use only the coarse tier.
     pub force_coarse: bool,
-    /// Which kernel stacks spikes get where the kernel can ([`crate::stacks`]; at every
-    /// wake-up by default, as `noise` takes them; `measure` asks for `--explain-stacks`'s).
+    /// Which kernel stacks spikes get where the kernel can ([`crate::stacks`]): each caller's
+    /// choice, given to [`ExplainConfig::new`] (`noise` at every wake-up, `measure`
+    /// `--explain-stacks`'s, `watch` none).
     pub stacks: crate::tracefs::StackChoice,
     /// The idle facts (`None`: read from `/sys` and `/proc` at start).
     pub machine: Option<Machine>,
@@ -117,8 +118,13 @@ pub struct ExplainConfig {
 }
 
 impl ExplainConfig {
-    /// Defaults: the 5 worst spikes of each minute, at most 1440 windows.
-    pub fn new(threshold_ns: u64, cpus: Vec<usize>) -> ExplainConfig {
+    /// Defaults: the 5 worst spikes of each minute, at most 1440 windows; the kernel stacks
+    /// are the caller's choice (`stacks`), never a default.
+    pub fn new(
+        threshold_ns: u64,
+        cpus: Vec<usize>,
+        stacks: crate::tracefs::StackChoice,
+    ) -> ExplainConfig {
         ExplainConfig {
             threshold_ns,
             cpus,
@@ -132,7 +138,7 @@ impl ExplainConfig {
             max_windows: 1440,
             tracefs_root: None,
             force_coarse: false,
-            stacks: crate::tracefs::StackChoice::Every,
+            stacks,
             machine: None,
             siblings: None,
             monotonic: true,
@@ -515,6 +521,7 @@ fn choose(cfg: &ExplainConfig) -> (Tier, Option<String>, Option<FlightRecorder>)
 mod tests {
     use super::*;
     use crate::book::Explained;
+    use crate::tracefs::StackChoice;
 
     #[test]
     fn the_wait_for_the_tracer_is_said_in_words() {
@@ -547,7 +554,7 @@ mod tests {
     fn without_tracefs_the_coarse_tier_is_chosen_and_says_why() {
         let dir = std::env::temp_dir().join(format!("rtscope-no-tracefs-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut cfg = ExplainConfig::new(1000, vec![0]);
+        let mut cfg = ExplainConfig::new(1000, vec![0], StackChoice::Every);
         cfg.tracefs_root = Some(dir.clone());
         let mut ex = Explainer::start(cfg);
         assert_eq!(ex.tier(), Tier::Coarse);
@@ -606,7 +613,7 @@ mod tests {
 
     #[test]
     fn a_poll_until_a_past_time_looks_at_nothing_and_one_in_time_at_all() {
-        let mut cfg = ExplainConfig::new(1000, vec![0]);
+        let mut cfg = ExplainConfig::new(1000, vec![0], StackChoice::Every);
         cfg.force_coarse = true;
         let mut ex = Explainer::start(cfg);
         for i in 0..3u64 {
@@ -637,7 +644,7 @@ mod tests {
 
     #[test]
     fn a_full_queue_drops_its_smallest_spike_for_a_worse_one_and_counts_it() {
-        let mut cfg = ExplainConfig::new(1000, vec![0]);
+        let mut cfg = ExplainConfig::new(1000, vec![0], StackChoice::Every);
         cfg.force_coarse = true;
         let mut ex = Explainer::start(cfg);
         let spike = |lat: u64| Spike {

@@ -268,7 +268,7 @@ fn late_in_bpf(
     }
     match BpfStacks::start(tfs, &cfg.instance.late) {
         Ok(b) => {
-            cfg.instance.late.bpf = Some(b.describe());
+            cfg.instance.late.mechanism = crate::tracefs::late::Mechanism::Bpf(b.chains());
             Some(Arc::new(b))
         }
         Err(why) => {

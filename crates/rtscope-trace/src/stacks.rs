@@ -745,7 +745,7 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
 
     #[test]
     fn the_tier_line_says_which_stacks_are_taken_and_why_not_late_only() {
-        assert_eq!(Stacks::Off.note(), None);
+        assert_eq!(Stacks::Off.note().unwrap(), "kernel stacks off");
         assert_eq!(Stacks::On.note(), None);
         assert_eq!(
             Stacks::Late("switch, timer, held".into()).note().unwrap(),

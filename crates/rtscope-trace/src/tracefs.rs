@@ -9,7 +9,7 @@ pub mod late;
 
 use crate::format::{EventFormat, PageLayout};
 use crate::TraceError;
-use late::Late;
+use late::{Late, LateError};
 use std::ffi::CString;
 use std::fs;
 use std::io::ErrorKind;
@@ -336,11 +336,13 @@ impl Stacks {
         matches!(self, Stacks::On | Stacks::Late(_) | Stacks::EveryNotLate(_))
     }
 
-    /// The tier line's note (`None`: nothing to say: off as asked, or at every wake-up as
-    /// `noise` always does).
+    /// The tier line's note: which stacks are taken, and why not the ones asked for (`None`:
+    /// at every wake-up, as `noise` always does). Off says so: the caller's choice (`measure`'s
+    /// default) is stated, not implied.
     pub fn note(&self) -> Option<String> {
         match self {
-            Stacks::Off | Stacks::On => None,
+            Stacks::On => None,
+            Stacks::Off => Some("kernel stacks off".into()),
             Stacks::Late(chains) => Some(format!("kernel stacks when late: {chains}")),
             Stacks::EveryNotLate(why) => Some(format!(
                 "kernel stacks at every wake-up: late-only stacks unavailable: {why}"
@@ -505,38 +507,37 @@ impl Instance {
         };
         match cfg.stacks {
             StackChoice::On => match self.set_stack_trigger(tfs) {
-                Stacks::On => Stacks::EveryNotLate(why),
+                Stacks::On => Stacks::EveryNotLate(why.to_string()),
                 other => other,
             },
             _ => Stacks::Unavailable(late_unavailable(&why)),
         }
     }
 
-    /// The late-only triggers set, their chains named; or why not (every trigger and
-    /// synthetic event already set is taken back).
-    fn set_late(&mut self, tfs: &Tracefs, cfg: &InstanceConfig) -> Result<String, String> {
+    /// The late-only triggers set, their chains named (the tier line's words); or why not
+    /// (every trigger and synthetic event already set is taken back).
+    fn set_late(&mut self, tfs: &Tracefs, cfg: &InstanceConfig) -> Result<String, LateError> {
         // With the chains in eBPF nothing is set here (no hist trigger needed).
-        if let (Some(why), None) = (late::unsupported(tfs), &cfg.late.bpf) {
-            return Err(why);
+        if cfg.late.mechanism == late::Mechanism::Triggers {
+            if let Some(why) = late::unsupported(tfs) {
+                return Err(why.into());
+            }
         }
         let format = tfs
             .event_format("ftrace", "kernel_stack")
-            .ok_or("the kernel has no ftrace/kernel_stack event (CONFIG_STACKTRACE)".to_string())?;
-        let late = Late::new(&self.dir, &cfg.late)
-            .ok_or("the instance's name makes no synthetic event name".to_string())?;
+            .ok_or(LateError::NoKernelStack)?;
+        let late = Late::new(&self.dir, &cfg.late).ok_or(LateError::NoEventName)?;
         let set = late.set_up(tfs, &self.dir);
+        let described = late.to_string();
         self.late = Some((tfs.root.clone(), late));
         if let Err(e) = set {
             self.unset_late_triggers();
             self.delete_synthetic();
             self.late = None;
-            return Err(format!("a hist trigger was refused ({e})"));
+            return Err(LateError::Refused(e));
         }
         self.formats.push(format);
-        Ok(self
-            .late
-            .as_ref()
-            .map_or(String::new(), |(_, l)| l.describe()))
+        Ok(described)
     }
 
     /// Removes the late-only triggers (last set first: a variable's readers before the
@@ -607,7 +608,7 @@ fn page_size() -> usize {
 
 /// The tier line's words where `auto` takes no stack because the kernel cannot take them only
 /// when late (`why`).
-pub(crate) fn late_unavailable(why: &str) -> String {
+pub(crate) fn late_unavailable(why: &dyn std::fmt::Display) -> String {
     format!("late-only stacks unavailable: {why}; --explain-stacks on takes them at every wake-up")
 }
 

@@ -19,7 +19,11 @@ fn explainer(cpu: usize, hk: Vec<usize>, threshold_ns: u64) -> Result<Explainer,
     Tracefs::discover().map_err(|e| {
         format!("{e} (mount it: mount -t tracefs nodev /sys/kernel/tracing; .ci/run does)")
     })?;
-    let mut cfg = ExplainConfig::new(threshold_ns, vec![cpu]);
+    let mut cfg = ExplainConfig::new(
+        threshold_ns,
+        vec![cpu],
+        rtscope_trace::tracefs::StackChoice::Every,
+    );
     cfg.housekeeping = hk;
     cfg.per_window = 10_000;
     let ex = Explainer::start(cfg);
@@ -296,7 +300,7 @@ fn the_programs_take_a_late_threads_stacks_on_raw_tracepoints_and_on_trace_event
         functions: namer.timer_functions(),
         monotonic: true,
         preemption: Preemption::Later,
-        bpf: None,
+        mechanism: Default::default(),
     };
     for (btf, on) in [
         (vmlinux, "eBPF on raw tracepoints)"),
@@ -306,7 +310,8 @@ fn the_programs_take_a_late_threads_stacks_on_raw_tracepoints_and_on_trace_event
         ),
     ] {
         let b = BpfStacks::start_with(&tfs, &s, btf).unwrap();
-        assert!(b.describe().contains(on), "{}", b.describe());
+        let tier = b.chains().to_string();
+        assert!(tier.contains(on), "{tier}");
         let sleeper = std::thread::spawn(move || {
             pin_and_name(cpu, c"rtscope-m0", None);
             for _ in 0..300 {

@@ -51,9 +51,8 @@ pub fn explain_config(
     cpus: Vec<usize>,
     housekeeping: Vec<usize>,
 ) -> ExplainConfig {
-    let mut cfg = ExplainConfig::new(threshold.0, cpus);
+    let mut cfg = ExplainConfig::new(threshold.0, cpus, StackChoice::Off);
     cfg.housekeeping = housekeeping;
-    cfg.stacks = StackChoice::Off;
     cfg
 }
 
@@ -351,8 +350,6 @@ mod tests {
             (100_000, &[1, 2][..])
         );
         assert_eq!(cfg.housekeeping, vec![0]);
-        // The default it overrides takes them at every wake-up.
-        assert_ne!(ExplainConfig::new(1, vec![1]).stacks, StackChoice::Off);
     }
 
     #[test]

@@ -281,7 +281,9 @@ fn by_default_and_off_no_stack_is_taken_and_auto_says_why_late_only_stacks_are_u
                 "{name}: {err}"
             );
         } else {
-            assert!(!err.contains("kernel stacks"), "{name}: {err}");
+            // The default (off) is stated, and nothing else about stacks.
+            assert!(err.contains("kernel stacks off; "), "{name}: {err}");
+            assert!(!err.contains("kernel stacks off:"), "{name}: {err}");
         }
         assert!(
             x["worst"]

@@ -5,12 +5,28 @@ use crate::cli::sched::SchedArgs;
 use crate::cli::values::{one_of, reworded, Named};
 use clap::Args;
 use rtscope_engine::ClockKind;
+use rtscope_trace::tracefs::StackChoice;
 use std::path::PathBuf;
 
 /// Clocks of the deadlines.
 const CLOCKS: [Named<ClockKind>; 2] = [
     (ClockKind::Monotonic, "monotonic", "CLOCK_MONOTONIC"),
     (ClockKind::Realtime, "realtime", "CLOCK_REALTIME"),
+];
+
+/// Which kernel stacks `--explain-stacks` asks for (`every` is `noise`'s alone: not offered).
+pub const EXPLAIN_STACKS: [Named<StackChoice>; 3] = [
+    (
+        StackChoice::Auto,
+        "auto",
+        "only for late wake-ups (eBPF programs, or hist triggers), else none",
+    ),
+    (
+        StackChoice::On,
+        "on",
+        "only for late wake-ups where the kernel can, else at every wake-up",
+    ),
+    (StackChoice::Off, "off", "none"),
 ];
 
 /// Options of `rtscope measure`.
@@ -129,16 +145,14 @@ pub struct MeasureArgs {
     )]
     pub explain_keep: Option<usize>,
     /// Kernel stacks for the spikes explained: where in the kernel the CPU was held [default:
-    /// off; auto: only for late wake-ups (eBPF programs, or hist triggers), else none; on: the
-    /// same, else at every wake-up; their cost: BENCHMARKS.md; docs/explain.md]
+    /// off; their cost: BENCHMARKS.md; docs/explain.md]
     #[arg(
         long,
-        value_name = "auto|on|off",
         requires = "explain",
-        value_parser = ["auto", "on", "off"],
+        value_parser = one_of(EXPLAIN_STACKS),
         help_heading = "Recording"
     )]
-    pub explain_stacks: Option<String>,
+    pub explain_stacks: Option<StackChoice>,
     /// Keep every sample with its timestamp (compressed in the database; see docs/store-schema.md)
     #[arg(long, conflicts_with = "no_db", help_heading = "Recording")]
     pub raw: bool,

@@ -139,7 +139,8 @@ mod tests {
 
     /// An explainer of the coarse tier (no trace, no monitors) holding `n` gaps of CPU 0.
     fn holding(n: u64) -> Explainer {
-        let mut cfg = ExplainConfig::new(1_000, vec![0]);
+        let every = rtscope_trace::tracefs::StackChoice::Every;
+        let mut cfg = ExplainConfig::new(1_000, vec![0], every);
         cfg.force_coarse = true;
         let mut ex = Explainer::start(cfg);
         for i in 0..n {

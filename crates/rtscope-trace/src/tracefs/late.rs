@@ -56,9 +56,74 @@ pub struct Late {
     /// Why the held chain is not set where it could be: the preemption model that makes it
     /// unneeded.
     pub held_skipped: Option<String>,
-    /// The chains eBPF programs take, and where they hang, as the tier line says it (no
-    /// trigger is set here then).
-    pub bpf: Option<String>,
+    /// How the stacks are taken: by this module's triggers, or by eBPF programs (no trigger
+    /// is set here then).
+    pub mechanism: Mechanism,
+}
+
+/// How the late-only stacks are taken, decided before the instance is set up
+/// ([`Setting::mechanism`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Mechanism {
+    /// The hist triggers and synthetic events of this module: the choice where no eBPF
+    /// program was loaded (a [`Setting`] is built before the programs are tried).
+    #[default]
+    Triggers,
+    /// eBPF programs (the `bpf_stacks` module): their chains and where they hang.
+    Bpf(BpfChains),
+}
+
+/// The chains eBPF programs take, and where they hang: the tier line's words by [`Display`]
+/// (`switch, timer (eBPF on raw tracepoints)`).
+///
+/// [`Display`]: std::fmt::Display
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BpfChains {
+    /// The chains set (`switch`, `timer`, `held`).
+    pub chains: Vec<&'static str>,
+    /// Where the programs read the tracepoints' values (`raw tracepoints`, `trace events`).
+    pub on: &'static str,
+    /// Why they are not on the raw tracepoints (`None`: they are, or were not tried).
+    pub not_raw: Option<String>,
+}
+
+impl std::fmt::Display for BpfChains {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} (eBPF on {}", self.chains.join(", "), self.on)?;
+        if let Some(why) = &self.not_raw {
+            write!(f, "; not raw tracepoints: {why}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// Why the late-only stacks cannot be set by hist triggers: the tier line's words by
+/// `Display`, unchanged from the text they replace.
+#[derive(Debug, thiserror::Error)]
+pub enum LateError {
+    /// The kernel has no synthetic events or no hist triggers.
+    #[error("{0}")]
+    Unsupported(#[from] Unsupported),
+    /// The kernel writes no stack entries.
+    #[error("the kernel has no ftrace/kernel_stack event (CONFIG_STACKTRACE)")]
+    NoKernelStack,
+    /// The instance's directory name gives no synthetic event prefix ([`prefix`]).
+    #[error("the instance's name makes no synthetic event name")]
+    NoEventName,
+    /// The kernel refused a synthetic event or a trigger (everything set was taken back).
+    #[error("a hist trigger was refused ({0})")]
+    Refused(TraceError),
+}
+
+/// What this kernel lacks for the late-only hist triggers ([`unsupported`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unsupported {
+    /// No `synthetic_events` file.
+    #[error("no synthetic events (a kernel without CONFIG_SYNTH_EVENTS/CONFIG_HIST_TRIGGERS)")]
+    NoSyntheticEvents,
+    /// No event has a `hist` file.
+    #[error("no hist triggers (a kernel without CONFIG_HIST_TRIGGERS)")]
+    NoHistTriggers,
 }
 
 /// Kernel text addresses the timer chains filter on (`None`: that chain is left out).
@@ -125,9 +190,9 @@ pub struct Setting {
     /// The kernel's preemption model: the held chain only where it does not preempt at a
     /// section's end.
     pub preemption: Preemption,
-    /// The chains eBPF programs take instead, as the tier line says them (`switch, timer, held
-    /// (eBPF on raw tracepoints)`: the `bpf_stacks` module): then no trigger is set here.
-    pub bpf: Option<String>,
+    /// How the stacks are taken: [`Mechanism::Triggers`] until eBPF programs are loaded
+    /// (the `bpf_stacks` module), which then take them: no trigger is set here.
+    pub mechanism: Mechanism,
 }
 
 impl Late {
@@ -144,10 +209,9 @@ impl Late {
                 _ => None,
             },
             prefix: p,
-            bpf: None,
+            mechanism: s.mechanism.clone(),
         };
-        if let Some(chains) = &s.bpf {
-            late.bpf = Some(chains.clone());
+        if let Mechanism::Bpf(_) = s.mechanism {
             late.held_skipped = None;
             return Some(late);
         }
@@ -299,19 +363,6 @@ impl Late {
             .collect()
     }
 
-    /// The tier line's words: the chains set, and why the held chain is not
-    /// (`switch, timer (no held: PREEMPT_RT preempts at a section's end)`).
-    pub fn describe(&self) -> String {
-        let chains = match &self.bpf {
-            Some(bpf) => bpf.clone(),
-            None => self.chains().join(", "),
-        };
-        match &self.held_skipped {
-            Some(model) => format!("{chains} (no held: {model} preempts at a section's end)"),
-            None => chains,
-        }
-    }
-
     /// Defines the synthetic events and appends the triggers to the instance `dir`. On an
     /// error the caller removes the instance, then the events ([`remove`]).
     pub fn set_up(&self, tfs: &Tracefs, dir: &Path) -> Result<(), TraceError> {
@@ -326,16 +377,29 @@ impl Late {
     }
 }
 
-/// Why this kernel cannot take late-only stacks (`None`: it can).
-pub fn unsupported(tfs: &Tracefs) -> Option<String> {
+/// The tier line's words: the chains set, and why the held chain is not
+/// (`switch, timer (no held: PREEMPT_RT preempts at a section's end)`); with eBPF programs,
+/// theirs ([`BpfChains`]).
+impl std::fmt::Display for Late {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.mechanism {
+            Mechanism::Bpf(chains) => write!(f, "{chains}")?,
+            Mechanism::Triggers => f.write_str(&self.chains().join(", "))?,
+        }
+        match &self.held_skipped {
+            Some(model) => write!(f, " (no held: {model} preempts at a section's end)"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Why this kernel cannot take late-only stacks by hist triggers (`None`: it can).
+pub fn unsupported(tfs: &Tracefs) -> Option<Unsupported> {
     if !tfs.root.join("synthetic_events").exists() {
-        return Some(
-            "no synthetic events (a kernel without CONFIG_SYNTH_EVENTS/CONFIG_HIST_TRIGGERS)"
-                .into(),
-        );
+        return Some(Unsupported::NoSyntheticEvents);
     }
     if !tfs.root.join("events/sched/sched_waking/hist").exists() {
-        return Some("no hist triggers (a kernel without CONFIG_HIST_TRIGGERS)".into());
+        return Some(Unsupported::NoHistTriggers);
     }
     None
 }
@@ -447,7 +511,7 @@ mod tests {
             functions: f,
             monotonic,
             preemption,
-            bpf: None,
+            mechanism: Mechanism::Triggers,
         }
     }
 
@@ -495,14 +559,14 @@ mod tests {
         );
         assert_eq!(l.deletions(), ["!rtscope_4711_2_switch"]);
         assert_eq!(l.chains(), ["switch"]);
-        assert_eq!(l.describe(), "switch");
+        assert_eq!(l.to_string(), "switch");
     }
 
     #[test]
     fn a_kernel_that_does_not_preempt_at_a_sections_end_gets_all_three_chains() {
         let l = Late::new(&dir(), &setting(BOTH, true, Preemption::Later)).unwrap();
         assert_eq!(l.chains(), ["switch", "timer", "held"]);
-        assert_eq!(l.describe(), "switch, timer, held");
+        assert_eq!(l.to_string(), "switch, timer, held");
         assert_eq!(
             l.deletions(),
             [
@@ -577,7 +641,7 @@ mod tests {
             let l = Late::new(&dir(), &setting(BOTH, true, p)).unwrap();
             assert_eq!(l.chains(), ["switch", "timer"]);
             assert_eq!(
-                l.describe(),
+                l.to_string(),
                 format!("switch, timer (no held: {model} preempts at a section's end)")
             );
             // Nothing on the waking; one trigger each on the switch and the timer interrupt.
@@ -593,16 +657,74 @@ mod tests {
         };
         let p = Preemption::AtSectionEnd("PREEMPT_RT".into());
         let l = Late::new(&dir(), &setting(f, true, p)).unwrap();
-        assert_eq!(l.describe(), "switch, timer");
+        assert_eq!(l.to_string(), "switch, timer");
     }
 
     #[test]
     fn with_the_chains_in_ebpf_no_trigger_or_synthetic_event_is_set() {
         let mut s = setting(BOTH, true, Preemption::AtSectionEnd("PREEMPT_RT".into()));
-        s.bpf = Some("switch, timer (eBPF on raw tracepoints)".into());
+        s.mechanism = Mechanism::Bpf(BpfChains {
+            chains: vec!["switch", "timer"],
+            on: "raw tracepoints",
+            not_raw: None,
+        });
         let l = Late::new(&dir(), &s).unwrap();
         assert!(l.synthetic.is_empty() && l.deletions().is_empty() && l.triggers.is_empty());
-        assert_eq!(l.describe(), "switch, timer (eBPF on raw tracepoints)");
+        assert_eq!(l.to_string(), "switch, timer (eBPF on raw tracepoints)");
+    }
+
+    #[test]
+    fn the_ebpf_tier_text_names_the_chains_where_they_hang_and_why_not_raw() {
+        let mut b = BpfChains {
+            chains: vec!["switch", "timer", "held"],
+            on: "raw tracepoints",
+            not_raw: None,
+        };
+        assert_eq!(
+            b.to_string(),
+            "switch, timer, held (eBPF on raw tracepoints)"
+        );
+        b.on = "trace events";
+        b.not_raw = Some("BTF: no struct hrtimer".into());
+        assert_eq!(
+            b.to_string(),
+            "switch, timer, held (eBPF on trace events; not raw tracepoints: BTF: no struct \
+             hrtimer)"
+        );
+        // A setting is built for the triggers until the programs are loaded.
+        assert_eq!(Setting::default().mechanism, Mechanism::Triggers);
+    }
+
+    #[test]
+    fn why_the_hist_triggers_cannot_be_set_reads_as_before() {
+        let cases: [(LateError, &str); 5] = [
+            (
+                Unsupported::NoSyntheticEvents.into(),
+                "no synthetic events (a kernel without CONFIG_SYNTH_EVENTS/CONFIG_HIST_TRIGGERS)",
+            ),
+            (
+                Unsupported::NoHistTriggers.into(),
+                "no hist triggers (a kernel without CONFIG_HIST_TRIGGERS)",
+            ),
+            (
+                LateError::NoKernelStack,
+                "the kernel has no ftrace/kernel_stack event (CONFIG_STACKTRACE)",
+            ),
+            (
+                LateError::NoEventName,
+                "the instance's name makes no synthetic event name",
+            ),
+            (
+                LateError::Refused(TraceError::Io {
+                    path: "/t/synthetic_events".into(),
+                    source: std::io::Error::from_raw_os_error(libc::EINVAL),
+                }),
+                "a hist trigger was refused (/t/synthetic_events: Invalid argument (os error 22))",
+            ),
+        ];
+        for (e, text) in cases {
+            assert_eq!(e.to_string(), text);
+        }
     }
 
     #[test]
@@ -643,9 +765,9 @@ mod tests {
         let base = std::env::temp_dir().join(format!("rtscope-late-{}", std::process::id()));
         let tfs = Tracefs { root: base.clone() };
         std::fs::create_dir_all(base.join("events/sched/sched_waking")).unwrap();
-        assert!(unsupported(&tfs).unwrap().contains("CONFIG_SYNTH_EVENTS"));
+        assert_eq!(unsupported(&tfs), Some(Unsupported::NoSyntheticEvents));
         std::fs::write(base.join("synthetic_events"), "").unwrap();
-        assert!(unsupported(&tfs).unwrap().contains("no hist triggers"));
+        assert_eq!(unsupported(&tfs), Some(Unsupported::NoHistTriggers));
         std::fs::write(base.join("events/sched/sched_waking/hist"), "").unwrap();
         assert_eq!(unsupported(&tfs), None);
         // Stale events: a dead owner's are deleted by appending `!name`; others stay.

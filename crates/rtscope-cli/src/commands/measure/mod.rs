@@ -65,11 +65,9 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         },
         explain: opt_dur(a.explain.as_deref(), "--explain", "us")?,
         explain_keep: rtscope_session::plan::explain_keep(a.explain_keep)?,
-        explain_stacks: match a.explain_stacks.as_deref() {
-            Some("on") => StackChoice::On,
-            Some("auto") => StackChoice::Auto,
-            _ => StackChoice::Off,
-        },
+        // Off unless asked for: the late-only stacks cost a prompt wake-up (docs/explain.md);
+        // the tier line says "kernel stacks off".
+        explain_stacks: a.explain_stacks.unwrap_or(StackChoice::Off),
         explain_off: None,
         housekeeping_cpus: a
             .housekeeping
@@ -422,6 +420,56 @@ impl Progress {
     fn clear(&mut self) {
         if self.shown {
             let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `measure`'s arguments as clap parses them, or its error.
+    fn parse(args: &[&str]) -> Result<MeasureArgs, clap::Error> {
+        let all = [&["rtscope", "measure"][..], args].concat();
+        match <crate::cli::Cli as clap::Parser>::try_parse_from(all)?.command {
+            crate::cli::Command::Measure(a) => Ok(*a),
+            c => panic!("{c:?}"),
+        }
+    }
+
+    fn stacks(args: &[&str]) -> StackChoice {
+        let a = parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        let online = CpuSet::from_cpus([0, 1]);
+        spec(&a, &online).unwrap().explain_stacks
+    }
+
+    #[test]
+    fn explain_stacks_is_parsed_into_the_trace_crates_choice_and_is_off_unless_asked() {
+        assert_eq!(stacks(&[]), StackChoice::Off);
+        assert_eq!(stacks(&["--explain", "100us"]), StackChoice::Off);
+        for (word, choice) in [
+            ("auto", StackChoice::Auto),
+            ("on", StackChoice::On),
+            ("off", StackChoice::Off),
+        ] {
+            let args = ["--explain", "100us", "--explain-stacks", word];
+            assert_eq!(stacks(&args), choice, "{word}");
+        }
+    }
+
+    #[test]
+    fn a_bad_explain_stacks_value_is_a_usage_error_naming_the_accepted_ones() {
+        // `every` is noise's choice alone: measure does not offer it.
+        for bad in ["bogus", "every", "ON"] {
+            let e = parse(&["--explain", "100us", "--explain-stacks", bad]).unwrap_err();
+            assert_eq!(e.kind(), clap::error::ErrorKind::InvalidValue, "{bad}");
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            let text = e.to_string();
+            assert!(
+                text.contains(&format!("invalid value '{bad}' for '--explain-stacks"))
+                    && text.contains("[possible values: auto, on, off]"),
+                "{text}"
+            );
         }
     }
 }
