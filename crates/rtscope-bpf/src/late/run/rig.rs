@@ -10,7 +10,7 @@
 //!   `BPF_PROG_TYPE_TRACEPOINT`, so the program is loaded twice: as a tracepoint program, to
 //!   be checked by the verifier under its own type's rules, and as a raw-tracepoint program,
 //!   the same instructions, to be run on a context holding an event record's bytes at the
-//!   offsets of this host's `format` files (6.18; unchanged since 4.x for these fields).
+//!   offsets of this host's `format` files (Linux 6.18).
 //!
 //! The thread running the cases is pinned to its CPU (the held chain's map is per CPU) and
 //! named like a measured thread (`hrtimer_start` checks the current task), as the real ones.
