@@ -205,6 +205,50 @@ pub fn is_sleep(frame: &str) -> bool {
         || call.is_some_and(|c| CALLS.contains(&c))
 }
 
+/// Whether a frame arms a timer (`__mod_timer`, `mod_timer`, `hrtimer_start_range_ns`, the
+/// timer wheel's and the hrtimer queue's insertion): under a sleep frame (`schedule_timeout`,
+/// `do_nanosleep`) it is the sleep arming its wake-up, read as the sleep itself
+/// ([`KernelStack::folded`]); anywhere else it is code of its own.
+pub fn is_timer_arming(frame: &str) -> bool {
+    let name = frame.split(' ').next().unwrap_or(frame);
+    const EXACT: &[&str] = &[
+        "__mod_timer",
+        "mod_timer",
+        "add_timer",
+        "add_timer_on",
+        "internal_add_timer",
+        "enqueue_timer",
+        "lock_timer_base",
+        "hrtimer_start_range_ns",
+        "__hrtimer_start_range_ns",
+        "hrtimer_sleeper_start_expires",
+        "enqueue_hrtimer",
+    ];
+    EXACT.contains(&name)
+}
+
+/// The first frame of `frames` (innermost first) outside the plumbing and the sleeping path:
+/// a timer-arming frame counts as sleeping when the first frame outward of it that neither
+/// arms a timer nor is plumbing (`schedule_timeout` is both) is a sleep frame (`__mod_timer ← schedule_timeout`).
+fn first_held(frames: &[String]) -> Option<usize> {
+    let mut i = 0;
+    while let Some(f) = frames.get(i) {
+        if is_plumbing(f) || is_sleep(f) {
+            i += 1;
+            continue;
+        }
+        let outward = frames[i..]
+            .iter()
+            .position(|g| !is_timer_arming(g) && (is_sleep(g) || !is_plumbing(g)))
+            .map(|j| i + j);
+        match outward {
+            Some(o) if is_timer_arming(f) && is_sleep(&frames[o]) => i = o,
+            _ => return Some(i),
+        }
+    }
+    None
+}
+
 /// Whether a frame is the idle loop's (`do_idle`, a cpuidle driver, `default_idle`, a halt).
 pub fn is_idle(frame: &str) -> bool {
     let name = frame.split(' ').next().unwrap_or(frame);
@@ -254,17 +298,18 @@ fn is_user_return(frame: &str) -> bool {
 }
 
 impl KernelStack {
-    /// The frames from the first one outside [`is_plumbing`] and [`is_sleep`] code, innermost
-    /// first; a stack of those only is [`USER_SPACE`] when it returns to user mode (or came
-    /// from it by a system call), else said from its first sleep frame, or whole (not
-    /// emptied); one whose first such frame is the idle loop's is [`IDLE`].
+    /// The frames from the first one outside [`is_plumbing`] and [`is_sleep`] code (and a
+    /// sleep's arming of its timer, [`is_timer_arming`]), innermost first; a stack of those
+    /// only is [`USER_SPACE`] when it returns to user mode (or came from it by a system
+    /// call), else said from its first sleep frame, or whole (not emptied); one whose first
+    /// such frame is the idle loop's is [`IDLE`].
     pub fn folded(&self) -> Vec<&str> {
-        let skipped = |f: &String| is_plumbing(f) || is_sleep(f);
-        match self.frames.iter().position(|f| !skipped(f)) {
+        let sleeping = |f: &String| !is_plumbing(f) && !is_timer_arming(f);
+        match first_held(&self.frames) {
             Some(first) if is_idle(&self.frames[first]) => vec![IDLE],
             Some(first) => self.frames[first..].iter().map(String::as_str).collect(),
             None if self.frames.iter().any(|f| is_user_return(f)) => vec![USER_SPACE],
-            None => match self.frames.iter().position(|f| !is_plumbing(f)) {
+            None => match self.frames.iter().position(sleeping) {
                 Some(sleep) => self.frames[sleep..].iter().map(String::as_str).collect(),
                 None => self.frames.iter().map(String::as_str).collect(),
             },
@@ -522,6 +567,48 @@ mod tests {
             s.to_string(),
             "noisy_hold_preempt_off [noisy] ← noisy_thread [noisy] ← kthread (noisy:88:nice0)"
         );
+    }
+
+    /// `__mod_timer ← schedule_timeout` (and the hrtimer's arming under `do_nanosleep`) is the
+    /// sleeping path, as `schedule_timeout` alone is; a timer armed elsewhere is code of its own.
+    #[test]
+    fn a_sleep_arming_its_timer_is_read_as_the_sleep() {
+        let kthread = [
+            "schedule_timeout",
+            "rcu_gp_fqs_loop",
+            "rcu_gp_kthread",
+            "kthread",
+        ];
+        let armed: Vec<&str> = ["lock_timer_base", "__mod_timer"]
+            .into_iter()
+            .chain(kthread)
+            .collect();
+        assert_eq!(stack(&armed).folded(), stack(&kthread).folded());
+        assert_eq!(stack(&armed).function(), Some("rcu_gp_fqs_loop"));
+        let syscall = ["do_syscall_64", "entry_SYSCALL_64_after_hwframe"];
+        let select: Vec<&str> = ["__mod_timer", "schedule_timeout", "do_select"]
+            .into_iter()
+            .chain(["core_sys_select", "__x64_sys_select"])
+            .chain(syscall)
+            .collect();
+        assert!(stack(&select).in_user_space());
+        let nanosleep: Vec<&str> = ["hrtimer_start_range_ns", "do_nanosleep"]
+            .into_iter()
+            .chain(["hrtimer_nanosleep", "__x64_sys_clock_nanosleep"])
+            .chain(syscall)
+            .collect();
+        assert!(stack(&nanosleep).in_user_space());
+        // With no way back to user space: said from the sleep, not from its timer.
+        let kernel_sleep = stack(&["__schedule", "__mod_timer", "schedule_timeout", "msleep"]);
+        assert_eq!(kernel_sleep.folded(), ["msleep"]);
+        // A timer armed by a driver's work, not by a sleep: the time is the arming's.
+        let work = stack(&[
+            "__mod_timer",
+            "queue_delayed_work_on",
+            "noisy_thread [noisy]",
+        ]);
+        assert_eq!(work.function(), Some("__mod_timer"));
+        assert!(is_timer_arming("__mod_timer") && !is_sleep("__mod_timer"));
     }
 
     #[test]
