@@ -24,6 +24,12 @@ use std::io::Write;
 /// file name; an argument that is not UTF-8 where text is needed is a usage error, never a
 /// panic. Errors are printed to stderr as `error: …`, the `caused by:` chain, then `hint:`.
 pub fn main_with_args(argv: Vec<std::ffi::OsString>) -> ExitStatus {
+    // First of all, before the options are parsed and before any thread starts: a stop signal
+    // in the first instants waits for the command's control loop (exit 3, its run kept as
+    // interrupted) instead of killing the process by its default action with nothing
+    // recorded; a command that takes no run's signals gives them back once it is known
+    // (`takes_run_signals`).
+    rtscope_common::signals::hold_signals();
     let stdout = std::io::stdout();
     // Every command writes standard output through the one rule of `exit::StdoutGuard`: a
     // closed pipe keeps the command's own exit code and prints nothing, any other failure is
@@ -54,6 +60,13 @@ fn dispatch<W: Write>(
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let argv = argv.as_slice();
+    if matches!(
+        argv.get(1).map(String::as_str),
+        Some("__load" | "__shepherd")
+    ) {
+        // The load workers keep the signals' default actions (their supervisor ends them).
+        rtscope_common::signals::release_signals();
+    }
     match argv.get(1).map(String::as_str) {
         Some("__load") => return Ok(hidden_status(rtscope_load::worker_main(&argv[2..]))),
         Some("__shepherd") => return Ok(hidden_status(rtscope_load::shepherd_main(&argv[2..]))),
@@ -79,6 +92,9 @@ fn dispatch<W: Write>(
             return Ok(ExitStatus::Usage);
         }
     };
+    if !takes_run_signals(&cli.command) {
+        rtscope_common::signals::release_signals();
+    }
     rtscope_common::outfile::set_follow_symlinks(cli.follow_symlinks);
     // The measurements stream: told of a closed pipe, they stop their live output there.
     if matches!(
@@ -136,6 +152,24 @@ fn dispatch<W: Write>(
         }
         cli::Command::Man(a) => manual::run(&a, out),
     }
+}
+
+/// Whether `command` takes the run's signals (SIGINT, SIGTERM, SIGHUP) in its control loop,
+/// where a stop ends it with its run kept as interrupted: those stay held from the start of
+/// the process ([`rtscope_common::signals::hold_signals`]); every other command gives them
+/// back to their default action once parsed (a Ctrl-C ends `runs` or `report` at once, as
+/// before). `cyclictest` invoked by that name takes them too.
+fn takes_run_signals(command: &cli::Command) -> bool {
+    matches!(
+        command,
+        cli::Command::Measure(_)
+            | cli::Command::Cyclictest(_)
+            | cli::Command::Respond(_)
+            | cli::Command::Noise(_)
+            | cli::Command::Run(_)
+            | cli::Command::Watch(_)
+            | cli::Command::Load(_)
+    )
 }
 
 /// The exit status of the hidden `__load` / `__shepherd` entry points (0, 1 or 2).

@@ -117,14 +117,35 @@ pub fn signal_thread(tid: i32, signal: libc::c_int) {
     unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, signal) };
 }
 
+/// The signal mask the process started with, kept by the first [`hold_signals`] (the front
+/// end's, first thing in `main`) for [`release_signals`].
+static STARTED_WITH: std::sync::OnceLock<libc::sigset_t> = std::sync::OnceLock::new();
+
 /// Blocks the run's signals (SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2) in the calling thread
-/// for the rest of the process. A front end calls it first, before any thread starts, so that
-/// every thread inherits the mask and a signal can only be taken by the control loop: a signal
-/// that comes before the run starts stops it at once, one that comes after it ended (while the
-/// end is written) is ignored, and never does one kill the process and lose a finished run.
-/// Programs started with `std::process::Command` get an empty mask again.
+/// for the rest of the process. The front end calls it first thing in `main`, before it parses
+/// its arguments and before any thread starts, so that every thread inherits the mask and a
+/// signal can only be taken by the control loop: a signal that comes before the run starts
+/// stops it at once (issue 67: one in the first instants, while a debug build beside a CPU hog
+/// was still parsing its options, killed `rtscope noise` by its default action with nothing
+/// recorded), one that comes after it ended (while the end is written) is ignored, and never
+/// does one kill the process and lose a finished run. A command that takes no run's signals
+/// gives them back with [`release_signals`]. Programs started with `std::process::Command`
+/// get an empty mask again (the standard library resets it in the child); the first call
+/// keeps the mask the process started with. Calling it again changes nothing.
 pub fn hold_signals() {
-    let _previous = block_run_signals();
+    let previous = block_run_signals();
+    let _ = STARTED_WITH.set(previous);
+}
+
+/// Gives the run's signals back to their default action for a command that does not take
+/// them (`runs`, `report`, `check`…, the load workers): the calling thread's mask is the one
+/// the process started with again, and a signal that came while they were held (during the
+/// option parsing) now has its default action, as it would have had without [`hold_signals`].
+/// Without a held mask (no [`hold_signals`] before) it changes nothing.
+pub fn release_signals() {
+    if let Some(started) = STARTED_WITH.get() {
+        restore_signal_mask(started);
+    }
 }
 
 #[cfg(test)]
@@ -142,5 +163,38 @@ mod tests {
         assert!(is_stop_signal(libc::SIGHUP) && !is_stop_signal(libc::SIGUSR1));
         assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
         assert!(run_signals().contains(&done_signal()));
+    }
+
+    /// A SIGTERM sent while the signals are held stays pending, taken as a stop signal; after
+    /// [`release_signals`] the thread's mask is the one it started with. In a thread of its own
+    /// (the mask is per thread), the signal sent to that thread only.
+    #[test]
+    fn a_held_stop_signal_waits_to_be_taken_and_release_gives_the_mask_back() {
+        std::thread::spawn(|| {
+            let blocked = |s| {
+                // SAFETY: sigset_t is plain data, filled by pthread_sigmask.
+                let mut now: libc::sigset_t = unsafe { std::mem::zeroed() };
+                // SAFETY: a null new set only reads the thread's mask into `now`.
+                unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, std::ptr::null(), &mut now) };
+                // SAFETY: `now` is a valid set.
+                unsafe { libc::sigismember(&now, s) == 1 }
+            };
+            hold_signals();
+            assert!(blocked(libc::SIGTERM) && blocked(libc::SIGINT));
+            // SAFETY: gettid has no arguments and no preconditions.
+            let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+            signal_thread(tid, libc::SIGTERM);
+            assert_eq!(pending_stop_signal(), Some(libc::SIGTERM));
+            assert_eq!(pending_stop_signal(), None);
+            release_signals();
+            // The test harness's threads start with the run's signals unblocked, unless
+            // another test of this process held them first (then the kept mask holds them).
+            let started = STARTED_WITH.get().expect("kept by hold_signals");
+            // SAFETY: `started` is a valid set.
+            let kept = unsafe { libc::sigismember(started, libc::SIGTERM) == 1 };
+            assert_eq!(blocked(libc::SIGTERM), kept);
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -33,6 +33,7 @@ mod grammar_verbose_live_json;
 mod hostile;
 mod hostile_cases;
 mod hostile_db;
+mod hostile_early_signal;
 mod hostile_matrix;
 mod hostile_memory;
 mod hostile_noise;
