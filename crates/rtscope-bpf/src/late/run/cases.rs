@@ -278,3 +278,33 @@ fn the_programs_run_compiled_where_the_jit_is_on() {
         assert_eq!(r.jited(), [jit; 3], "{v:?}");
     }
 }
+
+#[test]
+fn the_programs_built_with_this_kernels_btf_layout_run_as_with_the_synthetic_one() {
+    require_ok!(rig::available());
+    let path = std::path::Path::new(crate::btf::VMLINUX);
+    rtscope_testkit::require!(path.exists(), "a kernel with BTF ({})", path.display());
+    let layout = crate::btf::Layout::read(path).expect("this kernel's BTF");
+    assert!(
+        layout.task_comm < 16_000 && layout.task_pid < 16_000,
+        "{layout:?}"
+    );
+    for held in [true, false] {
+        let mut r = Rig::with_layout(held, MS, layout);
+        // A late switch.
+        let expires = five_seconds_ago();
+        r.start(WAKEUP, expires);
+        assert_eq!(r.pid_entry(r.tid), Some(expires), "held {held}");
+        r.switch_to("rtscope-m0", r.tid);
+        let chains: Vec<_> = r.stacks().into_iter().map(|s| (s.chain, s.tid)).collect();
+        assert_eq!(chains, [(Chain::Switch, r.tid)], "held {held}");
+        // The timer chain at its threshold, to the nanosecond.
+        r.start(WAKEUP, 1_000 * S);
+        r.expire(WAKEUP, 1_000 * S + MS);
+        let timer: Vec<_> = r.stacks().into_iter().map(|s| (s.chain, s.lat)).collect();
+        assert_eq!(timer, [(Chain::Timer, MS)], "held {held}");
+        // Another task's switch: nothing.
+        r.switch_to("rtscope-n0", r.tid);
+        assert_eq!(r.stacks(), [], "held {held}");
+    }
+}

@@ -49,10 +49,10 @@ pub static LAYOUT: Layout = Layout {
 
 /// Where the synthetic objects are in the objects map's value (its first 8 bytes hold the
 /// value's own address).
-const TASK: usize = 64;
+const TASK: usize = 1024;
 const TIMER: usize = 256;
 const NOW: usize = 512;
-const OBJECTS: usize = 1024;
+const OBJECTS: usize = TASK + 16384;
 
 /// The `hrtimer` field of the trace events' records: the timer's address.
 const EVENT_TIMER: u64 = 0xffff_8880_0123_4500;
@@ -138,24 +138,28 @@ impl Variant {
 
     /// The three programs for `s` on `m`, named as the loader names them.
     pub fn build(self, s: &Setting, m: &Maps) -> [(&'static str, Vec<Insn>); 3] {
-        let source = self.source();
-        let ev = |name| Event::new(source, name).expect("the event is described");
-        let built = |r: Result<Vec<Insn>, crate::BpfError>| r.expect("the program is built");
-        [
-            (
-                "rtscope_start",
-                built(on_hrtimer_start(&ev("hrtimer_start"), s, m)),
-            ),
-            (
-                "rtscope_switch",
-                built(on_switch(&ev("sched_switch"), s, m)),
-            ),
-            (
-                "rtscope_expire",
-                built(on_expire(&ev("hrtimer_expire_entry"), s, m)),
-            ),
-        ]
+        build(self.source(), s, m)
     }
+}
+
+/// The three programs reading from `source`, for `s` on `m`, named as the loader names them.
+pub fn build(source: Source, s: &Setting, m: &Maps) -> [(&'static str, Vec<Insn>); 3] {
+    let ev = |name| Event::new(source, name).expect("the event is described");
+    let built = |r: Result<Vec<Insn>, crate::BpfError>| r.expect("the program is built");
+    [
+        (
+            "rtscope_start",
+            built(on_hrtimer_start(&ev("hrtimer_start"), s, m)),
+        ),
+        (
+            "rtscope_switch",
+            built(on_switch(&ev("sched_switch"), s, m)),
+        ),
+        (
+            "rtscope_expire",
+            built(on_expire(&ev("hrtimer_expire_entry"), s, m)),
+        ),
+    ]
 }
 
 /// `bpf(cmd, attr)`: the call's result, or its error.
@@ -396,6 +400,8 @@ pub struct Rig {
     maps: Maps,
     ring: RingBuf,
     objects: Option<Objects>,
+    /// Where the raw tracepoints' objects have their fields.
+    layout: Layout,
     progs: [OwnedFd; 3],
     /// The CPU the thread runs on.
     pub cpu: u32,
@@ -412,11 +418,27 @@ impl Rig {
 
     /// As [`Rig::new`], built for the process `tgid`.
     pub fn for_process(v: Variant, threshold_ns: u64, tgid: u32) -> Rig {
+        Rig::make(v, threshold_ns, tgid, LAYOUT)
+    }
+
+    /// As [`Rig::new`] on raw tracepoints whose arguments and objects are at `layout`'s
+    /// offsets (this kernel's, from its BTF); the task's fields must be within 16 KiB.
+    pub fn with_layout(held: bool, threshold_ns: u64, layout: Layout) -> Rig {
+        let v = Variant { raw: true, held };
+        Rig::make(v, threshold_ns, std::process::id(), layout)
+    }
+
+    fn make(v: Variant, threshold_ns: u64, tgid: u32, layout: Layout) -> Rig {
         let cpu = pin();
         name_thread("rtscope-m0");
         let (maps, ring) = maps();
         let s = v.setting(threshold_ns, tgid);
-        let progs = v.build(&s, &maps).map(|(name, code)| {
+        let source = if v.raw {
+            Source::Raw(&layout)
+        } else {
+            v.source()
+        };
+        let progs = build(source, &s, &maps).map(|(name, code)| {
             if !v.raw {
                 // The type the loader gives it, for the verifier's rules of that type.
                 sys::load_program(name, ProgType::Tracepoint, &code)
@@ -429,6 +451,7 @@ impl Rig {
             maps,
             ring: RingBuf::new(ring, RING_BYTES).expect("the ring's mapping"),
             objects: v.raw.then(Objects::new),
+            layout,
             progs,
             cpu,
             tid: tid(),
@@ -449,18 +472,13 @@ impl Rig {
 
     /// `hrtimer_start` of the timer, its function and expiry given, in this thread.
     pub fn start(&mut self, function: u64, expires: u64) {
+        let l = self.layout;
         let mut ctx = [0u8; 96];
         let timer = self.timer();
         if let Some(o) = self.objects.as_mut() {
-            o.put(
-                TIMER + LAYOUT.timer_function as usize,
-                &function.to_le_bytes(),
-            );
-            o.put(
-                TIMER + LAYOUT.timer_expires as usize,
-                &expires.to_le_bytes(),
-            );
-            put(&mut ctx, LAYOUT.start_timer as usize, &timer.to_le_bytes());
+            o.put(TIMER + l.timer_function as usize, &function.to_le_bytes());
+            o.put(TIMER + l.timer_expires as usize, &expires.to_le_bytes());
+            put(&mut ctx, l.start_timer as usize, &timer.to_le_bytes());
         } else {
             put(&mut ctx, 8, &timer.to_le_bytes());
             put(&mut ctx, 16, &function.to_le_bytes());
@@ -471,12 +489,13 @@ impl Rig {
 
     /// `sched_switch` into the task `name` of PID `pid`.
     pub fn switch_to(&mut self, name: &str, pid: u32) {
+        let l = self.layout;
         let mut ctx = [0u8; 96];
         if let Some(o) = self.objects.as_mut() {
-            o.put(TASK + LAYOUT.task_comm as usize, &comm(name));
-            o.put(TASK + LAYOUT.task_pid as usize, &pid.to_le_bytes());
+            o.put(TASK + l.task_comm as usize, &comm(name));
+            o.put(TASK + l.task_pid as usize, &pid.to_le_bytes());
             let task = o.addr + TASK as u64;
-            put(&mut ctx, LAYOUT.switch_next as usize, &task.to_le_bytes());
+            put(&mut ctx, l.switch_next as usize, &task.to_le_bytes());
         } else {
             put(&mut ctx, 40, &comm(name));
             put(&mut ctx, 56, &pid.to_le_bytes());
@@ -486,18 +505,16 @@ impl Rig {
 
     /// `hrtimer_expire_entry` of the timer with `function`, the interrupt's time `now`.
     pub fn expire(&mut self, function: u64, now: u64) {
+        let l = self.layout;
         let mut ctx = [0u8; 96];
         let timer = self.timer();
         if let Some(o) = self.objects.as_mut() {
-            o.put(
-                TIMER + LAYOUT.timer_function as usize,
-                &function.to_le_bytes(),
-            );
+            o.put(TIMER + l.timer_function as usize, &function.to_le_bytes());
             o.put(NOW, &now.to_le_bytes());
-            put(&mut ctx, LAYOUT.expire_timer as usize, &timer.to_le_bytes());
+            put(&mut ctx, l.expire_timer as usize, &timer.to_le_bytes());
             put(
                 &mut ctx,
-                LAYOUT.expire_now as usize,
+                l.expire_now as usize,
                 &(o.addr + NOW as u64).to_le_bytes(),
             );
         } else {
