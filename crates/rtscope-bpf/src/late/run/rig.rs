@@ -3,7 +3,8 @@
 //!
 //! - **Raw tracepoints** (the BTF layout): the context is the tracepoint's argument array, as
 //!   the kernel passes it; the task and the timer its arguments point to are synthetic kernel
-//!   objects laid out at [`LAYOUT`]'s offsets inside an array map's value (kernel memory,
+//!   objects laid out at [`LAYOUT`]'s offsets (or the running kernel's: [`Rig::with_layout`])
+//!   inside an array map's value (kernel memory,
 //!   which `bpf_probe_read_kernel` reads as it reads a real `task_struct`). The value's address
 //!   is learnt once by a program that stores it in the value itself (root may leak pointers).
 //! - **Trace events** (the fallback without BTF): the kernel has no test run for
