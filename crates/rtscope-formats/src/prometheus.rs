@@ -15,7 +15,7 @@
 //! time, so a board's next run replaces its series instead of adding new ones.
 
 use crate::{Report, Scope, ScopeKind};
-use rtscope_common::prometheus::{at_or_below, escape, BUCKETS_NS};
+use rtscope_common::prometheus::{at_or_below, escape, le_label, BUCKETS_NS};
 use rtscope_store::RunStatus;
 use std::io::{self, Write};
 
@@ -72,7 +72,7 @@ fn histogram(w: &mut Writer, r: &Report) -> io::Result<()> {
     for s in r.scopes.iter().filter(|s| s.kind != ScopeKind::All) {
         let cpu = s.kind.label();
         for le in BUCKETS_NS {
-            let le_text = secs(le).to_string();
+            let le_text = le_label(le);
             w.sample(
                 &format!("{name}_bucket"),
                 &[("cpu", &cpu), ("le", &le_text)],

@@ -14,7 +14,7 @@
 //! reasons' JSON names: a fixed set). Labels: `series`, `cpu`, `le`, `cause`, `pids`, `reason`.
 
 use crate::cause::Cause;
-use rtscope_common::prometheus::{escape, BUCKETS_NS};
+use rtscope_common::prometheus::{escape, le_label, BUCKETS_NS};
 use rtscope_core::{Histogram, Nanos};
 use rtscope_explain::unexplained::Unexplained;
 use rtscope_store::watch::WatchWindow;
@@ -163,7 +163,7 @@ impl Exposition {
         );
         for (cpu, c) in &self.cpus {
             for le in BUCKETS_NS {
-                let l = self.labels(cpu, &format!(",le=\"{}\"", secs(le)));
+                let l = self.labels(cpu, &format!(",le=\"{}\"", le_label(le)));
                 let _ = writeln!(o, "{name}_bucket{l} {}", at_or_below(&c.total, le));
             }
             let n = c.total.count();
@@ -313,7 +313,7 @@ mod tests {
         );
         assert!(
             t.contains(&format!(
-                "rtscope_watch_latency_seconds_bucket{l},le=\"0.000002\"}} 1"
+                "rtscope_watch_latency_seconds_bucket{l},le=\"2e-06\"}} 1"
             )),
             "{t}"
         );
