@@ -129,9 +129,10 @@ static STARTED_WITH: std::sync::OnceLock<libc::sigset_t> = std::sync::OnceLock::
 /// was still parsing its options, killed `rtscope noise` by its default action with nothing
 /// recorded), one that comes after it ended (while the end is written) is ignored, and never
 /// does one kill the process and lose a finished run. A command that takes no run's signals
-/// gives them back with [`release_signals`]. Programs started with `std::process::Command`
-/// get an empty mask again (the standard library resets it in the child); the first call
-/// keeps the mask the process started with. Calling it again changes nothing.
+/// gives them back with [`release_signals`]. A program started with `std::process::Command`
+/// inherits the mask (the standard library does not reset it): start it through
+/// [`unblocked_in_child`]. The first call keeps the mask the process started with; calling it
+/// again changes nothing.
 pub fn hold_signals() {
     let previous = block_run_signals();
     let _ = STARTED_WITH.set(previous);
@@ -145,6 +146,28 @@ pub fn hold_signals() {
 pub fn release_signals() {
     if let Some(started) = STARTED_WITH.get() {
         restore_signal_mask(started);
+    }
+}
+
+/// Starts the program `cmd` runs with an empty signal mask, as programs expect: the standard
+/// library does not reset the mask in the child, so a program started from a thread holding
+/// the run's signals ([`hold_signals`]: every thread of a measuring command) would otherwise
+/// start with SIGINT, SIGTERM and SIGHUP blocked and ignore the SIGTERM that ends it (an alert
+/// command, ssh, a responder). Dispositions are left as they are (an ignored SIGHUP under
+/// `nohup` stays ignored; rtscope ignores none of the run's signals itself).
+pub fn unblocked_in_child(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec the closure only calls sigemptyset and sigprocmask
+    // (async-signal-safe) on a set on its own stack; it allocates nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            if libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut()) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
     }
 }
 
@@ -163,6 +186,37 @@ mod tests {
         assert!(is_stop_signal(libc::SIGHUP) && !is_stop_signal(libc::SIGUSR1));
         assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
         assert!(run_signals().contains(&done_signal()));
+    }
+
+    /// A program started from a thread holding the run's signals inherits them blocked, unless
+    /// started through [`unblocked_in_child`].
+    #[test]
+    fn a_program_started_unblocked_has_an_empty_mask() {
+        let blocked_in = |unblock: bool| {
+            // grep itself, not through a shell: dash empties the mask at its start, others
+            // (bash, ssh, most programs) keep what they inherit.
+            let mut c = std::process::Command::new("grep");
+            c.args(["SigBlk", "/proc/self/status"]);
+            if unblock {
+                unblocked_in_child(&mut c);
+            }
+            let o = c.output().expect("sh runs");
+            let text = String::from_utf8_lossy(&o.stdout).to_string();
+            let hex = text.split_whitespace().nth(1).unwrap_or("?").to_string();
+            u64::from_str_radix(&hex, 16).expect("a mask")
+        };
+        std::thread::spawn(move || {
+            let _previous = block_run_signals();
+            let term = 1u64 << (libc::SIGTERM - 1);
+            assert_ne!(
+                blocked_in(false) & term,
+                0,
+                "the standard library keeps the mask"
+            );
+            assert_eq!(blocked_in(true), 0);
+        })
+        .join()
+        .unwrap();
     }
 
     /// A SIGTERM sent while the signals are held stays pending, taken as a stop signal; after

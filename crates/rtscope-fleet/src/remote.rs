@@ -145,6 +145,8 @@ impl Ssh {
     /// ssh with the board's options, without the host.
     fn base(&self, t: &Target) -> Command {
         let mut c = Command::new(&self.argv[0]);
+        // Not with the fan-out's signals held (signals::hold_signals): ssh keeps the mask.
+        rtscope_common::signals::unblocked_in_child(&mut c);
         c.args(&self.argv[1..]);
         c.args(["-o", "BatchMode=yes", "-o", "ServerAliveInterval=5"]);
         c.args(["-o", "ServerAliveCountMax=3"]);

@@ -204,7 +204,9 @@ pub fn check_lines(c: &GpioConfig) -> Result<(), RespondError> {
 }
 
 fn start_responder(cmd: &str, input: &LineId) -> Result<Child, RespondError> {
-    let child = Command::new("sh")
+    // Not with the run's signals held: a shell that keeps the mask (bash) would pass SIGTERM
+    // blocked to the responder.
+    let child = rtscope_common::signals::unblocked_in_child(&mut Command::new("sh"))
         .args(["-c", cmd])
         .spawn()
         .map_err(|source| RespondError::Responder {

@@ -300,6 +300,9 @@ impl Notifier {
         // A group of its own: the watch ends it, and a Ctrl-C at a terminal reaches the
         // watch (which stops in order), not the command.
         c.process_group(0);
+        // With the watch's signals held in every thread, the command would start with SIGTERM
+        // blocked (under a shell that keeps the mask, bash) and outlive its group's SIGTERM.
+        rtscope_common::signals::unblocked_in_child(&mut c);
         self.started = true;
         self.running = c.spawn().ok();
         if let Some(ch) = &self.running {
