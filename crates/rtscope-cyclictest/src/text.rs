@@ -110,8 +110,29 @@ pub fn histogram_block(
     sparse: bool,
 ) -> String {
     let sum_column = sum_column && threads.len() > 1;
-    let buckets = threads.first().map_or(0, |t| t.linear.counts.len());
     let mut s = String::from("# Histogram\n");
+    let totals = bucket_rows(&mut s, threads, sum_column, sparse);
+    if !sparse {
+        let t: Vec<String> = totals[..threads.len()]
+            .iter()
+            .map(|v| format!(" {v:09}"))
+            .collect();
+        let all = if sum_column {
+            format!(" {:09}", totals[threads.len()])
+        } else {
+            String::new()
+        };
+        let _ = writeln!(s, "# Total:{}{all}", t.concat());
+    }
+    summary_lines(&mut s, threads, unit, sum_column);
+    s.push('\n');
+    s
+}
+
+/// One row per bucket (`sparse`: the non-empty ones), each thread's count and with
+/// `sum_column` their sum; returns each thread's total and, last, the sum of all.
+fn bucket_rows(s: &mut String, threads: &[HistThread], sum_column: bool, sparse: bool) -> Vec<u64> {
+    let buckets = threads.first().map_or(0, |t| t.linear.counts.len());
     let mut totals = vec![0u64; threads.len() + 1];
     for i in 0..buckets {
         let row: Vec<u64> = threads.iter().map(|t| t.linear.counts[i]).collect();
@@ -130,6 +151,11 @@ pub fn histogram_block(
         }
         s.push('\n');
     }
+    totals
+}
+
+/// The `# Min/Avg/Max Latencies`, overflow and SMI lines under the buckets.
+fn summary_lines(s: &mut String, threads: &[HistThread], unit: Nanos, sum_column: bool) {
     let extra = |v: u64| {
         if sum_column {
             format!(" {v:05}")
@@ -137,18 +163,6 @@ pub fn histogram_block(
             String::new()
         }
     };
-    if !sparse {
-        let t: Vec<String> = totals[..threads.len()]
-            .iter()
-            .map(|v| format!(" {v:09}"))
-            .collect();
-        let all = if sum_column {
-            format!(" {:09}", totals[threads.len()])
-        } else {
-            String::new()
-        };
-        let _ = writeln!(s, "# Total:{}{all}", t.concat());
-    }
     let col = |f: &dyn Fn(&HistThread) -> u64| {
         threads
             .iter()
@@ -202,8 +216,6 @@ pub fn histogram_block(
         }
         s.push('\n');
     }
-    s.push('\n');
-    s
 }
 
 /// The `-b` trailer: thread ids, and the break thread's id and value when it fired.
