@@ -3,7 +3,8 @@
 
 Checks, for the workspace's own crates (normal dependencies; dev-dependencies are tests):
   * each crate's "May depend on:" list names exactly the rtscope crates it depends on
-    ("every crate above" for the CLI: only crates listed before it);
+    ("every crate above" for the CLI: only crates listed before it), each with its reason in
+    parentheses after it (issue 69: an arrow is there because something uses it);
   * every arrow drawn in the diagram (a crate under its parent) is a real dependency, and every
     workspace crate is drawn;
   * README.md's layout table (issue 52) has one row per workspace crate, by its directory, and
@@ -58,6 +59,10 @@ for m in re.finditer(r'\*\*(rtscope-[a-z]+)\*\*(.*?)(?=\n\*\*rtscope-|\Z)', text
             cur += ch
     items.append(cur)
     words = {i.strip().strip('`').split(' ')[0].strip('`') for i in items if i.strip()}
+    for i in items:
+        w = i.strip().strip('`').split(' ')[0].strip('`')
+        if w in full and '(' not in i:
+            problems.append(f'{name} -> {full[w]}: no reason given in its "May depend on" list')
     named = {full[w] for w in words if w in full}
     for d in sorted(actual - named):
         problems.append(f'{name} -> {d}: present in Cargo.toml, not in its "May depend on" list')

@@ -187,7 +187,10 @@ pub fn lift(e: rtscope_session::RunError) -> anyhow::Error {
     use rtscope_session::RunError;
     match e {
         RunError::Session(e) => e.into(),
-        RunError::Output(e) => lift_export(e),
+        RunError::Usage(e) => e.into(),
+        RunError::Io(e) => e.into(),
+        RunError::Json(e) => e.into(),
+        RunError::Store(e) => e.into(),
     }
 }
 

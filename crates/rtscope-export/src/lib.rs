@@ -7,6 +7,8 @@
 //! * each file is written under a temporary name and renamed into place, so an interrupted
 //!   export never leaves a truncated file under the final name.
 
+#![warn(missing_docs)]
+
 pub mod csv;
 pub mod delta;
 pub mod dict;
@@ -25,8 +27,7 @@ use std::path::Path;
 use table::Table;
 use tables::RunData;
 
-/// What writing an export, or any run out, can fail with (a session's front ends' too:
-/// rtscope-session's `RunError::Output`).
+/// What writing an export can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     /// Bad input: no such run, an unusable directory.

@@ -197,19 +197,18 @@ pub fn mark(store: &Store) -> Result<RunId, FormatError> {
     Ok(runs.iter().map(|r| r.id).max().unwrap_or(0))
 }
 
-/// Writes a comparison's verdicts in every output of `outs` (see [`crate::compare`]); each
-/// file written.
+/// Writes a comparison's verdicts, `cases`, in every output of `outs` (see
+/// [`crate::compare`]); each file written.
 pub fn write_compare(
-    c: &rtscope_analysis::compare::analysis::Comparison,
+    cases: &[crate::compare::Case],
     outs: &[CiOutput],
     stdout: &mut dyn Write,
     sub: &kcidb::Submission,
 ) -> Result<Vec<PathBuf>, FormatError> {
-    let cases = crate::compare::cases(c);
     let body = |w: &mut dyn Write, f: Format| match f {
-        Format::Lava => crate::compare::lava(w, &cases),
-        Format::Kcidb => crate::compare::kcidb(w, &cases, sub),
-        _ => crate::compare::junit(w, &cases),
+        Format::Lava => crate::compare::lava(w, cases),
+        Format::Kcidb => crate::compare::kcidb(w, cases, sub),
+        _ => crate::compare::junit(w, cases),
     };
     each(outs, stdout, |w, f| body(w, f))
 }

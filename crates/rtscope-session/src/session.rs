@@ -21,7 +21,6 @@ use rtscope_common::error::UsageError;
 use rtscope_common::limits::Check;
 use rtscope_core::Nanos;
 use rtscope_engine::{knobs::DmaLatencyGuard, sys, CpuSet, Run, RunResult, Sample};
-use rtscope_export::ExportError;
 use rtscope_store::{RunId, Store};
 use std::io;
 use std::path::Path;
@@ -63,28 +62,19 @@ pub enum RunError {
     /// The session could not start.
     #[error(transparent)]
     Session(#[from] SessionError),
-    /// Bad input or setup, writing output, encoding JSON or the store: what writing a run out
-    /// can fail with, one type with rtscope-export's.
+    /// Bad input or setup (no such run, an unusable file).
     #[error(transparent)]
-    Output(#[from] ExportError),
+    Usage(#[from] UsageError),
+    /// Writing output failed (a full disk, a closed pipe).
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// Encoding JSON failed.
+    #[error(transparent)]
+    Json(#[from] serde_json::Error),
+    /// Reading or writing the database failed.
+    #[error(transparent)]
+    Store(#[from] rtscope_store::StoreError),
 }
-
-/// `?` on the causes an [`ExportError`] holds gives a [`RunError::Output`].
-macro_rules! output_cause {
-    ($($cause:ty),*) => {$(
-        impl From<$cause> for RunError {
-            fn from(e: $cause) -> Self {
-                RunError::Output(e.into())
-            }
-        }
-    )*};
-}
-output_cause!(
-    UsageError,
-    std::io::Error,
-    serde_json::Error,
-    rtscope_store::StoreError
-);
 
 /// Settings of the system that a run changes, held for its whole length and restored when
 /// dropped, on every exit path (the kernel restores them even after SIGKILL).

@@ -10,10 +10,12 @@
 //! * [`analysis`]: the comparison as data;
 //! * [`differences`]: checked system settings and run settings that differ between groups;
 //! * [`functions`]: kernel functions whose charged time changed between groups (kernel stacks);
-//! * [`text`] and [`json`]: the two renderings; [`plot`]: the overlaid plots.
+//! * [`text`] and [`json`]: the two renderings; [`plot`]: the overlaid plots; [`ci`]: the
+//!   verdicts as CI test cases, which rtscope-formats writes.
 
 pub mod analysis;
 pub mod change;
+pub mod ci;
 pub mod differences;
 pub mod functions;
 pub mod group;

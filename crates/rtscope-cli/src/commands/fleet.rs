@@ -86,7 +86,8 @@ fn ci_outputs(outs: &[String]) -> Result<Vec<CiOutput>, UsageError> {
 /// `compare --ci-output FORMAT=FILE`: the verdicts of `c`.
 pub fn compare_ci(outs: &[String], c: &Comparison, out: &mut dyn Write) -> anyhow::Result<()> {
     let sub = kcidb::Submission::default();
-    for p in output::write_compare(c, &ci_outputs(outs)?, out, &sub).map_err(usage)? {
+    let cases = rtscope_analysis::compare::ci::cases(c);
+    for p in output::write_compare(&cases, &ci_outputs(outs)?, out, &sub).map_err(usage)? {
         rtscope_common::error::warn(&format!("rtscope: wrote {}", p.display()));
     }
     Ok(())
