@@ -53,25 +53,8 @@ pub fn lower(o: &CtOptions, online: &CpuSet) -> Result<Plan, UsageError> {
                 .to_string(),
         );
     }
-    let affinity_mask = cpu_list(o.affinity.as_ref().and_then(|a| a.as_deref()), online, "-a")?;
-    let affinity_mask = if o.smp && o.affinity.is_some() {
-        notices.push("WARN: -a ignored due to smp mode".into());
-        None
-    } else {
-        affinity_mask
-    };
-    if o.smi && o.affinity.is_none() && !o.smp {
-        return Err(UsageError::new(
-            "option '--smi' needs '-a': the SMI counter is read per CPU, so every thread must be pinned",
-        )
-        .hint("add -a (all CPUs) or -a LIST, as cyclictest requires"));
-    }
-    if o.smi && o.verbose {
-        return Err(UsageError::new(
-            "option '--smi' cannot be combined with '-v': rtscope reads the SMI counter outside the measuring threads, so it has no count per sample",
-        )
-        .hint("drop -v: the SMI column is in the T: lines and under the -h histogram"));
-    }
+    let affinity_mask = affinity(o, online, &mut notices)?;
+    check_smi(o)?;
     if o.smp && o.threads.is_some() {
         notices.push("WARN: -t ignored due to smp mode".into());
     }
@@ -90,14 +73,15 @@ pub fn lower(o: &CtOptions, online: &CpuSet) -> Result<Plan, UsageError> {
         o.distance.unwrap_or(500)
     };
     check_intervals(o.interval, distance, n)?;
+    let pins = |i: usize| match &affinity_mask {
+        Some(m) => Some(m.nth_cyclic(i)),
+        None if pin_all => Some(online.nth_cyclic(i)),
+        None => None,
+    };
     let mut threads = Vec::with_capacity(n);
     let (mut prios, mut cpus, mut verbose_intervals) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..n {
-        let cpu = match &affinity_mask {
-            Some(m) => Some(m.nth_cyclic(i)),
-            None if pin_all => Some(online.nth_cyclic(i)),
-            None => None,
-        };
+        let cpu = pins(i);
         let interval_us = o.interval + i as u64 * distance;
         let thread_policy = if prio > 0 { policy } else { Policy::Other };
         threads.push(ThreadSpec {
@@ -126,6 +110,37 @@ pub fn lower(o: &CtOptions, online: &CpuSet) -> Result<Plan, UsageError> {
         affinity_mask,
         unit,
     })
+}
+
+/// The `-a` CPU set, none in smp mode (with cyclictest's warning).
+fn affinity(
+    o: &CtOptions,
+    online: &CpuSet,
+    notices: &mut Vec<String>,
+) -> Result<Option<CpuSet>, UsageError> {
+    let mask = cpu_list(o.affinity.as_ref().and_then(|a| a.as_deref()), online, "-a")?;
+    if o.smp && o.affinity.is_some() {
+        notices.push("WARN: -a ignored due to smp mode".into());
+        return Ok(None);
+    }
+    Ok(mask)
+}
+
+/// `--smi` needs every thread pinned and cannot give a count per sample (`-v`).
+fn check_smi(o: &CtOptions) -> Result<(), UsageError> {
+    if o.smi && o.affinity.is_none() && !o.smp {
+        return Err(UsageError::new(
+            "option '--smi' needs '-a': the SMI counter is read per CPU, so every thread must be pinned",
+        )
+        .hint("add -a (all CPUs) or -a LIST, as cyclictest requires"));
+    }
+    if o.smi && o.verbose {
+        return Err(UsageError::new(
+            "option '--smi' cannot be combined with '-v': rtscope reads the SMI counter outside the measuring threads, so it has no count per sample",
+        )
+        .hint("drop -v: the SMI column is in the T: lines and under the -h histogram"));
+    }
+    Ok(())
 }
 
 fn cpu_list(text: Option<&str>, online: &CpuSet, flag: &str) -> Result<Option<CpuSet>, UsageError> {
