@@ -2,6 +2,8 @@
 //! and prints cyclictest's formats. Where cyclictest misbehaves the format stays and the
 //! behaviour is fixed (see docs/cyclictest-differences.md).
 
+#![warn(missing_docs)]
+
 use rtscope_ctopts::{args, help};
 pub mod json;
 pub mod lower;

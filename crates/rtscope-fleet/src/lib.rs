@@ -11,6 +11,8 @@
 //! The formats a run is written in for monitoring and lab CI are rtscope-formats'.
 //! Docs: docs/fleet.md.
 
+#![warn(missing_docs)]
+
 pub mod board;
 pub mod fanout;
 pub mod master;

@@ -16,6 +16,8 @@
 //! formats never disagree. The boards themselves (ssh, `targets.toml`, fan-out) are
 //! rtscope-fleet's. Docs: docs/fleet.md.
 
+#![warn(missing_docs)]
+
 pub mod atomic;
 pub mod compare;
 pub mod junit;

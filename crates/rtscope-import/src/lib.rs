@@ -24,6 +24,8 @@
 //! Re-exports (its facade): `Imported` and `Bad`, what an import gives back, are named at the root
 //! for the CLI; their module (`model`) is private.
 
+#![warn(missing_docs)]
+
 mod civil;
 mod ctjson;
 mod detect;

@@ -4,6 +4,8 @@
 //! `rtscope runs` lists and shows them ([`runs`]). Nothing here measures, records or parses a
 //! command line; the front ends in rtscope-cli call it.
 
+#![warn(missing_docs)]
+
 pub mod measure_json;
 pub mod respond_json;
 pub mod runs;

@@ -14,6 +14,8 @@
 //!   the banner, with [`lock`] (one watch per series and database); [`daemon`] the loop around
 //!   the session.
 
+#![warn(missing_docs)]
+
 pub mod alert;
 pub mod asked;
 pub mod cause;
