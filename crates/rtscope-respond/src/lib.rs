@@ -7,7 +7,7 @@
 //! * [`gpio`]: edges on GPIO lines through the Linux GPIO character device (uAPI v2, kernel
 //!   timestamps per edge): loopback with one jumper, the oscilloscope-equivalent measurement
 //!   with two, or an external stimulus. The hardware sits behind the [`gpio::Gpio`] trait, so the
-//!   measurement logic is tested against [`gpio::mock`].
+//!   measurement logic is tested against an in-memory chip (rtscope-testkit's `gpio`).
 //!
 //! Receivers run with the timer engine's thread set-up ([`rtscope_engine::prepare_current_thread`]:
 //! affinity, policy, priority, prefaulted stack) and record into the engine's preallocated

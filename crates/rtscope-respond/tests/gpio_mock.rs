@@ -5,12 +5,12 @@
 
 use rtscope_core::Nanos;
 use rtscope_engine::Policy;
-use rtscope_respond::gpio::mock::MockGpio;
 use rtscope_respond::gpio::{
     Edge, EdgeSelect, Gpio, GpioConfig, GpioError, GpioResult, GpioRun, InputLine, InputOptions,
     Interval, LineId, LineSel, Mode, OutputLine, Responder,
 };
 use rtscope_respond::RespondError;
+use rtscope_testkit::gpio::MockGpio;
 use std::time::Duration;
 
 const DELAY: Nanos = Nanos::from_us(50);

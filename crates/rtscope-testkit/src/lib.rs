@@ -10,6 +10,8 @@
 //!   prints `SKIP: reason` and returns otherwise;
 //! * [`noise_config`]: the one-second noise loop of the injection tests;
 //! * [`image`]: the facts of a PNG (size, colours, ink) for the report tests;
+//! * [`gpio`]: an in-memory GPIO chip (`MockGpio`) behind rtscope-respond's `Gpio` trait, for
+//!   the GPIO measurement's tests;
 //! * [`grafana`]: the shipped Grafana dashboards against Grafana's schema and its linter's rules;
 //! * [`now_ns`]: CLOCK_MONOTONIC, the clock of spike and gap times.
 //!
@@ -18,6 +20,7 @@
 
 #![warn(missing_docs)]
 
+pub mod gpio;
 pub mod grafana;
 pub mod image;
 mod lock;

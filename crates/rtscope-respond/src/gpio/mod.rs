@@ -14,13 +14,13 @@
 //!
 //! Rising and falling edges are kept apart; lost edges are counted from the kernel's per-line
 //! sequence numbers. The hardware is behind [`Gpio`], [`InputLine`] and [`OutputLine`];
-//! [`cdev`] implements them on `/dev/gpiochipN`, [`mock`] in memory for the tests.
+//! [`cdev`] implements them on `/dev/gpiochipN`; rtscope-testkit's `gpio::MockGpio` in memory for
+//! the tests (test support, not shipped).
 //!
 //! Re-exports (a facade): the session types (`GpioRun`, `GpioConfig`, …) are named here; their
 //! module is private, so `gpio::X` is their one path.
 
 pub mod cdev;
-pub mod mock;
 mod session;
 
 pub use session::{

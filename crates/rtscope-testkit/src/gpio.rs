@@ -1,12 +1,13 @@
-//! An in-memory [`Gpio`] for tests: lines joined by wires, edge events timestamped on
-//! CLOCK_MONOTONIC when an output changes (plus an optional wire delay), a bounded kernel-like
-//! event buffer that drops the oldest event when full (the sequence numbers still count it),
-//! and lines that can be marked busy or missing.
+//! An in-memory [`Gpio`] (rtscope-respond's GPIO hardware trait) for tests, never shipped:
+//! lines joined by wires, edge events timestamped on CLOCK_MONOTONIC when an output changes
+//! (plus an optional wire delay), a bounded kernel-like event buffer that drops the oldest
+//! event when full (the sequence numbers still count it), and lines that can be marked busy or
+//! missing.
 
-use super::{
+use rtscope_core::Nanos;
+use rtscope_respond::gpio::{
     Edge, EdgeEvent, Gpio, GpioError, InputLine, InputOptions, LineId, LineSel, OutputLine,
 };
-use rtscope_core::Nanos;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
