@@ -16,54 +16,9 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         return crate::commands::merge::run(a.db.as_deref(), other, tags, out);
     }
     let mut store = super::open_db(a.db.as_deref())?;
-    // The store's hint with every error (a read-only database refused by `runs tag` said
-    // how to go on no more than that it was read-only).
-    let store_err = |e: rtscope_store::StoreError| {
-        let hint = e.hint();
-        UsageError::from_error(e).hint(hint)
-    };
     match a.action.clone().unwrap_or(RunsAction::List) {
-        RunsAction::List => {
-            let runs = store.list_runs().map_err(store_err)?;
-            if a.json {
-                writeln!(
-                    out,
-                    "{}",
-                    serde_json::to_string_pretty(&Value::Array(
-                        runs.iter().map(summary_json).collect()
-                    ))?
-                )?;
-            } else {
-                out.write_all(list_text(&runs).as_bytes())?;
-                let series = store.watch_series().map_err(store_err)?;
-                if !series.is_empty() {
-                    out.write_all(watch_text(&series).as_bytes())?;
-                }
-            }
-        }
-        RunsAction::Show { run } => {
-            let id = resolve(&store, &run)?;
-            let d = store.run(id).map_err(store_err)?;
-            let x = Extras::read(&store, id).map_err(store_err)?;
-            if a.json {
-                let mut v = detail_json(&d);
-                x.add_json(&mut v);
-                crate::commands::merge::add_identity(&store, id, &mut v).map_err(store_err)?;
-                if let (Some(obj), Some((s, _))) =
-                    (v.as_object_mut(), runs_explain::load(&store, id)?)
-                {
-                    obj.insert("explain".into(), serde_json::to_value(&s)?);
-                }
-                writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
-            } else {
-                out.write_all(detail_text(&d).as_bytes())?;
-                out.write_all(rtscope_core::text::escape_lines(&x.text()).as_bytes())?;
-                out.write_all(
-                    rtscope_core::text::escape_lines(&runs_explain::section(&store, id)?)
-                        .as_bytes(),
-                )?;
-            }
-        }
+        RunsAction::List => list(&store, a.json, out)?,
+        RunsAction::Show { run } => show(&store, &run, a.json, out)?,
         RunsAction::Explain { run, folded } => {
             let id = resolve(&store, &run)?;
             match folded {
@@ -72,20 +27,7 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
             }
         }
         RunsAction::Tag { run, tags, remove } => {
-            let id = resolve(&store, &run)?;
-            // Every tag checked before any is set: a bad one changes nothing.
-            let set = tags
-                .iter()
-                .map(|t| rtscope_common::names::parse_user_tag(t))
-                .collect::<Result<Vec<_>, _>>()?;
-            for (k, v) in &set {
-                store.set_tag(id, k, Some(v)).map_err(store_err)?;
-            }
-            for k in &remove {
-                store.set_tag(id, k, None).map_err(store_err)?;
-            }
-            let now = store.summary(id).map_err(store_err)?.tags;
-            tagged(out, id, &set, &remove, &now, a.json)?;
+            tag(&mut store, &run, &tags, &remove, a.json, out)?
         }
         RunsAction::Delete { runs } => {
             let ids = runs
@@ -101,6 +43,76 @@ pub fn run(a: &RunsArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
         RunsAction::Merge { .. } => {}
     }
     Ok(ExitStatus::Success)
+}
+
+/// The store's error with its hint (a read-only database refused by `runs tag` said how to go
+/// on no more than that it was read-only).
+fn store_err(e: rtscope_store::StoreError) -> UsageError {
+    let hint = e.hint();
+    UsageError::from_error(e).hint(hint)
+}
+
+/// `runs` / `runs list`: the runs, then the watch series (text), or one JSON array.
+fn list(store: &Store, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    let runs = store.list_runs().map_err(store_err)?;
+    if json {
+        let all = Value::Array(runs.iter().map(summary_json).collect());
+        writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
+        return Ok(());
+    }
+    out.write_all(list_text(&runs).as_bytes())?;
+    let series = store.watch_series().map_err(store_err)?;
+    if !series.is_empty() {
+        out.write_all(watch_text(&series).as_bytes())?;
+    }
+    Ok(())
+}
+
+/// `runs show RUN`: the run's detail, its extras and its explanation.
+fn show(store: &Store, run: &str, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    let id = resolve(store, run)?;
+    let d = store.run(id).map_err(store_err)?;
+    let x = Extras::read(store, id).map_err(store_err)?;
+    if json {
+        let mut v = detail_json(&d);
+        x.add_json(&mut v);
+        crate::commands::merge::add_identity(store, id, &mut v).map_err(store_err)?;
+        if let (Some(obj), Some((s, _))) = (v.as_object_mut(), runs_explain::load(store, id)?) {
+            obj.insert("explain".into(), serde_json::to_value(&s)?);
+        }
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(());
+    }
+    out.write_all(detail_text(&d).as_bytes())?;
+    out.write_all(rtscope_core::text::escape_lines(&x.text()).as_bytes())?;
+    let explained = runs_explain::section(store, id)?;
+    out.write_all(rtscope_core::text::escape_lines(&explained).as_bytes())?;
+    Ok(())
+}
+
+/// `runs tag RUN KEY=VALUE… [--remove KEY…]`: every tag checked before any is set, so a bad
+/// one changes nothing.
+fn tag(
+    store: &mut Store,
+    run: &str,
+    tags: &[String],
+    remove: &[String],
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let id = resolve(store, run)?;
+    let set = tags
+        .iter()
+        .map(|t| rtscope_common::names::parse_user_tag(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    for (k, v) in &set {
+        store.set_tag(id, k, Some(v)).map_err(store_err)?;
+    }
+    for k in remove {
+        store.set_tag(id, k, None).map_err(store_err)?;
+    }
+    let now = store.summary(id).map_err(store_err)?.tags;
+    tagged(out, id, &set, remove, &now, json)
 }
 
 /// What `runs tag` did: the tags set and removed, and the run's tags now (text escaped for
