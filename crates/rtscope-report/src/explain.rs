@@ -5,8 +5,9 @@
 use crate::escape::escape;
 use crate::model::RunData;
 use rtscope_explain::book::{ExplainSummary, Explained};
+use rtscope_explain::coarse::CoarseExplanation;
 use rtscope_explain::culprits::CulpritRow;
-use rtscope_explain::model::{Category, LateCause};
+use rtscope_explain::model::{Attribution, Category, LateCause};
 use rtscope_explain::render::{coverage, culprit_label, merge_note};
 use rtscope_explain::words::{dur, label};
 use std::fmt::Write;
@@ -121,48 +122,8 @@ fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
         let at = e.wakeup_ns().saturating_sub(start) as f64 / 1e9;
         let _ = write!(h, "<tr><td><a href=\"#latency\">{at:.3}</a></td>");
         match e {
-            Explained::Traced(a) => {
-                let lat = a.spike.latency_ns().max(1);
-                let _ = write!(h, "<td>{}</td><td>{}</td><td class=\"t\"><div style=\"display:flex;width:320px;height:14px\">", a.spike.cpu, escape(&dur(lat)));
-                for ch in &a.charges {
-                    let pct = ch.ns as f64 * 100.0 / lat as f64;
-                    let _ = write!(
-                        h,
-                        "<div title=\"{} {}\" style=\"width:{pct:.2}%;background:{}\"></div>",
-                        escape(&label(&ch.category)),
-                        escape(&dur(ch.ns)),
-                        colour(&ch.category)
-                    );
-                }
-                // The cause by the one rule: a culprit only with half of the spike.
-                let main = rtscope_explain::cause::CauseLine::of(a)
-                    .map_or(String::new(), |c| c.to_string());
-                let _ = write!(h, "</div></td><td class=\"t\">{}</td>", escape(&main));
-            }
-            Explained::Coarse(x) => {
-                let irqs: Vec<String> = x
-                    .top_irqs
-                    .iter()
-                    .map(|(n, k)| format!("{n} ×{k}"))
-                    .collect();
-                let thr: Vec<String> = x
-                    .top_threads
-                    .iter()
-                    .map(|(t, ns)| format!("{t} {}", dur(*ns)))
-                    .collect();
-                let why = x.not_traced.map_or(String::new(), |w| {
-                    format!(" (not traced: {})", w.describe())
-                });
-                let _ = write!(
-                    h,
-                    "<td>{}</td><td>{}</td><td class=\"t\">monitors only{}: IRQs {}</td><td class=\"t\">busiest: {}</td>",
-                    x.spike.cpu,
-                    escape(&dur(x.spike.latency_ns())),
-                    escape(&why),
-                    escape(&irqs.join(", ")),
-                    escape(&thr.join(", "))
-                );
-            }
+            Explained::Traced(a) => traced_cells(h, a),
+            Explained::Coarse(x) => coarse_cells(h, x),
         }
         if stacks {
             let _ = write!(
@@ -177,6 +138,51 @@ fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
     legend(h, s);
     culprit_table(h, &s.culprits);
     crate::stacks::section(h, s);
+}
+
+/// A traced spike's cells: its CPU, latency, the bar of where its time went, and its cause
+/// line (a culprit only with half of the spike).
+fn traced_cells(h: &mut String, a: &Attribution) {
+    let lat = a.spike.latency_ns().max(1);
+    let _ = write!(h, "<td>{}</td><td>{}</td><td class=\"t\"><div style=\"display:flex;width:320px;height:14px\">", a.spike.cpu, escape(&dur(lat)));
+    for ch in &a.charges {
+        let pct = ch.ns as f64 * 100.0 / lat as f64;
+        let _ = write!(
+            h,
+            "<div title=\"{} {}\" style=\"width:{pct:.2}%;background:{}\"></div>",
+            escape(&label(&ch.category)),
+            escape(&dur(ch.ns)),
+            colour(&ch.category)
+        );
+    }
+    let main = rtscope_explain::cause::CauseLine::of(a).map_or(String::new(), |c| c.to_string());
+    let _ = write!(h, "</div></td><td class=\"t\">{}</td>", escape(&main));
+}
+
+/// A spike the monitors alone saw: its interrupts and busiest threads.
+fn coarse_cells(h: &mut String, x: &CoarseExplanation) {
+    let irqs: Vec<String> = x
+        .top_irqs
+        .iter()
+        .map(|(n, k)| format!("{n} ×{k}"))
+        .collect();
+    let thr: Vec<String> = x
+        .top_threads
+        .iter()
+        .map(|(t, ns)| format!("{t} {}", dur(*ns)))
+        .collect();
+    let why = x.not_traced.map_or(String::new(), |w| {
+        format!(" (not traced: {})", w.describe())
+    });
+    let _ = write!(
+        h,
+        "<td>{}</td><td>{}</td><td class=\"t\">monitors only{}: IRQs {}</td><td class=\"t\">busiest: {}</td>",
+        x.spike.cpu,
+        escape(&dur(x.spike.latency_ns())),
+        escape(&why),
+        escape(&irqs.join(", ")),
+        escape(&thr.join(", "))
+    );
 }
 
 /// The culprits over the run (the first 15, then what the others hold, and what merged rows
