@@ -561,7 +561,7 @@ fn explain(
         (None, None) if matches!(workload, WorkloadSpec::Noise(_)) => (None, None),
         (None, None) => match rtscope_session::explain::default_choice() {
             Ok(t) => (Some(t), None),
-            Err(why) => (None, Some(why)),
+            Err(why) => (None, Some(why.to_string())),
         },
     })
 }

@@ -35,10 +35,38 @@ pub fn default_threshold() -> Option<Nanos> {
 /// [`DEFAULT_THRESHOLD`], or why explaining cannot be on by default here, with the fix
 /// (`tracefs unavailable: …: mount -t tracefs nodev /sys/kernel/tracing`), for the run's start
 /// line, its record and its report.
-pub fn default_choice() -> Result<Nanos, String> {
+pub fn default_choice() -> Result<Nanos, ExplainOff> {
     match rtscope_trace::tracefs::Tracefs::discover() {
         Ok(_) => Ok(DEFAULT_THRESHOLD),
-        Err(e) => Err(off_reason(&e.to_string(), is_root())),
+        Err(e) => Err(ExplainOff {
+            why: e.to_string(),
+            root: is_root(),
+        }),
+    }
+}
+
+/// Why explaining cannot be on by default here: tracefs's error, and the fix for people
+/// (`Display`: `WHY; fix: FIX`, the run's start line's, record's and report's words).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{why}; fix: {}", self.fix())]
+pub struct ExplainOff {
+    /// Why tracefs is not usable (its error's text).
+    pub why: String,
+    /// Whether this process runs as root (the fix differs).
+    pub root: bool,
+}
+
+impl ExplainOff {
+    /// What makes explaining possible here.
+    pub fn fix(&self) -> &'static str {
+        if !self.root {
+            "run rtscope as root (tracefs instances need it)"
+        } else if self.why.contains("lockdown") || self.why.contains("not writable") {
+            "the kernel's lockdown forbids tracing: boot without lockdown=confidentiality, or \
+             explain from the monitors only"
+        } else {
+            "mount -t tracefs nodev /sys/kernel/tracing (a kernel with CONFIG_TRACING)"
+        }
     }
 }
 
@@ -46,19 +74,6 @@ pub fn default_choice() -> Result<Nanos, String> {
 fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
-}
-
-/// `why` (tracefs's error) with the fix for people.
-fn off_reason(why: &str, root: bool) -> String {
-    let fix = if !root {
-        "run rtscope as root (tracefs instances need it)"
-    } else if why.contains("lockdown") || why.contains("not writable") {
-        "the kernel's lockdown forbids tracing: boot without lockdown=confidentiality, or \
-         explain from the monitors only"
-    } else {
-        "mount -t tracefs nodev /sys/kernel/tracing (a kernel with CONFIG_TRACING)"
-    };
-    format!("{why}; fix: {fix}")
 }
 
 /// How long the end of a run waits for the trace of its last spikes.
@@ -465,6 +480,12 @@ mod tests {
     use super::*;
     use rtscope_monitor::{Reading, Sample, ThreadShare};
 
+    /// The reason as the run's start line says it.
+    fn off_reason(why: &str, root: bool) -> String {
+        let why = why.to_string();
+        ExplainOff { why, root }.to_string()
+    }
+
     #[test]
     fn the_reason_explaining_is_off_names_the_fix() {
         let mounted = off_reason(
@@ -483,9 +504,10 @@ mod tests {
             "{locked}"
         );
         let user = off_reason("tracefs unavailable: /x/instances is not writable", false);
-        assert!(
-            user.ends_with("fix: run rtscope as root (tracefs instances need it)"),
-            "{user}"
+        assert_eq!(
+            user,
+            "tracefs unavailable: /x/instances is not writable; fix: run rtscope as root \
+             (tracefs instances need it)"
         );
     }
 

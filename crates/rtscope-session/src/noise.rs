@@ -203,7 +203,7 @@ pub const EXPLAIN_FLOOR: Nanos = Nanos(5_000);
 /// default: every gap from the run's gap threshold, at least [`EXPLAIN_FLOOR`], where tracefs
 /// is usable; else why not, with the fix ([`crate::explain::default_choice`]).
 /// `gap_threshold` is the one given (`None`: [`DEFAULT_THRESHOLD`]).
-pub fn default_explain(gap_threshold: Option<Nanos>) -> Result<Nanos, String> {
+pub fn default_explain(gap_threshold: Option<Nanos>) -> Result<Nanos, crate::explain::ExplainOff> {
     crate::explain::default_choice()?;
     Ok(gap_threshold
         .unwrap_or(DEFAULT_THRESHOLD)

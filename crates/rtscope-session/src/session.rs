@@ -407,8 +407,11 @@ impl RecordOutcome {
     }
 
     /// A run's end written to the database at `path` (`recorded as run ID in PATH`), or what
-    /// kept it out (`error: …`).
-    pub(crate) fn written(id: Result<RunId, String>, path: &Path) -> RecordOutcome {
+    /// kept it out (`error: …`, the error's `Display`).
+    pub(crate) fn written<E: std::fmt::Display>(
+        id: Result<RunId, E>,
+        path: &Path,
+    ) -> RecordOutcome {
         match id {
             Ok(id) => RecordOutcome {
                 line: Some(format!("recorded as run {id} in {}", path.display())),

@@ -19,6 +19,23 @@ use std::time::Duration;
 /// How often the counter is read: the closest an SMI is placed to a spike.
 pub const PERIOD: Duration = Duration::from_millis(1);
 
+/// Why the sampler does not run: the tier line's words by `Display`.
+#[derive(Debug, thiserror::Error)]
+pub enum SmiOff {
+    /// Every CPU of rtscope's own is measured (or it has none).
+    #[error(
+        "no CPU of rtscope's own outside the measured ones (reading the counter there would \
+         wake a measured CPU every millisecond)"
+    )]
+    NoOwnCpu,
+    /// The counter cannot be read (not Intel, no msr driver, no privilege).
+    #[error(transparent)]
+    Counter(#[from] rtscope_monitor::smi::SmiUnavailable),
+    /// The thread could not be started.
+    #[error("cannot start the SMI sampler: {0}")]
+    Thread(std::io::Error),
+}
+
 /// The running sampler.
 pub struct SmiSampler {
     timeline: Arc<Mutex<SmiTimeline>>,
@@ -29,13 +46,13 @@ pub struct SmiSampler {
 
 impl SmiSampler {
     /// Starts reading the counter of `cpu` below `root` on a thread pinned there, scheduled
-    /// as the other housekeeping threads (`sched`); why not, as a line for people.
+    /// as the other housekeeping threads (`sched`); why not.
     pub fn start(
         root: &Path,
         cpu: usize,
         sched: crate::housekeeping::Housekeeping,
-    ) -> Result<SmiSampler, String> {
-        let counter = SmiCounter::open(root, &[cpu]).map_err(|e| e.to_string())?;
+    ) -> Result<SmiSampler, SmiOff> {
+        let counter = SmiCounter::open(root, &[cpu])?;
         let timeline = Arc::new(Mutex::new(SmiTimeline::default()));
         let stop = Arc::new(AtomicBool::new(false));
         let (t, s) = (Arc::clone(&timeline), Arc::clone(&stop));
@@ -53,7 +70,7 @@ impl SmiSampler {
                 }
                 read_once(&counter, cpu, &t);
             })
-            .map_err(|e| format!("cannot start the SMI sampler: {e}"))?;
+            .map_err(SmiOff::Thread)?;
         Ok(SmiSampler {
             timeline,
             stop,
@@ -131,7 +148,7 @@ impl SmiState {
         }
         match sampler_cpu(ours, measured).and_then(|cpu| SmiSampler::start(root, cpu, sched)) {
             Ok(s) => SmiState::Sampling(s),
-            Err(why) => SmiState::Off(why),
+            Err(why) => SmiState::Off(why.to_string()),
         }
     }
 
@@ -180,13 +197,9 @@ impl SmiState {
 
 /// The CPU the sampler reads: the first of rtscope's own CPUs that the run does not measure;
 /// `Err` with the reason where there is none.
-pub fn sampler_cpu(ours: Option<&CpuSet>, measured: &[usize]) -> Result<usize, String> {
+pub fn sampler_cpu(ours: Option<&CpuSet>, measured: &[usize]) -> Result<usize, SmiOff> {
     ours.and_then(|o| o.iter().find(|c| !measured.contains(c)))
-        .ok_or_else(|| {
-            "no CPU of rtscope's own outside the measured ones (reading the counter there would \
-             wake a measured CPU every millisecond)"
-                .to_string()
-        })
+        .ok_or(SmiOff::NoOwnCpu)
 }
 
 #[cfg(test)]
@@ -197,9 +210,16 @@ mod tests {
     #[test]
     fn the_sampler_reads_only_a_cpu_the_run_does_not_measure() {
         let ours = CpuSet::from_cpus([0, 1]);
-        assert_eq!(sampler_cpu(Some(&ours), &[1, 2, 3]), Ok(0));
-        assert!(sampler_cpu(Some(&ours), &[0, 1]).is_err());
-        assert!(sampler_cpu(None, &[1]).unwrap_err().contains("measured"));
+        assert_eq!(sampler_cpu(Some(&ours), &[1, 2, 3]).ok(), Some(0));
+        assert!(matches!(
+            sampler_cpu(Some(&ours), &[0, 1]),
+            Err(SmiOff::NoOwnCpu)
+        ));
+        assert_eq!(
+            sampler_cpu(None, &[1]).unwrap_err().to_string(),
+            "no CPU of rtscope's own outside the measured ones (reading the counter there would \
+             wake a measured CPU every millisecond)"
+        );
     }
 
     /// The thread against a fixture counter: an SMI added while it runs is counted over the

@@ -60,35 +60,80 @@ impl HwlatSample {
     }
 }
 
+/// Why the hardware-only mode cannot run here ([`check`]): what is missing by `Display`, the
+/// fix by [`HwlatUnsupported::hint`].
+#[derive(Debug, thiserror::Error)]
+pub enum HwlatUnsupported {
+    /// No hwlat tracer (`CONFIG_HWLAT_TRACER`).
+    #[error(
+        "the kernel has no hwlat tracer (CONFIG_HWLAT_TRACER is not set; nor does rtscope find \
+         another way to spin with interrupts off)"
+    )]
+    NoTracer,
+    /// A hwlat tracer without the per-CPU mode (before Linux 5.15).
+    #[error(
+        "the kernel's hwlat tracer has no per-CPU mode ({} is missing: Linux before 5.15 moves \
+         one thread round-robin across the CPUs, never measuring them at once)",
+        .mode.display()
+    )]
+    NoPerCpuMode {
+        /// The `hwlat_detector/mode` file looked for.
+        mode: PathBuf,
+    },
+    /// The top-level buffer's tracer is in use.
+    #[error(
+        "the kernel's top-level tracer is in use (current_tracer is {current}): hwlat would \
+         replace it"
+    )]
+    TracerInUse {
+        /// The tracer set.
+        current: String,
+        /// The `current_tracer` file.
+        file: PathBuf,
+    },
+    /// `current_tracer` could not be read.
+    #[error(transparent)]
+    Read(TraceError),
+}
+
+impl HwlatUnsupported {
+    /// The fix (`None`: none to name).
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            HwlatUnsupported::NoTracer => Some(
+                "use a kernel built with CONFIG_HWLAT_TRACER=y (Linux 5.15 or later, for its \
+                 per-CPU mode), or leave out --irqs-off: the busy loop in user space measures \
+                 the same CPUs with interrupts on"
+                    .into(),
+            ),
+            HwlatUnsupported::NoPerCpuMode { .. } => Some(
+                "use Linux 5.15 or later, or rt-tests' hwlatdetect for one CPU at a time".into(),
+            ),
+            HwlatUnsupported::TracerInUse { file, .. } => Some(format!(
+                "stop the other tracing (echo nop > {})",
+                file.display()
+            )),
+            HwlatUnsupported::Read(_) => None,
+        }
+    }
+}
+
 /// Why the hardware-only mode cannot run here; `Ok` when it can.
-pub fn check(tfs: &Tracefs) -> Result<(), String> {
+pub fn check(tfs: &Tracefs) -> Result<(), HwlatUnsupported> {
     if !tfs.tracers().iter().any(|t| t == "hwlat") {
-        return Err(
-            "the kernel has no hwlat tracer (CONFIG_HWLAT_TRACER is not set; nor does rtscope \
-             find another way to spin with interrupts off)\n\nhint: use a kernel built with \
-             CONFIG_HWLAT_TRACER=y (Linux 5.15 or later, for its per-CPU mode), or leave out \
-             --irqs-off: the busy loop in user space measures the same CPUs with interrupts on"
-                .into(),
-        );
+        return Err(HwlatUnsupported::NoTracer);
     }
-    if !tfs.root.join("hwlat_detector/mode").exists() {
-        return Err(format!(
-            "the kernel's hwlat tracer has no per-CPU mode ({} is missing: Linux before 5.15 \
-             moves one thread round-robin across the CPUs, never measuring them at once)\n\n\
-             hint: use Linux 5.15 or later, or rt-tests' hwlatdetect for one CPU at a time",
-            tfs.root.join("hwlat_detector/mode").display()
-        ));
+    let mode = tfs.root.join("hwlat_detector/mode");
+    if !mode.exists() {
+        return Err(HwlatUnsupported::NoPerCpuMode { mode });
     }
-    let current = read_bounded(&tfs.root.join("current_tracer"))
-        .map_err(|e| e.to_string())?
+    let file = tfs.root.join("current_tracer");
+    let current = read_bounded(&file)
+        .map_err(HwlatUnsupported::Read)?
         .trim()
         .to_string();
     if current != "nop" {
-        return Err(format!(
-            "the kernel's top-level tracer is in use (current_tracer is {current}): hwlat would \
-             replace it\n\nhint: stop the other tracing (echo nop > {})",
-            tfs.root.join("current_tracer").display()
-        ));
+        return Err(HwlatUnsupported::TracerInUse { current, file });
     }
     Ok(())
 }
@@ -320,16 +365,40 @@ mod tests {
     fn a_kernel_without_the_tracer_or_with_the_top_level_tracer_busy_is_refused_by_name() {
         let (tfs, root) = fake_tracefs("function nop\n", "nop\n");
         let why = check(&tfs).unwrap_err();
-        assert!(why.contains("CONFIG_HWLAT_TRACER"), "{why}");
+        assert!(matches!(why, HwlatUnsupported::NoTracer));
+        assert_eq!(
+            why.to_string(),
+            "the kernel has no hwlat tracer (CONFIG_HWLAT_TRACER is not set; nor does rtscope \
+             find another way to spin with interrupts off)"
+        );
+        assert!(why
+            .hint()
+            .unwrap()
+            .starts_with("use a kernel built with CONFIG_HWLAT_TRACER=y"));
         std::fs::write(root.join("available_tracers"), "hwlat nop\n").unwrap();
-        assert_eq!(check(&tfs), Ok(()));
+        assert!(check(&tfs).is_ok());
         std::fs::write(root.join("current_tracer"), "function\n").unwrap();
-        assert!(check(&tfs)
-            .unwrap_err()
-            .contains("current_tracer is function"));
+        let busy = check(&tfs).unwrap_err();
+        assert_eq!(
+            busy.to_string(),
+            "the kernel's top-level tracer is in use (current_tracer is function): hwlat would \
+             replace it"
+        );
+        assert_eq!(
+            busy.hint().unwrap(),
+            format!(
+                "stop the other tracing (echo nop > {})",
+                root.join("current_tracer").display()
+            )
+        );
         std::fs::write(root.join("current_tracer"), "nop\n").unwrap();
         std::fs::remove_file(root.join("hwlat_detector/mode")).unwrap();
-        assert!(check(&tfs).unwrap_err().contains("Linux before 5.15"));
+        let old = check(&tfs).unwrap_err();
+        assert!(old.to_string().contains("Linux before 5.15"), "{old}");
+        assert_eq!(
+            old.hint().unwrap(),
+            "use Linux 5.15 or later, or rt-tests' hwlatdetect for one CPU at a time"
+        );
         std::fs::remove_dir_all(root).unwrap();
     }
 

@@ -48,8 +48,8 @@ pub(super) fn respond(
         .as_ref()
         .map_or("same", |p| p.get_ref().as_str());
     let span = s.placement.as_ref().map_or(0..0, |p| p.span());
-    let placements =
-        parse_placements(text, None, &allowed).map_err(|e| src.error(span.clone(), e))?;
+    let placements = parse_placements(text, None, &allowed)
+        .map_err(|e| src.error(span.clone(), e.to_string()))?;
     let [placement] = placements[..] else {
         return Err(src
             .error(span, "a respond scenario has one placement")

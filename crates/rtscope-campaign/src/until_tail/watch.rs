@@ -16,7 +16,19 @@ use std::path::PathBuf;
 use std::thread::JoinHandle;
 
 /// A check in progress: what it read up to, and the thread analysing.
-type Pending = (Nanos, JoinHandle<Result<Vec<ThreadStanding>, String>>);
+type Pending = (Nanos, JoinHandle<Result<Vec<ThreadStanding>, CheckError>>);
+
+/// Why a run could not be analysed: the database's error or the tail analysis's, in their
+/// own words.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CheckError {
+    /// The database could not be opened or read.
+    #[error(transparent)]
+    Store(#[from] rtscope_store::StoreError),
+    /// A thread's samples could not be read or analysed.
+    #[error(transparent)]
+    Input(#[from] rtscope_evt::input::InputError),
+}
 
 /// The checks of one running run.
 pub(crate) struct Watch {
@@ -58,7 +70,7 @@ impl Watch {
                     // SCHED_RESET_ON_FORK already made it SCHED_OTHER; said here too, so the
                     // analysis never competes with the housekeeping threads at their priority.
                     rtscope_session::housekeeping::reset_current();
-                    let store = Store::open(&db).map_err(|e| e.to_string())?;
+                    let store = Store::open(&db)?;
                     analyse_run(&store, id, &rule)
                 });
             match spawned {
@@ -78,7 +90,7 @@ impl Watch {
                 Some(super::check_line(&self.checks))
             }
             Ok(Err(e)) => {
-                self.failed(at, &e);
+                self.failed(at, &e.to_string());
                 None
             }
             Err(_) => {
@@ -138,15 +150,15 @@ pub(crate) fn analyse_run(
     store: &Store,
     id: RunId,
     rule: &UntilTail,
-) -> Result<Vec<ThreadStanding>, String> {
-    let detail = store.run(id).map_err(|e| e.to_string())?;
+) -> Result<Vec<ThreadStanding>, CheckError> {
+    let detail = store.run(id)?;
     let o = Options {
         probabilities: vec![rule.probability],
         ..Options::default()
     };
     let mut out = Vec::with_capacity(detail.threads.len());
     for t in &detail.threads {
-        let a = input::analyse_thread(store, &detail, t, &o, false).map_err(|e| e.to_string())?;
+        let a = input::analyse_thread(store, &detail, t, &o, false)?;
         out.push(ThreadStanding {
             title: t
                 .cpu
@@ -157,4 +169,27 @@ pub(crate) fn analyse_run(
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_missing_from_the_database_fails_its_check_in_the_stores_words() {
+        let dir = std::env::temp_dir().join(format!("rtscope-until-tail-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = Store::open(&dir.join("t.db")).unwrap();
+        let rule = UntilTail {
+            probability: 1e-6,
+            precision: 0.1,
+            max_duration: Nanos::from_secs(60),
+        };
+        let e = analyse_run(&store, 42, &rule).unwrap_err();
+        let expected = store.run(42).unwrap_err().to_string();
+        drop(store);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(matches!(e, CheckError::Store(_)), "{e:?}");
+        assert_eq!(e.to_string(), expected);
+    }
 }

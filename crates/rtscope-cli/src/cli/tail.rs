@@ -52,20 +52,75 @@ pub struct TailArgs {
     pub db: Option<PathBuf>,
 }
 
+/// A number refused by [`probability`] or [`percent`] (the text given): clap's usage error
+/// (exit 2) says it after the option's name. (Written by hand: the CLI links no thiserror.)
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum NumberError {
+    /// Not a number strictly between 0 and 1.
+    NotProbability(String),
+    /// Not a number above 0, with or without `%`.
+    NotPercent(String),
+}
+
+impl std::fmt::Display for NumberError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NumberError::NotProbability(t) => write!(
+                f,
+                "'{t}' is not a probability: give a number between 0 and 1, e.g. 1e-9"
+            ),
+            NumberError::NotPercent(t) => write!(f, "'{t}' is not a percentage: give e.g. 10%"),
+        }
+    }
+}
+
+impl std::error::Error for NumberError {}
+
 /// A probability strictly between 0 and 1.
-pub(crate) fn probability(text: &str) -> Result<f64, String> {
+pub(crate) fn probability(text: &str) -> Result<f64, NumberError> {
     match text.trim().parse::<f64>() {
         Ok(p) if p > 0.0 && p < 1.0 => Ok(p),
-        _ => Err(format!(
-            "'{text}' is not a probability: give a number between 0 and 1, e.g. 1e-9"
-        )),
+        _ => Err(NumberError::NotProbability(text.to_string())),
     }
 }
 
 /// A percentage above 0: `10%` or `10` is 0.1.
-fn percent(text: &str) -> Result<f64, String> {
+fn percent(text: &str) -> Result<f64, NumberError> {
     match text.trim().trim_end_matches('%').parse::<f64>() {
         Ok(p) if p > 0.0 && p.is_finite() => Ok(p / 100.0),
-        _ => Err(format!("'{text}' is not a percentage: give e.g. 10%")),
+        _ => Err(NumberError::NotPercent(text.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probabilities_and_percentages_parse_and_a_bad_one_says_what_to_give() {
+        assert_eq!(probability(" 1e-9 "), Ok(1e-9));
+        assert_eq!(percent("10%"), Ok(0.1));
+        assert_eq!(percent("5"), Ok(0.05));
+        for bad in ["0", "1", "x", "-0.5"] {
+            assert_eq!(
+                probability(bad).unwrap_err().to_string(),
+                format!("'{bad}' is not a probability: give a number between 0 and 1, e.g. 1e-9")
+            );
+        }
+        assert_eq!(
+            percent("0%").unwrap_err().to_string(),
+            "'0%' is not a percentage: give e.g. 10%"
+        );
+        // Through clap: a usage error (exit 2) naming the option.
+        let e = <crate::cli::Cli as clap::Parser>::try_parse_from([
+            "rtscope", "tail", "last", "-p", "2",
+        ])
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string()
+                .contains("invalid value '2' for '--probability <P>': '2' is not a probability"),
+            "{e}"
+        );
     }
 }

@@ -83,7 +83,8 @@ fn placements(a: &RespondArgs, online: &CpuSet) -> Result<Vec<Placement>, UsageE
     }
     let list =
         rtscope_respond::ipc::parse_placements(&a.placement, a.cpu, &allowed).map_err(|e| {
-            UsageError::new(e).hint("use same, cross or SENDER:RECEIVER CPUs such as 0:1")
+            UsageError::new(e.to_string())
+                .hint("use same, cross or SENDER:RECEIVER CPUs such as 0:1")
         })?;
     for p in &list {
         // A CPU that is not online is the plan's to refuse.

@@ -69,6 +69,17 @@ impl CounterKind {
     }
 }
 
+/// Why `--counter raw` was refused: the words after `raw: ` in the usage error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RawRefused {
+    /// The raw counter cannot be trusted here ([`CounterProbe::unusable`]'s reason).
+    #[error("{0}")]
+    Unusable(String),
+    /// This architecture has no raw counter rtscope reads.
+    #[error("no raw counter")]
+    NoRawCounter,
+}
+
 /// What the machine says about its raw counter (read from files under a root, so tests can
 /// give their own).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,12 +139,12 @@ impl CounterProbe {
     }
 
     /// The counter a run reads for `choice`, or why the raw counter was refused.
-    pub fn choose(&self, choice: CounterChoice) -> Result<CounterKind, String> {
+    pub fn choose(&self, choice: CounterChoice) -> Result<CounterKind, RawRefused> {
         match (choice, self.raw, &self.unusable) {
             (CounterChoice::Clock, _, _) => Ok(CounterKind::Clock),
             (CounterChoice::Raw, Some(raw), None) => Ok(raw),
-            (CounterChoice::Raw, _, Some(why)) => Err(why.clone()),
-            (CounterChoice::Raw, None, None) => Err("no raw counter".into()),
+            (CounterChoice::Raw, _, Some(why)) => Err(RawRefused::Unusable(why.clone())),
+            (CounterChoice::Raw, None, None) => Err(RawRefused::NoRawCounter),
             (CounterChoice::Auto, Some(raw), None) if self.kernel_keeps_time_with(raw) => Ok(raw),
             (CounterChoice::Auto, _, _) => Ok(CounterKind::Clock),
         }
@@ -352,15 +363,29 @@ mod tests {
     fn a_tsc_that_does_not_tick_at_a_constant_rate_is_refused_and_named() {
         let old = "flags\t\t: fpu tsc constant_tsc\n";
         let p = CounterProbe::of(Some(CounterKind::Tsc), old, Some("tsc".into()));
-        let why = p.choose(CounterChoice::Raw).unwrap_err();
-        assert!(why.contains("lacks nonstop_tsc"), "{why}");
+        let why = p.choose(CounterChoice::Raw).unwrap_err().to_string();
+        assert_eq!(
+            why,
+            "this CPU's TSC does not tick at a constant rate: /proc/cpuinfo lacks nonstop_tsc"
+        );
         assert_eq!(p.choose(CounterChoice::Auto), Ok(CounterKind::Clock));
         assert_eq!(p.auto_note().as_deref(), Some(why.as_str()));
         let none = CounterProbe::of(None, FLAGS, None);
         assert!(none
             .choose(CounterChoice::Raw)
             .unwrap_err()
+            .to_string()
             .contains("only x86-64"));
+        // A probe that names no reason but has no counter either.
+        let bare = CounterProbe {
+            raw: None,
+            unusable: None,
+            clocksource: None,
+        };
+        assert_eq!(
+            bare.choose(CounterChoice::Raw).unwrap_err().to_string(),
+            "no raw counter"
+        );
     }
 
     #[test]

@@ -15,7 +15,9 @@ mod counter;
 mod state;
 mod threshold;
 
-pub use counter::{Anchor, Calibration, CounterChoice, CounterKind, CounterProbe, MIN_CALIBRATION};
+pub use counter::{
+    Anchor, Calibration, CounterChoice, CounterKind, CounterProbe, RawRefused, MIN_CALIBRATION,
+};
 pub use state::{Gap, GapRing, NoiseShared, NoiseTotals, STRETCH};
 pub use threshold::{Threshold, PREHEAT_MIN_ITERATIONS};
 

@@ -270,13 +270,24 @@ impl IpcConfig {
     }
 }
 
+/// Why a placement list was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlacementError {
+    /// `cross` where this process may use one CPU only.
+    #[error("placement cross needs two CPUs; this process may use one")]
+    CrossNeedsTwoCpus,
+    /// Neither `same`, `cross` nor `SENDER:RECEIVER` (the text given).
+    #[error("invalid placement '{0}': use same, cross or SENDER:RECEIVER CPUs such as 0:1")]
+    Invalid(String),
+}
+
 /// Parses a placement list (`same`, `cross`, `S:R`, comma-separated) for a receiver on
 /// `receiver` (default: the last of `allowed`, the CPUs this process may use).
 pub fn parse_placements(
     text: &str,
     receiver: Option<usize>,
     allowed: &[usize],
-) -> Result<Vec<Placement>, String> {
+) -> Result<Vec<Placement>, PlacementError> {
     let receiver = receiver.or(allowed.last().copied()).unwrap_or(0);
     text.split(',')
         .map(str::trim)
@@ -286,13 +297,39 @@ pub fn parse_placements(
                 .iter()
                 .find(|&&c| c != receiver)
                 .map(|&s| Placement::cross(s, receiver))
-                .ok_or_else(|| "placement cross needs two CPUs; this process may use one".into()),
+                .ok_or(PlacementError::CrossNeedsTwoCpus),
             other => other
                 .split_once(':')
                 .and_then(|(s, r)| Some(Placement::cross(s.parse().ok()?, r.parse().ok()?)))
-                .ok_or_else(|| {
-                    format!("invalid placement '{other}': use same, cross or SENDER:RECEIVER CPUs such as 0:1")
-                }),
+                .ok_or_else(|| PlacementError::Invalid(other.to_string())),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placements_parse_and_each_refusal_says_what_to_write() {
+        assert_eq!(
+            parse_placements("same, cross, 2:3", Some(1), &[0, 1]),
+            Ok(vec![
+                Placement::same(1),
+                Placement::cross(0, 1),
+                Placement::cross(2, 3)
+            ])
+        );
+        let one = parse_placements("cross", None, &[4]).unwrap_err();
+        assert_eq!(one, PlacementError::CrossNeedsTwoCpus);
+        assert_eq!(
+            one.to_string(),
+            "placement cross needs two CPUs; this process may use one"
+        );
+        let bad = parse_placements("same,1-2", None, &[0, 1]).unwrap_err();
+        assert_eq!(
+            bad.to_string(),
+            "invalid placement '1-2': use same, cross or SENDER:RECEIVER CPUs such as 0:1"
+        );
+    }
 }

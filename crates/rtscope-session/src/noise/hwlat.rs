@@ -106,13 +106,12 @@ impl HwlatError {
         }
     }
 
-    /// The tracer's refusal: its text, the fix after its `hint:` apart.
-    fn unsupported(text: &str) -> Self {
-        let (why, hint) = match text.split_once("\n\nhint: ") {
-            Some((w, h)) => (w.to_string(), Some(h.to_string())),
-            None => (text.to_string(), None),
-        };
-        HwlatError::Unsupported { why, hint }
+    /// The tracer's refusal: what is missing, and the fix.
+    fn unsupported(e: &rtscope_trace::hwlat::HwlatUnsupported) -> Self {
+        HwlatError::Unsupported {
+            why: e.to_string(),
+            hint: e.hint(),
+        }
     }
 }
 

@@ -312,7 +312,7 @@ pub(super) fn lower(
     if s.explain_by_default && !s.irqs_off && plan.explain.is_none() {
         match noise::default_explain(s.threshold) {
             Ok(t) => plan.explain = Some(t),
-            Err(why) => plan.explain_off = Some(why),
+            Err(why) => plan.explain_off = Some(why.to_string()),
         }
     }
     plan.config.sample_ring = None;
