@@ -137,13 +137,7 @@ pub fn build_each(
     if !noisy.iter().all(noise::is_noise) {
         return Err(ReportError::NoiseFirst);
     }
-    let parse =
-        |v: &Vec<String>| -> Vec<group::Key> { v.iter().map(|n| group::Key::parse(n)).collect() };
-    let keys = opts.group_by.as_ref().map(parse);
-    let cols = opts.cols.as_ref().map(parse);
-    let rows = opts.rows.as_deref().map(group::Key::parse);
-    let grouping =
-        group::Grouping::arranged(latency, keys.as_deref(), rows.as_ref(), cols.as_deref());
+    let grouping = grouping(latency, opts);
     let mut figs = Vec::new();
     if !latency.is_empty() {
         figs = figures::all_with(latency, &grouping, opts.xmax_us);
@@ -191,18 +185,41 @@ pub fn build_each(
         md.push_str(&noise::html::markdown(noisy));
     }
     sink(file("summary.md", md.into_bytes()))?;
+    figure_files(&figs, inline.then_some(rendered), sink)
+}
+
+/// The latency runs' grouping: `--group-by`, `--rows` and `--cols` as keys.
+fn grouping(latency: &[RunData], opts: &ReportOptions) -> group::Grouping {
+    let parse =
+        |v: &Vec<String>| -> Vec<group::Key> { v.iter().map(|n| group::Key::parse(n)).collect() };
+    let keys = opts.group_by.as_ref().map(parse);
+    let cols = opts.cols.as_ref().map(parse);
+    let rows = opts.rows.as_deref().map(group::Key::parse);
+    group::Grouping::arranged(latency, keys.as_deref(), rows.as_ref(), cols.as_deref())
+}
+
+/// Each figure's SVG and PNG files: the ones already `rendered` (inline figures), or rendered
+/// two at a time and handed on before the next two.
+fn figure_files(
+    figs: &[figures::NamedFigure],
+    rendered: Option<Vec<Rendered>>,
+    sink: &mut dyn FnMut(ReportFile) -> Result<(), ReportError>,
+) -> Result<(), ReportError> {
     let mut emit = |f: &figures::NamedFigure, (svg, png): Rendered| {
         sink(file(&format!("{}.svg", f.name), svg.into_bytes()))?;
         sink(file(&format!("{}.png", f.name), png))
     };
-    if inline {
-        for (f, r) in figs.iter().zip(rendered) {
-            emit(f, r)?;
-        }
-    } else {
-        for pair in figs.chunks(2) {
-            for (f, r) in pair.iter().zip(render_all(pair)?) {
+    match rendered {
+        Some(rendered) => {
+            for (f, r) in figs.iter().zip(rendered) {
                 emit(f, r)?;
+            }
+        }
+        None => {
+            for pair in figs.chunks(2) {
+                for (f, r) in pair.iter().zip(render_all(pair)?) {
+                    emit(f, r)?;
+                }
             }
         }
     }
