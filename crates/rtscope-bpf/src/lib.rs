@@ -9,6 +9,8 @@
 //! descriptor of this process: the kernel detaches and frees them all when it exits, however
 //! it exits. Depends on `libc` only.
 
+#![warn(missing_docs)]
+
 pub mod asm;
 pub mod btf;
 pub mod insn;

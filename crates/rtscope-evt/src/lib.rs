@@ -12,6 +12,8 @@
 //! the tests could not check (a histogram) is refused too unless stationarity is assumed
 //! explicitly, and a heavy or unstable tail gets no far-tail number at all ([`far`]).
 
+#![warn(missing_docs)]
+
 pub mod diag;
 pub mod far;
 pub mod figure;
