@@ -206,11 +206,14 @@ pub enum Verdict {
         /// Why (for people).
         why: String,
     },
-    /// An estimate whose stationarity was assumed, not tested (`--assume-stationary`): shown,
-    /// never passing.
+    /// An estimate whose stationarity was assumed, not tested (`--assume-stationary`), or a
+    /// level of the block maxima whose GEV failed a test: shown, never passing.
     Untested {
         /// Upper confidence bound, ns (`None`: unbounded).
         upper_ns: Option<f64>,
+        /// The failed test, for people (`None`: stationarity assumed with --assume-stationary).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
     },
 }
 
@@ -243,6 +246,7 @@ impl TailLimit {
         if let (true, Some(l)) = (a.assumed_stationary, level) {
             return Verdict::Untested {
                 upper_ns: l.upper_ns,
+                why: None,
             };
         }
         let against = |upper: Option<f64>, used| match upper {
@@ -252,13 +256,31 @@ impl TailLimit {
         if let (true, Some(l)) = (a.accepted(), level) {
             return against(l.upper_ns, Used::Estimate);
         }
-        let mut why = vec![if a.accepted() {
-            "the estimate has no level there (none is given within the measured data)".to_string()
-        } else {
-            "the estimate (one stationary tail) was refused".to_string()
+        let near = |x: f64, y: f64| (x / y - 1.0).abs() < 1e-9;
+        let dropped = a.not_given.iter().find(|n| match self.per {
+            Per::Wakeup(p) | Per::Episode(p) => near(n.probability, p),
+            Per::Time(s) => n.once_per_s.is_some_and(|o| near(o, s.seconds())),
+        });
+        let mut why = vec![match (a.accepted(), dropped) {
+            (true, Some(n)) => format!("the estimate gives no level there: {}", n.why),
+            (true, None) => {
+                "the estimate has no level there (none is given within the measured data)"
+                    .to_string()
+            }
+            (false, Some(n)) => format!(
+                "the estimate (one stationary tail) was refused, and would give no level there: {}",
+                n.why
+            ),
+            (false, None) => "the estimate (one stationary tail) was refused".to_string(),
         }];
         if let Per::Time(s) = self.per {
             match per_time(a, s.seconds(), &mut why) {
+                Some((upper, Used::BlockMaxima)) if !blocks_tested(a) => {
+                    return Verdict::Untested {
+                        upper_ns: upper,
+                        why: Some(blocks_failed(a)),
+                    }
+                }
                 Some((upper, used)) => return against(upper, used),
                 None if a.regimes.is_none() => why.push(
                     "no answer per time (no raw samples in time order, or the run's wake-up rate is unknown)".into(),
@@ -270,6 +292,29 @@ impl TailLimit {
             why: why.join("; "),
         }
     }
+}
+
+/// Whether `a`'s block maxima passed every test of their fit.
+fn blocks_tested(a: &Analysis) -> bool {
+    let blocks = a.regimes.as_ref().and_then(|r| r.blocks.given());
+    blocks.is_some_and(|b| b.tested)
+}
+
+/// The block maxima's tests that did not pass, in words with their p-values.
+fn blocks_failed(a: &Analysis) -> String {
+    let blocks = a.regimes.as_ref().and_then(|r| r.blocks.given());
+    let failed: Vec<String> = blocks
+        .map(|b| b.tests.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .filter(|t| !t.passed())
+        .map(|t| match &t.outcome {
+            crate::Outcome::Fail { p, .. } => format!("failed: {} (p = {p:.3})", t.test.question()),
+            crate::Outcome::Untested { why } => format!("not run: {} ({why})", t.test.question()),
+            crate::Outcome::Pass { .. } => String::new(),
+        })
+        .collect();
+    format!("the block maxima's GEV is untested: {}", failed.join("; "))
 }
 
 /// The upper bound of `a`'s level once per `t` s from the worst-segment envelope, else the block
@@ -299,7 +344,10 @@ fn per_time(a: &Analysis, t: f64, why: &mut Vec<String>) -> Option<(Option<f64>,
             if let Some(l) = b.levels.iter().find(|l| near(l.once_per_s)) {
                 return Some((l.upper_ns, Used::BlockMaxima));
             }
-            why.push(format!("the block maxima give no level once per {when}"));
+            match b.not_given.iter().find(|n| near(n.once_per_s)) {
+                Some(n) => why.push(format!("the block maxima: {}", n.why)),
+                None => why.push(format!("the block maxima give no level once per {when}")),
+            }
         }
         Answer::NotGiven { why: w } => why.push(format!("no block maxima: {w}")),
     }

@@ -14,6 +14,7 @@
 
 #![warn(missing_docs)]
 
+pub mod bounds;
 pub mod diag;
 pub mod far;
 pub mod figure;
@@ -230,6 +231,14 @@ pub enum Refusal {
     },
     /// The run kept no distribution (summary statistics only, no histogram, no raw samples).
     NoDistribution,
+    /// The largest observations take fewer than [`bounds::MIN_DISTINCT`] distinct values (a
+    /// constant run, or every large latency in one or two of a histogram's bins): no tail.
+    NoTail {
+        /// Distinct values (source bins for a binned input) among the largest observations.
+        distinct: usize,
+        /// The largest value observed, ns.
+        observed_max_ns: f64,
+    },
     /// A diagnostic failed.
     Failed {
         /// Which.
@@ -280,6 +289,18 @@ impl std::fmt::Display for Refusal {
             ),
             Refusal::NoDistribution => f.write_str(
                 "the run kept no histogram and no raw samples (summary statistics only): nothing to fit",
+            ),
+            Refusal::NoTail {
+                distinct,
+                observed_max_ns,
+            } => write!(
+                f,
+                "no tail to fit: the largest latencies take {} (largest {}), so nothing beyond the observed maximum is estimated",
+                match distinct {
+                    1 => "one value only".to_string(),
+                    d => format!("only {d} distinct values"),
+                },
+                units::us(*observed_max_ns)
             ),
             Refusal::Failed { test } => write!(f, "failed: {}", test.question()),
             Refusal::NotTested { tests } => write!(
@@ -428,6 +449,10 @@ pub struct Analysis {
     /// probability `p` (the marginal level: the episode level at `θ p`, `θ` the clusters per
     /// exceedance of the threshold, one over [`Model::wakeups_per_episode`]; Coles 2001, §5.3).
     pub wakeup_levels: Vec<Level>,
+    /// The levels of `levels` and `wakeup_levels` computed but not given, and why: an open
+    /// interval, beyond 100 × the observed maximum or beyond the measured time's reach
+    /// ([`bounds`]).
+    pub not_given: Vec<bounds::LevelNotGiven>,
     /// Why the estimate is refused (empty: accepted).
     pub refusals: Vec<Refusal>,
     /// Whether `levels` are shown although refused.
@@ -456,6 +481,7 @@ impl Analysis {
             diagnostics: Vec::new(),
             levels: Vec::new(),
             wakeup_levels: Vec::new(),
+            not_given: Vec::new(),
             refusals: vec![why],
             unreliable: false,
             assumed_stationary: false,
@@ -475,7 +501,12 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
     let mut desc: Vec<f64> = tail.points.iter().map(|p| p.value).collect();
     desc.sort_by(f64::total_cmp);
     desc.reverse();
-    let thresholds = threshold::candidates(&desc, tail.observations, o.min_clusters);
+    let have_values = distinct_top(tail, &desc);
+    let thresholds = if have_values < bounds::MIN_DISTINCT {
+        Vec::new()
+    } else {
+        threshold::candidates(&desc, tail.observations, o.min_clusters)
+    };
     let stability = threshold::stability(&tail.points, &thresholds, o.min_clusters);
     let mut a = Analysis {
         observations: tail.observations,
@@ -488,12 +519,20 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
         diagnostics: Vec::new(),
         levels: Vec::new(),
         wakeup_levels: Vec::new(),
+        not_given: Vec::new(),
         refusals: Vec::new(),
         unreliable: false,
         assumed_stationary: false,
         rate_hz: tail.rate_hz,
         regimes: o.regimes.then(|| regimes::regimes(tail, o)).flatten(),
     };
+    if have_values < bounds::MIN_DISTINCT {
+        a.refusals.push(Refusal::NoTail {
+            distinct: have_values,
+            observed_max_ns: tail.max,
+        });
+        return a;
+    }
     let have = a.stability.first().map_or(
         desc.len()
             .saturating_sub(1)
@@ -552,7 +591,7 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
     if a.refusals.is_empty() || (estimable && (unreliable || assumed)) {
         a.unreliable = !a.refusals.is_empty();
         a.assumed_stationary = a.unreliable && assumed;
-        (a.levels, a.wakeup_levels) = both_levels(
+        (a.levels, a.wakeup_levels, a.not_given) = both_levels(
             Fitted {
                 tail,
                 clusters: &clusters,
@@ -577,20 +616,43 @@ pub(crate) struct Fitted<'a> {
     pub(crate) rate: f64,
 }
 
-/// The levels per episode (with the per-time ones) and per wake-up.
-fn both_levels(f: Fitted, o: &Options) -> (Vec<Level>, Vec<Level>) {
+/// The distinct values among the largest observations `desc` of `tail` (a binned input's
+/// source bins: its values are spread over them), at most [`bounds::MIN_DISTINCT`] counted.
+fn distinct_top(tail: &Tail, desc: &[f64]) -> usize {
+    let top = desc.iter().take(threshold::MAX_EXCEEDANCES + 1);
+    match tail.bins {
+        Some(diag::Bins::Step { width }) if width > 0.0 => {
+            bounds::distinct(top.map(|v| (v / width).floor()), bounds::MIN_DISTINCT)
+        }
+        _ => bounds::distinct(top.copied(), bounds::MIN_DISTINCT),
+    }
+}
+
+/// The levels per episode (with the per-time ones) and per wake-up, and those not given.
+fn both_levels(f: Fitted, o: &Options) -> (Vec<Level>, Vec<Level>, Vec<bounds::LevelNotGiven>) {
     let (tail, c) = (f.tail, f.clusters);
-    let mut probs = o.probabilities.clone();
+    let mut probs: Vec<(f64, f64, Option<f64>)> =
+        o.probabilities.iter().map(|&p| (p, p, None)).collect();
     if let Some(hz) = tail.rate_hz {
         // Once an hour, a day, a year and ten years at the run's rate.
-        probs.extend(PER_TIME_S.iter().map(|s| 1.0 / (hz * s)));
+        probs.extend(
+            PER_TIME_S
+                .iter()
+                .map(|s| (1.0 / (hz * s), 1.0 / (hz * s), Some(*s))),
+        );
     }
-    let episodes = probs.iter().map(|&p| (p, p));
     // Coles 2001, §5.3.2: θ as the clusters per exceedance of the threshold, so that a wake-up
     // exceeds a level as often as the episodes above it times their mean size.
     let theta = c.maxima.len() as f64 / c.exceedances.max(1) as f64;
-    let wakeups = o.probabilities.iter().map(|&p| (p, theta * p));
-    (levels(f, o, episodes), levels(f, o, wakeups))
+    let wakeups = o
+        .probabilities
+        .iter()
+        .map(|&p| (p, theta * p, None))
+        .collect();
+    let (episodes, mut not_given) = levels(f, o, probs);
+    let (wakeup, more) = levels(f, o, wakeups);
+    not_given.extend(more);
+    (episodes, wakeup, not_given)
 }
 
 /// The refusals of a fitted analysis: its failed diagnostics, the tests that could not run
@@ -708,13 +770,15 @@ fn diagnostics(
     out
 }
 
-/// The levels at `(p, q)`: labelled with probability `p`, estimated as the level an episode
-/// exceeds with probability `q` per wake-up (`q = p` per episode, `θ p` per wake-up).
+/// The levels at `(p, q, span)`: labelled with probability `p`, estimated as the level an
+/// episode exceeds with probability `q` per wake-up (`q = p` per episode, `θ p` per wake-up),
+/// `span` the time of a per-time row; monotone in `q` and within [`bounds`], the others not
+/// given.
 pub(crate) fn levels(
     f: Fitted,
     o: &Options,
-    probs: impl Iterator<Item = (f64, f64)>,
-) -> Vec<Level> {
+    probs: Vec<(f64, f64, Option<f64>)>,
+) -> (Vec<Level>, Vec<bounds::LevelNotGiven>) {
     let Fitted {
         tail,
         clusters: c,
@@ -723,22 +787,65 @@ pub(crate) fn levels(
         rate,
     } = f;
     let chi2 = diag::chi2_1(o.confidence);
-    probs
-        .filter(|&(_, q)| q > 0.0 && q < rate)
-        .map(|(p, q)| {
+    let probs: Vec<_> = probs
+        .into_iter()
+        .filter(|&(_, q, _)| q > 0.0 && q < rate)
+        .collect();
+    let rows: Vec<(f64, f64, Option<f64>)> = probs
+        .iter()
+        .map(|&(_, q, _)| {
             let (lo, hi) = gpd::return_interval(&c.maxima, fit, rate, q, chi2);
             let e = u + gpd::return_excess(&fit.gpd, rate, q);
-            Level {
-                probability: p,
-                once_per_s: tail.rate_hz.map(|hz| 1.0 / (p * hz)),
-                estimate_ns: e,
-                lower_ns: u + lo,
-                upper_ns: hi.map(|h| u + h),
-                extrapolation: 1.0 / (p * tail.observations as f64),
-                longer: o
-                    .precision
-                    .and_then(|r| longer_for(e, hi.map(|h| u + h)?, r)),
-            }
+            (e, u + lo, hi.map(|h| u + h))
         })
-        .collect()
+        .collect();
+    let rows = monotone_by(rows, |i| probs[i].1);
+    let measured = tail.rate_hz.map(|hz| tail.observations as f64 / hz);
+    let (mut given, mut not_given) = (Vec::new(), Vec::new());
+    for (&(p, _, span), (e, lo, hi)) in probs.iter().zip(rows) {
+        let once_per_s = tail.rate_hz.map(|hz| 1.0 / (p * hz));
+        let time = span.zip(measured);
+        if let Some(why) = bounds::why_not(e, lo, hi, tail.max, time) {
+            not_given.push(bounds::LevelNotGiven {
+                probability: p,
+                once_per_s,
+                why,
+            });
+            continue;
+        }
+        given.push(Level {
+            probability: p,
+            once_per_s,
+            estimate_ns: e,
+            lower_ns: lo,
+            upper_ns: hi,
+            extrapolation: 1.0 / (p * tail.observations as f64),
+            longer: o.precision.and_then(|r| longer_for(e, hi?, r)),
+        });
+    }
+    (given, not_given)
+}
+
+/// `rows` made monotone ([`bounds::monotone`]) from the largest `q(i)` to the smallest, in
+/// their own order.
+pub(crate) fn monotone_by(
+    rows: Vec<(f64, f64, Option<f64>)>,
+    q: impl Fn(usize) -> f64,
+) -> Vec<(f64, f64, Option<f64>)> {
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| q(b).total_cmp(&q(a)));
+    let mut sorted: Vec<_> = order.iter().map(|&i| rows[i]).collect();
+    bounds::monotone(&mut sorted);
+    let mut out = rows;
+    for (k, &i) in order.iter().enumerate() {
+        out[i] = sorted[k];
+    }
+    out
+}
+
+/// The p-value of the likelihood ratio `lr` of `ξ = 0` against a fitted `ξ` (χ² with 1
+/// degree): below the significance level the data reject the unbounded (exponential) tail.
+pub fn bounded_p(lr: f64) -> f64 {
+    use statrs::distribution::{ChiSquared, ContinuousCDF};
+    ChiSquared::new(1.0).map_or(f64::NAN, |c| 1.0 - c.cdf(lr.max(0.0)))
 }

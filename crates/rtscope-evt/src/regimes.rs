@@ -16,6 +16,7 @@
 //!
 //! Each needs the wake-ups in time order (raw samples) and the run's wake-up rate.
 
+pub mod block_tests;
 mod envelope;
 pub mod per_time;
 mod ranks;
@@ -153,6 +154,14 @@ pub struct BlockMaxima {
     pub levels: Vec<TimeLevel>,
     /// The held-out check (`None`: too few blocks for a level with five expected in the half).
     pub held_out: Option<HeldOut>,
+    /// The fit's tests ([`block_tests`]): a per-time gate passes on these levels only when every
+    /// one passed.
+    pub tests: Vec<block_tests::BlockTest>,
+    /// Whether every test passed.
+    pub tested: bool,
+    /// The times asked for without a level, and why (an open interval, beyond 100 × the
+    /// observed maximum or beyond [`crate::bounds::TIME_REACH`] × the measured time).
+    pub not_given: Vec<per_time::TimeNotGiven>,
 }
 
 /// The answers of `tail` (ordered, with a rate), `None` when it has no order or rate.
@@ -346,21 +355,36 @@ fn blocks(tail: &Tail, hz: f64, o: &Options) -> Answer<BlockMaxima> {
     }
     let chi2 = crate::diag::chi2_1(o.confidence);
     let run_s = x.len() as f64 * block_s;
-    let levels = crate::PER_TIME_S[..3]
+    let spans = &crate::PER_TIME_S[..3];
+    let rows: Vec<(f64, f64, Option<f64>)> = spans
         .iter()
         .map(|&span| {
             let q = block_s / span;
             let (lower, upper) = gev::level_interval(&sample, &fit, q, chi2);
-            TimeLevel {
-                once_per_s: span,
-                per_block: q,
-                estimate_ns: fit.gev.level(q),
-                lower_ns: lower,
-                upper_ns: upper,
-                extrapolation: span / run_s,
-            }
+            (fit.gev.level(q), lower, upper)
         })
         .collect();
+    let rows = crate::monotone_by(rows, |i| -spans[i]);
+    let (mut levels, mut not_given) = (Vec::new(), Vec::new());
+    for (&span, (e, lower, upper)) in spans.iter().zip(rows) {
+        let time = Some((span, run_s));
+        if let Some(why) = crate::bounds::why_not(e, lower, upper, tail.max, time) {
+            not_given.push(per_time::TimeNotGiven {
+                once_per_s: span,
+                why,
+            });
+            continue;
+        }
+        levels.push(TimeLevel {
+            once_per_s: span,
+            per_block: block_s / span,
+            estimate_ns: e,
+            lower_ns: lower,
+            upper_ns: upper,
+            extrapolation: span / run_s,
+        });
+    }
+    let tests = block_tests::tests(&x, &sample, &fit, o.alpha);
     Answer::Given(BlockMaxima {
         block_s,
         blocks: x.len(),
@@ -368,6 +392,9 @@ fn blocks(tail: &Tail, hz: f64, o: &Options) -> Answer<BlockMaxima> {
         censored_share: sample.censored as f64 / x.len() as f64,
         levels,
         held_out: held_out(&x),
+        tested: tests.iter().all(block_tests::BlockTest::passed),
+        tests,
+        not_given,
     })
 }
 

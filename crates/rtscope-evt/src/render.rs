@@ -89,6 +89,14 @@ fn refused(o: &mut String, who: &Who, a: &Analysis) {
             o,
             "  what the run supports without that assumption: the segments, the worst-segment envelope and the block maxima below"
         );
+        let _ = writeln!(
+            o,
+            "  the answer for this run is the worst-segment envelope: it promises the levels as if every minute were like the worst segment seen, no more (conditions the run did not see are not covered); the block maxima's levels count only where their tests pass"
+        );
+        let _ = writeln!(
+            o,
+            "  for a tested estimate: isolate the CPU (isolcpus=, nohz_full=, interrupts moved away), measure longer, on a quieter machine (nothing started or stopped during the run)"
+        );
     }
 }
 
@@ -142,6 +150,19 @@ fn model(o: &mut String, a: &Analysis) {
                 None => "unbounded tail".to_string(),
             }
         );
+        if m.shape == crate::Shape::Gpd && m.gpd.xi < 0.0 {
+            let p = crate::bounded_p(m.lr_exponential);
+            let _ = writeln!(
+                o,
+                "  ASSUMED (--allow-bounded): a bounded tail (ξ < 0), tested by the likelihood ratio of ξ = 0: {:.2}, p = {p:.3}: {}",
+                m.lr_exponential,
+                if p < a.alpha {
+                    "the data reject the unbounded tail"
+                } else {
+                    "the data do NOT reject an unbounded tail, so the bound is an assumption only"
+                }
+            );
+        }
         if m.shape == crate::Shape::Exponential {
             let _ = writeln!(
                 o,
@@ -187,6 +208,16 @@ fn levels(o: &mut String, a: &Analysis) {
         "  {label}per episode: with probability p per wake-up an episode starts whose maximum exceeds the latency; per time: an episode above it once per that time of this workload ({conf:.0} % confidence interval):"
     );
     rows(o, &a.levels, true);
+    for n in &a.not_given {
+        let once = n
+            .once_per_s
+            .map_or(String::new(), |s| format!(" (once per {})", span(s)));
+        let _ = writeln!(
+            o,
+            "    p = {:<8.0e}{once} not given: {}",
+            n.probability, n.why
+        );
+    }
 }
 
 /// The rows of one table of levels; `per_time`: say "once per" of each (the episode table).
@@ -239,8 +270,15 @@ pub fn limit(l: &TailLimit, v: &Verdict) -> String {
             used.words()
         ),
         Verdict::NoEstimate { why } => format!("FAILED: no estimate to check: {why}"),
-        Verdict::Untested { upper_ns } => format!(
+        Verdict::Untested { upper_ns, why: None } => format!(
             "FAILED: the estimate is untested (--assume-stationary; upper bound {}), and no limit passes on an untested estimate",
+            upper_ns.map_or("unbounded".to_string(), us)
+        ),
+        Verdict::Untested {
+            upper_ns,
+            why: Some(why),
+        } => format!(
+            "FAILED: untested: {why} (upper bound {}); no limit passes on an untested level",
             upper_ns.map_or("unbounded".to_string(), us)
         ),
     };
@@ -383,6 +421,32 @@ fn blocks_text(o: &mut String, b: &BlockMaxima, conf: f64) {
             us(l.estimate_ns),
             us(l.lower_ns),
             l.upper_ns.map_or("unbounded".to_string(), us)
+        );
+    }
+    for n in &b.not_given {
+        let _ = writeln!(
+            o,
+            "      once per {}: not given: {}",
+            span(n.once_per_s),
+            n.why
+        );
+    }
+    for t in &b.tests {
+        let (mark, detail) = match &t.outcome {
+            Outcome::Pass { statistic, p } => {
+                ("pass", format!("statistic {statistic:.4}, p = {p:.3}"))
+            }
+            Outcome::Fail { statistic, p } => {
+                ("FAIL", format!("statistic {statistic:.4}, p = {p:.3}"))
+            }
+            Outcome::Untested { why } => ("untested", why.clone()),
+        };
+        let _ = writeln!(o, "      {mark:<8} {}: {detail}", t.test.question());
+    }
+    if !b.tested {
+        let _ = writeln!(
+            o,
+            "      UNTESTED: a test of the block maxima did not pass, so no --limit tail@1/TIME passes on these levels"
         );
     }
     if let Some(h) = &b.held_out {

@@ -49,10 +49,19 @@ pub enum Fix {
         /// The CPU.
         cpu: Option<u32>,
     },
-    /// Measure under one condition.
-    OneCondition,
+    /// Measure under one condition; `answers`: the run has the answers that do not assume one
+    /// (raw samples in time order), which the fix then names.
+    OneCondition {
+        /// Whether the segment, envelope and block-maxima answers exist for this run.
+        answers: bool,
+    },
     /// A histogram that holds the tail.
     LargerHistogram,
+    /// The tail mixes sources of latency: find them and measure one condition (more of the same
+    /// data does not make a mixture one distribution).
+    Sources,
+    /// Finer values: the largest latencies took too few distinct values to have a tail.
+    Finer,
 }
 
 impl Fix {
@@ -72,8 +81,11 @@ impl Fix {
                 "isolate {} from other work (isolcpus= and nohz_full= on the kernel command line, interrupts moved away; `rtscope check` lists what to change), or find the disturbance with `rtscope measure --explain`",
                 cpu.map_or("the measured CPU".to_string(), |c| format!("CPU {c}"))
             ),
-            Fix::OneCondition => "measure under one condition (nothing started or stopped during the run), or use the segment, envelope and block-maxima answers, which do not assume one".to_string(),
+            Fix::OneCondition { answers: true } => "measure under one condition (nothing started or stopped during the run), or use the segment, envelope and block-maxima answers below, which do not assume one".to_string(),
+            Fix::OneCondition { answers: false } => "measure under one condition (nothing started or stopped during the run), with `rtscope measure --raw` for the answers that do not assume one (segments, worst-segment envelope, block maxima)".to_string(),
             Fix::LargerHistogram => "a larger cyclictest -h, or rtscope measure --raw".to_string(),
+            Fix::Sources => "the largest latencies mix several sources: find them with `rtscope measure --explain`, isolate the CPU or measure under one condition (measuring longer does not make a mixture one tail)".to_string(),
+            Fix::Finer => "nothing beyond the observed maximum can be estimated from these values: the observed maximum is the answer (rtscope measure --raw keeps every latency to the nanosecond, if the bins hid a tail)".to_string(),
         }
     }
 }
@@ -158,6 +170,9 @@ pub fn of_stationarity(r: &Refusal) -> bool {
 /// The assumption that failed, in plain words, and its fix, for the thread on `cpu`.
 pub fn refusal(r: &Refusal, a: &Analysis, cpu: Option<u32>) -> (String, Fix) {
     let isolate = Fix::Isolate { cpu };
+    let one = Fix::OneCondition {
+        answers: a.regimes.is_some(),
+    };
     match r {
         Refusal::TooFewExceedances { have, need } => (
             format!("too few large latencies to fit a tail: {have} episodes above the lowest threshold tried, {need} needed"),
@@ -169,7 +184,7 @@ pub fn refusal(r: &Refusal, a: &Analysis, cpu: Option<u32>) -> (String, Fix) {
                 if *t == Test::FitKs { "Kolmogorov-Smirnov" } else { "Anderson-Darling" },
                 p_of(a, *t)
             ),
-            longer(a, 2.0),
+            Fix::Sources,
         ),
         Refusal::Failed { test: Test::Independence } => (
             format!("large latencies come in bursts: one episode's size predicts the next, a disturbance lasting longer than an episode (Ljung-Box, {})", p_of(a, Test::Independence)),
@@ -181,18 +196,18 @@ pub fn refusal(r: &Refusal, a: &Analysis, cpu: Option<u32>) -> (String, Fix) {
         ),
         Refusal::Failed { test: Test::SameTail } => (
             format!("the largest latencies of the run's first and second halves differ: conditions changed during the run (two-sample KS, {})", p_of(a, Test::SameTail)),
-            Fix::OneCondition,
+            one,
         ),
-        Refusal::Failed { test: Test::SameRate } => (same_rate(a), Fix::OneCondition),
+        Refusal::Failed { test: Test::SameRate } => (same_rate(a), one),
         Refusal::NoStableThreshold => (
             "the largest latencies do not settle into one tail: its shape keeps changing with the threshold".to_string(),
-            Fix::OneCondition,
+            one,
         ),
         Refusal::NotEstimable { why, .. } => (
             r.to_string(),
             match why {
                 crate::far::Why::Heavy => isolate,
-                crate::far::Why::Unstable => Fix::OneCondition,
+                crate::far::Why::Unstable => one,
             },
         ),
         Refusal::NotTested { tests } => (
@@ -201,6 +216,7 @@ pub fn refusal(r: &Refusal, a: &Analysis, cpu: Option<u32>) -> (String, Fix) {
         ),
         Refusal::BeyondHistogram { .. } => (r.to_string(), Fix::LargerHistogram),
         Refusal::NoDistribution => (r.to_string(), Fix::Raw),
+        Refusal::NoTail { .. } => (r.to_string(), Fix::Finer),
     }
 }
 

@@ -177,6 +177,8 @@ pub fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Envelope {
             }),
         }
     }
+    let (levels, dropped) = bounded(levels, tail.max);
+    not_given.extend(dropped);
     let (fit, fit_refused) = match fitted {
         Ok(f) => (Some(f.fit), fit_refused),
         Err(why) => (None, Some(why)),
@@ -190,6 +192,35 @@ pub fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Envelope {
         levels,
         not_given,
     }
+}
+
+/// `levels` made monotone in the probability by construction (a level at a smaller `p` never
+/// below one at a larger `p`, bounds too: [`crate::bounds::monotone`]), then those
+/// [`crate::bounds::why_not`] refuses taken out, with why (`max` the run's largest latency).
+fn bounded(mut levels: Vec<EnvelopeLevel>, max: f64) -> (Vec<EnvelopeLevel>, Vec<NotGiven>) {
+    let probs: Vec<f64> = levels.iter().map(|l| l.level.probability).collect();
+    let rows = levels
+        .iter()
+        .map(|l| (l.level.estimate_ns, l.level.lower_ns, l.level.upper_ns))
+        .collect();
+    for (l, (e, lo, hi)) in levels
+        .iter_mut()
+        .zip(crate::monotone_by(rows, |i| probs[i]))
+    {
+        (l.level.estimate_ns, l.level.lower_ns, l.level.upper_ns) = (e, lo, hi);
+    }
+    let (mut given, mut not_given) = (Vec::new(), Vec::new());
+    for l in levels {
+        let v = &l.level;
+        match crate::bounds::why_not(v.estimate_ns, v.lower_ns, v.upper_ns, max, None) {
+            Some(why) => not_given.push(NotGiven {
+                probability: v.probability,
+                why,
+            }),
+            None => given.push(l),
+        }
+    }
+    (given, not_given)
 }
 
 /// Why the fit `f` is not extrapolated beyond one segment: some segment's level at `p` (even

@@ -115,6 +115,32 @@ pub fn per_time(tail: &Tail, s: &Segments, chi2: f64, chi2_lower: f64) -> TimeEn
             }),
         }
     }
+    // Monotone in the time by construction, and no open interval or level beyond the data.
+    let times: Vec<f64> = levels.iter().map(|l| l.level.once_per_s).collect();
+    let rows = levels
+        .iter()
+        .map(|l| (l.level.estimate_ns, l.level.lower_ns, l.level.upper_ns))
+        .collect();
+    for (l, (e, lo, hi)) in levels
+        .iter_mut()
+        .zip(crate::monotone_by(rows, |i| -times[i]))
+    {
+        (l.level.estimate_ns, l.level.lower_ns, l.level.upper_ns) = (e, lo, hi);
+    }
+    levels.retain(|l| {
+        let v = &l.level;
+        match crate::bounds::why_not(v.estimate_ns, v.lower_ns, v.upper_ns, tail.max, None) {
+            Some(why) => {
+                not_given.push(TimeNotGiven {
+                    once_per_s: v.once_per_s,
+                    why,
+                });
+                false
+            }
+            None => true,
+        }
+    });
+    not_given.sort_by(|a, b| a.once_per_s.total_cmp(&b.once_per_s));
     TimeEnvelope {
         definition: DEFINITION,
         block_s,
@@ -204,24 +230,25 @@ mod tests {
         assert_eq!(minute.level.estimate_ns, 3_050.0);
         assert_eq!(minute.level.upper_ns, Some(3_056.0));
         assert_eq!(minute.level.lower_ns, 3_039.0);
-        // Once per 10 minutes: 1 of 600 blocks, the largest (3,059); no upper bound (P(N = 0) =
-        // 0.37 of a mean of 1), the lower the 6th largest (P(N ≥ 6) = 0.0006, P(N ≥ 5) =
-        // 0.0037): 3,054.
-        let ten = &e.levels[1];
-        assert_eq!((ten.level.once_per_s, ten.from_segment), (600.0, 4));
-        assert_eq!(ten.level.estimate_ns, 3_059.0);
-        assert_eq!(ten.level.upper_ns, None);
-        assert_eq!(ten.level.lower_ns, 3_054.0);
-        // An hour and a day are longer than a segment: not given, and why.
-        assert_eq!(e.levels.len(), 2);
-        assert_eq!(e.not_given.len(), 2);
-        assert_eq!(e.not_given[0].once_per_s, 3600.0);
+        // Once per 10 minutes: 1 of 600 blocks, the largest (3,059), whose upper bound the data
+        // do not give (P(N = 0) = 0.37 of a mean of 1): an open interval, so no level (issue 66:
+        // an interval is complete or the level is not given), and why.
+        assert_eq!(e.levels.len(), 1);
+        assert_eq!(e.not_given.len(), 3);
+        assert_eq!(e.not_given[0].once_per_s, 600.0);
         assert!(
-            e.not_given[0]
+            e.not_given[0].why.contains("do not bound it above"),
+            "{}",
+            e.not_given[0].why
+        );
+        // An hour and a day are longer than a segment: not given, and why.
+        assert_eq!(e.not_given[1].once_per_s, 3600.0);
+        assert!(
+            e.not_given[1]
                 .why
                 .contains("is longer than one segment (10 min)"),
             "{}",
-            e.not_given[0].why
+            e.not_given[1].why
         );
         // The same in the envelope the run's answers carry.
         let Answer::Given(env) = &r.envelope else {
@@ -233,7 +260,7 @@ mod tests {
         crate::render::regimes_text(&mut text, &r, 0.95);
         for line in [
             "      once per minute of the worst conditions seen: above 3.0 µs  [3.0 µs .. 3.1 µs]  from segment 4's blocks",
-            "      once per 10 minutes of the worst conditions seen: above 3.1 µs  [3.1 µs .. unbounded]  from segment 4's blocks",
+            "      once per 10 minutes: not given: the data do not bound it above",
             "      once per hour: not given: once per hour is longer than one segment (10 min)",
         ] {
             assert!(text.contains(line), "{line}\n{text}");
