@@ -251,7 +251,9 @@ pub struct FlightRecorder {
     handlers: crate::handlers::Handlers,
     /// The late-only stacks' eBPF programs, where they take them.
     bpf: Option<Arc<BpfStacks>>,
-    _reaper: Reaper,
+    /// Taken back when the instance is left behind ([`teardown`]): it then removes it once
+    /// rtscope exits.
+    reaper: Option<Reaper>,
 }
 
 /// The late-only chains in eBPF ([`BpfStacks`]) where the run asks for late-only stacks and
@@ -388,7 +390,7 @@ impl FlightRecorder {
             namer,
             handlers,
             bpf,
-            _reaper: reaper,
+            reaper: Some(reaper),
         })
     }
 
@@ -593,17 +595,6 @@ fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-impl Drop for FlightRecorder {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(r) = self.reader.take() {
-            let _ = r.join();
-        }
-        let _ = self.instance.remove();
-        crate::timerlat::restore(&self.saved);
-    }
-}
-
 fn pin_to(cpus: &[usize]) {
     if cpus.is_empty() {
         return;
@@ -636,6 +627,7 @@ fn fifo(priority: i32) {
 }
 
 /// What the reader thread reads with and into.
+#[derive(Clone, Copy)]
 struct Reading<'a> {
     inst: &'a Instance,
     schema: &'a Schema,
@@ -648,11 +640,11 @@ struct Reading<'a> {
 fn read_loop(mut files: Vec<(usize, File)>, r: Reading) {
     let Reading {
         inst,
-        schema,
         shared,
         stop,
         cfg,
         bpf,
+        ..
     } = r;
     pin_to(&cfg.housekeeping);
     if let Some(p) = cfg.reader_fifo {
@@ -663,13 +655,13 @@ fn read_loop(mut files: Vec<(usize, File)>, r: Reading) {
         dump: Dump::from_env(),
     };
     let mut sizes: HashMap<usize, usize> = HashMap::new();
-    loop {
-        let stopping = stop.load(Ordering::Relaxed);
+    // Once told to stop it reads no more: nobody reads what it would (teardown).
+    while !stop.load(Ordering::Relaxed) {
         if let Some(b) = bpf {
             scratch.dump.stacks(&b.drain());
         }
         for (cpu, f) in &mut files {
-            if drain_cpu(*cpu, f, &mut scratch, inst, schema, shared, cfg) {
+            if drain_cpu(*cpu, f, &mut scratch, &r) {
                 let kb = sizes.entry(*cpu).or_insert(cfg.instance.buffer_kb.max(64));
                 if let Some(grown) = grow(inst, *cpu, *kb, cfg.max_buffer_kb) {
                     *kb = grown;
@@ -677,9 +669,6 @@ fn read_loop(mut files: Vec<(usize, File)>, r: Reading) {
                     s.buffer_kb = s.buffer_kb.max(grown);
                 }
             }
-        }
-        if stopping {
-            return;
         }
         std::thread::sleep(cfg.poll);
     }
@@ -747,21 +736,25 @@ struct Scratch {
     dump: Dump,
 }
 
-/// Reads what `cpu`'s buffer holds; true when the kernel reported lost events.
-fn drain_cpu(
-    cpu: usize,
-    f: &mut File,
-    scratch: &mut Scratch,
-    inst: &Instance,
-    schema: &Schema,
-    shared: &Mutex<Shared>,
-    cfg: &RecorderConfig,
-) -> bool {
+/// Reads what `cpu`'s buffer holds, until the reader is told to stop; true when the kernel
+/// reported lost events.
+fn drain_cpu(cpu: usize, f: &mut File, scratch: &mut Scratch, r: &Reading) -> bool {
+    let Reading {
+        inst,
+        schema,
+        shared,
+        stop,
+        cfg,
+        ..
+    } = *r;
     let Scratch { buf, dump } = scratch;
     // At most a buffer's worth per poll, so one busy CPU cannot starve the others.
     let max_pages = (cfg.instance.buffer_kb * 1024 / buf.len().max(1)).max(16);
     let mut lost = false;
     for _ in 0..max_pages {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
         let n = match f.read(buf) {
             Ok(0) => break,
             Ok(n) => n,
@@ -792,6 +785,8 @@ fn drain_cpu(
     }
     lost
 }
+
+mod teardown;
 
 #[cfg(test)]
 mod tests;

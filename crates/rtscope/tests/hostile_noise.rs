@@ -187,8 +187,10 @@ fn a_sigterm_in_the_analysis_after_the_loops_ends_noise_with_its_run_interrupted
             .is_some_and(|l| l.contains("SIGINT or SIGTERM stops it")),
         "no analysis announced: {seen:?}"
     );
+    let pid = child.id();
     // A hang guard: beside CI's CPU hog the end (the analysis cut, then the trace's teardown,
-    // which the bound does not cover) took more than the bound + 20 s (28 Nov 2026).
+    // unbounded then) took more than the bound + 20 s (28 Nov 2026); the teardown is bounded
+    // now (the reader's stop, the instance's removal, else left to the reaper and said).
     let o = wait_output(
         child,
         ANALYSIS_BOUND + Duration::from_secs(150),
@@ -197,6 +199,19 @@ fn a_sigterm_in_the_analysis_after_the_loops_ends_noise_with_its_run_interrupted
     reaper.disarm();
     let (out, err) = texts(&o);
     assert_eq!(code(&o), 3, "{out}{err}");
+    // The trace's instance is gone once rtscope has exited: removed by rtscope, or, when its
+    // end left it behind (said on stderr with its path), by the reaper at the exit.
+    let left = instances_of(pid);
+    assert!(
+        left.is_empty() || wait_gone(pid),
+        "instances left behind: {left:?}\n{err}"
+    );
+    if !left.is_empty() || err.contains("was left behind") {
+        assert!(
+            err.contains("the reaper removes it when rtscope exits"),
+            "{err}"
+        );
+    }
     assert!(out.contains("interrupted by SIGTERM"), "{out}");
     assert!(
         out.contains("the analysis of the gaps was stopped by SIGTERM"),
@@ -216,6 +231,33 @@ fn a_sigterm_in_the_analysis_after_the_loops_ends_noise_with_its_run_interrupted
         "{cut}"
     );
     assert_eq!(doc["interrupted"], "SIGTERM", "{doc}");
+}
+
+/// The tracefs instances of rtscope process `pid` (`rtscope-PID-N`) that still exist.
+fn instances_of(pid: u32) -> Vec<String> {
+    let prefix = format!("rtscope-{pid}-");
+    [
+        "/sys/kernel/tracing/instances",
+        "/sys/kernel/debug/tracing/instances",
+    ]
+    .iter()
+    .filter_map(|d| std::fs::read_dir(d).ok())
+    .flat_map(|d| d.filter_map(|e| e.ok()))
+    .map(|e| e.file_name().to_string_lossy().into_owned())
+    .filter(|n| n.starts_with(&prefix))
+    .collect()
+}
+
+/// Waits until the reaper of `pid` has removed its instances; false after a hang guard.
+fn wait_gone(pid: u32) -> bool {
+    let end = std::time::Instant::now() + Duration::from_secs(60);
+    while std::time::Instant::now() < end {
+        if instances_of(pid).is_empty() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
 }
 
 /// Item 6: the documented largest `--gap-capacity` under a 300 MB address-space limit (the
