@@ -17,6 +17,23 @@ pub const MAX_TAILS: usize = 16;
 
 const CAPTION: &str = "Left: the probability per wake-up of a latency beyond x, past the data: the fitted tail, its interval at the table's levels, the observed cluster maxima. Middle: observed against fitted quantiles (on y = x when the model fits). Right: the shape ξ per candidate threshold, × the one chosen.";
 const REFUSED: &str = "REFUSED: no level is drawn; the plots show why the tests above failed.";
+/// The caption of a refusal whose tests that ran all passed (a histogram not tested for
+/// stationarity, a shape that drifts with the threshold, no tail at all): it names no failed test.
+const REFUSED_PASSED: &str = "REFUSED: no level is drawn, for the reason the text above gives; every test that ran passed, and the plots show the fit it was refused on.";
+
+/// The caption of `a`'s figure: the levels' when accepted, else the refusal's, which names
+/// failed tests only where a test failed.
+fn caption(a: &Analysis) -> &'static str {
+    let failed = a
+        .diagnostics
+        .iter()
+        .any(|d| matches!(d.outcome, rtscope_evt::Outcome::Fail { .. }));
+    match (a.accepted(), failed) {
+        (true, _) => CAPTION,
+        (false, true) => REFUSED,
+        (false, false) => REFUSED_PASSED,
+    }
+}
 
 /// The figures of the tail section: one per analysed thread whose candidates were fitted.
 pub fn figures(runs: &[RunData]) -> Vec<NamedFigure> {
@@ -32,7 +49,7 @@ pub fn figures(runs: &[RunData]) -> Vec<NamedFigure> {
                 panels.push(qq(&t.figures));
             }
             panels.push(stability(&t.figures));
-            let caption = if a.accepted() { CAPTION } else { REFUSED };
+            let caption = caption(a);
             out.push(NamedFigure {
                 name: t.file_name(r),
                 section: Section::WorstCase,
@@ -197,7 +214,7 @@ pub fn section(h: &mut String, runs: &[RunData], figs: &[(&NamedFigure, &str)], 
             let lines: Vec<String> = text.lines().map(crate::escape::escape).collect();
             let _ = writeln!(
                 h,
-                "<h3>{} (run {}) — {}</h3>\n<pre>{}</pre>",
+                "<h3>{} (run {}) — {}</h3>\n<pre style=\"white-space: pre-wrap; overflow-wrap: anywhere\">{}</pre>",
                 crate::escape::escape(&r.name()),
                 r.id(),
                 t.title(),
@@ -295,6 +312,37 @@ mod tests {
     }
 
     #[test]
+    fn a_refusal_is_captioned_as_failed_only_where_a_test_failed_and_its_text_wraps() {
+        // Refused with every diagnostic passed: the caption names no failed test.
+        let t = thread(1, true);
+        let failed = |a: &Analysis| {
+            a.diagnostics
+                .iter()
+                .any(|d| matches!(d.outcome, rtscope_evt::Outcome::Fail { .. }))
+        };
+        assert!(!failed(&t.analysis));
+        assert_eq!(caption(&t.analysis), REFUSED_PASSED);
+        assert!(!REFUSED_PASSED.contains("failed"));
+        // A diagnostic that failed: the caption says the tests failed.
+        let mut a = t.analysis.clone();
+        a.diagnostics[1].outcome = rtscope_evt::Outcome::Fail {
+            statistic: 3.0,
+            p: 0.001,
+        };
+        assert_eq!(caption(&a), REFUSED);
+        assert_eq!(caption(&thread(0, false).analysis), CAPTION);
+        // The text wraps inside the page instead of running past its right edge.
+        let mut run = crate::tests::run_data("worst-wrap", "tail");
+        run.tails = vec![t];
+        let mut h = String::new();
+        section(&mut h, std::slice::from_ref(&run), &[], true);
+        assert!(
+            h.contains("<pre style=\"white-space: pre-wrap; overflow-wrap: anywhere\">"),
+            "{h}"
+        );
+    }
+
+    #[test]
     fn the_section_is_on_the_page_only_when_asked() {
         let mut run = crate::tests::run_data("worst-page", "tail");
         let plain = crate::build(std::slice::from_ref(&run), &Default::default()).unwrap();
@@ -328,7 +376,9 @@ mod tests {
         // Its refusals in plain words, each with its fix.
         assert!(section
             .contains("- the largest latencies do not follow the fitted tail (Anderson-Darling"));
-        assert!(section.contains("fix: measure about"));
+        // A failed goodness of fit is not fixed by measuring longer (issue 66).
+        assert!(section.contains("fix: the largest latencies mix several sources"));
+        assert!(!section.contains("fix: measure about"));
         let id = run.id();
         for name in [
             format!("worst-case-run{id}-cpu0"),
