@@ -166,7 +166,9 @@ impl Test {
             Test::FitKs => "the excesses follow the fitted GPD (Kolmogorov-Smirnov)",
             Test::FitAd => "the excesses follow the fitted GPD in its tail (Anderson-Darling)",
             Test::Independence => "cluster maxima are uncorrelated in time (Ljung-Box)",
-            Test::Arrivals => "clusters arrive at random, not periodically (gap test)",
+            Test::Arrivals => {
+                "episodes (declustered: one per burst) arrive at random, not periodically (gap test of the episodes' starts)"
+            }
             Test::SameTail => "both halves of the run have the same tail (two-sample KS)",
             Test::SameRate => "both halves of the run exceed the threshold as often",
         }
@@ -526,19 +528,21 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
         rate_hz: tail.rate_hz,
         regimes: o.regimes.then(|| regimes::regimes(tail, o)).flatten(),
     };
-    if have_values < bounds::MIN_DISTINCT {
-        a.refusals.push(Refusal::NoTail {
-            distinct: have_values,
-            observed_max_ns: tail.max,
-        });
-        return a;
-    }
     let have = a.stability.first().map_or(
         desc.len()
             .saturating_sub(1)
             .min((tail.observations / 10) as usize),
         |c| c.clusters,
     );
+    // A short run is told to measure longer; a long one whose largest values take a handful
+    // of values has no tail at all (a constant run): refused before any fit.
+    if have >= o.min_clusters && have_values < bounds::MIN_DISTINCT {
+        a.refusals.push(Refusal::NoTail {
+            distinct: have_values,
+            observed_max_ns: tail.max,
+        });
+        return a;
+    }
     if have < o.min_clusters || a.stability.iter().all(|c| c.fit.is_none()) {
         a.refusals.push(Refusal::TooFewExceedances {
             have,

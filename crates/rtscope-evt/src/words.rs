@@ -191,7 +191,7 @@ pub fn refusal(r: &Refusal, a: &Analysis, cpu: Option<u32>) -> (String, Fix) {
             isolate,
         ),
         Refusal::Failed { test: Test::Arrivals } => (
-            format!("large latencies come on a schedule, not at random: something periodic (a timer, a housekeeping thread, an interrupt) disturbs the CPU (gap test, {})", p_of(a, Test::Arrivals)),
+            format!("large latencies come on a schedule, not at random: the episodes (bursts counted once, extremal index {}) start periodically, so something periodic (a timer, a housekeeping thread, an interrupt) disturbs the CPU (gap test, {})", a.model.as_ref().map_or("-".to_string(), |m| format!("{:.2}", m.extremal_index)), p_of(a, Test::Arrivals)),
             isolate,
         ),
         Refusal::Failed { test: Test::SameTail } => (
@@ -313,7 +313,7 @@ mod tests {
         );
         // The statistical question stays in the diagnostics table, not in the refusal.
         let refused = &text[text.find("REFUSED").unwrap()..];
-        assert!(!refused.contains("clusters arrive at random"), "{text}");
+        assert!(!refused.contains("episodes (declustered"), "{text}");
         assert!(render_fixes(&who, &a).contains(&Fix::Isolate { cpu: Some(2) }));
         // Too few: the minutes more computed from the run's length (200 s at 1 kHz).
         let few = Refusal::TooFewExceedances {
