@@ -66,6 +66,7 @@ mod respond;
 mod snapshots;
 mod stop_wake;
 mod tail;
+mod tail_bounds;
 mod usage_round3;
 mod watch;
 mod watch_dashboard;
