@@ -104,28 +104,7 @@ pub fn drive(
         }
     };
     let stop = StopWatch::default();
-    std::thread::scope(|s| {
-        // Without the watcher (no thread to be had) the control thread takes the signals
-        // between two drains, as before.
-        let watcher = std::thread::Builder::new()
-            .name("rtscope-stop".into())
-            .spawn_scoped(s, || stop.watch(&run))
-            .ok();
-        loop {
-            let wake = run.wait(DRAIN_EVERY);
-            if let Wake::Signal(sig) = wake {
-                stop.take(sig, &run);
-            }
-            drain(&run, &mut gaps);
-            if wake == Wake::Finished {
-                break;
-            }
-            tick(&run);
-        }
-        if let Some(w) = &watcher {
-            stop.end(w);
-        }
-    });
+    watched(&run, &stop, &mut || drain(&run, &mut gaps), tick);
     drain(&run, &mut gaps);
     let threads = run.finish();
     let ended = SystemTime::now();
@@ -147,6 +126,38 @@ pub fn drive(
         analysis_cut,
         platform,
     }
+}
+
+/// Drains the loops every [`DRAIN_EVERY`] until they finish, `tick` between two drains, with
+/// a watcher thread that stops them at a stop signal whatever the control thread is doing.
+fn watched(
+    run: &NoiseRun,
+    stop: &StopWatch,
+    drain: &mut dyn FnMut(),
+    tick: &mut dyn FnMut(&NoiseRun),
+) {
+    std::thread::scope(|s| {
+        // Without the watcher (no thread to be had) the control thread takes the signals
+        // between two drains, as before.
+        let watcher = std::thread::Builder::new()
+            .name("rtscope-stop".into())
+            .spawn_scoped(s, || stop.watch(run))
+            .ok();
+        loop {
+            let wake = run.wait(DRAIN_EVERY);
+            if let Wake::Signal(sig) = wake {
+                stop.take(sig, run);
+            }
+            drain();
+            if wake == Wake::Finished {
+                break;
+            }
+            tick(run);
+        }
+        if let Some(w) = &watcher {
+            stop.end(w);
+        }
+    });
 }
 
 /// The analysis of what is left once the loops have stopped ([`NoiseExplainer::finish`]):
