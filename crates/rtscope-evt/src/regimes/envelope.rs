@@ -165,9 +165,9 @@ pub fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Envelope {
                 why,
             }),
             (None, Some(f), Some((seg, w))) => levels.push(if w.0 > f.0 {
-                level(larger(w, f), Some(seg))
+                level(larger(w, f, fit_refused.is_none()), Some(seg))
             } else {
-                level(larger(f, w), None)
+                level(larger(f, w, fit_refused.is_none()), None)
             }),
             (None, Some(f), None) => levels.push(level(f, None)),
             (None, None, Some((seg, w))) => levels.push(level(w, Some(seg))),
@@ -236,9 +236,17 @@ fn contradicted(f: &Fitted, own: &[Own], p: f64, chi2: f64, chi2_lower: f64) -> 
     ))
 }
 
-/// `a`'s estimate with the larger of both bounds.
-fn larger(a: Bounds, b: Bounds) -> Bounds {
-    (a.0, a.1.max(b.1), a.2.zip(b.2).map(|(x, y)| x.max(y)))
+/// `a`'s estimate with the larger of both bounds. Where one upper bound is open (a segment's
+/// values too few to bound the level from above) and the fit is `trusted` (no segment
+/// contradicts it), the other bounds it, when at or above the estimate: the fit is what speaks
+/// where a segment's values do not.
+fn larger(a: Bounds, b: Bounds, trusted: bool) -> Bounds {
+    let upper = match (a.2, b.2) {
+        (Some(x), Some(y)) => Some(x.max(y)),
+        (Some(x), None) | (None, Some(x)) if trusted => Some(x).filter(|&u| u >= a.0),
+        _ => None,
+    };
+    (a.0, a.1.max(b.1), upper)
 }
 
 /// The fit's level per wake-up at `p` (the episode level at `θ p`).
