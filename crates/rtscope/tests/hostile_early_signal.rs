@@ -5,9 +5,10 @@
 //! with nothing recorded. Before, the run's signals were held only once the command had
 //! started: a debug build beside a CPU hog spent more than 0.2 s before that.
 //!
-//! Each signal is sent a few milliseconds after the process has entered Rust's start-up (its
-//! SIGPIPE ignored, seen in `/proc/PID/status`: what runs before that, the dynamic loader, no
-//! program can guard), at several small offsets; no time is asserted.
+//! Each signal is sent a few milliseconds after the process holds its stop signals (SIGTERM in
+//! its `SigBlk`, seen in `/proc/PID/status`: `main_with_args` holds them first; what runs
+//! before that, the loader and Rust's start-up, no program can guard, and a loaded host can
+//! stretch it past any fixed offset), at several small offsets; no time is asserted.
 
 use crate::hostile_support as support;
 
@@ -72,6 +73,13 @@ fn early_stop(args: &[&str], db: &Path, sig: i32, offset: Duration) -> Output {
     let (child, mut reaper) = spawn(&argv);
     let pid = child.id();
     assert!(started(pid), "`{}` never started", args.join(" "));
+    // From the moment it holds its stop signals: what comes before (a few instructions of
+    // Rust's start-up, stretched by a loaded host) no program can guard.
+    assert!(
+        signals_held(pid, HANG),
+        "`{}` never held its signals",
+        args.join(" ")
+    );
     std::thread::sleep(offset);
     kill(pid, sig);
     let o = wait_output(child, HANG, &args.join(" "));

@@ -205,6 +205,31 @@ pub fn kill(pid: u32, sig: i32) {
     unsafe { libc::kill(pid as i32, sig) };
 }
 
+/// Waits until `pid` holds the run's stop signals (SIGTERM blocked in its main thread,
+/// `/proc/PID/status`'s `SigBlk`: rtscope holds them first thing in `main_with_args`) or is
+/// gone; false after `guard` (a hang guard). Before that point — the loader and Rust's start-up,
+/// which a loaded host can stretch well past 0.2 s — no program can take a signal, and a
+/// test that sends one by the clock there tests the host's scheduler, not rtscope.
+pub fn signals_held(pid: u32, guard: std::time::Duration) -> bool {
+    let end = std::time::Instant::now() + guard;
+    while std::time::Instant::now() < end {
+        let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+            return true;
+        };
+        let blocked = status
+            .lines()
+            .find_map(|l| l.strip_prefix("SigBlk:"))
+            .and_then(|m| u64::from_str_radix(m.trim(), 16).ok());
+        match blocked {
+            Some(m) if m & (1 << (libc::SIGTERM - 1)) != 0 => return true,
+            // A zombie or a process past its end: nothing left to wait for.
+            None => return true,
+            Some(_) => std::thread::sleep(std::time::Duration::from_micros(200)),
+        }
+    }
+    false
+}
+
 /// Kills the child `pid` with SIGKILL when dropped armed (a failed assertion before the child
 /// is waited for must not leave a one-hour run behind). Disarm it once the child is reaped.
 pub struct Reaper {

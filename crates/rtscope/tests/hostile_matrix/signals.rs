@@ -149,7 +149,8 @@ enum Sig {
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Phase {
-    /// 0.2 s after the start: whatever the command is doing then (its set-up, in a debug build).
+    /// 0.2 s after the command holds its stop signals: whatever it is doing then (its set-up,
+    /// in a debug build).
     At200ms,
     /// Measuring, polled: a run checkpointed with progress (a window written for watch; 1 s
     /// after the start for load).
@@ -177,6 +178,11 @@ fn send(pid: u32, sig: Sig) {
 fn reach(c: &LongCmd, p: Phase, db: &Path, pid: u32) -> Result<(), String> {
     let sql = match (p, c.record) {
         (Phase::At200ms, _) => {
+            // 0.2 s after it holds its signals (before that, Rust's start-up, stretched by a
+            // loaded host, which no program can guard: crate::hostile_support::signals_held).
+            if !signals_held(pid, Duration::from_secs(60)) {
+                return Err("never held its signals (60 s)".into());
+            }
             std::thread::sleep(Duration::from_millis(200));
             return Ok(());
         }
