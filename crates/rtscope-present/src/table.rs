@@ -96,31 +96,64 @@ fn percent(r: f64) -> String {
     }
 }
 
-/// Renders limit results: one line per check, failures first.
-pub fn render_checks(checks: &[Check]) -> String {
+/// A limit's verdict as its line says it: whether it held and what was checked
+/// (`max on cpu 1 = 12.3us <= 20us`, `CPU 2 max_single = 3us (limit 20us)`).
+pub trait Verdict {
+    /// Whether the value is within the limit.
+    fn passed(&self) -> bool;
+    /// The statistic, where, the value and the limit, after `limit pass: `.
+    fn what(&self) -> String;
+}
+
+/// A measure or respond limit: `{stat} on {scope} = {value} <= {limit}` (`>` when it failed).
+impl Verdict for Check {
+    fn passed(&self) -> bool {
+        self.passed
+    }
+
+    fn what(&self) -> String {
+        let fmt = |v: u64| {
+            if self.stat == "missed" {
+                v.to_string()
+            } else {
+                Nanos(v).to_string()
+            }
+        };
+        let op = if self.passed { "<=" } else { ">" };
+        format!(
+            "{} on {} = {} {op} {}",
+            self.stat,
+            self.scope,
+            fmt(self.value),
+            fmt(self.limit)
+        )
+    }
+}
+
+/// A noise limit: `CPU {cpu} {stat} = {value} (limit {limit})`.
+impl Verdict for rtscope_session::noise::NoiseCheck {
+    fn passed(&self) -> bool {
+        self.passed
+    }
+
+    fn what(&self) -> String {
+        format!(
+            "CPU {} {} = {} (limit {})",
+            self.cpu, self.stat, self.value, self.limit
+        )
+    }
+}
+
+/// Renders limit results, every command's the same way: one line per check, failures first.
+pub fn render_checks<V: Verdict>(checks: &[V]) -> String {
     let mut s = String::new();
-    let fmt = |c: &Check, v: u64| {
-        if c.stat == "missed" {
-            v.to_string()
-        } else {
-            Nanos(v).to_string()
-        }
-    };
     for c in checks
         .iter()
-        .filter(|c| !c.passed)
-        .chain(checks.iter().filter(|c| c.passed))
+        .filter(|c| !c.passed())
+        .chain(checks.iter().filter(|c| c.passed()))
     {
-        let verdict = if c.passed { "pass" } else { "FAIL" };
-        let op = if c.passed { "<=" } else { ">" };
-        let _ = writeln!(
-            s,
-            "limit {verdict}: {} on {} = {} {op} {}",
-            c.stat,
-            c.scope,
-            fmt(c, c.value),
-            fmt(c, c.limit)
-        );
+        let verdict = if c.passed() { "pass" } else { "FAIL" };
+        let _ = writeln!(s, "limit {verdict}: {}", c.what());
     }
     s
 }

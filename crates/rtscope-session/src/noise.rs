@@ -189,10 +189,8 @@ pub fn check_limits(limits: &[NoiseLimit], cpus: &[CpuNoise]) -> Vec<NoiseCheck>
 
 pub mod analysis;
 pub mod hwlat;
-pub mod json;
 pub mod kept;
 pub mod platform;
-pub mod progress;
 pub mod record;
 pub mod run;
 

@@ -3,7 +3,8 @@
 //! are; the run goes through the session as measure's and respond's do (the pre-run audit,
 //! the settings guard, placement, recording, signals: [`NoiseSession`]); with `--target` it
 //! runs on the boards through the fleet. This file prints the table and the JSON (the loop
-//! lives in `rtscope-engine::noise`, the summary and record in `rtscope-session::noise`).
+//! lives in `rtscope-engine::noise`, the summary and record in `rtscope-session::noise`, the
+//! table, progress line and document in `rtscope-present::noise`).
 
 use crate::cli::noise::NoiseArgs;
 use crate::commands::measure::plan_error;
@@ -12,9 +13,10 @@ use rtscope_common::error::{ExitStatus, UsageError};
 use rtscope_core::text::short;
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, CpuSet};
-use rtscope_session::noise::json::{document, DocMeta};
-use rtscope_session::noise::progress::NoiseProgress;
-use rtscope_session::noise::run::{counter_line, render_checks, table};
+use rtscope_present::noise::json::{document, DocMeta};
+use rtscope_present::noise::progress::NoiseProgress;
+use rtscope_present::noise::table::{counter_line, table};
+use rtscope_present::table::render_checks;
 use rtscope_session::noise::{self as noise, NoiseLimit, NoiseLimitError};
 use rtscope_session::noise_session::{NoiseMeasured, NoiseSession};
 use rtscope_session::output::{Guarded, OutputFile};
@@ -199,10 +201,9 @@ fn announce(a: &NoiseArgs, s: &NoiseSession) {
         if let Some(line) = s.explain_line() {
             rtscope_common::error::warn(&line);
         }
-        rtscope_common::error::warn(&counter_line(
-            a.counter == rtscope_engine::noise::CounterChoice::Auto,
-            run,
-        ));
+        let auto = a.counter == rtscope_engine::noise::CounterChoice::Auto;
+        let not_raw = rtscope_session::noise::run::raw_counter_note(auto, run);
+        rtscope_common::error::warn(&counter_line(run, not_raw.as_deref()));
     }
 }
 

@@ -1,11 +1,12 @@
 //! `rtscope noise --irqs-off`: the hardware-only mode through the kernel's hwlat tracer. The
 //! plan checked the flags that have no meaning there ([`rtscope_session::plan::NoisePlan::hwlat`]);
-//! the run, the table and the JSON live in `rtscope-session::noise::hwlat`; this file words
-//! its errors and prints.
+//! the run lives in `rtscope-session::noise::hwlat`, the table and the JSON document in
+//! `rtscope-present::noise::hwnoise`; this file words its errors and prints.
 
 use crate::cli::noise::NoiseArgs;
 use rtscope_common::error::{ExitStatus, UsageError};
-use rtscope_session::noise::hwlat::{self, HwlatError};
+use rtscope_present::noise::hwnoise;
+use rtscope_session::noise::hwlat::{self, HwlatError, HwlatMeasured};
 use rtscope_session::output::OutputFile;
 use rtscope_session::plan::RunPlan;
 use rtscope_trace::hwlat::HwlatConfig;
@@ -50,6 +51,38 @@ pub fn run(
              window's longest gap, not the gaps a noise record holds); use --json to keep it",
         );
     }
-    let status = hwlat::run(&tfs, cfg, n.config.duration, &n.limits, json_file, out);
-    Ok(status.map_err(usage)?)
+    let m = hwlat::run(&tfs, cfg, n.config.duration, &n.limits).map_err(usage)?;
+    Ok(report(cfg, &m, json_file, out).map_err(|e| usage(HwlatError::Output(e)))?)
+}
+
+/// Prints the table (to stderr when the JSON goes to stdout), the limit lines, and writes the
+/// JSON; a JSON file that cannot be written is reported and makes the status 2.
+fn report(
+    cfg: &HwlatConfig,
+    m: &HwlatMeasured,
+    json_file: Option<OutputFile>,
+    out: &mut dyn Write,
+) -> std::io::Result<ExitStatus> {
+    let mut status = m.status();
+    let mut text = hwnoise::table(cfg, &m.rows, &m.outcome);
+    if let Some(s) = m.outcome.signal {
+        text.push_str(&format!(
+            "interrupted by {}: the results cover the part that ran\n",
+            rtscope_common::signals::signal_name(s)
+        ));
+    }
+    text.push_str(&rtscope_present::table::render_checks(&m.checks));
+    match &json_file {
+        Some(f) if f.is_stdout() => rtscope_common::error::warn(text.trim_end()),
+        _ => out.write_all(text.as_bytes()).and_then(|()| out.flush())?,
+    }
+    if let Some(file) = json_file {
+        let doc = hwnoise::document(cfg, &m.rows, &m.outcome, &m.checks, status.code());
+        let body = serde_json::to_string_pretty(&doc).map_err(std::io::Error::from)? + "\n";
+        if let Err(e) = file.write(body.as_bytes(), out, "--json") {
+            rtscope_common::error::warn(&e.to_string());
+            status = ExitStatus::Usage;
+        }
+    }
+    Ok(status)
 }

@@ -252,127 +252,45 @@ pub fn limit_view(r: &HwlatRow) -> CpuNoise {
     }
 }
 
-/// The table, labelled as the kernel's measurement.
-pub fn table(cfg: &HwlatConfig, rows: &[HwlatRow], o: &HwlatOutcome) -> String {
-    let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
-    let mut s = format!(
-        "measured by the kernel's hwlat tracer (per-CPU mode, interrupts off): {} us of every \
-         {} us, threshold {} us\n{:>4} {:>8} {:>8} {:>9} {:>10} {:>10} {:>6} {:>6}\n",
-        cfg.width_us,
-        cfg.window_us,
-        cfg.threshold_us,
-        "CPU",
-        "WINDOWS",
-        "SAMPLES",
-        "GAPS>THR",
-        "MAX INNER",
-        "MAX OUTER",
-        "NMI",
-        "SMI"
-    );
-    for r in rows {
-        let us = |v: Option<u64>| v.map_or("-".to_string(), |v| format!("{v}us"));
-        s.push_str(&format!(
-            "{:>4} {:>8} {:>8} {:>9} {:>10} {:>10} {:>6} {:>6}\n",
-            r.cpu,
-            r.windows,
-            r.samples,
-            opt(r.gaps_over_threshold),
-            us(r.max_inner_us),
-            us(r.max_outer_us),
-            r.nmis,
-            opt(r.smis)
-        ));
-    }
-    s.push_str(
-        "SAMPLES are windows with a gap over the threshold (hwlat reports each window's longest); \
-         INNER is a gap between two clock reads, OUTER between two iterations. With interrupts \
-         off such a gap is the hardware, the firmware (SMI), the hypervisor or an NMI.\n",
-    );
-    if let Some(why) = &o.smi_unavailable {
-        s.push_str(&format!("SMI: {why}\n"));
-    }
-    s
+/// What a hardware-only run measured: each CPU's row, the samples and the limits checked (the
+/// table and the JSON document are rtscope-present's, `noise::hwnoise`).
+pub struct HwlatMeasured {
+    /// Each CPU's summary.
+    pub rows: Vec<HwlatRow>,
+    /// The samples, the stop signal, the SMI counter's absence, the time run.
+    pub outcome: HwlatOutcome,
+    /// The limit verdicts.
+    pub checks: Vec<super::NoiseCheck>,
 }
 
-/// The JSON document (`rtscope.hwnoise/1`).
-#[derive(Serialize)]
-pub struct Document<'a> {
-    schema: &'static str,
-    tool: &'static str,
-    measured_by: &'static str,
-    config: &'a HwlatConfig,
-    ran_ns: u64,
-    cpus: &'a [HwlatRow],
-    samples: &'a [Sample],
-    smi_unavailable: &'a Option<String>,
-    limits: &'a [super::NoiseCheck],
-    interrupted: bool,
-    exit_code: i32,
-}
-
-/// The document of a run.
-pub fn document<'a>(
-    cfg: &'a HwlatConfig,
-    rows: &'a [HwlatRow],
-    o: &'a HwlatOutcome,
-    limits: &'a [super::NoiseCheck],
-    exit_code: i32,
-) -> Document<'a> {
-    Document {
-        schema: "rtscope.hwnoise/1",
-        tool: concat!("rtscope ", env!("CARGO_PKG_VERSION")),
-        measured_by: "kernel hwlat tracer, per-CPU mode",
-        config: cfg,
-        ran_ns: o.ran.0,
-        cpus: rows,
-        samples: &o.samples,
-        smi_unavailable: &o.smi_unavailable,
-        limits,
-        interrupted: o.signal.is_some(),
-        exit_code,
+impl HwlatMeasured {
+    /// The exit status of the run: interrupted, a limit failed, or passed.
+    pub fn status(&self) -> rtscope_common::error::ExitStatus {
+        rtscope_common::error::ExitStatus::of_run(
+            self.outcome.signal.is_some(),
+            self.checks.iter().any(|c| !c.passed),
+        )
     }
 }
 
-/// Runs the tracer for `duration` and reports: the table (to stderr when the JSON goes to
-/// stdout), the limits checked, the JSON written. A JSON file that cannot be written is
-/// reported and makes the status 2; a tracer that cannot be run is an error.
+/// Runs the tracer for `duration` and checks the limits on what it measured; a tracer that
+/// cannot be run is an error.
 pub fn run(
     tfs: &Tracefs,
     cfg: &HwlatConfig,
     duration: Nanos,
     limits: &[super::NoiseLimit],
-    json_file: Option<crate::output::OutputFile>,
-    out: &mut dyn std::io::Write,
-) -> Result<rtscope_common::error::ExitStatus, HwlatError> {
-    use rtscope_common::error::ExitStatus;
+) -> Result<HwlatMeasured, HwlatError> {
     let platform = PlatformCounters::start(Path::new("/"), &cfg.cpus);
-    let o = drive(tfs, cfg, duration)?;
-    let rows = rows(cfg, &o, &smis_over_run(platform));
+    let outcome = drive(tfs, cfg, duration)?;
+    let rows = rows(cfg, &outcome, &smis_over_run(platform));
     let views: Vec<_> = rows.iter().map(limit_view).collect();
     let checks = super::check_limits(limits, &views);
-    let mut status = ExitStatus::of_run(o.signal.is_some(), checks.iter().any(|c| !c.passed));
-    let mut text = table(cfg, &rows, &o);
-    if let Some(s) = o.signal {
-        text.push_str(&format!(
-            "interrupted by {}: the results cover the part that ran\n",
-            rtscope_common::signals::signal_name(s)
-        ));
-    }
-    text.push_str(&super::run::render_checks(&checks));
-    match &json_file {
-        Some(f) if f.is_stdout() => rtscope_common::error::warn(text.trim_end()),
-        _ => out.write_all(text.as_bytes()).and_then(|()| out.flush())?,
-    }
-    if let Some(file) = json_file {
-        let doc = document(cfg, &rows, &o, &checks, status.code());
-        let body = serde_json::to_string_pretty(&doc).map_err(std::io::Error::from)? + "\n";
-        if let Err(e) = file.write(body.as_bytes(), out, "--json") {
-            rtscope_common::error::warn(&e.to_string());
-            status = ExitStatus::Usage;
-        }
-    }
-    Ok(status)
+    Ok(HwlatMeasured {
+        rows,
+        outcome,
+        checks,
+    })
 }
 
 /// The SMIs counted per CPU over the run, from the platform counters read around it.
@@ -483,8 +401,5 @@ mod tests {
         );
         let v = limit_view(&r[1]);
         assert_eq!((v.max_single_ns, v.available_percent), (Some(50_000), None));
-        let t = table(&cfg, &r, &o);
-        assert!(t.contains("measured by the kernel's hwlat tracer"), "{t}");
-        assert!(t.contains("SMI: no SMI counter"), "{t}");
     }
 }

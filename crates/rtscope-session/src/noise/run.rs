@@ -1,12 +1,13 @@
-//! Driving a noise run and its text: the loop that drains the gap rings (feeding a live
-//! explainer) until the run ends or a stop signal comes, the per-CPU table, the limit lines.
-//! [`super::NoiseSession`] drives the loops with these; front ends print the text.
+//! Driving a noise run: the loop that drains the gap rings (feeding a live explainer) until the
+//! run ends or a stop signal comes, the configuration it records, the notes on what the loops
+//! chose. [`super::NoiseSession`] drives the loops with these; the table, the limit lines and
+//! the progress line are rtscope-present's (`noise`), printed by the front ends.
 
 use super::kept::KeptGaps;
 use super::platform::{PlatformCounters, PlatformTotals};
 use super::record::NoiseRecorder;
-use super::{CpuNoise, NoiseCheck, NoiseExplainer};
-use rtscope_core::text::{count, short, us_or_dash};
+use super::{CpuNoise, NoiseExplainer};
+use rtscope_core::text::short;
 use rtscope_core::Nanos;
 use rtscope_engine::noise::{Gap, NoiseConfig, NoiseRun, NoiseThread, Threshold};
 use rtscope_engine::{sys, Wake};
@@ -295,103 +296,11 @@ pub fn raised_threshold_note(
     ))
 }
 
-/// The per-CPU table, `rtla osnoise top`'s columns (the settings its notes name spelt the
-/// front end's way).
-pub fn table(rows: &[CpuNoise], naming: crate::field::Naming) -> String {
-    let n = |f: crate::field::Field| naming.name(f);
-    let mut s = format!(
-        "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10} {:>8} {:>5}\n",
-        "CPU",
-        "RUNTIME",
-        "NOISE",
-        "AVAILABLE",
-        "MAX SINGLE",
-        "GAPS>THR",
-        "ITER/S",
-        "RESOLUTION",
-        "STEAL",
-        "SMI"
-    );
-    for r in rows {
-        s.push_str(&format!(
-            "{:>4} {:>10} {:>12} {:>11} {:>11} {:>9} {:>9} {:>10} {:>8} {:>5}\n",
-            r.cpu,
-            short(Nanos(r.runtime_ns / 1_000_000 * 1_000_000)),
-            time_cell(r.noise_ns),
-            r.available_percent
-                .map_or("unknown".into(), |p| format!("{p:.5}%")),
-            r.max_single_ns.map_or("-".into(), time_cell),
-            r.gaps_over_threshold,
-            r.iterations_per_s.map_or("-".into(), count),
-            r.resolution_ns.map_or("-".into(), |v| format!("{v}ns")),
-            r.platform
-                .steal_ns
-                .map_or("-".into(), |v| format!("{}ms", v / 1_000_000)),
-            r.platform.smis.map_or("-".into(), |v| v.to_string()),
-        ));
+/// Why `--counter auto` did not take the raw counter, when it was asked to choose and the loops
+/// read the vDSO clock (read from the running system's CPU description); `None` otherwise.
+pub fn raw_counter_note(asked_auto: bool, run: &NoiseRun) -> Option<String> {
+    if !asked_auto || run.counter() != rtscope_engine::noise::CounterKind::Clock {
+        return None;
     }
-    let dropped: u64 = rows.iter().map(|r| r.gaps_dropped).sum();
-    if dropped > 0 {
-        s.push_str(&format!(
-            "{dropped} gaps over the threshold were counted but not kept (the ring was full: raise {})\n",
-            n(crate::field::Field::GapCapacity)
-        ));
-    }
-    let not_kept: u64 = rows.iter().map(|r| r.gaps_not_kept).sum();
-    if not_kept > 0 {
-        s.push_str(&format!(
-            "{not_kept} shorter gaps over the threshold were counted but not kept (only the longest {} per CPU are)\n",
-            n(crate::field::Field::KeepGaps)
-        ));
-    }
-    s.push_str("RESOLUTION is the loop's shortest gap: one counter read and a histogram store.\n");
-    s
-}
-
-/// A time of the table with its unit, in the unit that keeps it short: µs below 1 ms
-/// (`412.3us`), ms below 1 s (`35.412ms`), seconds above (`8.792s`, not `8791850.0us`).
-pub fn time_cell(ns: u64) -> String {
-    match ns {
-        0..=999_999 => format!("{}us", us_or_dash(Some(Nanos(ns)))),
-        1_000_000..=999_999_999 => format!("{:.3}ms", ns as f64 / 1e6),
-        _ => format!("{:.3}s", ns as f64 / 1e9),
-    }
-}
-
-/// The limit verdicts, one line each.
-pub fn render_checks(checks: &[NoiseCheck]) -> String {
-    checks
-        .iter()
-        .map(|c| {
-            let verdict = if c.passed { "pass" } else { "FAIL" };
-            format!(
-                "limit {}: CPU {} {} = {} (limit {})\n",
-                verdict, c.cpu, c.stat, c.value, c.limit
-            )
-        })
-        .collect()
-}
-
-/// What the loops read, its calibrated rate, and why `--counter auto` did not take the raw
-/// counter when it did not.
-pub fn counter_line(asked_auto: bool, run: &NoiseRun) -> String {
-    let kind = run.counter();
-    let mut line = format!("noise: the loops read {}", kind.name());
-    let hz: Vec<f64> = run.counter_hz().into_iter().flatten().collect();
-    if let (Some(lo), Some(hi)) = (
-        hz.iter().copied().reduce(f64::min),
-        hz.iter().copied().reduce(f64::max),
-    ) {
-        line.push_str(&format!(" at {:.6} GHz", lo / 1e9));
-        if hi - lo > 1e-6 * lo {
-            line.push_str(&format!(" to {:.6} GHz", hi / 1e9));
-        }
-    }
-    if asked_auto && kind == rtscope_engine::noise::CounterKind::Clock {
-        let probe = rtscope_engine::noise::CounterProbe::read(std::path::Path::new("/"));
-        if let Some(why) = probe.auto_note() {
-            line.push_str(&format!(" (not the raw counter: {why})"));
-        }
-    }
-    line
+    rtscope_engine::noise::CounterProbe::read(std::path::Path::new("/")).auto_note()
 }

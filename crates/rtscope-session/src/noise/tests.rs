@@ -305,19 +305,3 @@ fn below_a_real_time_policy_a_hint_says_normal_threads_count_as_noise() {
     }
     assert_eq!(policy_hint("deadline", Naming::Flags), None);
 }
-
-#[test]
-fn the_table_writes_long_times_in_seconds_and_short_ones_in_microseconds() {
-    use super::run::{table, time_cell};
-    assert_eq!(time_cell(412_345), "412.3us");
-    assert_eq!(time_cell(35_412_000), "35.412ms");
-    assert_eq!(time_cell(8_791_850_000), "8.792s");
-    let mut row = CpuNoise::of(&thread(10_000_000_000, &[500, 8_791_850_000], 1_000));
-    row.max_single_ns = Some(103_050_000);
-    let t = table(&[row], crate::field::Naming::Flags);
-    let line = t.lines().nth(1).unwrap();
-    assert!(line.contains(" 8.792s "), "{t}");
-    assert!(line.contains(" 103.050ms "), "{t}");
-    assert!(!t.contains("8791850"), "{t}");
-    assert!(t.lines().next().unwrap().contains("NOISE "), "{t}");
-}

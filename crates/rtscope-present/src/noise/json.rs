@@ -1,19 +1,23 @@
 //! `rtscope noise --json`: the document (schema `rtscope.noise/1`), serialized straight from the
 //! run's data: a `serde_json::Value` of every gap cost about ten times the text it became, and
-//! the gaps are the bulk of it (at most `--keep-gaps` per CPU, [`super::kept`]).
+//! the gaps are the bulk of it (at most `--keep-gaps` per CPU, `rtscope_session::noise::kept`).
 
-use super::run::Outcome;
-use super::{ClassTotals, CpuNoise, NoiseCheck};
 use rtscope_engine::noise::Gap;
 use rtscope_explain::book::ExplainSummary;
+use rtscope_explain::classes::ClassTotals;
+use rtscope_session::noise::run::Outcome;
+use rtscope_session::noise::{CpuNoise, NoiseCheck};
 use serde::ser::{SerializeSeq, Serializer};
 use serde::Serialize;
+
+/// The document's schema.
+pub const SCHEMA: &str = "rtscope.noise/1";
 
 /// What the document says besides the run's outcome.
 pub struct DocMeta<'a> {
     /// The command line.
     pub command_line: &'a [String],
-    /// The configuration (`run::config_json`).
+    /// The configuration (`rtscope_session::noise::run::config_json`).
     pub config: &'a serde_json::Value,
     /// CLOCK_MONOTONIC at the start: gap offsets are from it.
     pub clock_start: u64,
@@ -109,7 +113,7 @@ pub fn document(o: &Outcome, rows: &[CpuNoise], meta: &DocMeta<'_>) -> serde_jso
         })
         .collect();
     let doc = Doc {
-        schema: "rtscope.noise/1",
+        schema: SCHEMA,
         tool: Tool {
             name: "rtscope",
             version: env!("CARGO_PKG_VERSION"),
