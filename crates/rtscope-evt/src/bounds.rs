@@ -12,6 +12,7 @@
 //! These hold for every answer and with `--unreliable` too.
 
 use crate::units::{span, us};
+use crate::{Fitted, Level, Options};
 
 /// No level above this many times the largest latency observed.
 pub const MAX_OVER_OBSERVED: f64 = 100.0;
@@ -102,6 +103,79 @@ pub fn distinct(values: impl Iterator<Item = f64>, enough: usize) -> usize {
         }
     }
     seen.len()
+}
+
+/// The levels at `(p, q, span)`: labelled with probability `p`, estimated as the level an
+/// episode exceeds with probability `q` per wake-up (`q = p` per episode, `θ p` per wake-up),
+/// `span` the time of a per-time row; monotone in `q` and within the rules above, the others not
+/// given.
+pub(crate) fn levels(
+    f: Fitted,
+    o: &Options,
+    probs: Vec<(f64, f64, Option<f64>)>,
+) -> (Vec<Level>, Vec<LevelNotGiven>) {
+    let Fitted {
+        tail,
+        clusters: c,
+        fit,
+        u,
+        rate,
+    } = f;
+    let chi2 = crate::diag::chi2_1(o.confidence);
+    let probs: Vec<_> = probs
+        .into_iter()
+        .filter(|&(_, q, _)| q > 0.0 && q < rate)
+        .collect();
+    let rows: Vec<(f64, f64, Option<f64>)> = probs
+        .iter()
+        .map(|&(_, q, _)| {
+            let (lo, hi) = crate::gpd::return_interval(&c.maxima, fit, rate, q, chi2);
+            let e = u + crate::gpd::return_excess(&fit.gpd, rate, q);
+            (e, u + lo, hi.map(|h| u + h))
+        })
+        .collect();
+    let rows = monotone_by(rows, |i| probs[i].1);
+    let measured = tail.rate_hz.map(|hz| tail.observations as f64 / hz);
+    let (mut given, mut not_given) = (Vec::new(), Vec::new());
+    for (&(p, _, span), (e, lo, hi)) in probs.iter().zip(rows) {
+        let once_per_s = tail.rate_hz.map(|hz| 1.0 / (p * hz));
+        let time = span.zip(measured);
+        if let Some(why) = why_not(e, lo, hi, tail.max, time) {
+            not_given.push(LevelNotGiven {
+                probability: p,
+                once_per_s,
+                why,
+            });
+            continue;
+        }
+        given.push(Level {
+            probability: p,
+            once_per_s,
+            estimate_ns: e,
+            lower_ns: lo,
+            upper_ns: hi,
+            extrapolation: 1.0 / (p * tail.observations as f64),
+            longer: o.precision.and_then(|r| crate::longer_for(e, hi?, r)),
+        });
+    }
+    (given, not_given)
+}
+
+/// `rows` made monotone ([`monotone`]) from the largest `q(i)` to the smallest, in
+/// their own order.
+pub(crate) fn monotone_by(
+    rows: Vec<(f64, f64, Option<f64>)>,
+    q: impl Fn(usize) -> f64,
+) -> Vec<(f64, f64, Option<f64>)> {
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by(|&a, &b| q(b).total_cmp(&q(a)));
+    let mut sorted: Vec<_> = order.iter().map(|&i| rows[i]).collect();
+    monotone(&mut sorted);
+    let mut out = rows;
+    for (k, &i) in order.iter().enumerate() {
+        out[i] = sorted[k];
+    }
+    out
 }
 
 #[cfg(test)]

@@ -653,8 +653,8 @@ fn both_levels(f: Fitted, o: &Options) -> (Vec<Level>, Vec<Level>, Vec<bounds::L
         .iter()
         .map(|&p| (p, theta * p, None))
         .collect();
-    let (episodes, mut not_given) = levels(f, o, probs);
-    let (wakeup, more) = levels(f, o, wakeups);
+    let (episodes, mut not_given) = bounds::levels(f, o, probs);
+    let (wakeup, more) = bounds::levels(f, o, wakeups);
     not_given.extend(more);
     (episodes, wakeup, not_given)
 }
@@ -770,79 +770,6 @@ fn diagnostics(
             test,
             outcome: outcome(s, p, o.alpha),
         });
-    }
-    out
-}
-
-/// The levels at `(p, q, span)`: labelled with probability `p`, estimated as the level an
-/// episode exceeds with probability `q` per wake-up (`q = p` per episode, `θ p` per wake-up),
-/// `span` the time of a per-time row; monotone in `q` and within [`bounds`], the others not
-/// given.
-pub(crate) fn levels(
-    f: Fitted,
-    o: &Options,
-    probs: Vec<(f64, f64, Option<f64>)>,
-) -> (Vec<Level>, Vec<bounds::LevelNotGiven>) {
-    let Fitted {
-        tail,
-        clusters: c,
-        fit,
-        u,
-        rate,
-    } = f;
-    let chi2 = diag::chi2_1(o.confidence);
-    let probs: Vec<_> = probs
-        .into_iter()
-        .filter(|&(_, q, _)| q > 0.0 && q < rate)
-        .collect();
-    let rows: Vec<(f64, f64, Option<f64>)> = probs
-        .iter()
-        .map(|&(_, q, _)| {
-            let (lo, hi) = gpd::return_interval(&c.maxima, fit, rate, q, chi2);
-            let e = u + gpd::return_excess(&fit.gpd, rate, q);
-            (e, u + lo, hi.map(|h| u + h))
-        })
-        .collect();
-    let rows = monotone_by(rows, |i| probs[i].1);
-    let measured = tail.rate_hz.map(|hz| tail.observations as f64 / hz);
-    let (mut given, mut not_given) = (Vec::new(), Vec::new());
-    for (&(p, _, span), (e, lo, hi)) in probs.iter().zip(rows) {
-        let once_per_s = tail.rate_hz.map(|hz| 1.0 / (p * hz));
-        let time = span.zip(measured);
-        if let Some(why) = bounds::why_not(e, lo, hi, tail.max, time) {
-            not_given.push(bounds::LevelNotGiven {
-                probability: p,
-                once_per_s,
-                why,
-            });
-            continue;
-        }
-        given.push(Level {
-            probability: p,
-            once_per_s,
-            estimate_ns: e,
-            lower_ns: lo,
-            upper_ns: hi,
-            extrapolation: 1.0 / (p * tail.observations as f64),
-            longer: o.precision.and_then(|r| longer_for(e, hi?, r)),
-        });
-    }
-    (given, not_given)
-}
-
-/// `rows` made monotone ([`bounds::monotone`]) from the largest `q(i)` to the smallest, in
-/// their own order.
-pub(crate) fn monotone_by(
-    rows: Vec<(f64, f64, Option<f64>)>,
-    q: impl Fn(usize) -> f64,
-) -> Vec<(f64, f64, Option<f64>)> {
-    let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_by(|&a, &b| q(b).total_cmp(&q(a)));
-    let mut sorted: Vec<_> = order.iter().map(|&i| rows[i]).collect();
-    bounds::monotone(&mut sorted);
-    let mut out = rows;
-    for (k, &i) in order.iter().enumerate() {
-        out[i] = sorted[k];
     }
     out
 }

@@ -364,7 +364,7 @@ fn blocks(tail: &Tail, hz: f64, o: &Options) -> Answer<BlockMaxima> {
             (fit.gev.level(q), lower, upper)
         })
         .collect();
-    let rows = crate::monotone_by(rows, |i| -spans[i]);
+    let rows = crate::bounds::monotone_by(rows, |i| -spans[i]);
     let (mut levels, mut not_given) = (Vec::new(), Vec::new());
     for (&span, (e, lower, upper)) in spans.iter().zip(rows) {
         let time = Some((span, run_s));

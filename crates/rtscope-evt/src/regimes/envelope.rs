@@ -205,7 +205,7 @@ fn bounded(mut levels: Vec<EnvelopeLevel>, max: f64) -> (Vec<EnvelopeLevel>, Vec
         .collect();
     for (l, (e, lo, hi)) in levels
         .iter_mut()
-        .zip(crate::monotone_by(rows, |i| probs[i]))
+        .zip(crate::bounds::monotone_by(rows, |i| probs[i]))
     {
         (l.level.estimate_ns, l.level.lower_ns, l.level.upper_ns) = (e, lo, hi);
     }

@@ -123,7 +123,7 @@ pub fn per_time(tail: &Tail, s: &Segments, chi2: f64, chi2_lower: f64) -> TimeEn
         .collect();
     for (l, (e, lo, hi)) in levels
         .iter_mut()
-        .zip(crate::monotone_by(rows, |i| -times[i]))
+        .zip(crate::bounds::monotone_by(rows, |i| -times[i]))
     {
         (l.level.estimate_ns, l.level.lower_ns, l.level.upper_ns) = (e, lo, hi);
     }
