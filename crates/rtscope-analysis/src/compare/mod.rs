@@ -7,7 +7,8 @@
 //! * [`significance`]: the Mann–Whitney U test on per-run values, stratified (van Elteren);
 //! * [`strata`]: runs matched like with like (scenario, load case) before they are tested;
 //! * [`tail`]: the groups' tail levels beyond the measured time (`--tail-level`), rtscope-evt's;
-//! * [`analysis`]: the comparison as data;
+//! * [`analysis`]: the comparison as data; [`request`]: the whole command as one call (a typed
+//!   request against a store gives the comparison, its notes and its exit status);
 //! * [`differences`]: checked system settings and run settings that differ between groups;
 //! * [`functions`]: kernel functions whose charged time changed between groups (kernel stacks);
 //! * [`text`] and [`json`]: the two renderings; [`plot`]: the overlaid plots; [`ci`]: the
@@ -23,6 +24,7 @@ pub mod json;
 pub mod load;
 pub mod model;
 pub mod plot;
+pub mod request;
 pub mod significance;
 pub mod strata;
 pub mod tail;

@@ -6,73 +6,44 @@
 //! reads the options and prints.
 
 use crate::cli::compare::CompareArgs;
-use rtscope_analysis::compare::analysis::Comparison;
 use rtscope_analysis::compare::model::Stat;
+use rtscope_analysis::compare::request::{self, Request};
 use rtscope_analysis::compare::verdict::Thresholds;
-use rtscope_analysis::compare::{json, load, plot, text};
-use rtscope_common::error::ExitStatus;
+use rtscope_analysis::compare::{json, plot, text};
+use rtscope_common::error::{warn, ExitStatus};
 use std::io::Write;
 
 /// Runs `rtscope compare …`: exit 0, or 1 when a candidate regresses against the baseline.
 pub fn run(a: &CompareArgs, out: &mut dyn Write) -> anyhow::Result<ExitStatus> {
-    // None: --stat not given, the groups' defaults (noise's own for noise runs).
-    let stats = a
-        .stats
-        .as_ref()
-        .map(|v| v.iter().map(|s| Stat::parse(s, "--stat")).collect())
-        .transpose()?;
     let mut thresholds = Thresholds::parse(&a.thresholds, &a.min_delta)?;
     thresholds.threshold_only = a.threshold_only;
     thresholds.fail_untested = a.fail_untested;
-    let matrix_stat = Stat::parse(&a.matrix, "--matrix")?;
-    let store = super::open_db(a.db.as_deref())?;
-    let loaded = load::groups(&store, &a.selectors)?;
-    for note in &loaded.notes {
-        rtscope_common::error::warn(note);
-    }
-    let groups = loaded.groups;
-    let stats = load::stats_for(&groups, stats)?;
-    let mut c = Comparison::new(groups, &stats, thresholds, matrix_stat, a.rows.as_deref());
-    if let Some(p) = a.tail_level {
-        c = c
-            .with_tail_level(p, a.assume_stationary)
-            .with_tail_envelopes(&store)?;
-    }
-    let stacks = load::stacks(&store, &c.groups)?;
-    let mut unreadable: Vec<_> = stacks
-        .iter()
-        .filter_map(|(id, s)| match s {
-            rtscope_analysis::compare::functions::RunStacks::Unreadable(why) => Some((id, why)),
-            _ => None,
-        })
-        .collect();
-    unreadable.sort();
-    for (id, why) in unreadable {
-        rtscope_common::error::warn(&format!(
-            "note: run {id}: its explanation summary is unreadable ({}): left out of the kernel functions",
-            rtscope_core::text::escape(why)
-        ));
-    }
-    c = c.with_functions(&stacks);
-    if let (Some(key), None) = (&a.rows, &c.matrix) {
-        rtscope_common::error::warn(&format!("note: --rows {key}: no load-case matrix, as no run has a `case` tag or a campaign load case"));
-    }
-    let status = if c.regressions() > 0 && !a.no_fail {
-        ExitStatus::LimitExceeded
-    } else {
-        ExitStatus::Success
+    let r = Request {
+        selectors: a.selectors.clone(),
+        // None: --stat not given, the groups' defaults (noise's own for noise runs).
+        stats: (a.stats.as_ref())
+            .map(|v| v.iter().map(|s| Stat::parse(s, "--stat")).collect())
+            .transpose()?,
+        thresholds,
+        matrix_stat: Stat::parse(&a.matrix, "--matrix")?,
+        rows: a.rows.clone(),
+        tail: a.tail_level.map(|p| (p, a.assume_stationary)),
+        no_fail: a.no_fail,
     };
+    let store = super::open_db(a.db.as_deref())?;
+    let o = request::run(&store, &r)?;
+    o.notes.iter().for_each(|n| warn(n));
     if let Some(dir) = &a.plot {
-        for path in plot::write(&c, dir)? {
-            rtscope_common::error::warn(&format!("wrote {}", path.display()));
+        for path in plot::write(&o.comparison, dir)? {
+            warn(&format!("wrote {}", path.display()));
         }
     }
-    crate::commands::fleet::compare_ci(&a.ci_output, &c, out)?;
+    crate::commands::fleet::compare_ci(&a.ci_output, &o.comparison, out)?;
     if a.json {
-        let doc = json::document(&c, status.code());
+        let doc = json::document(&o.comparison, o.status.code());
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
     } else {
-        out.write_all(text::render(&c).as_bytes())?;
+        out.write_all(text::render(&o.comparison).as_bytes())?;
     }
-    Ok(status)
+    Ok(o.status)
 }
