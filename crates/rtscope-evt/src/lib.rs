@@ -25,6 +25,7 @@ pub mod input;
 pub mod precision;
 pub mod regimes;
 pub mod render;
+pub mod request;
 pub mod threshold;
 pub mod units;
 pub mod words;

@@ -1,6 +1,7 @@
 //! What a run looks like to people and programs: `rtscope measure`'s table and limit lines
 //! ([`table`]), its versioned JSON document ([`measure_json`], schema `rtscope.measure/1`),
-//! `rtscope respond`'s ([`respond_json`], schema `rtscope.respond/1`), `rtscope noise`'s table,
+//! `rtscope respond`'s ([`respond_json`], schema `rtscope.respond/1`), `rtscope tail`'s
+//! ([`tail_json`], schema `rtscope.tail/1`), `rtscope noise`'s table,
 //! progress line and documents ([`noise`], schemas `rtscope.noise/1` and `rtscope.hwnoise/1`)
 //! and the stored runs as `rtscope runs` lists and shows them ([`runs`]). Every versioned
 //! document a command prints is defined here (or in rtscope-export), which
@@ -14,3 +15,4 @@ pub mod noise;
 pub mod respond_json;
 pub mod runs;
 pub mod table;
+pub mod tail_json;
