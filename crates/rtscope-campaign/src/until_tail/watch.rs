@@ -10,7 +10,8 @@ use super::{Check, Checks, ThreadStanding, UntilTail, UntilTailRun};
 use rtscope_core::Nanos;
 use rtscope_engine::{sys, Run};
 use rtscope_evt::precision::Standing;
-use rtscope_evt::{input, Options};
+use rtscope_evt::request::{self, Request};
+use rtscope_evt::Options;
 use rtscope_store::{RunId, Store};
 use std::path::PathBuf;
 use std::thread::JoinHandle;
@@ -25,9 +26,9 @@ pub(crate) enum CheckError {
     /// The database could not be opened or read.
     #[error(transparent)]
     Store(#[from] rtscope_store::StoreError),
-    /// A thread's samples could not be read or analysed.
+    /// A thread's samples could not be read or analysed (`rtscope tail`'s own error).
     #[error(transparent)]
-    Input(#[from] rtscope_evt::input::InputError),
+    Tail(#[from] rtscope_evt::request::TailError),
 }
 
 /// The checks of one running run.
@@ -151,24 +152,21 @@ pub(crate) fn analyse_run(
     id: RunId,
     rule: &UntilTail,
 ) -> Result<Vec<ThreadStanding>, CheckError> {
-    let detail = store.run(id)?;
     let o = Options {
         probabilities: vec![rule.probability],
         ..Options::default()
     };
-    let mut out = Vec::with_capacity(detail.threads.len());
-    for t in &detail.threads {
-        let a = input::analyse_thread(store, &detail, t, &o, false)?;
-        out.push(ThreadStanding {
-            title: t
-                .cpu
-                .map_or(format!("thread {}", t.thread), |c| format!("CPU {c}")),
-            thread: t.thread,
-            standing: Standing::of(&a, rule.probability, rule.precision),
+    let r = Request::new(id, None, o, Vec::new(), false);
+    let outcome = request::run(store, &r)?;
+    let standings = (outcome.threads.iter())
+        .map(|t| ThreadStanding {
+            title: (t.who.cpu).map_or(format!("thread {}", t.who.thread), |c| format!("CPU {c}")),
+            thread: t.who.thread,
+            standing: Standing::of(&t.analysis, rule.probability, rule.precision),
             settled: false,
-        });
-    }
-    Ok(out)
+        })
+        .collect();
+    Ok(standings)
 }
 
 #[cfg(test)]
@@ -189,7 +187,8 @@ mod tests {
         let expected = store.run(42).unwrap_err().to_string();
         drop(store);
         std::fs::remove_dir_all(&dir).unwrap();
-        assert!(matches!(e, CheckError::Store(_)), "{e:?}");
+        use rtscope_evt::request::TailError;
+        assert!(matches!(e, CheckError::Tail(TailError::Store(_))), "{e:?}");
         assert_eq!(e.to_string(), expected);
     }
 }
