@@ -493,6 +493,29 @@ impl Analysis {
         }
     }
 
+    /// The analysis of `tail` before any fit: its facts and its thresholds' `stability`, no
+    /// model, level or refusal yet.
+    fn empty(tail: &Tail, o: &Options, stability: Vec<threshold::Candidate>) -> Analysis {
+        Analysis {
+            observations: tail.observations,
+            observed_max_ns: tail.max,
+            confidence: o.confidence,
+            alpha: o.alpha,
+            binning: tail.binning.clone(),
+            stability,
+            model: None,
+            diagnostics: Vec::new(),
+            levels: Vec::new(),
+            wakeup_levels: Vec::new(),
+            not_given: Vec::new(),
+            refusals: Vec::new(),
+            unreliable: false,
+            assumed_stationary: false,
+            rate_hz: tail.rate_hz,
+            regimes: o.regimes.then(|| regimes::regimes(tail, o)).flatten(),
+        }
+    }
+
     /// Whether the estimate passed every test.
     pub fn accepted(&self) -> bool {
         self.refusals.is_empty()
@@ -511,24 +534,7 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
         threshold::candidates(&desc, tail.observations, o.min_clusters)
     };
     let stability = threshold::stability(&tail.points, &thresholds, o.min_clusters);
-    let mut a = Analysis {
-        observations: tail.observations,
-        observed_max_ns: tail.max,
-        confidence: o.confidence,
-        alpha: o.alpha,
-        binning: tail.binning.clone(),
-        stability,
-        model: None,
-        diagnostics: Vec::new(),
-        levels: Vec::new(),
-        wakeup_levels: Vec::new(),
-        not_given: Vec::new(),
-        refusals: Vec::new(),
-        unreliable: false,
-        assumed_stationary: false,
-        rate_hz: tail.rate_hz,
-        regimes: o.regimes.then(|| regimes::regimes(tail, o)).flatten(),
-    };
+    let mut a = Analysis::empty(tail, o, stability);
     let have = a.stability.first().map_or(
         desc.len()
             .saturating_sub(1)
@@ -585,6 +591,21 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
     });
     a.diagnostics = diagnostics(tail, u, &clusters, &fit, o);
     judge(&mut a, tail.max, stable.is_some());
+    let fitted = Fitted {
+        tail,
+        clusters: &clusters,
+        fit: &used,
+        u,
+        rate,
+    };
+    give_levels(&mut a, fitted, o, unreliable);
+    a
+}
+
+/// The levels of `fitted` into `a`: when every test passed, or (marked) when the fit is
+/// estimable and its levels were asked for anyway (`unreliable`) or only the stationarity
+/// tests could not run and it is assumed (`--assume-stationary`).
+fn give_levels(a: &mut Analysis, fitted: Fitted, o: &Options, unreliable: bool) {
     let assumed = o.assume_stationary
         && a.refusals
             .iter()
@@ -596,18 +617,8 @@ pub fn analyse(tail: &Tail, o: &Options, unreliable: bool) -> Analysis {
     if a.refusals.is_empty() || (estimable && (unreliable || assumed)) {
         a.unreliable = !a.refusals.is_empty();
         a.assumed_stationary = a.unreliable && assumed;
-        (a.levels, a.wakeup_levels, a.not_given) = both_levels(
-            Fitted {
-                tail,
-                clusters: &clusters,
-                fit: &used,
-                u,
-                rate,
-            },
-            o,
-        );
+        (a.levels, a.wakeup_levels, a.not_given) = both_levels(fitted, o);
     }
-    a
 }
 
 /// A tail fitted above threshold `u`: its clusters, the fit and the clusters' rate per

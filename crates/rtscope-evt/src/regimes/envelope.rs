@@ -128,17 +128,7 @@ pub fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Envelope {
     let (mut levels, mut not_given) = (Vec::new(), Vec::new());
     for &p in &o.probabilities {
         let within = p * n_s as f64 >= 1.0;
-        let why = if p < smallest {
-            Some(format!(
-                "a level exceeded once in {:.0e} wake-ups lies more than {REACH:.0} × beyond one segment's {n_s} wake-ups, where no segment showed the tail (measure {:.0} × longer)",
-                1.0 / p,
-                (smallest / p).ceil()
-            ))
-        } else if within {
-            None
-        } else {
-            fit_refused.clone()
-        };
+        let why = why_not(p, smallest, n_s, within, &fit_refused);
         let level = |(e, lo, hi): Bounds, from_segment| EnvelopeLevel {
             level: Level {
                 probability: p,
@@ -192,6 +182,28 @@ pub fn envelope(tail: &Tail, s: &Segments, o: &Options) -> Envelope {
         levels,
         not_given,
     }
+}
+
+/// Why the level at `p` is not given: beyond the reach of a segment of `n_s` wake-ups
+/// (`smallest`), or, outside a segment's own values (`within`), the fit's refusal.
+fn why_not(
+    p: f64,
+    smallest: f64,
+    n_s: u64,
+    within: bool,
+    fit_refused: &Option<String>,
+) -> Option<String> {
+    if p < smallest {
+        return Some(format!(
+            "a level exceeded once in {:.0e} wake-ups lies more than {REACH:.0} × beyond one segment's {n_s} wake-ups, where no segment showed the tail (measure {:.0} × longer)",
+            1.0 / p,
+            (smallest / p).ceil()
+        ));
+    }
+    if within {
+        return None;
+    }
+    fit_refused.clone()
 }
 
 /// `levels` made monotone in the probability by construction (a level at a smaller `p` never
