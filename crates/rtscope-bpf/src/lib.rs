@@ -1,7 +1,7 @@
 //! rtscope's eBPF programs: the late-only kernel stacks of `--explain-stacks` where the kernel
 //! runs BPF programs on trace events (`CONFIG_BPF_EVENTS`, Linux 5.8 for the ring buffer),
 //! cheaper on a measured thread's prompt wake-up than the hist triggers of
-//! `rtscope_trace::tracefs::late` (BENCHMARKS.md, "Kernel stacks").
+//! `rtscope_trace::tracefs::late` (BENCHMARKS.md, "What do `--explain`'s kernel stacks cost?").
 //!
 //! The programs are built at run time ([`insn`], [`asm`]) with the events' field offsets from
 //! tracefs, loaded with `bpf(2)` and attached through perf events ([`sys`]); their stacks come
