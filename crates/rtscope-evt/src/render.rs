@@ -84,19 +84,34 @@ fn refused(o: &mut String, who: &Who, a: &Analysis) {
         }
         last = Some(fix);
     }
-    if stationarity && a.regimes.is_some() {
-        let _ = writeln!(
-            o,
-            "  what the run supports without that assumption: the segments, the worst-segment envelope and the block maxima below"
-        );
-        let _ = writeln!(
-            o,
-            "  the answer for this run is the worst-segment envelope: it promises the levels as if every minute were like the worst segment seen, no more (conditions the run did not see are not covered); the block maxima's levels count only where their tests pass"
-        );
+    if let (true, Some(r)) = (stationarity, &a.regimes) {
+        let _ = writeln!(o, "  {}", without_one_tail(r, a.observed_max_ns));
         let _ = writeln!(
             o,
             "  for a tested estimate: isolate the CPU (isolcpus=, nohz_full=, interrupts moved away), measure longer, on a quieter machine (nothing started or stopped during the run)"
         );
+    }
+}
+
+/// What the run's answers without one stationary tail give, said as what they give: the
+/// envelope's promise only where it gives a level, the block maxima's only where their tests
+/// passed, and otherwise that no level beyond the data is given.
+fn without_one_tail(r: &Regimes, max_ns: f64) -> String {
+    let envelope = r
+        .envelope
+        .given()
+        .is_some_and(|e| !e.levels.is_empty() || !e.per_time.levels.is_empty());
+    let blocks = r
+        .blocks
+        .given()
+        .is_some_and(|b| b.tested && !b.levels.is_empty());
+    match (envelope, blocks) {
+        (true, _) => "the answer for this run is the worst-segment envelope below: it promises its levels as if every minute were like the worst segment seen, no more (conditions the run did not see are not covered); the block maxima's levels count only where their tests pass".into(),
+        (false, true) => "the answer for this run is the block maxima's levels below, whose tests passed; the worst-segment envelope gives none".into(),
+        (false, false) => format!(
+            "no level beyond what the run saw is given: neither the worst-segment envelope nor the block maxima bound one (why, below); what the run shows is its largest latency, {}",
+            us(max_ns)
+        ),
     }
 }
 

@@ -81,7 +81,7 @@ impl Fix {
                 "isolate {} from other work (isolcpus= and nohz_full= on the kernel command line, interrupts moved away; `rtscope check` lists what to change), or find the disturbance with `rtscope measure --explain`",
                 cpu.map_or("the measured CPU".to_string(), |c| format!("CPU {c}"))
             ),
-            Fix::OneCondition { answers: true } => "measure under one condition (nothing started or stopped during the run), or use the segment, envelope and block-maxima answers below, which do not assume one".to_string(),
+            Fix::OneCondition { answers: true } => "measure under one condition (nothing started or stopped during the run), or read the segment, envelope and block-maxima answers below, which do not assume one, where they give a level".to_string(),
             Fix::OneCondition { answers: false } => "measure under one condition (nothing started or stopped during the run), with `rtscope measure --raw` for the answers that do not assume one (segments, worst-segment envelope, block maxima)".to_string(),
             Fix::LargerHistogram => "a larger cyclictest -h, or rtscope measure --raw".to_string(),
             Fix::Sources => "the largest latencies mix several sources: find them with `rtscope measure --explain`, isolate the CPU or measure under one condition (measuring longer does not make a mixture one tail)".to_string(),

@@ -364,3 +364,45 @@ fn a_histogram_is_not_told_to_use_the_envelope_and_a_failed_fit_not_to_measure_l
     assert_eq!(fix, Fix::Sources);
     assert!(!fix.text().contains("measure about"), "{}", fix.text());
 }
+
+/// The sentence that names "the answer" for a run without one stationary tail says what the
+/// answers below it give: the envelope only where it gives a level, otherwise the block maxima
+/// only where their tests passed, otherwise that no level beyond the data is given (a run
+/// beside a compile on this VM was told "the answer is the worst-segment envelope" while the
+/// envelope gave no level at all).
+#[test]
+fn the_answer_named_for_a_run_without_one_tail_is_one_that_gives_a_level() {
+    let who = rtscope_evt::words::Who {
+        run: "1".into(),
+        thread: 0,
+        cpu: Some(1),
+        shared_cpu: false,
+    };
+    let mut seen = 0;
+    for (name, tail) in inputs() {
+        let a = analyse(&tail, &options(false), false);
+        let text = rtscope_evt::render::text(&who, &a);
+        let Some(r) = &a.regimes else { continue };
+        let envelope = r
+            .envelope
+            .given()
+            .is_some_and(|e| !e.levels.is_empty() || !e.per_time.levels.is_empty());
+        let blocks = r
+            .blocks
+            .given()
+            .is_some_and(|b| b.tested && !b.levels.is_empty());
+        if text.contains("the answer for this run is the worst-segment envelope") {
+            assert!(envelope, "{name}: the envelope named, none given:\n{text}");
+            seen += 1;
+        }
+        if text.contains("the answer for this run is the block maxima") {
+            assert!(!envelope && blocks, "{name}:\n{text}");
+            seen += 1;
+        }
+        if text.contains("no level beyond what the run saw is given") {
+            assert!(!envelope && !blocks, "{name}:\n{text}");
+            seen += 1;
+        }
+    }
+    assert!(seen > 0, "no input was refused one stationary tail");
+}
