@@ -128,6 +128,58 @@ pub fn campaign_runs(store: &Store, c: &CampaignSummary) -> Result<Vec<RunId>, U
     Ok(out.into_iter().map(|(_, id)| id).collect())
 }
 
+/// The newest run; when it belongs to a campaign, every run of that campaign.
+pub fn last_with_campaign(store: &Store) -> Result<Vec<RunId>, UsageError> {
+    let err = |e: rtscope_store::StoreError| UsageError::from_error(e);
+    let Some(last) = store.last_run().map_err(err)? else {
+        return Ok(Vec::new());
+    };
+    match store.campaign_of(last).map_err(err)? {
+        Some((c, _)) => campaign_runs(store, &c),
+        None => Ok(vec![last]),
+    }
+}
+
+/// The runs a report names, in order, each once: the campaign `campaign`'s, then with `last`
+/// (or nothing else named) the newest run with its campaign, then each selector of `runs`.
+pub fn chosen(
+    store: &Store,
+    campaign: Option<&str>,
+    runs: &[String],
+    last: bool,
+) -> Result<Vec<RunId>, UsageError> {
+    let mut ids: Vec<RunId> = Vec::new();
+    if let Some(name) = campaign {
+        let c = store
+            .campaign_by_name(name)
+            .map_err(UsageError::from_error)?
+            .ok_or_else(|| {
+                UsageError::new(format!(
+                    "no campaign named '{name}' in {}",
+                    store.path().display()
+                ))
+                .hint("`rtscope run` records campaigns; `rtscope runs` lists the runs")
+            })?;
+        ids.extend(campaign_runs(store, &c)?);
+    }
+    if last || (runs.is_empty() && campaign.is_none()) {
+        ids.extend(last_with_campaign(store)?);
+    }
+    for t in runs {
+        let sel = Selector::parse(t)?;
+        ids.extend(resolve(store, &sel, t)?);
+    }
+    let mut seen = std::collections::HashSet::new();
+    ids.retain(|id| seen.insert(*id));
+    if ids.is_empty() {
+        return Err(
+            UsageError::new(format!("no run to report in {}", store.path().display()))
+                .hint("record a run with `rtscope measure` first"),
+        );
+    }
+    Ok(ids)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

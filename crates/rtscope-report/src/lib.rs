@@ -39,6 +39,7 @@ pub mod noise;
 pub mod plot;
 pub mod raw;
 pub mod repeats;
+pub mod request;
 pub mod samples;
 pub mod scale;
 mod stacks;

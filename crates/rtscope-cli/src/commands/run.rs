@@ -44,7 +44,7 @@ fn answer(db: Option<&std::path::Path>, out: &mut dyn Write) -> std::io::Result<
     let Ok(store) = super::open_db(db) else {
         return Ok(());
     };
-    let Ok(ids) = super::report::last_with_campaign(&store) else {
+    let Ok(ids) = rtscope_analysis::select::last_with_campaign(&store) else {
         return Ok(());
     };
     let Ok(bundles) = store.bundles(&ids, false) else {
