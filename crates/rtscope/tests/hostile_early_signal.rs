@@ -47,21 +47,6 @@ fn started(pid: u32) -> bool {
     false
 }
 
-/// The statuses of the runs in `db` as `rtscope runs --json` reads them back.
-fn statuses(db: &Path) -> Vec<String> {
-    if !db.exists() {
-        return Vec::new();
-    }
-    let o = rtscope(&["runs", "--db", db.to_str().unwrap(), "--json"]);
-    assert_eq!(code(&o), 0, "runs --json: {:?}", texts(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["status"].as_str().unwrap_or("?").to_string())
-        .collect()
-}
-
 /// Starts `args` (with `{db}` replaced), sends `sig` `offset` after its start-up and returns
 /// its output.
 fn early_stop(args: &[&str], db: &Path, sig: i32, offset: Duration) -> Output {

@@ -129,22 +129,6 @@ fn runs_with(db: &Path, status: &str) -> usize {
     .unwrap()
 }
 
-/// The statuses of the runs in `db` as `rtscope runs --json` reads them back (a dead
-/// `running` run is `incomplete`).
-fn statuses(db: &Path) -> Vec<String> {
-    if !db.exists() {
-        return Vec::new();
-    }
-    let o = rtscope(&["runs", "--db", db.to_str().unwrap(), "--json"]);
-    assert_eq!(code(&o), 0, "runs --json: {:?}", texts(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["status"].as_str().unwrap_or("?").to_string())
-        .collect()
-}
-
 /// A hostile database: the column of the database matrix.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Db {

@@ -303,3 +303,19 @@ pub fn spawn(args: &[&str]) -> (Child, Reaper) {
     let reaper = Reaper::new(child.id());
     (child, reaper)
 }
+
+/// The statuses of the runs in `db` as `rtscope runs --json` reads them back (a dead
+/// `running` run is `incomplete`); none when the database was never made.
+pub fn statuses(db: &std::path::Path) -> Vec<String> {
+    if !db.exists() {
+        return Vec::new();
+    }
+    let o = rtscope(&["runs", "--db", db.to_str().unwrap(), "--json"]);
+    assert_eq!(code(&o), 0, "runs --json: {:?}", texts(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
