@@ -49,6 +49,22 @@ pub struct Regimes {
     pub blocks: Answer<BlockMaxima>,
 }
 
+impl Regimes {
+    /// Whether the worst-segment envelope gives at least one level (per wake-up or per time).
+    pub fn envelope_gives_a_level(&self) -> bool {
+        self.envelope
+            .given()
+            .is_some_and(|e| !e.levels.is_empty() || !e.per_time.levels.is_empty())
+    }
+
+    /// Whether the block maxima give levels whose tests all passed.
+    pub fn tested_block_levels(&self) -> bool {
+        self.blocks
+            .given()
+            .is_some_and(|b| b.tested && !b.levels.is_empty())
+    }
+}
+
 /// An answer, or why it was not given.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(rename_all = "kebab-case", tag = "outcome")]

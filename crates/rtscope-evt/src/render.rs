@@ -97,15 +97,7 @@ fn refused(o: &mut String, who: &Who, a: &Analysis) {
 /// envelope's promise only where it gives a level, the block maxima's only where their tests
 /// passed, and otherwise that no level beyond the data is given.
 fn without_one_tail(r: &Regimes, max_ns: f64) -> String {
-    let envelope = r
-        .envelope
-        .given()
-        .is_some_and(|e| !e.levels.is_empty() || !e.per_time.levels.is_empty());
-    let blocks = r
-        .blocks
-        .given()
-        .is_some_and(|b| b.tested && !b.levels.is_empty());
-    match (envelope, blocks) {
+    match (r.envelope_gives_a_level(), r.tested_block_levels()) {
         (true, _) => "the answer for this run is the worst-segment envelope below: it promises its levels as if every minute were like the worst segment seen, no more (conditions the run did not see are not covered); the block maxima's levels count only where their tests pass".into(),
         (false, true) => "the answer for this run is the block maxima's levels below, whose tests passed; the worst-segment envelope gives none".into(),
         (false, false) => format!(

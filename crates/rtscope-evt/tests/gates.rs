@@ -383,14 +383,7 @@ fn the_answer_named_for_a_run_without_one_tail_is_one_that_gives_a_level() {
         let a = analyse(&tail, &options(false), false);
         let text = rtscope_evt::render::text(&who, &a);
         let Some(r) = &a.regimes else { continue };
-        let envelope = r
-            .envelope
-            .given()
-            .is_some_and(|e| !e.levels.is_empty() || !e.per_time.levels.is_empty());
-        let blocks = r
-            .blocks
-            .given()
-            .is_some_and(|b| b.tested && !b.levels.is_empty());
+        let (envelope, blocks) = (r.envelope_gives_a_level(), r.tested_block_levels());
         if text.contains("the answer for this run is the worst-segment envelope") {
             assert!(envelope, "{name}: the envelope named, none given:\n{text}");
             seen += 1;
