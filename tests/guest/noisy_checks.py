@@ -97,15 +97,23 @@ def asleep(frame: str) -> bool:
     return any(name == s or (s.endswith("_") and name.startswith(s)) for s in SLEEP_OR_IDLE)
 
 
+def measuring(comm: str) -> bool:
+    """Whether COMM measures: an rtscope thread or the timerlat tracer's `timerlat/<CPU>`
+    (rtscope-trace's `stacks::is_measuring`), whose stack is its own sleep in `timerlat_main`."""
+    cpu = comm.removeprefix("timerlat/")
+    return comm.startswith("rtscope") or (cpu != comm and cpu.isdigit())
+
+
 def shown_stacks_check(x: dict) -> tuple[bool, str]:
-    """No kept spike shows the stack of an rtscope thread (the measuring threads `rtscope-m*`,
-    noise's `rtscope-n*`, any rtscope process's) or of the spike's own thread (its way into
+    """No kept spike shows the stack of a measuring thread (the measuring threads `rtscope-m*`,
+    noise's `rtscope-n*`, any rtscope process's, the timerlat tier's `timerlat/<CPU>`) or of
+    the spike's own thread (its way into
     its sleep), as docs/explain.md's stack rule says: a stack is the charged context's."""
     worst = [w for w in x.get("worst") or [] if w.get("stack")]
     task = lambda w: w["stack"].get("task") or {}  # noqa: E731
-    ours = [w for w in worst if str(task(w).get("comm", "")).startswith("rtscope")]
+    ours = [w for w in worst if measuring(str(task(w).get("comm", "")))]
     own = [w for w in worst if task(w).get("pid") == w["spike"].get("tid")]
-    detail = (f"{len(worst)} kept stack(s): {len(ours)} of an rtscope thread, {len(own)} of "
+    detail = (f"{len(worst)} kept stack(s): {len(ours)} of a measuring thread, {len(own)} of "
               "the spike's own thread")
     bad = (ours or own)[:1]
     if bad:

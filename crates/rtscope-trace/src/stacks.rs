@@ -60,6 +60,20 @@ pub fn is_rtscope(comm: &str) -> bool {
     comm == "rtscope" || comm.starts_with("rtscope-")
 }
 
+/// Whether a task measures rather than interferes: rtscope's ([`is_rtscope`]) or the kernel
+/// timerlat tracer's thread (`timerlat/<CPU>`), which the timerlat tier starts on every CPU it
+/// explains (and `rtla timerlat` beside a run does too). Its stack is its own way into its
+/// sleep (`timerlat_main` → `wait_next_period`), never a spike's cause: beside the hog a
+/// rt-amd64 guest's interrupts-off spikes ranked `timerlat_main` first by time (28 Nov 2026)
+/// because the stack of `timerlat/1`, switched out around the section, was shown as theirs.
+/// Its time on the CPU is still charged to it by name; only its stack is never shown.
+pub fn is_measuring(comm: &str) -> bool {
+    is_rtscope(comm)
+        || comm
+            .strip_prefix("timerlat/")
+            .is_some_and(|cpu| !cpu.is_empty() && cpu.bytes().all(|b| b.is_ascii_digit()))
+}
+
 /// The stack a spike gets, and the task it is of: that of the task charged the most of the
 /// spike (`charged`, most first, from the attribution) that has one in the window — where
 /// the CPU was when the spike's thread became runnable (its `sched_waking`, from the
@@ -67,7 +81,7 @@ pub fn is_rtscope(comm: &str) -> bool {
 /// waking and the switch (the tick found it holding the CPU), else its stack where it gave
 /// its CPU up within the spike (to the measured thread or another measured one), else any
 /// other stack of it taken inside the spike. Never the idle task's, the spike's own thread's
-/// (its own way into its sleep) or an rtscope thread's ([`is_rtscope`]), and never a task's
+/// (its own way into its sleep) or a measuring thread's ([`is_measuring`]), and never a task's
 /// the attribution charged nothing. `None` when none was taken (the CPU was idle and the
 /// thread came from the idle task, or the spike is an interrupt's on an idle CPU).
 pub fn find(events: &[Event], spike: &Spike, charged: &[Task]) -> Option<(Task, Vec<u64>)> {
@@ -91,8 +105,8 @@ pub fn find(events: &[Event], spike: &Spike, charged: &[Task]) -> Option<(Task, 
     let shown = |t: &Task| {
         t.pid != 0
             && t.pid != spike.tid
-            && !is_rtscope(&t.comm)
-            && !is_rtscope(&tasks.task(t.pid).comm)
+            && !is_measuring(&t.comm)
+            && !is_measuring(&tasks.task(t.pid).comm)
     };
     charged.iter().filter(|t| shown(t)).find_map(|t| {
         let pid = t.pid;
@@ -664,7 +678,32 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
         ));
         reader.push(stack(8_000_010, 41, 0x3));
         assert_eq!(find(&reader, &spike, &[task("rtscope", 41)]), None);
+        // The timerlat tracer's thread of the timerlat tier, switched out into the measured
+        // thread: charged by name, its stack (its own sleep in `timerlat_main`) never shown.
+        let mut tracer = reader.clone();
+        tracer.truncate(4);
+        tracer.push(ev(
+            8_000_000,
+            42,
+            Kind::Switch {
+                prev_pid: 42,
+                prev_prio: 4,
+                prev_comm: Comm::new(b"timerlat/1"),
+                prev_state: TaskState::Asleep,
+                next_pid: 7,
+                next_prio: 1,
+                next_comm: Comm::new(b"rtscope-m0"),
+            },
+        ));
+        tracer.push(stack(8_000_010, 42, 0x4));
+        assert_eq!(find(&tracer, &spike, &[task("timerlat/1", 42)]), None);
         assert!(is_rtscope("rtscope") && is_rtscope("rtscope-n1") && is_rtscope("rtscope-m12"));
+        assert!(
+            is_measuring("timerlat/1") && is_measuring("timerlat/12") && is_measuring("rtscope-m0")
+        );
+        assert!(
+            !is_measuring("timerlat/") && !is_measuring("timerlat/x") && !is_measuring("timerlat")
+        );
         assert!(!is_rtscope("rtscopex") && !is_rtscope("python3"));
     }
 
