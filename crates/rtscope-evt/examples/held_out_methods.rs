@@ -22,7 +22,7 @@
 
 mod raw_run;
 
-use rtscope_evt::regimes::Answer;
+use rtscope_evt::regimes::{Answer, BlockMaxima, Envelope};
 use rtscope_evt::{analyse, block_maxima, gev, Options, Tail};
 
 /// A tail of `v` (in time order) as `rtscope tail` reads a raw run: the largest tenth (at most
@@ -61,6 +61,174 @@ fn row(thread: &str, method: &str, status: &str, p: &str, z: f64, expected: f64,
     );
 }
 
+/// One thread's two halves: its name, wake-up rate, the even segments fitted and the odd ones
+/// held out.
+struct Split {
+    name: String,
+    hz: f64,
+    fit: Vec<f64>,
+    held: Vec<f64>,
+}
+
+/// The POT levels per wake-up and per episode (per hour among them) against the held-out part.
+fn pot_rows(x: &Split, a: &rtscope_evt::Analysis, o: &Options) {
+    let status = if a.accepted() { "accepted" } else { "refused" };
+    let (name, held) = (&x.name, &x.held);
+    let n_held = held.len() as f64;
+    let hours_held = n_held / x.hz / 3600.0;
+    for l in &a.wakeup_levels {
+        let seen = held.iter().filter(|&&v| v > l.estimate_ns).count();
+        let p = format!("{:.0e}", l.probability);
+        row(
+            name,
+            "pot/wakeup",
+            status,
+            &p,
+            l.estimate_ns,
+            l.probability * n_held,
+            seen,
+        );
+    }
+    if let Some(m) = &a.model {
+        for l in &a.levels {
+            let seen = episodes(held, l.estimate_ns, m.run_length);
+            let p = format!("{:.0e}", l.probability);
+            match l.once_per_s {
+                Some(s) if (s - 3600.0).abs() < 1e-6 => row(
+                    name,
+                    "pot/hour",
+                    status,
+                    &p,
+                    l.estimate_ns,
+                    hours_held,
+                    seen,
+                ),
+                _ if o.probabilities.contains(&l.probability) => {
+                    let expected = l.probability * n_held;
+                    row(
+                        name,
+                        "pot/episode",
+                        status,
+                        &p,
+                        l.estimate_ns,
+                        expected,
+                        seen,
+                    )
+                }
+                _ => {}
+            }
+        }
+    }
+    if a.refusals
+        .iter()
+        .any(|r| matches!(r, rtscope_evt::Refusal::NotEstimable { .. }))
+    {
+        eprintln!("{name}: POT not estimable: no POT levels");
+    }
+}
+
+/// The worst-segment envelope's levels per wake-up and per time against the held-out part.
+fn envelope_rows(x: &Split, envelope: &Answer<Envelope>, held_blocks: &[f64]) {
+    let (name, held) = (&x.name, &x.held);
+    let e = match envelope {
+        Answer::Given(e) => e,
+        Answer::NotGiven { why } => return eprintln!("{name}: no envelope: {why}"),
+    };
+    let n_held = held.len() as f64;
+    for w in &e.levels {
+        let l = &w.level;
+        let seen = held.iter().filter(|&&v| v > l.estimate_ns).count();
+        let from = w.from_segment.map_or("given (the fit)".to_string(), |s| {
+            format!("given (segment {s}'s values)")
+        });
+        let p = format!("{:.0e}", l.probability);
+        row(
+            name,
+            "envelope/wakeup",
+            &from,
+            &p,
+            l.estimate_ns,
+            l.probability * n_held,
+            seen,
+        );
+    }
+    let nb = held_blocks.len() as f64;
+    for w in &e.per_time.levels {
+        let l = &w.level;
+        let seen = held_blocks.iter().filter(|&&v| v > l.estimate_ns).count();
+        let from = format!(
+            "given (segment {}'s blocks), once per {:.0} s",
+            w.from_segment, l.once_per_s
+        );
+        let p = format!("1/{:.0} per block", l.once_per_s);
+        row(
+            name,
+            "envelope/time",
+            &from,
+            &p,
+            l.estimate_ns,
+            l.per_block * nb,
+            seen,
+        );
+    }
+    for n in &e.per_time.not_given {
+        eprintln!(
+            "{name}: envelope once per {:.0} s: not given: {}",
+            n.once_per_s, n.why
+        );
+    }
+    if let Some(why) = &e.fit_refused {
+        eprintln!("{name}: envelope: no fit beyond one segment: {why}");
+    }
+    for n in &e.not_given {
+        eprintln!(
+            "{name}: envelope at {:.0e}: not given: {}",
+            n.probability, n.why
+        );
+    }
+}
+
+/// The 1 s block maxima's GEV levels per block and once per hour against the held-out blocks.
+fn gev_rows(x: &Split, blocks: &Answer<BlockMaxima>, held_blocks: &[f64]) {
+    let name = &x.name;
+    match (
+        blocks,
+        gev::choose(&block_maxima(&x.fit, x.hz.round() as usize)),
+    ) {
+        (Answer::Given(b), Some((_, f))) if b.block_s == 1.0 => {
+            let nb = held_blocks.len() as f64;
+            for q in [1e-1, 1e-2, 1e-3] {
+                let z = f.gev.level(q);
+                let seen = held_blocks.iter().filter(|&&v| v > z).count();
+                row(
+                    name,
+                    "gev/block",
+                    "given",
+                    &format!("{q:.0e}"),
+                    z,
+                    q * nb,
+                    seen,
+                );
+            }
+            let z = f.gev.level(1.0 / 3600.0);
+            let seen = held_blocks.iter().filter(|&&v| v > z).count();
+            row(
+                name,
+                "gev/hour",
+                "given",
+                "1/3600 per block",
+                z,
+                nb / 3600.0,
+                seen,
+            );
+        }
+        (Answer::NotGiven { why }, _) => eprintln!("{name}: no block maxima: {why}"),
+        _ => eprintln!(
+            "{name}: block maxima of 1 min (a run of 200 min or more): not checked per second"
+        ),
+    }
+}
+
 fn main() {
     let (args, store, id, detail) =
         raw_run::open("usage: held_out_methods DB RUN [SEGMENT_S (60)]");
@@ -85,151 +253,22 @@ fn main() {
             fit.len(),
             held.len()
         );
+        let x = Split {
+            name,
+            hz,
+            fit,
+            held,
+        };
         let o = Options {
             probabilities: vec![1e-3, 1e-4, 1e-5],
             regimes: true,
             ..Options::default()
         };
-        let a = analyse(&tail_of(&fit, hz), &o, true);
-        let status = if a.accepted() { "accepted" } else { "refused" };
-        let n_held = held.len() as f64;
-        let hours_held = n_held / hz / 3600.0;
-        for l in &a.wakeup_levels {
-            let seen = held.iter().filter(|&&x| x > l.estimate_ns).count();
-            row(
-                &name,
-                "pot/wakeup",
-                status,
-                &format!("{:.0e}", l.probability),
-                l.estimate_ns,
-                l.probability * n_held,
-                seen,
-            );
-        }
-        if let Some(m) = &a.model {
-            for l in &a.levels {
-                let seen = episodes(&held, l.estimate_ns, m.run_length);
-                match l.once_per_s {
-                    Some(s) if (s - 3600.0).abs() < 1e-6 => row(
-                        &name,
-                        "pot/hour",
-                        status,
-                        &format!("{:.0e}", l.probability),
-                        l.estimate_ns,
-                        hours_held,
-                        seen,
-                    ),
-                    _ if o.probabilities.contains(&l.probability) => row(
-                        &name,
-                        "pot/episode",
-                        status,
-                        &format!("{:.0e}", l.probability),
-                        l.estimate_ns,
-                        l.probability * n_held,
-                        seen,
-                    ),
-                    _ => {}
-                }
-            }
-        }
-        if a.refusals
-            .iter()
-            .any(|r| matches!(r, rtscope_evt::Refusal::NotEstimable { .. }))
-        {
-            eprintln!("{name}: POT not estimable: no POT levels");
-        }
+        let a = analyse(&tail_of(&x.fit, hz), &o, true);
+        pot_rows(&x, &a, &o);
         let Some(r) = &a.regimes else { continue };
-        match &r.envelope {
-            Answer::Given(e) => {
-                for w in &e.levels {
-                    let l = &w.level;
-                    let seen = held.iter().filter(|&&x| x > l.estimate_ns).count();
-                    let from = w.from_segment.map_or("given (the fit)".to_string(), |s| {
-                        format!("given (segment {s}'s values)")
-                    });
-                    row(
-                        &name,
-                        "envelope/wakeup",
-                        &from,
-                        &format!("{:.0e}", l.probability),
-                        l.estimate_ns,
-                        l.probability * n_held,
-                        seen,
-                    );
-                }
-            }
-            Answer::NotGiven { why } => eprintln!("{name}: no envelope: {why}"),
-        }
-        let held_blocks = block_maxima(&held, hz.round() as usize);
-        if let Answer::Given(e) = &r.envelope {
-            let nb = held_blocks.len() as f64;
-            for w in &e.per_time.levels {
-                let l = &w.level;
-                let seen = held_blocks.iter().filter(|&&x| x > l.estimate_ns).count();
-                row(
-                    &name,
-                    "envelope/time",
-                    &format!(
-                        "given (segment {}'s blocks), once per {:.0} s",
-                        w.from_segment, l.once_per_s
-                    ),
-                    &format!("1/{:.0} per block", l.once_per_s),
-                    l.estimate_ns,
-                    l.per_block * nb,
-                    seen,
-                );
-            }
-            for n in &e.per_time.not_given {
-                eprintln!(
-                    "{name}: envelope once per {:.0} s: not given: {}",
-                    n.once_per_s, n.why
-                );
-            }
-            if let Some(why) = &e.fit_refused {
-                eprintln!("{name}: envelope: no fit beyond one segment: {why}");
-            }
-            for n in &e.not_given {
-                eprintln!(
-                    "{name}: envelope at {:.0e}: not given: {}",
-                    n.probability, n.why
-                );
-            }
-        }
-        match (
-            &r.blocks,
-            gev::choose(&block_maxima(&fit, hz.round() as usize)),
-        ) {
-            (Answer::Given(b), Some((_, f))) if b.block_s == 1.0 => {
-                let nb = held_blocks.len() as f64;
-                for q in [1e-1, 1e-2, 1e-3] {
-                    let z = f.gev.level(q);
-                    let seen = held_blocks.iter().filter(|&&x| x > z).count();
-                    row(
-                        &name,
-                        "gev/block",
-                        "given",
-                        &format!("{q:.0e}"),
-                        z,
-                        q * nb,
-                        seen,
-                    );
-                }
-                let z = f.gev.level(1.0 / 3600.0);
-                let seen = held_blocks.iter().filter(|&&x| x > z).count();
-                row(
-                    &name,
-                    "gev/hour",
-                    "given",
-                    "1/3600 per block",
-                    z,
-                    nb / 3600.0,
-                    seen,
-                );
-            }
-            (Answer::NotGiven { why }, _) => eprintln!("{name}: no block maxima: {why}"),
-            _ => eprintln!(
-                "{name}: block maxima of 1 min (a run of 200 min or more): not checked per second"
-            ),
-        }
+        let held_blocks = block_maxima(&x.held, hz.round() as usize);
+        envelope_rows(&x, &r.envelope, &held_blocks);
+        gev_rows(&x, &r.blocks, &held_blocks);
     }
 }
