@@ -5,8 +5,8 @@ use crate::table;
 use rtscope_core::text::escape;
 use rtscope_core::{Nanos, Stats};
 use rtscope_store::{
-    CampaignRun, CampaignSummary, LoadRow, MonitorSource, RunDetail, RunId, RunStatus, RunSummary,
-    Store, ThreadRow,
+    CampaignRun, CampaignSummary, LoadRow, MonitorSource, Recorded, RunDetail, RunId, RunStatus,
+    RunSummary, Store, ThreadRow,
 };
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -180,6 +180,7 @@ pub struct Extras {
     sources: Vec<MonitorSource>,
     metrics: usize,
     top: Vec<(String, f64)>,
+    recorder: Recorded,
 }
 
 impl Extras {
@@ -200,12 +201,13 @@ impl Extras {
             sources: store.monitor_sources(id)?,
             metrics: store.monitor_series(id)?.len(),
             top,
+            recorder: store.recorder(id)?,
         })
     }
 
     /// The sections after the table of `runs show`.
     pub fn text(&self) -> String {
-        let mut out = String::new();
+        let mut out = recorder_text(&self.recorder);
         if let Some((c, r)) = &self.campaign {
             out.push_str(&format!(
                 "\ncampaign: {} (run {} of {}: scenario {}, case {}, repeat {})\n",
@@ -287,6 +289,37 @@ impl Extras {
             ),
         );
         obj.insert("monitor_metrics".into(), json!(self.metrics));
+        obj.insert("recorder".into(), recorder_json(&self.recorder));
+    }
+}
+
+/// What a run observed with, as `runs show` prints it: the recorder, its trace events and
+/// the kernel stacks taken; `none` for a run not explained (no recorder ran).
+pub fn recorder_text(r: &Recorded) -> String {
+    let (recorder, events, stacks) = match r {
+        Recorded::None => ("none".to_string(), "none".to_string(), "none".to_string()),
+        Recorded::NotRecorded(tier) => (
+            format!("not recorded (tier {tier}, explained by an rtscope before schema 11)"),
+            "not recorded".into(),
+            "not recorded".into(),
+        ),
+        Recorded::Ran(tier, row) => (
+            format!("{} (tier {tier})", row.recorder),
+            row.events_words(),
+            row.stacks.clone(),
+        ),
+    };
+    format!("\nrecorder: {recorder}\n  events: {events}\n  stacks: {stacks}\n")
+}
+
+/// The same as a JSON member: `null` for a run not explained; `recorder` null where an older
+/// rtscope did not record it.
+pub fn recorder_json(r: &Recorded) -> Value {
+    match r {
+        Recorded::None => Value::Null,
+        Recorded::NotRecorded(tier) => json!({"tier": tier, "recorder": null}),
+        Recorded::Ran(tier, row) => json!({"tier": tier, "recorder": row.recorder,
+            "events": row.events, "stacks": row.stacks}),
     }
 }
 

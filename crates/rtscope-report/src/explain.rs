@@ -108,6 +108,9 @@ fn run_section(h: &mut String, r: &RunData, s: &ExplainSummary, start: u64) {
     if let Some(why) = &s.tier_reason {
         let _ = write!(h, " <span class=\"muted\">({})</span>", escape(why));
     }
+    if let Some(cost) = r.recorder_cost() {
+        let _ = write!(h, " <span class=\"muted\">Its {}.</span>", escape(&cost));
+    }
     let _ = writeln!(h, "<br>{}.</p>", escape(&coverage(c)));
     let mut worst: Vec<&Explained> = s.worst.iter().collect();
     worst.sort_by_key(|e| std::cmp::Reverse(e.latency_ns()));

@@ -216,6 +216,16 @@ fn header(h: &mut String, runs: &[RunData]) {
         );
     }
     h.push_str("</table>\n");
+    for r in runs {
+        if let Some(cost) = r.recorder_cost() {
+            let _ = writeln!(
+                h,
+                "<p class=\"muted\">Run {}: {}.</p>",
+                r.id(),
+                escape(&cost)
+            );
+        }
+    }
 }
 
 /// The findings below the answer: collapsed, with a count and how many concern the runs

@@ -36,6 +36,9 @@ pub struct RunData {
     pub events: Vec<rtscope_store::EventRow>,
     /// Why the worst wake-ups were late (`--explain`), with the run's clock start (ns).
     pub explain: Option<(rtscope_explain::book::ExplainSummary, u64)>,
+    /// What the explanation observed with: its recorder, trace events and kernel stacks
+    /// ([`rtscope_store::Recorded::None`]: not explained, no recorder ran).
+    pub recorder: rtscope_store::Recorded,
     /// The preflight audit the run started with (`rtscope check`; empty if none was stored).
     pub checks: Vec<rtscope_store::CheckRow>,
     /// The tail beyond the measured maximum per thread (`--tail`; made by the caller, which
@@ -74,6 +77,7 @@ impl From<RunBundle> for RunData {
                 .spikes
                 .and_then(|s| Some((serde_json::from_str(&s.summary).ok()?, s.clock_start_ns))),
             checks: b.checks,
+            recorder: b.recorder,
             tails: Vec::new(),
         }
     }
@@ -123,6 +127,13 @@ impl RunData {
     pub fn tag(&self, key: &str) -> Option<&str> {
         let tags = &self.detail.summary.tags;
         tags.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// `figures include the recorder's cost (tracefs, 23 events[, stacks: …])` for a run
+    /// measured with a trace recorder on (`--explain`'s tracefs instance); `None` without one.
+    pub fn recorder_cost(&self) -> Option<String> {
+        let cost = self.recorder.row()?.cost()?;
+        Some(format!("figures include the recorder's cost ({cost})"))
     }
 
     /// An environment fact's value.

@@ -715,3 +715,36 @@ fn runs_without_load_cases_are_summarised_per_group_not_per_label() {
     let with_cases = study_runs();
     assert!(crate::table::has_cases(&with_cases));
 }
+
+#[test]
+fn a_run_measured_with_a_recorder_on_says_its_figures_include_its_cost() {
+    let plain = run_data("recorder-plain", "plain");
+    let mut traced = run_data("recorder-traced", "traced");
+    traced.detail.summary.id = plain.id() + 1;
+    traced.recorder = rtscope_store::Recorded::Ran(
+        "flight_recorder".into(),
+        rtscope_store::RecorderRow {
+            recorder: "tracefs instance rtscope-4711-0".into(),
+            events: vec![
+                "sched:sched_switch".into(),
+                "sched:sched_waking".into(),
+                "irq:softirq_entry".into(),
+            ],
+            stacks: "late-only eBPF programs: switch (eBPF on raw tracepoints)".into(),
+        },
+    );
+    assert_eq!(plain.recorder_cost(), None, "no recorder ran");
+    let cost = traced.recorder_cost().unwrap();
+    assert_eq!(
+        cost,
+        "figures include the recorder's cost (tracefs, 3 events, stacks: late-only eBPF programs: switch (eBPF on raw tracepoints))"
+    );
+    let files = crate::build(&[plain.clone(), traced.clone()], &Default::default()).unwrap();
+    let page = String::from_utf8(files[0].bytes.clone()).unwrap();
+    let line = format!("Run {}: {}.", traced.id(), crate::escape::escape(&cost));
+    assert!(page.contains(&line), "{line} missing");
+    assert!(
+        !page.contains(&format!("Run {}: figures include", plain.id())),
+        "the plain run ran no recorder"
+    );
+}

@@ -18,7 +18,7 @@ use rtscope_explain::book::{ExplainSummary, Explained};
 use rtscope_explain::coarse::{CoarseSample, CoarseThread};
 use rtscope_explain::model::Softirq;
 use rtscope_explain::model::Spike;
-use rtscope_store::{SpikeRow, SpikeSummaryRow};
+use rtscope_store::{RecorderRow, SpikeRow, SpikeSummaryRow};
 use rtscope_trace::explain::{ExplainConfig, Explainer};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -191,6 +191,11 @@ impl Explaining {
     /// The tier chosen, with the reason it is not better.
     pub fn tier_line(&self) -> String {
         self.smi.with_line(self.ex.tier_line("spikes"))
+    }
+
+    /// What the run observes with (the tier line's recorder clause), as the store keeps it.
+    pub fn recorder_row(&self) -> RecorderRow {
+        recorder_row(&self.ex)
     }
 
     fn push(
@@ -424,6 +429,17 @@ pub fn coarse_samples(
             }
         })
         .collect()
+}
+
+/// What `ex` observes with (its recorder, trace events and kernel stacks), as the store keeps
+/// it beside the run's explanation.
+pub fn recorder_row(ex: &Explainer) -> RecorderRow {
+    let o = ex.observed();
+    RecorderRow {
+        recorder: o.recorder.clone(),
+        events: o.events.clone(),
+        stacks: o.stacks.clone(),
+    }
 }
 
 /// The store rows of a summary; offsets are from `clock_start` (the run's start on its clock).

@@ -283,6 +283,11 @@ impl NoiseExplainer {
         self.ex.tier_line("gaps")
     }
 
+    /// What the run observes with (the tier line's recorder clause), as the store keeps it.
+    pub fn recorder_row(&self) -> rtscope_store::RecorderRow {
+        crate::explain::recorder_row(&self.ex)
+    }
+
     /// Whether gaps are attributed during the run (a housekeeping CPU runs the analysis);
     /// else hand them over only after the loops have stopped.
     pub fn is_live(&self) -> bool {

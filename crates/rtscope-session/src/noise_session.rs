@@ -108,6 +108,7 @@ impl NoiseSession {
             policy: config.policy.name(),
             priority: config.priority,
             period: config.period,
+            recorder: None,
         };
         let mut recorder = match store {
             Some(s) => {
@@ -208,6 +209,7 @@ impl NoiseSession {
     pub fn drive(&mut self, tick: &mut dyn FnMut(&NoiseRun)) -> NoiseMeasured {
         let run = self.run.take().expect("a noise session is driven once");
         let keep = self.plan.workload.noise().map_or(1, |n| n.keep_gaps);
+        let observed = self.explainer.as_ref().map(NoiseExplainer::recorder_row);
         let o = noise_run::drive(
             run,
             (self.explainer.take(), self.announce_analysis),
@@ -217,6 +219,7 @@ impl NoiseSession {
         );
         let mut meta = self.meta.clone();
         meta.ended = o.ended;
+        meta.recorder = observed;
         // The store keeps the steal time and SMIs of the run with its settings.
         let cpus = self
             .plan

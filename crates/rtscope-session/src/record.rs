@@ -571,6 +571,18 @@ impl Recording {
         }
     }
 
+    /// Stores what the run's explanation observed with (after [`Self::write_spikes`]); on
+    /// failure the recording stops and the error is kept for the end.
+    pub fn write_recorder(&mut self, row: &rtscope_store::RecorderRow) {
+        if let Some(r) = &mut self.recorder {
+            if let Err(e) = r.store.write_recorder(r.id, row) {
+                rtscope_common::error::warn(&format!("rtscope: error: recording stopped: {e}"));
+                self.error = Some(e.to_string());
+                self.recorder = None;
+            }
+        }
+    }
+
     /// Adds facts learnt while the run ran to its environment (nothing without a store).
     /// With the monitor's cadence (`rtscope.cadence.monitor`); call it after [`Self::finish`].
     pub fn note_environment(&mut self, mut pairs: Vec<(String, String)>) {

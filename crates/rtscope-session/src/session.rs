@@ -194,6 +194,8 @@ pub struct Session {
     checkpoints: Option<Cadence>,
     /// The most trace events kept around waiting spikes at once (`--explain`).
     kept_peak: Option<usize>,
+    /// What the explanation observed with, recorded beside it (`--explain`).
+    observed: Option<rtscope_store::RecorderRow>,
     /// Where rtscope's own threads run.
     placement: Placement,
     /// Their affinity, restored when the session is dropped.
@@ -264,6 +266,7 @@ impl Session {
             housekeeping: (sched, applied),
             checkpoints: None,
             kept_peak: None,
+            observed: None,
             placement,
             _pinned: pinned,
             _settings: settings,
@@ -343,6 +346,7 @@ impl Session {
         let mut signal = outcome.signal;
         let explain = self.explaining.take().map(|x| {
             self.kept_peak = Some(x.kept_peak());
+            self.observed = Some(x.recorder_row());
             let (summary, cut) = x.finish(&outcome.result, outcome.signal.is_some());
             // A stop signal that cut the analysis of a run that ended by itself interrupts it.
             if let Some(s) = cut.and_then(explain::Cut::signal) {
@@ -367,6 +371,9 @@ impl Session {
         if let Some(x) = &m.explain {
             let (summary, rows) = explain::store_rows(x, m.result.clock_start);
             self.recording.write_spikes(&summary, &rows);
+            if let Some(o) = &self.observed {
+                self.recording.write_recorder(o);
+            }
         }
         let (line, failed) = self.recording.finish(&m.result, m.interrupted(), exit_code);
         let mut env = vec![

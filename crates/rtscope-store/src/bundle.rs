@@ -30,6 +30,9 @@ pub struct RunBundle {
     pub raw: Vec<Vec<RawSample>>,
     /// Why its spikes were late, when it was recorded with `--explain`.
     pub spikes: Option<crate::SpikeSummaryRow>,
+    /// What the explanation observed with: its recorder, trace events and kernel stacks
+    /// ([`crate::Recorded::None`]: not explained, no recorder ran).
+    pub recorder: crate::Recorded,
     /// The preflight audit the run was started with (empty if none was recorded).
     pub checks: Vec<crate::CheckRow>,
 }
@@ -87,6 +90,7 @@ impl Store {
             checks: self.checks(id)?,
             campaign,
             spikes: self.spike_summary(id)?,
+            recorder: self.recorder(id)?,
             detail,
             raw: samples,
         })

@@ -25,6 +25,7 @@ pub mod codec;
 mod merge;
 mod monitor;
 mod read;
+mod recorder;
 mod sample_rule;
 pub mod schema;
 mod spikes;
@@ -41,6 +42,7 @@ pub use monitor::{
     MonitorBatch, MonitorSeries, MonitorSource, MonitorState, MonitorValue, TopThread,
 };
 pub use read::{RunDetail, RunSummary, SeriesRow, ThreadRow};
+pub use recorder::{Recorded, RecorderRow};
 pub use sample_rule::{SampleRule, SAMPLE_RULE_KEY};
 pub use spikes::{ExplainedRun, SpikeRow, SpikeSummaryRow};
 pub use status::{RunKind, RunStatus};

@@ -2,7 +2,7 @@
 //! transaction when a store is opened. docs/store-schema.md documents every table and column.
 
 /// The schema version this rtscope writes.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 
 /// A random (version 4) UUID, as an SQL expression.
 pub const UUID_SQL: &str = "lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' || substr('89ab', 1 + (abs(random()) % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))";
@@ -220,7 +220,18 @@ CREATE INDEX campaign_runs_by_run ON campaign_runs(run_id);
     MIGRATION_RAW_TAG3,
     // 9 -> 10: `rtscope watch` series and their windows.
     WATCH_TABLES,
+    // 10 -> 11: what an explained run observed with: recorder, trace events, kernel stacks.
+    MIGRATION_RECORDER,
 ];
+
+/// Migration 10 -> 11 (issue 68 item 4): what an explained run observed with, beside its tier:
+/// the recorder, the trace events it enabled, the kernel stacks it took. Summaries recorded
+/// before keep NULL: not recorded (an older rtscope). A run with no summary ran no recorder.
+pub const MIGRATION_RECORDER: &str = r#"
+ALTER TABLE spike_summaries ADD COLUMN recorder TEXT;   -- 'tracefs instance rtscope-4711-0', '… (timerlat tracer)', 'none'; NULL: not recorded
+ALTER TABLE spike_summaries ADD COLUMN events TEXT;     -- the trace events enabled, 'system:event' a line ('' without a recorder)
+ALTER TABLE spike_summaries ADD COLUMN stacks TEXT;     -- 'none', 'late-only eBPF programs: …', 'late-only hist triggers: …', 'stacktrace triggers on every wake-up', 'none (unavailable)'
+"#;
 
 /// Migration 8 -> 9 (issue 28): no table changes; the version says raw sample chunks may be
 /// in codec tag 3 (crates/rtscope-store/src/codec.rs).

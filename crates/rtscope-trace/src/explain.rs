@@ -10,6 +10,7 @@ use crate::coarse::{CoarseContext, CoarseExplanation, CoarseSample};
 use crate::machine::Machine;
 use crate::model::{NotTraced, Spike, Tier};
 use crate::recorder::{FlightRecorder, Outcome, RecorderConfig};
+use crate::tracefs::observed::Observed;
 use crate::tracefs::Tracefs;
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -163,6 +164,8 @@ pub struct Explainer {
     unexplained: Option<Vec<(Spike, Option<NotTraced>)>>,
     /// The wait for the timerlat tracer ([`LIVE_WAIT`]); `None` in the other tiers.
     live: Option<LiveWait>,
+    /// The recorder, its events and its stacks, read from the instance at start.
+    observed: Observed,
 }
 
 impl Explainer {
@@ -189,8 +192,13 @@ impl Explainer {
                     not_live,
                 }
             });
+        let observed = match &recorder {
+            Some(r) => Observed::of_instance(r.instance_dir(), tier == Tier::Timerlat, r.stacks()),
+            None => Observed::none(),
+        };
         Explainer {
             live,
+            observed,
             tier,
             tier_reason: reason,
             recorder,
@@ -260,8 +268,15 @@ impl Explainer {
         self.live.as_ref()
     }
 
-    /// "explaining WHAT: tier T (why not better; how long the trace took to be live)": the
-    /// line each command prints on stderr when it starts explaining.
+    /// What the run observes with: the recorder, the trace events it enabled, the kernel
+    /// stacks it takes (the tier line's last clause; the run's record keeps them).
+    pub fn observed(&self) -> &Observed {
+        &self.observed
+    }
+
+    /// "explaining WHAT: tier T (why not better; how long the trace took to be live; …;
+    /// recorder: R, N trace events (groups), stacks: S)": the line each command prints on
+    /// stderr when it starts explaining.
     pub fn tier_line(&self, what: &str) -> String {
         let notes: Vec<String> = self
             .tier_reason()
@@ -270,13 +285,10 @@ impl Explainer {
             .chain(self.live.as_ref().map(LiveWait::describe))
             .chain(self.recorder.as_ref().and_then(|r| r.stacks().note()))
             .chain(self.recorder.as_ref().map(|r| r.handlers().note()))
+            .chain(std::iter::once(self.observed.describe()))
             .collect();
         let tier = self.tier.name();
-        if notes.is_empty() {
-            format!("explaining {what}: tier {tier}")
-        } else {
-            format!("explaining {what}: tier {tier} ({})", notes.join("; "))
-        }
+        format!("explaining {what}: tier {tier} ({})", notes.join("; "))
     }
 
     /// Why spikes get no kernel stack although they were asked for (`None`: they do, or they

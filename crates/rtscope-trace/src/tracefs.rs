@@ -6,6 +6,7 @@
 //! [`remove_stale`]).
 
 pub mod late;
+pub mod observed;
 
 use crate::format::{EventFormat, PageLayout};
 use crate::TraceError;

@@ -352,6 +352,56 @@ mod tests {
         assert_eq!(cfg.housekeeping, vec![0]);
     }
 
+    /// The eBPF programs this process holds (`anon_inode:bpf-prog` descriptors).
+    fn bpf_programs() -> usize {
+        std::fs::read_dir("/proc/self/fd")
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|e| std::fs::read_link(e.path()).ok())
+                    .filter(|l| l.to_string_lossy().contains("bpf-prog"))
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn the_watchs_recorder_sets_no_stack_trigger_and_loads_no_program() {
+        rtscope_testkit::require_root!("a tracefs instance");
+        let before = bpf_programs();
+        let ex = Explainer::start(explain_config(Nanos::from_us(100), vec![0], vec![]));
+        rtscope_testkit::require!(
+            ex.tier() != Tier::Coarse,
+            "tracefs is not usable here: {:?}",
+            ex.tier_reason()
+        );
+        let dir = ex
+            .instance_dir()
+            .expect("a traced tier records")
+            .to_path_buf();
+        let triggers = rtscope_trace::tracefs::observed::stack_triggers(&dir);
+        assert!(triggers.is_empty(), "triggers set: {triggers:?}");
+        assert_eq!(bpf_programs(), before, "an eBPF program was loaded");
+        assert!(!ex.stacks_on());
+        let o = ex.observed();
+        assert_eq!(o.stacks, "none");
+        assert!(o.recorder.starts_with("tracefs instance rtscope-"), "{o:?}");
+        assert!(o.events.iter().any(|e| e == "sched:sched_switch"), "{o:?}");
+        let line = ex.tier_line("each window's worst wake-up");
+        eprintln!("{line}");
+        assert!(line.contains("kernel stacks off"), "{line}");
+        assert!(line.contains(", stacks: none)"), "{line}");
+        drop(ex);
+        // The check sees a trigger where one is set: the triggers at every wake-up.
+        let mut every = explain_config(Nanos::from_us(100), vec![0], vec![]);
+        every.stacks = StackChoice::Every;
+        let ex = Explainer::start(every);
+        if ex.stacks_on() {
+            let dir = ex.instance_dir().expect("a traced tier records");
+            assert!(!rtscope_trace::tracefs::observed::stack_triggers(dir).is_empty());
+            assert_eq!(ex.observed().stacks, "stacktrace triggers on every wake-up");
+        }
+    }
+
     #[test]
     fn the_threads_of_one_command_are_one_cause_with_their_pids_listed() {
         let charges = [

@@ -56,6 +56,7 @@ mod noise_plan;
 mod observer;
 mod overflow_percentiles;
 mod readme;
+mod recorder_named;
 mod records;
 mod report;
 mod report_layout;

@@ -54,6 +54,8 @@ pub struct NoiseMeta {
     pub priority: i32,
     /// The duty-cycle period (stored as the threads' interval).
     pub period: Nanos,
+    /// What `--explain` observed with, recorded beside its summary (`None`: not explaining).
+    pub recorder: Option<rtscope_store::RecorderRow>,
 }
 
 /// A noise run being recorded.
@@ -254,6 +256,9 @@ impl NoiseRecorder {
             if let Some(x) = explained {
                 let (summary, rows) = crate::explain::store_rows(x, meta.clock_start);
                 store.write_spikes(id, &summary, &rows)?;
+                if let Some(r) = &meta.recorder {
+                    store.write_recorder(id, r)?;
+                }
             }
             Ok(())
         };

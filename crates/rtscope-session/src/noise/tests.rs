@@ -122,6 +122,7 @@ fn a_noise_run_is_recorded_with_its_gaps_as_events() {
         policy: "other",
         priority: 0,
         period: DEFAULT_PERIOD,
+        recorder: None,
     };
     let t = thread(1_000_000, &[40, 40, 5_000], 1000);
     let gaps = vec![vec![Gap {

@@ -1,0 +1,240 @@
+//! What an explained run observes with (issue 68 item 4): the recorder (a tracefs instance,
+//! with the timerlat tracer or not, or none), the trace events it enabled, and the kernel
+//! stacks it takes — read from the instance as the kernel set it up, in the words the tier
+//! line prints and the run's record keeps.
+
+use super::Stacks;
+use std::path::Path;
+
+/// The recorder of a run, its trace events and its kernel stacks, in plain words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observed {
+    /// `tracefs instance rtscope-<pid>-<n>` (with ` (timerlat tracer)` in the timerlat tier),
+    /// or `none` (the coarse tier: monitor samples only).
+    pub recorder: String,
+    /// The trace events enabled in the instance, `system:event`, as its `set_event` lists
+    /// them (empty without a recorder).
+    pub events: Vec<String>,
+    /// The kernel stacks taken ([`stacks_words`]): `none`, the late-only mechanism, or the
+    /// stacktrace triggers on every wake-up.
+    pub stacks: String,
+}
+
+impl Observed {
+    /// No recorder: the coarse tier reads the monitors' samples only.
+    pub fn none() -> Observed {
+        Observed {
+            recorder: "none".into(),
+            events: Vec::new(),
+            stacks: "none".into(),
+        }
+    }
+
+    /// The recorder of the instance `dir` (whose events are read back from it), taking
+    /// `stacks`; `timerlat` where the instance runs the timerlat tracer.
+    pub fn of_instance(dir: &Path, timerlat: bool, stacks: &Stacks) -> Observed {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let tracer = if timerlat { " (timerlat tracer)" } else { "" };
+        Observed {
+            recorder: format!("tracefs instance {name}{tracer}"),
+            events: enabled_events(dir),
+            stacks: stacks_words(stacks),
+        }
+    }
+
+    /// The event groups (tracefs systems) in the order first enabled: `sched, irq, …`.
+    pub fn groups(&self) -> Vec<&str> {
+        let mut groups: Vec<&str> = Vec::new();
+        for e in &self.events {
+            let g = e.split(':').next().unwrap_or(e);
+            if !groups.contains(&g) {
+                groups.push(g);
+            }
+        }
+        groups
+    }
+
+    /// `N trace events (sched, irq, …)`, or `no trace events`.
+    pub fn events_words(&self) -> String {
+        match self.events.len() {
+            0 => "no trace events".into(),
+            1 => format!("1 trace event ({})", self.groups().join(", ")),
+            n => format!("{n} trace events ({})", self.groups().join(", ")),
+        }
+    }
+
+    /// The tier line's clause: `recorder: tracefs instance rtscope-4711-0, 25 trace events
+    /// (sched, irq, …), stacks: none`; without a recorder `recorder: none, stacks: none`.
+    pub fn describe(&self) -> String {
+        if self.recorder == "none" {
+            return format!("recorder: none, stacks: {}", self.stacks);
+        }
+        format!(
+            "recorder: {}, {}, stacks: {}",
+            self.recorder,
+            self.events_words(),
+            self.stacks
+        )
+    }
+}
+
+/// The kernel stacks an instance takes, in words: `none`; `late-only eBPF programs: …` or
+/// `late-only hist triggers: …` (the chains, as the tier line names them); `stacktrace
+/// triggers on every wake-up`; `none (unavailable)` where they were asked for and the kernel
+/// cannot (the tier line's stacks note says why).
+pub fn stacks_words(stacks: &Stacks) -> String {
+    match stacks {
+        Stacks::Off => "none".into(),
+        Stacks::On | Stacks::EveryNotLate(_) => "stacktrace triggers on every wake-up".into(),
+        // The eBPF chains' words say where the programs hang (`late::BpfChains`' Display).
+        Stacks::Late(chains) if chains.contains("(eBPF on ") => {
+            format!("late-only eBPF programs: {chains}")
+        }
+        Stacks::Late(chains) => format!("late-only hist triggers: {chains}"),
+        Stacks::Unavailable(_) => "none (unavailable)".into(),
+    }
+}
+
+/// The events enabled in the instance `dir`: its `set_event` file (`system:event` a line),
+/// else (a tree that has none, as in the tests) each `events/SYSTEM/EVENT/enable` that
+/// reads `1`, sorted.
+pub fn enabled_events(dir: &Path) -> Vec<String> {
+    if let Ok(text) = super::read_bounded(&dir.join("set_event")) {
+        return text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(String::from)
+            .collect();
+    }
+    let mut found = Vec::new();
+    let Ok(systems) = std::fs::read_dir(dir.join("events")) else {
+        return found;
+    };
+    for system in systems.flatten().filter(|e| e.path().is_dir()) {
+        let Ok(events) = std::fs::read_dir(system.path()) else {
+            continue;
+        };
+        for event in events.flatten() {
+            let on =
+                std::fs::read_to_string(event.path().join("enable")).is_ok_and(|s| s.trim() == "1");
+            if on {
+                found.push(format!(
+                    "{}:{}",
+                    system.file_name().to_string_lossy(),
+                    event.file_name().to_string_lossy()
+                ));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Whether the instance `dir` has a stacktrace trigger on any of its events (the triggers at
+/// every wake-up, [`super::STACK_TRIGGER`], [`super::WAKE_STACK_TRIGGER`]) or a hist
+/// trigger: what a run that asks for no stacks must not set.
+pub fn stack_triggers(dir: &Path) -> Vec<String> {
+    let mut set = Vec::new();
+    for (system, event) in [
+        ("sched", "sched_switch"),
+        ("sched", "sched_waking"),
+        ("timer", "hrtimer_start"),
+        ("timer", "hrtimer_expire_entry"),
+        ("irq_vectors", "local_timer_entry"),
+    ] {
+        let file = dir.join("events").join(system).join(event).join("trigger");
+        let Ok(text) = super::read_bounded(&file) else {
+            continue;
+        };
+        set.extend(
+            text.lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(|l| format!("{system}:{event}: {l}")),
+        );
+    }
+    set
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_stack_mechanism_is_named_in_words() {
+        assert_eq!(stacks_words(&Stacks::Off), "none");
+        assert_eq!(
+            stacks_words(&Stacks::On),
+            "stacktrace triggers on every wake-up"
+        );
+        assert_eq!(
+            stacks_words(&Stacks::EveryNotLate("no hist".into())),
+            "stacktrace triggers on every wake-up"
+        );
+        assert_eq!(
+            stacks_words(&Stacks::Late(
+                "switch, timer (eBPF on raw tracepoints)".into()
+            )),
+            "late-only eBPF programs: switch, timer (eBPF on raw tracepoints)"
+        );
+        assert_eq!(
+            stacks_words(&Stacks::Late("switch, timer".into())),
+            "late-only hist triggers: switch, timer"
+        );
+        assert_eq!(
+            stacks_words(&Stacks::Unavailable("x".into())),
+            "none (unavailable)"
+        );
+    }
+
+    #[test]
+    fn the_instance_says_its_name_events_and_groups() {
+        let dir = std::env::temp_dir().join(format!("observed-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (s, e, on) in [
+            ("sched", "sched_switch", "1"),
+            ("sched", "sched_waking", "1"),
+            ("irq", "softirq_entry", "1"),
+            ("irq", "tasklet_entry", "0"),
+        ] {
+            let d = dir.join("events").join(s).join(e);
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("enable"), on).unwrap();
+        }
+        let o = Observed::of_instance(&dir, false, &Stacks::Off);
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(o.recorder, format!("tracefs instance {name}"));
+        assert_eq!(
+            o.events,
+            [
+                "irq:softirq_entry",
+                "sched:sched_switch",
+                "sched:sched_waking"
+            ]
+        );
+        assert_eq!(
+            o.describe(),
+            format!("recorder: tracefs instance {name}, 3 trace events (irq, sched), stacks: none")
+        );
+        std::fs::write(dir.join("set_event"), "sched:sched_switch\n").unwrap();
+        let t = Observed::of_instance(&dir, true, &Stacks::On);
+        assert_eq!(t.events, ["sched:sched_switch"]);
+        assert!(t.recorder.ends_with(" (timerlat tracer)"), "{}", t.recorder);
+        assert!(t
+            .describe()
+            .contains("1 trace event (sched), stacks: stacktrace triggers on every wake-up"));
+        assert!(stack_triggers(&dir).is_empty());
+        std::fs::write(
+            dir.join("events/sched/sched_switch/trigger"),
+            "# Available triggers:\nstacktrace if next_comm ~ \"rtscope-*\"\n",
+        )
+        .unwrap();
+        assert_eq!(stack_triggers(&dir).len(), 1);
+        assert_eq!(Observed::none().describe(), "recorder: none, stacks: none");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
