@@ -787,7 +787,12 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
         assert_eq!(Stacks::Off.note().unwrap(), "kernel stacks off");
         assert_eq!(Stacks::On.note(), None);
         assert_eq!(
-            Stacks::Late("switch, timer, held".into()).note().unwrap(),
+            Stacks::Late {
+                chains: "switch, timer, held".into(),
+                mechanism: Default::default(),
+            }
+            .note()
+            .unwrap(),
             "kernel stacks when late: switch, timer, held"
         );
         assert!(Stacks::EveryNotLate("no hist triggers".into())
@@ -798,7 +803,11 @@ ffffffffc0a00100 t noisy_thread\t[noisy]
             .note()
             .unwrap()
             .starts_with("kernel stacks off: x"));
-        assert!(Stacks::Late(String::new()).taking());
+        assert!(Stacks::Late {
+            chains: String::new(),
+            mechanism: Default::default(),
+        }
+        .taking());
         assert!(!Stacks::Unavailable(String::new()).taking());
     }
 

@@ -322,8 +322,14 @@ pub enum Stacks {
     Off,
     /// The triggers at every wake-up are set ([`StackChoice::Every`]).
     On,
-    /// The late-only triggers are set: their chains (`switch, timer, held`).
-    Late(String),
+    /// The late-only stacks are set: their chains as the tier line names them (`switch, timer,
+    /// held`) and how they are taken (hist triggers or eBPF programs).
+    Late {
+        /// The chains, in the tier line's words.
+        chains: String,
+        /// Hist triggers or eBPF programs.
+        mechanism: late::Mechanism,
+    },
     /// `on` on a kernel without late-only stacks: the triggers at every wake-up are set; why
     /// not late-only.
     EveryNotLate(String),
@@ -334,7 +340,10 @@ pub enum Stacks {
 impl Stacks {
     /// Whether a trigger takes stacks.
     pub fn taking(&self) -> bool {
-        matches!(self, Stacks::On | Stacks::Late(_) | Stacks::EveryNotLate(_))
+        matches!(
+            self,
+            Stacks::On | Stacks::Late { .. } | Stacks::EveryNotLate(_)
+        )
     }
 
     /// The tier line's note: which stacks are taken, and why not the ones asked for (`None`:
@@ -344,7 +353,7 @@ impl Stacks {
         match self {
             Stacks::On => None,
             Stacks::Off => Some("kernel stacks off".into()),
-            Stacks::Late(chains) => Some(format!("kernel stacks when late: {chains}")),
+            Stacks::Late { chains, .. } => Some(format!("kernel stacks when late: {chains}")),
             Stacks::EveryNotLate(why) => Some(format!(
                 "kernel stacks at every wake-up: late-only stacks unavailable: {why}"
             )),
@@ -503,7 +512,10 @@ impl Instance {
     /// at every wake-up (`on`) or none (`auto`), saying why.
     fn set_late_or(&mut self, tfs: &Tracefs, cfg: &InstanceConfig) -> Stacks {
         let why = match self.set_late(tfs, cfg) {
-            Ok(chains) => return Stacks::Late(chains),
+            Ok(chains) => {
+                let mechanism = cfg.late.mechanism.clone();
+                return Stacks::Late { chains, mechanism };
+            }
             Err(why) => why,
         };
         match cfg.stacks {

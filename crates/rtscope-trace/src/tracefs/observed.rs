@@ -3,6 +3,7 @@
 //! stacks it takes — read from the instance as the kernel set it up, in the words the tier
 //! line prints and the run's record keeps.
 
+use super::late::Mechanism;
 use super::Stacks;
 use std::path::Path;
 
@@ -90,10 +91,14 @@ pub fn stacks_words(stacks: &Stacks) -> String {
         Stacks::Off => "none".into(),
         Stacks::On | Stacks::EveryNotLate(_) => "stacktrace triggers on every wake-up".into(),
         // The eBPF chains' words say where the programs hang (`late::BpfChains`' Display).
-        Stacks::Late(chains) if chains.contains("(eBPF on ") => {
-            format!("late-only eBPF programs: {chains}")
-        }
-        Stacks::Late(chains) => format!("late-only hist triggers: {chains}"),
+        Stacks::Late {
+            chains,
+            mechanism: Mechanism::Bpf(_),
+        } => format!("late-only eBPF programs: {chains}"),
+        Stacks::Late {
+            chains,
+            mechanism: Mechanism::Triggers,
+        } => format!("late-only hist triggers: {chains}"),
         Stacks::Unavailable(_) => "none (unavailable)".into(),
     }
 }
@@ -176,13 +181,21 @@ mod tests {
             "stacktrace triggers on every wake-up"
         );
         assert_eq!(
-            stacks_words(&Stacks::Late(
-                "switch, timer (eBPF on raw tracepoints)".into()
-            )),
+            stacks_words(&Stacks::Late {
+                chains: "switch, timer (eBPF on raw tracepoints)".into(),
+                mechanism: Mechanism::Bpf(crate::tracefs::late::BpfChains {
+                    chains: vec!["switch", "timer"],
+                    on: "raw tracepoints",
+                    not_raw: None,
+                }),
+            }),
             "late-only eBPF programs: switch, timer (eBPF on raw tracepoints)"
         );
         assert_eq!(
-            stacks_words(&Stacks::Late("switch, timer".into())),
+            stacks_words(&Stacks::Late {
+                chains: "switch, timer".into(),
+                mechanism: Mechanism::Triggers,
+            }),
             "late-only hist triggers: switch, timer"
         );
         assert_eq!(
