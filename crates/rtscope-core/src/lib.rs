@@ -23,6 +23,7 @@ mod histogram;
 pub mod layout;
 mod load_status;
 mod nanos;
+pub mod recorder;
 pub mod rng;
 mod stats;
 pub mod text;

@@ -723,7 +723,7 @@ fn a_run_measured_with_a_recorder_on_says_its_figures_include_its_cost() {
     traced.detail.summary.id = plain.id() + 1;
     traced.recorder = rtscope_store::Recorded::Ran(
         "flight_recorder".into(),
-        rtscope_store::RecorderRow {
+        rtscope_store::Recorder {
             recorder: "tracefs instance rtscope-4711-0".into(),
             events: vec![
                 "sched:sched_switch".into(),

@@ -18,7 +18,7 @@ use rtscope_explain::book::{ExplainSummary, Explained};
 use rtscope_explain::coarse::{CoarseSample, CoarseThread};
 use rtscope_explain::model::Softirq;
 use rtscope_explain::model::Spike;
-use rtscope_store::{RecorderRow, SpikeRow, SpikeSummaryRow};
+use rtscope_store::{Recorder, SpikeRow, SpikeSummaryRow};
 use rtscope_trace::explain::{ExplainConfig, Explainer};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -194,7 +194,7 @@ impl Explaining {
     }
 
     /// What the run observes with (the tier line's recorder clause), as the store keeps it.
-    pub fn recorder_row(&self) -> RecorderRow {
+    pub fn recorder_row(&self) -> Recorder {
         recorder_row(&self.ex)
     }
 
@@ -433,13 +433,8 @@ pub fn coarse_samples(
 
 /// What `ex` observes with (its recorder, trace events and kernel stacks), as the store keeps
 /// it beside the run's explanation.
-pub fn recorder_row(ex: &Explainer) -> RecorderRow {
-    let o = ex.observed();
-    RecorderRow {
-        recorder: o.recorder.clone(),
-        events: o.events.clone(),
-        stacks: o.stacks.clone(),
-    }
+pub fn recorder_row(ex: &Explainer) -> Recorder {
+    ex.observed().clone()
 }
 
 /// The store rows of a summary; offsets are from `clock_start` (the run's start on its clock).

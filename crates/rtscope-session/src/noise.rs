@@ -284,7 +284,7 @@ impl NoiseExplainer {
     }
 
     /// What the run observes with (the tier line's recorder clause), as the store keeps it.
-    pub fn recorder_row(&self) -> rtscope_store::RecorderRow {
+    pub fn recorder_row(&self) -> rtscope_store::Recorder {
         crate::explain::recorder_row(&self.ex)
     }
 

@@ -573,7 +573,7 @@ impl Recording {
 
     /// Stores what the run's explanation observed with (after [`Self::write_spikes`]); on
     /// failure the recording stops and the error is kept for the end.
-    pub fn write_recorder(&mut self, row: &rtscope_store::RecorderRow) {
+    pub fn write_recorder(&mut self, row: &rtscope_store::Recorder) {
         if let Some(r) = &mut self.recorder {
             if let Err(e) = r.store.write_recorder(r.id, row) {
                 rtscope_common::error::warn(&format!("rtscope: error: recording stopped: {e}"));

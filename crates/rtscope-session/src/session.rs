@@ -195,7 +195,7 @@ pub struct Session {
     /// The most trace events kept around waiting spikes at once (`--explain`).
     kept_peak: Option<usize>,
     /// What the explanation observed with, recorded beside it (`--explain`).
-    observed: Option<rtscope_store::RecorderRow>,
+    observed: Option<rtscope_store::Recorder>,
     /// Where rtscope's own threads run.
     placement: Placement,
     /// Their affinity, restored when the session is dropped.

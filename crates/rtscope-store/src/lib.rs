@@ -42,7 +42,7 @@ pub use monitor::{
     MonitorBatch, MonitorSeries, MonitorSource, MonitorState, MonitorValue, TopThread,
 };
 pub use read::{RunDetail, RunSummary, SeriesRow, ThreadRow};
-pub use recorder::{Recorded, RecorderRow};
+pub use recorder::{Recorded, Recorder};
 pub use sample_rule::{SampleRule, SAMPLE_RULE_KEY};
 pub use spikes::{ExplainedRun, SpikeRow, SpikeSummaryRow};
 pub use status::{RunKind, RunStatus};

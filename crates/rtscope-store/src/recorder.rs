@@ -5,64 +5,7 @@
 use crate::{Result, RunId, Store};
 use rusqlite::{params, OptionalExtension};
 
-/// The recorder of an explained run, in the words its tier line printed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecorderRow {
-    /// `tracefs instance rtscope-4711-0`, with ` (timerlat tracer)` in the timerlat tier, or
-    /// `none` (the coarse tier: monitor samples only).
-    pub recorder: String,
-    /// The trace events enabled, `system:event` (empty without a recorder).
-    pub events: Vec<String>,
-    /// The kernel stacks taken: `none`, `late-only eBPF programs: …`, `late-only hist
-    /// triggers: …`, `stacktrace triggers on every wake-up`, `none (unavailable)`.
-    pub stacks: String,
-}
-
-impl RecorderRow {
-    /// Whether a trace recorder ran (a tracefs instance), whose cost the run's figures include.
-    pub fn traced(&self) -> bool {
-        self.recorder.starts_with("tracefs")
-    }
-
-    /// Whether kernel stacks were taken.
-    pub fn stacks_taken(&self) -> bool {
-        !self.stacks.starts_with("none")
-    }
-
-    /// The event groups (tracefs systems) in the order first listed.
-    pub fn groups(&self) -> Vec<&str> {
-        let mut groups: Vec<&str> = Vec::new();
-        for e in &self.events {
-            let g = e.split(':').next().unwrap_or(e);
-            if !groups.contains(&g) {
-                groups.push(g);
-            }
-        }
-        groups
-    }
-
-    /// `25 trace events (sched, irq, …)`, or `none`.
-    pub fn events_words(&self) -> String {
-        match self.events.len() {
-            0 => "none".into(),
-            1 => format!("1 trace event ({})", self.groups().join(", ")),
-            n => format!("{n} trace events ({})", self.groups().join(", ")),
-        }
-    }
-
-    /// What a report says of figures measured with the recorder on: `tracefs, 25 events` (with
-    /// `, stacks: …` where stacks were taken); `None` where no trace recorder ran.
-    pub fn cost(&self) -> Option<String> {
-        if !self.traced() {
-            return None;
-        }
-        let mut s = format!("tracefs, {} events", self.events.len());
-        if self.stacks_taken() {
-            s.push_str(&format!(", stacks: {}", self.stacks));
-        }
-        Some(s)
-    }
-}
+pub use rtscope_core::recorder::Recorder;
 
 /// What the record says of a run's recorder.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -73,12 +16,12 @@ pub enum Recorded {
     /// Explained by an rtscope that did not record its recorder (schema before 11): the tier.
     NotRecorded(String),
     /// The tier (`flight_recorder`, `timerlat`, `coarse`) and the recorder.
-    Ran(String, RecorderRow),
+    Ran(String, Recorder),
 }
 
 impl Recorded {
     /// The recorder, if its facts are recorded.
-    pub fn row(&self) -> Option<&RecorderRow> {
+    pub fn row(&self) -> Option<&Recorder> {
         match self {
             Recorded::Ran(_, r) => Some(r),
             _ => None,
@@ -89,7 +32,7 @@ impl Recorded {
 impl Store {
     /// Records what explained run `run` observed with, beside its summary (written before by
     /// [`Store::write_spikes`], which replaces the summary and so these too).
-    pub fn write_recorder(&mut self, run: RunId, r: &RecorderRow) -> Result<()> {
+    pub fn write_recorder(&mut self, run: RunId, r: &Recorder) -> Result<()> {
         self.conn
             .execute(
                 "UPDATE spike_summaries SET recorder=?2, events=?3, stacks=?4 WHERE run_id=?1",
@@ -117,7 +60,7 @@ impl Store {
             Some((tier, None, _, _)) => Recorded::NotRecorded(tier),
             Some((tier, Some(recorder), events, stacks)) => Recorded::Ran(
                 tier,
-                RecorderRow {
+                Recorder {
                     recorder,
                     events: events
                         .unwrap_or_default()
@@ -185,7 +128,7 @@ mod tests {
             s.recorder(id).unwrap(),
             Recorded::NotRecorded("flight_recorder".into())
         );
-        let row = RecorderRow {
+        let row = Recorder {
             recorder: "tracefs instance rtscope-4711-0".into(),
             events: vec![
                 "sched:sched_switch".into(),
@@ -201,7 +144,7 @@ mod tests {
         );
         assert_eq!(row.events_words(), "3 trace events (sched, irq)");
         assert_eq!(row.cost().unwrap(), "tracefs, 3 events");
-        let stacked = RecorderRow {
+        let stacked = Recorder {
             stacks: "late-only eBPF programs: switch (eBPF on raw tracepoints)".into(),
             ..row
         };
@@ -211,14 +154,14 @@ mod tests {
             .ends_with(", stacks: late-only eBPF programs: switch (eBPF on raw tracepoints)"));
         assert_eq!(s.recorder(plain).unwrap(), Recorded::None);
         assert_eq!(s.bundle(plain, false).unwrap().recorder, Recorded::None);
-        let coarse = RecorderRow {
+        let coarse = Recorder {
             recorder: "none".into(),
             events: vec![],
             stacks: "none".into(),
         };
         assert_eq!(
             (coarse.cost(), coarse.events_words()),
-            (None, "none".into())
+            (None, "no trace events".into())
         );
     }
 
@@ -251,7 +194,7 @@ mod tests {
         );
         assert_eq!(s.recorder(2).unwrap(), Recorded::None);
         assert_eq!(s.spike_summary(1).unwrap().unwrap().tier, "timerlat");
-        let row = RecorderRow {
+        let row = Recorder {
             recorder: "tracefs instance rtscope-1-0 (timerlat tracer)".into(),
             events: vec!["osnoise:irq_noise".into()],
             stacks: "none".into(),

@@ -193,7 +193,11 @@ impl Explainer {
                 }
             });
         let observed = match &recorder {
-            Some(r) => Observed::of_instance(r.instance_dir(), tier == Tier::Timerlat, r.stacks()),
+            Some(r) => crate::tracefs::observed::of_instance(
+                r.instance_dir(),
+                tier == Tier::Timerlat,
+                r.stacks(),
+            ),
             None => Observed::none(),
         };
         Explainer {

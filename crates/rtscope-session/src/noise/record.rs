@@ -55,7 +55,7 @@ pub struct NoiseMeta {
     /// The duty-cycle period (stored as the threads' interval).
     pub period: Nanos,
     /// What `--explain` observed with, recorded beside its summary (`None`: not explaining).
-    pub recorder: Option<rtscope_store::RecorderRow>,
+    pub recorder: Option<rtscope_store::Recorder>,
 }
 
 /// A noise run being recorded.

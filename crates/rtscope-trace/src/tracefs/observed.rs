@@ -7,78 +7,22 @@ use super::late::Mechanism;
 use super::Stacks;
 use std::path::Path;
 
-/// The recorder of a run, its trace events and its kernel stacks, in plain words.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Observed {
-    /// `tracefs instance rtscope-<pid>-<n>` (with ` (timerlat tracer)` in the timerlat tier),
-    /// or `none` (the coarse tier: monitor samples only).
-    pub recorder: String,
-    /// The trace events enabled in the instance, `system:event`, as its `set_event` lists
-    /// them (empty without a recorder).
-    pub events: Vec<String>,
-    /// The kernel stacks taken ([`stacks_words`]): `none`, the late-only mechanism, or the
-    /// stacktrace triggers on every wake-up.
-    pub stacks: String,
-}
+/// The recorder of a run, its trace events and its kernel stacks, in plain words (the type
+/// the store keeps and `runs show` and the report read).
+pub use rtscope_core::recorder::Recorder as Observed;
 
-impl Observed {
-    /// No recorder: the coarse tier reads the monitors' samples only.
-    pub fn none() -> Observed {
-        Observed {
-            recorder: "none".into(),
-            events: Vec::new(),
-            stacks: "none".into(),
-        }
-    }
-
-    /// The recorder of the instance `dir` (whose events are read back from it), taking
-    /// `stacks`; `timerlat` where the instance runs the timerlat tracer.
-    pub fn of_instance(dir: &Path, timerlat: bool, stacks: &Stacks) -> Observed {
-        let name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let tracer = if timerlat { " (timerlat tracer)" } else { "" };
-        Observed {
-            recorder: format!("tracefs instance {name}{tracer}"),
-            events: enabled_events(dir),
-            stacks: stacks_words(stacks),
-        }
-    }
-
-    /// The event groups (tracefs systems) in the order first enabled: `sched, irq, …`.
-    pub fn groups(&self) -> Vec<&str> {
-        let mut groups: Vec<&str> = Vec::new();
-        for e in &self.events {
-            let g = e.split(':').next().unwrap_or(e);
-            if !groups.contains(&g) {
-                groups.push(g);
-            }
-        }
-        groups
-    }
-
-    /// `N trace events (sched, irq, …)`, or `no trace events`.
-    pub fn events_words(&self) -> String {
-        match self.events.len() {
-            0 => "no trace events".into(),
-            1 => format!("1 trace event ({})", self.groups().join(", ")),
-            n => format!("{n} trace events ({})", self.groups().join(", ")),
-        }
-    }
-
-    /// The tier line's clause: `recorder: tracefs instance rtscope-4711-0, 25 trace events
-    /// (sched, irq, …), stacks: none`; without a recorder `recorder: none, stacks: none`.
-    pub fn describe(&self) -> String {
-        if self.recorder == "none" {
-            return format!("recorder: none, stacks: {}", self.stacks);
-        }
-        format!(
-            "recorder: {}, {}, stacks: {}",
-            self.recorder,
-            self.events_words(),
-            self.stacks
-        )
+/// The recorder of the instance `dir` (whose events are read back from it), taking `stacks`;
+/// `timerlat` where the instance runs the timerlat tracer.
+pub fn of_instance(dir: &Path, timerlat: bool, stacks: &Stacks) -> Observed {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tracer = if timerlat { " (timerlat tracer)" } else { "" };
+    Observed {
+        recorder: format!("tracefs instance {name}{tracer}"),
+        events: enabled_events(dir),
+        stacks: stacks_words(stacks),
     }
 }
 
@@ -218,7 +162,7 @@ mod tests {
             std::fs::create_dir_all(&d).unwrap();
             std::fs::write(d.join("enable"), on).unwrap();
         }
-        let o = Observed::of_instance(&dir, false, &Stacks::Off);
+        let o = of_instance(&dir, false, &Stacks::Off);
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
         assert_eq!(o.recorder, format!("tracefs instance {name}"));
         assert_eq!(
@@ -234,7 +178,7 @@ mod tests {
             format!("recorder: tracefs instance {name}, 3 trace events (irq, sched), stacks: none")
         );
         std::fs::write(dir.join("set_event"), "sched:sched_switch\n").unwrap();
-        let t = Observed::of_instance(&dir, true, &Stacks::On);
+        let t = of_instance(&dir, true, &Stacks::On);
         assert_eq!(t.events, ["sched:sched_switch"]);
         assert!(t.recorder.ends_with(" (timerlat tracer)"), "{}", t.recorder);
         assert!(t
