@@ -73,7 +73,7 @@ pub struct NoiseRecorder {
     /// Checkpoints that found the database locked since the last one written.
     busy: u32,
     /// Why recording stopped (a failure other than a lock): kept for the end.
-    error: Option<String>,
+    error: Option<StoreError>,
 }
 
 impl NoiseRecorder {
@@ -209,7 +209,7 @@ impl NoiseRecorder {
             }
             Err(e) => {
                 rtscope_common::error::warn(&format!("rtscope: error: recording stopped: {e}"));
-                self.error = Some(e.to_string());
+                self.error = Some(e);
             }
         }
     }
@@ -229,9 +229,9 @@ impl NoiseRecorder {
         gaps: &[Vec<Gap>],
         explained: Option<&rtscope_explain::book::ExplainSummary>,
         (status, exit_code): (RunStatus, i32),
-    ) -> Result<RunId, String> {
+    ) -> Result<RunId, NoiseRecordError> {
         if let Some(e) = self.error.take() {
-            return Err(format!("the run was only partly recorded: {e}"));
+            return Err(NoiseRecordError::Partly(e));
         }
         let length = meta
             .ended
@@ -264,8 +264,23 @@ impl NoiseRecorder {
         };
         wait_out_lock(&mut self.store, CHECKPOINT_WAIT, write)
             .map(|()| id)
-            .map_err(|e| format!("the run could not be recorded: {e}"))
+            .map_err(NoiseRecordError::NotRecorded)
     }
+}
+
+/// Why a noise run was not recorded whole.
+#[derive(Debug, thiserror::Error)]
+pub enum NoiseRecordError {
+    /// A checkpoint failed during the run (its error as the store said it): the record holds
+    /// what was written before.
+    #[error("the run was only partly recorded: {0}")]
+    Partly(#[source] StoreError),
+    /// The run's end could not be written.
+    #[error("the run could not be recorded: {0}")]
+    NotRecorded(#[source] StoreError),
+    /// The run's row could not be started.
+    #[error(transparent)]
+    Begin(#[from] UsageError),
 }
 
 /// Writes a whole noise run at once (its row, then its end): per CPU its gap histogram as the
@@ -278,11 +293,11 @@ pub fn record(
     gaps: &[Vec<Gap>],
     explained: Option<&rtscope_explain::book::ExplainSummary>,
     end: (RunStatus, i32),
-) -> Result<RunId, String> {
+) -> Result<RunId, NoiseRecordError> {
     let cpus: Vec<usize> = threads.iter().map(|t| t.cpu).collect();
     let keep = gaps.iter().map(Vec::len).max().unwrap_or(1);
     NoiseRecorder::begin(store, meta, &cpus, keep)
-        .map_err(|e| e.to_string())?
+        .map_err(NoiseRecordError::Begin)?
         .finish(meta, threads, gaps, explained, end)
 }
 
