@@ -16,8 +16,33 @@
 #   mean anything):
 #     rtscope measure --cpus 1 -p 95 -i 1ms -D 60s --raw --db heldout-short.db
 #     bash bench/tail-answers-held-out.sh heldout-short.db 1 10
+# After rtscope's table, an independent fit of the same split (bench/tail-scipy-held-out.py:
+# scipy's genpareto and genextreme, and the empirical quantile) when python3 with scipy is
+# found (the venv ${RTSCOPE_VENV:-/var/cache/rtscope-venv} first, as .ci/run, then python3 on
+# PATH); otherwise it says why it was not run. SCIPY=0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[[ $# -ge 2 ]] || { sed -n '2,18p' "$0" >&2; exit 2; }
+[[ $# -ge 2 ]] || { sed -n '2,22p' "$0" >&2; exit 2; }
 cargo build --release -q -p rtscope-evt --example held_out_methods
-exec "${CARGO_TARGET_DIR:-target}/release/examples/held_out_methods" "$@"
+"${CARGO_TARGET_DIR:-target}/release/examples/held_out_methods" "$@"
+echo
+if [[ ${SCIPY:-1} == 0 ]]; then
+  echo "independent fit (scipy): not run (SCIPY=0)"
+  exit 0
+fi
+python=
+for p in "${RTSCOPE_VENV:-/var/cache/rtscope-venv}/bin/python3" python3; do
+  if command -v "$p" >/dev/null 2>&1 && "$p" -c 'import numpy, scipy' 2>/dev/null; then
+    python=$p
+    break
+  fi
+done
+if [[ -z $python ]]; then
+  echo "independent fit (scipy): not run: no python3 imports numpy and scipy" \
+    "(tried ${RTSCOPE_VENV:-/var/cache/rtscope-venv}/bin/python3 and python3 on PATH;" \
+    "python3 -m venv /var/cache/rtscope-venv && /var/cache/rtscope-venv/bin/pip install scipy numpy)"
+  exit 0
+fi
+echo "independent fit (scipy, $python: bench/tail-scipy-held-out.py)"
+echo
+"$python" bench/tail-scipy-held-out.py "$@"
