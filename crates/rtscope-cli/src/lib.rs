@@ -49,6 +49,20 @@ fn invoked_as_cyclictest(argv0: &str) -> bool {
         .is_some_and(|n| n == "cyclictest")
 }
 
+/// Whether `rtscope cyclictest …` can skip clap: its options are cyclictest's, passed through
+/// as they are, so clap only builds the command tree of every subcommand to hand them on —
+/// about 500 KiB of heap and a few hundred KiB of code made resident, a quarter of the
+/// process's peak RSS against cyclictest's (issue 68 item 5, BENCHMARKS.md). Whatever clap
+/// would read itself (the global `--follow-symlinks`, `--`, an argument that is not UTF-8)
+/// still goes through clap, so both paths mean the same.
+fn cyclictest_without_clap(argv_os: &[std::ffi::OsString]) -> bool {
+    argv_os.get(1).is_some_and(|a| a == "cyclictest")
+        && argv_os[2..].iter().all(|a| {
+            a.to_str()
+                .is_some_and(|s| s != "--" && !s.starts_with("--follow-symlinks"))
+        })
+}
+
 fn dispatch<W: Write>(
     argv_os: &[std::ffi::OsString],
     guard: &mut exit::StdoutGuard<W>,
@@ -75,6 +89,9 @@ fn dispatch<W: Write>(
     if argv.first().is_some_and(|a| invoked_as_cyclictest(a)) {
         exit::require_utf8(argv_os, "cyclictest's options")?;
         return commands::cyclictest::run(&argv[1..], &argv.join(" "), guard.streaming());
+    }
+    if cyclictest_without_clap(argv_os) {
+        return commands::cyclictest::run(&argv[2..], &argv.join(" "), guard.streaming());
     }
     let cli = match cli::Cli::try_parse_from(argv_os) {
         Ok(c) => c,
@@ -208,4 +225,48 @@ pub fn lift_export(e: rtscope_export::ExportError) -> anyhow::Error {
 /// Converts a usage error into the anyhow error the front ends return.
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     UsageError::new(msg).into()
+}
+
+#[cfg(test)]
+mod cyclictest_fast_path_tests {
+    use super::cyclictest_without_clap;
+    use std::ffi::OsString;
+
+    fn args(a: &[&str]) -> Vec<OsString> {
+        a.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn cyclictest_options_skip_clap() {
+        assert!(cyclictest_without_clap(&args(&["rtscope", "cyclictest"])));
+        let a = args(&[
+            "rtscope",
+            "cyclictest",
+            "-m",
+            "-t1",
+            "-p80",
+            "-h400",
+            "--help",
+        ]);
+        assert!(cyclictest_without_clap(&a));
+    }
+
+    #[test]
+    fn what_clap_reads_goes_through_clap() {
+        assert!(!cyclictest_without_clap(&args(&["rtscope", "measure"])));
+        assert!(!cyclictest_without_clap(&args(&["rtscope"])));
+        let a = args(&["rtscope", "cyclictest", "--follow-symlinks", "-t1"]);
+        assert!(!cyclictest_without_clap(&a));
+        assert!(!cyclictest_without_clap(&args(&[
+            "rtscope",
+            "cyclictest",
+            "--",
+            "-t1"
+        ])));
+        assert!(!cyclictest_without_clap(&args(&[
+            "rtscope",
+            "--follow-symlinks",
+            "cyclictest"
+        ])));
+    }
 }
