@@ -43,6 +43,6 @@ if [[ -z $python ]]; then
     "python3 -m venv /var/cache/rtscope-venv && /var/cache/rtscope-venv/bin/pip install scipy numpy)"
   exit 0
 fi
-echo "independent fit (scipy, $python: bench/tail-scipy-held-out.py)"
+echo "independent fit (scipy): $python bench/tail-scipy-held-out.py $*"
 echo
 "$python" bench/tail-scipy-held-out.py "$@"

@@ -5,7 +5,9 @@ of crates/rtscope-store/src/codec.rs and crates/rtscope-evt/src/threshold.rs).
     python3 -m unittest discover -s bench -p 'test_tail_scipy.py'
 """
 
+import contextlib
 import importlib.util
+import io
 import os
 import sqlite3
 import tempfile
@@ -95,6 +97,35 @@ class NumpyArrays(unittest.TestCase):
         self.assertEqual(ts.block_maxima(a, 7).tolist(), ts.block_maxima(v, 7))
         self.assertEqual(ts.decluster(a, 90.0), ts.decluster(v, 90.0))
         self.assertEqual(ts.above(a, 50.0), ts.above(v, 50.0))
+
+
+try:
+    from scipy import stats
+except ImportError:
+    stats = None
+
+
+@unittest.skipIf(stats is None, "scipy not importable")
+class Fit(unittest.TestCase):
+    def test_the_best_start_is_kept(self):
+        # Heavy-tailed maxima (ξ 1.2): the fit kept is at least as likely as scipy's own.
+        data = stats.genextreme.rvs(-1.2, 150, 100, size=300, random_state=7)
+        params, why = ts.fit_quietly(stats.genextreme, data,
+                                     [((-x,), {"loc": 150.0, "scale": 30.0}) for x in (0.1, 1)])
+        self.assertIsNone(why)
+        default = stats.genextreme.fit(data)
+        self.assertLessEqual(stats.genextreme.nnlf(params, data),
+                             stats.genextreme.nnlf(default, data) + 1e-9)
+
+    def test_a_degenerate_fit_prints_fit_failed(self):
+        # 40 episodes of the same excess: scipy's ξ is ≤ −1 (or no fit): rows "fit failed".
+        v = ([1.0] * 99 + [9.0]) * 40
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            ts.gpd_rows("t", v, sorted(v, reverse=True), v, 0.99)
+        rows = out.getvalue().splitlines()
+        self.assertEqual(len(rows), 3)
+        self.assertTrue(all("| fit failed: " in r for r in rows), rows)
 
 
 class Refusals(unittest.TestCase):
