@@ -167,6 +167,8 @@ pub enum Used {
     Envelope,
     /// The block maxima's GEV ([`crate::regimes::BlockMaxima`]): the run's mix of conditions.
     BlockMaxima,
+    /// The run's own values ([`crate::regimes::observed`]): within the run, no model of the tail.
+    Observed,
 }
 
 impl Used {
@@ -177,6 +179,9 @@ impl Used {
             Used::Envelope => "the worst-segment envelope per time (a 1 s block's maximum)",
             Used::BlockMaxima => {
                 "the block maxima's GEV (a 1 s block's maximum, the run's mix of conditions)"
+            }
+            Used::Observed => {
+                "the run's own values (within the run, no model of the tail; tested: one rate of episodes)"
             }
         }
     }
@@ -273,8 +278,19 @@ impl TailLimit {
             ),
             (false, None) => "the estimate (one stationary tail) was refused".to_string(),
         }];
+        if let Per::Wakeup(p) = self.per {
+            if let Some(v) = observed_wakeup(a, p, &mut why, against) {
+                return v;
+            }
+        }
         if let Per::Time(s) = self.per {
             match per_time(a, s.seconds(), &mut why) {
+                Some((upper, Used::Observed)) if !observed_tested(a) => {
+                    return Verdict::Untested {
+                        upper_ns: upper,
+                        why: Some(observed_failed(a)),
+                    }
+                }
                 Some((upper, Used::BlockMaxima)) if !blocks_tested(a) => {
                     return Verdict::Untested {
                         upper_ns: upper,
@@ -291,6 +307,55 @@ impl TailLimit {
         Verdict::NoEstimate {
             why: why.join("; "),
         }
+    }
+}
+
+/// The verdict of the run's own values at `p` per wake-up (`None`: not given, why pushed).
+fn observed_wakeup(
+    a: &Analysis,
+    p: f64,
+    why: &mut Vec<String>,
+    against: impl Fn(Option<f64>, Used) -> Verdict,
+) -> Option<Verdict> {
+    use crate::regimes::Answer;
+    let near = |x: f64| (x / p - 1.0).abs() < 1e-9;
+    match &a.regimes.as_ref()?.observed {
+        Answer::Given(o) => {
+            if let Some(l) = o.levels.iter().find(|l| near(l.probability)) {
+                if !o.tested {
+                    return Some(Verdict::Untested {
+                        upper_ns: Some(l.upper_ns),
+                        why: Some(observed_failed(a)),
+                    });
+                }
+                return Some(against(Some(l.upper_ns), Used::Observed));
+            }
+            let n = o.not_given.iter().find(|n| n.probability.is_some_and(near));
+            why.push(match n {
+                Some(n) => format!("the run's own values: {}", n.why),
+                None => "the run's own values were not asked for this probability".into(),
+            });
+        }
+        Answer::NotGiven { why: w } => why.push(format!("no run's own values: {w}")),
+    }
+    None
+}
+
+/// Whether `a`'s own values passed their test.
+fn observed_tested(a: &Analysis) -> bool {
+    let o = a.regimes.as_ref().and_then(|r| r.observed.given());
+    o.is_some_and(|o| o.tested)
+}
+
+/// The own values' failed test in words.
+fn observed_failed(a: &Analysis) -> String {
+    let o = a.regimes.as_ref().and_then(|r| r.observed.given());
+    match o {
+        Some(o) => format!(
+            "the run's own values are untested: failed: {}",
+            o.test.words()
+        ),
+        None => "the run's own values are untested".into(),
     }
 }
 
@@ -338,6 +403,15 @@ fn per_time(a: &Analysis, t: f64, why: &mut Vec<String>) -> Option<(Option<f64>,
             });
         }
         Answer::NotGiven { why: w } => why.push(format!("no worst-segment envelope: {w}")),
+    }
+    if let Answer::Given(o) = &r.observed {
+        if let Some(l) = o.per_time.iter().find(|l| near(l.once_per_s)) {
+            return Some((Some(l.upper_ns), Used::Observed));
+        }
+        let said = o.not_given.iter().find(|n| n.once_per_s.is_some_and(near));
+        if let Some(n) = said {
+            why.push(format!("the run's own values: {}", n.why));
+        }
     }
     match &r.blocks {
         Answer::Given(b) => {

@@ -14,10 +14,15 @@
 //!   long runs), whose levels say how high a latency goes once per hour or day of this mix of
 //!   conditions, checked on held-out blocks (fitted on alternate blocks, counted on the others).
 //!
+//! - The run's own values ([`observed`]): levels within the run (the `⌈pN⌉`-th largest
+//!   wake-up, the `k`-th largest episode once per minute), bounded by the Poisson count of
+//!   its episodes, tested for one rate of episodes through the run; never beyond the run.
+//!
 //! Each needs the wake-ups in time order (raw samples) and the run's wake-up rate.
 
 pub mod block_tests;
 mod envelope;
+pub mod observed;
 pub mod per_time;
 mod ranks;
 
@@ -47,6 +52,8 @@ pub struct Regimes {
     pub envelope: Answer<Envelope>,
     /// Block maxima.
     pub blocks: Answer<BlockMaxima>,
+    /// The run's own values: levels within the run, no model of the tail ([`observed`]).
+    pub observed: Answer<observed::Observed>,
 }
 
 impl Regimes {
@@ -188,10 +195,15 @@ pub fn regimes(tail: &Tail, o: &Options) -> Option<Regimes> {
         Answer::Given(s) => envelope(tail, s, o),
         Answer::NotGiven { why } => not(why.clone()),
     };
+    let observed = match &segments {
+        Answer::Given(s) => Answer::Given(observed::observed(tail, s, hz, o)),
+        Answer::NotGiven { why } => not(why.clone()),
+    };
     Some(Regimes {
         segments,
         envelope,
         blocks: blocks(tail, hz, o),
+        observed,
     })
 }
 

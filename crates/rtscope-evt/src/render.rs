@@ -330,6 +330,65 @@ pub fn regimes_text(o: &mut String, r: &Regimes, confidence: f64) {
             let _ = writeln!(o, "    block maxima: not given: {why}");
         }
     }
+    match &r.observed {
+        Answer::Given(v) => observed_text(o, v, conf),
+        Answer::NotGiven { why } => {
+            let _ = writeln!(o, "    within the run (its own values): not given: {why}");
+        }
+    }
+}
+
+/// The run's own values: "within the run (its own values, no model of the tail)".
+fn observed_text(o: &mut String, v: &crate::regimes::observed::Observed, conf: f64) {
+    use std::fmt::Write;
+    let label = if v.tested { "" } else { " UNTESTED" };
+    let _ = writeln!(
+        o,
+        "    within the run (its own values, no model of the tail){label}, {conf:.0} % confidence interval; extremal index {:.2} above {} ({:.1} wake-ups per episode, {} episodes):",
+        v.extremal_index,
+        us(v.threshold_ns),
+        v.wakeups_per_episode,
+        v.episodes
+    );
+    for l in &v.levels {
+        let _ = writeln!(
+            o,
+            "      P = {:e} per wake-up: {} [{}, {}] (rank {} of {} wake-ups, {:.1} episodes, θ = {:.2})",
+            l.probability,
+            us(l.estimate_ns),
+            us(l.lower_ns),
+            us(l.upper_ns),
+            l.rank,
+            v.wakeups,
+            l.episodes,
+            l.extremal_index
+        );
+    }
+    for l in &v.per_time {
+        let _ = writeln!(
+            o,
+            "      once per {}: {} [{}, {}] (an episode's maximum; {:.1} in the run)",
+            crate::regimes::per_time::words(l.once_per_s),
+            us(l.estimate_ns),
+            us(l.lower_ns),
+            us(l.upper_ns),
+            l.times_in_run
+        );
+    }
+    for n in &v.not_given {
+        let what = match (n.probability, n.once_per_s) {
+            (Some(p), _) => format!("P = {p:e} per wake-up"),
+            (None, Some(t)) => format!("once per {}", crate::regimes::per_time::words(t)),
+            (None, None) => String::new(),
+        };
+        let _ = writeln!(o, "      {what}: not given: {}", n.why);
+    }
+    let test = if v.tested { "passed" } else { "FAILED" };
+    let _ = writeln!(o, "      test {test}: {}", v.test.words());
+    let _ = writeln!(
+        o,
+        "      promise: the rate held in this run, at its conditions; beyond the run nothing is said. For more: a longer run (more episodes), isolated CPUs (fewer)"
+    );
 }
 
 fn envelope_text(o: &mut String, e: &Envelope, conf: f64) {

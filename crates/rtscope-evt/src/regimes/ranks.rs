@@ -17,7 +17,7 @@ pub(super) struct Own {
     count: u64,
     /// Its episodes per exceedance above its `theta_at`-th largest (1 with fewer): how many
     /// values one Poisson count of episodes stands for.
-    theta: f64,
+    pub(super) theta: f64,
 }
 
 impl Own {
@@ -66,7 +66,7 @@ pub(super) fn worst(own: &[Own], p: f64, chi2: f64, chi2_lower: f64) -> Option<(
 /// (the truth below it in 4 of 40 runs of the burst process). The upper is unbounded when no
 /// count is that unlikely (its rank above the largest), the lower 0 when its rank is past the
 /// values kept.
-fn empirical(w: &Own, p: f64, chi2: f64, chi2_lower: f64) -> Option<Bounds> {
+pub(super) fn empirical(w: &Own, p: f64, chi2: f64, chi2_lower: f64) -> Option<Bounds> {
     let expected = p * w.count as f64;
     if expected < 1.0 {
         return None;
@@ -87,7 +87,7 @@ fn one_sided(chi2: f64) -> f64 {
 }
 
 /// The smallest count `k` of a Poisson of mean `lambda` with `P(N ≥ k) ≤ α` (`α` of `chi2`).
-fn count_above(lambda: f64, chi2: f64) -> u64 {
+pub(super) fn count_above(lambda: f64, chi2: f64) -> u64 {
     let (alpha, n) = (
         one_sided(chi2),
         Poisson::new(lambda.max(1e-9)).expect("λ > 0"),
@@ -102,7 +102,7 @@ fn count_above(lambda: f64, chi2: f64) -> u64 {
 
 /// The largest count `k ≥ 1` of a Poisson of mean `lambda` with `P(N < k) ≤ α` (`None`: even
 /// `P(N = 0)` is more likely).
-fn count_below(lambda: f64, chi2: f64) -> Option<u64> {
+pub(super) fn count_below(lambda: f64, chi2: f64) -> Option<u64> {
     let (alpha, n) = (
         one_sided(chi2),
         Poisson::new(lambda.max(1e-9)).expect("λ > 0"),
