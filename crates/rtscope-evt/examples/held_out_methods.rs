@@ -14,7 +14,11 @@
 //!   segment (the level a 1 s block's maximum exceeds once per that time) — held-out blocks
 //!   above it against the held-out minutes (or 10-minute spans), as gev/hour;
 //! - gev/block: the block maxima's level per block — held-out blocks above it;
-//! - gev/hour: its once-per-hour level — held-out blocks above it per hour held out.
+//! - gev/hour: its once-per-hour level — held-out blocks above it per hour held out;
+//! - own/wakeup: the run's own values per wake-up (the ⌈pN⌉-th largest of the fitted half) —
+//!   held-out wake-ups above it; its status says whether its test (one rate of episodes) passed;
+//! - own/minute: the own values' level once per minute (the k-th largest episode maximum) —
+//!   held-out episodes (the fitted half's run length) above it against the held-out minutes.
 //!
 //! A refused fit's POT levels are checked too (what `--unreliable` prints), marked "refused".
 //!
@@ -22,6 +26,7 @@
 
 mod raw_run;
 
+use rtscope_evt::regimes::observed::Observed;
 use rtscope_evt::regimes::{Answer, BlockMaxima, Envelope};
 use rtscope_evt::{analyse, block_maxima, gev, Options, Tail};
 
@@ -188,6 +193,50 @@ fn envelope_rows(x: &Split, envelope: &Answer<Envelope>, held_blocks: &[f64]) {
     }
 }
 
+/// The run's own values per wake-up and once per minute against the held-out part.
+fn own_rows(x: &Split, observed: &Answer<Observed>) {
+    let (name, held) = (&x.name, &x.held);
+    let o = match observed {
+        Answer::Given(o) => o,
+        Answer::NotGiven { why } => return eprintln!("{name}: no own values: {why}"),
+    };
+    let status = if o.tested { "tested" } else { "UNTESTED" };
+    let n_held = held.len() as f64;
+    for l in &o.levels {
+        let seen = held.iter().filter(|&&v| v > l.estimate_ns).count();
+        let p = format!("{:.0e}", l.probability);
+        row(
+            name,
+            "own/wakeup",
+            status,
+            &p,
+            l.estimate_ns,
+            l.probability * n_held,
+            seen,
+        );
+    }
+    for l in o.per_time.iter().filter(|l| l.once_per_s == 60.0) {
+        let seen = episodes(held, l.estimate_ns, o.run_length);
+        let minutes = n_held / x.hz / 60.0;
+        row(
+            name,
+            "own/minute",
+            status,
+            "1/minute",
+            l.estimate_ns,
+            minutes,
+            seen,
+        );
+    }
+    for n in &o.not_given {
+        eprintln!(
+            "{name}: own values {:?}/{:?}: not given: {}",
+            n.probability, n.once_per_s, n.why
+        );
+    }
+    eprintln!("{name}: own values' test: {}", o.test.words());
+}
+
 /// The 1 s block maxima's GEV levels per block and once per hour against the held-out blocks.
 fn gev_rows(x: &Split, blocks: &Answer<BlockMaxima>, held_blocks: &[f64]) {
     let name = &x.name;
@@ -270,5 +319,6 @@ fn main() {
         let held_blocks = block_maxima(&x.held, hz.round() as usize);
         envelope_rows(&x, &r.envelope, &held_blocks);
         gev_rows(&x, &r.blocks, &held_blocks);
+        own_rows(&x, &r.observed);
     }
 }

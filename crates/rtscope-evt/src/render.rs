@@ -86,6 +86,13 @@ fn refused(o: &mut String, who: &Who, a: &Analysis) {
     }
     if let (true, Some(r)) = (stationarity, &a.regimes) {
         let _ = writeln!(o, "  {}", without_one_tail(r, a.observed_max_ns));
+        let own = r.observed.given();
+        if own.is_some_and(|v| v.tested && !(v.levels.is_empty() && v.per_time.is_empty())) {
+            let _ = writeln!(
+                o,
+                "  within the run, its own values below give tested levels (the rate held in this run, at its conditions; beyond the run nothing is said)"
+            );
+        }
         let _ = writeln!(
             o,
             "  for a tested estimate: isolate the CPU (isolcpus=, nohz_full=, interrupts moved away), measure longer, on a quieter machine (nothing started or stopped during the run)"

@@ -89,6 +89,14 @@ fn observed(r: &Regimes) -> &Observed {
 }
 
 fn all_finite(o: &Observed) {
+    // In `--json` (the analysis serialised whole): no `null` inside a given level.
+    let doc = serde_json::to_value(o).expect("serialises");
+    for key in ["levels", "per_time"] {
+        let levels = doc[key].as_array().expect("an array");
+        assert!(levels
+            .iter()
+            .all(|l| l.as_object().unwrap().values().all(|v| !v.is_null())));
+    }
     for l in &o.levels {
         assert!([l.estimate_ns, l.lower_ns, l.upper_ns]
             .iter()

@@ -115,6 +115,8 @@ pub struct Observed {
     pub extremal_index: f64,
     /// Wake-ups above it per episode (`1 / θ`).
     pub wakeups_per_episode: f64,
+    /// The run length: exceedances at most this many wake-ups apart are one episode.
+    pub run_length: f64,
     /// Levels per wake-up.
     pub levels: Vec<ObservedLevel>,
     /// Levels per time.
@@ -172,6 +174,7 @@ pub fn observed(tail: &Tail, s: &Segments, hz: f64, o: &Options) -> Observed {
         episodes: c.maxima.len(),
         extremal_index: c.extremal_index,
         wakeups_per_episode: c.exceedances as f64 / c.maxima.len().max(1) as f64,
+        run_length: c.run_length,
         levels,
         per_time,
         not_given,
