@@ -7,9 +7,14 @@
 //!   exceeded once per that time of this workload, from the first answer that gives it, named in
 //!   the verdict ([`Used`]): the estimate's episode level (at the run's wake-up rate) when the
 //!   estimate is accepted; else the worst-segment envelope per time (a 1 s block's maximum above
-//!   it once per that time of the worst segment: [`crate::regimes::per_time`]); else the block
-//!   maxima's GEV level (the run's mix of conditions). A time none of them gives fails, and
-//!   says why each did not.
+//!   it once per that time of the worst segment: [`crate::regimes::per_time`]); else the run's
+//!   own values (the level episodes exceeded at that rate in the run, within it only:
+//!   [`crate::regimes::observed`]); else the block maxima's GEV level (the run's mix of
+//!   conditions). A time none of them gives fails, and says why each did not.
+//!
+//! A `tail@P/wakeup` limit the estimate does not answer (refused, or no level there) reads the
+//! run's own values at `P` (within the run only). Own values or block maxima whose test failed
+//! are shown as [`Verdict::Untested`] naming it, never passing.
 //!
 //! `pwcet@P=LATENCY`, the old spelling, is `tail@P/episode` (what it always measured), kept with
 //! a deprecation note. A limit passes only when an estimate was made and the upper confidence
