@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+pub mod compare_json;
 pub mod measure_json;
 pub mod noise;
 pub mod respond_json;

@@ -101,14 +101,15 @@ fn a_function_ten_times_higher_in_b_is_listed_first_as_significantly_higher() {
         "{text}"
     );
     assert!(!text.contains("steady (higher"), "{text}");
-    let json = crate::compare::json::document(&c, 0);
-    let rows = &json["kernel_functions"]["candidates"][0]["functions"];
-    assert_eq!(rows[0]["function"], "grows");
-    assert_eq!(rows[0]["outcome"], "higher");
-    assert_eq!(rows[0]["significant"], true);
-    assert_eq!(rows[1]["function"], "steady");
-    assert_eq!(rows[1]["significant"], false);
-    assert_eq!(json["kernel_functions"]["per"], "per_million_wakeups");
+    // What compare's JSON document (rtscope-present) writes, on the typed comparison.
+    let f = c.functions.as_ref().unwrap();
+    let rows = &f.candidates[0].rows;
+    assert_eq!(rows[0].function, "grows");
+    assert_eq!(rows[0].outcome.word(), "higher");
+    assert!(rows[0].outcome.significant());
+    assert_eq!(rows[1].function, "steady");
+    assert!(!rows[1].outcome.significant());
+    assert_eq!(f.exposure.json_name(), "per_million_wakeups");
 }
 
 #[test]
@@ -183,10 +184,9 @@ fn a_group_without_stacks_is_one_line_never_a_block_nor_compared_as_zero() {
         "{text}"
     );
     assert!(!text.contains("grows"), "no table: {text}");
-    let json = crate::compare::json::document(&c, 0);
-    let kf = &json["kernel_functions"];
-    assert_eq!(kf["candidates"][0]["compared"], false);
-    assert_eq!(kf["groups"][1]["left_out"][0]["reason"], "no_stacks");
+    let kf = c.functions.as_ref().unwrap();
+    assert!(!kf.candidates[0].compared);
+    assert_eq!(kf.coverage[1].left_out[0].1.json_name(), "no_stacks");
 }
 
 /// A baseline without stacks: nothing is compared, one line for it; the candidates that took
@@ -257,7 +257,7 @@ fn no_section_when_no_group_took_stacks() {
     let text = crate::compare::text::render(&c);
     assert!(!text.contains("kernel functions"), "{text}");
     assert!(!text.contains("kernel stacks"), "{text}");
-    assert!(crate::compare::json::document(&c, 0)["kernel_functions"].is_null());
+    assert!(c.functions.is_none());
 }
 
 #[test]
@@ -297,7 +297,7 @@ fn no_section_when_no_run_was_explained() {
         .with_functions(&HashMap::new());
     assert!(plain.functions.is_none());
     assert!(!crate::compare::text::render(&plain).contains("kernel functions"));
-    assert!(crate::compare::json::document(&plain, 0)["kernel_functions"].is_null());
+    assert!(plain.functions.is_none());
 }
 
 #[test]
@@ -322,10 +322,9 @@ fn function_names_are_escaped_and_the_listing_is_bounded_with_the_rest_summed() 
         !text.contains("fn_00 "),
         "the smallest change is in the summed row: {text}"
     );
-    let json = crate::compare::json::document(&c, 0);
-    let cand = &json["kernel_functions"]["candidates"][0];
-    assert_eq!(cand["functions"].as_array().unwrap().len(), 21);
-    assert!(cand["rest"].is_null());
+    // All 21 rows, none summed in a rest (compare's JSON document writes up to 200).
+    let cand = &c.functions.as_ref().unwrap().candidates[0];
+    assert_eq!(cand.rows.len(), 21);
 }
 
 fn explained(summary: &str, command_line: &[&str]) -> ExplainedRun {
@@ -505,9 +504,8 @@ fn runs_explained_at_different_thresholds_are_warned_about() {
         ),
         "{text}"
     );
-    let json = crate::compare::json::document(&c, 0);
     assert_eq!(
-        json["kernel_functions"]["groups"][1]["explain_thresholds_ns"],
+        serde_json::json!(c.functions.as_ref().unwrap().coverage[1].thresholds_ns),
         serde_json::json!([100_000])
     );
 }

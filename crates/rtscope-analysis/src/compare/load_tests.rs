@@ -6,8 +6,8 @@ use super::groups;
 use crate::compare::analysis::Comparison;
 use crate::compare::group::Group;
 use crate::compare::model::{RunData, Stat, DEFAULT_STATS};
+use crate::compare::text;
 use crate::compare::verdict::Thresholds;
-use crate::compare::{json, text};
 use crate::select;
 use rtscope_core::{Histogram, Nanos};
 use rtscope_store::{
@@ -154,13 +154,26 @@ fn campaigns_are_groups_and_their_plan_gives_the_load_cases() {
         c.regressions() > 0,
         "stock's hackbench max is 40 us against rt's 12 us"
     );
-    let doc = json::document(&c, 1);
-    assert_eq!(doc["groups"][0]["campaigns"], serde_json::json!(["rt"]));
-    assert_eq!(doc["groups"][1]["run_ids"], serde_json::json!([1, 2]));
-    assert_eq!(doc["groups"][1]["kernels"], serde_json::json!(["6.18-rt"]));
-    let m = &doc["matrix"];
-    assert_eq!(m["columns"], serde_json::json!(["idle", "hackbench"]));
-    assert_eq!(m["rows"][1]["cells"], serde_json::json!([10_000, 40_000]));
+    // What compare's JSON document (rtscope-present) writes, on the typed comparison.
+    assert_eq!(
+        serde_json::json!(c.groups[0].distinct(|r| r.campaign.as_deref())),
+        serde_json::json!(["rt"])
+    );
+    let ids: Vec<i64> = c.groups[1].runs.iter().map(|r| r.id).collect();
+    assert_eq!(ids, [1, 2]);
+    assert_eq!(
+        serde_json::json!(c.groups[1].distinct(|r| r.kernel.as_deref())),
+        serde_json::json!(["6.18-rt"])
+    );
+    let m = c.matrix.as_ref().unwrap();
+    assert_eq!(
+        serde_json::json!(m.columns),
+        serde_json::json!(["idle", "hackbench"])
+    );
+    assert_eq!(
+        serde_json::json!(m.rows[1].1),
+        serde_json::json!([10_000, 40_000])
+    );
 }
 
 /// Missed deadlines are compared as a rate: B's runs are twice as long with twice the misses
@@ -177,16 +190,22 @@ fn missed_deadlines_compare_per_deadline_not_as_counts() {
     drop(s);
     let c = compare(&path, &["kernel=a", "kernel=b"], DEFAULT_STATS, false);
     assert_eq!(c.regressions(), 0);
-    let doc = json::document(&c, 0);
-    let missed = &doc["statistics"][4];
-    assert_eq!(missed["stat"], "missed");
-    assert_eq!(missed["unit"], "ppb");
+    // What compare's JSON document (rtscope-present) writes, on the typed comparison.
+    let missed = &c.stats[4];
+    assert_eq!(missed.stat.name(), "missed");
+    assert_eq!(missed.stat.unit(), "ppb");
+    let values: serde_json::Map<String, serde_json::Value> = c
+        .groups
+        .iter()
+        .zip(&missed.values)
+        .map(|(g, v)| (g.name.clone(), serde_json::json!(v)))
+        .collect();
     assert_eq!(
-        missed["values"],
+        serde_json::Value::Object(values),
         serde_json::json!({"A": 10_000_000, "B": 10_000_000})
     );
-    assert_eq!(missed["changes"][0]["delta"], 0);
-    assert_eq!(missed["changes"][0]["verdict"], "same");
+    assert_eq!(missed.changes[0].delta.map(|d| d as i64), Some(0));
+    assert_eq!(missed.changes[0].verdict.word(), "same");
     let text = text::render(&c);
     let row = text.lines().find(|l| l.starts_with("missed ")).unwrap();
     let row = row.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -235,11 +254,8 @@ fn rendered(groups: Vec<Group>) -> (String, String) {
     let thresholds = Thresholds::parse(&[], "1us").unwrap();
     let matrix = Stat::parse("max", "--matrix").unwrap();
     let c = Comparison::new(groups, &stats, thresholds, matrix, None);
-    let doc = json::document(&c, 0);
-    (
-        text::render(&c),
-        serde_json::to_string_pretty(&doc).unwrap(),
-    )
+    // The whole typed comparison, which compare's JSON document (rtscope-present) is built from.
+    (text::render(&c), format!("{c:#?}"))
 }
 
 /// Campaigns, tagged runs, audits with settings and a run whose writer died, in one store.

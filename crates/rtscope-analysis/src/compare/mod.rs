@@ -11,8 +11,9 @@
 //!   request against a store gives the comparison, its notes and its exit status);
 //! * [`differences`]: checked system settings and run settings that differ between groups;
 //! * [`functions`]: kernel functions whose charged time changed between groups (kernel stacks);
-//! * [`text`] and [`json`]: the two renderings; [`plot`]: the overlaid plots; [`ci`]: the
-//!   verdicts as CI test cases, which rtscope-formats writes.
+//! * [`text`]: the text rendering (the JSON document, `rtscope.compare/3`, is rtscope-present's
+//!   `compare_json`); [`plot`]: the overlaid plots; [`ci`]: the verdicts as CI test cases, which
+//!   rtscope-formats writes.
 
 pub mod analysis;
 pub mod change;
@@ -20,7 +21,6 @@ pub mod ci;
 pub mod differences;
 pub mod functions;
 pub mod group;
-pub mod json;
 pub mod load;
 pub mod model;
 pub mod plot;

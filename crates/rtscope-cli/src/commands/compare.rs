@@ -9,8 +9,9 @@ use crate::cli::compare::CompareArgs;
 use rtscope_analysis::compare::model::Stat;
 use rtscope_analysis::compare::request::{self, Request};
 use rtscope_analysis::compare::verdict::Thresholds;
-use rtscope_analysis::compare::{json, plot, text};
+use rtscope_analysis::compare::{plot, text};
 use rtscope_common::error::{warn, ExitStatus};
+use rtscope_present::compare_json as json;
 use std::io::Write;
 
 /// Runs `rtscope compare …`: exit 0, or 1 when a candidate regresses against the baseline.

@@ -1,11 +1,11 @@
-//! `compare --json`: the comparison as one JSON document, schema `rtscope.compare/3`
+//! `rtscope compare --json`: the comparison as one JSON document, schema `rtscope.compare/3`
 //! (documented in docs/compare.md).
 
-use super::analysis::{Comparison, Matrix, StatRow};
-use super::change::Change;
-use super::functions::{FunctionComparison, FunctionRow, GroupTime, Presence};
-use super::group::Group;
-use super::tail::{Side, TailRow};
+use rtscope_analysis::compare::analysis::{Comparison, Matrix, StatRow};
+use rtscope_analysis::compare::change::Change;
+use rtscope_analysis::compare::functions::{FunctionComparison, FunctionRow, GroupTime, Presence};
+use rtscope_analysis::compare::group::Group;
+use rtscope_analysis::compare::tail::{Side, TailRow};
 use serde_json::{json, Map, Value};
 
 /// The schema name and version written into every document.
@@ -120,7 +120,7 @@ fn tail(t: &TailRow, names: &[&str]) -> Value {
 /// Function rows written per candidate; the rest are summed in `rest`.
 const FUNCTION_ROWS: usize = 200;
 
-/// The comparison by kernel function ([`super::functions`]).
+/// The comparison by kernel function ([`rtscope_analysis::compare::functions`]).
 fn functions(f: &FunctionComparison) -> Value {
     let coverage = f.coverage.iter().map(|c| {
         json!({
