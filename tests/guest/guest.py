@@ -215,6 +215,29 @@ def unpack(deb: Path, dest: Path, members: list[str]) -> None:
         raise GuestError(f"dpkg-deb --fsys-tarfile {deb} failed")
 
 
+def unpacked_once(deb: Path, members: list[str]) -> Path:
+    """The directory holding MEMBERS of DEB, unpacked once into the cache. Unpacked into a
+    directory of its own and renamed into place whole: boots of one architecture at once
+    (amd64 and bpo-amd64 under --parallel) share the cache, and one that saw a file while
+    another was still writing it booted a truncated busybox ("No working init found",
+    bpo-amd64 beside the hog on a fresh cache, 29 Nov 2026)."""
+    root = CACHE / "unpacked" / deb.stem
+    if root.is_dir():
+        return root
+    root.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{deb.stem}-", dir=root.parent))
+    try:
+        unpack(deb, tmp, members)
+        try:
+            os.rename(tmp, root)
+        except OSError:
+            if not root.is_dir():  # not another boot's whole copy: a real failure
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return root
+
+
 def fetch_kernel(flavour: str) -> Kernel:
     """The current Debian kernel of a flavour, downloaded and unpacked (cached)."""
     arch = arch_of(flavour)
@@ -223,21 +246,14 @@ def fetch_kernel(flavour: str) -> Kernel:
     package = apt_package(f"linux-image-{flavour.removeprefix(BPO)}", arch, release)
     abi = package.removeprefix("linux-image-")
     deb = download(package, arch)
-    root = CACHE / "unpacked" / deb.stem
-    kernel = Kernel(flavour, arch, package, abi, root)
-    if not kernel.vmlinuz.exists():
-        unpack(deb, root, ["./boot/*", "./lib/modules/*"])
-    return kernel
+    root = unpacked_once(deb, ["./boot/*", "./lib/modules/*"])
+    return Kernel(flavour, arch, package, abi, root)
 
 
 def fetch_busybox(arch: Arch) -> Path:
     """The static busybox of an architecture (busybox-static, cached)."""
     deb = download("busybox-static", arch)
-    root = CACHE / "unpacked" / deb.stem
-    bb = root / "bin" / "busybox"
-    if not bb.exists():
-        unpack(deb, root, ["./bin/busybox"])
-    return bb
+    return unpacked_once(deb, ["./bin/busybox"]) / "bin" / "busybox"
 
 
 def module_bytes(path: Path) -> bytes:
