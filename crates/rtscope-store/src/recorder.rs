@@ -79,22 +79,10 @@ impl Store {
 mod tests {
     use super::*;
     use crate::schema::MIGRATIONS;
-    use crate::{NewRun, RunKind, SpikeSummaryRow};
+    use crate::{NewRun, SpikeSummaryRow};
 
     fn run() -> NewRun {
-        NewRun {
-            kind: RunKind::Measure,
-            label: None,
-            tags: vec![],
-            started: "2026-11-29T00:00:00Z".into(),
-            started_unix_ns: 1,
-            pid: 1,
-            tool_version: "0".into(),
-            command_line_json: "[]".into(),
-            config_json: "{}".into(),
-            environment: vec![],
-            threads: vec![],
-        }
+        crate::tests::new_run("recorder")
     }
 
     fn summary() -> SpikeSummaryRow {

@@ -10,7 +10,8 @@ fn tmpdb(name: &str) -> PathBuf {
     dir.join("rtscope.db")
 }
 
-fn new_run(label: &str) -> NewRun {
+/// A measure run of one thread (the store's tests' and its modules' tests' run).
+pub(crate) fn new_run(label: &str) -> NewRun {
     NewRun {
         kind: RunKind::Measure,
         label: Some(label.into()),
