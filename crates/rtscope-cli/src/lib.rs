@@ -63,6 +63,19 @@ fn cyclictest_without_clap(argv_os: &[std::ffi::OsString]) -> bool {
         })
 }
 
+/// Where cyclictest's own options start when rtscope runs as cyclictest without clap: after
+/// the program's name when it is `cyclictest` (the symlink), after `rtscope cyclictest` when
+/// clap would read nothing of the rest ([`cyclictest_without_clap`]); `None`: clap parses.
+fn cyclictest_options(argv_os: &[std::ffi::OsString]) -> Option<usize> {
+    if argv_os
+        .first()
+        .is_some_and(|a| invoked_as_cyclictest(&a.to_string_lossy()))
+    {
+        return Some(1);
+    }
+    cyclictest_without_clap(argv_os).then_some(2)
+}
+
 fn dispatch<W: Write>(
     argv_os: &[std::ffi::OsString],
     guard: &mut exit::StdoutGuard<W>,
@@ -86,12 +99,9 @@ fn dispatch<W: Write>(
         Some("__shepherd") => return Ok(hidden_status(rtscope_load::shepherd_main(&argv[2..]))),
         _ => {}
     }
-    if argv.first().is_some_and(|a| invoked_as_cyclictest(a)) {
+    if let Some(from) = cyclictest_options(argv_os) {
         exit::require_utf8(argv_os, "cyclictest's options")?;
-        return commands::cyclictest::run(&argv[1..], &argv.join(" "), guard.streaming());
-    }
-    if cyclictest_without_clap(argv_os) {
-        return commands::cyclictest::run(&argv[2..], &argv.join(" "), guard.streaming());
+        return commands::cyclictest::run(&argv[from..], &argv.join(" "), guard.streaming());
     }
     let cli = match cli::Cli::try_parse_from(argv_os) {
         Ok(c) => c,
