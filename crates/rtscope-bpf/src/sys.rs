@@ -40,6 +40,8 @@ pub enum MapType {
     Hash = 1,
     /// `BPF_MAP_TYPE_ARRAY`.
     Array = 2,
+    /// `BPF_MAP_TYPE_PERCPU_ARRAY` (Linux 4.6): one copy of each value per CPU.
+    PercpuArray = 6,
     /// `BPF_MAP_TYPE_RINGBUF` (Linux 5.8).
     RingBuf = 27,
 }
