@@ -355,9 +355,10 @@ def where_time_went(kernel: str, r: guest.BootResult, top: int = 8) -> None:
           + ", ".join(f"{n} {s:.0f} s" for s, n in runs[:top]))
 
 
-def check_kernel(c: Checker, a: argparse.Namespace, p: Prepared) -> tuple[float, float]:
+def check_kernel(c: Checker, a: argparse.Namespace, p: Prepared) -> tuple[float, float, float]:
     """One boot of the prepared kernel that runs all of its checks, which print their
-    PASS/FAIL lines through `c`; returns the seconds of the kernel's fetch and of the boot."""
+    PASS/FAIL lines through `c`; returns the seconds of the kernel's fetch and of the boot, and
+    the emulator's CPU seconds."""
     kernel = p.kernel
     r = guest.boot(kernel, (HERE / "rtscope-checks.sh").read_text(), p.binary, env=p.env,
                    files=p.files, modules=["configfs"] if p.gpio else None, timeout=a.timeout,
@@ -371,7 +372,7 @@ def check_kernel(c: Checker, a: argparse.Namespace, p: Prepared) -> tuple[float,
         noisy_checks.verify(c, kernel, r, p.modes)
         if p.rtla:
             rtla_checks.verify(c, kernel, r, p.modes)
-        return p.fetched, r.seconds
+        return p.fetched, r.seconds, r.cpu_seconds
     host = a.host_rtscope or a.rtscope_amd64
     verify(c, kernel, r, host, p.out, not a.no_campaign)
     if p.culprit is not None:
@@ -385,7 +386,7 @@ def check_kernel(c: Checker, a: argparse.Namespace, p: Prepared) -> tuple[float,
         rtla_checks.verify(c, kernel, r, p.modes)
     if p.gpio:
         gpio_checks.verify(c, kernel, r, gpio_checks.EDGES, p.out / "gpio-sim", host, own_boot=False)
-    return p.fetched, r.seconds
+    return p.fetched, r.seconds, r.cpu_seconds
 
 
 def binary_ready(c: Checker, ready: Path, p: Prepared, timeout: float = 5400) -> bool:
@@ -416,23 +417,32 @@ class Timing:
     boot: float = float("nan")
     host: float = float("nan")
     done: float = float("nan")
+    cpu: float = float("nan")
 
 
-def boot_all(c: Checker, a: argparse.Namespace, prepared: list[Prepared],
-             t0: float) -> list[Timing]:
-    """Boots the prepared kernels one after the other, or at once with --parallel: all, or N
-    at a time in the order given. Each guest is one QEMU process: on a loaded host three of
-    them get about three times the CPU share of one, so the stage takes about one boot's time
-    instead of three; the starved guests' timing-sensitive results are figures, not required
-    beside a load (FIGURE lines). A boot that raises is a failed check of its kernel; the
-    others go on."""
-    def one(p: Prepared) -> Timing:
+def boot_all(c: Checker, a: argparse.Namespace,
+             prepared: list[concurrent.futures.Future], t0: float) -> list[Timing]:
+    """Boots the kernels one after the other, or at once with --parallel: all, or N at a time
+    in the order given, each as soon as its preparation (PREPARED: futures, done one after
+    the other in that order) and its binary are ready: the first boots do not wait for the
+    last kernels' fetches and module builds. Each guest is one QEMU process: on a loaded host
+    three of them get about three times the CPU share of one, so the stage takes about one
+    boot's time instead of three; the starved guests' timing-sensitive results are figures,
+    not required beside a load (FIGURE lines). A boot that raises is a failed check of its
+    kernel; the others go on."""
+    def one(f: concurrent.futures.Future) -> Timing:
+        try:
+            p: Prepared = f.result()
+        except (guest.GuestError, subprocess.SubprocessError, OSError) as e:
+            c.expect(getattr(f, "kernel", "?"), "the kernel is fetched and its helpers built",
+                     False, str(e)[-500:])
+            return Timing(getattr(f, "kernel", "?"), float("nan"))
         t = Timing(p.kernel, p.fetched)
         try:
             if a.binaries_ready is not None and not binary_ready(c, a.binaries_ready, p):
                 return t
             t.at = time.monotonic() - t0
-            t.fetched, t.boot = check_kernel(c, a, p)
+            t.fetched, t.boot, t.cpu = check_kernel(c, a, p)
             t.done = time.monotonic() - t0
             t.host = t.done - t.at - t.boot
         except (guest.GuestError, subprocess.SubprocessError, OSError) as e:
@@ -492,27 +502,34 @@ def main(argv: list[str]) -> int:
         p.error(str(e))
     c = Checker(figures=a.figures)
     t0 = time.monotonic()
-    prepared = []
+    todo = []
     for kernel in [k for k in a.kernels.split(",") if k]:
         arch = guest.arch_of(kernel).debian
         binary = a.rtscope_amd64 if arch == "amd64" else a.rtscope_arm64
         if binary is None:
             c.expect(kernel, "a static rtscope for " + arch, False, f"pass --rtscope-{arch}")
             continue
-        prepared.append(prepare_kernel(c, a, kernel, binary))
-    prepared_at = time.monotonic() - t0
-    timings = boot_all(c, a, prepared, t0)
+        todo.append((kernel, binary))
+    # One preparation at a time, in the boots' order, beside the boots (boot_all).
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as preparing:
+        prepared = []
+        for k, b in todo:
+            f = preparing.submit(prepare_kernel, c, a, k, b)
+            f.kernel = k  # for a preparation that raises
+            prepared.append(f)
+        timings = boot_all(c, a, prepared, t0)
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "figures.json").write_text(json.dumps(c.figures_seen, indent=1) + "\n")
     missed = [f for f in c.figures_seen if not f["met"]]
     if missed and not a.figures:
         print(f"\n{len(missed)} figure(s) not met (load-dependent, not required without "
               f"--figures): " + "; ".join(f"{f['kernel']}: {f['check']}" for f in missed))
-    print(f"\nall kernels fetched and their helpers built {prepared_at:.0f} s after the start")
-    print("kernel        fetch+unpack s  booted at s  boot+checks s  host checks s  done at s")
+    print("\nkernel        fetch+unpack s  booted at s  boot+checks s  QEMU CPU s  host checks s  "
+          "done at s")
     for t in timings:
-        print(f"{t.kernel:<13} {t.fetched:>14.1f} {t.at:>12.0f} {t.boot:>14.1f} {t.host:>14.1f} "
-              f"{t.done:>10.0f}")
+        print(f"{t.kernel:<13} {t.fetched:>14.1f} {t.at:>12.0f} {t.boot:>14.1f} {t.cpu:>11.1f} "
+              f"{t.host:>14.1f} {t.done:>10.0f}")
+    print(f"QEMU CPU in all: {sum(t.cpu for t in timings if t.cpu == t.cpu):.0f} s")
     if c.failed:
         print(f"\n{len(c.failed)} guest check(s) failed; consoles in {a.out}/KERNEL/console.log",
               file=sys.stderr)

@@ -98,6 +98,9 @@ class BootResult:
     console: str
     seconds: float
     timed_out: bool
+    # The emulator's CPU time (user + system, s): the work the boot cost the host, whatever
+    # ran beside it (its wall time stretches with the host's load; this does not, much).
+    cpu_seconds: float = float("nan")
 
     def values(self, key: str) -> list[str]:
         """Every value of marker KEY, in order."""
@@ -463,11 +466,12 @@ def boot(
         build_initramfs(kernel, rtscope, script, files or {}, modules, env or {}, initrd)
         qmp = Path(tmp) / "qmp.sock"
         cmd = qemu_command(kernel, initrd, smp, mem_mb, append, disks, qmp)
+        cpu: list[float] = []
         out, timed_out, seconds = run_qemu(cmd, flavour, kernel, qmp, timeout, console_log,
-                                           echo, stall_dump_s)
+                                           echo, stall_dump_s, cpu=cpu)
     text = out.decode("utf-8", "replace")
     markers, got = parse_console(text)
-    return BootResult(flavour, markers, got, text, seconds, timed_out)
+    return BootResult(flavour, markers, got, text, seconds, timed_out, cpu[0] if cpu else float("nan"))
 
 
 def niced(cmd: list[str]) -> list[str]:
@@ -487,12 +491,13 @@ def niced(cmd: list[str]) -> list[str]:
 def run_qemu(
     cmd: list[str], flavour: str, kernel: Kernel, qmp: Path, timeout: float,
     console_log: Path | None = None, echo: bool = False, stall_dump_s: float = 240,
-    stop_at: str | None = None,
+    stop_at: str | None = None, cpu: list[float] | None = None,
 ) -> tuple[bytes, bool, float]:
     """Runs QEMU's command CMD, collecting the console until QEMU ends or TIMEOUT seconds
     (then it is killed); a silent console gets hang dumps (boot()). STOP_AT, a marker key:
     QEMU is killed (SIGKILL, a power cut for the guest) as soon as that marker's line has
-    arrived. Returns (console bytes, timed out, seconds)."""
+    arrived. Returns (console bytes, timed out, seconds); CPU, a list, gets the emulator's CPU
+    seconds (user + system, from wait4) appended."""
     start = time.monotonic()
     heard, dumps = start, 0
     log = open(console_log, "wb") if console_log else None
@@ -521,7 +526,7 @@ def run_qemu(
                 if stop_at is not None and re.search(
                         rf"{MARK} {re.escape(stop_at)}\b[^\n]*\n".encode(), out):
                     break
-            elif chunk == b"" or proc.poll() is not None:
+            elif chunk == b"" or reaped(proc, cpu, block=False):
                 rest = proc.stdout.read() or b""
                 out += rest
                 if log:
@@ -538,13 +543,28 @@ def run_qemu(
             else:
                 time.sleep(0.05)
     finally:
-        if proc.poll() is None:
+        if not reaped(proc, cpu, block=False):
             proc.kill()
-        proc.wait()
+            reaped(proc, cpu, block=True)
         if log:
             log.close()
     seconds = time.monotonic() - start
     return bytes(out), timed_out, seconds
+
+
+def reaped(proc: subprocess.Popen, cpu: list[float] | None, block: bool) -> bool:
+    """Whether PROC has ended, reaping it if so (waiting for it if BLOCK) with wait4, not
+    Popen.poll: wait4 gives the child's own rusage (other boots run beside it in this
+    process), whose CPU seconds (user + system) are appended to CPU."""
+    if proc.returncode is not None:
+        return True
+    pid, status, usage = os.wait4(proc.pid, 0 if block else os.WNOHANG)
+    if pid == 0:
+        return False
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if cpu is not None:
+        cpu.append(usage.ru_utime + usage.ru_stime)
+    return True
 
 
 def stall_note(flavour: str, kernel: Kernel, qmp: Path, silent: float) -> str:
