@@ -5,9 +5,9 @@
 use rtscope_analysis::compare::analysis::Comparison;
 use rtscope_analysis::compare::group::Group;
 use rtscope_analysis::compare::model::{RunData, Stat};
-use rtscope_analysis::compare::text;
 use rtscope_analysis::compare::verdict::Thresholds;
 use rtscope_present::compare_json as json;
+use rtscope_present::compare_text as text;
 use rtscope_store::{RunKind, Store};
 use rtscope_testkit::synthetic::{write_run, SyntheticRun};
 

@@ -11,9 +11,9 @@
 //!   request against a store gives the comparison, its notes and its exit status);
 //! * [`differences`]: checked system settings and run settings that differ between groups;
 //! * [`functions`]: kernel functions whose charged time changed between groups (kernel stacks);
-//! * [`text`]: the text rendering (the JSON document, `rtscope.compare/3`, is rtscope-present's
-//!   `compare_json`); [`plot`]: the overlaid plots; [`ci`]: the verdicts as CI test cases, which
-//!   rtscope-formats writes.
+//! * [`plot`]: the overlaid plots; [`ci`]: the verdicts as CI test cases, which rtscope-formats
+//!   writes. The comparison's text report and its JSON document (`rtscope.compare/3`) are
+//!   rtscope-present's (`compare_text`, `compare_json`).
 
 pub mod analysis;
 pub mod change;
@@ -28,6 +28,5 @@ pub mod request;
 pub mod significance;
 pub mod strata;
 pub mod tail;
-pub mod text;
 pub mod verdict;
 pub mod watch;

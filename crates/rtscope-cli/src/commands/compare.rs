@@ -7,11 +7,12 @@
 
 use crate::cli::compare::CompareArgs;
 use rtscope_analysis::compare::model::Stat;
+use rtscope_analysis::compare::plot;
 use rtscope_analysis::compare::request::{self, Request};
 use rtscope_analysis::compare::verdict::Thresholds;
-use rtscope_analysis::compare::{plot, text};
 use rtscope_common::error::{warn, ExitStatus};
 use rtscope_present::compare_json as json;
+use rtscope_present::compare_text as text;
 use std::io::Write;
 
 /// Runs `rtscope compare …`: exit 0, or 1 when a candidate regresses against the baseline.

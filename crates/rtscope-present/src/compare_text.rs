@@ -1,13 +1,20 @@
-//! The text report of `compare`: groups, side-by-side statistics, load-case matrix, verdict.
+//! `rtscope compare`'s text report, from rtscope-analysis's [`Comparison`]: groups,
+//! side-by-side statistics, tail levels, load-case matrix, differences, kernel functions,
+//! verdict.
 
-use super::analysis::{Comparison, Matrix};
-use super::change::Change;
-use super::functions::{Coverage, FunctionComparison, FunctionRow, LeftOut, Presence};
-use super::group::Group;
-use super::model::Stat;
-use super::verdict::Verdict;
+use rtscope_analysis::compare::analysis::{Comparison, Matrix};
+use rtscope_analysis::compare::change::Change;
+use rtscope_analysis::compare::differences::{self, DifferenceKind};
+use rtscope_analysis::compare::functions::{
+    Coverage, FunctionComparison, FunctionRow, LeftOut, Presence,
+};
+use rtscope_analysis::compare::group::Group;
+use rtscope_analysis::compare::model::Stat;
+use rtscope_analysis::compare::tail::{disjoint, Side, TailRow};
+use rtscope_analysis::compare::verdict::Verdict;
 use rtscope_core::text as table;
 use rtscope_core::Nanos;
+use rtscope_evt::units::us;
 use rtscope_store::RunId;
 use std::fmt::Write;
 
@@ -18,7 +25,7 @@ pub fn render(c: &Comparison) -> String {
     s.push_str(&side_by_side(c));
     if let Some(t) = &c.tail {
         s.push('\n');
-        s.push_str(&super::tail::text(&c.groups, t));
+        s.push_str(&tail(&c.groups, t));
     }
     if let Some(m) = &c.matrix {
         s.push('\n');
@@ -43,7 +50,7 @@ const FUNCTION_ROWS: usize = 15;
 /// Runs named per group among those left out of the comparison by function.
 const LEFT_OUT_IDS: usize = 8;
 
-/// The kernel functions whose charged time changed ([`super::functions`]): the block only
+/// The kernel functions whose charged time changed ([`rtscope_analysis::compare::functions`]): the block only
 /// where a candidate and the baseline both took kernel stacks, then one line per group that
 /// took none.
 fn functions(f: &FunctionComparison) -> String {
@@ -262,9 +269,9 @@ fn differences(c: &Comparison) -> String {
     );
     for d in &c.differences {
         let what = match d.kind {
-            super::differences::DifferenceKind::Check => "checked setting",
-            super::differences::DifferenceKind::Run => "run setting",
-            super::differences::DifferenceKind::Time => {
+            DifferenceKind::Check => "checked setting",
+            DifferenceKind::Run => "run setting",
+            DifferenceKind::Time => {
                 let _ = writeln!(
                     s,
                     "  measured in separate blocks of time ({}): a drift of the machine between them (load, temperature) counts as a difference; interleave the groups' runs",
@@ -273,7 +280,7 @@ fn differences(c: &Comparison) -> String {
                 continue;
             }
         };
-        let _ = writeln!(s, "  {what} {}", super::differences::describe(d));
+        let _ = writeln!(s, "  {what} {}", differences::describe(d));
     }
     s
 }
@@ -586,4 +593,71 @@ fn untested_rises(c: &Comparison) -> Vec<String> {
     let (tail, names) = c.tail_where(Change::untested_rise);
     out.extend(names.iter().map(|g| format!("{g} on {tail}")));
     out
+}
+
+/// The tail block of the text report.
+fn tail(groups: &[Group], row: &TailRow) -> String {
+    let mut s = format!(
+        "tail level: the latency exceeded with probability {:e} per wake-up ({:.0} % interval; the runs merged{}):\n",
+        row.probability,
+        row.confidence * 100.0,
+        if row.assumed_stationary {
+            "; UNTESTED: stationarity assumed, not tested"
+        } else {
+            ""
+        }
+    );
+    for (i, (g, side)) in groups.iter().zip(&row.sides).enumerate() {
+        let value = match side {
+            Side::Level(l) => format!(
+                "{} [{} .. {}]",
+                us(l.estimate_ns),
+                us(l.lower_ns),
+                l.upper_ns.map_or("unbounded".into(), us)
+            ),
+            Side::Envelope { level: l, from, .. } => format!(
+                "{} [{} .. {}]  worst-segment envelope ({from}; one stationary tail refused)",
+                us(l.estimate_ns),
+                us(l.lower_ns),
+                l.upper_ns.map_or("unbounded".into(), us)
+            ),
+            Side::Refused(why) => {
+                let why: Vec<String> = why.iter().map(|r| r.to_string()).collect();
+                format!("REFUSED: {}", why.join("; "))
+            }
+            Side::Within => "within the measured data (read the percentiles)".into(),
+        };
+        let _ = write!(s, "  {:<3} {value}", g.name);
+        if let Some(ch) = i.checked_sub(1).map(|k| &row.changes[k]) {
+            let _ = write!(
+                s,
+                "  {}",
+                verdict(ch, &row.sides[0], side, row.assumed_stationary)
+            );
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// A candidate's verdict in words: the change, the verdict and what it rests on.
+fn verdict(ch: &Change, base: &Side, cand: &Side, assumed: bool) -> String {
+    let why = match (base, cand) {
+        (Side::Refused(_), _) | (_, Side::Refused(_)) => {
+            return "n/a: no verdict on a refused estimate".into()
+        }
+        (Side::Within, _) | (_, Side::Within) => return "n/a: nothing to extrapolate".into(),
+        (Side::Envelope { .. }, _) | (_, Side::Envelope { .. }) if ch.untested() => {
+            "untested: a worst-segment envelope, not one stationary tail"
+        }
+        _ if ch.untested() && assumed => "untested: stationarity assumed, not tested",
+        _ if ch.untested() => "untested: an interval unbounded above, measure longer",
+        _ if ch.verdict == Verdict::NotSignificant => "the intervals overlap: not distinguishable",
+        (Side::Level(b), Side::Level(c)) if disjoint(b, c) => "the intervals are apart",
+        _ => "within the threshold",
+    };
+    let pct = ch
+        .delta_pct
+        .map_or(String::new(), |p| format!("{p:+.1}%  "));
+    format!("{pct}{} ({why})", ch.verdict.word())
 }

@@ -212,5 +212,5 @@ fn missed_deadlines_compare_as_a_rate_whatever_the_run_length() {
 }
 
 fn text(c: &Comparison) -> String {
-    rtscope_analysis::compare::text::render(c)
+    rtscope_present::compare_text::render(c)
 }

@@ -162,7 +162,7 @@ fn one_run_per_side_is_an_untested_rise_that_fails_only_when_asked() {
         assert!(ch.test.as_ref().is_some_and(|t| !t.decidable()), "{stat}");
     }
     assert_eq!(c.regressions(), 0);
-    let text = rtscope_analysis::compare::text::render(&c);
+    let text = rtscope_present::compare_text::render(&c);
     assert!(text.contains("higher (untested, n=1 per side)"), "{text}");
     assert!(text.contains("verdict: no regression against A"), "{text}");
     assert!(text.contains("untested: B on p50, p99, max"), "{text}");
@@ -179,7 +179,7 @@ fn one_run_per_side_is_an_untested_rise_that_fails_only_when_asked() {
     );
     assert_eq!(verdict(&strict, "p99"), Verdict::Regression);
     assert_eq!(strict.regressions(), 3);
-    let text = rtscope_analysis::compare::text::render(&strict);
+    let text = rtscope_present::compare_text::render(&strict);
     assert!(
         text.contains("REGRESSION (untested, n=1 per side)"),
         "{text}"
@@ -210,7 +210,7 @@ fn one_run_per_side_is_an_untested_fall_that_never_fails() {
             assert_eq!(verdict(&c, stat), Verdict::Lower, "{stat}");
         }
         assert_eq!(c.regressions(), 0);
-        let text = rtscope_analysis::compare::text::render(&c);
+        let text = rtscope_present::compare_text::render(&c);
         assert!(text.contains("lower (untested, n=1 per side)"), "{text}");
         assert!(
             !text.contains("better") && !text.contains("untested: B"),

@@ -190,7 +190,7 @@ fn rtla_imports_compare_on_what_they_hold_and_never_on_other_gaps() {
     assert_eq!(c.stats[0].changes[0].verdict, Verdict::Regression, "max");
     // rtla hist records no runtime: the shares are unknown, not 0.
     assert_eq!(c.stats[1].values[1], None);
-    assert!(rtscope_analysis::compare::text::render(&c).contains("not comparable"));
+    assert!(rtscope_present::compare_text::render(&c).contains("not comparable"));
     // Two groups of noises over the threshold compare their percentiles.
     let c = compare(as_rtla(&s, &quiet, hist), hist_runs, false);
     assert!(c.stats[3].values.iter().all(Option::is_some));
