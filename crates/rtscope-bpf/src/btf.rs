@@ -142,8 +142,34 @@ enum Arg {
     ToInt(usize),
 }
 
+/// What an argument is (the flight recorder's reads, [`Types::param`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Shape {
+    /// A pointer to the struct of this type ID.
+    PtrTo(u32),
+    /// A pointer (or a function pointer) of any type.
+    Ptr,
+    /// An integer (or `bool`) of this size.
+    Int(usize),
+}
+
+/// The bytes' types, given to `f` (the flight recorder's layout reads its own places).
+pub(crate) fn with_types<T>(
+    bytes: &[u8],
+    f: impl FnOnce(&Types) -> Result<T, BpfError>,
+) -> Result<T, BpfError> {
+    let ti = TypeInformation::new(&Bytes(bytes))
+        .map_err(|e| BpfError::Btf(format!("not BTF the parser reads: {e:?}")))?;
+    f(&Types(&ti))
+}
+
+/// The bytes of the BTF file at `path`, as [`Layout::read`] reads them.
+pub(crate) fn read_bytes(path: &Path) -> Result<Vec<u8>, BpfError> {
+    read_regular(path).map_err(|e| BpfError::Btf(format!("{}: {e}", path.display())))
+}
+
 /// The parsed types, and the lookups the layout needs.
-struct Types<'a>(&'a TypeInformation);
+pub(crate) struct Types<'a>(&'a TypeInformation);
 
 impl Types<'_> {
     /// The type under typedefs and qualifiers.
@@ -170,7 +196,7 @@ impl Types<'_> {
     }
 
     /// The ID of the struct named `name` (not a forward declaration of it).
-    fn struct_id(&self, name: &str) -> Result<u32, BpfError> {
+    pub(crate) fn struct_id(&self, name: &str) -> Result<u32, BpfError> {
         self.0
             .get()
             .iter()
@@ -187,11 +213,33 @@ impl Types<'_> {
     /// pointer's: its parameters have no names); its first parameter is the probe's data, not
     /// an argument.
     fn arg(&self, tracepoint: &str, param: &str, to: Arg) -> Result<i16, BpfError> {
+        let shape = match to {
+            Arg::To(id) => Shape::PtrTo(id),
+            Arg::ToInt(size) => Shape::Int(size),
+        };
+        self.param(tracepoint, &[tracepoint], param, shape, true)
+    }
+
+    /// The context offset of the argument `param` of `tracepoint`, found in the prototype of
+    /// `__probestub_<tracepoint>` (Linux 6.6), `__bpf_trace_<name>` or the trace event's own
+    /// functions for each name of `names` (the tracepoint's, then its class's: a
+    /// `DEFINE_EVENT`'s functions are its class's), checked to be of `shape` (`behind`: an
+    /// integer shape is what the pointer points to, not the argument itself).
+    pub(crate) fn param(
+        &self,
+        tracepoint: &str,
+        names: &[&str],
+        param: &str,
+        shape: Shape,
+        behind: bool,
+    ) -> Result<i16, BpfError> {
         let what = format!("the tracepoint {tracepoint}'s argument {param}");
         let miss = |why: &str| BpfError::Btf(format!("{what}: {why}"));
-        let named = ["__bpf_trace_", "trace_event_raw_event_", "perf_trace_"]
-            .iter()
-            .map(|p| format!("{p}{tracepoint}"))
+        let stub = format!("__probestub_{tracepoint}");
+        let named = std::iter::once(stub)
+            .chain(names.iter().flat_map(|n| {
+                ["__bpf_trace_", "trace_event_raw_event_", "perf_trace_"].map(|p| format!("{p}{n}"))
+            }))
             .find_map(|name| self.func(&name))
             .ok_or_else(|| miss("no function with its prototype"))?;
         let proto = match self.resolved(named) {
@@ -204,23 +252,33 @@ impl Types<'_> {
             .position(|p| p.name().as_deref() == Some(param))
             .filter(|&i| i >= 1)
             .ok_or_else(|| miss("no such parameter"))?;
-        let pointee = match self.resolved(params[at].tid()) {
+        let ty = self.resolved(params[at].tid());
+        let pointee = match &ty {
             Some((_, TypeVariant::Ptr(p))) => self.resolved(*p.tid()),
             _ => None,
         };
-        let shape = match (pointee, to) {
-            (Some((id, TypeVariant::Struct(_))), Arg::To(want)) => id == want,
-            (Some((_, TypeVariant::Int(i))), Arg::ToInt(size)) => *i.size() == size,
-            _ => false,
+        let fits = match (shape, behind) {
+            (Shape::PtrTo(want), _) => {
+                matches!(pointee, Some((id, TypeVariant::Struct(_))) if id == want)
+            }
+            (Shape::Ptr, _) => matches!(ty, Some((_, TypeVariant::Ptr(_)))),
+            (Shape::Int(size), true) => {
+                matches!(pointee, Some((_, TypeVariant::Int(i))) if *i.size() == size)
+            }
+            (Shape::Int(size), false) => match ty {
+                Some((_, TypeVariant::Int(i))) => *i.size() == size,
+                Some((_, TypeVariant::Enum(e))) => *e.size() == size,
+                _ => false,
+            },
         };
-        if !shape {
-            return Err(miss("not a pointer of the type read"));
+        if !fits {
+            return Err(miss("not of the type read"));
         }
         i16::try_from((at - 1) * 8).map_err(|_| miss("too far in the context"))
     }
 
     /// The byte offset of `path` in the struct `tid`, its size checked within `size`.
-    fn field(
+    pub(crate) fn field(
         &self,
         tid: u32,
         name: &str,

@@ -53,6 +53,11 @@ const MEM: u8 = 0x60;
 const IMM: u8 = 0x00;
 const K: u8 = 0x00;
 const X: u8 = 0x08;
+const ATOMIC: u8 = 0xc0;
+/// `BPF_ADD | BPF_FETCH`.
+const FETCH: i32 = 0x01;
+/// `BPF_XCHG` (`0xe0 | BPF_FETCH`).
+const XCHG: i32 = 0xe1;
 
 /// An access size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -91,8 +96,12 @@ pub enum Alu {
     Add = 0x00,
     /// dst -= src.
     Sub = 0x10,
+    /// dst |= src.
+    Or = 0x40,
     /// dst &= src.
     And = 0x50,
+    /// dst <<= src.
+    Lsh = 0x60,
     /// dst >>= src (logical).
     Rsh = 0x70,
     /// dst = src.
@@ -159,6 +168,19 @@ pub fn jump_imm(c: Cond, dst: Reg, imm: i32, off: i16) -> Insn {
 /// `if dst COND src goto +off`.
 pub fn jump_reg(c: Cond, dst: Reg, src: Reg, off: i16) -> Insn {
     insn(JMP | X | c as u8, dst, src, off, 0)
+}
+
+/// `src = atomic_fetch_add((size *)(dst + off), src)` (Linux 5.12, `BPF_ATOMIC` with
+/// `BPF_FETCH`): adds `src` to the memory and gives `src` the value it held before, as one
+/// indivisible step; the JITs make it a full barrier (`lock xadd`, `ldaddal`).
+pub fn atomic_fetch_add(size: Size, dst: Reg, off: i16, src: Reg) -> Insn {
+    insn(STX | ATOMIC | size.bits(), dst, src, off, FETCH)
+}
+
+/// `src = xchg((size *)(dst + off), src)` (Linux 5.12): a store that is also a full barrier
+/// (earlier stores are visible to other CPUs before it).
+pub fn atomic_xchg(size: Size, dst: Reg, off: i16, src: Reg) -> Insn {
+    insn(STX | ATOMIC | size.bits(), dst, src, off, XCHG)
 }
 
 /// `goto +off`.
@@ -266,6 +288,18 @@ mod tests {
         assert_eq!(alu_imm(Alu::And, R1, 0x10).code, 0x57);
         assert_eq!(alu_imm(Alu::Rsh, R1, 32).code, 0x77);
         assert_eq!(alu_imm(Alu::Add, R1, -16).code, 0x07);
+        assert_eq!(alu_imm(Alu::Lsh, R1, 5).code, 0x67);
+        assert_eq!(alu_reg(Alu::Or, R1, R2).code, 0x4f);
+        // lock *(u64 *)(r8 + 0) fetch-add r1: BPF_STX | BPF_ATOMIC | BPF_DW = 0xdb, imm 1.
+        assert_eq!(
+            bytes(atomic_fetch_add(Size::Dw, R8, 0, R1)),
+            [0xdb, 0x18, 0, 0, 1, 0, 0, 0]
+        );
+        // xchg on a u32: 0xc3, imm 0xe1.
+        assert_eq!(
+            bytes(atomic_xchg(Size::W, R8, 8, R1)),
+            [0xc3, 0x18, 8, 0, 0xe1, 0, 0, 0]
+        );
     }
 
     #[test]

@@ -76,7 +76,7 @@ pub struct Setting {
 }
 
 /// The maps the programs share.
-struct Maps {
+pub(crate) struct Maps {
     /// PID → the expiry of its sleep's timer (switch chain; 0 once used).
     by_pid: OwnedFd,
     /// hrtimer → its expiry (0 once used) and the PID (timer and held chains).
@@ -510,7 +510,7 @@ fn cut_own_frames(frames: &mut Vec<u64>, code: &[(u64, u32)]) {
 /// highest in `/sys/devices/system/cpu/possible` plus one. Not `sysconf(_SC_NPROCESSORS_CONF)`:
 /// musl counts the CPUs of the caller's affinity mask there (a housekeeping CPU's thread sees
 /// one), which left the measured CPUs out of the map.
-fn possible_cpus() -> u32 {
+pub(crate) fn possible_cpus() -> u32 {
     let text = std::fs::read_to_string("/sys/devices/system/cpu/possible").unwrap_or_default();
     highest_cpu(&text).map_or(MAX_CPUS, |n| (n + 1).min(MAX_CPUS))
 }
@@ -608,7 +608,7 @@ impl Programs {
 }
 
 #[cfg(test)]
-mod run;
+pub(crate) mod run;
 
 #[cfg(test)]
 mod tests {

@@ -16,6 +16,7 @@ pub mod btf;
 pub mod insn;
 pub mod late;
 pub mod listing;
+pub mod recorder;
 pub mod ringbuf;
 pub mod sys;
 
@@ -62,6 +63,20 @@ pub enum BpfError {
     /// read.
     #[error("BTF: {0}")]
     Btf(String),
+    /// A setting the programs cannot be built for (a ring's length not a power of two).
+    #[error("{0}")]
+    Setting(String),
+    /// A map could not be mapped into the process.
+    #[error("mapping BPF map {name}: {source}")]
+    Mmap {
+        /// Which map.
+        name: String,
+        /// The system call's error.
+        source: std::io::Error,
+    },
+    /// None of the flight recorder's programs could be attached: each tracepoint's reason.
+    #[error("no flight recorder program attached: {0}")]
+    NothingAttached(String),
 }
 
 /// Where the kernel's trace events are described: each event's ID and its fields' offsets in

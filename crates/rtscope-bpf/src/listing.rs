@@ -63,6 +63,7 @@ fn line(insns: &[Insn], i: usize, map: &impl Fn(i32) -> Option<String>) -> (Stri
             signed(n.off.into()),
             n.src
         ),
+        0x03 if n.code & 0xe0 == 0xc0 => atomic(n),
         0x05 => jump(n, i),
         0x07 => alu(n),
         _ => unknown(n),
@@ -122,6 +123,24 @@ fn jump(n: Insn, i: usize) -> String {
         "if r{} {cond} {rhs} goto {} <{target}>",
         n.dst,
         signed_bare(n.off.into())
+    )
+}
+
+/// An atomic read-modify-write (`BPF_ATOMIC`) in llvm-objdump's notation; the forms the
+/// programs use (fetch-add, exchange), others by their fields.
+fn atomic(n: Insn) -> String {
+    let op = match n.imm {
+        0x01 => "atomic_fetch_add",
+        0xe1 => "xchg",
+        _ => return unknown(n),
+    };
+    format!(
+        "r{} = {op}(({} *)(r{}{}), r{})",
+        n.src,
+        size(n.code),
+        n.dst,
+        signed(n.off.into()),
+        n.src
     )
 }
 

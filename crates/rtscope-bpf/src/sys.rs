@@ -159,6 +159,9 @@ fn name16(name: &str) -> [u8; 16] {
     out
 }
 
+/// `BPF_F_MMAPABLE` (Linux 5.5): an array map's values can be mapped into the process.
+pub const F_MMAPABLE: u32 = 1 << 10;
+
 /// Creates a map.
 pub fn create_map(
     name: &str,
@@ -167,7 +170,20 @@ pub fn create_map(
     value_size: u32,
     max_entries: u32,
 ) -> Result<OwnedFd, BpfError> {
+    create_map_flags(name, kind, key_size, value_size, max_entries, 0)
+}
+
+/// Creates a map with `map_flags` (`F_MMAPABLE`).
+pub fn create_map_flags(
+    name: &str,
+    kind: MapType,
+    key_size: u32,
+    value_size: u32,
+    max_entries: u32,
+    map_flags: u32,
+) -> Result<OwnedFd, BpfError> {
     let attr = MapAttr {
+        map_flags,
         map_type: kind as u32,
         key_size,
         value_size,

@@ -5,5 +5,5 @@
 //! the cases, [`snapshot`] the checked-in listing of every program the loader can build.
 
 mod cases;
-mod rig;
+pub(crate) mod rig;
 mod snapshot;

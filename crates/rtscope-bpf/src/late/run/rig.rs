@@ -293,7 +293,7 @@ pub fn tid() -> u32 {
 }
 
 /// Pins the calling thread to the CPU it runs on; that CPU.
-fn pin() -> u32 {
+pub(crate) fn pin() -> u32 {
     // SAFETY: sched_getcpu has no preconditions.
     let cpu = unsafe { libc::sched_getcpu() }.max(0) as usize;
     // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes within it (cpu < 1024 on the
@@ -343,15 +343,16 @@ fn maps() -> (Maps, OwnedFd) {
 }
 
 /// The synthetic kernel objects: an array map's one value, its address, and this copy of it.
-struct Objects {
+pub(crate) struct Objects {
     map: OwnedFd,
-    addr: u64,
+    /// The value's address in the kernel.
+    pub(crate) addr: u64,
     bytes: Vec<u8>,
 }
 
 impl Objects {
     /// The map, and its value's address learnt by a program that stores it there.
-    fn new() -> Objects {
+    pub(crate) fn new() -> Objects {
         let map = sys::create_map("rtscope_objs", MapType::Array, 4, OBJECTS as u32, 1)
             .expect("the objects' map");
         let mut code = vec![insn::store_imm(Size::W, R10, -4, 0)];
@@ -376,7 +377,7 @@ impl Objects {
     }
 
     /// Writes `data` at `at` in the value, and the value to the map.
-    fn put(&mut self, at: usize, data: &[u8]) {
+    pub(crate) fn put(&mut self, at: usize, data: &[u8]) {
         self.bytes[at..at + data.len()].copy_from_slice(data);
         update(&self.map, &0u32.to_le_bytes(), &self.bytes).expect("the objects' update");
     }

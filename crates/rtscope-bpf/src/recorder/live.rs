@@ -1,0 +1,80 @@
+//! The recorder attached to this kernel's tracepoints, around a SCHED_FIFO thread that sleeps
+//! on a pinned CPU: its switches, its wakings and the interrupts that woke it are in the
+//! window (facts only: no time is asserted).
+
+use super::{RecordKind, Recorder, Setting, Vector};
+use crate::late::run::rig;
+use rtscope_testkit::require;
+
+/// A thread pinned to the caller's CPU at SCHED_FIFO 50 that sleeps 1 ms 30 times: its TID.
+fn fifo_sleeper() -> u32 {
+    std::thread::spawn(|| {
+        rig::pin();
+        let param = libc::sched_param { sched_priority: 50 };
+        // SAFETY: sched_setscheduler on the calling thread (0) with a live parameter.
+        let set = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+        assert_eq!(set, 0, "SCHED_FIFO: {}", std::io::Error::last_os_error());
+        let ms = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000,
+        };
+        for _ in 0..30 {
+            // SAFETY: a relative sleep on a live timespec; no remainder asked.
+            unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, 0, &ms, std::ptr::null_mut()) };
+        }
+        rig::tid()
+    })
+    .join()
+    .expect("the sleeper")
+}
+
+#[test]
+fn the_attached_recorder_sees_a_fifo_threads_switches_wakings_and_timer_interrupts() {
+    require!(rtscope_testkit::is_root(), "root: the recorder's programs");
+    let path = std::path::Path::new(crate::btf::VMLINUX);
+    require!(path.exists(), "a kernel with BTF ({})", path.display());
+    let rec = Recorder::start(&Setting::default()).expect("the recorder");
+    for tp in ["sched_switch", "sched_waking", "timer_expire_entry"] {
+        assert!(rec.attached().contains(&tp), "{tp}: {:?}", rec.missing());
+    }
+    assert_eq!(rec.attached().len() + rec.missing().len(), 23);
+    for m in rec.missing() {
+        eprintln!("not recorded: {}: {}", m.tracepoint, m.reason);
+    }
+    let cpu = rig::pin();
+    let from = rig::ktime();
+    let tid = fifo_sleeper();
+    let to = rig::ktime();
+    let w = rec.window(cpu, from, to);
+    assert!(!w.is_empty() && w.windows(2).all(|p| p[0].ts <= p[1].ts));
+    assert!(w.iter().all(|r| r.cpu == cpu && r.ts >= from && r.ts <= to));
+    let count = |f: &dyn Fn(&RecordKind) -> bool| w.iter().filter(|r| f(&r.kind)).count();
+    // Switched in at its FIFO priority (kernel prio 99 - 50), out asleep.
+    let ins = count(
+        &|k| matches!(k, RecordKind::Switch { next_pid, next_prio: 49, .. } if *next_pid == tid),
+    );
+    let outs = count(
+        &|k| matches!(k, RecordKind::Switch { prev_pid, prev_state: 1, prev_prio: 49, .. } if *prev_pid == tid),
+    );
+    let wakings = count(&|k| matches!(k, RecordKind::Waking { pid, prio: 49 } if *pid == tid));
+    assert!(
+        ins >= 20 && outs >= 20 && wakings >= 20,
+        "{ins} {outs} {wakings}: {w:?}"
+    );
+    // Its sleeps end in the timer interrupt (hrtimers run there).
+    let timer = count(&|k| {
+        if cfg!(target_arch = "x86_64") {
+            matches!(
+                k,
+                RecordKind::VectorEntry {
+                    vector: Vector::LocalTimer,
+                    ..
+                }
+            )
+        } else {
+            matches!(k, RecordKind::IrqEntry { .. })
+        }
+    });
+    assert!(timer >= 20, "{timer} timer interrupts");
+    assert!(rec.written(cpu) >= w.len() as u64);
+}

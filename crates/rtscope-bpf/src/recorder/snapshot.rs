@@ -1,0 +1,64 @@
+//! The listing of every recorder program (the 23 tracepoints' on the synthetic places of
+//! [`super::run::Synthetic`], 4,096 records per CPU, each way of publishing), compared with
+//! the checked-in `tests/snapshots/recorder.txt`. `UPDATE_SNAPSHOTS=1` rewrites it.
+
+use super::program::{self, Publish, TRACEPOINTS};
+use super::run::Synthetic;
+use crate::listing::listing;
+use std::fmt::Write;
+
+const FILE: &str = "tests/snapshots/recorder.txt";
+
+/// The map's file descriptor in the listing (none is opened: the programs are not loaded).
+const MAP_FD: i32 = 1000;
+
+fn listings() -> String {
+    let mut out = String::from(
+        "; rtscope-bpf's flight recorder programs, as built for 4096 records per CPU on the\n\
+         ; tests' synthetic places (task_struct.pid at 24, .prio at 8, timer_list.function at\n\
+         ; 16; x86-64's arguments). UPDATE_SNAPSHOTS=1 rewrites this file.\n",
+    );
+    let map = |fd: i32| (fd == MAP_FD).then(|| super::ring::NAME.to_string());
+    for publish in [Publish::Store, Publish::Xchg] {
+        for (tp, _) in TRACEPOINTS {
+            let spec = program::spec(&Synthetic, tp).expect("a spec");
+            let code = program::program(&spec, MAP_FD, 4096, publish).expect("a program");
+            let _ = write!(
+                out,
+                "\n; {}: {tp}, {publish:?}: {} instructions\n{}",
+                super::prog_name(tp),
+                code.len(),
+                listing(&code, map)
+            );
+        }
+    }
+    out
+}
+
+#[test]
+fn every_recorder_programs_listing_matches_the_checked_in_one() {
+    let actual = listings();
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(FILE);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::write(&path, &actual).expect("the snapshot written");
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_SNAPSHOTS=1 writes it)", path.display()));
+    if actual != expected {
+        let first = actual
+            .lines()
+            .zip(expected.lines())
+            .position(|(a, e)| a != e)
+            .unwrap_or(actual.lines().count().min(expected.lines().count()));
+        panic!(
+            "the recorder's programs changed from {} at line {} (UPDATE_SNAPSHOTS=1 accepts \
+             it):\nnow:  {:?}\nwas:  {:?}",
+            path.display(),
+            first + 1,
+            actual.lines().nth(first),
+            expected.lines().nth(first)
+        );
+    }
+    assert_eq!(actual.matches("exit\n").count(), 46);
+    assert!(!actual.contains("map_fd") && !actual.contains("call #") && !actual.contains("(code"));
+}
