@@ -8,6 +8,10 @@
 //! through a BPF ring buffer ([`ringbuf`]) as [`StackRecord`]s. Every object is a file
 //! descriptor of this process: the kernel detaches and frees them all when it exits, however
 //! it exits. Depends on `libc` only.
+//!
+//! [`recorder`] is the in-kernel flight recorder in progress (issue 68): programs on the raw
+//! tracepoints `--explain` records, each event a fixed-size record in a per-CPU ring that
+//! user space reads through a mapping.
 
 #![warn(missing_docs)]
 

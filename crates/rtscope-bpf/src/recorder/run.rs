@@ -113,12 +113,11 @@ fn ctx(args: &[u64]) -> Ctx {
 
 const FUNC: u64 = 0xffff_ffff_8123_4560;
 
-/// Each tracepoint's context and the record it must leave.
-fn cases(r: &mut Rig) -> Vec<(&'static str, Ctx, RecordKind)> {
+/// The scheduler's tracepoints' contexts and records: a switch from PID 100 (prio 120) to
+/// 200 (prio 49) in three states, and 200's waking.
+fn task_cases(r: &mut Rig) -> Vec<(&'static str, Ctx, RecordKind)> {
     let prev = r.task(PREV, 100, 120);
     let next = r.task(NEXT, 200, 49);
-    r.objects.put(TIMER + 16, &FUNC.to_le_bytes());
-    let timer = r.objects.addr + TIMER as u64;
     let switch = |prev_state| RecordKind::Switch {
         prev_pid: 100,
         prev_prio: 120,
@@ -126,15 +125,21 @@ fn cases(r: &mut Rig) -> Vec<(&'static str, Ctx, RecordKind)> {
         next_pid: 200,
         next_prio: 49,
     };
-    let mut out = vec![
+    let waking = RecordKind::Waking { pid: 200, prio: 49 };
+    vec![
         ("sched_switch", ctx(&[0, prev, next, 1]), switch(1)),
         ("sched_switch", ctx(&[1, prev, next, 1]), switch(0x100)),
         ("sched_switch", ctx(&[0, prev, next, 0x402]), switch(0x80)),
-        (
-            "sched_waking",
-            ctx(&[next]),
-            RecordKind::Waking { pid: 200, prio: 49 },
-        ),
+        ("sched_waking", ctx(&[next]), waking),
+    ]
+}
+
+/// Each tracepoint's context and the record it must leave.
+fn cases(r: &mut Rig) -> Vec<(&'static str, Ctx, RecordKind)> {
+    let mut out = task_cases(r);
+    r.objects.put(TIMER + 16, &FUNC.to_le_bytes());
+    let timer = r.objects.addr + TIMER as u64;
+    out.extend([
         (
             "irq_handler_entry",
             ctx(&[11, 7]),
@@ -196,7 +201,14 @@ fn cases(r: &mut Rig) -> Vec<(&'static str, Ctx, RecordKind)> {
             ctx(&[timer]),
             RecordKind::TimerExit { timer },
         ),
-    ];
+    ]);
+    out.extend(vector_cases());
+    out
+}
+
+/// The `irq_vectors` tracepoints' contexts and records: each vector's number and index.
+fn vector_cases() -> Vec<(&'static str, Ctx, RecordKind)> {
+    let mut out = Vec::new();
     for (i, (vector, stem)) in Vector::ALL.into_iter().enumerate() {
         let number = 0xec - i as u32;
         let tps: [&'static str; 2] = TRACEPOINTS
