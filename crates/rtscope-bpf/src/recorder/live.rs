@@ -28,6 +28,27 @@ fn fifo_sleeper() -> u32 {
     .expect("the sleeper")
 }
 
+/// How many of `tid`'s wakings in `w` fall between a local timer interrupt's entry and exit.
+fn woken_in_local_timer(w: &[super::Record], tid: u32) -> usize {
+    let mut inside = false;
+    let mut n = 0;
+    for r in w {
+        match r.kind {
+            RecordKind::VectorEntry {
+                vector: Vector::LocalTimer,
+                ..
+            } => inside = true,
+            RecordKind::VectorExit {
+                vector: Vector::LocalTimer,
+                ..
+            } => inside = false,
+            RecordKind::Waking { pid, .. } if pid == tid && inside => n += 1,
+            _ => {}
+        }
+    }
+    n
+}
+
 #[test]
 fn the_attached_recorder_sees_a_fifo_threads_switches_wakings_and_timer_interrupts() {
     require!(rtscope_testkit::is_root(), "root: the recorder's programs");
@@ -76,5 +97,13 @@ fn the_attached_recorder_sees_a_fifo_threads_switches_wakings_and_timer_interrup
         }
     });
     assert!(timer >= 20, "{timer} timer interrupts");
+    // Its wake-ups happen inside the timer interrupt that expires its sleep's hrtimer.
+    if cfg!(target_arch = "x86_64") {
+        let inside = woken_in_local_timer(&w, tid);
+        assert!(
+            inside >= 1,
+            "{inside} of {wakings} wakings in a local timer interrupt"
+        );
+    }
     assert!(rec.written(cpu) >= w.len() as u64);
 }

@@ -69,22 +69,22 @@ pub enum RecordKind {
     Switch {
         /// The task leaving the CPU.
         prev_pid: u32,
-        /// Its kernel priority (0..=98 real-time, lower is higher).
-        prev_prio: u8,
+        /// Its kernel priority (0..=98 real-time, lower is higher; -1 deadline).
+        prev_prio: i32,
         /// Why it left, as the trace event's `prev_state` says it (`0x100`: preempted, `0x1`
         /// asleep, `0x2` blocked, `0x80` idle, 0 running).
         prev_state: u32,
         /// The task entering it.
         next_pid: u32,
         /// Its kernel priority.
-        next_prio: u8,
+        next_prio: i32,
     },
     /// `sched_waking`.
     Waking {
         /// The woken task.
         pid: u32,
         /// Its kernel priority.
-        prio: u8,
+        prio: i32,
     },
     /// `irq_handler_entry`.
     IrqEntry {
@@ -176,16 +176,21 @@ pub struct Record {
 
 /// The trace event's `prev_state` from the switch's raw state and its preemption flag
 /// (`__trace_sched_switch_state`, include/trace/events/sched.h, with the task's
-/// `exit_state` taken as 0): preempted `TASK_REPORT_MAX` (0x100); else the highest of the
-/// reported bits (`TASK_REPORT`, 0x7f), `TASK_IDLE` as 0x80, an rtlock wait as blocked.
+/// `exit_state`, which the programs do not read, taken from `TASK_DEAD`): preempted
+/// `TASK_REPORT_MAX` (0x100); else the highest of the reported bits (`TASK_REPORT`, 0x7f),
+/// `TASK_IDLE` as 0x80, an rtlock wait as blocked, a dead task's last switch as a zombie's
+/// (`EXIT_ZOMBIE`, 0x20).
 pub fn report_state(preempt: bool, raw: u32) -> u32 {
     const REPORT: u32 = 0x7f;
     const IDLE: u32 = 0x402;
+    const DEAD: u32 = 0x80;
     const RTLOCK_WAIT: u32 = 0x1000;
     if preempt {
         return 0x100;
     }
-    let bits = if raw & IDLE == IDLE {
+    let bits = if raw & DEAD != 0 {
+        0x20
+    } else if raw & IDLE == IDLE {
         0x80
     } else if raw & RTLOCK_WAIT != 0 {
         0x2
@@ -213,6 +218,16 @@ pub(crate) fn seq(b: &[u8; RECORD]) -> u32 {
     u32_at(b, SEQ)
 }
 
+/// A kernel priority from its low byte (the programs copy one): 0..=139, or 255 for the
+/// deadline class's -1.
+fn prio(low: u8) -> i32 {
+    if low == 0xff {
+        -1
+    } else {
+        i32::from(low)
+    }
+}
+
 /// Decodes a record's bytes; `None` for an unknown kind byte.
 pub fn decode(b: &[u8; RECORD], cpu: u32, index: u64) -> Option<Record> {
     let flag = b[FLAG as usize];
@@ -222,14 +237,14 @@ pub fn decode(b: &[u8; RECORD], cpu: u32, index: u64) -> Option<Record> {
     let kind = match b[KIND as usize] {
         1 => RecordKind::Switch {
             prev_pid: a,
-            prev_prio: b[PRIO_PREV as usize],
+            prev_prio: prio(b[PRIO_PREV as usize]),
             prev_state: report_state(flag != 0, u32_at(b, B)),
             next_pid: u32_at(b, A2),
-            next_prio: b[PRIO_NEXT as usize],
+            next_prio: prio(b[PRIO_NEXT as usize]),
         },
         2 => RecordKind::Waking {
             pid: a,
-            prio: b[B as usize],
+            prio: prio(b[B as usize]),
         },
         3 => RecordKind::IrqEntry { irq: a as i32 },
         4 => RecordKind::IrqExit { irq: a as i32 },
@@ -281,6 +296,7 @@ mod tests {
         // TASK_FREEZABLE (0x2000) is not reported: asleep.
         assert_eq!(report_state(false, 0x2001), 0x1);
         assert_eq!(report_state(false, 0x40), 0x40);
+        assert_eq!(report_state(false, 0x80), 0x20);
     }
 
     #[test]
@@ -293,7 +309,7 @@ mod tests {
         b[20..24].copy_from_slice(&11u32.to_le_bytes());
         b[24..28].copy_from_slice(&1u32.to_le_bytes());
         b[28] = 120;
-        b[29] = 49;
+        b[29] = 0xff;
         let r = decode(&b, 1, 2).unwrap();
         assert_eq!((r.ts, r.cpu, r.index, seq(&b)), (77, 1, 2, 3));
         let want = RecordKind::Switch {
@@ -301,7 +317,7 @@ mod tests {
             prev_prio: 120,
             prev_state: 1,
             next_pid: 11,
-            next_prio: 49,
+            next_prio: -1,
         };
         assert_eq!(r.kind, want);
         b[12] = 9;

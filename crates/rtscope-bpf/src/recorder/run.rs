@@ -42,7 +42,7 @@ impl Places for Synthetic {
 
 /// Where the synthetic objects are in the objects' value.
 const PREV: usize = 1024;
-const NEXT: usize = 2048;
+const NEXT: usize = 4096;
 const TIMER: usize = 256;
 
 /// A context: 12 arguments.
@@ -54,31 +54,45 @@ struct Rig {
     progs: Vec<(&'static str, OwnedFd)>,
     objects: Objects,
     cpu: u32,
+    /// The objects' fields: `task_struct.pid`, `.prio`, `timer_list.function`.
+    fields: [usize; 3],
 }
 
 impl Rig {
     fn new(records: u32) -> Rig {
-        Rig::with(records, Publish::NATIVE)
+        Rig::with(records, Publish::NATIVE, &Synthetic)
     }
 
-    fn with(records: u32, publish: Publish) -> Rig {
+    /// The programs built on `places`; a tracepoint they do not describe has none.
+    fn with(records: u32, publish: Publish, places: &dyn Places) -> Rig {
         let cpu = rig::pin();
         let ring = Ring::new(records, crate::late::possible_cpus()).expect("the rings");
         let progs = TRACEPOINTS
             .iter()
-            .map(|&(tp, _)| {
-                let spec = program::spec(&Synthetic, tp).expect("a spec");
+            .filter_map(|&(tp, _)| {
+                let spec = program::spec(places, tp).ok()?;
                 let code = program::program(&spec, ring.fd(), records, publish).expect("a program");
                 let prog = sys::load_program(&super::prog_name(tp), ProgType::RawTracepoint, &code)
                     .unwrap_or_else(|e| panic!("{tp}: {e}"));
-                (tp, prog)
+                Some((tp, prog))
             })
             .collect();
+        let field = |name, path| {
+            let at = places.field(name, path, 0..=8).expect("a field");
+            usize::try_from(at).expect("a field's offset")
+        };
+        let fields = [
+            field("task_struct", "pid"),
+            field("task_struct", "prio"),
+            field("timer_list", "function"),
+        ];
+        assert!(fields.iter().all(|&f| f < 2000), "{fields:?}");
         Rig {
             ring,
             progs,
             objects: Objects::new(),
             cpu,
+            fields,
         }
     }
 
@@ -93,8 +107,8 @@ impl Rig {
 
     /// A task at `at` in the objects: its PID and priority; its address.
     fn task(&mut self, at: usize, pid: u32, prio: i32) -> u64 {
-        self.objects.put(at + 24, &pid.to_le_bytes());
-        self.objects.put(at + 8, &prio.to_le_bytes());
+        self.objects.put(at + self.fields[0], &pid.to_le_bytes());
+        self.objects.put(at + self.fields[1], &prio.to_le_bytes());
         self.objects.addr + at as u64
     }
 
@@ -137,7 +151,7 @@ fn task_cases(r: &mut Rig) -> Vec<(&'static str, Ctx, RecordKind)> {
 /// Each tracepoint's context and the record it must leave.
 fn cases(r: &mut Rig) -> Vec<(&'static str, Ctx, RecordKind)> {
     let mut out = task_cases(r);
-    r.objects.put(TIMER + 16, &FUNC.to_le_bytes());
+    r.objects.put(TIMER + r.fields[2], &FUNC.to_le_bytes());
     let timer = r.objects.addr + TIMER as u64;
     out.extend([
         (
@@ -260,12 +274,39 @@ fn each_tracepoints_program_writes_its_record() {
     assert_eq!(r.ring.head(r.cpu), cases.len() as u64);
 }
 
+/// The programs built with this kernel's BTF (its arguments' places, its `task_struct`'s and
+/// `timer_list`'s fields) write the records the synthetic places' do.
+#[test]
+fn the_programs_built_with_this_kernels_btf_write_the_same_records() {
+    require_ok!(rig::available());
+    let path = std::path::Path::new(crate::btf::VMLINUX);
+    rtscope_testkit::require!(path.exists(), "a kernel with BTF ({})", path.display());
+    let bytes = crate::btf::read_bytes(path).expect("this kernel's BTF");
+    let mut r = crate::btf::with_types(&bytes, |t| {
+        Ok(Rig::with(64, Publish::NATIVE, &program::Btf(t)))
+    })
+    .expect("the types");
+    if cfg!(target_arch = "x86_64") {
+        assert_eq!(r.progs.len(), TRACEPOINTS.len());
+    }
+    let cases: Vec<_> = cases(&mut r)
+        .into_iter()
+        .filter(|c| r.progs.iter().any(|p| p.0 == c.0))
+        .collect();
+    for (tp, c, _) in &cases {
+        r.run(tp, c);
+    }
+    let kinds: Vec<_> = r.all().iter().map(|g| g.kind).collect();
+    let want: Vec<_> = cases.iter().map(|c| c.2).collect();
+    assert_eq!(kinds, want);
+}
+
 /// The programs publishing by an atomic exchange (arm64's) load here too and write the same.
 #[test]
 fn the_exchange_published_programs_write_the_same_records() {
     require_ok!(rig::available());
     for publish in [Publish::Store, Publish::Xchg] {
-        let mut r = Rig::with(16, publish);
+        let mut r = Rig::with(16, publish, &Synthetic);
         let cases = cases(&mut r);
         for (tp, c, _) in &cases[..8] {
             r.run(tp, c);
@@ -340,4 +381,21 @@ fn a_ring_not_a_power_of_two_is_refused() {
     let e = program::program(&spec, 3, 1000, Publish::Store).unwrap_err();
     assert!(matches!(e, BpfError::Setting(_)), "{e}");
     assert!(program::spec(&Synthetic, "hrtimer_start").is_err());
+    let no_btf = super::Setting {
+        btf: "/nonexistent/vmlinux".into(),
+        ..super::Setting::default()
+    };
+    let e = super::Recorder::start(&no_btf).err().expect("no BTF");
+    assert!(
+        matches!(e, BpfError::Btf(_)) && e.to_string().contains("/nonexistent"),
+        "{e}"
+    );
+    if std::path::Path::new(crate::btf::VMLINUX).exists() {
+        let odd = super::Setting {
+            records: 1000,
+            ..super::Setting::default()
+        };
+        let e = super::Recorder::start(&odd).err().expect("1000 records");
+        assert!(matches!(e, BpfError::Setting(_)), "{e}");
+    }
 }
