@@ -113,14 +113,25 @@ impl Ring {
         head.load(Ordering::Acquire)
     }
 
-    /// The record of index `i` on `cpu`, copied.
+    /// The record of index `i` on `cpu`, copied: the word holding its sequence number first,
+    /// by an acquire load (a seqlock's reader: the fields read after it are no older than the
+    /// sequence number says on a CPU that reorders loads), then the others.
     fn copy(&self, base: *const u8, i: u64) -> [u8; RECORD] {
         let at = HEADER + (i % u64::from(self.records)) as usize * RECORD;
-        // SAFETY: `at + RECORD` is within the CPU's value, inside the mapping; the memory may
-        // change under the copy (a program writing), which the sequence check detects, so
-        // it is read volatile, 8 bytes at a time, aligned (records are 32-byte aligned).
-        let words: [u64; RECORD / 8] =
-            unsafe { std::ptr::read_volatile(base.add(at) as *const [u64; RECORD / 8]) };
+        // SAFETY: `at + RECORD` is within the CPU's value, inside the mapping, and 8-byte
+        // aligned (records are 32-byte aligned in a 64-byte aligned value). The memory may
+        // change under the copy (a program writing), which the sequence check detects: the
+        // word with the sequence number is read atomically, the others volatile.
+        let words: [u64; RECORD / 8] = unsafe {
+            let word = |w: usize| base.add(at + w * 8) as *const u64;
+            let seq = (*(word(1) as *const AtomicU64)).load(Ordering::Acquire);
+            [
+                std::ptr::read_volatile(word(0)),
+                seq,
+                std::ptr::read_volatile(word(2)),
+                std::ptr::read_volatile(word(3)),
+            ]
+        };
         let mut out = [0u8; RECORD];
         for (o, w) in out.chunks_exact_mut(8).zip(words) {
             o.copy_from_slice(&w.to_le_bytes());
