@@ -14,6 +14,9 @@
 #   VS=BINARY  two builds against each other, both `off`: RTSCOPE is reported as `on`, BINARY
 #              as `off` (the handler events of the default path: RTSCOPE with them, BINARY the
 #              commit before them).
+#   BASE=plain the `off` run measures without --explain at all: what `--explain` with its
+#              stacks costs against nothing observed (issue 68's figure: p50 <= 1.03 and p99
+#              <= 1.05 pooled over >= 30 pairs).
 # Usage: bench/explain-stacks.sh [PAIRS] [SECONDS] [INTERVAL_US] [THRESHOLD]   (root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +36,7 @@ if [ "${LOAD:-}" = hog ]; then
 fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ "${AA:-}" = 1 ] && echo "A/A control: --explain-stacks off in both runs of each pair"
+[ "${BASE:-}" = plain ] && echo "on: --explain $threshold --explain-stacks on; off: no --explain"
 vs=${VS:-}
 [ -z "$vs" ] || [ -x "$vs" ] || { echo "VS=$vs: not an executable" >&2; exit 2; }
 [ -z "$vs" ] || echo "two builds, --explain-stacks off in both: on = $bin, off = $vs"
@@ -43,8 +47,10 @@ run() { # run on|off N
     [ "$mode" = off ] && exe=$vs
     mode=off
   fi
-  "$exe" measure -D "${secs}s" -i "${interval}us" --cpus 1 -p 95 --explain "$threshold" \
-    --explain-stacks "$mode" --no-db -q --json "$out/$1-$2.json" >/dev/null
+  local observe=(--explain "$threshold" --explain-stacks "$mode")
+  [ "${BASE:-}" = plain ] && [ "$mode" = off ] && observe=()
+  "$exe" measure -D "${secs}s" -i "${interval}us" --cpus 1 -p 95 "${observe[@]}" \
+    --no-db -q --json "$out/$1-$2.json" >/dev/null
 }
 for n in $(seq 1 "$pairs"); do
   if [ $((n % 2)) = 1 ]; then run off "$n"; run on "$n"; else run on "$n"; run off "$n"; fi
