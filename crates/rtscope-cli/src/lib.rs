@@ -30,6 +30,10 @@ pub fn main_with_args(argv: Vec<std::ffi::OsString>) -> ExitStatus {
     // recorded; a command that takes no run's signals gives them back once it is known
     // (`takes_run_signals`).
     rtscope_common::signals::hold_signals();
+    // Before any database opens: SQLite's memory from the global allocator, which keeps what
+    // is freed, not the C library's (musl's hands it back with a munmap, a TLB-flush interrupt
+    // on the measured CPUs; rtscope_store::sqlite_alloc).
+    rtscope_store::sqlite_alloc::use_global_allocator();
     let stdout = std::io::stdout();
     // Every command writes standard output through the one rule of `exit::StdoutGuard`: a
     // closed pipe keeps the command's own exit code and prints nothing, any other failure is

@@ -29,6 +29,7 @@ mod recorder;
 mod sample_rule;
 pub mod schema;
 mod spikes;
+pub mod sqlite_alloc;
 mod status;
 pub mod watch;
 mod write;
