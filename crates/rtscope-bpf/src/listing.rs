@@ -200,6 +200,35 @@ fn unknown(n: Insn) -> String {
     )
 }
 
+/// Checks a listing against its checked-in snapshot `file` (relative to the crate), which
+/// `UPDATE_SNAPSHOTS=1` writes instead; a difference fails naming `what` and the first line
+/// that differs.
+#[cfg(test)]
+pub(crate) fn check_snapshot(file: &str, actual: &str, what: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
+        std::fs::create_dir_all(path.parent().expect("a directory")).expect("the directory");
+        std::fs::write(&path, actual).expect("the snapshot written");
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_SNAPSHOTS=1 writes it)", path.display()));
+    if actual != expected {
+        let first = actual
+            .lines()
+            .zip(expected.lines())
+            .position(|(a, e)| a != e)
+            .unwrap_or(actual.lines().count().min(expected.lines().count()));
+        panic!(
+            "{what} changed from {} at line {} (UPDATE_SNAPSHOTS=1 accepts it):\n\
+             now:  {:?}\nwas:  {:?}",
+            path.display(),
+            first + 1,
+            actual.lines().nth(first),
+            expected.lines().nth(first)
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -59,28 +59,7 @@ fn listings() -> String {
 #[test]
 fn every_programs_listing_matches_the_checked_in_one() {
     let actual = listings();
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(FILE);
-    if std::env::var_os("UPDATE_SNAPSHOTS").is_some() {
-        std::fs::create_dir_all(path.parent().expect("a directory")).expect("the directory");
-        std::fs::write(&path, &actual).expect("the snapshot written");
-    }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (UPDATE_SNAPSHOTS=1 writes it)", path.display()));
-    if actual != expected {
-        let first = actual
-            .lines()
-            .zip(expected.lines())
-            .position(|(a, e)| a != e)
-            .unwrap_or(actual.lines().count().min(expected.lines().count()));
-        panic!(
-            "the programs changed from {} at line {} (UPDATE_SNAPSHOTS=1 accepts it):\n\
-             now:  {:?}\nwas:  {:?}",
-            path.display(),
-            first + 1,
-            actual.lines().nth(first),
-            expected.lines().nth(first)
-        );
-    }
+    crate::listing::check_snapshot(FILE, &actual, "the programs");
     // Every program ends with `r0 = 0; exit`, every map is named, every helper known.
     assert_eq!(actual.matches("exit\n").count(), 12);
     assert!(!actual.contains("map_fd") && !actual.contains("call #"));
