@@ -8,43 +8,17 @@ use rtscope_analysis::compare::functions::{
     Exposure, FunctionRow, LeftOut, Outcome, Presence, RunStacks,
 };
 use rtscope_analysis::compare::group::Group;
-use rtscope_analysis::compare::model::{RunData, RunSettings, Stat, Totals};
+use rtscope_analysis::compare::model::{RunData, Stat};
 use rtscope_analysis::compare::verdict::Thresholds;
 use rtscope_core::Histogram;
 use rtscope_explain::stack::FunctionTime;
 use rtscope_present::compare_text as text;
-use rtscope_store::{RunId, RunKind, RunStatus};
+use rtscope_store::{RunId, RunKind};
 use std::collections::HashMap;
 
-/// A complete run `id` of `samples` wake-ups, `hist` holding those it placed (as
-/// rtscope-analysis's own tests build one).
-fn run(id: RunId, hist: Histogram, samples: u64, max: Option<u64>) -> RunData {
-    RunData {
-        id,
-        label: None,
-        status: RunStatus::Complete,
-        tags: vec![],
-        kernel: None,
-        campaign: None,
-        case: None,
-        scenario: None,
-        started: String::new(),
-        totals: Totals {
-            min_ns: hist.min().map(|n| n.0),
-            hist,
-            samples,
-            max_ns: max,
-            sum_ns: 0.0,
-            missed: 0,
-            deadlines: samples,
-        },
-        run: RunSettings::default(),
-        settings: Vec::new(),
-        kind: RunKind::Measure,
-        noise: None,
-        noises_only: false,
-    }
-}
+mod support;
+
+use support::run;
 
 fn thresholds() -> Thresholds {
     Thresholds::parse(&[], "1us").unwrap()

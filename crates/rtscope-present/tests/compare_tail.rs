@@ -6,44 +6,16 @@
 
 use rtscope_analysis::compare::analysis::Comparison;
 use rtscope_analysis::compare::group::Group;
-use rtscope_analysis::compare::model::{RunData, RunSettings, Stat, Totals};
+use rtscope_analysis::compare::model::{RunData, Stat};
 use rtscope_analysis::compare::tail::Side;
 use rtscope_analysis::compare::verdict::{Basis, Thresholds, Verdict};
 use rtscope_core::{Histogram, Nanos};
 use rtscope_evt::gpd::Gpd;
 use rtscope_evt::Refusal;
 use rtscope_present::compare_text as text;
-use rtscope_store::{RunId, RunKind, RunStatus};
 
-/// A complete run `id` of `samples` wake-ups, `hist` holding those it placed (as
-/// rtscope-analysis's own tests build one).
-fn support_run(id: RunId, hist: Histogram, samples: u64, max: Option<u64>) -> RunData {
-    RunData {
-        id,
-        label: None,
-        status: RunStatus::Complete,
-        tags: vec![],
-        kernel: None,
-        campaign: None,
-        case: None,
-        scenario: None,
-        started: String::new(),
-        totals: Totals {
-            min_ns: hist.min().map(|n| n.0),
-            hist,
-            samples,
-            max_ns: max,
-            sum_ns: 0.0,
-            missed: 0,
-            deadlines: samples,
-        },
-        run: RunSettings::default(),
-        settings: Vec::new(),
-        kind: RunKind::Measure,
-        noise: None,
-        noises_only: false,
-    }
-}
+mod support;
+use support::run as support_run;
 
 /// A run of `n` wake-ups of 10 µs plus a GPD tail, as compare reads it.
 fn run(id: i64, tail: Gpd, n: usize, seed: u64) -> RunData {
