@@ -9,6 +9,8 @@
 //!   events per measured CPU; [`exits`] checks on them that the kernel's interrupt exits
 //!   reach the trace (else no time is named the hypervisor's); [`keep`] holds what the
 //!   window drops while a spike that needs it waits for its analysis.
+//! - [`bpf_events`]: the eBPF flight recorder's records as the same events (not yet read by
+//!   the recorder: issue 68).
 //! - [`stacks`]: the `stacktrace` trigger, a spike's kernel stack, `/proc/kallsyms`;
 //!   [`handlers`]: the interrupt-context handler that ran the longest over a spike, by the
 //!   function its events name.
@@ -22,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod analyze;
+pub mod bpf_events;
 pub mod bpf_stacks;
 pub mod decode;
 pub mod exits;
