@@ -26,12 +26,15 @@
 //! ended at or before this one begins, else unknown ([`UNKNOWN_PID`]). A lost switch record
 //! (torn, or overwritten before the window was read) leaves the previous task current until
 //! the next switch, as a lost trace event does on the tracefs path. An NMI between a switch's tracepoint and the context switch
-//! itself is given the next task where the trace event names the previous one.
+//! itself is given the next task where the trace event names the previous one. And where the
+//! kernel's `current` changes with no `sched_switch` at all (the agreement test,
+//! `tests/bpf_agreement.rs`, sees it on its VM: neither recorder has the switch out of some
+//! tasks), the derived PID stays the last one switched in until the next switch.
 //!
 //! # What this path does not give that tracefs does
 //!
-//! - names as they were: a name is read when the record is converted, so a task that exited
-//!   since has none (an empty [`Comm`], as [`crate::decode::Tasks`] gives a task no event
+//! - names as they were: a name is read when the record is converted ([`kernel_comm`]), so
+//!   a task that exited since has none (an empty [`Comm`], as [`crate::decode::Tasks`] gives a task no event
 //!   named) and one that changed its name (`exec`, `PR_SET_NAME`) has its new one; the idle
 //!   task is `swapper/<cpu>`, as the kernel names it;
 //! - `sched_waking`'s `target_cpu` (the analysis reads it nowhere: only the tracefs late-only
@@ -97,7 +100,7 @@ impl Names {
         }
         let path = self.proc.join(pid.to_string()).join("comm");
         let comm = std::fs::read(&path)
-            .map(|b| Comm::new(b.strip_suffix(b"\n").unwrap_or(&b)))
+            .map(|b| Comm::new(kernel_comm(&b)))
             .unwrap_or_default();
         if self.tasks.len() >= MAX_NAMES {
             self.tasks.clear();
@@ -134,6 +137,22 @@ impl Names {
         self.tasks.clear();
         self.irqs.clear();
     }
+}
+
+/// The task's `comm` as the kernel keeps it (and a trace event copies it) from what
+/// `/proc/<pid>/comm` shows: without the newline, at most 15 bytes, and a workqueue worker's
+/// without what its current work added (`kworker/1:2-mm_percpu_wq` is `kworker/1:2`; a
+/// rescuer, `kworker/R-<queue>`, keeps its dash).
+pub fn kernel_comm(shown: &[u8]) -> &[u8] {
+    let s = shown.strip_suffix(b"\n").unwrap_or(shown);
+    let s = match s.strip_prefix(b"kworker/") {
+        Some(rest) if !rest.starts_with(b"R-") => {
+            let end = rest.iter().position(|&c| c == b'-' || c == b'+');
+            &s[..end.map_or(s.len(), |e| e + b"kworker/".len())]
+        }
+        _ => s,
+    };
+    &s[..s.len().min(15)]
 }
 
 /// Turns each CPU's records into events: the names, and the current task of each CPU.

@@ -318,3 +318,17 @@ fn records_of_another_cpu_in_a_window_are_skipped() {
     );
     std::fs::remove_dir_all(root).unwrap();
 }
+
+#[test]
+fn a_workqueue_workers_name_is_its_comm_without_its_work() {
+    assert_eq!(kernel_comm(b"kworker/1:2-mm_percpu_wq\n"), b"kworker/1:2");
+    assert_eq!(
+        kernel_comm(b"kworker/u8:0+events_unbound\n"),
+        b"kworker/u8:0"
+    );
+    assert_eq!(kernel_comm(b"kworker/0:1H\n"), b"kworker/0:1H");
+    assert_eq!(kernel_comm(b"kworker/R-rcu_gp\n"), b"kworker/R-rcu_g");
+    assert_eq!(kernel_comm(b"rtscope-m1\n"), b"rtscope-m1");
+    assert_eq!(kernel_comm(b"a-name-of-many-bytes\n"), b"a-name-of-many-");
+    assert_eq!(kernel_comm(b""), b"");
+}
