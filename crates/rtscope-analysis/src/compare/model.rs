@@ -302,6 +302,36 @@ impl NoiseTime {
 }
 
 impl RunData {
+    /// A complete timer run `id` of `samples` wake-ups, `hist` holding those it placed, with
+    /// no label, tags, settings or noise (tests and examples build runs with it).
+    pub fn complete(id: RunId, hist: Histogram, samples: u64, max: Option<u64>) -> RunData {
+        RunData {
+            id,
+            label: None,
+            status: RunStatus::Complete,
+            tags: vec![],
+            kernel: None,
+            campaign: None,
+            case: None,
+            scenario: None,
+            started: String::new(),
+            totals: Totals {
+                min_ns: hist.min().map(|n| n.0),
+                hist,
+                samples,
+                max_ns: max,
+                sum_ns: 0.0,
+                missed: 0,
+                deadlines: samples,
+            },
+            run: RunSettings::default(),
+            settings: Vec::new(),
+            kind: RunKind::Measure,
+            noise: None,
+            noises_only: false,
+        }
+    }
+
     /// Reduces a stored run; `campaign` is its campaign's name and its position in it, if any.
     pub fn from_detail(d: &RunDetail, campaign: Option<(String, CampaignRun)>) -> RunData {
         let s = &d.summary;
@@ -556,31 +586,7 @@ pub(crate) mod tests_support {
 
     /// A complete run `id` of `samples` wake-ups, `hist` holding those it placed.
     pub(crate) fn run(id: RunId, hist: Histogram, samples: u64, max: Option<u64>) -> RunData {
-        RunData {
-            id,
-            label: None,
-            status: RunStatus::Complete,
-            tags: vec![],
-            kernel: None,
-            campaign: None,
-            case: None,
-            scenario: None,
-            started: String::new(),
-            totals: Totals {
-                min_ns: hist.min().map(|n| n.0),
-                hist,
-                samples,
-                max_ns: max,
-                sum_ns: 0.0,
-                missed: 0,
-                deadlines: samples,
-            },
-            run: RunSettings::default(),
-            settings: Vec::new(),
-            kind: RunKind::Measure,
-            noise: None,
-            noises_only: false,
-        }
+        RunData::complete(id, hist, samples, max)
     }
 }
 
