@@ -1,4 +1,4 @@
-//! The in-kernel flight recorder (issue 68; in progress, not yet wired into `--explain`):
+//! The in-kernel flight recorder (issue 68; `--explain-recorder ebpf`, opt-in):
 //! eBPF programs on the raw tracepoints behind the 23 trace events `--explain`'s tracefs
 //! recorder enables, each appending one fixed-size record per event to a ring per CPU kept
 //! in kernel memory, read by user space through a mapping, with no system call, when a spike
@@ -60,6 +60,12 @@
 //!
 //! # Reading
 //!
+//! A reader that follows the rings ([`Recorder::since`], `--explain-recorder ebpf`) asks each
+//! CPU for its records from the index it read up to: it gets those still in the ring, in index
+//! order, and a count of those overwritten before it came (or while it copied them), which
+//! it accounts as the tracefs recorder accounts lost events. The ring's length is the
+//! caller's ([`Setting::records`]): it must hold what a CPU writes between two reads.
+//!
 //! [`Recorder::window`] reads the CPU's head, copies the records the ring holds (each
 //! record's sequence number by an acquire load before its other fields), reads the head
 //! again, and keeps a record only when its sequence number is its index plus one (not
@@ -75,6 +81,7 @@ mod ring;
 
 pub use program::{Places, Publish, Want, TRACEPOINTS};
 pub use record::{Record, RecordKind, Vector, RECORD};
+pub use ring::Since;
 
 use crate::sys::{self, ProgType};
 use crate::BpfError;
@@ -125,6 +132,7 @@ pub struct Recorder {
     attached: Vec<&'static str>,
     missing: Vec<Missing>,
     torn: AtomicU64,
+    records: u32,
 }
 
 impl Recorder {
@@ -174,6 +182,7 @@ impl Recorder {
             attached,
             missing,
             torn: AtomicU64::new(0),
+            records: s.records,
         })
     }
 
@@ -193,6 +202,20 @@ impl Recorder {
         let (records, torn) = self.ring.window(cpu, from_ns, to_ns, &mut || {});
         self.torn.fetch_add(torn, Ordering::Relaxed);
         records
+    }
+
+    /// `cpu`'s records from index `next` on ([`Record::index`]), in index order, the index to
+    /// ask from next time and how many records were lost since `next` (overwritten before
+    /// they were read, or while; [`Since`]): a reader that passes back each `next` it is
+    /// given takes every record once, and counts each it missed. A record still being written
+    /// at the head ends the batch (it is read next time).
+    pub fn since(&self, cpu: u32, next: u64) -> Since {
+        self.ring.since(cpu, next, &mut || {})
+    }
+
+    /// The records per CPU (the rings' length).
+    pub fn records(&self) -> u32 {
+        self.records
     }
 
     /// How many records the windows read so far dropped as torn.
@@ -215,5 +238,7 @@ fn prog_name(tp: &str) -> String {
 mod live;
 #[cfg(test)]
 mod run;
+#[cfg(test)]
+mod since;
 #[cfg(test)]
 mod snapshot;

@@ -173,4 +173,63 @@ impl Ring {
         out.sort_by_key(|r| (r.ts, r.index));
         (out, torn)
     }
+
+    /// `cpu`'s records from index `next` on, in index order ([`super::Recorder::since`]):
+    /// those overwritten before or while they were copied are counted lost; a record still
+    /// being written near the head ends the batch there (read next time); one left
+    /// unpublished with more than [`NESTED`] records after it is counted lost. `between` runs
+    /// after the copy, before the head is read again (the tests' writer).
+    pub(crate) fn since(&self, cpu: u32, next: u64, between: &mut dyn FnMut()) -> Since {
+        let Some(base) = self.base(cpu) else {
+            return Since::default();
+        };
+        let head = self.head(cpu);
+        let start = next.max(head.saturating_sub(u64::from(self.records)));
+        let copies: Vec<(u64, [u8; RECORD])> =
+            (start..head).map(|i| (i, self.copy(base, i))).collect();
+        between();
+        fence(Ordering::Acquire);
+        let reused = self.head(cpu).saturating_sub(u64::from(self.records));
+        let mut out = Since {
+            records: Vec::new(),
+            next: head.max(next),
+            lost: start.saturating_sub(next),
+            lost_upto: start,
+        };
+        for (i, bytes) in copies {
+            let published = record::seq(&bytes) == (i + 1) as u32;
+            let whole = published && i >= reused;
+            match whole.then(|| record::decode(&bytes, cpu, i)).flatten() {
+                Some(r) => out.records.push(r),
+                None if !published && i >= reused && head - i <= NESTED => {
+                    out.next = i;
+                    break;
+                }
+                None => {
+                    out.lost += 1;
+                    out.lost_upto = i + 1;
+                }
+            }
+        }
+        out
+    }
+}
+
+/// How many records programs interrupting another on the same CPU may publish after the one
+/// it is still writing ([`Ring::since`]): beyond, an unpublished record is taken as lost.
+pub(crate) const NESTED: u64 = 16;
+
+/// What [`Ring::since`] read of one CPU.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Since {
+    /// The records read, in index order (not always in time order: a program interrupted
+    /// before its reservation takes a later slot with an earlier time).
+    pub records: Vec<Record>,
+    /// The index to read from next time.
+    pub next: u64,
+    /// Records lost between the `next` asked for and this one: overwritten before they were
+    /// read, or while, or never published.
+    pub lost: u64,
+    /// One past the index of the last record lost (the records from here on are whole).
+    pub lost_upto: u64,
 }

@@ -46,20 +46,20 @@ const NEXT: usize = 4096;
 const TIMER: usize = 256;
 
 /// A context: 12 arguments.
-type Ctx = [u8; 96];
+pub(super) type Ctx = [u8; 96];
 
 /// The 23 programs on a ring of `records` per CPU, loaded (not attached), in a pinned thread.
-struct Rig {
-    ring: Ring,
+pub(super) struct Rig {
+    pub(super) ring: Ring,
     progs: Vec<(&'static str, OwnedFd)>,
     objects: Objects,
-    cpu: u32,
+    pub(super) cpu: u32,
     /// The objects' fields: `task_struct.pid`, `.prio`, `timer_list.function`.
     fields: [usize; 3],
 }
 
 impl Rig {
-    fn new(records: u32) -> Rig {
+    pub(super) fn new(records: u32) -> Rig {
         Rig::with(records, Publish::NATIVE, &Synthetic)
     }
 
@@ -96,7 +96,7 @@ impl Rig {
         }
     }
 
-    fn run(&self, tp: &str, ctx: &Ctx) {
+    pub(super) fn run(&self, tp: &str, ctx: &Ctx) {
         let prog = &self.progs.iter().find(|p| p.0 == tp).expect("a program").1;
         assert_eq!(
             rig::test_run(prog, ctx).expect("BPF_PROG_TEST_RUN"),
@@ -117,7 +117,7 @@ impl Rig {
     }
 }
 
-fn ctx(args: &[u64]) -> Ctx {
+pub(super) fn ctx(args: &[u64]) -> Ctx {
     let mut c = [0u8; 96];
     for (i, a) in args.iter().enumerate() {
         c[i * 8..i * 8 + 8].copy_from_slice(&a.to_le_bytes());
