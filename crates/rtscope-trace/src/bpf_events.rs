@@ -1,6 +1,7 @@
 //! The eBPF flight recorder's records ([`rtscope_bpf::recorder`]) as the events the tracefs
 //! path decodes ([`crate::decode::Event`]), so that `keep` and `analyze` can take either
-//! (issue 68; not yet wired into `--explain`: this module converts, nothing reads rings yet).
+//! (issue 68; `--explain-recorder ebpf`: the flight recorder's reader converts each traced
+//! CPU's new records with one long-lived [`Converter`], [`crate::recorder::rings`]).
 //!
 //! # How each field is had
 //!
@@ -45,8 +46,11 @@
 //!   `hrtimer_expire_*` events asked for by `hrtimer_events`, and kernel stacks
 //!   (`ftrace/kernel_stack`: the late-only stacks are taken by their own programs,
 //!   [`crate::bpf_stacks`]);
-//! - lost-event marks: a ring overwritten before it was read is seen only as a window that
-//!   starts late, and torn records only as a count ([`rtscope_bpf::recorder::Recorder::torn`]).
+//! - lost-event marks in the records: a ring overwritten before it was read is seen by the
+//!   reader that follows it ([`rtscope_bpf::recorder::Recorder::since`] counts what it
+//!   missed; [`crate::recorder::rings`] marks the span lost as a page's `missed_events` is),
+//!   and by a window only as one that starts late, torn records as a count
+//!   ([`rtscope_bpf::recorder::Recorder::torn`]).
 
 use crate::decode::{Comm, Event, Kind, TaskState, Vector};
 use crate::model::HandlerKind;

@@ -9,9 +9,8 @@ use crate::book::{ExplainSummary, Explained, SpikeBook};
 use crate::coarse::{CoarseContext, CoarseExplanation, CoarseSample};
 use crate::machine::Machine;
 use crate::model::{NotTraced, Spike, Tier};
-use crate::recorder::{FlightRecorder, Outcome, RecorderConfig};
+use crate::recorder::{FlightRecorder, Outcome};
 use crate::tracefs::observed::Observed;
-use crate::tracefs::Tracefs;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -116,6 +115,12 @@ pub struct ExplainConfig {
     /// The kernel's preemption model, for the late-only stacks' held chain
     /// ([`crate::tracefs::late::Preemption`]; the caller reads it, as `rtscope check` does).
     pub preemption: crate::tracefs::late::Preemption,
+    /// Where the flight recorder's events come from (`--explain-recorder`): the tracefs
+    /// instance's trace events (the default) or the eBPF rings.
+    pub recorder: RecorderChoice,
+    /// Records per CPU in the eBPF rings (a power of two;
+    /// [`crate::recorder::rings::BPF_RECORDS`]).
+    pub bpf_records: u32,
 }
 
 impl ExplainConfig {
@@ -144,6 +149,8 @@ impl ExplainConfig {
             siblings: None,
             monotonic: true,
             preemption: crate::tracefs::late::Preemption::Later,
+            recorder: RecorderChoice::Tracefs,
+            bpf_records: crate::recorder::rings::BPF_RECORDS,
         }
     }
 }
@@ -193,11 +200,19 @@ impl Explainer {
                 }
             });
         let observed = match &recorder {
-            Some(r) => crate::tracefs::observed::of_instance(
-                r.instance_dir(),
-                tier == Tier::Timerlat,
-                r.stacks(),
-            ),
+            Some(r) => match r.rings() {
+                Some(rings) => crate::tracefs::observed::of_rings(
+                    r.instance_dir(),
+                    rings.attached().len(),
+                    rings.records(),
+                    r.stacks(),
+                ),
+                None => crate::tracefs::observed::of_instance(
+                    r.instance_dir(),
+                    tier == Tier::Timerlat,
+                    r.stacks(),
+                ),
+            },
             None => Observed::none(),
         };
         Explainer {
@@ -484,54 +499,9 @@ impl Explainer {
     }
 }
 
-fn choose(cfg: &ExplainConfig) -> (Tier, Option<String>, Option<FlightRecorder>) {
-    if cfg.force_coarse {
-        return (Tier::Coarse, Some("coarse tier requested".into()), None);
-    }
-    let tfs = match &cfg.tracefs_root {
-        Some(root) => Tracefs::at(root.clone()),
-        None => Tracefs::discover(),
-    };
-    let tfs = match tfs {
-        Ok(t) => t,
-        Err(e) => return (Tier::Coarse, Some(e.to_string()), None),
-    };
-    let mut rc = RecorderConfig::new(cfg.cpus.clone());
-    rc.machine = cfg
-        .machine
-        .unwrap_or_else(|| Machine::read(std::path::Path::new("/"), &cfg.cpus));
-    rc.housekeeping = cfg.housekeeping.clone();
-    rc.window_ns = cfg.trace_window_ns;
-    rc.siblings = cfg
-        .siblings
-        .clone()
-        .unwrap_or_else(|| crate::sibling::smt_siblings(std::path::Path::new("/"), &cfg.cpus));
-    rc.reader_fifo = cfg.reader_fifo;
-    rc.instance.hrtimer_events = cfg.hrtimer_events;
-    rc.instance.buffer_kb = cfg.buffer_kb;
-    rc.instance.stacks = cfg.stacks;
-    rc.instance.late.threshold_ns = cfg.threshold_ns;
-    rc.instance.late.monotonic = cfg.monotonic;
-    rc.instance.late.preemption = cfg.preemption.clone();
-    let mut reason = None;
-    if tfs.has_timerlat() && !cfg.hrtimer_events {
-        match crate::timerlat::in_use(&tfs) {
-            Some(other) => reason = Some(format!("timerlat tier not used: {other}")),
-            None => {
-                let mut t = rc.clone();
-                t.instance.timerlat = true;
-                match FlightRecorder::start(&tfs, t) {
-                    Ok(r) => return (Tier::Timerlat, None, Some(r)),
-                    Err(e) => reason = Some(format!("timerlat tier not used: {e}")),
-                }
-            }
-        }
-    }
-    match FlightRecorder::start(&tfs, rc) {
-        Ok(r) => (Tier::FlightRecorder, reason, Some(r)),
-        Err(e) => (Tier::Coarse, Some(e.to_string()), None),
-    }
-}
+mod choose;
+use choose::choose;
+pub use choose::RecorderChoice;
 
 #[cfg(test)]
 mod tests {

@@ -67,4 +67,7 @@ pub enum TraceError {
     /// tracefs cannot be used here (why, for the recorded tier).
     #[error("tracefs unavailable: {0}")]
     Unavailable(String),
+    /// The eBPF flight recorder cannot run here (why, for the tier reason).
+    #[error("{0}")]
+    Bpf(String),
 }

@@ -54,6 +54,11 @@ pub struct RecorderConfig {
     /// Each measured CPU's SMT siblings ([`crate::sibling::smt_siblings`]): traced too (their
     /// `sched_switch` events), so each attribution says what they ran meanwhile.
     pub siblings: Vec<(usize, Vec<usize>)>,
+    /// The events from the eBPF flight recorder's rings, of this many records per CPU (a
+    /// power of two; [`rings::BPF_RECORDS`]), instead of the instance's trace events, which
+    /// are then not enabled ([`rings`]); `None`: the tracefs pipes. Not with the timerlat
+    /// tracer nor stacks at every wake-up (both are the instance's own events).
+    pub bpf_records: Option<u32>,
 }
 
 impl RecorderConfig {
@@ -71,6 +76,7 @@ impl RecorderConfig {
                     monotonic: true,
                     ..Default::default()
                 },
+                formats_only: false,
             },
             housekeeping: Vec::new(),
             reader_fifo: None,
@@ -81,6 +87,7 @@ impl RecorderConfig {
             kept_events: crate::keep::kept_budget(),
             machine: Machine::default(),
             siblings: Vec::new(),
+            bpf_records: None,
         }
     }
 }
@@ -192,7 +199,14 @@ impl CpuEvents {
                 self.live = Some(e.ts);
             }
             self.newest = self.newest.max(e.ts);
-            self.events.push_back(e);
+            // The eBPF rings' records come in index order per read: one a program took its
+            // slot for after an interrupting one is a little older than the last kept.
+            if self.events.back().is_some_and(|b| b.ts > e.ts) {
+                let at = self.events.partition_point(|x| x.ts <= e.ts);
+                self.events.insert(at, e);
+            } else {
+                self.events.push_back(e);
+            }
         }
         missed
     }
@@ -251,6 +265,8 @@ pub struct FlightRecorder {
     handlers: crate::handlers::Handlers,
     /// The late-only stacks' eBPF programs, where they take them.
     bpf: Option<Arc<BpfStacks>>,
+    /// The eBPF flight recorder, when the events are its records ([`rings`]).
+    rings: Option<Arc<rtscope_bpf::recorder::Recorder>>,
     /// Taken back when the instance is left behind ([`teardown`]): it then removes it once
     /// rtscope exits.
     reaper: Option<Reaper>,
@@ -321,6 +337,45 @@ fn traced_with_siblings(cfg: &RecorderConfig) -> InstanceConfig {
     traced
 }
 
+/// Why the eBPF recorder cannot give this run's events (the tier reason): the stacks it asks
+/// for are the instance's own events (the triggers at every wake-up; the late-only hist
+/// triggers where their eBPF programs could not start), which only its trace pipes carry.
+fn refuse_rings(cfg: &RecorderConfig, late_in_bpf: bool) -> Result<(), TraceError> {
+    if cfg.bpf_records.is_none() {
+        return Ok(());
+    }
+    if cfg.instance.timerlat {
+        return Err(TraceError::Bpf(
+            "the timerlat tier's events are the timerlat tracer's own".into(),
+        ));
+    }
+    let why = match cfg.instance.stacks {
+        StackChoice::Off => return Ok(()),
+        StackChoice::On | StackChoice::Auto if late_in_bpf => return Ok(()),
+        StackChoice::Every => "stacks at every wake-up are the trace's stacktrace triggers",
+        StackChoice::On | StackChoice::Auto => {
+            "the late-only stacks' eBPF programs did not start and their hist triggers are \
+             trace events"
+        }
+    };
+    Err(TraceError::Bpf(why.into()))
+}
+
+/// The formats of the events recorded: the instance's, or with the eBPF recorder those of
+/// the tracepoints it follows.
+fn recorded_formats(
+    instance: &Instance,
+    rings: &Option<Arc<rtscope_bpf::recorder::Recorder>>,
+) -> Vec<crate::format::EventFormat> {
+    let followed = |name: &str| rings.as_ref().is_none_or(|r| r.attached().contains(&name));
+    instance
+        .formats
+        .iter()
+        .filter(|f| followed(&f.name))
+        .cloned()
+        .collect()
+}
+
 impl FlightRecorder {
     /// Creates the instance, starts its reaper and the reader thread.
     pub fn start(tfs: &Tracefs, cfg: RecorderConfig) -> Result<FlightRecorder, TraceError> {
@@ -338,13 +393,23 @@ impl FlightRecorder {
         if !namer.wants_trigger() {
             cfg.instance.stacks = StackChoice::Off;
         }
+        refuse_rings(&cfg, bpf.is_some())?;
         let saved = if timerlat {
             crate::timerlat::saved_settings(tfs)?
         } else {
             Vec::new()
         };
         let reaper = reaper_for(tfs, &dir, &saved, &cfg)?;
-        let traced = traced_with_siblings(&cfg);
+        let rings = match cfg.bpf_records {
+            Some(records) => Some(Arc::new(rings::start(tfs, records)?)),
+            None => None,
+        };
+        let mut traced = traced_with_siblings(&cfg);
+        if rings.is_some() {
+            // No event is enabled: the instance's buffers stay at their least.
+            traced.formats_only = true;
+            traced.buffer_kb = 64;
+        }
         let made = if timerlat {
             crate::timerlat::apply_settings(tfs, &cfg.instance.cpus)
                 .and_then(|()| Instance::create_in(tfs, dir, &traced))
@@ -353,9 +418,12 @@ impl FlightRecorder {
         };
         let instance = made.inspect_err(|_| crate::timerlat::restore(&saved))?;
         let schema = Schema::new(instance.formats.iter().cloned());
-        let files = pipes(&instance)?;
+        let source = match &rings {
+            Some(r) => Source::Rings(rings::Rings::new(r.clone(), &instance.cpus)),
+            None => Source::Pipes(pipes(&instance)?),
+        };
         namer.settle(&instance.stacks);
-        let handlers = crate::handlers::Handlers::new(&instance.formats);
+        let handlers = crate::handlers::Handlers::new(&recorded_formats(&instance, &rings));
         let instance = Arc::new(instance);
         let shared = Arc::new(Mutex::new(Shared {
             buffer_kb: cfg.instance.buffer_kb,
@@ -363,7 +431,7 @@ impl FlightRecorder {
         }));
         let stop = Arc::new(AtomicBool::new(false));
         let reader = spawn_reader(
-            files,
+            source,
             schema,
             cfg,
             instance.clone(),
@@ -383,8 +451,14 @@ impl FlightRecorder {
             namer,
             handlers,
             bpf,
+            rings,
             reaper: Some(reaper),
         })
+    }
+
+    /// The eBPF flight recorder the events come from (`None`: the instance's trace events).
+    pub fn rings(&self) -> Option<&rtscope_bpf::recorder::Recorder> {
+        self.rings.as_deref()
     }
 
     /// The instance directory.
@@ -589,7 +663,8 @@ fn lock(m: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
 }
 
 mod reader;
-use reader::{pipes, spawn_reader};
+use reader::{pipes, spawn_reader, Source};
+pub mod rings;
 mod teardown;
 
 #[cfg(test)]

@@ -298,6 +298,10 @@ pub struct InstanceConfig {
     /// What the late-only triggers are set for: the threshold (the explain threshold), the
     /// timer functions (from `/proc/kallsyms`), the measured clock, the preemption model.
     pub late: late::Setting,
+    /// Read the events' formats but enable none: the eBPF flight recorder records them
+    /// (`--explain-recorder ebpf`), the instance only holds what the late-only stacks and
+    /// the handlers' names need, at no trace-event cost.
+    pub formats_only: bool,
 }
 
 /// Which kernel stacks a run asks for (`--explain-stacks`).
@@ -456,10 +460,12 @@ impl Instance {
             let Some(format) = tfs.event_format(system, event) else {
                 continue;
             };
-            write_file(
-                &d.join("events").join(system).join(event).join("enable"),
-                "1",
-            )?;
+            if !cfg.formats_only {
+                write_file(
+                    &d.join("events").join(system).join(event).join("enable"),
+                    "1",
+                )?;
+            }
             self.formats.push(format);
         }
         if !self.formats.iter().any(|f| f.name == "sched_switch") {

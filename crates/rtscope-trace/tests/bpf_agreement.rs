@@ -490,6 +490,7 @@ fn window(rec: &Recorder, tfs: &Tracefs, cpu: usize, hk: usize) -> Result<Window
         timerlat: false,
         stacks: StackChoice::Off,
         late: Default::default(),
+        formats_only: false,
     };
     let inst = Instance::create(tfs, &cfg).map_err(|e| format!("a tracefs instance: {e}"))?;
     let clock = std::fs::read_to_string(inst.dir.join("trace_clock")).unwrap_or_default();

@@ -40,6 +40,7 @@ fn record_with(
             false => rtscope_trace::tracefs::StackChoice::Off,
         },
         late: Default::default(),
+        formats_only: false,
     };
     let inst = Instance::create(&tfs, &cfg).unwrap();
     let stop = Arc::new(AtomicBool::new(false));

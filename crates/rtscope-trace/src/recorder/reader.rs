@@ -2,6 +2,7 @@
 //! to the housekeeping CPUs at FIFO priority, into the shared per-CPU windows, the buffers grown
 //! when they overflow, and the raw pages dumped where asked (`--explain-dump`).
 
+use super::rings::Rings;
 use super::*;
 
 fn pin_to(cpus: &[usize]) {
@@ -52,7 +53,7 @@ pub(super) fn pipes(instance: &Instance) -> Result<Vec<(usize, File)>, TraceErro
 
 /// The reader thread (`rtscope-trace`): [`read_loop`] over `files` until `stop`.
 pub(super) fn spawn_reader(
-    files: Vec<(usize, File)>,
+    source: Source,
     schema: Schema,
     cfg: RecorderConfig,
     inst: Arc<Instance>,
@@ -72,23 +73,32 @@ pub(super) fn spawn_reader(
                 cfg: &cfg,
                 bpf: bpf.as_deref(),
             };
-            read_loop(files, reading)
+            read_loop(source, reading)
         })
         .map_err(|source| TraceError::Io { path, source })
 }
 
 /// What the reader thread reads with and into.
 #[derive(Clone, Copy)]
-struct Reading<'a> {
+pub(super) struct Reading<'a> {
     inst: &'a Instance,
     schema: &'a Schema,
-    shared: &'a Mutex<Shared>,
-    stop: &'a AtomicBool,
-    cfg: &'a RecorderConfig,
+    pub(super) shared: &'a Mutex<Shared>,
+    pub(super) stop: &'a AtomicBool,
+    pub(super) cfg: &'a RecorderConfig,
     bpf: Option<&'a BpfStacks>,
 }
 
-fn read_loop(mut files: Vec<(usize, File)>, r: Reading) {
+/// Where the reader takes the events from.
+pub(super) enum Source {
+    /// Each traced CPU's `trace_pipe_raw`, open non-blocking.
+    Pipes(Vec<(usize, File)>),
+    /// The eBPF flight recorder's rings ([`super::rings`]).
+    Rings(Rings),
+}
+
+/// Reads the `source` every poll until told to stop.
+fn read_loop(mut source: Source, r: Reading) {
     let Reading {
         inst,
         shared,
@@ -111,7 +121,15 @@ fn read_loop(mut files: Vec<(usize, File)>, r: Reading) {
         if let Some(b) = bpf {
             scratch.dump.stacks(&b.drain());
         }
-        for (cpu, f) in &mut files {
+        let files = match &mut source {
+            Source::Pipes(files) => files,
+            Source::Rings(rings) => {
+                rings.drain(&mut scratch, &r);
+                std::thread::sleep(cfg.poll);
+                continue;
+            }
+        };
+        for (cpu, f) in files {
             if drain_cpu(*cpu, f, &mut scratch, &r) {
                 let kb = sizes.entry(*cpu).or_insert(cfg.instance.buffer_kb.max(64));
                 if let Some(grown) = grow(inst, *cpu, *kb, cfg.max_buffer_kb) {
@@ -143,7 +161,7 @@ fn grow(inst: &Instance, cpu: usize, kb: usize, max_kb: usize) -> Option<usize> 
 /// Every page and decoded event the reader takes, as text, to the file named by the
 /// environment variable `RTSCOPE_TRACE_DUMP` (a diagnostic: what rtscope's own trace held, to
 /// set beside an independent instance's; tests/guest/README.md). Written by the reader thread.
-struct Dump(Option<std::io::BufWriter<File>>);
+pub(super) struct Dump(Option<std::io::BufWriter<File>>);
 
 impl Dump {
     fn from_env() -> Dump {
@@ -170,7 +188,7 @@ impl Dump {
         let _ = w.flush();
     }
 
-    fn page(&mut self, cpu: usize, timestamp: u64, missed: bool, events: &[Event]) {
+    pub(super) fn page(&mut self, cpu: usize, timestamp: u64, missed: bool, events: &[Event]) {
         use std::io::Write;
         let Some(w) = &mut self.0 else { return };
         let _ = writeln!(w, "page cpu={cpu} ts={timestamp} missed={missed}");
@@ -182,9 +200,9 @@ impl Dump {
 }
 
 /// The reader thread's own: its page buffer and the dump.
-struct Scratch {
+pub(super) struct Scratch {
     buf: Vec<u8>,
-    dump: Dump,
+    pub(super) dump: Dump,
 }
 
 /// Reads what `cpu`'s buffer holds, until the reader is told to stop; true when the kernel

@@ -26,6 +26,27 @@ pub fn of_instance(dir: &Path, timerlat: bool, stacks: &Stacks) -> Observed {
     }
 }
 
+/// The eBPF flight recorder's words (`--explain-recorder ebpf`): its rings on `tracepoints`
+/// raw tracepoints, of `records` per CPU, beside the instance `dir` (for the stacks and the
+/// handlers' formats), whose trace events are read back from it (none enabled).
+pub fn of_rings(dir: &Path, tracepoints: usize, records: u32, stacks: &Stacks) -> Observed {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Observed {
+        recorder: format!(
+            "{RINGS} ({tracepoints} tracepoints, {records} records per CPU; tracefs instance \
+             {name} without its events)"
+        ),
+        events: enabled_events(dir),
+        stacks: stacks_words(stacks),
+    }
+}
+
+/// How the eBPF flight recorder's words begin.
+pub const RINGS: &str = "eBPF rings on raw tracepoints";
+
 /// The kernel stacks an instance takes, in words: `none`; `late-only eBPF programs: …` or
 /// `late-only hist triggers: …` (the chains, as the tier line names them); `stacktrace
 /// triggers on every wake-up`; `none (unavailable)` where they were asked for and the kernel
