@@ -219,7 +219,7 @@ impl Ring {
 /// it is still writing ([`Ring::since`]): beyond, an unpublished record is taken as lost.
 pub(crate) const NESTED: u64 = 16;
 
-/// What [`Ring::since`] read of one CPU.
+/// What [`super::Recorder::since`] read of one CPU.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Since {
     /// The records read, in index order (not always in time order: a program interrupted
