@@ -1,7 +1,7 @@
 //! The eBPF flight recorder's records ([`rtscope_bpf::recorder`]) as the events the tracefs
 //! path decodes ([`crate::decode::Event`]), so that `keep` and `analyze` can take either
 //! (issue 68; `--explain-recorder ebpf`: the flight recorder's reader converts each traced
-//! CPU's new records with one long-lived [`Converter`], [`crate::recorder::rings`]).
+//! CPU's new records with one long-lived [`Converter`], in the recorder's `rings` module).
 //!
 //! # How each field is had
 //!
@@ -48,7 +48,7 @@
 //!   [`crate::bpf_stacks`]);
 //! - lost-event marks in the records: a ring overwritten before it was read is seen by the
 //!   reader that follows it ([`rtscope_bpf::recorder::Recorder::since`] counts what it
-//!   missed; [`crate::recorder::rings`] marks the span lost as a page's `missed_events` is),
+//!   missed; the flight recorder's reader marks the span lost as a page's `missed_events` is),
 //!   and by a window only as one that starts late, torn records as a count
 //!   ([`rtscope_bpf::recorder::Recorder::torn`]).
 

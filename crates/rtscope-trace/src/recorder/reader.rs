@@ -80,12 +80,12 @@ pub(super) fn spawn_reader(
 
 /// What the reader thread reads with and into.
 #[derive(Clone, Copy)]
-pub(super) struct Reading<'a> {
+struct Reading<'a> {
     inst: &'a Instance,
     schema: &'a Schema,
-    pub(super) shared: &'a Mutex<Shared>,
-    pub(super) stop: &'a AtomicBool,
-    pub(super) cfg: &'a RecorderConfig,
+    shared: &'a Mutex<Shared>,
+    stop: &'a AtomicBool,
+    cfg: &'a RecorderConfig,
     bpf: Option<&'a BpfStacks>,
 }
 
@@ -124,7 +124,10 @@ fn read_loop(mut source: Source, r: Reading) {
         let files = match &mut source {
             Source::Pipes(files) => files,
             Source::Rings(rings) => {
-                rings.drain(&mut scratch, &r);
+                let dump = &mut scratch.dump;
+                rings.drain(shared, stop, cfg, &mut |cpu, ts, lost, events| {
+                    dump.page(cpu, ts, lost, events)
+                });
                 std::thread::sleep(cfg.poll);
                 continue;
             }
@@ -161,7 +164,7 @@ fn grow(inst: &Instance, cpu: usize, kb: usize, max_kb: usize) -> Option<usize> 
 /// Every page and decoded event the reader takes, as text, to the file named by the
 /// environment variable `RTSCOPE_TRACE_DUMP` (a diagnostic: what rtscope's own trace held, to
 /// set beside an independent instance's; tests/guest/README.md). Written by the reader thread.
-pub(super) struct Dump(Option<std::io::BufWriter<File>>);
+struct Dump(Option<std::io::BufWriter<File>>);
 
 impl Dump {
     fn from_env() -> Dump {
@@ -188,7 +191,7 @@ impl Dump {
         let _ = w.flush();
     }
 
-    pub(super) fn page(&mut self, cpu: usize, timestamp: u64, missed: bool, events: &[Event]) {
+    fn page(&mut self, cpu: usize, timestamp: u64, missed: bool, events: &[Event]) {
         use std::io::Write;
         let Some(w) = &mut self.0 else { return };
         let _ = writeln!(w, "page cpu={cpu} ts={timestamp} missed={missed}");
@@ -200,9 +203,9 @@ impl Dump {
 }
 
 /// The reader thread's own: its page buffer and the dump.
-pub(super) struct Scratch {
+struct Scratch {
     buf: Vec<u8>,
-    pub(super) dump: Dump,
+    dump: Dump,
 }
 
 /// Reads what `cpu`'s buffer holds, until the reader is told to stop; true when the kernel

@@ -8,7 +8,6 @@
 //! `missed_events` is: the span from the newest event read before to the first record read
 //! after them is marked, and a spike whose window overlaps it says so.
 
-use super::reader::{Reading, Scratch};
 use super::*;
 use crate::bpf_events::Converter;
 use rtscope_bpf::recorder::{Recorder, Setting};
@@ -59,6 +58,10 @@ fn lacking(tfs: &Tracefs, rec: &Recorder) -> Vec<String> {
         .collect()
 }
 
+/// Where a batch's events are dumped: its CPU, the end of its lost span, whether records
+/// were lost, the events.
+pub(super) type DumpPage<'a> = dyn FnMut(usize, u64, bool, &[Event]) + 'a;
+
 /// The reader's eBPF source: the recorder, and where each traced CPU was read up to.
 pub(crate) struct Rings {
     rec: Arc<Recorder>,
@@ -76,10 +79,17 @@ impl Rings {
         }
     }
 
-    /// Takes each traced CPU's new records into the shared stores (until told to stop).
-    pub(super) fn drain(&mut self, scratch: &mut Scratch, r: &Reading) {
+    /// Takes each traced CPU's new records into the `shared` stores (until `stop`), each
+    /// batch's events given to `dump` too (the reader's `RTSCOPE_TRACE_DUMP`).
+    pub(super) fn drain(
+        &mut self,
+        shared: &Mutex<Shared>,
+        stop: &AtomicBool,
+        cfg: &RecorderConfig,
+        dump: &mut DumpPage,
+    ) {
         for i in 0..self.next.len() {
-            if r.stop.load(Ordering::Relaxed) {
+            if stop.load(Ordering::Relaxed) {
                 return;
             }
             let (cpu, next) = self.next[i];
@@ -100,13 +110,13 @@ impl Rings {
             let mut records = got.records;
             records.sort_by_key(|x| (x.ts, x.index));
             let events = self.convert.events(&records);
-            scratch.dump.page(cpu, lost_until, got.lost > 0, &events);
-            let mut s = lock(r.shared);
+            dump(cpu, lost_until, got.lost > 0, &events);
+            let mut s = lock(shared);
             s.pages += 1;
             let c = s.cpus.entry(cpu).or_default();
             c.take_page(lost_until, got.lost > 0, events, false);
-            c.trim(r.cfg.window_ns, r.cfg.max_events);
-            c.keep.shrink_to(r.cfg.kept_events / self.next.len().max(1));
+            c.trim(cfg.window_ns, cfg.max_events);
+            c.keep.shrink_to(cfg.kept_events / self.next.len().max(1));
         }
     }
 }
