@@ -19,9 +19,24 @@ use rtscope_explain::coarse::{CoarseSample, CoarseThread};
 use rtscope_explain::model::Softirq;
 use rtscope_explain::model::Spike;
 use rtscope_store::{Recorder, SpikeRow, SpikeSummaryRow};
-use rtscope_trace::explain::{ExplainConfig, Explainer};
+use rtscope_trace::explain::{ExplainConfig, Explainer, RecorderChoice};
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+/// Where the flight recorder of the runs this process explains takes its events from
+/// (`rtscope measure --explain-recorder`; the tracefs instance's trace events by default).
+/// Process-wide until the run's plan carries it: the front end sets it before the run.
+static RECORDER: std::sync::Mutex<RecorderChoice> = std::sync::Mutex::new(RecorderChoice::Tracefs);
+
+/// Sets where the flight recorder of the runs explained from now on takes its events from.
+pub fn set_recorder(choice: RecorderChoice) {
+    *RECORDER.lock().unwrap_or_else(|e| e.into_inner()) = choice;
+}
+
+/// Where the flight recorder takes its events from ([`set_recorder`]).
+pub fn recorder() -> RecorderChoice {
+    *RECORDER.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The threshold campaigns explain from when their file does not say (`explain`).
 pub const DEFAULT_THRESHOLD: Nanos = Nanos(100_000);
@@ -147,6 +162,7 @@ impl Explaining {
         };
         let mut cfg = ExplainConfig::new(threshold.0, measured.clone(), ask.stacks);
         cfg.per_window = ask.keep;
+        cfg.recorder = recorder();
         cfg.monotonic = config.clock == rtscope_engine::ClockKind::Monotonic;
         if ask.stacks != rtscope_trace::tracefs::StackChoice::Off {
             let probe = rtscope_check::LiveProbe;

@@ -5,6 +5,7 @@ use crate::cli::sched::SchedArgs;
 use crate::cli::values::{one_of, reworded, Named};
 use clap::Args;
 use rtscope_engine::ClockKind;
+use rtscope_trace::explain::RecorderChoice;
 use rtscope_trace::tracefs::StackChoice;
 use std::path::PathBuf;
 
@@ -27,6 +28,25 @@ pub const EXPLAIN_STACKS: [Named<StackChoice>; 3] = [
         "only for late wake-ups where the kernel can, else at every wake-up",
     ),
     (StackChoice::Off, "off", "none"),
+];
+
+/// Where `--explain-recorder` takes the flight recorder's events from.
+pub const EXPLAIN_RECORDER: [Named<RecorderChoice>; 3] = [
+    (
+        RecorderChoice::Tracefs,
+        "tracefs",
+        "the trace events of a tracefs instance",
+    ),
+    (
+        RecorderChoice::Bpf,
+        "ebpf",
+        "eBPF rings on the raw tracepoints behind them (no trace event enabled); tracefs where they cannot",
+    ),
+    (
+        RecorderChoice::Auto,
+        "auto",
+        "eBPF where it follows every tracepoint, else tracefs",
+    ),
 ];
 
 /// Options of `rtscope measure`.
@@ -153,6 +173,15 @@ pub struct MeasureArgs {
         help_heading = "Recording"
     )]
     pub explain_stacks: Option<StackChoice>,
+    /// Where the flight recorder takes the spikes' events from [default: tracefs;
+    /// docs/explain.md, "The eBPF flight recorder"]
+    #[arg(
+        long,
+        requires = "explain",
+        value_parser = one_of(EXPLAIN_RECORDER),
+        help_heading = "Recording"
+    )]
+    pub explain_recorder: Option<RecorderChoice>,
     /// Keep every sample with its timestamp (compressed in the database; see docs/store-schema.md)
     #[arg(long, conflicts_with = "no_db", help_heading = "Recording")]
     pub raw: bool,

@@ -152,6 +152,8 @@ pub fn run(
         record,
         quiet,
     } = Lowered::of(a, &command_line)?;
+    // The flight recorder's source (tracefs unless asked): the tier line names the one that ran.
+    rtscope_session::explain::set_recorder(a.explain_recorder.unwrap_or_default());
     let settings = SystemSettings::apply(&plan)?;
     // A closed stdout (`| head -1`) loses the text, never the run nor the exit code.
     let mut streams = Streams {
@@ -471,5 +473,28 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn explain_recorder_is_parsed_needs_explain_and_names_the_accepted_ones() {
+        use rtscope_trace::explain::RecorderChoice;
+        let recorder = |args: &[&str]| parse(args).unwrap().explain_recorder;
+        assert_eq!(recorder(&["--explain", "100us"]), None);
+        for (word, choice) in [
+            ("tracefs", RecorderChoice::Tracefs),
+            ("ebpf", RecorderChoice::Bpf),
+            ("auto", RecorderChoice::Auto),
+        ] {
+            let args = ["--explain", "100us", "--explain-recorder", word];
+            assert_eq!(recorder(&args), Some(choice), "{word}");
+        }
+        let e = parse(&["--explain-recorder", "ebpf"]).unwrap_err();
+        assert_eq!(e.kind(), clap::error::ErrorKind::MissingRequiredArgument);
+        let e = parse(&["--explain", "100us", "--explain-recorder", "bpf"]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("[possible values: tracefs, ebpf, auto]"),
+            "{e}"
+        );
     }
 }
