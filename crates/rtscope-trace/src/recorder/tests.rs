@@ -134,3 +134,33 @@ fn after_a_missed_interrupt_exit_a_guest_names_no_hypervisor() {
     assert!(!c.machine_for(&spike(1_500_000_000), guest).guest);
     assert!(c.machine_for(&spike(900_000_000), guest).guest);
 }
+
+/// The eBPF rings' batches ([`super::rings`]): a record a little older than the last kept
+/// goes in its place; records lost between two batches mark the span from the newest event
+/// before to the first after, and a spike over it is not traced, one after it is.
+#[test]
+fn a_ring_batchs_older_record_is_placed_in_order_and_its_lost_records_mark_a_span() {
+    let mut c = CpuEvents::default();
+    c.take_page(0, false, vec![switch(100), switch(300)], false);
+    c.take_page(0, false, vec![switch(250), switch(400)], false);
+    let ts: Vec<u64> = c.events.iter().map(|e| e.ts).collect();
+    assert_eq!(ts, [100, 250, 300, 400]);
+    // Lost records before the batch whose first whole record is at 2 ms.
+    let after = (2_000_000..60_000_000).step_by(1_000_000).map(switch);
+    c.take_page(2_000_000, true, after.collect(), false);
+    assert_eq!(c.lost.back(), Some(&(400, 2_000_000)));
+    let over = Spike {
+        cpu: 1,
+        tid: 500,
+        deadline_ns: 1_000_000,
+        wakeup_ns: 3_000_000,
+        smis: None,
+    };
+    assert_eq!(c.cover(&over), Cover::Not(NotTraced::LostEvents));
+    let later = Spike {
+        deadline_ns: 5_000_000,
+        wakeup_ns: 6_000_000,
+        ..over
+    };
+    assert_eq!(c.cover(&later), Cover::Yes { lost_before: true });
+}
