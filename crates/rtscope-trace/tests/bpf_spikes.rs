@@ -163,6 +163,16 @@ fn the_ebpf_and_tracefs_recorders_explain_the_same_spikes_alike() {
     for d in &dirs {
         assert!(!d.exists(), "instance {} left behind", d.display());
     }
+    eprintln!(
+        "interrupt exits missing: eBPF {:?}, tracefs {:?}",
+        sb.missing_exits, st.missing_exits
+    );
+    assert!(
+        sb.missing_exits.is_empty() && st.missing_exits.is_empty(),
+        "interrupt exits missing: eBPF {:?}, tracefs {:?}",
+        sb.missing_exits,
+        st.missing_exits
+    );
     let bursts = bursts.lock().unwrap().clone();
     let in_burst = |a: &Attribution| {
         bursts

@@ -70,11 +70,13 @@ pub(crate) struct Rings {
 }
 
 impl Rings {
-    /// Follows `cpus` from the recorder's first record.
+    /// Follows `cpus` from the records written once every program is attached: the programs
+    /// are attached one after the other, and what came before is partial (an interrupt's
+    /// entry recorded, its exit's program not yet attached, would read as an exit missing).
     pub(super) fn new(rec: Arc<Recorder>, cpus: &[usize]) -> Rings {
         Rings {
+            next: cpus.iter().map(|&c| (c, rec.written(c as u32))).collect(),
             rec,
-            next: cpus.iter().map(|&c| (c, 0)).collect(),
             convert: Converter::default(),
         }
     }
