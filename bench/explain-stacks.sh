@@ -17,6 +17,8 @@
 #   BASE=plain the `off` run measures without --explain at all: what `--explain` with its
 #              stacks costs against nothing observed (issue 68's figure: p50 <= 1.03 and p99
 #              <= 1.05 pooled over >= 30 pairs).
+#   RECORDER=ebpf|tracefs|auto  the `on` run's --explain-recorder (default: the binary's own,
+#              tracefs): the eBPF flight recorder against the tracefs one (issue 68 item 3).
 # Usage: bench/explain-stacks.sh [PAIRS] [SECONDS] [INTERVAL_US] [THRESHOLD]   (root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +38,7 @@ if [ "${LOAD:-}" = hog ]; then
 fi
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ "${AA:-}" = 1 ] && echo "A/A control: --explain-stacks off in both runs of each pair"
-[ "${BASE:-}" = plain ] && echo "on: --explain $threshold --explain-stacks on; off: no --explain"
+[ "${BASE:-}" = plain ] && echo "on: --explain $threshold --explain-stacks on${RECORDER:+ --explain-recorder $RECORDER}; off: no --explain"
 vs=${VS:-}
 [ -z "$vs" ] || [ -x "$vs" ] || { echo "VS=$vs: not an executable" >&2; exit 2; }
 [ -z "$vs" ] || echo "two builds, --explain-stacks off in both: on = $bin, off = $vs"
@@ -48,6 +50,7 @@ run() { # run on|off N
     mode=off
   fi
   local observe=(--explain "$threshold" --explain-stacks "$mode")
+  [ -z "${RECORDER:-}" ] || observe+=(--explain-recorder "$RECORDER")
   [ "${BASE:-}" = plain ] && [ "$mode" = off ] && observe=()
   "$exe" measure -D "${secs}s" -i "${interval}us" --cpus 1 -p 95 "${observe[@]}" \
     --no-db -q --json "$out/$1-$2.json" >/dev/null

@@ -8,6 +8,8 @@
 //!
 //! Prints one table per thread (markdown rows) and the diagnostics' verdict of the fit.
 
+// Each example uses its part of the shared module.
+#[allow(dead_code)]
 mod raw_run;
 
 use rtscope_evt::{analyse, Options, Tail};

@@ -28,34 +28,8 @@ mod raw_run;
 
 use rtscope_evt::regimes::observed::Observed;
 use rtscope_evt::regimes::{Answer, BlockMaxima, Envelope};
-use rtscope_evt::{analyse, block_maxima, gev, Options, Tail};
-
-/// A tail of `v` (in time order) as `rtscope tail` reads a raw run: the largest tenth (at most
-/// the threshold search's most) as points, every whole second's maximum.
-fn tail_of(v: &[f64], hz: f64) -> Tail {
-    Tail {
-        observations: v.len() as u64,
-        rate_hz: Some(hz),
-        points: raw_run::largest_tenth(v),
-        ordered: true,
-        binning: None,
-        bins: None,
-        max: v.iter().copied().fold(0.0, f64::max),
-        block_maxima: block_maxima(v, hz.round() as usize),
-    }
-}
-
-/// Episodes of `v` above `z`: runs of exceedances no more than `run` wake-ups apart.
-fn episodes(v: &[f64], z: f64, run: f64) -> usize {
-    let (mut n, mut last) = (0, None::<usize>);
-    for (i, _) in v.iter().enumerate().filter(|(_, &x)| x > z) {
-        if last.is_none_or(|l| (i - l) as f64 > run) {
-            n += 1;
-        }
-        last = Some(i);
-    }
-    n
-}
+use raw_run::{episodes, tail_of};
+use rtscope_evt::{analyse, block_maxima, gev, Options};
 
 /// One row; `p` as printed (`1e-4`, or `1/60` per block).
 fn row(thread: &str, method: &str, status: &str, p: &str, z: f64, expected: f64, observed: usize) {

@@ -37,6 +37,8 @@ pub struct Clusters {
     pub maxima: Vec<f64>,
     /// The index of each cluster's first exceedance (empty for binned data).
     pub starts: Vec<u64>,
+    /// How many exceedances each cluster holds, in time order (each 1 for binned data).
+    pub sizes: Vec<u64>,
     /// Gaps between clusters less the run length, in observations (empty for binned data).
     pub gaps: Vec<f64>,
     /// The extremal index estimate (1 for binned data: no order, no clusters).
@@ -77,6 +79,7 @@ pub fn decluster(points: &[Point], u: f64) -> Clusters {
             exceedances: k,
             maxima: above.iter().map(|p| p.value - u).collect(),
             starts: Vec::new(),
+            sizes: vec![1; k],
             gaps: Vec::new(),
             extremal_index: 1.0,
             run_length: 0.0,
@@ -92,6 +95,7 @@ pub fn decluster(points: &[Point], u: f64) -> Clusters {
     sorted.reverse();
     let run = if c > sorted.len() { 0.0 } else { sorted[c - 1] };
     let (mut maxima, mut starts, mut gaps) = (Vec::new(), Vec::new(), Vec::new());
+    let mut sizes: Vec<u64> = Vec::new();
     let mut current = f64::NEG_INFINITY;
     for (i, p) in above.iter().enumerate() {
         if i == 0 || t[i - 1] > run {
@@ -100,9 +104,11 @@ pub fn decluster(points: &[Point], u: f64) -> Clusters {
                 gaps.push(t[i - 1] - run);
             }
             starts.push(idx[i]);
+            sizes.push(1);
             current = p.value;
         } else {
             current = current.max(p.value);
+            *sizes.last_mut().expect("a cluster started") += 1;
         }
     }
     if k > 0 {
@@ -112,6 +118,7 @@ pub fn decluster(points: &[Point], u: f64) -> Clusters {
         exceedances: k,
         maxima,
         starts,
+        sizes,
         gaps,
         extremal_index: theta,
         run_length: run,
@@ -224,6 +231,7 @@ mod tests {
         assert_eq!(c.exceedances, 27);
         assert_eq!(c.maxima, vec![8.0; 9]);
         assert_eq!(c.starts, (1..10).map(|b| b * 100).collect::<Vec<u64>>());
+        assert_eq!(c.sizes, vec![3; 9]);
         assert!(c.extremal_index < 1.0);
         // Isolated exceedances stay alone.
         let c = decluster(

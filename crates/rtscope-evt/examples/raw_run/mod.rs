@@ -2,6 +2,7 @@
 //! each thread's wake-ups from it, and the tail `rtscope tail` reads from raw samples.
 
 use rtscope_evt::threshold::{Point, MAX_EXCEEDANCES};
+use rtscope_evt::{block_maxima, Tail};
 use rtscope_store::{RunDetail, RunId, Store};
 use std::path::Path;
 
@@ -51,4 +52,31 @@ pub fn largest_tenth(v: &[f64]) -> Vec<Point> {
             value,
         })
         .collect()
+}
+
+/// A tail of `v` (in time order) as `rtscope tail` reads a raw run: the largest tenth (at most
+/// the threshold search's most) as points, every whole second's maximum.
+pub fn tail_of(v: &[f64], hz: f64) -> Tail {
+    Tail {
+        observations: v.len() as u64,
+        rate_hz: Some(hz),
+        points: largest_tenth(v),
+        ordered: true,
+        binning: None,
+        bins: None,
+        max: v.iter().copied().fold(0.0, f64::max),
+        block_maxima: block_maxima(v, hz.round() as usize),
+    }
+}
+
+/// Episodes of `v` above `z`: runs of exceedances no more than `run` wake-ups apart.
+pub fn episodes(v: &[f64], z: f64, run: f64) -> usize {
+    let (mut n, mut last) = (0, None::<usize>);
+    for (i, _) in v.iter().enumerate().filter(|(_, &x)| x > z) {
+        if last.is_none_or(|l| (i - l) as f64 > run) {
+            n += 1;
+        }
+        last = Some(i);
+    }
+    n
 }

@@ -349,7 +349,7 @@ fn fit(tail: &Tail, s: &Segments, o: &Options) -> Result<Fitted, String> {
 /// Segment `i`'s wake-ups among the run's largest.
 fn own_values(tail: &Tail, s: &Segments, i: usize, keep: usize) -> Own {
     let (points, wakeups): (Vec<Point>, u64) = points_of(tail, s, &[i]);
-    Own::of(&points, wakeups, keep, EXCEEDANCES)
+    Own::of_wakeups(&points, wakeups, keep, EXCEEDANCES)
 }
 
 #[cfg(test)]

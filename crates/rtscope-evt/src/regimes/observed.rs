@@ -194,15 +194,16 @@ fn per_wakeup(tail: &Tail, p: f64, hz: f64, chi2: f64) -> Result<ObservedLevel, 
     }
     let rank = expected.ceil() as usize;
     let keep = (expected + 40.0 * expected.sqrt()).ceil() as usize + 200;
-    let own = Own::of(&tail.points, n, keep, rank - 1);
+    let own = Own::of_wakeups(&tail.points, n, keep, rank - 1);
     let Some((e, lo, hi)) = empirical(&own, p, chi2, chi2) else {
         return Err("below every wake-up kept".into());
     };
     let lambda = expected * own.theta;
     let Some(hi) = hi else {
         return Err(format!(
-            "too few episodes above it ({lambda:.1} expected, {:.1} wake-ups each): its upper bound is beyond the run's maximum; measure longer",
-            1.0 / own.theta
+            "too few episodes above it ({lambda:.1} expected, {:.1} wake-ups each, whose sizes make the count as uncertain as {:.1} episodes'): its upper bound is beyond the run's maximum; measure longer",
+            1.0 / own.theta,
+            expected / own.weight
         ));
     };
     Ok(ObservedLevel {

@@ -15,16 +15,52 @@ pub(super) struct Own {
     desc: Vec<f64>,
     /// How many values the segment holds (wake-ups or blocks).
     count: u64,
-    /// Its episodes per exceedance above its `theta_at`-th largest (1 with fewer): how many
-    /// values one Poisson count of episodes stands for.
+    /// Its episodes per exceedance above its `theta_at`-th largest (1 with fewer): the
+    /// extremal index there.
     pub(super) theta: f64,
+    /// How many values one count of the bounds' Poisson stands for: the episodes' sizes there
+    /// (values above that level per episode), `Σ S² / Σ S` (1 with fewer). The count of values
+    /// above a level is a compound Poisson — episodes at a Poisson rate, each of its own size —
+    /// whose variance is `λ E[S²]`, not the `λ E[S]²` of episodes all of the mean size `1/θ`:
+    /// a run whose few long episodes hold most of its values above the level (a build's
+    /// phase of stalls) gets the wider bounds its counts have.
+    pub(super) weight: f64,
 }
 
 impl Own {
     /// The segment of `points` (indexed in its own order) holding `count` values: only its
     /// `keep` largest are kept (sorted), the ranks the levels and their bounds read lie among
-    /// them; `θ` from the episodes above its `theta_at`-th largest.
+    /// them; `θ` from the episodes above its `theta_at`-th largest, each count of the bounds
+    /// standing for `1/θ` values (the blocks' maxima of the per-time levels).
     pub(super) fn of(points: &[Point], count: u64, keep: usize, theta_at: usize) -> Own {
+        let mut own = Own::sorted(points, count, keep);
+        if let Some(&u) = own.desc.get(theta_at) {
+            let c = threshold::decluster(points, u);
+            own.theta = (c.maxima.len() as f64 / c.exceedances.max(1) as f64).clamp(0.01, 1.0);
+            own.weight = 1.0 / own.theta;
+        }
+        own
+    }
+
+    /// As [`Own::of`] for wake-ups, each count of the bounds standing for the episodes'
+    /// sizes there ([`Own::weight`]): wake-ups above a level come in episodes of very
+    /// different lengths (a build's phase of stalls beside single late wake-ups).
+    pub(super) fn of_wakeups(points: &[Point], count: u64, keep: usize, theta_at: usize) -> Own {
+        let mut own = Own::of(points, count, keep, theta_at);
+        if let Some(&u) = own.desc.get(theta_at) {
+            let c = threshold::decluster(points, u);
+            let (s1, s2) = c.sizes.iter().fold((0.0, 0.0), |(a, b), &s| {
+                let s = s as f64;
+                (a + s, b + s * s)
+            });
+            if s1 > 0.0 {
+                own.weight = (s2 / s1).max(1.0);
+            }
+        }
+        own
+    }
+
+    fn sorted(points: &[Point], count: u64, keep: usize) -> Own {
         let mut desc: Vec<f64> = points.iter().map(|p| p.value).collect();
         if desc.len() > keep {
             desc.select_nth_unstable_by(keep, |a, b| b.total_cmp(a));
@@ -32,11 +68,12 @@ impl Own {
         }
         desc.sort_by(f64::total_cmp);
         desc.reverse();
-        let theta = desc.get(theta_at).map_or(1.0, |&u| {
-            let c = threshold::decluster(points, u);
-            (c.maxima.len() as f64 / c.exceedances.max(1) as f64).clamp(0.01, 1.0)
-        });
-        Own { desc, count, theta }
+        Own {
+            desc,
+            count,
+            theta: 1.0,
+            weight: 1.0,
+        }
     }
 }
 
@@ -58,7 +95,8 @@ pub(super) fn worst(own: &[Own], p: f64, chi2: f64, chi2_lower: f64) -> Option<(
 /// The level of a segment's values exceeded with probability `p` per value (a wake-up, or a
 /// block), read off them (`None`: below them all, or `p` beyond its count `N_s`): the
 /// `⌈p N_s⌉`-th largest. Its bounds are the values at the ranks of a Poisson count of
-/// `λ = p N_s θ` episodes of `1/θ` values each, in values: the `r`-th largest is above the true
+/// `λ = p N_s / w` of `w` values each (`w` = [`Own::weight`], `1/θ` were every episode of the
+/// mean size), in values: the `r`-th largest is above the true
 /// level exactly when `r` or more values are, so the lower bound is at the smallest count `k`
 /// with `P(N ≥ k) ≤ α`, the upper at the largest with `P(N < k) ≤ α` (`α` the one-sided share
 /// of `z² = chi2`, `chi2_lower` for the lower bound) — exact where counts are small (a segment's
@@ -73,10 +111,10 @@ pub(super) fn empirical(w: &Own, p: f64, chi2: f64, chi2_lower: f64) -> Option<B
     }
     let at = |r: f64| w.desc.get((r.ceil() as usize).max(1) - 1).copied();
     let e = at(expected)?;
-    let lambda = expected * w.theta;
+    let lambda = expected / w.weight;
     // Past the values kept the level is below them all: no lower bound but 0.
-    let lo = at(count_above(lambda, chi2_lower) as f64 / w.theta).unwrap_or(0.0);
-    let hi = count_below(lambda, chi2).and_then(|k| at(k as f64 / w.theta));
+    let lo = at(count_above(lambda, chi2_lower) as f64 * w.weight).unwrap_or(0.0);
+    let hi = count_below(lambda, chi2).and_then(|k| at(k as f64 * w.weight));
     Some((e, lo.min(e), hi.map(|h| h.max(e))))
 }
 
@@ -112,4 +150,36 @@ pub(super) fn count_below(lambda: f64, chi2: f64) -> Option<u64> {
         k += 1;
     }
     (k >= 1).then_some(k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 300 kept values 300, 299, … of a run of 100,000, θ 0.5, each count of the bounds
+    /// standing for `weight` values.
+    fn own(weight: f64) -> Own {
+        Own {
+            desc: (1..=300).rev().map(f64::from).collect(),
+            count: 100_000,
+            theta: 0.5,
+            weight,
+        }
+    }
+
+    #[test]
+    fn episodes_of_unequal_sizes_widen_the_bounds_not_the_estimate() {
+        // 60 wake-ups above the level at 6e-4: as 30 episodes of 2 (weight 2), or with one
+        // episode holding 30 of them and 30 alone (weight (30² + 30) / 60 = 15.5).
+        let (e2, lo2, hi2) = empirical(&own(2.0), 6e-4, 3.84, 3.84).expect("a level");
+        let (e15, lo15, hi15) = empirical(&own(15.5), 6e-4, 3.84, 3.84).expect("a level");
+        assert_eq!(e2, 241.0);
+        assert_eq!(e15, e2);
+        let (hi2, hi15) = (hi2.expect("bounded"), hi15.expect("bounded"));
+        assert!(lo15 < lo2 && lo2 < e2, "lower {lo15} < {lo2} < {e2}");
+        assert!(hi15 > hi2 && hi2 > e2, "upper {hi15} > {hi2} > {e2}");
+        // 30 equal episodes: a Poisson of 30 is at least 20 with 97.5 % (its 2.5 % point
+        // 19.7): the upper bound at about rank 2 × 20.
+        assert!((255.0..=265.0).contains(&hi2), "upper {hi2}");
+    }
 }
