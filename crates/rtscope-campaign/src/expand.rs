@@ -493,6 +493,7 @@ fn settings(
         m.event_capacity = c;
     }
     (m.explain, m.explain_off) = explain(src, s, a, &m.workload).map_err(Located::Yes)?;
+    m.explain_recorder = a.explain_recorder.unwrap_or_default();
     if let WorkloadSpec::Noise(n) = &mut m.workload {
         // Unless the file or the command line says `explain`, the plan explains by default.
         n.explain_by_default = a.explain.is_none() && s.explain.is_none();

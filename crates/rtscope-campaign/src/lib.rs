@@ -65,6 +65,9 @@ pub struct CampaignOptions {
     pub quiet: bool,
     /// `--explain`: a threshold or `off`, instead of the campaign's (text as given).
     pub explain: Option<String>,
+    /// `--explain-recorder`: where every run's flight recorder takes its events from
+    /// (`None`: the tracefs instance's trace events).
+    pub explain_recorder: Option<rtscope_session::explain::RecorderChoice>,
     /// `--until-tail`: `probability=P,precision=PCT%,max_duration=DUR` or `off`, instead of
     /// the campaign's `until_tail` (text as given).
     pub until_tail: Option<String>,

@@ -19,24 +19,12 @@ use rtscope_explain::coarse::{CoarseSample, CoarseThread};
 use rtscope_explain::model::Softirq;
 use rtscope_explain::model::Spike;
 use rtscope_store::{Recorder, SpikeRow, SpikeSummaryRow};
-use rtscope_trace::explain::{ExplainConfig, Explainer, RecorderChoice};
+/// Where the flight recorder takes the spikes' events from (`--explain-recorder`), for the
+/// front ends that name it without depending on the trace crate.
+pub use rtscope_trace::explain::RecorderChoice;
+use rtscope_trace::explain::{ExplainConfig, Explainer};
 use std::path::Path;
 use std::time::{Duration, Instant};
-
-/// Where the flight recorder of the runs this process explains takes its events from
-/// (`rtscope measure --explain-recorder`; the tracefs instance's trace events by default).
-/// Process-wide until the run's plan carries it: the front end sets it before the run.
-static RECORDER: std::sync::Mutex<RecorderChoice> = std::sync::Mutex::new(RecorderChoice::Tracefs);
-
-/// Sets where the flight recorder of the runs explained from now on takes its events from.
-pub fn set_recorder(choice: RecorderChoice) {
-    *RECORDER.lock().unwrap_or_else(|e| e.into_inner()) = choice;
-}
-
-/// Where the flight recorder takes its events from ([`set_recorder`]).
-pub fn recorder() -> RecorderChoice {
-    *RECORDER.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// The threshold campaigns explain from when their file does not say (`explain`).
 pub const DEFAULT_THRESHOLD: Nanos = Nanos(100_000);
@@ -132,7 +120,8 @@ pub struct Explaining {
 /// deferred (the explainer queues at most `MAX_PENDING`).
 const DEFERRED_BATCH: usize = 1024;
 
-/// What a run asks of `--explain` (the plan's `explain`, `explain_keep`, `explain_stacks`).
+/// What a run asks of `--explain` (the plan's `explain`, `explain_keep`, `explain_stacks`,
+/// `explain_recorder`).
 #[derive(Debug, Clone, Copy)]
 pub struct ExplainAsk {
     /// Explain every wake-up at or above this latency (`None`: no explaining).
@@ -141,6 +130,8 @@ pub struct ExplainAsk {
     pub keep: usize,
     /// Which kernel stacks.
     pub stacks: rtscope_trace::tracefs::StackChoice,
+    /// Where the flight recorder takes its events from.
+    pub recorder: RecorderChoice,
 }
 
 impl Explaining {
@@ -162,7 +153,7 @@ impl Explaining {
         };
         let mut cfg = ExplainConfig::new(threshold.0, measured.clone(), ask.stacks);
         cfg.per_window = ask.keep;
-        cfg.recorder = recorder();
+        cfg.recorder = ask.recorder;
         cfg.monotonic = config.clock == rtscope_engine::ClockKind::Monotonic;
         if ask.stacks != rtscope_trace::tracefs::StackChoice::Off {
             let probe = rtscope_check::LiveProbe;

@@ -13,6 +13,7 @@ use crate::field::{Field, Naming};
 use rtscope_common::limits::Limit;
 use rtscope_core::Nanos;
 use rtscope_engine::{ClockKind, CpuSet, Policy, RunConfig, SleepMode, ThreadSpec};
+use rtscope_trace::explain::RecorderChoice;
 use rtscope_trace::tracefs::StackChoice;
 use std::fmt;
 
@@ -342,6 +343,10 @@ pub struct PlanSpec {
     /// (0.997–1.079) at p99 on this host, BENCHMARKS.md; `auto`: late-only where the kernel
     /// can).
     pub explain_stacks: StackChoice,
+    /// Where the flight recorder takes the spikes' events from (`--explain-recorder`: the
+    /// tracefs instance's trace events by default; `ebpf`/`auto`: the eBPF rings, tracefs
+    /// where they cannot, the reason in the tier line).
+    pub explain_recorder: RecorderChoice,
     /// Why explaining, on by default, is off for this run: the reason and the fix (tracefs
     /// unusable here); `None` when it is on or was turned off on purpose.
     pub explain_off: Option<String>,
@@ -384,6 +389,7 @@ impl Default for PlanSpec {
             explain: None,
             explain_keep: 5,
             explain_stacks: StackChoice::Off,
+            explain_recorder: RecorderChoice::Tracefs,
             explain_off: None,
             raw: false,
             limits: Vec::new(),
@@ -411,6 +417,8 @@ pub struct RunPlan {
     pub explain_keep: usize,
     /// Which kernel stacks spikes get ([`PlanSpec::explain_stacks`]).
     pub explain_stacks: StackChoice,
+    /// Where the flight recorder takes its events from ([`PlanSpec::explain_recorder`]).
+    pub explain_recorder: RecorderChoice,
     /// Why explaining, on by default, is off ([`PlanSpec::explain_off`]).
     pub explain_off: Option<String>,
     /// SCHED_FIFO priority asked for rtscope's control and monitor threads (`None`: off).
@@ -433,6 +441,7 @@ impl RunPlan {
             explain: None,
             explain_keep: 5,
             explain_stacks: StackChoice::Off,
+            explain_recorder: RecorderChoice::Tracefs,
             explain_off: None,
             housekeeping: Some(crate::housekeeping::DEFAULT_PRIORITY),
             housekeeping_cpus: None,
@@ -528,6 +537,7 @@ impl RunPlan {
             explain: s.explain,
             explain_keep: s.explain_keep,
             explain_stacks: s.explain_stacks,
+            explain_recorder: s.explain_recorder,
             explain_off: s.explain_off.clone(),
             housekeeping: s.housekeeping_prio,
             housekeeping_cpus: s.housekeeping_cpus.clone(),

@@ -240,6 +240,7 @@ impl Session {
             threshold: plan.explain,
             keep: plan.explain_keep,
             stacks: plan.explain_stacks,
+            recorder: plan.explain_recorder,
         };
         let explaining = Explaining::start(&ask, &plan.config, &placement, sched);
         let run = Run::start(plan.config.clone())?;

@@ -1,7 +1,10 @@
 //! The options of `rtscope run`.
 
 use crate::cli::fleet::FleetArgs;
+use crate::cli::measure::EXPLAIN_RECORDER;
+use crate::cli::values::one_of;
 use clap::Args;
+use rtscope_trace::explain::RecorderChoice;
 use std::path::PathBuf;
 
 /// Options of `rtscope run`.
@@ -42,6 +45,10 @@ pub struct RunArgs {
     /// `explain`, else 100us where tracefs is usable] (docs/explain.md)
     #[arg(long, value_name = "DUR|off")]
     pub explain: Option<String>,
+    /// Where the flight recorder takes the spikes' events from [default: tracefs;
+    /// docs/explain.md, "The eBPF flight recorder"]
+    #[arg(long, value_name = "RECORDER", value_parser = one_of(EXPLAIN_RECORDER))]
+    pub explain_recorder: Option<RecorderChoice>,
     /// Measure each timer run until its tail estimate is precise enough, instead of the
     /// campaign's `until_tail`: `probability=1e-9,precision=10%,max_duration=2h`, or `off`
     /// (docs/campaigns.md)

@@ -75,6 +75,7 @@ fn options(a: &RunArgs) -> anyhow::Result<CampaignOptions> {
         db: a.db.clone(),
         quiet: a.quiet,
         explain: a.explain.clone(),
+        explain_recorder: a.explain_recorder,
         until_tail: a.until_tail.clone(),
     })
 }
@@ -100,6 +101,8 @@ fn as_started(a: &RunArgs) -> anyhow::Result<RunArgs> {
     keep("--loops", &mut merged.loops, &first.loops)?;
     keep("--repeats", &mut merged.repeats, &first.repeats)?;
     keep("--explain", &mut merged.explain, &first.explain)?;
+    let (now, started) = (&mut merged.explain_recorder, &first.explain_recorder);
+    keep("--explain-recorder", now, started)?;
     keep("--until-tail", &mut merged.until_tail, &first.until_tail)?;
     let mut tags = (!a.tags.is_empty()).then(|| a.tags.clone());
     keep(

@@ -68,6 +68,8 @@ pub fn spec(a: &MeasureArgs, online: &CpuSet) -> Result<PlanSpec, UsageError> {
         // Off unless asked for: the late-only stacks cost a prompt wake-up (docs/explain.md);
         // the tier line says "kernel stacks off".
         explain_stacks: a.explain_stacks.unwrap_or(StackChoice::Off),
+        // The flight recorder's source (tracefs unless asked): the tier line names the one that ran.
+        explain_recorder: a.explain_recorder.unwrap_or_default(),
         explain_off: None,
         housekeeping_cpus: a
             .housekeeping
@@ -152,8 +154,6 @@ pub fn run(
         record,
         quiet,
     } = Lowered::of(a, &command_line)?;
-    // The flight recorder's source (tracefs unless asked): the tier line names the one that ran.
-    rtscope_session::explain::set_recorder(a.explain_recorder.unwrap_or_default());
     let settings = SystemSettings::apply(&plan)?;
     // A closed stdout (`| head -1`) loses the text, never the run nor the exit code.
     let mut streams = Streams {
@@ -480,6 +480,10 @@ mod tests {
         use rtscope_trace::explain::RecorderChoice;
         let recorder = |args: &[&str]| parse(args).unwrap().explain_recorder;
         assert_eq!(recorder(&["--explain", "100us"]), None);
+        let a = parse(&["--explain", "100us"]).unwrap();
+        let online = CpuSet::from_cpus([0, 1]);
+        let planned = spec(&a, &online).unwrap().explain_recorder;
+        assert_eq!(planned, RecorderChoice::Tracefs, "tracefs unless asked");
         for (word, choice) in [
             ("tracefs", RecorderChoice::Tracefs),
             ("ebpf", RecorderChoice::Bpf),
@@ -487,6 +491,10 @@ mod tests {
         ] {
             let args = ["--explain", "100us", "--explain-recorder", word];
             assert_eq!(recorder(&args), Some(choice), "{word}");
+            let a = parse(&args).unwrap();
+            let online = CpuSet::from_cpus([0, 1]);
+            let planned = spec(&a, &online).unwrap().explain_recorder;
+            assert_eq!(planned, choice, "the plan carries {word}");
         }
         let e = parse(&["--explain-recorder", "ebpf"]).unwrap_err();
         assert_eq!(e.kind(), clap::error::ErrorKind::MissingRequiredArgument);
