@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import answer_checks
+import explain_ebpf_checks
 import gpio_checks
 import guest
 import noise_checks
@@ -377,6 +378,7 @@ def check_kernel(c: Checker, a: argparse.Namespace, p: Prepared) -> tuple[float,
     verify(c, kernel, r, host, p.out, not a.no_campaign)
     if p.culprit is not None:
         verify_explain(c, kernel, r)
+        explain_ebpf_checks.verify(c, kernel, r)
         noise_checks.verify_noise(c, kernel, r)
     noise_checks.verify_irqs_off(c, kernel, r)
     watch_checks.verify_watch(c, kernel, r, host, p.out, p.culprit is not None)

@@ -73,6 +73,28 @@ if [ "${EXPLAIN:-0}" = 1 ]; then
     mark explain-osnoise-after "$(cat $T/osnoise/cpus 2>/dev/null) $(cat $T/osnoise/timerlat_period_us 2>/dev/null)"
     [ -f /tmp/explain.json ] && put_file explain.json /tmp/explain.json
     [ -f /tmp/dump.txt ] && put_file dump.txt /tmp/dump.txt && rm /tmp/dump.txt
+    # The same run on the eBPF flight recorder (--explain-recorder ebpf, issue 68): its rings
+    # on the raw tracepoints, the flight-recorder tier on the RT kernels too (timerlat's events
+    # are tracefs's), against the reference instance again; where the rings cannot (arm64: no
+    # program for the IPI events yet) tracefs runs and the tier line says why (checks.py
+    # verify_explain_ebpf). The dump is the rings' events (the reader's RTSCOPE_TRACE_DUMP).
+    reference_start
+    /root/culprit 1 20 100 30 &
+    cpid=$!
+    check explain-ebpf env RTSCOPE_TRACE_DUMP=/tmp/dump-ebpf.txt rtscope measure -D 6s -i 1ms \
+        --cpus 1 -p 80 --explain 1.5ms --explain-keep 100 --explain-recorder ebpf -q \
+        --db /tmp/explain-ebpf.db --json /tmp/explain-ebpf.json --label guest-explain-ebpf
+    kill "$cpid"
+    wait "$cpid"
+    reference_stop reference-ebpf.txt
+    mark explain-ebpf-named "$(grep -c 'thread culprit:' /tmp/explain-ebpf.log)"
+    mark explain-ebpf-recorder "$(rtscope runs show last --db /tmp/explain-ebpf.db 2>&1 |
+        sed -n 's/^ *recorder: //p' | head -n 1)"
+    mark explain-ebpf-instances "$(ls $T/instances | wc -l)"
+    mark explain-ebpf-osnoise-after "$(cat $T/osnoise/cpus 2>/dev/null) $(cat $T/osnoise/timerlat_period_us 2>/dev/null)"
+    put_log explain-ebpf
+    [ -f /tmp/explain-ebpf.json ] && put_file explain-ebpf.json /tmp/explain-ebpf.json
+    [ -f /tmp/dump-ebpf.txt ] && put_file dump-ebpf.txt /tmp/dump-ebpf.txt && rm /tmp/dump-ebpf.txt
 fi
 if [ "${EXPLAIN:-0}" = 1 ] && [ "${KIND:-}" = rt ]; then
     # SIGKILL while recording (the timerlat tier, RT kernels): the reaper removes the instance
