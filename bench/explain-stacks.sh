@@ -55,6 +55,13 @@ run() { # run on|off N
   "$exe" measure -D "${secs}s" -i "${interval}us" --cpus 1 -p 95 "${observe[@]}" \
     --no-db -q --json "$out/$1-$2.json" >/dev/null
 }
+if [ "${RECORDER:-}" = ebpf ]; then
+  # The pairs are worth nothing if the eBPF recorder fell back to tracefs: one short run says.
+  "$bin" measure -D 1s -i "${interval}us" --cpus 1 -p 95 --explain "$threshold" \
+    --explain-stacks on --explain-recorder ebpf --no-db 2>&1 >/dev/null |
+    grep -o 'recorder: eBPF rings[^;]*' ||
+    { echo "RECORDER=ebpf: the eBPF recorder did not run here (its tier line above)" >&2; exit 2; }
+fi
 for n in $(seq 1 "$pairs"); do
   if [ $((n % 2)) = 1 ]; then run off "$n"; run on "$n"; else run on "$n"; run off "$n"; fi
 done
