@@ -26,9 +26,18 @@ impl Recorder {
         }
     }
 
-    /// Whether a trace recorder ran (a tracefs instance), whose cost the run's figures include.
+    /// Which recorder ran, read once from its words.
+    pub fn kind(&self) -> RecorderKind {
+        RecorderKind::of(&self.recorder)
+    }
+
+    /// Whether a trace recorder ran (a tracefs instance or the eBPF rings), whose cost the
+    /// run's figures include.
     pub fn traced(&self) -> bool {
-        self.recorder.starts_with("tracefs")
+        matches!(
+            self.kind(),
+            RecorderKind::Tracefs | RecorderKind::Bpf { .. }
+        )
     }
 
     /// Whether kernel stacks were taken.
@@ -72,16 +81,63 @@ impl Recorder {
     }
 
     /// What a report says of figures measured with the recorder on: `tracefs, 25 events` (with
-    /// `, stacks: …` where stacks were taken); `None` where no trace recorder ran.
+    /// `, stacks: …` where stacks were taken); for the eBPF rings `eBPF rings on raw
+    /// tracepoints, 23 tracepoints, its cost not yet measured (issue 68 item 3)`; `None` where
+    /// no trace recorder ran.
     pub fn cost(&self) -> Option<String> {
-        if !self.traced() {
-            return None;
-        }
-        let mut s = format!("tracefs, {} events", self.events.len());
+        let mut s = match self.kind() {
+            RecorderKind::Tracefs => format!("tracefs, {} events", self.events.len()),
+            RecorderKind::Bpf { tracepoints } => {
+                let n = tracepoints.map_or(String::new(), |n| format!(", {n} tracepoints"));
+                format!("{RINGS}{n}, its cost not yet measured (issue 68 item 3)")
+            }
+            RecorderKind::None | RecorderKind::Other => return None,
+        };
         if self.stacks_taken() {
             s.push_str(&format!(", stacks: {}", self.stacks));
         }
         Some(s)
+    }
+}
+
+/// How the eBPF flight recorder's words begin (`rtscope-trace`'s `of_rings` writes them).
+pub const RINGS: &str = "eBPF rings on raw tracepoints";
+
+/// Which recorder a run's words name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecorderKind {
+    /// No recorder (`none`: the coarse tier).
+    None,
+    /// A tracefs instance's trace events (with the timerlat tracer or not).
+    Tracefs,
+    /// The eBPF rings on raw tracepoints (`--explain-recorder ebpf|auto`), on this many
+    /// tracepoints where the words say.
+    Bpf {
+        /// The raw tracepoints the rings follow.
+        tracepoints: Option<usize>,
+    },
+    /// Words no rtscope wrote (a newer recorder read by an older rtscope).
+    Other,
+}
+
+impl RecorderKind {
+    /// The recorder the words `recorder` name: `none`, `tracefs instance …`, `eBPF rings on
+    /// raw tracepoints (23 tracepoints, …)`.
+    pub fn of(recorder: &str) -> RecorderKind {
+        if recorder == "none" {
+            RecorderKind::None
+        } else if recorder.starts_with("tracefs") {
+            RecorderKind::Tracefs
+        } else if let Some(rest) = recorder.strip_prefix(RINGS) {
+            let tracepoints = rest
+                .trim_start()
+                .strip_prefix('(')
+                .and_then(|r| r.split_once(" tracepoints"))
+                .and_then(|(n, _)| n.trim().parse().ok());
+            RecorderKind::Bpf { tracepoints }
+        } else {
+            RecorderKind::Other
+        }
     }
 }
 
@@ -113,5 +169,55 @@ mod tests {
             (None, "no trace events".into())
         );
         assert_eq!(n.describe(), "recorder: none, stacks: none");
+    }
+
+    #[test]
+    fn the_ebpf_recorders_words_read_as_a_traced_run_whose_cost_is_not_yet_measured() {
+        // The words rtscope-trace's `of_rings` stores for an eBPF run.
+        let r = Recorder {
+            recorder: "eBPF rings on raw tracepoints (23 tracepoints, 65536 records per CPU; \
+                       tracefs instance rtscope-4711-0 without its events)"
+                .into(),
+            events: Vec::new(),
+            stacks: "none".into(),
+        };
+        assert_eq!(
+            r.kind(),
+            RecorderKind::Bpf {
+                tracepoints: Some(23)
+            }
+        );
+        assert!(r.traced());
+        let cost = r.cost().unwrap();
+        assert_eq!(
+            cost,
+            "eBPF rings on raw tracepoints, 23 tracepoints, its cost not yet measured \
+             (issue 68 item 3)"
+        );
+        assert!(!cost.contains("tracefs"), "{cost}");
+        let stacked = Recorder {
+            stacks: "late-only eBPF programs: x".into(),
+            ..r.clone()
+        };
+        assert!(stacked
+            .cost()
+            .unwrap()
+            .ends_with(", stacks: late-only eBPF programs: x"));
+        let odd = Recorder {
+            recorder: "eBPF rings on raw tracepoints".into(),
+            ..r
+        };
+        assert_eq!(odd.kind(), RecorderKind::Bpf { tracepoints: None });
+        assert_eq!(RecorderKind::of("none"), RecorderKind::None);
+        assert_eq!(
+            RecorderKind::of("tracefs instance x (timerlat tracer)"),
+            RecorderKind::Tracefs
+        );
+        assert_eq!(RecorderKind::of("perf"), RecorderKind::Other);
+        let other = Recorder {
+            recorder: "perf".into(),
+            ..Recorder::none()
+        };
+        assert!(!other.traced() && other.cost().is_none());
     }
 }

@@ -130,7 +130,8 @@ impl RunData {
     }
 
     /// `figures include the recorder's cost (tracefs, 23 events[, stacks: …])` for a run
-    /// measured with a trace recorder on (`--explain`'s tracefs instance); `None` without one.
+    /// measured with a trace recorder on (`--explain`'s tracefs instance; the eBPF rings say
+    /// their cost is not yet measured); `None` without one.
     pub fn recorder_cost(&self) -> Option<String> {
         let cost = self.recorder.row()?.cost()?;
         Some(format!("figures include the recorder's cost ({cost})"))

@@ -748,3 +748,25 @@ fn a_run_measured_with_a_recorder_on_says_its_figures_include_its_cost() {
         "the plain run ran no recorder"
     );
 }
+
+#[test]
+fn a_run_on_the_ebpf_recorder_names_it_and_quotes_no_tracefs_cost() {
+    let mut run = run_data("recorder-ebpf", "ebpf");
+    run.recorder = rtscope_store::Recorded::Ran(
+        "flight_recorder".into(),
+        rtscope_store::Recorder {
+            recorder: "eBPF rings on raw tracepoints (23 tracepoints, 65536 records per CPU; \
+                       tracefs instance rtscope-4711-0 without its events)"
+                .into(),
+            events: Vec::new(),
+            stacks: "none".into(),
+        },
+    );
+    let cost = run.recorder_cost().unwrap();
+    assert_eq!(
+        cost,
+        "figures include the recorder's cost (eBPF rings on raw tracepoints, 23 tracepoints, \
+         its cost not yet measured (issue 68 item 3))"
+    );
+    assert!(!cost.contains("tracefs"), "{cost}");
+}

@@ -44,8 +44,9 @@ pub fn of_rings(dir: &Path, tracepoints: usize, records: u32, stacks: &Stacks) -
     }
 }
 
-/// How the eBPF flight recorder's words begin.
-pub const RINGS: &str = "eBPF rings on raw tracepoints";
+/// How the eBPF flight recorder's words begin (`rtscope_core::recorder::RecorderKind` reads
+/// them back).
+pub use rtscope_core::recorder::RINGS;
 
 /// The kernel stacks an instance takes, in words: `none`; `late-only eBPF programs: …` or
 /// `late-only hist triggers: …` (the chains, as the tier line names them); `stacktrace
