@@ -2,7 +2,8 @@
 //! --explain` names its recorder (the tracefs instance), the trace events it enabled and the
 //! kernel stacks it takes, on the tier line and in the run's record (`runs show`, text and
 //! JSON); `--explain-stacks on` names the stacks' mechanism (eBPF programs where this kernel
-//! runs them); a run without `--explain` shows that no recorder ran. No time is asserted.
+//! runs them); a run without `--explain` shows that no recorder ran; `--explain-recorder ebpf`
+//! (measure and run) names the eBPF rings, or the tracefs fallback and why. No time is asserted.
 
 use crate::explain::traceable;
 use std::path::{Path, PathBuf};
@@ -157,4 +158,90 @@ fn explain_stacks_on_names_the_stacks_mechanism_on_the_tier_line_and_in_the_reco
         );
         assert!(stacks.contains("(eBPF on "), "{s}");
     }
+}
+
+/// Whether this kernel can run the eBPF flight recorder (BPF on trace events with a ring
+/// buffer, and BTF): where it can, `--explain-recorder ebpf` must not fall back.
+fn bpf_here() -> bool {
+    rtscope_testkit::bpf_events_here() && Path::new("/sys/kernel/btf/vmlinux").exists()
+}
+
+/// The recorder `runs show last` of `db` names is the eBPF rings, or, where `tier` says the
+/// eBPF recorder was not used and why, the tracefs instance (a failure under
+/// RTSCOPE_TEST_STRICT=1 on a kernel that has BPF). `None` where it fell back.
+fn assert_ebpf_or_fallback(db: &Path, tier: &str) -> Option<()> {
+    let (s, v) = show(db);
+    let recorder = line(&s, "recorder");
+    let recorded = v["recorder"]["recorder"].as_str().unwrap_or_default();
+    if recorder.starts_with("eBPF rings on raw tracepoints (") {
+        assert!(recorder.contains(" tracepoints, "), "{s}");
+        assert!(
+            recorded.starts_with("eBPF rings on raw tracepoints ("),
+            "{v}"
+        );
+        return Some(());
+    }
+    assert!(recorder.starts_with("tracefs instance rtscope-"), "{s}");
+    assert!(
+        tier.contains("eBPF recorder not used, tracefs instead: "),
+        "the fallback says why: {tier}\n{s}"
+    );
+    rtscope_testkit::require!(!bpf_here(), "the eBPF recorder on this BPF kernel: {tier}");
+    None
+}
+
+#[test]
+fn explain_recorder_ebpf_names_the_rings_or_the_fallback_and_why_in_measure_and_run() {
+    rtscope_testkit::require_ok!(traceable());
+    let _rt = rtscope_testkit::rt_lock();
+    let path = db("ebpf");
+    let o = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .args([
+            "measure",
+            "-D",
+            "2s",
+            "--cpus",
+            "1",
+            "-q",
+            "--explain",
+            "1ms",
+        ])
+        .args(["--explain-recorder", "ebpf", "--db"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{}{err}", text(&o.stdout));
+    let tier = err
+        .lines()
+        .find(|l| l.contains("explaining spikes: tier "))
+        .unwrap_or_else(|| panic!("no tier line: {err}"));
+    if assert_ebpf_or_fallback(&path, tier).is_some() {
+        assert!(
+            tier.contains("recorder: eBPF rings on raw tracepoints ("),
+            "{tier}"
+        );
+    }
+
+    // `rtscope run` gives the flag to every run of its campaign.
+    let campaign = db("ebpf-run");
+    let file = campaign.with_file_name("c.toml");
+    let toml = "[campaign]\nname = \"ebpf\"\n[measure]\ninterval = \"1ms\"\nduration = \"2s\"\n\
+                explain = \"1ms\"\n[[scenario]]\nname = \"1:1\"\nthreads = 1\ncpus = \"1\"\n\
+                [[load_case]]\nname = \"idle\"\n";
+    std::fs::write(&file, toml).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_rtscope"))
+        .arg("run")
+        .arg(&file)
+        .args(["-q", "--explain-recorder", "ebpf", "--db"])
+        .arg(&campaign)
+        .output()
+        .unwrap();
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{}{err}", text(&o.stdout));
+    let tier = err
+        .lines()
+        .find(|l| l.contains("explaining spikes: tier "))
+        .unwrap_or_default();
+    assert_ebpf_or_fallback(&campaign, tier);
 }
