@@ -8,6 +8,7 @@ use crate::error::ConfigError;
 use crate::retention::Retention;
 use rtscope_common::error::UsageError;
 use rtscope_core::Nanos;
+use rtscope_trace::explain::RecorderChoice;
 use std::path::{Path, PathBuf};
 
 /// The default wake-up interval (see [`Config::build`]).
@@ -53,6 +54,8 @@ pub struct Settings {
     pub housekeeping: Option<String>,
     /// Explain each window's worst wake-up.
     pub explain: Option<bool>,
+    /// Where the flight recorder takes its events from: `tracefs`, `ebpf` or `auto`.
+    pub explain_recorder: Option<String>,
 }
 
 /// The file as TOML: the keys of [`Settings`], nothing else.
@@ -76,6 +79,7 @@ struct File {
     alert_command: Option<String>,
     housekeeping: Option<String>,
     explain: Option<bool>,
+    explain_recorder: Option<String>,
 }
 
 /// The line (from 1) of byte `at` of `text`.
@@ -159,6 +163,7 @@ impl Settings {
             alert_command: f.alert_command,
             housekeeping: f.housekeeping,
             explain: f.explain,
+            explain_recorder: f.explain_recorder,
         })
     }
 
@@ -186,6 +191,7 @@ impl Settings {
             alert_command: over.alert_command.or(self.alert_command),
             housekeeping: over.housekeeping.or(self.housekeeping),
             explain: over.explain.or(self.explain),
+            explain_recorder: over.explain_recorder.or(self.explain_recorder),
         }
     }
 }
@@ -221,6 +227,27 @@ pub struct Config {
     pub housekeeping: Option<String>,
     /// Explain each window's worst wake-up at or above `spike`.
     pub explain: bool,
+    /// Where the flight recorder takes its events from (tracefs unless asked).
+    pub explain_recorder: RecorderChoice,
+}
+
+/// The names `explain_recorder` accepts.
+pub const EXPLAIN_RECORDERS: [RecorderChoice; 3] = [
+    RecorderChoice::Tracefs,
+    RecorderChoice::Bpf,
+    RecorderChoice::Auto,
+];
+
+fn recorder(v: &Option<String>) -> Result<RecorderChoice, UsageError> {
+    let Some(t) = v else {
+        return Ok(RecorderChoice::Tracefs);
+    };
+    let found = EXPLAIN_RECORDERS.into_iter().find(|r| r.name() == t);
+    found.ok_or_else(|| {
+        UsageError::new(format!(
+            "invalid value '{t}' for '--explain-recorder': tracefs, ebpf or auto"
+        ))
+    })
 }
 
 fn dur(v: &Option<String>, key: &str, default: Nanos, unit: &str) -> Result<Nanos, UsageError> {
@@ -323,6 +350,7 @@ impl Config {
             alert_command: s.alert_command.clone(),
             housekeeping: s.housekeeping.clone(),
             explain: s.explain.unwrap_or(false),
+            explain_recorder: recorder(&s.explain_recorder)?,
         })
     }
 }
@@ -339,6 +367,20 @@ mod tests {
             ..Settings::default()
         };
         let c = Config::build(&file.overlay(cli), "host").unwrap();
+        assert_eq!(
+            c.explain_recorder,
+            RecorderChoice::Tracefs,
+            "tracefs unless asked"
+        );
+        let ebpf = Settings::parse("explain_recorder = \"ebpf\"\n").unwrap();
+        let e = Config::build(&ebpf, "host").unwrap();
+        assert_eq!(e.explain_recorder, RecorderChoice::Bpf);
+        let bad = Settings {
+            explain_recorder: Some("bpf".into()),
+            ..Settings::default()
+        };
+        let err = Config::build(&bad, "host").unwrap_err().to_string();
+        assert!(err.contains("--explain-recorder") && err.contains("tracefs, ebpf or auto"));
         assert_eq!(
             (c.series.as_str(), c.interval, c.window),
             ("press-7", Nanos::from_ms(2), Nanos::from_secs(60))

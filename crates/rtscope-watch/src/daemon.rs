@@ -480,7 +480,7 @@ pub fn session(c: &Config, shared: &mut Shared) -> Result<Option<i32>, UsageErro
         } else {
             pinned.iter().collect()
         };
-        WindowExplainer::start(c.spike, cpus, hk)
+        WindowExplainer::start(c.spike, cpus, hk, c.explain_recorder)
     });
     let mut session = Session::start(plan, settings, recorded).map_err(UsageError::from_error)?;
     (shared.warn)(&format!("rtscope watch: {}", session.placement_line()));

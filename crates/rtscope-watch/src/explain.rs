@@ -121,12 +121,20 @@ impl WindowExplainer {
     /// Starts tracing `cpus` (the reader on `housekeeping`); wake-ups at or above `threshold`
     /// are explained. Before the measuring threads start: its reaper is forked while the
     /// process is small and not real-time.
-    pub fn start(threshold: Nanos, cpus: Vec<usize>, housekeeping: Vec<usize>) -> Self {
+    /// The flight recorder takes its events from `recorder` (`--explain-recorder`).
+    pub fn start(
+        threshold: Nanos,
+        cpus: Vec<usize>,
+        housekeeping: Vec<usize>,
+        recorder: rtscope_trace::explain::RecorderChoice,
+    ) -> Self {
         // At SCHED_OTHER: a late read widens the interval an SMI is placed in, never hides it.
         let normal = Housekeeping::Normal(NormalWhy::Asked);
         let ours = CpuSet::from_cpus(housekeeping.iter().copied());
         let smi = SmiState::start(Path::new("/"), Some(&ours), &cpus, normal);
-        WindowExplainer::with(explain_config(threshold, cpus, housekeeping), smi)
+        let mut cfg = explain_config(threshold, cpus, housekeeping);
+        cfg.recorder = recorder;
+        WindowExplainer::with(cfg, smi)
     }
 
     /// The explainer of `cfg` (its threshold the watch's `--spike`), SMIs from `smi`.

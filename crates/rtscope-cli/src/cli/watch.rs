@@ -36,6 +36,11 @@ pub struct WatchArgs {
     /// Charge each window's worst wake-up at or above --spike to what ran on its CPU (tracefs: root)
     #[arg(long, help_heading = "Windows")]
     pub explain: bool,
+    /// Where the flight recorder takes the spikes' events from [default: tracefs;
+    /// docs/explain.md, "The eBPF flight recorder"]
+    #[arg(long, value_name = "RECORDER", help_heading = "Windows",
+          value_parser = clap::builder::PossibleValuesParser::new(["tracefs", "ebpf", "auto"]))]
+    pub explain_recorder: Option<String>,
     /// Wake-ups at or above this count as spikes; a bare number is us [default: 100us]
     #[arg(long, value_name = "DUR", help_heading = "Windows")]
     pub spike: Option<String>,
