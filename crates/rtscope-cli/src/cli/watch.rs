@@ -39,8 +39,8 @@ pub struct WatchArgs {
     /// Where the flight recorder takes the spikes' events from [default: tracefs;
     /// docs/explain.md, "The eBPF flight recorder"]
     #[arg(long, value_name = "RECORDER", help_heading = "Windows",
-          value_parser = clap::builder::PossibleValuesParser::new(["tracefs", "ebpf", "auto"]))]
-    pub explain_recorder: Option<String>,
+          value_parser = crate::cli::values::one_of(crate::cli::measure::EXPLAIN_RECORDER))]
+    pub explain_recorder: Option<rtscope_trace::explain::RecorderChoice>,
     /// Wake-ups at or above this count as spikes; a bare number is us [default: 100us]
     #[arg(long, value_name = "DUR", help_heading = "Windows")]
     pub spike: Option<String>,

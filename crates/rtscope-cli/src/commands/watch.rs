@@ -28,7 +28,7 @@ fn flags(a: &WatchArgs) -> Settings {
         alert_command: a.alert_command.clone(),
         housekeeping: a.housekeeping.clone(),
         explain: a.explain.then_some(true),
-        explain_recorder: a.explain_recorder.clone(),
+        explain_recorder: a.explain_recorder.map(|r| r.name().to_string()),
     }
 }
 
