@@ -14,6 +14,7 @@ use rtscope_common::limits;
 use rtscope_core::Nanos;
 use rtscope_engine::{ClockKind, CpuSet};
 use rtscope_load::LoadSpec;
+use rtscope_session::explain::RecorderChoice;
 use rtscope_session::plan::WorkloadSpec;
 use rtscope_session::{
     field::Naming, plan::PlanError, plan::PlanSpec, plan::PolicyChoice, plan::RunPlan,
@@ -493,7 +494,12 @@ fn settings(
         m.event_capacity = c;
     }
     (m.explain, m.explain_off) = explain(src, s, a, &m.workload).map_err(Located::Yes)?;
-    m.explain_recorder = a.explain_recorder.unwrap_or_default();
+    // `--explain-recorder` replaces the file's `explain_recorder`; tracefs without either.
+    m.explain_recorder = match (a.explain_recorder, &s.explain_recorder) {
+        (Some(r), _) => r,
+        (None, Some(v)) => choice(src, v, "explain_recorder", &RECORDERS).map_err(Located::Yes)?,
+        (None, None) => RecorderChoice::Tracefs,
+    };
     if let WorkloadSpec::Noise(n) = &mut m.workload {
         // Unless the file or the command line says `explain`, the plan explains by default.
         n.explain_by_default = a.explain.is_none() && s.explain.is_none();
@@ -566,6 +572,12 @@ fn explain(
         },
     })
 }
+
+const RECORDERS: [(&str, RecorderChoice); 3] = [
+    ("tracefs", RecorderChoice::Tracefs),
+    ("ebpf", RecorderChoice::Bpf),
+    ("auto", RecorderChoice::Auto),
+];
 
 const CLOCKS: [(&str, ClockKind); 2] = [
     ("monotonic", ClockKind::Monotonic),

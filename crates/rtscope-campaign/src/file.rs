@@ -71,6 +71,8 @@ pub(crate) struct RawSettings {
     pub event_above: Option<Spanned<DurText>>,
     pub event_capacity: Option<usize>,
     pub explain: Option<Spanned<DurText>>,
+    /// Where the flight recorder takes the spikes' events from: `tracefs`, `ebpf`, `auto`.
+    pub explain_recorder: Option<Spanned<String>>,
     pub raw: Option<bool>,
     pub settle: Option<Spanned<DurText>>,
     /// The longest wait for a load to start working (`0`: none).
@@ -140,6 +142,7 @@ impl RawSettings {
             event_above,
             event_capacity,
             explain,
+            explain_recorder,
             raw,
             settle,
             load_start,

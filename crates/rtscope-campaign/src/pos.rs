@@ -35,6 +35,7 @@ const MEASURE_KEYS: &[&str] = &[
     "event_above",
     "event_capacity",
     "explain",
+    "explain_recorder",
     "raw",
     "load_start",
     "settle",
@@ -185,8 +186,8 @@ fn keys_of(table: &str) -> &'static [&'static str] {
     }
 }
 
-const SCENARIO_KEYS: [&str; 26] = {
-    let mut k = [""; 26];
+const SCENARIO_KEYS: [&str; MEASURE_KEYS.len() + 2] = {
+    let mut k = [""; MEASURE_KEYS.len() + 2];
     k[0] = "name";
     k[1] = "description";
     let mut i = 0;

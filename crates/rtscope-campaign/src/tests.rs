@@ -413,3 +413,33 @@ fn explain_comes_from_the_flag_then_the_file_then_the_default() {
         .to_string()
         .contains("--explain"));
 }
+
+#[test]
+fn explain_recorder_comes_from_the_flag_then_the_file_and_is_tracefs_by_default() {
+    use rtscope_session::explain::RecorderChoice;
+    let recorders = |c: &Campaign| {
+        let r: Vec<_> = c.runs.iter().map(|r| r.plan.explain_recorder).collect();
+        assert!(!r.is_empty());
+        r
+    };
+    let every = |c: &Campaign, want| recorders(c).iter().all(|r| *r == want);
+    assert!(every(&plan(TWO_BY_TWO, &[]), RecorderChoice::Tracefs));
+    let text = TWO_BY_TWO.replace(
+        "duration = \"10s\"",
+        "duration = \"10s\"\nexplain_recorder = \"ebpf\"",
+    );
+    assert!(every(&plan(&text, &[]), RecorderChoice::Bpf));
+    let mut a = args(&[]);
+    a.explain_recorder = Some(RecorderChoice::Auto);
+    let c = from_text("t.toml".into(), "t.toml", text.clone(), &a, &four()).unwrap();
+    assert!(
+        every(&c, RecorderChoice::Auto),
+        "the flag replaces the file"
+    );
+    let bad = text.replace("\"ebpf\"", "\"bpf\"");
+    let e = plan_with(&bad, &[], &four()).unwrap_err().to_string();
+    assert!(
+        e.contains("explain_recorder") && e.contains("tracefs, ebpf, auto"),
+        "{e}"
+    );
+}
