@@ -493,17 +493,7 @@ fn settings(
     if let Some(c) = s.event_capacity {
         m.event_capacity = c;
     }
-    (m.explain, m.explain_off) = explain(src, s, a, &m.workload).map_err(Located::Yes)?;
-    // `--explain-recorder` replaces the file's `explain_recorder`; tracefs without either.
-    m.explain_recorder = match (a.explain_recorder, &s.explain_recorder) {
-        (Some(r), _) => r,
-        (None, Some(v)) => choice(src, v, "explain_recorder", &RECORDERS).map_err(Located::Yes)?,
-        (None, None) => RecorderChoice::Tracefs,
-    };
-    if let WorkloadSpec::Noise(n) = &mut m.workload {
-        // Unless the file or the command line says `explain`, the plan explains by default.
-        n.explain_by_default = a.explain.is_none() && s.explain.is_none();
-    }
+    explain_settings(src, s, a, &mut m)?;
     if let Some(l) = s.latency.as_ref().filter(|l| *l.get_ref() < 0) {
         let msg = format!("latency {} is negative: use 0 or more µs", l.get_ref());
         return Err(Located::Yes(src.error(l.span(), msg)));
@@ -524,6 +514,28 @@ fn settings(
         .map_err(Located::Yes)?;
     let plan = RunPlan::build(&m, online).map_err(Located::No)?;
     Ok((plan, (settle, load_start), first))
+}
+
+/// The scenario's `explain`, `explain_recorder` and, for noise, whether it explains by
+/// default, with the command line's `--explain`/`--explain-recorder` over the file's.
+fn explain_settings(
+    src: &Source,
+    s: &RawSettings,
+    a: &CampaignOptions,
+    m: &mut PlanSpec,
+) -> Result<(), Located> {
+    (m.explain, m.explain_off) = explain(src, s, a, &m.workload).map_err(Located::Yes)?;
+    // `--explain-recorder` replaces the file's `explain_recorder`; tracefs without either.
+    m.explain_recorder = match (a.explain_recorder, &s.explain_recorder) {
+        (Some(r), _) => r,
+        (None, Some(v)) => choice(src, v, "explain_recorder", &RECORDERS).map_err(Located::Yes)?,
+        (None, None) => RecorderChoice::Tracefs,
+    };
+    if let WorkloadSpec::Noise(n) = &mut m.workload {
+        // Unless the file or the command line says `explain`, the plan explains by default.
+        n.explain_by_default = a.explain.is_none() && s.explain.is_none();
+    }
+    Ok(())
 }
 
 /// The scenario's `limits`: a noise scenario's in noise's words (`max_single=`, `available=`),

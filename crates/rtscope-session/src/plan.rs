@@ -488,21 +488,7 @@ impl RunPlan {
         if deadline && s.cpus.is_some() {
             return Err(PlanError::new(Field::Cpus, Problem::DeadlinePinned));
         }
-        let threads = (0..n)
-            .map(|i| ThreadSpec {
-                affinity: (!deadline).then(|| CpuSet::from_cpus([cpus.nth_cyclic(i)])),
-                policy: pol,
-                // What is applied, and so recorded: idle and deadline threads have no priority.
-                priority: match pol {
-                    _ if s.priospread && pol.is_realtime_priority() => {
-                        (s.priority - i as i32).max(1)
-                    }
-                    Policy::Idle | Policy::Deadline { .. } => 0,
-                    _ => s.priority,
-                },
-                interval: s.interval + Nanos(s.distance.0.saturating_mul(i as u64)),
-            })
-            .collect();
+        let threads = timer_threads(s, &cpus, n, pol);
         let mut c = RunConfig::new(threads);
         c.clock = s.clock;
         c.sleep = if s.relative {
@@ -544,6 +530,26 @@ impl RunPlan {
             workload: Workload::Timer,
         })
     }
+}
+
+/// The `n` timer threads of `s` on `cpus` (cyclically) under `pol`: deadline threads unpinned
+/// (the kernel refuses SCHED_DEADLINE for a thread whose affinity is narrower than its root
+/// domain), each interval `distance` longer than the one before.
+fn timer_threads(s: &PlanSpec, cpus: &CpuSet, n: usize, pol: Policy) -> Vec<ThreadSpec> {
+    let deadline = matches!(pol, Policy::Deadline { .. });
+    (0..n)
+        .map(|i| ThreadSpec {
+            affinity: (!deadline).then(|| CpuSet::from_cpus([cpus.nth_cyclic(i)])),
+            policy: pol,
+            // What is applied, and so recorded: idle and deadline threads have no priority.
+            priority: match pol {
+                _ if s.priospread && pol.is_realtime_priority() => (s.priority - i as i32).max(1),
+                Policy::Idle | Policy::Deadline { .. } => 0,
+                _ => s.priority,
+            },
+            interval: s.interval + Nanos(s.distance.0.saturating_mul(i as u64)),
+        })
+        .collect()
 }
 
 /// Housekeeping CPUs must be online and not measured (an unpinned measuring thread measures
