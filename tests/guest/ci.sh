@@ -94,7 +94,8 @@ status=0
 # comparison's figures (noise_checks.py), first.
 (cd tests/guest && python3 -m unittest test_reference test_noise_checks test_noisy_checks test_rtla_checks test_answer_checks test_explain_ebpf_checks) || status=1
 # One boot per kernel runs all of its checks (checks.py): the rtscope checks, --explain with
-# the injected culprit against the reference instance, the noise of each known kind against the
+# the injected culprit against the reference instance (on the tracefs and the eBPF recorders:
+# explain_ebpf_checks.py), the noise of each known kind against the
 # same reference (tests/guest/noisy: preemption off, interrupts off, an interrupt storm, softirq
 # work, network receive; noisy.ko built against each kernel's Debian headers), each under
 # `measure --explain` and `noise --explain`, and on amd64 `rtscope respond` on a gpio-sim chip
