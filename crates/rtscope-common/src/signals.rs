@@ -93,9 +93,23 @@ pub fn restore_signal_mask(old: &libc::sigset_t) {
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
 }
 
+/// Stop signals taken so far by [`wait_run_signal`], wherever it was called.
+static STOPS_TAKEN: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// Waits up to `timeout` for one of [`run_signals`] (which must be blocked); returns it.
 pub fn wait_run_signal(timeout: Nanos) -> Option<libc::c_int> {
-    wait_signals(&run_signals(), timeout)
+    let sig = wait_signals(&run_signals(), timeout);
+    if sig.is_some_and(is_stop_signal) {
+        STOPS_TAKEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    sig
+}
+
+/// How many stop signals the process has taken, whoever took them: a second Ctrl-C taken by
+/// an analysis that it cut (the spikes' at the end of a run) still counts as the user's second
+/// (a campaign then kills its loads without their grace period).
+pub fn stop_signals_taken() -> u32 {
+    STOPS_TAKEN.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Takes a pending [`done_signal`] of the calling thread, if any, without waiting.
@@ -186,6 +200,27 @@ mod tests {
         assert!(is_stop_signal(libc::SIGHUP) && !is_stop_signal(libc::SIGUSR1));
         assert_eq!(signal_name(libc::SIGTERM), "SIGTERM");
         assert!(run_signals().contains(&done_signal()));
+    }
+
+    /// A stop signal taken by anyone counts: two SIGINTs sent to this thread (thread-directed,
+    /// held by its mask) and taken one by [`pending_stop_signal`], one by [`wait_run_signal`],
+    /// are two more stops taken; a SIGUSR1 taken is none.
+    #[test]
+    fn every_stop_signal_taken_is_counted() {
+        let old = block_run_signals();
+        // SAFETY: gettid has no arguments and cannot fail.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+        let before = stop_signals_taken();
+        signal_thread(tid, libc::SIGUSR1);
+        assert_eq!(wait_run_signal(Nanos::from_ms(100)), Some(libc::SIGUSR1));
+        assert_eq!(stop_signals_taken(), before, "SIGUSR1 is no stop");
+        signal_thread(tid, libc::SIGINT);
+        assert_eq!(pending_stop_signal(), Some(libc::SIGINT));
+        signal_thread(tid, libc::SIGINT);
+        assert_eq!(wait_run_signal(Nanos::from_ms(100)), Some(libc::SIGINT));
+        // Another test of this process takes a SIGTERM of its own meanwhile: at least these two.
+        assert!(stop_signals_taken() - before >= 2);
+        restore_signal_mask(&old);
     }
 
     /// A program started from a thread holding the run's signals inherits them blocked, unless
