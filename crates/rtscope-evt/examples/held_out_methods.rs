@@ -26,9 +26,9 @@
 
 mod raw_run;
 
+use raw_run::{episodes, tail_of};
 use rtscope_evt::regimes::observed::Observed;
 use rtscope_evt::regimes::{Answer, BlockMaxima, Envelope};
-use raw_run::{episodes, tail_of};
 use rtscope_evt::{analyse, block_maxima, gev, Options};
 
 /// One row; `p` as printed (`1e-4`, or `1/60` per block).
