@@ -492,7 +492,11 @@ fn grace(ctx: &mut Ctx) -> Duration {
     }
     // A second stop signal may have been taken elsewhere: by the spikes' analysis at the end of
     // the run, which it cut.
-    if ctx.signals.max(rtscope_common::signals::stop_signals_taken()) >= 2 {
+    if ctx
+        .signals
+        .max(rtscope_common::signals::stop_signals_taken())
+        >= 2
+    {
         Duration::ZERO
     } else {
         LOAD_GRACE

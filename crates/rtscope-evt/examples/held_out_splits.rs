@@ -178,7 +178,10 @@ fn envelope_check(e: &Envelope, held: &[f64]) -> Option<Check> {
     // Above the stated rate by more than counting noise: the held-out count past the 97.5 %
     // point of a Poisson of the expected count (wake-ups as if independent: stricter than
     // the episodes' count).
-    let above = Poisson::new(expected).ok()?.cdf(seen.saturating_sub(1) as u64) >= 0.975;
+    let above = Poisson::new(expected)
+        .ok()?
+        .cdf(seen.saturating_sub(1) as u64)
+        >= 0.975;
     Some(Check {
         tested: true,
         ratio: seen as f64 / expected,
