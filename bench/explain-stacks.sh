@@ -19,6 +19,8 @@
 #              <= 1.05 pooled over >= 30 pairs).
 #   RECORDER=ebpf|tracefs|auto  the `on` run's --explain-recorder (default: the binary's own,
 #              tracefs): the eBPF flight recorder against the tracefs one (issue 68 item 3).
+#   STACKS=off the `on` run takes no stacks (--explain-stacks off): with BASE=plain, what the
+#              recorder alone costs.
 # Usage: bench/explain-stacks.sh [PAIRS] [SECONDS] [INTERVAL_US] [THRESHOLD]   (root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +53,8 @@ run() { # run on|off N
   fi
   local observe=(--explain "$threshold" --explain-stacks "$mode")
   [ -z "${RECORDER:-}" ] || observe+=(--explain-recorder "$RECORDER")
+  [ "${STACKS:-}" != off ] || [ "$mode" != on ] ||
+    observe=(--explain "$threshold" --explain-stacks off --explain-recorder "${RECORDER:-tracefs}")
   [ "${BASE:-}" = plain ] && [ "$mode" = off ] && observe=()
   "$exe" measure -D "${secs}s" -i "${interval}us" --cpus 1 -p 95 "${observe[@]}" \
     --no-db -q --json "$out/$1-$2.json" >/dev/null
