@@ -6,7 +6,7 @@
 # lookup; crates/rtscope-bpf/examples/raw_tp_floor.rs, held on CPU 0), and with `--explain
 # 100us` (the tracefs recorder). The order reverses every round. Prints each run's p50, p99
 # and p99.9 and, per variant, the median and range of its ratio to plain in the same round.
-# Figures: BENCHMARKS.md ("The eBPF recorder's floor").
+# Figures: BENCHMARKS-HISTORY.md ("The floor of an eBPF recorder").
 # Usage: bench/raw-tp-floor.sh [ROUNDS] [SECONDS]   (root; nothing else running)
 set -euo pipefail
 cd "$(dirname "$0")/.."
