@@ -568,15 +568,7 @@ const ATTEMPTS: usize = 3;
 
 #[test]
 fn the_ebpf_and_tracefs_recorders_agree_event_by_event() {
-    require!(
-        rtscope_testkit::is_root(),
-        "root: eBPF programs, tracefs, SCHED_FIFO"
-    );
-    let btf = std::path::Path::new(rtscope_bpf::btf::VMLINUX);
-    require!(btf.exists(), "a kernel with BTF ({})", btf.display());
-    let cpus = cpus_or_skip();
-    require!(cpus.is_ok(), "{}", cpus.as_ref().err().map_or("", |e| e));
-    let (cpu, hk) = cpus.unwrap();
+    let Some((cpu, hk)) = bpf_cpus() else { return };
     let tfs = Tracefs::discover();
     require!(tfs.is_ok(), "tracefs: {:?}", tfs.err());
     let tfs = tfs.unwrap();

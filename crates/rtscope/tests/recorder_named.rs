@@ -210,12 +210,8 @@ fn explain_recorder_ebpf_names_the_rings_or_the_fallback_and_why_in_measure_and_
         .arg(&path)
         .output()
         .unwrap();
-    let err = text(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{}{err}", text(&o.stdout));
-    let tier = err
-        .lines()
-        .find(|l| l.contains("explaining spikes: tier "))
-        .unwrap_or_else(|| panic!("no tier line: {err}"));
+    let err = succeeded(&o);
+    let tier = tier_line(&err).unwrap_or_else(|| panic!("no tier line: {err}"));
     if assert_ebpf_or_fallback(&path, tier).is_some() {
         assert!(
             tier.contains("recorder: eBPF rings on raw tracepoints ("),
@@ -237,11 +233,19 @@ fn explain_recorder_ebpf_names_the_rings_or_the_fallback_and_why_in_measure_and_
         .arg(&campaign)
         .output()
         .unwrap();
+    let err = succeeded(&o);
+    let tier = tier_line(&err).unwrap_or_default();
+    assert_ebpf_or_fallback(&campaign, tier);
+}
+
+/// The stderr of a command that must have exited 0 (its output in the failure).
+fn succeeded(o: &std::process::Output) -> String {
     let err = text(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{}{err}", text(&o.stdout));
-    let tier = err
-        .lines()
-        .find(|l| l.contains("explaining spikes: tier "))
-        .unwrap_or_default();
-    assert_ebpf_or_fallback(&campaign, tier);
+    err
+}
+
+/// The run's tier line, if it printed one.
+fn tier_line(err: &str) -> Option<&str> {
+    err.lines().find(|l| l.contains("explaining spikes: tier "))
 }

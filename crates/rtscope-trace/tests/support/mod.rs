@@ -22,6 +22,20 @@ pub fn cpus_or_skip() -> Result<(usize, Vec<usize>), String> {
     Ok((n - 1, (0..n - 1).collect()))
 }
 
+/// What the eBPF recorder's live tests need (root, the kernel's BTF, a measured CPU and
+/// housekeeping ones): the CPUs, or `None` once `require!` has said why not.
+pub fn bpf_cpus() -> Option<(usize, Vec<usize>)> {
+    rtscope_testkit::require!(
+        rtscope_testkit::is_root(),
+        "root: eBPF programs, tracefs, SCHED_FIFO"
+    );
+    let btf = std::path::Path::new(rtscope_bpf::btf::VMLINUX);
+    rtscope_testkit::require!(btf.exists(), "a kernel with BTF ({})", btf.display());
+    let cpus = cpus_or_skip();
+    rtscope_testkit::require!(cpus.is_ok(), "{}", cpus.as_ref().err().map_or("", |e| e));
+    cpus.ok()
+}
+
 pub use rtscope_testkit::now_ns;
 
 pub fn sleep_until(t: u64) {
