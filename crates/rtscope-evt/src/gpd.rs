@@ -90,28 +90,36 @@ pub struct Fit {
 }
 
 /// The profile over `θ = ξ / σ`: `(log-likelihood, ξ, σ)`, `None` outside the support or the
-/// shape range.
+/// shape range. One pass over the excesses: with `ξ = mean ln(1 + θ y)` and `σ = ξ / θ`, the
+/// log-likelihood's sum `Σ ln(1 + ξ y / σ)` is the same `Σ ln(1 + θ y)` (the fit's cost is this
+/// sum, some 300 times per fit).
 fn profile_theta(y: &[f64], theta: f64) -> Option<(f64, f64, f64)> {
     let k = y.len() as f64;
     let mean = y.iter().sum::<f64>() / k;
-    let (xi, sigma) = if (theta * mean).abs() < 1e-12 {
-        (theta * mean, mean)
-    } else {
-        let mut s = 0.0;
-        for &v in y {
-            let t = theta * v;
-            if t <= -1.0 {
-                return None;
-            }
-            s += t.ln_1p();
+    if (theta * mean).abs() < 1e-12 {
+        let (xi, sigma) = (theta * mean, mean);
+        return ((XI_RANGE.0..=XI_RANGE.1).contains(&xi) && sigma > 0.0)
+            .then(|| (log_likelihood(y, sigma, xi), xi, sigma));
+    }
+    let mut s = 0.0;
+    for &v in y {
+        let t = theta * v;
+        if t <= -1.0 {
+            return None;
         }
-        let xi = s / k;
-        (xi, xi / theta)
-    };
-    if !(XI_RANGE.0..=XI_RANGE.1).contains(&xi) || sigma <= 0.0 {
+        s += t.ln_1p();
+    }
+    let xi = s / k;
+    let sigma = xi / theta;
+    if !(XI_RANGE.0..=XI_RANGE.1).contains(&xi) || sigma <= 0.0 || !sigma.is_finite() {
         return None;
     }
-    Some((log_likelihood(y, sigma, xi), xi, sigma))
+    let ll = if xi.abs() < XI_ZERO {
+        -k * sigma.ln() - y.iter().sum::<f64>() / sigma
+    } else {
+        -k * sigma.ln() - (1.0 + 1.0 / xi) * s
+    };
+    Some((ll, xi, sigma))
 }
 
 /// Maximises `f` over `[lo, hi]`: the best point of a grid of `steps + 1` points, then golden
