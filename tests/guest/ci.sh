@@ -92,7 +92,7 @@ build_arm=$!
 status=0
 # The host-side replay of the reference instance (reference.py) on small traces and the noise
 # comparison's figures (noise_checks.py), first.
-(cd tests/guest && python3 -m unittest test_reference test_noise_checks test_noisy_checks test_rtla_checks test_answer_checks test_explain_ebpf_checks) || status=1
+(cd tests/guest && python3 -m unittest test_reference test_noise_checks test_noisy_checks test_rtla_checks test_answer_checks test_explain_ebpf_checks test_port) || status=1
 # One boot per kernel runs all of its checks (checks.py): the rtscope checks, --explain with
 # the injected culprit against the reference instance (on the tracefs and the eBPF recorders:
 # explain_ebpf_checks.py), the noise of each known kind against the

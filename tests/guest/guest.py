@@ -14,8 +14,9 @@ are fetched with `apt-get download` (nothing is installed on the host) into a ca
 outside the repository ($RTSCOPE_GUEST_CACHE, default /var/cache/rtscope-guest).
 
 Results come back only through marker lines `@@RTSCOPE-GUEST KEY VALUE…` on the serial console
-and files sent with `put_file` (gzip + base64 between markers); QEMU's exit code is never used,
-and every boot runs under an outer timeout.
+and files sent with `put_file` (on a virtio serial port whose host end is a file, or gzip +
+base64 between markers on the console where the port is missing); QEMU's exit code is never
+used, and every boot runs under an outer timeout.
 """
 
 from __future__ import annotations
@@ -358,6 +359,44 @@ def build_initramfs(
 # The modules a virtio disk needs (built as modules in Debian's kernels).
 DISK_MODULES = ["virtio_pci", "virtio_blk"]
 
+# The files put_file sends (lib.sh) leave on a virtio serial port named FILE_PORT, whose host
+# end is a plain file read after the boot: `FILE NAME SIZE` and the file's SIZE bytes, one file
+# after another. The serial console took them byte by byte (an emulated UART, each byte a
+# write of QEMU's), gzip'd and base64'd in the guest: 108–241 s of each explained kernel's
+# boot went to it beside CI's hog (29 Nov 2026), the reference traces (4.7 MB) most of it.
+# Without the port (its module missing) the guest falls back to the console.
+FILE_PORT = "rtscope.files"
+PORT_MODULES = ["virtio_pci", "virtio_console"]
+
+
+def port_args(path: Path) -> list[str]:
+    """QEMU's arguments for the files' port, its host end the file PATH."""
+    return ["-device", "virtio-serial-pci", "-chardev", f"file,id=files,path={path}",
+            "-device", f"virtserialport,chardev=files,name={FILE_PORT}"]
+
+
+def parse_port(data: bytes) -> tuple[list[tuple[str, str]], dict[str, bytes]]:
+    """The files sent on the port (`FILE NAME SIZE` and SIZE bytes each), and a `file-error`
+    marker for a header that cannot be read or a file cut short (the boot killed in a put)."""
+    markers: list[tuple[str, str]] = []
+    files: dict[str, bytes] = {}
+    at = 0
+    while at < len(data):
+        nl = data.find(b"\n", at, at + 4096)
+        head = data[at:nl].decode("utf-8", "replace").split(" ") if nl >= 0 else []
+        if len(head) != 3 or head[0] != "FILE" or not head[2].isdigit():
+            markers.append(("file-error", f"port: no file header at byte {at}: "
+                                          f"{data[at:at + 60]!r}"))
+            break
+        name, size = head[1], int(head[2])
+        body = data[nl + 1:nl + 1 + size]
+        if len(body) < size:
+            markers.append(("file-error", f"{name} cut short: {len(body)} of {size} bytes"))
+            break
+        files[name] = body
+        at = nl + 1 + size
+    return markers, files
+
 
 def qemu_command(
     kernel: Kernel, initrd: Path, smp: int, mem_mb: int, append: str, disks: list[Path],
@@ -462,15 +501,21 @@ def boot(
                 f.truncate(scratch_disk_mb << 20)
             disks.append(disk)
             modules += [m for m in DISK_MODULES if m not in modules]
+        modules += [m for m in PORT_MODULES if m not in modules]
         initrd = Path(tmp) / "initrd.gz"
         build_initramfs(kernel, rtscope, script, files or {}, modules, env or {}, initrd)
         qmp = Path(tmp) / "qmp.sock"
-        cmd = qemu_command(kernel, initrd, smp, mem_mb, append, disks, qmp)
+        port = Path(tmp) / "files.out"
+        cmd = qemu_command(kernel, initrd, smp, mem_mb, append, disks, qmp, port_args(port))
         cpu: list[float] = []
         out, timed_out, seconds = run_qemu(cmd, flavour, kernel, qmp, timeout, console_log,
                                            echo, stall_dump_s, cpu=cpu)
+        sent = port.read_bytes() if port.exists() else b""
     text = out.decode("utf-8", "replace")
     markers, got = parse_console(text)
+    port_markers, port_files = parse_port(sent)
+    markers += port_markers
+    got.update(port_files)
     return BootResult(flavour, markers, got, text, seconds, timed_out, cpu[0] if cpu else float("nan"))
 
 

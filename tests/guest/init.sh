@@ -1,7 +1,7 @@
 #!/bin/busybox sh
 # /init of the guest initramfs (tests/guest/guest.py builds it): mounts the kernel file
 # systems, loads the requested modules, runs /guest/script.sh as root and powers off.
-# Results leave only as marker lines on the serial console (lib.sh).
+# Results leave as marker lines on the serial console, files on a virtio serial port (lib.sh).
 /bin/busybox --install -s /bin
 export PATH=/usr/bin:/usr/sbin:/bin:/sbin HOME=/root
 mount -t proc proc /proc
@@ -24,6 +24,10 @@ while read -r m; do
     insmod "/lib/modules/$(uname -r)/$m"
     mark module "$m $?"
 done < /guest/modules
+# The files put_file sends leave on this virtio serial port (lib.sh), if the guest has it.
+FILES_PORT=$(files_port)
+export FILES_PORT
+mark files-port "${FILES_PORT:-none: files go over the console}"
 cd /root
 _script_t0=$(uptime_s)
 mark script-start "$_script_t0"
