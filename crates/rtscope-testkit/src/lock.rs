@@ -1,8 +1,8 @@
 //! The SCHED_FIFO test lock.
 
 use std::fs::{File, OpenOptions};
-use std::os::fd::AsRawFd;
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 

@@ -81,9 +81,10 @@ fn month_db(dir: &Path) -> std::path::PathBuf {
 #[test]
 fn a_watch_report_draws_the_series_and_renders_in_chromium() {
     rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
-    let _rt = common::rt_lock();
+    let rt = common::rt_lock();
     let dir = common::fresh_dir("report-watch");
     let db = month_db(&dir);
+    drop(rt); // the rest reads the database: no SCHED_FIFO thread
     let out = dir.join("report");
     let (db_s, out_s) = (db.to_str().unwrap(), out.to_str().unwrap());
     let o = rtscope(&["report", "--watch", "board<1>", "--db", db_s, "-o", out_s]);
@@ -136,9 +137,10 @@ fn a_watch_report_draws_the_series_and_renders_in_chromium() {
 #[test]
 fn a_watch_report_takes_a_period_and_refuses_bad_input_with_a_hint() {
     rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
-    let _rt = common::rt_lock();
+    let rt = common::rt_lock();
     let dir = common::fresh_dir("report-watch-period");
     let db = month_db(&dir);
+    drop(rt); // the rest reads the database: no SCHED_FIFO thread
     let db_s = db.to_str().unwrap();
     let first = windows(&db).iter().map(|x| x.start_ns).min().unwrap();
     let today = first.div_euclid(DAY) * DAY;
