@@ -302,12 +302,47 @@ def sigkill_check(marker: str) -> tuple[bool, str]:
                 f"{v.get('left')} synthetic event(s) and {v.get('instances-left')} instance(s)")
 
 
+def all_timed_out(x: dict) -> tuple[bool, str]:
+    """Whether rtscope traced none of a run's spikes because the analysis of every one timed out
+    (`not traced (timed out)`: the trace reader fell behind a starved guest), as rtscope itself
+    said: then nothing can be compared. Beside CI's hog, five guests and the end-to-end
+    suite's SCHED_FIFO runs, rt-amd64's runs of four modes came to that (29 Nov 2026: 437 of
+    437 spikes, 89.9 % of the deadlines missed, the trace set up in 40.5 s)."""
+    n = x.get("counts") or {}
+    spikes = n.get("spikes", 0)
+    timed_out = (n.get("not_traced") or {}).get("timed_out", 0)
+    ok = spikes > 0 and n.get("traced", 0) == 0 and n.get("partial", 0) == 0 and timed_out == spikes
+    return ok, (f"rtscope traced none of its {spikes} spikes: the analysis of each timed out "
+                "(the trace reader fell behind the starved guest), as it said; nothing to compare")
+
+
+class AsFigures:
+    """The check list C, with a failing function check given as a load-dependent figure with
+    WHY (required with `--figures`): for a run all_timed_out."""
+
+    def __init__(self, c, why: str):
+        self.c, self.why = c, why
+
+    def expect(self, kernel: str, name: str, ok: bool, detail: str = "") -> None:
+        if ok:
+            self.c.expect(kernel, name, ok, detail)
+        else:
+            self.c.figure(kernel, name, ok, f"{detail}; {self.why}")
+
+    def __getattr__(self, name: str):
+        return getattr(self.c, name)
+
+
 def verify_run(c, kernel: str, r: guest.BootResult, mode: str, run: tuple[str, str, str]) -> None:
     """One run of one mode: `measure --explain`'s spikes or `noise --explain`'s gaps, each
-    kept one compared with the reference trace recorded over the same run."""
+    kept one compared with the reference trace recorded over the same run. A run whose spikes
+    all timed out in rtscope's analysis (all_timed_out) gives its failures as figures."""
     check, prefix, words = run
     rc = r.checks().get(f"{check}-{mode}")
     x = json.loads(r.files.get(f"{check}-{mode}.json") or b"{}").get("explain") or {}
+    starved, why = all_timed_out(x)
+    if starved and rc == 0:
+        c = AsFigures(c, why)
     ref = reference.parse((r.files.get(f"reference-{prefix}{mode}.txt") or b"").decode(
         errors="replace"), 1)
     text = (r.files.get(f"{prefix}dump-{mode}.txt") or b"").decode(errors="replace")

@@ -111,6 +111,38 @@ class BothRuns(unittest.TestCase):
                                "and its spikes are compared"])
 
 
+class Starved(unittest.TestCase):
+    def test_a_run_whose_every_spike_timed_out_gives_figures_and_one_traced_spike_does_not(self):
+        counts = {"spikes": 3, "traced": 0, "partial": 0, "no_context": 3,
+                  "not_traced": {"timed_out": 3, "tracer_not_live": 0}}
+        self.assertTrue(noisy_checks.all_timed_out({"counts": counts})[0])
+        for other in ({"traced": 1}, {"not_traced": {"timed_out": 2, "lost_events": 1}},
+                      {"spikes": 0, "not_traced": {"timed_out": 0}}):
+            self.assertFalse(noisy_checks.all_timed_out({"counts": {**counts, **other}})[0],
+                             other)
+        c = Checker()
+        f = noisy_checks.AsFigures(c, "why")
+        f.expect("k", "passes", True, "")
+        f.expect("k", "fails", False, "")
+        f.figure("k", "a figure", True, "")
+        self.assertEqual(c.seen, {"passes": True})
+        self.assertEqual(c.figures, {"fails": False, "a figure": True})
+
+    def test_a_starved_boot_has_no_failing_function_check(self):
+        starved = json.dumps({"explain": {"tier": "timerlat", "worst": [], "functions": [],
+                                          "counts": {"spikes": 5, "traced": 0, "partial": 0,
+                                                     "not_traced": {"timed_out": 5}}}}).encode()
+        r = boot(CULPRIT)
+        r.files["explain-preempt.json"] = starved
+        c = Checker()
+        with contextlib.redirect_stdout(io.StringIO()):
+            noisy_checks.verify(c, "rt-amd64", r, ["preempt"])
+        failed = [n for n, ok in c.seen.items() if not ok and n.startswith("noise preempt:")]
+        self.assertEqual(failed, [])
+        self.assertIn("noise preempt: rtscope measure --explain exits 0 and its spikes are "
+                      "compared", c.figures)
+
+
 class Stacks(unittest.TestCase):
     STACK = "noise preempt: the kernel stacks name the module's function"
 
