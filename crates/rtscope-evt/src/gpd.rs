@@ -115,11 +115,16 @@ fn profile_theta(y: &[f64], theta: f64) -> Option<(f64, f64, f64)> {
         return None;
     }
     let ll = if xi.abs() < XI_ZERO {
-        -k * sigma.ln() - y.iter().sum::<f64>() / sigma
+        log_likelihood(y, sigma, xi)
     } else {
         -k * sigma.ln() - (1.0 + 1.0 / xi) * s
     };
     Some((ll, xi, sigma))
+}
+
+/// Point `i` of [`maximise`]'s grid of `steps + 1` points over `[lo, hi]`.
+fn grid_point(lo: f64, hi: f64, steps: usize, i: usize) -> f64 {
+    lo + (hi - lo) / steps as f64 * i as f64
 }
 
 /// Maximises `f` over `[lo, hi]`: the best point of a grid of `steps + 1` points, then golden
@@ -128,7 +133,7 @@ pub fn maximise(f: &dyn Fn(f64) -> f64, lo: f64, hi: f64, steps: usize) -> Optio
     let h = (hi - lo) / steps as f64;
     let (mut best, mut best_v) = (lo, f64::NEG_INFINITY);
     for i in 0..=steps {
-        let x = lo + h * i as f64;
+        let x = grid_point(lo, hi, steps, i);
         let v = f(x);
         if v > best_v {
             (best, best_v) = (x, v);
@@ -224,7 +229,7 @@ fn profile_return_reaches(
     const STEPS: usize = 80;
     let h = (shapes.1 - shapes.0) / STEPS as f64;
     let i = ((probe - shapes.0) / h).round().clamp(0.0, STEPS as f64) as usize;
-    if f(shapes.0 + h * i as f64) >= cut {
+    if f(grid_point(shapes.0, shapes.1, STEPS, i)) >= cut {
         return true;
     }
     maximise(&f, shapes.0, shapes.1, STEPS).is_some_and(|m| m.1 >= cut)

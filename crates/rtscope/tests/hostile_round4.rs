@@ -20,6 +20,13 @@ fn noise_args<'a>(cpu: &'a str, db: &'a str, more: &[&'a str]) -> Vec<&'a str> {
     v
 }
 
+/// The suite's real-time lock, for a test whose noise loop spins a CPU for seconds: beside the
+/// suite's other real-time runs, the guests and CI's hog, a second-signal case's end ran past
+/// its 90 s guard (29 Nov 2026).
+fn serialised() -> rtscope_testkit::RtLock {
+    rtscope_testkit::rt_lock()
+}
+
 /// A CPU for the loop: CPU 1 where there are two (CPU 0 left to rtscope's own threads and the
 /// trace reader), else CPU 0.
 fn loop_cpu() -> &'static str {
@@ -50,9 +57,7 @@ fn listed(db: &Path) -> serde_json::Value {
 #[test]
 fn sigint_stops_an_explained_noise_run_where_it_came_not_at_its_end() {
     rtscope_testkit::require_ok!(crate::explain::traceable());
-    // A noise loop at SCHED_FIFO: serialised with the suite's other real-time runs (beside
-    // them and CI's hog, a second-signal case's end ran past its 90 s guard, 29 Nov 2026).
-    let _rt = rtscope_testkit::rt_lock();
+    let _rt = serialised();
     let dir = scratch("noise-explain-sigint");
     let (db, out) = (dir.join("r.db"), dir.join("n.json"));
     let (dbs, outs) = (db.to_str().unwrap(), out.to_str().unwrap());
@@ -94,9 +99,7 @@ fn sigint_stops_an_explained_noise_run_where_it_came_not_at_its_end() {
 /// marked interrupted, exit 3.
 #[test]
 fn a_second_stop_signal_leaves_an_interrupted_noise_run_with_its_json_and_record() {
-    // A noise loop at SCHED_FIFO: serialised with the suite's other real-time runs (beside
-    // them and CI's hog, a second-signal case's end ran past its 90 s guard, 29 Nov 2026).
-    let _rt = rtscope_testkit::rt_lock();
+    let _rt = serialised();
     for (case, second) in [("sigint", libc::SIGINT), ("sigterm", libc::SIGTERM)] {
         let dir = scratch(&format!("noise-second-{case}"));
         let (db, out) = (dir.join("r.db"), dir.join("n.json"));
@@ -132,9 +135,7 @@ fn a_second_stop_signal_leaves_an_interrupted_noise_run_with_its_json_and_record
 /// Item 1: a SIGKILLed noise run leaves a usable run: `incomplete`, with the gap histogram and
 /// the gaps of its checkpoints. `extra` adds `--explain`. Returns the killed process's id.
 fn sigkill_leaves_an_incomplete_run(case: &str, extra: &[&str]) -> u32 {
-    // A noise loop at SCHED_FIFO: serialised with the suite's other real-time runs (beside
-    // them and CI's hog, a second-signal case's end ran past its 90 s guard, 29 Nov 2026).
-    let _rt = rtscope_testkit::rt_lock();
+    let _rt = serialised();
     let dir = scratch(case);
     let db = dir.join("r.db");
     let dbs = db.to_str().unwrap();
@@ -204,9 +205,7 @@ fn a_sigkilled_explained_noise_run_is_incomplete_with_its_gaps_and_histogram() {
 /// SMIs in its settings.
 #[test]
 fn a_noise_run_ends_with_its_longest_gaps_in_place_of_its_checkpoints() {
-    // A noise loop at SCHED_FIFO: serialised with the suite's other real-time runs (beside
-    // them and CI's hog, a second-signal case's end ran past its 90 s guard, 29 Nov 2026).
-    let _rt = rtscope_testkit::rt_lock();
+    let _rt = serialised();
     let dir = scratch("noise-restate");
     let (db, out) = (dir.join("r.db"), dir.join("n.json"));
     let (dbs, outs) = (db.to_str().unwrap(), out.to_str().unwrap());
