@@ -53,6 +53,7 @@ class Checker:
 
     def __init__(self, figures: bool = False) -> None:
         self.failed: list[str] = []
+        self.failed_details: list[str] = []
         self.figures = figures
         self.figures_seen: list[dict] = []
         self.lock = threading.Lock()
@@ -63,6 +64,7 @@ class Checker:
                   flush=True)
             if not ok:
                 self.failed.append(f"{kernel}: {name}")
+                self.failed_details.append(detail[:400])
 
     def figure(self, kernel: str, name: str, ok: bool, detail: str = "") -> None:
         """A load-dependent figure: a check with `figures`, else a FIGURE line."""
@@ -535,6 +537,8 @@ def main(argv: list[str]) -> int:
     if c.failed:
         print(f"\n{len(c.failed)} guest check(s) failed; consoles in {a.out}/KERNEL/console.log",
               file=sys.stderr)
+        for f, d in zip(c.failed, c.failed_details):  # again where a CI log's tail shows them
+            print(f"  FAILED {f}{(' - ' + d) if d else ''}", file=sys.stderr)
         return 1
     print("\nall guest checks passed")
     return 0

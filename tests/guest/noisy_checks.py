@@ -146,6 +146,34 @@ def functions_check(x: dict) -> tuple[bool, str]:
     return ok, detail
 
 
+def listed(x: dict) -> bool:
+    """Whether "time by kernel function" has a row of the module's (` [noisy]`) or its
+    heaviest folded stack passes through the module."""
+    rows = x.get("functions") or []
+    return any(str(r.get("function", "")).endswith(" [noisy]") for r in rows) or any(
+        " [noisy]" in str(f.get("stack", "")) for f in x.get("stacks") or [])
+
+
+def ranking_check(c, kernel: str, label: str, x: dict, cmp, host: tuple[bool, str]) -> None:
+    """"time by kernel function" ranks the module's function first (functions_check), required
+    where the reference says the culprit ran at least half of the kept spikes' time: then no
+    other code can outweigh it. Where it ran less, another function may lawfully lead (beside
+    CI's hog, bpo-rt-arm64's preempt run: the culprit in 21 of 100 kept spikes, a page fault's
+    `__ptep_set_access_flags` first with 13.7 %, 29 Nov 2026): then the table must still list
+    the module's function, and its rank is a load-dependent figure."""
+    name = f"{label}: time by kernel function ranks the module's first"
+    ok, detail = functions_check(x)
+    share = 100 * cmp.culprit_ref_ns / cmp.spike_ns if cmp.spike_ns else 0.0
+    if ok or share >= 50 or host[0]:
+        unless_host(c, kernel, name, ok, detail, host)
+        return
+    why = (f"the culprit ran {share:.1f} % of the kept spikes' time per the reference "
+           f"({cmp.culprit_spikes} of {cmp.spikes} spikes): another function may lead")
+    c.expect(kernel, f"{label}: time by kernel function lists the module's function",
+             listed(x), f"{detail}; {why}")
+    c.figure(kernel, name, False, f"{detail}; {why}")
+
+
 # The modes whose injected section is a handler in interrupt context, named by the function the
 # kernel's events give (a spike's `handler`: docs/explain.md, "Handlers"), never by a stack: the
 # handler kind and the module's function.
@@ -367,9 +395,7 @@ def verify_run(c, kernel: str, r: guest.BootResult, mode: str, run: tuple[str, s
         ok, detail = shown_stacks_check(x)
         c.expect(kernel, f"{label}: no shown stack is an rtscope thread's or the spike's own", ok,
                  detail)
-        ok, detail = functions_check(x)
-        unless_host(c, kernel, f"{label}: time by kernel function ranks the module's first",
-                    ok, detail, host)
+        ranking_check(c, kernel, label, x, cmp, host)
     log = (r.files.get(f"{check}-{mode}.log") or b"").decode(errors="replace")
     events = dict(kv.split("=", 1) for kv in (r.value("handler-events") or "").split()
                   if "=" in kv)

@@ -412,6 +412,30 @@ class MissingExits(unittest.TestCase):
         self.assertIn("run again", self.details[self.EXITS])
         self.assertTrue(seen["noise preempt: the kernel's interrupt exits reached both traces"])
 
+    def test_the_rank_is_required_only_where_the_culprit_ran_most_of_the_spikes(self):
+        import checks
+        import reference
+        doc = json.loads(explain([1_000], CULPRIT))["explain"]
+        doc["functions"] = [{"function": "__ptep_set_access_flags", "spikes": 9, "ns": 30},
+                            {"function": "noisy_hold_preempt_off [noisy]", "spikes": 2, "ns": 20}]
+        no_host = (False, "")
+        for ran, listed, failed, missed in ((60, True, ["k: x: time by kernel function ranks "
+                                                        "the module's first"], 0),
+                                            (40, True, [], 1), (40, False, [
+                                                "k: x: time by kernel function lists the "
+                                                "module's function"], 1)):
+            cmp = reference.Compared(spikes=10, spike_ns=100, culprit_ref_ns=ran,
+                                       culprit_spikes=3)
+            if not listed:
+                doc["functions"][1]["function"] = "schedule"
+            c = checks.Checker()
+            with contextlib.redirect_stdout(io.StringIO()) as out:
+                noisy_checks.ranking_check(c, "k", "x", doc, cmp, no_host)
+            self.assertEqual(c.failed, failed, out.getvalue())
+            self.assertEqual(sum(not f["met"] for f in c.figures_seen), missed)
+            if missed:
+                self.assertIn("the culprit ran 40.0 % of the kept spikes' time", out.getvalue())
+
     def test_an_interrupt_open_at_a_switch_in_the_reference_fails_it(self):
         r = boot(CULPRIT)
         ref = r.files["reference-noise-preempt.txt"].decode().splitlines()

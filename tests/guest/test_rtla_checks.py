@@ -152,6 +152,23 @@ class Verify(unittest.TestCase):
         self.assertEqual(list(seen.values()), [True, False])
         self.assertEqual(self.figures, {})
 
+    def test_a_try_the_timeout_killed_after_it_saved_the_modules_stack_ran(self):
+        for rc, ran in (("143", True), ("124", True), ("1", False)):
+            seen = self.lines(self.result(rtla_trace(AT_IRQ), [("rtla-preempt", f"1 {rc} ")]))
+            self.assertEqual(list(seen.values()), [ran, ran], rc)
+            self.assertEqual("the timeout killed it" in self.details[0], ran)
+        seen = self.lines(self.result(rtla_trace(IDLE), [("rtla-preempt", "1 143 ")]))
+        self.assertEqual(list(seen.values()), [False, False])
+
+    def test_rtscope_runs_whose_every_spike_timed_out_make_the_agreement_a_figure(self):
+        r = self.result(rtla_trace(AT_IRQ), [("rtla-preempt", "1 0 rtla timerlat hit stop tracing")])
+        r.files["explain-preempt.json"] = json.dumps({"explain": {"counts": {
+            "spikes": 4, "traced": 0, "not_traced": {"timed_out": 4}}}}).encode()
+        seen = self.lines(r)
+        self.assertEqual(list(seen.values()), [True])
+        self.assertEqual(list(self.figures.values()), [False])
+        self.assertIn("the analysis of each timed out", self.details[-1])
+
     def test_no_run_of_rtla_fails_both(self):
         seen = self.lines(self.result("", []))
         self.assertEqual(list(seen.values()), [False, False])
