@@ -8,6 +8,7 @@ guests boot (`python3 -m unittest` in this folder).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import unittest
@@ -349,6 +350,27 @@ class HostOnly(unittest.TestCase):
         self.assertFalse(c.seen[self.NAMED])
         self.assertFalse(c.seen[self.STACK])
         self.assertNotIn(self.NAMED, c.figures)
+
+    def test_a_culprit_absent_from_spikes_explained_alike_is_nothing_to_name(self):
+        c = reference.Compared(spikes=200, spike_ns=1000, agree_ns=982)
+        self.assertTrue(reference.not_in_kept(c)[0])
+        self.assertIn("same cause for 98.2 %", reference.not_in_kept(c)[1])
+        for field, value in (("agree_ns", 899), ("culprit_spikes", 1),
+                             ("culprit_elsewhere_ns", 5), ("spikes", 0)):
+            other = dataclasses.replace(c, **{field: value})
+            self.assertFalse(reference.not_in_kept(other)[0], field)
+
+    def test_no_prompt_wake_up_in_the_trace_makes_the_stack_bound_alone_required(self):
+        import checks
+        wake = '1 5 0 Waking { pid: 7, prio: 1, comm: "rtscope-m0", target_cpu: 1 }\n'
+        stack = "1 6 0 KernelStack { frames: [1, 2] }\n"
+        for stacks, required, figure in ((6, [], 1), (30, ["k: late"], 0)):
+            c = checks.Checker()
+            with contextlib.redirect_stdout(io.StringIO()):
+                noisy_checks.late_stack_verdict(c, "k", "late", {"counts": {"spikes": 5}},
+                                                wake * 4 + stack * stacks)
+            self.assertEqual(c.failed, required)
+            self.assertEqual(len(c.figures_seen), figure)
 
     def test_host_only_needs_the_culprit_absent_and_the_cpu_otherwise_empty(self):
         c = reference.Compared(spikes=3, spike_ns=30, current_ns=28)

@@ -143,6 +143,16 @@ class Verify(unittest.TestCase):
         self.assertEqual(list(self.figures.values()), [False])
         self.assertIn("every try stopped with the CPU idle", self.details[-1])
 
+    def test_tries_stopped_in_idle_or_without_a_stack_are_a_figure(self):
+        r = self.result(rtla_trace(IDLE), [("rtla-preempt", f"{n} 0 rtla timerlat hit stop tracing")
+                                           for n in (1, 2, 3)])
+        r.files["rtla-trace-preempt-try1.txt"] = rtla_trace(IDLE).encode()
+        r.files["rtla-trace-preempt-try2.txt"] = b""
+        seen = self.lines(r)
+        self.assertEqual(list(seen.values()), [True])
+        self.assertEqual(list(self.figures.values()), [False])
+        self.assertIn("try 2: no stack", self.details[-1])
+
     def test_a_try_that_stopped_elsewhere_than_idle_still_fails_the_function(self):
         other = [f.replace("preempt_off", "irqs_off") for f in AT_IRQ]
         r = self.result(rtla_trace(other), [("rtla-preempt", "1 0 rtla timerlat hit stop tracing"),

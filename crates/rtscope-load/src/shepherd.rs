@@ -403,9 +403,16 @@ fn text(c: &Captured, max: usize) -> String {
     s[start..].to_string()
 }
 
+/// How long the report waits for a load's output after the load ended: its readers hand it
+/// over at the pipes' end, which a process the load left behind can hold open. Beside
+/// `stress-ng --cpu 4 --io 2 --vm 1` and QEMU guests 500 ms was too short: a messaging worker
+/// that exited 0 was recorded as failed, "ended (exit status 0) without a report", and its
+/// campaign with it (29 Nov 2026).
+const OUTPUT_WAIT: Duration = Duration::from_secs(5);
+
 /// The report of a load after shutdown.
 fn report(l: Load) -> LoadReport {
-    let wait = Duration::from_millis(500);
+    let wait = OUTPUT_WAIT;
     let out = l.stdout.recv_timeout(wait).unwrap_or_default();
     let err = l.stderr.recv_timeout(wait).unwrap_or_default();
     let ended_at = l.ended.map_or_else(Instant::now, |(_, t)| t);

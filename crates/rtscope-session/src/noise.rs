@@ -302,10 +302,14 @@ impl NoiseExplainer {
     }
 
     /// Hands over gaps of the loop on `cpu` (thread `tid`); gaps below the threshold are
-    /// ignored. Live, it attributes what it can, in batches (the explainer queues a bounded
-    /// number); deferred, the gaps wait for [`NoiseExplainer::finish`], their trace kept
-    /// (the worst first when the queue or the memory for their trace is full).
-    pub fn push(&mut self, cpu: usize, tid: i32, gaps: &[Gap]) {
+    /// ignored. Live, it attributes what it can until `until`, in batches (the explainer
+    /// queues a bounded number), and returns by then (one spike's attribution past it at
+    /// most): the control thread keeps its cadence, its checkpoints and the stop signals it
+    /// takes between two drains, however far the attribution is behind; the gaps not looked
+    /// at wait for the next call or the end of the run. Deferred, the gaps wait for
+    /// [`NoiseExplainer::finish`], their trace kept (the worst first when the queue or the
+    /// memory for their trace is full).
+    pub fn push(&mut self, cpu: usize, tid: i32, gaps: &[Gap], until: std::time::Instant) {
         let spike = |g: &Gap| rtscope_explain::model::Spike {
             cpu,
             tid,
@@ -319,7 +323,9 @@ impl NoiseExplainer {
         }
         for batch in gaps.chunks(1024) {
             batch.iter().for_each(|g| self.ex.push_spike(spike(g)));
-            self.ex.poll();
+            if std::time::Instant::now() < until {
+                self.ex.poll_until(until);
+            }
         }
     }
 

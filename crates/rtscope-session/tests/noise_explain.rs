@@ -83,7 +83,9 @@ fn explained_run<T: Send + 'static>(
     }
     let threads = run.finish();
     let out = helper.join().unwrap();
-    explain.push(cpu, threads[0].tid, &gaps);
+    // Attributed as they are handed over, as a drain with time to spare does.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(3600);
+    explain.push(cpu, threads[0].tid, &gaps, until);
     Some((explain.finish(false, &mut || None).0, start, out))
 }
 

@@ -35,7 +35,15 @@ fn check_consistent(a: &Value, ordered: bool) {
         .filter(|d| d["outcome"] == "untested")
         .count();
     assert_eq!(untested, if ordered { 0 } else { 4 });
-    assert!(!levels.is_empty());
+    // An accepted model may give no level: each one it computed is then not given, with why
+    // (an open interval, beyond 100 × the observed maximum or the measured time's reach);
+    // beside CI's hog a raw run's tail was that heavy at 1e-9 (29 Nov 2026).
+    let not_given = a["not_given"].as_array().unwrap();
+    assert!(
+        !levels.is_empty()
+            || (!not_given.is_empty() && not_given.iter().all(|n| n["why"].is_string())),
+        "neither a level nor why none is given: {a}"
+    );
     let mut last = 0.0;
     for l in levels {
         let (e, lo) = (

@@ -19,6 +19,13 @@ use std::time::SystemTime;
 /// How often the gap rings are drained.
 pub const DRAIN_EVERY: Nanos = Nanos::from_ms(100);
 
+/// The most one drain attributes gaps live ([`NoiseExplainer::push`]) before it writes the
+/// checkpoint and looks at the signals again. Unbounded, under load, one drain could attribute
+/// for tens of seconds: beside `stress-ng --cpu 4 --io 2 --vm 1` a debug build's 60 s run,
+/// sent SIGINT seconds after its start, began its end analysis only at 64.2 s; with this bound
+/// its loops stopped after 6.7 s of measuring (29 Nov 2026).
+pub const ATTRIBUTE_PER_DRAIN: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// What the run produced.
 pub struct Outcome {
     /// Each loop's result.
@@ -88,12 +95,13 @@ pub fn drive(
     }
     let mut fresh = Vec::new();
     let mut drain = |run: &NoiseRun, gaps: &mut Vec<KeptGaps>| {
+        let until = std::time::Instant::now() + ATTRIBUTE_PER_DRAIN;
         for (i, (sh, kept)) in run.threads().iter().zip(gaps.iter_mut()).enumerate() {
             fresh.clear();
             sh.ring().drain(|gap| fresh.push(gap));
             // Live: attributed now; deferred: queued, which keeps their trace to the end.
             if let Some(x) = explain.as_mut() {
-                x.push(cpus[i], sh.tid(), &fresh);
+                x.push(cpus[i], sh.tid(), &fresh, until);
             }
             if let Some(r) = recorder.as_deref_mut() {
                 r.add_gaps(i, &fresh);
