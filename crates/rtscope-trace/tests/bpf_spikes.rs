@@ -193,6 +193,15 @@ fn compare(
             assert_eq!(sum, a.spike.latency_ns(), "{a:?}");
         }
         let Some(y) = t.get(key) else { continue };
+        // A recorder whose trace of the spike is incomplete (its reader behind the load: beside
+        // CI's hog tracefs gave one of the culprit's spikes only `Unexplained`, 29 Nov 2026)
+        // has nothing to compare; `both` counts the spikes both traced whole.
+        if !x.complete || !y.complete {
+            eprintln!(
+                "incomplete in one recorder, not compared:\n  eBPF    {x:?}\n  tracefs {y:?}"
+            );
+            continue;
+        }
         both += 1;
         let top = |a: &Attribution| a.charges.first().map(|c| c.category.clone());
         // Outside the culprit's bursts there is no injected truth: a host task's spike on this
