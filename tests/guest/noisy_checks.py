@@ -239,13 +239,20 @@ def handler_check(x: dict, mode: str, ref: reference.Reference,
 LATE_CHAINS = 3
 
 
+def late_stack_counts(x: dict, dump: str) -> tuple[int, int, int]:
+    """The kernel stacks and the measured thread's wake-ups in rtscope's own trace (its
+    RTSCOPE_TRACE_DUMP), and the run's spikes at or above the threshold."""
+    lines = dump.splitlines()
+    stacks = sum(1 for ln in lines if " KernelStack {" in ln)
+    wakings = sum(1 for ln in lines if " Waking {" in ln and 'comm: "rtscope-m' in ln)
+    return stacks, wakings, (x.get("counts") or {}).get("spikes", 0)
+
+
 def late_stack_check(x: dict, dump: str) -> tuple[bool, str]:
     """Whether the late-only stacks came with late wake-ups only: the kernel stacks in
-    rtscope's own trace (its RTSCOPE_TRACE_DUMP) at most LATE_CHAINS per spike at or above the
-    threshold, far fewer than the measured thread's wake-ups."""
-    wakings = sum(1 for ln in dump.splitlines() if " Waking {" in ln and 'comm: "rtscope-m' in ln)
-    stacks = sum(1 for ln in dump.splitlines() if " KernelStack {" in ln)
-    spikes = (x.get("counts") or {}).get("spikes", 0)
+    rtscope's own trace at most LATE_CHAINS per spike at or above the threshold, far fewer
+    than the measured thread's wake-ups."""
+    stacks, wakings, spikes = late_stack_counts(x, dump)
     detail = (f"{stacks} kernel stack(s) in the trace for {spikes} spike(s) at or above the "
               f"threshold among {wakings} wake-up(s) of the measured thread (at most "
               f"{LATE_CHAINS} per late one; a prompt one takes none)")
@@ -259,9 +266,7 @@ def late_stack_verdict(c, kernel: str, name: str, x: dict, dump: str) -> None:
     a failure of that part alone is a load-dependent figure; the bound of LATE_CHAINS stacks per
     spike stays required."""
     ok, detail = late_stack_check(x, dump)
-    wakings = sum(1 for ln in dump.splitlines() if " Waking {" in ln and 'comm: "rtscope-m' in ln)
-    stacks = sum(1 for ln in dump.splitlines() if " KernelStack {" in ln)
-    spikes = (x.get("counts") or {}).get("spikes", 0)
+    stacks, wakings, spikes = late_stack_counts(x, dump)
     if not ok and 0 < stacks <= LATE_CHAINS * spikes and spikes >= wakings:
         c.figure(kernel, name, False, detail + "; no prompt wake-up in the trace to show it "
                  "takes none (the guest woke the thread late at least as often)")
