@@ -11,8 +11,9 @@
 //!   interrupt came; the stack is where the interrupt found the CPU.
 //! - **held** (a kernel that does not preempt at a section's end): when a measured thread's
 //!   timer expires (its waking: `hrtimer_wakeup` wakes it right after), the time under the
-//!   CPU; at the CPU's next tick (`tick_sched_timer`), how long it has waited; the switch into
-//!   it clears the time.
+//!   CPU; at each of the CPU's ticks (`tick_sched_timer`), how long it has waited, the first
+//!   at the threshold or more taking the stack; the switch into it clears the time. (The hist
+//!   triggers' held chain reads the time once, at the first tick.)
 //!
 //! Where the kernel describes its types (BTF), the programs hang on the raw tracepoints and
 //! read the tracepoints' arguments (the task switched in, the timer), and the fields behind
@@ -467,14 +468,12 @@ fn on_expire(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
             insn::load(Size::Dw, R7, R9, 0),
         ]);
         a.jump(insn::jump_imm(Cond::Eq, R7, 0, 0), "out");
-        // Only the first tick after the waking looks.
-        a.op([
-            insn::load(Size::Dw, R8, R9, 8),
-            insn::store_imm(Size::Dw, R9, 0, 0),
-            insn::call(KTIME_GET_NS),
-        ]);
+        // Every tick looks while the thread waits; the first at the threshold or more takes
+        // the stack and uses the time (a tick before the threshold leaves it for the next).
+        a.op([insn::load(Size::Dw, R8, R9, 8), insn::call(KTIME_GET_NS)]);
         since(&mut a, R0, Cond::Lt, "out");
         below(&mut a, s.threshold_ns, "out");
+        a.op([insn::store_imm(Size::Dw, R9, 0, 0)]);
         take_stack(&mut a, m, Chain::Held, "out");
     }
     done(a, e.name)

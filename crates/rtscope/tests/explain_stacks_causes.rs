@@ -31,8 +31,13 @@ fn mono_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// A spinner process named `spinner` on `cpu` at SCHED_FIFO `prio`: sleeps 97 ms, then spins
-/// 3 ms in user space, for `secs` seconds. Killed (and reaped) when dropped.
+/// A spinner process named `spinner` on `cpu` at SCHED_FIFO `prio`: sleeps 96.3 ms, then
+/// spins 3 ms in user space, for `secs` seconds. Killed (and reaped) when dropped. Its stack
+/// is taken by a scheduler tick that finds it 1.5 ms or more into a measured thread's wait:
+/// a cycle of 100 ms (97 + 3) kept the ticks' phase in its spins almost still (a 4 ms tick
+/// at 250 Hz divides it), and a run of 50 spins then had none of them or a run of them
+/// (none in 3 of about 15 runs beside loads, 29 Nov 2026); 99.3 ms moves it 0.7 ms a
+/// spin.
 struct Spinner(libc::pid_t);
 
 impl Spinner {
@@ -55,7 +60,7 @@ impl Spinner {
                 let end = mono_ns() + secs * 1_000_000_000;
                 let nap = libc::timespec {
                     tv_sec: 0,
-                    tv_nsec: 97_000_000,
+                    tv_nsec: 96_300_000,
                 };
                 while mono_ns() < end {
                     libc::clock_nanosleep(libc::CLOCK_MONOTONIC, 0, &nap, std::ptr::null_mut());
@@ -197,7 +202,7 @@ fn a_user_space_spinner_beside_another_rtscope_is_said_to_be_in_user_space_and_n
         .count();
     assert!(
         led_kept == 0 || spinner_stacks >= 1,
-        "{led_kept} kept spike(s) led by the spinner, none with its stack: {x}"
+        "{led_kept} kept spike(s) led by the spinner, none with its stack: {out}{err}"
     );
 
     // Said to be in user space, never its sleep, wherever the text shows a spike the spinner
@@ -212,7 +217,11 @@ fn a_user_space_spinner_beside_another_rtscope_is_said_to_be_in_user_space_and_n
             .iter()
             .take(2)
             .find(|n| n.trim_start().starts_with("kernel stack") || n.contains("no kernel stack"));
-        if let (true, Some(stack)) = (led, stack) {
+        // The spike's stack may be another task's: a timer interrupt that came late while
+        // a load ran (beside `stress-ng --cpu 4` a spinner-led spike's stack was of the
+        // stress-ng worker the late interrupt found, 29 Nov 2026), said with its name.
+        let spinners = stack.filter(|s| s.contains("(spinner:"));
+        if let (true, Some(stack)) = (led, spinners) {
             assert!(
                 stack.contains("no kernel stack: it ran in user space (spinner:"),
                 "{stack}: {out}"
@@ -229,7 +238,7 @@ fn a_user_space_spinner_beside_another_rtscope_is_said_to_be_in_user_space_and_n
         .collect();
     assert!(names.contains(&"(user space)"), "{names:?}");
     assert!(!names.iter().any(|n| SLEEPS.contains(n)), "{names:?}");
-    folded_renders(&db, x);
+    folded_renders(&db, x, spinner_stacks > 0);
     report_graph_covers_every_spike(&db, x);
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -237,7 +246,7 @@ fn a_user_space_spinner_beside_another_rtscope_is_said_to_be_in_user_space_and_n
 /// `runs explain --folded`: a line per stack, `frames weight`, root first (the task), no
 /// tracing frame nor any rtscope thread; the weights add up to the time by function; inferno
 /// renders it unchanged.
-fn folded_renders(db: &std::path::Path, x: &serde_json::Value) {
+fn folded_renders(db: &std::path::Path, x: &serde_json::Value, spinner_stacks: bool) {
     let o = Command::new(bin())
         .args(["runs", "explain", "last", "--folded", "--db"])
         .arg(db)
@@ -257,7 +266,10 @@ fn folded_renders(db: &std::path::Path, x: &serde_json::Value) {
         let root = stack.split(';').next().unwrap();
         assert!(root != "rtscope" && !root.starts_with("rtscope-"), "{line}");
     }
-    assert!(folded.contains("spinner;(user space) "), "{folded}");
+    assert!(
+        !spinner_stacks || folded.contains("spinner;(user space) "),
+        "{folded}"
+    );
     let by_function: u64 = x["functions"]
         .as_array()
         .unwrap()
@@ -285,8 +297,13 @@ fn folded_renders(db: &std::path::Path, x: &serde_json::Value) {
     let svg = inferno.wait_with_output().unwrap();
     let page = text(&svg.stdout);
     assert!(svg.status.success(), "{}", text(&svg.stderr));
-    assert!(page.contains("<svg") && page.contains("spinner"), "{page}");
-    assert!(page.contains("(user space)"), "{page}");
+    assert!(page.contains("<svg"), "{page}");
+    if spinner_stacks {
+        assert!(
+            page.contains("spinner") && page.contains("(user space)"),
+            "{page}"
+        );
+    }
 }
 
 /// The report's flame graph is of every traced spike, as the table beside it.
