@@ -19,6 +19,7 @@ use rtscope_explain::cause::CauseLine;
 use rtscope_explain::model::Spike;
 use rtscope_explain::model::Tier;
 use rtscope_explain::unexplained::Unexplained;
+use rtscope_session::explain::TICK_BUDGET;
 use rtscope_session::housekeeping::{Housekeeping, NormalWhy};
 use rtscope_session::smi_sampler::SmiState;
 use rtscope_trace::explain::{ExplainConfig, Explainer};
@@ -220,7 +221,11 @@ impl WindowExplainer {
 
     /// The answers for closed windows that came since the last call.
     pub fn poll(&mut self) -> Vec<Answer> {
-        self.ex.poll();
+        // At most a control tick's budget, as `rtscope measure --explain`: the windows are
+        // closed and stored at the ticks, and a slow analysis (an emulated guest beside a
+        // loaded host) must not hold them back, or a SIGKILL loses more than the open window.
+        // The spikes not looked at wait, first, for the next tick.
+        self.ex.poll_until(Instant::now() + TICK_BUDGET);
         self.answers()
     }
 

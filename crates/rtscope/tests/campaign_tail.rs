@@ -129,12 +129,14 @@ fn check_against_tail(db: &Path, id: i64, said: &str) -> &'static str {
 #[test]
 fn until_tail_records_the_outcome_that_rtscope_tail_gives_the_recorded_run() {
     rtscope_testkit::require_root!("the real engine at SCHED_FIFO with locked memory");
-    let _rt = common::rt_lock();
+    let rt = common::rt_lock();
     let dir = common::fresh_dir("campaign-tail");
     let (file, db) = (dir.join("c.toml"), dir.join("r.db"));
     std::fs::write(&file, CAMPAIGN.replace("NAME", "ut")).unwrap();
     let args = common::campaign_run_args(&file, &db);
     let (o, timed_out) = common::run_for(bin(), &args, Duration::from_secs(120));
+    // The checks below (`runs show`, `tail`) run no SCHED_FIFO thread.
+    drop(rt);
     assert!(
         !timed_out && o.status.code() == Some(0),
         "{}",
