@@ -334,8 +334,8 @@ impl Kallsyms {
     }
 
     /// Parses the text of `/proc/kallsyms` (`ffffffff81000000 T _stext`, `… t fn\t[mod]`):
-    /// text symbols only (`t`, `T`, `w`, `W`), zero addresses skipped; names at most 128
-    /// bytes, escaped when not printable.
+    /// text symbols only (`t`, `T`, `w`, `W`), zero addresses and mapping symbols (`$x`)
+    /// skipped; names at most 128 bytes, escaped when not printable.
     pub fn parse(text: &str) -> Kallsyms {
         let mut syms: Vec<(u64, String)> = text
             .lines()
@@ -344,7 +344,11 @@ impl Kallsyms {
                 let addr = u64::from_str_radix(it.next()?, 16).ok()?;
                 let kind = it.next()?;
                 let name = it.next()?;
-                if addr == 0 || !matches!(kind, "t" | "T" | "w" | "W") {
+                // A mapping symbol (`$x`, `$d`: where A64 code or data starts, arm64 ELF) is
+                // no function: a module's on arm64 6.1 stands inside its functions, and a
+                // stack of `noisy_hold_irqs_off` read `$x [noisy]` (rt-arm64 guest, 29 Nov
+                // 2026).
+                if addr == 0 || !matches!(kind, "t" | "T" | "w" | "W") || name.starts_with('$') {
                     return None;
                 }
                 let name = clean(name);

@@ -60,6 +60,18 @@ fn return_addresses_are_named_by_the_function_before_them_with_their_module() {
     let only = traced.stack(task(), &[0xffff_ffff_8120_0010]);
     assert_eq!(only.frames, ["bpf_trace_run4"]);
     assert!(Kallsyms::parse("0000000000000000 T _stext\n").is_empty());
+    // arm64's mapping symbols inside a module's function are not functions.
+    let arm = Kallsyms::parse(
+        "ffff800001000000 t noisy_hold_irqs_off\t[noisy]\n\
+         ffff800001000040 t $d\t[noisy]\n\
+         ffff800001000048 t $x\t[noisy]\n\
+         ffff800001000200 t noisy_thread\t[noisy]\n",
+    );
+    assert_eq!(arm.len(), 2);
+    assert_eq!(
+        arm.name(0xffff_8000_0100_0050),
+        "noisy_hold_irqs_off [noisy]"
+    );
     assert_eq!(
         Kallsyms::parse("ffffffff81000000 T evil\x1b[2J\n").name(0xffff_ffff_8100_0001),
         "evil\\u{1b}[2J"
