@@ -153,6 +153,20 @@ class Verify(unittest.TestCase):
         self.assertEqual(list(self.figures.values()), [False])
         self.assertIn("try 2: no stack", self.details[-1])
 
+    def test_tries_stopped_in_idle_or_in_a_function_not_of_the_module_are_a_figure(self):
+        rcu = ["timerlat_irq", "__hrtimer_run_queues", "hrtimer_interrupt",
+               "asm_sysvec_apic_timer_interrupt", "rcu_nocb_unlock_irqrestore.part.0",
+               "rcu_core", "rcu_cpu_kthread", "kthread", "ret_from_fork"]
+        r = self.result(rtla_trace(IDLE), [("rtla-preempt", f"{n} 0 rtla timerlat hit stop tracing")
+                                           for n in (1, 2, 3)])
+        r.files["rtla-trace-preempt-try1.txt"] = rtla_trace(IDLE).encode()
+        r.files["rtla-trace-preempt-try2.txt"] = rtla_trace(rcu).encode()
+        seen = self.lines(r)
+        self.assertEqual(list(seen.values()), [True])
+        self.assertEqual(list(self.figures.values()), [False])
+        self.assertIn("in a function not of the module", self.details[-1])
+        self.assertIn("rcu_core", self.details[-1])
+
     def test_a_try_that_stopped_elsewhere_than_idle_still_fails_the_function(self):
         other = [f.replace("preempt_off", "irqs_off") for f in AT_IRQ]
         r = self.result(rtla_trace(other), [("rtla-preempt", "1 0 rtla timerlat hit stop tracing"),
