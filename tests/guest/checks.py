@@ -280,41 +280,22 @@ class Prepared:
     fetched: float
     stacks_only: bool = False
     rtla: bool = False
-    label: str = ""  # the boot's name in the timing table: KERNEL, or KERNEL+noisy
-
-    def __post_init__(self) -> None:
-        self.label = self.label or self.kernel
 
 
 def prepare_stacks_only(c: Checker, a: argparse.Namespace, kernel: str, binary: Path,
-                        out: Path, fetched: float, every_mode: bool = False) -> Prepared:
+                        out: Path, fetched: float) -> Prepared:
     """A --stacks-only kernel: its boot runs only the --noisy modes whose code is named
     (noisy_checks.STACK_MODES: the preempt-off and irq-off sections of noisy.ko, by their
     kernel stacks; HANDLER_MODES: its IPI handler and tasklet, by the handler's function),
     `measure --explain` and `noise --explain` each (issue 53's function checks), and rtla's
-    runs when asked; none of the other checks (rtscope-checks.sh with NOISY_ONLY=1). With
-    EVERY_MODE (a --noisy-boot kernel's second boot): every --noisy mode."""
+    runs when asked; none of the other checks (rtscope-checks.sh with NOISY_ONLY=1)."""
     where = sorted(noisy_checks.STACK_MODES) + sorted(noisy_checks.HANDLER_MODES)
-    if every_mode:
-        modes = list(a.noisy_modes)
-    else:
-        modes = [m for m in a.noisy_modes if m in where] or ["preempt", "irq"]
+    modes = [m for m in a.noisy_modes if m in where] or ["preempt", "irq"]
     env = {"KIND": "rt" if guest.is_rt(kernel) else "stock", "NOISY_ONLY": "1"}
     files: dict[str, Path] = {}
     modes, _ = extras(c, a, kernel, out, files, env, modes)
     return Prepared(kernel, binary, out, env, files, None, modes, False, False, fetched,
-                    stacks_only=True, rtla=env.get("RTLA") == "1",
-                    label=f"{kernel}+noisy" if every_mode else kernel)
-
-
-def prepare_noisy_boot(c: Checker, a: argparse.Namespace, kernel: str, binary: Path) -> Prepared:
-    """The second boot of a --noisy-boot kernel: its --noisy modes and rtla's runs, alone
-    (NOISY_ONLY=1), in OUT/KERNEL+noisy; the kernel's first boot runs everything else."""
-    out = a.out / f"{kernel}+noisy"
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.monotonic()
-    guest.fetch_kernel(kernel)
-    return prepare_stacks_only(c, a, kernel, binary, out, time.monotonic() - t0, every_mode=True)
+                    stacks_only=True, rtla=env.get("RTLA") == "1")
 
 
 def prepare_kernel(c: Checker, a: argparse.Namespace, kernel: str, binary: Path) -> Prepared:
@@ -350,9 +331,7 @@ def prepare_kernel(c: Checker, a: argparse.Namespace, kernel: str, binary: Path)
     if culprit is not None:
         files["/root/culprit"] = culprit
         env["EXPLAIN"] = "1"
-    # A --noisy-boot kernel's noisy modes and rtla run in a boot of their own (prepare_noisy_boot).
-    split = kernel in a.noisy_boot.split(",")
-    modes, gpio = extras(c, a, kernel, out, files, env, [] if split else None)
+    modes, gpio = extras(c, a, kernel, out, files, env)
     return Prepared(kernel, binary, out, env, files, culprit, modes, gpio, irq_load, fetched,
                     rtla=env.get("RTLA") == "1")
 
@@ -387,9 +366,9 @@ def check_kernel(c: Checker, a: argparse.Namespace, p: Prepared) -> tuple[float,
     r = guest.boot(kernel, (HERE / "rtscope-checks.sh").read_text(), p.binary, env=p.env,
                    files=p.files, modules=["configfs"] if p.gpio else None, timeout=a.timeout,
                    console_log=p.out / "console.log", scratch_disk_mb=64 if p.irq_load else 0)
-    where_time_went(p.label, r)
+    where_time_went(kernel, r)
     if p.stacks_only:
-        c.expect(p.label, "guest finished within the outer timeout", r.finished and not r.timed_out,
+        c.expect(kernel, "guest finished within the outer timeout", r.finished and not r.timed_out,
                  f"{r.seconds:.0f} s")
         for name, data in r.files.items():
             (p.out / name).write_bytes(data)
@@ -461,8 +440,8 @@ def boot_all(c: Checker, a: argparse.Namespace,
         except (guest.GuestError, subprocess.SubprocessError, OSError) as e:
             c.expect(getattr(f, "kernel", "?"), "the kernel is fetched and its helpers built",
                      False, str(e)[-500:])
-            return Timing(getattr(f, "label", "?"), float("nan"))
-        t = Timing(p.label, p.fetched)
+            return Timing(getattr(f, "kernel", "?"), float("nan"))
+        t = Timing(p.kernel, p.fetched)
         try:
             if a.binaries_ready is not None and not binary_ready(c, a.binaries_ready, p):
                 return t
@@ -510,10 +489,6 @@ def main(argv: list[str]) -> int:
                    "(preempt, irq by kernel stacks; storm, softirq by their handler's "
                    "function; preempt and irq if --noisy names none): issue 53's function "
                    "checks, for a kernel CI adds at the least cost")
-    p.add_argument("--noisy-boot", default="", metavar="KERNELS",
-                   help="these kernels' --noisy modes and rtla's runs in a second boot of "
-                   "their own, at the same time as the first (OUT/KERNEL+noisy): a boot's "
-                   "checks wait mostly on timed runs, so two boots shorten the longest kernel")
     p.add_argument("--rtla", default="", metavar="KERNELS",
                    help="after the preempt and irq --noisy runs, Debian's rtla timerlat -a on "
                    "the same section; its stack must name the function rtscope's stacks name "
@@ -544,12 +519,8 @@ def main(argv: list[str]) -> int:
         prepared = []
         for k, b in todo:
             f = preparing.submit(prepare_kernel, c, a, k, b)
-            f.kernel = f.label = k  # for a preparation that raises
+            f.kernel = k  # for a preparation that raises
             prepared.append(f)
-            if k in a.noisy_boot.split(",") and a.noisy_modes and k not in a.stacks_only.split(","):
-                f = preparing.submit(prepare_noisy_boot, c, a, k, b)
-                f.kernel, f.label = k, f"{k}+noisy"
-                prepared.append(f)
         timings = boot_all(c, a, prepared, t0)
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "figures.json").write_text(json.dumps(c.figures_seen, indent=1) + "\n")
@@ -557,10 +528,10 @@ def main(argv: list[str]) -> int:
     if missed and not a.figures:
         print(f"\n{len(missed)} figure(s) not met (load-dependent, not required without "
               f"--figures): " + "; ".join(f"{f['kernel']}: {f['check']}" for f in missed))
-    print("\nboot            fetch+unpack s  booted at s  boot+checks s  QEMU CPU s  host checks s  "
+    print("\nkernel        fetch+unpack s  booted at s  boot+checks s  QEMU CPU s  host checks s  "
           "done at s")
     for t in timings:
-        print(f"{t.kernel:<15} {t.fetched:>14.1f} {t.at:>12.0f} {t.boot:>14.1f} {t.cpu:>11.1f} "
+        print(f"{t.kernel:<13} {t.fetched:>14.1f} {t.at:>12.0f} {t.boot:>14.1f} {t.cpu:>11.1f} "
               f"{t.host:>14.1f} {t.done:>10.0f}")
     print(f"QEMU CPU in all: {sum(t.cpu for t in timings if t.cpu == t.cpu):.0f} s")
     if c.failed:
