@@ -14,6 +14,8 @@
 #   VS=BINARY  two builds against each other, both `off`: RTSCOPE is reported as `on`, BINARY
 #              as `off` (the handler events of the default path: RTSCOPE with them, BINARY the
 #              commit before them).
+#   VS_STACKS=on  with VS: both builds with `--explain-stacks on` (and RECORDER): one change to
+#              the stack programs against the build before it (issue 68: BPF_RB_NO_WAKEUP).
 #   BASE=plain the `off` run measures without --explain at all: what `--explain` with its
 #              stacks costs against nothing observed (issue 68's figure: p50 <= 1.03 and p99
 #              <= 1.05 pooled over >= 30 pairs).
@@ -43,13 +45,15 @@ echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 [ "${BASE:-}" = plain ] && echo "on: --explain $threshold --explain-stacks on${RECORDER:+ --explain-recorder $RECORDER}; off: no --explain"
 vs=${VS:-}
 [ -z "$vs" ] || [ -x "$vs" ] || { echo "VS=$vs: not an executable" >&2; exit 2; }
-[ -z "$vs" ] || echo "two builds, --explain-stacks off in both: on = $bin, off = $vs"
+vs_stacks=off
+[ -z "$vs" ] || [ "${VS_STACKS:-}" != on ] || vs_stacks=on
+[ -z "$vs" ] || echo "two builds, --explain-stacks $vs_stacks in both: on = $bin, off = $vs"
 run() { # run on|off N
   local mode=$1 exe=$bin
   [ "${AA:-}" = 1 ] && mode=off
   if [ -n "$vs" ]; then
     [ "$mode" = off ] && exe=$vs
-    mode=off
+    mode=$vs_stacks
   fi
   local observe=(--explain "$threshold" --explain-stacks "$mode")
   [ -z "${RECORDER:-}" ] || observe+=(--explain-recorder "$RECORDER")

@@ -307,6 +307,13 @@ fn this_cpu_woke(a: &mut Asm, m: &Maps, key: i16, miss: &'static str) {
     a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), miss);
 }
 
+/// `bpf_ringbuf_submit`'s flag that wakes no reader. Without it the kernel wakes the ring's
+/// waiters whenever the reader has caught up (the usual case: stacks are rare): an `irq_work`
+/// raised on the measured CPU, a self-interrupt that runs as soon as the switch into the late
+/// thread enables interrupts, before the thread reads its clock. The reader polls on its own
+/// period and never waits on the ring, so nothing is lost.
+const RB_NO_WAKEUP: i32 = 1;
+
 /// Takes the stack of what the CPU runs into the ring buffer, as a [`StackRecord`]: R6 the
 /// context, R7 the lateness, R8 the measured thread. Jumps to `out` when the buffer is full.
 fn take_stack(a: &mut Asm, m: &Maps, chain: Chain, out: &'static str) {
@@ -336,7 +343,7 @@ fn take_stack(a: &mut Asm, m: &Maps, chain: Chain, out: &'static str) {
         insn::call(GET_STACK),
         insn::store(Size::Dw, R9, 32, R0),
         insn::alu_reg(Alu::Mov, R1, R9),
-        insn::alu_imm(Alu::Mov, R2, 0),
+        insn::alu_imm(Alu::Mov, R2, RB_NO_WAKEUP),
         insn::call(RINGBUF_SUBMIT),
     ]);
 }

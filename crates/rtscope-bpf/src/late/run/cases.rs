@@ -271,6 +271,27 @@ fn a_full_ring_buffer_drops_the_stacks_it_has_no_room_for_and_the_programs_go_on
 }
 
 #[test]
+fn a_stack_taken_wakes_no_reader_so_raises_no_interrupt_on_the_measured_cpu() {
+    require_ok!(rig::available());
+    for v in VARIANTS {
+        let mut r = Rig::new(v, MS);
+        // A late interrupt's record, the reader caught up (the ring empty before it): the
+        // kernel would wake the ring's waiters by an irq_work on this CPU unless told not to.
+        let woke = r.woke_a_reader(|r| {
+            r.start(WAKEUP, S);
+            r.expire(WAKEUP, S + MS);
+        });
+        assert!(!woke, "{v:?}: a waiter on the ring was woken");
+        let lat: Vec<_> = r.stacks().into_iter().map(|s| s.lat).collect();
+        assert_eq!(
+            lat,
+            [MS],
+            "{v:?}: the record is there for the reader's next poll"
+        );
+    }
+}
+
+#[test]
 fn the_programs_run_compiled_where_the_jit_is_on() {
     require_ok!(rig::available());
     // The kernel gives a program's machine code's address only to who may see addresses.

@@ -23,7 +23,7 @@ use crate::late::{Source, RING_BYTES, THREADS};
 use crate::ringbuf::RingBuf;
 use crate::sys::{self, MapType, ProgType};
 use crate::{Formats, StackRecord};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// `bpf(2)` commands this harness adds to the loader's.
 const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
@@ -560,6 +560,40 @@ impl Rig {
     /// Whether the kernel says where each program's machine code is (compiled by the JIT).
     pub fn jited(&self) -> [bool; 3] {
         [0, 1, 2].map(|i| sys::jited_range(&self.progs[i]).is_some())
+    }
+
+    /// Whether a reader waiting on the ring buffer (an epoll set watching it since before
+    /// `f` ran) was woken by what `f` wrote: the kernel's notification, not the data (the
+    /// ready list is filled only by the ring's wake-up, and read without waiting).
+    pub fn woke_a_reader(&mut self, f: impl FnOnce(&mut Rig)) -> bool {
+        // SAFETY: epoll_create1 takes flags only; the descriptor is owned below.
+        let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        assert!(
+            ep >= 0,
+            "epoll_create1: {}",
+            std::io::Error::last_os_error()
+        );
+        // SAFETY: `ep` was just returned by the kernel and nothing else owns it.
+        let ep = unsafe { OwnedFd::from_raw_fd(ep) };
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: 0,
+        };
+        // SAFETY: both descriptors are open; `ev` is a valid event the kernel copies.
+        let added = unsafe {
+            libc::epoll_ctl(
+                ep.as_raw_fd(),
+                libc::EPOLL_CTL_ADD,
+                self.maps.ring.as_raw_fd(),
+                &mut ev,
+            )
+        };
+        assert_eq!(added, 0, "epoll_ctl: {}", std::io::Error::last_os_error());
+        f(self);
+        // SAFETY: `ev` has room for the one event asked for; a timeout of 0 never blocks.
+        let n = unsafe { libc::epoll_wait(ep.as_raw_fd(), &mut ev, 1, 0) };
+        assert!(n >= 0, "epoll_wait: {}", std::io::Error::last_os_error());
+        n > 0
     }
 
     /// The stacks in the ring buffer since the last call.
