@@ -18,8 +18,11 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-/// How long [`start`] waits for the shepherd to say that all loads run.
-const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long [`start`] waits for the shepherd to say that all loads run: a hang's bound, not a
+/// speed's. 10 s was too short for an emulated arm64 board starved by a loaded host (the
+/// rt-arm64 guest beside `stress-ng --cpu 4 --io 2 --vm 1`: "no answer from the shepherd",
+/// its campaign refused, 30 Nov 2026).
+const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// A load that ended before it was told to stop.
 #[derive(Clone, Debug, PartialEq, Eq)]
