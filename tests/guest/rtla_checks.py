@@ -246,13 +246,3 @@ def verify(c, kernel: str, r: guest.BootResult, modes: list[str]) -> None:
             c.figure(kernel, name, False, f"{detail}; {why}")
         else:
             c.expect(kernel, name, ran and ok, detail)
-
-
-#: Frames of the idle loop: a timer interrupt that found the CPU there was late for the host.
-IDLE_FRAMES = ("do_idle", "cpu_startup_entry")
-
-
-def idle(stack: list[str]) -> bool:
-    """Whether the stack rtla saved is the idle loop's: the guest ran nothing that could have
-    made its timer late (under the hog, the host did not run the emulated CPU)."""
-    return any(f in IDLE_FRAMES for f in stack)
