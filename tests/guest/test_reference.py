@@ -161,6 +161,31 @@ class Unexited(unittest.TestCase):
         self.assertEqual(reference.parse(text, 1).unexited, [])
 
 
+class HandlerSpans(unittest.TestCase):
+    """A handler's time is its own while it is the innermost one, as rtscope charges it."""
+
+    def spans(self, lines: list[str]) -> list[tuple[int, int]]:
+        return reference.handler_spans(reference.parse("\n".join(lines), 1), "tasklet",
+                                       "noisy_long_softirq")
+
+    def test_a_function_call_nested_in_the_tasklet_takes_its_own_time(self):
+        lines = [line(1_000, "tasklet_entry", "tasklet=0x1 func=noisy_long_softirq"),
+                 line(3_000, "csd_function_entry", "func=noisy_long_irq_handler csd=0x2"),
+                 line(9_000, "csd_function_exit", "func=noisy_long_irq_handler csd=0x2"),
+                 line(10_000, "tasklet_exit", "tasklet=0x1 func=noisy_long_softirq")]
+        self.assertEqual(self.spans(lines), [(1_000_000, 3_000_000), (9_000_000, 10_000_000)])
+        # Without the nested call the tasklet's span is whole.
+        self.assertEqual(self.spans(lines[:1] + lines[3:]), [(1_000_000, 10_000_000)])
+
+    def test_a_switch_ends_it_and_another_function_is_not_it(self):
+        lines = [line(1_000, "tasklet_entry", "tasklet=0x1 func=noisy_long_softirq"),
+                 line(2_000, "sched_switch", "prev_comm=ksoftirqd/1 prev_pid=9 prev_prio=120 "
+                      "prev_state=R ==> next_comm=x next_pid=2 next_prio=120"),
+                 line(3_000, "tasklet_entry", "tasklet=0x3 func=other_tasklet"),
+                 line(4_000, "tasklet_exit", "tasklet=0x3 func=other_tasklet")]
+        self.assertEqual(self.spans(lines), [(1_000_000, 2_000_000)])
+
+
 class Overlap(unittest.TestCase):
     def test_overlap_counts_the_union_of_sorted_spans_once(self):
         spans = [(0, 10), (5, 20), (30, 40)]
