@@ -39,6 +39,10 @@ pub struct Layout {
     pub timer_function: i16,
     /// `hrtimer.node.expires` (`ktime_t`, 8 bytes): the expiry the trace event's `expires` gives.
     pub timer_expires: i16,
+    /// The BTF IDs of `btf_trace_hrtimer_start`, `btf_trace_sched_switch` and
+    /// `btf_trace_hrtimer_expire_entry`, where the kernel's BTF has all three: the programs
+    /// can then be `tp_btf` ones, whose reads behind the arguments are plain loads.
+    pub typed: Option<[u32; 3]>,
 }
 
 impl Layout {
@@ -71,6 +75,11 @@ impl Layout {
             task_pid: t.field(task, "task_struct", "pid", 4..=4)?,
             timer_function: t.field(timer, "hrtimer", "function", 8..=8)?,
             timer_expires: t.field(timer, "hrtimer", "node.expires", 8..=8)?,
+            typed: ["hrtimer_start", "sched_switch", "hrtimer_expire_entry"]
+                .map(|tp| t.trace_type(tp))
+                .into_iter()
+                .collect::<Option<Vec<u32>>>()
+                .and_then(|v| v.try_into().ok()),
         })
     }
 }
@@ -191,6 +200,16 @@ impl Types<'_> {
     fn func(&self, name: &str) -> Option<u32> {
         self.0.get().values().find_map(|v| match v {
             TypeVariant::Func(f) if f.name().as_deref() == Some(name) => Some(*f.prototype_tid()),
+            _ => None,
+        })
+    }
+
+    /// The ID of the typedef `btf_trace_<tracepoint>`, the function pointer type of the
+    /// tracepoint's BPF probe: a `tp_btf` program is loaded for it ([`crate::sys::load_typed`]).
+    pub(crate) fn trace_type(&self, tracepoint: &str) -> Option<u32> {
+        let name = format!("btf_trace_{tracepoint}");
+        self.0.get().iter().find_map(|(id, v)| match v {
+            TypeVariant::Typedef(t) if t.name().as_deref() == Some(name.as_str()) => Some(*id),
             _ => None,
         })
     }
@@ -328,6 +347,9 @@ mod tests {
         assert_eq!(l.timer_expires, 24);
         assert!(l.timer_function > l.timer_expires);
         assert!(l.task_comm > l.task_pid && l.task_pid > 0);
+        // The kernel's BTF has the tracepoints' probe types (Linux 5.5), all distinct.
+        let [a, b, c] = l.typed.expect("btf_trace_* typedefs");
+        assert!(a > 0 && a != b && b != c && a != c);
     }
 
     #[test]

@@ -90,7 +90,13 @@ pub(crate) struct Maps {
 /// Where the programs read the tracepoints' values.
 #[derive(Clone, Copy)]
 pub enum Source<'a> {
-    /// The raw tracepoints' arguments, and the fields they point to at these offsets.
+    /// The raw tracepoints as `tp_btf` programs (the layout's [`Layout::typed`] IDs): the
+    /// arguments, and the fields they point to read by plain loads the verifier checks
+    /// against the kernel's BTF (the interrupt's time, behind a pointer to an integer, still
+    /// by `bpf_probe_read_kernel`).
+    Typed(&'a Layout),
+    /// The raw tracepoints' arguments, and the fields they point to at these offsets, read
+    /// with `bpf_probe_read_kernel`.
     Raw(&'a Layout),
     /// The trace events' records, at the offsets of their `format` files.
     Events(&'a dyn Formats),
@@ -100,6 +106,7 @@ impl Source<'_> {
     /// How the tier line says it.
     pub fn describe(&self) -> &'static str {
         match self {
+            Source::Typed(_) => "BTF-typed raw tracepoints",
             Source::Raw(_) => "raw tracepoints",
             Source::Events(_) => "trace events",
         }
@@ -146,9 +153,21 @@ impl Event<'_> {
                 f.id(name)
                     .ok_or_else(|| BpfError::Event(format!("no event {name}")))?,
             ),
-            Source::Raw(_) => None,
+            Source::Raw(_) | Source::Typed(_) => None,
         };
         Ok(Event { name, source, id })
+    }
+
+    /// Whether `field`, behind an argument, is read by plain loads (`tp_btf`): all but the
+    /// interrupt's time, whose pointer is to an integer, which BTF does not let a program
+    /// load through.
+    fn direct(&self, field: Field) -> bool {
+        matches!(self.source, Source::Typed(_)) && field != Field::Now
+    }
+
+    /// `R3 =` the argument at `arg` (`tp_btf`: a pointer the verifier knows the type of).
+    fn pointer(a: &mut Asm, arg: i16) {
+        a.op([insn::load(Size::Dw, R3, R6, arg)]);
     }
 
     /// Where `field` is.
@@ -168,7 +187,7 @@ impl Event<'_> {
                     size,
                 ))
             }
-            Source::Raw(l) => {
+            Source::Raw(l) | Source::Typed(l) => {
                 let timer = match self.name {
                     "hrtimer_start" => Ok(l.start_timer),
                     "hrtimer_expire_entry" => Ok(l.expire_timer),
@@ -195,6 +214,16 @@ impl Event<'_> {
                 insn::load(size, R1, R6, off),
                 insn::store(size, R10, slot, R1),
             ]),
+            Place::Behind { arg, off, len } if self.direct(field) => {
+                Event::pointer(a, arg);
+                let size = if len == 4 { Size::W } else { Size::Dw };
+                for at in (0..len as i16).step_by(size.bytes()) {
+                    a.op([
+                        insn::load(size, R1, R3, off + at),
+                        insn::store(size, R10, slot + at, R1),
+                    ]);
+                }
+            }
             Place::Behind { arg, off, len } => a.op([
                 insn::load(Size::Dw, R3, R6, arg),
                 insn::alu_imm(Alu::Add, R3, off.into()),
@@ -212,6 +241,11 @@ impl Event<'_> {
     fn load(&self, a: &mut Asm, field: Field, dst: Reg) -> Result<(), BpfError> {
         match self.place(field)? {
             Place::Context(off, size) => a.op([insn::load(size, dst, R6, off)]),
+            Place::Behind { arg, off, len } if self.direct(field) => {
+                Event::pointer(a, arg);
+                let size = if len == 4 { Size::W } else { Size::Dw };
+                a.op([insn::load(size, dst, R3, off)]);
+            }
             Place::Behind { len, .. } => {
                 self.to_stack(a, field, SCRATCH)?;
                 let size = if len == 4 { Size::W } else { Size::Dw };
@@ -226,6 +260,10 @@ impl Event<'_> {
     fn next_comm(&self, a: &mut Asm) -> Result<(Reg, i16), BpfError> {
         match self.place(Field::NextComm)? {
             Place::Context(off, _) => Ok((R6, off)),
+            Place::Behind { arg, off, .. } if self.direct(Field::NextComm) => {
+                Event::pointer(a, arg);
+                Ok((R3, off))
+            }
             Place::Behind { .. } => {
                 self.to_stack(a, Field::NextComm, COMM)?;
                 Ok((R10, COMM))
@@ -250,7 +288,8 @@ fn record_offset(f: &dyn Formats, event: &str, field: &str, size: Size) -> Resul
 }
 
 /// Jumps to `out` unless the name at `R?+off` is a measured thread's (`rtscope-m` and a
-/// digit): `base` is R6 (a name in the record) or R10 (one on the stack).
+/// digit): `base` is R6 (a name in the record), R10 (one on the stack) or R3 (the task, in a
+/// `tp_btf` program).
 fn measured_name(a: &mut Asm, base: Reg, off: i16, out: &'static str) {
     a.op([insn::load(Size::Dw, R1, base, off)]);
     a.op(insn::mov64(R2, PREFIX));
@@ -556,14 +595,22 @@ impl Programs {
             chains.push(Chain::Held);
         }
         let (mut progs, mut links, mut code) = (Vec::new(), Vec::new(), Vec::new());
-        for (name, insns, event) in built {
-            let (prog, link) = match event.id {
-                Some(id) => {
+        for (i, (name, insns, event)) in built.into_iter().enumerate() {
+            let (prog, link) = match (event.id, source) {
+                (_, Source::Typed(l)) => {
+                    let ids = l.typed.ok_or_else(|| {
+                        BpfError::Event("no btf_trace_* types in the kernel's BTF".into())
+                    })?;
+                    let prog = sys::load_typed(name, ids[i], &insns)?;
+                    let link = sys::attach_typed(event.name, &prog)?;
+                    (prog, link)
+                }
+                (Some(id), _) => {
                     let prog = sys::load_program(name, ProgType::Tracepoint, &insns)?;
                     let link = sys::attach_tracepoint(id, &prog, name)?;
                     (prog, link)
                 }
-                None => {
+                (None, _) => {
                     let prog = sys::load_program(name, ProgType::RawTracepoint, &insns)?;
                     let link = sys::attach_raw_tracepoint(event.name, &prog)?;
                     (prog, link)
@@ -695,6 +742,7 @@ mod tests {
             task_pid: 2000,
             timer_function: 40,
             timer_expires: 24,
+            typed: Some([1, 2, 3]),
         };
         let dw = insn::load(Size::Dw, R1, R6, 0).code;
         let raw = built(Source::Raw(&layout));
@@ -707,6 +755,14 @@ mod tests {
                 .all(|&(off, code)| code == dw && [0, 8, 16].contains(&off)));
         }
         assert!(raw[1].1.iter().all(|&(off, _)| off == 16), "{:?}", raw[1]);
+        // As tp_btf programs only the interrupt's time (behind a pointer to an integer, which
+        // BTF does not let a program load through) is read by the helper.
+        let typed = built(Source::Typed(&layout));
+        assert_eq!(typed.iter().map(|p| p.0).collect::<Vec<_>>(), [0, 0, 1]);
+        assert_eq!(
+            Source::Typed(&layout).describe(),
+            "BTF-typed raw tracepoints"
+        );
         let events = built(Source::Events(&Records));
         assert!(events.iter().all(|p| p.0 == 0));
         assert!(events[1].1.iter().any(|&(off, _)| off == 72));

@@ -28,10 +28,14 @@
 //!
 //! The programs read the arguments from the raw tracepoint's context at the places the
 //! kernel's BTF gives (`__probestub_<tracepoint>`'s or the event class's prototype), and the
-//! tasks' PIDs and priorities and the timer's function with `bpf_probe_read_kernel` at the
-//! fields' BTF offsets, as the late-only stack programs do ([`crate::late`]). A tracepoint
-//! this kernel lacks (the `irq_vectors` on arm64) or whose arguments BTF does not describe as
-//! read is left out and named ([`Recorder::missing`]).
+//! tasks' PIDs and priorities and the timer's function at the fields' BTF offsets, as the
+//! late-only stack programs do ([`crate::late`]). Where the BTF has the tracepoint's probe
+//! type (`btf_trace_<tracepoint>`, Linux 5.5) the program is a `tp_btf` one and those fields
+//! are plain loads the verifier checks against the types ([`Reads::Typed`]); else, or where
+//! the kernel refuses it, a raw tracepoint's program reads them with
+//! `bpf_probe_read_kernel` ([`Reads::Probe`]; [`Recorder::typed`] counts the first). A
+//! tracepoint this kernel lacks (the `irq_vectors` on arm64) or whose arguments BTF does not
+//! describe as read is left out and named ([`Recorder::missing`]).
 //!
 //! # The ring, and why this map
 //!
@@ -55,8 +59,10 @@
 //! The work per event, counted (not timed): 28 instructions (`sched_switch` 54,
 //! `sched_waking` 38, `timer_expire_entry` 34, `nmi_handler` 30; the listings are in
 //! `tests/snapshots/recorder.txt`) with two helper calls (the time, the CPU), one map lookup
-//! (inlined by the verifier), one atomic add and 5 to 9 stores; `bpf_probe_read_kernel`
-//! four times on a switch (the PIDs and priorities), twice on a waking, once on a timer.
+//! (inlined by the verifier), one atomic add and 5 to 9 stores; the fields behind the
+//! arguments four times on a switch (the PIDs and priorities), twice on a waking, once on a
+//! timer: each a `bpf_probe_read_kernel` call in a raw tracepoint's program, two loads and a
+//! store in a `tp_btf` one.
 //!
 //! # Reading
 //!
@@ -79,7 +85,7 @@ mod program;
 pub mod record;
 mod ring;
 
-pub use program::{Places, Publish, Want, TRACEPOINTS};
+pub use program::{Places, Publish, Reads, Want, TRACEPOINTS};
 pub use record::{Record, RecordKind, Vector, RECORD};
 pub use ring::Since;
 
@@ -114,7 +120,7 @@ impl Default for Setting {
     }
 }
 
-/// A tracepoint the recorder does not follow, and why.
+/// A tracepoint the recorder does not follow (or not as it would first), and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Missing {
     /// The raw tracepoint.
@@ -130,6 +136,10 @@ pub struct Recorder {
     _progs: Vec<OwnedFd>,
     ring: Ring,
     attached: Vec<&'static str>,
+    /// How many of the attached programs are `tp_btf` ones.
+    typed: usize,
+    /// The attached tracepoints whose program is a raw one, and why not `tp_btf`.
+    untyped: Vec<Missing>,
     missing: Vec<Missing>,
     torn: AtomicU64,
     records: u32,
@@ -143,22 +153,43 @@ impl Recorder {
         let bytes = crate::btf::read_bytes(&s.btf)?;
         let specs = crate::btf::with_types(&bytes, |t| {
             let places = program::Btf(t);
-            Ok(TRACEPOINTS.map(|(tp, _)| (tp, program::spec(&places, tp))))
+            Ok(TRACEPOINTS.map(|(tp, _)| (tp, program::spec(&places, tp), t.trace_type(tp))))
         })?;
         let ring = Ring::new(s.records, crate::late::possible_cpus())?;
         let (mut links, mut progs, mut attached, mut missing) = (vec![], vec![], vec![], vec![]);
-        for (tp, spec) in specs {
+        let (mut typed, mut untyped) = (0, vec![]);
+        for (tp, spec, btf_id) in specs {
             let attach = spec.and_then(|spec| {
-                let code = program::program(&spec, ring.fd(), s.records, Publish::NATIVE)?;
-                let prog = sys::load_program(&prog_name(tp), ProgType::RawTracepoint, &code)?;
+                let build =
+                    |reads| program::program(&spec, ring.fd(), s.records, Publish::NATIVE, reads);
+                // A `tp_btf` program where the kernel's BTF types the tracepoint (its reads
+                // behind the arguments plain loads), else, or where it is refused, a raw one.
+                let as_typed = btf_id.map(|id| {
+                    let prog = sys::load_typed(&prog_name(tp), id, &build(Reads::Typed)?)?;
+                    Ok::<_, BpfError>((sys::attach_typed(tp, &prog)?, prog))
+                });
+                let not_typed = match as_typed {
+                    Some(Ok((link, prog))) => return Ok((prog, link, None)),
+                    Some(Err(e)) => e.to_string(),
+                    None => format!("no btf_trace_{tp} type in the kernel's BTF"),
+                };
+                let raw = build(Reads::Probe)?;
+                let prog = sys::load_program(&prog_name(tp), ProgType::RawTracepoint, &raw)?;
                 let link = sys::attach_raw_tracepoint(tp, &prog)?;
-                Ok((prog, link))
+                Ok((prog, link, Some(not_typed)))
             });
             match attach {
-                Ok((prog, link)) => {
+                Ok((prog, link, not_typed)) => {
                     progs.push(prog);
                     links.push(link);
                     attached.push(tp);
+                    match not_typed {
+                        None => typed += 1,
+                        Some(reason) => untyped.push(Missing {
+                            tracepoint: tp,
+                            reason,
+                        }),
+                    }
                 }
                 Err(e) => missing.push(Missing {
                     tracepoint: tp,
@@ -180,6 +211,8 @@ impl Recorder {
             _progs: progs,
             ring,
             attached,
+            typed,
+            untyped,
             missing,
             torn: AtomicU64::new(0),
             records: s.records,
@@ -189,6 +222,18 @@ impl Recorder {
     /// The tracepoints followed.
     pub fn attached(&self) -> &[&'static str] {
         &self.attached
+    }
+
+    /// How many of the tracepoints followed have a BTF-typed (`tp_btf`) program, whose reads
+    /// behind the arguments are plain loads; the others' are `bpf_probe_read_kernel` calls.
+    pub fn typed(&self) -> usize {
+        self.typed
+    }
+
+    /// The tracepoints followed by a raw tracepoint's program, each with why not a `tp_btf`
+    /// one.
+    pub fn untyped(&self) -> &[Missing] {
+        &self.untyped
     }
 
     /// The tracepoints not followed, each with its reason.

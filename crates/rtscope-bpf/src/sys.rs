@@ -31,7 +31,15 @@ pub enum ProgType {
     /// `BPF_PROG_TYPE_RAW_TRACEPOINT` (Linux 4.17): on the tracepoint itself, its context the
     /// tracepoint's arguments as they are passed (no record is built).
     RawTracepoint = 17,
+    /// `BPF_PROG_TYPE_TRACING` as `tp_btf` (Linux 5.5): a raw tracepoint whose arguments the
+    /// verifier knows by the kernel's BTF, so a field behind a pointer argument is a plain load
+    /// (the JIT guards it against a fault), not a `bpf_probe_read_kernel` call. Loaded with
+    /// [`load_typed`].
+    Tracing = 26,
 }
+
+/// `BPF_TRACE_RAW_TP`: a tracing program's expected attach type for a BTF-typed tracepoint.
+const TRACE_RAW_TP: u32 = 23;
 
 /// A map type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +83,19 @@ struct ProgAttr {
     kern_version: u32,
     prog_flags: u32,
     prog_name: [u8; 16],
+    prog_ifindex: u32,
+    expected_attach_type: u32,
+    prog_btf_fd: u32,
+    func_info_rec_size: u32,
+    func_info: u64,
+    func_info_cnt: u32,
+    line_info_rec_size: u32,
+    line_info: u64,
+    line_info_cnt: u32,
+    /// The kernel BTF type a tracing program attaches to (`btf_trace_<tracepoint>`).
+    attach_btf_id: u32,
+    attach_btf_obj_fd: u32,
+    pad: u32,
 }
 
 /// `union bpf_attr` as `BPF_RAW_TRACEPOINT_OPEN` reads it.
@@ -200,6 +221,17 @@ pub fn create_map_flags(
 /// Loads a program of type `kind`; on a refusal, loads it again with the verifier's log and
 /// gives its last lines.
 pub fn load_program(name: &str, kind: ProgType, insns: &[Insn]) -> Result<OwnedFd, BpfError> {
+    load(name, kind, insns, 0)
+}
+
+/// Loads a `tp_btf` program ([`ProgType::Tracing`]) for the tracepoint whose BTF typedef
+/// (`btf_trace_<tracepoint>`, in the kernel's own BTF) has the ID `btf_id`; attach it with
+/// [`attach_typed`].
+pub fn load_typed(name: &str, btf_id: u32, insns: &[Insn]) -> Result<OwnedFd, BpfError> {
+    load(name, ProgType::Tracing, insns, btf_id)
+}
+
+fn load(name: &str, kind: ProgType, insns: &[Insn], btf_id: u32) -> Result<OwnedFd, BpfError> {
     let words = encode(insns);
     let mut attr = ProgAttr {
         prog_type: kind as u32,
@@ -207,6 +239,12 @@ pub fn load_program(name: &str, kind: ProgType, insns: &[Insn]) -> Result<OwnedF
         insns: words.as_ptr() as u64,
         license: LICENSE.as_ptr() as u64,
         prog_name: name16(name),
+        expected_attach_type: if kind == ProgType::Tracing {
+            TRACE_RAW_TP
+        } else {
+            0
+        },
+        attach_btf_id: btf_id,
         ..ProgAttr::default()
     };
     let first = match owned(bpf_call(BPF_PROG_LOAD, &mut attr)) {
@@ -245,6 +283,20 @@ pub fn attach_raw_tracepoint(name: &str, prog: &OwnedFd) -> Result<OwnedFd, BpfE
         pad: 0,
     };
     bpf(BPF_RAW_TRACEPOINT_OPEN, attr).map_err(err)
+}
+
+/// Attaches a `tp_btf` program to the tracepoint it was loaded for (the kernel takes the
+/// name from the BTF type given at load; `name` only names it in an error).
+pub fn attach_typed(name: &str, prog: &OwnedFd) -> Result<OwnedFd, BpfError> {
+    let attr = RawTpAttr {
+        name: 0,
+        prog_fd: prog.as_raw_fd() as u32,
+        pad: 0,
+    };
+    bpf(BPF_RAW_TRACEPOINT_OPEN, attr).map_err(|source| BpfError::Attach {
+        event: name.to_string(),
+        source,
+    })
 }
 
 /// Where the kernel put `prog`'s machine code: its first address and length (bytes). `None`
@@ -316,7 +368,10 @@ mod tests {
     #[test]
     fn the_attributes_have_the_kernels_layout() {
         assert_eq!(std::mem::size_of::<MapAttr>(), 44);
-        assert_eq!(std::mem::size_of::<ProgAttr>(), 64);
+        assert_eq!(std::mem::size_of::<ProgAttr>(), 120);
+        assert_eq!(std::mem::offset_of!(ProgAttr, expected_attach_type), 68);
+        assert_eq!(std::mem::offset_of!(ProgAttr, func_info), 80);
+        assert_eq!(std::mem::offset_of!(ProgAttr, attach_btf_id), 108);
         assert_eq!(std::mem::size_of::<PerfAttr>(), 64);
         assert_eq!(std::mem::offset_of!(ProgAttr, log_buf), 32);
         assert_eq!(std::mem::offset_of!(ProgAttr, prog_name), 48);

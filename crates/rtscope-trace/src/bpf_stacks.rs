@@ -70,7 +70,9 @@ pub enum StartError {
 /// The loaded programs and the stacks they took, per CPU.
 pub struct BpfStacks {
     programs: Mutex<Programs>,
-    /// Why the programs are not on the raw tracepoints (`None`: they are).
+    /// Why the programs are not where they were tried first: not BTF-typed where they are on
+    /// the raw tracepoints, not on those where they are on the trace events (`None`: they are
+    /// on the first tried).
     not_raw: Option<BpfError>,
     kept: Mutex<Kept>,
 }
@@ -114,10 +116,18 @@ impl BpfStacks {
             tick_sched_timer: tick,
             tgid: std::process::id(),
         };
-        let raw =
-            Layout::read(btf).and_then(|layout| Programs::start(&setting, Source::Raw(&layout)));
+        // BTF-typed first (plain loads behind the arguments), then raw (helper reads), then
+        // the trace events' records; the tier line says why not the one before.
+        let raw = Layout::read(btf).and_then(|layout| match layout.typed {
+            Some(_) => Programs::start(&setting, Source::Typed(&layout))
+                .map(|p| (p, None))
+                .or_else(|typed| {
+                    Programs::start(&setting, Source::Raw(&layout)).map(|p| (p, Some(typed)))
+                }),
+            None => Programs::start(&setting, Source::Raw(&layout)).map(|p| (p, None)),
+        });
         let (programs, not_raw) = match raw {
-            Ok(p) => (p, None),
+            Ok(p) => p,
             Err(why) => {
                 let formats = TracefsFormats(
                     [

@@ -203,7 +203,10 @@ impl Explainer {
             Some(r) => match r.rings() {
                 Some(rings) => crate::tracefs::observed::of_rings(
                     r.instance_dir(),
-                    rings.attached().len(),
+                    crate::tracefs::observed::Followed {
+                        tracepoints: rings.attached().len(),
+                        typed: rings.typed(),
+                    },
                     rings.records(),
                     r.stacks(),
                 ),

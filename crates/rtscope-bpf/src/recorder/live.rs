@@ -66,6 +66,19 @@ fn the_attached_recorder_sees_a_fifo_threads_switches_wakings_and_timer_interrup
         assert!(rec.attached().contains(&tp), "{tp}: {:?}", rec.missing());
     }
     assert_eq!(rec.attached().len() + rec.missing().len(), 23);
+    // A kernel with BTF types its tracepoints' probes (Linux 5.5): every program is a tp_btf
+    // one, so the PIDs and priorities below were read by the verifier-checked loads; but the
+    // IPI function call's, whose argument is a function pointer the verifier does not let a
+    // tp_btf program read (6.18: "arg0 type FUNC_PROTO is not a struct"): a raw program reads
+    // it from its context as cheaply.
+    assert!(
+        rec.untyped()
+            .iter()
+            .all(|m| m.tracepoint.starts_with("csd_function_")),
+        "BTF-typed programs: {:?}",
+        rec.untyped()
+    );
+    assert_eq!(rec.typed() + rec.untyped().len(), rec.attached().len());
     for m in rec.missing() {
         eprintln!("not recorded: {}: {}", m.tracepoint, m.reason);
     }

@@ -267,6 +267,18 @@ impl Publish {
     };
 }
 
+/// How a program reads a field behind a pointer argument ([`Op::Behind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reads {
+    /// `bpf_probe_read_kernel` into the record (a raw tracepoint's program: the verifier
+    /// knows its arguments only as numbers).
+    Probe,
+    /// A plain load through the argument (a `tp_btf` program: the verifier knows the
+    /// argument's type from the kernel's BTF and checks the field against it; the JIT guards
+    /// the load, a fault reads zero as the helper's does).
+    Typed,
+}
+
 /// The program of `s`: the time, this CPU's ring, a slot reserved by an atomic fetch-add of
 /// the head (a program that interrupts another on the same CPU takes the next slot), the
 /// record's fields, its sequence number last. `map` is the rings' map's file descriptor,
@@ -276,6 +288,7 @@ pub(crate) fn program(
     map: i32,
     records: u32,
     publish: Publish,
+    reads: Reads,
 ) -> Result<Vec<Insn>, BpfError> {
     if !records.is_power_of_two() || records < 2 {
         return Err(BpfError::Setting(format!(
@@ -326,6 +339,23 @@ pub(crate) fn program(
                 insn::load(Size::B, R1, R6, arg),
                 insn::store(Size::B, R8, slot(record::FLAG), R1),
             ]),
+            Op::Behind {
+                arg,
+                field,
+                len,
+                at,
+            } if reads == Reads::Typed => {
+                let size = match len {
+                    1 => Size::B,
+                    4 => Size::W,
+                    _ => Size::Dw,
+                };
+                a.op([
+                    insn::load(Size::Dw, R3, R6, arg),
+                    insn::load(size, R1, R3, field),
+                    insn::store(size, R8, slot(at), R1),
+                ]);
+            }
             Op::Behind {
                 arg,
                 field,

@@ -3,7 +3,7 @@
 //! tracepoint's program writes its record into the real map, read back through the real
 //! mapping by the reader [`Recorder::window`] uses.
 
-use super::program::{self, Places, Publish, Want, TRACEPOINTS};
+use super::program::{self, Places, Publish, Reads, Want, TRACEPOINTS};
 use super::record::{RecordKind, Vector, RECORD};
 use super::ring::Ring;
 use super::HEADER;
@@ -71,7 +71,8 @@ impl Rig {
             .iter()
             .filter_map(|&(tp, _)| {
                 let spec = program::spec(places, tp).ok()?;
-                let code = program::program(&spec, ring.fd(), records, publish).expect("a program");
+                let code = program::program(&spec, ring.fd(), records, publish, Reads::Probe)
+                    .expect("a program");
                 let prog = sys::load_program(&super::prog_name(tp), ProgType::RawTracepoint, &code)
                     .unwrap_or_else(|e| panic!("{tp}: {e}"));
                 Some((tp, prog))
@@ -378,7 +379,7 @@ fn a_record_overwritten_while_read_or_not_yet_published_is_dropped_and_counted()
 #[test]
 fn a_ring_not_a_power_of_two_is_refused() {
     let spec = program::spec(&Synthetic, "softirq_entry").unwrap();
-    let e = program::program(&spec, 3, 1000, Publish::Store).unwrap_err();
+    let e = program::program(&spec, 3, 1000, Publish::Store, Reads::Probe).unwrap_err();
     assert!(matches!(e, BpfError::Setting(_)), "{e}");
     assert!(program::spec(&Synthetic, "hrtimer_start").is_err());
     let no_btf = super::Setting {

@@ -83,7 +83,9 @@ pub struct BpfChains {
     pub chains: Vec<&'static str>,
     /// Where the programs read the tracepoints' values (`raw tracepoints`, `trace events`).
     pub on: &'static str,
-    /// Why they are not on the raw tracepoints (`None`: they are, or were not tried).
+    /// Why they are not where the loader tried first (`None`: they are, or it was not tried):
+    /// on the raw tracepoints, why not as BTF-typed programs; on the trace events, why not
+    /// on the raw tracepoints.
     pub not_raw: Option<String>,
 }
 
@@ -91,7 +93,12 @@ impl std::fmt::Display for BpfChains {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} (eBPF on {}", self.chains.join(", "), self.on)?;
         if let Some(why) = &self.not_raw {
-            write!(f, "; not raw tracepoints: {why}")?;
+            let not = if self.on == "raw tracepoints" {
+                "BTF-typed"
+            } else {
+                "raw tracepoints"
+            };
+            write!(f, "; not {not}: {why}")?;
         }
         f.write_str(")")
     }
@@ -690,6 +697,13 @@ mod tests {
             b.to_string(),
             "switch, timer, held (eBPF on trace events; not raw tracepoints: BTF: no struct \
              hrtimer)"
+        );
+        b.on = "raw tracepoints";
+        b.not_raw = Some("rtscope_switch refused: invalid argument".into());
+        assert_eq!(
+            b.to_string(),
+            "switch, timer, held (eBPF on raw tracepoints; not BTF-typed: rtscope_switch \
+             refused: invalid argument)"
         );
         // A setting is built for the triggers until the programs are loaded.
         assert_eq!(Setting::default().mechanism, Mechanism::Triggers);

@@ -26,18 +26,30 @@ pub fn of_instance(dir: &Path, timerlat: bool, stacks: &Stacks) -> Observed {
     }
 }
 
-/// The eBPF flight recorder's words (`--explain-recorder ebpf`): its rings on `tracepoints`
-/// raw tracepoints, of `records` per CPU, beside the instance `dir` (for the stacks and the
-/// handlers' formats), whose trace events are read back from it (none enabled).
-pub fn of_rings(dir: &Path, tracepoints: usize, records: u32, stacks: &Stacks) -> Observed {
+/// How many raw tracepoints the eBPF flight recorder follows, and how many of those by
+/// BTF-typed (`tp_btf`) programs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Followed {
+    /// The tracepoints followed.
+    pub tracepoints: usize,
+    /// Of them, those whose program is a `tp_btf` one.
+    pub typed: usize,
+}
+
+/// The eBPF flight recorder's words (`--explain-recorder ebpf`): its rings on the raw
+/// tracepoints `followed` (`23 tracepoints, 23 BTF-typed`), of `records` per CPU, beside the
+/// instance `dir` (for the stacks and the handlers' formats), whose trace events are read back
+/// from it (none enabled).
+pub fn of_rings(dir: &Path, followed: Followed, records: u32, stacks: &Stacks) -> Observed {
     let name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let Followed { tracepoints, typed } = followed;
     Observed {
         recorder: format!(
-            "{RINGS} ({tracepoints} tracepoints, {records} records per CPU; tracefs instance \
-             {name} without its events)"
+            "{RINGS} ({tracepoints} tracepoints, {typed} BTF-typed, {records} records per CPU; \
+             tracefs instance {name} without its events)"
         ),
         events: enabled_events(dir),
         stacks: stacks_words(stacks),

@@ -46,6 +46,7 @@ pub static LAYOUT: Layout = Layout {
     task_pid: 24,
     timer_function: 40,
     timer_expires: 24,
+    typed: None,
 };
 
 /// Where the synthetic objects are in the objects map's value (its first 8 bytes hold the
