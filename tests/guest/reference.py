@@ -535,12 +535,11 @@ HANDLER_STEMS = ("csd_function", "tasklet")
 
 
 def handler_spans(ref: Reference, kind: str, own: str) -> list[tuple[int, int]]:
-    """When the reference saw a `kind` handler (`csd_function`, `tasklet`: its events, where
-    the kernel has them) whose function starts with `own` run as the innermost handler, the
-    rule rtscope charges by (docs/explain.md, "Handlers"): from its entry, or a nested
-    handler's exit, to its exit, a nested handler's entry or the next switch (a tasklet in a
-    preempted softirq thread), sorted. Beside CI's hog a tasklet's span held two IPI function
-    calls the host stopped for 12 ms (bpo-amd64, 30 Nov 2026): that time is theirs."""
+    """When the reference saw a `kind` handler (`csd_function`, `tasklet`) whose function
+    starts with `own` run innermost, as rtscope charges (docs/explain.md, "Handlers"): from
+    its entry or a nested one's exit to its exit, a nested one's entry or a switch, sorted.
+    Beside CI's hog a tasklet held two IPI function calls the host stopped for 12 ms
+    (bpo-amd64, 30 Nov 2026): that time is theirs."""
     spans, open_, since = [], [], None
     for e in ref.events:
         stem, _, edge = e.kind.rpartition("_")
