@@ -162,6 +162,10 @@ def verify_reference(c: Checker, kernel: str, r: guest.BootResult, x: dict) -> N
     c.figure(kernel, what, ok, f"{text}; {reference.summary(cmp)}")
 
 
+# The mixed runs' top-thread samples from which an irq/ thread among them is required.
+TOP_SAMPLES = 30
+
+
 def verify(c: Checker, kernel: str, r: guest.BootResult, host_bin: Path, out: Path,
            campaign: bool) -> None:
     rt = guest.is_rt(kernel)
@@ -227,7 +231,13 @@ def verify(c: Checker, kernel: str, r: guest.BootResult, host_bin: Path, out: Pa
         # On arm64 this was only printed while the monitor ran SCHED_OTHER and the emulated
         # loads starved it (one or two samples in the loaded run); at SCHED_FIFO 1 it takes
         # one a second there too (131, 174, 156 and 68 samples in four CI passes, 23 Nov 2026).
-        c.expect(kernel, what, bool(names), detail)
+        # Since the campaign's runs are 10 s (24 Nov) the mixed run gives about 10 samples,
+        # and whether an irq/ thread ranks in so few is the emulated load's: rt-arm64 had none
+        # in 10 with nothing beside CI (30 Nov 2026). Required from TOP_SAMPLES samples.
+        if samples >= TOP_SAMPLES:
+            c.expect(kernel, what, bool(names), detail)
+        else:
+            c.figure(kernel, what, bool(names), f"{detail} (required from {TOP_SAMPLES})")
 
 
 def extras(c: Checker, a: argparse.Namespace, kernel: str, out: Path, files: dict[str, Path],
