@@ -80,6 +80,16 @@ impl Size {
         }
     }
 
+    /// The widest access that `len` bytes (1, 4, 8 or a multiple of 8) are read by: byte,
+    /// word, else double word.
+    pub fn fitting(len: i32) -> Size {
+        match len {
+            1 => Size::B,
+            4 => Size::W,
+            _ => Size::Dw,
+        }
+    }
+
     fn bits(self) -> u8 {
         match self {
             Size::W => 0x00,

@@ -216,7 +216,7 @@ impl Event<'_> {
             ]),
             Place::Behind { arg, off, len } if self.direct(field) => {
                 Event::pointer(a, arg);
-                let size = if len == 4 { Size::W } else { Size::Dw };
+                let size = Size::fitting(len);
                 for at in (0..len as i16).step_by(size.bytes()) {
                     a.op([
                         insn::load(size, R1, R3, off + at),
@@ -243,12 +243,12 @@ impl Event<'_> {
             Place::Context(off, size) => a.op([insn::load(size, dst, R6, off)]),
             Place::Behind { arg, off, len } if self.direct(field) => {
                 Event::pointer(a, arg);
-                let size = if len == 4 { Size::W } else { Size::Dw };
+                let size = Size::fitting(len);
                 a.op([insn::load(size, dst, R3, off)]);
             }
             Place::Behind { len, .. } => {
                 self.to_stack(a, field, SCRATCH)?;
-                let size = if len == 4 { Size::W } else { Size::Dw };
+                let size = Size::fitting(len);
                 a.op([insn::load(size, dst, R10, SCRATCH)]);
             }
         }

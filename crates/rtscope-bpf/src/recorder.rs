@@ -136,8 +136,6 @@ pub struct Recorder {
     _progs: Vec<OwnedFd>,
     ring: Ring,
     attached: Vec<&'static str>,
-    /// How many of the attached programs are `tp_btf` ones.
-    typed: usize,
     /// The attached tracepoints whose program is a raw one, and why not `tp_btf`.
     untyped: Vec<Missing>,
     missing: Vec<Missing>,
@@ -157,7 +155,7 @@ impl Recorder {
         })?;
         let ring = Ring::new(s.records, crate::late::possible_cpus())?;
         let (mut links, mut progs, mut attached, mut missing) = (vec![], vec![], vec![], vec![]);
-        let (mut typed, mut untyped) = (0, vec![]);
+        let mut untyped = vec![];
         for (tp, spec, btf_id) in specs {
             let attach = spec.and_then(|spec| {
                 let build =
@@ -183,12 +181,11 @@ impl Recorder {
                     progs.push(prog);
                     links.push(link);
                     attached.push(tp);
-                    match not_typed {
-                        None => typed += 1,
-                        Some(reason) => untyped.push(Missing {
+                    if let Some(reason) = not_typed {
+                        untyped.push(Missing {
                             tracepoint: tp,
                             reason,
-                        }),
+                        });
                     }
                 }
                 Err(e) => missing.push(Missing {
@@ -211,7 +208,6 @@ impl Recorder {
             _progs: progs,
             ring,
             attached,
-            typed,
             untyped,
             missing,
             torn: AtomicU64::new(0),
@@ -227,7 +223,7 @@ impl Recorder {
     /// How many of the tracepoints followed have a BTF-typed (`tp_btf`) program, whose reads
     /// behind the arguments are plain loads; the others' are `bpf_probe_read_kernel` calls.
     pub fn typed(&self) -> usize {
-        self.typed
+        self.attached.len() - self.untyped.len()
     }
 
     /// The tracepoints followed by a raw tracepoint's program, each with why not a `tp_btf`

@@ -345,11 +345,7 @@ pub(crate) fn program(
                 len,
                 at,
             } if reads == Reads::Typed => {
-                let size = match len {
-                    1 => Size::B,
-                    4 => Size::W,
-                    _ => Size::Dw,
-                };
+                let size = Size::fitting(len);
                 a.op([
                     insn::load(Size::Dw, R3, R6, arg),
                     insn::load(size, R1, R3, field),
