@@ -310,7 +310,10 @@ pub fn runs_json(db: &Path) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// Starts a 60 s measurement on board 127.0.0.3; the local rtscope and the remote one's pid.
+/// Starts a 60 s measurement on board 127.0.0.3; the local rtscope and the remote one's pid,
+/// once the remote rtscope measures (it has started threads: its run's signals are held, so a
+/// stop is taken by its control loop). A stop sent the instant its process appears (before its
+/// `main`) is the early case, checked by `a_ctrl_c_right_after_a_board_started_is_an_interruption`.
 pub fn long_remote_run(b: &Boards, db: &Path) -> (Child, u32) {
     let local = rtscope(b)
         .args(["measure", "-D", "60s", "-i", "1ms", "-q", "--db"])
@@ -323,7 +326,7 @@ pub fn long_remote_run(b: &Boards, db: &Path) -> (Child, u32) {
     let start = Instant::now();
     let mut local = local;
     loop {
-        if let Some(p) = remote_rtscope(b) {
+        if let Some(p) = remote_rtscope(b).filter(|&p| threads(p) > 1) {
             return (local, p);
         }
         if start.elapsed() > Duration::from_secs(60) {
@@ -333,6 +336,11 @@ pub fn long_remote_run(b: &Boards, db: &Path) -> (Child, u32) {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// How many threads process `pid` has (0 once it is gone).
+fn threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count())
 }
 
 pub fn kill(signal: &str, pid: u32) {
