@@ -106,6 +106,8 @@ pub enum Alu {
     Add = 0x00,
     /// dst -= src.
     Sub = 0x10,
+    /// dst *= src.
+    Mul = 0x20,
     /// dst |= src.
     Or = 0x40,
     /// dst &= src.

@@ -5,10 +5,11 @@
 //! CPU runs into the ring buffer:
 //!
 //! - **switch**: on `hrtimer_start` of a measured thread's sleep (`hrtimer_wakeup`, a task
-//!   whose name starts `rtscope-m`), its expiry under its PID; on `sched_switch` into it, how
-//!   late it runs; the stack is of the task switched out, in its `__schedule`.
-//! - **timer**: the same expiry under the timer; on `hrtimer_expire_entry`, how late the
-//!   interrupt came; the stack is where the interrupt found the CPU.
+//!   whose name starts `rtscope-m`), its expiry at the thread's index; on `sched_switch` into
+//!   it, how late it runs; the stack is of the task switched out, in its `__schedule`.
+//! - **timer**: the same expiry under the timer, in the CPU's slot and a hash map; on
+//!   `hrtimer_expire_entry`, how late the interrupt came; the stack is where the interrupt
+//!   found the CPU.
 //! - **held** (a kernel that does not preempt at a section's end): when a measured thread's
 //!   timer expires (its waking: `hrtimer_wakeup` wakes it right after), the time under the
 //!   CPU; at each of the CPU's ticks (`tick_sched_timer`), how long it has waited, the first
@@ -21,28 +22,19 @@
 //! trace event's record is built for them, which on a prompt wake-up was most of their cost
 //! (BENCHMARKS.md). Without BTF they hang on the trace events and read the events' records at
 //! the offsets of their tracefs `format` files. Either way they run on every CPU. On a
-//! measured thread's prompt wake-up they cost a hash lookup at the timer interrupt and one at
-//! the switch, each entry marked used in place (no delete: a hash delete takes the bucket's
-//! lock), and an array store for the held chain; nothing runs at the waking (a `sched_waking`
-//! program cost a third tracepoint call on each wake-up's path: BENCHMARKS.md).
+//! measured thread's prompt wake-up they cost an array lookup at the timer interrupt and one
+//! at the switch ([`build`]: no hash), each entry marked used in place, and an array store for
+//! the held chain; nothing runs at the waking (a `sched_waking` program cost a third
+//! tracepoint call on each wake-up's path: BENCHMARKS.md).
 
 use crate::asm::Asm;
 use crate::btf::Layout;
-use crate::insn::{self, Alu, Cond, Insn, Reg, Size, R0, R1, R10, R2, R3, R4, R6, R7, R8, R9};
+use crate::insn::{self, Alu, Reg, Size, R1, R10, R2, R3, R6};
 use crate::sys::{self, MapType, ProgType};
-use crate::{BpfError, Chain, Formats, StackRecord, FRAMES, RECORD};
-use std::os::fd::{AsRawFd, OwnedFd};
+use crate::{BpfError, Chain, Formats, StackRecord};
+use std::os::fd::OwnedFd;
 
-const MAP_LOOKUP_ELEM: i32 = 1;
-const MAP_UPDATE_ELEM: i32 = 2;
-const KTIME_GET_NS: i32 = 5;
-const GET_SMP_PROCESSOR_ID: i32 = 8;
-const GET_CURRENT_PID_TGID: i32 = 14;
-const GET_CURRENT_COMM: i32 = 16;
-const GET_STACK: i32 = 67;
 const PROBE_READ_KERNEL: i32 = 113;
-const RINGBUF_RESERVE: i32 = 131;
-const RINGBUF_SUBMIT: i32 = 132;
 
 /// The first 8 bytes of a measured thread's name, as a little-endian u64 (`rtscope-`), its
 /// ninth (`m`: the measured threads, `rtscope-m0` …; the noise loop, `rtscope-n`, never
@@ -58,7 +50,8 @@ const MAX_LATE_NS: u64 = 1_000_000_000_000;
 const SCRATCH: i16 = -56;
 const COMM: i16 = -72;
 
-/// Entries of the expiry maps: one per measured thread, far more than any run has.
+/// Entries of the thread and timer maps: one per measured thread, far more than any run has
+/// (a thread of a higher index, `rtscope-m4096` on, is followed by the timer chain only).
 const THREADS: u32 = 4096;
 /// The ring buffer's size (bytes): about 470 stacks between two reads.
 pub const RING_BYTES: usize = 256 << 10;
@@ -78,13 +71,34 @@ pub struct Setting {
 
 /// The maps the programs share.
 pub(crate) struct Maps {
-    /// PID → the expiry of its sleep's timer (switch chain; 0 once used).
-    by_pid: OwnedFd,
-    /// hrtimer → its expiry (0 once used) and the PID (timer and held chains).
+    /// A measured thread's index (the digits of its name) → the expiry of its sleep's timer
+    /// (0 once used) and its PID (switch chain).
+    by_thread: OwnedFd,
+    /// hrtimer → its expiry (0 once used) and the PID (timer and held chains), where this
+    /// CPU's slot holds another timer.
     by_timer: OwnedFd,
-    /// CPU → when a measured thread was woken for it, and its PID (held chain).
-    woke: OwnedFd,
+    /// CPU → when a measured thread was woken for it and its PID (held chain), and the slot
+    /// of the timer last armed there ([`build::SLOT`]).
+    per_cpu: OwnedFd,
     ring: OwnedFd,
+}
+
+impl Maps {
+    /// The maps, new (the kernel frees them with their last descriptor).
+    pub(crate) fn create() -> Result<Maps, BpfError> {
+        Ok(Maps {
+            by_thread: sys::create_map("rtscope_thread", MapType::Array, 4, 16, THREADS)?,
+            by_timer: sys::create_map("rtscope_timer", MapType::Hash, 8, 16, THREADS)?,
+            per_cpu: sys::create_map(
+                "rtscope_cpu",
+                MapType::Array,
+                4,
+                build::PER_CPU_VALUE,
+                possible_cpus(),
+            )?,
+            ring: sys::create_map("rtscope_stacks", MapType::RingBuf, 0, 0, RING_BYTES as u32)?,
+        })
+    }
 }
 
 /// Where the programs read the tracepoints' values.
@@ -287,244 +301,6 @@ fn record_offset(f: &dyn Formats, event: &str, field: &str, size: Size) -> Resul
     Ok(off as i16)
 }
 
-/// Jumps to `out` unless the name at `R?+off` is a measured thread's (`rtscope-m` and a
-/// digit): `base` is R6 (a name in the record), R10 (one on the stack) or R3 (the task, in a
-/// `tp_btf` program).
-fn measured_name(a: &mut Asm, base: Reg, off: i16, out: &'static str) {
-    a.op([insn::load(Size::Dw, R1, base, off)]);
-    a.op(insn::mov64(R2, PREFIX));
-    a.jump(insn::jump_reg(Cond::Ne, R1, R2, 0), out);
-    a.op([insn::load(Size::B, R1, base, off + 8)]);
-    a.jump(insn::jump_imm(Cond::Ne, R1, NINTH, 0), out);
-    a.op([insn::load(Size::B, R1, base, off + 9)]);
-    a.jump(insn::jump_imm(Cond::Lt, R1, i32::from(b'0'), 0), out);
-    a.jump(insn::jump_imm(Cond::Gt, R1, i32::from(b'9'), 0), out);
-}
-
-/// `R7 = now - R7` (the lateness since the time R7 held), `now` in the register given; jumps
-/// to `out` when `now` is before it (`before`: `Lt`, or `Slt` for the kernel's signed
-/// `ktime_t`).
-fn since(a: &mut Asm, now: Reg, before: Cond, out: &'static str) {
-    a.jump(insn::jump_reg(before, now, R7, 0), out);
-    a.op([
-        insn::alu_reg(Alu::Sub, now, R7),
-        insn::alu_reg(Alu::Mov, R7, now),
-    ]);
-}
-
-/// Jumps to `out` when R7 (the lateness) is below the threshold.
-fn below(a: &mut Asm, threshold: u64, out: &'static str) {
-    a.op(insn::mov64(R1, threshold));
-    a.jump(insn::jump_reg(Cond::Lt, R7, R1, 0), out);
-}
-
-/// `R1 = map; R2 = R10 + key [; R3 = R10 + value; R4 = 0]; call helper`.
-fn map_call(a: &mut Asm, helper: i32, map: &OwnedFd, key: i16, value: Option<i16>) {
-    a.op(insn::map_fd(R1, map.as_raw_fd()));
-    a.op([
-        insn::alu_reg(Alu::Mov, R2, R10),
-        insn::alu_imm(Alu::Add, R2, key.into()),
-    ]);
-    if let Some(v) = value {
-        a.op([
-            insn::alu_reg(Alu::Mov, R3, R10),
-            insn::alu_imm(Alu::Add, R3, v.into()),
-            insn::alu_imm(Alu::Mov, R4, 0),
-        ]);
-    }
-    a.op([insn::call(helper)]);
-}
-
-/// `R0 =` this CPU's entry of the held chain's map (key at `R10 + key`); jumps to `miss`
-/// when there is none.
-fn this_cpu_woke(a: &mut Asm, m: &Maps, key: i16, miss: &'static str) {
-    a.op([
-        insn::call(GET_SMP_PROCESSOR_ID),
-        insn::store(Size::W, R10, key, R0),
-    ]);
-    map_call(a, MAP_LOOKUP_ELEM, &m.woke, key, None);
-    a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), miss);
-}
-
-/// `bpf_ringbuf_submit`'s flag that wakes no reader. Without it the kernel wakes the ring's
-/// waiters whenever the reader has caught up (the usual case: stacks are rare): an `irq_work`
-/// raised on the measured CPU, a self-interrupt that runs as soon as the switch into the late
-/// thread enables interrupts, before the thread reads its clock. The reader polls on its own
-/// period and never waits on the ring, so nothing is lost.
-const RB_NO_WAKEUP: i32 = 1;
-
-/// Takes the stack of what the CPU runs into the ring buffer, as a [`StackRecord`]: R6 the
-/// context, R7 the lateness, R8 the measured thread. Jumps to `out` when the buffer is full.
-fn take_stack(a: &mut Asm, m: &Maps, chain: Chain, out: &'static str) {
-    a.op(insn::map_fd(R1, m.ring.as_raw_fd()));
-    a.op([
-        insn::alu_imm(Alu::Mov, R2, RECORD as i32),
-        insn::alu_imm(Alu::Mov, R3, 0),
-        insn::call(RINGBUF_RESERVE),
-    ]);
-    a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), out);
-    a.op([
-        insn::alu_reg(Alu::Mov, R9, R0),
-        insn::call(KTIME_GET_NS),
-        insn::store(Size::Dw, R9, 0, R0),
-        insn::store(Size::Dw, R9, 8, R7),
-        insn::call(GET_SMP_PROCESSOR_ID),
-        insn::store(Size::W, R9, 16, R0),
-        insn::call(GET_CURRENT_PID_TGID),
-        insn::store(Size::W, R9, 20, R0),
-        insn::store(Size::W, R9, 24, R8),
-        insn::store_imm(Size::W, R9, 28, chain as i32),
-        insn::alu_reg(Alu::Mov, R1, R6),
-        insn::alu_reg(Alu::Mov, R2, R9),
-        insn::alu_imm(Alu::Add, R2, 40),
-        insn::alu_imm(Alu::Mov, R3, (FRAMES * 8) as i32),
-        insn::alu_imm(Alu::Mov, R4, 0),
-        insn::call(GET_STACK),
-        insn::store(Size::Dw, R9, 32, R0),
-        insn::alu_reg(Alu::Mov, R1, R9),
-        insn::alu_imm(Alu::Mov, R2, RB_NO_WAKEUP),
-        insn::call(RINGBUF_SUBMIT),
-    ]);
-}
-
-/// `R0 = 0; exit` at the label `out`, and the program.
-fn done(mut a: Asm, what: &str) -> Result<Vec<Insn>, BpfError> {
-    a.label("out");
-    a.op([insn::alu_imm(Alu::Mov, R0, 0), insn::exit()]);
-    a.finish()
-        .ok_or_else(|| BpfError::Event(format!("{what}: a jump without its label")))
-}
-
-/// `hrtimer_start` of a measured thread's sleep: its expiry under its PID and its timer.
-fn on_hrtimer_start(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
-    let mut a = Asm::default();
-    a.op([insn::alu_reg(Alu::Mov, R6, R1)]);
-    e.load(&mut a, Field::Function, R1)?;
-    a.op(insn::mov64(R2, s.hrtimer_wakeup));
-    a.jump(insn::jump_reg(Cond::Ne, R1, R2, 0), "out");
-    a.op([
-        insn::alu_reg(Alu::Mov, R1, R10),
-        insn::alu_imm(Alu::Add, R1, -16),
-        insn::alu_imm(Alu::Mov, R2, 16),
-        insn::call(GET_CURRENT_COMM),
-    ]);
-    measured_name(&mut a, R10, -16, "out");
-    // Stack: the PID key at -24, the value {expiry, PID} at -40, the timer key at -48.
-    a.op([
-        insn::call(GET_CURRENT_PID_TGID),
-        insn::alu_reg(Alu::Mov, R1, R0),
-        insn::alu_imm(Alu::Rsh, R1, 32),
-    ]);
-    a.jump(insn::jump_imm(Cond::Ne, R1, s.tgid as i32, 0), "out");
-    a.op([
-        insn::store(Size::W, R10, -24, R0),
-        insn::alu_imm(Alu::Mov, R1, 0),
-        insn::store(Size::W, R10, -20, R1),
-        insn::load(Size::W, R1, R10, -24),
-        insn::store(Size::Dw, R10, -32, R1),
-    ]);
-    e.to_stack(&mut a, Field::Expires, -40)?;
-    e.to_stack(&mut a, Field::Timer, -48)?;
-    map_call(&mut a, MAP_UPDATE_ELEM, &m.by_pid, -24, Some(-40));
-    map_call(&mut a, MAP_UPDATE_ELEM, &m.by_timer, -48, Some(-40));
-    done(a, e.name)
-}
-
-/// `sched_switch` into a measured thread: clears the held chain's time, and takes the stack
-/// of the task switched out when the thread runs late by the threshold.
-fn on_switch(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
-    let mut a = Asm::default();
-    a.op([insn::alu_reg(Alu::Mov, R6, R1)]);
-    // Any other switch ends at the name: one 8-byte compare.
-    let (base, off) = e.next_comm(&mut a)?;
-    measured_name(&mut a, base, off, "out");
-    if s.tick_sched_timer.is_some() {
-        this_cpu_woke(&mut a, m, -8, "switch");
-        a.op([insn::store_imm(Size::Dw, R0, 0, 0)]);
-        a.label("switch");
-    }
-    e.to_stack(&mut a, Field::NextPid, -4)?;
-    map_call(&mut a, MAP_LOOKUP_ELEM, &m.by_pid, -4, None);
-    a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), "out");
-    a.op([
-        insn::alu_reg(Alu::Mov, R9, R0),
-        insn::load(Size::Dw, R7, R9, 0),
-    ]);
-    a.jump(insn::jump_imm(Cond::Eq, R7, 0, 0), "out");
-    a.op([insn::call(KTIME_GET_NS)]);
-    // Switched in before its timer's expiry (after arming it, before sleeping): not this
-    // sleep's wake-up; the entry stays for it. Else it is used (in place: no delete).
-    since(&mut a, R0, Cond::Lt, "out");
-    a.op([
-        insn::store_imm(Size::Dw, R9, 0, 0),
-        insn::load(Size::W, R8, R10, -4),
-    ]);
-    below(&mut a, s.threshold_ns, "out");
-    a.op(insn::mov64(R1, MAX_LATE_NS));
-    a.jump(insn::jump_reg(Cond::Ge, R7, R1, 0), "out");
-    take_stack(&mut a, m, Chain::Switch, "out");
-    done(a, e.name)
-}
-
-/// `hrtimer_expire_entry`: a measured thread's timer (how late it came; with the held chain,
-/// the time its thread is woken, under the CPU) or, with the held chain, the CPU's tick (how
-/// long a woken measured thread has waited).
-fn on_expire(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
-    let mut a = Asm::default();
-    a.op([insn::alu_reg(Alu::Mov, R6, R1)]);
-    e.load(&mut a, Field::Function, R1)?;
-    a.op(insn::mov64(R2, s.hrtimer_wakeup));
-    a.jump(insn::jump_reg(Cond::Eq, R1, R2, 0), "timer");
-    if let Some(tick) = s.tick_sched_timer {
-        a.op(insn::mov64(R2, tick));
-        a.jump(insn::jump_reg(Cond::Eq, R1, R2, 0), "held");
-    }
-    a.jump(insn::goto(0), "out");
-    a.label("timer");
-    e.to_stack(&mut a, Field::Timer, -8)?;
-    map_call(&mut a, MAP_LOOKUP_ELEM, &m.by_timer, -8, None);
-    a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), "out");
-    a.op([insn::load(Size::Dw, R7, R0, 0)]);
-    a.jump(insn::jump_imm(Cond::Eq, R7, 0, 0), "out");
-    // R9: the interrupt's time, read once (take_stack reuses R9 after), last: reading it
-    // may clobber R0.
-    a.op([
-        insn::load(Size::Dw, R8, R0, 8),
-        insn::store_imm(Size::Dw, R0, 0, 0),
-    ]);
-    e.load(&mut a, Field::Now, R9)?;
-    if s.tick_sched_timer.is_some() {
-        // The waking (`hrtimer_wakeup` runs next): its time and the thread under the CPU.
-        this_cpu_woke(&mut a, m, -12, "late");
-        a.op([
-            insn::store(Size::Dw, R0, 0, R9),
-            insn::store(Size::Dw, R0, 8, R8),
-        ]);
-        a.label("late");
-    }
-    since(&mut a, R9, Cond::Slt, "out");
-    below(&mut a, s.threshold_ns, "out");
-    take_stack(&mut a, m, Chain::Timer, "out");
-    if s.tick_sched_timer.is_some() {
-        a.jump(insn::goto(0), "out");
-        a.label("held");
-        this_cpu_woke(&mut a, m, -8, "out");
-        a.op([
-            insn::alu_reg(Alu::Mov, R9, R0),
-            insn::load(Size::Dw, R7, R9, 0),
-        ]);
-        a.jump(insn::jump_imm(Cond::Eq, R7, 0, 0), "out");
-        // Every tick looks while the thread waits; the first at the threshold or more takes
-        // the stack and uses the time (a tick before the threshold leaves it for the next).
-        a.op([insn::load(Size::Dw, R8, R9, 8), insn::call(KTIME_GET_NS)]);
-        since(&mut a, R0, Cond::Lt, "out");
-        below(&mut a, s.threshold_ns, "out");
-        a.op([insn::store_imm(Size::Dw, R9, 0, 0)]);
-        take_stack(&mut a, m, Chain::Held, "out");
-    }
-    done(a, e.name)
-}
-
 /// The loaded and attached programs, and the ring buffer their stacks come through.
 pub struct Programs {
     /// The attachments (raw tracepoints' links, or the perf events holding the programs on
@@ -576,12 +352,7 @@ impl Programs {
     /// attaches them to their tracepoints. Any step failing drops what was made (file
     /// descriptors: the kernel frees it all).
     pub fn start(s: &Setting, source: Source) -> Result<Programs, BpfError> {
-        let m = Maps {
-            by_pid: sys::create_map("rtscope_pid", MapType::Hash, 4, 8, THREADS)?,
-            by_timer: sys::create_map("rtscope_timer", MapType::Hash, 8, 16, THREADS)?,
-            woke: sys::create_map("rtscope_woke", MapType::Array, 4, 16, possible_cpus())?,
-            ring: sys::create_map("rtscope_stacks", MapType::RingBuf, 0, 0, RING_BYTES as u32)?,
-        };
+        let m = Maps::create()?;
         let start = Event::new(source, "hrtimer_start")?;
         let switch = Event::new(source, "sched_switch")?;
         let expire = Event::new(source, "hrtimer_expire_entry")?;
@@ -621,15 +392,15 @@ impl Programs {
             progs.push(prog);
         }
         let Maps {
-            by_pid,
+            by_thread,
             by_timer,
-            woke,
+            per_cpu,
             ring,
         } = m;
         Ok(Programs {
             _links: links,
             _progs: progs,
-            _maps: [by_pid, by_timer, woke],
+            _maps: [by_thread, by_timer, per_cpu],
             ring: crate::ringbuf::RingBuf::new(ring, RING_BYTES)?,
             chains,
             code,
@@ -657,6 +428,24 @@ impl Programs {
                 out.push(r);
             }
         })
+    }
+}
+
+mod build;
+use build::{on_expire, on_hrtimer_start, on_switch};
+
+#[cfg(test)]
+impl Maps {
+    /// Four descriptors of /dev/null in the maps' places: for building programs unloaded
+    /// (each a distinct descriptor, so a listing can name the maps).
+    pub(crate) fn dev_null() -> Maps {
+        let fd = || OwnedFd::from(std::fs::File::open("/dev/null").expect("/dev/null"));
+        Maps {
+            by_thread: fd(),
+            by_timer: fd(),
+            per_cpu: fd(),
+            ring: fd(),
+        }
     }
 }
 
@@ -696,13 +485,7 @@ mod tests {
     /// The builders' output for `source`: each program's calls of `bpf_probe_read_kernel`,
     /// and the context reads (offset, size) it makes.
     fn built(source: Source) -> Vec<(usize, Vec<(i16, u8)>)> {
-        let fd = || OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
-        let m = Maps {
-            by_pid: fd(),
-            by_timer: fd(),
-            woke: fd(),
-            ring: fd(),
-        };
+        let m = Maps::dev_null();
         let s = Setting {
             threshold_ns: 1_000,
             hrtimer_wakeup: 0xffff_ffff_8100_0000,

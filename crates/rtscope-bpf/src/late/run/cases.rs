@@ -218,29 +218,75 @@ fn without_the_held_chain_the_tick_is_not_looked_at() {
 }
 
 #[test]
-fn a_full_pid_map_loses_a_new_thread_but_the_timer_chain_and_known_threads_go_on() {
+fn a_timer_found_in_its_cpus_slot_needs_no_timer_map_and_one_not_there_is_found_in_it() {
+    require_ok!(rig::available());
+    for v in VARIANTS {
+        // The timer map full: the update fails (E2BIG), the slot still holds the timer.
+        let mut r = Rig::new(v, MS);
+        r.fill_timer_map(crate::late::THREADS);
+        let expires = five_seconds_ago();
+        r.start(WAKEUP, expires);
+        assert_eq!(r.timer_entry(), Some((expires, u64::from(r.tid))), "{v:?}");
+        r.expire(WAKEUP, expires + MS);
+        let timer: Vec<_> = r.stacks().into_iter().map(|s| (s.chain, s.lat)).collect();
+        assert_eq!(timer, [(Chain::Timer, MS)], "{v:?}: through the slot");
+        // Another measured thread armed on this CPU since: the timer is in the timer map.
+        let mut two = Rig::new(v, MS);
+        two.start(WAKEUP, expires);
+        two.take_the_slot(0xffff_8880_0000_0040, expires, two.tid + 1);
+        two.expire(WAKEUP, expires + 2 * MS);
+        let taken: Vec<_> = two
+            .stacks()
+            .into_iter()
+            .map(|s| (s.chain, s.lat, s.pid))
+            .collect();
+        assert_eq!(
+            taken,
+            [(Chain::Timer, 2 * MS, two.tid)],
+            "{v:?}: through the map"
+        );
+        assert_eq!(
+            two.timer_entry(),
+            Some((0, u64::from(two.tid))),
+            "{v:?}: used"
+        );
+        // The other thread's timer is untouched in the slot: read back whole.
+        two.take_the_slot(two.timer(), 7, two.tid);
+        assert_eq!(two.timer_entry(), Some((7, u64::from(two.tid))), "{v:?}");
+    }
+}
+
+#[test]
+fn a_thread_beyond_the_thread_map_is_not_followed_at_the_switch_but_its_timer_is() {
     require_ok!(rig::available());
     for v in VARIANTS {
         let mut r = Rig::new(v, MS);
         let expires = five_seconds_ago();
-        r.fill_pid_map(crate::late::THREADS);
+        // Index 10000 (a fifth digit), beyond the map's 4,096 entries.
+        rig::name_thread("rtscope-m10000");
         r.start(WAKEUP, expires);
-        // The update failed (E2BIG); the program went on to the timer's map.
         assert_eq!(r.pid_entry(r.tid), None, "{v:?}");
-        assert_eq!(r.timer_entry(), Some((expires, u64::from(r.tid))), "{v:?}");
-        r.switch_to("rtscope-m0", r.tid);
+        r.switch_to("rtscope-m10000", r.tid);
         assert_eq!(r.stacks(), [], "{v:?}: the thread is not followed");
         r.expire(WAKEUP, expires + MS);
         let timer: Vec<_> = r.stacks().into_iter().map(|s| (s.chain, s.lat)).collect();
         assert_eq!(timer, [(Chain::Timer, MS)], "{v:?}");
-        // A thread already in the map is updated in place however full it is.
-        let mut known = Rig::new(v, MS);
-        known.fill_pid_map(crate::late::THREADS - 1);
-        known.start(WAKEUP, 1);
-        known.start(WAKEUP, expires);
-        assert_eq!(known.pid_entry(known.tid), Some(expires), "{v:?}");
-        known.switch_to("rtscope-m0", known.tid);
-        assert_eq!(known.stacks().len(), 1, "{v:?}");
+        // The last index the map holds, read from four digits.
+        rig::name_thread("rtscope-m4095");
+        r.start(WAKEUP, expires);
+        assert_eq!(r.pid_entry(r.tid), Some(expires), "{v:?}");
+        r.switch_to("rtscope-m4095", r.tid);
+        assert_eq!(r.stacks().len(), 1, "{v:?}");
+        // Another process's thread of that index switched in: not this one's entry.
+        r.start(WAKEUP, expires);
+        r.switch_to("rtscope-m4095", r.tid + 1);
+        assert_eq!(r.stacks(), [], "{v:?}");
+        assert_eq!(
+            r.pid_entry(r.tid),
+            Some(expires),
+            "{v:?}: left for its thread"
+        );
+        rig::name_thread("rtscope-m0");
     }
 }
 

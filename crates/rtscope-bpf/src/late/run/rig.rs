@@ -18,7 +18,8 @@
 
 use crate::btf::Layout;
 use crate::insn::{self, Alu, Insn, Size, R0, R1, R10, R2};
-use crate::late::{on_expire, on_hrtimer_start, on_switch, possible_cpus, Event, Maps, Setting};
+use crate::late::build::{PER_CPU_VALUE, SLOT};
+use crate::late::{on_expire, on_hrtimer_start, on_switch, Event, Maps, Setting};
 use crate::late::{Source, RING_BYTES, THREADS};
 use crate::ringbuf::RingBuf;
 use crate::sys::{self, MapType, ProgType};
@@ -314,32 +315,8 @@ pub(crate) fn pin() -> u32 {
 
 /// The maps as the loader creates them (`Programs::start`), and a second handle on the ring.
 fn maps() -> (Maps, OwnedFd) {
-    let m = |r: Result<OwnedFd, crate::BpfError>| r.expect("a map");
-    let ring = m(sys::create_map(
-        "rtscope_stacks",
-        MapType::RingBuf,
-        0,
-        0,
-        RING_BYTES as u32,
-    ));
-    let maps = Maps {
-        by_pid: m(sys::create_map("rtscope_pid", MapType::Hash, 4, 8, THREADS)),
-        by_timer: m(sys::create_map(
-            "rtscope_timer",
-            MapType::Hash,
-            8,
-            16,
-            THREADS,
-        )),
-        woke: m(sys::create_map(
-            "rtscope_woke",
-            MapType::Array,
-            4,
-            16,
-            possible_cpus(),
-        )),
-        ring: ring.try_clone().expect("dup"),
-    };
+    let maps = Maps::create().expect("the maps");
+    let ring = maps.ring.try_clone().expect("dup");
     (maps, ring)
 }
 
@@ -528,33 +505,61 @@ impl Rig {
         self.run(2, &ctx);
     }
 
-    /// The switch chain's entry of `pid`: its sleep's expiry (0 once used).
+    /// The switch chain's entry of `pid` (in the thread map, at the index of the thread's
+    /// name): its sleep's expiry (0 once used).
     pub fn pid_entry(&self, pid: u32) -> Option<u64> {
-        let mut v = [0u8; 8];
-        lookup(&self.maps.by_pid, &pid.to_le_bytes(), &mut v).then(|| u64::from_le_bytes(v))
+        let mut v = [0u8; 16];
+        (0..THREADS).find_map(|index| {
+            let found = lookup(&self.maps.by_thread, &index.to_le_bytes(), &mut v);
+            (found && v[8..12] == pid.to_le_bytes()).then(|| le(&v[..8]))
+        })
     }
 
-    /// The timer chain's entry of the timer: its expiry (0 once used) and its thread.
+    /// The timer chain's entry of the timer: its expiry (0 once used) and its thread, in this
+    /// CPU's slot when the slot holds the timer, else in the timer map.
     pub fn timer_entry(&self) -> Option<(u64, u64)> {
+        let v = self.per_cpu();
+        let slot = SLOT as usize;
+        if le(&v[slot..slot + 8]) == self.timer() {
+            return Some((le(&v[slot + 8..slot + 16]), le(&v[slot + 16..slot + 24])));
+        }
         let mut v = [0u8; 16];
         let found = lookup(&self.maps.by_timer, &self.timer().to_le_bytes(), &mut v);
         found.then(|| (le(&v[..8]), le(&v[8..])))
     }
 
+    /// This CPU's entry of the per-CPU map, whole.
+    fn per_cpu(&self) -> [u8; PER_CPU_VALUE as usize] {
+        let mut v = [0u8; PER_CPU_VALUE as usize];
+        assert!(lookup(&self.maps.per_cpu, &self.cpu.to_le_bytes(), &mut v));
+        v
+    }
+
     /// The held chain's entry of this CPU: when a measured thread was woken (0: none waits)
     /// and its PID.
     pub fn woke(&self) -> (u64, u64) {
-        let mut v = [0u8; 16];
-        assert!(lookup(&self.maps.woke, &self.cpu.to_le_bytes(), &mut v));
-        (le(&v[..8]), le(&v[8..]))
+        let v = self.per_cpu();
+        (le(&v[..8]), le(&v[8..16]))
     }
 
-    /// Fills the switch chain's map with `n` other threads' entries.
-    pub fn fill_pid_map(&self, n: u32) {
-        for pid in 0..n {
-            let pid = 10_000_000 + pid;
-            update(&self.maps.by_pid, &pid.to_le_bytes(), &1u64.to_le_bytes())
-                .unwrap_or_else(|e| panic!("entry {pid}: {e}"));
+    /// Puts another timer in this CPU's slot, as another measured thread's `hrtimer_start`
+    /// on this CPU would (the held chain's part kept).
+    pub fn take_the_slot(&self, timer: u64, expires: u64, pid: u32) {
+        let mut v = self.per_cpu();
+        let slot = SLOT as usize;
+        v[slot..slot + 8].copy_from_slice(&timer.to_le_bytes());
+        v[slot + 8..slot + 16].copy_from_slice(&expires.to_le_bytes());
+        v[slot + 16..slot + 24].copy_from_slice(&u64::from(pid).to_le_bytes());
+        update(&self.maps.per_cpu, &self.cpu.to_le_bytes(), &v).expect("the slot's update");
+    }
+
+    /// Fills the timer map with `n` other timers' entries.
+    pub fn fill_timer_map(&self, n: u32) {
+        for i in 0..u64::from(n) {
+            let timer = 0xffff_8880_0000_0000 + i * 64;
+            let value = [1u64.to_le_bytes(), 1u64.to_le_bytes()].concat();
+            update(&self.maps.by_timer, &timer.to_le_bytes(), &value)
+                .unwrap_or_else(|e| panic!("entry {i}: {e}"));
         }
     }
 

@@ -7,24 +7,18 @@ use super::rig::VARIANTS;
 use crate::late::Maps;
 use crate::listing::listing;
 use std::fmt::Write;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 
 /// The file, below the crate.
 const FILE: &str = "tests/snapshots/late.txt";
 
 /// Every program's listing, with a header line each.
 fn listings() -> String {
-    let fd = || OwnedFd::from(std::fs::File::open("/dev/null").expect("/dev/null"));
-    let m = Maps {
-        by_pid: fd(),
-        by_timer: fd(),
-        woke: fd(),
-        ring: fd(),
-    };
+    let m = Maps::dev_null();
     let names = [
-        (m.by_pid.as_raw_fd(), "rtscope_pid"),
+        (m.by_thread.as_raw_fd(), "rtscope_thread"),
         (m.by_timer.as_raw_fd(), "rtscope_timer"),
-        (m.woke.as_raw_fd(), "rtscope_woke"),
+        (m.per_cpu.as_raw_fd(), "rtscope_cpu"),
         (m.ring.as_raw_fd(), "rtscope_stacks"),
     ];
     let map = |fd: i32| {
