@@ -12,7 +12,12 @@
 //!   the timer's hash map is read only when the slot holds another timer (two measured
 //!   threads on one CPU, or a timer that expires on another CPU than it was armed on).
 //!   A slot's entry is used (0) in place, the map's copy left: a timer expires once per arm,
-//!   and the next arm writes both.
+//!   and the next arm writes both. One case reads a stale slot: a timer queued on another CPU
+//!   than its arming one (only `nohz_full` CPUs send a running task's timer elsewhere) leaves
+//!   its expiry unused in the arming CPU's slot, and if the thread, not pinned, later arms it
+//!   where it is queued on that first CPU, the interrupt there reads the older expiry and
+//!   counts the wake-up late by a period. Only threads that float can: rtscope pins each
+//!   measuring thread to one CPU but cyclictest's without `-a` and SCHED_DEADLINE ones.
 
 use super::{Event, Field, Maps, Setting, MAX_LATE_NS, NINTH, PREFIX};
 use crate::asm::Asm;
