@@ -74,8 +74,8 @@ pub(crate) struct Maps {
     /// A measured thread's index (the digits of its name) → the expiry of its sleep's timer
     /// (0 once used) and its PID (switch chain).
     by_thread: OwnedFd,
-    /// hrtimer → its expiry (0 once used) and the PID (timer and held chains), where this
-    /// CPU's slot holds another timer.
+    /// hrtimer → its expiry (0 once used), the PID and the CPU that armed it (timer and held
+    /// chains), where this CPU's slot holds another timer.
     by_timer: OwnedFd,
     /// CPU → when a measured thread was woken for it and its PID (held chain), and the slot
     /// of the timer last armed there ([`build::SLOT`]).
@@ -88,7 +88,7 @@ impl Maps {
     pub(crate) fn create() -> Result<Maps, BpfError> {
         Ok(Maps {
             by_thread: sys::create_map("rtscope_thread", MapType::Array, 4, 16, THREADS)?,
-            by_timer: sys::create_map("rtscope_timer", MapType::Hash, 8, 16, THREADS)?,
+            by_timer: sys::create_map("rtscope_timer", MapType::Hash, 8, 24, THREADS)?,
             per_cpu: sys::create_map(
                 "rtscope_cpu",
                 MapType::Array,

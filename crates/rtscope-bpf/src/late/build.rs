@@ -12,12 +12,11 @@
 //!   the timer's hash map is read only when the slot holds another timer (two measured
 //!   threads on one CPU, or a timer that expires on another CPU than it was armed on).
 //!   A slot's entry is used (0) in place, the map's copy left: a timer expires once per arm,
-//!   and the next arm writes both. One case reads a stale slot: a timer queued on another CPU
-//!   than its arming one (only `nohz_full` CPUs send a running task's timer elsewhere) leaves
-//!   its expiry unused in the arming CPU's slot, and if the thread, not pinned, later arms it
-//!   where it is queued on that first CPU, the interrupt there reads the older expiry and
-//!   counts the wake-up late by a period. Only threads that float can: rtscope pins each
-//!   measuring thread to one CPU but cyclictest's without `-a` and SCHED_DEADLINE ones.
+//!   and the next arm writes both. A timer that expires on another CPU than it was armed on
+//!   (`nohz_full` CPUs queue a running task's timer on a housekeeping CPU) is found in the
+//!   map, which names the arming CPU, and that CPU's slot of it is used too: else a thread
+//!   that floats (cyclictest's without `-a`) could later have the timer queued there, and the
+//!   interrupt there would read the older expiry.
 
 use super::{Event, Field, Maps, Setting, MAX_LATE_NS, NINTH, PREFIX};
 use crate::asm::Asm;
@@ -183,7 +182,7 @@ fn thread_index(a: &mut Asm, base: Reg, off: i16, key: i16) {
 }
 
 /// `hrtimer_start` of a measured thread's sleep: its expiry at its index in the thread map,
-/// and under its timer in the timer map and in this CPU's slot.
+/// and under its timer in the timer map (with this CPU) and in this CPU's slot.
 pub(super) fn on_hrtimer_start(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
     let mut a = Asm::default();
     a.op([insn::alu_reg(Alu::Mov, R6, R1)]);
@@ -198,7 +197,7 @@ pub(super) fn on_hrtimer_start(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<I
     ]);
     measured_name(&mut a, R10, -16, "out");
     thread_index(&mut a, R10, -16, INDEX);
-    // Stack: the PID at -24, the timer map's value {expiry, PID} at -40, its key at -48.
+    // Stack: the timer map's value {expiry, PID, this CPU} at -40, its key at -48.
     a.op([
         insn::call(GET_CURRENT_PID_TGID),
         insn::alu_reg(Alu::Mov, R1, R0),
@@ -209,11 +208,15 @@ pub(super) fn on_hrtimer_start(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<I
         insn::store(Size::W, R10, -24, R0),
         insn::load(Size::W, R1, R10, -24),
         insn::store(Size::Dw, R10, -32, R1),
+        insn::call(GET_SMP_PROCESSOR_ID),
+        insn::store(Size::W, R10, CPU, R0),
+        insn::store(Size::Dw, R10, -24, R0),
     ]);
     e.to_stack(&mut a, Field::Expires, -40)?;
     e.to_stack(&mut a, Field::Timer, -48)?;
     map_call(&mut a, MAP_UPDATE_ELEM, &m.by_timer, -48, Some(-40));
-    this_cpu(&mut a, m, CPU, "thread");
+    map_call(&mut a, MAP_LOOKUP_ELEM, &m.per_cpu, CPU, None);
+    a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), "thread");
     for (from, at) in [(-48, SLOT), (-40, SLOT + 8), (-32, SLOT + 16)] {
         a.op([
             insn::load(Size::Dw, R1, R10, from),
@@ -226,7 +229,7 @@ pub(super) fn on_hrtimer_start(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<I
     a.op([
         insn::load(Size::Dw, R1, R10, -40),
         insn::store(Size::Dw, R0, 0, R1),
-        insn::load(Size::W, R1, R10, -24),
+        insn::load(Size::W, R1, R10, -32),
         insn::store(Size::W, R0, 8, R1),
     ]);
     done(a, e.name)
@@ -303,6 +306,23 @@ pub(super) fn on_expire(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, B
     a.label("lookup");
     map_call(&mut a, MAP_LOOKUP_ELEM, &m.by_timer, -8, None);
     a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), "out");
+    // Armed on another CPU: that CPU's slot of this timer is used too, or an interrupt there
+    // would read its older expiry (R0 kept at -32, the CPU's key at -16).
+    a.op([
+        insn::store(Size::Dw, R10, -32, R0),
+        insn::load(Size::W, R1, R0, 16),
+        insn::store(Size::W, R10, -16, R1),
+    ]);
+    map_call(&mut a, MAP_LOOKUP_ELEM, &m.per_cpu, -16, None);
+    a.jump(insn::jump_imm(Cond::Eq, R0, 0, 0), "mapped");
+    a.op([
+        insn::load(Size::Dw, R1, R10, -8),
+        insn::load(Size::Dw, R2, R0, SLOT),
+    ]);
+    a.jump(insn::jump_reg(Cond::Ne, R1, R2, 0), "mapped");
+    a.op([insn::store_imm(Size::Dw, R0, SLOT + 8, 0)]);
+    a.label("mapped");
+    a.op([insn::load(Size::Dw, R0, R10, -32)]);
     // R0: {expiry, PID}, in the slot or in the timer map.
     a.label("found");
     a.op([insn::load(Size::Dw, R7, R0, 0)]);

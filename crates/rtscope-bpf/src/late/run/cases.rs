@@ -238,7 +238,7 @@ fn a_timer_found_in_its_cpus_slot_needs_no_timer_map_and_one_not_there_is_found_
         let taken: Vec<_> = two
             .stacks()
             .into_iter()
-            .map(|s| (s.chain, s.lat, s.pid))
+            .map(|s| (s.chain, s.lat, s.tid))
             .collect();
         assert_eq!(
             taken,
@@ -253,6 +253,43 @@ fn a_timer_found_in_its_cpus_slot_needs_no_timer_map_and_one_not_there_is_found_
         // The other thread's timer is untouched in the slot: read back whole.
         two.take_the_slot(two.timer(), 7, two.tid);
         assert_eq!(two.timer_entry(), Some((7, u64::from(two.tid))), "{v:?}");
+    }
+}
+
+#[test]
+fn a_timer_expiring_on_another_cpu_is_found_in_the_map_and_its_arming_cpus_slot_used_too() {
+    require_ok!(rig::available());
+    for v in VARIANTS {
+        let mut r = Rig::new(v, MS);
+        let other = rig::another_cpu(r.cpu);
+        rtscope_testkit::require!(other.is_some(), "a second online CPU");
+        let expires = five_seconds_ago();
+        r.start(WAKEUP, expires);
+        assert_eq!(
+            r.timer_map_entry(),
+            Some((expires, u64::from(r.tid), u64::from(r.cpu)))
+        );
+        // The interrupt on the other CPU (in an IPI there): its slot holds no such timer.
+        r.expire_on(other, WAKEUP, expires + MS);
+        let taken: Vec<_> = r
+            .stacks()
+            .into_iter()
+            .map(|s| (s.chain, s.lat, s.tid, s.cpu))
+            .collect();
+        assert_eq!(taken, [(Chain::Timer, MS, r.tid, other.unwrap())], "{v:?}");
+        assert_eq!(
+            r.timer_map_entry().map(|e| e.0),
+            Some(0),
+            "{v:?}: the map's copy used"
+        );
+        assert_eq!(
+            r.timer_entry(),
+            Some((0, u64::from(r.tid))),
+            "{v:?}: the slot's too"
+        );
+        // So an interrupt of that sleep on the arming CPU finds nothing to use.
+        r.expire(WAKEUP, expires + 2 * MS);
+        assert_eq!(r.stacks(), [], "{v:?}");
     }
 }
 

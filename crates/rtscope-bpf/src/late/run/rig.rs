@@ -242,14 +242,37 @@ pub fn update(map: &OwnedFd, key: &[u8], value: &[u8]) -> std::io::Result<()> {
 
 /// Runs `prog` once on `ctx` in this thread; its return value.
 pub fn test_run(prog: &OwnedFd, ctx: &[u8]) -> std::io::Result<u32> {
+    test_run_on(prog, ctx, None)
+}
+
+/// `BPF_F_TEST_RUN_ON_CPU`: the run on the CPU the attribute names (in an IPI there).
+const TEST_RUN_ON_CPU: u32 = 1;
+
+/// Runs `prog` once on `ctx`, in this thread or on `cpu`; its return value.
+fn test_run_on(prog: &OwnedFd, ctx: &[u8], cpu: Option<u32>) -> std::io::Result<u32> {
     let mut attr = TestRunAttr {
         prog_fd: prog.as_raw_fd() as u32,
         ctx_size_in: ctx.len() as u32,
         ctx_in: ctx.as_ptr() as u64,
+        flags: if cpu.is_some() { TEST_RUN_ON_CPU } else { 0 },
+        cpu: cpu.unwrap_or(0),
         ..TestRunAttr::default()
     };
     bpf(BPF_PROG_TEST_RUN, &mut attr)?;
     Ok(attr.retval)
+}
+
+/// An online CPU other than `cpu`, if the machine has one.
+pub fn another_cpu(cpu: u32) -> Option<u32> {
+    let online = std::fs::read_to_string("/sys/devices/system/cpu/online").ok()?;
+    online
+        .trim()
+        .split(',')
+        .flat_map(|range| {
+            let (lo, hi) = range.split_once('-').unwrap_or((range, range));
+            lo.parse::<u32>().unwrap_or(0)..=hi.parse::<u32>().unwrap_or(0)
+        })
+        .find(|&c| c != cpu)
 }
 
 /// Whether this host runs raw-tracepoint programs under test (root, `CONFIG_BPF_SYSCALL`,
@@ -439,7 +462,11 @@ impl Rig {
     }
 
     fn run(&self, i: usize, ctx: &Ctx) {
-        let r = test_run(&self.progs[i], ctx).expect("BPF_PROG_TEST_RUN");
+        self.run_on(i, ctx, None);
+    }
+
+    fn run_on(&self, i: usize, ctx: &Ctx, cpu: Option<u32>) {
+        let r = test_run_on(&self.progs[i], ctx, cpu).expect("BPF_PROG_TEST_RUN");
         assert_eq!(r, 0, "a program's return value");
     }
 
@@ -485,6 +512,11 @@ impl Rig {
 
     /// `hrtimer_expire_entry` of the timer with `function`, the interrupt's time `now`.
     pub fn expire(&mut self, function: u64, now: u64) {
+        self.expire_on(None, function, now);
+    }
+
+    /// As [`Rig::expire`], on `cpu` (`None`: this thread's).
+    pub fn expire_on(&mut self, cpu: Option<u32>, function: u64, now: u64) {
         let l = self.layout;
         let mut ctx = [0u8; 96];
         let timer = self.timer();
@@ -502,7 +534,7 @@ impl Rig {
             put(&mut ctx, 16, &now.to_le_bytes());
             put(&mut ctx, 24, &function.to_le_bytes());
         }
-        self.run(2, &ctx);
+        self.run_on(2, &ctx, cpu);
     }
 
     /// The switch chain's entry of `pid` (in the thread map, at the index of the thread's
@@ -523,9 +555,16 @@ impl Rig {
         if le(&v[slot..slot + 8]) == self.timer() {
             return Some((le(&v[slot + 8..slot + 16]), le(&v[slot + 16..slot + 24])));
         }
-        let mut v = [0u8; 16];
+        self.timer_map_entry()
+            .map(|(expires, pid, _)| (expires, pid))
+    }
+
+    /// The timer map's entry of the timer: its expiry (0 once used), its thread and the CPU
+    /// that armed it.
+    pub fn timer_map_entry(&self) -> Option<(u64, u64, u64)> {
+        let mut v = [0u8; 24];
         let found = lookup(&self.maps.by_timer, &self.timer().to_le_bytes(), &mut v);
-        found.then(|| (le(&v[..8]), le(&v[8..])))
+        found.then(|| (le(&v[..8]), le(&v[8..16]), le(&v[16..])))
     }
 
     /// This CPU's entry of the per-CPU map, whole.
@@ -557,7 +596,7 @@ impl Rig {
     pub fn fill_timer_map(&self, n: u32) {
         for i in 0..u64::from(n) {
             let timer = 0xffff_8880_0000_0000 + i * 64;
-            let value = [1u64.to_le_bytes(), 1u64.to_le_bytes()].concat();
+            let value = [1u64.to_le_bytes(); 3].concat();
             update(&self.maps.by_timer, &timer.to_le_bytes(), &value)
                 .unwrap_or_else(|e| panic!("entry {i}: {e}"));
         }
