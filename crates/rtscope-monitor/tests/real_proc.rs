@@ -11,6 +11,16 @@ fn status(m: &Monitor, source: &str) -> SourceStatus {
         .expect("source listed")
 }
 
+/// The clock ticks of CPU time (user and system) the kernel has charged the calling thread:
+/// `utime` and `stime` of /proc/thread-self/stat, as the monitor's top threads read them.
+fn own_ticks() -> u64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("/proc/thread-self/stat");
+    // After the name in parentheses (which may hold spaces): state is field 3, utime 14.
+    let after = &stat[stat.rfind(')').expect("a task's name") + 2..];
+    let fields: Vec<&str> = after.split(' ').collect();
+    fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime")
+}
+
 /// Whether `dir` has an entry whose name starts with `prefix` and holds `file`.
 fn any_entry_with(dir: &str, prefix: &str, file: &str) -> bool {
     std::fs::read_dir(dir).is_ok_and(|rd| {
@@ -33,11 +43,17 @@ fn two_samples_of_this_machine() {
     assert!(first.value("load.1m").is_some());
     assert!(first.top.is_empty());
 
-    // Burn about 100 ms of CPU on this thread so it is certain to show in the top threads.
-    let spin_until = Instant::now() + Duration::from_millis(100);
+    // Burn CPU on this thread until the kernel has charged it 5 clock ticks more (50 ms at
+    // USER_HZ 100), so it is certain to show in the top threads: 100 ms of wall time was
+    // not enough beside `stress-ng --cpu 4 --io 2 --vm 1` and CI's guests (30 Nov 2026: the
+    // thread got under a tick of CPU in it and was not listed). However slow the machine,
+    // the spin ends once the CPU is given (structure, not timing).
+    let ticks = own_ticks();
     let mut x = 0u64;
-    while Instant::now() < spin_until {
-        x = std::hint::black_box(x.wrapping_add(1));
+    while own_ticks() < ticks + 5 {
+        for _ in 0..100_000 {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
     }
     // At least 200 ms after the first sample, however late this thread runs: the interval is
     // exactly the difference of the two times given (structure, not timing).
