@@ -181,14 +181,26 @@ fn thread_index(a: &mut Asm, base: Reg, off: i16, key: i16) {
     a.op([insn::store(Size::W, R10, key, R4)]);
 }
 
-/// `hrtimer_start` of a measured thread's sleep: its expiry at its index in the thread map,
-/// and under its timer in the timer map (with this CPU) and in this CPU's slot.
-pub(super) fn on_hrtimer_start(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
+/// A timer program's start: the context kept in R6, the timer's function in R1, and a jump to
+/// `label` when `cond` holds between it and `hrtimer_wakeup` (in R2).
+fn timer_function(
+    e: &Event,
+    s: &Setting,
+    cond: Cond,
+    label: &'static str,
+) -> Result<Asm, BpfError> {
     let mut a = Asm::default();
     a.op([insn::alu_reg(Alu::Mov, R6, R1)]);
     e.load(&mut a, Field::Function, R1)?;
     a.op(insn::mov64(R2, s.hrtimer_wakeup));
-    a.jump(insn::jump_reg(Cond::Ne, R1, R2, 0), "out");
+    a.jump(insn::jump_reg(cond, R1, R2, 0), label);
+    Ok(a)
+}
+
+/// `hrtimer_start` of a measured thread's sleep: its expiry at its index in the thread map,
+/// and under its timer in the timer map (with this CPU) and in this CPU's slot.
+pub(super) fn on_hrtimer_start(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
+    let mut a = timer_function(e, s, Cond::Ne, "out")?;
     a.op([
         insn::alu_reg(Alu::Mov, R1, R10),
         insn::alu_imm(Alu::Add, R1, -16),
@@ -280,11 +292,7 @@ pub(super) fn on_switch(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, B
 /// the time its thread is woken, under the CPU) or, with the held chain, the CPU's tick (how
 /// long a woken measured thread has waited).
 pub(super) fn on_expire(e: &Event, s: &Setting, m: &Maps) -> Result<Vec<Insn>, BpfError> {
-    let mut a = Asm::default();
-    a.op([insn::alu_reg(Alu::Mov, R6, R1)]);
-    e.load(&mut a, Field::Function, R1)?;
-    a.op(insn::mov64(R2, s.hrtimer_wakeup));
-    a.jump(insn::jump_reg(Cond::Eq, R1, R2, 0), "timer");
+    let mut a = timer_function(e, s, Cond::Eq, "timer")?;
     if let Some(tick) = s.tick_sched_timer {
         a.op(insn::mov64(R2, tick));
         a.jump(insn::jump_reg(Cond::Eq, R1, R2, 0), "held");
